@@ -1,0 +1,46 @@
+# Thin wrapper over CMake. `make` builds, `make test` runs every test under ASan+UBSan.
+BUILD       ?= build
+BUILD_ASAN  ?= build-asan
+BUILD_FUZZ  ?= build-fuzz
+JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 60
+
+.PHONY: all setup test test-fast fuzz bench demo clean format
+
+all: setup
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+setup:
+	@scripts/setup
+
+# The whole test suite (unit, conformance, integration) on the sanitizer build.
+test: setup
+	@cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=ON >/dev/null
+	@cmake --build $(BUILD_ASAN) -j $(JOBS)
+	@cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		ctest --output-on-failure -j $(JOBS)
+
+# The same tests without sanitizers (faster while developing).
+test-fast: all
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+fuzz: setup
+	@CC=clang cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=Debug -DWEFT_FUZZ=ON >/dev/null
+	@cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_loader
+	@mkdir -p $(BUILD_FUZZ)/corpus
+	@$(BUILD_FUZZ)/fuzz_loader -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
+		-timeout=10 $(BUILD_FUZZ)/corpus fuzz/corpus/loader
+
+bench: all
+	@bench/run_analyze.sh $(BUILD)
+
+demo:
+	@echo "make demo: the local mesh (weftctl up) is not built yet; see README 'What works today'." >&2
+	@exit 1
+
+format:
+	@clang-format -i $$(git ls-files 'src/*.c' 'src/*.h' 'tests/unit/*.c' 'fuzz/*.c' 'bench/*.c')
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)

@@ -1,0 +1,275 @@
+/*
+ * analysis.c - the analysis run: context, reporting, suppression, ordering (analysis.h).
+ */
+#include "analysis/analysis.h"
+
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/strbuf.h"
+
+#define SUPPRESS_ANNOTATION "galley.istio.io/analyze-suppress"
+
+struct wf_analysis_ctx {
+    const wf_store *store;
+    const wf_meshcfg *mesh;
+    wf_arena *arena;
+    const wf_analyzer *current;
+    wf_finding *v;
+    size_t n, cap;
+    bool oom;
+};
+
+const wf_store *wf_ctx_store(const wf_analysis_ctx *ctx)
+{
+    return ctx->store;
+}
+
+const wf_meshcfg *wf_ctx_mesh(const wf_analysis_ctx *ctx)
+{
+    return ctx->mesh;
+}
+
+wf_arena *wf_ctx_arena(wf_analysis_ctx *ctx)
+{
+    return ctx->arena;
+}
+
+void wf_report_line(wf_analysis_ctx *ctx, wf_msg_id id, const wf_resource *res, uint32_t line,
+                    const char *const *args, size_t nargs)
+{
+    const wf_msg_type *t = wf_msg_type_get(id);
+    if (!t || ctx->oom)
+        return;
+    if (ctx->n == ctx->cap) {
+        size_t cap = ctx->cap ? ctx->cap * 2 : 32;
+        wf_finding *nv = realloc(ctx->v, cap * sizeof(*nv));
+        if (!nv) {
+            ctx->oom = true;
+            return;
+        }
+        ctx->v = nv;
+        ctx->cap = cap;
+    }
+    wf_strbuf b = WF_STRBUF_INIT;
+    wf_go_format(&b, t->tmpl, args, nargs);
+    const char *text = wf_strbuf_failed(&b) ? NULL : wf_arena_strdup(ctx->arena, wf_strbuf_cstr(&b));
+    wf_strbuf_free(&b);
+    if (!text) {
+        ctx->oom = true;
+        return;
+    }
+    if (res && (res->json || res->synthetic))
+        line = 0;
+    else if (res && line == 0)
+        line = res->line;
+    ctx->v[ctx->n++] = (wf_finding){id, res, line, text, ctx->current ? ctx->current->name : ""};
+}
+
+void wf_report(wf_analysis_ctx *ctx, wf_msg_id id, const wf_resource *res, const wf_node *at,
+               const char *const *args, size_t nargs)
+{
+    wf_report_line(ctx, id, res, at ? at->line : 0, args, nargs);
+}
+
+const char *wf_finding_origin(wf_arena *a, const wf_finding *f)
+{
+    const wf_resource *r = f->res;
+    if (!r)
+        return NULL;
+    return r->ns[0] ? wf_arena_printf(a, "%s %s/%s", r->kind_name, r->ns, r->name)
+                    : wf_arena_printf(a, "%s %s", r->kind_name, r->name);
+}
+
+const char *wf_finding_reference(wf_arena *a, const wf_finding *f)
+{
+    const wf_resource *r = f->res;
+    if (!r || !r->file || r->synthetic)
+        return NULL;
+    if (f->line == 0)
+        return r->file;
+    return wf_arena_printf(a, "%s:%u", r->file, f->line);
+}
+
+/* ---- selection ---- */
+
+static size_t select_analyzers(const wf_analysis_opts *o, const wf_analyzer **out)
+{
+    size_t n, k = 0;
+    const wf_analyzer *const *all = wf_analyzers_all(&n);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < o->nanalyzers; j++)
+            if (strcmp(all[i]->name, o->analyzers[j]) == 0) {
+                out[k++] = all[i];
+                break;
+            }
+    if (k)
+        return k;
+    for (size_t i = 0; i < n; i++)
+        if (all[i]->default_on)
+            out[k++] = all[i];
+    return k;
+}
+
+/* ---- suppression and filtering ---- */
+
+static bool code_in_list(const char *list, const char *code)
+{
+    const char *p = list;
+    size_t cl = strlen(code);
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        const char *t = e;
+        while (t > p && t[-1] == ' ')
+            t--;
+        if ((t - p == 1 && *p == '*') || ((size_t)(t - p) == cl && strncmp(p, code, cl) == 0))
+            return true;
+        p = e;
+    }
+    return false;
+}
+
+static bool suppressed(wf_arena *a, const wf_analysis_opts *o, const wf_finding *f)
+{
+    const char *code = wf_msg_type_get(f->id)->code;
+    if (f->res) {
+        const char *ann = wf_kvs_get(&f->res->annotations, SUPPRESS_ANNOTATION);
+        if (ann && code_in_list(ann, code))
+            return true;
+    }
+    for (size_t i = 0; i < o->nsuppress; i++) {
+        const char *eq = strchr(o->suppress[i], '=');
+        if (!eq)
+            continue;
+        size_t cl = (size_t)(eq - o->suppress[i]);
+        bool code_ok = (cl == 1 && o->suppress[i][0] == '*') ||
+                       (cl == strlen(code) && strncmp(o->suppress[i], code, cl) == 0);
+        if (!code_ok || !f->res)
+            continue;
+        const char *glob = eq + 1;
+        const char *origin = wf_finding_origin(a, f);
+        const char *dotted =
+            f->res->ns[0]
+                ? wf_arena_printf(a, "%s %s.%s", f->res->kind_name, f->res->name, f->res->ns)
+                : origin;
+        if ((origin && fnmatch(glob, origin, 0) == 0) || (dotted && fnmatch(glob, dotted, 0) == 0))
+            return true;
+    }
+    return false;
+}
+
+static bool in_namespace(const wf_finding *f, const char *ns)
+{
+    const wf_resource *r = f->res;
+    if (!ns || !r)
+        return true;
+    if (r->kind == WF_KIND_NAMESPACE)
+        return strcmp(r->name, ns) == 0;
+    if (!r->ns[0])
+        return true;
+    return strcmp(r->ns, ns) == 0;
+}
+
+/* ---- ordering ---- */
+
+typedef struct sort_item {
+    wf_finding f;
+    const char *res_key; /* Kind/name/namespace */
+    const char *line;    /* full rendered line, for ties and dedup */
+} sort_item;
+
+static int cmp_items(const void *pa, const void *pb)
+{
+    const sort_item *a = pa, *b = pb;
+    const wf_msg_type *ta = wf_msg_type_get(a->f.id), *tb = wf_msg_type_get(b->f.id);
+    if (ta->level != tb->level)
+        return (int)ta->level - (int)tb->level;
+    int c = strcmp(ta->code, tb->code);
+    if (c)
+        return c;
+    if ((c = strcmp(a->res_key, b->res_key)) != 0)
+        return c;
+    return strcmp(a->line, b->line);
+}
+
+static int order_findings(wf_analysis_result *res, wf_finding *v, size_t n)
+{
+    sort_item *items = calloc(n ? n : 1, sizeof(*items));
+    res->findings = calloc(n ? n : 1, sizeof(*res->findings));
+    if (!items || !res->findings) {
+        free(items);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const wf_resource *r = v[i].res;
+        items[i].f = v[i];
+        items[i].res_key = r ? wf_arena_printf(&res->arena, "%s/%s/%s", r->kind_name, r->name, r->ns)
+                             : "";
+        const char *origin = wf_finding_origin(&res->arena, &v[i]);
+        const char *ref = wf_finding_reference(&res->arena, &v[i]);
+        items[i].line = wf_arena_printf(&res->arena, "%s [%s] (%s%s%s) %s",
+                                        wf_level_name(wf_msg_type_get(v[i].id)->level),
+                                        wf_msg_type_get(v[i].id)->code, origin ? origin : "",
+                                        ref ? " " : "", ref ? ref : "", v[i].text);
+        if (!items[i].res_key || !items[i].line) {
+            free(items);
+            return -1;
+        }
+    }
+    qsort(items, n, sizeof(*items), cmp_items);
+    for (size_t i = 0; i < n; i++) {
+        if (res->n && strcmp(items[i].line, items[i - 1].line) == 0)
+            continue;
+        res->findings[res->n++] = items[i].f;
+    }
+    free(items);
+    return 0;
+}
+
+wf_analysis_result *wf_analyze(const wf_store *s, const wf_meshcfg *mesh,
+                               const wf_analysis_opts *opts)
+{
+    wf_analysis_result *res = calloc(1, sizeof(*res));
+    if (!res)
+        return NULL;
+    wf_arena_init(&res->arena);
+    size_t n;
+    (void)wf_analyzers_all(&n);
+    res->ran = calloc(n ? n : 1, sizeof(*res->ran));
+    if (!res->ran) {
+        wf_analysis_result_free(res);
+        return NULL;
+    }
+    res->nran = select_analyzers(opts, res->ran);
+    wf_analysis_ctx ctx = {.store = s, .mesh = mesh, .arena = &res->arena};
+    for (size_t i = 0; i < res->nran; i++) {
+        ctx.current = res->ran[i];
+        res->ran[i]->run(&ctx);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < ctx.n; i++)
+        if (in_namespace(&ctx.v[i], opts->ns_filter) && !suppressed(&res->arena, opts, &ctx.v[i]))
+            ctx.v[k++] = ctx.v[i];
+    int rc = ctx.oom ? -1 : order_findings(res, ctx.v, k);
+    free(ctx.v);
+    if (rc) {
+        wf_analysis_result_free(res);
+        return NULL;
+    }
+    return res;
+}
+
+void wf_analysis_result_free(wf_analysis_result *r)
+{
+    if (!r)
+        return;
+    free(r->findings);
+    free(r->ran);
+    wf_arena_destroy(&r->arena);
+    free(r);
+}

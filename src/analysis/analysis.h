@@ -1,0 +1,48 @@
+/*
+ * analysis.h - running analyzers over a store and shaping the findings the way
+ * `istioctl analyze` does (../shared/reference/istio-analyze.md §2-3).
+ *
+ * wf_analyze() runs the selected analyzers, then applies suppression (-S and the
+ * galley.istio.io/analyze-suppress annotation) and the namespace filter, sorts (severity,
+ * code, resource Kind/name/namespace, text) and removes findings whose rendered line is
+ * identical.
+ */
+#ifndef WF_ANALYSIS_ANALYSIS_H
+#define WF_ANALYSIS_ANALYSIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "analysis/analyzer.h"
+
+typedef struct wf_analysis_opts {
+    const char *const *analyzers; /* --analyzer names; none (or none matching) = all default */
+    size_t nanalyzers;
+    const char *ns_filter;        /* keep findings in this namespace only; NULL = all */
+    const char *const *suppress;  /* "CODE=<resource glob>" */
+    size_t nsuppress;
+} wf_analysis_opts;
+
+typedef struct wf_analysis_result {
+    wf_finding *findings; /* sorted, deduplicated, filtered */
+    size_t n;
+    const wf_analyzer **ran; /* analyzers that ran, sorted by name */
+    size_t nran;
+    wf_arena arena; /* owns texts and scratch data */
+} wf_analysis_result;
+
+/* Run and collect. Returns a result the caller frees with wf_analysis_result_free, or NULL
+ * on out of memory. */
+wf_analysis_result *wf_analyze(const wf_store *s, const wf_meshcfg *mesh,
+                               const wf_analysis_opts *opts);
+
+void wf_analysis_result_free(wf_analysis_result *r);
+
+/* The resource part of a finding's origin as istioctl prints it inside the parentheses:
+ * "<Kind> [<ns>/]<name>" (the caller adds the file reference). Arena string. */
+const char *wf_finding_origin(wf_arena *a, const wf_finding *f);
+
+/* The file reference "<file>:<line>" (or "<file>" for JSON input); NULL when none. */
+const char *wf_finding_reference(wf_arena *a, const wf_finding *f);
+
+#endif

@@ -1,0 +1,29 @@
+/*
+ * cli.h - weftctl subcommands. Each takes the argv after the subcommand name (argv[0] is
+ * the subcommand) and returns the process exit code.
+ *
+ * Exit codes follow istioctl (istioctl/cmd/sysexits.go): 0 success, 1 other error,
+ * 64 usage error (bad -o value), 65 input files could not be parsed, 79 analyzers found
+ * issues at or above --failure-threshold.
+ */
+#ifndef WF_CLI_CLI_H
+#define WF_CLI_CLI_H
+
+#include <stdio.h>
+
+#define WF_EXIT_OK        0
+#define WF_EXIT_ERROR     1
+#define WF_EXIT_USAGE     64
+#define WF_EXIT_DATAERR   65
+#define WF_EXIT_ANALYZERS 79
+
+int wf_cmd_analyze(int argc, char **argv);
+
+/* Append a Go-json-escaped string (json.Marshal: \u003c \u003e \u0026, \u2028 \u2029) with
+ * quotes to f. */
+void wf_json_write_string(FILE *f, const char *s);
+
+/* Write s as a YAML scalar (plain when unambiguous, else double-quoted). */
+void wf_yaml_write_scalar(FILE *f, const char *s);
+
+#endif

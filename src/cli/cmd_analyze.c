@@ -1,0 +1,447 @@
+/*
+ * cmd_analyze.c - `weftctl analyze`, following `istioctl analyze`
+ * (istioctl/pkg/analyze/analyze.go; ../shared/reference/istio-analyze.md §2-3): flags, line
+ * format, ordering, JSON/YAML shapes, "No validation issues" lines and exit codes.
+ *
+ * Differences by design: weft has no cluster, so it always analyzes files (`--use-kube` is
+ * accepted and must be false); Pod, Service, Namespace, Node and Secret documents are read
+ * from the files; a workload controller stands for the pods of its template; the default
+ * ingress gateway Pod and Service that istioctl adds offline are added here too.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis/analysis.h"
+#include "cli/cli.h"
+#include "cli/flags.h"
+
+#define DOC_BASE "https://istio.io/latest/docs/reference/config/analysis"
+
+/* istioctl adds these offline because the default MeshConfig has ingressControllerMode
+ * STRICT and ingressService istio-ingressgateway (pkg/config/analysis/local/defaults.go). */
+static const char default_resources[] = "apiVersion: v1\n"
+                                        "kind: Pod\n"
+                                        "metadata:\n"
+                                        "  labels:\n"
+                                        "    istio: ingressgateway\n"
+                                        "  name: istio-ingressgateway-dummypod\n"
+                                        "  namespace: istio-system\n"
+                                        "spec:\n"
+                                        "  containers:\n"
+                                        "    - args:\n"
+                                        "      name: istio-proxy\n"
+                                        "---\n"
+                                        "apiVersion: v1\n"
+                                        "kind: Service\n"
+                                        "metadata:\n"
+                                        "  name: istio-ingressgateway\n"
+                                        "  namespace: istio-system\n"
+                                        "spec:\n"
+                                        "  ports:\n"
+                                        "  - name: http2\n"
+                                        "    nodePort: 31380\n"
+                                        "    port: 80\n"
+                                        "    protocol: TCP\n"
+                                        "    targetPort: 80\n"
+                                        "  - name: https\n"
+                                        "    nodePort: 31390\n"
+                                        "    port: 443\n"
+                                        "    protocol: TCP\n"
+                                        "    targetPort: 443\n"
+                                        "  - name: tcp\n"
+                                        "    nodePort: 31400\n"
+                                        "    port: 31400\n"
+                                        "    protocol: TCP\n"
+                                        "    targetPort: 31400\n"
+                                        "  - name: tls\n"
+                                        "    nodePort: 31447\n"
+                                        "    port: 15443\n"
+                                        "    protocol: TCP\n"
+                                        "    targetPort: 15443\n"
+                                        "  selector:\n"
+                                        "    istio: ingressgateway\n";
+
+enum {
+    F_ALL,
+    F_NS,
+    F_OUT,
+    F_FAIL,
+    F_OUTTH,
+    F_LIST,
+    F_ANALYZER,
+    F_SUPPRESS,
+    F_MESH,
+    F_NETWORKS,
+    F_RECURSIVE,
+    F_USEKUBE,
+    F_COLOR,
+    F_VERBOSE,
+    F_ISTIONS,
+    F_IGNORE_UNKNOWN,
+    F_TIMEOUT,
+    F_REVISION,
+    F_HELP,
+    F_COUNT
+};
+
+static void init_flags(wf_flag *f)
+{
+    wf_flag defs[F_COUNT] = {
+        [F_ALL] = {"all-namespaces", 'A', WF_FLAG_BOOL, "Analyze all namespaces", NULL},
+        [F_NS] = {"namespace", 'n', WF_FLAG_STRING,
+                  "Namespace for resources without one, and the only namespace reported",
+                  "namespace"},
+        [F_OUT] = {"output", 'o', WF_FLAG_STRING, "Output format: one of [log json yaml]",
+                   "string"},
+        [F_FAIL] = {"failure-threshold", 0, WF_FLAG_STRING,
+                    "Lowest severity that makes the exit code non-zero: Info, Warning, Error "
+                    "(default Error)",
+                    "level"},
+        [F_OUTTH] = {"output-threshold", 0, WF_FLAG_STRING,
+                     "Lowest severity printed: Info, Warning, Error (default Info)", "level"},
+        [F_LIST] = {"list-analyzers", 'L', WF_FLAG_BOOL, "List the analyzers and exit", NULL},
+        [F_ANALYZER] = {"analyzer", 0, WF_FLAG_LIST, "Run only this analyzer (repeatable)",
+                        "name"},
+        [F_SUPPRESS] = {"suppress", 'S', WF_FLAG_LIST,
+                        "Suppress findings: \"CODE=Kind ns/name\" (glob; repeatable)", "stringArray"},
+        [F_MESH] = {"meshConfigFile", 0, WF_FLAG_STRING, "MeshConfig YAML merged over the defaults",
+                    "file"},
+        [F_NETWORKS] = {"meshNetworksFile", 0, WF_FLAG_STRING, "MeshNetworks YAML (weft extension)",
+                        "file"},
+        [F_RECURSIVE] = {"recursive", 'R', WF_FLAG_BOOL,
+                         "Obsolete: directories are always walked recursively", NULL},
+        [F_USEKUBE] = {"use-kube", 'k', WF_FLAG_BOOL,
+                       "Accepted for istioctl compatibility; weft analyzes files only (false)", NULL},
+        [F_COLOR] = {"color", 0, WF_FLAG_BOOL, "Colour the level (default: when stdout is a TTY)",
+                     NULL},
+        [F_VERBOSE] = {"verbose", 'v', WF_FLAG_BOOL, "List executed and skipped analyzers", NULL},
+        [F_ISTIONS] = {"istioNamespace", 'i', WF_FLAG_STRING,
+                       "Istio system namespace (default istio-system)", "string"},
+        [F_IGNORE_UNKNOWN] = {"ignore-unknown", 0, WF_FLAG_BOOL,
+                              "Do not fail (65) when some files cannot be parsed", NULL},
+        [F_TIMEOUT] = {"timeout", 0, WF_FLAG_STRING, "Accepted for compatibility (unused)", "duration"},
+        [F_REVISION] = {"revision", 0, WF_FLAG_STRING, "Accepted for compatibility (unused)",
+                        "string"},
+        [F_HELP] = {"help", 'h', WF_FLAG_BOOL, "Help for analyze", NULL},
+    };
+    memcpy(f, defs, sizeof(defs));
+}
+
+static void usage(const wf_flag *flags)
+{
+    printf("Analyze Istio configuration and report problems with Istio's message codes.\n\n"
+           "Usage:\n  weftctl analyze [FILE|DIR|-]... [flags]\n\n"
+           "Examples:\n"
+           "  # Analyze a folder of manifests\n"
+           "  weftctl analyze -A manifests/\n\n"
+           "  # Analyze files in one namespace, JSON output\n"
+           "  weftctl analyze -n istioinaction vs.yaml dr.yaml -o json\n\n"
+           "  # Suppress a finding\n"
+           "  weftctl analyze -S \"IST0102=Namespace default\" manifests/\n\n");
+    wf_flags_usage(flags, F_COUNT);
+    printf("\nExit codes: 0 no issues, 79 issues at or above --failure-threshold (log output),\n"
+           "65 some files could not be parsed, 64 bad output format, 1 other errors.\n");
+}
+
+static void list_analyzers(void)
+{
+    size_t n;
+    const wf_analyzer *const *all = wf_analyzers_all(&n);
+    printf("Available analyzers:\n");
+    for (size_t i = 0; i < n; i++)
+        if (all[i]->default_on)
+            printf("* %s:\n    %s\n", all[i]->name, all[i]->description);
+}
+
+static void on_skipped(const char *path, void *arg)
+{
+    fprintf(stderr, "Skipping file %s, recognized file extensions are: [.json .yaml .yml]\n", path);
+}
+
+static const char *doc_url(char *buf, size_t cap, const char *code)
+{
+    char lower[16];
+    size_t i;
+    for (i = 0; code[i] && i < sizeof(lower) - 1; i++)
+        lower[i] = (char)(code[i] >= 'A' && code[i] <= 'Z' ? code[i] + 32 : code[i]);
+    lower[i] = '\0';
+    snprintf(buf, cap, DOC_BASE "/%s/?ref=istioctl-analyze", lower);
+    return buf;
+}
+
+static void print_log(wf_analysis_result *res, int out_threshold, bool color)
+{
+    for (size_t i = 0; i < res->n; i++) {
+        const wf_finding *f = &res->findings[i];
+        const wf_msg_type *t = wf_msg_type_get(f->id);
+        if ((int)t->level > out_threshold)
+            continue;
+        const char *origin = wf_finding_origin(&res->arena, f);
+        const char *ref = wf_finding_reference(&res->arena, f);
+        const char *on = "", *off = "";
+        if (color && t->level == WF_LEVEL_ERROR)
+            on = "\033[1;31m", off = "\033[0m";
+        else if (color && t->level == WF_LEVEL_WARNING)
+            on = "\033[33m", off = "\033[0m";
+        printf("%s%s%s [%s]", on, wf_level_name(t->level), off, t->code);
+        if (origin)
+            printf(" (%s%s%s)", origin, ref ? " " : "", ref ? ref : "");
+        printf(" %s\n", f->text);
+    }
+}
+
+static void print_json(wf_analysis_result *res, int out_threshold)
+{
+    char url[160];
+    size_t shown = 0;
+    for (size_t i = 0; i < res->n; i++) {
+        const wf_finding *f = &res->findings[i];
+        const wf_msg_type *t = wf_msg_type_get(f->id);
+        if ((int)t->level > out_threshold)
+            continue;
+        const char *origin = wf_finding_origin(&res->arena, f);
+        const char *ref = wf_finding_reference(&res->arena, f);
+        printf("%s\n\t{\n\t\t\"code\": ", shown++ ? "," : "[");
+        wf_json_write_string(stdout, t->code);
+        printf(",\n\t\t\"documentationUrl\": ");
+        wf_json_write_string(stdout, doc_url(url, sizeof(url), t->code));
+        printf(",\n\t\t\"level\": ");
+        wf_json_write_string(stdout, wf_level_name(t->level));
+        printf(",\n\t\t\"message\": ");
+        wf_json_write_string(stdout, f->text);
+        printf(",\n\t\t\"origin\": ");
+        wf_json_write_string(stdout, origin ? origin : "");
+        if (ref) {
+            printf(",\n\t\t\"reference\": ");
+            wf_json_write_string(stdout, ref);
+        }
+        printf("\n\t}");
+    }
+    printf(shown ? "\n]\n" : "[]\n");
+}
+
+static void print_yaml(wf_analysis_result *res, int out_threshold)
+{
+    char url[160];
+    size_t shown = 0;
+    for (size_t i = 0; i < res->n; i++) {
+        const wf_finding *f = &res->findings[i];
+        const wf_msg_type *t = wf_msg_type_get(f->id);
+        if ((int)t->level > out_threshold)
+            continue;
+        shown++;
+        const char *origin = wf_finding_origin(&res->arena, f);
+        const char *ref = wf_finding_reference(&res->arena, f);
+        printf("- code: %s\n  documentationUrl: ", t->code);
+        wf_yaml_write_scalar(stdout, doc_url(url, sizeof(url), t->code));
+        printf("\n  level: %s\n  message: ", wf_level_name(t->level));
+        wf_yaml_write_scalar(stdout, f->text);
+        printf("\n  origin: ");
+        wf_yaml_write_scalar(stdout, origin ? origin : "");
+        if (ref) {
+            printf("\n  reference: ");
+            wf_yaml_write_scalar(stdout, ref);
+        }
+        printf("\n");
+    }
+    if (!shown)
+        printf("[]\n");
+}
+
+static void print_no_issues(const char *ns_label, char **files, size_t nfiles, size_t failed)
+{
+    if (failed) {
+        fprintf(stderr, "No validation issues found when analyzing %s (but %zu file%s could not be "
+                        "parsed).\n",
+                ns_label, failed, failed == 1 ? "" : "s");
+        return;
+    }
+    if (nfiles == 0)
+        fprintf(stderr, "\u2714 No validation issues found when analyzing %s.\n", ns_label);
+    else if (nfiles == 1)
+        fprintf(stderr, "\u2714 No validation issues found when analyzing %s.\n", files[0]);
+    else {
+        fprintf(stderr, "\u2714 No validation issues found when analyzing:\n");
+        for (size_t i = 0; i < nfiles; i++)
+            fprintf(stderr, "  - %s\n", files[i]);
+    }
+}
+
+typedef struct analyze_run {
+    wf_flag *flags;
+    char **files;
+    size_t nfiles;
+    const char *ns;   /* default namespace for resources; NULL with -A */
+    char ns_label[300];
+    int fail_th, out_th;
+    const char *fmt;
+} analyze_run;
+
+static int load_inputs(analyze_run *run, wf_store *store)
+{
+    for (size_t i = 0; i < run->nfiles; i++)
+        if (wf_store_load_path(store, run->files[i], on_skipped, NULL) < 0)
+            return -1;
+    if (wf_store_load_buffer(store, "<defaults>", default_resources, sizeof(default_resources) - 1,
+                             false) < 0)
+        return -1;
+    size_t nerr = wf_store_error_count(store);
+    if (nerr) {
+        fprintf(stderr, "Error(s) adding files:\n");
+        for (size_t i = 0; i < nerr; i++) {
+            const wf_load_error *e = wf_store_error(store, i);
+            if (e->line)
+                fprintf(stderr, "  %s:%u:%u: %s\n", e->file, e->line, e->col, e->message);
+            else
+                fprintf(stderr, "  %s: %s\n", e->file, e->message);
+        }
+    }
+    return wf_store_finalize(store, run->ns, true);
+}
+
+static int report(analyze_run *run, wf_store *store, wf_analysis_result *res)
+{
+    size_t failed = wf_store_failed_files(store);
+    if (strcmp(run->fmt, "json") == 0) {
+        print_json(res, run->out_th);
+        return WF_EXIT_OK;
+    }
+    if (strcmp(run->fmt, "yaml") == 0) {
+        print_yaml(res, run->out_th);
+        return WF_EXIT_OK;
+    }
+    bool color = run->flags[F_COLOR].set ? run->flags[F_COLOR].bval : isatty(1) != 0;
+    const char *term = getenv("TERM");
+    if (!run->flags[F_COLOR].set && (!term || strcmp(term, "dumb") == 0))
+        color = false;
+    bool any_shown = false, failing = false;
+    for (size_t i = 0; i < res->n; i++) {
+        int lvl = (int)wf_msg_type_get(res->findings[i].id)->level;
+        any_shown |= lvl <= run->out_th;
+        failing |= lvl <= run->fail_th;
+    }
+    if (any_shown)
+        print_log(res, run->out_th, color);
+    else {
+        printf("\n");
+        print_no_issues(run->ns_label, run->files, run->nfiles, failed);
+    }
+    if (failing) {
+        fprintf(stderr, "Error: Analyzers found issues when analyzing %s.\n"
+                        "See " DOC_BASE " for more information about causes and resolutions.\n",
+                run->ns_label);
+        return WF_EXIT_ANALYZERS;
+    }
+    if (failed && !run->flags[F_IGNORE_UNKNOWN].bval)
+        return WF_EXIT_DATAERR;
+    return WF_EXIT_OK;
+}
+
+static int parse_levels(analyze_run *run)
+{
+    const char *ft = run->flags[F_FAIL].sval, *ot = run->flags[F_OUTTH].sval;
+    run->fail_th = ft ? wf_level_parse(ft) : WF_LEVEL_ERROR;
+    run->out_th = ot ? wf_level_parse(ot) : WF_LEVEL_INFO;
+    if (run->fail_th < 0 || run->out_th < 0) {
+        fprintf(stderr, "Error: invalid level \"%s\": valid levels are [Info Warning Error]\n",
+                run->fail_th < 0 ? ft : ot);
+        return -1;
+    }
+    return 0;
+}
+
+static int run_analysis(analyze_run *run)
+{
+    wf_flag *flags = run->flags;
+    wf_meshcfg *mesh = wf_meshcfg_new_default();
+    wf_store *store = wf_store_new();
+    int rc = WF_EXIT_ERROR;
+    const char *err = NULL;
+    if (!mesh || !store) {
+        fprintf(stderr, "Error: out of memory\n");
+        goto out;
+    }
+    if ((flags[F_MESH].sval && wf_meshcfg_load_file(mesh, flags[F_MESH].sval, &err)) ||
+        (flags[F_NETWORKS].sval && wf_meshcfg_load_networks(mesh, flags[F_NETWORKS].sval, &err))) {
+        fprintf(stderr, "Error: %s\n", err);
+        goto out;
+    }
+    if (load_inputs(run, store)) {
+        fprintf(stderr, "Error: out of memory\n");
+        goto out;
+    }
+    wf_analysis_opts opts = {
+        .analyzers = flags[F_ANALYZER].list,
+        .nanalyzers = flags[F_ANALYZER].nlist,
+        .ns_filter = run->ns,
+        .suppress = flags[F_SUPPRESS].list,
+        .nsuppress = flags[F_SUPPRESS].nlist,
+    };
+    wf_analysis_result *res = wf_analyze(store, mesh, &opts);
+    if (!res) {
+        fprintf(stderr, "Error: out of memory\n");
+        goto out;
+    }
+    if (flags[F_VERBOSE].bval) {
+        fprintf(stderr, "Executed analyzers:\n");
+        for (size_t i = 0; i < res->nran; i++)
+            fprintf(stderr, "  %s\n", res->ran[i]->name);
+    }
+    rc = report(run, store, res);
+    wf_analysis_result_free(res);
+out:
+    wf_store_free(store);
+    wf_meshcfg_free(mesh);
+    return rc;
+}
+
+int wf_cmd_analyze(int argc, char **argv)
+{
+    wf_flag flags[F_COUNT];
+    init_flags(flags);
+    analyze_run run = {.flags = flags};
+    char err[512];
+    int rc = WF_EXIT_ERROR;
+    if (wf_flags_parse(flags, F_COUNT, argc, argv, &run.files, &run.nfiles, err, sizeof(err))) {
+        fprintf(stderr, "Error: %s\nRun 'weftctl analyze --help' for usage.\n", err);
+        goto out;
+    }
+    if (flags[F_HELP].bval) {
+        usage(flags);
+        rc = WF_EXIT_OK;
+        goto out;
+    }
+    if (flags[F_LIST].bval) {
+        list_analyzers();
+        rc = WF_EXIT_OK;
+        goto out;
+    }
+    run.fmt = flags[F_OUT].sval ? flags[F_OUT].sval : "log";
+    if (strcmp(run.fmt, "log") && strcmp(run.fmt, "json") && strcmp(run.fmt, "yaml")) {
+        fprintf(stderr, "Error: invalid output format \"%s\"; valid formats are [log json yaml]\n",
+                run.fmt);
+        rc = WF_EXIT_USAGE;
+        goto out;
+    }
+    if (flags[F_USEKUBE].set && flags[F_USEKUBE].bval) {
+        fprintf(stderr, "Error: --use-kube=true is not supported: weft analyzes files only "
+                        "(there is no cluster connection yet)\n");
+        goto out;
+    }
+    if (parse_levels(&run))
+        goto out;
+    if (flags[F_ALL].bval) {
+        run.ns = NULL;
+        snprintf(run.ns_label, sizeof(run.ns_label), "all namespaces");
+    } else {
+        run.ns = flags[F_NS].sval ? flags[F_NS].sval : "default";
+        snprintf(run.ns_label, sizeof(run.ns_label), "namespace: %s", run.ns);
+    }
+    rc = run_analysis(&run);
+out:
+    wf_flags_free(flags, F_COUNT);
+    free(run.files);
+    return rc;
+}

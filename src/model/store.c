@@ -1,0 +1,352 @@
+/*
+ * store.c - the store's lifetime, finalisation and indices (see store.h).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/store_internal.h"
+
+int wf_ptrvec_push(wf_ptrvec *v, const wf_resource *r)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 16;
+        const wf_resource **nv = realloc(v->v, cap * sizeof(*nv));
+        if (!nv)
+            return -1;
+        v->v = nv;
+        v->cap = cap;
+    }
+    v->v[v->n++] = r;
+    return 0;
+}
+
+void wf_ptrvec_free(wf_ptrvec *v)
+{
+    free(v->v);
+    memset(v, 0, sizeof(*v));
+}
+
+static void index_free(wf_index *ix)
+{
+    free(ix->slots);
+    free(ix->chain_res);
+    free(ix->chain_next);
+    memset(ix, 0, sizeof(*ix));
+}
+
+wf_store *wf_store_new(void)
+{
+    wf_store *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    wf_arena_init(&s->arena);
+    s->domain_suffix = "cluster.local";
+    return s;
+}
+
+void wf_store_free(wf_store *s)
+{
+    if (!s)
+        return;
+    wf_ptrvec_free(&s->all);
+    for (int k = 0; k < WF_KIND_COUNT; k++)
+        wf_ptrvec_free(&s->by_kind[k]);
+    wf_ptrvec_free(&s->host_result);
+    index_free(&s->names);
+    index_free(&s->hosts);
+    free(s->errors);
+    wf_arena_destroy(&s->arena);
+    free(s);
+}
+
+int wf_store_add_error(wf_store *s, const char *file, uint32_t line, uint32_t col,
+                       const char *msg)
+{
+    if (s->nerrors == s->caperrors) {
+        size_t cap = s->caperrors ? s->caperrors * 2 : 8;
+        wf_load_error *ne = realloc(s->errors, cap * sizeof(*ne));
+        if (!ne)
+            return -1;
+        s->errors = ne;
+        s->caperrors = cap;
+    }
+    const char *m = wf_arena_strdup(&s->arena, msg);
+    if (!m)
+        return -1;
+    s->errors[s->nerrors++] = (wf_load_error){file, line, col, m};
+    return 0;
+}
+
+size_t wf_store_error_count(const wf_store *s)
+{
+    return s->nerrors;
+}
+
+const wf_load_error *wf_store_error(const wf_store *s, size_t i)
+{
+    return i < s->nerrors ? &s->errors[i] : NULL;
+}
+
+size_t wf_store_failed_files(const wf_store *s)
+{
+    return s->failed_files;
+}
+
+size_t wf_store_count(const wf_store *s)
+{
+    return s->all.n;
+}
+
+const wf_resource *wf_store_at(const wf_store *s, size_t i)
+{
+    return i < s->all.n ? s->all.v[i] : NULL;
+}
+
+const wf_resource *const *wf_store_kind(const wf_store *s, wf_kind k, size_t *n)
+{
+    if (k < 0 || k >= WF_KIND_COUNT) {
+        *n = 0;
+        return NULL;
+    }
+    *n = s->by_kind[k].n;
+    return s->by_kind[k].v;
+}
+
+wf_arena *wf_store_arena(wf_store *s)
+{
+    return &s->arena;
+}
+
+const char *wf_store_domain_suffix(const wf_store *s)
+{
+    return s->domain_suffix;
+}
+
+/* ---- hash index ---- */
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static int index_grow(wf_index *ix)
+{
+    size_t cap = ix->cap ? ix->cap * 2 : 64;
+    wf_hslot *slots = calloc(cap, sizeof(*slots));
+    if (!slots)
+        return -1;
+    for (size_t i = 0; i < ix->cap; i++) {
+        if (!ix->slots[i].key)
+            continue;
+        size_t j = ix->slots[i].hash & (cap - 1);
+        while (slots[j].key)
+            j = (j + 1) & (cap - 1);
+        slots[j] = ix->slots[i];
+    }
+    free(ix->slots);
+    ix->slots = slots;
+    ix->cap = cap;
+    return 0;
+}
+
+static wf_hslot *index_slot(const wf_index *ix, const char *key, uint64_t h)
+{
+    if (!ix->cap)
+        return NULL;
+    size_t j = h & (ix->cap - 1);
+    while (ix->slots[j].key) {
+        if (ix->slots[j].hash == h && strcmp(ix->slots[j].key, key) == 0)
+            return &ix->slots[j];
+        j = (j + 1) & (ix->cap - 1);
+    }
+    return &ix->slots[j];
+}
+
+/* Append r to the chain for key; chains keep load order. */
+static int index_add(wf_index *ix, const char *key, const wf_resource *r)
+{
+    if ((ix->used + 1) * 2 > ix->cap && index_grow(ix))
+        return -1;
+    if (ix->nchain == ix->capchain) {
+        size_t cap = ix->capchain ? ix->capchain * 2 : 64;
+        const wf_resource **nr = realloc(ix->chain_res, cap * sizeof(*nr));
+        if (!nr)
+            return -1;
+        ix->chain_res = nr;
+        size_t *nn = realloc(ix->chain_next, cap * sizeof(*nn));
+        if (!nn)
+            return -1;
+        ix->chain_next = nn;
+        ix->capchain = cap;
+    }
+    size_t c = ix->nchain++;
+    ix->chain_res[c] = r;
+    ix->chain_next[c] = SIZE_MAX;
+    uint64_t h = hash_str(key);
+    wf_hslot *slot = index_slot(ix, key, h);
+    if (!slot->key) {
+        slot->key = key;
+        slot->hash = h;
+        slot->first = c;
+        ix->used++;
+        return 0;
+    }
+    size_t last = slot->first;
+    while (ix->chain_next[last] != SIZE_MAX)
+        last = ix->chain_next[last];
+    ix->chain_next[last] = c;
+    return 0;
+}
+
+static const char *name_key(wf_arena *a, char *buf, size_t cap, wf_kind k, const char *ns,
+                            const char *name)
+{
+    int n = snprintf(buf, cap, "%d\x1f%s\x1f%s", (int)k, ns, name);
+    if (n < 0)
+        return NULL;
+    if ((size_t)n < cap)
+        return a ? wf_arena_strndup(a, buf, (size_t)n) : buf;
+    return a ? wf_arena_printf(a, "%d\x1f%s\x1f%s", (int)k, ns, name) : NULL;
+}
+
+const wf_resource *wf_store_find(const wf_store *s, wf_kind k, const char *ns, const char *name)
+{
+    char buf[512];
+    const char *key = name_key(NULL, buf, sizeof(buf), k, ns ? ns : "", name);
+    if (!key)
+        return NULL; /* key too long to be a real name */
+    wf_hslot *slot = index_slot(&s->names, key, hash_str(key));
+    if (!slot || !slot->key)
+        return NULL;
+    size_t c = slot->first;
+    while (s->names.chain_next[c] != SIZE_MAX)
+        c = s->names.chain_next[c];
+    return s->names.chain_res[c];
+}
+
+const wf_resource *const *wf_store_by_host(const wf_store *s, const char *host, size_t *n)
+{
+    wf_store *ms = (wf_store *)s; /* the result vector is scratch, not model state */
+    ms->host_result.n = 0;
+    *n = 0;
+    wf_hslot *slot = index_slot(&s->hosts, host, hash_str(host));
+    if (!slot || !slot->key)
+        return NULL;
+    for (size_t c = slot->first; c != SIZE_MAX; c = s->hosts.chain_next[c])
+        if (wf_ptrvec_push(&ms->host_result, s->hosts.chain_res[c]))
+            return NULL;
+    *n = ms->host_result.n;
+    return ms->host_result.v;
+}
+
+void wf_store_pods_matching(const wf_store *s, const char *ns, const wf_kvs *selector,
+                            bool (*cb)(const wf_resource *pod, void *arg), void *arg)
+{
+    const wf_ptrvec *pods = &s->by_kind[WF_KIND_POD];
+    for (size_t i = 0; i < pods->n; i++) {
+        const wf_resource *p = pods->v[i];
+        if (ns && strcmp(p->ns, ns) != 0)
+            continue;
+        if (wf_kvs_subset(selector, &p->labels) && !cb(p, arg))
+            return;
+    }
+}
+
+/* ---- finalisation ---- */
+
+static bool any_pod_matches(const wf_store *s, const wf_resource *ctl)
+{
+    const wf_ptrvec *pods = &s->by_kind[WF_KIND_POD];
+    const wf_workload *w = ctl->t.workload;
+    for (size_t i = 0; i < pods->n; i++) {
+        const wf_resource *p = pods->v[i];
+        if (!p->synthetic && strcmp(p->ns, ctl->ns) == 0 &&
+            wf_label_selector_matches(w->selector, &p->labels))
+            return true;
+    }
+    return false;
+}
+
+/* A workload controller whose template no Pod matches stands for one Pod built from its
+ * template (labels, annotations, spec), named "<controller>-<kind>" by convention. */
+static int synthesize_pod(wf_store *s, const wf_resource *ctl)
+{
+    wf_resource *p = wf_arena_alloc(&s->arena, sizeof(*p));
+    wf_pod *pod = wf_arena_alloc(&s->arena, sizeof(*pod));
+    if (!p || !pod)
+        return -1;
+    *p = *ctl;
+    p->kind = WF_KIND_POD;
+    p->kind_name = "Pod";
+    p->api_version = "v1";
+    p->name = wf_arena_printf(&s->arena, "%s-synthetic", ctl->name);
+    if (!p->name)
+        return -1;
+    p->labels = ctl->t.workload->template_labels;
+    p->annotations = ctl->t.workload->template_annotations;
+    p->metadata = wf_node_path(ctl->spec, "template.metadata");
+    p->spec = wf_node_path(ctl->spec, "template.spec");
+    p->status = NULL;
+    p->synthetic = true;
+    p->owner = ctl;
+    pod->spec = ctl->t.workload->spec;
+    p->t.pod = pod;
+    p->index = s->all.n;
+    return wf_ptrvec_push(&s->all, p) || wf_ptrvec_push(&s->by_kind[WF_KIND_POD], p) ? -1 : 0;
+}
+
+static int index_hosts(wf_store *s, const wf_resource *r)
+{
+    if (r->kind == WF_KIND_SERVICE) {
+        const char *h = wf_arena_printf(&s->arena, "%s.%s.svc.%s", r->name, r->ns,
+                                        s->domain_suffix);
+        return h ? index_add(&s->hosts, h, r) : -1;
+    }
+    if (r->kind == WF_KIND_SERVICEENTRY && r->t.se) {
+        for (size_t i = 0; i < r->t.se->hosts.n; i++)
+            if (index_add(&s->hosts, r->t.se->hosts.v[i], r))
+                return -1;
+    }
+    return 0;
+}
+
+int wf_store_finalize(wf_store *s, const char *default_ns, bool synth_pods)
+{
+    if (s->finalized)
+        return 0;
+    s->finalized = true;
+    size_t nreal = s->all.n;
+    for (size_t i = 0; i < nreal; i++) {
+        wf_resource *r = (wf_resource *)s->all.v[i];
+        if (!r->ns[0] && !wf_kind_cluster_scoped(r->kind) && default_ns && default_ns[0]) {
+            r->ns = default_ns;
+            r->ns_defaulted = true;
+        }
+        if (wf_decode(&s->arena, r) || wf_ptrvec_push(&s->by_kind[r->kind], r))
+            return -1;
+    }
+    if (synth_pods) {
+        for (int k = WF_KIND_DEPLOYMENT; k <= WF_KIND_DAEMONSET; k++) {
+            const wf_ptrvec *ctls = &s->by_kind[k];
+            for (size_t i = 0; i < ctls->n; i++)
+                if (ctls->v[i]->t.workload && !any_pod_matches(s, ctls->v[i]) &&
+                    synthesize_pod(s, ctls->v[i]))
+                    return -1;
+        }
+    }
+    char buf[512];
+    for (size_t i = 0; i < s->all.n; i++) {
+        const wf_resource *r = s->all.v[i];
+        const char *key = name_key(&s->arena, buf, sizeof(buf), r->kind, r->ns, r->name);
+        if (!key || index_add(&s->names, key, r) || index_hosts(s, r))
+            return -1;
+    }
+    return 0;
+}

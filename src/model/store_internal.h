@@ -1,0 +1,62 @@
+/*
+ * store_internal.h - the store's private layout, shared by load.c, store.c and decode.c.
+ */
+#ifndef WF_MODEL_STORE_INTERNAL_H
+#define WF_MODEL_STORE_INTERNAL_H
+
+#include "model/store.h"
+
+typedef struct wf_ptrvec {
+    const wf_resource **v;
+    size_t n, cap;
+} wf_ptrvec;
+
+typedef struct wf_hslot {
+    uint64_t hash;
+    const char *key; /* index key (arena) */
+    size_t first;    /* index into `chain` of the first resource with this key */
+} wf_hslot;
+
+typedef struct wf_index {
+    wf_hslot *slots;
+    size_t cap, used;
+    /* resources grouped per key: chain_res[i] with chain_next[i] */
+    const wf_resource **chain_res;
+    size_t *chain_next; /* SIZE_MAX ends a chain */
+    size_t nchain, capchain;
+} wf_index;
+
+struct wf_store {
+    wf_arena arena;
+    wf_ptrvec all;
+    wf_ptrvec by_kind[WF_KIND_COUNT];
+    wf_load_error *errors;
+    size_t nerrors, caperrors;
+    size_t failed_files;
+    wf_index names; /* "kind\x1fns\x1fname" -> resources */
+    wf_index hosts; /* host -> Services and ServiceEntries */
+    const char *domain_suffix;
+    bool finalized;
+    /* scratch for wf_store_by_host results */
+    wf_ptrvec host_result;
+};
+
+int wf_ptrvec_push(wf_ptrvec *v, const wf_resource *r);
+void wf_ptrvec_free(wf_ptrvec *v);
+
+/* Record a load error (strings copied into the arena). Returns 0 or -1 on OOM. */
+int wf_store_add_error(wf_store *s, const char *file, uint32_t line, uint32_t col,
+                       const char *msg);
+
+/* Turn one document root into resources (handles kind: List). */
+int wf_store_add_document(wf_store *s, const char *file, bool json, wf_node *root, uint32_t line,
+                          uint32_t col);
+
+/* Decode the typed view of r (r->t). Returns 0 or -1 on OOM. */
+int wf_decode(wf_arena *a, wf_resource *r);
+
+/* Decode a map of string to string (labels, selectors) into kvs. Non-string values are
+ * rendered as their scalar text. */
+int wf_decode_kvs(wf_arena *a, const wf_node *map, wf_kvs *out);
+
+#endif
