@@ -53,7 +53,6 @@ void wf_store_free(wf_store *s)
     wf_ptrvec_free(&s->all);
     for (int k = 0; k < WF_KIND_COUNT; k++)
         wf_ptrvec_free(&s->by_kind[k]);
-    wf_ptrvec_free(&s->host_result);
     index_free(&s->names);
     index_free(&s->hosts);
     free(s->errors);
@@ -233,17 +232,35 @@ const wf_resource *wf_store_find(const wf_store *s, wf_kind k, const char *ns, c
 
 const wf_resource *const *wf_store_by_host(const wf_store *s, const char *host, size_t *n)
 {
-    wf_store *ms = (wf_store *)s; /* the result vector is scratch, not model state */
-    ms->host_result.n = 0;
-    *n = 0;
     wf_hslot *slot = index_slot(&s->hosts, host, hash_str(host));
-    if (!slot || !slot->key)
+    if (!slot || !slot->key) {
+        *n = 0;
         return NULL;
-    for (size_t c = slot->first; c != SIZE_MAX; c = s->hosts.chain_next[c])
-        if (wf_ptrvec_push(&ms->host_result, s->hosts.chain_res[c]))
-            return NULL;
-    *n = ms->host_result.n;
-    return ms->host_result.v;
+    }
+    *n = slot->nflat;
+    return slot->flat;
+}
+
+/* Give every key its chain as one arena array, so lookups return without copying. */
+static int index_flatten(wf_arena *a, wf_index *ix)
+{
+    for (size_t i = 0; i < ix->cap; i++) {
+        wf_hslot *slot = &ix->slots[i];
+        if (!slot->key)
+            continue;
+        size_t n = 0;
+        for (size_t c = slot->first; c != SIZE_MAX; c = ix->chain_next[c])
+            n++;
+        const wf_resource **arr = wf_arena_alloc(a, n * sizeof(*arr));
+        if (!arr)
+            return -1;
+        n = 0;
+        for (size_t c = slot->first; c != SIZE_MAX; c = ix->chain_next[c])
+            arr[n++] = ix->chain_res[c];
+        slot->flat = arr;
+        slot->nflat = n;
+    }
+    return 0;
 }
 
 void wf_store_pods_matching(const wf_store *s, const char *ns, const wf_kvs *selector,
@@ -348,5 +365,5 @@ int wf_store_finalize(wf_store *s, const char *default_ns, bool synth_pods)
         if (!key || index_add(&s->names, key, r) || index_hosts(s, r))
             return -1;
     }
-    return 0;
+    return index_flatten(&s->arena, &s->hosts);
 }

@@ -15,6 +15,8 @@ typedef struct wf_hslot {
     uint64_t hash;
     const char *key; /* index key (arena) */
     size_t first;    /* index into `chain` of the first resource with this key */
+    const wf_resource *const *flat; /* the chain as an array (after wf_index_flatten) */
+    size_t nflat;
 } wf_hslot;
 
 typedef struct wf_index {
@@ -37,8 +39,6 @@ struct wf_store {
     wf_index hosts; /* host -> Services and ServiceEntries */
     const char *domain_suffix;
     bool finalized;
-    /* scratch for wf_store_by_host results */
-    wf_ptrvec host_result;
 };
 
 int wf_ptrvec_push(wf_ptrvec *v, const wf_resource *r);
