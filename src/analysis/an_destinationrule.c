@@ -6,8 +6,9 @@
  *   IST0174 when the DR host resolves to no Service or ServiceEntry (util.GetDestinationHost
  *   over util.InitServiceEntryHostMap), IST0173 for each subset whose selector (the
  *   ServiceEntry's workloadSelector labels merged with the subset labels) matches no pod in
- *   any namespace. Pod labels are augmented with the topology labels of the pod's Node, as
- *   the service registry does. Pods the store synthesizes from workload controllers count.
+ *   any namespace. Pod labels are augmented with the non-empty topology labels (region,
+ *   zone, subzone) of the pod's Node and with kubernetes.io/hostname, as the service registry
+ *   does. Pods the store synthesizes from workload controllers count.
  * - ca-certificates.go (CaCertificateAnalyzer): IST0128/IST0129 for TLS mode SIMPLE or
  *   MUTUAL without caCertificates, at the top level and per port; a credentialName only
  *   counts when the DR has a workloadSelector.
@@ -236,7 +237,7 @@ static const char *pod_label(const pod_view *p, const char *key)
         if (strcmp(key, LABEL_REGION) == 0 || strcmp(key, LABEL_ZONE) == 0 ||
             strcmp(key, LABEL_SUBZONE) == 0) {
             const char *v = wf_kvs_get(p->node_labels, key);
-            if (v)
+            if (v && v[0]) /* empty locality labels are not added (upstream test) */
                 return v;
         }
     }

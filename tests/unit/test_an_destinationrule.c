@@ -162,6 +162,46 @@ static void test_node_topology_labels(void **state)
     done(&r);
 }
 
+/* Node locality labels with an empty value are not added to the pod's labels; a pod's own
+ * label is then what counts. */
+static void test_empty_node_topology_label(void **state)
+{
+    (void)state;
+    const char *yaml =
+        "apiVersion: v1\n"
+        "kind: Node\n"
+        "metadata:\n"
+        "  name: n1\n"
+        "  labels: {topology.kubernetes.io/region: '', topology.kubernetes.io/zone: ''}\n"
+        "---\n"
+        "apiVersion: v1\n"
+        "kind: Pod\n"
+        "metadata:\n"
+        "  name: p\n"
+        "  namespace: ns\n"
+        "  labels: {app: a, topology.kubernetes.io/zone: own}\n"
+        "spec: {nodeName: n1, containers: [{name: c, image: i}]}\n"
+        "---\n"
+        "apiVersion: v1\n"
+        "kind: Service\n"
+        "metadata: {name: a, namespace: ns}\n"
+        "spec: {selector: {app: a}, ports: [{name: http, port: 80}]}\n"
+        "---\n"
+        "apiVersion: networking.istio.io/v1\n"
+        "kind: DestinationRule\n"
+        "metadata: {name: a, namespace: ns}\n"
+        "spec:\n"
+        "  host: a\n"
+        "  subsets:\n"
+        "  - {name: empty-region, labels: {topology.kubernetes.io/region: ''}}\n"
+        "  - {name: own-zone, labels: {topology.kubernetes.io/zone: own}}\n"
+        "  - {name: app, labels: {app: a}}\n";
+    run r = analyze(SUBSET, yaml);
+    assert_int_equal(r.res->n, 1);
+    assert_int_equal(count(&r, "IST0173", "DestinationRule ns/a", "Subset empty-region "), 1);
+    done(&r);
+}
+
 /* A ServiceEntry's workloadSelector labels are merged with the subset labels. */
 static void test_serviceentry_workload_selector(void **state)
 {
@@ -281,6 +321,7 @@ int main(void)
         cmocka_unit_test(test_b023_subset_selects_no_pod),
         cmocka_unit_test(test_b023_fixed),
         cmocka_unit_test(test_node_topology_labels),
+        cmocka_unit_test(test_empty_node_topology_label),
         cmocka_unit_test(test_serviceentry_workload_selector),
         cmocka_unit_test(test_host_resolution),
         cmocka_unit_test(test_ca_credential_name),
