@@ -1,0 +1,771 @@
+/*
+ * an_gateway.c - Istio's gateway analyzers (istio/istio pkg/config/analysis/analyzers/gateway):
+ *
+ * - gateway.IngressGatewayPortAnalyzer (gateway.go): the pods a Gateway selects must be
+ *   selected by a Service exposing each server port as a TCP target port (IST0162); a
+ *   selector matching no pod is IST0101.
+ * - gateway.SecretAnalyzer (secret.go): each tls.credentialName must name a Secret in the
+ *   namespace of the selected workload (IST0101) holding a parsable, current certificate
+ *   (IST0161).
+ * - gateway.ConflictingGatewayAnalyzer (conflictinggateway.go): servers of different Gateways
+ *   on the same workload and port must not share a host with the same bind (IST0145).
+ * - gateway.CertificateAnalyzer (certificate.go): TLS servers of Gateways on the same
+ *   workload must not share a certificate (IST0138).
+ *
+ * Iteration is in load order where Istio's is map order; selector matching and the
+ * quirks of the upstream code (selector strings compared as substrings, the host table
+ * that CheckDuplicates extends as it goes) are kept.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "analysis/an_gateway_util.h"
+#include "analysis/analyzer.h"
+#include "analysis/util.h"
+#include "core/strbuf.h"
+
+/* ---- shared helpers ---- */
+
+static const wf_resource *const *gateways(wf_analysis_ctx *ctx, size_t *n)
+{
+    return wf_store_kind(wf_ctx_store(ctx), WF_KIND_GATEWAY, n);
+}
+
+static const wf_resource *const *pods(wf_analysis_ctx *ctx, size_t *n)
+{
+    return wf_store_kind(wf_ctx_store(ctx), WF_KIND_POD, n);
+}
+
+/* The node of util.ErrorLine(r, "{.spec.selector.<label>}") where label is the first key of
+ * the selector string (util.ExtractLabelFromSelectorString); NULL when there is none. */
+static const wf_node *selector_label_node(const wf_resource *r, const char *sel_str)
+{
+    const char *eq = strchr(sel_str, '=');
+    const wf_node *sel = wf_map_get(r->spec, "selector");
+    if (!eq || !sel || sel->type != WF_NODE_MAP)
+        return NULL;
+    size_t k = (size_t)(eq - sel_str);
+    for (size_t i = sel->len; i-- > 0;) {
+        const wf_map_entry *e = &sel->u.entries[i];
+        if (strlen(e->key) == k && strncmp(e->key, sel_str, k) == 0)
+            return e->value;
+    }
+    return NULL;
+}
+
+static void report_selector_not_found(wf_analysis_ctx *ctx, const wf_resource *r,
+                                      const char *sel_str)
+{
+    WF_REPORT(ctx, WF_IST0101, r, selector_label_node(r, sel_str), "selector", sel_str);
+}
+
+/* The server's tls block when set (a nil ServerTLSSettings otherwise). */
+static const wf_node *server_tls(const wf_gateway_server *srv)
+{
+    const wf_node *t = srv->tls ? srv->tls : wf_map_get(srv->node, "tls");
+    return t && t->type == WF_NODE_MAP ? t : NULL;
+}
+
+static const char *map_str_or_empty(const wf_node *n, const char *key)
+{
+    const char *s = wf_map_str(n, key);
+    return s ? s : "";
+}
+
+/* Grow a malloc'ed array to hold n+1 elements. */
+static bool grow(void **v, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return true;
+    size_t ncap = *cap ? *cap * 2 : 8;
+    void *nv = realloc(*v, ncap * elem);
+    if (!nv)
+        return false;
+    *v = nv;
+    *cap = ncap;
+    return true;
+}
+
+/* ==== gateway.IngressGatewayPortAnalyzer ==== */
+
+typedef struct port_set {
+    uint32_t *v;
+    size_t n, cap;
+} port_set;
+
+static bool port_set_add(port_set *s, uint32_t p)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->v[i] == p)
+            return true;
+    if (!grow((void **)&s->v, &s->cap, s->n, sizeof(*s->v)))
+        return false;
+    s->v[s->n++] = p;
+    return true;
+}
+
+static bool port_set_has(const port_set *s, uint32_t p)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->v[i] == p)
+            return true;
+    return false;
+}
+
+/* Go strconv.Atoi, 0 on error (as IntOrString.IntValue ignores it). */
+static int64_t go_atoi(const char *s)
+{
+    if (!s || !*s)
+        return 0;
+    const char *p = s;
+    bool neg = *p == '-';
+    if (*p == '-' || *p == '+')
+        p++;
+    if (!*p)
+        return 0;
+    int64_t v = 0;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9' || v > (INT64_MAX - (*p - '0')) / 10)
+            return 0;
+        v = v * 10 + (*p - '0');
+    }
+    return neg ? -v : v;
+}
+
+/* intstr.IntOrString.IntValue() of a Service port's targetPort (0 when absent). */
+static int64_t target_port_value(const wf_node *tp)
+{
+    int64_t v;
+    if (!tp || tp->type != WF_NODE_SCALAR)
+        return 0;
+    if (!tp->quoted && wf_node_int(tp, &v))
+        return (int32_t)v;
+    return go_atoi(wf_node_str(tp));
+}
+
+/* Add the TCP ports of a Service (target port, else port) to set. */
+static bool add_service_ports(const wf_resource *svc, port_set *set)
+{
+    const wf_node *ports = wf_map_get(svc->spec, "ports");
+    for (size_t i = 0; i < wf_seq_len(ports); i++) {
+        const wf_node *p = wf_seq_at(ports, i);
+        const char *proto = wf_map_str(p, "protocol");
+        if (!proto || strcmp(proto, "TCP") != 0)
+            continue;
+        int64_t port = 0;
+        if (!wf_node_int(wf_map_get(p, "port"), &port))
+            port = 0;
+        int64_t tp = target_port_value(wf_map_get(p, "targetPort"));
+        if (!port_set_add(set, (uint32_t)(tp != 0 ? tp : (int32_t)port)))
+            return false;
+    }
+    return true;
+}
+
+/* For each pod, the ports of the Services in its namespace that select it. */
+static port_set *ports_by_pod(wf_analysis_ctx *ctx, const wf_resource *const *pv, size_t np)
+{
+    port_set *sets = calloc(np ? np : 1, sizeof(*sets));
+    size_t ns;
+    const wf_resource *const *sv = wf_store_kind(wf_ctx_store(ctx), WF_KIND_SERVICE, &ns);
+    for (size_t i = 0; sets && i < np; i++) {
+        for (size_t j = 0; j < ns; j++) {
+            const wf_resource *svc = sv[j];
+            if (!svc->t.service || strcmp(svc->ns, pv[i]->ns) != 0 ||
+                !wf_kvs_subset(&svc->t.service->selector, &pv[i]->labels))
+                continue;
+            if (!add_service_ports(svc, &sets[i]))
+                return sets; /* out of memory: ports missing, as good as we can do */
+        }
+    }
+    return sets;
+}
+
+static void check_gateway_ports(wf_analysis_ctx *ctx, const wf_resource *r,
+                                const wf_resource *const *pv, size_t np, const port_set *sets)
+{
+    const wf_gateway *gw = r->t.gateway;
+    const char *sel = wf_gw_selector_string(wf_ctx_arena(ctx), &gw->selector);
+    if (!sel)
+        return;
+    size_t matches = 0;
+    for (size_t i = 0; i < np; i++)
+        matches += wf_kvs_subset(&gw->selector, &pv[i]->labels);
+    if (matches == 0) {
+        report_selector_not_found(ctx, r, sel);
+        return;
+    }
+    for (size_t s = 0; s < gw->nservers; s++) {
+        const wf_gateway_server *srv = &gw->servers[s];
+        const wf_node *port = wf_map_get(srv->node, "port");
+        if (!port || port->type != WF_NODE_MAP)
+            continue;
+        uint32_t number = (uint32_t)srv->port;
+        bool found = false;
+        for (size_t i = 0; i < np && !found; i++)
+            found = wf_kvs_subset(&gw->selector, &pv[i]->labels) && port_set_has(&sets[i], number);
+        if (found)
+            continue;
+        const char *num = wf_arena_printf(wf_ctx_arena(ctx), "%u", number);
+        if (num)
+            WF_REPORT(ctx, WF_IST0162, r, selector_label_node(r, sel), num, sel);
+    }
+}
+
+static void run_ingress_gateway_port(wf_analysis_ctx *ctx)
+{
+    size_t np, ng;
+    const wf_resource *const *pv = pods(ctx, &np);
+    const wf_resource *const *gv = gateways(ctx, &ng);
+    if (ng == 0)
+        return;
+    port_set *sets = ports_by_pod(ctx, pv, np);
+    if (!sets)
+        return;
+    for (size_t g = 0; g < ng; g++)
+        if (gv[g]->t.gateway)
+            check_gateway_ports(ctx, gv[g], pv, np, sets);
+    for (size_t i = 0; i < np; i++)
+        free(sets[i].v);
+    free(sets);
+}
+
+const wf_analyzer wf_an_gateway_IngressGatewayPortAnalyzer = {
+    .name = "gateway.IngressGatewayPortAnalyzer",
+    .description = "Checks a gateway's ports against the gateway's Kubernetes service ports",
+    .inputs = {WF_KIND_GATEWAY, WF_KIND_POD, WF_KIND_SERVICE, WF_KIND_OTHER},
+    .codes = {WF_IST0101, WF_IST0162, WF_MSG_COUNT},
+    .default_on = true,
+    .run = run_ingress_gateway_port,
+};
+
+/* ==== gateway.SecretAnalyzer ==== */
+
+/* Namespace of the first pod the Gateway selects (getGatewayNamespace); "" when none. */
+static const char *gateway_namespace(wf_analysis_ctx *ctx, const wf_gateway *gw)
+{
+    size_t np;
+    const wf_resource *const *pv = pods(ctx, &np);
+    for (size_t i = 0; i < np; i++)
+        if (wf_kvs_subset(&gw->selector, &pv[i]->labels))
+            return pv[i]->ns;
+    return "";
+}
+
+/* Kubernetes decodes Secret data values as base64 strings; a Secret with a value that is
+ * not one fails to decode and is not there for Istio. */
+static bool secret_decodes(const wf_resource *secret)
+{
+    const wf_node *data = wf_map_get(secret->root, "data");
+    if (!data || data->type == WF_NODE_NULL)
+        return true;
+    if (data->type != WF_NODE_MAP)
+        return false;
+    for (size_t i = 0; i < data->len; i++) {
+        const wf_node *v = data->u.entries[i].value;
+        if (v->type == WF_NODE_NULL)
+            continue;
+        if (!wf_node_is_string(v))
+            return false;
+        unsigned char *buf = malloc(v->len ? v->len : 1);
+        size_t n;
+        bool ok = buf && wf_gw_base64_decode(v->u.str, v->len, false, buf, &n);
+        free(buf);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* Decoded data[key] (arena); NULL with *len 0 when absent or empty. */
+static const unsigned char *secret_value(wf_analysis_ctx *ctx, const wf_resource *secret,
+                                         const char *key, size_t *len)
+{
+    const wf_node *v = wf_map_get(wf_map_get(secret->root, "data"), key);
+    *len = 0;
+    if (!v || v->type != WF_NODE_SCALAR)
+        return NULL;
+    unsigned char *buf = wf_arena_alloc(wf_ctx_arena(ctx), v->len ? v->len : 1);
+    if (!buf || !wf_gw_base64_decode(v->u.str, v->len, false, buf, len))
+        *len = 0;
+    return *len ? buf : NULL;
+}
+
+/* isValidSecret: kube.ExtractCertInfo (cert/key, else tls.crt/tls.key, both non-empty) and
+ * xds.ValidateCertificate of the certificate chain. */
+static bool secret_valid(wf_analysis_ctx *ctx, const wf_resource *secret)
+{
+    static const char *const pairs[2][2] = {{"cert", "key"}, {"tls.crt", "tls.key"}};
+    for (size_t i = 0; i < 2; i++) {
+        size_t cert_len, key_len;
+        const unsigned char *cert = secret_value(ctx, secret, pairs[i][0], &cert_len);
+        secret_value(ctx, secret, pairs[i][1], &key_len);
+        if (cert_len > 0 && key_len > 0)
+            return wf_gw_cert_valid(cert, cert_len, time(NULL));
+    }
+    return false;
+}
+
+/* resource.NewShortOrFullName(gwNs, cn) then Find(Secret). */
+static const wf_resource *find_credential(wf_analysis_ctx *ctx, const char *gw_ns, const char *cn)
+{
+    const char *slash = strchr(cn, '/');
+    const char *ns = gw_ns, *name = cn;
+    if (slash) {
+        ns = wf_arena_strndup(wf_ctx_arena(ctx), cn, (size_t)(slash - cn));
+        name = slash + 1;
+        if (!ns)
+            return NULL;
+    }
+    const wf_resource *s = wf_store_find(wf_ctx_store(ctx), WF_KIND_SECRET, ns, name);
+    return s && secret_decodes(s) ? s : NULL;
+}
+
+static void check_gateway_secrets(wf_analysis_ctx *ctx, const wf_resource *r)
+{
+    const wf_gateway *gw = r->t.gateway;
+    const char *gw_ns = gateway_namespace(ctx, gw);
+    if (!gw_ns[0]) {
+        const char *sel = wf_gw_selector_string(wf_ctx_arena(ctx), &gw->selector);
+        if (sel)
+            report_selector_not_found(ctx, r, sel);
+        return;
+    }
+    for (size_t i = 0; i < gw->nservers; i++) {
+        const wf_node *tls = server_tls(&gw->servers[i]);
+        const char *cn = map_str_or_empty(tls, "credentialName");
+        if (!cn[0])
+            continue;
+        const wf_node *at = wf_map_get(tls, "credentialName");
+        const wf_resource *secret = find_credential(ctx, gw_ns, cn);
+        if (!secret)
+            WF_REPORT(ctx, WF_IST0101, r, at, "credentialName", cn);
+        else if (!secret_valid(ctx, secret))
+            WF_REPORT(ctx, WF_IST0161, r, at, r->name, gw_ns);
+    }
+}
+
+static void run_secret(wf_analysis_ctx *ctx)
+{
+    size_t ng;
+    const wf_resource *const *gv = gateways(ctx, &ng);
+    for (size_t g = 0; g < ng; g++)
+        if (gv[g]->t.gateway)
+            check_gateway_secrets(ctx, gv[g]);
+}
+
+const wf_analyzer wf_an_gateway_SecretAnalyzer = {
+    .name = "gateway.SecretAnalyzer",
+    .description = "Checks a gateway's referenced secrets for correctness",
+    .inputs = {WF_KIND_GATEWAY, WF_KIND_POD, WF_KIND_SECRET, WF_KIND_OTHER},
+    .codes = {WF_IST0101, WF_IST0161, WF_MSG_COUNT},
+    .default_on = true,
+    .run = run_secret,
+};
+
+/* ==== gateway.ConflictingGatewayAnalyzer ==== */
+
+typedef struct host_bind {
+    const char *host, *bind;
+} host_bind;
+
+/* The hosts (with bind) of one Gateway's last server on a selector~port key. */
+typedef struct gw_hosts {
+    const char *gw; /* FullName.String() */
+    host_bind *v;
+    size_t n, cap;
+} gw_hosts;
+
+typedef struct gw_key {
+    const char *key, *sel, *port; /* sel/port as parseFromGatewayMapKey splits key */
+    gw_hosts *g;
+    size_t n, cap;
+} gw_key;
+
+typedef struct gw_map {
+    gw_key *k;
+    size_t n, cap;
+    const char **names, **sels; /* per Gateway (store order); NULL entries are skipped */
+    bool failed;
+} gw_map;
+
+static bool hosts_set(gw_hosts *h, const char *host, const char *bind)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        if (strcmp(h->v[i].host, host) == 0) {
+            h->v[i].bind = bind;
+            return true;
+        }
+    }
+    if (!grow((void **)&h->v, &h->cap, h->n, sizeof(*h->v)))
+        return false;
+    h->v[h->n++] = (host_bind){host, bind};
+    return true;
+}
+
+/* parseFromGatewayMapKey: exactly one "~" splits selector and port, else both "". */
+static bool split_key(wf_analysis_ctx *ctx, gw_key *k)
+{
+    const char *t = strchr(k->key, '~');
+    if (!t || strchr(t + 1, '~')) {
+        k->sel = k->port = "";
+        return true;
+    }
+    k->sel = wf_arena_strndup(wf_ctx_arena(ctx), k->key, (size_t)(t - k->key));
+    k->port = t + 1;
+    return k->sel != NULL;
+}
+
+static gw_key *key_get(wf_analysis_ctx *ctx, gw_map *m, const char *key)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (strcmp(m->k[i].key, key) == 0)
+            return &m->k[i];
+    if (!grow((void **)&m->k, &m->cap, m->n, sizeof(*m->k)))
+        return NULL;
+    gw_key *k = &m->k[m->n];
+    memset(k, 0, sizeof(*k));
+    k->key = key;
+    if (!split_key(ctx, k))
+        return NULL;
+    m->n++;
+    return k;
+}
+
+static gw_hosts *key_gateway(gw_key *k, const char *gw)
+{
+    for (size_t i = 0; i < k->n; i++)
+        if (strcmp(k->g[i].gw, gw) == 0)
+            return &k->g[i];
+    if (!grow((void **)&k->g, &k->cap, k->n, sizeof(*k->g)))
+        return NULL;
+    k->g[k->n] = (gw_hosts){gw, NULL, 0, 0};
+    return &k->g[k->n++];
+}
+
+static const char *server_port_str(wf_analysis_ctx *ctx, const wf_gateway_server *srv)
+{
+    return wf_arena_printf(wf_ctx_arena(ctx), "%u", (uint32_t)srv->port);
+}
+
+/* initGatewaysMap: selector~port -> gateway -> host -> bind (a gateway's later server on
+ * the same key replaces the earlier one). */
+static void add_gateway_servers(wf_analysis_ctx *ctx, gw_map *m, const wf_gateway *gw,
+                                const char *name, const char *sel)
+{
+    for (size_t s = 0; s < gw->nservers && !m->failed; s++) {
+        const wf_gateway_server *srv = &gw->servers[s];
+        const char *port = server_port_str(ctx, srv);
+        const char *key = port ? wf_arena_printf(wf_ctx_arena(ctx), "%s~%s", sel, port) : NULL;
+        gw_key *k = key ? key_get(ctx, m, key) : NULL;
+        gw_hosts *h = k ? key_gateway(k, name) : NULL;
+        if (!h) {
+            m->failed = true;
+            return;
+        }
+        h->n = 0;
+        const char *bind = map_str_or_empty(srv->node, "bind");
+        for (size_t i = 0; i < srv->hosts.n; i++)
+            if (!hosts_set(h, srv->hosts.v[i], bind))
+                m->failed = true;
+    }
+}
+
+static bool build_map(wf_analysis_ctx *ctx, gw_map *m, const wf_resource *const *gv, size_t ng)
+{
+    m->names = calloc(ng, sizeof(*m->names));
+    m->sels = calloc(ng, sizeof(*m->sels));
+    if (!m->names || !m->sels)
+        return false;
+    for (size_t g = 0; g < ng && !m->failed; g++) {
+        const wf_gateway *gw = gv[g]->t.gateway;
+        if (!gw)
+            continue;
+        m->names[g] = wf_full_name(ctx, gv[g]);
+        m->sels[g] = wf_gw_selector_string(wf_ctx_arena(ctx), &gw->selector);
+        if (!m->names[g] || !m->sels[g])
+            return false;
+        add_gateway_servers(ctx, m, gw, m->names[g], m->sels[g]);
+    }
+    return !m->failed;
+}
+
+static void free_map(gw_map *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        for (size_t j = 0; j < m->k[i].n; j++)
+            free(m->k[i].g[j].v);
+        free(m->k[i].g);
+    }
+    free(m->k);
+    free(m->names);
+    free(m->sels);
+}
+
+/* parseSelectorFromString: "k=v" pairs split on "," and "="; malformed pairs dropped. */
+static bool parse_selector(wf_analysis_ctx *ctx, const char *s, wf_kvs *out)
+{
+    out->n = 0;
+    out->items = NULL;
+    size_t parts = 1;
+    for (const char *p = s; *p; p++)
+        parts += *p == ',';
+    out->items = wf_arena_alloc(wf_ctx_arena(ctx), parts * sizeof(*out->items));
+    if (!out->items)
+        return false;
+    for (const char *p = s;;) {
+        size_t len = strcspn(p, ",");
+        const char *eq = memchr(p, '=', len);
+        if (eq && !memchr(eq + 1, '=', len - (size_t)(eq + 1 - p))) {
+            wf_kv *kv = &out->items[out->n++];
+            kv->key = wf_arena_strndup(wf_ctx_arena(ctx), p, (size_t)(eq - p));
+            kv->value = wf_arena_strndup(wf_ctx_arena(ctx), eq + 1, len - (size_t)(eq + 1 - p));
+            kv->node = NULL;
+            if (!kv->key || !kv->value)
+                return false;
+        }
+        if (!p[len])
+            return true;
+        p += len + 1;
+    }
+}
+
+/* Does some pod match both the Gateway's selector and the selector string of a map key? */
+static bool pod_matches_both(wf_analysis_ctx *ctx, const wf_kvs *gw_sel, const char *xsel)
+{
+    wf_kvs x;
+    if (!parse_selector(ctx, xsel, &x))
+        return false;
+    size_t np;
+    const wf_resource *const *pv = pods(ctx, &np);
+    for (size_t i = 0; i < np; i++)
+        if (wf_kvs_subset(gw_sel, &pv[i]->labels) && wf_kvs_subset(&x, &pv[i]->labels))
+            return true;
+    return false;
+}
+
+/* model.CheckDuplicates: any of hosts already known with the same bind? If none, all hosts
+ * become known (in the shared table, as upstream does). */
+static bool check_duplicates(gw_map *m, gw_hosts *known, const wf_strs *hosts, const char *bind)
+{
+    for (size_t i = 0; i < hosts->n; i++)
+        for (size_t j = 0; j < known->n; j++)
+            if (strcmp(known->v[j].host, hosts->v[i]) == 0 && strcmp(known->v[j].bind, bind) == 0)
+                return true;
+    for (size_t i = 0; i < hosts->n; i++)
+        if (!hosts_set(known, hosts->v[i], bind))
+            m->failed = true;
+    return false;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static const char *join(wf_analysis_ctx *ctx, const char *const *v, size_t n)
+{
+    wf_strbuf b = WF_STRBUF_INIT;
+    wf_strbuf_puts(&b, "");
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            wf_strbuf_putc(&b, ',');
+        wf_strbuf_puts(&b, v[i]);
+    }
+    const char *out =
+        wf_strbuf_failed(&b) ? NULL : wf_arena_strdup(wf_ctx_arena(ctx), wf_strbuf_cstr(&b));
+    wf_strbuf_free(&b);
+    return out;
+}
+
+typedef struct name_list {
+    const char **v;
+    size_t n, cap;
+} name_list;
+
+static void check_server_conflicts(wf_analysis_ctx *ctx, gw_map *m, const wf_resource *r,
+                                   const wf_gateway_server *srv, gw_key **hits, size_t nhits)
+{
+    const char *name = wf_full_name(ctx, r);
+    const char *sel = wf_gw_selector_string(wf_ctx_arena(ctx), &r->t.gateway->selector);
+    const char *port = server_port_str(ctx, srv);
+    const char *bind = map_str_or_empty(srv->node, "bind");
+    name_list l = {NULL, 0, 0};
+    for (size_t i = 0; name && sel && port && i < nhits; i++) {
+        if (strcmp(hits[i]->port, port) != 0)
+            continue;
+        for (size_t j = 0; j < hits[i]->n; j++) {
+            gw_hosts *other = &hits[i]->g[j];
+            if (strcmp(name, other->gw) == 0 || !check_duplicates(m, other, &srv->hosts, bind))
+                continue;
+            if (!grow((void **)&l.v, &l.cap, l.n, sizeof(*l.v)))
+                goto out;
+            l.v[l.n++] = other->gw;
+        }
+    }
+    if (l.n > 0) {
+        qsort(l.v, l.n, sizeof(*l.v), cmp_str);
+        const char *gws = join(ctx, l.v, l.n);
+        const char *hosts = join(ctx, srv->hosts.v, srv->hosts.n);
+        if (gws && hosts)
+            WF_REPORT(ctx, WF_IST0145, r, NULL, gws, sel, port, hosts);
+    }
+out:
+    free(l.v);
+}
+
+static void check_gateway_conflicts(wf_analysis_ctx *ctx, gw_map *m, const wf_resource *r,
+                                    const char *sel)
+{
+    gw_key **hits = calloc(m->n ? m->n : 1, sizeof(*hits));
+    if (!hits)
+        return;
+    size_t nhits = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        const char *x = m->k[i].sel;
+        bool matched = strcmp(sel, x) == 0;
+        if (!matched && (strstr(x, sel) || strstr(sel, x)))
+            matched = pod_matches_both(ctx, &r->t.gateway->selector, x);
+        if (matched)
+            hits[nhits++] = &m->k[i];
+    }
+    if (sel[0] && nhits == 0)
+        report_selector_not_found(ctx, r, sel);
+    else
+        for (size_t s = 0; s < r->t.gateway->nservers; s++)
+            check_server_conflicts(ctx, m, r, &r->t.gateway->servers[s], hits, nhits);
+    free(hits);
+}
+
+static void run_conflicting_gateway(wf_analysis_ctx *ctx)
+{
+    size_t ng;
+    const wf_resource *const *gv = gateways(ctx, &ng);
+    gw_map m;
+    memset(&m, 0, sizeof(m));
+    if (ng > 0 && build_map(ctx, &m, gv, ng)) {
+        for (size_t g = 0; g < ng && !m.failed; g++)
+            if (gv[g]->t.gateway)
+                check_gateway_conflicts(ctx, &m, gv[g], m.sels[g]);
+    }
+    free_map(&m);
+}
+
+const wf_analyzer wf_an_gateway_ConflictingGatewayAnalyzer = {
+    .name = "gateway.ConflictingGatewayAnalyzer",
+    .description = "Checks a gateway's selector, port number and hosts",
+    .inputs = {WF_KIND_GATEWAY, WF_KIND_POD, WF_KIND_OTHER},
+    .codes = {WF_IST0101, WF_IST0145, WF_MSG_COUNT},
+    .default_on = true,
+    .run = run_conflicting_gateway,
+};
+
+/* ==== gateway.CertificateAnalyzer ==== */
+
+/* features.ScopeGatewayToNamespace (PILOT_SCOPE_GATEWAY_TO_NAMESPACE, Go ParseBool, default
+ * false). */
+static bool scope_gateway_to_namespace(void)
+{
+    static const char *const truths[] = {"1", "t", "T", "TRUE", "true", "True"};
+    const char *v = getenv("PILOT_SCOPE_GATEWAY_TO_NAMESPACE");
+    for (size_t i = 0; v && i < sizeof(truths) / sizeof(truths[0]); i++)
+        if (strcmp(v, truths[i]) == 0)
+            return true;
+    return false;
+}
+
+/* selectorSubset: every key of x is in y with the same value. */
+static bool selector_subset(const wf_kvs *x, const wf_kvs *y)
+{
+    for (size_t i = 0; i < x->n; i++) {
+        const char *v = wf_kvs_get(y, x->items[i].key);
+        const char *want = x->items[i].value ? x->items[i].value : "";
+        if (!v || strcmp(v, want) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* haveSameCertificate of two tls blocks. */
+static bool same_certificate(const wf_node *a, const wf_node *b)
+{
+    const char *ca = map_str_or_empty(a, "credentialName");
+    const char *cb = map_str_or_empty(b, "credentialName");
+    if (ca[0] && cb[0])
+        return strcmp(ca, cb) == 0;
+    if (ca[0] || cb[0])
+        return false;
+    const char *sa = map_str_or_empty(a, "serverCertificate");
+    const char *sb = map_str_or_empty(b, "serverCertificate");
+    if (!sa[0] || !sb[0] || strcmp(sa, sb) != 0)
+        return false;
+    const char *ka = map_str_or_empty(a, "privateKey");
+    const char *kb = map_str_or_empty(b, "privateKey");
+    return ka[0] && kb[0] && strcmp(ka, kb) == 0;
+}
+
+static bool same_full_name(const wf_resource *a, const wf_resource *b)
+{
+    return strcmp(a->ns, b->ns) == 0 && strcmp(a->name, b->name) == 0;
+}
+
+static void compare_certificates(wf_analysis_ctx *ctx, const wf_resource *cur,
+                                 const wf_resource *other)
+{
+    const wf_gateway *a = cur->t.gateway, *b = other->t.gateway;
+    for (size_t i = 0; i < a->nservers; i++) {
+        for (size_t j = 0; j < b->nservers; j++) {
+            const wf_node *ta = server_tls(&a->servers[i]), *tb = server_tls(&b->servers[j]);
+            if (!ta || !tb || !same_certificate(ta, tb))
+                continue;
+            const char *names[2] = {wf_full_name(ctx, cur), wf_full_name(ctx, other)};
+            const char *list = names[0] && names[1] ? wf_go_slice(ctx, names, 2) : NULL;
+            if (list)
+                WF_REPORT(ctx, WF_IST0138, cur, wf_map_get(cur->metadata, "name"), list);
+        }
+    }
+}
+
+static void check_duplicate_certificates(wf_analysis_ctx *ctx, const wf_resource *cur,
+                                         bool scope_ns)
+{
+    size_t ng;
+    const wf_resource *const *gv = gateways(ctx, &ng);
+    const wf_kvs *sel = &cur->t.gateway->selector;
+    for (size_t g = 0; g < ng; g++) {
+        const wf_resource *r = gv[g];
+        if (!r->t.gateway || (scope_ns && strcmp(r->ns, cur->ns) != 0))
+            continue;
+        if (sel->n > 0 && !selector_subset(sel, &r->t.gateway->selector))
+            continue;
+        if (same_full_name(cur, r))
+            continue;
+        /* context.Find by full name: the last loaded Gateway of that name */
+        const wf_resource *other =
+            wf_store_find(wf_ctx_store(ctx), WF_KIND_GATEWAY, r->ns, r->name);
+        if (other && other->t.gateway)
+            compare_certificates(ctx, cur, other);
+    }
+}
+
+static void run_certificate(wf_analysis_ctx *ctx)
+{
+    size_t ng;
+    const wf_resource *const *gv = gateways(ctx, &ng);
+    bool scope_ns = scope_gateway_to_namespace();
+    for (size_t g = 0; g < ng; g++)
+        if (gv[g]->t.gateway)
+            check_duplicate_certificates(ctx, gv[g], scope_ns);
+}
+
+const wf_analyzer wf_an_gateway_CertificateAnalyzer = {
+    .name = "gateway.CertificateAnalyzer",
+    .description = "Checks a gateway certificate",
+    .inputs = {WF_KIND_GATEWAY, WF_KIND_OTHER},
+    .codes = {WF_IST0138, WF_MSG_COUNT},
+    .default_on = true,
+    .run = run_certificate,
+};

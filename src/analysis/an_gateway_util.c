@@ -1,0 +1,495 @@
+/*
+ * an_gateway_util.c - Go-compatible helpers of the gateway analyzers (see an_gateway_util.h).
+ *
+ * Behaviour follows the Go sources: k8s.io/apimachinery/pkg/labels (SelectorFromSet, String),
+ * encoding/base64 (decodeQuantum), encoding/pem (Decode, getLine), istio pilot/pkg/xds
+ * (ValidateCertificate) and github.com/Masterminds/semver/v3 (coerceNewVersion, Compare).
+ */
+#include "analysis/an_gateway_util.h"
+
+#include <openssl/err.h>
+#include <openssl/x509.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/strbuf.h"
+
+/* ---- labels.SelectorFromSet(...).String() ---- */
+
+static int cmp_kv_key(const void *a, const void *b)
+{
+    const wf_kv *x = a, *y = b;
+    return strcmp(x->key, y->key);
+}
+
+const char *wf_gw_selector_string(wf_arena *a, const wf_kvs *sel)
+{
+    if (!sel || sel->n == 0)
+        return "";
+    wf_kv *v = malloc(sel->n * sizeof(*v));
+    if (!v)
+        return NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < sel->n; i++) {
+        size_t j = 0;
+        while (j < n && strcmp(v[j].key, sel->items[i].key) != 0)
+            j++;
+        v[j] = sel->items[i]; /* a repeated key keeps the last value */
+        if (j == n)
+            n++;
+    }
+    qsort(v, n, sizeof(*v), cmp_kv_key);
+    wf_strbuf b = WF_STRBUF_INIT;
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            wf_strbuf_putc(&b, ',');
+        wf_strbuf_puts(&b, v[i].key);
+        wf_strbuf_putc(&b, '=');
+        wf_strbuf_puts(&b, v[i].value ? v[i].value : "");
+    }
+    free(v);
+    const char *out = wf_strbuf_failed(&b) ? NULL : wf_arena_strdup(a, wf_strbuf_cstr(&b));
+    wf_strbuf_free(&b);
+    return out;
+}
+
+/* ---- encoding/base64 StdEncoding ---- */
+
+static int b64_value(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+')
+        return 62;
+    if (c == '/')
+        return 63;
+    return -1;
+}
+
+static bool b64_skippable(unsigned char c, bool skip_blanks)
+{
+    return c == '\r' || c == '\n' || (skip_blanks && (c == ' ' || c == '\t'));
+}
+
+/* After a '=' at quantum position j (2 or 3): check the rest of the padding and that only
+ * skippable bytes follow. *i indexes the byte after the first '='. */
+static bool b64_padding_ok(const char *in, size_t len, size_t *i, int j, bool skip_blanks)
+{
+    if (j < 2)
+        return false;
+    if (j == 2) {
+        while (*i < len && b64_skippable((unsigned char)in[*i], skip_blanks))
+            (*i)++;
+        if (*i == len || in[*i] != '=')
+            return false;
+        (*i)++;
+    }
+    while (*i < len && b64_skippable((unsigned char)in[*i], skip_blanks))
+        (*i)++;
+    return *i == len;
+}
+
+static size_t b64_flush(unsigned char *out, const int *q, int j)
+{
+    uint32_t v =
+        ((uint32_t)q[0] << 18) | ((uint32_t)q[1] << 12) | ((uint32_t)q[2] << 6) | (uint32_t)q[3];
+    out[0] = (unsigned char)(v >> 16);
+    if (j > 2)
+        out[1] = (unsigned char)(v >> 8);
+    if (j > 3)
+        out[2] = (unsigned char)v;
+    return (size_t)j - 1;
+}
+
+bool wf_gw_base64_decode(const char *in, size_t len, bool skip_blanks, unsigned char *out,
+                         size_t *outlen)
+{
+    size_t n = 0, i = 0;
+    int q[4] = {0, 0, 0, 0};
+    int j = 0;
+    while (i < len) {
+        unsigned char c = (unsigned char)in[i++];
+        if (b64_skippable(c, skip_blanks))
+            continue;
+        if (c == '=') {
+            if (!b64_padding_ok(in, len, &i, j, skip_blanks))
+                return false;
+            n += b64_flush(out + n, q, j);
+            *outlen = n;
+            return true;
+        }
+        int v = b64_value(c);
+        if (v < 0)
+            return false;
+        q[j++] = v;
+        if (j == 4) {
+            n += b64_flush(out + n, q, 4);
+            memset(q, 0, sizeof(q));
+            j = 0;
+        }
+    }
+    if (j != 0) /* StdEncoding requires padding */
+        return false;
+    *outlen = n;
+    return true;
+}
+
+/* ---- encoding/pem Decode ---- */
+
+typedef struct span {
+    const unsigned char *p;
+    size_t n;
+} span;
+
+static bool has_prefix(span s, const char *pfx)
+{
+    size_t k = strlen(pfx);
+    return s.n >= k && memcmp(s.p, pfx, k) == 0;
+}
+
+static bool has_suffix(span s, const char *sfx)
+{
+    size_t k = strlen(sfx);
+    return s.n >= k && memcmp(s.p + s.n - k, sfx, k) == 0;
+}
+
+/* Index of needle in s, or SIZE_MAX. */
+static size_t span_index(span s, const char *needle)
+{
+    size_t k = strlen(needle);
+    for (size_t i = 0; k <= s.n && i + k <= s.n; i++)
+        if (memcmp(s.p + i, needle, k) == 0)
+            return i;
+    return SIZE_MAX;
+}
+
+static span span_from(span s, size_t off)
+{
+    return (span){s.p + off, s.n - off};
+}
+
+/* Go pem.getLine: the line without its terminator (CRLF or LF) and trailing blanks. */
+static span get_line(span data, span *rest)
+{
+    size_t i = 0;
+    while (i < data.n && data.p[i] != '\n')
+        i++;
+    size_t j = i < data.n ? i + 1 : i;
+    if (i < data.n && i > 0 && data.p[i - 1] == '\r')
+        i--;
+    while (i > 0 && (data.p[i - 1] == ' ' || data.p[i - 1] == '\t'))
+        i--;
+    *rest = span_from(data, j);
+    return (span){data.p, i};
+}
+
+/* Skip "Key: value" header lines; false when the data ends inside them. */
+static bool skip_headers(span *rest, bool *had_headers)
+{
+    *had_headers = false;
+    for (;;) {
+        if (rest->n == 0)
+            return false;
+        span next;
+        span line = get_line(*rest, &next);
+        if (!memchr(line.p, ':', line.n))
+            return true;
+        *had_headers = true;
+        *rest = next;
+    }
+}
+
+/* The END line of a block of type `type` in rest: sets *body_len. False when missing. */
+static bool find_end(span rest, span type, bool had_headers, size_t *body_len)
+{
+    size_t end_index, trailer_index;
+    if (!had_headers && has_prefix(rest, "-----END ")) {
+        end_index = 0;
+        trailer_index = 9;
+    } else {
+        end_index = span_index(rest, "\n-----END ");
+        if (end_index == SIZE_MAX)
+            return false;
+        trailer_index = end_index + 10;
+    }
+    span trailer = span_from(rest, trailer_index);
+    size_t tlen = type.n + 5;
+    if (trailer.n < tlen)
+        return false;
+    span head = {trailer.p, tlen};
+    if (memcmp(head.p, type.p, type.n) != 0 || !has_suffix(head, "-----"))
+        return false;
+    span after;
+    if (get_line(span_from(trailer, tlen), &after).n != 0)
+        return false;
+    *body_len = end_index;
+    return true;
+}
+
+bool wf_gw_pem_decode(const unsigned char *data, size_t len, unsigned char *out, size_t *outlen,
+                      const unsigned char **type, size_t *type_len)
+{
+    span rest = {data, len};
+    for (;;) {
+        if (has_prefix(rest, "-----BEGIN ")) {
+            rest = span_from(rest, 11);
+        } else {
+            size_t at = span_index(rest, "\n-----BEGIN ");
+            if (at == SIZE_MAX)
+                return false;
+            rest = span_from(rest, at + 12);
+        }
+        span type_line = get_line(rest, &rest);
+        if (!has_suffix(type_line, "-----"))
+            continue;
+        type_line.n -= 5;
+        bool had_headers;
+        if (!skip_headers(&rest, &had_headers))
+            return false;
+        size_t body_len;
+        if (!find_end(rest, type_line, had_headers, &body_len))
+            continue;
+        if (!wf_gw_base64_decode((const char *)rest.p, body_len, true, out, outlen))
+            continue;
+        *type = type_line.p;
+        *type_len = type_line.n;
+        return true;
+    }
+}
+
+/* ---- pilot/pkg/xds ValidateCertificate ---- */
+
+static bool asn1_time_to_epoch(const ASN1_TIME *t, time_t *out)
+{
+    struct tm tm;
+    if (!t || ASN1_TIME_to_tm(t, &tm) != 1)
+        return false;
+    *out = timegm(&tm);
+    return true;
+}
+
+static bool cert_in_validity(const X509 *x, time_t now)
+{
+    time_t not_before, not_after;
+    if (!asn1_time_to_epoch(X509_get0_notBefore(x), &not_before) ||
+        !asn1_time_to_epoch(X509_get0_notAfter(x), &not_after))
+        return false;
+    return now <= not_after && now >= not_before;
+}
+
+/* x509.ParseCertificates: consecutive DER certificates; each must parse and be current. */
+static bool der_certs_valid(const unsigned char *der, size_t len, time_t now)
+{
+    const unsigned char *p = der;
+    size_t left = len;
+    while (left > 0) {
+        const unsigned char *start = p;
+        X509 *x = d2i_X509(NULL, &p, (long)left);
+        if (!x)
+            return false;
+        bool ok = cert_in_validity(x, now) && p > start;
+        X509_free(x);
+        if (!ok)
+            return false;
+        left -= (size_t)(p - start);
+    }
+    return true;
+}
+
+bool wf_gw_cert_valid(const unsigned char *data, size_t len, time_t now)
+{
+    unsigned char *der = malloc(len ? len : 1);
+    if (!der)
+        return false;
+    size_t der_len;
+    const unsigned char *type;
+    size_t type_len;
+    bool ok = wf_gw_pem_decode(data, len, der, &der_len, &type, &type_len) &&
+              der_certs_valid(der, der_len, now);
+    free(der);
+    ERR_clear_error();
+    return ok;
+}
+
+/* ---- Masterminds semver/v3 ---- */
+
+static bool is_ident_char(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-';
+}
+
+static bool parse_uint(const char **s, uint64_t *out)
+{
+    const char *p = *s;
+    uint64_t v = 0;
+    if (*p < '0' || *p > '9')
+        return false;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        uint64_t d = (uint64_t)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return false; /* strconv.ParseUint range error */
+        v = v * 10 + d;
+    }
+    *s = p;
+    *out = v;
+    return true;
+}
+
+/* Dot-separated non-empty identifiers of [0-9A-Za-z-]; returns the length consumed. */
+static size_t ident_list_len(const char *s)
+{
+    size_t i = 0;
+    for (;;) {
+        size_t start = i;
+        while (is_ident_char(s[i]))
+            i++;
+        if (i == start)
+            return 0;
+        if (s[i] != '.')
+            return i;
+        i++;
+    }
+}
+
+/* validatePrerelease: a numeric part longer than one digit must not start with 0. */
+static bool prerelease_ok(const char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t start = i;
+        bool numeric = true;
+        for (; i < n && p[i] != '.'; i++)
+            numeric = numeric && p[i] >= '0' && p[i] <= '9';
+        if (numeric && i - start > 1 && p[start] == '0')
+            return false;
+        i++;
+    }
+    return true;
+}
+
+static bool parse_extras(const char *p, wf_semver *v)
+{
+    if (*p == '-') {
+        size_t n = ident_list_len(p + 1);
+        if (n == 0)
+            return false;
+        v->pre = p + 1;
+        v->pre_len = n;
+        p += 1 + n;
+    }
+    if (*p == '+') {
+        size_t n = ident_list_len(p + 1);
+        if (n == 0)
+            return false;
+        v->meta = p + 1;
+        v->meta_len = n;
+        p += 1 + n;
+    }
+    return *p == '\0' && prerelease_ok(v->pre, v->pre_len);
+}
+
+bool wf_semver_parse(const char *s, wf_semver *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->pre = v->meta = "";
+    if (!s || strlen(s) > 256) /* MaxVersionLen */
+        return false;
+    const char *p = s;
+    if (*p == 'v')
+        p++;
+    if (!parse_uint(&p, &v->major))
+        return false;
+    if (*p == '.') {
+        p++;
+        if (!parse_uint(&p, &v->minor))
+            return false;
+        if (*p == '.') {
+            p++;
+            if (!parse_uint(&p, &v->patch))
+                return false;
+        }
+    }
+    return parse_extras(p, v);
+}
+
+static int cmp_u64(uint64_t a, uint64_t b)
+{
+    return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/* comparePrePart: numbers compare numerically and sort before strings. */
+static int compare_pre_part(const char *s, size_t sn, const char *o, size_t on)
+{
+    if (sn == on && memcmp(s, o, sn) == 0)
+        return 0;
+    if (sn == 0)
+        return -1;
+    if (on == 0)
+        return 1;
+    char sb[257], ob[257];
+    snprintf(sb, sizeof(sb), "%.*s", (int)sn, s);
+    snprintf(ob, sizeof(ob), "%.*s", (int)on, o);
+    uint64_t si, oi;
+    const char *sp = sb, *op = ob;
+    bool snum = parse_uint(&sp, &si) && *sp == '\0';
+    bool onum = parse_uint(&op, &oi) && *op == '\0';
+    if (!snum && !onum)
+        return strcmp(sb, ob) > 0 ? 1 : -1;
+    if (!snum)
+        return 1;
+    if (!onum)
+        return -1;
+    return si > oi ? 1 : -1;
+}
+
+static size_t part_len(const char *p, size_t n)
+{
+    const char *dot = memchr(p, '.', n);
+    return dot ? (size_t)(dot - p) : n;
+}
+
+static int compare_prerelease(const char *s, size_t sn, const char *o, size_t on)
+{
+    size_t si = 0, oi = 0;
+    while (si < sn || oi < on) {
+        size_t sl = si < sn ? part_len(s + si, sn - si) : 0;
+        size_t ol = oi < on ? part_len(o + oi, on - oi) : 0;
+        int d = compare_pre_part(s + si, sl, o + oi, ol);
+        if (d != 0)
+            return d;
+        si = si < sn ? si + sl + 1 : si;
+        oi = oi < on ? oi + ol + 1 : oi;
+    }
+    return 0;
+}
+
+int wf_semver_compare(const wf_semver *a, const wf_semver *b)
+{
+    int d = cmp_u64(a->major, b->major);
+    if (d == 0)
+        d = cmp_u64(a->minor, b->minor);
+    if (d == 0)
+        d = cmp_u64(a->patch, b->patch);
+    if (d != 0)
+        return d;
+    if (a->pre_len == 0 && b->pre_len == 0)
+        return 0;
+    if (a->pre_len == 0)
+        return 1;
+    if (b->pre_len == 0)
+        return -1;
+    return compare_prerelease(a->pre, a->pre_len, b->pre, b->pre_len);
+}
+
+const char *wf_semver_string(wf_arena *a, const wf_semver *v)
+{
+    return wf_arena_printf(a, "%llu.%llu.%llu%s%.*s%s%.*s", (unsigned long long)v->major,
+                           (unsigned long long)v->minor, (unsigned long long)v->patch,
+                           v->pre_len ? "-" : "", (int)v->pre_len, v->pre, v->meta_len ? "+" : "",
+                           (int)v->meta_len, v->meta);
+}
