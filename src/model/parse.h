@@ -1,7 +1,8 @@
 /*
  * parse.h - YAML (libyaml) and JSON (jansson) text to wf_node trees, with limits.
  *
- * Internal to src/model. Both parsers allocate nodes in the given arena and call `doc` once
+ * Used by the store and by anything that must parse YAML text itself (MeshConfig files,
+ * YAML inside annotation values). Both parsers allocate nodes in the given arena and call `doc` once
  * per document root (a YAML stream may hold several; a JSON text holds one). On a syntax
  * error or a broken limit they stop and fill *err; documents already delivered stay valid.
  *
