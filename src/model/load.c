@@ -155,7 +155,11 @@ static int load_dir(wf_store *s, const char *path, int depth,
             if (!child) {
                 total = -1;
             } else {
-                snprintf(child, len, "%s%s%s", path, has_ext(path, "/") ? "" : "/", name);
+                /* joined as Go's filepath.Join does: "." + "x" is "x", no doubled "/" */
+                if (strcmp(path, ".") == 0)
+                    snprintf(child, len, "%s", name);
+                else
+                    snprintf(child, len, "%s%s%s", path, has_ext(path, "/") ? "" : "/", name);
                 struct stat st;
                 int rc = 0;
                 if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
