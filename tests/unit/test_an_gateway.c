@@ -23,16 +23,6 @@
 #include "analysis/analysis.h"
 #include "model/store.h"
 
-/* Referenced so that the analyzers are linked in from the static library. */
-extern const wf_analyzer wf_an_gateway_IngressGatewayPortAnalyzer, wf_an_gateway_SecretAnalyzer,
-    wf_an_gateway_ConflictingGatewayAnalyzer, wf_an_gateway_CertificateAnalyzer,
-    wf_an_k8sgateway_SelectorAnalyzer, wf_an_k8sgateway_CRDVersionAnalyzer;
-const wf_analyzer *const linked[] = {
-    &wf_an_gateway_IngressGatewayPortAnalyzer, &wf_an_gateway_SecretAnalyzer,
-    &wf_an_gateway_ConflictingGatewayAnalyzer, &wf_an_gateway_CertificateAnalyzer,
-    &wf_an_k8sgateway_SelectorAnalyzer,        &wf_an_k8sgateway_CRDVersionAnalyzer,
-};
-
 #define PORT     "gateway.IngressGatewayPortAnalyzer"
 #define SECRET   "gateway.SecretAnalyzer"
 #define CONFLICT "gateway.ConflictingGatewayAnalyzer"
