@@ -11,9 +11,9 @@ const char *wf_fqdn(wf_analysis_ctx *ctx, const char *ns, const char *host)
 {
     if (!host)
         return "";
-    if (strchr(host, '.') || strchr(host, '*') || !ns || !ns[0])
+    if (strchr(host, '.') || host[0] == '*')
         return host;
-    const char *s = wf_arena_printf(wf_ctx_arena(ctx), "%s.%s.svc.%s", host, ns,
+    const char *s = wf_arena_printf(wf_ctx_arena(ctx), "%s.%s.svc.%s", host, ns ? ns : "",
                                     wf_store_domain_suffix(wf_ctx_store(ctx)));
     return s ? s : host;
 }

@@ -12,8 +12,9 @@
 
 #include "analysis/analyzer.h"
 
-/* Istio's ConvertHostToFQDN: a host with no dot (and not "*") gets ".<ns>.svc.<suffix>";
- * a host with dots or a wildcard is returned unchanged. */
+/* Istio's ConvertHostToFQDN: a host with no dot that does not start with "*" gets
+ * ".<ns>.svc.<suffix>" (an empty ns gives "name..svc.<suffix>", as upstream); a host with
+ * dots or a leading wildcard is returned unchanged. */
 const char *wf_fqdn(wf_analysis_ctx *ctx, const char *ns, const char *host);
 
 /* True when host is the FQDN of a Kubernetes Service ("name.ns.svc.<suffix>"); sets *name and
