@@ -44,6 +44,7 @@ typedef struct yparser {
     wf_node *root;
     size_t root_weight;
     uint32_t doc_line, doc_col;
+    size_t ndocs; /* documents started so far */
 } yparser;
 
 static int fail(yparser *p, const yaml_mark_t *m, const char *fmt, const char *arg)
@@ -358,9 +359,15 @@ static int handle_event(yparser *p, yaml_event_t *ev, wf_doc_cb doc, void *arg)
 {
     switch (ev->type) {
     case YAML_DOCUMENT_START_EVENT:
+        /* The document's line is where its text starts as Istio's file reader counts it: the
+         * line after an explicit "---", or line 1 for the first document of the stream. */
         reset_doc(p);
-        p->doc_line = (uint32_t)ev->start_mark.line + 1;
-        p->doc_col = (uint32_t)ev->start_mark.column + 1;
+        if (!ev->data.document_start.implicit)
+            p->doc_line = (uint32_t)ev->start_mark.line + 2;
+        else
+            p->doc_line = p->ndocs == 0 ? 1 : (uint32_t)ev->start_mark.line + 1;
+        p->doc_col = 1;
+        p->ndocs++;
         return 0;
     case YAML_DOCUMENT_END_EVENT:
         if (p->root && doc(p->root, p->doc_line, p->doc_col, arg) != 0)
