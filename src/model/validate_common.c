@@ -1,0 +1,415 @@
+/*
+ * validate_common.c - entry point and shared machinery of schema validation.
+ *
+ * Follows istio/istio pkg/config/validation (RegisterValidateFunc per kind) and the way the
+ * analyzer calls it (pkg/config/analysis/analyzers/schema/validation.go): the config handed
+ * to the validator carries only name and namespace, so annotation-driven checks (dry-run,
+ * gateway semantics) never apply.
+ */
+#include "model/validate_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- path ---- */
+
+static size_t path_append(vc *c, const char *piece)
+{
+    size_t old = c->plen;
+    size_t n = strlen(piece);
+    if (c->plen + n < sizeof(c->path)) {
+        memcpy(c->path + c->plen, piece, n + 1);
+        c->plen += n;
+    }
+    return old;
+}
+
+size_t vc_push(vc *c, const char *key)
+{
+    if (c->plen == 0)
+        return path_append(c, key);
+    size_t old = c->plen;
+    path_append(c, ".");
+    path_append(c, key);
+    return old;
+}
+
+size_t vc_push_idx(vc *c, size_t i)
+{
+    char buf[32];
+    snprintf(buf, sizeof(buf), "[%zu]", i);
+    return path_append(c, buf);
+}
+
+size_t vc_push_key(vc *c, const char *key)
+{
+    size_t old = c->plen;
+    path_append(c, "[");
+    path_append(c, key);
+    path_append(c, "]");
+    return old;
+}
+
+void vc_pop(vc *c, size_t len)
+{
+    if (len <= c->plen) {
+        c->plen = len;
+        c->path[len] = '\0';
+    }
+}
+
+/* ---- reports ---- */
+
+void vc_report(vc *c, bool warning, const char *path, const wf_node *at, const char *msg)
+{
+    if (!warning)
+        c->errors++;
+    if (!c->cb)
+        return;
+    wf_validation_issue issue = {
+        .warning = warning,
+        .path = path ? path : c->path,
+        .node = at,
+        .message = msg,
+    };
+    c->cb(c->r, &issue, c->arg);
+}
+
+static void vreport(vc *c, bool warning, const wf_node *at, const char *fmt, va_list ap)
+{
+    char stackbuf[512];
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(stackbuf, sizeof(stackbuf), fmt, ap);
+    char *msg = stackbuf;
+    char *heap = NULL;
+    if (n >= (int)sizeof(stackbuf)) {
+        heap = malloc((size_t)n + 1);
+        if (heap) {
+            vsnprintf(heap, (size_t)n + 1, fmt, ap2);
+            msg = heap;
+        }
+    }
+    va_end(ap2);
+    if (n < 0)
+        msg = "(unformattable message)";
+    if (!warning && c->err_prefix) {
+        const char *full = vc_fmt(c, "%s%s", c->err_prefix, msg);
+        vc_report(c, warning, NULL, at, *full ? full : msg);
+    } else {
+        vc_report(c, warning, NULL, at, msg);
+    }
+    free(heap);
+}
+
+void vc_err(vc *c, const wf_node *at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(c, false, at, fmt, ap);
+    va_end(ap);
+}
+
+void vc_warn(vc *c, const wf_node *at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(c, true, at, fmt, ap);
+    va_end(ap);
+}
+
+void vc_aware(vc *c, wf_validation_aware_type type, const wf_node *at, const char *p0,
+              const char *p1, const char *p2)
+{
+    if (c->aware) {
+        wf_validation_aware a = {
+            .type = type, .params = {p0, p1, p2}, .nparams = p2 ? 3 : 2, .node = at};
+        c->aware(c->r, &a, c->arg);
+        return;
+    }
+    if (type == WF_VALIDATION_UNREACHABLE_RULE)
+        vc_warn(c, at, "virtualService rule %s not used (%s)", p0, p1);
+    else
+        vc_warn(c, at,
+                "virtualService rule %s match %s is not used (duplicate/overlapping match in "
+                "rule %s)",
+                p0, p1, p2);
+}
+
+/* ---- formatting ---- */
+
+const char *vc_fmt(vc *c, const char *fmt, ...)
+{
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *out = n >= 0 ? wf_arena_alloc(&c->scratch, (size_t)n + 1) : NULL;
+    if (out)
+        vsnprintf(out, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    return out ? out : "";
+}
+
+/* Length of the valid UTF-8 sequence at s (0 when invalid). */
+static size_t utf8_len(const unsigned char *s)
+{
+    if (s[0] < 0x80)
+        return 1;
+    size_t n = (s[0] & 0xE0) == 0xC0   ? 2
+               : (s[0] & 0xF0) == 0xE0 ? 3
+               : (s[0] & 0xF8) == 0xF0 ? 4
+                                       : 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    }
+    return n;
+}
+
+const char *vc_q(vc *c, const char *s)
+{
+    if (!s)
+        s = "";
+    size_t len = strlen(s);
+    char *out = wf_arena_alloc(&c->scratch, len * 4 + 3);
+    if (!out)
+        return "\"\"";
+    char *o = out;
+    *o++ = '"';
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned char ch = *p;
+        static const char esc_from[] = "\a\b\f\n\r\t\v\"\\";
+        static const char esc_to[] = "abfnrtv\"\\";
+        const char *e = ch ? strchr(esc_from, ch) : NULL;
+        if (e) {
+            *o++ = '\\';
+            *o++ = esc_to[e - esc_from];
+            p++;
+        } else if (ch < 0x20 || ch == 0x7f) {
+            o += sprintf(o, "\\x%02x", ch);
+            p++;
+        } else {
+            size_t n = utf8_len(p);
+            if (n == 0) {
+                o += sprintf(o, "\\x%02x", ch);
+                p++;
+            } else {
+                memcpy(o, p, n);
+                o += n;
+                p += n;
+            }
+        }
+    }
+    *o++ = '"';
+    *o = '\0';
+    return out;
+}
+
+const char *vc_slice(vc *c, const wf_node *seq)
+{
+    size_t total = 3;
+    for (size_t i = 0; i < wf_seq_len(seq); i++)
+        total += strlen(vc_nstr(wf_seq_at(seq, i))) + 1;
+    char *out = wf_arena_alloc(&c->scratch, total);
+    if (!out)
+        return "[]";
+    char *o = out;
+    *o++ = '[';
+    for (size_t i = 0; i < wf_seq_len(seq); i++) {
+        const char *s = vc_nstr(wf_seq_at(seq, i));
+        if (i)
+            *o++ = ' ';
+        memcpy(o, s, strlen(s));
+        o += strlen(s);
+    }
+    *o++ = ']';
+    *o = '\0';
+    return out;
+}
+
+const char *vc_f(vc *c, double v)
+{
+    return vc_fmt(c, "%f", v);
+}
+
+/* ---- reading values ---- */
+
+const wf_node *vc_get(const wf_node *m, const char *key)
+{
+    const wf_node *n = wf_map_get(m, key);
+    return (n && n->type != WF_NODE_NULL) ? n : NULL;
+}
+
+bool vc_has(const wf_node *m, const char *key)
+{
+    return vc_get(m, key) != NULL;
+}
+
+const char *vc_nstr(const wf_node *n)
+{
+    return (n && n->type == WF_NODE_SCALAR) ? n->u.str : "";
+}
+
+const char *vc_str(const wf_node *m, const char *key)
+{
+    return vc_nstr(vc_get(m, key));
+}
+
+bool vc_nint(const wf_node *n, int64_t *out)
+{
+    if (!n || n->type != WF_NODE_SCALAR)
+        return false;
+    if (!n->quoted)
+        return wf_node_int(n, out);
+    const char *s = n->u.str;
+    if (!*s)
+        return false;
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end)
+        return false;
+    *out = v;
+    return true;
+}
+
+int64_t vc_int(const wf_node *m, const char *key)
+{
+    int64_t v = 0;
+    return vc_nint(vc_get(m, key), &v) ? v : 0;
+}
+
+bool vc_bool(const wf_node *m, const char *key)
+{
+    bool b = false;
+    return wf_node_bool(vc_get(m, key), &b) && b;
+}
+
+double vc_double(const wf_node *m, const char *key)
+{
+    const wf_node *n = vc_get(m, key);
+    if (!n || n->type != WF_NODE_SCALAR)
+        return 0;
+    char *end;
+    double d = strtod(n->u.str, &end);
+    return *end ? 0 : d;
+}
+
+size_t vc_len(const wf_node *m, const char *key)
+{
+    return wf_seq_len(vc_get(m, key));
+}
+
+size_t vc_mlen(const wf_node *m, const char *key)
+{
+    const wf_node *n = vc_get(m, key);
+    return (n && n->type == WF_NODE_MAP) ? n->len : 0;
+}
+
+const char *vc_enum(const wf_node *m, const char *key, const char *const *names)
+{
+    const wf_node *n = vc_get(m, key);
+    if (!n)
+        return names[0];
+    int64_t v;
+    if (!n->quoted && vc_nint(n, &v)) {
+        for (int64_t i = 0; names[i]; i++) {
+            if (i == v)
+                return names[i];
+        }
+        return "";
+    }
+    return vc_nstr(n);
+}
+
+/* ---- dispatch ---- */
+
+static void validate_kind(vc *c, wf_kind kind, const wf_node *spec)
+{
+    switch (kind) {
+    case WF_KIND_VIRTUALSERVICE:
+        vc_virtualservice(c, spec);
+        break;
+    case WF_KIND_DESTINATIONRULE:
+        vc_destinationrule(c, spec);
+        break;
+    case WF_KIND_GATEWAY:
+        vc_gateway(c, spec);
+        break;
+    case WF_KIND_SERVICEENTRY:
+        vc_serviceentry(c, spec);
+        break;
+    case WF_KIND_WORKLOADENTRY:
+        vc_workloadentry(c, spec);
+        break;
+    case WF_KIND_WORKLOADGROUP:
+        vc_workloadgroup(c, spec);
+        break;
+    case WF_KIND_SIDECAR:
+        vc_sidecar(c, spec);
+        break;
+    case WF_KIND_ENVOYFILTER:
+        vc_envoyfilter(c, spec);
+        break;
+    case WF_KIND_PROXYCONFIG:
+        vc_proxyconfig(c, spec);
+        break;
+    case WF_KIND_PEERAUTHENTICATION:
+        vc_peerauthentication(c, spec);
+        break;
+    case WF_KIND_AUTHORIZATIONPOLICY:
+        vc_authorizationpolicy(c, spec);
+        break;
+    case WF_KIND_REQUESTAUTHENTICATION:
+        vc_requestauthentication(c, spec);
+        break;
+    case WF_KIND_TELEMETRY:
+        vc_telemetry(c, spec);
+        break;
+    case WF_KIND_WASMPLUGIN:
+        vc_wasmplugin(c, spec);
+        break;
+    default:
+        break;
+    }
+}
+
+int wf_validate_resource_ex(const wf_resource *r, wf_validation_cb cb,
+                            wf_validation_aware_cb aware_cb, void *arg)
+{
+    if (!r || !wf_kind_is_istio(r->kind))
+        return 0;
+    vc *c = calloc(1, sizeof(*c));
+    if (!c)
+        return 0;
+    c->r = r;
+    c->cb = cb;
+    c->aware = aware_cb;
+    c->arg = arg;
+    wf_arena_init(&c->scratch);
+
+    const wf_node *spec = r->spec;
+    if (spec && spec->type == WF_NODE_NULL)
+        spec = NULL;
+    vc_schema_walk(c, r->kind, spec);
+    if (!c->type_errors) {
+        vc_pop(c, 0);
+        size_t mark = vc_push(c, "spec");
+        validate_kind(c, r->kind, spec);
+        vc_pop(c, mark);
+    }
+    int errors = c->errors;
+    wf_arena_destroy(&c->scratch);
+    free(c);
+    return errors;
+}
+
+int wf_validate_resource(const wf_resource *r, wf_validation_cb cb, void *arg)
+{
+    return wf_validate_resource_ex(r, cb, NULL, arg);
+}
