@@ -105,11 +105,12 @@ static void config_patch(vc *c, const wf_node *cp)
     }
     const char *op = vc_enum(patch, "operation", patch_ops);
     if (!strcmp(op, "INVALID")) {
-        vc_err(c, patch, "Envoy filter: missing patch operation");
+        IN(c, "patch", vc_err(c, patch, "Envoy filter: missing patch operation"));
         return;
     }
     if (strcmp(op, "REMOVE") != 0 && !vc_has(patch, "value")) {
-        vc_err(c, patch, "Envoy filter: missing patch value for non-remove operation");
+        IN(c, "patch",
+           vc_err(c, patch, "Envoy filter: missing patch value for non-remove operation"));
         return;
     }
     const wf_node *match = vc_get(cp, "match");

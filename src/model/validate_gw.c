@@ -283,8 +283,10 @@ void vc_gateway(vc *c, const wf_node *spec)
             for (size_t j = 0; j < i; j++) {
                 const wf_node *prev = vc_get(wf_seq_at(servers, j), "port");
                 if (prev && strcmp(vc_str(prev, "name"), pname) == 0) {
+                    size_t m2 = vc_push(c, "port");
                     vc_err(c, port, "port names in servers must be unique: duplicate name %s",
                            pname);
+                    vc_pop(c, m2);
                     break;
                 }
             }

@@ -30,10 +30,12 @@ void vc_peerauthentication(vc *c, const wf_node *spec)
     bool empty_selector = !sel || vc_mlen(sel, "matchLabels") == 0;
     const wf_node *plm = vc_get(spec, "portLevelMtls");
     size_t n = plm && plm->type == WF_NODE_MAP ? plm->len : 0;
+    size_t mark = vc_push(c, "portLevelMtls");
     if (empty_selector && n != 0)
         vc_err(c, plm, "mesh/namespace peer authentication cannot have port level mTLS");
     if (plm && n == 0)
         vc_err(c, plm, "port level mTLS, if defined, must have at least one element");
+    vc_pop(c, mark);
     for (size_t i = 0; i < n; i++) {
         long long port = strtoll(plm->u.entries[i].key, NULL, 10);
         if (port <= 0 || port > 65535)

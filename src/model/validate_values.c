@@ -174,15 +174,19 @@ void vc_string_match(vc *c, const wf_node *sm, const char *where, bool check_pre
     const wf_node *prefix = wf_map_get(sm, "prefix");
     const wf_node *regex = wf_map_get(sm, "regex");
     if (check_prefix && prefix && prefix->type != WF_NODE_NULL && !*vc_nstr(prefix)) {
+        size_t mark = vc_push(c, "prefix");
         vc_err(c, prefix, "%s: prefix string match should not be empty", vc_q(c, where));
+        vc_pop(c, mark);
         return;
     }
     if (regex && regex->type != WF_NODE_NULL) {
         const char *re = vc_nstr(regex);
+        size_t mark = vc_push(c, "regex");
         if (!*re)
             vc_err(c, regex, "%s: regex string match should not be empty", vc_q(c, where));
         else
             vc_string_regexp(c, regex, re, where);
+        vc_pop(c, mark);
     }
 }
 

@@ -753,9 +753,12 @@ static void duplicate_hosts(vc *c, const wf_node *spec)
         const char *hi = vc_nstr(wf_seq_at(hosts, i));
         for (size_t j = i + 1; j < n; j++) {
             const char *hj = vc_nstr(wf_seq_at(hosts, j));
-            if (vc_host_matches(hi, hj))
+            if (vc_host_matches(hi, hj)) {
+                size_t m2 = vc_push_idx(c, j);
                 vc_err(c, wf_seq_at(hosts, j), "duplicate hosts in virtual service: %s & %s", hi,
                        hj);
+                vc_pop(c, m2);
+            }
         }
     }
     vc_pop(c, mark);
