@@ -4,8 +4,10 @@
  * Istio decodes a spec into its proto with golang/protobuf jsonpb after Kubernetes' YAML to
  * JSON conversion. `istioctl validate` and the admission path decode strictly (unknown
  * fields rejected, pkg/config/model ApplyJSONStrict) and the API server's structural schema
- * rejects them too ("strict decoding error: unknown field"), so an unknown field is an error
- * here; `istioctl analyze` alone decodes leniently. A value of the wrong type makes decoding
+ * rejects them too ("strict decoding error: unknown field"), while `istioctl analyze` decodes
+ * leniently and `kubectl apply` only warns (fieldValidation=Warn). weft reports an unknown
+ * field as a warning (IST0133): a typo is shown, but it never fails an analysis that
+ * istioctl would pass. A value of the wrong type makes decoding
  * fail outright in every Istio path, so a type error stops the semantic checks for that
  * resource. Messages use Kubernetes' wording for these ("spec.http[0].route[0].weight in
  * body must be of type integer: \"string\"").
@@ -253,7 +255,7 @@ static void walk_msg(vc *c, const wf_node *n, const vs_msg *m)
         size_t mark = vc_push(c, e->key);
         if (!f) {
             if (!m->open)
-                vc_report(c, false, NULL, e->value,
+                vc_report(c, true, NULL, e->value,
                           vc_fmt(c, "strict decoding error: unknown field %s", vc_q(c, c->path)));
         } else {
             check_field(c, e->value, f);
