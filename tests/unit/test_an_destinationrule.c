@@ -13,50 +13,8 @@
 #include <cmocka.h>
 
 #include "analysis/analysis.h"
+#include "harness.h"
 #include "model/store.h"
-
-typedef struct run {
-    wf_store *store;
-    wf_meshcfg *mesh;
-    wf_analysis_result *res;
-} run;
-
-static run analyze(const char *analyzer, const char *yaml)
-{
-    run r = {wf_store_new(), wf_meshcfg_new_default(), NULL};
-    assert_non_null(r.store);
-    assert_non_null(r.mesh);
-    assert_int_equal(wf_store_load_buffer(r.store, "t.yaml", yaml, strlen(yaml), false), 0);
-    assert_int_equal(wf_store_finalize(r.store, NULL, true), 0);
-    const char *names[] = {analyzer};
-    wf_analysis_opts o = {.analyzers = names, .nanalyzers = 1};
-    r.res = wf_analyze(r.store, r.mesh, &o);
-    assert_non_null(r.res);
-    assert_int_equal(r.res->nran, 1);
-    return r;
-}
-
-static void done(run *r)
-{
-    wf_analysis_result_free(r->res);
-    wf_meshcfg_free(r->mesh);
-    wf_store_free(r->store);
-}
-
-/* Findings with this code on this origin ("DestinationRule shop/catalog") whose text contains
- * `text` (NULL = any). */
-static size_t count(run *r, const char *code, const char *origin, const char *text)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < r->res->n; i++) {
-        const wf_finding *f = &r->res->findings[i];
-        const char *o = wf_finding_origin(&r->res->arena, f);
-        if (strcmp(wf_msg_type_get(f->id)->code, code) == 0 && o && strcmp(o, origin) == 0 &&
-            (!text || strstr(f->text, text)))
-            n++;
-    }
-    return n;
-}
 
 #define SUBSET "destinationrule.SubsetSelectPodAnalyzer"
 #define CA     "destinationrule.CaCertificateAnalyzer"
@@ -101,13 +59,14 @@ static void test_b023_subset_selects_no_pod(void **state)
              "  subsets:\n"
              "  - {name: v1, labels: {version: v1}}\n"
              "  - {name: v2, labels: {version: v2, traffic: enabled}}\n");
-    run r = analyze(SUBSET, yaml);
+    wf_test_run r = wf_test_analyze(SUBSET, yaml);
     assert_int_equal(r.res->n, 1);
-    assert_int_equal(count(&r, "IST0173", "DestinationRule shop/catalog",
-                           "The Subset v2 defined in the DestinationRule does not select any pods"),
-                     1);
+    assert_int_equal(
+        wf_test_count(&r, "IST0173", "DestinationRule shop/catalog",
+                      "The Subset v2 defined in the DestinationRule does not select any pods"),
+        1);
     assert_int_equal(wf_msg_type_get(r.res->findings[0].id)->level, WF_LEVEL_ERROR);
-    done(&r);
+    wf_test_done(&r);
 }
 
 /* After relabelling the v2 template the analysis is clean. */
@@ -124,9 +83,9 @@ static void test_b023_fixed(void **state)
              "  subsets:\n"
              "  - {name: v1, labels: {version: v1}}\n"
              "  - {name: v2, labels: {version: v2}}\n");
-    run r = analyze(SUBSET, yaml);
+    wf_test_run r = wf_test_analyze(SUBSET, yaml);
     assert_int_equal(r.res->n, 0);
-    done(&r);
+    wf_test_done(&r);
 }
 
 /* Pods match on the topology labels of their Node, and on kubernetes.io/hostname. */
@@ -156,10 +115,10 @@ static void test_node_topology_labels(void **state)
                        "  - {name: zone, labels: {topology.kubernetes.io/zone: z1}}\n"
                        "  - {name: host, labels: {kubernetes.io/hostname: n1}}\n"
                        "  - {name: other, labels: {topology.kubernetes.io/zone: z2}}\n";
-    run r = analyze(SUBSET, yaml);
+    wf_test_run r = wf_test_analyze(SUBSET, yaml);
     assert_int_equal(r.res->n, 1);
-    assert_int_equal(count(&r, "IST0173", "DestinationRule ns/a", "Subset other "), 1);
-    done(&r);
+    assert_int_equal(wf_test_count(&r, "IST0173", "DestinationRule ns/a", "Subset other "), 1);
+    wf_test_done(&r);
 }
 
 /* Node locality labels with an empty value are not added to the pod's labels; a pod's own
@@ -196,10 +155,11 @@ static void test_empty_node_topology_label(void **state)
         "  - {name: empty-region, labels: {topology.kubernetes.io/region: ''}}\n"
         "  - {name: own-zone, labels: {topology.kubernetes.io/zone: own}}\n"
         "  - {name: app, labels: {app: a}}\n";
-    run r = analyze(SUBSET, yaml);
+    wf_test_run r = wf_test_analyze(SUBSET, yaml);
     assert_int_equal(r.res->n, 1);
-    assert_int_equal(count(&r, "IST0173", "DestinationRule ns/a", "Subset empty-region "), 1);
-    done(&r);
+    assert_int_equal(wf_test_count(&r, "IST0173", "DestinationRule ns/a", "Subset empty-region "),
+                     1);
+    wf_test_done(&r);
 }
 
 /* A ServiceEntry's workloadSelector labels are merged with the subset labels. */
@@ -226,11 +186,11 @@ static void test_serviceentry_workload_selector(void **state)
                        "  subsets:\n"
                        "  - {name: v1, labels: {version: v1}}\n"
                        "  - {name: b, labels: {app: b}}\n";
-    run r = analyze(SUBSET, yaml);
+    wf_test_run r = wf_test_analyze(SUBSET, yaml);
     /* v1 needs app=a too: no pod. b overrides app: matches. */
     assert_int_equal(r.res->n, 1);
-    assert_int_equal(count(&r, "IST0173", "DestinationRule ns/dr", "Subset v1 "), 1);
-    done(&r);
+    assert_int_equal(wf_test_count(&r, "IST0173", "DestinationRule ns/dr", "Subset v1 "), 1);
+    wf_test_done(&r);
 }
 
 /* Host lookup: exportTo of Service annotation and ServiceEntry, wildcard hosts, unknown. */
@@ -269,13 +229,13 @@ static void test_host_resolution(void **state)
                        "kind: DestinationRule\n"
                        "metadata: {name: wild-c, namespace: c}\n"
                        "spec: {host: api.example.com}\n";
-    run r = analyze(SUBSET, yaml);
+    wf_test_run r = wf_test_analyze(SUBSET, yaml);
     assert_int_equal(r.res->n, 2);
-    assert_int_equal(count(&r, "IST0174", "DestinationRule c/other-ns",
-                           "The host private.a.svc.cluster.local defined"),
+    assert_int_equal(wf_test_count(&r, "IST0174", "DestinationRule c/other-ns",
+                                   "The host private.a.svc.cluster.local defined"),
                      1);
-    assert_int_equal(count(&r, "IST0174", "DestinationRule c/wild-c", NULL), 1);
-    done(&r);
+    assert_int_equal(wf_test_count(&r, "IST0174", "DestinationRule c/wild-c", NULL), 1);
+    wf_test_done(&r);
 }
 
 /* A credentialName only stands in for caCertificates when the DR has a workloadSelector. */
@@ -304,15 +264,15 @@ static void test_ca_credential_name(void **state)
                        "    portLevelSettings:\n"
                        "    - port: {number: 443}\n"
                        "      tls: {mode: MUTUAL, credentialName: c}\n";
-    run r = analyze(CA, yaml);
+    wf_test_run r = wf_test_analyze(CA, yaml);
     assert_int_equal(r.res->n, 1);
     assert_int_equal(
-        count(&r, "IST0129", "DestinationRule ns/nosel",
-              "DestinationRule ns/nosel in namespace ns has TLS mode set to MUTUAL but "
-              "no caCertificates are set to validate server identity for host: "
-              "db.example.com at port number:443"),
+        wf_test_count(&r, "IST0129", "DestinationRule ns/nosel",
+                      "DestinationRule ns/nosel in namespace ns has TLS mode set to MUTUAL but "
+                      "no caCertificates are set to validate server identity for host: "
+                      "db.example.com at port number:443"),
         1);
-    done(&r);
+    wf_test_done(&r);
 }
 
 int main(void)

@@ -21,6 +21,7 @@
 
 #include "analysis/an_gateway_util.h"
 #include "analysis/analysis.h"
+#include "harness.h"
 #include "model/store.h"
 
 #define PORT     "gateway.IngressGatewayPortAnalyzer"
@@ -29,59 +30,6 @@
 #define CERT     "gateway.CertificateAnalyzer"
 #define K8SSEL   "k8sgateway.SelectorAnalyzer"
 #define CRDVER   "k8sgateway.CRDVersionAnalyzer"
-
-typedef struct run {
-    wf_store *store;
-    wf_meshcfg *mesh;
-    wf_analysis_result *res;
-} run;
-
-static run analyze(const char *analyzer, const char *yaml)
-{
-    run r = {wf_store_new(), wf_meshcfg_new_default(), NULL};
-    assert_non_null(r.store);
-    assert_non_null(r.mesh);
-    assert_int_equal(wf_store_load_buffer(r.store, "t.yaml", yaml, strlen(yaml), false), 0);
-    assert_int_equal(wf_store_finalize(r.store, NULL, true), 0);
-    const char *names[] = {analyzer};
-    wf_analysis_opts o = {.analyzers = names, .nanalyzers = 1};
-    r.res = wf_analyze(r.store, r.mesh, &o);
-    assert_non_null(r.res);
-    assert_int_equal(r.res->nran, 1);
-    return r;
-}
-
-static void done(run *r)
-{
-    wf_analysis_result_free(r->res);
-    wf_meshcfg_free(r->mesh);
-    wf_store_free(r->store);
-}
-
-/* Findings with this code on this origin whose text contains `text` (NULL = any). */
-static size_t count(run *r, const char *code, const char *origin, const char *text)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < r->res->n; i++) {
-        const wf_finding *f = &r->res->findings[i];
-        const char *o = wf_finding_origin(&r->res->arena, f);
-        if (strcmp(wf_msg_type_get(f->id)->code, code) == 0 && o && strcmp(o, origin) == 0 &&
-            (!text || strstr(f->text, text)))
-            n++;
-    }
-    return n;
-}
-
-static uint32_t line_of(run *r, const char *code, const char *origin)
-{
-    for (size_t i = 0; i < r->res->n; i++) {
-        const wf_finding *f = &r->res->findings[i];
-        const char *o = wf_finding_origin(&r->res->arena, f);
-        if (strcmp(wf_msg_type_get(f->id)->code, code) == 0 && o && strcmp(o, origin) == 0)
-            return f->line;
-    }
-    return 0;
-}
 
 /* ---- certificates made for the tests ---- */
 
@@ -277,19 +225,19 @@ static void test_port_target_ports(void **state)
              "  - {port: {number: 53, name: f, protocol: TCP}, hosts: ['*']}\n"
              "  - {hosts: ['*']}\n",
              gw_pod_svc);
-    run r = analyze(PORT, yaml);
+    wf_test_run r = wf_test_analyze(PORT, yaml);
     /* 8080 and 8443 are target ports; a named targetPort falls back to the port (9000);
      * 80 is only the service port; 9100 has no protocol and 53 is UDP */
-    assert_int_equal(count(&r, "IST0162", "Gateway edge/pub", "(port 8080)"), 0);
-    assert_int_equal(count(&r, "IST0162", "Gateway edge/pub", "(port 8443)"), 0);
-    assert_int_equal(count(&r, "IST0162", "Gateway edge/pub", "(port 9000)"), 0);
-    assert_int_equal(count(&r, "IST0162", "Gateway edge/pub", "(port 80)"), 1);
-    assert_int_equal(count(&r, "IST0162", "Gateway edge/pub", "(port 9100)"), 1);
-    assert_int_equal(count(&r, "IST0162", "Gateway edge/pub", "(port 53)"), 1);
-    assert_int_equal(count(&r, "IST0162", "Gateway edge/pub", "Pod selector app=gw"), 3);
+    assert_int_equal(wf_test_count(&r, "IST0162", "Gateway edge/pub", "(port 8080)"), 0);
+    assert_int_equal(wf_test_count(&r, "IST0162", "Gateway edge/pub", "(port 8443)"), 0);
+    assert_int_equal(wf_test_count(&r, "IST0162", "Gateway edge/pub", "(port 9000)"), 0);
+    assert_int_equal(wf_test_count(&r, "IST0162", "Gateway edge/pub", "(port 80)"), 1);
+    assert_int_equal(wf_test_count(&r, "IST0162", "Gateway edge/pub", "(port 9100)"), 1);
+    assert_int_equal(wf_test_count(&r, "IST0162", "Gateway edge/pub", "(port 53)"), 1);
+    assert_int_equal(wf_test_count(&r, "IST0162", "Gateway edge/pub", "Pod selector app=gw"), 3);
     assert_int_equal(r.res->n, 3);
-    assert_int_equal(line_of(&r, "IST0162", "Gateway edge/pub"), 22); /* `app: gw` */
-    done(&r);
+    assert_int_equal(wf_test_line_of(&r, "IST0162", "Gateway edge/pub"), 22); /* `app: gw` */
+    wf_test_done(&r);
 }
 
 static void test_port_selector_and_synthetic_pods(void **state)
@@ -324,16 +272,16 @@ static void test_port_selector_and_synthetic_pods(void **state)
                                "  selector:\n"
                                "    zone: a\n"
                                "    app: typo\n";
-    run r = analyze(PORT, yaml);
+    wf_test_run r = wf_test_analyze(PORT, yaml);
     /* the Deployment's pod counts; a Service in another namespace does not select it */
     assert_int_equal(
-        count(&r, "IST0162", "Gateway edge/priv", "Pod selector app=private,tier=edge"), 1);
-    assert_int_equal(count(&r, "IST0101", "Gateway edge/typo",
-                           "Referenced selector not found: \"app=typo,zone=a\""),
+        wf_test_count(&r, "IST0162", "Gateway edge/priv", "Pod selector app=private,tier=edge"), 1);
+    assert_int_equal(wf_test_count(&r, "IST0101", "Gateway edge/typo",
+                                   "Referenced selector not found: \"app=typo,zone=a\""),
                      1);
-    assert_int_equal(line_of(&r, "IST0101", "Gateway edge/typo"), 29); /* `app: typo` */
+    assert_int_equal(wf_test_line_of(&r, "IST0101", "Gateway edge/typo"), 29); /* `app: typo` */
     assert_int_equal(r.res->n, 2);
-    done(&r);
+    wf_test_done(&r);
 }
 
 /* ---- gateway.SecretAnalyzer ---- */
@@ -407,20 +355,21 @@ static void test_secret_namespaces_and_data(void **state)
 {
     char *cert = make_cert(-60, 86400);
     char *yaml = secret_yaml(cert);
-    run r = analyze(SECRET, yaml);
+    wf_test_run r = wf_test_analyze(SECRET, yaml);
     /* good and certs/shared resolve (the workload namespace, or the one named) and hold a
      * current certificate; undecodable data hides the Secret; the generic cert/key pair
      * wins over tls.crt; the Gateway's own namespace is not searched */
-    assert_int_equal(count(&r, "IST0101", "Gateway apps/pub", "\"broken\""), 1);
-    assert_int_equal(count(&r, "IST0101", "Gateway apps/pub", "\"in-gw-ns-only\""), 1);
-    assert_int_equal(
-        count(&r, "IST0161", "Gateway apps/pub", "Gateway pub in namespace edge is invalid"), 1);
+    assert_int_equal(wf_test_count(&r, "IST0101", "Gateway apps/pub", "\"broken\""), 1);
+    assert_int_equal(wf_test_count(&r, "IST0101", "Gateway apps/pub", "\"in-gw-ns-only\""), 1);
+    assert_int_equal(wf_test_count(&r, "IST0161", "Gateway apps/pub",
+                                   "Gateway pub in namespace edge is invalid"),
+                     1);
     assert_int_equal(r.res->n, 3);
     /* the finding points at the credentialName */
     for (size_t i = 0; i < r.res->n; i++)
         if (strstr(r.res->findings[i].text, "in-gw-ns-only"))
             assert_int_equal(r.res->findings[i].line, 52);
-    done(&r);
+    wf_test_done(&r);
     free(yaml);
     free(cert);
 }
@@ -433,10 +382,10 @@ static void test_secret_selector(void **state)
                                "spec:\n"
                                "  selector: {app: nothing}\n"
                                "  servers: []\n";
-    run r = analyze(SECRET, yaml);
-    assert_int_equal(count(&r, "IST0101", "Gateway apps/lonely", "\"app=nothing\""), 1);
+    wf_test_run r = wf_test_analyze(SECRET, yaml);
+    assert_int_equal(wf_test_count(&r, "IST0101", "Gateway apps/lonely", "\"app=nothing\""), 1);
     assert_int_equal(r.res->n, 1);
-    done(&r);
+    wf_test_done(&r);
 }
 
 /* ---- gateway.ConflictingGatewayAnalyzer ---- */
@@ -482,22 +431,22 @@ static void test_conflict_overlapping_selectors(void **state)
         "  selector: {istio: ingress, team: a}\n"
         "  servers: [{port: {number: 80, name: h, protocol: HTTP}, hosts: ['*.example.com']}]\n",
         two_pods);
-    run r = analyze(CONFLICT, yaml);
+    wf_test_run r = wf_test_analyze(CONFLICT, yaml);
     /* "team=a" selectors are substrings of each other and pick the same pod: conflict; a
      * different bind or a wildcard host is no duplicate. Upstream's CheckDuplicates adds the
      * hosts of a server that did not conflict to the other gateway's entry (rewriting its
      * bind), so by the time `narrow` is checked, `bound` and `wild` list foo.example.com
      * with bind "" too (load order here; Go map order upstream). */
-    assert_int_equal(count(&r, "IST0145", "Gateway edge/wide",
-                           "Conflict with gateways edge/narrow (workload selector "
-                           "istio=ingress,team=a, port 80, hosts foo.example.com)"),
+    assert_int_equal(wf_test_count(&r, "IST0145", "Gateway edge/wide",
+                                   "Conflict with gateways edge/narrow (workload selector "
+                                   "istio=ingress,team=a, port 80, hosts foo.example.com)"),
                      1);
-    assert_int_equal(count(&r, "IST0145", "Gateway edge/narrow",
-                           "gateways edge/bound,edge/wide,edge/wild (workload selector "
-                           "app=gw,istio=ingress,team=a, port 80"),
+    assert_int_equal(wf_test_count(&r, "IST0145", "Gateway edge/narrow",
+                                   "gateways edge/bound,edge/wide,edge/wild (workload selector "
+                                   "app=gw,istio=ingress,team=a, port 80"),
                      1);
     assert_int_equal(r.res->n, 2);
-    done(&r);
+    wf_test_done(&r);
 }
 
 static void test_conflict_ports_and_missing_workload(void **state)
@@ -526,16 +475,16 @@ static void test_conflict_ports_and_missing_workload(void **state)
         "metadata: {name: orphan}\n"
         "spec:\n"
         "  selector: {istio: nothing}\n";
-    run r = analyze(CONFLICT, yaml);
-    assert_int_equal(count(&r, "IST0145", "Gateway a",
-                           "gateways b (workload selector "
-                           "istio=ingressgateway, port 90, hosts y.test)"),
+    wf_test_run r = wf_test_analyze(CONFLICT, yaml);
+    assert_int_equal(wf_test_count(&r, "IST0145", "Gateway a",
+                                   "gateways b (workload selector "
+                                   "istio=ingressgateway, port 90, hosts y.test)"),
                      1);
-    assert_int_equal(count(&r, "IST0145", "Gateway b", "port 90, hosts y.test,z.test)"), 1);
+    assert_int_equal(wf_test_count(&r, "IST0145", "Gateway b", "port 90, hosts y.test,z.test)"), 1);
     /* a Gateway without servers has no map entry: its selector is "not found" */
-    assert_int_equal(count(&r, "IST0101", "Gateway orphan", "\"istio=nothing\""), 1);
+    assert_int_equal(wf_test_count(&r, "IST0101", "Gateway orphan", "\"istio=nothing\""), 1);
     assert_int_equal(r.res->n, 3);
-    done(&r);
+    wf_test_done(&r);
 }
 
 /* ---- gateway.CertificateAnalyzer ---- */
@@ -572,12 +521,12 @@ static void test_certificate_files(void **state)
         "  - port: {number: 443, name: s, protocol: HTTPS}\n"
         "    hosts: [c.test]\n"
         "    tls: {mode: SIMPLE, serverCertificate: /etc/c.pem}\n";
-    run r = analyze(CERT, yaml);
-    assert_int_equal(count(&r, "IST0138", "Gateway edge/one", "[edge/one edge/two]"), 1);
-    assert_int_equal(count(&r, "IST0138", "Gateway edge/two", "[edge/two edge/one]"), 1);
+    wf_test_run r = wf_test_analyze(CERT, yaml);
+    assert_int_equal(wf_test_count(&r, "IST0138", "Gateway edge/one", "[edge/one edge/two]"), 1);
+    assert_int_equal(wf_test_count(&r, "IST0138", "Gateway edge/two", "[edge/two edge/one]"), 1);
     assert_int_equal(r.res->n, 2);
-    assert_int_equal(line_of(&r, "IST0138", "Gateway edge/two"), 13); /* metadata.name */
-    done(&r);
+    assert_int_equal(wf_test_line_of(&r, "IST0138", "Gateway edge/two"), 13); /* metadata.name */
+    wf_test_done(&r);
 }
 
 /* ---- k8sgateway ---- */
@@ -622,11 +571,12 @@ static void test_k8s_selector(void **state)
         "kind: RequestAuthentication\n"
         "metadata: {name: no-selector, namespace: shop}\n"
         "spec: {}\n";
-    run r = analyze(K8SSEL, yaml);
-    assert_int_equal(
-        count(&r, "IST0166", "AuthorizationPolicy shop/everything", "Kubernetes Gateway web."), 1);
+    wf_test_run r = wf_test_analyze(K8SSEL, yaml);
+    assert_int_equal(wf_test_count(&r, "IST0166", "AuthorizationPolicy shop/everything",
+                                   "Kubernetes Gateway web."),
+                     1);
     assert_int_equal(r.res->n, 1);
-    done(&r);
+    wf_test_done(&r);
 }
 
 static void test_crd_versions(void **state)
@@ -655,14 +605,15 @@ static void test_crd_versions(void **state)
         "metadata:\n"
         "  name: httproutes.gateway.networking.k8s.io\n"
         "  annotations: {gateway.networking.k8s.io/bundle-version: v0.1.0}\n";
-    run r = analyze(CRDVER, yaml);
+    wf_test_run r = wf_test_analyze(CRDVER, yaml);
     /* the prerelease is ignored for the comparison but printed */
-    assert_int_equal(count(&r, "IST0176",
-                           "CustomResourceDefinition backendtlspolicies.gateway.networking.k8s.io",
-                           "at version \"1.3.0-rc1+build\" but Istio requires at least \"1.4.0\""),
-                     1);
+    assert_int_equal(
+        wf_test_count(&r, "IST0176",
+                      "CustomResourceDefinition backendtlspolicies.gateway.networking.k8s.io",
+                      "at version \"1.3.0-rc1+build\" but Istio requires at least \"1.4.0\""),
+        1);
     assert_int_equal(r.res->n, 1);
-    done(&r);
+    wf_test_done(&r);
 }
 
 int main(void)

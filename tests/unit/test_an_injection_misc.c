@@ -16,6 +16,7 @@
 #include "analysis/an_annotations_table.h"
 #include "analysis/an_annotations_util.h"
 #include "analysis/analysis.h"
+#include "harness.h"
 #include "model/store.h"
 
 /* Referenced so that the analyzers' objects are linked from the static library. */
@@ -33,48 +34,6 @@ const wf_analyzer *const linked[] = {
     &wf_an_deprecation_DeprecationAnalyzer,
     &wf_an_sidecar_SelectorAnalyzer,
 };
-
-typedef struct run {
-    wf_store *store;
-    wf_meshcfg *mesh;
-    wf_analysis_result *res;
-} run;
-
-static run analyze(const char *analyzer, const char *yaml)
-{
-    run r = {wf_store_new(), wf_meshcfg_new_default(), NULL};
-    assert_non_null(r.store);
-    assert_non_null(r.mesh);
-    assert_int_equal(wf_store_load_buffer(r.store, "t.yaml", yaml, strlen(yaml), false), 0);
-    assert_int_equal(wf_store_finalize(r.store, NULL, true), 0);
-    const char *names[] = {analyzer};
-    wf_analysis_opts o = {.analyzers = names, .nanalyzers = 1};
-    r.res = wf_analyze(r.store, r.mesh, &o);
-    assert_non_null(r.res);
-    assert_int_equal(r.res->nran, 1);
-    return r;
-}
-
-static void done(run *r)
-{
-    wf_analysis_result_free(r->res);
-    wf_meshcfg_free(r->mesh);
-    wf_store_free(r->store);
-}
-
-/* Findings with this code on this origin whose text contains `text` (NULL = any). */
-static size_t count(run *r, const char *code, const char *origin, const char *text)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < r->res->n; i++) {
-        const wf_finding *f = &r->res->findings[i];
-        const char *o = wf_finding_origin(&r->res->arena, f);
-        if (strcmp(wf_msg_type_get(f->id)->code, code) == 0 && o && strcmp(o, origin) == 0 &&
-            (!text || strstr(f->text, text)))
-            n++;
-    }
-    return n;
-}
 
 static const char deployment_in_injected_ns[] = "apiVersion: v1\n"
                                                 "kind: Namespace\n"
@@ -106,19 +65,19 @@ static const char deployment_in_injected_ns[] = "apiVersion: v1\n"
 /* A Deployment's synthetic pod is not a real pod: no IST0103, IST0147 or IST0144 on it. */
 static void test_synthetic_pods_not_reported(void **state)
 {
-    run r = analyze("injection.Analyzer", deployment_in_injected_ns);
+    wf_test_run r = wf_test_analyze("injection.Analyzer", deployment_in_injected_ns);
     assert_int_equal(r.res->n, 0);
-    done(&r);
-    r = analyze("injection.ImageAutoAnalyzer", deployment_in_injected_ns);
-    assert_int_equal(count(&r, "IST0147", NULL, NULL), 0);
+    wf_test_done(&r);
+    r = wf_test_analyze("injection.ImageAutoAnalyzer", deployment_in_injected_ns);
+    assert_int_equal(wf_test_count(&r, "IST0147", NULL, NULL), 0);
     /* the Deployment matches no webhook (there is none): IST0146 on the Deployment only */
     assert_int_equal(r.res->n, 1);
-    assert_int_equal(count(&r, "IST0146", "Deployment shop/web", NULL), 1);
-    done(&r);
-    r = analyze("applicationUID.Analyzer", deployment_in_injected_ns);
+    assert_int_equal(wf_test_count(&r, "IST0146", "Deployment shop/web", NULL), 1);
+    wf_test_done(&r);
+    r = wf_test_analyze("applicationUID.Analyzer", deployment_in_injected_ns);
     assert_int_equal(r.res->n, 1);
-    assert_int_equal(count(&r, "IST0144", "Deployment shop/web", NULL), 1);
-    done(&r);
+    assert_int_equal(wf_test_count(&r, "IST0144", "Deployment shop/web", NULL), 1);
+    wf_test_done(&r);
 }
 
 /* Synthetic pods are selector targets: two Sidecars on a Deployment's pods conflict, and a
@@ -142,30 +101,31 @@ static void test_sidecar_selects_synthetic_pods(void **state)
              "  workloadSelector:\n"
              "    labels: {app: web}\n",
              deployment_in_injected_ns);
-    run r = analyze("sidecar.SelectorAnalyzer", yaml);
-    assert_int_equal(count(&r, "IST0101", "Sidecar shop/a", NULL), 0);
-    assert_int_equal(count(&r, "IST0110", "Sidecar shop/a", "[a b]"), 1);
-    assert_int_equal(count(&r, "IST0110", "Sidecar shop/b", "[a b]"), 1);
-    done(&r);
+    wf_test_run r = wf_test_analyze("sidecar.SelectorAnalyzer", yaml);
+    assert_int_equal(wf_test_count(&r, "IST0101", "Sidecar shop/a", NULL), 0);
+    assert_int_equal(wf_test_count(&r, "IST0110", "Sidecar shop/a", "[a b]"), 1);
+    assert_int_equal(wf_test_count(&r, "IST0110", "Sidecar shop/b", "[a b]"), 1);
+    wf_test_done(&r);
 }
 
 /* IST0101 names the selector with sorted keys; a selector-less Sidecar alone is fine. */
 static void test_sidecar_selector_string(void **state)
 {
-    run r = analyze("sidecar.SelectorAnalyzer", "apiVersion: networking.istio.io/v1\n"
-                                                "kind: Sidecar\n"
-                                                "metadata: {name: s, namespace: ns}\n"
-                                                "spec:\n"
-                                                "  workloadSelector:\n"
-                                                "    labels: {zone: a, app: x}\n"
-                                                "---\n"
-                                                "apiVersion: networking.istio.io/v1\n"
-                                                "kind: Sidecar\n"
-                                                "metadata: {name: d, namespace: ns}\n"
-                                                "spec: {}\n");
+    wf_test_run r =
+        wf_test_analyze("sidecar.SelectorAnalyzer", "apiVersion: networking.istio.io/v1\n"
+                                                    "kind: Sidecar\n"
+                                                    "metadata: {name: s, namespace: ns}\n"
+                                                    "spec:\n"
+                                                    "  workloadSelector:\n"
+                                                    "    labels: {zone: a, app: x}\n"
+                                                    "---\n"
+                                                    "apiVersion: networking.istio.io/v1\n"
+                                                    "kind: Sidecar\n"
+                                                    "metadata: {name: d, namespace: ns}\n"
+                                                    "spec: {}\n");
     assert_int_equal(r.res->n, 1);
-    assert_int_equal(count(&r, "IST0101", "Sidecar ns/s", "\"app=x,zone=a\""), 1);
-    done(&r);
+    assert_int_equal(wf_test_count(&r, "IST0101", "Sidecar ns/s", "\"app=x,zone=a\""), 1);
+    wf_test_done(&r);
 }
 
 static const char injector_cm[] =
@@ -217,103 +177,105 @@ static void test_image_variants(void **state)
              "  annotations: {sidecar.istio.io/proxyImage: mine}\n"
              "spec: {containers: [{name: istio-proxy, image: mine}]}\n",
              injector_cm);
-    run r = analyze("injection.ImageAnalyzer", yaml);
+    wf_test_run r = wf_test_analyze("injection.ImageAnalyzer", yaml);
     assert_int_equal(r.res->n, 1);
-    assert_int_equal(count(&r, "IST0158", "Namespace ns", "(pod names: [old])"), 1);
-    done(&r);
+    assert_int_equal(wf_test_count(&r, "IST0158", "Namespace ns", "(pod names: [old])"), 1);
+    wf_test_done(&r);
 }
 
 /* Webhook selectors: a namespace selector matching the namespace's labels injects. */
 static void test_image_auto_webhooks(void **state)
 {
-    run r = analyze("injection.ImageAutoAnalyzer",
-                    "apiVersion: v1\n"
-                    "kind: Namespace\n"
-                    "metadata: {name: on, labels: {istio-injection: enabled}}\n"
-                    "---\n"
-                    "apiVersion: admissionregistration.k8s.io/v1\n"
-                    "kind: MutatingWebhookConfiguration\n"
-                    "metadata: {name: inj}\n"
-                    "webhooks:\n"
-                    "- name: ns.sidecar-injector.istio.io\n"
-                    "  namespaceSelector: {matchLabels: {istio-injection: enabled}}\n"
-                    "- name: other.example.com\n"
-                    "---\n"
-                    "apiVersion: apps/v1\n"
-                    "kind: Deployment\n"
-                    "metadata: {name: gw, namespace: on}\n"
-                    "spec:\n"
-                    "  selector: {matchLabels: {app: gw}}\n"
-                    "  template:\n"
-                    "    metadata: {labels: {app: gw}}\n"
-                    "    spec: {containers: [{name: istio-proxy, image: auto}]}\n"
-                    "---\n"
-                    "apiVersion: apps/v1\n"
-                    "kind: Deployment\n"
-                    "metadata: {name: gw, namespace: off}\n"
-                    "spec:\n"
-                    "  selector: {matchLabels: {app: gw}}\n"
-                    "  template:\n"
-                    "    metadata: {labels: {app: gw}}\n"
-                    "    spec: {containers: [{name: istio-proxy, image: auto}]}\n");
+    wf_test_run r =
+        wf_test_analyze("injection.ImageAutoAnalyzer",
+                        "apiVersion: v1\n"
+                        "kind: Namespace\n"
+                        "metadata: {name: on, labels: {istio-injection: enabled}}\n"
+                        "---\n"
+                        "apiVersion: admissionregistration.k8s.io/v1\n"
+                        "kind: MutatingWebhookConfiguration\n"
+                        "metadata: {name: inj}\n"
+                        "webhooks:\n"
+                        "- name: ns.sidecar-injector.istio.io\n"
+                        "  namespaceSelector: {matchLabels: {istio-injection: enabled}}\n"
+                        "- name: other.example.com\n"
+                        "---\n"
+                        "apiVersion: apps/v1\n"
+                        "kind: Deployment\n"
+                        "metadata: {name: gw, namespace: on}\n"
+                        "spec:\n"
+                        "  selector: {matchLabels: {app: gw}}\n"
+                        "  template:\n"
+                        "    metadata: {labels: {app: gw}}\n"
+                        "    spec: {containers: [{name: istio-proxy, image: auto}]}\n"
+                        "---\n"
+                        "apiVersion: apps/v1\n"
+                        "kind: Deployment\n"
+                        "metadata: {name: gw, namespace: off}\n"
+                        "spec:\n"
+                        "  selector: {matchLabels: {app: gw}}\n"
+                        "  template:\n"
+                        "    metadata: {labels: {app: gw}}\n"
+                        "    spec: {containers: [{name: istio-proxy, image: auto}]}\n");
     assert_int_equal(r.res->n, 1);
-    assert_int_equal(count(&r, "IST0146", "Deployment off/gw", NULL), 1);
-    done(&r);
+    assert_int_equal(wf_test_count(&r, "IST0146", "Deployment off/gw", NULL), 1);
+    wf_test_done(&r);
 }
 
 /* The injector's enableNamespacesByDefault turns IST0102 into IST0148; rev-only and
  * ambient namespaces are neither. */
 static void test_namespaces_by_default(void **state)
 {
-    run r =
-        analyze("injection.Analyzer",
-                "apiVersion: v1\n"
-                "kind: ConfigMap\n"
-                "metadata: {name: istio-sidecar-injector, namespace: istio-system}\n"
-                "data:\n"
-                "  values: '{\"sidecarInjectorWebhook\":{\"enableNamespacesByDefault\":true}}'\n"
-                "---\n"
-                "apiVersion: v1\n"
-                "kind: Namespace\n"
-                "metadata: {name: plain}\n"
-                "---\n"
-                "apiVersion: v1\n"
-                "kind: Namespace\n"
-                "metadata: {name: amb, labels: {istio.io/dataplane-mode: ambient}}\n"
-                "---\n"
-                "apiVersion: v1\n"
-                "kind: Namespace\n"
-                "metadata: {name: istio-system}\n");
+    wf_test_run r = wf_test_analyze(
+        "injection.Analyzer",
+        "apiVersion: v1\n"
+        "kind: ConfigMap\n"
+        "metadata: {name: istio-sidecar-injector, namespace: istio-system}\n"
+        "data:\n"
+        "  values: '{\"sidecarInjectorWebhook\":{\"enableNamespacesByDefault\":true}}'\n"
+        "---\n"
+        "apiVersion: v1\n"
+        "kind: Namespace\n"
+        "metadata: {name: plain}\n"
+        "---\n"
+        "apiVersion: v1\n"
+        "kind: Namespace\n"
+        "metadata: {name: amb, labels: {istio.io/dataplane-mode: ambient}}\n"
+        "---\n"
+        "apiVersion: v1\n"
+        "kind: Namespace\n"
+        "metadata: {name: istio-system}\n");
     assert_int_equal(r.res->n, 1);
-    assert_int_equal(count(&r, "IST0148", "Namespace plain", NULL), 1);
-    done(&r);
+    assert_int_equal(wf_test_count(&r, "IST0148", "Namespace plain", NULL), 1);
+    wf_test_done(&r);
 }
 
 /* The deprecated inject annotation is not reported when the label is there too; the Any
  * annotations attach everywhere; misplacement names every resource type. */
 static void test_k8s_annotations(void **state)
 {
-    run r = analyze("annotations.K8sAnalyzer",
-                    "apiVersion: v1\n"
-                    "kind: Pod\n"
-                    "metadata:\n"
-                    "  name: both\n"
-                    "  labels: {sidecar.istio.io/inject: 'false'}\n"
-                    "  annotations:\n"
-                    "    sidecar.istio.io/inject: 'false'\n"
-                    "    galley.istio.io/analyze-suppress: IST0103\n"
-                    "    networking.istio.io/traffic-distribution: PreferClose\n"
-                    "---\n"
-                    "apiVersion: v1\n"
-                    "kind: Pod\n"
-                    "metadata:\n"
-                    "  name: anno-only\n"
-                    "  annotations: {sidecar.istio.io/inject: 'false', foo.io/x: y}\n");
-    assert_int_equal(count(&r, "IST0135", "Pod both", NULL), 0);
-    assert_int_equal(count(&r, "IST0107", "Pod both", "Service, ServiceEntry"), 1);
-    assert_int_equal(count(&r, "IST0135", "Pod anno-only", "in favor of"), 1);
+    wf_test_run r =
+        wf_test_analyze("annotations.K8sAnalyzer",
+                        "apiVersion: v1\n"
+                        "kind: Pod\n"
+                        "metadata:\n"
+                        "  name: both\n"
+                        "  labels: {sidecar.istio.io/inject: 'false'}\n"
+                        "  annotations:\n"
+                        "    sidecar.istio.io/inject: 'false'\n"
+                        "    galley.istio.io/analyze-suppress: IST0103\n"
+                        "    networking.istio.io/traffic-distribution: PreferClose\n"
+                        "---\n"
+                        "apiVersion: v1\n"
+                        "kind: Pod\n"
+                        "metadata:\n"
+                        "  name: anno-only\n"
+                        "  annotations: {sidecar.istio.io/inject: 'false', foo.io/x: y}\n");
+    assert_int_equal(wf_test_count(&r, "IST0135", "Pod both", NULL), 0);
+    assert_int_equal(wf_test_count(&r, "IST0107", "Pod both", "Service, ServiceEntry"), 1);
+    assert_int_equal(wf_test_count(&r, "IST0135", "Pod anno-only", "in favor of"), 1);
     assert_int_equal(r.res->n, 2);
-    done(&r);
+    wf_test_done(&r);
 }
 
 static void test_annotation_table(void **state)

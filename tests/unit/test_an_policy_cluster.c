@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "analysis/analysis.h"
+#include "harness.h"
 #include "model/store.h"
 
 /* Referenced so that the analyzers are linked in from the static library. */
@@ -40,136 +41,51 @@ const wf_analyzer *const linked[] = {
     &wf_an_meshnetworks_MeshNetworksAnalyzer,
 };
 
-typedef struct run {
-    wf_store *store;
-    wf_meshcfg *mesh;
-    wf_analysis_result *res;
-} run;
-
-/* Write text to a temporary file; returns its path (caller unlinks and frees). */
-static char *temp_file(const char *text)
-{
-    char *path = strdup("/tmp/wf-test-XXXXXX");
-    assert_non_null(path);
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    size_t len = strlen(text);
-    assert_int_equal(write(fd, text, len), (ssize_t)len);
-    close(fd);
-    return path;
-}
-
-/* Analyze yaml with one analyzer; mesh (MeshConfig) and networks (MeshNetworks) may be NULL. */
-static run analyze_mesh(const char *analyzer, const char *yaml, const char *mesh,
-                        const char *networks)
-{
-    run r = {wf_store_new(), wf_meshcfg_new_default(), NULL};
-    const char *err;
-    assert_non_null(r.store);
-    assert_non_null(r.mesh);
-    if (mesh) {
-        char *p = temp_file(mesh);
-        assert_int_equal(wf_meshcfg_load_file(r.mesh, p, &err), 0);
-        unlink(p);
-        free(p);
-    }
-    if (networks) {
-        char *p = temp_file(networks);
-        assert_int_equal(wf_meshcfg_load_networks(r.mesh, p, &err), 0);
-        unlink(p);
-        free(p);
-    }
-    assert_int_equal(wf_store_load_buffer(r.store, "t.yaml", yaml, strlen(yaml), false), 0);
-    assert_int_equal(wf_store_finalize(r.store, NULL, true), 0);
-    const char *names[] = {analyzer};
-    wf_analysis_opts o = {.analyzers = names, .nanalyzers = 1};
-    r.res = wf_analyze(r.store, r.mesh, &o);
-    assert_non_null(r.res);
-    assert_int_equal(r.res->nran, 1);
-    return r;
-}
-
-static run analyze(const char *analyzer, const char *yaml)
-{
-    return analyze_mesh(analyzer, yaml, NULL, NULL);
-}
-
-static void done(run *r)
-{
-    wf_analysis_result_free(r->res);
-    wf_meshcfg_free(r->mesh);
-    wf_store_free(r->store);
-}
-
-/* Findings with this code on this origin whose text contains `text` (NULL = any). */
-static size_t count(run *r, const char *code, const char *origin, const char *text)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < r->res->n; i++) {
-        const wf_finding *f = &r->res->findings[i];
-        const char *o = wf_finding_origin(&r->res->arena, f);
-        if (strcmp(wf_msg_type_get(f->id)->code, code) == 0 && o && strcmp(o, origin) == 0 &&
-            (!text || strstr(f->text, text)))
-            n++;
-    }
-    return n;
-}
-
-static uint32_t line_of(run *r, const char *code, const char *origin)
-{
-    for (size_t i = 0; i < r->res->n; i++) {
-        const wf_finding *f = &r->res->findings[i];
-        const char *o = wf_finding_origin(&r->res->arena, f);
-        if (strcmp(wf_msg_type_get(f->id)->code, code) == 0 && o && strcmp(o, origin) == 0)
-            return f->line;
-    }
-    return 0;
-}
-
 /* ---- envoyfilter.EnvoyPatchAnalyzer ---- */
 
 #define EF "envoyfilter.EnvoyPatchAnalyzer"
 
 static void test_envoyfilter_operations(void **state)
 {
-    run r = analyze(EF, "apiVersion: networking.istio.io/v1alpha3\n"
-                        "kind: EnvoyFilter\n"
-                        "metadata: {name: nums, namespace: a}\n"
-                        "spec:\n"
-                        "  configPatches:\n"
-                        "  - applyTo: 5\n"            /* ROUTE_CONFIGURATION */
-                        "    patch: {operation: 2}\n" /* ADD */
-                        "  - applyTo: VIRTUAL_HOST\n"
-                        "    patch: {operation: REPLACE, value: {name: vh}}\n"
-                        "  - applyTo: CLUSTER\n"
-                        "    patch: {operation: MERGE}\n"
-                        "  - applyTo: HTTP_FILTER\n"
-                        "    patch: {operation: INSERT_FIRST}\n"
-                        "---\n"
-                        "apiVersion: networking.istio.io/v1alpha3\n"
-                        "kind: EnvoyFilter\n"
-                        "metadata: {name: prio, namespace: a}\n"
-                        "spec:\n"
-                        "  priority: 3\n"
-                        "  configPatches:\n"
-                        "  - applyTo: HTTP_FILTER\n"
-                        "    patch: {operation: INSERT_BEFORE}\n"
-                        "---\n"
-                        "apiVersion: networking.istio.io/v1alpha3\n"
-                        "kind: EnvoyFilter\n"
-                        "metadata: {name: stops, namespace: a}\n"
-                        "spec:\n"
-                        "  configPatches:\n"
-                        "  - applyTo: HTTP_FILTER\n"
-                        "  - applyTo: CLUSTER\n"
-                        "    patch: {operation: REPLACE}\n");
-    assert_int_equal(count(&r, "IST0153", "EnvoyFilter a/nums", NULL), 1);
-    assert_int_equal(count(&r, "IST0151", "EnvoyFilter a/nums", NULL), 1); /* VIRTUAL_HOST */
-    assert_int_equal(count(&r, "IST0152", "EnvoyFilter a/nums", NULL), 0);
-    assert_int_equal(count(&r, "IST0151", "EnvoyFilter a/prio", NULL), 0);
-    assert_int_equal(count(&r, "IST0152", "EnvoyFilter a/stops", NULL), 0);
+    wf_test_run r = wf_test_analyze(EF, "apiVersion: networking.istio.io/v1alpha3\n"
+                                        "kind: EnvoyFilter\n"
+                                        "metadata: {name: nums, namespace: a}\n"
+                                        "spec:\n"
+                                        "  configPatches:\n"
+                                        "  - applyTo: 5\n"            /* ROUTE_CONFIGURATION */
+                                        "    patch: {operation: 2}\n" /* ADD */
+                                        "  - applyTo: VIRTUAL_HOST\n"
+                                        "    patch: {operation: REPLACE, value: {name: vh}}\n"
+                                        "  - applyTo: CLUSTER\n"
+                                        "    patch: {operation: MERGE}\n"
+                                        "  - applyTo: HTTP_FILTER\n"
+                                        "    patch: {operation: INSERT_FIRST}\n"
+                                        "---\n"
+                                        "apiVersion: networking.istio.io/v1alpha3\n"
+                                        "kind: EnvoyFilter\n"
+                                        "metadata: {name: prio, namespace: a}\n"
+                                        "spec:\n"
+                                        "  priority: 3\n"
+                                        "  configPatches:\n"
+                                        "  - applyTo: HTTP_FILTER\n"
+                                        "    patch: {operation: INSERT_BEFORE}\n"
+                                        "---\n"
+                                        "apiVersion: networking.istio.io/v1alpha3\n"
+                                        "kind: EnvoyFilter\n"
+                                        "metadata: {name: stops, namespace: a}\n"
+                                        "spec:\n"
+                                        "  configPatches:\n"
+                                        "  - applyTo: HTTP_FILTER\n"
+                                        "  - applyTo: CLUSTER\n"
+                                        "    patch: {operation: REPLACE}\n");
+    assert_int_equal(wf_test_count(&r, "IST0153", "EnvoyFilter a/nums", NULL), 1);
+    assert_int_equal(wf_test_count(&r, "IST0151", "EnvoyFilter a/nums", NULL),
+                     1); /* VIRTUAL_HOST */
+    assert_int_equal(wf_test_count(&r, "IST0152", "EnvoyFilter a/nums", NULL), 0);
+    assert_int_equal(wf_test_count(&r, "IST0151", "EnvoyFilter a/prio", NULL), 0);
+    assert_int_equal(wf_test_count(&r, "IST0152", "EnvoyFilter a/stops", NULL), 0);
     assert_int_equal(r.res->n, 2);
-    done(&r);
+    wf_test_done(&r);
 }
 
 static void test_envoyfilter_proxy_version_names(void **state)
@@ -177,50 +93,51 @@ static void test_envoyfilter_proxy_version_names(void **state)
     /* The name set by a proxyVersion patch carries over to later EnvoyFilters; a string
      * name and a number are different Values; the filterChain filter name is used when the
      * value has no name. */
-    run r = analyze(EF, "apiVersion: networking.istio.io/v1alpha3\n"
-                        "kind: EnvoyFilter\n"
-                        "metadata: {name: first, namespace: a}\n"
-                        "spec:\n"
-                        "  priority: 1\n"
-                        "  configPatches:\n"
-                        "  - applyTo: HTTP_FILTER\n"
-                        "    match: {proxy: {proxyVersion: '^1'}}\n"
-                        "    patch: {operation: INSERT_AFTER, value: {name: lua}}\n"
-                        "  - applyTo: HTTP_FILTER\n"
-                        "    match:\n"
-                        "      proxy: {proxyVersion: '^1'}\n"
-                        "      listener: {filterChain: {filter: {name: hcm}}}\n"
-                        "    patch: {operation: INSERT_AFTER, value: {x: 1}}\n"
-                        "---\n"
-                        "apiVersion: networking.istio.io/v1alpha3\n"
-                        "kind: EnvoyFilter\n"
-                        "metadata: {name: same, namespace: a}\n"
-                        "spec:\n"
-                        "  configPatches:\n"
-                        "  - applyTo: HTTP_FILTER\n"
-                        "    patch: {operation: INSERT_AFTER, value: {name: \"lua\"}}\n"
-                        "---\n"
-                        "apiVersion: networking.istio.io/v1alpha3\n"
-                        "kind: EnvoyFilter\n"
-                        "metadata: {name: number, namespace: a}\n"
-                        "spec:\n"
-                        "  configPatches:\n"
-                        "  - applyTo: HTTP_FILTER\n"
-                        "    patch: {operation: INSERT_AFTER, value: {name: 7}}\n"
-                        "---\n"
-                        "apiVersion: networking.istio.io/v1alpha3\n"
-                        "kind: EnvoyFilter\n"
-                        "metadata: {name: chain, namespace: a}\n"
-                        "spec:\n"
-                        "  configPatches:\n"
-                        "  - applyTo: NETWORK_FILTER\n"
-                        "    match: {listener: {filterChain: {filter: {name: hcm}}}}\n"
-                        "    patch: {operation: REMOVE, value: {}}\n");
-    assert_int_equal(count(&r, "IST0155", "EnvoyFilter a/same", NULL), 1);
-    assert_int_equal(count(&r, "IST0151", "EnvoyFilter a/number", NULL), 1);
-    assert_int_equal(count(&r, "IST0155", "EnvoyFilter a/chain", NULL), 1);
+    wf_test_run r =
+        wf_test_analyze(EF, "apiVersion: networking.istio.io/v1alpha3\n"
+                            "kind: EnvoyFilter\n"
+                            "metadata: {name: first, namespace: a}\n"
+                            "spec:\n"
+                            "  priority: 1\n"
+                            "  configPatches:\n"
+                            "  - applyTo: HTTP_FILTER\n"
+                            "    match: {proxy: {proxyVersion: '^1'}}\n"
+                            "    patch: {operation: INSERT_AFTER, value: {name: lua}}\n"
+                            "  - applyTo: HTTP_FILTER\n"
+                            "    match:\n"
+                            "      proxy: {proxyVersion: '^1'}\n"
+                            "      listener: {filterChain: {filter: {name: hcm}}}\n"
+                            "    patch: {operation: INSERT_AFTER, value: {x: 1}}\n"
+                            "---\n"
+                            "apiVersion: networking.istio.io/v1alpha3\n"
+                            "kind: EnvoyFilter\n"
+                            "metadata: {name: same, namespace: a}\n"
+                            "spec:\n"
+                            "  configPatches:\n"
+                            "  - applyTo: HTTP_FILTER\n"
+                            "    patch: {operation: INSERT_AFTER, value: {name: \"lua\"}}\n"
+                            "---\n"
+                            "apiVersion: networking.istio.io/v1alpha3\n"
+                            "kind: EnvoyFilter\n"
+                            "metadata: {name: number, namespace: a}\n"
+                            "spec:\n"
+                            "  configPatches:\n"
+                            "  - applyTo: HTTP_FILTER\n"
+                            "    patch: {operation: INSERT_AFTER, value: {name: 7}}\n"
+                            "---\n"
+                            "apiVersion: networking.istio.io/v1alpha3\n"
+                            "kind: EnvoyFilter\n"
+                            "metadata: {name: chain, namespace: a}\n"
+                            "spec:\n"
+                            "  configPatches:\n"
+                            "  - applyTo: NETWORK_FILTER\n"
+                            "    match: {listener: {filterChain: {filter: {name: hcm}}}}\n"
+                            "    patch: {operation: REMOVE, value: {}}\n");
+    assert_int_equal(wf_test_count(&r, "IST0155", "EnvoyFilter a/same", NULL), 1);
+    assert_int_equal(wf_test_count(&r, "IST0151", "EnvoyFilter a/number", NULL), 1);
+    assert_int_equal(wf_test_count(&r, "IST0155", "EnvoyFilter a/chain", NULL), 1);
     assert_int_equal(r.res->n, 3);
-    done(&r);
+    wf_test_done(&r);
 }
 
 /* ---- telemetry ---- */
@@ -236,55 +153,56 @@ static void test_telemetry_providers(void **state)
                        "  - providers: []\n"
                        "  tracing:\n"
                        "  - providers: [{name: ls}, {name: other}]\n";
-    run r = analyze("telemetry.ProviderAnalyzer", yaml);
-    assert_int_equal(count(&r, "IST0157", "Telemetry a/t", "The Telemetry t in namespace \"a\""),
-                     1);
-    done(&r);
-    r = analyze_mesh("telemetry.ProviderAnalyzer", yaml,
-                     "defaultProviders:\n  accessLogging: [envoy]\n", NULL);
+    wf_test_run r = wf_test_analyze("telemetry.ProviderAnalyzer", yaml);
+    assert_int_equal(
+        wf_test_count(&r, "IST0157", "Telemetry a/t", "The Telemetry t in namespace \"a\""), 1);
+    wf_test_done(&r);
+    r = wf_test_analyze_mesh("telemetry.ProviderAnalyzer", yaml,
+                             "defaultProviders:\n  accessLogging: [envoy]\n", NULL);
     assert_int_equal(r.res->n, 0);
-    done(&r);
-    r = analyze("telemetry.LightstepAnalyzer", yaml);
+    wf_test_done(&r);
+    r = wf_test_analyze("telemetry.LightstepAnalyzer", yaml);
     assert_int_equal(r.res->n, 0);
-    done(&r);
-    r = analyze_mesh("telemetry.LightstepAnalyzer", yaml,
-                     "extensionProviders:\n- name: ls\n  lightstep: {service: x, port: 1}\n"
-                     "- name: other\n  zipkin: {service: z, port: 2}\n",
-                     NULL);
-    assert_int_equal(count(&r, "IST0002", "Telemetry a/t", "Lightstep provider ls is"), 1);
+    wf_test_done(&r);
+    r = wf_test_analyze_mesh("telemetry.LightstepAnalyzer", yaml,
+                             "extensionProviders:\n- name: ls\n  lightstep: {service: x, port: 1}\n"
+                             "- name: other\n  zipkin: {service: z, port: 2}\n",
+                             NULL);
+    assert_int_equal(wf_test_count(&r, "IST0002", "Telemetry a/t", "Lightstep provider ls is"), 1);
     assert_int_equal(r.res->n, 1);
-    done(&r);
+    wf_test_done(&r);
 }
 
 static void test_telemetry_selectors(void **state)
 {
-    run r = analyze("telemetry.SelectorAnalyzer",
-                    "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: a, labels: {app: x, "
-                    "v: '1'}}\n"
-                    "---\n"
-                    "apiVersion: telemetry.istio.io/v1\nkind: Telemetry\n"
-                    "metadata: {name: empty, namespace: a}\nspec: {selector: {}}\n"
-                    "---\n"
-                    "apiVersion: telemetry.istio.io/v1\nkind: Telemetry\n"
-                    "metadata: {name: miss, namespace: a}\n"
-                    "spec:\n  selector:\n    matchLabels:\n      v: '2'\n      app: x\n");
-    assert_int_equal(count(&r, "IST0101", "Telemetry a/miss", "\"app=x,v=2\""), 1);
-    assert_int_equal(line_of(&r, "IST0101", "Telemetry a/miss"), 17); /* the "app" label */
+    wf_test_run r = wf_test_analyze(
+        "telemetry.SelectorAnalyzer",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: a, labels: {app: x, "
+        "v: '1'}}\n"
+        "---\n"
+        "apiVersion: telemetry.istio.io/v1\nkind: Telemetry\n"
+        "metadata: {name: empty, namespace: a}\nspec: {selector: {}}\n"
+        "---\n"
+        "apiVersion: telemetry.istio.io/v1\nkind: Telemetry\n"
+        "metadata: {name: miss, namespace: a}\n"
+        "spec:\n  selector:\n    matchLabels:\n      v: '2'\n      app: x\n");
+    assert_int_equal(wf_test_count(&r, "IST0101", "Telemetry a/miss", "\"app=x,v=2\""), 1);
+    assert_int_equal(wf_test_line_of(&r, "IST0101", "Telemetry a/miss"), 17); /* the "app" label */
     assert_int_equal(r.res->n, 1);
-    done(&r);
-    r = analyze("telemetry.DefaultSelectorAnalyzer",
-                "apiVersion: telemetry.istio.io/v1\nkind: Telemetry\n"
-                "metadata: {name: b, namespace: a}\nspec: {selector: null}\n"
-                "---\n"
-                "apiVersion: telemetry.istio.io/v1\nkind: Telemetry\n"
-                "metadata: {name: a, namespace: a}\nspec: {}\n"
-                "---\n"
-                "apiVersion: telemetry.istio.io/v1\nkind: Telemetry\n"
-                "metadata: {name: c, namespace: other}\nspec: {}\n");
-    assert_int_equal(count(&r, "IST0160", "Telemetry a/b", "[a b]"), 1);
-    assert_int_equal(count(&r, "IST0160", "Telemetry a/a", "[a b]"), 1);
+    wf_test_done(&r);
+    r = wf_test_analyze("telemetry.DefaultSelectorAnalyzer",
+                        "apiVersion: telemetry.istio.io/v1\nkind: Telemetry\n"
+                        "metadata: {name: b, namespace: a}\nspec: {selector: null}\n"
+                        "---\n"
+                        "apiVersion: telemetry.istio.io/v1\nkind: Telemetry\n"
+                        "metadata: {name: a, namespace: a}\nspec: {}\n"
+                        "---\n"
+                        "apiVersion: telemetry.istio.io/v1\nkind: Telemetry\n"
+                        "metadata: {name: c, namespace: other}\nspec: {}\n");
+    assert_int_equal(wf_test_count(&r, "IST0160", "Telemetry a/b", "[a b]"), 1);
+    assert_int_equal(wf_test_count(&r, "IST0160", "Telemetry a/a", "[a b]"), 1);
     assert_int_equal(r.res->n, 2);
-    done(&r);
+    wf_test_done(&r);
 }
 
 /* ---- auth ---- */
@@ -298,52 +216,54 @@ static void test_auth_namespaces(void **state)
                          "metadata: {name: p, namespace: istio-system}\n"
                          "spec:\n  rules:\n  - from:\n    - source:\n"
                          "        namespaces: ['*', 'PROD', 'pr*', '*od', 'x*y']\n";
-    run r = analyze(AP, policy);
-    assert_int_equal(count(&r, "IST0101", "AuthorizationPolicy istio-system/p", NULL), 5);
-    done(&r);
+    wf_test_run r = wf_test_analyze(AP, policy);
+    assert_int_equal(wf_test_count(&r, "IST0101", "AuthorizationPolicy istio-system/p", NULL), 5);
+    wf_test_done(&r);
     char buf[1024];
     snprintf(buf, sizeof(buf), "%s---\napiVersion: v1\nkind: Namespace\nmetadata: {name: prod}\n",
              policy);
-    r = analyze(AP, buf);
-    assert_int_equal(count(&r, "IST0101", "AuthorizationPolicy istio-system/p", "\"x*y\""), 1);
+    r = wf_test_analyze(AP, buf);
+    assert_int_equal(wf_test_count(&r, "IST0101", "AuthorizationPolicy istio-system/p", "\"x*y\""),
+                     1);
     assert_int_equal(r.res->n, 1);
-    done(&r);
+    wf_test_done(&r);
 }
 
 static void test_auth_workloads(void **state)
 {
-    run r = analyze(AP, "apiVersion: v1\nkind: Pod\n"
-                        "metadata: {name: noimage, namespace: a, labels: {app: n}}\n"
-                        "spec: {containers: [{name: istio-proxy}]}\n"
-                        "---\n"
-                        "apiVersion: v1\nkind: Pod\n"
-                        "metadata: {name: proxy, namespace: b, labels: {app: p}}\n"
-                        "spec: {initContainers: [{name: istio-proxy, image: proxyv2}]}\n"
-                        "---\n"
-                        "apiVersion: v1\nkind: Pod\n"
-                        "metadata:\n  name: optout\n  namespace: c\n  labels: {app: o, "
-                        "sidecar.istio.io/inject: 'false'}\n"
-                        "---\n"
-                        "apiVersion: v1\nkind: Namespace\n"
-                        "metadata: {name: c, labels: {istio-injection: enabled}}\n"
-                        "---\n"
-                        "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\n"
-                        "metadata: {name: a, namespace: a}\nspec: {}\n"
-                        "---\n"
-                        "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\n"
-                        "metadata: {name: b, namespace: b}\nspec: {selector: {}}\n"
-                        "---\n"
-                        "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\n"
-                        "metadata: {name: c, namespace: c}\n"
-                        "spec: {selector: {matchLabels: {app: o}}}\n"
-                        "---\n"
-                        "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\n"
-                        "metadata: {name: mesh, namespace: istio-system}\n"
-                        "spec: {selector: {matchLabels: {app: p}}}\n");
-    assert_int_equal(count(&r, "IST0127", "AuthorizationPolicy a/a", NULL), 1);
-    assert_int_equal(count(&r, "IST0127", "AuthorizationPolicy c/c", "app=o"), 1);
+    wf_test_run r =
+        wf_test_analyze(AP, "apiVersion: v1\nkind: Pod\n"
+                            "metadata: {name: noimage, namespace: a, labels: {app: n}}\n"
+                            "spec: {containers: [{name: istio-proxy}]}\n"
+                            "---\n"
+                            "apiVersion: v1\nkind: Pod\n"
+                            "metadata: {name: proxy, namespace: b, labels: {app: p}}\n"
+                            "spec: {initContainers: [{name: istio-proxy, image: proxyv2}]}\n"
+                            "---\n"
+                            "apiVersion: v1\nkind: Pod\n"
+                            "metadata:\n  name: optout\n  namespace: c\n  labels: {app: o, "
+                            "sidecar.istio.io/inject: 'false'}\n"
+                            "---\n"
+                            "apiVersion: v1\nkind: Namespace\n"
+                            "metadata: {name: c, labels: {istio-injection: enabled}}\n"
+                            "---\n"
+                            "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\n"
+                            "metadata: {name: a, namespace: a}\nspec: {}\n"
+                            "---\n"
+                            "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\n"
+                            "metadata: {name: b, namespace: b}\nspec: {selector: {}}\n"
+                            "---\n"
+                            "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\n"
+                            "metadata: {name: c, namespace: c}\n"
+                            "spec: {selector: {matchLabels: {app: o}}}\n"
+                            "---\n"
+                            "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\n"
+                            "metadata: {name: mesh, namespace: istio-system}\n"
+                            "spec: {selector: {matchLabels: {app: p}}}\n");
+    assert_int_equal(wf_test_count(&r, "IST0127", "AuthorizationPolicy a/a", NULL), 1);
+    assert_int_equal(wf_test_count(&r, "IST0127", "AuthorizationPolicy c/c", "app=o"), 1);
     assert_int_equal(r.res->n, 2);
-    done(&r);
+    wf_test_done(&r);
 }
 
 static void test_blocked_cidrs(void **state)
@@ -360,41 +280,43 @@ static void test_blocked_cidrs(void **state)
                  i);
         strcat(yaml, doc);
     }
-    run r = analyze("authn.BlockedCIDRsAnalyzer", yaml);
-    assert_int_equal(count(&r, "IST0175", "Deployment istio-system/istiod",
-                           "but 7 RequestAuthentication resource(s) exist (ns/ra0, ns/ra1, "
-                           "ns/ra2, ns/ra3, ns/ra4, and 2 more)"),
+    wf_test_run r = wf_test_analyze("authn.BlockedCIDRsAnalyzer", yaml);
+    assert_int_equal(wf_test_count(&r, "IST0175", "Deployment istio-system/istiod",
+                                   "but 7 RequestAuthentication resource(s) exist (ns/ra0, ns/ra1, "
+                                   "ns/ra2, ns/ra3, ns/ra4, and 2 more)"),
                      1);
-    done(&r);
+    wf_test_done(&r);
 }
 
 /* ---- conditions ---- */
 
 static void test_conditions(void **state)
 {
-    run r = analyze("conditions.ConditionAnalyzer",
-                    "apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\n"
-                    "metadata: {name: we, namespace: a}\n"
-                    "status:\n  conditions:\n"
-                    "  - {type: istio.io/WaypointBound, status: 'False', reason: R}\n"
-                    "  - {type: Other}\n" /* unlisted type, empty status */
-                    "  - {type: Other, status: 'False'}\n"
-                    "---\n"
-                    "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: a}\n"
-                    "status:\n  conditions:\n"
-                    "  - {type: istio.io/WaypointBound, status: False}\n" /* a bool: no decode */
-                    "---\n"
-                    "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\n"
-                    "metadata: {name: ap, namespace: a}\n"
-                    "status:\n  conditions:\n"
-                    "  - {type: WaypointAccepted, status: 'False', reason: PartiallyInvalid}\n");
-    assert_int_equal(count(&r, "IST0171", "WorkloadEntry a/we", "type=istio.io/WaypointBound"), 1);
-    assert_int_equal(count(&r, "IST0171", "WorkloadEntry a/we", "type=Other"), 1);
-    assert_int_equal(count(&r, "IST0171", "Service a/s", NULL), 0);
+    wf_test_run r = wf_test_analyze(
+        "conditions.ConditionAnalyzer",
+        "apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\n"
+        "metadata: {name: we, namespace: a}\n"
+        "status:\n  conditions:\n"
+        "  - {type: istio.io/WaypointBound, status: 'False', reason: R}\n"
+        "  - {type: Other}\n" /* unlisted type, empty status */
+        "  - {type: Other, status: 'False'}\n"
+        "---\n"
+        "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: a}\n"
+        "status:\n  conditions:\n"
+        "  - {type: istio.io/WaypointBound, status: False}\n" /* a bool: no decode */
+        "---\n"
+        "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\n"
+        "metadata: {name: ap, namespace: a}\n"
+        "status:\n  conditions:\n"
+        "  - {type: WaypointAccepted, status: 'False', reason: PartiallyInvalid}\n");
+    assert_int_equal(
+        wf_test_count(&r, "IST0171", "WorkloadEntry a/we", "type=istio.io/WaypointBound"), 1);
+    assert_int_equal(wf_test_count(&r, "IST0171", "WorkloadEntry a/we", "type=Other"), 1);
+    assert_int_equal(wf_test_count(&r, "IST0171", "Service a/s", NULL), 0);
     /* reported twice upstream with the same text: deduplicated */
-    assert_int_equal(count(&r, "IST0171", "AuthorizationPolicy a/ap", NULL), 1);
+    assert_int_equal(wf_test_count(&r, "IST0171", "AuthorizationPolicy a/ap", NULL), 1);
     assert_int_equal(r.res->n, 3);
-    done(&r);
+    wf_test_done(&r);
 }
 
 /* ---- webhook.Analyzer ---- */
@@ -403,126 +325,128 @@ static void test_webhook_revisions(void **state)
 {
     /* Two revisions selected by istio.io/rev do not overlap; a webhook that is not Istio's
      * is ignored; a URL webhook has no service to check. */
-    run r = analyze("webhook.Analyzer",
-                    "apiVersion: admissionregistration.k8s.io/v1\n"
-                    "kind: MutatingWebhookConfiguration\n"
-                    "metadata: {name: canary, labels: {istio.io/rev: canary}}\n"
-                    "webhooks:\n"
-                    "- name: rev.namespace.sidecar-injector.istio.io\n"
-                    "  clientConfig: {url: 'https://x'}\n"
-                    "  namespaceSelector:\n"
-                    "    matchExpressions:\n"
-                    "    - {key: istio.io/rev, operator: In, values: [canary]}\n"
-                    "---\n"
-                    "apiVersion: admissionregistration.k8s.io/v1\n"
-                    "kind: MutatingWebhookConfiguration\n"
-                    "metadata: {name: stable}\n"
-                    "webhooks:\n"
-                    "- name: rev.namespace.sidecar-injector.istio.io\n"
-                    "  clientConfig: {service: {name: istiod, namespace: istio-system}}\n"
-                    "  namespaceSelector:\n"
-                    "    matchLabels: {istio.io/rev: stable}\n"
-                    "---\n"
-                    "apiVersion: admissionregistration.k8s.io/v1\n"
-                    "kind: MutatingWebhookConfiguration\n"
-                    "metadata: {name: other}\n"
-                    "webhooks:\n"
-                    "- name: other.example.com\n"
-                    "  clientConfig: {service: {name: nope, namespace: x}}\n");
-    assert_int_equal(count(&r, "IST0139", "MutatingWebhookConfiguration stable",
-                           "does not exist: istio-system/istiod."),
+    wf_test_run r = wf_test_analyze(
+        "webhook.Analyzer", "apiVersion: admissionregistration.k8s.io/v1\n"
+                            "kind: MutatingWebhookConfiguration\n"
+                            "metadata: {name: canary, labels: {istio.io/rev: canary}}\n"
+                            "webhooks:\n"
+                            "- name: rev.namespace.sidecar-injector.istio.io\n"
+                            "  clientConfig: {url: 'https://x'}\n"
+                            "  namespaceSelector:\n"
+                            "    matchExpressions:\n"
+                            "    - {key: istio.io/rev, operator: In, values: [canary]}\n"
+                            "---\n"
+                            "apiVersion: admissionregistration.k8s.io/v1\n"
+                            "kind: MutatingWebhookConfiguration\n"
+                            "metadata: {name: stable}\n"
+                            "webhooks:\n"
+                            "- name: rev.namespace.sidecar-injector.istio.io\n"
+                            "  clientConfig: {service: {name: istiod, namespace: istio-system}}\n"
+                            "  namespaceSelector:\n"
+                            "    matchLabels: {istio.io/rev: stable}\n"
+                            "---\n"
+                            "apiVersion: admissionregistration.k8s.io/v1\n"
+                            "kind: MutatingWebhookConfiguration\n"
+                            "metadata: {name: other}\n"
+                            "webhooks:\n"
+                            "- name: other.example.com\n"
+                            "  clientConfig: {service: {name: nope, namespace: x}}\n");
+    assert_int_equal(wf_test_count(&r, "IST0139", "MutatingWebhookConfiguration stable",
+                                   "does not exist: istio-system/istiod."),
                      1);
     assert_int_equal(r.res->n, 1);
-    done(&r);
+    wf_test_done(&r);
 }
 
 static void test_webhook_overlap_and_bad_selector(void **state)
 {
     /* An invalid selector (In without values) matches nothing; two catch-all webhooks
      * overlap on every permutation (one message each after deduplication). */
-    run r = analyze("webhook.Analyzer",
-                    "apiVersion: v1\nkind: Service\nmetadata: {name: istiod, namespace: s}\n"
-                    "---\n"
-                    "apiVersion: admissionregistration.k8s.io/v1\n"
-                    "kind: MutatingWebhookConfiguration\n"
-                    "metadata: {name: one}\n"
-                    "webhooks:\n"
-                    "- name: a.istio.io\n"
-                    "  clientConfig: {service: {name: istiod, namespace: s}}\n"
-                    "- name: b.istio.io\n"
-                    "  clientConfig: {service: {name: istiod, namespace: s}}\n"
-                    "- name: bad.istio.io\n"
-                    "  clientConfig: {service: {name: istiod, namespace: s}}\n"
-                    "  objectSelector:\n"
-                    "    matchExpressions: [{key: k, operator: In, values: []}]\n");
-    assert_int_equal(count(&r, "IST0139", "MutatingWebhookConfiguration one",
-                           "Webhook overlaps with others: [one/b.istio.io]."),
+    wf_test_run r =
+        wf_test_analyze("webhook.Analyzer",
+                        "apiVersion: v1\nkind: Service\nmetadata: {name: istiod, namespace: s}\n"
+                        "---\n"
+                        "apiVersion: admissionregistration.k8s.io/v1\n"
+                        "kind: MutatingWebhookConfiguration\n"
+                        "metadata: {name: one}\n"
+                        "webhooks:\n"
+                        "- name: a.istio.io\n"
+                        "  clientConfig: {service: {name: istiod, namespace: s}}\n"
+                        "- name: b.istio.io\n"
+                        "  clientConfig: {service: {name: istiod, namespace: s}}\n"
+                        "- name: bad.istio.io\n"
+                        "  clientConfig: {service: {name: istiod, namespace: s}}\n"
+                        "  objectSelector:\n"
+                        "    matchExpressions: [{key: k, operator: In, values: []}]\n");
+    assert_int_equal(wf_test_count(&r, "IST0139", "MutatingWebhookConfiguration one",
+                                   "Webhook overlaps with others: [one/b.istio.io]."),
                      1);
-    assert_int_equal(count(&r, "IST0139", "MutatingWebhookConfiguration one",
-                           "Webhook overlaps with others: [one/a.istio.io]."),
+    assert_int_equal(wf_test_count(&r, "IST0139", "MutatingWebhookConfiguration one",
+                                   "Webhook overlaps with others: [one/a.istio.io]."),
                      1);
     assert_int_equal(r.res->n, 2);
-    done(&r);
+    wf_test_done(&r);
 }
 
 /* ---- externalcontrolplane.ExternalControlPlaneAnalyzer ---- */
 
 static void test_external_control_plane_urls(void **state)
 {
-    run r = analyze("externalcontrolplane.ExternalControlPlaneAnalyzer",
-                    "apiVersion: admissionregistration.k8s.io/v1\n"
-                    "kind: MutatingWebhookConfiguration\n"
-                    "metadata: {name: istio-sidecar-injector-x}\n"
-                    "webhooks:\n"
-                    "- {name: space, clientConfig: {url: 'https://exa mple.com/inject'}}\n"
-                    "- {name: opaque, clientConfig: {url: 'test.com:443'}}\n"
-                    "- {name: colon, clientConfig: {url: '1test.com:443/a'}}\n"
-                    "- {name: numeric, clientConfig: {url: 'https://1234/x'}}\n"
-                    "- {name: v6, clientConfig: {url: 'https://[::1]:15017/x'}}\n"
-                    "- {name: empty, clientConfig: {url: ''}}\n"
-                    "- {name: badport, clientConfig: {url: 'https://a.com:x/'}}\n"
-                    "- {name: escape, clientConfig: {url: 'https://a.com/%zz'}}\n"
-                    "- {name: fine, clientConfig: {url: 'https://u:p@istiod.example.com:15017/'}}\n"
-                    "- {name: svc, clientConfig: {service: {name: istiod, namespace: x}}}\n"
-                    "---\n"
-                    "apiVersion: admissionregistration.k8s.io/v1\n"
-                    "kind: ValidatingWebhookConfiguration\n"
-                    "metadata: {name: not-istio-validator}\n"
-                    "webhooks:\n"
-                    "- {name: v, clientConfig: {}}\n");
+    wf_test_run r = wf_test_analyze(
+        "externalcontrolplane.ExternalControlPlaneAnalyzer",
+        "apiVersion: admissionregistration.k8s.io/v1\n"
+        "kind: MutatingWebhookConfiguration\n"
+        "metadata: {name: istio-sidecar-injector-x}\n"
+        "webhooks:\n"
+        "- {name: space, clientConfig: {url: 'https://exa mple.com/inject'}}\n"
+        "- {name: opaque, clientConfig: {url: 'test.com:443'}}\n"
+        "- {name: colon, clientConfig: {url: '1test.com:443/a'}}\n"
+        "- {name: numeric, clientConfig: {url: 'https://1234/x'}}\n"
+        "- {name: v6, clientConfig: {url: 'https://[::1]:15017/x'}}\n"
+        "- {name: empty, clientConfig: {url: ''}}\n"
+        "- {name: badport, clientConfig: {url: 'https://a.com:x/'}}\n"
+        "- {name: escape, clientConfig: {url: 'https://a.com/%zz'}}\n"
+        "- {name: fine, clientConfig: {url: 'https://u:p@istiod.example.com:15017/'}}\n"
+        "- {name: svc, clientConfig: {service: {name: istiod, namespace: x}}}\n"
+        "---\n"
+        "apiVersion: admissionregistration.k8s.io/v1\n"
+        "kind: ValidatingWebhookConfiguration\n"
+        "metadata: {name: not-istio-validator}\n"
+        "webhooks:\n"
+        "- {name: v, clientConfig: {}}\n");
     const char *m = "MutatingWebhookConfiguration istio-sidecar-injector-x";
-    assert_int_equal(count(&r, "IST0163", m,
-                           "(space) to reach the ingress gateway on the "
-                           "external control plane cluster was provided in "
-                           "an invalid format"),
+    assert_int_equal(wf_test_count(&r, "IST0163", m,
+                                   "(space) to reach the ingress gateway on the "
+                                   "external control plane cluster was provided in "
+                                   "an invalid format"),
                      1);
-    assert_int_equal(count(&r, "IST0163", m,
-                           "(opaque) to reach the ingress gateway on the "
-                           "external control plane cluster cannot be resolved"),
+    assert_int_equal(wf_test_count(&r, "IST0163", m,
+                                   "(opaque) to reach the ingress gateway on the "
+                                   "external control plane cluster cannot be resolved"),
                      1);
-    assert_int_equal(count(&r, "IST0163", m,
-                           "(colon) to reach the ingress gateway on the "
-                           "external control plane cluster was provided"),
+    assert_int_equal(wf_test_count(&r, "IST0163", m,
+                                   "(colon) to reach the ingress gateway on the "
+                                   "external control plane cluster was provided"),
                      1);
-    assert_int_equal(count(&r, "IST0163", m,
-                           "(numeric) to reach the ingress gateway on the "
-                           "external control plane cluster cannot be resolved"),
+    assert_int_equal(wf_test_count(&r, "IST0163", m,
+                                   "(numeric) to reach the ingress gateway on the "
+                                   "external control plane cluster cannot be resolved"),
                      1);
-    assert_int_equal(count(&r, "IST0164", m, "(v6)"), 1);
-    assert_int_equal(count(&r, "IST0163", m,
-                           "(empty) to reach the ingress gateway on the "
-                           "external control plane cluster cannot be resolved"),
+    assert_int_equal(wf_test_count(&r, "IST0164", m, "(v6)"), 1);
+    assert_int_equal(wf_test_count(&r, "IST0163", m,
+                                   "(empty) to reach the ingress gateway on the "
+                                   "external control plane cluster cannot be resolved"),
                      1);
-    assert_int_equal(count(&r, "IST0163", m,
-                           "(badport) to reach the ingress gateway on the "
-                           "external control plane cluster was provided"),
+    assert_int_equal(wf_test_count(&r, "IST0163", m,
+                                   "(badport) to reach the ingress gateway on the "
+                                   "external control plane cluster was provided"),
                      1);
-    assert_int_equal(count(&r, "IST0163", m,
-                           "(escape) to reach the ingress gateway on the "
-                           "external control plane cluster was provided"),
+    assert_int_equal(wf_test_count(&r, "IST0163", m,
+                                   "(escape) to reach the ingress gateway on the "
+                                   "external control plane cluster was provided"),
                      1);
     assert_int_equal(r.res->n, 8);
-    done(&r);
+    wf_test_done(&r);
 }
 
 /* ---- meshnetworks.MeshNetworksAnalyzer ---- */
@@ -537,25 +461,27 @@ static void test_mesh_networks(void **state)
                            "    - fromCidr: 10.0.0.0/8\n"
                            "  n2:\n"
                            "    endpoints: [{fromRegistry: remote2}, {fromRegistry: remote3}]\n";
-    run r = analyze_mesh("meshnetworks.MeshNetworksAnalyzer",
-                         "apiVersion: v1\nkind: Secret\n"
-                         "metadata: {name: s1, namespace: istio-system, labels: "
-                         "{istio/multiCluster: 'true'}}\n"
-                         "data: {remote1: eA==}\n"
-                         "---\n"
-                         "apiVersion: v1\nkind: Secret\n"
-                         "metadata: {name: s2, namespace: istio-system}\n"
-                         "data: {remote2: eA==}\n",
-                         NULL, networks);
+    wf_test_run r = wf_test_analyze_mesh("meshnetworks.MeshNetworksAnalyzer",
+                                         "apiVersion: v1\nkind: Secret\n"
+                                         "metadata: {name: s1, namespace: istio-system, labels: "
+                                         "{istio/multiCluster: 'true'}}\n"
+                                         "data: {remote1: eA==}\n"
+                                         "---\n"
+                                         "apiVersion: v1\nkind: Secret\n"
+                                         "metadata: {name: s2, namespace: istio-system}\n"
+                                         "data: {remote2: eA==}\n",
+                                         NULL, networks);
     const char *o = "MeshNetworks istio-system/meshnetworks";
-    assert_int_equal(count(&r, "IST0126", o, "Unknown service registry remote2 in network n2"), 1);
-    assert_int_equal(count(&r, "IST0126", o, "Unknown service registry remote3 in network n2"), 1);
+    assert_int_equal(
+        wf_test_count(&r, "IST0126", o, "Unknown service registry remote2 in network n2"), 1);
+    assert_int_equal(
+        wf_test_count(&r, "IST0126", o, "Unknown service registry remote3 in network n2"), 1);
     assert_int_equal(r.res->n, 2);
     assert_null(wf_finding_reference(&r.res->arena, &r.res->findings[0]));
-    done(&r);
-    r = analyze("meshnetworks.MeshNetworksAnalyzer", "");
+    wf_test_done(&r);
+    r = wf_test_analyze("meshnetworks.MeshNetworksAnalyzer", "");
     assert_int_equal(r.res->n, 0);
-    done(&r);
+    wf_test_done(&r);
 }
 
 int main(void)

@@ -17,63 +17,8 @@
 #include <cmocka.h>
 
 #include "analysis/analysis.h"
+#include "harness.h"
 #include "model/store.h"
-
-typedef struct run {
-    wf_store *store;
-    wf_meshcfg *mesh;
-    wf_analysis_result *res;
-} run;
-
-static run analyze_mesh(const char *analyzer, const char *yaml, const char *mesh_yaml)
-{
-    run r = {wf_store_new(), wf_meshcfg_new_default(), NULL};
-    assert_non_null(r.store);
-    assert_non_null(r.mesh);
-    if (mesh_yaml) {
-        char path[] = "/tmp/wf_test_meshXXXXXX";
-        int fd = mkstemp(path);
-        assert_true(fd >= 0);
-        assert_int_equal(write(fd, mesh_yaml, strlen(mesh_yaml)), (ssize_t)strlen(mesh_yaml));
-        close(fd);
-        const char *err = NULL;
-        assert_int_equal(wf_meshcfg_load_file(r.mesh, path, &err), 0);
-        unlink(path);
-    }
-    assert_int_equal(wf_store_load_buffer(r.store, "t.yaml", yaml, strlen(yaml), false), 0);
-    assert_int_equal(wf_store_finalize(r.store, NULL, true), 0);
-    const char *names[] = {analyzer};
-    wf_analysis_opts o = {.analyzers = names, .nanalyzers = 1};
-    r.res = wf_analyze(r.store, r.mesh, &o);
-    assert_non_null(r.res);
-    assert_int_equal(r.res->nran, 1);
-    return r;
-}
-
-static run analyze(const char *analyzer, const char *yaml)
-{
-    return analyze_mesh(analyzer, yaml, NULL);
-}
-
-static void done(run *r)
-{
-    wf_analysis_result_free(r->res);
-    wf_meshcfg_free(r->mesh);
-    wf_store_free(r->store);
-}
-
-static size_t count(run *r, const char *code, const char *origin, const char *text)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < r->res->n; i++) {
-        const wf_finding *f = &r->res->findings[i];
-        const char *o = wf_finding_origin(&r->res->arena, f);
-        if (strcmp(wf_msg_type_get(f->id)->code, code) == 0 && o && strcmp(o, origin) == 0 &&
-            (!text || strstr(f->text, text)))
-            n++;
-    }
-    return n;
-}
 
 /* appProtocol wins over the name; the kubernetes.io/h2c, ws and wss values are known; ports 25, 53,
  * 3306 and 27017 default to TCP; UDP is never flagged; gateway-managed Services are skipped. */
@@ -101,13 +46,14 @@ static void test_port_name(void **state)
                        "  namespace: ns\n"
                        "  labels: {gateway.istio.io/managed: istio.io-mesh-controller}\n"
                        "spec: {ports: [{name: mesh, port: 15008}]}\n";
-    run r = analyze("service.PortNameAnalyzer", yaml);
+    wf_test_run r = wf_test_analyze("service.PortNameAnalyzer", yaml);
     assert_int_equal(r.res->n, 2);
-    assert_int_equal(count(&r, "IST0118", "Service ns/s",
-                           "Port name http (port: 81, targetPort: 0) doesn't follow"),
+    assert_int_equal(wf_test_count(&r, "IST0118", "Service ns/s",
+                                   "Port name http (port: 81, targetPort: 0) doesn't follow"),
                      1);
-    assert_int_equal(count(&r, "IST0118", "Service ns/s", "(port: 85, targetPort: web)"), 1);
-    done(&r);
+    assert_int_equal(wf_test_count(&r, "IST0118", "Service ns/s", "(port: 85, targetPort: web)"),
+                     1);
+    wf_test_done(&r);
 }
 
 /* Services read from files carry no cluster: the multi-cluster analyzer reports nothing even
@@ -124,9 +70,9 @@ static void test_multicluster_single_cluster(void **state)
                        "kind: Service\n"
                        "metadata: {name: s, namespace: ns}\n"
                        "spec: {type: LoadBalancer, ports: [{name: tcp, port: 81}]}\n";
-    run r = analyze("services.MultiClusterServiceAnalyzer", yaml);
+    wf_test_run r = wf_test_analyze("services.MultiClusterServiceAnalyzer", yaml);
     assert_int_equal(r.res->n, 0);
-    done(&r);
+    wf_test_done(&r);
 }
 
 static const char bookinfo_ns[] = "apiVersion: v1\n"
@@ -181,16 +127,17 @@ static void test_multi_service_texts(void **state)
              "kind: Service\n"
              "metadata: {name: other, namespace: elsewhere}\n"
              "spec: {selector: {app: d}, ports: [{name: http, port: 9080, protocol: UDP}]}\n");
-    run r = analyze("deployment.MultiServiceAnalyzer", yaml);
+    wf_test_run r = wf_test_analyze("deployment.MultiServiceAnalyzer", yaml);
     assert_int_equal(r.res->n, 2);
-    assert_int_equal(count(&r, "IST0116", "Deployment bk/d",
-                           "This deployment d is associated with multiple services using port "
-                           "9080 but different protocols: [bk/a-tcp bk/z-http]"),
+    assert_int_equal(
+        wf_test_count(&r, "IST0116", "Deployment bk/d",
+                      "This deployment d is associated with multiple services using port "
+                      "9080 but different protocols: [bk/a-tcp bk/z-http]"),
+        1);
+    assert_int_equal(wf_test_count(&r, "IST0137", "Deployment bk/d",
+                                   "using targetPort \"9080\" but different ports: [9080 9090]."),
                      1);
-    assert_int_equal(count(&r, "IST0137", "Deployment bk/d",
-                           "using targetPort \"9080\" but different ports: [9080 9090]."),
-                     1);
-    done(&r);
+    wf_test_done(&r);
 }
 
 /* Deployments out of the mesh (no injection) and waypoints are not analyzed. */
@@ -216,9 +163,9 @@ static void test_multi_service_out_of_mesh(void **state)
                        "metadata: {name: b, namespace: plain}\n"
                        "spec: {selector: {app: d}, ports: [{name: http, port: 80, protocol: "
                        "UDP}]}\n";
-    run r = analyze("deployment.MultiServiceAnalyzer", yaml);
+    wf_test_run r = wf_test_analyze("deployment.MultiServiceAnalyzer", yaml);
     assert_int_equal(r.res->n, 0);
-    done(&r);
+    wf_test_done(&r);
 }
 
 static const char se_tcp[] = "apiVersion: networking.istio.io/v1\n"
@@ -232,19 +179,23 @@ static const char se_tcp[] = "apiVersion: networking.istio.io/v1\n"
 static void test_addresses_required(void **state)
 {
     (void)state;
-    run r = analyze("serviceentry.Analyzer", se_tcp);
-    assert_int_equal(count(&r, "IST0134", "ServiceEntry ns/se", NULL), 1); /* deduplicated text */
-    done(&r);
+    wf_test_run r = wf_test_analyze("serviceentry.Analyzer", se_tcp);
+    assert_int_equal(wf_test_count(&r, "IST0134", "ServiceEntry ns/se", NULL),
+                     1); /* deduplicated text */
+    wf_test_done(&r);
     /* DNS capture alone does not allocate; with PILOT_ENABLE_IP_AUTOALLOCATE it does. */
-    r = analyze_mesh("serviceentry.Analyzer", se_tcp,
-                     "defaultConfig:\n  proxyMetadata:\n    ISTIO_META_DNS_CAPTURE: \"true\"\n");
+    r = wf_test_analyze_mesh(
+        "serviceentry.Analyzer", se_tcp,
+        "defaultConfig:\n  proxyMetadata:\n    ISTIO_META_DNS_CAPTURE: \"true\"\n", NULL);
     assert_int_equal(r.res->n, 1);
-    done(&r);
-    r = analyze_mesh("serviceentry.Analyzer", se_tcp,
-                     "defaultConfig:\n  proxyMetadata:\n    ISTIO_META_DNS_CAPTURE: \"true\"\n"
-                     "    PILOT_ENABLE_IP_AUTOALLOCATE: \"true\"\n");
+    wf_test_done(&r);
+    r = wf_test_analyze_mesh(
+        "serviceentry.Analyzer", se_tcp,
+        "defaultConfig:\n  proxyMetadata:\n    ISTIO_META_DNS_CAPTURE: \"true\"\n"
+        "    PILOT_ENABLE_IP_AUTOALLOCATE: \"true\"\n",
+        NULL);
     assert_int_equal(r.res->n, 0);
-    done(&r);
+    wf_test_done(&r);
 }
 
 /* Conflicts are per exportTo scope; "*" conflicts with every scope; protocols compare
@@ -280,14 +231,15 @@ static void test_conflicting_protocols_scopes(void **state)
                        "metadata: {name: d-local, namespace: d}\n"
                        "spec: {hosts: [y.com], exportTo: [d, e], ports: [{name: h, number: 81, "
                        "protocol: TLS}]}\n";
-    run r = analyze("serviceentry.ConflictingServiceEntryProtocolAnalyzer", yaml);
+    wf_test_run r = wf_test_analyze("serviceentry.ConflictingServiceEntryProtocolAnalyzer", yaml);
     assert_int_equal(r.res->n, 2);
-    assert_int_equal(count(&r, "IST0177", "ServiceEntry c/all",
-                           "Multiple ServiceEntries (c/all, d/d-local) define the same host "
-                           "\"y.com\" and port 81 with conflicting protocols (HTTPS, TLS)."),
-                     1);
-    assert_int_equal(count(&r, "IST0177", "ServiceEntry d/d-local", NULL), 1);
-    done(&r);
+    assert_int_equal(
+        wf_test_count(&r, "IST0177", "ServiceEntry c/all",
+                      "Multiple ServiceEntries (c/all, d/d-local) define the same host "
+                      "\"y.com\" and port 81 with conflicting protocols (HTTPS, TLS)."),
+        1);
+    assert_int_equal(wf_test_count(&r, "IST0177", "ServiceEntry d/d-local", NULL), 1);
+    wf_test_done(&r);
 }
 
 int main(void)

@@ -1,0 +1,92 @@
+/*
+ * harness.c - shared helpers for analyzer unit tests (harness.h).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+char *wf_test_temp_file(const char *text)
+{
+    char *path = strdup("/tmp/wf-test-XXXXXX");
+    assert_non_null(path);
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    size_t len = strlen(text);
+    assert_int_equal(write(fd, text, len), (ssize_t)len);
+    close(fd);
+    return path;
+}
+
+static void load_mesh_file(wf_meshcfg *m, const char *text, bool networks)
+{
+    const char *err = NULL;
+    char *p = wf_test_temp_file(text);
+    int rc = networks ? wf_meshcfg_load_networks(m, p, &err) : wf_meshcfg_load_file(m, p, &err);
+    unlink(p);
+    free(p);
+    assert_int_equal(rc, 0);
+}
+
+wf_test_run wf_test_analyze_mesh(const char *analyzer, const char *yaml, const char *mesh,
+                                 const char *networks)
+{
+    wf_test_run r = {wf_store_new(), wf_meshcfg_new_default(), NULL};
+    assert_non_null(r.store);
+    assert_non_null(r.mesh);
+    if (mesh)
+        load_mesh_file(r.mesh, mesh, false);
+    if (networks)
+        load_mesh_file(r.mesh, networks, true);
+    assert_int_equal(wf_store_load_buffer(r.store, "t.yaml", yaml, strlen(yaml), false), 0);
+    assert_int_equal(wf_store_finalize(r.store, NULL, true), 0);
+    const char *names[] = {analyzer};
+    wf_analysis_opts o = {.analyzers = names, .nanalyzers = 1};
+    r.res = wf_analyze(r.store, r.mesh, &o);
+    assert_non_null(r.res);
+    assert_int_equal(r.res->nran, 1);
+    return r;
+}
+
+wf_test_run wf_test_analyze(const char *analyzer, const char *yaml)
+{
+    return wf_test_analyze_mesh(analyzer, yaml, NULL, NULL);
+}
+
+void wf_test_done(wf_test_run *r)
+{
+    wf_analysis_result_free(r->res);
+    wf_meshcfg_free(r->mesh);
+    wf_store_free(r->store);
+}
+
+static bool matches(const wf_test_run *r, const wf_finding *f, const char *code, const char *origin)
+{
+    const char *o = wf_finding_origin(&r->res->arena, f);
+    return strcmp(wf_msg_type_get(f->id)->code, code) == 0 && o && strcmp(o, origin) == 0;
+}
+
+size_t wf_test_count(const wf_test_run *r, const char *code, const char *origin, const char *text)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->res->n; i++) {
+        const wf_finding *f = &r->res->findings[i];
+        if (matches(r, f, code, origin) && (!text || strstr(f->text, text)))
+            n++;
+    }
+    return n;
+}
+
+uint32_t wf_test_line_of(const wf_test_run *r, const char *code, const char *origin)
+{
+    for (size_t i = 0; i < r->res->n; i++)
+        if (matches(r, &r->res->findings[i], code, origin))
+            return r->res->findings[i].line;
+    return 0;
+}

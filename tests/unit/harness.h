@@ -1,0 +1,37 @@
+/*
+ * harness.h - shared helpers for analyzer unit tests: load YAML text into a store, run one
+ * analyzer, and query the findings. Failures abort the test through cmocka's asserts.
+ */
+#ifndef WF_TEST_HARNESS_H
+#define WF_TEST_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/analysis.h"
+#include "model/store.h"
+
+typedef struct wf_test_run {
+    wf_store *store;
+    wf_meshcfg *mesh;
+    wf_analysis_result *res;
+} wf_test_run;
+
+/* Load yaml (as file "t.yaml", no default namespace), run only `analyzer`. mesh (MeshConfig
+ * YAML) and networks (MeshNetworks YAML) may be NULL. Free with wf_test_done. */
+wf_test_run wf_test_analyze_mesh(const char *analyzer, const char *yaml, const char *mesh,
+                                 const char *networks);
+wf_test_run wf_test_analyze(const char *analyzer, const char *yaml);
+void wf_test_done(wf_test_run *r);
+
+/* Findings with this code on this origin ("Kind ns/name") whose text contains `text`
+ * (NULL = any). */
+size_t wf_test_count(const wf_test_run *r, const char *code, const char *origin, const char *text);
+
+/* Line of the first such finding, 0 when none. */
+uint32_t wf_test_line_of(const wf_test_run *r, const char *code, const char *origin);
+
+/* Write text to a new temporary file; returns its path (caller unlinks and frees). */
+char *wf_test_temp_file(const char *text);
+
+#endif
