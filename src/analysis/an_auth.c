@@ -63,43 +63,12 @@ static bool pod_in_ambient(const wf_resource *pod)
 
 /* ---- selectors ---- */
 
-static int cmp_kv(const void *a, const void *b)
-{
-    return strcmp(((const wf_kv *)a)->key, ((const wf_kv *)b)->key);
-}
-
 /* selector.matchLabels as a Go map (one entry per key, the last wins), sorted by key. */
 static bool match_labels(wf_analysis_ctx *ctx, const wf_node *sel, wf_kvs *out)
 {
-    const wf_node *ml = wf_map_get(sel, "matchLabels");
-    out->n = 0;
-    out->items = NULL;
-    if (!ml || ml->type != WF_NODE_MAP || ml->len == 0)
-        return true;
-    out->items = wf_arena_alloc(wf_ctx_arena(ctx), ml->len * sizeof(*out->items));
-    if (!out->items)
-        return false;
-    for (size_t i = 0; i < ml->len; i++) {
-        const wf_map_entry *e = &ml->u.entries[i];
-        if (wf_map_entry_get(ml, e->key) != e)
-            continue;
-        const char *v = wf_node_str(e->value);
-        out->items[out->n++] = (wf_kv){e->key, v ? v : "", e->value};
-    }
-    qsort(out->items, out->n, sizeof(*out->items), cmp_kv);
-    return true;
-}
-
-/* labels.SelectorFromSet(set).String(). */
-static const char *selector_string(wf_analysis_ctx *ctx, const wf_kvs *set)
-{
-    wf_strbuf b = WF_STRBUF_INIT;
-    for (size_t i = 0; i < set->n; i++)
-        wf_strbuf_printf(&b, "%s%s=%s", i ? "," : "", set->items[i].key, set->items[i].value);
-    const char *s =
-        wf_strbuf_failed(&b) ? NULL : wf_arena_strdup(wf_ctx_arena(ctx), wf_strbuf_cstr(&b));
-    wf_strbuf_free(&b);
-    return s ? s : "";
+    wf_kvs raw;
+    return wf_decode_kvs(wf_ctx_arena(ctx), wf_map_get(sel, "matchLabels"), &raw) == 0 &&
+           wf_kvs_go_map(wf_ctx_arena(ctx), &raw, out);
 }
 
 /* ---- AuthorizationPoliciesAnalyzer ---- */
@@ -144,7 +113,7 @@ static void analyze_no_matching_workloads(wf_analysis_ctx *ctx, const wf_resourc
         return;
     if (strcmp(r->ns, wf_meshcfg_root_ns(wf_ctx_mesh(ctx))) == 0) {
         if (sel && !mesh_pod_matches(mp, NULL, &set))
-            WF_REPORT(ctx, WF_IST0127, r, NULL, selector_string(ctx, &set));
+            WF_REPORT(ctx, WF_IST0127, r, NULL, wf_selector_string(wf_ctx_arena(ctx), &set));
         return;
     }
     if (!sel) {
@@ -154,7 +123,7 @@ static void analyze_no_matching_workloads(wf_analysis_ctx *ctx, const wf_resourc
         return;
     }
     if (!mesh_pod_matches(mp, r->ns, &set))
-        WF_REPORT(ctx, WF_IST0127, r, NULL, selector_string(ctx, &set));
+        WF_REPORT(ctx, WF_IST0127, r, NULL, wf_selector_string(wf_ctx_arena(ctx), &set));
 }
 
 /* namespaceMatch(ns, exp) */

@@ -188,7 +188,7 @@ static void check_gateway_ports(wf_analysis_ctx *ctx, const wf_resource *r,
                                 const wf_resource *const *pv, size_t np, const port_set *sets)
 {
     const wf_gateway *gw = r->t.gateway;
-    const char *sel = wf_gw_selector_string(wf_ctx_arena(ctx), &gw->selector);
+    const char *sel = wf_selector_string(wf_ctx_arena(ctx), &gw->selector);
     if (!sel)
         return;
     size_t matches = 0;
@@ -329,7 +329,7 @@ static void check_gateway_secrets(wf_analysis_ctx *ctx, const wf_resource *r)
     const wf_gateway *gw = r->t.gateway;
     const char *gw_ns = gateway_namespace(ctx, gw);
     if (!gw_ns[0]) {
-        const char *sel = wf_gw_selector_string(wf_ctx_arena(ctx), &gw->selector);
+        const char *sel = wf_selector_string(wf_ctx_arena(ctx), &gw->selector);
         if (sel)
             report_selector_not_found(ctx, r, sel);
         return;
@@ -485,7 +485,7 @@ static bool build_map(wf_analysis_ctx *ctx, gw_map *m, const wf_resource *const 
         if (!gw)
             continue;
         m->names[g] = wf_full_name(ctx, gv[g]);
-        m->sels[g] = wf_gw_selector_string(wf_ctx_arena(ctx), &gw->selector);
+        m->sels[g] = wf_selector_string(wf_ctx_arena(ctx), &gw->selector);
         if (!m->names[g] || !m->sels[g])
             return false;
         add_gateway_servers(ctx, m, gw, m->names[g], m->sels[g]);
@@ -590,7 +590,7 @@ static void check_server_conflicts(wf_analysis_ctx *ctx, gw_map *m, const wf_res
                                    const wf_gateway_server *srv, gw_key **hits, size_t nhits)
 {
     const char *name = wf_full_name(ctx, r);
-    const char *sel = wf_gw_selector_string(wf_ctx_arena(ctx), &r->t.gateway->selector);
+    const char *sel = wf_selector_string(wf_ctx_arena(ctx), &r->t.gateway->selector);
     const char *port = server_port_str(ctx, srv);
     const char *bind = map_str_or_empty(srv->node, "bind");
     name_list l = {NULL, 0, 0};

@@ -15,45 +15,6 @@
 
 #include "core/strbuf.h"
 
-/* ---- labels.SelectorFromSet(...).String() ---- */
-
-static int cmp_kv_key(const void *a, const void *b)
-{
-    const wf_kv *x = a, *y = b;
-    return strcmp(x->key, y->key);
-}
-
-const char *wf_gw_selector_string(wf_arena *a, const wf_kvs *sel)
-{
-    if (!sel || sel->n == 0)
-        return "";
-    wf_kv *v = malloc(sel->n * sizeof(*v));
-    if (!v)
-        return NULL;
-    size_t n = 0;
-    for (size_t i = 0; i < sel->n; i++) {
-        size_t j = 0;
-        while (j < n && strcmp(v[j].key, sel->items[i].key) != 0)
-            j++;
-        v[j] = sel->items[i]; /* a repeated key keeps the last value */
-        if (j == n)
-            n++;
-    }
-    qsort(v, n, sizeof(*v), cmp_kv_key);
-    wf_strbuf b = WF_STRBUF_INIT;
-    for (size_t i = 0; i < n; i++) {
-        if (i > 0)
-            wf_strbuf_putc(&b, ',');
-        wf_strbuf_puts(&b, v[i].key);
-        wf_strbuf_putc(&b, '=');
-        wf_strbuf_puts(&b, v[i].value ? v[i].value : "");
-    }
-    free(v);
-    const char *out = wf_strbuf_failed(&b) ? NULL : wf_arena_strdup(a, wf_strbuf_cstr(&b));
-    wf_strbuf_free(&b);
-    return out;
-}
-
 /* ---- encoding/base64 StdEncoding ---- */
 
 static int b64_value(unsigned char c)

@@ -3,7 +3,6 @@
  * an_k8sgateway.c).
  *
  * Istio's gateway analyzers lean on Go library behaviour that shows in their results:
- * - k8s.io/apimachinery labels.SelectorFromSet(set).String() ("a=1,b=2", keys sorted);
  * - encoding/base64 StdEncoding (Secret data, PEM bodies): padding required, CR/LF ignored;
  * - encoding/pem Decode: the first well-formed block anywhere in the input;
  * - pilot/pkg/xds ValidateCertificate: the first PEM block's bytes must be a sequence of
@@ -21,10 +20,6 @@
 
 #include "core/arena.h"
 #include "model/types.h"
-
-/* labels.SelectorFromSet(sel).String(): pairs sorted by key, "k=v" joined by ","; "" for an
- * empty set. A repeated key keeps its last value (map semantics). NULL on out of memory. */
-const char *wf_gw_selector_string(wf_arena *a, const wf_kvs *sel);
 
 /* Go base64.StdEncoding.Decode of in[0..len): '\r' and '\n' are skipped anywhere, and so are
  * ' ' and '\t' when skip_blanks (pem.Decode strips those first). out must hold len bytes.

@@ -183,31 +183,6 @@ static const wf_kvs *sc_selector(const wf_resource *sc)
                : NULL;
 }
 
-static int cmp_kv_key(const void *a, const void *b)
-{
-    return strcmp((*(const wf_kv *const *)a)->key, (*(const wf_kv *const *)b)->key);
-}
-
-/* labels.SelectorFromSet(sel).String(): "k1=v1,k2=v2" by key; *first is the kv of the
- * smallest key (the label util.ExtractLabelFromSelectorString names). */
-static const char *selector_string(wf_analysis_ctx *ctx, const wf_kvs *sel, const wf_kv **first)
-{
-    const wf_kv **v = wf_arena_alloc(wf_ctx_arena(ctx), sel->n * sizeof(*v));
-    if (!v)
-        return NULL;
-    for (size_t i = 0; i < sel->n; i++)
-        v[i] = &sel->items[i];
-    qsort(v, sel->n, sizeof(*v), cmp_kv_key);
-    wf_strbuf b = WF_STRBUF_INIT;
-    for (size_t i = 0; i < sel->n; i++)
-        wf_strbuf_printf(&b, "%s%s=%s", i ? "," : "", v[i]->key, v[i]->value ? v[i]->value : "");
-    const char *out =
-        wf_strbuf_failed(&b) ? NULL : wf_arena_strdup(wf_ctx_arena(ctx), wf_strbuf_cstr(&b));
-    wf_strbuf_free(&b);
-    *first = v[0];
-    return out;
-}
-
 static bool sc_selects(const wf_resource *sc, const wf_resource *pod)
 {
     const wf_kvs *sel = sc_selector(sc);
@@ -227,8 +202,12 @@ static void report_unmatched(sc_run *run)
             found = sc_selects(sc, run->pods[j]);
         if (found)
             continue;
-        const wf_kv *first = NULL;
-        const char *str = selector_string(run->ctx, sel, &first);
+        /* the line of the smallest label key, as util.ExtractLabelFromSelectorString */
+        wf_kvs sorted;
+        const char *str = wf_selector_string(wf_ctx_arena(run->ctx), sel);
+        const wf_kv *first = wf_kvs_go_map(wf_ctx_arena(run->ctx), sel, &sorted) && sorted.n
+                                 ? &sorted.items[0]
+                                 : NULL;
         if (str)
             WF_REPORT(run->ctx, WF_IST0101, sc, first ? first->node : NULL, "selector", str);
     }

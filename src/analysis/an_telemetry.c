@@ -35,43 +35,12 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static int cmp_kv(const void *a, const void *b)
-{
-    return strcmp(((const wf_kv *)a)->key, ((const wf_kv *)b)->key);
-}
-
-/* matchLabels as a Go map: one entry per key (the last one wins), sorted by key. */
+/* selector.matchLabels as a Go map (one entry per key, the last wins), sorted by key. */
 static bool match_labels(wf_analysis_ctx *ctx, const wf_node *sel, wf_kvs *out)
 {
-    const wf_node *ml = wf_map_get(sel, "matchLabels");
-    out->n = 0;
-    out->items = NULL;
-    if (!ml || ml->type != WF_NODE_MAP || ml->len == 0)
-        return true;
-    out->items = wf_arena_alloc(wf_ctx_arena(ctx), ml->len * sizeof(*out->items));
-    if (!out->items)
-        return false;
-    for (size_t i = 0; i < ml->len; i++) {
-        const wf_map_entry *e = &ml->u.entries[i];
-        if (wf_map_entry_get(ml, e->key) != e)
-            continue;
-        const char *v = wf_node_str(e->value);
-        out->items[out->n++] = (wf_kv){e->key, v ? v : "", e->value};
-    }
-    qsort(out->items, out->n, sizeof(*out->items), cmp_kv);
-    return true;
-}
-
-/* labels.SelectorFromSet(set).String(). */
-static const char *selector_string(wf_analysis_ctx *ctx, const wf_kvs *set)
-{
-    wf_strbuf b = WF_STRBUF_INIT;
-    for (size_t i = 0; i < set->n; i++)
-        wf_strbuf_printf(&b, "%s%s=%s", i ? "," : "", set->items[i].key, set->items[i].value);
-    const char *s =
-        wf_strbuf_failed(&b) ? NULL : wf_arena_strdup(wf_ctx_arena(ctx), wf_strbuf_cstr(&b));
-    wf_strbuf_free(&b);
-    return s ? s : "";
+    wf_kvs raw;
+    return wf_decode_kvs(wf_ctx_arena(ctx), wf_map_get(sel, "matchLabels"), &raw) == 0 &&
+           wf_kvs_go_map(wf_ctx_arena(ctx), &raw, out);
 }
 
 /* The sorted names of a list of resources, as Go's %v prints a []string. */
@@ -132,7 +101,8 @@ static void report_not_found(wf_analysis_ctx *ctx, const tel_sel *t)
     const wf_node *at = t->labels.items[0].node;
     if (at && at->type != WF_NODE_SCALAR && at->type != WF_NODE_NULL)
         at = NULL;
-    WF_REPORT(ctx, WF_IST0101, t->r, at, "selector", selector_string(ctx, &t->labels));
+    WF_REPORT(ctx, WF_IST0101, t->r, at, "selector",
+              wf_selector_string(wf_ctx_arena(ctx), &t->labels));
 }
 
 static void run_selector(wf_analysis_ctx *ctx)

@@ -3,6 +3,7 @@
  */
 #include "analysis/util.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/strbuf.h"
@@ -101,4 +102,44 @@ const char *wf_go_slice(wf_analysis_ctx *ctx, const char *const *v, size_t n)
     const char *s = wf_strbuf_failed(&b) ? "[]" : wf_arena_strdup(wf_ctx_arena(ctx), b.data);
     wf_strbuf_free(&b);
     return s ? s : "[]";
+}
+
+static int cmp_kv_key(const void *a, const void *b)
+{
+    return strcmp(((const wf_kv *)a)->key, ((const wf_kv *)b)->key);
+}
+
+bool wf_kvs_go_map(wf_arena *a, const wf_kvs *set, wf_kvs *out)
+{
+    out->n = 0;
+    out->items = NULL;
+    if (!set || set->n == 0)
+        return true;
+    out->items = wf_arena_alloc(a, set->n * sizeof(*out->items));
+    if (!out->items)
+        return false;
+    for (size_t i = 0; i < set->n; i++) {
+        size_t j = 0;
+        while (j < out->n && strcmp(out->items[j].key, set->items[i].key) != 0)
+            j++;
+        out->items[j] = set->items[i];
+        if (j == out->n)
+            out->n++;
+    }
+    qsort(out->items, out->n, sizeof(*out->items), cmp_kv_key);
+    return true;
+}
+
+const char *wf_selector_string(wf_arena *a, const wf_kvs *set)
+{
+    wf_kvs m;
+    if (!wf_kvs_go_map(a, set, &m))
+        return NULL;
+    wf_strbuf b = WF_STRBUF_INIT;
+    for (size_t i = 0; i < m.n; i++)
+        wf_strbuf_printf(&b, "%s%s=%s", i ? "," : "", m.items[i].key,
+                         m.items[i].value ? m.items[i].value : "");
+    const char *s = wf_strbuf_failed(&b) ? NULL : wf_arena_strdup(a, wf_strbuf_cstr(&b));
+    wf_strbuf_free(&b);
+    return s;
 }

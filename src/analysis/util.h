@@ -43,6 +43,14 @@ const char *wf_name_dot_ns(wf_analysis_ctx *ctx, const wf_resource *r);
 /* "<ns>/<name>" or "<name>" (resource.FullName.String()). */
 const char *wf_full_name(wf_analysis_ctx *ctx, const wf_resource *r);
 
+/* The labels of set as a Go map holds them: one entry per key (a repeated key keeps its last
+ * value), sorted by key. out->items is an arena array. Returns false on out of memory. */
+bool wf_kvs_go_map(wf_arena *a, const wf_kvs *set, wf_kvs *out);
+
+/* Kubernetes labels.SelectorFromSet(set).String(): "k1=v1,k2=v2" sorted by key, a repeated
+ * key keeping its last value; "" for an empty set. Arena string, NULL on out of memory. */
+const char *wf_selector_string(wf_arena *a, const wf_kvs *set);
+
 /* Go's fmt %v of a string slice: "[a b c]". */
 const char *wf_go_slice(wf_analysis_ctx *ctx, const char *const *v, size_t n);
 

@@ -13,8 +13,8 @@ typedef struct wf_ptrvec {
 
 typedef struct wf_hslot {
     uint64_t hash;
-    const char *key; /* index key (arena) */
-    size_t first;    /* index into `chain` of the first resource with this key */
+    const char *key;                /* index key (arena) */
+    size_t first;                   /* index into `chain` of the first resource with this key */
     const wf_resource *const *flat; /* the chain as an array (after wf_index_flatten) */
     size_t nflat;
 } wf_hslot;
@@ -45,8 +45,7 @@ int wf_ptrvec_push(wf_ptrvec *v, const wf_resource *r);
 void wf_ptrvec_free(wf_ptrvec *v);
 
 /* Record a load error (strings copied into the arena). Returns 0 or -1 on OOM. */
-int wf_store_add_error(wf_store *s, const char *file, uint32_t line, uint32_t col,
-                       const char *msg);
+int wf_store_add_error(wf_store *s, const char *file, uint32_t line, uint32_t col, const char *msg);
 
 /* Turn one document root into resources (handles kind: List). */
 int wf_store_add_document(wf_store *s, const char *file, bool json, wf_node *root, uint32_t line,
@@ -54,9 +53,5 @@ int wf_store_add_document(wf_store *s, const char *file, bool json, wf_node *roo
 
 /* Decode the typed view of r (r->t). Returns 0 or -1 on OOM. */
 int wf_decode(wf_arena *a, wf_resource *r);
-
-/* Decode a map of string to string (labels, selectors) into kvs. Non-string values are
- * rendered as their scalar text. */
-int wf_decode_kvs(wf_arena *a, const wf_node *map, wf_kvs *out);
 
 #endif

@@ -36,6 +36,11 @@ typedef struct wf_strs {
     const wf_node **nodes;
 } wf_strs;
 
+/* Decode a YAML map of strings (labels, selectors) into kvs, in document order, allocated in
+ * the arena; a non-map gives an empty kvs. Returns 0, or -1 on out of memory. */
+struct wf_arena;
+int wf_decode_kvs(struct wf_arena *a, const wf_node *map, wf_kvs *out);
+
 /* Value for key, or NULL. */
 const char *wf_kvs_get(const wf_kvs *kvs, const char *key);
 
