@@ -19,41 +19,6 @@ const char *wf_fqdn(wf_analysis_ctx *ctx, const char *ns, const char *host)
     return s ? s : host;
 }
 
-bool wf_host_service_parts(wf_analysis_ctx *ctx, const char *host, const char **name,
-                           const char **ns)
-{
-    const char *suffix = wf_store_domain_suffix(wf_ctx_store(ctx));
-    size_t hl = strlen(host), sl = strlen(suffix);
-    if (hl <= sl + 6 || strcmp(host + hl - sl, suffix) != 0 ||
-        strncmp(host + hl - sl - 5, ".svc.", 5) != 0)
-        return false;
-    const char *dot = strchr(host, '.');
-    if (!dot || dot >= host + hl - sl - 5)
-        return false;
-    wf_arena *a = wf_ctx_arena(ctx);
-    *name = wf_arena_strndup(a, host, (size_t)(dot - host));
-    *ns = wf_arena_strndup(a, dot + 1, (size_t)(host + hl - sl - 5 - (dot + 1)));
-    return *name && *ns && !strchr(*ns, '.');
-}
-
-bool wf_host_matches(const char *pattern, const char *host)
-{
-    if (strcmp(pattern, "*") == 0)
-        return true;
-    if (pattern[0] == '*') {
-        size_t pl = strlen(pattern) - 1, hl = strlen(host);
-        if (host[0] == '*') /* wildcard vs wildcard: the pattern must be the broader one */
-            return hl - 1 >= pl && strcmp(host + hl - pl, pattern + 1) == 0;
-        return hl >= pl && strcmp(host + hl - pl, pattern + 1) == 0;
-    }
-    return strcmp(pattern, host) == 0;
-}
-
-bool wf_hosts_intersect(const char *a, const char *b)
-{
-    return wf_host_matches(a, b) || wf_host_matches(b, a);
-}
-
 bool wf_export_visible(const wf_strs *export_to, const char *owner_ns, const char *from_ns)
 {
     if (!export_to || export_to->n == 0)
@@ -68,19 +33,6 @@ bool wf_export_visible(const wf_strs *export_to, const char *owner_ns, const cha
             return true;
     }
     return false;
-}
-
-const char *wf_friendly_name(wf_analysis_ctx *ctx, const wf_resource *r)
-{
-    wf_arena *a = wf_ctx_arena(ctx);
-    return r->ns[0] ? wf_arena_printf(a, "%s %s/%s", r->kind_name, r->ns, r->name)
-                    : wf_arena_printf(a, "%s %s", r->kind_name, r->name);
-}
-
-const char *wf_name_dot_ns(wf_analysis_ctx *ctx, const wf_resource *r)
-{
-    wf_arena *a = wf_ctx_arena(ctx);
-    return r->ns[0] ? wf_arena_printf(a, "%s.%s", r->name, r->ns) : r->name;
 }
 
 const char *wf_full_name(wf_analysis_ctx *ctx, const wf_resource *r)

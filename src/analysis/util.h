@@ -17,28 +17,15 @@
  * dots or a leading wildcard is returned unchanged. */
 const char *wf_fqdn(wf_analysis_ctx *ctx, const char *ns, const char *host);
 
-/* True when host is the FQDN of a Kubernetes Service ("name.ns.svc.<suffix>"); sets *name and
- * *ns (arena strings) when so. */
-bool wf_host_service_parts(wf_analysis_ctx *ctx, const char *host, const char **name,
-                           const char **ns);
 
-/* Istio host matching: "*.foo.com" matches "bar.foo.com" and "*.foo.com"; "*" matches all. */
-bool wf_host_matches(const char *pattern, const char *host);
 
-/* Do two host patterns intersect (either matches the other)? */
-bool wf_hosts_intersect(const char *a, const char *b);
 
 /* exportTo visibility: is a resource in namespace `owner_ns` with exportTo list `export_to`
  * (empty = "*", the mesh default) visible from namespace `from_ns`? "." means owner_ns,
  * "*" everywhere, "~" nowhere. */
 bool wf_export_visible(const wf_strs *export_to, const char *owner_ns, const char *from_ns);
 
-/* "<Kind> <ns>/<name>" or "<Kind> <name>" (Istio's FriendlyName) in the arena. */
-const char *wf_friendly_name(wf_analysis_ctx *ctx, const wf_resource *r);
 
-/* "<name>.<ns>" or "<name>" (resource.FullName.String() order is ns/name; this gives
- * Istio's "name.namespace" used in some messages). */
-const char *wf_name_dot_ns(wf_analysis_ctx *ctx, const wf_resource *r);
 
 /* "<ns>/<name>" or "<name>" (resource.FullName.String()). */
 const char *wf_full_name(wf_analysis_ctx *ctx, const wf_resource *r);
