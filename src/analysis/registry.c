@@ -8,60 +8,60 @@
 
 #include <string.h>
 
-extern const wf_analyzer wf_an_annotations_AlphaAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_annotations_K8sAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_applicationUID_Analyzer __attribute__((weak));
-extern const wf_analyzer wf_an_auth_AuthorizationPoliciesAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_authn_BlockedCIDRsAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_conditions_ConditionAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_deployment_MultiServiceAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_deprecation_DeprecationAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_destinationrule_CaCertificateAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_destinationrule_SubsetSelectPodAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_envoyfilter_EnvoyPatchAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_externalcontrolplane_ExternalControlPlaneAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_gateway_CertificateAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_gateway_ConflictingGatewayAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_gateway_IngressGatewayPortAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_gateway_SecretAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_injection_Analyzer __attribute__((weak));
-extern const wf_analyzer wf_an_injection_ImageAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_injection_ImageAutoAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_k8sgateway_CRDVersionAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_k8sgateway_SelectorAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_meshnetworks_MeshNetworksAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_service_PortNameAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_serviceentry_Analyzer __attribute__((weak));
-extern const wf_analyzer wf_an_serviceentry_ConflictingServiceEntryProtocolAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_services_MultiClusterServiceAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_sidecar_SelectorAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_telemetry_DefaultSelectorAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_telemetry_LightstepAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_telemetry_ProviderAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_telemetry_SelectorAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_virtualservice_ConflictingMeshGatewayHostsAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_virtualservice_DestinationHostAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_virtualservice_DestinationRuleAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_virtualservice_GatewayAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_virtualservice_JWTClaimRouteAnalyzer __attribute__((weak));
-extern const wf_analyzer wf_an_webhook_Analyzer __attribute__((weak));
-extern const wf_analyzer wf_an_schema_AuthorizationPolicy __attribute__((weak));
-extern const wf_analyzer wf_an_schema_DestinationRule __attribute__((weak));
-extern const wf_analyzer wf_an_schema_EnvoyFilter __attribute__((weak));
-extern const wf_analyzer wf_an_schema_Gateway __attribute__((weak));
-extern const wf_analyzer wf_an_schema_PeerAuthentication __attribute__((weak));
-extern const wf_analyzer wf_an_schema_ProxyConfig __attribute__((weak));
-extern const wf_analyzer wf_an_schema_RequestAuthentication __attribute__((weak));
-extern const wf_analyzer wf_an_schema_ServiceEntry __attribute__((weak));
-extern const wf_analyzer wf_an_schema_Sidecar __attribute__((weak));
-extern const wf_analyzer wf_an_schema_Telemetry __attribute__((weak));
-extern const wf_analyzer wf_an_schema_TrafficExtension __attribute__((weak));
-extern const wf_analyzer wf_an_schema_VirtualService __attribute__((weak));
-extern const wf_analyzer wf_an_schema_WasmPlugin __attribute__((weak));
-extern const wf_analyzer wf_an_schema_WorkloadEntry __attribute__((weak));
-extern const wf_analyzer wf_an_schema_WorkloadGroup __attribute__((weak));
-extern const wf_analyzer wf_an_schema_MeshNetworks __attribute__((weak));
-extern const wf_analyzer wf_an_schema_MeshConfig __attribute__((weak));
+extern const wf_analyzer wf_an_annotations_AlphaAnalyzer;
+extern const wf_analyzer wf_an_annotations_K8sAnalyzer;
+extern const wf_analyzer wf_an_applicationUID_Analyzer;
+extern const wf_analyzer wf_an_auth_AuthorizationPoliciesAnalyzer;
+extern const wf_analyzer wf_an_authn_BlockedCIDRsAnalyzer;
+extern const wf_analyzer wf_an_conditions_ConditionAnalyzer;
+extern const wf_analyzer wf_an_deployment_MultiServiceAnalyzer;
+extern const wf_analyzer wf_an_deprecation_DeprecationAnalyzer;
+extern const wf_analyzer wf_an_destinationrule_CaCertificateAnalyzer;
+extern const wf_analyzer wf_an_destinationrule_SubsetSelectPodAnalyzer;
+extern const wf_analyzer wf_an_envoyfilter_EnvoyPatchAnalyzer;
+extern const wf_analyzer wf_an_externalcontrolplane_ExternalControlPlaneAnalyzer;
+extern const wf_analyzer wf_an_gateway_CertificateAnalyzer;
+extern const wf_analyzer wf_an_gateway_ConflictingGatewayAnalyzer;
+extern const wf_analyzer wf_an_gateway_IngressGatewayPortAnalyzer;
+extern const wf_analyzer wf_an_gateway_SecretAnalyzer;
+extern const wf_analyzer wf_an_injection_Analyzer;
+extern const wf_analyzer wf_an_injection_ImageAnalyzer;
+extern const wf_analyzer wf_an_injection_ImageAutoAnalyzer;
+extern const wf_analyzer wf_an_k8sgateway_CRDVersionAnalyzer;
+extern const wf_analyzer wf_an_k8sgateway_SelectorAnalyzer;
+extern const wf_analyzer wf_an_meshnetworks_MeshNetworksAnalyzer;
+extern const wf_analyzer wf_an_service_PortNameAnalyzer;
+extern const wf_analyzer wf_an_serviceentry_Analyzer;
+extern const wf_analyzer wf_an_serviceentry_ConflictingServiceEntryProtocolAnalyzer;
+extern const wf_analyzer wf_an_services_MultiClusterServiceAnalyzer;
+extern const wf_analyzer wf_an_sidecar_SelectorAnalyzer;
+extern const wf_analyzer wf_an_telemetry_DefaultSelectorAnalyzer;
+extern const wf_analyzer wf_an_telemetry_LightstepAnalyzer;
+extern const wf_analyzer wf_an_telemetry_ProviderAnalyzer;
+extern const wf_analyzer wf_an_telemetry_SelectorAnalyzer;
+extern const wf_analyzer wf_an_virtualservice_ConflictingMeshGatewayHostsAnalyzer;
+extern const wf_analyzer wf_an_virtualservice_DestinationHostAnalyzer;
+extern const wf_analyzer wf_an_virtualservice_DestinationRuleAnalyzer;
+extern const wf_analyzer wf_an_virtualservice_GatewayAnalyzer;
+extern const wf_analyzer wf_an_virtualservice_JWTClaimRouteAnalyzer;
+extern const wf_analyzer wf_an_webhook_Analyzer;
+extern const wf_analyzer wf_an_schema_AuthorizationPolicy;
+extern const wf_analyzer wf_an_schema_DestinationRule;
+extern const wf_analyzer wf_an_schema_EnvoyFilter;
+extern const wf_analyzer wf_an_schema_Gateway;
+extern const wf_analyzer wf_an_schema_PeerAuthentication;
+extern const wf_analyzer wf_an_schema_ProxyConfig;
+extern const wf_analyzer wf_an_schema_RequestAuthentication;
+extern const wf_analyzer wf_an_schema_ServiceEntry;
+extern const wf_analyzer wf_an_schema_Sidecar;
+extern const wf_analyzer wf_an_schema_Telemetry;
+extern const wf_analyzer wf_an_schema_TrafficExtension;
+extern const wf_analyzer wf_an_schema_VirtualService;
+extern const wf_analyzer wf_an_schema_WasmPlugin;
+extern const wf_analyzer wf_an_schema_WorkloadEntry;
+extern const wf_analyzer wf_an_schema_WorkloadGroup;
+extern const wf_analyzer wf_an_schema_MeshNetworks;
+extern const wf_analyzer wf_an_schema_MeshConfig;
 
 static const wf_analyzer *const candidates[] = {
     &wf_an_annotations_AlphaAnalyzer,
@@ -124,25 +124,15 @@ static const wf_analyzer *const candidates[] = {
 
 const wf_analyzer *const *wf_analyzers_all(size_t *n)
 {
-    static const wf_analyzer *present[NCAND];
-    static size_t npresent;
-    if (npresent == 0) {
-        for (size_t i = 0; i < NCAND; i++) {
-            if (candidates[i] && candidates[i]->name)
-                present[npresent++] = candidates[i];
-        }
-    }
-    *n = npresent;
-    return present;
+    *n = NCAND;
+    return candidates;
 }
 
 const wf_analyzer *wf_analyzer_find(const char *name)
 {
-    size_t n;
-    const wf_analyzer *const *all = wf_analyzers_all(&n);
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(all[i]->name, name) == 0)
-            return all[i];
+    for (size_t i = 0; i < NCAND; i++) {
+        if (strcmp(candidates[i]->name, name) == 0)
+            return candidates[i];
     }
     return NULL;
 }

@@ -20,6 +20,7 @@
 #include <openssl/x509.h>
 
 #include "analysis/an_gateway_util.h"
+#include "analysis/util.h"
 #include "analysis/analysis.h"
 #include "harness.h"
 #include "model/store.h"
@@ -180,9 +181,9 @@ static void test_selector_string(void **state)
     wf_arena_init(&ar);
     wf_kv items[] = {{"istio", "ingressgateway", NULL}, {"app", "gw", NULL}, {"istio", "x", NULL}};
     wf_kvs kvs = {3, items};
-    assert_string_equal(wf_gw_selector_string(&ar, &kvs), "app=gw,istio=x");
+    assert_string_equal(wf_selector_string(&ar, &kvs), "app=gw,istio=x");
     wf_kvs none = {0, NULL};
-    assert_string_equal(wf_gw_selector_string(&ar, &none), "");
+    assert_string_equal(wf_selector_string(&ar, &none), "");
     wf_arena_destroy(&ar);
 }
 
