@@ -48,8 +48,9 @@ int wf_store_load_buffer(wf_store *s, const char *name, const char *buf, size_t 
             return -1;
     } else {
         uint32_t line, col;
-        size_t bad = wf_utf8_check(buf, len, &line, &col);
+        size_t bad = wf_utf8_check(buf, len, NULL, NULL);
         if (bad < len) {
+            wf_utf8_check(buf, bad, &line, &col); /* the position, only when needed */
             char msg[128];
             snprintf(msg, sizeof(msg), "invalid UTF-8 (byte 0x%02X at offset %zu)",
                      (unsigned char)buf[bad], bad);

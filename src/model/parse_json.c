@@ -98,15 +98,57 @@ static wf_node *convert(wf_arena *a, json_t *j, unsigned depth, wf_parse_error *
     }
 }
 
+/* Find the first '[' or '{' (outside strings) nested deeper than max. Returns true and its
+ * 1-based line and column (in characters) when there is one. jansson keeps no positions in
+ * its values, so the depth limit is checked on the text. */
+static bool json_too_deep(const char *buf, size_t len, unsigned max, uint32_t *line, uint32_t *col)
+{
+    unsigned depth = 0;
+    bool in_str = false, esc = false;
+    uint32_t ln = 1, cl = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)buf[i];
+        if (c == '\n') {
+            ln++, cl = 0;
+            continue;
+        }
+        if ((c & 0xC0) != 0x80)
+            cl++;
+        if (in_str) {
+            if (esc)
+                esc = false;
+            else if (c == '\\')
+                esc = true;
+            else if (c == '"')
+                in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max) {
+                *line = ln, *col = cl;
+                return true;
+            }
+        } else if ((c == ']' || c == '}') && depth) {
+            depth--;
+        }
+    }
+    return false;
+}
+
 int wf_parse_json(wf_arena *a, const char *buf, size_t len, wf_doc_cb doc, void *arg,
                   wf_parse_error *err)
 {
+    if (json_too_deep(buf, len, WF_LOAD_MAX_DEPTH, &err->line, &err->col)) {
+        snprintf(err->message, sizeof(err->message),
+                 "json: document nested too deeply (limit %u levels)", WF_LOAD_MAX_DEPTH);
+        return 1;
+    }
     json_error_t jerr;
     json_t *j = json_loadb(buf, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
                            &jerr);
     if (!j) {
         err->line = jerr.line > 0 ? (uint32_t)jerr.line : 0;
-        err->col = jerr.column > 0 ? (uint32_t)jerr.column : 0;
+        err->col = jerr.column > 0 ? (uint32_t)jerr.column : err->line ? 1 : 0;
         snprintf(err->message, sizeof(err->message), "json: %s", jerr.text);
         return 1;
     }
@@ -118,22 +160,38 @@ int wf_parse_json(wf_arena *a, const char *buf, size_t len, wf_doc_cb doc, void 
     return doc(root, 0, 0, arg) ? -1 : 0;
 }
 
+/* 1-based line and column (in characters) of byte offset `off`. */
+static void utf8_position(const char *buf, size_t off, uint32_t *line, uint32_t *col)
+{
+    uint32_t ln = 1;
+    const char *p = buf, *end = buf + off, *nl;
+    while (p < end && (nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+        ln++;
+        p = nl + 1;
+    }
+    uint32_t cl = 1;
+    for (; p < end; p++)
+        cl += ((unsigned char)*p & 0xC0) != 0x80;
+    if (line)
+        *line = ln;
+    if (col)
+        *col = cl;
+}
+
 size_t wf_utf8_check(const char *buf, size_t len, uint32_t *line, uint32_t *col)
 {
     const unsigned char *s = (const unsigned char *)buf;
-    uint32_t ln = 1, cl = 1;
     size_t i = 0;
     while (i < len) {
+        uint64_t w;
+        if (len - i >= 8 && (memcpy(&w, s + i, 8), (w & 0x8080808080808080ull) == 0)) {
+            i += 8; /* eight ASCII bytes */
+            continue;
+        }
         unsigned c = s[i];
         size_t need;
         uint32_t cp, min;
         if (c < 0x80) {
-            if (c == '\n') {
-                ln++;
-                cl = 1;
-            } else {
-                cl++;
-            }
             i++;
             continue;
         } else if ((c & 0xE0) == 0xC0) {
@@ -154,11 +212,8 @@ size_t wf_utf8_check(const char *buf, size_t len, uint32_t *line, uint32_t *col)
         if (k <= need || cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
             break;
         i += need + 1;
-        cl++;
     }
-    if (line)
-        *line = ln;
-    if (col)
-        *col = cl;
+    if (line || col)
+        utf8_position(buf, i, line, col);
     return i;
 }

@@ -10,27 +10,31 @@
 
 #include "model/store.h"
 
-#define MAX_ANCHORS 10000u
+#define MAX_ANCHORS  10000u
+#define ANCHOR_SLOTS 16384u /* hash slots for anchor names: a power of two > 1.5 * MAX_ANCHORS */
 
+/* One open collection. Its child buffers are kept when it closes and reused by the next
+ * collection at the same depth (fewer mallocs); they are freed when parsing ends. */
 typedef struct frame {
-    wf_node *node;       /* MAP or SEQ being built */
-    size_t weight;       /* nodes in the expanded subtree so far */
-    char *anchor;        /* heap copy of the anchor name, or NULL */
+    wf_node *node; /* MAP or SEQ being built */
+    size_t weight; /* nodes in the expanded subtree so far */
+    char *anchor;  /* heap copy of the anchor name, or NULL */
     /* children collected on the heap, copied to the arena when the frame closes */
     wf_map_entry *entries;
     wf_node **items;
-    size_t n, cap;
+    size_t n, ecap, icap;
     /* map only: the key waiting for its value */
     bool have_key;
     wf_map_entry key;
     wf_node **merges; /* values of "<<" keys */
-    size_t nmerges;
+    size_t nmerges, mcap;
 } frame;
 
 typedef struct anchor {
     char *name;
     wf_node *node;
     size_t weight;
+    uint32_t slot; /* its slot in yparser.aslots */
 } anchor;
 
 typedef struct yparser {
@@ -40,6 +44,8 @@ typedef struct yparser {
     size_t depth;
     anchor *anchors;
     size_t nanchors, capanchors;
+    uint16_t *aslots;   /* ANCHOR_SLOTS entries, allocated at the first anchor: anchor index
+                         * + 1 by name hash; 0 = empty */
     size_t alias_total; /* expanded nodes reached through aliases in this document */
     wf_node *root;
     size_t root_weight;
@@ -55,36 +61,68 @@ static int fail(yparser *p, const yaml_mark_t *m, const char *fmt, const char *a
     return 1;
 }
 
-static void free_frame(frame *f)
+/* Close a frame's use; its buffers stay for reuse. */
+static void clear_frame(frame *f)
 {
-    free(f->entries);
-    free(f->items);
-    free(f->merges);
     free(f->anchor);
-    memset(f, 0, sizeof(*f));
+    f->anchor = NULL;
+    f->node = NULL;
+    f->n = f->nmerges = 0;
+    f->have_key = false;
+}
+
+static void free_frames(yparser *p)
+{
+    for (size_t i = 0; i < sizeof(p->stack) / sizeof(p->stack[0]); i++) {
+        frame *f = &p->stack[i];
+        clear_frame(f);
+        free(f->entries);
+        free(f->items);
+        free(f->merges);
+        memset(f, 0, sizeof(*f));
+    }
 }
 
 static void reset_doc(yparser *p)
 {
     while (p->depth > 0)
-        free_frame(&p->stack[--p->depth]);
-    for (size_t i = 0; i < p->nanchors; i++)
+        clear_frame(&p->stack[--p->depth]);
+    for (size_t i = 0; i < p->nanchors; i++) {
+        p->aslots[p->anchors[i].slot] = 0;
         free(p->anchors[i].name);
+    }
     p->nanchors = 0;
     p->alias_total = 0;
     p->root = NULL;
     p->root_weight = 0;
 }
 
+/* The slot for anchor `name` in p->aslots: it holds the anchor's index + 1 when the name is
+ * defined, else 0 (the free slot where it would go). */
+static uint32_t anchor_slot(const yparser *p, const char *name)
+{
+    if (!p->aslots)
+        return 0;
+    uint32_t h = 2166136261u;
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        h = (h ^ *c) * 16777619u;
+    uint32_t j = h & (ANCHOR_SLOTS - 1);
+    while (p->aslots[j] && strcmp(p->anchors[p->aslots[j] - 1].name, name) != 0)
+        j = (j + 1) & (ANCHOR_SLOTS - 1);
+    return j;
+}
+
 static int remember_anchor(yparser *p, const char *name, wf_node *node, size_t weight,
                            const yaml_mark_t *m)
 {
-    for (size_t i = 0; i < p->nanchors; i++) {
-        if (strcmp(p->anchors[i].name, name) == 0) { /* redefinition: latest wins */
-            p->anchors[i].node = node;
-            p->anchors[i].weight = weight;
-            return 0;
-        }
+    if (!p->aslots && !(p->aslots = calloc(ANCHOR_SLOTS, sizeof(*p->aslots))))
+        return -1;
+    uint32_t slot = anchor_slot(p, name);
+    if (p->aslots[slot]) { /* redefinition: latest wins */
+        anchor *old = &p->anchors[p->aslots[slot] - 1];
+        old->node = node;
+        old->weight = weight;
+        return 0;
     }
     if (p->nanchors >= MAX_ANCHORS)
         return fail(p, m, "yaml: too many anchors in one document (limit %s)", "10000");
@@ -99,7 +137,24 @@ static int remember_anchor(yparser *p, const char *name, wf_node *node, size_t w
     char *copy = strdup(name);
     if (!copy)
         return -1;
-    p->anchors[p->nanchors++] = (anchor){copy, node, weight};
+    p->anchors[p->nanchors++] = (anchor){copy, node, weight, slot};
+    p->aslots[slot] = (uint16_t)p->nanchors;
+    return 0;
+}
+
+/* Make room for at least `need` entries in a map frame. Returns 0 or -1 on OOM. */
+static int grow_entries(frame *f, size_t need)
+{
+    if (need <= f->ecap)
+        return 0;
+    size_t cap = f->ecap ? f->ecap * 2 : 8;
+    while (cap < need)
+        cap *= 2;
+    wf_map_entry *ne = realloc(f->entries, cap * sizeof(*ne));
+    if (!ne)
+        return -1;
+    f->entries = ne;
+    f->ecap = cap;
     return 0;
 }
 
@@ -114,13 +169,13 @@ static int add_child(yparser *p, wf_node *child, size_t weight, const yaml_mark_
     frame *f = &p->stack[p->depth - 1];
     f->weight += weight;
     if (f->node->type == WF_NODE_SEQ) {
-        if (f->n == f->cap) {
-            size_t cap = f->cap ? f->cap * 2 : 8;
+        if (f->n == f->icap) {
+            size_t cap = f->icap ? f->icap * 2 : 8;
             wf_node **ni = realloc(f->items, cap * sizeof(*ni));
             if (!ni)
                 return -1;
             f->items = ni;
-            f->cap = cap;
+            f->icap = cap;
         }
         f->items[f->n++] = child;
         return 0;
@@ -138,21 +193,19 @@ static int add_child(yparser *p, wf_node *child, size_t weight, const yaml_mark_
     }
     f->have_key = false;
     if (f->key.key == NULL) {
-        wf_node **nm = realloc(f->merges, (f->nmerges + 1) * sizeof(*nm));
-        if (!nm)
-            return -1;
-        f->merges = nm;
+        if (f->nmerges == f->mcap) {
+            size_t cap = f->mcap ? f->mcap * 2 : 4;
+            wf_node **nm = realloc(f->merges, cap * sizeof(*nm));
+            if (!nm)
+                return -1;
+            f->merges = nm;
+            f->mcap = cap;
+        }
         f->merges[f->nmerges++] = child;
         return 0;
     }
-    if (f->n == f->cap) {
-        size_t cap = f->cap ? f->cap * 2 : 8;
-        wf_map_entry *ne = realloc(f->entries, cap * sizeof(*ne));
-        if (!ne)
-            return -1;
-        f->entries = ne;
-        f->cap = cap;
-    }
+    if (f->n == f->ecap && grow_entries(f, f->n + 1))
+        return -1;
     f->key.value = child;
     f->entries[f->n++] = f->key;
     (void)m;
@@ -161,8 +214,9 @@ static int add_child(yparser *p, wf_node *child, size_t weight, const yaml_mark_
 
 static bool is_null_plain(const char *s, size_t len)
 {
-    return len == 0 || strcmp(s, "~") == 0 || strcmp(s, "null") == 0 ||
-           strcmp(s, "Null") == 0 || strcmp(s, "NULL") == 0;
+    return len == 0 || (len == 1 && s[0] == '~') ||
+           (len == 4 &&
+            (memcmp(s, "null", 4) == 0 || memcmp(s, "Null", 4) == 0 || memcmp(s, "NULL", 4) == 0));
 }
 
 static wf_node *new_node(yparser *p, wf_node_type t, const yaml_mark_t *m)
@@ -188,14 +242,12 @@ static int on_scalar(yparser *p, yaml_event_t *ev)
     if (!n)
         return -1;
     n->quoted = quoted;
-    char *s = wf_arena_strndup(p->a, val, len);
-    if (!s)
-        return -1;
-    n->u.str = s;
-    n->len = len;
-    if (is_null) {
-        n->u.str = NULL;
-        n->len = 0;
+    if (!is_null) { /* a null keeps str NULL and len 0 */
+        char *s = wf_arena_strndup(p->a, val, len);
+        if (!s)
+            return -1;
+        n->u.str = s;
+        n->len = len;
     }
     if (ev->data.scalar.anchor) {
         int rc = remember_anchor(p, (const char *)ev->data.scalar.anchor, n, 1, &ev->start_mark);
@@ -208,17 +260,16 @@ static int on_scalar(yparser *p, yaml_event_t *ev)
 static int on_alias(yparser *p, yaml_event_t *ev)
 {
     const char *name = (const char *)ev->data.alias.anchor;
-    for (size_t i = p->nanchors; i-- > 0;) {
-        if (strcmp(p->anchors[i].name, name) != 0)
-            continue;
-        p->alias_total += p->anchors[i].weight;
-        if (p->alias_total > WF_LOAD_MAX_ALIAS_NODES)
-            return fail(p, &ev->start_mark,
-                        "yaml: document expands to too many nodes through aliases (limit %s)",
-                        "100000");
-        return add_child(p, p->anchors[i].node, p->anchors[i].weight, &ev->start_mark);
-    }
-    return fail(p, &ev->start_mark, "yaml: unknown anchor '%s' referenced", name);
+    uint32_t slot = anchor_slot(p, name);
+    if (!p->aslots || !p->aslots[slot])
+        return fail(p, &ev->start_mark, "yaml: unknown anchor '%s' referenced", name);
+    const anchor *an = &p->anchors[p->aslots[slot] - 1];
+    p->alias_total += an->weight;
+    if (p->alias_total > WF_LOAD_MAX_ALIAS_NODES)
+        return fail(p, &ev->start_mark,
+                    "yaml: document expands to too many nodes through aliases (limit %s)",
+                    "100000");
+    return add_child(p, an->node, an->weight, &ev->start_mark);
 }
 
 static int open_collection(yparser *p, yaml_event_t *ev, wf_node_type t, const char *anchor_name)
@@ -230,7 +281,7 @@ static int open_collection(yparser *p, yaml_event_t *ev, wf_node_type t, const c
     if (!n)
         return -1;
     frame *f = &p->stack[p->depth++];
-    memset(f, 0, sizeof(*f));
+    clear_frame(f);
     f->node = n;
     f->weight = 1;
     if (anchor_name) {
@@ -288,34 +339,71 @@ static int check_duplicates(yparser *p, frame *f)
     return fail(p, &m, "%s", msg);
 }
 
-/* Apply YAML merge keys: entries of merged maps not set explicitly are appended. */
+/* Map keys seen so far, to apply merges in linear time (open addressing, power-of-two cap). */
+typedef struct keyset {
+    const char **slots;
+    size_t cap;
+} keyset;
+
+static uint64_t key_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* Add key; returns true when it was not there yet. */
+static bool keyset_add(keyset *ks, const char *key)
+{
+    size_t j = (size_t)key_hash(key) & (ks->cap - 1);
+    while (ks->slots[j]) {
+        if (strcmp(ks->slots[j], key) == 0)
+            return false;
+        j = (j + 1) & (ks->cap - 1);
+    }
+    ks->slots[j] = key;
+    return true;
+}
+
+/* The maps a "<<" value names: itself, or the maps of a sequence. */
+static size_t merge_count(const wf_node *src)
+{
+    return src->type == WF_NODE_SEQ ? src->len : 1;
+}
+
+static const wf_node *merge_at(const wf_node *src, size_t i)
+{
+    return src->type == WF_NODE_SEQ ? src->u.items[i] : src;
+}
+
+/* Apply YAML merge keys: entries of merged maps not set explicitly (or by an earlier merge)
+ * are appended. */
 static int apply_merges(frame *f)
 {
-    for (size_t m = 0; m < f->nmerges; m++) {
-        wf_node *src = f->merges[m];
-        size_t nsrc = src->type == WF_NODE_SEQ ? src->len : 1;
-        for (size_t s = 0; s < nsrc; s++) {
-            wf_node *mp = src->type == WF_NODE_SEQ ? src->u.items[s] : src;
-            if (mp->type != WF_NODE_MAP)
-                continue;
-            for (size_t i = 0; i < mp->len; i++) {
-                bool present = false;
-                for (size_t j = 0; j < f->n && !present; j++)
-                    present = strcmp(f->entries[j].key, mp->u.entries[i].key) == 0;
-                if (present)
-                    continue;
-                if (f->n == f->cap) {
-                    size_t cap = f->cap ? f->cap * 2 : 8;
-                    wf_map_entry *ne = realloc(f->entries, cap * sizeof(*ne));
-                    if (!ne)
-                        return -1;
-                    f->entries = ne;
-                    f->cap = cap;
-                }
-                f->entries[f->n++] = mp->u.entries[i];
-            }
+    if (!f->nmerges)
+        return 0;
+    size_t total = f->n;
+    for (size_t m = 0; m < f->nmerges; m++)
+        for (size_t s = 0; s < merge_count(f->merges[m]); s++) {
+            const wf_node *mp = merge_at(f->merges[m], s);
+            total += mp->type == WF_NODE_MAP ? mp->len : 0;
         }
-    }
+    keyset ks = {NULL, 16};
+    while (ks.cap < total * 2)
+        ks.cap *= 2;
+    if (grow_entries(f, total) || !(ks.slots = calloc(ks.cap, sizeof(*ks.slots))))
+        return -1;
+    for (size_t j = 0; j < f->n; j++)
+        keyset_add(&ks, f->entries[j].key);
+    for (size_t m = 0; m < f->nmerges; m++)
+        for (size_t s = 0; s < merge_count(f->merges[m]); s++) {
+            const wf_node *mp = merge_at(f->merges[m], s);
+            for (size_t i = 0; mp->type == WF_NODE_MAP && i < mp->len; i++)
+                if (keyset_add(&ks, mp->u.entries[i].key))
+                    f->entries[f->n++] = mp->u.entries[i];
+        }
+    free(ks.slots);
     return 0;
 }
 
@@ -344,7 +432,7 @@ static int close_collection(yparser *p, const yaml_mark_t *m)
     size_t weight = f->weight;
     char *anchor_name = f->anchor;
     f->anchor = NULL;
-    free_frame(f);
+    clear_frame(f);
     p->depth--;
     if (anchor_name) {
         rc = remember_anchor(p, anchor_name, n, weight, m);
@@ -390,6 +478,28 @@ static int handle_event(yparser *p, yaml_event_t *ev, wf_doc_cb doc, void *arg)
     }
 }
 
+/* Report libyaml's error. Reader errors (control characters, bad encodings) carry a byte
+ * offset instead of a mark: turn it into a line and column. */
+static int syntax_error(yparser *p, const yaml_parser_t *parser, const char *buf, size_t len)
+{
+    char msg[240];
+    if (parser->error == YAML_READER_ERROR) {
+        uint32_t line, col;
+        size_t off = parser->problem_offset < len ? parser->problem_offset : len;
+        wf_utf8_check(buf, off, &line, &col);
+        yaml_mark_t m = {off, line - 1, col - 1};
+        if (parser->problem_value >= 0)
+            snprintf(msg, sizeof(msg), "yaml: %s (character U+%04X)",
+                     parser->problem ? parser->problem : "error", (unsigned)parser->problem_value);
+        else
+            snprintf(msg, sizeof(msg), "yaml: %s", parser->problem ? parser->problem : "error");
+        return fail(p, &m, "%s", msg);
+    }
+    snprintf(msg, sizeof(msg), "yaml: %s%s%s", parser->problem ? parser->problem : "error",
+             parser->context ? " " : "", parser->context ? parser->context : "");
+    return fail(p, &parser->problem_mark, "%s", msg);
+}
+
 int wf_parse_yaml(wf_arena *a, const char *buf, size_t len, wf_doc_cb doc, void *arg,
                   wf_parse_error *err)
 {
@@ -412,11 +522,7 @@ int wf_parse_yaml(wf_arena *a, const char *buf, size_t len, wf_doc_cb doc, void 
                 rc = -1;
                 break;
             }
-            const yaml_mark_t *m = &parser.problem_mark;
-            char msg[240];
-            snprintf(msg, sizeof(msg), "yaml: %s%s%s", parser.problem ? parser.problem : "error",
-                     parser.context ? " " : "", parser.context ? parser.context : "");
-            rc = fail(p, m, "%s", msg);
+            rc = syntax_error(p, &parser, buf, len);
             break;
         }
         bool end = ev.type == YAML_STREAM_END_EVENT;
@@ -426,6 +532,8 @@ int wf_parse_yaml(wf_arena *a, const char *buf, size_t len, wf_doc_cb doc, void 
             break;
     }
     reset_doc(p);
+    free_frames(p);
+    free(p->aslots);
     free(p->anchors);
     free(p);
     yaml_parser_delete(&parser);

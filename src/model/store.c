@@ -278,11 +278,12 @@ void wf_store_pods_matching(const wf_store *s, const char *ns, const wf_kvs *sel
 
 /* ---- finalisation ---- */
 
-static bool any_pod_matches(const wf_store *s, const wf_resource *ctl)
+/* Only the first nreal pods are real: synthetic ones are appended after them. */
+static bool any_pod_matches(const wf_store *s, size_t nreal, const wf_resource *ctl)
 {
     const wf_ptrvec *pods = &s->by_kind[WF_KIND_POD];
     const wf_workload *w = ctl->t.workload;
-    for (size_t i = 0; i < pods->n; i++) {
+    for (size_t i = 0; i < nreal; i++) {
         const wf_resource *p = pods->v[i];
         if (!p->synthetic && strcmp(p->ns, ctl->ns) == 0 &&
             wf_label_selector_matches(w->selector, &p->labels))
@@ -350,10 +351,11 @@ int wf_store_finalize(wf_store *s, const char *default_ns, bool synth_pods)
             return -1;
     }
     if (synth_pods) {
+        size_t nreal_pods = s->by_kind[WF_KIND_POD].n;
         for (int k = WF_KIND_DEPLOYMENT; k <= WF_KIND_DAEMONSET; k++) {
             const wf_ptrvec *ctls = &s->by_kind[k];
             for (size_t i = 0; i < ctls->n; i++)
-                if (ctls->v[i]->t.workload && !any_pod_matches(s, ctls->v[i]) &&
+                if (ctls->v[i]->t.workload && !any_pod_matches(s, nreal_pods, ctls->v[i]) &&
                     synthesize_pod(s, ctls->v[i]))
                     return -1;
         }
