@@ -395,7 +395,7 @@ static int compare_pre_part(const char *s, size_t sn, const char *o, size_t on)
     char sb[257], ob[257];
     snprintf(sb, sizeof(sb), "%.*s", (int)sn, s);
     snprintf(ob, sizeof(ob), "%.*s", (int)on, o);
-    uint64_t si, oi;
+    uint64_t si = 0, oi = 0;
     const char *sp = sb, *op = ob;
     bool snum = parse_uint(&sp, &si) && *sp == '\0';
     bool onum = parse_uint(&op, &oi) && *op == '\0';

@@ -158,7 +158,7 @@ static void lookup_injector_cm(wf_analysis_ctx *ctx, inj_state *st, const char *
 static void check_namespace(wf_analysis_ctx *ctx, inj_state *st, const wf_resource *ns)
 {
     const char *name = ns->name;
-    if (strcmp(name, "istio-system") == 0)
+    if (strcmp(name, "istio-system") == 0 || wf_is_system_namespace(name))
         return;
     check_multiple_labels(ctx, ns);
     const char *mode = wf_kvs_get(&ns->labels, DATAPLANE_LABEL);

@@ -18,7 +18,8 @@ struct wf_analysis_ctx {
     const wf_analyzer *current;
     wf_finding *v;
     size_t n, cap;
-    bool oom;
+    size_t text_bytes; /* rendered text collected so far */
+    bool oom, truncated;
 };
 
 const wf_store *wf_ctx_store(const wf_analysis_ctx *ctx)
@@ -40,7 +41,7 @@ void wf_report_line(wf_analysis_ctx *ctx, wf_msg_id id, const wf_resource *res, 
                     const char *const *args, size_t nargs)
 {
     const wf_msg_type *t = wf_msg_type_get(id);
-    if (!t || ctx->oom)
+    if (!t || ctx->oom || ctx->truncated)
         return;
     if (ctx->n == ctx->cap) {
         size_t cap = ctx->cap ? ctx->cap * 2 : 32;
@@ -54,7 +55,14 @@ void wf_report_line(wf_analysis_ctx *ctx, wf_msg_id id, const wf_resource *res, 
     }
     wf_strbuf b = WF_STRBUF_INIT;
     wf_go_format(&b, t->tmpl, args, nargs);
-    const char *text = wf_strbuf_failed(&b) ? NULL : wf_arena_strdup(ctx->arena, wf_strbuf_cstr(&b));
+    ctx->text_bytes += b.len;
+    if (ctx->text_bytes > WF_ANALYSIS_MAX_TEXT_BYTES) {
+        ctx->truncated = true;
+        wf_strbuf_free(&b);
+        return;
+    }
+    const char *text =
+        wf_strbuf_failed(&b) ? NULL : wf_arena_strdup(ctx->arena, wf_strbuf_cstr(&b));
     wf_strbuf_free(&b);
     if (!text) {
         ctx->oom = true;
@@ -153,10 +161,9 @@ static bool suppressed(wf_arena *a, const wf_analysis_opts *o, const wf_finding 
             continue;
         const char *glob = eq + 1;
         const char *origin = wf_finding_origin(a, f);
-        const char *dotted =
-            f->res->ns[0]
-                ? wf_arena_printf(a, "%s %s.%s", f->res->kind_name, f->res->name, f->res->ns)
-                : origin;
+        const char *dotted = f->res->ns[0] ? wf_arena_printf(a, "%s %s.%s", f->res->kind_name,
+                                                             f->res->name, f->res->ns)
+                                           : origin;
         if ((origin && fnmatch(glob, origin, 0) == 0) || (dotted && fnmatch(glob, dotted, 0) == 0))
             return true;
     }
@@ -208,8 +215,8 @@ static int order_findings(wf_analysis_result *res, wf_finding *v, size_t n)
     for (size_t i = 0; i < n; i++) {
         const wf_resource *r = v[i].res;
         items[i].f = v[i];
-        items[i].res_key = r ? wf_arena_printf(&res->arena, "%s/%s/%s", r->kind_name, r->name, r->ns)
-                             : "";
+        items[i].res_key =
+            r ? wf_arena_printf(&res->arena, "%s/%s/%s", r->kind_name, r->name, r->ns) : "";
         const char *origin = wf_finding_origin(&res->arena, &v[i]);
         const char *ref = wf_finding_reference(&res->arena, &v[i]);
         items[i].line = wf_arena_printf(&res->arena, "%s [%s] (%s%s%s) %s",
@@ -251,6 +258,7 @@ wf_analysis_result *wf_analyze(const wf_store *s, const wf_meshcfg *mesh,
         ctx.current = res->ran[i];
         res->ran[i]->run(&ctx);
     }
+    res->truncated = ctx.truncated;
     size_t k = 0;
     for (size_t i = 0; i < ctx.n; i++)
         if (in_namespace(&ctx.v[i], opts->ns_filter) && !suppressed(&res->arena, opts, &ctx.v[i]))

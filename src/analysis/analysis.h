@@ -15,17 +15,22 @@
 
 #include "analysis/analyzer.h"
 
+/* Bytes of rendered finding text after which a run stops collecting: pathological input
+ * (thousands of resources all conflicting with each other) must not exhaust memory. */
+#define WF_ANALYSIS_MAX_TEXT_BYTES (64u << 20)
+
 typedef struct wf_analysis_opts {
     const char *const *analyzers; /* --analyzer names; none (or none matching) = all default */
     size_t nanalyzers;
-    const char *ns_filter;        /* keep findings in this namespace only; NULL = all */
-    const char *const *suppress;  /* "CODE=<resource glob>" */
+    const char *ns_filter;       /* keep findings in this namespace only; NULL = all */
+    const char *const *suppress; /* "CODE=<resource glob>" */
     size_t nsuppress;
 } wf_analysis_opts;
 
 typedef struct wf_analysis_result {
     wf_finding *findings; /* sorted, deduplicated, filtered */
     size_t n;
+    bool truncated;          /* findings passed WF_ANALYSIS_MAX_TEXT_BYTES and were dropped */
     const wf_analyzer **ran; /* analyzers that ran, sorted by name */
     size_t nran;
     wf_arena arena; /* owns texts and scratch data */

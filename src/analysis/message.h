@@ -12,16 +12,17 @@
 
 #include <stddef.h>
 
+#include "core/gofmt.h"
 #include "core/strbuf.h"
 
 typedef enum wf_level { WF_LEVEL_ERROR = 0, WF_LEVEL_WARNING = 1, WF_LEVEL_INFO = 2 } wf_level;
 
 typedef struct wf_msg_type {
-    const char *code;        /* "IST0101" */
-    const char *name;        /* "ReferencedResourceNotFound" */
+    const char *code; /* "IST0101" */
+    const char *name; /* "ReferencedResourceNotFound" */
     wf_level level;
     const char *description;
-    const char *tmpl;        /* Go format string */
+    const char *tmpl; /* Go format string */
     size_t nargs;
 } wf_msg_type;
 
@@ -43,8 +44,5 @@ int wf_level_parse(const char *s);
  * prints it Go-quoted, %d prints it as is. Missing arguments render as Go does
  * ("%!s(MISSING)"). Appends to out. */
 void wf_go_format(wf_strbuf *out, const char *tmpl, const char *const *args, size_t nargs);
-
-/* Append s Go-quoted (strconv.Quote: \" \\ \n \t, \u escapes for other control bytes). */
-void wf_go_quote(wf_strbuf *out, const char *s);
 
 #endif

@@ -8,9 +8,12 @@
  * from the files; a workload controller stands for the pods of its template; the default
  * ingress gateway Pod and Service that istioctl adds offline are added here too.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "analysis/analysis.h"
@@ -102,10 +105,10 @@ static void init_flags(wf_flag *f)
         [F_OUTTH] = {"output-threshold", 0, WF_FLAG_STRING,
                      "Lowest severity printed: Info, Warning, Error (default Info)", "level"},
         [F_LIST] = {"list-analyzers", 'L', WF_FLAG_BOOL, "List the analyzers and exit", NULL},
-        [F_ANALYZER] = {"analyzer", 0, WF_FLAG_LIST, "Run only this analyzer (repeatable)",
-                        "name"},
+        [F_ANALYZER] = {"analyzer", 0, WF_FLAG_LIST, "Run only this analyzer (repeatable)", "name"},
         [F_SUPPRESS] = {"suppress", 'S', WF_FLAG_LIST,
-                        "Suppress findings: \"CODE=Kind ns/name\" (glob; repeatable)", "stringArray"},
+                        "Suppress findings: \"CODE=Kind ns/name\" (glob; repeatable)",
+                        "stringArray"},
         [F_MESH] = {"meshConfigFile", 0, WF_FLAG_STRING, "MeshConfig YAML merged over the defaults",
                     "file"},
         [F_NETWORKS] = {"meshNetworksFile", 0, WF_FLAG_STRING, "MeshNetworks YAML (weft extension)",
@@ -113,7 +116,8 @@ static void init_flags(wf_flag *f)
         [F_RECURSIVE] = {"recursive", 'R', WF_FLAG_BOOL,
                          "Obsolete: directories are always walked recursively", NULL},
         [F_USEKUBE] = {"use-kube", 'k', WF_FLAG_BOOL,
-                       "Accepted for istioctl compatibility; weft analyzes files only (false)", NULL},
+                       "Accepted for istioctl compatibility; weft analyzes files only (false)",
+                       NULL},
         [F_COLOR] = {"color", 0, WF_FLAG_BOOL, "Colour the level (default: when stdout is a TTY)",
                      NULL},
         [F_VERBOSE] = {"verbose", 'v', WF_FLAG_BOOL, "List executed and skipped analyzers", NULL},
@@ -121,7 +125,8 @@ static void init_flags(wf_flag *f)
                        "Istio system namespace (default istio-system)", "string"},
         [F_IGNORE_UNKNOWN] = {"ignore-unknown", 0, WF_FLAG_BOOL,
                               "Do not fail (65) when some files cannot be parsed", NULL},
-        [F_TIMEOUT] = {"timeout", 0, WF_FLAG_STRING, "Accepted for compatibility (unused)", "duration"},
+        [F_TIMEOUT] = {"timeout", 0, WF_FLAG_STRING, "Accepted for compatibility (unused)",
+                       "duration"},
         [F_REVISION] = {"revision", 0, WF_FLAG_STRING, "Accepted for compatibility (unused)",
                         "string"},
         [F_HELP] = {"help", 'h', WF_FLAG_BOOL, "Help for analyze", NULL},
@@ -149,7 +154,6 @@ static void list_analyzers(void)
 {
     size_t n;
     const wf_analyzer *const *all = wf_analyzers_all(&n);
-    printf("Available analyzers:\n");
     for (size_t i = 0; i < n; i++)
         if (all[i]->default_on)
             printf("* %s:\n    %s\n", all[i]->name, all[i]->description);
@@ -250,22 +254,26 @@ static void print_yaml(wf_analysis_result *res, int out_threshold)
         printf("[]\n");
 }
 
-static void print_no_issues(const char *ns_label, char **files, size_t nfiles, size_t failed)
+/* istioctl names what it read: the files found (one, or a list), else the namespace. */
+static void print_no_issues(const char *ns_label, const wf_store *store, size_t failed)
 {
+    size_t nfiles = wf_store_file_count(store);
     if (failed) {
-        fprintf(stderr, "No validation issues found when analyzing %s (but %zu file%s could not be "
-                        "parsed).\n",
+        fprintf(stderr,
+                "No validation issues found when analyzing %s (but %zu file%s could not be "
+                "parsed).\n",
                 ns_label, failed, failed == 1 ? "" : "s");
         return;
     }
     if (nfiles == 0)
         fprintf(stderr, "\u2714 No validation issues found when analyzing %s.\n", ns_label);
     else if (nfiles == 1)
-        fprintf(stderr, "\u2714 No validation issues found when analyzing %s.\n", files[0]);
+        fprintf(stderr, "\u2714 No validation issues found when analyzing %s.\n",
+                wf_store_file(store, 0));
     else {
         fprintf(stderr, "\u2714 No validation issues found when analyzing:\n");
         for (size_t i = 0; i < nfiles; i++)
-            fprintf(stderr, "  - %s\n", files[i]);
+            fprintf(stderr, "  - %s\n", wf_store_file(store, i));
     }
 }
 
@@ -273,7 +281,7 @@ typedef struct analyze_run {
     wf_flag *flags;
     char **files;
     size_t nfiles;
-    const char *ns;   /* default namespace for resources; NULL with -A */
+    const char *ns; /* default namespace for resources; NULL with -A */
     char ns_label[300];
     int fail_th, out_th;
     const char *fmt;
@@ -301,9 +309,21 @@ static int load_inputs(analyze_run *run, wf_store *store)
     return wf_store_finalize(store, run->ns, true);
 }
 
+static bool any_shown(const analyze_run *run, const wf_analysis_result *res)
+{
+    for (size_t i = 0; i < res->n; i++)
+        if ((int)wf_msg_type_get(res->findings[i].id)->level <= run->out_th)
+            return true;
+    return false;
+}
+
+/* Print the findings; the exit code follows the unfiltered findings and parse errors, and
+ * only for log output (istioctl/pkg/analyze/analyze.go). */
 static int report(analyze_run *run, wf_store *store, wf_analysis_result *res)
 {
     size_t failed = wf_store_failed_files(store);
+    if (!any_shown(run, res))
+        print_no_issues(run->ns_label, store, failed);
     if (strcmp(run->fmt, "json") == 0) {
         print_json(res, run->out_th);
         return WF_EXIT_OK;
@@ -316,27 +336,87 @@ static int report(analyze_run *run, wf_store *store, wf_analysis_result *res)
     const char *term = getenv("TERM");
     if (!run->flags[F_COLOR].set && (!term || strcmp(term, "dumb") == 0))
         color = false;
-    bool any_shown = false, failing = false;
-    for (size_t i = 0; i < res->n; i++) {
-        int lvl = (int)wf_msg_type_get(res->findings[i].id)->level;
-        any_shown |= lvl <= run->out_th;
-        failing |= lvl <= run->fail_th;
-    }
-    if (any_shown)
+    bool failing = false;
+    for (size_t i = 0; i < res->n; i++)
+        failing |= (int)wf_msg_type_get(res->findings[i].id)->level <= run->fail_th;
+    if (any_shown(run, res))
         print_log(res, run->out_th, color);
-    else {
+    else
         printf("\n");
-        print_no_issues(run->ns_label, run->files, run->nfiles, failed);
-    }
     if (failing) {
-        fprintf(stderr, "Error: Analyzers found issues when analyzing %s.\n"
-                        "See " DOC_BASE " for more information about causes and resolutions.\n",
+        fprintf(stderr,
+                "Error: Analyzers found issues when analyzing %s.\n"
+                "See " DOC_BASE " for more information about causes and resolutions.\n",
                 run->ns_label);
         return WF_EXIT_ANALYZERS;
     }
-    if (failed && !run->flags[F_IGNORE_UNKNOWN].bval)
+    if (failed && !run->flags[F_IGNORE_UNKNOWN].bval) {
+        fprintf(stderr, "Error: Some files couldn't be parsed.\n");
         return WF_EXIT_DATAERR;
+    }
     return WF_EXIT_OK;
+}
+
+/* -o value, case-insensitive as istioctl lowercases it; NULL when not a format. */
+static const char *output_format(const char *v)
+{
+    static const char *const formats[] = {"log", "json", "yaml"};
+    if (!v)
+        return "log";
+    for (size_t i = 0; i < 3; i++)
+        if (strcasecmp(v, formats[i]) == 0)
+            return formats[i];
+    return NULL;
+}
+
+/* -S values must be CODE=RESOURCE; an unknown code only warns (analyze.go). */
+static int check_suppressions(const wf_flag *flags)
+{
+    for (size_t i = 0; i < flags[F_SUPPRESS].nlist; i++) {
+        const char *v = flags[F_SUPPRESS].list[i];
+        const char *eq = strchr(v, '=');
+        if (!eq || strchr(eq + 1, '=')) {
+            fprintf(stderr,
+                    "Error: %s is not a valid suppression value. See weftctl analyze "
+                    "--help\n",
+                    v);
+            return -1;
+        }
+        char code[32];
+        snprintf(code, sizeof(code), "%.*s", (int)(eq - v), v);
+        if (!wf_msg_type_by_code(code) && strcmp(code, "*") != 0)
+            fprintf(stderr,
+                    "Warning: Supplied message code '%s' is an unknown message code and "
+                    "will not have any effect.\n",
+                    code);
+    }
+    return 0;
+}
+
+/* Every path argument must exist (istioctl stops at the first os.Stat error). */
+static int check_paths(const analyze_run *run)
+{
+    for (size_t i = 0; i < run->nfiles; i++) {
+        struct stat st;
+        if (strcmp(run->files[i], "-") != 0 && stat(run->files[i], &st) != 0) {
+            fprintf(stderr, "Error: stat %s: %s\n", run->files[i], strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* --timeout is unused (there is no cluster) but must be a Go duration ("30s", "1m30s"). */
+static int check_timeout(const wf_flag *flags)
+{
+    const char *v = flags[F_TIMEOUT].sval;
+    if (!v || wf_go_duration(v, NULL, NULL) == 0)
+        return 0;
+    fprintf(stderr,
+            "Error: invalid argument \"%s\" for \"--timeout\" flag: time: invalid duration "
+            "\"%s\"\n",
+            v, v);
+    return -1;
 }
 
 static int parse_levels(analyze_run *run)
@@ -350,6 +430,23 @@ static int parse_levels(analyze_run *run)
         return -1;
     }
     return 0;
+}
+
+static void print_verbose(const wf_analysis_result *res)
+{
+    size_t n;
+    const wf_analyzer *const *all = wf_analyzers_all(&n);
+    fprintf(stderr, "Executed analyzers:\n");
+    for (size_t i = 0; i < res->nran; i++)
+        fprintf(stderr, "    %s\n", res->ran[i]->name);
+    fprintf(stderr, "Skipped analyzers:\n");
+    for (size_t i = 0; i < n; i++) {
+        bool ran = false;
+        for (size_t j = 0; j < res->nran && !ran; j++)
+            ran = res->ran[j] == all[i];
+        if (!ran && all[i]->default_on)
+            fprintf(stderr, "    %s\n", all[i]->name);
+    }
 }
 
 static int run_analysis(analyze_run *run)
@@ -384,10 +481,15 @@ static int run_analysis(analyze_run *run)
         fprintf(stderr, "Error: out of memory\n");
         goto out;
     }
-    if (flags[F_VERBOSE].bval) {
-        fprintf(stderr, "Executed analyzers:\n");
-        for (size_t i = 0; i < res->nran; i++)
-            fprintf(stderr, "  %s\n", res->ran[i]->name);
+    if (flags[F_VERBOSE].bval)
+        print_verbose(res);
+    if (res->truncated) {
+        fprintf(stderr,
+                "Error: the analysis produced more than %u MiB of findings and was "
+                "stopped; analyze a smaller part of the input\n",
+                WF_ANALYSIS_MAX_TEXT_BYTES >> 20);
+        wf_analysis_result_free(res);
+        goto out;
     }
     rc = report(run, store, res);
     wf_analysis_result_free(res);
@@ -413,18 +515,20 @@ int wf_cmd_analyze(int argc, char **argv)
         rc = WF_EXIT_OK;
         goto out;
     }
+    run.fmt = output_format(flags[F_OUT].sval);
+    if (!run.fmt) {
+        fprintf(stderr, "Error: invalid output format \"%s\"; valid formats are [log json yaml]\n",
+                flags[F_OUT].sval);
+        rc = WF_EXIT_USAGE;
+        goto out;
+    }
     if (flags[F_LIST].bval) {
         list_analyzers();
         rc = WF_EXIT_OK;
         goto out;
     }
-    run.fmt = flags[F_OUT].sval ? flags[F_OUT].sval : "log";
-    if (strcmp(run.fmt, "log") && strcmp(run.fmt, "json") && strcmp(run.fmt, "yaml")) {
-        fprintf(stderr, "Error: invalid output format \"%s\"; valid formats are [log json yaml]\n",
-                run.fmt);
-        rc = WF_EXIT_USAGE;
+    if (check_suppressions(flags) || check_paths(&run) || check_timeout(flags))
         goto out;
-    }
     if (flags[F_USEKUBE].set && flags[F_USEKUBE].bval) {
         fprintf(stderr, "Error: --use-kube=true is not supported: weft analyzes files only "
                         "(there is no cluster connection yet)\n");

@@ -1,5 +1,6 @@
 #include "model/kinds.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -26,9 +27,8 @@ static const kind_info kinds[WF_KIND_COUNT] = {
     [WF_KIND_CONFIGMAP] = {"", "ConfigMap", false, "configmaps", "cm"},
     [WF_KIND_MUTATINGWEBHOOK] = {"admissionregistration.k8s.io", "MutatingWebhookConfiguration",
                                  true, "mutatingwebhookconfigurations", ""},
-    [WF_KIND_VALIDATINGWEBHOOK] = {"admissionregistration.k8s.io",
-                                   "ValidatingWebhookConfiguration", true,
-                                   "validatingwebhookconfigurations", ""},
+    [WF_KIND_VALIDATINGWEBHOOK] = {"admissionregistration.k8s.io", "ValidatingWebhookConfiguration",
+                                   true, "validatingwebhookconfigurations", ""},
     [WF_KIND_CRD] = {"apiextensions.k8s.io", "CustomResourceDefinition", true,
                      "customresourcedefinitions", "crd"},
     [WF_KIND_GATEWAY] = {"networking.istio.io", "Gateway", false, "gateways", "gw"},
@@ -57,18 +57,46 @@ static const kind_info kinds[WF_KIND_COUNT] = {
     [WF_KIND_GRPCROUTE] = {"gateway.networking.k8s.io", "GRPCRoute", false, "grpcroutes", ""},
 };
 
+/* API versions served per group (Kubernetes, and Istio's CRDs which serve the same schema
+ * under every listed version). An unknown version is an unknown kind, as in istioctl. */
+static bool version_served(const char *group, const char *version)
+{
+    static const struct {
+        const char *group, *versions;
+    } served[] = {
+        {"", " v1 "},
+        {"apps", " v1 "},
+        {"admissionregistration.k8s.io", " v1 v1beta1 "},
+        {"apiextensions.k8s.io", " v1 v1beta1 "},
+        {"networking.istio.io", " v1alpha3 v1beta1 v1 "},
+        {"security.istio.io", " v1beta1 v1 "},
+        {"telemetry.istio.io", " v1alpha1 v1 "},
+        {"extensions.istio.io", " v1alpha1 "},
+        {"gateway.networking.k8s.io", " v1alpha2 v1alpha3 v1beta1 v1 "},
+    };
+    char key[40];
+    if (strlen(version) + 3 > sizeof(key))
+        return false;
+    snprintf(key, sizeof(key), " %s ", version);
+    for (size_t i = 0; i < sizeof(served) / sizeof(served[0]); i++)
+        if (strcmp(served[i].group, group) == 0)
+            return strstr(served[i].versions, key) != NULL;
+    return false;
+}
+
 wf_kind wf_kind_lookup(const char *api_version, const char *kind)
 {
     if (!api_version || !kind)
         return WF_KIND_OTHER;
     const char *slash = strrchr(api_version, '/');
     size_t glen = slash ? (size_t)(slash - api_version) : 0;
+    const char *version = slash ? slash + 1 : api_version;
     for (int k = 1; k < WF_KIND_COUNT; k++) {
         const kind_info *ki = &kinds[k];
         if (strcmp(ki->name, kind) != 0)
             continue;
         if (strlen(ki->group) == glen && strncmp(ki->group, api_version, glen) == 0)
-            return (wf_kind)k;
+            return version_served(ki->group, version) ? (wf_kind)k : WF_KIND_OTHER;
     }
     return WF_KIND_OTHER;
 }

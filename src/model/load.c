@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "model/kube_check.h"
 #include "model/parse.h"
 #include "model/store_internal.h"
 
@@ -105,8 +106,39 @@ static int read_stream(FILE *f, char **out, size_t *len)
     return 0;
 }
 
+static int note_file(wf_store *s, const char *path)
+{
+    if (s->nfiles == s->capfiles) {
+        size_t cap = s->capfiles ? s->capfiles * 2 : 16;
+        const char **nf = wf_arena_alloc(&s->arena, cap * sizeof(*nf));
+        if (!nf)
+            return -1;
+        if (s->nfiles)
+            memcpy(nf, s->files, s->nfiles * sizeof(*nf));
+        s->files = nf;
+        s->capfiles = cap;
+    }
+    const char *copy = wf_arena_strdup(&s->arena, path);
+    if (!copy)
+        return -1;
+    s->files[s->nfiles++] = copy;
+    return 0;
+}
+
+size_t wf_store_file_count(const wf_store *s)
+{
+    return s->nfiles;
+}
+
+const char *wf_store_file(const wf_store *s, size_t i)
+{
+    return i < s->nfiles ? s->files[i] : NULL;
+}
+
 static int load_file(wf_store *s, const char *path, bool json)
 {
+    if (note_file(s, path))
+        return -1;
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (!f) {
         const char *file = wf_arena_strdup(&s->arena, path);
@@ -128,6 +160,60 @@ static int load_file(wf_store *s, const char *path, bool json)
     rc = wf_store_load_buffer(s, path, buf, len, json);
     free(buf);
     return rc;
+}
+
+/* A FIFO, socket or device (after following symlinks): never read while walking a
+ * directory. */
+static bool is_special(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+static int not_regular(wf_store *s, const char *path)
+{
+    const char *file = wf_arena_strdup(&s->arena, path);
+    s->failed_files++;
+    return file && wf_store_add_error(s, file, 0, 0, "not a regular file") == 0 ? 1 : -1;
+}
+
+/* Go's filepath.Clean, in place: collapse "//", drop "." elements, resolve "x/.." where x is
+ * not "..", and never leave an empty path (it becomes "."). */
+static void clean_path(char *p)
+{
+    bool rooted = p[0] == '/';
+    char *out = p + rooted, *r = p + rooted;
+    char *floor = out; /* ".." may not remove anything before this */
+    while (*r) {
+        if (*r == '/') {
+            r++;
+        } else if (r[0] == '.' && (r[1] == '/' || r[1] == '\0')) {
+            r++;
+        } else if (r[0] == '.' && r[1] == '.' && (r[2] == '/' || r[2] == '\0')) {
+            r += 2;
+            if (out > floor) {
+                out--;
+                while (out > floor && *(out - 1) != '/')
+                    out--;
+                if (out > floor)
+                    out--; /* the "/" before the removed element */
+            } else if (!rooted) {
+                if (out != p)
+                    *out++ = '/';
+                *out++ = '.';
+                *out++ = '.';
+                floor = out;
+            }
+        } else {
+            if (out != p + rooted)
+                *out++ = '/';
+            while (*r && *r != '/')
+                *out++ = *r++;
+        }
+    }
+    if (out == p)
+        *out++ = '.';
+    *out = '\0';
 }
 
 static int cmp_names(const struct dirent **a, const struct dirent **b)
@@ -156,15 +242,16 @@ static int load_dir(wf_store *s, const char *path, int depth,
             if (!child) {
                 total = -1;
             } else {
-                /* joined as Go's filepath.Join does: "." + "x" is "x", no doubled "/" */
-                if (strcmp(path, ".") == 0)
-                    snprintf(child, len, "%s", name);
-                else
-                    snprintf(child, len, "%s%s%s", path, has_ext(path, "/") ? "" : "/", name);
+                /* joined as Go's filepath.Join does */
+                snprintf(child, len, "%s/%s", path, name);
+                clean_path(child);
                 struct stat st;
                 int rc = 0;
                 if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
                     rc = load_dir(s, child, depth + 1, skipped_cb, arg);
+                else if (is_special(child) && (has_ext(child, ".yaml") || has_ext(child, ".yml") ||
+                                               has_ext(child, ".json")))
+                    rc = not_regular(s, child); /* a FIFO would block the walk forever */
                 else if (has_ext(child, ".yaml") || has_ext(child, ".yml"))
                     rc = load_file(s, child, false);
                 else if (has_ext(child, ".json"))
@@ -198,7 +285,7 @@ int wf_store_load_path(wf_store *s, const char *path, void (*skipped_cb)(const c
     return load_file(s, path, false);
 }
 
-static bool ignored_namespace(const char *ns)
+bool wf_is_system_namespace(const char *ns)
 {
     for (size_t i = 0; i < sizeof(ignored_namespaces) / sizeof(ignored_namespaces[0]); i++)
         if (strcmp(ns, ignored_namespaces[i]) == 0)
@@ -206,17 +293,64 @@ static bool ignored_namespace(const char *ns)
     return false;
 }
 
-static int add_resource(wf_store *s, const char *file, bool json, wf_node *root, uint32_t line,
-                        uint32_t col)
+static int doc_error(wf_store *s, const char *file, const wf_node *at, uint32_t line, uint32_t col,
+                     const char *msg)
+{
+    if (at && at->line) {
+        line = at->line;
+        col = at->col;
+    }
+    return wf_store_add_error(s, file, line, col, msg) ? -1 : 0;
+}
+
+static int add_object(wf_store *s, const char *file, bool json, wf_node *root, uint32_t line,
+                      uint32_t col, int depth);
+
+/* kind: List: every item is an object of its own (pilot/pkg/config/file/store.go). */
+static int add_list(wf_store *s, const char *file, bool json, wf_node *root, uint32_t line,
+                    uint32_t col, int depth)
+{
+    wf_node *items = wf_map_get(root, "items");
+    if (depth >= 8)
+        return doc_error(s, file, root, line, col, "kind: List nested too deeply (limit 8)");
+    if (!items || items->type != WF_NODE_SEQ)
+        return doc_error(s, file, items, line, col,
+                         "failed extracting resource chunks from list: malformed items field");
+    for (size_t i = 0; i < items->len; i++) {
+        wf_node *it = items->u.items[i];
+        if (it->type != WF_NODE_MAP)
+            return doc_error(s, file, it, line, col,
+                             "failed extracting resource chunks from list: malformed items field");
+    }
+    for (size_t i = 0; i < items->len; i++) {
+        wf_node *it = items->u.items[i];
+        if (add_object(s, file, json, it, json ? 0 : it->line, json ? 0 : it->col, depth + 1))
+            return -1;
+    }
+    return 0;
+}
+
+static int add_object(wf_store *s, const char *file, bool json, wf_node *root, uint32_t line,
+                      uint32_t col, int depth)
 {
     const char *api = wf_map_str(root, "apiVersion");
     const char *kind = wf_map_str(root, "kind");
-    if (!api || !kind)
-        return 0; /* not a Kubernetes object: skipped, as istioctl does */
+    if ((!api || !*api) && (!kind || !*kind))
+        return doc_error(s, file, NULL, line, col,
+                         "unable to parse resource with no group, version and kind");
+    if (kind && strcmp(kind, "List") == 0)
+        return add_list(s, file, json, root, line, col, depth);
+    /* An unknown group/version/kind is kept opaque (WF_KIND_OTHER), never an error; no
+     * analyzer reads it, as istioctl skips it. Known kinds must decode. */
+    wf_kind k = wf_kind_lookup(api, kind);
+    char msg[400];
+    const wf_node *at = NULL;
+    if (k != WF_KIND_OTHER && wf_kube_check(root, k, msg, sizeof(msg), &at))
+        return doc_error(s, file, at, line, col, msg);
     wf_resource *r = wf_arena_alloc(&s->arena, sizeof(*r));
     if (!r)
         return -1;
-    r->kind = wf_kind_lookup(api, kind);
+    r->kind = k;
     r->api_version = api;
     r->kind_name = kind;
     r->root = root;
@@ -227,7 +361,7 @@ static int add_resource(wf_store *s, const char *file, bool json, wf_node *root,
     const char *ns = wf_map_str(r->metadata, "namespace");
     r->name = name ? name : "";
     r->ns = (ns && !wf_kind_cluster_scoped(r->kind)) ? ns : "";
-    if (ignored_namespace(r->ns))
+    if (wf_is_system_namespace(r->ns))
         return 0;
     r->file = file;
     r->json = json;
@@ -243,18 +377,12 @@ static int add_resource(wf_store *s, const char *file, bool json, wf_node *root,
 int wf_store_add_document(wf_store *s, const char *file, bool json, wf_node *root, uint32_t line,
                           uint32_t col)
 {
-    if (!root || root->type != WF_NODE_MAP)
-        return 0;
-    const char *kind = wf_map_str(root, "kind");
-    wf_node *items = wf_map_get(root, "items");
-    if (kind && strcmp(kind, "List") == 0 && items && items->type == WF_NODE_SEQ) {
-        for (size_t i = 0; i < items->len; i++) {
-            wf_node *it = items->u.items[i];
-            if (it->type == WF_NODE_MAP &&
-                add_resource(s, file, json, it, json ? 0 : it->line, json ? 0 : it->col) != 0)
-                return -1;
-        }
-        return 0;
-    }
-    return add_resource(s, file, json, root, line, col);
+    if (!root || root->type == WF_NODE_NULL)
+        return 0; /* an empty document */
+    if (root->type != WF_NODE_MAP)
+        return doc_error(s, file, root, line, col,
+                         root->type == WF_NODE_SEQ
+                             ? "a document must be one object, not a list (use kind: List)"
+                             : "a document must be an object with apiVersion and kind");
+    return add_object(s, file, json, root, line, col, 0);
 }

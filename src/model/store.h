@@ -76,10 +76,11 @@ typedef struct wf_store wf_store;
 wf_store *wf_store_new(void);
 void wf_store_free(wf_store *s);
 
-/* Load a file, a directory (recursively, only .yaml/.yml/.json; other files are reported
- * through skipped_cb when non-NULL), or "-" for stdin. Returns the number of load errors
- * added (0 = all good); errors are kept in the store (wf_store_errors). Returns -1 on out of
- * memory. */
+/* Load a file, a directory (recursively, only regular .yaml/.yml/.json files; other files
+ * are reported through skipped_cb when non-NULL), or "-" for stdin. Paths found in
+ * directories are joined as Go's filepath.Join does ("./d" + "x.yaml" is "d/x.yaml").
+ * Returns the number of load errors added (0 = all good); errors are kept in the store
+ * (wf_store_errors). Returns -1 on out of memory. */
 int wf_store_load_path(wf_store *s, const char *path,
                        void (*skipped_cb)(const char *path, void *arg), void *arg);
 
@@ -96,6 +97,10 @@ int wf_store_finalize(wf_store *s, const char *default_ns, bool synth_pods);
 /* Load errors, in the order they happened. */
 size_t wf_store_error_count(const wf_store *s);
 const wf_load_error *wf_store_error(const wf_store *s, size_t i);
+
+/* Files read so far (given, found in directories, "-" for stdin), in the order read. */
+size_t wf_store_file_count(const wf_store *s);
+const char *wf_store_file(const wf_store *s, size_t i);
 
 /* Number of files that failed to parse (at least one error in them). */
 size_t wf_store_failed_files(const wf_store *s);
@@ -120,6 +125,10 @@ const wf_resource *const *wf_store_by_host(const wf_store *s, const char *host, 
  * selector (matchLabels-style kvs) matches. Calls cb for each; stops when cb returns false. */
 void wf_store_pods_matching(const wf_store *s, const char *ns, const wf_kvs *selector,
                             bool (*cb)(const wf_resource *pod, void *arg), void *arg);
+
+/* Istio's util.IsSystemNamespace: kube-system, kube-public, kube-node-lease,
+ * local-path-storage. Resources in them are dropped at load time. */
+bool wf_is_system_namespace(const char *ns);
 
 /* The arena of the store, for analyzers and tools that allocate results with the same
  * lifetime. */

@@ -39,6 +39,8 @@ struct wf_store {
     wf_index hosts; /* host -> Services and ServiceEntries */
     const char *domain_suffix;
     bool finalized;
+    const char **files; /* files read, in order (arena array, grown by copying) */
+    size_t nfiles, capfiles;
 };
 
 int wf_ptrvec_push(wf_ptrvec *v, const wf_resource *r);

@@ -8,6 +8,8 @@
  */
 #include "model/validate_internal.h"
 
+#include "core/gofmt.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,60 +156,14 @@ const char *vc_fmt(vc *c, const char *fmt, ...)
     return out ? out : "";
 }
 
-/* Length of the valid UTF-8 sequence at s (0 when invalid). */
-static size_t utf8_len(const unsigned char *s)
-{
-    if (s[0] < 0x80)
-        return 1;
-    size_t n = (s[0] & 0xE0) == 0xC0   ? 2
-               : (s[0] & 0xF0) == 0xE0 ? 3
-               : (s[0] & 0xF8) == 0xF0 ? 4
-                                       : 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    }
-    return n;
-}
-
 const char *vc_q(vc *c, const char *s)
 {
-    if (!s)
-        s = "";
-    size_t len = strlen(s);
-    char *out = wf_arena_alloc(&c->scratch, len * 4 + 3);
-    if (!out)
-        return "\"\"";
-    char *o = out;
-    *o++ = '"';
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned char ch = *p;
-        static const char esc_from[] = "\a\b\f\n\r\t\v\"\\";
-        static const char esc_to[] = "abfnrtv\"\\";
-        const char *e = ch ? strchr(esc_from, ch) : NULL;
-        if (e) {
-            *o++ = '\\';
-            *o++ = esc_to[e - esc_from];
-            p++;
-        } else if (ch < 0x20 || ch == 0x7f) {
-            o += sprintf(o, "\\x%02x", ch);
-            p++;
-        } else {
-            size_t n = utf8_len(p);
-            if (n == 0) {
-                o += sprintf(o, "\\x%02x", ch);
-                p++;
-            } else {
-                memcpy(o, p, n);
-                o += n;
-                p += n;
-            }
-        }
-    }
-    *o++ = '"';
-    *o = '\0';
-    return out;
+    wf_strbuf b = WF_STRBUF_INIT;
+    wf_go_quote(&b, s ? s : "");
+    const char *out =
+        wf_strbuf_failed(&b) ? NULL : wf_arena_strdup(&c->scratch, wf_strbuf_cstr(&b));
+    wf_strbuf_free(&b);
+    return out ? out : "\"\"";
 }
 
 const char *vc_slice(vc *c, const wf_node *seq)

@@ -10,6 +10,8 @@
  */
 #include "model/validate_internal.h"
 
+#include "core/gofmt.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,120 +20,14 @@
 
 /* ---- durations ---- */
 
-typedef struct dur_unit {
-    const char *name;
-    uint64_t ns;
-} dur_unit;
-
-static const dur_unit units[] = {
-    {"ns", 1ULL},
-    {"us", 1000ULL},
-    {"\xc2\xb5s", 1000ULL}, /* U+00B5 */
-    {"\xce\xbcs", 1000ULL}, /* U+03BC */
-    {"ms", 1000000ULL},
-    {"s", 1000000000ULL},
-    {"m", 60ULL * 1000000000ULL},
-    {"h", 3600ULL * 1000000000ULL},
-};
-
-static bool dur_fail(vc *c, const char **msg, const char *orig)
-{
-    *msg = vc_fmt(c, "time: invalid duration %s", vc_q(c, orig));
-    return false;
-}
-
-static bool dur_unit_lookup(const char *u, size_t n, uint64_t *ns)
-{
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-        if (strlen(units[i].name) == n && memcmp(units[i].name, u, n) == 0) {
-            *ns = units[i].ns;
-            return true;
-        }
-    }
-    return false;
-}
-
 bool vc_parse_duration(vc *c, const char *orig, int64_t *out, const char **msg)
 {
-    const char *s = orig;
-    bool neg = false;
-    if (*s == '-' || *s == '+') {
-        neg = *s == '-';
-        s++;
-    }
-    if (strcmp(s, "0") == 0) {
-        *out = 0;
-        return true;
-    }
-    if (!*s)
-        return dur_fail(c, msg, orig);
-    const uint64_t max = 1ULL << 63;
-    uint64_t d = 0;
-    while (*s) {
-        if (!(*s == '.' || isdigit((unsigned char)*s)))
-            return dur_fail(c, msg, orig);
-        uint64_t v = 0, f = 0;
-        double scale = 1;
-        const char *start = s;
-        for (; isdigit((unsigned char)*s); s++) {
-            if (v > (max - 1) / 10)
-                return dur_fail(c, msg, orig);
-            v = v * 10 + (uint64_t)(*s - '0');
-            if (v > max)
-                return dur_fail(c, msg, orig);
-        }
-        bool pre = s != start, post = false;
-        if (*s == '.') {
-            s++;
-            const char *fs = s;
-            bool overflow = false;
-            for (; isdigit((unsigned char)*s); s++) {
-                if (overflow)
-                    continue;
-                if (f > (max - 1) / 10) {
-                    overflow = true;
-                    continue;
-                }
-                f = f * 10 + (uint64_t)(*s - '0');
-                scale *= 10;
-            }
-            post = s != fs;
-        }
-        if (!pre && !post)
-            return dur_fail(c, msg, orig);
-        const char *u = s;
-        while (*s && *s != '.' && !isdigit((unsigned char)*s))
-            s++;
-        if (s == u) {
-            *msg = vc_fmt(c, "time: missing unit in duration %s", vc_q(c, orig));
-            return false;
-        }
-        uint64_t unit;
-        if (!dur_unit_lookup(u, (size_t)(s - u), &unit)) {
-            const char *uname = vc_fmt(c, "%.*s", (int)(s - u), u);
-            *msg = vc_fmt(c, "time: unknown unit %s in duration %s", vc_q(c, uname), vc_q(c, orig));
-            return false;
-        }
-        if (v > max / unit)
-            return dur_fail(c, msg, orig);
-        v *= unit;
-        if (f > 0) {
-            v += (uint64_t)((double)f * ((double)unit / scale));
-            if (v > max)
-                return dur_fail(c, msg, orig);
-        }
-        d += v;
-        if (d > max)
-            return dur_fail(c, msg, orig);
-    }
-    if (neg) {
-        *out = d == max ? INT64_MIN : -(int64_t)d;
-        return true;
-    }
-    if (d > max - 1)
-        return dur_fail(c, msg, orig);
-    *out = (int64_t)d;
-    return true;
+    wf_strbuf err = WF_STRBUF_INIT;
+    bool ok = wf_go_duration(orig, out, &err) == 0;
+    if (!ok)
+        *msg = vc_fmt(c, "%s", wf_strbuf_cstr(&err));
+    wf_strbuf_free(&err);
+    return ok;
 }
 
 void vc_duration(vc *c, const wf_node *m, const char *key)
