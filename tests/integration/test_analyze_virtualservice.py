@@ -7,19 +7,19 @@ B020 (IST0109 must not list one VirtualService twice) from
 the tests follow it instead of keeping a copy.
 
 Run from the project root after `make`:  /usr/bin/python3 -m pytest tests/integration
+(the weftctl under test is $WEFTCTL, see conftest.py)
 """
 import json
 import os
 import re
-import subprocess
 import textwrap
 
 import pytest
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SHARED = os.path.join(os.path.dirname(ROOT), "shared")
-WEFTCTL = os.path.join(ROOT, "build", "weftctl")
+from conftest import ROOT, run_weftctl, shared_path
+
+SHARED = shared_path()
 REPORTS = os.path.join(SHARED, "cases", "operator-reports.md")
 BOOK = os.path.join(SHARED, "corpus", "istioinaction")
 
@@ -31,11 +31,8 @@ EXIT_ISSUES = 79
 def run_analyze(args):
     """Runs `weftctl analyze ARGS` twice: as log (for the exit code and stderr) and as JSON
     (for the findings). Returns (exit code, stdout, stderr, findings)."""
-    assert os.access(WEFTCTL, os.X_OK), "build/weftctl is missing: run make first"
-    log = subprocess.run([WEFTCTL, "analyze", "--color=false"] + args, capture_output=True,
-                         text=True, timeout=60, cwd=ROOT)
-    js = subprocess.run([WEFTCTL, "analyze", "-o", "json"] + args, capture_output=True,
-                        text=True, timeout=60, cwd=ROOT)
+    log = run_weftctl("analyze", "--color=false", *args, cwd=ROOT)
+    js = run_weftctl("analyze", "-o", "json", *args, cwd=ROOT)
     assert js.returncode == 0, js.stderr
     return log.returncode, log.stdout, log.stderr, json.loads(js.stdout)
 
