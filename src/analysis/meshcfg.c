@@ -6,9 +6,11 @@
  */
 #include "analysis/meshcfg.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/arena.h"
 #include "model/parse.h"
@@ -97,8 +99,12 @@ void wf_meshcfg_free(wf_meshcfg *m)
 static int read_file(wf_meshcfg *m, const char *path, char **buf, size_t *len, const char **err)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(m->err, sizeof(m->err), "%s: cannot open: %m", path);
+    struct stat st;
+    if (!f || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (f)
+            fclose(f);
+        snprintf(m->err, sizeof(m->err), "%s: cannot read: %s", path,
+                 f ? "not a regular file" : strerror(errno));
         *err = m->err;
         return -1;
     }

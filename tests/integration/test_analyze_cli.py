@@ -305,3 +305,17 @@ def test_pathological_input_is_bounded(tmp_path):
 def test_timeout_flag_must_be_a_duration():
     r = run_weftctl("analyze", "--timeout", "abc", "-")
     assert r.returncode == 1 and 'time: invalid duration "abc"' in r.stderr
+
+
+def test_mesh_config_must_be_a_file(tmp_path):
+    r = run_weftctl("analyze", "--meshConfigFile", str(tmp_path), "-")
+    assert r.returncode == 1 and "not a regular file" in r.stderr
+
+
+def test_root_command_help_and_errors():
+    r = run_weftctl("help", "analyze")
+    assert r.returncode == 0 and "--failure-threshold" in r.stdout
+    r = run_weftctl("--bogus")
+    assert r.returncode == 1 and "unknown flag: --bogus" in r.stderr
+    r = run_weftctl("version", "extra")
+    assert r.returncode == 1
