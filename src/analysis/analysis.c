@@ -78,7 +78,7 @@ void wf_report_line(wf_analysis_ctx *ctx, wf_msg_id id, const wf_resource *res, 
 void wf_report(wf_analysis_ctx *ctx, wf_msg_id id, const wf_resource *res, const wf_node *at,
                const char *const *args, size_t nargs)
 {
-    wf_report_line(ctx, id, res, at ? at->line : 0, args, nargs);
+    wf_report_line(ctx, id, res, wf_node_report_line(at), args, nargs);
 }
 
 const char *wf_finding_origin(wf_arena *a, const wf_finding *f)

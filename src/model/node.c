@@ -5,6 +5,15 @@
 #include <string.h>
 #include <strings.h>
 
+uint32_t wf_node_report_line(const wf_node *n)
+{
+    if (!n)
+        return 0;
+    if ((n->type == WF_NODE_MAP || n->type == WF_NODE_SEQ) && n->key_line)
+        return n->key_line;
+    return n->line;
+}
+
 const wf_map_entry *wf_map_entry_get(const wf_node *n, const char *key)
 {
     if (!n || n->type != WF_NODE_MAP)
@@ -101,8 +110,10 @@ bool wf_node_int(const wf_node *n, int64_t *out)
 
 bool wf_node_bool(const wf_node *n, bool *out)
 {
-    static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"};
-    static const char *const no[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"};
+    static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes",
+                                      "YES",  "on",   "On",   "ON"};
+    static const char *const no[] = {"false", "False", "FALSE", "no", "No",
+                                     "NO",    "off",   "Off",   "OFF"};
     if (!n || n->type != WF_NODE_SCALAR || n->quoted)
         return false;
     for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {

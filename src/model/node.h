@@ -33,16 +33,21 @@ typedef struct wf_map_entry {
 } wf_map_entry;
 
 struct wf_node {
-    wf_node_type type;
-    bool quoted; /* scalar written with quotes (or a JSON string): always a string */
+    uint8_t type; /* wf_node_type */
+    bool quoted;  /* scalar written with quotes (or a JSON string): always a string */
     uint32_t line, col;
-    size_t len; /* scalar: bytes of str; map: number of entries; seq: number of items */
+    uint32_t key_line; /* for a mapping value: the line of its key (0 when none) */
+    size_t len;        /* scalar: bytes of str; map: number of entries; seq: number of items */
     union {
         const char *str;       /* WF_NODE_SCALAR (NUL-terminated, may contain no NUL) */
         wf_map_entry *entries; /* WF_NODE_MAP, in document order */
         wf_node **items;       /* WF_NODE_SEQ */
     } u;
 };
+
+/* The line a finding about n should name, as Istio's field map does: a scalar's own line;
+ * for a map or sequence value, the line of its key (its first child can be lines below). */
+uint32_t wf_node_report_line(const wf_node *n);
 
 /* Value of key in a map, or NULL when n is not a map or has no such key. If a key repeats,
  * the last one wins (as in Kubernetes' decoding); the loader reports duplicates. */

@@ -207,6 +207,8 @@ static int add_child(yparser *p, wf_node *child, size_t weight, const yaml_mark_
     if (f->n == f->ecap && grow_entries(f, f->n + 1))
         return -1;
     f->key.value = child;
+    if (!child->key_line)
+        child->key_line = f->key.key_line;
     f->entries[f->n++] = f->key;
     (void)m;
     return 0;
@@ -235,8 +237,8 @@ static int on_scalar(yparser *p, yaml_event_t *ev)
     const char *val = (const char *)ev->data.scalar.value;
     size_t len = ev->data.scalar.length;
     const char *tag = (const char *)ev->data.scalar.tag;
-    bool quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE ||
-                  (tag && strcmp(tag, YAML_STR_TAG) == 0);
+    bool quoted =
+        ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || (tag && strcmp(tag, YAML_STR_TAG) == 0);
     bool is_null = !quoted && (is_null_plain(val, len) || (tag && strcmp(tag, YAML_NULL_TAG) == 0));
     wf_node *n = new_node(p, is_null ? WF_NODE_NULL : WF_NODE_SCALAR, &ev->start_mark);
     if (!n)

@@ -319,3 +319,21 @@ def test_root_command_help_and_errors():
     assert r.returncode == 1 and "unknown flag: --bogus" in r.stderr
     r = run_weftctl("version", "extra")
     assert r.returncode == 1
+
+
+def test_findings_on_block_values_name_the_key_line(tmp_path):
+    f = write(tmp_path, "vs.yaml", """\
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: r, namespace: default}
+spec:
+  hosts: [reviews]
+  http:
+  - route:
+    - destination: {host: reviews}
+    bogusField:
+      a: 1
+""")
+    r = run_weftctl("analyze", f)
+    assert "(VirtualService default/r %s:9) Schema validation warning: strict decoding error: " \
+           "unknown field \"spec.http[0].bogusField\"" % f in r.stdout
