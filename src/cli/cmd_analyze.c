@@ -289,12 +289,13 @@ typedef struct analyze_run {
 
 static int load_inputs(analyze_run *run, wf_store *store)
 {
-    for (size_t i = 0; i < run->nfiles; i++)
-        if (wf_store_load_path(store, run->files[i], on_skipped, NULL) < 0)
-            return -1;
+    /* the defaults first, so that the user's own gateway Pod or Service replaces them */
     if (wf_store_load_buffer(store, "<defaults>", default_resources, sizeof(default_resources) - 1,
                              false) < 0)
         return -1;
+    for (size_t i = 0; i < run->nfiles; i++)
+        if (wf_store_load_path(store, run->files[i], on_skipped, NULL) < 0)
+            return -1;
     size_t nerr = wf_store_error_count(store);
     if (nerr) {
         fprintf(stderr, "Error(s) adding files:\n");

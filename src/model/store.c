@@ -60,8 +60,7 @@ void wf_store_free(wf_store *s)
     free(s);
 }
 
-int wf_store_add_error(wf_store *s, const char *file, uint32_t line, uint32_t col,
-                       const char *msg)
+int wf_store_add_error(wf_store *s, const char *file, uint32_t line, uint32_t col, const char *msg)
 {
     if (s->nerrors == s->caperrors) {
         size_t cap = s->caperrors ? s->caperrors * 2 : 8;
@@ -323,8 +322,8 @@ static int synthesize_pod(wf_store *s, const wf_resource *ctl)
 static int index_hosts(wf_store *s, const wf_resource *r)
 {
     if (r->kind == WF_KIND_SERVICE) {
-        const char *h = wf_arena_printf(&s->arena, "%s.%s.svc.%s", r->name, r->ns,
-                                        s->domain_suffix);
+        const char *h =
+            wf_arena_printf(&s->arena, "%s.%s.svc.%s", r->name, r->ns, s->domain_suffix);
         return h ? index_add(&s->hosts, h, r) : -1;
     }
     if (r->kind == WF_KIND_SERVICEENTRY && r->t.se) {
@@ -335,21 +334,54 @@ static int index_hosts(wf_store *s, const wf_resource *r)
     return 0;
 }
 
+/* Index every resource by kind/namespace/name. */
+static int index_names(wf_store *s, size_t from)
+{
+    char buf[512];
+    for (size_t i = from; i < s->all.n; i++) {
+        const wf_resource *r = s->all.v[i];
+        const char *key = name_key(&s->arena, buf, sizeof(buf), r->kind, r->ns, r->name);
+        if (!key || index_add(&s->names, key, r))
+            return -1;
+    }
+    return 0;
+}
+
+/* A resource loaded twice (same kind, namespace and name) counts once: the last one read
+ * wins, as istioctl's file store updates a resource it sees again. */
+static int drop_shadowed(wf_store *s)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < s->all.n; i++) {
+        const wf_resource *r = s->all.v[i];
+        if (wf_store_find(s, r->kind, r->ns, r->name) == r || r->kind == WF_KIND_OTHER)
+            s->all.v[k++] = r;
+    }
+    s->all.n = k;
+    return 0;
+}
+
 int wf_store_finalize(wf_store *s, const char *default_ns, bool synth_pods)
 {
     if (s->finalized)
         return 0;
     s->finalized = true;
-    size_t nreal = s->all.n;
-    for (size_t i = 0; i < nreal; i++) {
+    for (size_t i = 0; i < s->all.n; i++) {
         wf_resource *r = (wf_resource *)s->all.v[i];
         if (!r->ns[0] && !wf_kind_cluster_scoped(r->kind) && default_ns && default_ns[0]) {
             r->ns = default_ns;
             r->ns_defaulted = true;
         }
-        if (wf_decode(&s->arena, r) || wf_ptrvec_push(&s->by_kind[r->kind], r))
+    }
+    if (index_names(s, 0) || drop_shadowed(s))
+        return -1;
+    for (size_t i = 0; i < s->all.n; i++) {
+        wf_resource *r = (wf_resource *)s->all.v[i];
+        r->index = i;
+        if (wf_decode(&s->arena, r) || wf_ptrvec_push(&s->by_kind[r->kind], r) || index_hosts(s, r))
             return -1;
     }
+    size_t nreal = s->all.n;
     if (synth_pods) {
         size_t nreal_pods = s->by_kind[WF_KIND_POD].n;
         for (int k = WF_KIND_DEPLOYMENT; k <= WF_KIND_DAEMONSET; k++) {
@@ -360,12 +392,7 @@ int wf_store_finalize(wf_store *s, const char *default_ns, bool synth_pods)
                     return -1;
         }
     }
-    char buf[512];
-    for (size_t i = 0; i < s->all.n; i++) {
-        const wf_resource *r = s->all.v[i];
-        const char *key = name_key(&s->arena, buf, sizeof(buf), r->kind, r->ns, r->name);
-        if (!key || index_add(&s->names, key, r) || index_hosts(s, r))
-            return -1;
-    }
+    if (index_names(s, nreal))
+        return -1;
     return index_flatten(&s->arena, &s->hosts);
 }

@@ -337,3 +337,11 @@ spec:
     r = run_weftctl("analyze", f)
     assert "(VirtualService default/r %s:9) Schema validation warning: strict decoding error: " \
            "unknown field \"spec.http[0].bogusField\"" % f in r.stdout
+
+
+def test_a_resource_read_twice_counts_once(tmp_path):
+    a = write(tmp_path, "a.yaml", VS_BAD_SUBSET)
+    b = write(tmp_path, "b.yaml", VS_BAD_SUBSET)
+    r = run_weftctl("analyze", "-n", "shop", a, b)
+    assert r.returncode == 79
+    assert r.stdout.count("IST0101") == 1 and b + ":15" in r.stdout
