@@ -6,6 +6,7 @@ or -o json/yaml), and no crash or hang (../shared/reference/istio-analyze.md §2
 
 Inputs are generated in tmp_path; every run has a timeout.
 """
+import os
 import random
 import re
 
@@ -37,6 +38,7 @@ spec:
     - destination: {host: catalog, subset: v1}
 """
 
+BLOB = b"apiVersion: example.com/v1\nkind: Blob\n"  # an unknown kind: loaded, never analyzed
 GOOD_CM = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fine, namespace: x}\ndata: {a: b}\n"
 
 
@@ -175,7 +177,7 @@ def test_deep_nesting(tmp_path):
     assert_parse_error(analyze(g, timeout=30), g, 129, 129, "nested too deeply")
     j = write(tmp_path, "deep.json", b'{"x": ' + b"[" * 1000000 + b"]" * 1000000 + b"}")
     assert_parse_error(analyze(j, timeout=30), j, 1, 134, "json: document nested too deeply")
-    ok = write(tmp_path, "deep_ok.yaml", b"[" * 128 + b"]" * 128)
+    ok = write(tmp_path, "deep_ok.yaml", BLOB + b"x: " + b"[" * 127 + b"]" * 127 + b"\n")
     r = analyze(ok, timeout=30)
     assert_no_crash(r)
     assert r.returncode == 0
@@ -192,7 +194,7 @@ def test_billion_laughs(tmp_path):
 
 def test_many_anchors_and_aliases_are_fast(tmp_path):
     """10,000 anchors and 90,000 aliases within budget: loads, quickly (was 7 s)."""
-    text = ["a:"] + ["- &x%d %d" % (i, i) for i in range(10000)]
+    text = [BLOB.decode().strip(), "a:"] + ["- &x%d %d" % (i, i) for i in range(10000)]
     text += ["b:"] + ["- *x%d" % (i % 9) for i in range(90000)]
     f = write(tmp_path, "anchors.yaml", "\n".join(text) + "\n")
     r = analyze(f, timeout=3)
@@ -202,7 +204,8 @@ def test_many_anchors_and_aliases_are_fast(tmp_path):
 
 def test_merge_of_a_huge_map_is_fast(tmp_path):
     """One merge of a 49,000-key map (within the alias budget): was 4.4 s, quadratic."""
-    text = ["a: &a"] + ["  k%d: %d" % (i, i) for i in range(49000)] + ["b:", "  <<: *a"]
+    text = [BLOB.decode().strip(), "a: &a"] + ["  k%d: %d" % (i, i) for i in range(49000)]
+    text += ["b:", "  <<: *a"]
     f = write(tmp_path, "merge.yaml", "\n".join(text) + "\n")
     r = analyze(f, timeout=3)
     assert_no_crash(r)
@@ -240,7 +243,7 @@ def test_20mb_of_brackets(tmp_path):
 
 
 def test_20mb_single_scalar(tmp_path):
-    f = write(tmp_path, "scalar.yaml", b"a: " + b"x" * (20 * 1024 * 1024) + b"\n")
+    f = write(tmp_path, "scalar.yaml", BLOB + b"a: " + b"x" * (20 * 1024 * 1024) + b"\n")
     r = analyze(f, timeout=60)
     assert_no_crash(r)
     assert r.returncode == 0
@@ -264,9 +267,15 @@ def test_stdin_over_the_size_limit(tmp_path):
     assert any(e.startswith("-: file is ") for e in error_lines(r))
 
 
-# ---- wrong types: schema validation's job (IST0106), not the loader's ----
+# ---- wrong types ----
 
-WRONG_TYPES = b"""\
+WEIGHT_ABC = b"""\
+apiVersion: v1
+kind: Service
+metadata: {name: r, namespace: shop}
+spec:
+  ports: [{name: http, port: 80}]
+---
 apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: r, namespace: shop}
@@ -276,6 +285,29 @@ spec:
   - route:
     - destination: {host: r}
       weight: "abc"
+"""
+
+
+def test_wrong_type_in_istio_resource_is_schema_validation(tmp_path):
+    """weight: "abc" parses; schema validation reports it (IST0106, an Error: exit 79)."""
+    f = write(tmp_path, "weight.yaml", WEIGHT_ABC)
+    r = analyze(f, flags=("-n", "shop"), timeout=30)
+    assert_no_crash(r)
+    assert HEADER not in r.stderr
+    assert r.returncode == EXIT_ANALYZERS, r.stdout
+    assert re.search(r"^Error \[IST0106\] \(VirtualService shop/r %s:15\) .*weight"
+                     % re.escape(f), r.stdout, re.M), r.stdout
+    r = analyze(f, flags=("-n", "shop", "-o", "json"), timeout=30)
+    assert_no_crash(r)
+    assert r.returncode == 0
+    assert '"code": "IST0106"' in r.stdout
+
+
+WRONG_TYPES = b"""\
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: d, namespace: shop}
+spec: {host: 5, subsets: [name, {labels: [x]}, {name: {}}]}
 ---
 apiVersion: v1
 kind: Service
@@ -295,26 +327,29 @@ apiVersion: apps/v1
 kind: Deployment
 metadata: {name: d, namespace: shop, labels: [a, b]}
 spec: {replicas: many, selector: [], template: {spec: {containers: {a: b}}}}
----
-apiVersion: networking.istio.io/v1
-kind: DestinationRule
-metadata: {name: d, namespace: shop}
-spec: {host: 5, subsets: [name, {labels: [x]}, {name: {}}]}
 """
 
 
-def test_wrong_types_do_not_crash(tmp_path):
+def test_wrong_types_in_kubernetes_objects_fail_to_parse(tmp_path):
+    """Built-in Kubernetes kinds are decoded strictly, as istioctl does: the document fails
+    at the field; the other documents are still analyzed. Never a crash."""
     f = write(tmp_path, "types.yaml", WRONG_TYPES)
     for flags in (("-A",), ("-n", "shop"), ("-A", "-o", "json")):
         r = analyze(f, flags=flags, timeout=30)
         assert_no_crash(r)
-        assert HEADER not in r.stderr  # it parses: typing is validation's business
+        errs = error_lines(r)
+        assert "%s:10:10: failed parsing JSON for built-in type: spec.ports: cannot unmarshal " \
+               "integer into a value of type array" % f in errs, errs
+        assert any(e.startswith("%s:14:11: failed parsing JSON for built-in type: metadata:" % f)
+                   for e in errs), errs
+        assert any(e.startswith("%s:17:1: unable to parse resource" % f) for e in errs), errs
+        assert any(e.startswith("%s:22:" % f) for e in errs), errs
         if "-o" in flags:
             assert r.returncode == 0
         elif re.search(r"^Error \[", r.stdout, re.M):
-            assert r.returncode == EXIT_ANALYZERS
+            assert r.returncode == EXIT_ANALYZERS  # the DestinationRule's IST0106
         else:
-            assert r.returncode == 0, r.stdout
+            assert r.returncode == EXIT_PARSE, r.stdout
 
 
 # ---- exit codes with several inputs ----
@@ -374,9 +409,21 @@ def test_empty_and_comment_only_files_are_fine(tmp_path):
         assert HEADER not in r.stderr
 
 
+def test_fifo_in_a_directory_does_not_block(tmp_path):
+    d = tmp_path / "withfifo"
+    d.mkdir()
+    os.mkfifo(d / "pipe.yaml")
+    write(d, "cm.yaml", GOOD_CM)
+    r = analyze(str(d), timeout=20)
+    assert_no_crash(r)
+    assert r.returncode == EXIT_PARSE
+    assert "%s: not a regular file" % (d / "pipe.yaml") in error_lines(r)
+
+
 def test_missing_file(tmp_path):
+    """istioctl stats every path first: a missing one is an error (exit 1), not a parse failure."""
     p = str(tmp_path / "nope.yaml")
     r = analyze(p)
     assert_no_crash(r)
-    assert r.returncode == EXIT_PARSE
-    assert "%s: No such file or directory" % p in error_lines(r)
+    assert r.returncode == 1
+    assert "Error: stat %s: No such file or directory" % p in r.stderr

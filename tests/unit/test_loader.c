@@ -21,11 +21,23 @@
 
 /* ---- helpers ---- */
 
+static void print_errors(const wf_store *s)
+{
+    for (size_t i = 0; i < wf_store_error_count(s); i++) {
+        const wf_load_error *e = wf_store_error(s, i);
+        print_error("  %s:%u:%u: %s\n", e->file, e->line, e->col, e->message);
+    }
+}
+
 static wf_store *load(const char *name, const char *text, bool json, int want_errors)
 {
     wf_store *s = wf_store_new();
     assert_non_null(s);
-    assert_int_equal(wf_store_load_buffer(s, name, text, strlen(text), json), want_errors);
+    int got = wf_store_load_buffer(s, name, text, strlen(text), json);
+    if (got != want_errors) {
+        print_errors(s);
+        fail_msg("%s: %d load errors, want %d", name, got, want_errors);
+    }
     return s;
 }
 
@@ -104,8 +116,16 @@ static void test_multi_document(void **state)
                     "apiVersion: example.com/v1\n"
                     "kind: Widget\n"
                     "metadata: {name: d}\n";
-    wf_store *s = load("multi.yaml", y, false, 0);
-    assert_int_equal(wf_store_count(s), 4);
+    wf_store *s = load("multi.yaml", y, false, 2);
+    /* a document must be an object with apiVersion and kind (istioctl's file store) */
+    assert_int_equal(wf_store_error(s, 0)->line, 18);
+    assert_int_equal(wf_store_error(s, 0)->col, 1);
+    assert_string_equal(wf_store_error(s, 0)->message,
+                        "unable to parse resource with no group, version and kind");
+    assert_int_equal(wf_store_error(s, 1)->line, 19);
+    assert_int_equal(wf_store_error(s, 1)->col, 5);
+    assert_non_null(strstr(wf_store_error(s, 1)->message, "not a list"));
+    assert_int_equal(wf_store_count(s), 4); /* the others are kept */
     const wf_resource *r0 = wf_store_at(s, 0), *r1 = wf_store_at(s, 1);
     const wf_resource *r2 = wf_store_at(s, 2), *r3 = wf_store_at(s, 3);
     assert_int_equal(r0->kind, WF_KIND_SERVICE);
@@ -131,9 +151,11 @@ static void test_empty_inputs(void **state)
     assert_int_equal(wf_store_count(s), 0);
     assert_int_equal(wf_store_load_buffer(s, "c.yaml", "# only\n---\n...\n", 15, false), 0);
     assert_int_equal(wf_store_load_buffer(s, "n.json", "null", 4, true), 0);
-    assert_int_equal(wf_store_load_buffer(s, "s.json", "\"text\"", 6, true), 0);
     assert_int_equal(wf_store_count(s), 0);
     assert_int_equal(wf_store_error_count(s), 0);
+    /* a scalar document is not an object */
+    assert_int_equal(wf_store_load_buffer(s, "s.json", "\"text\"", 6, true), 1);
+    assert_non_null(strstr(wf_store_error(s, 0)->message, "must be an object"));
     wf_store_free(s);
 }
 
@@ -145,26 +167,37 @@ static void test_kind_list(void **state)
                     "- apiVersion: v1\n"
                     "  kind: Service\n"
                     "  metadata: {name: a}\n"
-                    "- 42\n"
                     "- apiVersion: apps/v1\n"
                     "  kind: Deployment\n"
-                    "  metadata: {name: b, namespace: x}\n";
+                    "  metadata: {name: b, namespace: x}\n"
+                    "- apiVersion: v1\n"
+                    "  kind: List\n"
+                    "  items:\n"
+                    "  - {apiVersion: v1, kind: Namespace, metadata: {name: nested}}\n";
     wf_store *s = load("list.yaml", y, false, 0);
-    assert_int_equal(wf_store_count(s), 2);
+    assert_int_equal(wf_store_count(s), 3);
     assert_int_equal(wf_store_at(s, 0)->kind, WF_KIND_SERVICE);
     assert_int_equal(wf_store_at(s, 0)->line, 4); /* the item's own line */
     assert_int_equal(wf_store_at(s, 1)->kind, WF_KIND_DEPLOYMENT);
-    assert_int_equal(wf_store_at(s, 1)->line, 8);
-    /* a List that is not a list of items is nothing */
-    assert_int_equal(wf_store_load_buffer(s, "l2.yaml", "kind: List\nitems: {a: b}\n", 24, false),
-                     0);
-    assert_int_equal(wf_store_count(s), 2);
+    assert_int_equal(wf_store_at(s, 1)->line, 7);
+    assert_string_equal(wf_store_at(s, 2)->name, "nested"); /* nested lists are read */
+    assert_int_equal(wf_store_at(s, 2)->line, 13);
+    wf_store_free(s);
+    /* a List whose items are not all objects is an error, and none of it is read */
+    s = load("l2.yaml",
+             "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Namespace}\n- 42\n",
+             false, 1);
+    assert_int_equal(wf_store_error(s, 0)->line, 5);
+    assert_int_equal(wf_store_error(s, 0)->col, 3);
+    assert_non_null(strstr(wf_store_error(s, 0)->message, "malformed items field"));
+    assert_int_equal(wf_store_load_buffer(s, "l3.yaml", "kind: List\nitems: {a: b}\n", 24, false),
+                     1);
+    assert_int_equal(wf_store_count(s), 0);
     wf_store_free(s);
 
     const char *j =
         "{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": ["
         "{\"apiVersion\": \"v1\", \"kind\": \"Service\", \"metadata\": {\"name\": \"a\"}},"
-        "null, [1],"
         "{\"apiVersion\": \"v1\", \"kind\": \"Namespace\", \"metadata\": {\"name\": \"n\"}}]}";
     s = load("list.json", j, true, 0);
     assert_int_equal(wf_store_count(s), 2);
@@ -289,6 +322,29 @@ static void test_directory(void **state)
     char cmd[1100];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
     assert_int_equal(system(cmd), 0);
+}
+
+/* A FIFO in a walked directory is reported, never opened (it would block forever). */
+static void test_directory_fifo(void **state)
+{
+    char root[] = "/tmp/weft-test-loader-XXXXXX";
+    assert_non_null(mkdtemp(root));
+    char path[600], doc[256];
+    snprintf(path, sizeof(path), "%s/pipe.yaml", root);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    doc_text(doc, sizeof(doc), "Service", "z");
+    write_file(root, "z.yaml", doc);
+    wf_store *s = wf_store_new();
+    assert_int_equal(wf_store_load_path(s, root, NULL, NULL), 1);
+    const wf_load_error *e = only_error(s);
+    assert_string_equal(e->file, path);
+    assert_string_equal(e->message, "not a regular file");
+    assert_int_equal(wf_store_count(s), 1);
+    wf_store_free(s);
+    assert_int_equal(unlink(path), 0);
+    snprintf(path, sizeof(path), "%s/z.yaml", root);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(root), 0);
 }
 
 /* ---- positions and scalars ---- */
@@ -475,7 +531,8 @@ static void test_anchors(void **state)
     assert_int_equal(wf_map_get(root, "d")->type, WF_NODE_SEQ); /* redefinition: latest wins */
     wf_store_free(s);
     /* anchors do not cross documents */
-    EXPECT_ERROR("a: &x 1\n---\nb: *x\n", false, 3, 4, "unknown anchor 'x'");
+    EXPECT_ERROR("apiVersion: v1\nkind: ConfigMap\ndata: {a: &x one}\n---\nb: *x\n", false, 5, 4,
+                 "unknown anchor 'x'");
 }
 
 /* ---- typed decoding ---- */
@@ -490,7 +547,7 @@ static void test_decode_service(void **state)
                     "  ports:\n"
                     "  - {name: http, port: 9080, targetPort: http-web, appProtocol: http}\n"
                     "  - {port: 81, targetPort: 8081, protocol: UDP, nodePort: 30081}\n"
-                    "  - {port: \"82\"}\n"
+                    "  - {port: 82}\n"
                     "  - {port: 83, targetPort: \"8083\"}\n"
                     "---\n"
                     "apiVersion: v1\n"
@@ -512,7 +569,7 @@ static void test_decode_service(void **state)
     assert_int_equal(sv->ports[1].target_port, 8081);
     assert_string_equal(sv->ports[1].protocol, "UDP");
     assert_int_equal(sv->ports[1].node_port, 30081);
-    assert_int_equal(sv->ports[2].port, 82);        /* quoted numbers are read as numbers */
+    assert_int_equal(sv->ports[2].port, 82);
     assert_int_equal(sv->ports[2].target_port, 82); /* targetPort defaults to port */
     assert_null(sv->ports[2].target_name);
     assert_string_equal(sv->ports[3].target_name, "8083"); /* a quoted targetPort is a name */
@@ -522,6 +579,10 @@ static void test_decode_service(void **state)
     assert_false(ext->has_selector);
     assert_int_equal(ext->nports, 0);
     wf_store_free(s);
+    /* a quoted port fails as Kubernetes' strict decoding does; a quoted targetPort is a
+     * name (IntOrString) */
+    EXPECT_ERROR("apiVersion: v1\nkind: Service\nspec:\n  ports:\n  - port: \"82\"\n", false, 5, 11,
+                 "spec.ports[0].port: cannot unmarshal string into a value of type int32");
 }
 
 static void test_decode_deployment(void **state)
@@ -681,13 +742,13 @@ static void test_decode_destinationrule(void **state)
     wf_store_free(s);
 }
 
-/* Fields of the wrong type are absent in the typed view (validation reports them), never a
- * crash. */
+/* Istio kinds: fields of the wrong type load (schema validation reports them as IST0106)
+ * and are absent in the typed view, never a crash. */
 static void test_decode_wrong_types(void **state)
 {
     const char *y = "apiVersion: networking.istio.io/v1\n"
                     "kind: VirtualService\n"
-                    "metadata: \"not a map\"\n"
+                    "metadata: {name: vs}\n"
                     "spec:\n"
                     "  hosts: reviews\n"
                     "  http:\n"
@@ -697,47 +758,73 @@ static void test_decode_wrong_types(void **state)
                     "  - route: {destination: x}\n"
                     "  - 7\n"
                     "---\n"
-                    "apiVersion: v1\n"
-                    "kind: Service\n"
-                    "metadata: {name: {a: b}, namespace: [x], labels: [a], annotations: {a: [1]}}\n"
-                    "spec: [ports]\n"
-                    "---\n"
-                    "apiVersion: apps/v1\n"
-                    "kind: Deployment\n"
-                    "metadata: {name: d}\n"
-                    "spec: {selector: [], template: {metadata: {labels: {a: {b: c}}}, spec: "
-                    "{containers: {a: b}}}}\n"
-                    "---\n"
                     "apiVersion: networking.istio.io/v1\n"
                     "kind: DestinationRule\n"
                     "metadata: {name: d}\n"
                     "spec: {host: 5, subsets: [name, {labels: [x]}, {name: {}}]}\n"
                     "---\n"
-                    "apiVersion: [v1]\n"
-                    "kind: Service\n";
+                    "apiVersion: networking.istio.io/v1\n"
+                    "kind: Gateway\n"
+                    "metadata: {name: g}\n"
+                    "spec: [servers]\n";
     wf_store *s = load_final(y, "default");
-    assert_int_equal(wf_store_count(s), 5); /* 4 + the synthetic pod of d */
+    assert_int_equal(wf_store_count(s), 3);
     const wf_resource *vs = wf_store_at(s, 0);
-    assert_string_equal(vs->name, "");
     assert_int_equal(vs->t.vs->hosts.n, 0);
     assert_int_equal(vs->t.vs->nhttp, 3);
     assert_null(vs->t.vs->http[0].dests[0].dest.host);
     assert_int_equal(vs->t.vs->http[0].dests[0].weight, -1);
     assert_int_equal(vs->t.vs->http[1].ndest, 0);
-    const wf_resource *svc = wf_store_at(s, 1);
-    assert_string_equal(svc->name, "");
-    assert_string_equal(svc->ns, "default");
-    assert_int_equal(svc->labels.n, 0);
-    assert_string_equal(wf_kvs_get(&svc->annotations, "a"), "");
-    assert_int_equal(svc->t.service->nports, 0);
-    const wf_workload *w = wf_store_at(s, 2)->t.workload;
-    assert_string_equal(wf_kvs_get(&w->template_labels, "a"), "");
-    assert_int_equal(w->spec.ncontainers, 0);
-    const wf_destinationrule *d = wf_store_at(s, 3)->t.dr;
+    const wf_destinationrule *d = wf_store_at(s, 1)->t.dr;
     assert_string_equal(d->host, "5");
     assert_int_equal(d->nsubsets, 3);
     assert_null(d->subsets[0].name);
+    assert_int_equal(d->subsets[1].labels.n, 0);
     assert_null(d->subsets[2].name);
+    const wf_gateway *g = wf_store_at(s, 2)->t.gateway;
+    assert_int_equal(g->nservers, 0);
+    assert_false(g->has_selector);
+    wf_store_free(s);
+}
+
+/* Kubernetes built-ins: a field of the wrong JSON type rejects the document, at the field,
+ * as istioctl's strict decoding does ("failed parsing JSON for built-in type"). */
+static void test_kube_wrong_types(void **state)
+{
+    const char *y = "apiVersion: v1\n"
+                    "kind: Service\n"
+                    "metadata: {name: {a: b}}\n"
+                    "---\n"
+                    "apiVersion: apps/v1\n"
+                    "kind: Deployment\n"
+                    "metadata: {name: d}\n"
+                    "spec: {selector: [], template: {spec: {containers: {a: b}}}}\n"
+                    "---\n"
+                    "apiVersion: v1\n"
+                    "kind: Pod\n"
+                    "metadata: \"not a map\"\n"
+                    "---\n"
+                    "apiVersion: v1\n"
+                    "kind: Service\n"
+                    "metadata: {name: ok, labels: {a: b}}\n";
+    wf_store *s = load("k.yaml", y, false, 3);
+    const struct {
+        uint32_t line, col;
+        const char *text;
+    } want[] = {
+        {3, 18, "metadata.name: cannot unmarshal object into a value of type string"},
+        {8, 18, "spec.selector: cannot unmarshal array into a value of type object"},
+        {12, 11, "metadata: cannot unmarshal string into a value of type object"},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        const wf_load_error *e = wf_store_error(s, i);
+        if (e->line != want[i].line || e->col != want[i].col || !strstr(e->message, want[i].text))
+            fail_msg("error %zu: %u:%u %s", i, e->line, e->col, e->message);
+        assert_non_null(strstr(e->message, "failed parsing JSON for built-in type"));
+    }
+    assert_int_equal(wf_store_failed_files(s), 1);
+    assert_int_equal(wf_store_count(s), 1);
+    assert_string_equal(wf_store_at(s, 0)->name, "ok");
     wf_store_free(s);
 }
 
@@ -806,8 +893,9 @@ static const char *const mesh =
 static void test_store_find(void **state)
 {
     wf_store *s = load_final(mesh, "default");
-    /* kube-system is dropped; the ratings Deployment gets a synthetic pod */
-    assert_int_equal(wf_store_count(s), 12);
+    /* kube-system is dropped; the first reviews Service is shadowed by the second; the
+     * ratings Deployment gets a synthetic pod */
+    assert_int_equal(wf_store_count(s), 11);
     assert_null(wf_store_find(s, WF_KIND_POD, "kube-system", "coredns"));
     const wf_resource *ns = find(s, WF_KIND_NAMESPACE, "", "shop");
     assert_string_equal(ns->ns, ""); /* cluster-scoped: never a namespace */
@@ -819,10 +907,9 @@ static void test_store_find(void **state)
     assert_null(wf_store_find(s, WF_KIND_SERVICE, "shop", "nope"));
     size_t n;
     const wf_resource *const *svcs = wf_store_kind(s, WF_KIND_SERVICE, &n);
-    assert_int_equal(n, 3);
-    assert_string_equal(svcs[0]->name, "reviews");
-    assert_string_equal(svcs[1]->name, "ratings");
-    assert_string_equal(svcs[2]->name, "reviews");
+    assert_int_equal(n, 2); /* a resource read twice counts once, where it was read last */
+    assert_string_equal(svcs[0]->name, "ratings");
+    assert_ptr_equal(svcs[1], rev);
     assert_null(wf_store_kind(s, WF_KIND_COUNT, &n));
     assert_int_equal(n, 0);
     wf_store_free(s);
@@ -834,8 +921,8 @@ static void test_store_by_host(void **state)
     assert_string_equal(wf_store_domain_suffix(s), "cluster.local");
     size_t n;
     const wf_resource *const *r = wf_store_by_host(s, "reviews.shop.svc.cluster.local", &n);
-    assert_int_equal(n, 2); /* both reviews Services, in load order */
-    assert_ptr_equal(r[0], wf_store_at(s, 1));
+    assert_int_equal(n, 1); /* the reviews Service read last */
+    assert_ptr_equal(r[0], wf_store_find(s, WF_KIND_SERVICE, "shop", "reviews"));
     r = wf_store_by_host(s, "ratings.default.svc.cluster.local", &n);
     assert_int_equal(n, 1);
     assert_string_equal(r[0]->name, "ratings");
@@ -1044,15 +1131,19 @@ static void test_error_depth(void **state)
     for (int i = 0; i < 140; i++)
         n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%*sk:\n", i, "");
     expect_error(buf, n, false, 129, 129, "nested too deeply");
-    /* exactly at the limit is fine */
-    n = 0;
-    for (int i = 0; i < 128; i++)
+    /* exactly at the limit is fine: the document's map and 127 sequences */
+    n = (size_t)snprintf(buf, sizeof(buf),
+                         "{\"apiVersion\": \"example.com/v1\", \"kind\": \"Deep\", "
+                         "\"x\": ");
+    for (int i = 0; i < 127; i++)
         buf[n++] = '[';
-    for (int i = 0; i < 128; i++)
+    for (int i = 0; i < 127; i++)
         buf[n++] = ']';
+    buf[n++] = '}';
     wf_store *s = wf_store_new();
     assert_int_equal(wf_store_load_buffer(s, "ok.yaml", buf, n, false), 0);
     assert_int_equal(wf_store_load_buffer(s, "ok.json", buf, n, true), 0);
+    assert_int_equal(wf_store_count(s), 2);
     wf_store_free(s);
     /* JSON: the same limit, with the position of the first bracket too deep (strings with
      * brackets and escaped quotes do not count) */
@@ -1090,7 +1181,7 @@ static void test_anchor_and_merge_cost(void **state)
     size_t cap = 2u * 1024u * 1024u, n = 0;
     char *buf = malloc(cap);
     assert_non_null(buf);
-    n += (size_t)snprintf(buf + n, cap - n, "a:\n");
+    n += (size_t)snprintf(buf + n, cap - n, "apiVersion: example.com/v1\nkind: Blob\na:\n");
     for (int i = 0; i < 10000; i++)
         n += (size_t)snprintf(buf + n, cap - n, "- &x%d %d\n", i, i);
     n += (size_t)snprintf(buf + n, cap - n, "b:\n");
@@ -1101,7 +1192,7 @@ static void test_anchor_and_merge_cost(void **state)
     assert_int_equal(wf_store_load_buffer(s, "anchors.yaml", buf, n, false), 0);
     wf_store_free(s);
 
-    n = (size_t)snprintf(buf, cap, "a: &a\n");
+    n = (size_t)snprintf(buf, cap, "apiVersion: example.com/v1\nkind: Blob\na: &a\n");
     for (int i = 0; i < 45000; i++)
         n += (size_t)snprintf(buf + n, cap - n, "  k%d: %d\n", i, i);
     n += (size_t)snprintf(buf + n, cap - n, "b:\n  k7: mine\n  <<: *a\n");
@@ -1146,6 +1237,7 @@ int main(void)
         cmocka_unit_test(test_kind_list),
         cmocka_unit_test(test_json_input),
         cmocka_unit_test(test_directory),
+        cmocka_unit_test(test_directory_fifo),
         cmocka_unit_test(test_positions),
         cmocka_unit_test(test_scalars),
         cmocka_unit_test(test_merge_keys),
@@ -1155,6 +1247,7 @@ int main(void)
         cmocka_unit_test(test_decode_virtualservice),
         cmocka_unit_test(test_decode_destinationrule),
         cmocka_unit_test(test_decode_wrong_types),
+        cmocka_unit_test(test_kube_wrong_types),
         cmocka_unit_test(test_store_find),
         cmocka_unit_test(test_store_by_host),
         cmocka_unit_test(test_pods_matching),
