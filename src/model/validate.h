@@ -27,8 +27,7 @@ typedef struct wf_validation_issue {
     const char *message; /* valid during the callback only */
 } wf_validation_issue;
 
-typedef void (*wf_validation_cb)(const wf_resource *r, const wf_validation_issue *issue,
-                                 void *arg);
+typedef void (*wf_validation_cb)(const wf_resource *r, const wf_validation_issue *issue, void *arg);
 
 /* Validate one resource of an Istio kind (wf_kind_is_istio). Calls cb once per problem.
  * Returns the number of errors (warnings not counted); 0 for other kinds. */
