@@ -75,7 +75,7 @@ static void check_ports(wf_analysis_ctx *ctx, const wf_resource *vs, const wf_vs
         WF_REPORT(ctx, WF_IST0101, vs, at, "host:port", hp);
 }
 
-static void dh_check_hosts(wf_analysis_ctx *ctx, const wf_vsu_map *hosts, const wf_resource *vs)
+static void dh_check_hosts(wf_analysis_ctx *ctx, const wf_strmap *hosts, const wf_resource *vs)
 {
     const wf_strs *export_to = &vs->t.vs->export_to;
     size_t n;
@@ -182,7 +182,7 @@ static void run_destination_host(wf_analysis_ctx *ctx)
 {
     size_t nvs;
     const wf_resource *const *vss = wf_store_kind(wf_ctx_store(ctx), WF_KIND_VIRTUALSERVICE, &nvs);
-    wf_vsu_map *hosts = wf_vsu_service_hosts(ctx);
+    wf_strmap *hosts = wf_vsu_service_hosts(ctx);
     subset_dests sd = {0, 0, NULL};
     if (!hosts)
         return;
@@ -516,14 +516,14 @@ static bool exports_to_all(const wf_strs *export_to)
     return false;
 }
 
-static int add_scoped_hosts(wf_analysis_ctx *ctx, wf_vsu_map *m, const wf_resource *vs,
+static int add_scoped_hosts(wf_analysis_ctx *ctx, wf_strmap *m, const wf_resource *vs,
                             const char *scope)
 {
     const wf_strs *hosts = &vs->t.vs->hosts;
     for (size_t h = 0; h < hosts->n; h++) {
         const char *fqdn = wf_fqdn(ctx, vs->ns, str_or_empty(hosts->v[h]));
         const char *key = wf_arena_printf(wf_ctx_arena(ctx), "%s/%s", scope, fqdn);
-        void **slot = key ? wf_vsu_map_slot(m, key, true) : NULL;
+        void **slot = key ? wf_strmap_slot(m, key, true) : NULL;
         if (!slot)
             return -1;
         if (!*slot && !(*slot = wf_arena_alloc(wf_ctx_arena(ctx), sizeof(vs_list))))
@@ -535,7 +535,7 @@ static int add_scoped_hosts(wf_analysis_ctx *ctx, wf_vsu_map *m, const wf_resour
 }
 
 /* The namespaces a VirtualService's hosts are scoped to ("*" when exported everywhere). */
-static int add_vs_scopes(wf_analysis_ctx *ctx, wf_vsu_map *m, const wf_resource *vs)
+static int add_vs_scopes(wf_analysis_ctx *ctx, wf_strmap *m, const wf_resource *vs)
 {
     const wf_strs *et = &vs->t.vs->export_to;
     if (exports_to_all(et))
@@ -557,11 +557,11 @@ static int add_vs_scopes(wf_analysis_ctx *ctx, wf_vsu_map *m, const wf_resource 
 
 /* The VirtualServices of scoped host i, plus (for a namespace scope) those exported to all
  * namespaces whose host matches, each once. */
-static int conflict_list(wf_analysis_ctx *ctx, const wf_vsu_map *m, size_t i, vs_list *out)
+static int conflict_list(wf_analysis_ctx *ctx, const wf_strmap *m, size_t i, vs_list *out)
 {
     wf_arena *a = wf_ctx_arena(ctx);
-    const char *key = wf_vsu_map_key(m, i);
-    const vs_list *own = wf_vsu_map_value(m, i);
+    const char *key = wf_strmap_key(m, i);
+    const vs_list *own = wf_strmap_value(m, i);
     for (size_t k = 0; k < own->n; k++) {
         if (list_add_unique(a, out, own->v[k]) != 0)
             return -1;
@@ -569,11 +569,11 @@ static int conflict_list(wf_analysis_ctx *ctx, const wf_vsu_map *m, size_t i, vs
     if (strncmp(key, "*/", 2) == 0)
         return 0;
     const char *host = strchr(key, '/') + 1;
-    for (size_t j = 0; j < wf_vsu_map_count(m); j++) {
-        const char *other = wf_vsu_map_key(m, j);
+    for (size_t j = 0; j < wf_strmap_count(m); j++) {
+        const char *other = wf_strmap_key(m, j);
         if (strncmp(other, "*/", 2) != 0 || !wf_vsu_host_matches(host, other + 2))
             continue;
-        const vs_list *l = wf_vsu_map_value(m, j);
+        const vs_list *l = wf_strmap_value(m, j);
         for (size_t k = 0; k < l->n; k++) {
             if (list_add_unique(a, out, l->v[k]) != 0)
                 return -1;
@@ -600,15 +600,15 @@ static void run_conflicting_mesh(wf_analysis_ctx *ctx)
 {
     size_t n;
     const wf_resource *const *vss = wf_store_kind(wf_ctx_store(ctx), WF_KIND_VIRTUALSERVICE, &n);
-    wf_vsu_map *m = wf_vsu_map_new(wf_ctx_arena(ctx));
-    wf_vsu_map *reported = wf_vsu_map_new(wf_ctx_arena(ctx));
+    wf_strmap *m = wf_strmap_new(wf_ctx_arena(ctx));
+    wf_strmap *reported = wf_strmap_new(wf_ctx_arena(ctx));
     if (!m || !reported)
         return;
     for (size_t i = 0; i < n; i++) {
         if (vss[i]->t.vs && attached_to_mesh(vss[i]->t.vs) && add_vs_scopes(ctx, m, vss[i]) != 0)
             return;
     }
-    for (size_t i = 0; i < wf_vsu_map_count(m); i++) {
+    for (size_t i = 0; i < wf_strmap_count(m); i++) {
         vs_list l = {0, 0, NULL};
         if (conflict_list(ctx, m, i, &l) != 0)
             return;
@@ -616,12 +616,12 @@ static void run_conflicting_mesh(wf_analysis_ctx *ctx)
             continue;
         const char *names = join_names(ctx, &l);
         for (size_t k = 0; names && k < l.n; k++) {
-            void **done = wf_vsu_map_slot(reported, wf_full_name(ctx, l.v[k]), true);
+            void **done = wf_strmap_slot(reported, wf_full_name(ctx, l.v[k]), true);
             if (!done || *done)
                 continue;
             *done = (void *)l.v[k];
             const wf_node *at = l.v[k]->metadata ? wf_map_get(l.v[k]->metadata, "name") : NULL;
-            WF_REPORT(ctx, WF_IST0109, l.v[k], at, names, wf_vsu_map_key(m, i));
+            WF_REPORT(ctx, WF_IST0109, l.v[k], at, names, wf_strmap_key(m, i));
         }
     }
 }

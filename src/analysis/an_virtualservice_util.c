@@ -178,129 +178,20 @@ bool wf_vsu_host_matches(const char *a, const char *b)
     return strcmp(a, b) == 0;
 }
 
-/* ---- map ---- */
-
-typedef struct vsu_entry {
-    const char *key;
-    void *value;
-    uint64_t hash;
-} vsu_entry;
-
-struct wf_vsu_map {
-    wf_arena *arena;
-    vsu_entry *entries;
-    size_t n, cap;
-    size_t *index; /* entry position + 1; 0 = free */
-    size_t icap;   /* power of two */
-};
-
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-wf_vsu_map *wf_vsu_map_new(wf_arena *a)
-{
-    wf_vsu_map *m = wf_arena_alloc(a, sizeof(*m));
-    if (!m)
-        return NULL;
-    m->arena = a;
-    return m;
-}
-
-static int map_reindex(wf_vsu_map *m, size_t icap)
-{
-    size_t *index = wf_arena_alloc(m->arena, icap * sizeof(*index));
-    if (!index)
-        return -1;
-    for (size_t i = 0; i < m->n; i++) {
-        size_t p = (size_t)m->entries[i].hash & (icap - 1);
-        while (index[p])
-            p = (p + 1) & (icap - 1);
-        index[p] = i + 1;
-    }
-    m->index = index;
-    m->icap = icap;
-    return 0;
-}
-
-static vsu_entry *map_append(wf_vsu_map *m, const char *key, uint64_t h)
-{
-    if (m->n == m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 16;
-        vsu_entry *e = wf_arena_alloc(m->arena, cap * sizeof(*e));
-        if (!e)
-            return NULL;
-        if (m->n)
-            memcpy(e, m->entries, m->n * sizeof(*e));
-        m->entries = e;
-        m->cap = cap;
-    }
-    if ((m->n + 1) * 2 > m->icap && map_reindex(m, m->icap ? m->icap * 2 : 32) != 0)
-        return NULL;
-    const char *k = wf_arena_strdup(m->arena, key);
-    if (!k)
-        return NULL;
-    vsu_entry *e = &m->entries[m->n++];
-    e->key = k;
-    e->value = NULL;
-    e->hash = h;
-    size_t p = (size_t)h & (m->icap - 1);
-    while (m->index[p])
-        p = (p + 1) & (m->icap - 1);
-    m->index[p] = m->n;
-    return e;
-}
-
-void **wf_vsu_map_slot(wf_vsu_map *m, const char *key, bool create)
-{
-    uint64_t h = hash_str(key);
-    if (m->icap) {
-        size_t p = (size_t)h & (m->icap - 1);
-        for (; m->index[p]; p = (p + 1) & (m->icap - 1)) {
-            vsu_entry *e = &m->entries[m->index[p] - 1];
-            if (e->hash == h && strcmp(e->key, key) == 0)
-                return &e->value;
-        }
-    }
-    if (!create)
-        return NULL;
-    vsu_entry *e = map_append(m, key, h);
-    return e ? &e->value : NULL;
-}
-
-size_t wf_vsu_map_count(const wf_vsu_map *m)
-{
-    return m->n;
-}
-
-const char *wf_vsu_map_key(const wf_vsu_map *m, size_t i)
-{
-    return m->entries[i].key;
-}
-
-void *wf_vsu_map_value(const wf_vsu_map *m, size_t i)
-{
-    return m->entries[i].value;
-}
-
 /* ---- service hosts ---- */
 
-static int put_scoped(wf_analysis_ctx *ctx, wf_vsu_map *m, const char *scope, const char *ns,
+static int put_scoped(wf_analysis_ctx *ctx, wf_strmap *m, const char *scope, const char *ns,
                       const char *host, const wf_resource *r)
 {
     const char *key = wf_arena_printf(wf_ctx_arena(ctx), "%s/%s", scope, wf_fqdn(ctx, ns, host));
-    void **slot = key ? wf_vsu_map_slot(m, key, true) : NULL;
+    void **slot = key ? wf_strmap_slot(m, key, true) : NULL;
     if (!slot)
         return -1;
     *slot = (void *)r;
     return 0;
 }
 
-static int add_service_entry(wf_analysis_ctx *ctx, wf_vsu_map *m, const wf_resource *r)
+static int add_service_entry(wf_analysis_ctx *ctx, wf_strmap *m, const wf_resource *r)
 {
     const wf_serviceentry *se = r->t.se;
     bool all = false;
@@ -324,7 +215,7 @@ static int add_service_entry(wf_analysis_ctx *ctx, wf_vsu_map *m, const wf_resou
     return 0;
 }
 
-static int add_service(wf_analysis_ctx *ctx, wf_vsu_map *m, const wf_resource *r)
+static int add_service(wf_analysis_ctx *ctx, wf_strmap *m, const wf_resource *r)
 {
     const char *anno = wf_kvs_get(&r->annotations, EXPORT_TO_ANNOTATION);
     if (!anno || !*anno)
@@ -346,10 +237,10 @@ static int add_service(wf_analysis_ctx *ctx, wf_vsu_map *m, const wf_resource *r
     return 0;
 }
 
-wf_vsu_map *wf_vsu_service_hosts(wf_analysis_ctx *ctx)
+wf_strmap *wf_vsu_service_hosts(wf_analysis_ctx *ctx)
 {
     const wf_store *s = wf_ctx_store(ctx);
-    wf_vsu_map *m = wf_vsu_map_new(wf_ctx_arena(ctx));
+    wf_strmap *m = wf_strmap_new(wf_ctx_arena(ctx));
     size_t n;
     if (!m)
         return NULL;
@@ -366,20 +257,20 @@ wf_vsu_map *wf_vsu_service_hosts(wf_analysis_ctx *ctx)
     return m;
 }
 
-static const wf_resource *lookup_scoped(wf_analysis_ctx *ctx, const wf_vsu_map *hosts,
+static const wf_resource *lookup_scoped(wf_analysis_ctx *ctx, const wf_strmap *hosts,
                                         const char *scope, const char *fqdn)
 {
     const char *key = wf_arena_printf(wf_ctx_arena(ctx), "%s/%s", scope, fqdn);
-    void **slot = key ? wf_vsu_map_slot((wf_vsu_map *)hosts, key, false) : NULL;
+    void **slot = key ? wf_strmap_slot((wf_strmap *)hosts, key, false) : NULL;
     return slot ? *slot : NULL;
 }
 
-static const wf_resource *lookup_wildcard(const wf_vsu_map *hosts, const char *source_ns,
+static const wf_resource *lookup_wildcard(const wf_strmap *hosts, const char *source_ns,
                                           const char *host)
 {
     const char *h = host[0] == '*' ? host + 1 : host;
-    for (size_t i = 0; i < wf_vsu_map_count(hosts); i++) {
-        const char *key = wf_vsu_map_key(hosts, i);
+    for (size_t i = 0; i < wf_strmap_count(hosts); i++) {
+        const char *key = wf_strmap_key(hosts, i);
         const char *slash = strchr(key, '/');
         if (!slash || slash[1] != '*')
             continue;
@@ -387,12 +278,12 @@ static const wf_resource *lookup_wildcard(const wf_vsu_map *hosts, const char *s
         bool all = slen == 1 && key[0] == '*';
         bool same = strlen(source_ns) == slen && memcmp(key, source_ns, slen) == 0;
         if ((all || same) && has_suffix(h, slash + 2))
-            return wf_vsu_map_value(hosts, i);
+            return wf_strmap_value(hosts, i);
     }
     return NULL;
 }
 
-const wf_resource *wf_vsu_dest_service(wf_analysis_ctx *ctx, const wf_vsu_map *hosts,
+const wf_resource *wf_vsu_dest_service(wf_analysis_ctx *ctx, const wf_strmap *hosts,
                                        const char *source_ns, const wf_strs *export_to,
                                        const char *host)
 {

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "analysis/analyzer.h"
+#include "core/strmap.h"
 
 /* One destination of a VirtualService with where it sits (Istio's AnnotatedDestination). */
 typedef struct wf_vsu_dest {
@@ -60,32 +61,16 @@ const char *wf_vsu_full_name_str(wf_analysis_ctx *ctx, const char *ns, const cha
  * in either direction. */
 bool wf_vsu_host_matches(const char *a, const char *b);
 
-/* ---- string-keyed map (insertion ordered) ---- */
-
-typedef struct wf_vsu_map wf_vsu_map;
-
-/* NULL on out of memory. */
-wf_vsu_map *wf_vsu_map_new(wf_arena *a);
-
-/* Value slot for key, created (with value NULL) when create is set; NULL when absent and not
- * created, or on out of memory. The key is copied. */
-void **wf_vsu_map_slot(wf_vsu_map *m, const char *key, bool create);
-
-size_t wf_vsu_map_count(const wf_vsu_map *m);
-/* Key and value of the i-th key inserted. */
-const char *wf_vsu_map_key(const wf_vsu_map *m, size_t i);
-void *wf_vsu_map_value(const wf_vsu_map *m, size_t i);
-
 /* ---- util.InitServiceEntryHostMap / util.GetDestinationHost ---- */
 
 /* Scoped hosts ("<scope>/<fqdn>") of every ServiceEntry host and Service, scoped by their
  * exportTo (spec.exportTo, or the networking.istio.io/exportTo annotation of a Service);
  * each maps to the ServiceEntry or Service resource (the last one loaded wins). */
-wf_vsu_map *wf_vsu_service_hosts(wf_analysis_ctx *ctx);
+wf_strmap *wf_vsu_service_hosts(wf_analysis_ctx *ctx);
 
 /* The ServiceEntry or Service a destination host of a VirtualService in source_ns with the
  * given exportTo resolves to, or NULL when none is visible. */
-const wf_resource *wf_vsu_dest_service(wf_analysis_ctx *ctx, const wf_vsu_map *hosts,
+const wf_resource *wf_vsu_dest_service(wf_analysis_ctx *ctx, const wf_strmap *hosts,
                                        const char *source_ns, const wf_strs *export_to,
                                        const char *host);
 
