@@ -26,6 +26,7 @@
 #include "analysis/analyzer.h"
 #include "analysis/util.h"
 #include "core/strbuf.h"
+#include "core/strmap.h"
 
 /* ---- shared helpers ---- */
 
@@ -388,6 +389,8 @@ typedef struct gw_key {
 typedef struct gw_map {
     gw_key *k;
     size_t n, cap;
+    wf_strmap *key_index;       /* key -> position in k + 1 */
+    wf_strmap *repeated;        /* "port\x1fhost" -> non-NULL when it is on more than one server */
     const char **names, **sels; /* per Gateway (store order); NULL entries are skipped */
     bool failed;
 } gw_map;
@@ -421,11 +424,14 @@ static bool split_key(wf_analysis_ctx *ctx, gw_key *k)
 
 static gw_key *key_get(wf_analysis_ctx *ctx, gw_map *m, const char *key)
 {
-    for (size_t i = 0; i < m->n; i++)
-        if (strcmp(m->k[i].key, key) == 0)
-            return &m->k[i];
+    void **slot = wf_strmap_slot(m->key_index, key, true);
+    if (!slot)
+        return NULL;
+    if (*slot)
+        return &m->k[(uintptr_t)*slot - 1];
     if (!grow((void **)&m->k, &m->cap, m->n, sizeof(*m->k)))
         return NULL;
+    *slot = (void *)(uintptr_t)(m->n + 1);
     gw_key *k = &m->k[m->n];
     memset(k, 0, sizeof(*k));
     k->key = key;
@@ -435,11 +441,12 @@ static gw_key *key_get(wf_analysis_ctx *ctx, gw_map *m, const char *key)
     return k;
 }
 
+/* A Gateway's servers are added one after another and names are unique in the store, so
+ * the only entry this gateway can already have is the last one. */
 static gw_hosts *key_gateway(gw_key *k, const char *gw)
 {
-    for (size_t i = 0; i < k->n; i++)
-        if (strcmp(k->g[i].gw, gw) == 0)
-            return &k->g[i];
+    if (k->n > 0 && strcmp(k->g[k->n - 1].gw, gw) == 0)
+        return &k->g[k->n - 1];
     if (!grow((void **)&k->g, &k->cap, k->n, sizeof(*k->g)))
         return NULL;
     k->g[k->n] = (gw_hosts){gw, NULL, 0, 0};
@@ -449,6 +456,37 @@ static gw_hosts *key_gateway(gw_key *k, const char *gw)
 static const char *server_port_str(wf_analysis_ctx *ctx, const wf_gateway_server *srv)
 {
     return wf_arena_printf(wf_ctx_arena(ctx), "%u", (uint32_t)srv->port);
+}
+
+/* Count each (port, host) over all servers: a host on one server only can never be found in
+ * another gateway's host list, so servers without a repeated host need no comparison. */
+static const char *port_host_key(wf_analysis_ctx *ctx, const char *port, const char *host)
+{
+    return wf_arena_printf(wf_ctx_arena(ctx), "%s\x1f%s", port, host);
+}
+
+static void count_hosts(wf_analysis_ctx *ctx, gw_map *m, const char *port, const wf_strs *hosts)
+{
+    for (size_t i = 0; i < hosts->n && !m->failed; i++) {
+        const char *key = port_host_key(ctx, port, hosts->v[i]);
+        void **slot = key ? wf_strmap_slot(m->repeated, key, true) : NULL;
+        if (!slot)
+            m->failed = true;
+        else
+            *slot = (void *)((uintptr_t)*slot + 1);
+    }
+}
+
+static bool any_repeated(wf_analysis_ctx *ctx, const gw_map *m, const char *port,
+                         const wf_strs *hosts)
+{
+    for (size_t i = 0; i < hosts->n; i++) {
+        const char *key = port_host_key(ctx, port, hosts->v[i]);
+        void **slot = key ? wf_strmap_slot(m->repeated, key, false) : NULL;
+        if (!key || (slot && (uintptr_t)*slot > 1))
+            return true; /* out of memory: fall back to comparing */
+    }
+    return false;
 }
 
 /* initGatewaysMap: selector~port -> gateway -> host -> bind (a gateway's later server on
@@ -467,6 +505,7 @@ static void add_gateway_servers(wf_analysis_ctx *ctx, gw_map *m, const wf_gatewa
             return;
         }
         h->n = 0;
+        count_hosts(ctx, m, port, &srv->hosts);
         const char *bind = map_str_or_empty(srv->node, "bind");
         for (size_t i = 0; i < srv->hosts.n; i++)
             if (!hosts_set(h, srv->hosts.v[i], bind))
@@ -478,7 +517,9 @@ static bool build_map(wf_analysis_ctx *ctx, gw_map *m, const wf_resource *const 
 {
     m->names = calloc(ng, sizeof(*m->names));
     m->sels = calloc(ng, sizeof(*m->sels));
-    if (!m->names || !m->sels)
+    m->key_index = wf_strmap_new(wf_ctx_arena(ctx));
+    m->repeated = wf_strmap_new(wf_ctx_arena(ctx));
+    if (!m->names || !m->sels || !m->key_index || !m->repeated)
         return false;
     for (size_t g = 0; g < ng && !m->failed; g++) {
         const wf_gateway *gw = gv[g]->t.gateway;
@@ -594,6 +635,8 @@ static void check_server_conflicts(wf_analysis_ctx *ctx, gw_map *m, const wf_res
     const char *port = server_port_str(ctx, srv);
     const char *bind = map_str_or_empty(srv->node, "bind");
     name_list l = {NULL, 0, 0};
+    if (port && !any_repeated(ctx, m, port, &srv->hosts))
+        nhits = 0; /* no host of this server is on another server: nothing to find */
     for (size_t i = 0; name && sel && port && i < nhits; i++) {
         if (strcmp(hits[i]->port, port) != 0)
             continue;
@@ -729,26 +772,115 @@ static void compare_certificates(wf_analysis_ctx *ctx, const wf_resource *cur,
     }
 }
 
-static void check_duplicate_certificates(wf_analysis_ctx *ctx, const wf_resource *cur,
-                                         bool scope_ns)
+/* The key under which two tls blocks have the same certificate (same_certificate): the
+ * credentialName, or the serverCertificate and privateKey files; NULL when none can match. */
+static const char *certificate_key(wf_analysis_ctx *ctx, const wf_node *tls)
 {
-    size_t ng;
-    const wf_resource *const *gv = gateways(ctx, &ng);
-    const wf_kvs *sel = &cur->t.gateway->selector;
+    const char *cn = map_str_or_empty(tls, "credentialName");
+    if (cn[0])
+        return wf_arena_printf(wf_ctx_arena(ctx), "c\x1f%s", cn);
+    const char *sc = map_str_or_empty(tls, "serverCertificate");
+    const char *pk = map_str_or_empty(tls, "privateKey");
+    if (!sc[0] || !pk[0])
+        return NULL;
+    return wf_arena_printf(wf_ctx_arena(ctx), "f\x1f%s\x1f%s", sc, pk);
+}
+
+/* Gateway indices (into the store's Gateway list) per certificate key, each list ascending. */
+typedef struct cert_index {
+    wf_strmap *by_key; /* key -> size_t list (first element: count) */
+} cert_index;
+
+static bool index_certificates(wf_analysis_ctx *ctx, cert_index *ix, const wf_resource *const *gv,
+                               size_t ng)
+{
+    ix->by_key = wf_strmap_new(wf_ctx_arena(ctx));
+    if (!ix->by_key)
+        return false;
     for (size_t g = 0; g < ng; g++) {
-        const wf_resource *r = gv[g];
-        if (!r->t.gateway || (scope_ns && strcmp(r->ns, cur->ns) != 0))
+        const wf_gateway *gw = gv[g]->t.gateway;
+        for (size_t i = 0; gw && i < gw->nservers; i++) {
+            const wf_node *tls = server_tls(&gw->servers[i]);
+            const char *key = tls ? certificate_key(ctx, tls) : NULL;
+            if (!key)
+                continue;
+            void **slot = wf_strmap_slot(ix->by_key, key, true);
+            if (!slot)
+                return false;
+            size_t *list = *slot, n = list ? list[0] : 0;
+            if (n > 0 && list[n] == g)
+                continue;                      /* this gateway is already listed */
+            if (!list || (n & (n + 1)) == 0) { /* full at 1, 3, 7, ...: grow to 2n + 2 */
+                size_t *nl = wf_arena_alloc(wf_ctx_arena(ctx), (2 * n + 2) * sizeof(*nl));
+                if (!nl)
+                    return false;
+                if (list)
+                    memcpy(nl, list, (n + 1) * sizeof(*nl));
+                list = nl;
+            }
+            list[++n] = g;
+            list[0] = n;
+            *slot = list;
+        }
+    }
+    return true;
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Gateways that could share a certificate with gv[cur], in store order, without cur. */
+static size_t certificate_peers(wf_analysis_ctx *ctx, const cert_index *ix,
+                                const wf_resource *const *gv, size_t cur, size_t **out)
+{
+    const wf_gateway *gw = gv[cur]->t.gateway;
+    size_t n = 0, cap = 0;
+    *out = NULL;
+    for (size_t i = 0; i < gw->nservers; i++) {
+        const wf_node *tls = server_tls(&gw->servers[i]);
+        const char *key = tls ? certificate_key(ctx, tls) : NULL;
+        void **slot = key ? wf_strmap_slot(ix->by_key, key, false) : NULL;
+        const size_t *list = slot ? *slot : NULL;
+        for (size_t j = 1; list && j <= list[0]; j++) {
+            if (list[j] == cur)
+                continue;
+            if (!grow((void **)out, &cap, n, sizeof(**out)))
+                return n;
+            (*out)[n++] = list[j];
+        }
+    }
+    if (n > 1)
+        qsort(*out, n, sizeof(**out), cmp_size);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (k == 0 || (*out)[k - 1] != (*out)[i])
+            (*out)[k++] = (*out)[i];
+    return k;
+}
+
+/* Only Gateways with a tls block of the same certificate can give IST0138, so each Gateway
+ * is compared with those (in store order, as upstream iterates all Gateways). */
+static void check_duplicate_certificates(wf_analysis_ctx *ctx, const cert_index *ix,
+                                         const wf_resource *const *gv, size_t cur, bool scope_ns)
+{
+    const wf_resource *r0 = gv[cur];
+    const wf_kvs *sel = &r0->t.gateway->selector;
+    size_t *peers;
+    size_t np = certificate_peers(ctx, ix, gv, cur, &peers);
+    for (size_t p = 0; p < np; p++) {
+        const wf_resource *r = gv[peers[p]];
+        if (!r->t.gateway || (scope_ns && strcmp(r->ns, r0->ns) != 0))
             continue;
         if (sel->n > 0 && !selector_subset(sel, &r->t.gateway->selector))
             continue;
-        if (same_full_name(cur, r))
+        if (same_full_name(r0, r))
             continue;
-        /* context.Find by full name: the last loaded Gateway of that name */
-        const wf_resource *other =
-            wf_store_find(wf_ctx_store(ctx), WF_KIND_GATEWAY, r->ns, r->name);
-        if (other && other->t.gateway)
-            compare_certificates(ctx, cur, other);
+        compare_certificates(ctx, r0, r);
     }
+    free(peers);
 }
 
 static void run_certificate(wf_analysis_ctx *ctx)
@@ -756,9 +888,12 @@ static void run_certificate(wf_analysis_ctx *ctx)
     size_t ng;
     const wf_resource *const *gv = gateways(ctx, &ng);
     bool scope_ns = scope_gateway_to_namespace();
+    cert_index ix;
+    if (!index_certificates(ctx, &ix, gv, ng))
+        return;
     for (size_t g = 0; g < ng; g++)
         if (gv[g]->t.gateway)
-            check_duplicate_certificates(ctx, gv[g], scope_ns);
+            check_duplicate_certificates(ctx, &ix, gv, g, scope_ns);
 }
 
 const wf_analyzer wf_an_gateway_CertificateAnalyzer = {
