@@ -84,7 +84,8 @@ static bool service_selects(const wf_resource *svc, const wf_resource *dep)
 static svc_port *matching_ports(wf_analysis_ctx *ctx, const wf_resource *dep, size_t *count)
 {
     size_t n, total = 0;
-    const wf_resource *const *svcs = wf_store_kind(wf_ctx_store(ctx), WF_KIND_SERVICE, &n);
+    const wf_resource *const *svcs =
+        wf_store_kind_ns(wf_ctx_store(ctx), WF_KIND_SERVICE, dep->ns, &n);
     for (size_t i = 0; i < n; i++)
         if (service_selects(svcs[i], dep))
             total += wf_seq_len(wf_map_get(svcs[i]->spec, "ports"));

@@ -92,6 +92,22 @@ static bool grow(void **v, size_t *cap, size_t n, size_t elem)
 
 /* ==== gateway.IngressGatewayPortAnalyzer ==== */
 
+/* A growable pointer list (heap array; the struct itself may live in an arena). */
+typedef struct wf_ptr_list {
+    const void **v;
+    size_t n, cap;
+} wf_ptr_list;
+
+/* Free the heap arrays of every wf_ptr_list value of a map. */
+static void free_ptr_lists(wf_strmap *m)
+{
+    for (size_t i = 0; m && i < wf_strmap_count(m); i++) {
+        wf_ptr_list *l = wf_strmap_value(m, i);
+        if (l)
+            free(l->v);
+    }
+}
+
 typedef struct port_set {
     uint32_t *v;
     size_t n, cap;
@@ -166,36 +182,67 @@ static bool add_service_ports(const wf_resource *svc, port_set *set)
     return true;
 }
 
-/* For each pod, the ports of the Services in its namespace that select it. */
-static port_set *ports_by_pod(wf_analysis_ctx *ctx, const wf_resource *const *pv, size_t np)
+/* Shared state of one IngressGatewayPortAnalyzer run: pods matched per selector and the
+ * Service ports of each pod are computed once, on first use, from the Services of its
+ * namespace only, so many Gateways over many Services stay linear. */
+typedef struct port_run {
+    wf_analysis_ctx *ctx;
+    const wf_resource *const *pv;
+    size_t np;
+    port_set *sets; /* per pod */
+    bool *have_set;
+    wf_strmap *pods_by_sel; /* selector string -> wf_ptr_list of pod indices */
+} port_run;
+
+/* The ports of the Services in the pod's namespace that select it (computed once). */
+static const port_set *pod_ports(port_run *pr, size_t i)
 {
-    port_set *sets = calloc(np ? np : 1, sizeof(*sets));
+    if (pr->have_set[i])
+        return &pr->sets[i];
+    pr->have_set[i] = true;
     size_t ns;
-    const wf_resource *const *sv = wf_store_kind(wf_ctx_store(ctx), WF_KIND_SERVICE, &ns);
-    for (size_t i = 0; sets && i < np; i++) {
-        for (size_t j = 0; j < ns; j++) {
-            const wf_resource *svc = sv[j];
-            if (!svc->t.service || strcmp(svc->ns, pv[i]->ns) != 0 ||
-                !wf_kvs_subset(&svc->t.service->selector, &pv[i]->labels))
-                continue;
-            if (!add_service_ports(svc, &sets[i]))
-                return sets; /* out of memory: ports missing, as good as we can do */
-        }
+    const wf_resource *const *sv =
+        wf_store_kind_ns(wf_ctx_store(pr->ctx), WF_KIND_SERVICE, pr->pv[i]->ns, &ns);
+    for (size_t j = 0; j < ns; j++) {
+        const wf_resource *svc = sv[j];
+        if (svc->t.service && wf_kvs_subset(&svc->t.service->selector, &pr->pv[i]->labels) &&
+            !add_service_ports(svc, &pr->sets[i]))
+            break; /* out of memory: ports missing, as good as we can do */
     }
-    return sets;
+    return &pr->sets[i];
 }
 
-static void check_gateway_ports(wf_analysis_ctx *ctx, const wf_resource *r,
-                                const wf_resource *const *pv, size_t np, const port_set *sets)
+/* Indices of the pods a Gateway selector matches (computed once per selector). */
+static const wf_ptr_list *selected_pods(port_run *pr, const wf_kvs *sel, const char *sel_str)
 {
+    void **slot = wf_strmap_slot(pr->pods_by_sel, sel_str, true);
+    if (!slot)
+        return NULL;
+    if (*slot)
+        return *slot;
+    wf_ptr_list *l = wf_arena_alloc(wf_ctx_arena(pr->ctx), sizeof(*l));
+    if (!l)
+        return NULL;
+    for (size_t i = 0; i < pr->np; i++) {
+        if (!wf_kvs_subset(sel, &pr->pv[i]->labels))
+            continue;
+        if (!grow((void **)&l->v, &l->cap, l->n, sizeof(*l->v)))
+            return NULL;
+        l->v[l->n++] = (const void *)(uintptr_t)i;
+    }
+    *slot = l;
+    return l;
+}
+
+static void check_gateway_ports(port_run *pr, const wf_resource *r)
+{
+    wf_analysis_ctx *ctx = pr->ctx;
     const wf_gateway *gw = r->t.gateway;
     const char *sel = wf_selector_string(wf_ctx_arena(ctx), &gw->selector);
-    if (!sel)
+    const wf_ptr_list *matched = sel ? selected_pods(pr, &gw->selector, sel) : NULL;
+    if (!matched)
         return;
-    size_t matches = 0;
-    for (size_t i = 0; i < np; i++)
-        matches += wf_kvs_subset(&gw->selector, &pv[i]->labels);
-    if (matches == 0) {
+    if (matched->n == 0) {
         report_selector_not_found(ctx, r, sel);
         return;
     }
@@ -206,8 +253,8 @@ static void check_gateway_ports(wf_analysis_ctx *ctx, const wf_resource *r,
             continue;
         uint32_t number = (uint32_t)srv->port;
         bool found = false;
-        for (size_t i = 0; i < np && !found; i++)
-            found = wf_kvs_subset(&gw->selector, &pv[i]->labels) && port_set_has(&sets[i], number);
+        for (size_t i = 0; i < matched->n && !found; i++)
+            found = port_set_has(pod_ports(pr, (uintptr_t)matched->v[i]), number);
         if (found)
             continue;
         const char *num = wf_arena_printf(wf_ctx_arena(ctx), "%u", number);
@@ -218,20 +265,24 @@ static void check_gateway_ports(wf_analysis_ctx *ctx, const wf_resource *r,
 
 static void run_ingress_gateway_port(wf_analysis_ctx *ctx)
 {
-    size_t np, ng;
-    const wf_resource *const *pv = pods(ctx, &np);
+    size_t ng;
     const wf_resource *const *gv = gateways(ctx, &ng);
+    port_run pr = {.ctx = ctx};
+    pr.pv = pods(ctx, &pr.np);
     if (ng == 0)
         return;
-    port_set *sets = ports_by_pod(ctx, pv, np);
-    if (!sets)
-        return;
-    for (size_t g = 0; g < ng; g++)
-        if (gv[g]->t.gateway)
-            check_gateway_ports(ctx, gv[g], pv, np, sets);
-    for (size_t i = 0; i < np; i++)
-        free(sets[i].v);
-    free(sets);
+    pr.sets = calloc(pr.np ? pr.np : 1, sizeof(*pr.sets));
+    pr.have_set = calloc(pr.np ? pr.np : 1, sizeof(*pr.have_set));
+    pr.pods_by_sel = wf_strmap_new(wf_ctx_arena(ctx));
+    if (pr.sets && pr.have_set && pr.pods_by_sel)
+        for (size_t g = 0; g < ng; g++)
+            if (gv[g]->t.gateway)
+                check_gateway_ports(&pr, gv[g]);
+    for (size_t i = 0; pr.sets && i < pr.np; i++)
+        free(pr.sets[i].v);
+    free(pr.sets);
+    free(pr.have_set);
+    free_ptr_lists(pr.pods_by_sel);
 }
 
 const wf_analyzer wf_an_gateway_IngressGatewayPortAnalyzer = {

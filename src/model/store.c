@@ -55,6 +55,7 @@ void wf_store_free(wf_store *s)
         wf_ptrvec_free(&s->by_kind[k]);
     index_free(&s->names);
     index_free(&s->hosts);
+    index_free(&s->by_ns);
     free(s->errors);
     wf_arena_destroy(&s->arena);
     free(s);
@@ -229,6 +230,20 @@ const wf_resource *wf_store_find(const wf_store *s, wf_kind k, const char *ns, c
     return s->names.chain_res[c];
 }
 
+const wf_resource *const *wf_store_kind_ns(const wf_store *s, wf_kind k, const char *ns, size_t *n)
+{
+    char buf[512];
+    int len = snprintf(buf, sizeof(buf), "%d\x1f%s", (int)k, ns ? ns : "");
+    *n = 0;
+    if (len < 0 || (size_t)len >= sizeof(buf))
+        return NULL;
+    wf_hslot *slot = index_slot(&s->by_ns, buf, hash_str(buf));
+    if (!slot || !slot->key)
+        return NULL;
+    *n = slot->nflat;
+    return slot->flat;
+}
+
 const wf_resource *const *wf_store_by_host(const wf_store *s, const char *host, size_t *n)
 {
     wf_hslot *slot = index_slot(&s->hosts, host, hash_str(host));
@@ -347,6 +362,18 @@ static int index_names(wf_store *s, size_t from)
     return 0;
 }
 
+/* Index every kept resource by kind/namespace (after shadowed ones are dropped). */
+static int index_namespaces(wf_store *s)
+{
+    for (size_t i = 0; i < s->all.n; i++) {
+        const wf_resource *r = s->all.v[i];
+        const char *key = wf_arena_printf(&s->arena, "%d\x1f%s", (int)r->kind, r->ns);
+        if (!key || index_add(&s->by_ns, key, r))
+            return -1;
+    }
+    return index_flatten(&s->arena, &s->by_ns);
+}
+
 /* A resource loaded twice (same kind, namespace and name) counts once: the last one read
  * wins, as istioctl's file store updates a resource it sees again. */
 static int drop_shadowed(wf_store *s)
@@ -392,7 +419,7 @@ int wf_store_finalize(wf_store *s, const char *default_ns, bool synth_pods)
                     return -1;
         }
     }
-    if (index_names(s, nreal))
+    if (index_names(s, nreal) || index_namespaces(s))
         return -1;
     return index_flatten(&s->arena, &s->hosts);
 }

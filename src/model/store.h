@@ -42,10 +42,10 @@ struct wf_resource {
     bool ns_defaulted;       /* true when ns came from the default, not the file */
     wf_kvs labels, annotations;
     const wf_node *root, *metadata, *spec, *status;
-    const char *file;   /* path as given on the command line; "-" for stdin */
-    uint32_t line, col; /* where the document starts; line 0 for JSON */
-    bool json;          /* read from a JSON file (findings carry no line) */
-    bool synthetic;     /* a Pod the store made from a workload controller's template */
+    const char *file;         /* path as given on the command line; "-" for stdin */
+    uint32_t line, col;       /* where the document starts; line 0 for JSON */
+    bool json;                /* read from a JSON file (findings carry no line) */
+    bool synthetic;           /* a Pod the store made from a workload controller's template */
     const wf_resource *owner; /* for synthetic pods: the controller */
     size_t index;             /* position in load order */
     union {
@@ -111,6 +111,9 @@ const wf_resource *wf_store_at(const wf_store *s, size_t i);
 
 /* Resources of one kind, in load order: returns the array and sets *n. */
 const wf_resource *const *wf_store_kind(const wf_store *s, wf_kind k, size_t *n);
+
+/* Resources of one kind in one namespace ("" for cluster-scoped kinds), in load order. */
+const wf_resource *const *wf_store_kind_ns(const wf_store *s, wf_kind k, const char *ns, size_t *n);
 
 /* Lookup by kind, namespace ("" for cluster-scoped) and name; NULL if absent. When several
  * resources share the key, the last loaded one wins. */

@@ -37,6 +37,7 @@ struct wf_store {
     size_t failed_files;
     wf_index names; /* "kind\x1fns\x1fname" -> resources */
     wf_index hosts; /* host -> Services and ServiceEntries */
+    wf_index by_ns; /* "kind\x1fns" -> resources */
     const char *domain_suffix;
     bool finalized;
     const char **files; /* files read, in order (arena array, grown by copying) */
