@@ -213,7 +213,15 @@ typedef struct dr_subsets {
     const char *key; /* GetResourceNameFromHost(dr namespace, dr host) */
     const wf_resource *dr;
     const wf_strs *export_to;
+    size_t next; /* next entry with the same key, SIZE_MAX at the end */
 } dr_subsets;
+
+/* DestinationRules with subsets, chained per key (the map gives the first entry + 1). */
+typedef struct dr_index_t {
+    dr_subsets *v;
+    size_t n;
+    wf_strmap *first;
+} dr_index_t;
 
 /* The mesh-wide default exportTo of DestinationRules (empty = everywhere). */
 static wf_strs mesh_default_export(wf_analysis_ctx *ctx)
@@ -233,27 +241,32 @@ static wf_strs mesh_default_export(wf_analysis_ctx *ctx)
     return out;
 }
 
-static dr_subsets *dr_index(wf_analysis_ctx *ctx, const wf_strs *def_export, size_t *count)
+static bool dr_index(wf_analysis_ctx *ctx, const wf_strs *def_export, dr_index_t *ix)
 {
     size_t n;
     const wf_resource *const *drs = wf_store_kind(wf_ctx_store(ctx), WF_KIND_DESTINATIONRULE, &n);
     dr_subsets *out = wf_arena_alloc(wf_ctx_arena(ctx), (n ? n : 1) * sizeof(*out));
     size_t k = 0;
-    if (!out)
-        return NULL;
+    ix->first = wf_strmap_new(wf_ctx_arena(ctx));
+    if (!out || !ix->first)
+        return false;
     for (size_t i = 0; i < n; i++) {
         const wf_destinationrule *dr = drs[i]->t.dr;
         if (!dr || dr->nsubsets == 0)
             continue;
         out[k].key = wf_vsu_resource_key(ctx, drs[i]->ns, str_or_empty(dr->host));
-        if (!out[k].key)
-            return NULL;
+        void **slot = out[k].key ? wf_strmap_slot(ix->first, out[k].key, true) : NULL;
+        if (!slot)
+            return false;
         out[k].dr = drs[i];
         out[k].export_to = dr->export_to.n ? &dr->export_to : def_export;
+        out[k].next = *slot ? (uintptr_t)*slot - 1 : SIZE_MAX;
+        *slot = (void *)(uintptr_t)(k + 1);
         k++;
     }
-    *count = k;
-    return out;
+    ix->v = out;
+    ix->n = k;
+    return true;
 }
 
 static bool dr_has_subset(const wf_destinationrule *dr, const char *subset)
@@ -267,29 +280,31 @@ static bool dr_has_subset(const wf_destinationrule *dr, const char *subset)
 
 /* checkDestinationSubset, restricted to the DestinationRules visible from the VirtualService's
  * namespace. */
-static bool subset_defined(wf_analysis_ctx *ctx, const dr_subsets *idx, size_t nidx,
-                           const char *vs_ns, const wf_vsu_dest *d)
+static bool subset_defined(wf_analysis_ctx *ctx, const dr_index_t *ix, const char *vs_ns,
+                           const wf_vsu_dest *d)
 {
     if (!*d->subset)
         return true;
     const char *key = wf_vsu_resource_key(ctx, vs_ns, d->host);
     if (!key)
         return true;
-    for (size_t i = 0; i < nidx; i++) {
-        if (strcmp(idx[i].key, key) == 0 && dr_has_subset(idx[i].dr->t.dr, d->subset) &&
-            wf_export_visible(idx[i].export_to, idx[i].dr->ns, vs_ns))
+    void **slot = wf_strmap_slot(ix->first, key, false);
+    size_t i = slot && *slot ? (uintptr_t)*slot - 1 : SIZE_MAX;
+    for (; i != SIZE_MAX; i = ix->v[i].next) {
+        const dr_subsets *e = &ix->v[i];
+        if (dr_has_subset(e->dr->t.dr, d->subset) &&
+            wf_export_visible(e->export_to, e->dr->ns, vs_ns))
             return true;
     }
     return false;
 }
 
-static void dr_check_vs(wf_analysis_ctx *ctx, const dr_subsets *idx, size_t nidx,
-                        const wf_resource *vs)
+static void dr_check_vs(wf_analysis_ctx *ctx, const dr_index_t *ix, const wf_resource *vs)
 {
     size_t n;
     const wf_vsu_dest *d = wf_vsu_route_dests(ctx, vs, &n);
     for (size_t i = 0; i < n; i++) {
-        if (subset_defined(ctx, idx, nidx, vs->ns, &d[i]))
+        if (subset_defined(ctx, ix, vs->ns, &d[i]))
             continue;
         const char *hs = wf_arena_printf(wf_ctx_arena(ctx), "%s+%s", d[i].host, d[i].subset);
         const wf_node *at = wf_vsu_dest_host_node(vs, d[i].rule, d[i].rule_index, d[i].dest_index);
@@ -298,7 +313,7 @@ static void dr_check_vs(wf_analysis_ctx *ctx, const dr_subsets *idx, size_t nidx
     }
     d = wf_vsu_mirror_dests(ctx, vs, &n);
     for (size_t i = 0; i < n; i++) {
-        if (subset_defined(ctx, idx, nidx, vs->ns, &d[i]))
+        if (subset_defined(ctx, ix, vs->ns, &d[i]))
             continue;
         const char *hs = wf_arena_printf(wf_ctx_arena(ctx), "%s+%s", d[i].host, d[i].subset);
         const wf_node *at = wf_vsu_mirror_host_node(vs, d[i].rule_index);
@@ -309,15 +324,15 @@ static void dr_check_vs(wf_analysis_ctx *ctx, const dr_subsets *idx, size_t nidx
 
 static void run_destination_rule(wf_analysis_ctx *ctx)
 {
-    size_t nvs, nidx = 0;
+    size_t nvs;
     wf_strs def_export = mesh_default_export(ctx);
-    const dr_subsets *idx = dr_index(ctx, &def_export, &nidx);
+    dr_index_t ix;
     const wf_resource *const *vss = wf_store_kind(wf_ctx_store(ctx), WF_KIND_VIRTUALSERVICE, &nvs);
-    if (!idx)
+    if (!dr_index(ctx, &def_export, &ix))
         return;
     for (size_t i = 0; i < nvs; i++) {
         if (vss[i]->t.vs)
-            dr_check_vs(ctx, idx, nidx, vss[i]);
+            dr_check_vs(ctx, &ix, vss[i]);
     }
 }
 
