@@ -33,6 +33,25 @@ void wf_arena_destroy(wf_arena *a)
     a->total = 0;
 }
 
+void wf_arena_adopt(wf_arena *dst, wf_arena *src)
+{
+    wf_arena_block *first = src->head;
+    if (!first)
+        return;
+    wf_arena_block *last = first;
+    while (last->next)
+        last = last->next;
+    if (dst->head) { /* keep dst's current block in front: it still has room */
+        last->next = dst->head->next;
+        dst->head->next = first;
+    } else {
+        dst->head = first;
+    }
+    dst->total += src->total;
+    src->head = NULL;
+    src->total = 0;
+}
+
 void *wf_arena_alloc(wf_arena *a, size_t n)
 {
     if (n > WF_ARENA_MAX)

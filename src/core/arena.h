@@ -23,6 +23,10 @@ void wf_arena_init(wf_arena *a);
 /* Free every block; the arena is left empty and may be reused. */
 void wf_arena_destroy(wf_arena *a);
 
+/* Move every block of src into dst (no copying); src is left empty. Memory allocated from src
+ * stays valid and is now freed with dst. */
+void wf_arena_adopt(wf_arena *dst, wf_arena *src);
+
 /* Allocate n bytes aligned to 16, zero-filled. Returns NULL when out of memory or n is
  * absurdly large (> 1 GiB). The memory belongs to the arena. */
 void *wf_arena_alloc(wf_arena *a, size_t n);

@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "model/kube_check.h"
 #include "model/parse.h"
+#include "model/parse_file.h"
 #include "model/store_internal.h"
 
 #define MAX_DIR_DEPTH 64
@@ -17,93 +19,10 @@
 static const char *const ignored_namespaces[] = {"kube-system", "kube-public", "kube-node-lease",
                                                  "local-path-storage"};
 
-typedef struct doc_ctx {
-    wf_store *s;
-    const char *file;
-    bool json;
-} doc_ctx;
-
-static int on_document(wf_node *root, uint32_t line, uint32_t col, void *arg)
-{
-    doc_ctx *d = arg;
-    return wf_store_add_document(d->s, d->file, d->json, root, line, col);
-}
-
 static bool has_ext(const char *path, const char *ext)
 {
     size_t lp = strlen(path), le = strlen(ext);
     return lp > le && strcmp(path + lp - le, ext) == 0;
-}
-
-int wf_store_load_buffer(wf_store *s, const char *name, const char *buf, size_t len, bool json)
-{
-    const char *file = wf_arena_strdup(&s->arena, name);
-    if (!file)
-        return -1;
-    size_t before = s->nerrors;
-    if (len > WF_LOAD_MAX_FILE_BYTES) {
-        char msg[128];
-        snprintf(msg, sizeof(msg), "file is %zu bytes, larger than the limit of %u bytes", len,
-                 WF_LOAD_MAX_FILE_BYTES);
-        if (wf_store_add_error(s, file, 0, 0, msg))
-            return -1;
-    } else {
-        uint32_t line, col;
-        size_t bad = wf_utf8_check(buf, len, NULL, NULL);
-        if (bad < len) {
-            wf_utf8_check(buf, bad, &line, &col); /* the position, only when needed */
-            char msg[128];
-            snprintf(msg, sizeof(msg), "invalid UTF-8 (byte 0x%02X at offset %zu)",
-                     (unsigned char)buf[bad], bad);
-            if (wf_store_add_error(s, file, line, col, msg))
-                return -1;
-        } else {
-            doc_ctx d = {s, file, json};
-            wf_parse_error err = {0};
-            int rc = json ? wf_parse_json(&s->arena, buf, len, on_document, &d, &err)
-                          : wf_parse_yaml(&s->arena, buf, len, on_document, &d, &err);
-            if (rc < 0)
-                return -1;
-            if (rc > 0 && wf_store_add_error(s, file, err.line, err.col, err.message))
-                return -1;
-        }
-    }
-    int added = (int)(s->nerrors - before);
-    if (added)
-        s->failed_files++;
-    return added;
-}
-
-static int read_stream(FILE *f, char **out, size_t *len)
-{
-    size_t cap = 65536, n = 0;
-    char *buf = malloc(cap);
-    if (!buf)
-        return -1;
-    for (;;) {
-        if (n == cap) {
-            if (cap > WF_LOAD_MAX_FILE_BYTES) /* stop reading: the size error is reported */
-                break;
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                return -1;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0)
-            break;
-    }
-    if (ferror(f)) {
-        free(buf);
-        return 1;
-    }
-    *out = buf;
-    *len = n;
-    return 0;
 }
 
 static int note_file(wf_store *s, const char *path)
@@ -125,6 +44,40 @@ static int note_file(wf_store *s, const char *path)
     return 0;
 }
 
+/* Take over one parsed file: its documents become resources (in order), its parse error a
+ * load error. Returns the number of errors added, or -1 on out of memory. */
+static int commit_parsed(wf_store *s, wf_parsed_file *pf)
+{
+    if (pf->from_file && note_file(s, pf->path))
+        return -1;
+    const char *file = wf_arena_strdup(&s->arena, pf->path);
+    if (!file)
+        return -1;
+    wf_arena_adopt(&s->arena, &pf->arena);
+    size_t before = s->nerrors;
+    for (size_t i = 0; i < pf->ndocs; i++)
+        if (wf_store_add_document(s, file, pf->json, pf->docs[i].root, pf->docs[i].line,
+                                  pf->docs[i].col))
+            return -1;
+    if (pf->failed && wf_store_add_error(s, file, pf->err_line, pf->err_col, pf->err))
+        return -1;
+    int added = (int)(s->nerrors - before);
+    if (added)
+        s->failed_files++;
+    return added;
+}
+
+int wf_store_load_buffer(wf_store *s, const char *name, const char *buf, size_t len, bool json)
+{
+    wf_parsed_file pf;
+    wf_parsed_file_init(&pf, name, json);
+    int rc = wf_parsed_file_text(&pf, buf, len);
+    if (rc == 0)
+        rc = commit_parsed(s, &pf);
+    wf_parsed_file_free(&pf);
+    return rc;
+}
+
 size_t wf_store_file_count(const wf_store *s)
 {
     return s->nfiles;
@@ -137,29 +90,62 @@ const char *wf_store_file(const wf_store *s, size_t i)
 
 static int load_file(wf_store *s, const char *path, bool json)
 {
-    if (note_file(s, path))
-        return -1;
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f) {
-        const char *file = wf_arena_strdup(&s->arena, path);
-        s->failed_files++;
-        return file && wf_store_add_error(s, file, 0, 0, strerror(errno)) == 0 ? 1 : -1;
-    }
-    char *buf = NULL;
-    size_t len = 0;
-    int rc = read_stream(f, &buf, &len);
-    if (f != stdin)
-        fclose(f);
-    if (rc < 0)
-        return -1;
-    if (rc > 0) {
-        const char *file = wf_arena_strdup(&s->arena, path);
-        s->failed_files++;
-        return file && wf_store_add_error(s, file, 0, 0, "read error") == 0 ? 1 : -1;
-    }
-    rc = wf_store_load_buffer(s, path, buf, len, json);
-    free(buf);
+    wf_parsed_file pf;
+    wf_parsed_file_init(&pf, path, json);
+    int rc = wf_parsed_file_read(&pf);
+    if (rc == 0)
+        rc = commit_parsed(s, &pf);
+    wf_parsed_file_free(&pf);
     return rc;
+}
+
+/* Files found while walking directories, parsed together (in parallel) afterwards. */
+typedef struct file_list {
+    wf_parsed_file *v;
+    size_t n, cap;
+} file_list;
+
+static int list_add(file_list *l, const char *path, bool json)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        wf_parsed_file *nv = realloc(l->v, cap * sizeof(*nv));
+        if (!nv)
+            return -1;
+        l->v = nv;
+        l->cap = cap;
+    }
+    char *copy = strdup(path);
+    if (!copy)
+        return -1;
+    wf_parsed_file_init(&l->v[l->n++], copy, json);
+    return 0;
+}
+
+static void list_free(file_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free((char *)l->v[i].path);
+        wf_parsed_file_free(&l->v[i]);
+    }
+    free(l->v);
+}
+
+/* Parse every listed file on up to two threads, then commit them in walk order. */
+static int load_listed(wf_store *s, file_list *l)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned threads = l->n < 8 ? 1 : (ncpu >= 2 ? 2 : 1);
+    if (wf_parse_files(l->v, l->n, threads) < 0)
+        return -1;
+    int total = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        int rc = commit_parsed(s, &l->v[i]);
+        if (rc < 0)
+            return -1;
+        total += rc;
+    }
+    return total;
 }
 
 /* A FIFO, socket or device (after following symlinks): never read while walking a
@@ -221,7 +207,7 @@ static int cmp_names(const struct dirent **a, const struct dirent **b)
     return strcmp((*a)->d_name, (*b)->d_name);
 }
 
-static int load_dir(wf_store *s, const char *path, int depth,
+static int walk_dir(wf_store *s, file_list *files, const char *path, int depth,
                     void (*skipped_cb)(const char *, void *), void *arg)
 {
     if (depth > MAX_DIR_DEPTH)
@@ -248,14 +234,14 @@ static int load_dir(wf_store *s, const char *path, int depth,
                 struct stat st;
                 int rc = 0;
                 if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
-                    rc = load_dir(s, child, depth + 1, skipped_cb, arg);
+                    rc = walk_dir(s, files, child, depth + 1, skipped_cb, arg);
                 else if (is_special(child) && (has_ext(child, ".yaml") || has_ext(child, ".yml") ||
                                                has_ext(child, ".json")))
                     rc = not_regular(s, child); /* a FIFO would block the walk forever */
                 else if (has_ext(child, ".yaml") || has_ext(child, ".yml"))
-                    rc = load_file(s, child, false);
+                    rc = list_add(files, child, false);
                 else if (has_ext(child, ".json"))
-                    rc = load_file(s, child, true);
+                    rc = list_add(files, child, true);
                 else if (skipped_cb)
                     skipped_cb(child, arg);
                 free(child);
@@ -274,8 +260,13 @@ int wf_store_load_path(wf_store *s, const char *path, void (*skipped_cb)(const c
     if (strcmp(path, "-") == 0)
         return load_file(s, path, false);
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return load_dir(s, path, 0, skipped_cb, arg);
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        file_list files = {NULL, 0, 0};
+        int rc = walk_dir(s, &files, path, 0, skipped_cb, arg);
+        int loaded = rc < 0 ? -1 : load_listed(s, &files);
+        list_free(&files);
+        return rc < 0 || loaded < 0 ? -1 : rc + loaded;
+    }
     if (has_ext(path, ".json"))
         return load_file(s, path, true);
     if (!has_ext(path, ".yaml") && !has_ext(path, ".yml") && stat(path, &st) == 0 && skipped_cb) {

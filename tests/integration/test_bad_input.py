@@ -264,7 +264,7 @@ def test_stdin_over_the_size_limit(tmp_path):
     r = analyze("-", stdin=b"#" * (70 * 1024 * 1024), timeout=60)
     assert_no_crash(r)
     assert r.returncode == EXIT_PARSE
-    assert any(e.startswith("-: file is ") for e in error_lines(r))
+    assert "-: input is larger than the limit of 67108864 bytes" in error_lines(r)
 
 
 # ---- wrong types ----

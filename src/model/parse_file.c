@@ -1,0 +1,195 @@
+/*
+ * parse_file.c - reading and parsing one input file, and many in parallel (parse_file.h).
+ */
+#include "model/parse_file.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "model/parse.h"
+#include "model/store.h"
+
+void wf_parsed_file_init(wf_parsed_file *pf, const char *path, bool json)
+{
+    memset(pf, 0, sizeof(*pf));
+    pf->path = path;
+    pf->json = json;
+    wf_arena_init(&pf->arena);
+}
+
+void wf_parsed_file_free(wf_parsed_file *pf)
+{
+    free(pf->docs);
+    pf->docs = NULL;
+    pf->ndocs = pf->capdocs = 0;
+    wf_arena_destroy(&pf->arena);
+}
+
+static void fail(wf_parsed_file *pf, uint32_t line, uint32_t col, const char *msg)
+{
+    pf->failed = true;
+    pf->err_line = line;
+    pf->err_col = col;
+    snprintf(pf->err, sizeof(pf->err), "%s", msg);
+}
+
+static int on_doc(wf_node *root, uint32_t line, uint32_t col, void *arg)
+{
+    wf_parsed_file *pf = arg;
+    if (pf->ndocs == pf->capdocs) {
+        size_t cap = pf->capdocs ? pf->capdocs * 2 : 4;
+        wf_parsed_doc *nd = realloc(pf->docs, cap * sizeof(*nd));
+        if (!nd)
+            return -1;
+        pf->docs = nd;
+        pf->capdocs = cap;
+    }
+    pf->docs[pf->ndocs++] = (wf_parsed_doc){root, line, col};
+    return 0;
+}
+
+int wf_parsed_file_text(wf_parsed_file *pf, const char *buf, size_t len)
+{
+    char msg[128];
+    if (len > WF_LOAD_MAX_FILE_BYTES) {
+        snprintf(msg, sizeof(msg), "input is larger than the limit of %u bytes",
+                 WF_LOAD_MAX_FILE_BYTES);
+        fail(pf, 0, 0, msg);
+        return 0;
+    }
+    size_t bad = wf_utf8_check(buf, len, NULL, NULL);
+    if (bad < len) {
+        uint32_t line, col;
+        wf_utf8_check(buf, bad, &line, &col); /* the position, only when needed */
+        snprintf(msg, sizeof(msg), "invalid UTF-8 (byte 0x%02X at offset %zu)",
+                 (unsigned char)buf[bad], bad);
+        fail(pf, line, col, msg);
+        return 0;
+    }
+    wf_parse_error err = {0};
+    int rc = pf->json ? wf_parse_json(&pf->arena, buf, len, on_doc, pf, &err)
+                      : wf_parse_yaml(&pf->arena, buf, len, on_doc, pf, &err);
+    if (rc < 0) {
+        pf->oom = true;
+        return -1;
+    }
+    if (rc > 0)
+        fail(pf, err.line, err.col, err.message);
+    return 0;
+}
+
+/* Read all of f, stopping one byte past the size limit (the size error is then reported).
+ * Returns 0, 1 on a read error, -1 on out of memory. */
+static int read_stream(FILE *f, char **out, size_t *len)
+{
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    if (!buf)
+        return -1;
+    for (;;) {
+        if (n == cap) {
+            if (n > WF_LOAD_MAX_FILE_BYTES)
+                break;
+            size_t ncap = cap * 2 > (size_t)WF_LOAD_MAX_FILE_BYTES + 1
+                              ? (size_t)WF_LOAD_MAX_FILE_BYTES + 1
+                              : cap * 2;
+            char *nb = realloc(buf, ncap);
+            if (!nb) {
+                free(buf);
+                return -1;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (r == 0)
+            break;
+    }
+    if (ferror(f)) {
+        free(buf);
+        return 1;
+    }
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+int wf_parsed_file_read(wf_parsed_file *pf)
+{
+    pf->from_file = true;
+    bool is_stdin = strcmp(pf->path, "-") == 0;
+    FILE *f = is_stdin ? stdin : fopen(pf->path, "rb");
+    if (!f) {
+        fail(pf, 0, 0, strerror(errno));
+        return 0;
+    }
+    struct stat st;
+    if (!is_stdin && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
+        (uint64_t)st.st_size > WF_LOAD_MAX_FILE_BYTES) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "file is %llu bytes, larger than the limit of %u bytes",
+                 (unsigned long long)st.st_size, WF_LOAD_MAX_FILE_BYTES);
+        fclose(f);
+        fail(pf, 0, 0, msg); /* never read a file that is too large */
+        return 0;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = read_stream(f, &buf, &len);
+    if (!is_stdin)
+        fclose(f);
+    if (rc < 0) {
+        pf->oom = true;
+        return -1;
+    }
+    if (rc > 0) {
+        fail(pf, 0, 0, "read error");
+        return 0;
+    }
+    rc = wf_parsed_file_text(pf, buf, len);
+    free(buf);
+    return rc;
+}
+
+typedef struct parse_job {
+    wf_parsed_file *files;
+    size_t n;
+    atomic_size_t next;
+    atomic_int oom;
+} parse_job;
+
+static void *parse_worker(void *arg)
+{
+    parse_job *job = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&job->next, 1);
+        if (i >= job->n)
+            return NULL;
+        if (wf_parsed_file_read(&job->files[i]) < 0)
+            atomic_store(&job->oom, 1);
+    }
+}
+
+int wf_parse_files(wf_parsed_file *files, size_t n, unsigned threads)
+{
+    parse_job job = {files, n, 0, 0};
+    if (threads > 8)
+        threads = 8;
+    pthread_t tid[8];
+    unsigned started = 0;
+    for (unsigned t = 1; t < threads && n > 1; t++) {
+        if (pthread_create(&tid[started], NULL, parse_worker, &job) != 0)
+            break; /* fewer threads: the calling thread does the rest */
+        started++;
+    }
+    parse_worker(&job);
+    for (unsigned t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    return atomic_load(&job.oom) ? -1 : 0;
+}

@@ -1,0 +1,55 @@
+/*
+ * parse_file.h - one input file parsed into document trees, independently of any store.
+ *
+ * The parse step touches nothing but its own wf_parsed_file, so several files can be parsed
+ * on several threads at once; a store then takes them over in input order
+ * (wf_store_commit_parsed in store_internal.h), which keeps load order and error order
+ * deterministic. Checks on untrusted input (size, UTF-8, parser limits) happen here.
+ */
+#ifndef WF_MODEL_PARSE_FILE_H
+#define WF_MODEL_PARSE_FILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/arena.h"
+#include "model/node.h"
+
+typedef struct wf_parsed_doc {
+    wf_node *root;
+    uint32_t line, col;
+} wf_parsed_doc;
+
+typedef struct wf_parsed_file {
+    const char *path; /* as given (not owned); "-" for stdin */
+    bool json;
+    bool from_file;      /* read from path (counts as a file read), not a caller's buffer */
+    wf_arena arena;      /* the document trees */
+    wf_parsed_doc *docs; /* heap array */
+    size_t ndocs, capdocs;
+    bool failed; /* a read, size, UTF-8 or syntax error (below) */
+    uint32_t err_line, err_col;
+    char err[256];
+    bool oom;
+} wf_parsed_file;
+
+/* Initialise for path (json selects the JSON parser). */
+void wf_parsed_file_init(wf_parsed_file *pf, const char *path, bool json);
+
+/* Read the file (or stdin for "-") and parse it. Returns 0 (see pf->failed) or -1 on out of
+ * memory. */
+int wf_parsed_file_read(wf_parsed_file *pf);
+
+/* Parse a caller's buffer as this file's text. Returns 0 or -1 on out of memory. */
+int wf_parsed_file_text(wf_parsed_file *pf, const char *buf, size_t len);
+
+/* Free the docs array and whatever the arena still holds (nothing, once a store adopted it). */
+void wf_parsed_file_free(wf_parsed_file *pf);
+
+/* Parse files[0..n) using up to `threads` threads (1 = in the calling thread). Returns 0, or -1
+ * on out of memory or when threads cannot be started (then nothing is partially done that the
+ * caller must undo: every file is either parsed or untouched with failed = false). */
+int wf_parse_files(wf_parsed_file *files, size_t n, unsigned threads);
+
+#endif
