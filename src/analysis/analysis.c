@@ -4,8 +4,11 @@
 #include "analysis/analysis.h"
 
 #include <fnmatch.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/strbuf.h"
 
@@ -14,7 +17,8 @@
 struct wf_analysis_ctx {
     const wf_store *store;
     const wf_meshcfg *mesh;
-    wf_arena *arena;
+    wf_arena *arena; /* this worker's own arena */
+    size_t text_limit;
     const wf_analyzer *current;
     wf_finding *v;
     size_t n, cap;
@@ -56,7 +60,7 @@ void wf_report_line(wf_analysis_ctx *ctx, wf_msg_id id, const wf_resource *res, 
     wf_strbuf b = WF_STRBUF_INIT;
     wf_go_format(&b, t->tmpl, args, nargs);
     ctx->text_bytes += b.len;
-    if (ctx->text_bytes > WF_ANALYSIS_MAX_TEXT_BYTES) {
+    if (ctx->text_bytes > ctx->text_limit) {
         ctx->truncated = true;
         wf_strbuf_free(&b);
         return;
@@ -238,33 +242,113 @@ static int order_findings(wf_analysis_result *res, wf_finding *v, size_t n)
     return 0;
 }
 
+#define MAX_WORKERS 2
+
+/* Analyzers only read the store and the mesh config, so they run on up to two threads,
+ * each taking the next analyzer and reporting into its own context and arena. */
+typedef struct analysis_job {
+    const wf_analyzer **ran;
+    size_t nran;
+    atomic_size_t next;
+    wf_analysis_ctx ctx[MAX_WORKERS];
+    wf_arena arenas[MAX_WORKERS];
+} analysis_job;
+
+typedef struct worker_arg {
+    analysis_job *job;
+    size_t w;
+} worker_arg;
+
+static void *analysis_worker(void *arg)
+{
+    worker_arg *wa = arg;
+    analysis_job *job = wa->job;
+    wf_analysis_ctx *ctx = &job->ctx[wa->w];
+    for (;;) {
+        size_t i = atomic_fetch_add(&job->next, 1);
+        if (i >= job->nran)
+            return NULL;
+        ctx->current = job->ran[i];
+        job->ran[i]->run(ctx);
+    }
+}
+
+static void run_analyzers(analysis_job *job, unsigned workers)
+{
+    pthread_t tid[MAX_WORKERS];
+    worker_arg args[MAX_WORKERS];
+    unsigned started = 0;
+    for (unsigned w = 1; w < workers; w++) {
+        args[w] = (worker_arg){job, w};
+        if (pthread_create(&tid[w], NULL, analysis_worker, &args[w]) != 0)
+            break; /* the calling thread does the rest */
+        started = w;
+    }
+    args[0] = (worker_arg){job, 0};
+    analysis_worker(&args[0]);
+    for (unsigned w = 1; w <= started; w++)
+        pthread_join(tid[w], NULL);
+}
+
+/* Gather every worker's findings into one heap array and their arenas into res. */
+static wf_finding *gather(analysis_job *job, wf_analysis_result *res, size_t *n, bool *oom)
+{
+    size_t total = 0;
+    for (size_t w = 0; w < MAX_WORKERS; w++)
+        total += job->ctx[w].n;
+    wf_finding *v = malloc((total ? total : 1) * sizeof(*v));
+    *n = 0;
+    *oom = v == NULL;
+    for (size_t w = 0; w < MAX_WORKERS; w++) {
+        wf_analysis_ctx *c = &job->ctx[w];
+        if (v && c->n)
+            memcpy(v + *n, c->v, c->n * sizeof(*v));
+        *n += v ? c->n : 0;
+        *oom |= c->oom;
+        res->truncated |= c->truncated;
+        free(c->v);
+        wf_arena_adopt(&res->arena, &job->arenas[w]);
+    }
+    return v;
+}
+
 wf_analysis_result *wf_analyze(const wf_store *s, const wf_meshcfg *mesh,
                                const wf_analysis_opts *opts)
 {
     wf_analysis_result *res = calloc(1, sizeof(*res));
-    if (!res)
-        return NULL;
-    wf_arena_init(&res->arena);
+    analysis_job *job = calloc(1, sizeof(*job));
     size_t n;
     (void)wf_analyzers_all(&n);
-    res->ran = calloc(n ? n : 1, sizeof(*res->ran));
-    if (!res->ran) {
+    if (res)
+        res->ran = calloc(n ? n : 1, sizeof(*res->ran));
+    if (!res || !job || !res->ran) {
+        free(job);
         wf_analysis_result_free(res);
         return NULL;
     }
+    wf_arena_init(&res->arena);
     res->nran = select_analyzers(opts, res->ran);
-    wf_analysis_ctx ctx = {.store = s, .mesh = mesh, .arena = &res->arena};
-    for (size_t i = 0; i < res->nran; i++) {
-        ctx.current = res->ran[i];
-        res->ran[i]->run(&ctx);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned workers = ncpu >= MAX_WORKERS && res->nran > 1 ? MAX_WORKERS : 1;
+    job->ran = res->ran;
+    job->nran = res->nran;
+    for (size_t w = 0; w < MAX_WORKERS; w++) {
+        wf_arena_init(&job->arenas[w]);
+        job->ctx[w] = (wf_analysis_ctx){.store = s,
+                                        .mesh = mesh,
+                                        .arena = &job->arenas[w],
+                                        .text_limit = WF_ANALYSIS_MAX_TEXT_BYTES / workers};
     }
-    res->truncated = ctx.truncated;
+    run_analyzers(job, workers);
+    bool oom;
+    wf_finding *v = gather(job, res, &n, &oom);
+    free(job);
     size_t k = 0;
-    for (size_t i = 0; i < ctx.n; i++)
-        if (in_namespace(&ctx.v[i], opts->ns_filter) && !suppressed(&res->arena, opts, &ctx.v[i]))
-            ctx.v[k++] = ctx.v[i];
-    int rc = ctx.oom ? -1 : order_findings(res, ctx.v, k);
-    free(ctx.v);
+    for (size_t i = 0; v && i < n; i++)
+        if (in_namespace(&v[i], opts->ns_filter) && !suppressed(&res->arena, opts, &v[i]))
+            v[k++] = v[i];
+    int rc = oom ? -1 : order_findings(res, v, k);
+    free(v);
     if (rc) {
         wf_analysis_result_free(res);
         return NULL;
