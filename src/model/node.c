@@ -110,11 +110,10 @@ bool wf_node_int(const wf_node *n, int64_t *out)
 
 bool wf_node_bool(const wf_node *n, bool *out)
 {
-    static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes",
-                                      "YES",  "on",   "On",   "ON"};
-    static const char *const no[] = {"false", "False", "FALSE", "no", "No",
-                                     "NO",    "off",   "Off",   "OFF"};
-    if (!n || n->type != WF_NODE_SCALAR || n->quoted)
+    static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"};
+    static const char *const no[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"};
+    if (!n || n->type != WF_NODE_SCALAR || n->quoted || n->len < 2 || n->len > 5 ||
+        !strchr("tTfFyYnNoO", n->u.str[0]))
         return false;
     for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
         if (strcmp(n->u.str, yes[i]) == 0) {
@@ -154,8 +153,8 @@ const char *wf_node_kind_name(const wf_node *n)
         return "object";
     if (n->type == WF_NODE_SEQ)
         return "array";
-    if (n->quoted)
-        return "string";
+    if (n->quoted || !strchr("0123456789+-.tTfFyYnNoO", n->u.str[0]))
+        return "string"; /* cannot be a number or a boolean */
     int64_t i;
     bool b;
     if (wf_node_int(n, &i))
