@@ -35,7 +35,7 @@ fuzz: setup
 bench: all
 	@bench/run_analyze.sh $(BUILD)
 
-demo:
+demo: setup
 	@echo "make demo: the local mesh (weftctl up) is not built yet; see README 'What works today'." >&2
 	@exit 1
 
