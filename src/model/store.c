@@ -193,14 +193,12 @@ static int index_add(wf_index *ix, const char *key, const wf_resource *r)
     if (!slot->key) {
         slot->key = key;
         slot->hash = h;
-        slot->first = c;
+        slot->first = slot->last = c;
         ix->used++;
         return 0;
     }
-    size_t last = slot->first;
-    while (ix->chain_next[last] != SIZE_MAX)
-        last = ix->chain_next[last];
-    ix->chain_next[last] = c;
+    ix->chain_next[slot->last] = c;
+    slot->last = c;
     return 0;
 }
 
@@ -224,9 +222,7 @@ const wf_resource *wf_store_find(const wf_store *s, wf_kind k, const char *ns, c
     wf_hslot *slot = index_slot(&s->names, key, hash_str(key));
     if (!slot || !slot->key)
         return NULL;
-    size_t c = slot->first;
-    while (s->names.chain_next[c] != SIZE_MAX)
-        c = s->names.chain_next[c];
+    size_t c = slot->last;
     return s->names.chain_res[c];
 }
 

@@ -15,6 +15,7 @@ typedef struct wf_hslot {
     uint64_t hash;
     const char *key;                /* index key (arena) */
     size_t first;                   /* index into `chain` of the first resource with this key */
+    size_t last;                    /* ... and of the last one (appends are O(1)) */
     const wf_resource *const *flat; /* the chain as an array (after wf_index_flatten) */
     size_t nflat;
 } wf_hslot;

@@ -1210,6 +1210,37 @@ static void test_anchor_and_merge_cost(void **state)
     free(buf);
 }
 
+/* Regression: index chains were appended by walking them, and wf_store_find walked to the
+ * end, so 40,000 resources sharing a key (unnamed, or one kind in one namespace) took
+ * 5.6 s to finalize. */
+static void test_many_resources_share_a_key(void **state)
+{
+    const char *blob = "apiVersion: example.com/v1\nkind: Blob\nmetadata: {namespace: one}\n---\n";
+    const char *cm =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c%d, namespace: one}\n---\n";
+    size_t cap = 8u * 1024u * 1024u, n = 0;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    for (int i = 0; i < 30000; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s", blob);
+    for (int i = 0; i < 30000; i++)
+        n += (size_t)snprintf(buf + n, cap - n, cm, i);
+    wf_store *s = wf_store_new();
+    assert_int_equal(wf_store_load_buffer(s, "many.yaml", buf, n, false), 0);
+    double t0 = cpu_seconds();
+    assert_int_equal(wf_store_finalize(s, NULL, true), 0);
+    double spent = cpu_seconds() - t0;
+    if (spent > 1.0)
+        fail_msg("finalize took %.2f s of CPU", spent);
+    assert_int_equal(wf_store_count(s), 60000); /* unknown kinds are never shadowed */
+    assert_ptr_equal(wf_store_find(s, WF_KIND_OTHER, "one", ""), wf_store_at(s, 29999));
+    size_t k;
+    wf_store_kind_ns(s, WF_KIND_CONFIGMAP, "one", &k);
+    assert_int_equal(k, 30000);
+    wf_store_free(s);
+    free(buf);
+}
+
 static void test_error_size_limit(void **state)
 {
     size_t len = WF_LOAD_MAX_FILE_BYTES + 1;
@@ -1262,6 +1293,7 @@ int main(void)
         cmocka_unit_test(test_error_depth),
         cmocka_unit_test(test_error_alias_bomb),
         cmocka_unit_test(test_anchor_and_merge_cost),
+        cmocka_unit_test(test_many_resources_share_a_key),
         cmocka_unit_test(test_error_size_limit),
         cmocka_unit_test(test_error_json_syntax),
     };
