@@ -131,21 +131,29 @@ static void list_free(file_list *l)
     free(l->v);
 }
 
-/* Parse every listed file on up to two threads, then commit them in walk order. */
+typedef struct commit_state {
+    wf_store *s;
+    int total;
+} commit_state;
+
+static int take_parsed(wf_parsed_file *pf, void *arg)
+{
+    commit_state *cs = arg;
+    int rc = commit_parsed(cs->s, pf);
+    wf_parsed_file_free(pf);
+    if (rc < 0)
+        return -1;
+    cs->total += rc;
+    return 0;
+}
+
+/* Parse every listed file on up to two threads and commit them in walk order meanwhile. */
 static int load_listed(wf_store *s, file_list *l)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned threads = l->n < 8 ? 1 : (ncpu >= 2 ? 2 : 1);
-    if (wf_parse_files(l->v, l->n, threads) < 0)
-        return -1;
-    int total = 0;
-    for (size_t i = 0; i < l->n; i++) {
-        int rc = commit_parsed(s, &l->v[i]);
-        if (rc < 0)
-            return -1;
-        total += rc;
-    }
-    return total;
+    commit_state cs = {s, 0};
+    return wf_parse_files(l->v, l->n, threads, take_parsed, &cs) < 0 ? -1 : cs.total;
 }
 
 /* A FIFO, socket or device (after following symlinks): never read while walking a

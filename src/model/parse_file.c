@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,24 +162,35 @@ typedef struct parse_job {
     wf_parsed_file *files;
     size_t n;
     atomic_size_t next;
+    atomic_bool *done; /* per file */
     atomic_int oom;
 } parse_job;
 
-static void *parse_worker(void *arg)
+/* Claim and parse the next unclaimed file; false when none is left. */
+static bool parse_next(parse_job *job)
 {
-    parse_job *job = arg;
-    for (;;) {
-        size_t i = atomic_fetch_add(&job->next, 1);
-        if (i >= job->n)
-            return NULL;
-        if (wf_parsed_file_read(&job->files[i]) < 0)
-            atomic_store(&job->oom, 1);
-    }
+    size_t i = atomic_fetch_add(&job->next, 1);
+    if (i >= job->n)
+        return false;
+    if (wf_parsed_file_read(&job->files[i]) < 0)
+        atomic_store(&job->oom, 1);
+    atomic_store(&job->done[i], true);
+    return true;
 }
 
-int wf_parse_files(wf_parsed_file *files, size_t n, unsigned threads)
+static void *parse_worker(void *arg)
 {
-    parse_job job = {files, n, 0, 0};
+    while (parse_next(arg))
+        ;
+    return NULL;
+}
+
+int wf_parse_files(wf_parsed_file *files, size_t n, unsigned threads,
+                   int (*take)(wf_parsed_file *pf, void *arg), void *arg)
+{
+    parse_job job = {files, n, 0, calloc(n ? n : 1, sizeof(atomic_bool)), 0};
+    if (!job.done)
+        return -1;
     if (threads > 8)
         threads = 8;
     pthread_t tid[8];
@@ -188,8 +200,17 @@ int wf_parse_files(wf_parsed_file *files, size_t n, unsigned threads)
             break; /* fewer threads: the calling thread does the rest */
         started++;
     }
-    parse_worker(&job);
+    /* The calling thread hands files over in order, parsing others while it waits. */
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        while (!atomic_load(&job.done[i]))
+            if (!parse_next(&job))
+                sched_yield(); /* file i is being parsed by another thread */
+        if (rc == 0 && !atomic_load(&job.oom) && take(&files[i], arg) < 0)
+            rc = -1;
+    }
     for (unsigned t = 0; t < started; t++)
         pthread_join(tid[t], NULL);
-    return atomic_load(&job.oom) ? -1 : 0;
+    free(job.done);
+    return rc < 0 || atomic_load(&job.oom) ? -1 : 0;
 }

@@ -2,9 +2,9 @@
  * parse_file.h - one input file parsed into document trees, independently of any store.
  *
  * The parse step touches nothing but its own wf_parsed_file, so several files can be parsed
- * on several threads at once; a store then takes them over in input order
- * (wf_store_commit_parsed in store_internal.h), which keeps load order and error order
- * deterministic. Checks on untrusted input (size, UTF-8, parser limits) happen here.
+ * on several threads at once; a store then takes them over in input order, which keeps
+ * load order and error order deterministic. Checks on untrusted input (size, UTF-8, parser limits)
+ * happen here.
  */
 #ifndef WF_MODEL_PARSE_FILE_H
 #define WF_MODEL_PARSE_FILE_H
@@ -47,9 +47,11 @@ int wf_parsed_file_text(wf_parsed_file *pf, const char *buf, size_t len);
 /* Free the docs array and whatever the arena still holds (nothing, once a store adopted it). */
 void wf_parsed_file_free(wf_parsed_file *pf);
 
-/* Parse files[0..n) using up to `threads` threads (1 = in the calling thread). Returns 0, or -1
- * on out of memory or when threads cannot be started (then nothing is partially done that the
- * caller must undo: every file is either parsed or untouched with failed = false). */
-int wf_parse_files(wf_parsed_file *files, size_t n, unsigned threads);
+/* Parse files[0..n) using up to `threads` threads (1 = only the calling thread) and hand each
+ * one to take() in order, in the calling thread, as soon as it and all before it are parsed:
+ * parsing and taking over overlap. take() returns 0, or -1 to fail (the rest is still parsed
+ * but not taken). Returns 0, or -1 on out of memory or when take() failed. */
+int wf_parse_files(wf_parsed_file *files, size_t n, unsigned threads,
+                   int (*take)(wf_parsed_file *pf, void *arg), void *arg);
 
 #endif
