@@ -196,61 +196,59 @@ static void print_log(wf_analysis_result *res, int out_threshold, bool color)
     }
 }
 
-static void print_json(wf_analysis_result *res, int out_threshold)
+/* The fields of a finding as istioctl's JSON and YAML print them: keys sorted, `reference`
+ * only for file input. Returns the number of fields. */
+typedef struct out_field {
+    const char *key, *value;
+} out_field;
+
+static size_t finding_fields(wf_analysis_result *res, const wf_finding *f, char *url,
+                             size_t url_size, out_field out[6])
 {
-    char url[160];
-    size_t shown = 0;
-    for (size_t i = 0; i < res->n; i++) {
-        const wf_finding *f = &res->findings[i];
-        const wf_msg_type *t = wf_msg_type_get(f->id);
-        if ((int)t->level > out_threshold)
-            continue;
-        const char *origin = wf_finding_origin(&res->arena, f);
-        const char *ref = wf_finding_reference(&res->arena, f);
-        printf("%s\n\t{\n\t\t\"code\": ", shown++ ? "," : "[");
-        wf_json_write_string(stdout, t->code);
-        printf(",\n\t\t\"documentationUrl\": ");
-        wf_json_write_string(stdout, doc_url(url, sizeof(url), t->code));
-        printf(",\n\t\t\"level\": ");
-        wf_json_write_string(stdout, wf_level_name(t->level));
-        printf(",\n\t\t\"message\": ");
-        wf_json_write_string(stdout, f->text);
-        printf(",\n\t\t\"origin\": ");
-        wf_json_write_string(stdout, origin ? origin : "");
-        if (ref) {
-            printf(",\n\t\t\"reference\": ");
-            wf_json_write_string(stdout, ref);
-        }
-        printf("\n\t}");
-    }
-    printf(shown ? "\n]\n" : "[]\n");
+    const wf_msg_type *t = wf_msg_type_get(f->id);
+    const char *origin = wf_finding_origin(&res->arena, f);
+    const char *ref = wf_finding_reference(&res->arena, f);
+    size_t n = 0;
+    out[n++] = (out_field){"code", t->code};
+    out[n++] = (out_field){"documentationUrl", doc_url(url, url_size, t->code)};
+    out[n++] = (out_field){"level", wf_level_name(t->level)};
+    out[n++] = (out_field){"message", f->text};
+    out[n++] = (out_field){"origin", origin ? origin : ""};
+    if (ref)
+        out[n++] = (out_field){"reference", ref};
+    return n;
 }
 
-static void print_yaml(wf_analysis_result *res, int out_threshold)
+/* json.MarshalIndent(messages, "", "\t") and yaml.Marshal(messages). */
+static void print_structured(wf_analysis_result *res, int out_threshold, bool json)
 {
     char url[160];
+    out_field fields[6];
     size_t shown = 0;
     for (size_t i = 0; i < res->n; i++) {
         const wf_finding *f = &res->findings[i];
-        const wf_msg_type *t = wf_msg_type_get(f->id);
-        if ((int)t->level > out_threshold)
+        if ((int)wf_msg_type_get(f->id)->level > out_threshold)
             continue;
-        shown++;
-        const char *origin = wf_finding_origin(&res->arena, f);
-        const char *ref = wf_finding_reference(&res->arena, f);
-        printf("- code: %s\n  documentationUrl: ", t->code);
-        wf_yaml_write_scalar(stdout, doc_url(url, sizeof(url), t->code));
-        printf("\n  level: %s\n  message: ", wf_level_name(t->level));
-        wf_yaml_write_scalar(stdout, f->text);
-        printf("\n  origin: ");
-        wf_yaml_write_scalar(stdout, origin ? origin : "");
-        if (ref) {
-            printf("\n  reference: ");
-            wf_yaml_write_scalar(stdout, ref);
+        size_t nf = finding_fields(res, f, url, sizeof(url), fields);
+        if (json)
+            printf("%s\n\t{", shown ? "," : "[");
+        for (size_t k = 0; k < nf; k++) {
+            if (json) {
+                printf("%s\n\t\t\"%s\": ", k ? "," : "", fields[k].key);
+                wf_json_write_string(stdout, fields[k].value);
+            } else {
+                printf("%s%s: ", k ? "  " : "- ", fields[k].key);
+                wf_yaml_write_scalar(stdout, fields[k].value);
+                printf("\n");
+            }
         }
-        printf("\n");
+        if (json)
+            printf("\n\t}");
+        shown++;
     }
-    if (!shown)
+    if (json)
+        printf(shown ? "\n]\n" : "[]\n");
+    else if (!shown)
         printf("[]\n");
 }
 
@@ -326,11 +324,11 @@ static int report(analyze_run *run, wf_store *store, wf_analysis_result *res)
     if (!any_shown(run, res))
         print_no_issues(run->ns_label, store, failed);
     if (strcmp(run->fmt, "json") == 0) {
-        print_json(res, run->out_th);
+        print_structured(res, run->out_th, true);
         return WF_EXIT_OK;
     }
     if (strcmp(run->fmt, "yaml") == 0) {
-        print_yaml(res, run->out_th);
+        print_structured(res, run->out_th, false);
         return WF_EXIT_OK;
     }
     bool color = run->flags[F_COLOR].set ? run->flags[F_COLOR].bval : isatty(1) != 0;

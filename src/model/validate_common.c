@@ -156,6 +156,19 @@ const char *vc_fmt(vc *c, const char *fmt, ...)
     return out ? out : "";
 }
 
+const wf_node *vc_item(vc *c, const wf_node *seq, const char *key, size_t i, const char *null_msg,
+                       size_t *mark)
+{
+    const wf_node *it = wf_seq_at(seq, i);
+    *mark = vc_push(c, key);
+    vc_push_idx(c, i);
+    if (it && it->type != WF_NODE_NULL)
+        return it;
+    vc_err(c, it, "%s", null_msg);
+    vc_pop(c, *mark);
+    return NULL;
+}
+
 const char *vc_q(vc *c, const char *s)
 {
     wf_strbuf b = WF_STRBUF_INIT;

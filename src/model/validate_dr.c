@@ -323,14 +323,11 @@ static void client_tls(vc *c, const wf_node *tls)
 static void port_policies(vc *c, const wf_node *seq)
 {
     for (size_t i = 0; i < wf_seq_len(seq); i++) {
-        const wf_node *t = wf_seq_at(seq, i);
-        size_t mark = vc_push(c, "portLevelSettings");
-        vc_push_idx(c, i);
-        if (!t || t->type == WF_NODE_NULL) {
-            vc_err(c, t, "traffic policy may not be null");
-            vc_pop(c, mark);
+        size_t mark;
+        const wf_node *t =
+            vc_item(c, seq, "portLevelSettings", i, "traffic policy may not be null", &mark);
+        if (!t)
             continue;
-        }
         if (!vc_has(t, "port"))
             vc_err(c, t, "portTrafficPolicy must have valid port");
         const wf_node *od = vc_get(t, "outlierDetection");
@@ -396,14 +393,10 @@ static void subsets(vc *c, const wf_node *seq)
 {
     size_t n = wf_seq_len(seq);
     for (size_t i = 0; i < n; i++) {
-        const wf_node *s = wf_seq_at(seq, i);
-        size_t mark = vc_push(c, "subsets");
-        vc_push_idx(c, i);
-        if (!s || s->type == WF_NODE_NULL) {
-            vc_err(c, s, "subset may not be null");
-            vc_pop(c, mark);
+        size_t mark;
+        const wf_node *s = vc_item(c, seq, "subsets", i, "subset may not be null", &mark);
+        if (!s)
             continue;
-        }
         const char *name = vc_str(s, "name");
         for (size_t j = 0; j < i; j++) {
             if (strcmp(vc_str(wf_seq_at(seq, j), "name"), name) == 0) {

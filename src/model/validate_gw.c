@@ -269,14 +269,10 @@ void vc_gateway(vc *c, const wf_node *spec)
         vc_pop(c, mark);
     }
     for (size_t i = 0; i < n; i++) {
-        const wf_node *srv = wf_seq_at(servers, i);
-        size_t mark = vc_push(c, "servers");
-        vc_push_idx(c, i);
-        if (!srv || srv->type == WF_NODE_NULL) {
-            vc_err(c, srv, "server may not be nil");
-            vc_pop(c, mark);
+        size_t mark;
+        const wf_node *srv = vc_item(c, servers, "servers", i, "server may not be nil", &mark);
+        if (!srv)
             continue;
-        }
         const wf_node *port = vc_get(srv, "port");
         if (port) {
             const char *pname = vc_str(port, "name");

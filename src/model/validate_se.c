@@ -201,14 +201,11 @@ static void se_ports(vc *c, const wf_node *spec, const char *resolution)
     const wf_node *ports = vc_get(spec, "ports");
     bool auto_alloc = strcmp(resolution, "NONE") != 0 && vc_len(spec, "addresses") == 0;
     for (size_t i = 0; i < wf_seq_len(ports); i++) {
-        const wf_node *p = wf_seq_at(ports, i);
-        size_t mark = vc_push(c, "ports");
-        vc_push_idx(c, i);
-        if (!p || p->type == WF_NODE_NULL) {
-            vc_err(c, p, "service entry port may not be null");
-            vc_pop(c, mark);
+        size_t mark;
+        const wf_node *p =
+            vc_item(c, ports, "ports", i, "service entry port may not be null", &mark);
+        if (!p)
             continue;
-        }
         const char *name = vc_str(p, "name"), *proto = vc_str(p, "protocol");
         int64_t num = vc_int(p, "number");
         for (size_t j = 0; j < i; j++) {
@@ -251,14 +248,10 @@ static void dns_endpoints(vc *c, const wf_node *spec, const char *resolution)
         vc_err(c, eps, "there must only be 0 or 1 endpoint for resolution mode %s", resolution);
     const wf_node *ports = vc_get(spec, "ports");
     for (size_t i = 0; i < wf_seq_len(eps); i++) {
-        const wf_node *ep = wf_seq_at(eps, i);
-        size_t mark = vc_push(c, "endpoints");
-        vc_push_idx(c, i);
-        if (!ep || ep->type == WF_NODE_NULL) {
-            vc_err(c, ep, "endpoint cannot be nil");
-            vc_pop(c, mark);
+        size_t mark;
+        const wf_node *ep = vc_item(c, eps, "endpoints", i, "endpoint cannot be nil", &mark);
+        if (!ep)
             continue;
-        }
         const char *addr = vc_str(ep, "address");
         if (!vc_is_ip(addr) && vc_check_fqdn(c, addr))
             vc_err(c, ep, "endpoint address %s is not a valid FQDN or an IP address",

@@ -259,14 +259,10 @@ static void egress(vc *c, const wf_node *seq)
     size_t nports = 0, nuds = 0;
     bool catch_all = false;
     for (size_t i = 0; i < n; i++) {
-        const wf_node *eg = wf_seq_at(seq, i);
-        size_t mark = vc_push(c, "egress");
-        vc_push_idx(c, i);
-        if (!eg || eg->type == WF_NODE_NULL) {
-            vc_err(c, eg, "egress listener may not be null");
-            vc_pop(c, mark);
+        size_t mark;
+        const wf_node *eg = vc_item(c, seq, "egress", i, "egress listener may not be null", &mark);
+        if (!eg)
             continue;
-        }
         const wf_node *port = vc_get(eg, "port");
         if (!port) {
             if (catch_all) {

@@ -646,14 +646,10 @@ static void tls_route(vc *c, const wf_node *tls, const wf_node *spec)
     if (wf_seq_len(matches) == 0)
         vc_err(c, tls, "TLS route must have at least one match condition");
     for (size_t i = 0; i < wf_seq_len(matches); i++) {
-        const wf_node *m = wf_seq_at(matches, i);
-        size_t mark = vc_push(c, "match");
-        vc_push_idx(c, i);
-        if (!m || m->type == WF_NODE_NULL) {
-            vc_err(c, m, "TLS match may not be null");
-            vc_pop(c, mark);
+        size_t mark;
+        const wf_node *m = vc_item(c, matches, "match", i, "TLS match may not be null", &mark);
+        if (!m)
             continue;
-        }
         const wf_node *snis = vc_get(m, "sniHosts");
         if (wf_seq_len(snis) == 0)
             vc_err(c, m, "TLS match must have at least one SNI host");
