@@ -18,6 +18,27 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+# A Service and a VirtualService routing to a subset no DestinationRule defines: the
+# IST0101 case operators meet most (the destination's host is on line 15).
+VS_BAD_SUBSET = """\
+apiVersion: v1
+kind: Service
+metadata: {name: catalog, namespace: shop}
+spec:
+  selector: {app: catalog}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: catalog, namespace: shop}
+spec:
+  hosts: [catalog]
+  http:
+  - route:
+    - destination: {host: catalog, subset: v1}
+"""
+
+
 def weftctl_path():
     """Absolute path of the weftctl under test (it may not exist)."""
     return os.path.abspath(os.environ.get("WEFTCTL") or os.path.join(ROOT, "build", "weftctl"))

@@ -3,25 +3,8 @@ namespaces, stdin, list of analyzers (../shared/reference/istio-analyze.md §2-3
 import json
 import os
 
-from conftest import run_weftctl
+from conftest import VS_BAD_SUBSET, run_weftctl
 
-VS_BAD_SUBSET = """\
-apiVersion: v1
-kind: Service
-metadata: {name: catalog, namespace: shop}
-spec:
-  selector: {app: catalog}
-  ports: [{name: http, port: 80, targetPort: 8080}]
----
-apiVersion: networking.istio.io/v1
-kind: VirtualService
-metadata: {name: catalog, namespace: shop}
-spec:
-  hosts: [catalog]
-  http:
-  - route:
-    - destination: {host: catalog, subset: v1}
-"""
 
 NS_NOT_INJECTED = """\
 apiVersion: v1

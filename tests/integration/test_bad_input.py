@@ -12,7 +12,9 @@ import re
 
 import pytest
 
-from conftest import run_weftctl
+from conftest import VS_BAD_SUBSET as VS_BAD_SUBSET_TEXT, run_weftctl
+
+VS_BAD_SUBSET = VS_BAD_SUBSET_TEXT.encode()
 
 EXIT_PARSE = 65
 EXIT_ANALYZERS = 79
@@ -20,23 +22,6 @@ HEADER = "Error(s) adding files:"
 CRASH_MARKERS = ("AddressSanitizer", "LeakSanitizer", "runtime error:", "Segmentation fault",
                  "core dumped", "Assertion")
 
-VS_BAD_SUBSET = b"""\
-apiVersion: v1
-kind: Service
-metadata: {name: catalog, namespace: shop}
-spec:
-  selector: {app: catalog}
-  ports: [{name: http, port: 80, targetPort: 8080}]
----
-apiVersion: networking.istio.io/v1
-kind: VirtualService
-metadata: {name: catalog, namespace: shop}
-spec:
-  hosts: [catalog]
-  http:
-  - route:
-    - destination: {host: catalog, subset: v1}
-"""
 
 BLOB = b"apiVersion: example.com/v1\nkind: Blob\n"  # an unknown kind: loaded, never analyzed
 GOOD_CM = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fine, namespace: x}\ndata: {a: b}\n"
