@@ -1,12 +1,14 @@
 #include "core/arena.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define WF_ARENA_BLOCK (64u * 1024u)
+#define WF_ARENA_FIRST (8u * 1024u)
 #define WF_ARENA_MAX   (1024u * 1024u * 1024u)
 
 struct wf_arena_block {
@@ -61,14 +63,20 @@ void *wf_arena_alloc(wf_arena *a, size_t n)
         n = 16;
     wf_arena_block *b = a->head;
     if (!b || b->cap - b->used < n) {
-        size_t cap = n > WF_ARENA_BLOCK / 4 ? n : WF_ARENA_BLOCK;
+        /* blocks grow with the arena (8 KiB, 8, 16, 32, then 64 KiB), so the many small
+         * arenas of a directory load (one per file) stay small */
+        size_t want = a->total < WF_ARENA_FIRST ? WF_ARENA_FIRST : a->total;
+        if (want > WF_ARENA_BLOCK)
+            want = WF_ARENA_BLOCK;
+        bool oneoff = n > want / 4;
+        size_t cap = oneoff ? n : want;
         wf_arena_block *nb = malloc(sizeof(*nb) + cap);
         if (!nb)
             return NULL;
         nb->used = 0;
         nb->cap = cap;
         a->total += sizeof(*nb) + cap;
-        if (b && cap != WF_ARENA_BLOCK) {
+        if (b && oneoff) {
             /* a big one-off allocation: keep the current block as head */
             nb->next = b->next;
             b->next = nb;

@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "model/kube_check.h"
 #include "model/parse.h"
 #include "model/parse_file.h"
 #include "model/store_internal.h"
@@ -44,21 +43,27 @@ static int note_file(wf_store *s, const char *path)
     return 0;
 }
 
-/* Take over one parsed file: its documents become resources (in order), its parse error a
- * load error. Returns the number of errors added, or -1 on out of memory. */
+/* Take over one parsed file: its resources (in document order), its document errors, then
+ * its parse error. Returns the number of errors added, or -1 on out of memory. */
 static int commit_parsed(wf_store *s, wf_parsed_file *pf)
 {
     if (pf->from_file && note_file(s, pf->path))
         return -1;
-    const char *file = wf_arena_strdup(&s->arena, pf->path);
+    const char *file = pf->file ? pf->file : wf_arena_strdup(&s->arena, pf->path);
     if (!file)
         return -1;
     wf_arena_adopt(&s->arena, &pf->arena);
     size_t before = s->nerrors;
-    for (size_t i = 0; i < pf->ndocs; i++)
-        if (wf_store_add_document(s, file, pf->json, pf->docs[i].root, pf->docs[i].line,
-                                  pf->docs[i].col))
+    for (size_t i = 0; i < pf->nres; i++) {
+        pf->res[i]->index = s->all.n;
+        if (wf_ptrvec_push(&s->all, pf->res[i]))
             return -1;
+    }
+    for (size_t i = 0; i < pf->ndoc_errors; i++) {
+        const wf_doc_error *e = &pf->doc_errors[i];
+        if (wf_store_add_error(s, file, e->line, e->col, e->message))
+            return -1;
+    }
     if (pf->failed && wf_store_add_error(s, file, pf->err_line, pf->err_col, pf->err))
         return -1;
     int added = (int)(s->nerrors - before);
@@ -66,7 +71,6 @@ static int commit_parsed(wf_store *s, wf_parsed_file *pf)
         s->failed_files++;
     return added;
 }
-
 int wf_store_load_buffer(wf_store *s, const char *name, const char *buf, size_t len, bool json)
 {
     wf_parsed_file pf;
@@ -290,98 +294,4 @@ bool wf_is_system_namespace(const char *ns)
         if (strcmp(ns, ignored_namespaces[i]) == 0)
             return true;
     return false;
-}
-
-static int doc_error(wf_store *s, const char *file, const wf_node *at, uint32_t line, uint32_t col,
-                     const char *msg)
-{
-    if (at && at->line) {
-        line = at->line;
-        col = at->col;
-    }
-    return wf_store_add_error(s, file, line, col, msg) ? -1 : 0;
-}
-
-static int add_object(wf_store *s, const char *file, bool json, wf_node *root, uint32_t line,
-                      uint32_t col, int depth);
-
-/* kind: List: every item is an object of its own (pilot/pkg/config/file/store.go). */
-static int add_list(wf_store *s, const char *file, bool json, wf_node *root, uint32_t line,
-                    uint32_t col, int depth)
-{
-    wf_node *items = wf_map_get(root, "items");
-    if (depth >= 8)
-        return doc_error(s, file, root, line, col, "kind: List nested too deeply (limit 8)");
-    if (!items || items->type != WF_NODE_SEQ)
-        return doc_error(s, file, items, line, col,
-                         "failed extracting resource chunks from list: malformed items field");
-    for (size_t i = 0; i < items->len; i++) {
-        wf_node *it = items->u.items[i];
-        if (it->type != WF_NODE_MAP)
-            return doc_error(s, file, it, line, col,
-                             "failed extracting resource chunks from list: malformed items field");
-    }
-    for (size_t i = 0; i < items->len; i++) {
-        wf_node *it = items->u.items[i];
-        if (add_object(s, file, json, it, json ? 0 : it->line, json ? 0 : it->col, depth + 1))
-            return -1;
-    }
-    return 0;
-}
-
-static int add_object(wf_store *s, const char *file, bool json, wf_node *root, uint32_t line,
-                      uint32_t col, int depth)
-{
-    const char *api = wf_map_str(root, "apiVersion");
-    const char *kind = wf_map_str(root, "kind");
-    if ((!api || !*api) && (!kind || !*kind))
-        return doc_error(s, file, NULL, line, col,
-                         "unable to parse resource with no group, version and kind");
-    if (kind && strcmp(kind, "List") == 0)
-        return add_list(s, file, json, root, line, col, depth);
-    /* An unknown group/version/kind is kept opaque (WF_KIND_OTHER), never an error; no
-     * analyzer reads it, as istioctl skips it. Known kinds must decode. */
-    wf_kind k = wf_kind_lookup(api, kind);
-    char msg[400];
-    const wf_node *at = NULL;
-    if (k != WF_KIND_OTHER && wf_kube_check(root, k, msg, sizeof(msg), &at))
-        return doc_error(s, file, at, line, col, msg);
-    wf_resource *r = wf_arena_alloc(&s->arena, sizeof(*r));
-    if (!r)
-        return -1;
-    r->kind = k;
-    r->api_version = api;
-    r->kind_name = kind;
-    r->root = root;
-    r->metadata = wf_map_get(root, "metadata");
-    r->spec = wf_map_get(root, "spec");
-    r->status = wf_map_get(root, "status");
-    const char *name = wf_map_str(r->metadata, "name");
-    const char *ns = wf_map_str(r->metadata, "namespace");
-    r->name = name ? name : "";
-    r->ns = (ns && !wf_kind_cluster_scoped(r->kind)) ? ns : "";
-    if (wf_is_system_namespace(r->ns))
-        return 0;
-    r->file = file;
-    r->json = json;
-    r->line = line;
-    r->col = col;
-    if (wf_decode_kvs(&s->arena, wf_map_get(r->metadata, "labels"), &r->labels) ||
-        wf_decode_kvs(&s->arena, wf_map_get(r->metadata, "annotations"), &r->annotations))
-        return -1;
-    r->index = s->all.n;
-    return wf_ptrvec_push(&s->all, r);
-}
-
-int wf_store_add_document(wf_store *s, const char *file, bool json, wf_node *root, uint32_t line,
-                          uint32_t col)
-{
-    if (!root || root->type == WF_NODE_NULL)
-        return 0; /* an empty document */
-    if (root->type != WF_NODE_MAP)
-        return doc_error(s, file, root, line, col,
-                         root->type == WF_NODE_SEQ
-                             ? "a document must be one object, not a list (use kind: List)"
-                             : "a document must be an object with apiVersion and kind");
-    return add_object(s, file, json, root, line, col, 0);
 }

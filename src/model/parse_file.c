@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 
 #include "model/parse.h"
-#include "model/store.h"
+#include "model/store_internal.h"
 
 void wf_parsed_file_init(wf_parsed_file *pf, const char *path, bool json)
 {
@@ -26,8 +26,13 @@ void wf_parsed_file_init(wf_parsed_file *pf, const char *path, bool json)
 void wf_parsed_file_free(wf_parsed_file *pf)
 {
     free(pf->docs);
+    free(pf->res);
+    free(pf->doc_errors);
     pf->docs = NULL;
-    pf->ndocs = pf->capdocs = 0;
+    pf->res = NULL;
+    pf->doc_errors = NULL;
+    pf->ndocs = pf->capdocs = pf->nres = pf->capres = 0;
+    pf->ndoc_errors = pf->capdoc_errors = 0;
     wf_arena_destroy(&pf->arena);
 }
 
@@ -54,8 +59,56 @@ static int on_doc(wf_node *root, uint32_t line, uint32_t col, void *arg)
     return 0;
 }
 
+static bool grow_array(void **v, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return true;
+    size_t ncap = *cap ? *cap * 2 : 8;
+    void *nv = realloc(*v, ncap * elem);
+    if (!nv)
+        return false;
+    *v = nv;
+    *cap = ncap;
+    return true;
+}
+
+static int on_resource(void *arg, wf_resource *r)
+{
+    wf_parsed_file *pf = arg;
+    if (!grow_array((void **)&pf->res, &pf->capres, pf->nres, sizeof(*pf->res)))
+        return -1;
+    pf->res[pf->nres++] = r;
+    return 0;
+}
+
+static int on_doc_error(void *arg, uint32_t line, uint32_t col, const char *msg)
+{
+    wf_parsed_file *pf = arg;
+    const char *copy = wf_arena_strdup(&pf->arena, msg);
+    if (!copy || !grow_array((void **)&pf->doc_errors, &pf->capdoc_errors, pf->ndoc_errors,
+                             sizeof(*pf->doc_errors)))
+        return -1;
+    pf->doc_errors[pf->ndoc_errors++] = (wf_doc_error){line, col, copy};
+    return 0;
+}
+
+/* Every document delivered (also those before a syntax error) becomes resources. */
+static int build_all(wf_parsed_file *pf)
+{
+    wf_res_sink sink = {&pf->arena, on_resource, on_doc_error, pf};
+    for (size_t i = 0; i < pf->ndocs; i++)
+        if (wf_build_resources(&sink, pf->file, pf->json, pf->docs[i].root, pf->docs[i].line,
+                               pf->docs[i].col))
+            return -1;
+    return 0;
+}
+
 int wf_parsed_file_text(wf_parsed_file *pf, const char *buf, size_t len)
 {
+    if (!pf->file && !(pf->file = wf_arena_strdup(&pf->arena, pf->path))) {
+        pf->oom = true;
+        return -1;
+    }
     char msg[128];
     if (len > WF_LOAD_MAX_FILE_BYTES) {
         snprintf(msg, sizeof(msg), "input is larger than the limit of %u bytes",
@@ -81,6 +134,10 @@ int wf_parsed_file_text(wf_parsed_file *pf, const char *buf, size_t len)
     }
     if (rc > 0)
         fail(pf, err.line, err.col, err.message);
+    if (build_all(pf) < 0) {
+        pf->oom = true;
+        return -1;
+    }
     return 0;
 }
 

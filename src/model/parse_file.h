@@ -21,13 +21,25 @@ typedef struct wf_parsed_doc {
     uint32_t line, col;
 } wf_parsed_doc;
 
+typedef struct wf_doc_error {
+    uint32_t line, col;
+    const char *message; /* in the file's arena */
+} wf_doc_error;
+
+struct wf_resource;
+
 typedef struct wf_parsed_file {
     const char *path; /* as given (not owned); "-" for stdin */
+    const char *file; /* path copied into the arena: what resources and errors name */
     bool json;
     bool from_file;      /* read from path (counts as a file read), not a caller's buffer */
     wf_arena arena;      /* the document trees */
     wf_parsed_doc *docs; /* heap array */
     size_t ndocs, capdocs;
+    struct wf_resource **res; /* resources built from the documents (heap array) */
+    size_t nres, capres;
+    wf_doc_error *doc_errors; /* documents that are not valid resources (heap array) */
+    size_t ndoc_errors, capdoc_errors;
     bool failed; /* a read, size, UTF-8 or syntax error (below) */
     uint32_t err_line, err_col;
     char err[256];
@@ -41,7 +53,8 @@ void wf_parsed_file_init(wf_parsed_file *pf, const char *path, bool json);
  * memory. */
 int wf_parsed_file_read(wf_parsed_file *pf);
 
-/* Parse a caller's buffer as this file's text. Returns 0 or -1 on out of memory. */
+/* Parse a caller's buffer as this file's text and build its resources (typed views
+ * included). Returns 0 or -1 on out of memory. */
 int wf_parsed_file_text(wf_parsed_file *pf, const char *buf, size_t len);
 
 /* Free the docs array and whatever the arena still holds (nothing, once a store adopted it). */

@@ -401,7 +401,7 @@ int wf_store_finalize(wf_store *s, const char *default_ns, bool synth_pods)
     for (size_t i = 0; i < s->all.n; i++) {
         wf_resource *r = (wf_resource *)s->all.v[i];
         r->index = i;
-        if (wf_decode(&s->arena, r) || wf_ptrvec_push(&s->by_kind[r->kind], r) || index_hosts(s, r))
+        if (wf_ptrvec_push(&s->by_kind[r->kind], r) || index_hosts(s, r))
             return -1;
     }
     size_t nreal = s->all.n;

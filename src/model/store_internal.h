@@ -51,9 +51,22 @@ void wf_ptrvec_free(wf_ptrvec *v);
 /* Record a load error (strings copied into the arena). Returns 0 or -1 on OOM. */
 int wf_store_add_error(wf_store *s, const char *file, uint32_t line, uint32_t col, const char *msg);
 
-/* Turn one document root into resources (handles kind: List). */
-int wf_store_add_document(wf_store *s, const char *file, bool json, wf_node *root, uint32_t line,
-                          uint32_t col);
+/* Where wf_build_resources puts what it makes: resources and their typed views are
+ * allocated in `arena`; resource() receives each resource, error() each document error
+ * (message valid during the call). Both return 0, or -1 to stop (out of memory). */
+typedef struct wf_res_sink {
+    wf_arena *arena;
+    int (*resource)(void *arg, wf_resource *r);
+    int (*error)(void *arg, uint32_t line, uint32_t col, const char *msg);
+    void *arg;
+} wf_res_sink;
+
+/* Turn one document root into resources (kind: List gives several; a document without
+ * apiVersion and kind, or a Kubernetes object of wrong field types, gives an error;
+ * resources in system namespaces are dropped). Pure: touches only the sink, so parse
+ * threads can run it. Returns 0, or -1 on out of memory. */
+int wf_build_resources(const wf_res_sink *sink, const char *file, bool json, wf_node *root,
+                       uint32_t line, uint32_t col);
 
 /* Decode the typed view of r (r->t). Returns 0 or -1 on OOM. */
 int wf_decode(wf_arena *a, wf_resource *r);
