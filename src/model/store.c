@@ -202,21 +202,40 @@ static int index_add(wf_index *ix, const char *key, const wf_resource *r)
     return 0;
 }
 
-static const char *name_key(wf_arena *a, char *buf, size_t cap, wf_kind k, const char *ns,
-                            const char *name)
+/* "kind\x1fpart[\x1fpart2]" into buf (cap bytes) without printf; a copy in the arena when a is
+ * set. NULL when it does not fit (no real name is that long) or on out of memory. */
+static const char *make_key(wf_arena *a, char *buf, size_t cap, wf_kind k, const char *p1,
+                            const char *p2)
 {
-    int n = snprintf(buf, cap, "%d\x1f%s\x1f%s", (int)k, ns, name);
-    if (n < 0)
+    size_t l1 = strlen(p1), l2 = p2 ? strlen(p2) : 0;
+    size_t n = 0;
+    unsigned kv = (unsigned)k;
+    char digits[8];
+    size_t nd = 0;
+    do {
+        digits[nd++] = (char)('0' + kv % 10);
+        kv /= 10;
+    } while (kv && nd < sizeof(digits));
+    if (nd + l1 + l2 + 3 > cap)
         return NULL;
-    if ((size_t)n < cap)
-        return a ? wf_arena_strndup(a, buf, (size_t)n) : buf;
-    return a ? wf_arena_printf(a, "%d\x1f%s\x1f%s", (int)k, ns, name) : NULL;
+    while (nd)
+        buf[n++] = digits[--nd];
+    buf[n++] = '\x1f';
+    memcpy(buf + n, p1, l1);
+    n += l1;
+    if (p2) {
+        buf[n++] = '\x1f';
+        memcpy(buf + n, p2, l2);
+        n += l2;
+    }
+    buf[n] = '\0';
+    return a ? wf_arena_strndup(a, buf, n) : buf;
 }
 
 const wf_resource *wf_store_find(const wf_store *s, wf_kind k, const char *ns, const char *name)
 {
     char buf[512];
-    const char *key = name_key(NULL, buf, sizeof(buf), k, ns ? ns : "", name);
+    const char *key = make_key(NULL, buf, sizeof(buf), k, ns ? ns : "", name);
     if (!key)
         return NULL; /* key too long to be a real name */
     wf_hslot *slot = index_slot(&s->names, key, hash_str(key));
@@ -229,9 +248,8 @@ const wf_resource *wf_store_find(const wf_store *s, wf_kind k, const char *ns, c
 const wf_resource *const *wf_store_kind_ns(const wf_store *s, wf_kind k, const char *ns, size_t *n)
 {
     char buf[512];
-    int len = snprintf(buf, sizeof(buf), "%d\x1f%s", (int)k, ns ? ns : "");
     *n = 0;
-    if (len < 0 || (size_t)len >= sizeof(buf))
+    if (!make_key(NULL, buf, sizeof(buf), k, ns ? ns : "", NULL))
         return NULL;
     wf_hslot *slot = index_slot(&s->by_ns, buf, hash_str(buf));
     if (!slot || !slot->key)
@@ -303,7 +321,9 @@ static bool any_pod_matches(const wf_store *s, size_t nreal, const wf_resource *
 }
 
 /* A workload controller whose template no Pod matches stands for one Pod built from its
- * template (labels, annotations, spec), named "<controller>-<kind>" by convention. */
+ * template (labels, annotations, spec), named as istioctl names the pod it makes from a
+ * Deployment file (pilot/pkg/config/file/store.go generateAnalyzePodFromWorkloadTemplate):
+ * the template's metadata.name, else the controller's name. */
 static int synthesize_pod(wf_store *s, const wf_resource *ctl)
 {
     wf_resource *p = wf_arena_alloc(&s->arena, sizeof(*p));
@@ -314,9 +334,8 @@ static int synthesize_pod(wf_store *s, const wf_resource *ctl)
     p->kind = WF_KIND_POD;
     p->kind_name = "Pod";
     p->api_version = "v1";
-    p->name = wf_arena_printf(&s->arena, "%s-synthetic", ctl->name);
-    if (!p->name)
-        return -1;
+    const char *tname = wf_node_str(wf_node_path(ctl->spec, "template.metadata.name"));
+    p->name = tname && tname[0] ? tname : ctl->name;
     p->labels = ctl->t.workload->template_labels;
     p->annotations = ctl->t.workload->template_annotations;
     p->metadata = wf_node_path(ctl->spec, "template.metadata");
@@ -351,7 +370,7 @@ static int index_names(wf_store *s, size_t from)
     char buf[512];
     for (size_t i = from; i < s->all.n; i++) {
         const wf_resource *r = s->all.v[i];
-        const char *key = name_key(&s->arena, buf, sizeof(buf), r->kind, r->ns, r->name);
+        const char *key = make_key(&s->arena, buf, sizeof(buf), r->kind, r->ns, r->name);
         if (!key || index_add(&s->names, key, r))
             return -1;
     }
@@ -363,7 +382,8 @@ static int index_namespaces(wf_store *s)
 {
     for (size_t i = 0; i < s->all.n; i++) {
         const wf_resource *r = s->all.v[i];
-        const char *key = wf_arena_printf(&s->arena, "%d\x1f%s", (int)r->kind, r->ns);
+        char buf[512];
+        const char *key = make_key(&s->arena, buf, sizeof(buf), r->kind, r->ns, NULL);
         if (!key || index_add(&s->by_ns, key, r))
             return -1;
     }

@@ -979,7 +979,7 @@ static void test_pods_matching(void **state)
     l = (pod_list){{0}, 0, 0};
     wf_store_pods_matching(s, "default", &sel, collect, &l);
     assert_int_equal(l.n, 1);
-    assert_string_equal(l.names[0], "ratings-v1-synthetic");
+    assert_string_equal(l.names[0], "ratings-v1");
     wf_store_free(s);
 }
 
@@ -987,8 +987,8 @@ static void test_synthetic_pods(void **state)
 {
     wf_store *s = load_final(mesh, "default");
     /* reviews-v1 has a real pod (reviews-1): no synthetic one */
-    assert_null(wf_store_find(s, WF_KIND_POD, "shop", "reviews-v1-synthetic"));
-    const wf_resource *p = find(s, WF_KIND_POD, "default", "ratings-v1-synthetic");
+    assert_null(wf_store_find(s, WF_KIND_POD, "shop", "reviews-v1"));
+    const wf_resource *p = find(s, WF_KIND_POD, "default", "ratings-v1");
     const wf_resource *d = find(s, WF_KIND_DEPLOYMENT, "default", "ratings-v1");
     assert_true(p->synthetic);
     assert_ptr_equal(p->owner, d);
