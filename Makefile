@@ -27,10 +27,12 @@ test-fast: all
 
 fuzz: setup
 	@CC=clang cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=Debug -DWEFT_FUZZ=ON >/dev/null
-	@cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_loader
-	@mkdir -p $(BUILD_FUZZ)/corpus
-	@$(BUILD_FUZZ)/fuzz_loader -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
-		-timeout=10 $(BUILD_FUZZ)/corpus fuzz/corpus/loader
+	@cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_loader fuzz_h1
+	@for t in loader h1; do \
+		mkdir -p $(BUILD_FUZZ)/corpus-$$t && \
+		$(BUILD_FUZZ)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
+			-timeout=10 $(BUILD_FUZZ)/corpus-$$t fuzz/corpus/$$t || exit 1; \
+	done
 
 bench: all
 	@bench/run_analyze.sh $(BUILD)
