@@ -22,6 +22,7 @@
 #include "analysis/analyzer.h"
 #include "analysis/util.h"
 #include "core/strbuf.h"
+#include "model/istio_enums.h"
 
 enum ef_apply_to {
     AT_INVALID = 0,
@@ -49,20 +50,10 @@ enum ef_operation {
     OP_REPLACE,
 };
 
-static const char *const apply_to_names[] = {
-    "INVALID",          "LISTENER",    "FILTER_CHAIN",
-    "NETWORK_FILTER",   "HTTP_FILTER", "ROUTE_CONFIGURATION",
-    "VIRTUAL_HOST",     "HTTP_ROUTE",  "CLUSTER",
-    "EXTENSION_CONFIG", "BOOTSTRAP",   "LISTENER_FILTER",
-};
-
-static const char *const operation_names[] = {
-    "INVALID", "MERGE", "ADD", "REMOVE", "INSERT_BEFORE", "INSERT_AFTER", "INSERT_FIRST", "REPLACE",
-};
-
 /* A protobuf enum as protojson reads it: the value name, or its number. 0 otherwise. */
-static int enum_value(const wf_node *n, const char *const *names, size_t count)
+static int enum_value(const wf_node *n, const char *const *names)
 {
+    size_t count = wf_enum_count(names);
     const char *s = wf_node_str(n);
     if (!s)
         return 0;
@@ -252,10 +243,8 @@ static void analyze_envoy_filter(ef_state *st, const wf_resource *r)
         if (!patch || patch->type == WF_NODE_NULL)
             break;
         const char *name = instance_name(st->ctx, cp, patch);
-        int apply_to = enum_value(wf_map_get(cp, "applyTo"), apply_to_names,
-                                  sizeof(apply_to_names) / sizeof(apply_to_names[0]));
-        int op = enum_value(wf_map_get(patch, "operation"), operation_names,
-                            sizeof(operation_names) / sizeof(operation_names[0]));
+        int apply_to = enum_value(wf_map_get(cp, "applyTo"), wf_envoyfilter_apply_to);
+        int op = enum_value(wf_map_get(patch, "operation"), wf_envoyfilter_patch_op);
         check_patch(st, r, priority, apply_to, op, patch, name);
         const char *pv = wf_node_str(wf_node_path(cp, "match.proxy.proxyVersion"));
         if (pv && pv[0])

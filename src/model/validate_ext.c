@@ -8,6 +8,8 @@
  */
 #include "model/validate_internal.h"
 
+#include "model/istio_enums.h"
+
 #include <string.h>
 
 #define IN(c, key, stmt)                                                                           \
@@ -18,23 +20,6 @@
     } while (0)
 
 /* ---- EnvoyFilter ---- */
-
-static const char *const apply_to[] = {"INVALID",
-                                       "LISTENER",
-                                       "FILTER_CHAIN",
-                                       "NETWORK_FILTER",
-                                       "HTTP_FILTER",
-                                       "ROUTE_CONFIGURATION",
-                                       "VIRTUAL_HOST",
-                                       "HTTP_ROUTE",
-                                       "CLUSTER",
-                                       "EXTENSION_CONFIG",
-                                       "BOOTSTRAP",
-                                       "LISTENER_FILTER",
-                                       NULL};
-static const char *const patch_ops[] = {"INVALID",      "MERGE",         "ADD",
-                                        "REMOVE",       "INSERT_BEFORE", "INSERT_AFTER",
-                                        "INSERT_FIRST", "REPLACE",       NULL};
 
 static bool one_of(const char *s, const char *a, const char *b, const char *c_, const char *d)
 {
@@ -93,7 +78,7 @@ static void config_patch(vc *c, const wf_node *cp)
         vc_err(c, cp, "Envoy filter: null config patch");
         return;
     }
-    const char *to = vc_enum(cp, "applyTo", apply_to);
+    const char *to = vc_enum(cp, "applyTo", wf_envoyfilter_apply_to);
     if (!strcmp(to, "INVALID")) {
         vc_err(c, cp, "Envoy filter: missing applyTo");
         return;
@@ -103,7 +88,7 @@ static void config_patch(vc *c, const wf_node *cp)
         vc_err(c, cp, "Envoy filter: missing patch");
         return;
     }
-    const char *op = vc_enum(patch, "operation", patch_ops);
+    const char *op = vc_enum(patch, "operation", wf_envoyfilter_patch_op);
     if (!strcmp(op, "INVALID")) {
         IN(c, "patch", vc_err(c, patch, "Envoy filter: missing patch operation"));
         return;

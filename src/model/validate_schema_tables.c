@@ -10,6 +10,8 @@
  */
 #include "model/validate_schema.h"
 
+#include "model/istio_enums.h"
+
 #include <stddef.h>
 
 #define F(n, t)                                                                                    \
@@ -319,32 +321,16 @@ MSG(m_wasmplugin, false, FM("selector", m_workload_selector), FM("targetRef", m_
     F("priority", S_I32), FE("failStrategy", e_fail_strategy), FM("vmConfig", m_vm_config),
     FML("match", m_wasm_match), FE("type", e_wasm_type))
 
-static const char *const e_apply_to[] = {"INVALID",
-                                         "LISTENER",
-                                         "FILTER_CHAIN",
-                                         "NETWORK_FILTER",
-                                         "HTTP_FILTER",
-                                         "ROUTE_CONFIGURATION",
-                                         "VIRTUAL_HOST",
-                                         "HTTP_ROUTE",
-                                         "CLUSTER",
-                                         "EXTENSION_CONFIG",
-                                         "BOOTSTRAP",
-                                         "LISTENER_FILTER",
-                                         NULL};
 static const char *const e_patch_context[] = {"ANY", "SIDECAR_INBOUND", "SIDECAR_OUTBOUND",
                                               "GATEWAY", NULL};
-static const char *const e_patch_op[] = {"INVALID",      "MERGE",         "ADD",
-                                         "REMOVE",       "INSERT_BEFORE", "INSERT_AFTER",
-                                         "INSERT_FIRST", "REPLACE",       NULL};
 static const char *const e_filter_class[] = {"UNSPECIFIED", "AUTHN", "AUTHZ", "STATS", NULL};
 
 MSG(m_ef_proxy_match, true, F("proxyVersion", S_STR), FMAP("metadata", S_STR))
 MSG(m_ef_match, true, FE("context", e_patch_context), FM("proxy", m_ef_proxy_match),
     FO("listener", S_STRUCT, 1), FO("routeConfiguration", S_STRUCT, 1), FO("cluster", S_STRUCT, 1))
-MSG(m_ef_patch, true, FE("operation", e_patch_op), F("value", S_ANY),
+MSG(m_ef_patch, true, FE("operation", wf_envoyfilter_patch_op), F("value", S_ANY),
     FE("filterClass", e_filter_class))
-MSG(m_ef_config_patch, true, FE("applyTo", e_apply_to), FM("match", m_ef_match),
+MSG(m_ef_config_patch, true, FE("applyTo", wf_envoyfilter_apply_to), FM("match", m_ef_match),
     FM("patch", m_ef_patch))
 MSG(m_envoyfilter, false, FM("workloadSelector", m_alpha_selector), FML("targetRefs", m_target_ref),
     FML("configPatches", m_ef_config_patch), F("priority", S_I32))
