@@ -156,6 +156,19 @@ const char *vc_fmt(vc *c, const char *fmt, ...)
     return out ? out : "";
 }
 
+void vc_each(vc *c, const wf_node *seq, const char *key, void (*fn)(vc *c, const wf_node *item))
+{
+    for (size_t i = 0; i < wf_seq_len(seq); i++) {
+        const wf_node *it = wf_seq_at(seq, i);
+        if (!it || it->type == WF_NODE_NULL)
+            continue;
+        size_t mark = vc_push(c, key);
+        vc_push_idx(c, i);
+        fn(c, it);
+        vc_pop(c, mark);
+    }
+}
+
 const wf_node *vc_item(vc *c, const wf_node *seq, const char *key, size_t i, const char *null_msg,
                        size_t *mark)
 {

@@ -259,15 +259,7 @@ void vc_telemetry(vc *c, const wf_node *spec)
     telemetry_metrics(c, vc_get(spec, "metrics"));
     telemetry_tracing(c, vc_get(spec, "tracing"));
     const wf_node *logs = vc_get(spec, "accessLogging");
-    for (size_t i = 0; i < wf_seq_len(logs); i++) {
-        const wf_node *l = wf_seq_at(logs, i);
-        if (!l || l->type == WF_NODE_NULL)
-            continue;
-        size_t mark = vc_push(c, "accessLogging");
-        vc_push_idx(c, i);
-        providers(c, l);
-        vc_pop(c, mark);
-    }
+    vc_each(c, logs, "accessLogging", providers);
 }
 
 /* ---- WasmPlugin ---- */

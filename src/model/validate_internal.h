@@ -47,6 +47,8 @@ size_t vc_push_idx(vc *c, size_t i);
 /* Append "[key]" (a map key, as Kubernetes prints field paths). */
 size_t vc_push_key(vc *c, const char *key);
 void vc_pop(vc *c, size_t len);
+/* For each non-null item of seq: enter "key[i]", call fn(c, item), leave. */
+void vc_each(vc *c, const wf_node *seq, const char *key, void (*fn)(vc *c, const wf_node *item));
 /* Enter item i of seq under key (path "key[i]"; *mark restores it with vc_pop) and return
  * it; when the item is null, report null_msg, restore the path and return NULL. */
 const wf_node *vc_item(vc *c, const wf_node *seq, const char *key, size_t i, const char *null_msg,

@@ -528,13 +528,5 @@ void vc_requestauthentication(vc *c, const wf_node *spec)
 {
     vc_policy_targets(c, spec);
     const wf_node *rules = vc_get(spec, "jwtRules");
-    for (size_t i = 0; i < wf_seq_len(rules); i++) {
-        const wf_node *r = wf_seq_at(rules, i);
-        if (!r || r->type == WF_NODE_NULL)
-            continue;
-        size_t mark = vc_push(c, "jwtRules");
-        vc_push_idx(c, i);
-        jwt_rule(c, r);
-        vc_pop(c, mark);
-    }
+    vc_each(c, rules, "jwtRules", jwt_rule);
 }
