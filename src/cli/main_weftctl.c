@@ -6,7 +6,9 @@
 
 #include "cli/cli.h"
 
+#ifndef WEFT_VERSION
 #define WEFT_VERSION "0.1.0"
+#endif
 
 static void usage(FILE *f)
 {

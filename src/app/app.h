@@ -1,0 +1,120 @@
+/*
+ * app.h - weft-app, the test backend and sample application: a small single-threaded
+ * HTTP/1.1 server on one libuv loop and our own pull parser (http/h1_parser.h).
+ *
+ * It is the upstream of weft-proxy's integration tests and benchmarks, so it is built to be
+ * fast and frugal: no allocation per request in the steady state (a connection borrows a
+ * read/output block from a per-app free list only while it has a request in progress or
+ * bytes buffered; an idle keep-alive connection holds only its uv handles and parser state),
+ * responses go out with uv_try_write/writev, large bodies are streamed with back-pressure.
+ *
+ * Endpoints (the path is the request-target up to '?'; an absolute-form target
+ * "http://host/p" is routed on "/p"). Responses are always "HTTP/1.1"; every response carries
+ * Content-Length or Transfer-Encoding: chunked (except 1xx and 204, which RFC 9110 §8.6
+ * forbids, and 304), "x-weft-app: NAME" / "x-weft-pod: POD" when configured, and
+ * "Connection: close" when the server closes afterwards ("Connection: keep-alive" to an
+ * HTTP/1.0 keep-alive client). HEAD requests get the headers of the GET answer, no body.
+ *   /healthz          200 "ok"
+ *   /status/<code>    that status, body "status <code>\n" (no body for 1xx, 204, 304); a code
+ *                     outside 100..599 or a 1xx other than 101 -> 400 "bad status code\n";
+ *                     101 is answered without Upgrade and the connection is then closed
+ *   /delay/<ms>       200 "delayed <ms>\n" after <ms> milliseconds (a uv timer)
+ *   /hangup           the request is read whole, then the connection closes, no response
+ *   /upload           200 "received=<N>\n", N = request body bytes (counted, never stored)
+ *   /bytes/<n>        200, Content-Length n, body byte i = WF_APP_PATTERN[i % 64]
+ *   /chunked/<n>      same bytes with Transfer-Encoding: chunked (chunks of 16 KiB, the last
+ *                     one shorter); to an HTTP/1.0 client it is sent with Content-Length
+ *   /echo, /echo/...  200 application/json {"method":..,"path":..,"version":"HTTP/1.x",
+ *                     "headers":[[name,value],...],"body_bytes":N}: "path" is the
+ *                     request-target as received (query included), headers in received
+ *                     order and case; bytes >= 0x80 are written as \u00XX (Latin-1 reading)
+ *   /ws               RFC 6455 WebSocket echo (GET + Upgrade: websocket + Connection: upgrade
+ *                     + Sec-WebSocket-Key + Sec-WebSocket-Version: 13, else 400): 101 with
+ *                     Sec-WebSocket-Accept, then every data frame is echoed frame by frame
+ *                     (same opcode and FIN, unmasked), ping -> pong, close -> close (same
+ *                     payload) and the connection closes; an unmasked or malformed client
+ *                     frame gets close 1002 and the connection closes
+ *   /count            200 {"requests":N}: requests seen since start or the last reset,
+ *                     hung-up ones included, /count and /count/reset themselves excluded
+ *   /count/reset      answers like /count with the value before the reset, then sets it to 0
+ *   anything else     404 "not found\n"
+ * Requests are answered in order after the whole request was read (pipelining: the next
+ * request is parsed only once the previous answer is out). A parser error is answered with
+ * h1_error_status() (400/431/501), body h1_error_details() + "\n", and the connection closes.
+ * "Expect: 100-continue" is answered with "100 Continue" when the head arrives. A request
+ * carrying Upgrade (or CONNECT) that is not a WebSocket handshake on /ws is answered and the
+ * connection closed.
+ *
+ * Options: --hangup-first N closes without a response the first N requests of the process
+ * (whatever the path, after reading them whole); --latency-ms A-B delays every answer
+ * (hang-ups included) by a uniform draw in [A,B] ms from a xorshift64* generator seeded by
+ * --seed (default 1), added to /delay's own delay; --idle-timeout-ms N closes a connection
+ * that has had no request in progress for N ms (Envoy's idle_timeout meaning: no active
+ * stream; a partly received head does not count as active; WebSocket connections are never
+ * idle).
+ */
+#ifndef WF_APP_APP_H
+#define WF_APP_APP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#define WF_APP_VERSION    "0.1.0"
+#define WF_APP_MAX_LISTEN 16
+/* The 64-byte repeating pattern of /bytes and /chunked bodies. */
+#define WF_APP_PATTERN "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/"
+
+/* Process settings (main_app.c fills them from the command line); strings are borrowed and
+ * must outlive the app. */
+struct wf_app_config {
+    const char *listen[WF_APP_MAX_LISTEN]; /* "ADDR:PORT" or "[IPv6]:PORT" */
+    size_t nlisten;
+    const char *name;                        /* x-weft-app value, NULL: header not sent */
+    const char *pod;                         /* x-weft-pod value, NULL: header not sent */
+    uint64_t idle_timeout_ms;                /* 0: never */
+    uint64_t hangup_first;                   /* requests to hang up at start */
+    uint64_t latency_min_ms, latency_max_ms; /* both 0: no added latency */
+    uint64_t seed;
+};
+
+/* Parses n decimal digits at s (no sign, no spaces) into *out if the value is <= max.
+ * Returns true on success, false otherwise (*out untouched). */
+bool wf_app_parse_u64(const char *s, size_t n, uint64_t max, uint64_t *out);
+
+/* Parses "A.B.C.D:PORT" or "[IPv6]:PORT" (port 0..65535) into *out (sockaddr_in or
+ * sockaddr_in6). Returns 0, or -1 when the text is not such an address. */
+int wf_app_parse_addr(const char *s, struct sockaddr_storage *out);
+
+/* Sec-WebSocket-Accept for a Sec-WebSocket-Key (RFC 6455 §4.2.2: base64 of the SHA-1 of the
+ * key followed by the GUID). out receives 28 characters and a NUL. Returns 0, -1 if libcrypto
+ * fails. */
+int wf_app_ws_accept(const char *key, size_t key_len, char out[29]);
+
+struct wf_app;
+
+/* Creates the server on loop (borrowed; it must outlive the app). Copies what it needs from
+ * cfg except the strings (see wf_app_config). Returns NULL when out of memory. Free with
+ * wf_app_free. */
+struct wf_app *wf_app_new(uv_loop_t *loop, const struct wf_app_config *cfg);
+
+/* Binds and listens on addr ("ADDR:PORT", see wf_app_parse_addr; port 0 picks a free one).
+ * On success returns 0 and writes the bound address as "ADDR:PORT" ("[v6]:PORT") to
+ * bound[boundlen]. On failure returns a negative libuv error (UV_EINVAL for bad text,
+ * UV_EADDRINUSE, UV_EACCES, ...; UV_ENOMEM) and closes what it opened. */
+int wf_app_listen(struct wf_app *app, const char *addr, char *bound, size_t boundlen);
+
+/* Closes listeners and every connection (pending responses are dropped). The loop's uv_run
+ * returns once the close callbacks have run, unless other handles keep it alive. */
+void wf_app_stop(struct wf_app *app);
+
+/* Frees the app. Call only after wf_app_stop and after the loop ran the close callbacks
+ * (uv_run returned). NULL is accepted. */
+void wf_app_free(struct wf_app *app);
+
+/* Requests counted by /count (see above). */
+uint64_t wf_app_request_count(const struct wf_app *app);
+
+#endif

@@ -1,0 +1,33 @@
+/*
+ * admin.h - weft-proxy's admin server (Envoy's admin interface, docs operations/admin):
+ * /ready, /server_info, /stats (text, ?filter=, ?usedonly, ?format=json|prometheus),
+ * /stats/prometheus, /clusters (text and ?format=json), /listeners, /config_dump
+ * (?resource=, ?mask=, ?include_eds), /logging (GET lists; POST ?level=, ?paths=,
+ * ?<logger>=<level>), /quitquitquit, /drain_listeners, /reset_counters, /help.
+ * Runs on the main thread's loop; every response closes its connection.
+ */
+#ifndef WEFT_PROXY_ADMIN_H
+#define WEFT_PROXY_ADMIN_H
+
+#include <uv.h>
+
+#include "core/strbuf.h"
+#include "proxy/proxy_internal.h"
+#include "proxy/server.h"
+
+typedef struct wp_admin wp_admin;
+
+/* Listens on srv->cfg->admin_addr. main_ctx is handed back to wp_server_request_drain and
+ * wp_server_request_quit. Returns NULL with a message in err when it cannot listen. */
+wp_admin *wp_admin_start(uv_loop_t *loop, wp_server *srv, void *main_ctx,
+                         const wp_server_opts *opts, wf_strbuf *err);
+/* Stops listening and closes admin connections (async; the loop finishes it). */
+void wp_admin_close(wp_admin *a);
+/* Frees the admin after its loop has run the close callbacks. */
+void wp_admin_free(wp_admin *a);
+
+/* Implemented by server.c. */
+void wp_server_request_drain(void *main_ctx, bool exit_after);
+void wp_server_request_quit(void *main_ctx);
+
+#endif

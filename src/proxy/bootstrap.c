@@ -1,0 +1,1190 @@
+/*
+ * bootstrap.c - decode an Envoy v3 bootstrap (JSON) into a wp_config snapshot.
+ *
+ * Supported subset (Envoy v3 field names; anything else is an error naming its JSON path):
+ *   node {id, cluster, metadata, locality, user_agent_name, user_agent_version}
+ *   admin {address, access_log_path, access_log[] (file/stdout/stderr), profile_path}
+ *   static_resources.listeners[] {name, address, per_connection_buffer_limit_bytes,
+ *     filter_chains[1] {name, filters[1]: envoy.filters.network.http_connection_manager}}
+ *   static_resources.clusters[] (STATIC, STRICT_DNS, LOGICAL_DNS; see dec_cluster)
+ *   stats_config (kept as JSON); layered_runtime, dynamic_resources, cluster_manager,
+ *   overload_manager only as empty objects.
+ * Route configurations are decoded in the second half of this file.
+ *
+ * Choices where Envoy leaves room ([verify] in the behaviour reference):
+ *   - a listener without a name is named after its address in stat form ("0.0.0.0_15001");
+ *     Envoy would assign a UUID.
+ *   - listener stat names replace every ':' of the printed address with '_', so IPv6 gives
+ *     "[__]_80" (Envoy's listener.[__]_80. prefix).
+ *   - an unknown route cluster is not an error (503 NC at request time) unless the route
+ *     configuration sets validate_clusters: true explicitly (Envoy defaults it to true for
+ *     inline route configs; weft follows the project brief and defaults to false).
+ *   - durations are truncated to whole milliseconds (DurationUtil::durationToMilliseconds).
+ */
+#include "proxy/bootstrap.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "proxy/bootstrap_internal.h"
+
+#define HCM_NAME "envoy.filters.network.http_connection_manager"
+#define HCM_TYPE                                                                                   \
+    "type.googleapis.com/"                                                                         \
+    "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
+#define ROUTER_NAME "envoy.filters.http.router"
+#define ROUTER_TYPE "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
+#define HPO_NAME "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
+#define HPO_TYPE "type.googleapis.com/" HPO_NAME
+#define STATIC_IP_MSG                                                                              \
+    "malformed IP address: %s. Consider setting resolver_name or setting cluster type to "        \
+    "'STRICT_DNS' or 'LOGICAL_DNS'"
+
+/* ---------- path and errors ---------- */
+
+size_t bs_push(bs *b, const char *key)
+{
+    size_t mark = b->plen;
+    int n = snprintf(b->path + b->plen, sizeof(b->path) - b->plen, "%s%s", b->plen ? "." : "", key);
+    if (n > 0)
+        b->plen = b->plen + (size_t)n < sizeof(b->path) ? b->plen + (size_t)n : sizeof(b->path) - 1;
+    return mark;
+}
+
+size_t bs_push_i(bs *b, size_t i)
+{
+    size_t mark = b->plen;
+    int n = snprintf(b->path + b->plen, sizeof(b->path) - b->plen, "[%zu]", i);
+    if (n > 0)
+        b->plen = b->plen + (size_t)n < sizeof(b->path) ? b->plen + (size_t)n : sizeof(b->path) - 1;
+    return mark;
+}
+
+void bs_pop(bs *b, size_t mark)
+{
+    b->plen = mark;
+    b->path[mark] = '\0';
+}
+
+bool bs_fail(bs *b, const char *fmt, ...)
+{
+    if (b->failed)
+        return false;
+    b->failed = true;
+    va_list ap;
+    va_start(ap, fmt);
+    char msg[1024];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (b->plen)
+        wf_strbuf_printf(b->err, "%s: %s: %s", b->src, b->path, msg);
+    else
+        wf_strbuf_printf(b->err, "%s: %s", b->src, msg);
+    return false;
+}
+
+bool bs_fail_at(bs *b, const char *key, const char *msg)
+{
+    size_t m = bs_push(b, key);
+    bs_fail(b, "%s", msg);
+    bs_pop(b, m);
+    return false;
+}
+
+void *bs_alloc(bs *b, size_t n)
+{
+    void *p = wf_arena_alloc(b->a, n ? n : 1);
+    if (!p)
+        bs_fail(b, "out of memory");
+    return p;
+}
+
+const char *bs_strdup(bs *b, const char *s)
+{
+    char *p = wf_arena_strdup(b->a, s);
+    if (!p)
+        bs_fail(b, "out of memory");
+    return p;
+}
+
+/* ---------- typed field readers (absent or null = leave *out as is) ---------- */
+
+json_t *bs_get(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_null(v) ? NULL : v;
+}
+
+static bool word_in(const char *list, const char *w)
+{
+    size_t n = strlen(w);
+    for (const char *p = list; (p = strstr(p, w)) != NULL; p += n) {
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+            return true;
+    }
+    return false;
+}
+
+bool bs_fields(bs *b, json_t *o, const char *allowed)
+{
+    if (!json_is_object(o))
+        return bs_fail(b, "wrong type: expected an object");
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v)
+    {
+        if (!word_in(allowed, k))
+            return bs_fail_at(b, k, "unknown field");
+    }
+    return true;
+}
+
+static bool wrong_type(bs *b, const char *k, const char *what)
+{
+    size_t m = bs_push(b, k);
+    bs_fail(b, "wrong type: expected %s", what);
+    bs_pop(b, m);
+    return false;
+}
+
+bool bs_str(bs *b, json_t *o, const char *k, const char **out)
+{
+    json_t *v = bs_get(o, k);
+    if (!v)
+        return true;
+    if (!json_is_string(v))
+        return wrong_type(b, k, "a string");
+    *out = bs_strdup(b, json_string_value(v));
+    return *out != NULL;
+}
+
+bool bs_req_str(bs *b, json_t *o, const char *k, const char **out)
+{
+    *out = NULL;
+    if (!bs_str(b, o, k, out))
+        return false;
+    if (!*out || !**out)
+        return bs_fail_at(b, k, *out ? "value length must be at least 1 characters"
+                                     : "missing required field");
+    return true;
+}
+
+bool bs_bool(bs *b, json_t *o, const char *k, bool *out)
+{
+    json_t *v = bs_get(o, k);
+    if (!v)
+        return true;
+    if (!json_is_boolean(v))
+        return wrong_type(b, k, "a boolean");
+    *out = json_is_true(v);
+    return true;
+}
+
+bool bs_u64(bs *b, json_t *o, const char *k, uint64_t max, uint64_t *out)
+{
+    json_t *v = bs_get(o, k);
+    if (!v)
+        return true;
+    uint64_t x = 0;
+    if (json_is_integer(v)) {
+        if (json_integer_value(v) < 0)
+            return bs_fail_at(b, k, "value out of range");
+        x = (uint64_t)json_integer_value(v);
+    } else if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        char *end;
+        errno = 0;
+        unsigned long long y = strtoull(s, &end, 10);
+        if (!isdigit((unsigned char)*s) || *end || errno)
+            return wrong_type(b, k, "an unsigned integer");
+        x = y;
+    } else {
+        return wrong_type(b, k, "an unsigned integer");
+    }
+    if (x > max)
+        return bs_fail_at(b, k, "value out of range");
+    *out = x;
+    if (max <= UINT32_MAX && json_is_string(v)) /* print as Envoy does: uint32 as a number */
+        json_object_set_new(o, k, json_integer((json_int_t)x));
+    return true;
+}
+
+bool bs_u32(bs *b, json_t *o, const char *k, uint32_t *out)
+{
+    uint64_t x = *out;
+    if (!bs_u64(b, o, k, UINT32_MAX, &x))
+        return false;
+    *out = (uint32_t)x;
+    return true;
+}
+
+/* Parse "[-]S[.fffffffff]s" into seconds and nanos. */
+static bool parse_duration(const char *s, int64_t *sec, int32_t *nanos)
+{
+    bool neg = *s == '-';
+    if (neg)
+        s++;
+    if (!isdigit((unsigned char)*s))
+        return false;
+    int64_t x = 0;
+    while (isdigit((unsigned char)*s)) {
+        if (x > 315576000000LL)
+            return false;
+        x = x * 10 + (*s++ - '0');
+    }
+    int32_t ns = 0, digits = 0;
+    if (*s == '.') {
+        s++;
+        while (isdigit((unsigned char)*s) && digits < 9) {
+            ns = ns * 10 + (*s++ - '0');
+            digits++;
+        }
+        if (!digits)
+            return false;
+        while (digits++ < 9)
+            ns *= 10;
+    }
+    if (s[0] != 's' || s[1] != '\0')
+        return false;
+    *sec = neg ? -x : x;
+    *nanos = neg ? -ns : ns;
+    return true;
+}
+
+static json_t *duration_json(int64_t sec, int32_t ns)
+{
+    char buf[64];
+    if (ns == 0)
+        snprintf(buf, sizeof(buf), "%" PRId64 "s", sec);
+    else if (ns % 1000000 == 0)
+        snprintf(buf, sizeof(buf), "%" PRId64 ".%03ds", sec, ns / 1000000);
+    else if (ns % 1000 == 0)
+        snprintf(buf, sizeof(buf), "%" PRId64 ".%06ds", sec, ns / 1000);
+    else
+        snprintf(buf, sizeof(buf), "%" PRId64 ".%09ds", sec, ns);
+    return json_string(buf);
+}
+
+bool bs_dur(bs *b, json_t *o, const char *k, uint64_t *ms, bool *present)
+{
+    json_t *v = bs_get(o, k);
+    if (!v)
+        return true;
+    int64_t sec = 0;
+    int32_t ns = 0;
+    if (json_is_string(v)) {
+        if (!parse_duration(json_string_value(v), &sec, &ns))
+            return bs_fail_at(b, k, "invalid duration (expected a string like \"5s\" or "
+                                    "\"0.250s\")");
+    } else if (json_is_object(v)) {
+        size_t m = bs_push(b, k);
+        uint64_t s = 0, n = 0;
+        bool ok = bs_fields(b, v, "seconds nanos") && bs_u64(b, v, "seconds", 315576000000ULL, &s) &&
+                  bs_u64(b, v, "nanos", 999999999, &n);
+        bs_pop(b, m);
+        if (!ok)
+            return false;
+        sec = (int64_t)s;
+        ns = (int32_t)n;
+    } else {
+        return wrong_type(b, k, "a duration");
+    }
+    if (sec < 0 || ns < 0)
+        return bs_fail_at(b, k, "value must be a non-negative duration");
+    *ms = (uint64_t)sec * 1000u + (uint64_t)ns / 1000000u;
+    if (present)
+        *present = true;
+    json_object_set_new(o, k, duration_json(sec, ns)); /* canonical, as Envoy prints it */
+    return true;
+}
+
+bool bs_enum(bs *b, json_t *o, const char *k, const char *const *names, int *out)
+{
+    json_t *v = bs_get(o, k);
+    if (!v)
+        return true;
+    if (!json_is_string(v))
+        return wrong_type(b, k, "an enum name");
+    for (int i = 0; names[i]; i++) {
+        if (strcmp(names[i], json_string_value(v)) == 0) {
+            *out = i;
+            return true;
+        }
+    }
+    size_t m = bs_push(b, k);
+    bs_fail(b, "unsupported value \"%s\"", json_string_value(v));
+    bs_pop(b, m);
+    return false;
+}
+
+bool bs_type_is(bs *b, json_t *o, const char *type)
+{
+    json_t *t = bs_get(o, "@type");
+    if (!t)
+        return bs_fail_at(b, "@type", "missing required field");
+    if (!json_is_string(t))
+        return wrong_type(b, "@type", "a string");
+    if (strcmp(json_string_value(t), type) != 0) {
+        size_t m = bs_push(b, "@type");
+        bs_fail(b, "unsupported value \"%s\" (expected \"%s\")", json_string_value(t), type);
+        bs_pop(b, m);
+        return false;
+    }
+    return true;
+}
+
+bool bs_sub(bs *b, json_t *o, const char *k, bool (*fn)(bs *, json_t *, void *), void *arg)
+{
+    json_t *v = bs_get(o, k);
+    if (!v)
+        return true;
+    size_t m = bs_push(b, k);
+    bool ok = json_is_object(v) ? fn(b, v, arg) : bs_fail(b, "wrong type: expected an object");
+    bs_pop(b, m);
+    return ok;
+}
+
+bool bs_each(bs *b, json_t *o, const char *k, size_t elem, void **out, size_t *n,
+             bool (*fn)(bs *, json_t *, void *))
+{
+    json_t *v = bs_get(o, k);
+    if (!v)
+        return true;
+    if (!json_is_array(v))
+        return wrong_type(b, k, "an array");
+    size_t len = json_array_size(v);
+    char *arr = bs_alloc(b, elem * len);
+    if (!arr)
+        return false;
+    size_t m = bs_push(b, k);
+    for (size_t i = 0; i < len && !b->failed; i++) {
+        size_t mi = bs_push_i(b, i);
+        json_t *it = json_array_get(v, i);
+        if (!json_is_object(it))
+            bs_fail(b, "wrong type: expected an object");
+        else
+            fn(b, it, arr + i * elem);
+        bs_pop(b, mi);
+    }
+    bs_pop(b, m);
+    *out = arr;
+    *n = len;
+    return !b->failed;
+}
+
+/* ---------- key normalization (lowerCamelCase -> snake_case) ---------- */
+
+static json_t *norm(bs *b, json_t *v, bool map);
+
+static json_t *norm_value(bs *b, const char *key, json_t *v)
+{
+    if (word_in("metadata json_format static_layer", key))
+        return json_deep_copy(v); /* google.protobuf.Struct: keys as written */
+    return norm(b, v, word_in("typed_extension_protocol_options typed_per_filter_config", key));
+}
+
+static bool snake(const char *k, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (; *k; k++) {
+        bool up = isupper((unsigned char)*k);
+        if (n + 3 > cap)
+            return false;
+        if (up)
+            out[n++] = '_';
+        out[n++] = up ? (char)tolower((unsigned char)*k) : *k;
+    }
+    out[n] = '\0';
+    return true;
+}
+
+static json_t *norm_object(bs *b, json_t *v, bool map)
+{
+    json_t *out = json_object();
+    const char *k;
+    json_t *child;
+    char key[256];
+    json_object_foreach(v, k, child)
+    {
+        if (!out || b->failed)
+            break;
+        const char *nk = k;
+        if (!map && strcmp(k, "@type") != 0) {
+            if (!snake(k, key, sizeof(key)))
+                return json_decref(out), bs_fail_at(b, k, "unknown field"), NULL;
+            nk = key;
+        }
+        size_t m = bs_push(b, nk);
+        if (json_object_get(out, nk))
+            bs_fail(b, "duplicate field (given in snake_case and in lowerCamelCase)");
+        json_t *c = b->failed ? NULL : norm_value(b, map ? "" : nk, child);
+        if (!b->failed && (!c || json_object_set_new(out, nk, c) != 0))
+            bs_fail(b, "out of memory");
+        bs_pop(b, m);
+    }
+    if (!out)
+        bs_fail(b, "out of memory");
+    if (b->failed) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+static json_t *norm(bs *b, json_t *v, bool map)
+{
+    if (json_is_object(v))
+        return norm_object(b, v, map);
+    if (!json_is_array(v)) {
+        json_t *c = json_copy(v);
+        if (!c)
+            bs_fail(b, "out of memory");
+        return c;
+    }
+    json_t *out = json_array();
+    for (size_t i = 0; out && i < json_array_size(v) && !b->failed; i++) {
+        size_t m = bs_push_i(b, i);
+        json_t *c = norm(b, json_array_get(v, i), false);
+        if (c && json_array_append_new(out, c) != 0)
+            bs_fail(b, "out of memory");
+        bs_pop(b, m);
+    }
+    if (!out)
+        bs_fail(b, "out of memory");
+    if (b->failed) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* ---------- addresses ---------- */
+
+/* address {socket_address {address, port_value, protocol}}. need_ip: the address must be an IP
+ * literal (ip_msg is the error otherwise); else a hostname is kept in *host. */
+static bool dec_address(bs *b, json_t *addr, wp_addr *out, const char **host, uint32_t *port,
+                        const char *ip_msg)
+{
+    static const char *const protos[] = {"TCP", NULL};
+    json_t *sa = bs_get(addr, "socket_address");
+    if (!bs_fields(b, addr, "socket_address"))
+        return false;
+    if (!sa)
+        return bs_fail_at(b, "socket_address", "missing required field");
+    size_t m = bs_push(b, "socket_address");
+    const char *ip = NULL;
+    uint32_t p = 0;
+    int proto = 0;
+    bool ok = bs_fields(b, sa, "address port_value protocol") && bs_req_str(b, sa, "address", &ip) &&
+              bs_u32(b, sa, "port_value", &p) && bs_enum(b, sa, "protocol", protos, &proto);
+    if (ok && p > 65535)
+        ok = bs_fail_at(b, "port_value", "value must be less than or equal to 65535");
+    memset(out, 0, sizeof(*out));
+    struct sockaddr_in *v4 = (struct sockaddr_in *)&out->sa;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&out->sa;
+    char buf[INET6_ADDRSTRLEN];
+    if (ok && inet_pton(AF_INET, ip, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)p);
+        out->len = sizeof(*v4);
+        inet_ntop(AF_INET, &v4->sin_addr, buf, sizeof(buf));
+        snprintf(out->text, sizeof(out->text), "%s:%u", buf, p);
+    } else if (ok && inet_pton(AF_INET6, ip, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)p);
+        out->len = sizeof(*v6);
+        inet_ntop(AF_INET6, &v6->sin6_addr, buf, sizeof(buf));
+        snprintf(out->text, sizeof(out->text), "[%s]:%u", buf, p);
+    } else if (ok && ip_msg) {
+        size_t ma = bs_push(b, "address");
+        ok = bs_fail(b, ip_msg, ip);
+        bs_pop(b, ma);
+    } else if (ok) {
+        snprintf(out->text, sizeof(out->text), "%.50s:%u", ip, p);
+    }
+    if (host)
+        *host = ip;
+    if (port)
+        *port = p;
+    bs_pop(b, m);
+    return ok;
+}
+
+static bool req_address(bs *b, json_t *o, wp_addr *out, const char **host, uint32_t *port,
+                        const char *ip_msg)
+{
+    json_t *a = bs_get(o, "address");
+    if (!a)
+        return bs_fail_at(b, "address", "missing required field");
+    size_t m = bs_push(b, "address");
+    bool ok = dec_address(b, a, out, host, port, ip_msg);
+    bs_pop(b, m);
+    return ok;
+}
+
+/* ---------- access logs ---------- */
+
+static bool dec_log_format(bs *b, json_t *f, void *arg)
+{
+    wp_access_log *l = arg;
+    if (!bs_fields(b, f, "text_format text_format_source json_format"))
+        return false;
+    if (json_object_size(f) != 1)
+        return bs_fail(b, "exactly one of text_format, text_format_source, json_format is required");
+    json_t *src = bs_get(f, "text_format_source");
+    if (src) {
+        size_t m = bs_push(b, "text_format_source");
+        bool ok = bs_fields(b, src, "inline_string") &&
+                  bs_req_str(b, src, "inline_string", &l->text_format);
+        bs_pop(b, m);
+        return ok;
+    }
+    json_t *j = bs_get(f, "json_format");
+    if (j) {
+        if (!json_is_object(j))
+            return wrong_type(b, "json_format", "an object");
+        l->kind = WP_LOG_JSON;
+        l->json_format = j; /* borrowed from the snapshot's bootstrap */
+        return true;
+    }
+    return bs_str(b, f, "text_format", &l->text_format);
+}
+
+static bool dec_logger_config(bs *b, json_t *tc, wp_access_log *l, bool file)
+{
+    const char *fields = file ? "@type path log_format format json_format" : "@type log_format";
+    if (!bs_fields(b, tc, fields))
+        return false;
+    int n = !!bs_get(tc, "log_format") + !!bs_get(tc, "format") + !!bs_get(tc, "json_format");
+    if (n > 1)
+        return bs_fail(b, "only one of log_format, format, json_format may be set");
+    if (file && !bs_req_str(b, tc, "path", &l->path))
+        return false;
+    json_t *j = bs_get(tc, "json_format");
+    if (j) {
+        if (!json_is_object(j))
+            return wrong_type(b, "json_format", "an object");
+        l->kind = WP_LOG_JSON;
+        l->json_format = j;
+    }
+    if (!bs_str(b, tc, "format", &l->text_format) ||
+        !bs_sub(b, tc, "log_format", dec_log_format, l))
+        return false;
+    if (l->text_format && !*l->text_format)
+        l->text_format = NULL; /* empty = Envoy's default format */
+    return true;
+}
+
+static bool dec_access_log(bs *b, json_t *o, void *arg)
+{
+    static const char *const names[] = {"envoy.access_loggers.file", "envoy.access_loggers.stdout",
+                                        "envoy.access_loggers.stderr", NULL};
+    static const char *const types[] = {
+        "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog",
+        "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
+        "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StderrAccessLog", NULL};
+    wp_access_log *l = arg;
+    l->kind = WP_LOG_TEXT;
+    l->sink = -1;
+    int name = 0, type = 0;
+    if (!bs_fields(b, o, "name typed_config") || !bs_enum(b, o, "name", names, &name))
+        return false;
+    json_t *tc = bs_get(o, "typed_config");
+    if (!tc)
+        return bs_fail_at(b, "typed_config", "missing required field");
+    size_t m = bs_push(b, "typed_config");
+    bool ok = json_is_object(tc) ? bs_enum(b, tc, "@type", types, &type)
+                                 : bs_fail(b, "wrong type: expected an object");
+    if (ok && !bs_get(tc, "@type"))
+        ok = bs_fail_at(b, "@type", "missing required field");
+    if (ok && type > 0)
+        l->path = type == 1 ? "/dev/stdout" : "/dev/stderr";
+    ok = ok && dec_logger_config(b, tc, l, type == 0);
+    bs_pop(b, m);
+    return ok;
+}
+
+/* ---------- HTTP connection manager ---------- */
+
+static bool dec_http_filter(bs *b, json_t *o, void *arg)
+{
+    (void)arg;
+    json_t *tc = bs_get(o, "typed_config");
+    const char *name = NULL;
+    if (!bs_fields(b, o, "name typed_config") || !bs_req_str(b, o, "name", &name))
+        return false;
+    if (strcmp(name, ROUTER_NAME) != 0) {
+        size_t m = bs_push(b, "name");
+        bs_fail(b, "unsupported http filter \"%s\" (only %s is supported)", name, ROUTER_NAME);
+        bs_pop(b, m);
+        return false;
+    }
+    if (!tc)
+        return true;
+    size_t m = bs_push(b, "typed_config");
+    bool ok = bs_fields(b, tc, "@type") && bs_type_is(b, tc, ROUTER_TYPE);
+    bs_pop(b, m);
+    return ok;
+}
+
+static bool dec_http_filters(bs *b, json_t *hcm)
+{
+    void *arr;
+    size_t n = 0;
+    if (!bs_each(b, hcm, "http_filters", 1, &arr, &n, dec_http_filter))
+        return false;
+    if (n == 0)
+        return bs_fail_at(b, "http_filters", "the http filter chain must end with " ROUTER_NAME);
+    if (n > 1) {
+        size_t m = bs_push(b, "http_filters");
+        bs_push_i(b, 0);
+        bs_fail(b, "Error: terminal filter named %s of type %s must be the last filter in a http "
+                   "filter chain.",
+                ROUTER_NAME, ROUTER_NAME);
+        bs_pop(b, m);
+        return false;
+    }
+    return true;
+}
+
+static bool dec_hcm_common(bs *b, json_t *o, void *arg)
+{
+    wp_hcm *h = arg;
+    uint32_t max_headers = h->max_headers_count;
+    if (!bs_fields(b, o, "idle_timeout max_headers_count") ||
+        !bs_dur(b, o, "idle_timeout", &h->idle_timeout_ms, NULL) ||
+        !bs_u32(b, o, "max_headers_count", &max_headers))
+        return false;
+    if (max_headers < 1)
+        return bs_fail_at(b, "max_headers_count", "value must be greater than or equal to 1");
+    h->max_headers_count = max_headers;
+    return true;
+}
+
+static bool dec_hcm(bs *b, json_t *o, wp_hcm *h)
+{
+    static const char *const codecs[] = {"AUTO", "HTTP1", NULL};
+    int codec = 0;
+    h->server_name = "envoy";
+    h->stream_idle_timeout_ms = 300000;
+    h->idle_timeout_ms = 3600000;
+    h->max_request_headers_kb = 60;
+    h->max_headers_count = 100;
+    h->generate_request_id = true;
+    if (!bs_fields(b, o,
+                   "@type stat_prefix codec_type route_config rds http_filters server_name "
+                   "stream_idle_timeout request_timeout common_http_protocol_options "
+                   "max_request_headers_kb generate_request_id use_remote_address "
+                   "xff_num_trusted_hops access_log") ||
+        !bs_type_is(b, o, HCM_TYPE))
+        return false;
+    if (bs_get(o, "rds"))
+        return bs_fail_at(b, "rds", "rds is not supported yet (the xDS client arrives with the "
+                                    "control-plane issue)");
+    if (!bs_req_str(b, o, "stat_prefix", &h->stat_prefix) ||
+        !bs_enum(b, o, "codec_type", codecs, &codec) ||
+        !bs_str(b, o, "server_name", &h->server_name) ||
+        !bs_dur(b, o, "stream_idle_timeout", &h->stream_idle_timeout_ms, NULL) ||
+        !bs_dur(b, o, "request_timeout", &h->request_timeout_ms, NULL) ||
+        !bs_sub(b, o, "common_http_protocol_options", dec_hcm_common, h) ||
+        !bs_u32(b, o, "max_request_headers_kb", &h->max_request_headers_kb) ||
+        !bs_bool(b, o, "generate_request_id", &h->generate_request_id) ||
+        !bs_bool(b, o, "use_remote_address", &h->use_remote_address) ||
+        !bs_u32(b, o, "xff_num_trusted_hops", &h->xff_num_trusted_hops))
+        return false;
+    if (h->max_request_headers_kb < 1 || h->max_request_headers_kb > 8192)
+        return bs_fail_at(b, "max_request_headers_kb", "value must be inside range [1, 8192]");
+    void *logs = NULL;
+    if (!bs_each(b, o, "access_log", sizeof(wp_access_log), &logs, &h->naccess_logs,
+                 dec_access_log))
+        return false;
+    h->access_logs = logs;
+    if (!dec_http_filters(b, o))
+        return false;
+    json_t *rc = bs_get(o, "route_config");
+    if (!rc)
+        return bs_fail_at(b, "route_config", "missing required field");
+    h->route_config = bs_alloc(b, sizeof(*h->route_config));
+    if (!h->route_config)
+        return false;
+    size_t m = bs_push(b, "route_config");
+    bool ok = bs_route_config(b, rc, h->route_config);
+    bs_pop(b, m);
+    return ok;
+}
+
+/* ---------- listeners ---------- */
+
+static bool dec_network_filter(bs *b, json_t *f, wp_listener *l)
+{
+    const char *name = NULL;
+    if (!bs_fields(b, f, "name typed_config") || !bs_req_str(b, f, "name", &name))
+        return false;
+    if (strcmp(name, HCM_NAME) != 0) {
+        size_t m = bs_push(b, "name");
+        bs_fail(b, "unsupported network filter \"%s\" (only %s is supported)", name, HCM_NAME);
+        bs_pop(b, m);
+        return false;
+    }
+    json_t *tc = bs_get(f, "typed_config");
+    if (!tc)
+        return bs_fail_at(b, "typed_config", "missing required field");
+    size_t m = bs_push(b, "typed_config");
+    bool ok = json_is_object(tc) ? dec_hcm(b, tc, &l->hcm)
+                                 : bs_fail(b, "wrong type: expected an object");
+    bs_pop(b, m);
+    return ok;
+}
+
+/* Enter the only element of o[k], which must be an array of one object. */
+static json_t *only_one(bs *b, json_t *o, const char *k, const char *what)
+{
+    json_t *v = bs_get(o, k);
+    if (v && !json_is_array(v))
+        return wrong_type(b, k, "an array"), NULL;
+    if (json_array_size(v) != 1) {
+        size_t m = bs_push(b, k);
+        bs_fail(b, "exactly one %s is supported (found %zu)", what, json_array_size(v));
+        bs_pop(b, m);
+        return NULL;
+    }
+    bs_push(b, k);
+    bs_push_i(b, 0);
+    json_t *it = json_array_get(v, 0);
+    if (!json_is_object(it))
+        return bs_fail(b, "wrong type: expected an object"), NULL;
+    return it;
+}
+
+static bool dec_filter_chain(bs *b, json_t *o, wp_listener *l)
+{
+    if (!bs_fields(b, o, "name filters filter_chain_match"))
+        return false;
+    if (bs_get(o, "filter_chain_match"))
+        return bs_fail_at(b, "filter_chain_match", "filter_chain_match is not supported (a "
+                                                   "listener has exactly one filter chain)");
+    size_t m = b->plen;
+    json_t *f = only_one(b, o, "filters", "network filter");
+    bool ok = f && dec_network_filter(b, f, l);
+    bs_pop(b, m);
+    return ok;
+}
+
+static bool dec_listener(bs *b, json_t *o, void *arg)
+{
+    wp_listener *l = arg;
+    l->per_connection_buffer_limit_bytes = WP_DEFAULT_BUFFER_LIMIT;
+    if (!bs_fields(b, o, "name address per_connection_buffer_limit_bytes filter_chains") ||
+        !bs_str(b, o, "name", &l->name) ||
+        !req_address(b, o, &l->addr, NULL, NULL, "malformed IP address: %s") ||
+        !bs_u32(b, o, "per_connection_buffer_limit_bytes", &l->per_connection_buffer_limit_bytes))
+        return false;
+    char *stat = wf_arena_strdup(b->a, l->addr.text);
+    if (!stat)
+        return bs_fail(b, "out of memory");
+    for (char *p = stat; *p; p++)
+        *p = *p == ':' ? '_' : *p;
+    l->stat_name = stat;
+    if (!l->name)
+        l->name = stat;
+    size_t m = b->plen;
+    json_t *chain = only_one(b, o, "filter_chains", "filter chain");
+    bool ok = chain && dec_filter_chain(b, chain, l);
+    bs_pop(b, m);
+    return ok;
+}
+
+static bool check_listeners(bs *b)
+{
+    wp_config *c = b->c;
+    for (size_t i = 0; i < c->nlisteners; i++) {
+        for (size_t j = 0; j < i; j++) {
+            const char *msg = NULL;
+            if (strcmp(c->listeners[i].name, c->listeners[j].name) == 0)
+                msg = "duplicate listener name";
+            else if (strcmp(c->listeners[i].addr.text, c->listeners[j].addr.text) == 0)
+                msg = "has duplicate address";
+            if (!msg)
+                continue;
+            bs_push(b, "listeners");
+            bs_push_i(b, i);
+            if (msg[0] == 'd')
+                return bs_fail(b, "duplicate listener name '%s'", c->listeners[i].name);
+            return bs_fail(b, "error adding listener: '%s' has duplicate address '%s' as existing "
+                              "listener",
+                           c->listeners[i].name, c->listeners[i].addr.text);
+        }
+    }
+    return true;
+}
+
+/* ---------- clusters ---------- */
+
+static bool dec_thresholds(bs *b, json_t *o, void *arg)
+{
+    static const char *const prios[] = {"DEFAULT", NULL};
+    wp_thresholds *t = arg;
+    int prio = 0;
+    *t = (wp_thresholds){1024, 1024, 1024, 3};
+    if (!bs_fields(b, o, "priority max_connections max_pending_requests max_requests max_retries"))
+        return false;
+    json_t *p = bs_get(o, "priority");
+    if (json_is_string(p) && strcmp(json_string_value(p), "HIGH") == 0)
+        return bs_fail_at(b, "priority", "unsupported value \"HIGH\" (only DEFAULT priority "
+                                         "thresholds are supported)");
+    return bs_enum(b, o, "priority", prios, &prio) &&
+           bs_u32(b, o, "max_connections", &t->max_connections) &&
+           bs_u32(b, o, "max_pending_requests", &t->max_pending_requests) &&
+           bs_u32(b, o, "max_requests", &t->max_requests) &&
+           bs_u32(b, o, "max_retries", &t->max_retries);
+}
+
+static bool dec_circuit_breakers(bs *b, json_t *o, void *arg)
+{
+    wp_cluster *cl = arg;
+    void *arr;
+    size_t n = 0;
+    if (!bs_fields(b, o, "thresholds") ||
+        !bs_each(b, o, "thresholds", sizeof(wp_thresholds), &arr, &n, dec_thresholds))
+        return false;
+    if (n > 1)
+        return bs_fail_at(b, "thresholds", "only one thresholds entry (priority DEFAULT) is "
+                                           "supported");
+    if (n == 1)
+        cl->cb = *(wp_thresholds *)arr;
+    return true;
+}
+
+static bool dec_upstream_common(bs *b, json_t *o, void *arg)
+{
+    wp_cluster *cl = arg;
+    return bs_fields(b, o, "idle_timeout max_requests_per_connection") &&
+           bs_dur(b, o, "idle_timeout", &cl->idle_timeout_ms, NULL) &&
+           bs_u32(b, o, "max_requests_per_connection", &cl->max_requests_per_connection);
+}
+
+static bool dec_explicit_http(bs *b, json_t *o, void *arg)
+{
+    (void)arg;
+    json_t *h1 = bs_get(o, "http_protocol_options");
+    if (!bs_fields(b, o, "http_protocol_options"))
+        return false;
+    if (h1 && !json_is_object(h1))
+        return wrong_type(b, "http_protocol_options", "an object");
+    size_t m = bs_push(b, "http_protocol_options");
+    bool ok = !h1 || bs_fields(b, h1, "");
+    bs_pop(b, m);
+    return ok;
+}
+
+static bool dec_protocol_options(bs *b, json_t *o, void *arg)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v)
+    {
+        size_t m = b->plen;
+        int n = snprintf(b->path + m, sizeof(b->path) - m, "[%s]", k);
+        b->plen = n > 0 && m + (size_t)n < sizeof(b->path) ? m + (size_t)n : m;
+        bool ok = strcmp(k, HPO_NAME) == 0 ? true : bs_fail(b, "unsupported protocol options");
+        ok = ok && bs_fields(b, v, "@type common_http_protocol_options explicit_http_config") &&
+             bs_type_is(b, v, HPO_TYPE) &&
+             bs_sub(b, v, "common_http_protocol_options", dec_upstream_common, arg) &&
+             bs_sub(b, v, "explicit_http_config", dec_explicit_http, arg);
+        bs_pop(b, m);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+static bool dec_lb_endpoint(bs *b, json_t *o, void *arg)
+{
+    static const char *const health[] = {"UNKNOWN",  "HEALTHY", "UNHEALTHY",
+                                         "DRAINING", "TIMEOUT", "DEGRADED", NULL};
+    wp_endpoint *e = arg;
+    int h = 0;
+    e->weight = 1;
+    json_t *ep = bs_get(o, "endpoint");
+    if (!bs_fields(b, o, "endpoint health_status load_balancing_weight") ||
+        !bs_enum(b, o, "health_status", health, &h) ||
+        !bs_u32(b, o, "load_balancing_weight", &e->weight))
+        return false;
+    e->health = (wp_health)h;
+    if (e->weight < 1)
+        return bs_fail_at(b, "load_balancing_weight", "value must be greater than or equal to 1");
+    if (!ep)
+        return bs_fail_at(b, "endpoint", "missing required field");
+    size_t m = bs_push(b, "endpoint");
+    const char *hostname = NULL;
+    bool ok = bs_fields(b, ep, "address hostname") && bs_str(b, ep, "hostname", &hostname) &&
+              req_address(b, ep, &e->addr, &e->hostname, &e->port, b->ip_msg);
+    if (ok && hostname)
+        e->hostname = hostname;
+    bs_pop(b, m);
+    return ok;
+}
+
+typedef struct {
+    wp_endpoint *eps;
+    size_t n;
+} ep_list;
+
+static bool dec_locality_eps(bs *b, json_t *o, void *arg)
+{
+    ep_list *out = arg;
+    void *arr;
+    size_t n = 0;
+    json_t *loc = bs_get(o, "locality");
+    if (!bs_fields(b, o, "lb_endpoints locality"))
+        return false;
+    if (loc) {
+        size_t m = bs_push(b, "locality");
+        bool ok = bs_fields(b, loc, "region zone sub_zone");
+        bs_pop(b, m);
+        if (!ok)
+            return false;
+    }
+    if (!bs_each(b, o, "lb_endpoints", sizeof(wp_endpoint), &arr, &n, dec_lb_endpoint))
+        return false;
+    out->eps = arr;
+    out->n = n;
+    return true;
+}
+
+static bool dec_load_assignment(bs *b, json_t *o, void *arg)
+{
+    wp_cluster *cl = arg;
+    void *arr;
+    size_t n = 0, total = 0;
+    const char *name = NULL;
+    if (!bs_fields(b, o, "cluster_name endpoints") || !bs_str(b, o, "cluster_name", &name) ||
+        !bs_each(b, o, "endpoints", sizeof(ep_list), &arr, &n, dec_locality_eps))
+        return false;
+    ep_list *groups = arr;
+    for (size_t i = 0; i < n; i++)
+        total += groups[i].n;
+    if (cl->type == WP_CLUSTER_LOGICAL_DNS && (n != 1 || total != 1))
+        return bs_fail_at(b, "endpoints", "LOGICAL_DNS clusters must have a single "
+                                          "locality_lb_endpoint and a single lb_endpoint");
+    cl->endpoints = bs_alloc(b, sizeof(wp_endpoint) * total);
+    if (!cl->endpoints)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(cl->endpoints + cl->nendpoints, groups[i].eps, groups[i].n * sizeof(wp_endpoint));
+        cl->nendpoints += groups[i].n;
+    }
+    return true;
+}
+
+static bool dec_cluster(bs *b, json_t *o, void *arg)
+{
+    static const char *const types[] = {"STATIC", "STRICT_DNS", "LOGICAL_DNS", NULL};
+    static const char *const lbs[] = {"ROUND_ROBIN", "LEAST_REQUEST", "RANDOM", NULL};
+    static const char *const families[] = {"AUTO", "V4_ONLY", "V4_PREFERRED", NULL};
+    wp_cluster *cl = arg;
+    int type = 0, lb = 0, family = 0;
+    cl->connect_timeout_ms = 5000;
+    cl->cb = (wp_thresholds){1024, 1024, 1024, 3};
+    cl->idle_timeout_ms = 3600000;
+    cl->per_connection_buffer_limit_bytes = WP_DEFAULT_BUFFER_LIMIT;
+    cl->dns_refresh_rate_ms = 5000;
+    if (!bs_fields(b, o,
+                   "name alt_stat_name type lb_policy connect_timeout "
+                   "per_connection_buffer_limit_bytes circuit_breakers common_http_protocol_options "
+                   "typed_extension_protocol_options max_requests_per_connection dns_refresh_rate "
+                   "dns_lookup_family load_assignment") ||
+        !bs_req_str(b, o, "name", &cl->name) || !bs_str(b, o, "alt_stat_name", &cl->alt_stat_name) ||
+        !bs_enum(b, o, "type", types, &type) || !bs_enum(b, o, "lb_policy", lbs, &lb) ||
+        !bs_enum(b, o, "dns_lookup_family", families, &family) ||
+        !bs_dur(b, o, "connect_timeout", &cl->connect_timeout_ms, NULL) ||
+        !bs_u32(b, o, "per_connection_buffer_limit_bytes", &cl->per_connection_buffer_limit_bytes) ||
+        !bs_u32(b, o, "max_requests_per_connection", &cl->max_requests_per_connection) ||
+        !bs_sub(b, o, "common_http_protocol_options", dec_upstream_common, cl) ||
+        !bs_sub(b, o, "typed_extension_protocol_options", dec_protocol_options, cl) ||
+        !bs_dur(b, o, "dns_refresh_rate", &cl->dns_refresh_rate_ms, NULL))
+        return false;
+    cl->type = (wp_cluster_type)type;
+    cl->lb_policy = (wp_lb_policy)lb;
+    if (cl->connect_timeout_ms == 0)
+        return bs_fail_at(b, "connect_timeout", "value must be greater than 0s");
+    if (cl->dns_refresh_rate_ms < 1)
+        return bs_fail_at(b, "dns_refresh_rate", "value must be greater than 1ms");
+    b->ip_msg = cl->type == WP_CLUSTER_STATIC ? STATIC_IP_MSG : NULL;
+    return bs_sub(b, o, "circuit_breakers", dec_circuit_breakers, cl) &&
+           bs_sub(b, o, "load_assignment", dec_load_assignment, cl);
+}
+
+static bool check_clusters(bs *b)
+{
+    wp_config *c = b->c;
+    for (size_t i = 0; i < c->nclusters; i++) {
+        c->clusters[i].index = (int)i;
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(c->clusters[i].name, c->clusters[j].name) != 0)
+                continue;
+            bs_push(b, "clusters");
+            bs_push_i(b, i);
+            bs_push(b, "name");
+            return bs_fail(b, "cluster manager: duplicate cluster '%s'", c->clusters[i].name);
+        }
+    }
+    return true;
+}
+
+/* ---------- top level ---------- */
+
+static bool dec_node(bs *b, json_t *o, void *arg)
+{
+    wp_config *c = arg;
+    json_t *md = bs_get(o, "metadata");
+    json_t *loc = bs_get(o, "locality");
+    if (!bs_fields(b, o, "id cluster metadata locality user_agent_name user_agent_version") ||
+        !bs_str(b, o, "id", &c->node_id) || !bs_str(b, o, "cluster", &c->node_cluster))
+        return false;
+    const char *s = NULL;
+    if (!bs_str(b, o, "user_agent_name", &s) || !bs_str(b, o, "user_agent_version", &s))
+        return false;
+    if (md && !json_is_object(md))
+        return wrong_type(b, "metadata", "an object");
+    if (loc) {
+        size_t m = bs_push(b, "locality");
+        bool ok = bs_fields(b, loc, "region zone sub_zone") && bs_str(b, loc, "region", &s) &&
+                  bs_str(b, loc, "zone", &s) && bs_str(b, loc, "sub_zone", &s);
+        bs_pop(b, m);
+        if (!ok)
+            return false;
+    }
+    c->node = json_deep_copy(o);
+    return c->node ? true : bs_fail(b, "out of memory");
+}
+
+static bool dec_admin(bs *b, json_t *o, void *arg)
+{
+    wp_config *c = arg;
+    const char *profile = NULL;
+    void *logs = NULL;
+    size_t nlogs = 0;
+    if (!bs_fields(b, o, "address access_log_path access_log profile_path") ||
+        !bs_str(b, o, "access_log_path", &c->admin_access_log_path) ||
+        !bs_str(b, o, "profile_path", &profile) ||
+        !bs_each(b, o, "access_log", sizeof(wp_access_log), &logs, &nlogs, dec_access_log))
+        return false;
+    if (nlogs + (c->admin_access_log_path != NULL) > 1)
+        return bs_fail_at(b, "access_log", "only one admin access log is supported");
+    if (nlogs == 1)
+        c->admin_access_log_path = ((wp_access_log *)logs)->path;
+    if (!bs_get(o, "address"))
+        return true;
+    c->has_admin = true;
+    return req_address(b, o, &c->admin_addr, NULL, NULL, "malformed IP address: %s");
+}
+
+static bool dec_static(bs *b, json_t *o, void *arg)
+{
+    wp_config *c = arg;
+    void *arr = NULL;
+    if (!bs_fields(b, o, "listeners clusters"))
+        return false;
+    /* clusters first: routes resolve cluster names to indexes */
+    if (!bs_each(b, o, "clusters", sizeof(wp_cluster), &arr, &c->nclusters, dec_cluster))
+        return false;
+    c->clusters = arr;
+    size_t m = b->plen;
+    bool ok = check_clusters(b);
+    bs_pop(b, m);
+    if (!ok || !bs_each(b, o, "listeners", sizeof(wp_listener), &arr, &c->nlisteners, dec_listener))
+        return false;
+    c->listeners = arr;
+    ok = check_listeners(b);
+    bs_pop(b, m);
+    return ok;
+}
+
+static bool dec_bootstrap(bs *b, json_t *o)
+{
+    static const char *const empty_only[] = {"layered_runtime", "dynamic_resources",
+                                             "cluster_manager", "overload_manager", NULL};
+    wp_config *c = b->c;
+    if (!bs_fields(b, o,
+                   "node admin static_resources stats_config layered_runtime dynamic_resources "
+                   "cluster_manager overload_manager"))
+        return false;
+    for (int i = 0; empty_only[i]; i++) {
+        json_t *v = bs_get(o, empty_only[i]);
+        if (v && (!json_is_object(v) || json_object_size(v) != 0)) {
+            size_t m = bs_push(b, empty_only[i]);
+            bs_fail(b, "%s is not supported by weft-proxy (only an empty object is accepted)",
+                    empty_only[i]);
+            bs_pop(b, m);
+            return false;
+        }
+    }
+    json_t *sc = bs_get(o, "stats_config");
+    if (sc && !json_is_object(sc))
+        return wrong_type(b, "stats_config", "an object");
+    if (sc && !(c->stats_config = json_deep_copy(sc)))
+        return bs_fail(b, "out of memory");
+    return bs_sub(b, o, "node", dec_node, c) && bs_sub(b, o, "admin", dec_admin, c) &&
+           bs_sub(b, o, "static_resources", dec_static, c);
+}
+
+wp_config *wp_bootstrap_load(json_t *root, const char *source, wf_strbuf *err)
+{
+    wp_config *c = calloc(1, sizeof(*c));
+    if (!c) {
+        wf_strbuf_printf(err, "%s: out of memory", source ? source : "bootstrap");
+        return NULL;
+    }
+    atomic_init(&c->refs, 1);
+    wf_arena_init(&c->arena);
+    c->version = 1;
+    bs b = {.c = c, .a = &c->arena, .err = err, .src = source ? source : "bootstrap"};
+    if (!json_is_object(root))
+        bs_fail(&b, "wrong type: the bootstrap must be a JSON object");
+    else
+        c->bootstrap = norm(&b, root, false);
+    if (!b.failed)
+        dec_bootstrap(&b, c->bootstrap);
+    if (b.failed) {
+        wp_config_unref(c);
+        return NULL;
+    }
+    return c;
+}
+
+wp_config *wp_bootstrap_load_file(const char *path, wf_strbuf *err)
+{
+    FILE *f = fopen(path, "rb");
+    struct stat st;
+    if (!f || fstat(fileno(f), &st) != 0) {
+        wf_strbuf_printf(err, "%s: cannot read: %s", path, strerror(errno));
+        if (f)
+            fclose(f);
+        return NULL;
+    }
+    if (st.st_size > (off_t)WP_BOOTSTRAP_MAX_BYTES) {
+        fclose(f);
+        wf_strbuf_printf(err, "%s: file too large (%lld bytes, at most %u)", path,
+                         (long long)st.st_size, WP_BOOTSTRAP_MAX_BYTES);
+        return NULL;
+    }
+    json_error_t je;
+    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+    fclose(f);
+    if (!root) {
+        wf_strbuf_printf(err, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+        return NULL;
+    }
+    wp_config *c = wp_bootstrap_load(root, path, err);
+    json_decref(root);
+    return c;
+}

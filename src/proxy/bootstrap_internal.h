@@ -1,0 +1,72 @@
+/*
+ * bootstrap_internal.h - the bootstrap decoder's shared machinery (bootstrap.c and
+ * bootstrap_route.c only; not a public API).
+ *
+ * A decode run keeps the snapshot being built, the JSON path of the value being decoded
+ * ("static_resources.clusters[0].name") and the first error. Readers take the normalized
+ * (snake_case) JSON, which they may rewrite in place to the form Envoy prints (canonical
+ * durations, uint32 as numbers). Every reader returns false after recording an error; an
+ * absent or null field leaves *out untouched.
+ */
+#ifndef WEFT_PROXY_BOOTSTRAP_INTERNAL_H
+#define WEFT_PROXY_BOOTSTRAP_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proxy/bootstrap.h"
+
+typedef struct bs {
+    wp_config *c;
+    wf_arena *a;
+    wf_strbuf *err;
+    const char *src;
+    bool failed;
+    const char *ip_msg;     /* endpoint address error format (STATIC clusters), NULL = DNS */
+    bool validate_clusters; /* current route config: unknown clusters are errors */
+    const char *rc_name;    /* current route config name, for messages */
+    size_t plen;
+    char path[1024];
+} bs;
+
+/* path: push ".key" (or "key" at the root) / "[i]"; both return the mark for bs_pop */
+size_t bs_push(bs *b, const char *key);
+size_t bs_push_i(bs *b, size_t i);
+void bs_pop(bs *b, size_t mark);
+
+/* Record "<src>: <path>: <message>" (first error only); returns false. */
+bool bs_fail(bs *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same at path.key. */
+bool bs_fail_at(bs *b, const char *key, const char *msg);
+
+void *bs_alloc(bs *b, size_t n); /* zeroed arena memory; NULL after "out of memory" */
+const char *bs_strdup(bs *b, const char *s);
+
+/* o[k], NULL when absent or null */
+json_t *bs_get(json_t *o, const char *k);
+/* o must be an object whose keys are all in allowed (space-separated names). */
+bool bs_fields(bs *b, json_t *o, const char *allowed);
+bool bs_str(bs *b, json_t *o, const char *k, const char **out);
+/* present and non-empty */
+bool bs_req_str(bs *b, json_t *o, const char *k, const char **out);
+bool bs_bool(bs *b, json_t *o, const char *k, bool *out);
+bool bs_u32(bs *b, json_t *o, const char *k, uint32_t *out);
+bool bs_u64(bs *b, json_t *o, const char *k, uint64_t max, uint64_t *out);
+/* Duration in milliseconds; *present set to true when given (present may be NULL). */
+bool bs_dur(bs *b, json_t *o, const char *k, uint64_t *ms, bool *present);
+/* Enum by name: *out = index in names (NULL-terminated). */
+bool bs_enum(bs *b, json_t *o, const char *k, const char *const *names, int *out);
+/* o["@type"] must equal type. */
+bool bs_type_is(bs *b, json_t *o, const char *type);
+/* Decode the object o[k] with fn (path .k), when present. */
+bool bs_sub(bs *b, json_t *o, const char *k, bool (*fn)(bs *, json_t *, void *), void *arg);
+/* Decode the array of objects o[k] into a new zeroed arena array of *n elements of elem
+ * bytes, one fn call per element (path .k[i]). */
+bool bs_each(bs *b, json_t *o, const char *k, size_t elem, void **out, size_t *n,
+             bool (*fn)(bs *, json_t *, void *));
+
+/* route_config (RouteConfiguration) into rc; bootstrap_route.c. */
+bool bs_route_config(bs *b, json_t *o, wp_route_config *rc);
+
+#endif

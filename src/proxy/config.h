@@ -1,0 +1,294 @@
+/*
+ * config.h - the proxy's immutable configuration snapshot: listeners, HTTP connection
+ * managers, route configurations and clusters, decoded from Envoy v3 JSON (bootstrap.c)
+ * and shared read-only by every worker thread.
+ *
+ * Ownership and lifetime. Everything reachable from a wp_config lives in its arena (and
+ * the compiled PCRE2 codes it lists in `regexes`, freed with it). A snapshot is created
+ * with one reference; workers take a reference when a request starts (wp_config_ref) and
+ * drop it when the request ends (wp_config_unref); the last unref frees it. Nothing in a
+ * snapshot changes after it is published, so readers need no lock. Names that the request
+ * path needs are resolved when the snapshot is built (route -> cluster index), so a request
+ * never looks a string up.
+ *
+ * Defaults follow Envoy v3 (envoy/config/{listener,cluster,route}/v3/ protos and
+ * extensions/filters/network/http_connection_manager/v3/http_connection_manager.proto):
+ * per_connection_buffer_limit_bytes 1 MiB, connect_timeout 5 s, route timeout 15 s,
+ * stream_idle_timeout 5 min, HCM request_timeout 0 (off), connection idle_timeout 1 h,
+ * max_request_headers_kb 60, circuit breakers 1024/1024/1024/3, upstream idle_timeout 1 h.
+ * Durations are milliseconds; WP_NO_TIMEOUT (0) means "disabled".
+ */
+#ifndef WEFT_PROXY_CONFIG_H
+#define WEFT_PROXY_CONFIG_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <jansson.h>
+
+#include "core/arena.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#define WP_NO_TIMEOUT 0
+#define WP_DEFAULT_BUFFER_LIMIT (1024u * 1024u)
+
+/* ---------- shared pieces ---------- */
+
+typedef struct {
+    struct sockaddr_storage sa;
+    socklen_t len;
+    char text[64]; /* "127.0.0.1:8080" / "[::1]:8080", as Envoy prints addresses */
+} wp_addr;
+
+/* A string matcher (envoy.type.matcher.v3.StringMatcher and route HeaderMatcher kinds). */
+typedef enum {
+    WP_SM_EXACT,
+    WP_SM_PREFIX,
+    WP_SM_SUFFIX,
+    WP_SM_CONTAINS,
+    WP_SM_REGEX,   /* safe_regex, full match, RE2 syntax checked at load */
+    WP_SM_PRESENT, /* header/query parameter present (present_match: true) */
+} wp_sm_kind;
+
+typedef struct {
+    wp_sm_kind kind;
+    const char *value; /* NUL-terminated; lower-cased when ignore_case */
+    size_t value_len;
+    pcre2_code *re; /* WP_SM_REGEX */
+    bool ignore_case;
+} wp_string_matcher;
+
+typedef struct {
+    const char *name; /* lower-case header name, or query parameter name as written */
+    size_t name_len;
+    wp_string_matcher m;
+    bool invert; /* headers only: invert_match */
+    bool treat_missing_as_empty;
+} wp_kv_matcher;
+
+/* request_headers_to_add / response_headers_to_add (HeaderValueOption). */
+typedef enum {
+    WP_APPEND_IF_EXISTS_OR_ADD, /* default (append: true) */
+    WP_ADD_IF_ABSENT,
+    WP_OVERWRITE_IF_EXISTS_OR_ADD, /* append: false */
+    WP_OVERWRITE_IF_EXISTS,
+} wp_append_action;
+
+typedef struct {
+    const char *key; /* lower-case */
+    size_t key_len;
+    const char *value;
+    size_t value_len;
+    wp_append_action action;
+} wp_header_add;
+
+typedef struct {
+    wp_header_add *add;
+    size_t nadd;
+    const char **remove; /* lower-case names */
+    size_t nremove;
+} wp_header_ops;
+
+/* ---------- routes (envoy.config.route.v3) ---------- */
+
+typedef enum {
+    WP_PATH_PREFIX,
+    WP_PATH_EXACT, /* "path" */
+    WP_PATH_REGEX, /* "safe_regex" on the path without the query */
+    WP_PATH_SEPARATED_PREFIX,
+} wp_path_kind;
+
+typedef enum { WP_ACT_ROUTE, WP_ACT_REDIRECT, WP_ACT_DIRECT } wp_action_kind;
+
+typedef struct {
+    const char *name;
+    int cluster; /* index into wp_config.clusters, -1 when no such cluster (503 NC) */
+    uint32_t weight;
+    wp_header_ops req, resp;
+} wp_weighted_cluster;
+
+typedef struct {
+    const char *scheme;        /* NULL = keep; https_redirect sets "https" */
+    const char *host;          /* host_redirect, NULL = keep */
+    uint32_t port;             /* port_redirect, 0 = keep */
+    const char *path;          /* path_redirect, NULL = keep */
+    const char *prefix;        /* prefix_rewrite, NULL = none */
+    pcre2_code *regex;         /* regex_rewrite pattern */
+    const char *regex_subst;   /* regex_rewrite substitution (\1 style) */
+    int code;                  /* 301 (default), 302, 303, 307, 308 */
+    bool strip_query;
+} wp_redirect;
+
+typedef struct wp_route {
+    const char *name; /* route name, "" when unnamed (%ROUTE_NAME% prints "-") */
+    /* match */
+    wp_path_kind path_kind;
+    const char *path; /* prefix / exact path / separated prefix */
+    size_t path_len;
+    pcre2_code *path_re;
+    bool case_sensitive; /* default true */
+    wp_kv_matcher *headers;
+    size_t nheaders;
+    wp_kv_matcher *query;
+    size_t nquery;
+    /* action */
+    wp_action_kind action;
+    const char *cluster_name; /* single cluster; NULL when weighted */
+    int cluster;              /* index, -1 = not found (503 NC) */
+    wp_weighted_cluster *weighted;
+    size_t nweighted;
+    uint32_t total_weight;
+    const char *prefix_rewrite;   /* NULL = none */
+    pcre2_code *regex_rewrite;    /* NULL = none */
+    const char *regex_rewrite_subst;
+    const char *host_rewrite_literal; /* NULL = none */
+    uint64_t timeout_ms;          /* default 15000; 0 = none */
+    uint64_t idle_timeout_ms;     /* 0 = inherit stream_idle_timeout */
+    bool has_idle_timeout;
+    wp_redirect redirect;         /* WP_ACT_REDIRECT */
+    int direct_status;            /* WP_ACT_DIRECT */
+    const char *direct_body;
+    size_t direct_body_len;
+    wp_header_ops req, resp;
+    json_t *retry_policy; /* kept for the retries issue; NULL when absent */
+} wp_route;
+
+typedef struct wp_vhost {
+    const char *name;
+    const char **domains; /* lower-case, as configured */
+    size_t ndomains;
+    wp_route *routes;
+    size_t nroutes;
+    wp_header_ops req, resp;
+} wp_vhost;
+
+typedef struct wp_route_index wp_route_index; /* compiled domain lookup (route.c) */
+
+typedef struct wp_route_config {
+    const char *name;
+    wp_vhost *vhosts;
+    size_t nvhosts;
+    wp_header_ops req, resp;
+    bool ignore_port_in_host_matching;
+    wp_route_index *index; /* built by wp_route_index_build, owned by the snapshot */
+} wp_route_config;
+
+/* ---------- listeners and the HTTP connection manager ---------- */
+
+typedef enum { WP_LOG_TEXT, WP_LOG_JSON } wp_log_kind;
+
+typedef struct wp_access_log_format wp_access_log_format; /* compiled (access_log.c) */
+
+typedef struct {
+    const char *path;                /* file path, "/dev/stdout", "/dev/stderr" */
+    wp_log_kind kind;
+    const char *text_format;         /* NULL = Envoy's default format */
+    json_t *json_format;             /* WP_LOG_JSON */
+    wp_access_log_format *format;    /* compiled, owned by the snapshot */
+    int sink;                        /* index of the process-wide file sink */
+} wp_access_log;
+
+typedef struct {
+    const char *stat_prefix;
+    wp_route_config *route_config; /* inline route_config */
+    const char *server_name;       /* default "envoy" */
+    uint64_t stream_idle_timeout_ms; /* default 300000 */
+    uint64_t request_timeout_ms;     /* default 0 */
+    uint64_t idle_timeout_ms;        /* common_http_protocol_options.idle_timeout, 3600000 */
+    uint32_t max_request_headers_kb; /* default 60 */
+    uint32_t max_headers_count;      /* default 100 */
+    bool generate_request_id;        /* default true */
+    bool use_remote_address;         /* default false */
+    uint32_t xff_num_trusted_hops;
+    wp_access_log *access_logs;
+    size_t naccess_logs;
+} wp_hcm;
+
+typedef struct wp_listener {
+    const char *name;
+    wp_addr addr;
+    uint32_t per_connection_buffer_limit_bytes; /* default 1 MiB */
+    wp_hcm hcm; /* the only network filter supported: envoy.filters.network.http_connection_manager */
+    const char *stat_name; /* "0.0.0.0_15001" style (address with ':' replaced by '_') */
+} wp_listener;
+
+/* ---------- clusters ---------- */
+
+typedef enum { WP_CLUSTER_STATIC, WP_CLUSTER_STRICT_DNS, WP_CLUSTER_LOGICAL_DNS } wp_cluster_type;
+typedef enum { WP_LB_ROUND_ROBIN, WP_LB_LEAST_REQUEST, WP_LB_RANDOM } wp_lb_policy;
+typedef enum {
+    WP_HEALTH_UNKNOWN, /* treated as healthy, as Envoy does */
+    WP_HEALTH_HEALTHY,
+    WP_HEALTH_UNHEALTHY,
+    WP_HEALTH_DRAINING,
+    WP_HEALTH_TIMEOUT,
+    WP_HEALTH_DEGRADED,
+} wp_health;
+
+typedef struct {
+    wp_addr addr;          /* STATIC: resolved; DNS: port only until resolved */
+    const char *hostname;  /* socket_address.address as written */
+    uint32_t port;
+    uint32_t weight;       /* load_balancing_weight, default 1 */
+    wp_health health;
+} wp_endpoint;
+
+typedef struct {
+    uint32_t max_connections, max_pending_requests, max_requests, max_retries;
+} wp_thresholds;
+
+typedef struct wp_cluster {
+    const char *name;
+    const char *alt_stat_name; /* NULL = name */
+    wp_cluster_type type;
+    wp_lb_policy lb_policy;
+    uint64_t connect_timeout_ms;          /* default 5000 */
+    wp_thresholds cb;                     /* circuit_breakers default priority */
+    uint64_t idle_timeout_ms;             /* upstream connection idle, default 3600000 */
+    uint32_t max_requests_per_connection; /* 0 = unlimited */
+    uint32_t per_connection_buffer_limit_bytes;
+    uint64_t dns_refresh_rate_ms;         /* default 5000 */
+    wp_endpoint *endpoints;
+    size_t nendpoints;
+    int index;
+} wp_cluster;
+
+/* ---------- the snapshot ---------- */
+
+typedef struct wp_config {
+    atomic_uint refs;
+    wf_arena arena;
+    json_t *bootstrap; /* the bootstrap as read, for /config_dump (owned) */
+    uint64_t version;  /* increases with every snapshot */
+    /* node */
+    const char *node_id, *node_cluster;
+    json_t *node; /* owned copy of "node" (metadata for Istio stats later) */
+    /* admin */
+    wp_addr admin_addr;
+    bool has_admin;
+    const char *admin_access_log_path;
+    /* resources */
+    wp_listener *listeners;
+    size_t nlisteners;
+    wp_cluster *clusters;
+    size_t nclusters;
+    json_t *stats_config; /* kept for the stats matcher (owned), NULL when absent */
+    /* compiled regexes to free with the snapshot */
+    pcre2_code **regexes;
+    size_t nregexes, capregexes;
+} wp_config;
+
+/* Takes one more reference. */
+void wp_config_ref(wp_config *c);
+/* Drops a reference; frees the snapshot (arena, regexes, JSON) with the last one. NULL ok. */
+void wp_config_unref(wp_config *c);
+
+/* Index of the cluster named name, or -1. Config-time only (linear scan). */
+int wp_config_find_cluster(const wp_config *c, const char *name);
+
+#endif

@@ -1,0 +1,1014 @@
+/*
+ * conn.c - downstream connections and the HTTP connection manager (Envoy's
+ * ConnectionManagerImpl for HTTP/1.1): reads requests with the pull parser, one stream at a
+ * time (pipelined requests wait in the buffer and are answered in order), hands each
+ * stream to the router, writes responses and local replies, logs and counts each stream
+ * when it ends.
+ *
+ * Envoy behaviour followed (source/common/http/conn_manager_impl.cc, the HTTP/1 codec and
+ * docs configuration/http/http_conn_man/headers):
+ *  - x-request-id is generated (UUID v4) when absent and generate_request_id is on;
+ *  - x-forwarded-proto is set to "http" when absent (no TLS yet);
+ *  - with use_remote_address the peer address is appended to x-forwarded-for;
+ *  - the Server header is overwritten with server_name (default "envoy");
+ *  - local replies are text/plain with content-length, no body for 404 NR and 503 NC;
+ *  - a codec error answers 400/431/501 with the codec's details and closes (flag DPE);
+ *  - a client that disconnects before the response completed is logged with DC and
+ *    response code 0 when nothing was sent;
+ *  - connection idle_timeout closes idle connections; stream_idle_timeout answers 408
+ *    (request incomplete) or 504 with body "stream timeout", flag SI;
+ *  - request_timeout answers 408/504 "request timeout" (details request_overall_timeout).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/log.h"
+#include "proxy/access_log.h"
+#include "proxy/alog_sink.h"
+#include "proxy/proxy_internal.h"
+
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf);
+static void process(wp_dconn *d);
+static void stream_finish(wp_stream *s);
+
+/* ---------- small helpers ---------- */
+
+static uint64_t now_ns(void)
+{
+    return uv_hrtime();
+}
+
+static int64_t wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void hstat(wp_stream *s, int which, int64_t delta)
+{
+    wp_worker *w = s->d->w;
+    size_t li = (size_t)(s->d->listener - w->cfg->listeners);
+    wp_stat_add(w->stats, w->srv->pstats->hcms[li].slot[which], delta);
+}
+
+static void dstat(wp_dconn *d, int which, int64_t delta)
+{
+    wp_worker *w = d->w;
+    size_t li = (size_t)(d->listener - w->cfg->listeners);
+    wp_stat_add(w->stats, w->srv->pstats->hcms[li].slot[which], delta);
+}
+
+static void lis_stat(wp_dconn *d, int which, int64_t delta)
+{
+    wp_worker *w = d->w;
+    size_t li = (size_t)(d->listener - w->cfg->listeners);
+    wp_stat_add(w->stats, w->srv->pstats->listeners[li].slot[which], delta);
+}
+
+int wp_write(uv_stream_t *s, uv_write_t *req, uv_buf_t *bufs, unsigned n, uv_write_cb cb)
+{
+    int r = uv_try_write(s, bufs, n);
+    if (r == UV_EAGAIN || r == UV_ENOSYS)
+        r = 0;
+    if (r < 0)
+        return -1;
+    size_t left = (size_t)r;
+    unsigned i = 0;
+    while (i < n && left >= bufs[i].len) {
+        left -= bufs[i].len;
+        i++;
+    }
+    if (i == n)
+        return 0;
+    bufs[i].base += left;
+    bufs[i].len -= left;
+    if (uv_write(req, s, bufs + i, n - i, cb) != 0)
+        return -1;
+    return 1;
+}
+
+wp_buf *wp_buf_get(wp_worker *w, size_t cap)
+{
+    if (cap <= WP_BUF_SIZE && w->free_bufs) {
+        wp_buf *b = w->free_bufs;
+        w->free_bufs = b->next_free;
+        w->nfree_bufs--;
+        return b;
+    }
+    if (cap < WP_BUF_SIZE)
+        cap = WP_BUF_SIZE;
+    wp_buf *b = malloc(sizeof(*b) + cap);
+    if (!b)
+        return NULL;
+    b->cap = cap;
+    b->next_free = NULL;
+    return b;
+}
+
+void wp_buf_put(wp_worker *w, wp_buf *b)
+{
+    if (!b)
+        return;
+    if (b->cap == WP_BUF_SIZE && w->nfree_bufs < 256) {
+        b->next_free = w->free_bufs;
+        w->free_bufs = b;
+        w->nfree_bufs++;
+        return;
+    }
+    free(b);
+}
+
+/* ---------- connection lifecycle ---------- */
+
+static void arm_idle(wp_dconn *d)
+{
+    const wp_hcm *h = &d->listener->hcm;
+    uint64_t ms = d->stream ? h->stream_idle_timeout_ms : h->idle_timeout_ms;
+    if (ms == 0)
+        uv_timer_stop(&d->idle_timer);
+    else
+        uv_timer_start(&d->idle_timer, d->idle_timer.timer_cb, ms, 0);
+}
+
+static void on_idle_timeout(uv_timer_t *t)
+{
+    wp_dconn *d = t->data;
+    wp_stream *s = d->stream;
+    if (!s) {
+        WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "idle timeout");
+        dstat(d, WP_S_downstream_cx_idle_timeout, 1);
+        wp_dconn_close(d);
+        return;
+    }
+    hstat(s, WP_S_downstream_rq_idle_timeout, 1);
+    if (s->resp_started) {
+        wp_dconn_close(d);
+        return;
+    }
+    wp_si_set_flag(&s->si, WP_RF_SI);
+    d->close_after = true;
+    wp_stream_local_reply(s, s->req_complete ? 504 : 408, "stream timeout", "stream_idle_timeout",
+                          -1);
+}
+
+static void on_rq_timeout(uv_timer_t *t)
+{
+    wp_dconn *d = t->data;
+    if (d->stream)
+        wp_router_timeout(d->stream);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    wp_dconn *d = h->data;
+    /* three handles: tcp, idle_timer, rq_timer; free after the last */
+    if (uv_is_closing((uv_handle_t *)&d->tcp) && uv_is_closing((uv_handle_t *)&d->idle_timer) &&
+        uv_is_closing((uv_handle_t *)&d->rq_timer)) {
+        if (++d->streams_closed_handles == 3)
+            free(d);
+    }
+}
+
+void wp_dconn_close(wp_dconn *d)
+{
+    if (d->closing)
+        return;
+    d->closing = true;
+    wp_worker *w = d->w;
+    if (d->stream) {
+        wp_stream *s = d->stream;
+        if (!s->resp_done) {
+            if (s->si.response_code == 0 || !s->resp_done)
+                wp_si_set_flag(&s->si, WP_RF_DC);
+            if (!s->si.details && d->peer_closed)
+                s->si.details = "downstream_remote_disconnect";
+        }
+        stream_finish(s);
+    }
+    dstat(d, WP_S_downstream_cx_destroy, 1);
+    dstat(d, d->peer_closed ? WP_S_downstream_cx_destroy_remote : WP_S_downstream_cx_destroy_local,
+          1);
+    dstat(d, WP_S_downstream_cx_active, -1);
+    dstat(d, WP_S_downstream_cx_http1_active, -1);
+    lis_stat(d, WP_LS_downstream_cx_destroy, 1);
+    lis_stat(d, WP_LS_downstream_cx_active, -1);
+    WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "closing connection (%s)",
+                d->peer_closed ? "remote close" : "local close");
+    atomic_fetch_sub_explicit(&w->nconns, 1, memory_order_relaxed);
+    if (d->prev)
+        d->prev->next = d->next;
+    else
+        w->conns = d->next;
+    if (d->next)
+        d->next->prev = d->prev;
+    wp_buf_put(w, d->rbuf);
+    d->rbuf = NULL;
+    uv_close((uv_handle_t *)&d->tcp, on_closed);
+    uv_close((uv_handle_t *)&d->idle_timer, on_closed);
+    uv_close((uv_handle_t *)&d->rq_timer, on_closed);
+}
+
+static void addr_text(const struct sockaddr_storage *ss, char *out, size_t cap)
+{
+    char ip[INET6_ADDRSTRLEN] = "";
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const void *)ss;
+        uv_ip4_name(a, ip, sizeof(ip));
+        snprintf(out, cap, "%s:%u", ip, ntohs(a->sin_port));
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const void *)ss;
+        uv_ip6_name(a, ip, sizeof(ip));
+        snprintf(out, cap, "[%s]:%u", ip, ntohs(a->sin6_port));
+    } else {
+        snprintf(out, cap, "-");
+    }
+}
+
+void wp_addr_of(uv_tcp_t *t, bool peer, char *out, size_t cap)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof(ss);
+    int r = peer ? uv_tcp_getpeername(t, (struct sockaddr *)&ss, &len)
+                 : uv_tcp_getsockname(t, (struct sockaddr *)&ss, &len);
+    if (r != 0) {
+        snprintf(out, cap, "-");
+        return;
+    }
+    addr_text(&ss, out, cap);
+}
+
+static void start_reading(wp_dconn *d)
+{
+    if (d->reading || d->closing || d->peer_closed)
+        return;
+    if (uv_read_start((uv_stream_t *)&d->tcp, d->alloc_cb, on_read) == 0)
+        d->reading = true;
+}
+
+static void stop_reading(wp_dconn *d)
+{
+    if (!d->reading)
+        return;
+    uv_read_stop((uv_stream_t *)&d->tcp);
+    d->reading = false;
+}
+
+/* libuv asks for room: hand out the free tail of the connection's buffer. */
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    wp_dconn *d = h->data;
+    (void)suggested;
+    if (!d->rbuf) {
+        d->rbuf = wp_buf_get(d->w, WP_BUF_SIZE);
+        d->rlen = d->rstart = 0;
+        if (!d->rbuf) {
+            buf->base = NULL;
+            buf->len = 0;
+            return;
+        }
+    }
+    bool pinned = d->stream && (d->stream->body_ptr || d->tunnel_pending);
+    if (d->rstart > 0 && !pinned) {
+        memmove(d->rbuf->data, d->rbuf->data + d->rstart, d->rlen - d->rstart);
+        d->rlen -= d->rstart;
+        d->rstart = 0;
+    }
+    if (d->rlen == d->rbuf->cap && !pinned) {
+        /* a head larger than the buffer: grow up to the header limit */
+        size_t limit = (size_t)d->listener->hcm.max_request_headers_kb * 1024 + WP_HEAD_EXTRA;
+        if (d->rbuf->cap < limit) {
+            wp_buf *nb = wp_buf_get(d->w, limit);
+            if (nb) {
+                memcpy(nb->data, d->rbuf->data, d->rlen);
+                wp_buf_put(d->w, d->rbuf);
+                d->rbuf = nb;
+            }
+        }
+    }
+    buf->base = d->rbuf->data + d->rlen;
+    buf->len = d->rbuf->cap - d->rlen;
+}
+
+void wp_dconn_on_accept(uv_stream_t *server, int status)
+{
+    wp_worker *w = server->loop->data;
+    const wp_listener *l = server->data;
+    if (status < 0 || w->draining)
+        return;
+    wp_dconn *d = calloc(1, sizeof(*d));
+    if (!d)
+        return;
+    d->w = w;
+    d->listener = l;
+    d->alloc_cb = on_alloc;
+    uv_tcp_init(&w->loop, &d->tcp);
+    d->tcp.data = d;
+    if (uv_accept(server, (uv_stream_t *)&d->tcp) != 0) {
+        d->streams_closed_handles = 2; /* timers never initialised */
+        d->closing = true;
+        uv_close((uv_handle_t *)&d->tcp, on_closed);
+        return;
+    }
+    uv_tcp_nodelay(&d->tcp, 1);
+    uv_timer_init(&w->loop, &d->idle_timer);
+    uv_timer_init(&w->loop, &d->rq_timer);
+    d->idle_timer.data = d->rq_timer.data = d;
+    d->idle_timer.timer_cb = on_idle_timeout;
+    d->rq_timer.timer_cb = on_rq_timeout;
+    d->id = atomic_fetch_add(&w->srv->next_conn_id, 1);
+    wp_addr_of(&d->tcp, true, d->remote, sizeof(d->remote));
+    wp_addr_of(&d->tcp, false, d->local, sizeof(d->local));
+    snprintf(d->remote_ip, sizeof(d->remote_ip), "%s", d->remote);
+    char *colon = strrchr(d->remote_ip, ':');
+    if (colon)
+        *colon = 0;
+    h1_parser_init(&d->parser, H1_REQUEST, NULL, 0,
+                   (size_t)l->hcm.max_request_headers_kb * 1024);
+    atomic_fetch_add_explicit(&w->nconns, 1, memory_order_relaxed);
+    d->next = w->conns;
+    if (w->conns)
+        w->conns->prev = d;
+    w->conns = d;
+    dstat(d, WP_S_downstream_cx_total, 1);
+    dstat(d, WP_S_downstream_cx_active, 1);
+    dstat(d, WP_S_downstream_cx_http1_total, 1);
+    dstat(d, WP_S_downstream_cx_http1_active, 1);
+    lis_stat(d, WP_LS_downstream_cx_total, 1);
+    lis_stat(d, WP_LS_downstream_cx_active, 1);
+    WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "new connection from %s", d->remote);
+    arm_idle(d);
+    start_reading(d);
+}
+
+/* ---------- streams ---------- */
+
+static wp_stream *stream_new(wp_dconn *d)
+{
+    wp_worker *w = d->w;
+    wp_stream *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->d = d;
+    s->cfg = w->cfg;
+    wp_config_ref(s->cfg);
+    s->cluster = -1;
+    s->host = -1;
+    s->si.connection_id = d->id;
+    s->si.stream_id = atomic_fetch_add(&w->srv->next_stream_id, 1);
+    s->si.start_time_us = wall_us();
+    s->si.start_ns = now_ns();
+    s->si.downstream_local = d->local;
+    s->si.downstream_remote = d->remote;
+    d->parser.hdr_array = s->hdrs;
+    d->parser.hdr_cap = d->listener->hcm.max_headers_count < WP_MAX_HEADERS
+                            ? d->listener->hcm.max_headers_count
+                            : WP_MAX_HEADERS;
+    d->stream = s;
+    d->streams++;
+    arm_idle(d);
+    return s;
+}
+
+static void stream_free(wp_stream *s)
+{
+    wf_strbuf_free(&s->up_head);
+    wf_strbuf_free(&s->resp_head);
+    free(s->head);
+    free(s->resp_copy);
+    wp_config_unref(s->cfg);
+    free(s);
+}
+
+static void count_response(wp_stream *s)
+{
+    int c = s->si.response_code;
+    if (c >= 100 && c < 600)
+        hstat(s, WP_S_downstream_rq_1xx + (c / 100 - 1), 1);
+}
+
+static void write_access_logs(wp_stream *s)
+{
+    const wp_hcm *h = &s->d->listener->hcm;
+    if (h->naccess_logs == 0 || !s->d->w->alog)
+        return;
+    wf_strbuf line = {0};
+    for (size_t i = 0; i < h->naccess_logs; i++) {
+        const wp_access_log *al = &h->access_logs[i];
+        if (!al->format || al->sink < 0)
+            continue;
+        wf_strbuf_reset(&line);
+        wp_alf_render(al->format, &s->si, &line);
+        if (!wf_strbuf_failed(&line))
+            wp_alog_write(s->d->w->alog, al->sink, line.data, line.len);
+    }
+    wf_strbuf_free(&line);
+}
+
+/* The stream ends: cancel what is left upstream, log, count, free. */
+static void stream_finish(wp_stream *s)
+{
+    wp_dconn *d = s->d;
+    s->si.end_ns = now_ns();
+    uv_timer_stop(&d->rq_timer);
+    wp_router_cancel(s);
+    wp_pool_stream_end(s);
+    if (s->si.request)
+        hstat(s, WP_S_downstream_rq_active, -1);
+    if (s->si.response_code && s->resp_done) {
+        hstat(s, WP_S_downstream_rq_completed, 1);
+        count_response(s);
+    }
+    if (s->si.request || s->si.response_code)
+        write_access_logs(s);
+    WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, s->si.stream_id, "stream complete (%d)",
+                  s->si.response_code);
+    d->stream = NULL;
+    d->parser.hdr_array = NULL;
+    d->parser.hdr_cap = 0;
+    stream_free(s);
+}
+
+/* Response complete and written: end the stream and go on with the connection. */
+static void stream_complete(wp_stream *s)
+{
+    wp_dconn *d = s->d;
+    bool close = d->close_after || s->resp_close || !s->req.keep_alive || !s->req_complete;
+    stream_finish(s);
+    if (close || d->w->draining) {
+        wp_dconn_close(d);
+        return;
+    }
+    arm_idle(d);
+    h1_parser_reset(&d->parser);
+    process(d);
+    start_reading(d);
+}
+
+static void on_dwrite(uv_write_t *req, int status)
+{
+    wp_dconn *d = req->data;
+    d->writing = false;
+    if (d->closing)
+        return;
+    if (status < 0) {
+        wp_dconn_close(d);
+        return;
+    }
+    wp_stream *s = d->stream;
+    if (!s)
+        return;
+    s->si.last_downstream_tx_ns = now_ns();
+    if (s->resp_done) {
+        stream_complete(s);
+        return;
+    }
+    wp_stream_resume_upstream_read(s);
+}
+
+/* Writes bufs downstream. Returns 0 written, 1 pending, -1 failed (connection closed). */
+static int dwrite(wp_dconn *d, uv_buf_t *bufs, unsigned n)
+{
+    size_t total = 0;
+    for (unsigned i = 0; i < n; i++)
+        total += bufs[i].len;
+    if (d->stream) {
+        if (!d->stream->si.first_downstream_tx_ns)
+            d->stream->si.first_downstream_tx_ns = now_ns();
+        d->stream->si.wire_bytes_sent += total;
+    }
+    dstat(d, WP_S_downstream_cx_tx_bytes_total, (int64_t)total);
+    d->wreq.data = d;
+    int r = wp_write((uv_stream_t *)&d->tcp, &d->wreq, bufs, n, on_dwrite);
+    if (r < 0) {
+        wp_dconn_close(d);
+        return -1;
+    }
+    d->writing = r == 1;
+    if (r == 0 && d->stream)
+        d->stream->si.last_downstream_tx_ns = now_ns();
+    return r;
+}
+
+/* ---------- responses ---------- */
+
+static const char *reason_phrase(int code)
+{
+    switch (code) {
+    case 100: return "Continue";
+    case 101: return "Switching Protocols";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    case 206: return "Partial Content";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 303: return "See Other";
+    case 304: return "Not Modified";
+    case 307: return "Temporary Redirect";
+    case 308: return "Permanent Redirect";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 411: return "Length Required";
+    case 413: return "Payload Too Large";
+    case 414: return "URI Too Long";
+    case 426: return "Upgrade Required";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 507: return "Insufficient Storage";
+    default: return "Unknown";
+    }
+}
+
+static void put_date(wf_strbuf *b)
+{
+    char date[64];
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    size_t n = strftime(date, sizeof(date), "date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+    wf_strbuf_append(b, date, n);
+}
+
+static bool name_is(const h1_str *n, const char *lower)
+{
+    size_t l = strlen(lower);
+    return n->len == l && strncasecmp(n->p, lower, l) == 0;
+}
+
+static bool removed(const wp_header_ops *ops, const h1_str *n)
+{
+    for (size_t i = 0; ops && i < ops->nremove; i++)
+        if (name_is(n, ops->remove[i]))
+            return true;
+    for (size_t i = 0; ops && i < ops->nadd; i++)
+        if (ops->add[i].action != WP_APPEND_IF_EXISTS_OR_ADD &&
+            ops->add[i].action != WP_ADD_IF_ABSENT && name_is(n, ops->add[i].key))
+            return true;
+    return false;
+}
+
+/* The header ops that apply to s's response, most specific first. */
+static void resp_ops(const wp_stream *s, const wp_header_ops *out[4], size_t *n)
+{
+    *n = 0;
+    if (!s->route)
+        return;
+    const wp_route_config *rc = s->d->listener->hcm.route_config;
+    if (s->weighted >= 0)
+        out[(*n)++] = &s->route->weighted[s->weighted].resp;
+    out[(*n)++] = &s->route->resp;
+    if (s->vhost)
+        out[(*n)++] = &s->vhost->resp;
+    out[(*n)++] = &rc->resp;
+}
+
+static void put_ops_adds(wf_strbuf *b, const wp_header_ops *const *ops, size_t nops,
+                         const h1_header *have, size_t nhave)
+{
+    for (size_t k = 0; k < nops; k++) {
+        for (size_t i = 0; i < ops[k]->nadd; i++) {
+            const wp_header_add *a = &ops[k]->add[i];
+            if (a->action == WP_ADD_IF_ABSENT || a->action == WP_OVERWRITE_IF_EXISTS) {
+                bool present = h1_find_header(have, nhave, a->key) != NULL;
+                if ((a->action == WP_ADD_IF_ABSENT) == present)
+                    continue;
+            }
+            wf_strbuf_append(b, a->key, a->key_len);
+            wf_strbuf_append(b, ": ", 2);
+            wf_strbuf_append(b, a->value, a->value_len);
+            wf_strbuf_append(b, "\r\n", 2);
+        }
+    }
+}
+
+static bool ops_remove(const wp_header_ops *const *ops, size_t nops, const h1_str *n)
+{
+    for (size_t k = 0; k < nops; k++)
+        if (removed(ops[k], n))
+            return true;
+    return false;
+}
+
+static bool hop_by_hop(const h1_str *n, bool upgrade)
+{
+    return name_is(n, "connection") || name_is(n, "keep-alive") ||
+           name_is(n, "proxy-connection") || name_is(n, "transfer-encoding") ||
+           (!upgrade && name_is(n, "upgrade"));
+}
+
+void wp_stream_local_reply(wp_stream *s, int status, const char *body, const char *details,
+                           int flag)
+{
+    wp_dconn *d = s->d;
+    if (flag >= 0)
+        wp_si_set_flag(&s->si, (wp_response_flag)flag);
+    s->si.details = details;
+    if (s->resp_started) {
+        /* Envoy resets the stream when the response already started */
+        hstat(s, WP_S_rq_reset_after_downstream_response_started, 1);
+        wp_dconn_close(d);
+        return;
+    }
+    wp_router_cancel(s);
+    s->local_reply = true;
+    s->resp_started = true;
+    s->si.response_code = status;
+    if (!s->req_complete || d->peer_closed)
+        d->close_after = true;
+    size_t blen = body ? strlen(body) : 0;
+    wf_strbuf *b = &s->resp_head;
+    wf_strbuf_reset(b);
+    wf_strbuf_printf(b, "HTTP/1.1 %d %s\r\n", status, reason_phrase(status));
+    if (blen)
+        wf_strbuf_puts(b, "content-type: text/plain\r\n");
+    wf_strbuf_printf(b, "content-length: %zu\r\n", blen);
+    if (s->extra_resp_header)
+        wf_strbuf_puts(b, s->extra_resp_header);
+    const wp_header_ops *ops[4];
+    size_t nops;
+    resp_ops(s, ops, &nops);
+    put_ops_adds(b, ops, nops, NULL, 0);
+    put_date(b);
+    wf_strbuf_printf(b, "server: %s\r\n", d->listener->hcm.server_name);
+    if (d->close_after || !s->req.keep_alive)
+        wf_strbuf_puts(b, "connection: close\r\n");
+    else if (s->req.version_minor == 0)
+        wf_strbuf_puts(b, "connection: keep-alive\r\n");
+    wf_strbuf_append(b, "\r\n", 2);
+    if (wf_strbuf_failed(b)) {
+        wp_dconn_close(d);
+        return;
+    }
+    s->si.bytes_sent = blen;
+    s->resp_done = true;
+    WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, s->si.stream_id,
+                  "Sending local reply with details %s", details ? details : "-");
+    uv_buf_t bufs[2] = {uv_buf_init(b->data, (unsigned)b->len),
+                        uv_buf_init((char *)(body ? body : ""), (unsigned)blen)};
+    int r = dwrite(d, bufs, blen ? 2 : 1);
+    if (r == 0)
+        stream_complete(s);
+}
+
+void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, size_t raw_len)
+{
+    wp_dconn *d = s->d;
+    s->si.first_upstream_rx_ns = now_ns();
+    /* keep a copy of the upstream head for %RESP()% */
+    s->resp_copy = malloc(raw_len ? raw_len : 1);
+    if (!s->resp_copy) {
+        wp_dconn_close(d);
+        return;
+    }
+    memcpy(s->resp_copy, raw, raw_len);
+    ptrdiff_t off = s->resp_copy - raw;
+    s->nresp_hdrs = m->nheaders < WP_MAX_HEADERS ? m->nheaders : WP_MAX_HEADERS;
+    for (size_t i = 0; i < s->nresp_hdrs; i++) {
+        s->resp_hdrs[i] = m->headers[i];
+        s->resp_hdrs[i].name.p += off;
+        s->resp_hdrs[i].value.p += off;
+    }
+    s->si.response_headers = s->resp_hdrs;
+    s->si.nresponse_headers = s->nresp_hdrs;
+    s->si.response_code = m->status;
+    s->si.details = "via_upstream";
+    s->resp_started = true;
+    bool upgrade = m->status == 101;
+    bool head = s->req.method.len == 4 && memcmp(s->req.method.p, "HEAD", 4) == 0;
+    bool bodiless = head || m->status == 204 || m->status == 304 || upgrade;
+    s->resp_chunked = false;
+    s->resp_close = !m->keep_alive && false; /* upstream close does not close downstream */
+    if (!bodiless && m->framing != H1_BODY_LENGTH && m->framing != H1_BODY_NONE) {
+        if (s->req.version_minor >= 1)
+            s->resp_chunked = true;
+        else
+            s->resp_close = true;
+    }
+    if (d->w->draining || !s->req.keep_alive || d->close_after)
+        s->resp_close = true;
+    wf_strbuf *b = &s->resp_head;
+    wf_strbuf_reset(b);
+    wf_strbuf_printf(b, "HTTP/1.1 %d %s\r\n", m->status, reason_phrase(m->status));
+    const wp_header_ops *ops[4];
+    size_t nops;
+    resp_ops(s, ops, &nops);
+    for (size_t i = 0; i < s->nresp_hdrs; i++) {
+        const h1_header *h = &s->resp_hdrs[i];
+        if (hop_by_hop(&h->name, upgrade) || name_is(&h->name, "server") ||
+            name_is(&h->name, "date") || name_is(&h->name, "x-envoy-upstream-service-time") ||
+            ops_remove(ops, nops, &h->name))
+            continue;
+        wf_strbuf_append(b, h->name.p, h->name.len);
+        wf_strbuf_append(b, ": ", 2);
+        wf_strbuf_append(b, h->value.p, h->value.len);
+        wf_strbuf_append(b, "\r\n", 2);
+    }
+    put_ops_adds(b, ops, nops, s->resp_hdrs, s->nresp_hdrs);
+    if (upgrade)
+        wf_strbuf_puts(b, "connection: upgrade\r\n");
+    if (s->resp_chunked)
+        wf_strbuf_puts(b, "transfer-encoding: chunked\r\n");
+    uint64_t ust = (s->si.first_upstream_rx_ns - s->si.first_upstream_tx_ns) / 1000000;
+    int ul = snprintf(s->ust_buf, sizeof(s->ust_buf), "%llu", (unsigned long long)ust);
+    wf_strbuf_printf(b, "x-envoy-upstream-service-time: %s\r\n", s->ust_buf);
+    if (s->nresp_hdrs < WP_MAX_HEADERS) { /* seen by %RESP()% as Envoy's logs see it */
+        h1_header *h = &s->resp_hdrs[s->nresp_hdrs++];
+        h->name = (h1_str){"x-envoy-upstream-service-time", 29};
+        h->value = (h1_str){s->ust_buf, (size_t)ul};
+        s->si.nresponse_headers = s->nresp_hdrs;
+    }
+    put_date(b);
+    wf_strbuf_printf(b, "server: %s\r\n", d->listener->hcm.server_name);
+    if (!upgrade) {
+        if (s->resp_close)
+            wf_strbuf_puts(b, "connection: close\r\n");
+        else if (s->req.version_minor == 0)
+            wf_strbuf_puts(b, "connection: keep-alive\r\n");
+    }
+    wf_strbuf_append(b, "\r\n", 2);
+    if (wf_strbuf_failed(b)) {
+        wp_dconn_close(d);
+        return;
+    }
+    if (upgrade) {
+        d->tunnel = true;
+        hstat(s, WP_S_downstream_cx_upgrades_total, 1);
+    }
+    uv_buf_t buf = uv_buf_init(b->data, (unsigned)b->len);
+    if (dwrite(d, &buf, 1) == 1)
+        wp_uconn_pause_read(s->up);
+}
+
+int wp_stream_resp_body(wp_stream *s, const char *data, size_t len)
+{
+    wp_dconn *d = s->d;
+    if (len == 0)
+        return 0;
+    s->si.bytes_sent += len;
+    if (!s->resp_chunked) {
+        uv_buf_t buf = uv_buf_init((char *)data, (unsigned)len);
+        return dwrite(d, &buf, 1);
+    }
+    int n = snprintf(s->chunk_out, sizeof(s->chunk_out), "%zx\r\n", len);
+    uv_buf_t bufs[3] = {uv_buf_init(s->chunk_out, (unsigned)n), uv_buf_init((char *)data, (unsigned)len),
+                        uv_buf_init("\r\n", 2)};
+    return dwrite(d, bufs, 3);
+}
+
+void wp_stream_resp_done(wp_stream *s)
+{
+    wp_dconn *d = s->d;
+    s->si.last_upstream_rx_ns = now_ns();
+    s->resp_done = true;
+    if (s->resp_chunked) {
+        uv_buf_t buf = uv_buf_init("0\r\n\r\n", 5);
+        if (dwrite(d, &buf, 1) != 0)
+            return; /* pending: on_dwrite completes; failed: closed */
+    }
+    if (!d->writing)
+        stream_complete(s);
+}
+
+/* ---------- requests ---------- */
+
+/* Copies the head (bytes [0, used) of buf) into the stream and rebases the message. */
+static int keep_head(wp_stream *s, const char *buf, size_t used, const h1_message *m)
+{
+    s->head = malloc(used ? used : 1);
+    if (!s->head)
+        return -1;
+    memcpy(s->head, buf, used);
+    s->head_len = used;
+    ptrdiff_t off = s->head - buf;
+    s->req = *m;
+    s->req.method.p += off;
+    s->req.target.p += off;
+    for (size_t i = 0; i < m->nheaders; i++) {
+        s->hdrs[i].name.p += off;
+        s->hdrs[i].value.p += off;
+    }
+    s->req.headers = s->hdrs;
+    /* Envoy generates x-request-id when absent (and logs it): add it to the request as
+     * received, so the router forwards it and %REQ(X-REQUEST-ID)% shows it. */
+    if (s->d->listener->hcm.generate_request_id && s->req.nheaders < WP_MAX_HEADERS &&
+        !h1_find_header(s->hdrs, s->req.nheaders, "x-request-id")) {
+        wp_uuid4(s->d->w, s->request_id);
+        h1_header *h = &s->hdrs[s->req.nheaders++];
+        h->name = (h1_str){"x-request-id", 12};
+        h->value = (h1_str){s->request_id, 36};
+    }
+    s->req.trailers = NULL;
+    s->req.ntrailers = 0;
+    s->si.request = &s->req;
+    s->si.protocol = m->version_minor ? "HTTP/1.1" : "HTTP/1.0";
+    return 0;
+}
+
+static void on_request_headers(wp_stream *s)
+{
+    wp_dconn *d = s->d;
+    hstat(s, WP_S_downstream_rq_total, 1);
+    hstat(s, WP_S_downstream_rq_http1_total, 1);
+    hstat(s, WP_S_downstream_rq_active, 1);
+    s->req_chunked = s->req.framing == H1_BODY_CHUNKED;
+    s->upgrade = s->req.upgrade;
+    if (!s->req.keep_alive)
+        d->close_after = true;
+    WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, s->si.stream_id, "request headers complete: %.*s %.*s",
+                  (int)s->req.method.len, s->req.method.p, (int)s->req.target.len,
+                  s->req.target.p);
+    if (!h1_find_header(s->req.headers, s->req.nheaders, "host") && s->req.version_minor == 1) {
+        d->close_after = true;
+        wp_stream_local_reply(s, 400, "missing required header: host", "missing_host_header",
+                              -1);
+        return;
+    }
+    uint64_t rt = d->listener->hcm.request_timeout_ms;
+    if (rt)
+        uv_timer_start(&d->rq_timer, d->rq_timer.timer_cb, rt, 0);
+    wp_router_start(s);
+}
+
+static void on_request_complete(wp_stream *s)
+{
+    s->req_complete = true;
+    s->si.last_rx_ns = now_ns();
+    if (!s->resp_done)
+        wp_router_request_body(s);
+}
+
+static void protocol_error(wp_dconn *d, wp_stream *s)
+{
+    h1_error e = d->parser.error;
+    dstat(d, WP_S_downstream_cx_protocol_error, 1);
+    WF_CONN_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, "dispatch error: %s", h1_error_name(e));
+    d->close_after = true;
+    if (!s || s->resp_started) {
+        wp_dconn_close(d);
+        return;
+    }
+    if (!s->si.request)
+        hstat(s, WP_S_downstream_rq_total, 0);
+    s->req.keep_alive = false;
+    wp_stream_local_reply(s, h1_error_status(e), "Bad Request", h1_error_details(e),
+                          WP_RF_DPE);
+}
+
+/* Runs the parser over the buffered bytes until it needs more or must wait. */
+static void process(wp_dconn *d)
+{
+    while (!d->closing && d->rbuf) {
+        wp_stream *s = d->stream;
+        if (d->tunnel) {
+            if (s)
+                wp_router_request_body(s);
+            return;
+        }
+        if (s && (s->body_ptr || s->req_complete))
+            return; /* waiting for an upstream write, or for the response */
+        size_t avail = d->rlen - d->rstart;
+        if (!s && avail == 0)
+            break;
+        if (!s && !(s = stream_new(d))) {
+            wp_dconn_close(d);
+            return;
+        }
+        h1_event ev;
+        const char *base = d->rbuf->data + d->rstart;
+        size_t used = h1_parse(&d->parser, base, avail, &ev);
+        switch (ev) {
+        case H1_EV_NEED_MORE:
+            d->rstart += used;
+            goto more;
+        case H1_EV_HEADERS:
+            if (keep_head(s, base, used, &d->parser.msg) != 0) {
+                wp_dconn_close(d);
+                return;
+            }
+            d->rstart += used;
+            on_request_headers(s);
+            break;
+        case H1_EV_BODY:
+            d->rstart += used;
+            s->si.bytes_received += d->parser.data_len;
+            if (s->resp_done || s->local_reply)
+                break; /* answered already: the body is read and dropped */
+            s->body_ptr = d->parser.data;
+            s->body_len = d->parser.data_len;
+            wp_router_request_body(s);
+            break;
+        case H1_EV_TRAILERS:
+            d->rstart += used;
+            break;
+        case H1_EV_DONE:
+            d->rstart += used;
+            on_request_complete(s);
+            break;
+        case H1_EV_UPGRADED:
+            /* request with Upgrade: body-less from HTTP's view; bytes wait for the tunnel */
+            if (!s->req_complete)
+                on_request_complete(s);
+            return;
+        case H1_EV_ERROR:
+            protocol_error(d, s);
+            return;
+        }
+    }
+more:
+    if (d->rbuf && d->rstart == d->rlen && !(d->stream && d->stream->body_ptr)) {
+        /* everything consumed: give the buffer back (idle connections hold none) */
+        wp_buf_put(d->w, d->rbuf);
+        d->rbuf = NULL;
+        d->rlen = d->rstart = 0;
+    }
+    if (d->rbuf && d->rlen == d->rbuf->cap && d->rstart == 0) {
+        size_t limit = (size_t)d->listener->hcm.max_request_headers_kb * 1024 + WP_HEAD_EXTRA;
+        if (d->rbuf->cap >= limit && d->stream && !d->stream->si.request) {
+            d->parser.error = H1_ERR_HEADERS_TOO_LARGE;
+            protocol_error(d, d->stream);
+        }
+    }
+}
+
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+    wp_dconn *d = st->data;
+    (void)buf;
+    if (n == 0)
+        return;
+    if (n < 0) {
+        stop_reading(d);
+        d->peer_closed = true;
+        if (n == UV_ENOBUFS) { /* buffer full: wait until it drains */
+            d->peer_closed = false;
+            return;
+        }
+        wp_stream *s = d->stream;
+        if (s && s->req_complete && !s->resp_done && !d->tunnel && n == UV_EOF &&
+            !s->si.request) {
+            wp_dconn_close(d);
+            return;
+        }
+        if (s && !s->req_complete && s->si.request) {
+            /* the request was cut short: Envoy logs DC */
+            hstat(s, WP_S_downstream_rq_rx_reset, 1);
+        }
+        wp_dconn_close(d);
+        return;
+    }
+    d->rlen += (size_t)n;
+    dstat(d, WP_S_downstream_cx_rx_bytes_total, n);
+    if (d->stream)
+        d->stream->si.wire_bytes_received += (uint64_t)n;
+    if (d->stream)
+        arm_idle(d);
+    process(d);
+    if (!d->closing && d->rbuf && d->rlen == d->rbuf->cap &&
+        (d->rstart == 0 || (d->stream && d->stream->body_ptr)))
+        stop_reading(d); /* full: resume when it drains */
+}
+
+void wp_stream_body_written(wp_stream *s)
+{
+    wp_dconn *d = s->d;
+    s->body_ptr = NULL;
+    s->body_len = 0;
+    process(d);
+    if (!d->closing)
+        start_reading(d);
+}
+
+void wp_dconn_kick(wp_dconn *d)
+{
+    process(d);
+    if (!d->closing)
+        start_reading(d);
+}
+
+/* ---------- draining ---------- */
+
+void wp_dconn_drain(wp_worker *w)
+{
+    for (wp_dconn *d = w->conns, *next; d; d = next) {
+        next = d->next;
+        if (!d->stream)
+            wp_dconn_close(d);
+        else
+            d->close_after = true;
+    }
+}

@@ -1,0 +1,151 @@
+/*
+ * main_proxy.c - weft-proxy's command line, with Envoy's flag names (docs operations/cli):
+ * -c/--config-path, --concurrency, -l/--log-level, --component-log-level,
+ * --drain-time-s, --service-node, --service-cluster, --mode serve|validate,
+ * --file-flush-interval-msec. Exit codes: 0 clean exit or valid config, 1 bad config or
+ * start failure, 2 bad command line.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "proxy/server.h"
+
+#ifndef WEFT_VERSION
+#define WEFT_VERSION "0.1.0"
+#endif
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: weft-proxy -c BOOTSTRAP.json [flags]\n"
+            "\n"
+            "weft's data plane: an HTTP/1.1 proxy configured with an Envoy v3 bootstrap (JSON).\n"
+            "\n"
+            "Flags:\n"
+            "  -c, --config-path FILE          Envoy v3 bootstrap in JSON (required)\n"
+            "      --mode serve|validate       validate: check the configuration and exit\n"
+            "      --concurrency N             worker threads (default: number of CPUs)\n"
+            "  -l, --log-level LEVEL           trace, debug, info, warning, error, critical, off\n"
+            "                                  (default info)\n"
+            "      --component-log-level SPEC  per logger levels, e.g. http:debug,router:debug\n"
+            "      --drain-time-s N            seconds to let requests finish on SIGTERM "
+            "(default 600)\n"
+            "      --service-node NAME         node id (overrides node.id)\n"
+            "      --service-cluster NAME      node cluster (overrides node.cluster)\n"
+            "      --file-flush-interval-msec N  access log flush interval (default 10000)\n"
+            "  -h, --help                      show this help\n"
+            "      --version                   print the version\n"
+            "\n"
+            "Exit codes: 0 clean shutdown or valid configuration, 1 invalid configuration or\n"
+            "start failure, 2 bad command line.\n");
+}
+
+static int parse_uint(const char *flag, const char *s, uint64_t max, uint64_t *out)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (!*s || *end || s[0] == '-' || v > max) {
+        fprintf(stderr, "weft-proxy: invalid value \"%s\" for %s: want an integer 0..%llu\n", s,
+                flag, (unsigned long long)max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+enum { OPT_CONC = 256, OPT_CLL, OPT_DRAIN, OPT_NODE, OPT_CLUSTER, OPT_MODE, OPT_FLUSH, OPT_VER };
+
+static int parse(int argc, char **argv, wp_server_opts *o)
+{
+    static const struct option longs[] = {
+        {"config-path", required_argument, 0, 'c'},
+        {"log-level", required_argument, 0, 'l'},
+        {"help", no_argument, 0, 'h'},
+        {"concurrency", required_argument, 0, OPT_CONC},
+        {"component-log-level", required_argument, 0, OPT_CLL},
+        {"drain-time-s", required_argument, 0, OPT_DRAIN},
+        {"service-node", required_argument, 0, OPT_NODE},
+        {"service-cluster", required_argument, 0, OPT_CLUSTER},
+        {"mode", required_argument, 0, OPT_MODE},
+        {"file-flush-interval-msec", required_argument, 0, OPT_FLUSH},
+        {"version", no_argument, 0, OPT_VER},
+        {0, 0, 0, 0},
+    };
+    int c;
+    uint64_t v;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":c:l:h", longs, NULL)) != -1) {
+        switch (c) {
+        case 'c': o->config_path = optarg; break;
+        case 'l': o->log_level = optarg; break;
+        case 'h': usage(stdout); exit(0);
+        case OPT_VER: printf("weft-proxy version %s\n", WEFT_VERSION); exit(0);
+        case OPT_CONC:
+            if (parse_uint("--concurrency", optarg, 1024, &v) != 0)
+                return -1;
+            o->concurrency = (unsigned)v;
+            break;
+        case OPT_CLL: o->component_log_level = optarg; break;
+        case OPT_DRAIN:
+            if (parse_uint("--drain-time-s", optarg, 86400, &o->drain_time_s) != 0)
+                return -1;
+            break;
+        case OPT_NODE: o->service_node = optarg; break;
+        case OPT_CLUSTER: o->service_cluster = optarg; break;
+        case OPT_FLUSH:
+            if (parse_uint("--file-flush-interval-msec", optarg, 3600000, &o->flush_interval_ms) !=
+                0)
+                return -1;
+            break;
+        case OPT_MODE:
+            if (strcmp(optarg, "validate") == 0)
+                o->validate_only = true;
+            else if (strcmp(optarg, "serve") != 0) {
+                fprintf(stderr, "weft-proxy: invalid --mode \"%s\": want serve or validate\n",
+                        optarg);
+                return -1;
+            }
+            break;
+        case ':':
+            fprintf(stderr, "weft-proxy: flag %s needs a value\n", argv[optind - 1]);
+            return -1;
+        default:
+            fprintf(stderr, "weft-proxy: unknown flag %s (see --help)\n", argv[optind - 1]);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "weft-proxy: unexpected argument \"%s\" (see --help)\n", argv[optind]);
+        return -1;
+    }
+    if (!o->config_path) {
+        fprintf(stderr, "weft-proxy: -c/--config-path is required (see --help)\n");
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    wp_server_opts o = {.drain_time_s = 600, .flush_interval_ms = 10000, .argc = argc, .argv = argv};
+    if (parse(argc, argv, &o) != 0)
+        return 2;
+    int lvl = WF_LOG_INFO;
+    if (o.log_level && (lvl = wf_log_level_from_name(o.log_level, strlen(o.log_level))) < 0) {
+        fprintf(stderr, "weft-proxy: invalid --log-level \"%s\"\n", o.log_level);
+        return 2;
+    }
+    wf_log_init(2, (wf_log_level)lvl, NULL);
+    if (o.component_log_level) {
+        wf_strbuf err = {0};
+        if (wf_log_apply_component_levels(o.component_log_level, &err) != 0) {
+            fprintf(stderr, "weft-proxy: --component-log-level: %s\n", wf_strbuf_cstr(&err));
+            wf_strbuf_free(&err);
+            return 2;
+        }
+    }
+    return wp_server_run(&o);
+}

@@ -1,0 +1,307 @@
+/*
+ * proxy_internal.h - the data plane's shared internals: the server (process), its workers,
+ * downstream connections with their HTTP connection manager (conn.c), the router that
+ * drives one upstream attempt per request (router.c) and the per-worker upstream
+ * connection pools (upstream.c). Not a public API: only the proxy's own sources include it.
+ *
+ * Threading (DESIGN.md): one libuv loop per worker; a worker owns its connections, its
+ * pools, its stats shard and its access-log writer, and reads the config snapshot it holds
+ * a reference to. Nothing here is shared between workers except the cluster runtime
+ * counters (circuit breakers and per-host counters, relaxed atomics) and the stats store.
+ *
+ * Memory: an idle downstream connection holds only wp_dconn (no read buffer, no stream);
+ * read buffers come from a per-worker free list while bytes are pending and go back when
+ * the buffer empties. Request and response bodies are never copied: a body slice is
+ * written from the buffer it was read into, and the reading side stops reading until the
+ * write completes (that is the back-pressure: at most one buffer per direction per
+ * connection is ever held).
+ */
+#ifndef WEFT_PROXY_INTERNAL_H
+#define WEFT_PROXY_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "core/strbuf.h"
+#include "http/h1_parser.h"
+#include "proxy/alog_sink.h"
+#include "proxy/config.h"
+#include "proxy/pstats.h"
+#include "proxy/route.h"
+#include "proxy/stream_info.h"
+
+#define WP_BUF_SIZE      (16u * 1024u) /* read buffer of a connection */
+#define WP_HEAD_EXTRA    (4u * 1024u)  /* room past max_request_headers_kb for the request line */
+#define WP_MAX_HEADERS   101u          /* Envoy max_headers_count 100, +1 spare */
+
+typedef struct wp_server wp_server;
+typedef struct wp_worker wp_worker;
+typedef struct wp_dconn wp_dconn;
+typedef struct wp_stream wp_stream;
+typedef struct wp_uconn wp_uconn;
+typedef struct wp_pool wp_pool;
+
+/* ---------- write helper ---------- */
+
+/* Writes bufs to s: first uv_try_write, then uv_write for what is left. Returns 0 when all
+ * was written now, 1 when a write is pending (cb runs later; the data must stay valid until
+ * then), -1 on error. req must not be in use. */
+int wp_write(uv_stream_t *s, uv_write_t *req, uv_buf_t *bufs, unsigned n, uv_write_cb cb);
+
+/* ---------- read buffers ---------- */
+
+typedef struct wp_buf {
+    struct wp_buf *next_free;
+    size_t cap;
+    char data[];
+} wp_buf;
+
+wp_buf *wp_buf_get(wp_worker *w, size_t cap);
+void wp_buf_put(wp_worker *w, wp_buf *b);
+
+/* ---------- cluster runtime (process-wide, shared by workers) ---------- */
+
+typedef struct {
+    atomic_uint_fast64_t cx_active, cx_total, cx_connect_fail, rq_active, rq_total, rq_error,
+        rq_success, rq_timeout;
+} wp_host_rt;
+
+typedef struct {
+    atomic_uint cx_open, rq_pending, rq_active, retries_active; /* circuit breaker gauges */
+    wp_host_rt *hosts; /* per endpoint */
+    wp_cstats st;      /* stat slots */
+} wp_cluster_rt;
+
+/* ---------- upstream ---------- */
+
+typedef enum { WP_UC_CONNECTING, WP_UC_IDLE, WP_UC_BUSY, WP_UC_CLOSING } wp_uc_state;
+
+struct wp_uconn {
+    uv_tcp_t tcp;
+    uv_connect_t connect;
+    uv_write_t wreq;
+    uv_timer_t timer; /* connect timeout, then idle timeout */
+    wp_pool *pool;
+    wp_worker *w;
+    int host;
+    uint64_t id;
+    wp_uc_state state;
+    wp_stream *stream; /* request in flight */
+    struct wp_uconn *next; /* idle list / all list */
+    wp_buf *rbuf;
+    size_t rlen, rstart;
+    h1_parser parser;
+    h1_header hdrs[WP_MAX_HEADERS];
+    uint32_t requests; /* requests sent on this connection */
+    bool writing, reading, pinned, closing, response_seen;
+    int closed_handles;
+    char local[64];
+};
+
+/* Per worker and cluster: idle connections and waiting requests. */
+struct wp_pool {
+    wp_worker *w;
+    int cluster;
+    wp_uconn **idle; /* per host: LIFO list of idle connections */
+    wp_stream *pending_head, *pending_tail;
+    uint32_t rr; /* round robin cursor */
+    uint32_t *host_rq; /* per host active requests on this worker (least request) */
+    int64_t *cw;       /* smooth weighted round robin state per host */
+};
+
+/* ---------- downstream ---------- */
+
+struct wp_dconn {
+    uv_tcp_t tcp;
+    uv_write_t wreq;
+    uv_timer_t idle_timer; /* connection idle / stream idle */
+    uv_timer_t rq_timer;   /* route timeout (or request_timeout) */
+    wp_worker *w;
+    const wp_listener *listener;
+    uint64_t id;
+    wp_buf *rbuf;
+    size_t rlen;   /* bytes in rbuf */
+    size_t rstart; /* bytes before rstart are consumed */
+    h1_parser parser;
+    wp_stream *stream;
+    struct wp_dconn *prev, *next; /* worker's connection list */
+    char remote[64], local[64], remote_ip[64];
+    uint64_t streams; /* streams started */
+    bool writing, reading, peer_closed, closing, close_after;
+    bool tunnel, tunnel_pending;
+    int streams_closed_handles;
+    uv_alloc_cb alloc_cb;
+};
+
+typedef enum {
+    WP_ST_HEADERS,  /* request head parsed, upstream being chosen */
+    WP_ST_UPSTREAM, /* waiting for / talking to an upstream */
+    WP_ST_DONE,     /* response complete */
+} wp_stream_state;
+
+struct wp_stream {
+    wp_dconn *d;
+    wp_config *cfg; /* reference held for the stream's life */
+    wp_stream_info si;
+    h1_message req;               /* rebased into head */
+    h1_header hdrs[WP_MAX_HEADERS];
+    char *head;                   /* copy of the request head */
+    size_t head_len;
+    const wp_route *route;
+    const wp_vhost *vhost;
+    int weighted;                 /* index of the weighted cluster chosen, -1 none */
+    int cluster;                  /* -1 none */
+    int host;
+    wp_uconn *up;
+    wp_uconn *connecting; /* connection being opened for this stream */
+    struct wp_stream *pending_next; /* in a pool's pending queue */
+    bool pending, queued, counted_rq, counted_cb;
+    /* request body flow */
+    const char *body_ptr; /* slice of d->rbuf waiting to be written upstream */
+    size_t body_len;
+    bool req_complete, req_chunked, req_end_sent, upgrade, timer_started, head_sent;
+    bool body_inflight;
+    char request_id[40];
+    char ust_buf[24];
+    char chunk_line[24];
+    char chunk_out[24];
+    const char *extra_resp_header; /* e.g. "location: ...\r\n" for redirects */
+    wf_strbuf extra;
+    /* upstream request head */
+    wf_strbuf up_head;
+    /* response */
+    wf_strbuf resp_head;         /* head sent downstream */
+    h1_header resp_hdrs[WP_MAX_HEADERS];
+    size_t nresp_hdrs;
+    char *resp_copy;             /* copy of the upstream response head (for logs) */
+    bool resp_started, resp_chunked, resp_close, resp_done, resp_until_close;
+    bool local_reply;
+    uint64_t resp_body_remaining;
+    char details_buf[192];
+    char tfr_buf[128];
+    char upstream_host[64];
+};
+
+/* ---------- worker ---------- */
+
+struct wp_worker {
+    unsigned id;
+    wp_server *srv;
+    uv_loop_t loop;
+    uv_thread_t thread;
+    uv_async_t async; /* stop / drain */
+    uv_tcp_t *listeners;
+    size_t nlisteners;
+    wp_config *cfg;
+    wp_pstats_shard *stats;
+    wp_regex_ctx rx;
+    wp_alog_writer alog_writer;
+    wp_alog_writer *alog; /* &alog_writer once started */
+    wp_pool *pools; /* one per cluster */
+    wp_buf *free_bufs;
+    size_t nfree_bufs;
+    wp_dconn *conns;
+    uint64_t rng;
+    atomic_int cmd; /* 0 none, 1 drain, 2 stop */
+    atomic_size_t nconns; /* open downstream connections (read by the main thread) */
+    bool draining;
+    int listening;
+};
+
+/* ---------- server ---------- */
+
+struct wp_server {
+    wp_config *cfg;
+    unsigned nworkers;
+    wp_worker *workers;
+    wp_cluster_rt *crt;
+    wp_pstats *pstats;
+    struct wp_alog_files *alog_files;
+    atomic_uint_fast64_t next_conn_id;
+    atomic_uint_fast64_t next_stream_id;
+    uint64_t flush_interval_ms;
+    atomic_int state; /* 0 LIVE, 1 DRAINING, 2 PRE_INITIALIZING, 3 INITIALIZING */
+    atomic_int workers_started;
+    int64_t start_time;   /* uv_now of the main loop at start, ms */
+    double loaded_unix;   /* when the snapshot was applied, seconds since the epoch */
+};
+
+/* conn.c */
+void wp_dconn_on_accept(uv_stream_t *server, int status);
+void wp_dconn_close(wp_dconn *d);
+void wp_dconn_drain(wp_worker *w);
+/* Parse what is buffered and read again (after a pause). */
+void wp_dconn_kick(wp_dconn *d);
+void wp_addr_of(uv_tcp_t *t, bool peer, char *out, size_t cap);
+/* Local reply on stream s (Envoy sendLocalReply): status, body (may be ""), details. */
+void wp_stream_local_reply(wp_stream *s, int status, const char *body, const char *details,
+                           int flag /* wp_response_flag or -1 */);
+/* Router -> connection manager callbacks. */
+void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, size_t raw_len);
+int wp_stream_resp_body(wp_stream *s, const char *data, size_t len); /* 1 = write pending */
+void wp_stream_resp_done(wp_stream *s);
+void wp_stream_upstream_ready(wp_stream *s); /* upstream writable: flush body */
+void wp_stream_resume_upstream_read(wp_stream *s);
+/* Request body write to the upstream finished. */
+void wp_stream_body_written(wp_stream *s);
+
+/* router.c */
+void wp_router_start(wp_stream *s);
+void wp_router_on_connected(wp_stream *s, wp_uconn *u);
+void wp_router_on_reset(wp_stream *s, int reason, const char *transport_failure);
+void wp_router_request_body(wp_stream *s);
+void wp_router_cancel(wp_stream *s);
+void wp_router_on_upstream_data(wp_uconn *u);
+void wp_router_on_upstream_eof(wp_uconn *u);
+void wp_router_on_upstream_written(wp_stream *s);
+void wp_router_timeout(wp_stream *s);
+
+/* upstream.c */
+int wp_pools_init(wp_worker *w);
+void wp_pools_free(wp_worker *w);
+/* Chooses a host and gets a connection for s; calls wp_router_on_connected or
+ * wp_router_on_reset later (or now). Returns 0, or -1 when the request was refused
+ * (overflow / no healthy host: s already answered). */
+int wp_pool_request(wp_worker *w, wp_stream *s);
+/* The stream is done with u: back to the pool when reusable, else closed. */
+void wp_uconn_release(wp_uconn *u, bool reusable);
+void wp_uconn_close(wp_uconn *u, bool local);
+/* Cancel a pending (queued) request. */
+void wp_pool_cancel(wp_stream *s);
+/* The stream ends: release its circuit-breaker slot and any queue position. */
+void wp_pool_stream_end(wp_stream *s);
+void wp_pool_assign(wp_uconn *u, wp_stream *s);
+void wp_pool_dispatch_pending(wp_pool *p);
+int wp_uconn_write(wp_uconn *u, uv_buf_t *bufs, unsigned n);
+void wp_uconn_pause_read(wp_uconn *u);
+void wp_uconn_resume_read(wp_uconn *u);
+
+/* reset reasons, as Envoy's Http::StreamResetReason (resetReasonToString). */
+enum {
+    WP_RESET_LOCAL_CONNECTION_FAILURE,
+    WP_RESET_REMOTE_CONNECTION_FAILURE,
+    WP_RESET_CONNECTION_TIMEOUT,
+    WP_RESET_CONNECTION_TERMINATION,
+    WP_RESET_LOCAL_RESET,
+    WP_RESET_OVERFLOW,
+    WP_RESET_PROTOCOL_ERROR,
+};
+const char *wp_reset_reason_string(int reason);
+/* A random UUID v4 (36 characters + NUL) from the worker's generator. */
+void wp_uuid4(wp_worker *w, char out[37]);
+
+static inline uint64_t wp_rand(wp_worker *w)
+{
+    /* xorshift64*: per worker, no lock */
+    uint64_t x = w->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    w->rng = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+#endif

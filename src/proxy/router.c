@@ -1,0 +1,653 @@
+/*
+ * router.c - the router filter for one stream (Envoy's Router::Filter, router.cc): picks
+ * the virtual host and route, answers direct responses and redirects, resolves the
+ * cluster (503 NC when it does not exist), asks the pool for a connection, writes the
+ * request upstream, parses the response and hands it to the connection manager, and turns
+ * timeouts and upstream resets into Envoy's local replies.
+ *
+ * Envoy behaviour followed (reference §1, §2 and §4.4; router.cc onUpstreamReset,
+ * onResponseTimeout, decodeHeaders; docs configuration/http/http_filters/router_filter):
+ *  - no route: 404, empty body, details route_not_found, flag NR, stat no_route;
+ *  - unknown cluster: 503, empty body, details cluster_not_found, flag NC, stat no_cluster;
+ *  - route timeout (default 15 s, 0 = off) starts when the request is complete and
+ *    answers 504 "upstream request timeout", details response_timeout, flag UT, stat
+ *    upstream_rq_timeout; after the response started, the downstream is reset instead;
+ *  - a reset before the response started answers 503 (502 for protocol errors) with body
+ *    "upstream connect error or disconnect/reset before headers. reset reason: <reason>"
+ *    (", transport failure reason: <tfr>" when known) and details
+ *    upstream_reset_before_response_started{<reason with '_' for spaces>[|<tfr>]};
+ *    flags UF (connection failure, connect timeout), UC (termination), LR (local reset),
+ *    UO (overflow), UPE (protocol error);
+ *  - upstream request headers: hop-by-hop removed, x-forwarded-proto, x-request-id,
+ *    x-envoy-expected-rq-timeout-ms when a timeout applies, x-envoy-original-path when the
+ *    path was rewritten, Expect removed (the connection manager answered 100-continue).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/log.h"
+#include "proxy/proxy_internal.h"
+
+const char *wp_reset_reason_string(int reason)
+{
+    switch (reason) {
+    case WP_RESET_LOCAL_CONNECTION_FAILURE: return "local connection failure";
+    case WP_RESET_REMOTE_CONNECTION_FAILURE: return "remote connection failure";
+    case WP_RESET_CONNECTION_TIMEOUT: return "connection timeout";
+    case WP_RESET_CONNECTION_TERMINATION: return "connection termination";
+    case WP_RESET_LOCAL_RESET: return "local reset";
+    case WP_RESET_OVERFLOW: return "overflow";
+    case WP_RESET_PROTOCOL_ERROR: return "protocol error";
+    default: return "local reset";
+    }
+}
+
+static void cstat(wp_stream *s, int which, int64_t delta)
+{
+    if (s->cluster < 0)
+        return;
+    wp_worker *w = s->d->w;
+    wp_stat_add(w->stats, w->srv->pstats->clusters[s->cluster].slot[which], delta);
+}
+
+static void hstat_(wp_stream *s, int which)
+{
+    wp_worker *w = s->d->w;
+    size_t li = (size_t)(s->d->listener - w->cfg->listeners);
+    wp_stat_add(w->stats, w->srv->pstats->hcms[li].slot[which], 1);
+}
+
+static void count_code(wp_stream *s, int code)
+{
+    if (s->cluster < 0)
+        return;
+    wp_worker *w = s->d->w;
+    wp_code_stat_add(wp_stats_code_local(w->stats, w->srv->pstats->clusters[s->cluster].rq_codes),
+                     (unsigned)code);
+}
+
+static void start_timeout(wp_stream *s)
+{
+    if (s->timer_started || !s->route || s->route->action != WP_ACT_ROUTE)
+        return;
+    s->timer_started = true;
+    if (s->route->timeout_ms)
+        uv_timer_start(&s->d->rq_timer, s->d->rq_timer.timer_cb, s->route->timeout_ms, 0);
+}
+
+static const char *host_of(const wp_stream *s, size_t *len)
+{
+    const h1_header *h = h1_find_header(s->req.headers, s->req.nheaders, "host");
+    if (h) {
+        *len = h->value.len;
+        return h->value.p;
+    }
+    *len = 0;
+    return "";
+}
+
+static void fill_route_req(const wp_stream *s, wp_route_req *rq)
+{
+    memset(rq, 0, sizeof(*rq));
+    rq->method = s->req.method.p;
+    rq->method_len = s->req.method.len;
+    rq->path = s->req.target.p;
+    rq->path_len = s->req.target.len;
+    rq->authority = host_of(s, &rq->authority_len);
+    rq->scheme = "http";
+    rq->headers = s->req.headers;
+    rq->nheaders = s->req.nheaders;
+}
+
+static void redirect(wp_stream *s, const wp_route_req *rq)
+{
+    wf_strbuf loc = {0};
+    int code = wp_route_redirect(&s->d->w->rx, s->route, rq, false, &loc);
+    wf_strbuf_reset(&s->extra);
+    wf_strbuf_printf(&s->extra, "location: %s\r\n", wf_strbuf_cstr(&loc));
+    wf_strbuf_free(&loc);
+    s->extra_resp_header = wf_strbuf_cstr(&s->extra);
+    hstat_(s, WP_S_rq_redirect);
+    wp_stream_local_reply(s, code, "", "direct_response", -1);
+}
+
+void wp_router_start(wp_stream *s)
+{
+    wp_worker *w = s->d->w;
+    const wp_route_config *rc = s->d->listener->hcm.route_config;
+    wp_route_req rq;
+    fill_route_req(s, &rq);
+    s->weighted = -1;
+    const wp_vhost *vh = rc ? wp_route_find_vhost(rc, rq.authority, rq.authority_len) : NULL;
+    const wp_route *r = vh ? wp_route_match(&w->rx, vh, &rq) : NULL;
+    if (!r) {
+        WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
+                      "no route match for URL '%.*s'", (int)s->req.target.len, s->req.target.p);
+        hstat_(s, WP_S_no_route);
+        wp_stream_local_reply(s, 404, "", "route_not_found", WP_RF_NR);
+        return;
+    }
+    s->route = r;
+    s->vhost = vh;
+    s->si.route_name = r->name && r->name[0] ? r->name : NULL;
+    if (r->action == WP_ACT_DIRECT) {
+        hstat_(s, WP_S_rq_direct_response);
+        wp_stream_local_reply(s, r->direct_status, r->direct_body ? r->direct_body : "",
+                              "direct_response", -1);
+        return;
+    }
+    if (r->action == WP_ACT_REDIRECT) {
+        redirect(s, &rq);
+        return;
+    }
+    int ci = r->cluster;
+    if (r->nweighted) {
+        s->weighted = wp_route_pick_weighted(r, wp_rand(w));
+        ci = r->weighted[s->weighted].cluster;
+    }
+    if (ci < 0) {
+        WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
+                      "unknown cluster '%s'",
+                      r->nweighted ? r->weighted[s->weighted].name : r->cluster_name);
+        hstat_(s, WP_S_no_cluster);
+        wp_stream_local_reply(s, 503, "", "cluster_not_found", WP_RF_NC);
+        return;
+    }
+    const wp_cluster *c = &s->cfg->clusters[ci];
+    s->cluster = ci;
+    s->si.upstream_cluster = c->name;
+    s->si.upstream_cluster_stat = c->alt_stat_name ? c->alt_stat_name : c->name;
+    WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
+                  "cluster '%s' match for URL '%.*s'", c->name, (int)s->req.target.len,
+                  s->req.target.p);
+    if (s->req_complete)
+        start_timeout(s);
+    wp_pool_request(w, s);
+}
+
+/* ---------- the upstream request ---------- */
+
+void wp_uuid4(wp_worker *w, char out[37])
+{
+    static const char hex[] = "0123456789abcdef";
+    uint64_t a = wp_rand(w), b = wp_rand(w);
+    unsigned char u[16];
+    memcpy(u, &a, 8);
+    memcpy(u + 8, &b, 8);
+    u[6] = (unsigned char)((u[6] & 0x0f) | 0x40);
+    u[8] = (unsigned char)((u[8] & 0x3f) | 0x80);
+    int j = 0;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            out[j++] = '-';
+        out[j++] = hex[u[i] >> 4];
+        out[j++] = hex[u[i] & 15];
+    }
+    out[j] = 0;
+}
+
+static bool hname(const h1_str *n, const char *lower)
+{
+    size_t l = strlen(lower);
+    return n->len == l && strncasecmp(n->p, lower, l) == 0;
+}
+
+/* Request header ops, most specific first (route, weighted cluster, vhost, route config). */
+static size_t req_ops(const wp_stream *s, const wp_header_ops *ops[4])
+{
+    size_t n = 0;
+    if (s->weighted >= 0)
+        ops[n++] = &s->route->weighted[s->weighted].req;
+    ops[n++] = &s->route->req;
+    if (s->vhost)
+        ops[n++] = &s->vhost->req;
+    ops[n++] = &s->d->listener->hcm.route_config->req;
+    return n;
+}
+
+static bool dropped(const wp_header_ops *const *ops, size_t n, const h1_str *name)
+{
+    for (size_t k = 0; k < n; k++) {
+        for (size_t i = 0; i < ops[k]->nremove; i++)
+            if (hname(name, ops[k]->remove[i]))
+                return true;
+        for (size_t i = 0; i < ops[k]->nadd; i++)
+            if ((ops[k]->add[i].action == WP_OVERWRITE_IF_EXISTS_OR_ADD ||
+                 ops[k]->add[i].action == WP_OVERWRITE_IF_EXISTS) &&
+                hname(name, ops[k]->add[i].key))
+                return true;
+    }
+    return false;
+}
+
+static bool skip_request_header(const wp_stream *s, const h1_str *n)
+{
+    if (hname(n, "connection") || hname(n, "keep-alive") || hname(n, "proxy-connection") ||
+        hname(n, "transfer-encoding") || hname(n, "content-length") || hname(n, "expect") ||
+        hname(n, "te") || hname(n, "x-envoy-upstream-rq-timeout-ms") ||
+        hname(n, "x-envoy-expected-rq-timeout-ms") || hname(n, "x-envoy-original-path"))
+        return true;
+    if (hname(n, "upgrade"))
+        return !s->upgrade;
+    if (hname(n, "host"))
+        return s->route->host_rewrite_literal != NULL;
+    return false;
+}
+
+static void put_header(wf_strbuf *b, const char *n, size_t nl, const char *v, size_t vl)
+{
+    wf_strbuf_append(b, n, nl);
+    wf_strbuf_append(b, ": ", 2);
+    wf_strbuf_append(b, v, vl);
+    wf_strbuf_append(b, "\r\n", 2);
+}
+
+static void put_request_line(wp_stream *s, wf_strbuf *b)
+{
+    char path[8192];
+    size_t n = wp_route_rewrite_path(&s->d->w->rx, s->route, s->req.target.p, s->req.target.len,
+                                     path, sizeof(path));
+    wf_strbuf_append(b, s->req.method.p, s->req.method.len);
+    wf_strbuf_putc(b, ' ');
+    if (n > 0 && n != (size_t)-1) {
+        wf_strbuf_append(b, path, n);
+        wf_strbuf_append(b, " HTTP/1.1\r\n", 11);
+        put_header(b, "x-envoy-original-path", 21, s->req.target.p, s->req.target.len);
+    } else {
+        wf_strbuf_append(b, s->req.target.p, s->req.target.len);
+        wf_strbuf_append(b, " HTTP/1.1\r\n", 11);
+    }
+}
+
+static void put_adds(const wp_stream *s, wf_strbuf *b, const wp_header_ops *const *ops, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = 0; i < ops[k]->nadd; i++) {
+            const wp_header_add *a = &ops[k]->add[i];
+            bool present = h1_find_header(s->req.headers, s->req.nheaders, a->key) != NULL;
+            if ((a->action == WP_ADD_IF_ABSENT && present) ||
+                (a->action == WP_OVERWRITE_IF_EXISTS && !present))
+                continue;
+            put_header(b, a->key, a->key_len, a->value, a->value_len);
+        }
+}
+
+static void build_upstream_head(wp_stream *s)
+{
+    wf_strbuf *b = &s->up_head;
+    const wp_hcm *h = &s->d->listener->hcm;
+    const wp_header_ops *ops[4];
+    size_t nops = req_ops(s, ops);
+    wf_strbuf_reset(b);
+    put_request_line(s, b);
+    bool has_xfp = false, xff_done = false;
+    for (size_t i = 0; i < s->req.nheaders; i++) {
+        const h1_header *hd = &s->req.headers[i];
+        if (skip_request_header(s, &hd->name) || dropped(ops, nops, &hd->name))
+            continue;
+        if (hname(&hd->name, "x-forwarded-proto"))
+            has_xfp = true;
+        if (hname(&hd->name, "x-forwarded-for") && h->use_remote_address && !xff_done) {
+            wf_strbuf_append(b, hd->name.p, hd->name.len);
+            wf_strbuf_append(b, ": ", 2);
+            wf_strbuf_append(b, hd->value.p, hd->value.len);
+            wf_strbuf_printf(b, ",%s\r\n", s->d->remote_ip);
+            xff_done = true;
+            continue;
+        }
+        put_header(b, hd->name.p, hd->name.len, hd->value.p, hd->value.len);
+    }
+    if (s->route->host_rewrite_literal)
+        put_header(b, "host", 4, s->route->host_rewrite_literal,
+                   strlen(s->route->host_rewrite_literal));
+    if (h->use_remote_address && !xff_done)
+        wf_strbuf_printf(b, "x-forwarded-for: %s\r\n", s->d->remote_ip);
+    if (!has_xfp)
+        wf_strbuf_puts(b, "x-forwarded-proto: http\r\n");
+    if (s->route->timeout_ms)
+        wf_strbuf_printf(b, "x-envoy-expected-rq-timeout-ms: %llu\r\n",
+                         (unsigned long long)s->route->timeout_ms);
+    put_adds(s, b, ops, nops);
+    if (s->req.framing == H1_BODY_LENGTH)
+        wf_strbuf_printf(b, "content-length: %llu\r\n", (unsigned long long)s->req.content_length);
+    else if (s->req_chunked)
+        wf_strbuf_puts(b, "transfer-encoding: chunked\r\n");
+    if (s->upgrade)
+        wf_strbuf_puts(b, "connection: upgrade\r\n");
+    wf_strbuf_append(b, "\r\n", 2);
+}
+
+/* Writes what is ready for the upstream: head (once), the pending body slice, the end of
+ * a chunked body. Completion is synchronous or comes through wp_router_on_upstream_written. */
+static void flush_upstream(wp_stream *s)
+{
+    wp_uconn *u = s->up;
+    if (!u || u->writing || s->resp_done)
+        return;
+    uv_buf_t bufs[5];
+    unsigned n = 0;
+    if (!s->head_sent) {
+        bufs[n++] = uv_buf_init(s->up_head.data, (unsigned)s->up_head.len);
+        s->head_sent = true;
+        s->si.first_upstream_tx_ns = uv_hrtime();
+    }
+    bool had_body = s->body_ptr != NULL;
+    if (s->body_ptr && s->body_len) {
+        if (s->req_chunked && !s->d->tunnel) {
+            int l = snprintf(s->chunk_line, sizeof(s->chunk_line), "%zx\r\n", s->body_len);
+            bufs[n++] = uv_buf_init(s->chunk_line, (unsigned)l);
+            bufs[n++] = uv_buf_init((char *)s->body_ptr, (unsigned)s->body_len);
+            bufs[n++] = uv_buf_init("\r\n", 2);
+        } else {
+            bufs[n++] = uv_buf_init((char *)s->body_ptr, (unsigned)s->body_len);
+        }
+    }
+    if (s->req_complete && !s->req_end_sent && !s->d->tunnel) {
+        if (s->req_chunked && !s->body_ptr)
+            bufs[n++] = uv_buf_init("0\r\n\r\n", 5);
+        if (!s->body_ptr || !s->req_chunked)
+            s->req_end_sent = true;
+    }
+    if (n == 0)
+        return;
+    int r = wp_uconn_write(u, bufs, n);
+    if (r < 0)
+        return; /* the connection reports the reset */
+    if (r == 1 && had_body)
+        s->body_inflight = true;
+    if (r == 0) {
+        s->si.last_upstream_tx_ns = uv_hrtime();
+        if (had_body) {
+            s->body_ptr = NULL;
+            s->body_len = 0;
+            if (s->req_complete && !s->req_end_sent)
+                flush_upstream(s);
+        }
+    }
+}
+
+void wp_router_on_upstream_written(wp_stream *s)
+{
+    s->si.last_upstream_tx_ns = uv_hrtime();
+    if (s->body_inflight) {
+        s->body_inflight = false;
+        /* continues parsing the downstream buffer; what follows (more body, the end of a
+         * chunked body) is flushed from there. s may be gone afterwards. */
+        wp_stream_body_written(s);
+        return;
+    }
+    flush_upstream(s);
+}
+
+void wp_router_on_connected(wp_stream *s, wp_uconn *u)
+{
+    s->up = u;
+    u->stream = s;
+    snprintf(s->upstream_host, sizeof(s->upstream_host), "%s",
+             s->cfg->clusters[s->cluster].endpoints[u->host].addr.text);
+    s->si.upstream_host = s->upstream_host;
+    s->si.upstream_local = u->local;
+    s->si.upstream_connection_id = u->id;
+    s->si.attempt_count++;
+    s->host = u->host;
+    cstat(s, WP_S_upstream_rq_total, 1);
+    cstat(s, WP_S_upstream_rq_active, 1);
+    s->counted_rq = true;
+    bool head = s->req.method.len == 4 && memcmp(s->req.method.p, "HEAD", 4) == 0;
+    h1_parser_set_answers(&u->parser, head ? H1_ANSWERS_HEAD : H1_ANSWERS_OTHER);
+    WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
+                  "pool ready: upstream connection %llu to %s", (unsigned long long)u->id,
+                  s->upstream_host);
+    build_upstream_head(s);
+    if (wf_strbuf_failed(&s->up_head)) {
+        wp_router_on_reset(s, WP_RESET_LOCAL_RESET, NULL);
+        return;
+    }
+    bool had_body = s->body_ptr != NULL;
+    flush_upstream(s);
+    if (had_body && !s->body_ptr && !s->body_inflight)
+        wp_stream_body_written(s);
+}
+
+void wp_router_request_body(wp_stream *s)
+{
+    wp_dconn *d = s->d;
+    if (d->tunnel && d->rbuf && d->rstart < d->rlen && !s->body_ptr) {
+        s->body_ptr = d->rbuf->data + d->rstart;
+        s->body_len = d->rlen - d->rstart;
+        d->rstart = d->rlen;
+    }
+    if (s->req_complete)
+        start_timeout(s);
+    flush_upstream(s);
+}
+
+/* ---------- responses, resets, timeouts ---------- */
+
+static void end_upstream(wp_stream *s, bool reusable)
+{
+    wp_uconn *u = s->up;
+    if (!u)
+        return;
+    s->up = NULL;
+    u->stream = NULL;
+    if (s->counted_rq) {
+        cstat(s, WP_S_upstream_rq_active, -1);
+        s->counted_rq = false;
+    }
+    wp_uconn_release(u, reusable);
+}
+
+void wp_router_on_reset(wp_stream *s, int reason, const char *tfr)
+{
+    end_upstream(s, false);
+    if (s->resp_started) {
+        wp_dconn_close(s->d);
+        return;
+    }
+    int flag = WP_RF_LR, status = 503;
+    switch (reason) {
+    case WP_RESET_LOCAL_CONNECTION_FAILURE:
+    case WP_RESET_REMOTE_CONNECTION_FAILURE:
+    case WP_RESET_CONNECTION_TIMEOUT: flag = WP_RF_UF; break;
+    case WP_RESET_CONNECTION_TERMINATION: flag = WP_RF_UC; break;
+    case WP_RESET_OVERFLOW: flag = WP_RF_UO; break;
+    case WP_RESET_PROTOCOL_ERROR:
+        flag = WP_RF_UPE;
+        status = 502;
+        break;
+    default: break;
+    }
+    const char *rs = wp_reset_reason_string(reason);
+    /* details: whitespace replaced by '_' (Envoy's StringUtil::replaceAllEmptySpace) */
+    char *p = s->details_buf;
+    size_t cap = sizeof(s->details_buf);
+    int n = snprintf(p, cap, "upstream_reset_before_response_started{%s%s%s}", rs,
+                     tfr ? "|" : "", tfr ? tfr : "");
+    for (int i = 0; i < n && (size_t)i < cap; i++)
+        if (p[i] == ' ' || p[i] == '\t')
+            p[i] = '_';
+    s->si.transport_failure_reason = tfr ? s->tfr_buf : NULL;
+    if (tfr)
+        snprintf(s->tfr_buf, sizeof(s->tfr_buf), "%s", tfr);
+    wf_strbuf_reset(&s->extra);
+    wf_strbuf_printf(&s->extra,
+                     "upstream connect error or disconnect/reset before headers. reset reason: "
+                     "%s%s%s",
+                     rs, tfr ? ", transport failure reason: " : "", tfr ? tfr : "");
+    if (reason == WP_RESET_OVERFLOW)
+        s->extra_resp_header = "x-envoy-overloaded: true\r\n";
+    count_code(s, status);
+    cstat(s, WP_S_upstream_rq_completed, 1);
+    WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
+                  "upstream reset: reset reason: %s, transport failure reason: %s", rs,
+                  tfr ? tfr : "");
+    wp_stream_local_reply(s, status, wf_strbuf_cstr(&s->extra), s->details_buf, flag);
+}
+
+void wp_router_timeout(wp_stream *s)
+{
+    if (!s->route || s->route->action != WP_ACT_ROUTE || s->cluster < 0) {
+        /* HCM request_timeout */
+        wp_dconn *d = s->d;
+        wp_worker *w = d->w;
+        size_t li = (size_t)(d->listener - w->cfg->listeners);
+        wp_stat_add(w->stats, w->srv->pstats->hcms[li].slot[WP_S_downstream_rq_timeout], 1);
+        d->close_after = true;
+        wp_stream_local_reply(s, s->req_complete ? 504 : 408, "request timeout",
+                              "request_overall_timeout", -1);
+        return;
+    }
+    cstat(s, WP_S_upstream_rq_timeout, 1);
+    if (s->host >= 0)
+        atomic_fetch_add_explicit(&s->d->w->srv->crt[s->cluster].hosts[s->host].rq_timeout, 1,
+                                  memory_order_relaxed);
+    WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
+                  "upstream timeout");
+    if (s->up) {
+        cstat(s, WP_S_upstream_rq_tx_reset, 1);
+        end_upstream(s, false);
+    } else {
+        wp_pool_cancel(s);
+    }
+    if (s->resp_started) {
+        wp_dconn_close(s->d);
+        return;
+    }
+    count_code(s, 504);
+    cstat(s, WP_S_upstream_rq_completed, 1);
+    wp_stream_local_reply(s, 504, "upstream request timeout", "response_timeout", WP_RF_UT);
+}
+
+void wp_router_cancel(wp_stream *s)
+{
+    if (s->pending)
+        wp_pool_cancel(s);
+    if (s->up) {
+        bool done = s->resp_done && s->req_end_sent;
+        if (!done)
+            cstat(s, WP_S_upstream_rq_tx_reset, 1);
+        end_upstream(s, false);
+    }
+}
+
+/* The upstream's response head arrived. */
+static void on_response_headers(wp_stream *s, wp_uconn *u, const char *base, size_t used)
+{
+    const h1_message *m = &u->parser.msg;
+    uv_timer_stop(&s->d->rq_timer); /* Envoy's route timeout covers until the response starts */
+    s->timer_started = true;
+    count_code(s, m->status);
+    u->response_seen = true;
+    wp_stream_resp_headers(s, m, base, used);
+}
+
+static void on_response_done(wp_stream *s, wp_uconn *u)
+{
+    bool reusable = u->parser.msg.keep_alive && s->req_end_sent && !s->d->tunnel;
+    cstat(s, WP_S_upstream_rq_completed, 1);
+    if (s->host >= 0) {
+        wp_host_rt *h = &s->d->w->srv->crt[s->cluster].hosts[s->host];
+        atomic_fetch_add_explicit(s->si.response_code >= 500 ? &h->rq_error : &h->rq_success, 1,
+                                  memory_order_relaxed);
+    }
+    end_upstream(s, reusable);
+    wp_stream_resp_done(s);
+}
+
+/* Parses what the upstream sent; stops while a downstream write is pending. */
+void wp_router_on_upstream_data(wp_uconn *u)
+{
+    while (u->rbuf && !u->closing) {
+        wp_stream *s = u->stream;
+        size_t avail = u->rlen - u->rstart;
+        if (!s) {
+            if (avail)
+                wp_uconn_close(u, true); /* bytes nobody asked for */
+            return;
+        }
+        if (s->d->writing || s->d->closing) {
+            wp_uconn_pause_read(u);
+            return;
+        }
+        const char *base = u->rbuf->data + u->rstart;
+        if (s->d->tunnel) {
+            if (avail == 0)
+                return;
+            u->rstart = u->rlen;
+            if (wp_stream_resp_body(s, base, avail) == 1) {
+                u->pinned = true;
+                wp_uconn_pause_read(u);
+            }
+            continue;
+        }
+        h1_event ev;
+        size_t used = h1_parse(&u->parser, base, avail, &ev);
+        u->rstart += used;
+        switch (ev) {
+        case H1_EV_NEED_MORE: return;
+        case H1_EV_HEADERS:
+            if (u->parser.msg.status >= 100 && u->parser.msg.status < 200 &&
+                u->parser.msg.status != 101)
+                break; /* 1xx: dropped (the connection manager answered 100-continue) */
+            on_response_headers(s, u, base, used);
+            if (s->d->tunnel)
+                wp_dconn_kick(s->d);
+            break;
+        case H1_EV_BODY:
+            if (wp_stream_resp_body(s, u->parser.data, u->parser.data_len) == 1) {
+                u->pinned = true;
+                wp_uconn_pause_read(u);
+                return;
+            }
+            break;
+        case H1_EV_TRAILERS: break;
+        case H1_EV_DONE:
+            if (!s->resp_started)
+                break; /* end of a 1xx */
+            on_response_done(s, u);
+            return;
+        case H1_EV_UPGRADED:
+            return;
+        case H1_EV_ERROR:
+            WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
+                          "upstream protocol error: %s", h1_error_name(u->parser.error));
+            wp_router_on_reset(s, WP_RESET_PROTOCOL_ERROR, NULL);
+            return;
+        }
+    }
+}
+
+/* The upstream closed its side. */
+void wp_router_on_upstream_eof(wp_uconn *u)
+{
+    wp_stream *s = u->stream;
+    if (!s)
+        return;
+    if (s->d->tunnel) {
+        end_upstream(s, false);
+        s->resp_done = true;
+        wp_dconn_close(s->d);
+        return;
+    }
+    h1_event ev = h1_parse_eof(&u->parser);
+    if (ev == H1_EV_DONE && s->resp_started) {
+        s->resp_close = true;
+        on_response_done(s, u);
+        return;
+    }
+    cstat(s, WP_S_upstream_rq_rx_reset, 1);
+    wp_router_on_reset(s, WP_RESET_CONNECTION_TERMINATION, NULL);
+}
+
+void wp_stream_resume_upstream_read(wp_stream *s)
+{
+    wp_uconn *u = s->up;
+    if (!u)
+        return;
+    u->pinned = false;
+    wp_router_on_upstream_data(u); /* may end (and free) s; u stays valid memory */
+    if (!u->closing && u->stream && !u->stream->d->writing)
+        wp_uconn_resume_read(u);
+}

@@ -1,0 +1,361 @@
+/*
+ * server.c - the weft-proxy process (server.h): config, workers, admin, signals, drain.
+ */
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "proxy/access_log.h"
+#include "proxy/admin.h"
+#include "proxy/bootstrap.h"
+#include "proxy/proxy_internal.h"
+#include "proxy/server.h"
+#include "proxy/worker.h"
+
+typedef struct {
+    wp_server srv;
+    const wp_server_opts *opts;
+    uv_loop_t *loop;
+    uv_signal_t sigterm, sigint;
+    uv_timer_t drain_timer, gauge_timer;
+    uint64_t drain_deadline;
+    wp_admin *admin;
+    bool stopping;
+    int64_t last_uptime;
+} wp_main;
+
+static int compile_access_logs(wp_server *srv, wp_config *cfg, wf_strbuf *err)
+{
+    for (size_t i = 0; i < cfg->nlisteners; i++) {
+        wp_hcm *h = &cfg->listeners[i].hcm;
+        for (size_t k = 0; k < h->naccess_logs; k++) {
+            wp_access_log *al = &h->access_logs[k];
+            al->format = al->kind == WP_LOG_JSON
+                             ? wp_alf_compile_json(al->json_format, err)
+                             : wp_alf_compile_text(al->text_format ? al->text_format
+                                                                   : WP_ENVOY_DEFAULT_FORMAT,
+                                                   err);
+            if (!al->format)
+                return -1;
+            al->sink = wp_alog_files_open(srv->alog_files, al->path, err);
+            if (al->sink < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static void free_access_logs(wp_config *cfg)
+{
+    for (size_t i = 0; cfg && i < cfg->nlisteners; i++) {
+        wp_hcm *h = &cfg->listeners[i].hcm;
+        for (size_t k = 0; k < h->naccess_logs; k++) {
+            wp_alf_free(h->access_logs[k].format);
+            h->access_logs[k].format = NULL;
+        }
+    }
+}
+
+static int compile_routes(wp_config *cfg, wf_strbuf *err)
+{
+    for (size_t i = 0; i < cfg->nlisteners; i++) {
+        wp_route_config *rc = cfg->listeners[i].hcm.route_config;
+        if (rc && !rc->index && wp_route_index_build(&cfg->arena, rc, err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void stop_all(wp_main *m)
+{
+    if (m->stopping)
+        return;
+    m->stopping = true;
+    for (unsigned i = 0; i < m->srv.nworkers; i++)
+        wp_worker_command(&m->srv.workers[i], WP_WORKER_STOP);
+    uv_close((uv_handle_t *)&m->sigterm, NULL);
+    uv_close((uv_handle_t *)&m->sigint, NULL);
+    uv_close((uv_handle_t *)&m->drain_timer, NULL);
+    uv_close((uv_handle_t *)&m->gauge_timer, NULL);
+    if (m->admin)
+        wp_admin_close(m->admin);
+}
+
+static void on_drain_tick(uv_timer_t *t)
+{
+    wp_main *m = t->data;
+    size_t open = 0;
+    for (unsigned i = 0; i < m->srv.nworkers; i++)
+        open += wp_worker_connections(&m->srv.workers[i]);
+    if (open == 0 || uv_now(m->loop) >= m->drain_deadline) {
+        WF_LOG(WF_LC_main, WF_LOG_INFO, "shutting down (%zu connections left)", open);
+        stop_all(m);
+    }
+}
+
+/* Stop accepting, let in-flight requests finish, exit when done or at the deadline. */
+static void start_drain(wp_main *m)
+{
+    if (atomic_load(&m->srv.state) == 1 || m->stopping)
+        return;
+    WF_LOG(WF_LC_main, WF_LOG_INFO, "draining listeners (drain time %llus)",
+           (unsigned long long)m->opts->drain_time_s);
+    atomic_store(&m->srv.state, 1);
+    wp_stat_add(wp_stats_get_shard(m->srv.pstats->store, m->srv.nworkers),
+                m->srv.pstats->server_state, 1);
+    for (unsigned i = 0; i < m->srv.nworkers; i++)
+        wp_worker_command(&m->srv.workers[i], WP_WORKER_DRAIN);
+    m->drain_deadline = uv_now(m->loop) + m->opts->drain_time_s * 1000;
+    uv_timer_start(&m->drain_timer, on_drain_tick, 50, 50);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    wp_main *m = s->data;
+    WF_LOG(WF_LC_main, WF_LOG_WARN, "caught %s", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    start_drain(m);
+}
+
+void wp_server_request_drain(void *ctx, bool exit_after)
+{
+    wp_main *m = ctx;
+    if (exit_after)
+        start_drain(m);
+    else {
+        for (unsigned i = 0; i < m->srv.nworkers; i++)
+            wp_worker_command(&m->srv.workers[i], WP_WORKER_DRAIN);
+    }
+}
+
+void wp_server_request_quit(void *ctx)
+{
+    wp_main *m = ctx;
+    WF_LOG(WF_LC_main, WF_LOG_INFO, "quitquitquit: exiting");
+    stop_all(m);
+}
+
+static void on_gauges(uv_timer_t *t)
+{
+    wp_main *m = t->data;
+    int64_t up = (int64_t)((uv_now(m->loop) - (uint64_t)m->srv.start_time) / 1000);
+    wp_stats_shard *sh = wp_stats_get_shard(m->srv.pstats->store, m->srv.nworkers);
+    wp_stat_add(sh, m->srv.pstats->server_uptime, up - m->last_uptime);
+    m->last_uptime = up;
+}
+
+static void resolve_dns_clusters(wp_config *cfg)
+{
+    for (size_t i = 0; i < cfg->nclusters; i++) {
+        wp_cluster *c = &cfg->clusters[i];
+        if (c->type == WP_CLUSTER_STATIC)
+            continue;
+        for (size_t k = 0; k < c->nendpoints; k++) {
+            wp_endpoint *e = &c->endpoints[k];
+            if (e->addr.len)
+                continue;
+            struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+            hints.ai_family = AF_UNSPEC;
+            char port[16];
+            snprintf(port, sizeof(port), "%u", e->port);
+            int r = getaddrinfo(e->hostname, port, &hints, &res);
+            if (r != 0 || !res) {
+                WF_LOG(WF_LC_upstream, WF_LOG_WARN, "cluster %s: cannot resolve %s: %s",
+                       c->name, e->hostname, gai_strerror(r));
+                e->health = WP_HEALTH_UNHEALTHY;
+                continue;
+            }
+            memcpy(&e->addr.sa, res->ai_addr, res->ai_addrlen);
+            e->addr.len = res->ai_addrlen;
+            char ip[INET6_ADDRSTRLEN] = "";
+            if (res->ai_family == AF_INET)
+                uv_ip4_name((const struct sockaddr_in *)res->ai_addr, ip, sizeof(ip));
+            else
+                uv_ip6_name((const struct sockaddr_in6 *)res->ai_addr, ip, sizeof(ip));
+            snprintf(e->addr.text, sizeof(e->addr.text), res->ai_family == AF_INET6 ? "[%s]:%u" : "%s:%u", ip, e->port);
+            freeaddrinfo(res);
+        }
+    }
+}
+
+static wp_config *load(const wp_server_opts *o, wf_strbuf *err)
+{
+    wp_config *cfg = wp_bootstrap_load_file(o->config_path, err);
+    if (!cfg)
+        return NULL;
+    if (o->service_node)
+        cfg->node_id = wf_arena_strdup(&cfg->arena, o->service_node);
+    if (o->service_cluster)
+        cfg->node_cluster = wf_arena_strdup(&cfg->arena, o->service_cluster);
+    if (compile_routes(cfg, err) != 0) {
+        wp_config_unref(cfg);
+        return NULL;
+    }
+    return cfg;
+}
+
+static int init_cluster_rt(wp_server *srv)
+{
+    srv->crt = calloc(srv->cfg->nclusters ? srv->cfg->nclusters : 1, sizeof(*srv->crt));
+    if (!srv->crt)
+        return -1;
+    for (size_t i = 0; i < srv->cfg->nclusters; i++) {
+        size_t n = srv->cfg->clusters[i].nendpoints;
+        srv->crt[i].hosts = calloc(n ? n : 1, sizeof(wp_host_rt));
+        if (!srv->crt[i].hosts)
+            return -1;
+    }
+    return 0;
+}
+
+static void set_gauge(wp_server *srv, uint32_t slot, int64_t v)
+{
+    wp_stat_add(wp_stats_get_shard(srv->pstats->store, srv->nworkers), slot, v);
+}
+
+static void initial_gauges(wp_server *srv)
+{
+    wp_pstats *p = srv->pstats;
+    set_gauge(srv, p->server_live, 1);
+    set_gauge(srv, p->server_state, 0);
+    set_gauge(srv, p->server_concurrency, srv->nworkers);
+    set_gauge(srv, p->workers_started, 1);
+    set_gauge(srv, p->total_listeners_active, (int64_t)srv->cfg->nlisteners);
+    set_gauge(srv, p->lm_listener_added, (int64_t)srv->cfg->nlisteners);
+    set_gauge(srv, p->cm_active_clusters, (int64_t)srv->cfg->nclusters);
+    set_gauge(srv, p->cm_cluster_added, (int64_t)srv->cfg->nclusters);
+    for (size_t i = 0; i < srv->cfg->nclusters; i++) {
+        const wp_cluster *c = &srv->cfg->clusters[i];
+        int64_t healthy = 0;
+        for (size_t k = 0; k < c->nendpoints; k++)
+            healthy += c->endpoints[k].health != WP_HEALTH_UNHEALTHY &&
+                       c->endpoints[k].health != WP_HEALTH_DRAINING &&
+                       c->endpoints[k].health != WP_HEALTH_TIMEOUT;
+        set_gauge(srv, p->clusters[i].slot[WP_S_membership_total], (int64_t)c->nendpoints);
+        set_gauge(srv, p->clusters[i].slot[WP_S_membership_healthy], healthy);
+    }
+}
+
+static void free_server(wp_main *m, unsigned nstarted)
+{
+    wp_server *srv = &m->srv;
+    for (unsigned i = 0; i < nstarted; i++)
+        wp_worker_free(&srv->workers[i]);
+    free(srv->workers);
+    if (srv->crt)
+        for (size_t i = 0; i < srv->cfg->nclusters; i++)
+            free(srv->crt[i].hosts);
+    free(srv->crt);
+    if (srv->pstats) {
+        wp_stats_free(srv->pstats->store);
+        wp_pstats_free(srv->pstats);
+    }
+    if (srv->alog_files)
+        wp_alog_files_free(srv->alog_files);
+    free_access_logs(srv->cfg);
+    wp_config_unref(srv->cfg);
+}
+
+static int fail(wp_main *m, unsigned ninit, const char *what, wf_strbuf *err)
+{
+    fprintf(stderr, "weft-proxy: %s: %s\n", what, wf_strbuf_cstr(err));
+    wf_strbuf_free(err);
+    free_server(m, ninit);
+    return 1;
+}
+
+static int start_workers(wp_main *m, wf_strbuf *err, unsigned *ninit)
+{
+    wp_server *srv = &m->srv;
+    srv->workers = calloc(srv->nworkers, sizeof(*srv->workers));
+    if (!srv->workers)
+        return -1;
+    for (unsigned i = 0; i < srv->nworkers; i++) {
+        *ninit = i + 1;
+        if (wp_worker_init(&srv->workers[i], srv, i, err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int wp_server_run(const wp_server_opts *o)
+{
+    wp_main m = {0};
+    wf_strbuf err = {0};
+    signal(SIGPIPE, SIG_IGN);
+    m.opts = o;
+    m.srv.cfg = load(o, &err);
+    if (!m.srv.cfg) {
+        fprintf(stderr, "error initializing configuration '%s': %s\n", o->config_path,
+                wf_strbuf_cstr(&err));
+        wf_strbuf_free(&err);
+        return 1;
+    }
+    m.srv.alog_files = wp_alog_files_new();
+    if (!m.srv.alog_files || compile_access_logs(&m.srv, m.srv.cfg, &err) != 0) {
+        fprintf(stderr, "error initializing configuration '%s': %s\n", o->config_path,
+                wf_strbuf_cstr(&err));
+        wf_strbuf_free(&err);
+        free_server(&m, 0);
+        return 1;
+    }
+    if (o->validate_only) {
+        printf("configuration '%s' OK\n", o->config_path);
+        free_server(&m, 0);
+        return 0;
+    }
+    resolve_dns_clusters(m.srv.cfg);
+    m.srv.nworkers = o->concurrency ? o->concurrency : uv_available_parallelism();
+    m.srv.flush_interval_ms = o->flush_interval_ms;
+    atomic_store(&m.srv.next_conn_id, 0);
+    atomic_store(&m.srv.next_stream_id, 1);
+    wp_stats *store = wp_stats_new(m.srv.nworkers + 1);
+    m.srv.pstats = store ? wp_pstats_register(store, m.srv.cfg) : NULL;
+    if (!m.srv.pstats) {
+        wp_stats_free(store);
+        wf_strbuf_puts(&err, "out of memory");
+        return fail(&m, 0, "stats", &err);
+    }
+    unsigned ninit = 0;
+    if (init_cluster_rt(&m.srv) != 0 || start_workers(&m, &err, &ninit) != 0)
+        return fail(&m, ninit, "cannot start", &err);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    m.loop = &loop;
+    m.srv.start_time = (int64_t)uv_now(&loop);
+    if (m.srv.cfg->has_admin) {
+        m.admin = wp_admin_start(&loop, &m.srv, &m, o, &err);
+        if (!m.admin) {
+            uv_loop_close(&loop);
+            return fail(&m, ninit, "admin", &err);
+        }
+    }
+    uv_signal_init(&loop, &m.sigterm);
+    uv_signal_init(&loop, &m.sigint);
+    m.sigterm.data = m.sigint.data = &m;
+    uv_signal_start(&m.sigterm, on_signal, SIGTERM);
+    uv_signal_start(&m.sigint, on_signal, SIGINT);
+    uv_timer_init(&loop, &m.drain_timer);
+    uv_timer_init(&loop, &m.gauge_timer);
+    m.drain_timer.data = m.gauge_timer.data = &m;
+    uv_timer_start(&m.gauge_timer, on_gauges, 1000, 1000);
+    initial_gauges(&m.srv);
+    for (unsigned i = 0; i < m.srv.nworkers; i++)
+        wp_worker_start(&m.srv.workers[i]);
+    atomic_store(&m.srv.workers_started, 1);
+    WF_LOG(WF_LC_main, WF_LOG_INFO, "starting main dispatch loop (%u workers)", m.srv.nworkers);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    for (unsigned i = 0; i < m.srv.nworkers; i++)
+        wp_worker_join(&m.srv.workers[i]);
+    if (m.admin)
+        wp_admin_free(m.admin);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    free_server(&m, ninit);
+    wf_strbuf_free(&err);
+    WF_LOG(WF_LC_main, WF_LOG_INFO, "exiting");
+    return 0;
+}

@@ -1,0 +1,34 @@
+/*
+ * server.h - weft-proxy as a process: loads the bootstrap, starts the workers and the
+ * admin server, runs until SIGTERM/SIGINT or POST /quitquitquit, then drains.
+ *
+ * Follows Envoy's server behaviour (docs operations/cli and operations/admin): --mode
+ * validate checks the configuration and exits; SIGTERM stops accepting, lets in-flight
+ * requests finish for up to --drain-time-s seconds, then exits 0.
+ */
+#ifndef WEFT_PROXY_SERVER_H
+#define WEFT_PROXY_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct {
+    const char *config_path;     /* -c */
+    unsigned concurrency;        /* workers; 0 = number of CPUs */
+    const char *log_level;       /* -l, NULL = info */
+    const char *component_log_level;
+    uint64_t drain_time_s;       /* default 600, as Envoy */
+    const char *service_node;    /* overrides node.id */
+    const char *service_cluster; /* overrides node.cluster */
+    bool validate_only;          /* --mode validate */
+    uint64_t flush_interval_ms;  /* --file-flush-interval-msec, default 10000 */
+    int argc;                    /* for /server_info command_line_options */
+    char **argv;
+} wp_server_opts;
+
+/* Runs the proxy. Returns the process exit code: 0 after a clean shutdown or a valid
+ * configuration in validate mode, 1 when the configuration is invalid or a listener cannot
+ * be bound (the error is printed on stderr, naming the file and JSON path or address). */
+int wp_server_run(const wp_server_opts *o);
+
+#endif

@@ -1,0 +1,114 @@
+/*
+ * stream_info.h - what the proxy knows about one downstream HTTP request when it ends:
+ * the input of access logs (access_log.c) and, later, Istio's metrics. Filled by the
+ * connection manager and the router; read-only for formatters.
+ *
+ * Response flags and details follow Envoy's StreamInfo (envoy/stream_info/stream_info.h,
+ * source/common/stream_info/utility.{h,cc}): flags are kept in the order they were set, a
+ * flag set twice is kept once, and %RESPONSE_FLAGS% joins their short names with ','
+ * ("-" when none).
+ *
+ * Lifetime: every pointer inside stays valid until the stream is destroyed, which happens
+ * after the access logs have been written. Times are monotonic nanoseconds (uv_hrtime)
+ * except start_time_us (wall clock, microseconds since the epoch).
+ */
+#ifndef WEFT_PROXY_STREAM_INFO_H
+#define WEFT_PROXY_STREAM_INFO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "http/h1_parser.h"
+
+/* Envoy's response flags, in Envoy's enum order (ResponseFlag in stream_info.h). */
+typedef enum {
+    WP_RF_LH,   /* FailedLocalHealthCheck */
+    WP_RF_UH,   /* NoHealthyUpstream */
+    WP_RF_UT,   /* UpstreamRequestTimeout */
+    WP_RF_LR,   /* LocalReset */
+    WP_RF_UR,   /* UpstreamRemoteReset */
+    WP_RF_UF,   /* UpstreamConnectionFailure */
+    WP_RF_UC,   /* UpstreamConnectionTermination */
+    WP_RF_UO,   /* UpstreamOverflow */
+    WP_RF_NR,   /* NoRouteFound */
+    WP_RF_DI,   /* DelayInjected */
+    WP_RF_FI,   /* FaultInjected */
+    WP_RF_RL,   /* RateLimited */
+    WP_RF_UAEX, /* UnauthorizedExternalService */
+    WP_RF_RLSE, /* RateLimitServiceError */
+    WP_RF_DC,   /* DownstreamConnectionTermination */
+    WP_RF_URX,  /* UpstreamRetryLimitExceeded */
+    WP_RF_SI,   /* StreamIdleTimeout */
+    WP_RF_IH,   /* InvalidEnvoyRequestHeaders */
+    WP_RF_DPE,  /* DownstreamProtocolError */
+    WP_RF_UMSDR, /* UpstreamMaxStreamDurationReached */
+    WP_RF_RFCF, /* ResponseFromCacheFilter */
+    WP_RF_NFCF, /* NoFilterConfigFound */
+    WP_RF_DT,   /* DurationTimeout */
+    WP_RF_UPE,  /* UpstreamProtocolError */
+    WP_RF_NC,   /* NoClusterFound */
+    WP_RF_OM,   /* OverloadManagerTerminated */
+    WP_RF_DF,   /* DnsResolutionFailed */
+    WP_RF_DO,   /* DropOverload */
+    WP_RF_DR,   /* DownstreamRemoteReset */
+    WP_RF_UDO,  /* UnconditionalDropOverload */
+    WP_RF_COUNT_
+} wp_response_flag;
+
+#define WP_MAX_FLAGS 8
+
+typedef struct wp_stream_info {
+    /* identity */
+    uint64_t connection_id, stream_id;
+    int64_t start_time_us;        /* wall clock at the first byte of the request */
+    uint64_t start_ns;            /* monotonic, same instant */
+    uint64_t last_rx_ns;          /* request fully received, 0 = not (yet) */
+    uint64_t first_upstream_tx_ns, last_upstream_tx_ns;
+    uint64_t first_upstream_rx_ns, last_upstream_rx_ns;
+    uint64_t first_downstream_tx_ns, last_downstream_tx_ns;
+    uint64_t end_ns;              /* stream complete */
+    /* request as received (headers point into stream-owned memory) */
+    const h1_message *request; /* NULL when the head never parsed */
+    const char *protocol;      /* "HTTP/1.1", "HTTP/1.0" */
+    /* response as sent downstream (NULL until headers went out) */
+    const h1_header *response_headers;
+    size_t nresponse_headers;
+    int response_code; /* 0 = no response sent */
+    const char *details; /* %RESPONSE_CODE_DETAILS%, NULL = "-" */
+    const char *termination_details; /* %CONNECTION_TERMINATION_DETAILS% */
+    const char *transport_failure_reason; /* %UPSTREAM_TRANSPORT_FAILURE_REASON% */
+    uint8_t flags[WP_MAX_FLAGS]; /* wp_response_flag values in the order set */
+    uint8_t nflags;
+    /* bytes (HTTP bodies, as Envoy's %BYTES_RECEIVED% / %BYTES_SENT%) */
+    uint64_t bytes_received, bytes_sent;
+    uint64_t wire_bytes_received, wire_bytes_sent; /* downstream, headers included */
+    /* routing */
+    const char *route_name;        /* NULL = none */
+    const char *upstream_cluster;  /* cluster name (%UPSTREAM_CLUSTER_RAW%), NULL = none */
+    const char *upstream_cluster_stat; /* alt_stat_name or name (%UPSTREAM_CLUSTER%) */
+    const char *upstream_host;     /* "ip:port", NULL = none */
+    const char *upstream_local;    /* "ip:port", NULL = none */
+    const char *downstream_local;  /* "ip:port" */
+    const char *downstream_remote; /* "ip:port" */
+    const char *requested_server_name; /* SNI, NULL (no TLS yet) */
+    uint32_t attempt_count; /* %UPSTREAM_REQUEST_ATTEMPT_COUNT% */
+    uint64_t upstream_connection_id;
+} wp_stream_info;
+
+/* Short name ("UH") and long name ("NoHealthyUpstream") of a flag. */
+const char *wp_flag_short(wp_response_flag f);
+const char *wp_flag_long(wp_response_flag f);
+/* Sets a flag (kept once, in set order). */
+void wp_si_set_flag(wp_stream_info *si, wp_response_flag f);
+bool wp_si_has_flag(const wp_stream_info *si, wp_response_flag f);
+/* Writes %RESPONSE_FLAGS% into out (capacity cap, NUL-terminated, "-" when none);
+ * returns the length. cap >= 64 always suffices. */
+size_t wp_si_flags_string(const wp_stream_info *si, char *out, size_t cap);
+/* Request header value by lower-case name; pseudo headers ":method", ":path",
+ * ":authority" (Host), ":scheme" are mapped; NULL when absent. *len receives the length. */
+const char *wp_si_req_header(const wp_stream_info *si, const char *name, size_t *len);
+/* Response header value by lower-case name (":status" not mapped); NULL when absent. */
+const char *wp_si_resp_header(const wp_stream_info *si, const char *name, size_t *len);
+
+#endif

@@ -1,0 +1,601 @@
+/*
+ * upstream.c - per-worker upstream connection pools (Envoy's HTTP/1 connection pool and
+ * cluster load balancers, as documented in intro/arch_overview/upstream/connection_pooling,
+ * load_balancing/load_balancers and circuit_breaking).
+ *
+ *  - Hosts: endpoints whose health_status is UNHEALTHY, DRAINING or TIMEOUT are not
+ *    chosen; UNKNOWN, HEALTHY and DEGRADED are. No host left: 503 "no healthy upstream",
+ *    details no_healthy_upstream, flag UH, stat upstream_cx_none_healthy.
+ *  - Load balancing: ROUND_ROBIN (weights honoured with a smooth weighted round robin),
+ *    LEAST_REQUEST (two random choices, fewer active requests wins; Envoy's P2C default),
+ *    RANDOM.
+ *  - Circuit breakers (cluster-wide, all workers): max_requests and max_pending_requests
+ *    overflow answer 503 with flag UO, "x-envoy-overloaded: true", stat
+ *    upstream_rq_pending_overflow; max_connections overflow queues the request until a
+ *    connection frees (stat upstream_cx_overflow).
+ *  - Keep-alive: a connection goes back to the pool after a complete exchange unless
+ *    either side said close or max_requests_per_connection is reached; idle connections
+ *    are watched for the server closing them and closed after the cluster's idle_timeout.
+ *  - connect_timeout: the attempt fails with reset reason "connection timeout" (UF);
+ *    a refused connection gives "remote connection failure" with transport failure reason
+ *    "delayed connect error: <errno text>" [verify: Envoy's exact transport failure text
+ *    depends on the version; the reference's example is used].
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "proxy/proxy_internal.h"
+
+static void ustat(wp_worker *w, int cluster, int which, int64_t d)
+{
+    wp_stat_add(w->stats, w->srv->pstats->clusters[cluster].slot[which], d);
+}
+
+static wp_host_rt *host_rt(wp_uconn *u)
+{
+    return &u->w->srv->crt[u->pool->cluster].hosts[u->host];
+}
+
+int wp_pools_init(wp_worker *w)
+{
+    size_t n = w->cfg->nclusters;
+    w->pools = calloc(n ? n : 1, sizeof(*w->pools));
+    if (!w->pools)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        wp_pool *p = &w->pools[i];
+        size_t nh = w->cfg->clusters[i].nendpoints;
+        p->w = w;
+        p->cluster = (int)i;
+        p->idle = calloc(nh ? nh : 1, sizeof(*p->idle));
+        p->host_rq = calloc(nh ? nh : 1, sizeof(*p->host_rq));
+        p->cw = calloc(nh ? nh : 1, sizeof(*p->cw));
+        if (!p->idle || !p->host_rq || !p->cw)
+            return -1;
+    }
+    return 0;
+}
+
+void wp_pools_free(wp_worker *w)
+{
+    if (!w->pools)
+        return;
+    for (size_t i = 0; i < w->cfg->nclusters; i++) {
+        free(w->pools[i].idle);
+        free(w->pools[i].host_rq);
+        free(w->pools[i].cw);
+    }
+    free(w->pools);
+    w->pools = NULL;
+}
+
+static bool host_ok(const wp_endpoint *e)
+{
+    return e->health != WP_HEALTH_UNHEALTHY && e->health != WP_HEALTH_DRAINING &&
+           e->health != WP_HEALTH_TIMEOUT;
+}
+
+/* Smooth weighted round robin over healthy hosts (equal weights: plain rotation). */
+static int pick_rr(wp_pool *p, const wp_cluster *c)
+{
+    int best = -1;
+    int64_t total = 0;
+    for (size_t i = 0; i < c->nendpoints; i++) {
+        if (!host_ok(&c->endpoints[i]))
+            continue;
+        int64_t wgt = c->endpoints[i].weight ? c->endpoints[i].weight : 1;
+        p->cw[i] += wgt;
+        total += wgt;
+        if (best < 0 || p->cw[i] > p->cw[best])
+            best = (int)i;
+    }
+    if (best >= 0)
+        p->cw[best] -= total;
+    return best;
+}
+
+static int pick_random_healthy(wp_pool *p, const wp_cluster *c, size_t healthy)
+{
+    uint64_t k = wp_rand(p->w) % healthy;
+    for (size_t i = 0; i < c->nendpoints; i++)
+        if (host_ok(&c->endpoints[i]) && k-- == 0)
+            return (int)i;
+    return -1;
+}
+
+static int pick_host(wp_pool *p, const wp_cluster *c)
+{
+    size_t healthy = 0;
+    for (size_t i = 0; i < c->nendpoints; i++)
+        healthy += host_ok(&c->endpoints[i]);
+    if (healthy == 0)
+        return -1;
+    switch (c->lb_policy) {
+    case WP_LB_RANDOM: return pick_random_healthy(p, c, healthy);
+    case WP_LB_LEAST_REQUEST: {
+        int a = pick_random_healthy(p, c, healthy), b = pick_random_healthy(p, c, healthy);
+        return p->host_rq[b] < p->host_rq[a] ? b : a;
+    }
+    default: return pick_rr(p, c);
+    }
+}
+
+/* ---------- connections ---------- */
+
+static void u_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf);
+static void pending_done(wp_stream *s);
+
+static void u_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    wp_uconn *u = h->data;
+    (void)suggested;
+    if (!u->rbuf) {
+        u->rbuf = wp_buf_get(u->w, WP_BUF_SIZE);
+        u->rlen = u->rstart = 0;
+        if (!u->rbuf) {
+            *buf = uv_buf_init(NULL, 0);
+            return;
+        }
+    }
+    if (u->rstart > 0 && !u->pinned) {
+        memmove(u->rbuf->data, u->rbuf->data + u->rstart, u->rlen - u->rstart);
+        u->rlen -= u->rstart;
+        u->rstart = 0;
+    }
+    if (u->rlen == u->rbuf->cap && !u->pinned && u->rbuf->cap < 64 * 1024 + WP_HEAD_EXTRA) {
+        wp_buf *nb = wp_buf_get(u->w, 64 * 1024 + WP_HEAD_EXTRA);
+        if (nb) {
+            memcpy(nb->data, u->rbuf->data, u->rlen);
+            wp_buf_put(u->w, u->rbuf);
+            u->rbuf = nb;
+        }
+    }
+    *buf = uv_buf_init(u->rbuf->data + u->rlen, (unsigned)(u->rbuf->cap - u->rlen));
+}
+
+void wp_uconn_resume_read(wp_uconn *u)
+{
+    if (u->reading || u->closing || u->state == WP_UC_CONNECTING)
+        return;
+    if (uv_read_start((uv_stream_t *)&u->tcp, u_on_alloc, u_on_read) == 0)
+        u->reading = true;
+}
+
+void wp_uconn_pause_read(wp_uconn *u)
+{
+    if (!u || !u->reading)
+        return;
+    uv_read_stop((uv_stream_t *)&u->tcp);
+    u->reading = false;
+}
+
+static void u_on_closed(uv_handle_t *h)
+{
+    wp_uconn *u = h->data;
+    if (++u->closed_handles == 2) {
+        wp_buf_put(u->w, u->rbuf);
+        free(u);
+    }
+}
+
+static void idle_remove(wp_uconn *u)
+{
+    wp_uconn **pp = &u->pool->idle[u->host];
+    while (*pp && *pp != u)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = u->next;
+    u->next = NULL;
+}
+
+void wp_uconn_close(wp_uconn *u, bool local)
+{
+    if (u->closing)
+        return;
+    wp_worker *w = u->w;
+    int c = u->pool->cluster;
+    if (u->state == WP_UC_IDLE)
+        idle_remove(u);
+    bool active_rq = u->stream != NULL;
+    u->closing = true;
+    u->state = WP_UC_CLOSING;
+    if (u->stream) {
+        wp_stream *s = u->stream;
+        u->stream = NULL;
+        s->up = NULL;
+        wp_router_on_reset(s, WP_RESET_LOCAL_RESET, NULL);
+    }
+    ustat(w, c, WP_S_upstream_cx_destroy, 1);
+    ustat(w, c, local ? WP_S_upstream_cx_destroy_local : WP_S_upstream_cx_destroy_remote, 1);
+    if (active_rq)
+        ustat(w, c,
+              local ? WP_S_upstream_cx_destroy_local_with_active_rq
+                    : WP_S_upstream_cx_destroy_remote_with_active_rq,
+              1);
+    ustat(w, c, WP_S_upstream_cx_active, -1);
+    atomic_fetch_sub_explicit(&w->srv->crt[c].cx_open, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&host_rt(u)->cx_active, 1, memory_order_relaxed);
+    WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, u->id, "closing upstream connection (%s)",
+                local ? "local close" : "remote close");
+    uv_close((uv_handle_t *)&u->tcp, u_on_closed);
+    uv_close((uv_handle_t *)&u->timer, u_on_closed);
+    /* a slot under max_connections opened: serve a waiting request */
+    wp_pool *p = &w->pools[c];
+    if (p->pending_head)
+        wp_pool_dispatch_pending(p);
+}
+
+static void u_on_timer(uv_timer_t *t)
+{
+    wp_uconn *u = t->data;
+    if (u->state == WP_UC_CONNECTING) {
+        wp_worker *w = u->w;
+        int c = u->pool->cluster;
+        ustat(w, c, WP_S_upstream_cx_connect_timeout, 1);
+        ustat(w, c, WP_S_upstream_cx_connect_fail, 1);
+        atomic_fetch_add_explicit(&host_rt(u)->cx_connect_fail, 1, memory_order_relaxed);
+        wp_stream *s = u->stream;
+        u->stream = NULL;
+        if (s) {
+            s->up = NULL;
+            s->connecting = NULL;
+            pending_done(s);
+            wp_uconn_close(u, true);
+            wp_router_on_reset(s, WP_RESET_CONNECTION_TIMEOUT, NULL);
+            return;
+        }
+        wp_uconn_close(u, true);
+        return;
+    }
+    if (u->state == WP_UC_IDLE) {
+        ustat(u->w, u->pool->cluster, WP_S_upstream_cx_idle_timeout, 1);
+        wp_uconn_close(u, true);
+    }
+}
+
+static void u_on_write(uv_write_t *req, int status)
+{
+    wp_uconn *u = req->data;
+    u->writing = false;
+    if (u->closing)
+        return;
+    if (status < 0) {
+        wp_stream *s = u->stream;
+        u->stream = NULL;
+        if (s)
+            s->up = NULL;
+        wp_uconn_close(u, false);
+        if (s)
+            wp_router_on_reset(s, WP_RESET_CONNECTION_TERMINATION, NULL);
+        return;
+    }
+    if (u->stream)
+        wp_router_on_upstream_written(u->stream);
+}
+
+int wp_uconn_write(wp_uconn *u, uv_buf_t *bufs, unsigned n)
+{
+    size_t total = 0;
+    for (unsigned i = 0; i < n; i++)
+        total += bufs[i].len;
+    ustat(u->w, u->pool->cluster, WP_S_upstream_cx_tx_bytes_total, (int64_t)total);
+    u->wreq.data = u;
+    int r = wp_write((uv_stream_t *)&u->tcp, &u->wreq, bufs, n, u_on_write);
+    if (r < 0) {
+        wp_stream *s = u->stream;
+        u->stream = NULL;
+        if (s)
+            s->up = NULL;
+        wp_uconn_close(u, false);
+        if (s)
+            wp_router_on_reset(s, WP_RESET_CONNECTION_TERMINATION, NULL);
+        return -1;
+    }
+    u->writing = r == 1;
+    return r;
+}
+
+static void u_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+    wp_uconn *u = st->data;
+    (void)buf;
+    if (n == 0)
+        return;
+    if (n == UV_ENOBUFS) {
+        wp_uconn_pause_read(u);
+        return;
+    }
+    if (n < 0) {
+        wp_uconn_pause_read(u);
+        if (u->stream) {
+            wp_uconn *keep = u;
+            wp_router_on_upstream_eof(keep); /* releases or resets the stream */
+        }
+        if (!u->closing)
+            wp_uconn_close(u, false);
+        return;
+    }
+    u->rlen += (size_t)n;
+    ustat(u->w, u->pool->cluster, WP_S_upstream_cx_rx_bytes_total, n);
+    if (!u->stream) {
+        wp_uconn_close(u, false); /* data on an idle connection */
+        return;
+    }
+    wp_router_on_upstream_data(u);
+    if (u->rbuf && u->rstart == u->rlen && !u->pinned) {
+        u->rstart = u->rlen = 0;
+        if (!u->stream) {
+            wp_buf_put(u->w, u->rbuf);
+            u->rbuf = NULL;
+        }
+    }
+}
+
+static void u_on_connect(uv_connect_t *req, int status)
+{
+    wp_uconn *u = req->data;
+    if (u->closing)
+        return;
+    wp_worker *w = u->w;
+    int c = u->pool->cluster;
+    uv_timer_stop(&u->timer);
+    if (status < 0) {
+        ustat(w, c, WP_S_upstream_cx_connect_fail, 1);
+        atomic_fetch_add_explicit(&host_rt(u)->cx_connect_fail, 1, memory_order_relaxed);
+        char tfr[96];
+        snprintf(tfr, sizeof(tfr), "delayed connect error: %s", strerror(-status));
+        wp_stream *s = u->stream;
+        u->stream = NULL;
+        if (s) {
+            s->up = NULL;
+            s->connecting = NULL;
+            pending_done(s);
+        }
+        WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "connect failure: %s", tfr);
+        wp_uconn_close(u, false);
+        if (s)
+            wp_router_on_reset(s, WP_RESET_REMOTE_CONNECTION_FAILURE, tfr);
+        return;
+    }
+    uv_tcp_nodelay(&u->tcp, 1);
+    wp_addr_of(&u->tcp, false, u->local, sizeof(u->local));
+    u->state = WP_UC_BUSY;
+    WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "connected to %s",
+                w->cfg->clusters[c].endpoints[u->host].addr.text);
+    wp_uconn_resume_read(u);
+    wp_stream *s = u->stream;
+    if (s) {
+        u->stream = NULL;
+        s->connecting = NULL;
+        wp_pool_assign(u, s);
+    } else {
+        wp_uconn_release(u, true);
+    }
+}
+
+/* ---------- requests ---------- */
+
+static void pending_push(wp_pool *p, wp_stream *s)
+{
+    s->pending_next = NULL;
+    if (p->pending_tail)
+        p->pending_tail->pending_next = s;
+    else
+        p->pending_head = s;
+    p->pending_tail = s;
+    s->queued = true;
+}
+
+static void pending_remove(wp_pool *p, wp_stream *s)
+{
+    wp_stream **pp = &p->pending_head, *prev = NULL;
+    while (*pp && *pp != s) {
+        prev = *pp;
+        pp = &(*pp)->pending_next;
+    }
+    if (!*pp)
+        return;
+    *pp = s->pending_next;
+    if (p->pending_tail == s)
+        p->pending_tail = prev;
+    s->pending_next = NULL;
+    s->queued = false;
+}
+
+static void pending_done(wp_stream *s)
+{
+    if (!s->pending)
+        return;
+    s->pending = false;
+    wp_worker *w = s->d->w;
+    ustat(w, s->cluster, WP_S_upstream_rq_pending_active, -1);
+    atomic_fetch_sub_explicit(&w->srv->crt[s->cluster].rq_pending, 1, memory_order_relaxed);
+}
+
+void wp_pool_assign(wp_uconn *u, wp_stream *s)
+{
+    pending_done(s);
+    u->state = WP_UC_BUSY;
+    u->requests++;
+    u->pool->host_rq[u->host]++;
+    wp_host_rt *h = host_rt(u);
+    atomic_fetch_add_explicit(&h->rq_active, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->rq_total, 1, memory_order_relaxed);
+    wp_router_on_connected(s, u);
+}
+
+static void connect_new(wp_pool *p, int host, wp_stream *s)
+{
+    wp_worker *w = p->w;
+    const wp_cluster *c = &w->cfg->clusters[p->cluster];
+    wp_uconn *u = calloc(1, sizeof(*u));
+    if (!u) {
+        wp_router_on_reset(s, WP_RESET_LOCAL_CONNECTION_FAILURE, "out of memory");
+        return;
+    }
+    u->w = w;
+    u->pool = p;
+    u->host = host;
+    u->id = atomic_fetch_add(&w->srv->next_conn_id, 1);
+    u->state = WP_UC_CONNECTING;
+    uv_tcp_init(&w->loop, &u->tcp);
+    uv_timer_init(&w->loop, &u->timer);
+    u->tcp.data = u->timer.data = u->connect.data = u;
+    h1_parser_init(&u->parser, H1_RESPONSE, u->hdrs, WP_MAX_HEADERS, 64 * 1024);
+    ustat(w, p->cluster, WP_S_upstream_cx_total, 1);
+    ustat(w, p->cluster, WP_S_upstream_cx_active, 1);
+    atomic_fetch_add_explicit(&w->srv->crt[p->cluster].cx_open, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&host_rt(u)->cx_active, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&host_rt(u)->cx_total, 1, memory_order_relaxed);
+    u->stream = s;
+    s->connecting = u;
+    WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "creating a new connection to %s",
+                c->endpoints[host].addr.text);
+    int r = uv_tcp_connect(&u->connect, &u->tcp, (const struct sockaddr *)&c->endpoints[host].addr.sa,
+                           u_on_connect);
+    if (r != 0) {
+        char tfr[96];
+        snprintf(tfr, sizeof(tfr), "%s", uv_strerror(r));
+        u->stream = NULL;
+        s->connecting = NULL;
+        pending_done(s);
+        ustat(w, p->cluster, WP_S_upstream_cx_connect_fail, 1);
+        wp_uconn_close(u, true);
+        wp_router_on_reset(s, WP_RESET_LOCAL_CONNECTION_FAILURE, tfr);
+        return;
+    }
+    if (c->connect_timeout_ms)
+        uv_timer_start(&u->timer, u_on_timer, c->connect_timeout_ms, 0);
+}
+
+static void overflow(wp_stream *s)
+{
+    ustat(s->d->w, s->cluster, WP_S_upstream_rq_pending_overflow, 1);
+    wp_router_on_reset(s, WP_RESET_OVERFLOW, NULL);
+}
+
+int wp_pool_request(wp_worker *w, wp_stream *s)
+{
+    const wp_cluster *c = &s->cfg->clusters[s->cluster];
+    wp_cluster_rt *rt = &w->srv->crt[s->cluster];
+    wp_pool *p = &w->pools[s->cluster];
+    int host = pick_host(p, c);
+    if (host < 0) {
+        ustat(w, s->cluster, WP_S_upstream_cx_none_healthy, 1);
+        wp_code_stat_add(
+            wp_stats_code_local(w->stats, w->srv->pstats->clusters[s->cluster].rq_codes), 503);
+        wp_stream_local_reply(s, 503, "no healthy upstream", "no_healthy_upstream", WP_RF_UH);
+        return -1;
+    }
+    if (atomic_load_explicit(&rt->rq_active, memory_order_relaxed) >= c->cb.max_requests) {
+        overflow(s);
+        return -1;
+    }
+    atomic_fetch_add_explicit(&rt->rq_active, 1, memory_order_relaxed);
+    s->counted_cb = true;
+    s->host = host;
+    wp_uconn *u = p->idle[host];
+    if (u) {
+        idle_remove(u);
+        uv_timer_stop(&u->timer);
+        WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "using existing connection");
+        wp_pool_assign(u, s);
+        return 0;
+    }
+    if (atomic_load_explicit(&rt->rq_pending, memory_order_relaxed) >= c->cb.max_pending_requests) {
+        overflow(s);
+        return -1;
+    }
+    s->pending = true;
+    atomic_fetch_add_explicit(&rt->rq_pending, 1, memory_order_relaxed);
+    ustat(w, s->cluster, WP_S_upstream_rq_pending_total, 1);
+    ustat(w, s->cluster, WP_S_upstream_rq_pending_active, 1);
+    if (atomic_load_explicit(&rt->cx_open, memory_order_relaxed) < c->cb.max_connections) {
+        connect_new(p, host, s);
+        return 0;
+    }
+    ustat(w, s->cluster, WP_S_upstream_cx_overflow, 1);
+    pending_push(p, s);
+    return 0;
+}
+
+void wp_pool_dispatch_pending(wp_pool *p)
+{
+    wp_worker *w = p->w;
+    const wp_cluster *c = &w->cfg->clusters[p->cluster];
+    while (p->pending_head &&
+           atomic_load_explicit(&w->srv->crt[p->cluster].cx_open, memory_order_relaxed) <
+               c->cb.max_connections) {
+        wp_stream *s = p->pending_head;
+        pending_remove(p, s);
+        connect_new(p, s->host, s);
+    }
+}
+
+void wp_uconn_release(wp_uconn *u, bool reusable)
+{
+    wp_pool *p = u->pool;
+    wp_worker *w = u->w;
+    const wp_cluster *c = &w->cfg->clusters[p->cluster];
+    if (p->host_rq[u->host])
+        p->host_rq[u->host]--;
+    if (u->state == WP_UC_BUSY)
+        atomic_fetch_sub_explicit(&host_rt(u)->rq_active, 1, memory_order_relaxed);
+    u->stream = NULL;
+    if (u->closing)
+        return;
+    if (c->max_requests_per_connection && u->requests >= c->max_requests_per_connection) {
+        ustat(w, p->cluster, WP_S_upstream_cx_max_requests, 1);
+        reusable = false;
+    }
+    if (!reusable || w->draining || u->rstart != u->rlen) {
+        wp_uconn_close(u, true);
+        return;
+    }
+    u->rstart = u->rlen = 0;
+    wp_buf_put(w, u->rbuf);
+    u->rbuf = NULL;
+    h1_parser_reset(&u->parser);
+    if (p->pending_head) {
+        wp_stream *s = p->pending_head;
+        pending_remove(p, s);
+        s->host = u->host;
+        wp_pool_assign(u, s);
+        return;
+    }
+    u->state = WP_UC_IDLE;
+    u->next = p->idle[u->host];
+    p->idle[u->host] = u;
+    if (c->idle_timeout_ms)
+        uv_timer_start(&u->timer, u_on_timer, c->idle_timeout_ms, 0);
+    wp_uconn_resume_read(u); /* notice the server closing it */
+}
+
+void wp_pool_cancel(wp_stream *s)
+{
+    if (s->cluster < 0)
+        return;
+    wp_pool *p = &s->d->w->pools[s->cluster];
+    if (s->queued)
+        pending_remove(p, s);
+    if (s->connecting) {
+        s->connecting->stream = NULL; /* the connection joins the pool when it is up */
+        s->connecting = NULL;
+    }
+    if (s->pending)
+        ustat(s->d->w, s->cluster, WP_S_upstream_rq_cancelled, 1);
+    pending_done(s);
+}
+
+void wp_pool_stream_end(wp_stream *s)
+{
+    if (s->queued || s->pending)
+        wp_pool_cancel(s);
+    if (s->counted_cb) {
+        s->counted_cb = false;
+        atomic_fetch_sub_explicit(&s->d->w->srv->crt[s->cluster].rq_active, 1,
+                                  memory_order_relaxed);
+    }
+}
