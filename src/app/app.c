@@ -18,8 +18,6 @@
  */
 #include "app/app.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -38,7 +36,7 @@
 #define APP_CHUNK_LINE 6u            /* "4000\r\n" */
 #define APP_CHUNK_FULL (APP_CHUNK_LINE + APP_CHUNK + 2u)
 #define APP_CHUNKS     4u             /* full chunks per write */
-#define APP_FREE_MAX   256u           /* blocks kept on the free list */
+#define APP_FREE_MAX   64u            /* blocks kept on the free list (about 4.4 MB) */
 #define APP_OUT_KEEP   (256u * 1024u) /* larger output buffers are freed on release */
 #define APP_LINGER_MS  2000u
 #define APP_WS_GUID    "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -422,6 +420,8 @@ static void resp_echo(struct app_conn *c)
     wf_strbuf *aux = &c->blk->aux, *o = &c->blk->out;
     char num[24];
     int len = snprintf(num, sizeof num, "%" PRIu64 "}", c->body_bytes);
+    if (wf_strbuf_failed(aux))
+        o->failed = true; /* out of memory: conn_flush closes the connection */
     resp_head(c, 200, "application/json", (int64_t)(aux->len + (size_t)len));
     if (c->head_only)
         return;
@@ -432,6 +432,8 @@ static void resp_echo(struct app_conn *c)
 static void resp_ws(struct app_conn *c)
 {
     wf_strbuf *o = &c->blk->out;
+    if (wf_strbuf_failed(&c->blk->aux))
+        o->failed = true;
     PUTS(o, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             "Sec-WebSocket-Accept: ");
     wf_strbuf_append(o, c->blk->aux.data, c->blk->aux.len);
@@ -785,15 +787,21 @@ static bool ws_frame_start(struct app_conn *c)
     if (avail < 2)
         return false;
     uint8_t op = p[0] & 0x0f, len7 = p[1] & 0x7f;
+    bool control = op >= 0x8;
+    /* RSV bits unset (no extension negotiated), client frames masked, known opcodes,
+     * control frames final and short (RFC 6455 §5.2, §5.5) */
+    if ((p[0] & 0x70) || !(p[1] & 0x80) || (op > 0x2 && op < 0x8) || op > 0xA ||
+        (control && (!(p[0] & 0x80) || len7 > 125))) {
+        ws_fail(c);
+        return true;
+    }
     hl += (len7 == 126 ? 2 : len7 == 127 ? 8 : 0) + 4;
     if (avail < hl)
         return false;
     uint64_t len = hl > 6 ? 0 : len7; /* extended lengths replace the 7 bits */
     for (size_t i = 2; i < hl - 4; i++)
         len = (len << 8) | p[i];
-    bool control = op >= 0x8;
-    if ((p[0] & 0x70) || !(p[1] & 0x80) || (op > 0x2 && op < 0x8) || op > 0xA || (len >> 63) ||
-        (control && (!(p[0] & 0x80) || len > 125))) {
+    if (len >> 63) {
         ws_fail(c);
         return true;
     }

@@ -226,7 +226,11 @@ int main(int argc, char **argv)
         fputs(usage, stdout);
         return 0;
     case ARGS_VERSION:
+#ifdef WEFT_VERSION /* the project's version, set by the build */
+        printf("weft-app %s\n", WEFT_VERSION);
+#else
         printf("weft-app %s\n", WF_APP_VERSION);
+#endif
         return 0;
     case ARGS_ERROR:
         fprintf(stderr, "weft-app: %s\nRun 'weft-app --help' for usage.\n", err);

@@ -126,6 +126,8 @@ json_t *bs_get(json_t *o, const char *k)
 static bool word_in(const char *list, const char *w)
 {
     size_t n = strlen(w);
+    if (n == 0)
+        return false; /* strstr(p, "") never advances */
     for (const char *p = list; (p = strstr(p, w)) != NULL; p += n) {
         if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
             return true;

@@ -28,6 +28,7 @@
 #include "core/log.h"
 #include "proxy/access_log.h"
 #include "proxy/alog_sink.h"
+#include "proxy/headers.h"
 #include "proxy/proxy_internal.h"
 
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf);
@@ -124,10 +125,22 @@ void wp_buf_put(wp_worker *w, wp_buf *b)
 
 /* ---------- connection lifecycle ---------- */
 
-static void arm_idle(wp_dconn *d)
+static uint64_t idle_ms(const wp_dconn *d)
 {
     const wp_hcm *h = &d->listener->hcm;
-    uint64_t ms = d->stream ? h->stream_idle_timeout_ms : h->idle_timeout_ms;
+    if (!d->stream)
+        return h->idle_timeout_ms;
+    const wp_route *r = d->stream->route;
+    return r && r->has_idle_timeout ? r->idle_timeout_ms : h->stream_idle_timeout_ms;
+}
+
+/* (Re)starts the idle timer for the connection's current phase. Activity in between only
+ * records a time (d->last_activity); the timer re-arms itself for the rest of the period,
+ * so no timer operation happens per read or write. */
+static void arm_idle(wp_dconn *d)
+{
+    uint64_t ms = idle_ms(d);
+    d->last_activity = uv_now(&d->w->loop);
     if (ms == 0)
         uv_timer_stop(&d->idle_timer);
     else
@@ -138,6 +151,11 @@ static void on_idle_timeout(uv_timer_t *t)
 {
     wp_dconn *d = t->data;
     wp_stream *s = d->stream;
+    uint64_t ms = idle_ms(d), idle = uv_now(&d->w->loop) - d->last_activity;
+    if (ms && idle < ms) {
+        uv_timer_start(&d->idle_timer, d->idle_timer.timer_cb, ms - idle, 0);
+        return;
+    }
     if (!s) {
         WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "idle timeout");
         dstat(d, WP_S_downstream_cx_idle_timeout, 1);
@@ -181,9 +199,8 @@ void wp_dconn_close(wp_dconn *d)
     wp_worker *w = d->w;
     if (d->stream) {
         wp_stream *s = d->stream;
-        if (!s->resp_done) {
-            if (s->si.response_code == 0 || !s->resp_done)
-                wp_si_set_flag(&s->si, WP_RF_DC);
+        if (!s->resp_done && !d->tunnel) {
+            wp_si_set_flag(&s->si, WP_RF_DC);
             if (!s->si.details && d->peer_closed)
                 s->si.details = "downstream_remote_disconnect";
         }
@@ -377,6 +394,7 @@ static void stream_free(wp_stream *s)
 {
     wf_strbuf_free(&s->up_head);
     wf_strbuf_free(&s->resp_head);
+    wf_strbuf_free(&s->extra);
     free(s->head);
     free(s->resp_copy);
     wp_config_unref(s->cfg);
@@ -481,6 +499,7 @@ static int dwrite(wp_dconn *d, uv_buf_t *bufs, unsigned n)
         d->stream->si.wire_bytes_sent += total;
     }
     dstat(d, WP_S_downstream_cx_tx_bytes_total, (int64_t)total);
+    d->last_activity = uv_now(&d->w->loop);
     d->wreq.data = d;
     int r = wp_write((uv_stream_t *)&d->tcp, &d->wreq, bufs, n, on_dwrite);
     if (r < 0) {
@@ -550,18 +569,6 @@ static bool name_is(const h1_str *n, const char *lower)
     return n->len == l && strncasecmp(n->p, lower, l) == 0;
 }
 
-static bool removed(const wp_header_ops *ops, const h1_str *n)
-{
-    for (size_t i = 0; ops && i < ops->nremove; i++)
-        if (name_is(n, ops->remove[i]))
-            return true;
-    for (size_t i = 0; ops && i < ops->nadd; i++)
-        if (ops->add[i].action != WP_APPEND_IF_EXISTS_OR_ADD &&
-            ops->add[i].action != WP_ADD_IF_ABSENT && name_is(n, ops->add[i].key))
-            return true;
-    return false;
-}
-
 /* The header ops that apply to s's response, most specific first. */
 static void resp_ops(const wp_stream *s, const wp_header_ops *out[4], size_t *n)
 {
@@ -575,33 +582,6 @@ static void resp_ops(const wp_stream *s, const wp_header_ops *out[4], size_t *n)
     if (s->vhost)
         out[(*n)++] = &s->vhost->resp;
     out[(*n)++] = &rc->resp;
-}
-
-static void put_ops_adds(wf_strbuf *b, const wp_header_ops *const *ops, size_t nops,
-                         const h1_header *have, size_t nhave)
-{
-    for (size_t k = 0; k < nops; k++) {
-        for (size_t i = 0; i < ops[k]->nadd; i++) {
-            const wp_header_add *a = &ops[k]->add[i];
-            if (a->action == WP_ADD_IF_ABSENT || a->action == WP_OVERWRITE_IF_EXISTS) {
-                bool present = h1_find_header(have, nhave, a->key) != NULL;
-                if ((a->action == WP_ADD_IF_ABSENT) == present)
-                    continue;
-            }
-            wf_strbuf_append(b, a->key, a->key_len);
-            wf_strbuf_append(b, ": ", 2);
-            wf_strbuf_append(b, a->value, a->value_len);
-            wf_strbuf_append(b, "\r\n", 2);
-        }
-    }
-}
-
-static bool ops_remove(const wp_header_ops *const *ops, size_t nops, const h1_str *n)
-{
-    for (size_t k = 0; k < nops; k++)
-        if (removed(ops[k], n))
-            return true;
-    return false;
 }
 
 static bool hop_by_hop(const h1_str *n, bool upgrade)
@@ -642,7 +622,7 @@ void wp_stream_local_reply(wp_stream *s, int status, const char *body, const cha
     const wp_header_ops *ops[4];
     size_t nops;
     resp_ops(s, ops, &nops);
-    put_ops_adds(b, ops, nops, NULL, 0);
+    wp_hops_emit(b, ops, nops, NULL, 0);
     put_date(b);
     wf_strbuf_printf(b, "server: %s\r\n", d->listener->hcm.server_name);
     if (d->close_after || !s->req.keep_alive)
@@ -711,14 +691,14 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
         const h1_header *h = &s->resp_hdrs[i];
         if (hop_by_hop(&h->name, upgrade) || name_is(&h->name, "server") ||
             name_is(&h->name, "date") || name_is(&h->name, "x-envoy-upstream-service-time") ||
-            ops_remove(ops, nops, &h->name))
+            wp_hops_drops(ops, nops, &h->name))
             continue;
         wf_strbuf_append(b, h->name.p, h->name.len);
         wf_strbuf_append(b, ": ", 2);
         wf_strbuf_append(b, h->value.p, h->value.len);
         wf_strbuf_append(b, "\r\n", 2);
     }
-    put_ops_adds(b, ops, nops, s->resp_hdrs, s->nresp_hdrs);
+    wp_hops_emit(b, ops, nops, s->resp_hdrs, s->nresp_hdrs);
     if (upgrade)
         wf_strbuf_puts(b, "connection: upgrade\r\n");
     if (s->resp_chunked)
@@ -837,6 +817,14 @@ static void on_request_headers(wp_stream *s)
         wp_stream_local_reply(s, 400, "missing required header: host", "missing_host_header",
                               -1);
         return;
+    }
+    if (s->req.expect_continue) {
+        /* Envoy's HCM answers 100-continue itself and drops Expect upstream */
+        uv_buf_t b = uv_buf_init("HTTP/1.1 100 Continue\r\n\r\n", 25);
+        if (uv_try_write((uv_stream_t *)&d->tcp, &b, 1) != 25) {
+            wp_dconn_close(d);
+            return;
+        }
     }
     uint64_t rt = d->listener->hcm.request_timeout_ms;
     if (rt)
@@ -975,8 +963,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
     dstat(d, WP_S_downstream_cx_rx_bytes_total, n);
     if (d->stream)
         d->stream->si.wire_bytes_received += (uint64_t)n;
-    if (d->stream)
-        arm_idle(d);
+    d->last_activity = uv_now(&d->w->loop);
     process(d);
     if (!d->closing && d->rbuf && d->rlen == d->rbuf->cap &&
         (d->rstart == 0 || (d->stream && d->stream->body_ptr)))

@@ -130,6 +130,7 @@ struct wp_dconn {
     struct wp_dconn *prev, *next; /* worker's connection list */
     char remote[64], local[64], remote_ip[64];
     uint64_t streams; /* streams started */
+    uint64_t last_activity; /* loop time (ms) of the last read or write */
     bool writing, reading, peer_closed, closing, close_after;
     bool tunnel, tunnel_pending;
     int streams_closed_handles;

@@ -27,6 +27,7 @@
 #include <strings.h>
 
 #include "core/log.h"
+#include "proxy/headers.h"
 #include "proxy/proxy_internal.h"
 
 const char *wp_reset_reason_string(int reason)
@@ -119,6 +120,7 @@ void wp_router_start(wp_stream *s)
     wp_route_req rq;
     fill_route_req(s, &rq);
     s->weighted = -1;
+    hstat_(s, WP_S_rq_total); /* Envoy's router counts every request it decodes */
     const wp_vhost *vh = rc ? wp_route_find_vhost(rc, rq.authority, rq.authority_len) : NULL;
     const wp_route *r = vh ? wp_route_match(&w->rx, vh, &rq) : NULL;
     if (!r) {
@@ -206,21 +208,6 @@ static size_t req_ops(const wp_stream *s, const wp_header_ops *ops[4])
     return n;
 }
 
-static bool dropped(const wp_header_ops *const *ops, size_t n, const h1_str *name)
-{
-    for (size_t k = 0; k < n; k++) {
-        for (size_t i = 0; i < ops[k]->nremove; i++)
-            if (hname(name, ops[k]->remove[i]))
-                return true;
-        for (size_t i = 0; i < ops[k]->nadd; i++)
-            if ((ops[k]->add[i].action == WP_OVERWRITE_IF_EXISTS_OR_ADD ||
-                 ops[k]->add[i].action == WP_OVERWRITE_IF_EXISTS) &&
-                hname(name, ops[k]->add[i].key))
-                return true;
-    }
-    return false;
-}
-
 static bool skip_request_header(const wp_stream *s, const h1_str *n)
 {
     if (hname(n, "connection") || hname(n, "keep-alive") || hname(n, "proxy-connection") ||
@@ -260,19 +247,6 @@ static void put_request_line(wp_stream *s, wf_strbuf *b)
     }
 }
 
-static void put_adds(const wp_stream *s, wf_strbuf *b, const wp_header_ops *const *ops, size_t n)
-{
-    for (size_t k = 0; k < n; k++)
-        for (size_t i = 0; i < ops[k]->nadd; i++) {
-            const wp_header_add *a = &ops[k]->add[i];
-            bool present = h1_find_header(s->req.headers, s->req.nheaders, a->key) != NULL;
-            if ((a->action == WP_ADD_IF_ABSENT && present) ||
-                (a->action == WP_OVERWRITE_IF_EXISTS && !present))
-                continue;
-            put_header(b, a->key, a->key_len, a->value, a->value_len);
-        }
-}
-
 static void build_upstream_head(wp_stream *s)
 {
     wf_strbuf *b = &s->up_head;
@@ -284,7 +258,7 @@ static void build_upstream_head(wp_stream *s)
     bool has_xfp = false, xff_done = false;
     for (size_t i = 0; i < s->req.nheaders; i++) {
         const h1_header *hd = &s->req.headers[i];
-        if (skip_request_header(s, &hd->name) || dropped(ops, nops, &hd->name))
+        if (skip_request_header(s, &hd->name) || wp_hops_drops(ops, nops, &hd->name))
             continue;
         if (hname(&hd->name, "x-forwarded-proto"))
             has_xfp = true;
@@ -308,7 +282,7 @@ static void build_upstream_head(wp_stream *s)
     if (s->route->timeout_ms)
         wf_strbuf_printf(b, "x-envoy-expected-rq-timeout-ms: %llu\r\n",
                          (unsigned long long)s->route->timeout_ms);
-    put_adds(s, b, ops, nops);
+    wp_hops_emit(b, ops, nops, s->req.headers, s->req.nheaders);
     if (s->req.framing == H1_BODY_LENGTH)
         wf_strbuf_printf(b, "content-length: %llu\r\n", (unsigned long long)s->req.content_length);
     else if (s->req_chunked)

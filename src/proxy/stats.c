@@ -463,7 +463,8 @@ void wp_stats_render_text(wp_stats *st, const pcre2_code *filter, bool usedonly,
     collect(st, filter, usedonly, &l);
     if (l.failed)
         out->failed = true;
-    qsort(l.v, l.n, sizeof *l.v, by_name);
+    if (l.n)
+        qsort(l.v, l.n, sizeof *l.v, by_name);
     for (size_t i = 0; i < l.n; i++)
         wf_strbuf_printf(out, "%s: %" PRId64 "\n", l.v[i].name, l.v[i].value);
     list_free(&l);
@@ -492,7 +493,8 @@ void wp_stats_render_json(wp_stats *st, const pcre2_code *filter, bool usedonly,
     collect(st, filter, usedonly, &l);
     if (l.failed)
         out->failed = true;
-    qsort(l.v, l.n, sizeof *l.v, by_name);
+    if (l.n)
+        qsort(l.v, l.n, sizeof *l.v, by_name);
     wf_strbuf_puts(out, "{\"stats\":[");
     for (size_t i = 0; i < l.n; i++) {
         wf_strbuf_puts(out, i ? ",{\"name\":" : "{\"name\":");
@@ -965,7 +967,8 @@ void wp_stats_render_prometheus(wp_stats *st, const wp_stats_tags *tags, bool us
         list_free(&l);
         return;
     }
-    qsort(l.v, l.n, sizeof *l.v, by_family);
+    if (l.n)
+        qsort(l.v, l.n, sizeof *l.v, by_family);
     for (size_t i = 0; i < l.n; i++) {
         const entry *e = &l.v[i];
         if (i == 0 || e->gauge != l.v[i - 1].gauge || strcmp(e->family, l.v[i - 1].family) != 0)

@@ -1,0 +1,63 @@
+/*
+ * headers.c - header mutations (headers.h).
+ */
+#include <string.h>
+#include <strings.h>
+
+#include "proxy/headers.h"
+
+static bool is_overwrite(wp_append_action a)
+{
+    return a == WP_OVERWRITE_IF_EXISTS_OR_ADD || a == WP_OVERWRITE_IF_EXISTS;
+}
+
+static bool same(const h1_str *n, const char *lower, size_t len)
+{
+    return n->len == len && strncasecmp(n->p, lower, len) == 0;
+}
+
+bool wp_hops_drops(const wp_header_ops *const *ops, size_t n, const h1_str *name)
+{
+    for (size_t k = 0; k < n; k++) {
+        for (size_t i = 0; i < ops[k]->nremove; i++)
+            if (same(name, ops[k]->remove[i], strlen(ops[k]->remove[i])))
+                return true;
+        for (size_t i = 0; i < ops[k]->nadd; i++)
+            if (is_overwrite(ops[k]->add[i].action) &&
+                same(name, ops[k]->add[i].key, ops[k]->add[i].key_len))
+                return true;
+    }
+    return false;
+}
+
+/* An overwriting add for key at a level less specific than `level`. */
+static bool overwritten_later(const wp_header_ops *const *ops, size_t n, size_t level,
+                              const wp_header_add *a)
+{
+    h1_str key = {a->key, a->key_len};
+    for (size_t k = level + 1; k < n; k++)
+        for (size_t i = 0; i < ops[k]->nadd; i++)
+            if (is_overwrite(ops[k]->add[i].action) &&
+                same(&key, ops[k]->add[i].key, ops[k]->add[i].key_len))
+                return true;
+    return false;
+}
+
+void wp_hops_emit(wf_strbuf *b, const wp_header_ops *const *ops, size_t n, const h1_header *have,
+                  size_t nhave)
+{
+    for (size_t k = 0; k < n; k++) {
+        for (size_t i = 0; i < ops[k]->nadd; i++) {
+            const wp_header_add *a = &ops[k]->add[i];
+            bool present = have && h1_find_header(have, nhave, a->key) != NULL;
+            if ((a->action == WP_ADD_IF_ABSENT && present) ||
+                (a->action == WP_OVERWRITE_IF_EXISTS && !present) ||
+                overwritten_later(ops, n, k, a))
+                continue;
+            wf_strbuf_append(b, a->key, a->key_len);
+            wf_strbuf_append(b, ": ", 2);
+            wf_strbuf_append(b, a->value, a->value_len);
+            wf_strbuf_append(b, "\r\n", 2);
+        }
+    }
+}

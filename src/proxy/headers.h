@@ -1,0 +1,34 @@
+/*
+ * headers.h - request/response header mutations of routes, virtual hosts and route
+ * configurations (request_headers_to_add/remove, response_headers_to_add/remove), applied
+ * while a head is serialised.
+ *
+ * Envoy semantics (envoy.config.core.v3.HeaderValueOption, and RouteConfiguration
+ * most_specific_header_mutations_wins = false, the default): levels are applied from the
+ * most specific (weighted cluster, route) to the least specific (route configuration), so
+ * for the same header an overwriting add at a less specific level wins over every add at a
+ * more specific one; APPEND_IF_EXISTS_OR_ADD adds another line; ADD_IF_ABSENT adds only when
+ * the original head lacks the header; OVERWRITE_IF_EXISTS replaces only a header the
+ * original head has. Names are compared case-insensitively.
+ */
+#ifndef WEFT_PROXY_HEADERS_H
+#define WEFT_PROXY_HEADERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/strbuf.h"
+#include "http/h1_parser.h"
+#include "proxy/config.h"
+
+/* True when a header of the original head named name must not be copied: removed by some
+ * level, or replaced by an overwriting add. ops[0..n) most specific first. */
+bool wp_hops_drops(const wp_header_ops *const *ops, size_t n, const h1_str *name);
+
+/* Appends "name: value\r\n" lines for the adds of ops[0..n) (most specific first) to b,
+ * following the precedence above. have/nhave: the original head's fields (for
+ * ADD_IF_ABSENT and OVERWRITE_IF_EXISTS). */
+void wp_hops_emit(wf_strbuf *b, const wp_header_ops *const *ops, size_t n, const h1_header *have,
+                  size_t nhave);
+
+#endif

@@ -1,0 +1,723 @@
+/*
+ * test_bootstrap.c - the bootstrap loader (bootstrap.c, bootstrap_route.c), snapshot
+ * lifetime (config.c) and /config_dump (config_dump.c). Run from the project root: the
+ * bootstrap files are in tests/data/proxy/.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "proxy/bootstrap.h"
+#include "proxy/config_dump.h"
+
+#define DATA "tests/data/proxy/"
+#define HCM_T                                                                                      \
+    "type.googleapis.com/"                                                                         \
+    "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
+#define LPFX "static_resources.listeners[0].filter_chains[0].filters[0].typed_config"
+#define RPFX LPFX ".route_config.virtual_hosts[0].routes[0]"
+#define ROUTER_ONLY "\"http_filters\":[{\"name\":\"envoy.filters.http.router\"}],"
+#define ROUTE_OK "{\"match\":{\"prefix\":\"/\"},\"route\":{\"cluster\":\"c\"}}"
+#define CLUSTER_OK                                                                                 \
+    "{\"name\":\"c\",\"load_assignment\":{\"endpoints\":[{\"lb_endpoints\":[{\"endpoint\":{"     \
+    "\"address\":{\"socket_address\":{\"address\":\"127.0.0.1\",\"port_value\":9000}}}}]}]}}"
+
+/* A bootstrap with one listener (HCM with hcm_extra fields and these routes) and clusters. */
+static char *boot(const char *hcm_extra, const char *routes, const char *clusters)
+{
+    char *out = NULL;
+    int n = asprintf(
+        &out,
+        "{\"static_resources\":{\"listeners\":[{\"address\":{\"socket_address\":{\"address\":"
+        "\"127.0.0.1\",\"port_value\":8080}},\"filter_chains\":[{\"filters\":[{\"name\":"
+        "\"envoy.filters.network.http_connection_manager\",\"typed_config\":{\"@type\":\"" HCM_T
+        "\",\"stat_prefix\":\"in\",%s\"route_config\":{\"virtual_hosts\":[{\"name\":\"a\","
+        "\"domains\":[\"*\"],\"routes\":[%s]}]}}}]}]}],\"clusters\":[%s]}}",
+        hcm_extra, routes, clusters);
+    assert_true(n > 0);
+    return out;
+}
+
+static wp_config *load_text(const char *text, wf_strbuf *err)
+{
+    json_error_t je;
+    json_t *root = json_loads(text, 0, &je);
+    if (!root)
+        fail_msg("test JSON does not parse: %s (%s)", je.text, text);
+    wp_config *c = wp_bootstrap_load(root, "t.json", err);
+    json_decref(root);
+    return c;
+}
+
+static void expect_error(char *text, const char *want)
+{
+    wf_strbuf err = WF_STRBUF_INIT;
+    wp_config *c = load_text(text, &err);
+    if (c || strcmp(wf_strbuf_cstr(&err), want) != 0)
+        fail_msg("loaded=%d\n got: %s\nwant: %s", c != NULL, wf_strbuf_cstr(&err), want);
+    wf_strbuf_free(&err);
+    free(text);
+}
+
+static wp_config *load_file_ok(const char *path)
+{
+    wf_strbuf err = WF_STRBUF_INIT;
+    wp_config *c = wp_bootstrap_load_file(path, &err);
+    if (!c)
+        fail_msg("%s", wf_strbuf_cstr(&err));
+    wf_strbuf_free(&err);
+    return c;
+}
+
+static wp_hcm *hcm0(wp_config *c)
+{
+    return &c->listeners[0].hcm;
+}
+
+/* ---------- a full bootstrap ---------- */
+
+static void check_full(wp_config *c)
+{
+    assert_int_equal(atomic_load(&c->refs), 1);
+    assert_string_equal(c->node_id, "sidecar~127.10.0.5~reviews-v1-0.default~default.svc.cluster.local");
+    assert_string_equal(c->node_cluster, "reviews.default");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(c->node, "metadata"),
+                                                          "mesh_id")),
+                        "cluster.local");
+    assert_true(c->has_admin);
+    assert_string_equal(c->admin_addr.text, "127.0.0.1:15000");
+    assert_string_equal(c->admin_access_log_path, "/dev/null");
+    assert_non_null(c->stats_config);
+
+    assert_int_equal(c->nlisteners, 2);
+    wp_listener *l = &c->listeners[0];
+    assert_string_equal(l->name, "virtualOutbound");
+    assert_string_equal(l->addr.text, "0.0.0.0:15001");
+    assert_string_equal(l->stat_name, "0.0.0.0_15001");
+    assert_int_equal(l->per_connection_buffer_limit_bytes, 32768);
+    wp_hcm *h = &l->hcm;
+    assert_string_equal(h->stat_prefix, "outbound_0.0.0.0_15001");
+    assert_string_equal(h->server_name, "weft");
+    assert_int_equal(h->stream_idle_timeout_ms, 30000);
+    assert_int_equal(h->request_timeout_ms, 250);
+    assert_int_equal(h->idle_timeout_ms, 90500);
+    assert_int_equal(h->max_headers_count, 50);
+    assert_int_equal(h->max_request_headers_kb, 96);
+    assert_false(h->generate_request_id);
+    assert_true(h->use_remote_address);
+    assert_int_equal(h->xff_num_trusted_hops, 1);
+    assert_int_equal(h->naccess_logs, 2);
+    assert_string_equal(h->access_logs[0].path, "/tmp/access.log");
+    assert_int_equal(h->access_logs[0].kind, WP_LOG_TEXT);
+    assert_string_equal(h->access_logs[0].text_format, "[%START_TIME%] %RESPONSE_CODE%\n");
+    assert_int_equal(h->access_logs[0].sink, -1);
+    assert_null(h->access_logs[0].format);
+    assert_string_equal(h->access_logs[1].path, "/dev/stdout");
+    assert_int_equal(h->access_logs[1].kind, WP_LOG_JSON);
+    /* json_format is a Struct: keys stay as written */
+    assert_non_null(json_object_get(h->access_logs[1].json_format, "upstreamCluster"));
+
+    wp_route_config *rc = h->route_config;
+    assert_string_equal(rc->name, "80");
+    assert_int_equal(rc->req.nadd, 1);
+    assert_string_equal(rc->req.add[0].key, "x-weft");
+    assert_int_equal(rc->req.add[0].action, WP_OVERWRITE_IF_EXISTS_OR_ADD);
+    assert_int_equal(rc->resp.nremove, 1);
+    assert_string_equal(rc->resp.remove[0], "x-internal");
+    assert_int_equal(rc->nvhosts, 2);
+    wp_vhost *v = &rc->vhosts[0];
+    assert_int_equal(v->ndomains, 2);
+    assert_string_equal(v->domains[0], "reviews.default.svc.cluster.local");
+    assert_int_equal(v->nroutes, 5);
+
+    wp_route *r = &v->routes[0];
+    assert_string_equal(r->name, "v2-header");
+    assert_int_equal(r->path_kind, WP_PATH_PREFIX);
+    assert_string_equal(r->path, "/");
+    assert_true(r->case_sensitive);
+    assert_int_equal(r->nheaders, 1);
+    assert_string_equal(r->headers[0].name, "end-user");
+    assert_int_equal(r->headers[0].m.kind, WP_SM_EXACT);
+    assert_string_equal(r->headers[0].m.value, "jason");
+    assert_true(r->headers[0].m.ignore_case);
+    assert_int_equal(r->nquery, 1);
+    assert_int_equal(r->query[0].m.kind, WP_SM_PRESENT);
+    assert_int_equal(r->action, WP_ACT_ROUTE);
+    assert_null(r->cluster_name);
+    assert_int_equal(r->nweighted, 2);
+    assert_int_equal(r->total_weight, 100);
+    assert_int_equal(r->weighted[0].cluster, 1); /* reviews-v2 */
+    assert_int_equal(r->weighted[1].cluster, -1);
+    assert_int_equal(r->weighted[1].weight, 25);
+    assert_int_equal(r->timeout_ms, 2000);
+    assert_true(r->has_idle_timeout);
+    assert_int_equal(r->idle_timeout_ms, 10000);
+    assert_int_equal(json_integer_value(json_object_get(r->retry_policy, "num_retries")), 2);
+
+    r = &v->routes[1];
+    assert_string_equal(r->name, "");
+    assert_int_equal(r->path_kind, WP_PATH_REGEX);
+    assert_non_null(r->path_re);
+    assert_int_equal(r->cluster, 0);
+    assert_non_null(r->regex_rewrite);
+    assert_string_equal(r->regex_rewrite_subst, "/\\1/");
+    assert_int_equal(r->timeout_ms, 15000); /* default */
+
+    r = &v->routes[2];
+    assert_int_equal(r->action, WP_ACT_REDIRECT);
+    assert_string_equal(r->redirect.scheme, "https");
+    assert_string_equal(r->redirect.path, "/new");
+    assert_int_equal(r->redirect.code, 308);
+
+    r = &v->routes[3];
+    assert_false(r->case_sensitive);
+    assert_int_equal(r->action, WP_ACT_DIRECT);
+    assert_int_equal(r->direct_status, 200);
+    assert_int_equal(r->direct_body_len, 2);
+
+    r = &v->routes[4];
+    assert_string_equal(r->cluster_name, "missing-cluster");
+    assert_int_equal(r->cluster, -1); /* not an error: 503 NC at request time */
+    assert_int_equal(r->timeout_ms, 0);
+
+    r = &rc->vhosts[1].routes[0];
+    assert_string_equal(r->prefix_rewrite, "/x");
+    assert_string_equal(r->host_rewrite_literal, "example.com");
+
+    l = &c->listeners[1];
+    assert_string_equal(l->addr.text, "[::]:8080");
+    assert_string_equal(l->stat_name, "[__]_8080");
+    assert_string_equal(l->name, "[__]_8080");
+
+    assert_int_equal(c->nclusters, 2);
+    wp_cluster *cl = &c->clusters[0];
+    assert_string_equal(cl->name, "reviews-v1");
+    assert_int_equal(cl->index, 0);
+    assert_int_equal(cl->type, WP_CLUSTER_STATIC);
+    assert_int_equal(cl->lb_policy, WP_LB_LEAST_REQUEST);
+    assert_int_equal(cl->connect_timeout_ms, 250);
+    assert_int_equal(cl->cb.max_connections, 10);
+    assert_int_equal(cl->cb.max_pending_requests, 1024);
+    assert_int_equal(cl->cb.max_retries, 5);
+    assert_int_equal(cl->idle_timeout_ms, 60000);
+    assert_int_equal(cl->max_requests_per_connection, 100);
+    assert_int_equal(cl->nendpoints, 3);
+    assert_string_equal(cl->endpoints[0].addr.text, "127.10.0.7:9080");
+    assert_int_equal(cl->endpoints[0].addr.sa.ss_family, AF_INET);
+    assert_int_equal(cl->endpoints[0].weight, 3);
+    assert_string_equal(cl->endpoints[1].addr.text, "[::1]:9080");
+    assert_int_equal(cl->endpoints[1].health, WP_HEALTH_DRAINING);
+    assert_int_equal(cl->endpoints[2].weight, 1);
+    cl = &c->clusters[1];
+    assert_int_equal(cl->type, WP_CLUSTER_STRICT_DNS);
+    assert_string_equal(cl->alt_stat_name, "reviews_v2");
+    assert_int_equal(cl->dns_refresh_rate_ms, 10000);
+    assert_int_equal(cl->max_requests_per_connection, 7);
+    assert_string_equal(cl->endpoints[0].hostname, "reviews-v2.local");
+    assert_int_equal(cl->endpoints[0].port, 9080);
+    assert_int_equal(cl->endpoints[0].addr.len, 0);
+    assert_int_equal(wp_config_find_cluster(c, "reviews-v2"), 1);
+    assert_int_equal(wp_config_find_cluster(c, "nope"), -1);
+}
+
+static void test_full_snake_case(void **state)
+{
+    wp_config *c = load_file_ok(DATA "full_snake.json");
+    check_full(c);
+    wp_config_unref(c);
+}
+
+static void test_camel_case_same_snapshot(void **state)
+{
+    wp_config *s = load_file_ok(DATA "full_snake.json");
+    wp_config *c = load_file_ok(DATA "full_camel.json");
+    check_full(c);
+    /* the normalized bootstraps (what /config_dump prints) are identical */
+    assert_true(json_equal(s->bootstrap, c->bootstrap));
+    wp_config_unref(s);
+    wp_config_unref(c);
+}
+
+static void test_ref_unref(void **state)
+{
+    wp_config *c = load_file_ok(DATA "full_snake.json");
+    wp_config_ref(c);
+    assert_int_equal(atomic_load(&c->refs), 2);
+    wp_config_unref(c);
+    assert_int_equal(c->nclusters, 2); /* still alive */
+    wp_config_unref(c);
+    wp_config_unref(NULL);
+}
+
+static void test_defaults(void **state)
+{
+    wf_strbuf err = WF_STRBUF_INIT;
+    char *t = boot(ROUTER_ONLY, ROUTE_OK, CLUSTER_OK);
+    wp_config *c = load_text(t, &err);
+    free(t);
+    assert_non_null(c);
+    wp_listener *l = &c->listeners[0];
+    assert_string_equal(l->name, "127.0.0.1_8080");
+    assert_int_equal(l->per_connection_buffer_limit_bytes, 1024 * 1024);
+    wp_hcm *h = hcm0(c);
+    assert_string_equal(h->server_name, "envoy");
+    assert_int_equal(h->stream_idle_timeout_ms, 300000);
+    assert_int_equal(h->request_timeout_ms, 0);
+    assert_int_equal(h->idle_timeout_ms, 3600000);
+    assert_int_equal(h->max_request_headers_kb, 60);
+    assert_int_equal(h->max_headers_count, 100);
+    assert_true(h->generate_request_id);
+    assert_false(h->use_remote_address);
+    assert_int_equal(h->naccess_logs, 0);
+    wp_route *r = &h->route_config->vhosts[0].routes[0];
+    assert_int_equal(r->timeout_ms, 15000);
+    assert_false(r->has_idle_timeout);
+    assert_int_equal(r->cluster, 0);
+    assert_null(r->retry_policy);
+    wp_cluster *cl = &c->clusters[0];
+    assert_int_equal(cl->type, WP_CLUSTER_STATIC);
+    assert_int_equal(cl->lb_policy, WP_LB_ROUND_ROBIN);
+    assert_int_equal(cl->connect_timeout_ms, 5000);
+    assert_int_equal(cl->cb.max_connections, 1024);
+    assert_int_equal(cl->cb.max_pending_requests, 1024);
+    assert_int_equal(cl->cb.max_requests, 1024);
+    assert_int_equal(cl->cb.max_retries, 3);
+    assert_int_equal(cl->idle_timeout_ms, 3600000);
+    assert_int_equal(cl->max_requests_per_connection, 0);
+    assert_int_equal(cl->per_connection_buffer_limit_bytes, 1024 * 1024);
+    assert_int_equal(cl->dns_refresh_rate_ms, 5000);
+    assert_int_equal(cl->endpoints[0].weight, 1);
+    assert_int_equal(cl->endpoints[0].health, WP_HEALTH_UNKNOWN);
+    assert_false(c->has_admin);
+    assert_null(c->node_id);
+    assert_null(c->stats_config);
+    assert_int_equal(c->version, 1);
+    wp_config_unref(c);
+    wf_strbuf_free(&err);
+}
+
+static void test_regex_full_match(void **state)
+{
+    wp_config *c = load_file_ok(DATA "full_snake.json");
+    pcre2_code *re = hcm0(c)->route_config->vhosts[0].routes[1].path_re;
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+    assert_true(pcre2_match(re, (PCRE2_SPTR) "/api/v2/x", PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >
+                0);
+    assert_true(pcre2_match(re, (PCRE2_SPTR) "/x/api/v2/x", PCRE2_ZERO_TERMINATED, 0, 0, md,
+                            NULL) < 0);
+    pcre2_match_data_free(md);
+    wf_strbuf err = WF_STRBUF_INIT;
+    assert_null(wp_config_add_regex(c, "(a)\\1", &err));
+    assert_string_equal(wf_strbuf_cstr(&err), "error parsing regexp: invalid escape sequence: `\\1`");
+    wf_strbuf_reset(&err);
+    assert_null(wp_config_add_regex(c, "a(?=b)", &err));
+    assert_true(strstr(wf_strbuf_cstr(&err), "invalid or unsupported Perl syntax") != NULL);
+    wf_strbuf_reset(&err);
+    size_t before = c->nregexes;
+    assert_non_null(wp_config_add_regex_search(c, "b+", &err));
+    assert_int_equal(c->nregexes, before + 1);
+    wf_strbuf_free(&err);
+    wp_config_unref(c);
+}
+
+/* ---------- errors name the JSON path ---------- */
+
+static void test_error_unknown_field(void **state)
+{
+    expect_error(boot(ROUTER_ONLY, "{\"match\":{\"prefix\":\"/\",\"grpc\":{}},\"route\":{\"cluster\":\"c\"}}",
+                      CLUSTER_OK),
+                 "t.json: " RPFX ".match.grpc: unknown field");
+    expect_error(strdup("{\"static_resources\":{},\"watchdog\":{}}"),
+                 "t.json: watchdog: unknown field");
+    expect_error(strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"metadata\":{}}]}}"),
+                 "t.json: static_resources.clusters[0].metadata: unknown field");
+}
+
+static void test_error_wrong_type(void **state)
+{
+    expect_error(boot("\"server_name\":7," ROUTER_ONLY, ROUTE_OK, CLUSTER_OK),
+                 "t.json: " LPFX ".server_name: wrong type: expected a string");
+    expect_error(strdup("{\"static_resources\":{\"clusters\":{}}}"),
+                 "t.json: static_resources.clusters: wrong type: expected an array");
+    expect_error(strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"connectTimeout\":5}]}}"),
+                 "t.json: static_resources.clusters[0].connect_timeout: wrong type: expected a "
+                 "duration");
+    expect_error(strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\","
+                        "\"per_connection_buffer_limit_bytes\":\"12x\"}]}}"),
+                 "t.json: static_resources.clusters[0].per_connection_buffer_limit_bytes: wrong "
+                 "type: expected an unsigned integer");
+    expect_error(strdup("[]"), "t.json: wrong type: the bootstrap must be a JSON object");
+}
+
+static void test_error_bad_duration(void **state)
+{
+    expect_error(boot("\"stream_idle_timeout\":\"5m\"," ROUTER_ONLY, ROUTE_OK, CLUSTER_OK),
+                 "t.json: " LPFX ".stream_idle_timeout: invalid duration (expected a string like "
+                 "\"5s\" or \"0.250s\")");
+    expect_error(boot(ROUTER_ONLY, "{\"match\":{\"prefix\":\"/\"},\"route\":{\"cluster\":\"c\","
+                                   "\"timeout\":\"-1s\"}}",
+                      CLUSTER_OK),
+                 "t.json: " RPFX ".route.timeout: value must be a non-negative duration");
+}
+
+static void test_error_bad_regex(void **state)
+{
+    expect_error(boot(ROUTER_ONLY, "{\"match\":{\"safe_regex\":{\"regex\":\"(a+)\\\\1\"}},"
+                                   "\"route\":{\"cluster\":\"c\"}}",
+                      CLUSTER_OK),
+                 "t.json: " RPFX ".match.safe_regex.regex: error parsing regexp: invalid escape "
+                 "sequence: `\\1`");
+    expect_error(boot(ROUTER_ONLY, "{\"match\":{\"prefix\":\"/\",\"headers\":[{\"name\":\"x\","
+                                   "\"string_match\":{\"safe_regex\":{\"regex\":\"(?<=a)b\"}}}]},"
+                                   "\"route\":{\"cluster\":\"c\"}}",
+                      CLUSTER_OK),
+                 "t.json: " RPFX ".match.headers[0].string_match.safe_regex.regex: error parsing "
+                 "regexp: invalid or unsupported Perl syntax: `(?<`");
+}
+
+static void test_error_duplicates(void **state)
+{
+    expect_error(boot(ROUTER_ONLY, ROUTE_OK, CLUSTER_OK "," CLUSTER_OK),
+                 "t.json: static_resources.clusters[1].name: cluster manager: duplicate cluster "
+                 "'c'");
+    expect_error(strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"connect_timeout\":"
+                        "\"1s\",\"connectTimeout\":\"2s\"}]}}"),
+                 "t.json: static_resources.clusters[0].connect_timeout: duplicate field (given in "
+                 "snake_case and in lowerCamelCase)");
+    /* the same listener twice: same (default) name, then same address under another name */
+    char *text = boot(ROUTER_ONLY, ROUTE_OK, CLUSTER_OK);
+    json_t *root = json_loads(text, 0, NULL);
+    free(text);
+    json_t *ls = json_object_get(json_object_get(root, "static_resources"), "listeners");
+    json_t *l0 = json_array_get(ls, 0);
+    json_array_append_new(ls, json_deep_copy(l0));
+    expect_error(json_dumps(root, 0), "t.json: static_resources.listeners[1]: duplicate listener "
+                                      "name '127.0.0.1_8080'");
+    json_object_set_new(json_array_get(ls, 1), "name", json_string("other"));
+    expect_error(json_dumps(root, 0), "t.json: static_resources.listeners[1]: error adding "
+                                      "listener: 'other' has duplicate address '127.0.0.1:8080' "
+                                      "as existing listener");
+    /* a domain twice in one route configuration */
+    json_array_remove(ls, 1);
+    json_t *f0 = json_array_get(
+        json_object_get(json_array_get(json_object_get(l0, "filter_chains"), 0), "filters"), 0);
+    json_t *vhs = json_object_get(
+        json_object_get(json_object_get(f0, "typed_config"), "route_config"), "virtual_hosts");
+    json_t *v2 = json_deep_copy(json_array_get(vhs, 0));
+    json_object_set_new(v2, "name", json_string("b"));
+    json_object_set_new(v2, "domains", json_pack("[s,s]", "x.example", "*"));
+    json_array_append_new(vhs, v2);
+    expect_error(json_dumps(root, 0),
+                 "t.json: " LPFX ".route_config.virtual_hosts[1].domains[1]: Only unique values "
+                 "for domains are permitted. Duplicate entry of domain * in route ");
+    json_decref(root);
+}
+
+static void test_error_rds_and_filters(void **state)
+{
+    expect_error(boot("\"rds\":{\"route_config_name\":\"80\"}," ROUTER_ONLY, ROUTE_OK, CLUSTER_OK),
+                 "t.json: " LPFX ".rds: rds is not supported yet (the xDS client arrives with the "
+                 "control-plane issue)");
+    expect_error(boot("\"http_filters\":[{\"name\":\"envoy.filters.http.cors\"},{\"name\":"
+                      "\"envoy.filters.http.router\"}],",
+                      ROUTE_OK, CLUSTER_OK),
+                 "t.json: " LPFX ".http_filters[0].name: unsupported http filter "
+                 "\"envoy.filters.http.cors\" (only envoy.filters.http.router is supported)");
+    expect_error(boot("", ROUTE_OK, CLUSTER_OK),
+                 "t.json: " LPFX ".http_filters: the http filter chain must end with "
+                 "envoy.filters.http.router");
+    expect_error(boot("\"http_filters\":[{\"name\":\"envoy.filters.http.router\"},{\"name\":"
+                      "\"envoy.filters.http.router\"}],",
+                      ROUTE_OK, CLUSTER_OK),
+                 "t.json: " LPFX ".http_filters[0]: Error: terminal filter named "
+                 "envoy.filters.http.router of type envoy.filters.http.router must be the last "
+                 "filter in a http filter chain.");
+    expect_error(strdup("{\"static_resources\":{\"listeners\":[{\"address\":{\"socket_address\":{"
+                        "\"address\":\"0.0.0.0\",\"port_value\":1}},\"filter_chains\":[{\"filters\":"
+                        "[{\"name\":\"envoy.filters.network.tcp_proxy\"}]}]}]}}"),
+                 "t.json: static_resources.listeners[0].filter_chains[0].filters[0].name: "
+                 "unsupported network filter \"envoy.filters.network.tcp_proxy\" (only "
+                 "envoy.filters.network.http_connection_manager is supported)");
+    expect_error(strdup("{\"dynamic_resources\":{\"lds_config\":{}}}"),
+                 "t.json: dynamic_resources: dynamic_resources is not supported by weft-proxy "
+                 "(only an empty object is accepted)");
+}
+
+static void test_error_cluster_rules(void **state)
+{
+    expect_error(strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"type\":\"STATIC\","
+                        "\"load_assignment\":{\"endpoints\":[{\"lb_endpoints\":[{\"endpoint\":{"
+                        "\"address\":{\"socket_address\":{\"address\":\"svc.local\",\"port_value\":"
+                        "80}}}}]}]}}]}}"),
+                 "t.json: static_resources.clusters[0].load_assignment.endpoints[0].lb_endpoints[0]"
+                 ".endpoint.address.socket_address.address: malformed IP address: svc.local. "
+                 "Consider setting resolver_name or setting cluster type to 'STRICT_DNS' or "
+                 "'LOGICAL_DNS'");
+    expect_error(strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"type\":\"EDS\"}]}}"),
+                 "t.json: static_resources.clusters[0].type: unsupported value \"EDS\"");
+    expect_error(strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"circuit_breakers\":"
+                        "{\"thresholds\":[{\"priority\":\"HIGH\"}]}}]}}"),
+                 "t.json: static_resources.clusters[0].circuit_breakers.thresholds[0].priority: "
+                 "unsupported value \"HIGH\" (only DEFAULT priority thresholds are supported)");
+    expect_error(strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"load_assignment\":"
+                        "{\"endpoints\":[{\"lb_endpoints\":[{\"endpoint\":{\"address\":{"
+                        "\"socket_address\":{\"address\":\"1.2.3.4\",\"port_value\":70000}}}}]}]}}]}}"),
+                 "t.json: static_resources.clusters[0].load_assignment.endpoints[0].lb_endpoints[0]"
+                 ".endpoint.address.socket_address.port_value: value must be less than or equal to "
+                 "65535");
+}
+
+static void test_error_route_rules(void **state)
+{
+    expect_error(boot(ROUTER_ONLY,
+                      "{\"match\":{\"prefix\":\"/\"},\"route\":{\"weighted_clusters\":{\"clusters\":"
+                      "[{\"name\":\"c\",\"weight\":10}],\"total_weight\":100}}}",
+                      CLUSTER_OK),
+                 "t.json: " RPFX ".route.weighted_clusters: Sum of weights in the weighted_cluster "
+                 "should add up to 100");
+    expect_error(boot(ROUTER_ONLY,
+                      "{\"match\":{\"prefix\":\"/\"},\"route\":{\"cluster\":\"c\"},"
+                      "\"request_headers_to_add\":[{\"header\":{\"key\":\":path\",\"value\":\"/\"}}]}",
+                      CLUSTER_OK),
+                 "t.json: " RPFX ".request_headers_to_add[0].header.key: :-prefixed or host headers "
+                 "may not be modified");
+    expect_error(boot(ROUTER_ONLY, "{\"match\":{\"prefix\":\"/\"}}", CLUSTER_OK),
+                 "t.json: " RPFX ": exactly one of route, redirect, direct_response is required");
+    expect_error(boot(ROUTER_ONLY, ROUTE_OK ",{\"match\":{\"prefix\":\"/\"},\"route\":{"
+                                            "\"cluster\":\"c\",\"max_stream_duration\":{}}}",
+                      CLUSTER_OK),
+                 "t.json: " LPFX ".route_config.virtual_hosts[0].routes[1].route.max_stream_duration: "
+                 "unknown field");
+}
+
+static void test_validate_clusters_explicit(void **state)
+{
+    char *t = NULL;
+    assert_true(asprintf(&t,
+                         "{\"static_resources\":{\"listeners\":[{\"address\":{\"socket_address\":{"
+                         "\"address\":\"127.0.0.1\",\"port_value\":1}},\"filter_chains\":[{"
+                         "\"filters\":[{\"name\":\"envoy.filters.network.http_connection_manager\","
+                         "\"typed_config\":{\"@type\":\"%s\",\"stat_prefix\":\"s\",%s"
+                         "\"route_config\":{\"validate_clusters\":true,\"virtual_hosts\":[{"
+                         "\"name\":\"a\",\"domains\":[\"*\"],\"routes\":[{\"match\":{\"prefix\":"
+                         "\"/\"},\"route\":{\"cluster\":\"zz\"}}]}]}}}]}]}]}}",
+                         HCM_T, ROUTER_ONLY) > 0);
+    expect_error(t, "t.json: " RPFX ".route.cluster: route: unknown cluster 'zz'");
+}
+
+static void test_syntax_error_and_missing_file(void **state)
+{
+    wf_strbuf err = WF_STRBUF_INIT;
+    assert_null(wp_bootstrap_load_file(DATA "bad_syntax.json", &err));
+    assert_true(strncmp(wf_strbuf_cstr(&err), DATA "bad_syntax.json:2:21: ",
+                        strlen(DATA "bad_syntax.json:2:21: ")) == 0);
+    wf_strbuf_reset(&err);
+    assert_null(wp_bootstrap_load_file(DATA "no_such_file.json", &err));
+    assert_string_equal(wf_strbuf_cstr(&err),
+                        DATA "no_such_file.json: cannot read: No such file or directory");
+    wf_strbuf_free(&err);
+}
+
+/* ---------- config dump ---------- */
+
+#define T_ADMIN "type.googleapis.com/envoy.admin.v3."
+#define NOW 1703570229.898 /* 2023-12-26T05:57:09.898Z */
+
+static const char *type_of(json_t *o)
+{
+    return json_string_value(json_object_get(o, "@type"));
+}
+
+static void test_dump_shape(void **state)
+{
+    wp_config *c = load_file_ok(DATA "full_camel.json");
+    wf_strbuf err = WF_STRBUF_INIT;
+    json_t *d = wp_config_dump(c, NULL, NULL, false, NOW, &err);
+    assert_non_null(d);
+    json_t *cf = json_object_get(d, "configs");
+    assert_int_equal(json_array_size(cf), 4);
+    assert_string_equal(type_of(json_array_get(cf, 0)), T_ADMIN "BootstrapConfigDump");
+    assert_string_equal(type_of(json_array_get(cf, 1)), T_ADMIN "ClustersConfigDump");
+    assert_string_equal(type_of(json_array_get(cf, 2)), T_ADMIN "ListenersConfigDump");
+    assert_string_equal(type_of(json_array_get(cf, 3)), T_ADMIN "RoutesConfigDump");
+
+    json_t *b = json_array_get(cf, 0);
+    assert_string_equal(json_string_value(json_object_get(b, "last_updated")),
+                        "2023-12-26T05:57:09.898Z");
+    assert_true(json_equal(json_object_get(b, "bootstrap"), c->bootstrap));
+
+    json_t *sc = json_array_get(json_object_get(json_array_get(cf, 1), "static_clusters"), 0);
+    json_t *cl = json_object_get(sc, "cluster");
+    assert_string_equal(type_of(cl), "type.googleapis.com/envoy.config.cluster.v3.Cluster");
+    assert_string_equal(json_string_value(json_object_get(cl, "name")), "reviews-v1");
+    assert_string_equal(json_string_value(json_object_get(cl, "connect_timeout")), "0.250s");
+    assert_string_equal(json_string_value(json_object_get(sc, "last_updated")),
+                        "2023-12-26T05:57:09.898Z");
+    assert_null(json_object_get(json_array_get(cf, 1), "dynamic_active_clusters"));
+
+    json_t *sl = json_array_get(json_object_get(json_array_get(cf, 2), "static_listeners"), 0);
+    json_t *ls = json_object_get(sl, "listener");
+    assert_string_equal(type_of(ls), "type.googleapis.com/envoy.config.listener.v3.Listener");
+    assert_int_equal(json_integer_value(json_object_get(ls, "per_connection_buffer_limit_bytes")),
+                     32768); /* "32768" printed as a uint32, as Envoy does */
+    json_t *tc = json_object_get(
+        json_array_get(json_object_get(json_array_get(json_object_get(ls, "filter_chains"), 0),
+                                       "filters"),
+                       0),
+        "typed_config");
+    json_t *common = json_object_get(tc, "common_http_protocol_options");
+    assert_string_equal(json_string_value(json_object_get(common, "idle_timeout")), "90.500s");
+
+    json_t *rcs = json_object_get(json_array_get(cf, 3), "static_route_configs");
+    assert_int_equal(json_array_size(rcs), 2);
+    json_t *rc = json_object_get(json_array_get(rcs, 0), "route_config");
+    assert_string_equal(type_of(rc), "type.googleapis.com/envoy.config.route.v3.RouteConfiguration");
+    assert_string_equal(json_string_value(json_object_get(rc, "name")), "80");
+    json_decref(d);
+
+    d = wp_config_dump(c, NULL, NULL, true, NOW, &err);
+    cf = json_object_get(d, "configs");
+    assert_int_equal(json_array_size(cf), 5);
+    json_t *eds = json_array_get(cf, 2);
+    assert_string_equal(type_of(eds), T_ADMIN "EndpointsConfigDump");
+    json_t *cla = json_object_get(json_array_get(json_object_get(eds, "static_endpoint_configs"), 0),
+                                  "endpoint_config");
+    assert_string_equal(type_of(cla),
+                        "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment");
+    assert_string_equal(json_string_value(json_object_get(cla, "cluster_name")), "reviews-v1");
+    json_t *lbs = json_object_get(json_array_get(json_object_get(cla, "endpoints"), 0), "lb_endpoints");
+    assert_int_equal(json_array_size(lbs), 3);
+    json_t *e1 = json_array_get(lbs, 1);
+    json_t *sa = json_object_get(json_object_get(json_object_get(e1, "endpoint"), "address"),
+                                 "socket_address");
+    assert_string_equal(json_string_value(json_object_get(sa, "address")), "::1");
+    assert_int_equal(json_integer_value(json_object_get(sa, "port_value")), 9080);
+    assert_string_equal(json_string_value(json_object_get(e1, "health_status")), "DRAINING");
+    json_t *e0 = json_array_get(lbs, 0);
+    assert_string_equal(json_string_value(json_object_get(e0, "health_status")), "HEALTHY");
+    assert_int_equal(json_integer_value(json_object_get(e0, "load_balancing_weight")), 3);
+    json_decref(d);
+    assert_int_equal(err.len, 0);
+    wf_strbuf_free(&err);
+    wp_config_unref(c);
+}
+
+static void test_dump_resource_and_mask(void **state)
+{
+    wp_config *c = load_file_ok(DATA "full_snake.json");
+    wf_strbuf err = WF_STRBUF_INIT;
+    int status = 0;
+    json_t *d = wp_config_dump_http(c, "static_clusters", NULL, false, NOW, &err, &status);
+    assert_int_equal(status, 200);
+    json_t *cf = json_object_get(d, "configs");
+    assert_int_equal(json_array_size(cf), 2);
+    assert_string_equal(type_of(json_array_get(cf, 0)), T_ADMIN "ClustersConfigDump.StaticCluster");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(json_array_get(cf, 1), "cluster"), "name")),
+        "reviews-v2");
+    json_decref(d);
+
+    d = wp_config_dump(c, "static_clusters", "cluster.name,last_updated", false, NOW, &err);
+    json_t *want = json_pack("{s:s,s:{s:s,s:s},s:s}", "@type", T_ADMIN "ClustersConfigDump.StaticCluster",
+                             "cluster", "@type",
+                             "type.googleapis.com/envoy.config.cluster.v3.Cluster", "name",
+                             "reviews-v1", "last_updated", "2023-12-26T05:57:09.898Z");
+    assert_true(json_equal(json_array_get(json_object_get(d, "configs"), 0), want));
+    json_decref(want);
+    json_decref(d);
+
+    /* mask without resource: only the dumps it fits, trimmed */
+    d = wp_config_dump(c, NULL, "static_clusters", false, NOW, &err);
+    cf = json_object_get(d, "configs");
+    assert_int_equal(json_array_size(cf), 1);
+    assert_int_equal(json_object_size(json_array_get(cf, 0)), 2); /* @type, static_clusters */
+    json_decref(d);
+    d = wp_config_dump(c, NULL, "bootstrap.node.id", false, NOW, &err);
+    cf = json_object_get(d, "configs");
+    assert_int_equal(json_array_size(cf), 1);
+    want = json_pack("{s:s,s:{s:{s:s}}}", "@type", T_ADMIN "BootstrapConfigDump", "bootstrap",
+                     "node", "id", c->node_id);
+    assert_true(json_equal(json_array_get(cf, 0), want));
+    json_decref(want);
+    json_decref(d);
+
+    d = wp_config_dump_http(c, "dynamic_active_clusters", NULL, false, NOW, &err, &status);
+    assert_int_equal(json_array_size(json_object_get(d, "configs")), 0);
+    json_decref(d);
+    d = wp_config_dump_http(c, "static_endpoint_configs", NULL, true, NOW, &err, &status);
+    assert_int_equal(json_array_size(json_object_get(d, "configs")), 2);
+    assert_string_equal(type_of(json_array_get(json_object_get(d, "configs"), 0)),
+                        T_ADMIN "EndpointsConfigDump.StaticEndpointConfig");
+    json_decref(d);
+    assert_int_equal(err.len, 0);
+    wf_strbuf_free(&err);
+    wp_config_unref(c);
+}
+
+static void expect_dump_error(wp_config *c, const char *res, const char *mask, bool eds, int code,
+                              const char *want)
+{
+    wf_strbuf err = WF_STRBUF_INIT;
+    int status = 0;
+    assert_null(wp_config_dump_http(c, res, mask, eds, NOW, &err, &status));
+    assert_int_equal(status, code);
+    assert_string_equal(wf_strbuf_cstr(&err), want);
+    wf_strbuf_free(&err);
+}
+
+static void test_dump_errors(void **state)
+{
+    wp_config *c = load_file_ok(DATA "full_snake.json");
+    expect_dump_error(c, "bogus", NULL, false, 404, "bogus not found in config dump");
+    expect_dump_error(c, "static_endpoint_configs", NULL, false, 404,
+                      "static_endpoint_configs not found in config dump");
+    expect_dump_error(c, "version_info", NULL, false, 400,
+                      "version_info is not a repeated field. Use ?mask=version_info to get only "
+                      "this field");
+    expect_dump_error(c, "static_clusters", "cluster.name,nope", false, 400,
+                      "FieldMask paths: \"cluster.name\"\npaths: \"nope\"\n could not be "
+                      "successfully used.");
+    expect_dump_error(c, NULL, "nope", false, 400,
+                      "FieldMask nope could not be successfully applied to any configs.");
+    wp_config_unref(c);
+}
+
+static void test_dump_time(void **state)
+{
+    char buf[40];
+    assert_string_equal(wp_config_dump_time(0, buf, sizeof(buf)), "1970-01-01T00:00:00.000Z");
+    assert_string_equal(wp_config_dump_time(1703570229.9996, buf, sizeof(buf)),
+                        "2023-12-26T05:57:10.000Z");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_full_snake_case),
+        cmocka_unit_test(test_camel_case_same_snapshot),
+        cmocka_unit_test(test_ref_unref),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_regex_full_match),
+        cmocka_unit_test(test_error_unknown_field),
+        cmocka_unit_test(test_error_wrong_type),
+        cmocka_unit_test(test_error_bad_duration),
+        cmocka_unit_test(test_error_bad_regex),
+        cmocka_unit_test(test_error_duplicates),
+        cmocka_unit_test(test_error_rds_and_filters),
+        cmocka_unit_test(test_error_cluster_rules),
+        cmocka_unit_test(test_error_route_rules),
+        cmocka_unit_test(test_validate_clusters_explicit),
+        cmocka_unit_test(test_syntax_error_and_missing_file),
+        cmocka_unit_test(test_dump_shape),
+        cmocka_unit_test(test_dump_resource_and_mask),
+        cmocka_unit_test(test_dump_errors),
+        cmocka_unit_test(test_dump_time),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
