@@ -186,8 +186,6 @@ def test_200_through_proxy_headers_and_default_access_log(apps, proxy_factory):
     assert st["http.ingress_http.downstream_rq_total"] == 2
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "proxy bug: http.<stat_prefix>.rq_total stays 0 while the router routes requests"))
 def test_router_rq_total_counts_routed_requests(apps, proxy_factory):
     # Reference §6.1: the router filter adds http.<prefix>.rq_total (every request it decodes).
     proxy = proxy_factory(one_backend(apps))
@@ -282,8 +280,6 @@ def test_route_timeout_504_ut(apps, proxy_factory):
     assert st["http.ingress_http.downstream_rq_5xx"] == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "proxy bug: LeakSanitizer at exit, the reset reply body leaked per request (wf_strbuf_printf in wp_router_on_reset, router.c:475, via u_on_connect)"))
 def test_connection_refused_503_uf(apps, proxy_factory):
     dead = free_port()  # nothing listens there
     bs = bootstrap([listener(simple_routes(), access_logs=json_logs())],
@@ -306,8 +302,6 @@ def test_connection_refused_503_uf(apps, proxy_factory):
     proxy.stop()  # exit 0, no sanitizer report
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "proxy bug: LeakSanitizer at exit, the reset reply body leaked per request (wf_strbuf_printf in wp_router_on_reset, router.c:475, via u_on_timer)"))
 def test_connect_timeout_503_uf(apps, proxy_factory):
     # A listener whose accept queue is full: Linux drops further SYNs, so connect() hangs.
     ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -372,8 +366,6 @@ def test_no_healthy_upstream_503_uh(apps, proxy_factory):
         in text.decode().splitlines()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "proxy bug: LeakSanitizer at exit, the reset reply body leaked per request (wf_strbuf_printf in wp_router_on_reset, router.c:475, via overflow() upstream.c:476)"))
 def test_circuit_breaker_overflow_503_uo(apps, proxy_factory):
     bs = bootstrap([listener(simple_routes(), access_logs=json_logs())],
                    [cluster("backend", [apps["a"]], circuit_breakers={"max_requests": 1})])
@@ -404,8 +396,6 @@ def test_circuit_breaker_overflow_503_uo(apps, proxy_factory):
     proxy.stop()  # exit 0, no sanitizer report
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "proxy bug: LeakSanitizer at exit, the reset reply body leaked per request (wf_strbuf_printf in wp_router_on_reset, router.c:475, via wp_router_on_upstream_eof)"))
 def test_upstream_hangup_503_uc(apps, proxy_factory):
     # B012, deterministic part: the backend reads the request and closes without answering.
     proxy = proxy_factory(one_backend(apps, logs=json_logs()))
@@ -723,8 +713,6 @@ def test_direct_response(apps, proxy_factory):
     assert st["cluster.backend.upstream_rq_total"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "proxy bug: LeakSanitizer at exit, the Location value leaked per request (wf_strbuf_printf in redirect(), router.c:108)"))
 def test_redirect(apps, proxy_factory):
     rc = route_config([vhost("all", ["*"], [
         route(prefix="/old", redirect={"host_redirect": "new.example.com",
@@ -789,10 +777,6 @@ def test_header_add_append_actions(apps, proxy_factory):
     assert hdrs["x-resp-multi"] == "route"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "proxy bug: OVERWRITE_IF_EXISTS_OR_ADD at the vhost/route-config level does not overwrite "
-    "a header added by a more specific level; the values are appended ('route,vhost,global' "
-    "instead of 'global')"))
 def test_header_overwrite_across_levels(apps, proxy_factory):
     # Envoy applies weighted-cluster, route, virtual-host, then route-configuration header
     # additions; with overwrite at every level the route-configuration value remains.
@@ -1017,10 +1001,6 @@ def test_cli_validate_unknown_field(apps, tmp_path):
     assert "static_resources.clusters[0].bogus_field" in r.stderr.decode(), r.stderr
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "proxy bug: any cluster typed_extension_protocol_options makes the bootstrap loader loop "
-    "forever (word_in(list, \"\") in bootstrap.c never advances on the empty key norm_value "
-    "passes for map entries)"))
 def test_cli_validate_typed_extension_protocol_options(apps, tmp_path):
     bs = bootstrap([listener(simple_routes(), port=free_port())],
                    [cluster("backend", [apps["a"]], max_requests_per_connection=1,
