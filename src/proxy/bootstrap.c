@@ -42,10 +42,10 @@
     "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
 #define ROUTER_NAME "envoy.filters.http.router"
 #define ROUTER_TYPE "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
-#define HPO_NAME "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
-#define HPO_TYPE "type.googleapis.com/" HPO_NAME
+#define HPO_NAME    "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
+#define HPO_TYPE    "type.googleapis.com/" HPO_NAME
 #define STATIC_IP_MSG                                                                              \
-    "malformed IP address: %s. Consider setting resolver_name or setting cluster type to "        \
+    "malformed IP address: %s. Consider setting resolver_name or setting cluster type to "         \
     "'STRICT_DNS' or 'LOGICAL_DNS'"
 
 /* ---------- path and errors ---------- */
@@ -174,8 +174,8 @@ bool bs_req_str(bs *b, json_t *o, const char *k, const char **out)
     if (!bs_str(b, o, k, out))
         return false;
     if (!*out || !**out)
-        return bs_fail_at(b, k, *out ? "value length must be at least 1 characters"
-                                     : "missing required field");
+        return bs_fail_at(
+            b, k, *out ? "value length must be at least 1 characters" : "missing required field");
     return true;
 }
 
@@ -284,12 +284,14 @@ bool bs_dur(bs *b, json_t *o, const char *k, uint64_t *ms, bool *present)
     int32_t ns = 0;
     if (json_is_string(v)) {
         if (!parse_duration(json_string_value(v), &sec, &ns))
-            return bs_fail_at(b, k, "invalid duration (expected a string like \"5s\" or "
-                                    "\"0.250s\")");
+            return bs_fail_at(b, k,
+                              "invalid duration (expected a string like \"5s\" or "
+                              "\"0.250s\")");
     } else if (json_is_object(v)) {
         size_t m = bs_push(b, k);
         uint64_t s = 0, n = 0;
-        bool ok = bs_fields(b, v, "seconds nanos") && bs_u64(b, v, "seconds", 315576000000ULL, &s) &&
+        bool ok = bs_fields(b, v, "seconds nanos") &&
+                  bs_u64(b, v, "seconds", 315576000000ULL, &s) &&
                   bs_u64(b, v, "nanos", 999999999, &n);
         bs_pop(b, m);
         if (!ok)
@@ -485,8 +487,9 @@ static bool dec_address(bs *b, json_t *addr, wp_addr *out, const char **host, ui
     const char *ip = NULL;
     uint32_t p = 0;
     int proto = 0;
-    bool ok = bs_fields(b, sa, "address port_value protocol") && bs_req_str(b, sa, "address", &ip) &&
-              bs_u32(b, sa, "port_value", &p) && bs_enum(b, sa, "protocol", protos, &proto);
+    bool ok = bs_fields(b, sa, "address port_value protocol") &&
+              bs_req_str(b, sa, "address", &ip) && bs_u32(b, sa, "port_value", &p) &&
+              bs_enum(b, sa, "protocol", protos, &proto);
     if (ok && p > 65535)
         ok = bs_fail_at(b, "port_value", "value must be less than or equal to 65535");
     memset(out, 0, sizeof(*out));
@@ -540,7 +543,8 @@ static bool dec_log_format(bs *b, json_t *f, void *arg)
     if (!bs_fields(b, f, "text_format text_format_source json_format"))
         return false;
     if (json_object_size(f) != 1)
-        return bs_fail(b, "exactly one of text_format, text_format_source, json_format is required");
+        return bs_fail(b,
+                       "exactly one of text_format, text_format_source, json_format is required");
     json_t *src = bs_get(f, "text_format_source");
     if (src) {
         size_t m = bs_push(b, "text_format_source");
@@ -648,8 +652,9 @@ static bool dec_http_filters(bs *b, json_t *hcm)
     if (n > 1) {
         size_t m = bs_push(b, "http_filters");
         bs_push_i(b, 0);
-        bs_fail(b, "Error: terminal filter named %s of type %s must be the last filter in a http "
-                   "filter chain.",
+        bs_fail(b,
+                "Error: terminal filter named %s of type %s must be the last filter in a http "
+                "filter chain.",
                 ROUTER_NAME, ROUTER_NAME);
         bs_pop(b, m);
         return false;
@@ -689,8 +694,9 @@ static bool dec_hcm(bs *b, json_t *o, wp_hcm *h)
         !bs_type_is(b, o, HCM_TYPE))
         return false;
     if (bs_get(o, "rds"))
-        return bs_fail_at(b, "rds", "rds is not supported yet (the xDS client arrives with the "
-                                    "control-plane issue)");
+        return bs_fail_at(b, "rds",
+                          "rds is not supported yet (the xDS client arrives with the "
+                          "control-plane issue)");
     if (!bs_req_str(b, o, "stat_prefix", &h->stat_prefix) ||
         !bs_enum(b, o, "codec_type", codecs, &codec) ||
         !bs_str(b, o, "server_name", &h->server_name) ||
@@ -740,8 +746,8 @@ static bool dec_network_filter(bs *b, json_t *f, wp_listener *l)
     if (!tc)
         return bs_fail_at(b, "typed_config", "missing required field");
     size_t m = bs_push(b, "typed_config");
-    bool ok = json_is_object(tc) ? dec_hcm(b, tc, &l->hcm)
-                                 : bs_fail(b, "wrong type: expected an object");
+    bool ok =
+        json_is_object(tc) ? dec_hcm(b, tc, &l->hcm) : bs_fail(b, "wrong type: expected an object");
     bs_pop(b, m);
     return ok;
 }
@@ -771,8 +777,9 @@ static bool dec_filter_chain(bs *b, json_t *o, wp_listener *l)
     if (!bs_fields(b, o, "name filters filter_chain_match"))
         return false;
     if (bs_get(o, "filter_chain_match"))
-        return bs_fail_at(b, "filter_chain_match", "filter_chain_match is not supported (a "
-                                                   "listener has exactly one filter chain)");
+        return bs_fail_at(b, "filter_chain_match",
+                          "filter_chain_match is not supported (a "
+                          "listener has exactly one filter chain)");
     size_t m = b->plen;
     json_t *f = only_one(b, o, "filters", "network filter");
     bool ok = f && dec_network_filter(b, f, l);
@@ -820,8 +827,9 @@ static bool check_listeners(bs *b)
             bs_push_i(b, i);
             if (msg[0] == 'd')
                 return bs_fail(b, "duplicate listener name '%s'", c->listeners[i].name);
-            return bs_fail(b, "error adding listener: '%s' has duplicate address '%s' as existing "
-                              "listener",
+            return bs_fail(b,
+                           "error adding listener: '%s' has duplicate address '%s' as existing "
+                           "listener",
                            c->listeners[i].name, c->listeners[i].addr.text);
         }
     }
@@ -840,8 +848,9 @@ static bool dec_thresholds(bs *b, json_t *o, void *arg)
         return false;
     json_t *p = bs_get(o, "priority");
     if (json_is_string(p) && strcmp(json_string_value(p), "HIGH") == 0)
-        return bs_fail_at(b, "priority", "unsupported value \"HIGH\" (only DEFAULT priority "
-                                         "thresholds are supported)");
+        return bs_fail_at(b, "priority",
+                          "unsupported value \"HIGH\" (only DEFAULT priority "
+                          "thresholds are supported)");
     return bs_enum(b, o, "priority", prios, &prio) &&
            bs_u32(b, o, "max_connections", &t->max_connections) &&
            bs_u32(b, o, "max_pending_requests", &t->max_pending_requests) &&
@@ -858,8 +867,9 @@ static bool dec_circuit_breakers(bs *b, json_t *o, void *arg)
         !bs_each(b, o, "thresholds", sizeof(wp_thresholds), &arr, &n, dec_thresholds))
         return false;
     if (n > 1)
-        return bs_fail_at(b, "thresholds", "only one thresholds entry (priority DEFAULT) is "
-                                           "supported");
+        return bs_fail_at(b, "thresholds",
+                          "only one thresholds entry (priority DEFAULT) is "
+                          "supported");
     if (n == 1)
         cl->cb = *(wp_thresholds *)arr;
     return true;
@@ -910,8 +920,8 @@ static bool dec_protocol_options(bs *b, json_t *o, void *arg)
 
 static bool dec_lb_endpoint(bs *b, json_t *o, void *arg)
 {
-    static const char *const health[] = {"UNKNOWN",  "HEALTHY", "UNHEALTHY",
-                                         "DRAINING", "TIMEOUT", "DEGRADED", NULL};
+    static const char *const health[] = {"UNKNOWN", "HEALTHY",  "UNHEALTHY", "DRAINING",
+                                         "TIMEOUT", "DEGRADED", NULL};
     wp_endpoint *e = arg;
     int h = 0;
     e->weight = 1;
@@ -975,8 +985,9 @@ static bool dec_load_assignment(bs *b, json_t *o, void *arg)
     for (size_t i = 0; i < n; i++)
         total += groups[i].n;
     if (cl->type == WP_CLUSTER_LOGICAL_DNS && (n != 1 || total != 1))
-        return bs_fail_at(b, "endpoints", "LOGICAL_DNS clusters must have a single "
-                                          "locality_lb_endpoint and a single lb_endpoint");
+        return bs_fail_at(b, "endpoints",
+                          "LOGICAL_DNS clusters must have a single "
+                          "locality_lb_endpoint and a single lb_endpoint");
     cl->endpoints = bs_alloc(b, sizeof(wp_endpoint) * total);
     if (!cl->endpoints)
         return false;
@@ -999,16 +1010,19 @@ static bool dec_cluster(bs *b, json_t *o, void *arg)
     cl->idle_timeout_ms = 3600000;
     cl->per_connection_buffer_limit_bytes = WP_DEFAULT_BUFFER_LIMIT;
     cl->dns_refresh_rate_ms = 5000;
-    if (!bs_fields(b, o,
-                   "name alt_stat_name type lb_policy connect_timeout "
-                   "per_connection_buffer_limit_bytes circuit_breakers common_http_protocol_options "
-                   "typed_extension_protocol_options max_requests_per_connection dns_refresh_rate "
-                   "dns_lookup_family load_assignment") ||
-        !bs_req_str(b, o, "name", &cl->name) || !bs_str(b, o, "alt_stat_name", &cl->alt_stat_name) ||
+    if (!bs_fields(
+            b, o,
+            "name alt_stat_name type lb_policy connect_timeout "
+            "per_connection_buffer_limit_bytes circuit_breakers common_http_protocol_options "
+            "typed_extension_protocol_options max_requests_per_connection dns_refresh_rate "
+            "dns_lookup_family load_assignment") ||
+        !bs_req_str(b, o, "name", &cl->name) ||
+        !bs_str(b, o, "alt_stat_name", &cl->alt_stat_name) ||
         !bs_enum(b, o, "type", types, &type) || !bs_enum(b, o, "lb_policy", lbs, &lb) ||
         !bs_enum(b, o, "dns_lookup_family", families, &family) ||
         !bs_dur(b, o, "connect_timeout", &cl->connect_timeout_ms, NULL) ||
-        !bs_u32(b, o, "per_connection_buffer_limit_bytes", &cl->per_connection_buffer_limit_bytes) ||
+        !bs_u32(b, o, "per_connection_buffer_limit_bytes",
+                &cl->per_connection_buffer_limit_bytes) ||
         !bs_u32(b, o, "max_requests_per_connection", &cl->max_requests_per_connection) ||
         !bs_sub(b, o, "common_http_protocol_options", dec_upstream_common, cl) ||
         !bs_sub(b, o, "typed_extension_protocol_options", dec_protocol_options, cl) ||

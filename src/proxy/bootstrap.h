@@ -7,10 +7,11 @@
  * bootstrap.c for the exact field list) and rejects everything else by JSON path: nothing
  * is silently ignored.
  *
- * Decoding follows the protobuf JSON mapping (developers.google.com/protocol-buffers/docs/proto3#json)
- * as Envoy applies it: field names in snake_case or lowerCamelCase; durations as "5s" /
- * "0.250s" strings or {seconds, nanos}; uint32/uint64 and wrapper types as numbers or
- * decimal strings; enums by name; null = absent. Defaults are Envoy's (see config.h).
+ * Decoding follows the protobuf JSON mapping
+ * (developers.google.com/protocol-buffers/docs/proto3#json) as Envoy applies it: field names in
+ * snake_case or lowerCamelCase; durations as "5s" / "0.250s" strings or {seconds, nanos};
+ * uint32/uint64 and wrapper types as numbers or decimal strings; enums by name; null = absent.
+ * Defaults are Envoy's (see config.h).
  *
  * Errors: one message in err (appended), of the form
  *   "<source>: <json path>: <message>"

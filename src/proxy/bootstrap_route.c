@@ -46,9 +46,9 @@ static bool dec_header_add(bs *b, json_t *o, void *arg)
         return false;
     if (bs_get(o, "append") && bs_get(o, "append_action"))
         return bs_fail(b, "Both append and append_action are set and it's not allowed");
-    h->action = bs_get(o, "append") ? (append ? WP_APPEND_IF_EXISTS_OR_ADD
-                                              : WP_OVERWRITE_IF_EXISTS_OR_ADD)
-                                    : (wp_append_action)action;
+    h->action = bs_get(o, "append")
+                    ? (append ? WP_APPEND_IF_EXISTS_OR_ADD : WP_OVERWRITE_IF_EXISTS_OR_ADD)
+                    : (wp_append_action)action;
     if (!hv)
         return bs_fail_at(b, "header", "missing required field");
     size_t m = bs_push(b, "header");
@@ -111,7 +111,7 @@ static bool dec_req_resp_ops(bs *b, json_t *o, wp_header_ops *req, wp_header_ops
 }
 
 #define HEADER_OPS_FIELDS                                                                          \
-    " request_headers_to_add request_headers_to_remove response_headers_to_add "                  \
+    " request_headers_to_add request_headers_to_remove response_headers_to_add "                   \
     "response_headers_to_remove"
 
 /* ---------- regexes and string matchers ---------- */
@@ -134,8 +134,8 @@ static bool dec_regex(bs *b, json_t *o, const char *k, bool full, pcre2_code **o
     ok = ok && bs_req_str(b, rm, "regex", &re);
     if (ok) {
         wf_strbuf why = WF_STRBUF_INIT;
-        *out = full ? wp_config_add_regex(b->c, re, &why)
-                    : wp_config_add_regex_search(b->c, re, &why);
+        *out =
+            full ? wp_config_add_regex(b->c, re, &why) : wp_config_add_regex_search(b->c, re, &why);
         if (!*out) {
             size_t mr = bs_push(b, "regex");
             ok = bs_fail(b, "%s", wf_strbuf_cstr(&why));
@@ -170,8 +170,8 @@ static int count_present(json_t *o, const char *const *keys)
 /* StringMatcher {exact | prefix | suffix | contains | safe_regex, ignore_case} */
 static bool dec_string_matcher(bs *b, json_t *o, void *arg)
 {
-    static const char *const kinds[] = {"exact", "prefix", "suffix", "contains", "safe_regex",
-                                        NULL};
+    static const char *const kinds[] = {"exact",    "prefix",     "suffix",
+                                        "contains", "safe_regex", NULL};
     wp_string_matcher *sm = arg;
     if (!bs_fields(b, o, "exact prefix suffix contains safe_regex ignore_case") ||
         !bs_bool(b, o, "ignore_case", &sm->ignore_case))
@@ -192,9 +192,9 @@ static bool dec_string_matcher(bs *b, json_t *o, void *arg)
 /* HeaderMatcher; without a specifier it is a presence match, as in Envoy. */
 static bool dec_header_matcher(bs *b, json_t *o, void *arg)
 {
-    static const char *const legacy[] = {"exact_match",      "prefix_match",  "suffix_match",
-                                         "contains_match",   "safe_regex_match",
-                                         "present_match",    "string_match",  NULL};
+    static const char *const legacy[] = {
+        "exact_match",      "prefix_match",  "suffix_match", "contains_match",
+        "safe_regex_match", "present_match", "string_match", NULL};
     wp_kv_matcher *h = arg;
     const char *name = NULL;
     if (!bs_fields(b, o,
@@ -263,11 +263,12 @@ static bool dec_match(bs *b, json_t *o, void *arg)
         if (!dec_regex(b, o, "safe_regex", true, &r->path_re))
             return false;
     } else {
-        const char *k = bs_get(o, "prefix") ? "prefix" : bs_get(o, "path") ? "path"
-                                                                           : "path_separated_prefix";
-        r->path_kind = k[0] == 'p' && k[1] == 'r'   ? WP_PATH_PREFIX
-                       : strcmp(k, "path") == 0 ? WP_PATH_EXACT
-                                                : WP_PATH_SEPARATED_PREFIX;
+        const char *k = bs_get(o, "prefix") ? "prefix"
+                        : bs_get(o, "path") ? "path"
+                                            : "path_separated_prefix";
+        r->path_kind = k[0] == 'p' && k[1] == 'r' ? WP_PATH_PREFIX
+                       : strcmp(k, "path") == 0   ? WP_PATH_EXACT
+                                                  : WP_PATH_SEPARATED_PREFIX;
         if (!bs_str(b, o, k, &r->path))
             return false;
         r->path_len = strlen(r->path);
@@ -384,8 +385,9 @@ static bool dec_route_action(bs *b, json_t *o, void *arg)
 
 static bool dec_redirect(bs *b, json_t *o, void *arg)
 {
-    static const char *const codes[] = {"MOVED_PERMANENTLY", "FOUND", "SEE_OTHER",
-                                        "TEMPORARY_REDIRECT", "PERMANENT_REDIRECT", NULL};
+    static const char *const codes[] = {"MOVED_PERMANENTLY",  "FOUND",
+                                        "SEE_OTHER",          "TEMPORARY_REDIRECT",
+                                        "PERMANENT_REDIRECT", NULL};
     static const int code_values[] = {301, 302, 303, 307, 308};
     static const char *const path_kinds[] = {"path_redirect", "prefix_rewrite", "regex_rewrite",
                                              NULL};
@@ -433,8 +435,8 @@ static bool dec_direct(bs *b, json_t *o, void *arg)
     if (!body)
         return true;
     size_t m = bs_push(b, "body");
-    bool ok = bs_fields(b, body, "inline_string") &&
-              bs_str(b, body, "inline_string", &r->direct_body);
+    bool ok =
+        bs_fields(b, body, "inline_string") && bs_str(b, body, "inline_string", &r->direct_body);
     if (ok && !r->direct_body)
         ok = bs_fail(b, "missing required field inline_string");
     if (ok)
@@ -472,8 +474,8 @@ static bool dec_vhost(bs *b, json_t *o, void *arg)
         !bs_req_str(b, o, "name", &v->name))
         return false;
     if (!json_is_array(d) || json_array_size(d) == 0)
-        return bs_fail_at(b, "domains", d ? "value must contain at least 1 item(s)"
-                                          : "missing required field");
+        return bs_fail_at(b, "domains",
+                          d ? "value must contain at least 1 item(s)" : "missing required field");
     v->domains = bs_alloc(b, sizeof(char *) * json_array_size(d));
     size_t m = bs_push(b, "domains");
     for (size_t i = 0; v->domains && i < json_array_size(d) && !b->failed; i++) {
@@ -486,8 +488,7 @@ static bool dec_vhost(bs *b, json_t *o, void *arg)
         bs_pop(b, mi);
     }
     bs_pop(b, m);
-    if (b->failed ||
-        !bs_each(b, o, "routes", sizeof(wp_route), &arr, &v->nroutes, dec_route))
+    if (b->failed || !bs_each(b, o, "routes", sizeof(wp_route), &arr, &v->nroutes, dec_route))
         return false;
     v->routes = arr;
     return dec_req_resp_ops(b, o, &v->req, &v->resp);
@@ -508,8 +509,9 @@ static bool check_domains(bs *b, const wp_route_config *rc)
                     bs_push_i(b, i);
                     bs_push(b, "domains");
                     bs_push_i(b, j);
-                    return bs_fail(b, "Only unique values for domains are permitted. Duplicate "
-                                      "entry of domain %s in route %s",
+                    return bs_fail(b,
+                                   "Only unique values for domains are permitted. Duplicate "
+                                   "entry of domain %s in route %s",
                                    dom, rc->name);
                 }
             }
@@ -524,7 +526,8 @@ bool bs_route_config(bs *b, json_t *o, wp_route_config *rc)
     bool validate = false;
     rc->name = "";
     if (!bs_fields(b, o,
-                   "name virtual_hosts ignore_port_in_host_matching validate_clusters" HEADER_OPS_FIELDS) ||
+                   "name virtual_hosts ignore_port_in_host_matching "
+                   "validate_clusters" HEADER_OPS_FIELDS) ||
         !bs_str(b, o, "name", &rc->name) ||
         !bs_bool(b, o, "ignore_port_in_host_matching", &rc->ignore_port_in_host_matching) ||
         !bs_bool(b, o, "validate_clusters", &validate))

@@ -22,8 +22,8 @@ typedef struct {
 } schema;
 
 typedef struct {
-    const char *field;      /* repeated field of a dump */
-    const char *elem_type;  /* @type of its elements */
+    const char *field;     /* repeated field of a dump */
+    const char *elem_type; /* @type of its elements */
     const char *elem_fields;
 } elem_schema;
 
@@ -40,18 +40,17 @@ static const schema ROUTES = {ADMIN_T "RoutesConfigDump",
 
 static const elem_schema ELEMS[] = {
     {"static_clusters", ADMIN_T "ClustersConfigDump.StaticCluster", "cluster:a last_updated:m"},
-    {"static_listeners", ADMIN_T "ListenersConfigDump.StaticListener",
-     "listener:a last_updated:m"},
+    {"static_listeners", ADMIN_T "ListenersConfigDump.StaticListener", "listener:a last_updated:m"},
     {"static_route_configs", ADMIN_T "RoutesConfigDump.StaticRouteConfig",
      "route_config:a last_updated:m"},
     {"static_endpoint_configs", ADMIN_T "EndpointsConfigDump.StaticEndpointConfig",
      "endpoint_config:a"},
 };
 
-#define CLUSTER_T "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+#define CLUSTER_T  "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 #define LISTENER_T "type.googleapis.com/envoy.config.listener.v3.Listener"
-#define ROUTE_T "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
-#define CLA_T "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+#define ROUTE_T    "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+#define CLA_T      "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
 
 char *wp_config_dump_time(double t, char *buf, size_t cap)
 {
@@ -172,7 +171,8 @@ static json_t *dump_routes(const wp_config *c, const char *ts)
     json_t *list = static_list(c, "listeners");
     bool ok = d && arr;
     for (size_t i = 0; ok && i < json_array_size(list); i++) {
-        json_t *chain = json_array_get(json_object_get(json_array_get(list, i), "filter_chains"), 0);
+        json_t *chain =
+            json_array_get(json_object_get(json_array_get(list, i), "filter_chains"), 0);
         json_t *f = json_array_get(json_object_get(chain, "filters"), 0);
         json_t *rc = json_object_get(json_object_get(f, "typed_config"), "route_config");
         if (rc)
@@ -207,8 +207,8 @@ static json_t *lb_endpoint(const wp_endpoint *e)
     }
     json_t *ep = json_pack("{s:{s:{s:s,s:I}},s:{}}", "address", "socket_address", "address", addr,
                            "port_value", (json_int_t)e->port, "health_check_config");
-    if (ep && e->hostname && e->addr.len && json_object_set_new(ep, "hostname",
-                                                                json_string(e->hostname)) != 0) {
+    if (ep && e->hostname && e->addr.len &&
+        json_object_set_new(ep, "hostname", json_string(e->hostname)) != 0) {
         json_decref(ep);
         return NULL;
     }
@@ -234,8 +234,8 @@ static json_t *cluster_load_assignment(const wp_cluster *cl)
         cla = NULL;
     }
     json_decref(lbs);
-    if (cla && json_object_set_new(cla, "policy", json_pack("{s:i}", "overprovisioning_factor",
-                                                            140)) != 0) {
+    if (cla && json_object_set_new(cla, "policy",
+                                   json_pack("{s:i}", "overprovisioning_factor", 140)) != 0) {
         json_decref(cla);
         return NULL;
     }
@@ -493,8 +493,7 @@ static json_t *by_resource(dumps *ds, const char *resource, const fmask *m, wf_s
     return fail(err, status, 404, "");
 }
 
-static json_t *all_configs(dumps *ds, const char *mask, const fmask *m, wf_strbuf *err,
-                           int *status)
+static json_t *all_configs(dumps *ds, const char *mask, const fmask *m, wf_strbuf *err, int *status)
 {
     json_t *configs = json_array();
     for (size_t i = 0; configs && i < ds->n; i++) {
@@ -551,8 +550,8 @@ json_t *wp_config_dump_http(const wp_config *c, const char *resource, const char
     return out;
 }
 
-json_t *wp_config_dump(const wp_config *c, const char *resource, const char *mask,
-                       bool include_eds, double last_updated_unix, wf_strbuf *err)
+json_t *wp_config_dump(const wp_config *c, const char *resource, const char *mask, bool include_eds,
+                       double last_updated_unix, wf_strbuf *err)
 {
     return wp_config_dump_http(c, resource, mask, include_eds, last_updated_unix, err, NULL);
 }

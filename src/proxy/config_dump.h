@@ -43,8 +43,8 @@
  *   "FieldMask paths: \"x\"\n could not be successfully used."              -> 400
  *   "FieldMask <mask> could not be successfully applied to any configs."    -> 400
  *   "out of memory"                                                         -> 500 */
-json_t *wp_config_dump(const wp_config *c, const char *resource, const char *mask,
-                       bool include_eds, double last_updated_unix, wf_strbuf *err);
+json_t *wp_config_dump(const wp_config *c, const char *resource, const char *mask, bool include_eds,
+                       double last_updated_unix, wf_strbuf *err);
 
 /* The same; *http_status (may be NULL) receives 200, 400, 404 or 500 as Envoy answers. */
 json_t *wp_config_dump_http(const wp_config *c, const char *resource, const char *mask,

@@ -123,6 +123,28 @@ void wp_buf_put(wp_worker *w, wp_buf *b)
     free(b);
 }
 
+uv_write_t *wp_wreq_get(wp_worker *w)
+{
+    if (w->free_wreqs) {
+        void **r = w->free_wreqs;
+        w->free_wreqs = *r;
+        w->nfree_wreqs--;
+        return (uv_write_t *)r;
+    }
+    return malloc(sizeof(uv_write_t));
+}
+
+void wp_wreq_put(wp_worker *w, uv_write_t *req)
+{
+    if (w->nfree_wreqs >= 1024) {
+        free(req);
+        return;
+    }
+    *(void **)req = w->free_wreqs;
+    w->free_wreqs = req;
+    w->nfree_wreqs++;
+}
+
 /* ---------- connection lifecycle ---------- */
 
 static uint64_t idle_ms(const wp_dconn *d)
@@ -339,12 +361,6 @@ void wp_dconn_on_accept(uv_stream_t *server, int status)
     d->id = atomic_fetch_add(&w->srv->next_conn_id, 1);
     wp_addr_of(&d->tcp, true, d->remote, sizeof(d->remote));
     wp_addr_of(&d->tcp, false, d->local, sizeof(d->local));
-    snprintf(d->remote_ip, sizeof(d->remote_ip), "%s", d->remote);
-    char *colon = strrchr(d->remote_ip, ':');
-    if (colon)
-        *colon = 0;
-    h1_parser_init(&d->parser, H1_REQUEST, NULL, 0,
-                   (size_t)l->hcm.max_request_headers_kb * 1024);
     atomic_fetch_add_explicit(&w->nconns, 1, memory_order_relaxed);
     d->next = w->conns;
     if (w->conns)
@@ -380,10 +396,12 @@ static wp_stream *stream_new(wp_dconn *d)
     s->si.start_ns = now_ns();
     s->si.downstream_local = d->local;
     s->si.downstream_remote = d->remote;
-    d->parser.hdr_array = s->hdrs;
-    d->parser.hdr_cap = d->listener->hcm.max_headers_count < WP_MAX_HEADERS
-                            ? d->listener->hcm.max_headers_count
-                            : WP_MAX_HEADERS;
+    /* the parser lives with the stream: an idle connection holds none */
+    h1_parser_init(&s->parser, H1_REQUEST, s->hdrs,
+                   d->listener->hcm.max_headers_count < WP_MAX_HEADERS
+                       ? d->listener->hcm.max_headers_count
+                       : WP_MAX_HEADERS,
+                   (size_t)d->listener->hcm.max_request_headers_kb * 1024);
     d->stream = s;
     d->streams++;
     arm_idle(d);
@@ -445,8 +463,6 @@ static void stream_finish(wp_stream *s)
     WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, s->si.stream_id, "stream complete (%d)",
                   s->si.response_code);
     d->stream = NULL;
-    d->parser.hdr_array = NULL;
-    d->parser.hdr_cap = 0;
     stream_free(s);
 }
 
@@ -461,7 +477,6 @@ static void stream_complete(wp_stream *s)
         return;
     }
     arm_idle(d);
-    h1_parser_reset(&d->parser);
     process(d);
     start_reading(d);
 }
@@ -469,6 +484,7 @@ static void stream_complete(wp_stream *s)
 static void on_dwrite(uv_write_t *req, int status)
 {
     wp_dconn *d = req->data;
+    wp_wreq_put(d->w, req);
     d->writing = false;
     if (d->closing)
         return;
@@ -500,8 +516,15 @@ static int dwrite(wp_dconn *d, uv_buf_t *bufs, unsigned n)
     }
     dstat(d, WP_S_downstream_cx_tx_bytes_total, (int64_t)total);
     d->last_activity = uv_now(&d->w->loop);
-    d->wreq.data = d;
-    int r = wp_write((uv_stream_t *)&d->tcp, &d->wreq, bufs, n, on_dwrite);
+    uv_write_t *req = wp_wreq_get(d->w);
+    if (!req) {
+        wp_dconn_close(d);
+        return -1;
+    }
+    req->data = d;
+    int r = wp_write((uv_stream_t *)&d->tcp, req, bufs, n, on_dwrite);
+    if (r != 1)
+        wp_wreq_put(d->w, req);
     if (r < 0) {
         wp_dconn_close(d);
         return -1;
@@ -842,7 +865,7 @@ static void on_request_complete(wp_stream *s)
 
 static void protocol_error(wp_dconn *d, wp_stream *s)
 {
-    h1_error e = d->parser.error;
+    h1_error e = s ? s->parser.error : H1_ERR_TRUNCATED;
     dstat(d, WP_S_downstream_cx_protocol_error, 1);
     WF_CONN_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, "dispatch error: %s", h1_error_name(e));
     d->close_after = true;
@@ -878,13 +901,13 @@ static void process(wp_dconn *d)
         }
         h1_event ev;
         const char *base = d->rbuf->data + d->rstart;
-        size_t used = h1_parse(&d->parser, base, avail, &ev);
+        size_t used = h1_parse(&s->parser, base, avail, &ev);
         switch (ev) {
         case H1_EV_NEED_MORE:
             d->rstart += used;
             goto more;
         case H1_EV_HEADERS:
-            if (keep_head(s, base, used, &d->parser.msg) != 0) {
+            if (keep_head(s, base, used, &s->parser.msg) != 0) {
                 wp_dconn_close(d);
                 return;
             }
@@ -893,11 +916,11 @@ static void process(wp_dconn *d)
             break;
         case H1_EV_BODY:
             d->rstart += used;
-            s->si.bytes_received += d->parser.data_len;
+            s->si.bytes_received += s->parser.data_len;
             if (s->resp_done || s->local_reply)
                 break; /* answered already: the body is read and dropped */
-            s->body_ptr = d->parser.data;
-            s->body_len = d->parser.data_len;
+            s->body_ptr = s->parser.data;
+            s->body_len = s->parser.data_len;
             wp_router_request_body(s);
             break;
         case H1_EV_TRAILERS:
@@ -927,7 +950,7 @@ more:
     if (d->rbuf && d->rlen == d->rbuf->cap && d->rstart == 0) {
         size_t limit = (size_t)d->listener->hcm.max_request_headers_kb * 1024 + WP_HEAD_EXTRA;
         if (d->rbuf->cap >= limit && d->stream && !d->stream->si.request) {
-            d->parser.error = H1_ERR_HEADERS_TOO_LARGE;
+            d->stream->parser.error = H1_ERR_HEADERS_TOO_LARGE;
             protocol_error(d, d->stream);
         }
     }

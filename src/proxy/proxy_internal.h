@@ -62,6 +62,11 @@ typedef struct wp_buf {
 wp_buf *wp_buf_get(wp_worker *w, size_t cap);
 void wp_buf_put(wp_worker *w, wp_buf *b);
 
+/* Write requests come from a per-worker free list, held only while a write is pending
+ * (most writes complete in uv_try_write and need none). NULL when out of memory. */
+uv_write_t *wp_wreq_get(wp_worker *w);
+void wp_wreq_put(wp_worker *w, uv_write_t *req);
+
 /* ---------- cluster runtime (process-wide, shared by workers) ---------- */
 
 typedef struct {
@@ -82,7 +87,6 @@ typedef enum { WP_UC_CONNECTING, WP_UC_IDLE, WP_UC_BUSY, WP_UC_CLOSING } wp_uc_s
 struct wp_uconn {
     uv_tcp_t tcp;
     uv_connect_t connect;
-    uv_write_t wreq;
     uv_timer_t timer; /* connect timeout, then idle timeout */
     wp_pool *pool;
     wp_worker *w;
@@ -116,7 +120,6 @@ struct wp_pool {
 
 struct wp_dconn {
     uv_tcp_t tcp;
-    uv_write_t wreq;
     uv_timer_t idle_timer; /* connection idle / stream idle */
     uv_timer_t rq_timer;   /* route timeout (or request_timeout) */
     wp_worker *w;
@@ -125,10 +128,9 @@ struct wp_dconn {
     wp_buf *rbuf;
     size_t rlen;   /* bytes in rbuf */
     size_t rstart; /* bytes before rstart are consumed */
-    h1_parser parser;
     wp_stream *stream;
     struct wp_dconn *prev, *next; /* worker's connection list */
-    char remote[64], local[64], remote_ip[64];
+    char remote[48], local[48]; /* "ip:port", "[v6]:port" */
     uint64_t streams; /* streams started */
     uint64_t last_activity; /* loop time (ms) of the last read or write */
     bool writing, reading, peer_closed, closing, close_after;
@@ -147,6 +149,7 @@ struct wp_stream {
     wp_dconn *d;
     wp_config *cfg; /* reference held for the stream's life */
     wp_stream_info si;
+    h1_parser parser;             /* request parser (the connection's, while this stream lives) */
     h1_message req;               /* rebased into head */
     h1_header hdrs[WP_MAX_HEADERS];
     char *head;                   /* copy of the request head */
@@ -204,6 +207,8 @@ struct wp_worker {
     wp_pool *pools; /* one per cluster */
     wp_buf *free_bufs;
     size_t nfree_bufs;
+    void *free_wreqs; /* singly linked through the first word */
+    size_t nfree_wreqs;
     wp_dconn *conns;
     uint64_t rng;
     atomic_int cmd; /* 0 none, 1 drain, 2 stop */

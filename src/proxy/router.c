@@ -222,6 +222,14 @@ static bool skip_request_header(const wp_stream *s, const h1_str *n)
     return false;
 }
 
+/* Length of the address part of "ip:port" (brackets of "[v6]:port" dropped by the caller's
+ * %.*s only for IPv4; IPv6 keeps its brackets in x-forwarded-for [verify]). */
+static int ip_len(const char *hostport)
+{
+    const char *c = strrchr(hostport, ':');
+    return c ? (int)(c - hostport) : (int)strlen(hostport);
+}
+
 static void put_header(wf_strbuf *b, const char *n, size_t nl, const char *v, size_t vl)
 {
     wf_strbuf_append(b, n, nl);
@@ -266,7 +274,7 @@ static void build_upstream_head(wp_stream *s)
             wf_strbuf_append(b, hd->name.p, hd->name.len);
             wf_strbuf_append(b, ": ", 2);
             wf_strbuf_append(b, hd->value.p, hd->value.len);
-            wf_strbuf_printf(b, ",%s\r\n", s->d->remote_ip);
+            wf_strbuf_printf(b, ",%.*s\r\n", ip_len(s->d->remote), s->d->remote);
             xff_done = true;
             continue;
         }
@@ -276,7 +284,7 @@ static void build_upstream_head(wp_stream *s)
         put_header(b, "host", 4, s->route->host_rewrite_literal,
                    strlen(s->route->host_rewrite_literal));
     if (h->use_remote_address && !xff_done)
-        wf_strbuf_printf(b, "x-forwarded-for: %s\r\n", s->d->remote_ip);
+        wf_strbuf_printf(b, "x-forwarded-for: %.*s\r\n", ip_len(s->d->remote), s->d->remote);
     if (!has_xfp)
         wf_strbuf_puts(b, "x-forwarded-proto: http\r\n");
     if (s->route->timeout_ms)

@@ -258,6 +258,7 @@ static void u_on_timer(uv_timer_t *t)
 static void u_on_write(uv_write_t *req, int status)
 {
     wp_uconn *u = req->data;
+    wp_wreq_put(u->w, req);
     u->writing = false;
     if (u->closing)
         return;
@@ -281,8 +282,13 @@ int wp_uconn_write(wp_uconn *u, uv_buf_t *bufs, unsigned n)
     for (unsigned i = 0; i < n; i++)
         total += bufs[i].len;
     ustat(u->w, u->pool->cluster, WP_S_upstream_cx_tx_bytes_total, (int64_t)total);
-    u->wreq.data = u;
-    int r = wp_write((uv_stream_t *)&u->tcp, &u->wreq, bufs, n, u_on_write);
+    uv_write_t *req = wp_wreq_get(u->w);
+    if (!req)
+        return -1;
+    req->data = u;
+    int r = wp_write((uv_stream_t *)&u->tcp, req, bufs, n, u_on_write);
+    if (r != 1)
+        wp_wreq_put(u->w, req);
     if (r < 0) {
         wp_stream *s = u->stream;
         u->stream = NULL;

@@ -171,6 +171,11 @@ void wp_worker_free(wp_worker *w)
         w->free_bufs = b->next_free;
         free(b);
     }
+    while (w->free_wreqs) {
+        void **r = w->free_wreqs;
+        w->free_wreqs = *r;
+        free(r);
+    }
     wp_regex_ctx_free(&w->rx);
     uv_loop_close(&w->loop);
     free(w->listeners);
