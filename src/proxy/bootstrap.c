@@ -636,7 +636,13 @@ static bool dec_http_filter(bs *b, json_t *o, void *arg)
     if (!tc)
         return true;
     size_t m = bs_push(b, "typed_config");
-    bool ok = bs_fields(b, tc, "@type") && bs_type_is(b, tc, ROUTER_TYPE);
+    /* envoy.extensions.filters.http.router.v3.Router: dynamic_stats (default true) and
+     * suppress_envoy_headers (default false) */
+    wp_hcm *h = b->hcm;
+    bool ok = bs_fields(b, tc, "@type dynamic_stats suppress_envoy_headers") &&
+              bs_type_is(b, tc, ROUTER_TYPE) &&
+              bs_bool(b, tc, "dynamic_stats", &h->dynamic_stats) &&
+              bs_bool(b, tc, "suppress_envoy_headers", &h->suppress_envoy_headers);
     bs_pop(b, m);
     return ok;
 }
@@ -686,6 +692,7 @@ static bool dec_hcm(bs *b, json_t *o, wp_hcm *h)
     h->max_request_headers_kb = 60;
     h->max_headers_count = 100;
     h->generate_request_id = true;
+    h->dynamic_stats = true;
     if (!bs_fields(b, o,
                    "@type stat_prefix codec_type route_config rds http_filters server_name "
                    "stream_idle_timeout request_timeout common_http_protocol_options "
@@ -715,6 +722,7 @@ static bool dec_hcm(bs *b, json_t *o, wp_hcm *h)
                  dec_access_log))
         return false;
     h->access_logs = logs;
+    b->hcm = h;
     if (!dec_http_filters(b, o))
         return false;
     json_t *rc = bs_get(o, "route_config");

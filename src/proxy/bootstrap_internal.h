@@ -26,6 +26,7 @@ typedef struct bs {
     const char *ip_msg;     /* endpoint address error format (STATIC clusters), NULL = DNS */
     bool validate_clusters; /* current route config: unknown clusters are errors */
     const char *rc_name;    /* current route config name, for messages */
+    wp_hcm *hcm;            /* current HTTP connection manager (router options) */
     size_t plen;
     char path[1024];
 } bs;

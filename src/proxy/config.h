@@ -203,6 +203,8 @@ typedef struct {
     uint32_t max_request_headers_kb; /* default 60 */
     uint32_t max_headers_count;      /* default 100 */
     bool generate_request_id;        /* default true */
+    bool dynamic_stats;              /* router: per status code stats, default true */
+    bool suppress_envoy_headers;     /* router: no x-envoy-* headers added, default false */
     bool use_remote_address;         /* default false */
     uint32_t xff_num_trusted_hops;
     wp_access_log *access_logs;

@@ -2,7 +2,7 @@
  * config_dump.c - Envoy-shaped /config_dump documents (see config_dump.h).
  *
  * Field lists below are "name:kind" with kind s (scalar), r (repeated), m (message; deeper
- * mask paths allowed), a (embedded Any resource). They mirror envoy/admin/v3/*.proto for the
+ * mask paths allowed), a (embedded Any resource). They mirror the envoy/admin/v3 protos for the
  * messages weft produces.
  */
 #include "proxy/config_dump.h"

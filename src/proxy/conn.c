@@ -728,7 +728,8 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
         wf_strbuf_puts(b, "transfer-encoding: chunked\r\n");
     uint64_t ust = (s->si.first_upstream_rx_ns - s->si.first_upstream_tx_ns) / 1000000;
     int ul = snprintf(s->ust_buf, sizeof(s->ust_buf), "%llu", (unsigned long long)ust);
-    wf_strbuf_printf(b, "x-envoy-upstream-service-time: %s\r\n", s->ust_buf);
+    if (!d->listener->hcm.suppress_envoy_headers)
+        wf_strbuf_printf(b, "x-envoy-upstream-service-time: %s\r\n", s->ust_buf);
     if (s->nresp_hdrs < WP_MAX_HEADERS) { /* seen by %RESP()% as Envoy's logs see it */
         h1_header *h = &s->resp_hdrs[s->nresp_hdrs++];
         h->name = (h1_str){"x-envoy-upstream-service-time", 29};

@@ -61,7 +61,7 @@ static void hstat_(wp_stream *s, int which)
 
 static void count_code(wp_stream *s, int code)
 {
-    if (s->cluster < 0)
+    if (s->cluster < 0 || !s->d->listener->hcm.dynamic_stats)
         return;
     wp_worker *w = s->d->w;
     wp_code_stat_add(wp_stats_code_local(w->stats, w->srv->pstats->clusters[s->cluster].rq_codes),
@@ -287,7 +287,7 @@ static void build_upstream_head(wp_stream *s)
         wf_strbuf_printf(b, "x-forwarded-for: %.*s\r\n", ip_len(s->d->remote), s->d->remote);
     if (!has_xfp)
         wf_strbuf_puts(b, "x-forwarded-proto: http\r\n");
-    if (s->route->timeout_ms)
+    if (s->route->timeout_ms && !h->suppress_envoy_headers)
         wf_strbuf_printf(b, "x-envoy-expected-rq-timeout-ms: %llu\r\n",
                          (unsigned long long)s->route->timeout_ms);
     wp_hops_emit(b, ops, nops, s->req.headers, s->req.nheaders);

@@ -20,12 +20,12 @@
 #define HCM_T                                                                                      \
     "type.googleapis.com/"                                                                         \
     "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
-#define LPFX "static_resources.listeners[0].filter_chains[0].filters[0].typed_config"
-#define RPFX LPFX ".route_config.virtual_hosts[0].routes[0]"
+#define LPFX        "static_resources.listeners[0].filter_chains[0].filters[0].typed_config"
+#define RPFX        LPFX ".route_config.virtual_hosts[0].routes[0]"
 #define ROUTER_ONLY "\"http_filters\":[{\"name\":\"envoy.filters.http.router\"}],"
-#define ROUTE_OK "{\"match\":{\"prefix\":\"/\"},\"route\":{\"cluster\":\"c\"}}"
+#define ROUTE_OK    "{\"match\":{\"prefix\":\"/\"},\"route\":{\"cluster\":\"c\"}}"
 #define CLUSTER_OK                                                                                 \
-    "{\"name\":\"c\",\"load_assignment\":{\"endpoints\":[{\"lb_endpoints\":[{\"endpoint\":{"     \
+    "{\"name\":\"c\",\"load_assignment\":{\"endpoints\":[{\"lb_endpoints\":[{\"endpoint\":{"       \
     "\"address\":{\"socket_address\":{\"address\":\"127.0.0.1\",\"port_value\":9000}}}}]}]}}"
 
 /* A bootstrap with one listener (HCM with hcm_extra fields and these routes) and clusters. */
@@ -85,11 +85,12 @@ static wp_hcm *hcm0(wp_config *c)
 static void check_full(wp_config *c)
 {
     assert_int_equal(atomic_load(&c->refs), 1);
-    assert_string_equal(c->node_id, "sidecar~127.10.0.5~reviews-v1-0.default~default.svc.cluster.local");
+    assert_string_equal(c->node_id,
+                        "sidecar~127.10.0.5~reviews-v1-0.default~default.svc.cluster.local");
     assert_string_equal(c->node_cluster, "reviews.default");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(c->node, "metadata"),
-                                                          "mesh_id")),
-                        "cluster.local");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(c->node, "metadata"), "mesh_id")),
+        "cluster.local");
     assert_true(c->has_admin);
     assert_string_equal(c->admin_addr.text, "127.0.0.1:15000");
     assert_string_equal(c->admin_access_log_path, "/dev/null");
@@ -309,12 +310,13 @@ static void test_regex_full_match(void **state)
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
     assert_true(pcre2_match(re, (PCRE2_SPTR) "/api/v2/x", PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >
                 0);
-    assert_true(pcre2_match(re, (PCRE2_SPTR) "/x/api/v2/x", PCRE2_ZERO_TERMINATED, 0, 0, md,
-                            NULL) < 0);
+    assert_true(pcre2_match(re, (PCRE2_SPTR) "/x/api/v2/x", PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) <
+                0);
     pcre2_match_data_free(md);
     wf_strbuf err = WF_STRBUF_INIT;
     assert_null(wp_config_add_regex(c, "(a)\\1", &err));
-    assert_string_equal(wf_strbuf_cstr(&err), "error parsing regexp: invalid escape sequence: `\\1`");
+    assert_string_equal(wf_strbuf_cstr(&err),
+                        "error parsing regexp: invalid escape sequence: `\\1`");
     wf_strbuf_reset(&err);
     assert_null(wp_config_add_regex(c, "a(?=b)", &err));
     assert_true(strstr(wf_strbuf_cstr(&err), "invalid or unsupported Perl syntax") != NULL);
@@ -330,7 +332,8 @@ static void test_regex_full_match(void **state)
 
 static void test_error_unknown_field(void **state)
 {
-    expect_error(boot(ROUTER_ONLY, "{\"match\":{\"prefix\":\"/\",\"grpc\":{}},\"route\":{\"cluster\":\"c\"}}",
+    expect_error(boot(ROUTER_ONLY,
+                      "{\"match\":{\"prefix\":\"/\",\"grpc\":{}},\"route\":{\"cluster\":\"c\"}}",
                       CLUSTER_OK),
                  "t.json: " RPFX ".match.grpc: unknown field");
     expect_error(strdup("{\"static_resources\":{},\"watchdog\":{}}"),
@@ -345,9 +348,10 @@ static void test_error_wrong_type(void **state)
                  "t.json: " LPFX ".server_name: wrong type: expected a string");
     expect_error(strdup("{\"static_resources\":{\"clusters\":{}}}"),
                  "t.json: static_resources.clusters: wrong type: expected an array");
-    expect_error(strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"connectTimeout\":5}]}}"),
-                 "t.json: static_resources.clusters[0].connect_timeout: wrong type: expected a "
-                 "duration");
+    expect_error(
+        strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"connectTimeout\":5}]}}"),
+        "t.json: static_resources.clusters[0].connect_timeout: wrong type: expected a "
+        "duration");
     expect_error(strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\","
                         "\"per_connection_buffer_limit_bytes\":\"12x\"}]}}"),
                  "t.json: static_resources.clusters[0].per_connection_buffer_limit_bytes: wrong "
@@ -360,22 +364,25 @@ static void test_error_bad_duration(void **state)
     expect_error(boot("\"stream_idle_timeout\":\"5m\"," ROUTER_ONLY, ROUTE_OK, CLUSTER_OK),
                  "t.json: " LPFX ".stream_idle_timeout: invalid duration (expected a string like "
                  "\"5s\" or \"0.250s\")");
-    expect_error(boot(ROUTER_ONLY, "{\"match\":{\"prefix\":\"/\"},\"route\":{\"cluster\":\"c\","
-                                   "\"timeout\":\"-1s\"}}",
+    expect_error(boot(ROUTER_ONLY,
+                      "{\"match\":{\"prefix\":\"/\"},\"route\":{\"cluster\":\"c\","
+                      "\"timeout\":\"-1s\"}}",
                       CLUSTER_OK),
                  "t.json: " RPFX ".route.timeout: value must be a non-negative duration");
 }
 
 static void test_error_bad_regex(void **state)
 {
-    expect_error(boot(ROUTER_ONLY, "{\"match\":{\"safe_regex\":{\"regex\":\"(a+)\\\\1\"}},"
-                                   "\"route\":{\"cluster\":\"c\"}}",
+    expect_error(boot(ROUTER_ONLY,
+                      "{\"match\":{\"safe_regex\":{\"regex\":\"(a+)\\\\1\"}},"
+                      "\"route\":{\"cluster\":\"c\"}}",
                       CLUSTER_OK),
                  "t.json: " RPFX ".match.safe_regex.regex: error parsing regexp: invalid escape "
                  "sequence: `\\1`");
-    expect_error(boot(ROUTER_ONLY, "{\"match\":{\"prefix\":\"/\",\"headers\":[{\"name\":\"x\","
-                                   "\"string_match\":{\"safe_regex\":{\"regex\":\"(?<=a)b\"}}}]},"
-                                   "\"route\":{\"cluster\":\"c\"}}",
+    expect_error(boot(ROUTER_ONLY,
+                      "{\"match\":{\"prefix\":\"/\",\"headers\":[{\"name\":\"x\","
+                      "\"string_match\":{\"safe_regex\":{\"regex\":\"(?<=a)b\"}}}]},"
+                      "\"route\":{\"cluster\":\"c\"}}",
                       CLUSTER_OK),
                  "t.json: " RPFX ".match.headers[0].string_match.safe_regex.regex: error parsing "
                  "regexp: invalid or unsupported Perl syntax: `(?<`");
@@ -438,12 +445,13 @@ static void test_error_rds_and_filters(void **state)
                  "t.json: " LPFX ".http_filters[0]: Error: terminal filter named "
                  "envoy.filters.http.router of type envoy.filters.http.router must be the last "
                  "filter in a http filter chain.");
-    expect_error(strdup("{\"static_resources\":{\"listeners\":[{\"address\":{\"socket_address\":{"
-                        "\"address\":\"0.0.0.0\",\"port_value\":1}},\"filter_chains\":[{\"filters\":"
-                        "[{\"name\":\"envoy.filters.network.tcp_proxy\"}]}]}]}}"),
-                 "t.json: static_resources.listeners[0].filter_chains[0].filters[0].name: "
-                 "unsupported network filter \"envoy.filters.network.tcp_proxy\" (only "
-                 "envoy.filters.network.http_connection_manager is supported)");
+    expect_error(
+        strdup("{\"static_resources\":{\"listeners\":[{\"address\":{\"socket_address\":{"
+               "\"address\":\"0.0.0.0\",\"port_value\":1}},\"filter_chains\":[{\"filters\":"
+               "[{\"name\":\"envoy.filters.network.tcp_proxy\"}]}]}]}}"),
+        "t.json: static_resources.listeners[0].filter_chains[0].filters[0].name: "
+        "unsupported network filter \"envoy.filters.network.tcp_proxy\" (only "
+        "envoy.filters.network.http_connection_manager is supported)");
     expect_error(strdup("{\"dynamic_resources\":{\"lds_config\":{}}}"),
                  "t.json: dynamic_resources: dynamic_resources is not supported by weft-proxy "
                  "(only an empty object is accepted)");
@@ -459,40 +467,46 @@ static void test_error_cluster_rules(void **state)
                  ".endpoint.address.socket_address.address: malformed IP address: svc.local. "
                  "Consider setting resolver_name or setting cluster type to 'STRICT_DNS' or "
                  "'LOGICAL_DNS'");
-    expect_error(strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"type\":\"EDS\"}]}}"),
-                 "t.json: static_resources.clusters[0].type: unsupported value \"EDS\"");
+    expect_error(
+        strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"type\":\"EDS\"}]}}"),
+        "t.json: static_resources.clusters[0].type: unsupported value \"EDS\"");
     expect_error(strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"circuit_breakers\":"
                         "{\"thresholds\":[{\"priority\":\"HIGH\"}]}}]}}"),
                  "t.json: static_resources.clusters[0].circuit_breakers.thresholds[0].priority: "
                  "unsupported value \"HIGH\" (only DEFAULT priority thresholds are supported)");
-    expect_error(strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"load_assignment\":"
-                        "{\"endpoints\":[{\"lb_endpoints\":[{\"endpoint\":{\"address\":{"
-                        "\"socket_address\":{\"address\":\"1.2.3.4\",\"port_value\":70000}}}}]}]}}]}}"),
-                 "t.json: static_resources.clusters[0].load_assignment.endpoints[0].lb_endpoints[0]"
-                 ".endpoint.address.socket_address.port_value: value must be less than or equal to "
-                 "65535");
+    expect_error(
+        strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"load_assignment\":"
+               "{\"endpoints\":[{\"lb_endpoints\":[{\"endpoint\":{\"address\":{"
+               "\"socket_address\":{\"address\":\"1.2.3.4\",\"port_value\":70000}}}}]}]}}]}}"),
+        "t.json: static_resources.clusters[0].load_assignment.endpoints[0].lb_endpoints[0]"
+        ".endpoint.address.socket_address.port_value: value must be less than or equal to "
+        "65535");
 }
 
 static void test_error_route_rules(void **state)
 {
-    expect_error(boot(ROUTER_ONLY,
-                      "{\"match\":{\"prefix\":\"/\"},\"route\":{\"weighted_clusters\":{\"clusters\":"
-                      "[{\"name\":\"c\",\"weight\":10}],\"total_weight\":100}}}",
-                      CLUSTER_OK),
-                 "t.json: " RPFX ".route.weighted_clusters: Sum of weights in the weighted_cluster "
-                 "should add up to 100");
-    expect_error(boot(ROUTER_ONLY,
-                      "{\"match\":{\"prefix\":\"/\"},\"route\":{\"cluster\":\"c\"},"
-                      "\"request_headers_to_add\":[{\"header\":{\"key\":\":path\",\"value\":\"/\"}}]}",
-                      CLUSTER_OK),
-                 "t.json: " RPFX ".request_headers_to_add[0].header.key: :-prefixed or host headers "
-                 "may not be modified");
+    expect_error(
+        boot(ROUTER_ONLY,
+             "{\"match\":{\"prefix\":\"/\"},\"route\":{\"weighted_clusters\":{\"clusters\":"
+             "[{\"name\":\"c\",\"weight\":10}],\"total_weight\":100}}}",
+             CLUSTER_OK),
+        "t.json: " RPFX ".route.weighted_clusters: Sum of weights in the weighted_cluster "
+        "should add up to 100");
+    expect_error(
+        boot(ROUTER_ONLY,
+             "{\"match\":{\"prefix\":\"/\"},\"route\":{\"cluster\":\"c\"},"
+             "\"request_headers_to_add\":[{\"header\":{\"key\":\":path\",\"value\":\"/\"}}]}",
+             CLUSTER_OK),
+        "t.json: " RPFX ".request_headers_to_add[0].header.key: :-prefixed or host headers "
+        "may not be modified");
     expect_error(boot(ROUTER_ONLY, "{\"match\":{\"prefix\":\"/\"}}", CLUSTER_OK),
                  "t.json: " RPFX ": exactly one of route, redirect, direct_response is required");
-    expect_error(boot(ROUTER_ONLY, ROUTE_OK ",{\"match\":{\"prefix\":\"/\"},\"route\":{"
-                                            "\"cluster\":\"c\",\"max_stream_duration\":{}}}",
+    expect_error(boot(ROUTER_ONLY,
+                      ROUTE_OK ",{\"match\":{\"prefix\":\"/\"},\"route\":{"
+                               "\"cluster\":\"c\",\"max_stream_duration\":{}}}",
                       CLUSTER_OK),
-                 "t.json: " LPFX ".route_config.virtual_hosts[0].routes[1].route.max_stream_duration: "
+                 "t.json: " LPFX
+                 ".route_config.virtual_hosts[0].routes[1].route.max_stream_duration: "
                  "unknown field");
 }
 
@@ -515,8 +529,8 @@ static void test_syntax_error_and_missing_file(void **state)
 {
     wf_strbuf err = WF_STRBUF_INIT;
     assert_null(wp_bootstrap_load_file(DATA "bad_syntax.json", &err));
-    assert_true(strncmp(wf_strbuf_cstr(&err), DATA "bad_syntax.json:2:21: ",
-                        strlen(DATA "bad_syntax.json:2:21: ")) == 0);
+    assert_string_equal(wf_strbuf_cstr(&err),
+                        DATA "bad_syntax.json:2:22: string or '}' expected near '}'");
     wf_strbuf_reset(&err);
     assert_null(wp_bootstrap_load_file(DATA "no_such_file.json", &err));
     assert_string_equal(wf_strbuf_cstr(&err),
@@ -527,7 +541,7 @@ static void test_syntax_error_and_missing_file(void **state)
 /* ---------- config dump ---------- */
 
 #define T_ADMIN "type.googleapis.com/envoy.admin.v3."
-#define NOW 1703570229.898 /* 2023-12-26T05:57:09.898Z */
+#define NOW     1703570229.898 /* 2023-12-26T05:57:09.898Z */
 
 static const char *type_of(json_t *o)
 {
@@ -567,9 +581,8 @@ static void test_dump_shape(void **state)
     assert_int_equal(json_integer_value(json_object_get(ls, "per_connection_buffer_limit_bytes")),
                      32768); /* "32768" printed as a uint32, as Envoy does */
     json_t *tc = json_object_get(
-        json_array_get(json_object_get(json_array_get(json_object_get(ls, "filter_chains"), 0),
-                                       "filters"),
-                       0),
+        json_array_get(
+            json_object_get(json_array_get(json_object_get(ls, "filter_chains"), 0), "filters"), 0),
         "typed_config");
     json_t *common = json_object_get(tc, "common_http_protocol_options");
     assert_string_equal(json_string_value(json_object_get(common, "idle_timeout")), "90.500s");
@@ -577,7 +590,8 @@ static void test_dump_shape(void **state)
     json_t *rcs = json_object_get(json_array_get(cf, 3), "static_route_configs");
     assert_int_equal(json_array_size(rcs), 2);
     json_t *rc = json_object_get(json_array_get(rcs, 0), "route_config");
-    assert_string_equal(type_of(rc), "type.googleapis.com/envoy.config.route.v3.RouteConfiguration");
+    assert_string_equal(type_of(rc),
+                        "type.googleapis.com/envoy.config.route.v3.RouteConfiguration");
     assert_string_equal(json_string_value(json_object_get(rc, "name")), "80");
     json_decref(d);
 
@@ -586,12 +600,13 @@ static void test_dump_shape(void **state)
     assert_int_equal(json_array_size(cf), 5);
     json_t *eds = json_array_get(cf, 2);
     assert_string_equal(type_of(eds), T_ADMIN "EndpointsConfigDump");
-    json_t *cla = json_object_get(json_array_get(json_object_get(eds, "static_endpoint_configs"), 0),
-                                  "endpoint_config");
+    json_t *cla = json_object_get(
+        json_array_get(json_object_get(eds, "static_endpoint_configs"), 0), "endpoint_config");
     assert_string_equal(type_of(cla),
                         "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment");
     assert_string_equal(json_string_value(json_object_get(cla, "cluster_name")), "reviews-v1");
-    json_t *lbs = json_object_get(json_array_get(json_object_get(cla, "endpoints"), 0), "lb_endpoints");
+    json_t *lbs =
+        json_object_get(json_array_get(json_object_get(cla, "endpoints"), 0), "lb_endpoints");
     assert_int_equal(json_array_size(lbs), 3);
     json_t *e1 = json_array_get(lbs, 1);
     json_t *sa = json_object_get(json_object_get(json_object_get(e1, "endpoint"), "address"),
@@ -618,16 +633,16 @@ static void test_dump_resource_and_mask(void **state)
     json_t *cf = json_object_get(d, "configs");
     assert_int_equal(json_array_size(cf), 2);
     assert_string_equal(type_of(json_array_get(cf, 0)), T_ADMIN "ClustersConfigDump.StaticCluster");
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(json_array_get(cf, 1), "cluster"), "name")),
-        "reviews-v2");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_array_get(cf, 1), "cluster"), "name")),
+                        "reviews-v2");
     json_decref(d);
 
     d = wp_config_dump(c, "static_clusters", "cluster.name,last_updated", false, NOW, &err);
-    json_t *want = json_pack("{s:s,s:{s:s,s:s},s:s}", "@type", T_ADMIN "ClustersConfigDump.StaticCluster",
-                             "cluster", "@type",
-                             "type.googleapis.com/envoy.config.cluster.v3.Cluster", "name",
-                             "reviews-v1", "last_updated", "2023-12-26T05:57:09.898Z");
+    json_t *want =
+        json_pack("{s:s,s:{s:s,s:s},s:s}", "@type", T_ADMIN "ClustersConfigDump.StaticCluster",
+                  "cluster", "@type", "type.googleapis.com/envoy.config.cluster.v3.Cluster", "name",
+                  "reviews-v1", "last_updated", "2023-12-26T05:57:09.898Z");
     assert_true(json_equal(json_array_get(json_object_get(d, "configs"), 0), want));
     json_decref(want);
     json_decref(d);
