@@ -881,8 +881,27 @@ static void protocol_error(wp_dconn *d, wp_stream *s)
                           WP_RF_DPE);
 }
 
-/* Runs the parser over the buffered bytes until it needs more or must wait. */
+static void parse_buffered(wp_dconn *d);
+
+/* Runs the parser over the buffered bytes until it needs more or must wait; what the
+ * router has to write upstream is written after each parsing pass. */
 static void process(wp_dconn *d)
+{
+    for (;;) {
+        d->in_process = true;
+        parse_buffered(d);
+        d->in_process = false;
+        wp_stream *s = d->stream;
+        if (d->closing || !s || !s->flush_pending)
+            return;
+        bool had_body = s->body_ptr != NULL;
+        wp_router_flush(s);
+        if (d->stream != s || !had_body || s->body_ptr)
+            return; /* nothing new to parse, or a write is pending */
+    }
+}
+
+static void parse_buffered(wp_dconn *d)
 {
     while (!d->closing && d->rbuf) {
         wp_stream *s = d->stream;
@@ -989,9 +1008,16 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         d->stream->si.wire_bytes_received += (uint64_t)n;
     d->last_activity = uv_now(&d->w->loop);
     process(d);
-    if (!d->closing && d->rbuf && d->rlen == d->rbuf->cap &&
-        (d->rstart == 0 || (d->stream && d->stream->body_ptr)))
-        stop_reading(d); /* full: resume when it drains */
+    if (!d->closing && d->rbuf && d->rlen == d->rbuf->cap && d->rstart == 0) {
+        /* full: a head still arriving makes the buffer grow (on_alloc, up to the limit);
+         * otherwise wait until the buffered bytes are consumed */
+        bool head_pending = d->stream && !d->stream->si.request;
+        if (!head_pending)
+            stop_reading(d);
+    } else if (!d->closing && d->stream && d->stream->body_ptr && d->rbuf &&
+               d->rlen == d->rbuf->cap) {
+        stop_reading(d);
+    }
 }
 
 void wp_stream_body_written(wp_stream *s)

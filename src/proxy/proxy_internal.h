@@ -135,6 +135,7 @@ struct wp_dconn {
     uint64_t last_activity; /* loop time (ms) of the last read or write */
     bool writing, reading, peer_closed, closing, close_after;
     bool tunnel, tunnel_pending;
+    bool in_process; /* parsing: upstream writes wait until the pass ends */
     int streams_closed_handles;
     uv_alloc_cb alloc_cb;
 };
@@ -167,7 +168,7 @@ struct wp_stream {
     const char *body_ptr; /* slice of d->rbuf waiting to be written upstream */
     size_t body_len;
     bool req_complete, req_chunked, req_end_sent, upgrade, timer_started, head_sent;
-    bool body_inflight;
+    bool body_inflight, flush_pending;
     char request_id[40];
     char ust_buf[24];
     char chunk_line[24];
@@ -263,6 +264,8 @@ void wp_router_cancel(wp_stream *s);
 void wp_router_on_upstream_data(wp_uconn *u);
 void wp_router_on_upstream_eof(wp_uconn *u);
 void wp_router_on_upstream_written(wp_stream *s);
+/* Writes what the stream has for the upstream now (deferred during parsing). */
+void wp_router_flush(wp_stream *s);
 void wp_router_timeout(wp_stream *s);
 
 /* upstream.c */

@@ -307,6 +307,13 @@ static void flush_upstream(wp_stream *s)
     wp_uconn *u = s->up;
     if (!u || u->writing || s->resp_done)
         return;
+    if (s->d->in_process) {
+        /* the connection manager is still parsing this read: write when it is done, so a
+         * request found malformed later in the same bytes never reaches the upstream (as
+         * Envoy, whose upstream writes are flushed after the dispatch) */
+        s->flush_pending = true;
+        return;
+    }
     uv_buf_t bufs[5];
     unsigned n = 0;
     if (!s->head_sent) {
@@ -347,6 +354,12 @@ static void flush_upstream(wp_stream *s)
                 flush_upstream(s);
         }
     }
+}
+
+void wp_router_flush(wp_stream *s)
+{
+    s->flush_pending = false;
+    flush_upstream(s);
 }
 
 void wp_router_on_upstream_written(wp_stream *s)
