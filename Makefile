@@ -5,7 +5,7 @@ BUILD_FUZZ  ?= build-fuzz
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 60
 
-.PHONY: all setup test test-fast fuzz bench demo clean format
+.PHONY: all setup test test-fast fuzz bench bench-proxy demo clean format
 
 all: setup
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -27,15 +27,22 @@ test-fast: all
 
 fuzz: setup
 	@CC=clang cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=Debug -DWEFT_FUZZ=ON >/dev/null
-	@cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_loader fuzz_h1
-	@for t in loader h1; do \
-		mkdir -p $(BUILD_FUZZ)/corpus-$$t && \
-		$(BUILD_FUZZ)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
-			-timeout=10 $(BUILD_FUZZ)/corpus-$$t fuzz/corpus/$$t || exit 1; \
+	@cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_loader fuzz_h1_request fuzz_h1_response
+	@for t in loader:loader h1_request:h1 h1_response:h1; do \
+		name=$${t%%:*}; corpus=$${t#*:}; \
+		mkdir -p $(BUILD_FUZZ)/corpus-$$name && \
+		$(BUILD_FUZZ)/fuzz_$$name -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
+			-timeout=10 $(BUILD_FUZZ)/corpus-$$name fuzz/corpus/$$corpus || exit 1; \
 	done
 
 bench: all
 	@bench/run_analyze.sh $(BUILD)
+
+# weft-proxy against nginx and HAProxy on this machine (installs them, wrk and h2load first).
+# BENCH_ARGS: e.g. "-r 5 -d 5" (rounds, seconds per run) or "--quick".
+bench-proxy: all
+	@bench/setup.sh
+	@bench/run_proxy.sh $(BUILD) $(BENCH_ARGS)
 
 demo: setup
 	@echo "make demo: the local mesh (weftctl up) is not built yet; see README 'What works today'." >&2

@@ -79,7 +79,11 @@ static uint64_t run(const uint8_t *cfg, const char *in, size_t len, size_t step)
 {
     h1_header hdrs[16];
     h1_parser p;
+#ifdef FUZZ_H1_KIND /* fuzz_h1_request / fuzz_h1_response: one kind per target */
+    h1_parser_init(&p, FUZZ_H1_KIND, hdrs, 16, 2048);
+#else
     h1_parser_init(&p, (cfg[0] & 1) ? H1_RESPONSE : H1_REQUEST, hdrs, 16, 2048);
+#endif
     h1_parser_set_answers(&p, (h1_answers)((cfg[0] >> 1) % 3));
     char *buf = malloc(len + 1);
     digest d = {1469598103934665603ull, buf, buf + len};

@@ -154,7 +154,8 @@ static void h_stats(wp_admin *a, const admin_req *r, admin_resp *o, bool prom)
         o->content_type = "application/json";
     } else if (f && f[0]) {
         o->status = 400;
-        wf_strbuf_printf(&o->body, "usage: /stats?format=(html|active-html|json|prometheus|text)\n");
+        wf_strbuf_printf(&o->body,
+                         "usage: /stats?format=(html|active-html|json|prometheus|text)\n");
     } else {
         wp_stats_render_text(st, re, used, &o->body);
     }
@@ -164,16 +165,21 @@ static void h_stats(wp_admin *a, const admin_req *r, admin_resp *o, bool prom)
 static const char *health_flags(const wp_endpoint *e)
 {
     switch (e->health) {
-    case WP_HEALTH_UNHEALTHY: return "/failed_eds_health";
-    case WP_HEALTH_DRAINING: return "/pending_dynamic_removal";
-    case WP_HEALTH_TIMEOUT: return "/failed_eds_health";
-    case WP_HEALTH_DEGRADED: return "/degraded_eds_health";
-    default: return "healthy";
+    case WP_HEALTH_UNHEALTHY:
+        return "/failed_eds_health";
+    case WP_HEALTH_DRAINING:
+        return "/pending_dynamic_removal";
+    case WP_HEALTH_TIMEOUT:
+        return "/failed_eds_health";
+    case WP_HEALTH_DEGRADED:
+        return "/degraded_eds_health";
+    default:
+        return "healthy";
     }
 }
 
-static const char *const host_stat_names[] = {"cx_active", "cx_connect_fail", "cx_total",
-                                              "rq_active", "rq_error",        "rq_success",
+static const char *const host_stat_names[] = {"cx_active",  "cx_connect_fail", "cx_total",
+                                              "rq_active",  "rq_error",        "rq_success",
                                               "rq_timeout", "rq_total"};
 
 static uint64_t host_stat(const wp_host_rt *h, int i)
@@ -219,8 +225,8 @@ static void clusters_text(wp_admin *a, wf_strbuf *b)
                              "%s::%s::success_rate::-1.0\n"
                              "%s::%s::local_origin_success_rate::-1.0\n",
                              n, h, cl->type == WP_CLUSTER_STATIC ? "" : e->hostname, n, h,
-                             health_flags(e), n, h, e->weight ? e->weight : 1, n, h, n, h, n, h,
-                             n, h, n, h, n, h, n, h);
+                             health_flags(e), n, h, e->weight ? e->weight : 1, n, h, n, h, n, h, n,
+                             h, n, h, n, h, n, h);
         }
     }
 }
@@ -245,8 +251,8 @@ static json_t *socket_address(const wp_addr *ad, const char *fallback_host, uint
     return json_pack("{s:{s:s,s:i}}", "socket_address", "address", h, "port_value", (int)p);
 }
 
-static const char *const eds_health[] = {"UNKNOWN", "HEALTHY", "UNHEALTHY", "DRAINING",
-                                         "TIMEOUT", "DEGRADED"};
+static const char *const eds_health[] = {"UNKNOWN",  "HEALTHY", "UNHEALTHY",
+                                         "DRAINING", "TIMEOUT", "DEGRADED"};
 
 static void clusters_json(wp_admin *a, wf_strbuf *b)
 {
@@ -275,15 +281,15 @@ static void clusters_json(wp_admin *a, wf_strbuf *b)
                 json_object_set_new(hs, "hostname", json_string(e->hostname));
             json_array_append_new(hosts, hs);
         }
-        json_t *cj = json_pack("{s:s,s:o,s:s}", "name", cl->name, "host_statuses", hosts,
-                               "observability_name",
-                               cl->alt_stat_name ? cl->alt_stat_name : cl->name);
-        json_object_set_new(
-            cj, "circuit_breakers",
-            json_pack("{s:[{s:i,s:i,s:i,s:i}]}", "thresholds", "max_connections",
-                      (int)cl->cb.max_connections, "max_pending_requests",
-                      (int)cl->cb.max_pending_requests, "max_requests", (int)cl->cb.max_requests,
-                      "max_retries", (int)cl->cb.max_retries));
+        json_t *cj =
+            json_pack("{s:s,s:o,s:s}", "name", cl->name, "host_statuses", hosts,
+                      "observability_name", cl->alt_stat_name ? cl->alt_stat_name : cl->name);
+        json_object_set_new(cj, "circuit_breakers",
+                            json_pack("{s:[{s:i,s:i,s:i,s:i}]}", "thresholds", "max_connections",
+                                      (int)cl->cb.max_connections, "max_pending_requests",
+                                      (int)cl->cb.max_pending_requests, "max_requests",
+                                      (int)cl->cb.max_requests, "max_retries",
+                                      (int)cl->cb.max_retries));
         json_array_append_new(list, cj);
     }
     json_t *root = json_pack("{s:o}", "cluster_statuses", list);
@@ -410,16 +416,16 @@ static void h_server_info(wp_admin *a, const admin_req *r, admin_resp *o)
         json_object_set_new(node, "id", json_string(a->srv->cfg->node_id));
     if (a->srv->cfg->node_cluster)
         json_object_set_new(node, "cluster", json_string(a->srv->cfg->node_cluster));
-    json_t *root = json_pack(
-        "{s:s,s:s,s:s,s:{s:i,s:s,s:s,s:s,s:s,s:s,s:s},s:s,s:s,s:o}", "version",
-        "weft-proxy/" WEFT_VERSION "/Clean/RELEASE", "state",
-        state_name(atomic_load(&a->srv->state)), "hot_restart_version", "disabled",
-        "command_line_options", "concurrency", (int)a->srv->nworkers, "config_path",
-        op->config_path, "log_level", op->log_level ? op->log_level : "info",
-        "component_log_level", op->component_log_level ? op->component_log_level : "",
-        "drain_time", drain, "mode", op->validate_only ? "Validate" : "Serve", "service_cluster",
-        a->srv->cfg->node_cluster ? a->srv->cfg->node_cluster : "", "uptime_current_epoch", upt,
-        "uptime_all_epochs", upt, "node", node);
+    json_t *root =
+        json_pack("{s:s,s:s,s:s,s:{s:i,s:s,s:s,s:s,s:s,s:s,s:s},s:s,s:s,s:o}", "version",
+                  "weft-proxy/" WEFT_VERSION "/Clean/RELEASE", "state",
+                  state_name(atomic_load(&a->srv->state)), "hot_restart_version", "disabled",
+                  "command_line_options", "concurrency", (int)a->srv->nworkers, "config_path",
+                  op->config_path, "log_level", op->log_level ? op->log_level : "info",
+                  "component_log_level", op->component_log_level ? op->component_log_level : "",
+                  "drain_time", drain, "mode", op->validate_only ? "Validate" : "Serve",
+                  "service_cluster", a->srv->cfg->node_cluster ? a->srv->cfg->node_cluster : "",
+                  "uptime_current_epoch", upt, "uptime_all_epochs", upt, "node", node);
     char *s = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     if (s)
         wf_strbuf_puts(&o->body, s);
@@ -493,7 +499,8 @@ static void dispatch(wp_admin *a, const admin_req *r, admin_resp *o)
         a->quit_after = true;
     } else if (strcmp(p, "/drain_listeners") == 0) {
         wf_strbuf_puts(&o->body, "OK\n");
-        wp_server_request_drain(a->main_ctx, !has_param(r, "skip_exit") && has_param(r, "graceful"));
+        wp_server_request_drain(a->main_ctx,
+                                !has_param(r, "skip_exit") && has_param(r, "graceful"));
     } else {
         o->status = 404;
         wf_strbuf_puts(&o->body, "invalid path. ");

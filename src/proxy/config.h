@@ -34,7 +34,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#define WP_NO_TIMEOUT 0
+#define WP_NO_TIMEOUT           0
 #define WP_DEFAULT_BUFFER_LIMIT (1024u * 1024u)
 
 /* ---------- shared pieces ---------- */
@@ -113,14 +113,14 @@ typedef struct {
 } wp_weighted_cluster;
 
 typedef struct {
-    const char *scheme;        /* NULL = keep; https_redirect sets "https" */
-    const char *host;          /* host_redirect, NULL = keep */
-    uint32_t port;             /* port_redirect, 0 = keep */
-    const char *path;          /* path_redirect, NULL = keep */
-    const char *prefix;        /* prefix_rewrite, NULL = none */
-    pcre2_code *regex;         /* regex_rewrite pattern */
-    const char *regex_subst;   /* regex_rewrite substitution (\1 style) */
-    int code;                  /* 301 (default), 302, 303, 307, 308 */
+    const char *scheme;      /* NULL = keep; https_redirect sets "https" */
+    const char *host;        /* host_redirect, NULL = keep */
+    uint32_t port;           /* port_redirect, 0 = keep */
+    const char *path;        /* path_redirect, NULL = keep */
+    const char *prefix;      /* prefix_rewrite, NULL = none */
+    pcre2_code *regex;       /* regex_rewrite pattern */
+    const char *regex_subst; /* regex_rewrite substitution (\1 style) */
+    int code;                /* 301 (default), 302, 303, 307, 308 */
     bool strip_query;
 } wp_redirect;
 
@@ -143,15 +143,15 @@ typedef struct wp_route {
     wp_weighted_cluster *weighted;
     size_t nweighted;
     uint32_t total_weight;
-    const char *prefix_rewrite;   /* NULL = none */
-    pcre2_code *regex_rewrite;    /* NULL = none */
+    const char *prefix_rewrite; /* NULL = none */
+    pcre2_code *regex_rewrite;  /* NULL = none */
     const char *regex_rewrite_subst;
     const char *host_rewrite_literal; /* NULL = none */
-    uint64_t timeout_ms;          /* default 15000; 0 = none */
-    uint64_t idle_timeout_ms;     /* 0 = inherit stream_idle_timeout */
+    uint64_t timeout_ms;              /* default 15000; 0 = none */
+    uint64_t idle_timeout_ms;         /* 0 = inherit stream_idle_timeout */
     bool has_idle_timeout;
-    wp_redirect redirect;         /* WP_ACT_REDIRECT */
-    int direct_status;            /* WP_ACT_DIRECT */
+    wp_redirect redirect; /* WP_ACT_REDIRECT */
+    int direct_status;    /* WP_ACT_DIRECT */
     const char *direct_body;
     size_t direct_body_len;
     wp_header_ops req, resp;
@@ -185,18 +185,18 @@ typedef enum { WP_LOG_TEXT, WP_LOG_JSON } wp_log_kind;
 typedef struct wp_access_log_format wp_access_log_format; /* compiled (access_log.c) */
 
 typedef struct {
-    const char *path;                /* file path, "/dev/stdout", "/dev/stderr" */
+    const char *path; /* file path, "/dev/stdout", "/dev/stderr" */
     wp_log_kind kind;
-    const char *text_format;         /* NULL = Envoy's default format */
-    json_t *json_format;             /* WP_LOG_JSON */
-    wp_access_log_format *format;    /* compiled, owned by the snapshot */
-    int sink;                        /* index of the process-wide file sink */
+    const char *text_format;      /* NULL = Envoy's default format */
+    json_t *json_format;          /* WP_LOG_JSON */
+    wp_access_log_format *format; /* compiled, owned by the snapshot */
+    int sink;                     /* index of the process-wide file sink */
 } wp_access_log;
 
 typedef struct {
     const char *stat_prefix;
-    wp_route_config *route_config; /* inline route_config */
-    const char *server_name;       /* default "envoy" */
+    wp_route_config *route_config;   /* inline route_config */
+    const char *server_name;         /* default "envoy" */
     uint64_t stream_idle_timeout_ms; /* default 300000 */
     uint64_t request_timeout_ms;     /* default 0 */
     uint64_t idle_timeout_ms;        /* common_http_protocol_options.idle_timeout, 3600000 */
@@ -215,7 +215,8 @@ typedef struct wp_listener {
     const char *name;
     wp_addr addr;
     uint32_t per_connection_buffer_limit_bytes; /* default 1 MiB */
-    wp_hcm hcm; /* the only network filter supported: envoy.filters.network.http_connection_manager */
+    wp_hcm
+        hcm; /* the only network filter supported: envoy.filters.network.http_connection_manager */
     const char *stat_name; /* "0.0.0.0_15001" style (address with ':' replaced by '_') */
 } wp_listener;
 
@@ -233,10 +234,10 @@ typedef enum {
 } wp_health;
 
 typedef struct {
-    wp_addr addr;          /* STATIC: resolved; DNS: port only until resolved */
-    const char *hostname;  /* socket_address.address as written */
+    wp_addr addr;         /* STATIC: resolved; DNS: port only until resolved */
+    const char *hostname; /* socket_address.address as written */
     uint32_t port;
-    uint32_t weight;       /* load_balancing_weight, default 1 */
+    uint32_t weight; /* load_balancing_weight, default 1 */
     wp_health health;
 } wp_endpoint;
 
@@ -254,7 +255,7 @@ typedef struct wp_cluster {
     uint64_t idle_timeout_ms;             /* upstream connection idle, default 3600000 */
     uint32_t max_requests_per_connection; /* 0 = unlimited */
     uint32_t per_connection_buffer_limit_bytes;
-    uint64_t dns_refresh_rate_ms;         /* default 5000 */
+    uint64_t dns_refresh_rate_ms; /* default 5000 */
     wp_endpoint *endpoints;
     size_t nendpoints;
     int index;

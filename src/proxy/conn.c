@@ -165,8 +165,10 @@ static void arm_idle(wp_dconn *d)
     d->last_activity = uv_now(&d->w->loop);
     if (ms == 0)
         uv_timer_stop(&d->idle_timer);
-    else
+    else if (!uv_is_active((uv_handle_t *)&d->idle_timer) ||
+             uv_timer_get_due_in(&d->idle_timer) > ms)
         uv_timer_start(&d->idle_timer, d->idle_timer.timer_cb, ms, 0);
+    /* else: it fires earlier and re-arms itself for the rest (on_idle_timeout) */
 }
 
 static void on_idle_timeout(uv_timer_t *t)
@@ -198,8 +200,31 @@ static void on_idle_timeout(uv_timer_t *t)
 static void on_rq_timeout(uv_timer_t *t)
 {
     wp_dconn *d = t->data;
+    if (!d->rq_deadline)
+        return; /* cleared since it was armed */
+    uint64_t now = uv_now(&d->w->loop);
+    if (now < d->rq_deadline) {
+        uv_timer_start(&d->rq_timer, d->rq_timer.timer_cb, d->rq_deadline - now, 0);
+        return;
+    }
+    d->rq_deadline = 0;
     if (d->stream)
         wp_router_timeout(d->stream);
+}
+
+void wp_dconn_set_deadline(wp_dconn *d, uint64_t ms)
+{
+    uint64_t now = uv_now(&d->w->loop);
+    d->rq_deadline = now + ms;
+    /* the timer only moves when the new deadline is earlier than where it is armed: a
+     * cleared or later deadline is noticed when it fires (no timer work per request) */
+    if (!uv_is_active((uv_handle_t *)&d->rq_timer) || uv_timer_get_due_in(&d->rq_timer) > ms)
+        uv_timer_start(&d->rq_timer, d->rq_timer.timer_cb, ms, 0);
+}
+
+void wp_dconn_clear_deadline(wp_dconn *d)
+{
+    d->rq_deadline = 0;
 }
 
 static void on_closed(uv_handle_t *h)
@@ -382,9 +407,21 @@ void wp_dconn_on_accept(uv_stream_t *server, int status)
 static wp_stream *stream_new(wp_dconn *d)
 {
     wp_worker *w = d->w;
-    wp_stream *s = calloc(1, sizeof(*s));
-    if (!s)
+    wp_stream *s = w->free_streams;
+    if (s) {
+        w->free_streams = s->next_free;
+        w->nfree_streams--;
+        wf_strbuf_reset(&s->extra);
+        wf_strbuf_reset(&s->up_head);
+        wf_strbuf_reset(&s->resp_head);
+    } else if (!(s = malloc(sizeof(*s)))) {
         return NULL;
+    } else {
+        memset(&s->extra, 0, sizeof(s->extra));
+        memset(&s->up_head, 0, sizeof(s->up_head));
+        memset(&s->resp_head, 0, sizeof(s->resp_head));
+    }
+    memset(s, 0, WP_STREAM_RESET_BYTES); /* the header arrays and buffers need no zeroing */
     s->d = d;
     s->cfg = w->cfg;
     wp_config_ref(s->cfg);
@@ -410,12 +447,26 @@ static wp_stream *stream_new(wp_dconn *d)
 
 static void stream_free(wp_stream *s)
 {
+    wp_worker *w = s->d->w;
+    if (s->head != s->head_inline)
+        free(s->head);
+    if (s->resp_copy != s->resp_inline)
+        free(s->resp_copy);
+    wp_config_unref(s->cfg);
+    if (w->nfree_streams < 64 && s->up_head.cap <= 16384 && s->resp_head.cap <= 16384) {
+        s->next_free = w->free_streams;
+        w->free_streams = s;
+        w->nfree_streams++;
+        return;
+    }
+    wp_stream_destroy(s);
+}
+
+void wp_stream_destroy(wp_stream *s)
+{
     wf_strbuf_free(&s->up_head);
     wf_strbuf_free(&s->resp_head);
     wf_strbuf_free(&s->extra);
-    free(s->head);
-    free(s->resp_copy);
-    wp_config_unref(s->cfg);
     free(s);
 }
 
@@ -449,7 +500,7 @@ static void stream_finish(wp_stream *s)
 {
     wp_dconn *d = s->d;
     s->si.end_ns = now_ns();
-    uv_timer_stop(&d->rq_timer);
+    wp_dconn_clear_deadline(d);
     wp_router_cancel(s);
     wp_pool_stream_end(s);
     if (s->si.request)
@@ -540,50 +591,103 @@ static int dwrite(wp_dconn *d, uv_buf_t *bufs, unsigned n)
 static const char *reason_phrase(int code)
 {
     switch (code) {
-    case 100: return "Continue";
-    case 101: return "Switching Protocols";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 204: return "No Content";
-    case 206: return "Partial Content";
-    case 301: return "Moved Permanently";
-    case 302: return "Found";
-    case 303: return "See Other";
-    case 304: return "Not Modified";
-    case 307: return "Temporary Redirect";
-    case 308: return "Permanent Redirect";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 411: return "Length Required";
-    case 413: return "Payload Too Large";
-    case 414: return "URI Too Long";
-    case 426: return "Upgrade Required";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    case 507: return "Insufficient Storage";
-    default: return "Unknown";
+    case 100:
+        return "Continue";
+    case 101:
+        return "Switching Protocols";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 202:
+        return "Accepted";
+    case 204:
+        return "No Content";
+    case 206:
+        return "Partial Content";
+    case 301:
+        return "Moved Permanently";
+    case 302:
+        return "Found";
+    case 303:
+        return "See Other";
+    case 304:
+        return "Not Modified";
+    case 307:
+        return "Temporary Redirect";
+    case 308:
+        return "Permanent Redirect";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 411:
+        return "Length Required";
+    case 413:
+        return "Payload Too Large";
+    case 414:
+        return "URI Too Long";
+    case 426:
+        return "Upgrade Required";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    case 507:
+        return "Insufficient Storage";
+    default:
+        return "Unknown";
     }
 }
 
-static void put_date(wf_strbuf *b)
+/* "date: ...\r\n", formatted once per second per worker. */
+static void put_date(wp_worker *w, wf_strbuf *b)
 {
-    char date[64];
     time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    size_t n = strftime(date, sizeof(date), "date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
-    wf_strbuf_append(b, date, n);
+    if (t != w->date_sec || !w->date_len) {
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        w->date_len = strftime(w->date_line, sizeof(w->date_line),
+                               "date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+        w->date_sec = t;
+    }
+    wf_strbuf_append(b, w->date_line, w->date_len);
+}
+
+static void put_status_line(wf_strbuf *b, int status)
+{
+    wf_strbuf_append(b, "HTTP/1.1 ", 9);
+    wp_hdr_put_u64(b, (uint64_t)status);
+    wf_strbuf_putc(b, ' ');
+    wf_strbuf_puts(b, reason_phrase(status));
+    wf_strbuf_append(b, "\r\n", 2);
+}
+
+static void put_server(const wp_dconn *d, wf_strbuf *b)
+{
+    wf_strbuf_append(b, "server: ", 8);
+    wf_strbuf_puts(b, d->listener->hcm.server_name);
+    wf_strbuf_append(b, "\r\n", 2);
 }
 
 static bool name_is(const h1_str *n, const char *lower)
@@ -609,9 +713,8 @@ static void resp_ops(const wp_stream *s, const wp_header_ops *out[4], size_t *n)
 
 static bool hop_by_hop(const h1_str *n, bool upgrade)
 {
-    return name_is(n, "connection") || name_is(n, "keep-alive") ||
-           name_is(n, "proxy-connection") || name_is(n, "transfer-encoding") ||
-           (!upgrade && name_is(n, "upgrade"));
+    return name_is(n, "connection") || name_is(n, "keep-alive") || name_is(n, "proxy-connection") ||
+           name_is(n, "transfer-encoding") || (!upgrade && name_is(n, "upgrade"));
 }
 
 void wp_stream_local_reply(wp_stream *s, int status, const char *body, const char *details,
@@ -636,18 +739,20 @@ void wp_stream_local_reply(wp_stream *s, int status, const char *body, const cha
     size_t blen = body ? strlen(body) : 0;
     wf_strbuf *b = &s->resp_head;
     wf_strbuf_reset(b);
-    wf_strbuf_printf(b, "HTTP/1.1 %d %s\r\n", status, reason_phrase(status));
+    put_status_line(b, status);
     if (blen)
         wf_strbuf_puts(b, "content-type: text/plain\r\n");
-    wf_strbuf_printf(b, "content-length: %zu\r\n", blen);
+    wf_strbuf_puts(b, "content-length: ");
+    wp_hdr_put_u64(b, blen);
+    wf_strbuf_append(b, "\r\n", 2);
     if (s->extra_resp_header)
         wf_strbuf_puts(b, s->extra_resp_header);
     const wp_header_ops *ops[4];
     size_t nops;
     resp_ops(s, ops, &nops);
     wp_hops_emit(b, ops, nops, NULL, 0);
-    put_date(b);
-    wf_strbuf_printf(b, "server: %s\r\n", d->listener->hcm.server_name);
+    put_date(d->w, b);
+    put_server(d, b);
     if (d->close_after || !s->req.keep_alive)
         wf_strbuf_puts(b, "connection: close\r\n");
     else if (s->req.version_minor == 0)
@@ -673,7 +778,7 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
     wp_dconn *d = s->d;
     s->si.first_upstream_rx_ns = now_ns();
     /* keep a copy of the upstream head for %RESP()% */
-    s->resp_copy = malloc(raw_len ? raw_len : 1);
+    s->resp_copy = raw_len <= sizeof(s->resp_inline) ? s->resp_inline : malloc(raw_len);
     if (!s->resp_copy) {
         wp_dconn_close(d);
         return;
@@ -706,7 +811,7 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
         s->resp_close = true;
     wf_strbuf *b = &s->resp_head;
     wf_strbuf_reset(b);
-    wf_strbuf_printf(b, "HTTP/1.1 %d %s\r\n", m->status, reason_phrase(m->status));
+    put_status_line(b, m->status);
     const wp_header_ops *ops[4];
     size_t nops;
     resp_ops(s, ops, &nops);
@@ -728,16 +833,19 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
         wf_strbuf_puts(b, "transfer-encoding: chunked\r\n");
     uint64_t ust = (s->si.first_upstream_rx_ns - s->si.first_upstream_tx_ns) / 1000000;
     int ul = snprintf(s->ust_buf, sizeof(s->ust_buf), "%llu", (unsigned long long)ust);
-    if (!d->listener->hcm.suppress_envoy_headers)
-        wf_strbuf_printf(b, "x-envoy-upstream-service-time: %s\r\n", s->ust_buf);
+    if (!d->listener->hcm.suppress_envoy_headers) {
+        wf_strbuf_append(b, "x-envoy-upstream-service-time: ", 31);
+        wf_strbuf_append(b, s->ust_buf, (size_t)ul);
+        wf_strbuf_append(b, "\r\n", 2);
+    }
     if (s->nresp_hdrs < WP_MAX_HEADERS) { /* seen by %RESP()% as Envoy's logs see it */
         h1_header *h = &s->resp_hdrs[s->nresp_hdrs++];
         h->name = (h1_str){"x-envoy-upstream-service-time", 29};
         h->value = (h1_str){s->ust_buf, (size_t)ul};
         s->si.nresponse_headers = s->nresp_hdrs;
     }
-    put_date(b);
-    wf_strbuf_printf(b, "server: %s\r\n", d->listener->hcm.server_name);
+    put_date(d->w, b);
+    put_server(d, b);
     if (!upgrade) {
         if (s->resp_close)
             wf_strbuf_puts(b, "connection: close\r\n");
@@ -749,13 +857,35 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
         wp_dconn_close(d);
         return;
     }
+    /* The head goes out with the first body bytes (one write for a small response), or
+     * at the end of the router's parsing pass (wp_stream_resp_flush_head). */
+    s->head_unsent = true;
     if (upgrade) {
         d->tunnel = true;
         hstat(s, WP_S_downstream_cx_upgrades_total, 1);
+        if (wp_stream_resp_flush_head(s) == 1)
+            wp_uconn_pause_read(s->up);
     }
-    uv_buf_t buf = uv_buf_init(b->data, (unsigned)b->len);
-    if (dwrite(d, &buf, 1) == 1)
-        wp_uconn_pause_read(s->up);
+}
+
+/* Adds the unsent head (if any) in front of bufs; returns the new count. */
+static unsigned with_head(wp_stream *s, uv_buf_t *bufs, unsigned n)
+{
+    if (!s->head_unsent)
+        return n;
+    s->head_unsent = false;
+    memmove(bufs + 1, bufs, n * sizeof(*bufs));
+    bufs[0] = uv_buf_init(s->resp_head.data, (unsigned)s->resp_head.len);
+    return n + 1;
+}
+
+int wp_stream_resp_flush_head(wp_stream *s)
+{
+    if (!s->head_unsent)
+        return 0;
+    uv_buf_t bufs[1];
+    unsigned n = with_head(s, bufs, 0);
+    return dwrite(s->d, bufs, n);
 }
 
 int wp_stream_resp_body(wp_stream *s, const char *data, size_t len)
@@ -764,14 +894,16 @@ int wp_stream_resp_body(wp_stream *s, const char *data, size_t len)
     if (len == 0)
         return 0;
     s->si.bytes_sent += len;
+    uv_buf_t bufs[4];
     if (!s->resp_chunked) {
-        uv_buf_t buf = uv_buf_init((char *)data, (unsigned)len);
-        return dwrite(d, &buf, 1);
+        bufs[0] = uv_buf_init((char *)data, (unsigned)len);
+        return dwrite(d, bufs, with_head(s, bufs, 1));
     }
     int n = snprintf(s->chunk_out, sizeof(s->chunk_out), "%zx\r\n", len);
-    uv_buf_t bufs[3] = {uv_buf_init(s->chunk_out, (unsigned)n), uv_buf_init((char *)data, (unsigned)len),
-                        uv_buf_init("\r\n", 2)};
-    return dwrite(d, bufs, 3);
+    bufs[0] = uv_buf_init(s->chunk_out, (unsigned)n);
+    bufs[1] = uv_buf_init((char *)data, (unsigned)len);
+    bufs[2] = uv_buf_init("\r\n", 2);
+    return dwrite(d, bufs, with_head(s, bufs, 3));
 }
 
 void wp_stream_resp_done(wp_stream *s)
@@ -779,11 +911,13 @@ void wp_stream_resp_done(wp_stream *s)
     wp_dconn *d = s->d;
     s->si.last_upstream_rx_ns = now_ns();
     s->resp_done = true;
-    if (s->resp_chunked) {
-        uv_buf_t buf = uv_buf_init("0\r\n\r\n", 5);
-        if (dwrite(d, &buf, 1) != 0)
-            return; /* pending: on_dwrite completes; failed: closed */
-    }
+    uv_buf_t bufs[2];
+    unsigned n = 0;
+    if (s->resp_chunked)
+        bufs[n++] = uv_buf_init("0\r\n\r\n", 5);
+    n = with_head(s, bufs, n);
+    if (n && dwrite(d, bufs, n) != 0)
+        return; /* pending: on_dwrite completes; failed: closed */
     if (!d->writing)
         stream_complete(s);
 }
@@ -793,7 +927,7 @@ void wp_stream_resp_done(wp_stream *s)
 /* Copies the head (bytes [0, used) of buf) into the stream and rebases the message. */
 static int keep_head(wp_stream *s, const char *buf, size_t used, const h1_message *m)
 {
-    s->head = malloc(used ? used : 1);
+    s->head = used <= sizeof(s->head_inline) ? s->head_inline : malloc(used);
     if (!s->head)
         return -1;
     memcpy(s->head, buf, used);
@@ -833,13 +967,12 @@ static void on_request_headers(wp_stream *s)
     s->upgrade = s->req.upgrade;
     if (!s->req.keep_alive)
         d->close_after = true;
-    WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, s->si.stream_id, "request headers complete: %.*s %.*s",
-                  (int)s->req.method.len, s->req.method.p, (int)s->req.target.len,
-                  s->req.target.p);
+    WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, s->si.stream_id,
+                  "request headers complete: %.*s %.*s", (int)s->req.method.len, s->req.method.p,
+                  (int)s->req.target.len, s->req.target.p);
     if (!h1_find_header(s->req.headers, s->req.nheaders, "host") && s->req.version_minor == 1) {
         d->close_after = true;
-        wp_stream_local_reply(s, 400, "missing required header: host", "missing_host_header",
-                              -1);
+        wp_stream_local_reply(s, 400, "missing required header: host", "missing_host_header", -1);
         return;
     }
     if (s->req.expect_continue) {
@@ -852,7 +985,7 @@ static void on_request_headers(wp_stream *s)
     }
     uint64_t rt = d->listener->hcm.request_timeout_ms;
     if (rt)
-        uv_timer_start(&d->rq_timer, d->rq_timer.timer_cb, rt, 0);
+        wp_dconn_set_deadline(d, rt);
     wp_router_start(s);
 }
 
@@ -877,8 +1010,7 @@ static void protocol_error(wp_dconn *d, wp_stream *s)
     if (!s->si.request)
         hstat(s, WP_S_downstream_rq_total, 0);
     s->req.keep_alive = false;
-    wp_stream_local_reply(s, h1_error_status(e), "Bad Request", h1_error_details(e),
-                          WP_RF_DPE);
+    wp_stream_local_reply(s, h1_error_status(e), "Bad Request", h1_error_details(e), WP_RF_DPE);
 }
 
 static void parse_buffered(wp_dconn *d);
@@ -990,8 +1122,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
             return;
         }
         wp_stream *s = d->stream;
-        if (s && s->req_complete && !s->resp_done && !d->tunnel && n == UV_EOF &&
-            !s->si.request) {
+        if (s && s->req_complete && !s->resp_done && !d->tunnel && n == UV_EOF && !s->si.request) {
             wp_dconn_close(d);
             return;
         }

@@ -54,10 +54,34 @@ void wp_hops_emit(wf_strbuf *b, const wp_header_ops *const *ops, size_t n, const
                 (a->action == WP_OVERWRITE_IF_EXISTS && !present) ||
                 overwritten_later(ops, n, k, a))
                 continue;
-            wf_strbuf_append(b, a->key, a->key_len);
-            wf_strbuf_append(b, ": ", 2);
-            wf_strbuf_append(b, a->value, a->value_len);
-            wf_strbuf_append(b, "\r\n", 2);
+            wp_hdr_put(b, a->key, a->key_len, a->value, a->value_len);
         }
     }
+}
+
+void wp_hdr_put_u64(wf_strbuf *b, uint64_t v)
+{
+    char tmp[24];
+    size_t i = sizeof(tmp);
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    wf_strbuf_append(b, tmp + i, sizeof(tmp) - i);
+}
+
+void wp_hdr_put(wf_strbuf *b, const char *name, size_t nlen, const char *value, size_t vlen)
+{
+    wf_strbuf_append(b, name, nlen);
+    wf_strbuf_append(b, ": ", 2);
+    wf_strbuf_append(b, value, vlen);
+    wf_strbuf_append(b, "\r\n", 2);
+}
+
+void wp_hdr_put_num(wf_strbuf *b, const char *name, size_t nlen, uint64_t v)
+{
+    wf_strbuf_append(b, name, nlen);
+    wf_strbuf_append(b, ": ", 2);
+    wp_hdr_put_u64(b, v);
+    wf_strbuf_append(b, "\r\n", 2);
 }

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/strbuf.h"
 #include "http/h1_parser.h"
@@ -30,5 +31,11 @@ bool wp_hops_drops(const wp_header_ops *const *ops, size_t n, const h1_str *name
  * ADD_IF_ABSENT and OVERWRITE_IF_EXISTS). */
 void wp_hops_emit(wf_strbuf *b, const wp_header_ops *const *ops, size_t n, const h1_header *have,
                   size_t nhave);
+
+/* Appends the decimal digits of v (no printf on the request path). */
+void wp_hdr_put_u64(wf_strbuf *b, uint64_t v);
+/* Appends "name: value\r\n" / "name: <v>\r\n". */
+void wp_hdr_put(wf_strbuf *b, const char *name, size_t nlen, const char *value, size_t vlen);
+void wp_hdr_put_num(wf_strbuf *b, const char *name, size_t nlen, uint64_t v);
 
 #endif

@@ -79,22 +79,36 @@ static int parse(int argc, char **argv, wp_server_opts *o)
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":c:l:h", longs, NULL)) != -1) {
         switch (c) {
-        case 'c': o->config_path = optarg; break;
-        case 'l': o->log_level = optarg; break;
-        case 'h': usage(stdout); exit(0);
-        case OPT_VER: printf("weft-proxy version %s\n", WEFT_VERSION); exit(0);
+        case 'c':
+            o->config_path = optarg;
+            break;
+        case 'l':
+            o->log_level = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        case OPT_VER:
+            printf("weft-proxy version %s\n", WEFT_VERSION);
+            exit(0);
         case OPT_CONC:
             if (parse_uint("--concurrency", optarg, 1024, &v) != 0)
                 return -1;
             o->concurrency = (unsigned)v;
             break;
-        case OPT_CLL: o->component_log_level = optarg; break;
+        case OPT_CLL:
+            o->component_log_level = optarg;
+            break;
         case OPT_DRAIN:
             if (parse_uint("--drain-time-s", optarg, 86400, &o->drain_time_s) != 0)
                 return -1;
             break;
-        case OPT_NODE: o->service_node = optarg; break;
-        case OPT_CLUSTER: o->service_cluster = optarg; break;
+        case OPT_NODE:
+            o->service_node = optarg;
+            break;
+        case OPT_CLUSTER:
+            o->service_cluster = optarg;
+            break;
         case OPT_FLUSH:
             if (parse_uint("--file-flush-interval-msec", optarg, 3600000, &o->flush_interval_ms) !=
                 0)
@@ -130,7 +144,8 @@ static int parse(int argc, char **argv, wp_server_opts *o)
 
 int main(int argc, char **argv)
 {
-    wp_server_opts o = {.drain_time_s = 600, .flush_interval_ms = 10000, .argc = argc, .argv = argv};
+    wp_server_opts o = {
+        .drain_time_s = 600, .flush_interval_ms = 10000, .argc = argc, .argv = argv};
     if (parse(argc, argv, &o) != 0)
         return 2;
     int lvl = WF_LOG_INFO;

@@ -21,7 +21,9 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <uv.h>
 
@@ -33,9 +35,9 @@
 #include "proxy/route.h"
 #include "proxy/stream_info.h"
 
-#define WP_BUF_SIZE      (16u * 1024u) /* read buffer of a connection */
-#define WP_HEAD_EXTRA    (4u * 1024u)  /* room past max_request_headers_kb for the request line */
-#define WP_MAX_HEADERS   101u          /* Envoy max_headers_count 100, +1 spare */
+#define WP_BUF_SIZE    (16u * 1024u) /* read buffer of a connection */
+#define WP_HEAD_EXTRA  (4u * 1024u)  /* room past max_request_headers_kb for the request line */
+#define WP_MAX_HEADERS 101u          /* Envoy max_headers_count 100, +1 spare */
 
 typedef struct wp_server wp_server;
 typedef struct wp_worker wp_worker;
@@ -76,8 +78,8 @@ typedef struct {
 
 typedef struct {
     atomic_uint cx_open, rq_pending, rq_active, retries_active; /* circuit breaker gauges */
-    wp_host_rt *hosts; /* per endpoint */
-    wp_cstats st;      /* stat slots */
+    wp_host_rt *hosts;                                          /* per endpoint */
+    wp_cstats st;                                               /* stat slots */
 } wp_cluster_rt;
 
 /* ---------- upstream ---------- */
@@ -93,7 +95,7 @@ struct wp_uconn {
     int host;
     uint64_t id;
     wp_uc_state state;
-    wp_stream *stream; /* request in flight */
+    wp_stream *stream;     /* request in flight */
     struct wp_uconn *next; /* idle list / all list */
     wp_buf *rbuf;
     size_t rlen, rstart;
@@ -111,7 +113,7 @@ struct wp_pool {
     int cluster;
     wp_uconn **idle; /* per host: LIFO list of idle connections */
     wp_stream *pending_head, *pending_tail;
-    uint32_t rr; /* round robin cursor */
+    uint32_t rr;       /* round robin cursor */
     uint32_t *host_rq; /* per host active requests on this worker (least request) */
     int64_t *cw;       /* smooth weighted round robin state per host */
 };
@@ -130,9 +132,10 @@ struct wp_dconn {
     size_t rstart; /* bytes before rstart are consumed */
     wp_stream *stream;
     struct wp_dconn *prev, *next; /* worker's connection list */
-    char remote[48], local[48]; /* "ip:port", "[v6]:port" */
-    uint64_t streams; /* streams started */
-    uint64_t last_activity; /* loop time (ms) of the last read or write */
+    char remote[48], local[48];   /* "ip:port", "[v6]:port" */
+    uint64_t streams;             /* streams started */
+    uint64_t last_activity;       /* loop time (ms) of the last read or write */
+    uint64_t rq_deadline;         /* loop time (ms) of the route/request timeout, 0 = none */
     bool writing, reading, peer_closed, closing, close_after;
     bool tunnel, tunnel_pending;
     bool in_process; /* parsing: upstream writes wait until the pass ends */
@@ -150,18 +153,17 @@ struct wp_stream {
     wp_dconn *d;
     wp_config *cfg; /* reference held for the stream's life */
     wp_stream_info si;
-    h1_parser parser;             /* request parser (the connection's, while this stream lives) */
-    h1_message req;               /* rebased into head */
-    h1_header hdrs[WP_MAX_HEADERS];
-    char *head;                   /* copy of the request head */
+    h1_parser parser; /* request parser (the connection's, while this stream lives) */
+    h1_message req;   /* rebased into head */
+    char *head;       /* copy of the request head (head_inline or malloc'd) */
     size_t head_len;
     const wp_route *route;
     const wp_vhost *vhost;
-    int weighted;                 /* index of the weighted cluster chosen, -1 none */
-    int cluster;                  /* -1 none */
+    int weighted; /* index of the weighted cluster chosen, -1 none */
+    int cluster;  /* -1 none */
     int host;
     wp_uconn *up;
-    wp_uconn *connecting; /* connection being opened for this stream */
+    wp_uconn *connecting;           /* connection being opened for this stream */
     struct wp_stream *pending_next; /* in a pool's pending queue */
     bool pending, queued, counted_rq, counted_cb;
     /* request body flow */
@@ -174,21 +176,27 @@ struct wp_stream {
     char chunk_line[24];
     char chunk_out[24];
     const char *extra_resp_header; /* e.g. "location: ...\r\n" for redirects */
-    wf_strbuf extra;
-    /* upstream request head */
-    wf_strbuf up_head;
     /* response */
-    wf_strbuf resp_head;         /* head sent downstream */
-    h1_header resp_hdrs[WP_MAX_HEADERS];
     size_t nresp_hdrs;
-    char *resp_copy;             /* copy of the upstream response head (for logs) */
+    char *resp_copy; /* copy of the upstream response head (resp_inline or malloc'd) */
     bool resp_started, resp_chunked, resp_close, resp_done, resp_until_close;
+    bool head_unsent; /* response head built, not yet written */
     bool local_reply;
-    uint64_t resp_body_remaining;
     char details_buf[192];
     char tfr_buf[128];
     char upstream_host[64];
+    /* ---- from here on, kept when a stream is reused (not zeroed per request) ---- */
+    struct wp_stream *next_free;
+    wf_strbuf extra;
+    wf_strbuf up_head;   /* upstream request head */
+    wf_strbuf resp_head; /* head sent downstream */
+    char head_inline[2048];
+    char resp_inline[1024];
+    h1_header hdrs[WP_MAX_HEADERS];
+    h1_header resp_hdrs[WP_MAX_HEADERS];
 };
+
+#define WP_STREAM_RESET_BYTES offsetof(wp_stream, next_free)
 
 /* ---------- worker ---------- */
 
@@ -205,14 +213,19 @@ struct wp_worker {
     wp_regex_ctx rx;
     wp_alog_writer alog_writer;
     wp_alog_writer *alog; /* &alog_writer once started */
-    wp_pool *pools; /* one per cluster */
+    wp_pool *pools;       /* one per cluster */
     wp_buf *free_bufs;
     size_t nfree_bufs;
+    char date_line[64]; /* cached "date: ...\r\n" */
+    size_t date_len;
+    time_t date_sec;
+    wp_stream *free_streams; /* reused streams (their buffers keep their capacity) */
+    size_t nfree_streams;
     void *free_wreqs; /* singly linked through the first word */
     size_t nfree_wreqs;
     wp_dconn *conns;
     uint64_t rng;
-    atomic_int cmd; /* 0 none, 1 drain, 2 stop */
+    atomic_int cmd;       /* 0 none, 1 drain, 2 stop */
     atomic_size_t nconns; /* open downstream connections (read by the main thread) */
     bool draining;
     int listening;
@@ -232,8 +245,8 @@ struct wp_server {
     uint64_t flush_interval_ms;
     atomic_int state; /* 0 LIVE, 1 DRAINING, 2 PRE_INITIALIZING, 3 INITIALIZING */
     atomic_int workers_started;
-    int64_t start_time;   /* uv_now of the main loop at start, ms */
-    double loaded_unix;   /* when the snapshot was applied, seconds since the epoch */
+    int64_t start_time; /* uv_now of the main loop at start, ms */
+    double loaded_unix; /* when the snapshot was applied, seconds since the epoch */
 };
 
 /* conn.c */
@@ -242,13 +255,21 @@ void wp_dconn_close(wp_dconn *d);
 void wp_dconn_drain(wp_worker *w);
 /* Parse what is buffered and read again (after a pause). */
 void wp_dconn_kick(wp_dconn *d);
+/* Frees a stream for good (worker shutdown; streams are otherwise reused). */
+void wp_stream_destroy(wp_stream *s);
 void wp_addr_of(uv_tcp_t *t, bool peer, char *out, size_t cap);
+/* The stream's timeout (route timeout or HCM request_timeout) fires in ms milliseconds
+ * (wp_router_timeout); clear cancels it. Both are O(1) in the common case. */
+void wp_dconn_set_deadline(wp_dconn *d, uint64_t ms);
+void wp_dconn_clear_deadline(wp_dconn *d);
 /* Local reply on stream s (Envoy sendLocalReply): status, body (may be ""), details. */
 void wp_stream_local_reply(wp_stream *s, int status, const char *body, const char *details,
                            int flag /* wp_response_flag or -1 */);
 /* Router -> connection manager callbacks. */
 void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, size_t raw_len);
 int wp_stream_resp_body(wp_stream *s, const char *data, size_t len); /* 1 = write pending */
+/* Writes the response head if it still waits for body bytes; 1 = write pending. */
+int wp_stream_resp_flush_head(wp_stream *s);
 void wp_stream_resp_done(wp_stream *s);
 void wp_stream_upstream_ready(wp_stream *s); /* upstream writable: flush body */
 void wp_stream_resume_upstream_read(wp_stream *s);

@@ -34,8 +34,8 @@ static uint32_t reg(wp_stats *st, bool gauge, const char *scope, const char *nam
     return slot;
 }
 
-static void reg_table(wp_stats *st, const char *scope, const char *const *names,
-                      const bool *gauge, size_t n, uint32_t *slots)
+static void reg_table(wp_stats *st, const char *scope, const char *const *names, const bool *gauge,
+                      size_t n, uint32_t *slots)
 {
     for (size_t i = 0; i < n; i++)
         slots[i] = reg(st, gauge[i], scope, names[i]);

@@ -17,85 +17,85 @@
 #include "proxy/config.h"
 #include "proxy/stats.h"
 
-#define WP_CLUSTER_STATS(X)                                                                    \
-    X(upstream_cx_total, C)                                                                    \
-    X(upstream_cx_active, G)                                                                   \
-    X(upstream_cx_connect_fail, C)                                                             \
-    X(upstream_cx_connect_timeout, C)                                                          \
-    X(upstream_cx_overflow, C)                                                                 \
-    X(upstream_cx_destroy, C)                                                                  \
-    X(upstream_cx_destroy_local, C)                                                            \
-    X(upstream_cx_destroy_remote, C)                                                           \
-    X(upstream_cx_destroy_local_with_active_rq, C)                                             \
-    X(upstream_cx_destroy_remote_with_active_rq, C)                                            \
-    X(upstream_cx_none_healthy, C)                                                             \
-    X(upstream_cx_idle_timeout, C)                                                             \
-    X(upstream_cx_max_requests, C)                                                             \
-    X(upstream_cx_rx_bytes_total, C)                                                           \
-    X(upstream_cx_tx_bytes_total, C)                                                           \
-    X(upstream_rq_total, C)                                                                    \
-    X(upstream_rq_active, G)                                                                   \
-    X(upstream_rq_completed, C)                                                                \
-    X(upstream_rq_pending_total, C)                                                            \
-    X(upstream_rq_pending_active, G)                                                           \
-    X(upstream_rq_pending_overflow, C)                                                         \
-    X(upstream_rq_cancelled, C)                                                                \
-    X(upstream_rq_timeout, C)                                                                  \
-    X(upstream_rq_rx_reset, C)                                                                 \
-    X(upstream_rq_tx_reset, C)                                                                 \
-    X(upstream_rq_retry, C)                                                                    \
-    X(retry_or_shadow_abandoned, C)                                                            \
-    X(membership_healthy, G)                                                                   \
-    X(membership_total, G)                                                                     \
-    X(membership_degraded, G)                                                                  \
-    X(membership_excluded, G)                                                                  \
-    X(circuit_breakers_default_cx_open, G)                                                     \
-    X(circuit_breakers_default_rq_pending_open, G)                                             \
-    X(circuit_breakers_default_rq_open, G)                                                     \
+#define WP_CLUSTER_STATS(X)                                                                        \
+    X(upstream_cx_total, C)                                                                        \
+    X(upstream_cx_active, G)                                                                       \
+    X(upstream_cx_connect_fail, C)                                                                 \
+    X(upstream_cx_connect_timeout, C)                                                              \
+    X(upstream_cx_overflow, C)                                                                     \
+    X(upstream_cx_destroy, C)                                                                      \
+    X(upstream_cx_destroy_local, C)                                                                \
+    X(upstream_cx_destroy_remote, C)                                                               \
+    X(upstream_cx_destroy_local_with_active_rq, C)                                                 \
+    X(upstream_cx_destroy_remote_with_active_rq, C)                                                \
+    X(upstream_cx_none_healthy, C)                                                                 \
+    X(upstream_cx_idle_timeout, C)                                                                 \
+    X(upstream_cx_max_requests, C)                                                                 \
+    X(upstream_cx_rx_bytes_total, C)                                                               \
+    X(upstream_cx_tx_bytes_total, C)                                                               \
+    X(upstream_rq_total, C)                                                                        \
+    X(upstream_rq_active, G)                                                                       \
+    X(upstream_rq_completed, C)                                                                    \
+    X(upstream_rq_pending_total, C)                                                                \
+    X(upstream_rq_pending_active, G)                                                               \
+    X(upstream_rq_pending_overflow, C)                                                             \
+    X(upstream_rq_cancelled, C)                                                                    \
+    X(upstream_rq_timeout, C)                                                                      \
+    X(upstream_rq_rx_reset, C)                                                                     \
+    X(upstream_rq_tx_reset, C)                                                                     \
+    X(upstream_rq_retry, C)                                                                        \
+    X(retry_or_shadow_abandoned, C)                                                                \
+    X(membership_healthy, G)                                                                       \
+    X(membership_total, G)                                                                         \
+    X(membership_degraded, G)                                                                      \
+    X(membership_excluded, G)                                                                      \
+    X(circuit_breakers_default_cx_open, G)                                                         \
+    X(circuit_breakers_default_rq_pending_open, G)                                                 \
+    X(circuit_breakers_default_rq_open, G)                                                         \
     X(circuit_breakers_default_rq_retry_open, G)
 
-#define WP_HCM_STATS(X)                                                                        \
-    X(downstream_cx_total, C)                                                                  \
-    X(downstream_cx_active, G)                                                                 \
-    X(downstream_cx_http1_total, C)                                                            \
-    X(downstream_cx_http1_active, G)                                                           \
-    X(downstream_cx_destroy, C)                                                                \
-    X(downstream_cx_destroy_remote, C)                                                         \
-    X(downstream_cx_destroy_local, C)                                                          \
-    X(downstream_cx_idle_timeout, C)                                                           \
-    X(downstream_cx_protocol_error, C)                                                         \
-    X(downstream_cx_rx_bytes_total, C)                                                         \
-    X(downstream_cx_tx_bytes_total, C)                                                         \
-    X(downstream_cx_upgrades_total, C)                                                         \
-    X(downstream_cx_upgrades_active, G)                                                        \
-    X(downstream_rq_total, C)                                                                  \
-    X(downstream_rq_http1_total, C)                                                            \
-    X(downstream_rq_active, G)                                                                 \
-    X(downstream_rq_completed, C)                                                              \
-    X(downstream_rq_1xx, C)                                                                    \
-    X(downstream_rq_2xx, C)                                                                    \
-    X(downstream_rq_3xx, C)                                                                    \
-    X(downstream_rq_4xx, C)                                                                    \
-    X(downstream_rq_5xx, C)                                                                    \
-    X(downstream_rq_rx_reset, C)                                                               \
-    X(downstream_rq_tx_reset, C)                                                               \
-    X(downstream_rq_timeout, C)                                                                \
-    X(downstream_rq_idle_timeout, C)                                                           \
-    X(downstream_rq_too_large, C)                                                              \
-    X(no_route, C)                                                                             \
-    X(no_cluster, C)                                                                           \
-    X(rq_redirect, C)                                                                          \
-    X(rq_direct_response, C)                                                                   \
-    X(rq_total, C)                                                                             \
+#define WP_HCM_STATS(X)                                                                            \
+    X(downstream_cx_total, C)                                                                      \
+    X(downstream_cx_active, G)                                                                     \
+    X(downstream_cx_http1_total, C)                                                                \
+    X(downstream_cx_http1_active, G)                                                               \
+    X(downstream_cx_destroy, C)                                                                    \
+    X(downstream_cx_destroy_remote, C)                                                             \
+    X(downstream_cx_destroy_local, C)                                                              \
+    X(downstream_cx_idle_timeout, C)                                                               \
+    X(downstream_cx_protocol_error, C)                                                             \
+    X(downstream_cx_rx_bytes_total, C)                                                             \
+    X(downstream_cx_tx_bytes_total, C)                                                             \
+    X(downstream_cx_upgrades_total, C)                                                             \
+    X(downstream_cx_upgrades_active, G)                                                            \
+    X(downstream_rq_total, C)                                                                      \
+    X(downstream_rq_http1_total, C)                                                                \
+    X(downstream_rq_active, G)                                                                     \
+    X(downstream_rq_completed, C)                                                                  \
+    X(downstream_rq_1xx, C)                                                                        \
+    X(downstream_rq_2xx, C)                                                                        \
+    X(downstream_rq_3xx, C)                                                                        \
+    X(downstream_rq_4xx, C)                                                                        \
+    X(downstream_rq_5xx, C)                                                                        \
+    X(downstream_rq_rx_reset, C)                                                                   \
+    X(downstream_rq_tx_reset, C)                                                                   \
+    X(downstream_rq_timeout, C)                                                                    \
+    X(downstream_rq_idle_timeout, C)                                                               \
+    X(downstream_rq_too_large, C)                                                                  \
+    X(no_route, C)                                                                                 \
+    X(no_cluster, C)                                                                               \
+    X(rq_redirect, C)                                                                              \
+    X(rq_direct_response, C)                                                                       \
+    X(rq_total, C)                                                                                 \
     X(rq_reset_after_downstream_response_started, C)
 
-#define WP_LISTENER_STATS(X)                                                                   \
-    X(downstream_cx_total, C)                                                                  \
-    X(downstream_cx_active, G)                                                                 \
-    X(downstream_cx_destroy, C)                                                                \
+#define WP_LISTENER_STATS(X)                                                                       \
+    X(downstream_cx_total, C)                                                                      \
+    X(downstream_cx_active, G)                                                                     \
+    X(downstream_cx_destroy, C)                                                                    \
     X(no_filter_chain_match, C)
 
-#define WP_ENUM_(name, type) WP_S_##name,
+#define WP_ENUM_(name, type)  WP_S_##name,
 #define WP_LENUM_(name, type) WP_LS_##name,
 enum { WP_CLUSTER_STATS(WP_ENUM_) WP_CS_COUNT_ };
 enum { WP_HCM_STATS(WP_ENUM_) WP_HS_COUNT_ };
@@ -124,10 +124,9 @@ typedef struct wp_pstats {
     wp_cstats *clusters; /* per config cluster */
     wp_hstats *hcms;     /* per listener (its HCM) */
     wp_lstats *listeners;
-    uint32_t server_live, server_state, server_uptime, server_concurrency,
-        server_total_connections, server_memory_allocated, workers_started,
-        total_listeners_active, cm_active_clusters, lm_listener_added, cm_cluster_added,
-        server_version;
+    uint32_t server_live, server_state, server_uptime, server_concurrency, server_total_connections,
+        server_memory_allocated, workers_started, total_listeners_active, cm_active_clusters,
+        lm_listener_added, cm_cluster_added, server_version;
 } wp_pstats;
 
 typedef wp_stats_shard wp_pstats_shard;

@@ -33,14 +33,22 @@
 const char *wp_reset_reason_string(int reason)
 {
     switch (reason) {
-    case WP_RESET_LOCAL_CONNECTION_FAILURE: return "local connection failure";
-    case WP_RESET_REMOTE_CONNECTION_FAILURE: return "remote connection failure";
-    case WP_RESET_CONNECTION_TIMEOUT: return "connection timeout";
-    case WP_RESET_CONNECTION_TERMINATION: return "connection termination";
-    case WP_RESET_LOCAL_RESET: return "local reset";
-    case WP_RESET_OVERFLOW: return "overflow";
-    case WP_RESET_PROTOCOL_ERROR: return "protocol error";
-    default: return "local reset";
+    case WP_RESET_LOCAL_CONNECTION_FAILURE:
+        return "local connection failure";
+    case WP_RESET_REMOTE_CONNECTION_FAILURE:
+        return "remote connection failure";
+    case WP_RESET_CONNECTION_TIMEOUT:
+        return "connection timeout";
+    case WP_RESET_CONNECTION_TERMINATION:
+        return "connection termination";
+    case WP_RESET_LOCAL_RESET:
+        return "local reset";
+    case WP_RESET_OVERFLOW:
+        return "overflow";
+    case WP_RESET_PROTOCOL_ERROR:
+        return "protocol error";
+    default:
+        return "local reset";
     }
 }
 
@@ -74,7 +82,7 @@ static void start_timeout(wp_stream *s)
         return;
     s->timer_started = true;
     if (s->route->timeout_ms)
-        uv_timer_start(&s->d->rq_timer, s->d->rq_timer.timer_cb, s->route->timeout_ms, 0);
+        wp_dconn_set_deadline(s->d, s->route->timeout_ms);
 }
 
 static const char *host_of(const wp_stream *s, size_t *len)
@@ -149,8 +157,7 @@ void wp_router_start(wp_stream *s)
         ci = r->weighted[s->weighted].cluster;
     }
     if (ci < 0) {
-        WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
-                      "unknown cluster '%s'",
+        WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id, "unknown cluster '%s'",
                       r->nweighted ? r->weighted[s->weighted].name : r->cluster_name);
         hstat_(s, WP_S_no_cluster);
         wp_stream_local_reply(s, 503, "", "cluster_not_found", WP_RF_NC);
@@ -230,14 +237,6 @@ static int ip_len(const char *hostport)
     return c ? (int)(c - hostport) : (int)strlen(hostport);
 }
 
-static void put_header(wf_strbuf *b, const char *n, size_t nl, const char *v, size_t vl)
-{
-    wf_strbuf_append(b, n, nl);
-    wf_strbuf_append(b, ": ", 2);
-    wf_strbuf_append(b, v, vl);
-    wf_strbuf_append(b, "\r\n", 2);
-}
-
 static void put_request_line(wp_stream *s, wf_strbuf *b)
 {
     char path[8192];
@@ -248,7 +247,7 @@ static void put_request_line(wp_stream *s, wf_strbuf *b)
     if (n > 0 && n != (size_t)-1) {
         wf_strbuf_append(b, path, n);
         wf_strbuf_append(b, " HTTP/1.1\r\n", 11);
-        put_header(b, "x-envoy-original-path", 21, s->req.target.p, s->req.target.len);
+        wp_hdr_put(b, "x-envoy-original-path", 21, s->req.target.p, s->req.target.len);
     } else {
         wf_strbuf_append(b, s->req.target.p, s->req.target.len);
         wf_strbuf_append(b, " HTTP/1.1\r\n", 11);
@@ -278,21 +277,20 @@ static void build_upstream_head(wp_stream *s)
             xff_done = true;
             continue;
         }
-        put_header(b, hd->name.p, hd->name.len, hd->value.p, hd->value.len);
+        wp_hdr_put(b, hd->name.p, hd->name.len, hd->value.p, hd->value.len);
     }
     if (s->route->host_rewrite_literal)
-        put_header(b, "host", 4, s->route->host_rewrite_literal,
+        wp_hdr_put(b, "host", 4, s->route->host_rewrite_literal,
                    strlen(s->route->host_rewrite_literal));
     if (h->use_remote_address && !xff_done)
         wf_strbuf_printf(b, "x-forwarded-for: %.*s\r\n", ip_len(s->d->remote), s->d->remote);
     if (!has_xfp)
         wf_strbuf_puts(b, "x-forwarded-proto: http\r\n");
     if (s->route->timeout_ms && !h->suppress_envoy_headers)
-        wf_strbuf_printf(b, "x-envoy-expected-rq-timeout-ms: %llu\r\n",
-                         (unsigned long long)s->route->timeout_ms);
+        wp_hdr_put_num(b, "x-envoy-expected-rq-timeout-ms", 30, s->route->timeout_ms);
     wp_hops_emit(b, ops, nops, s->req.headers, s->req.nheaders);
     if (s->req.framing == H1_BODY_LENGTH)
-        wf_strbuf_printf(b, "content-length: %llu\r\n", (unsigned long long)s->req.content_length);
+        wp_hdr_put_num(b, "content-length", 14, s->req.content_length);
     else if (s->req_chunked)
         wf_strbuf_puts(b, "transfer-encoding: chunked\r\n");
     if (s->upgrade)
@@ -445,21 +443,28 @@ void wp_router_on_reset(wp_stream *s, int reason, const char *tfr)
     switch (reason) {
     case WP_RESET_LOCAL_CONNECTION_FAILURE:
     case WP_RESET_REMOTE_CONNECTION_FAILURE:
-    case WP_RESET_CONNECTION_TIMEOUT: flag = WP_RF_UF; break;
-    case WP_RESET_CONNECTION_TERMINATION: flag = WP_RF_UC; break;
-    case WP_RESET_OVERFLOW: flag = WP_RF_UO; break;
+    case WP_RESET_CONNECTION_TIMEOUT:
+        flag = WP_RF_UF;
+        break;
+    case WP_RESET_CONNECTION_TERMINATION:
+        flag = WP_RF_UC;
+        break;
+    case WP_RESET_OVERFLOW:
+        flag = WP_RF_UO;
+        break;
     case WP_RESET_PROTOCOL_ERROR:
         flag = WP_RF_UPE;
         status = 502;
         break;
-    default: break;
+    default:
+        break;
     }
     const char *rs = wp_reset_reason_string(reason);
     /* details: whitespace replaced by '_' (Envoy's StringUtil::replaceAllEmptySpace) */
     char *p = s->details_buf;
     size_t cap = sizeof(s->details_buf);
-    int n = snprintf(p, cap, "upstream_reset_before_response_started{%s%s%s}", rs,
-                     tfr ? "|" : "", tfr ? tfr : "");
+    int n = snprintf(p, cap, "upstream_reset_before_response_started{%s%s%s}", rs, tfr ? "|" : "",
+                     tfr ? tfr : "");
     for (int i = 0; i < n && (size_t)i < cap; i++)
         if (p[i] == ' ' || p[i] == '\t')
             p[i] = '_';
@@ -498,8 +503,7 @@ void wp_router_timeout(wp_stream *s)
     if (s->host >= 0)
         atomic_fetch_add_explicit(&s->d->w->srv->crt[s->cluster].hosts[s->host].rq_timeout, 1,
                                   memory_order_relaxed);
-    WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
-                  "upstream timeout");
+    WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id, "upstream timeout");
     if (s->up) {
         cstat(s, WP_S_upstream_rq_tx_reset, 1);
         end_upstream(s, false);
@@ -531,7 +535,7 @@ void wp_router_cancel(wp_stream *s)
 static void on_response_headers(wp_stream *s, wp_uconn *u, const char *base, size_t used)
 {
     const h1_message *m = &u->parser.msg;
-    uv_timer_stop(&s->d->rq_timer); /* Envoy's route timeout covers until the response starts */
+    wp_dconn_clear_deadline(s->d); /* the route timeout covers until the response starts */
     s->timer_started = true;
     count_code(s, m->status);
     u->response_seen = true;
@@ -581,7 +585,12 @@ void wp_router_on_upstream_data(wp_uconn *u)
         size_t used = h1_parse(&u->parser, base, avail, &ev);
         u->rstart += used;
         switch (ev) {
-        case H1_EV_NEED_MORE: return;
+        case H1_EV_NEED_MORE:
+            /* end of what arrived: a head still waiting for body bytes goes out now (it
+             * lives in the stream, so the read buffer stays movable) */
+            if (wp_stream_resp_flush_head(s) == 1)
+                wp_uconn_pause_read(u);
+            return;
         case H1_EV_HEADERS:
             if (u->parser.msg.status >= 100 && u->parser.msg.status < 200 &&
                 u->parser.msg.status != 101)
@@ -597,7 +606,8 @@ void wp_router_on_upstream_data(wp_uconn *u)
                 return;
             }
             break;
-        case H1_EV_TRAILERS: break;
+        case H1_EV_TRAILERS:
+            break;
         case H1_EV_DONE:
             if (!s->resp_started)
                 break; /* end of a 1xx */

@@ -34,11 +34,11 @@ static int compile_access_logs(wp_server *srv, wp_config *cfg, wf_strbuf *err)
         wp_hcm *h = &cfg->listeners[i].hcm;
         for (size_t k = 0; k < h->naccess_logs; k++) {
             wp_access_log *al = &h->access_logs[k];
-            al->format = al->kind == WP_LOG_JSON
-                             ? wp_alf_compile_json(al->json_format, err)
-                             : wp_alf_compile_text(al->text_format ? al->text_format
-                                                                   : WP_ENVOY_DEFAULT_FORMAT,
-                                                   err);
+            al->format =
+                al->kind == WP_LOG_JSON
+                    ? wp_alf_compile_json(al->json_format, err)
+                    : wp_alf_compile_text(
+                          al->text_format ? al->text_format : WP_ENVOY_DEFAULT_FORMAT, err);
             if (!al->format)
                 return -1;
             al->sink = wp_alog_files_open(srv->alog_files, al->path, err);
@@ -163,8 +163,8 @@ static void resolve_dns_clusters(wp_config *cfg)
             snprintf(port, sizeof(port), "%u", e->port);
             int r = getaddrinfo(e->hostname, port, &hints, &res);
             if (r != 0 || !res) {
-                WF_LOG(WF_LC_upstream, WF_LOG_WARN, "cluster %s: cannot resolve %s: %s",
-                       c->name, e->hostname, gai_strerror(r));
+                WF_LOG(WF_LC_upstream, WF_LOG_WARN, "cluster %s: cannot resolve %s: %s", c->name,
+                       e->hostname, gai_strerror(r));
                 e->health = WP_HEALTH_UNHEALTHY;
                 continue;
             }
@@ -175,7 +175,8 @@ static void resolve_dns_clusters(wp_config *cfg)
                 uv_ip4_name((const struct sockaddr_in *)res->ai_addr, ip, sizeof(ip));
             else
                 uv_ip6_name((const struct sockaddr_in6 *)res->ai_addr, ip, sizeof(ip));
-            snprintf(e->addr.text, sizeof(e->addr.text), res->ai_family == AF_INET6 ? "[%s]:%u" : "%s:%u", ip, e->port);
+            snprintf(e->addr.text, sizeof(e->addr.text),
+                     res->ai_family == AF_INET6 ? "[%s]:%u" : "%s:%u", ip, e->port);
             freeaddrinfo(res);
         }
     }

@@ -13,9 +13,9 @@
 #include <stdint.h>
 
 typedef struct {
-    const char *config_path;     /* -c */
-    unsigned concurrency;        /* workers; 0 = number of CPUs */
-    const char *log_level;       /* -l, NULL = info */
+    const char *config_path; /* -c */
+    unsigned concurrency;    /* workers; 0 = number of CPUs */
+    const char *log_level;   /* -l, NULL = info */
     const char *component_log_level;
     uint64_t drain_time_s;       /* default 600, as Envoy */
     const char *service_node;    /* overrides node.id */

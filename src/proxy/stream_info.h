@@ -23,36 +23,36 @@
 
 /* Envoy's response flags, in Envoy's enum order (ResponseFlag in stream_info.h). */
 typedef enum {
-    WP_RF_LH,   /* FailedLocalHealthCheck */
-    WP_RF_UH,   /* NoHealthyUpstream */
-    WP_RF_UT,   /* UpstreamRequestTimeout */
-    WP_RF_LR,   /* LocalReset */
-    WP_RF_UR,   /* UpstreamRemoteReset */
-    WP_RF_UF,   /* UpstreamConnectionFailure */
-    WP_RF_UC,   /* UpstreamConnectionTermination */
-    WP_RF_UO,   /* UpstreamOverflow */
-    WP_RF_NR,   /* NoRouteFound */
-    WP_RF_DI,   /* DelayInjected */
-    WP_RF_FI,   /* FaultInjected */
-    WP_RF_RL,   /* RateLimited */
-    WP_RF_UAEX, /* UnauthorizedExternalService */
-    WP_RF_RLSE, /* RateLimitServiceError */
-    WP_RF_DC,   /* DownstreamConnectionTermination */
-    WP_RF_URX,  /* UpstreamRetryLimitExceeded */
-    WP_RF_SI,   /* StreamIdleTimeout */
-    WP_RF_IH,   /* InvalidEnvoyRequestHeaders */
-    WP_RF_DPE,  /* DownstreamProtocolError */
+    WP_RF_LH,    /* FailedLocalHealthCheck */
+    WP_RF_UH,    /* NoHealthyUpstream */
+    WP_RF_UT,    /* UpstreamRequestTimeout */
+    WP_RF_LR,    /* LocalReset */
+    WP_RF_UR,    /* UpstreamRemoteReset */
+    WP_RF_UF,    /* UpstreamConnectionFailure */
+    WP_RF_UC,    /* UpstreamConnectionTermination */
+    WP_RF_UO,    /* UpstreamOverflow */
+    WP_RF_NR,    /* NoRouteFound */
+    WP_RF_DI,    /* DelayInjected */
+    WP_RF_FI,    /* FaultInjected */
+    WP_RF_RL,    /* RateLimited */
+    WP_RF_UAEX,  /* UnauthorizedExternalService */
+    WP_RF_RLSE,  /* RateLimitServiceError */
+    WP_RF_DC,    /* DownstreamConnectionTermination */
+    WP_RF_URX,   /* UpstreamRetryLimitExceeded */
+    WP_RF_SI,    /* StreamIdleTimeout */
+    WP_RF_IH,    /* InvalidEnvoyRequestHeaders */
+    WP_RF_DPE,   /* DownstreamProtocolError */
     WP_RF_UMSDR, /* UpstreamMaxStreamDurationReached */
-    WP_RF_RFCF, /* ResponseFromCacheFilter */
-    WP_RF_NFCF, /* NoFilterConfigFound */
-    WP_RF_DT,   /* DurationTimeout */
-    WP_RF_UPE,  /* UpstreamProtocolError */
-    WP_RF_NC,   /* NoClusterFound */
-    WP_RF_OM,   /* OverloadManagerTerminated */
-    WP_RF_DF,   /* DnsResolutionFailed */
-    WP_RF_DO,   /* DropOverload */
-    WP_RF_DR,   /* DownstreamRemoteReset */
-    WP_RF_UDO,  /* UnconditionalDropOverload */
+    WP_RF_RFCF,  /* ResponseFromCacheFilter */
+    WP_RF_NFCF,  /* NoFilterConfigFound */
+    WP_RF_DT,    /* DurationTimeout */
+    WP_RF_UPE,   /* UpstreamProtocolError */
+    WP_RF_NC,    /* NoClusterFound */
+    WP_RF_OM,    /* OverloadManagerTerminated */
+    WP_RF_DF,    /* DnsResolutionFailed */
+    WP_RF_DO,    /* DropOverload */
+    WP_RF_DR,    /* DownstreamRemoteReset */
+    WP_RF_UDO,   /* UnconditionalDropOverload */
     WP_RF_COUNT_
 } wp_response_flag;
 
@@ -61,38 +61,38 @@ typedef enum {
 typedef struct wp_stream_info {
     /* identity */
     uint64_t connection_id, stream_id;
-    int64_t start_time_us;        /* wall clock at the first byte of the request */
-    uint64_t start_ns;            /* monotonic, same instant */
-    uint64_t last_rx_ns;          /* request fully received, 0 = not (yet) */
+    int64_t start_time_us; /* wall clock at the first byte of the request */
+    uint64_t start_ns;     /* monotonic, same instant */
+    uint64_t last_rx_ns;   /* request fully received, 0 = not (yet) */
     uint64_t first_upstream_tx_ns, last_upstream_tx_ns;
     uint64_t first_upstream_rx_ns, last_upstream_rx_ns;
     uint64_t first_downstream_tx_ns, last_downstream_tx_ns;
-    uint64_t end_ns;              /* stream complete */
+    uint64_t end_ns; /* stream complete */
     /* request as received (headers point into stream-owned memory) */
     const h1_message *request; /* NULL when the head never parsed */
     const char *protocol;      /* "HTTP/1.1", "HTTP/1.0" */
     /* response as sent downstream (NULL until headers went out) */
     const h1_header *response_headers;
     size_t nresponse_headers;
-    int response_code; /* 0 = no response sent */
-    const char *details; /* %RESPONSE_CODE_DETAILS%, NULL = "-" */
-    const char *termination_details; /* %CONNECTION_TERMINATION_DETAILS% */
+    int response_code;                    /* 0 = no response sent */
+    const char *details;                  /* %RESPONSE_CODE_DETAILS%, NULL = "-" */
+    const char *termination_details;      /* %CONNECTION_TERMINATION_DETAILS% */
     const char *transport_failure_reason; /* %UPSTREAM_TRANSPORT_FAILURE_REASON% */
-    uint8_t flags[WP_MAX_FLAGS]; /* wp_response_flag values in the order set */
+    uint8_t flags[WP_MAX_FLAGS];          /* wp_response_flag values in the order set */
     uint8_t nflags;
     /* bytes (HTTP bodies, as Envoy's %BYTES_RECEIVED% / %BYTES_SENT%) */
     uint64_t bytes_received, bytes_sent;
     uint64_t wire_bytes_received, wire_bytes_sent; /* downstream, headers included */
     /* routing */
-    const char *route_name;        /* NULL = none */
-    const char *upstream_cluster;  /* cluster name (%UPSTREAM_CLUSTER_RAW%), NULL = none */
+    const char *route_name;            /* NULL = none */
+    const char *upstream_cluster;      /* cluster name (%UPSTREAM_CLUSTER_RAW%), NULL = none */
     const char *upstream_cluster_stat; /* alt_stat_name or name (%UPSTREAM_CLUSTER%) */
-    const char *upstream_host;     /* "ip:port", NULL = none */
-    const char *upstream_local;    /* "ip:port", NULL = none */
-    const char *downstream_local;  /* "ip:port" */
-    const char *downstream_remote; /* "ip:port" */
+    const char *upstream_host;         /* "ip:port", NULL = none */
+    const char *upstream_local;        /* "ip:port", NULL = none */
+    const char *downstream_local;      /* "ip:port" */
+    const char *downstream_remote;     /* "ip:port" */
     const char *requested_server_name; /* SNI, NULL (no TLS yet) */
-    uint32_t attempt_count; /* %UPSTREAM_REQUEST_ATTEMPT_COUNT% */
+    uint32_t attempt_count;            /* %UPSTREAM_REQUEST_ATTEMPT_COUNT% */
     uint64_t upstream_connection_id;
 } wp_stream_info;
 

@@ -113,12 +113,14 @@ static int pick_host(wp_pool *p, const wp_cluster *c)
     if (healthy == 0)
         return -1;
     switch (c->lb_policy) {
-    case WP_LB_RANDOM: return pick_random_healthy(p, c, healthy);
+    case WP_LB_RANDOM:
+        return pick_random_healthy(p, c, healthy);
     case WP_LB_LEAST_REQUEST: {
         int a = pick_random_healthy(p, c, healthy), b = pick_random_healthy(p, c, healthy);
         return p->host_rq[b] < p->host_rq[a] ? b : a;
     }
-    default: return pick_rr(p, c);
+    default:
+        return pick_rr(p, c);
     }
 }
 
@@ -459,8 +461,8 @@ static void connect_new(wp_pool *p, int host, wp_stream *s)
     s->connecting = u;
     WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "creating a new connection to %s",
                 c->endpoints[host].addr.text);
-    int r = uv_tcp_connect(&u->connect, &u->tcp, (const struct sockaddr *)&c->endpoints[host].addr.sa,
-                           u_on_connect);
+    int r = uv_tcp_connect(&u->connect, &u->tcp,
+                           (const struct sockaddr *)&c->endpoints[host].addr.sa, u_on_connect);
     if (r != 0) {
         char tfr[96];
         snprintf(tfr, sizeof(tfr), "%s", uv_strerror(r));
@@ -531,9 +533,8 @@ void wp_pool_dispatch_pending(wp_pool *p)
 {
     wp_worker *w = p->w;
     const wp_cluster *c = &w->cfg->clusters[p->cluster];
-    while (p->pending_head &&
-           atomic_load_explicit(&w->srv->crt[p->cluster].cx_open, memory_order_relaxed) <
-               c->cb.max_connections) {
+    while (p->pending_head && atomic_load_explicit(&w->srv->crt[p->cluster].cx_open,
+                                                   memory_order_relaxed) < c->cb.max_connections) {
         wp_stream *s = p->pending_head;
         pending_remove(p, s);
         connect_new(p, s->host, s);

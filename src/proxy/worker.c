@@ -171,6 +171,11 @@ void wp_worker_free(wp_worker *w)
         w->free_bufs = b->next_free;
         free(b);
     }
+    while (w->free_streams) {
+        wp_stream *s = w->free_streams;
+        w->free_streams = s->next_free;
+        wp_stream_destroy(s);
+    }
     while (w->free_wreqs) {
         void **r = w->free_wreqs;
         w->free_wreqs = *r;
