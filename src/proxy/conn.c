@@ -37,16 +37,24 @@ static void stream_finish(wp_stream *s);
 
 /* ---------- small helpers ---------- */
 
-static uint64_t now_ns(void)
+/* Request timestamps come from the loop's clock (milliseconds, read once per loop
+ * iteration by libuv): access logs and x-envoy-upstream-service-time are in milliseconds,
+ * and a clock_gettime per timestamp costs more than the rest of the timing. */
+static uint64_t now_ns(const wp_dconn *d)
 {
-    return uv_hrtime();
+    return uv_now(&d->w->loop) * 1000000ULL;
 }
 
-static int64_t wall_us(void)
+int64_t wp_wall_us(wp_worker *w)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    uint64_t now = uv_now(&w->loop);
+    if (!w->wall_base_us || now - w->wall_base_loop >= 1000) { /* re-read every second */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        w->wall_base_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+        w->wall_base_loop = now;
+    }
+    return w->wall_base_us + (int64_t)(now - w->wall_base_loop) * 1000;
 }
 
 static void hstat(wp_stream *s, int which, int64_t delta)
@@ -164,11 +172,17 @@ static void arm_idle(wp_dconn *d)
     uint64_t ms = idle_ms(d);
     d->last_activity = uv_now(&d->w->loop);
     if (ms == 0)
-        uv_timer_stop(&d->idle_timer);
-    else if (!uv_is_active((uv_handle_t *)&d->idle_timer) ||
-             uv_timer_get_due_in(&d->idle_timer) > ms)
-        uv_timer_start(&d->idle_timer, d->idle_timer.timer_cb, ms, 0);
-    /* else: it fires earlier and re-arms itself for the rest (on_idle_timeout) */
+        return; /* no timeout in this phase: a running timer finds nothing due */
+    /* Armed for the shorter of the connection and stream periods, the timer needs no
+     * restart when a request starts or ends; it re-arms itself for what is left. */
+    const wp_hcm *h = &d->listener->hcm;
+    uint64_t p = ms;
+    if (h->stream_idle_timeout_ms && h->stream_idle_timeout_ms < p)
+        p = h->stream_idle_timeout_ms;
+    if (h->idle_timeout_ms && h->idle_timeout_ms < p)
+        p = h->idle_timeout_ms;
+    if (!uv_is_active((uv_handle_t *)&d->idle_timer) || uv_timer_get_due_in(&d->idle_timer) > ms)
+        uv_timer_start(&d->idle_timer, d->idle_timer.timer_cb, p, 0);
 }
 
 static void on_idle_timeout(uv_timer_t *t)
@@ -176,7 +190,9 @@ static void on_idle_timeout(uv_timer_t *t)
     wp_dconn *d = t->data;
     wp_stream *s = d->stream;
     uint64_t ms = idle_ms(d), idle = uv_now(&d->w->loop) - d->last_activity;
-    if (ms && idle < ms) {
+    if (ms == 0)
+        return; /* this phase has no timeout; arm_idle restarts the timer when one has */
+    if (idle < ms) {
         uv_timer_start(&d->idle_timer, d->idle_timer.timer_cb, ms - idle, 0);
         return;
     }
@@ -429,8 +445,8 @@ static wp_stream *stream_new(wp_dconn *d)
     s->host = -1;
     s->si.connection_id = d->id;
     s->si.stream_id = atomic_fetch_add(&w->srv->next_stream_id, 1);
-    s->si.start_time_us = wall_us();
-    s->si.start_ns = now_ns();
+    s->si.start_time_us = wp_wall_us(w);
+    s->si.start_ns = now_ns(d);
     s->si.downstream_local = d->local;
     s->si.downstream_remote = d->remote;
     /* the parser lives with the stream: an idle connection holds none */
@@ -499,7 +515,7 @@ static void write_access_logs(wp_stream *s)
 static void stream_finish(wp_stream *s)
 {
     wp_dconn *d = s->d;
-    s->si.end_ns = now_ns();
+    s->si.end_ns = now_ns(d);
     wp_dconn_clear_deadline(d);
     wp_router_cancel(s);
     wp_pool_stream_end(s);
@@ -546,7 +562,7 @@ static void on_dwrite(uv_write_t *req, int status)
     wp_stream *s = d->stream;
     if (!s)
         return;
-    s->si.last_downstream_tx_ns = now_ns();
+    s->si.last_downstream_tx_ns = now_ns(d);
     if (s->resp_done) {
         stream_complete(s);
         return;
@@ -562,7 +578,7 @@ static int dwrite(wp_dconn *d, uv_buf_t *bufs, unsigned n)
         total += bufs[i].len;
     if (d->stream) {
         if (!d->stream->si.first_downstream_tx_ns)
-            d->stream->si.first_downstream_tx_ns = now_ns();
+            d->stream->si.first_downstream_tx_ns = now_ns(d);
         d->stream->si.wire_bytes_sent += total;
     }
     dstat(d, WP_S_downstream_cx_tx_bytes_total, (int64_t)total);
@@ -582,7 +598,7 @@ static int dwrite(wp_dconn *d, uv_buf_t *bufs, unsigned n)
     }
     d->writing = r == 1;
     if (r == 0 && d->stream)
-        d->stream->si.last_downstream_tx_ns = now_ns();
+        d->stream->si.last_downstream_tx_ns = now_ns(d);
     return r;
 }
 
@@ -690,11 +706,9 @@ static void put_server(const wp_dconn *d, wf_strbuf *b)
     wf_strbuf_append(b, "\r\n", 2);
 }
 
-static bool name_is(const h1_str *n, const char *lower)
-{
-    size_t l = strlen(lower);
-    return n->len == l && strncasecmp(n->p, lower, l) == 0;
-}
+/* Case-insensitive comparison of a field name with a lower-case literal. */
+#define NAME_IS(n, lit)                                                                            \
+    ((n)->len == sizeof(lit) - 1 && strncasecmp((n)->p, lit, sizeof(lit) - 1) == 0)
 
 /* The header ops that apply to s's response, most specific first. */
 static void resp_ops(const wp_stream *s, const wp_header_ops *out[4], size_t *n)
@@ -713,8 +727,8 @@ static void resp_ops(const wp_stream *s, const wp_header_ops *out[4], size_t *n)
 
 static bool hop_by_hop(const h1_str *n, bool upgrade)
 {
-    return name_is(n, "connection") || name_is(n, "keep-alive") || name_is(n, "proxy-connection") ||
-           name_is(n, "transfer-encoding") || (!upgrade && name_is(n, "upgrade"));
+    return NAME_IS(n, "connection") || NAME_IS(n, "keep-alive") || NAME_IS(n, "proxy-connection") ||
+           NAME_IS(n, "transfer-encoding") || (!upgrade && NAME_IS(n, "upgrade"));
 }
 
 void wp_stream_local_reply(wp_stream *s, int status, const char *body, const char *details,
@@ -776,7 +790,7 @@ void wp_stream_local_reply(wp_stream *s, int status, const char *body, const cha
 void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, size_t raw_len)
 {
     wp_dconn *d = s->d;
-    s->si.first_upstream_rx_ns = now_ns();
+    s->si.first_upstream_rx_ns = now_ns(d);
     /* keep a copy of the upstream head for %RESP()% */
     s->resp_copy = raw_len <= sizeof(s->resp_inline) ? s->resp_inline : malloc(raw_len);
     if (!s->resp_copy) {
@@ -817,8 +831,8 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
     resp_ops(s, ops, &nops);
     for (size_t i = 0; i < s->nresp_hdrs; i++) {
         const h1_header *h = &s->resp_hdrs[i];
-        if (hop_by_hop(&h->name, upgrade) || name_is(&h->name, "server") ||
-            name_is(&h->name, "date") || name_is(&h->name, "x-envoy-upstream-service-time") ||
+        if (hop_by_hop(&h->name, upgrade) || NAME_IS(&h->name, "server") ||
+            NAME_IS(&h->name, "date") || NAME_IS(&h->name, "x-envoy-upstream-service-time") ||
             wp_hops_drops(ops, nops, &h->name))
             continue;
         wf_strbuf_append(b, h->name.p, h->name.len);
@@ -832,7 +846,18 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
     if (s->resp_chunked)
         wf_strbuf_puts(b, "transfer-encoding: chunked\r\n");
     uint64_t ust = (s->si.first_upstream_rx_ns - s->si.first_upstream_tx_ns) / 1000000;
-    int ul = snprintf(s->ust_buf, sizeof(s->ust_buf), "%llu", (unsigned long long)ust);
+    int ul = 0;
+    {
+        char tmp[24];
+        int i = (int)sizeof(tmp);
+        do {
+            tmp[--i] = (char)('0' + ust % 10);
+            ust /= 10;
+        } while (ust);
+        ul = (int)sizeof(tmp) - i;
+        memcpy(s->ust_buf, tmp + i, (size_t)ul);
+        s->ust_buf[ul] = 0;
+    }
     if (!d->listener->hcm.suppress_envoy_headers) {
         wf_strbuf_append(b, "x-envoy-upstream-service-time: ", 31);
         wf_strbuf_append(b, s->ust_buf, (size_t)ul);
@@ -909,7 +934,7 @@ int wp_stream_resp_body(wp_stream *s, const char *data, size_t len)
 void wp_stream_resp_done(wp_stream *s)
 {
     wp_dconn *d = s->d;
-    s->si.last_upstream_rx_ns = now_ns();
+    s->si.last_upstream_rx_ns = now_ns(d);
     s->resp_done = true;
     uv_buf_t bufs[2];
     unsigned n = 0;
@@ -992,7 +1017,7 @@ static void on_request_headers(wp_stream *s)
 static void on_request_complete(wp_stream *s)
 {
     s->req_complete = true;
-    s->si.last_rx_ns = now_ns();
+    s->si.last_rx_ns = now_ns(s->d);
     if (!s->resp_done)
         wp_router_request_body(s);
 }

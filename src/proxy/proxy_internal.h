@@ -101,7 +101,8 @@ struct wp_uconn {
     size_t rlen, rstart;
     h1_parser parser;
     h1_header hdrs[WP_MAX_HEADERS];
-    uint32_t requests; /* requests sent on this connection */
+    uint32_t requests;   /* requests sent on this connection */
+    uint64_t idle_since; /* uv_now when it last went back to the pool */
     bool writing, reading, pinned, closing, response_seen;
     int closed_handles;
     char local[64];
@@ -184,7 +185,6 @@ struct wp_stream {
     bool local_reply;
     char details_buf[192];
     char tfr_buf[128];
-    char upstream_host[64];
     /* ---- from here on, kept when a stream is reused (not zeroed per request) ---- */
     struct wp_stream *next_free;
     wf_strbuf extra;
@@ -216,7 +216,9 @@ struct wp_worker {
     wp_pool *pools;       /* one per cluster */
     wp_buf *free_bufs;
     size_t nfree_bufs;
-    char date_line[64]; /* cached "date: ...\r\n" */
+    char date_line[64];      /* cached "date: ...\r\n" */
+    int64_t wall_base_us;    /* wall clock at wall_base_loop (wp_wall_us) */
+    uint64_t wall_base_loop; /* uv_now when wall_base_us was read */
     size_t date_len;
     time_t date_sec;
     wp_stream *free_streams; /* reused streams (their buffers keep their capacity) */
@@ -322,6 +324,8 @@ enum {
 const char *wp_reset_reason_string(int reason);
 /* A random UUID v4 (36 characters + NUL) from the worker's generator. */
 void wp_uuid4(wp_worker *w, char out[37]);
+/* Wall clock in microseconds since the epoch, from the loop clock (re-read every second). */
+int64_t wp_wall_us(wp_worker *w);
 
 static inline uint64_t wp_rand(wp_worker *w)
 {

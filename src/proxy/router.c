@@ -196,11 +196,9 @@ void wp_uuid4(wp_worker *w, char out[37])
     out[j] = 0;
 }
 
-static bool hname(const h1_str *n, const char *lower)
-{
-    size_t l = strlen(lower);
-    return n->len == l && strncasecmp(n->p, lower, l) == 0;
-}
+/* Case-insensitive comparison of a field name with a lower-case literal. */
+#define HNAME(n, lit)                                                                              \
+    ((n)->len == sizeof(lit) - 1 && strncasecmp((n)->p, lit, sizeof(lit) - 1) == 0)
 
 /* Request header ops, most specific first (route, weighted cluster, vhost, route config). */
 static size_t req_ops(const wp_stream *s, const wp_header_ops *ops[4])
@@ -217,14 +215,14 @@ static size_t req_ops(const wp_stream *s, const wp_header_ops *ops[4])
 
 static bool skip_request_header(const wp_stream *s, const h1_str *n)
 {
-    if (hname(n, "connection") || hname(n, "keep-alive") || hname(n, "proxy-connection") ||
-        hname(n, "transfer-encoding") || hname(n, "content-length") || hname(n, "expect") ||
-        hname(n, "te") || hname(n, "x-envoy-upstream-rq-timeout-ms") ||
-        hname(n, "x-envoy-expected-rq-timeout-ms") || hname(n, "x-envoy-original-path"))
+    if (HNAME(n, "connection") || HNAME(n, "keep-alive") || HNAME(n, "proxy-connection") ||
+        HNAME(n, "transfer-encoding") || HNAME(n, "content-length") || HNAME(n, "expect") ||
+        HNAME(n, "te") || HNAME(n, "x-envoy-upstream-rq-timeout-ms") ||
+        HNAME(n, "x-envoy-expected-rq-timeout-ms") || HNAME(n, "x-envoy-original-path"))
         return true;
-    if (hname(n, "upgrade"))
+    if (HNAME(n, "upgrade"))
         return !s->upgrade;
-    if (hname(n, "host"))
+    if (HNAME(n, "host"))
         return s->route->host_rewrite_literal != NULL;
     return false;
 }
@@ -267,9 +265,9 @@ static void build_upstream_head(wp_stream *s)
         const h1_header *hd = &s->req.headers[i];
         if (skip_request_header(s, &hd->name) || wp_hops_drops(ops, nops, &hd->name))
             continue;
-        if (hname(&hd->name, "x-forwarded-proto"))
+        if (HNAME(&hd->name, "x-forwarded-proto"))
             has_xfp = true;
-        if (hname(&hd->name, "x-forwarded-for") && h->use_remote_address && !xff_done) {
+        if (HNAME(&hd->name, "x-forwarded-for") && h->use_remote_address && !xff_done) {
             wf_strbuf_append(b, hd->name.p, hd->name.len);
             wf_strbuf_append(b, ": ", 2);
             wf_strbuf_append(b, hd->value.p, hd->value.len);
@@ -317,7 +315,7 @@ static void flush_upstream(wp_stream *s)
     if (!s->head_sent) {
         bufs[n++] = uv_buf_init(s->up_head.data, (unsigned)s->up_head.len);
         s->head_sent = true;
-        s->si.first_upstream_tx_ns = uv_hrtime();
+        s->si.first_upstream_tx_ns = uv_now(&s->d->w->loop) * 1000000ULL;
     }
     bool had_body = s->body_ptr != NULL;
     if (s->body_ptr && s->body_len) {
@@ -344,7 +342,7 @@ static void flush_upstream(wp_stream *s)
     if (r == 1 && had_body)
         s->body_inflight = true;
     if (r == 0) {
-        s->si.last_upstream_tx_ns = uv_hrtime();
+        s->si.last_upstream_tx_ns = uv_now(&s->d->w->loop) * 1000000ULL;
         if (had_body) {
             s->body_ptr = NULL;
             s->body_len = 0;
@@ -362,7 +360,7 @@ void wp_router_flush(wp_stream *s)
 
 void wp_router_on_upstream_written(wp_stream *s)
 {
-    s->si.last_upstream_tx_ns = uv_hrtime();
+    s->si.last_upstream_tx_ns = uv_now(&s->d->w->loop) * 1000000ULL;
     if (s->body_inflight) {
         s->body_inflight = false;
         /* continues parsing the downstream buffer; what follows (more body, the end of a
@@ -377,9 +375,8 @@ void wp_router_on_connected(wp_stream *s, wp_uconn *u)
 {
     s->up = u;
     u->stream = s;
-    snprintf(s->upstream_host, sizeof(s->upstream_host), "%s",
-             s->cfg->clusters[s->cluster].endpoints[u->host].addr.text);
-    s->si.upstream_host = s->upstream_host;
+    /* the snapshot outlives the stream (it holds a reference) */
+    s->si.upstream_host = s->cfg->clusters[s->cluster].endpoints[u->host].addr.text;
     s->si.upstream_local = u->local;
     s->si.upstream_connection_id = u->id;
     s->si.attempt_count++;
@@ -391,7 +388,7 @@ void wp_router_on_connected(wp_stream *s, wp_uconn *u)
     h1_parser_set_answers(&u->parser, head ? H1_ANSWERS_HEAD : H1_ANSWERS_OTHER);
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
                   "pool ready: upstream connection %llu to %s", (unsigned long long)u->id,
-                  s->upstream_host);
+                  s->si.upstream_host);
     build_upstream_head(s);
     if (wf_strbuf_failed(&s->up_head)) {
         wp_router_on_reset(s, WP_RESET_LOCAL_RESET, NULL);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -309,6 +310,9 @@ int wp_server_run(const wp_server_opts *o)
         return 0;
     }
     resolve_dns_clusters(m.srv.cfg);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    m.srv.loaded_unix = (double)now.tv_sec + now.tv_nsec / 1e9; /* config_dump last_updated */
     m.srv.nworkers = o->concurrency ? o->concurrency : uv_available_parallelism();
     m.srv.flush_interval_ms = o->flush_interval_ms;
     atomic_store(&m.srv.next_conn_id, 0);

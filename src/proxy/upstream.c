@@ -251,10 +251,19 @@ static void u_on_timer(uv_timer_t *t)
         wp_uconn_close(u, true);
         return;
     }
-    if (u->state == WP_UC_IDLE) {
+    /* idle timeout, checked lazily: the timer keeps running while the connection is busy
+     * and is re-armed for what is left, so taking and returning a pooled connection costs
+     * no timer operation */
+    uint64_t limit = u->w->cfg->clusters[u->pool->cluster].idle_timeout_ms;
+    if (!limit)
+        return;
+    uint64_t idle = uv_now(&u->w->loop) - u->idle_since;
+    if (u->state == WP_UC_IDLE && idle >= limit) {
         ustat(u->w, u->pool->cluster, WP_S_upstream_cx_idle_timeout, 1);
         wp_uconn_close(u, true);
+        return;
     }
+    uv_timer_start(&u->timer, u_on_timer, u->state == WP_UC_IDLE ? limit - idle : limit, 0);
 }
 
 static void u_on_write(uv_write_t *req, int status)
@@ -507,7 +516,6 @@ int wp_pool_request(wp_worker *w, wp_stream *s)
     wp_uconn *u = p->idle[host];
     if (u) {
         idle_remove(u);
-        uv_timer_stop(&u->timer);
         WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "using existing connection");
         wp_pool_assign(u, s);
         return 0;
@@ -575,7 +583,8 @@ void wp_uconn_release(wp_uconn *u, bool reusable)
     u->state = WP_UC_IDLE;
     u->next = p->idle[u->host];
     p->idle[u->host] = u;
-    if (c->idle_timeout_ms)
+    u->idle_since = uv_now(&w->loop);
+    if (c->idle_timeout_ms && !uv_is_active((uv_handle_t *)&u->timer))
         uv_timer_start(&u->timer, u_on_timer, c->idle_timeout_ms, 0);
     wp_uconn_resume_read(u); /* notice the server closing it */
 }

@@ -65,6 +65,10 @@ def test_example_serves_as_the_readme_says():
         assert (status, body) == (503, b"")
         stats = _get("http://127.0.0.1:15000/stats")[1].decode()
         assert "http.ingress_http.no_cluster: 1\n" in stats
+        # config_dump says when the configuration was applied (this run, not the epoch)
+        dump = json.loads(_get("http://127.0.0.1:15000/config_dump")[1])
+        stamp = dump["configs"][0]["last_updated"]
+        assert stamp.startswith(time.strftime("%Y-%m-%d", time.gmtime())), stamp
     finally:
         proxy.terminate()
         out, err = proxy.communicate(timeout=30)
