@@ -410,6 +410,18 @@ static bool snake(const char *k, char *out, size_t cap)
     return true;
 }
 
+/* The copy built so far, or NULL (freed) when building it failed. */
+static json_t *built(bs *b, json_t *out)
+{
+    if (!out)
+        bs_fail(b, "out of memory");
+    if (b->failed) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
 static json_t *norm_object(bs *b, json_t *v, bool map)
 {
     json_t *out = json_object();
@@ -434,13 +446,7 @@ static json_t *norm_object(bs *b, json_t *v, bool map)
             bs_fail(b, "out of memory");
         bs_pop(b, m);
     }
-    if (!out)
-        bs_fail(b, "out of memory");
-    if (b->failed) {
-        json_decref(out);
-        return NULL;
-    }
-    return out;
+    return built(b, out);
 }
 
 static json_t *norm(bs *b, json_t *v, bool map)
@@ -461,13 +467,7 @@ static json_t *norm(bs *b, json_t *v, bool map)
             bs_fail(b, "out of memory");
         bs_pop(b, m);
     }
-    if (!out)
-        bs_fail(b, "out of memory");
-    if (b->failed) {
-        json_decref(out);
-        return NULL;
-    }
-    return out;
+    return built(b, out);
 }
 
 /* ---------- addresses ---------- */

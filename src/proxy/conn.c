@@ -725,6 +725,27 @@ static void resp_ops(const wp_stream *s, const wp_header_ops *out[4], size_t *n)
     out[(*n)++] = &rc->resp;
 }
 
+/* Ends a response head: date, server, the connection header the client needs (none for
+ * an upgrade), the blank line. Returns -1 (connection closed) when out of memory. */
+static int end_head(wp_stream *s, wf_strbuf *b, bool close, bool upgrade)
+{
+    wp_dconn *d = s->d;
+    put_date(d->w, b);
+    put_server(d, b);
+    if (!upgrade) {
+        if (close)
+            wf_strbuf_puts(b, "connection: close\r\n");
+        else if (s->req.version_minor == 0)
+            wf_strbuf_puts(b, "connection: keep-alive\r\n");
+    }
+    wf_strbuf_append(b, "\r\n", 2);
+    if (wf_strbuf_failed(b)) {
+        wp_dconn_close(d);
+        return -1;
+    }
+    return 0;
+}
+
 static bool hop_by_hop(const h1_str *n, bool upgrade)
 {
     return NAME_IS(n, "connection") || NAME_IS(n, "keep-alive") || NAME_IS(n, "proxy-connection") ||
@@ -765,17 +786,8 @@ void wp_stream_local_reply(wp_stream *s, int status, const char *body, const cha
     size_t nops;
     resp_ops(s, ops, &nops);
     wp_hops_emit(b, ops, nops, NULL, 0);
-    put_date(d->w, b);
-    put_server(d, b);
-    if (d->close_after || !s->req.keep_alive)
-        wf_strbuf_puts(b, "connection: close\r\n");
-    else if (s->req.version_minor == 0)
-        wf_strbuf_puts(b, "connection: keep-alive\r\n");
-    wf_strbuf_append(b, "\r\n", 2);
-    if (wf_strbuf_failed(b)) {
-        wp_dconn_close(d);
+    if (end_head(s, b, d->close_after || !s->req.keep_alive, false) != 0)
         return;
-    }
     s->si.bytes_sent = blen;
     s->resp_done = true;
     WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, s->si.stream_id,
@@ -869,19 +881,8 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
         h->value = (h1_str){s->ust_buf, (size_t)ul};
         s->si.nresponse_headers = s->nresp_hdrs;
     }
-    put_date(d->w, b);
-    put_server(d, b);
-    if (!upgrade) {
-        if (s->resp_close)
-            wf_strbuf_puts(b, "connection: close\r\n");
-        else if (s->req.version_minor == 0)
-            wf_strbuf_puts(b, "connection: keep-alive\r\n");
-    }
-    wf_strbuf_append(b, "\r\n", 2);
-    if (wf_strbuf_failed(b)) {
-        wp_dconn_close(d);
+    if (end_head(s, b, s->resp_close, upgrade) != 0)
         return;
-    }
     /* The head goes out with the first body bytes (one write for a small response), or
      * at the end of the router's parsing pass (wp_stream_resp_flush_head). */
     s->head_unsent = true;

@@ -266,6 +266,19 @@ static void u_on_timer(uv_timer_t *t)
     uv_timer_start(&u->timer, u_on_timer, u->state == WP_UC_IDLE ? limit - idle : limit, 0);
 }
 
+/* Writing to the upstream failed: the connection closes and its request (if any) is
+ * answered as a connection termination. */
+static void write_failed(wp_uconn *u)
+{
+    wp_stream *s = u->stream;
+    u->stream = NULL;
+    if (s)
+        s->up = NULL;
+    wp_uconn_close(u, false);
+    if (s)
+        wp_router_on_reset(s, WP_RESET_CONNECTION_TERMINATION, NULL);
+}
+
 static void u_on_write(uv_write_t *req, int status)
 {
     wp_uconn *u = req->data;
@@ -274,13 +287,7 @@ static void u_on_write(uv_write_t *req, int status)
     if (u->closing)
         return;
     if (status < 0) {
-        wp_stream *s = u->stream;
-        u->stream = NULL;
-        if (s)
-            s->up = NULL;
-        wp_uconn_close(u, false);
-        if (s)
-            wp_router_on_reset(s, WP_RESET_CONNECTION_TERMINATION, NULL);
+        write_failed(u);
         return;
     }
     if (u->stream)
@@ -301,13 +308,7 @@ int wp_uconn_write(wp_uconn *u, uv_buf_t *bufs, unsigned n)
     if (r != 1)
         wp_wreq_put(u->w, req);
     if (r < 0) {
-        wp_stream *s = u->stream;
-        u->stream = NULL;
-        if (s)
-            s->up = NULL;
-        wp_uconn_close(u, false);
-        if (s)
-            wp_router_on_reset(s, WP_RESET_CONNECTION_TERMINATION, NULL);
+        write_failed(u);
         return -1;
     }
     u->writing = r == 1;

@@ -186,3 +186,39 @@ def rss_kb(pid):
 def hwm_kb(pid):
     """Peak resident set size of pid in KiB (VmHWM)."""
     return _status_kb(pid, "VmHWM")
+
+
+class RawReader:
+    """Buffered reads from a raw socket: CRLF lines and exact byte counts (shared by the
+    HTTP readers of the app and proxy tests). EOFError when the peer closes first."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.buf = bytearray()
+
+    def _fill(self):
+        data = self.sock.recv(262144)
+        if not data:
+            raise EOFError("connection closed")
+        self.buf += data
+
+    def line(self):
+        while True:
+            i = self.buf.find(b"\r\n")
+            if i >= 0:
+                break
+            self._fill()
+        line = bytes(self.buf[:i])
+        del self.buf[:i + 2]
+        return line
+
+    def exact(self, n):
+        parts, left = [], n
+        while left:
+            if not self.buf:
+                self._fill()
+            take = min(left, len(self.buf))
+            parts.append(bytes(self.buf[:take]))
+            del self.buf[:take]
+            left -= take
+        return b"".join(parts)

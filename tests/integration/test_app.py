@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from procs import app_path, crash_report, hwm_kb, rss_kb, start_app, stop_process
+from procs import RawReader, app_path, crash_report, hwm_kb, rss_kb, start_app, stop_process
 
 TIMEOUT = 10
 PATTERN = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/"
@@ -48,39 +48,8 @@ def connect(port):
     return s
 
 
-class Reader:
+class Reader(RawReader):
     """Reads HTTP/1.1 responses from a raw socket (Content-Length, chunked or none)."""
-
-    def __init__(self, sock):
-        self.sock = sock
-        self.buf = bytearray()
-
-    def _fill(self):
-        data = self.sock.recv(262144)
-        if not data:
-            raise EOFError("connection closed")
-        self.buf += data
-
-    def line(self):
-        while True:
-            i = self.buf.find(b"\r\n")
-            if i >= 0:
-                break
-            self._fill()
-        line = bytes(self.buf[:i])
-        del self.buf[:i + 2]
-        return line
-
-    def exact(self, n):
-        parts, left = [], n
-        while left:
-            if not self.buf:
-                self._fill()
-            take = min(left, len(self.buf))
-            parts.append(bytes(self.buf[:take]))
-            del self.buf[:take]
-            left -= take
-        return b"".join(parts)
 
     def response(self, head=False):
         """(status, [(name, value)], body, chunk_sizes)."""

@@ -39,7 +39,7 @@ import time
 import pytest
 
 import proxyfix as pf
-from procs import (app_path, crash_report, free_port, rss_kb, start_app, stop_process,
+from procs import (RawReader, app_path, crash_report, free_port, rss_kb, start_app, stop_process,
                    wait_port)
 from proxyfix import proxy_path
 
@@ -224,35 +224,8 @@ def connect(port, rcvbuf=None):
     return s
 
 
-class Reader:
+class Reader(RawReader):
     """HTTP/1.1 responses from a raw socket (Content-Length, chunked or until close)."""
-
-    def __init__(self, sock):
-        self.sock = sock
-        self.buf = bytearray()
-
-    def _fill(self):
-        data = self.sock.recv(262144)
-        if not data:
-            raise EOFError("connection closed")
-        self.buf += data
-
-    def line(self):
-        while True:
-            i = self.buf.find(b"\r\n")
-            if i >= 0:
-                break
-            self._fill()
-        line = bytes(self.buf[:i])
-        del self.buf[:i + 2]
-        return line
-
-    def exact(self, n):
-        while len(self.buf) < n:
-            self._fill()
-        out = bytes(self.buf[:n])
-        del self.buf[:n]
-        return out
 
     def head(self):
         """(status, {lower-case name: value}) of the next response head."""
