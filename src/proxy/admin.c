@@ -152,10 +152,9 @@ static void h_stats(wp_admin *a, const admin_req *r, admin_resp *o, bool prom)
     } else if (f && strcmp(f, "json") == 0) {
         wp_stats_render_json(st, re, used, &o->body);
         o->content_type = "application/json";
-    } else if (f && f[0]) {
+    } else if (f && f[0] && strcmp(f, "text") != 0) {
         o->status = 400;
-        wf_strbuf_printf(&o->body,
-                         "usage: /stats?format=(html|active-html|json|prometheus|text)\n");
+        wf_strbuf_printf(&o->body, "usage: /stats?format=(json|prometheus|text)\n");
     } else {
         wp_stats_render_text(st, re, used, &o->body);
     }

@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 
 #include "proxy/bootstrap_internal.h"
+#include "proxy/stats.h"
 
 #define HCM_NAME "envoy.filters.network.http_connection_manager"
 #define HCM_TYPE                                                                                   \
@@ -1133,6 +1134,27 @@ static bool dec_static(bs *b, json_t *o, void *arg)
     return ok;
 }
 
+/* stats_config: the tag extractors are checked now (stats.c compiles them), so a bad regex
+ * fails the load instead of silently changing /stats/prometheus; stats_matcher arrives with
+ * the stats-matcher work and is refused until then, never ignored. */
+static bool dec_stats_config(bs *b, json_t *sc)
+{
+    size_t m = bs_push(b, "stats_config");
+    bool ok = bs_fields(b, sc, "stats_tags use_all_default_tags stats_matcher");
+    if (ok && bs_get(sc, "stats_matcher"))
+        ok = bs_fail_at(b, "stats_matcher", "not supported yet");
+    if (ok) {
+        wf_strbuf e = {0};
+        wp_stats_tags *t = wp_stats_tags_from_config(sc, &e);
+        if (!t)
+            ok = bs_fail(b, "%s", wf_strbuf_cstr(&e));
+        wp_stats_tags_free(t);
+        wf_strbuf_free(&e);
+    }
+    bs_pop(b, m);
+    return ok;
+}
+
 static bool dec_bootstrap(bs *b, json_t *o)
 {
     static const char *const empty_only[] = {"layered_runtime", "dynamic_resources",
@@ -1155,6 +1177,8 @@ static bool dec_bootstrap(bs *b, json_t *o)
     json_t *sc = bs_get(o, "stats_config");
     if (sc && !json_is_object(sc))
         return wrong_type(b, "stats_config", "an object");
+    if (sc && !dec_stats_config(b, sc))
+        return false;
     if (sc && !(c->stats_config = json_deep_copy(sc)))
         return bs_fail(b, "out of memory");
     return bs_sub(b, o, "node", dec_node, c) && bs_sub(b, o, "admin", dec_admin, c) &&

@@ -32,6 +32,16 @@ static bool modifiable(const char *name)
 
 /* ---------- header operations ---------- */
 
+static bool header_name_ok(const char *n)
+{
+    if (!*n)
+        return false;
+    for (const unsigned char *p = (const unsigned char *)n; *p; p++)
+        if (!(isalnum(*p) || strchr("!#$%&'*+-.^_`|~", *p)))
+            return false;
+    return true;
+}
+
 static bool dec_header_add(bs *b, json_t *o, void *arg)
 {
     static const char *const actions[] = {"APPEND_IF_EXISTS_OR_ADD", "ADD_IF_ABSENT",
@@ -60,6 +70,12 @@ static bool dec_header_add(bs *b, json_t *o, void *arg)
         ok = false;
     if (ok && !modifiable(h->key))
         ok = bs_fail_at(b, "key", ":-prefixed or host headers may not be modified");
+    /* Envoy's HeaderValue validation (HTTP_HEADER_NAME / HTTP_HEADER_VALUE, not strict):
+     * a name is a token, a value has no NUL, CR or LF, so no mutation can inject a line */
+    if (ok && !header_name_ok(h->key))
+        ok = bs_fail_at(b, "key", "invalid header name: want an RFC 9110 token");
+    if (ok && strpbrk(h->value, "\r\n"))
+        ok = bs_fail_at(b, "value", "invalid header value: CR and LF are not allowed");
     if (ok) {
         h->key_len = strlen(h->key);
         h->value_len = strlen(h->value);

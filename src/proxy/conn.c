@@ -262,7 +262,7 @@ void wp_dconn_close(wp_dconn *d)
     wp_worker *w = d->w;
     if (d->stream) {
         wp_stream *s = d->stream;
-        if (!s->resp_done && !d->tunnel) {
+        if (!s->resp_done && !d->tunnel && !s->upstream_failed) {
             wp_si_set_flag(&s->si, WP_RF_DC);
             if (!s->si.details && d->peer_closed)
                 s->si.details = "downstream_remote_disconnect";
@@ -450,10 +450,11 @@ static wp_stream *stream_new(wp_dconn *d)
     s->si.downstream_local = d->local;
     s->si.downstream_remote = d->remote;
     /* the parser lives with the stream: an idle connection holds none */
+    /* two spare slots: a generated x-request-id and the Host of an absolute-form target */
     h1_parser_init(&s->parser, H1_REQUEST, s->hdrs,
-                   d->listener->hcm.max_headers_count < WP_MAX_HEADERS
+                   d->listener->hcm.max_headers_count < WP_MAX_HEADERS - 2
                        ? d->listener->hcm.max_headers_count
-                       : WP_MAX_HEADERS,
+                       : WP_MAX_HEADERS - 2,
                    (size_t)d->listener->hcm.max_request_headers_kb * 1024);
     d->stream = s;
     d->streams++;
@@ -983,6 +984,49 @@ static int keep_head(wp_stream *s, const char *buf, size_t used, const h1_messag
     return 0;
 }
 
+/* RFC 9112 §3.2.2 absolute-form ("GET http://catalog/items HTTP/1.1", what HTTP_PROXY
+ * clients send): as Envoy, the request is routed and forwarded in origin-form with the
+ * URI's authority as Host (the Host field is ignored). Origin-form targets must start with
+ * '/' ("OPTIONS *" aside). Returns 0, or -1 for a target no route can take (answered 400
+ * http1.invalid_url). Rewrites s->req in place; the slices stay inside the head copy. */
+static int origin_form(wp_stream *s)
+{
+    h1_str t = s->req.target;
+    size_t skip = 0;
+    if (t.len >= 7 && strncasecmp(t.p, "http://", 7) == 0)
+        skip = 7;
+    else if (t.len >= 8 && strncasecmp(t.p, "https://", 8) == 0)
+        skip = 8;
+    if (!skip) {
+        if (t.len && t.p[0] == '/')
+            return 0;
+        bool options_star = t.len == 1 && t.p[0] == '*' && s->req.method.len == 7 &&
+                            memcmp(s->req.method.p, "OPTIONS", 7) == 0;
+        return options_star ? 0 : -1;
+    }
+    const char *a = t.p + skip, *end = t.p + t.len, *q = a;
+    while (q < end && *q != '/' && *q != '?' && *q != '#')
+        q++;
+    if (q == a || memchr(a, '@', (size_t)(q - a)))
+        return -1; /* no authority, or userinfo (RFC 9110 §4.2.4) */
+    h1_str authority = {a, (size_t)(q - a)};
+    s->req.target = q < end && *q == '/' ? (h1_str){q, (size_t)(end - q)} : (h1_str){"/", 1};
+    if (q < end && *q == '?') /* "http://a?x" -> "/?x" is not representable in place */
+        return -1;
+    h1_header *host = NULL;
+    for (size_t i = 0; i < s->req.nheaders; i++)
+        if (NAME_IS(&s->hdrs[i].name, "host"))
+            host = &s->hdrs[i];
+    if (!host) {
+        if (s->req.nheaders >= WP_MAX_HEADERS)
+            return -1;
+        host = &s->hdrs[s->req.nheaders++];
+        host->name = (h1_str){"host", 4};
+    }
+    host->value = authority;
+    return 0;
+}
+
 static void on_request_headers(wp_stream *s)
 {
     wp_dconn *d = s->d;
@@ -996,6 +1040,11 @@ static void on_request_headers(wp_stream *s)
     WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, s->si.stream_id,
                   "request headers complete: %.*s %.*s", (int)s->req.method.len, s->req.method.p,
                   (int)s->req.target.len, s->req.target.p);
+    if (origin_form(s) != 0) {
+        d->close_after = true;
+        wp_stream_local_reply(s, 400, "Bad Request", "http1.invalid_url", WP_RF_DPE);
+        return;
+    }
     if (!h1_find_header(s->req.headers, s->req.nheaders, "host") && s->req.version_minor == 1) {
         d->close_after = true;
         wp_stream_local_reply(s, 400, "missing required header: host", "missing_host_header", -1);
@@ -1127,7 +1176,10 @@ more:
     }
     if (d->rbuf && d->rlen == d->rbuf->cap && d->rstart == 0) {
         size_t limit = (size_t)d->listener->hcm.max_request_headers_kb * 1024 + WP_HEAD_EXTRA;
-        if (d->rbuf->cap >= limit && d->stream && !d->stream->si.request) {
+        /* the parser could not consume anything from a full buffer of the maximum size: a
+         * head or a trailer section over max_request_headers_kb */
+        if (d->rbuf->cap >= limit && d->stream && !d->stream->req_complete &&
+            !d->stream->body_ptr) {
             d->stream->parser.error = H1_ERR_HEADERS_TOO_LARGE;
             protocol_error(d, d->stream);
         }
@@ -1168,8 +1220,9 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
     if (!d->closing && d->rbuf && d->rlen == d->rbuf->cap && d->rstart == 0) {
         /* full: a head still arriving makes the buffer grow (on_alloc, up to the limit);
          * otherwise wait until the buffered bytes are consumed */
-        bool head_pending = d->stream && !d->stream->si.request;
-        if (!head_pending)
+        /* a head or trailers still arriving make the buffer grow (on_alloc, up to the limit) */
+        bool section_pending = d->stream && !d->stream->req_complete && !d->stream->body_ptr;
+        if (!section_pending)
             stop_reading(d);
     } else if (!d->closing && d->stream && d->stream->body_ptr && d->rbuf &&
                d->rlen == d->rbuf->cap) {

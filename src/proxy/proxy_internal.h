@@ -37,7 +37,7 @@
 
 #define WP_BUF_SIZE    (16u * 1024u) /* read buffer of a connection */
 #define WP_HEAD_EXTRA  (4u * 1024u)  /* room past max_request_headers_kb for the request line */
-#define WP_MAX_HEADERS 101u          /* Envoy max_headers_count 100, +1 spare */
+#define WP_MAX_HEADERS 102u          /* Envoy max_headers_count 100, +2 added by the proxy */
 
 typedef struct wp_server wp_server;
 typedef struct wp_worker wp_worker;
@@ -181,7 +181,8 @@ struct wp_stream {
     size_t nresp_hdrs;
     char *resp_copy; /* copy of the upstream response head (resp_inline or malloc'd) */
     bool resp_started, resp_chunked, resp_close, resp_done, resp_until_close;
-    bool head_unsent; /* response head built, not yet written */
+    bool head_unsent;     /* response head built, not yet written */
+    bool upstream_failed; /* the upstream failed after the response started (not DC) */
     bool local_reply;
     char details_buf[192];
     char tfr_buf[128];

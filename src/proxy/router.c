@@ -429,11 +429,30 @@ static void end_upstream(wp_stream *s, bool reusable)
     wp_uconn_release(u, reusable);
 }
 
+/* The response already went downstream when the upstream failed: the client's connection
+ * is reset, and the log says why as Envoy does (flag UC or UPE, details
+ * upstream_reset_after_response_started{<reason>}), not DC. */
+static void reset_after_response_started(wp_stream *s, int reason)
+{
+    const char *rs = wp_reset_reason_string(reason);
+    int n = snprintf(s->details_buf, sizeof(s->details_buf),
+                     "upstream_reset_after_response_started{%s}", rs);
+    for (int i = 0; i < n && (size_t)i < sizeof(s->details_buf); i++)
+        if (s->details_buf[i] == ' ')
+            s->details_buf[i] = '_';
+    s->si.details = s->details_buf;
+    wp_si_set_flag(&s->si, reason == WP_RESET_PROTOCOL_ERROR           ? WP_RF_UPE
+                           : reason == WP_RESET_CONNECTION_TERMINATION ? WP_RF_UC
+                                                                       : WP_RF_LR);
+    s->upstream_failed = true;
+    wp_dconn_close(s->d);
+}
+
 void wp_router_on_reset(wp_stream *s, int reason, const char *tfr)
 {
     end_upstream(s, false);
     if (s->resp_started) {
-        wp_dconn_close(s->d);
+        reset_after_response_started(s, reason);
         return;
     }
     int flag = WP_RF_LR, status = 503;
@@ -592,6 +611,11 @@ void wp_router_on_upstream_data(wp_uconn *u)
             if (u->parser.msg.status >= 100 && u->parser.msg.status < 200 &&
                 u->parser.msg.status != 101)
                 break; /* 1xx: dropped (the connection manager answered 100-continue) */
+            if (u->parser.msg.status == 101 && !s->upgrade) {
+                /* a 101 nobody asked for: a protocol error (502 UPE), never a tunnel */
+                wp_router_on_reset(s, WP_RESET_PROTOCOL_ERROR, NULL);
+                return;
+            }
             on_response_headers(s, u, base, used);
             if (s->d->tunnel)
                 wp_dconn_kick(s->d);
