@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/strmap.h"
 #include "proxy/bootstrap_internal.h"
 #include "proxy/stats.h"
 
@@ -1048,19 +1049,25 @@ static bool dec_cluster(bs *b, json_t *o, void *arg)
            bs_sub(b, o, "load_assignment", dec_load_assignment, cl);
 }
 
+/* Indexes the clusters by name (wp_config_find_cluster) and rejects duplicates, in
+ * linear time: a mesh has thousands of clusters. */
 static bool check_clusters(bs *b)
 {
     wp_config *c = b->c;
+    if (!(c->cluster_names = wf_strmap_new(&c->arena)))
+        return bs_fail(b, "out of memory");
     for (size_t i = 0; i < c->nclusters; i++) {
         c->clusters[i].index = (int)i;
-        for (size_t j = 0; j < i; j++) {
-            if (strcmp(c->clusters[i].name, c->clusters[j].name) != 0)
-                continue;
+        void **slot = wf_strmap_slot(c->cluster_names, c->clusters[i].name, true);
+        if (!slot)
+            return bs_fail(b, "out of memory");
+        if (*slot) {
             bs_push(b, "clusters");
             bs_push_i(b, i);
             bs_push(b, "name");
             return bs_fail(b, "cluster manager: duplicate cluster '%s'", c->clusters[i].name);
         }
+        *slot = (void *)(intptr_t)(i + 1);
     }
     return true;
 }

@@ -1,12 +1,14 @@
 /*
  * config.c - snapshot lifetime (config.h) and compiled regexes (bootstrap.h).
  */
+#include "core/strmap.h"
 #include "proxy/config.h"
 
 #include "model/re2_check.h"
 #include "proxy/bootstrap.h"
 
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 void wp_config_ref(wp_config *c)
@@ -35,6 +37,10 @@ int wp_config_find_cluster(const wp_config *c, const char *name)
 {
     if (!c || !name)
         return -1;
+    if (c->cluster_names) {
+        void **slot = wf_strmap_slot(c->cluster_names, name, false);
+        return slot && *slot ? (int)((intptr_t)*slot - 1) : -1;
+    }
     for (size_t i = 0; i < c->nclusters; i++) {
         if (c->clusters[i].name && strcmp(c->clusters[i].name, name) == 0)
             return (int)i;

@@ -280,7 +280,8 @@ typedef struct wp_config {
     size_t nlisteners;
     wp_cluster *clusters;
     size_t nclusters;
-    json_t *stats_config; /* kept for the stats matcher (owned), NULL when absent */
+    struct wf_strmap *cluster_names; /* name -> index + 1 (config time only), arena */
+    json_t *stats_config;            /* kept for the stats matcher (owned), NULL when absent */
     /* compiled regexes to free with the snapshot */
     pcre2_code **regexes;
     size_t nregexes, capregexes;
