@@ -57,25 +57,21 @@ int64_t wp_wall_us(wp_worker *w)
     return w->wall_base_us + (int64_t)(now - w->wall_base_loop) * 1000;
 }
 
+/* Stats of the connection's HTTP connection manager and listener: slot tables looked up
+ * once per connection (wp_dconn.hs / .ls). */
 static void hstat(wp_stream *s, int which, int64_t delta)
 {
-    wp_worker *w = s->d->w;
-    size_t li = (size_t)(s->d->listener - w->cfg->listeners);
-    wp_stat_add(w->stats, w->srv->pstats->hcms[li].slot[which], delta);
+    wp_stat_add(s->d->w->stats, s->d->hs->slot[which], delta);
 }
 
 static void dstat(wp_dconn *d, int which, int64_t delta)
 {
-    wp_worker *w = d->w;
-    size_t li = (size_t)(d->listener - w->cfg->listeners);
-    wp_stat_add(w->stats, w->srv->pstats->hcms[li].slot[which], delta);
+    wp_stat_add(d->w->stats, d->hs->slot[which], delta);
 }
 
 static void lis_stat(wp_dconn *d, int which, int64_t delta)
 {
-    wp_worker *w = d->w;
-    size_t li = (size_t)(d->listener - w->cfg->listeners);
-    wp_stat_add(w->stats, w->srv->pstats->listeners[li].slot[which], delta);
+    wp_stat_add(d->w->stats, d->ls->slot[which], delta);
 }
 
 int wp_write(uv_stream_t *s, uv_write_t *req, uv_buf_t *bufs, unsigned n, uv_write_cb cb)
@@ -384,6 +380,8 @@ void wp_dconn_on_accept(uv_stream_t *server, int status)
         return;
     d->w = w;
     d->listener = l;
+    d->hs = &w->srv->pstats->hcms[l - w->cfg->listeners];
+    d->ls = &w->srv->pstats->listeners[l - w->cfg->listeners];
     d->alloc_cb = on_alloc;
     uv_tcp_init(&w->loop, &d->tcp);
     d->tcp.data = d;
@@ -735,9 +733,10 @@ static int end_head(wp_stream *s, wf_strbuf *b, bool close, bool upgrade)
     put_server(d, b);
     if (!upgrade) {
         if (close)
-            wf_strbuf_puts(b, "connection: close\r\n");
+            wf_strbuf_append(b, "connection: close\r\n", sizeof("connection: close\r\n") - 1);
         else if (s->req.version_minor == 0)
-            wf_strbuf_puts(b, "connection: keep-alive\r\n");
+            wf_strbuf_append(b, "connection: keep-alive\r\n",
+                             sizeof("connection: keep-alive\r\n") - 1);
     }
     wf_strbuf_append(b, "\r\n", 2);
     if (wf_strbuf_failed(b)) {
@@ -777,8 +776,9 @@ void wp_stream_local_reply(wp_stream *s, int status, const char *body, const cha
     wf_strbuf_reset(b);
     put_status_line(b, status);
     if (blen)
-        wf_strbuf_puts(b, "content-type: text/plain\r\n");
-    wf_strbuf_puts(b, "content-length: ");
+        wf_strbuf_append(b, "content-type: text/plain\r\n",
+                         sizeof("content-type: text/plain\r\n") - 1);
+    wf_strbuf_append(b, "content-length: ", sizeof("content-length: ") - 1);
     wp_hdr_put_u64(b, blen);
     wf_strbuf_append(b, "\r\n", 2);
     if (s->extra_resp_header)
@@ -855,9 +855,10 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
     }
     wp_hops_emit(b, ops, nops, s->resp_hdrs, s->nresp_hdrs);
     if (upgrade)
-        wf_strbuf_puts(b, "connection: upgrade\r\n");
+        wf_strbuf_append(b, "connection: upgrade\r\n", sizeof("connection: upgrade\r\n") - 1);
     if (s->resp_chunked)
-        wf_strbuf_puts(b, "transfer-encoding: chunked\r\n");
+        wf_strbuf_append(b, "transfer-encoding: chunked\r\n",
+                         sizeof("transfer-encoding: chunked\r\n") - 1);
     uint64_t ust = (s->si.first_upstream_rx_ns - s->si.first_upstream_tx_ns) / 1000000;
     int ul = 0;
     {

@@ -127,6 +127,8 @@ struct wp_dconn {
     uv_timer_t rq_timer;   /* route timeout (or request_timeout) */
     wp_worker *w;
     const wp_listener *listener;
+    const wp_hstats *hs; /* its connection manager's stat slots */
+    const wp_lstats *ls; /* its listener's stat slots */
     uint64_t id;
     wp_buf *rbuf;
     size_t rlen;   /* bytes in rbuf */

@@ -62,9 +62,7 @@ static void cstat(wp_stream *s, int which, int64_t delta)
 
 static void hstat_(wp_stream *s, int which)
 {
-    wp_worker *w = s->d->w;
-    size_t li = (size_t)(s->d->listener - w->cfg->listeners);
-    wp_stat_add(w->stats, w->srv->pstats->hcms[li].slot[which], 1);
+    wp_stat_add(s->d->w->stats, s->d->hs->slot[which], 1);
 }
 
 static void count_code(wp_stream *s, int code)
@@ -283,16 +281,18 @@ static void build_upstream_head(wp_stream *s)
     if (h->use_remote_address && !xff_done)
         wf_strbuf_printf(b, "x-forwarded-for: %.*s\r\n", ip_len(s->d->remote), s->d->remote);
     if (!has_xfp)
-        wf_strbuf_puts(b, "x-forwarded-proto: http\r\n");
+        wf_strbuf_append(b, "x-forwarded-proto: http\r\n",
+                         sizeof("x-forwarded-proto: http\r\n") - 1);
     if (s->route->timeout_ms && !h->suppress_envoy_headers)
         wp_hdr_put_num(b, "x-envoy-expected-rq-timeout-ms", 30, s->route->timeout_ms);
     wp_hops_emit(b, ops, nops, s->req.headers, s->req.nheaders);
     if (s->req.framing == H1_BODY_LENGTH)
         wp_hdr_put_num(b, "content-length", 14, s->req.content_length);
     else if (s->req_chunked)
-        wf_strbuf_puts(b, "transfer-encoding: chunked\r\n");
+        wf_strbuf_append(b, "transfer-encoding: chunked\r\n",
+                         sizeof("transfer-encoding: chunked\r\n") - 1);
     if (s->upgrade)
-        wf_strbuf_puts(b, "connection: upgrade\r\n");
+        wf_strbuf_append(b, "connection: upgrade\r\n", sizeof("connection: upgrade\r\n") - 1);
     wf_strbuf_append(b, "\r\n", 2);
 }
 
