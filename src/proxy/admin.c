@@ -555,6 +555,8 @@ static void respond(admin_conn *c, admin_resp *o)
                      o->status == 200   ? "OK"
                      : o->status == 404 ? "Not Found"
                      : o->status == 503 ? "Service Unavailable"
+                     : o->status == 431 ? "Request Header Fields Too Large"
+                     : o->status == 501 ? "Not Implemented"
                                         : "Bad Request",
                      o->content_type, o->body.len);
     wf_strbuf_append(b, o->body.data ? o->body.data : "", o->body.len);
@@ -562,6 +564,17 @@ static void respond(admin_conn *c, admin_resp *o)
     c->wreq.data = c;
     if (wf_strbuf_failed(b) || uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &buf, 1, on_written))
         conn_close(c);
+}
+
+/* A request the admin cannot read: answered (status, details as the body), then closed. */
+static void bad_request(admin_conn *c, int status, const char *what)
+{
+    admin_resp o = {.status = status, .content_type = "text/plain; charset=UTF-8"};
+    wf_strbuf_printf(&o.body, "%s\n", what);
+    c->done = true;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    respond(c, &o);
+    wf_strbuf_free(&o.body);
 }
 
 static void handle(admin_conn *c, const h1_message *m)
@@ -616,10 +629,11 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
             return;
         } else if (ev == H1_EV_NEED_MORE) {
             if (c->len == ADMIN_MAX_REQUEST)
-                conn_close(c);
+                bad_request(c, 431, "request too large");
             return;
         } else if (ev == H1_EV_ERROR || ev == H1_EV_UPGRADED) {
-            conn_close(c);
+            bad_request(c, ev == H1_EV_ERROR ? h1_error_status(c->parser.error) : 400,
+                        ev == H1_EV_ERROR ? h1_error_details(c->parser.error) : "upgrade");
             return;
         }
     }

@@ -189,3 +189,17 @@ def test_absolute_form_target_routes_on_its_authority(app, proxy_factory):
         data = _read_all(s)
         s.close()
         assert data.startswith(b"HTTP/1.1 400 "), (bad, data[:200])
+
+
+def test_admin_answers_malformed_requests(app, proxy_factory):
+    """The admin port answers a request it cannot parse with 400 (then closes) and keeps
+    serving."""
+    p = proxy_factory(bootstrap([listener(simple_routes())], [cluster("backend", [app])]))
+    for raw in (b"GARBAGE\r\n\r\n", b"GET /stats HTTP/1.1\nHost: a\n\n",
+                b"POST /logging HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n"):
+        s = socket.create_connection(("127.0.0.1", p.admin_port), timeout=TIMEOUT)
+        s.sendall(raw)
+        data = _read_all(s)
+        s.close()
+        assert data.startswith(b"HTTP/1.1 400 "), (raw, data[:200])
+    assert p.admin("/ready")[0] == 200
