@@ -497,19 +497,16 @@ static bool dec_address(bs *b, json_t *addr, wp_addr *out, const char **host, ui
     memset(out, 0, sizeof(*out));
     struct sockaddr_in *v4 = (struct sockaddr_in *)&out->sa;
     struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&out->sa;
-    char buf[INET6_ADDRSTRLEN];
     if (ok && inet_pton(AF_INET, ip, &v4->sin_addr) == 1) {
         v4->sin_family = AF_INET;
         v4->sin_port = htons((uint16_t)p);
         out->len = sizeof(*v4);
-        inet_ntop(AF_INET, &v4->sin_addr, buf, sizeof(buf));
-        snprintf(out->text, sizeof(out->text), "%s:%u", buf, p);
+        wp_sockaddr_text((struct sockaddr *)v4, out->text, sizeof(out->text));
     } else if (ok && inet_pton(AF_INET6, ip, &v6->sin6_addr) == 1) {
         v6->sin6_family = AF_INET6;
         v6->sin6_port = htons((uint16_t)p);
         out->len = sizeof(*v6);
-        inet_ntop(AF_INET6, &v6->sin6_addr, buf, sizeof(buf));
-        snprintf(out->text, sizeof(out->text), "[%s]:%u", buf, p);
+        wp_sockaddr_text((struct sockaddr *)v6, out->text, sizeof(out->text));
     } else if (ok && ip_msg) {
         size_t ma = bs_push(b, "address");
         ok = bs_fail(b, ip_msg, ip);

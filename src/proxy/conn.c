@@ -57,18 +57,7 @@ int64_t wp_wall_us(wp_worker *w)
     return w->wall_base_us + (int64_t)(now - w->wall_base_loop) * 1000;
 }
 
-/* Stats of the connection's HTTP connection manager and listener: slot tables looked up
- * once per connection (wp_dconn.hs / .ls). */
-static void hstat(wp_stream *s, int which, int64_t delta)
-{
-    wp_stat_add(s->d->w->stats, s->d->hs->slot[which], delta);
-}
-
-static void dstat(wp_dconn *d, int which, int64_t delta)
-{
-    wp_stat_add(d->w->stats, d->hs->slot[which], delta);
-}
-
+/* The listener's stats (listener.<address>.*). */
 static void lis_stat(wp_dconn *d, int which, int64_t delta)
 {
     wp_stat_add(d->w->stats, d->ls->slot[which], delta);
@@ -194,11 +183,11 @@ static void on_idle_timeout(uv_timer_t *t)
     }
     if (!s) {
         WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "idle timeout");
-        dstat(d, WP_S_downstream_cx_idle_timeout, 1);
+        wp_hcm_stat(d, WP_S_downstream_cx_idle_timeout, 1);
         wp_dconn_close(d);
         return;
     }
-    hstat(s, WP_S_downstream_rq_idle_timeout, 1);
+    wp_hcm_stat(s->d, WP_S_downstream_rq_idle_timeout, 1);
     if (s->resp_started) {
         wp_dconn_close(d);
         return;
@@ -242,12 +231,9 @@ void wp_dconn_clear_deadline(wp_dconn *d)
 static void on_closed(uv_handle_t *h)
 {
     wp_dconn *d = h->data;
-    /* three handles: tcp, idle_timer, rq_timer; free after the last */
-    if (uv_is_closing((uv_handle_t *)&d->tcp) && uv_is_closing((uv_handle_t *)&d->idle_timer) &&
-        uv_is_closing((uv_handle_t *)&d->rq_timer)) {
-        if (++d->streams_closed_handles == 3)
-            free(d);
-    }
+    /* three handles (tcp, idle_timer, rq_timer): free after the last close callback */
+    if (++d->closed_handles == 3)
+        free(d);
 }
 
 void wp_dconn_close(wp_dconn *d)
@@ -265,11 +251,12 @@ void wp_dconn_close(wp_dconn *d)
         }
         stream_finish(s);
     }
-    dstat(d, WP_S_downstream_cx_destroy, 1);
-    dstat(d, d->peer_closed ? WP_S_downstream_cx_destroy_remote : WP_S_downstream_cx_destroy_local,
-          1);
-    dstat(d, WP_S_downstream_cx_active, -1);
-    dstat(d, WP_S_downstream_cx_http1_active, -1);
+    wp_hcm_stat(d, WP_S_downstream_cx_destroy, 1);
+    wp_hcm_stat(
+        d, d->peer_closed ? WP_S_downstream_cx_destroy_remote : WP_S_downstream_cx_destroy_local,
+        1);
+    wp_hcm_stat(d, WP_S_downstream_cx_active, -1);
+    wp_hcm_stat(d, WP_S_downstream_cx_http1_active, -1);
     lis_stat(d, WP_LS_downstream_cx_destroy, 1);
     lis_stat(d, WP_LS_downstream_cx_active, -1);
     WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "closing connection (%s)",
@@ -288,22 +275,6 @@ void wp_dconn_close(wp_dconn *d)
     uv_close((uv_handle_t *)&d->rq_timer, on_closed);
 }
 
-static void addr_text(const struct sockaddr_storage *ss, char *out, size_t cap)
-{
-    char ip[INET6_ADDRSTRLEN] = "";
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *a = (const void *)ss;
-        uv_ip4_name(a, ip, sizeof(ip));
-        snprintf(out, cap, "%s:%u", ip, ntohs(a->sin_port));
-    } else if (ss->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const void *)ss;
-        uv_ip6_name(a, ip, sizeof(ip));
-        snprintf(out, cap, "[%s]:%u", ip, ntohs(a->sin6_port));
-    } else {
-        snprintf(out, cap, "-");
-    }
-}
-
 void wp_addr_of(uv_tcp_t *t, bool peer, char *out, size_t cap)
 {
     struct sockaddr_storage ss;
@@ -314,7 +285,7 @@ void wp_addr_of(uv_tcp_t *t, bool peer, char *out, size_t cap)
         snprintf(out, cap, "-");
         return;
     }
-    addr_text(&ss, out, cap);
+    wp_sockaddr_text((const struct sockaddr *)&ss, out, cap);
 }
 
 static void start_reading(wp_dconn *d)
@@ -347,7 +318,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
             return;
         }
     }
-    bool pinned = d->stream && (d->stream->body_ptr || d->tunnel_pending);
+    bool pinned = d->stream && d->stream->body_ptr;
     if (d->rstart > 0 && !pinned) {
         memmove(d->rbuf->data, d->rbuf->data + d->rstart, d->rlen - d->rstart);
         d->rlen -= d->rstart;
@@ -386,7 +357,7 @@ void wp_dconn_on_accept(uv_stream_t *server, int status)
     uv_tcp_init(&w->loop, &d->tcp);
     d->tcp.data = d;
     if (uv_accept(server, (uv_stream_t *)&d->tcp) != 0) {
-        d->streams_closed_handles = 2; /* timers never initialised */
+        d->closed_handles = 2; /* timers never initialised */
         d->closing = true;
         uv_close((uv_handle_t *)&d->tcp, on_closed);
         return;
@@ -405,10 +376,10 @@ void wp_dconn_on_accept(uv_stream_t *server, int status)
     if (w->conns)
         w->conns->prev = d;
     w->conns = d;
-    dstat(d, WP_S_downstream_cx_total, 1);
-    dstat(d, WP_S_downstream_cx_active, 1);
-    dstat(d, WP_S_downstream_cx_http1_total, 1);
-    dstat(d, WP_S_downstream_cx_http1_active, 1);
+    wp_hcm_stat(d, WP_S_downstream_cx_total, 1);
+    wp_hcm_stat(d, WP_S_downstream_cx_active, 1);
+    wp_hcm_stat(d, WP_S_downstream_cx_http1_total, 1);
+    wp_hcm_stat(d, WP_S_downstream_cx_http1_active, 1);
     lis_stat(d, WP_LS_downstream_cx_total, 1);
     lis_stat(d, WP_LS_downstream_cx_active, 1);
     WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "new connection from %s", d->remote);
@@ -455,7 +426,6 @@ static wp_stream *stream_new(wp_dconn *d)
                        : WP_MAX_HEADERS - 2,
                    (size_t)d->listener->hcm.max_request_headers_kb * 1024);
     d->stream = s;
-    d->streams++;
     arm_idle(d);
     return s;
 }
@@ -489,7 +459,7 @@ static void count_response(wp_stream *s)
 {
     int c = s->si.response_code;
     if (c >= 100 && c < 600)
-        hstat(s, WP_S_downstream_rq_1xx + (c / 100 - 1), 1);
+        wp_hcm_stat(s->d, WP_S_downstream_rq_1xx + (c / 100 - 1), 1);
 }
 
 static void write_access_logs(wp_stream *s)
@@ -519,9 +489,9 @@ static void stream_finish(wp_stream *s)
     wp_router_cancel(s);
     wp_pool_stream_end(s);
     if (s->si.request)
-        hstat(s, WP_S_downstream_rq_active, -1);
+        wp_hcm_stat(s->d, WP_S_downstream_rq_active, -1);
     if (s->si.response_code && s->resp_done) {
-        hstat(s, WP_S_downstream_rq_completed, 1);
+        wp_hcm_stat(s->d, WP_S_downstream_rq_completed, 1);
         count_response(s);
     }
     if (s->si.request || s->si.response_code)
@@ -580,7 +550,7 @@ static int dwrite(wp_dconn *d, uv_buf_t *bufs, unsigned n)
             d->stream->si.first_downstream_tx_ns = now_ns(d);
         d->stream->si.wire_bytes_sent += total;
     }
-    dstat(d, WP_S_downstream_cx_tx_bytes_total, (int64_t)total);
+    wp_hcm_stat(d, WP_S_downstream_cx_tx_bytes_total, (int64_t)total);
     d->last_activity = uv_now(&d->w->loop);
     uv_write_t *req = wp_wreq_get(d->w);
     if (!req) {
@@ -705,10 +675,6 @@ static void put_server(const wp_dconn *d, wf_strbuf *b)
     wf_strbuf_append(b, "\r\n", 2);
 }
 
-/* Case-insensitive comparison of a field name with a lower-case literal. */
-#define NAME_IS(n, lit)                                                                            \
-    ((n)->len == sizeof(lit) - 1 && strncasecmp((n)->p, lit, sizeof(lit) - 1) == 0)
-
 /* The header ops that apply to s's response, most specific first. */
 static void resp_ops(const wp_stream *s, const wp_header_ops *out[4], size_t *n)
 {
@@ -748,8 +714,9 @@ static int end_head(wp_stream *s, wf_strbuf *b, bool close, bool upgrade)
 
 static bool hop_by_hop(const h1_str *n, bool upgrade)
 {
-    return NAME_IS(n, "connection") || NAME_IS(n, "keep-alive") || NAME_IS(n, "proxy-connection") ||
-           NAME_IS(n, "transfer-encoding") || (!upgrade && NAME_IS(n, "upgrade"));
+    return WP_NAME_IS(n, "connection") || WP_NAME_IS(n, "keep-alive") ||
+           WP_NAME_IS(n, "proxy-connection") || WP_NAME_IS(n, "transfer-encoding") ||
+           (!upgrade && WP_NAME_IS(n, "upgrade"));
 }
 
 void wp_stream_local_reply(wp_stream *s, int status, const char *body, const char *details,
@@ -761,7 +728,7 @@ void wp_stream_local_reply(wp_stream *s, int status, const char *body, const cha
     s->si.details = details;
     if (s->resp_started) {
         /* Envoy resets the stream when the response already started */
-        hstat(s, WP_S_rq_reset_after_downstream_response_started, 1);
+        wp_hcm_stat(s->d, WP_S_rq_reset_after_downstream_response_started, 1);
         wp_dconn_close(d);
         return;
     }
@@ -844,8 +811,8 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
     resp_ops(s, ops, &nops);
     for (size_t i = 0; i < s->nresp_hdrs; i++) {
         const h1_header *h = &s->resp_hdrs[i];
-        if (hop_by_hop(&h->name, upgrade) || NAME_IS(&h->name, "server") ||
-            NAME_IS(&h->name, "date") || NAME_IS(&h->name, "x-envoy-upstream-service-time") ||
+        if (hop_by_hop(&h->name, upgrade) || WP_NAME_IS(&h->name, "server") ||
+            WP_NAME_IS(&h->name, "date") || WP_NAME_IS(&h->name, "x-envoy-upstream-service-time") ||
             wp_hops_drops(ops, nops, &h->name))
             continue;
         wf_strbuf_append(b, h->name.p, h->name.len);
@@ -860,18 +827,7 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
         wf_strbuf_append(b, "transfer-encoding: chunked\r\n",
                          sizeof("transfer-encoding: chunked\r\n") - 1);
     uint64_t ust = (s->si.first_upstream_rx_ns - s->si.first_upstream_tx_ns) / 1000000;
-    int ul = 0;
-    {
-        char tmp[24];
-        int i = (int)sizeof(tmp);
-        do {
-            tmp[--i] = (char)('0' + ust % 10);
-            ust /= 10;
-        } while (ust);
-        ul = (int)sizeof(tmp) - i;
-        memcpy(s->ust_buf, tmp + i, (size_t)ul);
-        s->ust_buf[ul] = 0;
-    }
+    int ul = (int)wp_u64_str(s->ust_buf, ust);
     if (!d->listener->hcm.suppress_envoy_headers) {
         wf_strbuf_append(b, "x-envoy-upstream-service-time: ", 31);
         wf_strbuf_append(b, s->ust_buf, (size_t)ul);
@@ -890,7 +846,7 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
     s->head_unsent = true;
     if (upgrade) {
         d->tunnel = true;
-        hstat(s, WP_S_downstream_cx_upgrades_total, 1);
+        wp_hcm_stat(s->d, WP_S_downstream_cx_upgrades_total, 1);
         if (wp_stream_resp_flush_head(s) == 1)
             wp_uconn_pause_read(s->up);
     }
@@ -1016,7 +972,7 @@ static int origin_form(wp_stream *s)
         return -1;
     h1_header *host = NULL;
     for (size_t i = 0; i < s->req.nheaders; i++)
-        if (NAME_IS(&s->hdrs[i].name, "host"))
+        if (WP_NAME_IS(&s->hdrs[i].name, "host"))
             host = &s->hdrs[i];
     if (!host) {
         if (s->req.nheaders >= WP_MAX_HEADERS)
@@ -1031,9 +987,9 @@ static int origin_form(wp_stream *s)
 static void on_request_headers(wp_stream *s)
 {
     wp_dconn *d = s->d;
-    hstat(s, WP_S_downstream_rq_total, 1);
-    hstat(s, WP_S_downstream_rq_http1_total, 1);
-    hstat(s, WP_S_downstream_rq_active, 1);
+    wp_hcm_stat(s->d, WP_S_downstream_rq_total, 1);
+    wp_hcm_stat(s->d, WP_S_downstream_rq_http1_total, 1);
+    wp_hcm_stat(s->d, WP_S_downstream_rq_active, 1);
     s->req_chunked = s->req.framing == H1_BODY_CHUNKED;
     s->upgrade = s->req.upgrade;
     if (!s->req.keep_alive)
@@ -1076,7 +1032,7 @@ static void on_request_complete(wp_stream *s)
 static void protocol_error(wp_dconn *d, wp_stream *s)
 {
     h1_error e = s ? s->parser.error : H1_ERR_TRUNCATED;
-    dstat(d, WP_S_downstream_cx_protocol_error, 1);
+    wp_hcm_stat(d, WP_S_downstream_cx_protocol_error, 1);
     WF_CONN_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, "dispatch error: %s", h1_error_name(e));
     d->close_after = true;
     if (!s || s->resp_started) {
@@ -1084,7 +1040,7 @@ static void protocol_error(wp_dconn *d, wp_stream *s)
         return;
     }
     if (!s->si.request)
-        hstat(s, WP_S_downstream_rq_total, 0);
+        wp_hcm_stat(s->d, WP_S_downstream_rq_total, 0);
     s->req.keep_alive = false;
     wp_stream_local_reply(s, h1_error_status(e), "Bad Request", h1_error_details(e), WP_RF_DPE);
 }
@@ -1207,13 +1163,13 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         }
         if (s && !s->req_complete && s->si.request) {
             /* the request was cut short: Envoy logs DC */
-            hstat(s, WP_S_downstream_rq_rx_reset, 1);
+            wp_hcm_stat(s->d, WP_S_downstream_rq_rx_reset, 1);
         }
         wp_dconn_close(d);
         return;
     }
     d->rlen += (size_t)n;
-    dstat(d, WP_S_downstream_cx_rx_bytes_total, n);
+    wp_hcm_stat(d, WP_S_downstream_cx_rx_bytes_total, n);
     if (d->stream)
         d->stream->si.wire_bytes_received += (uint64_t)n;
     d->last_activity = uv_now(&d->w->loop);

@@ -59,7 +59,7 @@ void wp_hops_emit(wf_strbuf *b, const wp_header_ops *const *ops, size_t n, const
     }
 }
 
-void wp_hdr_put_u64(wf_strbuf *b, uint64_t v)
+size_t wp_u64_str(char *out, uint64_t v)
 {
     char tmp[24];
     size_t i = sizeof(tmp);
@@ -67,7 +67,16 @@ void wp_hdr_put_u64(wf_strbuf *b, uint64_t v)
         tmp[--i] = (char)('0' + v % 10);
         v /= 10;
     } while (v);
-    wf_strbuf_append(b, tmp + i, sizeof(tmp) - i);
+    size_t n = sizeof(tmp) - i;
+    memcpy(out, tmp + i, n);
+    out[n] = 0;
+    return n;
+}
+
+void wp_hdr_put_u64(wf_strbuf *b, uint64_t v)
+{
+    char tmp[24];
+    wf_strbuf_append(b, tmp, wp_u64_str(tmp, v));
 }
 
 void wp_hdr_put(wf_strbuf *b, const char *name, size_t nlen, const char *value, size_t vlen)

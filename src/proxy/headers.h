@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <strings.h>
 
 #include "core/strbuf.h"
 #include "http/h1_parser.h"
@@ -32,6 +33,13 @@ bool wp_hops_drops(const wp_header_ops *const *ops, size_t n, const h1_str *name
 void wp_hops_emit(wf_strbuf *b, const wp_header_ops *const *ops, size_t n, const h1_header *have,
                   size_t nhave);
 
+/* Case-insensitive comparison of a field name (h1_str *) with a lower-case literal. */
+#define WP_NAME_IS(n, lit)                                                                         \
+    ((n)->len == sizeof(lit) - 1 && strncasecmp((n)->p, lit, sizeof(lit) - 1) == 0)
+
+/* Writes the decimal digits of v and a NUL into out (at least 21 bytes); returns the
+ * number of digits. No printf on the request path. */
+size_t wp_u64_str(char *out, uint64_t v);
 /* Appends the decimal digits of v (no printf on the request path). */
 void wp_hdr_put_u64(wf_strbuf *b, uint64_t v);
 /* Appends "name: value\r\n" / "name: <v>\r\n". */

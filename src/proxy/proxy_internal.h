@@ -136,13 +136,12 @@ struct wp_dconn {
     wp_stream *stream;
     struct wp_dconn *prev, *next; /* worker's connection list */
     char remote[48], local[48];   /* "ip:port", "[v6]:port" */
-    uint64_t streams;             /* streams started */
     uint64_t last_activity;       /* loop time (ms) of the last read or write */
     uint64_t rq_deadline;         /* loop time (ms) of the route/request timeout, 0 = none */
     bool writing, reading, peer_closed, closing, close_after;
-    bool tunnel, tunnel_pending;
+    bool tunnel;
     bool in_process; /* parsing: upstream writes wait until the pass ends */
-    int streams_closed_handles;
+    int closed_handles;
     uv_alloc_cb alloc_cb;
 };
 
@@ -182,7 +181,7 @@ struct wp_stream {
     /* response */
     size_t nresp_hdrs;
     char *resp_copy; /* copy of the upstream response head (resp_inline or malloc'd) */
-    bool resp_started, resp_chunked, resp_close, resp_done, resp_until_close;
+    bool resp_started, resp_chunked, resp_close, resp_done;
     bool head_unsent;     /* response head built, not yet written */
     bool upstream_failed; /* the upstream failed after the response started (not DC) */
     bool local_reply;
@@ -233,7 +232,6 @@ struct wp_worker {
     atomic_int cmd;       /* 0 none, 1 drain, 2 stop */
     atomic_size_t nconns; /* open downstream connections (read by the main thread) */
     bool draining;
-    int listening;
 };
 
 /* ---------- server ---------- */
@@ -339,6 +337,20 @@ static inline uint64_t wp_rand(wp_worker *w)
     x ^= x >> 27;
     w->rng = x;
     return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* ---------- stats (per-worker shard; no lock) ---------- */
+
+/* A stat of the connection's HTTP connection manager (http.<stat_prefix>.*). */
+static inline void wp_hcm_stat(wp_dconn *d, int which, int64_t delta)
+{
+    wp_stat_add(d->w->stats, d->hs->slot[which], delta);
+}
+
+/* A stat of cluster index c (cluster.<name>.*). */
+static inline void wp_cluster_stat(wp_worker *w, int c, int which, int64_t delta)
+{
+    wp_stat_add(w->stats, w->srv->pstats->clusters[c].slot[which], delta);
 }
 
 #endif

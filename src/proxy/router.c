@@ -54,15 +54,8 @@ const char *wp_reset_reason_string(int reason)
 
 static void cstat(wp_stream *s, int which, int64_t delta)
 {
-    if (s->cluster < 0)
-        return;
-    wp_worker *w = s->d->w;
-    wp_stat_add(w->stats, w->srv->pstats->clusters[s->cluster].slot[which], delta);
-}
-
-static void hstat_(wp_stream *s, int which)
-{
-    wp_stat_add(s->d->w->stats, s->d->hs->slot[which], 1);
+    if (s->cluster >= 0)
+        wp_cluster_stat(s->d->w, s->cluster, which, delta);
 }
 
 static void count_code(wp_stream *s, int code)
@@ -115,7 +108,7 @@ static void redirect(wp_stream *s, const wp_route_req *rq)
     wf_strbuf_printf(&s->extra, "location: %s\r\n", wf_strbuf_cstr(&loc));
     wf_strbuf_free(&loc);
     s->extra_resp_header = wf_strbuf_cstr(&s->extra);
-    hstat_(s, WP_S_rq_redirect);
+    wp_hcm_stat(s->d, WP_S_rq_redirect, 1);
     wp_stream_local_reply(s, code, "", "direct_response", -1);
 }
 
@@ -126,13 +119,13 @@ void wp_router_start(wp_stream *s)
     wp_route_req rq;
     fill_route_req(s, &rq);
     s->weighted = -1;
-    hstat_(s, WP_S_rq_total); /* Envoy's router counts every request it decodes */
+    wp_hcm_stat(s->d, WP_S_rq_total, 1); /* Envoy's router counts every request it decodes */
     const wp_vhost *vh = rc ? wp_route_find_vhost(rc, rq.authority, rq.authority_len) : NULL;
     const wp_route *r = vh ? wp_route_match(&w->rx, vh, &rq) : NULL;
     if (!r) {
         WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
                       "no route match for URL '%.*s'", (int)s->req.target.len, s->req.target.p);
-        hstat_(s, WP_S_no_route);
+        wp_hcm_stat(s->d, WP_S_no_route, 1);
         wp_stream_local_reply(s, 404, "", "route_not_found", WP_RF_NR);
         return;
     }
@@ -140,7 +133,7 @@ void wp_router_start(wp_stream *s)
     s->vhost = vh;
     s->si.route_name = r->name && r->name[0] ? r->name : NULL;
     if (r->action == WP_ACT_DIRECT) {
-        hstat_(s, WP_S_rq_direct_response);
+        wp_hcm_stat(s->d, WP_S_rq_direct_response, 1);
         wp_stream_local_reply(s, r->direct_status, r->direct_body ? r->direct_body : "",
                               "direct_response", -1);
         return;
@@ -157,7 +150,7 @@ void wp_router_start(wp_stream *s)
     if (ci < 0) {
         WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id, "unknown cluster '%s'",
                       r->nweighted ? r->weighted[s->weighted].name : r->cluster_name);
-        hstat_(s, WP_S_no_cluster);
+        wp_hcm_stat(s->d, WP_S_no_cluster, 1);
         wp_stream_local_reply(s, 503, "", "cluster_not_found", WP_RF_NC);
         return;
     }
@@ -194,10 +187,6 @@ void wp_uuid4(wp_worker *w, char out[37])
     out[j] = 0;
 }
 
-/* Case-insensitive comparison of a field name with a lower-case literal. */
-#define HNAME(n, lit)                                                                              \
-    ((n)->len == sizeof(lit) - 1 && strncasecmp((n)->p, lit, sizeof(lit) - 1) == 0)
-
 /* Request header ops, most specific first (route, weighted cluster, vhost, route config). */
 static size_t req_ops(const wp_stream *s, const wp_header_ops *ops[4])
 {
@@ -213,14 +202,15 @@ static size_t req_ops(const wp_stream *s, const wp_header_ops *ops[4])
 
 static bool skip_request_header(const wp_stream *s, const h1_str *n)
 {
-    if (HNAME(n, "connection") || HNAME(n, "keep-alive") || HNAME(n, "proxy-connection") ||
-        HNAME(n, "transfer-encoding") || HNAME(n, "content-length") || HNAME(n, "expect") ||
-        HNAME(n, "te") || HNAME(n, "x-envoy-upstream-rq-timeout-ms") ||
-        HNAME(n, "x-envoy-expected-rq-timeout-ms") || HNAME(n, "x-envoy-original-path"))
+    if (WP_NAME_IS(n, "connection") || WP_NAME_IS(n, "keep-alive") ||
+        WP_NAME_IS(n, "proxy-connection") || WP_NAME_IS(n, "transfer-encoding") ||
+        WP_NAME_IS(n, "content-length") || WP_NAME_IS(n, "expect") || WP_NAME_IS(n, "te") ||
+        WP_NAME_IS(n, "x-envoy-upstream-rq-timeout-ms") ||
+        WP_NAME_IS(n, "x-envoy-expected-rq-timeout-ms") || WP_NAME_IS(n, "x-envoy-original-path"))
         return true;
-    if (HNAME(n, "upgrade"))
+    if (WP_NAME_IS(n, "upgrade"))
         return !s->upgrade;
-    if (HNAME(n, "host"))
+    if (WP_NAME_IS(n, "host"))
         return s->route->host_rewrite_literal != NULL;
     return false;
 }
@@ -263,9 +253,9 @@ static void build_upstream_head(wp_stream *s)
         const h1_header *hd = &s->req.headers[i];
         if (skip_request_header(s, &hd->name) || wp_hops_drops(ops, nops, &hd->name))
             continue;
-        if (HNAME(&hd->name, "x-forwarded-proto"))
+        if (WP_NAME_IS(&hd->name, "x-forwarded-proto"))
             has_xfp = true;
-        if (HNAME(&hd->name, "x-forwarded-for") && h->use_remote_address && !xff_done) {
+        if (WP_NAME_IS(&hd->name, "x-forwarded-for") && h->use_remote_address && !xff_done) {
             wf_strbuf_append(b, hd->name.p, hd->name.len);
             wf_strbuf_append(b, ": ", 2);
             wf_strbuf_append(b, hd->value.p, hd->value.len);
@@ -507,9 +497,7 @@ void wp_router_timeout(wp_stream *s)
     if (!s->route || s->route->action != WP_ACT_ROUTE || s->cluster < 0) {
         /* HCM request_timeout */
         wp_dconn *d = s->d;
-        wp_worker *w = d->w;
-        size_t li = (size_t)(d->listener - w->cfg->listeners);
-        wp_stat_add(w->stats, w->srv->pstats->hcms[li].slot[WP_S_downstream_rq_timeout], 1);
+        wp_hcm_stat(d, WP_S_downstream_rq_timeout, 1);
         d->close_after = true;
         wp_stream_local_reply(s, s->req_complete ? 504 : 408, "request timeout",
                               "request_overall_timeout", -1);

@@ -171,13 +171,7 @@ static void resolve_dns_clusters(wp_config *cfg)
             }
             memcpy(&e->addr.sa, res->ai_addr, res->ai_addrlen);
             e->addr.len = res->ai_addrlen;
-            char ip[INET6_ADDRSTRLEN] = "";
-            if (res->ai_family == AF_INET)
-                uv_ip4_name((const struct sockaddr_in *)res->ai_addr, ip, sizeof(ip));
-            else
-                uv_ip6_name((const struct sockaddr_in6 *)res->ai_addr, ip, sizeof(ip));
-            snprintf(e->addr.text, sizeof(e->addr.text),
-                     res->ai_family == AF_INET6 ? "[%s]:%u" : "%s:%u", ip, e->port);
+            wp_sockaddr_text(res->ai_addr, e->addr.text, sizeof(e->addr.text));
             freeaddrinfo(res);
         }
     }

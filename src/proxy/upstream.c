@@ -28,11 +28,6 @@
 #include "core/log.h"
 #include "proxy/proxy_internal.h"
 
-static void ustat(wp_worker *w, int cluster, int which, int64_t d)
-{
-    wp_stat_add(w->stats, w->srv->pstats->clusters[cluster].slot[which], d);
-}
-
 static wp_host_rt *host_rt(wp_uconn *u)
 {
     return &u->w->srv->crt[u->pool->cluster].hosts[u->host];
@@ -209,14 +204,15 @@ void wp_uconn_close(wp_uconn *u, bool local)
         s->up = NULL;
         wp_router_on_reset(s, WP_RESET_LOCAL_RESET, NULL);
     }
-    ustat(w, c, WP_S_upstream_cx_destroy, 1);
-    ustat(w, c, local ? WP_S_upstream_cx_destroy_local : WP_S_upstream_cx_destroy_remote, 1);
+    wp_cluster_stat(w, c, WP_S_upstream_cx_destroy, 1);
+    wp_cluster_stat(w, c, local ? WP_S_upstream_cx_destroy_local : WP_S_upstream_cx_destroy_remote,
+                    1);
     if (active_rq)
-        ustat(w, c,
-              local ? WP_S_upstream_cx_destroy_local_with_active_rq
-                    : WP_S_upstream_cx_destroy_remote_with_active_rq,
-              1);
-    ustat(w, c, WP_S_upstream_cx_active, -1);
+        wp_cluster_stat(w, c,
+                        local ? WP_S_upstream_cx_destroy_local_with_active_rq
+                              : WP_S_upstream_cx_destroy_remote_with_active_rq,
+                        1);
+    wp_cluster_stat(w, c, WP_S_upstream_cx_active, -1);
     atomic_fetch_sub_explicit(&w->srv->crt[c].cx_open, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&host_rt(u)->cx_active, 1, memory_order_relaxed);
     WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, u->id, "closing upstream connection (%s)",
@@ -235,8 +231,8 @@ static void u_on_timer(uv_timer_t *t)
     if (u->state == WP_UC_CONNECTING) {
         wp_worker *w = u->w;
         int c = u->pool->cluster;
-        ustat(w, c, WP_S_upstream_cx_connect_timeout, 1);
-        ustat(w, c, WP_S_upstream_cx_connect_fail, 1);
+        wp_cluster_stat(w, c, WP_S_upstream_cx_connect_timeout, 1);
+        wp_cluster_stat(w, c, WP_S_upstream_cx_connect_fail, 1);
         atomic_fetch_add_explicit(&host_rt(u)->cx_connect_fail, 1, memory_order_relaxed);
         wp_stream *s = u->stream;
         u->stream = NULL;
@@ -259,7 +255,7 @@ static void u_on_timer(uv_timer_t *t)
         return;
     uint64_t idle = uv_now(&u->w->loop) - u->idle_since;
     if (u->state == WP_UC_IDLE && idle >= limit) {
-        ustat(u->w, u->pool->cluster, WP_S_upstream_cx_idle_timeout, 1);
+        wp_cluster_stat(u->w, u->pool->cluster, WP_S_upstream_cx_idle_timeout, 1);
         wp_uconn_close(u, true);
         return;
     }
@@ -299,7 +295,7 @@ int wp_uconn_write(wp_uconn *u, uv_buf_t *bufs, unsigned n)
     size_t total = 0;
     for (unsigned i = 0; i < n; i++)
         total += bufs[i].len;
-    ustat(u->w, u->pool->cluster, WP_S_upstream_cx_tx_bytes_total, (int64_t)total);
+    wp_cluster_stat(u->w, u->pool->cluster, WP_S_upstream_cx_tx_bytes_total, (int64_t)total);
     uv_write_t *req = wp_wreq_get(u->w);
     if (!req)
         return -1;
@@ -336,7 +332,7 @@ static void u_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         return;
     }
     u->rlen += (size_t)n;
-    ustat(u->w, u->pool->cluster, WP_S_upstream_cx_rx_bytes_total, n);
+    wp_cluster_stat(u->w, u->pool->cluster, WP_S_upstream_cx_rx_bytes_total, n);
     if (!u->stream) {
         wp_uconn_close(u, false); /* data on an idle connection */
         return;
@@ -360,7 +356,7 @@ static void u_on_connect(uv_connect_t *req, int status)
     int c = u->pool->cluster;
     uv_timer_stop(&u->timer);
     if (status < 0) {
-        ustat(w, c, WP_S_upstream_cx_connect_fail, 1);
+        wp_cluster_stat(w, c, WP_S_upstream_cx_connect_fail, 1);
         atomic_fetch_add_explicit(&host_rt(u)->cx_connect_fail, 1, memory_order_relaxed);
         char tfr[96];
         snprintf(tfr, sizeof(tfr), "delayed connect error: %s", strerror(-status));
@@ -428,7 +424,7 @@ static void pending_done(wp_stream *s)
         return;
     s->pending = false;
     wp_worker *w = s->d->w;
-    ustat(w, s->cluster, WP_S_upstream_rq_pending_active, -1);
+    wp_cluster_stat(w, s->cluster, WP_S_upstream_rq_pending_active, -1);
     atomic_fetch_sub_explicit(&w->srv->crt[s->cluster].rq_pending, 1, memory_order_relaxed);
 }
 
@@ -462,8 +458,8 @@ static void connect_new(wp_pool *p, int host, wp_stream *s)
     uv_timer_init(&w->loop, &u->timer);
     u->tcp.data = u->timer.data = u->connect.data = u;
     h1_parser_init(&u->parser, H1_RESPONSE, u->hdrs, WP_MAX_HEADERS, 64 * 1024);
-    ustat(w, p->cluster, WP_S_upstream_cx_total, 1);
-    ustat(w, p->cluster, WP_S_upstream_cx_active, 1);
+    wp_cluster_stat(w, p->cluster, WP_S_upstream_cx_total, 1);
+    wp_cluster_stat(w, p->cluster, WP_S_upstream_cx_active, 1);
     atomic_fetch_add_explicit(&w->srv->crt[p->cluster].cx_open, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&host_rt(u)->cx_active, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&host_rt(u)->cx_total, 1, memory_order_relaxed);
@@ -479,7 +475,7 @@ static void connect_new(wp_pool *p, int host, wp_stream *s)
         u->stream = NULL;
         s->connecting = NULL;
         pending_done(s);
-        ustat(w, p->cluster, WP_S_upstream_cx_connect_fail, 1);
+        wp_cluster_stat(w, p->cluster, WP_S_upstream_cx_connect_fail, 1);
         wp_uconn_close(u, true);
         wp_router_on_reset(s, WP_RESET_LOCAL_CONNECTION_FAILURE, tfr);
         return;
@@ -490,7 +486,7 @@ static void connect_new(wp_pool *p, int host, wp_stream *s)
 
 static void overflow(wp_stream *s)
 {
-    ustat(s->d->w, s->cluster, WP_S_upstream_rq_pending_overflow, 1);
+    wp_cluster_stat(s->d->w, s->cluster, WP_S_upstream_rq_pending_overflow, 1);
     wp_router_on_reset(s, WP_RESET_OVERFLOW, NULL);
 }
 
@@ -501,7 +497,7 @@ int wp_pool_request(wp_worker *w, wp_stream *s)
     wp_pool *p = &w->pools[s->cluster];
     int host = pick_host(p, c);
     if (host < 0) {
-        ustat(w, s->cluster, WP_S_upstream_cx_none_healthy, 1);
+        wp_cluster_stat(w, s->cluster, WP_S_upstream_cx_none_healthy, 1);
         wp_code_stat_add(
             wp_stats_code_local(w->stats, w->srv->pstats->clusters[s->cluster].rq_codes), 503);
         wp_stream_local_reply(s, 503, "no healthy upstream", "no_healthy_upstream", WP_RF_UH);
@@ -527,13 +523,13 @@ int wp_pool_request(wp_worker *w, wp_stream *s)
     }
     s->pending = true;
     atomic_fetch_add_explicit(&rt->rq_pending, 1, memory_order_relaxed);
-    ustat(w, s->cluster, WP_S_upstream_rq_pending_total, 1);
-    ustat(w, s->cluster, WP_S_upstream_rq_pending_active, 1);
+    wp_cluster_stat(w, s->cluster, WP_S_upstream_rq_pending_total, 1);
+    wp_cluster_stat(w, s->cluster, WP_S_upstream_rq_pending_active, 1);
     if (atomic_load_explicit(&rt->cx_open, memory_order_relaxed) < c->cb.max_connections) {
         connect_new(p, host, s);
         return 0;
     }
-    ustat(w, s->cluster, WP_S_upstream_cx_overflow, 1);
+    wp_cluster_stat(w, s->cluster, WP_S_upstream_cx_overflow, 1);
     pending_push(p, s);
     return 0;
 }
@@ -563,7 +559,7 @@ void wp_uconn_release(wp_uconn *u, bool reusable)
     if (u->closing)
         return;
     if (c->max_requests_per_connection && u->requests >= c->max_requests_per_connection) {
-        ustat(w, p->cluster, WP_S_upstream_cx_max_requests, 1);
+        wp_cluster_stat(w, p->cluster, WP_S_upstream_cx_max_requests, 1);
         reusable = false;
     }
     if (!reusable || w->draining || u->rstart != u->rlen) {
@@ -602,7 +598,7 @@ void wp_pool_cancel(wp_stream *s)
         s->connecting = NULL;
     }
     if (s->pending)
-        ustat(s->d->w, s->cluster, WP_S_upstream_rq_cancelled, 1);
+        wp_cluster_stat(s->d->w, s->cluster, WP_S_upstream_rq_cancelled, 1);
     pending_done(s);
 }
 
