@@ -771,14 +771,19 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
 {
     wp_dconn *d = s->d;
     s->si.first_upstream_rx_ns = now_ns(d);
-    /* keep a copy of the upstream head for %RESP()% */
-    s->resp_copy = raw_len <= sizeof(s->resp_inline) ? s->resp_inline : malloc(raw_len);
-    if (!s->resp_copy) {
-        wp_dconn_close(d);
-        return;
+    /* The fields point into the upstream's read buffer while the downstream head is built;
+     * only access logs (%RESP()%, read when the stream ends) need a copy that outlives it. */
+    bool keep = d->listener->hcm.naccess_logs > 0;
+    ptrdiff_t off = 0;
+    if (keep) {
+        s->resp_copy = raw_len <= sizeof(s->resp_inline) ? s->resp_inline : malloc(raw_len);
+        if (!s->resp_copy) {
+            wp_dconn_close(d);
+            return;
+        }
+        memcpy(s->resp_copy, raw, raw_len);
+        off = s->resp_copy - raw;
     }
-    memcpy(s->resp_copy, raw, raw_len);
-    ptrdiff_t off = s->resp_copy - raw;
     s->nresp_hdrs = m->nheaders < WP_MAX_HEADERS ? m->nheaders : WP_MAX_HEADERS;
     for (size_t i = 0; i < s->nresp_hdrs; i++) {
         s->resp_hdrs[i] = m->headers[i];
@@ -841,6 +846,11 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
     }
     if (end_head(s, b, s->resp_close, upgrade) != 0)
         return;
+    if (!keep) { /* the fields pointed into the upstream's buffer: nobody reads them later */
+        s->si.response_headers = NULL;
+        s->si.nresponse_headers = 0;
+        s->nresp_hdrs = 0;
+    }
     /* The head goes out with the first body bytes (one write for a small response), or
      * at the end of the router's parsing pass (wp_stream_resp_flush_head). */
     s->head_unsent = true;
