@@ -854,13 +854,6 @@ def test_b012_idle_timeout_as_istio_writes_it_loads(tmp_path):
     assert b"OK" in r.stdout
 
 
-@pytest.mark.skip(reason="B012 retry variant (retries: attempts 1, retryOn reset; backend "
-                         "hangs up on the first request only) needs route retry policies, "
-                         "which arrive with the retries issue")
-def test_b012_retry_on_reset_recovers():
-    pass
-
-
 def test_client_disconnect_before_response_is_dc(env):
     """The client closes 100 ms into /delay/1000: logged with code 0 and DC, and the
     upstream connection (with the request on it) is closed."""
