@@ -5,7 +5,7 @@ BUILD_FUZZ  ?= build-fuzz
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 60
 
-.PHONY: all setup test test-fast fuzz bench bench-proxy demo clean format
+.PHONY: all setup test test-fast fuzz bench bench-proxy bench-retry demo clean format
 
 all: setup
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -40,6 +40,10 @@ bench: all
 
 # weft-proxy against nginx and HAProxy on this machine (installs them, wrk and h2load first).
 # BENCH_ARGS: e.g. "-r 5 -d 5" (rounds, seconds per run) or "--quick".
+bench-retry: all
+	@bench/setup.sh
+	@bench/run_retry.sh $(BUILD) $(BENCH_ARGS)
+
 bench-proxy: all
 	@bench/setup.sh
 	@bench/run_proxy.sh $(BUILD) $(BENCH_ARGS)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Write the weft-proxy bootstrap for bench/run_proxy.sh (Envoy v3 JSON).
 
-usage: weft_bootstrap.py OUT.json LISTEN_PORT ADMIN_PORT BACKEND_PORT
+usage: weft_bootstrap.py OUT.json LISTEN_PORT ADMIN_PORT BACKEND_PORT [--retry-route]
 
 One listener on 127.0.0.1:LISTEN_PORT with an HTTP connection manager (stat_prefix "bench",
 inline route_config: one virtual host "*", route prefix "/" to cluster "backend") and the
@@ -9,7 +9,9 @@ router filter; one STATIC cluster "backend" (127.0.0.1:BACKEND_PORT, connect_tim
 admin on 127.0.0.1:ADMIN_PORT. Field names and nesting are Envoy v3's
 (envoy.config.bootstrap.v3.Bootstrap). Following Envoy's "how to benchmark Envoy" FAQ, the
 connection manager has generate_request_id off, the router has dynamic_stats off and the
-cluster's circuit breakers are raised so that they never trip.
+cluster's circuit breakers are raised so that they never trip. --retry-route adds, before
+"/", a route on prefix "/retry" to the same cluster with Istio's default retry policy
+(reference §4.5), for bench/run_retry.sh.
 """
 import json
 import sys
@@ -23,7 +25,15 @@ def sockaddr(port):
     return {"socket_address": {"address": "127.0.0.1", "port_value": port}}
 
 
-def bootstrap(listen_port, admin_port, backend_port):
+ISTIO_RETRY = {
+    "retry_on": "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes",
+    "num_retries": 2,
+    "retry_host_predicate": [{"name": "envoy.retry_host_predicates.previous_hosts"}],
+    "host_selection_retry_max_attempts": "5",
+}
+
+
+def bootstrap(listen_port, admin_port, backend_port, retry_route=False):
     hcm = {
         "@type": HCM,
         "stat_prefix": "bench",
@@ -41,6 +51,11 @@ def bootstrap(listen_port, admin_port, backend_port):
             "typed_config": {"@type": ROUTER, "dynamic_stats": False},
         }],
     }
+    if retry_route:
+        hcm["route_config"]["virtual_hosts"][0]["routes"].insert(0, {
+            "match": {"prefix": "/retry"},
+            "route": {"cluster": "backend", "retry_policy": ISTIO_RETRY},
+        })
     listener = {
         "name": "bench",
         "address": sockaddr(listen_port),
@@ -74,12 +89,14 @@ def bootstrap(listen_port, admin_port, backend_port):
 
 
 def main(argv):
-    if len(argv) != 5:
-        sys.stderr.write("usage: weft_bootstrap.py OUT.json LISTEN_PORT ADMIN_PORT BACKEND_PORT\n")
+    retry = argv[5:] == ["--retry-route"]
+    if len(argv) != 5 and not retry:
+        sys.stderr.write("usage: weft_bootstrap.py OUT.json LISTEN_PORT ADMIN_PORT BACKEND_PORT"
+                         " [--retry-route]\n")
         return 2
     ports = [int(p) for p in argv[2:5]]
     with open(argv[1], "w", encoding="utf-8") as f:
-        json.dump(bootstrap(*ports), f, indent=2)
+        json.dump(bootstrap(*ports, retry_route=retry), f, indent=2)
         f.write("\n")
     return 0
 

@@ -29,7 +29,7 @@ static bool grow(wf_strbuf *b, size_t extra)
     return true;
 }
 
-void wf_strbuf_append(wf_strbuf *b, const char *s, size_t len)
+void wf_strbuf_append_slow(wf_strbuf *b, const char *s, size_t len)
 {
     if (!grow(b, len))
         return;

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 typedef struct wf_strbuf {
     char *data; /* NUL-terminated when len > 0 or after any append; may be NULL when empty */
@@ -18,9 +19,24 @@ typedef struct wf_strbuf {
     bool failed;
 } wf_strbuf;
 
-#define WF_STRBUF_INIT {NULL, 0, 0, false}
+#define WF_STRBUF_INIT                                                                             \
+    {                                                                                              \
+        NULL, 0, 0, false                                                                          \
+    }
 
-void wf_strbuf_append(wf_strbuf *b, const char *s, size_t len);
+/* Appends len bytes of s (a failed buffer ignores it). The common case, room already there,
+ * is inline: the proxy builds every header block with it. */
+void wf_strbuf_append_slow(wf_strbuf *b, const char *s, size_t len);
+static inline void wf_strbuf_append(wf_strbuf *b, const char *s, size_t len)
+{
+    if (b->len + len < b->cap && !b->failed) {
+        memcpy(b->data + b->len, s, len);
+        b->len += len;
+        b->data[b->len] = '\0';
+        return;
+    }
+    wf_strbuf_append_slow(b, s, len);
+}
 void wf_strbuf_puts(wf_strbuf *b, const char *s);
 void wf_strbuf_putc(wf_strbuf *b, char c);
 void wf_strbuf_printf(wf_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

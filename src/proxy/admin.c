@@ -177,6 +177,16 @@ static const char *health_flags(const wp_endpoint *e)
     }
 }
 
+/* Envoy's healthFlagsToString: /failed_outlier_check comes before the EDS flags. */
+static const char *host_flags(const wp_admin *a, size_t c, size_t k, char *buf, size_t cap)
+{
+    const char *eds = health_flags(&a->srv->cfg->clusters[c].endpoints[k]);
+    if (!wp_od_ejected(&a->srv->crt[c].od, k))
+        return eds;
+    snprintf(buf, cap, "/failed_outlier_check%s", strcmp(eds, "healthy") ? eds : "");
+    return buf;
+}
+
 static const char *const host_stat_names[] = {"cx_active",  "cx_connect_fail", "cx_total",
                                               "rq_active",  "rq_error",        "rq_success",
                                               "rq_timeout", "rq_total"};
@@ -197,6 +207,13 @@ static void clusters_text(wp_admin *a, wf_strbuf *b)
         const char *n = cl->name;
         wf_strbuf_printf(b, "%s::observability_name::%s\n", n,
                          cl->alt_stat_name ? cl->alt_stat_name : n);
+        if (cl->outlier.enabled) /* success-rate detector not implemented: -1 as Envoy's idle */
+            wf_strbuf_printf(b,
+                             "%s::outlier::success_rate_average::-1\n"
+                             "%s::outlier::success_rate_ejection_threshold::-1\n"
+                             "%s::outlier::local_origin_success_rate_average::-1\n"
+                             "%s::outlier::local_origin_success_rate_ejection_threshold::-1\n",
+                             n, n, n, n);
         const char *pri[] = {"default_priority", "high_priority"};
         for (int p = 0; p < 2; p++) {
             const wp_thresholds *t = &cl->cb;
@@ -214,6 +231,7 @@ static void clusters_text(wp_admin *a, wf_strbuf *b)
             const wp_endpoint *e = &cl->endpoints[k];
             const char *h = e->addr.len ? e->addr.text : e->hostname;
             const wp_host_rt *rt = &a->srv->crt[i].hosts[k];
+            char hf[96];
             for (int s = 0; s < 8; s++)
                 wf_strbuf_printf(b, "%s::%s::%s::%llu\n", n, h, host_stat_names[s],
                                  (unsigned long long)host_stat(rt, s));
@@ -224,8 +242,8 @@ static void clusters_text(wp_admin *a, wf_strbuf *b)
                              "%s::%s::success_rate::-1.0\n"
                              "%s::%s::local_origin_success_rate::-1.0\n",
                              n, h, cl->type == WP_CLUSTER_STATIC ? "" : e->hostname, n, h,
-                             health_flags(e), n, h, e->weight ? e->weight : 1, n, h, n, h, n, h, n,
-                             h, n, h, n, h, n, h);
+                             host_flags(a, i, k, hf, sizeof(hf)), n, h, e->weight ? e->weight : 1,
+                             n, h, n, h, n, h, n, h, n, h, n, h, n, h);
         }
     }
 }
@@ -278,6 +296,9 @@ static void clusters_json(wp_admin *a, wf_strbuf *b)
                                    "weight", (int)(e->weight ? e->weight : 1));
             if (cl->type != WP_CLUSTER_STATIC)
                 json_object_set_new(hs, "hostname", json_string(e->hostname));
+            if (wp_od_ejected(&a->srv->crt[i].od, k))
+                json_object_set_new(json_object_get(hs, "health_status"), "failed_outlier_check",
+                                    json_true());
             json_array_append_new(hosts, hs);
         }
         json_t *cj =

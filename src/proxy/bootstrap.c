@@ -7,8 +7,10 @@
  *   static_resources.listeners[] {name, address, per_connection_buffer_limit_bytes,
  *     filter_chains[1] {name, filters[1]: envoy.filters.network.http_connection_manager}}
  *   static_resources.clusters[] (STATIC, STRICT_DNS, LOGICAL_DNS; see dec_cluster)
- *   stats_config (kept as JSON); layered_runtime, dynamic_resources, cluster_manager,
- *   overload_manager only as empty objects.
+ *   stats_config {stats_tags, use_all_default_tags, stats_matcher, histogram_bucket_settings}
+ *     (checked, kept as JSON for the stats store);
+ *   layered_runtime, dynamic_resources, cluster_manager, overload_manager only as empty
+ *   objects.
  * Route configurations are decoded in the second half of this file.
  *
  * Choices where Envoy leaves room ([verify] in the behaviour reference):
@@ -36,6 +38,7 @@
 
 #include "core/strmap.h"
 #include "proxy/bootstrap_internal.h"
+#include "proxy/fault.h"
 #include "proxy/stats.h"
 
 #define HCM_NAME "envoy.filters.network.http_connection_manager"
@@ -619,19 +622,38 @@ static bool dec_access_log(bs *b, json_t *o, void *arg)
 
 /* ---------- HTTP connection manager ---------- */
 
+/* The fault filter's typed_config (HTTPFault; absent = empty), once per HCM. */
+static bool dec_fault_filter(bs *b, json_t *tc)
+{
+    if (b->hcm->fault)
+        return bs_fail_at(b, "name", "only one " WP_FAULT_NAME " filter is supported");
+    size_t m = bs_push(b, "typed_config");
+    b->hcm->fault = bs_fault_filter(b, tc);
+    bs_pop(b, m);
+    return b->hcm->fault != NULL;
+}
+
+/* One http_filters entry: the fault filter or the router; *arg records which ('f' / 'r'). */
 static bool dec_http_filter(bs *b, json_t *o, void *arg)
 {
-    (void)arg;
+    char *kind = arg;
     json_t *tc = bs_get(o, "typed_config");
     const char *name = NULL;
     if (!bs_fields(b, o, "name typed_config") || !bs_req_str(b, o, "name", &name))
         return false;
-    if (strcmp(name, ROUTER_NAME) != 0) {
+    bool fault = strcmp(name, WP_FAULT_NAME) == 0;
+    if (!fault && strcmp(name, ROUTER_NAME) != 0) {
         size_t m = bs_push(b, "name");
-        bs_fail(b, "unsupported http filter \"%s\" (only %s is supported)", name, ROUTER_NAME);
+        bs_fail(b, "unsupported http filter \"%s\" (supported: %s, %s)", name, WP_FAULT_NAME,
+                ROUTER_NAME);
         bs_pop(b, m);
         return false;
     }
+    *kind = fault ? 'f' : 'r';
+    if (tc && !json_is_object(tc))
+        return bs_fail_at(b, "typed_config", "wrong type: expected an object");
+    if (fault)
+        return dec_fault_filter(b, tc);
     if (!tc)
         return true;
     size_t m = bs_push(b, "typed_config");
@@ -646,17 +668,19 @@ static bool dec_http_filter(bs *b, json_t *o, void *arg)
     return ok;
 }
 
+/* http_filters: [envoy.filters.http.fault,] envoy.filters.http.router (last). */
 static bool dec_http_filters(bs *b, json_t *hcm)
 {
     void *arr;
     size_t n = 0;
     if (!bs_each(b, hcm, "http_filters", 1, &arr, &n, dec_http_filter))
         return false;
-    if (n == 0)
-        return bs_fail_at(b, "http_filters", "the http filter chain must end with " ROUTER_NAME);
-    if (n > 1) {
+    const char *kinds = arr;
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (kinds[i] != 'r')
+            continue;
         size_t m = bs_push(b, "http_filters");
-        bs_push_i(b, 0);
+        bs_push_i(b, i);
         bs_fail(b,
                 "Error: terminal filter named %s of type %s must be the last filter in a http "
                 "filter chain.",
@@ -664,6 +688,8 @@ static bool dec_http_filters(bs *b, json_t *hcm)
         bs_pop(b, m);
         return false;
     }
+    if (n == 0 || kinds[n - 1] != 'r')
+        return bs_fail_at(b, "http_filters", "the http filter chain must end with " ROUTER_NAME);
     return true;
 }
 
@@ -1005,6 +1031,151 @@ static bool dec_load_assignment(bs *b, json_t *o, void *arg)
     return true;
 }
 
+/* outlier_detection accepts Envoy's JSON names of the _5xx fields too ("consecutive5xx"
+ * snake-cases to "consecutive5xx", not "consecutive_5xx"). */
+static bool od_alias(bs *b, json_t *o, const char *json_name, const char *field)
+{
+    json_t *v = json_object_get(o, json_name);
+    if (!v)
+        return true;
+    if (json_object_get(o, field))
+        return bs_fail_at(b, json_name,
+                          "duplicate field (given in snake_case and in lowerCamelCase)");
+    json_incref(v);
+    json_object_del(o, json_name);
+    return json_object_set_new(o, field, v) == 0 || bs_fail(b, "out of memory");
+}
+
+/* The success-rate and failure-percentage detectors are not implemented: their settings are
+ * rejected, except an enforcing_* of 0, which disables them (Istio always sends
+ * enforcing_success_rate: 0). */
+static bool od_unsupported(bs *b, json_t *o)
+{
+    static const char *const fields[] = {"success_rate_minimum_hosts",
+                                         "success_rate_request_volume",
+                                         "success_rate_stdev_factor",
+                                         "failure_percentage_threshold",
+                                         "failure_percentage_minimum_hosts",
+                                         "failure_percentage_request_volume",
+                                         "monitors",
+                                         NULL};
+    static const char *const enforcing[] = {
+        "enforcing_success_rate", "enforcing_local_origin_success_rate",
+        "enforcing_failure_percentage", "enforcing_failure_percentage_local_origin", NULL};
+    for (int i = 0; fields[i]; i++)
+        if (bs_get(o, fields[i]))
+            return bs_fail_at(b, fields[i],
+                              "unsupported field (only the consecutive_* outlier detectors "
+                              "are implemented)");
+    for (int i = 0; enforcing[i]; i++) {
+        uint32_t v = 0;
+        if (!bs_u32(b, o, enforcing[i], &v))
+            return false;
+        if (v != 0)
+            return bs_fail_at(b, enforcing[i],
+                              "unsupported value (only 0 is accepted: the success-rate and "
+                              "failure-percentage outlier detectors are not implemented)");
+    }
+    return true;
+}
+
+static bool od_percent(bs *b, json_t *o, const char *k, uint32_t *out)
+{
+    if (!bs_u32(b, o, k, out))
+        return false;
+    return *out <= 100 || bs_fail_at(b, k, "value must be less than or equal to 100");
+}
+
+static bool od_positive(bs *b, json_t *o, const char *k, uint64_t *ms, bool *present)
+{
+    if (!bs_dur(b, o, k, ms, present))
+        return false;
+    return !bs_get(o, k) || *ms > 0 || bs_fail_at(b, k, "value must be greater than 0s");
+}
+
+static bool od_read(bs *b, json_t *o, wp_outlier_config *od)
+{
+    bool has_max = false, uneject = true;
+    if (!bs_u32(b, o, "consecutive_5xx", &od->consecutive_5xx) ||
+        !bs_u32(b, o, "consecutive_gateway_failure", &od->consecutive_gateway_failure) ||
+        !bs_u32(b, o, "consecutive_local_origin_failure", &od->consecutive_local_origin_failure) ||
+        !od_percent(b, o, "enforcing_consecutive_5xx", &od->enforcing_consecutive_5xx) ||
+        !od_percent(b, o, "enforcing_consecutive_gateway_failure",
+                    &od->enforcing_consecutive_gateway_failure) ||
+        !od_percent(b, o, "enforcing_consecutive_local_origin_failure",
+                    &od->enforcing_consecutive_local_origin_failure) ||
+        !od_percent(b, o, "max_ejection_percent", &od->max_ejection_percent) ||
+        !od_positive(b, o, "interval", &od->interval_ms, NULL) ||
+        !od_positive(b, o, "base_ejection_time", &od->base_ejection_time_ms, NULL) ||
+        !od_positive(b, o, "max_ejection_time", &od->max_ejection_time_ms, &has_max) ||
+        !bs_dur(b, o, "max_ejection_time_jitter", &od->max_ejection_time_jitter_ms, NULL) ||
+        !bs_bool(b, o, "split_external_local_origin_errors",
+                 &od->split_external_local_origin_errors) ||
+        !bs_bool(b, o, "always_eject_one_host", &od->always_eject_one_host) ||
+        !bs_bool(b, o, "successful_active_health_check_uneject_host", &uneject))
+        return false;
+    if (!has_max && od->max_ejection_time_ms < od->base_ejection_time_ms)
+        od->max_ejection_time_ms = od->base_ejection_time_ms;
+    if (od->max_ejection_time_ms < od->base_ejection_time_ms)
+        return bs_fail(b, "outlier detector's max_ejection_time cannot be smaller than "
+                          "base_ejection_time");
+    return true;
+}
+
+/* Cluster.outlier_detection (outlier.h); defaults as Envoy's DetectorConfig. */
+static bool dec_outlier_detection(bs *b, json_t *o, void *arg)
+{
+    wp_outlier_config *od = &((wp_cluster *)arg)->outlier;
+    *od = (wp_outlier_config){.enabled = true,
+                              .consecutive_5xx = 5,
+                              .consecutive_gateway_failure = 5,
+                              .consecutive_local_origin_failure = 5,
+                              .enforcing_consecutive_5xx = 100,
+                              .enforcing_consecutive_local_origin_failure = 100,
+                              .max_ejection_percent = 10,
+                              .interval_ms = 10000,
+                              .base_ejection_time_ms = 30000,
+                              .max_ejection_time_ms = 300000};
+    if (!od_alias(b, o, "consecutive5xx", "consecutive_5xx") ||
+        !od_alias(b, o, "enforcing_consecutive5xx", "enforcing_consecutive_5xx") ||
+        !od_unsupported(b, o) ||
+        !bs_fields(b, o,
+                   "consecutive_5xx interval base_ejection_time max_ejection_percent "
+                   "enforcing_consecutive_5xx enforcing_success_rate consecutive_gateway_failure "
+                   "enforcing_consecutive_gateway_failure split_external_local_origin_errors "
+                   "consecutive_local_origin_failure enforcing_consecutive_local_origin_failure "
+                   "enforcing_local_origin_success_rate enforcing_failure_percentage "
+                   "enforcing_failure_percentage_local_origin max_ejection_time "
+                   "max_ejection_time_jitter successful_active_health_check_uneject_host "
+                   "always_eject_one_host"))
+        return false;
+    return od_read(b, o, od);
+}
+
+/* Cluster.common_lb_config: only healthy_panic_threshold (a Percent, rounded as Envoy's
+ * PROTOBUF_PERCENT_TO_ROUNDED_INTEGER_OR_DEFAULT). */
+static bool dec_common_lb_config(bs *b, json_t *o, void *arg)
+{
+    wp_cluster *cl = arg;
+    json_t *t = bs_get(o, "healthy_panic_threshold");
+    if (!bs_fields(b, o, "healthy_panic_threshold"))
+        return false;
+    if (!t)
+        return true;
+    size_t m = bs_push(b, "healthy_panic_threshold");
+    json_t *v = json_is_object(t) ? bs_get(t, "value") : NULL;
+    bool ok =
+        json_is_object(t) ? bs_fields(b, t, "value") : bs_fail(b, "wrong type: expected an object");
+    if (ok && v && !json_is_number(v))
+        ok = bs_fail_at(b, "value", "wrong type: expected a number");
+    double pct = v ? json_number_value(v) : 0.0; /* Percent{} is 0 */
+    if (ok && (pct < 0.0 || pct > 100.0))
+        ok = bs_fail_at(b, "value", "value must be inside range [0, 100]");
+    bs_pop(b, m);
+    cl->healthy_panic_threshold = (uint32_t)(pct + 0.5);
+    return ok;
+}
+
 static bool dec_cluster(bs *b, json_t *o, void *arg)
 {
     static const char *const types[] = {"STATIC", "STRICT_DNS", "LOGICAL_DNS", NULL};
@@ -1022,7 +1193,7 @@ static bool dec_cluster(bs *b, json_t *o, void *arg)
             "name alt_stat_name type lb_policy connect_timeout "
             "per_connection_buffer_limit_bytes circuit_breakers common_http_protocol_options "
             "typed_extension_protocol_options max_requests_per_connection dns_refresh_rate "
-            "dns_lookup_family load_assignment") ||
+            "dns_lookup_family load_assignment outlier_detection common_lb_config") ||
         !bs_req_str(b, o, "name", &cl->name) ||
         !bs_str(b, o, "alt_stat_name", &cl->alt_stat_name) ||
         !bs_enum(b, o, "type", types, &type) || !bs_enum(b, o, "lb_policy", lbs, &lb) ||
@@ -1042,7 +1213,10 @@ static bool dec_cluster(bs *b, json_t *o, void *arg)
     if (cl->dns_refresh_rate_ms < 1)
         return bs_fail_at(b, "dns_refresh_rate", "value must be greater than 1ms");
     b->ip_msg = cl->type == WP_CLUSTER_STATIC ? STATIC_IP_MSG : NULL;
+    cl->healthy_panic_threshold = 50;
     return bs_sub(b, o, "circuit_breakers", dec_circuit_breakers, cl) &&
+           bs_sub(b, o, "outlier_detection", dec_outlier_detection, cl) &&
+           bs_sub(b, o, "common_lb_config", dec_common_lb_config, cl) &&
            bs_sub(b, o, "load_assignment", dec_load_assignment, cl);
 }
 
@@ -1138,15 +1312,32 @@ static bool dec_static(bs *b, json_t *o, void *arg)
     return ok;
 }
 
-/* stats_config: the tag extractors are checked now (stats.c compiles them), so a bad regex
- * fails the load instead of silently changing /stats/prometheus; stats_matcher arrives with
- * the stats-matcher work and is refused until then, never ignored. */
+/* stats_matcher and histogram_bucket_settings (stats_matcher.h): compiled now and dropped;
+ * the stats store builds its own from the kept JSON (pstats.c). Errors name the JSON path. */
+static bool check_stats_matcher(bs *b, json_t *sc)
+{
+    wf_strbuf where = WF_STRBUF_INIT, why = WF_STRBUF_INIT;
+    wp_stats_matcher *sm = wp_stats_matcher_new(sc, &where, &why);
+    bool ok = sm != NULL;
+    if (!ok) {
+        size_t m = where.len ? bs_push(b, wf_strbuf_cstr(&where)) : b->plen;
+        bs_fail(b, "%s", wf_strbuf_cstr(&why));
+        bs_pop(b, m);
+    }
+    wp_stats_matcher_free(sm);
+    wf_strbuf_free(&where);
+    wf_strbuf_free(&why);
+    return ok;
+}
+
+/* stats_config: the tag extractors and the matcher are checked now (stats.c compiles them),
+ * so a bad regex fails the load instead of silently changing the stats. */
 static bool dec_stats_config(bs *b, json_t *sc)
 {
     size_t m = bs_push(b, "stats_config");
-    bool ok = bs_fields(b, sc, "stats_tags use_all_default_tags stats_matcher");
-    if (ok && bs_get(sc, "stats_matcher"))
-        ok = bs_fail_at(b, "stats_matcher", "not supported yet");
+    bool ok =
+        bs_fields(b, sc, "stats_tags use_all_default_tags stats_matcher histogram_bucket_settings");
+    ok = ok && check_stats_matcher(b, sc);
     if (ok) {
         wf_strbuf e = {0};
         wp_stats_tags *t = wp_stats_tags_from_config(sc, &e);

@@ -67,6 +67,31 @@ bool bs_sub(bs *b, json_t *o, const char *k, bool (*fn)(bs *, json_t *, void *),
 bool bs_each(bs *b, json_t *o, const char *k, size_t elem, void **out, size_t *n,
              bool (*fn)(bs *, json_t *, void *));
 
+/* HeaderMatcher into the wp_kv_matcher arg (bs_each callback); bootstrap_route.c. */
+bool bs_header_matcher(bs *b, json_t *o, void *arg);
+/* o.retry_policy (RetryPolicy) into a new arena policy in *out, left alone when absent;
+ * bootstrap_retry.c. */
+bool bs_retry_policy(bs *b, json_t *o, const wp_retry_policy **out);
+/* o.request_body_buffer_limit / o.per_request_buffer_limit_bytes into *l (only the fields
+ * present are set); bootstrap_retry.c. */
+bool bs_buffer_limits(bs *b, json_t *o, wp_buffer_limits *l);
+/* o.request_mirror_policies into r->mirrors / r->nmirrors (clusters resolved; an unknown
+ * one fails the load only when the route configuration validates clusters);
+ * bootstrap_retry.c. */
+bool bs_mirror_policies(bs *b, json_t *o, wp_route *r);
+/* Parses a retry_on list into WP_RETRY_* bits. Returns 0, or -1 with *bad / *bad_len naming
+ * the first unknown token. */
+int wp_retry_on_parse(const char *list, uint32_t *bits, const char **bad, size_t *bad_len);
+
+/* The fault filter (bootstrap_fault.c). bs_http_fault: an HTTPFault object into *c.
+ * bs_fault_filter: a new arena filter from http_filters[i].typed_config tc (NULL = empty
+ * HTTPFault), NULL after an error. bs_per_filter_config: o.typed_per_filter_config (only
+ * "envoy.filters.http.fault" is accepted) into *out, left alone when absent; marks the current
+ * HCM's filter as having per-route settings. */
+bool bs_http_fault(bs *b, json_t *o, struct wp_fault_config *c);
+struct wp_fault_filter *bs_fault_filter(bs *b, json_t *tc);
+bool bs_per_filter_config(bs *b, json_t *o, const struct wp_fault_config **out);
+
 /* route_config (RouteConfiguration) into rc; bootstrap_route.c. */
 bool bs_route_config(bs *b, json_t *o, wp_route_config *rc);
 

@@ -4,10 +4,15 @@
  *
  * Supported: RouteConfiguration {name, virtual_hosts, request/response_headers_to_add/remove,
  * ignore_port_in_host_matching, validate_clusters}; VirtualHost {name, domains, routes,
- * header ops}; Route {name, match, route | redirect | direct_response, header ops};
+ * header ops, retry_policy, include_request_attempt_count, include_attempt_count_in_response,
+ * request_body_buffer_limit, per_request_buffer_limit_bytes}; Route {name, match, route |
+ * redirect | direct_response, header ops, request_body_buffer_limit,
+ * per_request_buffer_limit_bytes}; VirtualHost and Route also typed_per_filter_config
+ * (only envoy.filters.http.fault, bootstrap_fault.c);
  * RouteMatch {prefix | path | safe_regex | path_separated_prefix, case_sensitive, headers,
  * query_parameters}; RouteAction {cluster | weighted_clusters, prefix_rewrite, regex_rewrite,
- * host_rewrite_literal, timeout, idle_timeout, retry_policy (kept as JSON)}. Messages for
+ * host_rewrite_literal, timeout, idle_timeout, retry_policy and request_mirror_policies
+ * (bootstrap_retry.c)}. Messages for
  * rules Envoy enforces copy Envoy's wording (source/common/router/config_impl.cc,
  * header_parser.cc) or protoc-gen-validate's.
  */
@@ -206,7 +211,7 @@ static bool dec_string_matcher(bs *b, json_t *o, void *arg)
 }
 
 /* HeaderMatcher; without a specifier it is a presence match, as in Envoy. */
-static bool dec_header_matcher(bs *b, json_t *o, void *arg)
+bool bs_header_matcher(bs *b, json_t *o, void *arg)
 {
     static const char *const legacy[] = {
         "exact_match",      "prefix_match",  "suffix_match", "contains_match",
@@ -292,7 +297,7 @@ static bool dec_match(bs *b, json_t *o, void *arg)
             (r->path[0] != '/' || r->path[r->path_len - 1] == '/' || strpbrk(r->path, "?#")))
             return bs_fail_at(b, k, "value does not match regex pattern \"^[^?#]+[^?#/]$\"");
     }
-    if (!bs_each(b, o, "headers", sizeof(wp_kv_matcher), &arr, &r->nheaders, dec_header_matcher))
+    if (!bs_each(b, o, "headers", sizeof(wp_kv_matcher), &arr, &r->nheaders, bs_header_matcher))
         return false;
     r->headers = arr;
     if (!bs_each(b, o, "query_parameters", sizeof(wp_kv_matcher), &arr, &r->nquery,
@@ -372,17 +377,15 @@ static bool dec_route_action(bs *b, json_t *o, void *arg)
     r->timeout_ms = 15000;
     if (!bs_fields(b, o,
                    "cluster weighted_clusters prefix_rewrite regex_rewrite host_rewrite_literal "
-                   "timeout idle_timeout retry_policy"))
+                   "timeout idle_timeout retry_policy request_mirror_policies"))
         return false;
     if (!!bs_get(o, "cluster") + !!bs_get(o, "weighted_clusters") != 1)
         return bs_fail(b, "exactly one of cluster, weighted_clusters is required");
     if (bs_get(o, "prefix_rewrite") && bs_get(o, "regex_rewrite"))
         return bs_fail(b, "Specify only one of prefix_rewrite, regex_rewrite or "
                           "path_rewrite_policy");
-    json_t *rp = bs_get(o, "retry_policy");
-    if (rp && !json_is_object(rp))
-        return bs_fail_at(b, "retry_policy", "wrong type: expected an object");
-    r->retry_policy = rp; /* borrowed from the snapshot's bootstrap */
+    if (!bs_retry_policy(b, o, &r->retry) || !bs_mirror_policies(b, o, r))
+        return false;
     r->cluster = -1;
     if (!bs_str(b, o, "cluster", &r->cluster_name) ||
         (r->cluster_name && !*r->cluster_name &&
@@ -466,8 +469,11 @@ static bool dec_route(bs *b, json_t *o, void *arg)
     static const char *const actions[] = {"route", "redirect", "direct_response", NULL};
     wp_route *r = arg;
     r->name = "";
-    if (!bs_fields(b, o, "name match route redirect direct_response" HEADER_OPS_FIELDS) ||
-        !bs_str(b, o, "name", &r->name))
+    if (!bs_fields(b, o,
+                   "name match route redirect direct_response request_body_buffer_limit "
+                   "per_request_buffer_limit_bytes typed_per_filter_config" HEADER_OPS_FIELDS) ||
+        !bs_str(b, o, "name", &r->name) || !bs_buffer_limits(b, o, &r->limits) ||
+        !bs_per_filter_config(b, o, &r->fault))
         return false;
     if (!bs_get(o, "match"))
         return bs_fail_at(b, "match", "missing required field");
@@ -486,8 +492,15 @@ static bool dec_vhost(bs *b, json_t *o, void *arg)
     wp_vhost *v = arg;
     json_t *d = bs_get(o, "domains");
     void *arr = NULL;
-    if (!bs_fields(b, o, "name domains routes" HEADER_OPS_FIELDS) ||
-        !bs_req_str(b, o, "name", &v->name))
+    if (!bs_fields(b, o,
+                   "name domains routes retry_policy include_request_attempt_count "
+                   "include_attempt_count_in_response request_body_buffer_limit "
+                   "per_request_buffer_limit_bytes typed_per_filter_config" HEADER_OPS_FIELDS) ||
+        !bs_req_str(b, o, "name", &v->name) || !bs_retry_policy(b, o, &v->retry) ||
+        !bs_bool(b, o, "include_request_attempt_count", &v->include_request_attempt_count) ||
+        !bs_bool(b, o, "include_attempt_count_in_response",
+                 &v->include_attempt_count_in_response) ||
+        !bs_buffer_limits(b, o, &v->limits) || !bs_per_filter_config(b, o, &v->fault))
         return false;
     if (!json_is_array(d) || json_array_size(d) == 0)
         return bs_fail_at(b, "domains",
@@ -507,6 +520,13 @@ static bool dec_vhost(bs *b, json_t *o, void *arg)
     if (b->failed || !bs_each(b, o, "routes", sizeof(wp_route), &arr, &v->nroutes, dec_route))
         return false;
     v->routes = arr;
+    for (size_t i = 0; i < v->nroutes; i++) { /* a route's own policy replaces the vhost's */
+        wp_route *r = &v->routes[i];
+        if (!r->retry)
+            r->retry = v->retry;
+        if (!r->limits.has_request_body_buffer_limit && !r->limits.has_per_request_buffer_limit)
+            r->limits = v->limits;
+    }
     return dec_req_resp_ops(b, o, &v->req, &v->resp);
 }
 

@@ -39,6 +39,10 @@
 
 /* ---------- shared pieces ---------- */
 
+/* The fault filter's settings and filter instance (proxy/fault.h). */
+struct wp_fault_config;
+struct wp_fault_filter;
+
 typedef struct {
     struct sockaddr_storage sa;
     socklen_t len;
@@ -124,6 +128,58 @@ typedef struct {
     bool strip_query;
 } wp_redirect;
 
+/* retry_policy (envoy.config.route.v3.RetryPolicy); retry_on tokens as bits. */
+enum {
+    WP_RETRY_5XX = 1u << 0,
+    WP_RETRY_GATEWAY_ERROR = 1u << 1,
+    WP_RETRY_RESET = 1u << 2,
+    WP_RETRY_RESET_BEFORE_REQUEST = 1u << 3,
+    WP_RETRY_CONNECT_FAILURE = 1u << 4,
+    WP_RETRY_RETRIABLE_4XX = 1u << 5,
+    WP_RETRY_REFUSED_STREAM = 1u << 6,
+    WP_RETRY_RETRIABLE_STATUS_CODES = 1u << 7,
+    WP_RETRY_RETRIABLE_HEADERS = 1u << 8,
+    WP_RETRY_ENVOY_RATELIMITED = 1u << 9,
+    WP_RETRY_HTTP3_POST_CONNECT_FAILURE = 1u << 10,
+    WP_RETRY_GRPC_CANCELLED = 1u << 11,
+    WP_RETRY_GRPC_DEADLINE_EXCEEDED = 1u << 12,
+    WP_RETRY_GRPC_INTERNAL = 1u << 13,
+    WP_RETRY_GRPC_RESOURCE_EXHAUSTED = 1u << 14,
+    WP_RETRY_GRPC_UNAVAILABLE = 1u << 15,
+};
+
+typedef struct {
+    uint32_t retry_on;                /* WP_RETRY_* bits */
+    uint32_t num_retries;             /* default 1 */
+    uint64_t per_try_timeout_ms;      /* 0 = none */
+    uint64_t per_try_idle_timeout_ms; /* 0 = none */
+    uint64_t base_interval_ms;        /* retry_back_off.base_interval, default 25 */
+    uint64_t max_interval_ms;         /* default 10 x base */
+    uint32_t *status_codes;           /* retriable_status_codes */
+    size_t nstatus_codes;
+    wp_kv_matcher *headers; /* retriable_headers */
+    size_t nheaders;
+    bool previous_hosts;                  /* retry_host_predicate previous_hosts */
+    uint32_t host_selection_max_attempts; /* host_selection_retry_max_attempts, default 1 */
+} wp_retry_policy;
+
+/* request_mirror_policies[] (RouteAction.RequestMirrorPolicy). */
+typedef struct {
+    const char *cluster_name;
+    int cluster;              /* -1: no such cluster, the shadow is skipped */
+    uint32_t numerator;       /* runtime_fraction.default_value; absent = 100 % */
+    uint32_t denominator;     /* 100, 10000 or 1000000 */
+    bool disable_host_suffix; /* disable_shadow_host_suffix_append */
+} wp_mirror_policy;
+
+/* Envoy 1.36 request_body_buffer_limit precedence (reference §3.2): the limit of a route's
+ * retry buffer. */
+typedef struct {
+    uint64_t request_body_buffer_limit; /* 0 = unset */
+    uint32_t per_request_buffer_limit_bytes;
+    bool has_request_body_buffer_limit, has_per_request_buffer_limit;
+} wp_buffer_limits;
+
 typedef struct wp_route {
     const char *name; /* route name, "" when unnamed (%ROUTE_NAME% prints "-") */
     /* match */
@@ -155,7 +211,12 @@ typedef struct wp_route {
     const char *direct_body;
     size_t direct_body_len;
     wp_header_ops req, resp;
-    json_t *retry_policy; /* kept for the retries issue; NULL when absent */
+    const wp_retry_policy *retry; /* the route's, else the virtual host's; NULL = none */
+    wp_buffer_limits limits;      /* the route's, else the virtual host's */
+    /* typed_per_filter_config["envoy.filters.http.fault"], NULL = none */
+    const struct wp_fault_config *fault;
+    const wp_mirror_policy *mirrors; /* request_mirror_policies */
+    size_t nmirrors;
 } wp_route;
 
 typedef struct wp_vhost {
@@ -165,6 +226,12 @@ typedef struct wp_vhost {
     wp_route *routes;
     size_t nroutes;
     wp_header_ops req, resp;
+    const wp_retry_policy *retry; /* NULL = none */
+    wp_buffer_limits limits;
+    bool include_request_attempt_count;     /* x-envoy-attempt-count upstream */
+    bool include_attempt_count_in_response; /* x-envoy-attempt-count downstream */
+    /* typed_per_filter_config["envoy.filters.http.fault"], NULL = none */
+    const struct wp_fault_config *fault;
 } wp_vhost;
 
 typedef struct wp_route_index wp_route_index; /* compiled domain lookup (route.c) */
@@ -209,6 +276,7 @@ typedef struct {
     uint32_t xff_num_trusted_hops;
     wp_access_log *access_logs;
     size_t naccess_logs;
+    struct wp_fault_filter *fault; /* http_filters envoy.filters.http.fault, NULL = absent */
 } wp_hcm;
 
 typedef struct wp_listener {
@@ -245,6 +313,20 @@ typedef struct {
     uint32_t max_connections, max_pending_requests, max_requests, max_retries;
 } wp_thresholds;
 
+/* outlier_detection (envoy.config.cluster.v3.OutlierDetection; consecutive detectors only,
+ * see outlier.h). Defaults as Envoy's DetectorConfig; durations in ms. */
+typedef struct {
+    bool enabled; /* the field was present */
+    uint32_t consecutive_5xx, consecutive_gateway_failure, consecutive_local_origin_failure;
+    uint32_t enforcing_consecutive_5xx, enforcing_consecutive_gateway_failure,
+        enforcing_consecutive_local_origin_failure; /* percent: 100, 0, 100 */
+    uint32_t max_ejection_percent;                  /* 10 */
+    uint64_t interval_ms, base_ejection_time_ms;    /* 10000, 30000 */
+    uint64_t max_ejection_time_ms;                  /* max(300000, base_ejection_time) */
+    uint64_t max_ejection_time_jitter_ms;           /* 0 */
+    bool split_external_local_origin_errors, always_eject_one_host;
+} wp_outlier_config;
+
 typedef struct wp_cluster {
     const char *name;
     const char *alt_stat_name; /* NULL = name */
@@ -258,6 +340,8 @@ typedef struct wp_cluster {
     uint64_t dns_refresh_rate_ms; /* default 5000 */
     wp_endpoint *endpoints;
     size_t nendpoints;
+    wp_outlier_config outlier;
+    uint32_t healthy_panic_threshold; /* common_lb_config, percent, default 50 */
     int index;
 } wp_cluster;
 

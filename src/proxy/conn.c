@@ -198,29 +198,54 @@ static void on_idle_timeout(uv_timer_t *t)
                           -1);
 }
 
+/* One timer serves two deadlines: the route (or request) timeout and the stream's try
+ * deadline (per-try timeout or back-off). It fires at the earlier one; the route timeout
+ * wins when both are due. */
 static void on_rq_timeout(uv_timer_t *t)
 {
     wp_dconn *d = t->data;
-    if (!d->rq_deadline)
-        return; /* cleared since it was armed */
     uint64_t now = uv_now(&d->w->loop);
-    if (now < d->rq_deadline) {
-        uv_timer_start(&d->rq_timer, d->rq_timer.timer_cb, d->rq_deadline - now, 0);
-        return;
+    if (d->rq_deadline && now >= d->rq_deadline) {
+        d->rq_deadline = 0;
+        if (d->stream)
+            wp_router_timeout(d->stream);
+    } else if (d->try_deadline && now >= d->try_deadline) {
+        d->try_deadline = 0;
+        if (d->stream)
+            wp_router_try_timer(d->stream);
     }
-    d->rq_deadline = 0;
-    if (d->stream)
-        wp_router_timeout(d->stream);
+    if (d->closing || uv_is_active((uv_handle_t *)&d->rq_timer))
+        return;
+    uint64_t next = d->rq_deadline;
+    if (d->try_deadline && (!next || d->try_deadline < next))
+        next = d->try_deadline;
+    if (next) /* a deadline still ahead (cleared ones are 0) */
+        uv_timer_start(&d->rq_timer, d->rq_timer.timer_cb, next > now ? next - now : 0, 0);
 }
 
-void wp_dconn_set_deadline(wp_dconn *d, uint64_t ms)
+static void arm_deadline(wp_dconn *d, uint64_t ms)
 {
-    uint64_t now = uv_now(&d->w->loop);
-    d->rq_deadline = now + ms;
     /* the timer only moves when the new deadline is earlier than where it is armed: a
      * cleared or later deadline is noticed when it fires (no timer work per request) */
     if (!uv_is_active((uv_handle_t *)&d->rq_timer) || uv_timer_get_due_in(&d->rq_timer) > ms)
         uv_timer_start(&d->rq_timer, d->rq_timer.timer_cb, ms, 0);
+}
+
+void wp_dconn_set_deadline(wp_dconn *d, uint64_t ms)
+{
+    d->rq_deadline = uv_now(&d->w->loop) + ms;
+    arm_deadline(d, ms);
+}
+
+void wp_dconn_set_try_deadline(wp_dconn *d, uint64_t ms)
+{
+    d->try_deadline = uv_now(&d->w->loop) + ms;
+    arm_deadline(d, ms);
+}
+
+void wp_dconn_clear_try_deadline(wp_dconn *d)
+{
+    d->try_deadline = 0;
 }
 
 void wp_dconn_clear_deadline(wp_dconn *d)
@@ -232,7 +257,7 @@ static void on_closed(uv_handle_t *h)
 {
     wp_dconn *d = h->data;
     /* three handles (tcp, idle_timer, rq_timer): free after the last close callback */
-    if (++d->closed_handles == 3)
+    if (++d->closed_handles == 3 + (int)d->fault_timer_on)
         free(d);
 }
 
@@ -257,6 +282,7 @@ void wp_dconn_close(wp_dconn *d)
         1);
     wp_hcm_stat(d, WP_S_downstream_cx_active, -1);
     wp_hcm_stat(d, WP_S_downstream_cx_http1_active, -1);
+    wp_pstats_dconn_closed(w->stats, d->hs, d->ls, uv_now(&w->loop) - d->start_ms);
     lis_stat(d, WP_LS_downstream_cx_destroy, 1);
     lis_stat(d, WP_LS_downstream_cx_active, -1);
     WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "closing connection (%s)",
@@ -273,6 +299,8 @@ void wp_dconn_close(wp_dconn *d)
     uv_close((uv_handle_t *)&d->tcp, on_closed);
     uv_close((uv_handle_t *)&d->idle_timer, on_closed);
     uv_close((uv_handle_t *)&d->rq_timer, on_closed);
+    if (d->fault_timer_on)
+        uv_close((uv_handle_t *)&d->fault_timer, on_closed);
 }
 
 void wp_addr_of(uv_tcp_t *t, bool peer, char *out, size_t cap)
@@ -351,6 +379,7 @@ void wp_dconn_on_accept(uv_stream_t *server, int status)
         return;
     d->w = w;
     d->listener = l;
+    d->start_ms = uv_now(&w->loop);
     d->hs = &w->srv->pstats->hcms[l - w->cfg->listeners];
     d->ls = &w->srv->pstats->listeners[l - w->cfg->listeners];
     d->alloc_cb = on_alloc;
@@ -485,9 +514,15 @@ static void stream_finish(wp_stream *s)
 {
     wp_dconn *d = s->d;
     s->si.end_ns = now_ns(d);
+    wp_pstats_stream_done(d->w->stats, d->w->srv->pstats, d->hs, s->cluster,
+                          d->listener->hcm.dynamic_stats, &s->si);
     wp_dconn_clear_deadline(d);
+    wp_fault_stream_end(s);
     wp_router_cancel(s);
     wp_pool_stream_end(s);
+    wp_retry_end(s);
+    if (s->retries_exhausted)
+        wp_si_set_flag(&s->si, WP_RF_URX);
     if (s->si.request)
         wp_hcm_stat(s->d, WP_S_downstream_rq_active, -1);
     if (s->si.response_code && s->resp_done) {
@@ -712,13 +747,6 @@ static int end_head(wp_stream *s, wf_strbuf *b, bool close, bool upgrade)
     return 0;
 }
 
-static bool hop_by_hop(const h1_str *n, bool upgrade)
-{
-    return WP_NAME_IS(n, "connection") || WP_NAME_IS(n, "keep-alive") ||
-           WP_NAME_IS(n, "proxy-connection") || WP_NAME_IS(n, "transfer-encoding") ||
-           (!upgrade && WP_NAME_IS(n, "upgrade"));
-}
-
 void wp_stream_local_reply(wp_stream *s, int status, const char *body, const char *details,
                            int flag)
 {
@@ -765,6 +793,30 @@ void wp_stream_local_reply(wp_stream *s, int status, const char *body, const cha
     int r = dwrite(d, bufs, blen ? 2 : 1);
     if (r == 0)
         stream_complete(s);
+}
+
+/* Upstream response fields the proxy drops or writes itself: hop-by-hop ones, server, date
+ * and x-envoy-upstream-service-time. Sorted by length first: most fields fail at the switch. */
+static bool resp_replaced(const h1_str *n, bool upgrade)
+{
+    switch (n->len) {
+    case 4:
+        return WP_NAME_IS(n, "date");
+    case 6:
+        return WP_NAME_IS(n, "server");
+    case 7:
+        return !upgrade && WP_NAME_IS(n, "upgrade");
+    case 10:
+        return WP_NAME_IS(n, "connection") || WP_NAME_IS(n, "keep-alive");
+    case 16:
+        return WP_NAME_IS(n, "proxy-connection");
+    case 17:
+        return WP_NAME_IS(n, "transfer-encoding");
+    case 29:
+        return WP_NAME_IS(n, "x-envoy-upstream-service-time");
+    default:
+        return false;
+    }
 }
 
 void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, size_t raw_len)
@@ -816,9 +868,7 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
     resp_ops(s, ops, &nops);
     for (size_t i = 0; i < s->nresp_hdrs; i++) {
         const h1_header *h = &s->resp_hdrs[i];
-        if (hop_by_hop(&h->name, upgrade) || WP_NAME_IS(&h->name, "server") ||
-            WP_NAME_IS(&h->name, "date") || WP_NAME_IS(&h->name, "x-envoy-upstream-service-time") ||
-            wp_hops_drops(ops, nops, &h->name))
+        if (resp_replaced(&h->name, upgrade) || wp_hops_drops(ops, nops, &h->name))
             continue;
         wf_strbuf_append(b, h->name.p, h->name.len);
         wf_strbuf_append(b, ": ", 2);
@@ -1028,7 +1078,8 @@ static void on_request_headers(wp_stream *s)
     uint64_t rt = d->listener->hcm.request_timeout_ms;
     if (rt)
         wp_dconn_set_deadline(d, rt);
-    wp_router_start(s);
+    if (wp_fault_on_request_headers(s)) /* the fault filter may delay or answer instead */
+        wp_router_start(s);
 }
 
 static void on_request_complete(wp_stream *s)

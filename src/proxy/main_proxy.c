@@ -40,7 +40,15 @@ static void usage(FILE *f)
             "      --version                   print the version\n"
             "\n"
             "Exit codes: 0 clean shutdown or valid configuration, 1 invalid configuration or\n"
-            "start failure, 2 bad command line.\n");
+            "start failure, 2 bad command line.\n"
+            "\n"
+            "Environment (test hooks, not for production):\n"
+            "  WEFT_PROXY_TEST_SEED=N          seed the workers' random generators with N\n"
+            "                                  (worker i uses N+i): reproducible fault filter\n"
+            "                                  percentages, weighted clusters and request ids\n"
+            "  WEFT_PROXY_TEST_BACKOFF_JITTER=max|zero  retry back-offs at the top (interval\n"
+            "                                  - 1 ms) or bottom (0) of Envoy's jittered\n"
+            "                                  interval instead of a uniform draw\n");
 }
 
 static int parse_uint(const char *flag, const char *s, uint64_t max, uint64_t *out)

@@ -31,6 +31,8 @@
 #include "http/h1_parser.h"
 #include "proxy/alog_sink.h"
 #include "proxy/config.h"
+#include "proxy/fault.h"
+#include "proxy/outlier.h"
 #include "proxy/pstats.h"
 #include "proxy/route.h"
 #include "proxy/stream_info.h"
@@ -80,6 +82,7 @@ typedef struct {
     atomic_uint cx_open, rq_pending, rq_active, retries_active; /* circuit breaker gauges */
     wp_host_rt *hosts;                                          /* per endpoint */
     wp_cstats st;                                               /* stat slots */
+    wp_od_cluster od;                                           /* outlier detection (outlier.h) */
 } wp_cluster_rt;
 
 /* ---------- upstream ---------- */
@@ -103,6 +106,7 @@ struct wp_uconn {
     h1_header hdrs[WP_MAX_HEADERS];
     uint32_t requests;   /* requests sent on this connection */
     uint64_t idle_since; /* uv_now when it last went back to the pool */
+    uint64_t start_ms;   /* uv_now when the connect began (cx_connect_ms, cx_length_ms) */
     bool writing, reading, pinned, closing, response_seen;
     int closed_handles;
     char local[64];
@@ -117,6 +121,7 @@ struct wp_pool {
     uint32_t rr;       /* round robin cursor */
     uint32_t *host_rq; /* per host active requests on this worker (least request) */
     int64_t *cw;       /* smooth weighted round robin state per host */
+    bool panic;        /* the current pick is in panic mode (outlier.h) */
 };
 
 /* ---------- downstream ---------- */
@@ -137,10 +142,16 @@ struct wp_dconn {
     struct wp_dconn *prev, *next; /* worker's connection list */
     char remote[48], local[48];   /* "ip:port", "[v6]:port" */
     uint64_t last_activity;       /* loop time (ms) of the last read or write */
+    uint64_t start_ms;            /* loop time (ms) of the accept (downstream_cx_length_ms) */
     uint64_t rq_deadline;         /* loop time (ms) of the route/request timeout, 0 = none */
+    uint64_t try_deadline;        /* loop time (ms) of the per-try timeout or back-off, 0 = none */
     bool writing, reading, peer_closed, closing, close_after;
     bool tunnel;
     bool in_process; /* parsing: upstream writes wait until the pass ends */
+    /* the fault filter's delay of the current stream (fault.c); initialised on first use
+     * (fault_timer_on) and closed with the connection */
+    uv_timer_t fault_timer;
+    bool fault_timer_on;
     int closed_handles;
     uv_alloc_cb alloc_cb;
 };
@@ -187,6 +198,28 @@ struct wp_stream {
     bool local_reply;
     char details_buf[192];
     char tfr_buf[128];
+    wp_fault_stream fault; /* fault filter state (fault.c) */
+    /* retries (router_retry.c); rp NULL = no retry state (none, used up, or abandoned) */
+    const wp_retry_policy *rp;
+    uint32_t retries_left, backoffs;
+    uint64_t retry_limit;   /* retry buffer limit, bytes */
+    bool retry_buffering;   /* request body kept in the retry buffer for replay */
+    bool backoff_pending;   /* waiting for the back-off: no attempt in flight */
+    bool retry_slot;        /* holds a max_retries circuit-breaker slot */
+    bool per_try_armed;     /* this attempt's per-try timeout runs (try deadline) */
+    bool retries_exhausted; /* a failure matched the policy with no retry left: URX */
+    uint8_t shadow_mask;    /* mirror policies chosen for this request, not yet sent */
+    bool idle_armed;        /* this attempt's per_try_idle_timeout runs */
+    uint64_t try_end;       /* loop ms when the per-try timeout expires (per_try_armed) */
+    uint64_t up_activity;   /* loop ms of the attempt's last upstream read (idle_armed) */
+    uint8_t ntried;         /* hosts of earlier attempts (previous_hosts) */
+    int tried[8];
+    wp_buf *rb_head, *rb_tail; /* the retry buffer: WP_BUF_SIZE blocks */
+    size_t rb_len;             /* bytes kept */
+    size_t rb_sent;            /* bytes of them this attempt has written */
+    size_t wr_rb;              /* bytes of the buffer in the pending upstream write */
+    bool wr_direct;            /* the pending upstream write holds body_ptr */
+    char up_local[64];         /* the last attempt's local address (uconn.local) */
     /* ---- from here on, kept when a stream is reused (not zeroed per request) ---- */
     struct wp_stream *next_free;
     wf_strbuf extra;
@@ -228,7 +261,9 @@ struct wp_worker {
     void *free_wreqs; /* singly linked through the first word */
     size_t nfree_wreqs;
     wp_dconn *conns;
+    struct wp_shadow *shadows; /* mirrored requests in flight (shadow.c) */
     uint64_t rng;
+    int backoff_jitter;   /* wp_jitter_mode (retry.h); a test hook, uniform by default */
     atomic_int cmd;       /* 0 none, 1 drain, 2 stop */
     atomic_size_t nconns; /* open downstream connections (read by the main thread) */
     bool draining;
@@ -265,6 +300,10 @@ void wp_addr_of(uv_tcp_t *t, bool peer, char *out, size_t cap);
  * (wp_router_timeout); clear cancels it. Both are O(1) in the common case. */
 void wp_dconn_set_deadline(wp_dconn *d, uint64_t ms);
 void wp_dconn_clear_deadline(wp_dconn *d);
+/* The same for the stream's try timer (per-try timeout or back-off, wp_router_try_timer);
+ * it shares the route timeout's timer handle. */
+void wp_dconn_set_try_deadline(wp_dconn *d, uint64_t ms);
+void wp_dconn_clear_try_deadline(wp_dconn *d);
 /* Local reply on stream s (Envoy sendLocalReply): status, body (may be ""), details. */
 void wp_stream_local_reply(wp_stream *s, int status, const char *body, const char *details,
                            int flag /* wp_response_flag or -1 */);
@@ -280,6 +319,9 @@ void wp_stream_resume_upstream_read(wp_stream *s);
 void wp_stream_body_written(wp_stream *s);
 
 /* router.c */
+/* The request as the route matcher sees it (method, target, Host, headers); rq points into
+ * s's request head. */
+void wp_router_route_req(const wp_stream *s, wp_route_req *rq);
 void wp_router_start(wp_stream *s);
 void wp_router_on_connected(wp_stream *s, wp_uconn *u);
 void wp_router_on_reset(wp_stream *s, int reason, const char *transport_failure);
@@ -291,6 +333,45 @@ void wp_router_on_upstream_written(wp_stream *s);
 /* Writes what the stream has for the upstream now (deferred during parsing). */
 void wp_router_flush(wp_stream *s);
 void wp_router_timeout(wp_stream *s);
+/* The try deadline passed: a per-try timeout or the end of a back-off. */
+void wp_router_try_timer(wp_stream *s);
+/* Ends an attempt: the upstream connection goes back (reusable) or is closed. */
+void wp_router_end_upstream(wp_stream *s, bool reusable);
+
+/* router_retry.c: the retry state machine of one stream (Envoy's RetryStateImpl plus the
+ * router's retry/shadow buffer, reference §3 and §4). */
+/* Sets up the retry state when the route has a policy (call once the cluster is known). */
+void wp_retry_begin(wp_stream *s);
+/* A request body slice arrived (s->body_ptr): keep it for replay (body_ptr cleared), or
+ * give retries up when the buffer limit is crossed (507 when no attempt is in flight).
+ * Returns 1 when the stream was answered (507), else 0. */
+int wp_retry_body(wp_stream *s);
+/* Up to max buffers of the retry buffer from byte off on, appended at bufs[*n] (*n grows);
+ * returns the bytes in them. wp_retry_slices starts at this attempt's rb_sent. */
+size_t wp_retry_slices_from(wp_stream *s, size_t off, uv_buf_t *bufs, unsigned *n, unsigned max);
+size_t wp_retry_slices(wp_stream *s, uv_buf_t *bufs, unsigned *n, unsigned max);
+/* The attempt ended by a reset / a response / a per-try timeout: true when a retry was
+ * scheduled (the caller stops), false when the failure goes downstream (URX set when
+ * retries ran out). */
+bool wp_retry_after_reset(wp_stream *s, int reason);
+bool wp_retry_after_response(wp_stream *s, const h1_message *m);
+bool wp_retry_after_per_try_timeout(wp_stream *s);
+/* Arms the per-try (and per-try idle) timeout when the attempt is connected and the
+ * request complete. */
+void wp_retry_arm_per_try(wp_stream *s);
+/* The try deadline passed with no back-off pending: 1 when the per-try timeout expired,
+ * 2 when the per-try idle timeout did, 0 when neither (the deadline is re-armed). */
+int wp_retry_try_due(wp_stream *s);
+/* The response started: the per-try timeout stops, the idle timeout goes on. */
+void wp_retry_response_started(wp_stream *s);
+/* Both per-try timers stop (the attempt ended). */
+void wp_retry_disarm(wp_stream *s);
+/* The back-off ended: start the next attempt. */
+void wp_retry_fire(wp_stream *s);
+/* The stream ends: release the buffer, the breaker slot, the timers. */
+void wp_retry_end(wp_stream *s);
+/* previous_hosts: whether host must be skipped for this attempt. */
+bool wp_retry_host_tried(const wp_stream *s, int host);
 
 /* upstream.c */
 int wp_pools_init(wp_worker *w);

@@ -16,8 +16,13 @@ static const char *const hcm_names[] = {WP_HCM_STATS(NAME_)};
 static const bool hcm_gauge[] = {WP_HCM_STATS(TYPE_)};
 static const char *const listener_names[] = {WP_LISTENER_STATS(NAME_)};
 static const bool listener_gauge[] = {WP_LISTENER_STATS(TYPE_)};
+#define HNAME_(name) #name,
+static const char *const cluster_hists[] = {WP_CLUSTER_HISTS(HNAME_)};
+static const char *const hcm_hists[] = {WP_HCM_HISTS(HNAME_)};
+static const char *const listener_hists[] = {WP_LISTENER_HISTS(HNAME_)};
 #undef NAME_
 #undef TYPE_
+#undef HNAME_
 
 static uint32_t reg(wp_stats *st, bool gauge, const char *scope, const char *name)
 {
@@ -41,12 +46,30 @@ static void reg_table(wp_stats *st, const char *scope, const char *const *names,
         slots[i] = reg(st, gauge[i], scope, names[i]);
 }
 
+static void reg_hists(wp_stats *st, const char *scope, const char *const *names, size_t n,
+                      uint32_t *ids)
+{
+    wf_strbuf b = WF_STRBUF_INIT;
+    for (size_t i = 0; i < n; i++) {
+        wf_strbuf_reset(&b);
+        wf_strbuf_printf(&b, "%s.%s", scope, names[i]);
+        ids[i] = wf_strbuf_failed(&b) ? WP_STAT_INVALID : wp_stats_histogram(st, b.data);
+    }
+    wf_strbuf_free(&b);
+}
+
 wp_pstats *wp_pstats_register(wp_stats *store, const wp_config *cfg)
 {
     wp_pstats *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
     p->store = store;
+    wp_stats_matcher *m = wp_stats_matcher_new(cfg->stats_config, NULL, NULL);
+    if (!m) {
+        free(p);
+        return NULL;
+    }
+    wp_stats_set_matcher(store, m);
     p->clusters = calloc(cfg->nclusters ? cfg->nclusters : 1, sizeof(*p->clusters));
     p->hcms = calloc(cfg->nlisteners ? cfg->nlisteners : 1, sizeof(*p->hcms));
     p->listeners = calloc(cfg->nlisteners ? cfg->nlisteners : 1, sizeof(*p->listeners));
@@ -61,6 +84,7 @@ wp_pstats *wp_pstats_register(wp_stats *store, const wp_config *cfg)
         wf_strbuf_printf(&scope, "cluster.%s", c->alt_stat_name ? c->alt_stat_name : c->name);
         reg_table(store, scope.data, cluster_names, cluster_gauge, WP_CS_COUNT_,
                   p->clusters[i].slot);
+        reg_hists(store, scope.data, cluster_hists, WP_CH_COUNT_, p->clusters[i].hist);
         wf_strbuf_puts(&scope, ".upstream_rq");
         p->clusters[i].rq_codes = wp_stats_code_scope(store, scope.data);
     }
@@ -69,10 +93,12 @@ wp_pstats *wp_pstats_register(wp_stats *store, const wp_config *cfg)
         wf_strbuf_reset(&scope);
         wf_strbuf_printf(&scope, "http.%s", l->hcm.stat_prefix);
         reg_table(store, scope.data, hcm_names, hcm_gauge, WP_HS_COUNT_, p->hcms[i].slot);
+        reg_hists(store, scope.data, hcm_hists, WP_HH_COUNT_, p->hcms[i].hist);
         wf_strbuf_reset(&scope);
         wf_strbuf_printf(&scope, "listener.%s", l->stat_name);
         reg_table(store, scope.data, listener_names, listener_gauge, WP_LS_COUNT_,
                   p->listeners[i].slot);
+        reg_hists(store, scope.data, listener_hists, WP_LH_COUNT_, p->listeners[i].hist);
     }
     wf_strbuf_free(&scope);
     p->server_live = wp_stats_gauge(store, "server.live");

@@ -6,7 +6,14 @@
  * configuration/upstream/cluster_manager/cluster_stats, configuration/listeners/stats,
  * configuration/http/http_conn_man/stats and the router filter's stats.
  *
- * Workers increment through their shard (wp_pstat_inc / wp_pstat_add): no lock, no
+ * Histograms (milliseconds, Envoy's names): cluster.<name>.upstream_rq_time,
+ * upstream_cx_connect_ms, upstream_cx_length_ms; http.<stat_prefix>.downstream_rq_time,
+ * downstream_cx_length_ms; listener.<address>.downstream_cx_length_ms.
+ *
+ * The snapshot's stats_config (stats_matcher, histogram_bucket_settings) is installed in the
+ * store before anything is registered, so rejected names are never created.
+ *
+ * Workers increment through their shard (wp_stat_add, wp_hist_record): no lock, no
  * allocation after the first use of a status code.
  */
 #ifndef WEFT_PROXY_PSTATS_H
@@ -16,6 +23,7 @@
 
 #include "proxy/config.h"
 #include "proxy/stats.h"
+#include "proxy/stream_info.h"
 
 #define WP_CLUSTER_STATS(X)                                                                        \
     X(upstream_cx_total, C)                                                                        \
@@ -44,6 +52,12 @@
     X(upstream_rq_rx_reset, C)                                                                     \
     X(upstream_rq_tx_reset, C)                                                                     \
     X(upstream_rq_retry, C)                                                                        \
+    X(upstream_rq_retry_success, C)                                                                \
+    X(upstream_rq_retry_limit_exceeded, C)                                                         \
+    X(upstream_rq_retry_overflow, C)                                                               \
+    X(upstream_rq_retry_backoff_exponential, C)                                                    \
+    X(upstream_rq_per_try_timeout, C)                                                              \
+    X(upstream_rq_per_try_idle_timeout, C)                                                         \
     X(retry_or_shadow_abandoned, C)                                                                \
     X(membership_healthy, G)                                                                       \
     X(membership_total, G)                                                                         \
@@ -95,27 +109,50 @@
     X(downstream_cx_destroy, C)                                                                    \
     X(no_filter_chain_match, C)
 
+#define WP_CLUSTER_HISTS(X)                                                                        \
+    X(upstream_rq_time)                                                                            \
+    X(upstream_cx_connect_ms)                                                                      \
+    X(upstream_cx_length_ms)
+
+#define WP_HCM_HISTS(X)                                                                            \
+    X(downstream_rq_time)                                                                          \
+    X(downstream_cx_length_ms)
+
+#define WP_LISTENER_HISTS(X) X(downstream_cx_length_ms)
+
 #define WP_ENUM_(name, type)  WP_S_##name,
 #define WP_LENUM_(name, type) WP_LS_##name,
 enum { WP_CLUSTER_STATS(WP_ENUM_) WP_CS_COUNT_ };
 enum { WP_HCM_STATS(WP_ENUM_) WP_HS_COUNT_ };
 enum { WP_LISTENER_STATS(WP_LENUM_) WP_LS_COUNT_ };
+#define WP_CHENUM_(name) WP_CH_##name,
+#define WP_HHENUM_(name) WP_HH_##name,
+#define WP_LHENUM_(name) WP_LH_##name,
+enum { WP_CLUSTER_HISTS(WP_CHENUM_) WP_CH_COUNT_ };
+enum { WP_HCM_HISTS(WP_HHENUM_) WP_HH_COUNT_ };
+enum { WP_LISTENER_HISTS(WP_LHENUM_) WP_LH_COUNT_ };
 #undef WP_ENUM_
 #undef WP_LENUM_
-/* Cluster and HCM constants are WP_S_<name>, listener ones WP_LS_<name>; each table is
- * indexed through its own struct below. */
+#undef WP_CHENUM_
+#undef WP_HHENUM_
+#undef WP_LHENUM_
+/* Cluster and HCM constants are WP_S_<name>, listener ones WP_LS_<name>; histograms are
+ * WP_CH_ / WP_HH_ / WP_LH_<name>; each table is indexed through its own struct below. */
 
 typedef struct {
     uint32_t slot[WP_CS_COUNT_];
     uint32_t rq_codes; /* code scope "cluster.<name>.upstream_rq" */
+    uint32_t hist[WP_CH_COUNT_];
 } wp_cstats;
 
 typedef struct {
     uint32_t slot[WP_HS_COUNT_];
+    uint32_t hist[WP_HH_COUNT_];
 } wp_hstats;
 
 typedef struct {
     uint32_t slot[WP_LS_COUNT_];
+    uint32_t hist[WP_LH_COUNT_];
 } wp_lstats;
 
 /* Every stat of one snapshot; built by wp_pstats_register. */
@@ -131,9 +168,46 @@ typedef struct wp_pstats {
 
 typedef wp_stats_shard wp_pstats_shard;
 
-/* Registers the stats of cfg in store (store borrowed). Returns NULL on out of memory. The
- * result is freed with wp_pstats_free (not the store). */
+/* Installs cfg->stats_config's matcher in store (stats_matcher.h), then registers the stats
+ * of cfg in it (store borrowed). Returns NULL on out of memory (or a stats_config the loader
+ * should have refused). The result is freed with wp_pstats_free (not the store). */
 wp_pstats *wp_pstats_register(wp_stats *store, const wp_config *cfg);
 void wp_pstats_free(wp_pstats *p);
+
+/* ---- recording helpers (the worker's shard; no lock, no allocation) ---- */
+
+/* A stream ended: http.<prefix>.downstream_rq_time (start to end) and, when the upstream
+ * response completed after the request was fully received and the router's dynamic_stats is
+ * on, cluster.<name>.upstream_rq_time (request complete to response complete), as Envoy's
+ * HCM and router (Router::Filter::onUpstreamComplete). Times in si are ns; recorded in ms. */
+static inline void wp_pstats_stream_done(wp_stats_shard *sh, const wp_pstats *p,
+                                         const wp_hstats *hs, int cluster, bool dynamic_stats,
+                                         const wp_stream_info *si)
+{
+    if (si->end_ns >= si->start_ns)
+        wp_hist_record(sh, hs->hist[WP_HH_downstream_rq_time],
+                       (si->end_ns - si->start_ns) / 1000000u);
+    if (cluster >= 0 && dynamic_stats && si->last_rx_ns &&
+        si->last_upstream_rx_ns >= si->last_rx_ns)
+        wp_hist_record(sh, p->clusters[cluster].hist[WP_CH_upstream_rq_time],
+                       (si->last_upstream_rx_ns - si->last_rx_ns) / 1000000u);
+}
+
+/* A downstream connection closed after ms milliseconds: downstream_cx_length_ms of its HCM
+ * and of its listener. */
+static inline void wp_pstats_dconn_closed(wp_stats_shard *sh, const wp_hstats *hs,
+                                          const wp_lstats *ls, uint64_t ms)
+{
+    wp_hist_record(sh, hs->hist[WP_HH_downstream_cx_length_ms], ms);
+    wp_hist_record(sh, ls->hist[WP_LH_downstream_cx_length_ms], ms);
+}
+
+/* Histogram `which` (WP_CH_*) of cluster index c. */
+static inline void wp_pstats_cluster_hist(wp_stats_shard *sh, const wp_pstats *p, int c, int which,
+                                          uint64_t value)
+{
+    if (c >= 0)
+        wp_hist_record(sh, p->clusters[c].hist[which], value);
+}
 
 #endif

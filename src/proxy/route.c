@@ -547,6 +547,16 @@ static bool route_matches(wp_regex_ctx *rx, const wp_route *r, const wp_route_re
     return true;
 }
 
+bool wp_route_headers_match(wp_regex_ctx *rx, const wp_route_req *req, const wp_kv_matcher *m,
+                            size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!header_matches(rx, req, &m[i]))
+            return false;
+    }
+    return true;
+}
+
 const wp_route *wp_route_match(wp_regex_ctx *rx, const wp_vhost *vh, const wp_route_req *req)
 {
     if (!vh || !req)

@@ -151,6 +151,12 @@ bool wp_string_match(wp_regex_ctx *rx, const wp_string_matcher *m, const char *s
 /* The first route of vh matching req, or NULL (404 NR for the caller). vh NULL returns NULL. */
 const wp_route *wp_route_match(wp_regex_ctx *rx, const wp_vhost *vh, const wp_route_req *req);
 
+/* True when every header matcher of m[0..n) matches req, with the route matcher's rules above
+ * (Envoy's HeaderUtility::matchHeaders); n == 0 is true. Used by filters that carry header
+ * matchers of their own (the fault filter's `headers`). No allocation. */
+bool wp_route_headers_match(wp_regex_ctx *rx, const wp_route_req *req, const wp_kv_matcher *m,
+                            size_t n);
+
 /* Index into r->weighted chosen by random, or -1 when the route has no weighted clusters or
  * all weights are 0. Uses r->total_weight when non-zero, else the sum of the weights. */
 int wp_route_pick_weighted(const wp_route *r, uint64_t random);

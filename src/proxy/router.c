@@ -29,6 +29,8 @@
 #include "core/log.h"
 #include "proxy/headers.h"
 #include "proxy/proxy_internal.h"
+#include "proxy/retry.h"
+#include "proxy/shadow.h"
 
 const char *wp_reset_reason_string(int reason)
 {
@@ -51,6 +53,8 @@ const char *wp_reset_reason_string(int reason)
         return "local reset";
     }
 }
+
+static void launch_shadows(wp_stream *s);
 
 static void cstat(wp_stream *s, int which, int64_t delta)
 {
@@ -87,7 +91,7 @@ static const char *host_of(const wp_stream *s, size_t *len)
     return "";
 }
 
-static void fill_route_req(const wp_stream *s, wp_route_req *rq)
+void wp_router_route_req(const wp_stream *s, wp_route_req *rq)
 {
     memset(rq, 0, sizeof(*rq));
     rq->method = s->req.method.p;
@@ -117,7 +121,7 @@ void wp_router_start(wp_stream *s)
     wp_worker *w = s->d->w;
     const wp_route_config *rc = s->d->listener->hcm.route_config;
     wp_route_req rq;
-    fill_route_req(s, &rq);
+    wp_router_route_req(s, &rq);
     s->weighted = -1;
     wp_hcm_stat(s->d, WP_S_rq_total, 1); /* Envoy's router counts every request it decodes */
     const wp_vhost *vh = rc ? wp_route_find_vhost(rc, rq.authority, rq.authority_len) : NULL;
@@ -163,6 +167,9 @@ void wp_router_start(wp_stream *s)
                   s->req.target.p);
     if (s->req_complete)
         start_timeout(s);
+    wp_retry_begin(s);
+    if (s->shadow_mask && s->req_complete)
+        launch_shadows(s);
     wp_pool_request(w, s);
 }
 
@@ -208,6 +215,16 @@ static bool skip_request_header(const wp_stream *s, const h1_str *n)
         WP_NAME_IS(n, "x-envoy-upstream-rq-timeout-ms") ||
         WP_NAME_IS(n, "x-envoy-expected-rq-timeout-ms") || WP_NAME_IS(n, "x-envoy-original-path"))
         return true;
+    if (n->len > 8 && strncasecmp(n->p, "x-envoy-", 8) == 0 &&
+        (WP_NAME_IS(n, "x-envoy-retry-on") || WP_NAME_IS(n, "x-envoy-retry-grpc-on") ||
+         WP_NAME_IS(n, "x-envoy-max-retries") ||
+         WP_NAME_IS(n, "x-envoy-hedge-on-per-try-timeout") ||
+         WP_NAME_IS(n, "x-envoy-retriable-header-names") ||
+         WP_NAME_IS(n, "x-envoy-retriable-status-codes") ||
+         WP_NAME_IS(n, "x-envoy-upstream-rq-per-try-timeout-ms")))
+        return true; /* consumed by the router, never forwarded (Envoy) */
+    if (WP_NAME_IS(n, "x-envoy-attempt-count"))
+        return s->vhost && s->vhost->include_request_attempt_count;
     if (WP_NAME_IS(n, "upgrade"))
         return !s->upgrade;
     if (WP_NAME_IS(n, "host"))
@@ -240,9 +257,8 @@ static void put_request_line(wp_stream *s, wf_strbuf *b)
     }
 }
 
-static void build_upstream_head(wp_stream *s)
+static void build_upstream_head(wp_stream *s, wf_strbuf *b)
 {
-    wf_strbuf *b = &s->up_head;
     const wp_hcm *h = &s->d->listener->hcm;
     const wp_header_ops *ops[4];
     size_t nops = req_ops(s, ops);
@@ -275,6 +291,8 @@ static void build_upstream_head(wp_stream *s)
                          sizeof("x-forwarded-proto: http\r\n") - 1);
     if (s->route->timeout_ms && !h->suppress_envoy_headers)
         wp_hdr_put_num(b, "x-envoy-expected-rq-timeout-ms", 30, s->route->timeout_ms);
+    if (s->vhost && s->vhost->include_request_attempt_count)
+        wp_hdr_put_num(b, "x-envoy-attempt-count", 21, s->si.attempt_count);
     wp_hops_emit(b, ops, nops, s->req.headers, s->req.nheaders);
     if (s->req.framing == H1_BODY_LENGTH)
         wp_hdr_put_num(b, "content-length", 14, s->req.content_length);
@@ -286,8 +304,73 @@ static void build_upstream_head(wp_stream *s)
     wf_strbuf_append(b, "\r\n", 2);
 }
 
-/* Writes what is ready for the upstream: head (once), the pending body slice, the end of
- * a chunked body. Completion is synchronous or comes through wp_router_on_upstream_written. */
+/* The request head for a shadow: the upstream head with "-shadow" added to the Host. */
+static int shadow_head(wp_stream *s, const wp_mirror_policy *m, wf_strbuf *out)
+{
+    wf_strbuf b = {0};
+    build_upstream_head(s, &b);
+    if (wf_strbuf_failed(&b)) {
+        wf_strbuf_free(&b);
+        return -1;
+    }
+    const char *h = b.data, *end = b.data + b.len, *line = strstr(h, "\r\n") + 2;
+    while (line < end && !(line[0] == '\r' && line[1] == '\n')) {
+        const char *eol = strstr(line, "\r\n");
+        if (!m->disable_host_suffix && (size_t)(eol - line) > 5 &&
+            strncasecmp(line, "host:", 5) == 0) {
+            const char *v = line + 5;
+            while (*v == ' ' || *v == '\t')
+                v++;
+            char host[1024];
+            size_t n = wp_shadow_host(v, (size_t)(eol - v), host, sizeof(host));
+            if (n == 0)
+                break;
+            wf_strbuf_append(out, h, (size_t)(v - h));
+            wf_strbuf_append(out, host, n);
+            wf_strbuf_append(out, eol, (size_t)(end - eol));
+            wf_strbuf_free(&b);
+            return wf_strbuf_failed(out) ? -1 : 0;
+        }
+        line = eol + 2;
+    }
+    wf_strbuf_append(out, b.data, b.len);
+    wf_strbuf_free(&b);
+    return wf_strbuf_failed(out) ? -1 : 0;
+}
+
+/* The request is complete: each chosen mirror policy gets its shadow (shadow.h). */
+static void launch_shadows(wp_stream *s)
+{
+    uint8_t mask = s->shadow_mask;
+    s->shadow_mask = 0;
+    uv_buf_t bufs[72];
+    unsigned n = 1; /* bufs[0]: chunk-size line of a chunked body */
+    size_t body = wp_retry_slices_from(s, 0, bufs, &n, 68);
+    char line[24];
+    unsigned first = 1;
+    if (s->req_chunked) {
+        first = 0;
+        bufs[0] = uv_buf_init(line, (unsigned)snprintf(line, sizeof(line), "%zx\r\n", body));
+        if (body)
+            bufs[n++] = uv_buf_init("\r\n0\r\n\r\n", 7);
+        else
+            bufs[0] = uv_buf_init("0\r\n\r\n", 5);
+    }
+    for (size_t i = 0; i < s->route->nmirrors && i < 8; i++) {
+        if (!(mask & (1u << i)))
+            continue;
+        const wp_mirror_policy *m = &s->route->mirrors[i];
+        wf_strbuf head = {0};
+        if (shadow_head(s, m, &head) == 0)
+            wp_shadow_send(s->d->w, m->cluster, head.data, head.len, bufs + first, n - first,
+                           s->route->timeout_ms);
+        wf_strbuf_free(&head);
+    }
+}
+
+/* Writes what is ready for the upstream: head (once), the retry buffer from where this
+ * attempt is, the pending body slice (only once the buffer is all out), the end of a
+ * chunked body. Completion is synchronous or comes through wp_router_on_upstream_written. */
 static void flush_upstream(wp_stream *s)
 {
     wp_uconn *u = s->up;
@@ -300,46 +383,56 @@ static void flush_upstream(wp_stream *s)
         s->flush_pending = true;
         return;
     }
-    uv_buf_t bufs[5];
+    uv_buf_t bufs[16];
     unsigned n = 0;
     if (!s->head_sent) {
         bufs[n++] = uv_buf_init(s->up_head.data, (unsigned)s->up_head.len);
         s->head_sent = true;
         s->si.first_upstream_tx_ns = uv_now(&s->d->w->loop) * 1000000ULL;
     }
-    bool had_body = s->body_ptr != NULL;
-    if (s->body_ptr && s->body_len) {
-        if (s->req_chunked && !s->d->tunnel) {
-            int l = snprintf(s->chunk_line, sizeof(s->chunk_line), "%zx\r\n", s->body_len);
-            bufs[n++] = uv_buf_init(s->chunk_line, (unsigned)l);
-            bufs[n++] = uv_buf_init((char *)s->body_ptr, (unsigned)s->body_len);
-            bufs[n++] = uv_buf_init("\r\n", 2);
-        } else {
-            bufs[n++] = uv_buf_init((char *)s->body_ptr, (unsigned)s->body_len);
-        }
+    bool chunked = s->req_chunked && !s->d->tunnel;
+    unsigned chunk_at = n;
+    n += chunked; /* room for the chunk-size line */
+    size_t rb = wp_retry_slices(s, bufs, &n, 8);
+    bool direct = s->body_ptr && s->body_len && s->rb_sent + rb == s->rb_len;
+    if (direct)
+        bufs[n++] = uv_buf_init((char *)s->body_ptr, (unsigned)s->body_len);
+    size_t body = rb + (direct ? s->body_len : 0);
+    if (chunked && body) {
+        int l = snprintf(s->chunk_line, sizeof(s->chunk_line), "%zx\r\n", body);
+        bufs[chunk_at] = uv_buf_init(s->chunk_line, (unsigned)l);
+        bufs[n++] = uv_buf_init("\r\n", 2);
+    } else if (chunked) {
+        memmove(&bufs[chunk_at], &bufs[chunk_at + 1], (n - chunk_at - 1) * sizeof(bufs[0]));
+        n--;
     }
-    if (s->req_complete && !s->req_end_sent && !s->d->tunnel) {
-        if (s->req_chunked && !s->body_ptr)
+    bool all_out = s->rb_sent + rb == s->rb_len && (!s->body_ptr || direct);
+    if (s->req_complete && !s->req_end_sent && !s->d->tunnel && all_out) {
+        if (chunked)
             bufs[n++] = uv_buf_init("0\r\n\r\n", 5);
-        if (!s->body_ptr || !s->req_chunked)
-            s->req_end_sent = true;
+        s->req_end_sent = true;
     }
     if (n == 0)
         return;
     int r = wp_uconn_write(u, bufs, n);
     if (r < 0)
         return; /* the connection reports the reset */
-    if (r == 1 && had_body)
-        s->body_inflight = true;
-    if (r == 0) {
-        s->si.last_upstream_tx_ns = uv_now(&s->d->w->loop) * 1000000ULL;
-        if (had_body) {
-            s->body_ptr = NULL;
-            s->body_len = 0;
-            if (s->req_complete && !s->req_end_sent)
-                flush_upstream(s);
-        }
+    if (r == 1) {
+        s->wr_rb = rb;
+        s->wr_direct = direct;
+        s->body_inflight = rb || direct;
+        return;
     }
+    s->si.last_upstream_tx_ns = uv_now(&s->d->w->loop) * 1000000ULL;
+    s->rb_sent += rb;
+    if (direct) {
+        s->body_ptr = NULL; /* the caller notices and parses on */
+        s->body_len = 0;
+    }
+    if ((rb || direct) && s->req_complete && !s->req_end_sent)
+        flush_upstream(s);
+    else if (rb && !direct && s->body_ptr)
+        flush_upstream(s); /* the buffer is out: the direct slice follows */
 }
 
 void wp_router_flush(wp_stream *s)
@@ -351,8 +444,11 @@ void wp_router_flush(wp_stream *s)
 void wp_router_on_upstream_written(wp_stream *s)
 {
     s->si.last_upstream_tx_ns = uv_now(&s->d->w->loop) * 1000000ULL;
-    if (s->body_inflight) {
-        s->body_inflight = false;
+    s->rb_sent += s->wr_rb;
+    s->wr_rb = 0;
+    s->body_inflight = false;
+    if (s->wr_direct) {
+        s->wr_direct = false;
         /* continues parsing the downstream buffer; what follows (more body, the end of a
          * chunked body) is flushed from there. s may be gone afterwards. */
         wp_stream_body_written(s);
@@ -367,7 +463,9 @@ void wp_router_on_connected(wp_stream *s, wp_uconn *u)
     u->stream = s;
     /* the snapshot outlives the stream (it holds a reference) */
     s->si.upstream_host = s->cfg->clusters[s->cluster].endpoints[u->host].addr.text;
-    s->si.upstream_local = u->local;
+    /* copied: an attempt's connection may be gone before the access log is written */
+    memcpy(s->up_local, u->local, sizeof(s->up_local));
+    s->si.upstream_local = s->up_local;
     s->si.upstream_connection_id = u->id;
     s->si.attempt_count++;
     s->host = u->host;
@@ -379,11 +477,12 @@ void wp_router_on_connected(wp_stream *s, wp_uconn *u)
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
                   "pool ready: upstream connection %llu to %s", (unsigned long long)u->id,
                   s->si.upstream_host);
-    build_upstream_head(s);
+    build_upstream_head(s, &s->up_head);
     if (wf_strbuf_failed(&s->up_head)) {
         wp_router_on_reset(s, WP_RESET_LOCAL_RESET, NULL);
         return;
     }
+    wp_retry_arm_per_try(s);
     bool had_body = s->body_ptr != NULL;
     flush_upstream(s);
     if (had_body && !s->body_ptr && !s->body_inflight)
@@ -398,14 +497,20 @@ void wp_router_request_body(wp_stream *s)
         s->body_len = d->rlen - d->rstart;
         d->rstart = d->rlen;
     }
-    if (s->req_complete)
+    if (wp_retry_body(s) != 0)
+        return; /* answered 507 */
+    if (s->req_complete) {
         start_timeout(s);
+        wp_retry_arm_per_try(s);
+        if (s->shadow_mask)
+            launch_shadows(s);
+    }
     flush_upstream(s);
 }
 
 /* ---------- responses, resets, timeouts ---------- */
 
-static void end_upstream(wp_stream *s, bool reusable)
+void wp_router_end_upstream(wp_stream *s, bool reusable)
 {
     wp_uconn *u = s->up;
     if (!u)
@@ -440,11 +545,16 @@ static void reset_after_response_started(wp_stream *s, int reason)
 
 void wp_router_on_reset(wp_stream *s, int reason, const char *tfr)
 {
-    end_upstream(s, false);
+    wp_router_end_upstream(s, false);
+    if (reason != WP_RESET_OVERFLOW) /* a cluster-wide overflow is not the host's fault */
+        wp_outlier_report(s, WP_OD_CONNECT_FAILED, 0);
     if (s->resp_started) {
         reset_after_response_started(s, reason);
         return;
     }
+    wp_retry_disarm(s);
+    if (s->cluster >= 0 && wp_retry_after_reset(s, reason))
+        return;
     int flag = WP_RF_LR, status = 503;
     switch (reason) {
     case WP_RESET_LOCAL_CONNECTION_FAILURE:
@@ -504,13 +614,16 @@ void wp_router_timeout(wp_stream *s)
         return;
     }
     cstat(s, WP_S_upstream_rq_timeout, 1);
+    s->backoff_pending = false; /* the route timeout ends every try and back-off */
+    wp_retry_disarm(s);
     if (s->host >= 0)
         atomic_fetch_add_explicit(&s->d->w->srv->crt[s->cluster].hosts[s->host].rq_timeout, 1,
                                   memory_order_relaxed);
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id, "upstream timeout");
     if (s->up) {
         cstat(s, WP_S_upstream_rq_tx_reset, 1);
-        end_upstream(s, false);
+        wp_outlier_report(s, WP_OD_TIMEOUT, 0); /* Envoy: a host the pool handed over */
+        wp_router_end_upstream(s, false);
     } else {
         wp_pool_cancel(s);
     }
@@ -523,6 +636,52 @@ void wp_router_timeout(wp_stream *s)
     wp_stream_local_reply(s, 504, "upstream request timeout", "response_timeout", WP_RF_UT);
 }
 
+/* A per-try (idle) timeout expired (Envoy onPerTryTimeout / onPerTryIdleTimeout): the try
+ * is reset and retried when the policy retries resets, else 504 UT with
+ * upstream_per_try_timeout / upstream_per_try_idle_timeout; after the response started the
+ * client's connection is reset. */
+static void per_try_timeout(wp_stream *s, bool idle)
+{
+    wp_retry_disarm(s);
+    cstat(s, idle ? WP_S_upstream_rq_per_try_idle_timeout : WP_S_upstream_rq_per_try_timeout, 1);
+    if (s->host >= 0)
+        atomic_fetch_add_explicit(&s->d->w->srv->crt[s->cluster].hosts[s->host].rq_timeout, 1,
+                                  memory_order_relaxed);
+    WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id, "upstream per try %s",
+                  idle ? "idle timeout" : "timeout");
+    if (s->up) {
+        cstat(s, WP_S_upstream_rq_tx_reset, 1);
+        wp_router_end_upstream(s, false);
+    } else {
+        wp_pool_cancel(s);
+    }
+    if (s->resp_started) {
+        wp_si_set_flag(&s->si, WP_RF_UT);
+        s->si.details = "upstream_per_try_idle_timeout";
+        s->upstream_failed = true;
+        wp_dconn_close(s->d);
+        return;
+    }
+    if (wp_retry_after_per_try_timeout(s))
+        return;
+    count_code(s, 504);
+    cstat(s, WP_S_upstream_rq_completed, 1);
+    wp_stream_local_reply(s, 504, "upstream request timeout",
+                          idle ? "upstream_per_try_idle_timeout" : "upstream_per_try_timeout",
+                          WP_RF_UT);
+}
+
+void wp_router_try_timer(wp_stream *s)
+{
+    if (s->backoff_pending) {
+        wp_retry_fire(s);
+        return;
+    }
+    int due = wp_retry_try_due(s);
+    if (due)
+        per_try_timeout(s, due == 2);
+}
+
 void wp_router_cancel(wp_stream *s)
 {
     if (s->pending)
@@ -531,19 +690,28 @@ void wp_router_cancel(wp_stream *s)
         bool done = s->resp_done && s->req_end_sent;
         if (!done)
             cstat(s, WP_S_upstream_rq_tx_reset, 1);
-        end_upstream(s, false);
+        wp_router_end_upstream(s, false);
     }
 }
 
-/* The upstream's response head arrived. */
-static void on_response_headers(wp_stream *s, wp_uconn *u, const char *base, size_t used)
+/* The upstream's response head arrived. Returns false when the response is dropped for a
+ * retry (the attempt ended; u is no longer the stream's). */
+static bool on_response_headers(wp_stream *s, wp_uconn *u, const char *base, size_t used)
 {
     const h1_message *m = &u->parser.msg;
+    wp_outlier_report(s, WP_OD_HTTP, m->status); /* before the retry decision, as Envoy */
+    if (wp_retry_after_response(s, m)) {
+        WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
+                      "upstream response %d: retrying", m->status);
+        return false;
+    }
+    wp_retry_response_started(s);
     wp_dconn_clear_deadline(s->d); /* the route timeout covers until the response starts */
     s->timer_started = true;
     count_code(s, m->status);
     u->response_seen = true;
     wp_stream_resp_headers(s, m, base, used);
+    return true;
 }
 
 static void on_response_done(wp_stream *s, wp_uconn *u)
@@ -555,7 +723,7 @@ static void on_response_done(wp_stream *s, wp_uconn *u)
         atomic_fetch_add_explicit(s->si.response_code >= 500 ? &h->rq_error : &h->rq_success, 1,
                                   memory_order_relaxed);
     }
-    end_upstream(s, reusable);
+    wp_router_end_upstream(s, reusable);
     wp_stream_resp_done(s);
 }
 
@@ -565,6 +733,8 @@ void wp_router_on_upstream_data(wp_uconn *u)
     while (u->rbuf && !u->closing) {
         wp_stream *s = u->stream;
         size_t avail = u->rlen - u->rstart;
+        if (s && s->idle_armed)
+            s->up_activity = uv_now(&u->w->loop); /* per_try_idle_timeout: progress */
         if (!s) {
             if (avail)
                 wp_uconn_close(u, true); /* bytes nobody asked for */
@@ -604,7 +774,8 @@ void wp_router_on_upstream_data(wp_uconn *u)
                 wp_router_on_reset(s, WP_RESET_PROTOCOL_ERROR, NULL);
                 return;
             }
-            on_response_headers(s, u, base, used);
+            if (!on_response_headers(s, u, base, used))
+                return;
             if (s->d->tunnel)
                 wp_dconn_kick(s->d);
             break;
@@ -640,7 +811,7 @@ void wp_router_on_upstream_eof(wp_uconn *u)
     if (!s)
         return;
     if (s->d->tunnel) {
-        end_upstream(s, false);
+        wp_router_end_upstream(s, false);
         s->resp_done = true;
         wp_dconn_close(s->d);
         return;

@@ -22,7 +22,7 @@ typedef struct {
     const wp_server_opts *opts;
     uv_loop_t *loop;
     uv_signal_t sigterm, sigint;
-    uv_timer_t drain_timer, gauge_timer;
+    uv_timer_t drain_timer, gauge_timer, od_timer;
     uint64_t drain_deadline;
     wp_admin *admin;
     bool stopping;
@@ -82,6 +82,7 @@ static void stop_all(wp_main *m)
     uv_close((uv_handle_t *)&m->sigint, NULL);
     uv_close((uv_handle_t *)&m->drain_timer, NULL);
     uv_close((uv_handle_t *)&m->gauge_timer, NULL);
+    uv_close((uv_handle_t *)&m->od_timer, NULL);
     if (m->admin)
         wp_admin_close(m->admin);
 }
@@ -148,6 +149,16 @@ static void on_gauges(uv_timer_t *t)
     m->last_uptime = up;
 }
 
+/* Outlier detection's interval sweeps (outlier.h), on the main thread as Envoy's. */
+static void on_outlier_timer(uv_timer_t *t)
+{
+    wp_main *m = t->data;
+    wp_stats_shard *sh = wp_stats_get_shard(m->srv.pstats->store, m->srv.nworkers);
+    uint64_t next = wp_outlier_server_tick(&m->srv, sh, uv_now(m->loop));
+    if (next && !m->stopping)
+        uv_timer_start(&m->od_timer, on_outlier_timer, next, 0);
+}
+
 static void resolve_dns_clusters(wp_config *cfg)
 {
     for (size_t i = 0; i < cfg->nclusters; i++) {
@@ -204,7 +215,7 @@ static int init_cluster_rt(wp_server *srv)
         if (!srv->crt[i].hosts)
             return -1;
     }
-    return 0;
+    return wp_outlier_server_init(srv, uv_hrtime() / 1000000u);
 }
 
 static void set_gauge(wp_server *srv, uint32_t slot, int64_t v)
@@ -244,6 +255,7 @@ static void free_server(wp_main *m, unsigned nstarted)
     if (srv->crt)
         for (size_t i = 0; i < srv->cfg->nclusters; i++)
             free(srv->crt[i].hosts);
+    wp_outlier_server_free(srv);
     free(srv->crt);
     if (srv->pstats) {
         wp_stats_free(srv->pstats->store);
@@ -313,6 +325,10 @@ int wp_server_run(const wp_server_opts *o)
     atomic_store(&m.srv.next_stream_id, 1);
     wp_stats *store = wp_stats_new(m.srv.nworkers + 1);
     m.srv.pstats = store ? wp_pstats_register(store, m.srv.cfg) : NULL;
+    if (m.srv.pstats && wp_fault_register_stats(store, m.srv.cfg) != 0) {
+        wp_pstats_free(m.srv.pstats); /* reported as out of memory below */
+        m.srv.pstats = NULL;
+    }
     if (!m.srv.pstats) {
         wp_stats_free(store);
         wf_strbuf_puts(&err, "out of memory");
@@ -341,6 +357,9 @@ int wp_server_run(const wp_server_opts *o)
     uv_timer_init(&loop, &m.gauge_timer);
     m.drain_timer.data = m.gauge_timer.data = &m;
     uv_timer_start(&m.gauge_timer, on_gauges, 1000, 1000);
+    uv_timer_init(&loop, &m.od_timer);
+    m.od_timer.data = &m;
+    on_outlier_timer(&m.od_timer);
     initial_gauges(&m.srv);
     for (unsigned i = 0; i < m.srv.nworkers; i++)
         wp_worker_start(&m.srv.workers[i]);

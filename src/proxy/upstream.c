@@ -3,9 +3,11 @@
  * cluster load balancers, as documented in intro/arch_overview/upstream/connection_pooling,
  * load_balancing/load_balancers and circuit_breaking).
  *
- *  - Hosts: endpoints whose health_status is UNHEALTHY, DRAINING or TIMEOUT are not
- *    chosen; UNKNOWN, HEALTHY and DEGRADED are. No host left: 503 "no healthy upstream",
- *    details no_healthy_upstream, flag UH, stat upstream_cx_none_healthy.
+ *  - Hosts: endpoints whose health_status is UNHEALTHY, DRAINING or TIMEOUT, and hosts
+ *    ejected by outlier detection, are not chosen; UNKNOWN, HEALTHY and DEGRADED are. Below
+ *    healthy_panic_threshold (default 50 %) usable hosts, every host is (panic, outlier.h).
+ *    No host left: 503 "no healthy upstream", details no_healthy_upstream, flag UH, stat
+ *    upstream_cx_none_healthy.
  *  - Load balancing: ROUND_ROBIN (weights honoured with a smooth weighted round robin),
  *    LEAST_REQUEST (two random choices, fewer active requests wins; Envoy's P2C default),
  *    RANDOM.
@@ -66,10 +68,10 @@ void wp_pools_free(wp_worker *w)
     w->pools = NULL;
 }
 
-static bool host_ok(const wp_endpoint *e)
+/* EDS health and outlier ejection (outlier.h); in panic mode every host. */
+static bool host_ok(const wp_pool *p, const wp_cluster *c, size_t i)
 {
-    return e->health != WP_HEALTH_UNHEALTHY && e->health != WP_HEALTH_DRAINING &&
-           e->health != WP_HEALTH_TIMEOUT;
+    return p->panic || wp_od_host_usable(&p->w->srv->crt[p->cluster].od, c, i);
 }
 
 /* Smooth weighted round robin over healthy hosts (equal weights: plain rotation). */
@@ -78,7 +80,7 @@ static int pick_rr(wp_pool *p, const wp_cluster *c)
     int best = -1;
     int64_t total = 0;
     for (size_t i = 0; i < c->nendpoints; i++) {
-        if (!host_ok(&c->endpoints[i]))
+        if (!host_ok(p, c, i))
             continue;
         int64_t wgt = c->endpoints[i].weight ? c->endpoints[i].weight : 1;
         p->cw[i] += wgt;
@@ -91,20 +93,31 @@ static int pick_rr(wp_pool *p, const wp_cluster *c)
     return best;
 }
 
+/* Another worker may eject a host between the count and this pass: then the last usable
+ * host is taken (-1 when none is left). */
 static int pick_random_healthy(wp_pool *p, const wp_cluster *c, size_t healthy)
 {
     uint64_t k = wp_rand(p->w) % healthy;
-    for (size_t i = 0; i < c->nendpoints; i++)
-        if (host_ok(&c->endpoints[i]) && k-- == 0)
+    int last = -1;
+    for (size_t i = 0; i < c->nendpoints; i++) {
+        if (!host_ok(p, c, i))
+            continue;
+        if (k-- == 0)
             return (int)i;
-    return -1;
+        last = (int)i;
+    }
+    return last;
 }
 
 static int pick_host(wp_pool *p, const wp_cluster *c)
 {
     size_t healthy = 0;
+    p->panic = false;
     for (size_t i = 0; i < c->nendpoints; i++)
-        healthy += host_ok(&c->endpoints[i]);
+        healthy += host_ok(p, c, i);
+    p->panic = wp_od_lb_panic(&p->w->srv->crt[p->cluster].od, c, healthy, p->w->stats);
+    if (p->panic)
+        healthy = c->nendpoints;
     if (healthy == 0)
         return -1;
     switch (c->lb_policy) {
@@ -112,6 +125,8 @@ static int pick_host(wp_pool *p, const wp_cluster *c)
         return pick_random_healthy(p, c, healthy);
     case WP_LB_LEAST_REQUEST: {
         int a = pick_random_healthy(p, c, healthy), b = pick_random_healthy(p, c, healthy);
+        if (a < 0 || b < 0)
+            return a < 0 ? b : a;
         return p->host_rq[b] < p->host_rq[a] ? b : a;
     }
     default:
@@ -204,6 +219,8 @@ void wp_uconn_close(wp_uconn *u, bool local)
         s->up = NULL;
         wp_router_on_reset(s, WP_RESET_LOCAL_RESET, NULL);
     }
+    wp_pstats_cluster_hist(w->stats, w->srv->pstats, c, WP_CH_upstream_cx_length_ms,
+                           uv_now(&w->loop) - u->start_ms);
     wp_cluster_stat(w, c, WP_S_upstream_cx_destroy, 1);
     wp_cluster_stat(w, c, local ? WP_S_upstream_cx_destroy_local : WP_S_upstream_cx_destroy_remote,
                     1);
@@ -373,6 +390,8 @@ static void u_on_connect(uv_connect_t *req, int status)
             wp_router_on_reset(s, WP_RESET_REMOTE_CONNECTION_FAILURE, tfr);
         return;
     }
+    wp_pstats_cluster_hist(w->stats, w->srv->pstats, c, WP_CH_upstream_cx_connect_ms,
+                           uv_now(&w->loop) - u->start_ms);
     uv_tcp_nodelay(&u->tcp, 1);
     wp_addr_of(&u->tcp, false, u->local, sizeof(u->local));
     u->state = WP_UC_BUSY;
@@ -437,6 +456,7 @@ void wp_pool_assign(wp_uconn *u, wp_stream *s)
     wp_host_rt *h = host_rt(u);
     atomic_fetch_add_explicit(&h->rq_active, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&h->rq_total, 1, memory_order_relaxed);
+    wp_outlier_report(s, WP_OD_CONNECT_SUCCESS, 0);
     wp_router_on_connected(s, u);
 }
 
@@ -454,6 +474,7 @@ static void connect_new(wp_pool *p, int host, wp_stream *s)
     u->host = host;
     u->id = atomic_fetch_add(&w->srv->next_conn_id, 1);
     u->state = WP_UC_CONNECTING;
+    u->start_ms = uv_now(&w->loop);
     uv_tcp_init(&w->loop, &u->tcp);
     uv_timer_init(&w->loop, &u->timer);
     u->tcp.data = u->timer.data = u->connect.data = u;
@@ -496,6 +517,12 @@ int wp_pool_request(wp_worker *w, wp_stream *s)
     wp_cluster_rt *rt = &w->srv->crt[s->cluster];
     wp_pool *p = &w->pools[s->cluster];
     int host = pick_host(p, c);
+    /* retry_host_predicate previous_hosts: re-pick up to host_selection_retry_max_attempts
+     * times while the choice is a host an earlier attempt used (Envoy then keeps the last) */
+    uint32_t repick =
+        s->route && s->route->retry ? s->route->retry->host_selection_max_attempts : 0;
+    for (uint32_t k = 0; host >= 0 && s->ntried && k < repick && wp_retry_host_tried(s, host); k++)
+        host = pick_host(p, c);
     if (host < 0) {
         wp_cluster_stat(w, s->cluster, WP_S_upstream_cx_none_healthy, 1);
         wp_code_stat_add(

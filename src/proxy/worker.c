@@ -14,6 +14,8 @@
 #include "core/log.h"
 #include "proxy/alog_sink.h"
 #include "proxy/proxy_internal.h"
+#include "proxy/retry.h"
+#include "proxy/shadow.h"
 #include "proxy/worker.h"
 
 static int listen_socket(const wp_listener *l, wf_strbuf *err)
@@ -81,6 +83,7 @@ static void on_async(uv_async_t *a)
                 while (p->idle[h])
                     wp_uconn_close(p->idle[h], true);
         }
+        wp_shadows_close(w);
         uv_close((uv_handle_t *)&w->async, NULL);
         if (w->alog)
             wp_alog_writer_close(w->alog, alog_closed);
@@ -95,8 +98,17 @@ int wp_worker_init(wp_worker *w, wp_server *srv, unsigned id, wf_strbuf *err)
     w->id = id;
     w->srv = srv;
     w->rng = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)id * 0xBF58476D1CE4E5B9ULL) ^ uv_hrtime();
+    const char *seed = getenv("WEFT_PROXY_TEST_SEED"); /* test hook: reproducible draws */
+    if (seed && *seed)
+        w->rng = (strtoull(seed, NULL, 10) + id + 1) * 0x9E3779B97F4A7C15ULL;
     if (w->rng == 0)
         w->rng = 1;
+    /* test hook: back-offs at the top or bottom of their interval instead of uniform */
+    const char *jitter = getenv("WEFT_PROXY_TEST_BACKOFF_JITTER");
+    w->backoff_jitter = !jitter                       ? WP_JITTER_UNIFORM
+                        : strcmp(jitter, "max") == 0  ? WP_JITTER_MAX
+                        : strcmp(jitter, "zero") == 0 ? WP_JITTER_ZERO
+                                                      : WP_JITTER_UNIFORM;
     if (uv_loop_init(&w->loop) != 0) {
         wf_strbuf_puts(err, "cannot create an event loop");
         return -1;

@@ -347,9 +347,12 @@ def test_connect_timeout_503_uf(apps, proxy_factory):
 
 
 def test_no_healthy_upstream_503_uh(apps, proxy_factory):
+    # healthy_panic_threshold 0: with Envoy's default 50 % a cluster with no healthy host is
+    # in panic and uses every host (test_proxy_outlier.py); 0 is what Istio sets
     bs = bootstrap([listener(simple_routes(), access_logs=json_logs())],
                    [cluster("backend", [endpoint(apps["a"], health="UNHEALTHY"),
-                                        endpoint(apps["b"], health="UNHEALTHY")])])
+                                        endpoint(apps["b"], health="UNHEALTHY")],
+                            common_lb_config={"healthy_panic_threshold": {"value": 0}})])
     proxy = proxy_factory(bs)
     status, _, body = proxy.request("GET", "/healthz")
     assert status == 503

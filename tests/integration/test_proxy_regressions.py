@@ -147,7 +147,8 @@ def test_unsolicited_101_is_a_protocol_error(proxy_factory):
 
 
 @pytest.mark.parametrize("stats_config,message", [
-    ({"stats_matcher": {"reject_all": True}}, "stats_config.stats_matcher: not supported yet"),
+    ({"stats_matcher": {"inclusion_list": {"patterns": []}}},
+     "stats_config.stats_matcher.inclusion_list.patterns: value must contain at least 1 item(s)"),
     ({"stats_tags": [{"tag_name": "x", "regex": "(("}]}, "stats_config"),
 ])
 def test_stats_config_is_checked_not_ignored(tmp_path, stats_config, message):

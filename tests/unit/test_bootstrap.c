@@ -159,7 +159,8 @@ static void check_full(wp_config *c)
     assert_int_equal(r->timeout_ms, 2000);
     assert_true(r->has_idle_timeout);
     assert_int_equal(r->idle_timeout_ms, 10000);
-    assert_int_equal(json_integer_value(json_object_get(r->retry_policy, "num_retries")), 2);
+    assert_non_null(r->retry);
+    assert_int_equal(r->retry->num_retries, 2);
 
     r = &v->routes[1];
     assert_string_equal(r->name, "");
@@ -280,7 +281,7 @@ static void test_defaults(void **state)
     assert_int_equal(r->timeout_ms, 15000);
     assert_false(r->has_idle_timeout);
     assert_int_equal(r->cluster, 0);
-    assert_null(r->retry_policy);
+    assert_null(r->retry);
     wp_cluster *cl = &c->clusters[0];
     assert_int_equal(cl->type, WP_CLUSTER_STATIC);
     assert_int_equal(cl->lb_policy, WP_LB_ROUND_ROBIN);
@@ -435,7 +436,8 @@ static void test_error_rds_and_filters(void **state)
                       "\"envoy.filters.http.router\"}],",
                       ROUTE_OK, CLUSTER_OK),
                  "t.json: " LPFX ".http_filters[0].name: unsupported http filter "
-                 "\"envoy.filters.http.cors\" (only envoy.filters.http.router is supported)");
+                 "\"envoy.filters.http.cors\" (supported: envoy.filters.http.fault, "
+                 "envoy.filters.http.router)");
     expect_error(boot("", ROUTE_OK, CLUSTER_OK),
                  "t.json: " LPFX ".http_filters: the http filter chain must end with "
                  "envoy.filters.http.router");
