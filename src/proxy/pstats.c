@@ -85,8 +85,12 @@ wp_pstats *wp_pstats_register(wp_stats *store, const wp_config *cfg)
         reg_table(store, scope.data, cluster_names, cluster_gauge, WP_CS_COUNT_,
                   p->clusters[i].slot);
         reg_hists(store, scope.data, cluster_hists, WP_CH_COUNT_, p->clusters[i].hist);
+        size_t base = scope.len;
         wf_strbuf_puts(&scope, ".upstream_rq");
         p->clusters[i].rq_codes = wp_stats_code_scope(store, scope.data);
+        scope.len = base;
+        wf_strbuf_puts(&scope, ".retry.upstream_rq");
+        p->clusters[i].retry_codes = wp_stats_code_scope(store, scope.data);
     }
     for (size_t i = 0; i < cfg->nlisteners; i++) {
         const wp_listener *l = &cfg->listeners[i];

@@ -141,7 +141,8 @@ enum { WP_LISTENER_HISTS(WP_LHENUM_) WP_LH_COUNT_ };
 
 typedef struct {
     uint32_t slot[WP_CS_COUNT_];
-    uint32_t rq_codes; /* code scope "cluster.<name>.upstream_rq" */
+    uint32_t rq_codes;    /* code scope "cluster.<name>.upstream_rq" */
+    uint32_t retry_codes; /* "cluster.<name>.retry.upstream_rq": responses that were retried */
     uint32_t hist[WP_CH_COUNT_];
 } wp_cstats;
 

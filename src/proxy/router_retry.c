@@ -246,7 +246,15 @@ bool wp_retry_after_response(wp_stream *s, const h1_message *m)
             cstat(s, WP_S_upstream_rq_retry_success);
         return false;
     }
-    return schedule(s);
+    if (!schedule(s))
+        return false;
+    /* a retried response counts as retry.upstream_rq_<code>, not upstream_rq_<code> */
+    wp_worker *w = s->d->w;
+    if (s->d->listener->hcm.dynamic_stats)
+        wp_code_stat_add(
+            wp_stats_code_local(w->stats, w->srv->pstats->clusters[s->cluster].retry_codes),
+            (unsigned)m->status);
+    return true;
 }
 
 bool wp_retry_after_per_try_timeout(wp_stream *s)

@@ -47,6 +47,7 @@ def test_5xx_retried_until_success(proxy_factory, upstreams):
     assert _stat(p, "upstream_rq_retry") == 2
     assert _stat(p, "upstream_rq_retry_success") == 1
     assert _stat(p, "upstream_rq_503") == 0 and _stat(p, "upstream_rq_200") == 1
+    assert _stat(p, "retry.upstream_rq_503") == 2 and _stat(p, "retry.upstream_rq_5xx") == 2
 
 
 def test_default_istio_policy_replays_post_503_then_urx(proxy_factory, upstreams):
