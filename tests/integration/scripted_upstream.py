@@ -8,6 +8,7 @@ Actions:
   "reset"        close right after the head (no response)
   ("status", N)  read the body, answer N ("status=N"), keep the connection
   ("delay", MS, N)  read the body, wait MS milliseconds, answer N, keep the connection
+  ("headers", N, {name: value})  read the body, answer N with these extra header fields
   ("stall", MS)  read the body, send a 200 head and half of a 10-byte body, wait MS
                  milliseconds, send the rest
 
@@ -99,8 +100,11 @@ class ScriptedUpstream:
         return b"", rest
 
     @staticmethod
-    def _answer(c, status, body):
-        c.sendall(b"HTTP/1.1 %d X\r\ncontent-length: %d\r\n\r\n%s" % (status, len(body), body))
+    def _answer(c, status, body, extra=None):
+        fields = b"".join(b"%s: %s\r\n" % (k.encode(), v.encode())
+                          for k, v in (extra or {}).items())
+        c.sendall(b"HTTP/1.1 %d X\r\n%scontent-length: %d\r\n\r\n%s"
+                  % (status, fields, len(body), body))
 
     def _serve(self, c):
         buf = b""
@@ -129,6 +133,8 @@ class ScriptedUpstream:
                     self._answer(c, 200, b"received=%d" % len(body))
                 elif act[0] == "status":
                     self._answer(c, act[1], b"status=%d" % act[1])
+                elif act[0] == "headers":
+                    self._answer(c, act[1], b"status=%d" % act[1], act[2])
                 elif act[0] == "stall":
                     c.sendall(b"HTTP/1.1 200 X\r\ncontent-length: 10\r\n\r\nhello")
                     time.sleep(act[1] / 1000.0)

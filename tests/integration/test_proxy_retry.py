@@ -143,12 +143,38 @@ def test_retry_on_status_conditions(proxy_factory, upstreams, retry_on, status, 
     assert up.count() == (2 if retried else 1)
 
 
-def test_retriable_headers_and_grpc_status(proxy_factory, upstreams):
-    up = upstreams([("status", 200), "200"])
-    # grpc-status only from a trailers-only response head: our scripted 200 has none, so
-    # the request is not retried
-    p = _proxy(proxy_factory, [up.port], {"retry_on": "unavailable", "num_retries": 1})
-    assert p.request("GET", "/")[0] == 200 and up.count() == 1
+@pytest.mark.parametrize("retry_on,headers,retried", [
+    ("unavailable", {"grpc-status": "14"}, True),
+    ("cancelled", {"grpc-status": "1"}, True),
+    ("deadline-exceeded", {"grpc-status": "4"}, True),
+    ("internal", {"grpc-status": "13"}, True),
+    ("resource-exhausted", {"grpc-status": "8"}, True),
+    ("unavailable", {"grpc-status": "13"}, False),
+    ("unavailable", {}, False),
+    ("envoy-ratelimited", {"x-envoy-ratelimited": "true"}, True),
+    ("envoy-ratelimited", {}, False),
+    ("retriable-headers", {"x-upstream-retry": "yes"}, True),
+    ("retriable-headers", {"x-upstream-retry": "no"}, False),
+])
+def test_retry_on_response_headers(proxy_factory, upstreams, retry_on, headers, retried):
+    """gRPC tokens act on a grpc-status in the response head (trailers-only responses);
+    envoy-ratelimited on x-envoy-ratelimited; retriable-headers on a configured matcher."""
+    up = upstreams([("headers", 200 if "grpc-status" in headers or not headers else 429,
+                     headers), "200"])
+    policy = {"retry_on": retry_on, "num_retries": 1}
+    if retry_on == "retriable-headers":
+        policy["retriable_headers"] = [{"name": "x-upstream-retry",
+                                        "string_match": {"exact": "yes"}}]
+    p = _proxy(proxy_factory, [up.port], policy)
+    p.request("GET", "/")
+    assert up.count() == (2 if retried else 1)
+
+
+@pytest.mark.parametrize("retry_on", ["refused-stream", "http3-post-connect-failure"])
+def test_http2_and_http3_conditions_never_match_on_http1(proxy_factory, upstreams, retry_on):
+    up = upstreams(["reset", "200"])
+    p = _proxy(proxy_factory, [up.port], {"retry_on": retry_on, "num_retries": 1})
+    assert p.request("GET", "/")[0] == 503 and up.count() == 1
 
 
 def test_per_try_timeout_without_route_timeout(proxy_factory, upstreams):
