@@ -95,7 +95,29 @@ static bool ieq_n(h1_str s, const char *lit, size_t n)
  * so most comparisons end at the length check. */
 #define str_ieq(s, lit) ieq_n((s), "" lit, sizeof(lit) - 1)
 
-static h1_str trim_ows(h1_str s)
+/* Every byte a field-value may hold (VCHAR, obs-text, SP, HTAB), eight at a time: a word
+ * with no byte below 0x20 and no DEL needs no closer look (the "has less than" and "has
+ * zero" bit tricks); a word that has one is checked byte by byte (HTAB is allowed). */
+static bool value_ok(const unsigned char *p, size_t n)
+{
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w, del;
+        memcpy(&w, p + i, 8);
+        del = w ^ (0x7f * ones);
+        if (((w - 0x20 * ones) & ~w & highs) | ((del - ones) & ~del & highs))
+            for (size_t k = i; k < i + 8; k++)
+                if (!is_value_char(p[k]))
+                    return false;
+    }
+    for (; i < n; i++)
+        if (!is_value_char(p[i]))
+            return false;
+    return true;
+}
+
+static inline h1_str trim_ows(h1_str s)
 {
     while (s.len && is_ws((unsigned char)s.p[0])) {
         s.p++;
@@ -293,10 +315,8 @@ static h1_error parse_field(h1_str l, h1_header *h)
         return H1_ERR_INVALID_FIELD_NAME;
     h->name = (h1_str){l.p, i};
     h->value = trim_ows((h1_str){l.p + i + 1, l.len - i - 1});
-    for (size_t k = 0; k < h->value.len; k++)
-        if (!is_value_char((unsigned char)h->value.p[k]))
-            return H1_ERR_INVALID_FIELD_VALUE;
-    return H1_OK;
+    return value_ok((const unsigned char *)h->value.p, h->value.len) ? H1_OK
+                                                                     : H1_ERR_INVALID_FIELD_VALUE;
 }
 
 /* Field lines from *pos up to the empty line; fields go to p->hdr_array[first..]. */
@@ -375,18 +395,32 @@ static h1_error collect_facts(h1_parser *p, field_facts *f)
     for (size_t i = 0; i < m->nheaders; i++) {
         const h1_header *h = &m->headers[i];
         h1_error e = H1_OK;
-        if (str_ieq(h->name, "content-length"))
-            e = parse_cl_value(h->value, f);
-        else if (str_ieq(h->name, "transfer-encoding"))
-            e = parse_te_value(h->value, f);
-        else if (str_ieq(h->name, "connection"))
-            parse_connection(h->value, f);
-        else if (str_ieq(h->name, "upgrade"))
-            f->has_upgrade = true;
-        else if (str_ieq(h->name, "host"))
-            f->hosts++;
-        else if (str_ieq(h->name, "expect") && p->kind == H1_REQUEST)
-            m->expect_continue = m->version_minor == 1 && str_ieq(h->value, "100-continue");
+        switch (h->name.len) { /* one comparison at most per field */
+        case 14:
+            if (str_ieq(h->name, "content-length"))
+                e = parse_cl_value(h->value, f);
+            break;
+        case 17:
+            if (str_ieq(h->name, "transfer-encoding"))
+                e = parse_te_value(h->value, f);
+            break;
+        case 10:
+            if (str_ieq(h->name, "connection"))
+                parse_connection(h->value, f);
+            break;
+        case 7:
+            f->has_upgrade |= str_ieq(h->name, "upgrade");
+            break;
+        case 4:
+            f->hosts += str_ieq(h->name, "host");
+            break;
+        case 6:
+            if (p->kind == H1_REQUEST && str_ieq(h->name, "expect"))
+                m->expect_continue = m->version_minor == 1 && str_ieq(h->value, "100-continue");
+            break;
+        default:
+            break;
+        }
         if (e)
             return e;
     }

@@ -39,6 +39,7 @@
 #include "core/strmap.h"
 #include "proxy/bootstrap_internal.h"
 #include "proxy/fault.h"
+#include "proxy/istio_stats.h"
 #include "proxy/stats.h"
 
 #define HCM_NAME "envoy.filters.network.http_connection_manager"
@@ -633,7 +634,8 @@ static bool dec_fault_filter(bs *b, json_t *tc)
     return b->hcm->fault != NULL;
 }
 
-/* One http_filters entry: the fault filter or the router; *arg records which ('f' / 'r'). */
+/* One http_filters entry: the fault filter, Istio's filters or the router; *arg records which
+ * ('f', 's' istio.stats, 'm' istio.metadata_exchange, 'r'). */
 static bool dec_http_filter(bs *b, json_t *o, void *arg)
 {
     char *kind = arg;
@@ -642,18 +644,24 @@ static bool dec_http_filter(bs *b, json_t *o, void *arg)
     if (!bs_fields(b, o, "name typed_config") || !bs_req_str(b, o, "name", &name))
         return false;
     bool fault = strcmp(name, WP_FAULT_NAME) == 0;
-    if (!fault && strcmp(name, ROUTER_NAME) != 0) {
+    bool istio_stats = strcmp(name, WP_ISTIO_STATS_NAME) == 0;
+    bool istio_mx = strcmp(name, WP_ISTIO_MX_NAME) == 0;
+    if (!fault && !istio_stats && !istio_mx && strcmp(name, ROUTER_NAME) != 0) {
         size_t m = bs_push(b, "name");
-        bs_fail(b, "unsupported http filter \"%s\" (supported: %s, %s)", name, WP_FAULT_NAME,
-                ROUTER_NAME);
+        bs_fail(b, "unsupported http filter \"%s\" (supported: %s, %s, %s, %s)", name,
+                WP_FAULT_NAME, WP_ISTIO_MX_NAME, WP_ISTIO_STATS_NAME, ROUTER_NAME);
         bs_pop(b, m);
         return false;
     }
-    *kind = fault ? 'f' : 'r';
+    *kind = fault ? 'f' : istio_stats ? 's' : istio_mx ? 'm' : 'r';
     if (tc && !json_is_object(tc))
         return bs_fail_at(b, "typed_config", "wrong type: expected an object");
     if (fault)
         return dec_fault_filter(b, tc);
+    if (istio_stats)
+        return bs_istio_stats_filter(b, tc);
+    if (istio_mx)
+        return bs_istio_mx_filter(b, tc);
     if (!tc)
         return true;
     size_t m = bs_push(b, "typed_config");
@@ -668,7 +676,8 @@ static bool dec_http_filter(bs *b, json_t *o, void *arg)
     return ok;
 }
 
-/* http_filters: [envoy.filters.http.fault,] envoy.filters.http.router (last). */
+/* http_filters: [envoy.filters.http.fault, istio.metadata_exchange, istio.stats, in any
+ * order,] envoy.filters.http.router (last). */
 static bool dec_http_filters(bs *b, json_t *hcm)
 {
     void *arr;
@@ -822,9 +831,13 @@ static bool dec_filter_chain(bs *b, json_t *o, wp_listener *l)
 
 static bool dec_listener(bs *b, json_t *o, void *arg)
 {
+    static const char *const directions[] = {"UNSPECIFIED", "INBOUND", "OUTBOUND", NULL};
     wp_listener *l = arg;
     l->per_connection_buffer_limit_bytes = WP_DEFAULT_BUFFER_LIMIT;
-    if (!bs_fields(b, o, "name address per_connection_buffer_limit_bytes filter_chains") ||
+    if (!bs_fields(b, o,
+                   "name address per_connection_buffer_limit_bytes filter_chains "
+                   "traffic_direction") ||
+        !bs_enum(b, o, "traffic_direction", directions, &l->traffic_direction) ||
         !bs_str(b, o, "name", &l->name) ||
         !req_address(b, o, &l->addr, NULL, NULL, "malformed IP address: %s") ||
         !bs_u32(b, o, "per_connection_buffer_limit_bytes", &l->per_connection_buffer_limit_bytes))
@@ -837,6 +850,7 @@ static bool dec_listener(bs *b, json_t *o, void *arg)
     l->stat_name = stat;
     if (!l->name)
         l->name = stat;
+    b->direction = l->traffic_direction; /* Istio's stats reporter follows it */
     size_t m = b->plen;
     json_t *chain = only_one(b, o, "filter_chains", "filter chain");
     bool ok = chain && dec_filter_chain(b, chain, l);
@@ -1193,7 +1207,7 @@ static bool dec_cluster(bs *b, json_t *o, void *arg)
             "name alt_stat_name type lb_policy connect_timeout "
             "per_connection_buffer_limit_bytes circuit_breakers common_http_protocol_options "
             "typed_extension_protocol_options max_requests_per_connection dns_refresh_rate "
-            "dns_lookup_family load_assignment outlier_detection common_lb_config") ||
+            "dns_lookup_family load_assignment outlier_detection common_lb_config metadata") ||
         !bs_req_str(b, o, "name", &cl->name) ||
         !bs_str(b, o, "alt_stat_name", &cl->alt_stat_name) ||
         !bs_enum(b, o, "type", types, &type) || !bs_enum(b, o, "lb_policy", lbs, &lb) ||
@@ -1217,6 +1231,7 @@ static bool dec_cluster(bs *b, json_t *o, void *arg)
     return bs_sub(b, o, "circuit_breakers", dec_circuit_breakers, cl) &&
            bs_sub(b, o, "outlier_detection", dec_outlier_detection, cl) &&
            bs_sub(b, o, "common_lb_config", dec_common_lb_config, cl) &&
+           bs_cluster_metadata(b, o, cl) &&
            bs_sub(b, o, "load_assignment", dec_load_assignment, cl);
 }
 

@@ -27,6 +27,8 @@ typedef struct bs {
     bool validate_clusters; /* current route config: unknown clusters are errors */
     const char *rc_name;    /* current route config name, for messages */
     wp_hcm *hcm;            /* current HTTP connection manager (router options) */
+    int direction;          /* current listener's traffic_direction (0, 1 INBOUND, 2 OUTBOUND) */
+    struct wp_istio_local *istio_local; /* node metadata for the Istio filters, built once */
     size_t plen;
     char path[1024];
 } bs;
@@ -91,6 +93,14 @@ int wp_retry_on_parse(const char *list, uint32_t *bits, const char **bad, size_t
 bool bs_http_fault(bs *b, json_t *o, struct wp_fault_config *c);
 struct wp_fault_filter *bs_fault_filter(bs *b, json_t *tc);
 bool bs_per_filter_config(bs *b, json_t *o, const struct wp_fault_config **out);
+
+/* Istio's filters and metadata (bootstrap_istio.c). bs_istio_stats_filter /
+ * bs_istio_mx_filter: http_filters[i].typed_config tc (NULL = empty config) of istio.stats /
+ * istio.metadata_exchange into the current HCM (one each). bs_cluster_metadata: o.metadata
+ * (filter_metadata; istio.services[0] is kept for Istio's destination_service). */
+bool bs_istio_stats_filter(bs *b, json_t *tc);
+bool bs_istio_mx_filter(bs *b, json_t *tc);
+bool bs_cluster_metadata(bs *b, json_t *o, wp_cluster *cl);
 
 /* route_config (RouteConfiguration) into rc; bootstrap_route.c. */
 bool bs_route_config(bs *b, json_t *o, wp_route_config *rc);

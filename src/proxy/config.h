@@ -42,6 +42,9 @@
 /* The fault filter's settings and filter instance (proxy/fault.h). */
 struct wp_fault_config;
 struct wp_fault_filter;
+/* Istio's istio.stats and istio.metadata_exchange filters (proxy/istio_stats.h). */
+struct wp_istio_stats_filter;
+struct wp_istio_mx_filter;
 
 typedef struct {
     struct sockaddr_storage sa;
@@ -277,6 +280,8 @@ typedef struct {
     wp_access_log *access_logs;
     size_t naccess_logs;
     struct wp_fault_filter *fault; /* http_filters envoy.filters.http.fault, NULL = absent */
+    struct wp_istio_stats_filter *istio_stats; /* http_filters istio.stats, NULL = absent */
+    struct wp_istio_mx_filter *istio_mx; /* http_filters istio.metadata_exchange, NULL = absent */
 } wp_hcm;
 
 typedef struct wp_listener {
@@ -286,6 +291,7 @@ typedef struct wp_listener {
     wp_hcm
         hcm; /* the only network filter supported: envoy.filters.network.http_connection_manager */
     const char *stat_name; /* "0.0.0.0_15001" style (address with ':' replaced by '_') */
+    int traffic_direction; /* core.v3.TrafficDirection: 0 UNSPECIFIED, 1 INBOUND, 2 OUTBOUND */
 } wp_listener;
 
 /* ---------- clusters ---------- */
@@ -342,6 +348,9 @@ typedef struct wp_cluster {
     size_t nendpoints;
     wp_outlier_config outlier;
     uint32_t healthy_panic_threshold; /* common_lb_config, percent, default 50 */
+    /* metadata.filter_metadata.istio.services[0] (Istio's destination_service), when given */
+    bool istio_services;
+    const char *istio_svc_host, *istio_svc_name, *istio_svc_namespace; /* NULL = absent */
     int index;
 } wp_cluster;
 

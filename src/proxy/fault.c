@@ -118,11 +118,10 @@ static void abort_stream(wp_stream *s, wp_fault_filter *f, int status)
 }
 
 /* FaultFilter::postDelayInjection: the delay is over; abort or go on to the router. */
-static void on_delay_done(uv_timer_t *t)
+void wp_fault_delay_done(wp_stream *s)
 {
-    wp_dconn *d = t->data;
-    wp_stream *s = d->stream;
-    if (d->closing || !s || s->fault.state != WP_FAULT_DELAYING)
+    wp_dconn *d = s->d;
+    if (d->closing || s->fault.state != WP_FAULT_DELAYING)
         return;
     s->fault.state = WP_FAULT_RESUMED;
     if (s->resp_started)
@@ -139,14 +138,7 @@ static void on_delay_done(uv_timer_t *t)
 static bool start_delay(wp_stream *s, wp_fault_filter *f, uint64_t ms)
 {
     wp_dconn *d = s->d;
-    if (!d->fault_timer_on) {
-        if (uv_timer_init(&d->w->loop, &d->fault_timer) != 0)
-            return false;
-        d->fault_timer.data = d;
-        d->fault_timer_on = true;
-    }
-    if (uv_timer_start(&d->fault_timer, on_delay_done, ms, 0) != 0)
-        return false;
+    wp_dconn_set_try_deadline(d, ms); /* the stream's try timer: no router attempt yet */
     s->fault.state = WP_FAULT_DELAYING;
     wp_stat_add(d->w->stats, f->st_delays, 1);
     wp_si_set_flag(&s->si, WP_RF_DI);
@@ -187,8 +179,7 @@ void wp_fault_stream_end(wp_stream *s)
     wp_dconn *d = s->d;
     if (s->fault.state == WP_FAULT_DELAYING) {
         s->fault.state = WP_FAULT_RESUMED;
-        if (d->fault_timer_on)
-            uv_timer_stop(&d->fault_timer);
+        wp_dconn_clear_try_deadline(d);
     }
     if (s->fault.active) {
         wp_fault_filter *f = d->listener->hcm.fault;

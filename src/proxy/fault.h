@@ -35,8 +35,9 @@
  * Threads: settings are part of the immutable config snapshot. wp_fault_filter also holds the
  * filter's runtime (the active-fault count, an atomic shared by workers, and its stat slots,
  * written once by wp_fault_register_stats before workers start). Per-request state lives in
- * the stream (wp_fault_stream); the delay timer is the connection's (lazily initialised,
- * closed with the connection). The request path never allocates and takes no lock.
+ * the stream (wp_fault_stream); the delay runs on the stream's try deadline (the connection's
+ * request timer, free before the router starts: wp_dconn_set_try_deadline), so a connection
+ * carries no timer of its own for it. The request path never allocates and takes no lock.
  */
 #ifndef WEFT_PROXY_FAULT_H
 #define WEFT_PROXY_FAULT_H
@@ -131,6 +132,9 @@ bool wp_fault_on_request_headers(wp_stream *s);
 
 /* Stream teardown: stops a pending delay and gives back the stream's active fault. Safe on
  * any stream, any number of times. */
+/* The stream's try deadline fired while its fault delay ran (router.c dispatches): abort or
+ * start the router. s may be gone afterwards. */
+void wp_fault_delay_done(wp_stream *s);
 void wp_fault_stream_end(wp_stream *s);
 
 #endif

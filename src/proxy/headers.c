@@ -16,6 +16,15 @@ static bool same(const h1_str *n, const char *lower, size_t len)
     return n->len == len && strncasecmp(n->p, lower, len) == 0;
 }
 
+size_t wp_hops_compact(const wp_header_ops **ops, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ops[i]->nadd || ops[i]->nremove)
+            ops[k++] = ops[i];
+    return k;
+}
+
 bool wp_hops_drops(const wp_header_ops *const *ops, size_t n, const h1_str *name)
 {
     for (size_t k = 0; k < n; k++) {

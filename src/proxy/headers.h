@@ -23,6 +23,11 @@
 #include "http/h1_parser.h"
 #include "proxy/config.h"
 
+/* Drops the levels of ops[0..n) that neither add nor remove anything (keeping the order);
+ * returns the new count. Most requests then have no level at all, and the per-field checks
+ * below cost nothing. */
+size_t wp_hops_compact(const wp_header_ops **ops, size_t n);
+
 /* True when a header of the original head named name must not be copied: removed by some
  * level, or replaced by an overwriting add. ops[0..n) most specific first. */
 bool wp_hops_drops(const wp_header_ops *const *ops, size_t n, const h1_str *name);

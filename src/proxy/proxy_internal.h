@@ -32,6 +32,7 @@
 #include "proxy/alog_sink.h"
 #include "proxy/config.h"
 #include "proxy/fault.h"
+#include "proxy/istio_stats.h"
 #include "proxy/outlier.h"
 #include "proxy/pstats.h"
 #include "proxy/route.h"
@@ -148,10 +149,6 @@ struct wp_dconn {
     bool writing, reading, peer_closed, closing, close_after;
     bool tunnel;
     bool in_process; /* parsing: upstream writes wait until the pass ends */
-    /* the fault filter's delay of the current stream (fault.c); initialised on first use
-     * (fault_timer_on) and closed with the connection */
-    uv_timer_t fault_timer;
-    bool fault_timer_on;
     int closed_handles;
     uv_alloc_cb alloc_cb;
 };
@@ -220,6 +217,7 @@ struct wp_stream {
     size_t wr_rb;              /* bytes of the buffer in the pending upstream write */
     bool wr_direct;            /* the pending upstream write holds body_ptr */
     char up_local[64];         /* the last attempt's local address (uconn.local) */
+    wp_istio_stream istio;     /* Istio's upstream peer (istio_filter.c) */
     /* ---- from here on, kept when a stream is reused (not zeroed per request) ---- */
     struct wp_stream *next_free;
     wf_strbuf extra;
@@ -277,6 +275,7 @@ struct wp_server {
     wp_worker *workers;
     wp_cluster_rt *crt;
     wp_pstats *pstats;
+    wp_istio_rt *istio; /* Istio standard metrics (istio_stats.h), NULL when unused */
     struct wp_alog_files *alog_files;
     atomic_uint_fast64_t next_conn_id;
     atomic_uint_fast64_t next_stream_id;

@@ -195,7 +195,7 @@ void wp_uuid4(wp_worker *w, char out[37])
 }
 
 /* Request header ops, most specific first (route, weighted cluster, vhost, route config). */
-static size_t req_ops(const wp_stream *s, const wp_header_ops *ops[4])
+static size_t req_ops(const wp_stream *s, const wp_header_ops *ops[5])
 {
     size_t n = 0;
     if (s->weighted >= 0)
@@ -204,7 +204,9 @@ static size_t req_ops(const wp_stream *s, const wp_header_ops *ops[4])
     if (s->vhost)
         ops[n++] = &s->vhost->req;
     ops[n++] = &s->d->listener->hcm.route_config->req;
-    return n;
+    if (wp_istio_mx_req_ops(s)) /* Istio's metadata exchange, least specific (istio_stats.h) */
+        ops[n++] = wp_istio_mx_req_ops(s);
+    return wp_hops_compact(ops, n);
 }
 
 static bool skip_request_header(const wp_stream *s, const h1_str *n)
@@ -260,7 +262,7 @@ static void put_request_line(wp_stream *s, wf_strbuf *b)
 static void build_upstream_head(wp_stream *s, wf_strbuf *b)
 {
     const wp_hcm *h = &s->d->listener->hcm;
-    const wp_header_ops *ops[4];
+    const wp_header_ops *ops[5];
     size_t nops = req_ops(s, ops);
     wf_strbuf_reset(b);
     put_request_line(s, b);
@@ -673,6 +675,10 @@ static void per_try_timeout(wp_stream *s, bool idle)
 
 void wp_router_try_timer(wp_stream *s)
 {
+    if (s->fault.state == WP_FAULT_DELAYING) {
+        wp_fault_delay_done(s);
+        return;
+    }
     if (s->backoff_pending) {
         wp_retry_fire(s);
         return;

@@ -257,6 +257,7 @@ static void free_server(wp_main *m, unsigned nstarted)
             free(srv->crt[i].hosts);
     wp_outlier_server_free(srv);
     free(srv->crt);
+    wp_istio_rt_free(srv->istio);
     if (srv->pstats) {
         wp_stats_free(srv->pstats->store);
         wp_pstats_free(srv->pstats);
@@ -325,7 +326,10 @@ int wp_server_run(const wp_server_opts *o)
     atomic_store(&m.srv.next_stream_id, 1);
     wp_stats *store = wp_stats_new(m.srv.nworkers + 1);
     m.srv.pstats = store ? wp_pstats_register(store, m.srv.cfg) : NULL;
-    if (m.srv.pstats && wp_fault_register_stats(store, m.srv.cfg) != 0) {
+    if (m.srv.pstats && (wp_fault_register_stats(store, m.srv.cfg) != 0 ||
+                         !(m.srv.istio = wp_istio_rt_new(store, m.srv.nworkers)) ||
+                         wp_istio_register_build(store, m.srv.cfg,
+                                                 wp_stats_get_shard(store, m.srv.nworkers)) != 0)) {
         wp_pstats_free(m.srv.pstats); /* reported as out of memory below */
         m.srv.pstats = NULL;
     }

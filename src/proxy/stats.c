@@ -166,7 +166,8 @@ static int ensure_chunk(wp_stats *st, unsigned ci)
     return 0;
 }
 
-static uint32_t register_locked(wp_stats *st, const char *name, uint8_t kind)
+static uint32_t register_locked(wp_stats *st, const char *name, uint8_t kind, const char *fam,
+                                const char *labels)
 {
     void **v = wf_strmap_slot(st->index, name, false);
     if (v && *v) {
@@ -189,30 +190,45 @@ static uint32_t register_locked(wp_stats *st, const char *name, uint8_t kind)
     stat_meta *sm = &m->m[slot % WP_STATS_CHUNK_SLOTS];
     sm->name = wf_strmap_key(st->index, wf_strmap_count(st->index) - 1);
     sm->kind = kind;
+    sm->prom_family = fam ? wf_arena_strdup(&st->arena, fam) : NULL;
+    sm->prom_labels = fam ? wf_arena_strdup(&st->arena, labels ? labels : "") : NULL;
+    if (fam && (!sm->prom_family || !sm->prom_labels))
+        sm->prom_family = sm->prom_labels = NULL; /* out of memory: rendered as an Envoy stat */
     atomic_store_explicit(&sm->baseline, 0, memory_order_relaxed);
     *v = (void *)(uintptr_t)(slot + 1);
     atomic_store_explicit(&st->nslots, slot + 1, memory_order_release);
     return slot;
 }
 
-static uint32_t register_stat(wp_stats *st, const char *name, uint8_t kind)
+static uint32_t register_stat(wp_stats *st, const char *name, uint8_t kind, const char *fam,
+                              const char *labels)
 {
     if (!st || !name || !*name)
         return WP_STAT_INVALID;
     pthread_mutex_lock(&st->reg_lock);
-    uint32_t slot = register_locked(st, name, kind);
+    uint32_t slot = register_locked(st, name, kind, fam, labels);
     pthread_mutex_unlock(&st->reg_lock);
     return slot;
 }
 
 uint32_t wp_stats_counter(wp_stats *st, const char *name)
 {
-    return register_stat(st, name, KIND_COUNTER);
+    return register_stat(st, name, KIND_COUNTER, NULL, NULL);
 }
 
 uint32_t wp_stats_gauge(wp_stats *st, const char *name)
 {
-    return register_stat(st, name, KIND_GAUGE);
+    return register_stat(st, name, KIND_GAUGE, NULL, NULL);
+}
+
+uint32_t wp_stats_counter_ns(wp_stats *st, const char *name, const char *family, const char *labels)
+{
+    return register_stat(st, name, KIND_COUNTER, family, labels);
+}
+
+uint32_t wp_stats_gauge_ns(wp_stats *st, const char *name, const char *family, const char *labels)
+{
+    return register_stat(st, name, KIND_GAUGE, family, labels);
 }
 
 static int ensure_code_chunk(wp_stats *st, unsigned ci)
@@ -457,7 +473,8 @@ static int fill_hist_meta(wp_stats *st, const char *name, hist_meta *m)
     return alloc_hist_words(st, HW_BUCKETS + nb + 1, m);
 }
 
-static uint32_t histogram_locked(wp_stats *st, const char *name)
+static uint32_t histogram_locked(wp_stats *st, const char *name, const char *fam,
+                                 const char *labels)
 {
     void **v = wf_strmap_slot(st->hist_index, name, false);
     if (v && *v)
@@ -479,19 +496,29 @@ static uint32_t histogram_locked(wp_stats *st, const char *name)
     if (!v || fill_hist_meta(st, name, m) != 0)
         return WP_STAT_INVALID;
     m->name = wf_strmap_key(st->hist_index, wf_strmap_count(st->hist_index) - 1);
+    m->prom_family = fam ? wf_arena_strdup(&st->arena, fam) : NULL;
+    m->prom_labels = fam ? wf_arena_strdup(&st->arena, labels ? labels : "") : NULL;
+    if (fam && (!m->prom_family || !m->prom_labels))
+        m->prom_family = m->prom_labels = NULL; /* out of memory: rendered as an Envoy stat */
     *v = (void *)(uintptr_t)(id + 1);
     atomic_store_explicit(&st->nhists, id + 1, memory_order_release);
     return id;
 }
 
-uint32_t wp_stats_histogram(wp_stats *st, const char *name)
+uint32_t wp_stats_histogram_ns(wp_stats *st, const char *name, const char *family,
+                               const char *labels)
 {
     if (!st || !name || !*name)
         return WP_STAT_INVALID;
     pthread_mutex_lock(&st->reg_lock);
-    uint32_t id = histogram_locked(st, name);
+    uint32_t id = histogram_locked(st, name, family, labels);
     pthread_mutex_unlock(&st->reg_lock);
     return id;
+}
+
+uint32_t wp_stats_histogram(wp_stats *st, const char *name)
+{
+    return wp_stats_histogram_ns(st, name, NULL, NULL);
 }
 
 /* ------------------------------------------------------------------ histograms: recording */

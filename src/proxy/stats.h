@@ -156,6 +156,18 @@ uint32_t wp_stats_code_scope(wp_stats *st, const char *scope);
  * name), WP_STAT_SCRATCH when the matcher rejects the name. */
 uint32_t wp_stats_histogram(wp_stats *st, const char *name);
 
+/* Registration in a custom stat namespace (Envoy's CustomStatNamespaces, e.g. Istio's
+ * "istiocustom"; envoy-istio-behaviour.md §6.3): as wp_stats_counter / wp_stats_gauge /
+ * wp_stats_histogram, but /stats/prometheus prints the stat as `<family>{<labels>}` (both
+ * copied; labels are `name="value"` pairs already escaped, "" for none) instead of "envoy_" +
+ * the tag-extracted name. The Prometheus identity is fixed by the first registration of a
+ * name. The stats matcher and /stats see `name` as usual. */
+uint32_t wp_stats_counter_ns(wp_stats *st, const char *name, const char *family,
+                             const char *labels);
+uint32_t wp_stats_gauge_ns(wp_stats *st, const char *name, const char *family, const char *labels);
+uint32_t wp_stats_histogram_ns(wp_stats *st, const char *name, const char *family,
+                               const char *labels);
+
 /* ---- writers (the shard's own worker only) ---- */
 
 /* Shard i (< nshards), NULL otherwise. The pointer is stable for the store's life. */
@@ -261,7 +273,8 @@ int wp_stats_tags_extract(const wp_stats_tags *t, const char *name, wf_strbuf *n
  * name). Label order: fixed tags, then extractors without a name prefix, then those keyed by the
  * name's first token, each in config order (Envoy's TagProducerImpl). Families are grouped by the
  * sanitised name (Envoy groups by the tag-extracted name; they differ only when two names sanitise
- * alike). Custom stat namespaces (istio_requests_total without "envoy_") are not handled here. */
+ * alike). Stats registered with a custom namespace (wp_stats_counter_ns ...) print their own
+ * family and labels, e.g. istio_requests_total{reporter="source",...}. */
 void wp_stats_render_prometheus(wp_stats *st, const wp_stats_tags *tags, bool usedonly,
                                 const pcre2_code *filter, wf_strbuf *out);
 

@@ -34,6 +34,8 @@ typedef struct {
     const char *name; /* in the store's arena */
     uint8_t kind;
     _Atomic int64_t baseline; /* reader side: raw sum at the last reset (counters) */
+    /* custom stat namespace (wp_stats_counter_ns): Prometheus family and labels, else NULL */
+    const char *prom_family, *prom_labels;
 } stat_meta;
 
 typedef struct {
@@ -50,7 +52,8 @@ typedef struct {
     const char *name;     /* in the store's arena; NULL for the scratch histogram */
     const double *bounds; /* nb sorted bounds, in the store's arena */
     uint32_t nb;
-    uint32_t chunk, off; /* its words in every shard */
+    uint32_t chunk, off;                   /* its words in every shard */
+    const char *prom_family, *prom_labels; /* custom stat namespace, else NULL */
     /* reader side, under render_lock: nb + 3 words each (buckets, count, sum) */
     uint64_t *at_flush; /* cumulative values when the current interval began */
     uint64_t *interval; /* the last completed interval */

@@ -126,6 +126,8 @@ static void collect_hist(wp_stats *st, uint32_t id, const pcre2_code *filter, bo
     entry *e = list_push(l, m->name, 0, KIND_HIST);
     if (e) {
         e->h = h;
+        e->family = m->prom_family; /* custom stat namespace, else NULL */
+        e->labels = m->prom_labels;
         l->nhist++;
     }
 }
@@ -159,7 +161,11 @@ static void collect(wp_stats *st, const pcre2_code *filter, bool usedonly, entry
         int64_t v = wp_stats_value_of(st, slot, sm, &used);
         if ((usedonly && !used) || !filter_passes(l, filter, sm->name))
             continue;
-        list_push(l, sm->name, v, sm->kind);
+        entry *e = list_push(l, sm->name, v, sm->kind);
+        if (e && sm->prom_family) {
+            e->family = sm->prom_family;
+            e->labels = sm->prom_labels;
+        }
     }
     uint32_t ns = atomic_load_explicit(&st->nscopes, memory_order_acquire);
     for (uint32_t id = 1; id < ns; id++)
@@ -347,6 +353,8 @@ typedef struct {
 /* Fill e->family and e->labels (in the list's arena). */
 static int prom_describe(prom_ctx *pc, entry_list *l, entry *e)
 {
+    if (e->family)
+        return 0; /* custom stat namespace: registered with its family and labels */
     size_t len = strlen(e->name);
     int n = 0;
     wf_strbuf_reset(&pc->fam);

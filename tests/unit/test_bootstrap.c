@@ -339,8 +339,9 @@ static void test_error_unknown_field(void **state)
                  "t.json: " RPFX ".match.grpc: unknown field");
     expect_error(strdup("{\"static_resources\":{},\"watchdog\":{}}"),
                  "t.json: watchdog: unknown field");
-    expect_error(strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"metadata\":{}}]}}"),
-                 "t.json: static_resources.clusters[0].metadata: unknown field");
+    expect_error(
+        strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"transport_socket\":{}}]}}"),
+        "t.json: static_resources.clusters[0].transport_socket: unknown field");
 }
 
 static void test_error_wrong_type(void **state)
@@ -437,7 +438,7 @@ static void test_error_rds_and_filters(void **state)
                       ROUTE_OK, CLUSTER_OK),
                  "t.json: " LPFX ".http_filters[0].name: unsupported http filter "
                  "\"envoy.filters.http.cors\" (supported: envoy.filters.http.fault, "
-                 "envoy.filters.http.router)");
+                 "istio.metadata_exchange, istio.stats, envoy.filters.http.router)");
     expect_error(boot("", ROUTE_OK, CLUSTER_OK),
                  "t.json: " LPFX ".http_filters: the http filter chain must end with "
                  "envoy.filters.http.router");

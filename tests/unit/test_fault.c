@@ -379,7 +379,7 @@ static void test_parse_chain_errors(void **state)
         boot("\"http_filters\":[{\"name\":\"envoy.filters.http.cors\"}," ROUTER "],", "", ROUTE_OK),
         "t.json: " LPFX ".http_filters[0].name: unsupported http filter "
         "\"envoy.filters.http.cors\" (supported: envoy.filters.http.fault, "
-        "envoy.filters.http.router)");
+        "istio.metadata_exchange, istio.stats, envoy.filters.http.router)");
     /* per-route errors name their path */
     expect_error(boot(EMPTY_FAULT, "",
                       "{\"match\":{\"prefix\":\"/\"},\"route\":{\"cluster\":\"c\"},"

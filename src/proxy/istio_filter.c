@@ -1,0 +1,106 @@
+/*
+ * istio_filter.c - where Istio's filters meet the request path (istio_stats.h): upstream
+ * peer discovery when the upstream response headers arrive, the exchange's header operations
+ * and the metrics record when a stream ends. Runs on the stream's worker thread only.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "proxy/headers.h"
+#include "proxy/istio_stats.h"
+#include "proxy/proxy_internal.h"
+
+/* Decoding room for one x-envoy-peer-metadata value (a sidecar's is a few hundred bytes; the
+ * full node metadata older proxies send fits too). Larger values are taken as no peer. */
+#define MX_SCRATCH 4096
+
+/* Copies the fields of w into s->istio.buf; false (no peer kept) when they do not fit. */
+static bool keep_peer(wp_istio_stream *is, const wp_istio_workload *w)
+{
+    size_t used = 0;
+    for (int i = 0; i < WP_WL_COUNT_; i++) {
+        size_t n = w->f[i].len;
+        if (n > sizeof is->buf - used)
+            return false;
+        if (n)
+            memcpy(is->buf + used, w->f[i].p, n);
+        is->peer.f[i] = (wp_istio_str){is->buf + used, n};
+        used += n;
+    }
+    return true;
+}
+
+void wp_istio_on_response_headers(wp_stream *s, const h1_header *hdrs, size_t n)
+{
+    const wp_istio_mx_filter *mx = s->d->listener->hcm.istio_mx;
+    if (!mx || !mx->upstream_discovery || !s->d->listener->hcm.istio_stats)
+        return;
+    const h1_header *h = h1_find_header(hdrs, n, WP_MX_HEADER);
+    uint8_t scratch[MX_SCRATCH];
+    wp_istio_workload w;
+    s->istio.has_peer =
+        h && wp_istio_peer_decode(h->value.p, h->value.len, scratch, sizeof scratch, &w) == 0 &&
+        keep_peer(&s->istio, &w);
+}
+
+const wp_header_ops *wp_istio_mx_req_ops(const wp_stream *s)
+{
+    const wp_istio_mx_filter *mx = s->d->listener->hcm.istio_mx;
+    return mx ? &mx->req : NULL;
+}
+
+const wp_header_ops *wp_istio_mx_resp_ops(const wp_stream *s)
+{
+    const wp_istio_mx_filter *mx = s->d->listener->hcm.istio_mx;
+    if (!mx)
+        return NULL;
+    int k = 0;
+    if (mx->downstream_propagation && s->si.request) {
+        k |= h1_find_header(s->req.headers, s->req.nheaders, WP_MX_HEADER_ID) ? 1 : 0;
+        k |= h1_find_header(s->req.headers, s->req.nheaders, WP_MX_HEADER) ? 2 : 0;
+    }
+    return &mx->resp[k];
+}
+
+/* The downstream peer (destination reporter): the request's exchange header. */
+static bool downstream_peer(const wp_stream *s, uint8_t *scratch, size_t cap, wp_istio_workload *w)
+{
+    const wp_istio_mx_filter *mx = s->d->listener->hcm.istio_mx;
+    if (!mx || !mx->downstream_discovery || !s->si.request)
+        return false;
+    const h1_header *h = h1_find_header(s->req.headers, s->req.nheaders, WP_MX_HEADER);
+    return h && wp_istio_peer_decode(h->value.p, h->value.len, scratch, cap, w) == 0;
+}
+
+void wp_istio_stream_done(wp_stream *s)
+{
+    const wp_istio_stats_filter *f = s->d->listener->hcm.istio_stats;
+    wp_istio_rt *rt = s->d->w->srv->istio;
+    if (!f || !rt || (!s->si.request && !s->si.response_code))
+        return;
+    uint8_t scratch[MX_SCRATCH];
+    wp_istio_workload dpeer;
+    const wp_istio_workload *peer = NULL;
+    if (f->reporter == WP_ISTIO_REPORTER_DESTINATION) {
+        if (downstream_peer(s, scratch, sizeof scratch, &dpeer))
+            peer = &dpeer;
+    } else if (s->istio.has_peer) {
+        peer = &s->istio.peer;
+    }
+    wp_istio_str host_hdr = {NULL, 0}, svc_host, svc_name;
+    const char *hv = wp_si_req_header(&s->si, ":authority", &host_hdr.len);
+    host_hdr.p = hv;
+    if (!hv)
+        host_hdr.len = 0;
+    const wp_cluster *cl = s->cluster >= 0 ? &s->cfg->clusters[s->cluster] : NULL;
+    wp_istio_service(s->route ? s->route->name : NULL, cl, host_hdr,
+                     f->disable_host_header_fallback, &svc_host, &svc_name);
+    char code[16], flags[96];
+    snprintf(code, sizeof code, "%d", s->si.response_code > 0 ? s->si.response_code : 0);
+    wp_si_flags_string(&s->si, flags, sizeof flags);
+    wp_istio_labels l;
+    wp_istio_labels_build(f, peer, svc_host, svc_name, code, flags, &l);
+    uint64_t ms = s->si.end_ns >= s->si.start_ns ? (s->si.end_ns - s->si.start_ns) / 1000000u : 0;
+    wp_istio_record(rt, s->d->w->id, s->d->w->stats, &l, ms, s->si.wire_bytes_received,
+                    s->si.wire_bytes_sent);
+}
