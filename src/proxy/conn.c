@@ -877,7 +877,7 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
     s->si.details = "via_upstream";
     s->resp_started = true;
     bool upgrade = m->status == 101;
-    bool head = s->req.method.len == 4 && memcmp(s->req.method.p, "HEAD", 4) == 0;
+    bool head = wp_stream_is_head(s);
     bool bodiless = head || m->status == 204 || m->status == 304 || upgrade;
     s->resp_chunked = false;
     s->resp_close = !m->keep_alive && false; /* upstream close does not close downstream */
@@ -917,6 +917,8 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
         wf_strbuf_append(b, s->ust_buf, (size_t)ul);
         wf_strbuf_append(b, "\r\n", 2);
     }
+    if (s->vhost && s->vhost->include_attempt_count_in_response)
+        wp_hdr_put_num(b, "x-envoy-attempt-count", 21, s->si.attempt_count);
     if (s->nresp_hdrs < WP_MAX_HEADERS) { /* seen by %RESP()% as Envoy's logs see it */
         h1_header *h = &s->resp_hdrs[s->nresp_hdrs++];
         h->name = (h1_str){"x-envoy-upstream-service-time", 29};

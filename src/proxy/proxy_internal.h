@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include <uv.h>
@@ -417,6 +418,12 @@ static inline uint64_t wp_rand(wp_worker *w)
     x ^= x >> 27;
     w->rng = x;
     return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* Whether s's request is a HEAD (its answer has no body). */
+static inline bool wp_stream_is_head(const wp_stream *s)
+{
+    return s->req.method.len == 4 && memcmp(s->req.method.p, "HEAD", 4) == 0;
 }
 
 /* ---------- stats (per-worker shard; no lock) ---------- */

@@ -76,8 +76,12 @@ static void start_timeout(wp_stream *s)
     if (s->timer_started || !s->route || s->route->action != WP_ACT_ROUTE)
         return;
     s->timer_started = true;
+    /* the request is complete: the connection manager's request_timeout is disarmed (Envoy
+     * HCM docs) and the route timeout, if any, starts */
     if (s->route->timeout_ms)
         wp_dconn_set_deadline(s->d, s->route->timeout_ms);
+    else
+        wp_dconn_clear_deadline(s->d);
 }
 
 static const char *host_of(const wp_stream *s, size_t *len)
@@ -365,7 +369,7 @@ static void launch_shadows(wp_stream *s)
         wf_strbuf head = {0};
         if (shadow_head(s, m, &head) == 0)
             wp_shadow_send(s->d->w, m->cluster, head.data, head.len, bufs + first, n - first,
-                           s->route->timeout_ms);
+                           s->route->timeout_ms, wp_stream_is_head(s));
         wf_strbuf_free(&head);
     }
 }
@@ -468,14 +472,12 @@ void wp_router_on_connected(wp_stream *s, wp_uconn *u)
     /* copied: an attempt's connection may be gone before the access log is written */
     memcpy(s->up_local, u->local, sizeof(s->up_local));
     s->si.upstream_local = s->up_local;
-    s->si.upstream_connection_id = u->id;
-    s->si.attempt_count++;
+    s->si.upstream_connection_id = u->id; /* attempt_count was counted by wp_pool_request */
     s->host = u->host;
     cstat(s, WP_S_upstream_rq_total, 1);
     cstat(s, WP_S_upstream_rq_active, 1);
     s->counted_rq = true;
-    bool head = s->req.method.len == 4 && memcmp(s->req.method.p, "HEAD", 4) == 0;
-    h1_parser_set_answers(&u->parser, head ? H1_ANSWERS_HEAD : H1_ANSWERS_OTHER);
+    h1_parser_set_answers(&u->parser, wp_stream_is_head(s) ? H1_ANSWERS_HEAD : H1_ANSWERS_OTHER);
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
                   "pool ready: upstream connection %llu to %s", (unsigned long long)u->id,
                   s->si.upstream_host);
@@ -606,8 +608,8 @@ void wp_router_on_reset(wp_stream *s, int reason, const char *tfr)
 
 void wp_router_timeout(wp_stream *s)
 {
-    if (!s->route || s->route->action != WP_ACT_ROUTE || s->cluster < 0) {
-        /* HCM request_timeout */
+    if (!s->route || s->route->action != WP_ACT_ROUTE || s->cluster < 0 || !s->timer_started) {
+        /* HCM request_timeout: the request was not complete yet */
         wp_dconn *d = s->d;
         wp_hcm_stat(d, WP_S_downstream_rq_timeout, 1);
         d->close_after = true;
@@ -773,8 +775,10 @@ void wp_router_on_upstream_data(wp_uconn *u)
             return;
         case H1_EV_HEADERS:
             if (u->parser.msg.status >= 100 && u->parser.msg.status < 200 &&
-                u->parser.msg.status != 101)
-                break; /* 1xx: dropped (the connection manager answered 100-continue) */
+                u->parser.msg.status != 101) {
+                s->rp = NULL; /* no retry after a 1xx (Envoy's router), though it is dropped */
+                break;        /* 1xx: dropped (the connection manager answered 100-continue) */
+            }
             if (u->parser.msg.status == 101 && !s->upgrade) {
                 /* a 101 nobody asked for: a protocol error (502 UPE), never a tunnel */
                 wp_router_on_reset(s, WP_RESET_PROTOCOL_ERROR, NULL);

@@ -169,7 +169,7 @@ static int pick(wp_worker *w, const wp_cluster *c)
 }
 
 int wp_shadow_send(wp_worker *w, int cluster, const char *head, size_t head_len,
-                   const uv_buf_t *body, unsigned nbody, uint64_t timeout_ms)
+                   const uv_buf_t *body, unsigned nbody, uint64_t timeout_ms, bool head_request)
 {
     const wp_cluster *c = &w->cfg->clusters[cluster];
     int host = pick(w, c);
@@ -190,6 +190,7 @@ int wp_shadow_send(wp_worker *w, int cluster, const char *head, size_t head_len,
     sh->w = w;
     sh->cluster = cluster;
     h1_parser_init(&sh->parser, H1_RESPONSE, sh->hdrs, WP_MAX_HEADERS, sizeof(sh->rbuf));
+    h1_parser_set_answers(&sh->parser, head_request ? H1_ANSWERS_HEAD : H1_ANSWERS_OTHER);
     uv_tcp_init(&w->loop, &sh->tcp);
     uv_timer_init(&w->loop, &sh->timer);
     sh->tcp.data = sh->timer.data = sh->connect.data = sh->wr.data = sh;

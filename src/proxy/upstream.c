@@ -521,8 +521,14 @@ int wp_pool_request(wp_worker *w, wp_stream *s)
      * times while the choice is a host an earlier attempt used (Envoy then keeps the last) */
     uint32_t repick =
         s->route && s->route->retry ? s->route->retry->host_selection_max_attempts : 0;
+    if (repick > 16 * c->nendpoints) /* bounded: enough to find an untried host, never a spin */
+        repick = (uint32_t)(16 * c->nendpoints);
     for (uint32_t k = 0; host >= 0 && s->ntried && k < repick && wp_retry_host_tried(s, host); k++)
         host = pick_host(p, c);
+    if (host >= 0) { /* the attempt is logged against its host even if it never connects */
+        s->si.upstream_host = c->endpoints[host].addr.text;
+        s->si.attempt_count++;
+    }
     if (host < 0) {
         wp_cluster_stat(w, s->cluster, WP_S_upstream_cx_none_healthy, 1);
         wp_code_stat_add(

@@ -123,3 +123,30 @@ def test_unknown_shadow_cluster_is_skipped(proxy_factory, upstreams):
                    clusters=[cluster("backend", [main.port])])
     p = proxy_factory(bs)
     assert p.request("GET", "/")[0] == 200
+
+
+def test_head_request_shadow_completes(proxy_factory, upstreams):
+    """A HEAD answer has no body: the shadow ends with the head (no timeout, no leak)."""
+    main = upstreams(["200"])
+    import socket
+    import threading
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+
+    def serve():
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            c.recv(65536)
+            c.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 21\r\n\r\n")  # HEAD: no body
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        p = _proxy(proxy_factory, main.port, srv.getsockname()[1])
+        assert p.request("HEAD", "/")[0] == 200
+        assert _wait(lambda: p.stats().get("cluster.mirror.upstream_rq_completed") == 1)
+        assert p.stats().get("cluster.mirror.upstream_cx_active") == 0
+    finally:
+        srv.close()

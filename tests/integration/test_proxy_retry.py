@@ -449,3 +449,88 @@ def test_50mb_upload_with_retries_keeps_rss_bounded(proxy_factory):
         assert growth < 1024 + 4096, "RSS grew %d KiB" % growth
     finally:
         stop_process(proc)
+
+
+# ---------- regressions found by trying the feature as a new user ----------
+
+def test_huge_host_selection_max_attempts_does_not_spin(proxy_factory, upstreams):
+    """host_selection_retry_max_attempts of 10^15 with one host: the retry goes to the only
+    host at once (re-picks are bounded), it never freezes the worker."""
+    up = upstreams([("status", 503), "200"])
+    policy = {"retry_on": "5xx", "num_retries": 3,
+              "host_selection_retry_max_attempts": "1000000000000000",
+              "retry_host_predicate": [{"name": "envoy.retry_host_predicates.previous_hosts"}]}
+    p = _proxy(proxy_factory, [up.port], policy)
+    t0 = time.monotonic()
+    assert p.request("GET", "/", timeout=5)[0] == 200
+    assert time.monotonic() - t0 < 1.0
+
+
+def test_attempt_count_in_response(proxy_factory, upstreams):
+    up = upstreams([("status", 503), ("status", 503), "200"])
+    p = _proxy(proxy_factory, [up.port], {"retry_on": "5xx", "num_retries": 2},
+               vhost_extra={"include_attempt_count_in_response": True})
+    status, headers, _ = p.request("GET", "/")
+    assert status == 200 and headers.get("x-envoy-attempt-count") == "3"
+
+
+def test_connect_failure_logs_host_and_attempts(proxy_factory):
+    dead = free_port()
+    rt = route(prefix="/", cluster="backend", retry_policy={"retry_on": "connect-failure",
+                                                            "num_retries": 2})
+    fmt = {"host": "%UPSTREAM_HOST%", "attempts": "%UPSTREAM_REQUEST_ATTEMPT_COUNT%"}
+    bs = bootstrap(listeners=[listener(route_config([vhost("all", ["*"], [rt])]),
+                                       access_logs=[access_log(json_format=fmt)])],
+                   clusters=[cluster("backend", [dead])])
+    p = proxy_factory(bs)
+    assert p.request("GET", "/")[0] == 503
+    assert _log(p)[0] == {"host": "127.0.0.1:%d" % dead, "attempts": 3}
+
+
+def test_no_retry_after_a_1xx(proxy_factory):
+    """Envoy's router drops the retry state once a 1xx arrives."""
+    import threading
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    port = srv.getsockname()[1]
+    count = [0]
+
+    def serve():
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            count[0] += 1
+            c.recv(65536)
+            c.sendall(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 503 X\r\ncontent-length: 0\r\n\r\n")
+            c.close()
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        p = _proxy(proxy_factory, [port], {"retry_on": "5xx", "num_retries": 2})
+        assert p.request("GET", "/")[0] == 503
+        assert count[0] == 1
+    finally:
+        srv.close()
+
+
+def test_request_timeout_is_the_connection_managers_not_the_routes(proxy_factory, upstreams):
+    """HCM request_timeout covers receiving the request: an incomplete body gets 408
+    request_overall_timeout (no UT); once the request is complete it no longer applies."""
+    up = upstreams([("delay", 1500, 200)])
+    rt = route(prefix="/", cluster="backend", timeout=0)
+    lst = listener(route_config([vhost("all", ["*"], [rt])]),
+                   access_logs=[access_log(json_format=ISTIO_JSON_FORMAT)])
+    hcm = lst["filter_chains"][0]["filters"][0]["typed_config"]
+    hcm["request_timeout"] = "1s"
+    p = proxy_factory(bootstrap(listeners=[lst], clusters=[cluster("backend", [up.port])]))
+    assert p.request("GET", "/slow", timeout=5)[0] == 200  # complete: 1.5 s is fine
+    s = p.connect()
+    s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc")
+    data = s.recv(4096)
+    s.close()
+    assert data.startswith(b"HTTP/1.1 408")
+    line = _log(p, 2)[1]
+    assert line["response_code_details"] == "request_overall_timeout"
+    assert line["response_flags"] == "-"
