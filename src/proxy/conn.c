@@ -19,11 +19,9 @@
  *    (request incomplete) or 504 with body "stream timeout", flag SI;
  *  - request_timeout answers 408/504 "request timeout" (details request_overall_timeout).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 
 #include "core/log.h"
@@ -64,33 +62,10 @@ static void lis_stat(wp_dconn *d, int which, int64_t delta)
     wp_stat_add(d->w->stats, d->ls->slot[which], delta);
 }
 
-/* The immediate write: sendmsg(2) straight on the socket when libuv has nothing queued for
- * it (the order of bytes is kept). Unlike uv_try_write's write(2)/writev(2) it skips the file
- * layer (position lock, permission and fsnotify hooks), which is a measurable share of a
- * proxy's per-request kernel time. uv_buf_t has struct iovec's layout on Unix (libuv docs).
- * Returns the bytes written, UV_EAGAIN, or a negative libuv error. */
-static ssize_t send_now(uv_stream_t *s, const uv_buf_t *bufs, unsigned n)
-{
-    uv_os_fd_t fd;
-    if (uv_stream_get_write_queue_size(s) != 0 || uv_fileno((const uv_handle_t *)s, &fd) != 0)
-        return UV_EAGAIN;
-    struct msghdr m;
-    memset(&m, 0, sizeof(m));
-    m.msg_iov = (struct iovec *)(void *)bufs;
-    m.msg_iovlen = n;
-    ssize_t r;
-    do
-        r = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
-    while (r < 0 && errno == EINTR);
-    if (r < 0)
-        return errno == EAGAIN || errno == EWOULDBLOCK ? UV_EAGAIN : -errno;
-    return r;
-}
-
 int wp_write(uv_stream_t *s, uv_write_t *req, uv_buf_t *bufs, unsigned n, uv_write_cb cb)
 {
-    ssize_t r = send_now(s, bufs, n);
-    if (r == UV_EAGAIN)
+    int r = uv_try_write(s, bufs, n);
+    if (r == UV_EAGAIN || r == UV_ENOSYS)
         r = 0;
     if (r < 0)
         return -1;
