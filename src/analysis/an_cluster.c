@@ -36,6 +36,7 @@
 #include "analysis/analyzer.h"
 #include "analysis/util.h"
 #include "core/strbuf.h"
+#include "core/hex.h"
 
 /* ======================================================================================
  * conditions.ConditionAnalyzer
@@ -565,17 +566,6 @@ const wf_analyzer wf_an_webhook_Analyzer = {
 
 enum url_mode { URL_HOST, URL_ZONE, URL_OTHER };
 
-static int unhex(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* shouldEscape(c, encodeHost): characters a host may not contain unescaped. */
 static bool host_should_escape(unsigned char c)
 {
@@ -592,7 +582,7 @@ static bool url_unescape(const char *s, size_t len, enum url_mode mode, wf_strbu
         if (c == '%') {
             if (i + 2 >= len)
                 return false;
-            int hi = unhex(s[i + 1]), lo = unhex(s[i + 2]);
+            int hi = wf_hex_value(s[i + 1]), lo = wf_hex_value(s[i + 2]);
             if (hi < 0 || lo < 0)
                 return false;
             bool is25 = s[i + 1] == '2' && s[i + 2] == '5';

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/hex.h"
+
 enum {
     S_HEAD,
     S_BODY_LEN,
@@ -62,17 +64,6 @@ static bool is_value_char(unsigned char c)
 static bool is_ws(unsigned char c)
 {
     return c == ' ' || c == '\t';
-}
-
-static int hex_value(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 static unsigned char lower(unsigned char c)
@@ -587,7 +578,7 @@ static size_t parse_body_close(h1_parser *p, const char *b, size_t len, h1_event
 
 static h1_error chunk_size_byte(h1_parser *p, unsigned char c)
 {
-    int v = hex_value(c);
+    int v = wf_hex_value(c);
     if (v >= 0) {
         if (p->remaining > (UINT64_MAX >> 4))
             return H1_ERR_CHUNK_SIZE;

@@ -1,0 +1,96 @@
+/*
+ * cds.h - the clusters (CDS) of a sidecar proxy, translated from the config store.
+ *
+ * Input: a finalized wf_store (model/store.h) holding Kubernetes Services and Istio
+ * DestinationRules. Output: one jansson object per cluster, in Envoy v3 JSON shape with the
+ * snake_case names Envoy's /config_dump prints ("@type", "name", "type",
+ * "eds_cluster_config", "connect_timeout", "lb_policy", "circuit_breakers",
+ * "outlier_detection", "common_lb_config", "typed_extension_protocol_options", "metadata").
+ * Durations are protobuf JSON text ("10s", "0.030s"); integers are JSON numbers.
+ *
+ * What is built, following Istio (pilot/pkg/networking/core/cluster.go, cluster_builder.go,
+ * cluster_traffic_policy.go) and checked against the dumps in
+ * ../shared/corpus/istioctl-golden/upstream/ (describe/testdata/describe/http_config.json):
+ *  - for every port of every Service (UDP ports skipped, as Istio drops them):
+ *    `outbound|<port>||<fqdn>` and, only for the subsets the applicable DestinationRule
+ *    defines, `outbound|<port>|<subset>|<fqdn>` (a route to any other subset finds no
+ *    cluster: 503 NC). FQDN is `name.namespace.svc.<domain suffix>`.
+ *    type EDS, eds_cluster_config {eds_config {ads {}, initial_fetch_timeout "0s",
+ *    resource_api_version "V3"}, service_name = the cluster name}; connect_timeout "10s"
+ *    (MeshConfig default); circuit_breakers.thresholds[0] = 4294967295 for max_connections,
+ *    max_pending_requests, max_requests, max_retries with track_remaining true
+ *    (getDefaultCircuitBreakerThresholds); alt_stat_name "<name>;" (Istio's delimited stat
+ *    prefix, reference envoy-istio-behaviour.md §6.4); metadata.filter_metadata.istio with
+ *    default_original_port, services [{host, name, namespace}], subset (subset clusters) and
+ *    config "/apis/networking.istio.io/v1/namespaces/<ns>/destination-rule/<name>" when a
+ *    DestinationRule applies.
+ *  - lb_policy: Istio's default since 1.14 is LEAST_REQUEST (applySimpleDefaultLoadBalancer
+ *    for an unset or UNSPECIFIED `simple`), so LEAST_REQUEST is written for clusters without
+ *    a loadBalancer; ROUND_ROBIN is Envoy's proto default and, as in a config dump, is
+ *    written by omitting lb_policy; RANDOM; LEAST_CONN is LEAST_REQUEST. PASSTHROUGH and
+ *    consistentHash are not translated (the default applies).
+ *  - DestinationRule trafficPolicy, merged as Istio's MergeTrafficPolicy: the top-level
+ *    policy, then a matching portLevelSettings entry replaces connectionPool, loadBalancer
+ *    and outlierDetection as a whole (no inheritance, as Istio documents); for a subset the
+ *    subset's sections override the top-level result one by one and the subset's own
+ *    portLevelSettings entry replaces them again.
+ *    connectionPool: tcp.maxConnections -> max_connections, tcp.connectTimeout ->
+ *    connect_timeout, http.http1MaxPendingRequests -> max_pending_requests,
+ *    http.http2MaxRequests -> max_requests, http.maxRetries -> max_retries (each only when
+ *    > 0); http.maxRequestsPerConnection (> 0) and http.idleTimeout -> the
+ *    envoy.extensions.upstreams.http.v3.HttpProtocolOptions common_http_protocol_options.
+ *    outlierDetection: enforcing_success_rate 0; consecutive5xxErrors -> consecutive_5xx with
+ *    enforcing_consecutive_5xx 100 (0 when the value is 0); consecutiveGatewayErrors ->
+ *    consecutive_gateway_failure with enforcing_consecutive_gateway_failure likewise;
+ *    interval, baseEjectionTime; maxEjectionPercent (> 0); minHealthPercent ->
+ *    common_lb_config.healthy_panic_threshold, always set when outlierDetection is (Istio
+ *    cannot tell 0 from unset: an unset value writes {} = 0 %, which disables panic mode).
+ *  - BlackHoleCluster (type STATIC written explicitly, connect_timeout 10s, no endpoints)
+ *    and PassthroughCluster (ORIGINAL_DST, CLUSTER_PROVIDED, default circuit breakers,
+ *    use_downstream_protocol_config), always, whatever outboundTrafficPolicy says: it only
+ *    chooses which of them the listeners use.
+ *
+ * Which DestinationRule applies to a service, as Istio's PushContext.destinationRule: the
+ * most specific host match (exact, then the longest `*.` wildcard; a short host is resolved in
+ * the rule's namespace) among rules in the proxy's namespace, else rules in the service's
+ * namespace exported to the proxy (exportTo empty, "*", the proxy namespace, or "." from the
+ * same namespace), else exported rules in the root namespace. Within a namespace the first
+ * loaded rule wins (Istio merges several rules for one host; weft does not yet). Rules with
+ * a workloadSelector are skipped (they apply only to selected workloads).
+ *
+ * Not translated here (later parts of issue 5): ServiceEntry and WorkloadEntry, headless
+ * (clusterIP None) and ExternalName Services, inbound clusters, Sidecar egress scoping and
+ * exportTo of Services, TLS / transport_socket_matches, the metadata-exchange filters.
+ *
+ * Input is expected to have passed validation; a field of the wrong type or an unparsable
+ * duration is ignored (the default stays), never an error.
+ */
+#ifndef WF_PILOT_CDS_H
+#define WF_PILOT_CDS_H
+
+#include <jansson.h>
+
+#include "model/store.h"
+
+#define WF_CDS_ROOT_NAMESPACE "istio-system"
+
+typedef struct wf_cds_options {
+    const char *proxy_ns;       /* namespace of the proxy; NULL or "" = none */
+    const char *domain_suffix;  /* NULL = wf_store_domain_suffix(store) */
+    const char *root_namespace; /* MeshConfig rootNamespace; NULL = "istio-system" */
+} wf_cds_options;
+
+/* The clusters of a sidecar in proxy_ns: a new JSON array (the caller owns it and releases it
+ * with json_decref) of cluster objects, the outbound clusters in Service load order (per
+ * port: the default cluster, then the subsets in DestinationRule order), then
+ * BlackHoleCluster and PassthroughCluster. opt may be NULL (all defaults). store is only
+ * read. Returns NULL on out of memory or when store is NULL. */
+json_t *wf_cds_sidecar_clusters(const wf_store *store, const wf_cds_options *opt);
+
+/* The DestinationRule that applies to the Service host fqdn (namespace svc_ns) for a proxy in
+ * proxy_ns (may be NULL), as described above; NULL when none. root_ns NULL = istio-system. */
+const wf_resource *wf_cds_find_destinationrule(const wf_store *store, const char *fqdn,
+                                               const char *svc_ns, const char *proxy_ns,
+                                               const char *root_ns, const char *domain_suffix);
+
+#endif

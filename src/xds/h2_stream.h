@@ -1,0 +1,149 @@
+/*
+ * h2_stream.h - gRPC bidirectional streaming calls over HTTP/2 (nghttp2 on a libuv TCP
+ * handle), server and client side. Payloads are opaque bytes (weft sends JSON text).
+ *
+ * Spec behaviour followed ("gRPC over HTTP2", grpc/grpc doc/PROTOCOL-HTTP2.md):
+ *  - Request headers: :method POST, :scheme http, :path /<service>/<method>, :authority,
+ *    content-type application/grpc, te: trailers. The server answers :status 200 and
+ *    content-type application/grpc; a content-type that does not start with application/grpc
+ *    gets HTTP 415; an unknown :path gets a Trailers-Only response with grpc-status 12.
+ *  - Messages are Length-Prefixed-Messages (grpc_frame.h) in DATA frames; one message may
+ *    span many frames and flow-control windows.
+ *  - The server ends a call with trailers grpc-status and (percent-encoded) grpc-message,
+ *    then resets the stream with NO_ERROR if the client has not half-closed (as grpc servers
+ *    do). A client that receives trailers resets its own side likewise.
+ *  - A response without grpc-status maps to INTERNAL; a non-200 :status maps as the gRPC
+ *    "HTTP to gRPC status code mapping" doc says (404 -> UNIMPLEMENTED, 503 -> UNAVAILABLE...).
+ *  - Keepalive (gRPC doc/keepalive.md): every ping_interval_ms each side sends an HTTP/2
+ *    PING; no PING ACK within ping_timeout_ms closes the connection and every call on it
+ *    ends with WF_H2_END_KEEPALIVE. Both sides run it, so a half-open TCP connection is found
+ *    by whichever side is still alive.
+ *
+ * Flow control and memory bounds (nghttp2 enforces HTTP/2 windows; defaults 65535 bytes):
+ *  - inbound, per call: at most one partial message, <= max_msg bytes. Window updates are
+ *    sent as bytes are consumed, and bytes are consumed as soon as they arrive.
+ *  - outbound, per call: queued messages <= max_send_queue bytes (prefixes included);
+ *    wf_h2_call_send returns WF_H2_E_BUSY beyond that. Data leaves the queue only as the
+ *    peer's windows allow.
+ *  - per connection: bytes handed to libuv but not yet written stay under about 64 KiB plus
+ *    one HTTP/2 frame; the 64 KiB read buffer; at most max_streams concurrent calls
+ *    (SETTINGS_MAX_CONCURRENT_STREAMS). So a connection holds at most about
+ *    max_streams * (max_msg + max_send_queue) + 128 KiB.
+ *
+ * Ownership and lifetime: the module owns servers, connections and calls. A call is valid
+ * from its creation (wf_h2_call_open, or on_call on the server) until on_end returns; a
+ * connection until on_conn_closed returns. Memory is released in libuv close callbacks, so
+ * after closing, run the loop until it has no handles (uv_run(loop, UV_RUN_DEFAULT) returns)
+ * before uv_loop_close. No global mutable state: everything hangs off wf_h2_server /
+ * wf_h2_conn. Single-threaded: use one loop's thread only. Any function here may be called
+ * from inside any handler, and none of them calls a handler before returning: output,
+ * closes and the resulting on_end/on_conn_closed run from the loop (next iteration).
+ */
+#ifndef WF_XDS_H2_STREAM_H
+#define WF_XDS_H2_STREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#define WF_XDS_ADS_PATH                                                                            \
+    "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
+
+typedef struct wf_h2_server wf_h2_server;
+typedef struct wf_h2_conn wf_h2_conn;
+typedef struct wf_h2_call wf_h2_call;
+
+/* API errors (negative). */
+enum {
+    WF_H2_E_NOMEM = -1,
+    WF_H2_E_BUSY = -2,   /* send queue full: retry after the peer reads */
+    WF_H2_E_CLOSED = -3, /* call or connection already ending */
+    WF_H2_E_INVAL = -4,  /* bad argument (oversize message, wrong side, bad address) */
+    WF_H2_E_IO = -5,     /* libuv or nghttp2 refused; see the log of the caller */
+};
+
+/* Why a call or connection ended. */
+typedef enum wf_h2_end_reason {
+    WF_H2_END_STATUS = 0,  /* ended with a grpc-status: received (client) or sent (server) */
+    WF_H2_END_CANCELLED,   /* cancelled locally (wf_h2_call_cancel) */
+    WF_H2_END_RESET,       /* peer reset the stream (h2_error says why) */
+    WF_H2_END_CONN_LOST,   /* TCP EOF, error or connect failure */
+    WF_H2_END_KEEPALIVE,   /* no PING ACK within ping_timeout_ms */
+    WF_H2_END_PROTOCOL,    /* bad message framing, oversize message, HTTP/2 error */
+    WF_H2_END_LOCAL_CLOSE, /* wf_h2_conn_close / wf_h2_server_close */
+} wf_h2_end_reason;
+
+typedef struct wf_h2_end {
+    wf_h2_end_reason reason;
+    int grpc_status;          /* gRPC code, or -1 when none applies */
+    const char *grpc_message; /* decoded text, never NULL ("" if none); valid during on_end */
+    uint32_t h2_error;        /* RST_STREAM error code for WF_H2_END_RESET, else 0 */
+} wf_h2_end;
+
+typedef struct wf_h2_handlers {
+    /* Server only: a new call passed header checks. May send at once. */
+    void (*on_call)(wf_h2_call *call, void *ud);
+    /* A whole message; msg valid only during the call (len may be 0). */
+    void (*on_message)(wf_h2_call *call, const uint8_t *msg, size_t len, void *ud);
+    /* The call is over; it is freed when this returns. Called exactly once per call. */
+    void (*on_end)(wf_h2_call *call, const wf_h2_end *end, void *ud);
+    /* The connection is over (after on_end of each of its calls); freed after return. */
+    void (*on_conn_closed)(wf_h2_conn *conn, wf_h2_end_reason reason, void *ud);
+    void *ud;
+} wf_h2_handlers;
+
+typedef struct wf_h2_opts {
+    size_t max_msg;            /* bytes per received message; 0 = 4 MiB */
+    size_t max_send_queue;     /* bytes queued per call; 0 = 2 * max_msg + 5 */
+    uint32_t max_streams;      /* concurrent calls per connection; 0 = 100 */
+    uint64_t ping_interval_ms; /* 0 = no keepalive pings */
+    uint64_t ping_timeout_ms;  /* 0 = 20000 */
+    const char *path;          /* served / requested :path; NULL = WF_XDS_ADS_PATH */
+} wf_h2_opts;
+
+/* Server: listens on ip:port (port 0 picks a free one). opts and handlers are copied (path
+ * must outlive the server). Returns 0 and *out, or WF_H2_E_*. */
+int wf_h2_server_start(uv_loop_t *loop, const char *ip, int port, const wf_h2_opts *opts,
+                       const wf_h2_handlers *h, wf_h2_server **out);
+/* The bound port (host order). */
+int wf_h2_server_port(const wf_h2_server *s);
+/* Stops listening and closes every connection (calls end with WF_H2_END_LOCAL_CLOSE).
+ * The server is freed once all its handles have closed. */
+void wf_h2_server_close(wf_h2_server *s);
+
+/* Client: connects to ip:port. Calls may be opened at once; they are sent when connected.
+ * A connect failure ends them with WF_H2_END_CONN_LOST. Returns 0 and *out, or WF_H2_E_*. */
+int wf_h2_client_connect(uv_loop_t *loop, const char *ip, int port, const wf_h2_opts *opts,
+                         const wf_h2_handlers *h, wf_h2_conn **out);
+/* Client: opens a call on opts.path. Returns 0 and *out, or WF_H2_E_*. */
+int wf_h2_call_open(wf_h2_conn *c, wf_h2_call **out);
+
+/* Closes the connection on the next loop iteration: pending output is dropped, calls end with
+ * WF_H2_END_LOCAL_CLOSE, then on_conn_closed. Idempotent. */
+void wf_h2_conn_close(wf_h2_conn *c);
+/* Stops (pause=true) or resumes reading the socket. For tests that simulate a peer that
+ * went silent, and for callers applying backpressure. */
+void wf_h2_conn_pause_reads(wf_h2_conn *c, bool pause);
+
+/* Queues one message (copied). Returns 0, WF_H2_E_BUSY (queue would exceed
+ * max_send_queue), WF_H2_E_CLOSED (call ending or half-closed), WF_H2_E_NOMEM. */
+int wf_h2_call_send(wf_h2_call *call, const void *msg, size_t len);
+/* Bytes queued but not yet handed to HTTP/2. */
+size_t wf_h2_call_pending(const wf_h2_call *call);
+/* Server: ends the call after the queued messages with grpc-status/grpc-message trailers
+ * (message may be NULL). Client: half-closes (END_STREAM after the queued messages).
+ * Returns 0, WF_H2_E_CLOSED or WF_H2_E_NOMEM. */
+int wf_h2_call_finish(wf_h2_call *call, int grpc_status, const char *message);
+/* Resets the stream (RST_STREAM CANCEL); on_end follows with WF_H2_END_CANCELLED. */
+void wf_h2_call_cancel(wf_h2_call *call);
+
+void wf_h2_call_set_data(wf_h2_call *call, void *data);
+void *wf_h2_call_data(const wf_h2_call *call);
+wf_h2_conn *wf_h2_call_conn(const wf_h2_call *call);
+
+/* Human-readable name of a reason ("keepalive timeout", ...). */
+const char *wf_h2_end_reason_str(wf_h2_end_reason r);
+
+#endif
