@@ -192,6 +192,7 @@ static int scan_block(h1_parser *p, const char *b, size_t len, size_t *end)
         }
         size_t j = (size_t)(lf - b);
         if (j == p->line_start || b[j - 1] != '\r') {
+            i = j; /* a NUL before the LF is the earlier fault, however the bytes arrived */
             r = -H1_ERR_BARE_LF;
             break;
         }
