@@ -1,0 +1,384 @@
+/*
+ * rds.c - a sidecar's outbound route configurations: ports, virtual hosts, domains and which
+ * VirtualService binds a Service (see rds.h). The VirtualService routes are in rds_route.c.
+ */
+#include "pilot/rds.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "pilot/naming.h"
+#include "pilot/rds_internal.h"
+
+#define RC_TYPE "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+#define PH_TYPE                                                                                    \
+    "type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate"
+#define RETRY_ON  "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes"
+#define MAX_PORTS 1024
+
+char *rds_resolve_host(const char *host, const char *ns, const char *suffix)
+{
+    char *out = NULL;
+    if (!host)
+        return NULL;
+    if (strchr(host, '.') || strcmp(host, "*") == 0)
+        return strdup(host);
+    if (asprintf(&out, "%s.%s.svc.%s", host, ns ? ns : "", suffix) < 0)
+        return NULL;
+    return out;
+}
+
+json_t *rds_default_retry_policy(void)
+{
+    return json_pack("{s:s,s:i,s:[{s:s,s:{s:s}}],s:s}", "retry_on", RETRY_ON, "num_retries", 2,
+                     "retry_host_predicate", "name", "envoy.retry_host_predicates.previous_hosts",
+                     "typed_config", "@type", PH_TYPE, "host_selection_retry_max_attempts", "5");
+}
+
+/* ---------- which Services and ports ---------- */
+
+/* Headless and ExternalName Services get no EDS cluster (cds.c): no virtual host either. */
+static bool routed_service(const wf_resource *r)
+{
+    const wf_service *svc = r->t.service;
+    if (!svc || !r->name || !*r->name)
+        return false;
+    if (svc->type && strcmp(svc->type, "ExternalName") == 0)
+        return false;
+    return !(svc->cluster_ip && strcmp(svc->cluster_ip, "None") == 0);
+}
+
+static bool proto_is(const char *p, size_t len, const char *name)
+{
+    return strlen(name) == len && strncasecmp(p, name, len) == 0;
+}
+
+/* Istio's protocol of a Service port, reduced to "gets an HTTP route configuration". */
+static bool http_port(const wf_service_port *sp)
+{
+    static const char *const tcp_like[] = {"tcp",   "tls",   "https", "mongo",
+                                           "mysql", "redis", "udp",   NULL};
+    if (sp->port <= 0 || sp->port > 65535 || (sp->protocol && !strcmp(sp->protocol, "UDP")))
+        return false;
+    const char *p = sp->app_protocol ? sp->app_protocol : sp->name ? sp->name : "";
+    size_t len = sp->app_protocol ? strlen(p) : strcspn(p, "-");
+    for (int i = 0; tcp_like[i]; i++)
+        if (proto_is(p, len, tcp_like[i]))
+            return false;
+    static const char *const known[] = {"http", "http2", "grpc", "grpc-web", "http_proxy", NULL};
+    bool is_known = strncasecmp(p, "grpc-web", 8) == 0;
+    for (int i = 0; known[i] && !is_known; i++)
+        is_known = proto_is(p, len, known[i]);
+    int32_t n = sp->port;
+    return is_known || !(n == 25 || n == 53 || n == 3306 || n == 27017);
+}
+
+static bool service_has_port(const wf_resource *r, int32_t port)
+{
+    for (size_t i = 0; i < r->t.service->nports; i++)
+        if (r->t.service->ports[i].port == port && http_port(&r->t.service->ports[i]))
+            return true;
+    return false;
+}
+
+static int cmp_port(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The distinct HTTP ports of all routed Services, ascending. Returns the count. */
+static size_t collect_ports(const wf_store *s, int32_t *ports)
+{
+    size_t n = 0, np = 0;
+    const wf_resource *const *svcs = wf_store_kind(s, WF_KIND_SERVICE, &n);
+    for (size_t i = 0; i < n; i++) {
+        if (!routed_service(svcs[i]))
+            continue;
+        for (size_t j = 0; j < svcs[i]->t.service->nports && np < MAX_PORTS; j++) {
+            const wf_service_port *sp = &svcs[i]->t.service->ports[j];
+            bool seen = false;
+            for (size_t k = 0; k < np && !seen; k++)
+                seen = ports[k] == sp->port;
+            if (!seen && http_port(sp))
+                ports[np++] = sp->port;
+        }
+    }
+    qsort(ports, np, sizeof *ports, cmp_port);
+    return np;
+}
+
+/* ---------- which VirtualService binds a Service ---------- */
+
+static bool vs_visible(const wf_resource *vs, const char *proxy_ns)
+{
+    const wf_strs *e = &vs->t.vs->export_to;
+    if (e->n == 0)
+        return true;
+    for (size_t i = 0; i < e->n; i++) {
+        const char *t = e->v[i];
+        if (!strcmp(t, "*") || (proxy_ns && !strcmp(t, proxy_ns)) ||
+            (proxy_ns && !strcmp(t, ".") && !strcmp(vs->ns, proxy_ns)))
+            return true;
+    }
+    return false;
+}
+
+static bool vs_for_mesh(const wf_resource *vs)
+{
+    const wf_strs *g = &vs->t.vs->gateways;
+    for (size_t i = 0; i < g->n; i++)
+        if (!strcmp(g->v[i], "mesh"))
+            return true;
+    return g->n == 0;
+}
+
+/* 2 = exact, 1 = wildcard covers fqdn, 0 = no match, -1 = OOM. */
+static int host_match(const rds_ctx *x, const wf_resource *vs, const char *host, const char *fqdn)
+{
+    char *h = rds_resolve_host(host, vs->ns, x->suffix);
+    if (!h)
+        return -1;
+    int m = 0;
+    size_t hl = strlen(h), fl = strlen(fqdn);
+    if (!strcmp(h, fqdn))
+        m = 2;
+    else if (!strcmp(h, "*") ||
+             (h[0] == '*' && h[1] == '.' && fl > hl - 1 && !strcmp(fqdn + fl - (hl - 1), h + 1)))
+        m = 1;
+    free(h);
+    return m;
+}
+
+/* Sets *out to the binding VirtualService or NULL. Returns 0, or -1 on OOM. */
+static int find_vs(const rds_ctx *x, const char *fqdn, const wf_resource **out)
+{
+    size_t n = 0;
+    const wf_resource *const *all = wf_store_kind(x->s, WF_KIND_VIRTUALSERVICE, &n);
+    const wf_resource *wild = NULL;
+    *out = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const wf_resource *vs = all[i];
+        if (!vs->t.vs || !vs_visible(vs, x->proxy_ns) || !vs_for_mesh(vs))
+            continue;
+        for (size_t j = 0; j < vs->t.vs->hosts.n; j++) {
+            int m = host_match(x, vs, vs->t.vs->hosts.v[j], fqdn);
+            if (m < 0)
+                return -1;
+            if (m == 2) {
+                *out = vs;
+                return 0;
+            }
+            if (m == 1 && !wild)
+                wild = vs;
+        }
+    }
+    *out = wild;
+    return 0;
+}
+
+/* ---------- virtual hosts ---------- */
+
+typedef struct rc_build {
+    const rds_ctx *x;
+    int32_t port;
+    bool port_domains;
+    json_t *used;   /* object used as a set of the domains taken so far */
+    json_t *vhosts; /* the configuration's virtual_hosts */
+} rc_build;
+
+/* Append d (and "d:port" when asked) unless an earlier virtual host took it. */
+static int add_domain(rc_build *b, json_t *doms, const char *d, size_t len)
+{
+    char buf[512];
+    for (int k = 0; k < (b->port_domains ? 2 : 1); k++) {
+        int n = k ? snprintf(buf, sizeof buf, "%.*s:%d", (int)len, d, (int)b->port)
+                  : snprintf(buf, sizeof buf, "%.*s", (int)len, d);
+        if (n < 0 || (size_t)n >= sizeof buf)
+            return 0; /* longer than any DNS name: skipped */
+        if (json_object_get(b->used, buf))
+            continue;
+        if (json_object_set_new(b->used, buf, json_true()) != 0 ||
+            json_array_append_new(doms, json_string(buf)) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* generateVirtualHostDomains for a Kubernetes Service: FQDN, alt names, clusterIP. */
+static json_t *vhost_domains(rc_build *b, const wf_resource *svc, const char *fqdn)
+{
+    json_t *doms = json_array();
+    if (!doms)
+        return NULL;
+    size_t name_len = strlen(svc->name), ns_len = name_len + 1 + strlen(svc->ns);
+    char *svc_dom = NULL; /* name.ns.svc */
+    if (asprintf(&svc_dom, "%s.%s.svc", svc->name, svc->ns) < 0)
+        goto fail;
+    bool same = b->x->proxy_ns && !strcmp(b->x->proxy_ns, svc->ns);
+    int rc = add_domain(b, doms, fqdn, strlen(fqdn));
+    if (rc == 0 && same)
+        rc = add_domain(b, doms, svc_dom, name_len);
+    if (rc == 0)
+        rc = same ? add_domain(b, doms, svc_dom, strlen(svc_dom))
+                  : add_domain(b, doms, svc_dom, ns_len);
+    if (rc == 0)
+        rc = same ? add_domain(b, doms, svc_dom, ns_len)
+                  : add_domain(b, doms, svc_dom, strlen(svc_dom));
+    const char *vip = svc->t.service->cluster_ip;
+    if (rc == 0 && vip && *vip)
+        rc = add_domain(b, doms, vip, strlen(vip));
+    free(svc_dom);
+    if (rc == 0)
+        return doms;
+fail:
+    json_decref(doms);
+    return NULL;
+}
+
+/* Istio's default route of a Service without a VirtualService. */
+static json_t *default_route(const char *cluster)
+{
+    return json_pack("{s:{s:s},s:{s:s,s:s,s:o},s:s}", "match", "prefix", "/", "route", "cluster",
+                     cluster, "timeout", "0s", "retry_policy", rds_default_retry_policy(), "name",
+                     "default");
+}
+
+static json_t *service_routes(rc_build *b, const char *fqdn, const wf_resource *vs)
+{
+    json_t *routes = json_array();
+    if (!routes)
+        return NULL;
+    if (vs) {
+        if (rds_vs_routes(b->x, vs, b->port, routes) == 0)
+            return routes;
+        json_decref(routes);
+        return NULL;
+    }
+    char *cluster = wf_cluster_name("outbound", b->port, NULL, fqdn);
+    if (!cluster || json_array_append_new(routes, default_route(cluster)) != 0) {
+        free(cluster);
+        json_decref(routes);
+        return NULL;
+    }
+    free(cluster);
+    return routes;
+}
+
+static int add_vhost(rc_build *b, const wf_resource *svc, const char *fqdn, const wf_resource *vs)
+{
+    json_t *routes = service_routes(b, fqdn, vs);
+    if (!routes)
+        return -1;
+    if (json_array_size(routes) == 0) { /* no route applies: Istio builds no vhost */
+        json_decref(routes);
+        return 0;
+    }
+    json_t *doms = vhost_domains(b, svc, fqdn);
+    if (!doms || json_array_size(doms) == 0) {
+        json_decref(routes);
+        json_decref(doms);
+        return doms ? 0 : -1;
+    }
+    json_t *v = json_pack("{s:o,s:o,s:o,s:b}", "name", json_sprintf("%s:%d", fqdn, (int)b->port),
+                          "domains", doms, "routes", routes, "include_request_attempt_count", 1);
+    return json_array_append_new(b->vhosts, v); /* NULL v: -1 */
+}
+
+/* Virtual hosts of the Services on b->port: bound to `only` (NULL = unbound ones). */
+static int add_services(rc_build *b, const wf_resource *only)
+{
+    size_t n = 0;
+    const wf_resource *const *svcs = wf_store_kind(b->x->s, WF_KIND_SERVICE, &n);
+    for (size_t i = 0; i < n; i++) {
+        const wf_resource *r = svcs[i];
+        if (!routed_service(r) || !service_has_port(r, b->port))
+            continue;
+        char *fqdn = NULL;
+        const wf_resource *vs = NULL;
+        if (asprintf(&fqdn, "%s.%s.svc.%s", r->name, r->ns, b->x->suffix) < 0)
+            return -1;
+        int rc = find_vs(b->x, fqdn, &vs);
+        if (rc == 0 && vs == only)
+            rc = add_vhost(b, r, fqdn, vs);
+        free(fqdn);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Istio's allow_any / block_all virtual host. */
+static json_t *catch_all_vhost(bool registry_only)
+{
+    const char *name = registry_only ? "block_all" : "allow_any";
+    json_t *route =
+        registry_only ? json_pack("{s:{s:s},s:{s:i},s:s}", "match", "prefix", "/",
+                                  "direct_response", "status", 502, "name", name)
+                      : json_pack("{s:{s:s},s:{s:s,s:s},s:s}", "match", "prefix", "/", "route",
+                                  "cluster", WF_CLUSTER_PASSTHROUGH, "timeout", "0s", "name", name);
+    return json_pack("{s:s,s:[s],s:[o],s:b}", "name", name, "domains", "*", "routes", route,
+                     "include_request_attempt_count", 1);
+}
+
+static json_t *route_config(const rds_ctx *x, const wf_rds_options *opt, int32_t port)
+{
+    rc_build b = {.x = x,
+                  .port = port,
+                  .port_domains = opt->port_in_domains,
+                  .used = json_object(),
+                  .vhosts = json_array()};
+    json_t *rc = NULL;
+    size_t n = 0;
+    const wf_resource *const *vss = wf_store_kind(x->s, WF_KIND_VIRTUALSERVICE, &n);
+    if (!b.used || !b.vhosts)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        if (add_services(&b, vss[i]) != 0)
+            goto out;
+    if (add_services(&b, NULL) != 0 ||
+        json_array_append_new(b.vhosts, catch_all_vhost(opt->registry_only)) != 0)
+        goto out;
+    rc = json_pack("{s:s,s:o,s:O,s:b}", "@type", RC_TYPE, "name", json_sprintf("%d", (int)port),
+                   "virtual_hosts", b.vhosts, "validate_clusters", 0);
+    if (rc && !opt->port_in_domains &&
+        json_object_set_new(rc, "ignore_port_in_host_matching", json_true()) != 0)
+        goto fail;
+out:
+    json_decref(b.used);
+    json_decref(b.vhosts);
+    return rc;
+fail:
+    json_decref(rc);
+    rc = NULL;
+    goto out;
+}
+
+json_t *wf_rds_sidecar_route_configs(const wf_store *store, const wf_rds_options *opt)
+{
+    static const wf_rds_options none = {0};
+    if (!store)
+        return NULL;
+    if (!opt)
+        opt = &none;
+    rds_ctx x = {.s = store,
+                 .proxy_ns = opt->proxy_ns && *opt->proxy_ns ? opt->proxy_ns : NULL,
+                 .suffix = opt->domain_suffix ? opt->domain_suffix : wf_store_domain_suffix(store),
+                 .proxy_labels = opt->proxy_labels};
+    json_t *out = json_array();
+    int32_t *ports = calloc(MAX_PORTS, sizeof *ports);
+    if (!out || !ports)
+        goto fail;
+    size_t np = collect_ports(store, ports);
+    for (size_t i = 0; i < np; i++)
+        if (json_array_append_new(out, route_config(&x, opt, ports[i])) != 0)
+            goto fail;
+    free(ports);
+    return out;
+fail:
+    free(ports);
+    json_decref(out);
+    return NULL;
+}

@@ -1,0 +1,54 @@
+/*
+ * rds_internal.h - shared between rds.c (route configurations, virtual hosts, domains,
+ * which VirtualService applies) and rds_route.c (one VirtualService's HTTP routes).
+ * Not a public interface: see rds.h.
+ */
+#ifndef WF_PILOT_RDS_INTERNAL_H
+#define WF_PILOT_RDS_INTERNAL_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "model/store.h"
+
+typedef struct rds_ctx {
+    const wf_store *s;
+    const char *proxy_ns; /* NULL = none */
+    const char *suffix;   /* cluster DNS suffix */
+    const wf_kvs *proxy_labels;
+} rds_ctx;
+
+/* Istio's ResolveShortnameToFQDN: a host without a dot becomes host.ns.svc.suffix; anything
+ * else (including "*") is kept. Returns a new heap string (free()), NULL on OOM. */
+char *rds_resolve_host(const char *host, const char *ns, const char *suffix);
+
+/* Istio's default retry policy for outbound routes (reference §4.5). NULL on OOM. */
+json_t *rds_default_retry_policy(void);
+
+/* Append the Envoy routes VirtualService vs produces for listener port `port` to the array
+ * routes, in order, stopping after a catch-all route as Istio does. Returns 0, -1 on OOM. */
+int rds_vs_routes(const rds_ctx *x, const wf_resource *vs, int32_t port, json_t *routes);
+
+/* ---- rds_policy.c ---- */
+
+/* The duration at key of map m as protobuf JSON text ("0.500s"); NULL when absent,
+ * unparsable or negative (also on OOM). */
+json_t *rds_duration_at(const wf_node *m, const char *key);
+
+/* Istio's ConvertPolicy of a `retries` block (NULL = absent: the default policy). Sets *out
+ * to the new retry_policy, or NULL when attempts <= 0 removes it. Returns 0, -1 on OOM. */
+int rds_retry_policy(const wf_node *retries, json_t **out);
+
+/* typed_per_filter_config for a `fault` block (NULL = none) into *out (NULL when nothing to
+ * inject). Returns 0, -1 on OOM. */
+int rds_fault(const wf_node *fault, json_t **out);
+
+/* request_mirror_policies for the route's mirror to `cluster`, following mirrorPercentage /
+ * mirrorPercent; *out NULL when the percentage is 0. Returns 0, -1 on OOM. */
+int rds_mirror_policies(const wf_node *http_route, const char *cluster, json_t **out);
+
+/* Add request/response header operations of a `headers` block (may be NULL) to route.
+ * Returns 0, -1 on OOM. */
+int rds_header_ops(json_t *route, const wf_node *headers);
+
+#endif

@@ -1,0 +1,260 @@
+/*
+ * discovery.h - xDS discovery messages (JSON) and the ACK/NACK bookkeeping of both ends of
+ * an aggregated stream. Pure: no I/O, no clocks (times are passed in), no global mutable
+ * state. The bytes travel over grpc_frame.h / h2_stream.h.
+ *
+ * Messages follow Envoy's envoy.service.discovery.v3 protos in protobuf JSON form:
+ *   DiscoveryRequest       version_info, node {id, cluster, metadata}, resource_names,
+ *                          type_url, response_nonce, error_detail {code, message}
+ *   DiscoveryResponse      version_info, resources (google.protobuf.Any: objects with "@type"),
+ *                          type_url, nonce
+ *   DeltaDiscoveryRequest  node, type_url, resource_names_subscribe,
+ *                          resource_names_unsubscribe, initial_resource_versions (map),
+ *                          response_nonce, error_detail
+ *   DeltaDiscoveryResponse system_version_info, resources (Resource {name, version, resource}),
+ *                          type_url, removed_resources, nonce
+ * Decoding accepts each field under its proto name (snake_case) or its lowerCamelCase JSON
+ * name, as protobuf JSON parsers do; giving both is an error. A JSON null is the default value.
+ * Fields outside this subset are ignored. Encoding writes snake_case and, like protobuf JSON,
+ * omits empty strings and empty lists (type_url is always written).
+ *
+ * Errors: decoders fill a wf_xds_err whose `field` is the path of the field at fault, in
+ * snake_case ("type_url", "error_detail.code", "resources[2].@type") and whose `text` is
+ * "<field>: <reason>".
+ *
+ * Ownership: every struct here owns its strings (heap, NUL-terminated) and its json_t
+ * references; release with the matching _free function (safe on a zeroed struct, and leaves the
+ * struct zeroed). A NULL string means "absent" and reads as "". Functions that return json_t*
+ * return a new reference: the caller decrefs it. Decoders never take over the caller's json_t;
+ * where a struct keeps part of the input (metadata, resources) it takes its own reference.
+ */
+#ifndef WF_XDS_DISCOVERY_H
+#define WF_XDS_DISCOVERY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+/* Return codes (0 is success). */
+enum {
+    WF_XDS_OK = 0,
+    WF_XDS_E_NOMEM = -1,   /* allocation failed; outputs are left zeroed */
+    WF_XDS_E_INVALID = -2, /* malformed message; wf_xds_err says which field */
+};
+
+/* ---- Type URLs (Envoy's v3 resource types) -------------------------------------------- */
+
+#define WF_XDS_TYPE_CLUSTER   "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+#define WF_XDS_TYPE_LISTENER  "type.googleapis.com/envoy.config.listener.v3.Listener"
+#define WF_XDS_TYPE_ROUTE     "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+#define WF_XDS_TYPE_ENDPOINT  "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+#define WF_XDS_TYPE_SECRET    "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
+#define WF_XDS_TYPE_EXTENSION "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig"
+
+typedef enum wf_xds_type {
+    WF_XDS_CDS = 0,
+    WF_XDS_LDS,
+    WF_XDS_RDS,
+    WF_XDS_EDS,
+    WF_XDS_SDS,
+    WF_XDS_ECDS,
+    WF_XDS_NTYPES,
+} wf_xds_type;
+
+/* Type URL of t (static string), NULL when t is out of range. */
+const char *wf_xds_type_url(wf_xds_type t);
+/* Short table name: "CDS", "LDS", "RDS", "EDS", "SDS", "ECDS"; NULL when out of range. */
+const char *wf_xds_type_short(wf_xds_type t);
+/* The type whose URL is url, or -1 when none (NULL url included). */
+int wf_xds_type_from_url(const char *url);
+
+/* ---- Messages ---------------------------------------------------------------------------- */
+
+typedef struct wf_xds_err {
+    char field[96]; /* snake_case path of the field at fault */
+    char text[256]; /* "<field>: <reason>" */
+} wf_xds_err;
+
+typedef struct wf_xds_names {
+    char **v; /* n heap strings */
+    size_t n;
+} wf_xds_names;
+
+typedef struct wf_xds_node {
+    char *id;
+    char *cluster;
+    json_t *metadata; /* google.protobuf.Struct: a JSON object, or NULL */
+} wf_xds_node;
+
+typedef struct wf_xds_status {
+    int code; /* google.rpc.Code */
+    char *message;
+} wf_xds_status;
+
+typedef struct wf_xds_request {
+    char *version_info;
+    bool has_node;
+    wf_xds_node node;
+    wf_xds_names resource_names;
+    char *type_url; /* required */
+    char *response_nonce;
+    bool has_error; /* error_detail present: a NACK */
+    wf_xds_status error_detail;
+} wf_xds_request;
+
+typedef struct wf_xds_response {
+    char *version_info;
+    json_t *resources; /* JSON array of objects each with a string "@type", or NULL */
+    char *type_url;    /* required */
+    char *nonce;
+} wf_xds_response;
+
+typedef struct wf_xds_delta_request {
+    bool has_node;
+    wf_xds_node node;
+    char *type_url; /* required */
+    wf_xds_names subscribe;
+    wf_xds_names unsubscribe;
+    json_t *initial_resource_versions; /* JSON object name -> version string, or NULL */
+    char *response_nonce;
+    bool has_error;
+    wf_xds_status error_detail;
+} wf_xds_delta_request;
+
+typedef struct wf_xds_resource {
+    char *name;
+    char *version;
+    json_t *resource; /* Any: object with "@type", or NULL */
+} wf_xds_resource;
+
+typedef struct wf_xds_delta_response {
+    char *system_version_info;
+    wf_xds_resource *resources;
+    size_t n_resources;
+    char *type_url; /* required */
+    wf_xds_names removed_resources;
+    char *nonce; /* required */
+} wf_xds_delta_response;
+
+/* Parses len bytes of JSON text (UTF-8 checked by jansson, duplicate keys rejected) whose root
+ * must be an object. Returns 0 and *out (new reference, caller decrefs), or WF_XDS_E_INVALID
+ * (err->field "" and the parser's message) / WF_XDS_E_NOMEM. */
+int wf_xds_parse_text(const char *buf, size_t len, json_t **out, wf_xds_err *err);
+
+/* Decoders: j must be a JSON object. Return 0 and fill *out (caller frees it with the
+ * matching _free), WF_XDS_E_INVALID with *err set, or WF_XDS_E_NOMEM. On failure *out is
+ * zeroed. Required: type_url (all four), nonce (delta response). A SotW response's resources
+ * must each carry "@type" equal to type_url (Envoy rejects a mismatch). */
+int wf_xds_request_decode(const json_t *j, wf_xds_request *out, wf_xds_err *err);
+int wf_xds_response_decode(const json_t *j, wf_xds_response *out, wf_xds_err *err);
+int wf_xds_delta_request_decode(const json_t *j, wf_xds_delta_request *out, wf_xds_err *err);
+int wf_xds_delta_response_decode(const json_t *j, wf_xds_delta_response *out, wf_xds_err *err);
+
+/* Encoders: a new JSON object (caller decrefs; json_t members are shared, not copied), or
+ * NULL when out of memory or a string is not valid UTF-8 (jansson refuses it). */
+json_t *wf_xds_request_encode(const wf_xds_request *r);
+json_t *wf_xds_response_encode(const wf_xds_response *r);
+json_t *wf_xds_delta_request_encode(const wf_xds_delta_request *r);
+json_t *wf_xds_delta_response_encode(const wf_xds_delta_response *r);
+
+void wf_xds_names_free(wf_xds_names *n);
+/* Deep copy; 0 or WF_XDS_E_NOMEM (dst zeroed then). dst must not hold names. */
+int wf_xds_names_copy(wf_xds_names *dst, const wf_xds_names *src);
+void wf_xds_node_free(wf_xds_node *n);
+void wf_xds_request_free(wf_xds_request *r);
+void wf_xds_response_free(wf_xds_response *r);
+void wf_xds_delta_request_free(wf_xds_delta_request *r);
+void wf_xds_delta_response_free(wf_xds_delta_response *r);
+
+/* ---- Server side (istiod's per-connection WatchedResource), SotW ------------------------- */
+
+/* What istiod does with a request (pilot/pkg/xds/ads.go shouldRespond). */
+typedef enum wf_xds_req_kind {
+    WF_XDS_REQ_INITIAL = 0,     /* no response_nonce, or first request for the type on this
+                                 * stream (reconnect): respond with the full set */
+    WF_XDS_REQ_ACK,             /* nonce == last sent, no error_detail: do not respond */
+    WF_XDS_REQ_NACK,            /* nonce == last sent, error_detail: do not respond */
+    WF_XDS_REQ_STALE_NONCE,     /* nonce != last sent: ignore */
+    WF_XDS_REQ_RESOURCE_CHANGE, /* an ACK whose resource_names changed: respond */
+} wf_xds_req_kind;
+
+/* Proxy-status sync state (istioctl proxy-status, reference §8.6). */
+typedef enum wf_xds_sync {
+    WF_XDS_SYNC_NOT_SENT = 0, /* nothing sent for this type on this stream */
+    WF_XDS_SYNC_SYNCED,       /* last ACKed nonce == last sent nonce */
+    WF_XDS_SYNC_STALE,        /* sent, ACK for the last nonce not received yet */
+    WF_XDS_SYNC_ERROR,        /* last response was NACKed (cleared by the next ACK) */
+} wf_xds_sync;
+
+/* One type on one stream. Zero-initialise (or wf_xds_watch_free) to start. */
+typedef struct wf_xds_watch {
+    bool watched; /* a request for this type arrived on this stream */
+    wf_xds_names names;
+    char *version_sent, *nonce_sent;
+    char *version_acked, *nonce_acked; /* the proxy's version: kept across NACKs */
+    bool nacked;
+    int error_code;
+    char *error_message; /* of the last NACK; NULL once an ACK clears it */
+    uint64_t changes;    /* bumped whenever wf_xds_watch_sync changes value */
+    int64_t sync_since_ms;
+} wf_xds_watch;
+
+/* Classifies req against w without changing anything. Order (as istiod, but see NACK):
+ * unwatched or empty response_nonce -> INITIAL; nonce != nonce_sent -> STALE_NONCE (also for a
+ * request carrying error_detail: a NACK of a superseded response does not mark the proxy
+ * ERROR; istiod records it anyway); error_detail -> NACK; names changed (as sets) ->
+ * RESOURCE_CHANGE; else ACK. */
+wf_xds_req_kind wf_xds_watch_classify(const wf_xds_watch *w, const wf_xds_request *req);
+
+/* Classifies req (*kind) and records it: INITIAL resets the watch to req's names (nothing sent
+ * yet); ACK / RESOURCE_CHANGE record nonce and version acked, the names, and clear the error;
+ * NACK records error code and message and keeps the acked version; STALE_NONCE changes
+ * nothing. now_ms stamps a sync-state change. Returns 0 or WF_XDS_E_NOMEM (w unchanged). */
+int wf_xds_watch_on_request(wf_xds_watch *w, const wf_xds_request *req, int64_t now_ms,
+                            wf_xds_req_kind *kind);
+
+/* Records a response sent for this type. 0 or WF_XDS_E_NOMEM (w unchanged). */
+int wf_xds_watch_on_sent(wf_xds_watch *w, const char *version, const char *nonce, int64_t now_ms);
+
+wf_xds_sync wf_xds_watch_sync(const wf_xds_watch *w);
+/* "SYNCED", "NOT SENT", "STALE", "ERROR" (istioctl's spellings). */
+const char *wf_xds_sync_name(wf_xds_sync s);
+/* "INITIAL", "ACK", "NACK", "STALE_NONCE", "RESOURCE_CHANGE" (for logs). */
+const char *wf_xds_req_kind_name(wf_xds_req_kind k);
+void wf_xds_watch_free(wf_xds_watch *w);
+
+/* ---- Client side (Envoy's GrpcMuxImpl per-type state), SotW ------------------------------ */
+
+typedef struct wf_xds_client_type {
+    char *type_url;
+    char *version; /* version_info of the last accepted response; NULL before any */
+    char *nonce;   /* nonce of the last response received on this stream, to echo */
+    wf_xds_names names;
+} wf_xds_client_type;
+
+/* Starts the state for type_url with no names (wildcard). 0 or WF_XDS_E_NOMEM. */
+int wf_xds_client_init(wf_xds_client_type *c, const char *type_url);
+/* Replaces the subscribed names (deep copy). 0 or WF_XDS_E_NOMEM (c unchanged). */
+int wf_xds_client_set_names(wf_xds_client_type *c, const wf_xds_names *names);
+/* A new stream: forget the nonce (Envoy clears it on reconnect; the version stays). */
+void wf_xds_client_stream_reset(wf_xds_client_type *c);
+
+/* The request for the current state: version_info = accepted version, response_nonce = the
+ * nonce to echo (none on a new stream), names, node copied when node is non-NULL (Envoy sends
+ * it on the first request of a stream). Fills *out (caller frees). 0 or WF_XDS_E_NOMEM. */
+int wf_xds_client_request(const wf_xds_client_type *c, const wf_xds_node *node,
+                          wf_xds_request *out);
+
+/* The caller applied resp: accept its version, echo its nonce, build the ACK into *out. */
+int wf_xds_client_ack(wf_xds_client_type *c, const wf_xds_response *resp, wf_xds_request *out);
+
+/* The caller rejected resp: echo its nonce, keep the accepted version, build the NACK into *out
+ * with error_detail {code 13 (INTERNAL, as Envoy), message}. The error is not kept: the next
+ * request carries none (Envoy clears error_detail once sent). 0 or WF_XDS_E_NOMEM. */
+int wf_xds_client_nack(wf_xds_client_type *c, const wf_xds_response *resp, const char *message,
+                       wf_xds_request *out);
+void wf_xds_client_free(wf_xds_client_type *c);
+
+#endif

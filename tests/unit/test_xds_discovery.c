@@ -1,0 +1,477 @@
+/*
+ * test_xds_discovery.c - xDS discovery messages: JSON round-trips, lowerCamelCase input, bad
+ * input naming the field, type URLs, istiod's ACK/NACK/stale-nonce classification and sync
+ * state, Envoy's client ACK/NACK requests.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "xds/discovery.h"
+
+static json_t *parse(const char *text)
+{
+    json_t *j = NULL;
+    wf_xds_err err;
+    assert_int_equal(wf_xds_parse_text(text, strlen(text), &j, &err), WF_XDS_OK);
+    return j;
+}
+
+/* Decodes text as a DiscoveryRequest; returns the rc, err filled. */
+static int req_from(const char *text, wf_xds_request *r, wf_xds_err *err)
+{
+    json_t *j = parse(text);
+    int rc = wf_xds_request_decode(j, r, err);
+    json_decref(j);
+    return rc;
+}
+
+static void expect_req_error(const char *text, const char *field)
+{
+    wf_xds_request r;
+    wf_xds_err err;
+    assert_int_equal(req_from(text, &r, &err), WF_XDS_E_INVALID);
+    assert_string_equal(err.field, field);
+    assert_non_null(strstr(err.text, field));
+    assert_null(r.type_url);
+}
+
+static void test_type_urls(void **state)
+{
+    assert_string_equal(wf_xds_type_url(WF_XDS_CDS),
+                        "type.googleapis.com/envoy.config.cluster.v3.Cluster");
+    assert_string_equal(wf_xds_type_url(WF_XDS_SDS),
+                        "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret");
+    assert_string_equal(wf_xds_type_short(WF_XDS_EDS), "EDS");
+    assert_string_equal(wf_xds_type_short(WF_XDS_ECDS), "ECDS");
+    assert_int_equal(wf_xds_type_from_url(WF_XDS_TYPE_ROUTE), WF_XDS_RDS);
+    assert_int_equal(wf_xds_type_from_url(WF_XDS_TYPE_LISTENER), WF_XDS_LDS);
+    assert_int_equal(wf_xds_type_from_url("type.googleapis.com/x"), -1);
+    assert_int_equal(wf_xds_type_from_url(NULL), -1);
+    assert_null(wf_xds_type_url(WF_XDS_NTYPES));
+}
+
+static void test_request_round_trip(void **state)
+{
+    const char *text =
+        "{\"version_info\":\"v1\",\"node\":{\"id\":\"sidecar~10.0.0.1~a.ns~ns.svc\",\"cluster\":"
+        "\"a.ns\",\"metadata\":{\"NAMESPACE\":\"ns\"}},\"resource_names\":[\"x\",\"y\"],"
+        "\"type_url\":\"" WF_XDS_TYPE_ENDPOINT "\",\"response_nonce\":\"n1\","
+        "\"error_detail\":{\"code\":13,\"message\":\"bad\"}}";
+    wf_xds_request r;
+    wf_xds_err err;
+    assert_int_equal(req_from(text, &r, &err), WF_XDS_OK);
+    assert_string_equal(r.version_info, "v1");
+    assert_true(r.has_node);
+    assert_string_equal(r.node.cluster, "a.ns");
+    assert_string_equal(json_string_value(json_object_get(r.node.metadata, "NAMESPACE")), "ns");
+    assert_int_equal(r.resource_names.n, 2);
+    assert_string_equal(r.resource_names.v[1], "y");
+    assert_true(r.has_error);
+    assert_int_equal(r.error_detail.code, 13);
+    assert_string_equal(r.error_detail.message, "bad");
+
+    json_t *out = wf_xds_request_encode(&r);
+    json_t *want = parse(text);
+    assert_non_null(out);
+    assert_true(json_equal(out, want));
+    json_decref(out);
+    json_decref(want);
+    wf_xds_request_free(&r);
+}
+
+static void test_request_camel_case(void **state)
+{
+    const char *text =
+        "{\"versionInfo\":\"3\",\"resourceNames\":[\"a\"],\"typeUrl\":\"" WF_XDS_TYPE_CLUSTER
+        "\",\"responseNonce\":\"9\",\"errorDetail\":{\"code\":\"3\","
+        "\"message\":\"m\"},\"node\":null}";
+    wf_xds_request r;
+    wf_xds_err err;
+    assert_int_equal(req_from(text, &r, &err), WF_XDS_OK);
+    assert_string_equal(r.version_info, "3");
+    assert_string_equal(r.type_url, WF_XDS_TYPE_CLUSTER);
+    assert_string_equal(r.response_nonce, "9");
+    assert_false(r.has_node);
+    assert_int_equal(r.error_detail.code, 3);
+    json_t *out = wf_xds_request_encode(&r);
+    assert_non_null(json_object_get(out, "response_nonce"));
+    assert_non_null(json_object_get(out, "resource_names"));
+    assert_null(json_object_get(out, "responseNonce"));
+    json_decref(out);
+    wf_xds_request_free(&r);
+}
+
+static void test_request_bad_input(void **state)
+{
+    expect_req_error("{\"resource_names\":[]}", "type_url");
+    expect_req_error("{\"type_url\":\"\"}", "type_url");
+    expect_req_error("{\"type_url\":5}", "type_url");
+    expect_req_error("{\"type_url\":\"t\",\"version_info\":1}", "version_info");
+    expect_req_error("{\"type_url\":\"t\",\"resource_names\":\"a\"}", "resource_names");
+    expect_req_error("{\"type_url\":\"t\",\"resource_names\":[\"a\",2]}", "resource_names[1]");
+    expect_req_error("{\"type_url\":\"t\",\"node\":{\"id\":[]}}", "node.id");
+    expect_req_error("{\"type_url\":\"t\",\"node\":{\"metadata\":[]}}", "node.metadata");
+    expect_req_error("{\"type_url\":\"t\",\"error_detail\":{\"code\":\"x\"}}", "error_detail.code");
+    expect_req_error("{\"type_url\":\"t\",\"errorDetail\":7}", "error_detail");
+    expect_req_error("{\"type_url\":\"t\",\"typeUrl\":\"t\"}", "type_url");
+
+    wf_xds_err err;
+    json_t *j = NULL;
+    assert_int_equal(wf_xds_parse_text("[1]", 3, &j, &err), WF_XDS_E_INVALID);
+    assert_null(j);
+    assert_int_equal(wf_xds_parse_text("{\"a\":1,\"a\":2}", 13, &j, &err), WF_XDS_E_INVALID);
+    assert_int_equal(wf_xds_parse_text("{\"a\":\"\xff\"}", 8, &j, &err), WF_XDS_E_INVALID);
+}
+
+static void test_response_round_trip(void **state)
+{
+    const char *text =
+        "{\"version_info\":\"2024-01-01/7\",\"resources\":[{\"@type\":\"" WF_XDS_TYPE_CLUSTER
+        "\",\"name\":\"outbound|80||a.ns.svc.cluster.local\"}],"
+        "\"type_url\":\"" WF_XDS_TYPE_CLUSTER "\",\"nonce\":\"abc\"}";
+    json_t *j = parse(text);
+    wf_xds_response r;
+    wf_xds_err err;
+    assert_int_equal(wf_xds_response_decode(j, &r, &err), WF_XDS_OK);
+    assert_string_equal(r.nonce, "abc");
+    assert_int_equal(json_array_size(r.resources), 1);
+    json_t *out = wf_xds_response_encode(&r);
+    assert_true(json_equal(out, j));
+    json_decref(out);
+    json_decref(j);
+    wf_xds_response_free(&r);
+
+    j = parse("{\"versionInfo\":\"1\",\"typeUrl\":\"" WF_XDS_TYPE_LISTENER "\"}");
+    assert_int_equal(wf_xds_response_decode(j, &r, &err), WF_XDS_OK);
+    assert_string_equal(r.version_info, "1");
+    assert_null(r.resources);
+    json_decref(j);
+    wf_xds_response_free(&r);
+}
+
+static void expect_resp_error(const char *text, const char *field, const char *reason)
+{
+    json_t *j = parse(text);
+    wf_xds_response r;
+    wf_xds_err err;
+    assert_int_equal(wf_xds_response_decode(j, &r, &err), WF_XDS_E_INVALID);
+    assert_string_equal(err.field, field);
+    assert_non_null(strstr(err.text, reason));
+    json_decref(j);
+}
+
+static void test_response_bad_input(void **state)
+{
+    expect_resp_error("{\"resources\":[]}", "type_url", "required");
+    expect_resp_error("{\"type_url\":\"t\",\"resources\":{}}", "resources", "an array");
+    expect_resp_error("{\"type_url\":\"t\",\"resources\":[{\"@type\":\"t\"},{}]}",
+                      "resources[1].@type", "required");
+    expect_resp_error("{\"type_url\":\"t\",\"resources\":[{\"@type\":\"u\"}]}",
+                      "resources[0].@type", "does not match the message-wide type URL t");
+    expect_resp_error("{\"type_url\":\"t\",\"resources\":[3]}", "resources[0]", "an object");
+    expect_resp_error("{\"type_url\":\"t\",\"nonce\":false}", "nonce", "a boolean");
+}
+
+static void test_delta_request(void **state)
+{
+    const char *camel = "{\"typeUrl\":\"" WF_XDS_TYPE_ENDPOINT "\",\"resourceNamesSubscribe\":"
+                        "[\"a\",\"b\"],\"resourceNamesUnsubscribe\":[\"c\"],"
+                        "\"initialResourceVersions\":{\"a\":\"1\"},\"responseNonce\":\"5\","
+                        "\"node\":{\"id\":\"p.ns\"}}";
+    json_t *j = parse(camel);
+    wf_xds_delta_request r;
+    wf_xds_err err;
+    assert_int_equal(wf_xds_delta_request_decode(j, &r, &err), WF_XDS_OK);
+    json_decref(j);
+    assert_int_equal(r.subscribe.n, 2);
+    assert_string_equal(r.unsubscribe.v[0], "c");
+    assert_string_equal(json_string_value(json_object_get(r.initial_resource_versions, "a")), "1");
+    assert_string_equal(r.node.id, "p.ns");
+    json_t *out = wf_xds_delta_request_encode(&r);
+    json_t *want = parse(
+        "{\"type_url\":\"" WF_XDS_TYPE_ENDPOINT "\",\"resource_names_subscribe\":[\"a\",\"b\"],"
+        "\"resource_names_unsubscribe\":[\"c\"],\"initial_resource_versions\":{\"a\":\"1\"},"
+        "\"response_nonce\":\"5\",\"node\":{\"id\":\"p.ns\"}}");
+    assert_true(json_equal(out, want));
+    json_decref(out);
+    json_decref(want);
+    wf_xds_delta_request_free(&r);
+
+    j = parse("{\"type_url\":\"t\",\"initial_resource_versions\":{\"a\":1}}");
+    assert_int_equal(wf_xds_delta_request_decode(j, &r, &err), WF_XDS_E_INVALID);
+    assert_string_equal(err.field, "initial_resource_versions[a]");
+    json_decref(j);
+    j = parse("{\"resource_names_subscribe\":[]}");
+    assert_int_equal(wf_xds_delta_request_decode(j, &r, &err), WF_XDS_E_INVALID);
+    assert_string_equal(err.field, "type_url");
+    json_decref(j);
+}
+
+static void test_delta_response(void **state)
+{
+    const char *text = "{\"systemVersionInfo\":\"s1\",\"typeUrl\":\"" WF_XDS_TYPE_CLUSTER "\","
+                       "\"resources\":[{\"name\":\"c1\",\"version\":\"3\",\"resource\":{\"@type\":"
+                       "\"" WF_XDS_TYPE_CLUSTER "\",\"name\":\"c1\"}},{\"name\":\"c2\"}],"
+                       "\"removedResources\":[\"c0\"],\"nonce\":\"n\"}";
+    json_t *j = parse(text);
+    wf_xds_delta_response r;
+    wf_xds_err err;
+    assert_int_equal(wf_xds_delta_response_decode(j, &r, &err), WF_XDS_OK);
+    json_decref(j);
+    assert_int_equal(r.n_resources, 2);
+    assert_string_equal(r.resources[0].version, "3");
+    assert_null(r.resources[1].resource);
+    assert_string_equal(r.removed_resources.v[0], "c0");
+    json_t *out = wf_xds_delta_response_encode(&r);
+    assert_string_equal(json_string_value(json_object_get(out, "system_version_info")), "s1");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(out, "resources"), 0), "name")),
+                        "c1");
+    wf_xds_delta_response r2;
+    assert_int_equal(wf_xds_delta_response_decode(out, &r2, &err), WF_XDS_OK);
+    assert_string_equal(r2.resources[1].name, "c2");
+    json_decref(out);
+    wf_xds_delta_response_free(&r2);
+    wf_xds_delta_response_free(&r);
+
+    j = parse("{\"type_url\":\"t\"}");
+    assert_int_equal(wf_xds_delta_response_decode(j, &r, &err), WF_XDS_E_INVALID);
+    assert_string_equal(err.field, "nonce");
+    json_decref(j);
+    j = parse("{\"type_url\":\"t\",\"nonce\":\"1\",\"resources\":[{\"resource\":{}}]}");
+    assert_int_equal(wf_xds_delta_response_decode(j, &r, &err), WF_XDS_E_INVALID);
+    assert_string_equal(err.field, "resources[0].resource.@type");
+    json_decref(j);
+    j = parse("{\"type_url\":\"t\",\"nonce\":\"1\",\"resources\":[{\"version\":2}]}");
+    assert_int_equal(wf_xds_delta_response_decode(j, &r, &err), WF_XDS_E_INVALID);
+    assert_string_equal(err.field, "resources[0].version");
+    json_decref(j);
+}
+
+/* ---- server bookkeeping ---------------------------------------------------------------------- */
+
+/* A request as Envoy sends it; names is a NULL-terminated list. */
+static wf_xds_request mkreq(const char *version, const char *nonce, const char *error,
+                            const char **names)
+{
+    wf_xds_request r = {0};
+    r.type_url = strdup(WF_XDS_TYPE_CLUSTER);
+    r.version_info = version ? strdup(version) : NULL;
+    r.response_nonce = nonce ? strdup(nonce) : NULL;
+    if (error) {
+        r.has_error = true;
+        r.error_detail.code = 13;
+        r.error_detail.message = strdup(error);
+    }
+    while (names && names[r.resource_names.n]) {
+        r.resource_names.n++;
+    }
+    wf_xds_names src = {(char **)names, r.resource_names.n};
+    r.resource_names.n = 0;
+    assert_int_equal(wf_xds_names_copy(&r.resource_names, &src), WF_XDS_OK);
+    return r;
+}
+
+static wf_xds_req_kind feed(wf_xds_watch *w, wf_xds_request r, int64_t now)
+{
+    wf_xds_req_kind k;
+    assert_int_equal(wf_xds_watch_on_request(w, &r, now, &k), WF_XDS_OK);
+    wf_xds_request_free(&r);
+    return k;
+}
+
+static void test_server_ack_nack_stale(void **state)
+{
+    wf_xds_watch w = {0};
+    const char *ab[] = {"a", "b", NULL}, *ba[] = {"b", "a", "a", NULL},
+               *abc[] = {"a", "b", "c", NULL};
+    assert_int_equal(wf_xds_watch_sync(&w), WF_XDS_SYNC_NOT_SENT);
+    assert_int_equal(feed(&w, mkreq(NULL, NULL, NULL, ab), 10), WF_XDS_REQ_INITIAL);
+    assert_true(w.watched);
+    assert_int_equal(wf_xds_watch_sync(&w), WF_XDS_SYNC_NOT_SENT);
+
+    assert_int_equal(wf_xds_watch_on_sent(&w, "v1", "n1", 20), WF_XDS_OK);
+    assert_int_equal(wf_xds_watch_sync(&w), WF_XDS_SYNC_STALE);
+    assert_int_equal(w.sync_since_ms, 20);
+    /* Same names in another order (and repeated): a plain ACK. */
+    assert_int_equal(feed(&w, mkreq("v1", "n1", NULL, ba), 30), WF_XDS_REQ_ACK);
+    assert_int_equal(wf_xds_watch_sync(&w), WF_XDS_SYNC_SYNCED);
+    assert_string_equal(w.version_acked, "v1");
+    assert_int_equal(w.sync_since_ms, 30);
+
+    /* Push v2, the proxy rejects it: ERROR with the message, still on v1. */
+    assert_int_equal(wf_xds_watch_on_sent(&w, "v2", "n2", 40), WF_XDS_OK);
+    assert_int_equal(feed(&w, mkreq("v1", "n2", "bad cluster", ab), 50), WF_XDS_REQ_NACK);
+    assert_int_equal(wf_xds_watch_sync(&w), WF_XDS_SYNC_ERROR);
+    assert_string_equal(wf_xds_sync_name(wf_xds_watch_sync(&w)), "ERROR");
+    assert_string_equal(w.error_message, "bad cluster");
+    assert_int_equal(w.error_code, 13);
+    assert_string_equal(w.version_acked, "v1");
+    assert_string_equal(w.nonce_acked, "n1");
+
+    /* v3 pushed; an ACK of the old nonce n1 is stale and changes nothing. */
+    assert_int_equal(wf_xds_watch_on_sent(&w, "v3", "n3", 60), WF_XDS_OK);
+    assert_int_equal(feed(&w, mkreq("v1", "n1", NULL, ab), 70), WF_XDS_REQ_STALE_NONCE);
+    assert_int_equal(feed(&w, mkreq("v1", "n2", "late", ab), 70), WF_XDS_REQ_STALE_NONCE);
+    assert_string_equal(w.error_message, "bad cluster");
+    assert_int_equal(wf_xds_watch_sync(&w), WF_XDS_SYNC_ERROR);
+
+    /* ACK of n3 clears the error. */
+    assert_int_equal(feed(&w, mkreq("v3", "n3", NULL, ab), 80), WF_XDS_REQ_ACK);
+    assert_int_equal(wf_xds_watch_sync(&w), WF_XDS_SYNC_SYNCED);
+    assert_null(w.error_message);
+    assert_int_equal(w.sync_since_ms, 80);
+
+    /* Same nonce, new names: respond. Names are recorded; the ACK counts. */
+    assert_int_equal(feed(&w, mkreq("v3", "n3", NULL, abc), 90), WF_XDS_REQ_RESOURCE_CHANGE);
+    assert_int_equal(w.names.n, 3);
+    assert_int_equal(wf_xds_watch_sync(&w), WF_XDS_SYNC_SYNCED);
+    assert_int_equal(w.sync_since_ms, 80);
+
+    /* A request without a nonce (new stream) starts over. */
+    assert_int_equal(feed(&w, mkreq("v3", NULL, NULL, NULL), 100), WF_XDS_REQ_INITIAL);
+    assert_int_equal(wf_xds_watch_sync(&w), WF_XDS_SYNC_NOT_SENT);
+    assert_int_equal(w.names.n, 0);
+    assert_string_equal(wf_xds_req_kind_name(WF_XDS_REQ_STALE_NONCE), "STALE_NONCE");
+    wf_xds_watch_free(&w);
+}
+
+static void test_sync_names(void **state)
+{
+    assert_string_equal(wf_xds_sync_name(WF_XDS_SYNC_NOT_SENT), "NOT SENT");
+    assert_string_equal(wf_xds_sync_name(WF_XDS_SYNC_SYNCED), "SYNCED");
+    assert_string_equal(wf_xds_sync_name(WF_XDS_SYNC_STALE), "STALE");
+    assert_string_equal(wf_xds_sync_name(WF_XDS_SYNC_ERROR), "ERROR");
+
+    /* An unwatched type with a nonce is a reconnect to a server that never saw the type. */
+    wf_xds_watch w = {0};
+    assert_int_equal(feed(&w, mkreq("v9", "old", NULL, NULL), 1), WF_XDS_REQ_INITIAL);
+    assert_int_equal(feed(&w, mkreq("v9", "old", NULL, NULL), 2), WF_XDS_REQ_STALE_NONCE);
+    wf_xds_watch_free(&w);
+}
+
+/* ---- client bookkeeping ------------------------------------------------------------------------
+ */
+
+static wf_xds_response mkresp(const char *version, const char *nonce)
+{
+    wf_xds_response r = {0};
+    r.type_url = strdup(WF_XDS_TYPE_CLUSTER);
+    r.version_info = strdup(version);
+    r.nonce = strdup(nonce);
+    return r;
+}
+
+static void test_client_ack_nack(void **state)
+{
+    wf_xds_client_type c;
+    wf_xds_request q;
+    assert_int_equal(wf_xds_client_init(&c, WF_XDS_TYPE_CLUSTER), WF_XDS_OK);
+    wf_xds_node node = {.id = "p.ns", .cluster = "p.ns"};
+    assert_int_equal(wf_xds_client_request(&c, &node, &q), WF_XDS_OK);
+    json_t *j = wf_xds_request_encode(&q);
+    json_t *want = parse("{\"type_url\":\"" WF_XDS_TYPE_CLUSTER
+                         "\",\"node\":{\"id\":\"p.ns\",\"cluster\":\"p.ns\"}}");
+    assert_true(json_equal(j, want));
+    json_decref(j);
+    json_decref(want);
+    wf_xds_request_free(&q);
+
+    wf_xds_response r1 = mkresp("v1", "n1"), r2 = mkresp("v2", "n2");
+    assert_int_equal(wf_xds_client_ack(&c, &r1, &q), WF_XDS_OK);
+    assert_string_equal(q.version_info, "v1");
+    assert_string_equal(q.response_nonce, "n1");
+    assert_false(q.has_error);
+    assert_false(q.has_node);
+    wf_xds_request_free(&q);
+
+    assert_int_equal(wf_xds_client_nack(&c, &r2, "cluster x: bad lb", &q), WF_XDS_OK);
+    assert_string_equal(q.version_info, "v1");
+    assert_string_equal(q.response_nonce, "n2");
+    assert_true(q.has_error);
+    assert_int_equal(q.error_detail.code, 13);
+    assert_string_equal(q.error_detail.message, "cluster x: bad lb");
+    wf_xds_request_free(&q);
+    assert_string_equal(c.version, "v1");
+
+    /* The next request (e.g. a names change) echoes n2 and carries no error. */
+    const char *names[] = {"x"};
+    wf_xds_names nm = {(char **)names, 1};
+    assert_int_equal(wf_xds_client_set_names(&c, &nm), WF_XDS_OK);
+    assert_int_equal(wf_xds_client_request(&c, NULL, &q), WF_XDS_OK);
+    assert_string_equal(q.response_nonce, "n2");
+    assert_false(q.has_error);
+    assert_string_equal(q.resource_names.v[0], "x");
+    wf_xds_request_free(&q);
+
+    /* New stream: no nonce, accepted version kept. */
+    wf_xds_client_stream_reset(&c);
+    assert_int_equal(wf_xds_client_request(&c, NULL, &q), WF_XDS_OK);
+    assert_null(q.response_nonce);
+    assert_string_equal(q.version_info, "v1");
+    wf_xds_request_free(&q);
+    wf_xds_response_free(&r1);
+    wf_xds_response_free(&r2);
+    wf_xds_client_free(&c);
+}
+
+/* Both ends together: the server's view follows the client's ACK/NACK. */
+static void test_client_server_together(void **state)
+{
+    wf_xds_client_type c;
+    wf_xds_watch w = {0};
+    wf_xds_request q;
+    wf_xds_req_kind k;
+    assert_int_equal(wf_xds_client_init(&c, WF_XDS_TYPE_CLUSTER), WF_XDS_OK);
+    assert_int_equal(wf_xds_client_request(&c, NULL, &q), WF_XDS_OK);
+    assert_int_equal(wf_xds_watch_on_request(&w, &q, 0, &k), WF_XDS_OK);
+    assert_int_equal(k, WF_XDS_REQ_INITIAL);
+    wf_xds_request_free(&q);
+
+    wf_xds_response r = mkresp("v1", "n1");
+    assert_int_equal(wf_xds_watch_on_sent(&w, "v1", "n1", 1), WF_XDS_OK);
+    assert_int_equal(wf_xds_client_nack(&c, &r, "boom", &q), WF_XDS_OK);
+    assert_int_equal(wf_xds_watch_on_request(&w, &q, 2, &k), WF_XDS_OK);
+    assert_int_equal(k, WF_XDS_REQ_NACK);
+    assert_int_equal(wf_xds_watch_sync(&w), WF_XDS_SYNC_ERROR);
+    assert_null(w.version_acked);
+    wf_xds_request_free(&q);
+    wf_xds_response_free(&r);
+
+    r = mkresp("v2", "n2");
+    assert_int_equal(wf_xds_watch_on_sent(&w, "v2", "n2", 3), WF_XDS_OK);
+    assert_int_equal(wf_xds_client_ack(&c, &r, &q), WF_XDS_OK);
+    assert_int_equal(wf_xds_watch_on_request(&w, &q, 4, &k), WF_XDS_OK);
+    assert_int_equal(k, WF_XDS_REQ_ACK);
+    assert_int_equal(wf_xds_watch_sync(&w), WF_XDS_SYNC_SYNCED);
+    assert_string_equal(w.version_acked, "v2");
+    wf_xds_request_free(&q);
+    wf_xds_response_free(&r);
+    wf_xds_watch_free(&w);
+    wf_xds_client_free(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_type_urls),
+        cmocka_unit_test(test_request_round_trip),
+        cmocka_unit_test(test_request_camel_case),
+        cmocka_unit_test(test_request_bad_input),
+        cmocka_unit_test(test_response_round_trip),
+        cmocka_unit_test(test_response_bad_input),
+        cmocka_unit_test(test_delta_request),
+        cmocka_unit_test(test_delta_response),
+        cmocka_unit_test(test_server_ack_nack_stale),
+        cmocka_unit_test(test_sync_names),
+        cmocka_unit_test(test_client_ack_nack),
+        cmocka_unit_test(test_client_server_together),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
