@@ -90,3 +90,15 @@ uint32_t wf_test_line_of(const wf_test_run *r, const char *code, const char *ori
             return r->res->findings[i].line;
     return 0;
 }
+
+wf_store *wf_test_load_store(const char *const *paths, const char *yaml, const char *ns)
+{
+    wf_store *s = wf_store_new();
+    assert_non_null(s);
+    for (size_t i = 0; paths && paths[i]; i++)
+        assert_int_equal(wf_store_load_path(s, paths[i], NULL, NULL), 0);
+    if (yaml)
+        assert_int_equal(wf_store_load_buffer(s, "t.yaml", yaml, strlen(yaml), false), 0);
+    assert_int_equal(wf_store_finalize(s, ns, true), 0);
+    return s;
+}

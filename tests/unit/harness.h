@@ -31,6 +31,10 @@ size_t wf_test_count(const wf_test_run *r, const char *code, const char *origin,
 /* Line of the first such finding, 0 when none. */
 uint32_t wf_test_line_of(const wf_test_run *r, const char *code, const char *origin);
 
+/* A finalized store of the files at paths (NULL-terminated, may be NULL) and of yaml (as file
+ * "t.yaml", may be NULL), with ns as the default namespace. Free with wf_store_free. */
+wf_store *wf_test_load_store(const char *const *paths, const char *yaml, const char *ns);
+
 /* Write text to a new temporary file; returns its path (caller unlinks and frees). */
 char *wf_test_temp_file(const char *text);
 

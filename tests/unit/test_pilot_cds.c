@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "harness.h"
 #include "model/store.h"
 #include "pilot/cds.h"
 #include "pilot/naming.h"
@@ -22,18 +23,6 @@
 #define DR_CONFIG "/apis/networking.istio.io/v1/namespaces/istioinaction/destination-rule/catalog"
 
 /* ---- helpers ---- */
-
-static wf_store *load_files(const char *const *paths, const char *yaml, const char *ns)
-{
-    wf_store *s = wf_store_new();
-    assert_non_null(s);
-    for (size_t i = 0; paths && paths[i]; i++)
-        assert_int_equal(wf_store_load_path(s, paths[i], NULL, NULL), 0);
-    if (yaml)
-        assert_int_equal(wf_store_load_buffer(s, "t.yaml", yaml, strlen(yaml), false), 0);
-    assert_int_equal(wf_store_finalize(s, ns, true), 0);
-    return s;
-}
 
 static json_t *clusters(const wf_store *s, const char *proxy_ns)
 {
@@ -100,7 +89,7 @@ static const char *const catalog_dr_files[] = {
 
 static void catalog_without_dr(void **state)
 {
-    wf_store *s = load_files(catalog_files, NULL, "istioinaction");
+    wf_store *s = wf_test_load_store(catalog_files, NULL, "istioinaction");
     json_t *out = clusters(s, "istioinaction");
     assert_int_equal(json_array_size(out), 3);
     expect_str(json_array_get(out, 0), "name", "outbound|80||" CATALOG);
@@ -115,7 +104,7 @@ static void catalog_without_dr(void **state)
 
 static void catalog_with_dr(void **state)
 {
-    wf_store *s = load_files(catalog_dr_files, NULL, "istioinaction");
+    wf_store *s = wf_test_load_store(catalog_dr_files, NULL, "istioinaction");
     json_t *out = clusters(s, "istioinaction");
     assert_int_equal(json_array_size(out), 5);
     expect_str(json_array_get(out, 0), "name", "outbound|80||" CATALOG);
@@ -134,7 +123,7 @@ static void catalog_with_dr(void **state)
 
 static void defaults(void **state)
 {
-    wf_store *s = load_files(catalog_dr_files, NULL, "istioinaction");
+    wf_store *s = wf_test_load_store(catalog_dr_files, NULL, "istioinaction");
     json_t *out = clusters(s, "istioinaction");
     json_t *c = must(out, "outbound|80|version-v1|" CATALOG);
     expect_str(c, "@type", "type.googleapis.com/envoy.config.cluster.v3.Cluster");
@@ -165,7 +154,7 @@ static void defaults(void **state)
 
 static void blackhole_passthrough(void **state)
 {
-    wf_store *s = load_files(NULL, "", "default");
+    wf_store *s = wf_test_load_store(NULL, "", "default");
     json_t *out = clusters(s, NULL);
     assert_int_equal(json_array_size(out), 2);
     json_t *bh = must(out, "BlackHoleCluster"), *pt = must(out, "PassthroughCluster");
@@ -235,7 +224,7 @@ static json_t *policy_clusters(wf_store **s)
 {
     static char yaml[sizeof svc_yaml + sizeof policy_yaml];
     snprintf(yaml, sizeof yaml, "%s%s", svc_yaml, policy_yaml);
-    *s = load_files(NULL, yaml, NULL);
+    *s = wf_test_load_store(NULL, yaml, NULL);
     return clusters(*s, "shop");
 }
 
@@ -373,7 +362,7 @@ static const char *dr_for(const wf_store *s, const char *proxy_ns)
 
 static void dr_lookup(void **state)
 {
-    wf_store *s = load_files(NULL, lookup_yaml, NULL);
+    wf_store *s = wf_test_load_store(NULL, lookup_yaml, NULL);
     assert_string_equal(dr_for(s, "front"), "client-side"); /* proxy namespace first */
     assert_string_equal(dr_for(s, "backend"), "exact");     /* exact beats the wildcard */
     assert_string_equal(dr_for(s, "other"), "exact");       /* selector rules skipped */
@@ -403,7 +392,7 @@ static void dr_export_and_root(void **state)
                        "kind: DestinationRule\n"
                        "metadata: {name: mesh, namespace: istio-system}\n"
                        "spec: {host: '*.cluster.local'}\n";
-    wf_store *s = load_files(NULL, yaml, NULL);
+    wf_store *s = wf_test_load_store(NULL, yaml, NULL);
     assert_string_equal(dr_for(s, "backend"), "private");
     assert_string_equal(dr_for(s, "front"), "mesh");
     wf_store_free(s);
@@ -411,7 +400,7 @@ static void dr_export_and_root(void **state)
 
 static void domain_suffix_option(void **state)
 {
-    wf_store *s = load_files(catalog_files, NULL, "istioinaction");
+    wf_store *s = wf_test_load_store(catalog_files, NULL, "istioinaction");
     wf_cds_options opt = {.proxy_ns = "istioinaction", .domain_suffix = "corp.example"};
     json_t *out = wf_cds_sidecar_clusters(s, &opt);
     assert_non_null(out);

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "harness.h"
 #include "model/store.h"
 #include "pilot/rds.h"
 
@@ -25,18 +26,6 @@
 #define VS_PREFIX "/apis/networking.istio.io/v1/namespaces/istioinaction/virtual-service/"
 
 /* ---- helpers ---- */
-
-static wf_store *load_files(const char *const *paths, const char *yaml, const char *ns)
-{
-    wf_store *s = wf_store_new();
-    assert_non_null(s);
-    for (size_t i = 0; paths && paths[i]; i++)
-        assert_int_equal(wf_store_load_path(s, paths[i], NULL, NULL), 0);
-    if (yaml)
-        assert_int_equal(wf_store_load_buffer(s, "t.yaml", yaml, strlen(yaml), false), 0);
-    assert_int_equal(wf_store_finalize(s, ns, true), 0);
-    return s;
-}
 
 static json_t *routes(const wf_store *s, const char *proxy_ns)
 {
@@ -107,7 +96,7 @@ static const char *const backend_files[] = {BOOK "ch6/simple-backend.yaml", NULL
 
 static void catalog_default_route(void **state)
 {
-    wf_store *s = load_files(catalog_files, NULL, "istioinaction");
+    wf_store *s = wf_test_load_store(catalog_files, NULL, "istioinaction");
     json_t *out = routes(s, "istioinaction");
     assert_int_equal(json_array_size(out), 1);
     json_t *rc = json_array_get(out, 0);
@@ -149,7 +138,7 @@ static void catalog_default_route(void **state)
 
 static void other_namespace_and_options(void **state)
 {
-    wf_store *s = load_files(catalog_files, NULL, "istioinaction");
+    wf_store *s = wf_test_load_store(catalog_files, NULL, "istioinaction");
     wf_rds_options opt = {.proxy_ns = "default", .registry_only = true, .port_in_domains = true};
     json_t *out = wf_rds_sidecar_route_configs(s, &opt);
     assert_non_null(out);
@@ -187,7 +176,7 @@ static const char ports_yaml[] = "apiVersion: v1\n"
 
 static void ports_and_vip(void **state)
 {
-    wf_store *s = load_files(catalog_files, ports_yaml, "istioinaction");
+    wf_store *s = wf_test_load_store(catalog_files, ports_yaml, "istioinaction");
     json_t *out = routes(s, "default");
     assert_int_equal(json_array_size(out), 2); /* 80 and 9080; tcp, UDP, 3306 skipped */
     expect_str(json_array_get(out, 0), "name", "80");
@@ -212,7 +201,7 @@ static void gateway_vs_not_applied(void **state)
 {
     const char *const files[] = {BOOK "services/catalog/kubernetes/catalog.yaml",
                                  BOOK "ch10/catalog-virtualservice-subsets-v1-v2.yaml", NULL};
-    wf_store *s = load_files(files, NULL, "istioinaction");
+    wf_store *s = wf_test_load_store(files, NULL, "istioinaction");
     json_t *out = routes(s, "istioinaction");
     expect_str(vhost(json_array_get(out, 0), CATALOG ":80"), "routes.0.name", "default");
     json_decref(out);
@@ -235,7 +224,7 @@ static const char weighted_yaml[] = "apiVersion: networking.istio.io/v1\n"
 
 static void weighted_subsets(void **state)
 {
-    wf_store *s = load_files(catalog_files, weighted_yaml, "istioinaction");
+    wf_store *s = wf_test_load_store(catalog_files, weighted_yaml, "istioinaction");
     json_t *out = routes(s, "istioinaction");
     json_t *v = vhost(json_array_get(out, 0), CATALOG ":80");
     assert_int_equal(json_array_size(json_object_get(v, "routes")), 1);
@@ -266,7 +255,7 @@ static const char *backend_vs(const char *file)
 static json_t *backend_route(const char *file, wf_store **sp)
 {
     const char *files[] = {BOOK "ch6/simple-backend.yaml", backend_vs(file), NULL};
-    *sp = load_files(files, NULL, "istioinaction");
+    *sp = wf_test_load_store(files, NULL, "istioinaction");
     json_t *out = routes(*sp, "istioinaction");
     json_t *r = json_incref(at(vhost(json_array_get(out, 0), BACKEND ":80"), "routes.0"));
     assert_non_null(r);
@@ -312,7 +301,7 @@ static const char retry_yaml[] =
 
 static void retry_on_codes(void **state)
 {
-    wf_store *s = load_files(backend_files, retry_yaml, "istioinaction");
+    wf_store *s = wf_test_load_store(backend_files, retry_yaml, "istioinaction");
     json_t *out = routes(s, "istioinaction");
     json_t *r = at(vhost(json_array_get(out, 0), BACKEND ":80"), "routes.0");
     expect_str(r, "route.timeout", "2s");
@@ -360,7 +349,7 @@ static const char full_yaml[] =
 
 static void full_route(void **state)
 {
-    wf_store *s = load_files(catalog_files, full_yaml, "istioinaction");
+    wf_store *s = wf_test_load_store(catalog_files, full_yaml, "istioinaction");
     json_t *out = routes(s, "istioinaction");
     json_t *v = vhost(json_array_get(out, 0), CATALOG ":80");
     json_t *rs = json_object_get(v, "routes");
@@ -431,7 +420,7 @@ static const char vs_order_yaml[] =
 
 static void vs_first_wildcard_export(void **state)
 {
-    wf_store *s = load_files(catalog_files, vs_order_yaml, "istioinaction");
+    wf_store *s = wf_test_load_store(catalog_files, vs_order_yaml, "istioinaction");
     json_t *out = routes(s, "istioinaction");
     json_t *vh = json_object_get(json_array_get(out, 0), "virtual_hosts");
     assert_int_equal(json_array_size(vh), 3);
