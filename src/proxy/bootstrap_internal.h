@@ -69,6 +69,9 @@ bool bs_sub(bs *b, json_t *o, const char *k, bool (*fn)(bs *, json_t *, void *),
 bool bs_each(bs *b, json_t *o, const char *k, size_t elem, void **out, size_t *n,
              bool (*fn)(bs *, json_t *, void *));
 
+/* o.metadata (core.v3.Metadata), shape only: filter_metadata must be an object;
+ * bootstrap_route.c. */
+bool bs_metadata(bs *b, json_t *o);
 /* HeaderMatcher into the wp_kv_matcher arg (bs_each callback); bootstrap_route.c. */
 bool bs_header_matcher(bs *b, json_t *o, void *arg);
 /* o.retry_policy (RetryPolicy) into a new arena policy in *out, left alone when absent;

@@ -211,6 +211,25 @@ static bool dec_string_matcher(bs *b, json_t *o, void *arg)
 }
 
 /* HeaderMatcher; without a specifier it is a presence match, as in Envoy. */
+/* Route metadata (envoy.config.core.v3.Metadata): informational for weft (Istio puts the
+ * VirtualService that produced a route in filter_metadata.istio.config); kept as written, so
+ * /config_dump shows it. Only its shape is checked. */
+bool bs_metadata(bs *b, json_t *o)
+{
+    json_t *m = bs_get(o, "metadata");
+    if (!m)
+        return true;
+    if (!json_is_object(m))
+        return bs_fail_at(b, "metadata", "wrong type: expected an object");
+    size_t mk = bs_push(b, "metadata");
+    bool ok = bs_fields(b, m, "filter_metadata typed_filter_metadata");
+    json_t *fm = bs_get(m, "filter_metadata");
+    if (ok && fm && !json_is_object(fm))
+        ok = bs_fail_at(b, "filter_metadata", "wrong type: expected an object");
+    bs_pop(b, mk);
+    return ok;
+}
+
 bool bs_header_matcher(bs *b, json_t *o, void *arg)
 {
     static const char *const legacy[] = {
@@ -469,11 +488,12 @@ static bool dec_route(bs *b, json_t *o, void *arg)
     static const char *const actions[] = {"route", "redirect", "direct_response", NULL};
     wp_route *r = arg;
     r->name = "";
-    if (!bs_fields(b, o,
-                   "name match route redirect direct_response request_body_buffer_limit "
-                   "per_request_buffer_limit_bytes typed_per_filter_config" HEADER_OPS_FIELDS) ||
+    if (!bs_fields(
+            b, o,
+            "name match route redirect direct_response request_body_buffer_limit "
+            "per_request_buffer_limit_bytes typed_per_filter_config metadata" HEADER_OPS_FIELDS) ||
         !bs_str(b, o, "name", &r->name) || !bs_buffer_limits(b, o, &r->limits) ||
-        !bs_per_filter_config(b, o, &r->fault))
+        !bs_metadata(b, o) || !bs_per_filter_config(b, o, &r->fault))
         return false;
     if (!bs_get(o, "match"))
         return bs_fail_at(b, "match", "missing required field");

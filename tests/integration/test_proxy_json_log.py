@@ -54,3 +54,27 @@ def test_custom_json_object_has_exactly_its_keys(proxy_factory):
         assert line == {"code": 404, "flags": "NR", "details": "route_not_found"}
     finally:
         stop_process(proc)
+
+
+def test_route_metadata_is_accepted_and_dumped(proxy_factory, tmp_path):
+    """Istio writes filter_metadata.istio.config on every route it generates: weft-proxy loads
+    it (informational), shows it in /config_dump, and refuses a malformed one by path."""
+    import subprocess
+    from procs import free_port
+    from proxyfix import proxy_path, write_bootstrap
+    cfg = "/apis/networking.istio.io/v1/namespaces/shop/virtual-service/catalog"
+    rt = route(prefix="/", cluster="backend")
+    rt["metadata"] = {"filter_metadata": {"istio": {"config": cfg}}}
+    rc = route_config([vhost("catalog", ["*"], [rt])])
+    bs = bootstrap(listeners=[listener(rc)], clusters=[cluster("backend", [1])])
+    p = proxy_factory(bs)
+    status, _, body = p.admin("/config_dump")
+    assert status == 200 and cfg.encode() in body
+    rt["metadata"] = {"filter_metadata": "nope"}
+    bad = bootstrap(listeners=[listener(rc, port=free_port())], clusters=[cluster("backend", [1])],
+                    admin_port=free_port())
+    path = write_bootstrap(bad, str(tmp_path))
+    r = subprocess.run([proxy_path(), "-c", path, "--mode", "validate"], capture_output=True,
+                       text=True, timeout=10)
+    assert r.returncode == 1
+    assert "routes[0].metadata.filter_metadata" in r.stderr
