@@ -16,7 +16,7 @@
 #define PH_TYPE                                                                                    \
     "type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate"
 #define RETRY_ON  "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes"
-#define MAX_PORTS 1024
+#define MAX_PORTS RDS_MAX_PORTS
 
 char *rds_resolve_host(const char *host, const char *ns, const char *suffix)
 {
@@ -89,8 +89,8 @@ static int cmp_port(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The distinct HTTP ports of all routed Services, ascending. Returns the count. */
-static size_t collect_ports(const wf_store *s, int32_t *ports)
+/* The distinct HTTP ports of all routed Services, ascending (rds_internal.h). */
+size_t rds_http_ports(const wf_store *s, int32_t *ports)
 {
     size_t n = 0, np = 0;
     const wf_resource *const *svcs = wf_store_kind(s, WF_KIND_SERVICE, &n);
@@ -371,7 +371,7 @@ json_t *wf_rds_sidecar_route_configs(const wf_store *store, const wf_rds_options
     int32_t *ports = calloc(MAX_PORTS, sizeof *ports);
     if (!out || !ports)
         goto fail;
-    size_t np = collect_ports(store, ports);
+    size_t np = rds_http_ports(store, ports);
     for (size_t i = 0; i < np; i++)
         if (json_array_append_new(out, route_config(&x, opt, ports[i])) != 0)
             goto fail;

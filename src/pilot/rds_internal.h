@@ -7,6 +7,7 @@
 #define WF_PILOT_RDS_INTERNAL_H
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "model/store.h"
@@ -17,6 +18,13 @@ typedef struct rds_ctx {
     const char *suffix;   /* cluster DNS suffix */
     const wf_kvs *proxy_labels;
 } rds_ctx;
+
+#define RDS_MAX_PORTS 1024
+
+/* The distinct service port numbers that get an HTTP route configuration (see rds.h: routed
+ * Services only, Istio's protocol detection), ascending, into ports (room for RDS_MAX_PORTS).
+ * Returns the count. Shared with lds.c so listeners and route configurations agree. */
+size_t rds_http_ports(const wf_store *s, int32_t *ports);
 
 /* Istio's ResolveShortnameToFQDN: a host without a dot becomes host.ns.svc.suffix; anything
  * else (including "*") is kept. Returns a new heap string (free()), NULL on OOM. */

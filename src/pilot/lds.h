@@ -1,0 +1,57 @@
+/*
+ * lds.h - the outbound HTTP listeners (LDS) of a sidecar proxy, translated from the config
+ * store.
+ *
+ * Input: a finalized wf_store (model/store.h) holding Kubernetes Services. Output: one jansson
+ * object per listener, in Envoy v3 JSON shape with the snake_case names Envoy's /config_dump
+ * prints (and "@type", as in the sibling cds.h / rds.h resources).
+ *
+ * What is built, following Istio's sidecar outbound HTTP listeners
+ * (pilot/pkg/networking/core/listener.go, listener_builder.go buildHTTPConnectionManager,
+ * pilot/pkg/xds/filters/filters.go):
+ *  - one Listener per distinct service port that carries HTTP: exactly the ports of the
+ *    route configurations of rds.h (rds_http_ports: routed Services, Istio's protocol
+ *    detection; TCP-like, UDP and well-known TCP ports get none), ascending by port.
+ *  - name "0.0.0.0_<port>", address 0.0.0.0:<port>, traffic_direction OUTBOUND, one filter
+ *    chain holding envoy.filters.network.http_connection_manager with:
+ *    stat_prefix "outbound_0.0.0.0_<port>";
+ *    rds {route_config_name "<port>", config_source {ads {}, resource_api_version V3}};
+ *    http_filters in Istio's sidecar-outbound order: istio.metadata_exchange
+ *    (io.istio.http.peer_metadata.Config in a udpa TypedStruct: upstream_discovery
+ *    [istio_headers, workload_discovery], upstream_propagation [istio_headers]),
+ *    envoy.filters.http.fault, envoy.filters.http.cors (fault before cors, as in the
+ *    istioctl golden dumps), istio.stats (stats.PluginConfig, empty value: the reporter
+ *    follows the OUTBOUND direction), envoy.filters.http.router;
+ *    server_name "istio-envoy", use_remote_address false, stream_idle_timeout "0s",
+ *    normalize_path true, path_with_escaped_slashes_action KEEP_UNCHANGED (as in the
+ *    golden dumps' HTTP connection managers).
+ *
+ * Loading into weft-proxy: the proxy's bootstrap loader (src/proxy/bootstrap.c) accepts a
+ * static listener with name, address, traffic_direction and one filter chain, and the HCM
+ * fields stat_prefix, server_name, use_remote_address, stream_idle_timeout, the fault,
+ * istio.* and router filters. It does NOT yet accept: "rds" (the proxy must gain RDS over
+ * its xDS client to load these listeners), "@type" on a listener, envoy.filters.http.cors,
+ * normalize_path and path_with_escaped_slashes_action. These are emitted anyway because
+ * they are what Istio sends; the proxy has to learn them.
+ *
+ * Left out (Istio emits them): access_log (Istio writes one only when MeshConfig
+ * accessLogFile is set; issue 5's MeshConfig work adds it), tracing, request_id_extension,
+ * upgrade_configs (websocket), envoy.filters.http.grpc_stats / grpc_web for gRPC ports,
+ * istio.alpn, Istio's bind_to_port false with listener_filters (tls_inspector,
+ * http_inspector), filter_chain_match and the TCP fallback chains of a port shared by HTTP
+ * and TCP services, the virtualOutbound (15001) listener, listeners for ServiceEntry ports,
+ * and Sidecar egress scoping.
+ */
+#ifndef WF_PILOT_LDS_H
+#define WF_PILOT_LDS_H
+
+#include <jansson.h>
+
+#include "model/store.h"
+
+/* The outbound HTTP listeners of a sidecar: a new JSON array (the caller owns it and releases
+ * it with json_decref) of Listener objects, ascending by port; empty when no Service has an
+ * HTTP port. store is only read. Returns NULL on out of memory or a NULL store. */
+json_t *wf_lds_sidecar_outbound_listeners(const wf_store *store);
+
+#endif

@@ -1,0 +1,214 @@
+/*
+ * test_pilot_lds.c - pilot/lds: a sidecar's outbound HTTP listeners from the book's catalog
+ * (../shared/corpus/istioinaction/) and small inline Services: one listener per HTTP port,
+ * names and addresses, the HTTP connection manager (stat prefix, RDS name, Istio's filter
+ * order), and agreement with the route configurations of pilot/rds.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "model/store.h"
+#include "pilot/lds.h"
+#include "pilot/rds.h"
+
+#define BOOK     "../shared/corpus/istioinaction/"
+#define HCM_PATH "filter_chains.0.filters.0.typed_config"
+
+static const char *const catalog_files[] = {BOOK "services/catalog/kubernetes/catalog.yaml", NULL};
+
+/* ---- helpers ---- */
+
+static json_t *listeners(const wf_store *s)
+{
+    json_t *out = wf_lds_sidecar_outbound_listeners(s);
+    assert_non_null(out);
+    assert_true(json_is_array(out));
+    return out;
+}
+
+/* Value at a dotted path of object keys; a numeric step indexes an array. */
+static json_t *at(json_t *v, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *save = NULL, *t = strtok_r(buf, ".", &save); t && v; t = strtok_r(NULL, ".", &save))
+        v = json_is_array(v) ? json_array_get(v, strtoul(t, NULL, 10)) : json_object_get(v, t);
+    return v;
+}
+
+static void expect_str(json_t *c, const char *path, const char *want)
+{
+    json_t *v = at(c, path);
+    if (!json_is_string(v) || strcmp(json_string_value(v), want) != 0)
+        fail_msg("%s: got %s, want \"%s\"", path, v ? json_dumps(v, JSON_ENCODE_ANY) : "(none)",
+                 want);
+}
+
+static void expect_int(json_t *c, const char *path, json_int_t want)
+{
+    json_t *v = at(c, path);
+    if (!json_is_integer(v) || json_integer_value(v) != want)
+        fail_msg("%s: got %s, want %lld", path, v ? json_dumps(v, JSON_ENCODE_ANY) : "(none)",
+                 (long long)want);
+}
+
+/* ---- the book's catalog ---- */
+
+static void catalog_listener(void **state)
+{
+    (void)state;
+    wf_store *s = wf_test_load_store(catalog_files, NULL, "istioinaction");
+    json_t *out = listeners(s);
+    assert_int_equal(json_array_size(out), 1);
+    json_t *l = json_array_get(out, 0);
+    expect_str(l, "@type", "type.googleapis.com/envoy.config.listener.v3.Listener");
+    expect_str(l, "name", "0.0.0.0_80");
+    expect_str(l, "address.socket_address.address", "0.0.0.0");
+    expect_int(l, "address.socket_address.port_value", 80);
+    expect_str(l, "traffic_direction", "OUTBOUND");
+    assert_int_equal(json_array_size(json_object_get(l, "filter_chains")), 1);
+    assert_int_equal(json_array_size(at(l, "filter_chains.0.filters")), 1);
+    expect_str(l, "filter_chains.0.filters.0.name",
+               "envoy.filters.network.http_connection_manager");
+    json_t *h = at(l, HCM_PATH);
+    expect_str(h, "@type",
+               "type.googleapis.com/"
+               "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager");
+    expect_str(h, "stat_prefix", "outbound_0.0.0.0_80");
+    expect_str(h, "rds.route_config_name", "80");
+    assert_true(json_is_object(at(h, "rds.config_source.ads")));
+    assert_int_equal(json_object_size(at(h, "rds.config_source.ads")), 0);
+    expect_str(h, "rds.config_source.resource_api_version", "V3");
+    assert_null(json_object_get(h, "route_config"));
+    assert_true(json_is_false(json_object_get(h, "use_remote_address")));
+    assert_true(json_is_true(json_object_get(h, "normalize_path")));
+    expect_str(h, "path_with_escaped_slashes_action", "KEEP_UNCHANGED");
+    expect_str(h, "server_name", "istio-envoy");
+    expect_str(h, "stream_idle_timeout", "0s");
+    assert_null(json_object_get(h, "access_log"));
+    json_decref(out);
+    wf_store_free(s);
+}
+
+static void filter_order(void **state)
+{
+    (void)state;
+    static const char *const want[] = {"istio.metadata_exchange", "envoy.filters.http.fault",
+                                       "envoy.filters.http.cors", "istio.stats",
+                                       "envoy.filters.http.router"};
+    wf_store *s = wf_test_load_store(catalog_files, NULL, "istioinaction");
+    json_t *out = listeners(s);
+    json_t *f = at(json_array_get(out, 0), HCM_PATH ".http_filters");
+    assert_int_equal(json_array_size(f), 5);
+    for (size_t i = 0; i < 5; i++)
+        expect_str(json_array_get(f, i), "name", want[i]);
+    json_t *mx = json_array_get(f, 0);
+    expect_str(mx, "typed_config.@type", "type.googleapis.com/udpa.type.v1.TypedStruct");
+    expect_str(mx, "typed_config.type_url",
+               "type.googleapis.com/io.istio.http.peer_metadata.Config");
+    assert_non_null(at(mx, "typed_config.value.upstream_discovery.0.istio_headers"));
+    assert_non_null(at(mx, "typed_config.value.upstream_discovery.1.workload_discovery"));
+    assert_non_null(at(mx, "typed_config.value.upstream_propagation.0.istio_headers"));
+    assert_null(at(mx, "typed_config.value.downstream_discovery"));
+    expect_str(json_array_get(f, 3), "typed_config.type_url",
+               "type.googleapis.com/stats.PluginConfig");
+    assert_int_equal(json_object_size(at(json_array_get(f, 3), "typed_config.value")), 0);
+    expect_str(json_array_get(f, 1), "typed_config.@type",
+               "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault");
+    expect_str(json_array_get(f, 4), "typed_config.@type",
+               "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router");
+    json_decref(out);
+    wf_store_free(s);
+}
+
+/* ---- ports ---- */
+
+static const char shared_yaml[] = "apiVersion: v1\n"
+                                  "kind: Service\n"
+                                  "metadata: {name: reviews, namespace: default}\n"
+                                  "spec:\n"
+                                  "  ports:\n"
+                                  "  - {name: http, port: 80}\n"
+                                  "  - {name: http-api, port: 9080}\n"
+                                  "---\n"
+                                  "apiVersion: v1\n"
+                                  "kind: Service\n"
+                                  "metadata: {name: ratings, namespace: other}\n"
+                                  "spec:\n"
+                                  "  ports:\n"
+                                  "  - {name: http-web, port: 9080}\n";
+
+/* catalog:80, reviews:80 and :9080, ratings:9080 -> one listener per port, ascending. */
+static void shared_port_one_listener(void **state)
+{
+    (void)state;
+    wf_store *s = wf_test_load_store(catalog_files, shared_yaml, "istioinaction");
+    json_t *out = listeners(s);
+    assert_int_equal(json_array_size(out), 2);
+    expect_str(json_array_get(out, 0), "name", "0.0.0.0_80");
+    expect_str(json_array_get(out, 1), "name", "0.0.0.0_9080");
+    expect_int(json_array_get(out, 1), "address.socket_address.port_value", 9080);
+    expect_str(json_array_get(out, 1), HCM_PATH ".stat_prefix", "outbound_0.0.0.0_9080");
+    expect_str(json_array_get(out, 1), HCM_PATH ".rds.route_config_name", "9080");
+    json_decref(out);
+    wf_store_free(s);
+}
+
+static const char tcp_yaml[] = "apiVersion: v1\n"
+                               "kind: Service\n"
+                               "metadata: {name: db, namespace: default}\n"
+                               "spec:\n"
+                               "  ports:\n"
+                               "  - {name: tcp-db, port: 5432}\n"
+                               "  - {name: mongo, port: 27018}\n"
+                               "  - {name: dns, port: 54, protocol: UDP}\n"
+                               "  - {port: 3306}\n";
+
+static void tcp_ports_no_listener(void **state)
+{
+    (void)state;
+    wf_store *s = wf_test_load_store(NULL, tcp_yaml, "default");
+    json_t *out = listeners(s);
+    assert_int_equal(json_array_size(out), 0);
+    json_decref(out);
+    wf_store_free(s);
+    assert_null(wf_lds_sidecar_outbound_listeners(NULL));
+}
+
+/* Every listener's RDS name is the name of one of rds.c's route configurations, in order. */
+static void rds_names_match_route_configs(void **state)
+{
+    (void)state;
+    wf_store *s = wf_test_load_store(catalog_files, shared_yaml, "istioinaction");
+    json_t *ls = listeners(s);
+    json_t *rcs = wf_rds_sidecar_route_configs(s, NULL);
+    assert_non_null(rcs);
+    assert_int_equal(json_array_size(ls), json_array_size(rcs));
+    for (size_t i = 0; i < json_array_size(ls); i++) {
+        const char *rc = json_string_value(json_object_get(json_array_get(rcs, i), "name"));
+        expect_str(json_array_get(ls, i), HCM_PATH ".rds.route_config_name", rc);
+    }
+    json_decref(rcs);
+    json_decref(ls);
+    wf_store_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(catalog_listener),
+        cmocka_unit_test(filter_order),
+        cmocka_unit_test(shared_port_one_listener),
+        cmocka_unit_test(tcp_ports_no_listener),
+        cmocka_unit_test(rds_names_match_route_configs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
