@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -101,4 +102,29 @@ wf_store *wf_test_load_store(const char *const *paths, const char *yaml, const c
         assert_int_equal(wf_store_load_buffer(s, "t.yaml", yaml, strlen(yaml), false), 0);
     assert_int_equal(wf_store_finalize(s, ns, true), 0);
     return s;
+}
+
+json_t *wf_test_json_at(json_t *v, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *save = NULL, *t = strtok_r(buf, ".", &save); t && v; t = strtok_r(NULL, ".", &save))
+        v = json_is_array(v) ? json_array_get(v, strtoul(t, NULL, 10)) : json_object_get(v, t);
+    return v;
+}
+
+void wf_test_expect_str(json_t *c, const char *path, const char *want)
+{
+    json_t *v = wf_test_json_at(c, path);
+    if (!json_is_string(v) || strcmp(json_string_value(v), want) != 0)
+        fail_msg("%s: got %s, want \"%s\"", path, v ? json_dumps(v, JSON_ENCODE_ANY) : "(none)",
+                 want);
+}
+
+void wf_test_expect_int(json_t *c, const char *path, json_int_t want)
+{
+    json_t *v = wf_test_json_at(c, path);
+    if (!json_is_integer(v) || json_integer_value(v) != want)
+        fail_msg("%s: got %s, want %lld", path, v ? json_dumps(v, JSON_ENCODE_ANY) : "(none)",
+                 (long long)want);
 }

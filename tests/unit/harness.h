@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "analysis/analysis.h"
 #include "model/store.h"
 
@@ -34,6 +36,13 @@ uint32_t wf_test_line_of(const wf_test_run *r, const char *code, const char *ori
 /* A finalized store of the files at paths (NULL-terminated, may be NULL) and of yaml (as file
  * "t.yaml", may be NULL), with ns as the default namespace. Free with wf_store_free. */
 wf_store *wf_test_load_store(const char *const *paths, const char *yaml, const char *ns);
+
+/* JSON checks for translated Envoy resources: the value at a dotted path of object keys (a
+ * numeric step indexes an array; NULL when absent), and assertions that it is the string /
+ * integer wanted (the failure names the path and shows what is there). */
+json_t *wf_test_json_at(json_t *v, const char *path);
+void wf_test_expect_str(json_t *c, const char *path, const char *want);
+void wf_test_expect_int(json_t *c, const char *path, json_int_t want);
 
 /* Write text to a new temporary file; returns its path (caller unlinks and frees). */
 char *wf_test_temp_file(const char *text);

@@ -53,32 +53,6 @@ static json_t *must(json_t *arr, const char *name)
     return c;
 }
 
-/* Value at a dotted path of object keys; a numeric step indexes an array. */
-static json_t *at(json_t *v, const char *path)
-{
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *save = NULL, *t = strtok_r(buf, ".", &save); t && v; t = strtok_r(NULL, ".", &save))
-        v = json_is_array(v) ? json_array_get(v, strtoul(t, NULL, 10)) : json_object_get(v, t);
-    return v;
-}
-
-static void expect_str(json_t *c, const char *path, const char *want)
-{
-    json_t *v = at(c, path);
-    if (!json_is_string(v) || strcmp(json_string_value(v), want) != 0)
-        fail_msg("%s: got %s, want \"%s\"", path, v ? json_dumps(v, JSON_ENCODE_ANY) : "(none)",
-                 want);
-}
-
-static void expect_int(json_t *c, const char *path, json_int_t want)
-{
-    json_t *v = at(c, path);
-    if (!json_is_integer(v) || json_integer_value(v) != want)
-        fail_msg("%s: got %s, want %lld", path, v ? json_dumps(v, JSON_ENCODE_ANY) : "(none)",
-                 (long long)want);
-}
-
 static const char *const catalog_files[] = {BOOK "services/catalog/kubernetes/catalog.yaml",
                                             BOOK "ch10/catalog-deployment-v2.yaml", NULL};
 static const char *const catalog_dr_files[] = {
@@ -92,12 +66,12 @@ static void catalog_without_dr(void **state)
     wf_store *s = wf_test_load_store(catalog_files, NULL, "istioinaction");
     json_t *out = clusters(s, "istioinaction");
     assert_int_equal(json_array_size(out), 3);
-    expect_str(json_array_get(out, 0), "name", "outbound|80||" CATALOG);
-    expect_str(json_array_get(out, 1), "name", "BlackHoleCluster");
-    expect_str(json_array_get(out, 2), "name", "PassthroughCluster");
+    wf_test_expect_str(json_array_get(out, 0), "name", "outbound|80||" CATALOG);
+    wf_test_expect_str(json_array_get(out, 1), "name", "BlackHoleCluster");
+    wf_test_expect_str(json_array_get(out, 2), "name", "PassthroughCluster");
     assert_null(find(out, "outbound|80|version-v1|" CATALOG));
     assert_null(find(out, "outbound|80|version-v2|" CATALOG));
-    assert_null(at(json_array_get(out, 0), "metadata.filter_metadata.istio.config"));
+    assert_null(wf_test_json_at(json_array_get(out, 0), "metadata.filter_metadata.istio.config"));
     json_decref(out);
     wf_store_free(s);
 }
@@ -107,15 +81,15 @@ static void catalog_with_dr(void **state)
     wf_store *s = wf_test_load_store(catalog_dr_files, NULL, "istioinaction");
     json_t *out = clusters(s, "istioinaction");
     assert_int_equal(json_array_size(out), 5);
-    expect_str(json_array_get(out, 0), "name", "outbound|80||" CATALOG);
-    expect_str(json_array_get(out, 1), "name", "outbound|80|version-v1|" CATALOG);
-    expect_str(json_array_get(out, 2), "name", "outbound|80|version-v2|" CATALOG);
+    wf_test_expect_str(json_array_get(out, 0), "name", "outbound|80||" CATALOG);
+    wf_test_expect_str(json_array_get(out, 1), "name", "outbound|80|version-v1|" CATALOG);
+    wf_test_expect_str(json_array_get(out, 2), "name", "outbound|80|version-v2|" CATALOG);
     json_t *v2 = json_array_get(out, 2);
-    expect_str(v2, "eds_cluster_config.service_name", "outbound|80|version-v2|" CATALOG);
-    expect_str(v2, "metadata.filter_metadata.istio.config", DR_CONFIG);
-    expect_str(v2, "metadata.filter_metadata.istio.subset", "version-v2");
-    expect_str(json_array_get(out, 0), "metadata.filter_metadata.istio.config", DR_CONFIG);
-    assert_null(at(json_array_get(out, 0), "metadata.filter_metadata.istio.subset"));
+    wf_test_expect_str(v2, "eds_cluster_config.service_name", "outbound|80|version-v2|" CATALOG);
+    wf_test_expect_str(v2, "metadata.filter_metadata.istio.config", DR_CONFIG);
+    wf_test_expect_str(v2, "metadata.filter_metadata.istio.subset", "version-v2");
+    wf_test_expect_str(json_array_get(out, 0), "metadata.filter_metadata.istio.config", DR_CONFIG);
+    assert_null(wf_test_json_at(json_array_get(out, 0), "metadata.filter_metadata.istio.subset"));
     assert_null(find(out, "outbound|80|v1|" CATALOG)); /* undefined subset: NC later */
     json_decref(out);
     wf_store_free(s);
@@ -126,28 +100,28 @@ static void defaults(void **state)
     wf_store *s = wf_test_load_store(catalog_dr_files, NULL, "istioinaction");
     json_t *out = clusters(s, "istioinaction");
     json_t *c = must(out, "outbound|80|version-v1|" CATALOG);
-    expect_str(c, "@type", "type.googleapis.com/envoy.config.cluster.v3.Cluster");
-    expect_str(c, "type", "EDS");
-    expect_str(c, "alt_stat_name", "outbound|80|version-v1|" CATALOG ";");
-    expect_str(c, "eds_cluster_config.eds_config.resource_api_version", "V3");
-    expect_str(c, "eds_cluster_config.eds_config.initial_fetch_timeout", "0s");
-    assert_true(json_is_object(at(c, "eds_cluster_config.eds_config.ads")));
-    expect_str(c, "connect_timeout", "10s");
-    expect_str(c, "lb_policy", "LEAST_REQUEST");
+    wf_test_expect_str(c, "@type", "type.googleapis.com/envoy.config.cluster.v3.Cluster");
+    wf_test_expect_str(c, "type", "EDS");
+    wf_test_expect_str(c, "alt_stat_name", "outbound|80|version-v1|" CATALOG ";");
+    wf_test_expect_str(c, "eds_cluster_config.eds_config.resource_api_version", "V3");
+    wf_test_expect_str(c, "eds_cluster_config.eds_config.initial_fetch_timeout", "0s");
+    assert_true(json_is_object(wf_test_json_at(c, "eds_cluster_config.eds_config.ads")));
+    wf_test_expect_str(c, "connect_timeout", "10s");
+    wf_test_expect_str(c, "lb_policy", "LEAST_REQUEST");
     const char *th[] = {"max_connections", "max_pending_requests", "max_requests", "max_retries"};
     for (size_t i = 0; i < 4; i++) {
         char path[96];
         snprintf(path, sizeof path, "circuit_breakers.thresholds.0.%s", th[i]);
-        expect_int(c, path, 4294967295LL);
+        wf_test_expect_int(c, path, 4294967295LL);
     }
-    assert_true(json_is_true(at(c, "circuit_breakers.thresholds.0.track_remaining")));
+    assert_true(json_is_true(wf_test_json_at(c, "circuit_breakers.thresholds.0.track_remaining")));
     assert_null(json_object_get(c, "outlier_detection"));
     assert_null(json_object_get(c, "common_lb_config"));
     assert_null(json_object_get(c, "typed_extension_protocol_options"));
-    expect_int(c, "metadata.filter_metadata.istio.default_original_port", 80);
-    expect_str(c, "metadata.filter_metadata.istio.services.0.host", CATALOG);
-    expect_str(c, "metadata.filter_metadata.istio.services.0.name", "catalog");
-    expect_str(c, "metadata.filter_metadata.istio.services.0.namespace", "istioinaction");
+    wf_test_expect_int(c, "metadata.filter_metadata.istio.default_original_port", 80);
+    wf_test_expect_str(c, "metadata.filter_metadata.istio.services.0.host", CATALOG);
+    wf_test_expect_str(c, "metadata.filter_metadata.istio.services.0.name", "catalog");
+    wf_test_expect_str(c, "metadata.filter_metadata.istio.services.0.namespace", "istioinaction");
     json_decref(out);
     wf_store_free(s);
 }
@@ -158,12 +132,12 @@ static void blackhole_passthrough(void **state)
     json_t *out = clusters(s, NULL);
     assert_int_equal(json_array_size(out), 2);
     json_t *bh = must(out, "BlackHoleCluster"), *pt = must(out, "PassthroughCluster");
-    expect_str(bh, "type", "STATIC");
-    expect_str(bh, "connect_timeout", "10s");
+    wf_test_expect_str(bh, "type", "STATIC");
+    wf_test_expect_str(bh, "connect_timeout", "10s");
     assert_null(json_object_get(bh, "load_assignment"));
-    expect_str(pt, "type", "ORIGINAL_DST");
-    expect_str(pt, "lb_policy", "CLUSTER_PROVIDED");
-    expect_int(pt, "circuit_breakers.thresholds.0.max_requests", 4294967295LL);
+    wf_test_expect_str(pt, "type", "ORIGINAL_DST");
+    wf_test_expect_str(pt, "lb_policy", "CLUSTER_PROVIDED");
+    wf_test_expect_int(pt, "circuit_breakers.thresholds.0.max_requests", 4294967295LL);
     json_decref(out);
     wf_store_free(s);
 }
@@ -237,9 +211,9 @@ static void policy_names(void **state)
                           "BlackHoleCluster", "PassthroughCluster"};
     assert_int_equal(json_array_size(out), 8); /* the UDP port has no cluster */
     for (size_t i = 0; i < 8; i++)
-        expect_str(json_array_get(out, i), "name", want[i]);
-    expect_str(json_array_get(out, 0), "metadata.filter_metadata.istio.config",
-               "/apis/networking.istio.io/v1/namespaces/shop/destination-rule/web-dr");
+        wf_test_expect_str(json_array_get(out, i), "name", want[i]);
+    wf_test_expect_str(json_array_get(out, 0), "metadata.filter_metadata.istio.config",
+                       "/apis/networking.istio.io/v1/namespaces/shop/destination-rule/web-dr");
     json_decref(out);
     wf_store_free(s);
 }
@@ -249,32 +223,32 @@ static void policy_top_level(void **state)
     wf_store *s;
     json_t *out = policy_clusters(&s);
     json_t *c = must(out, WEB(80, ""));
-    expect_str(c, "lb_policy", "RANDOM");
-    expect_str(c, "connect_timeout", "0.030s");
-    expect_int(c, "circuit_breakers.thresholds.0.max_connections", 100);
-    expect_int(c, "circuit_breakers.thresholds.0.max_pending_requests", 7);
-    expect_int(c, "circuit_breakers.thresholds.0.max_requests", 50);
-    expect_int(c, "circuit_breakers.thresholds.0.max_retries", 2);
+    wf_test_expect_str(c, "lb_policy", "RANDOM");
+    wf_test_expect_str(c, "connect_timeout", "0.030s");
+    wf_test_expect_int(c, "circuit_breakers.thresholds.0.max_connections", 100);
+    wf_test_expect_int(c, "circuit_breakers.thresholds.0.max_pending_requests", 7);
+    wf_test_expect_int(c, "circuit_breakers.thresholds.0.max_requests", 50);
+    wf_test_expect_int(c, "circuit_breakers.thresholds.0.max_retries", 2);
     json_t *h = json_object_get(json_object_get(c, "typed_extension_protocol_options"),
                                 "envoy.extensions.upstreams.http.v3.HttpProtocolOptions");
     assert_non_null(h);
-    expect_str(h, "@type",
-               "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions");
-    expect_int(h, "common_http_protocol_options.max_requests_per_connection", 3);
-    expect_str(h, "common_http_protocol_options.idle_timeout", "60s");
-    expect_int(c, "outlier_detection.consecutive_5xx", 4);
-    expect_int(c, "outlier_detection.enforcing_consecutive_5xx", 100);
-    expect_int(c, "outlier_detection.consecutive_gateway_failure", 0);
-    expect_int(c, "outlier_detection.enforcing_consecutive_gateway_failure", 0);
-    expect_int(c, "outlier_detection.enforcing_success_rate", 0);
-    expect_str(c, "outlier_detection.interval", "1.500s");
-    expect_str(c, "outlier_detection.base_ejection_time", "180s");
-    expect_int(c, "outlier_detection.max_ejection_percent", 60);
-    expect_int(c, "common_lb_config.healthy_panic_threshold.value", 25);
+    wf_test_expect_str(
+        h, "@type", "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions");
+    wf_test_expect_int(h, "common_http_protocol_options.max_requests_per_connection", 3);
+    wf_test_expect_str(h, "common_http_protocol_options.idle_timeout", "60s");
+    wf_test_expect_int(c, "outlier_detection.consecutive_5xx", 4);
+    wf_test_expect_int(c, "outlier_detection.enforcing_consecutive_5xx", 100);
+    wf_test_expect_int(c, "outlier_detection.consecutive_gateway_failure", 0);
+    wf_test_expect_int(c, "outlier_detection.enforcing_consecutive_gateway_failure", 0);
+    wf_test_expect_int(c, "outlier_detection.enforcing_success_rate", 0);
+    wf_test_expect_str(c, "outlier_detection.interval", "1.500s");
+    wf_test_expect_str(c, "outlier_detection.base_ejection_time", "180s");
+    wf_test_expect_int(c, "outlier_detection.max_ejection_percent", 60);
+    wf_test_expect_int(c, "common_lb_config.healthy_panic_threshold.value", 25);
     /* subset v1 has no policy of its own: the top-level one applies */
     json_t *v1 = must(out, WEB(80, "v1"));
-    expect_str(v1, "lb_policy", "RANDOM");
-    expect_int(v1, "outlier_detection.consecutive_5xx", 4);
+    wf_test_expect_str(v1, "lb_policy", "RANDOM");
+    wf_test_expect_int(v1, "outlier_detection.consecutive_5xx", 4);
     json_decref(out);
     wf_store_free(s);
 }
@@ -288,8 +262,8 @@ static void policy_port_level(void **state)
     assert_null(json_object_get(c, "lb_policy")); /* ROUND_ROBIN, Envoy's default */
     assert_null(json_object_get(c, "outlier_detection"));
     assert_null(json_object_get(c, "typed_extension_protocol_options"));
-    expect_str(c, "connect_timeout", "10s");
-    expect_int(c, "circuit_breakers.thresholds.0.max_connections", 4294967295LL);
+    wf_test_expect_str(c, "connect_timeout", "10s");
+    wf_test_expect_int(c, "circuit_breakers.thresholds.0.max_connections", 4294967295LL);
     json_decref(out);
     wf_store_free(s);
 }
@@ -300,19 +274,20 @@ static void policy_subset(void **state)
     wf_store *s;
     json_t *out = policy_clusters(&s);
     json_t *c = must(out, WEB(80, "v2"));
-    expect_str(c, "lb_policy", "LEAST_REQUEST");
-    expect_int(c, "outlier_detection.consecutive_5xx", 1);
-    assert_null(at(c, "outlier_detection.interval"));
-    expect_int(c, "circuit_breakers.thresholds.0.max_connections", 100); /* top-level pool */
-    assert_true(json_is_object(at(c, "common_lb_config.healthy_panic_threshold")));
-    assert_null(at(c, "common_lb_config.healthy_panic_threshold.value")); /* 0 %: {} */
+    wf_test_expect_str(c, "lb_policy", "LEAST_REQUEST");
+    wf_test_expect_int(c, "outlier_detection.consecutive_5xx", 1);
+    assert_null(wf_test_json_at(c, "outlier_detection.interval"));
+    wf_test_expect_int(c, "circuit_breakers.thresholds.0.max_connections",
+                       100); /* top-level pool */
+    assert_true(json_is_object(wf_test_json_at(c, "common_lb_config.healthy_panic_threshold")));
+    assert_null(wf_test_json_at(c, "common_lb_config.healthy_panic_threshold.value")); /* 0 %: {} */
     json_t *p = must(out, WEB(8080, "v2"));
-    expect_int(p, "circuit_breakers.thresholds.0.max_connections", 9);
-    expect_int(p, "circuit_breakers.thresholds.0.max_requests", 4294967295LL);
+    wf_test_expect_int(p, "circuit_breakers.thresholds.0.max_connections", 9);
+    wf_test_expect_int(p, "circuit_breakers.thresholds.0.max_requests", 4294967295LL);
     assert_null(json_object_get(p, "outlier_detection"));
     /* the subset's port entry has no loadBalancer: Istio's default, not LEAST_CONN or the
      * top-level port's ROUND_ROBIN */
-    expect_str(p, "lb_policy", "LEAST_REQUEST");
+    wf_test_expect_str(p, "lb_policy", "LEAST_REQUEST");
     json_decref(out);
     wf_store_free(s);
 }

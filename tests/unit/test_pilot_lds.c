@@ -34,32 +34,6 @@ static json_t *listeners(const wf_store *s)
     return out;
 }
 
-/* Value at a dotted path of object keys; a numeric step indexes an array. */
-static json_t *at(json_t *v, const char *path)
-{
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *save = NULL, *t = strtok_r(buf, ".", &save); t && v; t = strtok_r(NULL, ".", &save))
-        v = json_is_array(v) ? json_array_get(v, strtoul(t, NULL, 10)) : json_object_get(v, t);
-    return v;
-}
-
-static void expect_str(json_t *c, const char *path, const char *want)
-{
-    json_t *v = at(c, path);
-    if (!json_is_string(v) || strcmp(json_string_value(v), want) != 0)
-        fail_msg("%s: got %s, want \"%s\"", path, v ? json_dumps(v, JSON_ENCODE_ANY) : "(none)",
-                 want);
-}
-
-static void expect_int(json_t *c, const char *path, json_int_t want)
-{
-    json_t *v = at(c, path);
-    if (!json_is_integer(v) || json_integer_value(v) != want)
-        fail_msg("%s: got %s, want %lld", path, v ? json_dumps(v, JSON_ENCODE_ANY) : "(none)",
-                 (long long)want);
-}
-
 /* ---- the book's catalog ---- */
 
 static void catalog_listener(void **state)
@@ -69,30 +43,31 @@ static void catalog_listener(void **state)
     json_t *out = listeners(s);
     assert_int_equal(json_array_size(out), 1);
     json_t *l = json_array_get(out, 0);
-    expect_str(l, "@type", "type.googleapis.com/envoy.config.listener.v3.Listener");
-    expect_str(l, "name", "0.0.0.0_80");
-    expect_str(l, "address.socket_address.address", "0.0.0.0");
-    expect_int(l, "address.socket_address.port_value", 80);
-    expect_str(l, "traffic_direction", "OUTBOUND");
+    wf_test_expect_str(l, "@type", "type.googleapis.com/envoy.config.listener.v3.Listener");
+    wf_test_expect_str(l, "name", "0.0.0.0_80");
+    wf_test_expect_str(l, "address.socket_address.address", "0.0.0.0");
+    wf_test_expect_int(l, "address.socket_address.port_value", 80);
+    wf_test_expect_str(l, "traffic_direction", "OUTBOUND");
     assert_int_equal(json_array_size(json_object_get(l, "filter_chains")), 1);
-    assert_int_equal(json_array_size(at(l, "filter_chains.0.filters")), 1);
-    expect_str(l, "filter_chains.0.filters.0.name",
-               "envoy.filters.network.http_connection_manager");
-    json_t *h = at(l, HCM_PATH);
-    expect_str(h, "@type",
-               "type.googleapis.com/"
-               "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager");
-    expect_str(h, "stat_prefix", "outbound_0.0.0.0_80");
-    expect_str(h, "rds.route_config_name", "80");
-    assert_true(json_is_object(at(h, "rds.config_source.ads")));
-    assert_int_equal(json_object_size(at(h, "rds.config_source.ads")), 0);
-    expect_str(h, "rds.config_source.resource_api_version", "V3");
+    assert_int_equal(json_array_size(wf_test_json_at(l, "filter_chains.0.filters")), 1);
+    wf_test_expect_str(l, "filter_chains.0.filters.0.name",
+                       "envoy.filters.network.http_connection_manager");
+    json_t *h = wf_test_json_at(l, HCM_PATH);
+    wf_test_expect_str(
+        h, "@type",
+        "type.googleapis.com/"
+        "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager");
+    wf_test_expect_str(h, "stat_prefix", "outbound_0.0.0.0_80");
+    wf_test_expect_str(h, "rds.route_config_name", "80");
+    assert_true(json_is_object(wf_test_json_at(h, "rds.config_source.ads")));
+    assert_int_equal(json_object_size(wf_test_json_at(h, "rds.config_source.ads")), 0);
+    wf_test_expect_str(h, "rds.config_source.resource_api_version", "V3");
     assert_null(json_object_get(h, "route_config"));
     assert_true(json_is_false(json_object_get(h, "use_remote_address")));
     assert_true(json_is_true(json_object_get(h, "normalize_path")));
-    expect_str(h, "path_with_escaped_slashes_action", "KEEP_UNCHANGED");
-    expect_str(h, "server_name", "istio-envoy");
-    expect_str(h, "stream_idle_timeout", "0s");
+    wf_test_expect_str(h, "path_with_escaped_slashes_action", "KEEP_UNCHANGED");
+    wf_test_expect_str(h, "server_name", "istio-envoy");
+    wf_test_expect_str(h, "stream_idle_timeout", "0s");
     assert_null(json_object_get(h, "access_log"));
     json_decref(out);
     wf_store_free(s);
@@ -106,25 +81,27 @@ static void filter_order(void **state)
                                        "envoy.filters.http.router"};
     wf_store *s = wf_test_load_store(catalog_files, NULL, "istioinaction");
     json_t *out = listeners(s);
-    json_t *f = at(json_array_get(out, 0), HCM_PATH ".http_filters");
+    json_t *f = wf_test_json_at(json_array_get(out, 0), HCM_PATH ".http_filters");
     assert_int_equal(json_array_size(f), 5);
     for (size_t i = 0; i < 5; i++)
-        expect_str(json_array_get(f, i), "name", want[i]);
+        wf_test_expect_str(json_array_get(f, i), "name", want[i]);
     json_t *mx = json_array_get(f, 0);
-    expect_str(mx, "typed_config.@type", "type.googleapis.com/udpa.type.v1.TypedStruct");
-    expect_str(mx, "typed_config.type_url",
-               "type.googleapis.com/io.istio.http.peer_metadata.Config");
-    assert_non_null(at(mx, "typed_config.value.upstream_discovery.0.istio_headers"));
-    assert_non_null(at(mx, "typed_config.value.upstream_discovery.1.workload_discovery"));
-    assert_non_null(at(mx, "typed_config.value.upstream_propagation.0.istio_headers"));
-    assert_null(at(mx, "typed_config.value.downstream_discovery"));
-    expect_str(json_array_get(f, 3), "typed_config.type_url",
-               "type.googleapis.com/stats.PluginConfig");
-    assert_int_equal(json_object_size(at(json_array_get(f, 3), "typed_config.value")), 0);
-    expect_str(json_array_get(f, 1), "typed_config.@type",
-               "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault");
-    expect_str(json_array_get(f, 4), "typed_config.@type",
-               "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router");
+    wf_test_expect_str(mx, "typed_config.@type", "type.googleapis.com/udpa.type.v1.TypedStruct");
+    wf_test_expect_str(mx, "typed_config.type_url",
+                       "type.googleapis.com/io.istio.http.peer_metadata.Config");
+    assert_non_null(wf_test_json_at(mx, "typed_config.value.upstream_discovery.0.istio_headers"));
+    assert_non_null(
+        wf_test_json_at(mx, "typed_config.value.upstream_discovery.1.workload_discovery"));
+    assert_non_null(wf_test_json_at(mx, "typed_config.value.upstream_propagation.0.istio_headers"));
+    assert_null(wf_test_json_at(mx, "typed_config.value.downstream_discovery"));
+    wf_test_expect_str(json_array_get(f, 3), "typed_config.type_url",
+                       "type.googleapis.com/stats.PluginConfig");
+    assert_int_equal(json_object_size(wf_test_json_at(json_array_get(f, 3), "typed_config.value")),
+                     0);
+    wf_test_expect_str(json_array_get(f, 1), "typed_config.@type",
+                       "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault");
+    wf_test_expect_str(json_array_get(f, 4), "typed_config.@type",
+                       "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router");
     json_decref(out);
     wf_store_free(s);
 }
@@ -153,11 +130,11 @@ static void shared_port_one_listener(void **state)
     wf_store *s = wf_test_load_store(catalog_files, shared_yaml, "istioinaction");
     json_t *out = listeners(s);
     assert_int_equal(json_array_size(out), 2);
-    expect_str(json_array_get(out, 0), "name", "0.0.0.0_80");
-    expect_str(json_array_get(out, 1), "name", "0.0.0.0_9080");
-    expect_int(json_array_get(out, 1), "address.socket_address.port_value", 9080);
-    expect_str(json_array_get(out, 1), HCM_PATH ".stat_prefix", "outbound_0.0.0.0_9080");
-    expect_str(json_array_get(out, 1), HCM_PATH ".rds.route_config_name", "9080");
+    wf_test_expect_str(json_array_get(out, 0), "name", "0.0.0.0_80");
+    wf_test_expect_str(json_array_get(out, 1), "name", "0.0.0.0_9080");
+    wf_test_expect_int(json_array_get(out, 1), "address.socket_address.port_value", 9080);
+    wf_test_expect_str(json_array_get(out, 1), HCM_PATH ".stat_prefix", "outbound_0.0.0.0_9080");
+    wf_test_expect_str(json_array_get(out, 1), HCM_PATH ".rds.route_config_name", "9080");
     json_decref(out);
     wf_store_free(s);
 }
@@ -194,7 +171,7 @@ static void rds_names_match_route_configs(void **state)
     assert_int_equal(json_array_size(ls), json_array_size(rcs));
     for (size_t i = 0; i < json_array_size(ls); i++) {
         const char *rc = json_string_value(json_object_get(json_array_get(rcs, i), "name"));
-        expect_str(json_array_get(ls, i), HCM_PATH ".rds.route_config_name", rc);
+        wf_test_expect_str(json_array_get(ls, i), HCM_PATH ".rds.route_config_name", rc);
     }
     json_decref(rcs);
     json_decref(ls);

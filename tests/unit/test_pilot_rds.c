@@ -36,32 +36,6 @@ static json_t *routes(const wf_store *s, const char *proxy_ns)
     return out;
 }
 
-/* Value at a dotted path of object keys; a numeric step indexes an array. */
-static json_t *at(json_t *v, const char *path)
-{
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *save = NULL, *t = strtok_r(buf, ".", &save); t && v; t = strtok_r(NULL, ".", &save))
-        v = json_is_array(v) ? json_array_get(v, strtoul(t, NULL, 10)) : json_object_get(v, t);
-    return v;
-}
-
-static void expect_str(json_t *c, const char *path, const char *want)
-{
-    json_t *v = at(c, path);
-    if (!json_is_string(v) || strcmp(json_string_value(v), want) != 0)
-        fail_msg("%s: got %s, want \"%s\"", path, v ? json_dumps(v, JSON_ENCODE_ANY) : "(none)",
-                 want);
-}
-
-static void expect_int(json_t *c, const char *path, json_int_t want)
-{
-    json_t *v = at(c, path);
-    if (!json_is_integer(v) || json_integer_value(v) != want)
-        fail_msg("%s: got %s, want %lld", path, v ? json_dumps(v, JSON_ENCODE_ANY) : "(none)",
-                 (long long)want);
-}
-
 /* The virtual host named name in route configuration rc. */
 static json_t *vhost(json_t *rc, const char *name)
 {
@@ -100,38 +74,39 @@ static void catalog_default_route(void **state)
     json_t *out = routes(s, "istioinaction");
     assert_int_equal(json_array_size(out), 1);
     json_t *rc = json_array_get(out, 0);
-    expect_str(rc, "@type", "type.googleapis.com/envoy.config.route.v3.RouteConfiguration");
-    expect_str(rc, "name", "80");
+    wf_test_expect_str(rc, "@type", "type.googleapis.com/envoy.config.route.v3.RouteConfiguration");
+    wf_test_expect_str(rc, "name", "80");
     assert_true(json_is_false(json_object_get(rc, "validate_clusters")));
     assert_true(json_is_true(json_object_get(rc, "ignore_port_in_host_matching")));
     assert_int_equal(json_array_size(json_object_get(rc, "virtual_hosts")), 2);
     json_t *v = json_array_get(json_object_get(rc, "virtual_hosts"), 0);
-    expect_str(v, "name", CATALOG ":80");
+    wf_test_expect_str(v, "name", CATALOG ":80");
     char buf[512];
     assert_string_equal(domains(v, buf, sizeof buf),
                         CATALOG " catalog catalog.istioinaction.svc catalog.istioinaction");
     assert_true(json_is_true(json_object_get(v, "include_request_attempt_count")));
     assert_int_equal(json_array_size(json_object_get(v, "routes")), 1);
-    json_t *r = at(v, "routes.0");
-    expect_str(r, "name", "default");
-    expect_str(r, "match.prefix", "/");
-    assert_null(at(r, "match.case_sensitive"));
-    expect_str(r, "route.cluster", "outbound|80||" CATALOG);
-    expect_str(r, "route.timeout", "0s");
-    expect_str(r, "route.retry_policy.retry_on", RETRY_ON);
-    expect_int(r, "route.retry_policy.num_retries", 2);
-    expect_str(r, "route.retry_policy.retry_host_predicate.0.name",
-               "envoy.retry_host_predicates.previous_hosts");
-    expect_str(r, "route.retry_policy.host_selection_retry_max_attempts", "5");
-    assert_null(at(r, "route.retry_policy.retriable_status_codes")); /* empty since 1.24 */
-    assert_null(at(r, "metadata"));
+    json_t *r = wf_test_json_at(v, "routes.0");
+    wf_test_expect_str(r, "name", "default");
+    wf_test_expect_str(r, "match.prefix", "/");
+    assert_null(wf_test_json_at(r, "match.case_sensitive"));
+    wf_test_expect_str(r, "route.cluster", "outbound|80||" CATALOG);
+    wf_test_expect_str(r, "route.timeout", "0s");
+    wf_test_expect_str(r, "route.retry_policy.retry_on", RETRY_ON);
+    wf_test_expect_int(r, "route.retry_policy.num_retries", 2);
+    wf_test_expect_str(r, "route.retry_policy.retry_host_predicate.0.name",
+                       "envoy.retry_host_predicates.previous_hosts");
+    wf_test_expect_str(r, "route.retry_policy.host_selection_retry_max_attempts", "5");
+    assert_null(
+        wf_test_json_at(r, "route.retry_policy.retriable_status_codes")); /* empty since 1.24 */
+    assert_null(wf_test_json_at(r, "metadata"));
     json_t *any = json_array_get(json_object_get(rc, "virtual_hosts"), 1);
-    expect_str(any, "name", "allow_any");
-    expect_str(any, "domains.0", "*");
-    expect_str(any, "routes.0.name", "allow_any");
-    expect_str(any, "routes.0.route.cluster", "PassthroughCluster");
-    expect_str(any, "routes.0.route.timeout", "0s");
-    assert_null(at(any, "routes.0.route.retry_policy"));
+    wf_test_expect_str(any, "name", "allow_any");
+    wf_test_expect_str(any, "domains.0", "*");
+    wf_test_expect_str(any, "routes.0.name", "allow_any");
+    wf_test_expect_str(any, "routes.0.route.cluster", "PassthroughCluster");
+    wf_test_expect_str(any, "routes.0.route.timeout", "0s");
+    assert_null(wf_test_json_at(any, "routes.0.route.retry_policy"));
     json_decref(out);
     wf_store_free(s);
 }
@@ -149,8 +124,8 @@ static void other_namespace_and_options(void **state)
                         CATALOG " " CATALOG ":80 catalog.istioinaction catalog.istioinaction:80 "
                                 "catalog.istioinaction.svc catalog.istioinaction.svc:80");
     json_t *block = vhost(rc, "block_all");
-    expect_int(block, "routes.0.direct_response.status", 502);
-    expect_str(block, "routes.0.name", "block_all");
+    wf_test_expect_int(block, "routes.0.direct_response.status", 502);
+    wf_test_expect_str(block, "routes.0.name", "block_all");
     json_decref(out);
     /* NULL options: no proxy namespace, defaults */
     out = wf_rds_sidecar_route_configs(s, NULL);
@@ -179,8 +154,8 @@ static void ports_and_vip(void **state)
     wf_store *s = wf_test_load_store(catalog_files, ports_yaml, "istioinaction");
     json_t *out = routes(s, "default");
     assert_int_equal(json_array_size(out), 2); /* 80 and 9080; tcp, UDP, 3306 skipped */
-    expect_str(json_array_get(out, 0), "name", "80");
-    expect_str(json_array_get(out, 1), "name", "9080");
+    wf_test_expect_str(json_array_get(out, 0), "name", "80");
+    wf_test_expect_str(json_array_get(out, 1), "name", "9080");
     json_t *rc80 = json_array_get(out, 0);
     assert_int_equal(json_array_size(json_object_get(rc80, "virtual_hosts")), 3);
     char buf[512];
@@ -188,8 +163,9 @@ static void ports_and_vip(void **state)
         domains(vhost(rc80, "reviews.default.svc.cluster.local:80"), buf, sizeof buf),
         "reviews.default.svc.cluster.local reviews reviews.default.svc reviews.default "
         "10.96.0.7");
-    expect_str(vhost(json_array_get(out, 1), "reviews.default.svc.cluster.local:9080"),
-               "routes.0.route.cluster", "outbound|9080||reviews.default.svc.cluster.local");
+    wf_test_expect_str(vhost(json_array_get(out, 1), "reviews.default.svc.cluster.local:9080"),
+                       "routes.0.route.cluster",
+                       "outbound|9080||reviews.default.svc.cluster.local");
     json_decref(out);
     wf_store_free(s);
 }
@@ -203,7 +179,7 @@ static void gateway_vs_not_applied(void **state)
                                  BOOK "ch10/catalog-virtualservice-subsets-v1-v2.yaml", NULL};
     wf_store *s = wf_test_load_store(files, NULL, "istioinaction");
     json_t *out = routes(s, "istioinaction");
-    expect_str(vhost(json_array_get(out, 0), CATALOG ":80"), "routes.0.name", "default");
+    wf_test_expect_str(vhost(json_array_get(out, 0), CATALOG ":80"), "routes.0.name", "default");
     json_decref(out);
     wf_store_free(s);
 }
@@ -228,18 +204,18 @@ static void weighted_subsets(void **state)
     json_t *out = routes(s, "istioinaction");
     json_t *v = vhost(json_array_get(out, 0), CATALOG ":80");
     assert_int_equal(json_array_size(json_object_get(v, "routes")), 1);
-    json_t *r = at(v, "routes.0");
-    expect_str(r, "match.prefix", "/");
-    assert_null(at(r, "route.cluster"));
-    json_t *wc = at(r, "route.weighted_clusters.clusters");
+    json_t *r = wf_test_json_at(v, "routes.0");
+    wf_test_expect_str(r, "match.prefix", "/");
+    assert_null(wf_test_json_at(r, "route.cluster"));
+    json_t *wc = wf_test_json_at(r, "route.weighted_clusters.clusters");
     assert_int_equal(json_array_size(wc), 2); /* zero weight dropped */
-    expect_str(wc, "0.name", "outbound|80|version-v1|" CATALOG);
-    expect_int(wc, "0.weight", 20);
-    expect_str(wc, "1.name", "outbound|80|version-v2|" CATALOG);
-    expect_int(wc, "1.weight", 80);
-    expect_str(r, "route.timeout", "0s");
-    expect_str(r, "route.retry_policy.retry_on", RETRY_ON);
-    expect_str(r, "metadata.filter_metadata.istio.config", VS_PREFIX "catalog-v1-v2");
+    wf_test_expect_str(wc, "0.name", "outbound|80|version-v1|" CATALOG);
+    wf_test_expect_int(wc, "0.weight", 20);
+    wf_test_expect_str(wc, "1.name", "outbound|80|version-v2|" CATALOG);
+    wf_test_expect_int(wc, "1.weight", 80);
+    wf_test_expect_str(r, "route.timeout", "0s");
+    wf_test_expect_str(r, "route.retry_policy.retry_on", RETRY_ON);
+    wf_test_expect_str(r, "metadata.filter_metadata.istio.config", VS_PREFIX "catalog-v1-v2");
     assert_null(json_object_get(r, "name"));
     json_decref(out);
     wf_store_free(s);
@@ -257,7 +233,8 @@ static json_t *backend_route(const char *file, wf_store **sp)
     const char *files[] = {BOOK "ch6/simple-backend.yaml", backend_vs(file), NULL};
     *sp = wf_test_load_store(files, NULL, "istioinaction");
     json_t *out = routes(*sp, "istioinaction");
-    json_t *r = json_incref(at(vhost(json_array_get(out, 0), BACKEND ":80"), "routes.0"));
+    json_t *r =
+        json_incref(wf_test_json_at(vhost(json_array_get(out, 0), BACKEND ":80"), "routes.0"));
     assert_non_null(r);
     json_decref(out);
     return r;
@@ -267,23 +244,23 @@ static void book_retries_and_timeout(void **state)
 {
     wf_store *s;
     json_t *r = backend_route("simple-backend-vs-retry-500.yaml", &s);
-    expect_str(r, "route.cluster", "outbound|80||" BACKEND);
-    expect_str(r, "route.retry_policy.retry_on", "5xx");
-    expect_int(r, "route.retry_policy.num_retries", 2);
-    expect_str(r, "route.retry_policy.host_selection_retry_max_attempts", "5");
-    expect_str(r, "metadata.filter_metadata.istio.config", VS_PREFIX "simple-backend-vs");
+    wf_test_expect_str(r, "route.cluster", "outbound|80||" BACKEND);
+    wf_test_expect_str(r, "route.retry_policy.retry_on", "5xx");
+    wf_test_expect_int(r, "route.retry_policy.num_retries", 2);
+    wf_test_expect_str(r, "route.retry_policy.host_selection_retry_max_attempts", "5");
+    wf_test_expect_str(r, "metadata.filter_metadata.istio.config", VS_PREFIX "simple-backend-vs");
     json_decref(r);
     wf_store_free(s);
 
     r = backend_route("simple-service-disable-retry.yaml", &s); /* attempts: 0 */
     assert_non_null(json_object_get(r, "route"));
-    assert_null(at(r, "route.retry_policy"));
+    assert_null(wf_test_json_at(r, "route.retry_policy"));
     json_decref(r);
     wf_store_free(s);
 
     r = backend_route("simple-backend-vs-timeout.yaml", &s);
-    expect_str(r, "route.timeout", "0.500s");
-    expect_str(r, "route.retry_policy.retry_on", RETRY_ON);
+    wf_test_expect_str(r, "route.timeout", "0.500s");
+    wf_test_expect_str(r, "route.retry_policy.retry_on", RETRY_ON);
     json_decref(r);
     wf_store_free(s);
 }
@@ -303,13 +280,13 @@ static void retry_on_codes(void **state)
 {
     wf_store *s = wf_test_load_store(backend_files, retry_yaml, "istioinaction");
     json_t *out = routes(s, "istioinaction");
-    json_t *r = at(vhost(json_array_get(out, 0), BACKEND ":80"), "routes.0");
-    expect_str(r, "route.timeout", "2s");
-    expect_str(r, "route.retry_policy.retry_on", "gateway-error,retriable-status-codes");
-    expect_int(r, "route.retry_policy.num_retries", 3);
-    expect_str(r, "route.retry_policy.per_try_timeout", "0.250s");
-    expect_int(r, "route.retry_policy.retriable_status_codes.0", 503);
-    expect_int(r, "route.retry_policy.retriable_status_codes.1", 409);
+    json_t *r = wf_test_json_at(vhost(json_array_get(out, 0), BACKEND ":80"), "routes.0");
+    wf_test_expect_str(r, "route.timeout", "2s");
+    wf_test_expect_str(r, "route.retry_policy.retry_on", "gateway-error,retriable-status-codes");
+    wf_test_expect_int(r, "route.retry_policy.num_retries", 3);
+    wf_test_expect_str(r, "route.retry_policy.per_try_timeout", "0.250s");
+    wf_test_expect_int(r, "route.retry_policy.retriable_status_codes.0", 503);
+    wf_test_expect_int(r, "route.retry_policy.retriable_status_codes.1", 409);
     json_decref(out);
     wf_store_free(s);
 }
@@ -355,51 +332,53 @@ static void full_route(void **state)
     json_t *rs = json_object_get(v, "routes");
     assert_int_equal(json_array_size(rs), 4); /* port 8080 match skipped; stop at catch-all */
     json_t *r = json_array_get(rs, 0);
-    expect_str(r, "name", "api.exact");
-    expect_str(r, "match.path", "/items");
-    assert_true(json_is_true(at(r, "match.case_sensitive")));
-    expect_str(r, "match.headers.0.name", "x-a");
-    expect_str(r, "match.headers.0.string_match.safe_regex.regex", "v[12]");
-    expect_str(r, "match.headers.1.name", "x-b");
-    assert_true(json_is_true(at(r, "match.headers.1.present_match")));
-    expect_str(r, "match.headers.2.name", ":method");
-    expect_str(r, "match.headers.2.string_match.exact", "GET");
-    expect_str(r, "match.query_parameters.0.name", "q");
-    expect_str(r, "match.query_parameters.0.string_match.exact", "1");
-    expect_str(r, "route.cluster", "outbound|80||" CATALOG);
-    expect_str(r, "route.prefix_rewrite", "/");
-    expect_str(r, "route.host_rewrite_literal", "new.host");
-    expect_str(r, "route.request_mirror_policies.0.cluster", "outbound|80|version-v2|" CATALOG);
-    expect_int(r, "route.request_mirror_policies.0.runtime_fraction.default_value.numerator",
-               250000);
-    expect_str(r, "route.request_mirror_policies.0.runtime_fraction.default_value.denominator",
-               "MILLION");
-    expect_str(r, "request_headers_to_add.0.header.key", "x-y");
-    expect_str(r, "request_headers_to_add.0.append_action", "OVERWRITE_IF_EXISTS_OR_ADD");
-    expect_str(r, "request_headers_to_add.1.header.key", "x-z");
-    expect_str(r, "request_headers_to_add.2.header.key", "x-add");
-    assert_null(at(r, "request_headers_to_add.2.append_action"));
-    expect_str(r, "request_headers_to_remove.0", "x-rm");
-    expect_str(r, "response_headers_to_remove.0", "server");
-    json_t *f = at(r, "typed_per_filter_config.envoy.filters.http.fault");
+    wf_test_expect_str(r, "name", "api.exact");
+    wf_test_expect_str(r, "match.path", "/items");
+    assert_true(json_is_true(wf_test_json_at(r, "match.case_sensitive")));
+    wf_test_expect_str(r, "match.headers.0.name", "x-a");
+    wf_test_expect_str(r, "match.headers.0.string_match.safe_regex.regex", "v[12]");
+    wf_test_expect_str(r, "match.headers.1.name", "x-b");
+    assert_true(json_is_true(wf_test_json_at(r, "match.headers.1.present_match")));
+    wf_test_expect_str(r, "match.headers.2.name", ":method");
+    wf_test_expect_str(r, "match.headers.2.string_match.exact", "GET");
+    wf_test_expect_str(r, "match.query_parameters.0.name", "q");
+    wf_test_expect_str(r, "match.query_parameters.0.string_match.exact", "1");
+    wf_test_expect_str(r, "route.cluster", "outbound|80||" CATALOG);
+    wf_test_expect_str(r, "route.prefix_rewrite", "/");
+    wf_test_expect_str(r, "route.host_rewrite_literal", "new.host");
+    wf_test_expect_str(r, "route.request_mirror_policies.0.cluster",
+                       "outbound|80|version-v2|" CATALOG);
+    wf_test_expect_int(
+        r, "route.request_mirror_policies.0.runtime_fraction.default_value.numerator", 250000);
+    wf_test_expect_str(
+        r, "route.request_mirror_policies.0.runtime_fraction.default_value.denominator", "MILLION");
+    wf_test_expect_str(r, "request_headers_to_add.0.header.key", "x-y");
+    wf_test_expect_str(r, "request_headers_to_add.0.append_action", "OVERWRITE_IF_EXISTS_OR_ADD");
+    wf_test_expect_str(r, "request_headers_to_add.1.header.key", "x-z");
+    wf_test_expect_str(r, "request_headers_to_add.2.header.key", "x-add");
+    assert_null(wf_test_json_at(r, "request_headers_to_add.2.append_action"));
+    wf_test_expect_str(r, "request_headers_to_remove.0", "x-rm");
+    wf_test_expect_str(r, "response_headers_to_remove.0", "server");
+    json_t *f = wf_test_json_at(r, "typed_per_filter_config.envoy.filters.http.fault");
     assert_null(f); /* the dotted helper splits the key: look it up directly */
     f = json_object_get(json_object_get(r, "typed_per_filter_config"), "envoy.filters.http.fault");
-    expect_str(f, "@type", "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault");
-    expect_str(f, "delay.fixed_delay", "5s");
-    expect_int(f, "delay.percentage.numerator", 500000);
-    expect_int(f, "abort.http_status", 500);
-    expect_int(f, "abort.percentage.numerator", 15000);
+    wf_test_expect_str(f, "@type",
+                       "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault");
+    wf_test_expect_str(f, "delay.fixed_delay", "5s");
+    wf_test_expect_int(f, "delay.percentage.numerator", 500000);
+    wf_test_expect_int(f, "abort.http_status", 500);
+    wf_test_expect_int(f, "abort.percentage.numerator", 15000);
     r = json_array_get(rs, 1);
-    expect_str(r, "name", "api");
-    expect_str(r, "match.safe_regex.regex", "/v[0-9]+/.*");
-    assert_true(json_is_false(at(r, "match.case_sensitive")));
+    wf_test_expect_str(r, "name", "api");
+    wf_test_expect_str(r, "match.safe_regex.regex", "/v[0-9]+/.*");
+    assert_true(json_is_false(wf_test_json_at(r, "match.case_sensitive")));
     r = json_array_get(rs, 2);
     assert_null(json_object_get(r, "route"));
-    expect_str(r, "redirect.host_redirect", "other");
-    expect_str(r, "redirect.path_redirect", "/new");
-    expect_str(r, "redirect.response_code", "FOUND");
+    wf_test_expect_str(r, "redirect.host_redirect", "other");
+    wf_test_expect_str(r, "redirect.path_redirect", "/new");
+    wf_test_expect_str(r, "redirect.response_code", "FOUND");
     r = json_array_get(rs, 3); /* undefined subset still named: 503 NC at request time */
-    expect_str(r, "route.cluster", "outbound|80|v9|" CATALOG);
+    wf_test_expect_str(r, "route.cluster", "outbound|80|v9|" CATALOG);
     json_decref(out);
     wf_store_free(s);
 }
@@ -424,15 +403,15 @@ static void vs_first_wildcard_export(void **state)
     json_t *out = routes(s, "istioinaction");
     json_t *vh = json_object_get(json_array_get(out, 0), "virtual_hosts");
     assert_int_equal(json_array_size(vh), 3);
-    expect_str(vh, "0.name", CATALOG ":80"); /* wildcard VS binds both, Service order */
-    expect_str(vh, "0.routes.0.route.cluster", "outbound|80|v1|" CATALOG);
-    expect_str(vh, "1.name", "aaa.istioinaction.svc.cluster.local:80");
-    expect_str(vh, "1.routes.0.route.cluster", "outbound|80|v1|" CATALOG);
+    wf_test_expect_str(vh, "0.name", CATALOG ":80"); /* wildcard VS binds both, Service order */
+    wf_test_expect_str(vh, "0.routes.0.route.cluster", "outbound|80|v1|" CATALOG);
+    wf_test_expect_str(vh, "1.name", "aaa.istioinaction.svc.cluster.local:80");
+    wf_test_expect_str(vh, "1.routes.0.route.cluster", "outbound|80|v1|" CATALOG);
     json_decref(out);
     out = routes(s, "default"); /* exportTo "." hides it from other namespaces */
     vh = json_object_get(json_array_get(out, 0), "virtual_hosts");
-    expect_str(vh, "0.routes.0.name", "default");
-    expect_str(vh, "1.routes.0.name", "default");
+    wf_test_expect_str(vh, "0.routes.0.name", "default");
+    wf_test_expect_str(vh, "1.routes.0.name", "default");
     json_decref(out);
     wf_store_free(s);
 }
