@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "analysis/an_gateway_util.h"
+#include "core/base64.h"
 #include "analysis/analyzer.h"
 #include "analysis/util.h"
 #include "core/strbuf.h"
@@ -324,7 +325,7 @@ static bool secret_decodes(const wf_resource *secret)
             return false;
         unsigned char *buf = malloc(v->len ? v->len : 1);
         size_t n;
-        bool ok = buf && wf_gw_base64_decode(v->u.str, v->len, false, buf, &n);
+        bool ok = buf && wf_base64_decode(v->u.str, v->len, 0, buf, &n);
         free(buf);
         if (!ok)
             return false;
@@ -341,7 +342,7 @@ static const unsigned char *secret_value(wf_analysis_ctx *ctx, const wf_resource
     if (!v || v->type != WF_NODE_SCALAR)
         return NULL;
     unsigned char *buf = wf_arena_alloc(wf_ctx_arena(ctx), v->len ? v->len : 1);
-    if (!buf || !wf_gw_base64_decode(v->u.str, v->len, false, buf, len))
+    if (!buf || !wf_base64_decode(v->u.str, v->len, 0, buf, len))
         *len = 0;
     return *len ? buf : NULL;
 }

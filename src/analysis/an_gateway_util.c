@@ -13,92 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/base64.h"
 #include "core/strbuf.h"
-
-/* ---- encoding/base64 StdEncoding ---- */
-
-static int b64_value(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-static bool b64_skippable(unsigned char c, bool skip_blanks)
-{
-    return c == '\r' || c == '\n' || (skip_blanks && (c == ' ' || c == '\t'));
-}
-
-/* After a '=' at quantum position j (2 or 3): check the rest of the padding and that only
- * skippable bytes follow. *i indexes the byte after the first '='. */
-static bool b64_padding_ok(const char *in, size_t len, size_t *i, int j, bool skip_blanks)
-{
-    if (j < 2)
-        return false;
-    if (j == 2) {
-        while (*i < len && b64_skippable((unsigned char)in[*i], skip_blanks))
-            (*i)++;
-        if (*i == len || in[*i] != '=')
-            return false;
-        (*i)++;
-    }
-    while (*i < len && b64_skippable((unsigned char)in[*i], skip_blanks))
-        (*i)++;
-    return *i == len;
-}
-
-static size_t b64_flush(unsigned char *out, const int *q, int j)
-{
-    uint32_t v =
-        ((uint32_t)q[0] << 18) | ((uint32_t)q[1] << 12) | ((uint32_t)q[2] << 6) | (uint32_t)q[3];
-    out[0] = (unsigned char)(v >> 16);
-    if (j > 2)
-        out[1] = (unsigned char)(v >> 8);
-    if (j > 3)
-        out[2] = (unsigned char)v;
-    return (size_t)j - 1;
-}
-
-bool wf_gw_base64_decode(const char *in, size_t len, bool skip_blanks, unsigned char *out,
-                         size_t *outlen)
-{
-    size_t n = 0, i = 0;
-    int q[4] = {0, 0, 0, 0};
-    int j = 0;
-    while (i < len) {
-        unsigned char c = (unsigned char)in[i++];
-        if (b64_skippable(c, skip_blanks))
-            continue;
-        if (c == '=') {
-            if (!b64_padding_ok(in, len, &i, j, skip_blanks))
-                return false;
-            n += b64_flush(out + n, q, j);
-            *outlen = n;
-            return true;
-        }
-        int v = b64_value(c);
-        if (v < 0)
-            return false;
-        q[j++] = v;
-        if (j == 4) {
-            n += b64_flush(out + n, q, 4);
-            memset(q, 0, sizeof(q));
-            j = 0;
-        }
-    }
-    if (j != 0) /* StdEncoding requires padding */
-        return false;
-    *outlen = n;
-    return true;
-}
 
 /* ---- encoding/pem Decode ---- */
 
@@ -215,7 +131,7 @@ bool wf_gw_pem_decode(const unsigned char *data, size_t len, unsigned char *out,
         size_t body_len;
         if (!find_end(rest, type_line, had_headers, &body_len))
             continue;
-        if (!wf_gw_base64_decode((const char *)rest.p, body_len, true, out, outlen))
+        if (!wf_base64_decode((const char *)rest.p, body_len, WF_B64_SKIP_BLANKS, out, outlen))
             continue;
         *type = type_line.p;
         *type_len = type_line.n;

@@ -21,13 +21,6 @@
 #include "core/arena.h"
 #include "model/types.h"
 
-/* Go base64.StdEncoding.Decode of in[0..len): '\r' and '\n' are skipped anywhere, and so are
- * ' ' and '\t' when skip_blanks (pem.Decode strips those first). out must hold len bytes.
- * Returns false on malformed input (bad character, missing or misplaced padding, trailing
- * data after padding). */
-bool wf_gw_base64_decode(const char *in, size_t len, bool skip_blanks, unsigned char *out,
-                         size_t *outlen);
-
 /* Go pem.Decode: finds the first well-formed PEM block in data. On success writes the
  * block's decoded bytes to out (which must hold len bytes), their length to *outlen, and the
  * block type (not NUL-terminated, points into data) to *type / *type_len. */

@@ -12,75 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ------------------------------------------------------------------ base64 */
-
-static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-size_t wp_b64_encode(const uint8_t *in, size_t n, char *out, size_t cap)
-{
-    size_t need = (n + 2) / 3 * 4;
-    if (cap < need + 1)
-        return 0;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        if (i + 1 < n)
-            v |= (uint32_t)in[i + 1] << 8;
-        if (i + 2 < n)
-            v |= in[i + 2];
-        out[o++] = B64[(v >> 18) & 63];
-        out[o++] = B64[(v >> 12) & 63];
-        out[o++] = i + 1 < n ? B64[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < n ? B64[v & 63] : '=';
-    }
-    out[o] = '\0';
-    return o;
-}
-
-static int b64_val(char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-long wp_b64_decode(const char *in, size_t n, uint8_t *out, size_t cap)
-{
-    size_t pad = 0;
-    while (n > 0 && in[n - 1] == '=' && pad < 2) {
-        n--;
-        pad++;
-    }
-    if (pad && (n + pad) % 4 != 0)
-        return -1;
-    if (n % 4 == 1)
-        return -1; /* a lone sextet cannot encode a byte */
-    size_t o = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = b64_val(in[i]);
-        if (v < 0)
-            return -1;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            if (o >= cap)
-                return -1;
-            out[o++] = (uint8_t)(acc >> bits);
-        }
-    }
-    return (long)o;
-}
+#include "core/base64.h"
 
 /* ------------------------------------------------------------------ protobuf writing */
 
@@ -192,7 +124,8 @@ void wp_istio_peer_value(const wp_istio_workload *w, wf_strbuf *out)
     if (!tmp) {
         out->failed = true;
     } else {
-        size_t n = wp_b64_encode((const uint8_t *)(raw.data ? raw.data : ""), raw.len, tmp, cap);
+        size_t n =
+            wf_base64_encode((const unsigned char *)(raw.data ? raw.data : ""), raw.len, tmp, cap);
         wf_strbuf_append(out, tmp, n);
         free(tmp);
     }
@@ -348,10 +281,10 @@ int wp_istio_peer_decode(const char *value, size_t len, uint8_t *scratch, size_t
                          wp_istio_workload *w)
 {
     memset(w, 0, sizeof *w);
-    long n = wp_b64_decode(value, len, scratch, cap);
-    if (n < 0)
+    size_t n = 0;
+    if ((len + 3) / 4 * 3 > cap || !wf_base64_decode(value, len, WF_B64_PAD_OPTIONAL, scratch, &n))
         return -1;
-    return wp_istio_struct_decode(scratch, (size_t)n, w);
+    return wp_istio_struct_decode(scratch, n, w);
 }
 
 /* ------------------------------------------------------------------ node metadata */

@@ -59,15 +59,6 @@ typedef struct {
     wp_istio_str f[WP_WL_COUNT_];
 } wp_istio_workload;
 
-/* Base64 (RFC 4648, standard alphabet, '=' padding) of n bytes into out (cap bytes, NUL
- * added). Returns the length written, or 0 when cap is too small (4 * ceil(n / 3) + 1). */
-size_t wp_b64_encode(const uint8_t *in, size_t n, char *out, size_t cap);
-
-/* Decodes base64 text (standard alphabet; padding optional, as Base64::decodeWithoutPadding
- * accepts) into out (cap bytes). Returns the number of bytes, or -1 on a character outside
- * the alphabet, bad padding, a dangling sextet or too small a cap (3 * n / 4 suffices). */
-long wp_b64_decode(const char *in, size_t n, uint8_t *out, size_t cap);
-
 /* Serializes w as Istio's deterministic google.protobuf.Struct (layout above) and appends
  * the bytes to out. Check wf_strbuf_failed(out) for out of memory. */
 void wp_istio_struct_encode(const wp_istio_workload *w, wf_strbuf *out);

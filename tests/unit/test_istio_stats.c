@@ -45,28 +45,6 @@ static wp_istio_workload sample(void)
     return w;
 }
 
-/* ------------------------------------------------------------------ base64 */
-
-static void test_base64(void **state)
-{
-    (void)state;
-    char out[64];
-    assert_int_equal(wp_b64_encode((const uint8_t *)"foobar", 6, out, sizeof out), 8);
-    assert_string_equal(out, "Zm9vYmFy");
-    assert_int_equal(wp_b64_encode((const uint8_t *)"fo", 2, out, sizeof out), 4);
-    assert_string_equal(out, "Zm8=");
-    assert_int_equal(wp_b64_encode((const uint8_t *)"f", 1, out, 4), 0); /* no room for NUL */
-    uint8_t bin[16];
-    assert_int_equal(wp_b64_decode("Zm8=", 4, bin, sizeof bin), 2);
-    assert_memory_equal(bin, "fo", 2);
-    assert_int_equal(wp_b64_decode("Zm8", 3, bin, sizeof bin), 2); /* padding optional */
-    assert_int_equal(wp_b64_decode("Zm9vYmFy", 8, bin, sizeof bin), 6);
-    assert_int_equal(wp_b64_decode("Zm9v!mFy", 8, bin, sizeof bin), -1);
-    assert_int_equal(wp_b64_decode("Z", 1, bin, sizeof bin), -1);
-    assert_int_equal(wp_b64_decode("Zm9vYmFy", 8, bin, 5), -1); /* too small */
-    assert_int_equal(wp_b64_decode("", 0, bin, sizeof bin), 0);
-}
-
 /* ------------------------------------------------------------------ Struct */
 
 static void test_struct_exact_bytes(void **state)
@@ -449,7 +427,7 @@ static void test_bootstrap_rejects(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_base64),
+
         cmocka_unit_test(test_struct_exact_bytes),
         cmocka_unit_test(test_struct_roundtrip),
         cmocka_unit_test(test_peer_value_roundtrip),

@@ -1,0 +1,29 @@
+/*
+ * base64.h - base64 with the standard alphabet (RFC 4648 §4), shared by the analyzers (Go's
+ * encoding/base64 StdEncoding for Secret data and PEM bodies) and the proxy (Istio's
+ * x-envoy-peer-metadata header).
+ */
+#ifndef WF_CORE_BASE64_H
+#define WF_CORE_BASE64_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Encodes n bytes of in with '=' padding into out (cap bytes) and adds a NUL. Returns the
+ * length written, or 0 when cap is below 4 * ceil(n / 3) + 1. */
+size_t wf_base64_encode(const unsigned char *in, size_t n, char *out, size_t cap);
+
+enum {
+    WF_B64_SKIP_BLANKS = 1, /* also skip ' ' and '\t' (pem.Decode strips them first) */
+    WF_B64_PAD_OPTIONAL = 2 /* a last quantum may lack its '=' (Envoy decodeWithoutPadding) */
+};
+
+/* Decodes in[0..len) as Go's base64.StdEncoding.Decode does: '\r' and '\n' are skipped
+ * anywhere; padding is required unless WF_B64_PAD_OPTIONAL; nothing but skippable bytes may
+ * follow the padding. out must hold 3 * ceil(len / 4) bytes. Returns false on malformed
+ * input (bad character, missing or misplaced padding, a dangling sextet), else true with the
+ * byte count in *outlen. */
+bool wf_base64_decode(const char *in, size_t len, unsigned flags, unsigned char *out,
+                      size_t *outlen);
+
+#endif
