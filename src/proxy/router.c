@@ -23,6 +23,7 @@
  *    path was rewritten, Expect removed (the connection manager answered 100-continue).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -349,9 +350,14 @@ static void launch_shadows(wp_stream *s)
 {
     uint8_t mask = s->shadow_mask;
     s->shadow_mask = 0;
-    uv_buf_t bufs[72];
+    /* the whole kept body, one buffer per block (request_body_buffer_limit may exceed 1 MiB),
+     * plus the chunk-size line and the chunked end; mirrors are rare, so this allocates */
+    unsigned blocks = (unsigned)(s->rb_len / WP_BUF_SIZE) + 1;
+    uv_buf_t *bufs = malloc((blocks + 2) * sizeof(*bufs));
+    if (!bufs)
+        return;
     unsigned n = 1; /* bufs[0]: chunk-size line of a chunked body */
-    size_t body = wp_retry_slices_from(s, 0, bufs, &n, 68);
+    size_t body = wp_retry_slices_from(s, 0, bufs, &n, blocks);
     char line[24];
     unsigned first = 1;
     if (s->req_chunked) {
@@ -372,6 +378,7 @@ static void launch_shadows(wp_stream *s)
                            s->route->timeout_ms, wp_stream_is_head(s));
         wf_strbuf_free(&head);
     }
+    free(bufs);
 }
 
 /* Writes what is ready for the upstream: head (once), the retry buffer from where this
