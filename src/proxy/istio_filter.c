@@ -38,7 +38,7 @@ void wp_istio_on_response_headers(wp_stream *s, const h1_header *hdrs, size_t n)
     const h1_header *h = h1_find_header(hdrs, n, WP_MX_HEADER);
     uint8_t scratch[MX_SCRATCH];
     wp_istio_workload w;
-    s->istio.has_peer =
+    s->istio_has_peer =
         h && wp_istio_peer_decode(h->value.p, h->value.len, scratch, sizeof scratch, &w) == 0 &&
         keep_peer(&s->istio, &w);
 }
@@ -84,7 +84,7 @@ void wp_istio_stream_done(wp_stream *s)
     if (f->reporter == WP_ISTIO_REPORTER_DESTINATION) {
         if (downstream_peer(s, scratch, sizeof scratch, &dpeer))
             peer = &dpeer;
-    } else if (s->istio.has_peer) {
+    } else if (s->istio_has_peer) {
         peer = &s->istio.peer;
     }
     wp_istio_str host_hdr = {NULL, 0}, svc_host, svc_name;

@@ -106,7 +106,6 @@ typedef struct wp_istio_mx_filter {
 /* The peer found by upstream discovery, kept in the stream until it ends. */
 #define WP_ISTIO_PEER_BUF 384
 typedef struct {
-    bool has_peer;
     wp_istio_workload peer; /* points into buf */
     char buf[WP_ISTIO_PEER_BUF];
 } wp_istio_stream;

@@ -194,8 +194,6 @@ struct wp_stream {
     bool head_unsent;     /* response head built, not yet written */
     bool upstream_failed; /* the upstream failed after the response started (not DC) */
     bool local_reply;
-    char details_buf[192];
-    char tfr_buf[128];
     wp_fault_stream fault; /* fault filter state (fault.c) */
     /* retries (router_retry.c); rp NULL = no retry state (none, used up, or abandoned) */
     const wp_retry_policy *rp;
@@ -217,10 +215,14 @@ struct wp_stream {
     size_t rb_sent;            /* bytes of them this attempt has written */
     size_t wr_rb;              /* bytes of the buffer in the pending upstream write */
     bool wr_direct;            /* the pending upstream write holds body_ptr */
-    char up_local[64];         /* the last attempt's local address (uconn.local) */
-    wp_istio_stream istio;     /* Istio's upstream peer (istio_filter.c) */
-    /* ---- from here on, kept when a stream is reused (not zeroed per request) ---- */
+    bool istio_has_peer;       /* istio holds the upstream peer (istio_filter.c) */
+    /* ---- from here on, kept when a stream is reused (not zeroed per request): buffers that
+     * are written before they are read ---- */
     struct wp_stream *next_free;
+    char details_buf[192];
+    char tfr_buf[128];
+    char up_local[64];     /* the last attempt's local address (uconn.local) */
+    wp_istio_stream istio; /* Istio's upstream peer, valid when istio_has_peer */
     wf_strbuf extra;
     wf_strbuf up_head;   /* upstream request head */
     wf_strbuf resp_head; /* head sent downstream */
