@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "proxy/bootstrap.h"
 
 char *wf_test_temp_file(const char *text)
 {
@@ -127,4 +128,24 @@ void wf_test_expect_int(json_t *c, const char *path, json_int_t want)
     if (!json_is_integer(v) || json_integer_value(v) != want)
         fail_msg("%s: got %s, want %lld", path, v ? json_dumps(v, JSON_ENCODE_ANY) : "(none)",
                  (long long)want);
+}
+
+wp_config *wf_test_load_bootstrap(const char *text, wf_strbuf *err)
+{
+    json_error_t je;
+    json_t *root = json_loads(text, 0, &je);
+    if (!root)
+        fail_msg("test JSON does not parse: %s (%s)", je.text, text);
+    wp_config *c = wp_bootstrap_load(root, "t.json", err);
+    json_decref(root);
+    return c;
+}
+
+void wf_test_expect_bootstrap_error(const char *text, const char *want)
+{
+    wf_strbuf err = WF_STRBUF_INIT;
+    wp_config *c = wf_test_load_bootstrap(text, &err);
+    if (c || strcmp(wf_strbuf_cstr(&err), want) != 0)
+        fail_msg("loaded=%d\n got: %s\nwant: %s", c != NULL, wf_strbuf_cstr(&err), want);
+    wf_strbuf_free(&err);
 }

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "analysis/analysis.h"
+#include "core/strbuf.h"
 #include "model/store.h"
 
 typedef struct wf_test_run {
@@ -43,6 +44,12 @@ wf_store *wf_test_load_store(const char *const *paths, const char *yaml, const c
 json_t *wf_test_json_at(json_t *v, const char *path);
 void wf_test_expect_str(json_t *c, const char *path, const char *want);
 void wf_test_expect_int(json_t *c, const char *path, json_int_t want);
+
+/* weft-proxy bootstraps: loads JSON text as file "t.json" (a test whose JSON does not parse
+ * fails), returning the config or NULL with the loader's message in err. */
+struct wp_config *wf_test_load_bootstrap(const char *text, wf_strbuf *err);
+/* Asserts that text is refused with exactly the message want. */
+void wf_test_expect_bootstrap_error(const char *text, const char *want);
 
 /* Write text to a new temporary file; returns its path (caller unlinks and frees). */
 char *wf_test_temp_file(const char *text);

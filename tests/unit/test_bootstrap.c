@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "harness.h"
+
 #include "proxy/bootstrap.h"
 #include "proxy/config_dump.h"
 
@@ -46,22 +48,12 @@ static char *boot(const char *hcm_extra, const char *routes, const char *cluster
 
 static wp_config *load_text(const char *text, wf_strbuf *err)
 {
-    json_error_t je;
-    json_t *root = json_loads(text, 0, &je);
-    if (!root)
-        fail_msg("test JSON does not parse: %s (%s)", je.text, text);
-    wp_config *c = wp_bootstrap_load(root, "t.json", err);
-    json_decref(root);
-    return c;
+    return wf_test_load_bootstrap(text, err);
 }
 
 static void expect_error(char *text, const char *want)
 {
-    wf_strbuf err = WF_STRBUF_INIT;
-    wp_config *c = load_text(text, &err);
-    if (c || strcmp(wf_strbuf_cstr(&err), want) != 0)
-        fail_msg("loaded=%d\n got: %s\nwant: %s", c != NULL, wf_strbuf_cstr(&err), want);
-    wf_strbuf_free(&err);
+    wf_test_expect_bootstrap_error(text, want);
     free(text);
 }
 

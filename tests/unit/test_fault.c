@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "harness.h"
+
 #include "proxy/bootstrap.h"
 #include "proxy/config_dump.h"
 #include "proxy/fault.h"
@@ -55,12 +57,7 @@ static char *boot(const char *filters, const char *vh_extra, const char *routes)
 
 static wp_config *load_text(char *text, wf_strbuf *err)
 {
-    json_error_t je;
-    json_t *root = json_loads(text, 0, &je);
-    if (!root)
-        fail_msg("test JSON does not parse: %s (%s)", je.text, text);
-    wp_config *c = wp_bootstrap_load(root, "t.json", err);
-    json_decref(root);
+    wp_config *c = wf_test_load_bootstrap(text, err);
     free(text);
     return c;
 }
@@ -77,11 +74,8 @@ static wp_config *load_ok(char *text)
 
 static void expect_error(char *text, const char *want)
 {
-    wf_strbuf err = WF_STRBUF_INIT;
-    wp_config *c = load_text(text, &err);
-    if (c || strcmp(wf_strbuf_cstr(&err), want) != 0)
-        fail_msg("loaded=%d\n got: %s\nwant: %s", c != NULL, wf_strbuf_cstr(&err), want);
-    wf_strbuf_free(&err);
+    wf_test_expect_bootstrap_error(text, want);
+    free(text);
 }
 
 static wp_fault_filter *filter0(wp_config *c)

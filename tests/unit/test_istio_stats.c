@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "harness.h"
+
 #include "proxy/bootstrap.h"
 #include "proxy/istio_peer.h"
 #include "proxy/istio_stats.h"
@@ -352,12 +354,7 @@ static char *boot(const char *direction, const char *stats_value, const char *cl
 
 static wp_config *load(const char *text, wf_strbuf *err)
 {
-    json_error_t je;
-    json_t *root = json_loads(text, 0, &je);
-    assert_non_null(root);
-    wp_config *c = wp_bootstrap_load(root, "t", err);
-    json_decref(root);
-    return c;
+    return wf_test_load_bootstrap(text, err);
 }
 
 static void test_bootstrap_accepts(void **state)

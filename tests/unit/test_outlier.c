@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "harness.h"
+
 #include "proxy/bootstrap.h"
 #include "proxy/outlier.h"
 
@@ -416,12 +418,7 @@ static wp_config *load(const char *od_json, wf_strbuf *err)
              "\"endpoints\":[{\"lb_endpoints\":[{\"endpoint\":{\"address\":{\"socket_address\":"
              "{\"address\":\"127.0.0.1\",\"port_value\":1}}}}]}]}}]}}",
              od_json);
-    json_error_t je;
-    json_t *root = json_loads(text, 0, &je);
-    assert_non_null(root);
-    wp_config *c = wp_bootstrap_load(root, "t.json", err);
-    json_decref(root);
-    return c;
+    return wf_test_load_bootstrap(text, err);
 }
 
 static void test_bootstrap_defaults_and_values(void **state)
