@@ -15,6 +15,7 @@
 
 Every call has a timeout: nothing here can hang a test run.
 """
+import contextlib
 import os
 import re
 import select
@@ -24,6 +25,8 @@ import subprocess
 import tempfile
 import threading
 import time
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LISTENING = re.compile(rb"^listening on (\[[^\]]+\]|[^:\s]+):(\d+)\s*$")
@@ -222,3 +225,25 @@ class RawReader:
             del self.buf[:take]
             left -= take
         return b"".join(parts)
+
+
+@contextlib.contextmanager
+def running_apps(*names):
+    """Starts one weft-app per name (--name NAME); yields {name: port}; stops them all."""
+    procs, ports = [], {}
+    try:
+        for name in names:
+            p, port = start_app("--name", name)
+            procs.append(p)
+            ports[name] = port
+        yield ports
+    finally:
+        for p in procs:
+            stop_process(p)
+
+
+@pytest.fixture
+def backend_app():
+    """One weft-app named "backend"; yields its port (import the fixture into a module)."""
+    with running_apps("backend") as ports:
+        yield ports["backend"]

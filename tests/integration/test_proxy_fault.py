@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from procs import start_app, stop_process
+from procs import backend_app, start_app, stop_process
 from proxyfix import (ISTIO_TEXT_FORMAT, ISTIO_TEXT_RE, ROUTER_TYPE, access_log, bootstrap,
                       cluster, listener, proxy_factory, proxy_path, route, route_config, vhost,
                       write_bootstrap)
@@ -22,10 +22,8 @@ TIMEOUT = 10
 
 
 @pytest.fixture
-def app():
-    proc, port = start_app("--name", "backend")
-    yield port
-    stop_process(proc)
+def app(backend_app):
+    return backend_app
 
 
 def http_fault(delay_ms=None, delay_pct=None, abort=None, abort_pct=None, headers=None,

@@ -20,7 +20,7 @@ from collections import Counter
 
 import pytest
 
-from procs import free_port, start_app, stop_process
+from procs import running_apps, free_port, start_app, stop_process
 from proxyfix import (ENVOY_TEXT_RE, ISTIO_JSON_FORMAT, ISTIO_TEXT_FORMAT, ISTIO_TEXT_RE,
                       access_log, bootstrap, cluster, endpoint, header_match, listener,
                       proxy_factory, proxy_path, route, route_config, simple_routes, vhost,
@@ -43,16 +43,8 @@ def pattern_bytes(n):
 @pytest.fixture(scope="module")
 def apps():
     """Three weft-app backends: {"a": port, "b": port, "c": port}."""
-    procs, ports = [], {}
-    try:
-        for name in ("a", "b", "c"):
-            p, port = start_app("--name", name)
-            procs.append(p)
-            ports[name] = port
+    with running_apps("a", "b", "c") as ports:
         yield ports
-    finally:
-        for p in procs:
-            stop_process(p)
 
 
 def json_logs(**kw):

@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from procs import start_app, stop_process
+from procs import running_apps, start_app, stop_process
 from proxyfix import (bootstrap, cluster, listener, proxy_factory, route, route_config,
                       simple_routes, vhost)
 
@@ -71,16 +71,8 @@ class Flaky:
 @pytest.fixture(scope="module")
 def apps():
     """Two weft-app backends: {"a": port, "b": port}."""
-    procs, ports = [], {}
-    try:
-        for name in ("a", "b"):
-            p, port = start_app("--name", name)
-            procs.append(p)
-            ports[name] = port
+    with running_apps("a", "b") as ports:
         yield ports
-    finally:
-        for p in procs:
-            stop_process(p)
 
 
 @pytest.fixture

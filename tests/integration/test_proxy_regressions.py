@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from procs import start_app, stop_process
+from procs import backend_app, start_app, stop_process
 from proxyfix import (ISTIO_JSON_FORMAT, access_log, bootstrap, cluster, listener, proxy_factory,
                       proxy_path, route, route_config, simple_routes, vhost, write_bootstrap)
 
@@ -16,10 +16,8 @@ TIMEOUT = 10
 
 
 @pytest.fixture
-def app():
-    proc, port = start_app("--name", "backend")
-    yield port
-    stop_process(proc)
+def app(backend_app):
+    return backend_app
 
 
 def _read_all(s):

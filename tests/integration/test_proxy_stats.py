@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from procs import start_app, stop_process
+from procs import backend_app, start_app, stop_process
 from proxyfix import (bootstrap, cluster, listener, proxy_factory, proxy_path, simple_routes,
                       write_bootstrap)
 
@@ -29,10 +29,8 @@ def _summary(value):
 
 
 @pytest.fixture
-def app():
-    proc, port = start_app("--name", "backend")
-    yield port
-    stop_process(proc)
+def app(backend_app):
+    return backend_app
 
 
 def _bs(app, stats_config=None):
@@ -59,10 +57,17 @@ def _prom(p):
 
 
 def _traffic(p, paths):
+    """Sends the requests, then waits until the proxy has finished them all: a stream's stats
+    and histograms are recorded when it ends, which may be just after the client has its
+    answer."""
+    done = "http.ingress_http.downstream_rq_completed"
+    before = p.stats().get(done)  # None when a stats matcher left it out
     for path in paths:
         status, _, _ = p.request("GET", path)
         want = int(path.split("/")[2]) if path.startswith("/status/") else 200
         assert status == want, (path, status)
+    if before is not None:
+        assert p.wait_stat(done, before + len(paths)).get(done) == before + len(paths)
 
 
 def _wait(cond, what, timeout=5):
