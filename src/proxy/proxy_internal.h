@@ -11,10 +11,12 @@
  *
  * Memory: an idle downstream connection holds only wp_dconn (no read buffer, no stream);
  * read buffers come from a per-worker free list while bytes are pending and go back when
- * the buffer empties. Request and response bodies are never copied: a body slice is
- * written from the buffer it was read into, and the reading side stops reading until the
- * write completes (that is the back-pressure: at most one buffer per direction per
- * connection is ever held).
+ * the buffer empties. Bodies are not copied: a body slice is written from the buffer it was
+ * read into, and the reading side stops reading until the write completes (that is the
+ * back-pressure: at most one buffer per direction per connection is held). The one
+ * exception is the retry/shadow buffer (router_retry.c): while a request may still be
+ * retried or mirrored, its body is also copied once into blocks of the worker's free list,
+ * up to the route's buffer limit (1 MiB by default).
  */
 #ifndef WEFT_PROXY_INTERNAL_H
 #define WEFT_PROXY_INTERNAL_H
@@ -181,7 +183,7 @@ struct wp_stream {
     const char *body_ptr; /* slice of d->rbuf waiting to be written upstream */
     size_t body_len;
     bool req_complete, req_chunked, req_end_sent, upgrade, timer_started, head_sent;
-    bool body_inflight, flush_pending;
+    bool flush_pending;
     char request_id[40];
     char ust_buf[24];
     char chunk_line[24];

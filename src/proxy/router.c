@@ -433,7 +433,6 @@ static void flush_upstream(wp_stream *s)
     if (r == 1) {
         s->wr_rb = rb;
         s->wr_direct = direct;
-        s->body_inflight = rb || direct;
         return;
     }
     s->si.last_upstream_tx_ns = uv_now(&s->d->w->loop) * 1000000ULL;
@@ -459,7 +458,6 @@ void wp_router_on_upstream_written(wp_stream *s)
     s->si.last_upstream_tx_ns = uv_now(&s->d->w->loop) * 1000000ULL;
     s->rb_sent += s->wr_rb;
     s->wr_rb = 0;
-    s->body_inflight = false;
     if (s->wr_direct) {
         s->wr_direct = false;
         /* continues parsing the downstream buffer; what follows (more body, the end of a
@@ -496,7 +494,7 @@ void wp_router_on_connected(wp_stream *s, wp_uconn *u)
     wp_retry_arm_per_try(s);
     bool had_body = s->body_ptr != NULL;
     flush_upstream(s);
-    if (had_body && !s->body_ptr && !s->body_inflight)
+    if (had_body && !s->body_ptr) /* written at once: parse on */
         wp_stream_body_written(s);
 }
 

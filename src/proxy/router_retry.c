@@ -325,7 +325,7 @@ void wp_retry_disarm(wp_stream *s)
 void wp_retry_fire(wp_stream *s)
 {
     s->backoff_pending = false;
-    s->head_sent = s->req_end_sent = s->body_inflight = s->wr_direct = false;
+    s->head_sent = s->req_end_sent = s->wr_direct = false;
     s->rb_sent = s->wr_rb = 0;
     s->host = -1;
     wp_pool_request(s->d->w, s);
