@@ -256,8 +256,10 @@ static void on_closed(uv_handle_t *h)
 {
     wp_dconn *d = h->data;
     /* three handles (tcp, idle_timer, rq_timer): free after the last close callback */
-    if (++d->closed_handles == 3)
+    if (++d->closed_handles == 3) {
+        wp_wgen_release(d->w, d->wg);
         free(d);
+    }
 }
 
 void wp_dconn_close(wp_dconn *d)
@@ -368,17 +370,20 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 void wp_dconn_on_accept(uv_stream_t *server, int status)
 {
     wp_worker *w = server->loop->data;
-    const wp_listener *l = server->data;
-    if (status < 0 || w->draining)
+    const wp_wlistener *wl = server->data;
+    if (status < 0 || w->draining || wl->index < 0)
         return;
+    const wp_listener *l = &w->cfg->listeners[wl->index];
     wp_dconn *d = calloc(1, sizeof(*d));
     if (!d)
         return;
     d->w = w;
+    d->wg = w->wg;
+    wp_wgen_use(d->wg);
     d->listener = l;
     d->start_ms = uv_now(&w->loop);
-    d->hs = &w->srv->pstats->hcms[l - w->cfg->listeners];
-    d->ls = &w->srv->pstats->listeners[l - w->cfg->listeners];
+    d->hs = &w->wg->gen->pstats->hcms[l - w->cfg->listeners];
+    d->ls = &w->wg->gen->pstats->listeners[l - w->cfg->listeners];
     d->alloc_cb = on_alloc;
     uv_tcp_init(&w->loop, &d->tcp);
     d->tcp.data = d;
@@ -415,6 +420,46 @@ void wp_dconn_on_accept(uv_stream_t *server, int status)
 
 /* ---------- streams ---------- */
 
+/* Moves a gauge of this connection from one stat slot to another (a listener's stat prefix
+ * changed with a config update). */
+static void move_gauge(wp_dconn *d, uint32_t from, uint32_t to)
+{
+    if (from != to) {
+        wp_stat_add(d->w->stats, from, -1);
+        wp_stat_add(d->w->stats, to, 1);
+    }
+}
+
+/* A new config was applied since the connection's last request: its next request uses the
+ * listener of the same name in the new snapshot (route and connection manager updates reach
+ * open connections, as RDS updates do in Envoy). When the listener is gone the connection
+ * stays on its old snapshot and closes after this request (the listener drains). */
+static void dconn_follow_config(wp_dconn *d)
+{
+    wp_worker *w = d->w;
+    const wp_config *c = w->cfg;
+    for (size_t i = 0; i < c->nlisteners; i++) {
+        if (strcmp(c->listeners[i].name, d->listener->name) != 0)
+            continue;
+        const wp_hstats *hs = &w->wg->gen->pstats->hcms[i];
+        const wp_lstats *ls = &w->wg->gen->pstats->listeners[i];
+        move_gauge(d, d->hs->slot[WP_S_downstream_cx_active], hs->slot[WP_S_downstream_cx_active]);
+        move_gauge(d, d->hs->slot[WP_S_downstream_cx_http1_active],
+                   hs->slot[WP_S_downstream_cx_http1_active]);
+        move_gauge(d, d->ls->slot[WP_LS_downstream_cx_active],
+                   ls->slot[WP_LS_downstream_cx_active]);
+        d->listener = &c->listeners[i];
+        d->hs = hs;
+        d->ls = ls;
+        wp_wgen *old = d->wg;
+        d->wg = w->wg;
+        wp_wgen_use(d->wg);
+        wp_wgen_release(w, old);
+        return;
+    }
+    d->close_after = true;
+}
+
 static wp_stream *stream_new(wp_dconn *d)
 {
     wp_worker *w = d->w;
@@ -433,9 +478,10 @@ static wp_stream *stream_new(wp_dconn *d)
         memset(&s->resp_head, 0, sizeof(s->resp_head));
     }
     memset(s, 0, WP_STREAM_RESET_BYTES); /* the header arrays and buffers need no zeroing */
+    if (d->wg != w->wg)
+        dconn_follow_config(d);
     s->d = d;
-    s->cfg = w->cfg;
-    wp_config_ref(s->cfg);
+    s->cfg = d->wg->gen->cfg;
     s->cluster = -1;
     s->host = -1;
     s->si.connection_id = d->id;
@@ -463,7 +509,6 @@ static void stream_free(wp_stream *s)
         free(s->head);
     if (s->resp_copy != s->resp_inline)
         free(s->resp_copy);
-    wp_config_unref(s->cfg);
     if (w->nfree_streams < 64 && s->up_head.cap <= 16384 && s->resp_head.cap <= 16384) {
         s->next_free = w->free_streams;
         w->free_streams = s;
@@ -511,7 +556,7 @@ static void stream_finish(wp_stream *s)
 {
     wp_dconn *d = s->d;
     s->si.end_ns = now_ns(d);
-    wp_pstats_stream_done(d->w->stats, d->w->srv->pstats, d->hs, s->cluster,
+    wp_pstats_stream_done(d->w->stats, d->wg->gen->pstats, d->hs, s->cluster,
                           d->listener->hcm.dynamic_stats, &s->si);
     wp_dconn_clear_deadline(d);
     wp_fault_stream_end(s);

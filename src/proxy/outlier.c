@@ -305,22 +305,16 @@ bool wp_od_lb_panic(const wp_od_cluster *od, const wp_cluster *c, size_t healthy
 
 /* ---------- proxy glue ---------- */
 
-int wp_outlier_server_init(wp_server *srv, uint64_t now_ms)
+int wp_outlier_gen_init(wp_gen *g, uint64_t now_ms)
 {
-    for (size_t i = 0; i < srv->cfg->nclusters; i++) {
-        const wp_cluster *c = &srv->cfg->clusters[i];
-        if (wp_od_init(&srv->crt[i].od, c, c->alt_stat_name ? c->alt_stat_name : c->name,
-                       srv->pstats->store, srv->pstats->clusters[i].slot[WP_S_membership_healthy],
+    for (size_t i = 0; i < g->cfg->nclusters; i++) {
+        const wp_cluster *c = &g->cfg->clusters[i];
+        if (wp_od_init(&g->crt[i].od, c, c->alt_stat_name ? c->alt_stat_name : c->name,
+                       g->pstats->store, g->pstats->clusters[i].slot[WP_S_membership_healthy],
                        now_ms) != 0)
             return -1;
     }
     return 0;
-}
-
-void wp_outlier_server_free(wp_server *srv)
-{
-    for (size_t i = 0; srv->crt && i < srv->cfg->nclusters; i++)
-        wp_od_free(&srv->crt[i].od);
 }
 
 uint64_t wp_outlier_server_tick(wp_server *srv, wp_stats_shard *sh, uint64_t now_ms)
@@ -348,6 +342,6 @@ void wp_outlier_report(wp_stream *s, wp_od_result r, unsigned code)
     if (!c->outlier.enabled)
         return;
     wp_worker *w = s->d->w;
-    wp_od_put(&w->srv->crt[s->cluster].od, c, (size_t)s->host, r, code, w->stats, uv_now(&w->loop),
-              wp_rand(w));
+    wp_od_put(&wp_stream_gen(s)->crt[s->cluster].od, c, (size_t)s->host, r, code, w->stats,
+              uv_now(&w->loop), wp_rand(w));
 }

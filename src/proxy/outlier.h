@@ -176,12 +176,12 @@ bool wp_od_lb_panic(const wp_od_cluster *od, const wp_cluster *c, size_t healthy
 /* ---- glue for the proxy (outlier.c; proxy_internal.h types) ---- */
 
 struct wp_server;
+struct wp_gen;
 struct wp_stream;
 
-/* Sets up every cluster's od in srv->crt (after the cluster runtime and pstats exist).
- * Returns 0 or -1 (out of memory). */
-int wp_outlier_server_init(struct wp_server *srv, uint64_t now_ms);
-void wp_outlier_server_free(struct wp_server *srv);
+/* Sets up every cluster's od in g->crt (after the cluster runtime and pstats exist; freed
+ * per cluster with wp_od_free). Returns 0 or -1 (out of memory). */
+int wp_outlier_gen_init(struct wp_gen *g, uint64_t now_ms);
 /* Main-thread timer: sweeps the clusters that are due; returns the delay in ms until the next
  * sweep (>= 1), or 0 when no cluster has outlier detection. sh: the main thread's shard. */
 uint64_t wp_outlier_server_tick(struct wp_server *srv, wp_stats_shard *sh, uint64_t now_ms);

@@ -51,6 +51,8 @@ typedef struct wp_dconn wp_dconn;
 typedef struct wp_stream wp_stream;
 typedef struct wp_uconn wp_uconn;
 typedef struct wp_pool wp_pool;
+typedef struct wp_gen wp_gen;
+typedef struct wp_wgen wp_wgen;
 
 /* ---------- write helper ---------- */
 
@@ -119,6 +121,7 @@ struct wp_uconn {
 /* Per worker and cluster: idle connections and waiting requests. */
 struct wp_pool {
     wp_worker *w;
+    wp_wgen *wg; /* the generation whose cluster index `cluster` is */
     int cluster;
     wp_uconn **idle; /* per host: LIFO list of idle connections */
     wp_stream *pending_head, *pending_tail;
@@ -135,6 +138,7 @@ struct wp_dconn {
     uv_timer_t idle_timer; /* connection idle / stream idle */
     uv_timer_t rq_timer;   /* route timeout (or request_timeout) */
     wp_worker *w;
+    wp_wgen *wg; /* the generation of listener, hs, ls (one use of it) */
     const wp_listener *listener;
     const wp_hstats *hs; /* its connection manager's stat slots */
     const wp_lstats *ls; /* its listener's stat slots */
@@ -164,7 +168,7 @@ typedef enum {
 
 struct wp_stream {
     wp_dconn *d;
-    wp_config *cfg; /* reference held for the stream's life */
+    wp_config *cfg; /* d->wg's snapshot (the connection holds it for the stream's life) */
     wp_stream_info si;
     h1_parser parser; /* request parser (the connection's, while this stream lives) */
     h1_message req;   /* rebased into head */
@@ -236,6 +240,78 @@ struct wp_stream {
 
 #define WP_STREAM_RESET_BYTES offsetof(wp_stream, next_free)
 
+/* ---------- generations (gen.c) ----------
+ * A generation is one applied config snapshot with everything indexed by its cluster and
+ * listener numbers: the process-wide cluster runtime (circuit breakers, per-host counters,
+ * outlier detection) and stat slots (wp_gen), and per worker the connection pools (wp_wgen).
+ * A config update makes a new generation; requests already running finish on the one they
+ * started with, so a cluster index never meets another snapshot's arrays. Nothing is carried
+ * across generations yet: breaker counts and outlier ejections of a cluster start afresh
+ * (Envoy keeps a cluster's state when only its endpoints change).
+ *
+ * Lifetimes: wp_gen is reference counted (atomic; the server holds the current one, each
+ * worker generation one). A wp_wgen belongs to its worker thread; `users` counts the
+ * downstream connections, upstream connections and shadows that point into it (a plain
+ * integer: worker-local). A worker's current generation lives until the next one is
+ * installed; a retired one is freed when its last user goes. */
+struct wp_gen {
+    atomic_uint refs;
+    wp_config *cfg;     /* one reference */
+    wp_cluster_rt *crt; /* per cluster of cfg */
+    wp_pstats *pstats;  /* stat slots of cfg (registration is by name: same name, same slot) */
+};
+
+struct wp_wgen {
+    wp_gen *gen;
+    wp_pool *pools; /* per cluster of gen->cfg */
+    size_t users;
+    bool retired;
+    struct wp_wgen *next; /* the worker's retired generations */
+};
+
+/* A listening socket of a worker, named after its listener. */
+typedef struct wp_wlistener {
+    uv_tcp_t tcp;
+    wp_worker *w;
+    int index; /* listener index in the worker's current snapshot; -1 once removed */
+    char name[160];
+    wp_addr addr;
+    struct wp_wlistener *next;
+} wp_wlistener;
+
+/* What the main thread hands a worker with a new generation: the generation (one
+ * reference, taken over) and a bound socket per listener that needs a new one (fds[i] for
+ * listener i of gen->cfg; -1 = keep the worker's socket of that name and address). */
+typedef struct wp_gen_post {
+    wp_gen *gen;
+    int *fds; /* malloc'd, taken over */
+} wp_gen_post;
+
+/* gen.c */
+/* A generation of cfg (takes over one reference of cfg): compiles its access logs (opening
+ * their files in srv->alog_files), registers its stats, allocates the cluster runtime and
+ * outlier state. NULL with the reason appended to err (cfg's reference is dropped then).
+ * Main thread. */
+wp_gen *wp_gen_new(wp_server *srv, wp_config *cfg, wf_strbuf *err);
+void wp_gen_ref(wp_gen *g);
+/* Drops a reference; the last frees cfg's reference, the runtime and the stat slot table.
+ * Any thread. */
+void wp_gen_unref(wp_gen *g);
+/* Worker side: a new wp_wgen of gen (takes over the reference, also on failure). NULL on out
+ * of memory. */
+wp_wgen *wp_wgen_new(wp_worker *w, wp_gen *gen);
+/* One more / one less user; the last user of a retired generation frees it. */
+static inline void wp_wgen_use(wp_wgen *wg)
+{
+    wg->users++;
+}
+void wp_wgen_release(wp_worker *w, wp_wgen *wg);
+/* Makes wg the worker's current generation; the previous one is retired (its idle upstream
+ * connections closed) and freed once unused. */
+void wp_wgen_install(wp_worker *w, wp_wgen *wg);
+/* Frees every generation of the worker (shutdown, after the loop closed every handle). */
+void wp_wgen_free_all(wp_worker *w);
+
 /* ---------- worker ---------- */
 
 struct wp_worker {
@@ -243,15 +319,17 @@ struct wp_worker {
     wp_server *srv;
     uv_loop_t loop;
     uv_thread_t thread;
-    uv_async_t async; /* stop / drain */
-    uv_tcp_t *listeners;
-    size_t nlisteners;
-    wp_config *cfg;
+    uv_async_t async; /* stop / drain / new generation */
+    wp_wlistener *listeners;
+    wp_wgen *wg;      /* current generation */
+    wp_wgen *retired; /* earlier generations still in use */
+    wp_config *cfg;   /* wg->gen->cfg */
+    uv_mutex_t post_lock;
+    wp_gen_post post; /* the next generation from the main thread (under post_lock) */
     wp_pstats_shard *stats;
     wp_regex_ctx rx;
     wp_alog_writer alog_writer;
     wp_alog_writer *alog; /* &alog_writer once started */
-    wp_pool *pools;       /* one per cluster */
     wp_buf *free_bufs;
     size_t nfree_bufs;
     char date_line[64];      /* cached "date: ...\r\n" */
@@ -275,12 +353,14 @@ struct wp_worker {
 /* ---------- server ---------- */
 
 struct wp_server {
+    wp_gen *gen; /* current generation (main thread); cfg, crt, pstats are its fields */
     wp_config *cfg;
     unsigned nworkers;
     wp_worker *workers;
     wp_cluster_rt *crt;
     wp_pstats *pstats;
-    wp_istio_rt *istio; /* Istio standard metrics (istio_stats.h), NULL when unused */
+    wp_stats *stats_store; /* process-wide; shard nworkers is the main thread's */
+    wp_istio_rt *istio;    /* Istio standard metrics (istio_stats.h), NULL when unused */
     struct wp_alog_files *alog_files;
     atomic_uint_fast64_t next_conn_id;
     atomic_uint_fast64_t next_stream_id;
@@ -290,6 +370,14 @@ struct wp_server {
     int64_t start_time; /* uv_now of the main loop at start, ms */
     double loaded_unix; /* when the snapshot was applied, seconds since the epoch */
 };
+
+/* server.c */
+/* Applies a new snapshot (one reference of cfg, taken over) on the main thread: builds its
+ * generation, binds the sockets of new listeners for every worker and posts it to them; the
+ * previous generation serves the requests already running. Returns 0, or -1 with the reason
+ * appended to err (a route index or access log that does not compile, a listener that cannot
+ * bind, out of memory); the current snapshot then stays. */
+int wp_server_apply(wp_server *srv, wp_config *cfg, wf_strbuf *err);
 
 /* conn.c */
 void wp_dconn_on_accept(uv_stream_t *server, int status);
@@ -378,8 +466,11 @@ void wp_retry_end(wp_stream *s);
 bool wp_retry_host_tried(const wp_stream *s, int host);
 
 /* upstream.c */
-int wp_pools_init(wp_worker *w);
-void wp_pools_free(wp_worker *w);
+/* The pools of wg's clusters (wg->pools); -1 on out of memory. */
+int wp_pools_init(wp_worker *w, wp_wgen *wg);
+/* Closes the idle connections of wg's pools (the generation is retired). */
+void wp_pools_close_idle(wp_wgen *wg);
+void wp_pools_free(wp_wgen *wg);
 /* Chooses a host and gets a connection for s; calls wp_router_on_connected or
  * wp_router_on_reset later (or now). Returns 0, or -1 when the request was refused
  * (overflow / no healthy host: s already answered). */
@@ -438,10 +529,20 @@ static inline void wp_hcm_stat(wp_dconn *d, int which, int64_t delta)
     wp_stat_add(d->w->stats, d->hs->slot[which], delta);
 }
 
-/* A stat of cluster index c (cluster.<name>.*). */
-static inline void wp_cluster_stat(wp_worker *w, int c, int which, int64_t delta)
+/* A stat of cluster index c of generation g (cluster.<name>.*). */
+static inline void wp_cluster_stat(wp_worker *w, const wp_gen *g, int c, int which, int64_t delta)
 {
-    wp_stat_add(w->stats, w->srv->pstats->clusters[c].slot[which], delta);
+    wp_stat_add(w->stats, g->pstats->clusters[c].slot[which], delta);
+}
+
+/* The generation of a stream / a pool. */
+static inline wp_gen *wp_stream_gen(const wp_stream *s)
+{
+    return s->d->wg->gen;
+}
+static inline wp_gen *wp_pool_gen(const wp_pool *p)
+{
+    return p->wg->gen;
 }
 
 #endif

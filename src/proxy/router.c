@@ -60,7 +60,7 @@ static void launch_shadows(wp_stream *s);
 static void cstat(wp_stream *s, int which, int64_t delta)
 {
     if (s->cluster >= 0)
-        wp_cluster_stat(s->d->w, s->cluster, which, delta);
+        wp_cluster_stat(s->d->w, wp_stream_gen(s), s->cluster, which, delta);
 }
 
 static void count_code(wp_stream *s, int code)
@@ -68,8 +68,9 @@ static void count_code(wp_stream *s, int code)
     if (s->cluster < 0 || !s->d->listener->hcm.dynamic_stats)
         return;
     wp_worker *w = s->d->w;
-    wp_code_stat_add(wp_stats_code_local(w->stats, w->srv->pstats->clusters[s->cluster].rq_codes),
-                     (unsigned)code);
+    wp_code_stat_add(
+        wp_stats_code_local(w->stats, wp_stream_gen(s)->pstats->clusters[s->cluster].rq_codes),
+        (unsigned)code);
 }
 
 static void start_timeout(wp_stream *s)
@@ -374,8 +375,8 @@ static void launch_shadows(wp_stream *s)
         const wp_mirror_policy *m = &s->route->mirrors[i];
         wf_strbuf head = {0};
         if (shadow_head(s, m, &head) == 0)
-            wp_shadow_send(s->d->w, m->cluster, head.data, head.len, bufs + first, n - first,
-                           s->route->timeout_ms, wp_stream_is_head(s));
+            wp_shadow_send(s->d->w, s->d->wg, m->cluster, head.data, head.len, bufs + first,
+                           n - first, s->route->timeout_ms, wp_stream_is_head(s));
         wf_strbuf_free(&head);
     }
     free(bufs);
@@ -626,7 +627,7 @@ void wp_router_timeout(wp_stream *s)
     s->backoff_pending = false; /* the route timeout ends every try and back-off */
     wp_retry_disarm(s);
     if (s->host >= 0)
-        atomic_fetch_add_explicit(&s->d->w->srv->crt[s->cluster].hosts[s->host].rq_timeout, 1,
+        atomic_fetch_add_explicit(&wp_stream_gen(s)->crt[s->cluster].hosts[s->host].rq_timeout, 1,
                                   memory_order_relaxed);
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id, "upstream timeout");
     if (s->up) {
@@ -654,7 +655,7 @@ static void per_try_timeout(wp_stream *s, bool idle)
     wp_retry_disarm(s);
     cstat(s, idle ? WP_S_upstream_rq_per_try_idle_timeout : WP_S_upstream_rq_per_try_timeout, 1);
     if (s->host >= 0)
-        atomic_fetch_add_explicit(&s->d->w->srv->crt[s->cluster].hosts[s->host].rq_timeout, 1,
+        atomic_fetch_add_explicit(&wp_stream_gen(s)->crt[s->cluster].hosts[s->host].rq_timeout, 1,
                                   memory_order_relaxed);
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id, "upstream per try %s",
                   idle ? "idle timeout" : "timeout");
@@ -732,7 +733,7 @@ static void on_response_done(wp_stream *s, wp_uconn *u)
     bool reusable = u->parser.msg.keep_alive && s->req_end_sent && !s->d->tunnel;
     cstat(s, WP_S_upstream_rq_completed, 1);
     if (s->host >= 0) {
-        wp_host_rt *h = &s->d->w->srv->crt[s->cluster].hosts[s->host];
+        wp_host_rt *h = &wp_stream_gen(s)->crt[s->cluster].hosts[s->host];
         atomic_fetch_add_explicit(s->si.response_code >= 500 ? &h->rq_error : &h->rq_success, 1,
                                   memory_order_relaxed);
     }

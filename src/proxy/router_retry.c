@@ -37,7 +37,7 @@
 static void cstat(wp_stream *s, int which)
 {
     if (s->cluster >= 0)
-        wp_cluster_stat(s->d->w, s->cluster, which, 1);
+        wp_cluster_stat(s->d->w, wp_stream_gen(s), s->cluster, which, 1);
 }
 
 static uint64_t buffer_limit(const wp_stream *s)
@@ -143,7 +143,7 @@ static void release_slot(wp_stream *s)
     if (!s->retry_slot)
         return;
     s->retry_slot = false;
-    atomic_fetch_sub_explicit(&s->d->w->srv->crt[s->cluster].retries_active, 1,
+    atomic_fetch_sub_explicit(&wp_stream_gen(s)->crt[s->cluster].retries_active, 1,
                               memory_order_relaxed);
 }
 
@@ -204,7 +204,7 @@ static bool schedule(wp_stream *s)
         return false;
     }
     s->retries_left--;
-    wp_cluster_rt *rt = &w->srv->crt[s->cluster];
+    wp_cluster_rt *rt = &wp_stream_gen(s)->crt[s->cluster];
     if (atomic_load_explicit(&rt->retries_active, memory_order_relaxed) >=
         s->cfg->clusters[s->cluster].cb.max_retries) {
         cstat(s, WP_S_upstream_rq_retry_overflow);
@@ -251,9 +251,9 @@ bool wp_retry_after_response(wp_stream *s, const h1_message *m)
     /* a retried response counts as retry.upstream_rq_<code>, not upstream_rq_<code> */
     wp_worker *w = s->d->w;
     if (s->d->listener->hcm.dynamic_stats)
-        wp_code_stat_add(
-            wp_stats_code_local(w->stats, w->srv->pstats->clusters[s->cluster].retry_codes),
-            (unsigned)m->status);
+        wp_code_stat_add(wp_stats_code_local(
+                             w->stats, wp_stream_gen(s)->pstats->clusters[s->cluster].retry_codes),
+                         (unsigned)m->status);
     return true;
 }
 

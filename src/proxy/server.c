@@ -29,38 +29,6 @@ typedef struct {
     int64_t last_uptime;
 } wp_main;
 
-static int compile_access_logs(wp_server *srv, wp_config *cfg, wf_strbuf *err)
-{
-    for (size_t i = 0; i < cfg->nlisteners; i++) {
-        wp_hcm *h = &cfg->listeners[i].hcm;
-        for (size_t k = 0; k < h->naccess_logs; k++) {
-            wp_access_log *al = &h->access_logs[k];
-            al->format =
-                al->kind == WP_LOG_JSON
-                    ? wp_alf_compile_json(al->json_format, err)
-                    : wp_alf_compile_text(
-                          al->text_format ? al->text_format : WP_ENVOY_DEFAULT_FORMAT, err);
-            if (!al->format)
-                return -1;
-            al->sink = wp_alog_files_open(srv->alog_files, al->path, err);
-            if (al->sink < 0)
-                return -1;
-        }
-    }
-    return 0;
-}
-
-static void free_access_logs(wp_config *cfg)
-{
-    for (size_t i = 0; cfg && i < cfg->nlisteners; i++) {
-        wp_hcm *h = &cfg->listeners[i].hcm;
-        for (size_t k = 0; k < h->naccess_logs; k++) {
-            wp_alf_free(h->access_logs[k].format);
-            h->access_logs[k].format = NULL;
-        }
-    }
-}
-
 static int compile_routes(wp_config *cfg, wf_strbuf *err)
 {
     for (size_t i = 0; i < cfg->nlisteners; i++) {
@@ -204,23 +172,30 @@ static wp_config *load(const wp_server_opts *o, wf_strbuf *err)
     return cfg;
 }
 
-static int init_cluster_rt(wp_server *srv)
-{
-    srv->crt = calloc(srv->cfg->nclusters ? srv->cfg->nclusters : 1, sizeof(*srv->crt));
-    if (!srv->crt)
-        return -1;
-    for (size_t i = 0; i < srv->cfg->nclusters; i++) {
-        size_t n = srv->cfg->clusters[i].nendpoints;
-        srv->crt[i].hosts = calloc(n ? n : 1, sizeof(wp_host_rt));
-        if (!srv->crt[i].hosts)
-            return -1;
-    }
-    return wp_outlier_server_init(srv, uv_hrtime() / 1000000u);
-}
-
 static void set_gauge(wp_server *srv, uint32_t slot, int64_t v)
 {
     wp_stat_add(wp_stats_get_shard(srv->pstats->store, srv->nworkers), slot, v);
+}
+
+/* Adds (sign 1) or takes back (sign -1) what generation g contributes to the config gauges:
+ * active clusters and listeners, and each cluster's membership. Same names share slots, so
+ * taking the old generation back and adding the new one leaves the right values. */
+static void config_gauges(wp_server *srv, const wp_gen *g, int sign)
+{
+    const wp_pstats *p = g->pstats;
+    const wp_config *cfg = g->cfg;
+    set_gauge(srv, p->total_listeners_active, sign * (int64_t)cfg->nlisteners);
+    set_gauge(srv, p->cm_active_clusters, sign * (int64_t)cfg->nclusters);
+    for (size_t i = 0; i < cfg->nclusters; i++) {
+        const wp_cluster *c = &cfg->clusters[i];
+        int64_t healthy = 0;
+        for (size_t k = 0; k < c->nendpoints; k++)
+            healthy += c->endpoints[k].health != WP_HEALTH_UNHEALTHY &&
+                       c->endpoints[k].health != WP_HEALTH_DRAINING &&
+                       c->endpoints[k].health != WP_HEALTH_TIMEOUT;
+        set_gauge(srv, p->clusters[i].slot[WP_S_membership_total], sign * (int64_t)c->nendpoints);
+        set_gauge(srv, p->clusters[i].slot[WP_S_membership_healthy], sign * healthy);
+    }
 }
 
 static void initial_gauges(wp_server *srv)
@@ -230,20 +205,113 @@ static void initial_gauges(wp_server *srv)
     set_gauge(srv, p->server_state, 0);
     set_gauge(srv, p->server_concurrency, srv->nworkers);
     set_gauge(srv, p->workers_started, 1);
-    set_gauge(srv, p->total_listeners_active, (int64_t)srv->cfg->nlisteners);
     set_gauge(srv, p->lm_listener_added, (int64_t)srv->cfg->nlisteners);
-    set_gauge(srv, p->cm_active_clusters, (int64_t)srv->cfg->nclusters);
     set_gauge(srv, p->cm_cluster_added, (int64_t)srv->cfg->nclusters);
-    for (size_t i = 0; i < srv->cfg->nclusters; i++) {
-        const wp_cluster *c = &srv->cfg->clusters[i];
-        int64_t healthy = 0;
-        for (size_t k = 0; k < c->nendpoints; k++)
-            healthy += c->endpoints[k].health != WP_HEALTH_UNHEALTHY &&
-                       c->endpoints[k].health != WP_HEALTH_DRAINING &&
-                       c->endpoints[k].health != WP_HEALTH_TIMEOUT;
-        set_gauge(srv, p->clusters[i].slot[WP_S_membership_total], (int64_t)c->nendpoints);
-        set_gauge(srv, p->clusters[i].slot[WP_S_membership_healthy], healthy);
+    config_gauges(srv, srv->gen, 1);
+}
+
+static void free_fds(int *fds, size_t n)
+{
+    for (size_t i = 0; fds && i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    free(fds);
+}
+
+/* Whether the current snapshot has a listener named like l on l's address (its sockets are
+ * kept). */
+static bool has_listener(const wp_config *cur, const wp_listener *l)
+{
+    for (size_t i = 0; cur && i < cur->nlisteners; i++) {
+        const wp_listener *o = &cur->listeners[i];
+        if (strcmp(o->name, l->name) == 0 && o->addr.len == l->addr.len &&
+            memcmp(&o->addr.sa, &l->addr.sa, l->addr.len) == 0)
+            return true;
     }
+    return false;
+}
+
+/* One worker's sockets for cfg's listeners that cur lacks (fds[i] = -1 for the others).
+ * NULL with err when a bind fails or memory runs out. */
+static int *bind_listeners(const wp_config *cfg, const wp_config *cur, wf_strbuf *err)
+{
+    int *fds = malloc((cfg->nlisteners ? cfg->nlisteners : 1) * sizeof(int));
+    if (!fds) {
+        wf_strbuf_puts(err, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < cfg->nlisteners; i++)
+        fds[i] = -1;
+    for (size_t i = 0; i < cfg->nlisteners; i++) {
+        if (has_listener(cur, &cfg->listeners[i]))
+            continue;
+        fds[i] = wp_listen_socket(&cfg->listeners[i], err);
+        if (fds[i] < 0) {
+            free_fds(fds, cfg->nlisteners);
+            return NULL;
+        }
+    }
+    return fds;
+}
+
+/* Every worker's sockets for cfg (fdsv[w]); -1 with err, nothing left open. */
+static int bind_all(wp_server *srv, const wp_config *cfg, const wp_config *cur, int **fdsv,
+                    wf_strbuf *err)
+{
+    for (unsigned i = 0; i < srv->nworkers; i++) {
+        fdsv[i] = bind_listeners(cfg, cur, err);
+        if (!fdsv[i]) {
+            while (i-- > 0)
+                free_fds(fdsv[i], cfg->nlisteners);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void set_current(wp_server *srv, wp_gen *g)
+{
+    srv->gen = g;
+    srv->cfg = g->cfg;
+    srv->crt = g->crt;
+    srv->pstats = g->pstats;
+}
+
+int wp_server_apply(wp_server *srv, wp_config *cfg, wf_strbuf *err)
+{
+    if (compile_routes(cfg, err) != 0) {
+        wp_config_unref(cfg);
+        return -1;
+    }
+    resolve_dns_clusters(cfg);
+    wp_gen *g = wp_gen_new(srv, cfg, err);
+    if (!g)
+        return -1;
+    int **fdsv = calloc(srv->nworkers, sizeof(*fdsv));
+    if (!fdsv || bind_all(srv, cfg, srv->cfg, fdsv, err) != 0) {
+        if (!fdsv)
+            wf_strbuf_puts(err, "out of memory");
+        free(fdsv);
+        wp_gen_unref(g);
+        return -1;
+    }
+    for (unsigned i = 0; i < srv->nworkers; i++) {
+        wp_gen_ref(g);
+        wp_worker_post(&srv->workers[i], g, fdsv[i]);
+    }
+    free(fdsv);
+    wp_gen *old = srv->gen;
+    config_gauges(srv, old, -1);
+    set_current(srv, g);
+    config_gauges(srv, g, 1);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    srv->loaded_unix = (double)now.tv_sec + now.tv_nsec / 1e9;
+    wp_gen_unref(old);
+    wp_main *m = (wp_main *)srv; /* srv is wp_main's first member */
+    if (m->loop && !m->stopping && !uv_is_active((uv_handle_t *)&m->od_timer))
+        on_outlier_timer(&m->od_timer); /* the new clusters may have outlier detection */
+    return 0;
 }
 
 static void free_server(wp_main *m, unsigned nstarted)
@@ -252,20 +320,11 @@ static void free_server(wp_main *m, unsigned nstarted)
     for (unsigned i = 0; i < nstarted; i++)
         wp_worker_free(&srv->workers[i]);
     free(srv->workers);
-    if (srv->crt)
-        for (size_t i = 0; i < srv->cfg->nclusters; i++)
-            free(srv->crt[i].hosts);
-    wp_outlier_server_free(srv);
-    free(srv->crt);
+    wp_gen_unref(srv->gen);
     wp_istio_rt_free(srv->istio);
-    if (srv->pstats) {
-        wp_stats_free(srv->pstats->store);
-        wp_pstats_free(srv->pstats);
-    }
+    wp_stats_free(srv->stats_store);
     if (srv->alog_files)
         wp_alog_files_free(srv->alog_files);
-    free_access_logs(srv->cfg);
-    wp_config_unref(srv->cfg);
 }
 
 static int fail(wp_main *m, unsigned ninit, const char *what, wf_strbuf *err)
@@ -280,12 +339,54 @@ static int start_workers(wp_main *m, wf_strbuf *err, unsigned *ninit)
 {
     wp_server *srv = &m->srv;
     srv->workers = calloc(srv->nworkers, sizeof(*srv->workers));
-    if (!srv->workers)
+    int **fdsv = calloc(srv->nworkers, sizeof(*fdsv));
+    if (!srv->workers || !fdsv) {
+        free(fdsv);
+        wf_strbuf_puts(err, "out of memory");
         return -1;
+    }
+    if (bind_all(srv, srv->cfg, NULL, fdsv, err) != 0) {
+        free(fdsv);
+        return -1;
+    }
+    int rc = 0;
     for (unsigned i = 0; i < srv->nworkers; i++) {
-        *ninit = i + 1;
-        if (wp_worker_init(&srv->workers[i], srv, i, err) != 0)
-            return -1;
+        wp_gen_ref(srv->gen);
+        wp_gen_post post = {.gen = srv->gen, .fds = fdsv[i]};
+        fdsv[i] = NULL;
+        if (rc == 0) {
+            *ninit = i + 1;
+            rc = wp_worker_init(&srv->workers[i], srv, i, &post, err);
+        } else { /* an earlier worker failed: nobody takes this one */
+            free_fds(post.fds, srv->cfg->nlisteners);
+            wp_gen_unref(post.gen);
+        }
+    }
+    free(fdsv);
+    return rc;
+}
+
+/* The stats store, the access-log files and the first generation. */
+static int first_generation(wp_main *m, wp_config *cfg, unsigned nshards, wf_strbuf *err)
+{
+    wp_server *srv = &m->srv;
+    srv->alog_files = wp_alog_files_new();
+    srv->stats_store = wp_stats_new(nshards);
+    if (!srv->alog_files || !srv->stats_store ||
+        !(srv->istio = wp_istio_rt_new(srv->stats_store, srv->nworkers))) {
+        wp_config_unref(cfg);
+        wf_strbuf_puts(err, "out of memory");
+        return -1;
+    }
+    resolve_dns_clusters(cfg);
+    wp_gen *g = wp_gen_new(srv, cfg, err);
+    if (!g)
+        return -1;
+    set_current(srv, g);
+    if (wp_istio_register_build(srv->stats_store, cfg,
+                                wp_stats_get_shard(srv->stats_store, srv->nworkers)) != 0) {
+        wf_strbuf_puts(err, "out of memory");
+        return -1;
     }
     return 0;
 }
@@ -296,15 +397,10 @@ int wp_server_run(const wp_server_opts *o)
     wf_strbuf err = {0};
     signal(SIGPIPE, SIG_IGN);
     m.opts = o;
-    m.srv.cfg = load(o, &err);
-    if (!m.srv.cfg) {
-        fprintf(stderr, "error initializing configuration '%s': %s\n", o->config_path,
-                wf_strbuf_cstr(&err));
-        wf_strbuf_free(&err);
-        return 1;
-    }
-    m.srv.alog_files = wp_alog_files_new();
-    if (!m.srv.alog_files || compile_access_logs(&m.srv, m.srv.cfg, &err) != 0) {
+    wp_config *cfg = load(o, &err);
+    m.srv.nworkers = o->concurrency ? o->concurrency : uv_available_parallelism();
+    m.srv.flush_interval_ms = o->flush_interval_ms;
+    if (!cfg || first_generation(&m, cfg, m.srv.nworkers + 1, &err) != 0) {
         fprintf(stderr, "error initializing configuration '%s': %s\n", o->config_path,
                 wf_strbuf_cstr(&err));
         wf_strbuf_free(&err);
@@ -316,30 +412,13 @@ int wp_server_run(const wp_server_opts *o)
         free_server(&m, 0);
         return 0;
     }
-    resolve_dns_clusters(m.srv.cfg);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     m.srv.loaded_unix = (double)now.tv_sec + now.tv_nsec / 1e9; /* config_dump last_updated */
-    m.srv.nworkers = o->concurrency ? o->concurrency : uv_available_parallelism();
-    m.srv.flush_interval_ms = o->flush_interval_ms;
     atomic_store(&m.srv.next_conn_id, 0);
     atomic_store(&m.srv.next_stream_id, 1);
-    wp_stats *store = wp_stats_new(m.srv.nworkers + 1);
-    m.srv.pstats = store ? wp_pstats_register(store, m.srv.cfg) : NULL;
-    if (m.srv.pstats && (wp_fault_register_stats(store, m.srv.cfg) != 0 ||
-                         !(m.srv.istio = wp_istio_rt_new(store, m.srv.nworkers)) ||
-                         wp_istio_register_build(store, m.srv.cfg,
-                                                 wp_stats_get_shard(store, m.srv.nworkers)) != 0)) {
-        wp_pstats_free(m.srv.pstats); /* reported as out of memory below */
-        m.srv.pstats = NULL;
-    }
-    if (!m.srv.pstats) {
-        wp_stats_free(store);
-        wf_strbuf_puts(&err, "out of memory");
-        return fail(&m, 0, "stats", &err);
-    }
     unsigned ninit = 0;
-    if (init_cluster_rt(&m.srv) != 0 || start_workers(&m, &err, &ninit) != 0)
+    if (start_workers(&m, &err, &ninit) != 0)
         return fail(&m, ninit, "cannot start", &err);
     uv_loop_t loop;
     uv_loop_init(&loop);

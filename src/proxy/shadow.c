@@ -16,6 +16,7 @@ struct wp_shadow {
     uv_timer_t timer;
     uv_write_t wr;
     wp_worker *w;
+    wp_wgen *wg; /* one use of it */
     int cluster;
     struct wp_shadow *prev, *next;
     h1_parser parser;
@@ -48,14 +49,16 @@ size_t wp_shadow_host(const char *host, size_t len, char *out, size_t cap)
 
 static void cstat(wp_shadow *sh, int which, int64_t d)
 {
-    wp_cluster_stat(sh->w, sh->cluster, which, d);
+    wp_cluster_stat(sh->w, sh->wg->gen, sh->cluster, which, d);
 }
 
 static void on_closed(uv_handle_t *h)
 {
     wp_shadow *sh = h->data;
-    if (++sh->closed == 2)
+    if (++sh->closed == 2) {
+        wp_wgen_release(sh->w, sh->wg);
         free(sh);
+    }
 }
 
 static void shadow_close(wp_shadow *sh)
@@ -107,7 +110,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         off += h1_parse(&sh->parser, sh->rbuf + off, sh->rlen - off, &ev);
         if (ev == H1_EV_HEADERS && sh->parser.msg.status >= 200) {
             wp_code_stat_add(wp_stats_code_local(
-                                 sh->w->stats, sh->w->srv->pstats->clusters[sh->cluster].rq_codes),
+                                 sh->w->stats, sh->wg->gen->pstats->clusters[sh->cluster].rq_codes),
                              (unsigned)sh->parser.msg.status);
         } else if (ev == H1_EV_DONE && sh->parser.msg.status >= 200) {
             cstat(sh, WP_S_upstream_rq_completed, 1);
@@ -168,13 +171,13 @@ static int pick(wp_worker *w, const wp_cluster *c)
     return (int)start; /* all unhealthy: Envoy's panic routing uses any host */
 }
 
-int wp_shadow_send(wp_worker *w, int cluster, const char *head, size_t head_len,
+int wp_shadow_send(wp_worker *w, wp_wgen *wg, int cluster, const char *head, size_t head_len,
                    const uv_buf_t *body, unsigned nbody, uint64_t timeout_ms, bool head_request)
 {
-    const wp_cluster *c = &w->cfg->clusters[cluster];
+    const wp_cluster *c = &wg->gen->cfg->clusters[cluster];
     int host = pick(w, c);
     if (host < 0) {
-        wp_cluster_stat(w, cluster, WP_S_upstream_cx_none_healthy, 1);
+        wp_cluster_stat(w, wg->gen, cluster, WP_S_upstream_cx_none_healthy, 1);
         return -1;
     }
     size_t len = head_len;
@@ -188,6 +191,8 @@ int wp_shadow_send(wp_worker *w, int cluster, const char *head, size_t head_len,
         memcpy(sh->data + off, body[i].base, body[i].len);
     sh->len = len;
     sh->w = w;
+    sh->wg = wg;
+    wp_wgen_use(wg);
     sh->cluster = cluster;
     h1_parser_init(&sh->parser, H1_RESPONSE, sh->hdrs, WP_MAX_HEADERS, sizeof(sh->rbuf));
     h1_parser_set_answers(&sh->parser, head_request ? H1_ANSWERS_HEAD : H1_ANSWERS_OTHER);

@@ -28,13 +28,15 @@
 
 typedef struct wp_worker wp_worker;
 typedef struct wp_shadow wp_shadow;
+typedef struct wp_wgen wp_wgen;
 
-/* Sends a shadow request to a host of cluster index `cluster` on worker w: head (a
+/* Sends a shadow request to a host of cluster index `cluster` of generation wg (the
+ * shadow holds it until it ends) on worker w: head (a
  * complete HTTP/1.1 request head, CRLF CRLF included) and then the nbody buffers. Both are
  * copied; the caller keeps its memory. timeout_ms 0 = no timeout. head_request: the request is
  * a HEAD (its answer has no body). Returns 0 when started,
  * -1 when it could not be (no host, out of memory: counted, nothing else happens). */
-int wp_shadow_send(wp_worker *w, int cluster, const char *head, size_t head_len,
+int wp_shadow_send(wp_worker *w, wp_wgen *wg, int cluster, const char *head, size_t head_len,
                    const uv_buf_t *body, unsigned nbody, uint64_t timeout_ms, bool head_request);
 
 /* Closes every shadow of w still in flight (worker stop). */

@@ -32,19 +32,21 @@
 
 static wp_host_rt *host_rt(wp_uconn *u)
 {
-    return &u->w->srv->crt[u->pool->cluster].hosts[u->host];
+    return &wp_pool_gen(u->pool)->crt[u->pool->cluster].hosts[u->host];
 }
 
-int wp_pools_init(wp_worker *w)
+int wp_pools_init(wp_worker *w, wp_wgen *wg)
 {
-    size_t n = w->cfg->nclusters;
-    w->pools = calloc(n ? n : 1, sizeof(*w->pools));
-    if (!w->pools)
+    const wp_config *cfg = wg->gen->cfg;
+    size_t n = cfg->nclusters;
+    wg->pools = calloc(n ? n : 1, sizeof(*wg->pools));
+    if (!wg->pools)
         return -1;
     for (size_t i = 0; i < n; i++) {
-        wp_pool *p = &w->pools[i];
-        size_t nh = w->cfg->clusters[i].nendpoints;
+        wp_pool *p = &wg->pools[i];
+        size_t nh = cfg->clusters[i].nendpoints;
         p->w = w;
+        p->wg = wg;
         p->cluster = (int)i;
         p->idle = calloc(nh ? nh : 1, sizeof(*p->idle));
         p->host_rq = calloc(nh ? nh : 1, sizeof(*p->host_rq));
@@ -55,23 +57,34 @@ int wp_pools_init(wp_worker *w)
     return 0;
 }
 
-void wp_pools_free(wp_worker *w)
+void wp_pools_close_idle(wp_wgen *wg)
 {
-    if (!w->pools)
-        return;
-    for (size_t i = 0; i < w->cfg->nclusters; i++) {
-        free(w->pools[i].idle);
-        free(w->pools[i].host_rq);
-        free(w->pools[i].cw);
+    const wp_config *cfg = wg->gen->cfg;
+    for (size_t i = 0; wg->pools && i < cfg->nclusters; i++) {
+        wp_pool *p = &wg->pools[i];
+        for (size_t h = 0; h < cfg->clusters[i].nendpoints; h++)
+            while (p->idle[h])
+                wp_uconn_close(p->idle[h], true);
     }
-    free(w->pools);
-    w->pools = NULL;
+}
+
+void wp_pools_free(wp_wgen *wg)
+{
+    if (!wg->pools)
+        return;
+    for (size_t i = 0; i < wg->gen->cfg->nclusters; i++) {
+        free(wg->pools[i].idle);
+        free(wg->pools[i].host_rq);
+        free(wg->pools[i].cw);
+    }
+    free(wg->pools);
+    wg->pools = NULL;
 }
 
 /* EDS health and outlier ejection (outlier.h); in panic mode every host. */
 static bool host_ok(const wp_pool *p, const wp_cluster *c, size_t i)
 {
-    return p->panic || wp_od_host_usable(&p->w->srv->crt[p->cluster].od, c, i);
+    return p->panic || wp_od_host_usable(&wp_pool_gen(p)->crt[p->cluster].od, c, i);
 }
 
 /* Smooth weighted round robin over healthy hosts (equal weights: plain rotation). */
@@ -115,7 +128,7 @@ static int pick_host(wp_pool *p, const wp_cluster *c)
     p->panic = false;
     for (size_t i = 0; i < c->nendpoints; i++)
         healthy += host_ok(p, c, i);
-    p->panic = wp_od_lb_panic(&p->w->srv->crt[p->cluster].od, c, healthy, p->w->stats);
+    p->panic = wp_od_lb_panic(&wp_pool_gen(p)->crt[p->cluster].od, c, healthy, p->w->stats);
     if (p->panic)
         healthy = c->nendpoints;
     if (healthy == 0)
@@ -188,6 +201,7 @@ static void u_on_closed(uv_handle_t *h)
     wp_uconn *u = h->data;
     if (++u->closed_handles == 2) {
         wp_buf_put(u->w, u->rbuf);
+        wp_wgen_release(u->w, u->pool->wg);
         free(u);
     }
 }
@@ -219,25 +233,25 @@ void wp_uconn_close(wp_uconn *u, bool local)
         s->up = NULL;
         wp_router_on_reset(s, WP_RESET_LOCAL_RESET, NULL);
     }
-    wp_pstats_cluster_hist(w->stats, w->srv->pstats, c, WP_CH_upstream_cx_length_ms,
+    wp_pstats_cluster_hist(w->stats, wp_pool_gen(u->pool)->pstats, c, WP_CH_upstream_cx_length_ms,
                            uv_now(&w->loop) - u->start_ms);
-    wp_cluster_stat(w, c, WP_S_upstream_cx_destroy, 1);
-    wp_cluster_stat(w, c, local ? WP_S_upstream_cx_destroy_local : WP_S_upstream_cx_destroy_remote,
-                    1);
+    wp_cluster_stat(w, wp_pool_gen(u->pool), c, WP_S_upstream_cx_destroy, 1);
+    wp_cluster_stat(w, wp_pool_gen(u->pool), c,
+                    local ? WP_S_upstream_cx_destroy_local : WP_S_upstream_cx_destroy_remote, 1);
     if (active_rq)
-        wp_cluster_stat(w, c,
+        wp_cluster_stat(w, wp_pool_gen(u->pool), c,
                         local ? WP_S_upstream_cx_destroy_local_with_active_rq
                               : WP_S_upstream_cx_destroy_remote_with_active_rq,
                         1);
-    wp_cluster_stat(w, c, WP_S_upstream_cx_active, -1);
-    atomic_fetch_sub_explicit(&w->srv->crt[c].cx_open, 1, memory_order_relaxed);
+    wp_cluster_stat(w, wp_pool_gen(u->pool), c, WP_S_upstream_cx_active, -1);
+    atomic_fetch_sub_explicit(&wp_pool_gen(u->pool)->crt[c].cx_open, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&host_rt(u)->cx_active, 1, memory_order_relaxed);
     WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, u->id, "closing upstream connection (%s)",
                 local ? "local close" : "remote close");
     uv_close((uv_handle_t *)&u->tcp, u_on_closed);
     uv_close((uv_handle_t *)&u->timer, u_on_closed);
     /* a slot under max_connections opened: serve a waiting request */
-    wp_pool *p = &w->pools[c];
+    wp_pool *p = u->pool;
     if (p->pending_head)
         wp_pool_dispatch_pending(p);
 }
@@ -248,8 +262,8 @@ static void u_on_timer(uv_timer_t *t)
     if (u->state == WP_UC_CONNECTING) {
         wp_worker *w = u->w;
         int c = u->pool->cluster;
-        wp_cluster_stat(w, c, WP_S_upstream_cx_connect_timeout, 1);
-        wp_cluster_stat(w, c, WP_S_upstream_cx_connect_fail, 1);
+        wp_cluster_stat(w, wp_pool_gen(u->pool), c, WP_S_upstream_cx_connect_timeout, 1);
+        wp_cluster_stat(w, wp_pool_gen(u->pool), c, WP_S_upstream_cx_connect_fail, 1);
         atomic_fetch_add_explicit(&host_rt(u)->cx_connect_fail, 1, memory_order_relaxed);
         wp_stream *s = u->stream;
         u->stream = NULL;
@@ -267,12 +281,13 @@ static void u_on_timer(uv_timer_t *t)
     /* idle timeout, checked lazily: the timer keeps running while the connection is busy
      * and is re-armed for what is left, so taking and returning a pooled connection costs
      * no timer operation */
-    uint64_t limit = u->w->cfg->clusters[u->pool->cluster].idle_timeout_ms;
+    uint64_t limit = wp_pool_gen(u->pool)->cfg->clusters[u->pool->cluster].idle_timeout_ms;
     if (!limit)
         return;
     uint64_t idle = uv_now(&u->w->loop) - u->idle_since;
     if (u->state == WP_UC_IDLE && idle >= limit) {
-        wp_cluster_stat(u->w, u->pool->cluster, WP_S_upstream_cx_idle_timeout, 1);
+        wp_cluster_stat(u->w, wp_pool_gen(u->pool), u->pool->cluster, WP_S_upstream_cx_idle_timeout,
+                        1);
         wp_uconn_close(u, true);
         return;
     }
@@ -312,7 +327,8 @@ int wp_uconn_write(wp_uconn *u, uv_buf_t *bufs, unsigned n)
     size_t total = 0;
     for (unsigned i = 0; i < n; i++)
         total += bufs[i].len;
-    wp_cluster_stat(u->w, u->pool->cluster, WP_S_upstream_cx_tx_bytes_total, (int64_t)total);
+    wp_cluster_stat(u->w, wp_pool_gen(u->pool), u->pool->cluster, WP_S_upstream_cx_tx_bytes_total,
+                    (int64_t)total);
     uv_write_t *req = wp_wreq_get(u->w);
     if (!req)
         return -1;
@@ -349,7 +365,8 @@ static void u_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         return;
     }
     u->rlen += (size_t)n;
-    wp_cluster_stat(u->w, u->pool->cluster, WP_S_upstream_cx_rx_bytes_total, n);
+    wp_cluster_stat(u->w, wp_pool_gen(u->pool), u->pool->cluster, WP_S_upstream_cx_rx_bytes_total,
+                    n);
     if (!u->stream) {
         wp_uconn_close(u, false); /* data on an idle connection */
         return;
@@ -373,7 +390,7 @@ static void u_on_connect(uv_connect_t *req, int status)
     int c = u->pool->cluster;
     uv_timer_stop(&u->timer);
     if (status < 0) {
-        wp_cluster_stat(w, c, WP_S_upstream_cx_connect_fail, 1);
+        wp_cluster_stat(w, wp_pool_gen(u->pool), c, WP_S_upstream_cx_connect_fail, 1);
         atomic_fetch_add_explicit(&host_rt(u)->cx_connect_fail, 1, memory_order_relaxed);
         char tfr[96];
         snprintf(tfr, sizeof(tfr), "delayed connect error: %s", strerror(-status));
@@ -390,13 +407,13 @@ static void u_on_connect(uv_connect_t *req, int status)
             wp_router_on_reset(s, WP_RESET_REMOTE_CONNECTION_FAILURE, tfr);
         return;
     }
-    wp_pstats_cluster_hist(w->stats, w->srv->pstats, c, WP_CH_upstream_cx_connect_ms,
+    wp_pstats_cluster_hist(w->stats, wp_pool_gen(u->pool)->pstats, c, WP_CH_upstream_cx_connect_ms,
                            uv_now(&w->loop) - u->start_ms);
     uv_tcp_nodelay(&u->tcp, 1);
     wp_addr_of(&u->tcp, false, u->local, sizeof(u->local));
     u->state = WP_UC_BUSY;
     WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "connected to %s",
-                w->cfg->clusters[c].endpoints[u->host].addr.text);
+                wp_pool_gen(u->pool)->cfg->clusters[c].endpoints[u->host].addr.text);
     wp_uconn_resume_read(u);
     wp_stream *s = u->stream;
     if (s) {
@@ -443,8 +460,9 @@ static void pending_done(wp_stream *s)
         return;
     s->pending = false;
     wp_worker *w = s->d->w;
-    wp_cluster_stat(w, s->cluster, WP_S_upstream_rq_pending_active, -1);
-    atomic_fetch_sub_explicit(&w->srv->crt[s->cluster].rq_pending, 1, memory_order_relaxed);
+    wp_cluster_stat(w, wp_stream_gen(s), s->cluster, WP_S_upstream_rq_pending_active, -1);
+    atomic_fetch_sub_explicit(&wp_stream_gen(s)->crt[s->cluster].rq_pending, 1,
+                              memory_order_relaxed);
 }
 
 void wp_pool_assign(wp_uconn *u, wp_stream *s)
@@ -463,7 +481,7 @@ void wp_pool_assign(wp_uconn *u, wp_stream *s)
 static void connect_new(wp_pool *p, int host, wp_stream *s)
 {
     wp_worker *w = p->w;
-    const wp_cluster *c = &w->cfg->clusters[p->cluster];
+    const wp_cluster *c = &wp_pool_gen(p)->cfg->clusters[p->cluster];
     wp_uconn *u = calloc(1, sizeof(*u));
     if (!u) {
         wp_router_on_reset(s, WP_RESET_LOCAL_CONNECTION_FAILURE, "out of memory");
@@ -471,6 +489,7 @@ static void connect_new(wp_pool *p, int host, wp_stream *s)
     }
     u->w = w;
     u->pool = p;
+    wp_wgen_use(p->wg);
     u->host = host;
     u->id = atomic_fetch_add(&w->srv->next_conn_id, 1);
     u->state = WP_UC_CONNECTING;
@@ -479,9 +498,9 @@ static void connect_new(wp_pool *p, int host, wp_stream *s)
     uv_timer_init(&w->loop, &u->timer);
     u->tcp.data = u->timer.data = u->connect.data = u;
     h1_parser_init(&u->parser, H1_RESPONSE, u->hdrs, WP_MAX_HEADERS, 64 * 1024);
-    wp_cluster_stat(w, p->cluster, WP_S_upstream_cx_total, 1);
-    wp_cluster_stat(w, p->cluster, WP_S_upstream_cx_active, 1);
-    atomic_fetch_add_explicit(&w->srv->crt[p->cluster].cx_open, 1, memory_order_relaxed);
+    wp_cluster_stat(w, wp_pool_gen(p), p->cluster, WP_S_upstream_cx_total, 1);
+    wp_cluster_stat(w, wp_pool_gen(p), p->cluster, WP_S_upstream_cx_active, 1);
+    atomic_fetch_add_explicit(&wp_pool_gen(p)->crt[p->cluster].cx_open, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&host_rt(u)->cx_active, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&host_rt(u)->cx_total, 1, memory_order_relaxed);
     u->stream = s;
@@ -496,7 +515,7 @@ static void connect_new(wp_pool *p, int host, wp_stream *s)
         u->stream = NULL;
         s->connecting = NULL;
         pending_done(s);
-        wp_cluster_stat(w, p->cluster, WP_S_upstream_cx_connect_fail, 1);
+        wp_cluster_stat(w, wp_pool_gen(p), p->cluster, WP_S_upstream_cx_connect_fail, 1);
         wp_uconn_close(u, true);
         wp_router_on_reset(s, WP_RESET_LOCAL_CONNECTION_FAILURE, tfr);
         return;
@@ -507,15 +526,15 @@ static void connect_new(wp_pool *p, int host, wp_stream *s)
 
 static void overflow(wp_stream *s)
 {
-    wp_cluster_stat(s->d->w, s->cluster, WP_S_upstream_rq_pending_overflow, 1);
+    wp_cluster_stat(s->d->w, wp_stream_gen(s), s->cluster, WP_S_upstream_rq_pending_overflow, 1);
     wp_router_on_reset(s, WP_RESET_OVERFLOW, NULL);
 }
 
 int wp_pool_request(wp_worker *w, wp_stream *s)
 {
     const wp_cluster *c = &s->cfg->clusters[s->cluster];
-    wp_cluster_rt *rt = &w->srv->crt[s->cluster];
-    wp_pool *p = &w->pools[s->cluster];
+    wp_cluster_rt *rt = &wp_stream_gen(s)->crt[s->cluster];
+    wp_pool *p = &s->d->wg->pools[s->cluster];
     int host = pick_host(p, c);
     /* retry_host_predicate previous_hosts: re-pick up to host_selection_retry_max_attempts
      * times while the choice is a host an earlier attempt used (Envoy then keeps the last) */
@@ -530,9 +549,10 @@ int wp_pool_request(wp_worker *w, wp_stream *s)
         s->si.attempt_count++;
     }
     if (host < 0) {
-        wp_cluster_stat(w, s->cluster, WP_S_upstream_cx_none_healthy, 1);
+        wp_cluster_stat(w, wp_stream_gen(s), s->cluster, WP_S_upstream_cx_none_healthy, 1);
         wp_code_stat_add(
-            wp_stats_code_local(w->stats, w->srv->pstats->clusters[s->cluster].rq_codes), 503);
+            wp_stats_code_local(w->stats, wp_stream_gen(s)->pstats->clusters[s->cluster].rq_codes),
+            503);
         wp_stream_local_reply(s, 503, "no healthy upstream", "no_healthy_upstream", WP_RF_UH);
         return -1;
     }
@@ -556,22 +576,22 @@ int wp_pool_request(wp_worker *w, wp_stream *s)
     }
     s->pending = true;
     atomic_fetch_add_explicit(&rt->rq_pending, 1, memory_order_relaxed);
-    wp_cluster_stat(w, s->cluster, WP_S_upstream_rq_pending_total, 1);
-    wp_cluster_stat(w, s->cluster, WP_S_upstream_rq_pending_active, 1);
+    wp_cluster_stat(w, wp_stream_gen(s), s->cluster, WP_S_upstream_rq_pending_total, 1);
+    wp_cluster_stat(w, wp_stream_gen(s), s->cluster, WP_S_upstream_rq_pending_active, 1);
     if (atomic_load_explicit(&rt->cx_open, memory_order_relaxed) < c->cb.max_connections) {
         connect_new(p, host, s);
         return 0;
     }
-    wp_cluster_stat(w, s->cluster, WP_S_upstream_cx_overflow, 1);
+    wp_cluster_stat(w, wp_stream_gen(s), s->cluster, WP_S_upstream_cx_overflow, 1);
     pending_push(p, s);
     return 0;
 }
 
 void wp_pool_dispatch_pending(wp_pool *p)
 {
-    wp_worker *w = p->w;
-    const wp_cluster *c = &w->cfg->clusters[p->cluster];
-    while (p->pending_head && atomic_load_explicit(&w->srv->crt[p->cluster].cx_open,
+    const wp_gen *g = wp_pool_gen(p);
+    const wp_cluster *c = &g->cfg->clusters[p->cluster];
+    while (p->pending_head && atomic_load_explicit(&g->crt[p->cluster].cx_open,
                                                    memory_order_relaxed) < c->cb.max_connections) {
         wp_stream *s = p->pending_head;
         pending_remove(p, s);
@@ -583,7 +603,7 @@ void wp_uconn_release(wp_uconn *u, bool reusable)
 {
     wp_pool *p = u->pool;
     wp_worker *w = u->w;
-    const wp_cluster *c = &w->cfg->clusters[p->cluster];
+    const wp_cluster *c = &wp_pool_gen(p)->cfg->clusters[p->cluster];
     if (p->host_rq[u->host])
         p->host_rq[u->host]--;
     if (u->state == WP_UC_BUSY)
@@ -592,10 +612,10 @@ void wp_uconn_release(wp_uconn *u, bool reusable)
     if (u->closing)
         return;
     if (c->max_requests_per_connection && u->requests >= c->max_requests_per_connection) {
-        wp_cluster_stat(w, p->cluster, WP_S_upstream_cx_max_requests, 1);
+        wp_cluster_stat(w, wp_pool_gen(p), p->cluster, WP_S_upstream_cx_max_requests, 1);
         reusable = false;
     }
-    if (!reusable || w->draining || u->rstart != u->rlen) {
+    if (!reusable || w->draining || p->wg->retired || u->rstart != u->rlen) {
         wp_uconn_close(u, true);
         return;
     }
@@ -623,7 +643,7 @@ void wp_pool_cancel(wp_stream *s)
 {
     if (s->cluster < 0)
         return;
-    wp_pool *p = &s->d->w->pools[s->cluster];
+    wp_pool *p = &s->d->wg->pools[s->cluster];
     if (s->queued)
         pending_remove(p, s);
     if (s->connecting) {
@@ -631,7 +651,7 @@ void wp_pool_cancel(wp_stream *s)
         s->connecting = NULL;
     }
     if (s->pending)
-        wp_cluster_stat(s->d->w, s->cluster, WP_S_upstream_rq_cancelled, 1);
+        wp_cluster_stat(s->d->w, wp_stream_gen(s), s->cluster, WP_S_upstream_rq_cancelled, 1);
     pending_done(s);
 }
 
@@ -641,7 +661,7 @@ void wp_pool_stream_end(wp_stream *s)
         wp_pool_cancel(s);
     if (s->counted_cb) {
         s->counted_cb = false;
-        atomic_fetch_sub_explicit(&s->d->w->srv->crt[s->cluster].rq_active, 1,
+        atomic_fetch_sub_explicit(&wp_stream_gen(s)->crt[s->cluster].rq_active, 1,
                                   memory_order_relaxed);
     }
 }

@@ -18,7 +18,7 @@
 #include "proxy/shadow.h"
 #include "proxy/worker.h"
 
-static int listen_socket(const wp_listener *l, wf_strbuf *err)
+int wp_listen_socket(const wp_listener *l, wf_strbuf *err)
 {
     int fd = socket(l->addr.sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
@@ -39,14 +39,127 @@ static int listen_socket(const wp_listener *l, wf_strbuf *err)
 
 static void on_listener_closed(uv_handle_t *h)
 {
-    (void)h;
+    free(h->data);
+}
+
+static void close_listener(wp_worker *w, wp_wlistener *wl)
+{
+    for (wp_wlistener **pp = &w->listeners; *pp; pp = &(*pp)->next) {
+        if (*pp == wl) {
+            *pp = wl->next;
+            break;
+        }
+    }
+    wl->index = -1;
+    uv_close((uv_handle_t *)&wl->tcp, on_listener_closed);
 }
 
 static void close_listeners(wp_worker *w)
 {
-    for (size_t i = 0; i < w->nlisteners; i++)
-        if (!uv_is_closing((uv_handle_t *)&w->listeners[i]))
-            uv_close((uv_handle_t *)&w->listeners[i], on_listener_closed);
+    while (w->listeners)
+        close_listener(w, w->listeners);
+}
+
+static wp_wlistener *find_listener(wp_worker *w, const wp_listener *l)
+{
+    for (wp_wlistener *wl = w->listeners; wl; wl = wl->next)
+        if (strcmp(wl->name, l->name) == 0 && wl->addr.len == l->addr.len &&
+            memcmp(&wl->addr.sa, &l->addr.sa, l->addr.len) == 0)
+            return wl;
+    return NULL;
+}
+
+/* Starts accepting on fd (taken over) for listener index i of the worker's snapshot. */
+static int open_listener(wp_worker *w, int i, int fd, wf_strbuf *err)
+{
+    const wp_listener *l = &w->cfg->listeners[i];
+    wp_wlistener *wl = calloc(1, sizeof(*wl));
+    if (!wl) {
+        close(fd);
+        wf_strbuf_puts(err, "out of memory");
+        return -1;
+    }
+    wl->w = w;
+    wl->index = i;
+    snprintf(wl->name, sizeof(wl->name), "%s", l->name);
+    wl->addr = l->addr;
+    uv_tcp_init(&w->loop, &wl->tcp);
+    wl->tcp.data = wl;
+    wl->next = w->listeners;
+    w->listeners = wl;
+    if (uv_tcp_open(&wl->tcp, fd) != 0) {
+        close(fd);
+        close_listener(w, wl);
+        wf_strbuf_printf(err, "listener %s: cannot open the socket", l->name);
+        return -1;
+    }
+    if (uv_listen((uv_stream_t *)&wl->tcp, 1024, wp_dconn_on_accept) != 0) {
+        close_listener(w, wl);
+        wf_strbuf_printf(err, "listener %s: cannot listen on %s", l->name, l->addr.text);
+        return -1;
+    }
+    return 0;
+}
+
+/* Closes the connections accepted by listeners the new snapshot no longer has: idle ones
+ * now, busy ones after their request (the listener drains). */
+static void drain_removed(wp_worker *w)
+{
+    const wp_config *c = w->cfg;
+    for (wp_dconn *d = w->conns, *next; d; d = next) {
+        next = d->next;
+        bool kept = false;
+        for (size_t i = 0; i < c->nlisteners && !kept; i++)
+            kept = strcmp(c->listeners[i].name, d->listener->name) == 0;
+        if (kept)
+            continue;
+        if (!d->stream)
+            wp_dconn_close(d);
+        else
+            d->close_after = true;
+    }
+}
+
+/* Makes post's generation current: listeners kept by name and address, new ones opened on the
+ * sockets the main thread bound, removed ones closed and drained. */
+static int install(wp_worker *w, wp_gen_post *post, wf_strbuf *err)
+{
+    wp_gen *gen = post->gen;
+    int *fds = post->fds;
+    post->gen = NULL;
+    post->fds = NULL;
+    wp_wgen *wg = wp_wgen_new(w, gen);
+    size_t n = gen->cfg->nlisteners;
+    if (!wg) {
+        for (size_t i = 0; fds && i < n; i++)
+            if (fds[i] >= 0)
+                close(fds[i]);
+        free(fds);
+        wf_strbuf_puts(err, "out of memory");
+        return -1;
+    }
+    wp_wgen_install(w, wg);
+    for (wp_wlistener *wl = w->listeners; wl; wl = wl->next)
+        wl->index = -1;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        wp_wlistener *wl = find_listener(w, &w->cfg->listeners[i]);
+        if (wl && wl->index < 0) {
+            wl->index = (int)i;
+            if (fds && fds[i] >= 0)
+                close(fds[i]);
+        } else if (fds && fds[i] >= 0 && open_listener(w, (int)i, fds[i], err) != 0) {
+            rc = -1;
+        }
+    }
+    free(fds);
+    for (wp_wlistener *wl = w->listeners, *next; wl; wl = next) {
+        next = wl->next;
+        if (wl->index < 0)
+            close_listener(w, wl);
+    }
+    drain_removed(w);
+    return rc;
 }
 
 static void close_walk(uv_handle_t *h, void *arg)
@@ -62,10 +175,28 @@ static void alog_closed(wp_alog_writer *a)
     uv_stop(&w->loop); /* every line is written; what is left is closed by wp_worker_free */
 }
 
+static void take_post(wp_worker *w)
+{
+    uv_mutex_lock(&w->post_lock);
+    wp_gen_post post = w->post;
+    w->post.gen = NULL;
+    w->post.fds = NULL;
+    uv_mutex_unlock(&w->post_lock);
+    if (!post.gen)
+        return;
+    wf_strbuf err = {0};
+    if (install(w, &post, &err) != 0)
+        WF_LOG(WF_LC_main, WF_LOG_ERROR, "worker %u: applying the new configuration: %s", w->id,
+               wf_strbuf_cstr(&err));
+    wf_strbuf_free(&err);
+}
+
 static void on_async(uv_async_t *a)
 {
     wp_worker *w = a->data;
     int cmd = atomic_exchange(&w->cmd, 0);
+    if (!w->draining)
+        take_post(w);
     if (cmd == WP_WORKER_DRAIN && !w->draining) {
         w->draining = true;
         close_listeners(w);
@@ -77,12 +208,9 @@ static void on_async(uv_async_t *a)
             n = d->next;
             wp_dconn_close(d);
         }
-        for (size_t i = 0; i < w->cfg->nclusters; i++) {
-            wp_pool *p = &w->pools[i];
-            for (size_t h = 0; h < w->cfg->clusters[i].nendpoints; h++)
-                while (p->idle[h])
-                    wp_uconn_close(p->idle[h], true);
-        }
+        wp_pools_close_idle(w->wg);
+        for (wp_wgen *wg = w->retired; wg; wg = wg->next)
+            wp_pools_close_idle(wg);
         wp_shadows_close(w);
         uv_close((uv_handle_t *)&w->async, NULL);
         if (w->alog)
@@ -92,7 +220,7 @@ static void on_async(uv_async_t *a)
     }
 }
 
-int wp_worker_init(wp_worker *w, wp_server *srv, unsigned id, wf_strbuf *err)
+int wp_worker_init(wp_worker *w, wp_server *srv, unsigned id, wp_gen_post *post, wf_strbuf *err)
 {
     memset(w, 0, sizeof(*w));
     w->id = id;
@@ -109,15 +237,14 @@ int wp_worker_init(wp_worker *w, wp_server *srv, unsigned id, wf_strbuf *err)
                         : strcmp(jitter, "max") == 0  ? WP_JITTER_MAX
                         : strcmp(jitter, "zero") == 0 ? WP_JITTER_ZERO
                                                       : WP_JITTER_UNIFORM;
+    uv_mutex_init(&w->post_lock);
     if (uv_loop_init(&w->loop) != 0) {
         wf_strbuf_puts(err, "cannot create an event loop");
         return -1;
     }
     w->loop.data = w;
-    w->cfg = srv->cfg;
-    wp_config_ref(w->cfg);
-    w->stats = wp_stats_get_shard(srv->pstats->store, id);
-    if (wp_regex_ctx_init(&w->rx) != 0 || wp_pools_init(w) != 0) {
+    w->stats = wp_stats_get_shard(srv->stats_store, id);
+    if (wp_regex_ctx_init(&w->rx) != 0) {
         wf_strbuf_puts(err, "out of memory");
         return -1;
     }
@@ -130,24 +257,24 @@ int wp_worker_init(wp_worker *w, wp_server *srv, unsigned id, wf_strbuf *err)
     }
     w->alog_writer.data = w;
     w->alog = &w->alog_writer;
-    w->nlisteners = w->cfg->nlisteners;
-    w->listeners = calloc(w->nlisteners ? w->nlisteners : 1, sizeof(*w->listeners));
-    if (!w->listeners)
-        return -1;
-    for (size_t i = 0; i < w->nlisteners; i++) {
-        const wp_listener *l = &w->cfg->listeners[i];
-        int fd = listen_socket(l, err);
-        if (fd < 0)
-            return -1;
-        uv_tcp_init(&w->loop, &w->listeners[i]);
-        w->listeners[i].data = (void *)l;
-        if (uv_tcp_open(&w->listeners[i], fd) != 0 ||
-            uv_listen((uv_stream_t *)&w->listeners[i], 1024, wp_dconn_on_accept) != 0) {
-            wf_strbuf_printf(err, "listener %s: cannot listen on %s", l->name, l->addr.text);
-            return -1;
-        }
+    return install(w, post, err);
+}
+
+void wp_worker_post(wp_worker *w, wp_gen *gen, int *fds)
+{
+    uv_mutex_lock(&w->post_lock);
+    wp_gen_post old = w->post;
+    w->post.gen = gen;
+    w->post.fds = fds;
+    uv_mutex_unlock(&w->post_lock);
+    if (old.gen) { /* superseded before the worker took it */
+        for (size_t i = 0; old.fds && i < old.gen->cfg->nlisteners; i++)
+            if (old.fds[i] >= 0)
+                close(old.fds[i]);
+        free(old.fds);
+        wp_gen_unref(old.gen);
     }
-    return 0;
+    uv_async_send(&w->async);
 }
 
 static void worker_main(void *arg)
@@ -175,9 +302,17 @@ void wp_worker_join(wp_worker *w)
 
 void wp_worker_free(wp_worker *w)
 {
+    close_listeners(w);
     uv_walk(&w->loop, close_walk, NULL);
-    uv_run(&w->loop, UV_RUN_DEFAULT); /* finish close callbacks */
-    wp_pools_free(w);
+    uv_run(&w->loop, UV_RUN_DEFAULT); /* finish close callbacks (listeners free themselves) */
+    wp_wgen_free_all(w);
+    if (w->post.gen) {
+        for (size_t i = 0; w->post.fds && i < w->post.gen->cfg->nlisteners; i++)
+            if (w->post.fds[i] >= 0)
+                close(w->post.fds[i]);
+        free(w->post.fds);
+        wp_gen_unref(w->post.gen);
+    }
     while (w->free_bufs) {
         wp_buf *b = w->free_bufs;
         w->free_bufs = b->next_free;
@@ -195,8 +330,7 @@ void wp_worker_free(wp_worker *w)
     }
     wp_regex_ctx_free(&w->rx);
     uv_loop_close(&w->loop);
-    free(w->listeners);
-    wp_config_unref(w->cfg);
+    uv_mutex_destroy(&w->post_lock);
 }
 
 size_t wp_worker_connections(wp_worker *w)

@@ -11,10 +11,17 @@
 
 enum { WP_WORKER_DRAIN = 1, WP_WORKER_STOP = 2 };
 
-/* Prepares worker id of srv: its loop, its listener sockets (bound now, so bind errors
- * surface before any thread starts), pools, stats shard, access-log writer.
- * Returns 0, or -1 with a message in err (the caller then frees with wp_worker_free). */
-int wp_worker_init(wp_worker *w, wp_server *srv, unsigned id, wf_strbuf *err);
+/* Prepares worker id of srv: its loop, stats shard, access-log writer, and installs the first
+ * generation from post (taken over: its reference and sockets; the sockets are bound by the
+ * caller, so bind errors surface before any thread starts). Returns 0, or -1 with a message in
+ * err (the caller then frees with wp_worker_free). */
+int wp_worker_init(wp_worker *w, wp_server *srv, unsigned id, wp_gen_post *post, wf_strbuf *err);
+/* Hands the worker a new generation (one reference of gen and the malloc'd fds array, see
+ * wp_gen_post, taken over); the worker installs it on its own thread. A post the worker has
+ * not taken yet is replaced (its reference dropped, its sockets closed). Thread-safe. */
+void wp_worker_post(wp_worker *w, wp_gen *gen, int *fds);
+/* A bound, non-blocking SO_REUSEPORT socket for listener l (one per worker); -1 with err. */
+int wp_listen_socket(const wp_listener *l, wf_strbuf *err);
 /* Runs the loop on a new thread. Returns 0 or a libuv error. */
 int wp_worker_start(wp_worker *w);
 /* Asks the worker to drain (stop accepting, close idle connections, close others after
