@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/strbuf.h"
 #include "proxy/server.h"
+#include "proxy/status.h"
 
 #ifndef WEFT_VERSION
 #define WEFT_VERSION "0.1.0"
@@ -36,6 +38,16 @@ static void usage(FILE *f)
             "      --service-node NAME         node id (overrides node.id)\n"
             "      --service-cluster NAME      node cluster (overrides node.cluster)\n"
             "      --file-flush-interval-msec N  access log flush interval (default 10000)\n"
+            "      --status-address IP:PORT    status server (Istio's 15020): /healthz/ready,\n"
+            "                                  /stats/prometheus; repeatable\n"
+            "      --health-address IP:PORT    readiness-only server (Istio's gateway 15021):\n"
+            "                                  /healthz/ready; repeatable\n"
+            "      --readiness-policy P        istio (default: stay ready without a control\n"
+            "                                  plane) or control-plane (docs/readiness.md)\n"
+            "      --readiness-grace-s N       control-plane policy: seconds the xDS stream may\n"
+            "                                  be down before not ready (default 10)\n"
+            "      --readiness-stability-s N   control-plane policy: seconds the stream must stay\n"
+            "                                  up before ready again (default 15)\n"
             "  -h, --help                      show this help\n"
             "      --version                   print the version\n"
             "\n"
@@ -64,7 +76,67 @@ static int parse_uint(const char *flag, const char *s, uint64_t max, uint64_t *o
     return 0;
 }
 
-enum { OPT_CONC = 256, OPT_CLL, OPT_DRAIN, OPT_NODE, OPT_CLUSTER, OPT_MODE, OPT_FLUSH, OPT_VER };
+enum {
+    OPT_CONC = 256,
+    OPT_CLL,
+    OPT_DRAIN,
+    OPT_NODE,
+    OPT_CLUSTER,
+    OPT_MODE,
+    OPT_FLUSH,
+    OPT_VER,
+    OPT_STATUS,
+    OPT_HEALTH,
+    OPT_RPOLICY,
+    OPT_RGRACE,
+    OPT_RSTABLE,
+};
+
+/* --status-address / --health-address: checked now, kept as given. */
+static int add_addr(const char *flag, const char *v, const char **list, size_t *n)
+{
+    struct sockaddr_storage sa;
+    wf_strbuf err = {0};
+    if (wp_status_parse_address(v, &sa, &err) != 0) {
+        fprintf(stderr, "weft-proxy: invalid value \"%s\" for %s: %s\n", v, flag,
+                wf_strbuf_cstr(&err));
+        wf_strbuf_free(&err);
+        return -1;
+    }
+    wf_strbuf_free(&err);
+    if (*n >= WP_MAX_STATUS_ADDRS) {
+        fprintf(stderr, "weft-proxy: %s given more than %d times\n", flag, WP_MAX_STATUS_ADDRS);
+        return -1;
+    }
+    list[(*n)++] = v;
+    return 0;
+}
+
+/* The readiness flags (everything but the numbers that parse_uint checks). */
+static int parse_readiness(int c, const char *v, wp_server_opts *o)
+{
+    uint64_t s;
+    switch (c) {
+    case OPT_RPOLICY:
+        if (wp_readiness_mode_parse(v, &o->readiness.mode) != 0) {
+            fprintf(stderr,
+                    "weft-proxy: invalid --readiness-policy \"%s\": want istio or control-plane\n",
+                    v);
+            return -1;
+        }
+        return 0;
+    case OPT_RGRACE:
+        if (parse_uint("--readiness-grace-s", v, 86400, &s) != 0)
+            return -1;
+        o->readiness.grace_ms = s * 1000;
+        return 0;
+    default:
+        if (parse_uint("--readiness-stability-s", v, 86400, &s) != 0)
+            return -1;
+        o->readiness.stability_ms = s * 1000;
+        return 0;
+    }
+}
 
 static int parse(int argc, char **argv, wp_server_opts *o)
 {
@@ -80,6 +152,11 @@ static int parse(int argc, char **argv, wp_server_opts *o)
         {"mode", required_argument, 0, OPT_MODE},
         {"file-flush-interval-msec", required_argument, 0, OPT_FLUSH},
         {"version", no_argument, 0, OPT_VER},
+        {"status-address", required_argument, 0, OPT_STATUS},
+        {"health-address", required_argument, 0, OPT_HEALTH},
+        {"readiness-policy", required_argument, 0, OPT_RPOLICY},
+        {"readiness-grace-s", required_argument, 0, OPT_RGRACE},
+        {"readiness-stability-s", required_argument, 0, OPT_RSTABLE},
         {0, 0, 0, 0},
     };
     int c;
@@ -131,6 +208,20 @@ static int parse(int argc, char **argv, wp_server_opts *o)
                 return -1;
             }
             break;
+        case OPT_STATUS:
+            if (add_addr("--status-address", optarg, o->status_addrs, &o->nstatus) != 0)
+                return -1;
+            break;
+        case OPT_HEALTH:
+            if (add_addr("--health-address", optarg, o->health_addrs, &o->nhealth) != 0)
+                return -1;
+            break;
+        case OPT_RPOLICY:
+        case OPT_RGRACE:
+        case OPT_RSTABLE:
+            if (parse_readiness(c, optarg, o) != 0)
+                return -1;
+            break;
         case ':':
             fprintf(stderr, "weft-proxy: flag %s needs a value\n", argv[optind - 1]);
             return -1;
@@ -154,6 +245,7 @@ int main(int argc, char **argv)
 {
     wp_server_opts o = {
         .drain_time_s = 600, .flush_interval_ms = 10000, .argc = argc, .argv = argv};
+    wp_readiness_policy_default(&o.readiness);
     if (parse(argc, argv, &o) != 0)
         return 2;
     int lvl = WF_LOG_INFO;

@@ -15,6 +15,7 @@
 #include "proxy/bootstrap.h"
 #include "proxy/proxy_internal.h"
 #include "proxy/server.h"
+#include "proxy/status.h"
 #include "proxy/worker.h"
 
 typedef struct {
@@ -27,6 +28,9 @@ typedef struct {
     wp_admin *admin;
     bool stopping;
     int64_t last_uptime;
+    wp_readiness readiness;
+    wp_status *status[2 * WP_MAX_STATUS_ADDRS];
+    size_t nstatus;
 } wp_main;
 
 static int compile_routes(wp_config *cfg, wf_strbuf *err)
@@ -53,6 +57,9 @@ static void stop_all(wp_main *m)
     uv_close((uv_handle_t *)&m->od_timer, NULL);
     if (m->admin)
         wp_admin_close(m->admin);
+    for (size_t i = 0; i < m->nstatus; i++)
+        wp_status_close(m->status[i]);
+    m->nstatus = 0;
 }
 
 static void on_drain_tick(uv_timer_t *t)
@@ -75,6 +82,7 @@ static void start_drain(wp_main *m)
     WF_LOG(WF_LC_main, WF_LOG_INFO, "draining listeners (drain time %llus)",
            (unsigned long long)m->opts->drain_time_s);
     atomic_store(&m->srv.state, 1);
+    wp_readiness_draining(&m->readiness, uv_now(m->loop));
     wp_stat_add(wp_stats_get_shard(m->srv.pstats->store, m->srv.nworkers),
                 m->srv.pstats->server_state, 1);
     for (unsigned i = 0; i < m->srv.nworkers; i++)
@@ -314,6 +322,51 @@ int wp_server_apply(wp_server *srv, wp_config *cfg, wf_strbuf *err)
     return 0;
 }
 
+/* ---------- status servers (status.h): readiness and merged metrics ---------- */
+
+static bool st_ready(void *ud, char *reason, size_t cap)
+{
+    wp_main *m = ud;
+    return wp_readiness_check(&m->readiness, uv_now(m->loop), reason, cap);
+}
+
+static void st_prometheus(void *ud, wf_strbuf *out)
+{
+    wp_main *m = ud;
+    wf_strbuf err = {0};
+    wp_stats_tags *tags = wp_stats_tags_from_config(m->srv.cfg->stats_config, &err);
+    wf_strbuf_free(&err);
+    wp_stats_render_prometheus(m->srv.stats_store, tags, false, NULL, out);
+    wp_stats_tags_free(tags);
+}
+
+static int start_one_status(wp_main *m, const char *addr, bool readiness_only, wf_strbuf *err)
+{
+    wp_status_opts opts = {.address = addr, .readiness_only = readiness_only};
+    wp_status_callbacks cb = {.ready = st_ready, .render_prometheus = st_prometheus, .ud = m};
+    wp_status *s = wp_status_start(m->loop, &opts, &cb, err);
+    if (!s)
+        return -1;
+    m->status[m->nstatus++] = s;
+    return 0;
+}
+
+/* --status-address and --health-address servers; -1 with err (those started are closed). */
+static int start_status(wp_main *m, wf_strbuf *err)
+{
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < m->opts->nstatus; i++)
+        rc = start_one_status(m, m->opts->status_addrs[i], false, err);
+    for (size_t i = 0; rc == 0 && i < m->opts->nhealth; i++)
+        rc = start_one_status(m, m->opts->health_addrs[i], true, err);
+    if (rc != 0) {
+        for (size_t i = 0; i < m->nstatus; i++)
+            wp_status_close(m->status[i]);
+        m->nstatus = 0;
+    }
+    return rc;
+}
+
 static void free_server(wp_main *m, unsigned nstarted)
 {
     wp_server *srv = &m->srv;
@@ -424,12 +477,23 @@ int wp_server_run(const wp_server_opts *o)
     uv_loop_init(&loop);
     m.loop = &loop;
     m.srv.start_time = (int64_t)uv_now(&loop);
+    wp_readiness_init(&m.readiness, &o->readiness);
+    wp_readiness_set_static(&m.readiness); /* no xDS yet */
     if (m.srv.cfg->has_admin) {
         m.admin = wp_admin_start(&loop, &m.srv, &m, o, &err);
         if (!m.admin) {
             uv_loop_close(&loop);
             return fail(&m, ninit, "admin", &err);
         }
+    }
+    if (start_status(&m, &err) != 0) {
+        if (m.admin)
+            wp_admin_close(m.admin);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        if (m.admin)
+            wp_admin_free(m.admin);
+        uv_loop_close(&loop);
+        return fail(&m, ninit, "status server", &err);
     }
     uv_signal_init(&loop, &m.sigterm);
     uv_signal_init(&loop, &m.sigint);
@@ -447,6 +511,7 @@ int wp_server_run(const wp_server_opts *o)
     for (unsigned i = 0; i < m.srv.nworkers; i++)
         wp_worker_start(&m.srv.workers[i]);
     atomic_store(&m.srv.workers_started, 1);
+    wp_readiness_workers_started(&m.readiness, uv_now(&loop));
     WF_LOG(WF_LC_main, WF_LOG_INFO, "starting main dispatch loop (%u workers)", m.srv.nworkers);
     uv_run(&loop, UV_RUN_DEFAULT);
     for (unsigned i = 0; i < m.srv.nworkers; i++)

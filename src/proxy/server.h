@@ -10,7 +10,12 @@
 #define WEFT_PROXY_SERVER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "proxy/readiness.h"
+
+#define WP_MAX_STATUS_ADDRS 4
 
 typedef struct {
     const char *config_path; /* -c */
@@ -22,7 +27,12 @@ typedef struct {
     const char *service_cluster; /* overrides node.cluster */
     bool validate_only;          /* --mode validate */
     uint64_t flush_interval_ms;  /* --file-flush-interval-msec, default 10000 */
-    int argc;                    /* for /server_info command_line_options */
+    /* --status-address (Istio's 15020: /healthz/ready, /stats/prometheus) and
+     * --health-address (the gateway's 15021: /healthz/ready only), readiness.h */
+    const char *status_addrs[WP_MAX_STATUS_ADDRS], *health_addrs[WP_MAX_STATUS_ADDRS];
+    size_t nstatus, nhealth;
+    wp_readiness_policy readiness;
+    int argc; /* for /server_info command_line_options */
     char **argv;
 } wp_server_opts;
 
