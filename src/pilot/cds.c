@@ -34,7 +34,7 @@ typedef struct cl_in {
 } cl_in;
 
 /* Istio's getDefaultCircuitBreakerThresholds. */
-static json_t *default_circuit_breakers(void)
+json_t *cds_default_circuit_breakers(void)
 {
     return json_pack("{s:[{s:I,s:I,s:I,s:I,s:b}]}", "thresholds", "max_connections", CB_MAX,
                      "max_pending_requests", CB_MAX, "max_requests", CB_MAX, "max_retries", CB_MAX,
@@ -75,7 +75,7 @@ static json_t *outbound_cluster_base(const char *name, const cl_in *in)
     return json_pack("{s:s,s:s,s:s,s:s,s:o,s:s,s:s,s:o,s:o}", "@type", CLUSTER_TYPE, "name", name,
                      "alt_stat_name", alt, "type", "EDS", "eds_cluster_config",
                      eds_cluster_config(name), "connect_timeout", CONNECT_TO, "lb_policy",
-                     DEFAULT_LB, "circuit_breakers", default_circuit_breakers(), "metadata",
+                     DEFAULT_LB, "circuit_breakers", cds_default_circuit_breakers(), "metadata",
                      istio_metadata(in));
 }
 
@@ -161,7 +161,7 @@ static json_t *passthrough_cluster(void)
     return json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o}", "@type", CLUSTER_TYPE, "name",
                      WF_CLUSTER_PASSTHROUGH, "type", "ORIGINAL_DST", "connect_timeout", CONNECT_TO,
                      "lb_policy", "CLUSTER_PROVIDED", "circuit_breakers",
-                     default_circuit_breakers(), "typed_extension_protocol_options", hpo);
+                     cds_default_circuit_breakers(), "typed_extension_protocol_options", hpo);
 }
 
 static int add_all(cds_ctx *x)

@@ -23,6 +23,11 @@ cds_policy cds_policy_resolve(const wf_node *top, const wf_node *subset_tp, int3
  * circuit_breakers.thresholds[0]). Returns 0, or -1 on out of memory. */
 int cds_policy_apply(json_t *c, const cds_policy *p);
 
+/* Istio's getDefaultCircuitBreakerThresholds: {"thresholds": [{max_connections,
+ * max_pending_requests, max_requests, max_retries = 4294967295, track_remaining true}]}. A new
+ * object, NULL on OOM. Shared with pilot/inbound.c. */
+json_t *cds_default_circuit_breakers(void);
+
 /* Protobuf JSON text of a duration in nanoseconds ("10s", "0.030s"); NULL on OOM. */
 json_t *cds_duration(int64_t ns);
 

@@ -4,7 +4,9 @@
  */
 #include "pilot/lds.h"
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "pilot/rds_internal.h"
@@ -21,13 +23,16 @@
 #define CORS_TYPE    "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors"
 #define ROUTER_TYPE  "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
 
-/* istio.metadata_exchange as Istio writes it for a sidecar's outbound HCM. */
-static json_t *mx_filter(void)
+/* istio.metadata_exchange as Istio writes it: xdsfilters.SidecarOutboundMetadataFilter (sidecar
+ * outbound and gateway) or SidecarInboundMetadataFilter (sidecar inbound). */
+static json_t *mx_filter(bool inbound)
 {
+    const char *disc = inbound ? "downstream_discovery" : "upstream_discovery";
+    const char *prop = inbound ? "downstream_propagation" : "upstream_propagation";
     return json_pack("{s:s,s:{s:s,s:s,s:{s:[{s:{}},{s:{}}],s:[{s:{}}]}}}", "name",
                      "istio.metadata_exchange", "typed_config", "@type", TYPED_STRUCT, "type_url",
-                     MX_URL, "value", "upstream_discovery", "istio_headers", "workload_discovery",
-                     "upstream_propagation", "istio_headers");
+                     MX_URL, "value", disc, "istio_headers", "workload_discovery", prop,
+                     "istio_headers");
 }
 
 static json_t *typed_filter(const char *name, const char *type)
@@ -35,38 +40,97 @@ static json_t *typed_filter(const char *name, const char *type)
     return json_pack("{s:s,s:{s:s}}", "name", name, "typed_config", "@type", type);
 }
 
-/* Istio's sidecar-outbound HTTP filter chain for an HTTP (non-gRPC) port. */
-static json_t *http_filters(void)
+/* istio.stats: the reporter follows the listener direction; the Host header fallback for
+ * destination_service is disabled on inbound and gateway listeners (Istio's telemetry.go). */
+static json_t *stats_filter(wf_lds_class cls)
 {
-    json_t *stats = json_pack("{s:s,s:{s:s,s:s,s:{}}}", "name", "istio.stats", "typed_config",
-                              "@type", TYPED_STRUCT, "type_url", STATS_URL, "value");
-    return json_pack("[o,o,o,o,o]", mx_filter(),
+    json_t *value = cls == WF_LDS_SIDECAR_OUTBOUND
+                        ? json_object()
+                        : json_pack("{s:b}", "disable_host_header_fallback", 1);
+    return json_pack("{s:s,s:{s:s,s:s,s:o}}", "name", "istio.stats", "typed_config", "@type",
+                     TYPED_STRUCT, "type_url", STATS_URL, "value", value);
+}
+
+/* Istio's HTTP filter chain for an HTTP (non-gRPC) port. */
+static json_t *http_filters(wf_lds_class cls)
+{
+    return json_pack("[o,o,o,o,o]", mx_filter(cls == WF_LDS_SIDECAR_INBOUND),
                      typed_filter("envoy.filters.http.fault", FAULT_TYPE),
-                     typed_filter("envoy.filters.http.cors", CORS_TYPE), stats,
+                     typed_filter("envoy.filters.http.cors", CORS_TYPE), stats_filter(cls),
                      typed_filter("envoy.filters.http.router", ROUTER_TYPE));
 }
 
-static json_t *hcm(int32_t port)
+/* route_config_name over ADS, or the inline configuration (consumed). */
+static int set_routes(json_t *h, const wf_lds_http *spec)
 {
-    json_t *rds =
-        json_pack("{s:o,s:{s:{},s:s}}", "route_config_name", json_sprintf("%d", (int)port),
-                  "config_source", "ads", "resource_api_version", "V3");
-    return json_pack("{s:s,s:o,s:o,s:o,s:s,s:b,s:s,s:b,s:s}", "@type", HCM_TYPE, "stat_prefix",
-                     json_sprintf("outbound_0.0.0.0_%d", (int)port), "rds", rds, "http_filters",
-                     http_filters(), "server_name", "istio-envoy", "use_remote_address", 0,
-                     "stream_idle_timeout", "0s", "normalize_path", 1,
-                     "path_with_escaped_slashes_action", "KEEP_UNCHANGED");
+    if (!spec->rds_name)
+        return json_object_set_new(h, "route_config", spec->route_config);
+    json_decref(spec->route_config);
+    json_t *rds = json_pack("{s:s,s:{s:{},s:s}}", "route_config_name", spec->rds_name,
+                            "config_source", "ads", "resource_api_version", "V3");
+    return json_object_set_new(h, "rds", rds);
 }
 
-static json_t *listener(int32_t port)
+static json_t *hcm(const wf_lds_http *spec)
 {
-    return json_pack("{s:s,s:o,s:{s:{s:s,s:i}},s:[{s:[{s:s,s:o}]}],s:s}", "@type", LISTENER_TYPE,
-                     "name", json_sprintf("0.0.0.0_%d", (int)port), "address", "socket_address",
-                     "address", "0.0.0.0", "port_value", (int)port, "filter_chains", "filters",
-                     "name", HCM_NAME, "typed_config", hcm(port), "traffic_direction", "OUTBOUND");
+    /* Envoy's field order: stat_prefix, rds / route_config, http_filters, ... */
+    json_t *h = json_pack("{s:s,s:s}", "@type", HCM_TYPE, "stat_prefix", spec->stat_prefix);
+    if (!h) {
+        json_decref(spec->route_config);
+        return NULL;
+    }
+    json_t *rest =
+        set_routes(h, spec) == 0
+            ? json_pack("{s:o,s:s,s:b,s:s,s:b,s:s}", "http_filters", http_filters(spec->cls),
+                        "server_name", "istio-envoy", "use_remote_address",
+                        spec->cls == WF_LDS_GATEWAY, "stream_idle_timeout", "0s", "normalize_path",
+                        1, "path_with_escaped_slashes_action", "KEEP_UNCHANGED")
+            : NULL;
+    if (!rest || json_object_update(h, rest) != 0) {
+        json_decref(rest);
+        json_decref(h);
+        return NULL;
+    }
+    json_decref(rest);
+    return h;
+}
+
+json_t *wf_lds_http_listener(const wf_lds_http *spec)
+{
+    if (!spec || !spec->name || !spec->address || !spec->stat_prefix ||
+        (!spec->rds_name && !spec->route_config)) {
+        if (spec)
+            json_decref(spec->route_config);
+        return NULL;
+    }
+    const char *dir = spec->cls == WF_LDS_SIDECAR_INBOUND ? "INBOUND" : "OUTBOUND";
+    return json_pack("{s:s,s:s,s:{s:{s:s,s:i}},s:[{s:[{s:s,s:o}]}],s:s}", "@type", LISTENER_TYPE,
+                     "name", spec->name, "address", "socket_address", "address", spec->address,
+                     "port_value", (int)spec->port, "filter_chains", "filters", "name", HCM_NAME,
+                     "typed_config", hcm(spec), "traffic_direction", dir);
+}
+
+static json_t *listener(int32_t port, const char *bind)
+{
+    char name[32], prefix[48], rds[16];
+    snprintf(name, sizeof name, "0.0.0.0_%d", (int)port);
+    snprintf(prefix, sizeof prefix, "outbound_0.0.0.0_%d", (int)port);
+    snprintf(rds, sizeof rds, "%d", (int)port);
+    const wf_lds_http spec = {.cls = WF_LDS_SIDECAR_OUTBOUND,
+                              .name = name,
+                              .address = bind,
+                              .port = port,
+                              .stat_prefix = prefix,
+                              .rds_name = rds};
+    return wf_lds_http_listener(&spec);
 }
 
 json_t *wf_lds_sidecar_outbound_listeners(const wf_store *store)
+{
+    return wf_lds_sidecar_outbound_listeners_at(store, NULL);
+}
+
+json_t *wf_lds_sidecar_outbound_listeners_at(const wf_store *store, const char *bind)
 {
     if (!store)
         return NULL;
@@ -76,7 +140,7 @@ json_t *wf_lds_sidecar_outbound_listeners(const wf_store *store)
         goto fail;
     size_t np = rds_http_ports(store, ports);
     for (size_t i = 0; i < np; i++)
-        if (json_array_append_new(out, listener(ports[i])) != 0)
+        if (json_array_append_new(out, listener(ports[i], bind ? bind : "0.0.0.0")) != 0)
             goto fail;
     free(ports);
     return out;

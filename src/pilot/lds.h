@@ -35,7 +35,7 @@
  * they are what Istio sends; the proxy has to learn them.
  *
  * Left out (Istio emits them): access_log (Istio writes one only when MeshConfig
- * accessLogFile is set; issue 5's MeshConfig work adds it), tracing, request_id_extension,
+ * accessLogFile is set; pilot/generate.c adds it to every HCM), tracing, request_id_extension,
  * upgrade_configs (websocket), envoy.filters.http.grpc_stats / grpc_web for gRPC ports,
  * istio.alpn, Istio's bind_to_port false with listener_filters (tls_inspector,
  * http_inspector), filter_chain_match and the TCP fallback chains of a port shared by HTTP
@@ -46,6 +46,7 @@
 #define WF_PILOT_LDS_H
 
 #include <jansson.h>
+#include <stdint.h>
 
 #include "model/store.h"
 
@@ -53,5 +54,44 @@
  * it with json_decref) of Listener objects, ascending by port; empty when no Service has an
  * HTTP port. store is only read. Returns NULL on out of memory or a NULL store. */
 json_t *wf_lds_sidecar_outbound_listeners(const wf_store *store);
+
+/* The same listeners bound to bind:<port> instead of 0.0.0.0:<port> (bind NULL = "0.0.0.0");
+ * names stay "0.0.0.0_<port>". For the local mesh, where each pod's sidecar binds its own
+ * loopback address (pilot/generate.h WEFT_LOCALHOST). */
+json_t *wf_lds_sidecar_outbound_listeners_at(const wf_store *store, const char *bind);
+
+/* ---- one HTTP listener, shared with pilot/inbound.h and pilot/gateway.h ---- */
+
+/* Istio's listener classes (istionetworking.ListenerClass), which pick the HCM's details:
+ *  - SIDECAR_OUTBOUND: as above.
+ *  - SIDECAR_INBOUND: traffic_direction INBOUND; istio.metadata_exchange with the downstream
+ *    flavor (SidecarInboundMetadataFilter: downstream_discovery [istio_headers,
+ *    workload_discovery], downstream_propagation [istio_headers]); istio.stats value
+ *    {disable_host_header_fallback: true}.
+ *  - GATEWAY: traffic_direction OUTBOUND, the outbound metadata_exchange flavor, istio.stats
+ *    {disable_host_header_fallback: true}, use_remote_address true (Istio's gateways trust
+ *    the connection's peer as the client address, pilot/pkg/networking/core/gateway.go). */
+typedef enum wf_lds_class {
+    WF_LDS_SIDECAR_OUTBOUND = 0,
+    WF_LDS_SIDECAR_INBOUND,
+    WF_LDS_GATEWAY,
+} wf_lds_class;
+
+typedef struct wf_lds_http {
+    wf_lds_class cls;
+    const char *name;        /* listener name ("0.0.0.0_8080") */
+    const char *address;     /* bind address */
+    int32_t port;            /* bind port */
+    const char *stat_prefix; /* HCM stat_prefix */
+    const char *rds_name;    /* route_config_name fetched over ADS; NULL = inline route_config */
+    json_t *route_config;    /* the inline RouteConfiguration when rds_name is NULL: a reference
+                              * the call takes over (released even on failure) */
+} wf_lds_http;
+
+/* One Listener with one filter chain holding Istio's HTTP connection manager for spec (the
+ * HCM fields described above: server_name, stream_idle_timeout, normalize_path, ...). Returns
+ * a new object (caller json_decrefs), or NULL on out of memory or when spec lacks name,
+ * address, stat_prefix or both rds_name and route_config. */
+json_t *wf_lds_http_listener(const wf_lds_http *spec);
 
 #endif

@@ -56,7 +56,7 @@ static bool proto_is(const char *p, size_t len, const char *name)
 }
 
 /* Istio's protocol of a Service port, reduced to "gets an HTTP route configuration". */
-static bool http_port(const wf_service_port *sp)
+bool rds_http_service_port(const wf_service_port *sp)
 {
     static const char *const tcp_like[] = {"tcp",   "tls",   "https", "mongo",
                                            "mysql", "redis", "udp",   NULL};
@@ -78,7 +78,7 @@ static bool http_port(const wf_service_port *sp)
 static bool service_has_port(const wf_resource *r, int32_t port)
 {
     for (size_t i = 0; i < r->t.service->nports; i++)
-        if (r->t.service->ports[i].port == port && http_port(&r->t.service->ports[i]))
+        if (r->t.service->ports[i].port == port && rds_http_service_port(&r->t.service->ports[i]))
             return true;
     return false;
 }
@@ -102,7 +102,7 @@ size_t rds_http_ports(const wf_store *s, int32_t *ports)
             bool seen = false;
             for (size_t k = 0; k < np && !seen; k++)
                 seen = ports[k] == sp->port;
-            if (!seen && http_port(sp))
+            if (!seen && rds_http_service_port(sp))
                 ports[np++] = sp->port;
         }
     }
@@ -112,7 +112,7 @@ size_t rds_http_ports(const wf_store *s, int32_t *ports)
 
 /* ---------- which VirtualService binds a Service ---------- */
 
-static bool vs_visible(const wf_resource *vs, const char *proxy_ns)
+bool rds_vs_visible(const wf_resource *vs, const char *proxy_ns)
 {
     const wf_strs *e = &vs->t.vs->export_to;
     if (e->n == 0)
@@ -161,7 +161,7 @@ static int find_vs(const rds_ctx *x, const char *fqdn, const wf_resource **out)
     *out = NULL;
     for (size_t i = 0; i < n; i++) {
         const wf_resource *vs = all[i];
-        if (!vs->t.vs || !vs_visible(vs, x->proxy_ns) || !vs_for_mesh(vs))
+        if (!vs->t.vs || !rds_vs_visible(vs, x->proxy_ns) || !vs_for_mesh(vs))
             continue;
         for (size_t j = 0; j < vs->t.vs->hosts.n; j++) {
             int m = host_match(x, vs, vs->t.vs->hosts.v[j], fqdn);
@@ -238,12 +238,19 @@ fail:
     return NULL;
 }
 
-/* Istio's default route of a Service without a VirtualService. */
-static json_t *default_route(const char *cluster)
+/* Istio's default route of a Service without a VirtualService: the retry policy is
+ * ConvertPolicy(MeshConfig defaultHttpRetryPolicy), Istio's default when that is unset. */
+static json_t *default_route(const rds_ctx *x, const char *cluster)
 {
-    return json_pack("{s:{s:s},s:{s:s,s:s,s:o},s:s}", "match", "prefix", "/", "route", "cluster",
-                     cluster, "timeout", "0s", "retry_policy", rds_default_retry_policy(), "name",
-                     "default");
+    json_t *retry = NULL;
+    json_t *r = json_pack("{s:{s:s},s:{s:s,s:s},s:s}", "match", "prefix", "/", "route", "cluster",
+                          cluster, "timeout", "0s", "name", "default");
+    if (!r || rds_retry_policy(x->default_retries, &retry) != 0 ||
+        (retry && json_object_set_new(json_object_get(r, "route"), "retry_policy", retry) != 0)) {
+        json_decref(r);
+        return NULL;
+    }
+    return r;
 }
 
 static json_t *service_routes(rc_build *b, const char *fqdn, const wf_resource *vs)
@@ -258,7 +265,7 @@ static json_t *service_routes(rc_build *b, const char *fqdn, const wf_resource *
         return NULL;
     }
     char *cluster = wf_cluster_name("outbound", b->port, NULL, fqdn);
-    if (!cluster || json_array_append_new(routes, default_route(cluster)) != 0) {
+    if (!cluster || json_array_append_new(routes, default_route(b->x, cluster)) != 0) {
         free(cluster);
         json_decref(routes);
         return NULL;
@@ -366,7 +373,8 @@ json_t *wf_rds_sidecar_route_configs(const wf_store *store, const wf_rds_options
     rds_ctx x = {.s = store,
                  .proxy_ns = opt->proxy_ns && *opt->proxy_ns ? opt->proxy_ns : NULL,
                  .suffix = opt->domain_suffix ? opt->domain_suffix : wf_store_domain_suffix(store),
-                 .proxy_labels = opt->proxy_labels};
+                 .proxy_labels = opt->proxy_labels,
+                 .default_retries = opt->default_retries};
     json_t *out = json_array();
     int32_t *ports = calloc(MAX_PORTS, sizeof *ports);
     if (!out || !ports)

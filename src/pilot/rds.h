@@ -31,7 +31,9 @@
  *    `outbound|<port>||<fqdn>`, timeout "0s", Istio's default retry policy (retry_on
  *    "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes",
  *    num_retries 2, retry_host_predicate previous_hosts, host_selection_retry_max_attempts
- *    "5", no retriable_status_codes since Istio 1.24).
+ *    "5", no retriable_status_codes since Istio 1.24). MeshConfig defaultHttpRetryPolicy
+ *    (opt->default_retries) replaces it, converted as a VirtualService `retries` block, here
+ *    and on VirtualService routes without `retries` (Istio's route.go / retry.ConvertPolicy).
  *  - with a VirtualService (see rds_route.c for the field mapping): its http routes in
  *    order, one Envoy route per applicable match, stopping after a catch-all; no default
  *    route is added after them (a request matching none gets 404 NR, as in Istio).
@@ -65,11 +67,13 @@
 #include "model/store.h"
 
 typedef struct wf_rds_options {
-    const char *proxy_ns;       /* namespace of the proxy; NULL or "" = none */
-    const char *domain_suffix;  /* NULL = wf_store_domain_suffix(store) */
-    const wf_kvs *proxy_labels; /* for match.sourceLabels; NULL = no labels */
-    bool registry_only;         /* outboundTrafficPolicy REGISTRY_ONLY: block_all vhost */
-    bool port_in_domains;       /* also "domain:port"; no ignore_port_in_host_matching */
+    const char *proxy_ns;           /* namespace of the proxy; NULL or "" = none */
+    const char *domain_suffix;      /* NULL = wf_store_domain_suffix(store) */
+    const wf_kvs *proxy_labels;     /* for match.sourceLabels; NULL = no labels */
+    bool registry_only;             /* outboundTrafficPolicy REGISTRY_ONLY: block_all vhost */
+    bool port_in_domains;           /* also "domain:port"; no ignore_port_in_host_matching */
+    const wf_node *default_retries; /* MeshConfig defaultHttpRetryPolicy (an HTTPRetry map);
+                                     * NULL = Istio's default policy */
 } wf_rds_options;
 
 /* The outbound route configurations of a sidecar: a new JSON array (the caller owns it and

@@ -7,6 +7,7 @@
 #define WF_PILOT_RDS_INTERNAL_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,8 @@ typedef struct rds_ctx {
     const char *proxy_ns; /* NULL = none */
     const char *suffix;   /* cluster DNS suffix */
     const wf_kvs *proxy_labels;
+    const wf_node *default_retries; /* MeshConfig defaultHttpRetryPolicy; NULL = Istio's */
+    const char *gateway;            /* "ns/name" of the Gateway the routes are for; NULL = "mesh" */
 } rds_ctx;
 
 #define RDS_MAX_PORTS 1024
@@ -26,6 +29,13 @@ typedef struct rds_ctx {
  * Returns the count. Shared with lds.c so listeners and route configurations agree. */
 size_t rds_http_ports(const wf_store *s, int32_t *ports);
 
+/* Istio's protocol of a Service port, reduced to "carries HTTP" (see rds.h). */
+bool rds_http_service_port(const wf_service_port *sp);
+
+/* Is VirtualService vs exported to proxy_ns (exportTo empty, "*", proxy_ns, "." from the same
+ * namespace)? proxy_ns NULL = only "*" and empty exportTo. */
+bool rds_vs_visible(const wf_resource *vs, const char *proxy_ns);
+
 /* Istio's ResolveShortnameToFQDN: a host without a dot becomes host.ns.svc.suffix; anything
  * else (including "*") is kept. Returns a new heap string (free()), NULL on OOM. */
 char *rds_resolve_host(const char *host, const char *ns, const char *suffix);
@@ -34,8 +44,16 @@ char *rds_resolve_host(const char *host, const char *ns, const char *suffix);
 json_t *rds_default_retry_policy(void);
 
 /* Append the Envoy routes VirtualService vs produces for listener port `port` to the array
- * routes, in order, stopping after a catch-all route as Istio does. Returns 0, -1 on OOM. */
+ * routes, in order, stopping after a catch-all route as Istio does. For a gateway
+ * (x->gateway set) `port` is the Gateway server's port number and a match applies when its
+ * `gateways` is empty or names x->gateway; otherwise when it is empty or names "mesh". Routes
+ * without `retries` get x->default_retries (NULL: Istio's default policy). Returns 0, -1 on
+ * OOM. */
 int rds_vs_routes(const rds_ctx *x, const wf_resource *vs, int32_t port, json_t *routes);
+
+/* Istio's IsCatchAllRoute: match prefix "/" (or regex "*") without header or query
+ * parameter matchers. */
+bool rds_catch_all_route(json_t *route);
 
 /* ---- rds_policy.c ---- */
 

@@ -23,6 +23,19 @@ typedef struct vs_in {
 
 /* ---------- matches ---------- */
 
+/* Does the match's gateway entry g name what the routes are built for ("mesh", or the
+ * Gateway "ns/name"; a name without '/' is in the VirtualService's namespace)? */
+static bool gateway_is(const vs_in *in, const char *g)
+{
+    const char *want = in->x->gateway;
+    if (!g || !want)
+        return g && !want && !strcmp(g, "mesh");
+    if (strchr(g, '/'))
+        return !strcmp(g, want);
+    size_t nl = strlen(in->vs->ns);
+    return !strncmp(want, in->vs->ns, nl) && want[nl] == '/' && !strcmp(want + nl + 1, g);
+}
+
 /* sourceMatchHTTP and the match's port, for this proxy and listener port. */
 static bool match_applies(const vs_in *in, const wf_node *m)
 {
@@ -32,7 +45,7 @@ static bool match_applies(const vs_in *in, const wf_node *m)
     const wf_node *gws = wf_map_get(m, "gateways");
     bool mesh = wf_seq_len(gws) == 0;
     for (size_t i = 0; i < wf_seq_len(gws) && !mesh; i++)
-        mesh = wf_node_str(wf_seq_at(gws, i)) && !strcmp(wf_node_str(wf_seq_at(gws, i)), "mesh");
+        mesh = gateway_is(in, wf_node_str(wf_seq_at(gws, i)));
     const char *sns = wf_map_str(m, "sourceNamespace");
     if (!mesh || (sns && (!in->x->proxy_ns || strcmp(sns, in->x->proxy_ns) != 0)))
         return false;
@@ -163,8 +176,8 @@ static json_t *route_match(const wf_node *m)
     return out;
 }
 
-/* isCatchAllRoute */
-static bool catch_all_route(json_t *r)
+/* isCatchAllRoute (rds_internal.h) */
+bool rds_catch_all_route(json_t *r)
 {
     json_t *m = json_object_get(r, "match");
     const char *p = json_string_value(json_object_get(m, "prefix"));
@@ -278,13 +291,14 @@ static json_t *route_action(const vs_in *in, const wf_route *r)
 {
     json_t *a = json_object(), *retry = NULL;
     const wf_node *rw = wf_map_get(r->node, "rewrite");
+    const wf_node *retries = wf_map_get(r->node, "retries");
     int64_t ns = 0;
     json_t *to = r->timeout && wf_go_duration(r->timeout, &ns, NULL) == 0 && ns >= 0
                      ? cds_duration(ns)
                      : json_string("0s");
     if (!a || !to || destinations(a, in, r) != 0 || rewrite(a, rw) != 0 ||
         json_object_set(a, "timeout", to) != 0 ||
-        rds_retry_policy(wf_map_get(r->node, "retries"), &retry) != 0 ||
+        rds_retry_policy(retries ? retries : in->x->default_retries, &retry) != 0 ||
         (retry && json_object_set_new(a, "retry_policy", retry) != 0) || mirror(a, in, r) != 0 ||
         regex_rewrite(a, rw) != 0) {
         json_decref(a);
@@ -409,7 +423,7 @@ int rds_vs_routes(const rds_ctx *x, const wf_resource *vs, int32_t port, json_t 
             json_t *rt = translate(&in, r, m);
             if (json_array_append_new(routes, rt) != 0)
                 return -1;
-            catch_all = catch_all_route(rt);
+            catch_all = rds_catch_all_route(rt);
         }
     }
     return 0;

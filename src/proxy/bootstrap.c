@@ -6,11 +6,22 @@
  *   admin {address, access_log_path, access_log[] (file/stdout/stderr), profile_path}
  *   static_resources.listeners[] {name, address, per_connection_buffer_limit_bytes,
  *     filter_chains[1] {name, filters[1]: envoy.filters.network.http_connection_manager}}
- *   static_resources.clusters[] (STATIC, STRICT_DNS, LOGICAL_DNS; see dec_cluster)
+ *   static_resources.clusters[] (STATIC, STRICT_DNS, LOGICAL_DNS, ORIGINAL_DST; see
+ *     dec_cluster)
  *   stats_config {stats_tags, use_all_default_tags, stats_matcher, histogram_bucket_settings}
  *     (checked, kept as JSON for the stats store);
- *   layered_runtime, dynamic_resources, cluster_manager, overload_manager only as empty
- *   objects.
+ *   dynamic_resources {ads_config, cds_config, lds_config} (bootstrap_dynamic.c);
+ *   layered_runtime, cluster_manager, overload_manager only as empty objects.
+ * What xDS resources carry (weft-pilot's and Istio's output, composed into a bootstrap by
+ * xds_compose.h) is accepted where it is harmless: "@type" naming the right type on a
+ * Listener, Cluster, RouteConfiguration or ClusterLoadAssignment; envoy.filters.http.cors
+ * without a policy (a no-op in Envoy without route/vhost cors policies); HCM normalize_path
+ * (recorded, not acted upon: config.h) and path_with_escaped_slashes_action KEEP_UNCHANGED;
+ * ORIGINAL_DST / CLUSTER_PROVIDED (kept without endpoints, config.h original_dst);
+ * circuit-breaker track_remaining; use_downstream_protocol_config with empty options;
+ * endpoint metadata and health_check_config, locality load_balancing_weight, the assignment's
+ * policy.overprovisioning_factor (ignored: one priority, no locality weighting); a `pipe`
+ * endpoint in the ADS cluster only.
  * Route configurations are decoded in the second half of this file.
  *
  * Choices where Envoy leaves room ([verify] in the behaviour reference):
@@ -35,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include "core/strmap.h"
 #include "proxy/bootstrap_internal.h"
@@ -46,10 +58,15 @@
 #define HCM_TYPE                                                                                   \
     "type.googleapis.com/"                                                                         \
     "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
-#define ROUTER_NAME "envoy.filters.http.router"
-#define ROUTER_TYPE "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
-#define HPO_NAME    "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
-#define HPO_TYPE    "type.googleapis.com/" HPO_NAME
+#define ROUTER_NAME      "envoy.filters.http.router"
+#define ROUTER_TYPE      "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
+#define HPO_NAME         "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
+#define HPO_TYPE         "type.googleapis.com/" HPO_NAME
+#define WP_CLA_TYPE      "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+#define WP_CLUSTER_TYPE  "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+#define WP_LISTENER_TYPE "type.googleapis.com/envoy.config.listener.v3.Listener"
+#define CORS_NAME        "envoy.filters.http.cors"
+#define CORS_TYPE        "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors"
 #define STATIC_IP_MSG                                                                              \
     "malformed IP address: %s. Consider setting resolver_name or setting cluster type to "         \
     "'STRICT_DNS' or 'LOGICAL_DNS'"
@@ -351,6 +368,11 @@ bool bs_type_is(bs *b, json_t *o, const char *type)
     return true;
 }
 
+bool bs_opt_type(bs *b, json_t *o, const char *type)
+{
+    return !bs_get(o, "@type") || bs_type_is(b, o, type);
+}
+
 bool bs_sub(bs *b, json_t *o, const char *k, bool (*fn)(bs *, json_t *, void *), void *arg)
 {
     json_t *v = bs_get(o, k);
@@ -634,6 +656,21 @@ static bool dec_fault_filter(bs *b, json_t *tc)
     return b->hcm->fault != NULL;
 }
 
+/* envoy.filters.http.cors with an empty Cors config (what Istio sends on every HCM): without a
+ * CorsPolicy on the route or virtual host the filter does nothing in Envoy, so weft accepts it
+ * as a no-op. Route-level cors policies stay refused (unknown field). */
+static bool dec_cors_filter(bs *b, json_t *tc, char *kind)
+{
+    *kind = 'c';
+    if (!tc)
+        return true;
+    size_t m = bs_push(b, "typed_config");
+    bool ok = json_is_object(tc) ? bs_fields(b, tc, "@type") && bs_type_is(b, tc, CORS_TYPE)
+                                 : bs_fail(b, "wrong type: expected an object");
+    bs_pop(b, m);
+    return ok;
+}
+
 /* One http_filters entry: the fault filter, Istio's filters or the router; *arg records which
  * ('f', 's' istio.stats, 'm' istio.metadata_exchange, 'r'). */
 static bool dec_http_filter(bs *b, json_t *o, void *arg)
@@ -646,10 +683,12 @@ static bool dec_http_filter(bs *b, json_t *o, void *arg)
     bool fault = strcmp(name, WP_FAULT_NAME) == 0;
     bool istio_stats = strcmp(name, WP_ISTIO_STATS_NAME) == 0;
     bool istio_mx = strcmp(name, WP_ISTIO_MX_NAME) == 0;
+    if (strcmp(name, CORS_NAME) == 0)
+        return dec_cors_filter(b, tc, kind);
     if (!fault && !istio_stats && !istio_mx && strcmp(name, ROUTER_NAME) != 0) {
         size_t m = bs_push(b, "name");
-        bs_fail(b, "unsupported http filter \"%s\" (supported: %s, %s, %s, %s)", name,
-                WP_FAULT_NAME, WP_ISTIO_MX_NAME, WP_ISTIO_STATS_NAME, ROUTER_NAME);
+        bs_fail(b, "unsupported http filter \"%s\" (supported: %s, %s, %s, %s, %s)", name,
+                WP_FAULT_NAME, CORS_NAME, WP_ISTIO_MX_NAME, WP_ISTIO_STATS_NAME, ROUTER_NAME);
         bs_pop(b, m);
         return false;
     }
@@ -676,8 +715,8 @@ static bool dec_http_filter(bs *b, json_t *o, void *arg)
     return ok;
 }
 
-/* http_filters: [envoy.filters.http.fault, istio.metadata_exchange, istio.stats, in any
- * order,] envoy.filters.http.router (last). */
+/* http_filters: [envoy.filters.http.fault, envoy.filters.http.cors, istio.metadata_exchange,
+ * istio.stats, in any order,] envoy.filters.http.router (last). */
 static bool dec_http_filters(bs *b, json_t *hcm)
 {
     void *arr;
@@ -716,6 +755,18 @@ static bool dec_hcm_common(bs *b, json_t *o, void *arg)
     return true;
 }
 
+/* normalize_path is recorded (config.h: not acted upon yet); path_with_escaped_slashes_action
+ * only as KEEP_UNCHANGED or its default (IMPLEMENTATION_SPECIFIC_DEFAULT, which Envoy treats as
+ * KEEP_UNCHANGED). */
+static bool dec_path_options(bs *b, json_t *o, wp_hcm *h)
+{
+    static const char *const actions[] = {"IMPLEMENTATION_SPECIFIC_DEFAULT", "KEEP_UNCHANGED",
+                                          NULL};
+    int action = 0;
+    return bs_bool(b, o, "normalize_path", &h->normalize_path) &&
+           bs_enum(b, o, "path_with_escaped_slashes_action", actions, &action);
+}
+
 static bool dec_hcm(bs *b, json_t *o, wp_hcm *h)
 {
     static const char *const codecs[] = {"AUTO", "HTTP1", NULL};
@@ -731,13 +782,14 @@ static bool dec_hcm(bs *b, json_t *o, wp_hcm *h)
                    "@type stat_prefix codec_type route_config rds http_filters server_name "
                    "stream_idle_timeout request_timeout common_http_protocol_options "
                    "max_request_headers_kb generate_request_id use_remote_address "
-                   "xff_num_trusted_hops access_log") ||
-        !bs_type_is(b, o, HCM_TYPE))
+                   "xff_num_trusted_hops access_log normalize_path "
+                   "path_with_escaped_slashes_action") ||
+        !bs_type_is(b, o, HCM_TYPE) || !dec_path_options(b, o, h))
         return false;
     if (bs_get(o, "rds"))
         return bs_fail_at(b, "rds",
-                          "rds is not supported yet (the xDS client arrives with the "
-                          "control-plane issue)");
+                          "rds is supported only in listeners received over LDS (the xDS "
+                          "client inlines the route configuration); use route_config");
     if (!bs_req_str(b, o, "stat_prefix", &h->stat_prefix) ||
         !bs_enum(b, o, "codec_type", codecs, &codec) ||
         !bs_str(b, o, "server_name", &h->server_name) ||
@@ -835,8 +887,9 @@ static bool dec_listener(bs *b, json_t *o, void *arg)
     wp_listener *l = arg;
     l->per_connection_buffer_limit_bytes = WP_DEFAULT_BUFFER_LIMIT;
     if (!bs_fields(b, o,
-                   "name address per_connection_buffer_limit_bytes filter_chains "
+                   "@type name address per_connection_buffer_limit_bytes filter_chains "
                    "traffic_direction") ||
+        !bs_opt_type(b, o, WP_LISTENER_TYPE) ||
         !bs_enum(b, o, "traffic_direction", directions, &l->traffic_direction) ||
         !bs_str(b, o, "name", &l->name) ||
         !req_address(b, o, &l->addr, NULL, NULL, "malformed IP address: %s") ||
@@ -891,7 +944,11 @@ static bool dec_thresholds(bs *b, json_t *o, void *arg)
     wp_thresholds *t = arg;
     int prio = 0;
     *t = (wp_thresholds){1024, 1024, 1024, 3};
-    if (!bs_fields(b, o, "priority max_connections max_pending_requests max_requests max_retries"))
+    bool track = false; /* remaining_* gauges: not kept by weft, accepted and ignored */
+    if (!bs_fields(b, o,
+                   "priority max_connections max_pending_requests max_requests max_retries "
+                   "track_remaining") ||
+        !bs_bool(b, o, "track_remaining", &track))
         return false;
     json_t *p = bs_get(o, "priority");
     if (json_is_string(p) && strcmp(json_string_value(p), "HIGH") == 0)
@@ -944,6 +1001,22 @@ static bool dec_explicit_http(bs *b, json_t *o, void *arg)
     return ok;
 }
 
+/* use_downstream_protocol_config (Istio's PassthroughCluster): weft speaks HTTP/1.1 on both
+ * sides, so the upstream protocol always equals the downstream one; only empty
+ * http_protocol_options / http2_protocol_options are accepted. */
+static bool dec_downstream_proto(bs *b, json_t *o, void *arg)
+{
+    static const char *const keys[] = {"http_protocol_options", "http2_protocol_options", NULL};
+    if (!bs_fields(b, o, "http_protocol_options http2_protocol_options"))
+        return false;
+    for (int i = 0; keys[i]; i++) {
+        json_t *v = bs_get(o, keys[i]);
+        if (v && (!json_is_object(v) || json_object_size(v) != 0))
+            return bs_fail_at(b, keys[i], "only an empty object is supported");
+    }
+    return true;
+}
+
 static bool dec_protocol_options(bs *b, json_t *o, void *arg)
 {
     const char *k;
@@ -954,7 +1027,11 @@ static bool dec_protocol_options(bs *b, json_t *o, void *arg)
         int n = snprintf(b->path + m, sizeof(b->path) - m, "[%s]", k);
         b->plen = n > 0 && m + (size_t)n < sizeof(b->path) ? m + (size_t)n : m;
         bool ok = strcmp(k, HPO_NAME) == 0 ? true : bs_fail(b, "unsupported protocol options");
-        ok = ok && bs_fields(b, v, "@type common_http_protocol_options explicit_http_config") &&
+        ok = ok &&
+             bs_fields(b, v,
+                       "@type common_http_protocol_options explicit_http_config "
+                       "use_downstream_protocol_config") &&
+             bs_sub(b, v, "use_downstream_protocol_config", dec_downstream_proto, arg) &&
              bs_type_is(b, v, HPO_TYPE) &&
              bs_sub(b, v, "common_http_protocol_options", dec_upstream_common, arg) &&
              bs_sub(b, v, "explicit_http_config", dec_explicit_http, arg);
@@ -962,6 +1039,60 @@ static bool dec_protocol_options(bs *b, json_t *o, void *arg)
         if (!ok)
             return false;
     }
+    return true;
+}
+
+/* address {pipe {path, mode}} of a STATIC cluster's endpoint (a Unix socket; Istio's xds-grpc
+ * cluster). Only the ADS cluster may use one (checked in bootstrap_dynamic.c): the data plane
+ * connects over TCP only. */
+/* endpoint.health_check_config: only used by active health checking, which weft does not
+ * have (Istio sends an empty one); port_value and hostname are checked and ignored. */
+static bool check_health_check_config(bs *b, json_t *ep)
+{
+    json_t *hc = bs_get(ep, "health_check_config");
+    if (!hc)
+        return true;
+    size_t m = bs_push(b, "health_check_config");
+    uint32_t port = 0;
+    const char *host = NULL;
+    bool ok = json_is_object(hc) ? bs_fields(b, hc, "port_value hostname")
+                                 : bs_fail(b, "wrong type: expected an object");
+    ok = ok && bs_u32(b, hc, "port_value", &port) && bs_str(b, hc, "hostname", &host);
+    bs_pop(b, m);
+    return ok;
+}
+
+static bool dec_pipe_address(bs *b, json_t *addr, wp_endpoint *e)
+{
+    json_t *pipe = bs_get(addr, "pipe");
+    if (!bs_fields(b, addr, "pipe socket_address"))
+        return false;
+    if (bs_get(addr, "socket_address"))
+        return bs_fail(b, "only one of socket_address, pipe may be set");
+    if (!b->ip_msg)
+        return bs_fail_at(b, "pipe", "pipe addresses are only supported in STATIC clusters");
+    size_t m = bs_push(b, "pipe");
+    const char *path = NULL;
+    uint32_t mode = 0;
+    struct sockaddr_un *un = (struct sockaddr_un *)&e->addr.sa;
+    bool ok = json_is_object(pipe) ? bs_fields(b, pipe, "path mode")
+                                   : bs_fail(b, "wrong type: expected an object");
+    ok = ok && bs_req_str(b, pipe, "path", &path) && bs_u32(b, pipe, "mode", &mode);
+    if (ok && strlen(path) >= sizeof(un->sun_path))
+        ok = bs_fail_at(b, "path", "path too long for a Unix socket");
+    if (ok && !b->pipe_cluster) {
+        b->pipe_cluster = b->cur_cluster;
+        ok = (b->pipe_at = bs_strdup(b, b->path)) != NULL;
+    }
+    bs_pop(b, m);
+    if (!ok)
+        return false;
+    memset(&e->addr, 0, sizeof(e->addr));
+    un->sun_family = AF_UNIX;
+    memcpy(un->sun_path, path, strlen(path) + 1);
+    e->addr.len = (socklen_t)sizeof(*un);
+    snprintf(e->addr.text, sizeof(e->addr.text), "%s", path);
+    e->hostname = path;
     return true;
 }
 
@@ -973,8 +1104,8 @@ static bool dec_lb_endpoint(bs *b, json_t *o, void *arg)
     int h = 0;
     e->weight = 1;
     json_t *ep = bs_get(o, "endpoint");
-    if (!bs_fields(b, o, "endpoint health_status load_balancing_weight") ||
-        !bs_enum(b, o, "health_status", health, &h) ||
+    if (!bs_fields(b, o, "endpoint health_status load_balancing_weight metadata") ||
+        !bs_metadata(b, o) || !bs_enum(b, o, "health_status", health, &h) ||
         !bs_u32(b, o, "load_balancing_weight", &e->weight))
         return false;
     e->health = (wp_health)h;
@@ -984,8 +1115,16 @@ static bool dec_lb_endpoint(bs *b, json_t *o, void *arg)
         return bs_fail_at(b, "endpoint", "missing required field");
     size_t m = bs_push(b, "endpoint");
     const char *hostname = NULL;
-    bool ok = bs_fields(b, ep, "address hostname") && bs_str(b, ep, "hostname", &hostname) &&
-              req_address(b, ep, &e->addr, &e->hostname, &e->port, b->ip_msg);
+    json_t *addr = bs_get(ep, "address");
+    bool ok = bs_fields(b, ep, "address hostname health_check_config") &&
+              bs_str(b, ep, "hostname", &hostname) && check_health_check_config(b, ep);
+    if (ok && json_is_object(addr) && bs_get(addr, "pipe")) {
+        size_t ma = bs_push(b, "address");
+        ok = dec_pipe_address(b, addr, e);
+        bs_pop(b, ma);
+    } else if (ok) {
+        ok = req_address(b, ep, &e->addr, &e->hostname, &e->port, b->ip_msg);
+    }
     if (ok && hostname)
         e->hostname = hostname;
     bs_pop(b, m);
@@ -1003,8 +1142,14 @@ static bool dec_locality_eps(bs *b, json_t *o, void *arg)
     void *arr;
     size_t n = 0;
     json_t *loc = bs_get(o, "locality");
-    if (!bs_fields(b, o, "lb_endpoints locality"))
+    uint32_t weight = 0, priority = 0;
+    /* load_balancing_weight is used only with locality_weighted_lb_config (not supported), so
+     * Envoy ignores it otherwise; priority must be 0 (one priority level). */
+    if (!bs_fields(b, o, "lb_endpoints locality load_balancing_weight priority") ||
+        !bs_u32(b, o, "load_balancing_weight", &weight) || !bs_u32(b, o, "priority", &priority))
         return false;
+    if (priority != 0)
+        return bs_fail_at(b, "priority", "only priority 0 is supported");
     if (loc) {
         size_t m = bs_push(b, "locality");
         bool ok = bs_fields(b, loc, "region zone sub_zone");
@@ -1019,13 +1164,25 @@ static bool dec_locality_eps(bs *b, json_t *o, void *arg)
     return true;
 }
 
+/* ClusterLoadAssignment.policy: overprovisioning_factor only matters when hosts are
+ * unhealthy across priorities/localities (weft has one priority); checked and ignored. */
+static bool dec_cla_policy(bs *b, json_t *o, void *arg)
+{
+    uint32_t f = 140;
+    return bs_fields(b, o, "overprovisioning_factor") &&
+           bs_u32(b, o, "overprovisioning_factor", &f) &&
+           (f > 0 || bs_fail_at(b, "overprovisioning_factor", "value must be greater than 0"));
+}
+
 static bool dec_load_assignment(bs *b, json_t *o, void *arg)
 {
     wp_cluster *cl = arg;
     void *arr;
     size_t n = 0, total = 0;
     const char *name = NULL;
-    if (!bs_fields(b, o, "cluster_name endpoints") || !bs_str(b, o, "cluster_name", &name) ||
+    if (!bs_fields(b, o, "@type cluster_name endpoints policy") ||
+        !bs_opt_type(b, o, WP_CLA_TYPE) || !bs_sub(b, o, "policy", dec_cla_policy, NULL) ||
+        !bs_str(b, o, "cluster_name", &name) ||
         !bs_each(b, o, "endpoints", sizeof(ep_list), &arr, &n, dec_locality_eps))
         return false;
     ep_list *groups = arr;
@@ -1190,10 +1347,34 @@ static bool dec_common_lb_config(bs *b, json_t *o, void *arg)
     return ok;
 }
 
+/* ORIGINAL_DST goes with lb_policy CLUSTER_PROVIDED and no endpoints (Envoy's rules); it is
+ * kept as a STATIC cluster without endpoints marked original_dst (config.h). */
+static bool check_original_dst(bs *b, json_t *o, wp_cluster *cl, int type, int lb)
+{
+    bool odst = type == 3, provided = lb == 3;
+    if (provided && !odst)
+        return bs_fail_at(b, "lb_policy",
+                          "cluster: LB policy CLUSTER_PROVIDED is not valid for Cluster type "
+                          "other than ORIGINAL_DST");
+    if (!odst)
+        return true;
+    if (!provided && bs_get(o, "lb_policy"))
+        return bs_fail_at(b, "lb_policy",
+                          "cluster: cluster type 'original_dst' may only be used with LB type "
+                          "'CLUSTER_PROVIDED'");
+    if (bs_get(o, "load_assignment"))
+        return bs_fail_at(b, "load_assignment",
+                          "ORIGINAL_DST clusters must have no load assignment configured");
+    cl->original_dst = true;
+    return true;
+}
+
 static bool dec_cluster(bs *b, json_t *o, void *arg)
 {
-    static const char *const types[] = {"STATIC", "STRICT_DNS", "LOGICAL_DNS", NULL};
-    static const char *const lbs[] = {"ROUND_ROBIN", "LEAST_REQUEST", "RANDOM", NULL};
+    static const char *const types[] = {"STATIC", "STRICT_DNS", "LOGICAL_DNS", "ORIGINAL_DST",
+                                        NULL};
+    static const char *const lbs[] = {"ROUND_ROBIN", "LEAST_REQUEST", "RANDOM", "CLUSTER_PROVIDED",
+                                      NULL};
     static const char *const families[] = {"AUTO", "V4_ONLY", "V4_PREFERRED", NULL};
     wp_cluster *cl = arg;
     int type = 0, lb = 0, family = 0;
@@ -1202,13 +1383,14 @@ static bool dec_cluster(bs *b, json_t *o, void *arg)
     cl->idle_timeout_ms = 3600000;
     cl->per_connection_buffer_limit_bytes = WP_DEFAULT_BUFFER_LIMIT;
     cl->dns_refresh_rate_ms = 5000;
+    b->cur_cluster = cl;
     if (!bs_fields(
             b, o,
-            "name alt_stat_name type lb_policy connect_timeout "
+            "@type name alt_stat_name type lb_policy connect_timeout "
             "per_connection_buffer_limit_bytes circuit_breakers common_http_protocol_options "
             "typed_extension_protocol_options max_requests_per_connection dns_refresh_rate "
             "dns_lookup_family load_assignment outlier_detection common_lb_config metadata") ||
-        !bs_req_str(b, o, "name", &cl->name) ||
+        !bs_opt_type(b, o, WP_CLUSTER_TYPE) || !bs_req_str(b, o, "name", &cl->name) ||
         !bs_str(b, o, "alt_stat_name", &cl->alt_stat_name) ||
         !bs_enum(b, o, "type", types, &type) || !bs_enum(b, o, "lb_policy", lbs, &lb) ||
         !bs_enum(b, o, "dns_lookup_family", families, &family) ||
@@ -1220,8 +1402,10 @@ static bool dec_cluster(bs *b, json_t *o, void *arg)
         !bs_sub(b, o, "typed_extension_protocol_options", dec_protocol_options, cl) ||
         !bs_dur(b, o, "dns_refresh_rate", &cl->dns_refresh_rate_ms, NULL))
         return false;
-    cl->type = (wp_cluster_type)type;
-    cl->lb_policy = (wp_lb_policy)lb;
+    if (!check_original_dst(b, o, cl, type, lb))
+        return false;
+    cl->type = cl->original_dst ? WP_CLUSTER_STATIC : (wp_cluster_type)type;
+    cl->lb_policy = cl->original_dst ? WP_LB_ROUND_ROBIN : (wp_lb_policy)lb;
     if (cl->connect_timeout_ms == 0)
         return bs_fail_at(b, "connect_timeout", "value must be greater than 0s");
     if (cl->dns_refresh_rate_ms < 1)
@@ -1367,8 +1551,8 @@ static bool dec_stats_config(bs *b, json_t *sc)
 
 static bool dec_bootstrap(bs *b, json_t *o)
 {
-    static const char *const empty_only[] = {"layered_runtime", "dynamic_resources",
-                                             "cluster_manager", "overload_manager", NULL};
+    static const char *const empty_only[] = {"layered_runtime", "cluster_manager",
+                                             "overload_manager", NULL};
     wp_config *c = b->c;
     if (!bs_fields(b, o,
                    "node admin static_resources stats_config layered_runtime dynamic_resources "
@@ -1392,7 +1576,7 @@ static bool dec_bootstrap(bs *b, json_t *o)
     if (sc && !(c->stats_config = json_deep_copy(sc)))
         return bs_fail(b, "out of memory");
     return bs_sub(b, o, "node", dec_node, c) && bs_sub(b, o, "admin", dec_admin, c) &&
-           bs_sub(b, o, "static_resources", dec_static, c);
+           bs_sub(b, o, "static_resources", dec_static, c) && bs_dynamic_resources(b, o);
 }
 
 wp_config *wp_bootstrap_load(json_t *root, const char *source, wf_strbuf *err)

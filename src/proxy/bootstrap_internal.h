@@ -29,6 +29,9 @@ typedef struct bs {
     wp_hcm *hcm;            /* current HTTP connection manager (router options) */
     int direction;          /* current listener's traffic_direction (0, 1 INBOUND, 2 OUTBOUND) */
     struct wp_istio_local *istio_local; /* node metadata for the Istio filters, built once */
+    wp_cluster *cur_cluster;            /* the cluster being decoded */
+    wp_cluster *pipe_cluster;           /* first cluster with a `pipe` endpoint, NULL = none */
+    const char *pipe_at;                /* JSON path of that pipe (arena), for the error */
     size_t plen;
     char path[1024];
 } bs;
@@ -104,6 +107,14 @@ bool bs_per_filter_config(bs *b, json_t *o, const struct wp_fault_config **out);
 bool bs_istio_stats_filter(bs *b, json_t *tc);
 bool bs_istio_mx_filter(bs *b, json_t *tc);
 bool bs_cluster_metadata(bs *b, json_t *o, wp_cluster *cl);
+
+/* o["@type"], when present, must equal type (an xDS resource carries its Any type URL). */
+bool bs_opt_type(bs *b, json_t *o, const char *type);
+
+/* dynamic_resources (ads_config, cds_config, lds_config) into c->ads, after static_resources
+ * were decoded (the ADS cluster must be one of them); also refuses a `pipe` endpoint in any
+ * other cluster. bootstrap_dynamic.c. */
+bool bs_dynamic_resources(bs *b, json_t *o);
 
 /* route_config (RouteConfiguration) into rc; bootstrap_route.c. */
 bool bs_route_config(bs *b, json_t *o, wp_route_config *rc);

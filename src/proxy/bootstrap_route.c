@@ -582,8 +582,9 @@ bool bs_route_config(bs *b, json_t *o, wp_route_config *rc)
     bool validate = false;
     rc->name = "";
     if (!bs_fields(b, o,
-                   "name virtual_hosts ignore_port_in_host_matching "
+                   "@type name virtual_hosts ignore_port_in_host_matching "
                    "validate_clusters" HEADER_OPS_FIELDS) ||
+        !bs_opt_type(b, o, "type.googleapis.com/envoy.config.route.v3.RouteConfiguration") ||
         !bs_str(b, o, "name", &rc->name) ||
         !bs_bool(b, o, "ignore_port_in_host_matching", &rc->ignore_port_in_host_matching) ||
         !bs_bool(b, o, "validate_clusters", &validate))

@@ -31,6 +31,7 @@ void wp_config_unref(wp_config *c)
     json_decref(c->bootstrap);
     json_decref(c->node);
     json_decref(c->stats_config);
+    json_decref(c->xds_dump);
     wf_arena_destroy(&c->arena);
     free(c);
 }

@@ -282,6 +282,11 @@ typedef struct {
     struct wp_fault_filter *fault; /* http_filters envoy.filters.http.fault, NULL = absent */
     struct wp_istio_stats_filter *istio_stats; /* http_filters istio.stats, NULL = absent */
     struct wp_istio_mx_filter *istio_mx; /* http_filters istio.metadata_exchange, NULL = absent */
+    /* normalize_path (Envoy: RFC 3986 path normalization before routing). Recorded only: the
+     * data plane does not normalize paths yet, whatever the value (Istio sends true).
+     * path_with_escaped_slashes_action is accepted only as KEEP_UNCHANGED (or the default),
+     * which is what weft does. */
+    bool normalize_path;
 } wp_hcm;
 
 typedef struct wp_listener {
@@ -351,8 +356,34 @@ typedef struct wp_cluster {
     /* metadata.filter_metadata.istio.services[0] (Istio's destination_service), when given */
     bool istio_services;
     const char *istio_svc_host, *istio_svc_name, *istio_svc_namespace; /* NULL = absent */
+    /* type ORIGINAL_DST (lb_policy CLUSTER_PROVIDED; Istio's PassthroughCluster). Decoded as a
+     * STATIC cluster without endpoints: the data plane does not forward to the original
+     * destination yet, so requests routed here fail as "no healthy upstream". */
+    bool original_dst;
     int index;
 } wp_cluster;
+
+/* ---------- dynamic resources (bootstrap dynamic_resources, Envoy v3) ---------- */
+
+typedef enum { WP_ADS_GRPC, WP_ADS_DELTA_GRPC } wp_ads_api;
+
+/* dynamic_resources with ads_config (the only xDS source weft supports): the xDS client
+ * (xds_client.h) streams from the static cluster named by grpc_services[0].envoy_grpc. */
+typedef struct wp_ads_config {
+    wp_ads_api api_type;                 /* GRPC (SotW) or DELTA_GRPC */
+    bool set_node_on_first_message_only; /* default false: node on every request */
+    const char *cluster_name;            /* "xds-grpc" under Istio */
+    int cluster;                         /* index into wp_config.clusters */
+    /* The cluster's first endpoint: AF_INET / AF_INET6, or AF_UNIX for a `pipe` endpoint
+     * (addr.sa is then a sockaddr_un and pipe_path the path as written). */
+    wp_addr addr;
+    const char *pipe_path;       /* NULL unless the endpoint is a pipe */
+    uint64_t connect_timeout_ms; /* the cluster's connect_timeout */
+    bool cds, lds;               /* cds_config / lds_config {ads {}} present */
+    /* initial_fetch_timeout of cds_config / lds_config: default 15000, 0 = wait forever
+     * (Istio); recorded, the client does not time initial fetches out yet */
+    uint64_t cds_initial_fetch_timeout_ms, lds_initial_fetch_timeout_ms;
+} wp_ads_config;
 
 /* ---------- the snapshot ---------- */
 
@@ -375,6 +406,13 @@ typedef struct wp_config {
     size_t nclusters;
     struct wf_strmap *cluster_names; /* name -> index + 1 (config time only), arena */
     json_t *stats_config;            /* kept for the stats matcher (owned), NULL when absent */
+    const wp_ads_config *ads;        /* dynamic_resources.ads_config, NULL when absent (arena) */
+    /* A snapshot built from xDS (xds_compose.h): only the first n_static_clusters clusters and
+     * n_static_listeners listeners of `bootstrap` are the bootstrap's own; xds_dump (owned) holds
+     * the config-dump elements of the dynamic resources. NULL / 0 / 0 for a bootstrap alone. */
+    json_t *xds_dump;
+    size_t n_static_clusters, n_static_listeners;
+    bool from_xds;
     /* compiled regexes to free with the snapshot */
     pcre2_code **regexes;
     size_t nregexes, capregexes;

@@ -45,6 +45,16 @@ static const elem_schema ELEMS[] = {
      "route_config:a last_updated:m"},
     {"static_endpoint_configs", ADMIN_T "EndpointsConfigDump.StaticEndpointConfig",
      "endpoint_config:a"},
+    {"dynamic_active_clusters", ADMIN_T "ClustersConfigDump.DynamicCluster",
+     "version_info:s cluster:a last_updated:m error_state:m client_status:s"},
+    {"dynamic_warming_clusters", ADMIN_T "ClustersConfigDump.DynamicCluster",
+     "version_info:s cluster:a last_updated:m error_state:m client_status:s"},
+    {"dynamic_listeners", ADMIN_T "ListenersConfigDump.DynamicListener",
+     "name:s active_state:m warming_state:m draining_state:m error_state:m client_status:s"},
+    {"dynamic_route_configs", ADMIN_T "RoutesConfigDump.DynamicRouteConfig",
+     "version_info:s route_config:a last_updated:m error_state:m client_status:s"},
+    {"dynamic_endpoint_configs", ADMIN_T "EndpointsConfigDump.DynamicEndpointConfig",
+     "version_info:s endpoint_config:a last_updated:m error_state:m client_status:s"},
 };
 
 #define CLUSTER_T  "type.googleapis.com/envoy.config.cluster.v3.Cluster"
@@ -132,12 +142,55 @@ static json_t *static_list(const wp_config *c, const char *key)
     return json_object_get(sr, key);
 }
 
+/* How many entries of static_resources.<key> are the bootstrap's own (the rest of a snapshot
+ * built from xDS are the dynamic resources written as static ones, xds_compose.h). */
+static size_t static_count(const wp_config *c, const char *key)
+{
+    size_t n = json_array_size(static_list(c, key));
+    if (!c->from_xds)
+        return n;
+    size_t own = strcmp(key, "clusters") == 0 ? c->n_static_clusters : c->n_static_listeners;
+    return own < n ? own : n;
+}
+
+/* Copies the dynamic part of section `sec` of the xDS dump ("clusters", "listeners", "routes",
+ * "endpoints": version_info and the dynamic_* lists) into dump d. */
+static bool add_dynamic(const wp_config *c, json_t *d, const char *sec)
+{
+    json_t *part = json_object_get(c->xds_dump, sec);
+    if (!part)
+        return true;
+    json_t *copy = json_deep_copy(part);
+    bool ok = copy && json_object_update(d, copy) == 0;
+    json_decref(copy);
+    return ok;
+}
+
+/* The bootstrap as given: without the dynamic resources a snapshot from xDS adds. */
+static json_t *own_bootstrap(const wp_config *c)
+{
+    json_t *bs = c->bootstrap ? json_deep_copy(c->bootstrap) : json_object();
+    json_t *sr = json_object_get(bs, "static_resources");
+    if (!bs || !c->from_xds || !sr)
+        return bs;
+    static const char *const keys[] = {"clusters", "listeners"};
+    for (size_t k = 0; k < 2; k++) {
+        json_t *list = json_object_get(sr, keys[k]);
+        size_t own = static_count(c, keys[k]);
+        while (json_array_size(list) > own)
+            json_array_remove(list, json_array_size(list) - 1);
+        if (list && own == 0)
+            json_object_del(sr, keys[k]);
+    }
+    return bs;
+}
+
 static json_t *dump_bootstrap(const wp_config *c, const char *ts)
 {
     json_t *d = new_dump(&BOOTSTRAP);
     if (!d)
         return NULL;
-    json_t *bs = c->bootstrap ? json_deep_copy(c->bootstrap) : json_object();
+    json_t *bs = own_bootstrap(c);
     if (json_object_set_new(d, "bootstrap", bs) != 0 ||
         json_object_set_new(d, "last_updated", json_string(ts)) != 0) {
         json_decref(d);
@@ -153,10 +206,11 @@ static json_t *dump_resources(const wp_config *c, const schema *s, const char *s
     json_t *d = new_dump(s);
     json_t *arr = json_array();
     json_t *list = static_list(c, src_key);
+    size_t n = static_count(c, src_key);
     bool ok = d && arr;
-    for (size_t i = 0; ok && i < json_array_size(list); i++)
+    for (size_t i = 0; ok && i < n; i++)
         ok = add_elem(arr, wrapper, type, json_array_get(list, i), ts);
-    if (ok && set_list(d, field, arr))
+    if (ok && set_list(d, field, arr) && add_dynamic(c, d, src_key))
         return d;
     if (!ok)
         json_decref(arr);
@@ -169,8 +223,9 @@ static json_t *dump_routes(const wp_config *c, const char *ts)
     json_t *d = new_dump(&ROUTES);
     json_t *arr = json_array();
     json_t *list = static_list(c, "listeners");
+    size_t n = static_count(c, "listeners");
     bool ok = d && arr;
-    for (size_t i = 0; ok && i < json_array_size(list); i++) {
+    for (size_t i = 0; ok && i < n; i++) {
         json_t *chain =
             json_array_get(json_object_get(json_array_get(list, i), "filter_chains"), 0);
         json_t *f = json_array_get(json_object_get(chain, "filters"), 0);
@@ -178,7 +233,7 @@ static json_t *dump_routes(const wp_config *c, const char *ts)
         if (rc)
             ok = add_elem(arr, "route_config", ROUTE_T, rc, ts);
     }
-    if (ok && set_list(d, "static_route_configs", arr))
+    if (ok && set_list(d, "static_route_configs", arr) && add_dynamic(c, d, "routes"))
         return d;
     if (!ok)
         json_decref(arr);
@@ -247,12 +302,13 @@ static json_t *dump_endpoints(const wp_config *c)
     json_t *d = new_dump(&ENDPOINTS);
     json_t *arr = json_array();
     bool ok = d && arr;
-    for (size_t i = 0; ok && i < c->nclusters; i++) {
+    size_t n = c->from_xds ? c->n_static_clusters : c->nclusters;
+    for (size_t i = 0; ok && i < n && i < c->nclusters; i++) {
         json_t *cla = cluster_load_assignment(&c->clusters[i]);
         json_t *e = cla ? json_pack("{s:o}", "endpoint_config", cla) : NULL;
         ok = e && json_array_append_new(arr, e) == 0;
     }
-    if (ok && set_list(d, "static_endpoint_configs", arr))
+    if (ok && set_list(d, "static_endpoint_configs", arr) && add_dynamic(c, d, "endpoints"))
         return d;
     if (!ok)
         json_decref(arr);
@@ -456,7 +512,7 @@ static json_t *resource_configs(json_t *d, const char *resource, const fmask *m,
     json_t *list = json_object_get(d, resource);
     const elem_schema *es = elem_for(resource);
     if (!es)
-        list = NULL; /* dynamic_* fields: weft has no dynamic resources yet */
+        list = NULL;
     if (json_array_size(list) && m->n && !mask_ok(es->elem_fields, m, true))
         return mask_error(m, err, status);
     json_t *configs = json_array();

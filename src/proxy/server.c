@@ -16,6 +16,7 @@
 #include "proxy/proxy_internal.h"
 #include "proxy/server.h"
 #include "proxy/status.h"
+#include "proxy/xds_client.h"
 #include "proxy/worker.h"
 
 typedef struct {
@@ -29,6 +30,8 @@ typedef struct {
     bool stopping;
     int64_t last_uptime;
     wp_readiness readiness;
+    wp_xds_client *xds;
+    bool cds_applied, lds_applied;
     wp_status *status[2 * WP_MAX_STATUS_ADDRS];
     size_t nstatus;
 } wp_main;
@@ -60,6 +63,8 @@ static void stop_all(wp_main *m)
     for (size_t i = 0; i < m->nstatus; i++)
         wp_status_close(m->status[i]);
     m->nstatus = 0;
+    wp_xds_client_stop(m->xds);
+    m->xds = NULL;
 }
 
 static void on_drain_tick(uv_timer_t *t)
@@ -164,15 +169,21 @@ static void resolve_dns_clusters(wp_config *cfg)
     }
 }
 
+/* The command line's overrides of the bootstrap's node. */
+static void override_node(const wp_server_opts *o, wp_config *cfg)
+{
+    if (o->service_node)
+        cfg->node_id = wf_arena_strdup(&cfg->arena, o->service_node);
+    if (o->service_cluster)
+        cfg->node_cluster = wf_arena_strdup(&cfg->arena, o->service_cluster);
+}
+
 static wp_config *load(const wp_server_opts *o, wf_strbuf *err)
 {
     wp_config *cfg = wp_bootstrap_load_file(o->config_path, err);
     if (!cfg)
         return NULL;
-    if (o->service_node)
-        cfg->node_id = wf_arena_strdup(&cfg->arena, o->service_node);
-    if (o->service_cluster)
-        cfg->node_cluster = wf_arena_strdup(&cfg->arena, o->service_cluster);
+    override_node(o, cfg);
     if (compile_routes(cfg, err) != 0) {
         wp_config_unref(cfg);
         return NULL;
@@ -367,6 +378,63 @@ static int start_status(wp_main *m, wf_strbuf *err)
     return rc;
 }
 
+/* ---------- the xDS client (xds_client.h) ---------- */
+
+/* Loads the effective bootstrap the client composed and applies it (NACKed on error). */
+static int xds_apply(void *ud, json_t *effective, const wp_xds_dynamic *dyn, wf_strbuf *err)
+{
+    wp_main *m = ud;
+    wp_config *cfg = wp_bootstrap_load(effective, "xds", err);
+    if (!cfg)
+        return -1;
+    override_node(m->opts, cfg);
+    cfg->from_xds = true;
+    cfg->xds_dump = dyn->dump ? json_incref(dyn->dump) : NULL;
+    cfg->n_static_clusters = dyn->n_static_clusters;
+    cfg->n_static_listeners = dyn->n_static_listeners;
+    return wp_server_apply(&m->srv, cfg, err);
+}
+
+static void xds_state(void *ud, bool up)
+{
+    wp_main *m = ud;
+    if (up)
+        wp_readiness_stream_up(&m->readiness, uv_now(m->loop));
+    else
+        wp_readiness_stream_down(&m->readiness, uv_now(m->loop));
+}
+
+/* Envoy's server state: INITIALIZING until the first CDS and LDS are applied, then LIVE. */
+static void xds_update(void *ud, wf_xds_type t, const char *version, bool accepted)
+{
+    wp_main *m = ud;
+    uint64_t now = uv_now(m->loop);
+    if (t == WF_XDS_CDS) {
+        wp_readiness_cds_update(&m->readiness, accepted, now);
+        m->cds_applied |= accepted;
+    } else if (t == WF_XDS_LDS) {
+        wp_readiness_lds_update(&m->readiness, accepted, now);
+        m->lds_applied |= accepted;
+    }
+    if (m->cds_applied && m->lds_applied && atomic_load(&m->srv.state) == 3) {
+        atomic_store(&m->srv.state, 0);
+        set_gauge(&m->srv, m->srv.pstats->server_state, -3);
+        WF_LOG(WF_LC_main, WF_LOG_INFO, "all dependencies initialized. starting workers");
+    }
+}
+
+static int start_xds(wp_main *m, wf_strbuf *err)
+{
+    if (!m->srv.cfg->ads)
+        return 0;
+    wp_xds_callbacks cb = {xds_apply, xds_state, xds_update, m};
+    atomic_store(&m->srv.state, 3);
+    set_gauge(&m->srv, m->srv.pstats->server_state, 3);
+    return wp_xds_client_start(m->loop, m->srv.cfg, m->srv.stats_store,
+                               wp_stats_get_shard(m->srv.stats_store, m->srv.nworkers), &cb, NULL,
+                               &m->xds, err);
+}
+
 static void free_server(wp_main *m, unsigned nstarted)
 {
     wp_server *srv = &m->srv;
@@ -478,7 +546,8 @@ int wp_server_run(const wp_server_opts *o)
     m.loop = &loop;
     m.srv.start_time = (int64_t)uv_now(&loop);
     wp_readiness_init(&m.readiness, &o->readiness);
-    wp_readiness_set_static(&m.readiness); /* no xDS yet */
+    if (!m.srv.cfg->ads)
+        wp_readiness_set_static(&m.readiness);
     if (m.srv.cfg->has_admin) {
         m.admin = wp_admin_start(&loop, &m.srv, &m, o, &err);
         if (!m.admin) {
@@ -512,6 +581,11 @@ int wp_server_run(const wp_server_opts *o)
         wp_worker_start(&m.srv.workers[i]);
     atomic_store(&m.srv.workers_started, 1);
     wp_readiness_workers_started(&m.readiness, uv_now(&loop));
+    if (start_xds(&m, &err) != 0) {
+        WF_LOG(WF_LC_main, WF_LOG_CRITICAL, "cannot start the xDS client: %s",
+               wf_strbuf_cstr(&err));
+        stop_all(&m);
+    }
     WF_LOG(WF_LC_main, WF_LOG_INFO, "starting main dispatch loop (%u workers)", m.srv.nworkers);
     uv_run(&loop, UV_RUN_DEFAULT);
     for (unsigned i = 0; i < m.srv.nworkers; i++)

@@ -260,10 +260,31 @@ int wp_worker_init(wp_worker *w, wp_server *srv, unsigned id, wp_gen_post *post,
     return install(w, post, err);
 }
 
+/* A post that replaces one the worker has not taken: sockets the old post carried for listeners
+ * the new one keeps (same name and address) move over, since the main thread counted them as
+ * bound already. */
+static void inherit_fds(const wp_gen_post *old, wp_gen *gen, int *fds)
+{
+    const wp_config *oc = old->gen->cfg, *nc = gen->cfg;
+    for (size_t i = 0; old->fds && fds && i < nc->nlisteners; i++) {
+        const wp_listener *l = &nc->listeners[i];
+        for (size_t j = 0; fds[i] < 0 && j < oc->nlisteners; j++) {
+            const wp_listener *o = &oc->listeners[j];
+            if (old->fds[j] >= 0 && strcmp(o->name, l->name) == 0 && o->addr.len == l->addr.len &&
+                memcmp(&o->addr.sa, &l->addr.sa, l->addr.len) == 0) {
+                fds[i] = old->fds[j];
+                old->fds[j] = -1;
+            }
+        }
+    }
+}
+
 void wp_worker_post(wp_worker *w, wp_gen *gen, int *fds)
 {
     uv_mutex_lock(&w->post_lock);
     wp_gen_post old = w->post;
+    if (old.gen)
+        inherit_fds(&old, gen, fds);
     w->post.gen = gen;
     w->post.fds = fds;
     uv_mutex_unlock(&w->post_lock);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 
 #include "xds/grpc_frame.h"
 
@@ -50,7 +51,10 @@ struct wf_h2_call {
 
 struct wf_h2_conn {
     uv_loop_t *loop;
-    uv_tcp_t tcp;
+    union { /* both begin with the uv_stream_t fields, so tcp names either */
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    };
     uv_timer_t ping_timer, ping_deadline;
     uv_idle_t flush; /* runs deferred work on the next loop iteration */
     uv_connect_t connect_req;
@@ -69,7 +73,11 @@ struct wf_h2_conn {
 };
 
 struct wf_h2_server {
-    uv_tcp_t listener;
+    union {
+        uv_tcp_t listener;
+        uv_pipe_t pipe_listener;
+    };
+    bool is_pipe;
     uv_loop_t *loop;
     wf_h2_opts opts;
     wf_h2_handlers h;
@@ -766,7 +774,8 @@ static void on_handle_closed(uv_handle_t *h)
     }
 }
 
-static wf_h2_conn *conn_new(uv_loop_t *loop, const wf_h2_opts *o, const wf_h2_handlers *h)
+static wf_h2_conn *conn_new(uv_loop_t *loop, const wf_h2_opts *o, const wf_h2_handlers *h,
+                            bool pipe)
 {
     wf_h2_conn *c = calloc(1, sizeof *c);
     if (c == NULL)
@@ -775,7 +784,7 @@ static wf_h2_conn *conn_new(uv_loop_t *loop, const wf_h2_opts *o, const wf_h2_ha
     c->opts = *o;
     c->h = *h;
     c->pending_close = NO_CLOSE;
-    if (uv_tcp_init(loop, &c->tcp) != 0) {
+    if ((pipe ? uv_pipe_init(loop, &c->pipe, 0) : uv_tcp_init(loop, &c->tcp)) != 0) {
         free(c);
         return NULL;
     }
@@ -838,7 +847,7 @@ static void on_connection(uv_stream_t *l, int status)
     wf_h2_server *s = l->data;
     if (status < 0 || s->closing)
         return;
-    wf_h2_conn *c = conn_new(s->loop, &s->opts, &s->h);
+    wf_h2_conn *c = conn_new(s->loop, &s->opts, &s->h, s->is_pipe);
     if (c == NULL)
         return;
     c->server = s;
@@ -956,7 +965,7 @@ int wf_h2_client_connect(uv_loop_t *loop, const char *ip, int port, const wf_h2_
     opts_fill(&o, opts);
     if (parse_addr(ip, port, &ss) != 0)
         return WF_H2_E_INVAL;
-    wf_h2_conn *c = conn_new(loop, &o, h);
+    wf_h2_conn *c = conn_new(loop, &o, h, false);
     if (c == NULL)
         return WF_H2_E_NOMEM;
     snprintf(c->authority, sizeof c->authority, strchr(ip, ':') ? "[%s]:%d" : "%s:%d", ip, port);
@@ -1085,4 +1094,58 @@ void *wf_h2_call_data(const wf_h2_call *call)
 wf_h2_conn *wf_h2_call_conn(const wf_h2_call *call)
 {
     return call->conn;
+}
+
+/* ---- Unix domain sockets ---------------------------------------------------------------- */
+
+int wf_h2_client_connect_pipe(uv_loop_t *loop, const char *path, const wf_h2_opts *opts,
+                              const wf_h2_handlers *h, wf_h2_conn **out)
+{
+    wf_h2_opts o;
+    opts_fill(&o, opts);
+    if (path == NULL || *path == '\0' ||
+        strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+        return WF_H2_E_INVAL;
+    wf_h2_conn *c = conn_new(loop, &o, h, true);
+    if (c == NULL)
+        return WF_H2_E_NOMEM;
+    snprintf(c->authority, sizeof c->authority, "localhost"); /* gRPC's unix: authority */
+    c->connect_req.data = c;
+    int rv = session_new(c);
+    if (rv != 0) {
+        conn_discard(c);
+        return rv;
+    }
+    /* Errors (no such socket, refused) arrive in on_connect: WF_H2_END_CONN_LOST. */
+    uv_pipe_connect(&c->connect_req, &c->pipe, path, on_connect);
+    *out = c;
+    return 0;
+}
+
+int wf_h2_server_start_pipe(uv_loop_t *loop, const char *path, const wf_h2_opts *opts,
+                            const wf_h2_handlers *h, wf_h2_server **out)
+{
+    if (path == NULL || *path == '\0' ||
+        strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+        return WF_H2_E_INVAL;
+    wf_h2_server *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return WF_H2_E_NOMEM;
+    s->loop = loop;
+    s->is_pipe = true;
+    opts_fill(&s->opts, opts);
+    s->h = *h;
+    if (uv_pipe_init(loop, &s->pipe_listener, 0) != 0) {
+        free(s);
+        return WF_H2_E_IO;
+    }
+    s->pipe_listener.data = s;
+    if (uv_pipe_bind(&s->pipe_listener, path) != 0 ||
+        uv_listen((uv_stream_t *)&s->pipe_listener, 128, on_connection) != 0) {
+        s->closing = true;
+        uv_close((uv_handle_t *)&s->pipe_listener, on_listener_closed);
+        return WF_H2_E_IO;
+    }
+    *out = s;
+    return 0;
 }

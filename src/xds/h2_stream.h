@@ -117,6 +117,16 @@ void wf_h2_server_close(wf_h2_server *s);
  * A connect failure ends them with WF_H2_END_CONN_LOST. Returns 0 and *out, or WF_H2_E_*. */
 int wf_h2_client_connect(uv_loop_t *loop, const char *ip, int port, const wf_h2_opts *opts,
                          const wf_h2_handlers *h, wf_h2_conn **out);
+/* Unix domain sockets (Istio's xds-grpc `pipe`, ./etc/istio/proxy/XDS): as
+ * wf_h2_client_connect / wf_h2_server_start, on the socket at path (shorter than
+ * sizeof(sun_path); :authority "localhost", as gRPC's unix: targets). A connect failure (no
+ * socket, refused) ends the calls with WF_H2_END_CONN_LOST. The server binds path, which must
+ * not exist (it is not removed on close); wf_h2_server_port returns 0. */
+int wf_h2_client_connect_pipe(uv_loop_t *loop, const char *path, const wf_h2_opts *opts,
+                              const wf_h2_handlers *h, wf_h2_conn **out);
+int wf_h2_server_start_pipe(uv_loop_t *loop, const char *path, const wf_h2_opts *opts,
+                            const wf_h2_handlers *h, wf_h2_server **out);
+
 /* Client: opens a call on opts.path. Returns 0 and *out, or WF_H2_E_*. */
 int wf_h2_call_open(wf_h2_conn *c, wf_h2_call **out);
 

@@ -423,14 +423,15 @@ static void test_error_duplicates(void **state)
 static void test_error_rds_and_filters(void **state)
 {
     expect_error(boot("\"rds\":{\"route_config_name\":\"80\"}," ROUTER_ONLY, ROUTE_OK, CLUSTER_OK),
-                 "t.json: " LPFX ".rds: rds is not supported yet (the xDS client arrives with the "
-                 "control-plane issue)");
-    expect_error(boot("\"http_filters\":[{\"name\":\"envoy.filters.http.cors\"},{\"name\":"
+                 "t.json: " LPFX ".rds: rds is supported only in listeners received over LDS "
+                 "(the xDS client inlines the route configuration); use route_config");
+    expect_error(boot("\"http_filters\":[{\"name\":\"envoy.filters.http.lua\"},{\"name\":"
                       "\"envoy.filters.http.router\"}],",
                       ROUTE_OK, CLUSTER_OK),
                  "t.json: " LPFX ".http_filters[0].name: unsupported http filter "
-                 "\"envoy.filters.http.cors\" (supported: envoy.filters.http.fault, "
-                 "istio.metadata_exchange, istio.stats, envoy.filters.http.router)");
+                 "\"envoy.filters.http.lua\" (supported: envoy.filters.http.fault, "
+                 "envoy.filters.http.cors, istio.metadata_exchange, istio.stats, "
+                 "envoy.filters.http.router)");
     expect_error(boot("", ROUTE_OK, CLUSTER_OK),
                  "t.json: " LPFX ".http_filters: the http filter chain must end with "
                  "envoy.filters.http.router");
@@ -448,8 +449,8 @@ static void test_error_rds_and_filters(void **state)
         "unsupported network filter \"envoy.filters.network.tcp_proxy\" (only "
         "envoy.filters.network.http_connection_manager is supported)");
     expect_error(strdup("{\"dynamic_resources\":{\"lds_config\":{}}}"),
-                 "t.json: dynamic_resources: dynamic_resources is not supported by weft-proxy "
-                 "(only an empty object is accepted)");
+                 "t.json: dynamic_resources.lds_config.ads: missing required field (weft takes "
+                 "CDS and LDS from ads_config only)");
 }
 
 static void test_error_cluster_rules(void **state)

@@ -370,10 +370,11 @@ static void test_parse_chain_errors(void **state)
                  "t.json: " LPFX ".http_filters[1].name: only one envoy.filters.http.fault filter "
                  "is supported");
     expect_error(
-        boot("\"http_filters\":[{\"name\":\"envoy.filters.http.cors\"}," ROUTER "],", "", ROUTE_OK),
+        boot("\"http_filters\":[{\"name\":\"envoy.filters.http.lua\"}," ROUTER "],", "", ROUTE_OK),
         "t.json: " LPFX ".http_filters[0].name: unsupported http filter "
-        "\"envoy.filters.http.cors\" (supported: envoy.filters.http.fault, "
-        "istio.metadata_exchange, istio.stats, envoy.filters.http.router)");
+        "\"envoy.filters.http.lua\" (supported: envoy.filters.http.fault, "
+        "envoy.filters.http.cors, istio.metadata_exchange, istio.stats, "
+        "envoy.filters.http.router)");
     /* per-route errors name their path */
     expect_error(boot(EMPTY_FAULT, "",
                       "{\"match\":{\"prefix\":\"/\"},\"route\":{\"cluster\":\"c\"},"

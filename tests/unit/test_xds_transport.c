@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -382,6 +383,45 @@ static void test_connect_refused(void **state)
     assert_int_equal(e->c.conn_reason, WF_H2_END_CONN_LOST);
 }
 
+/* The same exchange over a Unix domain socket (Istio's xds-grpc pipe), and a connect to a
+ * socket path nobody listens on. */
+static void test_pipe(void **state)
+{
+    env *e = *state;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/weft-h2-test-%d.sock", (int)getpid());
+    unlink(path);
+    wf_h2_handlers sh = {srv_on_call, srv_on_message, srv_on_end, srv_on_conn_closed, e};
+    wf_h2_handlers ch = {NULL, cli_on_message, cli_on_end, cli_on_conn_closed, e};
+    assert_int_equal(wf_h2_server_start_pipe(&e->loop, path, NULL, &sh, &e->srv), 0);
+    assert_int_equal(wf_h2_server_port(e->srv), 0);
+    assert_int_equal(wf_h2_client_connect_pipe(&e->loop, path, NULL, &ch, &e->cli), 0);
+    assert_int_equal(wf_h2_call_open(e->cli, &e->c.call), 0);
+    send_str(e->c.call, "{\"type_url\":\"t\"}");
+    want = 1;
+    run_until(e, client_msgs);
+    assert_string_equal(e->s.last, "{\"type_url\":\"t\"}");
+    assert_string_equal(e->c.last, "{\"type_url\":\"t\"}");
+    wf_h2_call_cancel(e->c.call);
+    run_until(e, both_ended);
+    wf_h2_conn_close(e->cli);
+    wf_h2_server_close(e->srv);
+    e->srv = NULL;
+    run_until(e, client_conn_closed);
+    unlink(path);
+    /* nobody listens: the call ends as a lost connection */
+    e->c = (side){0};
+    assert_int_equal(wf_h2_client_connect_pipe(&e->loop, path, NULL, &ch, &e->cli), 0);
+    assert_int_equal(wf_h2_call_open(e->cli, &e->c.call), 0);
+    run_until(e, client_conn_closed);
+    assert_int_equal(e->c.reason, WF_H2_END_CONN_LOST);
+    char longpath[200];
+    memset(longpath, 'x', sizeof longpath - 1);
+    longpath[sizeof longpath - 1] = '\0';
+    wf_h2_conn *c2 = NULL;
+    assert_int_equal(wf_h2_client_connect_pipe(&e->loop, longpath, NULL, &ch, &c2), WF_H2_E_INVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -393,6 +433,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_oversize_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_send_queue_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connect_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pipe, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

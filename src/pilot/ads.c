@@ -1,0 +1,603 @@
+/*
+ * ads.c - the xDS server: connections, SotW requests and responses, pushes, metrics.
+ * Delta streams are in delta.c. See ads.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "pilot/ads_internal.h"
+#include "xds/grpc_frame.h"
+
+/* Istio's buckets (pilot/pkg/xds/monitoring.go). */
+static const double push_buckets[] = {.01, .1, 1, 3, 5, 10, 20, 30};
+static const double conv_buckets[] = {.1, .5, 1, 3, 5, 10, 20, 30};
+#define NBUCKETS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Istio's full-push order. */
+static const wf_xds_type push_order[] = {WF_XDS_CDS, WF_XDS_EDS, WF_XDS_LDS, WF_XDS_RDS};
+
+int64_t wf_ads_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+uint64_t wf_ads_hash(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+void wf_ads_hist_observe(wf_ads_hist *h, double v)
+{
+    size_t i = 0;
+    while (i < h->n_bounds && v > h->bounds[i]) {
+        i++;
+    }
+    h->counts[i]++;
+    h->count++;
+    h->sum += v;
+}
+
+static uint64_t rng_next(wf_ads *a)
+{
+    uint64_t s1 = a->rng[0];
+    const uint64_t s0 = a->rng[1];
+    a->rng[0] = s0;
+    s1 ^= s1 << 23;
+    a->rng[1] = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26);
+    return a->rng[1] + s0;
+}
+
+void wf_ads_nonce(wf_ads *a, char *buf)
+{
+    uint64_t hi = rng_next(a), lo = rng_next(a);
+    hi = (hi & ~0xf000ull) | 0x4000ull;                        /* version 4 */
+    lo = (lo & 0x3fffffffffffffffull) | 0x8000000000000000ull; /* variant */
+    snprintf(buf, 37, "%08x-%04x-%04x-%04x-%012llx", (unsigned)(hi >> 32),
+             (unsigned)((hi >> 16) & 0xffff), (unsigned)(hi & 0xffff), (unsigned)(lo >> 48),
+             (unsigned long long)(lo & 0xffffffffffffull));
+}
+
+/* ---- connections ---------------------------------------------------------------------------- */
+
+static void type_free(wf_ads_type *t)
+{
+    wf_xds_watch_free(&t->w);
+    wf_delta_type_free(t);
+}
+
+static void conn_free(wf_ads_conn *c)
+{
+    for (int t = 0; t < WF_XDS_NTYPES; t++) {
+        type_free(&c->types[t]);
+    }
+    if (c->has_proxy) {
+        wf_pilot_proxy_free(&c->proxy);
+    }
+    free(c->id);
+    free(c);
+}
+
+static void list_remove(wf_ads *a, size_t i)
+{
+    memmove(&a->conns[i], &a->conns[i + 1], (a->n_conns - i - 1) * sizeof *a->conns);
+    a->n_conns--;
+}
+
+static int list_add(wf_ads *a, wf_ads_conn *c)
+{
+    if (a->n_conns == a->cap_conns) {
+        size_t cap = a->cap_conns ? 2 * a->cap_conns : 16;
+        wf_ads_conn **v = realloc(a->conns, cap * sizeof *v);
+        if (!v) {
+            return -1;
+        }
+        a->conns = v;
+        a->cap_conns = cap;
+    }
+    a->conns[a->n_conns++] = c;
+    return 0;
+}
+
+/* A reconnecting proxy replaces its retained (disconnected) entries. */
+static void drop_retained(wf_ads *a, const char *proxy_id)
+{
+    for (size_t i = a->n_conns; i-- > 0;) {
+        wf_ads_conn *o = a->conns[i];
+        if (!o->connected && strcmp(o->proxy.id, proxy_id) == 0) {
+            list_remove(a, i);
+            conn_free(o);
+        }
+    }
+}
+
+void wf_ads_fail(wf_ads_conn *c, int code, const char *msg)
+{
+    WF_LOG(WF_LC_config, WF_LOG_WARN, "ADS: closing %s: %d %s", c->id ? c->id : "(no node)", code,
+           msg);
+    if (c->call) {
+        wf_h2_call_finish(c->call, code, msg);
+    }
+}
+
+int wf_ads_on_node(wf_ads_conn *c, bool has_node, const wf_xds_node *node)
+{
+    wf_ads *a = c->ads;
+    char err[256] = "node is required in the first request of a stream";
+    const wf_store *store = a->snap ? a->snap->store : NULL;
+    if (!has_node || a->opts.proxy_from_node(node, store, &c->proxy, err, sizeof err) != 0) {
+        wf_ads_fail(c, WF_GRPC_INVALID_ARGUMENT, err);
+        return -1;
+    }
+    c->has_proxy = true;
+    size_t n = strlen(c->proxy.id) + 24;
+    c->id = malloc(n);
+    if (!c->id || list_add(a, c)) {
+        free(c->id);
+        c->id = NULL;
+        wf_pilot_proxy_free(&c->proxy);
+        c->has_proxy = false;
+        wf_ads_fail(c, WF_GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        return -1;
+    }
+    snprintf(c->id, n, "%s-%llu", c->proxy.id, (unsigned long long)++a->conn_seq);
+    drop_retained(a, c->proxy.id);
+    /* drop_retained never removes c: it is connected */
+    WF_LOG(WF_LC_config, WF_LOG_INFO, "ADS: new %sconnection for node:%s", c->delta ? "delta " : "",
+           c->id);
+    return 0;
+}
+
+/* ---- sending ----------------------------------------------------------------------------------
+ */
+
+int wf_ads_send(wf_ads_conn *c, const char *text, size_t len)
+{
+    int rc = c->call ? wf_h2_call_send(c->call, text, len) : WF_H2_E_CLOSED;
+    if (rc != 0) {
+        WF_LOG(WF_LC_config, WF_LOG_WARN, "ADS: send to %s failed (%d, %zu bytes)", c->id, rc, len);
+        return -1;
+    }
+    return 0;
+}
+
+json_t *wf_ads_gen(wf_ads_conn *c, wf_xds_type t, const wf_xds_names *names)
+{
+    return wf_ads_generate(c->ads, &c->proxy, t, names);
+}
+
+void wf_ads_observe_push(wf_ads_conn *c, wf_xds_type t, uint64_t t0_ns)
+{
+    wf_ads *a = c->ads;
+    a->metrics.pushes[t]++;
+    wf_ads_hist_observe(&a->metrics.push_time[t], (double)(uv_hrtime() - t0_ns) / 1e9);
+}
+
+/* The SotW response text (resources: JSON array text). Heap, caller frees. */
+static char *sotw_text(const char *version, const char *res, size_t res_len, const char *type_url,
+                       const char *nonce, size_t *len)
+{
+    size_t cap = res_len + strlen(version) + strlen(type_url) + 128;
+    char *buf = malloc(cap);
+    if (!buf) {
+        return NULL;
+    }
+    bool empty = res_len <= 2;
+    int n =
+        snprintf(buf, cap, "{\"version_info\":\"%s\",%s%.*s%s\"type_url\":\"%s\",\"nonce\":\"%s\"}",
+                 version, empty ? "" : "\"resources\":", empty ? 0 : (int)res_len, empty ? "" : res,
+                 empty ? "" : ",", type_url, nonce);
+    *len = (size_t)n;
+    return buf;
+}
+
+/* Generates and sends type t to a SotW connection. force: answer a request even when the
+ * resources did not change. Returns 1 when sent, 0 when skipped, -1 on failure. */
+static int sotw_push(wf_ads_conn *c, wf_xds_type t, bool force)
+{
+    wf_ads *a = c->ads;
+    wf_ads_type *ty = &c->types[t];
+    uint64_t t0 = uv_hrtime();
+    json_t *res = wf_ads_gen(c, t, &ty->w.names);
+    char *rtxt = res ? json_dumps(res, JSON_COMPACT) : NULL;
+    json_decref(res);
+    if (!rtxt) {
+        WF_LOG(WF_LC_config, WF_LOG_ERROR, "ADS:%s: generation failed for %s", wf_xds_type_short(t),
+               c->id);
+        return -1;
+    }
+    size_t rlen = strlen(rtxt), len;
+    uint64_t h = wf_ads_hash(rtxt, rlen);
+    if (!force && ty->sent_any && h == ty->sent_hash) {
+        free(rtxt);
+        return 0;
+    }
+    char nonce[40];
+    wf_ads_nonce(a, nonce);
+    char *txt = sotw_text(a->version, rtxt, rlen, wf_xds_type_url(t), nonce, &len);
+    free(rtxt);
+    int rc = txt ? wf_ads_send(c, txt, len) : -1;
+    free(txt);
+    if (rc || wf_xds_watch_on_sent(&ty->w, a->version, nonce, wf_ads_now_ms())) {
+        return -1;
+    }
+    ty->sent_any = true;
+    ty->sent_hash = h;
+    ty->sent_at_ms = wf_ads_now_ms();
+    wf_ads_observe_push(c, t, t0);
+    WF_LOG(WF_LC_config, WF_LOG_DEBUG, "ADS:%s: PUSH for node:%s version:%s nonce:%s bytes:%zu",
+           wf_xds_type_short(t), c->id, a->version, nonce, len);
+    return 1;
+}
+
+void wf_ads_log_nack(wf_ads_conn *c, wf_xds_type t, int code, const char *msg)
+{
+    c->ads->metrics.rejects[t]++;
+    WF_LOG(WF_LC_config, WF_LOG_WARN, "ADS:%s: ACK ERROR %s %d:%s", wf_xds_type_short(t), c->id,
+           code, msg ? msg : "");
+}
+
+static void sotw_request(wf_ads_conn *c, const wf_xds_request *req)
+{
+    int t = wf_xds_type_from_url(req->type_url);
+    wf_xds_req_kind kind;
+    if (t < 0) {
+        WF_LOG(WF_LC_config, WF_LOG_DEBUG, "ADS: %s: ignoring unknown type %s", c->id,
+               req->type_url);
+        return;
+    }
+    if (wf_xds_watch_on_request(&c->types[t].w, req, wf_ads_now_ms(), &kind)) {
+        wf_ads_fail(c, WF_GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    WF_LOG(WF_LC_config, WF_LOG_DEBUG, "ADS:%s: REQ %s %s resources:%zu nonce:%s version:%s",
+           wf_xds_type_short(t), c->id, wf_xds_req_kind_name(kind), req->resource_names.n,
+           req->response_nonce ? req->response_nonce : "",
+           req->version_info ? req->version_info : "");
+    if (kind == WF_XDS_REQ_NACK) {
+        wf_ads_log_nack(c, t, req->error_detail.code, req->error_detail.message);
+    } else if (kind == WF_XDS_REQ_INITIAL || kind == WF_XDS_REQ_RESOURCE_CHANGE) {
+        if (sotw_push(c, t, true) < 0) {
+            wf_ads_fail(c, WF_GRPC_INTERNAL, "could not generate or send the response");
+        }
+    }
+}
+
+static void sotw_message(wf_ads_conn *c, const json_t *j)
+{
+    wf_xds_request req;
+    wf_xds_err err;
+    if (wf_xds_request_decode(j, &req, &err) != 0) {
+        wf_ads_fail(c, WF_GRPC_INVALID_ARGUMENT, err.text);
+        return;
+    }
+    if (c->has_proxy || wf_ads_on_node(c, req.has_node, &req.node) == 0) {
+        sotw_request(c, &req);
+    }
+    wf_xds_request_free(&req);
+}
+
+/* ---- h2 handlers ------------------------------------------------------------------------------
+ */
+
+static void on_call(wf_h2_call *call, void *ud)
+{
+    ads_srv *srv = ud;
+    wf_ads_conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        wf_h2_call_finish(call, WF_GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    c->ads = srv->ads;
+    c->delta = srv->delta;
+    c->call = call;
+    c->connected = true;
+    c->connected_at_ms = wf_ads_now_ms();
+    srv->ads->live_calls++;
+    wf_h2_call_set_data(call, c);
+}
+
+static void on_message(wf_h2_call *call, const uint8_t *msg, size_t len, void *ud)
+{
+    ads_srv *srv = ud;
+    wf_ads_conn *c = wf_h2_call_data(call);
+    json_t *j;
+    wf_xds_err err;
+    if (!c || srv->ads->closing) {
+        return;
+    }
+    if (wf_xds_parse_text((const char *)msg, len, &j, &err) != 0) {
+        wf_ads_fail(c, WF_GRPC_INVALID_ARGUMENT, err.text);
+        return;
+    }
+    if (srv->delta) {
+        wf_delta_on_message(c, j);
+    } else {
+        sotw_message(c, j);
+    }
+    json_decref(j);
+}
+
+static void maybe_free(wf_ads *a);
+
+static void on_end(wf_h2_call *call, const wf_h2_end *end, void *ud)
+{
+    ads_srv *srv = ud;
+    wf_ads *a = srv->ads;
+    wf_ads_conn *c = wf_h2_call_data(call);
+    if (!c) {
+        return;
+    }
+    a->live_calls--;
+    c->call = NULL;
+    c->connected = false;
+    c->disconnected_at_ms = wf_ads_now_ms();
+    if (c->has_proxy) {
+        WF_LOG(WF_LC_config, WF_LOG_INFO, "ADS: %s terminated (%s%s%s)", c->id,
+               wf_h2_end_reason_str(end->reason), *end->grpc_message ? ": " : "",
+               end->grpc_message);
+    }
+    if (!c->has_proxy || a->closing) {
+        for (size_t i = 0; i < a->n_conns; i++) {
+            if (a->conns[i] == c) {
+                list_remove(a, i);
+                break;
+            }
+        }
+        conn_free(c);
+    }
+    maybe_free(a);
+}
+
+/* ---- pushes -----------------------------------------------------------------------------------
+ */
+
+static void push_conn(wf_ads_conn *c, bool eds_only, int64_t changed_at_ms)
+{
+    bool sent = false;
+    for (size_t i = 0; i < NBUCKETS(push_order); i++) {
+        wf_xds_type t = push_order[i];
+        if (!c->types[t].w.watched || (eds_only && t != WF_XDS_EDS)) {
+            continue;
+        }
+        int rc = c->delta ? wf_delta_push(c, t, false) : sotw_push(c, t, false);
+        if (rc < 0) {
+            wf_ads_fail(c, WF_GRPC_INTERNAL, "could not generate or send a push");
+            return;
+        }
+        sent |= rc > 0;
+    }
+    if (sent) {
+        double s = (double)(wf_ads_now_ms() - changed_at_ms) / 1e3;
+        wf_ads_hist_observe(&c->ads->metrics.convergence, s < 0 ? 0 : s);
+    }
+}
+
+static void make_version(wf_ads *a)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    char ts[32];
+    gmtime_r(&now, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(a->version, sizeof a->version, "%s/%llu", ts, (unsigned long long)++a->push_seq);
+}
+
+void wf_ads_push(wf_ads *a, wf_snapshot *snap)
+{
+    bool first = a->snap == NULL;
+    wf_snapshot_ref(snap);
+    wf_snapshot_unref(a->snap);
+    a->snap = snap;
+    if (!first && snap->change == WF_CHANGE_NONE) {
+        return; /* errors or touched files only: served for debug, nothing to push */
+    }
+    make_version(a);
+    bool eds = snap->change == WF_CHANGE_ENDPOINTS;
+    eds ? a->metrics.eds_pushes++ : a->metrics.full_pushes++;
+    size_t connected = wf_ads_connected(a);
+    WF_LOG(WF_LC_config, WF_LOG_INFO, "XDS: Pushing %s Version:%s ConnectedEndpoints:%zu",
+           eds ? "EDS (endpoints only)" : "full", a->version, connected);
+    for (size_t i = 0; i < a->n_conns; i++) {
+        wf_ads_conn *c = a->conns[i];
+        if (!c->connected || !c->call) {
+            continue;
+        }
+        char key[512];
+        snprintf(key, sizeof key, "Pod/%s/%s", c->proxy.ns, c->proxy.pod);
+        push_conn(c, eds && !wf_snapshot_changed(snap, key), snap->changed_at_ms);
+    }
+}
+
+/* ---- lifecycle and queries --------------------------------------------------------------------
+ */
+
+static void on_reap(uv_timer_t *t)
+{
+    wf_ads *a = t->data;
+    int64_t now = wf_ads_now_ms();
+    for (size_t i = a->n_conns; i-- > 0;) {
+        wf_ads_conn *c = a->conns[i];
+        if (!c->connected && now - c->disconnected_at_ms >= (int64_t)a->opts.retention_ms) {
+            list_remove(a, i);
+            conn_free(c);
+        }
+    }
+}
+
+static void free_ads(wf_ads *a)
+{
+    for (size_t i = 0; i < a->n_conns; i++) {
+        conn_free(a->conns[i]);
+    }
+    free(a->conns);
+    wf_snapshot_unref(a->snap);
+    free(a);
+}
+
+static void maybe_free(wf_ads *a)
+{
+    if (a->closing && a->live_calls == 0 && a->reaper_closed) {
+        free_ads(a);
+    }
+}
+
+static void on_reaper_closed(uv_handle_t *h)
+{
+    wf_ads *a = h->data;
+    a->reaper_closed = true;
+    maybe_free(a);
+}
+
+void wf_ads_close(wf_ads *a)
+{
+    if (!a || a->closing) {
+        return;
+    }
+    a->closing = true;
+    if (a->sotw.h2) {
+        wf_h2_server_close(a->sotw.h2);
+    }
+    if (a->dsrv.h2) {
+        wf_h2_server_close(a->dsrv.h2);
+    }
+    uv_close((uv_handle_t *)&a->reaper, on_reaper_closed);
+}
+
+static int listen_one(wf_ads *a, ads_srv *srv, const char *ip, int port, const char *path,
+                      char *err, size_t cap)
+{
+    wf_h2_opts o = {
+        .max_msg = a->opts.max_msg,
+        .max_send_queue = (size_t)256 * 1024 * 1024,
+        .ping_interval_ms = a->opts.ping_interval_ms,
+        .ping_timeout_ms = a->opts.ping_timeout_ms,
+        .path = path,
+    };
+    wf_h2_handlers h = {.on_call = on_call, .on_message = on_message, .on_end = on_end, .ud = srv};
+    srv->ads = a;
+    int rc = !srv->delta && a->opts.pipe
+                 ? wf_h2_server_start_pipe(a->loop, a->opts.pipe, &o, &h, &srv->h2)
+                 : wf_h2_server_start(a->loop, ip, port, &o, &h, &srv->h2);
+    if (rc != 0 && !srv->delta && a->opts.pipe) {
+        snprintf(err, cap, "cannot listen for xDS on unix:%s (error %d)", a->opts.pipe, rc);
+        return -1;
+    }
+    if (rc != 0) {
+        snprintf(err, cap, "cannot listen for xDS on %s:%d (error %d)", ip, port, rc);
+        return -1;
+    }
+    return 0;
+}
+
+static void init_metrics(wf_ads_metrics *m)
+{
+    for (int t = 0; t < WF_XDS_NTYPES; t++) {
+        m->push_time[t].bounds = push_buckets;
+        m->push_time[t].n_bounds = NBUCKETS(push_buckets);
+    }
+    m->convergence.bounds = conv_buckets;
+    m->convergence.n_bounds = NBUCKETS(conv_buckets);
+}
+
+int wf_ads_start(uv_loop_t *loop, const wf_ads_opts *opts, wf_ads **out, char *err, size_t cap)
+{
+    wf_ads *a = calloc(1, sizeof *a);
+    if (!a) {
+        snprintf(err, cap, "out of memory");
+        return -1;
+    }
+    a->loop = loop;
+    a->opts = *opts;
+    a->opts.ip = opts->ip ? opts->ip : "127.0.0.1";
+    a->opts.retention_ms = opts->retention_ms ? opts->retention_ms : 300000;
+    a->opts.generate = opts->generate ? opts->generate : wf_pilot_generate;
+    a->opts.proxy_from_node =
+        opts->proxy_from_node ? opts->proxy_from_node : wf_pilot_proxy_from_node;
+    a->rng[0] = uv_hrtime() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)a;
+    a->rng[1] = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull | 1;
+    init_metrics(&a->metrics);
+    uv_timer_init(loop, &a->reaper);
+    a->reaper.data = a;
+    a->dsrv.delta = true;
+    if (listen_one(a, &a->sotw, a->opts.ip, opts->port, WF_XDS_ADS_PATH, err, cap) ||
+        (opts->delta_ip &&
+         listen_one(a, &a->dsrv, opts->delta_ip, opts->delta_port, WF_XDS_DELTA_PATH, err, cap))) {
+        wf_ads_close(a);
+        return -1;
+    }
+    uint64_t every = a->opts.retention_ms < 10000 ? 100 : 1000;
+    uv_timer_start(&a->reaper, on_reap, every, every);
+    *out = a;
+    return 0;
+}
+
+int wf_ads_port(const wf_ads *a)
+{
+    return a->sotw.h2 ? wf_h2_server_port(a->sotw.h2) : -1;
+}
+
+int wf_ads_delta_port(const wf_ads *a)
+{
+    return a->dsrv.h2 ? wf_h2_server_port(a->dsrv.h2) : -1;
+}
+
+wf_snapshot *wf_ads_snapshot(const wf_ads *a)
+{
+    return a->snap;
+}
+
+const char *wf_ads_version(const wf_ads *a)
+{
+    return a->version;
+}
+
+size_t wf_ads_conn_count(const wf_ads *a)
+{
+    return a->n_conns;
+}
+
+const wf_ads_conn *wf_ads_conn_at(const wf_ads *a, size_t i)
+{
+    return i < a->n_conns ? a->conns[i] : NULL;
+}
+
+size_t wf_ads_connected(const wf_ads *a)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < a->n_conns; i++) {
+        n += a->conns[i]->connected;
+    }
+    return n;
+}
+
+const wf_ads_metrics *wf_ads_get_metrics(const wf_ads *a)
+{
+    return &a->metrics;
+}
+
+json_t *wf_ads_generate(const wf_ads *a, const wf_pilot_proxy *p, wf_xds_type t,
+                        const wf_xds_names *names)
+{
+    if (!a->snap) {
+        return NULL;
+    }
+    wf_pilot_env env = {.store = a->snap->store, .mesh = a->snap->mesh};
+    return a->opts.generate(&env, p, t, names);
+}
+
+int wf_ads_proxy_from_node(const wf_ads *a, const wf_xds_node *node, wf_pilot_proxy *out, char *err,
+                           size_t cap)
+{
+    return a->opts.proxy_from_node(node, a->snap ? a->snap->store : NULL, out, err, cap);
+}

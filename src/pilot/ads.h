@@ -1,0 +1,162 @@
+/*
+ * ads.h - weft-pilot's xDS server: the aggregated discovery service (SotW and delta) over
+ * gRPC/HTTP2 (xds/h2_stream.h), per-proxy watches and sync state, pushes.
+ *
+ * Istio behaviour followed (pilot/pkg/xds/ads.go, delta.go, discovery.go, monitoring.go;
+ * reference envoy-istio-behaviour.md §8.5-8.6):
+ *  - one call = one proxy connection, id "<node.id>-<n>" (istiod's connectionID). The first
+ *    request must carry a node; wf_pilot_proxy_from_node turns it into the proxy. A bad node
+ *    ends the call with grpc-status 3 INVALID_ARGUMENT and the reason as grpc-message; so does
+ *    an undecodable request.
+ *  - SotW requests are classified by wf_xds_watch (discovery.h) exactly as istiod's
+ *    shouldRespond: INITIAL and RESOURCE_CHANGE get a response (wf_pilot_generate output);
+ *    ACK and STALE_NONCE get none; a NACK gets none, keeps the proxy's acked version, records
+ *    error_detail (sync ERROR until the next ACK), counts pilot_total_xds_rejects{type} and
+ *    logs "ADS:<TYPE>: ACK ERROR <conID> <code>:<message>" at warning.
+ *  - versions: one push version per snapshot, istiod's "<RFC3339 UTC>/<n>"
+ *    ("2026-11-30T02:33:10Z/3"); nonces are random UUIDs, unique per response.
+ *  - pushes: wf_ads_push(snapshot) pushes every connected proxy in Istio's order CDS, EDS,
+ *    LDS, RDS for each type it watches (full push); a snapshot whose change is ENDPOINTS
+ *    (source.h) pushes EDS only (Istio's incremental EDS), except to a proxy whose own Pod
+ *    changed, which gets a full push (as istiod does for the proxy's own workload).
+ *    Deviation, for scale: a type whose generated resources are byte-identical to what was
+ *    last sent to that proxy is NOT resent on a push (istiod would resend); requests
+ *    (INITIAL, RESOURCE_CHANGE) are always answered.
+ *  - delta xDS (DeltaAggregatedResources): per-type subscriptions (resource_names_subscribe /
+ *    _unsubscribe, "*" or an empty first subscribe = wildcard for CDS and LDS; RDS and EDS
+ *    are explicit), per-resource versions (FNV-1a 64 of the resource's JSON, 16 hex digits),
+ *    initial_resource_versions honoured on reconnect, removed_resources for resources the
+ *    proxy has that no longer exist; only changed resources are sent. ACK/NACK by
+ *    response_nonce as SotW; the sync state uses the same wf_xds_watch.
+ *    LIMITATION: xds/h2_stream.h serves a single :path per server, so delta is served on its
+ *    own listener (opts.delta_ip/delta_port) instead of sharing --grpcAddr.
+ *  - keepalive: HTTP/2 PING every ping_interval_ms, connection closed when no PING ACK
+ *    arrives within ping_timeout_ms (gRPC keepalive, istiod's --keepaliveInterval).
+ *  - disconnected proxies stay listed (connected=false) for retention_ms, then are dropped.
+ *
+ * Metrics (Istio's names, pilot/pkg/xds/monitoring.go): pilot_xds_pushes{type} counter
+ * (responses sent, type "cds|eds|lds|rds"), pilot_xds_push_time{type} histogram (seconds to
+ * generate and queue one response), pilot_proxy_convergence_time histogram (seconds from the
+ * first config event of the change to the push to a proxy, as istiod measures it: at send),
+ * pilot_xds gauge (connected proxies), pilot_total_xds_rejects{type} counter (NACKs).
+ *
+ * Ownership: the server owns its connections; wf_ads_conn pointers are valid until the next
+ * loop iteration (read them, do not keep them). Single-threaded (one loop). No globals.
+ */
+#ifndef WF_PILOT_ADS_H
+#define WF_PILOT_ADS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "pilot/generate.h"
+#include "pilot/source.h"
+#include "xds/discovery.h"
+
+#define WF_XDS_DELTA_PATH                                                                          \
+    "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
+
+typedef json_t *(*wf_ads_generate_fn)(const wf_pilot_env *env, const wf_pilot_proxy *p,
+                                      wf_xds_type t, const wf_xds_names *names);
+typedef int (*wf_ads_node_fn)(const wf_xds_node *node, const wf_store *store, wf_pilot_proxy *out,
+                              char *err, size_t cap);
+
+typedef struct wf_ads_opts {
+    const char *ip;       /* SotW listener; NULL = "127.0.0.1" */
+    int port;             /* 0 = pick a free port */
+    const char *pipe;     /* non-NULL: SotW on this Unix socket path instead of ip:port
+                           * (Istio's xds-grpc pipe); it must not exist, it is not removed */
+    const char *delta_ip; /* delta listener; NULL = none */
+    int delta_port;
+    uint64_t ping_interval_ms;      /* 0 = no keepalive pings */
+    uint64_t ping_timeout_ms;       /* 0 = 20000 */
+    size_t max_msg;                 /* largest request accepted, bytes; 0 = 4 MiB */
+    uint64_t retention_ms;          /* how long disconnected proxies stay listed; 0 = 300000 */
+    wf_ads_generate_fn generate;    /* NULL = wf_pilot_generate (tests inject fakes) */
+    wf_ads_node_fn proxy_from_node; /* NULL = wf_pilot_proxy_from_node */
+} wf_ads_opts;
+
+/* Histogram with fixed upper bounds (seconds), Prometheus style. */
+#define WF_ADS_HIST_MAX 12
+typedef struct wf_ads_hist {
+    const double *bounds; /* n_bounds upper bounds, ascending (+Inf implied) */
+    size_t n_bounds;
+    uint64_t counts[WF_ADS_HIST_MAX]; /* per bucket (not cumulative); last = +Inf */
+    uint64_t count;
+    double sum;
+} wf_ads_hist;
+
+typedef struct wf_ads_metrics {
+    uint64_t pushes[WF_XDS_NTYPES];
+    uint64_t rejects[WF_XDS_NTYPES];
+    wf_ads_hist push_time[WF_XDS_NTYPES];
+    wf_ads_hist convergence;
+    uint64_t full_pushes, eds_pushes; /* wf_ads_push calls by kind */
+} wf_ads_metrics;
+
+/* Per type of one connection. */
+typedef struct wf_ads_type {
+    wf_xds_watch w;     /* SotW and delta sync state */
+    int64_t sent_at_ms; /* wall clock of the last response, 0 = never */
+    uint64_t sent_hash; /* FNV-1a of the resources last sent (SotW) */
+    bool sent_any;
+    bool wildcard;      /* delta: wildcard subscription */
+    json_t *subscribed; /* delta: object of explicitly subscribed names -> true */
+    json_t *versions;   /* delta: object name -> version the proxy has (as sent) */
+} wf_ads_type;
+
+typedef struct wf_ads wf_ads;
+
+typedef struct wf_ads_conn {
+    char *id; /* istiod connection id "<proxy id>-<n>" */
+    bool has_proxy;
+    wf_pilot_proxy proxy;
+    bool delta; /* a DeltaAggregatedResources stream */
+    bool connected;
+    int64_t connected_at_ms, disconnected_at_ms; /* wall clock */
+    wf_ads_type types[WF_XDS_NTYPES];
+    struct wf_h2_call *call; /* NULL once disconnected */
+    wf_ads *ads;
+} wf_ads_conn;
+
+/* Starts listening. Returns 0 and *out, or -1 with a message naming the address in err. */
+int wf_ads_start(uv_loop_t *loop, const wf_ads_opts *opts, wf_ads **out, char *err, size_t cap);
+/* Bound ports (host order); delta -1 when there is no delta listener. */
+int wf_ads_port(const wf_ads *a);
+int wf_ads_delta_port(const wf_ads *a);
+
+/* A new snapshot: kept (one reference taken), a push version made, and every connected proxy
+ * pushed according to snap->change (NONE: the snapshot is only kept, for the debug views;
+ * no new version). */
+void wf_ads_push(wf_ads *a, wf_snapshot *snap);
+/* Current snapshot (borrowed) and push version ("" before any). */
+wf_snapshot *wf_ads_snapshot(const wf_ads *a);
+const char *wf_ads_version(const wf_ads *a);
+
+/* Connections, connected and retained, in connection order. */
+size_t wf_ads_conn_count(const wf_ads *a);
+const wf_ads_conn *wf_ads_conn_at(const wf_ads *a, size_t i);
+/* Connected proxies (the pilot_xds gauge). */
+size_t wf_ads_connected(const wf_ads *a);
+const wf_ads_metrics *wf_ads_get_metrics(const wf_ads *a);
+
+/* What the server would send p now (the injected generator on the current snapshot): a new
+ * JSON array, or NULL when there is no snapshot or on out of memory. */
+json_t *wf_ads_generate(const wf_ads *a, const wf_pilot_proxy *p, wf_xds_type t,
+                        const wf_xds_names *names);
+/* The proxy for a node on the current snapshot (the injected proxy_from_node). */
+int wf_ads_proxy_from_node(const wf_ads *a, const wf_xds_node *node, wf_pilot_proxy *out, char *err,
+                           size_t cap);
+
+/* Stops listening, ends every call, frees everything once the handles closed (run the
+ * loop until it has no handles). */
+void wf_ads_close(wf_ads *a);
+
+/* Prometheus histogram helper (also used by debug.c). */
+void wf_ads_hist_observe(wf_ads_hist *h, double v);
+
+#endif

@@ -1,0 +1,65 @@
+/*
+ * debug.h - weft-pilot's monitoring/debug HTTP server (istiod's port 15014; reference
+ * istioctl-troubleshooting.md §5). HTTP/1.1 on libuv with http/h1_parser.h: GET only (other
+ * methods 405), one request per connection (Connection: close), request heads bounded to
+ * 16 KiB (431 beyond), a request body is refused (400). Loopback is the expected bind; there is
+ * no authentication (istiod leaves loopback callers unrestricted).
+ *
+ * Endpoints (JSON is indented with 2 spaces; see debug_views.c for every field):
+ *   /ready                     200 "ready" once the first config is served and xDS listens,
+ *                              else 503 "not ready"
+ *   /metrics                   Prometheus text: pilot_xds_pushes{type}, pilot_xds_push_time{type}
+ *                              (histogram), pilot_proxy_convergence_time (histogram),
+ *                              pilot_xds{version} (gauge), pilot_total_xds_rejects{type},
+ *                              pilot_services, plus weft_pilot_config_errors
+ *   /debug/syncz[?namespace=]  per proxy sync state (istiod's fields + weft's per-type status)
+ *   /debug/adsz[?proxyID=]     connections and their watches (istiod's adsz shape)
+ *   /debug/configz             resources served, config errors, last good versions kept
+ *   /debug/config_errors       the errors only
+ *   /debug/registryz           services (Kubernetes Services and ServiceEntries)
+ *   /debug/endpointz           endpoints per service port (istiod's old endpointz name)
+ *   /debug/config_dump?proxyID=ID[&include_eds]  Envoy-style ConfigDump of what pilot would
+ *                              send the proxy now (a connected one, matched as a substring of
+ *                              the connection id as istiod does; or, when none is connected, a
+ *                              Pod "<pod>.<ns>" of the store, so a dump exists before its
+ *                              proxy connects). 400 without proxyID, 404 when unknown, with
+ *                              istiod's messages.
+ *   /debug/push_status         the last push: version, change kind, changed resources, counts
+ */
+#ifndef WF_PILOT_DEBUG_H
+#define WF_PILOT_DEBUG_H
+
+#include <stdbool.h>
+
+#include <uv.h>
+
+#include "core/strbuf.h"
+
+typedef struct wf_pilot wf_pilot;
+typedef struct wf_debug wf_debug;
+
+typedef struct wf_debug_opts {
+    const char *ip;  /* NULL = 127.0.0.1 */
+    int port;        /* 0 = pick */
+    wf_pilot *pilot; /* where the views read from; must outlive wf_debug_close */
+} wf_debug_opts;
+
+/* Returns 0 and *out, or -1 with a message naming the address in err. */
+int wf_debug_start(uv_loop_t *loop, const wf_debug_opts *opts, wf_debug **out, char *err,
+                   size_t cap);
+int wf_debug_port(const wf_debug *d);
+/* Stops listening, closes open connections; freed once handles closed. NULL is fine. */
+void wf_debug_close(wf_debug *d);
+
+/* A response: status, content type (static string) and body. */
+typedef struct wf_debug_reply {
+    int status;
+    const char *ctype;
+    wf_strbuf body;
+} wf_debug_reply;
+
+/* Answers one GET (path without query; query without '?', may be ""). Used by the server and
+ * by tests. r->body must be initialised by the caller. */
+void wf_debug_route(wf_pilot *p, const char *path, const char *query, wf_debug_reply *r);
+
+#endif

@@ -1,0 +1,540 @@
+/*
+ * debug_views.c - what weft-pilot's debug endpoints answer (istiod's /debug handlers,
+ * reference istioctl-troubleshooting.md §5). See debug.h for the list; shapes:
+ *
+ * /debug/syncz: [{ "proxy": "<pod>.<ns>", "connection_id": "<id>-<n>", "proxy_type":
+ *   "sidecar|router", "cluster_id": "Kubernetes", "istio_version": "...",   (omitted if empty)
+ *   "cluster_sent"/"cluster_acked", "listener_sent"/..., "route_sent"/..., "endpoint_sent"/...
+ *   (nonces, omitted when empty, istiod's names),
+ *   "resources": {"<type url>": {"sent", "acked", "sentTime" (always), "lastError"}},
+ *   weft: "cluster_status": "SYNCED|NOT SENT|STALE|ERROR|IGNORED" (IGNORED = not watched),
+ *   "cluster_since_s" (seconds since the status last changed), "cluster_error" (NACK text),
+ *   likewise listener_/route_/endpoint_; "connected": bool, "disconnected_for_s" (when not
+ *   connected), "delta": bool, "admin": WEFT_ADMIN }]
+ * /debug/adsz: {"totalClients": N, "clients": [{"connectionId", "connectedAt", "address": "",
+ *   "labels", "metadata": {"NAMESPACE", "ISTIO_VERSION", "CLUSTER_ID", "PROXY_TYPE",
+ *   "WEFT_ADMIN"}, "watches": {"<type url>": [names]}, "connected", "delta"}]}
+ * /debug/configz: {"snapshot": seq, "version": push version, "files": N, "resources":
+ *   [{"kind", "namespace", "name", "file", "last_good": bool}], "errors": [...config_errors],
+ *   "mesh_error"?}
+ * /debug/config_errors: [{"file", "line", "column", "resource", "field", "message",
+ *   "kept_last_good"}]
+ * /debug/registryz: [{"hostname", "name", "namespace", "kind": "Service|ServiceEntry",
+ *   "ports": [{"name", "port", "protocol", "targetPort"?}], "selector"?}]
+ * /debug/endpointz: [{"service", "namespace", "port", "cluster", "endpoints":
+ *   [{"address", "port", "workload", "health_status"}]}]
+ * /debug/config_dump: {"configs": [BootstrapConfigDump, ClustersConfigDump, (EndpointsConfigDump
+ *   with include_eds), ListenersConfigDump, ScopedRoutesConfigDump, RoutesConfigDump,
+ *   SecretsConfigDump]} with Envoy's snake_case fields, so weftctl compares it with a proxy's
+ *   /config_dump the way istioctl proxy-status <pod> does.
+ * /debug/push_status: {"version", "snapshot", "change", "changed": [keys], "build_ms",
+ *   "changed_at", "full_pushes", "eds_pushes", "connected", "config_errors"}
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "pilot/ads.h"
+#include "pilot/debug.h"
+#include "pilot/eds.h"
+#include "pilot/pilot.h"
+
+static const wf_xds_type core_types[] = {WF_XDS_CDS, WF_XDS_LDS, WF_XDS_RDS, WF_XDS_EDS};
+static const char *const syncz_prefix[] = {"cluster", "listener", "route", "endpoint"};
+
+static void rfc3339(int64_t ms, char *buf, size_t cap)
+{
+    if (ms <= 0) {
+        snprintf(buf, cap, "0001-01-01T00:00:00Z");
+        return;
+    }
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    size_t n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf + n, cap - n, ".%03dZ", (int)(ms % 1000));
+}
+
+/* Query parameter value (not decoded beyond %2E/%2F-free ids), "" when present without value,
+ * NULL when absent. Copies into buf. */
+static const char *query_get(const char *q, const char *key, char *buf, size_t cap)
+{
+    size_t kl = strlen(key);
+    for (const char *p = q; p && *p;) {
+        const char *amp = strchr(p, '&');
+        size_t n = amp ? (size_t)(amp - p) : strlen(p);
+        if (n >= kl && strncmp(p, key, kl) == 0 && (n == kl || p[kl] == '=')) {
+            size_t vl = n > kl ? n - kl - 1 : 0;
+            vl = vl < cap - 1 ? vl : cap - 1;
+            memcpy(buf, p + n - vl, vl);
+            buf[vl] = '\0';
+            return buf;
+        }
+        p = amp ? amp + 1 : NULL;
+    }
+    return NULL;
+}
+
+static void set_str(json_t *o, const char *k, const char *v)
+{
+    if (v && *v) {
+        json_object_set_new(o, k, json_string(v));
+    }
+}
+
+static void reply_json(wf_debug_reply *r, int status, json_t *j)
+{
+    char *txt = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+    json_decref(j);
+    r->status = txt ? status : 500;
+    r->ctype = "application/json";
+    wf_strbuf_puts(&r->body, txt ? txt : "{\"error\": \"out of memory\"}");
+    wf_strbuf_putc(&r->body, '\n');
+    free(txt);
+}
+
+static void reply_text(wf_debug_reply *r, int status, const char *text)
+{
+    r->status = status;
+    r->ctype = "text/plain; charset=utf-8";
+    wf_strbuf_puts(&r->body, text);
+}
+
+/* ---- syncz / adsz ------------------------------------------------------------------------------
+ */
+
+static const char *kind_name(const wf_pilot_proxy *p)
+{
+    return p->kind == WF_PROXY_ROUTER ? "router" : "sidecar";
+}
+
+static void syncz_type(json_t *o, json_t *res, const wf_ads_conn *c, int i, int64_t now)
+{
+    wf_xds_type t = core_types[i];
+    const wf_ads_type *ty = &c->types[t];
+    char k[64], ts[40];
+    const char *pre = syncz_prefix[i];
+    if (!ty->w.watched) {
+        snprintf(k, sizeof k, "%s_status", pre);
+        json_object_set_new(o, k, json_string("IGNORED"));
+        return;
+    }
+    snprintf(k, sizeof k, "%s_sent", pre);
+    set_str(o, k, ty->w.nonce_sent);
+    snprintf(k, sizeof k, "%s_acked", pre);
+    set_str(o, k, ty->w.nonce_acked);
+    snprintf(k, sizeof k, "%s_status", pre);
+    json_object_set_new(o, k, json_string(wf_xds_sync_name(wf_xds_watch_sync(&ty->w))));
+    int64_t since = ty->w.sync_since_ms ? ty->w.sync_since_ms : c->connected_at_ms;
+    snprintf(k, sizeof k, "%s_since_s", pre);
+    json_object_set_new(o, k, json_integer((now - since) / 1000));
+    snprintf(k, sizeof k, "%s_error", pre);
+    set_str(o, k, ty->w.error_message);
+    json_t *r = json_object();
+    set_str(r, "sent", ty->w.nonce_sent);
+    set_str(r, "acked", ty->w.nonce_acked);
+    rfc3339(ty->sent_at_ms, ts, sizeof ts);
+    json_object_set_new(r, "sentTime", json_string(ts));
+    set_str(r, "lastError", ty->w.error_message);
+    json_object_set_new(res, wf_xds_type_url(t), r);
+}
+
+static json_t *syncz_entry(const wf_ads_conn *c, int64_t now)
+{
+    json_t *o = json_object(), *res = json_object();
+    const wf_pilot_proxy *p = &c->proxy;
+    json_object_set_new(o, "cluster_id", json_string(p->cluster_id ? p->cluster_id : "Kubernetes"));
+    json_object_set_new(o, "proxy", json_string(p->id));
+    json_object_set_new(o, "connection_id", json_string(c->id));
+    json_object_set_new(o, "proxy_type", json_string(kind_name(p)));
+    set_str(o, "istio_version", p->version);
+    for (int i = 0; i < 4; i++) {
+        syncz_type(o, res, c, i, now);
+    }
+    json_object_set_new(o, "resources", res);
+    json_object_set_new(o, "connected", json_boolean(c->connected));
+    if (!c->connected) {
+        json_object_set_new(o, "disconnected_for_s",
+                            json_integer((now - c->disconnected_at_ms) / 1000));
+    }
+    json_object_set_new(o, "delta", json_boolean(c->delta));
+    set_str(o, "admin", p->admin);
+    return o;
+}
+
+static void view_syncz(wf_ads *a, const char *q, wf_debug_reply *r)
+{
+    char ns[256];
+    const char *want = query_get(q, "namespace", ns, sizeof ns);
+    json_t *arr = json_array();
+    int64_t now = (int64_t)time(NULL) * 1000;
+    for (size_t i = 0; arr && i < wf_ads_conn_count(a); i++) {
+        const wf_ads_conn *c = wf_ads_conn_at(a, i);
+        if (!want || !*want || strcmp(want, c->proxy.ns) == 0) {
+            json_array_append_new(arr, syncz_entry(c, now));
+        }
+    }
+    reply_json(r, 200, arr);
+}
+
+static json_t *adsz_client(const wf_ads_conn *c)
+{
+    char ts[40];
+    const wf_pilot_proxy *p = &c->proxy;
+    json_t *o = json_object(), *md = json_object(), *w = json_object();
+    json_object_set_new(o, "connectionId", json_string(c->id));
+    rfc3339(c->connected_at_ms, ts, sizeof ts);
+    json_object_set_new(o, "connectedAt", json_string(ts));
+    json_object_set_new(o, "address", json_string(p->ip ? p->ip : ""));
+    json_object_set(o, "labels", p->labels);
+    set_str(md, "NAMESPACE", p->ns);
+    set_str(md, "ISTIO_VERSION", p->version);
+    json_object_set_new(md, "CLUSTER_ID",
+                        json_string(p->cluster_id ? p->cluster_id : "Kubernetes"));
+    json_object_set_new(md, "PROXY_TYPE", json_string(kind_name(p)));
+    set_str(md, "WEFT_ADMIN", p->admin);
+    json_object_set_new(o, "metadata", md);
+    for (int t = 0; t < WF_XDS_NTYPES; t++) {
+        const wf_ads_type *ty = &c->types[t];
+        if (!ty->w.watched) {
+            continue;
+        }
+        json_t *names = json_array();
+        for (size_t i = 0; i < ty->w.names.n; i++) {
+            json_array_append_new(names, json_string(ty->w.names.v[i]));
+        }
+        json_object_set_new(w, wf_xds_type_url(t), names);
+    }
+    json_object_set_new(o, "watches", w);
+    json_object_set_new(o, "connected", json_boolean(c->connected));
+    json_object_set_new(o, "delta", json_boolean(c->delta));
+    return o;
+}
+
+static void view_adsz(wf_ads *a, const char *q, wf_debug_reply *r)
+{
+    char id[256];
+    const char *want = query_get(q, "proxyID", id, sizeof id);
+    json_t *arr = json_array();
+    size_t n = 0;
+    for (size_t i = 0; arr && i < wf_ads_conn_count(a); i++) {
+        const wf_ads_conn *c = wf_ads_conn_at(a, i);
+        if (!want || strstr(c->id, want)) {
+            json_array_append_new(arr, adsz_client(c));
+            n += c->connected;
+        }
+    }
+    reply_json(r, 200, json_pack("{s:I, s:o}", "totalClients", (json_int_t)n, "clients", arr));
+}
+
+/* ---- configz / errors / push_status -----------------------------------------------------------
+ */
+
+static json_t *errors_json(const wf_snapshot *s)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < s->n_errors; i++) {
+        const wf_config_error *e = &s->errors[i];
+        json_array_append_new(arr, json_pack("{s:s, s:i, s:i, s:s, s:s, s:s, s:b}", "file", e->file,
+                                             "line", (int)e->line, "column", (int)e->col,
+                                             "resource", e->resource, "field", e->field, "message",
+                                             e->message, "kept_last_good", e->kept_last_good));
+    }
+    return arr;
+}
+
+static void view_configz(wf_ads *a, wf_debug_reply *r, bool errors_only)
+{
+    const wf_snapshot *s = wf_ads_snapshot(a);
+    if (!s) {
+        reply_text(r, 503, "no config loaded yet\n");
+        return;
+    }
+    if (errors_only) {
+        reply_json(r, 200, errors_json(s));
+        return;
+    }
+    json_t *res = json_array();
+    for (size_t i = 0; res && i < wf_strmap_count(s->res); i++) {
+        const wf_snap_res *e = wf_strmap_value(s->res, i);
+        const char *key = wf_strmap_key(s->res, i);
+        const char *ns = strchr(key, '/') + 1, *name = strchr(ns, '/') + 1;
+        json_array_append_new(res, json_pack("{s:s, s:s#, s:s, s:s, s:b}", "kind", e->kind,
+                                             "namespace", ns, (int)(name - ns - 1), "name", name,
+                                             "file", e->file, "last_good", e->stale));
+    }
+    json_t *o = json_pack("{s:I, s:s, s:I, s:o, s:o}", "snapshot", (json_int_t)s->seq, "version",
+                          wf_ads_version(a), "files", (json_int_t)s->files, "resources", res,
+                          "errors", errors_json(s));
+    if (o && s->mesh_error) {
+        json_object_set_new(o, "mesh_error", json_string(s->mesh_error));
+    }
+    reply_json(r, 200, o);
+}
+
+static void view_push_status(wf_ads *a, wf_debug_reply *r)
+{
+    const wf_snapshot *s = wf_ads_snapshot(a);
+    const wf_ads_metrics *m = wf_ads_get_metrics(a);
+    char ts[40];
+    json_t *changed = json_array();
+    for (size_t i = 0; s && changed && i < s->n_changed; i++) {
+        json_array_append_new(changed, json_string(s->changed[i]));
+    }
+    rfc3339(s ? s->changed_at_ms : 0, ts, sizeof ts);
+    reply_json(r, 200,
+               json_pack("{s:s, s:I, s:s, s:o, s:f, s:s, s:I, s:I, s:I, s:I}", "version",
+                         wf_ads_version(a), "snapshot", (json_int_t)(s ? s->seq : 0), "change",
+                         wf_change_kind_name(s ? s->change : WF_CHANGE_NONE), "changed", changed,
+                         "build_ms", s ? s->build_ms : 0.0, "changed_at", ts, "full_pushes",
+                         (json_int_t)m->full_pushes, "eds_pushes", (json_int_t)m->eds_pushes,
+                         "connected", (json_int_t)wf_ads_connected(a), "config_errors",
+                         (json_int_t)(s ? s->n_errors : 0)));
+}
+
+/* ---- registryz / endpointz --------------------------------------------------------------------
+ */
+
+static json_t *service_json(const wf_store *st, const wf_resource *res)
+{
+    const wf_service *sv = res->t.service;
+    char host[512];
+    snprintf(host, sizeof host, "%s.%s.svc.%s", res->name, res->ns, wf_store_domain_suffix(st));
+    json_t *ports = json_array(), *sel = json_object();
+    for (size_t i = 0; sv && i < sv->nports; i++) {
+        const wf_service_port *p = &sv->ports[i];
+        json_t *po =
+            json_pack("{s:s, s:i, s:s, s:i}", "name", p->name ? p->name : "", "port", p->port,
+                      "protocol", p->protocol ? p->protocol : "TCP", "targetPort", p->target_port);
+        if (po && p->target_name) {
+            json_object_set_new(po, "targetPort", json_string(p->target_name));
+        }
+        json_array_append_new(ports, po);
+    }
+    for (size_t i = 0; sv && i < sv->selector.n; i++) {
+        json_object_set_new(sel, sv->selector.items[i].key,
+                            json_string(sv->selector.items[i].value));
+    }
+    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "hostname", host, "name", res->name,
+                     "namespace", res->ns, "kind", "Service", "ports", ports, "selector", sel);
+}
+
+static json_t *se_json(const wf_resource *res, const char *host)
+{
+    const wf_serviceentry *se = res->t.se;
+    json_t *ports = json_array();
+    for (size_t i = 0; se && i < se->nports; i++) {
+        json_array_append_new(ports, json_pack("{s:s, s:i, s:s}", "name",
+                                               se->ports[i].name ? se->ports[i].name : "", "port",
+                                               se->ports[i].number, "protocol",
+                                               se->ports[i].protocol ? se->ports[i].protocol : ""));
+    }
+    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s}", "hostname", host, "name", res->name,
+                     "namespace", res->ns, "kind", "ServiceEntry", "ports", ports, "resolution",
+                     se && se->resolution ? se->resolution : "");
+}
+
+static void view_registryz(wf_ads *a, wf_debug_reply *r)
+{
+    const wf_snapshot *s = wf_ads_snapshot(a);
+    json_t *arr = json_array();
+    size_t n = 0;
+    const wf_resource *const *svcs = s ? wf_store_kind(s->store, WF_KIND_SERVICE, &n) : NULL;
+    for (size_t i = 0; arr && i < n; i++) {
+        json_array_append_new(arr, service_json(s->store, svcs[i]));
+    }
+    const wf_resource *const *ses = s ? wf_store_kind(s->store, WF_KIND_SERVICEENTRY, &n) : NULL;
+    for (size_t i = 0; arr && ses && i < n; i++) {
+        for (size_t h = 0; ses[i]->t.se && h < ses[i]->t.se->hosts.n; h++) {
+            json_array_append_new(arr, se_json(ses[i], ses[i]->t.se->hosts.v[h]));
+        }
+    }
+    reply_json(r, 200, arr);
+}
+
+static json_t *cla_endpoints(json_t *cla)
+{
+    json_t *out = json_array(), *loc, *lb;
+    size_t i, j;
+    json_array_foreach(json_object_get(cla, "endpoints"), i, loc)
+    {
+        json_array_foreach(json_object_get(loc, "lb_endpoints"), j, lb)
+        {
+            json_t *sa = json_object_get(
+                json_object_get(json_object_get(json_object_get(lb, "endpoint"), "address"),
+                                "socket_address"),
+                "address");
+            json_t *sp = json_object_get(
+                json_object_get(json_object_get(json_object_get(lb, "endpoint"), "address"),
+                                "socket_address"),
+                "port_value");
+            json_t *wl = json_object_get(
+                json_object_get(json_object_get(json_object_get(lb, "metadata"), "filter_metadata"),
+                                "istio"),
+                "workload");
+            json_array_append_new(out, json_pack("{s:O?, s:O?, s:O?, s:O?}", "address", sa, "port",
+                                                 sp, "workload", wl, "health_status",
+                                                 json_object_get(lb, "health_status")));
+        }
+    }
+    return out;
+}
+
+static void view_endpointz(wf_ads *a, wf_debug_reply *r)
+{
+    const wf_snapshot *s = wf_ads_snapshot(a);
+    json_t *arr = json_array();
+    size_t n = 0;
+    const wf_resource *const *svcs = s ? wf_store_kind(s->store, WF_KIND_SERVICE, &n) : NULL;
+    for (size_t i = 0; arr && i < n; i++) {
+        const wf_service *sv = svcs[i]->t.service;
+        char host[512], cluster[600];
+        snprintf(host, sizeof host, "%s.%s.svc.%s", svcs[i]->name, svcs[i]->ns,
+                 wf_store_domain_suffix(s->store));
+        for (size_t p = 0; sv && p < sv->nports; p++) {
+            snprintf(cluster, sizeof cluster, "outbound|%d||%s", sv->ports[p].port, host);
+            json_t *cla = wf_eds_load_assignment(s->store, cluster, NULL);
+            json_array_append_new(arr,
+                                  json_pack("{s:s, s:s, s:i, s:s, s:o}", "service", host,
+                                            "namespace", svcs[i]->ns, "port", sv->ports[p].port,
+                                            "cluster", cluster, "endpoints", cla_endpoints(cla)));
+            json_decref(cla);
+        }
+    }
+    reply_json(r, 200, arr);
+}
+
+/* ---- metrics ----------------------------------------------------------------------------------
+ */
+
+static const char *metric_type(wf_xds_type t)
+{
+    static const char *const n[] = {"cds", "lds", "rds", "eds", "sds", "ecds"};
+    return (unsigned)t < WF_XDS_NTYPES ? n[t] : "unknown";
+}
+
+static void hist_lines(wf_strbuf *b, const char *name, const char *labels, const wf_ads_hist *h)
+{
+    uint64_t cum = 0;
+    const char *sep = *labels ? "," : "";
+    for (size_t i = 0; i < h->n_bounds; i++) {
+        cum += h->counts[i];
+        wf_strbuf_printf(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, sep, h->bounds[i],
+                         (unsigned long long)cum);
+    }
+    cum += h->counts[h->n_bounds];
+    wf_strbuf_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, sep,
+                     (unsigned long long)cum);
+    wf_strbuf_printf(b, "%s_sum%s%s%s %.9g\n", name, *labels ? "{" : "", labels, *labels ? "}" : "",
+                     h->sum);
+    wf_strbuf_printf(b, "%s_count%s%s%s %llu\n", name, *labels ? "{" : "", labels,
+                     *labels ? "}" : "", (unsigned long long)h->count);
+}
+
+static void metrics_xds_gauge(wf_strbuf *b, wf_ads *a)
+{
+    wf_strbuf_puts(b, "# HELP pilot_xds Number of endpoints connected to this pilot using XDS.\n"
+                      "# TYPE pilot_xds gauge\n");
+    for (size_t i = 0; i < wf_ads_conn_count(a); i++) {
+        const wf_ads_conn *c = wf_ads_conn_at(a, i);
+        const char *v = c->proxy.version ? c->proxy.version : "";
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++) {
+            const wf_ads_conn *o = wf_ads_conn_at(a, j);
+            seen = o->connected && strcmp(o->proxy.version ? o->proxy.version : "", v) == 0;
+        }
+        if (!c->connected || seen) {
+            continue;
+        }
+        size_t n = 0;
+        for (size_t j = i; j < wf_ads_conn_count(a); j++) {
+            const wf_ads_conn *o = wf_ads_conn_at(a, j);
+            n += o->connected && strcmp(o->proxy.version ? o->proxy.version : "", v) == 0;
+        }
+        wf_strbuf_printf(b, "pilot_xds{version=\"%s\"} %zu\n", v, n);
+    }
+}
+
+static void view_metrics(wf_ads *a, wf_debug_reply *r)
+{
+    const wf_ads_metrics *m = wf_ads_get_metrics(a);
+    const wf_snapshot *s = wf_ads_snapshot(a);
+    wf_strbuf *b = &r->body;
+    char lab[32];
+    wf_strbuf_puts(b, "# HELP pilot_xds_pushes Pilot build and send errors for lds, rds, cds and "
+                      "eds.\n# TYPE pilot_xds_pushes counter\n");
+    for (int i = 0; i < 4; i++) {
+        wf_strbuf_printf(b, "pilot_xds_pushes{type=\"%s\"} %llu\n", metric_type(core_types[i]),
+                         (unsigned long long)m->pushes[core_types[i]]);
+    }
+    wf_strbuf_puts(b, "# HELP pilot_xds_push_time Total time in seconds Pilot takes to push lds, "
+                      "rds, cds and eds.\n# TYPE pilot_xds_push_time histogram\n");
+    for (int i = 0; i < 4; i++) {
+        snprintf(lab, sizeof lab, "type=\"%s\"", metric_type(core_types[i]));
+        hist_lines(b, "pilot_xds_push_time", lab, &m->push_time[core_types[i]]);
+    }
+    wf_strbuf_puts(b, "# HELP pilot_proxy_convergence_time Delay in seconds between config change "
+                      "and a proxy receiving all required configuration.\n"
+                      "# TYPE pilot_proxy_convergence_time histogram\n");
+    hist_lines(b, "pilot_proxy_convergence_time", "", &m->convergence);
+    metrics_xds_gauge(b, a);
+    wf_strbuf_puts(b, "# HELP pilot_total_xds_rejects Total number of XDS responses from pilot "
+                      "rejected by proxy.\n# TYPE pilot_total_xds_rejects counter\n");
+    for (int i = 0; i < 4; i++) {
+        wf_strbuf_printf(b, "pilot_total_xds_rejects{type=\"%s\"} %llu\n",
+                         metric_type(core_types[i]), (unsigned long long)m->rejects[core_types[i]]);
+    }
+    size_t nsvc = 0;
+    if (s) {
+        wf_store_kind(s->store, WF_KIND_SERVICE, &nsvc);
+    }
+    wf_strbuf_printf(b,
+                     "# HELP pilot_services Total services known to pilot.\n"
+                     "# TYPE pilot_services gauge\npilot_services %zu\n",
+                     nsvc);
+    wf_strbuf_printf(b,
+                     "# HELP weft_pilot_config_errors Config errors in the current snapshot "
+                     "(the last good versions are served).\n"
+                     "# TYPE weft_pilot_config_errors gauge\nweft_pilot_config_errors %zu\n",
+                     s ? s->n_errors : 0);
+    r->status = 200;
+    r->ctype = "text/plain; version=0.0.4; charset=utf-8";
+}
+
+/* ---- config_dump (debug_dump.c)
+ * ------------------------------------------------------------------ */
+
+void wf_debug_config_dump(wf_ads *a, const char *query, wf_debug_reply *r);
+
+void wf_debug_route(wf_pilot *p, const char *path, const char *query, wf_debug_reply *r)
+{
+    wf_ads *a = wf_pilot_ads(p);
+    if (strcmp(path, "/ready") == 0) {
+        bool ok = wf_pilot_ready(p);
+        reply_text(r, ok ? 200 : 503, ok ? "ready\n" : "not ready\n");
+    } else if (strcmp(path, "/metrics") == 0 || strcmp(path, "/stats/prometheus") == 0) {
+        view_metrics(a, r);
+    } else if (strcmp(path, "/debug/syncz") == 0) {
+        view_syncz(a, query, r);
+    } else if (strcmp(path, "/debug/adsz") == 0 || strcmp(path, "/debug/connections") == 0) {
+        view_adsz(a, query, r);
+    } else if (strcmp(path, "/debug/configz") == 0) {
+        view_configz(a, r, false);
+    } else if (strcmp(path, "/debug/config_errors") == 0) {
+        view_configz(a, r, true);
+    } else if (strcmp(path, "/debug/registryz") == 0) {
+        view_registryz(a, r);
+    } else if (strcmp(path, "/debug/endpointz") == 0 ||
+               strcmp(path, "/debug/endpointShardz") == 0) {
+        view_endpointz(a, r);
+    } else if (strcmp(path, "/debug/config_dump") == 0) {
+        wf_debug_config_dump(a, query, r);
+    } else if (strcmp(path, "/debug/push_status") == 0) {
+        view_push_status(a, r);
+    } else {
+        reply_text(r, 404, "404 page not found\n");
+    }
+}

@@ -1,0 +1,394 @@
+/*
+ * gateway.c - a router proxy's listeners and `http.<port>` route configurations from the
+ * Gateways selecting it and the VirtualServices bound to them (see gateway.h).
+ */
+#include "pilot/gateway.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "pilot/lds.h"
+#include "pilot/rds_internal.h"
+
+#define RC_TYPE "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+
+/* One selected HTTP server and the port its listener takes. */
+typedef struct gw_server {
+    const wf_resource *gw;
+    const wf_gateway_server *srv;
+    int32_t listen;
+    size_t order; /* for a stable sort */
+} gw_server;
+
+typedef struct gw_ctx {
+    const wf_store *s;
+    const wf_gateway_options *o;
+    const char *suffix;
+    gw_server *v;
+    size_t n, cap;
+} gw_ctx;
+
+/* ---------- which servers, on which ports ---------- */
+
+static bool selects(const wf_resource *r, const wf_gateway_options *o)
+{
+    const wf_gateway *g = r->t.gateway;
+    if (!g)
+        return false;
+    if (!g->has_selector || g->selector.n == 0)
+        return true;
+    return o->proxy_labels && wf_kvs_subset(&g->selector, o->proxy_labels);
+}
+
+static bool http_server(const wf_gateway_server *srv)
+{
+    const char *p = srv->protocol ? srv->protocol : "";
+    return srv->port > 0 && srv->port <= 65535 &&
+           (!strcasecmp(p, "HTTP") || !strcasecmp(p, "HTTP2") || !strcasecmp(p, "GRPC"));
+}
+
+static int32_t pod_port(const wf_resource *pod, const char *name)
+{
+    const wf_pod *p = pod && pod->kind == WF_KIND_POD ? pod->t.pod : NULL;
+    for (size_t c = 0; p && c < p->spec.ncontainers; c++)
+        for (size_t i = 0; i < p->spec.containers[c].nports; i++) {
+            const wf_container_port *cp = &p->spec.containers[c].ports[i];
+            if (cp->name && !strcmp(cp->name, name))
+                return cp->container_port;
+        }
+    return 0;
+}
+
+/* The targetPort of `port` on a Service selecting the pod; the port itself without one. */
+static int32_t listener_port(const gw_ctx *x, int32_t port)
+{
+    size_t n = 0;
+    const char *ns = x->o->proxy_ns && *x->o->proxy_ns ? x->o->proxy_ns : "";
+    const wf_resource *const *svcs = wf_store_kind_ns(x->s, WF_KIND_SERVICE, ns, &n);
+    for (size_t i = 0; i < n && x->o->proxy_labels; i++) {
+        const wf_service *svc = svcs[i]->t.service;
+        if (!svc || !svc->has_selector || svc->selector.n == 0 ||
+            !wf_kvs_subset(&svc->selector, x->o->proxy_labels))
+            continue;
+        for (size_t j = 0; j < svc->nports; j++) {
+            const wf_service_port *sp = &svc->ports[j];
+            if (sp->port != port || (sp->protocol && !strcmp(sp->protocol, "UDP")))
+                continue;
+            int32_t t = sp->target_name       ? pod_port(x->o->pod, sp->target_name)
+                        : sp->target_port > 0 ? sp->target_port
+                                              : sp->port;
+            if (t > 0 && t <= 65535)
+                return t;
+        }
+    }
+    return port;
+}
+
+static int add_server(gw_ctx *x, const wf_resource *gw, const wf_gateway_server *srv)
+{
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? x->cap * 2 : 8;
+        gw_server *v = realloc(x->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        x->v = v;
+        x->cap = cap;
+    }
+    x->v[x->n] = (gw_server){.gw = gw, .srv = srv, .listen = listener_port(x, srv->port)};
+    x->v[x->n].order = x->n;
+    x->n++;
+    return 0;
+}
+
+static int cmp_server(const void *a, const void *b)
+{
+    const gw_server *x = a, *y = b;
+    if (x->listen != y->listen)
+        return (x->listen > y->listen) - (x->listen < y->listen);
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+/* Fill x->v with the selected HTTP servers, by listener port then load order. */
+static int collect(gw_ctx *x)
+{
+    size_t n = 0;
+    const wf_resource *const *gws = wf_store_kind(x->s, WF_KIND_GATEWAY, &n);
+    for (size_t i = 0; i < n; i++) {
+        if (!selects(gws[i], x->o))
+            continue;
+        const wf_gateway *g = gws[i]->t.gateway;
+        for (size_t j = 0; j < g->nservers; j++)
+            if (http_server(&g->servers[j]) && add_server(x, gws[i], &g->servers[j]) != 0)
+                return -1;
+    }
+    if (x->n > 1)
+        qsort(x->v, x->n, sizeof *x->v, cmp_server);
+    return 0;
+}
+
+static int ctx_init(gw_ctx *x, const wf_store *s, const wf_gateway_options *o)
+{
+    *x = (gw_ctx){.s = s, .o = o};
+    x->suffix = o->domain_suffix ? o->domain_suffix : wf_store_domain_suffix(s);
+    if (collect(x) != 0) {
+        free(x->v);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---------- listeners ---------- */
+
+static json_t *gateway_listener(int32_t port, const char *bind)
+{
+    char name[32], prefix[48], rds[24];
+    snprintf(name, sizeof name, "0.0.0.0_%d", (int)port);
+    snprintf(prefix, sizeof prefix, "outbound_0.0.0.0_%d", (int)port);
+    snprintf(rds, sizeof rds, "http.%d", (int)port);
+    const wf_lds_http spec = {.cls = WF_LDS_GATEWAY,
+                              .name = name,
+                              .address = bind,
+                              .port = port,
+                              .stat_prefix = prefix,
+                              .rds_name = rds};
+    return wf_lds_http_listener(&spec);
+}
+
+json_t *wf_gateway_listeners(const wf_store *store, const wf_gateway_options *opt)
+{
+    gw_ctx x;
+    if (!store || !opt || ctx_init(&x, store, opt) != 0)
+        return NULL;
+    const char *bind = opt->bind && *opt->bind ? opt->bind : "0.0.0.0";
+    json_t *out = json_array();
+    for (size_t i = 0; out && i < x.n; i++) {
+        if (i > 0 && x.v[i].listen == x.v[i - 1].listen)
+            continue;
+        if (json_array_append_new(out, gateway_listener(x.v[i].listen, bind)) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    free(x.v);
+    return out;
+}
+
+/* ---------- which VirtualServices and hosts ---------- */
+
+/* Does the VirtualService's `gateways` name gw? */
+static bool vs_binds(const wf_resource *vs, const wf_resource *gw)
+{
+    const wf_strs *g = &vs->t.vs->gateways;
+    for (size_t i = 0; i < g->n; i++) {
+        const char *e = g->v[i], *slash = strchr(e, '/');
+        const char *ns = slash ? e : vs->ns;
+        size_t nl = slash ? (size_t)(slash - e) : strlen(vs->ns);
+        const char *name = slash ? slash + 1 : e;
+        if (strlen(gw->ns) == nl && !strncmp(ns, gw->ns, nl) && !strcmp(name, gw->name))
+            return true;
+    }
+    return false;
+}
+
+/* host.Name.SubsetOf: is a covered by b? */
+static bool host_subset(const char *a, const char *b)
+{
+    if (!strcmp(a, b) || !strcmp(b, "*"))
+        return true;
+    if (b[0] != '*' || !strcmp(a, "*"))
+        return false;
+    size_t al = strlen(a), sl = strlen(b + 1); /* b + 1 = ".example.com" */
+    return al > sl && !strcmp(a + al - sl, b + 1);
+}
+
+/* The server host h (maybe "ns/host") as seen from a VirtualService in vs_ns; NULL = hidden. */
+static const char *server_host(const char *h, const char *vs_ns, const char *gw_ns)
+{
+    const char *slash = strchr(h, '/');
+    if (!slash)
+        return h;
+    size_t nl = (size_t)(slash - h);
+    if (nl == 1 && h[0] == '*')
+        return slash + 1;
+    if (nl == 1 && h[0] == '.')
+        return !strcmp(vs_ns, gw_ns) ? slash + 1 : NULL;
+    return strlen(vs_ns) == nl && !strncmp(h, vs_ns, nl) ? slash + 1 : NULL;
+}
+
+/* Names.Intersection of the server's and the VirtualService's hosts into hosts (an array of
+ * strings, no duplicates). Returns 0, -1 on OOM. */
+static int intersect(const gw_ctx *x, const gw_server *gs, const wf_resource *vs, json_t *hosts)
+{
+    for (size_t i = 0; i < gs->srv->hosts.n; i++) {
+        const char *sh = server_host(gs->srv->hosts.v[i], vs->ns, gs->gw->ns);
+        for (size_t j = 0; sh && j < vs->t.vs->hosts.n; j++) {
+            char *vh = rds_resolve_host(vs->t.vs->hosts.v[j], vs->ns, x->suffix);
+            if (!vh)
+                return -1;
+            const char *pick = host_subset(sh, vh) ? sh : host_subset(vh, sh) ? vh : NULL;
+            bool seen = false;
+            for (size_t k = 0; pick && k < json_array_size(hosts) && !seen; k++)
+                seen = !strcmp(json_string_value(json_array_get(hosts, k)), pick);
+            int rc = pick && !seen ? json_array_append_new(hosts, json_string(pick)) : 0;
+            free(vh);
+            if (rc != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---------- virtual hosts ---------- */
+
+typedef struct rc_build {
+    const gw_ctx *x;
+    json_t *vhosts; /* object host -> virtual host */
+} rc_build;
+
+static int add_to_vhost(rc_build *b, const char *host, int32_t port, json_t *routes)
+{
+    json_t *v = json_object_get(b->vhosts, host);
+    if (v)
+        return json_array_extend(json_object_get(v, "routes"), routes);
+    json_t *copy = json_copy(routes);
+    v = json_pack("{s:o,s:[s],s:o,s:b}", "name", json_sprintf("%s:%d", host, (int)port), "domains",
+                  host, "routes", copy, "include_request_attempt_count", 1);
+    return json_object_set_new(b->vhosts, host, v);
+}
+
+/* The routes of one VirtualService on one server into its intersecting hosts. */
+static int add_vs(rc_build *b, const gw_server *gs, const wf_resource *vs)
+{
+    json_t *hosts = json_array(), *routes = json_array();
+    char gname[512];
+    snprintf(gname, sizeof gname, "%s/%s", gs->gw->ns, gs->gw->name);
+    const char *pns = b->x->o->proxy_ns && *b->x->o->proxy_ns ? b->x->o->proxy_ns : NULL;
+    const rds_ctx rx = {.s = b->x->s,
+                        .proxy_ns = pns,
+                        .suffix = b->x->suffix,
+                        .proxy_labels = b->x->o->proxy_labels,
+                        .default_retries = b->x->o->default_retries,
+                        .gateway = gname};
+    int rc = hosts && routes ? intersect(b->x, gs, vs, hosts) : -1;
+    if (rc == 0 && json_array_size(hosts) > 0)
+        rc = rds_vs_routes(&rx, vs, gs->srv->port, routes);
+    for (size_t i = 0; rc == 0 && json_array_size(routes) > 0 && i < json_array_size(hosts); i++)
+        rc = add_to_vhost(b, json_string_value(json_array_get(hosts, i)), gs->srv->port, routes);
+    json_decref(hosts);
+    json_decref(routes);
+    return rc;
+}
+
+static int add_server_vhosts(rc_build *b, const gw_server *gs)
+{
+    size_t n = 0;
+    const char *pns = b->x->o->proxy_ns && *b->x->o->proxy_ns ? b->x->o->proxy_ns : NULL;
+    const wf_resource *const *vss = wf_store_kind(b->x->s, WF_KIND_VIRTUALSERVICE, &n);
+    for (size_t i = 0; i < n; i++) {
+        const wf_resource *vs = vss[i];
+        if (!vs->t.vs || !rds_vs_visible(vs, pns) || !vs_binds(vs, gs->gw))
+            continue;
+        if (add_vs(b, gs, vs) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* SortVHostRoutes: catch-all routes last, the others in order. */
+static int sort_routes(json_t *vhost)
+{
+    json_t *routes = json_object_get(vhost, "routes"), *tail = json_array();
+    if (!tail)
+        return -1;
+    for (size_t i = 0; i < json_array_size(routes);) {
+        json_t *r = json_array_get(routes, i);
+        if (!rds_catch_all_route(r)) {
+            i++;
+            continue;
+        }
+        if (json_array_append(tail, r) != 0 || json_array_remove(routes, i) != 0) {
+            json_decref(tail);
+            return -1;
+        }
+    }
+    int rc = json_array_extend(routes, tail);
+    json_decref(tail);
+    return rc;
+}
+
+static int cmp_vhost(const void *a, const void *b)
+{
+    const char *x = json_string_value(json_object_get(*(json_t *const *)a, "name"));
+    const char *y = json_string_value(json_object_get(*(json_t *const *)b, "name"));
+    return strcmp(x ? x : "", y ? y : "");
+}
+
+/* The virtual hosts of b->vhosts sorted by name (SortVirtualHosts), or Istio's blackhole. */
+static json_t *vhost_list(rc_build *b, int32_t first_port)
+{
+    size_t n = json_object_size(b->vhosts), i = 0;
+    if (n == 0)
+        return json_pack("[{s:o,s:[s],s:[]}]", "name",
+                         json_sprintf("blackhole:%d", (int)first_port), "domains", "*", "routes");
+    json_t **v = calloc(n, sizeof *v), *out = json_array();
+    const char *k;
+    json_t *vh;
+    int rc = v && out ? 0 : -1;
+    json_object_foreach(b->vhosts, k, vh)
+    {
+        if (rc != 0)
+            break;
+        v[i++] = vh;
+        rc = sort_routes(vh);
+    }
+    if (rc == 0)
+        qsort(v, n, sizeof *v, cmp_vhost);
+    for (i = 0; rc == 0 && i < n; i++)
+        rc = json_array_append(out, v[i]);
+    free(v);
+    if (rc != 0) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* The route configuration of the servers x->v[from, to) sharing one listener port. */
+static json_t *route_config(const gw_ctx *x, size_t from, size_t to)
+{
+    rc_build b = {.x = x, .vhosts = json_object()};
+    int rc = b.vhosts ? 0 : -1;
+    for (size_t i = from; rc == 0 && i < to; i++)
+        rc = add_server_vhosts(&b, &x->v[i]);
+    json_t *vhosts = rc == 0 ? vhost_list(&b, x->v[from].srv->port) : NULL;
+    json_decref(b.vhosts);
+    if (!vhosts)
+        return NULL;
+    return json_pack("{s:s,s:o,s:o,s:b,s:b}", "@type", RC_TYPE, "name",
+                     json_sprintf("http.%d", (int)x->v[from].listen), "virtual_hosts", vhosts,
+                     "validate_clusters", 0, "ignore_port_in_host_matching", 1);
+}
+
+json_t *wf_gateway_route_configs(const wf_store *store, const wf_gateway_options *opt)
+{
+    gw_ctx x;
+    if (!store || !opt || ctx_init(&x, store, opt) != 0)
+        return NULL;
+    json_t *out = json_array();
+    for (size_t i = 0; out && i < x.n;) {
+        size_t j = i + 1;
+        while (j < x.n && x.v[j].listen == x.v[i].listen)
+            j++;
+        if (json_array_append_new(out, route_config(&x, i, j)) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+        i = j;
+    }
+    free(x.v);
+    return out;
+}

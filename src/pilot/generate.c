@@ -1,0 +1,356 @@
+/*
+ * generate.c - the resources of one proxy per xDS type (see generate.h): dispatch to cds, eds,
+ * rds, lds, inbound and gateway, MeshConfig options, access logs, and the local-mesh addresses.
+ * Follows Istio's ConfigGenerator per proxy type (pilot/pkg/networking/core: BuildClusters,
+ * BuildListeners, BuildHTTPRoutes; pilot/pkg/xds/eds.go for named assignments) and
+ * accesslog.go for the file access log.
+ */
+#include "pilot/generate.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pilot/cds.h"
+#include "pilot/eds.h"
+#include "pilot/gateway.h"
+#include "pilot/inbound.h"
+#include "pilot/lds.h"
+#include "pilot/naming.h"
+#include "pilot/rds.h"
+
+#define HCM_NAME "envoy.filters.network.http_connection_manager"
+#define FAL_NAME "envoy.access_loggers.file"
+#define FAL_TYPE "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog"
+
+/* Istio's default text format (accessLogEncoding TEXT; reference envoy-istio-behaviour.md §5.2,
+ * Istio >= 1.24 with %UPSTREAM_CLUSTER_RAW%). */
+#define ISTIO_TEXT_FORMAT                                                                          \
+    "[%START_TIME%] \"%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%\" "             \
+    "%RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS% %CONNECTION_TERMINATION_DETAILS% "   \
+    "\"%UPSTREAM_TRANSPORT_FAILURE_REASON%\" %BYTES_RECEIVED% %BYTES_SENT% %DURATION% "            \
+    "%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)% \"%REQ(X-FORWARDED-FOR)%\" \"%REQ(USER-AGENT)%\" "      \
+    "\"%REQ(X-REQUEST-ID)%\" \"%REQ(:AUTHORITY)%\" \"%UPSTREAM_HOST%\" %UPSTREAM_CLUSTER_RAW% "    \
+    "%UPSTREAM_LOCAL_ADDRESS% %DOWNSTREAM_LOCAL_ADDRESS% %DOWNSTREAM_REMOTE_ADDRESS% "             \
+    "%REQUESTED_SERVER_NAME% %ROUTE_NAME%\n"
+
+/* Istio's default JSON format (accessLogEncoding JSON; reference §5.3). */
+static const char *const json_keys[][2] = {
+    {"start_time", "%START_TIME%"},
+    {"route_name", "%ROUTE_NAME%"},
+    {"method", "%REQ(:METHOD)%"},
+    {"path", "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%"},
+    {"protocol", "%PROTOCOL%"},
+    {"response_code", "%RESPONSE_CODE%"},
+    {"response_flags", "%RESPONSE_FLAGS%"},
+    {"response_code_details", "%RESPONSE_CODE_DETAILS%"},
+    {"connection_termination_details", "%CONNECTION_TERMINATION_DETAILS%"},
+    {"bytes_received", "%BYTES_RECEIVED%"},
+    {"bytes_sent", "%BYTES_SENT%"},
+    {"duration", "%DURATION%"},
+    {"upstream_service_time", "%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)%"},
+    {"x_forwarded_for", "%REQ(X-FORWARDED-FOR)%"},
+    {"user_agent", "%REQ(USER-AGENT)%"},
+    {"request_id", "%REQ(X-REQUEST-ID)%"},
+    {"authority", "%REQ(:AUTHORITY)%"},
+    {"upstream_host", "%UPSTREAM_HOST%"},
+    {"upstream_cluster", "%UPSTREAM_CLUSTER_RAW%"},
+    {"upstream_local_address", "%UPSTREAM_LOCAL_ADDRESS%"},
+    {"downstream_local_address", "%DOWNSTREAM_LOCAL_ADDRESS%"},
+    {"downstream_remote_address", "%DOWNSTREAM_REMOTE_ADDRESS%"},
+    {"requested_server_name", "%REQUESTED_SERVER_NAME%"},
+    {"upstream_transport_failure_reason", "%UPSTREAM_TRANSPORT_FAILURE_REASON%"},
+};
+
+/* Everything one generation reads, resolved once. */
+typedef struct gen {
+    const wf_store *s;
+    const wf_meshcfg *mesh;
+    const wf_pilot_proxy *p;
+    const wf_resource *pod; /* the proxy's Pod object, NULL when not in the store */
+    wf_kvs labels;          /* view of p->labels (items heap-allocated, strings borrowed) */
+    wf_cds_options cds;
+    bool registry_only;
+    const wf_node *default_retries;
+} gen;
+
+/* ---------- setup ---------- */
+
+static int labels_view(const json_t *labels, wf_kvs *out)
+{
+    size_t n = json_object_size(labels), i = 0;
+    *out = (wf_kvs){0};
+    if (n == 0)
+        return 0;
+    out->items = calloc(n, sizeof *out->items);
+    if (!out->items)
+        return -1;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)labels, k, v)
+    {
+        if (json_is_string(v) && i < n)
+            out->items[i++] = (wf_kv){.key = k, .value = json_string_value(v)};
+    }
+    out->n = i;
+    return 0;
+}
+
+static int gen_init(gen *g, const wf_pilot_env *env, const wf_pilot_proxy *p)
+{
+    *g = (gen){.s = env->store, .mesh = env->mesh, .p = p};
+    g->pod = p->pod && p->ns ? wf_store_find(env->store, WF_KIND_POD, p->ns, p->pod) : NULL;
+    if (labels_view(p->labels, &g->labels) != 0)
+        return -1;
+    g->cds.proxy_ns = p->ns;
+    g->cds.root_namespace = env->mesh ? wf_meshcfg_root_ns(env->mesh) : NULL;
+    const char *mode = env->mesh ? wf_meshcfg_str(env->mesh, "outboundTrafficPolicy.mode") : NULL;
+    g->registry_only = mode && strcmp(mode, "REGISTRY_ONLY") == 0;
+    const wf_node *rp = env->mesh ? wf_meshcfg_get(env->mesh, "defaultHttpRetryPolicy") : NULL;
+    g->default_retries = rp && rp->type == WF_NODE_MAP ? rp : NULL;
+    return 0;
+}
+
+static bool wanted(const wf_xds_names *names, const char *name)
+{
+    if (!names || names->n == 0)
+        return true;
+    for (size_t i = 0; i < names->n; i++)
+        if (names->v[i] && name && strcmp(names->v[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* Keep only the resources whose "name" (or "cluster_name") names asks for. */
+static json_t *filter_names(json_t *arr, const wf_xds_names *names)
+{
+    if (!arr || !names || names->n == 0)
+        return arr;
+    for (size_t i = 0; i < json_array_size(arr);) {
+        json_t *r = json_array_get(arr, i);
+        const char *n = json_string_value(json_object_get(r, "name"));
+        if (wanted(names, n))
+            i++;
+        else if (json_array_remove(arr, i) != 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+/* Append every element of extra (released) to arr (released on failure). */
+static json_t *append_all(json_t *arr, json_t *extra)
+{
+    if (!arr || !extra || json_array_extend(arr, extra) != 0) {
+        json_decref(arr);
+        arr = NULL;
+    }
+    json_decref(extra);
+    return arr;
+}
+
+/* ---------- CDS, EDS ---------- */
+
+static json_t *inbound_or_null(const gen *g, bool listeners);
+
+static json_t *clusters(const gen *g)
+{
+    json_t *out = wf_cds_sidecar_clusters(g->s, &g->cds);
+    if (!out)
+        return NULL;
+    if (g->p->kind == WF_PROXY_SIDECAR)
+        return append_all(out, inbound_or_null(g, false));
+    for (size_t i = 0; i < json_array_size(out); i++) { /* gateways: no PassthroughCluster */
+        const char *n = json_string_value(json_object_get(json_array_get(out, i), "name"));
+        if (n && !strcmp(n, WF_CLUSTER_PASSTHROUGH) && json_array_remove(out, i) != 0) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+static json_t *endpoints(const gen *g, const wf_xds_names *names)
+{
+    if (!names || names->n == 0)
+        return wf_eds_sidecar_assignments(g->s, &g->cds);
+    json_t *out = json_array();
+    for (size_t i = 0; out && i < names->n; i++)
+        if (json_array_append_new(out, wf_eds_load_assignment(g->s, names->v[i], &g->cds)) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    return out;
+}
+
+/* ---------- LDS, RDS ---------- */
+
+static json_t *inbound_or_null(const gen *g, bool listeners)
+{
+    const wf_inbound_options o = {.ns = g->p->ns,
+                                  .labels = &g->labels,
+                                  .pod = g->pod,
+                                  .bind = g->p->ip,
+                                  .app_address = g->p->localhost};
+    return listeners ? wf_inbound_listeners(g->s, &o) : wf_inbound_clusters(g->s, &o);
+}
+
+static wf_gateway_options gateway_options(const gen *g)
+{
+    return (wf_gateway_options){.proxy_ns = g->p->ns,
+                                .proxy_labels = &g->labels,
+                                .pod = g->pod,
+                                .bind = g->p->ip,
+                                .default_retries = g->default_retries};
+}
+
+/* Outbound listeners whose name an inbound listener took (a pod without a known IP binds
+ * inbound on 0.0.0.0 too) give way to it. */
+static json_t *merge_listeners(json_t *out, json_t *in)
+{
+    if (!out || !in) {
+        json_decref(out);
+        json_decref(in);
+        return NULL;
+    }
+    for (size_t i = 0; i < json_array_size(out);) {
+        const char *n = json_string_value(json_object_get(json_array_get(out, i), "name"));
+        bool taken = false;
+        for (size_t j = 0; j < json_array_size(in) && !taken; j++)
+            taken = !strcmp(n, json_string_value(json_object_get(json_array_get(in, j), "name")));
+        if (!taken)
+            i++;
+        else if (json_array_remove(out, i) != 0) {
+            json_decref(in);
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return append_all(out, in);
+}
+
+static json_t *route_configs(const gen *g, const wf_xds_names *names)
+{
+    if (g->p->kind == WF_PROXY_ROUTER) {
+        const wf_gateway_options o = gateway_options(g);
+        return filter_names(wf_gateway_route_configs(g->s, &o), names);
+    }
+    const wf_rds_options o = {.proxy_ns = g->p->ns,
+                              .proxy_labels = &g->labels,
+                              .registry_only = g->registry_only,
+                              .default_retries = g->default_retries};
+    return filter_names(wf_rds_sidecar_route_configs(g->s, &o), names);
+}
+
+/* ---------- access logs (Istio's pilot/pkg/networking/core/accesslog.go) ---------- */
+
+static json_t *json_log_format(const char *custom)
+{
+    json_t *f = custom && *custom ? json_loads(custom, 0, NULL) : NULL;
+    if (json_is_object(f))
+        return json_pack("{s:o}", "json_format", f);
+    json_decref(f); /* unparsable: Istio falls back to the default map */
+    f = json_object();
+    for (size_t i = 0; f && i < sizeof json_keys / sizeof json_keys[0]; i++)
+        if (json_object_set_new(f, json_keys[i][0], json_string(json_keys[i][1])) != 0) {
+            json_decref(f);
+            return NULL;
+        }
+    return f ? json_pack("{s:o}", "json_format", f) : NULL;
+}
+
+static json_t *text_log_format(const char *custom)
+{
+    if (!custom || !*custom)
+        return json_pack("{s:{s:s}}", "text_format_source", "inline_string", ISTIO_TEXT_FORMAT);
+    size_t n = strlen(custom);
+    return json_pack("{s:{s:s+}}", "text_format_source", "inline_string", custom,
+                     custom[n - 1] == '\n' ? "" : "\n");
+}
+
+/* The access_log list every HCM gets, NULL when MeshConfig accessLogFile is empty (or OOM:
+ * *oom set). */
+static json_t *access_log(const wf_meshcfg *mesh, bool *oom)
+{
+    const char *file = mesh ? wf_meshcfg_str(mesh, "accessLogFile") : NULL;
+    *oom = false;
+    if (!file || !*file)
+        return NULL;
+    const char *enc = wf_meshcfg_str(mesh, "accessLogEncoding");
+    const char *fmt = wf_meshcfg_str(mesh, "accessLogFormat");
+    json_t *lf = enc && !strcmp(enc, "JSON") ? json_log_format(fmt) : text_log_format(fmt);
+    json_t *al = json_pack("[{s:s,s:{s:s,s:s,s:o}}]", "name", FAL_NAME, "typed_config", "@type",
+                           FAL_TYPE, "path", file, "log_format", lf);
+    *oom = al == NULL;
+    return al;
+}
+
+static int add_access_logs(json_t *listeners, const wf_meshcfg *mesh)
+{
+    bool oom = false;
+    json_t *al = access_log(mesh, &oom);
+    size_t i, j, k;
+    json_t *l, *fc, *f;
+    int rc = oom ? -1 : 0;
+    json_array_foreach(listeners, i, l)
+    {
+        json_array_foreach(json_object_get(l, "filter_chains"), j, fc)
+        {
+            json_array_foreach(json_object_get(fc, "filters"), k, f)
+            {
+                const char *n = json_string_value(json_object_get(f, "name"));
+                json_t *tc = json_object_get(f, "typed_config");
+                if (al && rc == 0 && n && !strcmp(n, HCM_NAME) && json_is_object(tc))
+                    rc = json_object_set_new(tc, "access_log", json_deep_copy(al));
+            }
+        }
+    }
+    json_decref(al);
+    return rc;
+}
+
+static json_t *listeners(const gen *g)
+{
+    json_t *out;
+    if (g->p->kind == WF_PROXY_ROUTER) {
+        const wf_gateway_options o = gateway_options(g);
+        out = wf_gateway_listeners(g->s, &o);
+    } else {
+        out = merge_listeners(wf_lds_sidecar_outbound_listeners_at(g->s, g->p->localhost),
+                              inbound_or_null(g, true));
+    }
+    if (out && add_access_logs(out, g->mesh) != 0) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+json_t *wf_pilot_generate(const wf_pilot_env *env, const wf_pilot_proxy *p, wf_xds_type t,
+                          const wf_xds_names *names)
+{
+    gen g;
+    if (!env || !env->store || !p || gen_init(&g, env, p) != 0)
+        return NULL;
+    json_t *out;
+    switch (t) {
+    case WF_XDS_CDS:
+        out = clusters(&g);
+        break;
+    case WF_XDS_LDS:
+        out = listeners(&g);
+        break;
+    case WF_XDS_RDS:
+        out = route_configs(&g, names);
+        break;
+    case WF_XDS_EDS:
+        out = endpoints(&g, names);
+        break;
+    default:
+        out = json_array();
+        break;
+    }
+    free(g.labels.items);
+    return out;
+}

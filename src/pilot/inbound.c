@@ -1,0 +1,281 @@
+/*
+ * inbound.c - a sidecar's inbound clusters and listeners from the Services selecting its pod
+ * (see inbound.h).
+ */
+#include "pilot/inbound.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "pilot/cds_internal.h"
+#include "pilot/lds.h"
+#include "pilot/naming.h"
+#include "pilot/rds_internal.h"
+
+#define CLUSTER_TYPE "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+#define CONNECT_TO   "10s" /* MeshConfig.connectTimeout default */
+
+/* One target port of the pod. */
+typedef struct in_port {
+    int32_t port;
+    bool http; /* some Service port targeting it carries HTTP */
+    bool grpc; /* ... and it is gRPC (no inbound retry policy) */
+} in_port;
+
+typedef struct in_ports {
+    in_port *v;
+    size_t n, cap;
+    bool oom;
+} in_ports;
+
+/* Called for every (Service, port, target port) of the pod; false stops the walk. */
+typedef bool (*target_cb)(const wf_resource *svc, const wf_service_port *sp, int32_t target,
+                          void *arg);
+
+static bool selects(const wf_resource *r, const wf_inbound_options *o)
+{
+    const wf_service *svc = r->t.service;
+    if (!svc || !svc->has_selector || svc->selector.n == 0 || !r->name || !*r->name)
+        return false;
+    if (svc->type && strcmp(svc->type, "ExternalName") == 0)
+        return false;
+    return wf_kvs_subset(&svc->selector, o->labels);
+}
+
+/* The pod's port for a Service port; 0 when a named targetPort resolves to nothing. */
+static int32_t target_port(const wf_resource *pod, const wf_service_port *sp)
+{
+    if (!sp->target_name)
+        return sp->target_port > 0 ? sp->target_port : sp->port;
+    const wf_pod *p = pod && pod->kind == WF_KIND_POD ? pod->t.pod : NULL;
+    for (size_t c = 0; p && c < p->spec.ncontainers; c++) {
+        const wf_container *ct = &p->spec.containers[c];
+        for (size_t i = 0; i < ct->nports; i++)
+            if (ct->ports[i].name && strcmp(ct->ports[i].name, sp->target_name) == 0)
+                return ct->ports[i].container_port;
+    }
+    return 0;
+}
+
+static void each_target(const wf_store *s, const wf_inbound_options *o, target_cb cb, void *arg)
+{
+    size_t n = 0;
+    if (!o->ns || !*o->ns || !o->labels)
+        return;
+    const wf_resource *const *svcs = wf_store_kind_ns(s, WF_KIND_SERVICE, o->ns, &n);
+    for (size_t i = 0; i < n; i++) {
+        if (!selects(svcs[i], o))
+            continue;
+        const wf_service *svc = svcs[i]->t.service;
+        for (size_t j = 0; j < svc->nports; j++) {
+            const wf_service_port *sp = &svc->ports[j];
+            if (sp->protocol && strcmp(sp->protocol, "UDP") == 0)
+                continue;
+            int32_t t = target_port(o->pod, sp);
+            if (t > 0 && t <= 65535 && !cb(svcs[i], sp, t, arg))
+                return;
+        }
+    }
+}
+
+/* Istio's IsGRPC (grpc, grpc-web) for the port's protocol. */
+static bool grpc_port(const wf_service_port *sp)
+{
+    const char *p = sp->app_protocol ? sp->app_protocol : sp->name ? sp->name : "";
+    size_t len = sp->app_protocol ? strlen(p) : strcspn(p, "-");
+    return (len == 4 && strncasecmp(p, "grpc", 4) == 0) || strncasecmp(p, "grpc-web", 8) == 0;
+}
+
+static bool add_port(const wf_resource *svc, const wf_service_port *sp, int32_t t, void *arg)
+{
+    (void)svc;
+    in_ports *ps = arg;
+    bool http = rds_http_service_port(sp), grpc = http && grpc_port(sp);
+    for (size_t i = 0; i < ps->n; i++)
+        if (ps->v[i].port == t) { /* gRPC only when every HTTP port targeting it is */
+            if (http) {
+                ps->v[i].grpc = ps->v[i].http ? ps->v[i].grpc && grpc : grpc;
+                ps->v[i].http = true;
+            }
+            return true;
+        }
+    if (ps->n == ps->cap) {
+        size_t cap = ps->cap ? ps->cap * 2 : 8;
+        in_port *v = realloc(ps->v, cap * sizeof *v);
+        if (!v) {
+            ps->oom = true;
+            return false;
+        }
+        ps->v = v;
+        ps->cap = cap;
+    }
+    ps->v[ps->n++] = (in_port){.port = t, .http = http, .grpc = grpc};
+    return true;
+}
+
+static int cmp_port(const void *a, const void *b)
+{
+    int32_t x = ((const in_port *)a)->port, y = ((const in_port *)b)->port;
+    return (x > y) - (x < y);
+}
+
+/* The pod's distinct target ports, ascending. Returns 0, or -1 on OOM (ps freed). */
+static int collect(const wf_store *s, const wf_inbound_options *o, in_ports *ps)
+{
+    *ps = (in_ports){0};
+    each_target(s, o, add_port, ps);
+    if (ps->oom) {
+        free(ps->v);
+        *ps = (in_ports){0};
+        return -1;
+    }
+    if (ps->n > 1)
+        qsort(ps->v, ps->n, sizeof *ps->v, cmp_port);
+    return 0;
+}
+
+/* ---------- clusters ---------- */
+
+typedef struct svc_meta {
+    int32_t port;
+    const char *suffix;
+    json_t *list; /* services [{host, name, namespace}] */
+    bool oom;
+} svc_meta;
+
+static bool add_service_meta(const wf_resource *svc, const wf_service_port *sp, int32_t t,
+                             void *arg)
+{
+    (void)sp;
+    svc_meta *m = arg;
+    if (t != m->port)
+        return true;
+    char host[512];
+    snprintf(host, sizeof host, "%s.%s.svc.%s", svc->name, svc->ns, m->suffix);
+    size_t i;
+    json_t *e;
+    json_array_foreach(m->list, i, e)
+    {
+        if (strcmp(json_string_value(json_object_get(e, "host")), host) == 0)
+            return true;
+    }
+    json_t *o = json_pack("{s:s,s:s,s:s}", "host", host, "name", svc->name, "namespace", svc->ns);
+    if (json_array_append_new(m->list, o) != 0) {
+        m->oom = true;
+        return false;
+    }
+    return true;
+}
+
+static json_t *cluster_metadata(const wf_store *s, const wf_inbound_options *o, int32_t port,
+                                const char *suffix)
+{
+    svc_meta m = {.port = port, .suffix = suffix, .list = json_array()};
+    if (!m.list)
+        return NULL;
+    each_target(s, o, add_service_meta, &m);
+    if (m.oom) {
+        json_decref(m.list);
+        return NULL;
+    }
+    return json_pack("{s:{s:{s:o}}}", "filter_metadata", "istio", "services", m.list);
+}
+
+static json_t *load_assignment(const char *name, const char *addr, int32_t port)
+{
+    return json_pack("{s:s,s:[{s:[{s:{s:{s:{s:s,s:i}}}}]}]}", "cluster_name", name, "endpoints",
+                     "lb_endpoints", "endpoint", "address", "socket_address", "address", addr,
+                     "port_value", (int)port);
+}
+
+static json_t *inbound_cluster(const wf_store *s, const wf_inbound_options *o, int32_t port,
+                               const char *suffix)
+{
+    char *name = wf_cluster_name("inbound", port, NULL, NULL);
+    if (!name)
+        return NULL;
+    const char *app = o->app_address ? o->app_address : "127.0.0.1";
+    json_t *c = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:{},s:o}", "@type", CLUSTER_TYPE, "name", name,
+                          "type", "STATIC", "connect_timeout", CONNECT_TO, "load_assignment",
+                          load_assignment(name, app, port), "circuit_breakers",
+                          cds_default_circuit_breakers(), "common_lb_config", "metadata",
+                          cluster_metadata(s, o, port, suffix));
+    free(name);
+    return c;
+}
+
+json_t *wf_inbound_clusters(const wf_store *store, const wf_inbound_options *opt)
+{
+    in_ports ps;
+    if (!store || !opt || collect(store, opt, &ps) != 0)
+        return NULL;
+    const char *suffix = opt->domain_suffix ? opt->domain_suffix : wf_store_domain_suffix(store);
+    json_t *out = json_array();
+    for (size_t i = 0; out && i < ps.n; i++)
+        if (json_array_append_new(out, inbound_cluster(store, opt, ps.v[i].port, suffix)) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    free(ps.v);
+    return out;
+}
+
+/* ---------- listeners ---------- */
+
+/* Istio's inbound route configuration for one port (buildSidecarInboundHTTPRouteConfig). */
+static json_t *inbound_route_config(const in_port *p, const char *cluster)
+{
+    json_t *route = json_pack("{s:s,s:s}", "cluster", cluster, "timeout", "0s");
+    if (route && !p->grpc &&
+        json_object_set_new(
+            route, "retry_policy",
+            json_pack("{s:s,s:i}", "retry_on", "reset-before-request", "num_retries", 2)) != 0) {
+        json_decref(route);
+        return NULL;
+    }
+    return json_pack("{s:s,s:[{s:o,s:[s],s:[{s:{s:s},s:o,s:s}]}],s:b}", "name", cluster,
+                     "virtual_hosts", "name", json_sprintf("inbound|http|%d", (int)p->port),
+                     "domains", "*", "routes", "match", "prefix", "/", "route", route, "name",
+                     "default", "validate_clusters", 0);
+}
+
+static json_t *inbound_listener(const in_port *p, const char *bind)
+{
+    char name[128], prefix[48];
+    char *cluster = wf_cluster_name("inbound", p->port, NULL, NULL);
+    if (!cluster)
+        return NULL;
+    snprintf(name, sizeof name, "%s_%d", bind, (int)p->port);
+    snprintf(prefix, sizeof prefix, "inbound_0.0.0.0_%d", (int)p->port);
+    const wf_lds_http spec = {.cls = WF_LDS_SIDECAR_INBOUND,
+                              .name = name,
+                              .address = bind,
+                              .port = p->port,
+                              .stat_prefix = prefix,
+                              .route_config = inbound_route_config(p, cluster)};
+    free(cluster);
+    return wf_lds_http_listener(&spec);
+}
+
+json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *opt)
+{
+    in_ports ps;
+    if (!store || !opt || collect(store, opt, &ps) != 0)
+        return NULL;
+    const char *bind = opt->bind && *opt->bind ? opt->bind : "0.0.0.0";
+    json_t *out = json_array();
+    for (size_t i = 0; out && i < ps.n; i++) {
+        if (!ps.v[i].http)
+            continue;
+        if (json_array_append_new(out, inbound_listener(&ps.v[i], bind)) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    free(ps.v);
+    return out;
+}

@@ -1,0 +1,86 @@
+/*
+ * inbound.h - a sidecar's inbound side: the clusters `inbound|<port>||` and the listeners that
+ * take traffic addressed to the pod and hand it to the application.
+ *
+ * Input: a finalized wf_store (model/store.h) holding Kubernetes Services, and the pod the
+ * sidecar runs in (namespace, labels, optionally its Pod object). Output: Envoy v3 JSON objects
+ * with "@type" and the snake_case names of /config_dump, as pilot/cds.h and lds.h build them.
+ *
+ * Which ports, following Istio's ServiceTargets (pilot/pkg/serviceregistry/kube/controller,
+ * pilot/pkg/networking/core/listener_builder.go buildInboundListeners):
+ *  - the Services in the pod's namespace whose non-empty selector matches the pod's labels
+ *    (ExternalName Services skipped); for every port of them (UDP skipped) the target port: the
+ *    numeric targetPort (the port itself when absent), or a named targetPort resolved against
+ *    the Pod's container ports as pilot/eds.c does (no Pod, or no container port of that
+ *    name: the port is left out, as Kubernetes gives it no endpoint). Distinct target ports,
+ *    ascending.
+ *
+ * Clusters (cluster_builder.go buildInboundCluster with an endpoint, the shape of Istio's
+ * Sidecar ingress `defaultEndpoint` and of pre-1.10 inbound clusters; the current default is an
+ * ORIGINAL_DST cluster that needs iptables capture, which weft does not do):
+ *   {"@type": Cluster, "name": "inbound|<port>||", "type": "STATIC", "connect_timeout": "10s",
+ *    "load_assignment": {"cluster_name": NAME, "endpoints": [{"lb_endpoints": [{"endpoint":
+ *        {"address": {"socket_address": {"address": APP, "port_value": <port>}}}}]}]},
+ *    "circuit_breakers": Istio's defaults (as cds.h), "common_lb_config": {},
+ *    "metadata": {"filter_metadata": {"istio": {"services": [{host, name, namespace}, ...]}}}}
+ *  with APP = 127.0.0.1 (Istio) or, in the local mesh, the pod's WEFT_LOCALHOST. As in Istio,
+ *  no alt_stat_name and no lb_policy (ROUND_ROBIN) on inbound clusters; the services list
+ *  holds every selecting Service with a port targeting <port> (addTelemetryMetadata), deduplicated
+ *  by host. One cluster per target port whatever its protocol (Istio builds TCP ones too).
+ *  Nothing in EDS: the endpoint is inline (istioctl's `pc endpoint` drops these, reference
+ *  istioctl-troubleshooting.md §2.6).
+ *
+ * Listeners. Istio has one `virtualInbound` listener on 15006 fed by iptables, with one filter
+ * chain per port selected by filter_chain_match.destination_port. weft-proxy cannot capture
+ * traffic, so each HTTP target port gets its own listener, the shape Istio itself used before
+ * virtualInbound (1.0-1.4: one inbound listener per port named `<podIP>_<port>` bound to
+ * podIP:port) and the filter chain Istio puts on virtualInbound today for that port:
+ *   name "<bind>_<port>", address bind:<port> (bind = the pod IP, else 0.0.0.0),
+ *   traffic_direction INBOUND, one filter chain with Istio's inbound HTTP connection manager
+ *   (lds.h WF_LDS_SIDECAR_INBOUND: stat_prefix "inbound_0.0.0.0_<port>", filters
+ *   istio.metadata_exchange (downstream), envoy.filters.http.fault, envoy.filters.http.cors,
+ *   istio.stats, envoy.filters.http.router) and an inline route_config as Istio's
+ *   buildSidecarInboundHTTPRouteConfig / BuildDefaultHTTPInboundRoute (compare the waypoint's
+ *   inbound chain in ../shared/corpus/istioctl-golden/upstream/istioctl/pkg/writer/compare/
+ *   testdata/configdump.json):
+ *     {"name": "inbound|<port>||", "virtual_hosts": [{"name": "inbound|http|<port>",
+ *      "domains": ["*"], "routes": [{"match": {"prefix": "/"}, "route": {"cluster":
+ *      "inbound|<port>||", "timeout": "0s", "retry_policy": {"retry_on":
+ *      "reset-before-request", "num_retries": 2}}, "name": "default"}]}],
+ *      "validate_clusters": false}
+ *   The inbound retry policy is Istio 1.24's (reference envoy-istio-behaviour.md §4.5), left
+ *   out on gRPC ports as Istio does.
+ *
+ * Left out (Istio emits them): the route `decorator` and max_stream_duration (weft-proxy's route
+ * loader does not accept them yet), forward_client_cert_details / set_current_client_cert_details,
+ * tracing, request_id_extension, upgrade_configs; TCP ports' tcp_proxy chains (a TCP target port
+ * gets its cluster but no listener); the mTLS filter chains, listener filters
+ * (original_dst, tls_inspector, http_inspector) and the InboundPassthroughCluster chains of
+ * virtualInbound; Sidecar `ingress` listeners; upstream_bind_config 127.0.0.6 (an iptables
+ * detail).
+ */
+#ifndef WF_PILOT_INBOUND_H
+#define WF_PILOT_INBOUND_H
+
+#include <jansson.h>
+
+#include "model/store.h"
+
+typedef struct wf_inbound_options {
+    const char *ns;            /* the pod's namespace; NULL or "" = no Service selects it */
+    const wf_kvs *labels;      /* the pod's labels; NULL = none (no Service selects it) */
+    const wf_resource *pod;    /* the Pod object (named targetPorts); NULL = none */
+    const char *bind;          /* listener address: the pod IP; NULL = "0.0.0.0" */
+    const char *app_address;   /* where the application listens; NULL = "127.0.0.1" */
+    const char *domain_suffix; /* NULL = wf_store_domain_suffix(store) */
+} wf_inbound_options;
+
+/* The inbound clusters, ascending by port: a new JSON array the caller json_decrefs (empty when
+ * no Service selects the pod). NULL when store or opt is NULL, or on out of memory. */
+json_t *wf_inbound_clusters(const wf_store *store, const wf_inbound_options *opt);
+
+/* The inbound listeners of the HTTP target ports, ascending by port: a new JSON array the caller
+ * json_decrefs. NULL when store or opt is NULL, or on out of memory. */
+json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *opt);
+
+#endif

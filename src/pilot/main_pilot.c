@@ -1,0 +1,270 @@
+/*
+ * main_pilot.c - weft-pilot's command line (istiod's flag names where Istio has one:
+ * --meshConfig, --grpcAddr, --monitoringAddr, --domain, --keepaliveInterval,
+ * --keepaliveTimeout). Exit codes: 0 clean exit on SIGTERM/SIGINT, 1 start failure (a bind,
+ * an unreadable directory or MeshConfig: the message names it), 2 bad command line.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "pilot/pilot.h"
+
+#ifndef WEFT_VERSION
+#define WEFT_VERSION "0.1.0"
+#endif
+
+#define MAX_DIRS 64
+
+typedef struct cmdline {
+    const char *dirs[MAX_DIRS];
+    wf_pilot_opts o;
+    int level;
+} cmdline;
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f, "Usage: weft-pilot --config-dir DIR [--config-dir DIR2 ...] [flags]\n"
+           "\n"
+           "weft's control plane (istiod): watches manifests, validates them, translates them\n"
+           "per proxy and pushes them over xDS; serves debug and metrics endpoints.\n"
+           "\n"
+           "Flags:\n"
+           "      --config-dir DIR             manifests to watch (repeatable: the user's files,\n"
+           "                                   the local mesh's Pod state folder)\n"
+           "      --meshConfig FILE            MeshConfig YAML (watched)\n"
+           "      --grpcAddr ADDR              xDS listen address ip:port (default "
+           "127.0.0.1:15010;\n"
+           "                                   port 0 picks one; unix:PATH: a Unix socket)\n"
+           "      --deltaGrpcAddr ADDR         delta xDS listen address (default: none)\n"
+           "      --monitoringAddr ADDR        debug/metrics address (default 127.0.0.1:15014)\n"
+           "      --domain-suffix S            cluster DNS suffix (default cluster.local;\n"
+           "                                   --domain is accepted too)\n"
+           "      --default-namespace NS       namespace of resources that name none (default\n"
+           "                                   default; as kubectl apply -n NS)\n"
+           "      --debounce-after-ms N        quiet time before a push (default 100,\n"
+           "                                   PILOT_DEBOUNCE_AFTER)\n"
+           "      --debounce-max-ms N          longest delay of a push (default 10000,\n"
+           "                                   PILOT_DEBOUNCE_MAX)\n"
+           "      --keepaliveInterval D        HTTP/2 PING interval: 30s, 500ms, or seconds\n"
+           "                                   (default 30s; 0 = off)\n"
+           "      --keepaliveTimeout D         PING ACK timeout (default 10s)\n"
+           "      --disconnected-retention-s N keep disconnected proxies listed (default 300)\n"
+           "  -l, --log-level LEVEL            trace, debug, info, warning, error, critical, off\n"
+           "  -h, --help                       show this help\n"
+           "      --version                    print the version\n"
+           "\n"
+           "Exit codes: 0 clean shutdown (SIGTERM/SIGINT), 1 start failure, 2 bad command line.\n");
+}
+
+static int parse_uint(const char *flag, const char *s, uint64_t *out)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (!*s || *end || s[0] == '-' || v > 86400000ull) {
+        fprintf(stderr, "weft-pilot: invalid value \"%s\" for %s: want an integer\n", s, flag);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* "30s", "500ms", "1m", or plain seconds. */
+static int parse_duration_ms(const char *flag, const char *s, uint64_t *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    double mul = !strcmp(end, "ms")             ? 1
+                 : (!*end || !strcmp(end, "s")) ? 1000
+                 : !strcmp(end, "m")            ? 60000
+                                                : -1;
+    if (end == s || mul < 0 || v < 0 || v > 86400) {
+        fprintf(stderr, "weft-pilot: invalid duration \"%s\" for %s: want e.g. 30s or 500ms\n", s,
+                flag);
+        return -1;
+    }
+    *out = (uint64_t)(v * mul);
+    return 0;
+}
+
+enum {
+    OPT_DIR = 256,
+    OPT_MESH,
+    OPT_GRPC,
+    OPT_DELTA,
+    OPT_MON,
+    OPT_DOMAIN,
+    OPT_DEFNS,
+    OPT_DAFTER,
+    OPT_DMAX,
+    OPT_KA,
+    OPT_KAT,
+    OPT_RET,
+    OPT_VER
+};
+
+static int parse_opt(cmdline *c, int opt, const char *arg)
+{
+    uint64_t v;
+    switch (opt) {
+    case OPT_DIR:
+        if (c->o.n_dirs == MAX_DIRS) {
+            fprintf(stderr, "weft-pilot: at most %d --config-dir\n", MAX_DIRS);
+            return -1;
+        }
+        c->dirs[c->o.n_dirs++] = arg;
+        return 0;
+    case OPT_MESH:
+        c->o.mesh_file = arg;
+        return 0;
+    case OPT_GRPC:
+        c->o.grpc_addr = arg;
+        return 0;
+    case OPT_DELTA:
+        c->o.delta_addr = arg;
+        return 0;
+    case OPT_MON:
+        c->o.monitoring_addr = arg;
+        return 0;
+    case OPT_DOMAIN:
+        c->o.domain_suffix = arg;
+        return 0;
+    case OPT_DEFNS:
+        c->o.default_ns = arg;
+        return 0;
+    case OPT_DAFTER:
+        return parse_uint("--debounce-after-ms", arg, &c->o.debounce_after_ms);
+    case OPT_DMAX:
+        return parse_uint("--debounce-max-ms", arg, &c->o.debounce_max_ms);
+    case OPT_KA:
+        return parse_duration_ms("--keepaliveInterval", arg, &c->o.keepalive_interval_ms);
+    case OPT_KAT:
+        return parse_duration_ms("--keepaliveTimeout", arg, &c->o.keepalive_timeout_ms);
+    case OPT_RET:
+        if (parse_uint("--disconnected-retention-s", arg, &v)) {
+            return -1;
+        }
+        c->o.retention_ms = v ? v * 1000 : 1;
+        return 0;
+    case 'l':
+        c->level = wf_log_level_from_name(arg, strlen(arg));
+        if (c->level < 0) {
+            fprintf(stderr, "weft-pilot: invalid log level \"%s\"\n", arg);
+            return -1;
+        }
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+/* 0 = run, 1 = printed help/version (exit 0), -1 = bad command line. */
+static int parse(int argc, char **argv, cmdline *c)
+{
+    static const struct option longs[] = {
+        {"config-dir", required_argument, 0, OPT_DIR},
+        {"meshConfig", required_argument, 0, OPT_MESH},
+        {"grpcAddr", required_argument, 0, OPT_GRPC},
+        {"deltaGrpcAddr", required_argument, 0, OPT_DELTA},
+        {"monitoringAddr", required_argument, 0, OPT_MON},
+        {"domain-suffix", required_argument, 0, OPT_DOMAIN},
+        {"default-namespace", required_argument, 0, OPT_DEFNS},
+        {"domain", required_argument, 0, OPT_DOMAIN},
+        {"debounce-after-ms", required_argument, 0, OPT_DAFTER},
+        {"debounce-max-ms", required_argument, 0, OPT_DMAX},
+        {"keepaliveInterval", required_argument, 0, OPT_KA},
+        {"keepaliveTimeout", required_argument, 0, OPT_KAT},
+        {"disconnected-retention-s", required_argument, 0, OPT_RET},
+        {"log-level", required_argument, 0, 'l'},
+        {"help", no_argument, 0, 'h'},
+        {"version", no_argument, 0, OPT_VER},
+        {0, 0, 0, 0},
+    };
+    int opt;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":l:h", longs, NULL)) != -1) {
+        if (opt == 'h') {
+            usage(stdout);
+            return 1;
+        }
+        if (opt == OPT_VER) {
+            printf("weft-pilot %s\n", WEFT_VERSION);
+            return 1;
+        }
+        if (opt == '?' || opt == ':') {
+            fprintf(stderr, "weft-pilot: %s: %s\n",
+                    opt == ':' ? "missing value for" : "unknown flag", argv[optind - 1]);
+            return -1;
+        }
+        if (parse_opt(c, opt, optarg)) {
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "weft-pilot: unexpected argument %s\n", argv[optind]);
+        return -1;
+    }
+    if (c->o.n_dirs == 0) {
+        fprintf(stderr, "weft-pilot: --config-dir is required\n");
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct run {
+    uv_signal_t term, intr;
+    wf_pilot *pilot;
+} run;
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    run *r = s->data;
+    WF_LOG(WF_LC_main, WF_LOG_INFO, "caught signal %d, shutting down", signum);
+    wf_pilot_stop(r->pilot);
+    r->pilot = NULL;
+    uv_close((uv_handle_t *)&r->term, NULL);
+    uv_close((uv_handle_t *)&r->intr, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    cmdline c = {.level = WF_LOG_INFO,
+                 .o = {.keepalive_interval_ms = 30000, .keepalive_timeout_ms = 10000}};
+    int rc = parse(argc, argv, &c);
+    if (rc) {
+        if (rc < 0) {
+            fprintf(stderr, "Try 'weft-pilot --help'.\n");
+        }
+        return rc < 0 ? 2 : 0;
+    }
+    c.o.config_dirs = c.dirs;
+    signal(SIGPIPE, SIG_IGN);
+    wf_log_init(2, (wf_log_level)c.level, NULL);
+    uv_loop_t loop;
+    run r = {0};
+    char err[512];
+    if (uv_loop_init(&loop) != 0) {
+        fprintf(stderr, "weft-pilot: cannot create the event loop\n");
+        return 1;
+    }
+    if (wf_pilot_start(&loop, &c.o, &r.pilot, err, sizeof err) != 0) {
+        fprintf(stderr, "weft-pilot: %s\n", err);
+        WF_LOG(WF_LC_main, WF_LOG_CRITICAL, "startup failed: %s", err);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        uv_loop_close(&loop);
+        return 1;
+    }
+    uv_signal_init(&loop, &r.term);
+    uv_signal_init(&loop, &r.intr);
+    r.term.data = r.intr.data = &r;
+    uv_signal_start(&r.term, on_signal, SIGTERM);
+    uv_signal_start(&r.intr, on_signal, SIGINT);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    WF_LOG(WF_LC_main, WF_LOG_INFO, "weft-pilot exited");
+    return 0;
+}

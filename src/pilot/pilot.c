@@ -1,0 +1,186 @@
+/*
+ * pilot.c - weft-pilot's wiring: source -> snapshots -> xDS pushes, and the debug server.
+ * See pilot.h.
+ */
+#include "pilot/pilot.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "pilot/debug.h"
+
+struct wf_pilot {
+    uv_loop_t *loop;
+    wf_config_source *src;
+    wf_ads *ads;
+    wf_debug *debug;
+    bool serving;
+};
+
+int wf_pilot_parse_addr(const char *s, char *ip, size_t cap, int *port)
+{
+    const char *colon = s ? strrchr(s, ':') : NULL;
+    if (!colon || !colon[1]) {
+        return -1;
+    }
+    const char *h = s;
+    size_t hl = (size_t)(colon - s);
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+        h++;
+        hl -= 2;
+    }
+    char *end;
+    long p = strtol(colon + 1, &end, 10);
+    if (*end || p < 0 || p > 65535 || hl + 1 > cap) {
+        return -1;
+    }
+    if (hl == 0) {
+        snprintf(ip, cap, "0.0.0.0");
+    } else {
+        memcpy(ip, h, hl);
+        ip[hl] = '\0';
+    }
+    *port = (int)p;
+    return 0;
+}
+
+static void on_snapshot(wf_snapshot *snap, void *ud)
+{
+    wf_pilot *p = ud;
+    wf_ads_push(p->ads, snap);
+    p->serving = true;
+}
+
+static void announce(const char *what, const char *ip, int port)
+{
+    WF_LOG(WF_LC_main, WF_LOG_INFO, "%s listening on %s:%d", what, ip, port);
+    printf("listening on %s:%d\n", ip, port);
+    fflush(stdout);
+}
+
+static int start_ads(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
+{
+    char ip[64], dip[64];
+    int port, dport = 0;
+    const char *addr = o->grpc_addr ? o->grpc_addr : "127.0.0.1:15010";
+    const char *pipe = strncmp(addr, "unix:", 5) == 0 ? addr + 5 : NULL;
+    if (pipe) {
+        snprintf(ip, sizeof ip, "127.0.0.1");
+        port = 0;
+    } else if (wf_pilot_parse_addr(addr, ip, sizeof ip, &port)) {
+        snprintf(err, cap, "bad --grpcAddr %s: want ip:port", addr);
+        return -1;
+    }
+    if (o->delta_addr && wf_pilot_parse_addr(o->delta_addr, dip, sizeof dip, &dport)) {
+        snprintf(err, cap, "bad --deltaGrpcAddr %s: want ip:port", o->delta_addr);
+        return -1;
+    }
+    wf_ads_opts ao = {
+        .ip = ip,
+        .port = port,
+        .pipe = pipe,
+        .delta_ip = o->delta_addr ? dip : NULL,
+        .delta_port = dport,
+        .ping_interval_ms = o->keepalive_interval_ms,
+        .ping_timeout_ms = o->keepalive_timeout_ms,
+        .retention_ms = o->retention_ms,
+    };
+    if (wf_ads_start(p->loop, &ao, &p->ads, err, cap)) {
+        return -1;
+    }
+    if (pipe) {
+        WF_LOG(WF_LC_main, WF_LOG_INFO, "xDS server listening on unix:%s", pipe);
+    } else {
+        announce("xDS server", ip, wf_ads_port(p->ads));
+    }
+    if (o->delta_addr) {
+        announce("delta xDS server", dip, wf_ads_delta_port(p->ads));
+    }
+    return 0;
+}
+
+static int start_debug(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
+{
+    char ip[64];
+    int port;
+    const char *addr = o->monitoring_addr ? o->monitoring_addr : "127.0.0.1:15014";
+    if (wf_pilot_parse_addr(addr, ip, sizeof ip, &port)) {
+        snprintf(err, cap, "bad --monitoringAddr %s: want ip:port", addr);
+        return -1;
+    }
+    wf_debug_opts d = {.ip = ip, .port = port, .pilot = p};
+    if (wf_debug_start(p->loop, &d, &p->debug, err, cap)) {
+        return -1;
+    }
+    announce("monitoring server", ip, wf_debug_port(p->debug));
+    return 0;
+}
+
+static int start_source(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
+{
+    wf_dir_source_opts so = {
+        .dirs = o->config_dirs,
+        .n_dirs = o->n_dirs,
+        .mesh_file = o->mesh_file,
+        .domain_suffix = o->domain_suffix,
+        .default_ns = o->default_ns,
+        .debounce_after_ms = o->debounce_after_ms,
+        .debounce_max_ms = o->debounce_max_ms,
+        .rescan_ms = o->rescan_ms,
+    };
+    if (wf_dir_source_new(p->loop, &so, &p->src)) {
+        snprintf(err, cap, "out of memory");
+        return -1;
+    }
+    p->src->on_change = on_snapshot;
+    p->src->on_change_ud = p;
+    return p->src->start(p->src, err, cap);
+}
+
+int wf_pilot_start(uv_loop_t *loop, const wf_pilot_opts *opts, wf_pilot **out, char *err,
+                   size_t cap)
+{
+    wf_pilot *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, cap, "out of memory");
+        return -1;
+    }
+    p->loop = loop;
+    if (start_ads(p, opts, err, cap) || start_debug(p, opts, err, cap) ||
+        start_source(p, opts, err, cap)) {
+        wf_pilot_stop(p);
+        return -1;
+    }
+    *out = p;
+    return 0;
+}
+
+void wf_pilot_stop(wf_pilot *p)
+{
+    if (!p) {
+        return;
+    }
+    if (p->src) {
+        p->src->stop(p->src);
+    }
+    wf_debug_close(p->debug);
+    wf_ads_close(p->ads);
+    free(p);
+}
+
+bool wf_pilot_ready(const wf_pilot *p)
+{
+    return p->serving && p->ads && wf_ads_snapshot(p->ads) != NULL;
+}
+
+wf_ads *wf_pilot_ads(const wf_pilot *p)
+{
+    return p->ads;
+}
+
+int wf_pilot_monitoring_port(const wf_pilot *p)
+{
+    return p->debug ? wf_debug_port(p->debug) : -1;
+}

@@ -1,0 +1,60 @@
+/*
+ * pilot.h - weft-pilot wired together (istiod's discovery server bootstrap): the directory
+ * config source, the xDS server and the debug/monitoring server on one libuv loop.
+ *
+ * Startup order: xDS listener, monitoring listener, then the config source builds the first
+ * snapshot (synchronously) and hands it to the xDS server; from then on every debounced change
+ * becomes a snapshot and a push (ads.h). /ready answers 200 once the first snapshot is served
+ * and the xDS server listens.
+ *
+ * Each listener that comes up logs "<what> listening on IP:PORT" (WF_LC_main, info) and, for
+ * scripts and tests, prints "listening on IP:PORT" on stdout: xDS first, then monitoring,
+ * then the delta xDS listener when one is configured. An xDS Unix socket (--grpcAddr
+ * unix:PATH) is only logged ("xDS server listening on unix:PATH"), not printed.
+ */
+#ifndef WF_PILOT_PILOT_H
+#define WF_PILOT_PILOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "pilot/ads.h"
+#include "pilot/source.h"
+
+typedef struct wf_pilot_opts {
+    const char *const *config_dirs;
+    size_t n_dirs;
+    const char *mesh_file;                       /* NULL = defaults */
+    const char *domain_suffix;                   /* NULL = cluster.local */
+    const char *default_ns;                      /* NULL = "default" */
+    const char *grpc_addr;                       /* "ip:port"; NULL = 127.0.0.1:15010 */
+    const char *delta_addr;                      /* "ip:port" of the delta listener; NULL = none */
+    const char *monitoring_addr;                 /* NULL = 127.0.0.1:15014 */
+    uint64_t debounce_after_ms, debounce_max_ms; /* 0 = 100 / 10000 */
+    uint64_t keepalive_interval_ms;              /* 0 = no pings */
+    uint64_t keepalive_timeout_ms;               /* 0 = 20000 */
+    uint64_t retention_ms;                       /* 0 = 300000 */
+    uint64_t rescan_ms;                          /* 0 = 2000 */
+} wf_pilot_opts;
+
+typedef struct wf_pilot wf_pilot;
+
+/* Parses "ip:port", "[ipv6]:port" or ":port" (all interfaces, 0.0.0.0) into ip (cap bytes)
+ * and port 0..65535. Returns 0 or -1. */
+int wf_pilot_parse_addr(const char *s, char *ip, size_t cap, int *port);
+
+/* Starts everything. Returns 0 and *out, or -1 with a message naming the address or path at
+ * fault in err (what was started is closed; run the loop to release it). */
+int wf_pilot_start(uv_loop_t *loop, const wf_pilot_opts *opts, wf_pilot **out, char *err,
+                   size_t cap);
+/* Stops listening and watching; memory is released as handles close (run the loop). */
+void wf_pilot_stop(wf_pilot *p);
+
+bool wf_pilot_ready(const wf_pilot *p);
+wf_ads *wf_pilot_ads(const wf_pilot *p);
+int wf_pilot_monitoring_port(const wf_pilot *p);
+
+#endif

@@ -1,0 +1,563 @@
+/*
+ * source_build.c - one config snapshot from the directories: load, validate, keep the last
+ * good version of what is broken, classify the change. See source.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "core/log.h"
+#include "model/store_internal.h"
+#include "model/validate.h"
+#include "pilot/source.h"
+
+/* The MeshConfig of a snapshot: shared by snapshots while its file does not change. */
+typedef struct mesh_box {
+    int refs;
+    wf_meshcfg *mesh;
+    uint64_t hash; /* FNV-1a of the file text; 0 for defaults */
+} mesh_box;
+
+/* Build context. */
+typedef struct build {
+    const wf_dir_source_opts *opts;
+    const wf_snapshot *prev;
+    wf_snapshot *snap;
+    size_t cap_errors;
+    bool need_rebuild;   /* a bad resource was dropped or an old version is served */
+    const char **failed; /* files with load errors (arena strings) */
+    size_t n_failed;
+    const wf_resource *cur; /* resource being validated */
+    size_t cur_errors;
+    const wf_snap_res *cur_prev; /* last good version of cur, or NULL */
+} build;
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* ---- snapshots ------------------------------------------------------------------------------ */
+
+static void mesh_box_unref(mesh_box *b)
+{
+    if (b && --b->refs == 0) {
+        wf_meshcfg_free(b->mesh);
+        free(b);
+    }
+}
+
+wf_snapshot *wf_snapshot_ref(wf_snapshot *s)
+{
+    if (s) {
+        s->refs++;
+    }
+    return s;
+}
+
+void wf_snapshot_unref(wf_snapshot *s)
+{
+    if (!s || --s->refs > 0) {
+        return;
+    }
+    wf_store_free(s->store);
+    mesh_box_unref(s->mesh_box);
+    free(s->errors);
+    wf_arena_destroy(&s->arena);
+    free(s);
+}
+
+bool wf_snapshot_changed(const wf_snapshot *s, const char *key)
+{
+    for (size_t i = 0; s && i < s->n_changed; i++) {
+        if (strcmp(s->changed[i], key) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+const char *wf_change_kind_name(wf_change_kind k)
+{
+    static const char *const n[] = {"NONE", "ENDPOINTS", "FULL"};
+    return (unsigned)k < 3 ? n[k] : "UNKNOWN";
+}
+
+/* ---- resources as canonical JSON --------------------------------------------------------- */
+
+static json_t *scalar_json(const wf_node *n)
+{
+    int64_t i;
+    bool b;
+    if (n->quoted) {
+        return json_stringn(n->u.str, n->len);
+    }
+    if (wf_node_int(n, &i)) {
+        return json_integer(i);
+    }
+    if (wf_node_bool(n, &b)) {
+        return json_boolean(b);
+    }
+    char *end = NULL;
+    double d = strtod(n->u.str, &end);
+    if (n->len && end && *end == '\0' && d == d && strchr("0123456789+-.", n->u.str[0])) {
+        return json_real(d);
+    }
+    return json_stringn(n->u.str, n->len);
+}
+
+static json_t *node_json(const wf_node *n)
+{
+    json_t *o;
+    switch (n ? n->type : WF_NODE_NULL) {
+    case WF_NODE_SCALAR:
+        return scalar_json(n);
+    case WF_NODE_MAP:
+        o = json_object();
+        for (size_t i = 0; o && i < n->len; i++) {
+            if (json_object_set_new(o, n->u.entries[i].key, node_json(n->u.entries[i].value))) {
+                json_decref(o);
+                return NULL;
+            }
+        }
+        return o;
+    case WF_NODE_SEQ:
+        o = json_array();
+        for (size_t i = 0; o && i < n->len; i++) {
+            if (json_array_append_new(o, node_json(n->u.items[i]))) {
+                json_decref(o);
+                return NULL;
+            }
+        }
+        return o;
+    default:
+        return json_null();
+    }
+}
+
+/* Canonical JSON text of r's document in the snapshot arena, or NULL on OOM. */
+static char *resource_json(wf_snapshot *s, const wf_resource *r, size_t *len)
+{
+    json_t *j = node_json(r->root);
+    char *txt = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(15)) : NULL;
+    json_decref(j);
+    if (!txt) {
+        return NULL;
+    }
+    *len = strlen(txt);
+    char *a = wf_arena_strndup(&s->arena, txt, *len);
+    free(txt);
+    return a;
+}
+
+static const char *resource_key(wf_snapshot *s, const wf_resource *r)
+{
+    return wf_arena_printf(&s->arena, "%s/%s/%s", r->kind_name, r->ns, r->name);
+}
+
+/* ---- errors ------------------------------------------------------------------------------- */
+
+static int add_error(build *b, const wf_config_error *e)
+{
+    wf_snapshot *s = b->snap;
+    if (s->n_errors == b->cap_errors) {
+        size_t cap = b->cap_errors ? 2 * b->cap_errors : 8;
+        wf_config_error *v = realloc(s->errors, cap * sizeof *v);
+        if (!v) {
+            return -1;
+        }
+        s->errors = v;
+        b->cap_errors = cap;
+    }
+    wf_config_error *d = &s->errors[s->n_errors];
+    d->file = wf_arena_strdup(&s->arena, e->file ? e->file : "");
+    d->resource = wf_arena_strdup(&s->arena, e->resource ? e->resource : "");
+    d->field = wf_arena_strdup(&s->arena, e->field ? e->field : "");
+    d->message = wf_arena_strdup(&s->arena, e->message ? e->message : "");
+    d->line = e->line;
+    d->col = e->col;
+    d->kept_last_good = e->kept_last_good;
+    if (!d->file || !d->resource || !d->field || !d->message) {
+        return -1;
+    }
+    s->n_errors++;
+    return 0;
+}
+
+static void log_error(const wf_config_error *e)
+{
+    WF_LOG(WF_LC_config, WF_LOG_WARN, "config error: %s:%u:%u: %s%s%s%s%s (%s)", e->file, e->line,
+           e->col, e->resource, *e->resource ? ": " : "", e->field, *e->field ? ": " : "",
+           e->message,
+           e->kept_last_good ? "keeping the last good version" : "no good version to keep");
+}
+
+static void on_issue(const wf_resource *r, const wf_validation_issue *issue, void *arg)
+{
+    build *b = arg;
+    if (issue->warning) {
+        return;
+    }
+    char res[512];
+    snprintf(res, sizeof res, "%s %s/%s", r->kind_name, r->ns, r->name);
+    wf_config_error e = {
+        .file = r->file,
+        .line = issue->node ? wf_node_report_line(issue->node) : r->line,
+        .col = issue->node ? issue->node->col : r->col,
+        .resource = res,
+        .field = issue->path,
+        .message = issue->message,
+        .kept_last_good = b->cur_prev != NULL,
+    };
+    b->cur_errors++;
+    if (add_error(b, &e) == 0) {
+        log_error(&e);
+    }
+}
+
+/* ---- the steps ---------------------------------------------------------------------------- */
+
+static const wf_snap_res *prev_res(const build *b, const char *key)
+{
+    if (!b->prev || !b->prev->res) {
+        return NULL;
+    }
+    void **slot = wf_strmap_slot(b->prev->res, key, false);
+    return slot ? *slot : NULL;
+}
+
+static int put_res(build *b, const char *key, const wf_snap_res *r)
+{
+    wf_snapshot *s = b->snap;
+    void **slot = wf_strmap_slot(s->res, key, true);
+    wf_snap_res *d = wf_arena_alloc(&s->arena, sizeof *d);
+    if (!slot || !d) {
+        return -1;
+    }
+    *d = *r;
+    /* strings of an older snapshot die with it: copy them */
+    d->kind = wf_arena_strdup(&s->arena, r->kind);
+    d->file = wf_arena_strdup(&s->arena, r->file);
+    d->json = wf_arena_strndup(&s->arena, r->json, r->len);
+    if (!d->kind || !d->file || !d->json) {
+        return -1;
+    }
+    *slot = d;
+    return 0;
+}
+
+static bool file_failed(const build *b, const char *file)
+{
+    for (size_t i = 0; i < b->n_failed; i++) {
+        if (strcmp(b->failed[i], file) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Load errors of the candidate store become file-level errors. */
+static int collect_load_errors(build *b, const wf_store *c)
+{
+    size_t n = wf_store_error_count(c);
+    b->failed = n ? wf_arena_alloc(&b->snap->arena, n * sizeof *b->failed) : NULL;
+    if (n && !b->failed) {
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const wf_load_error *le = wf_store_error(c, i);
+        if (!file_failed(b, le->file)) {
+            b->failed[b->n_failed] = wf_arena_strdup(&b->snap->arena, le->file);
+            if (!b->failed[b->n_failed++]) {
+                return -1;
+            }
+        }
+        wf_config_error e = {
+            .file = le->file, .line = le->line, .col = le->col, .message = le->message};
+        if (add_error(b, &e)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Validates one resource and records its current (or last good) version. */
+static int take_resource(build *b, const wf_resource *r)
+{
+    const char *key = resource_key(b->snap, r);
+    if (!key) {
+        return -1;
+    }
+    b->cur = r;
+    b->cur_errors = 0;
+    b->cur_prev = prev_res(b, key);
+    if (wf_kind_is_istio(r->kind)) {
+        wf_validate_resource(r, on_issue, b);
+    }
+    if (b->cur_errors) {
+        b->need_rebuild = true;
+        if (!b->cur_prev) {
+            return 0;
+        }
+        wf_snap_res keep = *b->cur_prev;
+        keep.stale = true;
+        return put_res(b, key, &keep);
+    }
+    wf_snap_res now = {.kind = r->kind_name, .file = r->file};
+    now.json = resource_json(b->snap, r, &now.len);
+    if (!now.json) {
+        return -1;
+    }
+    now.hash = fnv1a(now.json, now.len);
+    return put_res(b, key, &now);
+}
+
+/* Resources of files that failed to parse keep their last good versions. */
+static int keep_failed_files(build *b)
+{
+    const wf_snapshot *p = b->prev;
+    size_t n = p && p->res ? wf_strmap_count(p->res) : 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *key = wf_strmap_key(p->res, i);
+        const wf_snap_res *r = wf_strmap_value(p->res, i);
+        if (!file_failed(b, r->file) || wf_strmap_slot(b->snap->res, key, false)) {
+            continue;
+        }
+        wf_snap_res keep = *r;
+        keep.stale = true;
+        if (put_res(b, key, &keep)) {
+            return -1;
+        }
+        b->need_rebuild = true;
+        for (size_t e = 0; e < b->snap->n_errors; e++) {
+            if (!*b->snap->errors[e].resource && strcmp(b->snap->errors[e].file, r->file) == 0) {
+                b->snap->errors[e].kept_last_good = true;
+            }
+        }
+    }
+    for (size_t e = 0; e < b->snap->n_errors; e++) {
+        if (!*b->snap->errors[e].resource) {
+            log_error(&b->snap->errors[e]);
+        }
+    }
+    return 0;
+}
+
+static wf_store *new_store(const wf_dir_source_opts *o)
+{
+    wf_store *s = wf_store_new();
+    if (s && o->domain_suffix && *o->domain_suffix) {
+        s->domain_suffix = wf_arena_strdup(wf_store_arena(s), o->domain_suffix);
+        if (!s->domain_suffix) {
+            wf_store_free(s);
+            return NULL;
+        }
+    }
+    return s;
+}
+
+static const char *default_ns(const build *b)
+{
+    return b->opts->default_ns && *b->opts->default_ns ? b->opts->default_ns : "default";
+}
+
+/* The store served: the resources of the map, in order, from their JSON. */
+static wf_store *rebuild_store(build *b)
+{
+    wf_store *f = new_store(b->opts);
+    size_t n = wf_strmap_count(b->snap->res);
+    for (size_t i = 0; f && i < n; i++) {
+        const wf_snap_res *r = wf_strmap_value(b->snap->res, i);
+        if (wf_store_load_buffer(f, r->file, r->json, r->len, true) < 0) {
+            wf_store_free(f);
+            return NULL;
+        }
+    }
+    if (f && wf_store_finalize(f, default_ns(b), false) < 0) {
+        wf_store_free(f);
+        return NULL;
+    }
+    return f;
+}
+
+static int load_store(build *b)
+{
+    wf_store *c = new_store(b->opts);
+    if (!c) {
+        return -1;
+    }
+    for (size_t i = 0; i < b->opts->n_dirs; i++) {
+        if (wf_store_load_path(c, b->opts->dirs[i], NULL, NULL) < 0) {
+            wf_store_free(c);
+            return -1;
+        }
+    }
+    if (wf_store_finalize(c, default_ns(b), false) < 0 || collect_load_errors(b, c)) {
+        wf_store_free(c);
+        return -1;
+    }
+    b->snap->files = wf_store_file_count(c);
+    for (size_t i = 0; i < wf_store_count(c); i++) {
+        const wf_resource *r = wf_store_at(c, i);
+        if (!r->synthetic && take_resource(b, r)) {
+            wf_store_free(c);
+            return -1;
+        }
+    }
+    if (keep_failed_files(b)) {
+        wf_store_free(c);
+        return -1;
+    }
+    if (!b->need_rebuild) {
+        b->snap->store = c;
+        return 0;
+    }
+    wf_store_free(c);
+    b->snap->store = rebuild_store(b);
+    return b->snap->store ? 0 : -1;
+}
+
+/* ---- MeshConfig ----------------------------------------------------------------------------- */
+
+static uint64_t file_hash(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    uint64_t h = 1469598103934665603ull;
+    int ch;
+    if (!f) {
+        return 0;
+    }
+    while ((ch = getc(f)) != EOF) {
+        h ^= (unsigned char)ch;
+        h *= 1099511628211ull;
+    }
+    fclose(f);
+    return h;
+}
+
+static int load_mesh(build *b)
+{
+    mesh_box *box = calloc(1, sizeof *box);
+    const char *err = NULL;
+    if (!box || !(box->mesh = wf_meshcfg_new_default())) {
+        free(box);
+        return -1;
+    }
+    box->refs = 1;
+    const char *path = b->opts->mesh_file;
+    if (path && *path) {
+        box->hash = file_hash(path);
+        if (wf_meshcfg_load_file(box->mesh, path, &err) != 0) {
+            b->snap->mesh_error = wf_arena_strdup(&b->snap->arena, err ? err : path);
+            WF_LOG(WF_LC_config, WF_LOG_WARN, "config error: MeshConfig %s: %s (%s)", path,
+                   err ? err : "unreadable",
+                   b->prev ? "keeping the last good version" : "using Istio's defaults");
+            if (b->prev) {
+                mesh_box_unref(box);
+                box = b->prev->mesh_box;
+                box->refs++;
+            }
+        }
+    }
+    b->snap->mesh_box = box;
+    b->snap->mesh = box->mesh;
+    return 0;
+}
+
+/* ---- change classification ---------------------------------------------------------------- */
+
+static bool endpoint_kind(const char *kind)
+{
+    return strcmp(kind, "Pod") == 0 || strcmp(kind, "WorkloadEntry") == 0 ||
+           strcmp(kind, "Endpoints") == 0 || strcmp(kind, "EndpointSlice") == 0;
+}
+
+static int note_change(build *b, const char *key, const char *kind, size_t *cap, bool *full)
+{
+    wf_snapshot *s = b->snap;
+    if (s->n_changed == *cap) {
+        size_t ncap = *cap ? 2 * *cap : 16;
+        const char **v = wf_arena_alloc(&s->arena, ncap * sizeof *v);
+        if (!v) {
+            return -1;
+        }
+        if (s->n_changed) {
+            memcpy(v, s->changed, s->n_changed * sizeof *v);
+        }
+        s->changed = v;
+        *cap = ncap;
+    }
+    s->changed[s->n_changed] = wf_arena_strdup(&s->arena, key);
+    if (!s->changed[s->n_changed++]) {
+        return -1;
+    }
+    if (!endpoint_kind(kind)) {
+        *full = true;
+    }
+    return 0;
+}
+
+static int classify(build *b)
+{
+    wf_snapshot *s = b->snap;
+    const wf_snapshot *p = b->prev;
+    size_t cap = 0;
+    bool full = !p || ((mesh_box *)p->mesh_box)->hash != ((mesh_box *)s->mesh_box)->hash;
+    for (size_t i = 0; i < wf_strmap_count(s->res); i++) {
+        const char *key = wf_strmap_key(s->res, i);
+        const wf_snap_res *r = wf_strmap_value(s->res, i);
+        const wf_snap_res *o = prev_res(b, key);
+        if ((!o || o->hash != r->hash || o->len != r->len) &&
+            note_change(b, key, r->kind, &cap, &full)) {
+            return -1;
+        }
+    }
+    for (size_t i = 0; p && p->res && i < wf_strmap_count(p->res); i++) {
+        const char *key = wf_strmap_key(p->res, i);
+        const wf_snap_res *o = wf_strmap_value(p->res, i);
+        if (!wf_strmap_slot(s->res, key, false) && note_change(b, key, o->kind, &cap, &full)) {
+            return -1;
+        }
+    }
+    s->change = full ? WF_CHANGE_FULL : s->n_changed ? WF_CHANGE_ENDPOINTS : WF_CHANGE_NONE;
+    return 0;
+}
+
+wf_snapshot *wf_source_build(const wf_dir_source_opts *opts, const wf_snapshot *prev,
+                             int64_t changed_at_ms)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    wf_snapshot *s = calloc(1, sizeof *s);
+    if (!s) {
+        return NULL;
+    }
+    s->refs = 1;
+    s->seq = prev ? prev->seq + 1 : 1;
+    s->changed_at_ms = changed_at_ms ? changed_at_ms : wall_ms();
+    wf_arena_init(&s->arena);
+    build b = {.opts = opts, .prev = prev, .snap = s};
+    if (!(s->res = wf_strmap_new(&s->arena)) || load_mesh(&b) || load_store(&b) || classify(&b)) {
+        wf_snapshot_unref(s);
+        return NULL;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    s->build_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    s->built_at_ms = wall_ms();
+    return s;
+}

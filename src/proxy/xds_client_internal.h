@@ -1,0 +1,74 @@
+/*
+ * xds_client_internal.h - the xDS client's state, shared by xds_client.c (the stream) and
+ * xds_client_sotw.c (requests, responses, ACK/NACK, subscriptions). Not a public API.
+ */
+#ifndef WEFT_PROXY_XDS_CLIENT_INTERNAL_H
+#define WEFT_PROXY_XDS_CLIENT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proxy/xds_client.h"
+#include "xds/h2_stream.h"
+
+/* The types the client subscribes to: wf_xds_type values WF_XDS_CDS..WF_XDS_EDS. */
+#define XC_NTYPES 4
+
+enum { XC_UPD_ATTEMPT, XC_UPD_SUCCESS, XC_UPD_REJECTED, XC_UPD_FAILURE, XC_UPD_N };
+
+struct wp_xds_client {
+    uv_loop_t *loop;
+    wp_xds_callbacks cb;
+    wp_xds_client_opts opts;
+    int reject_type; /* test hook: the type to reject, -1 = none */
+    /* from the bootstrap */
+    char host[64];
+    int port;
+    char *pipe_path;    /* NULL: host:port */
+    char *cluster_name; /* for logs */
+    bool node_once;     /* set_node_on_first_message_only */
+    bool want_cds, want_lds;
+    wf_xds_node node;
+    json_t *base; /* the bootstrap the resources are added to (own reference) */
+    /* protocol state (kept across streams) */
+    wf_xds_client_type types[XC_NTYPES];
+    json_t *sets[XC_NTYPES]; /* accepted resources: name -> entry (xds_compose.h) */
+    /* the stream */
+    wf_h2_conn *conn;
+    wf_h2_call *call;
+    int live_conns; /* connections not yet closed (on_conn_closed pending) */
+    bool node_sent, answered, answer_expired, stopping;
+    uv_timer_t retry, tick, answer;
+    int open_handles;
+    uint64_t backoff_next, rng;
+    bool close_set; /* Envoy's logClose state */
+    int close_status;
+    char *close_msg;
+    uint64_t close_since;
+    /* status (uv_now milliseconds) */
+    uint64_t up_since, last_update, attempts;
+    bool updated, cds_applied, lds_applied;
+    char *last_nack;
+    /* stats */
+    wp_stats_shard *sh;
+    uint32_t s_state, s_up, s_since, s_cx_total, s_cx_active, s_cx_fail;
+    uint32_t s_upd[2][XC_UPD_N]; /* [0] cluster_manager.cds, [1] listener_manager.lds */
+    int64_t g_state, g_up, g_since, g_cx_active;
+};
+
+/* xds_client.c */
+void xc_count_update(wp_xds_client *c, int type, int kind);
+void xc_answered(wp_xds_client *c);
+uint64_t xc_next_backoff(wp_xds_client *c);
+/* Encodes and sends req on the current call; 0 or negative. */
+int xc_send(wp_xds_client *c, const wf_xds_request *req);
+
+/* xds_client_sotw.c */
+bool xc_state_init(wp_xds_client *c, const wp_config *cfg);
+void xc_state_free(wp_xds_client *c);
+/* The requests of a new stream: CDS, EDS (names known), LDS, RDS (names known). */
+void xc_send_initial(wp_xds_client *c);
+/* One DiscoveryResponse (JSON text). */
+void xc_on_response(wp_xds_client *c, const char *text, size_t len);
+
+#endif

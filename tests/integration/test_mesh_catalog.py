@@ -1,0 +1,74 @@
+"""The book's catalog example through weft-pilot, an ingress gateway and sidecars (issue 5
+acceptance): a VirtualService routing to subsets no DestinationRule defines answers 503 NC
+cluster_not_found at the gateway; adding the DestinationRule gives 200s split 20/80; every
+proxy is SYNCED; a weight change reaches every proxy; an invalid file leaves traffic alone and
+is reported; a resource the proxy rejects shows ERROR with its message.
+"""
+import collections
+import json
+import os
+import time
+
+from meshfix import BOOK, GATEWAY_SERVICE, mesh, wait_for  # noqa: F401 (fixture)
+
+CATALOG_HOST = "catalog.istioinaction.io"
+DR = os.path.join(BOOK, "ch10", "catalog-destinationrule-v1-v2.yaml")
+VS = os.path.join(BOOK, "ch10", "catalog-virtualservice-subsets-v1-v2.yaml")
+
+
+def catalog_mesh(mesh, gw_env=None):
+    for f in ("services/catalog/kubernetes/catalog.yaml", "ch10/catalog-deployment-v2.yaml",
+              "ch10/catalog-gateway.yaml", "ch10/catalog-virtualservice-subsets-v1-v2.yaml"):
+        mesh.add_config(os.path.join(BOOK, f))
+    mesh.write_config("gateway-service.yaml", GATEWAY_SERVICE)
+    mesh.start_pilot(default_ns="istioinaction")
+    gw = mesh.add_pod("istio-ingressgateway-5d8f9", "istio-system",
+                      {"istio": "ingressgateway", "app": "istio-ingressgateway"},
+                      kind="router", env=gw_env)
+    pods = [mesh.add_pod("catalog-6cf4b97d-abcde", "istioinaction",
+                         {"app": "catalog", "version": "v1"}, app_port=3000)]
+    for suffix in ("x7k2p", "q9m4z"):
+        pods.append(mesh.add_pod("catalog-v2-7b9c8d-" + suffix, "istioinaction",
+                                 {"app": "catalog", "version": "v2"}, app_port=3000))
+    for p in [gw] + pods:
+        mesh.wait_ready(p)
+    return gw, pods
+
+
+def gateway_get(gw, path="/items"):
+    return gw.request(8080, path, host=CATALOG_HOST)
+
+
+def split(gw, n):
+    """n requests through the gateway: Counter of x-weft-pod per 200, and other statuses."""
+    pods, other = collections.Counter(), collections.Counter()
+    for _ in range(n):
+        status, headers, _ = gateway_get(gw, "/healthz")
+        if status == 200:
+            pods[headers.get("x-weft-pod")] += 1
+        else:
+            other[status] += 1
+    return pods, other
+
+
+def test_undefined_subsets_are_nc_then_destinationrule_splits_20_80(mesh):
+    gw, pods = catalog_mesh(mesh)
+    status, headers, body = gateway_get(gw)
+    assert status == 503, body
+    assert body == b"", body  # Envoy's NC local reply has no body
+    mesh.wait_synced()
+    t0 = time.monotonic()
+    mesh.add_config(DR)
+    wait_for(lambda: gateway_get(gw, "/healthz")[0] == 200, timeout=15,
+             what="the DestinationRule to reach the gateway")
+    print("DestinationRule applied -> gateway serving in %.0f ms" % ((time.monotonic() - t0) * 1000))
+    counts, other = split(gw, 2000)
+    assert not other, other
+    v1 = counts[pods[0].name]
+    v2 = counts[pods[1].name] + counts[pods[2].name]
+    assert v1 + v2 == 2000
+    assert abs(v1 / 2000 - 0.20) <= 0.05, counts
+    assert abs(v2 / 2000 - 0.80) <= 0.05, counts
+    assert counts[pods[1].name] > 0 and counts[pods[2].name] > 0, counts
+    sync = mesh.wait_synced()
+    assert {e["proxy"] for e in sync} >= {p.node_id for p in [gw] + pods}

@@ -1,0 +1,233 @@
+"""weft-pilot as a process on loopback: readiness, debug endpoints, metrics names, an invalid
+file reported while its last good version keeps serving, a config dump for a pod written as a
+Pod object, command-line errors and a clean SIGTERM exit.
+
+The binary is $WEFT_PILOT, else weft-pilot next to $WEFT_PROXY, else build/weft-pilot. The
+book's catalog files are copied from the shared corpus into tmp_path (never into the repo).
+The xDS protocol itself is tested in C (tests/unit/test_pilot_ads.c): Python has no gRPC here.
+"""
+import json
+import os
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import ROOT, shared_path
+from procs import crash_report, start_process, stop_process
+
+BOOK = ("services/catalog/kubernetes/catalog.yaml", "ch10/catalog-deployment-v2.yaml",
+        "ch10/catalog-gateway.yaml", "ch10/catalog-virtualservice-subsets-v1-v2.yaml")
+
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: catalog-v1-abc
+  namespace: default
+  labels: {app: catalog, version: v1}
+spec:
+  containers:
+  - name: catalog
+    ports: [{containerPort: 3000, name: http}]
+status: {phase: Running, podIP: %s}
+"""
+
+VS = """\
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: catalog-split, namespace: default}
+spec:
+  hosts: [catalog]
+  http:
+  - route:
+    - destination: {host: catalog}
+      weight: %s
+    - destination: {host: catalog}
+      weight: 20
+"""
+
+
+def pilot_path():
+    if os.environ.get("WEFT_PILOT"):
+        return os.path.abspath(os.environ["WEFT_PILOT"])
+    if os.environ.get("WEFT_PROXY"):
+        return os.path.join(os.path.dirname(os.path.abspath(os.environ["WEFT_PROXY"])),
+                            "weft-pilot")
+    return os.path.join(ROOT, "build", "weft-pilot")
+
+
+@pytest.fixture
+def pilot_exe():
+    exe = pilot_path()
+    if not os.access(exe, os.X_OK):
+        pytest.fail("%s is missing or not executable: build it or set WEFT_PILOT" % exe)
+    return exe
+
+
+@pytest.fixture
+def dirs(tmp_path):
+    book = os.path.join(shared_path(), "corpus", "istioinaction")
+    if not os.path.isdir(book):
+        pytest.skip("book corpus not found at %s" % book)
+    cfg, pods = tmp_path / "cfg", tmp_path / "pods"
+    cfg.mkdir()
+    pods.mkdir()
+    for rel in BOOK:
+        shutil.copy(os.path.join(book, rel), cfg / os.path.basename(rel))
+    return cfg, pods
+
+
+@pytest.fixture
+def pilot(pilot_exe, dirs):
+    cfg, pods = dirs
+    proc, addrs = start_process([pilot_exe, "--config-dir", cfg, "--config-dir", pods,
+                                 "--grpcAddr", "127.0.0.1:0", "--monitoringAddr", "127.0.0.1:0",
+                                 "--debounce-after-ms", "50"], count=2)
+    proc.mon = addrs[1][1]
+    proc.xds = addrs[0][1]
+    yield proc
+    rc = stop_process(proc)
+    assert crash_report(proc) is None, proc.stderr_text()
+    assert rc == 0, proc.stderr_text()
+
+
+def get(port, path):
+    """(status, body text)."""
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def get_json(port, path):
+    status, body = get(port, path)
+    assert status == 200, body
+    return json.loads(body)
+
+
+def poll(fn, timeout=5.0):
+    """fn() until truthy (returned) or timeout (AssertionError)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met within %.1fs" % timeout)
+        time.sleep(0.05)
+
+
+def test_ready_syncz_metrics(pilot):
+    assert get(pilot.mon, "/ready") == (200, "ready\n")
+    assert get_json(pilot.mon, "/debug/syncz") == []
+    assert get_json(pilot.mon, "/debug/adsz") == {"totalClients": 0, "clients": []}
+    status, text = get(pilot.mon, "/metrics")
+    assert status == 200
+    for name in ('pilot_xds_pushes{type="cds"}', 'pilot_xds_pushes{type="eds"}',
+                 'pilot_xds_push_time_bucket{type="lds",le="0.01"}',
+                 "pilot_proxy_convergence_time_count", "# TYPE pilot_xds gauge",
+                 'pilot_total_xds_rejects{type="rds"}'):
+        assert name in text, name
+    reg = get_json(pilot.mon, "/debug/registryz")
+    assert [s["hostname"] for s in reg] == ["catalog.default.svc.cluster.local"]
+    assert reg[0]["ports"][0]["port"] == 80
+    logs = pilot.stderr_text()
+    assert "xDS server listening on 127.0.0.1:%d" % pilot.xds in logs
+    assert "monitoring server listening on 127.0.0.1:%d" % pilot.mon in logs
+    assert get(pilot.mon, "/nope")[0] == 404
+
+
+def test_invalid_file_keeps_last_good(pilot, dirs):
+    cfg, _ = dirs
+    vs = cfg / "split.yaml"
+    vs.write_text(VS % "80")
+    poll(lambda: any(r["name"] == "catalog-split"
+                     for r in get_json(pilot.mon, "/debug/configz")["resources"]))
+    vs.write_text(VS % '"eighty"')
+    errs = poll(lambda: get_json(pilot.mon, "/debug/config_errors"))
+    assert len(errs) == 1
+    e = errs[0]
+    assert e["file"].endswith("split.yaml")
+    assert e["line"] == 9
+    assert e["field"] == "spec.http[0].route[0].weight"
+    assert e["resource"] == "VirtualService default/catalog-split"
+    assert e["kept_last_good"] is True
+    configz = get_json(pilot.mon, "/debug/configz")
+    kept = [r for r in configz["resources"] if r["name"] == "catalog-split"]
+    assert kept and kept[0]["last_good"] is True
+    assert configz["errors"] == errs
+    assert "config error: %s:9:" % e["file"] in pilot.stderr_text()
+    # a file that does not parse at all: reported, its resources keep serving
+    svc = cfg / "catalog.yaml"
+    svc.write_text(svc.read_text() + "\n---\nkind: [\n")
+    poll(lambda: any(x["file"].endswith("catalog.yaml")
+                     for x in get_json(pilot.mon, "/debug/config_errors")))
+    reg = get_json(pilot.mon, "/debug/registryz")
+    assert [s["hostname"] for s in reg] == ["catalog.default.svc.cluster.local"]
+    # fixed: errors gone
+    vs.write_text(VS % "80")
+    shutil.copy(os.path.join(shared_path(), "corpus", "istioinaction", BOOK[0]), svc)
+    poll(lambda: get_json(pilot.mon, "/debug/config_errors") == [])
+    assert get(pilot.mon, "/ready")[0] == 200
+
+
+def test_config_dump_for_pod(pilot, dirs):
+    _, pods = dirs
+    status, body = get(pilot.mon, "/debug/config_dump")
+    assert status == 400 and "proxyID" in body
+    assert get(pilot.mon, "/debug/config_dump?proxyID=nobody.default")[0] == 404
+    (pods / "catalog-v1-abc.yaml").write_text(POD % "127.10.0.5")
+
+    def dump():
+        s, b = get(pilot.mon, "/debug/config_dump?proxyID=catalog-v1-abc.default&include_eds")
+        return json.loads(b) if s == 200 else None
+    d = poll(dump)
+    types = [c["@type"].rsplit(".", 1)[1] for c in d["configs"]]
+    assert types == ["BootstrapConfigDump", "ClustersConfigDump", "EndpointsConfigDump",
+                     "ListenersConfigDump", "ScopedRoutesConfigDump", "RoutesConfigDump",
+                     "SecretsConfigDump"]
+    clusters = [c["cluster"]["name"] for c in d["configs"][1]["dynamic_active_clusters"]]
+    assert "outbound|80||catalog.default.svc.cluster.local" in clusters
+    eps = {e["endpoint_config"]["cluster_name"]: e["endpoint_config"]
+           for e in d["configs"][2]["dynamic_endpoint_configs"]}
+    cla = eps["outbound|80||catalog.default.svc.cluster.local"]
+    addr = cla["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"]["socket_address"]
+    assert addr == {"address": "127.10.0.5", "port_value": 3000}
+    for l in d["configs"][3]["dynamic_listeners"]:
+        assert l["active_state"]["listener"]["name"] == l["name"]
+    ez = get_json(pilot.mon, "/debug/endpointz")
+    assert ez[0]["endpoints"][0]["address"] == "127.10.0.5"
+    # a pod change is an endpoint-only push
+    (pods / "catalog-v1-abc.yaml").write_text(POD % "127.10.0.6")
+    ps = poll(lambda: (lambda j: j if j["change"] == "ENDPOINTS" else None)(
+        get_json(pilot.mon, "/debug/push_status")))
+    assert ps["changed"] == ["Pod/default/catalog-v1-abc"]
+
+
+def test_command_line(pilot_exe, tmp_path):
+    def run(*args):
+        return subprocess.run([pilot_exe, *map(str, args)], capture_output=True, text=True,
+                              timeout=30)
+    assert run("--help").returncode == 0
+    assert run("--version").stdout.startswith("weft-pilot ")
+    r = run("--bogus")
+    assert r.returncode == 2 and "--bogus" in r.stderr
+    assert run().returncode == 2
+    assert run("--config-dir", tmp_path, "--debounce-after-ms", "x").returncode == 2
+    missing = tmp_path / "missing"
+    r = run("--config-dir", missing, "--grpcAddr", "127.0.0.1:0", "--monitoringAddr",
+            "127.0.0.1:0")
+    assert r.returncode == 1 and str(missing) in r.stderr
+
+
+def test_bind_failure_names_address(pilot, pilot_exe, tmp_path):
+    r = subprocess.run([pilot_exe, "--config-dir", tmp_path, "--grpcAddr",
+                        "127.0.0.1:%d" % pilot.xds, "--monitoringAddr", "127.0.0.1:0"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1
+    assert "127.0.0.1:%d" % pilot.xds in r.stderr

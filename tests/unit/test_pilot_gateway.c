@@ -1,0 +1,400 @@
+/*
+ * test_pilot_gateway.c - pilot/gateway: an ingress gateway's listeners and `http.<port>` route
+ * configurations from the book's catalog Gateway and VirtualService
+ * (../shared/corpus/istioinaction/ch10/) behind an inline istio-ingressgateway Service, Pod and
+ * Deployment: the Service's targetPort as listener port, the pod IP as bind address, virtual
+ * hosts per intersecting host, the weighted subset routes, the blackhole virtual host, server
+ * host namespaces, match gateways, and the proxy's CDS without the DestinationRule (no subset
+ * cluster: the gateway answers 503 NC).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "model/store.h"
+#include "pilot/gateway.h"
+#include "pilot/generate.h"
+
+#define BOOK     "../shared/corpus/istioinaction/"
+#define HCM_PATH "filter_chains.0.filters.0.typed_config"
+#define CATALOG  "catalog.istioinaction.svc.cluster.local"
+
+static const char *const book_no_dr[] = {
+    BOOK "services/catalog/kubernetes/catalog.yaml", BOOK "ch10/catalog-deployment-v2.yaml",
+    BOOK "ch10/catalog-gateway.yaml", BOOK "ch10/catalog-virtualservice-subsets-v1-v2.yaml", NULL};
+static const char *const book_dr[] = {BOOK "services/catalog/kubernetes/catalog.yaml",
+                                      BOOK "ch10/catalog-deployment-v2.yaml",
+                                      BOOK "ch10/catalog-gateway.yaml",
+                                      BOOK "ch10/catalog-virtualservice-subsets-v1-v2.yaml",
+                                      BOOK "ch10/catalog-destinationrule-v1-v2.yaml",
+                                      NULL};
+
+/* The ingress gateway as istioctl install makes it, and one catalog pod per version. */
+static const char *const ingress =
+    "apiVersion: v1\n"
+    "kind: Service\n"
+    "metadata: {name: istio-ingressgateway, namespace: istio-system}\n"
+    "spec:\n"
+    "  selector: {istio: ingressgateway}\n"
+    "  ports:\n"
+    "  - {name: http2, port: 80, targetPort: 8080}\n"
+    "  - {name: https, port: 443, targetPort: 8443}\n"
+    "---\n"
+    "apiVersion: apps/v1\n"
+    "kind: Deployment\n"
+    "metadata: {name: istio-ingressgateway, namespace: istio-system}\n"
+    "spec:\n"
+    "  selector: {matchLabels: {istio: ingressgateway}}\n"
+    "  template:\n"
+    "    metadata: {labels: {istio: ingressgateway, app: istio-ingressgateway}}\n"
+    "    spec:\n"
+    "      containers:\n"
+    "      - {name: istio-proxy, ports: [{containerPort: 8080}, {containerPort: 8443}]}\n"
+    "---\n"
+    "apiVersion: v1\n"
+    "kind: Pod\n"
+    "metadata:\n"
+    "  name: istio-ingressgateway-7d4f\n"
+    "  namespace: istio-system\n"
+    "  labels: {istio: ingressgateway, app: istio-ingressgateway}\n"
+    "spec:\n"
+    "  containers:\n"
+    "  - {name: istio-proxy, ports: [{containerPort: 8080}, {containerPort: 8443}]}\n"
+    "status: {podIP: 127.10.0.2, phase: Running}\n"
+    "---\n"
+    "apiVersion: v1\n"
+    "kind: Pod\n"
+    "metadata:\n"
+    "  name: catalog-v1-abc\n"
+    "  namespace: istioinaction\n"
+    "  labels: {app: catalog, version: v1}\n"
+    "spec:\n"
+    "  containers: [{name: catalog, ports: [{name: http, containerPort: 3000}]}]\n"
+    "status: {podIP: 127.10.0.3, phase: Running}\n"
+    "---\n"
+    "apiVersion: v1\n"
+    "kind: Pod\n"
+    "metadata:\n"
+    "  name: catalog-v2-def\n"
+    "  namespace: istioinaction\n"
+    "  labels: {app: catalog, version: v2}\n"
+    "spec:\n"
+    "  containers: [{name: catalog, ports: [{name: http, containerPort: 3000}]}]\n"
+    "status: {podIP: 127.10.0.4, phase: Running}\n";
+
+/* ---- helpers ---- */
+
+static wf_store *load(const char *const *paths, const char *extra)
+{
+    size_t n = strlen(ingress) + (extra ? strlen(extra) + 8 : 0) + 1;
+    char *yaml = malloc(n);
+    assert_non_null(yaml);
+    snprintf(yaml, n, "%s%s%s", ingress, extra ? "---\n" : "", extra ? extra : "");
+    wf_store *s = wf_test_load_store(paths, yaml, "istioinaction");
+    free(yaml);
+    return s;
+}
+
+typedef struct gw_proxy {
+    wf_pilot_proxy p;
+    wf_pilot_env env;
+} gw_proxy;
+
+/* The router proxy of the ingress gateway pod, as weft-proxy would introduce itself. */
+static gw_proxy router(const wf_store *s)
+{
+    gw_proxy g = {.env = {.store = s}};
+    json_t *md = json_pack("{s:s}", "PROXY_TYPE", "router");
+    wf_xds_node node = {.id = "istio-ingressgateway-7d4f.istio-system", .metadata = md};
+    char err[256] = "";
+    assert_int_equal(wf_pilot_proxy_from_node(&node, s, &g.p, err, sizeof err), 0);
+    json_decref(md);
+    return g;
+}
+
+static json_t *gen(gw_proxy *g, wf_xds_type t)
+{
+    json_t *out = wf_pilot_generate(&g->env, &g->p, t, NULL);
+    assert_non_null(out);
+    return out;
+}
+
+static json_t *by_name(json_t *arr, const char *name)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v)
+    {
+        const char *n = json_string_value(json_object_get(v, "name"));
+        if (n && strcmp(n, name) == 0)
+            return v;
+    }
+    return NULL;
+}
+
+/* ---- tests ---- */
+
+static void listener_on_target_port(void **state)
+{
+    (void)state;
+    wf_store *s = load(book_no_dr, NULL);
+    gw_proxy g = router(s);
+    assert_int_equal(g.p.kind, WF_PROXY_ROUTER);
+    assert_string_equal(g.p.ip, "127.10.0.2");
+    json_t *lds = gen(&g, WF_XDS_LDS);
+    assert_int_equal(json_array_size(lds), 1);
+    json_t *l = json_array_get(lds, 0);
+    wf_test_expect_str(l, "@type", "type.googleapis.com/envoy.config.listener.v3.Listener");
+    wf_test_expect_str(l, "name", "0.0.0.0_8080");
+    wf_test_expect_str(l, "address.socket_address.address", "127.10.0.2");
+    wf_test_expect_int(l, "address.socket_address.port_value", 8080);
+    wf_test_expect_str(l, "traffic_direction", "OUTBOUND");
+    json_t *h = wf_test_json_at(l, HCM_PATH);
+    wf_test_expect_str(h, "stat_prefix", "outbound_0.0.0.0_8080");
+    wf_test_expect_str(h, "rds.route_config_name", "http.8080");
+    wf_test_expect_str(h, "rds.config_source.resource_api_version", "V3");
+    assert_true(json_is_true(json_object_get(h, "use_remote_address")));
+    static const char *const want[] = {"istio.metadata_exchange", "envoy.filters.http.fault",
+                                       "envoy.filters.http.cors", "istio.stats",
+                                       "envoy.filters.http.router"};
+    json_t *filters = json_object_get(h, "http_filters");
+    assert_int_equal(json_array_size(filters), 5);
+    for (size_t i = 0; i < 5; i++)
+        assert_string_equal(json_string_value(json_object_get(json_array_get(filters, i), "name")),
+                            want[i]);
+    assert_true(json_is_true(wf_test_json_at(json_array_get(filters, 3),
+                                             "typed_config.value.disable_host_header_fallback")));
+    assert_null(json_object_get(h, "access_log"));
+    json_decref(lds);
+    wf_pilot_proxy_free(&g.p);
+    wf_store_free(s);
+}
+
+static void weighted_subset_routes(void **state)
+{
+    (void)state;
+    wf_store *s = load(book_dr, NULL);
+    gw_proxy g = router(s);
+    json_t *rds = gen(&g, WF_XDS_RDS);
+    assert_int_equal(json_array_size(rds), 1);
+    json_t *rc = json_array_get(rds, 0);
+    wf_test_expect_str(rc, "@type", "type.googleapis.com/envoy.config.route.v3.RouteConfiguration");
+    wf_test_expect_str(rc, "name", "http.8080");
+    assert_true(json_is_false(json_object_get(rc, "validate_clusters")));
+    assert_true(json_is_true(json_object_get(rc, "ignore_port_in_host_matching")));
+    assert_int_equal(json_array_size(json_object_get(rc, "virtual_hosts")), 1);
+    json_t *vh = wf_test_json_at(rc, "virtual_hosts.0");
+    wf_test_expect_str(vh, "name", "catalog.istioinaction.io:80");
+    assert_int_equal(json_array_size(json_object_get(vh, "domains")), 1);
+    wf_test_expect_str(vh, "domains.0", "catalog.istioinaction.io");
+    assert_true(json_is_true(json_object_get(vh, "include_request_attempt_count")));
+    assert_int_equal(json_array_size(json_object_get(vh, "routes")), 1);
+    json_t *r = wf_test_json_at(vh, "routes.0");
+    wf_test_expect_str(r, "match.prefix", "/");
+    wf_test_expect_str(r, "route.weighted_clusters.clusters.0.name",
+                       "outbound|80|version-v1|" CATALOG);
+    wf_test_expect_int(r, "route.weighted_clusters.clusters.0.weight", 20);
+    wf_test_expect_str(r, "route.weighted_clusters.clusters.1.name",
+                       "outbound|80|version-v2|" CATALOG);
+    wf_test_expect_int(r, "route.weighted_clusters.clusters.1.weight", 80);
+    wf_test_expect_str(r, "route.timeout", "0s");
+    wf_test_expect_int(r, "route.retry_policy.num_retries", 2);
+    wf_test_expect_str(r, "metadata.filter_metadata.istio.config",
+                       "/apis/networking.istio.io/v1/namespaces/istioinaction/virtual-service/"
+                       "catalog-v1-v2");
+    /* with the DestinationRule both subset clusters exist, with endpoints */
+    json_t *cds = gen(&g, WF_XDS_CDS);
+    assert_non_null(by_name(cds, "outbound|80|version-v1|" CATALOG));
+    assert_non_null(by_name(cds, "outbound|80|version-v2|" CATALOG));
+    assert_non_null(by_name(cds, "BlackHoleCluster"));
+    assert_null(by_name(cds, "PassthroughCluster"));
+    char n1[] = "outbound|80|version-v2|" CATALOG;
+    char *v[] = {n1};
+    wf_xds_names names = {.v = v, .n = 1};
+    json_t *eds = wf_pilot_generate(&g.env, &g.p, WF_XDS_EDS, &names);
+    assert_int_equal(json_array_size(eds), 1);
+    wf_test_expect_str(json_array_get(eds, 0),
+                       "endpoints.0.lb_endpoints.0.endpoint.address.socket_address.address",
+                       "127.10.0.4");
+    json_decref(eds);
+    json_decref(cds);
+    json_decref(rds);
+    wf_pilot_proxy_free(&g.p);
+    wf_store_free(s);
+}
+
+static void no_destinationrule_no_subset_cluster(void **state)
+{
+    (void)state;
+    wf_store *s = load(book_no_dr, NULL);
+    gw_proxy g = router(s);
+    json_t *cds = gen(&g, WF_XDS_CDS);
+    assert_non_null(by_name(cds, "outbound|80||" CATALOG));
+    assert_null(by_name(cds, "outbound|80|version-v1|" CATALOG));
+    assert_null(by_name(cds, "outbound|80|version-v2|" CATALOG));
+    assert_null(by_name(cds, "PassthroughCluster"));
+    /* the routes still name the subsets: the proxy finds no cluster (503 NC) */
+    json_t *rds = gen(&g, WF_XDS_RDS);
+    wf_test_expect_str(json_array_get(rds, 0),
+                       "virtual_hosts.0.routes.0.route.weighted_clusters.clusters.0.name",
+                       "outbound|80|version-v1|" CATALOG);
+    json_decref(rds);
+    json_decref(cds);
+    wf_pilot_proxy_free(&g.p);
+    wf_store_free(s);
+}
+
+static void blackhole_without_virtualservice(void **state)
+{
+    (void)state;
+    static const char *const files[] = {BOOK "services/catalog/kubernetes/catalog.yaml",
+                                        BOOK "ch10/catalog-gateway.yaml", NULL};
+    wf_store *s = load(files, NULL);
+    gw_proxy g = router(s);
+    json_t *rds = gen(&g, WF_XDS_RDS);
+    assert_int_equal(json_array_size(rds), 1);
+    json_t *rc = json_array_get(rds, 0);
+    wf_test_expect_str(rc, "name", "http.8080");
+    assert_int_equal(json_array_size(json_object_get(rc, "virtual_hosts")), 1);
+    wf_test_expect_str(rc, "virtual_hosts.0.name", "blackhole:80");
+    wf_test_expect_str(rc, "virtual_hosts.0.domains.0", "*");
+    assert_int_equal(json_array_size(wf_test_json_at(rc, "virtual_hosts.0.routes")), 0);
+    json_decref(rds);
+    wf_pilot_proxy_free(&g.p);
+    wf_store_free(s);
+}
+
+/* Hosts: a wildcard server host and VirtualService hosts, "ns/host" scoping, a Gateway without
+ * a Service port (listener on the number itself), an HTTPS server skipped, match gateways. */
+static const char *const more =
+    "apiVersion: networking.istio.io/v1\n"
+    "kind: Gateway\n"
+    "metadata: {name: wild, namespace: istio-system}\n"
+    "spec:\n"
+    "  selector: {istio: ingressgateway}\n"
+    "  servers:\n"
+    "  - port: {number: 9000, name: http, protocol: HTTP}\n"
+    "    hosts: [\"*.example.com\", \"shop/only-shop.example.com\"]\n"
+    "  - port: {number: 443, name: https, protocol: HTTPS}\n"
+    "    hosts: [\"*\"]\n"
+    "    tls: {mode: SIMPLE, credentialName: cert}\n"
+    "---\n"
+    "apiVersion: networking.istio.io/v1\n"
+    "kind: Gateway\n"
+    "metadata: {name: other, namespace: istio-system}\n"
+    "spec:\n"
+    "  selector: {istio: egressgateway}\n"
+    "  servers:\n"
+    "  - port: {number: 7000, name: http, protocol: HTTP}\n"
+    "    hosts: [\"*\"]\n"
+    "---\n"
+    "apiVersion: networking.istio.io/v1\n"
+    "kind: VirtualService\n"
+    "metadata: {name: a, namespace: istioinaction}\n"
+    "spec:\n"
+    "  hosts: [a.example.com, b.other.com, only-shop.example.com]\n"
+    "  gateways: [istio-system/wild]\n"
+    "  http:\n"
+    "  - match: [{uri: {prefix: /mesh}, gateways: [mesh]}]\n"
+    "    route: [{destination: {host: catalog}}]\n"
+    "  - match: [{uri: {prefix: /gw}, gateways: [istio-system/wild]}]\n"
+    "    route: [{destination: {host: catalog}}]\n"
+    "  - route: [{destination: {host: catalog, port: {number: 80}}}]\n"
+    "---\n"
+    "apiVersion: networking.istio.io/v1\n"
+    "kind: VirtualService\n"
+    "metadata: {name: b, namespace: shop}\n"
+    "spec:\n"
+    "  hosts: [\"*\"]\n"
+    "  gateways: [istio-system/wild]\n"
+    "  http:\n"
+    "  - match: [{uri: {exact: /x}}]\n"
+    "    route: [{destination: {host: catalog.istioinaction.svc.cluster.local}}]\n";
+
+static void hosts_and_scoping(void **state)
+{
+    (void)state;
+    static const char *const files[] = {BOOK "services/catalog/kubernetes/catalog.yaml", NULL};
+    wf_store *s = load(files, more);
+    gw_proxy g = router(s);
+    json_t *lds = gen(&g, WF_XDS_LDS);
+    assert_int_equal(json_array_size(lds), 1); /* 9000; 443 is HTTPS; 7000 not selected */
+    wf_test_expect_str(json_array_get(lds, 0), "name", "0.0.0.0_9000");
+    json_t *rds = gen(&g, WF_XDS_RDS);
+    assert_int_equal(json_array_size(rds), 1);
+    json_t *rc = json_array_get(rds, 0);
+    wf_test_expect_str(rc, "name", "http.9000");
+    json_t *vhs = json_object_get(rc, "virtual_hosts");
+    /* VS a (istioinaction): a.example.com and only-shop.example.com through *.example.com
+     * (shop/only-shop.example.com is hidden from it; b.other.com matches nothing); VS b (shop,
+     * host "*"): the server hosts themselves, *.example.com and only-shop.example.com. */
+    assert_int_equal(json_array_size(vhs), 3);
+    wf_test_expect_str(vhs, "0.name", "*.example.com:9000");
+    wf_test_expect_str(vhs, "1.name", "a.example.com:9000");
+    wf_test_expect_str(vhs, "2.name", "only-shop.example.com:9000");
+    /* VS a: the mesh-only match is dropped, the /gw match and the catch-all stay */
+    json_t *a = json_array_get(vhs, 1);
+    assert_int_equal(json_array_size(json_object_get(a, "routes")), 2);
+    wf_test_expect_str(a, "routes.0.match.prefix", "/gw");
+    wf_test_expect_str(a, "routes.0.route.cluster", "outbound|80||" CATALOG);
+    wf_test_expect_str(a, "routes.1.match.prefix", "/");
+    /* only-shop: VS a's routes, then VS b's; the catch-all moves last */
+    json_t *o = json_array_get(vhs, 2);
+    assert_int_equal(json_array_size(json_object_get(o, "routes")), 3);
+    wf_test_expect_str(o, "routes.0.match.prefix", "/gw");
+    wf_test_expect_str(o, "routes.1.match.path", "/x");
+    wf_test_expect_str(o, "routes.2.match.prefix", "/");
+    json_decref(rds);
+    json_decref(lds);
+    wf_pilot_proxy_free(&g.p);
+    wf_store_free(s);
+}
+
+static void direct_api(void **state)
+{
+    (void)state;
+    wf_store *s = load(book_no_dr, NULL);
+    const wf_gateway_options none = {0};
+    assert_null(wf_gateway_listeners(NULL, &none));
+    assert_null(wf_gateway_listeners(s, NULL));
+    assert_null(wf_gateway_route_configs(s, NULL));
+    /* no labels: the book's Gateway (selector istio: ingressgateway) does not apply */
+    json_t *l = wf_gateway_listeners(s, &none);
+    assert_int_equal(json_array_size(l), 0);
+    json_decref(l);
+    /* labels but no namespace: no Service maps the port, the listener takes the number */
+    wf_kv kv = {.key = "istio", .value = "ingressgateway"};
+    wf_kvs labels = {.n = 1, .items = &kv};
+    const wf_gateway_options o = {.proxy_labels = &labels};
+    l = wf_gateway_listeners(s, &o);
+    assert_int_equal(json_array_size(l), 1);
+    wf_test_expect_str(json_array_get(l, 0), "name", "0.0.0.0_80");
+    wf_test_expect_str(json_array_get(l, 0), "address.socket_address.address", "0.0.0.0");
+    json_t *rc = wf_gateway_route_configs(s, &o);
+    wf_test_expect_str(json_array_get(rc, 0), "name", "http.80");
+    wf_test_expect_str(json_array_get(rc, 0), "virtual_hosts.0.name",
+                       "catalog.istioinaction.io:80");
+    json_decref(rc);
+    json_decref(l);
+    wf_store_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(listener_on_target_port),
+        cmocka_unit_test(weighted_subset_routes),
+        cmocka_unit_test(no_destinationrule_no_subset_cluster),
+        cmocka_unit_test(blackhole_without_virtualservice),
+        cmocka_unit_test(hosts_and_scoping),
+        cmocka_unit_test(direct_api),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,261 @@
+/*
+ * test_pilot_inbound.c - pilot/inbound: a sidecar's inbound clusters and listeners from the
+ * book's catalog Service (../shared/corpus/istioinaction/) and inline Services and Pods:
+ * `inbound|3000||` with its inline endpoint and services metadata, the per-port inbound
+ * listener with Istio's inbound HTTP connection manager and route, named targetPorts, TCP
+ * ports (cluster, no listener), gRPC ports (no inbound retry), pods no Service selects.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "model/store.h"
+#include "pilot/inbound.h"
+
+#define BOOK     "../shared/corpus/istioinaction/"
+#define HCM_PATH "filter_chains.0.filters.0.typed_config"
+
+static const char *const catalog_files[] = {BOOK "services/catalog/kubernetes/catalog.yaml", NULL};
+
+static const char *const catalog_pod = "apiVersion: v1\n"
+                                       "kind: Pod\n"
+                                       "metadata:\n"
+                                       "  name: catalog-v1-abc\n"
+                                       "  namespace: istioinaction\n"
+                                       "  labels: {app: catalog, version: v1}\n"
+                                       "spec:\n"
+                                       "  containers:\n"
+                                       "  - name: catalog\n"
+                                       "    ports: [{name: http, containerPort: 3000}]\n"
+                                       "status: {podIP: 127.10.0.3, phase: Running}\n";
+
+/* A pod behind three Services: a named targetPort, a TCP port, a gRPC port, and a second
+ * Service on the same target port (both in the cluster's services metadata). */
+static const char *const multi = "apiVersion: v1\n"
+                                 "kind: Service\n"
+                                 "metadata: {name: web, namespace: shop}\n"
+                                 "spec:\n"
+                                 "  selector: {app: web}\n"
+                                 "  ports:\n"
+                                 "  - {name: http, port: 80, targetPort: web}\n"
+                                 "  - {name: tcp-db, port: 5432, targetPort: 5432}\n"
+                                 "  - {name: grpc-api, port: 9000}\n"
+                                 "  - {name: http-missing, port: 81, targetPort: nosuchport}\n"
+                                 "  - {name: dns, port: 53, protocol: UDP}\n"
+                                 "---\n"
+                                 "apiVersion: v1\n"
+                                 "kind: Service\n"
+                                 "metadata: {name: web-alias, namespace: shop}\n"
+                                 "spec:\n"
+                                 "  selector: {app: web}\n"
+                                 "  ports: [{name: http-alt, port: 8080, targetPort: 8081}]\n"
+                                 "---\n"
+                                 "apiVersion: v1\n"
+                                 "kind: Service\n"
+                                 "metadata: {name: elsewhere, namespace: other}\n"
+                                 "spec:\n"
+                                 "  selector: {app: web}\n"
+                                 "  ports: [{name: http, port: 80, targetPort: 7777}]\n"
+                                 "---\n"
+                                 "apiVersion: v1\n"
+                                 "kind: Pod\n"
+                                 "metadata: {name: web-1, namespace: shop, labels: {app: web}}\n"
+                                 "spec:\n"
+                                 "  containers:\n"
+                                 "  - name: web\n"
+                                 "    ports: [{name: web, containerPort: 8081}]\n"
+                                 "status: {podIP: 127.10.0.9}\n";
+
+static json_t *by_name(json_t *arr, const char *name)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v)
+    {
+        const char *n = json_string_value(json_object_get(v, "name"));
+        if (n && strcmp(n, name) == 0)
+            return v;
+    }
+    return NULL;
+}
+
+static void catalog_cluster(void **state)
+{
+    (void)state;
+    wf_store *s = wf_test_load_store(catalog_files, catalog_pod, "istioinaction");
+    const wf_resource *pod = wf_store_find(s, WF_KIND_POD, "istioinaction", "catalog-v1-abc");
+    assert_non_null(pod);
+    const wf_inbound_options o = {.ns = "istioinaction", .labels = &pod->labels, .pod = pod};
+    json_t *cl = wf_inbound_clusters(s, &o);
+    assert_non_null(cl);
+    assert_int_equal(json_array_size(cl), 1);
+    json_t *c = json_array_get(cl, 0);
+    wf_test_expect_str(c, "@type", "type.googleapis.com/envoy.config.cluster.v3.Cluster");
+    wf_test_expect_str(c, "name", "inbound|3000||");
+    wf_test_expect_str(c, "type", "STATIC");
+    wf_test_expect_str(c, "connect_timeout", "10s");
+    wf_test_expect_str(c, "load_assignment.cluster_name", "inbound|3000||");
+    wf_test_expect_str(c,
+                       "load_assignment.endpoints.0.lb_endpoints.0.endpoint.address."
+                       "socket_address.address",
+                       "127.0.0.1");
+    wf_test_expect_int(c,
+                       "load_assignment.endpoints.0.lb_endpoints.0.endpoint.address."
+                       "socket_address.port_value",
+                       3000);
+    wf_test_expect_int(c, "circuit_breakers.thresholds.0.max_connections", 4294967295LL);
+    assert_true(json_is_object(json_object_get(c, "common_lb_config")));
+    wf_test_expect_str(c, "metadata.filter_metadata.istio.services.0.host",
+                       "catalog.istioinaction.svc.cluster.local");
+    wf_test_expect_str(c, "metadata.filter_metadata.istio.services.0.name", "catalog");
+    wf_test_expect_str(c, "metadata.filter_metadata.istio.services.0.namespace", "istioinaction");
+    assert_null(json_object_get(c, "alt_stat_name"));
+    assert_null(json_object_get(c, "lb_policy"));
+    assert_null(json_object_get(c, "eds_cluster_config"));
+    json_decref(cl);
+    /* the local mesh: the application's own loopback address */
+    const wf_inbound_options local = {
+        .ns = "istioinaction", .labels = &pod->labels, .pod = pod, .app_address = "127.11.0.3"};
+    cl = wf_inbound_clusters(s, &local);
+    wf_test_expect_str(json_array_get(cl, 0),
+                       "load_assignment.endpoints.0.lb_endpoints.0.endpoint.address."
+                       "socket_address.address",
+                       "127.11.0.3");
+    json_decref(cl);
+    wf_store_free(s);
+}
+
+static void catalog_listener(void **state)
+{
+    (void)state;
+    wf_store *s = wf_test_load_store(catalog_files, catalog_pod, "istioinaction");
+    const wf_resource *pod = wf_store_find(s, WF_KIND_POD, "istioinaction", "catalog-v1-abc");
+    const wf_inbound_options o = {
+        .ns = "istioinaction", .labels = &pod->labels, .pod = pod, .bind = "127.10.0.3"};
+    json_t *ls = wf_inbound_listeners(s, &o);
+    assert_non_null(ls);
+    assert_int_equal(json_array_size(ls), 1);
+    json_t *l = json_array_get(ls, 0);
+    wf_test_expect_str(l, "@type", "type.googleapis.com/envoy.config.listener.v3.Listener");
+    wf_test_expect_str(l, "name", "127.10.0.3_3000");
+    wf_test_expect_str(l, "address.socket_address.address", "127.10.0.3");
+    wf_test_expect_int(l, "address.socket_address.port_value", 3000);
+    wf_test_expect_str(l, "traffic_direction", "INBOUND");
+    json_t *h = wf_test_json_at(l, HCM_PATH);
+    wf_test_expect_str(h, "stat_prefix", "inbound_0.0.0.0_3000");
+    assert_null(json_object_get(h, "rds"));
+    assert_true(json_is_false(json_object_get(h, "use_remote_address")));
+    wf_test_expect_str(h, "http_filters.0.name", "istio.metadata_exchange");
+    assert_non_null(wf_test_json_at(h, "http_filters.0.typed_config.value.downstream_discovery"));
+    wf_test_expect_str(h, "http_filters.1.name", "envoy.filters.http.fault");
+    wf_test_expect_str(h, "http_filters.2.name", "envoy.filters.http.cors");
+    wf_test_expect_str(h, "http_filters.3.name", "istio.stats");
+    wf_test_expect_str(h, "http_filters.4.name", "envoy.filters.http.router");
+    json_t *rc = json_object_get(h, "route_config");
+    wf_test_expect_str(rc, "name", "inbound|3000||");
+    assert_true(json_is_false(json_object_get(rc, "validate_clusters")));
+    assert_int_equal(json_array_size(json_object_get(rc, "virtual_hosts")), 1);
+    wf_test_expect_str(rc, "virtual_hosts.0.name", "inbound|http|3000");
+    wf_test_expect_str(rc, "virtual_hosts.0.domains.0", "*");
+    json_t *r = wf_test_json_at(rc, "virtual_hosts.0.routes.0");
+    wf_test_expect_str(r, "name", "default");
+    wf_test_expect_str(r, "match.prefix", "/");
+    wf_test_expect_str(r, "route.cluster", "inbound|3000||");
+    wf_test_expect_str(r, "route.timeout", "0s");
+    wf_test_expect_str(r, "route.retry_policy.retry_on", "reset-before-request");
+    wf_test_expect_int(r, "route.retry_policy.num_retries", 2);
+    assert_null(json_object_get(r, "decorator"));
+    json_decref(ls);
+    /* unknown pod IP: 0.0.0.0 */
+    const wf_inbound_options any = {.ns = "istioinaction", .labels = &pod->labels, .pod = pod};
+    ls = wf_inbound_listeners(s, &any);
+    wf_test_expect_str(json_array_get(ls, 0), "name", "0.0.0.0_3000");
+    wf_test_expect_str(json_array_get(ls, 0), "address.socket_address.address", "0.0.0.0");
+    json_decref(ls);
+    wf_store_free(s);
+}
+
+static void ports_and_protocols(void **state)
+{
+    (void)state;
+    wf_store *s = wf_test_load_store(NULL, multi, NULL);
+    const wf_resource *pod = wf_store_find(s, WF_KIND_POD, "shop", "web-1");
+    assert_non_null(pod);
+    const wf_inbound_options o = {.ns = "shop", .labels = &pod->labels, .pod = pod};
+    json_t *cl = wf_inbound_clusters(s, &o);
+    /* 5432 (tcp), 8081 (named "web" and web-alias), 9000 (grpc); nosuchport and UDP left out;
+     * the Service in namespace other does not select pods in shop */
+    assert_int_equal(json_array_size(cl), 3);
+    wf_test_expect_str(json_array_get(cl, 0), "name", "inbound|5432||");
+    wf_test_expect_str(json_array_get(cl, 1), "name", "inbound|8081||");
+    wf_test_expect_str(json_array_get(cl, 2), "name", "inbound|9000||");
+    json_t *svcs =
+        wf_test_json_at(json_array_get(cl, 1), "metadata.filter_metadata.istio.services");
+    assert_int_equal(json_array_size(svcs), 2);
+    wf_test_expect_str(svcs, "0.name", "web");
+    wf_test_expect_str(svcs, "1.name", "web-alias");
+    json_decref(cl);
+    json_t *ls = wf_inbound_listeners(s, &o);
+    assert_int_equal(json_array_size(ls), 2); /* no listener for the TCP port */
+    assert_null(by_name(ls, "0.0.0.0_5432"));
+    json_t *web = by_name(ls, "0.0.0.0_8081");
+    json_t *grpc = by_name(ls, "0.0.0.0_9000");
+    assert_non_null(web);
+    assert_non_null(grpc);
+    assert_non_null(
+        wf_test_json_at(web, HCM_PATH ".route_config.virtual_hosts.0.routes.0.route.retry_policy"));
+    assert_null(wf_test_json_at(grpc, HCM_PATH
+                                ".route_config.virtual_hosts.0.routes.0.route.retry_policy"));
+    json_decref(ls);
+    /* without the Pod object the named targetPort cannot be resolved: 8081 is web-alias's */
+    const wf_inbound_options nopod = {.ns = "shop", .labels = &pod->labels};
+    cl = wf_inbound_clusters(s, &nopod);
+    assert_int_equal(json_array_size(cl), 3);
+    svcs =
+        wf_test_json_at(by_name(cl, "inbound|8081||"), "metadata.filter_metadata.istio.services");
+    assert_int_equal(json_array_size(svcs), 1);
+    wf_test_expect_str(svcs, "0.name", "web-alias");
+    json_decref(cl);
+    wf_store_free(s);
+}
+
+static void nothing_selects(void **state)
+{
+    (void)state;
+    wf_store *s = wf_test_load_store(NULL, multi, NULL);
+    wf_kv kv = {.key = "app", .value = "other"};
+    wf_kvs labels = {.n = 1, .items = &kv};
+    const wf_inbound_options o = {.ns = "shop", .labels = &labels};
+    json_t *cl = wf_inbound_clusters(s, &o), *ls = wf_inbound_listeners(s, &o);
+    assert_int_equal(json_array_size(cl), 0);
+    assert_int_equal(json_array_size(ls), 0);
+    json_decref(cl);
+    json_decref(ls);
+    const wf_inbound_options nolabels = {.ns = "shop"};
+    cl = wf_inbound_clusters(s, &nolabels);
+    assert_int_equal(json_array_size(cl), 0);
+    json_decref(cl);
+    assert_null(wf_inbound_clusters(NULL, &o));
+    assert_null(wf_inbound_clusters(s, NULL));
+    assert_null(wf_inbound_listeners(NULL, &o));
+    assert_null(wf_inbound_listeners(s, NULL));
+    wf_store_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(catalog_cluster),
+        cmocka_unit_test(catalog_listener),
+        cmocka_unit_test(ports_and_protocols),
+        cmocka_unit_test(nothing_selects),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,495 @@
+/*
+ * test_xds_client.c - proxy/xds_client against a fake ADS server (h2_stream's server side)
+ * in the same uv loop: the first requests (CDS then LDS, node on the first message only),
+ * ACK after apply, EDS / RDS subscriptions that follow CDS / LDS, NACK naming the resource
+ * when the loader refuses it, the test hook, reconnect with back-off after the server ends
+ * the stream (versions kept, nonces dropped), connected_state / upstream_cx_active /
+ * update_* stats, a server that accepts and closes (connected_state never 1), a Unix socket
+ * (pipe) control plane, and a clean stop.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "proxy/bootstrap.h"
+#include "proxy/xds_client.h"
+#include "xds/h2_stream.h"
+
+#define GUARD_MS 5000
+#define MAXREQ   32
+
+#define CDS_URL "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+#define LDS_URL "type.googleapis.com/envoy.config.listener.v3.Listener"
+#define RDS_URL "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+#define EDS_URL "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+
+#define EDS_CLUSTER                                                                                \
+    "{\"@type\":\"" CDS_URL "\",\"name\":\"outbound|80||a\",\"type\":\"EDS\","                     \
+    "\"eds_cluster_config\":{\"eds_config\":{\"ads\":{}},\"service_name\":\"svc-a\"}}"
+#define CLA_A                                                                                      \
+    "{\"@type\":\"" EDS_URL "\",\"cluster_name\":\"svc-a\",\"endpoints\":[{\"lb_endpoints\":[{"    \
+    "\"endpoint\":{\"address\":{\"socket_address\":{\"address\":\"127.0.0.1\",\"port_value\":"     \
+    "9}}}}]}]}"
+#define LISTENER(extra)                                                                            \
+    "{\"@type\":\"" LDS_URL "\",\"name\":\"l80\",\"address\":{\"socket_address\":{\"address\":"    \
+    "\"127.0.0.1\",\"port_value\":18080}},\"filter_chains\":[{\"filters\":[{\"name\":\"envoy."     \
+    "filters.network.http_connection_manager\",\"typed_config\":{\"@type\":\"type.googleapis."     \
+    "com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager\","     \
+    "\"stat_prefix\":\"s\"," extra "\"rds\":{\"route_config_name\":\"80\",\"config_source\":{"     \
+    "\"ads\":{}}},\"http_filters\":[{\"name\":\"envoy.filters.http.router\"}]}}]}]}"
+#define ROUTE_80                                                                                   \
+    "{\"@type\":\"" RDS_URL "\",\"name\":\"80\",\"virtual_hosts\":[{\"name\":\"v\",\"domains\":"   \
+    "[\"*\"],\"routes\":[{\"match\":{\"prefix\":\"/\"},\"route\":{\"cluster\":\"outbound|80||a\""  \
+    "}}]}]}"
+
+typedef struct env {
+    uv_loop_t loop;
+    uv_timer_t guard;
+    bool timed_out;
+    wf_h2_server *srv;
+    wf_h2_call *scall;  /* the server side of the current stream */
+    int calls;          /* streams the server saw */
+    bool close_at_once; /* the server ends every stream as soon as it opens */
+    json_t *req[MAXREQ];
+    int nreq;
+    wp_stats *store;
+    wp_config *boot;
+    wp_xds_client *cli;
+    int applies;
+    const char *fail_apply; /* apply returns this error */
+    wp_config *applied;     /* last config applied */
+    int ups, downs, updates;
+    char sock[64];
+} env;
+
+/* ---- the fake server ---- */
+
+static void srv_on_call(wf_h2_call *call, void *ud)
+{
+    env *e = ud;
+    e->scall = call;
+    e->calls++;
+    if (e->close_at_once)
+        wf_h2_call_finish(call, 14, "going away");
+}
+
+static void srv_on_message(wf_h2_call *call, const uint8_t *msg, size_t len, void *ud)
+{
+    env *e = ud;
+    json_error_t je;
+    json_t *j = json_loadb((const char *)msg, len, 0, &je);
+    assert_non_null(j);
+    assert_true(e->nreq < MAXREQ);
+    e->req[e->nreq++] = j;
+}
+
+static void srv_on_end(wf_h2_call *call, const wf_h2_end *end, void *ud)
+{
+    env *e = ud;
+    if (e->scall == call)
+        e->scall = NULL;
+}
+
+static void srv_on_conn_closed(wf_h2_conn *c, wf_h2_end_reason r, void *ud) {}
+
+/* Sends a DiscoveryResponse of type url with the resources (a JSON array text). */
+static void respond(env *e, const char *url, const char *version, const char *nonce,
+                    const char *resources)
+{
+    char *text = NULL;
+    assert_true(asprintf(&text,
+                         "{\"version_info\":\"%s\",\"type_url\":\"%s\",\"nonce\":\"%s\","
+                         "\"resources\":%s}",
+                         version, url, nonce, resources) > 0);
+    assert_non_null(e->scall);
+    assert_int_equal(wf_h2_call_send(e->scall, text, strlen(text)), 0);
+    free(text);
+}
+
+/* ---- the client's callbacks ---- */
+
+static int apply(void *ud, json_t *eff, const wp_xds_dynamic *dyn, wf_strbuf *err)
+{
+    env *e = ud;
+    e->applies++;
+    if (e->fail_apply) {
+        wf_strbuf_puts(err, e->fail_apply);
+        return -1;
+    }
+    wp_config *c = wp_bootstrap_load(eff, "xds", err);
+    if (!c)
+        return -1;
+    wp_config_unref(e->applied);
+    e->applied = c;
+    return 0;
+}
+
+static void on_state(void *ud, bool up)
+{
+    env *e = ud;
+    if (up)
+        e->ups++;
+    else
+        e->downs++;
+}
+
+static void on_update(void *ud, wf_xds_type t, const char *version, bool accepted)
+{
+    if (accepted)
+        ((env *)ud)->updates++;
+}
+
+/* ---- fixture ---- */
+
+static void on_guard(uv_timer_t *t)
+{
+    ((env *)t->data)->timed_out = true;
+}
+
+static int setup(void **state)
+{
+    env *e = calloc(1, sizeof *e);
+    if (!e || uv_loop_init(&e->loop) != 0 || uv_timer_init(&e->loop, &e->guard) != 0)
+        return -1;
+    e->guard.data = e;
+    e->store = wp_stats_new(1);
+    *state = e;
+    return e->store ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    env *e = *state;
+    wp_xds_client_stop(e->cli);
+    if (e->srv)
+        wf_h2_server_close(e->srv);
+    uv_close((uv_handle_t *)&e->guard, NULL);
+    uv_run(&e->loop, UV_RUN_DEFAULT);
+    int rv = uv_loop_close(&e->loop);
+    for (int i = 0; i < e->nreq; i++)
+        json_decref(e->req[i]);
+    wp_config_unref(e->boot);
+    wp_config_unref(e->applied);
+    wp_stats_free(e->store);
+    if (e->sock[0])
+        unlink(e->sock);
+    free(e);
+    return rv == 0 ? 0 : -1;
+}
+
+typedef bool (*pred_fn)(env *e);
+static int want;
+
+static void run_until(env *e, pred_fn pred)
+{
+    e->timed_out = false;
+    assert_int_equal(uv_timer_start(&e->guard, on_guard, GUARD_MS, 0), 0);
+    while (!pred(e) && !e->timed_out)
+        uv_run(&e->loop, UV_RUN_ONCE);
+    uv_timer_stop(&e->guard);
+    assert_false(e->timed_out);
+}
+
+static bool nreq_at_least(env *e)
+{
+    return e->nreq >= want;
+}
+
+static bool calls_at_least(env *e)
+{
+    return e->calls >= want;
+}
+
+static void wait_requests(env *e, int n)
+{
+    want = n;
+    run_until(e, nreq_at_least);
+}
+
+static int64_t sv(env *e, const char *name, bool gauge)
+{
+    uint32_t s = gauge ? wp_stats_gauge(e->store, name) : wp_stats_counter(e->store, name);
+    return wp_stats_value(e->store, s);
+}
+
+/* Starts the server (TCP or a Unix socket) and the client with node_once. */
+static void start(env *e, bool pipe, bool node_once, const char *reject)
+{
+    wf_h2_handlers sh = {srv_on_call, srv_on_message, srv_on_end, srv_on_conn_closed, e};
+    char addr[160];
+    if (pipe) {
+        snprintf(e->sock, sizeof e->sock, "/tmp/weft-xds-test-%d.sock", (int)getpid());
+        unlink(e->sock);
+        assert_int_equal(wf_h2_server_start_pipe(&e->loop, e->sock, NULL, &sh, &e->srv), 0);
+        snprintf(addr, sizeof addr, "{\"pipe\":{\"path\":\"%s\"}}", e->sock);
+    } else {
+        assert_int_equal(wf_h2_server_start(&e->loop, "127.0.0.1", 0, NULL, &sh, &e->srv), 0);
+        snprintf(addr, sizeof addr,
+                 "{\"socket_address\":{\"address\":\"127.0.0.1\",\"port_value\":%d}}",
+                 wf_h2_server_port(e->srv));
+    }
+    char *text = NULL;
+    assert_true(
+        asprintf(&text,
+                 "{\"node\":{\"id\":\"catalog-1.istioinaction\",\"cluster\":\"catalog\","
+                 "\"metadata\":{\"NAMESPACE\":\"istioinaction\"}},\"static_resources\":{"
+                 "\"clusters\":[{\"name\":\"xds-grpc\",\"type\":\"STATIC\",\"connect_timeout\":"
+                 "\"1s\",\"load_assignment\":{\"cluster_name\":\"xds-grpc\",\"endpoints\":[{"
+                 "\"lb_endpoints\":[{\"endpoint\":{\"address\":%s}}]}]}}]},"
+                 "\"dynamic_resources\":{\"ads_config\":{\"api_type\":\"GRPC\","
+                 "\"set_node_on_first_message_only\":%s,\"grpc_services\":[{\"envoy_grpc\":{"
+                 "\"cluster_name\":\"xds-grpc\"}}]},\"cds_config\":{\"ads\":{}},"
+                 "\"lds_config\":{\"ads\":{}}}}",
+                 addr, node_once ? "true" : "false") > 0);
+    wf_strbuf err = WF_STRBUF_INIT;
+    e->boot = wf_test_load_bootstrap(text, &err);
+    if (!e->boot)
+        fail_msg("bootstrap: %s", wf_strbuf_cstr(&err));
+    free(text);
+    wp_xds_callbacks cb = {apply, on_state, on_update, e};
+    wp_xds_client_opts o = {.backoff_base_ms = 20,
+                            .backoff_max_ms = 80,
+                            .seed = 7,
+                            .reject_type = reject ? reject : ""};
+    assert_int_equal(wp_xds_client_start(&e->loop, e->boot, e->store,
+                                         wp_stats_get_shard(e->store, 0), &cb, &o, &e->cli, &err),
+                     0);
+    wf_strbuf_free(&err);
+}
+
+static const char *sval(json_t *j, const char *k)
+{
+    json_t *v = json_object_get(j, k);
+    return json_is_string(v) ? json_string_value(v) : "";
+}
+
+static size_t nnames(json_t *req)
+{
+    return json_array_size(json_object_get(req, "resource_names"));
+}
+
+static const char *name0(json_t *req)
+{
+    return json_string_value(json_array_get(json_object_get(req, "resource_names"), 0));
+}
+
+/* ---- tests ---- */
+
+/* CDS then LDS with the node on the first request; CDS applied and ACKed, then EDS follows
+ * the EDS cluster; LDS applied and ACKed, then RDS follows the listener. */
+static void test_initial_flow(void **state)
+{
+    env *e = *state;
+    start(e, false, true, NULL);
+    /* Envoy's connected_state: 1 once the stream is opened, before any answer */
+    assert_int_equal(sv(e, "control_plane.connected_state", true), 1);
+    assert_int_equal(sv(e, "cluster.xds-grpc.upstream_cx_active", true), 0);
+    wait_requests(e, 2);
+    assert_string_equal(sval(e->req[0], "type_url"), CDS_URL);
+    assert_string_equal(sval(e->req[1], "type_url"), LDS_URL);
+    wf_test_expect_str(e->req[0], "node.id", "catalog-1.istioinaction");
+    wf_test_expect_str(e->req[0], "node.cluster", "catalog");
+    wf_test_expect_str(e->req[0], "node.metadata.NAMESPACE", "istioinaction");
+    assert_null(json_object_get(e->req[1], "node"));
+    assert_int_equal(nnames(e->req[0]), 0);
+    assert_null(json_object_get(e->req[0], "response_nonce"));
+
+    respond(e, CDS_URL, "c1", "n1", "[" EDS_CLUSTER "]");
+    wait_requests(e, 4);
+    assert_int_equal(e->applies, 1);
+    assert_string_equal(sval(e->req[2], "type_url"), CDS_URL); /* the ACK */
+    assert_string_equal(sval(e->req[2], "version_info"), "c1");
+    assert_string_equal(sval(e->req[2], "response_nonce"), "n1");
+    assert_null(json_object_get(e->req[2], "error_detail"));
+    assert_string_equal(sval(e->req[3], "type_url"), EDS_URL); /* then EDS */
+    assert_int_equal(nnames(e->req[3]), 1);
+    assert_string_equal(name0(e->req[3]), "svc-a");
+    assert_int_equal(sv(e, "control_plane.connected_state", true), 1);
+    assert_int_equal(sv(e, "cluster.xds-grpc.upstream_cx_active", true), 1);
+    assert_int_equal(sv(e, "cluster.xds-grpc.upstream_cx_total", false), 1);
+    assert_int_equal(sv(e, "cluster_manager.cds.update_success", false), 1);
+    assert_int_equal(sv(e, "cluster_manager.cds.update_attempt", false), 1);
+    assert_int_equal(e->ups, 1);
+    assert_int_equal(e->applied->clusters[1].nendpoints, 0); /* EDS not yet here */
+
+    respond(e, EDS_URL, "e1", "n2", "[" CLA_A "]");
+    wait_requests(e, 5);
+    assert_string_equal(sval(e->req[4], "type_url"), EDS_URL);
+    assert_string_equal(sval(e->req[4], "response_nonce"), "n2");
+    assert_int_equal(e->applied->clusters[1].nendpoints, 1);
+
+    respond(e, LDS_URL, "l1", "n3", "[" LISTENER("") "]");
+    wait_requests(e, 7);
+    assert_string_equal(sval(e->req[5], "type_url"), LDS_URL);
+    assert_string_equal(sval(e->req[5], "version_info"), "l1");
+    assert_string_equal(sval(e->req[6], "type_url"), RDS_URL);
+    assert_string_equal(name0(e->req[6]), "80");
+    assert_int_equal(e->applied->nlisteners, 0); /* warming: no route configuration */
+    assert_int_equal(sv(e, "listener_manager.lds.update_success", false), 1);
+
+    respond(e, RDS_URL, "r1", "n4", "[" ROUTE_80 "]");
+    wait_requests(e, 8);
+    assert_string_equal(sval(e->req[7], "response_nonce"), "n4");
+    assert_int_equal(e->applied->nlisteners, 1);
+    assert_int_equal(e->updates, 4);
+    wp_xds_status st;
+    wp_xds_client_status(e->cli, &st);
+    assert_true(st.connected && st.cds_applied && st.lds_applied);
+    assert_true(st.since_update_ms >= 0);
+    assert_null(st.last_nack);
+    /* the same CDS again: ACKed without a new snapshot */
+    respond(e, CDS_URL, "c2", "n5", "[" EDS_CLUSTER "]");
+    wait_requests(e, 9);
+    assert_string_equal(sval(e->req[8], "version_info"), "c2");
+    assert_int_equal(e->applies, 4);
+}
+
+/* A listener the loader refuses is NACKed with Envoy's message naming it; the last good
+ * version stays; a good one is then ACKed. */
+static void test_nack(void **state)
+{
+    env *e = *state;
+    start(e, false, false, NULL);
+    wait_requests(e, 2);
+    assert_non_null(json_object_get(e->req[1], "node")); /* node on every request */
+    respond(e, LDS_URL, "l1", "n1", "[" LISTENER("\"bogus\":1,") "]");
+    wait_requests(e, 3);
+    json_t *nack = e->req[2];
+    assert_string_equal(sval(nack, "type_url"), LDS_URL);
+    assert_string_equal(sval(nack, "response_nonce"), "n1");
+    assert_string_equal(sval(nack, "version_info"), "");
+    wf_test_expect_int(nack, "error_detail.code", 13);
+    wf_test_expect_str(nack, "error_detail.message",
+                       "Error adding/updating listener(s) l80: filter_chains[0].filters[0]."
+                       "typed_config.bogus: unknown field");
+    assert_int_equal(sv(e, "listener_manager.lds.update_rejected", false), 1);
+    assert_int_equal(sv(e, "listener_manager.lds.update_success", false), 0);
+    wp_xds_status st;
+    wp_xds_client_status(e->cli, &st);
+    assert_false(st.lds_applied);
+    assert_non_null(st.last_nack);
+    /* an apply error that names no dynamic resource is passed through */
+    e->fail_apply = "xds: listener manager is draining";
+    respond(e, CDS_URL, "c1", "n2", "[" EDS_CLUSTER "]");
+    wait_requests(e, 4);
+    wf_test_expect_str(e->req[3], "error_detail.message", "listener manager is draining");
+    e->fail_apply = NULL;
+    respond(e, CDS_URL, "c1", "n3", "[" EDS_CLUSTER "]");
+    wait_requests(e, 5);
+    assert_string_equal(sval(e->req[4], "version_info"), "c1");
+    assert_null(json_object_get(e->req[4], "error_detail"));
+}
+
+static void test_reject_hook(void **state)
+{
+    env *e = *state;
+    start(e, false, true, "LDS");
+    wait_requests(e, 2);
+    respond(e, LDS_URL, "l1", "n1", "[]");
+    wait_requests(e, 3);
+    wf_test_expect_str(e->req[2], "error_detail.message",
+                       "rejected by test hook WEFT_PROXY_TEST_REJECT_TYPE");
+    assert_int_equal(e->applies, 0);
+    respond(e, CDS_URL, "c1", "n2", "[]");
+    wait_requests(e, 4);
+    assert_null(json_object_get(e->req[3], "error_detail"));
+}
+
+/* The server ends the stream: the client reconnects after a back-off and asks again with the
+ * versions it accepted, no nonce, and the node. */
+static void test_reconnect(void **state)
+{
+    env *e = *state;
+    start(e, false, true, NULL);
+    wait_requests(e, 2);
+    respond(e, CDS_URL, "c1", "n1", "[" EDS_CLUSTER "]");
+    wait_requests(e, 4); /* ACK + EDS */
+    assert_int_equal(wf_h2_call_finish(e->scall, 14, "pilot restarting"), 0);
+    want = 2;
+    run_until(e, calls_at_least);
+    wait_requests(e, 7); /* CDS, EDS, LDS on the new stream */
+    assert_int_equal(e->downs, 1);
+    assert_string_equal(sval(e->req[4], "type_url"), CDS_URL);
+    assert_string_equal(sval(e->req[4], "version_info"), "c1");
+    assert_null(json_object_get(e->req[4], "response_nonce"));
+    assert_non_null(json_object_get(e->req[4], "node"));
+    assert_string_equal(sval(e->req[5], "type_url"), EDS_URL);
+    assert_string_equal(name0(e->req[5]), "svc-a");
+    assert_null(json_object_get(e->req[5], "node"));
+    assert_string_equal(sval(e->req[6], "type_url"), LDS_URL);
+    assert_int_equal(sv(e, "cluster_manager.cds.update_failure", false), 1);
+    assert_int_equal(sv(e, "listener_manager.lds.update_failure", false), 1);
+    /* not answered yet on the new stream: open (Envoy's connected_state), not counted as up */
+    assert_int_equal(sv(e, "control_plane.connected_state", true), 1);
+    assert_int_equal(sv(e, "cluster.xds-grpc.upstream_cx_active", true), 0);
+    respond(e, CDS_URL, "c1", "n9", "[" EDS_CLUSTER "]");
+    wait_requests(e, 8);
+    assert_int_equal(sv(e, "control_plane.connected_state", true), 1);
+    assert_int_equal(sv(e, "cluster.xds-grpc.upstream_cx_total", false), 2);
+    assert_int_equal(e->ups, 2);
+}
+
+/* A control plane that accepts and closes every stream: retried with back-off, never
+ * counted as up (connected_state flaps 1/0 with each stream, as Envoy's; the weft gauge and
+ * the readiness notion stay down). */
+static void test_accept_and_close(void **state)
+{
+    env *e = *state;
+    e->close_at_once = true;
+    start(e, false, true, NULL);
+    want = 4;
+    run_until(e, calls_at_least);
+    assert_int_equal(e->ups, 0);
+    assert_int_equal(sv(e, "control_plane.weft.connected_seconds", true), 0);
+    assert_int_equal(sv(e, "cluster.xds-grpc.upstream_cx_active", true), 0);
+    assert_true(sv(e, "cluster.xds-grpc.upstream_cx_connect_fail", false) >= 3);
+    assert_true(sv(e, "cluster_manager.cds.update_failure", false) >= 3);
+    wp_xds_status st;
+    wp_xds_client_status(e->cli, &st);
+    assert_false(st.connected);
+    assert_int_equal(st.connected_ms, 0);
+    assert_int_equal(st.since_update_ms, -1);
+}
+
+static void test_pipe(void **state)
+{
+    env *e = *state;
+    start(e, true, true, NULL);
+    wait_requests(e, 2);
+    respond(e, CDS_URL, "c1", "n1", "[]");
+    wait_requests(e, 3);
+    assert_string_equal(sval(e->req[2], "version_info"), "c1");
+    assert_int_equal(sv(e, "control_plane.connected_state", true), 1);
+}
+
+/* Back-off: uniform in [0, I_n), I doubling from the base up to the max. */
+static void test_stop_while_connecting(void **state)
+{
+    env *e = *state;
+    start(e, false, true, NULL);
+    wp_xds_client_stop(e->cli);
+    e->cli = NULL;
+    assert_int_equal(sv(e, "control_plane.connected_state", true), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_initial_flow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nack, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reject_hook, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reconnect, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_accept_and_close, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pipe, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_while_connecting, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
