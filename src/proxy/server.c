@@ -31,7 +31,9 @@ typedef struct {
     int64_t last_uptime;
     wp_readiness readiness;
     wp_xds_client *xds;
-    bool cds_applied, lds_applied;
+    bool cds_applied, lds_applied; /* initialized (Envoy's init manager): applied, not warming */
+    bool cds_pending, lds_pending; /* accepted, some clusters / listeners still warming */
+    bool warming_clusters, warming_listeners; /* in the snapshot applied last */
     wp_status *status[2 * WP_MAX_STATUS_ADDRS];
     size_t nstatus;
 } wp_main;
@@ -392,7 +394,11 @@ static int xds_apply(void *ud, json_t *effective, const wp_xds_dynamic *dyn, wf_
     cfg->xds_dump = dyn->dump ? json_incref(dyn->dump) : NULL;
     cfg->n_static_clusters = dyn->n_static_clusters;
     cfg->n_static_listeners = dyn->n_static_listeners;
-    return wp_server_apply(&m->srv, cfg, err);
+    if (wp_server_apply(&m->srv, cfg, err) != 0)
+        return -1;
+    m->warming_clusters = dyn->warming_clusters.n > 0;
+    m->warming_listeners = dyn->warming_listeners.n > 0;
+    return 0;
 }
 
 static void xds_state(void *ud, bool up)
@@ -404,23 +410,42 @@ static void xds_state(void *ud, bool up)
         wp_readiness_stream_down(&m->readiness, uv_now(m->loop));
 }
 
-/* Envoy's server state: INITIALIZING until the first CDS and LDS are applied, then LIVE. */
-static void xds_update(void *ud, wf_xds_type t, const char *version, bool accepted)
+/* Envoy's init manager: the first CDS counts once its EDS clusters have their endpoints, the
+ * first LDS once its listeners have their route configurations (Envoy keeps them warming
+ * until then). Readiness and the server state follow: INITIALIZING, then LIVE. */
+static void xds_settle(wp_main *m)
 {
-    wp_main *m = ud;
     uint64_t now = uv_now(m->loop);
-    if (t == WF_XDS_CDS) {
-        wp_readiness_cds_update(&m->readiness, accepted, now);
-        m->cds_applied |= accepted;
-    } else if (t == WF_XDS_LDS) {
-        wp_readiness_lds_update(&m->readiness, accepted, now);
-        m->lds_applied |= accepted;
+    if (m->cds_pending && !m->warming_clusters) {
+        m->cds_pending = false;
+        m->cds_applied = true;
+        wp_readiness_cds_update(&m->readiness, true, now);
+    }
+    if (m->lds_pending && !m->warming_listeners) {
+        m->lds_pending = false;
+        m->lds_applied = true;
+        wp_readiness_lds_update(&m->readiness, true, now);
     }
     if (m->cds_applied && m->lds_applied && atomic_load(&m->srv.state) == 3) {
         atomic_store(&m->srv.state, 0);
         set_gauge(&m->srv, m->srv.pstats->server_state, -3);
         WF_LOG(WF_LC_main, WF_LOG_INFO, "all dependencies initialized. starting workers");
     }
+}
+
+static void xds_update(void *ud, wf_xds_type t, const char *version, bool accepted)
+{
+    wp_main *m = ud;
+    if (!accepted) {
+        if (t == WF_XDS_CDS)
+            wp_readiness_cds_update(&m->readiness, false, uv_now(m->loop));
+        else if (t == WF_XDS_LDS)
+            wp_readiness_lds_update(&m->readiness, false, uv_now(m->loop));
+        return;
+    }
+    m->cds_pending |= t == WF_XDS_CDS;
+    m->lds_pending |= t == WF_XDS_LDS;
+    xds_settle(m);
 }
 
 static int start_xds(wp_main *m, wf_strbuf *err)

@@ -159,7 +159,16 @@ class Pod:
         return http_request(self.ip, self.status_port, "/healthz/ready", timeout=2)[0]
 
     def request(self, port, path, host, **kw):
+        """A request to the pod IP (a gateway's or sidecar's inbound listener)."""
         return http_request(self.ip, port, path, host=host, **kw)
+
+    def request_local(self, port, path, host, **kw):
+        """A request from the pod's application: to its sidecar's outbound listener."""
+        return http_request(self.localhost, port, path, host=host, **kw)
+
+    def app_request(self, path, **kw):
+        """A request straight to the pod's application (not through any proxy)."""
+        return http_request(self.localhost, self.app_port, path, **kw)
 
 
 class Mesh:
@@ -256,6 +265,7 @@ class Mesh:
     def add_pod(self, name, ns, labels, kind="sidecar", app_port=None, app_args=(),
                 proxy_args=(), env=None, write_pod=True):
         pod = Pod(self, name, ns, dict(labels), kind, self.next_host)
+        pod.app_port = app_port
         self.next_host += 1
         self.pods.append(pod)
         if app_port:

@@ -16,7 +16,7 @@ DR = os.path.join(BOOK, "ch10", "catalog-destinationrule-v1-v2.yaml")
 VS = os.path.join(BOOK, "ch10", "catalog-virtualservice-subsets-v1-v2.yaml")
 
 
-def catalog_mesh(mesh, gw_env=None):
+def catalog_mesh(mesh, gw_env=None, gw_args=()):
     for f in ("services/catalog/kubernetes/catalog.yaml", "ch10/catalog-deployment-v2.yaml",
               "ch10/catalog-gateway.yaml", "ch10/catalog-virtualservice-subsets-v1-v2.yaml"):
         mesh.add_config(os.path.join(BOOK, f))
@@ -24,7 +24,7 @@ def catalog_mesh(mesh, gw_env=None):
     mesh.start_pilot(default_ns="istioinaction")
     gw = mesh.add_pod("istio-ingressgateway-5d8f9", "istio-system",
                       {"istio": "ingressgateway", "app": "istio-ingressgateway"},
-                      kind="router", env=gw_env)
+                      kind="router", env=gw_env, proxy_args=gw_args)
     pods = [mesh.add_pod("catalog-6cf4b97d-abcde", "istioinaction",
                          {"app": "catalog", "version": "v1"}, app_port=3000)]
     for suffix in ("x7k2p", "q9m4z"):

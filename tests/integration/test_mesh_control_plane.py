@@ -1,0 +1,217 @@
+"""Control-plane behaviour on the catalog mesh (issue 5 acceptance, operator report B015):
+a weight change reaches the proxies (the time is printed), an invalid file leaves traffic alone
+and is reported, a resource a proxy rejects shows ERROR with its message, and losing pilot keeps
+traffic on the last config with Istio's default readiness, while the opt-in control-plane
+readiness policy goes not-ready after its grace period and stays so through a reconnect loop.
+"""
+import collections
+import json
+import os
+import socket
+import threading
+import time
+
+from meshfix import BOOK, mesh, wait_for  # noqa: F401 (fixture)
+from test_mesh_catalog import CATALOG_HOST, DR, catalog_mesh, gateway_get, split
+
+VS_WEIGHTS = """\
+apiVersion: networking.istio.io/v1alpha3
+kind: VirtualService
+metadata:
+  name: catalog-v1-v2
+  namespace: istioinaction
+spec:
+  hosts:
+  - "catalog.istioinaction.io"
+  gateways:
+  - "catalog-gateway"
+  http:
+  - route:
+    - destination:
+        host: catalog.istioinaction.svc.cluster.local
+        subset: version-v1
+        port:
+          number: 80
+      weight: %d
+    - destination:
+        host: catalog.istioinaction.svc.cluster.local
+        subset: version-v2
+        port:
+          number: 80
+      weight: %d
+"""
+
+VS_FILE = "catalog-virtualservice-subsets-v1-v2.yaml"
+
+
+def serving_mesh(mesh, gw_args=()):
+    gw, pods = catalog_mesh(mesh, gw_args=gw_args)
+    mesh.add_config(DR)
+    wait_for(lambda: gateway_get(gw, "/healthz")[0] == 200, what="the catalog at the gateway")
+    wait_for(lambda: len(split(gw, 60)[0]) == 3, what="every catalog pod as an endpoint")
+    return gw, pods
+
+
+def v1_share(gw, pods, n):
+    counts, other = split(gw, n)
+    assert not other, other
+    return counts[pods[0].name] / n
+
+
+def route_weights(gw):
+    status, _, body = gw.admin("/config_dump?resource=dynamic_route_configs")
+    assert status == 200, body
+    text = json.dumps(json.loads(body))
+    out = {}
+    for rc in json.loads(body)["configs"]:
+        for vh in rc["route_config"].get("virtual_hosts", []):
+            for r in vh.get("routes", []):
+                for wc in r.get("route", {}).get("weighted_clusters", {}).get("clusters", []):
+                    out[wc["name"].split("|")[2]] = wc.get("weight")
+    assert out, text
+    return out
+
+
+def test_weight_change_reaches_every_proxy(mesh):
+    gw, pods = serving_mesh(mesh)
+    assert route_weights(gw) == {"version-v1": 20, "version-v2": 80}
+    t0 = time.monotonic()
+    mesh.write_config(VS_FILE, VS_WEIGHTS % (50, 50))
+    wait_for(lambda: route_weights(gw) == {"version-v1": 50, "version-v2": 50}, timeout=15,
+             what="the new weights at the gateway")
+    applied_ms = (time.monotonic() - t0) * 1000
+    mesh.wait_synced()
+    synced_ms = (time.monotonic() - t0) * 1000
+    print("weight change: gateway applied it in %.0f ms, every proxy SYNCED in %.0f ms"
+          % (applied_ms, synced_ms))
+    share = v1_share(gw, pods, 1000)
+    assert abs(share - 0.5) <= 0.05, share
+
+
+def test_invalid_file_keeps_traffic_and_is_reported(mesh):
+    gw, pods = serving_mesh(mesh)
+    # weights that do not add up to 100 and a destination without a host: invalid
+    mesh.write_config(VS_FILE, (VS_WEIGHTS % (70, 70)).replace(
+        "        host: catalog.istioinaction.svc.cluster.local\n        subset: version-v2",
+        "        subset: version-v2"))
+
+    def reported():
+        status, errors = mesh.pilot_get("/debug/config_errors")
+        return status == 200 and [e for e in errors if VS_FILE in e.get("file", "")]
+    errors = wait_for(reported, what="the invalid VirtualService in /debug/config_errors")
+    assert all(e.get("kept_last_good") for e in errors), errors
+    assert "catalog-v1-v2" in json.dumps(errors)
+    assert VS_FILE in mesh.pilot.stderr_text()
+    assert route_weights(gw) == {"version-v1": 20, "version-v2": 80}
+    share = v1_share(gw, pods, 1000)
+    assert abs(share - 0.2) <= 0.05, share
+    mesh.wait_synced()
+
+
+def test_rejected_resource_shows_error_with_its_message(mesh):
+    gw, pods = serving_mesh(mesh)
+    bad = mesh.add_pod("catalog-v2-7b9c8d-rj3ct", "istioinaction",
+                       {"app": "catalog", "version": "v2"},
+                       env={"WEFT_PROXY_TEST_REJECT_TYPE": "LDS"})
+
+    def error_row():
+        status, sync = mesh.pilot_get("/debug/syncz")
+        rows = [e for e in sync if e.get("proxy") == bad.node_id]
+        return rows and rows[0].get("listener_status") == "ERROR" and rows[0]
+    row = wait_for(error_row, what="ERROR for the proxy that rejects LDS")
+    assert "rejected by test hook WEFT_PROXY_TEST_REJECT_TYPE" in row["listener_error"], row
+    assert row["cluster_status"] == "SYNCED", row
+    status, metrics = mesh.pilot_get("/metrics")
+    assert 'pilot_total_xds_rejects{type="lds"}' in metrics, metrics
+    # the others are unaffected
+    assert gateway_get(gw, "/healthz")[0] == 200
+    bad.proxy.terminate()
+    bad.proxy.wait(10)
+    bad.proxy = None
+
+
+def stat(pod, name):
+    return pod.stats().get(name)
+
+
+def test_b015_control_plane_loss_keeps_serving_and_stays_ready(mesh):
+    gw, pods = serving_mesh(mesh)
+    assert stat(gw, "control_plane.connected_state") == 1
+    assert stat(gw, "cluster.xds-grpc.upstream_cx_active") == 1
+    mesh.stop_pilot()
+    wait_for(lambda: stat(gw, "control_plane.connected_state") == 0, timeout=5,
+             what="connected_state 0")
+    assert stat(gw, "cluster.xds-grpc.upstream_cx_active") == 0
+    assert stat(gw, "control_plane.weft.connected_seconds") == 0
+    assert gw.ready_status() == 200  # Istio's default: a control-plane outage keeps it ready
+    assert gateway_get(gw, "/healthz")[0] == 200  # the last config keeps serving
+    # a proxy that never got config is not ready
+    fresh = mesh.add_pod("catalog-v2-7b9c8d-n3wp0", "istioinaction",
+                         {"app": "catalog", "version": "v2"})
+    time.sleep(1)
+    assert fresh.ready_status() == 503
+    mesh.restart_pilot()
+    wait_for(lambda: stat(gw, "control_plane.connected_state") == 1, timeout=40,
+             what="the gateway back on pilot")
+    mesh.wait_ready(fresh, timeout=40)
+    assert stat(gw, "cluster.xds-grpc.upstream_cx_active") == 1
+    mesh.wait_synced(timeout=40)
+
+
+class AcceptAndClose:
+    """A fake pilot on a port: accepts every connection and closes it at once."""
+
+    def __init__(self, port):
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
+        self.sock.listen(64)
+        self.sock.settimeout(0.2)
+        self.accepted = 0
+        self.stopped = False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stopped:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted += 1
+            c.close()
+
+    def stop(self):
+        self.stopped = True
+        self.thread.join(5)
+        self.sock.close()
+
+
+def test_opt_in_readiness_goes_not_ready_and_does_not_flap(mesh):
+    gw, pods = serving_mesh(mesh, gw_args=("--readiness-policy", "control-plane",
+                                           "--readiness-grace-s", "1",
+                                           "--readiness-stability-s", "2"))
+    assert gw.ready_status() == 200
+    mesh.stop_pilot()
+    t0 = time.monotonic()
+    wait_for(lambda: gw.ready_status() == 503, timeout=5, what="not ready after the grace")
+    assert time.monotonic() - t0 >= 0.8
+    fake = AcceptAndClose(mesh.grpc_port)
+    try:
+        seen = collections.Counter()
+        end = time.monotonic() + 4
+        while time.monotonic() < end:
+            seen[gw.ready_status()] += 1
+            time.sleep(0.05)
+        assert seen == {503: sum(seen.values())}, seen  # no flap through the reconnect loop
+        assert fake.accepted >= 2, fake.accepted  # the loop did run
+        assert gateway_get(gw, "/healthz")[0] == 200  # traffic still flows
+    finally:
+        fake.stop()
+    mesh.restart_pilot()
+    wait_for(lambda: stat(gw, "control_plane.weft.connected_seconds") >= 1, timeout=40,
+             interval=0.02, what="the stream up again")
+    # up for about one second: still inside the two-second stability period
+    assert gw.ready_status() == 503
+    wait_for(lambda: gw.ready_status() == 200, timeout=10, what="ready after the stability period")
+    mesh.wait_synced(timeout=20)
