@@ -53,6 +53,8 @@ const char *bs_strdup(bs *b, const char *s);
 json_t *bs_get(json_t *o, const char *k);
 /* o must be an object whose keys are all in allowed (space-separated names). */
 bool bs_fields(bs *b, json_t *o, const char *allowed);
+/* Fails with "<path>.k: wrong type: expected <what>"; returns false. */
+bool bs_wrong_type(bs *b, const char *k, const char *what);
 bool bs_str(bs *b, json_t *o, const char *k, const char **out);
 /* present and non-empty */
 bool bs_req_str(bs *b, json_t *o, const char *k, const char **out);
@@ -118,5 +120,16 @@ bool bs_dynamic_resources(bs *b, json_t *o);
 
 /* route_config (RouteConfiguration) into rc; bootstrap_route.c. */
 bool bs_route_config(bs *b, json_t *o, wp_route_config *rc);
+
+/* o.address, required: {socket_address {address, port_value}} decoded into *out (host
+ * and port, when non-NULL, receive the address as written and the port); ip_msg is the
+ * printf message (one %s: the address) for an address that is not an IP. */
+bool bs_req_address(bs *b, json_t *o, wp_addr *out, const char **host, uint32_t *port,
+                    const char *ip_msg);
+
+/* One element of static_resources.clusters (bs_each callback, arg the wp_cluster) and the
+ * checks over all of them (unique names); bootstrap_cluster.c. */
+bool bs_dec_cluster(bs *b, json_t *o, void *arg);
+bool bs_check_clusters(bs *b);
 
 #endif
