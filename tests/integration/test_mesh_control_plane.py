@@ -68,6 +68,8 @@ def route_weights(gw):
             for r in vh.get("routes", []):
                 for wc in r.get("route", {}).get("weighted_clusters", {}).get("clusters", []):
                     out[wc["name"].split("|")[2]] = wc.get("weight")
+                if "cluster" in r.get("route", {}):  # one destination left: no weights
+                    out[r["route"]["cluster"].split("|")[2]] = 100
     assert out, text
     return out
 
@@ -215,3 +217,27 @@ def test_opt_in_readiness_goes_not_ready_and_does_not_flap(mesh):
     assert gw.ready_status() == 503
     wait_for(lambda: gw.ready_status() == 200, timeout=10, what="ready after the stability period")
     mesh.wait_synced(timeout=20)
+
+
+def test_update_keeps_open_connections_and_reaches_them(mesh):
+    """A push is a new snapshot: a keep-alive connection to the gateway is not dropped, and its
+    next request already follows the new routes (Envoy applies RDS to open connections)."""
+    import http.client
+    gw, pods = serving_mesh(mesh)
+    conn = http.client.HTTPConnection(gw.ip, 8080, timeout=10)
+    try:
+        def get():
+            conn.request("GET", "/healthz", headers={"Host": CATALOG_HOST})
+            r = conn.getresponse()
+            r.read()
+            return r.status, r.getheader("x-weft-pod")
+        assert get()[0] == 200
+        sock = conn.sock
+        mesh.write_config(VS_FILE, VS_WEIGHTS % (100, 0))
+        wait_for(lambda: route_weights(gw) == {"version-v1": 100},
+                 what="the new weights at the gateway")
+        seen = collections.Counter(get() for _ in range(50))
+        assert conn.sock is sock  # the same connection all along
+        assert seen == {(200, pods[0].name): 50}, seen
+    finally:
+        conn.close()
