@@ -292,35 +292,37 @@ static void sotw_message(wf_ads_conn *c, const json_t *j)
 
 static void on_call(wf_h2_call *call, void *ud)
 {
-    ads_srv *srv = ud;
+    wf_ads *a = ud;
     wf_ads_conn *c = calloc(1, sizeof *c);
     if (!c) {
         wf_h2_call_finish(call, WF_GRPC_RESOURCE_EXHAUSTED, "out of memory");
         return;
     }
-    c->ads = srv->ads;
-    c->delta = srv->delta;
+    c->ads = a;
+    c->delta = strcmp(wf_h2_call_path(call), WF_XDS_DELTA_PATH) == 0;
+    /* unknown (""): the debug view then shows no address */
+    (void)wf_h2_conn_peer(wf_h2_call_conn(call), c->address, sizeof c->address);
     c->call = call;
     c->connected = true;
     c->connected_at_ms = wf_ads_now_ms();
-    srv->ads->live_calls++;
+    a->live_calls++;
     wf_h2_call_set_data(call, c);
 }
 
 static void on_message(wf_h2_call *call, const uint8_t *msg, size_t len, void *ud)
 {
-    ads_srv *srv = ud;
+    wf_ads *a = ud;
     wf_ads_conn *c = wf_h2_call_data(call);
     json_t *j;
     wf_xds_err err;
-    if (!c || srv->ads->closing) {
+    if (!c || a->closing) {
         return;
     }
     if (wf_xds_parse_text((const char *)msg, len, &j, &err) != 0) {
         wf_ads_fail(c, WF_GRPC_INVALID_ARGUMENT, err.text);
         return;
     }
-    if (srv->delta) {
+    if (c->delta) {
         wf_delta_on_message(c, j);
     } else {
         sotw_message(c, j);
@@ -332,8 +334,7 @@ static void maybe_free(wf_ads *a);
 
 static void on_end(wf_h2_call *call, const wf_h2_end *end, void *ud)
 {
-    ads_srv *srv = ud;
-    wf_ads *a = srv->ads;
+    wf_ads *a = ud;
     wf_ads_conn *c = wf_h2_call_data(call);
     if (!c) {
         return;
@@ -465,36 +466,35 @@ void wf_ads_close(wf_ads *a)
         return;
     }
     a->closing = true;
-    if (a->sotw.h2) {
-        wf_h2_server_close(a->sotw.h2);
-    }
-    if (a->dsrv.h2) {
-        wf_h2_server_close(a->dsrv.h2);
+    if (a->h2) {
+        wf_h2_server_close(a->h2);
     }
     uv_close((uv_handle_t *)&a->reaper, on_reaper_closed);
 }
 
-static int listen_one(wf_ads *a, ads_srv *srv, const char *ip, int port, const char *path,
-                      char *err, size_t cap)
+/* The methods served on the one xDS listener, as istiod serves both on 15010. */
+static const char *const ads_paths[] = {WF_XDS_ADS_PATH, WF_XDS_DELTA_PATH, NULL};
+
+static int listen_xds(wf_ads *a, char *err, size_t cap)
 {
     wf_h2_opts o = {
         .max_msg = a->opts.max_msg,
         .max_send_queue = (size_t)256 * 1024 * 1024,
         .ping_interval_ms = a->opts.ping_interval_ms,
         .ping_timeout_ms = a->opts.ping_timeout_ms,
-        .path = path,
+        .paths = ads_paths,
     };
-    wf_h2_handlers h = {.on_call = on_call, .on_message = on_message, .on_end = on_end, .ud = srv};
-    srv->ads = a;
-    int rc = !srv->delta && a->opts.pipe
-                 ? wf_h2_server_start_pipe(a->loop, a->opts.pipe, &o, &h, &srv->h2)
-                 : wf_h2_server_start(a->loop, ip, port, &o, &h, &srv->h2);
-    if (rc != 0 && !srv->delta && a->opts.pipe) {
-        snprintf(err, cap, "cannot listen for xDS on unix:%s (error %d)", a->opts.pipe, rc);
+    wf_h2_handlers h = {.on_call = on_call, .on_message = on_message, .on_end = on_end, .ud = a};
+    const char *pipe = a->opts.pipe;
+    int rc = pipe ? wf_h2_server_start_pipe(a->loop, pipe, &o, &h, &a->h2)
+                  : wf_h2_server_start(a->loop, a->opts.ip, a->opts.port, &o, &h, &a->h2);
+    if (rc != 0 && pipe) {
+        snprintf(err, cap, "cannot listen for xDS on unix:%s (error %d)", pipe, rc);
         return -1;
     }
     if (rc != 0) {
-        snprintf(err, cap, "cannot listen for xDS on %s:%d (error %d)", ip, port, rc);
+        snprintf(err, cap, "cannot listen for xDS on %s:%d (error %d)", a->opts.ip, a->opts.port,
+                 rc);
         return -1;
     }
     return 0;
@@ -529,10 +529,7 @@ int wf_ads_start(uv_loop_t *loop, const wf_ads_opts *opts, wf_ads **out, char *e
     init_metrics(&a->metrics);
     uv_timer_init(loop, &a->reaper);
     a->reaper.data = a;
-    a->dsrv.delta = true;
-    if (listen_one(a, &a->sotw, a->opts.ip, opts->port, WF_XDS_ADS_PATH, err, cap) ||
-        (opts->delta_ip &&
-         listen_one(a, &a->dsrv, opts->delta_ip, opts->delta_port, WF_XDS_DELTA_PATH, err, cap))) {
+    if (listen_xds(a, err, cap)) {
         wf_ads_close(a);
         return -1;
     }
@@ -544,12 +541,7 @@ int wf_ads_start(uv_loop_t *loop, const wf_ads_opts *opts, wf_ads **out, char *e
 
 int wf_ads_port(const wf_ads *a)
 {
-    return a->sotw.h2 ? wf_h2_server_port(a->sotw.h2) : -1;
-}
-
-int wf_ads_delta_port(const wf_ads *a)
-{
-    return a->dsrv.h2 ? wf_h2_server_port(a->dsrv.h2) : -1;
+    return a->h2 ? wf_h2_server_port(a->h2) : -1;
 }
 
 wf_snapshot *wf_ads_snapshot(const wf_ads *a)

@@ -28,8 +28,8 @@
  *    initial_resource_versions honoured on reconnect, removed_resources for resources the
  *    proxy has that no longer exist; only changed resources are sent. ACK/NACK by
  *    response_nonce as SotW; the sync state uses the same wf_xds_watch.
- *    LIMITATION: xds/h2_stream.h serves a single :path per server, so delta is served on its
- *    own listener (opts.delta_ip/delta_port) instead of sharing --grpcAddr.
+ *    Both methods are served on the one listener (istiod serves both on 15010): the call's
+ *    :path (xds/h2_stream.h wf_h2_call_path) says which protocol a stream speaks.
  *  - keepalive: HTTP/2 PING every ping_interval_ms, connection closed when no PING ACK
  *    arrives within ping_timeout_ms (gRPC keepalive, istiod's --keepaliveInterval).
  *  - disconnected proxies stay listed (connected=false) for retention_ms, then are dropped.
@@ -56,9 +56,7 @@
 #include "pilot/generate.h"
 #include "pilot/source.h"
 #include "xds/discovery.h"
-
-#define WF_XDS_DELTA_PATH                                                                          \
-    "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
+#include "xds/h2_stream.h" /* WF_XDS_ADS_PATH, WF_XDS_DELTA_PATH */
 
 typedef json_t *(*wf_ads_generate_fn)(const wf_pilot_env *env, const wf_pilot_proxy *p,
                                       wf_xds_type t, const wf_xds_names *names);
@@ -66,17 +64,15 @@ typedef int (*wf_ads_node_fn)(const wf_xds_node *node, const wf_store *store, wf
                               char *err, size_t cap);
 
 typedef struct wf_ads_opts {
-    const char *ip;       /* SotW listener; NULL = "127.0.0.1" */
-    int port;             /* 0 = pick a free port */
-    const char *pipe;     /* non-NULL: SotW on this Unix socket path instead of ip:port
-                           * (Istio's xds-grpc pipe); it must not exist, it is not removed */
-    const char *delta_ip; /* delta listener; NULL = none */
-    int delta_port;
-    uint64_t ping_interval_ms;      /* 0 = no keepalive pings */
-    uint64_t ping_timeout_ms;       /* 0 = 20000 */
-    size_t max_msg;                 /* largest request accepted, bytes; 0 = 4 MiB */
-    uint64_t retention_ms;          /* how long disconnected proxies stay listed; 0 = 300000 */
-    wf_ads_generate_fn generate;    /* NULL = wf_pilot_generate (tests inject fakes) */
+    const char *ip;              /* the xDS listener (SotW and delta); NULL = "127.0.0.1" */
+    int port;                    /* 0 = pick a free port */
+    const char *pipe;            /* non-NULL: listen on this Unix socket instead of ip:port (Istio's
+                                  * xds-grpc pipe); it must not exist, it is not removed */
+    uint64_t ping_interval_ms;   /* 0 = no keepalive pings */
+    uint64_t ping_timeout_ms;    /* 0 = 20000 */
+    size_t max_msg;              /* largest request accepted, bytes; 0 = 4 MiB */
+    uint64_t retention_ms;       /* how long disconnected proxies stay listed; 0 = 300000 */
+    wf_ads_generate_fn generate; /* NULL = wf_pilot_generate (tests inject fakes) */
     wf_ads_node_fn proxy_from_node; /* NULL = wf_pilot_proxy_from_node */
 } wf_ads_opts;
 
@@ -115,7 +111,9 @@ typedef struct wf_ads_conn {
     char *id; /* istiod connection id "<proxy id>-<n>" */
     bool has_proxy;
     wf_pilot_proxy proxy;
-    bool delta; /* a DeltaAggregatedResources stream */
+    bool delta;        /* a DeltaAggregatedResources stream */
+    char address[128]; /* the peer, "ip:port" or "unix:path" (istiod's adsz "address");
+                        * "" when unknown */
     bool connected;
     int64_t connected_at_ms, disconnected_at_ms; /* wall clock */
     wf_ads_type types[WF_XDS_NTYPES];
@@ -125,9 +123,8 @@ typedef struct wf_ads_conn {
 
 /* Starts listening. Returns 0 and *out, or -1 with a message naming the address in err. */
 int wf_ads_start(uv_loop_t *loop, const wf_ads_opts *opts, wf_ads **out, char *err, size_t cap);
-/* Bound ports (host order); delta -1 when there is no delta listener. */
+/* The bound port (host order); 0 on a Unix socket. */
 int wf_ads_port(const wf_ads *a);
-int wf_ads_delta_port(const wf_ads *a);
 
 /* A new snapshot: kept (one reference taken), a push version made, and every connected proxy
  * pushed according to snap->change (NONE: the snapshot is only kept, for the debug views;
@@ -155,6 +152,9 @@ int wf_ads_proxy_from_node(const wf_ads *a, const wf_xds_node *node, wf_pilot_pr
 /* Stops listening, ends every call, frees everything once the handles closed (run the
  * loop until it has no handles). */
 void wf_ads_close(wf_ads *a);
+
+/* The wall clock in milliseconds: the clock of the *_ms times above (also for debug views). */
+int64_t wf_ads_now_ms(void);
 
 /* Prometheus histogram helper (also used by debug.c). */
 void wf_ads_hist_observe(wf_ads_hist *h, double v);

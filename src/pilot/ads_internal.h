@@ -7,16 +7,10 @@
 #include "pilot/ads.h"
 #include "xds/h2_stream.h"
 
-typedef struct ads_srv {
-    wf_ads *ads;
-    bool delta;
-    wf_h2_server *h2;
-} ads_srv;
-
 struct wf_ads {
     uv_loop_t *loop;
     wf_ads_opts opts;
-    ads_srv sotw, dsrv;
+    wf_h2_server *h2;  /* the xDS listener: SotW and delta methods */
     uv_timer_t reaper; /* drops disconnected proxies after retention_ms */
     wf_ads_conn **conns;
     size_t n_conns, cap_conns;
@@ -30,7 +24,6 @@ struct wf_ads {
     bool closing, reaper_closed;
 };
 
-int64_t wf_ads_now_ms(void);
 /* A new UUID-shaped nonce into buf (>= 37 bytes). */
 void wf_ads_nonce(wf_ads *a, char *buf);
 /* Sends text on the connection's call; 0 or -1 (logged). */

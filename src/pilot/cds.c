@@ -1,5 +1,6 @@
 /*
- * cds.c - a sidecar's clusters from Services and DestinationRules (see cds.h).
+ * cds.c - a sidecar's clusters from the registry (Services, ServiceEntries) and
+ * DestinationRules (see cds.h).
  */
 #include "pilot/cds.h"
 
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "pilot/cds_internal.h"
+#include "pilot/eds.h"
 #include "pilot/naming.h"
 
 #define CLUSTER_TYPE   "type.googleapis.com/envoy.config.cluster.v3.Cluster"
@@ -18,6 +20,9 @@
 #define CB_MAX         ((json_int_t)4294967295LL)
 #define DR_CONFIG_PATH "/apis/networking.istio.io/v1/namespaces/%s/destination-rule/%s"
 
+#define DNS_REFRESH "60s"     /* MeshConfig.dnsRefreshRate default */
+#define DNS_FAMILY  "V4_ONLY" /* Istio for a proxy whose addresses are all IPv4 */
+
 typedef struct cds_ctx {
     const wf_store *s;
     const char *proxy_ns, *suffix, *root_ns;
@@ -26,9 +31,8 @@ typedef struct cds_ctx {
 
 /* One cluster to build. */
 typedef struct cl_in {
-    const wf_resource *svc;
-    const char *fqdn;
-    int32_t port;
+    const wf_svc *svc;
+    const wf_service_port *sp;
     const wf_resource *dr;   /* NULL when no DestinationRule applies */
     const wf_subset *subset; /* NULL for the default cluster */
 } cl_in;
@@ -51,8 +55,8 @@ static json_t *eds_cluster_config(const char *name)
 static json_t *istio_metadata(const cl_in *in)
 {
     json_t *m =
-        json_pack("{s:i,s:[{s:s,s:s,s:s}]}", "default_original_port", (int)in->port, "services",
-                  "host", in->fqdn, "name", in->svc->name, "namespace", in->svc->ns);
+        json_pack("{s:i,s:[{s:s,s:s,s:s}]}", "default_original_port", (int)in->sp->port, "services",
+                  "host", in->svc->host, "name", in->svc->name, "namespace", in->svc->ns);
     if (!m)
         return NULL;
     if (in->dr && json_object_set_new(m, "config",
@@ -66,83 +70,133 @@ fail:
     return NULL;
 }
 
+static const char *cluster_type(wf_svc_resolution r)
+{
+    switch (r) {
+    case WF_SVC_DNS:
+        return "STRICT_DNS";
+    case WF_SVC_DNS_RR:
+        return "LOGICAL_DNS";
+    case WF_SVC_NONE:
+        return "ORIGINAL_DST";
+    default:
+        return "EDS";
+    }
+}
+
 static json_t *outbound_cluster_base(const char *name, const cl_in *in)
 {
     char alt[1024];
     int n = snprintf(alt, sizeof alt, "%s;", name);
     if (n < 0 || (size_t)n >= sizeof alt)
         return NULL;
-    return json_pack("{s:s,s:s,s:s,s:s,s:o,s:s,s:s,s:o,s:o}", "@type", CLUSTER_TYPE, "name", name,
-                     "alt_stat_name", alt, "type", "EDS", "eds_cluster_config",
-                     eds_cluster_config(name), "connect_timeout", CONNECT_TO, "lb_policy",
-                     DEFAULT_LB, "circuit_breakers", cds_default_circuit_breakers(), "metadata",
-                     istio_metadata(in));
+    json_t *c = json_pack("{s:s,s:s,s:s,s:s}", "@type", CLUSTER_TYPE, "name", name, "alt_stat_name",
+                          alt, "type", cluster_type(in->svc->resolution));
+    if (c && in->svc->resolution == WF_SVC_EDS &&
+        json_object_set_new(c, "eds_cluster_config", eds_cluster_config(name)) != 0)
+        goto fail;
+    json_t *rest =
+        c ? json_pack("{s:s,s:s,s:o,s:o}", "connect_timeout", CONNECT_TO, "lb_policy",
+                      in->svc->resolution == WF_SVC_NONE ? "CLUSTER_PROVIDED" : DEFAULT_LB,
+                      "circuit_breakers", cds_default_circuit_breakers(), "metadata",
+                      istio_metadata(in))
+          : NULL;
+    if (!rest || json_object_update(c, rest) != 0) {
+        json_decref(rest);
+        goto fail;
+    }
+    json_decref(rest);
+    return c;
+fail:
+    json_decref(c);
+    return NULL;
 }
 
-static json_t *outbound_cluster(const cl_in *in)
+/* Istio's STRICT_DNS / LOGICAL_DNS fields: the endpoints inline. Returns 1 done, 0 when there
+ * is no endpoint (Istio builds no cluster then), -1 on OOM. */
+static int add_dns(const cds_ctx *x, json_t *c, const cl_in *in, const char *name)
+{
+    json_t *eps = wf_eds_locality_endpoints(x->s, in->svc, in->sp,
+                                            in->subset ? &in->subset->labels : NULL, true);
+    if (!eps)
+        return -1;
+    if (json_array_size(eps) == 0) {
+        json_decref(eps);
+        return 0;
+    }
+    json_t *la = json_pack("{s:s,s:o}", "cluster_name", name, "endpoints", eps);
+    if (!la || json_object_set_new(c, "load_assignment", la) != 0 ||
+        json_object_set_new(c, "dns_refresh_rate", json_string(DNS_REFRESH)) != 0 ||
+        json_object_set_new(c, "dns_lookup_family", json_string(DNS_FAMILY)) != 0)
+        return -1;
+    return 1;
+}
+
+/* The cluster of in, NULL when it has none to build; *oom set on OOM. */
+static json_t *outbound_cluster(const cds_ctx *x, const cl_in *in, bool *oom)
 {
     const char *subset = in->subset ? in->subset->name : NULL;
-    char *name = wf_cluster_name("outbound", in->port, subset, in->fqdn);
-    if (!name)
-        return NULL;
-    json_t *c = outbound_cluster_base(name, in);
+    char *name = wf_cluster_name("outbound", in->sp->port, subset, in->svc->host);
+    json_t *c = name ? outbound_cluster_base(name, in) : NULL;
+    int rc = c ? 1 : -1;
+    bool dns = in->svc->resolution == WF_SVC_DNS || in->svc->resolution == WF_SVC_DNS_RR;
+    if (c && dns)
+        rc = add_dns(x, c, in, name);
     free(name);
-    if (!c)
-        return NULL;
-    const wf_node *top = in->dr ? in->dr->t.dr->traffic_policy : NULL;
-    const wf_node *sub = in->subset ? in->subset->traffic_policy : NULL;
-    cds_policy p = cds_policy_resolve(top, sub, in->port);
-    if (cds_policy_apply(c, &p) != 0) {
-        json_decref(c);
-        return NULL;
+    if (rc > 0) {
+        const wf_node *top = in->dr ? in->dr->t.dr->traffic_policy : NULL;
+        const wf_node *sub = in->subset ? in->subset->traffic_policy : NULL;
+        cds_policy p = cds_policy_resolve(top, sub, in->sp->port);
+        rc = cds_policy_apply(c, &p) == 0 ? 1 : -1;
     }
-    return c;
+    if (rc > 0 && in->svc->resolution == WF_SVC_NONE) /* applyLoadBalancer: ORIGINAL_DST */
+        rc = json_object_set_new(c, "lb_policy", json_string("CLUSTER_PROVIDED")) == 0 ? 1 : -1;
+    if (rc > 0)
+        return c;
+    json_decref(c);
+    *oom = rc < 0;
+    return NULL;
+}
+
+static int append_cluster(const cds_ctx *x, const cl_in *in)
+{
+    bool oom = false;
+    json_t *c = outbound_cluster(x, in, &oom);
+    if (oom)
+        return -1;
+    return c ? json_array_append_new(x->out, c) : 0;
 }
 
 static int add_port(cds_ctx *x, cl_in *in)
 {
     in->subset = NULL;
-    if (json_array_append_new(x->out, outbound_cluster(in)) != 0)
+    if (append_cluster(x, in) != 0)
         return -1;
     size_t nsub = in->dr ? in->dr->t.dr->nsubsets : 0;
     for (size_t i = 0; i < nsub; i++) {
         in->subset = &in->dr->t.dr->subsets[i];
         if (!in->subset->name || !*in->subset->name)
             continue;
-        if (json_array_append_new(x->out, outbound_cluster(in)) != 0)
+        if (append_cluster(x, in) != 0)
             return -1;
     }
     return 0;
 }
 
-/* Headless and ExternalName Services get other cluster types in Istio: not built here. */
-static bool eds_service(const wf_service *svc)
+static int add_service(cds_ctx *x, const wf_svc *svc)
 {
-    if (svc->type && strcmp(svc->type, "ExternalName") == 0)
-        return false;
-    return !(svc->cluster_ip && strcmp(svc->cluster_ip, "None") == 0);
-}
-
-static int add_service(cds_ctx *x, const wf_resource *r)
-{
-    const wf_service *svc = r->t.service;
-    if (!svc || !eds_service(svc) || !r->name || !*r->name)
-        return 0;
-    char *fqdn = NULL;
-    if (asprintf(&fqdn, "%s.%s.svc.%s", r->name, r->ns, x->suffix) < 0)
-        return -1;
-    cl_in in = {.svc = r, .fqdn = fqdn};
-    in.dr = wf_cds_find_destinationrule(x->s, fqdn, r->ns, x->proxy_ns, x->root_ns, x->suffix);
-    int rc = 0;
-    for (size_t i = 0; i < svc->nports && rc == 0; i++) {
+    cl_in in = {.svc = svc};
+    in.dr =
+        wf_cds_find_destinationrule(x->s, svc->host, svc->ns, x->proxy_ns, x->root_ns, x->suffix);
+    for (size_t i = 0; i < svc->nports; i++) {
         const wf_service_port *sp = &svc->ports[i];
         if (sp->port <= 0 || sp->port > 65535 || (sp->protocol && !strcmp(sp->protocol, "UDP")))
             continue;
-        in.port = sp->port;
-        rc = add_port(x, &in);
+        in.sp = sp;
+        if (add_port(x, &in) != 0)
+            return -1;
     }
-    free(fqdn);
-    return rc;
+    return 0;
 }
 
 /* Istio's buildBlackHoleCluster. */
@@ -164,14 +218,17 @@ static json_t *passthrough_cluster(void)
                      cds_default_circuit_breakers(), "typed_extension_protocol_options", hpo);
 }
 
-static int add_all(cds_ctx *x)
+static int add_all(cds_ctx *x, const wf_scope *scope)
 {
-    size_t n = 0;
-    const wf_resource *const *svcs = wf_store_kind(x->s, WF_KIND_SERVICE, &n);
-    for (size_t i = 0; i < n; i++)
-        if (add_service(x, svcs[i]) != 0)
-            return -1;
-    if (json_array_append_new(x->out, blackhole_cluster()) != 0 ||
+    const wf_svc_view v = {.proxy_ns = x->proxy_ns, .suffix = x->suffix, .scope = scope};
+    wf_svcs svcs;
+    if (wf_svcs_collect(x->s, &v, &svcs) != 0)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < svcs.n && rc == 0; i++)
+        rc = add_service(x, &svcs.v[i]);
+    wf_svcs_free(&svcs);
+    if (rc != 0 || json_array_append_new(x->out, blackhole_cluster()) != 0 ||
         json_array_append_new(x->out, passthrough_cluster()) != 0)
         return -1;
     return 0;
@@ -191,7 +248,7 @@ json_t *wf_cds_sidecar_clusters(const wf_store *store, const wf_cds_options *opt
                  .out = json_array()};
     if (!x.out)
         return NULL;
-    if (add_all(&x) != 0) {
+    if (add_all(&x, opt->scope) != 0) {
         json_decref(x.out);
         return NULL;
     }

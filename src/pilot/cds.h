@@ -1,8 +1,9 @@
 /*
  * cds.h - the clusters (CDS) of a sidecar proxy, translated from the config store.
  *
- * Input: a finalized wf_store (model/store.h) holding Kubernetes Services and Istio
- * DestinationRules. Output: one jansson object per cluster, in Envoy v3 JSON shape with the
+ * Input: a finalized wf_store (model/store.h) holding Kubernetes Services, ServiceEntries,
+ * WorkloadEntries and Pods (DNS clusters' inline endpoints), Sidecars (through opt->scope) and
+ * Istio DestinationRules. Output: one jansson object per cluster, in Envoy v3 JSON shape with the
  * snake_case names Envoy's /config_dump prints ("@type", "name", "type",
  * "eds_cluster_config", "connect_timeout", "lb_policy", "circuit_breakers",
  * "outlier_detection", "common_lb_config", "typed_extension_protocol_options", "metadata").
@@ -11,19 +12,38 @@
  * What is built, following Istio (pilot/pkg/networking/core/cluster.go, cluster_builder.go,
  * cluster_traffic_policy.go) and checked against the dumps in
  * ../shared/corpus/istioctl-golden/upstream/ (describe/testdata/describe/http_config.json):
- *  - for every port of every Service (UDP ports skipped, as Istio drops them):
- *    `outbound|<port>||<fqdn>` and, only for the subsets the applicable DestinationRule
- *    defines, `outbound|<port>|<subset>|<fqdn>` (a route to any other subset finds no
- *    cluster: 503 NC). FQDN is `name.namespace.svc.<domain suffix>`.
- *    type EDS, eds_cluster_config {eds_config {ads {}, initial_fetch_timeout "0s",
- *    resource_api_version "V3"}, service_name = the cluster name}; connect_timeout "10s"
- *    (MeshConfig default); circuit_breakers.thresholds[0] = 4294967295 for max_connections,
- *    max_pending_requests, max_requests, max_retries with track_remaining true
+ *  - for every port of every service the proxy sees (pilot/serviceentry.h: Kubernetes Services
+ *    and ServiceEntry hosts, exportTo, Sidecar scope; UDP ports skipped, as Istio drops them):
+ *    `outbound|<port>||<host>` and, only for the subsets the applicable DestinationRule
+ *    defines, `outbound|<port>|<subset>|<host>` (a route to any other subset finds no
+ *    cluster: 503 NC). The host of a Service is `name.namespace.svc.<domain suffix>`, of a
+ *    ServiceEntry the host as written.
+ *    Kubernetes Services and STATIC ServiceEntries: type EDS, eds_cluster_config {eds_config {ads
+ * {}, initial_fetch_timeout "0s", resource_api_version "V3"}, service_name = the cluster name};
+ * connect_timeout "10s" (MeshConfig default); circuit_breakers.thresholds[0] = 4294967295 for
+ * max_connections, max_pending_requests, max_requests, max_retries with track_remaining true
  *    (getDefaultCircuitBreakerThresholds); alt_stat_name "<name>;" (Istio's delimited stat
  *    prefix, reference envoy-istio-behaviour.md §6.4); metadata.filter_metadata.istio with
- *    default_original_port, services [{host, name, namespace}], subset (subset clusters) and
+ *    default_original_port, services [{host, name, namespace}] (for a ServiceEntry name = the
+ *    host, namespace = the ServiceEntry's, as Istio), subset (subset clusters) and
  *    config "/apis/networking.istio.io/v1/namespaces/<ns>/destination-rule/<name>" when a
  *    DestinationRule applies.
+ *  - ServiceEntry resolution DNS / DNS_ROUND_ROBIN (Istio's convertResolution, cluster_builder.go
+ *    buildCluster): type STRICT_DNS / LOGICAL_DNS without eds_cluster_config, the same
+ *    defaults and metadata, then load_assignment {"cluster_name", "endpoints": [one locality
+ *    group of the endpoints (eds.h wf_eds_locality_endpoints without health fields): the SE's
+ *    endpoints, or the host itself at the port's targetPort/number]}, dns_refresh_rate "60s"
+ *    (MeshConfig dnsRefreshRate default) and dns_lookup_family "V4_ONLY" (Istio's choice for a
+ *    proxy whose addresses are all IPv4, as every local-mesh pod's are). A DNS cluster without
+ *    endpoints (a wildcard host without endpoints, a subset matching none) is not built, as
+ *    Istio returns no cluster then. Istio's respect_dns_ttl true is left out: weft-proxy's
+ *    cluster loader rejects the field (unknown fields NACK the whole CDS update).
+ *  - ServiceEntry resolution NONE (and unset): Istio's passthrough service cluster, type
+ *    ORIGINAL_DST with lb_policy CLUSTER_PROVIDED (whatever the DestinationRule says) and no
+ *    endpoints. weft-proxy loads it as a cluster without endpoints (it has no original
+ *    destination to use without iptables capture), so requests routed to it fail with no
+ *    healthy upstream, as PassthroughCluster does in the local mesh; it is emitted because
+ *    operators compare it with Istio's dumps and because routes name it.
  *  - lb_policy: Istio's default since 1.14 is LEAST_REQUEST (applySimpleDefaultLoadBalancer
  *    for an unset or UNSPECIFIED `simple`), so LEAST_REQUEST is written for clusters without
  *    a loadBalancer; ROUND_ROBIN is Envoy's proto default and, as in a config dump, is
@@ -58,9 +78,10 @@
  * loaded rule wins (Istio merges several rules for one host; weft does not yet). Rules with
  * a workloadSelector are skipped (they apply only to selected workloads).
  *
- * Not translated here (later parts of issue 5): ServiceEntry and WorkloadEntry, headless
- * (clusterIP None) and ExternalName Services, inbound clusters, Sidecar egress scoping and
- * exportTo of Services, TLS / transport_socket_matches, the metadata-exchange filters.
+ * Not translated here: headless (clusterIP None) and ExternalName Services, inbound clusters
+ * (pilot/inbound.h), TLS / transport_socket_matches (MESH_EXTERNAL vs MESH_INTERNAL makes no
+ * difference yet), the metadata-exchange filters, several ServiceEntries for one host merged
+ * (the first visible one wins, serviceentry.h), Sidecar-narrowed wildcard hosts.
  *
  * Input is expected to have passed validation; a field of the wrong type or an unparsable
  * duration is ignored (the default stays), never an error.
@@ -71,6 +92,7 @@
 #include <jansson.h>
 
 #include "model/store.h"
+#include "pilot/sidecar_scope.h"
 
 #define WF_CDS_ROOT_NAMESPACE "istio-system"
 
@@ -78,6 +100,7 @@ typedef struct wf_cds_options {
     const char *proxy_ns;       /* namespace of the proxy; NULL or "" = none */
     const char *domain_suffix;  /* NULL = wf_store_domain_suffix(store) */
     const char *root_namespace; /* MeshConfig rootNamespace; NULL = "istio-system" */
+    const wf_scope *scope;      /* the proxy's Sidecar scope; NULL = everything visible */
 } wf_cds_options;
 
 /* The clusters of a sidecar in proxy_ns: a new JSON array (the caller owns it and releases it

@@ -170,7 +170,7 @@ static void view_syncz(wf_ads *a, const char *q, wf_debug_reply *r)
     char ns[256];
     const char *want = query_get(q, "namespace", ns, sizeof ns);
     json_t *arr = json_array();
-    int64_t now = (int64_t)time(NULL) * 1000;
+    int64_t now = wf_ads_now_ms();
     for (size_t i = 0; arr && i < wf_ads_conn_count(a); i++) {
         const wf_ads_conn *c = wf_ads_conn_at(a, i);
         if (!want || !*want || strcmp(want, c->proxy.ns) == 0) {
@@ -188,7 +188,8 @@ static json_t *adsz_client(const wf_ads_conn *c)
     json_object_set_new(o, "connectionId", json_string(c->id));
     rfc3339(c->connected_at_ms, ts, sizeof ts);
     json_object_set_new(o, "connectedAt", json_string(ts));
-    json_object_set_new(o, "address", json_string(p->ip ? p->ip : ""));
+    json_object_set_new(o, "address",
+                        json_string(c->address[0] ? c->address : (p->ip ? p->ip : "")));
     json_object_set(o, "labels", p->labels);
     set_str(md, "NAMESPACE", p->ns);
     set_str(md, "ISTIO_VERSION", p->version);

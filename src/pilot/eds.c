@@ -1,6 +1,6 @@
 /*
- * eds.c - a sidecar's ClusterLoadAssignments from Services, Pods and DestinationRules (see
- * eds.h).
+ * eds.c - a sidecar's ClusterLoadAssignments from the registry (pilot/serviceentry.h: Pods,
+ * WorkloadEntries, ServiceEntry endpoints) and DestinationRule subsets (see eds.h).
  */
 #include "pilot/eds.h"
 
@@ -21,43 +21,33 @@
 
 /* What one assignment is built from. */
 typedef struct eds_in {
-    const wf_resource *svc;
+    wf_svc svc;
     const wf_service_port *port;
     const wf_subset *subset; /* NULL for the default cluster */
-    json_t *lb;              /* lb_endpoints being filled */
-    bool oom;
 } eds_in;
+
+/* The endpoints being collected. */
+typedef struct eds_fill {
+    json_t *lb;     /* lb_endpoints */
+    bool for_cds;   /* inline load_assignment of a DNS cluster: no health fields */
+    json_int_t sum; /* of the endpoint weights */
+    bool oom;
+} eds_fill;
 
 static const char *str_or_empty(const char *s)
 {
     return s ? s : "";
 }
 
+static wf_svc_view view_of(const wf_store *s, const wf_cds_options *opt)
+{
+    return (wf_svc_view){.proxy_ns = opt->proxy_ns && *opt->proxy_ns ? opt->proxy_ns : NULL,
+                         .suffix =
+                             opt->domain_suffix ? opt->domain_suffix : wf_store_domain_suffix(s),
+                         .scope = opt->scope};
+}
+
 /* ---- which service, port and subset a cluster name means ---- */
-
-static const wf_resource *find_service(const wf_store *s, const char *host, size_t len)
-{
-    char buf[512];
-    if (len >= sizeof buf)
-        return NULL;
-    memcpy(buf, host, len);
-    buf[len] = '\0';
-    size_t n = 0;
-    const wf_resource *const *v = wf_store_by_host(s, buf, &n);
-    for (size_t i = 0; i < n; i++)
-        if (v[i]->kind == WF_KIND_SERVICE && v[i]->t.service)
-            return v[i];
-    return NULL;
-}
-
-static const wf_service_port *find_port(const wf_service *svc, int32_t port)
-{
-    for (size_t i = 0; i < svc->nports; i++)
-        if (svc->ports[i].port == port &&
-            !(svc->ports[i].protocol && strcmp(svc->ports[i].protocol, "UDP") == 0))
-            return &svc->ports[i];
-    return NULL;
-}
 
 static const wf_subset *find_subset(const wf_resource *dr, const char *name, size_t len)
 {
@@ -69,54 +59,37 @@ static const wf_subset *find_subset(const wf_resource *dr, const char *name, siz
     return NULL;
 }
 
-/* Fill in->svc, in->port and in->subset; false when the name has no endpoints to build. */
-static bool resolve(const wf_store *s, const char *name, const wf_cds_options *opt, eds_in *in)
+/* Fill in (svc, port, subset) for an EDS cluster name. Returns 1, 0 when the name has no
+ * endpoints to build (in->svc cleared), -1 on OOM. */
+static int resolve(const wf_store *s, const char *name, const wf_cds_options *opt, eds_in *in)
 {
     wf_cluster_key k;
-    if (!wf_cluster_name_parse(name, &k) || k.direction_len != 8 ||
-        memcmp(k.direction, "outbound", 8) != 0 || k.host_len == 0)
-        return false;
-    in->svc = find_service(s, k.host, k.host_len);
-    if (!in->svc)
-        return false;
-    in->port = find_port(in->svc->t.service, k.port);
-    if (!in->port)
-        return false;
-    if (k.subset_len == 0)
-        return true;
-    const char *suffix = opt->domain_suffix ? opt->domain_suffix : wf_store_domain_suffix(s);
-    const char *root = opt->root_namespace ? opt->root_namespace : WF_CDS_ROOT_NAMESPACE;
-    const char *pns = opt->proxy_ns && *opt->proxy_ns ? opt->proxy_ns : NULL;
     char host[512];
+    if (!wf_cluster_name_parse(name, &k) || k.direction_len != 8 ||
+        memcmp(k.direction, "outbound", 8) != 0 || k.host_len == 0 || k.host_len >= sizeof host)
+        return 0;
     snprintf(host, sizeof host, "%.*s", (int)k.host_len, k.host);
-    const wf_resource *dr = wf_cds_find_destinationrule(s, host, in->svc->ns, pns, root, suffix);
+    const wf_svc_view v = view_of(s, opt);
+    int rc = wf_svc_find(s, host, &v, &in->svc);
+    if (rc <= 0)
+        return rc;
+    in->port = wf_svc_port(&in->svc, k.port);
+    if (!in->port || in->svc.resolution != WF_SVC_EDS)
+        goto none;
+    if (k.subset_len == 0)
+        return 1;
+    const char *root = opt->root_namespace ? opt->root_namespace : WF_CDS_ROOT_NAMESPACE;
+    const wf_resource *dr =
+        wf_cds_find_destinationrule(s, host, in->svc.ns, v.proxy_ns, root, v.suffix);
     in->subset = find_subset(dr, k.subset, k.subset_len);
-    return in->subset != NULL;
+    if (in->subset)
+        return 1;
+none:
+    wf_svc_clear(&in->svc);
+    return 0;
 }
 
 /* ---- one endpoint ---- */
-
-/* Kubernetes' endpoints controller: a pod with an IP that has not terminated. */
-static bool pod_ready(const wf_pod *p)
-{
-    if (!p->pod_ip || !*p->pod_ip)
-        return false;
-    return !(p->phase && (!strcmp(p->phase, "Succeeded") || !strcmp(p->phase, "Failed")));
-}
-
-/* The pod's port for the Service port; 0 when a named targetPort is not a container port. */
-static int32_t pod_port(const wf_pod *p, const wf_service_port *sp)
-{
-    if (!sp->target_name)
-        return sp->target_port > 0 ? sp->target_port : sp->port;
-    for (size_t c = 0; c < p->spec.ncontainers; c++) {
-        const wf_container *ct = &p->spec.containers[c];
-        for (size_t i = 0; i < ct->nports; i++)
-            if (ct->ports[i].name && strcmp(ct->ports[i].name, sp->target_name) == 0)
-                return ct->ports[i].container_port;
-    }
-    return 0;
-}
 
 /* The controlling ownerReference of a pod (the first one when none says controller). */
 static const wf_node *controller_ref(const wf_resource *r)
@@ -132,7 +105,7 @@ static const wf_node *controller_ref(const wf_resource *r)
 }
 
 /* Istio's workload name (kube.GetDeployMetaFromPod), written into buf. */
-static const char *workload_name(const wf_resource *r, char *buf, size_t size)
+static const char *pod_workload_name(const wf_resource *r, char *buf, size_t size)
 {
     if (r->synthetic && r->owner)
         return r->owner->name;
@@ -151,16 +124,27 @@ static const char *workload_name(const wf_resource *r, char *buf, size_t size)
     return name;
 }
 
-static json_t *endpoint_metadata(const wf_resource *r)
+/* "<workload>;<ns>;<canonical-name>;<canonical-revision>;<cluster>": a Pod's controller, a
+ * WorkloadEntry's name, none for a ServiceEntry endpoint; ";;;;" for a DNS host. */
+static json_t *workload_string(const wf_endpoint *ep)
 {
     char buf[256];
-    json_t *fm =
-        json_pack("{s:{s:s++++++++}}", "istio", "workload", workload_name(r, buf, sizeof buf), ";",
-                  r->ns, ";", str_or_empty(wf_kvs_get(&r->labels, LBL_CANON_NAME)), ";",
-                  str_or_empty(wf_kvs_get(&r->labels, LBL_CANON_REV)), ";", CLUSTER_ID);
+    if (!ep->src)
+        return json_string(";;;;");
+    const char *wl = ep->src->kind == WF_KIND_POD ? pod_workload_name(ep->src, buf, sizeof buf)
+                     : ep->src->kind == WF_KIND_WORKLOADENTRY ? ep->src->name
+                                                              : "";
+    return json_sprintf("%s;%s;%s;%s;%s", wl, ep->src->ns,
+                        str_or_empty(wf_endpoint_label(ep, LBL_CANON_NAME)),
+                        str_or_empty(wf_endpoint_label(ep, LBL_CANON_REV)), CLUSTER_ID);
+}
+
+static json_t *endpoint_metadata(const wf_endpoint *ep)
+{
+    json_t *fm = json_pack("{s:{s:o}}", "istio", "workload", workload_string(ep));
     if (!fm)
         return NULL;
-    const char *tls = wf_kvs_get(&r->labels, LBL_TLS_MODE);
+    const char *tls = wf_endpoint_label(ep, LBL_TLS_MODE);
     if (tls && *tls && strcmp(tls, "disabled") != 0 &&
         json_object_set_new(fm, "envoy.transport_socket_match",
                             json_pack("{s:s}", "tlsMode", tls)) != 0) {
@@ -170,33 +154,56 @@ static json_t *endpoint_metadata(const wf_resource *r)
     return json_pack("{s:o}", "filter_metadata", fm);
 }
 
-static json_t *lb_endpoint(const wf_resource *r, int32_t port)
+static json_t *lb_endpoint(const wf_endpoint *ep, bool for_cds)
 {
-    return json_pack("{s:{s:{s:{s:s,s:i}},s:{}},s:s,s:o,s:i}", "endpoint", "address",
-                     "socket_address", "address", r->t.pod->pod_ip, "port_value", (int)port,
+    if (for_cds)
+        return json_pack("{s:{s:{s:{s:s,s:i}}},s:o,s:I}", "endpoint", "address", "socket_address",
+                         "address", ep->address, "port_value", (int)ep->port, "metadata",
+                         endpoint_metadata(ep), "load_balancing_weight", (json_int_t)ep->weight);
+    return json_pack("{s:{s:{s:{s:s,s:i}},s:{}},s:s,s:o,s:I}", "endpoint", "address",
+                     "socket_address", "address", ep->address, "port_value", (int)ep->port,
                      "health_check_config", "health_status", "HEALTHY", "metadata",
-                     endpoint_metadata(r), "load_balancing_weight", 1);
+                     endpoint_metadata(ep), "load_balancing_weight", (json_int_t)ep->weight);
 }
 
-static bool add_pod(const wf_resource *r, void *arg)
+static bool add_endpoint(const wf_endpoint *ep, void *arg)
 {
-    eds_in *in = arg;
-    const wf_pod *p = r->t.pod;
-    if (!p || !pod_ready(p))
-        return true;
-    if (in->subset && !wf_kvs_subset(&in->subset->labels, &r->labels))
-        return true;
-    int32_t port = pod_port(p, in->port);
-    if (port <= 0 || port > 65535)
-        return true;
-    if (json_array_append_new(in->lb, lb_endpoint(r, port)) != 0) {
-        in->oom = true;
+    eds_fill *f = arg;
+    if (json_array_append_new(f->lb, lb_endpoint(ep, f->for_cds)) != 0) {
+        f->oom = true;
         return false;
     }
+    f->sum += ep->weight;
     return true;
 }
 
 /* ---- the assignment ---- */
+
+json_t *wf_eds_locality_endpoints(const wf_store *store, const wf_svc *svc,
+                                  const wf_service_port *sp, const wf_kvs *subset, bool for_cds)
+{
+    eds_fill f = {.lb = json_array(), .for_cds = for_cds};
+    json_t *out = json_array();
+    if (!f.lb || !out)
+        goto fail;
+    wf_svc_endpoints(store, svc, sp, subset, add_endpoint, &f);
+    if (f.oom)
+        goto fail;
+    if (json_array_size(f.lb) == 0) {
+        json_decref(f.lb);
+        return out;
+    }
+    json_t *grp = json_pack("{s:{},s:o,s:I}", "locality", "lb_endpoints", f.lb,
+                            "load_balancing_weight", f.sum);
+    if (json_array_append_new(out, grp) != 0)
+        goto fail_out;
+    return out;
+fail:
+    json_decref(f.lb);
+fail_out:
+    json_decref(out);
+    return NULL;
+}
 
 static json_t *empty_assignment(const char *name)
 {
@@ -204,24 +211,17 @@ static json_t *empty_assignment(const char *name)
 }
 
 /* Fill an assignment whose endpoints list is still empty. Returns 0, or -1 on OOM. */
-static int fill(json_t *cla, const wf_store *s, eds_in *in)
+static int fill(json_t *cla, const wf_store *s, const eds_in *in)
 {
-    const wf_service *svc = in->svc->t.service;
-    if (!svc->has_selector)
+    json_t *eps = wf_eds_locality_endpoints(s, &in->svc, in->port,
+                                            in->subset ? &in->subset->labels : NULL, false);
+    if (!eps)
+        return -1;
+    bool any = json_array_size(eps) > 0;
+    if (json_object_set_new(cla, "endpoints", eps) != 0)
+        return -1;
+    if (!any)
         return 0;
-    in->lb = json_array();
-    if (!in->lb)
-        return -1;
-    wf_store_pods_matching(s, in->svc->ns, &svc->selector, add_pod, in);
-    size_t n = json_array_size(in->lb);
-    if (in->oom || n == 0) {
-        json_decref(in->lb);
-        return in->oom ? -1 : 0;
-    }
-    json_t *grp = json_pack("{s:{},s:o,s:I}", "locality", "lb_endpoints", in->lb,
-                            "load_balancing_weight", (json_int_t)n);
-    if (json_array_append_new(json_object_get(cla, "endpoints"), grp) != 0)
-        return -1;
     return json_object_set_new(cla, "policy",
                                json_pack("{s:i}", "overprovisioning_factor", OVERPROVISION));
 }
@@ -234,9 +234,11 @@ json_t *wf_eds_load_assignment(const wf_store *store, const char *cluster_name,
     static const wf_cds_options none = {0};
     json_t *cla = empty_assignment(cluster_name);
     eds_in in = {0};
-    if (!cla || !resolve(store, cluster_name, opt ? opt : &none, &in))
-        return cla;
-    if (fill(cla, store, &in) != 0) {
+    int rc = cla ? resolve(store, cluster_name, opt ? opt : &none, &in) : 0;
+    if (rc > 0 && fill(cla, store, &in) != 0)
+        rc = -1;
+    wf_svc_clear(&in.svc);
+    if (rc < 0) {
         json_decref(cla);
         return NULL;
     }

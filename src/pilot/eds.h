@@ -3,9 +3,10 @@
  * that pilot/cds.h builds, translated from the config store.
  *
  * Input: a finalized wf_store (model/store.h) holding Kubernetes Services, Pods (in the local
- * mesh pods arrive as Pod objects with labels and status.podIP, DESIGN.md "The local mesh")
- * and Istio DestinationRules. Output: jansson objects in Envoy v3 JSON shape with the
- * snake_case names Envoy's /config_dump prints, copied from
+ * mesh pods arrive as Pod objects with labels and status.podIP, DESIGN.md "The local mesh"),
+ * ServiceEntries, WorkloadEntries, Sidecars (through opt->scope) and Istio DestinationRules.
+ * Output: jansson objects in Envoy v3 JSON shape with the snake_case names Envoy's /config_dump
+ * prints, copied from
  * ../shared/corpus/istioctl-golden/upstream/istioctl/pkg/writer/envoy/configdump/testdata/
  * endpoint/configdump.json:
  *
@@ -19,38 +20,38 @@
  *            "istio": {"workload": "<workload>;<ns>;<canonical-name>;<canonical-revision>;
  *                                   Kubernetes"},
  *            "envoy.transport_socket_match": {"tlsMode": "istio"}}},   (only when labelled)
- *        "load_balancing_weight": 1}, ...],
- *      "load_balancing_weight": <number of lb_endpoints>}],
+ *        "load_balancing_weight": <endpoint weight, 1 unless a ServiceEntry says>}, ...],
+ *      "load_balancing_weight": <sum of the endpoint weights>}],
  *    "policy": {"overprovisioning_factor": 140}}
  *
- * Which endpoints, following Kubernetes' endpoints controller and Istio's EDS
- * (pilot/pkg/xds/endpoints/endpoint_builder.go):
- *  - cluster `outbound|<port>||<fqdn>`: the Pods in the Service's namespace whose labels
- *    match the Service selector (a Service without a selector has no endpoints), in load
- *    order; `outbound|<port>|<subset>|<fqdn>`: of those, only the Pods whose labels also
- *    match the subset's labels in the DestinationRule that applies (wf_cds_find_destinationrule,
- *    the same lookup as CDS).
- *  - a Pod counts when it is ready: status.podIP set and status.phase not Succeeded/Failed.
- *    Pods without an IP (including the synthetic pods the store makes from templates) are
- *    skipped.
- *  - port_value: the Service port's numeric targetPort (the port itself when absent); a named
- *    targetPort is resolved against the Pod's container ports by name, and a Pod that has no
- *    container port of that name is not an endpoint of that port (as in Kubernetes).
- *  - workload metadata as Istio writes it: the workload name (the controller of a synthetic
- *    pod; else the controlling ownerReference, a ReplicaSet's name without its
- *    `-<pod-template-hash>`; else the pod name), the namespace, the pod's labels
+ * Which endpoints (pilot/serviceentry.h wf_svc_endpoints, following Kubernetes' endpoints
+ * controller and Istio's EDS, pilot/pkg/xds/endpoints/endpoint_builder.go):
+ *  - cluster `outbound|<port>||<host>` of a visible (exportTo, Sidecar scope) service with EDS
+ *    resolution, a Kubernetes Service or a STATIC ServiceEntry: the Service's ready Pods, then
+ *    the WorkloadEntries its selector matches; a ServiceEntry's spec.endpoints, or the
+ *    WorkloadEntries and Pods its workloadSelector matches (ports, weights: serviceentry.h).
+ *    `outbound|<port>|<subset>|<host>`: of those, only the endpoints whose labels also carry
+ *    the subset's labels in the DestinationRule that applies (wf_cds_find_destinationrule,
+ *    the same lookup as CDS). Clusters of DNS and NONE resolution are not EDS clusters (their
+ *    names get the empty assignment; DNS endpoints are inline in CDS, see cds.h).
+ *  - load_balancing_weight: the endpoint's weight (ServiceEntry `weight`, else 1); the
+ *    locality group's weight is their sum.
+ *  - workload metadata as Istio writes it: for a Pod the workload name (the controller of a
+ *    synthetic pod; else the controlling ownerReference, a ReplicaSet's name without its
+ *    `-<pod-template-hash>`; else the pod name), for a WorkloadEntry its name, for a
+ *    ServiceEntry endpoint empty; then the namespace, the labels
  *    service.istio.io/canonical-name and service.istio.io/canonical-revision (empty when
  *    absent, as in the dump for istiod) and the cluster id "Kubernetes".
- *    envoy.transport_socket_match.tlsMode is written when the pod carries the label
+ *    envoy.transport_socket_match.tlsMode is written when the endpoint carries the label
  *    security.istio.io/tlsMode with a value other than "disabled".
  *  - no endpoints (a subset whose labels match no pod, a Service without ready pods, an
  *    unknown cluster name) gives {"@type", "cluster_name", "endpoints": []}: Istio's
  *    buildEmptyClusterLoadAssignment. The cluster still exists, so a request to it is
  *    503 UH no_healthy_upstream, not NC (operator report B023).
  *
- * Not done here (later parts of issue 5): ServiceEntry and WorkloadEntry endpoints, headless
- * Services, localities and priorities, endpoints of other clusters (multi-network), health
- * from readiness probes / conditions (every listed endpoint is HEALTHY), inbound clusters.
+ * Not done here: headless Services, ServiceEntry endpoint `locality` / `network` (every
+ * endpoint is in the one empty locality), priorities, endpoints of other clusters (multi-network),
+ * health from readiness probes / conditions (every listed endpoint is HEALTHY), inbound clusters.
  */
 #ifndef WF_PILOT_EDS_H
 #define WF_PILOT_EDS_H
@@ -59,6 +60,7 @@
 
 #include "model/store.h"
 #include "pilot/cds.h"
+#include "pilot/serviceentry.h"
 
 /* The ClusterLoadAssignment of one cluster name, for a proxy described by opt (may be NULL:
  * all defaults, as in cds.h). Returns a new object the caller releases with json_decref; a
@@ -72,5 +74,13 @@ json_t *wf_eds_load_assignment(const wf_store *store, const char *cluster_name,
  * in the same order: a new JSON array the caller releases with json_decref. Returns NULL when
  * store is NULL or on out of memory. */
 json_t *wf_eds_sidecar_assignments(const wf_store *store, const wf_cds_options *opt);
+
+/* The "endpoints" list of a ClusterLoadAssignment for port sp of svc, keeping the endpoints
+ * whose labels carry every pair of subset (NULL = all): a new array (caller json_decrefs) with
+ * one locality group {"locality": {}, "lb_endpoints": [...], "load_balancing_weight": sum},
+ * or empty when there is no endpoint. for_cds leaves out health_check_config and health_status
+ * (the inline load_assignment of Istio's DNS clusters). NULL on OOM. */
+json_t *wf_eds_locality_endpoints(const wf_store *store, const wf_svc *svc,
+                                  const wf_service_port *sp, const wf_kvs *subset, bool for_cds);
 
 #endif

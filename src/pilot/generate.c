@@ -18,6 +18,7 @@
 #include "pilot/lds.h"
 #include "pilot/naming.h"
 #include "pilot/rds.h"
+#include "pilot/sidecar_scope.h"
 
 #define HCM_NAME "envoy.filters.network.http_connection_manager"
 #define FAL_NAME "envoy.access_loggers.file"
@@ -70,6 +71,7 @@ typedef struct gen {
     const wf_resource *pod; /* the proxy's Pod object, NULL when not in the store */
     wf_kvs labels;          /* view of p->labels (items heap-allocated, strings borrowed) */
     wf_cds_options cds;
+    wf_scope *scope; /* the sidecar's Sidecar scope (owned); NULL = none, and for routers */
     bool registry_only;
     const wf_node *default_retries;
 } gen;
@@ -106,6 +108,15 @@ static int gen_init(gen *g, const wf_pilot_env *env, const wf_pilot_proxy *p)
     g->cds.root_namespace = env->mesh ? wf_meshcfg_root_ns(env->mesh) : NULL;
     const char *mode = env->mesh ? wf_meshcfg_str(env->mesh, "outboundTrafficPolicy.mode") : NULL;
     g->registry_only = mode && strcmp(mode, "REGISTRY_ONLY") == 0;
+    if (p->kind == WF_PROXY_SIDECAR && p->ns && *p->ns &&
+        wf_scope_build(env->store, p->ns, &g->labels, g->cds.root_namespace, &g->scope) != 0) {
+        free(g->labels.items);
+        return -1;
+    }
+    g->cds.scope = g->scope;
+    int sc_mode = wf_scope_registry_only(g->scope); /* the Sidecar's policy overrides */
+    if (sc_mode >= 0)
+        g->registry_only = sc_mode == 1;
     const wf_node *rp = env->mesh ? wf_meshcfg_get(env->mesh, "defaultHttpRetryPolicy") : NULL;
     g->default_retries = rp && rp->type == WF_NODE_MAP ? rp : NULL;
     return 0;
@@ -239,7 +250,8 @@ static json_t *route_configs(const gen *g, const wf_xds_names *names)
     const wf_rds_options o = {.proxy_ns = g->p->ns,
                               .proxy_labels = &g->labels,
                               .registry_only = g->registry_only,
-                              .default_retries = g->default_retries};
+                              .default_retries = g->default_retries,
+                              .scope = g->scope};
     return filter_names(wf_rds_sidecar_route_configs(g->s, &o), names);
 }
 
@@ -317,7 +329,8 @@ static json_t *listeners(const gen *g)
         const wf_gateway_options o = gateway_options(g);
         out = wf_gateway_listeners(g->s, &o);
     } else {
-        out = merge_listeners(wf_lds_sidecar_outbound_listeners_at(g->s, g->p->localhost),
+        const wf_lds_options o = {.bind = g->p->localhost, .proxy_ns = g->p->ns, .scope = g->scope};
+        out = merge_listeners(wf_lds_sidecar_outbound_listeners_opt(g->s, &o),
                               inbound_or_null(g, true));
     }
     if (out && add_access_logs(out, g->mesh) != 0) {
@@ -352,5 +365,6 @@ json_t *wf_pilot_generate(const wf_pilot_env *env, const wf_pilot_proxy *p, wf_x
         break;
     }
     free(g.labels.items);
+    wf_scope_free(g.scope);
     return out;
 }

@@ -34,7 +34,14 @@
  *
  * MeshConfig read (Istio's mesh.v1alpha1 fields, pilot/pkg/networking/core):
  *  - outboundTrafficPolicy.mode REGISTRY_ONLY: sidecar route configurations end in block_all
- *    (rds.h); rootNamespace: DestinationRule lookup (cds.h).
+ *    (rds.h), unless the Sidecar that applies says otherwise; rootNamespace: DestinationRule
+ *    lookup (cds.h) and the mesh-wide default Sidecar.
+ *
+ * Sidecar egress scoping (pilot/sidecar_scope.h): for a sidecar proxy, the scope of the Sidecar
+ * that applies (by its labels and namespace) is built once per generation and passed to CDS,
+ * EDS, RDS and LDS, which then cover only the services (Kubernetes Services and ServiceEntry
+ * hosts, pilot/serviceentry.h) and VirtualServices it imports; its outboundTrafficPolicy
+ * overrides MeshConfig's. Routers get no scope (Istio applies Sidecars to sidecars only).
  *  - defaultHttpRetryPolicy (an HTTPRetry map): the retry policy of outbound and gateway routes
  *    without VirtualService `retries`, converted as `retries` would be (rds.h); inbound routes
  *    keep Istio's inbound policy.

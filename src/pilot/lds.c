@@ -132,20 +132,38 @@ json_t *wf_lds_sidecar_outbound_listeners(const wf_store *store)
 
 json_t *wf_lds_sidecar_outbound_listeners_at(const wf_store *store, const char *bind)
 {
+    const wf_lds_options o = {.bind = bind};
+    return wf_lds_sidecar_outbound_listeners_opt(store, &o);
+}
+
+json_t *wf_lds_sidecar_outbound_listeners_opt(const wf_store *store, const wf_lds_options *opt)
+{
+    static const wf_lds_options none = {0};
     if (!store)
+        return NULL;
+    if (!opt)
+        opt = &none;
+    const wf_svc_view v = {.proxy_ns = opt->proxy_ns && *opt->proxy_ns ? opt->proxy_ns : NULL,
+                           .suffix = opt->domain_suffix ? opt->domain_suffix
+                                                        : wf_store_domain_suffix(store),
+                           .scope = opt->scope};
+    wf_svcs svcs;
+    if (wf_svcs_collect(store, &v, &svcs) != 0)
         return NULL;
     json_t *out = json_array();
     int32_t *ports = calloc(RDS_MAX_PORTS, sizeof *ports);
     if (!out || !ports)
         goto fail;
-    size_t np = rds_http_ports(store, ports);
+    size_t np = rds_http_ports(&svcs, ports);
     for (size_t i = 0; i < np; i++)
-        if (json_array_append_new(out, listener(ports[i], bind ? bind : "0.0.0.0")) != 0)
+        if (json_array_append_new(out, listener(ports[i], opt->bind ? opt->bind : "0.0.0.0")) != 0)
             goto fail;
     free(ports);
+    wf_svcs_free(&svcs);
     return out;
 fail:
     free(ports);
+    wf_svcs_free(&svcs);
     json_decref(out);
     return NULL;
 }

@@ -10,7 +10,8 @@
  * (pilot/pkg/networking/core/listener.go, listener_builder.go buildHTTPConnectionManager,
  * pilot/pkg/xds/filters/filters.go):
  *  - one Listener per distinct service port that carries HTTP: exactly the ports of the
- *    route configurations of rds.h (rds_http_ports: routed Services, Istio's protocol
+ *    route configurations of rds.h (rds_http_ports over the services the proxy sees:
+ *    Kubernetes Services and ServiceEntry hosts, exportTo, Sidecar scope; Istio's protocol
  *    detection; TCP-like, UDP and well-known TCP ports get none), ascending by port.
  *  - name "0.0.0.0_<port>", address 0.0.0.0:<port>, traffic_direction OUTBOUND, one filter
  *    chain holding envoy.filters.network.http_connection_manager with:
@@ -39,8 +40,8 @@
  * upgrade_configs (websocket), envoy.filters.http.grpc_stats / grpc_web for gRPC ports,
  * istio.alpn, Istio's bind_to_port false with listener_filters (tls_inspector,
  * http_inspector), filter_chain_match and the TCP fallback chains of a port shared by HTTP
- * and TCP services, the virtualOutbound (15001) listener, listeners for ServiceEntry ports,
- * and Sidecar egress scoping.
+ * and TCP services, the virtualOutbound (15001) listener, the listeners of a Sidecar's egress
+ * `port` / `bind` and its ingress listeners (pilot/sidecar_scope.h).
  */
 #ifndef WF_PILOT_LDS_H
 #define WF_PILOT_LDS_H
@@ -49,6 +50,7 @@
 #include <stdint.h>
 
 #include "model/store.h"
+#include "pilot/sidecar_scope.h"
 
 /* The outbound HTTP listeners of a sidecar: a new JSON array (the caller owns it and releases
  * it with json_decref) of Listener objects, ascending by port; empty when no Service has an
@@ -59,6 +61,18 @@ json_t *wf_lds_sidecar_outbound_listeners(const wf_store *store);
  * names stay "0.0.0.0_<port>". For the local mesh, where each pod's sidecar binds its own
  * loopback address (pilot/generate.h WEFT_LOCALHOST). */
 json_t *wf_lds_sidecar_outbound_listeners_at(const wf_store *store, const char *bind);
+
+/* Who the listeners are for. */
+typedef struct wf_lds_options {
+    const char *bind;          /* listener address; NULL = "0.0.0.0" (names stay 0.0.0.0_<port>) */
+    const char *proxy_ns;      /* the proxy's namespace (exportTo); NULL or "" = none */
+    const char *domain_suffix; /* NULL = wf_store_domain_suffix(store) */
+    const wf_scope *scope;     /* the proxy's Sidecar scope; NULL = everything visible */
+} wf_lds_options;
+
+/* The outbound listeners of the services a sidecar described by opt sees (opt NULL: all
+ * defaults, as wf_lds_sidecar_outbound_listeners). Same ownership and errors. */
+json_t *wf_lds_sidecar_outbound_listeners_opt(const wf_store *store, const wf_lds_options *opt);
 
 /* ---- one HTTP listener, shared with pilot/inbound.h and pilot/gateway.h ---- */
 

@@ -39,8 +39,9 @@ static void usage(FILE *f)
            "      --meshConfig FILE            MeshConfig YAML (watched)\n"
            "      --grpcAddr ADDR              xDS listen address ip:port (default "
            "127.0.0.1:15010;\n"
-           "                                   port 0 picks one; unix:PATH: a Unix socket)\n"
-           "      --deltaGrpcAddr ADDR         delta xDS listen address (default: none)\n"
+           "                                   port 0 picks one; unix:PATH: a Unix socket),\n"
+           "                                   serving StreamAggregatedResources (SotW) and\n"
+           "                                   DeltaAggregatedResources (delta), as istiod\n"
            "      --monitoringAddr ADDR        debug/metrics address (default 127.0.0.1:15014)\n"
            "      --domain-suffix S            cluster DNS suffix (default cluster.local;\n"
            "                                   --domain is accepted too)\n"
@@ -95,7 +96,6 @@ enum {
     OPT_DIR = 256,
     OPT_MESH,
     OPT_GRPC,
-    OPT_DELTA,
     OPT_MON,
     OPT_DOMAIN,
     OPT_DEFNS,
@@ -123,9 +123,6 @@ static int parse_opt(cmdline *c, int opt, const char *arg)
         return 0;
     case OPT_GRPC:
         c->o.grpc_addr = arg;
-        return 0;
-    case OPT_DELTA:
-        c->o.delta_addr = arg;
         return 0;
     case OPT_MON:
         c->o.monitoring_addr = arg;
@@ -169,7 +166,6 @@ static int parse(int argc, char **argv, cmdline *c)
         {"config-dir", required_argument, 0, OPT_DIR},
         {"meshConfig", required_argument, 0, OPT_MESH},
         {"grpcAddr", required_argument, 0, OPT_GRPC},
-        {"deltaGrpcAddr", required_argument, 0, OPT_DELTA},
         {"monitoringAddr", required_argument, 0, OPT_MON},
         {"domain-suffix", required_argument, 0, OPT_DOMAIN},
         {"default-namespace", required_argument, 0, OPT_DEFNS},

@@ -62,8 +62,8 @@ static void announce(const char *what, const char *ip, int port)
 
 static int start_ads(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
 {
-    char ip[64], dip[64];
-    int port, dport = 0;
+    char ip[64];
+    int port;
     const char *addr = o->grpc_addr ? o->grpc_addr : "127.0.0.1:15010";
     const char *pipe = strncmp(addr, "unix:", 5) == 0 ? addr + 5 : NULL;
     if (pipe) {
@@ -73,16 +73,10 @@ static int start_ads(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
         snprintf(err, cap, "bad --grpcAddr %s: want ip:port", addr);
         return -1;
     }
-    if (o->delta_addr && wf_pilot_parse_addr(o->delta_addr, dip, sizeof dip, &dport)) {
-        snprintf(err, cap, "bad --deltaGrpcAddr %s: want ip:port", o->delta_addr);
-        return -1;
-    }
     wf_ads_opts ao = {
         .ip = ip,
         .port = port,
         .pipe = pipe,
-        .delta_ip = o->delta_addr ? dip : NULL,
-        .delta_port = dport,
         .ping_interval_ms = o->keepalive_interval_ms,
         .ping_timeout_ms = o->keepalive_timeout_ms,
         .retention_ms = o->retention_ms,
@@ -94,9 +88,6 @@ static int start_ads(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
         WF_LOG(WF_LC_main, WF_LOG_INFO, "xDS server listening on unix:%s", pipe);
     } else {
         announce("xDS server", ip, wf_ads_port(p->ads));
-    }
-    if (o->delta_addr) {
-        announce("delta xDS server", dip, wf_ads_delta_port(p->ads));
     }
     return 0;
 }

@@ -7,10 +7,13 @@
  * becomes a snapshot and a push (ads.h). /ready answers 200 once the first snapshot is served
  * and the xDS server listens.
  *
+ * The xDS listener (--grpcAddr) serves both StreamAggregatedResources (SotW) and
+ * DeltaAggregatedResources (delta), as istiod does on 15010.
+ *
  * Each listener that comes up logs "<what> listening on IP:PORT" (WF_LC_main, info) and, for
- * scripts and tests, prints "listening on IP:PORT" on stdout: xDS first, then monitoring,
- * then the delta xDS listener when one is configured. An xDS Unix socket (--grpcAddr
- * unix:PATH) is only logged ("xDS server listening on unix:PATH"), not printed.
+ * scripts and tests, prints "listening on IP:PORT" on stdout: xDS first, then monitoring.
+ * An xDS Unix socket (--grpcAddr unix:PATH) is only logged ("xDS server listening on
+ * unix:PATH"), not printed.
  */
 #ifndef WF_PILOT_PILOT_H
 #define WF_PILOT_PILOT_H
@@ -31,7 +34,6 @@ typedef struct wf_pilot_opts {
     const char *domain_suffix;                   /* NULL = cluster.local */
     const char *default_ns;                      /* NULL = "default" */
     const char *grpc_addr;                       /* "ip:port"; NULL = 127.0.0.1:15010 */
-    const char *delta_addr;                      /* "ip:port" of the delta listener; NULL = none */
     const char *monitoring_addr;                 /* NULL = 127.0.0.1:15014 */
     uint64_t debounce_after_ms, debounce_max_ms; /* 0 = 100 / 10000 */
     uint64_t keepalive_interval_ms;              /* 0 = no pings */

@@ -39,17 +39,6 @@ json_t *rds_default_retry_policy(void)
 
 /* ---------- which Services and ports ---------- */
 
-/* Headless and ExternalName Services get no EDS cluster (cds.c): no virtual host either. */
-static bool routed_service(const wf_resource *r)
-{
-    const wf_service *svc = r->t.service;
-    if (!svc || !r->name || !*r->name)
-        return false;
-    if (svc->type && strcmp(svc->type, "ExternalName") == 0)
-        return false;
-    return !(svc->cluster_ip && strcmp(svc->cluster_ip, "None") == 0);
-}
-
 static bool proto_is(const char *p, size_t len, const char *name)
 {
     return strlen(name) == len && strncasecmp(p, name, len) == 0;
@@ -75,12 +64,10 @@ bool rds_http_service_port(const wf_service_port *sp)
     return is_known || !(n == 25 || n == 53 || n == 3306 || n == 27017);
 }
 
-static bool service_has_port(const wf_resource *r, int32_t port)
+static bool service_has_port(const wf_svc *svc, int32_t port)
 {
-    for (size_t i = 0; i < r->t.service->nports; i++)
-        if (r->t.service->ports[i].port == port && rds_http_service_port(&r->t.service->ports[i]))
-            return true;
-    return false;
+    const wf_service_port *sp = wf_svc_port(svc, port);
+    return sp && rds_http_service_port(sp);
 }
 
 static int cmp_port(const void *a, const void *b)
@@ -89,16 +76,13 @@ static int cmp_port(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The distinct HTTP ports of all routed Services, ascending (rds_internal.h). */
-size_t rds_http_ports(const wf_store *s, int32_t *ports)
+/* The distinct HTTP ports of the services, ascending (rds_internal.h). */
+size_t rds_http_ports(const wf_svcs *svcs, int32_t *ports)
 {
-    size_t n = 0, np = 0;
-    const wf_resource *const *svcs = wf_store_kind(s, WF_KIND_SERVICE, &n);
-    for (size_t i = 0; i < n; i++) {
-        if (!routed_service(svcs[i]))
-            continue;
-        for (size_t j = 0; j < svcs[i]->t.service->nports && np < MAX_PORTS; j++) {
-            const wf_service_port *sp = &svcs[i]->t.service->ports[j];
+    size_t np = 0;
+    for (size_t i = 0; i < svcs->n; i++) {
+        for (size_t j = 0; j < svcs->v[i].nports && np < MAX_PORTS; j++) {
+            const wf_service_port *sp = &svcs->v[i].ports[j];
             bool seen = false;
             for (size_t k = 0; k < np && !seen; k++)
                 seen = ports[k] == sp->port;
@@ -152,6 +136,24 @@ static int host_match(const rds_ctx *x, const wf_resource *vs, const char *host,
     return m;
 }
 
+/* Istio's selectVirtualServices: a VirtualService is in the Sidecar scope when one of its
+ * hosts (short names resolved in its namespace) is. 1 yes, 0 no, -1 OOM. */
+int rds_vs_in_scope(const rds_ctx *x, const wf_resource *vs)
+{
+    if (!x->scope)
+        return 1;
+    for (size_t j = 0; j < vs->t.vs->hosts.n; j++) {
+        char *h = rds_resolve_host(vs->t.vs->hosts.v[j], vs->ns, x->suffix);
+        if (!h)
+            return -1;
+        bool ok = wf_scope_visible(x->scope, vs->ns, h);
+        free(h);
+        if (ok)
+            return 1;
+    }
+    return 0;
+}
+
 /* Sets *out to the binding VirtualService or NULL. Returns 0, or -1 on OOM. */
 static int find_vs(const rds_ctx *x, const char *fqdn, const wf_resource **out)
 {
@@ -162,6 +164,11 @@ static int find_vs(const rds_ctx *x, const char *fqdn, const wf_resource **out)
     for (size_t i = 0; i < n; i++) {
         const wf_resource *vs = all[i];
         if (!vs->t.vs || !rds_vs_visible(vs, x->proxy_ns) || !vs_for_mesh(vs))
+            continue;
+        int in_scope = rds_vs_in_scope(x, vs);
+        if (in_scope < 0)
+            return -1;
+        if (!in_scope)
             continue;
         for (size_t j = 0; j < vs->t.vs->hosts.n; j++) {
             int m = host_match(x, vs, vs->t.vs->hosts.v[j], fqdn);
@@ -207,33 +214,57 @@ static int add_domain(rc_build *b, json_t *doms, const char *d, size_t len)
     return 0;
 }
 
-/* generateVirtualHostDomains for a Kubernetes Service: FQDN, alt names, clusterIP. */
-static json_t *vhost_domains(rc_build *b, const wf_resource *svc, const char *fqdn)
+/* The length of "name.ns" when host is "name.ns.svc.<suffix>" (Istio's alt hosts apply),
+ * else 0. */
+static size_t kube_host_prefix(const char *host, const char *suffix)
+{
+    size_t hl = strlen(host), sl = strlen(suffix);
+    if (hl <= sl + 5 || strcmp(host + hl - sl, suffix) != 0 ||
+        strncmp(host + hl - sl - 5, ".svc.", 5) != 0)
+        return 0;
+    size_t pl = hl - sl - 5;
+    const char *dot = memchr(host, '.', pl);
+    return dot && dot != host && !memchr(dot + 1, '.', pl - (size_t)(dot + 1 - host)) &&
+                   (size_t)(dot + 1 - host) < pl
+               ? pl
+               : 0;
+}
+
+/* GenerateAltVirtualHosts: for a proxy in the service's namespace `name`, `name.ns.svc`,
+ * `name.ns`; otherwise `name.ns`, `name.ns.svc`. */
+static int alt_domains(rc_build *b, json_t *doms, const char *host, size_t ns_len)
+{
+    const char *dot = strchr(host, '.');
+    size_t name_len = (size_t)(dot - host), svc_len = ns_len + 4;
+    bool same = b->x->proxy_ns && strlen(b->x->proxy_ns) == ns_len - name_len - 1 &&
+                !strncmp(b->x->proxy_ns, dot + 1, ns_len - name_len - 1);
+    int rc = same ? add_domain(b, doms, host, name_len) : 0;
+    if (rc == 0)
+        rc = add_domain(b, doms, host, same ? svc_len : ns_len);
+    if (rc == 0)
+        rc = add_domain(b, doms, host, same ? ns_len : svc_len);
+    return rc;
+}
+
+/* generateVirtualHostDomains: the host, its alt names, the clusterIP or the ServiceEntry's
+ * addresses (plain IPs only). */
+static json_t *vhost_domains(rc_build *b, const wf_svc *svc)
 {
     json_t *doms = json_array();
     if (!doms)
         return NULL;
-    size_t name_len = strlen(svc->name), ns_len = name_len + 1 + strlen(svc->ns);
-    char *svc_dom = NULL; /* name.ns.svc */
-    if (asprintf(&svc_dom, "%s.%s.svc", svc->name, svc->ns) < 0)
-        goto fail;
-    bool same = b->x->proxy_ns && !strcmp(b->x->proxy_ns, svc->ns);
-    int rc = add_domain(b, doms, fqdn, strlen(fqdn));
-    if (rc == 0 && same)
-        rc = add_domain(b, doms, svc_dom, name_len);
-    if (rc == 0)
-        rc = same ? add_domain(b, doms, svc_dom, strlen(svc_dom))
-                  : add_domain(b, doms, svc_dom, ns_len);
-    if (rc == 0)
-        rc = same ? add_domain(b, doms, svc_dom, ns_len)
-                  : add_domain(b, doms, svc_dom, strlen(svc_dom));
-    const char *vip = svc->t.service->cluster_ip;
-    if (rc == 0 && vip && *vip)
-        rc = add_domain(b, doms, vip, strlen(vip));
-    free(svc_dom);
+    size_t ns_len = kube_host_prefix(svc->host, b->x->suffix);
+    int rc = add_domain(b, doms, svc->host, strlen(svc->host));
+    if (rc == 0 && ns_len)
+        rc = alt_domains(b, doms, svc->host, ns_len);
+    if (rc == 0 && svc->vip)
+        rc = add_domain(b, doms, svc->vip, strlen(svc->vip));
+    const wf_strs *addrs = wf_svc_addresses(svc);
+    for (size_t i = 0; rc == 0 && addrs && i < addrs->n; i++)
+        if (addrs->v[i] && *addrs->v[i] && !strchr(addrs->v[i], '/'))
+            rc = add_domain(b, doms, addrs->v[i], strlen(addrs->v[i]));
     if (rc == 0)
         return doms;
-fail:
     json_decref(doms);
     return NULL;
 }
@@ -274,8 +305,9 @@ static json_t *service_routes(rc_build *b, const char *fqdn, const wf_resource *
     return routes;
 }
 
-static int add_vhost(rc_build *b, const wf_resource *svc, const char *fqdn, const wf_resource *vs)
+static int add_vhost(rc_build *b, const wf_svc *svc, const wf_resource *vs)
 {
+    const char *fqdn = svc->host;
     json_t *routes = service_routes(b, fqdn, vs);
     if (!routes)
         return -1;
@@ -283,7 +315,7 @@ static int add_vhost(rc_build *b, const wf_resource *svc, const char *fqdn, cons
         json_decref(routes);
         return 0;
     }
-    json_t *doms = vhost_domains(b, svc, fqdn);
+    json_t *doms = vhost_domains(b, svc);
     if (!doms || json_array_size(doms) == 0) {
         json_decref(routes);
         json_decref(doms);
@@ -294,23 +326,17 @@ static int add_vhost(rc_build *b, const wf_resource *svc, const char *fqdn, cons
     return json_array_append_new(b->vhosts, v); /* NULL v: -1 */
 }
 
-/* Virtual hosts of the Services on b->port: bound to `only` (NULL = unbound ones). */
+/* Virtual hosts of the services on b->port: bound to `only` (NULL = unbound ones). */
 static int add_services(rc_build *b, const wf_resource *only)
 {
-    size_t n = 0;
-    const wf_resource *const *svcs = wf_store_kind(b->x->s, WF_KIND_SERVICE, &n);
-    for (size_t i = 0; i < n; i++) {
-        const wf_resource *r = svcs[i];
-        if (!routed_service(r) || !service_has_port(r, b->port))
+    for (size_t i = 0; i < b->x->svcs->n; i++) {
+        const wf_svc *svc = &b->x->svcs->v[i];
+        if (!service_has_port(svc, b->port))
             continue;
-        char *fqdn = NULL;
         const wf_resource *vs = NULL;
-        if (asprintf(&fqdn, "%s.%s.svc.%s", r->name, r->ns, b->x->suffix) < 0)
-            return -1;
-        int rc = find_vs(b->x, fqdn, &vs);
+        int rc = find_vs(b->x, svc->host, &vs);
         if (rc == 0 && vs == only)
-            rc = add_vhost(b, r, fqdn, vs);
-        free(fqdn);
+            rc = add_vhost(b, svc, vs);
         if (rc != 0)
             return -1;
     }
@@ -370,23 +396,31 @@ json_t *wf_rds_sidecar_route_configs(const wf_store *store, const wf_rds_options
         return NULL;
     if (!opt)
         opt = &none;
+    wf_svcs svcs;
     rds_ctx x = {.s = store,
                  .proxy_ns = opt->proxy_ns && *opt->proxy_ns ? opt->proxy_ns : NULL,
                  .suffix = opt->domain_suffix ? opt->domain_suffix : wf_store_domain_suffix(store),
                  .proxy_labels = opt->proxy_labels,
-                 .default_retries = opt->default_retries};
+                 .default_retries = opt->default_retries,
+                 .scope = opt->scope,
+                 .svcs = &svcs};
+    const wf_svc_view v = {.proxy_ns = x.proxy_ns, .suffix = x.suffix, .scope = opt->scope};
+    if (wf_svcs_collect(store, &v, &svcs) != 0)
+        return NULL;
     json_t *out = json_array();
     int32_t *ports = calloc(MAX_PORTS, sizeof *ports);
     if (!out || !ports)
         goto fail;
-    size_t np = rds_http_ports(store, ports);
+    size_t np = rds_http_ports(&svcs, ports);
     for (size_t i = 0; i < np; i++)
         if (json_array_append_new(out, route_config(&x, opt, ports[i])) != 0)
             goto fail;
     free(ports);
+    wf_svcs_free(&svcs);
     return out;
 fail:
     free(ports);
+    wf_svcs_free(&svcs);
     json_decref(out);
     return NULL;
 }

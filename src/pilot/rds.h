@@ -2,24 +2,30 @@
  * rds.h - the route configurations (RDS) of a sidecar proxy's outbound HTTP traffic,
  * translated from the config store.
  *
- * Input: a finalized wf_store (model/store.h) holding Kubernetes Services and Istio
- * VirtualServices. Output: one jansson object per route configuration, in Envoy v3 JSON shape
- * with the snake_case names Envoy's /config_dump prints; durations are protobuf JSON text
+ * Input: a finalized wf_store (model/store.h) holding Kubernetes Services, ServiceEntries,
+ * Sidecars (through opt->scope) and Istio VirtualServices. Output: one jansson object per route
+ * configuration, in Envoy v3 JSON shape with the snake_case names Envoy's /config_dump prints;
+ * durations are protobuf JSON text
  * ("0s", "0.500s"); enums that are the proto default (append_action APPEND_IF_EXISTS_OR_ADD,
  * denominator HUNDRED, response_code MOVED_PERMANENTLY) are omitted, as protojson does.
  *
  * What is built, following Istio (pilot/pkg/networking/core/httproute.go, route/route.go,
  * route/retry/retry.go) and reference envoy-istio-behaviour.md §4.5:
+ *  - the services are those the proxy sees (pilot/serviceentry.h: Kubernetes Services and
+ *    ServiceEntry hosts, exportTo, Sidecar scope), in that module's order.
  *  - one RouteConfiguration per service port number that carries HTTP (name "80", "9080"),
  *    ascending by port; a port is HTTP unless its protocol (appProtocol, else the port name's
  *    prefix before '-') is tcp, tls, https, mongo, mysql, redis or udp, or it is UDP, or it
- *    is unnamed on 25/53/3306/27017 (Istio's well-known TCP ports). validate_clusters false;
+ *    is unnamed on 25/53/3306/27017 (Istio's well-known TCP ports); a ServiceEntry port's
+ *    `protocol` counts as its appProtocol. validate_clusters false;
  *    ignore_port_in_host_matching true (Istio for Envoy sidecars: !IsProxylessGrpc).
- *  - one virtual host per Service with that port, named "<fqdn>:<port>", with Istio's
- *    domains (generateVirtualHostDomains / generateAltVirtualHostsForKubernetesService, port
- *    suffix not appended since port matching is ignored): the FQDN, then for a Service in the
- *    proxy's namespace `name`, `name.ns.svc`, `name.ns`, for one in another namespace
- *    `name.ns`, `name.ns.svc`; then the clusterIP when set. With opt->port_in_domains
+ *  - one virtual host per service with that port, named "<host>:<port>", with Istio's
+ *    domains (generateVirtualHostDomains / GenerateAltVirtualHosts, port suffix not appended
+ *    since port matching is ignored): the host (a wildcard ServiceEntry host such as
+ *    `*.example.com` as it is), then, when the host is `name.ns.svc.<suffix>` (a Service, or a
+ *    ServiceEntry with such a host), for a proxy in ns `name`, `name.ns.svc`, `name.ns`, for
+ *    one in another namespace `name.ns`, `name.ns.svc`; then the clusterIP when set, or the
+ *    ServiceEntry's addresses that are plain IPs. With opt->port_in_domains
  *    (Istio's proxyless-gRPC shape) every domain is followed by "domain:port" and
  *    ignore_port_in_host_matching is left out. A domain already used by an earlier virtual
  *    host of the same configuration is dropped (Envoy rejects duplicates). Virtual hosts
@@ -40,9 +46,10 @@
  *    Destinations name `outbound|<port>|<subset>|<fqdn>` whether or not a DestinationRule
  *    defines the subset (an undefined subset then finds no cluster: 503 NC).
  *
- * Which VirtualService binds a Service, for a proxy in proxy_ns: VirtualServices exported to
- * proxy_ns (exportTo empty, "*", proxy_ns, or "." in the same namespace) whose gateways are
- * empty or name "mesh"; the first (load order) with a host equal to the FQDN after short
+ * Which VirtualService binds a service, for a proxy in proxy_ns: VirtualServices exported to
+ * proxy_ns (exportTo empty, "*", proxy_ns, or "." in the same namespace) and in the Sidecar
+ * scope (one of their hosts visible, pilot/sidecar_scope.h) whose gateways are empty or name
+ * "mesh"; the first (load order) with a host equal to the FQDN after short
  * name resolution in the VirtualService's namespace, else the first whose `*.suffix` or "*"
  * host covers it. Istio merges several VirtualServices for one host; weft takes one.
  *
@@ -52,8 +59,8 @@
  * VirtualService routes IS written (the issue requires it), so loading these configurations
  * into weft-proxy needs `metadata` accepted on routes first. Not translated: delegate
  * VirtualServices, `mirrors` (the list form), per-destination `headers`, corsPolicy,
- * headers keyed by authority/host, retryRemoteLocalities, ServiceEntry hosts, headless and
- * ExternalName Services (as in cds.h), Sidecar egress scoping, Service exportTo.
+ * headers keyed by authority/host, retryRemoteLocalities, headless and ExternalName Services
+ * (as in cds.h), the egress listener `port` of a Sidecar (sidecar_scope.h).
  *
  * Input is expected to have passed validation; a field of the wrong type or an unparsable
  * duration is ignored, never an error.
@@ -65,6 +72,7 @@
 #include <stdbool.h>
 
 #include "model/store.h"
+#include "pilot/sidecar_scope.h"
 
 typedef struct wf_rds_options {
     const char *proxy_ns;           /* namespace of the proxy; NULL or "" = none */
@@ -74,6 +82,7 @@ typedef struct wf_rds_options {
     bool port_in_domains;           /* also "domain:port"; no ignore_port_in_host_matching */
     const wf_node *default_retries; /* MeshConfig defaultHttpRetryPolicy (an HTTPRetry map);
                                      * NULL = Istio's default policy */
+    const wf_scope *scope;          /* the proxy's Sidecar scope; NULL = everything visible */
 } wf_rds_options;
 
 /* The outbound route configurations of a sidecar: a new JSON array (the caller owns it and

@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "model/store.h"
+#include "pilot/serviceentry.h"
+#include "pilot/sidecar_scope.h"
 
 typedef struct rds_ctx {
     const wf_store *s;
@@ -20,14 +22,17 @@ typedef struct rds_ctx {
     const wf_kvs *proxy_labels;
     const wf_node *default_retries; /* MeshConfig defaultHttpRetryPolicy; NULL = Istio's */
     const char *gateway;            /* "ns/name" of the Gateway the routes are for; NULL = "mesh" */
+    const wf_scope *scope;          /* Sidecar scope of the proxy; NULL = everything */
+    const wf_svcs *svcs;            /* the services the proxy sees (sidecar route configs) */
 } rds_ctx;
 
 #define RDS_MAX_PORTS 1024
 
-/* The distinct service port numbers that get an HTTP route configuration (see rds.h: routed
- * Services only, Istio's protocol detection), ascending, into ports (room for RDS_MAX_PORTS).
- * Returns the count. Shared with lds.c so listeners and route configurations agree. */
-size_t rds_http_ports(const wf_store *s, int32_t *ports);
+/* The distinct port numbers of svcs (the services a proxy sees, pilot/serviceentry.h) that get
+ * an HTTP route configuration (see rds.h: Istio's protocol detection), ascending, into ports
+ * (room for RDS_MAX_PORTS). Returns the count. Shared with lds.c so listeners and route
+ * configurations agree. */
+size_t rds_http_ports(const wf_svcs *svcs, int32_t *ports);
 
 /* Istio's protocol of a Service port, reduced to "carries HTTP" (see rds.h). */
 bool rds_http_service_port(const wf_service_port *sp);
@@ -35,6 +40,10 @@ bool rds_http_service_port(const wf_service_port *sp);
 /* Is VirtualService vs exported to proxy_ns (exportTo empty, "*", proxy_ns, "." from the same
  * namespace)? proxy_ns NULL = only "*" and empty exportTo. */
 bool rds_vs_visible(const wf_resource *vs, const char *proxy_ns);
+
+/* Is VirtualService vs in x->scope (Istio's selectVirtualServices: one of its hosts, resolved
+ * in its namespace, is)? 1 yes (also for no scope), 0 no, -1 on OOM. */
+int rds_vs_in_scope(const rds_ctx *x, const wf_resource *vs);
 
 /* Istio's ResolveShortnameToFQDN: a host without a dot becomes host.ns.svc.suffix; anything
  * else (including "*") is kept. Returns a new heap string (free()), NULL on OOM. */

@@ -188,8 +188,9 @@ bool rds_catch_all_route(json_t *r)
 
 /* ---------- destinations and actions ---------- */
 
-/* GetDestinationCluster: the destination's port, else the only port of its Service, else
- * the listener port. Returns a new heap string, NULL on OOM. */
+/* GetDestinationCluster: the destination's port, else the only port of its Service (or of
+ * the first ServiceEntry with that host), else the listener port. Returns a new heap string, NULL
+ * on OOM. */
 static char *dest_cluster(const vs_in *in, const wf_destination *d)
 {
     char *host = rds_resolve_host(d->host ? d->host : "", in->vs->ns, in->x->suffix);
@@ -201,12 +202,18 @@ static char *dest_cluster(const vs_in *in, const wf_destination *d)
     } else {
         size_t n = 0;
         const wf_resource *const *svcs = wf_store_by_host(in->x->s, host, &n);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
             if (svcs[i]->kind == WF_KIND_SERVICE && svcs[i]->t.service &&
                 svcs[i]->t.service->nports == 1) {
                 port = svcs[i]->t.service->ports[0].port;
                 break;
             }
+            if (svcs[i]->kind == WF_KIND_SERVICEENTRY && svcs[i]->t.se &&
+                svcs[i]->t.se->nports == 1) { /* a ServiceEntry host: its only port */
+                port = svcs[i]->t.se->ports[0].number;
+                break;
+            }
+        }
     }
     char *name =
         wf_cluster_name("outbound", port, d->subset && *d->subset ? d->subset : NULL, host);

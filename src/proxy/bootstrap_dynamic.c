@@ -4,7 +4,8 @@
  *
  * Supported subset (anything else is an error naming its JSON path):
  *   dynamic_resources {
- *     ads_config {api_type GRPC, transport_api_version V3, set_node_on_first_message_only,
+ *     ads_config {api_type GRPC | DELTA_GRPC, transport_api_version V3,
+ *                 set_node_on_first_message_only,
  *                 grpc_services [exactly one {envoy_grpc {cluster_name}}]},
  *     cds_config {ads {}, initial_fetch_timeout, resource_api_version V3},
  *     lds_config {ads {}, initial_fetch_timeout, resource_api_version V3}}
@@ -15,8 +16,8 @@
  * ./etc/istio/proxy/XDS). A pipe endpoint in any other cluster is refused: the data plane
  * connects over TCP only.
  *
- * api_type DELTA_GRPC (Istio's default since 1.22) is refused for now: weft's xDS client
- * speaks the state-of-the-world protocol only (xds_client.h).
+ * api_type GRPC makes the xDS client speak StreamAggregatedResources (state of the world),
+ * DELTA_GRPC (Istio's default since 1.22) DeltaAggregatedResources (xds_client.h).
  */
 #include <string.h>
 
@@ -113,10 +114,6 @@ static bool dec_ads_config(bs *b, json_t *o, void *arg)
         return false;
     if (!bs_get(o, "api_type"))
         return bs_fail_at(b, "api_type", "missing required field");
-    if (api == WP_ADS_DELTA_GRPC)
-        return bs_fail_at(b, "api_type",
-                          "DELTA_GRPC is not supported yet (weft-proxy's xDS client speaks the "
-                          "state-of-the-world protocol: use GRPC)");
     ads->api_type = (wp_ads_api)api;
     if (svcs && !json_is_array(svcs))
         return bs_fail_at(b, "grpc_services", "wrong type: expected an array");

@@ -1,7 +1,7 @@
 /*
- * xds_client.c - the ADS state-of-the-world client (behaviour in xds_client.h): the stream's
- * life (connect, answer timeout, close logging, back-off, stats); the responses are handled in
- * xds_client_sotw.c.
+ * xds_client.c - the ADS client (behaviour in xds_client.h): the stream's life (connect,
+ * answer timeout, close logging, back-off, stats), for both protocols; the messages are
+ * handled in xds_client_sotw.c (state of the world) and xds_client_delta.c (delta).
  */
 #include "proxy/xds_client.h"
 
@@ -16,7 +16,6 @@
 #include "core/log.h"
 #include "proxy/xds_client_internal.h"
 
-#define METHOD          "StreamAggregatedResources"
 #define MAX_MSG         (64u * 1024u * 1024u)
 #define RETRY_MAX_DELAY 30000u /* Envoy's RetryMaxDelayMs: transient closes warn after this */
 #define MSG_CONN_FAILURE                                                                           \
@@ -25,6 +24,11 @@
 #define MSG_CONN_TERMINATION                                                                       \
     "upstream connect error or disconnect/reset before headers. reset reason: connection "         \
     "termination"
+
+const char *xc_method(const wp_xds_client *c)
+{
+    return c->delta ? "DeltaAggregatedResources" : "StreamAggregatedResources";
+}
 
 /* ---- stats ---- */
 
@@ -112,7 +116,7 @@ void xc_answered(wp_xds_client *c)
         return;
     uv_timer_stop(&c->answer);
     set_connected(c, true);
-    WF_LOG(WF_LC_config, WF_LOG_DEBUG, "%s gRPC config stream to %s established", METHOD,
+    WF_LOG(WF_LC_config, WF_LOG_DEBUG, "%s gRPC config stream to %s established", xc_method(c),
            c->cluster_name);
 }
 
@@ -126,13 +130,13 @@ static bool transient(int status)
 static void log_close(wp_xds_client *c, int status, const char *msg)
 {
     if (status == 0) {
-        WF_LOG(WF_LC_config, WF_LOG_DEBUG, "%s gRPC config stream to %s closed: %d, %s", METHOD,
-               c->cluster_name, status, msg);
+        WF_LOG(WF_LC_config, WF_LOG_DEBUG, "%s gRPC config stream to %s closed: %d, %s",
+               xc_method(c), c->cluster_name, status, msg);
         return;
     }
     if (!transient(status)) {
-        WF_LOG(WF_LC_config, WF_LOG_WARN, "%s gRPC config stream to %s closed: %d, %s", METHOD,
-               c->cluster_name, status, msg);
+        WF_LOG(WF_LC_config, WF_LOG_WARN, "%s gRPC config stream to %s closed: %d, %s",
+               xc_method(c), c->cluster_name, status, msg);
         return;
     }
     uint64_t now = uv_now(c->loop);
@@ -142,22 +146,22 @@ static void log_close(wp_xds_client *c, int status, const char *msg)
             WF_LOG(WF_LC_config, WF_LOG_WARN,
                    "%s gRPC config stream to %s closed: %d, %s (previously %d, %s since %llus "
                    "ago)",
-                   METHOD, c->cluster_name, status, msg, c->close_status,
+                   xc_method(c), c->cluster_name, status, msg, c->close_status,
                    c->close_msg ? c->close_msg : "",
                    (unsigned long long)((now - c->close_since) / 1000));
         else
-            WF_LOG(WF_LC_config, WF_LOG_DEBUG, "%s gRPC config stream to %s closed: %d, %s", METHOD,
-                   c->cluster_name, status, msg);
+            WF_LOG(WF_LC_config, WF_LOG_DEBUG, "%s gRPC config stream to %s closed: %d, %s",
+                   xc_method(c), c->cluster_name, status, msg);
         c->close_set = true;
         c->close_status = status;
         c->close_since = now;
     } else if (now - c->close_since > RETRY_MAX_DELAY) {
         WF_LOG(WF_LC_config, WF_LOG_WARN,
-               "%s gRPC config stream to %s closed since %llus ago: %d, %s", METHOD,
+               "%s gRPC config stream to %s closed since %llus ago: %d, %s", xc_method(c),
                c->cluster_name, (unsigned long long)((now - c->close_since) / 1000), status, msg);
     } else {
-        WF_LOG(WF_LC_config, WF_LOG_DEBUG, "%s gRPC config stream to %s closed: %d, %s", METHOD,
-               c->cluster_name, status, msg);
+        WF_LOG(WF_LC_config, WF_LOG_DEBUG, "%s gRPC config stream to %s closed: %d, %s",
+               xc_method(c), c->cluster_name, status, msg);
     }
     free(c->close_msg);
     c->close_msg = copy;
@@ -198,8 +202,8 @@ static void schedule_retry(wp_xds_client *c)
     if (c->stopping)
         return;
     uint64_t d = xc_next_backoff(c);
-    WF_LOG(WF_LC_config, WF_LOG_DEBUG, "%s gRPC config stream to %s: retrying in %llums", METHOD,
-           c->cluster_name, (unsigned long long)d);
+    WF_LOG(WF_LC_config, WF_LOG_DEBUG, "%s gRPC config stream to %s: retrying in %llums",
+           xc_method(c), c->cluster_name, (unsigned long long)d);
     if (uv_timer_start(&c->retry, on_retry, d, 0) != 0)
         WF_LOG(WF_LC_config, WF_LOG_ERROR, "cannot arm the xDS retry timer");
 }
@@ -210,8 +214,10 @@ static void stream_failed(wp_xds_client *c, int status, const char *msg)
     log_close(c, status, msg);
     xc_count_update(c, WF_XDS_CDS, XC_UPD_FAILURE);
     xc_count_update(c, WF_XDS_LDS, XC_UPD_FAILURE);
-    for (int t = 0; t < XC_NTYPES; t++)
+    for (int t = 0; t < XC_NTYPES; t++) {
         wf_xds_client_stream_reset(&c->types[t]);
+        wf_xds_delta_client_stream_reset(&c->dtypes[t]);
+    }
     schedule_retry(c);
 }
 
@@ -284,7 +290,10 @@ static void on_message(wf_h2_call *call, const uint8_t *msg, size_t len, void *u
     if (call != c->call || c->stopping)
         return;
     xc_answered(c);
-    xc_on_response(c, (const char *)msg, len);
+    if (c->delta)
+        xc_delta_on_response(c, (const char *)msg, len);
+    else
+        xc_on_response(c, (const char *)msg, len);
 }
 
 static void on_answer_timeout(uv_timer_t *t)
@@ -301,7 +310,8 @@ static int open_conn(wp_xds_client *c)
     wf_h2_opts o = {.max_msg = MAX_MSG,
                     .max_send_queue = MAX_MSG,
                     .ping_interval_ms = c->opts.ping_interval_ms,
-                    .ping_timeout_ms = 20000};
+                    .ping_timeout_ms = 20000,
+                    .path = c->delta ? WF_XDS_DELTA_PATH : WF_XDS_ADS_PATH};
     wf_h2_handlers h = {NULL, on_message, on_end, on_conn_closed, c};
     if (c->pipe_path)
         return wf_h2_client_connect_pipe(c->loop, c->pipe_path, &o, &h, &c->conn);
@@ -332,19 +342,26 @@ static void connect_now(wp_xds_client *c)
     set_stream_open(c, true);
     if (uv_timer_start(&c->answer, on_answer_timeout, c->opts.answer_timeout_ms, 0) != 0)
         WF_LOG(WF_LC_config, WF_LOG_ERROR, "cannot arm the xDS answer timer");
-    xc_send_initial(c);
+    if (c->delta)
+        xc_delta_send_initial(c);
+    else
+        xc_send_initial(c);
 }
 
-int xc_send(wp_xds_client *c, const wf_xds_request *req)
+int xc_send_json(wp_xds_client *c, json_t *j, const char *type_url)
 {
-    json_t *j = wf_xds_request_encode(req);
     char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     int rv = text && c->call ? wf_h2_call_send(c->call, text, strlen(text)) : -1;
     free(text);
     if (rv != 0)
-        WF_LOG(WF_LC_config, WF_LOG_WARN, "xDS request for %s not sent (%d)", req->type_url, rv);
+        WF_LOG(WF_LC_config, WF_LOG_WARN, "xDS request for %s not sent (%d)", type_url, rv);
     return rv;
+}
+
+int xc_send(wp_xds_client *c, const wf_xds_request *req)
+{
+    return xc_send_json(c, wf_xds_request_encode(req), req->type_url);
 }
 
 /* ---- lifecycle ---- */

@@ -1,7 +1,14 @@
 /*
- * xds_client.h - weft-proxy's xDS client: one aggregated (ADS) state-of-the-world stream to
- * the control plane named by the bootstrap's dynamic_resources.ads_config (config.h
- * wp_ads_config), on the main thread's libuv loop (the loop that runs admin).
+ * xds_client.h - weft-proxy's xDS client: one aggregated (ADS) stream to the control plane
+ * named by the bootstrap's dynamic_resources.ads_config (config.h wp_ads_config), on the main
+ * thread's libuv loop (the loop that runs admin). ads_config.api_type GRPC speaks
+ * StreamAggregatedResources (state of the world, below); DELTA_GRPC speaks
+ * DeltaAggregatedResources (Envoy's NewGrpcMuxImpl / DeltaSubscriptionState: legacy wildcard
+ * CDS / LDS, EDS / RDS subscribe and unsubscribe, initial_resource_versions on reconnect,
+ * resources updated by name and removed by removed_resources; details in
+ * xds_client_delta.c and xds/discovery.h). Both compose the same accepted state, so apply,
+ * the config dump, readiness, the stats and the stream's life below are the same; the log
+ * lines name the method in use.
  *
  * Protocol, following Envoy's GrpcMuxImpl / GrpcStream (envoy-istio-behaviour.md §8.4, §8.5):
  *  - on stream start: a CDS wildcard request (node {id, cluster, metadata} from the
@@ -28,7 +35,8 @@
  *    doubling up to 30 s; reset to the base after any received message.
  *  - Close logging (logger "config"), as Envoy's GrpcStream::logClose: status 0 at debug;
  *    statuses other than DeadlineExceeded(4), ResourceExhausted(8), Unavailable(14) at warn
- *    "StreamAggregatedResources gRPC config stream to xds-grpc closed: <code>, <message>";
+ *    "StreamAggregatedResources gRPC config stream to xds-grpc closed: <code>, <message>"
+ *    (DeltaAggregatedResources for a delta stream);
  *    those three at debug the first time, at warn "... closed: <code>, <message> (previously
  *    <code>, <message> since <N>s ago)" when the status changes, and at warn "... closed
  *    since <N>s ago: <code>, <message>" once the same status has lasted over 30 s. A

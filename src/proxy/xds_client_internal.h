@@ -1,6 +1,8 @@
 /*
- * xds_client_internal.h - the xDS client's state, shared by xds_client.c (the stream) and
- * xds_client_sotw.c (requests, responses, ACK/NACK, subscriptions). Not a public API.
+ * xds_client_internal.h - the xDS client's state, shared by xds_client.c (the stream),
+ * xds_client_sotw.c (state-of-the-world requests, responses, ACK/NACK, subscriptions, and
+ * the compose/apply step both protocols use) and xds_client_delta.c (the delta protocol).
+ * Not a public API.
  */
 #ifndef WEFT_PROXY_XDS_CLIENT_INTERNAL_H
 #define WEFT_PROXY_XDS_CLIENT_INTERNAL_H
@@ -27,11 +29,14 @@ struct wp_xds_client {
     char *pipe_path;    /* NULL: host:port */
     char *cluster_name; /* for logs */
     bool node_once;     /* set_node_on_first_message_only */
+    bool delta;         /* api_type DELTA_GRPC: DeltaAggregatedResources */
     bool want_cds, want_lds;
     wf_xds_node node;
     json_t *base; /* the bootstrap the resources are added to (own reference) */
-    /* protocol state (kept across streams) */
+    /* protocol state (kept across streams): SotW, or delta (dtypes) when c->delta; the SotW
+     * state is initialised in both modes (its type_url names the type in logs) */
     wf_xds_client_type types[XC_NTYPES];
+    wf_xds_delta_client_type dtypes[XC_NTYPES];
     json_t *sets[XC_NTYPES]; /* accepted resources: name -> entry (xds_compose.h) */
     /* the stream */
     wf_h2_conn *conn;
@@ -60,15 +65,43 @@ struct wp_xds_client {
 void xc_count_update(wp_xds_client *c, int type, int kind);
 void xc_answered(wp_xds_client *c);
 uint64_t xc_next_backoff(wp_xds_client *c);
+/* "StreamAggregatedResources" or "DeltaAggregatedResources" (log lines, as Envoy's). */
+const char *xc_method(const wp_xds_client *c);
 /* Encodes and sends req on the current call; 0 or negative. */
 int xc_send(wp_xds_client *c, const wf_xds_request *req);
+/* Sends the JSON message j (consumed) of type type_url on the current call; 0 or negative
+ * (logged). */
+int xc_send_json(wp_xds_client *c, json_t *j, const char *type_url);
 
-/* xds_client_sotw.c */
+/* xds_client_sotw.c: state, and the steps both protocols share */
 bool xc_state_init(wp_xds_client *c, const wp_config *cfg);
 void xc_state_free(wp_xds_client *c);
 /* The requests of a new stream: CDS, EDS (names known), LDS, RDS (names known). */
 void xc_send_initial(wp_xds_client *c);
 /* One DiscoveryResponse (JSON text). */
 void xc_on_response(wp_xds_client *c, const char *text, size_t len);
+/* The accepted version of type t: SotW version_info or delta system_version_info; NULL. */
+const char *xc_version(const wp_xds_client *c, int t);
+/* RFC 3339 UTC now (last_updated of the entries). */
+void xc_now_text(char *buf, size_t cap);
+/* Composes the accepted state with set as type t's (version: its version) and hands it to
+ * callbacks.apply. 0 with *dyn filled (caller frees), or -1 with the NACK text in err. */
+int xc_compose_apply(wp_xds_client *c, int t, json_t *set, const char *version, wp_xds_dynamic *dyn,
+                     wf_strbuf *err);
+/* Drops the accepted resources of type t whose names are not in names. */
+void xc_prune(wp_xds_client *c, int t, const wf_xds_names *names);
+/* A rejected response of type t: warn "gRPC config for <type_url> rejected: <msg>",
+ * update_rejected, on_update(false), last_nack. The caller sends the NACK. */
+void xc_note_rejected(wp_xds_client *c, int t, const char *version, const char *msg);
+/* An accepted response of type t: update_success and the status (updated, cds/lds applied).
+ * The caller sends the ACK and calls on_update. */
+void xc_note_accepted(wp_xds_client *c, int t);
+
+/* xds_client_delta.c */
+/* The requests of a new stream: CDS, EDS, LDS, RDS, each when due (wf_xds_delta_client_
+ * pending), with initial_resource_versions from the accepted sets. */
+void xc_delta_send_initial(wp_xds_client *c);
+/* One DeltaDiscoveryResponse (JSON text). */
+void xc_delta_on_response(wp_xds_client *c, const char *text, size_t len);
 
 #endif

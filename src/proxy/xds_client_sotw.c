@@ -2,7 +2,8 @@
  * xds_client_sotw.c - the state-of-the-world side of the xDS client (xds_client.h): requests
  * with the node, responses turned into resource sets, compose + apply, ACK / NACK, and the
  * EDS / RDS subscriptions that follow CDS / LDS (Envoy's GrpcMuxImpl and
- * GrpcSubscriptionImpl behaviour).
+ * GrpcSubscriptionImpl behaviour). The client's state and the compose / apply / outcome steps
+ * are shared with the delta protocol (xds_client_delta.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@ bool xc_state_init(wp_xds_client *c, const wp_config *cfg)
 {
     const wp_ads_config *ads = cfg->ads;
     c->node_once = ads->set_node_on_first_message_only;
+    c->delta = ads->api_type == WP_ADS_DELTA_GRPC;
     c->want_cds = ads->cds;
     c->want_lds = ads->lds;
     c->cluster_name = strdup(ads->cluster_name);
@@ -32,8 +34,12 @@ bool xc_state_init(wp_xds_client *c, const wp_config *cfg)
     c->base = json_deep_copy(cfg->bootstrap);
     bool ok = c->cluster_name && c->base && (!cfg->node_id || c->node.id) &&
               (!cfg->node_cluster || c->node.cluster) && (!json_is_object(md) || c->node.metadata);
-    for (int t = 0; ok && t < XC_NTYPES; t++)
-        ok = wf_xds_client_init(&c->types[t], wf_xds_type_url((wf_xds_type)t)) == 0;
+    for (int t = 0; ok && t < XC_NTYPES; t++) {
+        const char *url = wf_xds_type_url((wf_xds_type)t);
+        ok = wf_xds_client_init(&c->types[t], url) == 0 &&
+             (!c->delta || wf_xds_delta_client_init(&c->dtypes[t], url,
+                                                    t == WF_XDS_CDS || t == WF_XDS_LDS) == 0);
+    }
     return ok;
 }
 
@@ -41,6 +47,7 @@ void xc_state_free(wp_xds_client *c)
 {
     for (int t = 0; t < XC_NTYPES; t++) {
         wf_xds_client_free(&c->types[t]);
+        wf_xds_delta_client_free(&c->dtypes[t]);
         json_decref(c->sets[t]);
     }
     wf_xds_node_free(&c->node);
@@ -92,17 +99,37 @@ void xc_send_initial(wp_xds_client *c)
         send_request(c, WF_XDS_RDS);
 }
 
-/* ---- NACK ---- */
+/* ---- outcomes (both protocols) ---- */
 
-static void reject(wp_xds_client *c, int t, const wf_xds_response *resp, const char *msg)
+const char *xc_version(const wp_xds_client *c, int t)
+{
+    return c->delta ? c->dtypes[t].system_version : c->types[t].version;
+}
+
+void xc_note_rejected(wp_xds_client *c, int t, const char *version, const char *msg)
 {
     WF_LOG(WF_LC_config, WF_LOG_WARN, "gRPC config for %s rejected: %s", c->types[t].type_url, msg);
     xc_count_update(c, t, XC_UPD_REJECTED);
     if (c->cb.on_update)
-        c->cb.on_update(c->cb.ud, (wf_xds_type)t, resp->version_info ? resp->version_info : "",
-                        false);
+        c->cb.on_update(c->cb.ud, (wf_xds_type)t, version ? version : "", false);
     free(c->last_nack);
     c->last_nack = strdup(msg);
+}
+
+void xc_note_accepted(wp_xds_client *c, int t)
+{
+    xc_count_update(c, t, XC_UPD_SUCCESS);
+    c->updated = true;
+    c->last_update = uv_now(c->loop);
+    c->cds_applied |= t == WF_XDS_CDS;
+    c->lds_applied |= t == WF_XDS_LDS;
+}
+
+/* ---- NACK ---- */
+
+static void reject(wp_xds_client *c, int t, const wf_xds_response *resp, const char *msg)
+{
+    xc_note_rejected(c, t, resp->version_info, msg);
     wf_xds_request req = {0};
     if (wf_xds_client_nack(&c->types[t], resp, msg, &req) == 0)
         send_req(c, &req);
@@ -110,7 +137,7 @@ static void reject(wp_xds_client *c, int t, const wf_xds_response *resp, const c
 
 /* ---- resource sets ---- */
 
-static void now_text(char *buf, size_t cap)
+void xc_now_text(char *buf, size_t cap)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -128,7 +155,7 @@ static json_t *build_set(wp_xds_client *c, int t, const wf_xds_response *resp, b
     json_t *nw = full || !cur ? json_object() : json_copy(cur);
     json_t *seen = json_object();
     char now[40];
-    now_text(now, sizeof(now));
+    xc_now_text(now, sizeof(now));
     *changed = cur == NULL;
     for (size_t i = 0; nw && seen && i < json_array_size(resp->resources); i++) {
         json_t *r = json_array_get(resp->resources, i);
@@ -207,15 +234,13 @@ static int validate_warming(wp_xds_client *c, wp_xds_resources *res, wf_strbuf *
     return cfg ? 0 : -1;
 }
 
-/* Composes the state with set as type t's and hands it to apply. 0, or -1 with the NACK text
- * in err. On success *dyn is filled (caller frees). */
-static int compose_apply(wp_xds_client *c, int t, json_t *set, const char *version,
-                         wp_xds_dynamic *dyn, wf_strbuf *err)
+int xc_compose_apply(wp_xds_client *c, int t, json_t *set, const char *version, wp_xds_dynamic *dyn,
+                     wf_strbuf *err)
 {
     wp_xds_resources res = {0};
     for (int i = 0; i < XC_NTYPES; i++) {
         res.set[i] = i == t ? set : c->sets[i];
-        res.version[i] = i == t ? version : c->types[i].version;
+        res.version[i] = i == t ? version : xc_version(c, i);
     }
     json_t *eff = NULL;
     int bad_type = -1;
@@ -258,8 +283,7 @@ static bool same_names(const wf_xds_names *a, const wf_xds_names *b)
     return true;
 }
 
-/* Drops the accepted resources of type t that are no longer subscribed. */
-static void prune(wp_xds_client *c, int t, const wf_xds_names *names)
+void xc_prune(wp_xds_client *c, int t, const wf_xds_names *names)
 {
     json_t *set = c->sets[t];
     json_t *keep = json_object();
@@ -287,7 +311,7 @@ static void follow(wp_xds_client *c, int t, const wf_xds_names *names)
                c->types[t].type_url);
         return;
     }
-    prune(c, t, names);
+    xc_prune(c, t, names);
     if (names->n > 0)
         send_request(c, t);
 }
@@ -302,11 +326,7 @@ static void accepted(wp_xds_client *c, int t, const wf_xds_response *resp, json_
     wf_xds_request req = {0};
     if (wf_xds_client_ack(&c->types[t], resp, &req) == 0)
         send_req(c, &req);
-    xc_count_update(c, t, XC_UPD_SUCCESS);
-    c->updated = true;
-    c->last_update = uv_now(c->loop);
-    c->cds_applied |= t == WF_XDS_CDS;
-    c->lds_applied |= t == WF_XDS_LDS;
+    xc_note_accepted(c, t);
     WF_LOG(WF_LC_config, WF_LOG_DEBUG,
            "gRPC config for %s accepted with %zu resources with version %s", c->types[t].type_url,
            json_array_size(resp->resources), resp->version_info ? resp->version_info : "");
@@ -331,7 +351,7 @@ static void handle(wp_xds_client *c, int t, const wf_xds_response *resp)
     wp_xds_dynamic dyn = {0};
     bool composed = false;
     if (set && (changed || !c->types[t].version)) {
-        composed = compose_apply(c, t, set, resp->version_info, &dyn, &err) == 0;
+        composed = xc_compose_apply(c, t, set, resp->version_info, &dyn, &err) == 0;
         if (!composed) {
             json_decref(set);
             set = NULL;

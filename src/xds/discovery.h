@@ -257,4 +257,52 @@ int wf_xds_client_nack(wf_xds_client_type *c, const wf_xds_response *resp, const
                        wf_xds_request *out);
 void wf_xds_client_free(wf_xds_client_type *c);
 
+/* ---- Client side, delta (Envoy's DeltaSubscriptionState, xds_mux variant) ---------------- *
+ * Implemented in discovery_delta.c. Behaviour followed (Envoy source/extensions/
+ * config_subscription/grpc/delta_subscription_state.cc; reference §8.5):
+ *  - a wildcard type (CDS, LDS: no names asked for) starts in "legacy wildcard" mode: its
+ *    first request on every stream has an empty resource_names_subscribe (Envoy does not send
+ *    "*" unless a name was also subscribed explicitly, which weft never does);
+ *  - the first request of a stream subscribes every wanted name again (the server may be a
+ *    new one) and carries initial_resource_versions: the versions of the resources the client
+ *    holds (resources it waits for are left out);
+ *  - later requests carry only the changes: resource_names_subscribe = names wanted and not
+ *    yet told on this stream, resource_names_unsubscribe = names told and no longer wanted;
+ *  - an ACK is a request with response_nonce (and any pending subscription changes); a NACK
+ *    adds error_detail {13 INTERNAL, message}; a request that is neither carries no
+ *    response_nonce;
+ *  - a non-wildcard type with no names sends nothing on a new stream (Envoy's
+ *    subscriptionUpdatePending). */
+
+typedef struct wf_xds_delta_client_type {
+    char *type_url;
+    bool wildcard;        /* legacy wildcard (CDS/LDS) */
+    wf_xds_names names;   /* explicit names wanted (EDS/RDS), in the caller's order */
+    wf_xds_names told;    /* names subscribed on the current stream */
+    bool sent_any;        /* a request went out on the current stream */
+    char *system_version; /* system_version_info of the last accepted response; NULL = none */
+} wf_xds_delta_client_type;
+
+/* Starts the state for type_url (wildcard or by name, no names yet). 0 or WF_XDS_E_NOMEM. */
+int wf_xds_delta_client_init(wf_xds_delta_client_type *c, const char *type_url, bool wildcard);
+/* Replaces the wanted names (deep copy). 0 or WF_XDS_E_NOMEM (c unchanged). */
+int wf_xds_delta_client_set_names(wf_xds_delta_client_type *c, const wf_xds_names *names);
+/* A new stream: nothing told yet (the next request is a stream's first). */
+void wf_xds_delta_client_stream_reset(wf_xds_delta_client_type *c);
+/* Whether a request is due without a response to answer: the stream's first for a wildcard
+ * type or one with names, or wanted names that differ from what the stream was told. */
+bool wf_xds_delta_client_pending(const wf_xds_delta_client_type *c);
+
+/* Builds the next request into *out (caller frees) and records the names as told. node:
+ * copied when non-NULL. versions: a JSON object name -> version string of the resources held,
+ * used on the stream's first request only (shared reference; NULL = none). nonce: non-NULL
+ * for an ACK / NACK (the response's nonce); error: non-NULL makes it a NACK. Returns 0 or
+ * WF_XDS_E_NOMEM (c unchanged, *out zeroed). */
+int wf_xds_delta_client_request(wf_xds_delta_client_type *c, const wf_xds_node *node,
+                                json_t *versions, const char *nonce, const char *error,
+                                wf_xds_delta_request *out);
+/* A response was accepted: remember its system_version_info. 0 or WF_XDS_E_NOMEM. */
+int wf_xds_delta_client_accepted(wf_xds_delta_client_type *c, const char *system_version);
+void wf_xds_delta_client_free(wf_xds_delta_client_type *c);
+
 #endif

@@ -8,6 +8,7 @@
  */
 #include "xds/h2_stream.h"
 
+#include <arpa/inet.h>
 #include <nghttp2/nghttp2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +47,8 @@ struct wf_h2_call {
     bool bad_method, bad_path, good_ctype;
     int http_status;
     int status;
-    char *message; /* plain text: to send (server) or received (client) */
+    char *message;    /* plain text: to send (server) or received (client) */
+    const char *path; /* the :path served (server: from opts.paths) or requested (client) */
 };
 
 struct wf_h2_conn {
@@ -67,7 +69,8 @@ struct wf_h2_conn {
     int depth;
     int pending_close; /* wf_h2_end_reason or NO_CLOSE */
     int open_handles;
-    bool connected, closing, ping_outstanding;
+    bool connected, closing, ping_outstanding, is_pipe, has_peer;
+    char peer[128]; /* "ip:port", "[ip6]:port" or "unix:path" (has_peer) */
     size_t write_inflight;
     uint8_t rbuf[READ_BUF];
 };
@@ -80,6 +83,7 @@ struct wf_h2_server {
     bool is_pipe;
     uv_loop_t *loop;
     wf_h2_opts opts;
+    const char *pathv[WF_H2_MAX_PATHS + 1]; /* served paths, NULL-terminated (opts.paths) */
     wf_h2_handlers h;
     wf_h2_conn **conns; /* open (not torn down) connections */
     size_t nconns, capconns;
@@ -152,6 +156,29 @@ static void opts_fill(wf_h2_opts *dst, const wf_h2_opts *src)
         dst->ping_timeout_ms = 20000;
     if (dst->path == NULL)
         dst->path = WF_XDS_ADS_PATH;
+}
+
+/* The server's list of served paths (opts.paths, else opts.path) into s->pathv, and
+ * s->opts.paths pointing at it (connections copy s->opts). 0 or WF_H2_E_INVAL. */
+static int server_paths(wf_h2_server *s)
+{
+    size_t n = 0;
+    const char *const *src = s->opts.paths;
+    if (src == NULL) {
+        s->pathv[n++] = s->opts.path;
+    } else {
+        while (src[n] != NULL) {
+            if (n == WF_H2_MAX_PATHS)
+                return WF_H2_E_INVAL;
+            s->pathv[n] = src[n];
+            n++;
+        }
+    }
+    if (n == 0)
+        return WF_H2_E_INVAL;
+    s->pathv[n] = NULL;
+    s->opts.paths = s->pathv;
+    return 0;
 }
 
 const char *wf_h2_end_reason_str(wf_h2_end_reason r)
@@ -322,6 +349,7 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *ud
     if (call == NULL)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     call->stream_id = f->hd.stream_id;
+    call->bad_path = true; /* until a served :path arrives */
     if (nghttp2_session_set_stream_user_data(s, f->hd.stream_id, call) != 0) {
         call_free(call);
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -350,13 +378,18 @@ static int atoi_n(const uint8_t *v, size_t len)
 static void server_header(wf_h2_conn *c, wf_h2_call *call, const uint8_t *n, size_t nl,
                           const uint8_t *v, size_t vl)
 {
-    if (is(n, nl, ":method"))
+    if (is(n, nl, ":method")) {
         call->bad_method = !is(v, vl, "POST");
-    else if (is(n, nl, ":path"))
-        call->bad_path = !is(v, vl, c->opts.path);
-    else if (is(n, nl, "content-type"))
+    } else if (is(n, nl, ":path")) {
+        call->path = NULL;
+        for (const char *const *p = c->opts.paths; p && *p && !call->path; p++)
+            if (is(v, vl, *p))
+                call->path = *p;
+        call->bad_path = call->path == NULL;
+    } else if (is(n, nl, "content-type")) {
         call->good_ctype = vl >= 16 && memcmp(v, "application/grpc", 16) == 0 &&
                            (vl == 16 || v[16] == '+' || v[16] == ';');
+    }
 }
 
 static int client_header(wf_h2_call *call, const uint8_t *n, size_t nl, const uint8_t *v, size_t vl)
@@ -784,6 +817,7 @@ static wf_h2_conn *conn_new(uv_loop_t *loop, const wf_h2_opts *o, const wf_h2_ha
     c->opts = *o;
     c->h = *h;
     c->pending_close = NO_CLOSE;
+    c->is_pipe = pipe;
     if ((pipe ? uv_pipe_init(loop, &c->pipe, 0) : uv_tcp_init(loop, &c->tcp)) != 0) {
         free(c);
         return NULL;
@@ -826,6 +860,56 @@ void wf_h2_conn_pause_reads(wf_h2_conn *c, bool pause)
     }
 }
 
+/* ---- peer address ----------------------------------------------------------------------- */
+
+static void pipe_peer(wf_h2_conn *c)
+{
+    char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+    size_t len = sizeof path;
+    /* The server end knows the path it listens on; the client end knows its peer's. */
+    int rv = c->server ? uv_pipe_getsockname(&c->pipe, path, &len)
+                       : uv_pipe_getpeername(&c->pipe, path, &len);
+    if (rv != 0 || len >= sizeof path)
+        return;
+    path[len] = '\0';
+    snprintf(c->peer, sizeof c->peer, "unix:%s", path);
+    c->has_peer = true;
+}
+
+/* Records the peer's address text (wf_h2_conn_peer); leaves has_peer false on failure. */
+static void read_peer(wf_h2_conn *c)
+{
+    struct sockaddr_storage ss;
+    int len = (int)sizeof ss;
+    char ip[INET6_ADDRSTRLEN];
+    if (c->is_pipe) {
+        pipe_peer(c);
+        return;
+    }
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) != 0)
+        return;
+    bool v6 = ss.ss_family == AF_INET6;
+    const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&ss;
+    const struct sockaddr_in *s4 = (const struct sockaddr_in *)&ss;
+    int rv = v6 ? uv_ip6_name(s6, ip, sizeof ip) : uv_ip4_name(s4, ip, sizeof ip);
+    if (rv != 0)
+        return;
+    snprintf(c->peer, sizeof c->peer, v6 ? "[%s]:%d" : "%s:%d", ip,
+             ntohs(v6 ? s6->sin6_port : s4->sin_port));
+    c->has_peer = true;
+}
+
+int wf_h2_conn_peer(const wf_h2_conn *conn, char *out, size_t cap)
+{
+    if (cap == 0)
+        return WF_H2_E_INVAL;
+    out[0] = '\0';
+    if (!conn->has_peer)
+        return WF_H2_E_IO;
+    int n = snprintf(out, cap, "%s", conn->peer);
+    return n >= 0 && (size_t)n < cap ? 0 : WF_H2_E_INVAL;
+}
+
 /* ---- server ----------------------------------------------------------------------------- */
 
 static int server_track(wf_h2_server *s, wf_h2_conn *c)
@@ -862,6 +946,7 @@ static void on_connection(uv_stream_t *l, int status)
         conn_discard(c);
         return;
     }
+    read_peer(c);
     kick(c);
 }
 
@@ -903,6 +988,10 @@ int wf_h2_server_start(uv_loop_t *loop, const char *ip, int port, const wf_h2_op
     s->loop = loop;
     opts_fill(&s->opts, opts);
     s->h = *h;
+    if (server_paths(s) != 0) {
+        free(s);
+        return WF_H2_E_INVAL;
+    }
     if (uv_tcp_init(loop, &s->listener) != 0) {
         free(s);
         return WF_H2_E_IO;
@@ -954,6 +1043,8 @@ static void on_connect(uv_connect_t *req, int status)
     enter(c);
     if (status < 0 || start_io(c) != 0)
         fail(c, WF_H2_END_CONN_LOST);
+    else
+        read_peer(c);
     leave(c);
 }
 
@@ -989,6 +1080,7 @@ int wf_h2_call_open(wf_h2_conn *c, wf_h2_call **out)
     if (call == NULL)
         return WF_H2_E_NOMEM;
     call->accepted = true;
+    call->path = c->opts.path;
     nghttp2_nv nva[] = {NV(":method", "POST"),
                         NV(":scheme", "http"),
                         NV(":path", c->opts.path),
@@ -1096,6 +1188,11 @@ wf_h2_conn *wf_h2_call_conn(const wf_h2_call *call)
     return call->conn;
 }
 
+const char *wf_h2_call_path(const wf_h2_call *call)
+{
+    return call->path;
+}
+
 /* ---- Unix domain sockets ---------------------------------------------------------------- */
 
 int wf_h2_client_connect_pipe(uv_loop_t *loop, const char *path, const wf_h2_opts *opts,
@@ -1135,6 +1232,10 @@ int wf_h2_server_start_pipe(uv_loop_t *loop, const char *path, const wf_h2_opts 
     s->is_pipe = true;
     opts_fill(&s->opts, opts);
     s->h = *h;
+    if (server_paths(s) != 0) {
+        free(s);
+        return WF_H2_E_INVAL;
+    }
     if (uv_pipe_init(loop, &s->pipe_listener, 0) != 0) {
         free(s);
         return WF_H2_E_IO;

@@ -6,7 +6,10 @@
  *  - Request headers: :method POST, :scheme http, :path /<service>/<method>, :authority,
  *    content-type application/grpc, te: trailers. The server answers :status 200 and
  *    content-type application/grpc; a content-type that does not start with application/grpc
- *    gets HTTP 415; an unknown :path gets a Trailers-Only response with grpc-status 12.
+ *    gets HTTP 415; a :path the server does not serve gets a Trailers-Only response with
+ *    grpc-status 12 (UNIMPLEMENTED). A server serves one method path or a list of them (as
+ *    a gRPC server hosts several methods on one port: istiod serves StreamAggregatedResources
+ *    and DeltaAggregatedResources on 15010); wf_h2_call_path says which one a call opened.
  *  - Messages are Length-Prefixed-Messages (grpc_frame.h) in DATA frames; one message may
  *    span many frames and flow-control windows.
  *  - The server ends a call with trailers grpc-status and (percent-encoded) grpc-message,
@@ -50,6 +53,8 @@
 
 #define WF_XDS_ADS_PATH                                                                            \
     "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
+#define WF_XDS_DELTA_PATH                                                                          \
+    "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
 
 typedef struct wf_h2_server wf_h2_server;
 typedef struct wf_h2_conn wf_h2_conn;
@@ -100,11 +105,17 @@ typedef struct wf_h2_opts {
     uint32_t max_streams;      /* concurrent calls per connection; 0 = 100 */
     uint64_t ping_interval_ms; /* 0 = no keepalive pings */
     uint64_t ping_timeout_ms;  /* 0 = 20000 */
-    const char *path;          /* served / requested :path; NULL = WF_XDS_ADS_PATH */
+    const char *path;          /* client: requested :path; server: served :path unless paths
+                                * is set; NULL = WF_XDS_ADS_PATH */
+    const char *const *paths;  /* server: the :paths served, NULL-terminated (at most
+                                * WF_H2_MAX_PATHS); NULL = just path. Ignored by clients. */
 } wf_h2_opts;
 
-/* Server: listens on ip:port (port 0 picks a free one). opts and handlers are copied (path
- * must outlive the server). Returns 0 and *out, or WF_H2_E_*. */
+#define WF_H2_MAX_PATHS 8
+
+/* Server: listens on ip:port (port 0 picks a free one). opts and handlers are copied (path,
+ * paths and the strings they point to must outlive the server). Returns 0 and *out, or
+ * WF_H2_E_* (WF_H2_E_INVAL: an empty paths list or more than WF_H2_MAX_PATHS). */
 int wf_h2_server_start(uv_loop_t *loop, const char *ip, int port, const wf_h2_opts *opts,
                        const wf_h2_handlers *h, wf_h2_server **out);
 /* The bound port (host order). */
@@ -152,6 +163,18 @@ void wf_h2_call_cancel(wf_h2_call *call);
 void wf_h2_call_set_data(wf_h2_call *call, void *data);
 void *wf_h2_call_data(const wf_h2_call *call);
 wf_h2_conn *wf_h2_call_conn(const wf_h2_call *call);
+/* The :path the call was opened on: on a server, the served path it matched (the string
+ * from opts.path / opts.paths, so it may be compared by pointer or with strcmp); on a
+ * client, opts.path. Valid as long as the call. */
+const char *wf_h2_call_path(const wf_h2_call *call);
+
+/* The connection's peer as text into out (cap bytes, NUL-terminated): "ip:port" for TCP
+ * ("[ip6]:port" for IPv6, as Go's net.JoinHostPort and istiod's adsz "address"), and
+ * "unix:<socket path>" for a Unix socket (the path the server listens on). The address is
+ * read when the connection is set up (server: at accept; client: at connect), so it stays
+ * available until on_conn_closed. Returns 0, WF_H2_E_INVAL (cap too small: out holds the
+ * truncated text) or WF_H2_E_IO (not known: a client not connected yet, or the OS refused). */
+int wf_h2_conn_peer(const wf_h2_conn *conn, char *out, size_t cap);
 
 /* Human-readable name of a reason ("keepalive timeout", ...). */
 const char *wf_h2_end_reason_str(wf_h2_end_reason r);

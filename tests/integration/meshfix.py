@@ -256,16 +256,18 @@ class Mesh:
                 "admin": {"address": {"socket_address": {"address": pod.ip,
                                                          "port_value": pod.admin_port}}},
                 "dynamic_resources": {
-                    "ads_config": {"api_type": "GRPC", "transport_api_version": "V3",
+                    "ads_config": {"api_type": "DELTA_GRPC" if getattr(pod, "delta", False)
+                                   else "GRPC", "transport_api_version": "V3",
                                    "set_node_on_first_message_only": True,
                                    "grpc_services": [{"envoy_grpc": {"cluster_name": "xds-grpc"}}]},
                     "cds_config": ads, "lds_config": ads},
                 "static_resources": {"clusters": [xds]}}
 
     def add_pod(self, name, ns, labels, kind="sidecar", app_port=None, app_args=(),
-                proxy_args=(), env=None, write_pod=True):
+                proxy_args=(), env=None, write_pod=True, delta=False):
         pod = Pod(self, name, ns, dict(labels), kind, self.next_host)
         pod.app_port = app_port
+        pod.delta = delta  # bootstrap api_type DELTA_GRPC (DeltaAggregatedResources)
         self.next_host += 1
         self.pods.append(pod)
         if app_port:

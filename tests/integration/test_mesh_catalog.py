@@ -72,3 +72,48 @@ def test_undefined_subsets_are_nc_then_destinationrule_splits_20_80(mesh):
     assert counts[pods[1].name] > 0 and counts[pods[2].name] > 0, counts
     sync = mesh.wait_synced()
     assert {e["proxy"] for e in sync} >= {p.node_id for p in [gw] + pods}
+
+
+def test_delta_xds_gateway_and_sidecar_next_to_sotw(mesh):
+    """api_type DELTA_GRPC (Istio's default): the gateway and the v1 sidecar speak
+    DeltaAggregatedResources on pilot's one xDS port, next to a v2 sidecar on SotW. NC first;
+    the DestinationRule's subset clusters arrive per resource and traffic splits over both
+    pods; removing the DestinationRule removes them (removed_resources): NC again; every proxy
+    SYNCED throughout, the delta ones listed as delta."""
+    for f in ("services/catalog/kubernetes/catalog.yaml", "ch10/catalog-deployment-v2.yaml",
+              "ch10/catalog-gateway.yaml", "ch10/catalog-virtualservice-subsets-v1-v2.yaml"):
+        mesh.add_config(os.path.join(BOOK, f))
+    mesh.write_config("gateway-service.yaml", GATEWAY_SERVICE)
+    mesh.start_pilot(default_ns="istioinaction")
+    gw = mesh.add_pod("istio-ingressgateway-5d8f9", "istio-system",
+                      {"istio": "ingressgateway", "app": "istio-ingressgateway"},
+                      kind="router", delta=True)
+    v1 = mesh.add_pod("catalog-6cf4b97d-abcde", "istioinaction",
+                      {"app": "catalog", "version": "v1"}, app_port=3000, delta=True)
+    v2 = mesh.add_pod("catalog-v2-7b9c8d-x7k2p", "istioinaction",
+                      {"app": "catalog", "version": "v2"}, app_port=3000)
+    for p in (gw, v1, v2):
+        mesh.wait_ready(p)
+    assert gateway_get(gw)[0] == 503
+    sync = {e["proxy"]: e for e in mesh.wait_synced()}
+    assert sync[gw.node_id]["delta"] and sync[v1.node_id]["delta"], sync
+    assert not sync[v2.node_id]["delta"], sync
+    status, ads = mesh.pilot_get("/debug/adsz")
+    assert status == 200
+    assert all(c["address"] for c in ads["clients"]), ads
+
+    mesh.add_config(DR)
+    wait_for(lambda: gateway_get(gw, "/healthz")[0] == 200, timeout=15,
+             what="the DestinationRule to reach the delta gateway")
+    counts, other = split(gw, 200)
+    assert not other, other
+    assert counts[v1.name] > 0 and counts[v2.name] > 0, counts
+    mesh.wait_synced()
+    stats = gw.stats()
+    assert stats.get("control_plane.connected_state") == 1, stats
+    assert stats.get("cluster_manager.cds.update_rejected", 0) == 0, stats
+
+    mesh.remove_config(os.path.basename(DR))
+    wait_for(lambda: gateway_get(gw, "/healthz")[0] == 503, timeout=15,
+             what="the subset clusters to be removed from the delta gateway")
+    mesh.wait_synced()

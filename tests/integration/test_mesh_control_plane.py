@@ -241,3 +241,21 @@ def test_update_keeps_open_connections_and_reaches_them(mesh):
         assert seen == {(200, pods[0].name): 50}, seen
     finally:
         conn.close()
+
+
+def test_disconnected_proxy_stays_listed(mesh):
+    gw, pods = serving_mesh(mesh)
+    gone = pods[2]
+    gone.proxy.terminate()
+    assert gone.proxy.wait(10) == 0
+    gone.proxy = None
+
+    def listed():
+        status, sync = mesh.pilot_get("/debug/syncz")
+        rows = [e for e in sync if e.get("proxy") == gone.node_id]
+        return rows and not rows[0].get("connected") and rows[0]
+    row = wait_for(listed, what="the stopped proxy listed as disconnected")
+    assert row["disconnected_for_s"] >= 0
+    time.sleep(1.1)
+    row = wait_for(listed, what="still listed")
+    assert row["disconnected_for_s"] >= 1, row

@@ -6,7 +6,8 @@
  * version kept, reject counted; a stale nonce ignored; a bad node -> INVALID_ARGUMENT;
  * endpoint-only change -> EDS only; unchanged resources not resent; reconnect replaces the
  * retained entry. Delta: wildcard CDS with per-resource versions, only changes sent,
- * removed_resources, EDS subscribe/unsubscribe, NACK.
+ * removed_resources, EDS subscribe/unsubscribe, NACK. Both methods on the one xDS port (as
+ * istiod's 15010) at once, each stream with its peer address and its own sync state.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -134,7 +135,7 @@ static void connect_client(env *e, bool delta)
     json_decref(e->c.msgs);
     memset(&e->c, 0, sizeof e->c);
     e->c.msgs = json_array();
-    int port = delta ? wf_ads_delta_port(e->ads) : wf_ads_port(e->ads);
+    int port = wf_ads_port(e->ads);
     assert_int_equal(wf_h2_client_connect(&e->loop, "127.0.0.1", port, &o, &h, &e->c.conn), 0);
     assert_int_equal(wf_h2_call_open(e->c.conn, &e->c.call), 0);
 }
@@ -191,12 +192,8 @@ static int setup(void **state)
     assert_non_null(e);
     assert_int_equal(uv_loop_init(&e->loop), 0);
     char err[256];
-    wf_ads_opts o = {.port = 0,
-                     .delta_ip = "127.0.0.1",
-                     .delta_port = 0,
-                     .retention_ms = 60000,
-                     .generate = fake_generate,
-                     .proxy_from_node = fake_node};
+    wf_ads_opts o = {
+        .port = 0, .retention_ms = 60000, .generate = fake_generate, .proxy_from_node = fake_node};
     assert_int_equal(wf_ads_start(&e->loop, &o, &e->ads, err, sizeof err), 0);
     wf_ads_push(e->ads, snap_of(e, services("a b"), WF_CHANGE_FULL));
     e->c.msgs = json_array();
@@ -467,6 +464,71 @@ static void test_delta_eds_subscriptions(void **state)
     assert_null(json_object_get(m, "removed_resources"));
 }
 
+/* SotW and delta streams side by side on the one xDS port: each is classified by its :path,
+ * listed with its peer address, and tracked (SYNCED) on its own. */
+static void test_both_methods_one_port(void **state)
+{
+    env *e = *state;
+    client d = {.msgs = json_array()};
+    wf_h2_opts o = {.path = WF_XDS_DELTA_PATH};
+    wf_h2_handlers h = {
+        .on_message = cli_msg, .on_end = cli_end, .on_conn_closed = cli_closed, .ud = &d};
+    connect_client(e, false);
+    send_json(e, request(WF_XDS_TYPE_CLUSTER, NULL, NULL, NULL, true));
+    wait_msgs(e, 1);
+    assert_int_equal(
+        wf_h2_client_connect(&e->loop, "127.0.0.1", wf_ads_port(e->ads), &o, &h, &d.conn), 0);
+    assert_int_equal(wf_h2_call_open(d.conn, &d.call), 0);
+    json_t *dreq = delta_req(WF_XDS_TYPE_CLUSTER, NULL, NULL, NULL, false);
+    json_object_set_new(dreq, "node", json_pack("{s:s}", "id", "catalog-2.shop"));
+    char *txt = json_dumps(dreq, JSON_COMPACT);
+    json_decref(dreq);
+    assert_int_equal(wf_h2_call_send(d.call, txt, strlen(txt)), 0);
+    free(txt);
+    for (int i = 0; i < 3000 && json_array_size(d.msgs) < 1; i++)
+        pump(e, 1);
+    assert_int_equal(json_array_size(d.msgs), 1);
+    json_t *dm = json_array_get(d.msgs, 0);
+    assert_int_equal(n_res(dm), 2);
+    assert_non_null(json_object_get(dm, "nonce"));
+    assert_null(json_object_get(dm, "version_info")); /* a delta response, not SotW */
+
+    /* both ACK */
+    json_t *r1 = msg_at(e, 0);
+    send_json(
+        e, request(WF_XDS_TYPE_CLUSTER, jstr(r1, "version_info"), jstr(r1, "nonce"), NULL, false));
+    dreq = delta_req(WF_XDS_TYPE_CLUSTER, jstr(dm, "nonce"), NULL, NULL, false);
+    txt = json_dumps(dreq, JSON_COMPACT);
+    json_decref(dreq);
+    assert_int_equal(wf_h2_call_send(d.call, txt, strlen(txt)), 0);
+    free(txt);
+    pump(e, 50);
+    assert_int_equal(wf_ads_conn_count(e->ads), 2);
+    assert_int_equal(wf_ads_connected(e->ads), 2);
+    const wf_ads_conn *s0 = wf_ads_conn_at(e->ads, 0), *d0 = wf_ads_conn_at(e->ads, 1);
+    assert_false(s0->delta);
+    assert_true(d0->delta);
+    assert_string_equal(d0->proxy.id, "catalog-2.shop");
+    assert_int_equal(strncmp(s0->address, "127.0.0.1:", 10), 0);
+    assert_int_equal(strncmp(d0->address, "127.0.0.1:", 10), 0);
+    assert_string_not_equal(s0->address, d0->address);
+    assert_int_equal(wf_xds_watch_sync(&s0->types[WF_XDS_CDS].w), WF_XDS_SYNC_SYNCED);
+    assert_int_equal(wf_xds_watch_sync(&d0->types[WF_XDS_CDS].w), WF_XDS_SYNC_SYNCED);
+
+    /* a push reaches both, each in its protocol */
+    wf_ads_push(e->ads, snap_of(e, services("a b c"), WF_CHANGE_FULL));
+    wait_msgs(e, 2);
+    for (int i = 0; i < 3000 && json_array_size(d.msgs) < 2; i++)
+        pump(e, 1);
+    assert_int_equal(json_array_size(json_object_get(msg_at(e, 1), "resources")), 3);
+    assert_int_equal(n_res(json_array_get(d.msgs, 1)), 1);
+    assert_int_equal(wf_xds_watch_sync(&d0->types[WF_XDS_CDS].w), WF_XDS_SYNC_STALE);
+    wf_h2_conn_close(d.conn);
+    for (int i = 0; i < 3000 && !d.closed; i++)
+        pump(e, 1);
+    json_decref(d.msgs);
+}
+
 /* ---- wired: wf_pilot with the real generator, sync state through the debug views ---------- */
 
 static char *route(wf_pilot *p, const char *path, const char *query, int *status)
@@ -562,6 +624,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reconnect_replaces_retained, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delta_wildcard_cds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delta_eds_subscriptions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_both_methods_one_port, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pilot_syncz_shows_nack, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

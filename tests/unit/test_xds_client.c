@@ -6,6 +6,11 @@
  * the stream (versions kept, nonces dropped), connected_state / upstream_cx_active /
  * update_* stats, a server that accepts and closes (connected_state never 1), a Unix socket
  * (pipe) control plane, and a clean stop.
+ * Delta (api_type DELTA_GRPC, DeltaAggregatedResources on the same fake server): legacy
+ * wildcard CDS / LDS (empty subscribe), ACK with the nonce, EDS / RDS subscribe and
+ * unsubscribe following CDS / LDS, resources updated per name and removed by
+ * removed_resources, per-resource versions in the config dump, NACKs (loader error,
+ * duplicate names), and initial_resource_versions on reconnect.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -66,6 +71,9 @@ typedef struct env {
     int applies;
     const char *fail_apply; /* apply returns this error */
     wp_config *applied;     /* last config applied */
+    json_t *dump;           /* the config-dump elements of the last apply */
+    bool delta;             /* start() makes a DELTA_GRPC bootstrap */
+    const char *path;       /* :path of the current stream on the server */
     int ups, downs, updates;
     char sock[64];
 } env;
@@ -77,6 +85,7 @@ static void srv_on_call(wf_h2_call *call, void *ud)
     env *e = ud;
     e->scall = call;
     e->calls++;
+    e->path = wf_h2_call_path(call);
     if (e->close_at_once)
         wf_h2_call_finish(call, 14, "going away");
 }
@@ -129,6 +138,8 @@ static int apply(void *ud, json_t *eff, const wp_xds_dynamic *dyn, wf_strbuf *er
         return -1;
     wp_config_unref(e->applied);
     e->applied = c;
+    json_decref(e->dump);
+    e->dump = json_incref(dyn->dump);
     return 0;
 }
 
@@ -178,6 +189,7 @@ static int teardown(void **state)
         json_decref(e->req[i]);
     wp_config_unref(e->boot);
     wp_config_unref(e->applied);
+    json_decref(e->dump);
     wp_stats_free(e->store);
     if (e->sock[0])
         unlink(e->sock);
@@ -223,15 +235,17 @@ static int64_t sv(env *e, const char *name, bool gauge)
 /* Starts the server (TCP or a Unix socket) and the client with node_once. */
 static void start(env *e, bool pipe, bool node_once, const char *reject)
 {
+    static const char *const paths[] = {WF_XDS_ADS_PATH, WF_XDS_DELTA_PATH, NULL};
+    wf_h2_opts so = {.paths = paths};
     wf_h2_handlers sh = {srv_on_call, srv_on_message, srv_on_end, srv_on_conn_closed, e};
     char addr[160];
     if (pipe) {
         snprintf(e->sock, sizeof e->sock, "/tmp/weft-xds-test-%d.sock", (int)getpid());
         unlink(e->sock);
-        assert_int_equal(wf_h2_server_start_pipe(&e->loop, e->sock, NULL, &sh, &e->srv), 0);
+        assert_int_equal(wf_h2_server_start_pipe(&e->loop, e->sock, &so, &sh, &e->srv), 0);
         snprintf(addr, sizeof addr, "{\"pipe\":{\"path\":\"%s\"}}", e->sock);
     } else {
-        assert_int_equal(wf_h2_server_start(&e->loop, "127.0.0.1", 0, NULL, &sh, &e->srv), 0);
+        assert_int_equal(wf_h2_server_start(&e->loop, "127.0.0.1", 0, &so, &sh, &e->srv), 0);
         snprintf(addr, sizeof addr,
                  "{\"socket_address\":{\"address\":\"127.0.0.1\",\"port_value\":%d}}",
                  wf_h2_server_port(e->srv));
@@ -244,11 +258,11 @@ static void start(env *e, bool pipe, bool node_once, const char *reject)
                  "\"clusters\":[{\"name\":\"xds-grpc\",\"type\":\"STATIC\",\"connect_timeout\":"
                  "\"1s\",\"load_assignment\":{\"cluster_name\":\"xds-grpc\",\"endpoints\":[{"
                  "\"lb_endpoints\":[{\"endpoint\":{\"address\":%s}}]}]}}]},"
-                 "\"dynamic_resources\":{\"ads_config\":{\"api_type\":\"GRPC\","
+                 "\"dynamic_resources\":{\"ads_config\":{\"api_type\":\"%s\","
                  "\"set_node_on_first_message_only\":%s,\"grpc_services\":[{\"envoy_grpc\":{"
                  "\"cluster_name\":\"xds-grpc\"}}]},\"cds_config\":{\"ads\":{}},"
                  "\"lds_config\":{\"ads\":{}}}}",
-                 addr, node_once ? "true" : "false") > 0);
+                 addr, e->delta ? "DELTA_GRPC" : "GRPC", node_once ? "true" : "false") > 0);
     wf_strbuf err = WF_STRBUF_INIT;
     e->boot = wf_test_load_bootstrap(text, &err);
     if (!e->boot)
@@ -293,6 +307,7 @@ static void test_initial_flow(void **state)
     assert_int_equal(sv(e, "control_plane.connected_state", true), 1);
     assert_int_equal(sv(e, "cluster.xds-grpc.upstream_cx_active", true), 0);
     wait_requests(e, 2);
+    assert_string_equal(e->path, WF_XDS_ADS_PATH);
     assert_string_equal(sval(e->req[0], "type_url"), CDS_URL);
     assert_string_equal(sval(e->req[1], "type_url"), LDS_URL);
     wf_test_expect_str(e->req[0], "node.id", "catalog-1.istioinaction");
@@ -480,6 +495,189 @@ static void test_stop_while_connecting(void **state)
     assert_int_equal(sv(e, "control_plane.connected_state", true), 0);
 }
 
+/* ---- delta ---- */
+
+/* Sends a DeltaDiscoveryResponse: resources is a JSON array text of Resource objects
+ * ({name, version, resource}), removed a JSON array text of names (or NULL). */
+static void respond_delta(env *e, const char *url, const char *sysver, const char *nonce,
+                          const char *resources, const char *removed)
+{
+    char *text = NULL;
+    assert_true(asprintf(&text,
+                         "{\"system_version_info\":\"%s\",\"type_url\":\"%s\",\"nonce\":\"%s\","
+                         "\"resources\":%s%s%s}",
+                         sysver, url, nonce, resources, removed ? ",\"removed_resources\":" : "",
+                         removed ? removed : "") > 0);
+    assert_non_null(e->scall);
+    assert_int_equal(wf_h2_call_send(e->scall, text, strlen(text)), 0);
+    free(text);
+}
+
+#define RES(name, version, body)                                                                   \
+    "{\"name\":\"" name "\",\"version\":\"" version "\",\"resource\":" body "}"
+#define OTHER_CLUSTER                                                                              \
+    "{\"@type\":\"" CDS_URL "\",\"name\":\"outbound|80||b\",\"type\":\"STATIC\","                  \
+    "\"load_assignment\":{\"cluster_name\":\"b\",\"endpoints\":[]}}"
+
+static json_t *jget(json_t *j, const char *k)
+{
+    return json_object_get(j, k);
+}
+
+static const char *str_at(json_t *j, const char *k, size_t i)
+{
+    return json_string_value(json_array_get(json_object_get(j, k), i));
+}
+
+/* Legacy wildcard CDS / LDS, ACKs, EDS / RDS subscriptions that follow, per-resource versions
+ * in the config dump, an update per name and a removal that unsubscribes EDS. */
+static void test_delta_flow(void **state)
+{
+    env *e = *state;
+    e->delta = true;
+    start(e, false, true, NULL);
+    wait_requests(e, 2);
+    assert_string_equal(e->path, WF_XDS_DELTA_PATH);
+    assert_string_equal(sval(e->req[0], "type_url"), CDS_URL);
+    wf_test_expect_str(e->req[0], "node.id", "catalog-1.istioinaction");
+    assert_null(jget(e->req[0], "resource_names_subscribe")); /* legacy wildcard */
+    assert_null(jget(e->req[0], "response_nonce"));
+    assert_null(jget(e->req[0], "initial_resource_versions"));
+    assert_string_equal(sval(e->req[1], "type_url"), LDS_URL);
+    assert_null(jget(e->req[1], "node"));
+
+    respond_delta(e, CDS_URL, "s1", "n1", "[" RES("outbound|80||a", "v1", EDS_CLUSTER) "]", NULL);
+    wait_requests(e, 4);
+    assert_string_equal(sval(e->req[2], "type_url"), CDS_URL); /* the ACK */
+    assert_string_equal(sval(e->req[2], "response_nonce"), "n1");
+    assert_null(jget(e->req[2], "error_detail"));
+    assert_null(jget(e->req[2], "resource_names_subscribe"));
+    assert_string_equal(sval(e->req[3], "type_url"), EDS_URL); /* EDS follows CDS */
+    assert_string_equal(str_at(e->req[3], "resource_names_subscribe", 0), "svc-a");
+    assert_null(jget(e->req[3], "response_nonce"));
+    assert_int_equal(sv(e, "cluster_manager.cds.update_success", false), 1);
+    assert_int_equal(sv(e, "cluster.xds-grpc.upstream_cx_active", true), 1);
+    wf_test_expect_str(e->dump, "clusters.version_info", "s1");
+    json_t *dc = json_array_get(jget(jget(e->dump, "clusters"), "dynamic_warming_clusters"), 0);
+    assert_string_equal(sval(dc, "version_info"), "v1");
+
+    respond_delta(e, EDS_URL, "s2", "n2", "[" RES("svc-a", "e1", CLA_A) "]", NULL);
+    wait_requests(e, 5);
+    assert_string_equal(sval(e->req[4], "response_nonce"), "n2");
+    assert_int_equal(e->applied->clusters[1].nendpoints, 1);
+
+    respond_delta(e, LDS_URL, "s3", "n3", "[" RES("l80", "lv1", LISTENER("")) "]", NULL);
+    wait_requests(e, 7);
+    assert_string_equal(sval(e->req[5], "response_nonce"), "n3");
+    assert_string_equal(sval(e->req[6], "type_url"), RDS_URL);
+    assert_string_equal(str_at(e->req[6], "resource_names_subscribe", 0), "80");
+    assert_int_equal(e->applied->nlisteners, 0); /* warming */
+    respond_delta(e, RDS_URL, "s4", "n4", "[" RES("80", "r1", ROUTE_80) "]", NULL);
+    wait_requests(e, 8);
+    assert_int_equal(e->applied->nlisteners, 1);
+    assert_int_equal(e->updates, 4);
+
+    /* a second cluster: only it is sent, the first stays */
+    respond_delta(e, CDS_URL, "s5", "n5", "[" RES("outbound|80||b", "v2", OTHER_CLUSTER) "]", NULL);
+    wait_requests(e, 9);
+    assert_string_equal(sval(e->req[8], "response_nonce"), "n5");
+    assert_int_equal(e->applied->nclusters, 3);
+    /* removing the EDS cluster unsubscribes its assignment */
+    respond_delta(e, CDS_URL, "s6", "n6", "[]", "[\"outbound|80||a\"]");
+    wait_requests(e, 11);
+    assert_string_equal(sval(e->req[9], "response_nonce"), "n6");
+    assert_string_equal(sval(e->req[10], "type_url"), EDS_URL);
+    assert_string_equal(str_at(e->req[10], "resource_names_unsubscribe", 0), "svc-a");
+    assert_null(jget(e->req[10], "resource_names_subscribe"));
+    assert_int_equal(e->applied->nclusters, 2);
+    assert_string_equal(e->applied->clusters[1].name, "outbound|80||b");
+    /* a heartbeat (no body, same version) changes nothing and is ACKed */
+    int applies = e->applies;
+    respond_delta(e, CDS_URL, "s7", "n7", "[{\"name\":\"outbound|80||b\",\"version\":\"v2\"}]",
+                  NULL);
+    wait_requests(e, 12);
+    assert_string_equal(sval(e->req[11], "response_nonce"), "n7");
+    assert_null(jget(e->req[11], "error_detail"));
+    assert_int_equal(e->applies, applies);
+}
+
+/* NACKs: a listener the loader refuses (Envoy's message naming it) and duplicate names; the
+ * accepted state stays. */
+static void test_delta_nack(void **state)
+{
+    env *e = *state;
+    e->delta = true;
+    start(e, false, true, NULL);
+    wait_requests(e, 2);
+    respond_delta(e, LDS_URL, "s1", "n1", "[" RES("l80", "x", LISTENER("\"bogus\":1,")) "]", NULL);
+    wait_requests(e, 3);
+    json_t *nack = e->req[2];
+    assert_string_equal(sval(nack, "response_nonce"), "n1");
+    wf_test_expect_int(nack, "error_detail.code", 13);
+    wf_test_expect_str(nack, "error_detail.message",
+                       "Error adding/updating listener(s) l80: filter_chains[0].filters[0]."
+                       "typed_config.bogus: unknown field");
+    assert_int_equal(sv(e, "listener_manager.lds.update_rejected", false), 1);
+
+    respond_delta(e, CDS_URL, "s2", "n2",
+                  "[" RES("outbound|80||b", "v1", OTHER_CLUSTER) "," RES("outbound|80||b", "v1",
+                                                                         OTHER_CLUSTER) "]",
+                  NULL);
+    wait_requests(e, 4);
+    wf_test_expect_str(e->req[3], "error_detail.message",
+                       "duplicate name outbound|80||b found among added/updated resources");
+    respond_delta(e, CDS_URL, "s3", "n3", "[" RES("outbound|80||b", "v1", OTHER_CLUSTER) "]",
+                  "[\"outbound|80||b\"]");
+    wait_requests(e, 5);
+    wf_test_expect_str(e->req[4], "error_detail.message",
+                       "duplicate name outbound|80||b found in the union of added+removed "
+                       "resources");
+    assert_int_equal(e->applies, 0);
+    respond_delta(e, CDS_URL, "s4", "n4", "[" RES("outbound|80||b", "v1", OTHER_CLUSTER) "]", NULL);
+    wait_requests(e, 6);
+    assert_null(jget(e->req[5], "error_detail"));
+    assert_int_equal(sv(e, "cluster_manager.cds.update_success", false), 1);
+    assert_int_equal(sv(e, "cluster_manager.cds.update_rejected", false), 2);
+}
+
+/* After the server ends the stream, the new stream's first requests re-subscribe and carry
+ * initial_resource_versions of what the client holds; no nonce. */
+static void test_delta_reconnect(void **state)
+{
+    env *e = *state;
+    e->delta = true;
+    start(e, false, true, NULL);
+    wait_requests(e, 2);
+    respond_delta(e, CDS_URL, "s1", "n1", "[" RES("outbound|80||a", "v1", EDS_CLUSTER) "]", NULL);
+    wait_requests(e, 4); /* ACK + EDS subscribe */
+    respond_delta(e, EDS_URL, "s2", "n2", "[" RES("svc-a", "e1", CLA_A) "]", NULL);
+    wait_requests(e, 5);
+    assert_int_equal(wf_h2_call_finish(e->scall, 14, "pilot restarting"), 0);
+    want = 2;
+    run_until(e, calls_at_least);
+    wait_requests(e, 8); /* CDS, EDS, LDS */
+    json_t *cds = e->req[5], *eds = e->req[6], *lds = e->req[7];
+    assert_string_equal(sval(cds, "type_url"), CDS_URL);
+    assert_non_null(jget(cds, "node"));
+    assert_null(jget(cds, "response_nonce"));
+    assert_null(jget(cds, "resource_names_subscribe"));
+    wf_test_expect_str(cds, "initial_resource_versions.outbound|80||a", "v1");
+    assert_string_equal(sval(eds, "type_url"), EDS_URL);
+    assert_string_equal(str_at(eds, "resource_names_subscribe", 0), "svc-a");
+    assert_string_equal(json_string_value(jget(jget(eds, "initial_resource_versions"), "svc-a")),
+                        "e1");
+    assert_null(jget(eds, "node"));
+    assert_string_equal(sval(lds, "type_url"), LDS_URL);
+    assert_null(jget(lds, "initial_resource_versions"));
+    assert_int_equal(e->downs, 1);
+    assert_int_equal(sv(e, "cluster_manager.cds.update_failure", false), 1);
+    /* the new server sends nothing new for CDS: an empty response is ACKed */
+    respond_delta(e, CDS_URL, "s9", "n9", "[]", NULL);
+    wait_requests(e, 9);
+    assert_string_equal(sval(e->req[8], "response_nonce"), "n9");
+    assert_int_equal(e->ups, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -490,6 +688,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_accept_and_close, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pipe, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_while_connecting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delta_flow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delta_nack, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delta_reconnect, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -457,6 +457,114 @@ static void test_client_server_together(void **state)
     wf_xds_client_free(&c);
 }
 
+/* ---- delta client (Envoy's DeltaSubscriptionState) ---- */
+
+static wf_xds_names names_of(const char **v, size_t n)
+{
+    return (wf_xds_names){(char **)v, n};
+}
+
+/* Legacy wildcard: an empty subscribe on every stream's first request, with the versions
+ * held; ACK / NACK carry the nonce and no subscription change. */
+static void test_delta_client_wildcard(void **state)
+{
+    wf_xds_delta_client_type c;
+    wf_xds_delta_request q;
+    wf_xds_node node = {.id = "p.ns"};
+    assert_int_equal(wf_xds_delta_client_init(&c, WF_XDS_TYPE_CLUSTER, true), WF_XDS_OK);
+    assert_true(wf_xds_delta_client_pending(&c));
+    assert_int_equal(wf_xds_delta_client_request(&c, &node, NULL, NULL, NULL, &q), WF_XDS_OK);
+    assert_string_equal(q.type_url, WF_XDS_TYPE_CLUSTER);
+    assert_true(q.has_node);
+    assert_string_equal(q.node.id, "p.ns");
+    assert_int_equal(q.subscribe.n + q.unsubscribe.n, 0);
+    assert_null(q.response_nonce);
+    assert_null(q.initial_resource_versions);
+    wf_xds_delta_request_free(&q);
+    assert_false(wf_xds_delta_client_pending(&c));
+
+    assert_int_equal(wf_xds_delta_client_request(&c, NULL, NULL, "n1", NULL, &q), WF_XDS_OK);
+    assert_string_equal(q.response_nonce, "n1");
+    assert_false(q.has_error);
+    assert_false(q.has_node);
+    wf_xds_delta_request_free(&q);
+    assert_int_equal(wf_xds_delta_client_request(&c, NULL, NULL, "n2", "bad", &q), WF_XDS_OK);
+    assert_true(q.has_error);
+    assert_int_equal(q.error_detail.code, 13);
+    assert_string_equal(q.error_detail.message, "bad");
+    json_t *enc = wf_xds_delta_request_encode(&q);
+    assert_string_equal(json_string_value(json_object_get(enc, "response_nonce")), "n2");
+    assert_null(json_object_get(enc, "resource_names_subscribe"));
+    json_decref(enc);
+    wf_xds_delta_request_free(&q);
+    assert_int_equal(wf_xds_delta_client_accepted(&c, "sys-1"), WF_XDS_OK);
+    assert_string_equal(c.system_version, "sys-1");
+
+    /* a new stream: pending again, versions held sent once */
+    wf_xds_delta_client_stream_reset(&c);
+    assert_true(wf_xds_delta_client_pending(&c));
+    json_t *held = json_pack("{s:s}", "a", "v1");
+    assert_int_equal(wf_xds_delta_client_request(&c, NULL, held, NULL, NULL, &q), WF_XDS_OK);
+    assert_ptr_equal(q.initial_resource_versions, held);
+    assert_int_equal(q.subscribe.n, 0);
+    wf_xds_delta_request_free(&q);
+    assert_int_equal(wf_xds_delta_client_request(&c, NULL, held, "n3", NULL, &q), WF_XDS_OK);
+    assert_null(q.initial_resource_versions); /* only on the first request */
+    wf_xds_delta_request_free(&q);
+    json_decref(held);
+    wf_xds_delta_client_free(&c);
+}
+
+/* By name (EDS): nothing due without names; subscribe / unsubscribe carry the differences;
+ * a new stream subscribes everything again. */
+static void test_delta_client_names(void **state)
+{
+    wf_xds_delta_client_type c;
+    wf_xds_delta_request q;
+    assert_int_equal(wf_xds_delta_client_init(&c, WF_XDS_TYPE_ENDPOINT, false), WF_XDS_OK);
+    assert_false(wf_xds_delta_client_pending(&c));
+    const char *ab[] = {"a", "b"}, *bc[] = {"b", "c", "c"};
+    wf_xds_names n1 = names_of(ab, 2), n2 = names_of(bc, 3);
+    assert_int_equal(wf_xds_delta_client_set_names(&c, &n1), WF_XDS_OK);
+    assert_true(wf_xds_delta_client_pending(&c));
+    assert_int_equal(wf_xds_delta_client_request(&c, NULL, NULL, NULL, NULL, &q), WF_XDS_OK);
+    assert_int_equal(q.subscribe.n, 2);
+    assert_string_equal(q.subscribe.v[0], "a");
+    assert_string_equal(q.subscribe.v[1], "b");
+    wf_xds_delta_request_free(&q);
+    assert_false(wf_xds_delta_client_pending(&c));
+
+    assert_int_equal(wf_xds_delta_client_set_names(&c, &n2), WF_XDS_OK);
+    assert_true(wf_xds_delta_client_pending(&c));
+    assert_int_equal(wf_xds_delta_client_request(&c, NULL, NULL, NULL, NULL, &q), WF_XDS_OK);
+    assert_int_equal(q.subscribe.n, 1);
+    assert_string_equal(q.subscribe.v[0], "c");
+    assert_int_equal(q.unsubscribe.n, 1);
+    assert_string_equal(q.unsubscribe.v[0], "a");
+    assert_null(q.response_nonce);
+    wf_xds_delta_request_free(&q);
+    assert_false(wf_xds_delta_client_pending(&c));
+
+    /* everything unsubscribed: a request with the unsubscriptions, not a wildcard */
+    wf_xds_names none = {0};
+    assert_int_equal(wf_xds_delta_client_set_names(&c, &none), WF_XDS_OK);
+    assert_true(wf_xds_delta_client_pending(&c));
+    assert_int_equal(wf_xds_delta_client_request(&c, NULL, NULL, NULL, NULL, &q), WF_XDS_OK);
+    assert_int_equal(q.subscribe.n, 0);
+    assert_int_equal(q.unsubscribe.n, 2);
+    wf_xds_delta_request_free(&q);
+    /* and a new stream with no names sends nothing */
+    wf_xds_delta_client_stream_reset(&c);
+    assert_false(wf_xds_delta_client_pending(&c));
+    assert_int_equal(wf_xds_delta_client_set_names(&c, &n1), WF_XDS_OK);
+    wf_xds_delta_client_stream_reset(&c);
+    assert_int_equal(wf_xds_delta_client_request(&c, NULL, NULL, NULL, NULL, &q), WF_XDS_OK);
+    assert_int_equal(q.subscribe.n, 2);
+    assert_int_equal(q.unsubscribe.n, 0);
+    wf_xds_delta_request_free(&q);
+    wf_xds_delta_client_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -472,6 +580,8 @@ int main(void)
         cmocka_unit_test(test_sync_names),
         cmocka_unit_test(test_client_ack_nack),
         cmocka_unit_test(test_client_server_together),
+        cmocka_unit_test(test_delta_client_wildcard),
+        cmocka_unit_test(test_delta_client_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,8 +2,9 @@
  * test_xds_transport.c - gRPC over HTTP/2 between a server and a client in one process and
  * one uv loop on 127.0.0.1 (port 0): JSON messages both ways, server-side end with
  * grpc-status, keepalive timeout detected by either side, a 1 MiB message across flow-control
- * windows, oversize rejection and the send-queue bound. Every test closes its handles and
- * runs the loop until they are closed.
+ * windows, oversize rejection and the send-queue bound; a server serving several method
+ * paths (the call says which; an unknown path gets grpc-status 12) and the peer address of
+ * both ends. Every test closes its handles and runs the loop until they are closed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -402,6 +403,12 @@ static void test_pipe(void **state)
     run_until(e, client_msgs);
     assert_string_equal(e->s.last, "{\"type_url\":\"t\"}");
     assert_string_equal(e->c.last, "{\"type_url\":\"t\"}");
+    char peer[128], want_peer[80];
+    snprintf(want_peer, sizeof want_peer, "unix:%s", path);
+    assert_int_equal(wf_h2_conn_peer(wf_h2_call_conn(e->s.call), peer, sizeof peer), 0);
+    assert_string_equal(peer, want_peer);
+    assert_int_equal(wf_h2_conn_peer(e->cli, peer, sizeof peer), 0);
+    assert_string_equal(peer, want_peer);
     wf_h2_call_cancel(e->c.call);
     run_until(e, both_ended);
     wf_h2_conn_close(e->cli);
@@ -422,6 +429,76 @@ static void test_pipe(void **state)
     assert_int_equal(wf_h2_client_connect_pipe(&e->loop, longpath, NULL, &ch, &c2), WF_H2_E_INVAL);
 }
 
+static bool client_ended(env *e)
+{
+    return e->c.ends == 1;
+}
+
+/* One server, two methods (SotW and delta ADS, as istiod's 15010): each call reports its
+ * path; a third path is refused with UNIMPLEMENTED; both ends know their peer. */
+static void test_paths_and_peer(void **state)
+{
+    env *e = *state;
+    static const char *const paths[] = {WF_XDS_ADS_PATH, WF_XDS_DELTA_PATH, NULL};
+    wf_h2_opts so = {.paths = paths};
+    wf_h2_opts co = {.path = WF_XDS_DELTA_PATH};
+    start(e, &so, &co);
+    assert_string_equal(wf_h2_call_path(e->c.call), WF_XDS_DELTA_PATH);
+    send_str(e->c.call, "{\"delta\":1}");
+    want = 1;
+    run_until(e, client_msgs);
+    assert_ptr_equal(wf_h2_call_path(e->s.call), paths[1]);
+
+    char peer[64], other[64];
+    assert_int_equal(wf_h2_conn_peer(wf_h2_call_conn(e->s.call), peer, sizeof peer), 0);
+    assert_int_equal(strncmp(peer, "127.0.0.1:", 10), 0);
+    assert_int_equal(wf_h2_conn_peer(e->cli, other, sizeof other), 0);
+    char want_srv[32];
+    snprintf(want_srv, sizeof want_srv, "127.0.0.1:%d", wf_h2_server_port(e->srv));
+    assert_string_equal(other, want_srv);
+    assert_int_equal(wf_h2_conn_peer(e->cli, other, 4), WF_H2_E_INVAL);
+    assert_string_equal(other, "127");
+
+    /* SotW on a second connection to the same server */
+    wf_h2_handlers ch = {NULL, cli_on_message, cli_on_end, cli_on_conn_closed, e};
+    wf_h2_opts sotw = {.path = NULL};
+    wf_h2_conn *c2 = NULL;
+    wf_h2_call *call2 = NULL;
+    assert_int_equal(
+        wf_h2_client_connect(&e->loop, "127.0.0.1", wf_h2_server_port(e->srv), &sotw, &ch, &c2), 0);
+    assert_int_equal(wf_h2_call_open(c2, &call2), 0);
+    send_str(call2, "{\"sotw\":1}");
+    want = 2;
+    run_until(e, client_msgs);
+    assert_ptr_equal(wf_h2_call_path(e->s.call), paths[0]);
+    char peer2[64];
+    assert_int_equal(wf_h2_conn_peer(wf_h2_call_conn(e->s.call), peer2, sizeof peer2), 0);
+    assert_string_not_equal(peer, peer2);
+    wf_h2_conn_close(c2);
+    want = 0;
+    run_until(e, client_conn_closed);
+
+    /* a path the server does not serve */
+    wf_h2_opts bad = {.path = "/envoy.service.discovery.v3.AggregatedDiscoveryService/Nope"};
+    wf_h2_conn *c3 = NULL;
+    e->c = (side){0};
+    assert_int_equal(
+        wf_h2_client_connect(&e->loop, "127.0.0.1", wf_h2_server_port(e->srv), &bad, &ch, &c3), 0);
+    assert_int_equal(wf_h2_call_open(c3, &e->c.call), 0);
+    run_until(e, client_ended);
+    assert_int_equal(e->c.reason, WF_H2_END_STATUS);
+    assert_int_equal(e->c.status, 12);
+    wf_h2_conn_close(c3);
+    run_until(e, client_conn_closed);
+
+    /* an empty path list is refused */
+    static const char *const none[] = {NULL};
+    wf_h2_opts empty = {.paths = none};
+    wf_h2_handlers sh = {srv_on_call, srv_on_message, srv_on_end, srv_on_conn_closed, e};
+    wf_h2_server *s2 = NULL;
+    assert_int_equal(wf_h2_server_start(&e->loop, "127.0.0.1", 0, &empty, &sh, &s2), WF_H2_E_INVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -434,6 +511,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_send_queue_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connect_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pipe, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_paths_and_peer, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
