@@ -19,49 +19,11 @@
 #include "pilot/naming.h"
 #include "pilot/rds.h"
 #include "pilot/sidecar_scope.h"
+#include "xds/istio_log.h"
 
 #define HCM_NAME "envoy.filters.network.http_connection_manager"
 #define FAL_NAME "envoy.access_loggers.file"
 #define FAL_TYPE "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog"
-
-/* Istio's default text format (accessLogEncoding TEXT; reference envoy-istio-behaviour.md §5.2,
- * Istio >= 1.24 with %UPSTREAM_CLUSTER_RAW%). */
-#define ISTIO_TEXT_FORMAT                                                                          \
-    "[%START_TIME%] \"%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%\" "             \
-    "%RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS% %CONNECTION_TERMINATION_DETAILS% "   \
-    "\"%UPSTREAM_TRANSPORT_FAILURE_REASON%\" %BYTES_RECEIVED% %BYTES_SENT% %DURATION% "            \
-    "%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)% \"%REQ(X-FORWARDED-FOR)%\" \"%REQ(USER-AGENT)%\" "      \
-    "\"%REQ(X-REQUEST-ID)%\" \"%REQ(:AUTHORITY)%\" \"%UPSTREAM_HOST%\" %UPSTREAM_CLUSTER_RAW% "    \
-    "%UPSTREAM_LOCAL_ADDRESS% %DOWNSTREAM_LOCAL_ADDRESS% %DOWNSTREAM_REMOTE_ADDRESS% "             \
-    "%REQUESTED_SERVER_NAME% %ROUTE_NAME%\n"
-
-/* Istio's default JSON format (accessLogEncoding JSON; reference §5.3). */
-static const char *const json_keys[][2] = {
-    {"start_time", "%START_TIME%"},
-    {"route_name", "%ROUTE_NAME%"},
-    {"method", "%REQ(:METHOD)%"},
-    {"path", "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%"},
-    {"protocol", "%PROTOCOL%"},
-    {"response_code", "%RESPONSE_CODE%"},
-    {"response_flags", "%RESPONSE_FLAGS%"},
-    {"response_code_details", "%RESPONSE_CODE_DETAILS%"},
-    {"connection_termination_details", "%CONNECTION_TERMINATION_DETAILS%"},
-    {"bytes_received", "%BYTES_RECEIVED%"},
-    {"bytes_sent", "%BYTES_SENT%"},
-    {"duration", "%DURATION%"},
-    {"upstream_service_time", "%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)%"},
-    {"x_forwarded_for", "%REQ(X-FORWARDED-FOR)%"},
-    {"user_agent", "%REQ(USER-AGENT)%"},
-    {"request_id", "%REQ(X-REQUEST-ID)%"},
-    {"authority", "%REQ(:AUTHORITY)%"},
-    {"upstream_host", "%UPSTREAM_HOST%"},
-    {"upstream_cluster", "%UPSTREAM_CLUSTER_RAW%"},
-    {"upstream_local_address", "%UPSTREAM_LOCAL_ADDRESS%"},
-    {"downstream_local_address", "%DOWNSTREAM_LOCAL_ADDRESS%"},
-    {"downstream_remote_address", "%DOWNSTREAM_REMOTE_ADDRESS%"},
-    {"requested_server_name", "%REQUESTED_SERVER_NAME%"},
-    {"upstream_transport_failure_reason", "%UPSTREAM_TRANSPORT_FAILURE_REASON%"},
-};
 
 /* Everything one generation reads, resolved once. */
 typedef struct gen {
@@ -263,19 +225,14 @@ static json_t *json_log_format(const char *custom)
     if (json_is_object(f))
         return json_pack("{s:o}", "json_format", f);
     json_decref(f); /* unparsable: Istio falls back to the default map */
-    f = json_object();
-    for (size_t i = 0; f && i < sizeof json_keys / sizeof json_keys[0]; i++)
-        if (json_object_set_new(f, json_keys[i][0], json_string(json_keys[i][1])) != 0) {
-            json_decref(f);
-            return NULL;
-        }
+    f = wf_istio_json_format();
     return f ? json_pack("{s:o}", "json_format", f) : NULL;
 }
 
 static json_t *text_log_format(const char *custom)
 {
     if (!custom || !*custom)
-        return json_pack("{s:{s:s}}", "text_format_source", "inline_string", ISTIO_TEXT_FORMAT);
+        return json_pack("{s:{s:s}}", "text_format_source", "inline_string", WF_ISTIO_TEXT_FORMAT);
     size_t n = strlen(custom);
     return json_pack("{s:{s:s+}}", "text_format_source", "inline_string", custom,
                      custom[n - 1] == '\n' ? "" : "\n");

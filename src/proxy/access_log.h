@@ -82,16 +82,7 @@
     "%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)% \"%REQ(X-FORWARDED-FOR)%\" \"%REQ(USER-AGENT)%\" "      \
     "\"%REQ(X-REQUEST-ID)%\" \"%REQ(:AUTHORITY)%\" \"%UPSTREAM_HOST%\"\n"
 
-/* Istio's text format (meshConfig.accessLogEncoding TEXT, Istio >= 1.24:
- * %UPSTREAM_CLUSTER_RAW%). */
-#define WP_ISTIO_TEXT_FORMAT                                                                       \
-    "[%START_TIME%] \"%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%\" "             \
-    "%RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS% %CONNECTION_TERMINATION_DETAILS% "   \
-    "\"%UPSTREAM_TRANSPORT_FAILURE_REASON%\" %BYTES_RECEIVED% %BYTES_SENT% %DURATION% "            \
-    "%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)% \"%REQ(X-FORWARDED-FOR)%\" \"%REQ(USER-AGENT)%\" "      \
-    "\"%REQ(X-REQUEST-ID)%\" \"%REQ(:AUTHORITY)%\" \"%UPSTREAM_HOST%\" %UPSTREAM_CLUSTER_RAW% "    \
-    "%UPSTREAM_LOCAL_ADDRESS% %DOWNSTREAM_LOCAL_ADDRESS% %DOWNSTREAM_REMOTE_ADDRESS% "             \
-    "%REQUESTED_SERVER_NAME% %ROUTE_NAME%\n"
+/* Istio's formats: xds/istio_log.h (WF_ISTIO_TEXT_FORMAT, wf_istio_json_format). */
 
 /* Compiles a text format. fmt NULL means WP_ENVOY_DEFAULT_FORMAT. Returns a format the
  * caller frees with wp_alf_free, or NULL with a message appended to err (err may be NULL)
@@ -114,9 +105,5 @@ bool wp_alf_is_json(const wp_access_log_format *f);
  * compact object followed by "\n"). Allocates nothing itself besides the growth of out;
  * an allocation failure of out shows as wf_strbuf_failed(out). */
 void wp_alf_render(const wp_access_log_format *f, const wp_stream_info *si, wf_strbuf *out);
-
-/* Istio's JSON map (accessLogEncoding JSON, telemetry_logging.go): a new JSON object
- * owned by the caller (json_decref), or NULL when out of memory. */
-json_t *wp_istio_json_format(void);
 
 #endif

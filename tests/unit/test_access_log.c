@@ -22,6 +22,7 @@
 #include "proxy/access_log.h"
 #include "proxy/alog_sink.h"
 #include "proxy/stream_info.h"
+#include "xds/istio_log.h"
 
 /* 2026-11-29T21:30:00.123456Z */
 #define START_US 1795987800123456LL
@@ -339,7 +340,7 @@ static void test_istio_text_503_nc(void **state)
     (void)state;
     fixture fx;
     make_nc(&fx);
-    check_text(WP_ISTIO_TEXT_FORMAT, &fx.si,
+    check_text(WF_ISTIO_TEXT_FORMAT, &fx.si,
                "[2026-11-29T21:30:00.123Z] \"GET /items HTTP/1.1\" 503 NC cluster_not_found - "
                "\"-\" 0 0 0 - \"-\" \"curl/8\" \"id\" \"catalog\" \"-\" - - 127.0.0.1:80 "
                "127.0.0.1:5000 - -\n");
@@ -472,7 +473,7 @@ static void test_istio_json_format(void **state)
     (void)state;
     fixture fx;
     make_nc(&fx);
-    json_t *j = wp_istio_json_format();
+    json_t *j = wf_istio_json_format();
     assert_non_null(j);
     assert_int_equal(json_object_size(j), 24);
     assert_string_equal(json_string_value(json_object_get(j, "upstream_cluster")),
@@ -936,7 +937,7 @@ static void test_render_and_write(void **state)
     int idx = wp_alog_files_open(files, t.path, NULL);
     wp_alog_writer w;
     assert_int_equal(wp_alog_writer_init(&w, &loop, files, 0, 0), 0);
-    wp_access_log_format *f = wp_alf_compile_text(WP_ISTIO_TEXT_FORMAT, NULL);
+    wp_access_log_format *f = wp_alf_compile_text(WF_ISTIO_TEXT_FORMAT, NULL);
     assert_non_null(f);
     fixture fx;
     make_nc(&fx);
