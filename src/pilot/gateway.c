@@ -145,17 +145,9 @@ static int ctx_init(gw_ctx *x, const wf_store *s, const wf_gateway_options *o)
 
 static json_t *gateway_listener(int32_t port, const char *bind)
 {
-    char name[32], prefix[48], rds[24];
-    snprintf(name, sizeof name, "0.0.0.0_%d", (int)port);
-    snprintf(prefix, sizeof prefix, "outbound_0.0.0.0_%d", (int)port);
+    char rds[24];
     snprintf(rds, sizeof rds, "http.%d", (int)port);
-    const wf_lds_http spec = {.cls = WF_LDS_GATEWAY,
-                              .name = name,
-                              .address = bind,
-                              .port = port,
-                              .stat_prefix = prefix,
-                              .rds_name = rds};
-    return wf_lds_http_listener(&spec);
+    return wf_lds_port_listener(WF_LDS_GATEWAY, port, bind, rds);
 }
 
 json_t *wf_gateway_listeners(const wf_store *store, const wf_gateway_options *opt)

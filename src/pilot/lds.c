@@ -110,19 +110,25 @@ json_t *wf_lds_http_listener(const wf_lds_http *spec)
                      "typed_config", hcm(spec), "traffic_direction", dir);
 }
 
-static json_t *listener(int32_t port, const char *bind)
+json_t *wf_lds_port_listener(wf_lds_class cls, int32_t port, const char *bind, const char *rds_name)
 {
-    char name[32], prefix[48], rds[16];
+    char name[32], prefix[48];
     snprintf(name, sizeof name, "0.0.0.0_%d", (int)port);
     snprintf(prefix, sizeof prefix, "outbound_0.0.0.0_%d", (int)port);
-    snprintf(rds, sizeof rds, "%d", (int)port);
-    const wf_lds_http spec = {.cls = WF_LDS_SIDECAR_OUTBOUND,
+    const wf_lds_http spec = {.cls = cls,
                               .name = name,
                               .address = bind,
                               .port = port,
                               .stat_prefix = prefix,
-                              .rds_name = rds};
+                              .rds_name = rds_name};
     return wf_lds_http_listener(&spec);
+}
+
+static json_t *listener(int32_t port, const char *bind)
+{
+    char rds[16];
+    snprintf(rds, sizeof rds, "%d", (int)port);
+    return wf_lds_port_listener(WF_LDS_SIDECAR_OUTBOUND, port, bind, rds);
 }
 
 json_t *wf_lds_sidecar_outbound_listeners(const wf_store *store)

@@ -108,4 +108,11 @@ typedef struct wf_lds_http {
  * address, stat_prefix or both rds_name and route_config. */
 json_t *wf_lds_http_listener(const wf_lds_http *spec);
 
+/* The outbound-style listener of one port as Istio names it: "0.0.0.0_<port>" bound on bind,
+ * stat_prefix "outbound_0.0.0.0_<port>", route configuration rds_name fetched over ADS (cls
+ * WF_LDS_SIDECAR_OUTBOUND with "<port>", WF_LDS_GATEWAY with "http.<port>"). Same return as
+ * wf_lds_http_listener. */
+json_t *wf_lds_port_listener(wf_lds_class cls, int32_t port, const char *bind,
+                             const char *rds_name);
+
 #endif
