@@ -58,6 +58,10 @@ static void usage(FILE *f)
             "  WEFT_PROXY_TEST_SEED=N          seed the workers' random generators with N\n"
             "                                  (worker i uses N+i): reproducible fault filter\n"
             "                                  percentages, weighted clusters and request ids\n"
+            "  WEFT_READINESS_POLICY, WEFT_READINESS_GRACE_S, WEFT_READINESS_STABILITY_S\n"
+            "                                  defaults of the three readiness flags (Istio's\n"
+            "                                  proxyMetadata, mesh-wide or per workload, arrive\n"
+            "                                  as environment variables)\n"
             "  WEFT_PROXY_TEST_BACKOFF_JITTER=max|zero  retry back-offs at the top (interval\n"
             "                                  - 1 ms) or bottom (0) of Envoy's jittered\n"
             "                                  interval instead of a uniform draw\n");
@@ -136,6 +140,27 @@ static int parse_readiness(int c, const char *v, wp_server_opts *o)
         o->readiness.stability_ms = s * 1000;
         return 0;
     }
+}
+
+/* The readiness flags' defaults from the environment: Istio delivers ProxyConfig
+ * proxyMetadata (MeshConfig defaultConfig, or a workload's proxy.istio.io/config annotation)
+ * to the proxy as environment variables. A bad value is an error like a bad flag. */
+static int readiness_env(wp_server_opts *o)
+{
+    static const struct {
+        const char *name;
+        int opt;
+    } vars[] = {{"WEFT_READINESS_POLICY", OPT_RPOLICY},
+                {"WEFT_READINESS_GRACE_S", OPT_RGRACE},
+                {"WEFT_READINESS_STABILITY_S", OPT_RSTABLE}};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i].name);
+        if (v && *v && parse_readiness(vars[i].opt, v, o) != 0) {
+            fprintf(stderr, "weft-proxy: (from the environment variable %s)\n", vars[i].name);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static int parse(int argc, char **argv, wp_server_opts *o)
@@ -246,6 +271,8 @@ int main(int argc, char **argv)
     wp_server_opts o = {
         .drain_time_s = 600, .flush_interval_ms = 10000, .argc = argc, .argv = argv};
     wp_readiness_policy_default(&o.readiness);
+    if (readiness_env(&o) != 0)
+        return 2;
     if (parse(argc, argv, &o) != 0)
         return 2;
     int lvl = WF_LOG_INFO;

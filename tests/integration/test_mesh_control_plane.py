@@ -44,8 +44,8 @@ spec:
 VS_FILE = "catalog-virtualservice-subsets-v1-v2.yaml"
 
 
-def serving_mesh(mesh, gw_args=()):
-    gw, pods = catalog_mesh(mesh, gw_args=gw_args)
+def serving_mesh(mesh, gw_args=(), gw_env=None):
+    gw, pods = catalog_mesh(mesh, gw_args=gw_args, gw_env=gw_env)
     mesh.add_config(DR)
     wait_for(lambda: gateway_get(gw, "/healthz")[0] == 200, what="the catalog at the gateway")
     wait_for(lambda: len(split(gw, 60)[0]) == 3, what="every catalog pod as an endpoint")
@@ -190,9 +190,9 @@ class AcceptAndClose:
 
 
 def test_opt_in_readiness_goes_not_ready_and_does_not_flap(mesh):
-    gw, pods = serving_mesh(mesh, gw_args=("--readiness-policy", "control-plane",
-                                           "--readiness-grace-s", "1",
-                                           "--readiness-stability-s", "2"))
+    # the policy as Istio's proxyMetadata delivers it (environment), the periods as flags
+    gw, pods = serving_mesh(mesh, gw_env={"WEFT_READINESS_POLICY": "control-plane"},
+                            gw_args=("--readiness-grace-s", "1", "--readiness-stability-s", "2"))
     assert gw.ready_status() == 200
     mesh.stop_pilot()
     t0 = time.monotonic()
