@@ -5,7 +5,7 @@ BUILD_FUZZ  ?= build-fuzz
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 60
 
-.PHONY: all setup test test-fast fuzz bench bench-proxy bench-retry demo clean format
+.PHONY: all setup test test-fast fuzz bench bench-proxy bench-retry bench-pilot demo clean format
 
 all: setup
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -43,6 +43,12 @@ bench: all
 bench-retry: all
 	@bench/setup.sh
 	@bench/run_retry.sh $(BUILD) $(BENCH_ARGS)
+
+# weft-pilot with 1,000 generated services + ch11/resources-600.yaml and 1,000 simulated
+# sidecars (bench/xds_load.c): push convergence after a change, pilot RSS and CPU (issue 5).
+# BENCH_ARGS: e.g. "-n 300 -r 3" (clients, rounds of changes).
+bench-pilot: all
+	@bench/run_pilot_scale.sh $(BUILD) $(BENCH_ARGS)
 
 bench-proxy: all
 	@bench/setup.sh
