@@ -18,6 +18,13 @@
 #define WF_EXIT_ANALYZERS 79
 
 int wf_cmd_analyze(int argc, char **argv);
+int wf_cmd_completion(int argc, char **argv);      /* cmd_completion.c */
+int wf_cmd_describe(int argc, char **argv);        /* cmd_describe.c */
+int wf_cmd_log(int argc, char **argv);             /* cmd_log.c: log explain */
+int wf_cmd_proxy_config(int argc, char **argv);    /* cmd_proxy_config.c */
+int wf_cmd_proxy_status(int argc, char **argv);    /* cmd_proxy_status.c */
+int wf_cmd_remote_clusters(int argc, char **argv); /* cmd_remote_clusters.c */
+int wf_cmd_version(int argc, char **argv);         /* cmd_version.c */
 
 /* Append a Go-json-escaped string (json.Marshal: \u003c \u003e \u0026, \u2028 \u2029) with
  * quotes to f. */

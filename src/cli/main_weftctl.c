@@ -1,23 +1,53 @@
 /*
- * weftctl - weft's command-line tool (the role istioctl plays for Istio).
+ * weftctl - weft's command-line tool (the role istioctl plays for Istio). Command names and
+ * aliases follow istioctl: proxy-config (pc), proxy-status (ps), describe (istioctl's
+ * `experimental describe`, also reachable as `x describe`), remote-clusters.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
 
-#ifndef WEFT_VERSION
-#define WEFT_VERSION "0.1.0"
-#endif
-
 static void usage(FILE *f)
 {
     fprintf(f, "weftctl controls and troubleshoots a weft service mesh.\n\n"
                "Usage:\n  weftctl <command> [flags]\n\n"
                "Available Commands:\n"
-               "  analyze     Analyze Istio configuration and report problems (IST codes)\n"
-               "  version     Print the version\n\n"
+               "  analyze          Analyze Istio configuration and report problems (IST codes)\n"
+               "  completion       Generate the bash completion script\n"
+               "  describe         Describe a pod or service and the config that applies to it\n"
+               "  log              Explain access log lines (log explain)\n"
+               "  proxy-config     Retrieve information about proxy configuration (alias: pc)\n"
+               "  proxy-status     Retrieve the synchronization status of each proxy (alias: "
+               "ps)\n"
+               "  remote-clusters  List the remote clusters each control plane is connected to\n"
+               "  version          Print the client and control plane versions\n\n"
                "Use \"weftctl <command> --help\" for more information about a command.\n");
+}
+
+typedef int (*wf_cmd_fn)(int argc, char **argv);
+
+static const struct {
+    const char *name, *alias;
+    wf_cmd_fn fn;
+} commands[] = {
+    {"analyze", NULL, wf_cmd_analyze},
+    {"completion", NULL, wf_cmd_completion},
+    {"describe", NULL, wf_cmd_describe},
+    {"log", NULL, wf_cmd_log},
+    {"proxy-config", "pc", wf_cmd_proxy_config},
+    {"proxy-status", "ps", wf_cmd_proxy_status},
+    {"remote-clusters", NULL, wf_cmd_remote_clusters},
+    {"version", NULL, wf_cmd_version},
+};
+
+static wf_cmd_fn find(const char *name)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(name, commands[i].name) == 0 ||
+            (commands[i].alias && strcmp(name, commands[i].alias) == 0))
+            return commands[i].fn;
+    return NULL;
 }
 
 int main(int argc, char **argv)
@@ -27,24 +57,18 @@ int main(int argc, char **argv)
         return WF_EXIT_ERROR;
     }
     const char *cmd = argv[1];
-    if (strcmp(cmd, "analyze") == 0)
-        return wf_cmd_analyze(argc - 1, argv + 1);
-    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        if (argc > 2 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
-            printf("Print the version of weftctl.\n\nUsage:\n  weftctl version\n");
-            return WF_EXIT_OK;
-        }
-        if (argc > 2) {
-            fprintf(stderr, "Error: unknown argument \"%s\" for \"weftctl version\"\n", argv[2]);
-            return WF_EXIT_ERROR;
-        }
-        printf("weftctl version %s\n", WEFT_VERSION);
-        return WF_EXIT_OK;
-    }
+    if ((strcmp(cmd, "x") == 0 || strcmp(cmd, "experimental") == 0) && argc > 2 &&
+        strcmp(argv[2], "describe") == 0)
+        return wf_cmd_describe(argc - 2, argv + 2);
+    if (strcmp(cmd, "--version") == 0)
+        return wf_cmd_version(argc - 1, argv + 1);
+    wf_cmd_fn fn = find(cmd);
+    if (fn)
+        return fn(argc - 1, argv + 1);
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-        if (argc > 2 && strcmp(argv[2], "analyze") == 0) {
-            char *help_argv[] = {"analyze", "--help", NULL};
-            return wf_cmd_analyze(2, help_argv);
+        if (argc > 2 && (fn = find(argv[2])) != NULL) {
+            char *help_argv[] = {argv[2], "--help", NULL};
+            return fn(2, help_argv);
         }
         usage(stdout);
         return WF_EXIT_OK;

@@ -1,0 +1,493 @@
+/*
+ * cmd_log.c - `weftctl log explain [FILE|-] [--format FMT] [--summary] [-o json]` (beyond
+ * istioctl; docs/log-explain.md). Reads access log lines (Istio TEXT, Envoy default, a
+ * --format string of command operators, or JSON lines), and for every failed request (code 0
+ * or >= 400, or any response flag) says what its flags and details mean, the likely causes
+ * and the next check, from the table in explain_table.c. Unknown values are reported as
+ * unknown. --summary groups failures by code, flags, details, upstream cluster and route.
+ *
+ * Lines that are not access log lines (application output mixed in) are skipped and counted
+ * on stderr. Exit 0; 1 when the input cannot be read or holds lines but none parses; 64 for
+ * a bad flag.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "cli/flags.h"
+#include "cli/log_explain.h"
+#include "cli/tabwriter.h"
+#include "xds/istio_log.h"
+
+#define MAX_LINE (1024u * 1024u)
+
+enum { F_FORMAT, F_SUMMARY, F_OUT, F_HELP, F_COUNT };
+
+static void init_flags(wf_flag *f)
+{
+    wf_flag defs[F_COUNT] = {
+        [F_FORMAT] = {"format", 0, WF_FLAG_STRING,
+                      "Access log format (Envoy command operators, or a JSON object of them); "
+                      "default: detect Istio TEXT, Envoy default or JSON lines",
+                      "string"},
+        [F_SUMMARY] = {"summary", 0, WF_FLAG_BOOL,
+                       "Group failures by code, flags, details, upstream cluster and route", NULL},
+        [F_OUT] = {"output", 'o', WF_FLAG_STRING, "Output format: one of [text json]", "string"},
+        [F_HELP] = {"help", 'h', WF_FLAG_BOOL, "Help for log explain", NULL},
+    };
+    memcpy(f, defs, sizeof defs);
+}
+
+static void usage(const wf_flag *flags)
+{
+    printf("Explain failed requests in proxy access logs: what the response flags and response\n"
+           "code details mean, the likely causes, and the next check or fix.\n\n"
+           "Usage:\n  weftctl log explain [FILE|-] [flags]\n\n"
+           "Examples:\n  kubectl logs deploy/catalog -c istio-proxy | weftctl log explain\n"
+           "  weftctl log explain gateway.log --summary\n\n");
+    wf_flags_usage(flags, F_COUNT);
+}
+
+/* ---- explanations ------------------------------------------------------------------------ */
+
+typedef struct item {
+    const char *kind;     /* "flag", "details", "reset_reason", "transport_failure" */
+    char *value;          /* heap */
+    const wf_lx_entry *e; /* NULL: unknown */
+} item;
+
+typedef struct items {
+    size_t n, cap;
+    item *v;
+} items;
+
+static int items_add(items *l, const char *kind, const char *v, size_t len, const wf_lx_entry *e)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i].kind, kind) == 0 && strlen(l->v[i].value) == len &&
+            strncmp(l->v[i].value, v, len) == 0)
+            return 0;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        item *nv = realloc(l->v, cap * sizeof *nv);
+        if (!nv)
+            return -1;
+        l->v = nv;
+        l->cap = cap;
+    }
+    char *s = strndup(v, len);
+    if (!s)
+        return -1;
+    l->v[l->n++] = (item){kind, s, e};
+    return 0;
+}
+
+static void items_free(items *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i].value);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+/* upstream_reset_*{reason|transport failure}: the reason and the transport part. */
+static int add_reset_parts(items *l, const char *details, const char *tfr)
+{
+    const char *open = strchr(details, '{'), *close = open ? strrchr(open, '}') : NULL;
+    if (!open || !close)
+        return 0;
+    const char *r = open + 1, *bar = memchr(r, '|', (size_t)(close - r));
+    size_t rl = (size_t)((bar ? bar : close) - r);
+    char reason[128];
+    snprintf(reason, sizeof reason, "%.*s", (int)(rl < sizeof reason ? rl : sizeof reason - 1), r);
+    if (items_add(l, "reset_reason", r, rl, wf_lx_find_reset(reason)))
+        return -1;
+    if (tfr) /* %UPSTREAM_TRANSPORT_FAILURE_REASON% keeps the spaces details replace */
+        return items_add(l, "transport_failure", tfr, strlen(tfr), NULL);
+    if (bar && close > bar + 1)
+        return items_add(l, "transport_failure", bar + 1, (size_t)(close - bar - 1), NULL);
+    return 0;
+}
+
+static int add_details(items *l, const char *d, const char *tfr)
+{
+    if (!d)
+        return 0;
+    if (items_add(l, "details", d, strlen(d), wf_lx_find_detail(d)))
+        return -1;
+    return strncmp(d, "upstream_reset_", 15) == 0 ? add_reset_parts(l, d, tfr) : 0;
+}
+
+/* Everything to explain about one record, in the order it is printed. */
+static int explain(const wf_lx_record *r, items *out)
+{
+    for (const char *p = r->flags; p && *p;) {
+        size_t len = strcspn(p, ",");
+        char flag[32];
+        snprintf(flag, sizeof flag, "%.*s", (int)(len < sizeof flag ? len : sizeof flag - 1), p);
+        if (len && items_add(out, "flag", p, len, wf_lx_find_flag(flag)))
+            return -1;
+        p += len + (p[len] == ',');
+    }
+    if (add_details(out, r->details, r->tfr))
+        return -1;
+    if (r->conn_details && (!r->details || strcmp(r->conn_details, r->details) != 0))
+        return add_details(out, r->conn_details, NULL);
+    return 0;
+}
+
+static void print_item(FILE *f, const item *it, int ind)
+{
+    if (strcmp(it->kind, "transport_failure") == 0) {
+        fprintf(f, "%*stransport failure reason: %s\n", ind, "", it->value);
+        return;
+    }
+    const char *what = strcmp(it->kind, "flag") == 0      ? "response flag"
+                       : strcmp(it->kind, "details") == 0 ? "response code details"
+                                                          : "reset reason";
+    if (!it->e) {
+        fprintf(f,
+                "%*s%s: unknown %s (weft's table does not describe it; see "
+                "docs/log-explain.md)\n",
+                ind, "", it->value, what);
+        return;
+    }
+    if (*it->e->name)
+        fprintf(f, "%*s%s (%s): %s\n", ind, "", it->value, it->e->name, it->e->meaning);
+    else if (strcmp(it->kind, "reset_reason") == 0)
+        fprintf(f, "%*sreset reason %s: %s\n", ind, "", it->value, it->e->meaning);
+    else
+        fprintf(f, "%*s%s: %s\n", ind, "", it->value, it->e->meaning);
+    if (strcmp(it->e->causes, "See the reset reason below.") != 0) {
+        fprintf(f, "%*sLikely causes: %s\n", ind + 3, "", it->e->causes);
+        fprintf(f, "%*sNext: %s\n", ind + 3, "", it->e->next);
+    }
+}
+
+static const char *dash(const char *s)
+{
+    return s ? s : "-";
+}
+
+static void print_record(FILE *f, const wf_lx_record *r, const items *its)
+{
+    fprintf(f, "line %zu: %d %s %s\n", r->line, r->code, dash(r->flags), dash(r->details));
+    fprintf(f, "   request: %s %s%s", dash(r->method), r->authority ? r->authority : "",
+            dash(r->path));
+    if (r->request_id)
+        fprintf(f, "  (x-request-id %s)", r->request_id);
+    fprintf(f, "\n   upstream cluster: %s  route: %s  upstream host: %s\n", dash(r->cluster),
+            dash(r->route), dash(r->host));
+    for (size_t i = 0; i < its->n; i++)
+        print_item(f, &its->v[i], 3);
+    if (!its->n)
+        fputs("   No response flags and no response code details: the proxy flagged nothing, so "
+              "the status most likely came from the upstream application; check its logs (log "
+              "%RESPONSE_CODE_DETAILS% to be sure).\n",
+              f);
+    fputc('\n', f);
+}
+
+static json_t *item_json(const item *it)
+{
+    json_t *o = json_pack("{s:s, s:s, s:b}", "kind", it->kind, "value", it->value, "known",
+                          it->e != NULL || strcmp(it->kind, "transport_failure") == 0);
+    if (o && it->e) {
+        if (*it->e->name)
+            json_object_set_new(o, "name", json_string(it->e->name));
+        json_object_set_new(o, "status", json_string(it->e->status));
+        json_object_set_new(o, "meaning", json_string(it->e->meaning));
+        json_object_set_new(o, "causes", json_string(it->e->causes));
+        json_object_set_new(o, "next", json_string(it->e->next));
+    }
+    return o;
+}
+
+static json_t *items_json(const items *its)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < its->n; i++)
+        json_array_append_new(a, item_json(&its->v[i]));
+    return a;
+}
+
+static json_t *nstr(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+static json_t *record_json(const wf_lx_record *r, const items *its)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "line", json_integer((json_int_t)r->line));
+    json_object_set_new(o, "response_code", json_integer(r->code));
+    json_object_set_new(o, "response_flags", nstr(r->flags));
+    json_object_set_new(o, "response_code_details", nstr(r->details));
+    json_object_set_new(o, "connection_termination_details", nstr(r->conn_details));
+    json_object_set_new(o, "upstream_transport_failure_reason", nstr(r->tfr));
+    json_object_set_new(o, "upstream_cluster", nstr(r->cluster));
+    json_object_set_new(o, "route_name", nstr(r->route));
+    json_object_set_new(o, "upstream_host", nstr(r->host));
+    json_object_set_new(o, "method", nstr(r->method));
+    json_object_set_new(o, "authority", nstr(r->authority));
+    json_object_set_new(o, "path", nstr(r->path));
+    json_object_set_new(o, "request_id", nstr(r->request_id));
+    json_object_set_new(o, "explanations", items_json(its));
+    return o;
+}
+
+/* ---- summary groups ------------------------------------------------------------------- */
+
+typedef struct group {
+    int code;
+    char *key[4]; /* flags, details, cluster, route ("-" when absent) */
+    size_t count;
+} group;
+
+typedef struct run_state {
+    bool json, summary;
+    size_t lines, parsed, failed;
+    group *g;
+    size_t ng;
+    items all; /* every flag/details seen, for the summary's explanations */
+    json_t *jfail;
+} run_state;
+
+static int add_group(run_state *s, const wf_lx_record *r)
+{
+    const char *k[4] = {dash(r->flags), dash(r->details), dash(r->cluster), dash(r->route)};
+    for (size_t i = 0; i < s->ng; i++) {
+        group *g = &s->g[i];
+        if (g->code == r->code && !strcmp(g->key[0], k[0]) && !strcmp(g->key[1], k[1]) &&
+            !strcmp(g->key[2], k[2]) && !strcmp(g->key[3], k[3])) {
+            g->count++;
+            return 0;
+        }
+    }
+    group *v = realloc(s->g, (s->ng + 1) * sizeof *v);
+    if (!v)
+        return -1;
+    s->g = v;
+    group *g = &s->g[s->ng++];
+    g->code = r->code;
+    g->count = 1;
+    for (int i = 0; i < 4; i++)
+        g->key[i] = strdup(k[i]);
+    return g->key[0] && g->key[1] && g->key[2] && g->key[3] ? 0 : -1;
+}
+
+static int cmp_group(const void *a, const void *b)
+{
+    const group *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    return x->code - y->code;
+}
+
+static int print_summary(run_state *s)
+{
+    qsort(s->g, s->ng, sizeof *s->g, cmp_group);
+    if (s->json) {
+        json_t *groups = json_array();
+        for (size_t i = 0; groups && i < s->ng; i++) {
+            const group *g = &s->g[i];
+            json_array_append_new(
+                groups, json_pack("{s:I, s:i, s:s, s:s, s:s, s:s}", "count", (json_int_t)g->count,
+                                  "response_code", g->code, "response_flags", g->key[0],
+                                  "response_code_details", g->key[1], "upstream_cluster", g->key[2],
+                                  "route_name", g->key[3]));
+        }
+        json_t *o = json_pack("{s:o, s:o, s:I, s:I, s:I}", "groups", groups, "explanations",
+                              items_json(&s->all), "lines", (json_int_t)s->lines, "parsed",
+                              (json_int_t)s->parsed, "failed", (json_int_t)s->failed);
+        int rc = o ? json_dumpf(o, stdout, JSON_INDENT(2)) : -1;
+        fputc('\n', stdout);
+        json_decref(o);
+        return rc;
+    }
+    printf("%zu failed requests in %zu access log lines\n\n", s->failed, s->parsed);
+    wf_tw tw;
+    wf_tw_init(&tw, 3);
+    wf_tw_puts(&tw, "COUNT\tCODE\tFLAGS\tDETAILS\tUPSTREAM CLUSTER\tROUTE\n");
+    for (size_t i = 0; i < s->ng; i++) {
+        const group *g = &s->g[i];
+        wf_tw_printf(&tw, "%zu\t%d\t%s\t%s\t%s\t%s\n", g->count, g->code, g->key[0], g->key[1],
+                     g->key[2], g->key[3]);
+    }
+    int rc = wf_tw_flush(&tw, stdout, NULL);
+    wf_tw_free(&tw);
+    if (s->all.n)
+        fputc('\n', stdout);
+    for (size_t i = 0; i < s->all.n; i++)
+        print_item(stdout, &s->all.v[i], 0);
+    return rc;
+}
+
+/* ---- reading ------------------------------------------------------------------------------ */
+
+typedef struct formats {
+    wf_lx_format *user, *istio, *envoy;
+} formats;
+
+static int parse_any(const formats *f, const char *line, wf_lx_record *r)
+{
+    if (f->user)
+        return wf_lx_parse_line(f->user, line, r);
+    const char *p = line + strspn(line, " \t");
+    if (*p == '{')
+        return wf_lx_parse_line(NULL, line, r);
+    return wf_lx_parse_line(f->istio, line, r) == 0 ? 0 : wf_lx_parse_line(f->envoy, line, r);
+}
+
+static int handle(run_state *s, wf_lx_record *r)
+{
+    s->parsed++;
+    if (!wf_lx_failed(r))
+        return 0;
+    s->failed++;
+    items its = {0};
+    int rc = explain(r, &its);
+    if (rc == 0 && s->summary) {
+        rc = add_group(s, r);
+        for (size_t i = 0; rc == 0 && i < its.n; i++)
+            rc = items_add(&s->all, its.v[i].kind, its.v[i].value, strlen(its.v[i].value),
+                           its.v[i].e);
+    } else if (rc == 0 && s->json) {
+        rc = json_array_append_new(s->jfail, record_json(r, &its));
+    } else if (rc == 0) {
+        print_record(stdout, r, &its);
+    }
+    items_free(&its);
+    return rc;
+}
+
+static int read_all(FILE *in, const formats *f, run_state *s)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int rc = 0;
+    while (rc == 0 && (n = getline(&line, &cap, in)) >= 0) {
+        s->lines++;
+        if ((size_t)n > MAX_LINE || strspn(line, " \t\r\n") == (size_t)n)
+            continue;
+        wf_lx_record r;
+        if (parse_any(f, line, &r) == 0) {
+            r.line = s->lines;
+            rc = handle(s, &r);
+            wf_lx_record_free(&r);
+        }
+    }
+    free(line);
+    return rc;
+}
+
+static int finish(run_state *s, const char *src)
+{
+    size_t skipped = s->lines >= s->parsed ? s->lines - s->parsed : 0;
+    if (s->lines && !s->parsed) {
+        fprintf(stderr,
+                "Error: no access log lines in %s (%zu lines); pass --format if the log "
+                "uses a custom format\n",
+                src, s->lines);
+        return WF_EXIT_ERROR;
+    }
+    int rc = 0;
+    if (s->summary) {
+        rc = print_summary(s);
+    } else if (s->json) {
+        json_t *o =
+            json_pack("{s:O, s:I, s:I, s:I}", "failures", s->jfail, "lines", (json_int_t)s->lines,
+                      "parsed", (json_int_t)s->parsed, "failed", (json_int_t)s->failed);
+        rc = o ? json_dumpf(o, stdout, JSON_INDENT(2)) : -1;
+        fputc('\n', stdout);
+        json_decref(o);
+    } else if (!s->failed) {
+        printf("No failed requests in %zu access log lines.\n", s->parsed);
+    }
+    if (skipped && !s->json)
+        fprintf(stderr, "(%zu lines were not access log lines and were skipped)\n", skipped);
+    if (rc)
+        fprintf(stderr, "Error: out of memory\n");
+    return rc ? WF_EXIT_ERROR : WF_EXIT_OK;
+}
+
+static int explain_cmd(wf_flag *fl, char **pos, size_t npos)
+{
+    const char *out = fl[F_OUT].sval ? fl[F_OUT].sval : "text";
+    if (strcmp(out, "text") != 0 && strcmp(out, "json") != 0) {
+        fprintf(stderr, "Error: output format \"%s\" not supported\n", out);
+        return WF_EXIT_USAGE;
+    }
+    if (npos > 2) {
+        fprintf(stderr, "Error: log explain takes at most one FILE\n");
+        return WF_EXIT_USAGE;
+    }
+    const char *src = npos == 2 ? pos[1] : "-";
+    wf_strbuf err = WF_STRBUF_INIT;
+    formats f = {0};
+    if (fl[F_FORMAT].sval)
+        f.user = wf_lx_format_new(fl[F_FORMAT].sval, &err);
+    else {
+        f.istio = wf_lx_format_new(WF_ISTIO_TEXT_FORMAT, &err);
+        f.envoy = f.istio ? wf_lx_format_new(WF_LX_ENVOY_DEFAULT_FORMAT, &err) : NULL;
+    }
+    FILE *in = NULL;
+    int rc = WF_EXIT_ERROR;
+    if (!f.user && !f.envoy) {
+        fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
+        rc = WF_EXIT_USAGE;
+    } else if (!(in = strcmp(src, "-") == 0 ? stdin : fopen(src, "r"))) {
+        fprintf(stderr, "Error: cannot read %s: %s\n", src, strerror(errno));
+    } else {
+        run_state s = {
+            .json = strcmp(out, "json") == 0, .summary = fl[F_SUMMARY].bval, .jfail = json_array()};
+        if (!s.jfail || read_all(in, &f, &s))
+            fprintf(stderr, "Error: out of memory\n");
+        else
+            rc = finish(&s, strcmp(src, "-") == 0 ? "stdin" : src);
+        for (size_t i = 0; i < s.ng; i++)
+            for (int k = 0; k < 4; k++)
+                free(s.g[i].key[k]);
+        free(s.g);
+        items_free(&s.all);
+        json_decref(s.jfail);
+    }
+    if (in && in != stdin)
+        fclose(in);
+    wf_lx_format_free(f.user);
+    wf_lx_format_free(f.istio);
+    wf_lx_format_free(f.envoy);
+    wf_strbuf_free(&err);
+    return rc;
+}
+
+int wf_cmd_log(int argc, char **argv)
+{
+    wf_flag fl[F_COUNT];
+    init_flags(fl);
+    char **pos = NULL, errbuf[256];
+    size_t npos = 0;
+    int rc;
+    if (wf_flags_parse(fl, F_COUNT, argc, argv, &pos, &npos, errbuf, sizeof errbuf)) {
+        fprintf(stderr, "Error: %s\nRun 'weftctl log explain --help' for usage.\n", errbuf);
+        rc = WF_EXIT_USAGE;
+    } else if (fl[F_HELP].bval || npos == 0) {
+        usage(fl);
+        rc = npos == 0 && !fl[F_HELP].bval ? WF_EXIT_USAGE : WF_EXIT_OK;
+    } else if (strcmp(pos[0], "explain") != 0) {
+        fprintf(stderr, "Error: unknown command \"%s\" for \"weftctl log\"\n", pos[0]);
+        rc = WF_EXIT_USAGE;
+    } else {
+        rc = explain_cmd(fl, pos, npos);
+    }
+    free(pos);
+    wf_flags_free(fl, F_COUNT);
+    return rc;
+}

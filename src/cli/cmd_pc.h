@@ -1,0 +1,109 @@
+/*
+ * cmd_pc.h - internals of `weftctl proxy-config` (istioctl proxy-config, reference
+ * istioctl-troubleshooting.md §1 and §2), shared by the cmd_pc_*.c files:
+ *
+ *   cmd_proxy_config.c  argument parsing, input (-f FILE or a proxy through weft-pilot), dispatch
+ *   cmd_pc_output.c     -o json / -o yaml writers (Go json.MarshalIndent, go-yaml v2 rules §1.3)
+ *   cmd_pc_cluster.c    cluster names (§1.4), pc cluster (§2.2), pc bootstrap (§2.1)
+ *   cmd_pc_listener.c   pc listener (§2.3) and the route MATCH rendering it shares
+ *   cmd_pc_route.c      pc route (§2.4)
+ *   cmd_pc_endpoint.c   pc endpoint (§2.5, /clusters?format=json) and pc eds (§2.6)
+ *   cmd_pc_secret.c     pc secret (§2.7, X.509 through libcrypto) and pc ecds (§2.8)
+ *   cmd_pc_log.c        pc log (§2.10): runtime log levels over the admin API
+ *
+ * Every writer appends its output to `out` and returns 0, or -1 with a message in `err`
+ * (no trailing newline, no "Error: " prefix: the caller adds it).
+ */
+#ifndef WF_CLI_CMD_PC_H
+#define WF_CLI_CMD_PC_H
+
+#include <stdbool.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "cli/envoy_dump.h"
+#include "core/strbuf.h"
+
+typedef enum { PC_OUT_SHORT, PC_OUT_JSON, PC_OUT_YAML } pc_out;
+
+typedef struct pc_opts {
+    pc_out out;
+    /* filters; NULL = not given */
+    const char *fqdn, *direction, *subset; /* clusters */
+    const char *address, *type;            /* listeners (address also endpoints) */
+    const char *name;                      /* routes */
+    const char *status, *cluster;          /* endpoints */
+    long port;                             /* 0 = not given */
+    bool verbose;                          /* listener/route: the long form (default true) */
+    bool all;                              /* inside `pc all`: type prefixes on first columns */
+    time_t now;                            /* "now" for certificate validity */
+} pc_opts;
+
+/* ---- output (cmd_pc_output.c) ---- */
+
+/* Go's json.MarshalIndent(v, "", "    ") of v (no trailing newline). */
+void pc_json_write(wf_strbuf *out, const json_t *v);
+/* sigs.k8s.io/yaml (go-yaml v2) rendering of v, ending with a newline. */
+void pc_yaml_write(wf_strbuf *out, const json_t *v);
+/* Prints v (a normalized snake_case value) as istioctl prints the selected resources for
+ * -o json/yaml: field names to lowerCamelCase, and when strip_any is set the top-level "@type"
+ * of each array item is dropped (the items are typed protos, not Anys). Adds the final
+ * newline(s) istioctl's Println adds. An object v with strip_any loses its own "@type". Returns 0,
+ * or -1 when out of memory. */
+int pc_print_raw(const pc_opts *o, const json_t *v, bool strip_any, wf_strbuf *out, wf_strbuf *err);
+
+/* ---- writers ---- */
+int pc_bootstrap(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_strbuf *err);
+int pc_clusters(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_strbuf *err);
+int pc_listeners(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_strbuf *err);
+int pc_routes(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_strbuf *err);
+int pc_eds(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_strbuf *err);
+int pc_secrets(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_strbuf *err);
+int pc_ecds(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_strbuf *err);
+/* d is a /clusters?format=json document here, not a config dump. */
+int pc_endpoints(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_strbuf *err);
+
+/* ---- live proxies (cmd_proxy_config.c, cmd_pc_log.c) ---- */
+
+typedef struct pc_live {
+    char id[300];    /* "<pod>.<ns>" */
+    char admin[128]; /* the proxy's admin address, "ip:port" */
+    long timeout_ms;
+} pc_live;
+
+/* One admin request. Returns 0 with *body (malloc'd, caller frees) for a 200 answer, or -1
+ * with err: "proxy <id> (admin <addr>) did not answer: <why>", or for another status
+ * "unexpected status code: N" plus the proxy's message. */
+int pc_live_fetch(const pc_live *live, const char *method, const char *path, char **body,
+                  wf_strbuf *err);
+/* pc log (§2.10), cmd_pc_log.c: level_spec is --level (NULL when absent). */
+int pc_log(const pc_live *live, const char *level_spec, bool reset, wf_strbuf *out, wf_strbuf *err);
+
+/* ---- shared helpers ---- */
+
+/* Istio cluster name parts (§1.4): true when splitting on '|' gives more than 3 parts. The
+ * out strings point into buf (size bytes). */
+typedef struct pc_subset_key {
+    bool ok;
+    char direction[64], subset[256], host[512];
+    long port;
+} pc_subset_key;
+void pc_parse_subset_key(const char *name, pc_subset_key *k);
+/* istioctl's cluster/EDS order (hostname, subset, port, direction) for two cluster names. */
+int pc_cmp_cluster_names(const char *a, const char *b);
+/* Management metadata column (§1.4) of an object with metadata.filter_metadata.istio.config:
+ * "name.ns", "", or "<unknown>". Written into buf. */
+void pc_mgmt_metadata(const json_t *obj, char *buf, size_t size);
+/* The route MATCH text (§2.4): "<prefix>*", "PathPrefix:/x", "regex ...", into sb. */
+void pc_route_match(const json_t *match, wf_strbuf *sb);
+/* A stable sort of an array of json_t* (insertion order kept between equals). */
+void pc_stable_sort(json_t **v, size_t n, int (*cmp)(const json_t *, const json_t *));
+/* The items of a section's lists, in order: lists is NULL-terminated, each "list:inner"
+ * (e.g. "dynamic_listeners:active_state.listener") or "list". Returns a new array holding
+ * references (caller json_decref's it), or NULL with err: the section is missing (an empty
+ * array instead when missing_ok), or an item has the wrong shape (wf_envoy_dump_items). */
+json_t *pc_items(const wf_envoy_dump *d, const char *type_url, const char *const *lists,
+                 bool missing_ok, wf_strbuf *err);
+
+#endif

@@ -1,0 +1,423 @@
+/*
+ * cmd_proxy_config.c - `weftctl proxy-config` (alias pc), istioctl's proxy-config
+ * (reference istioctl-troubleshooting.md §2): argument parsing, the input (a dump file with
+ * -f, or a proxy found through weft-pilot and read over its admin API), and dispatch to the
+ * writers of cmd_pc_*.c (cmd_pc.h).
+ *
+ * Exit status: 0; 1 for errors (unreadable dump, unknown pod, pilot or proxy unreachable);
+ * 64 for usage errors (unknown subcommand or flag, bad -o value, pod and -f both or neither).
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "cli/cmd_pc.h"
+#include "cli/flags.h"
+#include "cli/http_client.h"
+#include "cli/proxy_find.h"
+
+#define PC_ADMIN_TIMEOUT_MS 10000
+
+typedef enum {
+    SUB_CLUSTER,
+    SUB_LISTENER,
+    SUB_ROUTE,
+    SUB_ENDPOINT,
+    SUB_EDS,
+    SUB_BOOTSTRAP,
+    SUB_SECRET,
+    SUB_ECDS,
+    SUB_ALL,
+    SUB_LOG
+} pc_sub;
+
+static const struct {
+    pc_sub sub;
+    const char *name, *alias1, *alias2, *what; /* what: istioctl's name in messages */
+} subs[] = {
+    {SUB_CLUSTER, "cluster", "clusters", "c", "cluster"},
+    {SUB_LISTENER, "listener", "listeners", "l", "listener"},
+    {SUB_ROUTE, "route", "routes", "r", "route"},
+    {SUB_ENDPOINT, "endpoint", "endpoints", "ep", "endpoints"},
+    {SUB_EDS, "eds", NULL, NULL, "eds"},
+    {SUB_BOOTSTRAP, "bootstrap", "b", NULL, "bootstrap"},
+    {SUB_SECRET, "secret", "secrets", "s", "secret"},
+    {SUB_ECDS, "ecds", "ec", NULL, "ecds"},
+    {SUB_ALL, "all", "a", NULL, "all"},
+    {SUB_LOG, "log", "o", NULL, "log"},
+};
+
+enum {
+    F_OUTPUT,
+    F_FILE,
+    F_NAMESPACE,
+    F_PILOT,
+    F_FQDN,
+    F_PORT,
+    F_SUBSET,
+    F_DIRECTION,
+    F_ADDRESS,
+    F_TYPE,
+    F_NAME,
+    F_STATUS,
+    F_CLUSTER,
+    F_VERBOSE,
+    F_LEVEL,
+    F_RESET,
+    F_HEADERS,
+    F_ADMIN_PORT,
+    F_HELP,
+    F_COUNT
+};
+
+static void init_flags(wf_flag *f)
+{
+    const wf_flag defs[F_COUNT] = {
+        [F_OUTPUT] = {"output", 'o', WF_FLAG_STRING, "Output format: one of json|yaml|short",
+                      "string", false, false, NULL, NULL, 0},
+        [F_FILE] = {"file", 'f', WF_FLAG_STRING, "Envoy config dump file (- for stdin)"},
+        [F_NAMESPACE] = {"namespace", 'n', WF_FLAG_STRING, "Namespace of the pod"},
+        [F_PILOT] = {"pilot", 0, WF_FLAG_STRING, "weft-pilot monitoring address (ip:port)"},
+        [F_FQDN] = {"fqdn", 0, WF_FLAG_STRING, "Filter clusters by substring of FQDN field"},
+        [F_PORT] = {"port", 0, WF_FLAG_STRING, "Filter by port", "int"},
+        [F_SUBSET] = {"subset", 0, WF_FLAG_STRING, "Filter clusters by substring of subset"},
+        [F_DIRECTION] = {"direction", 0, WF_FLAG_STRING, "Filter clusters by direction"},
+        [F_ADDRESS] = {"address", 0, WF_FLAG_STRING, "Filter listeners/endpoints by address"},
+        [F_TYPE] = {"type", 0, WF_FLAG_STRING, "Filter listeners by type (HTTP, TCP, ...)"},
+        [F_NAME] = {"name", 0, WF_FLAG_STRING, "Filter routes by route name"},
+        [F_STATUS] = {"status", 0, WF_FLAG_STRING, "Filter endpoints by status"},
+        [F_CLUSTER] = {"cluster", 0, WF_FLAG_STRING, "Filter endpoints by cluster name"},
+        [F_VERBOSE] = {"verbose", 0, WF_FLAG_BOOL, "Output more information (default true)"},
+        [F_LEVEL] = {"level", 0, WF_FLAG_STRING, "pc log: [<logger>:]<level>,... or <level>"},
+        [F_RESET] = {"reset", 'r', WF_FLAG_BOOL, "pc log: reset levels to the default"},
+        [F_HEADERS] = {"with-headers", 0, WF_FLAG_BOOL, "pc all: a banner before each section"},
+        [F_ADMIN_PORT] = {"proxy-admin-port", 0, WF_FLAG_STRING,
+                          "Accepted for istioctl compatibility (weft-pilot knows the address)",
+                          "int"},
+        [F_HELP] = {"help", 'h', WF_FLAG_BOOL, "help for proxy-config"},
+    };
+    memcpy(f, defs, sizeof defs);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Retrieve information about proxy configuration from a proxy or a config dump.\n\n"
+               "Usage:\n"
+               "  weftctl proxy-config {cluster|listener|route|endpoint|eds|bootstrap|secret|"
+               "ecds|all|log} [POD[.NS] | deploy/NAME] [-n NS] [-f DUMP] [flags]\n\n"
+               "Aliases: proxy-config, pc; c/clusters, l/listeners, r/routes, ep/endpoints, b, "
+               "s/secrets, ec, a/all, o/log\n\n");
+}
+
+/* ---- time -------------------------------------------------------------------------------------
+ */
+
+/* RFC 3339 ("2026-06-01T12:00:00Z", "...T12:00:00.5+02:00"). Returns 0 with *t, or -1. */
+static int parse_rfc3339(const char *s, time_t *t)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!p)
+        return -1;
+    if (*p == '.')
+        for (p++; isdigit((unsigned char)*p); p++)
+            ;
+    long off = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if ((*p == '+' || *p == '-') && isdigit((unsigned char)p[1])) {
+        int hh, mm;
+        if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2)
+            return -1;
+        off = (hh * 60L + mm) * 60L * (*p == '-' ? -1 : 1);
+        p += 6;
+    } else {
+        return -1;
+    }
+    if (*p)
+        return -1;
+    *t = timegm(&tm) - off;
+    return 0;
+}
+
+/* ---- live proxies -----------------------------------------------------------------------------
+ */
+
+int pc_live_fetch(const pc_live *live, const char *method, const char *path, char **body,
+                  wf_strbuf *err)
+{
+    wf_http_resp r;
+    wf_strbuf e2 = WF_STRBUF_INIT;
+    *body = NULL;
+    if (wf_http_request(method, live->admin, path, live->timeout_ms, &r, &e2) != 0) {
+        wf_strbuf_printf(err, "proxy %s (admin %s) did not answer: %s", live->id, live->admin,
+                         wf_strbuf_cstr(&e2));
+        wf_strbuf_free(&e2);
+        return -1;
+    }
+    wf_strbuf_free(&e2);
+    if (r.status != 200) {
+        size_t n = r.len;
+        while (n > 0 && (r.body[n - 1] == '\n' || r.body[n - 1] == '\r'))
+            n--;
+        wf_strbuf_printf(err, "unexpected status code: %d", r.status);
+        if (n)
+            wf_strbuf_printf(err, " (%.*s)", (int)n, r.body);
+        wf_http_resp_free(&r);
+        return -1;
+    }
+    *body = r.body;
+    r.body = NULL;
+    wf_http_resp_free(&r);
+    return 0;
+}
+
+static int find_proxy(const wf_flag *f, const char *name, pc_live *live, wf_strbuf *err)
+{
+    const char *pilot = f[F_PILOT].sval ? f[F_PILOT].sval : WF_DEFAULT_PILOT;
+    wf_proxy_ref ref;
+    if (wf_proxy_find(pilot, name, f[F_NAMESPACE].sval, &ref, err) != 0)
+        return -1;
+    int rc = 0;
+    if (!ref.admin) {
+        wf_strbuf_printf(err, "proxy %s has no admin address (WEFT_ADMIN)", ref.id);
+        rc = -1;
+    } else {
+        snprintf(live->id, sizeof live->id, "%s", ref.id);
+        snprintf(live->admin, sizeof live->admin, "%s", ref.admin);
+        live->timeout_ms = PC_ADMIN_TIMEOUT_MS;
+    }
+    wf_proxy_ref_free(&ref);
+    return rc;
+}
+
+/* Reads the input document: the -f file, or the proxy's admin path. */
+static int load_input(const wf_flag *f, const char *pod, const char *path, wf_envoy_dump *d,
+                      wf_strbuf *err)
+{
+    if (f[F_FILE].sval)
+        return wf_envoy_dump_load_file(f[F_FILE].sval, d, err);
+    pc_live live;
+    if (find_proxy(f, pod, &live, err) != 0)
+        return -1;
+    char *body = NULL;
+    if (pc_live_fetch(&live, "GET", path, &body, err) != 0)
+        return -1;
+    char src[512];
+    snprintf(src, sizeof src, "%s (admin %s%s)", live.id, live.admin, path);
+    int rc = wf_envoy_dump_parse(body, strlen(body), src, d, err);
+    free(body);
+    return rc;
+}
+
+/* ---- dispatch ---------------------------------------------------------------------------------
+ */
+
+static int run_all(const wf_envoy_dump *d, pc_opts *o, bool headers, wf_strbuf *out, wf_strbuf *err)
+{
+    if (o->out != PC_OUT_SHORT)
+        return pc_print_raw(o, d->root, false, out, err);
+    static const char *const banners[] = {"BOOTSTRAP", "CLUSTER", "LISTENER",
+                                          "ROUTE",     "SECRET",  "ENDPOINTS"};
+    int (*const writers[])(const wf_envoy_dump *, const pc_opts *, wf_strbuf *, wf_strbuf *) = {
+        pc_bootstrap, pc_clusters, pc_listeners, pc_routes, pc_secrets, pc_eds};
+    o->all = true;
+    for (size_t i = 0; i < 6; i++) {
+        if (i > 0)
+            wf_strbuf_putc(out, '\n');
+        if (headers)
+            wf_strbuf_printf(out, "------ %s INFO ------\n\n", banners[i]);
+        if (writers[i](d, o, out, err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static const char *admin_path(pc_sub sub)
+{
+    switch (sub) {
+    case SUB_ENDPOINT:
+        return "/clusters?format=json";
+    case SUB_ALL:
+    case SUB_EDS:
+    case SUB_ECDS:
+        return "/config_dump?include_eds=true";
+    default:
+        return "/config_dump";
+    }
+}
+
+static int run_sub(pc_sub sub, const wf_envoy_dump *d, pc_opts *o, bool headers, wf_strbuf *out,
+                   wf_strbuf *err)
+{
+    switch (sub) {
+    case SUB_CLUSTER:
+        return pc_clusters(d, o, out, err);
+    case SUB_LISTENER:
+        return pc_listeners(d, o, out, err);
+    case SUB_ROUTE:
+        return pc_routes(d, o, out, err);
+    case SUB_ENDPOINT:
+        return pc_endpoints(d, o, out, err);
+    case SUB_EDS:
+        return pc_eds(d, o, out, err);
+    case SUB_BOOTSTRAP:
+        return pc_bootstrap(d, o, out, err);
+    case SUB_SECRET:
+        return pc_secrets(d, o, out, err);
+    case SUB_ECDS:
+        return pc_ecds(d, o, out, err);
+    case SUB_ALL:
+        return run_all(d, o, headers, out, err);
+    case SUB_LOG:
+        break;
+    }
+    return -1;
+}
+
+/* Fills o from the flags. Returns 0, WF_EXIT_USAGE or WF_EXIT_ERROR with err set. */
+static int make_opts(pc_sub sub, const wf_flag *f, pc_opts *o, wf_strbuf *err)
+{
+    memset(o, 0, sizeof *o);
+    const char *out = f[F_OUTPUT].sval ? f[F_OUTPUT].sval : sub == SUB_BOOTSTRAP ? "json" : "short";
+    if (sub == SUB_LOG) {
+        if (strcmp(out, "short") != 0) {
+            wf_strbuf_puts(err, "--output is not applicable for this command");
+            return WF_EXIT_USAGE;
+        }
+    } else if (strcmp(out, "short") == 0) {
+        o->out = PC_OUT_SHORT;
+    } else if (strcmp(out, "json") == 0) {
+        o->out = PC_OUT_JSON;
+    } else if (strcmp(out, "yaml") == 0) {
+        o->out = PC_OUT_YAML;
+    } else {
+        wf_strbuf_printf(err, "output format \"%s\" not supported", out);
+        return WF_EXIT_USAGE;
+    }
+    o->fqdn = f[F_FQDN].sval;
+    o->direction = f[F_DIRECTION].sval;
+    o->subset = f[F_SUBSET].sval;
+    o->address = f[F_ADDRESS].sval;
+    o->type = f[F_TYPE].sval;
+    o->name = f[F_NAME].sval;
+    o->status = f[F_STATUS].sval;
+    o->cluster = f[F_CLUSTER].sval;
+    o->verbose = f[F_VERBOSE].set ? f[F_VERBOSE].bval : true;
+    if (f[F_PORT].sval) {
+        char *end;
+        o->port = strtol(f[F_PORT].sval, &end, 10);
+        if (*end || !f[F_PORT].sval[0] || o->port < 0) {
+            wf_strbuf_printf(err, "invalid argument \"%s\" for \"--port\" flag", f[F_PORT].sval);
+            return WF_EXIT_USAGE;
+        }
+    }
+    const char *now = getenv("WEFTCTL_NOW");
+    o->now = time(NULL);
+    if (now && *now && parse_rfc3339(now, &o->now) != 0) {
+        wf_strbuf_printf(err, "WEFTCTL_NOW=%s is not an RFC 3339 time", now);
+        return WF_EXIT_ERROR;
+    }
+    return 0;
+}
+
+static int find_sub(const char *name, pc_sub *sub, const char **what)
+{
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
+        if (strcmp(name, subs[i].name) == 0 ||
+            (subs[i].alias1 && strcmp(name, subs[i].alias1) == 0) ||
+            (subs[i].alias2 && strcmp(name, subs[i].alias2) == 0)) {
+            *sub = subs[i].sub;
+            *what = subs[i].what;
+            return 0;
+        }
+    return -1;
+}
+
+/* Checks the arguments of one subcommand. Returns 0 or an exit code with err set. */
+static int check_args(pc_sub sub, const char *what, const wf_flag *f, size_t npos, wf_strbuf *err)
+{
+    if (sub == SUB_LOG) {
+        if (npos != 1) {
+            wf_strbuf_puts(err, "log requires pod name or --selector");
+            return WF_EXIT_USAGE;
+        }
+        if (f[F_RESET].bval && f[F_LEVEL].sval) {
+            wf_strbuf_puts(err, "--level cannot be combined with --reset");
+            return WF_EXIT_USAGE;
+        }
+        return 0;
+    }
+    if ((npos == 1) == (f[F_FILE].sval != NULL) || npos > 1) {
+        wf_strbuf_printf(err, "%s requires pod name or --file parameter", what);
+        return WF_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int execute(pc_sub sub, const wf_flag *f, char **pos, const pc_opts *opts, wf_strbuf *out,
+                   wf_strbuf *err)
+{
+    pc_opts o = *opts;
+    if (sub == SUB_LOG) {
+        pc_live live;
+        if (find_proxy(f, pos[0], &live, err) != 0)
+            return -1;
+        return pc_log(&live, f[F_LEVEL].sval, f[F_RESET].bval, out, err);
+    }
+    wf_envoy_dump d;
+    if (load_input(f, pos ? pos[0] : NULL, admin_path(sub), &d, err) != 0)
+        return -1;
+    int rc = run_sub(sub, &d, &o, f[F_HEADERS].bval, out, err);
+    wf_envoy_dump_free(&d);
+    return rc;
+}
+
+int wf_cmd_proxy_config(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? WF_EXIT_USAGE : WF_EXIT_OK;
+    }
+    pc_sub sub;
+    const char *what;
+    if (find_sub(argv[1], &sub, &what) != 0) {
+        fprintf(stderr, "Error: unknown command \"%s\" for \"weftctl proxy-config\"\n", argv[1]);
+        return WF_EXIT_USAGE;
+    }
+    wf_flag f[F_COUNT];
+    init_flags(f);
+    char **pos = NULL, ebuf[256];
+    size_t npos = 0;
+    wf_strbuf out = WF_STRBUF_INIT, err = WF_STRBUF_INIT;
+    int rc = WF_EXIT_OK;
+    pc_opts o;
+    if (wf_flags_parse(f, F_COUNT, argc - 1, argv + 1, &pos, &npos, ebuf, sizeof ebuf) != 0) {
+        wf_strbuf_puts(&err, ebuf);
+        rc = WF_EXIT_USAGE;
+    } else if (f[F_HELP].bval) {
+        usage(stdout);
+        wf_flags_usage(f, F_COUNT);
+    } else if ((rc = check_args(sub, what, f, npos, &err)) == 0 &&
+               (rc = make_opts(sub, f, &o, &err)) == 0) {
+        rc = execute(sub, f, pos, &o, &out, &err) == 0 ? WF_EXIT_OK : WF_EXIT_ERROR;
+    }
+    if (wf_strbuf_failed(&out)) {
+        wf_strbuf_reset(&err);
+        wf_strbuf_puts(&err, "out of memory");
+        rc = WF_EXIT_ERROR;
+    }
+    if (rc == WF_EXIT_OK)
+        fwrite(wf_strbuf_cstr(&out), 1, out.len, stdout);
+    else
+        fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
+    free(pos);
+    wf_flags_free(f, F_COUNT);
+    wf_strbuf_free(&out);
+    wf_strbuf_free(&err);
+    return rc;
+}

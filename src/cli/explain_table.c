@@ -1,0 +1,422 @@
+/*
+ * explain_table.c - the knowledge behind `weftctl log explain` (log_explain.h): one entry per
+ * Envoy response flag, per response code details string and per upstream reset reason, from
+ * ../shared/reference/envoy-istio-behaviour.md §1.2, §2.1-2.3 and §3, and the operator
+ * reports in ../shared/cases/operator-reports.md (B001 NC, B003 NR, B005 507, B008/B009 UT,
+ * B012 UC, B013 UF,URX, B023 UH). docs/log-explain.md lists the same table for readers.
+ *
+ * Each entry: what it means, the likely causes, and the next check or fix. Keep sentences
+ * plain; name weftctl commands and Istio fields an operator can act on.
+ */
+#include <string.h>
+
+#include "cli/log_explain.h"
+
+#define F(k, n, st, m, c, x)                                                                       \
+    {                                                                                              \
+        WF_LX_FLAG, k, n, st, m, c, x                                                              \
+    }
+#define D(k, st, m, c, x)                                                                          \
+    {                                                                                              \
+        WF_LX_DETAIL, k, "", st, m, c, x                                                           \
+    }
+#define R(k, m, c, x)                                                                              \
+    {                                                                                              \
+        WF_LX_RESET, k, "", "", m, c, x                                                            \
+    }
+
+static const wf_lx_entry table[] = {
+    /* ---- response flags (Envoy utility.h order) ---- */
+    F("LH", "FailedLocalHealthCheck", "503",
+      "The local service failed the HTTP health-check filter, so the proxy answered itself.",
+      "The health-check filter marks the local service unhealthy (it failed its checks or is "
+      "draining).",
+      "Check the local application's health endpoint and the proxy's health_check filter "
+      "configuration."),
+    F("UH", "NoHealthyUpstream", "503, body \"no healthy upstream\"",
+      "The target cluster exists but has no healthy endpoint to send the request to.",
+      "No pod matches the service or the DestinationRule subset's labels (IST0173), all "
+      "endpoints are unready, or outlier detection ejected every host.",
+      "Run `weftctl proxy-config endpoint <pod> --cluster <cluster>` to see the endpoints, "
+      "`weftctl analyze` for subsets that select no pods, and check the pods' readiness."),
+    F("UT", "UpstreamRequestTimeout", "504, body \"upstream request timeout\"",
+      "The route timeout (or the last try's perTryTimeout) fired before the upstream answered.",
+      "The upstream is slow or stuck; the VirtualService `timeout` is shorter than the "
+      "service needs; the route timeout also bounds all retries, so no retry could start.",
+      "Compare the request duration with the route's timeout (`weftctl proxy-config route "
+      "<pod> -o json`); raise `timeout`, or set `retries.perTryTimeout` so slow attempts are "
+      "retried within the route timeout; check the upstream's own latency."),
+    F("LR", "LocalReset", "503",
+      "The proxy reset the upstream stream itself (local reset, refused stream, or the "
+      "upstream half-closed an HTTP/1 connection early).",
+      "The proxy gave up on the upstream stream, e.g. after a protocol problem or a premature "
+      "upstream close.",
+      "Look at the details value and the proxy's debug log (`weftctl proxy-config log <pod> "
+      "--level router:debug,connection:debug`)."),
+    F("UR", "UpstreamRemoteReset", "503",
+      "The upstream reset the stream (HTTP/2 RST_STREAM, REFUSED_STREAM, or a CONNECT error).",
+      "The upstream application or a proxy in front of it aborted the request: a crash, an "
+      "overload limit, or a protocol mismatch.",
+      "Check the upstream's logs at that time; if resets are transient, a retry policy with "
+      "`retryOn: reset` helps."),
+    F("UF", "UpstreamConnectionFailure", "503",
+      "The proxy could not open a connection to the upstream host.",
+      "Nothing listens on the endpoint's port, the pod is gone or not ready, a network policy "
+      "blocks it, the connect timeout fired, or the TLS handshake failed (a mTLS mode "
+      "mismatch between DestinationRule `tls.mode` and the server's PeerAuthentication).",
+      "Read the transport failure reason; check the endpoint with `weftctl proxy-config "
+      "endpoint <pod>` and that the app listens on the target port; for TLS errors compare "
+      "`weftctl describe pod` mTLS mode with the DestinationRule."),
+    F("UC", "UpstreamConnectionTermination", "503",
+      "The upstream closed the connection while the request was in flight.",
+      "Usually a pooled keep-alive connection the server closed as idle just as the proxy "
+      "reused it (the server's idle timeout is shorter than the proxy's), or the upstream "
+      "crashed mid-request.",
+      "Set DestinationRule `trafficPolicy.connectionPool.http.idleTimeout` below the "
+      "server's keep-alive timeout, or retry on `reset` in the VirtualService; check the "
+      "upstream for crashes."),
+    F("UO", "UpstreamOverflow", "503, header x-envoy-overloaded: true",
+      "A circuit breaker overflowed (connections, pending requests, requests or retries), "
+      "or the cluster is in maintenance mode.",
+      "DestinationRule `connectionPool` limits (maxConnections, http1MaxPendingRequests, "
+      "http2MaxRequests, maxRetries) are lower than the traffic needs.",
+      "Check the cluster's `upstream_rq_pending_overflow` / `upstream_cx_overflow` stats and "
+      "raise the DestinationRule `connectionPool` limits, or add capacity."),
+    F("NR", "NoRouteFound", "404, empty body",
+      "No route matched the request (HTTP), or no filter chain matched the connection (TCP).",
+      "The Host/authority is not a host of any VirtualService bound to this proxy or "
+      "gateway, the path matches no route, or the VirtualService is bound to another "
+      "gateway or namespace.",
+      "Compare the request's Host with `weftctl proxy-config route <pod>` (DOMAINS); check "
+      "the VirtualService `hosts` and `gateways` and run `weftctl analyze`."),
+    F("DI", "DelayInjected", "the normal status",
+      "A fault-injection delay was applied to the request.",
+      "A VirtualService `fault.delay` matched this request.",
+      "Expected if you configured fault injection; otherwise find the VirtualService with a "
+      "`fault` section."),
+    F("FI", "FaultInjected", "the configured abort status",
+      "A fault-injection abort answered the request instead of the upstream.",
+      "A VirtualService `fault.abort` matched this request.",
+      "Expected if you configured fault injection; otherwise remove the `fault.abort`."),
+    F("RL", "RateLimited", "429", "A local or global rate limit rejected the request.",
+      "The request rate exceeded the configured rate limit.",
+      "Check the rate-limit configuration (EnvoyFilter / local rate limit) and the client's "
+      "request rate."),
+    F("UAEX", "UnauthorizedExternalService", "403 by default",
+      "The external authorization service denied the request.",
+      "An AuthorizationPolicy with action CUSTOM (ext_authz) rejected it.",
+      "Check the external authorizer's decision log and the CUSTOM AuthorizationPolicy."),
+    F("RLSE", "RateLimitServiceError", "typically 500",
+      "The call to the rate-limit service failed and the filter is set to deny on failure.",
+      "The rate-limit service is down or unreachable.",
+      "Check the rate-limit service and the filter's failure mode."),
+    F("DC", "DownstreamConnectionTermination", "0 (no response was sent)",
+      "The client closed its connection before the response was complete.",
+      "The caller gave up: a client-side timeout shorter than the request takes, a user who "
+      "cancelled, or a calling proxy whose own timeout fired (its log shows 504 UT).",
+      "Compare the duration with the caller's timeout; find the caller's log line with the "
+      "same x-request-id; if the request is slow, look at the upstream's latency."),
+    F("URX", "UpstreamRetryLimitExceeded", "the status of the last attempt",
+      "The request was retried and the retries were used up; the last attempt's result was "
+      "returned.",
+      "The upstream kept failing (see the other flag, e.g. UF or UT) for every attempt.",
+      "Fix the failure of the individual attempts (the other flag says which); more retries "
+      "rarely help a persistent failure."),
+    F("SI", "StreamIdleTimeout",
+      "408 if the request was incomplete, else 504; body \"stream "
+      "timeout\"",
+      "No bytes moved on the stream for the stream idle timeout.",
+      "A slow or stalled client or upstream, or a long-lived stream with no traffic.",
+      "Check which side stalled; raise the idle timeout for long-lived streams."),
+    F("IH", "InvalidEnvoyRequestHeaders", "400",
+      "A strictly checked x-envoy-* request header had an invalid value.",
+      "The client sent a malformed x-envoy-* header (e.g. x-envoy-max-retries).",
+      "Fix or drop the header in the client."),
+    F("DPE", "DownstreamProtocolError", "400 or connection reset",
+      "The client's request broke the HTTP protocol.",
+      "A malformed request, a protocol mismatch (HTTP/2 to an HTTP/1 port), or a header too "
+      "large.",
+      "Check the client's protocol and the Service port's protocol (port name or "
+      "appProtocol)."),
+    F("UMSDR", "UpstreamMaxStreamDurationReached", "408 or 504",
+      "The upstream stream reached its maximum duration.",
+      "A max stream duration is configured and the request ran longer.",
+      "Raise the max stream duration or make the request shorter."),
+    F("RFCF", "ResponseFromCacheFilter", "as cached",
+      "The response was served by the cache filter, not the upstream.",
+      "An HTTP cache filter is configured.",
+      "Expected with caching; otherwise check the cache filter configuration."),
+    F("NFCF", "NoFilterConfigFound", "5xx",
+      "A filter's configuration (ECDS) had not arrived when the request came.",
+      "The control plane has not delivered an extension configuration yet.",
+      "Run `weftctl proxy-status` and `weftctl proxy-config ecds <pod>`."),
+    F("DT", "DurationTimeout", "connection closed",
+      "The connection or stream reached its maximum duration and was closed.",
+      "A max connection duration is configured.",
+      "Expected for long-lived connections; clients should reconnect."),
+    F("UPE", "UpstreamProtocolError", "502", "The upstream's response broke the HTTP protocol.",
+      "The upstream speaks another protocol than the port declares (e.g. the port is named "
+      "http2 but the app speaks HTTP/1), or sent a malformed response.",
+      "Check the Service port's name/appProtocol against what the application speaks."),
+    F("NC", "NoClusterFound", "503, empty body",
+      "The route names a cluster that does not exist in this proxy.",
+      "Usually a subset without a DestinationRule: the VirtualService routes to a subset no "
+      "DestinationRule defines (IST0101); or the cluster has not been delivered yet.",
+      "Run `weftctl analyze` (IST0101), then define the subset in a DestinationRule; check "
+      "`weftctl proxy-config cluster <pod>` for the cluster and `weftctl proxy-status`."),
+    F("OM", "OverloadManagerTerminated", "503, body \"envoy overloaded\"",
+      "The proxy's overload manager shed the request.",
+      "The proxy is short of memory or connections.",
+      "Check the proxy's resources and overload manager settings."),
+    F("DF", "DnsResolutionFailed", "503", "The DNS lookup for the upstream failed.",
+      "A ServiceEntry with `resolution: DNS` names a host that does not resolve.",
+      "Check the host name and DNS from the proxy's network."),
+    F("DO", "DropOverload", "503, body \"drop overload\"",
+      "The request was dropped by the endpoint drop-overload policy.",
+      "The control plane asked the proxy to drop a share of traffic.",
+      "Check the cluster's drop_overloads configuration."),
+    F("DR", "DownstreamRemoteReset", "0 (no response)",
+      "The client reset the stream (HTTP/2 or HTTP/3 RST_STREAM).",
+      "The caller cancelled the request, often on its own timeout.",
+      "Check the caller's timeout and logs with the same x-request-id."),
+    F("UDO", "UnconditionalDropOverload", "503",
+      "All requests are dropped: drop overload is configured at 100%.",
+      "The control plane set an unconditional drop policy.",
+      "Check the cluster's drop_overloads configuration."),
+
+    /* ---- response code details (envoy stream_info.h ResponseCodeDetailValues) ---- */
+    D("via_upstream", "the upstream's status",
+      "The response came from the upstream application; the proxy did not generate it.",
+      "The application itself answered with this status.",
+      "Look at the upstream application's logs for this request (same x-request-id)."),
+    D("request_payload_too_large", "413, body \"Payload Too Large\"",
+      "A filter that needs the whole request body found it larger than the buffer limit.",
+      "A buffering filter (buffer, ext_authz with body, Wasm) and a body above the listener's "
+      "per-connection buffer limit.",
+      "Raise the filter's max request bytes or stop buffering large bodies."),
+    D("response_payload_too_large", "500",
+      "A filter that needs the whole response body found it larger than the buffer limit.",
+      "A buffering filter on the response path and a large response.",
+      "Raise the limit or stop buffering large responses."),
+    D("request_payload_exceeded_retry_buffer_limit",
+      "507, body \"exceeded request buffer limit while retrying upstream\"",
+      "The request needed a retry and its body was larger than the retry buffer.",
+      "An attempt failed (connect failure, reset, retriable 5xx) while the client was still "
+      "uploading, and the body passed the retry buffer limit (1 MiB by default) during the "
+      "back-off; typical for large uploads to a flapping upstream.",
+      "Raise the buffer limit for the route or listener, or turn proxy retries off for large "
+      "uploads and retry in the client with an idempotency key."),
+    D("stream_idle_timeout", "408 or 504, body \"stream timeout\"",
+      "No bytes moved on the stream for the stream idle timeout.", "A stalled client or upstream.",
+      "Find which side stalled; raise the idle timeout for "
+      "long-lived streams."),
+    D("request_overall_timeout", "408 or 504, body \"request timeout\"",
+      "The connection manager's overall request timeout fired.",
+      "The request (including its body upload) took longer than request_timeout.",
+      "Raise the request timeout or make the request faster."),
+    D("request_header_timeout", "408",
+      "The request headers did not arrive within the header timeout.",
+      "A slow or idle client connection.", "Check the client."),
+    D("max_duration_timeout", "-", "The stream reached its maximum duration.",
+      "A max stream duration is configured.", "Raise it or shorten the request."),
+    D("overload", "503", "The overload manager rejected the request.",
+      "The proxy is short of resources.", "Check the proxy's memory and connections."),
+    D("low_version", "426", "The client used HTTP/1.0 or 0.9, which is not enabled.",
+      "An old client.", "Use HTTP/1.1 or enable HTTP/1.0 support."),
+    D("missing_host_header", "400", "The request had no Host header.", "A client that omits Host.",
+      "Send a Host header."),
+    D("missing_path_rejected", "400", "The request had no path.", "A malformed client request.",
+      "Fix the client."),
+    D("invalid_path", "400", "The request path is invalid.", "A malformed path.",
+      "Fix the client's URL."),
+    D("absolute_path_rejected", "404", "An absolute-form request URL was rejected.",
+      "A client sending proxy-style requests to a listener that does not accept them.",
+      "Send origin-form requests or enable absolute URLs."),
+    D("path_normalization_failed", "400", "The path could not be normalised.",
+      "A malformed or unsafe path (e.g. bad percent-encoding).", "Fix the client's URL."),
+    D("upgrade_failed", "-", "A protocol upgrade (e.g. WebSocket) was not allowed.",
+      "Upgrades are not enabled for this route.", "Enable the upgrade type on the route."),
+    D("websocket_handshake_unsuccessful", "-", "The upstream refused the WebSocket handshake.",
+      "The upstream did not answer 101.", "Check the upstream's WebSocket endpoint."),
+    D("route_configuration_not_found", "404", "The listener has no route configuration yet.",
+      "RDS has not delivered the route configuration to this proxy.",
+      "Run `weftctl proxy-status` (RDS) and `weftctl proxy-config route <pod>`."),
+    D("route_not_found", "404, empty body", "No route matched the request.",
+      "The Host or path matches no route of any VirtualService bound here.",
+      "Compare the Host with `weftctl proxy-config route <pod>` and check the VirtualService "
+      "`hosts`/`gateways`; run `weftctl analyze`."),
+    D("direct_response", "the configured status", "The route answered directly (no upstream).",
+      "A route with a direct response is configured.", "Expected; check the route if not."),
+    D("cluster_not_found", "503, empty body", "The route's cluster does not exist in the proxy.",
+      "Usually a subset without a DestinationRule, or a cluster not yet delivered.",
+      "Run `weftctl analyze` and `weftctl proxy-config cluster <pod>`."),
+    D("maintenance_mode", "503, body \"maintenance mode\"", "The cluster is in maintenance mode.",
+      "The runtime key upstream.maintenance_mode.<cluster> is set.", "Unset it."),
+    D("drop_overload", "503, body \"drop overload\"",
+      "The request was dropped by the drop-overload policy.", "Endpoint drop_overloads.",
+      "Check the cluster's drop policy."),
+    D("unconditional_drop_overload", "503", "All requests are dropped (drop overload at 100%).",
+      "Endpoint drop_overloads at 100%.", "Check the cluster's drop policy."),
+    D("no_healthy_upstream", "503, body \"no healthy upstream\"",
+      "The cluster has no healthy endpoint.",
+      "No pod matches the service or subset labels, pods are unready, or all were ejected.",
+      "Run `weftctl proxy-config endpoint <pod> --cluster <cluster>` and `weftctl analyze` "
+      "(IST0173)."),
+    D("response_timeout", "504, body \"upstream request timeout\"",
+      "The route's overall timeout fired before the upstream answered.",
+      "A slow upstream, or a VirtualService `timeout` shorter than the service needs.",
+      "Raise `timeout` or add `retries.perTryTimeout`; check upstream latency."),
+    D("upstream_response_timeout", "504",
+      "Older Envoy's name for response_timeout: the route timeout fired.",
+      "A slow upstream or a short VirtualService `timeout`.", "As for response_timeout."),
+    D("upstream_per_try_timeout", "504, body \"upstream request timeout\"",
+      "The last attempt hit its per-try timeout and no retry followed.",
+      "Every attempt was slower than `retries.perTryTimeout`.",
+      "Check upstream latency; raise perTryTimeout if the service is legitimately slow."),
+    D("upstream_per_try_idle_timeout", "504",
+      "The last attempt was idle past its per-try idle "
+      "timeout.",
+      "A stalled upstream.", "Check the upstream."),
+    D("upstream_max_stream_duration_reached", "408 or 504",
+      "The upstream stream reached its maximum duration.", "A max stream duration is set.",
+      "Raise it or shorten the request."),
+    D("upstream_reset_before_response_started{", "503 (502 for protocol error)",
+      "The upstream connection failed or was reset before any response header arrived; the "
+      "reason in braces says how.",
+      "See the reset reason below.", "See the reset reason below."),
+    D("upstream_reset_before_response_started", "503",
+      "The upstream closed before the response started (\"upstream is closed prematurely "
+      "during decoding data from downstream\").",
+      "The upstream went away while the request body was still arriving.",
+      "Check the upstream's logs and limits for large or slow requests."),
+    D("upstream_reset_after_response_started{", "the original status (truncated response)",
+      "The upstream reset after the response headers were sent; the client got a truncated "
+      "response.",
+      "The upstream crashed or closed mid-response.", "Check the upstream's logs."),
+    D("filter_chain_not_found", "connection closed",
+      "No filter chain of the listener matched the connection.",
+      "Traffic to a port or SNI the listener was not configured for.",
+      "Check `weftctl proxy-config listener <pod>` for the port."),
+    D("downstream_remote_disconnect", "0", "The client disconnected.",
+      "The caller closed the connection (often its timeout).", "Check the caller."),
+    D("downstream_local_disconnect(", "-",
+      "The proxy closed the client connection; the reason "
+      "is in parentheses.",
+      "A protocol error, overload or drain.", "Read the reason in parentheses."),
+    D("duration_timeout", "-", "The maximum connection or stream duration was reached.",
+      "A max duration is configured.", "Expected for long-lived connections."),
+    D("downstream_header_timeout", "-", "The client's headers did not arrive in time.",
+      "A slow or idle client.", "Check the client."),
+    D("admin_filter_response", "-", "The admin filter answered the request.",
+      "A request to the proxy's admin interface.", "Expected."),
+    D("internal_redirect", "-", "The proxy followed an internal redirect.",
+      "An internal redirect policy on the route.", "Expected."),
+    D("filter_removed_required_request_headers", "-",
+      "A filter removed a header the request needs (such as :path or Host).",
+      "A misconfigured filter (EnvoyFilter, Wasm, Lua).", "Check the filters on this listener."),
+    D("filter_removed_required_response_headers", "-",
+      "A filter removed a header the response needs (such as :status).", "A misconfigured filter.",
+      "Check the filters on this listener."),
+    D("rejecting_because_detection_failed", "-", "Protocol detection failed on the connection.",
+      "Traffic that is not what the port declares.", "Check the port's protocol."),
+    D("filter_added_invalid_request_data", "-", "A filter added invalid data to the request.",
+      "A misconfigured filter.", "Check the filters."),
+    D("filter_added_invalid_response_data", "-", "A filter added invalid data to the response.",
+      "A misconfigured filter.", "Check the filters."),
+    D("rbac_access_denied_matched_policy[", "403, body \"RBAC: access denied\"",
+      "An AuthorizationPolicy denied the request; the brackets name the matching policy "
+      "(`none` when ALLOW policies exist and none matched).",
+      "A DENY policy matched, or ALLOW policies exist and none allows this caller/path.",
+      "Check `weftctl describe pod <pod>` (RBAC policies) and the AuthorizationPolicies in "
+      "the namespace and root namespace."),
+
+    /* ---- upstream reset reasons (Http::Utility::resetReasonToString) ---- */
+    R("local_connection_failure", "The proxy failed to open the connection locally.",
+      "No local ports or file descriptors, or a local socket error.",
+      "Check the proxy's resource limits."),
+    R("remote_connection_failure", "The upstream refused or did not accept the connection.",
+      "Nothing listens on the endpoint's port (Connection refused), the pod is gone, or the TLS "
+      "handshake failed.",
+      "Check the endpoint and that the app listens on the target port; read the transport "
+      "failure reason."),
+    R("connection_failure", "Older Envoy's name for a failed connection to the upstream.",
+      "Nothing listens on the endpoint, or the connection was refused or timed out.",
+      "Check the endpoint and the application's port."),
+    R("connection_timeout",
+      "The connection to the upstream did not complete within the "
+      "connect timeout.",
+      "The host is unreachable or overloaded, or a network policy drops packets.",
+      "Check network reachability and DestinationRule `connectionPool.tcp.connectTimeout`."),
+    R("connection_termination",
+      "The upstream closed the connection while the request was in "
+      "flight.",
+      "A pooled keep-alive connection closed by the server as idle just as it was reused, or "
+      "an upstream crash.",
+      "Set DestinationRule `connectionPool.http.idleTimeout` below the server's keep-alive "
+      "timeout, or retry on `reset`."),
+    R("local_reset", "The proxy reset the upstream stream.", "See the response flag (LR).",
+      "Enable router/connection debug logs."),
+    R("local_refused_stream_reset", "The proxy refused the stream locally.",
+      "Stream limits on the connection.", "Check connection pool settings."),
+    R("overflow", "A circuit breaker overflowed.", "DestinationRule connectionPool limits.",
+      "Raise the limits or add capacity."),
+    R("remote_reset", "The upstream reset the stream.", "An upstream abort or crash.",
+      "Check the upstream's logs."),
+    R("remote_refused_stream_reset", "The upstream refused the stream (REFUSED_STREAM).",
+      "The upstream's concurrent stream limit.",
+      "Retry on `refused-stream`; check upstream "
+      "limits."),
+    R("remote_error_with_CONNECT_request",
+      "The upstream answered a CONNECT request with an "
+      "error.",
+      "The tunnel target refused.", "Check the CONNECT target."),
+    R("protocol_error", "The upstream's response broke the protocol (502).",
+      "A port protocol mismatch (e.g. declared http2, app speaks HTTP/1).",
+      "Check the Service port name/appProtocol."),
+    R("overload_manager_reset", "The overload manager reset the stream.",
+      "The proxy is short of resources.", "Check the proxy's resources."),
+};
+
+size_t wf_lx_table_count(void)
+{
+    return sizeof table / sizeof table[0];
+}
+
+const wf_lx_entry *wf_lx_table_at(size_t i)
+{
+    return i < wf_lx_table_count() ? &table[i] : NULL;
+}
+
+static const wf_lx_entry *find_exact(wf_lx_kind k, const char *key)
+{
+    for (size_t i = 0; i < wf_lx_table_count(); i++)
+        if (table[i].kind == k && strcmp(table[i].key, key) == 0)
+            return &table[i];
+    return NULL;
+}
+
+const wf_lx_entry *wf_lx_find_flag(const char *flag)
+{
+    return find_exact(WF_LX_FLAG, flag);
+}
+
+const wf_lx_entry *wf_lx_find_reset(const char *reason)
+{
+    return find_exact(WF_LX_RESET, reason);
+}
+
+const wf_lx_entry *wf_lx_find_detail(const char *details)
+{
+    const wf_lx_entry *e = find_exact(WF_LX_DETAIL, details), *best = NULL;
+    if (e)
+        return e;
+    for (size_t i = 0; i < wf_lx_table_count(); i++) {
+        const wf_lx_entry *t = &table[i];
+        size_t kl = strlen(t->key);
+        char last = kl ? t->key[kl - 1] : 0;
+        if (t->kind == WF_LX_DETAIL && (last == '{' || last == '[' || last == '(') &&
+            strncmp(details, t->key, kl) == 0 && (!best || kl > strlen(best->key)))
+            best = t;
+    }
+    return best;
+}

@@ -1,0 +1,96 @@
+/*
+ * log_explain.h - `weftctl log explain`: reading Envoy/Istio access log lines and explaining
+ * failed requests in plain words (beyond istioctl; docs/log-explain.md).
+ *
+ * Knowledge: one table entry per response flag (Envoy's %RESPONSE_FLAGS% short names,
+ * source/common/stream_info/utility.h) and per response code details string
+ * (%RESPONSE_CODE_DETAILS%, envoy/stream_info/stream_info.h ResponseCodeDetailValues and the
+ * extension details Istio users meet), as listed in ../shared/reference/envoy-istio-behaviour.md
+ * §1.2 and §2.1, plus the reset reasons inside upstream_reset_*{...} (§2.2). The table is
+ * data (explain_table.c); values it does not hold are reported as unknown, never guessed.
+ *
+ * Formats (envoy-istio-behaviour.md §5): Istio's default TEXT format, Envoy's default
+ * format, any format string of Envoy command operators (`--format`), and JSON lines (Istio's
+ * default JSON keys, or the keys of a JSON `--format` whose values are operators). Missing
+ * values ("-", null, "") read as absent.
+ *
+ * Ownership: records own their strings (wf_lx_record_free); table entries are static.
+ */
+#ifndef WF_CLI_LOG_EXPLAIN_H
+#define WF_CLI_LOG_EXPLAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/strbuf.h"
+
+/* ---- the knowledge table (explain_table.c) ---- */
+
+typedef enum wf_lx_kind {
+    WF_LX_FLAG,   /* a %RESPONSE_FLAGS% short name: key "NC" */
+    WF_LX_DETAIL, /* a %RESPONSE_CODE_DETAILS% value: key "cluster_not_found"; keys ending in
+                     '{', '[' or '(' match details with that prefix and a parameter */
+    WF_LX_RESET,  /* a reset reason inside upstream_reset_*{...}: key "connection_termination" */
+} wf_lx_kind;
+
+typedef struct wf_lx_entry {
+    wf_lx_kind kind;
+    const char *key;
+    const char *name;    /* flags: Envoy's long name ("NoClusterFound"); others: "" */
+    const char *status;  /* what the client usually sees ("503, empty body") */
+    const char *meaning; /* what happened, in plain words */
+    const char *causes;  /* the usual reasons */
+    const char *next;    /* the next check or the fix */
+} wf_lx_entry;
+
+size_t wf_lx_table_count(void);
+const wf_lx_entry *wf_lx_table_at(size_t i);
+
+/* The entry for a response flag ("UF"), NULL when unknown. */
+const wf_lx_entry *wf_lx_find_flag(const char *flag);
+
+/* The entry for a details value: exact match, else the longest parametrised prefix
+ * ("upstream_reset_before_response_started{remote_connection_failure}" matches
+ * "upstream_reset_before_response_started{"). NULL when unknown. */
+const wf_lx_entry *wf_lx_find_detail(const char *details);
+
+/* The entry for a reset reason written with underscores ("remote_connection_failure"). */
+const wf_lx_entry *wf_lx_find_reset(const char *reason);
+
+/* ---- access log records ---- */
+
+typedef struct wf_lx_record {
+    size_t line;        /* 1-based line number in the input */
+    int code;           /* %RESPONSE_CODE%; -1 when absent */
+    char *flags;        /* %RESPONSE_FLAGS% ("UF,URX"); NULL when "-" or absent */
+    char *details;      /* %RESPONSE_CODE_DETAILS% */
+    char *conn_details; /* %CONNECTION_TERMINATION_DETAILS% */
+    char *tfr;          /* %UPSTREAM_TRANSPORT_FAILURE_REASON% */
+    char *cluster;      /* %UPSTREAM_CLUSTER_RAW% (or %UPSTREAM_CLUSTER% without the ';') */
+    char *route;        /* %ROUTE_NAME% */
+    char *host;         /* %UPSTREAM_HOST% */
+    char *method, *path, *authority, *start_time, *request_id, *duration;
+} wf_lx_record;
+
+void wf_lx_record_free(wf_lx_record *r);
+
+typedef struct wf_lx_format wf_lx_format;
+
+/* Compiles a text format of command operators ("[%START_TIME%] \"%REQ(:METHOD)% ..."), or a
+ * JSON object whose values are operators. NULL with err when it names no operator or is out
+ * of memory. The caller frees with wf_lx_format_free. */
+wf_lx_format *wf_lx_format_new(const char *fmt, wf_strbuf *err);
+void wf_lx_format_free(wf_lx_format *f);
+
+/* Istio's default TEXT format and Envoy's default format (envoy-istio-behaviour.md §5.1-5.2). */
+extern const char WF_LX_ENVOY_DEFAULT_FORMAT[];
+
+/* Parses one line. fmt NULL means auto: a line starting with '{' is JSON (Istio's keys),
+ * otherwise Istio's TEXT format, then Envoy's default format. Returns 0 with *out filled
+ * (line number not set), or -1 when the line is not an access log line in that format. */
+int wf_lx_parse_line(const wf_lx_format *fmt, const char *line, wf_lx_record *out);
+
+/* Did the request fail (code 0 or >= 400, or any response flag)? */
+bool wf_lx_failed(const wf_lx_record *r);
+
+#endif
