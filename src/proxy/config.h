@@ -297,6 +297,7 @@ typedef struct wp_listener {
         hcm; /* the only network filter supported: envoy.filters.network.http_connection_manager */
     const char *stat_name; /* "0.0.0.0_15001" style (address with ':' replaced by '_') */
     int traffic_direction; /* core.v3.TrafficDirection: 0 UNSPECIFIED, 1 INBOUND, 2 OUTBOUND */
+    bool bound; /* set by the server before the snapshot is published: its sockets exist */
 } wp_listener;
 
 /* ---------- clusters ---------- */

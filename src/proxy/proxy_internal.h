@@ -374,9 +374,11 @@ struct wp_server {
 /* server.c */
 /* Applies a new snapshot (one reference of cfg, taken over) on the main thread: builds its
  * generation, binds the sockets of new listeners for every worker and posts it to them; the
- * previous generation serves the requests already running. Returns 0, or -1 with the reason
- * appended to err (a route index or access log that does not compile, a listener that cannot
- * bind, out of memory); the current snapshot then stays. */
+ * previous generation serves the requests already running. Returns 0; 1 when it was applied
+ * but some listeners could not bind (they stay without sockets and are tried again with the
+ * next update; err holds Envoy's "Error adding/updating listener(s) NAME: cannot bind ..."
+ * lines); or -1 with the reason appended to err (a route index or access log that does not
+ * compile, out of memory): the current snapshot then stays. */
 int wp_server_apply(wp_server *srv, wp_config *cfg, wf_strbuf *err);
 
 /* conn.c */

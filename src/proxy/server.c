@@ -239,55 +239,87 @@ static void free_fds(int *fds, size_t n)
     free(fds);
 }
 
-/* Whether the current snapshot has a listener named like l on l's address (its sockets are
- * kept). */
+/* Whether the current snapshot has a listener named like l on l's address whose sockets the
+ * workers hold (they are kept). */
 static bool has_listener(const wp_config *cur, const wp_listener *l)
 {
     for (size_t i = 0; cur && i < cur->nlisteners; i++) {
         const wp_listener *o = &cur->listeners[i];
-        if (strcmp(o->name, l->name) == 0 && o->addr.len == l->addr.len &&
+        if (o->bound && strcmp(o->name, l->name) == 0 && o->addr.len == l->addr.len &&
             memcmp(&o->addr.sa, &l->addr.sa, l->addr.len) == 0)
             return true;
     }
     return false;
 }
 
-/* One worker's sockets for cfg's listeners that cur lacks (fds[i] = -1 for the others).
- * NULL with err when a bind fails or memory runs out. */
-static int *bind_listeners(const wp_config *cfg, const wp_config *cur, wf_strbuf *err)
+/* One socket per worker for listener i of cfg into fdsv[w][i]; -1 with err (the sockets made
+ * for it are closed and set back to -1). */
+static int bind_one(wp_server *srv, const wp_config *cfg, size_t i, int **fdsv, wf_strbuf *err)
 {
-    int *fds = malloc((cfg->nlisteners ? cfg->nlisteners : 1) * sizeof(int));
-    if (!fds) {
-        wf_strbuf_puts(err, "out of memory");
-        return NULL;
-    }
-    for (size_t i = 0; i < cfg->nlisteners; i++)
-        fds[i] = -1;
-    for (size_t i = 0; i < cfg->nlisteners; i++) {
-        if (has_listener(cur, &cfg->listeners[i]))
-            continue;
-        fds[i] = wp_listen_socket(&cfg->listeners[i], err);
-        if (fds[i] < 0) {
-            free_fds(fds, cfg->nlisteners);
-            return NULL;
-        }
-    }
-    return fds;
-}
-
-/* Every worker's sockets for cfg (fdsv[w]); -1 with err, nothing left open. */
-static int bind_all(wp_server *srv, const wp_config *cfg, const wp_config *cur, int **fdsv,
-                    wf_strbuf *err)
-{
-    for (unsigned i = 0; i < srv->nworkers; i++) {
-        fdsv[i] = bind_listeners(cfg, cur, err);
-        if (!fdsv[i]) {
-            while (i-- > 0)
-                free_fds(fdsv[i], cfg->nlisteners);
+    for (unsigned w = 0; w < srv->nworkers; w++) {
+        fdsv[w][i] = wp_listen_socket(&cfg->listeners[i], err);
+        if (fdsv[w][i] < 0) {
+            while (w-- > 0) {
+                close(fdsv[w][i]);
+                fdsv[w][i] = -1;
+            }
             return -1;
         }
     }
     return 0;
+}
+
+/* Every worker's sockets for cfg's listeners that cur lacks (fdsv[w][i], -1 for the kept
+ * ones), marking each listener bound or not. strict (the bootstrap at start): the first
+ * listener that cannot bind fails it all (-1, nothing left open). Otherwise (an update, as
+ * Envoy's listener manager): a listener that cannot bind is left without sockets, its error
+ * appended to err ("Error adding/updating listener(s) NAME: cannot bind ..."), and the return
+ * is 1; the others are applied. -1 when out of memory. */
+static int bind_all(wp_server *srv, wp_config *cfg, const wp_config *cur, int **fdsv, bool strict,
+                    wf_strbuf *err)
+{
+    size_t n = cfg->nlisteners ? cfg->nlisteners : 1;
+    for (unsigned w = 0; w < srv->nworkers; w++) {
+        if (!(fdsv[w] = malloc(n * sizeof(int)))) {
+            while (w-- > 0)
+                free_fds(fdsv[w], cfg->nlisteners);
+            wf_strbuf_puts(err, "out of memory");
+            return -1;
+        }
+        for (size_t i = 0; i < n; i++)
+            fdsv[w][i] = -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < cfg->nlisteners; i++) {
+        wp_listener *l = &cfg->listeners[i];
+        l->bound = true;
+        if (has_listener(cur, l))
+            continue;
+        wf_strbuf why = WF_STRBUF_INIT;
+        if (bind_one(srv, cfg, i, fdsv, &why) == 0) {
+            wf_strbuf_free(&why);
+            continue;
+        }
+        l->bound = false;
+        if (strict) {
+            wf_strbuf_puts(err, wf_strbuf_cstr(&why));
+            wf_strbuf_free(&why);
+            for (unsigned w = 0; w < srv->nworkers; w++)
+                free_fds(fdsv[w], cfg->nlisteners);
+            return -1;
+        }
+        WF_LOG(WF_LC_main, WF_LOG_ERROR, "%s", wf_strbuf_cstr(&why));
+        const char *reason = wf_strbuf_cstr(&why); /* without wp_listen_socket's name prefix */
+        size_t nl = strlen(l->name);
+        if (strncmp(reason, "listener ", 9) == 0 && strncmp(reason + 9, l->name, nl) == 0 &&
+            strncmp(reason + 9 + nl, ": ", 2) == 0)
+            reason += 11 + nl;
+        wf_strbuf_printf(err, "%sError adding/updating listener(s) %s: %s", rc ? "\n" : "", l->name,
+                         reason);
+        wf_strbuf_free(&why);
+        rc = 1;
+    }
+    return rc;
 }
 
 static void set_current(wp_server *srv, wp_gen *g)
@@ -309,7 +341,8 @@ int wp_server_apply(wp_server *srv, wp_config *cfg, wf_strbuf *err)
     if (!g)
         return -1;
     int **fdsv = calloc(srv->nworkers, sizeof(*fdsv));
-    if (!fdsv || bind_all(srv, cfg, srv->cfg, fdsv, err) != 0) {
+    int bound = fdsv ? bind_all(srv, cfg, srv->cfg, fdsv, false, err) : -1;
+    if (bound < 0) {
         if (!fdsv)
             wf_strbuf_puts(err, "out of memory");
         free(fdsv);
@@ -332,7 +365,7 @@ int wp_server_apply(wp_server *srv, wp_config *cfg, wf_strbuf *err)
     wp_main *m = (wp_main *)srv; /* srv is wp_main's first member */
     if (m->loop && !m->stopping && !uv_is_active((uv_handle_t *)&m->od_timer))
         on_outlier_timer(&m->od_timer); /* the new clusters may have outlier detection */
-    return 0;
+    return bound;
 }
 
 /* ---------- status servers (status.h): readiness and merged metrics ---------- */
@@ -394,11 +427,12 @@ static int xds_apply(void *ud, json_t *effective, const wp_xds_dynamic *dyn, wf_
     cfg->xds_dump = dyn->dump ? json_incref(dyn->dump) : NULL;
     cfg->n_static_clusters = dyn->n_static_clusters;
     cfg->n_static_listeners = dyn->n_static_listeners;
-    if (wp_server_apply(&m->srv, cfg, err) != 0)
+    int rc = wp_server_apply(&m->srv, cfg, err);
+    if (rc < 0)
         return -1;
     m->warming_clusters = dyn->warming_clusters.n > 0;
     m->warming_listeners = dyn->warming_listeners.n > 0;
-    return 0;
+    return rc; /* 1: applied, some listeners could not bind (err: the NACK text) */
 }
 
 static void xds_state(void *ud, bool up)
@@ -491,7 +525,7 @@ static int start_workers(wp_main *m, wf_strbuf *err, unsigned *ninit)
         wf_strbuf_puts(err, "out of memory");
         return -1;
     }
-    if (bind_all(srv, srv->cfg, NULL, fdsv, err) != 0) {
+    if (bind_all(srv, srv->cfg, NULL, fdsv, true, err) != 0) {
         free(fdsv);
         return -1;
     }

@@ -212,16 +212,23 @@ static void accepted(wp_xds_client *c, int t, const wf_xds_delta_response *resp,
     if (wf_xds_delta_client_accepted(&c->dtypes[t], version) != 0)
         WF_LOG(WF_LC_config, WF_LOG_ERROR, "xDS version for %s: out of memory",
                c->dtypes[t].type_url);
-    send_delta(c, t, resp->nonce, NULL);
-    xc_note_accepted(c, t);
-    WF_LOG(WF_LC_config, WF_LOG_DEBUG,
-           "Delta config for %s accepted with %zu resources added, %zu removed",
-           c->dtypes[t].type_url, resp->n_resources, resp->removed_resources.n);
+    bool partial = c->partial != NULL;
+    if (partial) { /* applied with failures: Envoy rejects the update, keeps what it added */
+        reject(c, t, resp->system_version_info, resp->nonce, c->partial);
+        free(c->partial);
+        c->partial = NULL;
+    } else {
+        send_delta(c, t, resp->nonce, NULL);
+        xc_note_accepted(c, t);
+        WF_LOG(WF_LC_config, WF_LOG_DEBUG,
+               "Delta config for %s accepted with %zu resources added, %zu removed",
+               c->dtypes[t].type_url, resp->n_resources, resp->removed_resources.n);
+    }
     if (dyn && t == WF_XDS_CDS)
         follow(c, WF_XDS_EDS, &dyn->eds_names);
     if (dyn && t == WF_XDS_LDS)
         follow(c, WF_XDS_RDS, &dyn->rds_names);
-    if (c->cb.on_update)
+    if (!partial && c->cb.on_update)
         c->cb.on_update(c->cb.ud, (wf_xds_type)t, version, true);
 }
 

@@ -54,6 +54,7 @@ struct wp_xds_client {
     uint64_t up_since, last_update, attempts;
     bool updated, cds_applied, lds_applied;
     char *last_nack;
+    char *partial; /* NACK text of an update that was applied with failures, until sent */
     /* stats */
     wp_stats_shard *sh;
     uint32_t s_state, s_up, s_since, s_cx_total, s_cx_active, s_cx_fail;

@@ -56,6 +56,7 @@ void xc_state_free(wp_xds_client *c)
     free(c->cluster_name);
     free(c->close_msg);
     free(c->last_nack);
+    free(c->partial);
 }
 
 /* ---- requests ---- */
@@ -257,7 +258,11 @@ int xc_compose_apply(wp_xds_client *c, int t, json_t *set, const char *version, 
         return -1;
     }
     int rc = c->cb.apply(c->cb.ud, eff, dyn, &cerr);
-    if (rc != 0) {
+    if (rc == 1) { /* applied, but parts failed (listeners that cannot bind): NACK the text */
+        free(c->partial);
+        c->partial = strdup(wf_strbuf_cstr(&cerr));
+        rc = 0;
+    } else if (rc != 0) {
         char name[256];
         wf_strbuf reason = WF_STRBUF_INIT;
         int lt = wp_xds_locate_error(dyn, eff, "xds", wf_strbuf_cstr(&cerr), name, sizeof(name),
@@ -323,18 +328,26 @@ static void accepted(wp_xds_client *c, int t, const wf_xds_response *resp, json_
 {
     json_decref(c->sets[t]);
     c->sets[t] = set;
+    bool partial = c->partial != NULL;
     wf_xds_request req = {0};
-    if (wf_xds_client_ack(&c->types[t], resp, &req) == 0)
-        send_req(c, &req);
-    xc_note_accepted(c, t);
-    WF_LOG(WF_LC_config, WF_LOG_DEBUG,
-           "gRPC config for %s accepted with %zu resources with version %s", c->types[t].type_url,
-           json_array_size(resp->resources), resp->version_info ? resp->version_info : "");
+    if (partial) { /* applied with failures: Envoy rejects the update, keeps what it added */
+        reject(c, t, resp, c->partial);
+        free(c->partial);
+        c->partial = NULL;
+    } else {
+        if (wf_xds_client_ack(&c->types[t], resp, &req) == 0)
+            send_req(c, &req);
+        xc_note_accepted(c, t);
+        WF_LOG(WF_LC_config, WF_LOG_DEBUG,
+               "gRPC config for %s accepted with %zu resources with version %s",
+               c->types[t].type_url, json_array_size(resp->resources),
+               resp->version_info ? resp->version_info : "");
+    }
     if (dyn && t == WF_XDS_CDS)
         follow(c, WF_XDS_EDS, &dyn->eds_names);
     if (dyn && t == WF_XDS_LDS)
         follow(c, WF_XDS_RDS, &dyn->rds_names);
-    if (c->cb.on_update)
+    if (!partial && c->cb.on_update)
         c->cb.on_update(c->cb.ud, (wf_xds_type)t, resp->version_info ? resp->version_info : "",
                         true);
 }

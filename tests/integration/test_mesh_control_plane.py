@@ -259,3 +259,46 @@ def test_disconnected_proxy_stays_listed(mesh):
     time.sleep(1.1)
     row = wait_for(listed, what="still listed")
     assert row["disconnected_for_s"] >= 1, row
+
+
+OTHER_ON_APP_PORT = """\
+apiVersion: v1
+kind: Service
+metadata: {name: other, namespace: istioinaction}
+spec:
+  selector: {app: other}
+  ports: [{name: http, port: 3000, targetPort: 3000}]
+"""
+
+FAULT_418 = """\
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: catalog-mesh, namespace: istioinaction}
+spec:
+  hosts: [catalog]
+  http:
+  - fault: {abort: {httpStatus: 418, percentage: {value: 100}}}
+    route:
+    - destination: {host: catalog}
+"""
+
+
+def test_listener_that_cannot_bind_is_nacked_and_the_rest_still_applies(mesh):
+    """An outbound listener whose address is taken (in the local mesh: a Service port equal to
+    the app's port on the pod localhost) is refused as Envoy does — "Error adding/updating
+    listener(s) 0.0.0.0_3000: cannot bind ..." — while the rest of the update, and later
+    updates, still apply."""
+    gw, pods = serving_mesh(mesh)
+    sidecar = pods[0]
+    mesh.write_config("other.yaml", OTHER_ON_APP_PORT)
+
+    def nacked():
+        status, sync = mesh.pilot_get("/debug/syncz")
+        row = [e for e in sync if e.get("proxy") == sidecar.node_id][0]
+        errors = " ".join(row.get(t + "_error") or "" for t in ("listener", "route"))
+        return "Error adding/updating listener(s) 0.0.0.0_3000: cannot bind" in errors and errors
+    text = wait_for(nacked, what="the bind failure reported to pilot")
+    assert "Address already in use" in text, text
+    mesh.write_config("fault.yaml", FAULT_418)
+    wait_for(lambda: sidecar.request_local(80, "/healthz", host="catalog")[0] == 418,
+             what="a later update applied on the sidecar with the failing listener")
