@@ -186,6 +186,13 @@ static wp_config *load(const wp_server_opts *o, wf_strbuf *err)
     if (!cfg)
         return NULL;
     override_node(o, cfg);
+    if (cfg->ads && (!cfg->node_id || !*cfg->node_id || !cfg->node_cluster ||
+                     !*cfg->node_cluster)) { /* Envoy's check for xDS (LocalInfo) */
+        wf_strbuf_puts(err, "node 'id' and 'cluster' are required. Set it either in 'node' "
+                            "config or via --service-node and --service-cluster options.");
+        wp_config_unref(cfg);
+        return NULL;
+    }
     if (compile_routes(cfg, err) != 0) {
         wp_config_unref(cfg);
         return NULL;

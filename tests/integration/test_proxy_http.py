@@ -1045,3 +1045,26 @@ def test_sigterm_finishes_inflight_request(apps, proxy_factory):
     assert (status, body) == (200, b"delayed 500\n")
     proxy.proc.wait(timeout=10)
     assert proxy.stop() == 0
+
+
+def test_cli_xds_bootstrap_needs_node_id_and_cluster(tmp_path):
+    """As Envoy: with xDS configured, node id and cluster are required (from the bootstrap or
+    --service-node / --service-cluster); otherwise the proxy would retry forever against a
+    control plane that refuses it."""
+    bs = {"dynamic_resources": {
+              "ads_config": {"api_type": "GRPC", "transport_api_version": "V3",
+                             "grpc_services": [{"envoy_grpc": {"cluster_name": "xds-grpc"}}]},
+              "cds_config": {"ads": {}, "resource_api_version": "V3"},
+              "lds_config": {"ads": {}, "resource_api_version": "V3"}},
+          "static_resources": {"clusters": [{
+              "name": "xds-grpc", "type": "STATIC", "load_assignment": {
+                  "cluster_name": "xds-grpc", "endpoints": [{"lb_endpoints": [{"endpoint": {
+                      "address": {"socket_address": {"address": "127.0.0.1",
+                                                     "port_value": 15010}}}}]}]}}]}}
+    path = tmp_path / "xds.json"
+    path.write_text(json.dumps(bs))
+    r = _run("--mode", "validate", "-c", path)
+    assert r.returncode == 1
+    assert b"node 'id' and 'cluster' are required" in r.stderr, r.stderr
+    r = _run("--mode", "validate", "-c", path, "--service-node", "a.ns", "--service-cluster", "a")
+    assert r.returncode == 0, r.stderr
