@@ -1,6 +1,11 @@
 /*
  * debug.c - the monitoring/debug HTTP server: accept, parse one request head with
  * http/h1_parser.h, route (debug_views.c), write the reply, close. See debug.h.
+ *
+ * Bounded, since anyone who reaches the port can connect: at most DBG_MAX_CONNS connections
+ * (beyond that the oldest one still waiting for its request head is closed), and a connection
+ * that has not been answered DBG_DEADLINE_MS after it was accepted (a slow or partial request
+ * head) is closed by a sweep every second.
  */
 #include "pilot/debug.h"
 
@@ -11,8 +16,10 @@
 #include "core/log.h"
 #include "http/h1_parser.h"
 
-#define DBG_MAX_HEAD 16384u
-#define DBG_MAX_HDRS 64u
+#define DBG_MAX_HEAD    16384u
+#define DBG_MAX_HDRS    64u
+#define DBG_MAX_CONNS   256u
+#define DBG_DEADLINE_MS 10000u
 
 typedef struct dbg_conn dbg_conn;
 
@@ -21,7 +28,9 @@ struct wf_debug {
     uv_tcp_t listener;
     wf_pilot *pilot;
     dbg_conn *conns; /* open connections (doubly linked) */
-    int open;        /* handles not yet closed (listener + connections) */
+    size_t nconns;
+    uv_timer_t sweep; /* closes connections past their deadline */
+    int open;         /* handles not yet closed (listener, sweep timer, connections) */
     bool closing;
 };
 
@@ -29,6 +38,7 @@ struct dbg_conn {
     uv_tcp_t tcp;
     wf_debug *d;
     dbg_conn *prev, *next;
+    uint64_t accepted_ms; /* loop time of the accept */
     h1_parser parser;
     h1_header hdrs[DBG_MAX_HDRS];
     char buf[DBG_MAX_HEAD];
@@ -61,6 +71,7 @@ static void on_conn_closed(uv_handle_t *h)
     }
     wf_strbuf_free(&c->body);
     free(c);
+    d->nconns--;
     d->open--;
     maybe_free(d);
 }
@@ -191,6 +202,18 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     }
 }
 
+/* Over the limit: the oldest connection still waiting for its request head goes, so a flood
+ * of idle connections cannot keep new requests out. */
+static void close_oldest(wf_debug *d)
+{
+    dbg_conn *oldest = NULL;
+    for (dbg_conn *c = d->conns; c; c = c->next)
+        if (!c->answered && !uv_is_closing((uv_handle_t *)&c->tcp))
+            oldest = c; /* the list is newest first */
+    if (oldest)
+        conn_close(oldest);
+}
+
 static void on_accept(uv_stream_t *server, int status)
 {
     wf_debug *d = server->data;
@@ -202,9 +225,11 @@ static void on_accept(uv_stream_t *server, int status)
         return;
     }
     c->d = d;
+    c->accepted_ms = uv_now(d->loop);
     uv_tcp_init(d->loop, &c->tcp);
     c->tcp.data = c;
     d->open++;
+    d->nconns++;
     c->next = d->conns;
     if (d->conns) {
         d->conns->prev = c;
@@ -214,7 +239,19 @@ static void on_accept(uv_stream_t *server, int status)
     if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 ||
         uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
         conn_close(c);
+        return;
     }
+    if (d->nconns > DBG_MAX_CONNS)
+        close_oldest(d);
+}
+
+static void on_sweep(uv_timer_t *t)
+{
+    wf_debug *d = t->data;
+    uint64_t now = uv_now(d->loop);
+    for (dbg_conn *c = d->conns; c; c = c->next)
+        if (!c->answered && now - c->accepted_ms >= DBG_DEADLINE_MS)
+            conn_close(c);
 }
 
 static void on_listener_closed(uv_handle_t *h)
@@ -238,7 +275,11 @@ int wf_debug_start(uv_loop_t *loop, const wf_debug_opts *opts, wf_debug **out, c
     d->pilot = opts->pilot;
     uv_tcp_init(loop, &d->listener);
     d->listener.data = d;
-    d->open = 1;
+    uv_timer_init(loop, &d->sweep);
+    d->sweep.data = d;
+    uv_timer_start(&d->sweep, on_sweep, 1000, 1000);
+    uv_unref((uv_handle_t *)&d->sweep);
+    d->open = 2;
     int rc = strchr(ip, ':') ? uv_ip6_addr(ip, opts->port, (struct sockaddr_in6 *)&sa)
                              : uv_ip4_addr(ip, opts->port, (struct sockaddr_in *)&sa);
     if (rc == 0) {
@@ -277,5 +318,6 @@ void wf_debug_close(wf_debug *d)
     for (dbg_conn *c = d->conns; c; c = c->next) {
         conn_close(c);
     }
+    uv_close((uv_handle_t *)&d->sweep, on_listener_closed);
     uv_close((uv_handle_t *)&d->listener, on_listener_closed);
 }

@@ -231,3 +231,35 @@ def test_bind_failure_names_address(pilot, pilot_exe, tmp_path):
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 1
     assert "127.0.0.1:%d" % pilot.xds in r.stderr
+
+
+def test_monitoring_port_survives_a_flood_of_idle_connections(pilot):
+    """Many connections that never finish their request head neither exhaust pilot nor keep
+    new requests out: beyond 256 the oldest idle one is closed, and any idle one is closed
+    after 10 s."""
+    import socket
+    socks = []
+    try:
+        for _ in range(400):
+            s = socket.create_connection(("127.0.0.1", pilot.mon), timeout=5)
+            s.sendall(b"GET /ready HTTP/1.1\r\nX: " + b"a" * 1000)
+            socks.append(s)
+        assert get(pilot.mon, "/ready")[0] == 200  # a new request is still served
+
+        def closed(s):
+            s.settimeout(0.01)
+            try:
+                return s.recv(1) == b""
+            except socket.timeout:
+                return False
+            except OSError:
+                return True
+        assert sum(closed(s) for s in socks[:100]) >= 100  # the oldest were evicted
+        s = socks[-1]
+        s.settimeout(15)
+        t0 = time.monotonic()
+        assert s.recv(1) == b""  # the newest idle one goes at its deadline
+        assert time.monotonic() - t0 <= 12
+    finally:
+        for s in socks:
+            s.close()
