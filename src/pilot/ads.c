@@ -17,9 +17,6 @@ static const double push_buckets[] = {.01, .1, 1, 3, 5, 10, 20, 30};
 static const double conv_buckets[] = {.1, .5, 1, 3, 5, 10, 20, 30};
 #define NBUCKETS(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Istio's full-push order. */
-static const wf_xds_type push_order[] = {WF_XDS_CDS, WF_XDS_EDS, WF_XDS_LDS, WF_XDS_RDS};
-
 int64_t wf_ads_now_ms(void)
 {
     struct timespec ts;
@@ -78,6 +75,7 @@ static void type_free(wf_ads_type *t)
 
 static void conn_free(wf_ads_conn *c)
 {
+    wf_ads_dequeue(c);
     for (int t = 0; t < WF_XDS_NTYPES; t++) {
         type_free(&c->types[t]);
     }
@@ -171,9 +169,47 @@ int wf_ads_send(wf_ads_conn *c, const char *text, size_t len)
     return 0;
 }
 
+/* The snapshot's generation cache, made on first use; NULL with an injected generator (tests)
+ * or on OOM. */
+static wf_gen_cache *cache_of(wf_ads *a)
+{
+    if (!a->snap || a->opts.generate != wf_pilot_generate)
+        return NULL;
+    if (!a->cache) {
+        wf_pilot_env env = {.store = a->snap->store, .mesh = a->snap->mesh};
+        a->cache = wf_gen_cache_new(&env);
+    }
+    return a->cache;
+}
+
 json_t *wf_ads_gen(wf_ads_conn *c, wf_xds_type t, const wf_xds_names *names)
 {
-    return wf_ads_generate(c->ads, &c->proxy, t, names);
+    wf_gen_cache *gc = cache_of(c->ads);
+    return gc ? wf_gen_cache_json(gc, &c->proxy, t, names)
+              : wf_ads_generate(c->ads, &c->proxy, t, names);
+}
+
+/* The resources of t for c as text (gen_cache.h); with an injected generator its output,
+ * serialized. 0 or -1. */
+static int gen_text(wf_ads_conn *c, wf_xds_type t, const wf_xds_names *names, wf_gen_text *out)
+{
+    wf_gen_cache *gc = cache_of(c->ads);
+    if (gc)
+        return wf_gen_cache_text(gc, &c->proxy, t, names, out);
+    *out = (wf_gen_text){.shared = ""};
+    json_t *res = wf_ads_generate(c->ads, &c->proxy, t, names);
+    char *txt = res ? json_dumps(res, JSON_COMPACT) : NULL;
+    json_decref(res);
+    size_t n = txt ? strlen(txt) : 0;
+    if (n < 2) {
+        free(txt);
+        return -1;
+    }
+    memmove(txt, txt + 1, n - 2);
+    txt[n - 2] = '\0';
+    *out = (wf_gen_text){.shared = "", .own = txt, .own_len = n - 2};
+    out->hash = wf_ads_hash(txt, n - 2);
+    return 0;
 }
 
 void wf_ads_observe_push(wf_ads_conn *c, wf_xds_type t, uint64_t t0_ns)
@@ -183,49 +219,56 @@ void wf_ads_observe_push(wf_ads_conn *c, wf_xds_type t, uint64_t t0_ns)
     wf_ads_hist_observe(&a->metrics.push_time[t], (double)(uv_hrtime() - t0_ns) / 1e9);
 }
 
-/* The SotW response text (resources: JSON array text). Heap, caller frees. */
-static char *sotw_text(const char *version, const char *res, size_t res_len, const char *type_url,
+static char *put(char *w, const char *s, size_t n)
+{
+    memcpy(w, s, n);
+    return w + n;
+}
+
+/* The SotW response text. Heap, caller frees; NULL on OOM. */
+static char *sotw_text(const char *version, const wf_gen_text *r, const char *type_url,
                        const char *nonce, size_t *len)
 {
-    size_t cap = res_len + strlen(version) + strlen(type_url) + 128;
-    char *buf = malloc(cap);
-    if (!buf) {
+    size_t cap = r->shared_len + r->own_len + strlen(version) + strlen(type_url) + 160;
+    char *buf = malloc(cap), *w = buf;
+    if (!buf)
         return NULL;
+    w += snprintf(w, cap, "{\"version_info\":\"%s\",", version);
+    if (r->shared_len || r->own_len) {
+        w = put(w, "\"resources\":[", 13);
+        w = put(w, r->shared, r->shared_len);
+        if (r->shared_len && r->own_len)
+            *w++ = ',';
+        w = r->own_len ? put(w, r->own, r->own_len) : w;
+        w = put(w, "],", 2);
     }
-    bool empty = res_len <= 2;
-    int n =
-        snprintf(buf, cap, "{\"version_info\":\"%s\",%s%.*s%s\"type_url\":\"%s\",\"nonce\":\"%s\"}",
-                 version, empty ? "" : "\"resources\":", empty ? 0 : (int)res_len, empty ? "" : res,
-                 empty ? "" : ",", type_url, nonce);
-    *len = (size_t)n;
+    w += snprintf(w, cap - (size_t)(w - buf), "\"type_url\":\"%s\",\"nonce\":\"%s\"}", type_url,
+                  nonce);
+    *len = (size_t)(w - buf);
     return buf;
 }
 
-/* Generates and sends type t to a SotW connection. force: answer a request even when the
- * resources did not change. Returns 1 when sent, 0 when skipped, -1 on failure. */
-static int sotw_push(wf_ads_conn *c, wf_xds_type t, bool force)
+int wf_ads_sotw_push(wf_ads_conn *c, wf_xds_type t, bool force)
 {
     wf_ads *a = c->ads;
     wf_ads_type *ty = &c->types[t];
     uint64_t t0 = uv_hrtime();
-    json_t *res = wf_ads_gen(c, t, &ty->w.names);
-    char *rtxt = res ? json_dumps(res, JSON_COMPACT) : NULL;
-    json_decref(res);
-    if (!rtxt) {
+    wf_gen_text r;
+    if (gen_text(c, t, &ty->w.names, &r) != 0) {
         WF_LOG(WF_LC_config, WF_LOG_ERROR, "ADS:%s: generation failed for %s", wf_xds_type_short(t),
                c->id);
         return -1;
     }
-    size_t rlen = strlen(rtxt), len;
-    uint64_t h = wf_ads_hash(rtxt, rlen);
-    if (!force && ty->sent_any && h == ty->sent_hash) {
-        free(rtxt);
+    if (!force && ty->sent_any && r.hash == ty->sent_hash) {
+        wf_gen_text_free(&r);
         return 0;
     }
     char nonce[40];
+    size_t len;
     wf_ads_nonce(a, nonce);
-    char *txt = sotw_text(a->version, rtxt, rlen, wf_xds_type_url(t), nonce, &len);
-    free(rtxt);
+    char *txt = sotw_text(a->version, &r, wf_xds_type_url(t), nonce, &len);
+    uint64_t h = r.hash;
+    wf_gen_text_free(&r);
     int rc = txt ? wf_ads_send(c, txt, len) : -1;
     free(txt);
     if (rc || wf_xds_watch_on_sent(&ty->w, a->version, nonce, wf_ads_now_ms())) {
@@ -267,9 +310,7 @@ static void sotw_request(wf_ads_conn *c, const wf_xds_request *req)
     if (kind == WF_XDS_REQ_NACK) {
         wf_ads_log_nack(c, t, req->error_detail.code, req->error_detail.message);
     } else if (kind == WF_XDS_REQ_INITIAL || kind == WF_XDS_REQ_RESOURCE_CHANGE) {
-        if (sotw_push(c, t, true) < 0) {
-            wf_ads_fail(c, WF_GRPC_INTERNAL, "could not generate or send the response");
-        }
+        wf_ads_enqueue(c, 0, 1u << t, 0); /* answered from the push queue */
     }
 }
 
@@ -363,61 +404,18 @@ static void on_end(wf_h2_call *call, const wf_h2_end *end, void *ud)
 /* ---- pushes -----------------------------------------------------------------------------------
  */
 
-static void push_conn(wf_ads_conn *c, bool eds_only, int64_t changed_at_ms)
+void wf_ads_set_snapshot(wf_ads *a, wf_snapshot *snap)
 {
-    bool sent = false;
-    for (size_t i = 0; i < NBUCKETS(push_order); i++) {
-        wf_xds_type t = push_order[i];
-        if (!c->types[t].w.watched || (eds_only && t != WF_XDS_EDS)) {
-            continue;
-        }
-        int rc = c->delta ? wf_delta_push(c, t, false) : sotw_push(c, t, false);
-        if (rc < 0) {
-            wf_ads_fail(c, WF_GRPC_INTERNAL, "could not generate or send a push");
-            return;
-        }
-        sent |= rc > 0;
+    wf_gen_cache *old = a->cache;
+    a->cache = NULL;
+    if (old && snap && a->opts.generate == wf_pilot_generate) {
+        wf_pilot_env env = {.store = snap->store, .mesh = snap->mesh};
+        a->cache = wf_gen_cache_carry(old, &env, (const char *const *)snap->changed,
+                                      snap->n_changed, snap->mesh_changed);
     }
-    if (sent) {
-        double s = (double)(wf_ads_now_ms() - changed_at_ms) / 1e3;
-        wf_ads_hist_observe(&c->ads->metrics.convergence, s < 0 ? 0 : s);
-    }
-}
-
-static void make_version(wf_ads *a)
-{
-    time_t now = time(NULL);
-    struct tm tm;
-    char ts[32];
-    gmtime_r(&now, &tm);
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    snprintf(a->version, sizeof a->version, "%s/%llu", ts, (unsigned long long)++a->push_seq);
-}
-
-void wf_ads_push(wf_ads *a, wf_snapshot *snap)
-{
-    bool first = a->snap == NULL;
-    wf_snapshot_ref(snap);
+    wf_gen_cache_free(old);
     wf_snapshot_unref(a->snap);
     a->snap = snap;
-    if (!first && snap->change == WF_CHANGE_NONE) {
-        return; /* errors or touched files only: served for debug, nothing to push */
-    }
-    make_version(a);
-    bool eds = snap->change == WF_CHANGE_ENDPOINTS;
-    eds ? a->metrics.eds_pushes++ : a->metrics.full_pushes++;
-    size_t connected = wf_ads_connected(a);
-    WF_LOG(WF_LC_config, WF_LOG_INFO, "XDS: Pushing %s Version:%s ConnectedEndpoints:%zu",
-           eds ? "EDS (endpoints only)" : "full", a->version, connected);
-    for (size_t i = 0; i < a->n_conns; i++) {
-        wf_ads_conn *c = a->conns[i];
-        if (!c->connected || !c->call) {
-            continue;
-        }
-        char key[512];
-        snprintf(key, sizeof key, "Pod/%s/%s", c->proxy.ns, c->proxy.pod);
-        push_conn(c, eds && !wf_snapshot_changed(snap, key), snap->changed_at_ms);
-    }
 }
 
 /* ---- lifecycle and queries --------------------------------------------------------------------
@@ -442,21 +440,21 @@ static void free_ads(wf_ads *a)
         conn_free(a->conns[i]);
     }
     free(a->conns);
-    wf_snapshot_unref(a->snap);
+    wf_ads_set_snapshot(a, NULL);
     free(a);
 }
 
 static void maybe_free(wf_ads *a)
 {
-    if (a->closing && a->live_calls == 0 && a->reaper_closed) {
+    if (a->closing && a->live_calls == 0 && a->open_handles == 0) {
         free_ads(a);
     }
 }
 
-static void on_reaper_closed(uv_handle_t *h)
+static void on_handle_closed(uv_handle_t *h)
 {
     wf_ads *a = h->data;
-    a->reaper_closed = true;
+    a->open_handles--;
     maybe_free(a);
 }
 
@@ -469,7 +467,9 @@ void wf_ads_close(wf_ads *a)
     if (a->h2) {
         wf_h2_server_close(a->h2);
     }
-    uv_close((uv_handle_t *)&a->reaper, on_reaper_closed);
+    uv_close((uv_handle_t *)&a->reaper, on_handle_closed);
+    uv_close((uv_handle_t *)&a->q_idle, on_handle_closed);
+    uv_close((uv_handle_t *)&a->q_timer, on_handle_closed);
 }
 
 /* The methods served on the one xDS listener, as istiod serves both on 15010. */
@@ -528,7 +528,10 @@ int wf_ads_start(uv_loop_t *loop, const wf_ads_opts *opts, wf_ads **out, char *e
     a->rng[1] = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull | 1;
     init_metrics(&a->metrics);
     uv_timer_init(loop, &a->reaper);
-    a->reaper.data = a;
+    uv_idle_init(loop, &a->q_idle);
+    uv_timer_init(loop, &a->q_timer);
+    a->reaper.data = a->q_idle.data = a->q_timer.data = a;
+    a->open_handles = 3;
     if (listen_xds(a, err, cap)) {
         wf_ads_close(a);
         return -1;

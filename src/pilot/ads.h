@@ -15,10 +15,18 @@
  *    logs "ADS:<TYPE>: ACK ERROR <conID> <code>:<message>" at warning.
  *  - versions: one push version per snapshot, istiod's "<RFC3339 UTC>/<n>"
  *    ("2026-11-30T02:33:10Z/3"); nonces are random UUIDs, unique per response.
- *  - pushes: wf_ads_push(snapshot) pushes every connected proxy in Istio's order CDS, EDS,
- *    LDS, RDS for each type it watches (full push); a snapshot whose change is ENDPOINTS
- *    (source.h) pushes EDS only (Istio's incremental EDS), except to a proxy whose own Pod
- *    changed, which gets a full push (as istiod does for the proxy's own workload).
+ *  - pushes: wf_ads_push(snapshot) queues every connected proxy for a push in Istio's order
+ *    CDS, EDS, LDS, RDS of each type it watches (full push); a snapshot whose change is
+ *    ENDPOINTS (source.h) pushes EDS only (Istio's incremental EDS), except to a proxy whose
+ *    own Pod changed, which gets a full push (as istiod does for the proxy's own workload).
+ *    The queue (Istio's push queue and push throttle, ads_push.c) is served from the loop's
+ *    idle phase, 32 proxies per loop turn, and pauses while more than 48 MiB wait in the
+ *    HTTP/2 send queues, so that the loop keeps accepting and reading ACKs, early proxies
+ *    converge early and responses are never all queued at once. A proxy still waiting when
+ *    the next push comes is pushed once, with the newest snapshot and version (Istio merges
+ *    push requests). SotW requests (INITIAL, RESOURCE_CHANGE) are answered through the same
+ *    queue, on the next loop turn. Resources come from the snapshot's generation cache
+ *    (gen_cache.h, istiod's XdsCache) unless a generator is injected.
  *    Deviation, for scale: a type whose generated resources are byte-identical to what was
  *    last sent to that proxy is NOT resent on a push (istiod would resend); requests
  *    (INITIAL, RESOURCE_CHANGE) are always answered.
@@ -119,6 +127,12 @@ typedef struct wf_ads_conn {
     wf_ads_type types[WF_XDS_NTYPES];
     struct wf_h2_call *call; /* NULL once disconnected */
     wf_ads *ads;
+    /* the push queue (ads_push.c): waiting types, bit 1 << wf_xds_type */
+    struct wf_ads_conn *q_next, *q_prev;
+    bool q_in;
+    unsigned q_push;         /* pushes: sent only when the resources changed */
+    unsigned q_force;        /* requests: answered even when unchanged */
+    int64_t q_changed_at_ms; /* first config event of the merged pushes; 0 = requests only */
 } wf_ads_conn;
 
 /* Starts listening. Returns 0 and *out, or -1 with a message naming the address in err. */

@@ -5,13 +5,19 @@
 #define WF_PILOT_ADS_INTERNAL_H
 
 #include "pilot/ads.h"
+#include "pilot/gen_cache.h"
 #include "xds/h2_stream.h"
 
 struct wf_ads {
     uv_loop_t *loop;
     wf_ads_opts opts;
-    wf_h2_server *h2;  /* the xDS listener: SotW and delta methods */
-    uv_timer_t reaper; /* drops disconnected proxies after retention_ms */
+    wf_h2_server *h2;   /* the xDS listener: SotW and delta methods */
+    uv_timer_t reaper;  /* drops disconnected proxies after retention_ms */
+    uv_idle_t q_idle;   /* serves the push queue (ads_push.c) */
+    uv_timer_t q_timer; /* resumes the queue once send queues drained */
+    wf_ads_conn *q_head, *q_tail;
+    int open_handles;    /* reaper, q_idle, q_timer not yet closed */
+    wf_gen_cache *cache; /* of snap; NULL until used or with an injected generator */
     wf_ads_conn **conns;
     size_t n_conns, cap_conns;
     size_t live_calls; /* calls not yet ended (listed or not) */
@@ -21,7 +27,7 @@ struct wf_ads {
     wf_snapshot *snap;
     wf_ads_metrics metrics;
     uint64_t rng[2]; /* xorshift128+ for nonces */
-    bool closing, reaper_closed;
+    bool closing;
 };
 
 /* A new UUID-shaped nonce into buf (>= 37 bytes). */
@@ -40,6 +46,21 @@ void wf_ads_log_nack(wf_ads_conn *c, wf_xds_type t, int code, const char *msg);
 /* After a push to c of snapshot changes: observe convergence. */
 void wf_ads_observe_push(wf_ads_conn *c, wf_xds_type t, uint64_t t0_ns);
 uint64_t wf_ads_hash(const char *s, size_t n);
+
+/* Generates and sends type t to a SotW connection. force: answer a request even when the
+ * resources did not change. Returns 1 when sent, 0 when skipped, -1 on failure. */
+int wf_ads_sotw_push(wf_ads_conn *c, wf_xds_type t, bool force);
+/* Replaces the current snapshot (the reference passes to a) and drops its generation cache. */
+void wf_ads_set_snapshot(wf_ads *a, wf_snapshot *snap);
+
+/* ads_push.c: the push queue. Queues c (at the tail unless already waiting) for the types in
+ * push (sent when changed) and force (answered anyway), bits 1 << wf_xds_type; changed_at_ms:
+ * the config event a push answers (0 = none), the earliest one is kept. */
+void wf_ads_enqueue(wf_ads_conn *c, unsigned push, unsigned force, int64_t changed_at_ms);
+/* Takes c out of the queue (before freeing it). */
+void wf_ads_dequeue(wf_ads_conn *c);
+/* The idle callback serving a batch of the queue. */
+void wf_ads_on_queue_turn(uv_idle_t *h);
 
 /* delta.c */
 void wf_delta_on_message(wf_ads_conn *c, const json_t *j);

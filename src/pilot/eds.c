@@ -226,23 +226,48 @@ static int fill(json_t *cla, const wf_store *s, const eds_in *in)
                                json_pack("{s:i}", "overprovisioning_factor", OVERPROVISION));
 }
 
-json_t *wf_eds_load_assignment(const wf_store *store, const char *cluster_name,
-                               const wf_cds_options *opt)
+/* The memo key of an assignment: the name and what resolve() found (the service's resource and
+ * the subset), which is all fill() reads. */
+static void memo_key(char *buf, size_t cap, const char *name, const eds_in *in, int rc)
+{
+    snprintf(buf, cap, "%s|%p|%p", name, rc > 0 ? (const void *)in->svc.res : NULL,
+             rc > 0 ? (const void *)in->subset : NULL);
+}
+
+json_t *wf_eds_load_assignment_memo(const wf_store *store, const char *cluster_name,
+                                    const wf_cds_options *opt, json_t *memo)
 {
     if (!store || !cluster_name)
         return NULL;
     static const wf_cds_options none = {0};
-    json_t *cla = empty_assignment(cluster_name);
     eds_in in = {0};
-    int rc = cla ? resolve(store, cluster_name, opt ? opt : &none, &in) : 0;
-    if (rc > 0 && fill(cla, store, &in) != 0)
+    char key[1100];
+    json_t *cla = NULL;
+    int rc = resolve(store, cluster_name, opt ? opt : &none, &in);
+    if (rc >= 0 && memo && strlen(cluster_name) < 1000) {
+        memo_key(key, sizeof key, cluster_name, &in, rc);
+        if ((cla = json_object_get(memo, key)) != NULL) {
+            wf_svc_clear(&in.svc);
+            return json_incref(cla);
+        }
+    } else {
+        memo = NULL;
+    }
+    cla = rc >= 0 ? empty_assignment(cluster_name) : NULL;
+    if (cla && rc > 0 && fill(cla, store, &in) != 0)
         rc = -1;
     wf_svc_clear(&in.svc);
-    if (rc < 0) {
+    if (!cla || rc < 0 || (memo && json_object_set(memo, key, cla) != 0)) {
         json_decref(cla);
         return NULL;
     }
     return cla;
+}
+
+json_t *wf_eds_load_assignment(const wf_store *store, const char *cluster_name,
+                               const wf_cds_options *opt)
+{
+    return wf_eds_load_assignment_memo(store, cluster_name, opt, NULL);
 }
 
 /* service_name of an EDS cluster, NULL for other cluster types. */

@@ -70,6 +70,15 @@
 json_t *wf_eds_load_assignment(const wf_store *store, const char *cluster_name,
                                const wf_cds_options *opt);
 
+/* wf_eds_load_assignment with a memo (Istio's EDS cache, one per config snapshot): memo is a
+ * JSON object the caller owns and drops with the store it was filled from; assignments are
+ * kept in it by what they are built from (the cluster name, the Service or ServiceEntry the
+ * name resolves to for this proxy, and the DestinationRule subset), so proxies whose view
+ * resolves a name alike share one assignment. Returns a new reference (the object may be
+ * shared: do not modify it), NULL as wf_eds_load_assignment. memo NULL = no memo. */
+json_t *wf_eds_load_assignment_memo(const wf_store *store, const char *cluster_name,
+                                    const wf_cds_options *opt, json_t *memo);
+
 /* The ClusterLoadAssignments of every EDS cluster wf_cds_sidecar_clusters(store, opt) builds,
  * in the same order: a new JSON array the caller releases with json_decref. Returns NULL when
  * store is NULL or on out of memory. */

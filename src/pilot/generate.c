@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "pilot/cds.h"
+#include "pilot/generate_internal.h"
 #include "pilot/eds.h"
 #include "pilot/gateway.h"
 #include "pilot/inbound.h"
@@ -25,18 +26,7 @@
 #define FAL_NAME "envoy.access_loggers.file"
 #define FAL_TYPE "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog"
 
-/* Everything one generation reads, resolved once. */
-typedef struct gen {
-    const wf_store *s;
-    const wf_meshcfg *mesh;
-    const wf_pilot_proxy *p;
-    const wf_resource *pod; /* the proxy's Pod object, NULL when not in the store */
-    wf_kvs labels;          /* view of p->labels (items heap-allocated, strings borrowed) */
-    wf_cds_options cds;
-    wf_scope *scope; /* the sidecar's Sidecar scope (owned); NULL = none, and for routers */
-    bool registry_only;
-    const wf_node *default_retries;
-} gen;
+typedef wf_gen gen;
 
 /* ---------- setup ---------- */
 
@@ -60,7 +50,7 @@ static int labels_view(const json_t *labels, wf_kvs *out)
     return 0;
 }
 
-static int gen_init(gen *g, const wf_pilot_env *env, const wf_pilot_proxy *p)
+int wf_gen_init(gen *g, const wf_pilot_env *env, const wf_pilot_proxy *p)
 {
     *g = (gen){.s = env->store, .mesh = env->mesh, .p = p};
     g->pod = p->pod && p->ns ? wf_store_find(env->store, WF_KIND_POD, p->ns, p->pod) : NULL;
@@ -95,7 +85,7 @@ static bool wanted(const wf_xds_names *names, const char *name)
 }
 
 /* Keep only the resources whose "name" (or "cluster_name") names asks for. */
-static json_t *filter_names(json_t *arr, const wf_xds_names *names)
+json_t *wf_gen_filter_names(json_t *arr, const wf_xds_names *names)
 {
     if (!arr || !names || names->n == 0)
         return arr;
@@ -125,15 +115,18 @@ static json_t *append_all(json_t *arr, json_t *extra)
 
 /* ---------- CDS, EDS ---------- */
 
-static json_t *inbound_or_null(const gen *g, bool listeners);
+json_t *wf_gen_outbound_clusters(const gen *g)
+{
+    return wf_cds_sidecar_clusters(g->s, &g->cds);
+}
 
 static json_t *clusters(const gen *g)
 {
-    json_t *out = wf_cds_sidecar_clusters(g->s, &g->cds);
+    json_t *out = wf_gen_outbound_clusters(g);
     if (!out)
         return NULL;
     if (g->p->kind == WF_PROXY_SIDECAR)
-        return append_all(out, inbound_or_null(g, false));
+        return append_all(out, wf_gen_inbound(g, false));
     for (size_t i = 0; i < json_array_size(out); i++) { /* gateways: no PassthroughCluster */
         const char *n = json_string_value(json_object_get(json_array_get(out, i), "name"));
         if (n && !strcmp(n, WF_CLUSTER_PASSTHROUGH) && json_array_remove(out, i) != 0) {
@@ -144,13 +137,14 @@ static json_t *clusters(const gen *g)
     return out;
 }
 
-static json_t *endpoints(const gen *g, const wf_xds_names *names)
+json_t *wf_gen_endpoints(const gen *g, const wf_xds_names *names, json_t *memo)
 {
     if (!names || names->n == 0)
         return wf_eds_sidecar_assignments(g->s, &g->cds);
     json_t *out = json_array();
     for (size_t i = 0; out && i < names->n; i++)
-        if (json_array_append_new(out, wf_eds_load_assignment(g->s, names->v[i], &g->cds)) != 0) {
+        if (json_array_append_new(
+                out, wf_eds_load_assignment_memo(g->s, names->v[i], &g->cds, memo)) != 0) {
             json_decref(out);
             out = NULL;
         }
@@ -159,7 +153,7 @@ static json_t *endpoints(const gen *g, const wf_xds_names *names)
 
 /* ---------- LDS, RDS ---------- */
 
-static json_t *inbound_or_null(const gen *g, bool listeners)
+json_t *wf_gen_inbound(const gen *g, bool listeners)
 {
     const wf_inbound_options o = {.ns = g->p->ns,
                                   .labels = &g->labels,
@@ -180,7 +174,7 @@ static wf_gateway_options gateway_options(const gen *g)
 
 /* Outbound listeners whose name an inbound listener took (a pod without a known IP binds
  * inbound on 0.0.0.0 too) give way to it. */
-static json_t *merge_listeners(json_t *out, json_t *in)
+json_t *wf_gen_merge_listeners(json_t *out, json_t *in)
 {
     if (!out || !in) {
         json_decref(out);
@@ -203,18 +197,23 @@ static json_t *merge_listeners(json_t *out, json_t *in)
     return append_all(out, in);
 }
 
-static json_t *route_configs(const gen *g, const wf_xds_names *names)
+json_t *wf_gen_sidecar_route_configs(const gen *g)
 {
-    if (g->p->kind == WF_PROXY_ROUTER) {
-        const wf_gateway_options o = gateway_options(g);
-        return filter_names(wf_gateway_route_configs(g->s, &o), names);
-    }
     const wf_rds_options o = {.proxy_ns = g->p->ns,
                               .proxy_labels = &g->labels,
                               .registry_only = g->registry_only,
                               .default_retries = g->default_retries,
                               .scope = g->scope};
-    return filter_names(wf_rds_sidecar_route_configs(g->s, &o), names);
+    return wf_rds_sidecar_route_configs(g->s, &o);
+}
+
+static json_t *route_configs(const gen *g, const wf_xds_names *names)
+{
+    if (g->p->kind == WF_PROXY_ROUTER) {
+        const wf_gateway_options o = gateway_options(g);
+        return wf_gen_filter_names(wf_gateway_route_configs(g->s, &o), names);
+    }
+    return wf_gen_filter_names(wf_gen_sidecar_route_configs(g), names);
 }
 
 /* ---------- access logs (Istio's pilot/pkg/networking/core/accesslog.go) ---------- */
@@ -255,7 +254,7 @@ static json_t *access_log(const wf_meshcfg *mesh, bool *oom)
     return al;
 }
 
-static int add_access_logs(json_t *listeners, const wf_meshcfg *mesh)
+int wf_gen_access_logs(json_t *listeners, const wf_meshcfg *mesh)
 {
     bool oom = false;
     json_t *al = access_log(mesh, &oom);
@@ -279,6 +278,12 @@ static int add_access_logs(json_t *listeners, const wf_meshcfg *mesh)
     return rc;
 }
 
+json_t *wf_gen_outbound_listeners(const gen *g, const char *bind)
+{
+    const wf_lds_options o = {.bind = bind, .proxy_ns = g->p->ns, .scope = g->scope};
+    return wf_lds_sidecar_outbound_listeners_opt(g->s, &o);
+}
+
 static json_t *listeners(const gen *g)
 {
     json_t *out;
@@ -286,11 +291,10 @@ static json_t *listeners(const gen *g)
         const wf_gateway_options o = gateway_options(g);
         out = wf_gateway_listeners(g->s, &o);
     } else {
-        const wf_lds_options o = {.bind = g->p->localhost, .proxy_ns = g->p->ns, .scope = g->scope};
-        out = merge_listeners(wf_lds_sidecar_outbound_listeners_opt(g->s, &o),
-                              inbound_or_null(g, true));
+        out = wf_gen_merge_listeners(wf_gen_outbound_listeners(g, g->p->localhost),
+                                     wf_gen_inbound(g, true));
     }
-    if (out && add_access_logs(out, g->mesh) != 0) {
+    if (out && wf_gen_access_logs(out, g->mesh) != 0) {
         json_decref(out);
         return NULL;
     }
@@ -301,7 +305,7 @@ json_t *wf_pilot_generate(const wf_pilot_env *env, const wf_pilot_proxy *p, wf_x
                           const wf_xds_names *names)
 {
     gen g;
-    if (!env || !env->store || !p || gen_init(&g, env, p) != 0)
+    if (!env || !env->store || !p || wf_gen_init(&g, env, p) != 0)
         return NULL;
     json_t *out;
     switch (t) {
@@ -315,13 +319,19 @@ json_t *wf_pilot_generate(const wf_pilot_env *env, const wf_pilot_proxy *p, wf_x
         out = route_configs(&g, names);
         break;
     case WF_XDS_EDS:
-        out = endpoints(&g, names);
+        out = wf_gen_endpoints(&g, names, NULL);
         break;
     default:
         out = json_array();
         break;
     }
-    free(g.labels.items);
-    wf_scope_free(g.scope);
+    wf_gen_fini(&g);
     return out;
+}
+
+void wf_gen_fini(gen *g)
+{
+    free(g->labels.items);
+    wf_scope_free(g->scope);
+    *g = (gen){0};
 }

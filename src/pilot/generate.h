@@ -66,6 +66,9 @@
  *  - no virtualOutbound (15001) listener: the application sends to the outbound listeners
  *    itself.
  *
+ * The xDS server does not call wf_pilot_generate per push: it goes through the snapshot's
+ * generation cache (gen_cache.h, istiod's XdsCache), whose output is byte-identical.
+ *
  * Ownership: wf_pilot_proxy owns its strings; wf_pilot_generate returns a new JSON array the
  * caller json_decrefs. env is only read; it must outlive the call only.
  */

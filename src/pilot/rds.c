@@ -119,23 +119,6 @@ static bool vs_for_mesh(const wf_resource *vs)
     return g->n == 0;
 }
 
-/* 2 = exact, 1 = wildcard covers fqdn, 0 = no match, -1 = OOM. */
-static int host_match(const rds_ctx *x, const wf_resource *vs, const char *host, const char *fqdn)
-{
-    char *h = rds_resolve_host(host, vs->ns, x->suffix);
-    if (!h)
-        return -1;
-    int m = 0;
-    size_t hl = strlen(h), fl = strlen(fqdn);
-    if (!strcmp(h, fqdn))
-        m = 2;
-    else if (!strcmp(h, "*") ||
-             (h[0] == '*' && h[1] == '.' && fl > hl - 1 && !strcmp(fqdn + fl - (hl - 1), h + 1)))
-        m = 1;
-    free(h);
-    return m;
-}
-
 /* Istio's selectVirtualServices: a VirtualService is in the Sidecar scope when one of its
  * hosts (short names resolved in its namespace) is. 1 yes, 0 no, -1 OOM. */
 int rds_vs_in_scope(const rds_ctx *x, const wf_resource *vs)
@@ -154,36 +137,180 @@ int rds_vs_in_scope(const rds_ctx *x, const wf_resource *vs)
     return 0;
 }
 
-/* Sets *out to the binding VirtualService or NULL. Returns 0, or -1 on OOM. */
-static int find_vs(const rds_ctx *x, const char *fqdn, const wf_resource **out)
+/* Which VirtualService binds each service (rds_bind): built once per call from the
+ * VirtualServices that apply to the proxy (exported, for "mesh", in the Sidecar scope). An exact
+ * (resolved) host maps to the first VirtualService in load order naming it; wildcard hosts are
+ * kept in load order. */
+typedef struct vs_index {
+    json_t *exact; /* resolved host -> integer position in the store's VS list */
+    size_t nwild;
+    struct wild {
+        size_t vs;  /* position in the store's VS list */
+        char *host; /* "*" or "*.suffix" */
+    } * wild;
+} vs_index;
+
+static void vs_index_free(vs_index *ix)
+{
+    json_decref(ix->exact);
+    for (size_t i = 0; i < ix->nwild; i++)
+        free(ix->wild[i].host);
+    free(ix->wild);
+    *ix = (vs_index){0};
+}
+
+static bool vs_applies(const rds_ctx *x, const wf_resource *vs, int *in_scope)
+{
+    *in_scope = 0;
+    if (!vs->t.vs || !rds_vs_visible(vs, x->proxy_ns) || !vs_for_mesh(vs))
+        return false;
+    *in_scope = rds_vs_in_scope(x, vs);
+    return *in_scope != 0;
+}
+
+/* Adds host h (owned, consumed) of the VS at position i. 0 or -1 (OOM). */
+static int vs_index_add(vs_index *ix, size_t i, char *h, size_t cap)
+{
+    int rc = 0;
+    if (!json_object_get(ix->exact, h))
+        rc = json_object_set_new(ix->exact, h, json_integer((json_int_t)i));
+    if (rc == 0 && (!strcmp(h, "*") || (h[0] == '*' && h[1] == '.')) && ix->nwild < cap) {
+        ix->wild[ix->nwild++] = (struct wild){.vs = i, .host = h};
+        return 0;
+    }
+    free(h);
+    return rc;
+}
+
+static size_t count_vs_hosts(const wf_resource *const *all, size_t n)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += all[i]->t.vs ? all[i]->t.vs->hosts.n : 0;
+    return total;
+}
+
+static int vs_index_build(const rds_ctx *x, vs_index *ix)
 {
     size_t n = 0;
     const wf_resource *const *all = wf_store_kind(x->s, WF_KIND_VIRTUALSERVICE, &n);
-    const wf_resource *wild = NULL;
-    *out = NULL;
+    size_t cap = count_vs_hosts(all, n);
+    *ix = (vs_index){.exact = json_object(), .wild = calloc(cap ? cap : 1, sizeof *ix->wild)};
+    if (!ix->exact || !ix->wild)
+        goto fail;
     for (size_t i = 0; i < n; i++) {
-        const wf_resource *vs = all[i];
-        if (!vs->t.vs || !rds_vs_visible(vs, x->proxy_ns) || !vs_for_mesh(vs))
+        int in_scope;
+        if (!vs_applies(x, all[i], &in_scope)) {
+            if (in_scope < 0)
+                goto fail;
             continue;
-        int in_scope = rds_vs_in_scope(x, vs);
-        if (in_scope < 0)
-            return -1;
-        if (!in_scope)
-            continue;
-        for (size_t j = 0; j < vs->t.vs->hosts.n; j++) {
-            int m = host_match(x, vs, vs->t.vs->hosts.v[j], fqdn);
-            if (m < 0)
-                return -1;
-            if (m == 2) {
-                *out = vs;
-                return 0;
-            }
-            if (m == 1 && !wild)
-                wild = vs;
+        }
+        for (size_t j = 0; j < all[i]->t.vs->hosts.n; j++) {
+            char *h = rds_resolve_host(all[i]->t.vs->hosts.v[j], all[i]->ns, x->suffix);
+            if (!h || vs_index_add(ix, i, h, cap) != 0)
+                goto fail;
         }
     }
-    *out = wild;
     return 0;
+fail:
+    vs_index_free(ix);
+    return -1;
+}
+
+/* Does wildcard w ("*" or "*.suffix") cover fqdn? */
+static bool wild_covers(const char *w, const char *fqdn)
+{
+    if (!strcmp(w, "*"))
+        return true;
+    size_t hl = strlen(w), fl = strlen(fqdn);
+    return fl > hl - 1 && !strcmp(fqdn + fl - (hl - 1), w + 1);
+}
+
+/* Position (store VS list) of the VirtualService binding fqdn, or SIZE_MAX when none: the first
+ * with an exact host, else the first whose wildcard host covers it. */
+static size_t vs_index_find(const vs_index *ix, const char *fqdn)
+{
+    json_t *e = json_object_get(ix->exact, fqdn);
+    if (e)
+        return (size_t)json_integer_value(e);
+    for (size_t i = 0; i < ix->nwild; i++)
+        if (wild_covers(ix->wild[i].host, fqdn))
+            return ix->wild[i].vs;
+    return SIZE_MAX;
+}
+
+/* The binding of every service of x->svcs, and the order virtual hosts are built in: services
+ * bound by a VirtualService first (VirtualService load order, then service order), then the
+ * unbound ones (service order). */
+typedef struct rds_bind {
+    const wf_resource **vs; /* per service (x->svcs order); NULL = unbound */
+    size_t *order;          /* service positions in build order */
+    size_t *key;            /* scratch: VS position per service (SIZE_MAX = unbound) */
+} rds_bind;
+
+static void rds_bind_free(rds_bind *b)
+{
+    free(b->vs);
+    free(b->order);
+    free(b->key);
+}
+
+typedef struct bind_pair {
+    size_t key, pos;
+} bind_pair;
+
+static int cmp_pair(const void *a, const void *b)
+{
+    const bind_pair *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* Sorts the first nb (bound) entries of b->order by (VS position, service position). */
+static int bind_sort(rds_bind *b, size_t nb)
+{
+    bind_pair *p = calloc(nb ? nb : 1, sizeof *p);
+    if (!p) {
+        rds_bind_free(b);
+        return -1;
+    }
+    for (size_t i = 0; i < nb; i++)
+        p[i] = (bind_pair){.key = b->key[b->order[i]], .pos = b->order[i]};
+    qsort(p, nb, sizeof *p, cmp_pair);
+    for (size_t i = 0; i < nb; i++)
+        b->order[i] = p[i].pos;
+    free(p);
+    return 0;
+}
+
+static int rds_bind_build(const rds_ctx *x, rds_bind *b)
+{
+    size_t n = x->svcs->n, nvs = 0;
+    const wf_resource *const *all = wf_store_kind(x->s, WF_KIND_VIRTUALSERVICE, &nvs);
+    vs_index ix;
+    *b = (rds_bind){.vs = calloc(n ? n : 1, sizeof *b->vs),
+                    .order = calloc(n ? n : 1, sizeof *b->order),
+                    .key = calloc(n ? n : 1, sizeof *b->key)};
+    if (!b->vs || !b->order || !b->key || vs_index_build(x, &ix) != 0) {
+        rds_bind_free(b);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        b->key[i] = vs_index_find(&ix, x->svcs->v[i].host);
+        b->vs[i] = b->key[i] == SIZE_MAX ? NULL : all[b->key[i]];
+        b->order[i] = i;
+    }
+    vs_index_free(&ix);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (b->key[i] != SIZE_MAX)
+            b->order[k++] = i;
+    size_t nb = k;
+    for (size_t i = 0; i < n; i++)
+        if (b->key[i] == SIZE_MAX)
+            b->order[k++] = i;
+    return bind_sort(b, nb);
 }
 
 /* ---------- virtual hosts ---------- */
@@ -326,18 +453,13 @@ static int add_vhost(rc_build *b, const wf_svc *svc, const wf_resource *vs)
     return json_array_append_new(b->vhosts, v); /* NULL v: -1 */
 }
 
-/* Virtual hosts of the services on b->port: bound to `only` (NULL = unbound ones). */
-static int add_services(rc_build *b, const wf_resource *only)
+/* Virtual hosts of the services on b->port, in the binding order. */
+static int add_services(rc_build *b, const rds_bind *bind)
 {
     for (size_t i = 0; i < b->x->svcs->n; i++) {
-        const wf_svc *svc = &b->x->svcs->v[i];
-        if (!service_has_port(svc, b->port))
-            continue;
-        const wf_resource *vs = NULL;
-        int rc = find_vs(b->x, svc->host, &vs);
-        if (rc == 0 && vs == only)
-            rc = add_vhost(b, svc, vs);
-        if (rc != 0)
+        size_t k = bind->order[i];
+        const wf_svc *svc = &b->x->svcs->v[k];
+        if (service_has_port(svc, b->port) && add_vhost(b, svc, bind->vs[k]) != 0)
             return -1;
     }
     return 0;
@@ -356,7 +478,8 @@ static json_t *catch_all_vhost(bool registry_only)
                      "include_request_attempt_count", 1);
 }
 
-static json_t *route_config(const rds_ctx *x, const wf_rds_options *opt, int32_t port)
+static json_t *route_config(const rds_ctx *x, const wf_rds_options *opt, const rds_bind *bind,
+                            int32_t port)
 {
     rc_build b = {.x = x,
                   .port = port,
@@ -364,14 +487,9 @@ static json_t *route_config(const rds_ctx *x, const wf_rds_options *opt, int32_t
                   .used = json_object(),
                   .vhosts = json_array()};
     json_t *rc = NULL;
-    size_t n = 0;
-    const wf_resource *const *vss = wf_store_kind(x->s, WF_KIND_VIRTUALSERVICE, &n);
     if (!b.used || !b.vhosts)
         goto out;
-    for (size_t i = 0; i < n; i++)
-        if (add_services(&b, vss[i]) != 0)
-            goto out;
-    if (add_services(&b, NULL) != 0 ||
+    if (add_services(&b, bind) != 0 ||
         json_array_append_new(b.vhosts, catch_all_vhost(opt->registry_only)) != 0)
         goto out;
     rc = json_pack("{s:s,s:o,s:O,s:b}", "@type", RC_TYPE, "name", json_sprintf("%d", (int)port),
@@ -407,19 +525,26 @@ json_t *wf_rds_sidecar_route_configs(const wf_store *store, const wf_rds_options
     const wf_svc_view v = {.proxy_ns = x.proxy_ns, .suffix = x.suffix, .scope = opt->scope};
     if (wf_svcs_collect(store, &v, &svcs) != 0)
         return NULL;
+    rds_bind bind;
+    if (rds_bind_build(&x, &bind) != 0) {
+        wf_svcs_free(&svcs);
+        return NULL;
+    }
     json_t *out = json_array();
     int32_t *ports = calloc(MAX_PORTS, sizeof *ports);
     if (!out || !ports)
         goto fail;
     size_t np = rds_http_ports(&svcs, ports);
     for (size_t i = 0; i < np; i++)
-        if (json_array_append_new(out, route_config(&x, opt, ports[i])) != 0)
+        if (json_array_append_new(out, route_config(&x, opt, &bind, ports[i])) != 0)
             goto fail;
     free(ports);
+    rds_bind_free(&bind);
     wf_svcs_free(&svcs);
     return out;
 fail:
     free(ports);
+    rds_bind_free(&bind);
     wf_svcs_free(&svcs);
     json_decref(out);
     return NULL;

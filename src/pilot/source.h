@@ -87,6 +87,8 @@ typedef struct wf_snapshot {
     size_t n_errors;
     wf_strmap *res;        /* "Kind/ns/name" -> wf_snap_res*, load order */
     wf_change_kind change; /* against the previous snapshot */
+    bool mesh_changed;     /* MeshConfig differs from the previous snapshot's (true for the
+                            * first); not listed in changed */
     const char **changed;  /* keys that changed (added, modified, removed) */
     size_t n_changed;
     size_t files; /* files read */

@@ -518,6 +518,7 @@ static int classify(build *b)
     const wf_snapshot *p = b->prev;
     size_t cap = 0;
     bool full = !p || ((mesh_box *)p->mesh_box)->hash != ((mesh_box *)s->mesh_box)->hash;
+    s->mesh_changed = full;
     for (size_t i = 0; i < wf_strmap_count(s->res); i++) {
         const char *key = wf_strmap_key(s->res, i);
         const wf_snap_res *r = wf_strmap_value(s->res, i);

@@ -971,7 +971,7 @@ static int server_listen(wf_h2_server *s, const char *ip, int port)
     if (parse_addr(ip, port, &ss) != 0)
         return WF_H2_E_INVAL;
     if (uv_tcp_bind(&s->listener, (struct sockaddr *)&ss, 0) != 0 ||
-        uv_listen((uv_stream_t *)&s->listener, 128, on_connection) != 0 ||
+        uv_listen((uv_stream_t *)&s->listener, SOMAXCONN, on_connection) != 0 ||
         uv_tcp_getsockname(&s->listener, (struct sockaddr *)&ss, &len) != 0)
         return WF_H2_E_IO;
     s->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
@@ -1242,7 +1242,7 @@ int wf_h2_server_start_pipe(uv_loop_t *loop, const char *path, const wf_h2_opts 
     }
     s->pipe_listener.data = s;
     if (uv_pipe_bind(&s->pipe_listener, path) != 0 ||
-        uv_listen((uv_stream_t *)&s->pipe_listener, 128, on_connection) != 0) {
+        uv_listen((uv_stream_t *)&s->pipe_listener, SOMAXCONN, on_connection) != 0) {
         s->closing = true;
         uv_close((uv_handle_t *)&s->pipe_listener, on_listener_closed);
         return WF_H2_E_IO;

@@ -1,0 +1,180 @@
+/*
+ * ads_push.c - the push queue: pushes and request responses are generated and sent proxy by
+ * proxy from the loop's idle phase, a batch per loop turn, with the bytes waiting in the HTTP/2
+ * send queues bounded. See ads.h ("pushes") for the behaviour and ads_internal.h for the API.
+ *
+ * Istio's push queue (pilot/pkg/xds/pushqueue.go) and its throttling (PILOT_PUSH_THROTTLE,
+ * the concurrent push limit): a proxy waiting in the queue is pushed once, with the latest
+ * snapshot, whatever number of pushes were merged while it waited (Istio's PushRequest.Merge);
+ * proxies are served in queue order so early proxies converge early, and the loop keeps
+ * accepting connections and reading ACKs between batches.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/log.h"
+#include "pilot/ads_internal.h"
+#include "xds/grpc_frame.h"
+
+/* Proxies served per loop turn, and the bytes queued in HTTP/2 send queues above which no
+ * more proxies are served until they drain (Istio's PILOT_PUSH_THROTTLE plays this role). */
+#define PUSH_BATCH        32
+#define PUSH_INFLIGHT_MAX ((size_t)48 << 20)
+#define PUSH_RETRY_MS     2
+
+/* Istio's full-push order, then the other types (requests only). */
+static const wf_xds_type serve_order[WF_XDS_NTYPES] = {WF_XDS_CDS, WF_XDS_EDS, WF_XDS_LDS,
+                                                       WF_XDS_RDS, WF_XDS_SDS, WF_XDS_ECDS};
+
+void wf_ads_dequeue(wf_ads_conn *c)
+{
+    wf_ads *a = c->ads;
+    if (!c->q_in)
+        return;
+    if (c->q_prev)
+        c->q_prev->q_next = c->q_next;
+    else
+        a->q_head = c->q_next;
+    if (c->q_next)
+        c->q_next->q_prev = c->q_prev;
+    else
+        a->q_tail = c->q_prev;
+    c->q_next = c->q_prev = NULL;
+    c->q_in = false;
+}
+
+static void kick(wf_ads *a)
+{
+    if (!a->closing && !uv_is_active((uv_handle_t *)&a->q_timer))
+        uv_idle_start(&a->q_idle, wf_ads_on_queue_turn);
+}
+
+void wf_ads_enqueue(wf_ads_conn *c, unsigned push, unsigned force, int64_t changed_at_ms)
+{
+    wf_ads *a = c->ads;
+    c->q_push |= push;
+    c->q_force |= force;
+    if (changed_at_ms && (!c->q_changed_at_ms || changed_at_ms < c->q_changed_at_ms))
+        c->q_changed_at_ms = changed_at_ms;
+    if (!c->q_in) {
+        c->q_prev = a->q_tail;
+        c->q_next = NULL;
+        if (a->q_tail)
+            a->q_tail->q_next = c;
+        else
+            a->q_head = c;
+        a->q_tail = c;
+        c->q_in = true;
+    }
+    kick(a);
+}
+
+/* Bytes waiting in the send queues of every connected proxy. */
+static size_t inflight(const wf_ads *a)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < a->n_conns; i++)
+        if (a->conns[i]->connected && a->conns[i]->call)
+            n += wf_h2_call_pending(a->conns[i]->call);
+    return n;
+}
+
+static void observe_convergence(wf_ads_conn *c, int64_t changed_at_ms)
+{
+    double s = (double)(wf_ads_now_ms() - changed_at_ms) / 1e3;
+    wf_ads_hist_observe(&c->ads->metrics.convergence, s < 0 ? 0 : s);
+}
+
+/* Generates and sends what c waits for. */
+static void serve(wf_ads_conn *c)
+{
+    unsigned push = c->q_push, force = c->q_force;
+    int64_t at = c->q_changed_at_ms;
+    bool sent = false;
+    c->q_push = c->q_force = 0;
+    c->q_changed_at_ms = 0;
+    for (size_t i = 0; i < WF_XDS_NTYPES && c->connected && c->call; i++) {
+        wf_xds_type t = serve_order[i];
+        unsigned bit = 1u << t;
+        if (!((push | force) & bit) || !c->types[t].w.watched)
+            continue;
+        bool f = (force & bit) != 0;
+        int rc = c->delta ? wf_delta_push(c, t, f) : wf_ads_sotw_push(c, t, f);
+        if (rc < 0) {
+            wf_ads_fail(c, WF_GRPC_INTERNAL,
+                        f ? "could not generate or send the response"
+                          : "could not generate or send a push");
+            return;
+        }
+        sent |= rc > 0;
+    }
+    if (sent && at)
+        observe_convergence(c, at);
+}
+
+static void on_retry(uv_timer_t *t)
+{
+    wf_ads *a = t->data;
+    if (a->q_head)
+        kick(a);
+}
+
+void wf_ads_on_queue_turn(uv_idle_t *h)
+{
+    wf_ads *a = h->data;
+    size_t budget = inflight(a);
+    for (int k = 0; k < PUSH_BATCH && a->q_head && !a->closing; k++) {
+        if (budget > PUSH_INFLIGHT_MAX) { /* wait for the peers to read */
+            uv_idle_stop(&a->q_idle);
+            uv_timer_start(&a->q_timer, on_retry, PUSH_RETRY_MS, 0);
+            return;
+        }
+        wf_ads_conn *c = a->q_head;
+        wf_ads_dequeue(c);
+        serve(c);
+        if (c->connected && c->call)
+            budget += wf_h2_call_pending(c->call);
+    }
+    if (!a->q_head || a->closing)
+        uv_idle_stop(&a->q_idle);
+}
+
+/* ---- pushes ---- */
+
+static void make_version(wf_ads *a)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    char ts[32];
+    gmtime_r(&now, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(a->version, sizeof a->version, "%s/%llu", ts, (unsigned long long)++a->push_seq);
+}
+
+/* The types a push covers (Istio's full push: CDS, EDS, LDS, RDS). */
+#define PUSH_TYPES                                                                                 \
+    ((1u << WF_XDS_CDS) | (1u << WF_XDS_EDS) | (1u << WF_XDS_LDS) | (1u << WF_XDS_RDS))
+
+void wf_ads_push(wf_ads *a, wf_snapshot *snap)
+{
+    bool first = a->snap == NULL;
+    wf_snapshot_ref(snap);
+    wf_ads_set_snapshot(a, snap);
+    if (!first && snap->change == WF_CHANGE_NONE)
+        return; /* errors or touched files only: served for debug, nothing to push */
+    make_version(a);
+    bool eds = snap->change == WF_CHANGE_ENDPOINTS;
+    eds ? a->metrics.eds_pushes++ : a->metrics.full_pushes++;
+    WF_LOG(WF_LC_config, WF_LOG_INFO, "XDS: Pushing %s Version:%s ConnectedEndpoints:%zu",
+           eds ? "EDS (endpoints only)" : "full", a->version, wf_ads_connected(a));
+    for (size_t i = 0; i < a->n_conns; i++) {
+        wf_ads_conn *c = a->conns[i];
+        if (!c->connected || !c->call)
+            continue;
+        char key[512];
+        snprintf(key, sizeof key, "Pod/%s/%s", c->proxy.ns, c->proxy.pod);
+        bool eds_only = eds && !wf_snapshot_changed(snap, key);
+        wf_ads_enqueue(c, eds_only ? 1u << WF_XDS_EDS : PUSH_TYPES, 0, snap->changed_at_ms);
+    }
+}

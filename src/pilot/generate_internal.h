@@ -1,0 +1,64 @@
+/*
+ * generate_internal.h - the pieces of one proxy's generation (generate.c), for the generation
+ * cache (gen_cache.c), which shares the pieces that do not depend on the pod between proxies.
+ * Not a public interface: see generate.h for what is generated and gen_cache.h for the cache.
+ *
+ * Which pieces depend on what (the cache key, gen_cache.h):
+ *  - wf_gen_outbound_clusters, wf_gen_sidecar_route_configs, wf_gen_outbound_listeners (with
+ *    bind NULL) and wf_gen_endpoints: the proxy's kind, namespace, Sidecar scope, MeshConfig
+ *    and, for route configurations only, its labels read by VirtualService sourceLabels;
+ *  - wf_gen_inbound and the bind address of outbound listeners: the pod (labels, Pod object,
+ *    IP, WEFT_LOCALHOST).
+ */
+#ifndef WF_PILOT_GENERATE_INTERNAL_H
+#define WF_PILOT_GENERATE_INTERNAL_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "pilot/cds.h"
+#include "pilot/generate.h"
+#include "pilot/sidecar_scope.h"
+
+/* Everything one generation reads, resolved once (wf_gen_init). */
+typedef struct wf_gen {
+    const wf_store *s;
+    const wf_meshcfg *mesh;
+    const wf_pilot_proxy *p;
+    const wf_resource *pod; /* the proxy's Pod object, NULL when not in the store */
+    wf_kvs labels;          /* view of p->labels (items heap-allocated, strings borrowed) */
+    wf_cds_options cds;
+    wf_scope *scope; /* the sidecar's Sidecar scope (owned); NULL = none, and for routers */
+    bool registry_only;
+    const wf_node *default_retries;
+} wf_gen;
+
+/* Resolves what generation for p reads from env (both borrowed; they must outlive g).
+ * Returns 0, or -1 on out of memory (g needs no fini then). */
+int wf_gen_init(wf_gen *g, const wf_pilot_env *env, const wf_pilot_proxy *p);
+void wf_gen_fini(wf_gen *g);
+
+/* A sidecar's outbound clusters (wf_cds_sidecar_clusters: outbound, BlackHole, Passthrough). */
+json_t *wf_gen_outbound_clusters(const wf_gen *g);
+/* A sidecar's inbound clusters (listeners false) or listeners (true): pilot/inbound.h. */
+json_t *wf_gen_inbound(const wf_gen *g, bool listeners);
+/* A sidecar's outbound route configurations, all of them (no name filter). */
+json_t *wf_gen_sidecar_route_configs(const wf_gen *g);
+/* A sidecar's outbound listeners bound on bind (NULL = 0.0.0.0), without access logs. */
+json_t *wf_gen_outbound_listeners(const wf_gen *g, const char *bind);
+/* The assignments named in names (NULL or empty: every EDS cluster), memo as
+ * wf_eds_load_assignment_memo (NULL = none). */
+json_t *wf_gen_endpoints(const wf_gen *g, const wf_xds_names *names, json_t *memo);
+
+/* Keeps only the resources of arr named in names (NULL or empty: all); arr is changed in place
+ * and returned, NULL (arr released) on OOM. */
+json_t *wf_gen_filter_names(json_t *arr, const wf_xds_names *names);
+/* out (outbound listeners) without those whose name a listener of in took, then in; both
+ * released; NULL on OOM. */
+json_t *wf_gen_merge_listeners(json_t *out, json_t *in);
+/* MeshConfig's access log on every HTTP connection manager of listeners (changed in place).
+ * 0, -1 on OOM. */
+int wf_gen_access_logs(json_t *listeners, const wf_meshcfg *mesh);
+
+#endif
