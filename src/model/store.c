@@ -51,6 +51,7 @@ void wf_store_free(wf_store *s)
     if (!s)
         return;
     wf_ptrvec_free(&s->all);
+    wf_ptrvec_free(&s->shadowed);
     for (int k = 0; k < WF_KIND_COUNT; k++)
         wf_ptrvec_free(&s->by_kind[k]);
     index_free(&s->names);
@@ -399,9 +400,21 @@ static int drop_shadowed(wf_store *s)
         const wf_resource *r = s->all.v[i];
         if (wf_store_find(s, r->kind, r->ns, r->name) == r || r->kind == WF_KIND_OTHER)
             s->all.v[k++] = r;
+        else if (wf_ptrvec_push(&s->shadowed, r))
+            return -1;
     }
     s->all.n = k;
     return 0;
+}
+
+size_t wf_store_shadowed_count(const wf_store *s)
+{
+    return s->shadowed.n;
+}
+
+const wf_resource *wf_store_shadowed(const wf_store *s, size_t i)
+{
+    return i < s->shadowed.n ? s->shadowed.v[i] : NULL;
 }
 
 int wf_store_finalize(wf_store *s, const char *default_ns, bool synth_pods)

@@ -105,6 +105,11 @@ const char *wf_store_file(const wf_store *s, size_t i);
 /* Number of files that failed to parse (at least one error in them). */
 size_t wf_store_failed_files(const wf_store *s);
 
+/* Resources a later one of the same kind, namespace and name replaced at finalize (the last
+ * one read wins, as istioctl's file store), in load order; wf_store_find gives the winner. */
+size_t wf_store_shadowed_count(const wf_store *s);
+const wf_resource *wf_store_shadowed(const wf_store *s, size_t i);
+
 /* All resources in load order. */
 size_t wf_store_count(const wf_store *s);
 const wf_resource *wf_store_at(const wf_store *s, size_t i);

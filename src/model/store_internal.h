@@ -32,6 +32,7 @@ typedef struct wf_index {
 struct wf_store {
     wf_arena arena;
     wf_ptrvec all;
+    wf_ptrvec shadowed; /* resources a later one with the same key replaced */
     wf_ptrvec by_kind[WF_KIND_COUNT];
     wf_load_error *errors;
     size_t nerrors, caperrors;

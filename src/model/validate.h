@@ -33,4 +33,8 @@ typedef void (*wf_validation_cb)(const wf_resource *r, const wf_validation_issue
  * Returns the number of errors (warnings not counted); 0 for other kinds. */
 int wf_validate_resource(const wf_resource *r, wf_validation_cb cb, void *arg);
 
+/* Kubernetes' DNS-1123 label (a namespace name): [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63
+ * characters. */
+bool wf_is_dns1123_label(const char *s);
+
 #endif

@@ -39,6 +39,11 @@ bool vc_is_dns1123_label(const char *s)
     return n <= DNS1123_LABEL_MAX && label_n(s, n);
 }
 
+bool wf_is_dns1123_label(const char *s)
+{
+    return s && vc_is_dns1123_label(s);
+}
+
 bool vc_is_wildcard_dns1123_label(const char *s)
 {
     size_t n = strlen(s);

@@ -2,7 +2,10 @@
  * ads.c - the xDS server: connections, SotW requests and responses, pushes, metrics.
  * Delta streams are in delta.c. See ads.h.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -472,6 +475,43 @@ void wf_ads_close(wf_ads *a)
     uv_close((uv_handle_t *)&a->q_timer, on_handle_closed);
 }
 
+/* Why listening failed, in the kernel's words: a probe bind of the same address (the transport
+ * only says that it failed). Returns a static string. */
+static const char *why_not(const char *ip, int port, const char *pipe)
+{
+    struct sockaddr_storage sa = {0};
+    socklen_t len;
+    if (pipe) {
+        struct sockaddr_un *un = (struct sockaddr_un *)&sa;
+        un->sun_family = AF_UNIX;
+        if (strlen(pipe) >= sizeof un->sun_path)
+            return "path too long for a Unix socket";
+        strcpy(un->sun_path, pipe);
+        len = sizeof *un;
+    } else if (uv_ip4_addr(ip, port, (struct sockaddr_in *)&sa) == 0) {
+        len = sizeof(struct sockaddr_in);
+    } else if (uv_ip6_addr(ip, port, (struct sockaddr_in6 *)&sa) == 0) {
+        len = sizeof(struct sockaddr_in6);
+    } else {
+        return "not an IP address";
+    }
+    int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return strerror(errno);
+    int one = 1;
+    if (!pipe)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    int rc = bind(fd, (struct sockaddr *)&sa, len);
+    int e = errno;
+    close(fd);
+    if (rc == 0) {
+        if (pipe)
+            unlink(pipe);
+        return "unknown reason";
+    }
+    return strerror(e);
+}
+
 /* The methods served on the one xDS listener, as istiod serves both on 15010. */
 static const char *const ads_paths[] = {WF_XDS_ADS_PATH, WF_XDS_DELTA_PATH, NULL};
 
@@ -489,12 +529,12 @@ static int listen_xds(wf_ads *a, char *err, size_t cap)
     int rc = pipe ? wf_h2_server_start_pipe(a->loop, pipe, &o, &h, &a->h2)
                   : wf_h2_server_start(a->loop, a->opts.ip, a->opts.port, &o, &h, &a->h2);
     if (rc != 0 && pipe) {
-        snprintf(err, cap, "cannot listen for xDS on unix:%s (error %d)", pipe, rc);
+        snprintf(err, cap, "cannot listen for xDS on unix:%s: %s", pipe, why_not(NULL, 0, pipe));
         return -1;
     }
     if (rc != 0) {
-        snprintf(err, cap, "cannot listen for xDS on %s:%d (error %d)", a->opts.ip, a->opts.port,
-                 rc);
+        snprintf(err, cap, "cannot listen for xDS on %s:%d: %s", a->opts.ip, a->opts.port,
+                 why_not(a->opts.ip, a->opts.port, NULL));
         return -1;
     }
     return 0;

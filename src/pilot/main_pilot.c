@@ -7,11 +7,14 @@
 #include <getopt.h>
 #include <malloc.h>
 #include <signal.h>
+#include <arpa/inet.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
+#include "model/validate.h"
 #include "pilot/pilot.h"
 
 #ifndef WEFT_VERSION
@@ -75,6 +78,47 @@ static int parse_uint(const char *flag, const char *s, uint64_t *out)
     return 0;
 }
 
+/* An ip:port listen address (IPv6 as [ip]:port; unix:PATH when unix_ok): checked now, so a
+ * bad one is a command-line error (exit 2), not a start failure. */
+static int check_addr(const char *flag, const char *s, bool unix_ok)
+{
+    char ip[64];
+    int port;
+    unsigned char buf[sizeof(struct in6_addr)];
+    if (unix_ok && strncmp(s, "unix:", 5) == 0 && s[5])
+        return 0;
+    if (wf_pilot_parse_addr(s, ip, sizeof ip, &port) == 0 &&
+        (inet_pton(AF_INET, ip, buf) == 1 || inet_pton(AF_INET6, ip, buf) == 1))
+        return 0;
+    fprintf(stderr, "weft-pilot: invalid value \"%s\" for %s: want IP:PORT (port 0..65535)%s\n", s,
+            flag, unix_ok ? " or unix:PATH" : "");
+    return -1;
+}
+
+/* Values that are fine one by one but not together, or not names Kubernetes accepts. */
+static int check_values(const wf_pilot_opts *o)
+{
+    if (o->default_ns && !wf_is_dns1123_label(o->default_ns)) {
+        fprintf(stderr,
+                "weft-pilot: invalid value \"%s\" for --default-namespace: want a namespace "
+                "name (lower-case letters, digits, '-')\n",
+                o->default_ns);
+        return -1;
+    }
+    if (o->domain_suffix && !*o->domain_suffix) {
+        fprintf(stderr, "weft-pilot: --domain-suffix must not be empty\n");
+        return -1;
+    }
+    uint64_t after = o->debounce_after_ms ? o->debounce_after_ms : 100;
+    if (o->debounce_max_ms && o->debounce_max_ms < after) {
+        fprintf(stderr,
+                "weft-pilot: --debounce-max-ms (%llu) is below --debounce-after-ms (%llu)\n",
+                (unsigned long long)o->debounce_max_ms, (unsigned long long)after);
+        return -1;
+    }
+    return 0;
+}
+
 /* "30s", "500ms", "1m", or plain seconds. */
 static int parse_duration_ms(const char *flag, const char *s, uint64_t *out)
 {
@@ -124,10 +168,10 @@ static int parse_opt(cmdline *c, int opt, const char *arg)
         return 0;
     case OPT_GRPC:
         c->o.grpc_addr = arg;
-        return 0;
+        return check_addr("--grpcAddr", arg, true);
     case OPT_MON:
         c->o.monitoring_addr = arg;
-        return 0;
+        return check_addr("--monitoringAddr", arg, false);
     case OPT_DOMAIN:
         c->o.domain_suffix = arg;
         return 0;
@@ -209,7 +253,7 @@ static int parse(int argc, char **argv, cmdline *c)
         fprintf(stderr, "weft-pilot: --config-dir is required\n");
         return -1;
     }
-    return 0;
+    return check_values(&c->o);
 }
 
 typedef struct run {

@@ -395,6 +395,34 @@ static wf_store *rebuild_store(build *b)
     return f;
 }
 
+/* A resource defined again in a later file replaces the earlier one (the store keeps the last
+ * one read, as `kubectl apply -f DIR` would leave it); the conflict is reported, never silent. */
+static int report_shadowed(build *b, const wf_store *c)
+{
+    for (size_t i = 0; i < wf_store_shadowed_count(c); i++) {
+        const wf_resource *old = wf_store_shadowed(c, i);
+        const wf_resource *r = wf_store_find(c, old->kind, old->ns, old->name);
+        if (!r)
+            continue;
+        char res[512], msg[1024];
+        snprintf(res, sizeof res, "%s %s/%s", r->kind_name, r->ns, r->name);
+        snprintf(msg, sizeof msg,
+                 "defined again: also in %s; the later definition is used (as kubectl apply "
+                 "-f DIR would leave it)",
+                 old->file);
+        wf_config_error e = {.file = r->file,
+                             .line = r->line,
+                             .col = r->col,
+                             .resource = res,
+                             .field = "",
+                             .message = msg};
+        if (add_error(b, &e) != 0)
+            return -1;
+        log_error(&e);
+    }
+    return 0;
+}
+
 static int load_store(build *b)
 {
     wf_store *c = new_store(b->opts);
@@ -408,6 +436,10 @@ static int load_store(build *b)
         }
     }
     if (wf_store_finalize(c, default_ns(b), false) < 0 || collect_load_errors(b, c)) {
+        wf_store_free(c);
+        return -1;
+    }
+    if (report_shadowed(b, c) != 0) {
         wf_store_free(c);
         return -1;
     }
@@ -450,6 +482,61 @@ static uint64_t file_hash(const char *path)
     return h;
 }
 
+/* The MeshConfig values weft reads, checked as Istio's ValidateMeshConfig does for them: an
+ * enum must be one of its names, rootNamespace a DNS label, retry attempts >= 0. Returns NULL
+ * or a message naming the field. */
+static const char *mesh_invalid(const wf_meshcfg *m, char *buf, size_t cap)
+{
+    static const struct {
+        const char *path, *allowed[3];
+    } enums[] = {
+        {"accessLogEncoding", {"TEXT", "JSON", NULL}},
+        {"outboundTrafficPolicy.mode", {"ALLOW_ANY", "REGISTRY_ONLY", NULL}},
+    };
+    for (size_t i = 0; i < sizeof enums / sizeof enums[0]; i++) {
+        const wf_node *n = wf_meshcfg_get(m, enums[i].path);
+        const char *v = wf_meshcfg_str(m, enums[i].path);
+        if (!n)
+            continue;
+        bool ok = false;
+        for (size_t k = 0; v && enums[i].allowed[k]; k++)
+            ok |= strcmp(v, enums[i].allowed[k]) == 0;
+        if (!ok) {
+            snprintf(buf, cap, "%s: invalid value \"%s\" (want %s or %s)", enums[i].path,
+                     v ? v : "(not a string)", enums[i].allowed[0], enums[i].allowed[1]);
+            return buf;
+        }
+    }
+    const char *root = wf_meshcfg_str(m, "rootNamespace");
+    if (wf_meshcfg_get(m, "rootNamespace") && (!root || !wf_is_dns1123_label(root))) {
+        snprintf(buf, cap, "rootNamespace: invalid value \"%s\" (want a namespace name)",
+                 root ? root : "(not a string)");
+        return buf;
+    }
+    const char *att = wf_meshcfg_str(m, "defaultHttpRetryPolicy.attempts");
+    if (att && (att[0] == '-' || strspn(att, "0123456789") != strlen(att))) {
+        snprintf(buf, cap,
+                 "defaultHttpRetryPolicy.attempts: invalid value \"%s\" (want a "
+                 "number >= 0)",
+                 att);
+        return buf;
+    }
+    return NULL;
+}
+
+static int report_mesh_error(build *b, const char *path, const char *err)
+{
+    b->snap->mesh_error = wf_arena_strdup(&b->snap->arena, err ? err : path);
+    wf_config_error e = {.file = path,
+                         .resource = "MeshConfig",
+                         .message = err ? err : "unreadable",
+                         .kept_last_good = b->prev != NULL};
+    WF_LOG(WF_LC_config, WF_LOG_WARN, "config error: MeshConfig %s: %s (%s)", path,
+           err ? err : "unreadable",
+           b->prev ? "keeping the last good version" : "using Istio's defaults");
+    return add_error(b, &e);
+}
+
 static int load_mesh(build *b)
 {
     mesh_box *box = calloc(1, sizeof *box);
@@ -462,15 +549,24 @@ static int load_mesh(build *b)
     const char *path = b->opts->mesh_file;
     if (path && *path) {
         box->hash = file_hash(path);
-        if (wf_meshcfg_load_file(box->mesh, path, &err) != 0) {
-            b->snap->mesh_error = wf_arena_strdup(&b->snap->arena, err ? err : path);
-            WF_LOG(WF_LC_config, WF_LOG_WARN, "config error: MeshConfig %s: %s (%s)", path,
-                   err ? err : "unreadable",
-                   b->prev ? "keeping the last good version" : "using Istio's defaults");
-            if (b->prev) {
+        char why[512];
+        int bad = wf_meshcfg_load_file(box->mesh, path, &err) != 0;
+        if (!bad && (err = mesh_invalid(box->mesh, why, sizeof why)) != NULL)
+            bad = 1;
+        if (bad) {
+            if (report_mesh_error(b, path, err) != 0) {
                 mesh_box_unref(box);
+                return -1;
+            }
+            mesh_box_unref(box);
+            if (b->prev) {
                 box = b->prev->mesh_box;
                 box->refs++;
+            } else if (!(box = calloc(1, sizeof *box)) || !(box->mesh = wf_meshcfg_new_default())) {
+                free(box);
+                return -1;
+            } else {
+                box->refs = 1;
             }
         }
     }

@@ -263,3 +263,34 @@ def test_monitoring_port_survives_a_flood_of_idle_connections(pilot):
     finally:
         for s in socks:
             s.close()
+
+
+def test_bad_command_line_values_exit_2(pilot_exe, dirs):
+    cfg, _ = dirs
+    for args, text in ((["--grpcAddr", "localhost:0"], "--grpcAddr"),
+                       (["--grpcAddr", "127.0.0.1:99999"], "--grpcAddr"),
+                       (["--monitoringAddr", "nope"], "--monitoringAddr"),
+                       (["--default-namespace", "Bad_NS"], "--default-namespace"),
+                       (["--debounce-max-ms", "1", "--debounce-after-ms", "1000"],
+                        "--debounce-max-ms")):
+        r = subprocess.run([pilot_exe, "--config-dir", cfg] + args, capture_output=True,
+                           text=True, timeout=10)
+        assert r.returncode == 2, (args, r.stderr)
+        assert text in r.stderr, (args, r.stderr)
+
+
+def test_xds_port_in_use_names_the_reason(pilot_exe, dirs):
+    import socket
+    cfg, _ = dirs
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    try:
+        port = s.getsockname()[1]
+        r = subprocess.run([pilot_exe, "--config-dir", cfg, "--grpcAddr", "127.0.0.1:%d" % port,
+                            "--monitoringAddr", "127.0.0.1:0"], capture_output=True, text=True,
+                           timeout=10)
+        assert r.returncode == 1
+        assert "cannot listen for xDS on 127.0.0.1:%d: Address already in use" % port in r.stderr
+    finally:
+        s.close()

@@ -147,6 +147,67 @@ static void test_last_good_resource(void **state)
     tdir_remove(&d);
 }
 
+/* The same resource in two files: the later file wins (as kubectl apply -f DIR), and the
+ * conflict is reported. */
+static void test_duplicate_resource_is_reported(void **state)
+{
+    tdir d;
+    const char *dirs[1];
+    tdir_make(&d);
+    put(&d, "svc.yaml", SVC);
+    put_vs(&d, "20", "80");
+    char buf[1024];
+    snprintf(buf, sizeof buf, VS_FMT, "50", "50");
+    put(&d, "zz-copy.yaml", buf);
+    wf_dir_source_opts o = opts_for(&d, dirs);
+    wf_snapshot *s = wf_source_build(&o, NULL, 0);
+    assert_non_null(s);
+    assert_int_equal(s->n_errors, 1);
+    assert_non_null(strstr(s->errors[0].file, "zz-copy.yaml"));
+    assert_string_equal(s->errors[0].resource, "VirtualService shop/catalog");
+    assert_non_null(strstr(s->errors[0].message, "vs.yaml"));
+    assert_non_null(strstr(res_of(s, "VirtualService/shop/catalog")->json, "\"weight\":50"));
+    wf_snapshot_unref(s);
+    tdir_remove(&d);
+}
+
+/* A MeshConfig value Istio would refuse is reported, and the last good MeshConfig (or, at the
+ * start, Istio's defaults) stays. */
+static void test_invalid_meshconfig_is_reported(void **state)
+{
+    tdir d, m;
+    const char *dirs[1];
+    tdir_make(&d);
+    tdir_make(&m);
+    put(&d, "svc.yaml", SVC);
+    char mesh[160];
+    snprintf(mesh, sizeof mesh, "%s/mesh.yaml", m.path);
+    put(&m, "mesh.yaml", "outboundTrafficPolicy: {mode: REGISTRY_ONLY}\n");
+    wf_dir_source_opts o = opts_for(&d, dirs);
+    o.mesh_file = mesh;
+    wf_snapshot *s1 = wf_source_build(&o, NULL, 0);
+    assert_int_equal(s1->n_errors, 0);
+    assert_string_equal(wf_meshcfg_str(s1->mesh, "outboundTrafficPolicy.mode"), "REGISTRY_ONLY");
+    put(&m, "mesh.yaml", "outboundTrafficPolicy: {mode: registry_only}\n");
+    wf_snapshot *s2 = wf_source_build(&o, s1, 0);
+    assert_int_equal(s2->n_errors, 1);
+    assert_string_equal(s2->errors[0].resource, "MeshConfig");
+    assert_non_null(strstr(s2->errors[0].message, "outboundTrafficPolicy.mode"));
+    assert_true(s2->errors[0].kept_last_good);
+    assert_string_equal(wf_meshcfg_str(s2->mesh, "outboundTrafficPolicy.mode"), "REGISTRY_ONLY");
+    put(&m, "mesh.yaml", "accessLogEncoding: XML\n");
+    wf_snapshot *s3 = wf_source_build(&o, NULL, 0);
+    assert_int_equal(s3->n_errors, 1);
+    assert_false(s3->errors[0].kept_last_good);
+    const char *enc = wf_meshcfg_str(s3->mesh, "accessLogEncoding"); /* Istio's defaults */
+    assert_true(!enc || strcmp(enc, "XML") != 0);
+    wf_snapshot_unref(s1);
+    wf_snapshot_unref(s2);
+    wf_snapshot_unref(s3);
+    tdir_remove(&d);
+    tdir_remove(&m);
+}
+
 static void test_new_invalid_resource_is_left_out(void **state)
 {
     tdir d;
@@ -354,6 +415,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_last_good_resource),
         cmocka_unit_test(test_new_invalid_resource_is_left_out),
+        cmocka_unit_test(test_duplicate_resource_is_reported),
+        cmocka_unit_test(test_invalid_meshconfig_is_reported),
         cmocka_unit_test(test_unparsable_file_keeps_resources),
         cmocka_unit_test(test_classification),
         cmocka_unit_test(test_debounce_quiet),
