@@ -26,6 +26,7 @@
 
 #include <openssl/evp.h>
 
+#include "app/catalog.h"
 #include "core/strbuf.h"
 #include "http/h1_parser.h"
 
@@ -64,6 +65,8 @@ enum app_route {
     R_BAD_WS,
     R_COUNT,
     R_COUNT_RESET,
+    R_CATALOG, /* --catalog: /items, /items/{id}, /blowup (catalog.h) */
+    R_FAULT,   /* --catalog: the blowup fault answers 500 */
 };
 
 enum app_phase {
@@ -93,7 +96,8 @@ struct app_conn {
     enum app_route route;
     uint64_t arg; /* status code, delay ms or byte count */
     uint64_t body_bytes;
-    uint64_t idle_since; /* loop time (ms) the last answer ended */
+    uint64_t fault_delay_ms; /* --catalog: the blowup latency for this request */
+    uint64_t idle_since;     /* loop time (ms) the last answer ended */
     uint64_t stream_left;
     uint64_t ws_left;
     uint32_t ws_pos;
@@ -104,6 +108,7 @@ struct app_conn {
     bool head_only, keep_alive, http10, upgrade, hangup;
     bool stream_chunked, stream_tail_crlf, stream_tail_sent;
     bool ws_in_frame;
+    bool body_cut; /* R_CATALOG: the body was longer than WF_CATALOG_MAX_BODY */
     bool writing, reading, close_after, closing;
 };
 
@@ -115,7 +120,8 @@ struct wf_app {
     struct app_conn *conns;
     struct app_block *free_blocks;
     size_t nfree;
-    char *fixed; /* preformatted "x-weft-app: ..\r\nx-weft-pod: ..\r\n" */
+    struct wf_catalog *catalog; /* --catalog, else NULL */
+    char *fixed; /* preformatted "x-weft-app: ..\r\nx-weft-pod: ..\r\nx-weft-version: ..\r\n" */
     size_t fixed_len;
     uint64_t count;    /* /count */
     uint64_t received; /* all requests, for --hangup-first */
@@ -457,6 +463,34 @@ static void stream_start(struct app_conn *c, bool chunked)
     c->stream_tail_sent = false;
 }
 
+/* A JSON answer whose body is in *body (freed here); out of memory closes the connection. */
+static void resp_json(struct app_conn *c, uint64_t status, wf_strbuf *body)
+{
+    if (wf_strbuf_failed(body))
+        c->blk->out.failed = true; /* conn_flush closes the connection */
+    resp_head(c, status, "application/json", (int64_t)body->len);
+    if (!c->head_only)
+        wf_strbuf_append(&c->blk->out, body->data ? body->data : "", body->len);
+    wf_strbuf_free(body);
+}
+
+/* aux holds "METHOD PATH" (c->arg bytes, kept at head time: the head's bytes in the read
+ * buffer may be gone once the body was read) followed by the body. */
+static void resp_catalog(struct app_conn *c)
+{
+    wf_strbuf body = WF_STRBUF_INIT;
+    wf_strbuf *aux = &c->blk->aux;
+    const char *a = aux->data ? aux->data : "";
+    size_t head = (size_t)c->arg, mlen = strcspn(a, " ");
+    int status = mlen < head && !wf_strbuf_failed(aux)
+                     ? wf_catalog_serve(c->app->catalog, a, mlen, a + mlen + 1, head - mlen - 1,
+                                        a + head, aux->len - head, c->body_cut, &body)
+                     : -1;
+    if (status < 0)
+        body.failed = true;
+    resp_json(c, status < 0 ? 500 : (uint64_t)status, &body);
+}
+
 /* Produces the answer of the request just read. */
 static void respond(struct app_conn *c)
 {
@@ -500,6 +534,15 @@ static void respond(struct app_conn *c)
                       ? snprintf(body, sizeof body, "delayed %" PRIu64 "\n", c->arg)
                       : snprintf(body, sizeof body, "received=%" PRIu64 "\n", c->body_bytes);
         resp_text(c, 200, body, (size_t)len);
+        break;
+    }
+    case R_CATALOG:
+        resp_catalog(c);
+        break;
+    case R_FAULT: {
+        wf_strbuf body = WF_STRBUF_INIT;
+        wf_catalog_fault_body(&body);
+        resp_json(c, 500, &body);
         break;
     }
     case R_BYTES:
@@ -612,6 +655,42 @@ static void echo_prefix(struct app_conn *c, const h1_message *m)
     PUTS(a, "],\"body_bytes\":");
 }
 
+/* --catalog, for the request whose head just arrived: routes the catalog paths and applies
+ * the blowup fault (catalog.h). Returns 1 when the request was answered at once: an
+ * injected 500 to a request with a body goes out before the body is read and the connection
+ * then closes, as a server that fails early does (what makes a proxy's retry wait for its
+ * back-off while the client is still sending). */
+static int catalog_head(struct app_conn *c, h1_str path)
+{
+    uint64_t delay = 0;
+    enum wf_catalog_action act = WF_CAT_PASS;
+    c->fault_delay_ms = 0;
+    c->body_cut = false;
+    if (wf_catalog_match(path.p, path.len) != WF_CAT_NONE) {
+        const h1_message *m = &c->parser.msg;
+        wf_strbuf *aux = &c->blk->aux;
+        c->route = R_CATALOG;
+        wf_strbuf_reset(aux);
+        wf_strbuf_append(aux, m->method.p, m->method.len);
+        wf_strbuf_putc(aux, ' ');
+        wf_strbuf_append(aux, path.p, path.len);
+        c->arg = aux->len;
+    }
+    if (!wf_catalog_fault_exempt(path.p, path.len))
+        act = wf_catalog_fault(c->app->catalog, &delay);
+    if (act == WF_CAT_DELAY)
+        c->fault_delay_ms = delay;
+    else if (act == WF_CAT_DROP)
+        c->hangup = true;
+    else if (act == WF_CAT_FAIL)
+        c->route = R_FAULT;
+    if (act != WF_CAT_FAIL || c->parser.msg.framing == H1_BODY_NONE || c->hangup)
+        return 0;
+    c->close_after = true;
+    respond(c);
+    return 1;
+}
+
 static void on_headers(struct app_conn *c)
 {
     struct wf_app *app = c->app;
@@ -630,6 +709,8 @@ static void on_headers(struct app_conn *c)
         c->route = R_BAD_WS;
     if (c->route == R_ECHO)
         echo_prefix(c, m);
+    if (app->catalog && catalog_head(c, path) != 0)
+        return; /* answered at once */
     if (m->expect_continue)
         PUTS(&c->blk->out, "HTTP/1.1 100 Continue\r\n\r\n");
     c->phase = PH_BODY;
@@ -638,7 +719,7 @@ static void on_headers(struct app_conn *c)
 static void on_done(struct app_conn *c)
 {
     struct wf_app *app = c->app;
-    uint64_t delay = c->route == R_DELAY ? c->arg : 0;
+    uint64_t delay = (c->route == R_DELAY ? c->arg : 0) + c->fault_delay_ms;
     uint64_t lo = app->cfg.latency_min_ms, hi = app->cfg.latency_max_ms;
     if (hi > 0) {
         uint64_t span = hi - lo + 1;
@@ -665,6 +746,18 @@ static void on_parse_error(struct app_conn *c)
     c->phase = PH_HEAD;
 }
 
+/* Keeps a catalog request's body (up to WF_CATALOG_MAX_BODY; beyond, it is cut and counted). */
+static void catalog_body(struct app_conn *c)
+{
+    wf_strbuf *aux = &c->blk->aux;
+    size_t n = c->parser.data_len;
+    if (c->body_cut || aux->len - (size_t)c->arg + n > WF_CATALOG_MAX_BODY) {
+        c->body_cut = true;
+        return;
+    }
+    wf_strbuf_append(aux, c->parser.data, n);
+}
+
 /* One parser event; returns false when nothing more can be done now. */
 static bool http_step(struct app_conn *c)
 {
@@ -679,6 +772,8 @@ static bool http_step(struct app_conn *c)
         return true;
     case H1_EV_BODY:
         c->body_bytes += c->parser.data_len;
+        if (c->route == R_CATALOG)
+            catalog_body(c);
         return true;
     case H1_EV_TRAILERS:
         return true;
@@ -1141,6 +1236,11 @@ static int make_fixed(struct wf_app *app)
         wf_strbuf_puts(&b, app->cfg.pod);
         PUTS(&b, "\r\n");
     }
+    if (app->cfg.version) {
+        PUTS(&b, "x-weft-version: ");
+        wf_strbuf_puts(&b, app->cfg.version);
+        PUTS(&b, "\r\n");
+    }
     wf_strbuf_putc(&b, '\0'); /* always allocate, even when empty */
     if (wf_strbuf_failed(&b)) {
         wf_strbuf_free(&b);
@@ -1176,7 +1276,15 @@ struct wf_app *wf_app_new(uv_loop_t *loop, const struct wf_app_config *cfg)
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     app->rng = (z ^ (z >> 31)) | 1;
+    if (cfg->catalog) {
+        app->catalog = wf_catalog_new(cfg->version, cfg->seed);
+        if (!app->catalog) {
+            free(app);
+            return NULL;
+        }
+    }
     if (make_fixed(app) != 0) {
+        wf_catalog_free(app->catalog);
         free(app);
         return NULL;
     }
@@ -1202,6 +1310,7 @@ void wf_app_free(struct wf_app *app)
         app->free_blocks = b->next;
         block_free(b);
     }
+    wf_catalog_free(app->catalog);
     free(app->fixed);
     free(app);
 }

@@ -45,6 +45,14 @@
  * carrying Upgrade (or CONNECT) that is not a WebSocket handshake on /ws is answered and the
  * connection closed.
  *
+ * --catalog (catalog.h) adds the book's catalog API: GET|POST /items, GET /items/{id},
+ * GET|POST /blowup (fault controls: latency, 500 with a percentage, drop), answered in JSON.
+ * An active blowup applies to every request except /blowup and /healthz: latency adds to the
+ * answer's delay; "500" answers 500 (a request with a body at once, before its body is read,
+ * then "Connection: close"); "drop" reads the request and closes without an answer.
+ * --version-label V sends "x-weft-version: V" on every response (weftctl up's pods pass their
+ * "version" label; "v2" also adds imageUrl to the catalog's items, as the book's v2 does).
+ *
  * Options: --hangup-first N closes without a response the first N requests of the process
  * (whatever the path, after reading them whole); --latency-ms A-B delays every answer
  * (hang-ups included) by a uniform draw in [A,B] ms from a xorshift64* generator seeded by
@@ -79,6 +87,8 @@ struct wf_app_config {
     size_t nlisten;
     const char *name;         /* x-weft-app value (no CR, LF or other CTL), NULL: header not sent */
     const char *pod;          /* x-weft-pod value, NULL: header not sent */
+    const char *version;      /* x-weft-version value, NULL: header not sent */
+    bool catalog;             /* serve the catalog API (catalog.h) */
     uint64_t idle_timeout_ms; /* 0: never */
     uint64_t hangup_first;    /* requests to hang up at start */
     uint64_t latency_min_ms, latency_max_ms; /* both 0: no added latency */

@@ -24,13 +24,17 @@ static const char usage[] =
     "\n"
     "A small HTTP/1.1 test backend: /healthz, /status/<code>, /delay/<ms>, /hangup,\n"
     "/upload, /bytes/<n>, /chunked/<n>, /echo, /ws (WebSocket echo), /count,\n"
-    "/count/reset.\n"
+    "/count/reset; with --catalog the book's catalog API: GET|POST /items,\n"
+    "GET /items/{id}, GET|POST /blowup (fault injection: latency, 500, drop).\n"
     "\n"
     "Options:\n"
     "  --listen ADDR:PORT     listen address, repeatable; IPv6 as [::1]:8080;\n"
     "                         port 0 picks a free port (printed on stdout)\n"
     "  --name NAME            send \"x-weft-app: NAME\" on every response\n"
     "  --pod POD              send \"x-weft-pod: POD\" on every response\n"
+    "  --version-label V      send \"x-weft-version: V\" on every response (default:\n"
+    "                         $WEFT_VERSION_LABEL when set)\n"
+    "  --catalog              serve the catalog API (/items, /blowup)\n"
     "  --idle-timeout-ms N    close connections idle for N ms (default 0: never)\n"
     "  --hangup-first N       close the first N requests without a response\n"
     "  --latency-ms A-B       delay every response by a uniform draw in [A,B] ms\n"
@@ -70,13 +74,14 @@ static int set_flag(struct wf_app_config *cfg, const char *flag, const char *v, 
         cfg->listen[cfg->nlisten++] = v;
         return 0;
     }
-    if (strcmp(flag, "--name") == 0 || strcmp(flag, "--pod") == 0) {
+    if (strcmp(flag, "--name") == 0 || strcmp(flag, "--pod") == 0 ||
+        strcmp(flag, "--version-label") == 0) {
         if (!header_value_ok(v)) {
             snprintf(err, errlen, "invalid value \"%s\" for %s: want a non-empty header value", v,
                      flag);
             return -1;
         }
-        *(flag[2] == 'n' ? &cfg->name : &cfg->pod) = v;
+        *(flag[2] == 'n' ? &cfg->name : flag[2] == 'p' ? &cfg->pod : &cfg->version) = v;
         return 0;
     }
     if (strcmp(flag, "--latency-ms") == 0) {
@@ -112,8 +117,8 @@ static int set_flag(struct wf_app_config *cfg, const char *flag, const char *v, 
 static bool known_flag(const char *f)
 {
     static const char *const flags[] = {
-        "--listen",       "--name",       "--pod", "--idle-timeout-ms",
-        "--hangup-first", "--latency-ms", "--seed"};
+        "--listen",       "--name",       "--pod",  "--idle-timeout-ms",
+        "--hangup-first", "--latency-ms", "--seed", "--version-label"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (strcmp(f, flags[i]) == 0)
             return true;
@@ -133,6 +138,10 @@ static enum app_args parse_args(struct wf_app_config *cfg, int argc, char **argv
             return ARGS_HELP;
         if (strcmp(a, "--version") == 0)
             return ARGS_VERSION;
+        if (strcmp(a, "--catalog") == 0) {
+            cfg->catalog = true;
+            continue;
+        }
         if (strncmp(a, "--", 2) != 0) {
             snprintf(err, errlen, "unexpected argument: %s", a);
             return ARGS_ERROR;
@@ -160,6 +169,14 @@ static enum app_args parse_args(struct wf_app_config *cfg, int argc, char **argv
         }
         if (set_flag(cfg, flag, v, err, errlen) != 0)
             return ARGS_ERROR;
+    }
+    const char *env_version = getenv("WEFT_VERSION_LABEL");
+    if (!cfg->version && env_version && *env_version) {
+        if (!header_value_ok(env_version)) {
+            snprintf(err, errlen, "invalid value in WEFT_VERSION_LABEL: want a header value");
+            return ARGS_ERROR;
+        }
+        cfg->version = env_version;
     }
     if (cfg->nlisten == 0) {
         snprintf(err, errlen, "--listen ADDR:PORT is required");

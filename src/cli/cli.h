@@ -25,6 +25,9 @@ int wf_cmd_proxy_config(int argc, char **argv);    /* cmd_proxy_config.c */
 int wf_cmd_proxy_status(int argc, char **argv);    /* cmd_proxy_status.c */
 int wf_cmd_remote_clusters(int argc, char **argv); /* cmd_remote_clusters.c */
 int wf_cmd_version(int argc, char **argv);         /* cmd_version.c */
+int wf_cmd_up(int argc, char **argv);              /* cmd_localmesh.c: the local mesh */
+int wf_cmd_down(int argc, char **argv);            /* cmd_down.c */
+int wf_cmd_status(int argc, char **argv);          /* cmd_down.c */
 
 /* Append a Go-json-escaped string (json.Marshal: \u003c \u003e \u0026, \u2028 \u2029) with
  * quotes to f. */

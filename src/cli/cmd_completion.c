@@ -27,13 +27,13 @@ static const comp_cmd cmds[] = {
      "--timeout --revision --help -h",
      "log json yaml"},
     {"completion", "", "bash", "--help -h", ""},
+    {"down", "", "", "--state --help -h", ""},
     {"describe", "", "pod po service svc",
      "--namespace -n --istioNamespace -i --ignoreUnmeshed --pilot --file -f --config-dir "
      "--config-dump --help -h",
      ""},
     {"log", "", "explain", "--format --summary --output -o --help -h", "text json"},
-    {"proxy-config", "pc",
-     "all bootstrap cluster ecds endpoint eds listener log route secret rootca-compare",
+    {"proxy-config", "pc", "all bootstrap cluster ecds endpoint eds listener log route secret",
      "--output -o --file -f --namespace -n --pilot --fqdn --port --subset --direction --address "
      "--type --name --status --cluster --verbose --level --reset -r --with-headers "
      "--proxy-admin-port --help -h",
@@ -43,6 +43,8 @@ static const comp_cmd cmds[] = {
      "--revision -r --help -h",
      "table json yaml"},
     {"remote-clusters", "", "", "--pilot --from-file --revision -r --help -h", ""},
+    {"status", "", "", "--state --output -o --help -h", "json"},
+    {"up", "", "", "--state --detach -d --timeout --namespace -n --mesh-config --help -h", ""},
     {"version", "", "", "--remote --short -s --output -o --pilot --help -h", "json yaml"},
     {"x", "experimental", "describe", "--help -h", ""},
 };

@@ -11,13 +11,17 @@
  * a bad flag.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "core/arena.h"
+#include "core/strmap.h"
 #include "cli/flags.h"
 #include "cli/log_explain.h"
 #include "cli/tabwriter.h"
@@ -242,6 +246,13 @@ static json_t *record_json(const wf_lx_record *r, const items *its)
     return o;
 }
 
+/* fopen opens a directory for reading on Linux; reading it then fails. */
+static bool is_dir(FILE *f)
+{
+    struct stat st;
+    return fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 /* ---- summary groups ------------------------------------------------------------------- */
 
 typedef struct group {
@@ -255,24 +266,32 @@ typedef struct run_state {
     size_t lines, parsed, failed;
     group *g;
     size_t ng;
-    items all; /* every flag/details seen, for the summary's explanations */
+    wf_arena arena;   /* the group index's keys */
+    wf_strmap *index; /* "code\x1fflags\x1fdetails\x1fcluster\x1froute" -> group number + 1 */
+    items all;        /* every flag/details seen, for the summary's explanations */
     json_t *jfail;
 } run_state;
 
 static int add_group(run_state *s, const wf_lx_record *r)
 {
     const char *k[4] = {dash(r->flags), dash(r->details), dash(r->cluster), dash(r->route)};
-    for (size_t i = 0; i < s->ng; i++) {
-        group *g = &s->g[i];
-        if (g->code == r->code && !strcmp(g->key[0], k[0]) && !strcmp(g->key[1], k[1]) &&
-            !strcmp(g->key[2], k[2]) && !strcmp(g->key[3], k[3])) {
-            g->count++;
-            return 0;
-        }
+    if (!s->index && !(s->index = wf_strmap_new(&s->arena)))
+        return -1;
+    char *key = NULL;
+    if (asprintf(&key, "%d\x1f%s\x1f%s\x1f%s\x1f%s", r->code, k[0], k[1], k[2], k[3]) < 0)
+        return -1;
+    void **slot = wf_strmap_slot(s->index, key, true);
+    free(key);
+    if (!slot)
+        return -1;
+    if (*slot) { /* hashed: --summary stays linear in the number of lines */
+        s->g[(uintptr_t)*slot - 1].count++;
+        return 0;
     }
     group *v = realloc(s->g, (s->ng + 1) * sizeof *v);
     if (!v)
         return -1;
+    *slot = (void *)(uintptr_t)(s->ng + 1);
     s->g = v;
     group *g = &s->g[s->ng++];
     g->code = r->code;
@@ -443,11 +462,13 @@ static int explain_cmd(wf_flag *fl, char **pos, size_t npos)
     if (!f.user && !f.envoy) {
         fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
         rc = WF_EXIT_USAGE;
-    } else if (!(in = strcmp(src, "-") == 0 ? stdin : fopen(src, "r"))) {
-        fprintf(stderr, "Error: cannot read %s: %s\n", src, strerror(errno));
+    } else if (!(in = strcmp(src, "-") == 0 ? stdin : fopen(src, "r")) || is_dir(in)) {
+        fprintf(stderr, "Error: cannot read %s: %s\n", src,
+                in ? strerror(EISDIR) : strerror(errno));
     } else {
         run_state s = {
             .json = strcmp(out, "json") == 0, .summary = fl[F_SUMMARY].bval, .jfail = json_array()};
+        wf_arena_init(&s.arena);
         if (!s.jfail || read_all(in, &f, &s))
             fprintf(stderr, "Error: out of memory\n");
         else
@@ -456,6 +477,7 @@ static int explain_cmd(wf_flag *fl, char **pos, size_t npos)
             for (int k = 0; k < 4; k++)
                 free(s.g[i].key[k]);
         free(s.g);
+        wf_arena_destroy(&s.arena);
         items_free(&s.all);
         json_decref(s.jfail);
     }

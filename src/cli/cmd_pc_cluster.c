@@ -80,17 +80,35 @@ void pc_mgmt_metadata(const json_t *obj, char *buf, size_t size)
         snprintf(buf, size, "%.*s.%.*s", (int)len[7], piece[7], (int)len[5], piece[5]);
 }
 
+/* Bottom-up merge sort: stable, O(n log n) comparisons (large dumps hold tens of thousands of
+ * clusters). Falls back to insertion sort when the scratch array cannot be allocated. */
 void pc_stable_sort(json_t **v, size_t n, int (*cmp)(const json_t *, const json_t *))
 {
-    for (size_t i = 1; i < n; i++) {
-        json_t *x = v[i];
-        size_t j = i;
-        while (j > 0 && cmp(v[j - 1], x) > 0) {
-            v[j] = v[j - 1];
-            j--;
+    json_t **tmp = n > 1 ? malloc(n * sizeof *tmp) : NULL;
+    if (!tmp) {
+        for (size_t i = 1; i < n; i++) {
+            json_t *x = v[i];
+            size_t j = i;
+            for (; j > 0 && cmp(v[j - 1], x) > 0; j--)
+                v[j] = v[j - 1];
+            v[j] = x;
         }
-        v[j] = x;
+        return;
     }
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t a = lo, b = mid, k = lo;
+            while (a < mid && b < hi)
+                tmp[k++] = cmp(v[b], v[a]) < 0 ? v[b++] : v[a++];
+            while (a < mid)
+                tmp[k++] = v[a++];
+            while (b < hi)
+                tmp[k++] = v[b++];
+        }
+        memcpy(v, tmp, n * sizeof *v);
+    }
+    free(tmp);
 }
 
 json_t *pc_items(const wf_envoy_dump *d, const char *type_url, const char *const *lists,

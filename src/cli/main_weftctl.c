@@ -16,11 +16,14 @@ static void usage(FILE *f)
                "  analyze          Analyze Istio configuration and report problems (IST codes)\n"
                "  completion       Generate the bash completion script\n"
                "  describe         Describe a pod or service and the config that applies to it\n"
+               "  down             Stop the local mesh weftctl up started\n"
                "  log              Explain access log lines (log explain)\n"
                "  proxy-config     Retrieve information about proxy configuration (alias: pc)\n"
                "  proxy-status     Retrieve the synchronization status of each proxy (alias: "
                "ps)\n"
                "  remote-clusters  List the remote clusters each control plane is connected to\n"
+               "  status           Show the processes of the local mesh\n"
+               "  up               Run a local mesh from a folder of manifests\n"
                "  version          Print the client and control plane versions\n\n"
                "Use \"weftctl <command> --help\" for more information about a command.\n");
 }
@@ -34,10 +37,13 @@ static const struct {
     {"analyze", NULL, wf_cmd_analyze},
     {"completion", NULL, wf_cmd_completion},
     {"describe", NULL, wf_cmd_describe},
+    {"down", NULL, wf_cmd_down},
     {"log", NULL, wf_cmd_log},
     {"proxy-config", "pc", wf_cmd_proxy_config},
     {"proxy-status", "ps", wf_cmd_proxy_status},
     {"remote-clusters", NULL, wf_cmd_remote_clusters},
+    {"status", NULL, wf_cmd_status},
+    {"up", NULL, wf_cmd_up},
     {"version", NULL, wf_cmd_version},
 };
 

@@ -268,7 +268,9 @@ static json_t *socket_address(const wp_addr *ad, const char *fallback_host, uint
     return json_pack("{s:{s:s,s:i}}", "socket_address", "address", h, "port_value", (int)p);
 }
 
-static const char *const eds_health[] = {"UNKNOWN",  "HEALTHY", "UNHEALTHY",
+/* A host without an EDS health status (static endpoints) reports HEALTHY, as Envoy's
+ * /clusters?format=json does (istioctl pc endpoint shows "127.0.0.1:15000 HEALTHY"). */
+static const char *const eds_health[] = {"HEALTHY",  "HEALTHY", "UNHEALTHY",
                                          "DRAINING", "TIMEOUT", "DEGRADED"};
 
 static void clusters_json(wp_admin *a, wf_strbuf *b)

@@ -156,7 +156,10 @@ def test_b015_control_plane_loss_keeps_serving_and_stays_ready(mesh):
     wait_for(lambda: stat(gw, "control_plane.connected_state") == 1, timeout=40,
              what="the gateway back on pilot")
     mesh.wait_ready(fresh, timeout=40)
-    assert stat(gw, "cluster.xds-grpc.upstream_cx_active") == 1
+    # connected_state turns 1 when the stream opens (Envoy's); the connection counts as active
+    # once pilot has answered on it
+    wait_for(lambda: stat(gw, "cluster.xds-grpc.upstream_cx_active") == 1, timeout=10,
+             what="the xds-grpc connection active again")
     mesh.wait_synced(timeout=40)
 
 

@@ -1,0 +1,310 @@
+/*
+ * cmd_down.c - `weftctl down` and `weftctl status` for the local mesh that `weftctl up`
+ * started (cmd_localmesh.c, docs/local-mesh.md).
+ *
+ * Both find the state folder from --state STATEDIR, else DIR/.weft for a positional DIR, else
+ * ./.weft. down: SIGTERM to the supervisor (which stops every process: SIGTERM, SIGKILL after
+ * 10 s), SIGKILL if it is still there after 15 s, then whatever mesh.json still lists as
+ * running (a supervisor that was killed leaves its processes behind). Exit 0, also when
+ * nothing runs (with a note). status: mesh.json's processes as a table (NAME KIND POD IP
+ * PID STATE RESTARTS) or with -o json. Exit codes: 0, 1 errors, 64 bad flags.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "cli/flags.h"
+#include "cli/localmesh_state.h"
+#include "cli/localmesh_super.h"
+#include "cli/localmesh_sys.h"
+#include "cli/tabwriter.h"
+
+#define DOWN_WAIT_MS (WF_LM_STOP_GRACE_MS + 5000u)
+
+static char *join(const char *dir, const char *name)
+{
+    size_t len = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(len);
+    if (p)
+        snprintf(p, len, "%s/%s", dir, name);
+    return p;
+}
+
+/* --state, else DIR/.weft, else ./.weft; the caller frees. */
+static char *state_dir(const wf_flag *state, char **pos, size_t npos)
+{
+    if (state->set)
+        return strdup(state->sval);
+    return join(npos ? pos[0] : ".", ".weft");
+}
+
+static json_t *load_mesh_json(const char *state)
+{
+    char *path = join(state, WF_LM_MESH_JSON);
+    json_error_t je;
+    json_t *doc = path ? json_load_file(path, 0, &je) : NULL;
+    free(path);
+    return json_is_object(doc) ? doc : (json_decref(doc), NULL);
+}
+
+static pid_t supervisor_pid(const char *state)
+{
+    char *path = join(state, WF_LM_SUPERVISOR_PID);
+    pid_t pid = path ? wf_lm_read_pid(path) : 0;
+    free(path);
+    return pid && wf_lm_pid_alive(pid, "weftctl") ? pid : 0;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Wait up to ms for pid to go; true when gone. */
+static bool wait_gone(pid_t pid, const char *want, long ms)
+{
+    for (long waited = 0; waited < ms; waited += 100) {
+        if (!wf_lm_pid_alive(pid, want))
+            return true;
+        sleep_ms(100);
+    }
+    return !wf_lm_pid_alive(pid, want);
+}
+
+/* The program name a process of mesh.json runs (argv[0]'s base name), for the PID check. */
+static const char *proc_program(const json_t *proc)
+{
+    const char *a0 = json_string_value(json_array_get(json_object_get(proc, "argv"), 0));
+    const char *slash = a0 ? strrchr(a0, '/') : NULL;
+    return slash ? slash + 1 : a0;
+}
+
+/* Stop what mesh.json lists as running and still runs. Returns how many were found. */
+static size_t stop_leftovers(const json_t *mesh)
+{
+    const json_t *procs = json_object_get(mesh, "processes");
+    size_t i, found = 0;
+    json_t *proc;
+    json_array_foreach(procs, i, proc)
+    {
+        pid_t pid = (pid_t)json_integer_value(json_object_get(proc, "pid"));
+        const char *prog = proc_program(proc);
+        if (pid <= 0 || !prog || !wf_lm_pid_alive(pid, prog))
+            continue;
+        found++;
+        if (kill(-pid, SIGTERM) != 0)
+            kill(pid, SIGTERM);
+        if (!wait_gone(pid, prog, WF_LM_STOP_GRACE_MS) && kill(-pid, SIGKILL) != 0)
+            kill(pid, SIGKILL);
+    }
+    return found;
+}
+
+static int down(const char *state)
+{
+    pid_t sup = supervisor_pid(state);
+    if (sup) {
+        printf("stopping the local mesh (supervisor pid %d)...\n", (int)sup);
+        fflush(stdout);
+        kill(sup, SIGTERM);
+        if (!wait_gone(sup, "weftctl", DOWN_WAIT_MS)) {
+            fprintf(stderr, "the supervisor did not stop within %us: SIGKILL\n",
+                    DOWN_WAIT_MS / 1000);
+            kill(sup, SIGKILL);
+            wait_gone(sup, "weftctl", 2000);
+        }
+    }
+    json_t *mesh = load_mesh_json(state);
+    size_t left = mesh ? stop_leftovers(mesh) : 0;
+    json_decref(mesh);
+    if (!sup && !left) {
+        printf("no local mesh is running from %s\n", state);
+        return WF_EXIT_OK;
+    }
+    if (left)
+        printf("stopped %zu process%s the supervisor left behind\n", left, left == 1 ? "" : "es");
+    char *pidfile = join(state, WF_LM_SUPERVISOR_PID);
+    if (pidfile)
+        unlink(pidfile);
+    free(pidfile);
+    printf("the local mesh is stopped\n");
+    return WF_EXIT_OK;
+}
+
+enum { D_STATE, D_HELP, D_COUNT };
+
+static void down_usage(const wf_flag *flags)
+{
+    printf("Stops the local mesh that `weftctl up` started, and every process it runs.\n\n"
+           "Usage:\n  weftctl down [DIR] [flags]\n\n");
+    wf_flags_usage(flags, D_COUNT);
+}
+
+int wf_cmd_down(int argc, char **argv)
+{
+    wf_flag flags[D_COUNT] = {
+        [D_STATE] = {"state", 0, WF_FLAG_STRING, "State folder (default DIR/.weft, or ./.weft)",
+                     "dir"},
+        [D_HELP] = {"help", 'h', WF_FLAG_BOOL, "Help for down", NULL},
+    };
+    char **pos = NULL, err[512];
+    size_t npos = 0;
+    int rc = WF_EXIT_OK;
+    if (wf_flags_parse(flags, D_COUNT, argc, argv, &pos, &npos, err, sizeof err) != 0) {
+        fprintf(stderr, "Error: %s\n", err);
+        rc = WF_EXIT_USAGE;
+    } else if (flags[D_HELP].bval) {
+        down_usage(flags);
+    } else if (npos > 1) {
+        fprintf(stderr, "Error: weftctl down takes at most one folder\n");
+        rc = WF_EXIT_USAGE;
+    } else {
+        char *state = state_dir(&flags[D_STATE], pos, npos);
+        rc = state ? down(state) : WF_EXIT_ERROR;
+        free(state);
+    }
+    free(pos);
+    wf_flags_free(flags, D_COUNT);
+    return rc;
+}
+
+/* ---- status ------------------------------------------------------------------------------- */
+
+static const char *str_or(const json_t *o, const char *key, const char *dflt)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s && *s ? s : dflt;
+}
+
+/* The state column: what the supervisor said, unless the PID is gone. */
+static const char *proc_state(const json_t *proc)
+{
+    const char *st = str_or(proc, "state", "unknown");
+    pid_t pid = (pid_t)json_integer_value(json_object_get(proc, "pid"));
+    const char *prog = proc_program(proc);
+    if (strcmp(st, "running") == 0 && (pid <= 0 || !prog || !wf_lm_pid_alive(pid, prog)))
+        return "exited";
+    return st;
+}
+
+static int status_table(const json_t *mesh)
+{
+    wf_tw tw;
+    wf_tw_init(&tw, 3);
+    wf_tw_puts(&tw, "NAME\tKIND\tPOD IP\tPID\tSTATE\tRESTARTS\n");
+    size_t i;
+    json_t *proc;
+    json_array_foreach(json_object_get(mesh, "processes"), i, proc)
+    {
+        json_int_t pid = json_integer_value(json_object_get(proc, "pid"));
+        char pidbuf[32];
+        snprintf(pidbuf, sizeof pidbuf, "%lld", (long long)pid);
+        wf_tw_printf(&tw, "%s\t%s\t%s\t%s\t%s\t%lld\n", str_or(proc, "name", "?"),
+                     str_or(proc, "kind", "?"), str_or(proc, "podIP", "-"), pid > 0 ? pidbuf : "-",
+                     proc_state(proc),
+                     (long long)json_integer_value(json_object_get(proc, "restarts")));
+    }
+    int rc = wf_tw_flush(&tw, stdout, NULL);
+    wf_tw_free(&tw);
+    const json_t *gw = json_object_get(mesh, "gateway");
+    if (json_is_object(gw))
+        printf("\ngateway: %s -> %s\n", str_or(gw, "url", "?"), str_or(gw, "target", "?"));
+    printf("logs:    %s/logs/\n", str_or(mesh, "state", "?"));
+    return rc == 0 ? WF_EXIT_OK : WF_EXIT_ERROR;
+}
+
+static int status_json(const json_t *mesh, const char *state, pid_t sup)
+{
+    json_t *procs = json_array();
+    size_t i;
+    json_t *proc;
+    json_array_foreach(json_object_get(mesh, "processes"), i, proc)
+    {
+        json_t *e = json_pack(
+            "{s:s,s:s,s:O,s:O,s:O,s:O,s:s,s:O,s:O}", "name", str_or(proc, "name", "?"), "kind",
+            str_or(proc, "kind", "?"), "pod", json_object_get(proc, "pod"), "namespace",
+            json_object_get(proc, "namespace"), "podIP", json_object_get(proc, "podIP"), "pid",
+            json_object_get(proc, "pid"), "state", proc_state(proc), "restarts",
+            json_object_get(proc, "restarts"), "log", json_object_get(proc, "log"));
+        if (!e || json_array_append_new(procs, e) != 0)
+            break;
+    }
+    json_t *out = json_pack("{s:b,s:s,s:i,s:O,s:O,s:o}", "running", sup != 0, "state", state,
+                            "supervisorPid", (int)sup, "pilot", json_object_get(mesh, "pilot"),
+                            "gateway", json_object_get(mesh, "gateway"), "processes", procs);
+    if (!out)
+        return fprintf(stderr, "Error: out of memory\n"), WF_EXIT_ERROR;
+    json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    printf("\n");
+    json_decref(out);
+    return WF_EXIT_OK;
+}
+
+static int status(const char *state, const char *format)
+{
+    pid_t sup = supervisor_pid(state);
+    json_t *mesh = sup ? load_mesh_json(state) : NULL;
+    int rc = WF_EXIT_OK;
+    if (!mesh) {
+        if (strcmp(format, "json") == 0)
+            printf("{\"running\": false, \"state\": \"%s\", \"processes\": []}\n", state);
+        else
+            printf("no local mesh is running from %s\n", state);
+    } else if (strcmp(format, "json") == 0) {
+        rc = status_json(mesh, state, sup);
+    } else {
+        rc = status_table(mesh);
+    }
+    json_decref(mesh);
+    return rc;
+}
+
+enum { S_STATE, S_OUTPUT, S_HELP, S_COUNT };
+
+static void status_usage(const wf_flag *flags)
+{
+    printf("Lists the processes of the local mesh that `weftctl up` started.\n\n"
+           "Usage:\n  weftctl status [DIR] [flags]\n\n");
+    wf_flags_usage(flags, S_COUNT);
+}
+
+int wf_cmd_status(int argc, char **argv)
+{
+    wf_flag flags[S_COUNT] = {
+        [S_STATE] = {"state", 0, WF_FLAG_STRING, "State folder (default DIR/.weft, or ./.weft)",
+                     "dir"},
+        [S_OUTPUT] = {"output", 'o', WF_FLAG_STRING, "Output format: table or json", "format"},
+        [S_HELP] = {"help", 'h', WF_FLAG_BOOL, "Help for status", NULL},
+    };
+    char **pos = NULL, err[512];
+    size_t npos = 0;
+    int rc = WF_EXIT_OK;
+    if (wf_flags_parse(flags, S_COUNT, argc, argv, &pos, &npos, err, sizeof err) != 0) {
+        fprintf(stderr, "Error: %s\n", err);
+        rc = WF_EXIT_USAGE;
+    } else if (flags[S_HELP].bval) {
+        status_usage(flags);
+    } else if (npos > 1 || (flags[S_OUTPUT].set && strcmp(flags[S_OUTPUT].sval, "json") != 0 &&
+                            strcmp(flags[S_OUTPUT].sval, "table") != 0)) {
+        fprintf(stderr, "Error: %s\n",
+                npos > 1 ? "weftctl status takes at most one folder"
+                         : "--output must be table or json");
+        rc = WF_EXIT_USAGE;
+    } else {
+        char *state = state_dir(&flags[S_STATE], pos, npos);
+        rc = state ? status(state, flags[S_OUTPUT].set ? flags[S_OUTPUT].sval : "table")
+                   : WF_EXIT_ERROR;
+        free(state);
+    }
+    free(pos);
+    wf_flags_free(flags, S_COUNT);
+    return rc;
+}

@@ -1,0 +1,457 @@
+/*
+ * cmd_localmesh.c - `weftctl up DIR`, `weftctl down`, `weftctl status`: the local mesh
+ * (DESIGN.md "The local mesh", docs/local-mesh.md).
+ *
+ * up: plan from the manifests (localmesh_plan.h), check the fixed ports (15010, 15014,
+ * 30000), write the state folder (localmesh_state.h), fork the supervisor
+ * (localmesh_super.h) and wait until pilot answers /ready and every proxy's /healthz/ready
+ * is 200. With --detach the supervisor runs in its own session and up returns (0 when ready,
+ * 1 after --timeout naming what is not ready; the mesh keeps running). Without it, up stays in
+ * the foreground until Ctrl-C or SIGTERM, which stop everything.
+ *
+ * `down` and `status` are in cmd_down.c. Exit codes: 0, 1 errors, 64 bad flags.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "cli/flags.h"
+#include "cli/http_client.h"
+#include "cli/localmesh_plan.h"
+#include "cli/localmesh_state.h"
+#include "cli/localmesh_super.h"
+#include "cli/localmesh_sys.h"
+#include "cli/tabwriter.h"
+
+#define POLL_MS       250
+#define PROBE_TIMEOUT 1000
+
+static long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* Parse flags; on a bad command line prints the error and returns WF_EXIT_USAGE; on --help
+ * prints usage and returns WF_EXIT_OK; else -1 (go on). */
+static int parse(wf_flag *flags, size_t n, int argc, char **argv, char ***pos, size_t *npos,
+                 void (*usage)(const wf_flag *), size_t help_index)
+{
+    char err[512];
+    if (wf_flags_parse(flags, n, argc, argv, pos, npos, err, sizeof err) != 0) {
+        fprintf(stderr, "Error: %s\n", err);
+        return WF_EXIT_USAGE;
+    }
+    if (flags[help_index].bval) {
+        usage(flags);
+        return WF_EXIT_OK;
+    }
+    return -1;
+}
+
+static char *state_file(const char *state, const char *name)
+{
+    size_t len = strlen(state) + strlen(name) + 2;
+    char *p = malloc(len);
+    if (p)
+        snprintf(p, len, "%s/%s", state, name);
+    return p;
+}
+
+/* ---- up: checks and the summary ----------------------------------------------------------- */
+
+static int check_not_running(const wf_lm_plan *p)
+{
+    char *pidfile = state_file(p->state, WF_LM_SUPERVISOR_PID);
+    pid_t pid = pidfile ? wf_lm_read_pid(pidfile) : 0;
+    free(pidfile);
+    if (pid && wf_lm_pid_alive(pid, "weftctl")) {
+        fprintf(stderr,
+                "Error: a local mesh is already running from %s (supervisor pid %d): run "
+                "`weftctl down --state %s` first\n",
+                p->state, (int)pid, p->state);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_ports(const wf_lm_plan *p)
+{
+    static const struct {
+        int port;
+        const char *what;
+    } ports[] = {{15010, "weft-pilot's xDS"},
+                 {15014, "weft-pilot's monitoring"},
+                 {WF_LM_GW_HOST_PORT, "the gateway's node port"}};
+    int bad = 0;
+    for (size_t i = 0; i < sizeof ports / sizeof ports[0]; i++) {
+        if (ports[i].port == WF_LM_GW_HOST_PORT && p->gateway >= p->npods)
+            continue;
+        wf_strbuf err = WF_STRBUF_INIT;
+        if (wf_lm_port_free("127.0.0.1", ports[i].port, &err) != 0) {
+            fprintf(stderr, "Error: %s (needed for %s)\n", wf_strbuf_cstr(&err), ports[i].what);
+            bad++;
+        }
+        wf_strbuf_free(&err);
+    }
+    if (bad)
+        fprintf(stderr, "Another local mesh may be running: stop it with `weftctl down` (or "
+                        "`weftctl down --state STATEDIR`).\n");
+    return bad ? -1 : 0;
+}
+
+/* A host the ingress gateway serves, for the curl hint; NULL when none. */
+static const char *gateway_host(const wf_lm_plan *p)
+{
+    size_t n;
+    const wf_resource *const *gws = p->store ? wf_store_kind(p->store, WF_KIND_GATEWAY, &n) : NULL;
+    for (size_t i = 0; gws && i < n; i++) {
+        const wf_gateway *g = gws[i]->t.gateway;
+        for (size_t k = 0; g && k < g->nservers; k++)
+            for (size_t h = 0; h < g->servers[k].hosts.n; h++) {
+                const char *host = g->servers[k].hosts.v[h];
+                const char *slash = strchr(host, '/');
+                host = slash ? slash + 1 : host;
+                if (!strchr(host, '*'))
+                    return host;
+            }
+    }
+    return NULL;
+}
+
+static void print_summary(const wf_lm_plan *p, pid_t sup, bool ready)
+{
+    wf_tw tw;
+    wf_tw_init(&tw, 3);
+    wf_tw_puts(&tw, "POD\tNAMESPACE\tIP\tRUNS\n");
+    for (size_t i = 0; i < p->npods; i++) {
+        const wf_lm_pod *pod = &p->pods[i];
+        wf_tw_printf(&tw, "%s\t%s\t%s\t%s%s%s\n", pod->name, pod->ns, pod->ip,
+                     pod->gateway            ? "gateway"
+                     : pod->ncontainers == 1 ? "app"
+                                             : "apps",
+                     pod->sidecar ? " + proxy" : "",
+                     pod->gateway || pod->sidecar ? "" : " (no sidecar)");
+    }
+    printf("%s (state %s, supervisor pid %d)\n\n",
+           ready ? "weft local mesh is up" : "weft local mesh is starting", p->state, (int)sup);
+    wf_tw_flush(&tw, stdout, NULL);
+    wf_tw_free(&tw);
+    printf("\npilot:    xDS %s, monitoring http://%s\n", WF_LM_XDS_ADDR, WF_LM_MON_ADDR);
+    if (p->gateway < p->npods) {
+        const char *host = gateway_host(p);
+        printf("gateway:  http://%s:%d", WF_LM_GW_HOST_IP, WF_LM_GW_HOST_PORT);
+        if (host)
+            printf("   e.g. curl -H \"Host: %s\" http://%s:%d/", host, WF_LM_GW_HOST_IP,
+                   WF_LM_GW_HOST_PORT);
+        printf("\n");
+    }
+    printf("logs:     %s/logs/ (supervisor.log, pilot.log, <pod>.proxy.log, <pod>.app.log)\n",
+           p->state);
+    printf("status:   weftctl status --state %s\nstop:     weftctl down --state %s\n", p->state,
+           p->state);
+    fflush(stdout);
+}
+
+/* ---- up: readiness ------------------------------------------------------------------------ */
+
+/* 0 when addr answers 200 on path; else -1 with why in reason. */
+static int probe(const char *addr, const char *path, wf_strbuf *reason)
+{
+    wf_http_resp r = {0};
+    wf_strbuf err = WF_STRBUF_INIT;
+    int rc = -1;
+    wf_strbuf_reset(reason);
+    if (wf_http_request("GET", addr, path, PROBE_TIMEOUT, &r, &err) != 0) {
+        wf_strbuf_puts(reason, wf_strbuf_cstr(&err));
+    } else if (r.status == 200) {
+        rc = 0;
+    } else {
+        size_t len = r.body ? strcspn(r.body, "\n") : 0;
+        wf_strbuf_printf(reason, "%d %.*s", r.status, (int)(len > 300 ? 300 : len),
+                         r.body ? r.body : "");
+    }
+    wf_http_resp_free(&r);
+    wf_strbuf_free(&err);
+    return rc;
+}
+
+/* Probe everything once; prints what is not ready when report. Returns the count not ready. */
+static size_t not_ready(const wf_lm_plan *p, bool report)
+{
+    wf_strbuf why = WF_STRBUF_INIT;
+    size_t bad = 0;
+    if (probe(WF_LM_MON_ADDR, "/ready", &why) != 0) {
+        bad++;
+        if (report)
+            fprintf(stderr, "  weft-pilot (http://%s/ready): %s\n", WF_LM_MON_ADDR,
+                    wf_strbuf_cstr(&why));
+    }
+    for (size_t i = 0; i < p->npods && (report || !bad); i++) {
+        const wf_lm_pod *pod = &p->pods[i];
+        char addr[40];
+        if (!pod->sidecar && !pod->gateway)
+            continue;
+        snprintf(addr, sizeof addr, "%s:%d", pod->ip, WF_LM_STATUS_PORT);
+        if (probe(addr, "/healthz/ready", &why) != 0) {
+            bad++;
+            if (report)
+                fprintf(stderr, "  %s.%s proxy (http://%s/healthz/ready): %s\n", pod->name, pod->ns,
+                        addr, wf_strbuf_cstr(&why));
+        }
+    }
+    wf_strbuf_free(&why);
+    return bad;
+}
+
+/* Sleeps up to ms; returns the signal that arrived (SIGINT/SIGTERM/SIGHUP) or 0. */
+static int wait_signal(const sigset_t *set, long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    int sig = sigtimedwait(set, NULL, &ts);
+    return sig > 0 ? sig : 0;
+}
+
+static void print_log_tail(const char *state)
+{
+    char *path = state_file(state, WF_LM_SUPERVISOR_LOG);
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (f) {
+        char buf[4096];
+        fseek(f, 0, SEEK_END);
+        long size = ftell(f);
+        fseek(f, size > 3000 ? size - 3000 : 0, SEEK_SET);
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = '\0';
+        fprintf(stderr, "%s (end):\n%s\n", path, buf);
+        fclose(f);
+    }
+    free(path);
+}
+
+/* Stop the supervisor child and reap it. */
+static int stop_child(pid_t child)
+{
+    int status = 0;
+    kill(child, SIGTERM);
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    return status;
+}
+
+typedef enum { W_READY, W_TIMEOUT, W_SIGNAL, W_DIED } wait_result;
+
+static wait_result wait_ready(const wf_lm_plan *p, pid_t child, const sigset_t *set, long timeout)
+{
+    long deadline = now_ms() + timeout * 1000L;
+    for (;;) {
+        int status;
+        if (waitpid(child, &status, WNOHANG) == child)
+            return W_DIED;
+        if (not_ready(p, false) == 0)
+            return W_READY;
+        if (now_ms() >= deadline)
+            return W_TIMEOUT;
+        if (wait_signal(set, POLL_MS))
+            return W_SIGNAL;
+    }
+}
+
+/* ---- up: the supervisor process ----------------------------------------------------------- */
+
+static void child_main(wf_lm_plan *p, bool detach, const sigset_t *set)
+{
+    sigprocmask(SIG_UNBLOCK, set, NULL);
+    if (detach)
+        setsid();
+    char *logpath = state_file(p->state, WF_LM_SUPERVISOR_LOG);
+    int fd = logpath ? open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    free(logpath);
+    if (fd < 0 || null < 0 || dup2(null, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+        exit(1);
+    close(fd);
+    close(null);
+    wf_strbuf err = WF_STRBUF_INIT;
+    int rc = wf_lm_supervise(p, stderr, &err);
+    if (rc != 0)
+        fprintf(stderr, "weftctl up: %s\n", wf_strbuf_cstr(&err));
+    wf_strbuf_free(&err);
+    fflush(NULL);
+    _exit(rc); /* the parent's allocations are the parent's to free */
+}
+
+static int foreground(const wf_lm_plan *p, pid_t child, const sigset_t *set)
+{
+    printf("\nPress Ctrl-C to stop the mesh.\n");
+    fflush(stdout);
+    for (;;) {
+        int status;
+        pid_t w = waitpid(child, &status, WNOHANG);
+        if (w == child) {
+            fprintf(stderr, "weftctl up: the supervisor exited (%s)\n",
+                    WIFEXITED(status) ? "see its log" : "killed");
+            print_log_tail(p->state);
+            return WF_EXIT_ERROR;
+        }
+        if (wait_signal(set, 500)) {
+            printf("stopping the local mesh...\n");
+            fflush(stdout);
+            stop_child(child);
+            printf("stopped\n");
+            return WF_EXIT_OK;
+        }
+    }
+}
+
+static int launch(wf_lm_plan *p, bool detach, long timeout)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    fflush(NULL);
+    pid_t child = fork();
+    if (child < 0) {
+        fprintf(stderr, "Error: fork: %s\n", strerror(errno));
+        return WF_EXIT_ERROR;
+    }
+    if (child == 0)
+        child_main(p, detach, &set);
+    printf("starting the local mesh from %s (%zu pods, %zu processes)...\n", p->dir, p->npods,
+           p->nprocs);
+    fflush(stdout);
+    wait_result r = wait_ready(p, child, &set, timeout);
+    if (r == W_DIED) {
+        fprintf(stderr, "Error: the supervisor exited while starting\n");
+        print_log_tail(p->state);
+        return WF_EXIT_ERROR;
+    }
+    if (r == W_SIGNAL) {
+        stop_child(child);
+        fprintf(stderr, "interrupted: the local mesh was stopped\n");
+        return WF_EXIT_ERROR;
+    }
+    if (r == W_TIMEOUT) {
+        fprintf(stderr, "Error: not ready after %lds:\n", timeout);
+        not_ready(p, true);
+        fprintf(stderr,
+                "The mesh keeps running: see %s/logs/, or stop it with `weftctl down "
+                "--state %s`.\n",
+                p->state, p->state);
+    }
+    print_summary(p, child, r == W_READY);
+    if (detach)
+        return r == W_READY ? WF_EXIT_OK : WF_EXIT_ERROR;
+    return foreground(p, child, &set);
+}
+
+/* ---- up ----------------------------------------------------------------------------------- */
+
+enum { U_STATE, U_DETACH, U_TIMEOUT, U_NS, U_MESH, U_HELP, U_COUNT };
+
+static void up_usage(const wf_flag *flags)
+{
+    printf("Runs the mesh described by the manifests in DIR on this machine: weft-pilot, the\n"
+           "ingress gateway (http://127.0.0.1:30000), and per Deployment replica a pod with its\n"
+           "application and a weft-proxy sidecar (docs/local-mesh.md).\n\n"
+           "Usage:\n  weftctl up DIR [flags]\n\n");
+    wf_flags_usage(flags, U_COUNT);
+}
+
+static void up_flags(wf_flag *f)
+{
+    wf_flag defs[U_COUNT] = {
+        [U_STATE] = {"state", 0, WF_FLAG_STRING, "State folder (default DIR/.weft)", "dir"},
+        [U_DETACH] = {"detach", 'd', WF_FLAG_BOOL,
+                      "Run in the background; return once everything is ready", NULL},
+        [U_TIMEOUT] = {"timeout", 0, WF_FLAG_STRING,
+                       "Seconds to wait for pilot and every proxy to be ready (default 60)", "s"},
+        [U_NS] = {"namespace", 'n', WF_FLAG_STRING,
+                  "Namespace of manifests that name none (default: the one namespace labelled "
+                  "istio-injection=enabled, else default)",
+                  "ns"},
+        [U_MESH] = {"mesh-config", 0, WF_FLAG_STRING,
+                    "MeshConfig file (default: ConfigMap istio key mesh, or DIR/mesh.yaml)",
+                    "file"},
+        [U_HELP] = {"help", 'h', WF_FLAG_BOOL, "Help for up", NULL},
+    };
+    memcpy(f, defs, sizeof defs);
+}
+
+static int up_plan(const wf_flag *flags, const char *dir, wf_lm_plan **p)
+{
+    char *self = wf_lm_self_dir();
+    wf_lm_opts o = {.dir = dir,
+                    .state = flags[U_STATE].sval,
+                    .ns = flags[U_NS].sval,
+                    .mesh_config = flags[U_MESH].sval,
+                    .bin_dir = self,
+                    .env_pilot = getenv("WEFT_PILOT"),
+                    .env_proxy = getenv("WEFT_PROXY"),
+                    .env_app = getenv("WEFT_APP")};
+    wf_strbuf err = WF_STRBUF_INIT;
+    int rc = wf_lm_plan_build(&o, p, &err);
+    if (rc != 0)
+        fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
+    free(self);
+    wf_strbuf_free(&err);
+    return rc;
+}
+
+int wf_cmd_up(int argc, char **argv)
+{
+    wf_flag flags[U_COUNT];
+    up_flags(flags);
+    char **pos = NULL;
+    size_t npos = 0;
+    int rc = parse(flags, U_COUNT, argc, argv, &pos, &npos, up_usage, U_HELP);
+    long timeout = 60;
+    if (rc < 0 && npos != 1) {
+        fprintf(stderr, "Error: weftctl up takes one folder of manifests (got %zu arguments)\n",
+                npos);
+        rc = WF_EXIT_USAGE;
+    }
+    if (rc < 0 && flags[U_TIMEOUT].set) {
+        char *end;
+        timeout = strtol(flags[U_TIMEOUT].sval, &end, 10);
+        if (*end || timeout <= 0) {
+            fprintf(stderr, "Error: invalid --timeout \"%s\": want seconds > 0\n",
+                    flags[U_TIMEOUT].sval);
+            rc = WF_EXIT_USAGE;
+        }
+    }
+    wf_lm_plan *p = NULL;
+    if (rc < 0 && up_plan(flags, pos[0], &p) != 0)
+        rc = WF_EXIT_ERROR;
+    wf_strbuf err = WF_STRBUF_INIT;
+    if (rc < 0 && (check_not_running(p) != 0 || check_ports(p) != 0))
+        rc = WF_EXIT_ERROR;
+    if (rc < 0 && wf_lm_state_prepare(p, &err) != 0) {
+        fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
+        rc = WF_EXIT_ERROR;
+    }
+    if (rc < 0 && wf_lm_write_mesh_json(p, NULL, 0, &err) != 0) {
+        fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
+        rc = WF_EXIT_ERROR;
+    }
+    if (rc < 0)
+        rc = launch(p, flags[U_DETACH].bval, timeout);
+    wf_strbuf_free(&err);
+    wf_lm_plan_free(p);
+    free(pos);
+    wf_flags_free(flags, U_COUNT);
+    return rc;
+}

@@ -1,0 +1,72 @@
+/*
+ * localmesh_internal.h - shared by the planning files (localmesh_plan.c, localmesh_images.c):
+ * the image map (weft-local.yaml), MeshConfig discovery, ProxyConfig proxyMetadata, and
+ * small arena helpers. Everything allocated here lives in the plan's arena.
+ */
+#ifndef WF_CLI_LOCALMESH_INTERNAL_H
+#define WF_CLI_LOCALMESH_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cli/localmesh_plan.h"
+#include "core/strbuf.h"
+#include "model/store.h"
+
+/* A growable array of strings in the arena (old storage is abandoned on growth). */
+typedef struct lm_strv {
+    const char **v;
+    size_t n, cap;
+} lm_strv;
+
+/* Append s (not copied). Returns 0, or -1 on out of memory. v->v stays NULL-terminated. */
+int lm_strv_add(wf_arena *a, lm_strv *v, const char *s);
+
+/* Append "key=value" (copied), replacing an earlier entry with the same key. */
+int lm_strv_setenv(wf_arena *a, lm_strv *v, const char *key, const char *value);
+
+/* True when the resource was read from a file under the state folder. */
+bool lm_in_state(const wf_lm_plan *p, const wf_resource *r);
+
+/* "FILE:LINE:COL" of a node of resource r ("FILE" alone for JSON input). */
+void lm_where(wf_strbuf *b, const wf_resource *r, const wf_node *n);
+
+typedef struct lm_image {
+    const char *key;
+    const char **cmd; /* NULL-terminated */
+    size_t ncmd;
+    lm_strv env;
+    const wf_node *node;
+} lm_image;
+
+typedef struct lm_images {
+    const wf_resource *res; /* the LocalImages resource, NULL for the built-in default */
+    size_t n;
+    lm_image *v;
+} lm_images;
+
+/* Find and parse the LocalImages resource (at most one outside the state folder). Without
+ * one: a single "*" entry running weft-app. Returns 0 or -1 with err filled. */
+int lm_images_load(wf_lm_plan *p, const wf_store *s, lm_images *out, wf_strbuf *err);
+
+/* The entry for an image (exact, then without tag/digest, then without docker.io/ or
+ * docker.io/library/, then "*"), or NULL. */
+const lm_image *lm_images_match(const lm_images *m, const char *image);
+
+/* argv[0] as run: a bare name next to weftctl, else env_override (for weft-*), else the
+ * name (PATH); a relative path is taken relative to DIR. */
+const char *lm_resolve_bin(wf_lm_plan *p, const wf_lm_opts *o, const char *name,
+                           const char *env_override);
+
+/* Decide the MeshConfig: opts->mesh_config, else a ConfigMap `istio` (key `mesh`) in DIR,
+ * else DIR/mesh.yaml. Fills p->mesh_file/mesh_text/mesh_origin and *mesh (the parsed
+ * document in the plan's arena, NULL when none). Returns 0 or -1 with err filled. */
+int lm_mesh_config(wf_lm_plan *p, const wf_lm_opts *o, const wf_store *s, const wf_node **mesh,
+                   wf_strbuf *err);
+
+/* Proxy environment for a workload: MeshConfig defaultConfig.proxyMetadata, then the
+ * template annotation proxy.istio.io/config's proxyMetadata (r is the workload). */
+int lm_proxy_env(wf_lm_plan *p, const wf_node *mesh, const wf_resource *r,
+                 const wf_kvs *annotations, lm_strv *env, wf_strbuf *err);
+
+#endif

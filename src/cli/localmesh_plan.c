@@ -1,0 +1,695 @@
+/*
+ * localmesh_plan.c - the local mesh's pods and processes from the manifests in DIR
+ * (localmesh_plan.h). Workload controllers (Deployment, ReplicaSet, StatefulSet, DaemonSet)
+ * become pods named as Kubernetes names them; the ingress gateway is added unless DIR has a
+ * workload labelled istio: ingressgateway.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/localmesh_internal.h"
+
+#define SAFE_ALPHABET                                                                              \
+    "bcdfghjklmnpqrstvwxz2456789" /* k8s.io/apimachinery rand.SafeEncodeString                     \
+                                   */
+
+/* ---- names and addresses ------------------------------------------------------------------ */
+
+const char *wf_lm_kind_name(wf_lm_kind k)
+{
+    switch (k) {
+    case WF_LM_PILOT:
+        return "pilot";
+    case WF_LM_PROXY:
+        return "proxy";
+    case WF_LM_APP:
+        return "app";
+    case WF_LM_GATEWAY:
+        return "gateway";
+    }
+    return "?";
+}
+
+void wf_lm_pod_ip(size_t i, bool localhost, char *buf)
+{
+    snprintf(buf, 16, "127.%d.%zu.%zu", localhost ? 11 : 10, (i / 253) % 256, 2 + i % 253);
+}
+
+static uint64_t fnv(uint64_t h, const char *s)
+{
+    for (; s && *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h * 1099511628211ull;
+}
+
+static void encode(uint64_t h, char *out, size_t n)
+{
+    const size_t base = sizeof SAFE_ALPHABET - 1;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = SAFE_ALPHABET[h % base];
+        h /= base;
+        if (!h)
+            h = fnv(1469598103934665603ull, out);
+    }
+    out[n] = '\0';
+}
+
+void wf_lm_template_hash(const char *ns, const char *name, const char *salt, char out[11])
+{
+    uint64_t h = fnv(fnv(fnv(1469598103934665603ull, ns), name), salt);
+    encode(h, out, 10);
+}
+
+void wf_lm_pod_suffix(const char *hash, size_t i, char out[6])
+{
+    char idx[32];
+    snprintf(idx, sizeof idx, "/%zu", i);
+    encode(fnv(fnv(1469598103934665603ull, hash), idx), out, 5);
+}
+
+/* ---- building ----------------------------------------------------------------------------- */
+
+typedef struct planner {
+    wf_lm_plan *p;
+    const wf_lm_opts *o;
+    const wf_store *s;
+    lm_images images;
+    const wf_node *mesh;
+    size_t cap_pods, cap_procs;
+    wf_strbuf *err;
+} planner;
+
+static wf_lm_pod *new_pod(planner *pl)
+{
+    wf_lm_plan *p = pl->p;
+    if (p->npods >= WF_LM_MAX_PODS) {
+        wf_strbuf_printf(pl->err,
+                         "more than %u pods: the local mesh has one address per pod in "
+                         "127.10.0.0/16",
+                         WF_LM_MAX_PODS);
+        return NULL;
+    }
+    if (p->npods == pl->cap_pods) {
+        size_t ncap = pl->cap_pods ? pl->cap_pods * 2 : 16;
+        wf_lm_pod *v = wf_arena_alloc(&p->arena, ncap * sizeof *v);
+        if (!v)
+            return NULL;
+        if (p->npods)
+            memcpy(v, p->pods, p->npods * sizeof *v);
+        p->pods = v;
+        pl->cap_pods = ncap;
+    }
+    wf_lm_pod *pod = &p->pods[p->npods++];
+    memset(pod, 0, sizeof *pod);
+    return pod;
+}
+
+static wf_lm_proc *new_proc(planner *pl)
+{
+    wf_lm_plan *p = pl->p;
+    if (p->nprocs == pl->cap_procs) {
+        size_t ncap = pl->cap_procs ? pl->cap_procs * 2 : 16;
+        wf_lm_proc *v = wf_arena_alloc(&p->arena, ncap * sizeof *v);
+        if (!v)
+            return NULL;
+        if (p->nprocs)
+            memcpy(v, p->procs, p->nprocs * sizeof *v);
+        p->procs = v;
+        pl->cap_procs = ncap;
+    }
+    wf_lm_proc *proc = &p->procs[p->nprocs++];
+    memset(proc, 0, sizeof *proc);
+    proc->pod = SIZE_MAX;
+    return proc;
+}
+
+static bool label_is(const wf_kvs *labels, const char *key, const char *value)
+{
+    const char *v = wf_kvs_get(labels, key);
+    return v && strcmp(v, value) == 0;
+}
+
+/* The namespace of resources that name none: -n, else the one Namespace labelled for
+ * injection, else "default". */
+static const char *default_ns(planner *pl)
+{
+    if (pl->o->ns && *pl->o->ns)
+        return pl->o->ns;
+    size_t n;
+    const wf_resource *const *nss = wf_store_kind(pl->s, WF_KIND_NAMESPACE, &n);
+    const char *found = NULL;
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!lm_in_state(pl->p, nss[i]) &&
+            label_is(&nss[i]->labels, "istio-injection", "enabled")) {
+            found = nss[i]->name;
+            count++;
+        }
+    }
+    return count == 1 ? found : "default";
+}
+
+/* Istio's injection rules, simplified: the template's sidecar.istio.io/inject label or
+ * annotation decides when set; else the namespace's istio-injection=enabled or istio.io/rev. */
+static bool wants_sidecar(planner *pl, const wf_workload *w, const char *ns)
+{
+    const char *v = wf_kvs_get(&w->template_labels, "sidecar.istio.io/inject");
+    if (!v)
+        v = wf_kvs_get(&w->template_annotations, "sidecar.istio.io/inject");
+    if (v)
+        return strcmp(v, "true") == 0;
+    const wf_resource *nsr = wf_store_find(pl->s, WF_KIND_NAMESPACE, "", ns);
+    if (!nsr)
+        return false;
+    return label_is(&nsr->labels, "istio-injection", "enabled") ||
+           (wf_kvs_get(&nsr->labels, "istio.io/rev") &&
+            !label_is(&nsr->labels, "istio-injection", "disabled"));
+}
+
+static int copy_labels(planner *pl, wf_lm_pod *pod, const wf_kvs *labels, const char *hash)
+{
+    pod->labels = wf_arena_alloc(&pl->p->arena, (labels->n + 1) * sizeof *pod->labels);
+    if (!pod->labels)
+        return -1;
+    for (size_t i = 0; i < labels->n; i++)
+        pod->labels[pod->nlabels++] = (wf_lm_label){labels->items[i].key, labels->items[i].value};
+    if (hash && !wf_kvs_get(labels, "pod-template-hash"))
+        pod->labels[pod->nlabels++] = (wf_lm_label){"pod-template-hash", hash};
+    return 0;
+}
+
+static int container_error(planner *pl, const wf_resource *r, const char *ns, const wf_node *at,
+                           const char *field, const char *msg)
+{
+    lm_where(pl->err, r, at);
+    wf_strbuf_printf(pl->err, ": %s %s/%s: %s: %s", r->kind_name, ns, r->name, field, msg);
+    return -1;
+}
+
+static int plan_containers(planner *pl, const wf_resource *r, const char *ns, wf_lm_pod *pod)
+{
+    const wf_pod_spec *spec = &r->t.workload->spec;
+    pod->containers = wf_arena_alloc(&pl->p->arena, spec->ncontainers * sizeof *pod->containers);
+    if (!pod->containers)
+        return -1;
+    for (size_t i = 0; i < spec->ncontainers; i++) {
+        const wf_container *c = &spec->containers[i];
+        const lm_image *img = lm_images_match(&pl->images, c->image);
+        if (!img) {
+            char msg[600];
+            snprintf(msg, sizeof msg,
+                     "image \"%s\" has no entry in the image map %s (and no \"*\" entry): add "
+                     "one (docs/local-mesh.md)",
+                     c->image ? c->image : "", pl->p->images_file ? pl->p->images_file : "");
+            char field[300];
+            snprintf(field, sizeof field, "container %s", c->name ? c->name : "(unnamed)");
+            return container_error(pl, r, ns, wf_map_get(c->node, "image"), field, msg);
+        }
+        wf_lm_container *lc = &pod->containers[pod->ncontainers++];
+        lc->name = c->name ? c->name : "app";
+        lc->image = c->image ? c->image : "";
+        lc->image_key = img->key;
+        lc->ports = wf_arena_alloc(&pl->p->arena, (c->nports + 1) * sizeof *lc->ports);
+        if (!lc->ports)
+            return -1;
+        for (size_t k = 0; k < c->nports; k++)
+            if (c->ports[k].container_port > 0)
+                lc->ports[lc->nports++] =
+                    (wf_lm_port){c->ports[k].name, c->ports[k].container_port};
+    }
+    return 0;
+}
+
+static int pod_name(planner *pl, const wf_resource *r, const char *hash, size_t i, wf_lm_pod *pod)
+{
+    char suffix[6];
+    wf_lm_pod_suffix(hash, i, suffix);
+    if (r->kind == WF_KIND_STATEFULSET)
+        pod->name = wf_arena_printf(&pl->p->arena, "%s-%zu", r->name, i);
+    else if (r->kind == WF_KIND_DEPLOYMENT)
+        pod->name = wf_arena_printf(&pl->p->arena, "%s-%s-%s", r->name, hash, suffix);
+    else
+        pod->name = wf_arena_printf(&pl->p->arena, "%s-%s", r->name, suffix);
+    return pod->name ? 0 : -1;
+}
+
+static int finish_env(planner *pl, wf_lm_pod *pod, const lm_strv *env)
+{
+    pod->proxy_env = env->v;
+    pod->nproxy_env = env->n;
+    return 0;
+}
+
+static int plan_workload(planner *pl, const wf_resource *r)
+{
+    const wf_workload *w = r->t.workload;
+    const char *ns = *r->ns ? r->ns : pl->p->default_ns;
+    if (w->spec.ncontainers == 0)
+        return container_error(pl, r, ns,
+                               wf_node_path(r->root, "spec.template.spec.containers")
+                                   ? wf_node_path(r->root, "spec.template.spec.containers")
+                                   : wf_node_path(r->root, "spec.template"),
+                               "spec.template.spec.containers",
+                               "a workload needs at least one container");
+    bool gateway = label_is(&w->template_labels, "istio", "ingressgateway");
+    bool sidecar = !gateway && wants_sidecar(pl, w, ns);
+    lm_strv env = {0};
+    if ((gateway || sidecar) &&
+        lm_proxy_env(pl->p, pl->mesh, r, &w->template_annotations, &env, pl->err) != 0)
+        return -1;
+    char hash[11];
+    const char *image0 = w->spec.containers[0].image;
+    wf_lm_template_hash(ns, r->name, image0 ? image0 : "", hash);
+    size_t replicas = w->replicas < 0 ? 1 : (size_t)w->replicas;
+    if (r->kind == WF_KIND_DAEMONSET)
+        replicas = 1;
+    const char *app = wf_kvs_get(&w->template_labels, "app");
+    for (size_t i = 0; i < replicas; i++) {
+        wf_lm_pod *pod = new_pod(pl);
+        if (!pod || pod_name(pl, r, hash, i, pod) != 0)
+            return -1;
+        pod->ns = ns;
+        pod->owner_kind = r->kind_name;
+        pod->owner = r->name;
+        pod->gateway = gateway;
+        pod->sidecar = sidecar;
+        pod->service_account = w->spec.service_account;
+        pod->cluster = wf_arena_printf(&pl->p->arena, "%s.%s", app ? app : r->name, ns);
+        const char *h = r->kind == WF_KIND_DEPLOYMENT ? wf_arena_strdup(&pl->p->arena, hash) : NULL;
+        if (!pod->cluster || copy_labels(pl, pod, &w->template_labels, h) != 0 ||
+            finish_env(pl, pod, &env) != 0 || (!gateway && plan_containers(pl, r, ns, pod) != 0))
+            return -1;
+    }
+    return 0;
+}
+
+static bool has_gateway_workload(planner *pl)
+{
+    for (size_t i = 0; i < pl->p->npods; i++)
+        if (pl->p->pods[i].gateway)
+            return true;
+    return false;
+}
+
+/* A Service outside the state folder that selects the gateway's labels. */
+static bool has_gateway_service(planner *pl, const wf_kvs *labels)
+{
+    size_t n;
+    const wf_resource *const *svcs = wf_store_kind(pl->s, WF_KIND_SERVICE, &n);
+    for (size_t i = 0; i < n; i++) {
+        const wf_service *svc = svcs[i]->t.service;
+        if (!lm_in_state(pl->p, svcs[i]) && svc && svc->has_selector && svc->selector.n &&
+            wf_kvs_subset(&svc->selector, labels))
+            return true;
+    }
+    return false;
+}
+
+static int plan_gateway(planner *pl)
+{
+    static wf_kv gw_labels[] = {{"app", "istio-ingressgateway", NULL},
+                                {"istio", "ingressgateway", NULL}};
+    const wf_kvs labels = {2, gw_labels};
+    wf_lm_pod *pod = new_pod(pl);
+    if (!pod)
+        return -1;
+    char hash[11], suffix[6];
+    wf_lm_template_hash(WF_LM_GATEWAY_NS, WF_LM_GATEWAY_NAME, "router", hash);
+    wf_lm_pod_suffix(hash, 0, suffix);
+    pod->name = wf_arena_printf(&pl->p->arena, WF_LM_GATEWAY_NAME "-%s-%s", hash, suffix);
+    pod->ns = WF_LM_GATEWAY_NS;
+    pod->owner_kind = pod->owner = "";
+    pod->cluster = WF_LM_GATEWAY_NAME "." WF_LM_GATEWAY_NS;
+    pod->gateway = true;
+    pod->service_account = "istio-ingressgateway-service-account";
+    lm_strv env = {0};
+    const char *h = wf_arena_strdup(&pl->p->arena, hash);
+    if (!pod->name || !h || copy_labels(pl, pod, &labels, h) != 0 ||
+        lm_proxy_env(pl->p, pl->mesh, NULL, &(wf_kvs){0}, &env, pl->err) != 0)
+        return -1;
+    pl->p->gateway_service = !has_gateway_service(pl, &labels);
+    return finish_env(pl, pod, &env);
+}
+
+static int plan_pods(planner *pl)
+{
+    for (size_t i = 0; i < wf_store_count(pl->s); i++) {
+        const wf_resource *r = wf_store_at(pl->s, i);
+        if (wf_kind_is_workload_controller(r->kind) && r->t.workload && !lm_in_state(pl->p, r) &&
+            plan_workload(pl, r) != 0)
+            return -1;
+    }
+    if (!has_gateway_workload(pl) && plan_gateway(pl) != 0)
+        return -1;
+    /* the gateway we add comes last in planning; give it the first address */
+    wf_lm_plan *p = pl->p;
+    if (p->npods && p->pods[p->npods - 1].gateway && !*p->pods[p->npods - 1].owner) {
+        wf_lm_pod gw = p->pods[p->npods - 1];
+        memmove(p->pods + 1, p->pods, (p->npods - 1) * sizeof *p->pods);
+        p->pods[0] = gw;
+    }
+    p->gateway = SIZE_MAX;
+    for (size_t i = 0; i < p->npods; i++) {
+        char ip[16], lh[16];
+        wf_lm_pod_ip(i, false, ip);
+        wf_lm_pod_ip(i, true, lh);
+        wf_lm_pod *pod = &p->pods[i];
+        pod->ip = wf_arena_strdup(&p->arena, ip);
+        pod->localhost = wf_arena_strdup(&p->arena, lh);
+        pod->pod_file =
+            wf_arena_printf(&p->arena, "%s/%s.%s.json", p->pods_dir, pod->ns, pod->name);
+        if (pod->gateway || pod->sidecar)
+            pod->bootstrap = wf_arena_printf(&p->arena, "%s/bootstrap/%s.%s.bootstrap", p->state,
+                                             pod->name, pod->ns);
+        if (!pod->ip || !pod->localhost || !pod->pod_file ||
+            ((pod->gateway || pod->sidecar) && !pod->bootstrap))
+            return -1;
+        if (pod->gateway && p->gateway == SIZE_MAX)
+            p->gateway = i;
+    }
+    return 0;
+}
+
+/* ---- processes ---------------------------------------------------------------------------- */
+
+static const char *log_path(planner *pl, const char *name)
+{
+    return wf_arena_printf(&pl->p->arena, "%s/logs/%s.log", pl->p->state, name);
+}
+
+static int plan_pilot(planner *pl)
+{
+    wf_lm_plan *p = pl->p;
+    wf_lm_proc *proc = new_proc(pl);
+    lm_strv argv = {0};
+    wf_arena *a = &p->arena;
+    if (!proc || lm_strv_add(a, &argv, lm_resolve_bin(p, pl->o, "weft-pilot", pl->o->env_pilot)) ||
+        lm_strv_add(a, &argv, "--config-dir") || lm_strv_add(a, &argv, p->dir))
+        return -1;
+    if (p->pods_dir_watched &&
+        (lm_strv_add(a, &argv, "--config-dir") || lm_strv_add(a, &argv, p->pods_dir)))
+        return -1;
+    if (lm_strv_add(a, &argv, "--default-namespace") || lm_strv_add(a, &argv, p->default_ns) ||
+        lm_strv_add(a, &argv, "--grpcAddr") || lm_strv_add(a, &argv, WF_LM_XDS_ADDR) ||
+        lm_strv_add(a, &argv, "--monitoringAddr") || lm_strv_add(a, &argv, WF_LM_MON_ADDR))
+        return -1;
+    if (p->mesh_file &&
+        (lm_strv_add(a, &argv, "--meshConfig") || lm_strv_add(a, &argv, p->mesh_file)))
+        return -1;
+    proc->name = "pilot";
+    proc->kind = WF_LM_PILOT;
+    proc->argv = argv.v;
+    proc->log = log_path(pl, "pilot");
+    return proc->log ? 0 : -1;
+}
+
+static int add_port_arg(wf_arena *a, lm_strv *argv, const char *ip, int port)
+{
+    const char *addr = wf_arena_printf(a, "%s:%d", ip, port);
+    return !addr || lm_strv_add(a, argv, "--listen") || lm_strv_add(a, argv, addr) ? -1 : 0;
+}
+
+/* The container's env: value and the downward-API fields a local pod has. */
+static int manifest_env(wf_arena *a, const wf_lm_pod *pod, const wf_node *env, lm_strv *out)
+{
+    for (size_t i = 0; i < wf_seq_len(env); i++) {
+        const wf_node *e = wf_seq_at(env, i);
+        const char *name = wf_map_str(e, "name");
+        const char *value = wf_map_str(e, "value");
+        const char *field = wf_node_str(wf_node_path(e, "valueFrom.fieldRef.fieldPath"));
+        if (!value && field) {
+            value = !strcmp(field, "metadata.name")             ? pod->name
+                    : !strcmp(field, "metadata.namespace")      ? pod->ns
+                    : !strcmp(field, "status.podIP")            ? pod->ip
+                    : !strcmp(field, "spec.serviceAccountName") ? pod->service_account
+                                                                : NULL;
+        }
+        if (name && value && lm_strv_setenv(a, out, name, value) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int plan_app(planner *pl, size_t podi, size_t ci, const wf_container *spec_c)
+{
+    wf_lm_plan *p = pl->p;
+    wf_arena *a = &p->arena;
+    const wf_lm_pod *pod = &p->pods[podi];
+    const wf_lm_container *c = &pod->containers[ci];
+    const lm_image *img = lm_images_match(&pl->images, c->image);
+    wf_lm_proc *proc = new_proc(pl);
+    lm_strv argv = {0}, env = {0};
+    if (!proc || !img)
+        return -1;
+    if (lm_strv_add(a, &argv,
+                    lm_resolve_bin(p, pl->o, img->cmd[0],
+                                   strcmp(img->cmd[0], "weft-app") == 0 ? pl->o->env_app : NULL)))
+        return -1;
+    for (size_t i = 1; i < img->ncmd; i++)
+        if (lm_strv_add(a, &argv, img->cmd[i]))
+            return -1;
+    const char *listen_ip = pod->sidecar ? pod->localhost : pod->ip;
+    for (size_t i = 0; i < c->nports; i++)
+        if (add_port_arg(a, &argv, listen_ip, c->ports[i].port))
+            return -1;
+    if (lm_strv_add(a, &argv, "--pod") || lm_strv_add(a, &argv, pod->name) ||
+        manifest_env(a, pod, spec_c ? wf_map_get(spec_c->node, "env") : NULL, &env) ||
+        lm_strv_setenv(a, &env, "POD_NAME", pod->name) ||
+        lm_strv_setenv(a, &env, "POD_NAMESPACE", pod->ns) ||
+        lm_strv_setenv(a, &env, "POD_IP", pod->ip) ||
+        lm_strv_setenv(a, &env, "POD_LOCALHOST", listen_ip))
+        return -1;
+    for (size_t i = 0; i < img->env.n; i++)
+        if (lm_strv_add(a, &env, img->env.v[i]))
+            return -1;
+    proc->name = pod->ncontainers == 1 ? wf_arena_printf(a, "%s.app", pod->name)
+                                       : wf_arena_printf(a, "%s.%s", pod->name, c->name);
+    proc->kind = WF_LM_APP;
+    proc->pod = podi;
+    proc->argv = argv.v;
+    proc->env = env.v;
+    proc->nenv = env.n;
+    proc->log = proc->name ? log_path(pl, proc->name) : NULL;
+    return proc->log ? 0 : -1;
+}
+
+static int plan_proxy(planner *pl, size_t podi)
+{
+    wf_lm_plan *p = pl->p;
+    wf_arena *a = &p->arena;
+    const wf_lm_pod *pod = &p->pods[podi];
+    wf_lm_proc *proc = new_proc(pl);
+    lm_strv argv = {0};
+    const char *status = wf_arena_printf(a, "%s:%d", pod->ip, WF_LM_STATUS_PORT);
+    if (!proc || !status ||
+        lm_strv_add(a, &argv, lm_resolve_bin(p, pl->o, "weft-proxy", pl->o->env_proxy)) ||
+        lm_strv_add(a, &argv, "-c") || lm_strv_add(a, &argv, pod->bootstrap) ||
+        lm_strv_add(a, &argv, "--concurrency") || lm_strv_add(a, &argv, pod->gateway ? "2" : "1") ||
+        lm_strv_add(a, &argv, "--file-flush-interval-msec") || lm_strv_add(a, &argv, "1000") ||
+        lm_strv_add(a, &argv, "--status-address") || lm_strv_add(a, &argv, status))
+        return -1;
+    if (pod->gateway) {
+        const char *health = wf_arena_printf(a, "%s:%d", pod->ip, WF_LM_HEALTH_PORT);
+        if (!health || lm_strv_add(a, &argv, "--health-address") || lm_strv_add(a, &argv, health))
+            return -1;
+    }
+    proc->name = wf_arena_printf(a, "%s.proxy", pod->name);
+    proc->kind = pod->gateway ? WF_LM_GATEWAY : WF_LM_PROXY;
+    proc->pod = podi;
+    proc->argv = argv.v;
+    proc->env = pod->proxy_env;
+    proc->nenv = pod->nproxy_env;
+    proc->log = proc->name ? log_path(pl, proc->name) : NULL;
+    return proc->log ? 0 : -1;
+}
+
+/* The manifest container behind a planned pod's container (for its env), or NULL. */
+static const wf_container *spec_container(planner *pl, const wf_lm_pod *pod, size_t ci)
+{
+    if (!*pod->owner)
+        return NULL;
+    size_t n;
+    const wf_resource *const *v = wf_store_kind(pl->s, wf_kind_from_name(pod->owner_kind), &n);
+    for (size_t i = 0; i < n; i++) {
+        const char *ns = *v[i]->ns ? v[i]->ns : pl->p->default_ns;
+        if (!lm_in_state(pl->p, v[i]) && strcmp(v[i]->name, pod->owner) == 0 &&
+            strcmp(ns, pod->ns) == 0 && v[i]->t.workload && ci < v[i]->t.workload->spec.ncontainers)
+            return &v[i]->t.workload->spec.containers[ci];
+    }
+    return NULL;
+}
+
+static int plan_procs(planner *pl)
+{
+    if (plan_pilot(pl) != 0)
+        return -1;
+    for (size_t i = 0; i < pl->p->npods; i++) {
+        const wf_lm_pod *pod = &pl->p->pods[i];
+        for (size_t c = 0; c < pod->ncontainers; c++)
+            if (plan_app(pl, i, c, spec_container(pl, pod, c)) != 0)
+                return -1;
+        if ((pod->sidecar || pod->gateway) && plan_proxy(pl, i) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- entry points ------------------------------------------------------------------------- */
+
+static bool path_inside(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+static int plan_paths(wf_lm_plan *p, const wf_lm_opts *o)
+{
+    p->dir = wf_arena_strdup(&p->arena, o->dir);
+    p->state = wf_arena_strdup(&p->arena, o->state);
+    if (!p->dir || !p->state)
+        return -1;
+    p->pods_dir = wf_arena_printf(&p->arena, "%s/pods", p->state);
+    p->pods_dir_watched = p->pods_dir && !path_inside(p->pods_dir, p->dir);
+    return p->pods_dir ? 0 : -1;
+}
+
+int wf_lm_plan_from_store(const wf_lm_opts *o, const wf_store *s, wf_lm_plan **out, wf_strbuf *err)
+{
+    *out = NULL;
+    wf_lm_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return wf_strbuf_puts(err, "out of memory"), -1;
+    wf_arena_init(&p->arena);
+    planner pl = {.p = p, .o = o, .s = s, .err = err};
+    size_t before = err->len;
+    int rc = plan_paths(p, o);
+    if (rc == 0)
+        rc = lm_images_load(p, s, &pl.images, err);
+    if (rc == 0)
+        rc = lm_mesh_config(p, o, s, &pl.mesh, err);
+    if (rc == 0) {
+        p->default_ns = default_ns(&pl);
+        rc = plan_pods(&pl);
+    }
+    if (rc == 0)
+        rc = plan_procs(&pl);
+    if (rc != 0) {
+        if (err->len == before)
+            wf_strbuf_puts(err, "out of memory");
+        wf_lm_plan_free(p);
+        return -1;
+    }
+    *out = p;
+    return 0;
+}
+
+void wf_lm_plan_free(wf_lm_plan *p)
+{
+    if (!p)
+        return;
+    wf_arena_destroy(&p->arena);
+    wf_store_free(p->store);
+    free(p);
+}
+
+const wf_lm_pod *wf_lm_plan_pod(const wf_lm_plan *p, const char *name)
+{
+    for (size_t i = 0; i < p->npods; i++)
+        if (strcmp(p->pods[i].name, name) == 0)
+            return &p->pods[i];
+    return NULL;
+}
+
+/* ---- loading DIR -------------------------------------------------------------------------- */
+
+/* Absolute path of a folder that may not exist yet. */
+static char *absolute(const char *path)
+{
+    char *r = realpath(path, NULL);
+    if (r || path[0] == '/')
+        return r ? r : strdup(path);
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd))
+        return NULL;
+    size_t len = strlen(cwd) + strlen(path) + 2;
+    char *out = malloc(len);
+    if (out)
+        snprintf(out, len, "%s/%s", cwd, path);
+    return out;
+}
+
+/* Load errors that matter: not in the state folder, not a plain MeshConfig DIR/mesh.yaml. */
+static int check_load_errors(const wf_store *s, const char *dir, const char *state, wf_strbuf *err)
+{
+    size_t bad = 0;
+    char mesh_yaml[4200];
+    snprintf(mesh_yaml, sizeof mesh_yaml, "%s/mesh.yaml", dir);
+    for (size_t i = 0; i < wf_store_error_count(s); i++) {
+        const wf_load_error *e = wf_store_error(s, i);
+        if (path_inside(e->file, state) || strcmp(e->file, mesh_yaml) == 0)
+            continue;
+        if (!bad++)
+            wf_strbuf_printf(err, "cannot load the manifests in %s:", dir);
+        if (e->line)
+            wf_strbuf_printf(err, "\n  %s:%u:%u: %s", e->file, e->line, e->col, e->message);
+        else
+            wf_strbuf_printf(err, "\n  %s: %s", e->file, e->message);
+    }
+    return bad ? -1 : 0;
+}
+
+static int load_dir(const char *dir, const char *state, wf_store **out, wf_strbuf *err)
+{
+    wf_store *s = wf_store_new();
+    if (!s || wf_store_load_path(s, dir, NULL, NULL) < 0 || wf_store_finalize(s, NULL, false)) {
+        wf_store_free(s);
+        return wf_strbuf_puts(err, "out of memory loading the manifests"), -1;
+    }
+    if (check_load_errors(s, dir, state, err) != 0) {
+        wf_store_free(s);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+int wf_lm_plan_build(const wf_lm_opts *o, wf_lm_plan **out, wf_strbuf *err)
+{
+    *out = NULL;
+    struct stat st;
+    if (stat(o->dir, &st) != 0)
+        return wf_strbuf_printf(err, "%s: %s", o->dir, strerror(errno)), -1;
+    if (!S_ISDIR(st.st_mode))
+        return wf_strbuf_printf(err, "%s: not a folder (weftctl up takes the folder of manifests)",
+                                o->dir),
+               -1;
+    char *dir = realpath(o->dir, NULL), *state = NULL;
+    if (dir && o->state)
+        state = absolute(o->state);
+    else if (dir)
+        state = (state = malloc(strlen(dir) + 7)) ? strcat(strcpy(state, dir), "/.weft") : NULL;
+    wf_store *s = NULL;
+    int rc = dir && state ? load_dir(dir, state, &s, err) : -1;
+    if (rc == 0) {
+        wf_lm_opts abs = *o;
+        abs.dir = dir;
+        abs.state = state;
+        rc = wf_lm_plan_from_store(&abs, s, out, err);
+    }
+    if (rc == 0)
+        (*out)->store = s;
+    else
+        wf_store_free(s);
+    if (!dir || !state)
+        wf_strbuf_printf(err, "%s: %s", o->dir, strerror(errno));
+    free(dir);
+    free(state);
+    return rc;
+}

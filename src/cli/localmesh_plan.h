@@ -1,0 +1,144 @@
+/*
+ * localmesh_plan.h - what `weftctl up DIR` runs, decided from the manifests in DIR
+ * (DESIGN.md "The local mesh", docs/local-mesh.md).
+ *
+ * The plan is pure data: pods (name, namespace, labels, pod IP 127.10.x.y, pod localhost
+ * 127.11.x.y, containers and the local command each runs, whether a weft-proxy runs beside
+ * them) and the processes to start (weft-pilot, each application container, each proxy),
+ * with argv, extra environment and log file. Nothing is written or started here: the state
+ * module (localmesh_state.h) writes the files, the supervisor (localmesh_super.h) runs it.
+ *
+ * Inputs: the manifests are loaded with the same loader as `weftctl analyze`
+ * (model/store.h). Files under the state folder are ignored (they are what an earlier run
+ * wrote). The image map comes from a `LocalImages` resource (apiVersion weft.dev/v1,
+ * normally DIR/weft-local.yaml); without one every image runs `weft-app`.
+ *
+ * Ownership: a plan owns everything it points to (one arena); free it with
+ * wf_lm_plan_free(). Errors: -1 with a message in err naming the file, line and field.
+ */
+#ifndef WF_CLI_LOCALMESH_PLAN_H
+#define WF_CLI_LOCALMESH_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/arena.h"
+#include "core/strbuf.h"
+#include "model/store.h"
+
+#define WF_LM_XDS_ADDR     "127.0.0.1:15010"
+#define WF_LM_MON_ADDR     "127.0.0.1:15014"
+#define WF_LM_GW_HOST_IP   "127.0.0.1"
+#define WF_LM_GW_HOST_PORT 30000 /* the book's kind cluster maps its node port here */
+#define WF_LM_GW_HTTP_PORT 8080  /* the gateway Service's targetPort for port 80 */
+#define WF_LM_ADMIN_PORT   15000
+#define WF_LM_STATUS_PORT  15020
+#define WF_LM_HEALTH_PORT  15021
+#define WF_LM_GATEWAY_NS   "istio-system"
+#define WF_LM_GATEWAY_NAME "istio-ingressgateway"
+#define WF_LM_MAX_PODS     (253u * 250u)
+
+typedef enum wf_lm_kind { WF_LM_PILOT, WF_LM_PROXY, WF_LM_APP, WF_LM_GATEWAY } wf_lm_kind;
+
+/* "pilot", "proxy", "app", "gateway" (the KIND column of `weftctl status`). */
+const char *wf_lm_kind_name(wf_lm_kind k);
+
+typedef struct wf_lm_label {
+    const char *key, *value;
+} wf_lm_label;
+
+typedef struct wf_lm_port {
+    const char *name; /* NULL when unnamed */
+    int port;
+} wf_lm_port;
+
+typedef struct wf_lm_container {
+    const char *name, *image;
+    const char *image_key; /* the weft-local.yaml key that matched ("*" for the default) */
+    size_t nports;
+    wf_lm_port *ports;
+} wf_lm_container;
+
+typedef struct wf_lm_pod {
+    const char *name, *ns;
+    const char *owner_kind, *owner; /* "Deployment", "catalog"; "" for the gateway we add */
+    const char *cluster;            /* bootstrap node.cluster: "<app label or owner>.<ns>" */
+    const char *ip, *localhost;     /* 127.10.x.y, 127.11.x.y */
+    const char *service_account;    /* NULL when none */
+    size_t nlabels;
+    wf_lm_label *labels;
+    bool sidecar; /* a weft-proxy sidecar runs beside the containers */
+    bool gateway; /* a weft-proxy in router mode, no containers */
+    size_t ncontainers;
+    wf_lm_container *containers;
+    size_t nproxy_env; /* ProxyConfig proxyMetadata as "K=V" (MeshConfig, then annotation) */
+    const char **proxy_env;
+    const char *bootstrap; /* STATE/bootstrap/<pod>.<ns>.bootstrap (JSON; NULL without proxy) */
+    const char *pod_file;  /* STATE/pods/<ns>.<pod>.json: the Pod object pilot reads */
+} wf_lm_pod;
+
+typedef struct wf_lm_proc {
+    const char *name; /* "pilot", "<pod>.proxy", "<pod>.app" or "<pod>.<container>" */
+    wf_lm_kind kind;
+    size_t pod;        /* index into pods, SIZE_MAX for pilot */
+    const char **argv; /* NULL-terminated; argv[0] is a path or a name looked up in PATH */
+    size_t nenv;
+    const char **env; /* "K=V" added to (or replacing in) the supervisor's environment */
+    const char *log;  /* absolute path: STATE/logs/<name>.log */
+} wf_lm_proc;
+
+typedef struct wf_lm_plan {
+    wf_arena arena;
+    wf_store *store;          /* owned when built by wf_lm_plan_build (strings point into it) */
+    const char *dir;          /* absolute, no trailing slash */
+    const char *state;        /* absolute */
+    const char *pods_dir;     /* STATE/pods */
+    const char *default_ns;   /* -n, else the one injection-labelled Namespace, else "default" */
+    const char *images_file;  /* the LocalImages file, NULL when none */
+    const char *mesh_file;    /* MeshConfig file pilot gets (may be STATE/meshconfig), or NULL */
+    const char *mesh_text;    /* MeshConfig text to write to mesh_file (ConfigMap form), or NULL */
+    const char *mesh_origin;  /* where the MeshConfig came from (for messages), or NULL */
+    const char *mesh_cm_file; /* the file holding ConfigMap istio when mesh_text came from it */
+    bool gateway_service;     /* write the ingress gateway's Service into STATE/pods */
+    bool pods_dir_watched;    /* pilot gets --config-dir STATE/pods (false when inside DIR) */
+    size_t gateway;           /* index of the gateway pod, SIZE_MAX when none */
+    size_t npods;
+    wf_lm_pod *pods;
+    size_t nprocs;
+    wf_lm_proc *procs;
+} wf_lm_plan;
+
+typedef struct wf_lm_opts {
+    const char *dir;         /* required: the manifests */
+    const char *state;       /* NULL: DIR/.weft */
+    const char *ns;          /* NULL: decided from the Namespaces in DIR */
+    const char *mesh_config; /* NULL: looked for in DIR */
+    const char *bin_dir;     /* where weftctl lives (weft-pilot etc. are looked up there) */
+    const char *env_pilot, *env_proxy, *env_app; /* $WEFT_PILOT, $WEFT_PROXY, $WEFT_APP */
+} wf_lm_opts;
+
+/* Load DIR and plan the mesh. The state folder is made absolute but not created. Returns
+ * 0 with *out set, or -1 with err filled (no plan). */
+int wf_lm_plan_build(const wf_lm_opts *o, wf_lm_plan **out, wf_strbuf *err);
+
+/* Plan from a finalized store (no default namespace applied: finalize with NULL). dir and
+ * state must be absolute (opts->state may not be NULL here). The plan points into the store:
+ * the caller keeps it alive until wf_lm_plan_free (or hands it over in plan->store). For
+ * tests and for wf_lm_plan_build. Same return. */
+int wf_lm_plan_from_store(const wf_lm_opts *o, const wf_store *s, wf_lm_plan **out, wf_strbuf *err);
+
+void wf_lm_plan_free(wf_lm_plan *p);
+
+/* Pod by name (any namespace), or NULL. */
+const wf_lm_pod *wf_lm_plan_pod(const wf_lm_plan *p, const char *name);
+
+/* The pod IP and pod localhost of the i-th pod (0-based): 127.10.(i/253).(2+i%253) and the
+ * same in 127.11. buf must hold 16 bytes. */
+void wf_lm_pod_ip(size_t i, bool localhost, char *buf);
+
+/* Kubernetes-style names: the pod-template hash (10 characters of Kubernetes' safe
+ * alphabet) of a workload, and the 5-character suffix of its i-th replica. Deterministic. */
+void wf_lm_template_hash(const char *ns, const char *name, const char *salt, char out[11]);
+void wf_lm_pod_suffix(const char *hash, size_t i, char out[6]);
+
+#endif

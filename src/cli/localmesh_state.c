@@ -1,0 +1,350 @@
+/*
+ * localmesh_state.c - the files of the local mesh's state folder (localmesh_state.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/localmesh_state.h"
+#include "cli/localmesh_sys.h"
+
+#define ISTIO_VERSION "weft-" WEFT_VERSION
+#define PROXY_IMAGE   "docker.io/istio/proxyv2:weft"
+
+/* ---- JSON helpers: a failed allocation makes the whole document NULL ----------------------- */
+
+static json_t *labels_json(const wf_lm_pod *pod)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < pod->nlabels; i++)
+        if (json_object_set_new(o, pod->labels[i].key, json_string(pod->labels[i].value)) != 0) {
+            json_decref(o);
+            return NULL;
+        }
+    return o;
+}
+
+/* {"address": {"socket_address": {...}}} (an admin block, or an endpoint). */
+static json_t *socket_address(const char *ip, int port)
+{
+    return json_pack("{s:{s:{s:s,s:i}}}", "address", "socket_address", "address", ip, "port_value",
+                     port);
+}
+
+/* The "address" member of o, with its own reference; o is released. NULL passes through. */
+static json_t *json_object_get_address(json_t *o)
+{
+    json_t *a = json_incref(json_object_get(o, "address"));
+    json_decref(o);
+    return a;
+}
+
+/* The static cluster to pilot's xDS address (meshfix.py's shape). */
+static json_t *xds_cluster(void)
+{
+    return json_pack("{s:s,s:s,s:s,s:{s:s,s:[{s:[{s:{s:o}}]}]}}", "name", "xds-grpc", "type",
+                     "STATIC", "connect_timeout", "1s", "load_assignment", "cluster_name",
+                     "xds-grpc", "endpoints", "lb_endpoints", "endpoint", "address",
+                     json_object_get_address(socket_address("127.0.0.1", 15010)));
+}
+
+static json_t *node_metadata(const wf_lm_pod *pod)
+{
+    char admin[40];
+    snprintf(admin, sizeof admin, "%s:%d", pod->ip, WF_LM_ADMIN_PORT);
+    json_t *m = json_pack("{s:s,s:s,s:o,s:s,s:s,s:s,s:s,s:s}", "NAME", pod->name, "NAMESPACE",
+                          pod->ns, "LABELS", labels_json(pod), "INSTANCE_IPS", pod->ip,
+                          "PROXY_TYPE", pod->gateway ? "router" : "sidecar", "ISTIO_VERSION",
+                          ISTIO_VERSION, "CLUSTER_ID", "Kubernetes", "WEFT_ADMIN", admin);
+    if (m && pod->service_account &&
+        json_object_set_new(m, "SERVICE_ACCOUNT", json_string(pod->service_account)) != 0)
+        goto fail;
+    if (m && !pod->gateway &&
+        json_object_set_new(m, "WEFT_LOCALHOST", json_string(pod->localhost)) != 0)
+        goto fail;
+    return m;
+fail:
+    json_decref(m);
+    return NULL;
+}
+
+json_t *wf_lm_bootstrap_json(const wf_lm_plan *p, const wf_lm_pod *pod)
+{
+    (void)p;
+    char id[600];
+    snprintf(id, sizeof id, "%s.%s", pod->name, pod->ns);
+    json_t *ads[2];
+    for (int i = 0; i < 2; i++)
+        ads[i] = json_pack("{s:{},s:s,s:s}", "ads", "initial_fetch_timeout", "0s",
+                           "resource_api_version", "V3");
+    return json_pack("{s:{s:s,s:s,s:o},s:o,s:{s:{s:s,s:s,s:b,s:[{s:{s:s}}]},s:o,s:o},"
+                     "s:{s:[o]}}",
+                     "node", "id", id, "cluster", pod->cluster, "metadata", node_metadata(pod),
+                     "admin", socket_address(pod->ip, WF_LM_ADMIN_PORT), "dynamic_resources",
+                     "ads_config", "api_type", "GRPC", "transport_api_version", "V3",
+                     "set_node_on_first_message_only", 1, "grpc_services", "envoy_grpc",
+                     "cluster_name", "xds-grpc", "cds_config", ads[0], "lds_config", ads[1],
+                     "static_resources", "clusters", xds_cluster());
+}
+
+/* ---- Pod and Service objects -------------------------------------------------------------- */
+
+static json_t *container_json(const wf_lm_container *c)
+{
+    json_t *ports = json_array();
+    for (size_t i = 0; ports && i < c->nports; i++) {
+        json_t *port = json_pack("{s:i,s:s}", "containerPort", c->ports[i].port, "protocol", "TCP");
+        if (!port ||
+            (c->ports[i].name &&
+             json_object_set_new(port, "name", json_string(c->ports[i].name)) != 0) ||
+            json_array_append_new(ports, port) != 0) {
+            json_decref(port);
+            json_decref(ports);
+            return NULL;
+        }
+    }
+    return json_pack("{s:s,s:s,s:o}", "name", c->name, "image", c->image, "ports", ports);
+}
+
+/* istio-proxy as the injector adds it (a gateway's runs as the only container). */
+static json_t *proxy_container(const wf_lm_pod *pod)
+{
+    if (pod->gateway)
+        return json_pack("{s:s,s:s,s:[{s:i,s:s},{s:i,s:s},{s:i,s:s,s:s}]}", "name", "istio-proxy",
+                         "image", PROXY_IMAGE, "ports", "containerPort", WF_LM_GW_HTTP_PORT,
+                         "protocol", "TCP", "containerPort", 8443, "protocol", "TCP",
+                         "containerPort", WF_LM_HEALTH_PORT, "protocol", "TCP", "name",
+                         "status-port");
+    return json_pack("{s:s,s:s,s:[{s:i,s:s,s:s}]}", "name", "istio-proxy", "image", PROXY_IMAGE,
+                     "ports", "containerPort", 15090, "protocol", "TCP", "name", "http-envoy-prom");
+}
+
+static json_t *pod_spec(const wf_lm_pod *pod)
+{
+    json_t *containers = json_array();
+    for (size_t i = 0; containers && i < pod->ncontainers; i++)
+        if (json_array_append_new(containers, container_json(&pod->containers[i])) != 0)
+            goto fail;
+    if (containers && (pod->sidecar || pod->gateway) &&
+        json_array_append_new(containers, proxy_container(pod)) != 0)
+        goto fail;
+    json_t *spec = json_pack("{s:o}", "containers", containers);
+    if (spec && pod->service_account &&
+        json_object_set_new(spec, "serviceAccountName", json_string(pod->service_account)) != 0) {
+        json_decref(spec);
+        return NULL;
+    }
+    return spec;
+fail:
+    json_decref(containers);
+    return NULL;
+}
+
+json_t *wf_lm_pod_json(const wf_lm_plan *p, const wf_lm_pod *pod)
+{
+    (void)p;
+    json_t *meta = json_pack("{s:s,s:s,s:o}", "name", pod->name, "namespace", pod->ns, "labels",
+                             labels_json(pod));
+    if (meta && (pod->sidecar || pod->gateway) &&
+        json_object_set_new(meta, "annotations",
+                            json_pack("{s:s}", "sidecar.istio.io/status",
+                                      "{\"containers\":[\"istio-proxy\"]}")) != 0) {
+        json_decref(meta);
+        return NULL;
+    }
+    return json_pack("{s:s,s:s,s:o,s:o,s:{s:s,s:s,s:[{s:s}],s:[{s:s,s:s}]}}", "apiVersion", "v1",
+                     "kind", "Pod", "metadata", meta, "spec", pod_spec(pod), "status", "phase",
+                     "Running", "podIP", pod->ip, "podIPs", "ip", pod->ip, "conditions", "type",
+                     "Ready", "status", "True");
+}
+
+json_t *wf_lm_gateway_service_json(void)
+{
+    return json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s}},s:{s:s,s:{s:s,s:s},s:[{s:s,s:i,s:i,s:i,s:s},"
+                     "{s:s,s:i,s:i,s:s}]}}",
+                     "apiVersion", "v1", "kind", "Service", "metadata", "name", WF_LM_GATEWAY_NAME,
+                     "namespace", WF_LM_GATEWAY_NS, "labels", "app", "istio-ingressgateway",
+                     "istio", "ingressgateway", "spec", "type", "NodePort", "selector", "app",
+                     "istio-ingressgateway", "istio", "ingressgateway", "ports", "name", "http2",
+                     "port", 80, "targetPort", WF_LM_GW_HTTP_PORT, "nodePort", WF_LM_GW_HOST_PORT,
+                     "protocol", "TCP", "name", "https", "port", 443, "targetPort", 8443,
+                     "protocol", "TCP");
+}
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+static int write_json(const char *path, json_t *doc, wf_strbuf *err)
+{
+    if (!doc)
+        return wf_strbuf_printf(err, "out of memory writing %s", path), -1;
+    char *text = json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    json_decref(doc);
+    if (!text)
+        return wf_strbuf_printf(err, "out of memory writing %s", path), -1;
+    size_t len = strlen(text);
+    int rc = wf_lm_write_file(path, text, len, err);
+    free(text);
+    return rc;
+}
+
+static int make_dirs(const wf_lm_plan *p, wf_strbuf *err)
+{
+    char path[4200];
+    static const char *const subs[] = {"pods", "bootstrap", "logs"};
+    if (wf_lm_mkdirs(p->state, err) != 0)
+        return -1;
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", p->state, subs[i]);
+        if (wf_lm_mkdirs(path, err) != 0)
+            return -1;
+    }
+    snprintf(path, sizeof path, "%s/bootstrap", p->state);
+    return wf_lm_clean_dir(p->pods_dir, ".json", err) || wf_lm_clean_dir(path, ".bootstrap", err)
+               ? -1
+               : 0;
+}
+
+int wf_lm_state_prepare(const wf_lm_plan *p, wf_strbuf *err)
+{
+    if (make_dirs(p, err) != 0)
+        return -1;
+    if (p->mesh_text &&
+        wf_lm_write_file(p->mesh_file, p->mesh_text, strlen(p->mesh_text), err) != 0)
+        return -1;
+    for (size_t i = 0; i < p->npods; i++) {
+        const wf_lm_pod *pod = &p->pods[i];
+        if (write_json(pod->pod_file, wf_lm_pod_json(p, pod), err) != 0 ||
+            (pod->bootstrap && write_json(pod->bootstrap, wf_lm_bootstrap_json(p, pod), err) != 0))
+            return -1;
+    }
+    if (p->gateway_service) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s.%s.service.json", p->pods_dir, WF_LM_GATEWAY_NS,
+                 WF_LM_GATEWAY_NAME);
+        if (write_json(path, wf_lm_gateway_service_json(), err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- MeshConfig from a ConfigMap ---------------------------------------------------------- */
+
+/* data.mesh of ConfigMap istio in file (istio-system preferred), copied; NULL when none. */
+static char *configmap_mesh(const char *file)
+{
+    wf_store *s = wf_store_new();
+    char *out = NULL;
+    if (s && wf_store_load_path(s, file, NULL, NULL) == 0 &&
+        wf_store_finalize(s, NULL, false) == 0) {
+        size_t n;
+        const wf_resource *const *cms = wf_store_kind(s, WF_KIND_CONFIGMAP, &n);
+        const char *best = NULL;
+        for (size_t i = 0; i < n; i++) {
+            const char *text = wf_node_str(wf_node_path(cms[i]->root, "data.mesh"));
+            if (text && strcmp(cms[i]->name, "istio") == 0 &&
+                (!best || strcmp(cms[i]->ns, WF_LM_GATEWAY_NS) == 0))
+                best = text;
+        }
+        out = best ? strdup(best) : NULL;
+    }
+    wf_store_free(s);
+    return out;
+}
+
+int wf_lm_mesh_refresh(const wf_lm_plan *p, char **last, bool *changed, wf_strbuf *err)
+{
+    *changed = false;
+    if (!p->mesh_cm_file || !p->mesh_text)
+        return 0;
+    char *text = configmap_mesh(p->mesh_cm_file);
+    const char *prev = *last ? *last : p->mesh_text;
+    if (!text || strcmp(text, prev) == 0) {
+        free(text);
+        return 0;
+    }
+    if (wf_lm_write_file(p->mesh_file, text, strlen(text), err) != 0) {
+        free(text);
+        return -1;
+    }
+    free(*last);
+    *last = text;
+    *changed = true;
+    return 0;
+}
+
+/* ---- mesh.json ---------------------------------------------------------------------------- */
+
+static json_t *pod_entry(const wf_lm_plan *p, const wf_lm_pod *pod)
+{
+    char admin[40], owner[600];
+    snprintf(admin, sizeof admin, "%s:%d", pod->ip, WF_LM_ADMIN_PORT);
+    snprintf(owner, sizeof owner, "%s%s%s", pod->owner_kind, *pod->owner ? "/" : "", pod->owner);
+    json_t *e = json_pack(
+        "{s:s,s:s,s:o,s:s,s:s,s:s,s:i,s:b,s:b,s:s,s:s?}", "name", pod->name, "namespace", pod->ns,
+        "labels", labels_json(pod), "ip", pod->ip, "localhost", pod->localhost, "admin", admin,
+        "statusPort", pod->sidecar || pod->gateway ? WF_LM_STATUS_PORT : 0, "sidecar", pod->sidecar,
+        "gateway", pod->gateway, "owner", owner, "bootstrap", pod->bootstrap);
+    if (e && pod->gateway &&
+        json_object_set_new(e, "healthPort", json_integer(WF_LM_HEALTH_PORT)) != 0) {
+        json_decref(e);
+        return NULL;
+    }
+    return e;
+}
+
+static json_t *proc_entry(const wf_lm_plan *p, const wf_lm_proc *proc, const wf_lm_proc_status *st)
+{
+    const wf_lm_pod *pod = proc->pod < p->npods ? &p->pods[proc->pod] : NULL;
+    json_t *argv = json_array();
+    for (size_t i = 0; argv && proc->argv[i]; i++)
+        if (json_array_append_new(argv, json_string(proc->argv[i])) != 0) {
+            json_decref(argv);
+            return NULL;
+        }
+    return json_pack("{s:s,s:s,s:s?,s:s?,s:s?,s:i,s:s,s:i,s:s,s:o}", "name", proc->name, "kind",
+                     wf_lm_kind_name(proc->kind), "pod", pod ? pod->name : NULL, "namespace",
+                     pod ? pod->ns : NULL, "podIP", pod ? pod->ip : NULL, "pid",
+                     st ? (int)st->pid : 0, "state", st && st->state ? st->state : "planned",
+                     "restarts", st ? (int)st->restarts : 0, "log", proc->log, "argv", argv);
+}
+
+static json_t *gateway_entry(const wf_lm_plan *p)
+{
+    if (p->gateway >= p->npods)
+        return json_null();
+    const wf_lm_pod *gw = &p->pods[p->gateway];
+    char url[64], target[40];
+    snprintf(url, sizeof url, "http://%s:%d", WF_LM_GW_HOST_IP, WF_LM_GW_HOST_PORT);
+    snprintf(target, sizeof target, "%s:%d", gw->ip, WF_LM_GW_HTTP_PORT);
+    return json_pack("{s:s,s:s,s:s,s:s}", "url", url, "pod", gw->name, "namespace", gw->ns,
+                     "target", target);
+}
+
+json_t *wf_lm_mesh_json(const wf_lm_plan *p, const wf_lm_proc_status *status, pid_t supervisor_pid)
+{
+    json_t *pods = json_array(), *procs = json_array();
+    for (size_t i = 0; pods && i < p->npods; i++)
+        if (json_array_append_new(pods, pod_entry(p, &p->pods[i])) != 0)
+            goto fail;
+    for (size_t i = 0; procs && i < p->nprocs; i++)
+        if (json_array_append_new(procs, proc_entry(p, &p->procs[i], status ? &status[i] : NULL)))
+            goto fail;
+    return json_pack("{s:s,s:s,s:{s:s},s:s,s:s,s:s,s:s?,s:{s:i},s:{s:s,s:s},s:o,s:o,s:o}",
+                     "apiVersion", "weft.dev/v1", "kind", "LocalMesh", "metadata", "name",
+                     "local-mesh", "dir", p->dir, "state", p->state, "defaultNamespace",
+                     p->default_ns, "meshConfig", p->mesh_file, "supervisor", "pid",
+                     (int)supervisor_pid, "pilot", "xds", WF_LM_XDS_ADDR, "monitoring",
+                     WF_LM_MON_ADDR, "gateway", gateway_entry(p), "pods", pods, "processes", procs);
+fail:
+    json_decref(pods);
+    json_decref(procs);
+    return NULL;
+}
+
+int wf_lm_write_mesh_json(const wf_lm_plan *p, const wf_lm_proc_status *status,
+                          pid_t supervisor_pid, wf_strbuf *err)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", p->state, WF_LM_MESH_JSON);
+    return write_json(path, wf_lm_mesh_json(p, status, supervisor_pid), err);
+}

@@ -1,0 +1,454 @@
+/*
+ * localmesh_super.c - the local mesh's supervisor (localmesh_super.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "cli/localmesh_fwd.h"
+#include "cli/localmesh_state.h"
+#include "cli/localmesh_super.h"
+#include "cli/localmesh_sys.h"
+
+extern char **environ;
+
+#define START_DELAY_MS 300u
+#define MESH_POLL_MS   2000u
+
+typedef struct super super;
+
+typedef enum { K_IDLE, K_RUNNING, K_RESTARTING, K_STOPPED } kid_state;
+
+typedef struct kid {
+    super *sup;
+    const wf_lm_proc *proc;
+    uv_process_t handle;
+    bool handle_open; /* initialised and not yet closed */
+    uv_timer_t timer;
+    kid_state state;
+    pid_t pid;
+    unsigned restarts, backoff_ms;
+    uint64_t started_ms;
+} kid;
+
+struct super {
+    uv_loop_t loop;
+    const wf_lm_plan *plan;
+    FILE *log;
+    kid *kids;
+    size_t nkids;
+    wf_lm_proc_status *status;
+    uv_signal_t sigint, sigterm, sighup;
+    uv_timer_t start_timer, kill_timer, mesh_timer;
+    char *mesh_text; /* the MeshConfig last written from the ConfigMap (NULL: the plan's) */
+    wf_lm_fwd *fwd;
+    bool stopping, killed;
+};
+
+static void slog(super *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void slog(super *s, const char *fmt, ...)
+{
+    char ts[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    fprintf(s->log, "%s ", ts);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(s->log, fmt, ap);
+    va_end(ap);
+    fputc('\n', s->log);
+    fflush(s->log);
+}
+
+static const char *state_name(kid_state st)
+{
+    switch (st) {
+    case K_IDLE:
+        return "starting";
+    case K_RUNNING:
+        return "running";
+    case K_RESTARTING:
+        return "restarting";
+    case K_STOPPED:
+        return "stopped";
+    }
+    return "?";
+}
+
+static void publish(super *s)
+{
+    for (size_t i = 0; i < s->nkids; i++) {
+        kid *k = &s->kids[i];
+        s->status[i] = (wf_lm_proc_status){
+            .pid = k->state == K_RUNNING ? k->pid : 0,
+            .state = s->stopping && k->state == K_RUNNING ? "stopping" : state_name(k->state),
+            .restarts = k->restarts};
+    }
+    wf_strbuf err = WF_STRBUF_INIT;
+    if (wf_lm_write_mesh_json(s->plan, s->status, getpid(), &err) != 0)
+        slog(s, "warning: %s", wf_strbuf_cstr(&err));
+    wf_strbuf_free(&err);
+}
+
+/* ---- starting ----------------------------------------------------------------------------- */
+
+static bool env_overridden(const char *entry, const wf_lm_proc *proc)
+{
+    size_t klen = strcspn(entry, "=");
+    for (size_t i = 0; i < proc->nenv; i++)
+        if (strncmp(proc->env[i], entry, klen) == 0 && proc->env[i][klen] == '=')
+            return true;
+    return false;
+}
+
+/* environ with proc->env added or replacing; the array is malloc'd, the strings borrowed. */
+static char **build_env(const wf_lm_proc *proc)
+{
+    size_t n = 0;
+    while (environ && environ[n])
+        n++;
+    char **env = malloc((n + proc->nenv + 1) * sizeof *env);
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!env_overridden(environ[i], proc))
+            env[k++] = environ[i];
+    for (size_t i = 0; i < proc->nenv; i++)
+        env[k++] = (char *)proc->env[i];
+    env[k] = NULL;
+    return env;
+}
+
+static void kid_exited(uv_process_t *h, int64_t status, int sig);
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    kid *k = h->data;
+    k->handle_open = false;
+}
+
+static void log_start(kid *k, int fd)
+{
+    char line[8192];
+    int len = snprintf(line, sizeof line, "--- weftctl up: starting %s:", k->proc->name);
+    for (size_t i = 0; k->proc->argv[i] && len < (int)sizeof line; i++)
+        len += snprintf(line + len, sizeof line - (size_t)len, " %s", k->proc->argv[i]);
+    if (len >= (int)sizeof line)
+        len = (int)sizeof line - 1;
+    line[len++] = '\n';
+    ssize_t rc = write(fd, line, (size_t)len);
+    (void)rc;
+}
+
+static void schedule_restart(kid *k);
+
+static void start_kid(kid *k)
+{
+    super *s = k->sup;
+    if (s->stopping || k->handle_open)
+        return;
+    int fd = open(k->proc->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    char **env = build_env(k->proc);
+    int rc = UV_ENOMEM;
+    if (fd >= 0 && env) {
+        log_start(k, fd);
+        uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
+                                         {.flags = UV_INHERIT_FD, .data.fd = fd},
+                                         {.flags = UV_INHERIT_FD, .data.fd = fd}};
+        uv_process_options_t opts = {.exit_cb = kid_exited,
+                                     .file = k->proc->argv[0],
+                                     .args = (char **)k->proc->argv,
+                                     .env = env,
+                                     .cwd = s->plan->dir,
+                                     .flags = UV_PROCESS_DETACHED,
+                                     .stdio_count = 3,
+                                     .stdio = stdio};
+        k->handle.data = k;
+        rc = uv_spawn(&s->loop, &k->handle, &opts);
+        k->handle_open = true;
+    }
+    free(env);
+    if (fd >= 0)
+        close(fd);
+    if (rc != 0) {
+        slog(s, "%s: cannot start %s: %s", k->proc->name, k->proc->argv[0],
+             fd < 0 ? strerror(errno) : uv_strerror(rc));
+        if (k->handle_open)
+            uv_close((uv_handle_t *)&k->handle, on_handle_closed);
+        schedule_restart(k);
+        return;
+    }
+    k->pid = k->handle.pid;
+    k->state = K_RUNNING;
+    k->started_ms = uv_now(&s->loop);
+    slog(s, "%s: started, pid %d", k->proc->name, (int)k->pid);
+    publish(s);
+}
+
+static void on_restart_timer(uv_timer_t *t)
+{
+    kid *k = t->data;
+    if (k->handle_open) { /* the old handle is still closing: try again shortly */
+        uv_timer_start(&k->timer, on_restart_timer, 50, 0);
+        return;
+    }
+    k->restarts++;
+    start_kid(k);
+}
+
+static void schedule_restart(kid *k)
+{
+    super *s = k->sup;
+    if (s->stopping)
+        return;
+    uint64_t ran = uv_now(&s->loop) - k->started_ms;
+    if (k->state == K_RUNNING && ran >= WF_LM_STABLE_MS)
+        k->backoff_ms = 0;
+    k->backoff_ms = k->backoff_ms ? k->backoff_ms * 2 : WF_LM_BACKOFF_MIN_MS;
+    if (k->backoff_ms > WF_LM_BACKOFF_MAX_MS)
+        k->backoff_ms = WF_LM_BACKOFF_MAX_MS;
+    k->state = K_RESTARTING;
+    k->pid = 0;
+    slog(s, "%s: restarting in %.0fs (restart %u)", k->proc->name, k->backoff_ms / 1000.0,
+         k->restarts + 1);
+    uv_timer_start(&k->timer, on_restart_timer, k->backoff_ms, 0);
+    publish(s);
+}
+
+/* ---- stopping ----------------------------------------------------------------------------- */
+
+static void close_all(super *s);
+
+static bool all_stopped(super *s)
+{
+    for (size_t i = 0; i < s->nkids; i++)
+        if (s->kids[i].state == K_RUNNING)
+            return false;
+    return true;
+}
+
+static void signal_kids(super *s, int sig)
+{
+    for (size_t i = 0; i < s->nkids; i++) {
+        kid *k = &s->kids[i];
+        if (k->state != K_RUNNING || k->pid <= 0)
+            continue;
+        if (kill(-k->pid, sig) != 0) /* its session's process group, then the process */
+            kill(k->pid, sig);
+    }
+}
+
+static void kid_exited(uv_process_t *h, int64_t status, int sig)
+{
+    kid *k = h->data;
+    super *s = k->sup;
+    if (sig)
+        slog(s, "%s: pid %d killed by signal %d", k->proc->name, (int)k->pid, sig);
+    else
+        slog(s, "%s: pid %d exited with status %lld", k->proc->name, (int)k->pid,
+             (long long)status);
+    uv_close((uv_handle_t *)h, on_handle_closed);
+    if (s->stopping) {
+        k->state = K_STOPPED;
+        k->pid = 0;
+        publish(s);
+        if (all_stopped(s))
+            close_all(s);
+        return;
+    }
+    schedule_restart(k);
+}
+
+static void on_kill_timer(uv_timer_t *t)
+{
+    super *s = t->data;
+    slog(s, "processes still running after %us: SIGKILL", WF_LM_STOP_GRACE_MS / 1000);
+    s->killed = true;
+    signal_kids(s, SIGKILL);
+}
+
+static void stop(super *s, int sig)
+{
+    if (s->stopping) {
+        if (!s->killed) {
+            slog(s, "signal %d again: SIGKILL", sig);
+            s->killed = true;
+            signal_kids(s, SIGKILL);
+        }
+        return;
+    }
+    s->stopping = true;
+    slog(s, "signal %d: stopping everything", sig);
+    uv_timer_stop(&s->start_timer);
+    uv_timer_stop(&s->mesh_timer);
+    for (size_t i = 0; i < s->nkids; i++) {
+        uv_timer_stop(&s->kids[i].timer);
+        if (s->kids[i].state != K_RUNNING)
+            s->kids[i].state = K_STOPPED;
+    }
+    wf_lm_fwd_close(s->fwd);
+    s->fwd = NULL;
+    signal_kids(s, SIGTERM);
+    publish(s);
+    if (all_stopped(s))
+        close_all(s);
+    else
+        uv_timer_start(&s->kill_timer, on_kill_timer, WF_LM_STOP_GRACE_MS, 0);
+}
+
+static void on_signal(uv_signal_t *h, int sig)
+{
+    stop(h->data, sig);
+}
+
+static void close_if(uv_handle_t *h)
+{
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+static void close_all(super *s)
+{
+    close_if((uv_handle_t *)&s->sigint);
+    close_if((uv_handle_t *)&s->sigterm);
+    close_if((uv_handle_t *)&s->sighup);
+    close_if((uv_handle_t *)&s->start_timer);
+    close_if((uv_handle_t *)&s->kill_timer);
+    close_if((uv_handle_t *)&s->mesh_timer);
+    for (size_t i = 0; i < s->nkids; i++)
+        close_if((uv_handle_t *)&s->kids[i].timer);
+}
+
+/* ---- MeshConfig from a ConfigMap: follow edits (pilot watches STATE/meshconfig) ---------- */
+
+static void on_mesh_timer(uv_timer_t *t)
+{
+    super *s = t->data;
+    bool changed = false;
+    wf_strbuf err = WF_STRBUF_INIT;
+    if (wf_lm_mesh_refresh(s->plan, &s->mesh_text, &changed, &err) != 0)
+        slog(s, "warning: %s", wf_strbuf_cstr(&err));
+    else if (changed)
+        slog(s,
+             "MeshConfig changed in %s: rewrote %s (proxies read proxyMetadata only when "
+             "they start)",
+             s->plan->mesh_cm_file, s->plan->mesh_file);
+    wf_strbuf_free(&err);
+}
+
+/* ---- setup -------------------------------------------------------------------------------- */
+
+static void on_start_rest(uv_timer_t *t)
+{
+    super *s = t->data;
+    for (size_t i = 0; i < s->nkids; i++)
+        if (s->kids[i].proc->kind != WF_LM_PILOT)
+            start_kid(&s->kids[i]);
+}
+
+static int init_handles(super *s)
+{
+    int rc = uv_signal_init(&s->loop, &s->sigint);
+    rc = rc ? rc : uv_signal_init(&s->loop, &s->sigterm);
+    rc = rc ? rc : uv_signal_init(&s->loop, &s->sighup);
+    rc = rc ? rc : uv_timer_init(&s->loop, &s->start_timer);
+    rc = rc ? rc : uv_timer_init(&s->loop, &s->kill_timer);
+    rc = rc ? rc : uv_timer_init(&s->loop, &s->mesh_timer);
+    for (size_t i = 0; rc == 0 && i < s->nkids; i++) {
+        s->kids[i] = (kid){.sup = s, .proc = &s->plan->procs[i]};
+        rc = uv_timer_init(&s->loop, &s->kids[i].timer);
+        s->kids[i].timer.data = &s->kids[i];
+    }
+    s->sigint.data = s->sigterm.data = s->start_timer.data = s->kill_timer.data = s;
+    s->mesh_timer.data = s->sighup.data = s;
+    rc = rc ? rc : uv_signal_start(&s->sigint, on_signal, SIGINT);
+    rc = rc ? rc : uv_signal_start(&s->sighup, on_signal, SIGHUP);
+    return rc ? rc : uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+}
+
+static int start_forwarder(super *s, wf_strbuf *err)
+{
+    const wf_lm_plan *p = s->plan;
+    if (p->gateway >= p->npods)
+        return 0;
+    const char *ip = p->pods[p->gateway].ip;
+    if (wf_lm_fwd_start(&s->loop, WF_LM_GW_HOST_IP, WF_LM_GW_HOST_PORT, ip, WF_LM_GW_HTTP_PORT,
+                        s->log, &s->fwd, err) != 0)
+        return -1;
+    slog(s, "forwarding %s:%d to the gateway %s:%d", WF_LM_GW_HOST_IP, WF_LM_GW_HOST_PORT, ip,
+         WF_LM_GW_HTTP_PORT);
+    return 0;
+}
+
+static int write_pid_file(const wf_lm_plan *p, bool remove, wf_strbuf *err)
+{
+    char path[4200], text[32];
+    snprintf(path, sizeof path, "%s/%s", p->state, WF_LM_SUPERVISOR_PID);
+    if (remove)
+        return unlink(path);
+    int len = snprintf(text, sizeof text, "%d\n", (int)getpid());
+    return wf_lm_write_file(path, text, (size_t)len, err);
+}
+
+static int run(super *s, wf_strbuf *err)
+{
+    int rc = init_handles(s);
+    if (rc != 0) {
+        wf_strbuf_printf(err, "supervisor: %s", uv_strerror(rc));
+        close_all(s);
+        return -1;
+    }
+    if (start_forwarder(s, err) != 0 || write_pid_file(s->plan, false, err) != 0) {
+        close_all(s);
+        wf_lm_fwd_close(s->fwd);
+        return -1;
+    }
+    slog(s, "supervisor pid %d: %zu processes, %zu pods, state %s", (int)getpid(), s->nkids,
+         s->plan->npods, s->plan->state);
+    publish(s);
+    for (size_t i = 0; i < s->nkids; i++)
+        if (s->kids[i].proc->kind == WF_LM_PILOT)
+            start_kid(&s->kids[i]);
+    uv_timer_start(&s->start_timer, on_start_rest, START_DELAY_MS, 0);
+    if (s->plan->mesh_cm_file)
+        uv_timer_start(&s->mesh_timer, on_mesh_timer, MESH_POLL_MS, MESH_POLL_MS);
+    return 0;
+}
+
+int wf_lm_supervise(const wf_lm_plan *p, FILE *log, wf_strbuf *err)
+{
+    super s = {.plan = p, .log = log, .nkids = p->nprocs};
+    s.kids = calloc(p->nprocs ? p->nprocs : 1, sizeof *s.kids);
+    s.status = calloc(p->nprocs ? p->nprocs : 1, sizeof *s.status);
+    if (!s.kids || !s.status || uv_loop_init(&s.loop) != 0) {
+        free(s.kids);
+        free(s.status);
+        return wf_strbuf_puts(err, "supervisor: out of memory"), 1;
+    }
+    int rc = run(&s, err);
+    uv_run(&s.loop, UV_RUN_DEFAULT);
+    if (rc == 0) {
+        slog(&s, "stopped");
+        publish(&s);
+        write_pid_file(p, true, err);
+    }
+    int closed = uv_loop_close(&s.loop);
+    if (closed != 0)
+        slog(&s, "warning: loop not closed: %s", uv_strerror(closed));
+    free(s.kids);
+    free(s.status);
+    free(s.mesh_text);
+    return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,43 @@
+/*
+ * localmesh_sys.h - host helpers for the local mesh: folders, atomic file writes, PID files,
+ * whether a process is alive, and who holds a TCP port (from /proc, Linux).
+ *
+ * Errors are reported as -1 with a message in err (naming the path or port); nothing here
+ * keeps state between calls.
+ */
+#ifndef WF_CLI_LOCALMESH_SYS_H
+#define WF_CLI_LOCALMESH_SYS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "core/strbuf.h"
+
+/* mkdir -p (mode 0755). Returns 0 or -1 with err naming the folder. */
+int wf_lm_mkdirs(const char *path, wf_strbuf *err);
+
+/* Remove the regular files in dir whose names end in suffix (a missing dir is fine). */
+int wf_lm_clean_dir(const char *dir, const char *suffix, wf_strbuf *err);
+
+/* Write len bytes to path through a temporary file and rename (readers never see half a
+ * file). Returns 0 or -1 with err naming the path. */
+int wf_lm_write_file(const char *path, const char *data, size_t len, wf_strbuf *err);
+
+/* The PID in a PID file, or 0 when the file is missing or holds no number. */
+pid_t wf_lm_read_pid(const char *path);
+
+/* True when pid runs and its command line contains want (NULL: any), so a recycled PID of
+ * an unrelated program is not mistaken for ours. Zombies count as not running. */
+bool wf_lm_pid_alive(pid_t pid, const char *want);
+
+/* Try to bind ip:port as a server would (SO_REUSEADDR). Returns 0 when free, else -1 with
+ * err saying who holds it when /proc tells ("127.0.0.1:15010 is in use by weft-pilot (pid
+ * 123)"). */
+int wf_lm_port_free(const char *ip, int port, wf_strbuf *err);
+
+/* The folder of the running executable (for programs installed next to weftctl), or NULL.
+ * The caller frees. */
+char *wf_lm_self_dir(void);
+
+#endif

@@ -1,0 +1,478 @@
+/*
+ * test_localmesh.c - planning the local mesh from manifests (cli/localmesh_plan.h) and the
+ * files written for it (cli/localmesh_state.h): pods and their names, addresses and
+ * namespaces, sidecar injection, the image map (weft-local.yaml), the processes' command
+ * lines and environment, MeshConfig and proxyMetadata, bootstraps and Pod objects, and the
+ * errors that name file, line and field.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cli/localmesh_plan.h"
+#include "cli/localmesh_state.h"
+#include "harness.h"
+
+#define DIR   "/m"
+#define STATE "/m/.weft"
+
+/* The book's catalog (services/catalog/kubernetes/catalog.yaml and ch10), abridged. */
+static const char *const BOOK =
+    "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: istioinaction\n"
+    "  labels: {istio-injection: enabled}\n"
+    "---\napiVersion: v1\nkind: Service\nmetadata: {name: catalog, labels: {app: catalog}}\n"
+    "spec:\n  ports: [{name: http, port: 80, protocol: TCP, targetPort: 3000}]\n"
+    "  selector: {app: catalog}\n"
+    "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: catalog\n"
+    "spec:\n  replicas: 1\n  selector: {matchLabels: {app: catalog, version: v1}}\n"
+    "  template:\n    metadata: {labels: {app: catalog, version: v1}}\n    spec:\n"
+    "      serviceAccountName: catalog\n      containers:\n"
+    "      - env:\n        - name: KUBERNETES_NAMESPACE\n          valueFrom:\n"
+    "            fieldRef: {fieldPath: metadata.namespace}\n"
+    "        image: istioinaction/catalog:latest\n        name: catalog\n"
+    "        ports: [{containerPort: 3000, name: http, protocol: TCP}]\n"
+    "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: catalog-v2}\n"
+    "spec:\n  replicas: 2\n  selector: {matchLabels: {app: catalog, version: v2}}\n"
+    "  template:\n    metadata: {labels: {app: catalog, version: v2}}\n    spec:\n"
+    "      containers:\n      - image: istioinaction/catalog\n        name: catalog\n"
+    "        ports: [{containerPort: 3000, name: http}]\n"
+    "---\napiVersion: networking.istio.io/v1alpha3\nkind: Gateway\n"
+    "metadata: {name: catalog-gateway, namespace: istioinaction}\n"
+    "spec:\n  selector: {istio: ingressgateway}\n  servers:\n"
+    "  - hosts: [catalog.istioinaction.io]\n    port: {number: 80, name: http, protocol: HTTP}\n";
+
+static const char *const IMAGES =
+    "---\napiVersion: weft.dev/v1\nkind: LocalImages\nmetadata: {name: local}\nimages:\n"
+    "  istioinaction/catalog:\n    command: [weft-app, --name, catalog]\n"
+    "    env: {CATALOG_MODE: demo}\n";
+
+typedef struct fixture {
+    wf_store *store;
+    wf_lm_plan *plan;
+    wf_strbuf err;
+} fixture;
+
+static int plan_opts(fixture *f, const char *yaml, const wf_lm_opts *extra)
+{
+    wf_lm_opts o = {.dir = DIR,
+                    .state = STATE,
+                    .bin_dir = "/nonexistent-bin",
+                    .env_app = "/opt/weft/weft-app",
+                    .env_proxy = "/opt/weft/weft-proxy"};
+    if (extra) {
+        o.ns = extra->ns;
+        o.env_pilot = extra->env_pilot;
+    }
+    memset(&f->err, 0, sizeof f->err);
+    f->store = wf_test_load_store(NULL, yaml, NULL);
+    return wf_lm_plan_from_store(&o, f->store, &f->plan, &f->err);
+}
+
+static void plan_ok(fixture *f, const char *yaml, const wf_lm_opts *extra)
+{
+    if (plan_opts(f, yaml, extra) != 0)
+        fail_msg("plan failed: %s", wf_strbuf_cstr(&f->err));
+}
+
+static void plan_fails(const char *yaml, const char *want)
+{
+    fixture f;
+    assert_int_equal(plan_opts(&f, yaml, NULL), -1);
+    assert_null(f.plan);
+    if (!strstr(wf_strbuf_cstr(&f.err), want))
+        fail_msg("error \"%s\" lacks \"%s\"", wf_strbuf_cstr(&f.err), want);
+    wf_strbuf_free(&f.err);
+    wf_store_free(f.store);
+}
+
+static void done(fixture *f)
+{
+    wf_lm_plan_free(f->plan);
+    wf_store_free(f->store);
+    wf_strbuf_free(&f->err);
+}
+
+static char *concat(const char *a, const char *b)
+{
+    char *s = malloc(strlen(a) + strlen(b) + 1);
+    assert_non_null(s);
+    return strcat(strcpy(s, a), b);
+}
+
+static const wf_lm_proc *proc_named(const wf_lm_plan *p, const char *name)
+{
+    for (size_t i = 0; i < p->nprocs; i++)
+        if (strcmp(p->procs[i].name, name) == 0)
+            return &p->procs[i];
+    fail_msg("no process %s", name);
+    return NULL;
+}
+
+static bool has_arg_pair(const wf_lm_proc *proc, const char *flag, const char *value)
+{
+    for (size_t i = 0; proc->argv[i] && proc->argv[i + 1]; i++)
+        if (strcmp(proc->argv[i], flag) == 0 && strcmp(proc->argv[i + 1], value) == 0)
+            return true;
+    return false;
+}
+
+static bool has_env(const wf_lm_proc *proc, const char *kv)
+{
+    for (size_t i = 0; i < proc->nenv; i++)
+        if (strcmp(proc->env[i], kv) == 0)
+            return true;
+    return false;
+}
+
+static const char *label(const wf_lm_pod *pod, const char *key)
+{
+    for (size_t i = 0; i < pod->nlabels; i++)
+        if (strcmp(pod->labels[i].key, key) == 0)
+            return pod->labels[i].value;
+    return NULL;
+}
+
+/* ---- pods ---- */
+
+static void book_pods(void **state)
+{
+    fixture f;
+    char *yaml = concat(BOOK, IMAGES);
+    plan_ok(&f, yaml, NULL);
+    wf_lm_plan *p = f.plan;
+    assert_string_equal(p->default_ns, "istioinaction");
+    assert_int_equal(p->npods, 4);
+    /* the gateway we add has the first address */
+    assert_int_equal(p->gateway, 0);
+    const wf_lm_pod *gw = &p->pods[0];
+    assert_true(gw->gateway);
+    assert_false(gw->sidecar);
+    assert_string_equal(gw->ns, "istio-system");
+    assert_string_equal(gw->ip, "127.10.0.2");
+    assert_string_equal(label(gw, "istio"), "ingressgateway");
+    assert_string_equal(label(gw, "app"), "istio-ingressgateway");
+    assert_int_equal(strncmp(gw->name, "istio-ingressgateway-", 21), 0);
+    assert_true(p->gateway_service);
+    /* catalog v1 then two v2 replicas, with the sidecar: the namespace is labelled */
+    const wf_lm_pod *v1 = &p->pods[1];
+    assert_string_equal(v1->ns, "istioinaction");
+    assert_string_equal(v1->ip, "127.10.0.3");
+    assert_string_equal(v1->localhost, "127.11.0.3");
+    assert_true(v1->sidecar);
+    assert_string_equal(label(v1, "version"), "v1");
+    assert_string_equal(v1->cluster, "catalog.istioinaction");
+    assert_string_equal(v1->service_account, "catalog");
+    /* catalog-<hash 10>-<suffix 5>, the hash also as pod-template-hash */
+    assert_int_equal(strlen(v1->name), strlen("catalog-") + 10 + 1 + 5);
+    assert_int_equal(strncmp(v1->name + 8, label(v1, "pod-template-hash"), 10), 0);
+    assert_int_equal(strncmp(p->pods[2].name, "catalog-v2-", 11), 0);
+    assert_string_not_equal(p->pods[2].name, p->pods[3].name);
+    assert_string_equal(p->pods[3].ip, "127.10.0.5");
+    char path[400];
+    snprintf(path, sizeof path, STATE "/bootstrap/%s.istioinaction.bootstrap", v1->name);
+    assert_string_equal(v1->bootstrap, path);
+    snprintf(path, sizeof path, STATE "/pods/istioinaction.%s.json", v1->name);
+    assert_string_equal(v1->pod_file, path);
+    done(&f);
+    free(yaml);
+}
+
+static void names_are_deterministic(void **state)
+{
+    fixture a, b;
+    char *yaml = concat(BOOK, IMAGES);
+    plan_ok(&a, yaml, NULL);
+    plan_ok(&b, yaml, NULL);
+    for (size_t i = 0; i < a.plan->npods; i++)
+        assert_string_equal(a.plan->pods[i].name, b.plan->pods[i].name);
+    done(&a);
+    done(&b);
+    free(yaml);
+    char ip[16];
+    wf_lm_pod_ip(252, false, ip);
+    assert_string_equal(ip, "127.10.0.254");
+    wf_lm_pod_ip(253, true, ip);
+    assert_string_equal(ip, "127.11.1.2");
+}
+
+static void namespaces_and_injection(void **state)
+{
+    fixture f;
+    /* -n wins; a namespace without the label gets no sidecar: the app listens on the pod IP */
+    static const char *const plain =
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n"
+        "    metadata: {labels: {app: web}}\n    spec:\n"
+        "      containers: [{name: web, image: nginx:1.25, ports: [{containerPort: 8080}]}]\n"
+        "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: opted, namespace: x}\n"
+        "spec:\n  template:\n    metadata:\n      labels: {app: opted}\n"
+        "      annotations: {sidecar.istio.io/inject: \"true\"}\n    spec:\n"
+        "      containers: [{name: o, image: nginx, ports: [{containerPort: 9000}]}]\n";
+    wf_lm_opts o = {.ns = "shop"};
+    plan_ok(&f, plain, &o);
+    assert_string_equal(f.plan->default_ns, "shop");
+    const wf_lm_pod *web = &f.plan->pods[1];
+    assert_string_equal(web->ns, "shop");
+    assert_false(web->sidecar);
+    assert_null(web->bootstrap);
+    /* no replicas: one pod */
+    assert_int_equal(f.plan->npods, 3);
+    const wf_lm_proc *app = proc_named(f.plan, "pilot");
+    assert_true(has_arg_pair(app, "--default-namespace", "shop"));
+    char name[300];
+    snprintf(name, sizeof name, "%s.app", web->name);
+    app = proc_named(f.plan, name);
+    snprintf(name, sizeof name, "%s:8080", web->ip);
+    assert_true(has_arg_pair(app, "--listen", name));
+    /* the annotation injects in a namespace nobody labelled */
+    assert_true(f.plan->pods[2].sidecar);
+    assert_string_equal(f.plan->pods[2].ns, "x");
+    done(&f);
+    /* two labelled namespaces: "default" */
+    plan_ok(&f,
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: a, labels: {istio-injection: "
+            "enabled}}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: b, labels: "
+            "{istio-injection: enabled}}\n",
+            NULL);
+    assert_string_equal(f.plan->default_ns, "default");
+    assert_int_equal(f.plan->npods, 1); /* the gateway only */
+    done(&f);
+}
+
+static void gateway_from_manifests(void **state)
+{
+    fixture f;
+    /* a gateway Service in DIR: none is written; a gateway workload in DIR: none is added */
+    plan_ok(&f,
+            "apiVersion: v1\nkind: Service\nmetadata: {name: istio-ingressgateway, namespace: "
+            "istio-system}\nspec:\n  selector: {istio: ingressgateway}\n  ports: [{name: http2, "
+            "port: 80, targetPort: 8080}]\n",
+            NULL);
+    assert_false(f.plan->gateway_service);
+    done(&f);
+    plan_ok(&f,
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: my-gw, namespace: gw}\n"
+            "spec:\n  replicas: 2\n  template:\n    metadata: {labels: {istio: ingressgateway}}\n"
+            "    spec:\n      containers: [{name: istio-proxy, image: auto}]\n",
+            NULL);
+    assert_int_equal(f.plan->npods, 2);
+    assert_true(f.plan->pods[0].gateway && f.plan->pods[1].gateway);
+    assert_int_equal(f.plan->pods[0].ncontainers, 0);
+    assert_int_equal(f.plan->gateway, 0);
+    assert_int_equal(f.plan->nprocs, 3); /* pilot and two router proxies */
+    assert_int_equal(f.plan->procs[1].kind, WF_LM_GATEWAY);
+    done(&f);
+}
+
+/* ---- the image map and processes ---- */
+
+static void image_map_and_processes(void **state)
+{
+    fixture f;
+    char *yaml = concat(BOOK, IMAGES);
+    plan_ok(&f, yaml, NULL);
+    const wf_lm_pod *v1 = &f.plan->pods[1];
+    assert_string_equal(v1->containers[0].image_key, "istioinaction/catalog"); /* tag ignored */
+    char name[300], addr[64];
+    snprintf(name, sizeof name, "%s.app", v1->name);
+    const wf_lm_proc *app = proc_named(f.plan, name);
+    assert_int_equal(app->kind, WF_LM_APP);
+    assert_string_equal(app->argv[0], "/opt/weft/weft-app"); /* $WEFT_APP: none next to us */
+    assert_string_equal(app->argv[1], "--name");
+    assert_string_equal(app->argv[2], "catalog");
+    assert_true(has_arg_pair(app, "--listen", "127.11.0.3:3000"));
+    assert_true(has_arg_pair(app, "--pod", v1->name));
+    snprintf(addr, sizeof addr, "POD_NAME=%s", v1->name);
+    assert_true(has_env(app, addr));
+    assert_true(has_env(app, "POD_NAMESPACE=istioinaction"));
+    assert_true(has_env(app, "POD_IP=127.10.0.3"));
+    assert_true(has_env(app, "KUBERNETES_NAMESPACE=istioinaction")); /* fieldRef */
+    assert_true(has_env(app, "CATALOG_MODE=demo"));
+    char log[400];
+    snprintf(log, sizeof log, STATE "/logs/%s.app.log", v1->name);
+    assert_string_equal(app->log, log);
+    /* the proxy */
+    snprintf(name, sizeof name, "%s.proxy", v1->name);
+    const wf_lm_proc *proxy = proc_named(f.plan, name);
+    assert_int_equal(proxy->kind, WF_LM_PROXY);
+    assert_string_equal(proxy->argv[0], "/opt/weft/weft-proxy");
+    assert_true(has_arg_pair(proxy, "-c", v1->bootstrap));
+    assert_true(has_arg_pair(proxy, "--status-address", "127.10.0.3:15020"));
+    assert_true(has_arg_pair(proxy, "--file-flush-interval-msec", "1000"));
+    /* pilot: no $WEFT_PILOT, nothing next to us: PATH */
+    const wf_lm_proc *pilot = &f.plan->procs[0];
+    assert_string_equal(pilot->name, "pilot");
+    assert_string_equal(pilot->argv[0], "weft-pilot");
+    assert_true(has_arg_pair(pilot, "--config-dir", DIR));
+    assert_true(has_arg_pair(pilot, "--grpcAddr", "127.0.0.1:15010"));
+    assert_true(has_arg_pair(pilot, "--monitoringAddr", "127.0.0.1:15014"));
+    assert_false(f.plan->pods_dir_watched); /* STATE/pods is inside DIR: pilot sees it there */
+    /* the gateway proxy also answers on 15021 */
+    snprintf(name, sizeof name, "%s.proxy", f.plan->pods[0].name);
+    assert_true(has_arg_pair(proc_named(f.plan, name), "--health-address", "127.10.0.2:15021"));
+    done(&f);
+    free(yaml);
+}
+
+static void image_matching(void **state)
+{
+    static const char *const map =
+        "apiVersion: weft.dev/v1\nkind: LocalImages\nimages:\n"
+        "  istioinaction/catalog: {command: [a]}\n  nginx: {command: [./bin/b]}\n"
+        "  \"*\": {command: [c]}\n"
+        "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n"
+        "    spec:\n      containers:\n"
+        "      - {name: one, image: \"docker.io/istioinaction/catalog:1.0\"}\n"
+        "      - {name: two, image: \"docker.io/library/nginx@sha256:abc\"}\n"
+        "      - {name: three, image: \"quay.io/other:2\"}\n";
+    fixture f;
+    plan_ok(&f, map, NULL);
+    const wf_lm_pod *d = &f.plan->pods[1];
+    assert_int_equal(d->ncontainers, 3);
+    assert_string_equal(d->containers[0].image_key, "istioinaction/catalog");
+    assert_string_equal(d->containers[1].image_key, "nginx");
+    assert_string_equal(d->containers[2].image_key, "*");
+    char name[300];
+    snprintf(name, sizeof name, "%s.two", d->name); /* several containers: named by container */
+    assert_string_equal(proc_named(f.plan, name)->argv[0], DIR "/./bin/b");
+    done(&f);
+}
+
+static void image_map_errors(void **state)
+{
+    /* an unknown image without "*": the Deployment, the container and the image are named */
+    plan_fails("apiVersion: weft.dev/v1\nkind: LocalImages\nimages:\n  x: {command: [a]}\n"
+               "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: n}\n"
+               "spec:\n  template:\n    spec:\n      containers:\n"
+               "      - {name: c, image: \"istioinaction/catalog:latest\"}\n",
+               "t.yaml:13:26: Deployment n/d: container c: image \"istioinaction/catalog:latest\" "
+               "has no entry");
+    plan_fails("apiVersion: weft.dev/v1\nkind: LocalImages\nmetadata: {name: m}\nimages:\n"
+               "  x: {command: a}\n",
+               "t.yaml:5:16: LocalImages m: images.x.command: want a non-empty list of strings");
+    plan_fails("apiVersion: weft.dev/v1\nkind: LocalImages\nimages:\n  x: [a]\n",
+               "t.yaml:4:6: LocalImages (unnamed): images.x: want a map with `command`");
+    plan_fails("apiVersion: weft.dev/v1\nkind: LocalImages\nimages: {}\n",
+               "LocalImages (unnamed): images: want a map");
+    plan_fails("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: e}\nspec:\n  template:\n"
+               "    spec:\n      containers: []\n",
+               "t.yaml:7:19: Deployment default/e: spec.template.spec.containers: a workload needs "
+               "at least one container");
+}
+
+/* ---- MeshConfig and proxyMetadata ---- */
+
+static void mesh_config_and_proxy_metadata(void **state)
+{
+    static const char *const yaml =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: istio, namespace: istio-system}\n"
+        "data:\n  mesh: |-\n    accessLogFile: /dev/stdout\n    defaultConfig:\n"
+        "      proxyMetadata:\n        WEFT_READINESS_POLICY: control-plane\n"
+        "        WEFT_READINESS_GRACE_S: \"10\"\n"
+        "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: n}\n"
+        "spec:\n  template:\n    metadata:\n      annotations:\n"
+        "        sidecar.istio.io/inject: \"true\"\n"
+        "        proxy.istio.io/config: |\n          proxyMetadata:\n"
+        "            WEFT_READINESS_GRACE_S: \"3\"\n"
+        "    spec:\n      containers: [{name: c, image: x}]\n";
+    fixture f;
+    plan_ok(&f, yaml, NULL);
+    assert_string_equal(f.plan->mesh_file, STATE "/meshconfig");
+    assert_non_null(strstr(f.plan->mesh_text, "accessLogFile"));
+    assert_true(has_arg_pair(&f.plan->procs[0], "--meshConfig", STATE "/meshconfig"));
+    char name[300];
+    snprintf(name, sizeof name, "%s.proxy", f.plan->pods[1].name);
+    const wf_lm_proc *proxy = proc_named(f.plan, name);
+    assert_true(has_env(proxy, "WEFT_READINESS_POLICY=control-plane"));
+    assert_true(has_env(proxy, "WEFT_READINESS_GRACE_S=3")); /* the annotation wins */
+    snprintf(name, sizeof name, "%s.proxy", f.plan->pods[0].name);
+    assert_true(has_env(proc_named(f.plan, name), "WEFT_READINESS_GRACE_S=10"));
+    done(&f);
+    plan_fails("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: n}\n"
+               "spec:\n  template:\n    metadata:\n      annotations:\n"
+               "        sidecar.istio.io/inject: \"true\"\n"
+               "        proxy.istio.io/config: \"a: [\"\n"
+               "    spec:\n      containers: [{name: c, image: x}]\n",
+               "Deployment n/d: spec.template.metadata.annotations[proxy.istio.io/config]");
+}
+
+/* ---- state files ---- */
+
+static void bootstrap_and_pod_object(void **state)
+{
+    fixture f;
+    char *yaml = concat(BOOK, IMAGES);
+    plan_ok(&f, yaml, NULL);
+    const wf_lm_pod *v1 = &f.plan->pods[1], *gw = &f.plan->pods[0];
+    json_t *b = wf_lm_bootstrap_json(f.plan, v1);
+    assert_non_null(b);
+    char id[300];
+    snprintf(id, sizeof id, "%s.istioinaction", v1->name);
+    wf_test_expect_str(b, "node.id", id);
+    wf_test_expect_str(b, "node.cluster", "catalog.istioinaction");
+    wf_test_expect_str(b, "node.metadata.NAME", v1->name);
+    wf_test_expect_str(b, "node.metadata.NAMESPACE", "istioinaction");
+    wf_test_expect_str(b, "node.metadata.LABELS.version", "v1");
+    wf_test_expect_str(b, "node.metadata.INSTANCE_IPS", "127.10.0.3");
+    wf_test_expect_str(b, "node.metadata.PROXY_TYPE", "sidecar");
+    wf_test_expect_str(b, "node.metadata.WEFT_LOCALHOST", "127.11.0.3");
+    wf_test_expect_str(b, "node.metadata.WEFT_ADMIN", "127.10.0.3:15000");
+    wf_test_expect_str(b, "admin.address.socket_address.address", "127.10.0.3");
+    wf_test_expect_int(b, "admin.address.socket_address.port_value", 15000);
+    wf_test_expect_str(b, "dynamic_resources.ads_config.grpc_services.0.envoy_grpc.cluster_name",
+                       "xds-grpc");
+    wf_test_expect_str(b, "static_resources.clusters.0.name", "xds-grpc");
+    wf_test_expect_int(b,
+                       "static_resources.clusters.0.load_assignment.endpoints.0.lb_endpoints.0."
+                       "endpoint.address.socket_address.port_value",
+                       15010);
+    json_decref(b);
+    b = wf_lm_bootstrap_json(f.plan, gw);
+    wf_test_expect_str(b, "node.metadata.PROXY_TYPE", "router");
+    assert_null(wf_test_json_at(b, "node.metadata.WEFT_LOCALHOST"));
+    json_decref(b);
+    json_t *pod = wf_lm_pod_json(f.plan, v1);
+    wf_test_expect_str(pod, "kind", "Pod");
+    wf_test_expect_str(pod, "metadata.namespace", "istioinaction");
+    wf_test_expect_str(pod, "status.podIP", "127.10.0.3");
+    wf_test_expect_str(pod, "status.phase", "Running");
+    wf_test_expect_int(pod, "spec.containers.0.ports.0.containerPort", 3000);
+    wf_test_expect_str(pod, "spec.containers.1.name", "istio-proxy");
+    json_decref(pod);
+    json_t *mesh = wf_lm_mesh_json(f.plan, NULL, 0);
+    wf_test_expect_str(mesh, "kind", "LocalMesh");
+    wf_test_expect_str(mesh, "gateway.url", "http://127.0.0.1:30000");
+    wf_test_expect_str(mesh, "gateway.target", "127.10.0.2:8080");
+    wf_test_expect_str(mesh, "pods.1.admin", "127.10.0.3:15000");
+    wf_test_expect_str(mesh, "processes.0.kind", "pilot");
+    wf_test_expect_str(mesh, "processes.0.state", "planned");
+    json_decref(mesh);
+    json_t *svc = wf_lm_gateway_service_json();
+    wf_test_expect_int(svc, "spec.ports.0.port", 80);
+    wf_test_expect_int(svc, "spec.ports.0.targetPort", 8080);
+    wf_test_expect_str(svc, "spec.ports.0.name", "http2");
+    json_decref(svc);
+    done(&f);
+    free(yaml);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(book_pods),
+        cmocka_unit_test(names_are_deterministic),
+        cmocka_unit_test(namespaces_and_injection),
+        cmocka_unit_test(gateway_from_manifests),
+        cmocka_unit_test(image_map_and_processes),
+        cmocka_unit_test(image_matching),
+        cmocka_unit_test(image_map_errors),
+        cmocka_unit_test(mesh_config_and_proxy_metadata),
+        cmocka_unit_test(bootstrap_and_pod_object),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
