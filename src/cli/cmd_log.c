@@ -177,9 +177,26 @@ static const char *dash(const char *s)
     return s ? s : "-";
 }
 
+/* The response code as text: "-" when the line carries none (a --format without
+ * %RESPONSE_CODE%, or a value that is not an integer). */
+static const char *code_text(int code, char buf[16])
+{
+    if (code < 0)
+        return "-";
+    snprintf(buf, 16, "%d", code);
+    return buf;
+}
+
+static json_t *code_json(int code)
+{
+    return code < 0 ? json_null() : json_integer(code);
+}
+
 static void print_record(FILE *f, const wf_lx_record *r, const items *its)
 {
-    fprintf(f, "line %zu: %d %s %s\n", r->line, r->code, dash(r->flags), dash(r->details));
+    char cb[16];
+    fprintf(f, "line %zu: %s %s %s\n", r->line, code_text(r->code, cb), dash(r->flags),
+            dash(r->details));
     fprintf(f, "   request: %s %s%s", dash(r->method), r->authority ? r->authority : "",
             dash(r->path));
     if (r->request_id)
@@ -230,7 +247,7 @@ static json_t *record_json(const wf_lx_record *r, const items *its)
     if (!o)
         return NULL;
     json_object_set_new(o, "line", json_integer((json_int_t)r->line));
-    json_object_set_new(o, "response_code", json_integer(r->code));
+    json_object_set_new(o, "response_code", code_json(r->code));
     json_object_set_new(o, "response_flags", nstr(r->flags));
     json_object_set_new(o, "response_code_details", nstr(r->details));
     json_object_set_new(o, "connection_termination_details", nstr(r->conn_details));
@@ -317,8 +334,8 @@ static int print_summary(run_state *s)
         for (size_t i = 0; groups && i < s->ng; i++) {
             const group *g = &s->g[i];
             json_array_append_new(
-                groups, json_pack("{s:I, s:i, s:s, s:s, s:s, s:s}", "count", (json_int_t)g->count,
-                                  "response_code", g->code, "response_flags", g->key[0],
+                groups, json_pack("{s:I, s:o, s:s, s:s, s:s, s:s}", "count", (json_int_t)g->count,
+                                  "response_code", code_json(g->code), "response_flags", g->key[0],
                                   "response_code_details", g->key[1], "upstream_cluster", g->key[2],
                                   "route_name", g->key[3]));
         }
@@ -336,8 +353,9 @@ static int print_summary(run_state *s)
     wf_tw_puts(&tw, "COUNT\tCODE\tFLAGS\tDETAILS\tUPSTREAM CLUSTER\tROUTE\n");
     for (size_t i = 0; i < s->ng; i++) {
         const group *g = &s->g[i];
-        wf_tw_printf(&tw, "%zu\t%d\t%s\t%s\t%s\t%s\n", g->count, g->code, g->key[0], g->key[1],
-                     g->key[2], g->key[3]);
+        char cb[16];
+        wf_tw_printf(&tw, "%zu\t%s\t%s\t%s\t%s\t%s\n", g->count, code_text(g->code, cb), g->key[0],
+                     g->key[1], g->key[2], g->key[3]);
     }
     int rc = wf_tw_flush(&tw, stdout, NULL);
     wf_tw_free(&tw);

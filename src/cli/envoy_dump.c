@@ -284,6 +284,159 @@ json_t *wf_json_camel_copy(const json_t *v)
 
 /* ---- loading --------------------------------------------------------------------------------- */
 
+/* ---- shape checks: a field of the wrong type is an error naming its JSON path (istioctl's
+ * protojson refuses such a dump), so tables never print half-read values ---- */
+
+typedef enum { K_STR, K_INT, K_OBJ, K_ARR } kind;
+
+static const char *kind_name(kind k)
+{
+    static const char *const n[] = {"a string", "an integer", "an object", "an array"};
+    return n[k];
+}
+
+static bool is_kind(const json_t *v, kind k)
+{
+    switch (k) {
+    case K_STR:
+        return json_is_string(v);
+    case K_INT:
+        return json_is_integer(v) ||
+               (json_is_string(v) && *json_string_value(v) &&
+                strspn(json_string_value(v), "0123456789") == strlen(json_string_value(v)));
+    case K_OBJ:
+        return json_is_object(v);
+    default:
+        return json_is_array(v);
+    }
+}
+
+/* obj.key, when present, must be of kind k. path: the JSON path of obj. */
+static int want(const json_t *obj, const char *key, kind k, const char *src, const char *path,
+                wf_strbuf *err)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v) || is_kind(v, k))
+        return 0;
+    wf_strbuf_printf(err, "%s: %s.%s: expected %s", src, path, key, kind_name(k));
+    return -1;
+}
+
+static int check_cluster(const json_t *c, const char *src, const char *path, wf_strbuf *err)
+{
+    static const char *const types[] = {"STATIC", "STRICT_DNS",   "LOGICAL_DNS",
+                                        "EDS",    "ORIGINAL_DST", NULL};
+    if (want(c, "name", K_STR, src, path, err) || want(c, "type", K_STR, src, path, err))
+        return -1;
+    const char *t = json_string_value(json_object_get(c, "type"));
+    for (size_t i = 0; t && types[i]; i++)
+        if (strcmp(t, types[i]) == 0)
+            return 0;
+    if (!t)
+        return 0;
+    wf_strbuf_printf(err, "%s: %s.type: unknown cluster type \"%s\"", src, path, t);
+    return -1;
+}
+
+static int check_listener(const json_t *l, const char *src, const char *path, wf_strbuf *err)
+{
+    char p2[512];
+    const json_t *sa = json_object_get(json_object_get(l, "address"), "socket_address");
+    snprintf(p2, sizeof p2, "%s.address.socket_address", path);
+    return want(l, "name", K_STR, src, path, err) || want(l, "address", K_OBJ, src, path, err) ||
+                   want(l, "filter_chains", K_ARR, src, path, err) ||
+                   (sa && (want(sa, "port_value", K_INT, src, p2, err) ||
+                           want(sa, "address", K_STR, src, p2, err)))
+               ? -1
+               : 0;
+}
+
+static int check_route_config(const json_t *rc, const char *src, const char *path, wf_strbuf *err)
+{
+    if (want(rc, "name", K_STR, src, path, err) || want(rc, "virtual_hosts", K_ARR, src, path, err))
+        return -1;
+    const json_t *vh;
+    size_t i;
+    json_array_foreach(json_object_get(rc, "virtual_hosts"), i, vh)
+    {
+        char p2[512];
+        snprintf(p2, sizeof p2, "%s.virtual_hosts[%zu]", path, i);
+        if (!json_is_object(vh)) {
+            wf_strbuf_printf(err, "%s: %s: expected an object", src, p2);
+            return -1;
+        }
+        if (want(vh, "name", K_STR, src, p2, err) || want(vh, "domains", K_ARR, src, p2, err) ||
+            want(vh, "routes", K_ARR, src, p2, err))
+            return -1;
+    }
+    return 0;
+}
+
+typedef int (*check_fn)(const json_t *, const char *, const char *, wf_strbuf *);
+
+/* Every element of section.list (unwrapped by inner) checked with fn. */
+static int check_list(const json_t *sec, const char *ppath, const char *list, const char *inner,
+                      check_fn fn, const char *src, wf_strbuf *err)
+{
+    const json_t *arr = json_object_get(sec, list), *e;
+    size_t i;
+    json_array_foreach(arr, i, e)
+    {
+        char path[512];
+        snprintf(path, sizeof path, "%s.%s[%zu].%s", ppath, list, i, inner);
+        const json_t *r = wf_jpath(e, inner);
+        if (!r || json_is_null(r))
+            continue;
+        if (!json_is_object(r)) {
+            wf_strbuf_printf(err, "%s: %s: expected an object", src, path);
+            return -1;
+        }
+        if (fn(r, src, path, err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int check_section(const json_t *sec, size_t i, const char *src, wf_strbuf *err)
+{
+    char p[64];
+    snprintf(p, sizeof p, "configs[%zu]", i);
+    const char *t = json_string_value(json_object_get(sec, "@type"));
+    if (!t)
+        return 0;
+    if (strcmp(t, WF_DUMP_T_CLUSTERS) == 0)
+        return check_list(sec, p, "static_clusters", "cluster", check_cluster, src, err) ||
+               check_list(sec, p, "dynamic_active_clusters", "cluster", check_cluster, src, err) ||
+               check_list(sec, p, "dynamic_warming_clusters", "cluster", check_cluster, src, err);
+    if (strcmp(t, WF_DUMP_T_LISTENERS) == 0)
+        return check_list(sec, p, "static_listeners", "listener", check_listener, src, err) ||
+               check_list(sec, p, "dynamic_listeners", "active_state.listener", check_listener, src,
+                          err);
+    if (strcmp(t, WF_DUMP_T_ROUTES) == 0)
+        return check_list(sec, p, "static_route_configs", "route_config", check_route_config, src,
+                          err) ||
+               check_list(sec, p, "dynamic_route_configs", "route_config", check_route_config, src,
+                          err);
+    return 0;
+}
+
+/* configs[] entries must be objects; the fields the tables read must have their types. */
+static int check_shapes(const json_t *root, const char *src, wf_strbuf *err)
+{
+    const json_t *configs = json_object_get(root, "configs"), *sec;
+    size_t i;
+    json_array_foreach(configs, i, sec)
+    {
+        if (!json_is_object(sec)) {
+            wf_strbuf_printf(err, "%s: configs[%zu]: expected an object", src, i);
+            return -1;
+        }
+        if (check_section(sec, i, src, err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 int wf_envoy_dump_parse(const char *text, size_t len, const char *source, wf_envoy_dump *out,
                         wf_strbuf *err)
 {
@@ -302,6 +455,12 @@ int wf_envoy_dump_parse(const char *text, size_t len, const char *source, wf_env
     out->source = strdup(source);
     if (!out->source || wf_json_keys_to_snake(root) != 0) {
         wf_strbuf_printf(err, "%s: out of memory", source);
+        json_decref(root);
+        free(out->source);
+        out->source = NULL;
+        return -1;
+    }
+    if (check_shapes(root, source, err) != 0) {
         json_decref(root);
         free(out->source);
         out->source = NULL;

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "cli/log_explain.h"
+#include "proxy/access_log.h"
 #include "xds/istio_log.h"
 
 const char WF_LX_ENVOY_DEFAULT_FORMAT[] =
@@ -195,6 +196,19 @@ wf_lx_format *wf_lx_format_new(const char *fmt, wf_strbuf *err)
         p++;
     if (*p == '{' && (obj = json_loads(fmt, 0, NULL)) != NULL && json_is_object(obj))
         f->json = true;
+    /* the operators must be Envoy's: the proxy's own access-log compiler says which are */
+    wf_strbuf why = WF_STRBUF_INIT;
+    wp_access_log_format *check =
+        f->json ? wp_alf_compile_json(obj, &why) : wp_alf_compile_text(fmt, &why);
+    if (!check) {
+        wf_strbuf_printf(err, "format %s: %s", fmt, wf_strbuf_cstr(&why));
+        wf_strbuf_free(&why);
+        json_decref(obj);
+        wf_lx_format_free(f);
+        return NULL;
+    }
+    wp_alf_free(check);
+    wf_strbuf_free(&why);
     int rc = f->json ? compile_json(f, obj) : compile_text(f, fmt);
     json_decref(obj);
     size_t ops = 0;

@@ -304,9 +304,28 @@ static void test_json_lines(void **state)
     assert_int_equal(wf_lx_parse_line(NULL, "{\"level\":\"info\",\"msg\":\"app log\"}", &r), -1);
 }
 
+/* A --format with an operator Envoy does not know is refused, naming it (never guessed). */
+static void test_unknown_operator_is_refused(void **state)
+{
+    (void)state;
+    wf_strbuf err = WF_STRBUF_INIT;
+    assert_null(wf_lx_format_new("%BOGUS_OP% %RESPONSE_CODE%", &err));
+    assert_non_null(strstr(wf_strbuf_cstr(&err), "BOGUS_OP"));
+    wf_strbuf_free(&err);
+    wf_lx_format *f = wf_lx_format_new("%START_TIME% %RESPONSE_FLAGS%", &err);
+    assert_non_null(f);
+    wf_lx_record r;
+    assert_int_equal(wf_lx_parse_line(f, "2026-11-30T00:00:00Z UH", &r), 0);
+    assert_int_equal(r.code, -1); /* no code in this format: shown as "-" */
+    wf_lx_record_free(&r);
+    wf_lx_format_free(f);
+    wf_strbuf_free(&err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unknown_operator_is_refused),
         cmocka_unit_test(test_every_flag_has_an_entry),
         cmocka_unit_test(test_every_detail_has_an_entry),
         cmocka_unit_test(test_every_table_entry_is_tested),
