@@ -42,6 +42,10 @@
 #include "pilot/eds.h"
 #include "pilot/pilot.h"
 
+#ifndef WEFT_VERSION
+#define WEFT_VERSION "0.1.0"
+#endif
+
 static const wf_xds_type core_types[] = {WF_XDS_CDS, WF_XDS_LDS, WF_XDS_RDS, WF_XDS_EDS};
 static const char *const syncz_prefix[] = {"cluster", "listener", "route", "endpoint"};
 
@@ -501,6 +505,12 @@ static void view_metrics(wf_ads *a, wf_debug_reply *r)
                      "(the last good versions are served).\n"
                      "# TYPE weft_pilot_config_errors gauge\nweft_pilot_config_errors %zu\n",
                      s ? s->n_errors : 0);
+    /* istiod's build gauge, which istioctl version reads for the control plane's version */
+    wf_strbuf_printf(b,
+                     "# HELP istio_build Istio component build info\n"
+                     "# TYPE istio_build gauge\n"
+                     "istio_build{component=\"pilot\",tag=\"%s\"} 1\n",
+                     WEFT_VERSION);
     r->status = 200;
     r->ctype = "text/plain; version=0.0.4; charset=utf-8";
 }
