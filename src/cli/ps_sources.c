@@ -108,7 +108,11 @@ static const char *weft_status_enum(const char *s)
     return s;
 }
 
-static int weft_type(ps_row *r, const json_t *e, const char *prefix, const char *url)
+static int parse_rfc3339(const char *s, time_t *out);
+
+/* weft's syncz: "<p>_since" (when the status last changed, RFC 3339) gives a stable
+ * lastUpdated; "<p>_since_s" (an age in whole seconds) is the fallback. */
+static int weft_type(ps_row *r, const json_t *e, const char *prefix, const char *url, time_t now)
 {
     char k[64];
     snprintf(k, sizeof k, "%s_status", prefix);
@@ -119,10 +123,20 @@ static int weft_type(ps_row *r, const json_t *e, const char *prefix, const char 
     const char *err = json_string_value(json_object_get(e, k));
     if (add_type(r, url, weft_status_enum(st), NULL, err) != 0)
         return -1;
+    ps_type *t = &r->types[r->ntypes - 1];
+    if (strcmp(t->status, "NOT_SENT") == 0)
+        return 0;
+    snprintf(k, sizeof k, "%s_since", prefix);
+    const char *at = json_string_value(json_object_get(e, k));
+    time_t when;
+    if (at && parse_rfc3339(at, &when) == 0) {
+        t->has_age = true;
+        t->age_s = (long)(now - when);
+        return 0;
+    }
     snprintf(k, sizeof k, "%s_since_s", prefix);
     json_t *since = json_object_get(e, k);
-    ps_type *t = &r->types[r->ntypes - 1];
-    if (json_is_number(since) && strcmp(t->status, "NOT_SENT") != 0) {
+    if (json_is_number(since)) {
         t->has_age = true;
         t->age_s = (long)json_number_value(since);
     }
@@ -175,7 +189,7 @@ static int syncz_entry(ps_state *st, const char *istiod, const json_t *e)
     r->ztunnel = strcmp(js(e, "proxy_type"), "ztunnel") == 0;
     bool weft = is_weft_entry(e);
     for (size_t i = 0; i < sizeof syncz_types / sizeof syncz_types[0]; i++) {
-        int rc = weft ? weft_type(r, e, syncz_types[i].prefix, syncz_types[i].url)
+        int rc = weft ? weft_type(r, e, syncz_types[i].prefix, syncz_types[i].url, st->now)
                       : legacy_type(r, e, syncz_types[i].prefix, syncz_types[i].url);
         if (rc != 0)
             return -1;

@@ -8,7 +8,8 @@
  *   (nonces, omitted when empty, istiod's names),
  *   "resources": {"<type url>": {"sent", "acked", "sentTime" (always), "lastError"}},
  *   weft: "cluster_status": "SYNCED|NOT SENT|STALE|ERROR|IGNORED" (IGNORED = not watched),
- *   "cluster_since_s" (seconds since the status last changed), "cluster_error" (NACK text),
+ *   "cluster_since_s" (seconds since the status last changed), "cluster_since" (when, RFC 3339),
+ *   "cluster_error" (NACK text),
  *   likewise listener_/route_/endpoint_; "connected": bool, "disconnected_for_s" (when not
  *   connected), "delta": bool, "admin": WEFT_ADMIN }]
  * /debug/adsz: {"totalClients": N, "clients": [{"connectionId", "connectedAt", "address": "",
@@ -135,6 +136,9 @@ static void syncz_type(json_t *o, json_t *res, const wf_ads_conn *c, int i, int6
     int64_t since = ty->w.sync_since_ms ? ty->w.sync_since_ms : c->connected_at_ms;
     snprintf(k, sizeof k, "%s_since_s", pre);
     json_object_set_new(o, k, json_integer((now - since) / 1000));
+    snprintf(k, sizeof k, "%s_since", pre); /* absolute: a stable lastUpdated for weftctl */
+    rfc3339(since, ts, sizeof ts);
+    json_object_set_new(o, k, json_string(ts));
     snprintf(k, sizeof k, "%s_error", pre);
     set_str(o, k, ty->w.error_message);
     json_t *r = json_object();
