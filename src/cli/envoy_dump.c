@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json_util.h"
+
 /* ---- field-name spelling -------------------------------------------------------------------- */
 
 /* How the value under a key is converted. */
@@ -547,26 +549,6 @@ json_t *wf_envoy_dump_section(const wf_envoy_dump *d, const char *type_url, size
     return found;
 }
 
-static const char *describe_type(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "an object";
-    case JSON_ARRAY:
-        return "an array";
-    case JSON_STRING:
-        return "a string";
-    case JSON_INTEGER:
-    case JSON_REAL:
-        return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "a boolean";
-    default:
-        return "null";
-    }
-}
-
 /* Follows a dotted path of objects; NULL when a step is missing. On a step that is not an
  * object, sets *bad to the prefix length of the path that failed. */
 static json_t *follow(json_t *v, const char *path, size_t *bad)
@@ -595,7 +577,7 @@ int wf_envoy_dump_items(const wf_envoy_dump *d, const json_t *section, size_t in
         return 0;
     if (!json_is_array(arr)) {
         wf_strbuf_printf(err, "%s: configs[%zu].%s: expected an array, got %s", d->source, index,
-                         list, describe_type(arr));
+                         list, wf_json_type_name(arr));
         return -1;
     }
     size_t i;
@@ -609,7 +591,7 @@ int wf_envoy_dump_items(const wf_envoy_dump *d, const json_t *section, size_t in
         if (!v || !json_is_object(v)) {
             wf_strbuf_printf(err, "%s: configs[%zu].%s[%zu]%s%s: expected an object, got %s",
                              d->source, index, list, i, inner ? "." : "", inner ? inner : "",
-                             v ? describe_type(v) : describe_type(it));
+                             v ? wf_json_type_name(v) : wf_json_type_name(it));
             return -1;
         }
         if (json_array_append(out, v) != 0) {

@@ -62,4 +62,8 @@ typedef struct wf_debug_reply {
  * by tests. r->body must be initialised by the caller. */
 void wf_debug_route(wf_pilot *p, const char *path, const char *query, wf_debug_reply *r);
 
+/* The value of query parameter key (not percent-decoded) copied into buf (cap bytes, truncated),
+ * "" when the key is present without a value, NULL when absent. */
+const char *wf_debug_query_get(const char *q, const char *key, char *buf, size_t cap);
+
 #endif

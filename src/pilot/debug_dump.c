@@ -146,33 +146,14 @@ static json_t *dump(const dump_ctx *d, bool eds)
     return json_pack("{s:o}", "configs", configs);
 }
 
-/* Query value of key into buf; NULL when absent. */
-static const char *param(const char *q, const char *key, char *buf, size_t cap)
-{
-    size_t kl = strlen(key);
-    for (const char *p = q; p && *p;) {
-        const char *amp = strchr(p, '&');
-        size_t n = amp ? (size_t)(amp - p) : strlen(p);
-        if (n >= kl && strncmp(p, key, kl) == 0 && (n == kl || p[kl] == '=')) {
-            size_t vl = n > kl ? n - kl - 1 : 0;
-            vl = vl < cap - 1 ? vl : cap - 1;
-            memcpy(buf, p + n - vl, vl);
-            buf[vl] = '\0';
-            return buf;
-        }
-        p = amp ? amp + 1 : NULL;
-    }
-    return NULL;
-}
-
 void wf_debug_config_dump(wf_ads *a, const char *query, wf_debug_reply *r)
 {
     char id[512], tmp[16];
-    if (!param(query, "proxyID", id, sizeof id) || !*id) {
+    if (!wf_debug_query_get(query, "proxyID", id, sizeof id) || !*id) {
         text(r, 400, "You must provide a proxyID in the query string\n");
         return;
     }
-    const char *eds = param(query, "include_eds", tmp, sizeof tmp);
+    const char *eds = wf_debug_query_get(query, "include_eds", tmp, sizeof tmp);
     dump_ctx d = {.a = a, .c = find_conn(a, id)};
     wf_pilot_proxy made;
     bool own = false;

@@ -65,7 +65,7 @@ static void rfc3339(int64_t ms, char *buf, size_t cap)
 
 /* Query parameter value (not decoded beyond %2E/%2F-free ids), "" when present without value,
  * NULL when absent. Copies into buf. */
-static const char *query_get(const char *q, const char *key, char *buf, size_t cap)
+const char *wf_debug_query_get(const char *q, const char *key, char *buf, size_t cap)
 {
     size_t kl = strlen(key);
     for (const char *p = q; p && *p;) {
@@ -176,7 +176,7 @@ static json_t *syncz_entry(const wf_ads_conn *c, int64_t now)
 static void view_syncz(wf_ads *a, const char *q, wf_debug_reply *r)
 {
     char ns[256];
-    const char *want = query_get(q, "namespace", ns, sizeof ns);
+    const char *want = wf_debug_query_get(q, "namespace", ns, sizeof ns);
     json_t *arr = json_array();
     int64_t now = wf_ads_now_ms();
     for (size_t i = 0; arr && i < wf_ads_conn_count(a); i++) {
@@ -226,7 +226,7 @@ static json_t *adsz_client(const wf_ads_conn *c)
 static void view_adsz(wf_ads *a, const char *q, wf_debug_reply *r)
 {
     char id[256];
-    const char *want = query_get(q, "proxyID", id, sizeof id);
+    const char *want = wf_debug_query_get(q, "proxyID", id, sizeof id);
     json_t *arr = json_array();
     size_t n = 0;
     for (size_t i = 0; arr && i < wf_ads_conn_count(a); i++) {

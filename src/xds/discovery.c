@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json_util.h"
+
 /* ---- type URLs ------------------------------------------------------------------------ */
 
 static const char *const type_urls[WF_XDS_NTYPES] = {
@@ -52,26 +54,6 @@ static int fail(wf_xds_err *err, const char *field, const char *fmt, ...)
         snprintf(err->text, sizeof err->text, "%s: %s", field, reason);
     }
     return WF_XDS_E_INVALID;
-}
-
-static const char *type_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "an object";
-    case JSON_ARRAY:
-        return "an array";
-    case JSON_STRING:
-        return "a string";
-    case JSON_INTEGER:
-    case JSON_REAL:
-        return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "a boolean";
-    default:
-        return "null";
-    }
 }
 
 /* "prefix" + "name" into buf (the path of a field). */
@@ -124,7 +106,7 @@ static int get_str(const json_t *obj, const char *snake, const char *prefix, cha
     }
     if (!json_is_string(v)) {
         return fail(err, path_of(path, sizeof path, prefix, snake), "expected a string, got %s",
-                    type_name(v));
+                    wf_json_type_name(v));
     }
     *out = strdup(json_string_value(v));
     return *out ? WF_XDS_OK : WF_XDS_E_NOMEM;
@@ -176,7 +158,7 @@ static int get_names(const json_t *obj, const char *snake, wf_xds_names *out, wf
         return rc;
     }
     if (!json_is_array(v)) {
-        return fail(err, snake, "expected an array, got %s", type_name(v));
+        return fail(err, snake, "expected an array, got %s", wf_json_type_name(v));
     }
     size_t n = json_array_size(v);
     out->v = n ? calloc(n, sizeof *out->v) : NULL;
@@ -187,7 +169,7 @@ static int get_names(const json_t *obj, const char *snake, wf_xds_names *out, wf
         const json_t *s = json_array_get(v, i);
         if (!json_is_string(s)) {
             snprintf(path, sizeof path, "%s[%zu]", snake, i);
-            return fail(err, path, "expected a string, got %s", type_name(s));
+            return fail(err, path, "expected a string, got %s", wf_json_type_name(s));
         }
         out->v[i] = strdup(json_string_value(s));
         if (!out->v[i]) {
@@ -206,7 +188,7 @@ static int get_obj(const json_t *obj, const char *snake, const char *prefix, con
     int rc = field(obj, snake, prefix, out, err);
     if (rc == WF_XDS_OK && *out && !json_is_object(*out)) {
         return fail(err, path_of(path, sizeof path, prefix, snake), "expected an object, got %s",
-                    type_name(*out));
+                    wf_json_type_name(*out));
     }
     return rc;
 }
@@ -258,7 +240,7 @@ static int decode_code(const json_t *v, int *code, wf_xds_err *err)
             return WF_XDS_OK;
         }
     }
-    return fail(err, path, "expected an integer, got %s", type_name(v));
+    return fail(err, path, "expected an integer, got %s", wf_json_type_name(v));
 }
 
 static int decode_status(const json_t *obj, bool *has, wf_xds_status *out, wf_xds_err *err)
@@ -282,7 +264,7 @@ static int decode_status(const json_t *obj, bool *has, wf_xds_status *out, wf_xd
 
 static int not_object(const json_t *j, wf_xds_err *err)
 {
-    return fail(err, "", "expected a JSON object, got %s", j ? type_name(j) : "nothing");
+    return fail(err, "", "expected a JSON object, got %s", j ? wf_json_type_name(j) : "nothing");
 }
 
 static int decode_request(const json_t *j, wf_xds_request *out, wf_xds_err *err)
@@ -316,7 +298,7 @@ static int check_any(const json_t *v, const char *path, const char *want, wf_xds
 {
     char p[96];
     if (!json_is_object(v)) {
-        return fail(err, path, "expected an object, got %s", type_name(v));
+        return fail(err, path, "expected an object, got %s", wf_json_type_name(v));
     }
     const json_t *t = json_object_get(v, "@type");
     snprintf(p, sizeof p, "%s.@type", path);
@@ -345,7 +327,7 @@ static int decode_response(const json_t *j, wf_xds_response *out, wf_xds_err *er
         return rc;
     }
     if (!json_is_array(v)) {
-        return fail(err, "resources", "expected an array, got %s", type_name(v));
+        return fail(err, "resources", "expected an array, got %s", wf_json_type_name(v));
     }
     for (size_t i = 0; i < json_array_size(v); i++) {
         snprintf(path, sizeof path, "resources[%zu]", i);
@@ -380,7 +362,7 @@ static int decode_versions(const json_t *j, json_t **out, wf_xds_err *err)
     {
         if (!json_is_string(val)) {
             snprintf(path, sizeof path, "initial_resource_versions[%.64s]", key);
-            return fail(err, path, "expected a string, got %s", type_name(val));
+            return fail(err, path, "expected a string, got %s", wf_json_type_name(val));
         }
     }
     *out = json_incref((json_t *)v);
@@ -423,7 +405,7 @@ static int decode_resource(const json_t *v, size_t i, const char *type_url, wf_x
     snprintf(prefix, sizeof prefix, "resources[%zu].", i);
     if (!json_is_object(v)) {
         snprintf(path, sizeof path, "resources[%zu]", i);
-        return fail(err, path, "expected an object, got %s", type_name(v));
+        return fail(err, path, "expected an object, got %s", wf_json_type_name(v));
     }
     if ((rc = get_str(v, "name", prefix, &out->name, err)) ||
         (rc = get_str(v, "version", prefix, &out->version, err)) ||
@@ -445,7 +427,7 @@ static int decode_delta_resources(const json_t *j, wf_xds_delta_response *out, w
         return rc;
     }
     if (!json_is_array(v)) {
-        return fail(err, "resources", "expected an array, got %s", type_name(v));
+        return fail(err, "resources", "expected an array, got %s", wf_json_type_name(v));
     }
     size_t n = json_array_size(v);
     out->resources = n ? calloc(n, sizeof *out->resources) : NULL;
