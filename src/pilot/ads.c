@@ -131,12 +131,38 @@ void wf_ads_fail(wf_ads_conn *c, int code, const char *msg)
     }
 }
 
+static void note_rejected(wf_ads *a, const char *node, const char *address, const char *reason)
+{
+    wf_ads_rejected *r = &a->rejected[a->next_rejected];
+    a->next_rejected = (a->next_rejected + 1) % WF_ADS_MAX_REJECTED;
+    if (a->n_rejected < WF_ADS_MAX_REJECTED)
+        a->n_rejected++;
+    r->at_ms = wf_ads_now_ms();
+    snprintf(r->node, sizeof r->node, "%s", node);
+    snprintf(r->address, sizeof r->address, "%s", address);
+    snprintf(r->reason, sizeof r->reason, "%s", reason);
+}
+
+size_t wf_ads_rejected_count(const wf_ads *a)
+{
+    return a->n_rejected;
+}
+
+const wf_ads_rejected *wf_ads_rejected_at(const wf_ads *a, size_t i)
+{
+    if (i >= a->n_rejected)
+        return NULL;
+    size_t k = (a->next_rejected + WF_ADS_MAX_REJECTED - 1 - i) % WF_ADS_MAX_REJECTED;
+    return &a->rejected[k];
+}
+
 int wf_ads_on_node(wf_ads_conn *c, bool has_node, const wf_xds_node *node)
 {
     wf_ads *a = c->ads;
     char err[256] = "node is required in the first request of a stream";
     const wf_store *store = a->snap ? a->snap->store : NULL;
     if (!has_node || a->opts.proxy_from_node(node, store, &c->proxy, err, sizeof err) != 0) {
+        note_rejected(a, has_node && node->id ? node->id : "", c->address, err);
         wf_ads_fail(c, WF_GRPC_INVALID_ARGUMENT, err);
         return -1;
     }

@@ -149,6 +149,18 @@ wf_snapshot *wf_ads_snapshot(const wf_ads *a);
 const char *wf_ads_version(const wf_ads *a);
 
 /* Connections, connected and retained, in connection order. */
+/* The last WF_ADS_MAX_REJECTED streams refused because of their node (bad id, metadata...),
+ * newest first: what the proxy was told, so /debug/adsz can show why it cannot connect. */
+#define WF_ADS_MAX_REJECTED 16
+typedef struct wf_ads_rejected {
+    int64_t at_ms;     /* wall clock, ms */
+    char node[160];    /* node.id as sent ("" when none) */
+    char address[128]; /* the peer */
+    char reason[256];  /* the grpc-message sent with INVALID_ARGUMENT */
+} wf_ads_rejected;
+size_t wf_ads_rejected_count(const wf_ads *a);
+const wf_ads_rejected *wf_ads_rejected_at(const wf_ads *a, size_t i);
+
 size_t wf_ads_conn_count(const wf_ads *a);
 const wf_ads_conn *wf_ads_conn_at(const wf_ads *a, size_t i);
 /* Connected proxies (the pilot_xds gauge). */

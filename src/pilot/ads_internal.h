@@ -26,7 +26,9 @@ struct wf_ads {
     char version[64];
     wf_snapshot *snap;
     wf_ads_metrics metrics;
-    uint64_t rng[2]; /* xorshift128+ for nonces */
+    uint64_t rng[2];                               /* xorshift128+ for nonces */
+    wf_ads_rejected rejected[WF_ADS_MAX_REJECTED]; /* ring */
+    size_t n_rejected, next_rejected;
     bool closing;
 };
 

@@ -12,7 +12,9 @@
  *   "cluster_error" (NACK text),
  *   likewise listener_/route_/endpoint_; "connected": bool, "disconnected_for_s" (when not
  *   connected), "delta": bool, "admin": WEFT_ADMIN }]
- * /debug/adsz: {"totalClients": N, "clients": [{"connectionId", "connectedAt", "address": "",
+ * /debug/adsz: {"totalClients": N, "rejected": [{"node", "address", "reason", "at"}] (the
+ *   last streams refused for their node, newest first), "clients": [{"connectionId",
+ *   "connectedAt", "address": "",
  *   "labels", "metadata": {"NAMESPACE", "ISTIO_VERSION", "CLUSTER_ID", "PROXY_TYPE",
  *   "WEFT_ADMIN"}, "watches": {"<type url>": [names]}, "connected", "delta"}]}
  * /debug/configz: {"snapshot": seq, "version": push version, "files": N, "resources":
@@ -236,7 +238,17 @@ static void view_adsz(wf_ads *a, const char *q, wf_debug_reply *r)
             n += c->connected;
         }
     }
-    reply_json(r, 200, json_pack("{s:I, s:o}", "totalClients", (json_int_t)n, "clients", arr));
+    json_t *rej = json_array();
+    for (size_t i = 0; rej && i < wf_ads_rejected_count(a); i++) {
+        const wf_ads_rejected *x = wf_ads_rejected_at(a, i);
+        char ts[40];
+        rfc3339(x->at_ms, ts, sizeof ts);
+        json_array_append_new(rej, json_pack("{s:s, s:s, s:s, s:s}", "node", x->node, "address",
+                                             x->address, "reason", x->reason, "at", ts));
+    }
+    reply_json(r, 200,
+               json_pack("{s:I, s:o, s:o}", "totalClients", (json_int_t)n, "clients", arr,
+                         "rejected", rej ? rej : json_array()));
 }
 
 /* ---- configz / errors / push_status -----------------------------------------------------------

@@ -342,6 +342,11 @@ static void test_bad_node_invalid_argument(void **state)
     assert_int_equal(e->c.status, WF_GRPC_INVALID_ARGUMENT);
     assert_non_null(strstr(e->c.message, "node"));
     assert_int_equal(wf_ads_conn_count(e->ads), 0);
+    /* the refusal is kept for /debug/adsz, with the peer and what the proxy was told */
+    assert_int_equal(wf_ads_rejected_count(e->ads), 1);
+    const wf_ads_rejected *x = wf_ads_rejected_at(e->ads, 0);
+    assert_string_equal(x->reason, e->c.message);
+    assert_non_null(strstr(x->address, "127.0.0.1:"));
 }
 
 static void test_reconnect_replaces_retained(void **state)
