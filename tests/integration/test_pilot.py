@@ -125,7 +125,7 @@ def poll(fn, timeout=5.0):
 def test_ready_syncz_metrics(pilot):
     assert get(pilot.mon, "/ready") == (200, "ready\n")
     assert get_json(pilot.mon, "/debug/syncz") == []
-    assert get_json(pilot.mon, "/debug/adsz") == {"totalClients": 0, "clients": []}
+    assert get_json(pilot.mon, "/debug/adsz") == {"totalClients": 0, "clients": [], "rejected": []}
     status, text = get(pilot.mon, "/metrics")
     assert status == 200
     for name in ('pilot_xds_pushes{type="cds"}', 'pilot_xds_pushes{type="eds"}',
