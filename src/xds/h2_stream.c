@@ -72,7 +72,8 @@ struct wf_h2_conn {
     bool connected, closing, ping_outstanding, is_pipe, has_peer;
     char peer[128]; /* "ip:port", "[ip6]:port" or "unix:path" (has_peer) */
     size_t write_inflight;
-    uint8_t rbuf[READ_BUF];
+    uint8_t *own_rbuf; /* a client's read buffer (READ_BUF bytes, lazily); server connections
+                        * share their server's */
 };
 
 struct wf_h2_server {
@@ -90,6 +91,10 @@ struct wf_h2_server {
     size_t live; /* connections not yet freed */
     int port;
     bool closing, listener_closed;
+    /* One read buffer for every connection of the server: libuv runs one read callback at a
+     * time and nghttp2_session_mem_recv consumes the bytes before it returns, so nothing
+     * refers to them afterwards (1,000 proxies would otherwise hold 64 MiB of it). */
+    uint8_t rbuf[READ_BUF];
 };
 
 typedef struct wreq {
@@ -731,7 +736,14 @@ static void leave(wf_h2_conn *c)
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
     wf_h2_conn *c = h->data;
-    *buf = uv_buf_init((char *)c->rbuf, (unsigned)sizeof c->rbuf);
+    if (c->server) {
+        *buf = uv_buf_init((char *)c->server->rbuf, (unsigned)sizeof c->server->rbuf);
+        return;
+    }
+    if (!c->own_rbuf)
+        c->own_rbuf = malloc(READ_BUF);
+    /* out of memory: a zero-length buffer makes libuv report UV_ENOBUFS to on_read */
+    *buf = uv_buf_init((char *)c->own_rbuf, c->own_rbuf ? (unsigned)READ_BUF : 0);
 }
 
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
@@ -743,7 +755,8 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     if (nread < 0) {
         fail(c, WF_H2_END_CONN_LOST);
     } else {
-        ssize_t rv = nghttp2_session_mem_recv(c->session, c->rbuf, (size_t)nread);
+        ssize_t rv =
+            nghttp2_session_mem_recv(c->session, (const uint8_t *)buf->base, (size_t)nread);
         if (rv < 0)
             fail(c, WF_H2_END_PROTOCOL);
     }
@@ -800,6 +813,7 @@ static void on_handle_closed(uv_handle_t *h)
         return;
     wf_h2_server *s = c->server;
     nghttp2_session_del(c->session);
+    free(c->own_rbuf);
     free(c);
     if (s) {
         s->live--;
