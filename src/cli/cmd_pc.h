@@ -106,4 +106,20 @@ void pc_stable_sort(json_t **v, size_t n, int (*cmp)(const json_t *, const json_
 json_t *pc_items(const wf_envoy_dump *d, const char *type_url, const char *const *lists,
                  bool missing_ok, wf_strbuf *err);
 
+/* What a table shows. */
+typedef struct pc_sel {
+    json_t *all; /* pc_items' array (owned) */
+    json_t **v;  /* the kept items, borrowed from all (owned array) */
+    size_t m;
+} pc_sel;
+/* The items of type_url's lists (pc_items; "no <what> found" when there are none) that passes
+ * keeps (NULL: all), put in the table's order by sort. With -o json|yaml they are printed raw to
+ * out instead — sorted only when sort_raw (istioctl prints listeners in dump order) — and 1 is
+ * returned. 0: *s holds the selection for the table (free with pc_sel_free). -1: err set. */
+int pc_select(const wf_envoy_dump *d, const char *type_url, const char *const *lists,
+              const char *what, bool (*passes)(const json_t *, const pc_opts *),
+              void (*sort)(json_t **v, size_t n), bool sort_raw, const pc_opts *o, pc_sel *s,
+              wf_strbuf *out, wf_strbuf *err);
+void pc_sel_free(pc_sel *s);
+
 #endif

@@ -111,6 +111,54 @@ void pc_stable_sort(json_t **v, size_t n, int (*cmp)(const json_t *, const json_
     free(tmp);
 }
 
+static int print_selection(const pc_opts *o, json_t **v, size_t m, wf_strbuf *out, wf_strbuf *err)
+{
+    json_t *sel = json_array();
+    for (size_t i = 0; sel && i < m; i++)
+        json_array_append(sel, v[i]);
+    int rc = sel ? pc_print_raw(o, sel, true, out, err) : -1;
+    json_decref(sel);
+    return rc;
+}
+
+int pc_select(const wf_envoy_dump *d, const char *type_url, const char *const *lists,
+              const char *what, bool (*passes)(const json_t *, const pc_opts *),
+              void (*sort)(json_t **v, size_t n), bool sort_raw, const pc_opts *o, pc_sel *s,
+              wf_strbuf *out, wf_strbuf *err)
+{
+    memset(s, 0, sizeof *s);
+    if (!(s->all = pc_items(d, type_url, lists, false, err)))
+        return -1;
+    size_t n = json_array_size(s->all);
+    if (n == 0) {
+        wf_strbuf_printf(err, "no %s found", what);
+        pc_sel_free(s);
+        return -1;
+    }
+    if (!(s->v = calloc(n, sizeof *s->v))) {
+        wf_strbuf_puts(err, "out of memory");
+        pc_sel_free(s);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!passes || passes(json_array_get(s->all, i), o))
+            s->v[s->m++] = json_array_get(s->all, i);
+    if (o->out == PC_OUT_SHORT || sort_raw)
+        sort(s->v, s->m);
+    if (o->out == PC_OUT_SHORT)
+        return 0;
+    int rc = print_selection(o, s->v, s->m, out, err);
+    pc_sel_free(s);
+    return rc == 0 ? 1 : -1;
+}
+
+void pc_sel_free(pc_sel *s)
+{
+    free(s->v);
+    json_decref(s->all);
+    memset(s, 0, sizeof *s);
+}
+
 json_t *pc_items(const wf_envoy_dump *d, const char *type_url, const char *const *lists,
                  bool missing_ok, wf_strbuf *err)
 {
@@ -193,48 +241,31 @@ static void cluster_row(wf_tw *tw, const json_t *c, const pc_opts *o)
                  k.direction, type, dr);
 }
 
+static void sort_clusters(json_t **v, size_t n)
+{
+    pc_stable_sort(v, n, cmp_cluster);
+}
+
 int pc_clusters(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_strbuf *err)
 {
     static const char *const lists[] = {"dynamic_active_clusters:cluster",
                                         "static_clusters:cluster", NULL};
-    json_t *all = pc_items(d, WF_DUMP_T_CLUSTERS, lists, false, err);
-    if (!all)
-        return -1;
-    size_t n = json_array_size(all), m = 0;
-    if (n == 0) {
-        json_decref(all);
-        wf_strbuf_puts(err, "no clusters found");
-        return -1;
-    }
-    json_t **v = calloc(n, sizeof *v);
-    json_t *sel = json_array();
-    int rc = -1;
-    if (!v || !sel)
-        goto done;
-    for (size_t i = 0; i < n; i++)
-        if (cluster_passes(json_array_get(all, i), o))
-            v[m++] = json_array_get(all, i);
-    pc_stable_sort(v, m, cmp_cluster);
-    if (o->out != PC_OUT_SHORT) {
-        for (size_t i = 0; i < m; i++)
-            json_array_append(sel, v[i]);
-        rc = pc_print_raw(o, sel, true, out, err);
-        goto done;
-    }
+    pc_sel s;
+    int rc = pc_select(d, WF_DUMP_T_CLUSTERS, lists, "clusters", cluster_passes, sort_clusters,
+                       true, o, &s, out, err);
+    if (rc != 0)
+        return rc > 0 ? 0 : -1;
     wf_tw tw;
     wf_tw_init(&tw, 5);
     wf_tw_puts(&tw, o->all ? "NAME\t" : "");
     wf_tw_puts(&tw, "SERVICE FQDN\tPORT\tSUBSET\tDIRECTION\tTYPE\tDESTINATION RULE\n");
-    for (size_t i = 0; i < m; i++)
-        cluster_row(&tw, v[i], o);
+    for (size_t i = 0; i < s.m; i++)
+        cluster_row(&tw, s.v[i], o);
     rc = wf_tw_flush(&tw, NULL, out);
     wf_tw_free(&tw);
-done:
-    if (rc != 0 && !err->len)
+    if (rc != 0)
         wf_strbuf_puts(err, "out of memory");
-    free(v);
-    json_decref(sel);
-    json_decref(all);
+    pc_sel_free(&s);
     return rc;
 }
 

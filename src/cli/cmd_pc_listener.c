@@ -376,50 +376,32 @@ static int cmp_listener(const json_t *a, const json_t *b)
     return strcmp(listener_type(a), listener_type(b));
 }
 
+static void sort_listeners(json_t **v, size_t n)
+{
+    pc_stable_sort(v, n, cmp_listener);
+}
+
 int pc_listeners(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_strbuf *err)
 {
     static const char *const lists[] = {"dynamic_listeners:active_state.listener",
                                         "static_listeners:listener", NULL};
-    json_t *all = pc_items(d, WF_DUMP_T_LISTENERS, lists, false, err);
-    if (!all)
-        return -1;
-    size_t n = json_array_size(all), m = 0;
-    if (n == 0) {
-        json_decref(all);
-        wf_strbuf_puts(err, "no listeners found");
-        return -1;
-    }
-    json_t **v = calloc(n, sizeof *v);
-    json_t *sel = json_array();
-    int rc = -1;
-    if (!v || !sel)
-        goto done;
-    for (size_t i = 0; i < n; i++)
-        if (listener_passes(json_array_get(all, i), o)) {
-            v[m++] = json_array_get(all, i);
-            json_array_append(sel, json_array_get(all, i));
-        }
-    if (o->out != PC_OUT_SHORT) {
-        rc = pc_print_raw(o, sel, true, out, err);
-        goto done;
-    }
-    pc_stable_sort(v, m, cmp_listener);
+    pc_sel s;
+    int rc = pc_select(d, WF_DUMP_T_LISTENERS, lists, "listeners", listener_passes, sort_listeners,
+                       false, o, &s, out, err);
+    if (rc != 0)
+        return rc > 0 ? 0 : -1;
     wf_tw tw;
     wf_tw_init(&tw, 1);
     wf_tw_puts(&tw, o->all ? "NAME\t" : "");
     wf_tw_puts(&tw,
                o->verbose ? "ADDRESSES\tPORT\tMATCH\tDESTINATION\n" : "ADDRESSES\tPORT\tTYPE\n");
-    rc = 0;
-    for (size_t i = 0; rc == 0 && i < m; i++)
-        rc = listener_rows(&tw, v[i], o);
+    for (size_t i = 0; rc == 0 && i < s.m; i++)
+        rc = listener_rows(&tw, s.v[i], o);
     if (rc == 0)
         rc = wf_tw_flush(&tw, NULL, out);
     wf_tw_free(&tw);
-done:
     if (rc != 0 && !err->len)
         wf_strbuf_puts(err, "out of memory");
-    free(v);
-    json_decref(sel);
-    json_decref(all);
+    pc_sel_free(&s);
     return rc;
 }

@@ -141,49 +141,30 @@ static void route_rows(wf_tw *tw, const json_t *rc, const pc_opts *o)
     json_array_foreach((json_t *)vhs, i, vh) vhost_rows(tw, name, vh);
 }
 
+static bool route_passes(const json_t *rc, const pc_opts *o)
+{
+    return !o->name || strcmp(wf_jstr_or(rc, "name", ""), o->name) == 0;
+}
+
 int pc_routes(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_strbuf *err)
 {
     static const char *const lists[] = {"dynamic_route_configs:route_config",
                                         "static_route_configs:route_config", NULL};
-    json_t *all = pc_items(d, WF_DUMP_T_ROUTES, lists, false, err);
-    if (!all)
-        return -1;
-    size_t n = json_array_size(all), m = 0;
-    if (n == 0) {
-        json_decref(all);
-        wf_strbuf_puts(err, "no routes found");
-        return -1;
-    }
-    json_t **v = calloc(n, sizeof *v);
-    json_t *sel = json_array();
-    int rc = -1;
-    if (!v || !sel)
-        goto done;
-    for (size_t i = 0; i < n; i++)
-        v[i] = json_array_get(all, i);
-    sort_route_configs(v, n);
-    for (size_t i = 0; i < n; i++)
-        if (!o->name || strcmp(wf_jstr_or(v[i], "name", ""), o->name) == 0)
-            v[m++] = v[i];
-    if (o->out != PC_OUT_SHORT) {
-        for (size_t i = 0; i < m; i++)
-            json_array_append(sel, v[i]);
-        rc = pc_print_raw(o, sel, true, out, err);
-        goto done;
-    }
+    pc_sel s;
+    int rc = pc_select(d, WF_DUMP_T_ROUTES, lists, "routes", route_passes, sort_route_configs, true,
+                       o, &s, out, err);
+    if (rc != 0)
+        return rc > 0 ? 0 : -1;
     wf_tw tw;
     wf_tw_init(&tw, 5);
     wf_tw_puts(&tw, o->verbose ? "NAME\tVHOST NAME\tDOMAINS\tMATCH\tVIRTUAL SERVICE\n"
                                : "NAME\tVIRTUAL HOSTS\n");
-    for (size_t i = 0; i < m; i++)
-        route_rows(&tw, v[i], o);
+    for (size_t i = 0; i < s.m; i++)
+        route_rows(&tw, s.v[i], o);
     rc = wf_tw_flush(&tw, NULL, out);
     wf_tw_free(&tw);
-done:
-    if (rc != 0 && !err->len)
+    if (rc != 0)
         wf_strbuf_puts(err, "out of memory");
-    free(v);
-    json_decref(sel);
-    json_decref(all);
+    pc_sel_free(&s);
     return rc;
 }
