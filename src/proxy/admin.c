@@ -141,10 +141,10 @@ static void h_stats(wp_admin *a, const admin_req *r, admin_resp *o, bool prom)
         return;
     bool used = has_param(r, "usedonly");
     const char *f = qparam(r, "format", fmt, sizeof(fmt));
-    wp_stats *st = a->srv->pstats->store;
+    wp_stats *st = a->srv->gen->pstats->store;
     if (prom || (f && strcmp(f, "prometheus") == 0)) {
         wf_strbuf err = {0};
-        wp_stats_tags *tags = wp_stats_tags_from_config(a->srv->cfg->stats_config, &err);
+        wp_stats_tags *tags = wp_stats_tags_from_config(a->srv->gen->cfg->stats_config, &err);
         wf_strbuf_free(&err);
         wp_stats_render_prometheus(st, tags, used, re, &o->body);
         wp_stats_tags_free(tags);
@@ -180,8 +180,8 @@ static const char *health_flags(const wp_endpoint *e)
 /* Envoy's healthFlagsToString: /failed_outlier_check comes before the EDS flags. */
 static const char *host_flags(const wp_admin *a, size_t c, size_t k, char *buf, size_t cap)
 {
-    const char *eds = health_flags(&a->srv->cfg->clusters[c].endpoints[k]);
-    if (!wp_od_ejected(&a->srv->crt[c].od, k))
+    const char *eds = health_flags(&a->srv->gen->cfg->clusters[c].endpoints[k]);
+    if (!wp_od_ejected(&a->srv->gen->crt[c].od, k))
         return eds;
     snprintf(buf, cap, "/failed_outlier_check%s", strcmp(eds, "healthy") ? eds : "");
     return buf;
@@ -201,7 +201,7 @@ static uint64_t host_stat(const wp_host_rt *h, int i)
 
 static void clusters_text(wp_admin *a, wf_strbuf *b)
 {
-    const wp_config *c = a->srv->cfg;
+    const wp_config *c = a->srv->gen->cfg;
     for (size_t i = 0; i < c->nclusters; i++) {
         const wp_cluster *cl = &c->clusters[i];
         const char *n = cl->name;
@@ -230,7 +230,7 @@ static void clusters_text(wp_admin *a, wf_strbuf *b)
         for (size_t k = 0; k < cl->nendpoints; k++) {
             const wp_endpoint *e = &cl->endpoints[k];
             const char *h = e->addr.len ? e->addr.text : e->hostname;
-            const wp_host_rt *rt = &a->srv->crt[i].hosts[k];
+            const wp_host_rt *rt = &a->srv->gen->crt[i].hosts[k];
             char hf[96];
             for (int s = 0; s < 8; s++)
                 wf_strbuf_printf(b, "%s::%s::%s::%llu\n", n, h, host_stat_names[s],
@@ -275,7 +275,7 @@ static const char *const eds_health[] = {"HEALTHY",  "HEALTHY", "UNHEALTHY",
 
 static void clusters_json(wp_admin *a, wf_strbuf *b)
 {
-    const wp_config *c = a->srv->cfg;
+    const wp_config *c = a->srv->gen->cfg;
     json_t *list = json_array();
     for (size_t i = 0; i < c->nclusters; i++) {
         const wp_cluster *cl = &c->clusters[i];
@@ -284,7 +284,7 @@ static void clusters_json(wp_admin *a, wf_strbuf *b)
             const wp_endpoint *e = &cl->endpoints[k];
             json_t *stats = json_array();
             for (int s = 0; s < 8; s++) {
-                uint64_t v = host_stat(&a->srv->crt[i].hosts[k], s);
+                uint64_t v = host_stat(&a->srv->gen->crt[i].hosts[k], s);
                 json_t *st = json_pack("{s:s}", "name", host_stat_names[s]);
                 if (v)
                     json_object_set_new(st, "value", json_sprintf("%llu", (unsigned long long)v));
@@ -298,7 +298,7 @@ static void clusters_json(wp_admin *a, wf_strbuf *b)
                                    "weight", (int)(e->weight ? e->weight : 1));
             if (cl->type != WP_CLUSTER_STATIC)
                 json_object_set_new(hs, "hostname", json_string(e->hostname));
-            if (wp_od_ejected(&a->srv->crt[i].od, k))
+            if (wp_od_ejected(&a->srv->gen->crt[i].od, k))
                 json_object_set_new(json_object_get(hs, "health_status"), "failed_outlier_check",
                                     json_true());
             json_array_append_new(hosts, hs);
@@ -338,7 +338,7 @@ static void h_listeners(wp_admin *a, const admin_req *r, admin_resp *o)
 {
     char fmt[16];
     const char *f = qparam(r, "format", fmt, sizeof(fmt));
-    const wp_config *c = a->srv->cfg;
+    const wp_config *c = a->srv->gen->cfg;
     if (f && strcmp(f, "json") == 0) {
         json_t *list = json_array();
         for (size_t i = 0; i < c->nlisteners; i++)
@@ -365,7 +365,7 @@ static void h_config_dump(wp_admin *a, const admin_req *r, admin_resp *o)
     const char *mk = qparam(r, "mask", mask, sizeof(mask));
     wf_strbuf err = {0};
     int status = 200;
-    json_t *dump = wp_config_dump_http(a->srv->cfg, rs, mk, has_param(r, "include_eds"),
+    json_t *dump = wp_config_dump_http(a->srv->gen->cfg, rs, mk, has_param(r, "include_eds"),
                                        a->srv->loaded_unix, &err, &status);
     if (!dump) {
         o->status = status;
@@ -433,21 +433,21 @@ static void h_server_info(wp_admin *a, const admin_req *r, admin_resp *o)
     snprintf(upt, sizeof(upt), "%llus", (unsigned long long)up);
     char drain[32];
     snprintf(drain, sizeof(drain), "%llus", (unsigned long long)op->drain_time_s);
-    json_t *node = a->srv->cfg->node ? json_deep_copy(a->srv->cfg->node) : json_object();
-    if (a->srv->cfg->node_id)
-        json_object_set_new(node, "id", json_string(a->srv->cfg->node_id));
-    if (a->srv->cfg->node_cluster)
-        json_object_set_new(node, "cluster", json_string(a->srv->cfg->node_cluster));
-    json_t *root =
-        json_pack("{s:s,s:s,s:s,s:{s:i,s:s,s:s,s:s,s:s,s:s,s:s},s:s,s:s,s:o}", "version",
-                  "weft-proxy/" WEFT_VERSION "/Clean/RELEASE", "state",
-                  state_name(atomic_load(&a->srv->state)), "hot_restart_version", "disabled",
-                  "command_line_options", "concurrency", (int)a->srv->nworkers, "config_path",
-                  op->config_path, "log_level", op->log_level ? op->log_level : "info",
-                  "component_log_level", op->component_log_level ? op->component_log_level : "",
-                  "drain_time", drain, "mode", op->validate_only ? "Validate" : "Serve",
-                  "service_cluster", a->srv->cfg->node_cluster ? a->srv->cfg->node_cluster : "",
-                  "uptime_current_epoch", upt, "uptime_all_epochs", upt, "node", node);
+    json_t *node = a->srv->gen->cfg->node ? json_deep_copy(a->srv->gen->cfg->node) : json_object();
+    if (a->srv->gen->cfg->node_id)
+        json_object_set_new(node, "id", json_string(a->srv->gen->cfg->node_id));
+    if (a->srv->gen->cfg->node_cluster)
+        json_object_set_new(node, "cluster", json_string(a->srv->gen->cfg->node_cluster));
+    json_t *root = json_pack(
+        "{s:s,s:s,s:s,s:{s:i,s:s,s:s,s:s,s:s,s:s,s:s},s:s,s:s,s:o}", "version",
+        "weft-proxy/" WEFT_VERSION "/Clean/RELEASE", "state",
+        state_name(atomic_load(&a->srv->state)), "hot_restart_version", "disabled",
+        "command_line_options", "concurrency", (int)a->srv->nworkers, "config_path",
+        op->config_path, "log_level", op->log_level ? op->log_level : "info", "component_log_level",
+        op->component_log_level ? op->component_log_level : "", "drain_time", drain, "mode",
+        op->validate_only ? "Validate" : "Serve", "service_cluster",
+        a->srv->gen->cfg->node_cluster ? a->srv->gen->cfg->node_cluster : "",
+        "uptime_current_epoch", upt, "uptime_all_epochs", upt, "node", node);
     char *s = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     if (s)
         wf_strbuf_puts(&o->body, s);
@@ -514,7 +514,7 @@ static void dispatch(wp_admin *a, const admin_req *r, admin_resp *o)
     else if (strcmp(p, "/help") == 0 || strcmp(p, "/") == 0)
         h_help(o);
     else if (strcmp(p, "/reset_counters") == 0) {
-        wp_stats_reset_counters(a->srv->pstats->store);
+        wp_stats_reset_counters(a->srv->gen->pstats->store);
         wf_strbuf_puts(&o->body, "OK\n");
     } else if (strcmp(p, "/quitquitquit") == 0) {
         wf_strbuf_puts(&o->body, "OK\n");
@@ -699,7 +699,7 @@ wp_admin *wp_admin_start(uv_loop_t *loop, wp_server *srv, void *main_ctx,
     a->opts = opts;
     uv_tcp_init(loop, &a->listener);
     a->listener.data = a;
-    const wp_addr *ad = &srv->cfg->admin_addr;
+    const wp_addr *ad = &srv->gen->cfg->admin_addr;
     int r = uv_tcp_bind(&a->listener, (const struct sockaddr *)&ad->sa, 0);
     if (r == 0)
         r = uv_listen((uv_stream_t *)&a->listener, 128, on_connection);

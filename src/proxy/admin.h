@@ -17,7 +17,7 @@
 
 typedef struct wp_admin wp_admin;
 
-/* Listens on srv->cfg->admin_addr. main_ctx is handed back to wp_server_request_drain and
+/* Listens on srv->gen->cfg->admin_addr. main_ctx is handed back to wp_server_request_drain and
  * wp_server_request_quit. Returns NULL with a message in err when it cannot listen. */
 wp_admin *wp_admin_start(uv_loop_t *loop, wp_server *srv, void *main_ctx,
                          const wp_server_opts *opts, wf_strbuf *err);

@@ -320,12 +320,12 @@ int wp_outlier_gen_init(wp_gen *g, uint64_t now_ms)
 uint64_t wp_outlier_server_tick(wp_server *srv, wp_stats_shard *sh, uint64_t now_ms)
 {
     uint64_t next = UINT64_MAX;
-    for (size_t i = 0; i < srv->cfg->nclusters; i++) {
-        wp_od_cluster *od = &srv->crt[i].od;
+    for (size_t i = 0; i < srv->gen->cfg->nclusters; i++) {
+        wp_od_cluster *od = &srv->gen->crt[i].od;
         if (!od->hosts)
             continue;
         if (now_ms >= od->next_sweep)
-            wp_od_sweep(od, &srv->cfg->clusters[i], sh, now_ms);
+            wp_od_sweep(od, &srv->gen->cfg->clusters[i], sh, now_ms);
         if (od->next_sweep < next)
             next = od->next_sweep;
     }

@@ -353,12 +353,9 @@ struct wp_worker {
 /* ---------- server ---------- */
 
 struct wp_server {
-    wp_gen *gen; /* current generation (main thread); cfg, crt, pstats are its fields */
-    wp_config *cfg;
+    wp_gen *gen; /* current generation (main thread only: workers use their own) */
     unsigned nworkers;
     wp_worker *workers;
-    wp_cluster_rt *crt;
-    wp_pstats *pstats;
     wp_stats *stats_store; /* process-wide; shard nworkers is the main thread's */
     wp_istio_rt *istio;    /* Istio standard metrics (istio_stats.h), NULL when unused */
     struct wp_alog_files *alog_files;

@@ -90,8 +90,8 @@ static void start_drain(wp_main *m)
            (unsigned long long)m->opts->drain_time_s);
     atomic_store(&m->srv.state, 1);
     wp_readiness_draining(&m->readiness, uv_now(m->loop));
-    wp_stat_add(wp_stats_get_shard(m->srv.pstats->store, m->srv.nworkers),
-                m->srv.pstats->server_state, 1);
+    wp_stat_add(wp_stats_get_shard(m->srv.gen->pstats->store, m->srv.nworkers),
+                m->srv.gen->pstats->server_state, 1);
     for (unsigned i = 0; i < m->srv.nworkers; i++)
         wp_worker_command(&m->srv.workers[i], WP_WORKER_DRAIN);
     m->drain_deadline = uv_now(m->loop) + m->opts->drain_time_s * 1000;
@@ -127,8 +127,8 @@ static void on_gauges(uv_timer_t *t)
 {
     wp_main *m = t->data;
     int64_t up = (int64_t)((uv_now(m->loop) - (uint64_t)m->srv.start_time) / 1000);
-    wp_stats_shard *sh = wp_stats_get_shard(m->srv.pstats->store, m->srv.nworkers);
-    wp_stat_add(sh, m->srv.pstats->server_uptime, up - m->last_uptime);
+    wp_stats_shard *sh = wp_stats_get_shard(m->srv.gen->pstats->store, m->srv.nworkers);
+    wp_stat_add(sh, m->srv.gen->pstats->server_uptime, up - m->last_uptime);
     m->last_uptime = up;
 }
 
@@ -136,7 +136,7 @@ static void on_gauges(uv_timer_t *t)
 static void on_outlier_timer(uv_timer_t *t)
 {
     wp_main *m = t->data;
-    wp_stats_shard *sh = wp_stats_get_shard(m->srv.pstats->store, m->srv.nworkers);
+    wp_stats_shard *sh = wp_stats_get_shard(m->srv.gen->pstats->store, m->srv.nworkers);
     uint64_t next = wp_outlier_server_tick(&m->srv, sh, uv_now(m->loop));
     if (next && !m->stopping)
         uv_timer_start(&m->od_timer, on_outlier_timer, next, 0);
@@ -202,7 +202,7 @@ static wp_config *load(const wp_server_opts *o, wf_strbuf *err)
 
 static void set_gauge(wp_server *srv, uint32_t slot, int64_t v)
 {
-    wp_stat_add(wp_stats_get_shard(srv->pstats->store, srv->nworkers), slot, v);
+    wp_stat_add(wp_stats_get_shard(srv->gen->pstats->store, srv->nworkers), slot, v);
 }
 
 /* Adds (sign 1) or takes back (sign -1) what generation g contributes to the config gauges:
@@ -228,13 +228,13 @@ static void config_gauges(wp_server *srv, const wp_gen *g, int sign)
 
 static void initial_gauges(wp_server *srv)
 {
-    wp_pstats *p = srv->pstats;
+    wp_pstats *p = srv->gen->pstats;
     set_gauge(srv, p->server_live, 1);
     set_gauge(srv, p->server_state, 0);
     set_gauge(srv, p->server_concurrency, srv->nworkers);
     set_gauge(srv, p->workers_started, 1);
-    set_gauge(srv, p->lm_listener_added, (int64_t)srv->cfg->nlisteners);
-    set_gauge(srv, p->cm_cluster_added, (int64_t)srv->cfg->nclusters);
+    set_gauge(srv, p->lm_listener_added, (int64_t)srv->gen->cfg->nlisteners);
+    set_gauge(srv, p->cm_cluster_added, (int64_t)srv->gen->cfg->nclusters);
     config_gauges(srv, srv->gen, 1);
 }
 
@@ -329,14 +329,6 @@ static int bind_all(wp_server *srv, wp_config *cfg, const wp_config *cur, int **
     return rc;
 }
 
-static void set_current(wp_server *srv, wp_gen *g)
-{
-    srv->gen = g;
-    srv->cfg = g->cfg;
-    srv->crt = g->crt;
-    srv->pstats = g->pstats;
-}
-
 int wp_server_apply(wp_server *srv, wp_config *cfg, wf_strbuf *err)
 {
     if (compile_routes(cfg, err) != 0) {
@@ -348,7 +340,7 @@ int wp_server_apply(wp_server *srv, wp_config *cfg, wf_strbuf *err)
     if (!g)
         return -1;
     int **fdsv = calloc(srv->nworkers, sizeof(*fdsv));
-    int bound = fdsv ? bind_all(srv, cfg, srv->cfg, fdsv, false, err) : -1;
+    int bound = fdsv ? bind_all(srv, cfg, srv->gen->cfg, fdsv, false, err) : -1;
     if (bound < 0) {
         if (!fdsv)
             wf_strbuf_puts(err, "out of memory");
@@ -363,7 +355,7 @@ int wp_server_apply(wp_server *srv, wp_config *cfg, wf_strbuf *err)
     free(fdsv);
     wp_gen *old = srv->gen;
     config_gauges(srv, old, -1);
-    set_current(srv, g);
+    srv->gen = g;
     config_gauges(srv, g, 1);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
@@ -387,7 +379,7 @@ static void st_prometheus(void *ud, wf_strbuf *out)
 {
     wp_main *m = ud;
     wf_strbuf err = {0};
-    wp_stats_tags *tags = wp_stats_tags_from_config(m->srv.cfg->stats_config, &err);
+    wp_stats_tags *tags = wp_stats_tags_from_config(m->srv.gen->cfg->stats_config, &err);
     wf_strbuf_free(&err);
     wp_stats_render_prometheus(m->srv.stats_store, tags, false, NULL, out);
     wp_stats_tags_free(tags);
@@ -469,7 +461,7 @@ static void xds_settle(wp_main *m)
     }
     if (m->cds_applied && m->lds_applied && atomic_load(&m->srv.state) == 3) {
         atomic_store(&m->srv.state, 0);
-        set_gauge(&m->srv, m->srv.pstats->server_state, -3);
+        set_gauge(&m->srv, m->srv.gen->pstats->server_state, -3);
         WF_LOG(WF_LC_main, WF_LOG_INFO, "all dependencies initialized. starting workers");
     }
 }
@@ -491,12 +483,12 @@ static void xds_update(void *ud, wf_xds_type t, const char *version, bool accept
 
 static int start_xds(wp_main *m, wf_strbuf *err)
 {
-    if (!m->srv.cfg->ads)
+    if (!m->srv.gen->cfg->ads)
         return 0;
     wp_xds_callbacks cb = {xds_apply, xds_state, xds_update, m};
     atomic_store(&m->srv.state, 3);
-    set_gauge(&m->srv, m->srv.pstats->server_state, 3);
-    return wp_xds_client_start(m->loop, m->srv.cfg, m->srv.stats_store,
+    set_gauge(&m->srv, m->srv.gen->pstats->server_state, 3);
+    return wp_xds_client_start(m->loop, m->srv.gen->cfg, m->srv.stats_store,
                                wp_stats_get_shard(m->srv.stats_store, m->srv.nworkers), &cb, NULL,
                                &m->xds, err);
 }
@@ -532,7 +524,7 @@ static int start_workers(wp_main *m, wf_strbuf *err, unsigned *ninit)
         wf_strbuf_puts(err, "out of memory");
         return -1;
     }
-    if (bind_all(srv, srv->cfg, NULL, fdsv, true, err) != 0) {
+    if (bind_all(srv, srv->gen->cfg, NULL, fdsv, true, err) != 0) {
         free(fdsv);
         return -1;
     }
@@ -545,7 +537,7 @@ static int start_workers(wp_main *m, wf_strbuf *err, unsigned *ninit)
             *ninit = i + 1;
             rc = wp_worker_init(&srv->workers[i], srv, i, &post, err);
         } else { /* an earlier worker failed: nobody takes this one */
-            free_fds(post.fds, srv->cfg->nlisteners);
+            free_fds(post.fds, srv->gen->cfg->nlisteners);
             wp_gen_unref(post.gen);
         }
     }
@@ -569,7 +561,7 @@ static int first_generation(wp_main *m, wp_config *cfg, unsigned nshards, wf_str
     wp_gen *g = wp_gen_new(srv, cfg, err);
     if (!g)
         return -1;
-    set_current(srv, g);
+    srv->gen = g;
     if (wp_istio_register_build(srv->stats_store, cfg,
                                 wp_stats_get_shard(srv->stats_store, srv->nworkers)) != 0) {
         wf_strbuf_puts(err, "out of memory");
@@ -612,9 +604,9 @@ int wp_server_run(const wp_server_opts *o)
     m.loop = &loop;
     m.srv.start_time = (int64_t)uv_now(&loop);
     wp_readiness_init(&m.readiness, &o->readiness);
-    if (!m.srv.cfg->ads)
+    if (!m.srv.gen->cfg->ads)
         wp_readiness_set_static(&m.readiness);
-    if (m.srv.cfg->has_admin) {
+    if (m.srv.gen->cfg->has_admin) {
         m.admin = wp_admin_start(&loop, &m.srv, &m, o, &err);
         if (!m.admin) {
             uv_loop_close(&loop);
