@@ -19,6 +19,8 @@
 # BENCH_IDLE_CONNS (2000) keep-alive connections, one request each (proxy/idle_conns.py):
 # KiB per idle connection = (RSS after - RSS before) / connections.
 #
+# BENCH_BACKEND (sendfile, nopush, write; see bench/proxy/lib.sh) picks how the backend
+# writes its responses: in two TCP segments (the default) or in one.
 # Pinning (2 or more CPUs): every proxy on CPU 1; this script, wrk, h2load and the backend on
 # CPU 0. While a load generator runs, the script samples with bash builtins only (no fork).
 # Ratios vs haproxy are computed per round, then medianed (paired). Defaults: 5 rounds of 5 s
@@ -57,6 +59,10 @@ if [ "$QUICK" = 1 ]; then
 fi
 IDLE_CONNS=${BENCH_IDLE_CONNS:-2000}
 RATE=${BENCH_RATE:-1000}
+case ${BENCH_BACKEND:-sendfile} in
+sendfile | nopush | write) ;;
+*) echo "run_proxy.sh: BENCH_BACKEND must be sendfile, nopush or write" >&2; exit 2 ;;
+esac
 FIXED_CONNS=4
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
@@ -267,6 +273,7 @@ OUT=$HERE/results/proxy-$(date +%Y%m%d-%H%M%S).json
   --meta "rounds=$ROUNDS" --meta "duration_s=$DUR" --meta "quick=$QUICK" \
   --meta "cpus=$NCPU" --meta "pinned=$PINNED" --meta "idle_conns=$IDLE_CONNS" \
   --meta "fixed_rate=$RATE" --meta "fixed_conns=$FIXED_CONNS" --meta "weft_built=$HAVE_WEFT" \
+  --meta "backend=${BENCH_BACKEND:-sendfile}" \
   --meta "targets=${TARGETS[*]}" --meta "nginx=$(nginx -v 2>&1)" \
   --meta "haproxy=$(haproxy -v 2>&1 | head -n 1)" --meta "kernel=$(uname -r)" \
   --meta "weft=$WEFT" --meta "idle_busy_cpu0_pct=$IDLE_BUSY0" \

@@ -154,9 +154,18 @@ EOF
 }
 
 # bp_write_backend DIR PORT: the backend nginx config; serves DIR/www/128 (128 bytes) and
-# DIR/www/16k (16384 bytes) as static files from the page cache.
+# DIR/www/16k (16384 bytes) as static files from the page cache. BENCH_BACKEND picks how it
+# writes a response: "sendfile" (default: headers by writev, then the body by sendfile, so
+# most responses reach the proxy as two TCP segments), "nopush" (sendfile with TCP_CORK, as
+# Debian's nginx.conf: one segment) or "write" (sendfile off: headers and body in one writev).
 bp_write_backend() {
-  local d=$1 port=$2
+  local d=$1 port=$2 send
+  case ${BENCH_BACKEND:-sendfile} in
+  sendfile) send="sendfile on;" ;;
+  nopush) send="sendfile on; tcp_nopush on;" ;;
+  write) send="sendfile off;" ;;
+  *) echo "bench: BENCH_BACKEND must be sendfile, nopush or write" >&2; return 1 ;;
+  esac
   mkdir -p "$d/www"
   head -c 128 /dev/zero | tr '\0' 'a' >"$d/www/128"
   head -c 16384 /dev/zero | tr '\0' 'b' >"$d/www/16k"
@@ -166,7 +175,7 @@ bp_write_backend() {
     bp_nginx_http_common "$d"
     cat <<EOF
     default_type application/octet-stream;
-    sendfile on;
+    $send
     open_file_cache max=16 inactive=300s;
     server {
         listen 127.0.0.1:$port backlog=4096;
