@@ -1,5 +1,6 @@
 /*
- * app.c - weft-app server (see app.h for the endpoints and their behaviour).
+ * app.c - weft-app server: connections, reading, writing and the request cycle (app.h: the
+ * endpoints; app_resp.c: routing and answers; app_ws.c: the WebSocket echo).
  *
  * One connection handles one request at a time: the parser is pumped until a request is
  * complete, its answer is produced (at once, after a timer, or streamed piece by piece), and
@@ -16,168 +17,18 @@
  * followed by shutdown(SHUT_WR) and a short linger that discards what the peer still sends,
  * so the peer reads our answer (or a clean EOF) instead of a reset.
  */
-#include "app/app.h"
-
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
+#include "app/app_internal.h"
 #include "app/catalog.h"
-#include "core/strbuf.h"
-#include "http/h1_parser.h"
-
-#define APP_HDR_CAP    100           /* Envoy's default max_headers_count */
-#define APP_RBUF       (64u * 1024u) /* read buffer: one whole head fits */
-#define APP_PIECE      (64u * 1024u) /* streamed body piece (bytes per write) */
-#define APP_CHUNK      (16u * 1024u) /* /chunked chunk size */
-#define APP_CHUNK_LINE 6u            /* "4000\r\n" */
-#define APP_CHUNK_FULL (APP_CHUNK_LINE + APP_CHUNK + 2u)
-#define APP_CHUNKS     4u             /* full chunks per write */
-#define APP_FREE_MAX   64u            /* blocks kept on the free list (about 4.4 MB) */
-#define APP_OUT_KEEP   (256u * 1024u) /* larger output buffers are freed on release */
-#define APP_LINGER_MS  2000u
-#define APP_WS_GUID    "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-
-struct app_block {
-    struct app_block *next;
-    wf_strbuf out; /* answer bytes not yet written */
-    wf_strbuf aux; /* /echo body prefix or the WebSocket accept value */
-    h1_header hdrs[APP_HDR_CAP];
-    char rbuf[APP_RBUF];
-};
-
-enum app_route {
-    R_NOT_FOUND,
-    R_HEALTHZ,
-    R_STATUS,
-    R_BAD_STATUS,
-    R_DELAY,
-    R_HANGUP,
-    R_UPLOAD,
-    R_BYTES,
-    R_CHUNKED,
-    R_ECHO,
-    R_WS,
-    R_BAD_WS,
-    R_COUNT,
-    R_COUNT_RESET,
-    R_CATALOG, /* --catalog: /items, /items/{id}, /blowup (catalog.h) */
-    R_FAULT,   /* --catalog: the blowup fault answers 500 */
-};
-
-enum app_phase {
-    PH_HEAD,   /* between requests or reading a head */
-    PH_BODY,   /* reading the body of the current request */
-    PH_WAIT,   /* request read; answer delayed by the timer */
-    PH_STREAM, /* streaming a /bytes or /chunked body */
-    PH_WS,     /* WebSocket echo */
-    PH_LINGER, /* write side shut; discarding input until EOF or the timer */
-};
-
-enum app_timer { T_NONE, T_IDLE, T_DELAY, T_LINGER };
-
-struct app_conn {
-    uv_tcp_t tcp;
-    uv_timer_t timer;
-    union {
-        uv_write_t write;
-        uv_shutdown_t shutdown;
-    } req;
-    struct wf_app *app;
-    struct app_conn *prev, *next;
-    struct app_block *blk;
-    size_t roff, rlen; /* unconsumed bytes: blk->rbuf[roff..rlen) */
-    h1_parser parser;
-    /* current request */
-    enum app_route route;
-    uint64_t arg; /* status code, delay ms or byte count */
-    uint64_t body_bytes;
-    uint64_t fault_delay_ms; /* --catalog: the blowup latency for this request */
-    uint64_t idle_since;     /* loop time (ms) the last answer ended */
-    uint64_t stream_left;
-    uint64_t ws_left;
-    uint32_t ws_pos;
-    uint8_t ws_mask[4];
-    enum app_phase phase;
-    enum app_timer timer_mode;
-    int pending_closes;
-    bool head_only, keep_alive, http10, upgrade, hangup;
-    bool stream_chunked, stream_tail_crlf, stream_tail_sent;
-    bool ws_in_frame;
-    bool body_cut; /* R_CATALOG: the body was longer than WF_CATALOG_MAX_BODY */
-    bool writing, reading, close_after, closing;
-};
-
-struct wf_app {
-    uv_loop_t *loop;
-    struct wf_app_config cfg;
-    uv_tcp_t *listeners[WF_APP_MAX_LISTEN];
-    size_t nlisteners;
-    struct app_conn *conns;
-    struct app_block *free_blocks;
-    size_t nfree;
-    struct wf_catalog *catalog; /* --catalog, else NULL */
-    char *fixed; /* preformatted "x-weft-app: ..\r\nx-weft-pod: ..\r\nx-weft-version: ..\r\n" */
-    size_t fixed_len;
-    uint64_t count;    /* /count */
-    uint64_t received; /* all requests, for --hangup-first */
-    uint64_t rng;
-    char pattern[APP_PIECE];
-    char chunks[APP_CHUNKS * APP_CHUNK_FULL]; /* preformatted full chunks */
-};
 
 static void conn_pump(struct app_conn *c);
 static void conn_close(struct app_conn *c);
 static void timer_arm(struct app_conn *c, enum app_timer mode, uint64_t ms);
-
-/* ---- small helpers ---- */
-
-static void put_u64(wf_strbuf *b, uint64_t v)
-{
-    char tmp[24];
-    size_t i = sizeof tmp;
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    wf_strbuf_append(b, tmp + i, sizeof tmp - i);
-}
-
-/* Appends a string literal (never a pointer: sizeof must see the array). */
-#define PUTS(b, lit) wf_strbuf_append((b), "" lit, sizeof(lit) - 1)
-
-static bool str_eq(h1_str s, const char *lit)
-{
-    size_t n = strlen(lit);
-    return s.len == n && memcmp(s.p, lit, n) == 0;
-}
-
-static bool str_ieq(h1_str s, const char *lit)
-{
-    size_t n = strlen(lit);
-    return s.len == n && strncasecmp(s.p, lit, n) == 0;
-}
-
-bool wf_app_parse_u64(const char *s, size_t n, uint64_t max, uint64_t *out)
-{
-    uint64_t v = 0;
-    if (n == 0 || n > 20)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        uint64_t d = (uint64_t)(s[i] - '0');
-        if (v > (max - d) / 10)
-            return false;
-        v = v * 10 + d;
-    }
-    *out = v;
-    return true;
-}
 
 /* xorshift64* */
 static uint64_t rng_next(uint64_t *s)
@@ -188,69 +39,6 @@ static uint64_t rng_next(uint64_t *s)
     x ^= x >> 27;
     *s = x;
     return x * 0x2545F4914F6CDD1DULL;
-}
-
-static const char *reason_phrase(uint64_t code)
-{
-    static const struct {
-        uint16_t code;
-        const char *text;
-    } tab[] = {
-        {100, "Continue"},
-        {101, "Switching Protocols"},
-        {200, "OK"},
-        {201, "Created"},
-        {202, "Accepted"},
-        {204, "No Content"},
-        {206, "Partial Content"},
-        {301, "Moved Permanently"},
-        {302, "Found"},
-        {304, "Not Modified"},
-        {307, "Temporary Redirect"},
-        {308, "Permanent Redirect"},
-        {400, "Bad Request"},
-        {401, "Unauthorized"},
-        {403, "Forbidden"},
-        {404, "Not Found"},
-        {405, "Method Not Allowed"},
-        {408, "Request Timeout"},
-        {409, "Conflict"},
-        {413, "Content Too Large"},
-        {429, "Too Many Requests"},
-        {431, "Request Header Fields Too Large"},
-        {500, "Internal Server Error"},
-        {501, "Not Implemented"},
-        {502, "Bad Gateway"},
-        {503, "Service Unavailable"},
-        {504, "Gateway Timeout"},
-    };
-    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-        if (tab[i].code == code)
-            return tab[i].text;
-    return "Unknown";
-}
-
-static void json_str(wf_strbuf *b, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t start = 0;
-    wf_strbuf_putc(b, '"');
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch >= 0x20 && ch < 0x80 && ch != '"' && ch != '\\')
-            continue;
-        wf_strbuf_append(b, s + start, i - start);
-        if (ch == '"' || ch == '\\') {
-            char esc[2] = {'\\', (char)ch};
-            wf_strbuf_append(b, esc, 2);
-        } else {
-            char esc[6] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15]};
-            wf_strbuf_append(b, esc, 6);
-        }
-        start = i + 1;
-    }
-    wf_strbuf_append(b, s + start, n - start);
-    wf_strbuf_putc(b, '"');
 }
 
 /* ---- blocks ---- */
@@ -321,7 +109,7 @@ static void on_write(uv_write_t *req, int status)
 /* Writes blk->out then extra[0..elen) (which must stay valid until the write completes).
  * Returns 0 when everything went out at once, 1 when a write is pending (c->writing), -1
  * when the connection was closed. */
-static int conn_flush(struct app_conn *c, const char *extra, size_t elen)
+int app_conn_flush(struct app_conn *c, const char *extra, size_t elen)
 {
     uv_buf_t b[2];
     unsigned n = 0, i = 0;
@@ -362,299 +150,6 @@ static int conn_flush(struct app_conn *c, const char *extra, size_t elen)
     return 1;
 }
 
-/* Status line and headers. clen: body length, or -1 for chunked, -2 for none. */
-static void resp_head(struct app_conn *c, uint64_t status, const char *ctype, int64_t clen)
-{
-    wf_strbuf *o = &c->blk->out;
-    PUTS(o, "HTTP/1.1 ");
-    put_u64(o, status);
-    wf_strbuf_putc(o, ' ');
-    wf_strbuf_puts(o, reason_phrase(status));
-    PUTS(o, "\r\n");
-    if (clen >= 0) {
-        PUTS(o, "Content-Length: ");
-        put_u64(o, (uint64_t)clen);
-        PUTS(o, "\r\n");
-    } else if (clen == -1) {
-        PUTS(o, "Transfer-Encoding: chunked\r\n");
-    }
-    if (ctype) {
-        PUTS(o, "Content-Type: ");
-        wf_strbuf_puts(o, ctype);
-        PUTS(o, "\r\n");
-    }
-    wf_strbuf_append(o, c->app->fixed, c->app->fixed_len);
-    if (c->close_after)
-        PUTS(o, "Connection: close\r\n");
-    else if (c->http10)
-        PUTS(o, "Connection: keep-alive\r\n");
-    PUTS(o, "\r\n");
-}
-
-static void resp_text(struct app_conn *c, uint64_t status, const char *body, size_t len)
-{
-    resp_head(c, status, "text/plain", (int64_t)len);
-    if (!c->head_only)
-        wf_strbuf_append(&c->blk->out, body, len);
-}
-
-static void resp_count(struct app_conn *c, uint64_t n)
-{
-    char body[48];
-    int len = snprintf(body, sizeof body, "{\"requests\":%" PRIu64 "}", n);
-    resp_head(c, 200, "application/json", len);
-    if (!c->head_only)
-        wf_strbuf_append(&c->blk->out, body, (size_t)len);
-}
-
-static void resp_status(struct app_conn *c)
-{
-    uint64_t code = c->arg;
-    if (code < 200 || code == 204 || code == 304) {
-        if (code == 101)
-            c->close_after = true;
-        resp_head(c, code, NULL, -2);
-        return;
-    }
-    char body[32];
-    int len = snprintf(body, sizeof body, "status %" PRIu64 "\n", code);
-    resp_text(c, code, body, (size_t)len);
-}
-
-static void resp_echo(struct app_conn *c)
-{
-    wf_strbuf *aux = &c->blk->aux, *o = &c->blk->out;
-    char num[24];
-    int len = snprintf(num, sizeof num, "%" PRIu64 "}", c->body_bytes);
-    if (wf_strbuf_failed(aux))
-        o->failed = true; /* out of memory: conn_flush closes the connection */
-    resp_head(c, 200, "application/json", (int64_t)(aux->len + (size_t)len));
-    if (c->head_only)
-        return;
-    wf_strbuf_append(o, aux->data ? aux->data : "", aux->len);
-    wf_strbuf_append(o, num, (size_t)len);
-}
-
-static void resp_ws(struct app_conn *c)
-{
-    wf_strbuf *o = &c->blk->out;
-    if (wf_strbuf_failed(&c->blk->aux))
-        o->failed = true;
-    PUTS(o, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            "Sec-WebSocket-Accept: ");
-    wf_strbuf_append(o, c->blk->aux.data, c->blk->aux.len);
-    PUTS(o, "\r\n");
-    wf_strbuf_append(o, c->app->fixed, c->app->fixed_len);
-    PUTS(o, "\r\n");
-    c->phase = PH_WS;
-    c->ws_in_frame = false;
-}
-
-static void stream_start(struct app_conn *c, bool chunked)
-{
-    bool use_chunked = chunked && !c->http10;
-    resp_head(c, 200, "application/octet-stream", use_chunked ? -1 : (int64_t)c->arg);
-    if (c->head_only)
-        return;
-    c->phase = PH_STREAM;
-    c->stream_left = c->arg;
-    c->stream_chunked = use_chunked;
-    c->stream_tail_crlf = false;
-    c->stream_tail_sent = false;
-}
-
-/* A JSON answer whose body is in *body (freed here); out of memory closes the connection. */
-static void resp_json(struct app_conn *c, uint64_t status, wf_strbuf *body)
-{
-    if (wf_strbuf_failed(body))
-        c->blk->out.failed = true; /* conn_flush closes the connection */
-    resp_head(c, status, "application/json", (int64_t)body->len);
-    if (!c->head_only)
-        wf_strbuf_append(&c->blk->out, body->data ? body->data : "", body->len);
-    wf_strbuf_free(body);
-}
-
-/* aux holds "METHOD PATH" (c->arg bytes, kept at head time: the head's bytes in the read
- * buffer may be gone once the body was read) followed by the body. */
-static void resp_catalog(struct app_conn *c)
-{
-    wf_strbuf body = WF_STRBUF_INIT;
-    wf_strbuf *aux = &c->blk->aux;
-    const char *a = aux->data ? aux->data : "";
-    size_t head = (size_t)c->arg, mlen = strcspn(a, " ");
-    int status = mlen < head && !wf_strbuf_failed(aux)
-                     ? wf_catalog_serve(c->app->catalog, a, mlen, a + mlen + 1, head - mlen - 1,
-                                        a + head, aux->len - head, c->body_cut, &body)
-                     : -1;
-    if (status < 0)
-        body.failed = true;
-    resp_json(c, status < 0 ? 500 : (uint64_t)status, &body);
-}
-
-/* Produces the answer of the request just read. */
-static void respond(struct app_conn *c)
-{
-    c->phase = PH_HEAD;
-    /* the parser reports no keep-alive for any upgrade request: the connection becomes ours */
-    if (c->route == R_WS ? c->hangup
-                         : (!c->keep_alive || c->hangup || c->upgrade || c->route == R_HANGUP))
-        c->close_after = true;
-    if (c->hangup || c->route == R_HANGUP)
-        return;
-    switch (c->route) {
-    case R_HEALTHZ:
-        resp_text(c, 200, "ok", 2);
-        break;
-    case R_STATUS:
-        resp_status(c);
-        break;
-    case R_BAD_STATUS:
-        resp_text(c, 400, "bad status code\n", 16);
-        break;
-    case R_BAD_WS:
-        resp_text(c, 400, "bad websocket handshake\n", 24);
-        break;
-    case R_WS:
-        resp_ws(c);
-        break;
-    case R_ECHO:
-        resp_echo(c);
-        break;
-    case R_COUNT:
-        resp_count(c, c->app->count);
-        break;
-    case R_COUNT_RESET:
-        resp_count(c, c->app->count);
-        c->app->count = 0;
-        break;
-    case R_DELAY:
-    case R_UPLOAD: {
-        char body[48];
-        int len = c->route == R_DELAY
-                      ? snprintf(body, sizeof body, "delayed %" PRIu64 "\n", c->arg)
-                      : snprintf(body, sizeof body, "received=%" PRIu64 "\n", c->body_bytes);
-        resp_text(c, 200, body, (size_t)len);
-        break;
-    }
-    case R_CATALOG:
-        resp_catalog(c);
-        break;
-    case R_FAULT: {
-        wf_strbuf body = WF_STRBUF_INIT;
-        wf_catalog_fault_body(&body);
-        resp_json(c, 500, &body);
-        break;
-    }
-    case R_BYTES:
-        stream_start(c, false);
-        break;
-    case R_CHUNKED:
-        stream_start(c, true);
-        break;
-    default:
-        resp_text(c, 404, "not found\n", 10);
-        break;
-    }
-    if (c->phase == PH_HEAD)
-        c->idle_since = uv_now(c->app->loop);
-}
-
-/* ---- routing ---- */
-
-static enum app_route route_num(const char *rest, size_t n, uint64_t max, enum app_route ok,
-                                enum app_route bad, uint64_t *arg)
-{
-    return wf_app_parse_u64(rest, n, max, arg) ? ok : bad;
-}
-
-static enum app_route route_path(const char *p, size_t n, uint64_t *arg)
-{
-#define IS(lit)     (n == sizeof(lit) - 1 && memcmp(p, lit, n) == 0)
-#define PREFIX(lit) (n >= sizeof(lit) - 1 && memcmp(p, lit, sizeof(lit) - 1) == 0)
-#define REST(lit)   p + sizeof(lit) - 1, n - (sizeof(lit) - 1)
-    if (IS("/healthz"))
-        return R_HEALTHZ;
-    if (IS("/hangup"))
-        return R_HANGUP;
-    if (IS("/upload"))
-        return R_UPLOAD;
-    if (IS("/echo") || PREFIX("/echo/"))
-        return R_ECHO;
-    if (IS("/ws"))
-        return R_WS;
-    if (IS("/count"))
-        return R_COUNT;
-    if (IS("/count/reset"))
-        return R_COUNT_RESET;
-    if (PREFIX("/status/")) {
-        enum app_route r = route_num(REST("/status/"), 599, R_STATUS, R_BAD_STATUS, arg);
-        return r == R_STATUS && (*arg < 100 || (*arg < 200 && *arg != 101)) ? R_BAD_STATUS : r;
-    }
-    if (PREFIX("/delay/"))
-        return route_num(REST("/delay/"), 1000000000ull, R_DELAY, R_NOT_FOUND, arg);
-    if (PREFIX("/bytes/"))
-        return route_num(REST("/bytes/"), 1ull << 50, R_BYTES, R_NOT_FOUND, arg);
-    if (PREFIX("/chunked/"))
-        return route_num(REST("/chunked/"), 1ull << 50, R_CHUNKED, R_NOT_FOUND, arg);
-    return R_NOT_FOUND;
-#undef IS
-#undef PREFIX
-#undef REST
-}
-
-/* The path of a request-target: absolute-form loses scheme and authority; the query goes. */
-static h1_str target_path(h1_str t)
-{
-    const char *sep = memchr(t.p, ':', t.len);
-    if (t.len && t.p[0] != '/' && sep && (size_t)(sep - t.p) + 2 < t.len && sep[1] == '/' &&
-        sep[2] == '/') {
-        const char *auth = sep + 3, *end = t.p + t.len;
-        const char *slash = memchr(auth, '/', (size_t)(end - auth));
-        t.p = slash ? slash : end;
-        t.len = (size_t)(end - t.p);
-    }
-    const char *q = memchr(t.p, '?', t.len);
-    if (q)
-        t.len = (size_t)(q - t.p);
-    return t;
-}
-
-static bool ws_handshake(struct app_conn *c, const h1_message *m)
-{
-    const h1_header *up = h1_find_header(m->headers, m->nheaders, "upgrade");
-    const h1_header *key = h1_find_header(m->headers, m->nheaders, "sec-websocket-key");
-    const h1_header *ver = h1_find_header(m->headers, m->nheaders, "sec-websocket-version");
-    char accept[29];
-    if (!m->upgrade || !str_eq(m->method, "GET") || !up || !str_ieq(up->value, "websocket") ||
-        !key || key->value.len == 0 || key->value.len > 64 || !ver || !str_eq(ver->value, "13"))
-        return false;
-    if (wf_app_ws_accept(key->value.p, key->value.len, accept) != 0)
-        return false;
-    wf_strbuf_reset(&c->blk->aux);
-    wf_strbuf_append(&c->blk->aux, accept, 28);
-    return true;
-}
-
-static void echo_prefix(struct app_conn *c, const h1_message *m)
-{
-    wf_strbuf *a = &c->blk->aux;
-    wf_strbuf_reset(a);
-    PUTS(a, "{\"method\":");
-    json_str(a, m->method.p, m->method.len);
-    PUTS(a, ",\"path\":");
-    json_str(a, m->target.p, m->target.len);
-    wf_strbuf_puts(a, m->version_minor ? ",\"version\":\"HTTP/1.1\",\"headers\":["
-                                       : ",\"version\":\"HTTP/1.0\",\"headers\":[");
-    for (size_t i = 0; i < m->nheaders; i++) {
-        wf_strbuf_puts(a, i ? ",[" : "[");
-        json_str(a, m->headers[i].name.p, m->headers[i].name.len);
-        wf_strbuf_putc(a, ',');
-        json_str(a, m->headers[i].value.p, m->headers[i].value.len);
-        wf_strbuf_putc(a, ']');
-    }
-    PUTS(a, "],\"body_bytes\":");
-}
-
 /* --catalog, for the request whose head just arrived: routes the catalog paths and applies
  * the blowup fault (catalog.h). Returns 1 when the request was answered at once: an
  * injected 500 to a request with a body goes out before the body is read and the connection
@@ -687,7 +182,7 @@ static int catalog_head(struct app_conn *c, h1_str path)
     if (act != WF_CAT_FAIL || c->parser.msg.framing == H1_BODY_NONE || c->hangup)
         return 0;
     c->close_after = true;
-    respond(c);
+    app_respond(c);
     return 1;
 }
 
@@ -695,8 +190,8 @@ static void on_headers(struct app_conn *c)
 {
     struct wf_app *app = c->app;
     const h1_message *m = &c->parser.msg;
-    h1_str path = target_path(m->target);
-    c->route = route_path(path.p, path.len, &c->arg);
+    h1_str path = app_target_path(m->target);
+    c->route = app_route_path(path.p, path.len, &c->arg);
     c->hangup = ++app->received <= app->cfg.hangup_first;
     if (c->route != R_COUNT && c->route != R_COUNT_RESET)
         app->count++;
@@ -705,10 +200,10 @@ static void on_headers(struct app_conn *c)
     c->http10 = m->version_minor == 0;
     c->upgrade = m->upgrade;
     c->body_bytes = 0;
-    if (c->route == R_WS && !ws_handshake(c, m))
+    if (c->route == R_WS && !app_ws_handshake(c, m))
         c->route = R_BAD_WS;
     if (c->route == R_ECHO)
-        echo_prefix(c, m);
+        app_echo_prefix(c, m);
     if (app->catalog && catalog_head(c, path) != 0)
         return; /* answered at once */
     if (m->expect_continue)
@@ -726,7 +221,7 @@ static void on_done(struct app_conn *c)
         delay += lo + (span ? rng_next(&app->rng) % span : rng_next(&app->rng));
     }
     if (delay == 0) {
-        respond(c);
+        app_respond(c);
         return;
     }
     c->phase = PH_WAIT;
@@ -742,7 +237,7 @@ static void on_parse_error(struct app_conn *c)
     c->close_after = true;
     c->head_only = false;
     c->http10 = false;
-    resp_text(c, (uint64_t)h1_error_status(e), body, (size_t)len);
+    app_resp_text(c, (uint64_t)h1_error_status(e), body, (size_t)len);
     c->phase = PH_HEAD;
 }
 
@@ -801,138 +296,29 @@ static bool stream_step(struct app_conn *c)
     if (!c->stream_chunked && left) {
         size_t n = left < APP_PIECE ? (size_t)left : APP_PIECE;
         c->stream_left -= n;
-        return conn_flush(c, app->pattern, n) >= 0;
+        return app_conn_flush(c, app->pattern, n) >= 0;
     }
     if (c->stream_chunked && left >= APP_CHUNK) {
         uint64_t k = left / APP_CHUNK < APP_CHUNKS ? left / APP_CHUNK : APP_CHUNKS;
         c->stream_left -= k * APP_CHUNK;
-        return conn_flush(c, app->chunks, (size_t)k * APP_CHUNK_FULL) >= 0;
+        return app_conn_flush(c, app->chunks, (size_t)k * APP_CHUNK_FULL) >= 0;
     }
     if (c->stream_chunked && left) {
         wf_strbuf_printf(&c->blk->out, "%" PRIx64 "\r\n", left);
         c->stream_left = 0;
         c->stream_tail_crlf = true;
-        return conn_flush(c, app->pattern, (size_t)left) >= 0;
+        return app_conn_flush(c, app->pattern, (size_t)left) >= 0;
     }
     if (c->stream_chunked && !c->stream_tail_sent) {
         if (c->stream_tail_crlf)
             PUTS(&c->blk->out, "\r\n");
         PUTS(&c->blk->out, "0\r\n\r\n");
         c->stream_tail_sent = true;
-        return conn_flush(c, NULL, 0) >= 0;
+        return app_conn_flush(c, NULL, 0) >= 0;
     }
     c->phase = PH_HEAD;
     c->idle_since = uv_now(app->loop);
     return true;
-}
-
-/* ---- WebSocket (RFC 6455 §5) ---- */
-
-static void ws_frame_head(wf_strbuf *o, uint8_t b0, uint64_t len)
-{
-    uint8_t h[10];
-    size_t n = 2;
-    h[0] = b0;
-    if (len < 126) {
-        h[1] = (uint8_t)len;
-    } else if (len <= 0xffff) {
-        h[1] = 126;
-        h[2] = (uint8_t)(len >> 8);
-        h[3] = (uint8_t)len;
-        n = 4;
-    } else {
-        h[1] = 127;
-        for (int i = 0; i < 8; i++)
-            h[2 + i] = (uint8_t)(len >> (56 - 8 * i));
-        n = 10;
-    }
-    wf_strbuf_append(o, (const char *)h, n);
-}
-
-static void ws_fail(struct app_conn *c)
-{
-    static const char close1002[] = {(char)0x88, 2, 0x03, (char)0xea};
-    wf_strbuf_append(&c->blk->out, close1002, sizeof close1002);
-    c->close_after = true;
-}
-
-static void ws_unmask(struct app_conn *c, uint8_t *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] ^= c->ws_mask[(c->ws_pos + i) & 3];
-    c->ws_pos += (uint32_t)n;
-}
-
-/* Control frame (whole, payload p[0..n) unmasked): ping -> pong, close -> close. */
-static void ws_control(struct app_conn *c, uint8_t op, uint8_t *p, size_t n)
-{
-    if (op == 0x9 || op == 0x8) {
-        ws_frame_head(&c->blk->out, (uint8_t)(0x80 | (op == 0x9 ? 0xA : 0x8)), n);
-        wf_strbuf_append(&c->blk->out, (const char *)p, n);
-    }
-    if (op == 0x8)
-        c->close_after = true;
-}
-
-/* Parses a frame header at the read position; returns false when more bytes are needed. */
-static bool ws_frame_start(struct app_conn *c)
-{
-    uint8_t *p = (uint8_t *)c->blk->rbuf + c->roff;
-    size_t avail = c->rlen - c->roff, hl = 2;
-    if (avail < 2)
-        return false;
-    uint8_t op = p[0] & 0x0f, len7 = p[1] & 0x7f;
-    bool control = op >= 0x8;
-    /* RSV bits unset (no extension negotiated), client frames masked, known opcodes,
-     * control frames final and short (RFC 6455 §5.2, §5.5) */
-    if ((p[0] & 0x70) || !(p[1] & 0x80) || (op > 0x2 && op < 0x8) || op > 0xA ||
-        (control && (!(p[0] & 0x80) || len7 > 125))) {
-        ws_fail(c);
-        return true;
-    }
-    hl += (len7 == 126 ? 2 : len7 == 127 ? 8 : 0) + 4;
-    if (avail < hl)
-        return false;
-    uint64_t len = hl > 6 ? 0 : len7; /* extended lengths replace the 7 bits */
-    for (size_t i = 2; i < hl - 4; i++)
-        len = (len << 8) | p[i];
-    if (len >> 63) {
-        ws_fail(c);
-        return true;
-    }
-    if (control && avail < hl + len)
-        return false;
-    memcpy(c->ws_mask, p + hl - 4, 4);
-    c->ws_pos = 0;
-    c->roff += hl;
-    if (control) {
-        ws_unmask(c, p + hl, (size_t)len);
-        c->roff += (size_t)len;
-        ws_control(c, op, p + hl, (size_t)len);
-        return true;
-    }
-    ws_frame_head(&c->blk->out, p[0], len);
-    c->ws_in_frame = true;
-    c->ws_left = len;
-    return true;
-}
-
-static bool ws_step(struct app_conn *c)
-{
-    if (c->close_after || !c->blk)
-        return false;
-    if (!c->ws_in_frame)
-        return ws_frame_start(c);
-    size_t avail = c->rlen - c->roff;
-    size_t n = c->ws_left < avail ? (size_t)c->ws_left : avail;
-    if (n == 0 && c->ws_left)
-        return false;
-    char *p = c->blk->rbuf + c->roff;
-    ws_unmask(c, (uint8_t *)p, n);
-    c->roff += n;
-    c->ws_left -= n;
-    c->ws_in_frame = c->ws_left > 0;
-    return conn_flush(c, p, n) >= 0;
 }
 
 /* ---- connection lifecycle ---- */
@@ -1048,7 +434,7 @@ static void on_timer(uv_timer_t *t)
     uint64_t limit = c->app->cfg.idle_timeout_ms;
     c->timer_mode = T_NONE;
     if (mode == T_DELAY) {
-        respond(c);
+        app_respond(c);
         conn_pump(c);
     } else if (mode == T_LINGER) {
         conn_close(c);
@@ -1097,7 +483,7 @@ static void conn_pump(struct app_conn *c)
     while (!c->closing && !c->writing) {
         bool progress;
         if (c->phase == PH_WS)
-            progress = ws_step(c);
+            progress = app_ws_step(c);
         else if (c->phase == PH_STREAM)
             progress = stream_step(c);
         else if (c->phase == PH_HEAD || c->phase == PH_BODY)
@@ -1107,7 +493,7 @@ static void conn_pump(struct app_conn *c)
         if (!progress)
             break;
     }
-    if (c->closing || (!c->writing && conn_flush(c, NULL, 0) < 0))
+    if (c->closing || (!c->writing && app_conn_flush(c, NULL, 0) < 0))
         return;
     if (!c->writing && c->close_after && (c->phase == PH_HEAD || c->phase == PH_WS)) {
         conn_finish(c);
@@ -1318,19 +704,4 @@ void wf_app_free(struct wf_app *app)
 uint64_t wf_app_request_count(const struct wf_app *app)
 {
     return app->count;
-}
-
-int wf_app_ws_accept(const char *key, size_t key_len, char out[29])
-{
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    char buf[64 + sizeof APP_WS_GUID];
-    if (key_len > 64)
-        return -1;
-    memcpy(buf, key, key_len);
-    memcpy(buf + key_len, APP_WS_GUID, sizeof APP_WS_GUID - 1);
-    if (!EVP_Digest(buf, key_len + sizeof APP_WS_GUID - 1, md, &mdlen, EVP_sha1(), NULL) ||
-        mdlen != 20)
-        return -1;
-    return EVP_EncodeBlock((unsigned char *)out, md, 20) == 28 ? 0 : -1;
 }
