@@ -43,6 +43,9 @@ typedef enum {
     OP_REQ,
     OP_RESP,
     OP_TRAILER,
+    OP_UPSTREAM_PROTOCOL, /* "HTTP/1.1" once an upstream host was chosen */
+    OP_GRPC_STATUS,       /* grpc-status of the response trailers or headers */
+    OP_UNSET,             /* operators whose source weft never sets: always unset ("-") */
 } alf_op;
 
 /* Envoy's CommandSyntaxChecker flags. */
@@ -96,6 +99,19 @@ static const struct {
     {"REQ", OP_REQ, HDR, 0, 0},
     {"RESP", OP_RESP, HDR, 0, 0},
     {"TRAILER", OP_TRAILER, HDR, 0, 0},
+    {"UPSTREAM_PROTOCOL", OP_UPSTREAM_PROTOCOL, 0, 0, 0},
+    {"UPSTREAM_WIRE_BYTES_SENT", OP_U64, 0, FLD(upstream_wire_bytes_sent), 0},
+    {"UPSTREAM_WIRE_BYTES_RECEIVED", OP_U64, 0, FLD(upstream_wire_bytes_received), 0},
+    {"GRPC_STATUS", OP_GRPC_STATUS, SYN_PARAMS_OPTIONAL, 0, 0},
+    {"GRPC_STATUS_NUMBER", OP_GRPC_STATUS, 0, 0, 1},
+    /* no virtual clusters, dynamic metadata or filter state exist in weft: Envoy prints "-"
+     * (null in JSON) when they are absent, and so does weft */
+    {"VIRTUAL_CLUSTER_NAME", OP_UNSET, 0, 0, 0},
+    {"DYNAMIC_METADATA", OP_UNSET, HDR, 0, 0},
+    {"CLUSTER_METADATA", OP_UNSET, HDR, 0, 0},
+    {"UPSTREAM_METADATA", OP_UNSET, HDR, 0, 0},
+    {"FILTER_STATE", OP_UNSET, HDR, 0, 0},
+    {"UPSTREAM_FILTER_STATE", OP_UNSET, HDR, 0, 0},
 };
 
 typedef struct {
@@ -553,6 +569,21 @@ static bool parse_time_arg(wp_access_log_format *f, const alf_cmd *c, alf_piece 
     return p->a != NULL;
 }
 
+/* GRPC_STATUS(CAMEL_STRING|SNAKE_STRING|NUMBER): p->off2 = 0, 2 or 1 (Envoy's formats). */
+static bool parse_grpc_arg(const alf_cmd *c, alf_piece *p, const char *prefix, size_t col,
+                           wf_strbuf *err)
+{
+    static const char *const fmts[] = {"CAMEL_STRING", "NUMBER", "SNAKE_STRING"};
+    for (uint16_t i = 0; i < 3; i++)
+        if (strlen(fmts[i]) == c->alen && memcmp(fmts[i], c->arg, c->alen) == 0) {
+            p->off2 = i;
+            return true;
+        }
+    errf(err, prefix, "GRPC_STATUS only supports CAMEL_STRING, SNAKE_STRING or NUMBER (column %zu)",
+         col);
+    return false;
+}
+
 static void load_hostname(wp_access_log_format *f)
 {
     char name[HOST_NAME_MAX + 1];
@@ -588,6 +619,9 @@ static bool add_command(wp_access_log_format *f, const alf_cmd *c, const char *p
             return false;
     } else if (p.op == OP_HOSTNAME) {
         load_hostname(f);
+    } else if (p.op == OP_GRPC_STATUS && c->alen) {
+        if (!parse_grpc_arg(c, &p, prefix, col, err))
+            return false;
     }
     return !f->oom && push_piece(f, &p);
 }
@@ -927,6 +961,49 @@ static void val_header(alf_val *v, const alf_piece *p, const wp_stream_info *si)
     v->len = len;
 }
 
+/* grpc-status (trailers first, then headers) as Envoy's GRPC_STATUS formats it: the code's
+ * name in CamelCase or SNAKE_CASE, or the number; a value outside 0..16 prints as the number. */
+static void val_grpc_status(alf_val *v, const alf_piece *p, const wp_stream_info *si)
+{
+    static const char *const camel[] = {
+        "OK",       "Canceled",       "Unknown",          "InvalidArgument",   "DeadlineExceeded",
+        "NotFound", "AlreadyExists",  "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
+        "Aborted",  "OutOfRange",     "Unimplemented",    "Internal",          "Unavailable",
+        "DataLoss", "Unauthenticated"};
+    static const char *const snake[] = {"OK",
+                                        "CANCELLED",
+                                        "UNKNOWN",
+                                        "INVALID_ARGUMENT",
+                                        "DEADLINE_EXCEEDED",
+                                        "NOT_FOUND",
+                                        "ALREADY_EXISTS",
+                                        "PERMISSION_DENIED",
+                                        "RESOURCE_EXHAUSTED",
+                                        "FAILED_PRECONDITION",
+                                        "ABORTED",
+                                        "OUT_OF_RANGE",
+                                        "UNIMPLEMENTED",
+                                        "INTERNAL",
+                                        "UNAVAILABLE",
+                                        "DATA_LOSS",
+                                        "UNAUTHENTICATED"};
+    size_t len = 0;
+    const char *h = wp_si_resp_header(si, "grpc-status", &len);
+    uint64_t code = 0;
+    if (!h || len == 0 || len > 9)
+        return;
+    for (size_t i = 0; i < len; i++) {
+        if (h[i] < '0' || h[i] > '9')
+            return;
+        code = code * 10 + (uint64_t)(h[i] - '0');
+    }
+    if (p->off2 == 1 || code > 16) {
+        val_num(v, (int64_t)code);
+        return;
+    }
+    val_str(v, p->off2 == 2 ? snake[code] : camel[code]);
+}
+
 static void val_time(alf_val *v, const alf_piece *p, const wp_stream_info *si)
 {
     if (si->start_time_us == 0)
@@ -984,6 +1061,14 @@ static void eval_special(const wp_access_log_format *f, const alf_piece *p,
         break;
     case OP_HOSTNAME:
         val_str(v, f->hostname);
+        break;
+    case OP_UPSTREAM_PROTOCOL:
+        val_str(v, si->upstream_host ? "HTTP/1.1" : NULL);
+        break;
+    case OP_GRPC_STATUS:
+        val_grpc_status(v, p, si);
+        break;
+    case OP_UNSET:
         break;
     default:
         val_header(v, p, si);

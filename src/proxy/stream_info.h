@@ -83,6 +83,8 @@ typedef struct wp_stream_info {
     /* bytes (HTTP bodies, as Envoy's %BYTES_RECEIVED% / %BYTES_SENT%) */
     uint64_t bytes_received, bytes_sent;
     uint64_t wire_bytes_received, wire_bytes_sent; /* downstream, headers included */
+    /* upstream bytes of this stream's attempts (headers included; %UPSTREAM_WIRE_BYTES_*%) */
+    uint64_t upstream_wire_bytes_received, upstream_wire_bytes_sent;
     /* routing */
     const char *route_name;            /* NULL = none */
     const char *upstream_cluster;      /* cluster name (%UPSTREAM_CLUSTER_RAW%), NULL = none */

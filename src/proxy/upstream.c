@@ -329,6 +329,8 @@ int wp_uconn_write(wp_uconn *u, uv_buf_t *bufs, unsigned n)
         total += bufs[i].len;
     wp_cluster_stat(u->w, wp_pool_gen(u->pool), u->pool->cluster, WP_S_upstream_cx_tx_bytes_total,
                     (int64_t)total);
+    if (u->stream)
+        u->stream->si.upstream_wire_bytes_sent += total;
     uv_write_t *req = wp_wreq_get(u->w);
     if (!req)
         return -1;
@@ -367,6 +369,8 @@ static void u_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
     u->rlen += (size_t)n;
     wp_cluster_stat(u->w, wp_pool_gen(u->pool), u->pool->cluster, WP_S_upstream_cx_rx_bytes_total,
                     n);
+    if (u->stream)
+        u->stream->si.upstream_wire_bytes_received += (uint64_t)n;
     if (!u->stream) {
         wp_uconn_close(u, false); /* data on an idle connection */
         return;

@@ -228,6 +228,38 @@ static void test_flags_set_order(void **state)
                "UpstreamProtocolError");
 }
 
+/* Operators an Istio accessLogFormat may use that once made the whole format fail (and the
+ * listener be NACKed): upstream protocol and wire bytes, gRPC status, and the sources weft
+ * never sets (virtual clusters, dynamic metadata, filter state), unset as in Envoy. */
+static void test_more_operators(void **state)
+{
+    (void)state;
+    fixture fx;
+    make_full(&fx);
+    fx.si.upstream_wire_bytes_sent = 180;
+    fx.si.upstream_wire_bytes_received = 260;
+    check_text("%UPSTREAM_PROTOCOL% %UPSTREAM_WIRE_BYTES_SENT% %UPSTREAM_WIRE_BYTES_RECEIVED% "
+               "%VIRTUAL_CLUSTER_NAME% %DYNAMIC_METADATA(istio.mixer:status)% "
+               "%FILTER_STATE(istio.peer):10% %CLUSTER_METADATA(istio:config)% %GRPC_STATUS%",
+               &fx.si, "HTTP/1.1 180 260 - - - - -");
+    check_json("{\"up\":\"%UPSTREAM_PROTOCOL%\",\"tx\":\"%UPSTREAM_WIRE_BYTES_SENT%\","
+               "\"vc\":\"%VIRTUAL_CLUSTER_NAME%\",\"md\":\"%DYNAMIC_METADATA(a:b)%\"}",
+               &fx.si, "{\"md\":null,\"tx\":180,\"up\":\"HTTP/1.1\",\"vc\":null}\n");
+    fx.resp_h[2] = (h1_header){S("grpc-status"), S("14")};
+    fx.si.nresponse_headers = 3;
+    check_text("%GRPC_STATUS% %GRPC_STATUS(SNAKE_STRING)% %GRPC_STATUS(NUMBER)% "
+               "%GRPC_STATUS_NUMBER%",
+               &fx.si, "Unavailable UNAVAILABLE 14 14");
+    fx.resp_h[2] = (h1_header){S("grpc-status"), S("42")};
+    check_text("%GRPC_STATUS%", &fx.si, "42");
+    make_nc(&fx); /* no upstream: no upstream protocol, no bytes */
+    check_text("%UPSTREAM_PROTOCOL% %UPSTREAM_WIRE_BYTES_SENT%", &fx.si, "- 0");
+    wf_strbuf err = WF_STRBUF_INIT;
+    assert_null(wp_alf_compile_text("%GRPC_STATUS(CAMEL)%", &err));
+    assert_non_null(strstr(wf_strbuf_cstr(&err), "GRPC_STATUS only supports"));
+    wf_strbuf_free(&err);
+}
+
 static void test_header_lookup(void **state)
 {
     (void)state;
@@ -961,6 +993,7 @@ int main(void)
         cmocka_unit_test(test_flag_names),
         cmocka_unit_test(test_flags_set_order),
         cmocka_unit_test(test_header_lookup),
+        cmocka_unit_test(test_more_operators),
         cmocka_unit_test(test_text_every_operator),
         cmocka_unit_test(test_text_missing_values),
         cmocka_unit_test(test_envoy_default_format),
