@@ -220,11 +220,13 @@ json_t *wf_ads_gen(wf_ads_conn *c, wf_xds_type t, const wf_xds_names *names)
 
 /* The resources of t for c as text (gen_cache.h); with an injected generator its output,
  * serialized. 0 or -1. */
-static int gen_text(wf_ads_conn *c, wf_xds_type t, const wf_xds_names *names, wf_gen_text *out)
+static int gen_text(wf_ads_conn *c, wf_xds_type t, const wf_xds_watch *w, wf_gen_text *out)
 {
     wf_gen_cache *gc = cache_of(c->ads);
-    if (gc)
-        return wf_gen_cache_text(gc, &c->proxy, t, names, out);
+    const wf_xds_names *names = &w->names;
+    if (gc) /* the watch keeps the hash of its names: not recomputed per push */
+        return wf_gen_cache_text_hashed(gc, &c->proxy, t, names,
+                                        w->list ? w->names_hash : wf_xds_names_hash(names), out);
     *out = (wf_gen_text){.shared = ""};
     json_t *res = wf_ads_generate(c->ads, &c->proxy, t, names);
     char *txt = res ? json_dumps(res, JSON_COMPACT) : NULL;
@@ -248,33 +250,47 @@ void wf_ads_observe_push(wf_ads_conn *c, wf_xds_type t, uint64_t t0_ns)
     wf_ads_hist_observe(&a->metrics.push_time[t], (double)(uv_hrtime() - t0_ns) / 1e9);
 }
 
-static char *put(char *w, const char *s, size_t n)
+/* Sends the SotW response for r: the resources are not copied. The cache's shared text is
+ * referenced (wf_h2_buf) and the proxy's own part is handed over (r->own is taken: NULL
+ * afterwards); only the envelope around them is copied. *len: the message's bytes. 0 or -1. */
+static int sotw_send(wf_ads_conn *c, const char *version, wf_gen_text *r, const char *type_url,
+                     const char *nonce, size_t *len)
 {
-    memcpy(w, s, n);
-    return w + n;
-}
-
-/* The SotW response text. Heap, caller frees; NULL on OOM. */
-static char *sotw_text(const char *version, const wf_gen_text *r, const char *type_url,
-                       const char *nonce, size_t *len)
-{
-    size_t cap = r->shared_len + r->own_len + strlen(version) + strlen(type_url) + 160;
-    char *buf = malloc(cap), *w = buf;
-    if (!buf)
-        return NULL;
-    w += snprintf(w, cap, "{\"version_info\":\"%s\",", version);
-    if (r->shared_len || r->own_len) {
-        w = put(w, "\"resources\":[", 13);
-        w = put(w, r->shared, r->shared_len);
-        if (r->shared_len && r->own_len)
-            *w++ = ',';
-        w = r->own_len ? put(w, r->own, r->own_len) : w;
-        w = put(w, "],", 2);
+    char head[192], tail[256];
+    bool any = r->shared_len || r->own_len;
+    int hn = snprintf(head, sizeof head, "{\"version_info\":\"%s\",%s", version,
+                      any ? "\"resources\":[" : "");
+    int tn = snprintf(tail, sizeof tail, "%s\"type_url\":\"%s\",\"nonce\":\"%s\"}", any ? "]," : "",
+                      type_url, nonce);
+    if (hn < 0 || (size_t)hn >= sizeof head || tn < 0 || (size_t)tn >= sizeof tail)
+        return -1;
+    wf_h2_buf *own = NULL;
+    if (r->own_len) {
+        own = wf_h2_buf_take(r->own, r->own_len); /* frees r->own when it fails */
+        r->own = NULL;
+        if (!own)
+            return -1;
     }
-    w += snprintf(w, cap - (size_t)(w - buf), "\"type_url\":\"%s\",\"nonce\":\"%s\"}", type_url,
-                  nonce);
-    *len = (size_t)(w - buf);
-    return buf;
+    wf_h2_piece pc[5];
+    size_t n = 0;
+    pc[n++] = (wf_h2_piece){.data = head, .len = (size_t)hn};
+    if (r->shared_len)
+        pc[n++] = r->shared_buf ? (wf_h2_piece){.buf = r->shared_buf, .len = r->shared_len}
+                                : (wf_h2_piece){.data = r->shared, .len = r->shared_len};
+    if (r->shared_len && r->own_len)
+        pc[n++] = (wf_h2_piece){.data = ",", .len = 1};
+    if (own)
+        pc[n++] = (wf_h2_piece){.buf = own, .len = r->own_len};
+    pc[n++] = (wf_h2_piece){.data = tail, .len = (size_t)tn};
+    *len = (size_t)hn + r->shared_len + (r->shared_len && r->own_len) + r->own_len + (size_t)tn;
+    int rc = c->call ? wf_h2_call_sendv(c->call, pc, n) : WF_H2_E_CLOSED;
+    wf_h2_buf_unref(own);
+    if (rc != 0) {
+        WF_LOG(WF_LC_config, WF_LOG_WARN, "ADS: send to %s failed (%d, %zu bytes)", c->id, rc,
+               *len);
+        return -1;
+    }
+    return 0;
 }
 
 int wf_ads_sotw_push(wf_ads_conn *c, wf_xds_type t, bool force)
@@ -283,7 +299,7 @@ int wf_ads_sotw_push(wf_ads_conn *c, wf_xds_type t, bool force)
     wf_ads_type *ty = &c->types[t];
     uint64_t t0 = uv_hrtime();
     wf_gen_text r;
-    if (gen_text(c, t, &ty->w.names, &r) != 0) {
+    if (gen_text(c, t, &ty->w, &r) != 0) {
         WF_LOG(WF_LC_config, WF_LOG_ERROR, "ADS:%s: generation failed for %s", wf_xds_type_short(t),
                c->id);
         return -1;
@@ -293,13 +309,11 @@ int wf_ads_sotw_push(wf_ads_conn *c, wf_xds_type t, bool force)
         return 0;
     }
     char nonce[40];
-    size_t len;
+    size_t len = 0;
     wf_ads_nonce(a, nonce);
-    char *txt = sotw_text(a->version, &r, wf_xds_type_url(t), nonce, &len);
+    int rc = sotw_send(c, a->version, &r, wf_xds_type_url(t), nonce, &len);
     uint64_t h = r.hash;
     wf_gen_text_free(&r);
-    int rc = txt ? wf_ads_send(c, txt, len) : -1;
-    free(txt);
     if (rc || wf_xds_watch_on_sent(&ty->w, a->version, nonce, wf_ads_now_ms())) {
         return -1;
     }
@@ -319,7 +333,7 @@ void wf_ads_log_nack(wf_ads_conn *c, wf_xds_type t, int code, const char *msg)
            code, msg ? msg : "");
 }
 
-static void sotw_request(wf_ads_conn *c, const wf_xds_request *req)
+static void sotw_request(wf_ads_conn *c, const wf_xds_request *req, const wf_xds_req_peek *pk)
 {
     int t = wf_xds_type_from_url(req->type_url);
     wf_xds_req_kind kind;
@@ -332,6 +346,8 @@ static void sotw_request(wf_ads_conn *c, const wf_xds_request *req)
         wf_ads_fail(c, WF_GRPC_RESOURCE_EXHAUSTED, "out of memory");
         return;
     }
+    if (kind == WF_XDS_REQ_INITIAL || kind == WF_XDS_REQ_ACK || kind == WF_XDS_REQ_RESOURCE_CHANGE)
+        wf_xds_watch_set_names_key(&c->types[t].w, pk->names_ok, pk->names_key);
     WF_LOG(WF_LC_config, WF_LOG_DEBUG, "ADS:%s: REQ %s %s resources:%zu nonce:%s version:%s",
            wf_xds_type_short(t), c->id, wf_xds_req_kind_name(kind), req->resource_names.n,
            req->response_nonce ? req->response_nonce : "",
@@ -343,7 +359,7 @@ static void sotw_request(wf_ads_conn *c, const wf_xds_request *req)
     }
 }
 
-static void sotw_message(wf_ads_conn *c, const json_t *j)
+static void sotw_message(wf_ads_conn *c, const json_t *j, const wf_xds_req_peek *pk)
 {
     wf_xds_request req;
     wf_xds_err err;
@@ -352,7 +368,7 @@ static void sotw_message(wf_ads_conn *c, const json_t *j)
         return;
     }
     if (c->has_proxy || wf_ads_on_node(c, req.has_node, &req.node) == 0) {
-        sotw_request(c, &req);
+        sotw_request(c, &req, pk);
     }
     wf_xds_request_free(&req);
 }
@@ -369,6 +385,8 @@ static void on_call(wf_h2_call *call, void *ud)
         return;
     }
     c->ads = a;
+    for (int t = 0; t < WF_XDS_NTYPES; t++)
+        c->types[t].w.pool = a->names;
     c->delta = strcmp(wf_h2_call_path(call), WF_XDS_DELTA_PATH) == 0;
     /* unknown (""): the debug view then shows no address */
     (void)wf_h2_conn_peer(wf_h2_call_conn(call), c->address, sizeof c->address);
@@ -379,14 +397,41 @@ static void on_call(wf_h2_call *call, void *ud)
     wf_h2_call_set_data(call, c);
 }
 
+/* The ACK fast path (discovery.h): an ACK of the last response whose resource_names are the
+ * bytes the watch's names came from is recorded without decoding the request. 1 when done. */
+static int sotw_fast_ack(wf_ads_conn *c, const wf_xds_req_peek *pk)
+{
+    int t =
+        pk->simple && c->has_proxy ? wf_xds_type_from_url_n(pk->type_url, pk->type_url_len) : -1;
+    if (t < 0)
+        return 0;
+    wf_xds_watch *w = &c->types[t].w;
+    int rc = wf_xds_watch_ack_peeked(w, pk, wf_ads_now_ms());
+    if (rc < 0) {
+        wf_ads_fail(c, WF_GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        return 1;
+    }
+    if (rc > 0)
+        WF_LOG(WF_LC_config, WF_LOG_DEBUG, "ADS:%s: REQ %s ACK resources:%zu nonce:%s version:%s",
+               wf_xds_type_short(t), c->id, w->names.n, w->nonce_acked,
+               w->version_acked ? w->version_acked : "");
+    return rc;
+}
+
 static void on_message(wf_h2_call *call, const uint8_t *msg, size_t len, void *ud)
 {
     wf_ads *a = ud;
     wf_ads_conn *c = wf_h2_call_data(call);
     json_t *j;
     wf_xds_err err;
+    wf_xds_req_peek pk;
     if (!c || a->closing) {
         return;
+    }
+    if (!c->delta) {
+        wf_xds_request_peek((const char *)msg, len, &pk);
+        if (sotw_fast_ack(c, &pk))
+            return;
     }
     if (wf_xds_parse_text((const char *)msg, len, &j, &err) != 0) {
         wf_ads_fail(c, WF_GRPC_INVALID_ARGUMENT, err.text);
@@ -395,7 +440,7 @@ static void on_message(wf_h2_call *call, const uint8_t *msg, size_t len, void *u
     if (c->delta) {
         wf_delta_on_message(c, j);
     } else {
-        sotw_message(c, j);
+        sotw_message(c, j, &pk);
     }
     json_decref(j);
 }
@@ -470,6 +515,7 @@ static void free_ads(wf_ads *a)
     }
     free(a->conns);
     wf_ads_set_snapshot(a, NULL);
+    wf_xds_name_pool_free(a->names);
     free(a);
 }
 
@@ -593,6 +639,11 @@ int wf_ads_start(uv_loop_t *loop, const wf_ads_opts *opts, wf_ads **out, char *e
     a->rng[0] = uv_hrtime() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)a;
     a->rng[1] = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull | 1;
     init_metrics(&a->metrics);
+    if (!(a->names = wf_xds_name_pool_new())) {
+        snprintf(err, cap, "out of memory");
+        free(a);
+        return -1;
+    }
     uv_timer_init(loop, &a->reaper);
     uv_idle_init(loop, &a->q_idle);
     uv_timer_init(loop, &a->q_timer);

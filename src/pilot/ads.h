@@ -29,7 +29,15 @@
  *    (gen_cache.h, istiod's XdsCache) unless a generator is injected.
  *    Deviation, for scale: a type whose generated resources are byte-identical to what was
  *    last sent to that proxy is NOT resent on a push (istiod would resend); requests
- *    (INITIAL, RESOURCE_CHANGE) are always answered.
+ *    (INITIAL, RESOURCE_CHANGE) are always answered. A change of VirtualServices only pushes
+ *    RDS to sidecars (their CDS, EDS and LDS do not read VirtualServices, so they would be
+ *    generated only to be found unchanged); routers still get the full push.
+ *    Responses are queued without copying the resources: the generation cache's serialized
+ *    text is shared by every proxy it is sent to (xds/h2_stream.h wf_h2_call_sendv).
+ *  - ACKs: a SotW ACK of the last response whose resource_names are byte-identical to the
+ *    request the watch's names came from is recorded without decoding the request
+ *    (xds/discovery.h, the ACK fast path); everything else is decoded and classified as above.
+ *    The watches' name lists are interned (one copy per distinct list, shared by proxies).
  *  - delta xDS (DeltaAggregatedResources): per-type subscriptions (resource_names_subscribe /
  *    _unsubscribe, "*" or an empty first subscribe = wildcard for CDS and LDS; RDS and EDS
  *    are explicit), per-resource versions (FNV-1a 64 of the resource's JSON, 16 hex digits),

@@ -16,8 +16,9 @@ struct wf_ads {
     uv_idle_t q_idle;   /* serves the push queue (ads_push.c) */
     uv_timer_t q_timer; /* resumes the queue once send queues drained */
     wf_ads_conn *q_head, *q_tail;
-    int open_handles;    /* reaper, q_idle, q_timer not yet closed */
-    wf_gen_cache *cache; /* of snap; NULL until used or with an injected generator */
+    int open_handles;        /* reaper, q_idle, q_timer not yet closed */
+    wf_gen_cache *cache;     /* of snap; NULL until used or with an injected generator */
+    wf_xds_name_pool *names; /* the watches' resource_names, shared between proxies */
     wf_ads_conn **conns;
     size_t n_conns, cap_conns;
     size_t live_calls; /* calls not yet ended (listed or not) */

@@ -70,14 +70,10 @@ void wf_ads_enqueue(wf_ads_conn *c, unsigned push, unsigned force, int64_t chang
     kick(a);
 }
 
-/* Bytes waiting in the send queues of every connected proxy. */
+/* Bytes waiting in the send queues of every call (kept by the transport: O(1)). */
 static size_t inflight(const wf_ads *a)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < a->n_conns; i++)
-        if (a->conns[i]->connected && a->conns[i]->call)
-            n += wf_h2_call_pending(a->conns[i]->call);
-    return n;
+    return a->h2 ? wf_h2_server_pending(a->h2) : 0;
 }
 
 static void observe_convergence(wf_ads_conn *c, int64_t changed_at_ms)
@@ -123,9 +119,8 @@ static void on_retry(uv_timer_t *t)
 void wf_ads_on_queue_turn(uv_idle_t *h)
 {
     wf_ads *a = h->data;
-    size_t budget = inflight(a);
     for (int k = 0; k < PUSH_BATCH && a->q_head && !a->closing; k++) {
-        if (budget > PUSH_INFLIGHT_MAX) { /* wait for the peers to read */
+        if (inflight(a) > PUSH_INFLIGHT_MAX) { /* wait for the peers to read */
             uv_idle_stop(&a->q_idle);
             uv_timer_start(&a->q_timer, on_retry, PUSH_RETRY_MS, 0);
             return;
@@ -133,8 +128,6 @@ void wf_ads_on_queue_turn(uv_idle_t *h)
         wf_ads_conn *c = a->q_head;
         wf_ads_dequeue(c);
         serve(c);
-        if (c->connected && c->call)
-            budget += wf_h2_call_pending(c->call);
     }
     if (!a->q_head || a->closing)
         uv_idle_stop(&a->q_idle);
@@ -156,6 +149,22 @@ static void make_version(wf_ads *a)
 #define PUSH_TYPES                                                                                 \
     ((1u << WF_XDS_CDS) | (1u << WF_XDS_EDS) | (1u << WF_XDS_LDS) | (1u << WF_XDS_RDS))
 
+/* The types a change can alter for a sidecar. Only RDS reads VirtualServices for a sidecar
+ * (rds*.c; CDS, EDS and LDS never do, and gen_cache.c drops only RDS for them), so a change of
+ * VirtualServices alone regenerates RDS only, instead of regenerating CDS, EDS and LDS just to
+ * find them byte-identical to what was sent (they would not be resent anyway, see ads.h).
+ * Anything else, an unknown change list or another MeshConfig: every type. */
+static unsigned sidecar_push_types(const wf_snapshot *snap)
+{
+    static const char vs[] = "VirtualService/";
+    if (snap->mesh_changed || snap->n_changed == 0)
+        return PUSH_TYPES;
+    for (size_t i = 0; i < snap->n_changed; i++)
+        if (strncmp(snap->changed[i], vs, sizeof vs - 1) != 0)
+            return PUSH_TYPES;
+    return 1u << WF_XDS_RDS;
+}
+
 void wf_ads_push(wf_ads *a, wf_snapshot *snap)
 {
     bool first = a->snap == NULL;
@@ -168,6 +177,7 @@ void wf_ads_push(wf_ads *a, wf_snapshot *snap)
     eds ? a->metrics.eds_pushes++ : a->metrics.full_pushes++;
     WF_LOG(WF_LC_config, WF_LOG_INFO, "XDS: Pushing %s Version:%s ConnectedEndpoints:%zu",
            eds ? "EDS (endpoints only)" : "full", a->version, wf_ads_connected(a));
+    unsigned sidecar = eds ? PUSH_TYPES : sidecar_push_types(snap);
     for (size_t i = 0; i < a->n_conns; i++) {
         wf_ads_conn *c = a->conns[i];
         if (!c->connected || !c->call)
@@ -175,6 +185,7 @@ void wf_ads_push(wf_ads *a, wf_snapshot *snap)
         char key[512];
         snprintf(key, sizeof key, "Pod/%s/%s", c->proxy.ns, c->proxy.pod);
         bool eds_only = eds && !wf_snapshot_changed(snap, key);
-        wf_ads_enqueue(c, eds_only ? 1u << WF_XDS_EDS : PUSH_TYPES, 0, snap->changed_at_ms);
+        unsigned types = c->proxy.kind == WF_PROXY_SIDECAR ? sidecar : PUSH_TYPES;
+        wf_ads_enqueue(c, eds_only ? 1u << WF_XDS_EDS : types, 0, snap->changed_at_ms);
     }
 }

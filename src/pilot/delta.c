@@ -44,9 +44,9 @@ static int sync_names(wf_ads_type *ty)
         }
         n.n++;
     }
-    wf_xds_names_free(&ty->w.names);
-    ty->w.names = n;
-    return 0;
+    int rc = wf_xds_watch_set_names(&ty->w, &n);
+    wf_xds_names_free(&n);
+    return rc ? -1 : 0;
 }
 
 static int apply_subs(wf_ads_type *ty, wf_xds_type t, const wf_xds_delta_request *req, bool first)

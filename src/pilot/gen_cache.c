@@ -20,7 +20,7 @@
 typedef struct text_slot {
     struct text_slot *next;
     uint64_t names_hash; /* the requested names it answers (0 for CDS / LDS) */
-    char *text;          /* elements without brackets, "" when none */
+    wf_h2_buf *text;     /* elements without brackets, "" when none (one reference) */
     size_t len;
     uint64_t hash;
 } text_slot;
@@ -46,15 +46,6 @@ static uint64_t fnv(uint64_t h, const char *s, size_t n)
         h *= FNV_PRIME;
     }
     return h;
-}
-
-static uint64_t names_hash(const wf_xds_names *names)
-{
-    uint64_t h = FNV_INIT;
-    size_t n = names ? names->n : 0;
-    for (size_t i = 0; i < n; i++)
-        h = fnv(h, names->v[i] ? names->v[i] : "", names->v[i] ? strlen(names->v[i]) + 1 : 1);
-    return fnv(h, (const char *)&n, sizeof n);
 }
 
 /* ---- setup ---- */
@@ -140,7 +131,7 @@ static void entry_free(gen_entry *e)
     for (int t = 0; t < WF_XDS_NTYPES; t++) {
         for (text_slot *s = e->slots[t], *next; s; s = next) {
             next = s->next;
-            free(s->text);
+            wf_h2_buf_unref(s->text);
             free(s);
         }
     }
@@ -260,20 +251,21 @@ static json_t *shared_json(wf_gen_cache *c, const wf_gen *g, wf_xds_type t,
 }
 
 static text_slot *shared_text(wf_gen_cache *c, gen_entry *e, const wf_gen *g, wf_xds_type t,
-                              const wf_xds_names *names)
+                              const wf_xds_names *names, uint64_t names_h)
 {
-    uint64_t nh = t == WF_XDS_CDS ? 0 : names_hash(names);
+    uint64_t nh = t == WF_XDS_CDS ? 0 : names_h;
     text_slot *s = slot_find(e, t, nh);
     if (s)
         return s;
     if (!(s = calloc(1, sizeof *s)))
         return NULL;
     s->names_hash = nh;
-    if (!(s->text = dump_elems(shared_json(c, g, t, names), &s->len))) {
+    char *text = dump_elems(shared_json(c, g, t, names), &s->len);
+    if (!text || !(s->text = wf_h2_buf_take(text, s->len))) { /* take frees text on failure */
         free(s);
         return NULL;
     }
-    s->hash = fnv(FNV_INIT, s->text, s->len);
+    s->hash = fnv(FNV_INIT, text, s->len);
     s->next = e->slots[t];
     e->slots[t] = s;
     return s;
@@ -327,17 +319,18 @@ static json_t *own_json(wf_gen_cache *c, gen_entry *e, const wf_gen *g, wf_xds_t
 }
 
 static int sidecar_text(wf_gen_cache *c, const wf_gen *g, wf_xds_type t, const wf_xds_names *names,
-                        wf_gen_text *out)
+                        uint64_t names_h, wf_gen_text *out)
 {
     gen_entry *e = entry_for(c, g);
     if (!e)
         return -1;
     if (t == WF_XDS_CDS || t == WF_XDS_RDS || t == WF_XDS_EDS) {
-        text_slot *s = shared_text(c, e, g, t, names);
+        text_slot *s = shared_text(c, e, g, t, names, names_h);
         if (!s)
             return -1;
-        out->shared = s->text;
+        out->shared = (const char *)wf_h2_buf_data(s->text);
         out->shared_len = s->len;
+        out->shared_buf = s->text;
         out->hash = s->hash;
     }
     if (t == WF_XDS_CDS || t == WF_XDS_LDS) {
@@ -352,6 +345,12 @@ static int sidecar_text(wf_gen_cache *c, const wf_gen *g, wf_xds_type t, const w
 int wf_gen_cache_text(wf_gen_cache *c, const wf_pilot_proxy *p, wf_xds_type t,
                       const wf_xds_names *names, wf_gen_text *out)
 {
+    return wf_gen_cache_text_hashed(c, p, t, names, wf_xds_names_hash(names), out);
+}
+
+int wf_gen_cache_text_hashed(wf_gen_cache *c, const wf_pilot_proxy *p, wf_xds_type t,
+                             const wf_xds_names *names, uint64_t names_hash, wf_gen_text *out)
+{
     *out = (wf_gen_text){.shared = "", .hash = FNV_INIT};
     if (!c || !p)
         return -1;
@@ -365,7 +364,7 @@ int wf_gen_cache_text(wf_gen_cache *c, const wf_pilot_proxy *p, wf_xds_type t,
     wf_gen g;
     if (wf_gen_init(&g, &c->env, p) != 0)
         return -1;
-    int rc = sidecar_text(c, &g, t, names, out);
+    int rc = sidecar_text(c, &g, t, names, names_hash, out);
     wf_gen_fini(&g);
     if (rc != 0) {
         wf_gen_text_free(out);

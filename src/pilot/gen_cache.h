@@ -26,7 +26,8 @@
  * whole per request, apart from the memoized assignments.
  * The output is byte-identical to wf_pilot_generate's (tests/unit/test_pilot_gen_cache.c).
  *
- * Requested name lists are told apart by a 64-bit FNV-1a hash of the names (and their count).
+ * Requested name lists are told apart by a 64-bit FNV-1a hash of the names (and their count):
+ * xds/discovery.h wf_xds_names_hash.
  *
  * Memory: the cache borrows store and mesh (the snapshot owns them and must outlive the cache);
  * cached JSON is shared (json_incref): callers must not modify what wf_gen_cache_json returns.
@@ -42,6 +43,7 @@
 #include <jansson.h>
 
 #include "pilot/generate.h"
+#include "xds/h2_stream.h" /* wf_h2_buf */
 
 typedef struct wf_gen_cache wf_gen_cache;
 
@@ -65,7 +67,10 @@ void wf_gen_cache_free(wf_gen_cache *c);
 typedef struct wf_gen_text {
     const char *shared; /* borrowed from the cache (valid until wf_gen_cache_free); never NULL */
     size_t shared_len;
-    char *own; /* owned by the caller (wf_gen_text_free); NULL = none */
+    wf_h2_buf *shared_buf; /* the buffer shared points into (borrowed: wf_h2_buf_ref it to keep
+                            * it past the cache, e.g. to send it without a copy); NULL when
+                            * shared is "" and not from the cache */
+    char *own;             /* owned by the caller (wf_gen_text_free); NULL = none */
     size_t own_len;
     uint64_t hash; /* of the whole: equal resources give an equal hash */
 } wf_gen_text;
@@ -74,6 +79,10 @@ typedef struct wf_gen_text {
  * on OOM (*out zeroed). */
 int wf_gen_cache_text(wf_gen_cache *c, const wf_pilot_proxy *p, wf_xds_type t,
                       const wf_xds_names *names, wf_gen_text *out);
+/* The same, with names_hash = wf_xds_names_hash(names) already known (a server's watch keeps
+ * it), so that a push does not hash ~100 KB of EDS names per proxy. */
+int wf_gen_cache_text_hashed(wf_gen_cache *c, const wf_pilot_proxy *p, wf_xds_type t,
+                             const wf_xds_names *names, uint64_t names_hash, wf_gen_text *out);
 void wf_gen_text_free(wf_gen_text *t);
 
 /* The same as a new JSON array (its elements may be shared with the cache: read only). NULL on

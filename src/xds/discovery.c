@@ -40,6 +40,16 @@ int wf_xds_type_from_url(const char *url)
     return -1;
 }
 
+int wf_xds_type_from_url_n(const char *url, size_t len)
+{
+    for (int i = 0; url && i < WF_XDS_NTYPES; i++) {
+        if (strlen(type_urls[i]) == len && memcmp(url, type_urls[i], len) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
 /* ---- errors and small helpers ------------------------------------------------------------ */
 
 static int fail(wf_xds_err *err, const char *field, const char *fmt, ...)

@@ -188,10 +188,33 @@ typedef enum wf_xds_sync {
     WF_XDS_SYNC_ERROR,        /* last response was NACKed (cleared by the next ACK) */
 } wf_xds_sync;
 
-/* One type on one stream. Zero-initialise (or wf_xds_watch_free) to start. */
+/* Interned name lists. A server keeps, per proxy and type, the resource_names last requested;
+ * 1,000 sidecars with the same Sidecar scope ask for the same ~1,700 EDS names, so watches
+ * that hold a pool share one immutable copy of each distinct list (reference-counted, found by
+ * wf_xds_names_hash and compared name by name). Single-threaded; no global state: the server
+ * owns its pool. */
+typedef struct wf_xds_name_pool wf_xds_name_pool;
+typedef struct wf_xds_name_list wf_xds_name_list;
+/* A new empty pool, NULL when out of memory. */
+wf_xds_name_pool *wf_xds_name_pool_new(void);
+/* Frees the pool. Lists still held by watches stay valid (each is freed with its last
+ * reference). NULL is fine. */
+void wf_xds_name_pool_free(wf_xds_name_pool *p);
+/* Distinct lists in the pool (tests, debug). */
+size_t wf_xds_name_pool_count(const wf_xds_name_pool *p);
+/* 64-bit FNV-1a of the names in order, each with its NUL, then the count (the generation
+ * cache's key of a requested name list, pilot/gen_cache.h). */
+uint64_t wf_xds_names_hash(const wf_xds_names *n);
+
+/* One type on one stream. Zero-initialise (or wf_xds_watch_free) to start; set pool before the
+ * first request to share name lists. */
 typedef struct wf_xds_watch {
-    bool watched; /* a request for this type arrived on this stream */
-    wf_xds_names names;
+    wf_xds_name_pool *pool; /* borrowed, must outlive the watch's requests; NULL = private copies.
+                             * Kept by wf_xds_watch_free. */
+    wf_xds_name_list *list; /* the storage of names (one reference), NULL when no names */
+    uint64_t names_hash;    /* wf_xds_names_hash(&names), kept with them */
+    bool watched;           /* a request for this type arrived on this stream */
+    wf_xds_names names;     /* read-only view of list: change it with wf_xds_watch_set_names */
     char *version_sent, *nonce_sent;
     char *version_acked, *nonce_acked; /* the proxy's version: kept across NACKs */
     bool nacked;
@@ -199,6 +222,8 @@ typedef struct wf_xds_watch {
     char *error_message; /* of the last NACK; NULL once an ACK clears it */
     uint64_t changes;    /* bumped whenever wf_xds_watch_sync changes value */
     int64_t sync_since_ms;
+    bool has_names_key; /* names_key: wf_xds_watch_set_names_key (the ACK fast path) */
+    uint64_t names_key;
 } wf_xds_watch;
 
 /* Classifies req against w without changing anything. Order (as istiod, but see NACK):
@@ -215,6 +240,10 @@ wf_xds_req_kind wf_xds_watch_classify(const wf_xds_watch *w, const wf_xds_reques
 int wf_xds_watch_on_request(wf_xds_watch *w, const wf_xds_request *req, int64_t now_ms,
                             wf_xds_req_kind *kind);
 
+/* Replaces the watch's names (copied, or shared from the pool). 0 or WF_XDS_E_NOMEM (w
+ * unchanged). names may be w's own (no-op). */
+int wf_xds_watch_set_names(wf_xds_watch *w, const wf_xds_names *names);
+
 /* Records a response sent for this type. 0 or WF_XDS_E_NOMEM (w unchanged). */
 int wf_xds_watch_on_sent(wf_xds_watch *w, const char *version, const char *nonce, int64_t now_ms);
 
@@ -223,7 +252,49 @@ wf_xds_sync wf_xds_watch_sync(const wf_xds_watch *w);
 const char *wf_xds_sync_name(wf_xds_sync s);
 /* "INITIAL", "ACK", "NACK", "STALE_NONCE", "RESOURCE_CHANGE" (for logs). */
 const char *wf_xds_req_kind_name(wf_xds_req_kind k);
+/* Releases what the watch holds and zeroes it, except pool. */
 void wf_xds_watch_free(wf_xds_watch *w);
+
+/* ---- Server side: the ACK fast path ----------------------------------------------------- *
+ * Most requests on a busy server are ACKs of the latest response whose resource_names did not
+ * change (each EDS ACK of a sidecar lists every cluster: ~100 KB). wf_xds_request_peek scans
+ * the request text without building a JSON tree; wf_xds_watch_ack_peeked then records such an
+ * ACK exactly as wf_xds_watch_on_request would, and refuses anything else (the caller then
+ * decodes the request as usual). The names are compared by a 64-bit hash of the raw bytes of
+ * the resource_names value against the bytes of the request that last set the watch's names
+ * (wf_xds_watch_set_names_key): equal bytes are equal names, in the same order. */
+
+typedef struct wf_xds_req_peek {
+    /* Only version_info, resource_names, type_url and response_nonce (snake_case or
+     * lowerCamelCase, each at most once), the three strings plain printable ASCII (no escapes)
+     * and resource_names' value skipped structurally. Anything else (node, error_detail, an
+     * unknown field, escapes, JSON the scan does not understand) leaves simple false. */
+    bool simple;
+    bool names_ok;        /* resource_names (or its absence) was scanned: names_key is valid */
+    uint64_t names_key;   /* hash of resource_names' raw value bytes (a fixed key when absent) */
+    const char *type_url; /* pointers into the scanned text (not NUL-terminated); valid while */
+    size_t type_url_len;  /* it is; NULL/0 when absent */
+    const char *nonce;
+    size_t nonce_len;
+    const char *version;
+    size_t version_len;
+} wf_xds_req_peek;
+
+/* Scans len bytes of request text into *out. Never allocates, never fails: an unusual request
+ * just leaves out->simple false (and out->names_ok false if the top level did not scan). */
+void wf_xds_request_peek(const char *buf, size_t len, wf_xds_req_peek *out);
+
+/* The type of a peeked type_url, or -1. */
+int wf_xds_type_from_url_n(const char *url, size_t len);
+
+/* Records the names key of the request whose names w now holds (after wf_xds_watch_on_request
+ * returned INITIAL, ACK or RESOURCE_CHANGE for it); names_ok false forgets the key. */
+void wf_xds_watch_set_names_key(wf_xds_watch *w, bool names_ok, uint64_t key);
+
+/* If p (simple) is an ACK of w's last sent nonce with the names key w holds, records it as
+ * wf_xds_watch_on_request records an ACK and returns 1; returns 0 (w unchanged) when the
+ * request needs the full decode; WF_XDS_E_NOMEM (w unchanged). */
+int wf_xds_watch_ack_peeked(wf_xds_watch *w, const wf_xds_req_peek *p, int64_t now_ms);
 
 /* ---- Client side (Envoy's GrpcMuxImpl per-type state), SotW ------------------------------ */
 

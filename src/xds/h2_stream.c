@@ -17,15 +17,23 @@
 
 #include "xds/grpc_frame.h"
 
-#define WRITE_HIGH ((size_t)64 * 1024) /* bytes handed to libuv and not yet written */
-#define READ_BUF   ((size_t)64 * 1024)
-#define NO_CLOSE   (-1)
+#define WRITE_HIGH  ((size_t)256 * 1024) /* bytes handed to libuv and not yet written */
+#define RECV_WINDOW ((int32_t)1 << 20)   /* our HTTP/2 receive windows, stream and connection */
+#define READ_BUF    ((size_t)64 * 1024)
+#define NO_CLOSE    (-1)
 
-typedef struct sendbuf {
-    struct sendbuf *next;
-    size_t len, off;
-    uint8_t data[];
-} sendbuf;
+struct wf_h2_buf {
+    size_t refs;
+    size_t len;
+    uint8_t *data; /* inline (after the struct) or taken over (freed with free) */
+    bool owned;    /* data is a separate allocation */
+};
+
+/* A range of a buffer waiting in a call's send queue (one reference each). */
+typedef struct seg {
+    wf_h2_buf *buf;
+    size_t off, len;
+} seg;
 
 struct wf_h2_call {
     wf_h2_conn *conn;
@@ -33,8 +41,9 @@ struct wf_h2_call {
     int32_t stream_id;
     void *data;
     wf_grpc_decoder dec;
-    sendbuf *head, *tail;
-    size_t queued;   /* bytes in head..tail not yet copied to nghttp2 */
+    seg *q; /* send queue: q[q_head..q_n), ring-less (compacted when full) */
+    size_t q_head, q_n, q_cap;
+    size_t queued;   /* bytes in the queue not yet framed by nghttp2 */
     bool deferred;   /* data provider returned NGHTTP2_ERR_DEFERRED */
     bool finishing;  /* end the stream once the queue drains */
     bool local_done; /* no more sends */
@@ -72,8 +81,9 @@ struct wf_h2_conn {
     bool connected, closing, ping_outstanding, is_pipe, has_peer;
     char peer[128]; /* "ip:port", "[ip6]:port" or "unix:path" (has_peer) */
     size_t write_inflight;
-    uint8_t *own_rbuf; /* a client's read buffer (READ_BUF bytes, lazily); server connections
-                        * share their server's */
+    struct wreq *batch; /* the write being collected (send_data_cb appends to it) */
+    uint8_t *own_rbuf;  /* a client's read buffer (READ_BUF bytes, lazily); server connections
+                         * share their server's */
 };
 
 struct wf_h2_server {
@@ -90,6 +100,7 @@ struct wf_h2_server {
     size_t nconns, capconns;
     size_t live; /* connections not yet freed */
     int port;
+    size_t queued; /* bytes in the send queues of every call of every connection */
     bool closing, listener_closed;
     /* One read buffer for every connection of the server: libuv runs one read callback at a
      * time and nghttp2_session_mem_recv consumes the bytes before it returns, so nothing
@@ -97,11 +108,22 @@ struct wf_h2_server {
     uint8_t rbuf[READ_BUF];
 };
 
+/* One part of a write: a range of a shared buffer, or (buf NULL) of the write's scratch. */
+typedef struct wpart {
+    wf_h2_buf *buf;
+    size_t off, len;
+} wpart;
+
+/* One uv_write: the frames nghttp2 serialized (copied into scratch: headers, control frames,
+ * DATA frame headers) and DATA payloads referenced in place (NGHTTP2_DATA_FLAG_NO_COPY). */
 typedef struct wreq {
     uv_write_t req;
     wf_h2_conn *c;
-    size_t len;
-    uint8_t *data;
+    size_t len; /* bytes in all parts */
+    uint8_t *scratch;
+    size_t s_len, s_cap;
+    wpart *parts;
+    size_t n, cap;
 } wreq;
 
 static void leave(wf_h2_conn *c);
@@ -214,15 +236,86 @@ static wf_h2_call *call_new(wf_h2_conn *c)
     return call;
 }
 
+/* ---- shared buffers ----------------------------------------------------------------------- */
+
+wf_h2_buf *wf_h2_buf_new(size_t len, uint8_t **data)
+{
+    wf_h2_buf *b = malloc(sizeof *b + (len ? len : 1));
+    if (b == NULL)
+        return NULL;
+    b->refs = 1;
+    b->len = len;
+    b->data = (uint8_t *)(b + 1);
+    b->owned = false;
+    if (data)
+        *data = b->data;
+    return b;
+}
+
+wf_h2_buf *wf_h2_buf_take(void *data, size_t len)
+{
+    wf_h2_buf *b = malloc(sizeof *b);
+    if (b == NULL) {
+        free(data);
+        return NULL;
+    }
+    b->refs = 1;
+    b->len = len;
+    b->data = data;
+    b->owned = true;
+    return b;
+}
+
+wf_h2_buf *wf_h2_buf_ref(wf_h2_buf *b)
+{
+    if (b)
+        b->refs++;
+    return b;
+}
+
+void wf_h2_buf_unref(wf_h2_buf *b)
+{
+    if (b == NULL || --b->refs > 0)
+        return;
+    if (b->owned)
+        free(b->data);
+    free(b);
+}
+
+const uint8_t *wf_h2_buf_data(const wf_h2_buf *b)
+{
+    return b->data;
+}
+
+size_t wf_h2_buf_len(const wf_h2_buf *b)
+{
+    return b->len;
+}
+
+/* Adds n bytes to the call's queued count, and to its server's total. */
+static void queued_add(wf_h2_call *call, size_t n)
+{
+    call->queued += n;
+    if (call->conn->server)
+        call->conn->server->queued += n;
+}
+
+/* Takes n bytes (<= the call's count) off both counts. */
+static void queued_sub(wf_h2_call *call, size_t n)
+{
+    call->queued -= n;
+    if (call->conn->server)
+        call->conn->server->queued -= n;
+}
+
 static void queue_drop(wf_h2_call *call)
 {
-    while (call->head) {
-        sendbuf *b = call->head;
-        call->head = b->next;
-        free(b);
-    }
-    call->tail = NULL;
-    call->queued = 0;
+    for (size_t i = call->q_head; i < call->q_n; i++)
+        wf_h2_buf_unref(call->q[i].buf);
+    free(call->q);
+    call->q = NULL;
+    call->q_head = call->q_n = call->q_cap = 0;
+    queued_sub(call, call->queued);
 }
 
 static void call_free(wf_h2_call *call)
@@ -286,34 +379,90 @@ static int submit_trailers(nghttp2_session *s, wf_h2_call *call)
     return rv;
 }
 
-static size_t queue_take(wf_h2_call *call, uint8_t *buf, size_t length)
+/* ---- writes: scratch bytes and referenced ranges ------------------------------------------ */
+
+static int batch_part(wreq *w, wf_h2_buf *buf, size_t off, size_t len)
 {
-    size_t n = 0;
-    while (n < length && call->head) {
-        sendbuf *b = call->head;
-        size_t k = b->len - b->off;
-        if (k > length - n)
-            k = length - n;
-        memcpy(buf + n, b->data + b->off, k);
-        b->off += k;
-        n += k;
-        if (b->off == b->len) {
-            call->head = b->next;
-            if (call->head == NULL)
-                call->tail = NULL;
-            free(b);
-        }
+    wpart *last = w->n ? &w->parts[w->n - 1] : NULL;
+    if (last && last->buf == buf && last->off + last->len == off) {
+        last->len += len; /* contiguous: one iovec */
+        w->len += len;
+        return 0;
     }
-    call->queued -= n;
-    return n;
+    if (w->n == w->cap) {
+        size_t ncap = w->cap ? w->cap * 2 : 16;
+        wpart *np = realloc(w->parts, ncap * sizeof *np);
+        if (np == NULL)
+            return -1;
+        w->parts = np;
+        w->cap = ncap;
+    }
+    w->parts[w->n++] = (wpart){wf_h2_buf_ref(buf), off, len};
+    w->len += len;
+    return 0;
 }
 
+/* Appends a copy of len bytes. 0 or -1 (out of memory). */
+static int batch_copy(wreq *w, const uint8_t *p, size_t len)
+{
+    if (len == 0)
+        return 0;
+    if (w->s_len + len > w->s_cap) {
+        size_t ncap = w->s_cap ? w->s_cap * 2 : 4096;
+        while (ncap < w->s_len + len)
+            ncap *= 2;
+        uint8_t *nb = realloc(w->scratch, ncap);
+        if (nb == NULL)
+            return -1;
+        w->scratch = nb;
+        w->s_cap = ncap;
+    }
+    memcpy(w->scratch + w->s_len, p, len);
+    w->s_len += len;
+    return batch_part(w, NULL, w->s_len - len, len);
+}
+
+static void wreq_free(wreq *w)
+{
+    for (size_t i = 0; i < w->n; i++)
+        wf_h2_buf_unref(w->parts[i].buf);
+    free(w->parts);
+    free(w->scratch);
+    free(w);
+}
+
+/* Moves length queued bytes of call into the write w (references, no copy). -1 on OOM. */
+static int queue_take(wf_h2_call *call, wreq *w, size_t length)
+{
+    while (length > 0 && call->q_head < call->q_n) {
+        seg *sg = &call->q[call->q_head];
+        size_t k = sg->len < length ? sg->len : length;
+        if (batch_part(w, sg->buf, sg->off, k) != 0)
+            return -1;
+        sg->off += k;
+        sg->len -= k;
+        length -= k;
+        queued_sub(call, k);
+        if (sg->len == 0) {
+            wf_h2_buf_unref(sg->buf);
+            call->q_head++;
+        }
+    }
+    if (call->q_head == call->q_n)
+        call->q_head = call->q_n = 0;
+    return length == 0 ? 0 : -1;
+}
+
+/* Data is never copied into nghttp2's buffer: the length is announced (NO_COPY) and
+ * send_data_cb moves the bytes by reference into the write being collected. */
 static ssize_t data_read(nghttp2_session *s, int32_t id, uint8_t *buf, size_t length,
                          uint32_t *flags, nghttp2_data_source *src, void *ud)
 {
     wf_h2_call *call = src->ptr;
-    size_t n = queue_take(call, buf, length);
-    if (call->head)
+    size_t n = call->queued < length ? call->queued : length;
+    if (n > 0)
+        *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+    if (n < call->queued)
         return (ssize_t)n;
     if (!call->finishing) {
         if (n > 0)
@@ -328,6 +477,21 @@ static ssize_t data_read(nghttp2_session *s, int32_t id, uint8_t *buf, size_t le
             return NGHTTP2_ERR_CALLBACK_FAILURE;
     }
     return (ssize_t)n;
+}
+
+static int send_data_cb(nghttp2_session *s, nghttp2_frame *frame, const uint8_t *framehd,
+                        size_t length, nghttp2_data_source *src, void *ud)
+{
+    wf_h2_conn *c = ud;
+    wf_h2_call *call = src->ptr;
+    wreq *w = c->batch;
+    static const uint8_t zeros[256];
+    size_t pad = frame->data.padlen;
+    uint8_t padlen = pad > 0 ? (uint8_t)(pad - 1) : 0;
+    if (w == NULL || batch_copy(w, framehd, 9) != 0 || (pad > 0 && batch_copy(w, &padlen, 1)) ||
+        queue_take(call, w, length) != 0 || (pad > 1 && batch_copy(w, zeros, pad - 1)))
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    return 0;
 }
 
 static void resume(wf_h2_call *call)
@@ -602,13 +766,20 @@ static int session_new(wf_h2_conn *c)
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
     nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
+    nghttp2_session_callbacks_set_send_data_callback(cb, send_data_cb);
     int rv = c->server ? nghttp2_session_server_new(&c->session, cb, c)
                        : nghttp2_session_client_new(&c->session, cb, c);
     nghttp2_session_callbacks_del(cb);
     if (rv != 0)
         return WF_H2_E_NOMEM;
-    nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, c->opts.max_streams}};
-    return nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, iv, 1) == 0 ? 0 : WF_H2_E_IO;
+    /* Received bytes are consumed as they arrive (on_data), so a large window costs no memory
+     * and lets the peer send a whole response without waiting for WINDOW_UPDATEs. */
+    nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, c->opts.max_streams},
+                                   {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, (uint32_t)RECV_WINDOW}};
+    if (nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, iv, 2) != 0 ||
+        nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0, RECV_WINDOW) != 0)
+        return WF_H2_E_IO;
+    return 0;
 }
 
 /* ---- libuv I/O -------------------------------------------------------------------------- */
@@ -618,8 +789,7 @@ static void on_write(uv_write_t *req, int status)
     wreq *w = (wreq *)req;
     wf_h2_conn *c = w->c;
     c->write_inflight -= w->len;
-    free(w->data);
-    free(w);
+    wreq_free(w);
     if (c->closing)
         return;
     enter(c);
@@ -628,61 +798,65 @@ static void on_write(uv_write_t *req, int status)
     leave(c);
 }
 
-/* Collects nghttp2 output into one buffer of about WRITE_HIGH bytes. Returns its length,
- * 0 when nothing is pending, or -1 after fail(). */
-static long collect(wf_h2_conn *c, uint8_t **out)
+/* Collects about WRITE_HIGH bytes of nghttp2 output into a new write. Returns it (NULL when
+ * nothing is pending, or after fail()). */
+static wreq *collect(wf_h2_conn *c)
 {
-    size_t len = 0, cap = 0;
-    uint8_t *buf = NULL;
-    while (len < WRITE_HIGH && c->pending_close == NO_CLOSE) {
+    wreq *w = calloc(1, sizeof *w);
+    if (w == NULL) {
+        fail(c, WF_H2_END_PROTOCOL);
+        return NULL;
+    }
+    w->c = c;
+    c->batch = w;
+    while (w->len < WRITE_HIGH && c->pending_close == NO_CLOSE) {
         const uint8_t *p;
         ssize_t n = nghttp2_session_mem_send(c->session, &p);
         if (n <= 0) {
             check_rv(c, (int)n);
             break;
         }
-        if (len + (size_t)n > cap) {
-            size_t ncap = cap ? cap * 2 : WRITE_HIGH;
-            while (ncap < len + (size_t)n)
-                ncap *= 2;
-            uint8_t *nb = realloc(buf, ncap);
-            if (nb == NULL) {
-                fail(c, WF_H2_END_PROTOCOL);
-                break;
-            }
-            buf = nb;
-            cap = ncap;
+        if (batch_copy(w, p, (size_t)n) != 0) {
+            fail(c, WF_H2_END_PROTOCOL);
+            break;
         }
-        memcpy(buf + len, p, (size_t)n);
-        len += (size_t)n;
     }
-    *out = buf;
-    return (long)len;
+    c->batch = NULL;
+    if (w->len == 0 || c->pending_close != NO_CLOSE) {
+        wreq_free(w);
+        return NULL;
+    }
+    return w;
 }
 
 static void pump(wf_h2_conn *c)
 {
     while (c->connected && c->write_inflight < WRITE_HIGH && c->pending_close == NO_CLOSE) {
-        uint8_t *buf;
-        long len = collect(c, &buf);
-        wreq *w = len > 0 ? malloc(sizeof *w) : NULL;
-        if (w == NULL) {
-            free(buf);
-            if (len > 0)
-                fail(c, WF_H2_END_PROTOCOL);
+        wreq *w = collect(c);
+        if (w == NULL)
+            return;
+        uv_buf_t small[16];
+        uv_buf_t *bufs = w->n <= 16 ? small : malloc(w->n * sizeof *bufs);
+        if (bufs == NULL) {
+            wreq_free(w);
+            fail(c, WF_H2_END_PROTOCOL);
             return;
         }
-        w->c = c;
-        w->len = (size_t)len;
-        w->data = buf;
-        uv_buf_t b = uv_buf_init((char *)buf, (unsigned)len);
-        if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) {
-            free(buf);
-            free(w);
+        for (size_t i = 0; i < w->n; i++) {
+            const wpart *pt = &w->parts[i];
+            const uint8_t *base = pt->buf ? pt->buf->data : w->scratch;
+            bufs[i] = uv_buf_init((char *)(base + pt->off), (unsigned)pt->len);
+        }
+        /* libuv copies the uv_buf_t array; the bytes stay referenced until on_write */
+        int rv = uv_write(&w->req, (uv_stream_t *)&c->tcp, bufs, (unsigned)w->n, on_write);
+        if (bufs != small)
+            free(bufs);
+        if (rv != 0) {
+            wreq_free(w);
             fail(c, WF_H2_END_CONN_LOST);
             return;
         }
-        c->write_inflight += (size_t)len;
+        c->write_inflight += w->len;
     }
 }
 
@@ -1026,6 +1200,11 @@ int wf_h2_server_port(const wf_h2_server *s)
     return s->port;
 }
 
+size_t wf_h2_server_pending(const wf_h2_server *s)
+{
+    return s->queued;
+}
+
 void wf_h2_server_close(wf_h2_server *s)
 {
     if (s->closing)
@@ -1123,33 +1302,92 @@ static bool call_closed(const wf_h2_call *call)
     return call->local_done || c->closing || c->pending_close != NO_CLOSE;
 }
 
-int wf_h2_call_send(wf_h2_call *call, const void *msg, size_t len)
+/* Room for k more ranges in the call's queue. 0 or -1 (OOM, queue unchanged). */
+static int queue_reserve(wf_h2_call *call, size_t k)
+{
+    if (call->q_head > 0 && call->q_n + k > call->q_cap) {
+        memmove(call->q, call->q + call->q_head, (call->q_n - call->q_head) * sizeof *call->q);
+        call->q_n -= call->q_head;
+        call->q_head = 0;
+    }
+    if (call->q_n + k <= call->q_cap)
+        return 0;
+    size_t ncap = call->q_cap ? call->q_cap * 2 : 8;
+    while (ncap < call->q_n + k)
+        ncap *= 2;
+    seg *nq = realloc(call->q, ncap * sizeof *nq);
+    if (nq == NULL)
+        return -1;
+    call->q = nq;
+    call->q_cap = ncap;
+    return 0;
+}
+
+/* Appends one range (taking a reference) to the call's queue; room was reserved. */
+static void queue_push(wf_h2_call *call, wf_h2_buf *buf, size_t off, size_t len)
+{
+    if (len == 0)
+        return;
+    queued_add(call, len);
+    if (call->q_n > call->q_head) {
+        seg *last = &call->q[call->q_n - 1];
+        if (last->buf == buf && last->off + last->len == off) {
+            last->len += len;
+            return;
+        }
+    }
+    call->q[call->q_n++] = (seg){wf_h2_buf_ref(buf), off, len};
+}
+
+int wf_h2_call_sendv(wf_h2_call *call, const wf_h2_piece *pieces, size_t n)
 {
     if (call_closed(call))
         return WF_H2_E_CLOSED;
+    size_t len = 0, copied = WF_GRPC_HDR_LEN;
+    for (size_t i = 0; i < n; i++) {
+        const wf_h2_piece *pc = &pieces[i];
+        if (pc->buf && (pc->off > pc->buf->len || pc->len > pc->buf->len - pc->off))
+            return WF_H2_E_INVAL;
+        if (!pc->buf && pc->len && !pc->data)
+            return WF_H2_E_INVAL;
+        len += pc->len;
+        if (!pc->buf)
+            copied += pc->len;
+    }
     if (len > UINT32_MAX)
         return WF_H2_E_INVAL;
-    size_t total = len + WF_GRPC_HDR_LEN;
-    if (call->queued + total > call->conn->opts.max_send_queue)
+    if (call->queued + len + WF_GRPC_HDR_LEN > call->conn->opts.max_send_queue)
         return WF_H2_E_BUSY;
-    sendbuf *b = malloc(sizeof *b + total);
-    if (b == NULL)
+    /* The prefix and the pieces to copy go, in order, into one new buffer. */
+    uint8_t *w;
+    wf_h2_buf *own = wf_h2_buf_new(copied, &w);
+    if (own == NULL || queue_reserve(call, n + 1) != 0) {
+        wf_h2_buf_unref(own);
         return WF_H2_E_NOMEM;
-    (void)wf_grpc_frame_header(b->data, len); /* cannot fail: len checked above */
-    if (len)
-        memcpy(b->data + WF_GRPC_HDR_LEN, msg, len);
-    b->len = total;
-    b->off = 0;
-    b->next = NULL;
-    if (call->tail)
-        call->tail->next = b;
-    else
-        call->head = b;
-    call->tail = b;
-    call->queued += total;
+    }
+    (void)wf_grpc_frame_header(w, len); /* cannot fail: len checked above */
+    size_t at = WF_GRPC_HDR_LEN;
+    queue_push(call, own, 0, WF_GRPC_HDR_LEN);
+    for (size_t i = 0; i < n; i++) {
+        const wf_h2_piece *pc = &pieces[i];
+        if (pc->buf) {
+            queue_push(call, pc->buf, pc->off, pc->len);
+        } else if (pc->len) {
+            memcpy(w + at, pc->data, pc->len);
+            queue_push(call, own, at, pc->len);
+            at += pc->len;
+        }
+    }
+    wf_h2_buf_unref(own); /* the queue holds its references */
     resume(call);
     kick(call->conn);
     return 0;
+}
+
+int wf_h2_call_send(wf_h2_call *call, const void *msg, size_t len)
+{
+    wf_h2_piece pc = {.data = msg, .len = len};
+    return wf_h2_call_sendv(call, &pc, 1);
 }
 
 size_t wf_h2_call_pending(const wf_h2_call *call)

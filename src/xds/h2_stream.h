@@ -22,16 +22,23 @@
  *    ends with WF_H2_END_KEEPALIVE. Both sides run it, so a half-open TCP connection is found
  *    by whichever side is still alive.
  *
- * Flow control and memory bounds (nghttp2 enforces HTTP/2 windows; defaults 65535 bytes):
+ * Flow control and memory bounds (nghttp2 enforces HTTP/2 windows): each side advertises
+ * receive windows of 1 MiB (SETTINGS_INITIAL_WINDOW_SIZE for streams, a WINDOW_UPDATE for the
+ * connection), as gRPC implementations do, so that a ~1 MB xDS response is not held up by
+ * WINDOW_UPDATE round trips; it costs no memory, since received bytes are consumed at once:
  *  - inbound, per call: at most one partial message, <= max_msg bytes. Window updates are
  *    sent as bytes are consumed, and bytes are consumed as soon as they arrive.
  *  - outbound, per call: queued messages <= max_send_queue bytes (prefixes included);
  *    wf_h2_call_send returns WF_H2_E_BUSY beyond that. Data leaves the queue only as the
- *    peer's windows allow.
- *  - per connection: bytes handed to libuv but not yet written stay under about 64 KiB plus
- *    one HTTP/2 frame; the 64 KiB read buffer; at most max_streams concurrent calls
- *    (SETTINGS_MAX_CONCURRENT_STREAMS). So a connection holds at most about
- *    max_streams * (max_msg + max_send_queue) + 128 KiB.
+ *    peer's windows allow. Queued bytes are not copied again on their way to the socket:
+ *    DATA frames are written with NGHTTP2_DATA_FLAG_NO_COPY, their payload referenced in place
+ *    in the write (writev) until libuv has written it. wf_h2_call_sendv queues ranges of
+ *    shared, reference-counted buffers (wf_h2_buf) without copying them at all, so one
+ *    serialized response can be sent on many calls while it exists once in memory.
+ *  - per connection: bytes handed to libuv but not yet written stay under about 256 KiB plus
+ *    one HTTP/2 frame (DATA payloads among them are references, not copies); the 64 KiB read
+ * buffer; at most max_streams concurrent calls (SETTINGS_MAX_CONCURRENT_STREAMS). So a connection
+ * holds at most about max_streams * (max_msg + max_send_queue) + 320 KiB.
  *
  * Ownership and lifetime: the module owns servers, connections and calls. A call is valid
  * from its creation (wf_h2_call_open, or on_call on the server) until on_end returns; a
@@ -120,6 +127,8 @@ int wf_h2_server_start(uv_loop_t *loop, const char *ip, int port, const wf_h2_op
                        const wf_h2_handlers *h, wf_h2_server **out);
 /* The bound port (host order). */
 int wf_h2_server_port(const wf_h2_server *s);
+/* Bytes queued on all calls of the server's connections (the sum of wf_h2_call_pending). */
+size_t wf_h2_server_pending(const wf_h2_server *s);
 /* Stops listening and closes every connection (calls end with WF_H2_END_LOCAL_CLOSE).
  * The server is freed once all its handles have closed. */
 void wf_h2_server_close(wf_h2_server *s);
@@ -151,6 +160,37 @@ void wf_h2_conn_pause_reads(wf_h2_conn *c, bool pause);
 /* Queues one message (copied). Returns 0, WF_H2_E_BUSY (queue would exceed
  * max_send_queue), WF_H2_E_CLOSED (call ending or half-closed), WF_H2_E_NOMEM. */
 int wf_h2_call_send(wf_h2_call *call, const void *msg, size_t len);
+
+/* A reference-counted, immutable byte buffer that many calls can send from without copying.
+ * A buffer is filled by its creator before it is first queued, and never changed afterwards.
+ * Each holder owns one reference; the last wf_h2_buf_unref frees it. Single-threaded, like
+ * the rest of this module. */
+typedef struct wf_h2_buf wf_h2_buf;
+/* A new buffer of len bytes (one reference); *data (if data is non-NULL) points at the bytes
+ * to fill. NULL when out of memory. */
+wf_h2_buf *wf_h2_buf_new(size_t len, uint8_t **data);
+/* Wraps len bytes at data, a malloc'ed block that the buffer takes over (freed with free()
+ * with the last reference; also when this fails). NULL when out of memory. */
+wf_h2_buf *wf_h2_buf_take(void *data, size_t len);
+/* One more reference (b may be NULL); returns b. */
+wf_h2_buf *wf_h2_buf_ref(wf_h2_buf *b);
+/* Drops one reference (NULL is fine). */
+void wf_h2_buf_unref(wf_h2_buf *b);
+const uint8_t *wf_h2_buf_data(const wf_h2_buf *b);
+size_t wf_h2_buf_len(const wf_h2_buf *b); /* bytes */
+
+/* One piece of a message: buf's bytes [off, off + len), referenced (the call takes its own
+ * reference; the caller keeps its own), or, with buf NULL, len bytes at data, copied. */
+typedef struct wf_h2_piece {
+    wf_h2_buf *buf;
+    const void *data;
+    size_t off, len;
+} wf_h2_piece;
+
+/* Queues one message, the concatenation of n pieces (the 5-byte gRPC prefix is added). Copied
+ * pieces and the prefix go into one new small buffer; referenced pieces are not copied.
+ * Returns as wf_h2_call_send, and WF_H2_E_INVAL for a range outside its buffer. */
+int wf_h2_call_sendv(wf_h2_call *call, const wf_h2_piece *pieces, size_t n);
 /* Bytes queued but not yet handed to HTTP/2. */
 size_t wf_h2_call_pending(const wf_h2_call *call);
 /* Server: ends the call after the queued messages with grpc-status/grpc-message trailers

@@ -317,6 +317,19 @@ static void test_sotw_eds_only_push(void **state)
                          jstr(msg_at(e, 1), "nonce"), json_pack("[s, s]", "a", "b"), false));
     wait_msgs(e, 3);
     assert_int_equal(json_array_size(json_object_get(msg_at(e, 2), "resources")), 2);
+    /* its ACK (the same names: the fast path) and one with the names reordered (decoded):
+     * SYNCED, no response */
+    send_json(e, request(WF_XDS_TYPE_ENDPOINT, jstr(msg_at(e, 2), "version_info"),
+                         jstr(msg_at(e, 2), "nonce"), json_pack("[s, s]", "a", "b"), false));
+    pump(e, 50);
+    assert_int_equal(wf_xds_watch_sync(&type_state(e, WF_XDS_EDS)->w), WF_XDS_SYNC_SYNCED);
+    assert_true(type_state(e, WF_XDS_EDS)->w.has_names_key);
+    send_json(e, request(WF_XDS_TYPE_ENDPOINT, jstr(msg_at(e, 2), "version_info"),
+                         jstr(msg_at(e, 2), "nonce"), json_pack("[s, s]", "b", "a"), false));
+    pump(e, 50);
+    assert_int_equal(json_array_size(e->c.msgs), 3);
+    assert_int_equal(wf_xds_watch_sync(&type_state(e, WF_XDS_EDS)->w), WF_XDS_SYNC_SYNCED);
+    assert_string_equal(type_state(e, WF_XDS_EDS)->w.names.v[0], "b");
 
     const char *pod = "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p1}\n"
                       "status: {podIP: 127.10.0.9}\n";
@@ -329,6 +342,38 @@ static void test_sotw_eds_only_push(void **state)
     assert_int_equal(json_array_size(e->c.msgs), 4); /* EDS only */
     assert_string_equal(jstr(msg_at(e, 3), "type_url"), WF_XDS_TYPE_ENDPOINT);
     assert_int_equal(wf_ads_get_metrics(e->ads)->eds_pushes, 1);
+}
+
+/* A snapshot whose only changes are VirtualServices pushes RDS only to a sidecar: CDS is not
+ * even generated (the fake generator's CDS would differ here); any other change pushes all. */
+static void test_sotw_vs_only_push(void **state)
+{
+    env *e = *state;
+    connect_client(e, false);
+    send_json(e, request(WF_XDS_TYPE_CLUSTER, NULL, NULL, NULL, true));
+    wait_msgs(e, 1);
+    send_json(e, request(WF_XDS_TYPE_CLUSTER, jstr(msg_at(e, 0), "version_info"),
+                         jstr(msg_at(e, 0), "nonce"), NULL, false));
+    pump(e, 50);
+    const char *vs_key = "VirtualService/default/reviews";
+    wf_snapshot *s = snap_of(e, services("a b c"), WF_CHANGE_FULL);
+    s->changed = &vs_key;
+    s->n_changed = 1;
+    wf_ads_push(e->ads, s);
+    pump(e, 100);
+    assert_int_equal(json_array_size(e->c.msgs), 1);
+    const char *keys[] = {"VirtualService/default/reviews", "Service/default/c"};
+    s = snap_of(e, services("a b c"), WF_CHANGE_FULL);
+    s->changed = keys;
+    s->n_changed = 2;
+    wf_ads_push(e->ads, s);
+    wait_msgs(e, 2);
+    assert_string_equal(jstr(msg_at(e, 1), "type_url"), WF_XDS_TYPE_CLUSTER);
+    assert_int_equal(json_array_size(json_object_get(msg_at(e, 1), "resources")), 3);
+    for (int i = e->n_snaps - 2; i < e->n_snaps; i++) { /* not the arena's: do not free them */
+        e->snaps[i]->changed = NULL;
+        e->snaps[i]->n_changed = 0;
+    }
 }
 
 static void test_bad_node_invalid_argument(void **state)
@@ -625,6 +670,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_sotw_initial_ack_nack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sotw_eds_only_push, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sotw_vs_only_push, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_node_invalid_argument, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconnect_replaces_retained, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delta_wildcard_cds, setup, teardown),

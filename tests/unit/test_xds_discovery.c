@@ -1,7 +1,8 @@
 /*
  * test_xds_discovery.c - xDS discovery messages: JSON round-trips, lowerCamelCase input, bad
  * input naming the field, type URLs, istiod's ACK/NACK/stale-nonce classification and sync
- * state, Envoy's client ACK/NACK requests.
+ * state, Envoy's client ACK/NACK requests; the server's ACK fast path (request scan, names key)
+ * and interned name lists.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -356,6 +357,157 @@ static void test_sync_names(void **state)
     wf_xds_watch_free(&w);
 }
 
+/* ---- ACK fast path and interned names ------------------------------------------------------ */
+
+#define EDS_URL "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+
+static wf_xds_req_peek peek(const char *text)
+{
+    wf_xds_req_peek p;
+    wf_xds_request_peek(text, strlen(text), &p);
+    return p;
+}
+
+static void test_request_peek(void **state)
+{
+    const char *ack = "{\"version_info\":\"v1\",\"resource_names\":[\"a\",\"b\\\"]\"],"
+                      "\"type_url\":\"" EDS_URL "\",\"response_nonce\":\"n1\"}";
+    wf_xds_req_peek p = peek(ack);
+    assert_true(p.simple);
+    assert_true(p.names_ok);
+    assert_int_equal(wf_xds_type_from_url_n(p.type_url, p.type_url_len), WF_XDS_EDS);
+    assert_int_equal(p.nonce_len, 2);
+    assert_memory_equal(p.nonce, "n1", 2);
+    assert_int_equal(p.version_len, 2);
+    /* camelCase, other whitespace and member order: the same names bytes, the same key */
+    wf_xds_req_peek q =
+        peek(" { \"responseNonce\" : \"n1\" ,\n\"resourceNames\":[\"a\",\"b\\\"]\"],"
+             "\"typeUrl\":\"" EDS_URL "\"}\n");
+    assert_true(q.simple);
+    assert_int_equal(q.names_key, p.names_key);
+    assert_null(q.version);
+    /* other names: another key */
+    assert_int_not_equal(peek("{\"resource_names\":[\"a\",\"c\"],\"type_url\":\"x\","
+                              "\"response_nonce\":\"n\"}")
+                             .names_key,
+                         p.names_key);
+    /* not for the fast path: a node, an error_detail, an unknown field, an escape, a repeat */
+    assert_false(
+        peek("{\"node\":{\"id\":\"x\"},\"type_url\":\"t\",\"response_nonce\":\"n\"}").simple);
+    wf_xds_req_peek nack = peek("{\"type_url\":\"t\",\"response_nonce\":\"n\","
+                                "\"error_detail\":{\"code\":13,\"message\":\"}\"}}");
+    assert_false(nack.simple);
+    assert_true(nack.names_ok);
+    assert_false(peek("{\"type_url\":\"t\",\"response_nonce\":\"n\",\"x\":1}").simple);
+    assert_false(peek("{\"type_url\":\"t\\u0041\",\"response_nonce\":\"n\"}").simple);
+    assert_false(peek("{\"type_url\":\"t\",\"typeUrl\":\"t\",\"response_nonce\":\"n\"}").simple);
+    assert_false(peek("{\"type_url\":\"t\",\"response_nonce\":\"\"}").simple);
+    assert_false(peek("{\"type_url\":\"t\",\"response_nonce\":7}").simple);
+    /* not scanned: the decoder reports these */
+    assert_false(peek("{\"type_url\":\"t\",\"response_nonce\":\"n\",}").names_ok);
+    assert_false(peek("{\"type_url\":\"t\" \"response_nonce\":\"n\"}").names_ok);
+    assert_false(peek("{\"resource_names\":[\"a\"").names_ok);
+    assert_false(peek("{\"type_url\":\"t\"} x").names_ok);
+    assert_false(peek("[]").names_ok);
+    assert_false(peek("{\"resource_names\":[],\"resourceNames\":[]}").names_ok);
+    assert_true(peek("{}").names_ok);
+    assert_int_equal(wf_xds_type_from_url_n("type.googleapis.com/x", 21), -1);
+}
+
+/* The fast path records an ACK as wf_xds_watch_on_request does, and declines anything else. */
+static void test_watch_fast_ack(void **state)
+{
+    const char *names[] = {"a", "b", NULL};
+    const char *first = "{\"resource_names\":[\"a\",\"b\"],\"type_url\":\"" EDS_URL "\"}";
+    wf_xds_watch w = {0};
+    wf_xds_req_peek p = peek(first);
+    assert_false(p.simple); /* no nonce: INITIAL, decoded */
+    assert_int_equal(feed(&w, mkreq(NULL, NULL, NULL, names), 10), WF_XDS_REQ_INITIAL);
+    wf_xds_watch_set_names_key(&w, p.names_ok, p.names_key);
+    assert_int_equal(wf_xds_watch_on_sent(&w, "v1", "n1", 20), WF_XDS_OK);
+
+    /* stale nonce, other names, a NACK: declined, nothing changes */
+    wf_xds_req_peek stale = peek("{\"resource_names\":[\"a\",\"b\"],\"type_url\":\"t\","
+                                 "\"response_nonce\":\"n0\"}");
+    assert_true(stale.simple);
+    assert_int_equal(wf_xds_watch_ack_peeked(&w, &stale, 30), 0);
+    wf_xds_req_peek other = peek("{\"resource_names\":[\"b\",\"a\"],\"type_url\":\"t\","
+                                 "\"response_nonce\":\"n1\"}");
+    assert_true(other.simple);
+    assert_int_equal(wf_xds_watch_ack_peeked(&w, &other, 30), 0);
+    assert_int_equal(wf_xds_watch_sync(&w), WF_XDS_SYNC_STALE);
+
+    wf_xds_req_peek ack = peek("{\"version_info\":\"v1\",\"resource_names\":[\"a\",\"b\"],"
+                               "\"type_url\":\"" EDS_URL "\",\"response_nonce\":\"n1\"}");
+    assert_int_equal(wf_xds_watch_ack_peeked(&w, &ack, 40), 1);
+    assert_int_equal(wf_xds_watch_sync(&w), WF_XDS_SYNC_SYNCED);
+    assert_string_equal(w.version_acked, "v1");
+    assert_string_equal(w.nonce_acked, "n1");
+    assert_int_equal(w.sync_since_ms, 40);
+    assert_int_equal(w.names.n, 2);
+
+    /* a NACK (decoded) sets ERROR; the next fast ACK clears it */
+    assert_int_equal(wf_xds_watch_on_sent(&w, "v2", "n2", 50), WF_XDS_OK);
+    assert_int_equal(feed(&w, mkreq("v1", "n2", "bad", names), 60), WF_XDS_REQ_NACK);
+    assert_int_equal(wf_xds_watch_sync(&w), WF_XDS_SYNC_ERROR);
+    assert_int_equal(wf_xds_watch_on_sent(&w, "v3", "n3", 70), WF_XDS_OK);
+    ack = peek("{\"resource_names\":[\"a\",\"b\"],\"type_url\":\"" EDS_URL "\","
+               "\"response_nonce\":\"n3\",\"version_info\":\"v3\"}");
+    assert_int_equal(wf_xds_watch_ack_peeked(&w, &ack, 80), 1);
+    assert_int_equal(wf_xds_watch_sync(&w), WF_XDS_SYNC_SYNCED);
+    assert_null(w.error_message);
+    assert_false(w.nacked);
+
+    /* names recorded by a decoded request forget the key until the caller sets it again */
+    assert_int_equal(wf_xds_watch_on_sent(&w, "v4", "n4", 90), WF_XDS_OK);
+    assert_int_equal(feed(&w, mkreq("v3", "n4", NULL, names), 95), WF_XDS_REQ_ACK);
+    assert_false(w.has_names_key);
+    assert_int_equal(wf_xds_watch_ack_peeked(&w, &ack, 99), 0);
+    wf_xds_watch_free(&w);
+}
+
+static void test_name_pool(void **state)
+{
+    wf_xds_name_pool *pool = wf_xds_name_pool_new();
+    assert_non_null(pool);
+    const char *ab[] = {"a", "b", NULL}, *abc[] = {"a", "b", "c", NULL};
+    wf_xds_watch w1 = {.pool = pool}, w2 = {.pool = pool}, w3 = {0};
+    assert_int_equal(feed(&w1, mkreq(NULL, NULL, NULL, ab), 1), WF_XDS_REQ_INITIAL);
+    assert_int_equal(feed(&w2, mkreq(NULL, NULL, NULL, ab), 1), WF_XDS_REQ_INITIAL);
+    assert_int_equal(feed(&w3, mkreq(NULL, NULL, NULL, ab), 1), WF_XDS_REQ_INITIAL);
+    assert_ptr_equal(w1.names.v, w2.names.v); /* one copy */
+    assert_ptr_not_equal(w1.names.v, w3.names.v);
+    assert_int_equal(wf_xds_name_pool_count(pool), 1);
+    assert_string_equal(w2.names.v[1], "b");
+    wf_xds_names n = {(char **)ab, 2};
+    assert_true(w1.names_hash == wf_xds_names_hash(&n));
+    assert_true(w3.names_hash == w1.names_hash);
+
+    /* new names for w2: a second list; the first stays while w1 holds it */
+    assert_int_equal(wf_xds_watch_on_sent(&w2, "v1", "n1", 2), WF_XDS_OK);
+    assert_int_equal(feed(&w2, mkreq("v1", "n1", NULL, abc), 3), WF_XDS_REQ_RESOURCE_CHANGE);
+    assert_int_equal(w2.names.n, 3);
+    assert_int_equal(wf_xds_name_pool_count(pool), 2);
+    wf_xds_names same = {w2.names.v, w2.names.n};
+    assert_int_equal(wf_xds_watch_set_names(&w2, &same), WF_XDS_OK); /* its own: no-op */
+    assert_int_equal(wf_xds_watch_set_names(&w1, &same), WF_XDS_OK);
+    assert_ptr_equal(w1.names.v, w2.names.v);
+    assert_int_equal(wf_xds_name_pool_count(pool), 1);
+    wf_xds_names none = {0};
+    assert_int_equal(wf_xds_watch_set_names(&w1, &none), WF_XDS_OK);
+    assert_int_equal(w1.names.n, 0);
+
+    /* watches may outlive the pool; the pool pointer survives wf_xds_watch_free */
+    wf_xds_watch_free(&w1);
+    assert_ptr_equal(w1.pool, pool);
+    wf_xds_name_pool_free(pool);
+    assert_string_equal(w2.names.v[2], "c");
+    w2.pool = NULL;
+    wf_xds_watch_free(&w2);
+    wf_xds_watch_free(&w3);
+    wf_xds_name_pool_free(NULL);
+}
+
 /* ---- client bookkeeping ------------------------------------------------------------------------
  */
 
@@ -578,6 +730,9 @@ int main(void)
         cmocka_unit_test(test_delta_response),
         cmocka_unit_test(test_server_ack_nack_stale),
         cmocka_unit_test(test_sync_names),
+        cmocka_unit_test(test_request_peek),
+        cmocka_unit_test(test_watch_fast_ack),
+        cmocka_unit_test(test_name_pool),
         cmocka_unit_test(test_client_ack_nack),
         cmocka_unit_test(test_client_server_together),
         cmocka_unit_test(test_delta_client_wildcard),

@@ -2,7 +2,8 @@
  * test_xds_transport.c - gRPC over HTTP/2 between a server and a client in one process and
  * one uv loop on 127.0.0.1 (port 0): JSON messages both ways, server-side end with
  * grpc-status, keepalive timeout detected by either side, a 1 MiB message across flow-control
- * windows, oversize rejection and the send-queue bound; a server serving several method
+ * windows, oversize rejection and the send-queue bound; a message made of shared buffers
+ * (wf_h2_call_sendv) sent twice and released by the caller at once; a server serving several method
  * paths (the call says which; an unknown path gets grpc-status 12) and the peer address of
  * both ends. Every test closes its handles and runs the loop until they are closed.
  */
@@ -334,6 +335,51 @@ static void test_large_message(void **state)
     free(big);
 }
 
+/* The same shared 1 MiB buffer in two messages, between copied pieces: the queue keeps the
+ * buffer alive after the caller's reference is gone, and the bytes arrive in order. */
+static void test_sendv_shared(void **state)
+{
+    env *e = *state;
+    e->echo = false;
+    start(e, NULL, NULL);
+    send_str(e->c.call, "{}");
+    want = 1;
+    run_until(e, server_msgs);
+    uint8_t *data;
+    wf_h2_buf *b = wf_h2_buf_new(BIG, &data);
+    assert_non_null(b);
+    for (size_t i = 0; i < BIG; i++)
+        data[i] = (uint8_t)('a' + i % 26);
+    char *own = malloc(6);
+    assert_non_null(own);
+    memcpy(own, "tail!", 6);
+    wf_h2_buf *t = wf_h2_buf_take(own, 5);
+    assert_non_null(t);
+    wf_h2_piece pc[] = {{.data = "<", .len = 1},
+                        {.buf = b, .off = 0, .len = BIG},
+                        {.data = "|", .len = 1},
+                        {.buf = t, .off = 0, .len = 5},
+                        {.buf = b, .off = 3, .len = 4}};
+    wf_h2_piece bad = {.buf = b, .off = BIG - 1, .len = 2};
+    assert_int_equal(wf_h2_call_sendv(e->s.call, &bad, 1), WF_H2_E_INVAL);
+    assert_int_equal(wf_h2_call_sendv(e->s.call, pc, 5), 0);
+    assert_int_equal(wf_h2_call_sendv(e->s.call, pc, 5), 0);
+    assert_int_equal(wf_h2_call_pending(e->s.call), 2 * (5 + 1 + BIG + 1 + 5 + 4));
+    assert_int_equal(wf_h2_server_pending(e->srv), 2 * (5 + 1 + BIG + 1 + 5 + 4));
+    wf_h2_buf_unref(b);
+    wf_h2_buf_unref(t);
+    want = 2;
+    run_until(e, client_msgs);
+    assert_int_equal(e->c.last_len, 1 + BIG + 1 + 5 + 4);
+    assert_non_null(e->c.big);
+    assert_int_equal(e->c.big[0], '<');
+    for (size_t i = 0; i < BIG; i += 4099)
+        assert_int_equal(e->c.big[1 + i], 'a' + i % 26);
+    assert_memory_equal(e->c.big + 1 + BIG, "|tail!defg", 10);
+    assert_int_equal(wf_h2_call_pending(e->s.call), 0);
+    assert_int_equal(wf_h2_server_pending(e->srv), 0);
+}
+
 static void test_oversize_rejected(void **state)
 {
     env *e = *state;
@@ -507,6 +553,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_keepalive_server_detects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keepalive_client_detects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_message, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sendv_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_oversize_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_send_queue_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connect_refused, setup, teardown),
