@@ -314,7 +314,8 @@ static json_t *own_json(wf_gen_cache *c, gen_entry *e, const wf_gen *g, wf_xds_t
     if (t == WF_XDS_CDS)
         return wf_gen_inbound(g, false);
     if (t == WF_XDS_LDS)
-        return sidecar_listeners(c, e, g);
+        return g->p->http10 ? wf_gen_accept_http10(sidecar_listeners(c, e, g))
+                            : sidecar_listeners(c, e, g);
     return json_array();
 }
 

@@ -218,12 +218,38 @@ static json_t *route_configs(const gen *g, const wf_xds_names *names)
 
 /* ---------- access logs (Istio's pilot/pkg/networking/core/accesslog.go) ---------- */
 
+/* The custom JSON format as an object, NULL when there is none or it is not a JSON object
+ * (why, when given, gets the reason). */
+static json_t *custom_json_format(const char *custom, char *why, size_t cap)
+{
+    json_error_t e;
+    json_t *f = custom && *custom ? json_loads(custom, 0, &e) : NULL;
+    if (json_is_object(f))
+        return f;
+    if (why && custom && *custom)
+        snprintf(why, cap, "%s", f ? "not a JSON object" : e.text);
+    json_decref(f);
+    return NULL;
+}
+
+int wf_gen_log_format_error(const wf_meshcfg *mesh, char *why, size_t cap)
+{
+    const char *file = mesh ? wf_meshcfg_str(mesh, "accessLogFile") : NULL;
+    const char *enc = mesh ? wf_meshcfg_str(mesh, "accessLogEncoding") : NULL;
+    const char *fmt = mesh ? wf_meshcfg_str(mesh, "accessLogFormat") : NULL;
+    if (!file || !*file || !enc || strcmp(enc, "JSON") != 0 || !fmt || !*fmt)
+        return 0;
+    json_t *f = custom_json_format(fmt, why, cap);
+    json_decref(f);
+    return f ? 0 : 1;
+}
+
 static json_t *json_log_format(const char *custom)
 {
-    json_t *f = custom && *custom ? json_loads(custom, 0, NULL) : NULL;
-    if (json_is_object(f))
+    json_t *f = custom_json_format(custom, NULL, 0);
+    if (f)
         return json_pack("{s:o}", "json_format", f);
-    json_decref(f); /* unparsable: Istio falls back to the default map */
+    /* unparsable: Istio falls back to the default map (wf_gen_log_format_error says why) */
     f = wf_istio_json_format();
     return f ? json_pack("{s:o}", "json_format", f) : NULL;
 }
@@ -278,6 +304,32 @@ int wf_gen_access_logs(json_t *listeners, const wf_meshcfg *mesh)
     return rc;
 }
 
+json_t *wf_gen_accept_http10(json_t *listeners)
+{
+    json_t *out = listeners ? json_deep_copy(listeners) : NULL; /* parts may be shared */
+    json_decref(listeners);
+    size_t i, j, k;
+    json_t *l, *fc, *f;
+    json_array_foreach(out, i, l)
+    {
+        json_array_foreach(json_object_get(l, "filter_chains"), j, fc)
+        {
+            json_array_foreach(json_object_get(fc, "filters"), k, f)
+            {
+                const char *n = json_string_value(json_object_get(f, "name"));
+                json_t *tc = json_object_get(f, "typed_config");
+                if (n && !strcmp(n, HCM_NAME) && json_is_object(tc) &&
+                    json_object_set_new(tc, "http_protocol_options",
+                                        json_pack("{s:b}", "accept_http_10", 1)) != 0) {
+                    json_decref(out);
+                    return NULL;
+                }
+            }
+        }
+    }
+    return out;
+}
+
 json_t *wf_gen_outbound_listeners(const gen *g, const char *bind)
 {
     const wf_lds_options o = {.bind = bind, .proxy_ns = g->p->ns, .scope = g->scope};
@@ -298,7 +350,7 @@ static json_t *listeners(const gen *g)
         json_decref(out);
         return NULL;
     }
-    return out;
+    return g->p->http10 ? wf_gen_accept_http10(out) : out;
 }
 
 json_t *wf_pilot_generate(const wf_pilot_env *env, const wf_pilot_proxy *p, wf_xds_type t,

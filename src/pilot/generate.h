@@ -98,6 +98,7 @@ typedef struct wf_pilot_proxy {
     char *version;    /* ISTIO_VERSION; NULL = absent */
     char *cluster_id; /* CLUSTER_ID; NULL = "Kubernetes" */
     json_t *labels;   /* object of string labels (own reference); never NULL */
+    bool http10;      /* metadata HTTP10 "1" (Istio's ISTIO_META_HTTP10): HCMs accept HTTP/1.0 */
 } wf_pilot_proxy;
 
 /* Fills *out from node (store may be NULL: no Pod lookup). Returns 0, or -1 with a message
@@ -123,5 +124,11 @@ typedef struct wf_pilot_env {
  *  - other types: an empty array. */
 json_t *wf_pilot_generate(const wf_pilot_env *env, const wf_pilot_proxy *p, wf_xds_type t,
                           const wf_xds_names *names);
+
+/* Istio's access-log builder (pilot/pkg/networking/core/accesslog.go): with accessLogFile
+ * set, accessLogEncoding JSON and an accessLogFormat that is not a JSON object, the default
+ * JSON map is used instead. Returns 1 in that case (why gets the parse error, NUL-terminated,
+ * at most cap bytes), else 0. The caller logs Istio's message once per MeshConfig. */
+int wf_gen_log_format_error(const wf_meshcfg *mesh, char *why, size_t cap);
 
 #endif

@@ -61,4 +61,9 @@ json_t *wf_gen_merge_listeners(json_t *out, json_t *in);
  * 0, -1 on OOM. */
 int wf_gen_access_logs(json_t *listeners, const wf_meshcfg *mesh);
 
+/* Istio's buildHTTPConnectionManager for a proxy whose metadata sets HTTP10 "1": every HCM
+ * gets http_protocol_options.accept_http_10 true. Takes listeners (released) and returns a
+ * deep copy with the field set, NULL on out of memory or when listeners is NULL. */
+json_t *wf_gen_accept_http10(json_t *listeners);
+
 #endif

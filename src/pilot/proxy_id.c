@@ -226,6 +226,11 @@ static int fill(const wf_xds_node *node, const wf_store *store, wf_pilot_proxy *
         md_str(md, "ISTIO_VERSION", &p->version, err, cap) != 0 ||
         md_str(md, "CLUSTER_ID", &p->cluster_id, err, cap) != 0)
         return -1;
+    char *h10 = NULL;
+    if (md_str(md, "HTTP10", &h10, err, cap) != 0)
+        return -1;
+    p->http10 = h10 && strcmp(h10, "1") == 0;
+    free(h10);
     if (p->localhost && !is_ip(p->localhost))
         return fail(err, cap, "node.metadata.WEFT_LOCALHOST: \"%s\" is not an IP address",
                     p->localhost);

@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "model/store_internal.h"
 #include "model/validate.h"
+#include "pilot/generate.h"
 #include "pilot/source.h"
 
 /* The MeshConfig of a snapshot: shared by snapshots while its file does not change. */
@@ -537,6 +538,16 @@ static int report_mesh_error(build *b, const char *path, const char *err)
     return add_error(b, &e);
 }
 
+/* Istio's control plane logs an unparsable JSON accessLogFormat once, when the MeshConfig
+ * is read, and uses the default JSON format (operator report B022). */
+static void warn_log_format(const wf_meshcfg *mesh)
+{
+    char why[256] = "";
+    if (wf_gen_log_format_error(mesh, why, sizeof why))
+        WF_LOG(WF_LC_config, WF_LOG_ERROR,
+               "error parsing provided json log format, default log format will be used: %s", why);
+}
+
 static int load_mesh(build *b)
 {
     mesh_box *box = calloc(1, sizeof *box);
@@ -572,6 +583,8 @@ static int load_mesh(build *b)
     }
     b->snap->mesh_box = box;
     b->snap->mesh = box->mesh;
+    if (!b->prev || ((mesh_box *)b->prev->mesh_box)->hash != box->hash)
+        warn_log_format(box->mesh);
     return 0;
 }
 

@@ -64,6 +64,8 @@ typedef struct fixture {
 static void proxy(fixture *f, int i, const char *id, const char *localhost, const char *type)
 {
     json_t *md = json_object();
+    if (i == WEB2) /* same cache key as web-1, but its HCMs accept HTTP/1.0 */
+        json_object_set_new(md, "HTTP10", json_string("1"));
     if (localhost)
         json_object_set_new(md, "WEFT_LOCALHOST", json_string(localhost));
     if (type)
@@ -163,6 +165,46 @@ static void identical_output(void **state)
     teardown(&f);
 }
 
+/* Istio's ISTIO_META_HTTP10 "1": every HCM of that proxy accepts HTTP/1.0, the others do
+ * not, though both share the cache key (the listeners are the proxy's own part). */
+static void http10_per_proxy(void **state)
+{
+    (void)state;
+    fixture f;
+    setup(&f);
+    assert_true(f.p[WEB2].http10);
+    assert_false(f.p[WEB1].http10);
+    for (int i = WEB1; i <= WEB2; i++) {
+        wf_gen_text t;
+        assert_int_equal(wf_gen_cache_text(f.c, &f.p[i], WF_XDS_LDS, NULL, &t), 0);
+        char *all = whole(&t);
+        json_t *lds = json_loads(all, 0, NULL);
+        assert_non_null(lds);
+        size_t k, hcms = 0;
+        json_t *l;
+        json_array_foreach(lds, k, l)
+        {
+            json_t *h = json_object_get(
+                json_object_get(
+                    json_array_get(
+                        json_object_get(json_array_get(json_object_get(l, "filter_chains"), 0),
+                                        "filters"),
+                        0),
+                    "typed_config"),
+                "http_protocol_options");
+            assert_int_equal(h != NULL, i == WEB2);
+            if (h)
+                assert_true(json_is_true(json_object_get(h, "accept_http_10")));
+            hcms++;
+        }
+        assert_true(hcms > 0);
+        json_decref(lds);
+        free(all);
+        wf_gen_text_free(&t);
+    }
+    teardown(&f);
+}
+
 static void key_of(fixture *f, int i, char *buf)
 {
     assert_int_equal(wf_gen_cache_key(f->c, &f->p[i], buf, 512), 0);
@@ -246,6 +288,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(identical_output),
+        cmocka_unit_test(http10_per_proxy),
         cmocka_unit_test(key_is_complete),
         cmocka_unit_test(carry_over),
     };
