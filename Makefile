@@ -27,8 +27,9 @@ test-fast: all
 
 fuzz: setup
 	@CC=clang cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=Debug -DWEFT_FUZZ=ON >/dev/null
-	@cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_loader fuzz_h1_request fuzz_h1_response
-	@for t in loader:loader h1_request:h1 h1_response:h1; do \
+	@cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_loader fuzz_h1_request fuzz_h1_response \
+		fuzz_path_norm
+	@for t in loader:loader h1_request:h1 h1_response:h1 path_norm:path_norm; do \
 		name=$${t%%:*}; corpus=$${t#*:}; \
 		mkdir -p $(BUILD_FUZZ)/corpus-$$name && \
 		$(BUILD_FUZZ)/fuzz_$$name -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \

@@ -15,8 +15,8 @@
  * What xDS resources carry (weft-pilot's and Istio's output, composed into a bootstrap by
  * xds_compose.h) is accepted where it is harmless: "@type" naming the right type on a
  * Listener, Cluster, RouteConfiguration or ClusterLoadAssignment; envoy.filters.http.cors
- * without a policy (a no-op in Envoy without route/vhost cors policies); HCM normalize_path
- * (recorded, not acted upon: config.h) and path_with_escaped_slashes_action KEEP_UNCHANGED;
+ * without a policy (a no-op in Envoy without route/vhost cors policies); HCM normalize_path,
+ * merge_slashes and path_with_escaped_slashes_action (applied: http/path_norm.h);
  * ORIGINAL_DST / CLUSTER_PROVIDED (kept without endpoints, config.h original_dst);
  * circuit-breaker track_remaining; use_downstream_protocol_config with empty options;
  * endpoint metadata and health_check_config, locality load_balancing_weight, the assignment's
@@ -747,16 +747,30 @@ static bool dec_hcm_common(bs *b, json_t *o, void *arg)
     return true;
 }
 
-/* normalize_path is recorded (config.h: not acted upon yet); path_with_escaped_slashes_action
- * only as KEEP_UNCHANGED or its default (IMPLEMENTATION_SPECIFIC_DEFAULT, which Envoy treats as
- * KEEP_UNCHANGED). */
+/* http_protocol_options: the HTTP/1.0 settings of Envoy's Http1ProtocolOptions (the other
+ * fields are refused by name). */
+static bool dec_hcm_h1(bs *b, json_t *o, void *arg)
+{
+    wp_hcm *h = arg;
+    return bs_fields(b, o, "accept_http_10 default_host_for_http_10") &&
+           bs_bool(b, o, "accept_http_10", &h->accept_http_10) &&
+           bs_str(b, o, "default_host_for_http_10", &h->default_host_for_http_10);
+}
+
+/* normalize_path, merge_slashes and path_with_escaped_slashes_action (every value of the
+ * enum; http/path_norm.h applies them). */
 static bool dec_path_options(bs *b, json_t *o, wp_hcm *h)
 {
-    static const char *const actions[] = {"IMPLEMENTATION_SPECIFIC_DEFAULT", "KEEP_UNCHANGED",
-                                          NULL};
-    int action = 0;
-    return bs_bool(b, o, "normalize_path", &h->normalize_path) &&
-           bs_enum(b, o, "path_with_escaped_slashes_action", actions, &action);
+    static const char *const actions[] = {
+        "IMPLEMENTATION_SPECIFIC_DEFAULT", "KEEP_UNCHANGED",       "REJECT_REQUEST",
+        "UNESCAPE_AND_REDIRECT",           "UNESCAPE_AND_FORWARD", NULL};
+    int action = WF_ESC_SLASH_DEFAULT;
+    if (!bs_bool(b, o, "normalize_path", &h->normalize_path) ||
+        !bs_bool(b, o, "merge_slashes", &h->merge_slashes) ||
+        !bs_enum(b, o, "path_with_escaped_slashes_action", actions, &action))
+        return false;
+    h->path_with_escaped_slashes_action = (wf_esc_slash_action)action;
+    return true;
 }
 
 static bool dec_hcm(bs *b, json_t *o, wp_hcm *h)
@@ -770,12 +784,13 @@ static bool dec_hcm(bs *b, json_t *o, wp_hcm *h)
     h->max_headers_count = 100;
     h->generate_request_id = true;
     h->dynamic_stats = true;
-    if (!bs_fields(b, o,
-                   "@type stat_prefix codec_type route_config rds http_filters server_name "
-                   "stream_idle_timeout request_timeout common_http_protocol_options "
-                   "max_request_headers_kb generate_request_id use_remote_address "
-                   "xff_num_trusted_hops access_log normalize_path "
-                   "path_with_escaped_slashes_action") ||
+    if (!bs_fields(
+            b, o,
+            "@type stat_prefix codec_type route_config rds http_filters server_name "
+            "stream_idle_timeout request_timeout common_http_protocol_options "
+            "http_protocol_options max_request_headers_kb generate_request_id use_remote_address "
+            "xff_num_trusted_hops access_log normalize_path merge_slashes "
+            "path_with_escaped_slashes_action") ||
         !bs_type_is(b, o, HCM_TYPE) || !dec_path_options(b, o, h))
         return false;
     if (bs_get(o, "rds"))
@@ -788,6 +803,7 @@ static bool dec_hcm(bs *b, json_t *o, wp_hcm *h)
         !bs_dur(b, o, "stream_idle_timeout", &h->stream_idle_timeout_ms, NULL) ||
         !bs_dur(b, o, "request_timeout", &h->request_timeout_ms, NULL) ||
         !bs_sub(b, o, "common_http_protocol_options", dec_hcm_common, h) ||
+        !bs_sub(b, o, "http_protocol_options", dec_hcm_h1, h) ||
         !bs_u32(b, o, "max_request_headers_kb", &h->max_request_headers_kb) ||
         !bs_bool(b, o, "generate_request_id", &h->generate_request_id) ||
         !bs_bool(b, o, "use_remote_address", &h->use_remote_address) ||

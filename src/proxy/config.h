@@ -30,6 +30,7 @@
 #include <jansson.h>
 
 #include "core/arena.h"
+#include "http/path_norm.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -265,8 +266,14 @@ typedef struct {
 
 typedef struct {
     const char *stat_prefix;
-    wp_route_config *route_config;   /* inline route_config */
-    const char *server_name;         /* default "envoy" */
+    wp_route_config *route_config; /* inline route_config */
+    const char *server_name;       /* default "envoy" */
+    /* http_protocol_options (Envoy's Http1ProtocolOptions): accept_http_10 (default false:
+     * an HTTP/1.0 or 0.9 request is answered 426 with details low_version, as Envoy's HCM
+     * does, which is also Istio's default) and default_host_for_http_10 (the Host of an
+     * HTTP/1.0 request that has none: used for routing and sent upstream; NULL = none). */
+    bool accept_http_10;
+    const char *default_host_for_http_10;
     uint64_t stream_idle_timeout_ms; /* default 300000 */
     uint64_t request_timeout_ms;     /* default 0 */
     uint64_t idle_timeout_ms;        /* common_http_protocol_options.idle_timeout, 3600000 */
@@ -282,11 +289,13 @@ typedef struct {
     struct wp_fault_filter *fault; /* http_filters envoy.filters.http.fault, NULL = absent */
     struct wp_istio_stats_filter *istio_stats; /* http_filters istio.stats, NULL = absent */
     struct wp_istio_mx_filter *istio_mx; /* http_filters istio.metadata_exchange, NULL = absent */
-    /* normalize_path (Envoy: RFC 3986 path normalization before routing). Recorded only: the
-     * data plane does not normalize paths yet, whatever the value (Istio sends true).
-     * path_with_escaped_slashes_action is accepted only as KEEP_UNCHANGED (or the default),
-     * which is what weft does. */
+    /* Path normalization before routing (http/path_norm.h, Envoy's maybeNormalizePath):
+     * normalize_path (default false; Istio sends true), merge_slashes (default false),
+     * path_with_escaped_slashes_action (default IMPLEMENTATION_SPECIFIC_DEFAULT, which Envoy
+     * resolves to KEEP_UNCHANGED). */
     bool normalize_path;
+    bool merge_slashes;
+    wf_esc_slash_action path_with_escaped_slashes_action;
 } wp_hcm;
 
 typedef struct wp_listener {

@@ -468,14 +468,18 @@ static wp_stream *stream_new(wp_dconn *d)
         w->free_streams = s->next_free;
         w->nfree_streams--;
         wf_strbuf_reset(&s->extra);
+        wf_strbuf_reset(&s->xff);
         wf_strbuf_reset(&s->up_head);
         wf_strbuf_reset(&s->resp_head);
     } else if (!(s = malloc(sizeof(*s)))) {
         return NULL;
     } else {
         memset(&s->extra, 0, sizeof(s->extra));
+        memset(&s->xff, 0, sizeof(s->xff));
         memset(&s->up_head, 0, sizeof(s->up_head));
         memset(&s->resp_head, 0, sizeof(s->resp_head));
+        s->path_buf = NULL;
+        s->path_cap = 0;
     }
     memset(s, 0, WP_STREAM_RESET_BYTES); /* the header arrays and buffers need no zeroing */
     if (d->wg != w->wg)
@@ -490,12 +494,14 @@ static wp_stream *stream_new(wp_dconn *d)
     s->si.start_ns = now_ns(d);
     s->si.downstream_local = d->local;
     s->si.downstream_remote = d->remote;
+    s->si.downstream_direct_remote = d->remote;
     /* the parser lives with the stream: an idle connection holds none */
-    /* two spare slots: a generated x-request-id and the Host of an absolute-form target */
+    /* three spare slots: a generated x-request-id, the Host of an absolute-form target and
+     * an x-forwarded-for the connection manager adds */
     h1_parser_init(&s->parser, H1_REQUEST, s->hdrs,
-                   d->listener->hcm.max_headers_count < WP_MAX_HEADERS - 2
+                   d->listener->hcm.max_headers_count < WP_MAX_HEADERS - 3
                        ? d->listener->hcm.max_headers_count
-                       : WP_MAX_HEADERS - 2,
+                       : WP_MAX_HEADERS - 3,
                    (size_t)d->listener->hcm.max_request_headers_kb * 1024);
     d->stream = s;
     arm_idle(d);
@@ -509,7 +515,8 @@ static void stream_free(wp_stream *s)
         free(s->head);
     if (s->resp_copy != s->resp_inline)
         free(s->resp_copy);
-    if (w->nfree_streams < 64 && s->up_head.cap <= 16384 && s->resp_head.cap <= 16384) {
+    if (w->nfree_streams < 64 && s->up_head.cap <= 16384 && s->resp_head.cap <= 16384 &&
+        s->path_cap <= 16384) {
         s->next_free = w->free_streams;
         w->free_streams = s;
         w->nfree_streams++;
@@ -523,6 +530,8 @@ void wp_stream_destroy(wp_stream *s)
     wf_strbuf_free(&s->up_head);
     wf_strbuf_free(&s->resp_head);
     wf_strbuf_free(&s->extra);
+    wf_strbuf_free(&s->xff);
+    free(s->path_buf);
     free(s);
 }
 
@@ -826,6 +835,13 @@ void wp_stream_local_reply(wp_stream *s, int status, const char *body, const cha
     wf_strbuf_append(b, "\r\n", 2);
     if (s->extra_resp_header)
         wf_strbuf_puts(b, s->extra_resp_header);
+    /* the router's local replies carry the attempt count too (Envoy's router adds it in
+     * the modify-headers hook of every local reply it sends for a route entry; its count
+     * starts at 1 even when no upstream was tried) */
+    if (s->route && s->route->action == WP_ACT_ROUTE && s->vhost &&
+        s->vhost->include_attempt_count_in_response)
+        wp_hdr_put_num(b, "x-envoy-attempt-count", 21,
+                       s->si.attempt_count ? s->si.attempt_count : 1);
     const wp_header_ops *ops[5];
     size_t nops;
     resp_ops(s, ops, &nops);
@@ -1095,6 +1111,119 @@ static int origin_form(wp_stream *s)
     return 0;
 }
 
+/* ---------- path normalization (ConnectionManagerUtility::maybeNormalizePath) ---------- */
+
+/* Grpc::Common::hasGrpcContentType: "application/grpc", alone or followed by '+' or ';'. */
+static bool is_grpc(const wp_stream *s)
+{
+    const h1_header *h = h1_find_header(s->req.headers, s->req.nheaders, "content-type");
+    if (!h || h->value.len < 16 || memcmp(h->value.p, "application/grpc", 16) != 0)
+        return false;
+    return h->value.len == 16 || h->value.p[16] == '+' || h->value.p[16] == ';';
+}
+
+/* The stream's path buffer with room for need bytes (kept while the stream is reused, so a
+ * worker in steady state does not allocate); NULL when out of memory. */
+static char *path_room(wp_stream *s, size_t need)
+{
+    if (s->path_cap < need) {
+        char *p = realloc(s->path_buf, need);
+        if (!p)
+            return NULL;
+        s->path_buf = p;
+        s->path_cap = need;
+    }
+    return s->path_buf;
+}
+
+/* UNESCAPE_AND_REDIRECT: 307 to the rewritten path, details path_normalization_failed (as
+ * Envoy's sendLocalReply with the Location header). */
+static void path_redirect(wp_stream *s)
+{
+    wf_strbuf *b = &s->extra;
+    wf_strbuf_reset(b);
+    wf_strbuf_append(b, "location: ", 10);
+    wf_strbuf_append(b, s->req.target.p, s->req.target.len);
+    wf_strbuf_append(b, "\r\n", 2);
+    if (wf_strbuf_failed(b)) {
+        wp_dconn_close(s->d);
+        return;
+    }
+    s->extra_resp_header = wf_strbuf_cstr(b);
+    wp_stream_local_reply(s, 307, "", "path_normalization_failed", -1);
+}
+
+/* normalize_path, merge_slashes and path_with_escaped_slashes_action (http/path_norm.h) on
+ * the request's path before routing: the result is what routes match, what goes upstream
+ * and what %REQ(:PATH)% logs. Returns 0 to go on, -1 when the stream was answered (400
+ * path_normalization_failed, or the 307) or the connection closed (out of memory).
+ * "OPTIONS *" is left alone (Envoy answers it before normalizing). */
+static int normalize_path(wp_stream *s)
+{
+    const wp_hcm *h = &s->d->listener->hcm;
+    wf_path_opts o = {h->normalize_path, h->merge_slashes, h->path_with_escaped_slashes_action};
+    h1_str *t = &s->req.target;
+    if (t->len == 0 || t->p[0] != '/' || !wf_path_needs_sanitize(&o, t->p, t->len))
+        return 0;
+    size_t cap = WF_PATH_SANITIZE_CAP(t->len), n = 0;
+    char *buf = path_room(s, cap);
+    int act = buf ? wf_path_sanitize(&o, t->p, t->len, buf, cap, &n) : -1;
+    if (act < 0) {
+        wp_dconn_close(s->d);
+        return -1;
+    }
+    *t = (h1_str){buf, n};
+    if (act == WF_PATH_CONTINUE)
+        return 0;
+    WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
+                  "path normalization: %s '%.*s'", act == WF_PATH_REJECT ? "rejected" : "redirect",
+                  (int)n, buf);
+    if (act == WF_PATH_REDIRECT && !is_grpc(s))
+        path_redirect(s);
+    else
+        wp_stream_local_reply(s, 400, "", "path_normalization_failed", -1);
+    return -1;
+}
+
+/* x-forwarded-for and the downstream remote address, as Envoy's connection manager (xff.h):
+ * with use_remote_address the peer is appended to the request's header (the request then
+ * carries it: the router forwards it and %REQ(X-FORWARDED-FOR)% logs it). Returns -1 when
+ * out of memory (the connection is closed). */
+static int mutate_xff(wp_stream *s)
+{
+    const wp_hcm *h = &s->d->listener->hcm;
+    h1_header *xff =
+        (h1_header *)h1_find_header(s->req.headers, s->req.nheaders, "x-forwarded-for");
+    uint32_t hops = h->xff_num_trusted_hops;
+    if (xff && (!h->use_remote_address || hops > 0) &&
+        wp_xff_pick(xff->value.p, xff->value.len, h->use_remote_address ? hops - 1 : hops,
+                    s->remote_buf) == 0)
+        s->si.downstream_remote = s->remote_buf;
+    if (!h->use_remote_address)
+        return 0;
+    const char *ip;
+    size_t iplen;
+    wp_xff_peer_ip(s->d->remote, &ip, &iplen);
+    wf_strbuf *b = &s->xff;
+    wf_strbuf_reset(b);
+    if (xff && xff->value.len) {
+        wf_strbuf_append(b, xff->value.p, xff->value.len);
+        wf_strbuf_putc(b, ',');
+    }
+    wf_strbuf_append(b, ip, iplen);
+    if (wf_strbuf_failed(b)) {
+        wp_dconn_close(s->d);
+        return -1;
+    }
+    if (!xff && s->req.nheaders < WP_MAX_HEADERS) {
+        xff = &s->hdrs[s->req.nheaders++];
+        xff->name = (h1_str){"x-forwarded-for", 15};
+    }
+    if (xff)
+        xff->value = (h1_str){b->data, b->len};
+    return 0;
+}
+
 static void on_request_headers(wp_stream *s)
 {
     wp_dconn *d = s->d;
@@ -1113,11 +1242,19 @@ static void on_request_headers(wp_stream *s)
         wp_stream_local_reply(s, 400, "Bad Request", "http1.invalid_url", WP_RF_DPE);
         return;
     }
+    if (s->req.version_minor == 0 && !d->listener->hcm.accept_http_10) {
+        /* Envoy's HCM: HTTP/1.0 (or 0.9) without accept_http_10 is "Upgrade Required" */
+        d->close_after = true;
+        wp_stream_local_reply(s, 426, "", "low_version", -1);
+        return;
+    }
     if (!h1_find_header(s->req.headers, s->req.nheaders, "host") && s->req.version_minor == 1) {
         d->close_after = true;
         wp_stream_local_reply(s, 400, "missing required header: host", "missing_host_header", -1);
         return;
     }
+    if (normalize_path(s) != 0 || mutate_xff(s) != 0)
+        return;
     if (s->req.expect_continue) {
         /* Envoy's HCM answers 100-continue itself and drops Expect upstream */
         uv_buf_t b = uv_buf_init("HTTP/1.1 100 Continue\r\n\r\n", 25);
@@ -1154,7 +1291,9 @@ static void protocol_error(wp_dconn *d, wp_stream *s)
     if (!s->si.request)
         wp_hcm_stat(s->d, WP_S_downstream_rq_total, 0);
     s->req.keep_alive = false;
-    wp_stream_local_reply(s, h1_error_status(e), "Bad Request", h1_error_details(e), WP_RF_DPE);
+    /* Envoy's codec error reply: the status's text as the body (CodeUtility::toString) */
+    int status = h1_error_status(e);
+    wp_stream_local_reply(s, status, reason_phrase(status), h1_error_details(e), WP_RF_DPE);
 }
 
 static void parse_buffered(wp_dconn *d);

@@ -32,6 +32,7 @@
 
 #include "core/strbuf.h"
 #include "http/h1_parser.h"
+#include "proxy/xff.h"
 #include "proxy/alog_sink.h"
 #include "proxy/config.h"
 #include "proxy/fault.h"
@@ -189,6 +190,7 @@ struct wp_stream {
     bool req_complete, req_chunked, req_end_sent, upgrade, timer_started, head_sent;
     bool flush_pending;
     char request_id[40];
+    char remote_buf[WP_XFF_ADDR_MAX]; /* downstream remote taken from x-forwarded-for (xff.h) */
     char ust_buf[24];
     char chunk_line[24];
     char chunk_out[24];
@@ -230,8 +232,11 @@ struct wp_stream {
     char up_local[64];     /* the last attempt's local address (uconn.local) */
     wp_istio_stream istio; /* Istio's upstream peer, valid when istio_has_peer */
     wf_strbuf extra;
+    wf_strbuf xff;       /* x-forwarded-for with the peer appended (use_remote_address) */
     wf_strbuf up_head;   /* upstream request head */
     wf_strbuf resp_head; /* head sent downstream */
+    char *path_buf;      /* the normalized :path when normalization changed it (conn.c) */
+    size_t path_cap;     /* bytes of path_buf; grown, never shrunk, while the stream is reused */
     char head_inline[2048];
     char resp_inline[1024];
     h1_header hdrs[WP_MAX_HEADERS];

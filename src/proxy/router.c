@@ -19,6 +19,7 @@
  *    flags UF (connection failure, connect timeout), UC (termination), LR (local reset),
  *    UO (overflow), UPE (protocol error);
  *  - upstream request headers: hop-by-hop removed, x-forwarded-proto, x-request-id,
+ *    x-forwarded-for as the connection manager left it (conn.c, xff.h),
  *    x-envoy-expected-rq-timeout-ms when a timeout applies, x-envoy-original-path when the
  *    path was rewritten, Expect removed (the connection manager answered 100-continue).
  */
@@ -86,6 +87,16 @@ static void start_timeout(wp_stream *s)
         wp_dconn_clear_deadline(s->d);
 }
 
+/* default_host_for_http_10 when it applies to s (HTTP/1.0, no Host), else NULL. */
+static const char *default_host(const wp_stream *s)
+{
+    const char *def = s->d->listener->hcm.default_host_for_http_10;
+    if (!def || s->req.version_minor != 0 ||
+        h1_find_header(s->req.headers, s->req.nheaders, "host"))
+        return NULL;
+    return def;
+}
+
 static const char *host_of(const wp_stream *s, size_t *len)
 {
     const h1_header *h = h1_find_header(s->req.headers, s->req.nheaders, "host");
@@ -93,8 +104,9 @@ static const char *host_of(const wp_stream *s, size_t *len)
         *len = h->value.len;
         return h->value.p;
     }
-    *len = 0;
-    return "";
+    const char *def = default_host(s);
+    *len = def ? strlen(def) : 0;
+    return def ? def : "";
 }
 
 void wp_router_route_req(const wp_stream *s, wp_route_req *rq)
@@ -240,14 +252,6 @@ static bool skip_request_header(const wp_stream *s, const h1_str *n)
     return false;
 }
 
-/* Length of the address part of "ip:port" (brackets of "[v6]:port" dropped by the caller's
- * %.*s only for IPv4; IPv6 keeps its brackets in x-forwarded-for [verify]). */
-static int ip_len(const char *hostport)
-{
-    const char *c = strrchr(hostport, ':');
-    return c ? (int)(c - hostport) : (int)strlen(hostport);
-}
-
 static void put_request_line(wp_stream *s, wf_strbuf *b)
 {
     char path[8192];
@@ -265,6 +269,26 @@ static void put_request_line(wp_stream *s, wf_strbuf *b)
     }
 }
 
+/* x-envoy-expected-rq-timeout-ms as Envoy's FilterUtility::setTimeoutHeaders computes it:
+ * the per-try timeout when one applies (it is ignored when not below a non-zero route
+ * timeout), else the route timeout; bounded by what is left of the route timeout since the
+ * request was complete (a retry), at least 1; 0 = no header (no timeout). */
+static uint64_t expected_timeout_ms(const wp_stream *s)
+{
+    uint64_t global = s->route->timeout_ms;
+    uint64_t per_try = s->route->retry ? s->route->retry->per_try_timeout_ms : 0;
+    if (global && per_try >= global)
+        per_try = 0;
+    uint64_t expected = per_try ? per_try : global;
+    if (!expected || !global || s->si.attempt_count <= 1 || !s->si.last_rx_ns)
+        return expected;
+    uint64_t now = uv_now(&s->d->w->loop) * 1000000ULL;
+    uint64_t elapsed = now > s->si.last_rx_ns ? (now - s->si.last_rx_ns) / 1000000ULL : 0;
+    if (elapsed >= global)
+        return 1;
+    return expected < global - elapsed ? expected : global - elapsed;
+}
+
 static void build_upstream_head(wp_stream *s, wf_strbuf *b)
 {
     const wp_hcm *h = &s->d->listener->hcm;
@@ -272,33 +296,25 @@ static void build_upstream_head(wp_stream *s, wf_strbuf *b)
     size_t nops = req_ops(s, ops);
     wf_strbuf_reset(b);
     put_request_line(s, b);
-    bool has_xfp = false, xff_done = false;
+    bool has_xfp = false;
     for (size_t i = 0; i < s->req.nheaders; i++) {
         const h1_header *hd = &s->req.headers[i];
         if (skip_request_header(s, &hd->name) || wp_hops_drops(ops, nops, &hd->name))
             continue;
         if (WP_NAME_IS(&hd->name, "x-forwarded-proto"))
             has_xfp = true;
-        if (WP_NAME_IS(&hd->name, "x-forwarded-for") && h->use_remote_address && !xff_done) {
-            wf_strbuf_append(b, hd->name.p, hd->name.len);
-            wf_strbuf_append(b, ": ", 2);
-            wf_strbuf_append(b, hd->value.p, hd->value.len);
-            wf_strbuf_printf(b, ",%.*s\r\n", ip_len(s->d->remote), s->d->remote);
-            xff_done = true;
-            continue;
-        }
         wp_hdr_put(b, hd->name.p, hd->name.len, hd->value.p, hd->value.len);
     }
-    if (s->route->host_rewrite_literal)
-        wp_hdr_put(b, "host", 4, s->route->host_rewrite_literal,
-                   strlen(s->route->host_rewrite_literal));
-    if (h->use_remote_address && !xff_done)
-        wf_strbuf_printf(b, "x-forwarded-for: %.*s\r\n", ip_len(s->d->remote), s->d->remote);
+    const char *host =
+        s->route->host_rewrite_literal ? s->route->host_rewrite_literal : default_host(s);
+    if (host)
+        wp_hdr_put(b, "host", 4, host, strlen(host));
     if (!has_xfp)
         wf_strbuf_append(b, "x-forwarded-proto: http\r\n",
                          sizeof("x-forwarded-proto: http\r\n") - 1);
-    if (s->route->timeout_ms && !h->suppress_envoy_headers)
-        wp_hdr_put_num(b, "x-envoy-expected-rq-timeout-ms", 30, s->route->timeout_ms);
+    uint64_t expected = expected_timeout_ms(s);
+    if (expected && !h->suppress_envoy_headers)
+        wp_hdr_put_num(b, "x-envoy-expected-rq-timeout-ms", 30, expected);
     if (s->vhost && s->vhost->include_request_attempt_count)
         wp_hdr_put_num(b, "x-envoy-attempt-count", 21, s->si.attempt_count);
     wp_hops_emit(b, ops, nops, s->req.headers, s->req.nheaders);

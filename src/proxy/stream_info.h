@@ -92,9 +92,10 @@ typedef struct wp_stream_info {
     const char *upstream_host;         /* "ip:port", NULL = none */
     const char *upstream_local;        /* "ip:port", NULL = none */
     const char *downstream_local;      /* "ip:port" */
-    const char *downstream_remote;     /* "ip:port" */
-    const char *requested_server_name; /* SNI, NULL (no TLS yet) */
-    uint32_t attempt_count;            /* %UPSTREAM_REQUEST_ATTEMPT_COUNT% */
+    const char *downstream_remote;     /* "ip:port"; from x-forwarded-for when it applies (xff.h) */
+    const char *downstream_direct_remote; /* the connection's peer "ip:port" */
+    const char *requested_server_name;    /* SNI, NULL (no TLS yet) */
+    uint32_t attempt_count;               /* %UPSTREAM_REQUEST_ATTEMPT_COUNT% */
     uint64_t upstream_connection_id;
 } wp_stream_info;
 

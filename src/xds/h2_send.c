@@ -290,7 +290,8 @@ int wf_h2_call_sendv(wf_h2_call *call, const wf_h2_piece *pieces, size_t n)
         if (!pc->buf)
             copied += pc->len;
     }
-    if (len > UINT32_MAX)
+    /* a message that could never fit is refused as such, not reported as "retry later" */
+    if (len > UINT32_MAX || len + WF_GRPC_HDR_LEN > call->conn->opts.max_send_queue)
         return WF_H2_E_INVAL;
     if (call->queued + len + WF_GRPC_HDR_LEN > call->conn->opts.max_send_queue)
         return WF_H2_E_BUSY;

@@ -146,19 +146,12 @@ void wf_h2_server_close(wf_h2_server *s)
         return;
     s->closing = true;
     uv_close((uv_handle_t *)&s->listener, on_listener_closed);
-    /* Closing a connection removes it from s->conns (or defers that if it is busy). */
-    size_t n = s->nconns;
-    wf_h2_conn **copy = n ? malloc(n * sizeof *copy) : NULL;
-    if (n && copy == NULL) {
-        while (s->nconns)
-            wf_h2_conn_close(s->conns[0]);
-        return;
-    }
-    if (n)
-        memcpy(copy, s->conns, n * sizeof *copy);
-    for (size_t i = 0; i < n; i++)
-        wf_h2_conn_close(copy[i]);
-    free(copy);
+    /* Closing a connection may remove it from s->conns at once or later (when it is busy):
+     * from the end, a removal only moves entries already visited. No copy, so no allocation
+     * that could fail (a loop waiting for nconns to drop would never end). */
+    for (size_t i = s->nconns; i-- > 0;)
+        if (i < s->nconns)
+            wf_h2_conn_close(s->conns[i]);
 }
 
 /* ---- Unix domain sockets ------------------------------------------------------------- */

@@ -29,7 +29,8 @@
  *  - inbound, per call: at most one partial message, <= max_msg bytes. Window updates are
  *    sent as bytes are consumed, and bytes are consumed as soon as they arrive.
  *  - outbound, per call: queued messages <= max_send_queue bytes (prefixes included);
- *    wf_h2_call_send returns WF_H2_E_BUSY beyond that. Data leaves the queue only as the
+ *    wf_h2_call_send returns WF_H2_E_BUSY beyond that (WF_H2_E_INVAL for a message that
+ *    alone exceeds it: it could never be queued). Data leaves the queue only as the
  *    peer's windows allow. Queued bytes are not copied again on their way to the socket:
  *    DATA frames are written with NGHTTP2_DATA_FLAG_NO_COPY, their payload referenced in place
  *    in the write (writev) until libuv has written it. wf_h2_call_sendv queues ranges of

@@ -517,8 +517,31 @@ def test_chunked_response_arrives_whole(apps, proxy_factory):
     assert json_log(proxy, 1)[0]["bytes_sent"] == n
 
 
+def http10_backend(apps, **h1):
+    """one_backend with the listener's http_protocol_options set to h1."""
+    return bootstrap([listener(simple_routes("backend"), http_protocol_options=h1)],
+                     [cluster("backend", [apps["a"]])])
+
+
+def test_http10_refused_by_default_426_low_version(apps, proxy_factory):
+    """Envoy's HCM (and so Istio, which leaves accept_http_10 unset) answers an HTTP/1.0
+    request 426 Upgrade Required, details low_version, and never forwards it."""
+    proxy = proxy_factory(one_backend(apps, logs=json_logs()))
+    with proxy.connect() as s:
+        s.sendall(b"GET /healthz HTTP/1.0\r\nHost: example\r\n\r\n")
+        (resp,), f = read_responses(s, 1)
+        assert resp[0] == 426
+        assert resp[2] == b""
+        s.settimeout(5)
+        assert f.read() == b"", "the connection stays open after the 426"
+    entry = json_log(proxy, 1)[0]
+    assert entry["response_code"] == 426
+    assert entry["response_code_details"] == "low_version"
+    assert entry["upstream_host"] is None, "an HTTP/1.0 request was forwarded"
+
+
 def test_http10_request_then_close(apps, proxy_factory):
-    proxy = proxy_factory(one_backend(apps))
+    proxy = proxy_factory(http10_backend(apps, accept_http_10=True))
     with proxy.connect() as s:
         s.sendall(b"GET /healthz HTTP/1.0\r\nHost: example\r\n\r\n")
         (resp,), f = read_responses(s, 1)
@@ -526,6 +549,23 @@ def test_http10_request_then_close(apps, proxy_factory):
         assert resp[2] == b"ok"
         s.settimeout(5)
         assert f.read() == b"", "the connection stays open after an HTTP/1.0 response"
+
+
+def test_http10_default_host_routes_and_goes_upstream(apps, proxy_factory):
+    """default_host_for_http_10: the Host of an HTTP/1.0 request without one, for routing
+    (a virtual host for that domain only) and upstream."""
+    rc = {"name": "local", "virtual_hosts": [{"name": "only", "domains": ["svc.example"],
+          "routes": [{"match": {"prefix": "/"}, "route": {"cluster": "backend"}}]}]}
+    proxy = proxy_factory(bootstrap(
+        [listener(rc, http_protocol_options={"accept_http_10": True,
+                                             "default_host_for_http_10": "svc.example"})],
+        [cluster("backend", [apps["a"]])]))
+    with proxy.connect() as s:
+        s.sendall(b"GET /echo HTTP/1.0\r\n\r\n")
+        (resp,), _ = read_responses(s, 1)
+    assert resp[0] == 200
+    headers = {k.lower(): v for k, v in json.loads(resp[2])["headers"]}
+    assert headers["host"] == "svc.example"
 
 
 def test_pipelined_requests_answered_in_order(apps, proxy_factory):
@@ -1068,3 +1108,77 @@ def test_cli_xds_bootstrap_needs_node_id_and_cluster(tmp_path):
     assert b"node 'id' and 'cluster' are required" in r.stderr, r.stderr
     r = _run("--mode", "validate", "-c", path, "--service-node", "a.ns", "--service-cluster", "a")
     assert r.returncode == 0, r.stderr
+
+
+def test_upstream_operators_in_a_custom_format(apps, proxy_factory):
+    """%UPSTREAM_PROTOCOL% and %UPSTREAM_WIRE_BYTES_*% count this stream's upstream bytes
+    (head included); operators whose source weft never sets print '-' instead of making
+    the format (and the listener) fail."""
+    fmt = ("%UPSTREAM_PROTOCOL% %UPSTREAM_WIRE_BYTES_SENT% %UPSTREAM_WIRE_BYTES_RECEIVED% "
+           "%BYTES_SENT% %VIRTUAL_CLUSTER_NAME% %DYNAMIC_METADATA(istio.mixer:status)% "
+           "%GRPC_STATUS%\n")
+    proxy = proxy_factory(one_backend(apps, logs=[access_log("@LOG:custom@", fmt=fmt)]))
+    status, _, body = proxy.request("GET", "/bytes/1000")
+    assert status == 200 and len(body) == 1000
+    proto, sent, received, bytes_sent, *rest = proxy.access_log_lines(1, name="custom")[0].split()
+    assert proto == "HTTP/1.1"
+    assert int(bytes_sent) == 1000
+    assert int(received) > 1000, "the response head is part of the upstream wire bytes"
+    assert int(sent) > len("GET /bytes/1000 HTTP/1.1\r\n\r\n")
+    assert rest == ["-", "-", "-"]
+
+
+@pytest.mark.parametrize("timeout,per_try,want", [
+    ("5s", "0.5s", "500"),    # the per-try timeout is what the upstream can expect
+    ("0s", "0.5s", "500"),    # no route timeout: the per-try timeout still applies
+    ("3s", None, "3000"),     # no per-try timeout: the route timeout
+    ("1s", "2s", "1000"),     # a per-try timeout not below the route timeout is ignored
+    ("0s", None, None),       # no timeout at all: no header
+])
+def test_expected_rq_timeout_header(apps, proxy_factory, timeout, per_try, want):
+    """x-envoy-expected-rq-timeout-ms as Envoy's router sets it (setTimeoutHeaders)."""
+    policy = {"retry_on": "connect-failure"}
+    if per_try:
+        policy["per_try_timeout"] = per_try
+    rc = route_config([vhost("all", ["*"], [route(prefix="/", cluster="backend", timeout=timeout,
+                                                  retry_policy=policy)])])
+    proxy = proxy_factory(one_backend(apps, rc=rc))
+    status, _, body = proxy.request("GET", "/echo")
+    assert status == 200
+    headers = {k.lower(): v for k, v in json.loads(body)["headers"]}
+    assert headers.get("x-envoy-expected-rq-timeout-ms") == want
+
+
+XFF_FMT = {"remote": "%DOWNSTREAM_REMOTE_ADDRESS%", "direct": "%DOWNSTREAM_DIRECT_REMOTE_ADDRESS%",
+           "xff": "%REQ(X-FORWARDED-FOR)%"}
+
+
+@pytest.mark.parametrize("use_remote,hops,sent,want_up,want_remote", [
+    # a sidecar (Istio: use_remote_address false): the header goes on as is, the remote
+    # address is its last entry
+    (False, 0, "1.2.3.4, 5.6.7.8", "1.2.3.4, 5.6.7.8", "5.6.7.8:0"),
+    (False, 1, "1.2.3.4, 5.6.7.8", "1.2.3.4, 5.6.7.8", "1.2.3.4:0"),
+    (False, 0, "not-an-ip", "not-an-ip", None),
+    (False, 0, None, None, None),
+    # a gateway (use_remote_address true): the peer is appended (or the header created)
+    (True, 0, "1.2.3.4, 5.6.7.8", "1.2.3.4, 5.6.7.8,127.0.0.1", None),
+    (True, 0, None, "127.0.0.1", None),
+    (True, 1, "1.2.3.4, 5.6.7.8", "1.2.3.4, 5.6.7.8,127.0.0.1", "5.6.7.8:0"),
+])
+def test_x_forwarded_for_and_remote_address(apps, proxy_factory, use_remote, hops, sent,
+                                            want_up, want_remote):
+    """Envoy's connection manager: x-forwarded-for upstream and %DOWNSTREAM_REMOTE_ADDRESS%
+    (None: the connection's peer); %REQ(X-FORWARDED-FOR)% logs the header as forwarded."""
+    lst = listener(simple_routes("backend"), access_logs=[access_log("@LOG:json@",
+                                                                     json_format=XFF_FMT)],
+                   use_remote_address=use_remote, xff_num_trusted_hops=hops)
+    proxy = proxy_factory(bootstrap([lst], [cluster("backend", [apps["a"]])]))
+    status, _, body = proxy.request("GET", "/echo",
+                                    headers={"X-Forwarded-For": sent} if sent else {})
+    assert status == 200
+    got = [v for k, v in json.loads(body)["headers"] if k.lower() == "x-forwarded-for"]
+    assert got == ([want_up] if want_up else [])
+    entry = json_log(proxy, 1)[0]
+    assert entry["direct"].startswith("127.0.0.1:")
+    assert entry["remote"] == (want_remote or entry["direct"])
+    assert entry["xff"] == want_up

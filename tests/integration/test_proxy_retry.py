@@ -474,6 +474,20 @@ def test_attempt_count_in_response(proxy_factory, upstreams):
     assert status == 200 and headers.get("x-envoy-attempt-count") == "3"
 
 
+def test_attempt_count_on_router_local_replies(proxy_factory):
+    """Envoy's router adds x-envoy-attempt-count to its own local replies too: 503 UF after
+    the retries ran out, and 1 when no upstream was tried (a route to a missing cluster)."""
+    dead = free_port()
+    p = _proxy(proxy_factory, [dead], {"retry_on": "connect-failure", "num_retries": 2},
+               vhost_extra={"include_attempt_count_in_response": True})
+    status, headers, _ = p.request("GET", "/")
+    assert status == 503 and headers.get("x-envoy-attempt-count") == "3"
+    p2 = _proxy(proxy_factory, [dead], vhost_extra={"include_attempt_count_in_response": True},
+                route_extra={"route": {"cluster": "missing"}})
+    status, headers, _ = p2.request("GET", "/")
+    assert status == 503 and headers.get("x-envoy-attempt-count") == "1"
+
+
 def test_connect_failure_logs_host_and_attempts(proxy_factory):
     dead = free_port()
     rt = route(prefix="/", cluster="backend", retry_policy={"retry_on": "connect-failure",

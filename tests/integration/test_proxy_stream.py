@@ -706,14 +706,18 @@ def test_smuggling_vector_rejected(env, raw, status, details):
     assert data, "no response (connection %s)" % ("reset" if reset else "closed")
     responses = parse_responses(data)
     assert len(responses) == 1, "more than one response: %r" % data
-    got_status, headers, _ = responses[0]
+    got_status, headers, body = responses[0]
     assert got_status == status, data
+    assert body == CODEC_ERROR_BODY[status], "Envoy answers a codec error with the status text"
     assert headers.get("connection", "").lower() == "close", headers
     assert len(e) == 1, e
     assert env.backend_count() == count, "the request reached the backend"
     assert e[0]["response_code"] == status, e[0]
     assert "DPE" in flags_of(e[0]), e[0]
     assert e[0]["response_code_details"] == details, e[0]
+
+
+CODEC_ERROR_BODY = {400: b"Bad Request", 501: b"Not Implemented"}
 
 
 def big_head(kib):
@@ -763,6 +767,7 @@ def test_headers_too_large_431(env):
     responses = parse_responses(data)
     assert len(responses) == 1, data
     assert responses[0][0] == 431, data
+    assert responses[0][2] == b"Request Header Fields Too Large", "Envoy's body: the status text"
     assert len(e) == 1, e
     assert e[0]["response_code"] == 431
     assert "DPE" in flags_of(e[0])

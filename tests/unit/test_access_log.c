@@ -99,6 +99,7 @@ static void make_full(fixture *fx)
     si->upstream_local = "10.1.2.4:51000";
     si->downstream_local = "10.1.2.4:8080";
     si->downstream_remote = "[fd00::1]:45678";
+    si->downstream_direct_remote = "[fd00::1]:45678";
     si->requested_server_name = "catalog.example";
     si->attempt_count = 2;
     si->upstream_connection_id = 12;
@@ -119,6 +120,7 @@ static void make_nc(fixture *fx)
     wp_si_set_flag(si, WP_RF_NC);
     si->downstream_local = "127.0.0.1:80";
     si->downstream_remote = "127.0.0.1:5000";
+    si->downstream_direct_remote = "127.0.0.1:5000";
 }
 
 static char *render(const wp_access_log_format *f, const wp_stream_info *si)

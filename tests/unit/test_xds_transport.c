@@ -405,6 +405,8 @@ static void test_send_queue_bound(void **state)
     assert_int_equal(wf_h2_call_send(e->c.call, buf, sizeof buf), 0);
     assert_int_equal(wf_h2_call_send(e->c.call, buf, sizeof buf), 0);
     assert_int_equal(wf_h2_call_send(e->c.call, buf, sizeof buf), WF_H2_E_BUSY);
+    char big[96] = {0}; /* 96 + the 5-byte prefix can never fit in 100: not "retry later" */
+    assert_int_equal(wf_h2_call_send(e->c.call, big, sizeof big), WF_H2_E_INVAL);
     assert_int_equal(wf_h2_call_pending(e->c.call), 90);
     want = 2;
     run_until(e, client_msgs);
