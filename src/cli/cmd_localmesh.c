@@ -136,6 +136,11 @@ static void print_summary(const wf_lm_plan *p, pid_t sup, bool ready)
     wf_tw_puts(&tw, "POD\tNAMESPACE\tIP\tRUNS\n");
     for (size_t i = 0; i < p->npods; i++) {
         const wf_lm_pod *pod = &p->pods[i];
+        if (pod->error) {
+            wf_tw_printf(&tw, "%s\t%s\t%s\tnot started (see the error above)\n", pod->name, pod->ns,
+                         pod->ip);
+            continue;
+        }
         wf_tw_printf(&tw, "%s\t%s\t%s\t%s%s%s\n", pod->name, pod->ns, pod->ip,
                      pod->gateway            ? "gateway"
                      : pod->ncontainers == 1 ? "app"
@@ -200,7 +205,7 @@ static size_t not_ready(const wf_lm_plan *p, bool report)
     for (size_t i = 0; i < p->npods && (report || !bad); i++) {
         const wf_lm_pod *pod = &p->pods[i];
         char addr[40];
-        if (!pod->sidecar && !pod->gateway)
+        if ((!pod->sidecar && !pod->gateway) || pod->error)
             continue;
         snprintf(addr, sizeof addr, "%s:%d", pod->ip, WF_LM_STATUS_PORT);
         if (probe(addr, "/healthz/ready", &why) != 0) {
@@ -360,7 +365,7 @@ static int launch(wf_lm_plan *p, bool detach, long timeout)
 
 /* ---- up ----------------------------------------------------------------------------------- */
 
-enum { U_STATE, U_DETACH, U_TIMEOUT, U_NS, U_MESH, U_HELP, U_COUNT };
+enum { U_STATE, U_DETACH, U_TIMEOUT, U_NS, U_MESH, U_PRINT_BOOTSTRAP, U_HELP, U_COUNT };
 
 static void up_usage(const wf_flag *flags)
 {
@@ -386,6 +391,10 @@ static void up_flags(wf_flag *f)
         [U_MESH] = {"mesh-config", 0, WF_FLAG_STRING,
                     "MeshConfig file (default: ConfigMap istio key mesh, or DIR/mesh.yaml)",
                     "file"},
+        [U_PRINT_BOOTSTRAP] = {"print-bootstrap", 0, WF_FLAG_STRING,
+                               "Print the pod's proxy bootstrap (JSON) as up writes it, and "
+                               "exit: nothing is started or written",
+                               "pod"},
         [U_HELP] = {"help", 'h', WF_FLAG_BOOL, "Help for up", NULL},
     };
     memcpy(f, defs, sizeof defs);
@@ -406,9 +415,49 @@ static int up_plan(const wf_flag *flags, const char *dir, wf_lm_plan **p)
     int rc = wf_lm_plan_build(&o, p, &err);
     if (rc != 0)
         fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
+    for (size_t i = 0; rc == 0 && i < (*p)->npods; i++)
+        if ((*p)->pods[i].error)
+            fprintf(stderr,
+                    "Error: pod %s.%s is not started (its proxy would refuse the "
+                    "bootstrap; the other pods run): %s\n",
+                    (*p)->pods[i].name, (*p)->pods[i].ns, (*p)->pods[i].error);
     free(self);
     wf_strbuf_free(&err);
     return rc;
+}
+
+/* --print-bootstrap POD (pod name, or NAME.NAMESPACE): the bootstrap on stdout. */
+static int print_bootstrap(const wf_lm_plan *p, const char *name)
+{
+    const wf_lm_pod *pod = NULL;
+    for (size_t i = 0; !pod && i < p->npods; i++) {
+        const wf_lm_pod *c = &p->pods[i];
+        size_t n = strlen(c->name);
+        if (strcmp(c->name, name) == 0 ||
+            (strncmp(c->name, name, n) == 0 && name[n] == '.' && !strcmp(name + n + 1, c->ns)))
+            pod = c;
+    }
+    if (!pod || (!pod->sidecar && !pod->gateway) || pod->error) {
+        fprintf(stderr, "Error: %s: %s", name,
+                !pod         ? "no such pod in the plan; pods with a proxy:"
+                : pod->error ? "the pod is not started (see the error above)"
+                             : "the pod has no proxy");
+        for (size_t i = 0; !pod && i < p->npods; i++)
+            if (p->pods[i].sidecar || p->pods[i].gateway)
+                fprintf(stderr, " %s.%s", p->pods[i].name, p->pods[i].ns);
+        fputc('\n', stderr);
+        return WF_EXIT_ERROR;
+    }
+    json_t *bs = wf_lm_bootstrap_json(p, pod);
+    char *text = bs ? json_dumps(bs, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(bs);
+    if (!text) {
+        fprintf(stderr, "Error: out of memory\n");
+        return WF_EXIT_ERROR;
+    }
+    puts(text);
+    free(text);
+    return fflush(stdout) == 0 ? WF_EXIT_OK : WF_EXIT_ERROR;
 }
 
 int wf_cmd_up(int argc, char **argv)
@@ -436,6 +485,8 @@ int wf_cmd_up(int argc, char **argv)
     wf_lm_plan *p = NULL;
     if (rc < 0 && up_plan(flags, pos[0], &p) != 0)
         rc = WF_EXIT_ERROR;
+    if (rc < 0 && flags[U_PRINT_BOOTSTRAP].set)
+        rc = print_bootstrap(p, flags[U_PRINT_BOOTSTRAP].sval);
     wf_strbuf err = WF_STRBUF_INIT;
     if (rc < 0 && (check_not_running(p) != 0 || check_ports(p) != 0))
         rc = WF_EXIT_ERROR;

@@ -361,22 +361,19 @@ static int add_metadata(wf_lm_plan *p, const wf_node *md, lm_strv *env)
     return 0;
 }
 
-int lm_proxy_env(wf_lm_plan *p, const wf_node *mesh, const wf_resource *r,
-                 const wf_kvs *annotations, lm_strv *env, wf_strbuf *err)
+int lm_proxy_config_doc(wf_lm_plan *p, const wf_resource *r, const wf_kvs *annotations,
+                        const wf_node **doc, wf_strbuf *err)
 {
-    if (add_metadata(p, wf_node_path(mesh, "defaultConfig.proxyMetadata"), env) != 0)
-        return -1;
+    *doc = NULL;
     const char *pc = wf_kvs_get(annotations, "proxy.istio.io/config");
     if (!pc)
         return 0;
-    const wf_node *doc = NULL;
     wf_parse_error pe = {0};
     wf_node *root = NULL;
     int rc = wf_parse_yaml(&p->arena, pc, strlen(pc), first_doc, &root, &pe);
     if (rc < 0)
         return -1;
-    doc = root;
-    if (rc > 0 || (doc && doc->type != WF_NODE_MAP && doc->type != WF_NODE_NULL)) {
+    if (rc > 0 || (root && root->type != WF_NODE_MAP && root->type != WF_NODE_NULL)) {
         const wf_node *at = NULL;
         for (size_t i = 0; i < annotations->n; i++)
             if (strcmp(annotations->items[i].key, "proxy.istio.io/config") == 0)
@@ -389,5 +386,13 @@ int lm_proxy_env(wf_lm_plan *p, const wf_node *mesh, const wf_resource *r,
                          rc > 0 ? pe.message : "want a ProxyConfig map");
         return -1;
     }
-    return add_metadata(p, wf_map_get(doc, "proxyMetadata"), env);
+    *doc = root && root->type == WF_NODE_MAP ? root : NULL;
+    return 0;
+}
+
+int lm_proxy_env(wf_lm_plan *p, const wf_node *mesh, const wf_node *pc, lm_strv *env)
+{
+    if (add_metadata(p, wf_node_path(mesh, "defaultConfig.proxyMetadata"), env) != 0)
+        return -1;
+    return add_metadata(p, wf_map_get(pc, "proxyMetadata"), env);
 }

@@ -1,7 +1,7 @@
 /*
- * localmesh_internal.h - shared by the planning files (localmesh_plan.c, localmesh_images.c):
- * the image map (weft-local.yaml), MeshConfig discovery, ProxyConfig proxyMetadata, and
- * small arena helpers. Everything allocated here lives in the plan's arena.
+ * localmesh_internal.h - shared by the planning files (localmesh_plan.c, localmesh_images.c,
+ * localmesh_stats.c): the image map (weft-local.yaml), MeshConfig discovery, ProxyConfig
+ * proxyMetadata and stats inclusion, and small arena helpers. Everything allocated here lives in the plan's arena.
  */
 #ifndef WF_CLI_LOCALMESH_INTERNAL_H
 #define WF_CLI_LOCALMESH_INTERNAL_H
@@ -64,9 +64,27 @@ const char *lm_resolve_bin(wf_lm_plan *p, const wf_lm_opts *o, const char *name,
 int lm_mesh_config(wf_lm_plan *p, const wf_lm_opts *o, const wf_store *s, const wf_node **mesh,
                    wf_strbuf *err);
 
-/* Proxy environment for a workload: MeshConfig defaultConfig.proxyMetadata, then the
- * template annotation proxy.istio.io/config's proxyMetadata (r is the workload). */
-int lm_proxy_env(wf_lm_plan *p, const wf_node *mesh, const wf_resource *r,
-                 const wf_kvs *annotations, lm_strv *env, wf_strbuf *err);
+/* The template annotation proxy.istio.io/config of workload r, parsed once (YAML or JSON
+ * ProxyConfig, in the plan's arena): *doc is the map, or NULL when the annotation is absent
+ * or empty. Returns 0, or -1 with err naming the file, workload and annotation. */
+int lm_proxy_config_doc(wf_lm_plan *p, const wf_resource *r, const wf_kvs *annotations,
+                        const wf_node **doc, wf_strbuf *err);
+
+/* Proxy environment for a workload: MeshConfig defaultConfig.proxyMetadata, then pc's
+ * (the annotation's ProxyConfig, NULL when none) proxyMetadata. */
+int lm_proxy_env(wf_lm_plan *p, const wf_node *mesh, const wf_node *pc, lm_strv *env);
+
+/* The stats inclusion inputs of a workload's proxy (localmesh_stats.c), as Istio merges
+ * them: the annotations sidecar.istio.io/statsInclusion{Prefixes,Suffixes,Regexps}, and
+ * ProxyConfig.proxyStatsMatcher from pc (proxy.istio.io/config) when it sets that field —
+ * it replaces MeshConfig's whole, as pilot-agent's proto merge does — else from MeshConfig
+ * defaultConfig. env is the proxy environment (EXIT_ON_ZERO_ACTIVE_CONNECTIONS). r is NULL
+ * for the gateway we add. Every pattern is checked as weft-proxy will: a bad one in the
+ * workload's annotations sets *pod_error (arena string naming file, workload, annotation
+ * and pattern) and returns 0; a bad one in MeshConfig, or a proxyStatsMatcher that is not
+ * lists of strings in MeshConfig, returns -1 with err. Returns 0, or -1. */
+int lm_proxy_stats(wf_lm_plan *p, const wf_node *mesh, const wf_resource *r,
+                   const wf_kvs *annotations, const wf_node *pc, const lm_strv *env, wf_psc_in *out,
+                   const char **pod_error, wf_strbuf *err);
 
 #endif

@@ -247,6 +247,21 @@ static int finish_env(planner *pl, wf_lm_pod *pod, const lm_strv *env)
     return 0;
 }
 
+/* A proxy's environment and stats inclusion inputs from MeshConfig and the workload's
+ * template annotations (r NULL: the gateway we add, MeshConfig only). The annotation
+ * proxy.istio.io/config is parsed once for both. */
+static int plan_proxy_config(planner *pl, const wf_resource *r, lm_strv *env, wf_psc_in *stats,
+                             const char **error)
+{
+    const wf_kvs none = {0};
+    const wf_kvs *annotations = r ? &r->t.workload->template_annotations : &none;
+    const wf_node *pc = NULL;
+    if ((r && lm_proxy_config_doc(pl->p, r, annotations, &pc, pl->err) != 0) ||
+        lm_proxy_env(pl->p, pl->mesh, pc, env) != 0)
+        return -1;
+    return lm_proxy_stats(pl->p, pl->mesh, r, annotations, pc, env, stats, error, pl->err);
+}
+
 static int plan_workload(planner *pl, const wf_resource *r)
 {
     const wf_workload *w = r->t.workload;
@@ -261,8 +276,9 @@ static int plan_workload(planner *pl, const wf_resource *r)
     bool gateway = label_is(&w->template_labels, "istio", "ingressgateway");
     bool sidecar = !gateway && wants_sidecar(pl, w, ns);
     lm_strv env = {0};
-    if ((gateway || sidecar) &&
-        lm_proxy_env(pl->p, pl->mesh, r, &w->template_annotations, &env, pl->err) != 0)
+    wf_psc_in stats = {0};
+    const char *error = NULL;
+    if ((gateway || sidecar) && plan_proxy_config(pl, r, &env, &stats, &error) != 0)
         return -1;
     char hash[11];
     const char *image0 = w->spec.containers[0].image;
@@ -283,6 +299,8 @@ static int plan_workload(planner *pl, const wf_resource *r)
         pod->service_account = w->spec.service_account;
         pod->cluster = wf_arena_printf(&pl->p->arena, "%s.%s", app ? app : r->name, ns);
         const char *h = r->kind == WF_KIND_DEPLOYMENT ? wf_arena_strdup(&pl->p->arena, hash) : NULL;
+        pod->stats = stats;
+        pod->error = error;
         if (!pod->cluster || copy_labels(pl, pod, &w->template_labels, h) != 0 ||
             finish_env(pl, pod, &env) != 0 || (!gateway && plan_containers(pl, r, ns, pod) != 0))
             return -1;
@@ -332,7 +350,7 @@ static int plan_gateway(planner *pl)
     lm_strv env = {0};
     const char *h = wf_arena_strdup(&pl->p->arena, hash);
     if (!pod->name || !h || copy_labels(pl, pod, &labels, h) != 0 ||
-        lm_proxy_env(pl->p, pl->mesh, NULL, &(wf_kvs){0}, &env, pl->err) != 0)
+        plan_proxy_config(pl, NULL, &env, &pod->stats, &pod->error) != 0)
         return -1;
     pl->p->gateway_service = !has_gateway_service(pl, &labels);
     return finish_env(pl, pod, &env);
@@ -365,11 +383,11 @@ static int plan_pods(planner *pl)
         pod->localhost = wf_arena_strdup(&p->arena, lh);
         pod->pod_file =
             wf_arena_printf(&p->arena, "%s/%s.%s.json", p->pods_dir, pod->ns, pod->name);
-        if (pod->gateway || pod->sidecar)
+        if ((pod->gateway || pod->sidecar) && !pod->error)
             pod->bootstrap = wf_arena_printf(&p->arena, "%s/bootstrap/%s.%s.bootstrap", p->state,
                                              pod->name, pod->ns);
         if (!pod->ip || !pod->localhost || !pod->pod_file ||
-            ((pod->gateway || pod->sidecar) && !pod->bootstrap))
+            ((pod->gateway || pod->sidecar) && !pod->error && !pod->bootstrap))
             return -1;
         if (pod->gateway && p->gateway == SIZE_MAX)
             p->gateway = i;
@@ -532,6 +550,8 @@ static int plan_procs(planner *pl)
         return -1;
     for (size_t i = 0; i < pl->p->npods; i++) {
         const wf_lm_pod *pod = &pl->p->pods[i];
+        if (pod->error) /* not started: its proxy would refuse the bootstrap */
+            continue;
         for (size_t c = 0; c < pod->ncontainers; c++)
             if (plan_app(pl, i, c, spec_container(pl, pod, c)) != 0)
                 return -1;

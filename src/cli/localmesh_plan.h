@@ -13,6 +13,11 @@
  * wrote). The image map comes from a `LocalImages` resource (apiVersion weft.dev/v1,
  * normally DIR/weft-local.yaml); without one every image runs `weft-app`.
  *
+ * A pod whose proxy would refuse its bootstrap (a bad pattern in its stats inclusion
+ * annotations or in proxy.istio.io/config's proxyStatsMatcher: localmesh_stats.c) is planned
+ * with `error` set and gets no processes, no Pod object and no bootstrap; the other pods run.
+ * A bad pattern in MeshConfig's defaultConfig.proxyStatsMatcher fails the plan.
+ *
  * Ownership: a plan owns everything it points to (one arena); free it with
  * wf_lm_plan_free(). Errors: -1 with a message in err naming the file, line and field.
  */
@@ -23,6 +28,7 @@
 #include <stddef.h>
 
 #include "core/arena.h"
+#include "cli/proxy_stats_config.h"
 #include "core/strbuf.h"
 #include "model/store.h"
 
@@ -73,6 +79,9 @@ typedef struct wf_lm_pod {
     wf_lm_container *containers;
     size_t nproxy_env; /* ProxyConfig proxyMetadata as "K=V" (MeshConfig, then annotation) */
     const char **proxy_env;
+    wf_psc_in stats;       /* the proxy's stats inclusion inputs (stats.ips unset: see pod ip) */
+    const char *error;     /* why the pod is not started (its proxy would refuse its bootstrap:
+                              a bad proxyStatsMatcher pattern), NULL when fine */
     const char *bootstrap; /* STATE/bootstrap/<pod>.<ns>.bootstrap (JSON; NULL without proxy) */
     const char *pod_file;  /* STATE/pods/<ns>.<pod>.json: the Pod object pilot reads */
 } wf_lm_pod;

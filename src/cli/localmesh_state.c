@@ -39,13 +39,25 @@ static json_t *json_object_get_address(json_t *o)
     return a;
 }
 
-/* The static cluster to pilot's xDS address (meshfix.py's shape). */
+/* The static cluster to pilot's xDS address (meshfix.py's shape), with Istio's
+ * alt_stat_name "xds-grpc;" (envoy_bootstrap.json) so that its stats are
+ * cluster.xds-grpc;.* and Istio's cluster_name extractor `^cluster(\.(.+);)` tags them. */
 static json_t *xds_cluster(void)
 {
-    return json_pack("{s:s,s:s,s:s,s:{s:s,s:[{s:[{s:{s:o}}]}]}}", "name", "xds-grpc", "type",
-                     "STATIC", "connect_timeout", "1s", "load_assignment", "cluster_name",
-                     "xds-grpc", "endpoints", "lb_endpoints", "endpoint", "address",
+    return json_pack("{s:s,s:s,s:s,s:s,s:{s:s,s:[{s:[{s:{s:o}}]}]}}", "name", "xds-grpc",
+                     "alt_stat_name", "xds-grpc;", "type", "STATIC", "connect_timeout", "1s",
+                     "load_assignment", "cluster_name", "xds-grpc", "endpoints", "lb_endpoints",
+                     "endpoint", "address",
                      json_object_get_address(socket_address("127.0.0.1", 15010)));
+}
+
+/* Istio's stats_config for the pod (proxy_stats_config.h), INSTANCE_IPS = the pod IP. */
+static json_t *stats_config(const wf_lm_pod *pod)
+{
+    const char *ips[] = {pod->ip};
+    wf_psc_in in = pod->stats;
+    in.ips = (wf_psc_list){ips, 1};
+    return wf_psc_stats_config(&in);
 }
 
 static json_t *node_metadata(const wf_lm_pod *pod)
@@ -77,11 +89,12 @@ json_t *wf_lm_bootstrap_json(const wf_lm_plan *p, const wf_lm_pod *pod)
     for (int i = 0; i < 2; i++)
         ads[i] = json_pack("{s:{},s:s,s:s}", "ads", "initial_fetch_timeout", "0s",
                            "resource_api_version", "V3");
-    return json_pack("{s:{s:s,s:s,s:o},s:o,s:{s:{s:s,s:s,s:b,s:[{s:{s:s}}]},s:o,s:o},"
+    return json_pack("{s:{s:s,s:s,s:o},s:o,s:o,s:{s:{s:s,s:s,s:b,s:[{s:{s:s}}]},s:o,s:o},"
                      "s:{s:[o]}}",
                      "node", "id", id, "cluster", pod->cluster, "metadata", node_metadata(pod),
-                     "admin", socket_address(pod->ip, WF_LM_ADMIN_PORT), "dynamic_resources",
-                     "ads_config", "api_type", "GRPC", "transport_api_version", "V3",
+                     "stats_config", stats_config(pod), "admin",
+                     socket_address(pod->ip, WF_LM_ADMIN_PORT), "dynamic_resources", "ads_config",
+                     "api_type", "GRPC", "transport_api_version", "V3",
                      "set_node_on_first_message_only", 1, "grpc_services", "envoy_grpc",
                      "cluster_name", "xds-grpc", "cds_config", ads[0], "lds_config", ads[1],
                      "static_resources", "clusters", xds_cluster());
@@ -213,6 +226,8 @@ int wf_lm_state_prepare(const wf_lm_plan *p, wf_strbuf *err)
         return -1;
     for (size_t i = 0; i < p->npods; i++) {
         const wf_lm_pod *pod = &p->pods[i];
+        if (pod->error) /* not started (localmesh_plan.h) */
+            continue;
         if (write_json(pod->pod_file, wf_lm_pod_json(p, pod), err) != 0 ||
             (pod->bootstrap && write_json(pod->bootstrap, wf_lm_bootstrap_json(p, pod), err) != 0))
             return -1;
@@ -286,6 +301,10 @@ static json_t *pod_entry(const wf_lm_plan *p, const wf_lm_pod *pod)
         "gateway", pod->gateway, "owner", owner, "bootstrap", pod->bootstrap);
     if (e && pod->gateway &&
         json_object_set_new(e, "healthPort", json_integer(WF_LM_HEALTH_PORT)) != 0) {
+        json_decref(e);
+        return NULL;
+    }
+    if (e && pod->error && json_object_set_new(e, "error", json_string(pod->error)) != 0) {
         json_decref(e);
         return NULL;
     }

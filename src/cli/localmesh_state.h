@@ -31,8 +31,9 @@
 
 /* The Envoy bootstrap of a pod's proxy: node id "<pod>.<ns>", cluster, Istio's metadata
  * (NAME, NAMESPACE, LABELS, INSTANCE_IPS, PROXY_TYPE, ISTIO_VERSION, CLUSTER_ID, WEFT_ADMIN,
- * WEFT_LOCALHOST for sidecars), admin on podIP:15000, ADS to pilot through the static
- * cluster xds-grpc. */
+ * WEFT_LOCALHOST for sidecars), Istio's stats_config (tag extraction and the stats inclusion
+ * list with the pod's proxyStatsMatcher: proxy_stats_config.h), admin on podIP:15000, ADS to
+ * pilot through the static cluster xds-grpc (alt_stat_name "xds-grpc;", as Istio's). */
 json_t *wf_lm_bootstrap_json(const wf_lm_plan *p, const wf_lm_pod *pod);
 
 /* The Pod object pilot reads: metadata (name, namespace, labels), spec.containers (the
@@ -70,7 +71,8 @@ typedef struct wf_lm_proc_status {
  *  "gateway": {"url": "http://127.0.0.1:30000", "pod", "namespace", "target": "IP:8080"} | null,
  *  "pods": [{"name", "namespace", "labels", "ip", "localhost", "admin": "IP:15000",
  *            "statusPort": 15020, "healthPort": 15021 (gateways), "sidecar", "gateway",
- *            "owner": "Deployment/catalog" | "", "bootstrap" (path or null)}],
+ *            "owner": "Deployment/catalog" | "", "bootstrap" (path or null),
+ *            "error" (only for a pod that is not started: why)}],
  *  "processes": [{"name", "kind": "pilot|proxy|app|gateway", "pod" (or null), "namespace",
  *                 "podIP", "pid", "state", "restarts", "log", "argv": [...]}]}
  * status may be NULL (nothing started yet). */

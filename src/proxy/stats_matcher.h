@@ -11,7 +11,8 @@
  *  - stats_matcher is one of: `reject_all: true` (no stat is created; `false` keeps all),
  *    `inclusion_list: {patterns: [StringMatcher]}` (only names matched by a pattern exist),
  *    `exclusion_list: {patterns: [...]}` (names matched by a pattern do not exist). Absent:
- *    every stat exists (Envoy's default; Istio's default inclusion list is pilot's job).
+ *    every stat exists (Envoy's default; Istio's default inclusion list comes with the
+ *    bootstrap Istio's agent writes, as weftctl up writes it: src/cli/proxy_stats_config.h).
  *  - Names are Envoy's internal dotted names ("cluster.outbound|80||x.svc.cluster.local.
  *    upstream_rq_total", "server.state"), before tag extraction, never the Prometheus
  *    names: a pattern written as "envoy_cluster_upstream_rq_total" matches nothing.
