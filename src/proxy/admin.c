@@ -1,9 +1,12 @@
 /*
- * admin.c - the admin server (admin.h). Output shapes follow Envoy's admin docs
- * (operations/admin) and source/server/admin/{clusters,listeners,stats}_handler.cc as the
- * reference §9.1 describes them. A GET on a mutating endpoint answers 400 "Method GET not
- * allowed, POST required." [verify: the reference gives 400; Envoy's admin.cc text was not
- * checked at the pinned SHA].
+ * admin.c - the admin server (admin.h): connections, dispatch and the config/stats handlers;
+ * the operational endpoints are in admin_ops.c. Output shapes follow Envoy's admin docs
+ * (operations/admin) and source/server/admin/{admin,clusters,listeners,stats}_handler.cc as
+ * the reference §9.1 describes them. A mutating endpoint (Envoy's mutates_server_state:
+ * /drain_listeners, /healthcheck/fail|ok, /logging, /quitquitquit, /reopen_logs,
+ * /reset_counters) asked with another method than POST answers 405 "Method GET not allowed,
+ * POST required." and has no effect, as Envoy's AdminImpl::makeRequest (Envoy >= 1.14; older
+ * builds answered 400 "Invalid request; POST required", which the reference §9.1 still says).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -12,6 +15,7 @@
 
 #include "core/log.h"
 #include "proxy/admin.h"
+#include "proxy/admin_internal.h"
 #include "proxy/config_dump.h"
 
 #define ADMIN_MAX_REQUEST (64 * 1024)
@@ -24,6 +28,7 @@ struct wp_admin {
     const wp_server_opts *opts;
     struct admin_conn *conns;
     bool closing, quit_after;
+    bool hc_failed; /* POST /healthcheck/fail .. /healthcheck/ok */
 };
 
 typedef struct admin_conn {
@@ -38,18 +43,6 @@ typedef struct admin_conn {
     wf_strbuf out;
     bool done;
 } admin_conn;
-
-typedef struct {
-    const char *method;
-    char path[256];
-    char query[4096];
-} admin_req;
-
-typedef struct {
-    int status;
-    const char *content_type;
-    wf_strbuf body;
-} admin_resp;
 
 /* ---------- query strings ---------- */
 
@@ -77,8 +70,7 @@ static void url_decode(char *s)
     *o = 0;
 }
 
-/* Value of parameter name (decoded into out), or NULL; a bare "name" gives "". */
-static const char *qparam(const admin_req *r, const char *name, char *out, size_t cap)
+const char *wp_admin_qparam(const admin_req *r, const char *name, char *out, size_t cap)
 {
     size_t nl = strlen(name);
     const char *p = r->query;
@@ -102,23 +94,41 @@ static const char *qparam(const admin_req *r, const char *name, char *out, size_
 static bool has_param(const admin_req *r, const char *name)
 {
     char tmp[8];
-    return qparam(r, name, tmp, sizeof(tmp)) != NULL;
+    return wp_admin_qparam(r, name, tmp, sizeof(tmp)) != NULL;
 }
 
 /* ---------- handlers ---------- */
 
-static const char *state_name(int s)
+wp_server *wp_admin_server(wp_admin *a)
+{
+    return a->srv;
+}
+
+bool wp_admin_hc_failed(const wp_admin *a)
+{
+    return a->hc_failed;
+}
+
+void wp_admin_set_hc_failed(wp_admin *a, bool failed)
+{
+    a->hc_failed = failed;
+}
+
+const char *wp_admin_state_name(wp_admin *a)
 {
     static const char *const names[] = {"LIVE", "DRAINING", "PRE_INITIALIZING", "INITIALIZING"};
+    int s = atomic_load(&a->srv->state);
+    if (s == 0 && a->hc_failed)
+        s = 1; /* Envoy's Utility::serverState: initialized + health check failed */
     return s >= 0 && s < 4 ? names[s] : "LIVE";
 }
 
 static void h_ready(wp_admin *a, const admin_req *r, admin_resp *o)
 {
     (void)r;
-    int s = atomic_load(&a->srv->state);
-    o->status = s == 0 ? 200 : 503;
-    wf_strbuf_printf(&o->body, "%s\n", state_name(s));
+    const char *s = wp_admin_state_name(a);
+    o->status = strcmp(s, "LIVE") == 0 ? 200 : 503;
+    wf_strbuf_printf(&o->body, "%s\n", s);
 }
 
 static pcre2_code *compile_filter(const char *re, admin_resp *o)
@@ -133,30 +143,52 @@ static pcre2_code *compile_filter(const char *re, admin_resp *o)
     return c;
 }
 
+/* ?type= (Envoy's StatsParams): 400 "invalid &type= param" for an unknown value. */
+static bool stats_type(const admin_req *r, admin_resp *o, wp_stats_type *type)
+{
+    char t[32];
+    *type = WP_STATS_TYPE_ALL;
+    const char *v = wp_admin_qparam(r, "type", t, sizeof(t));
+    if (!v || !v[0] || wp_stats_type_parse(v, type) == 0)
+        return true;
+    o->status = 400;
+    wf_strbuf_puts(&o->body, "invalid &type= param");
+    return false;
+}
+
+static void stats_prometheus(wp_admin *a, const pcre2_code *re, bool used, admin_resp *o)
+{
+    wf_strbuf err = {0};
+    wp_stats_tags *tags = wp_stats_tags_from_config(a->srv->gen->cfg->stats_config, &err);
+    wf_strbuf_free(&err);
+    wp_stats_render_prometheus(a->srv->gen->pstats->store, tags, used, re, &o->body);
+    wp_stats_tags_free(tags);
+    o->content_type = "text/plain; version=0.0.4";
+}
+
 static void h_stats(wp_admin *a, const admin_req *r, admin_resp *o, bool prom)
 {
     char fmt[32], filt[1024];
     pcre2_code *re = NULL;
-    if (qparam(r, "filter", filt, sizeof(filt)) && filt[0] && !(re = compile_filter(filt, o)))
+    wp_stats_type type;
+    if (wp_admin_qparam(r, "filter", filt, sizeof(filt)) && filt[0] &&
+        !(re = compile_filter(filt, o)))
         return;
     bool used = has_param(r, "usedonly");
-    const char *f = qparam(r, "format", fmt, sizeof(fmt));
+    const char *f = wp_admin_qparam(r, "format", fmt, sizeof(fmt));
     wp_stats *st = a->srv->gen->pstats->store;
     if (prom || (f && strcmp(f, "prometheus") == 0)) {
-        wf_strbuf err = {0};
-        wp_stats_tags *tags = wp_stats_tags_from_config(a->srv->gen->cfg->stats_config, &err);
-        wf_strbuf_free(&err);
-        wp_stats_render_prometheus(st, tags, used, re, &o->body);
-        wp_stats_tags_free(tags);
-        o->content_type = "text/plain; version=0.0.4";
+        stats_prometheus(a, re, used, o);
+    } else if (!stats_type(r, o, &type)) {
+        /* answered */
     } else if (f && strcmp(f, "json") == 0) {
-        wp_stats_render_json(st, re, used, &o->body);
+        wp_stats_render_json_type(st, re, used, type, &o->body);
         o->content_type = "application/json";
     } else if (f && f[0] && strcmp(f, "text") != 0) {
         o->status = 400;
         wf_strbuf_printf(&o->body, "usage: /stats?format=(json|prometheus|text)\n");
     } else {
-        wp_stats_render_text(st, re, used, &o->body);
+        wp_stats_render_text_type(st, re, used, type, &o->body);
     }
     pcre2_code_free(re);
 }
@@ -325,7 +357,7 @@ static void clusters_json(wp_admin *a, wf_strbuf *b)
 static void h_clusters(wp_admin *a, const admin_req *r, admin_resp *o)
 {
     char fmt[16];
-    const char *f = qparam(r, "format", fmt, sizeof(fmt));
+    const char *f = wp_admin_qparam(r, "format", fmt, sizeof(fmt));
     if (f && strcmp(f, "json") == 0) {
         o->content_type = "application/json";
         clusters_json(a, &o->body);
@@ -337,7 +369,7 @@ static void h_clusters(wp_admin *a, const admin_req *r, admin_resp *o)
 static void h_listeners(wp_admin *a, const admin_req *r, admin_resp *o)
 {
     char fmt[16];
-    const char *f = qparam(r, "format", fmt, sizeof(fmt));
+    const char *f = wp_admin_qparam(r, "format", fmt, sizeof(fmt));
     const wp_config *c = a->srv->gen->cfg;
     if (f && strcmp(f, "json") == 0) {
         json_t *list = json_array();
@@ -358,29 +390,61 @@ static void h_listeners(wp_admin *a, const admin_req *r, admin_resp *o)
         wf_strbuf_printf(&o->body, "%s::%s\n", c->listeners[i].name, c->listeners[i].addr.text);
 }
 
+/* ?name_regex= (Envoy's buildNameMatcher: RE2, full match); NULL with o answered 400 when it
+ * does not compile, *re NULL when absent or empty. */
+static bool name_regex(const admin_req *r, admin_resp *o, pcre2_code **re)
+{
+    char v[1024];
+    *re = NULL;
+    if (!wp_admin_qparam(r, "name_regex", v, sizeof(v)) || !v[0])
+        return true;
+    int ec;
+    PCRE2_SIZE off;
+    *re = pcre2_compile((PCRE2_SPTR)v, PCRE2_ZERO_TERMINATED, 0, &ec, &off, NULL);
+    if (*re)
+        return true;
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(ec, msg, sizeof(msg));
+    o->status = 400;
+    wf_strbuf_printf(&o->body, "Error while parsing name_regex from %s: %s", v, (char *)msg);
+    return false;
+}
+
+static json_t *dump_of(wp_admin *a, const admin_req *r, const char *mask, wf_strbuf *err,
+                       int *status)
+{
+    char res[256];
+    const char *rs = wp_admin_qparam(r, "resource", res, sizeof(res));
+    return wp_config_dump_http(a->srv->gen->cfg, rs, mask, has_param(r, "include_eds"),
+                               a->srv->loaded_unix, err, status);
+}
+
 static void h_config_dump(wp_admin *a, const admin_req *r, admin_resp *o)
 {
-    char res[256], mask[1024];
-    const char *rs = qparam(r, "resource", res, sizeof(res));
-    const char *mk = qparam(r, "mask", mask, sizeof(mask));
+    char mask[1024];
+    const char *mk = wp_admin_qparam(r, "mask", mask, sizeof(mask));
+    pcre2_code *re;
+    if (!name_regex(r, o, &re))
+        return;
     wf_strbuf err = {0};
     int status = 200;
-    json_t *dump = wp_config_dump_http(a->srv->gen->cfg, rs, mk, has_param(r, "include_eds"),
-                                       a->srv->loaded_unix, &err, &status);
+    json_t *dump = dump_of(a, r, mk, &err, &status);
+    json_t *plain = dump && re && mk && mk[0] ? dump_of(a, r, NULL, &err, &status) : NULL;
+    if (dump && re && wp_admin_filter_names(dump, plain ? plain : dump, re) != 0) {
+        json_decref(dump);
+        dump = NULL;
+        status = 500;
+        wf_strbuf_puts(&err, "out of memory");
+    }
+    json_decref(plain);
+    pcre2_code_free(re);
     if (!dump) {
         o->status = status;
         wf_strbuf_puts(&o->body, wf_strbuf_cstr(&err));
-        wf_strbuf_free(&err);
-        return;
+    } else {
+        wp_admin_put_json(o, dump);
     }
-    char *s = json_dumps(dump, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-    if (s)
-        wf_strbuf_puts(&o->body, s);
-    wf_strbuf_putc(&o->body, '\n');
-    free(s);
-    json_decref(dump);
     wf_strbuf_free(&err);
-    o->content_type = "application/json";
 }
 
 static void h_logging(wp_admin *a, const admin_req *r, admin_resp *o)
@@ -389,7 +453,7 @@ static void h_logging(wp_admin *a, const admin_req *r, admin_resp *o)
     if (strcmp(r->method, "POST") == 0 && r->query[0]) {
         char v[1024];
         wf_strbuf err = {0};
-        if (qparam(r, "level", v, sizeof(v))) {
+        if (wp_admin_qparam(r, "level", v, sizeof(v))) {
             int lvl = wf_log_level_from_name(v, strlen(v));
             if (lvl < 0) {
                 o->status = 404;
@@ -397,7 +461,7 @@ static void h_logging(wp_admin *a, const admin_req *r, admin_resp *o)
                 return;
             }
             wf_log_set_all((wf_log_level)lvl);
-        } else if (qparam(r, "paths", v, sizeof(v))) {
+        } else if (wp_admin_qparam(r, "paths", v, sizeof(v))) {
             if (wf_log_apply_component_levels(v, &err) != 0) {
                 o->status = 404;
                 wf_strbuf_printf(&o->body, "error: %s\n", wf_strbuf_cstr(&err));
@@ -438,16 +502,16 @@ static void h_server_info(wp_admin *a, const admin_req *r, admin_resp *o)
         json_object_set_new(node, "id", json_string(a->srv->gen->cfg->node_id));
     if (a->srv->gen->cfg->node_cluster)
         json_object_set_new(node, "cluster", json_string(a->srv->gen->cfg->node_cluster));
-    json_t *root = json_pack(
-        "{s:s,s:s,s:s,s:{s:i,s:s,s:s,s:s,s:s,s:s,s:s},s:s,s:s,s:o}", "version",
-        "weft-proxy/" WEFT_VERSION "/Clean/RELEASE", "state",
-        state_name(atomic_load(&a->srv->state)), "hot_restart_version", "disabled",
-        "command_line_options", "concurrency", (int)a->srv->nworkers, "config_path",
-        op->config_path, "log_level", op->log_level ? op->log_level : "info", "component_log_level",
-        op->component_log_level ? op->component_log_level : "", "drain_time", drain, "mode",
-        op->validate_only ? "Validate" : "Serve", "service_cluster",
-        a->srv->gen->cfg->node_cluster ? a->srv->gen->cfg->node_cluster : "",
-        "uptime_current_epoch", upt, "uptime_all_epochs", upt, "node", node);
+    json_t *root =
+        json_pack("{s:s,s:s,s:s,s:{s:i,s:s,s:s,s:s,s:s,s:s,s:s},s:s,s:s,s:o}", "version",
+                  "weft-proxy/" WEFT_VERSION "/Clean/RELEASE", "state", wp_admin_state_name(a),
+                  "hot_restart_version", "disabled", "command_line_options", "concurrency",
+                  (int)a->srv->nworkers, "config_path", op->config_path, "log_level",
+                  op->log_level ? op->log_level : "info", "component_log_level",
+                  op->component_log_level ? op->component_log_level : "", "drain_time", drain,
+                  "mode", op->validate_only ? "Validate" : "Serve", "service_cluster",
+                  a->srv->gen->cfg->node_cluster ? a->srv->gen->cfg->node_cluster : "",
+                  "uptime_current_epoch", upt, "uptime_all_epochs", upt, "node", node);
     char *s = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     if (s)
         wf_strbuf_puts(&o->body, s);
@@ -457,77 +521,122 @@ static void h_server_info(wp_admin *a, const admin_req *r, admin_resp *o)
     o->content_type = "application/json";
 }
 
+static void h_help(wp_admin *a, const admin_req *r, admin_resp *o);
+
+static void h_stats_text(wp_admin *a, const admin_req *r, admin_resp *o)
+{
+    h_stats(a, r, o, false);
+}
+
+static void h_stats_prom(wp_admin *a, const admin_req *r, admin_resp *o)
+{
+    h_stats(a, r, o, true);
+}
+
+static void h_reset_counters(wp_admin *a, const admin_req *r, admin_resp *o)
+{
+    (void)r;
+    wp_stats_reset_counters(a->srv->gen->pstats->store);
+    wf_strbuf_puts(&o->body, "OK\n");
+}
+
+static void h_quit(wp_admin *a, const admin_req *r, admin_resp *o)
+{
+    (void)r;
+    wf_strbuf_puts(&o->body, "OK\n");
+    a->quit_after = true;
+}
+
+static void h_drain(wp_admin *a, const admin_req *r, admin_resp *o)
+{
+    wf_strbuf_puts(&o->body, "OK\n");
+    wp_server_request_drain(a->main_ctx, !has_param(r, "skip_exit") && has_param(r, "graceful"));
+}
+
+static void h_hc_fail(wp_admin *a, const admin_req *r, admin_resp *o)
+{
+    wp_admin_healthcheck(a, r, o, true);
+}
+
+static void h_hc_ok(wp_admin *a, const admin_req *r, admin_resp *o)
+{
+    wp_admin_healthcheck(a, r, o, false);
+}
+
+typedef void (*admin_handler)(wp_admin *a, const admin_req *r, admin_resp *o);
+
+/* Envoy's handler table (admin.cc): path, mutates state (POST only), help text. */
 static const struct {
     const char *path;
     bool post;
+    admin_handler fn;
     const char *help;
 } endpoints[] = {
-    {"/", false, "Admin home page"},
-    {"/clusters", false, "upstream cluster status"},
-    {"/config_dump", false, "dump current Envoy configs"},
-    {"/drain_listeners", true, "drain listeners"},
-    {"/help", false, "print out list of admin commands"},
-    {"/listeners", false, "print listener info"},
-    {"/logging", false, "query/change logging levels"},
-    {"/quitquitquit", true, "exit the server"},
-    {"/ready", false, "print server state, return 200 if LIVE, otherwise return 503"},
-    {"/reset_counters", true, "reset all counters to zero"},
-    {"/server_info", false, "print server version/status information"},
-    {"/stats", false, "print server stats"},
-    {"/stats/prometheus", false, "print server stats in prometheus format"},
+    {"/", false, h_help, "Admin home page"},
+    {"/certs", false, wp_admin_certs, "print certs on machine"},
+    {"/clusters", false, h_clusters, "upstream cluster status"},
+    {"/config_dump", false, h_config_dump, "dump current Envoy configs"},
+    {"/drain_listeners", true, h_drain, "drain listeners"},
+    {"/healthcheck/fail", true, h_hc_fail, "cause the server to fail health checks"},
+    {"/healthcheck/ok", true, h_hc_ok, "cause the server to pass health checks"},
+    {"/help", false, h_help, "print out list of admin commands"},
+    {"/hot_restart_version", false, wp_admin_hot_restart_version,
+     "print the hot restart compatibility version"},
+    {"/init_dump", false, wp_admin_init_dump,
+     "dump current Envoy init manager information (experimental)"},
+    {"/listeners", false, h_listeners, "print listener info"},
+    {"/logging", true, h_logging, "query/change logging levels"},
+    {"/memory", false, wp_admin_memory, "print current allocation/heap usage"},
+    {"/quitquitquit", true, h_quit, "exit the server"},
+    {"/ready", false, h_ready, "print server state, return 200 if LIVE, otherwise return 503"},
+    {"/reopen_logs", true, wp_admin_reopen_logs, "reopen access logs"},
+    {"/reset_counters", true, h_reset_counters, "reset all counters to zero"},
+    {"/runtime", false, wp_admin_runtime, "print runtime values"},
+    {"/server_info", false, h_server_info, "print server version/status information"},
+    {"/stats", false, h_stats_text, "print server stats"},
+    {"/stats/prometheus", false, h_stats_prom, "print server stats in prometheus format"},
+    {"/stats/recentlookups", false, wp_admin_recent_lookups, "Show recent stat-name lookups"},
 };
 
-static void h_help(admin_resp *o)
+#define NENDPOINTS (sizeof(endpoints) / sizeof(endpoints[0]))
+
+static void help_text(admin_resp *o)
 {
     wf_strbuf_puts(&o->body, "admin commands are:\n");
-    for (size_t i = 0; i < sizeof(endpoints) / sizeof(endpoints[0]); i++)
+    for (size_t i = 0; i < NENDPOINTS; i++)
         wf_strbuf_printf(&o->body, "  %s%s: %s\n", endpoints[i].post ? "POST " : "",
                          endpoints[i].path, endpoints[i].help);
 }
 
+static void h_help(wp_admin *a, const admin_req *r, admin_resp *o)
+{
+    (void)a;
+    (void)r;
+    help_text(o);
+}
+
+/* Envoy's AdminImpl::makeRequest: a mutating endpoint asked with another method than POST
+ * answers 405 "Method <m> not allowed, POST required." and does nothing; an unknown path
+ * answers 404 "invalid path. " + the help. */
 static void dispatch(wp_admin *a, const admin_req *r, admin_resp *o)
 {
-    const char *p = r->path;
-    bool post = strcmp(r->method, "POST") == 0;
-    for (size_t i = 0; i < sizeof(endpoints) / sizeof(endpoints[0]); i++)
-        if (endpoints[i].post && strcmp(p, endpoints[i].path) == 0 && !post) {
-            o->status = 400;
+    for (size_t i = 0; i < NENDPOINTS; i++) {
+        if (strcmp(r->path, endpoints[i].path) != 0)
+            continue;
+        if (endpoints[i].post && strcmp(r->method, "POST") != 0) {
+            o->status = 405;
             wf_strbuf_printf(&o->body, "Method %s not allowed, POST required.", r->method);
+            WF_LOG(WF_LC_admin, WF_LOG_ERROR,
+                   "admin path \"%s\" mutates state, method=%s rather than POST", r->path,
+                   r->method);
             return;
         }
-    if (strcmp(p, "/ready") == 0)
-        h_ready(a, r, o);
-    else if (strcmp(p, "/stats") == 0)
-        h_stats(a, r, o, false);
-    else if (strcmp(p, "/stats/prometheus") == 0)
-        h_stats(a, r, o, true);
-    else if (strcmp(p, "/clusters") == 0)
-        h_clusters(a, r, o);
-    else if (strcmp(p, "/listeners") == 0)
-        h_listeners(a, r, o);
-    else if (strcmp(p, "/config_dump") == 0)
-        h_config_dump(a, r, o);
-    else if (strcmp(p, "/logging") == 0)
-        h_logging(a, r, o);
-    else if (strcmp(p, "/server_info") == 0)
-        h_server_info(a, r, o);
-    else if (strcmp(p, "/help") == 0 || strcmp(p, "/") == 0)
-        h_help(o);
-    else if (strcmp(p, "/reset_counters") == 0) {
-        wp_stats_reset_counters(a->srv->gen->pstats->store);
-        wf_strbuf_puts(&o->body, "OK\n");
-    } else if (strcmp(p, "/quitquitquit") == 0) {
-        wf_strbuf_puts(&o->body, "OK\n");
-        a->quit_after = true;
-    } else if (strcmp(p, "/drain_listeners") == 0) {
-        wf_strbuf_puts(&o->body, "OK\n");
-        wp_server_request_drain(a->main_ctx,
-                                !has_param(r, "skip_exit") && has_param(r, "graceful"));
-    } else {
-        o->status = 404;
-        wf_strbuf_puts(&o->body, "invalid path. ");
-        h_help(o);
+        endpoints[i].fn(a, r, o);
+        return;
     }
+    o->status = 404;
+    wf_strbuf_puts(&o->body, "invalid path. ");
+    help_text(o);
 }
 
 /* ---------- connections ---------- */
@@ -577,6 +686,8 @@ static void respond(admin_conn *c, admin_resp *o)
                      o->status,
                      o->status == 200   ? "OK"
                      : o->status == 404 ? "Not Found"
+                     : o->status == 405 ? "Method Not Allowed"
+                     : o->status == 500 ? "Internal Server Error"
                      : o->status == 503 ? "Service Unavailable"
                      : o->status == 431 ? "Request Header Fields Too Large"
                      : o->status == 501 ? "Not Implemented"

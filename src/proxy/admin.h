@@ -1,10 +1,12 @@
 /*
  * admin.h - weft-proxy's admin server (Envoy's admin interface, docs operations/admin):
- * /ready, /server_info, /stats (text, ?filter=, ?usedonly, ?format=json|prometheus),
- * /stats/prometheus, /clusters (text and ?format=json), /listeners, /config_dump
- * (?resource=, ?mask=, ?include_eds), /logging (GET lists; POST ?level=, ?paths=,
- * ?<logger>=<level>), /quitquitquit, /drain_listeners, /reset_counters, /help.
- * Runs on the main thread's loop; every response closes its connection.
+ * /ready, /server_info, /stats (text, ?filter=, ?usedonly, ?type=, ?format=json|prometheus),
+ * /stats/prometheus, /stats/recentlookups, /clusters (text and ?format=json), /listeners,
+ * /config_dump (?resource=, ?mask=, ?name_regex=, ?include_eds), /init_dump, /memory, /certs,
+ * /runtime, /hot_restart_version, /help; POST only: /logging (no query lists; ?level=,
+ * ?paths=, ?<logger>=<level>), /quitquitquit, /drain_listeners, /reset_counters,
+ * /healthcheck/fail, /healthcheck/ok, /reopen_logs (other methods: 405). Details in admin.c
+ * and admin_ops.c. Runs on the main thread's loop; every response closes its connection.
  */
 #ifndef WEFT_PROXY_ADMIN_H
 #define WEFT_PROXY_ADMIN_H

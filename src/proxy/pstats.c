@@ -58,6 +58,19 @@ static void reg_hists(wp_stats *st, const char *scope, const char *const *names,
     wf_strbuf_free(&b);
 }
 
+static void reg_managers(wp_stats *st, wp_pstats *p)
+{
+    p->lm_listener_modified = wp_stats_counter(st, "listener_manager.listener_modified");
+    p->lm_listener_removed = wp_stats_counter(st, "listener_manager.listener_removed");
+    p->lm_create_success = wp_stats_counter(st, "listener_manager.listener_create_success");
+    p->lm_create_failure = wp_stats_counter(st, "listener_manager.listener_create_failure");
+    p->lm_total_warming = wp_stats_gauge(st, "listener_manager.total_listeners_warming");
+    p->lm_total_draining = wp_stats_gauge(st, "listener_manager.total_listeners_draining");
+    p->cm_cluster_modified = wp_stats_counter(st, "cluster_manager.cluster_modified");
+    p->cm_cluster_removed = wp_stats_counter(st, "cluster_manager.cluster_removed");
+    p->cm_warming_clusters = wp_stats_gauge(st, "cluster_manager.warming_clusters");
+}
+
 wp_pstats *wp_pstats_register(wp_stats *store, const wp_config *cfg)
 {
     wp_pstats *p = calloc(1, sizeof(*p));
@@ -117,6 +130,7 @@ wp_pstats *wp_pstats_register(wp_stats *store, const wp_config *cfg)
     p->lm_listener_added = wp_stats_counter(store, "listener_manager.listener_added");
     p->cm_active_clusters = wp_stats_gauge(store, "cluster_manager.active_clusters");
     p->cm_cluster_added = wp_stats_counter(store, "cluster_manager.cluster_added");
+    reg_managers(store, p);
     return p;
 }
 

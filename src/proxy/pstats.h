@@ -165,6 +165,10 @@ typedef struct wp_pstats {
     uint32_t server_live, server_state, server_uptime, server_concurrency, server_total_connections,
         server_memory_allocated, workers_started, total_listeners_active, cm_active_clusters,
         lm_listener_added, cm_cluster_added, server_version;
+    /* listener_manager.* / cluster_manager.* counted by wp_pstats_config_applied */
+    uint32_t lm_listener_modified, lm_listener_removed, lm_create_success, lm_create_failure,
+        lm_total_warming, lm_total_draining, cm_cluster_modified, cm_cluster_removed,
+        cm_warming_clusters;
 } wp_pstats;
 
 typedef wp_stats_shard wp_pstats_shard;
@@ -174,6 +178,33 @@ typedef wp_stats_shard wp_pstats_shard;
  * should have refused). The result is freed with wp_pstats_free (not the store). */
 wp_pstats *wp_pstats_register(wp_stats *store, const wp_config *cfg);
 void wp_pstats_free(wp_pstats *p);
+
+/* Adds (sign 1) or takes back (sign -1) the warming gauges of cfg into sh:
+ * cluster_manager.warming_clusters = its EDS clusters still waiting for their assignment, and
+ * listener_manager.total_listeners_warming = its listeners waiting for their route
+ * configuration (both as /config_dump lists them warming; weft serves such a cluster at once,
+ * with no endpoints, so it is also in active_clusters). Static configs have none. */
+void wp_pstats_warming_gauges(wp_stats_shard *sh, const wp_pstats *p, const wp_config *cfg,
+                              int sign);
+
+/* Counts a configuration change from old (NULL at start) to cur in sh, as Envoy's listener
+ * and cluster managers do (docs configuration/listeners/stats#listener-manager,
+ * configuration/upstream/cluster_manager/cluster_stats#cluster-manager). Resources are
+ * identified by name and compared as configured (bootstrap static_resources entries, or the
+ * xDS resource as received: an EDS or RDS update changes neither cluster nor listener):
+ *   cluster_manager.cluster_added / cluster_modified / cluster_removed
+ *   listener_manager.listener_added / listener_modified / listener_removed (warming
+ *     listeners included, as Envoy counts a listener when it is added, before it warms)
+ *   listener_manager.listener_create_success: nworkers per listener handed to the workers
+ *     with its sockets (new, modified, or bound again after a failed bind), Envoy counting
+ *     one per worker.
+ * Not counted, always 0 (registered so dashboards find them): listener_create_failure
+ * (weft binds on the main thread before posting, so a bind failure is a NACK as in Envoy,
+ * and workers report no failure) and total_listeners_draining (weft does not keep removed
+ * or replaced listeners draining: their sockets close when the workers install the new
+ * generation; connections finish on the old one). */
+void wp_pstats_config_applied(wp_stats_shard *sh, const wp_pstats *p, const wp_config *old,
+                              const wp_config *cur, unsigned nworkers);
 
 /* ---- recording helpers (the worker's shard; no lock, no allocation) ---- */
 

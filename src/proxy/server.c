@@ -214,6 +214,7 @@ static void config_gauges(wp_server *srv, const wp_gen *g, int sign)
     const wp_config *cfg = g->cfg;
     set_gauge(srv, p->total_listeners_active, sign * (int64_t)cfg->nlisteners);
     set_gauge(srv, p->cm_active_clusters, sign * (int64_t)cfg->nclusters);
+    wp_pstats_warming_gauges(wp_stats_get_shard(p->store, srv->nworkers), p, cfg, sign);
     for (size_t i = 0; i < cfg->nclusters; i++) {
         const wp_cluster *c = &cfg->clusters[i];
         int64_t healthy = 0;
@@ -233,8 +234,8 @@ static void initial_gauges(wp_server *srv)
     set_gauge(srv, p->server_state, 0);
     set_gauge(srv, p->server_concurrency, srv->nworkers);
     set_gauge(srv, p->workers_started, 1);
-    set_gauge(srv, p->lm_listener_added, (int64_t)srv->gen->cfg->nlisteners);
-    set_gauge(srv, p->cm_cluster_added, (int64_t)srv->gen->cfg->nclusters);
+    wp_pstats_config_applied(wp_stats_get_shard(p->store, srv->nworkers), p, NULL, srv->gen->cfg,
+                             srv->nworkers);
     config_gauges(srv, srv->gen, 1);
 }
 
@@ -357,6 +358,8 @@ int wp_server_apply(wp_server *srv, wp_config *cfg, wf_strbuf *err)
     config_gauges(srv, old, -1);
     srv->gen = g;
     config_gauges(srv, g, 1);
+    wp_pstats_config_applied(wp_stats_get_shard(g->pstats->store, srv->nworkers), g->pstats,
+                             old->cfg, g->cfg, srv->nworkers);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     srv->loaded_unix = (double)now.tv_sec + now.tv_nsec / 1e9;

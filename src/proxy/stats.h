@@ -246,6 +246,26 @@ void wp_stats_render_text(wp_stats *st, const pcre2_code *filter, bool usedonly,
  * the histograms element last when a histogram is rendered. */
 void wp_stats_render_json(wp_stats *st, const pcre2_code *filter, bool usedonly, wf_strbuf *out);
 
+/* /stats?type= (Envoy's StatsParams): the kinds a text or JSON rendering includes. Status-code
+ * stats are counters. weft has no text readouts, so TextReadouts renders nothing. */
+typedef enum {
+    WP_STATS_TYPE_ALL,
+    WP_STATS_TYPE_COUNTERS,
+    WP_STATS_TYPE_GAUGES,
+    WP_STATS_TYPE_HISTOGRAMS,
+    WP_STATS_TYPE_TEXT_READOUTS,
+} wp_stats_type;
+
+/* Parses Envoy's names "All", "Counters", "Gauges", "Histograms", "TextReadouts" (exact
+ * case). 0, or -1 for anything else (Envoy answers 400 "invalid &type= param"). */
+int wp_stats_type_parse(const char *s, wp_stats_type *out);
+
+/* wp_stats_render_text / _json restricted to the kinds of type (ALL: the same output). */
+void wp_stats_render_text_type(wp_stats *st, const pcre2_code *filter, bool usedonly,
+                               wp_stats_type type, wf_strbuf *out);
+void wp_stats_render_json_type(wp_stats *st, const pcre2_code *filter, bool usedonly,
+                               wp_stats_type type, wf_strbuf *out);
+
 /* Tag extraction (stats_config.stats_tags / use_all_default_tags). */
 typedef struct wp_stats_tags wp_stats_tags;
 

@@ -142,7 +142,12 @@ static void collect_hists(wp_stats *st, const pcre2_code *filter, bool usedonly,
     pthread_mutex_unlock(&st->render_lock);
 }
 
-static void collect(wp_stats *st, const pcre2_code *filter, bool usedonly, entry_list *l)
+/* Bit of kind k in a rendering's kinds mask. */
+#define KIND_BIT(k) (1u << (k))
+#define ALL_KINDS   (KIND_BIT(KIND_COUNTER) | KIND_BIT(KIND_GAUGE) | KIND_BIT(KIND_HIST))
+
+static void collect(wp_stats *st, const pcre2_code *filter, bool usedonly, unsigned kinds,
+                    entry_list *l)
 {
     memset(l, 0, sizeof *l);
     wf_arena_init(&l->arena);
@@ -155,7 +160,7 @@ static void collect(wp_stats *st, const pcre2_code *filter, bool usedonly, entry
     uint32_t n = atomic_load_explicit(&st->nslots, memory_order_acquire);
     for (uint32_t slot = 1; slot < n; slot++) {
         stat_meta *sm = wp_stats_meta_of(st, slot);
-        if (!sm || sm->kind == KIND_SCRATCH)
+        if (!sm || sm->kind == KIND_SCRATCH || !(kinds & KIND_BIT(sm->kind)))
             continue;
         bool used;
         int64_t v = wp_stats_value_of(st, slot, sm, &used);
@@ -168,9 +173,10 @@ static void collect(wp_stats *st, const pcre2_code *filter, bool usedonly, entry
         }
     }
     uint32_t ns = atomic_load_explicit(&st->nscopes, memory_order_acquire);
-    for (uint32_t id = 1; id < ns; id++)
+    for (uint32_t id = 1; (kinds & KIND_BIT(KIND_COUNTER)) && id < ns; id++)
         collect_codes(st, id, filter, l);
-    collect_hists(st, filter, usedonly, l);
+    if (kinds & KIND_BIT(KIND_HIST))
+        collect_hists(st, filter, usedonly, l);
 }
 
 static void list_free(entry_list *l)
@@ -191,9 +197,10 @@ static int by_name(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-static void sorted(wp_stats *st, const pcre2_code *filter, bool usedonly, entry_list *l)
+static void sorted(wp_stats *st, const pcre2_code *filter, bool usedonly, unsigned kinds,
+                   entry_list *l)
 {
-    collect(st, filter, usedonly, l);
+    collect(st, filter, usedonly, kinds, l);
     if (l->n)
         qsort(l->v, l->n, sizeof *l->v, by_name);
 }
@@ -229,17 +236,60 @@ static void text_hist(wf_strbuf *out, const entry *e)
     wf_strbuf_putc(out, '\n');
 }
 
+/* Kinds mask of a /stats?type= value (TextReadouts: none, weft has no text readouts). */
+static unsigned type_kinds(wp_stats_type type)
+{
+    switch (type) {
+    case WP_STATS_TYPE_COUNTERS:
+        return KIND_BIT(KIND_COUNTER);
+    case WP_STATS_TYPE_GAUGES:
+        return KIND_BIT(KIND_GAUGE);
+    case WP_STATS_TYPE_HISTOGRAMS:
+        return KIND_BIT(KIND_HIST);
+    case WP_STATS_TYPE_TEXT_READOUTS:
+        return 0;
+    default:
+        return ALL_KINDS;
+    }
+}
+
+int wp_stats_type_parse(const char *s, wp_stats_type *out)
+{
+    static const char *const names[] = {"All", "Counters", "Gauges", "Histograms", "TextReadouts"};
+    for (int i = 0; i < 5; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            *out = (wp_stats_type)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static void put_value(wf_strbuf *out, const entry *e)
+{
+    wf_strbuf_printf(out, "%" PRId64, e->value);
+}
+
 void wp_stats_render_text(wp_stats *st, const pcre2_code *filter, bool usedonly, wf_strbuf *out)
 {
+    wp_stats_render_text_type(st, filter, usedonly, WP_STATS_TYPE_ALL, out);
+}
+
+void wp_stats_render_text_type(wp_stats *st, const pcre2_code *filter, bool usedonly,
+                               wp_stats_type type, wf_strbuf *out)
+{
     entry_list l;
-    sorted(st, filter, usedonly, &l);
+    sorted(st, filter, usedonly, type_kinds(type), &l);
     if (l.failed)
         out->failed = true;
     for (size_t i = 0; i < l.n; i++) {
         if (l.v[i].kind == KIND_HIST)
             text_hist(out, &l.v[i]);
-        else
-            wf_strbuf_printf(out, "%s: %" PRId64 "\n", l.v[i].name, l.v[i].value);
+        else {
+            wf_strbuf_printf(out, "%s: ", l.v[i].name);
+            put_value(out, &l.v[i]);
+            wf_strbuf_putc(out, '\n');
+        }
     }
     list_free(&l);
 }
@@ -293,8 +343,14 @@ static void json_hist(wf_strbuf *out, const entry *e, bool first)
 
 void wp_stats_render_json(wp_stats *st, const pcre2_code *filter, bool usedonly, wf_strbuf *out)
 {
+    wp_stats_render_json_type(st, filter, usedonly, WP_STATS_TYPE_ALL, out);
+}
+
+void wp_stats_render_json_type(wp_stats *st, const pcre2_code *filter, bool usedonly,
+                               wp_stats_type type, wf_strbuf *out)
+{
     entry_list l;
-    sorted(st, filter, usedonly, &l);
+    sorted(st, filter, usedonly, type_kinds(type), &l);
     if (l.failed)
         out->failed = true;
     size_t nscalar = l.n - l.nhist;
@@ -302,7 +358,9 @@ void wp_stats_render_json(wp_stats *st, const pcre2_code *filter, bool usedonly,
     for (size_t i = 0; i < nscalar; i++) {
         wf_strbuf_puts(out, i ? ",{\"name\":" : "{\"name\":");
         put_json_string(out, l.v[i].name);
-        wf_strbuf_printf(out, ",\"value\":%" PRId64 "}", l.v[i].value);
+        wf_strbuf_puts(out, ",\"value\":");
+        put_value(out, &l.v[i]);
+        wf_strbuf_putc(out, '}');
     }
     if (l.nhist) {
         wf_strbuf_puts(out, nscalar ? ",{\"histograms\":" : "{\"histograms\":");
@@ -431,7 +489,7 @@ void wp_stats_render_prometheus(wp_stats *st, const wp_stats_tags *tags, bool us
 {
     static const char *const types[] = {"counter", "gauge", "histogram"};
     entry_list l;
-    collect(st, filter, usedonly, &l);
+    collect(st, filter, usedonly, ALL_KINDS, &l);
     if (l.failed || prom_describe_all(tags, &l) != 0) {
         out->failed = true;
         list_free(&l);
@@ -445,8 +503,11 @@ void wp_stats_render_prometheus(wp_stats *st, const wp_stats_tags *tags, bool us
             wf_strbuf_printf(out, "# TYPE %s %s\n", e->family, types[e->kind]);
         if (e->kind == KIND_HIST)
             prom_hist(out, e);
-        else
-            wf_strbuf_printf(out, "%s{%s} %" PRId64 "\n", e->family, e->labels, e->value);
+        else {
+            wf_strbuf_printf(out, "%s{%s} ", e->family, e->labels);
+            put_value(out, e);
+            wf_strbuf_putc(out, '\n');
+        }
     }
     list_free(&l);
 }

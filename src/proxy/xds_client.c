@@ -416,13 +416,15 @@ static bool copy_target(wp_xds_client *c, const wp_ads_config *ads)
 
 static int start_handles(wp_xds_client *c)
 {
-    uv_timer_t *timers[] = {&c->retry, &c->tick, &c->answer};
-    for (size_t i = 0; i < 3; i++) {
+    uv_timer_t *timers[] = {&c->retry, &c->tick, &c->answer, &c->init_fetch[0], &c->init_fetch[1]};
+    for (size_t i = 0; i < 5; i++) {
         if (uv_timer_init(c->loop, timers[i]) != 0)
             return -1;
         timers[i]->data = c;
         c->open_handles++;
     }
+    if (xc_start_init_fetch(c) != 0)
+        return -1;
     return uv_timer_start(&c->tick, on_tick, 1000, 1000);
 }
 
@@ -444,8 +446,11 @@ int wp_xds_client_start(uv_loop_t *loop, const wp_config *cfg, wp_stats *store,
     c->sh = shard;
     apply_opts(c, opts);
     const wp_cluster *cl = &cfg->clusters[cfg->ads->cluster];
+    c->init_fetch_ms[0] = cfg->ads->cds_initial_fetch_timeout_ms;
+    c->init_fetch_ms[1] = cfg->ads->lds_initial_fetch_timeout_ms;
     bool ok = copy_target(c, cfg->ads) && xc_state_init(c, cfg) &&
-              register_stats(c, store, cl->alt_stat_name ? cl->alt_stat_name : cl->name);
+              register_stats(c, store, cl->alt_stat_name ? cl->alt_stat_name : cl->name) &&
+              xc_register_more_stats(c, store);
     if (!ok || start_handles(c) != 0) {
         wf_strbuf_puts(err, "xDS client: out of memory or timer failure");
         c->stopping = true;
@@ -476,7 +481,7 @@ void wp_xds_client_stop(wp_xds_client *c)
     c->call = NULL;
     set_stream_open(c, false);
     set_connected(c, false);
-    uv_timer_t *timers[] = {&c->retry, &c->tick, &c->answer};
+    uv_timer_t *timers[] = {&c->retry, &c->tick, &c->answer, &c->init_fetch[0], &c->init_fetch[1]};
     int n = c->open_handles;
     for (int i = 0; i < n; i++) {
         uv_timer_stop(timers[i]);

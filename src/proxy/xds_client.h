@@ -64,6 +64,8 @@
  *   cluster.<ads cluster>.upstream_cx_connect_fail counter: attempts that ended unanswered
  *   cluster_manager.cds.update_attempt|update_success|update_rejected|update_failure
  *   listener_manager.lds.update_attempt|update_success|update_rejected|update_failure
+ *   cluster_manager.cds.version|update_time|init_fetch_timeout (and listener_manager.lds.*),
+ *   control_plane.pending_requests|rate_limit_enforced: see xds_client_stats.c
  * (update_failure: a stream that closed, counted once per type, as Envoy's
  * ConnectionFailure; update_attempt counts every outcome.) The cluster stats use the cluster's
  * alt_stat_name when set, as pstats.h does, so they are the same slots.

@@ -60,10 +60,29 @@ struct wp_xds_client {
     uint32_t s_state, s_up, s_since, s_cx_total, s_cx_active, s_cx_fail;
     uint32_t s_upd[2][XC_UPD_N]; /* [0] cluster_manager.cds, [1] listener_manager.lds */
     int64_t g_state, g_up, g_since, g_cx_active;
+    /* per [0] cds / [1] lds: version (xxHash64 of version_info), update_time (ms since the
+     * epoch), init_fetch_timeout; and the initial fetch timers (0 ms = none) */
+    uint32_t s_version[2], s_update_time[2], s_init_timeout[2];
+    int64_t g_version[2], g_update_time[2];
+    uv_timer_t init_fetch[2];
+    uint64_t init_fetch_ms[2];
+    /* control_plane.pending_requests / rate_limit_enforced: no rate limiting, stay 0 */
+    uint32_t s_pending, s_rate_limited;
 };
 
 /* xds_client.c */
 void xc_count_update(wp_xds_client *c, int type, int kind);
+/* A response of type was accepted (version: its version_info) or rejected: the subscription
+ * stats (version, update_time) and the end of the initial fetch timer. */
+void xc_count_accepted(wp_xds_client *c, int type, const char *version);
+void xc_count_rejected(wp_xds_client *c, int type);
+/* xxHash64 (seed 0) of s, as Envoy's HashUtil::xxHash64 for the `version` gauges. */
+uint64_t xc_xxhash64(const char *s, size_t len);
+/* Registers the stats above in st (false on failure; registration is at start). */
+bool xc_register_more_stats(wp_xds_client *c, wp_stats *st);
+/* Starts the initial fetch timers of the subscribed types (init_fetch_ms set, timers
+ * initialised). 0 or -1. */
+int xc_start_init_fetch(wp_xds_client *c);
 void xc_answered(wp_xds_client *c);
 uint64_t xc_next_backoff(wp_xds_client *c);
 /* "StreamAggregatedResources" or "DeltaAggregatedResources" (log lines, as Envoy's). */

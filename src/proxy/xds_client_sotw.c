@@ -111,6 +111,7 @@ void xc_note_rejected(wp_xds_client *c, int t, const char *version, const char *
 {
     WF_LOG(WF_LC_config, WF_LOG_WARN, "gRPC config for %s rejected: %s", c->types[t].type_url, msg);
     xc_count_update(c, t, XC_UPD_REJECTED);
+    xc_count_rejected(c, t);
     if (c->cb.on_update)
         c->cb.on_update(c->cb.ud, (wf_xds_type)t, version ? version : "", false);
     free(c->last_nack);
@@ -120,6 +121,7 @@ void xc_note_rejected(wp_xds_client *c, int t, const char *version, const char *
 void xc_note_accepted(wp_xds_client *c, int t)
 {
     xc_count_update(c, t, XC_UPD_SUCCESS);
+    xc_count_accepted(c, t, xc_version(c, t));
     c->updated = true;
     c->last_update = uv_now(c->loop);
     c->cds_applied |= t == WF_XDS_CDS;

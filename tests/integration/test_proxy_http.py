@@ -952,7 +952,7 @@ def test_admin_logging_level_change(admin_proxy):
     status, _, body = admin_proxy.admin("/logging?http=debug", method="POST")
     assert status == 200
     assert re.search(r"^\s*http: debug$", body.decode(), re.M), body
-    status, _, body = admin_proxy.admin("/logging")
+    status, _, body = admin_proxy.admin("/logging", method="POST")  # Envoy: POST lists too
     assert status == 200
     assert re.search(r"^\s*http: debug$", body.decode(), re.M), body
     assert re.search(r"^\s*router: info$", body.decode(), re.M), body
@@ -967,8 +967,9 @@ def test_admin_server_info(admin_proxy):
 
 
 def test_admin_get_quitquitquit_is_rejected(admin_proxy):
-    status, _, _ = admin_proxy.admin("/quitquitquit")
-    assert status == 400
+    status, _, body = admin_proxy.admin("/quitquitquit")
+    assert status == 405  # Envoy's admin: a mutation needs POST
+    assert body == b"Method GET not allowed, POST required."
     time.sleep(0.2)
     assert admin_proxy.alive()
     assert admin_proxy.admin("/ready")[0] == 200
@@ -983,7 +984,7 @@ def test_admin_post_quitquitquit_exits(admin_proxy):
 
 
 def test_admin_reset_counters(admin_proxy):
-    assert admin_proxy.admin("/reset_counters")[0] == 400  # GET: no effect
+    assert admin_proxy.admin("/reset_counters")[0] == 405  # GET: no effect
     assert admin_proxy.stats()["cluster.backend.upstream_rq_total"] == 3
     status, _, _ = admin_proxy.admin("/reset_counters", method="POST")
     assert status == 200

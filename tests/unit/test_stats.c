@@ -467,6 +467,43 @@ static void test_default_extractors_misc(void **state)
     wp_stats_tags_free(t);
 }
 
+static void test_render_type(void **state)
+{
+    (void)state;
+    wp_stats *st = wp_stats_new(1);
+    wp_stats_shard *sh = wp_stats_get_shard(st, 0);
+    wp_stat_add(sh, wp_stats_counter(st, "c.one"), 3);
+    wp_stat_add(sh, wp_stats_gauge(st, "g.one"), 4);
+    wp_hist_record(sh, wp_stats_histogram(st, "h.one"), 7);
+    wp_stats_type t;
+    assert_int_equal(wp_stats_type_parse("Counters", &t), 0);
+    assert_int_equal(t, WP_STATS_TYPE_COUNTERS);
+    assert_int_equal(wp_stats_type_parse("counters", &t), -1);
+    assert_int_equal(wp_stats_type_parse("TextReadouts", &t), 0);
+    wf_strbuf out = WF_STRBUF_INIT;
+    wp_stats_render_text_type(st, NULL, false, WP_STATS_TYPE_COUNTERS, &out);
+    assert_string_equal(wf_strbuf_cstr(&out), "c.one: 3\n");
+    wf_strbuf_reset(&out);
+    wp_stats_render_text_type(st, NULL, false, WP_STATS_TYPE_GAUGES, &out);
+    assert_string_equal(wf_strbuf_cstr(&out), "g.one: 4\n");
+    wf_strbuf_reset(&out);
+    wp_stats_render_text_type(st, NULL, false, WP_STATS_TYPE_HISTOGRAMS, &out);
+    assert_non_null(strstr(wf_strbuf_cstr(&out), "h.one: P0("));
+    assert_null(strstr(wf_strbuf_cstr(&out), "c.one"));
+    wf_strbuf_reset(&out);
+    wp_stats_render_text_type(st, NULL, false, WP_STATS_TYPE_TEXT_READOUTS, &out);
+    assert_string_equal(wf_strbuf_cstr(&out), "");
+    wf_strbuf_reset(&out);
+    wp_stats_render_json_type(st, NULL, false, WP_STATS_TYPE_GAUGES, &out);
+    assert_string_equal(wf_strbuf_cstr(&out), "{\"stats\":[{\"name\":\"g.one\",\"value\":4}]}");
+    wf_strbuf_reset(&out);
+    wp_stats_render_json_type(st, NULL, false, WP_STATS_TYPE_HISTOGRAMS, &out);
+    assert_non_null(strstr(wf_strbuf_cstr(&out), "\"computed_quantiles\""));
+    assert_null(strstr(wf_strbuf_cstr(&out), "g.one"));
+    wf_strbuf_free(&out);
+    wp_stats_free(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -478,6 +515,7 @@ int main(void)
         cmocka_unit_test(test_code_stats),
         cmocka_unit_test(test_text_sorted_and_filter),
         cmocka_unit_test(test_json),
+        cmocka_unit_test(test_render_type),
         cmocka_unit_test(test_prometheus_default_tags),
         cmocka_unit_test(test_prometheus_istio_tags),
         cmocka_unit_test(test_tags_config),
