@@ -789,6 +789,7 @@ static int end_head(wp_stream *s, wf_strbuf *b, bool close, bool upgrade)
     wp_dconn *d = s->d;
     put_date(d->w, b);
     put_server(d, b);
+    s->si.server_name = d->listener->hcm.server_name;
     if (!upgrade) {
         if (close)
             wf_strbuf_append(b, "connection: close\r\n", sizeof("connection: close\r\n") - 1);

@@ -13,6 +13,7 @@
 #include "proxy/stream_info.h"
 
 #include <string.h>
+#include <strings.h>
 
 static const char *const SHORT_NAMES[WP_RF_COUNT_] = {
     [WP_RF_LH] = "LH",     [WP_RF_UH] = "UH",     [WP_RF_UT] = "UT",   [WP_RF_LR] = "LR",
@@ -148,6 +149,8 @@ const char *wp_si_resp_header(const wp_stream_info *si, const char *name, size_t
     size_t dummy;
     if (!len)
         len = &dummy;
+    if (name && si->server_name && strcasecmp(name, "server") == 0)
+        return str_or_null(si->server_name, strlen(si->server_name), len);
     if (!si->response_headers || !name || name[0] == ':')
         return NULL;
     const h1_header *h = h1_find_header(si->response_headers, si->nresponse_headers, name);

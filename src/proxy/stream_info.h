@@ -94,8 +94,12 @@ typedef struct wp_stream_info {
     const char *downstream_local;      /* "ip:port" */
     const char *downstream_remote;     /* "ip:port"; from x-forwarded-for when it applies (xff.h) */
     const char *downstream_direct_remote; /* the connection's peer "ip:port" */
-    const char *requested_server_name;    /* SNI, NULL (no TLS yet) */
-    uint32_t attempt_count;               /* %UPSTREAM_REQUEST_ATTEMPT_COUNT% */
+    /* the server header sent downstream (the HCM's server_name, which overwrites the
+     * upstream's, as Envoy's default server_header_transformation); NULL until a response
+     * head was built */
+    const char *server_name;
+    const char *requested_server_name; /* SNI, NULL (no TLS yet) */
+    uint32_t attempt_count;            /* %UPSTREAM_REQUEST_ATTEMPT_COUNT% */
     uint64_t upstream_connection_id;
 } wp_stream_info;
 

@@ -1183,3 +1183,20 @@ def test_x_forwarded_for_and_remote_address(apps, proxy_factory, use_remote, hop
     assert entry["direct"].startswith("127.0.0.1:")
     assert entry["remote"] == (want_remote or entry["direct"])
     assert entry["xff"] == want_up
+
+
+def test_resp_server_logs_what_the_client_got(apps, proxy_factory):
+    """%RESP(SERVER)% is the server header the client got: the connection manager's
+    server_name, which replaces the upstream's (Envoy's default transformation), on proxied
+    responses and local replies alike."""
+    lst = listener(simple_routes("backend"), server_name="istio-envoy",
+                   access_logs=[access_log("@LOG:custom@", fmt="%RESPONSE_CODE% %RESP(SERVER)%\n")])
+    proxy = proxy_factory(bootstrap([lst], [cluster("backend", [apps["a"]])]))
+    status, headers, _ = proxy.request("GET", "/healthz")
+    assert status == 200 and headers.get("server") == "istio-envoy"
+    rc = route_config([vhost("none", ["nothing.example"], [route(prefix="/", cluster="x")])])
+    lst2 = listener(rc, access_logs=[access_log("@LOG:nr@", fmt="%RESPONSE_CODE% %RESP(SERVER)%\n")])
+    proxy2 = proxy_factory(bootstrap([lst2], [cluster("backend", [apps["a"]])]))
+    assert proxy2.request("GET", "/")[0] == 404
+    assert proxy.access_log_lines(1, name="custom") == ["200 istio-envoy"]
+    assert proxy2.access_log_lines(1, name="nr") == ["404 envoy"]
