@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "core/hex.h"
+
 /* Byte classes of Chromium's kPathCharLookup (Envoy's fork). */
 enum {
     PASS = 0,    /* copied as is, escaped or not */
@@ -74,23 +76,12 @@ static size_t path_part_len(const char *p, size_t len)
     return q ? (size_t)(q - p) : len;
 }
 
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Chromium DecodeEscaped: s[i] is '%'; true with the byte when s[i+1..i+2] are hex. */
 static bool decode_escaped(const char *s, size_t i, size_t end, unsigned char *v)
 {
     if (i + 3 > end)
         return false;
-    int hi = hexval((unsigned char)s[i + 1]), lo = hexval((unsigned char)s[i + 2]);
+    int hi = wf_hex_value((unsigned char)s[i + 1]), lo = wf_hex_value((unsigned char)s[i + 2]);
     if (hi < 0 || lo < 0)
         return false;
     *v = (unsigned char)(hi << 4 | lo);

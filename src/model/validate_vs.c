@@ -15,6 +15,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/grpc_codes.h"
+
 #define IN(c, key, stmt)                                                                           \
     do {                                                                                           \
         size_t in_mark_ = vc_push((c), (key));                                                     \
@@ -197,32 +199,6 @@ static void cors_policy(vc *c, const wf_node *cors)
     }
 }
 
-static bool grpc_status_ok(const char *s)
-{
-    static const char *const codes[] = {"OK",
-                                        "CANCELLED",
-                                        "UNKNOWN",
-                                        "INVALID_ARGUMENT",
-                                        "DEADLINE_EXCEEDED",
-                                        "NOT_FOUND",
-                                        "ALREADY_EXISTS",
-                                        "PERMISSION_DENIED",
-                                        "RESOURCE_EXHAUSTED",
-                                        "FAILED_PRECONDITION",
-                                        "ABORTED",
-                                        "OUT_OF_RANGE",
-                                        "UNIMPLEMENTED",
-                                        "INTERNAL",
-                                        "UNAVAILABLE",
-                                        "DATA_LOSS",
-                                        "UNAUTHENTICATED"};
-    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
-        if (strcmp(s, codes[i]) == 0)
-            return true;
-    }
-    return false;
-}
-
 static void http_status(vc *c, const wf_node *at, int64_t status)
 {
     if (status < 200 || status > 600)
@@ -241,7 +217,7 @@ static void fault_injection(vc *c, const wf_node *fault)
         IN(c, "percentage", vc_percentage(c, vc_get(abort, "percentage")));
         if (vc_has(abort, "grpcStatus")) {
             const char *s = vc_str(abort, "grpcStatus");
-            if (!grpc_status_ok(s))
+            if (!wf_grpc_code_known(s))
                 vc_err(c, abort,
                        "gRPC status %s is not supported. See "
                        "https://github.com/grpc/grpc/blob/master/doc/statuscodes.md for a list of "

@@ -20,6 +20,8 @@
 
 #include <uv.h>
 
+#include "core/grpc_codes.h"
+
 #define ALF_MAX_DEPTH    32
 #define ALF_TIME_FMT_MAX 64
 #define ALF_VALBUF       1024
@@ -966,28 +968,6 @@ static void val_header(alf_val *v, const alf_piece *p, const wp_stream_info *si)
  * name in CamelCase or SNAKE_CASE, or the number; a value outside 0..16 prints as the number. */
 static void val_grpc_status(alf_val *v, const alf_piece *p, const wp_stream_info *si)
 {
-    static const char *const camel[] = {
-        "OK",       "Canceled",       "Unknown",          "InvalidArgument",   "DeadlineExceeded",
-        "NotFound", "AlreadyExists",  "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
-        "Aborted",  "OutOfRange",     "Unimplemented",    "Internal",          "Unavailable",
-        "DataLoss", "Unauthenticated"};
-    static const char *const snake[] = {"OK",
-                                        "CANCELLED",
-                                        "UNKNOWN",
-                                        "INVALID_ARGUMENT",
-                                        "DEADLINE_EXCEEDED",
-                                        "NOT_FOUND",
-                                        "ALREADY_EXISTS",
-                                        "PERMISSION_DENIED",
-                                        "RESOURCE_EXHAUSTED",
-                                        "FAILED_PRECONDITION",
-                                        "ABORTED",
-                                        "OUT_OF_RANGE",
-                                        "UNIMPLEMENTED",
-                                        "INTERNAL",
-                                        "UNAVAILABLE",
-                                        "DATA_LOSS",
-                                        "UNAUTHENTICATED"};
     size_t len = 0;
     const char *h = wp_si_resp_header(si, "grpc-status", &len);
     uint64_t code = 0;
@@ -998,11 +978,11 @@ static void val_grpc_status(alf_val *v, const alf_piece *p, const wp_stream_info
             return;
         code = code * 10 + (uint64_t)(h[i] - '0');
     }
-    if (p->off2 == 1 || code > 16) {
+    if (p->off2 == 1 || code > WF_GRPC_CODE_MAX) {
         val_num(v, (int64_t)code);
         return;
     }
-    val_str(v, p->off2 == 2 ? snake[code] : camel[code]);
+    val_str(v, wf_grpc_code_name((unsigned)code, p->off2 == 2));
 }
 
 static void val_time(alf_val *v, const alf_piece *p, const wp_stream_info *si)
