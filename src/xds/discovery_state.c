@@ -321,6 +321,16 @@ static void watch_reset(wf_xds_watch *w, wf_xds_name_list *l)
     w->sync_since_ms = since;
 }
 
+/* An ACK of nonce/version (both taken over, version may be NULL): no error any more. */
+static void record_ack(wf_xds_watch *w, char *nonce, char *version)
+{
+    put(&w->nonce_acked, nonce);
+    put(&w->version_acked, version);
+    put(&w->error_message, NULL);
+    w->nacked = false;
+    w->error_code = 0;
+}
+
 static int on_ack(wf_xds_watch *w, const wf_xds_request *req, wf_xds_name_list *l)
 {
     bool oom = false;
@@ -331,11 +341,7 @@ static int on_ack(wf_xds_watch *w, const wf_xds_request *req, wf_xds_name_list *
         free(version);
         return WF_XDS_E_NOMEM;
     }
-    put(&w->nonce_acked, nonce);
-    put(&w->version_acked, version);
-    put(&w->error_message, NULL);
-    w->nacked = false;
-    w->error_code = 0;
+    record_ack(w, nonce, version);
     watch_take_list(w, l);
     return WF_XDS_OK;
 }
@@ -402,12 +408,7 @@ int wf_xds_watch_ack_peeked(wf_xds_watch *w, const wf_xds_req_peek *p, int64_t n
         free(version);
         return WF_XDS_E_NOMEM;
     }
-    /* as on_ack, with the names (the same bytes) kept */
-    put(&w->nonce_acked, nonce);
-    put(&w->version_acked, version);
-    put(&w->error_message, NULL);
-    w->nacked = false;
-    w->error_code = 0;
+    record_ack(w, nonce, version); /* as on_ack, with the names (the same bytes) kept */
     stamp(w, before, now_ms);
     return 1;
 }
