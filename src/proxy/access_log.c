@@ -25,6 +25,7 @@
 #define ALF_MAX_DEPTH    32
 #define ALF_TIME_FMT_MAX 64
 #define ALF_VALBUF       1024
+#define ALF_PREFIX_MAX   1400 /* "<JSON path>.<json_format key path>: " */
 
 /* Operator kinds. The generic ones read a wp_stream_info field at a table offset. */
 typedef enum {
@@ -46,7 +47,8 @@ typedef enum {
     OP_RESP,
     OP_TRAILER,
     OP_UPSTREAM_PROTOCOL, /* "HTTP/1.1" once an upstream host was chosen */
-    OP_GRPC_STATUS,       /* grpc-status of the response trailers or headers */
+    OP_GRPC_STATUS,       /* gRPC requests: grpc-status of the trailers, headers or code */
+    OP_FILTER_STATE,      /* key validated as Envoy does; no filter state: always unset */
     OP_UNSET,             /* operators whose source weft never sets: always unset ("-") */
 } alf_op;
 
@@ -113,8 +115,8 @@ static const struct {
     {"DYNAMIC_METADATA", OP_UNSET, HDR, 0, 0},
     {"CLUSTER_METADATA", OP_UNSET, HDR, 0, 0},
     {"UPSTREAM_METADATA", OP_UNSET, HDR, 0, 0},
-    {"FILTER_STATE", OP_UNSET, HDR, 0, 0},
-    {"UPSTREAM_FILTER_STATE", OP_UNSET, HDR, 0, 0},
+    {"FILTER_STATE", OP_FILTER_STATE, SYN_PARAMS_OPTIONAL | SYN_LENGTH, 0, 0},
+    {"UPSTREAM_FILTER_STATE", OP_FILTER_STATE, SYN_PARAMS_OPTIONAL | SYN_LENGTH, 0, 0},
 };
 
 typedef struct {
@@ -396,6 +398,14 @@ static __attribute__((format(printf, 3, 4))) void errf(wf_strbuf *err, const cha
     wf_strbuf_printf(err, "%s%s", prefix ? prefix : "", msg);
 }
 
+/* "<at>: " (the JSON path of the format in the configuration), "" when at is unknown. */
+static void at_prefix(char *buf, size_t cap, const char *at)
+{
+    buf[0] = '\0';
+    if (at && *at)
+        snprintf(buf, cap, "%s: ", at);
+}
+
 /* A parsed "%COMMAND(ARG):LEN%" at some position. */
 typedef struct {
     const char *name;
@@ -572,7 +582,8 @@ static bool parse_time_arg(wp_access_log_format *f, const alf_cmd *c, alf_piece 
     return p->a != NULL;
 }
 
-/* GRPC_STATUS(CAMEL_STRING|SNAKE_STRING|NUMBER): p->off2 = 0, 2 or 1 (Envoy's formats). */
+/* GRPC_STATUS(CAMEL_STRING|SNAKE_STRING|NUMBER): p->off2 = 0, 2 or 1 (Envoy's
+ * GrpcStatusFormatter::parseFormat and its message). */
 static bool parse_grpc_arg(const alf_cmd *c, alf_piece *p, const char *prefix, size_t col,
                            wf_strbuf *err)
 {
@@ -582,9 +593,54 @@ static bool parse_grpc_arg(const alf_cmd *c, alf_piece *p, const char *prefix, s
             p->off2 = i;
             return true;
         }
-    errf(err, prefix, "GRPC_STATUS only supports CAMEL_STRING, SNAKE_STRING or NUMBER (column %zu)",
+    errf(err, prefix,
+         "GrpcStatusFormatter only supports CAMEL_STRING, SNAKE_STRING or NUMBER. (column %zu)",
          col);
     return false;
+}
+
+static bool token_is(const char *s, size_t n, const char *word)
+{
+    return strlen(word) == n && memcmp(s, word, n) == 0;
+}
+
+/* FILTER_STATE(KEY:TYPE:FIELD) / UPSTREAM_FILTER_STATE(...) as Envoy's
+ * FilterStateFormatter::create: the argument split on ':' into key, serialize type (default
+ * TYPED) and field name, later tokens ignored; the key is required, the type is PLAIN, TYPED
+ * or FIELD, and FIELD goes with a field name and only it. */
+static bool parse_filter_state_arg(const alf_cmd *c, const char *prefix, size_t col, wf_strbuf *err)
+{
+    const char *at = c->arg ? c->arg : "", *end = at + c->alen;
+    const char *t[3] = {end, end, end};
+    size_t n[3] = {0, 0, 0};
+    for (int i = 0; i < 3; i++) {
+        const char *colon = memchr(at, ':', (size_t)(end - at));
+        t[i] = at;
+        n[i] = (size_t)((colon ? colon : end) - at);
+        if (!colon)
+            break;
+        at = colon + 1;
+    }
+    if (n[0] == 0) {
+        errf(err, prefix, "Invalid filter state configuration, key cannot be empty. (column %zu)",
+             col);
+        return false;
+    }
+    bool field = token_is(t[1], n[1], "FIELD");
+    if (n[1] && !field && !token_is(t[1], n[1], "PLAIN") && !token_is(t[1], n[1], "TYPED")) {
+        errf(err, prefix,
+             "Invalid filter state serialize type, only support PLAIN/TYPED/FIELD. (column %zu)",
+             col);
+        return false;
+    }
+    if (field != (n[2] != 0)) {
+        errf(err, prefix,
+             "Invalid filter state serialize type, FIELD should be used with the field name. "
+             "(column %zu)",
+             col);
+        return false;
+    }
+    return true;
 }
 
 static void load_hostname(wp_access_log_format *f)
@@ -624,6 +680,9 @@ static bool add_command(wp_access_log_format *f, const alf_cmd *c, const char *p
         load_hostname(f);
     } else if (p.op == OP_GRPC_STATUS && c->alen) {
         if (!parse_grpc_arg(c, &p, prefix, col, err))
+            return false;
+    } else if (p.op == OP_FILTER_STATE) {
+        if (!parse_filter_state_arg(c, prefix, col, err))
             return false;
     }
     return !f->oom && push_piece(f, &p);
@@ -691,7 +750,7 @@ bool wp_alf_is_json(const wp_access_log_format *f)
     return f && f->kind == WP_LOG_JSON;
 }
 
-wp_access_log_format *wp_alf_compile_text(const char *fmt, wf_strbuf *err)
+wp_access_log_format *wp_alf_compile_text_at(const char *fmt, const char *at, wf_strbuf *err)
 {
     if (!fmt)
         fmt = WP_ENVOY_DEFAULT_FORMAT;
@@ -700,13 +759,20 @@ wp_access_log_format *wp_alf_compile_text(const char *fmt, wf_strbuf *err)
         errf(err, NULL, "out of memory compiling access log format");
         return NULL;
     }
-    if (!parse_template(f, fmt, strlen(fmt), NULL, err) || f->oom) {
+    char prefix[ALF_PREFIX_MAX];
+    at_prefix(prefix, sizeof prefix, at);
+    if (!parse_template(f, fmt, strlen(fmt), prefix, err) || f->oom) {
         if (f->oom)
             errf(err, NULL, "out of memory compiling access log format");
         wp_alf_free(f);
         return NULL;
     }
     return f;
+}
+
+wp_access_log_format *wp_alf_compile_text(const char *fmt, wf_strbuf *err)
+{
+    return wp_alf_compile_text_at(fmt, NULL, err);
 }
 
 /* ---------------------------------------------------------------- JSON compile ------ */
@@ -741,6 +807,7 @@ static void put_real(wf_strbuf *out, double d)
 }
 
 typedef struct {
+    const char *at; /* JSON path of the json_format in the configuration, NULL = unknown */
     char path[256];
     size_t len;
 } key_path;
@@ -809,8 +876,11 @@ static bool compile_string(wp_access_log_format *f, const json_t *v, key_path *k
         json_quote(&f->raw, s, n);
         return close_raw(f, off);
     }
-    char prefix[300];
-    snprintf(prefix, sizeof prefix, "json_format key \"%s\": ", kp->path);
+    char prefix[ALF_PREFIX_MAX];
+    if (kp->at && *kp->at)
+        snprintf(prefix, sizeof prefix, "%s.%s: ", kp->at, kp->path);
+    else
+        snprintf(prefix, sizeof prefix, "json_format key \"%s\": ", kp->path);
     return parse_template(f, s, n, prefix, err);
 }
 
@@ -818,7 +888,9 @@ static bool compile_value(wp_access_log_format *f, const json_t *v, key_path *kp
                           wf_strbuf *err)
 {
     if (depth > ALF_MAX_DEPTH) {
-        errf(err, NULL, "json_format nested deeper than %d levels", ALF_MAX_DEPTH);
+        char prefix[ALF_PREFIX_MAX];
+        at_prefix(prefix, sizeof prefix, kp->at);
+        errf(err, prefix, "json_format nested deeper than %d levels", ALF_MAX_DEPTH);
         return false;
     }
     size_t off = f->raw.len;
@@ -845,10 +917,13 @@ static bool compile_value(wp_access_log_format *f, const json_t *v, key_path *kp
     return false;
 }
 
-wp_access_log_format *wp_alf_compile_json(const json_t *json_format, wf_strbuf *err)
+wp_access_log_format *wp_alf_compile_json_at(const json_t *json_format, const char *at,
+                                             wf_strbuf *err)
 {
     if (!json_format || !json_is_object(json_format)) {
-        errf(err, NULL, "json_format must be a JSON object");
+        char prefix[ALF_PREFIX_MAX];
+        at_prefix(prefix, sizeof prefix, at);
+        errf(err, prefix, "json_format must be a JSON object");
         return NULL;
     }
     wp_access_log_format *f = alf_new(WP_LOG_JSON);
@@ -856,7 +931,7 @@ wp_access_log_format *wp_alf_compile_json(const json_t *json_format, wf_strbuf *
         errf(err, NULL, "out of memory compiling access log format");
         return NULL;
     }
-    key_path kp = {.len = 0};
+    key_path kp = {.at = at, .len = 0};
     kp.path[0] = '\0';
     if (!compile_object(f, json_format, &kp, 0, err) || f->oom) {
         if (f->oom)
@@ -865,6 +940,11 @@ wp_access_log_format *wp_alf_compile_json(const json_t *json_format, wf_strbuf *
         return NULL;
     }
     return f;
+}
+
+wp_access_log_format *wp_alf_compile_json(const json_t *json_format, wf_strbuf *err)
+{
+    return wp_alf_compile_json_at(json_format, NULL, err);
 }
 
 /* ---------------------------------------------------------------- rendering --------- */
@@ -948,10 +1028,10 @@ static void val_header(alf_val *v, const alf_piece *p, const wp_stream_info *si)
 {
     size_t len = 0;
     const char *h = NULL;
-    if (p->op == OP_TRAILER)
-        return;
     const char *(*get)(const wp_stream_info *, const char *, size_t *) =
-        p->op == OP_REQ ? wp_si_req_header : wp_si_resp_header;
+        p->op == OP_REQ    ? wp_si_req_header
+        : p->op == OP_RESP ? wp_si_resp_header
+                           : wp_si_resp_trailer;
     h = get(si, p->a, &len);
     if (!h && p->b && p->blen)
         h = get(si, p->b, &len);
@@ -964,25 +1044,96 @@ static void val_header(alf_val *v, const alf_piece *p, const wp_stream_info *si)
     v->len = len;
 }
 
-/* grpc-status (trailers first, then headers) as Envoy's GRPC_STATUS formats it: the code's
- * name in CamelCase or SNAKE_CASE, or the number; a value outside 0..16 prints as the number. */
+/* Grpc::Common::isGrpcRequestHeaders: a :path and a content-type of exactly
+ * "application/grpc" or starting with "application/grpc+" (not "application/grpc-web"). */
+static bool is_grpc_request(const wp_stream_info *si)
+{
+    static const char grpc[] = "application/grpc";
+    size_t len = 0, n = sizeof grpc - 1;
+    if (!wp_si_req_header(si, ":path", NULL))
+        return false;
+    const char *ct = wp_si_req_header(si, "content-type", &len);
+    return ct && len >= n && memcmp(ct, grpc, n) == 0 && (len == n || ct[n] == '+');
+}
+
+/* Grpc::Common::getGrpcStatus of one header map (allow_user_defined): absent or empty =
+ * false; a value absl::SimpleAtoi refuses = -1 (InvalidCode). */
+static bool grpc_status_of(const char *h, size_t len, int64_t *code)
+{
+    if (!h || len == 0)
+        return false;
+    while (len && (*h == ' ' || *h == '\t')) /* SimpleAtoi skips surrounding whitespace */
+        h++, len--;
+    while (len && (h[len - 1] == ' ' || h[len - 1] == '\t'))
+        len--;
+    if (len && *h == '+')
+        h++, len--;
+    uint64_t v = 0;
+    *code = -1;
+    for (size_t i = 0; i < len; i++) {
+        unsigned d = (unsigned)(h[i] - '0');
+        if (h[i] < '0' || h[i] > '9' || v > (UINT64_MAX - d) / 10)
+            return true;
+        v = v * 10 + d;
+    }
+    if (len)
+        *code = (int64_t)v;
+    return true;
+}
+
+/* Grpc::Utility::httpToGrpcStatus (grpc/doc/http-grpc-status-mapping.md). */
+static int64_t http_to_grpc_status(int code)
+{
+    switch (code) {
+    case 400:
+        return 13; /* Internal */
+    case 401:
+        return 16; /* Unauthenticated */
+    case 403:
+        return 7; /* PermissionDenied */
+    case 404:
+        return 12; /* Unimplemented */
+    case 429:
+    case 502:
+    case 503:
+    case 504:
+        return 14; /* Unavailable */
+    default:
+        return 2; /* Unknown */
+    }
+}
+
+/* Envoy's GrpcStatusFormatter: unset unless the request is gRPC; the status from the
+ * response trailers, else the response headers, else mapped from the response code; the
+ * name in CamelCase or SNAKE_CASE (a code without a name prints its number, as a string),
+ * or the number. */
 static void val_grpc_status(alf_val *v, const alf_piece *p, const wp_stream_info *si)
 {
     size_t len = 0;
-    const char *h = wp_si_resp_header(si, "grpc-status", &len);
-    uint64_t code = 0;
-    if (!h || len == 0 || len > 9)
+    int64_t code = 0;
+    if (!is_grpc_request(si))
         return;
-    for (size_t i = 0; i < len; i++) {
-        if (h[i] < '0' || h[i] > '9')
-            return;
-        code = code * 10 + (uint64_t)(h[i] - '0');
+    const char *t = wp_si_resp_trailer(si, "grpc-status", &len);
+    if (!grpc_status_of(t, len, &code)) {
+        const char *h = wp_si_resp_header(si, "grpc-status", &len);
+        if (!grpc_status_of(h, len, &code)) {
+            if (si->response_code == 0)
+                return;
+            code = http_to_grpc_status(si->response_code);
+        }
     }
-    if (p->off2 == 1 || code > WF_GRPC_CODE_MAX) {
-        val_num(v, (int64_t)code);
+    if (p->off2 == 1) {
+        val_num(v, code);
         return;
     }
-    val_str(v, wf_grpc_code_name((unsigned)code, p->off2 == 2));
+    const char *name = code >= 0 && code <= WF_GRPC_CODE_MAX
+                           ? wf_grpc_code_name((unsigned)code, p->off2 == 2)
+                           : NULL;
+    if (!name) {
+        snprintf(v->buf, sizeof v->buf, "%lld", (long long)code);
+        name = v->buf;
+    }
+    val_str(v, name);
 }
 
 static void val_time(alf_val *v, const alf_piece *p, const wp_stream_info *si)
@@ -1050,6 +1201,7 @@ static void eval_special(const wp_access_log_format *f, const alf_piece *p,
         val_grpc_status(v, p, si);
         break;
     case OP_UNSET:
+    case OP_FILTER_STATE:
         break;
     default:
         val_header(v, p, si);

@@ -34,8 +34,20 @@
  *  - %REQ(X?Y):Z% / %RESP(X?Y):Z%: header X, else Y, truncated to Z bytes (a cut may split
  *    a UTF-8 sequence; JSON output escapes the remainder as above). Pseudo headers
  *    :method, :path, :authority (Host) and :scheme ("http") are mapped (stream_info.h).
- *    A present but empty header prints as an empty string, as in Envoy. %TRAILER(...)%
- *    is accepted and prints "-" (no trailers are recorded).
+ *    A present but empty header prints as an empty string, as in Envoy. %TRAILER(X?Y):Z%
+ *    reads the upstream response's trailers (wp_stream_info.response_trailers).
+ *  - %GRPC_STATUS(CAMEL_STRING|SNAKE_STRING|NUMBER)% / %GRPC_STATUS_NUMBER%
+ *    (http_specific_formatter.cc GrpcStatusFormatter, grpc/common.cc getGrpcStatus): unset
+ *    unless the request is gRPC (content-type "application/grpc" or "application/grpc+..."
+ *    and a :path); then grpc-status of the trailers, else of the response headers, else
+ *    httpToGrpcStatus(response code) (400 Internal, 401 Unauthenticated, 403
+ *    PermissionDenied, 404 Unimplemented, 429/502/503/504 Unavailable, else Unknown); unset
+ *    when no response was sent. A grpc-status that is not a number is -1 (InvalidCode).
+ *    Names: "Unavailable" / "UNAVAILABLE"; a code without a name prints as its number (a
+ *    JSON string); NUMBER and GRPC_STATUS_NUMBER are JSON numbers.
+ *  - %FILTER_STATE(KEY:TYPE:FIELD):Z% / %UPSTREAM_FILTER_STATE(...)%: validated as
+ *    FilterStateFormatter::create (key required, TYPE PLAIN, TYPED (default) or FIELD, FIELD
+ *    with a field name and only then); weft has no filter state, so they print "-".
  *
  * Supported operators: START_TIME, PROTOCOL, RESPONSE_CODE, RESPONSE_CODE_DETAILS,
  * CONNECTION_TERMINATION_DETAILS, RESPONSE_FLAGS, RESPONSE_FLAGS_LONG, BYTES_RECEIVED,
@@ -49,8 +61,10 @@
  * DOWNSTREAM_DIRECT_REMOTE_ADDRESS_WITHOUT_PORT (= the remote address: no XFF handling yet),
  * DOWNSTREAM_LOCAL_ADDRESS, DOWNSTREAM_LOCAL_ADDRESS_WITHOUT_PORT, REQUESTED_SERVER_NAME,
  * CONNECTION_ID, UPSTREAM_CONNECTION_ID, STREAM_ID (decimal string, unset when 0),
- * HOSTNAME (read once at compile time), REQ, RESP, TRAILER.
- * UPSTREAM_WIRE_BYTES_* are not supported (wp_stream_info has no upstream byte meter).
+ * HOSTNAME (read once at compile time), REQ, RESP, TRAILER, UPSTREAM_PROTOCOL,
+ * UPSTREAM_WIRE_BYTES_SENT, UPSTREAM_WIRE_BYTES_RECEIVED, GRPC_STATUS, GRPC_STATUS_NUMBER;
+ * VIRTUAL_CLUSTER_NAME, DYNAMIC_METADATA, CLUSTER_METADATA, UPSTREAM_METADATA,
+ * FILTER_STATE and UPSTREAM_FILTER_STATE always print "-" (weft has no such sources).
  * [verify] resolved: %RESPONSE_FLAGS_LONG% exists in stream_info_formatter.cc and joins the
  * PascalCase names with ',' ("-" when none), like %RESPONSE_FLAGS%.
  *
@@ -62,7 +76,12 @@
  *   "REQ requires parameters (column 1)"
  *   "START_TIME does not allow length to be specified. (column 1)"
  *   "More than 1 alternative header specified in token: A?B?C (column 1)"
- * JSON errors are prefixed with the key path: "json_format key \"a.b\": ...".
+ *   "GrpcStatusFormatter only supports CAMEL_STRING, SNAKE_STRING or NUMBER. (column 1)"
+ *   "Invalid filter state configuration, key cannot be empty. (column 1)"
+ *   "Invalid filter state serialize type, only support PLAIN/TYPED/FIELD. (column 1)"
+ *   "Invalid filter state serialize type, FIELD should be used with the field name. (column 1)"
+ * JSON errors are prefixed with the key path: "json_format key \"a.b\": ...". The *_at
+ * variants prefix the configuration's JSON path instead (see below).
  *
  * Thread safety: a compiled format is immutable; any number of threads may render with it.
  */
@@ -88,12 +107,21 @@
  * caller frees with wp_alf_free, or NULL with a message appended to err (err may be NULL)
  * on a syntax error, an unknown operator or out of memory. */
 wp_access_log_format *wp_alf_compile_text(const char *fmt, wf_strbuf *err);
+/* The same with at, the JSON path of the format string in the configuration
+ * ("static_resources.listeners[0]...log_format.text_format_source.inline_string"), put
+ * before every compile error ("<at>: <message>"); at NULL or "" = no prefix. */
+wp_access_log_format *wp_alf_compile_text_at(const char *fmt, const char *at, wf_strbuf *err);
 
 /* Compiles a json_format dictionary (must be a JSON object; the caller keeps ownership of
  * json_format, nothing refers to it afterwards). Returns NULL with a message in err on
  * error (non-object, an invalid operator in any string value, nesting deeper than 32,
  * out of memory). */
 wp_access_log_format *wp_alf_compile_json(const json_t *json_format, wf_strbuf *err);
+/* The same with at, the JSON path of the json_format object: an operator error is prefixed
+ * with "<at>.<key path>: " instead of "json_format key \"<key path>\": ", other errors with
+ * "<at>: ". */
+wp_access_log_format *wp_alf_compile_json_at(const json_t *json_format, const char *at,
+                                             wf_strbuf *err);
 
 /* Frees a compiled format. NULL is ignored. */
 void wp_alf_free(wp_access_log_format *f);

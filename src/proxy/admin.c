@@ -166,6 +166,14 @@ static void stats_prometheus(wp_admin *a, const pcre2_code *re, bool used, admin
     o->content_type = "text/plain; version=0.0.4";
 }
 
+/* The format= values Envoy's StatsParams::parse accepts (html included: /stats/prometheus
+ * renders prometheus whatever the format). */
+static bool known_format(const char *f)
+{
+    return strcmp(f, "json") == 0 || strcmp(f, "prometheus") == 0 || strcmp(f, "text") == 0 ||
+           strcmp(f, "html") == 0;
+}
+
 static void h_stats(wp_admin *a, const admin_req *r, admin_resp *o, bool prom)
 {
     char fmt[32], filt[1024];
@@ -177,10 +185,13 @@ static void h_stats(wp_admin *a, const admin_req *r, admin_resp *o, bool prom)
     bool used = has_param(r, "usedonly");
     const char *f = wp_admin_qparam(r, "format", fmt, sizeof(fmt));
     wp_stats *st = a->srv->gen->pstats->store;
-    if (prom || (f && strcmp(f, "prometheus") == 0)) {
+    if (!stats_type(r, o, &type)) {
+        /* answered: StatsParams::parse checks type= for /stats/prometheus too */
+    } else if (prom && f && f[0] && !known_format(f)) {
+        o->status = 400; /* StatsParams::parse refuses it before the prometheus handler */
+        wf_strbuf_printf(&o->body, "usage: /stats?format=(json|prometheus|text)\n");
+    } else if (prom || (f && strcmp(f, "prometheus") == 0)) {
         stats_prometheus(a, re, used, o);
-    } else if (!stats_type(r, o, &type)) {
-        /* answered */
     } else if (f && strcmp(f, "json") == 0) {
         wp_stats_render_json_type(st, re, used, type, &o->body);
         o->content_type = "application/json";
@@ -821,7 +832,9 @@ wp_admin *wp_admin_start(uv_loop_t *loop, wp_server *srv, void *main_ctx,
         free(a);
         return NULL;
     }
-    WF_LOG(WF_LC_main, WF_LOG_INFO, "admin address: %s", ad->text);
+    char bound[64]; /* the port the kernel picked when port 0 is configured */
+    wp_addr_of(&a->listener, false, bound, sizeof bound);
+    WF_LOG(WF_LC_main, WF_LOG_INFO, "admin address: %s", strcmp(bound, "-") ? bound : ad->text);
     return a;
 }
 

@@ -150,16 +150,45 @@ static bool word_in(const char *list, const char *w)
     return false;
 }
 
+static bool snake(const char *k, char *out, size_t cap, bool digits);
+
+/* A lowerCamelCase key the normalization left as written because it has two snake_case
+ * readings (see camel_ambiguous) becomes the one the object allows: renamed in o. Returns 1
+ * when renamed, 0 when neither reading is allowed, -1 on failure (reported). */
+static int resolve_camel(bs *b, json_t *o, const char *k, const char *allowed)
+{
+    char key[256];
+    bool found = false;
+    for (int digits = 0; digits < 2 && !found; digits++)
+        found = snake(k, key, sizeof(key), digits) && word_in(allowed, key);
+    if (!found)
+        return 0;
+    if (json_object_get(o, key))
+        return bs_fail_at(b, key, "duplicate field (given in snake_case and in lowerCamelCase)"),
+               -1;
+    json_t *v = json_object_get(o, k);
+    if (json_object_set(o, key, v) != 0 || json_object_del(o, k) != 0)
+        return bs_fail(b, "out of memory"), -1;
+    return 1;
+}
+
 bool bs_fields(bs *b, json_t *o, const char *allowed)
 {
     if (!json_is_object(o))
         return bs_fail(b, "wrong type: expected an object");
     const char *k;
     json_t *v;
+again:
     json_object_foreach(o, k, v)
     {
-        if (!word_in(allowed, k))
-            return bs_fail_at(b, k, "unknown field");
+        if (word_in(allowed, k))
+            continue;
+        int r = resolve_camel(b, o, k, allowed);
+        if (r < 0)
+            return false;
+        if (r > 0)
+            goto again;                           /* o changed under the iteration */
+        return bs_fail_at(b, k, "unknown field"); /* named as written */
     }
     return true;
 }
@@ -415,19 +444,38 @@ static json_t *norm_value(bs *b, const char *key, json_t *v)
     return norm(b, v, word_in("typed_extension_protocol_options typed_per_filter_config", key));
 }
 
-static bool snake(const char *k, char *out, size_t cap)
+/* snake_case for a lowerCamelCase key: "_" before each capital (lowered); with digits, also
+ * before each digit that follows a letter. Protobuf's JSON names drop the "_" before a digit
+ * (accept_http_10 is acceptHttp10, http2_protocol_options http2ProtocolOptions), so a key
+ * with a digit after a letter has two readings. */
+static bool snake(const char *k, char *out, size_t cap, bool digits)
 {
     size_t n = 0;
-    for (; *k; k++) {
-        bool up = isupper((unsigned char)*k);
+    for (const char *p = k; *p; p++) {
+        bool up = isupper((unsigned char)*p);
+        bool digit_after_letter =
+            digits && isdigit((unsigned char)*p) && p > k && isalpha((unsigned char)p[-1]);
         if (n + 3 > cap)
             return false;
-        if (up)
+        if (up || digit_after_letter)
             out[n++] = '_';
-        out[n++] = up ? (char)tolower((unsigned char)*k) : *k;
+        out[n++] = up ? (char)tolower((unsigned char)*p) : *p;
     }
     out[n] = '\0';
     return true;
+}
+
+/* A JSON name (no "_") whose two snake_case readings differ: which one is meant depends on
+ * the object's fields, so the key is kept as written until bs_fields resolves it (and an
+ * unknown one is reported as the user wrote it). */
+static bool camel_ambiguous(const char *k)
+{
+    if (strchr(k, '_'))
+        return false;
+    for (const char *p = k + 1; *k && *p; p++)
+        if (isdigit((unsigned char)*p) && isalpha((unsigned char)p[-1]))
+            return true;
+    return false;
 }
 
 /* The copy built so far, or NULL (freed) when building it failed. */
@@ -453,8 +501,8 @@ static json_t *norm_object(bs *b, json_t *v, bool map)
         if (!out || b->failed)
             break;
         const char *nk = k;
-        if (!map && strcmp(k, "@type") != 0) {
-            if (!snake(k, key, sizeof(key)))
+        if (!map && strcmp(k, "@type") != 0 && !camel_ambiguous(k)) {
+            if (!snake(k, key, sizeof(key), false))
                 return json_decref(out), bs_fail_at(b, k, "unknown field"), NULL;
             nk = key;
         }
@@ -554,6 +602,14 @@ bool bs_req_address(bs *b, json_t *o, wp_addr *out, const char **host, uint32_t 
 
 /* ---------- access logs ---------- */
 
+/* l->format_at: the JSON path of the format field key (under the current path). */
+static void format_at(bs *b, wp_access_log *l, const char *key)
+{
+    size_t m = bs_push(b, key);
+    l->format_at = bs_strdup(b, b->path);
+    bs_pop(b, m);
+}
+
 static bool dec_log_format(bs *b, json_t *f, void *arg)
 {
     wp_access_log *l = arg;
@@ -567,6 +623,7 @@ static bool dec_log_format(bs *b, json_t *f, void *arg)
         size_t m = bs_push(b, "text_format_source");
         bool ok = bs_fields(b, src, "inline_string") &&
                   bs_req_str(b, src, "inline_string", &l->text_format);
+        format_at(b, l, "inline_string");
         bs_pop(b, m);
         return ok;
     }
@@ -576,8 +633,10 @@ static bool dec_log_format(bs *b, json_t *f, void *arg)
             return bs_wrong_type(b, "json_format", "an object");
         l->kind = WP_LOG_JSON;
         l->json_format = j; /* borrowed from the snapshot's bootstrap */
+        format_at(b, l, "json_format");
         return true;
     }
+    format_at(b, l, "text_format");
     return bs_str(b, f, "text_format", &l->text_format);
 }
 
@@ -597,6 +656,9 @@ static bool dec_logger_config(bs *b, json_t *tc, wp_access_log *l, bool file)
             return bs_wrong_type(b, "json_format", "an object");
         l->kind = WP_LOG_JSON;
         l->json_format = j;
+        format_at(b, l, "json_format");
+    } else if (bs_get(tc, "format")) {
+        format_at(b, l, "format");
     }
     if (!bs_str(b, tc, "format", &l->text_format) ||
         !bs_sub(b, tc, "log_format", dec_log_format, l))

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "core/log.h"
@@ -469,6 +470,7 @@ static wp_stream *stream_new(wp_dconn *d)
         w->nfree_streams--;
         wf_strbuf_reset(&s->extra);
         wf_strbuf_reset(&s->xff);
+        wf_strbuf_reset(&s->trl);
         wf_strbuf_reset(&s->up_head);
         wf_strbuf_reset(&s->resp_head);
     } else if (!(s = malloc(sizeof(*s)))) {
@@ -476,6 +478,7 @@ static wp_stream *stream_new(wp_dconn *d)
     } else {
         memset(&s->extra, 0, sizeof(s->extra));
         memset(&s->xff, 0, sizeof(s->xff));
+        memset(&s->trl, 0, sizeof(s->trl));
         memset(&s->up_head, 0, sizeof(s->up_head));
         memset(&s->resp_head, 0, sizeof(s->resp_head));
         s->path_buf = NULL;
@@ -496,12 +499,12 @@ static wp_stream *stream_new(wp_dconn *d)
     s->si.downstream_remote = d->remote;
     s->si.downstream_direct_remote = d->remote;
     /* the parser lives with the stream: an idle connection holds none */
-    /* three spare slots: a generated x-request-id, the Host of an absolute-form target and
-     * an x-forwarded-for the connection manager adds */
+    /* four spare slots: a generated x-request-id, the Host of an absolute-form target, an
+     * x-forwarded-for and an x-envoy-internal the connection manager adds */
     h1_parser_init(&s->parser, H1_REQUEST, s->hdrs,
-                   d->listener->hcm.max_headers_count < WP_MAX_HEADERS - 3
+                   d->listener->hcm.max_headers_count < WP_MAX_HEADERS - 4
                        ? d->listener->hcm.max_headers_count
-                       : WP_MAX_HEADERS - 3,
+                       : WP_MAX_HEADERS - 4,
                    (size_t)d->listener->hcm.max_request_headers_kb * 1024);
     d->stream = s;
     arm_idle(d);
@@ -531,6 +534,7 @@ void wp_stream_destroy(wp_stream *s)
     wf_strbuf_free(&s->resp_head);
     wf_strbuf_free(&s->extra);
     wf_strbuf_free(&s->xff);
+    wf_strbuf_free(&s->trl);
     free(s->path_buf);
     free(s);
 }
@@ -1186,31 +1190,65 @@ static int normalize_path(wp_stream *s)
     return -1;
 }
 
-/* x-forwarded-for and the downstream remote address, as Envoy's connection manager (xff.h):
- * with use_remote_address the peer is appended to the request's header (the request then
- * carries it: the router forwards it and %REQ(X-FORWARDED-FOR)% logs it). Returns -1 when
- * out of memory (the connection is closed). */
-static int mutate_xff(wp_stream *s)
+/* The request headers only internal requests may carry: what Envoy's
+ * ConnectionManagerUtility::cleanInternalHeaders removes from external requests (the last
+ * three only from edge requests, use_remote_address). */
+static bool internal_only_header(const h1_str *n, bool edge)
 {
-    const wp_hcm *h = &s->d->listener->hcm;
-    h1_header *xff =
-        (h1_header *)h1_find_header(s->req.headers, s->req.nheaders, "x-forwarded-for");
-    uint32_t hops = h->xff_num_trusted_hops;
-    if (xff && (!h->use_remote_address || hops > 0) &&
-        wp_xff_pick(xff->value.p, xff->value.len, h->use_remote_address ? hops - 1 : hops,
-                    s->remote_buf) == 0)
-        s->si.downstream_remote = s->remote_buf;
-    if (!h->use_remote_address)
-        return 0;
-    const char *ip;
-    size_t iplen;
-    wp_xff_peer_ip(s->d->remote, &ip, &iplen);
-    wf_strbuf *b = &s->xff;
-    wf_strbuf_reset(b);
-    if (xff && xff->value.len) {
-        wf_strbuf_append(b, xff->value.p, xff->value.len);
-        wf_strbuf_putc(b, ',');
+    static const char *const names[] = {
+        "x-envoy-retriable-status-codes", "x-envoy-retriable-header-names", "x-envoy-retry-on",
+        "x-envoy-retry-grpc-on", "x-envoy-max-retries", "x-envoy-upstream-alt-stat-name",
+        "x-envoy-upstream-rq-timeout-ms", "x-envoy-upstream-rq-per-try-timeout-ms",
+        "x-envoy-upstream-rq-timeout-alt-response", "x-envoy-expected-rq-timeout-ms",
+        "x-envoy-force-trace", "x-envoy-ip-tags", "x-envoy-original-url",
+        "x-envoy-hedge-on-per-try-timeout",
+        /* edge requests only */
+        "x-envoy-decorator-operation", "x-envoy-downstream-service-cluster",
+        "x-envoy-downstream-service-node"};
+    if (n->len < 9 || strncasecmp(n->p, "x-envoy-", 8) != 0)
+        return false;
+    size_t count = sizeof(names) / sizeof(names[0]) - (edge ? 0 : 3);
+    for (size_t i = 0; i < count; i++)
+        if (strlen(names[i]) == n->len && strncasecmp(n->p, names[i], n->len) == 0)
+            return true;
+    return false;
+}
+
+/* mutateRequestHeaders after the internal/external decision: x-envoy-internal as received is
+ * always removed and set to "true" for internal requests; external requests lose the headers
+ * above (today's behaviour for Istio's sidecars: no x-forwarded-for, so external). */
+static void mark_internal(wp_stream *s, bool internal, bool use_remote_address)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < s->req.nheaders; i++) {
+        const h1_str *n = &s->hdrs[i].name;
+        if (WP_NAME_IS(n, "x-envoy-internal") ||
+            (!internal && internal_only_header(n, use_remote_address)))
+            continue;
+        if (kept != i)
+            s->hdrs[kept] = s->hdrs[i];
+        kept++;
     }
+    s->req.nheaders = kept;
+    if (internal && kept < WP_MAX_HEADERS)
+        s->hdrs[s->req.nheaders++] =
+            (h1_header){.name = {"x-envoy-internal", 16}, .value = {"true", 4}};
+}
+
+/* use_remote_address: the peer's IP appended to x-forwarded-for (created when absent) in the
+ * stream's buffer, which may already hold the joined header. Returns -1 when out of memory
+ * (the connection is closed). */
+static int append_peer(wp_stream *s, h1_header *xff, const char *ip, size_t iplen)
+{
+    wf_strbuf *b = &s->xff;
+    bool joined = xff && b->data && xff->value.p == b->data;
+    if (!joined) {
+        wf_strbuf_reset(b);
+        if (xff)
+            wf_strbuf_append(b, xff->value.p, xff->value.len);
+    }
+    if (b->len)
+        wf_strbuf_putc(b, ',');
     wf_strbuf_append(b, ip, iplen);
     if (wf_strbuf_failed(b)) {
         wp_dconn_close(s->d);
@@ -1222,6 +1260,38 @@ static int mutate_xff(wp_stream *s)
     }
     if (xff)
         xff->value = (h1_str){b->data, b->len};
+    return 0;
+}
+
+/* x-forwarded-for, the downstream remote address and the internal/external decision, as
+ * Envoy's connection manager (xff.h): repeated x-forwarded-for fields are first joined into
+ * one (s->xff, kept while the stream is reused); with use_remote_address the peer is appended
+ * to the request's header (the request then carries it: the router forwards it and
+ * %REQ(X-FORWARDED-FOR)% logs it). Returns -1 when out of memory (the connection is closed). */
+static int mutate_xff(wp_stream *s)
+{
+    const wp_hcm *h = &s->d->listener->hcm;
+    if (wf_strbuf_failed(&s->xff)) /* an earlier request ran out of memory */
+        wf_strbuf_free(&s->xff);
+    int at = wp_xff_join(s->hdrs, &s->req.nheaders, &s->xff);
+    if (at == -2) {
+        wp_dconn_close(s->d);
+        return -1;
+    }
+    h1_header *xff = at >= 0 ? &s->hdrs[at] : NULL;
+    uint32_t hops = h->xff_num_trusted_hops;
+    if (xff && (!h->use_remote_address || hops > 0) &&
+        wp_xff_pick(xff->value.p, xff->value.len, h->use_remote_address ? hops - 1 : hops,
+                    s->remote_buf) == 0)
+        s->si.downstream_remote = s->remote_buf;
+    const char *ip;
+    size_t iplen;
+    wp_xff_peer_ip(s->d->remote, &ip, &iplen);
+    bool internal =
+        wp_xff_internal_request(h->use_remote_address, hops, xff ? &xff->value : NULL, ip, iplen);
+    if (h->use_remote_address && append_peer(s, xff, ip, iplen) != 0)
+        return -1;
+    mark_internal(s, internal, h->use_remote_address);
     return 0;
 }
 
@@ -1252,6 +1322,14 @@ static void on_request_headers(wp_stream *s)
     if (!h1_find_header(s->req.headers, s->req.nheaders, "host") && s->req.version_minor == 1) {
         d->close_after = true;
         wp_stream_local_reply(s, 400, "missing required header: host", "missing_host_header", -1);
+        return;
+    }
+    if (s->req.version_minor == 0 && !d->listener->hcm.default_host_for_http_10 &&
+        !h1_find_header(s->req.headers, s->req.nheaders, "host")) {
+        /* Envoy's decodeHeaders: after default_host_for_http_10, a request still without Host
+         * is answered 400 with an empty body, details missing_host_header */
+        d->close_after = true;
+        wp_stream_local_reply(s, 400, "", "missing_host_header", -1);
         return;
     }
     if (normalize_path(s) != 0 || mutate_xff(s) != 0)

@@ -23,11 +23,11 @@ static int compile_access_logs(wp_server *srv, wp_config *cfg, wf_strbuf *err)
         wp_hcm *h = &cfg->listeners[i].hcm;
         for (size_t k = 0; k < h->naccess_logs; k++) {
             wp_access_log *al = &h->access_logs[k];
-            al->format =
-                al->kind == WP_LOG_JSON
-                    ? wp_alf_compile_json(al->json_format, err)
-                    : wp_alf_compile_text(
-                          al->text_format ? al->text_format : WP_ENVOY_DEFAULT_FORMAT, err);
+            al->format = al->kind == WP_LOG_JSON
+                             ? wp_alf_compile_json_at(al->json_format, al->format_at, err)
+                             : wp_alf_compile_text_at(al->text_format ? al->text_format
+                                                                      : WP_ENVOY_DEFAULT_FORMAT,
+                                                      al->format_at, err);
             if (!al->format)
                 return -1;
             al->sink = wp_alog_files_open(srv->alog_files, al->path, err);

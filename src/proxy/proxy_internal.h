@@ -42,9 +42,10 @@
 #include "proxy/route.h"
 #include "proxy/stream_info.h"
 
-#define WP_BUF_SIZE    (16u * 1024u) /* read buffer of a connection */
-#define WP_HEAD_EXTRA  (4u * 1024u)  /* room past max_request_headers_kb for the request line */
-#define WP_MAX_HEADERS 102u          /* Envoy max_headers_count 100, +2 added by the proxy */
+#define WP_BUF_SIZE     (16u * 1024u) /* read buffer of a connection */
+#define WP_MAX_TRAILERS 16            /* response trailers kept per stream for %TRAILER()% */
+#define WP_HEAD_EXTRA   (4u * 1024u)  /* room past max_request_headers_kb for the request line */
+#define WP_MAX_HEADERS  103u          /* 99 parsed (conn.c), +4 added by the proxy */
 
 typedef struct wp_server wp_server;
 typedef struct wp_worker wp_worker;
@@ -224,6 +225,10 @@ struct wp_stream {
     size_t wr_rb;              /* bytes of the buffer in the pending upstream write */
     bool wr_direct;            /* the pending upstream write holds body_ptr */
     bool istio_has_peer;       /* istio holds the upstream peer (istio_filter.c) */
+    /* the router's timeouts for this request: the route's, or what an internal request's
+     * x-envoy-* headers made of them (router.c, FilterUtility::finalTimeout) */
+    uint64_t timeout_ms, per_try_timeout_ms; /* 0 = none */
+    bool timeout_alt_204;                    /* x-envoy-upstream-rq-timeout-alt-response */
     /* ---- from here on, kept when a stream is reused (not zeroed per request): buffers that
      * are written before they are read ---- */
     struct wp_stream *next_free;
@@ -232,11 +237,13 @@ struct wp_stream {
     char up_local[64];     /* the last attempt's local address (uconn.local) */
     wp_istio_stream istio; /* Istio's upstream peer, valid when istio_has_peer */
     wf_strbuf extra;
-    wf_strbuf xff;       /* x-forwarded-for with the peer appended (use_remote_address) */
-    wf_strbuf up_head;   /* upstream request head */
-    wf_strbuf resp_head; /* head sent downstream */
-    char *path_buf;      /* the normalized :path when normalization changed it (conn.c) */
-    size_t path_cap;     /* bytes of path_buf; grown, never shrunk, while the stream is reused */
+    wf_strbuf xff; /* x-forwarded-for with the peer appended (use_remote_address) */
+    wf_strbuf trl; /* bytes of the upstream response's trailers (resp_trl points here) */
+    h1_header resp_trl[WP_MAX_TRAILERS]; /* the response trailers kept for the access log */
+    wf_strbuf up_head;                   /* upstream request head */
+    wf_strbuf resp_head;                 /* head sent downstream */
+    char *path_buf;  /* the normalized :path when normalization changed it (conn.c) */
+    size_t path_cap; /* bytes of path_buf; grown, never shrunk, while the stream is reused */
     char head_inline[2048];
     char resp_inline[1024];
     h1_header hdrs[WP_MAX_HEADERS];

@@ -21,7 +21,11 @@
  *  - upstream request headers: hop-by-hop removed, x-forwarded-proto, x-request-id,
  *    x-forwarded-for as the connection manager left it (conn.c, xff.h),
  *    x-envoy-expected-rq-timeout-ms when a timeout applies, x-envoy-original-path when the
- *    path was rewritten, Expect removed (the connection manager answered 100-continue).
+ *    path was rewritten, Expect removed (the connection manager answered 100-continue);
+ *  - internal requests (the connection manager strips these from external ones, conn.c):
+ *    x-envoy-upstream-rq-timeout-ms / -per-try-timeout-ms override the route's timeouts
+ *    (FilterUtility::finalTimeout) and x-envoy-upstream-rq-timeout-alt-response turns the
+ *    route timeout's 504 into a 204 (router.cc decodeHeaders); they are not forwarded.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,10 +85,50 @@ static void start_timeout(wp_stream *s)
     s->timer_started = true;
     /* the request is complete: the connection manager's request_timeout is disarmed (Envoy
      * HCM docs) and the route timeout, if any, starts */
-    if (s->route->timeout_ms)
-        wp_dconn_set_deadline(s->d, s->route->timeout_ms);
+    if (s->timeout_ms)
+        wp_dconn_set_deadline(s->d, s->timeout_ms);
     else
         wp_dconn_clear_deadline(s->d);
+}
+
+/* A header's milliseconds as absl::SimpleAtoi reads them (digits; anything else leaves *out). */
+static void header_ms(const h1_str *v, uint64_t *out)
+{
+    uint64_t n = 0;
+    if (v->len == 0 || v->len > 19)
+        return;
+    for (size_t i = 0; i < v->len; i++) {
+        if (v->p[i] < '0' || v->p[i] > '9')
+            return;
+        n = n * 10 + (uint64_t)(v->p[i] - '0');
+    }
+    *out = n;
+}
+
+/* Envoy's FilterUtility::finalTimeout and the router's alternate timeout response: the
+ * route's timeout and per-try timeout, which x-envoy-upstream-rq-timeout-ms and
+ * x-envoy-upstream-rq-per-try-timeout-ms override (a value that is not a number is ignored),
+ * and x-envoy-upstream-rq-timeout-alt-response (any value: 204 instead of 504 on a route
+ * timeout). A per-try timeout not below a non-zero route timeout is dropped. The connection
+ * manager removed these headers from external requests (conn.c); they are never forwarded. */
+static void final_timeout(wp_stream *s)
+{
+    const wp_route *r = s->route;
+    s->timeout_ms = r->timeout_ms;
+    s->per_try_timeout_ms = r->retry ? r->retry->per_try_timeout_ms : 0;
+    for (size_t i = 0; i < s->req.nheaders; i++) {
+        const h1_header *h = &s->req.headers[i];
+        if (h->name.len < 30 || strncasecmp(h->name.p, "x-envoy-upstream-rq-", 20) != 0)
+            continue;
+        if (WP_NAME_IS(&h->name, "x-envoy-upstream-rq-timeout-ms"))
+            header_ms(&h->value, &s->timeout_ms);
+        else if (WP_NAME_IS(&h->name, "x-envoy-upstream-rq-per-try-timeout-ms"))
+            header_ms(&h->value, &s->per_try_timeout_ms);
+        else if (WP_NAME_IS(&h->name, "x-envoy-upstream-rq-timeout-alt-response"))
+            s->timeout_alt_204 = true;
+    }
+    if (s->timeout_ms && s->per_try_timeout_ms >= s->timeout_ms)
+        s->per_try_timeout_ms = 0;
 }
 
 /* default_host_for_http_10 when it applies to s (HTTP/1.0, no Host), else NULL. */
@@ -183,6 +227,7 @@ void wp_router_start(wp_stream *s)
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
                   "cluster '%s' match for URL '%.*s'", c->name, (int)s->req.target.len,
                   s->req.target.p);
+    final_timeout(s);
     if (s->req_complete)
         start_timeout(s);
     wp_retry_begin(s);
@@ -233,6 +278,7 @@ static bool skip_request_header(const wp_stream *s, const h1_str *n)
         WP_NAME_IS(n, "proxy-connection") || WP_NAME_IS(n, "transfer-encoding") ||
         WP_NAME_IS(n, "content-length") || WP_NAME_IS(n, "expect") || WP_NAME_IS(n, "te") ||
         WP_NAME_IS(n, "x-envoy-upstream-rq-timeout-ms") ||
+        WP_NAME_IS(n, "x-envoy-upstream-rq-timeout-alt-response") ||
         WP_NAME_IS(n, "x-envoy-expected-rq-timeout-ms") || WP_NAME_IS(n, "x-envoy-original-path"))
         return true;
     if (n->len > 8 && strncasecmp(n->p, "x-envoy-", 8) == 0 &&
@@ -275,10 +321,7 @@ static void put_request_line(wp_stream *s, wf_strbuf *b)
  * request was complete (a retry), at least 1; 0 = no header (no timeout). */
 static uint64_t expected_timeout_ms(const wp_stream *s)
 {
-    uint64_t global = s->route->timeout_ms;
-    uint64_t per_try = s->route->retry ? s->route->retry->per_try_timeout_ms : 0;
-    if (global && per_try >= global)
-        per_try = 0;
+    uint64_t global = s->timeout_ms, per_try = s->per_try_timeout_ms;
     uint64_t expected = per_try ? per_try : global;
     if (!expected || !global || s->si.attempt_count <= 1 || !s->si.last_rx_ns)
         return expected;
@@ -392,7 +435,7 @@ static void launch_shadows(wp_stream *s)
         wf_strbuf head = {0};
         if (shadow_head(s, m, &head) == 0)
             wp_shadow_send(s->d->w, s->d->wg, m->cluster, head.data, head.len, bufs + first,
-                           n - first, s->route->timeout_ms, wp_stream_is_head(s));
+                           n - first, s->timeout_ms, wp_stream_is_head(s));
         wf_strbuf_free(&head);
     }
     free(bufs);
@@ -657,9 +700,12 @@ void wp_router_timeout(wp_stream *s)
         wp_dconn_close(s->d);
         return;
     }
-    count_code(s, 504);
+    /* x-envoy-upstream-rq-timeout-alt-response: 204 (a 204 carries no body) */
+    int code = s->timeout_alt_204 ? 204 : 504;
+    count_code(s, code);
     cstat(s, WP_S_upstream_rq_completed, 1);
-    wp_stream_local_reply(s, 504, "upstream request timeout", "response_timeout", WP_RF_UT);
+    wp_stream_local_reply(s, code, code == 204 ? "" : "upstream request timeout",
+                          "response_timeout", WP_RF_UT);
 }
 
 /* A per-try (idle) timeout expired (Envoy onPerTryTimeout / onPerTryIdleTimeout): the try
@@ -758,6 +804,36 @@ static void on_response_done(wp_stream *s, wp_uconn *u)
 }
 
 /* Parses what the upstream sent; stops while a downstream write is pending. */
+/* The upstream response's trailers, copied into the stream (the parser's buffer moves on) so
+ * the access log sees them (%TRAILER()%, GRPC_STATUS). At most WP_MAX_TRAILERS; out of memory:
+ * none are kept. */
+static void keep_trailers(wp_stream *s, const h1_message *m)
+{
+    size_t n = m->ntrailers < WP_MAX_TRAILERS ? m->ntrailers : WP_MAX_TRAILERS;
+    wf_strbuf *b = &s->trl;
+    if (wf_strbuf_failed(b)) {
+        wf_strbuf_free(b);
+        *b = (wf_strbuf)WF_STRBUF_INIT;
+    }
+    wf_strbuf_reset(b);
+    for (size_t i = 0; i < n; i++) {
+        wf_strbuf_append(b, m->trailers[i].name.p, m->trailers[i].name.len);
+        wf_strbuf_append(b, m->trailers[i].value.p, m->trailers[i].value.len);
+    }
+    if (n == 0 || wf_strbuf_failed(b))
+        return;
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        h1_header *h = &s->resp_trl[i];
+        h->name = (h1_str){b->data + off, m->trailers[i].name.len};
+        off += m->trailers[i].name.len;
+        h->value = (h1_str){b->data + off, m->trailers[i].value.len};
+        off += m->trailers[i].value.len;
+    }
+    s->si.response_trailers = s->resp_trl;
+    s->si.nresponse_trailers = n;
+}
+
 void wp_router_on_upstream_data(wp_uconn *u)
 {
     while (u->rbuf && !u->closing) {
@@ -819,6 +895,7 @@ void wp_router_on_upstream_data(wp_uconn *u)
             }
             break;
         case H1_EV_TRAILERS:
+            keep_trailers(s, &u->parser.msg);
             break;
         case H1_EV_DONE:
             if (!s->resp_started)

@@ -283,14 +283,16 @@ static void arm_next(wp_stream *s, uint64_t now)
 void wp_retry_arm_per_try(wp_stream *s)
 {
     const wp_retry_policy *p = s->route ? s->route->retry : NULL;
-    if (!p || s->per_try_armed || s->idle_armed || !s->up || !s->req_complete || s->resp_started)
+    if (s->per_try_armed || s->idle_armed || !s->up || !s->req_complete || s->resp_started)
         return;
-    uint64_t now = uv_now(&s->d->w->loop), route = s->route->timeout_ms;
-    if (p->per_try_timeout_ms && (!route || p->per_try_timeout_ms < route)) {
+    /* the per-try timeout is the router's (route's or x-envoy-upstream-rq-per-try-timeout-ms,
+     * router.c final_timeout), already dropped when not below the route timeout */
+    uint64_t now = uv_now(&s->d->w->loop);
+    if (s->per_try_timeout_ms) {
         s->per_try_armed = true;
-        s->try_end = now + p->per_try_timeout_ms;
+        s->try_end = now + s->per_try_timeout_ms;
     }
-    if (p->per_try_idle_timeout_ms) {
+    if (p && p->per_try_idle_timeout_ms) {
         s->idle_armed = true;
         s->up_activity = now;
     }

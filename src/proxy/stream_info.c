@@ -156,3 +156,14 @@ const char *wp_si_resp_header(const wp_stream_info *si, const char *name, size_t
     const h1_header *h = h1_find_header(si->response_headers, si->nresponse_headers, name);
     return h ? str_or_null(h->value.p ? h->value.p : "", h->value.len, len) : NULL;
 }
+
+const char *wp_si_resp_trailer(const wp_stream_info *si, const char *name, size_t *len)
+{
+    size_t dummy;
+    if (!len)
+        len = &dummy;
+    if (!si->response_trailers || !name || name[0] == ':')
+        return NULL;
+    const h1_header *h = h1_find_header(si->response_trailers, si->nresponse_trailers, name);
+    return h ? str_or_null(h->value.p ? h->value.p : "", h->value.len, len) : NULL;
+}

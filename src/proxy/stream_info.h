@@ -74,6 +74,11 @@ typedef struct wp_stream_info {
     /* response as sent downstream (NULL until headers went out) */
     const h1_header *response_headers;
     size_t nresponse_headers;
+    /* response trailers as received from the upstream (a chunked response's trailer
+     * section; %TRAILER(...)%, %GRPC_STATUS%); NULL = none. Set by the router on
+     * H1_EV_TRAILERS, copied into stream-owned memory (the parser's buffer is reused). */
+    const h1_header *response_trailers;
+    size_t nresponse_trailers;
     int response_code;                    /* 0 = no response sent */
     const char *details;                  /* %RESPONSE_CODE_DETAILS%, NULL = "-" */
     const char *termination_details;      /* %CONNECTION_TERMINATION_DETAILS% */
@@ -117,5 +122,7 @@ size_t wp_si_flags_string(const wp_stream_info *si, char *out, size_t cap);
 const char *wp_si_req_header(const wp_stream_info *si, const char *name, size_t *len);
 /* Response header value by lower-case name (":status" not mapped); NULL when absent. */
 const char *wp_si_resp_header(const wp_stream_info *si, const char *name, size_t *len);
+/* Response trailer value by lower-case name; NULL when absent or no trailers. */
+const char *wp_si_resp_trailer(const wp_stream_info *si, const char *name, size_t *len);
 
 #endif

@@ -396,10 +396,11 @@ def clean(bs):
 
 
 def write_bootstrap(bs, directory, name="bootstrap.json"):
-    """Write clean(bs) as JSON into directory; returns the path."""
+    """Write clean(bs) as JSON into directory, access-log placeholders (@LOG@, @LOG:name@)
+    replaced by files in directory; returns the path."""
     path = os.path.join(directory, name)
     with open(path, "w") as f:
-        json.dump(clean(bs), f, indent=1)
+        json.dump(_subst_logs(clean(bs), directory), f, indent=1)
     return path
 
 

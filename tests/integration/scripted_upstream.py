@@ -11,6 +11,7 @@ Actions:
   ("headers", N, {name: value})  read the body, answer N with these extra header fields
   ("stall", MS)  read the body, send a 200 head and half of a 10-byte body, wait MS
                  milliseconds, send the rest
+  ("trailers", N, {name: value})  read the body, answer N chunked with these trailer fields
 
 `up.requests` lists (method, target, headers dict, body bytes or None) per request;
 `up.early` is set once a "503-early" answer went out. Binds 127.0.0.1 on a free port.
@@ -135,6 +136,11 @@ class ScriptedUpstream:
                     self._answer(c, act[1], b"status=%d" % act[1])
                 elif act[0] == "headers":
                     self._answer(c, act[1], b"status=%d" % act[1], act[2])
+                elif act[0] == "trailers":
+                    fields = b"".join(b"%s: %s\r\n" % (k.encode(), v.encode())
+                                      for k, v in act[2].items())
+                    c.sendall(b"HTTP/1.1 %d X\r\ntransfer-encoding: chunked\r\n\r\n"
+                              b"5\r\nhello\r\n0\r\n%s\r\n" % (act[1], fields))
                 elif act[0] == "stall":
                     c.sendall(b"HTTP/1.1 200 X\r\ncontent-length: 10\r\n\r\nhello")
                     time.sleep(act[1] / 1000.0)

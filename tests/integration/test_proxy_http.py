@@ -1200,3 +1200,144 @@ def test_resp_server_logs_what_the_client_got(apps, proxy_factory):
     assert proxy2.request("GET", "/")[0] == 404
     assert proxy.access_log_lines(1, name="custom") == ["200 istio-envoy"]
     assert proxy2.access_log_lines(1, name="nr") == ["404 envoy"]
+
+
+# ---------- repeated x-forwarded-for, HTTP/1.0 Host, camelCase, internal requests ----------
+
+def _raw_echo(proxy, head_lines):
+    """GET /echo with the given raw header lines -> (status, {name: [values]}, body)."""
+    req = "GET /echo HTTP/1.1\r\nHost: x\r\n" + "".join(h + "\r\n" for h in head_lines)
+    with proxy.connect() as s:
+        s.sendall((req + "\r\n").encode())
+        (resp,), _ = read_responses(s, 1)
+    hdrs = echo(resp[2])[1] if resp[0] == 200 else {}
+    return resp[0], hdrs, resp[2]
+
+
+@pytest.mark.parametrize("use_remote,hops,want_up,want_remote", [
+    (False, 0, "1.1.1.1,2.2.2.2", "2.2.2.2:0"),
+    (True, 0, "1.1.1.1,2.2.2.2,127.0.0.1", None),
+    (True, 1, "1.1.1.1,2.2.2.2,127.0.0.1", "2.2.2.2:0"),
+])
+def test_repeated_x_forwarded_for_is_one_header(apps, proxy_factory, use_remote, hops, want_up,
+                                                want_remote):
+    """Envoy keeps x-forwarded-for as an inline header: repeated fields are joined with ","
+    when the request is decoded, so the remote address is taken from the joined list and
+    the upstream gets one header (no stale second field a backend could trust)."""
+    lst = listener(simple_routes("backend"), access_logs=[access_log("@LOG:json@",
+                                                                     json_format=XFF_FMT)],
+                   use_remote_address=use_remote, xff_num_trusted_hops=hops)
+    proxy = proxy_factory(bootstrap([lst], [cluster("backend", [apps["a"]])]))
+    status, hdrs, _ = _raw_echo(proxy, ["X-Forwarded-For: 1.1.1.1", "X-Forwarded-For: 2.2.2.2"])
+    assert status == 200
+    assert hdrs["x-forwarded-for"] == [want_up]
+    entry = json_log(proxy, 1)[0]
+    assert entry["remote"] == (want_remote or entry["direct"])
+    assert entry["xff"] == want_up
+
+
+def test_http10_without_host_or_default_is_400(apps, proxy_factory):
+    """Envoy's decodeHeaders: an HTTP/1.0 request still without Host after the
+    default_host_for_http_10 step is answered 400 (empty body, missing_host_header) and not
+    forwarded."""
+    lst = listener(simple_routes("backend"), access_logs=json_logs(),
+                   http_protocol_options={"accept_http_10": True})
+    proxy = proxy_factory(bootstrap([lst], [cluster("backend", [apps["a"]])]))
+    with proxy.connect() as s:
+        s.sendall(b"GET /echo HTTP/1.0\r\n\r\n")
+        (resp,), _ = read_responses(s, 1)
+    assert resp[0] == 400
+    assert resp[2] == b""
+    entry = json_log(proxy, 1)[0]
+    assert entry["response_code_details"] == "missing_host_header"
+    assert entry["upstream_host"] is None
+
+
+def test_http10_options_in_lower_camel_case(apps, proxy_factory):
+    """acceptHttp10 / defaultHostForHttp10 (the protobuf JSON names of accept_http_10 and
+    default_host_for_http_10, no "_" before the digits) are accepted."""
+    rc = {"name": "local", "virtual_hosts": [{"name": "only", "domains": ["svc.example"],
+          "routes": [{"match": {"prefix": "/"}, "route": {"cluster": "backend"}}]}]}
+    proxy = proxy_factory(bootstrap(
+        [listener(rc, http_protocol_options={"acceptHttp10": True,
+                                             "defaultHostForHttp10": "svc.example"})],
+        [cluster("backend", [apps["a"]])]))
+    with proxy.connect() as s:
+        s.sendall(b"GET /echo HTTP/1.0\r\n\r\n")
+        (resp,), _ = read_responses(s, 1)
+    assert resp[0] == 200
+    assert echo(resp[2])[1]["host"] == ["svc.example"]
+
+
+ENVOY_RQ_HEADERS = ["x-envoy-upstream-rq-timeout-ms: 100",
+                    "x-envoy-upstream-rq-timeout-alt-response: yes",
+                    "x-envoy-upstream-alt-stat-name: other",
+                    "x-envoy-force-trace: 1",
+                    "x-envoy-internal: forged"]
+
+
+@pytest.mark.parametrize("use_remote,xff,internal", [
+    (True, None, True),                # a gateway, internal peer (127.0.0.1), no XFF
+    (True, "10.0.0.1", False),         # XFF arrived: the peer cannot vouch for it
+    (False, None, False),              # Istio's sidecars: no XFF, external
+    (False, "10.0.0.1", True),         # one internal XFF entry
+    (False, "8.8.8.8", False),
+    (False, "10.0.0.1, 10.0.0.2", False),
+])
+def test_internal_request_decision_and_cleaning(apps, proxy_factory, use_remote, xff, internal):
+    """ConnectionManagerUtility::mutateRequestHeaders: internal requests get
+    x-envoy-internal: true; external ones lose the x-envoy-* headers only internal callers may
+    set (cleanInternalHeaders), and a forged x-envoy-internal is always removed."""
+    lst = listener(simple_routes("backend"), use_remote_address=use_remote)
+    proxy = proxy_factory(bootstrap([lst], [cluster("backend", [apps["a"]])]))
+    lines = ENVOY_RQ_HEADERS[2:] + (["X-Forwarded-For: " + xff] if xff else [])
+    status, hdrs, _ = _raw_echo(proxy, lines)
+    assert status == 200
+    assert hdrs.get("x-envoy-internal") == (["true"] if internal else None)
+    kept = ["other"] if internal else None
+    assert hdrs.get("x-envoy-upstream-alt-stat-name") == kept
+    assert hdrs.get("x-envoy-force-trace") == (["1"] if internal else None)
+
+
+@pytest.mark.parametrize("internal", [True, False])
+def test_internal_request_timeout_headers(apps, proxy_factory, internal):
+    """The router honours x-envoy-upstream-rq-timeout-ms (overrides the route timeout, sets
+    x-envoy-expected-rq-timeout-ms) and x-envoy-upstream-rq-timeout-alt-response (204
+    instead of 504) on internal requests; external requests keep the route's timeout."""
+    lst = listener(simple_routes("backend"), use_remote_address=True,
+                   access_logs=json_logs())
+    proxy = proxy_factory(bootstrap([lst], [cluster("backend", [apps["a"]])]))
+    xff = [] if internal else ["X-Forwarded-For: 8.8.8.8"]
+    status, hdrs, _ = _raw_echo(proxy, ["x-envoy-upstream-rq-timeout-ms: 3000"] + xff)
+    assert status == 200
+    assert hdrs["x-envoy-expected-rq-timeout-ms"] == (["3000"] if internal else ["15000"])
+    assert "x-envoy-upstream-rq-timeout-ms" not in hdrs
+    t0 = time.monotonic()
+    with proxy.connect() as s:
+        s.sendall(("GET /delay/1500 HTTP/1.1\r\nHost: x\r\n" + "".join(
+            h + "\r\n" for h in ENVOY_RQ_HEADERS[:2] + xff) + "\r\n").encode())
+        (resp,), _ = read_responses(s, 1)
+    if internal:
+        assert resp[0] == 204 and resp[2] == b""
+        assert time.monotonic() - t0 < 1.2
+        entry = json_log(proxy, 2)[1]
+        assert entry["response_flags"] == "UT"
+        assert entry["response_code_details"] == "response_timeout"
+    else:
+        assert resp[0] == 200
+
+
+def test_internal_request_per_try_timeout_header(apps, proxy_factory):
+    """x-envoy-upstream-rq-per-try-timeout-ms sets the per-try timeout of an internal
+    request (FilterUtility::finalTimeout): 504 upstream_per_try_timeout without retries."""
+    lst = listener(simple_routes("backend"), use_remote_address=True, access_logs=json_logs())
+    proxy = proxy_factory(bootstrap([lst], [cluster("backend", [apps["a"]])]))
+    status, hdrs, _ = _raw_echo(proxy, ["x-envoy-upstream-rq-per-try-timeout-ms: 2500"])
+    assert status == 200
+    assert hdrs["x-envoy-expected-rq-timeout-ms"] == ["2500"]
+    with proxy.connect() as s:
+        s.sendall(b"GET /delay/1500 HTTP/1.1\r\nHost: x\r\n"
+                  b"x-envoy-upstream-rq-per-try-timeout-ms: 100\r\n\r\n")
+        (resp,), _ = read_responses(s, 1)
+    assert resp[0] == 504
+    assert json_log(proxy, 2)[1]["response_code_details"] == "upstream_per_try_timeout"

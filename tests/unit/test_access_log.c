@@ -35,6 +35,7 @@ typedef struct {
     h1_header req_h[8];
     h1_message req;
     h1_header resp_h[4];
+    h1_header trl_h[2];
     wp_stream_info si;
 } fixture;
 
@@ -247,6 +248,7 @@ static void test_more_operators(void **state)
     check_json("{\"up\":\"%UPSTREAM_PROTOCOL%\",\"tx\":\"%UPSTREAM_WIRE_BYTES_SENT%\","
                "\"vc\":\"%VIRTUAL_CLUSTER_NAME%\",\"md\":\"%DYNAMIC_METADATA(a:b)%\"}",
                &fx.si, "{\"md\":null,\"tx\":180,\"up\":\"HTTP/1.1\",\"vc\":null}\n");
+    add_req(&fx, "content-type", "application/grpc"); /* GRPC_STATUS: gRPC requests only */
     fx.resp_h[2] = (h1_header){S("grpc-status"), S("14")};
     fx.si.nresponse_headers = 3;
     check_text("%GRPC_STATUS% %GRPC_STATUS(SNAKE_STRING)% %GRPC_STATUS(NUMBER)% "
@@ -258,8 +260,142 @@ static void test_more_operators(void **state)
     check_text("%UPSTREAM_PROTOCOL% %UPSTREAM_WIRE_BYTES_SENT%", &fx.si, "- 0");
     wf_strbuf err = WF_STRBUF_INIT;
     assert_null(wp_alf_compile_text("%GRPC_STATUS(CAMEL)%", &err));
-    assert_non_null(strstr(wf_strbuf_cstr(&err), "GRPC_STATUS only supports"));
+    assert_non_null(strstr(wf_strbuf_cstr(&err), "GrpcStatusFormatter only supports"));
     wf_strbuf_free(&err);
+}
+
+#define GRPC_ALL "%GRPC_STATUS% %GRPC_STATUS(SNAKE_STRING)% %GRPC_STATUS_NUMBER%"
+
+/* Envoy's GrpcStatusFormatter: a request that is not gRPC logs "-" even with a grpc-status
+ * header; a gRPC one without grpc-status gets the status mapped from the response code
+ * (httpToGrpcStatus), so a 503 NC logs Unavailable and a 200 Unknown. */
+static void test_grpc_status_of_grpc_requests_only(void **state)
+{
+    (void)state;
+    fixture fx;
+    make_full(&fx); /* a plain request answered 200 */
+    fx.resp_h[2] = (h1_header){S("grpc-status"), S("14")};
+    fx.si.nresponse_headers = 3;
+    check_text(GRPC_ALL, &fx.si, "- - -");
+    check_json("{\"g\":\"%GRPC_STATUS_NUMBER%\"}", &fx.si, "{\"g\":null}\n");
+    make_nc(&fx); /* a gRPC request answered 503 NC: no header, mapped from the code */
+    add_req(&fx, "content-type", "application/grpc");
+    check_text(GRPC_ALL, &fx.si, "Unavailable UNAVAILABLE 14");
+    check_json("{\"c\":\"%GRPC_STATUS%\",\"n\":\"%GRPC_STATUS_NUMBER%\"}", &fx.si,
+               "{\"c\":\"Unavailable\",\"n\":14}\n");
+    static const struct {
+        int code;
+        const char *want;
+    } map[] = {{400, "Internal"},      {401, "Unauthenticated"}, {403, "PermissionDenied"},
+               {404, "Unimplemented"}, {429, "Unavailable"},     {502, "Unavailable"},
+               {504, "Unavailable"},   {200, "Unknown"},         {500, "Unknown"}};
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+        fx.si.response_code = map[i].code;
+        check_text("%GRPC_STATUS%", &fx.si, map[i].want);
+    }
+    fx.si.response_code = 0; /* no response at all: nothing to map */
+    check_text(GRPC_ALL, &fx.si, "- - -");
+}
+
+/* isGrpcRequestHeaders: exactly application/grpc or application/grpc+...; grpc-web and
+ * parameters after ';' are not gRPC. */
+static void test_grpc_status_content_types(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *ct, *want;
+    } cases[] = {{"application/grpc", "Unavailable"}, {"application/grpc+proto", "Unavailable"},
+                 {"application/grpc-web", "-"},       {"application/grpc;charset=utf-8", "-"},
+                 {"Application/gRPC", "-"},           {"text/plain", "-"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fixture fx;
+        make_nc(&fx);
+        add_req(&fx, "content-type", cases[i].ct);
+        check_text("%GRPC_STATUS%", &fx.si, cases[i].want);
+    }
+}
+
+/* getGrpcStatus: trailers first, then headers, then the code; an empty value counts as
+ * absent, a non-number is InvalidCode (-1); codes without a name print their number. */
+static void test_grpc_status_trailers_first(void **state)
+{
+    (void)state;
+    fixture fx;
+    make_full(&fx);
+    add_req(&fx, "content-type", "application/grpc+proto");
+    fx.resp_h[2] = (h1_header){S("grpc-status"), S("14")};
+    fx.si.nresponse_headers = 3;
+    fx.trl_h[0] = (h1_header){S("grpc-status"), S("0")};
+    fx.trl_h[1] = (h1_header){S("grpc-message"), S("fine")};
+    fx.si.response_trailers = fx.trl_h;
+    fx.si.nresponse_trailers = 2;
+    check_text(GRPC_ALL " %TRAILER(GRPC-MESSAGE)% %TRAILER(X?grpc-status)%", &fx.si,
+               "OK OK 0 fine 0");
+    fx.trl_h[0] = (h1_header){S("grpc-status"), S("")}; /* empty: the header's */
+    check_text(GRPC_ALL, &fx.si, "Unavailable UNAVAILABLE 14");
+    fx.si.nresponse_trailers = 0;
+    fx.resp_h[2] = (h1_header){S("grpc-status"), S("abc")};
+    check_text(GRPC_ALL, &fx.si, "-1 -1 -1");
+    fx.resp_h[2] = (h1_header){S("grpc-status"), S("42")};
+    check_text(GRPC_ALL, &fx.si, "42 42 42");
+    check_json("{\"c\":\"%GRPC_STATUS%\",\"s\":\"%GRPC_STATUS(SNAKE_STRING)%\","
+               "\"n\":\"%GRPC_STATUS(NUMBER)%\"}",
+               &fx.si, "{\"c\":\"42\",\"n\":42,\"s\":\"42\"}\n");
+    fx.resp_h[2] = (h1_header){S("grpc-status"), S("1")};
+    check_text(GRPC_ALL, &fx.si, "Canceled CANCELLED 1");
+}
+
+/* FilterStateFormatter::create's checks (weft has no filter state: valid ones print "-"). */
+static void test_filter_state_args(void **state)
+{
+    (void)state;
+    fixture fx;
+    make_full(&fx);
+    check_text("%FILTER_STATE(k)% %FILTER_STATE(k:PLAIN)% %FILTER_STATE(k:TYPED):5% "
+               "%UPSTREAM_FILTER_STATE(k:FIELD:f)% %FILTER_STATE(k:TYPED:)%",
+               &fx.si, "- - - - -");
+    check_error("%FILTER_STATE(k:BOGUS)%", "Invalid filter state serialize type, only support "
+                                           "PLAIN/TYPED/FIELD. (column 1)");
+    check_error("x %UPSTREAM_FILTER_STATE(k:plain)%", "Invalid filter state serialize type, "
+                                                      "only support PLAIN/TYPED/FIELD. (column 3)");
+    check_error("%FILTER_STATE(k:FIELD)%", "Invalid filter state serialize type, FIELD should "
+                                           "be used with the field name. (column 1)");
+    check_error("%FILTER_STATE(k:PLAIN:f)%", "Invalid filter state serialize type, FIELD should "
+                                             "be used with the field name. (column 1)");
+    check_error("%FILTER_STATE%",
+                "Invalid filter state configuration, key cannot be empty. (column 1)");
+    check_error("%FILTER_STATE(:PLAIN)%",
+                "Invalid filter state configuration, key cannot be empty. (column 1)");
+}
+
+/* The *_at compilers name the format's JSON path in the configuration. */
+static void test_compile_errors_at(void **state)
+{
+    (void)state;
+    const char *at = "static_resources.listeners[0].filter_chains[0].filters[0].typed_config."
+                     "access_log[0].typed_config.log_format.text_format_source.inline_string";
+    wf_strbuf err = WF_STRBUF_INIT, want = WF_STRBUF_INIT;
+    assert_null(wp_alf_compile_text_at("%GRPC_STATUS(X)%", at, &err));
+    wf_strbuf_printf(&want,
+                     "%s: GrpcStatusFormatter only supports CAMEL_STRING, SNAKE_STRING or "
+                     "NUMBER. (column 1)",
+                     at);
+    assert_string_equal(wf_strbuf_cstr(&err), wf_strbuf_cstr(&want));
+    wf_strbuf_reset(&err);
+    json_t *j = json_loads("{\"a\":{\"b\":\"x %NOPE%\"}}", 0, NULL);
+    assert_non_null(j);
+    assert_null(wp_alf_compile_json_at(j, "l.json_format", &err));
+    assert_string_equal(wf_strbuf_cstr(&err),
+                        "l.json_format.a.b: Not supported field in StreamInfo: NOPE (column 3)");
+    json_decref(j);
+    wf_strbuf_reset(&err);
+    wp_access_log_format *f = wp_alf_compile_text_at("%PROTOCOL%", at, &err);
+    assert_non_null(f);
+    wp_alf_free(f);
+    assert_null(wp_alf_compile_text_at("%NOPE%", "", &err)); /* "" = no prefix */
+    assert_string_equal(wf_strbuf_cstr(&err), "Not supported field in StreamInfo: NOPE (column 1)");
+    wf_strbuf_free(&err);
+    wf_strbuf_free(&want);
 }
 
 static void test_header_lookup(void **state)
@@ -996,6 +1132,11 @@ int main(void)
         cmocka_unit_test(test_flags_set_order),
         cmocka_unit_test(test_header_lookup),
         cmocka_unit_test(test_more_operators),
+        cmocka_unit_test(test_grpc_status_of_grpc_requests_only),
+        cmocka_unit_test(test_grpc_status_content_types),
+        cmocka_unit_test(test_grpc_status_trailers_first),
+        cmocka_unit_test(test_filter_state_args),
+        cmocka_unit_test(test_compile_errors_at),
         cmocka_unit_test(test_text_every_operator),
         cmocka_unit_test(test_text_missing_values),
         cmocka_unit_test(test_envoy_default_format),

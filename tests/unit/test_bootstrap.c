@@ -699,6 +699,34 @@ static void test_dump_errors(void **state)
     wp_config_unref(c);
 }
 
+/* Protobuf JSON names drop the "_" before a digit (accept_http_10 is acceptHttp10): both
+ * readings of such a key are tried against the object's fields; an unknown one is reported as
+ * written, a key given both ways is a duplicate. */
+static void test_camel_case_digits(void **state)
+{
+    (void)state;
+    wf_strbuf err = WF_STRBUF_INIT;
+    char *text = boot("\"httpProtocolOptions\":{\"acceptHttp10\":true,"
+                      "\"defaultHostForHttp10\":\"svc.example\"}," ROUTER_ONLY,
+                      ROUTE_OK, CLUSTER_OK);
+    wp_config *c = load_text(text, &err);
+    free(text);
+    if (!c)
+        fail_msg("%s", wf_strbuf_cstr(&err));
+    assert_true(hcm0(c)->accept_http_10);
+    assert_string_equal(hcm0(c)->default_host_for_http_10, "svc.example");
+    wp_config_unref(c);
+    wf_strbuf_free(&err);
+    expect_error(
+        boot("\"httpProtocolOptions\":{\"acceptHttp10x\":true}," ROUTER_ONLY, ROUTE_OK, CLUSTER_OK),
+        "t.json: " LPFX ".http_protocol_options.acceptHttp10x: unknown field");
+    expect_error(boot("\"http_protocol_options\":{\"acceptHttp10\":true,"
+                      "\"accept_http_10\":true}," ROUTER_ONLY,
+                      ROUTE_OK, CLUSTER_OK),
+                 "t.json: " LPFX ".http_protocol_options.accept_http_10: duplicate field (given in "
+                 "snake_case and in lowerCamelCase)");
+}
+
 static void test_dump_time(void **state)
 {
     char buf[40];
@@ -712,6 +740,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_snake_case),
         cmocka_unit_test(test_camel_case_same_snapshot),
+        cmocka_unit_test(test_camel_case_digits),
         cmocka_unit_test(test_ref_unref),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_regex_full_match),
