@@ -44,6 +44,172 @@ struct wf_meshcfg {
     char err[512];
 };
 
+/* ---- checking ----------------------------------------------------------------------------- */
+
+/* MeshConfig's fields (istio/api mesh/v1alpha1/config.proto), by JSON name. */
+static const char *const mesh_fields[] = {"proxyListenPort",
+                                          "proxyInboundListenPort",
+                                          "proxyHttpPort",
+                                          "connectTimeout",
+                                          "protocolDetectionTimeout",
+                                          "tcpKeepalive",
+                                          "ingressClass",
+                                          "ingressService",
+                                          "ingressControllerMode",
+                                          "ingressSelector",
+                                          "enableTracing",
+                                          "accessLogFile",
+                                          "accessLogFormat",
+                                          "accessLogEncoding",
+                                          "enableEnvoyAccessLogService",
+                                          "disableEnvoyListenerLog",
+                                          "defaultConfig",
+                                          "outboundTrafficPolicy",
+                                          "inboundTrafficPolicy",
+                                          "configSources",
+                                          "enableAutoMtls",
+                                          "trustDomain",
+                                          "trustDomainAliases",
+                                          "caCertificates",
+                                          "defaultServiceExportTo",
+                                          "defaultVirtualServiceExportTo",
+                                          "defaultDestinationRuleExportTo",
+                                          "rootNamespace",
+                                          "localityLbSetting",
+                                          "dnsRefreshRate",
+                                          "h2UpgradePolicy",
+                                          "inboundClusterStatName",
+                                          "outboundClusterStatName",
+                                          "certificates",
+                                          "serviceSettings",
+                                          "enablePrometheusMerge",
+                                          "verifyCertificateAtClient",
+                                          "ca",
+                                          "extensionProviders",
+                                          "defaultProviders",
+                                          "discoverySelectors",
+                                          "pathNormalization",
+                                          "defaultHttpRetryPolicy",
+                                          "meshMTLS",
+                                          "tlsDefaults",
+                                          "compliancePolicy",
+                                          NULL};
+
+static const char *const psm_fields[] = {"inclusionPrefixes", "inclusionSuffixes",
+                                         "inclusionRegexps", NULL};
+
+static bool in_list(const char *const *list, const char *key)
+{
+    for (size_t i = 0; list[i]; i++)
+        if (strcmp(list[i], key) == 0)
+            return true;
+    return false;
+}
+
+/* The JSON name of a proto field name written in snake_case ("access_log_file"), into buf;
+ * NULL when key has no '_'. */
+static const char *camel(const char *key, char *buf, size_t cap)
+{
+    size_t n = 0;
+    bool up = false;
+    if (!strchr(key, '_'))
+        return NULL;
+    for (const char *c = key; *c && n + 1 < cap; c++) {
+        if (*c == '_') {
+            up = true;
+            continue;
+        }
+        buf[n++] = up && *c >= 'a' && *c <= 'z' ? (char)(*c - 'a' + 'A') : *c;
+        up = false;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+static const char *unknown_field(const char *const *fields, const char *where,
+                                 const wf_map_entry *e, char *buf, size_t cap, uint32_t *line,
+                                 uint32_t *col)
+{
+    char alt[128];
+    const char *c = camel(e->key, alt, sizeof alt);
+    *line = e->key_line;
+    *col = e->key_col;
+    snprintf(buf, cap, "%s%s%s: unknown field%s%s%s", where, *where ? "." : "", e->key,
+             c && in_list(fields, c) ? " (write it as " : "", c && in_list(fields, c) ? c : "",
+             c && in_list(fields, c) ? ")" : "");
+    return buf;
+}
+
+static const char *bad_list(const wf_node *list, const char *where, const char *field, char *buf,
+                            size_t cap, uint32_t *line, uint32_t *col)
+{
+    if (list->type == WF_NODE_NULL)
+        return NULL;
+    if (list->type != WF_NODE_SEQ) {
+        *line = list->line;
+        *col = list->col;
+        snprintf(buf, cap, "%s.%s: want a list of strings, not %s", where, field,
+                 wf_node_kind_name(list));
+        return buf;
+    }
+    for (size_t i = 0; i < list->len; i++) {
+        const wf_node *it = list->u.items[i];
+        if (wf_node_is_string(it))
+            continue;
+        *line = it->line;
+        *col = it->col;
+        snprintf(buf, cap, "%s.%s[%zu]: want a string, not %s (quote it)", where, field, i,
+                 wf_node_kind_name(it));
+        return buf;
+    }
+    return NULL;
+}
+
+const char *wf_meshcfg_check_stats_matcher(const wf_node *psm, const char *where, char *buf,
+                                           size_t cap, uint32_t *line, uint32_t *col)
+{
+    *line = *col = 0;
+    if (!psm || psm->type == WF_NODE_NULL)
+        return NULL;
+    if (psm->type != WF_NODE_MAP) {
+        *line = psm->line;
+        *col = psm->col;
+        snprintf(buf, cap,
+                 "%s: want a ProxyStatsMatcher map (inclusionPrefixes, "
+                 "inclusionSuffixes, inclusionRegexps), not %s",
+                 where, wf_node_kind_name(psm));
+        return buf;
+    }
+    for (size_t i = 0; i < psm->len; i++) {
+        const wf_map_entry *e = &psm->u.entries[i];
+        if (!in_list(psm_fields, e->key))
+            return unknown_field(psm_fields, where, e, buf, cap, line, col);
+        if (bad_list(e->value, where, e->key, buf, cap, line, col))
+            return buf;
+    }
+    return NULL;
+}
+
+const char *wf_meshcfg_check(const wf_node *root, char *buf, size_t cap, uint32_t *line,
+                             uint32_t *col)
+{
+    *line = *col = 0;
+    for (size_t i = 0; root && root->type == WF_NODE_MAP && i < root->len; i++)
+        if (!in_list(mesh_fields, root->u.entries[i].key))
+            return unknown_field(mesh_fields, "", &root->u.entries[i], buf, cap, line, col);
+    const wf_node *pc = wf_map_get(root, "defaultConfig");
+    if (pc && pc->type != WF_NODE_MAP && pc->type != WF_NODE_NULL) {
+        *line = pc->line;
+        *col = pc->col;
+        snprintf(buf, cap, "defaultConfig: want a ProxyConfig map, not %s", wf_node_kind_name(pc));
+        return buf;
+    }
+    return wf_meshcfg_check_stats_matcher(wf_map_get(pc, "proxyStatsMatcher"),
+                                          "defaultConfig.proxyStatsMatcher", buf, cap, line, col);
+}
+
+/* ---- parsing ------------------------------------------------------------------------------ */
+
 static int take_root(wf_node *root, uint32_t line, uint32_t col, void *arg)
 {
     wf_node **out = arg;
@@ -52,26 +218,100 @@ static int take_root(wf_node *root, uint32_t line, uint32_t col, void *arg)
     return 0;
 }
 
-static int parse_text(wf_meshcfg *m, const char *name, const char *buf, size_t len,
-                      const wf_node **out, const char **err)
+static int fail_at(char *err, size_t cap, const char *origin, uint32_t line, uint32_t col,
+                   const char *why)
+{
+    if (line)
+        snprintf(err, cap, "%s:%u:%u: MeshConfig: %s", origin, line, col, why);
+    else
+        snprintf(err, cap, "%s: MeshConfig: %s", origin, why);
+    return 1;
+}
+
+/* root is a ConfigMap: its data.mesh parsed in its place. */
+static int unwrap_configmap(wf_arena *a, const wf_node *root, const char *origin, uint32_t line0,
+                            const wf_node **out, char *err, size_t cap)
+{
+    const wf_node *kind = wf_map_get(root, "kind");
+    const char *k = wf_node_str(kind);
+    if (!k || strcmp(k, "ConfigMap") != 0) {
+        char why[256];
+        snprintf(why, sizeof why,
+                 "kind %s: want the MeshConfig fields, or the istio ConfigMap with them in "
+                 "data.mesh",
+                 k ? k : wf_node_kind_name(kind));
+        return fail_at(err, cap, origin, kind->line ? line0 + kind->line : 0, kind->col, why);
+    }
+    const wf_node *text = wf_node_path(root, "data.mesh");
+    if (!text || text->type != WF_NODE_SCALAR) {
+        const wf_node *at = text ? text : kind;
+        return fail_at(err, cap, origin, at->line ? line0 + at->line : 0, at->col,
+                       "ConfigMap: want data.mesh, the MeshConfig YAML (as in Istio's istio "
+                       "ConfigMap)");
+    }
+    /* a block scalar's text starts on the line after its key; JSON has no lines */
+    return wf_meshcfg_parse_text(a, text->u.str, text->len, origin,
+                                 text->line ? line0 + text->line : 0, false, out, err, cap);
+}
+
+int wf_meshcfg_parse_text(wf_arena *a, const char *text, size_t len, const char *origin,
+                          uint32_t line0, bool allow_configmap, const wf_node **out, char *err,
+                          size_t cap)
+{
+    wf_parse_error perr = {0};
+    wf_node *root = NULL;
+    *out = NULL;
+    int rc = wf_parse_yaml(a, text, len, take_root, &root, &perr);
+    if (rc < 0) {
+        snprintf(err, cap, "%s: out of memory", origin);
+        return -1;
+    }
+    if (rc > 0)
+        return fail_at(err, cap, origin, perr.line ? line0 + perr.line : 0, perr.col, perr.message);
+    if (root && root->type != WF_NODE_MAP && root->type != WF_NODE_NULL)
+        return fail_at(err, cap, origin, root->line ? line0 + root->line : 0, root->col,
+                       "want a map of MeshConfig fields");
+    if (!root || root->type == WF_NODE_NULL)
+        return 0;
+    if (allow_configmap && wf_map_get(root, "kind"))
+        return unwrap_configmap(a, root, origin, line0, out, err, cap);
+    char why[512];
+    uint32_t line, col;
+    if (wf_meshcfg_check(root, why, sizeof why, &line, &col))
+        return fail_at(err, cap, origin, line ? line0 + line : 0, col, why);
+    *out = root;
+    return 0;
+}
+
+/* MeshNetworks: a map, not checked. */
+static int parse_networks(wf_meshcfg *m, const char *name, const char *buf, size_t len,
+                          const char **err)
 {
     wf_parse_error perr = {0};
     wf_node *root = NULL;
     int rc = wf_parse_yaml(&m->arena, buf, len, take_root, &root, &perr);
-    if (rc != 0) {
+    if (rc != 0)
         snprintf(m->err, sizeof(m->err), "%s:%u:%u: %s", name, perr.line, perr.col,
                  rc < 0 ? "out of memory" : perr.message);
-        *err = m->err;
-        return -1;
-    }
-    if (root && root->type != WF_NODE_MAP) {
-        snprintf(m->err, sizeof(m->err), "%s:%u:%u: mesh config must be a mapping", name,
+    else if (root && root->type != WF_NODE_MAP)
+        snprintf(m->err, sizeof(m->err), "%s:%u:%u: mesh networks must be a mapping", name,
                  root->line, root->col);
+    else
+        m->networks = root;
+    if (rc != 0 || (root && root->type != WF_NODE_MAP)) {
         *err = m->err;
         return -1;
     }
-    *out = root;
     return 0;
+}
+
+static int parse_text(wf_meshcfg *m, const char *name, const char *buf, size_t len,
+                      const wf_node **out, const char **err)
+{
+    int rc = wf_meshcfg_parse_text(&m->arena, buf, len, name, 0, true, out, m->err, sizeof m->err);
+    if (rc != 0)
+        *err = m->err;
+    return rc ? -1 : 0;
 }
 
 wf_meshcfg *wf_meshcfg_new_default(void)
@@ -164,7 +404,7 @@ int wf_meshcfg_load_networks(wf_meshcfg *m, const char *path, const char **err)
     size_t len;
     if (read_file(m, path, &buf, &len, err))
         return -1;
-    int rc = parse_text(m, path, buf, len, &m->networks, err);
+    int rc = parse_networks(m, path, buf, len, err);
     free(buf);
     return rc;
 }

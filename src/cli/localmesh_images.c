@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/meshcfg.h"
 #include "cli/localmesh_internal.h"
 #include "model/parse.h"
 
@@ -239,26 +240,17 @@ static int first_doc(wf_node *root, uint32_t line, uint32_t col, void *arg)
     return 0;
 }
 
-/* Parse MeshConfig text (a map, or empty); origin names it in errors. */
+/* Parse MeshConfig text (a map, or empty; with allow_configmap also a ConfigMap holding it in
+ * data.mesh) as weft-pilot does (wf_meshcfg_parse_text); origin names it in errors. */
 static int parse_mesh(wf_lm_plan *p, const char *text, const char *origin, uint32_t line0,
-                      const wf_node **out, wf_strbuf *err)
+                      bool allow_configmap, const wf_node **out, wf_strbuf *err)
 {
-    wf_parse_error pe = {0};
-    wf_node *root = NULL;
-    int rc = wf_parse_yaml(&p->arena, text, strlen(text), first_doc, &root, &pe);
-    if (rc < 0)
-        return -1;
-    if (rc > 0) {
-        wf_strbuf_printf(err, "%s:%u:%u: MeshConfig: %s", origin, line0 + pe.line, pe.col,
-                         pe.message);
-        return -1;
-    }
-    if (root && root->type != WF_NODE_MAP && root->type != WF_NODE_NULL) {
-        wf_strbuf_printf(err, "%s: MeshConfig: want a map of fields", origin);
-        return -1;
-    }
-    *out = root;
-    return 0;
+    char why[1024];
+    int rc = wf_meshcfg_parse_text(&p->arena, text, strlen(text), origin, line0, allow_configmap,
+                                   out, why, sizeof why);
+    if (rc > 0)
+        wf_strbuf_puts(err, why);
+    return rc ? -1 : 0;
 }
 
 static char *read_text(const char *path, wf_strbuf *err)
@@ -289,7 +281,7 @@ static int mesh_from_file(wf_lm_plan *p, const char *path, const wf_node **mesh,
     char *text = read_text(path, err);
     if (!text)
         return -1;
-    int rc = parse_mesh(p, text, path, 0, mesh, err);
+    int rc = parse_mesh(p, text, path, 0, true, mesh, err);
     free(text);
     p->mesh_file = p->mesh_origin = path;
     return rc;
@@ -337,7 +329,7 @@ int lm_mesh_config(wf_lm_plan *p, const wf_lm_opts *o, const wf_store *s, const 
         if (!p->mesh_file || !p->mesh_origin)
             return -1;
         /* a block scalar starts on the line after its key */
-        return parse_mesh(p, p->mesh_text, cm->file, cm->json ? 0 : text->line, mesh, err);
+        return parse_mesh(p, p->mesh_text, cm->file, cm->json ? 0 : text->line, false, mesh, err);
     }
     const char *plain = wf_arena_printf(&p->arena, "%s/mesh.yaml", p->dir);
     if (!plain)
@@ -361,10 +353,30 @@ static int add_metadata(wf_lm_plan *p, const wf_node *md, lm_strv *env)
     return 0;
 }
 
+/* "FILE:L:C: Kind ns/name: spec.template.metadata.annotations[proxy.istio.io/config]: why" */
+static const char *annotation_error(wf_lm_plan *p, const wf_resource *r, const wf_kvs *annotations,
+                                    const char *why)
+{
+    const wf_node *at = NULL;
+    for (size_t i = 0; i < annotations->n; i++)
+        if (strcmp(annotations->items[i].key, "proxy.istio.io/config") == 0)
+            at = annotations->items[i].node;
+    wf_strbuf b = WF_STRBUF_INIT;
+    lm_where(&b, r, at);
+    wf_strbuf_printf(&b,
+                     ": %s %s/%s: spec.template.metadata.annotations[proxy.istio.io/config]: "
+                     "%s (Istio's sidecar injector refuses the pod)",
+                     r->kind_name, *r->ns ? r->ns : p->default_ns, r->name, why);
+    const char *out = wf_strbuf_failed(&b) ? NULL : wf_arena_strdup(&p->arena, wf_strbuf_cstr(&b));
+    wf_strbuf_free(&b);
+    return out;
+}
+
 int lm_proxy_config_doc(wf_lm_plan *p, const wf_resource *r, const wf_kvs *annotations,
-                        const wf_node **doc, wf_strbuf *err)
+                        const wf_node **doc, const char **pod_error)
 {
     *doc = NULL;
+    *pod_error = NULL;
     const char *pc = wf_kvs_get(annotations, "proxy.istio.io/config");
     if (!pc)
         return 0;
@@ -373,19 +385,14 @@ int lm_proxy_config_doc(wf_lm_plan *p, const wf_resource *r, const wf_kvs *annot
     int rc = wf_parse_yaml(&p->arena, pc, strlen(pc), first_doc, &root, &pe);
     if (rc < 0)
         return -1;
-    if (rc > 0 || (root && root->type != WF_NODE_MAP && root->type != WF_NODE_NULL)) {
-        const wf_node *at = NULL;
-        for (size_t i = 0; i < annotations->n; i++)
-            if (strcmp(annotations->items[i].key, "proxy.istio.io/config") == 0)
-                at = annotations->items[i].node;
-        lm_where(err, r, at);
-        wf_strbuf_printf(err,
-                         ": %s %s/%s: spec.template.metadata.annotations[proxy.istio.io/config]: "
-                         "%s",
-                         r->kind_name, r->ns, r->name,
-                         rc > 0 ? pe.message : "want a ProxyConfig map");
-        return -1;
-    }
+    char why[640];
+    if (rc > 0)
+        snprintf(why, sizeof why, "does not parse (line %u, column %u of the value): %s", pe.line,
+                 pe.col, pe.message);
+    else if (root && root->type != WF_NODE_MAP && root->type != WF_NODE_NULL)
+        snprintf(why, sizeof why, "want a ProxyConfig map, not %s", wf_node_kind_name(root));
+    if (rc > 0 || (root && root->type != WF_NODE_MAP && root->type != WF_NODE_NULL))
+        return (*pod_error = annotation_error(p, r, annotations, why)) ? 0 : -1;
     *doc = root && root->type == WF_NODE_MAP ? root : NULL;
     return 0;
 }

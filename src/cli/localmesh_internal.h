@@ -1,7 +1,8 @@
 /*
  * localmesh_internal.h - shared by the planning files (localmesh_plan.c, localmesh_images.c,
  * localmesh_stats.c): the image map (weft-local.yaml), MeshConfig discovery, ProxyConfig
- * proxyMetadata and stats inclusion, and small arena helpers. Everything allocated here lives in the plan's arena.
+ * proxyMetadata and stats inclusion, and small arena helpers. Everything allocated here lives in
+ * the plan's arena.
  */
 #ifndef WF_CLI_LOCALMESH_INTERNAL_H
 #define WF_CLI_LOCALMESH_INTERNAL_H
@@ -66,9 +67,11 @@ int lm_mesh_config(wf_lm_plan *p, const wf_lm_opts *o, const wf_store *s, const 
 
 /* The template annotation proxy.istio.io/config of workload r, parsed once (YAML or JSON
  * ProxyConfig, in the plan's arena): *doc is the map, or NULL when the annotation is absent
- * or empty. Returns 0, or -1 with err naming the file, workload and annotation. */
+ * or empty. One that does not parse, or is not a map, stops only r's pods, as Istio's sidecar
+ * injector refuses them: *pod_error is then an arena message naming the file, workload,
+ * annotation and the parse error. Returns 0, or -1 when out of memory. */
 int lm_proxy_config_doc(wf_lm_plan *p, const wf_resource *r, const wf_kvs *annotations,
-                        const wf_node **doc, wf_strbuf *err);
+                        const wf_node **doc, const char **pod_error);
 
 /* Proxy environment for a workload: MeshConfig defaultConfig.proxyMetadata, then pc's
  * (the annotation's ProxyConfig, NULL when none) proxyMetadata. */

@@ -256,8 +256,12 @@ static int plan_proxy_config(planner *pl, const wf_resource *r, lm_strv *env, wf
     const wf_kvs none = {0};
     const wf_kvs *annotations = r ? &r->t.workload->template_annotations : &none;
     const wf_node *pc = NULL;
-    if ((r && lm_proxy_config_doc(pl->p, r, annotations, &pc, pl->err) != 0) ||
-        lm_proxy_env(pl->p, pl->mesh, pc, env) != 0)
+    *error = NULL;
+    if (r && lm_proxy_config_doc(pl->p, r, annotations, &pc, error) != 0)
+        return -1;
+    if (*error) /* not started: Istio's injector refuses the pod */
+        return 0;
+    if (lm_proxy_env(pl->p, pl->mesh, pc, env) != 0)
         return -1;
     return lm_proxy_stats(pl->p, pl->mesh, r, annotations, pc, env, stats, error, pl->err);
 }

@@ -14,9 +14,11 @@
  * normally DIR/weft-local.yaml); without one every image runs `weft-app`.
  *
  * A pod whose proxy would refuse its bootstrap (a bad pattern in its stats inclusion
- * annotations or in proxy.istio.io/config's proxyStatsMatcher: localmesh_stats.c) is planned
- * with `error` set and gets no processes, no Pod object and no bootstrap; the other pods run.
- * A bad pattern in MeshConfig's defaultConfig.proxyStatsMatcher fails the plan.
+ * annotations or in proxy.istio.io/config's proxyStatsMatcher: localmesh_stats.c), or that
+ * Istio's sidecar injector would refuse (a proxy.istio.io/config that does not parse, is not
+ * a map, or has a proxyStatsMatcher protobuf JSON refuses), is planned with `error` set and
+ * gets no processes, no Pod object and no bootstrap; the other pods run. The same mistakes in
+ * MeshConfig's defaultConfig.proxyStatsMatcher fail the plan.
  *
  * Ownership: a plan owns everything it points to (one arena); free it with
  * wf_lm_plan_free(). Errors: -1 with a message in err naming the file, line and field.
@@ -80,8 +82,8 @@ typedef struct wf_lm_pod {
     size_t nproxy_env; /* ProxyConfig proxyMetadata as "K=V" (MeshConfig, then annotation) */
     const char **proxy_env;
     wf_psc_in stats;       /* the proxy's stats inclusion inputs (stats.ips unset: see pod ip) */
-    const char *error;     /* why the pod is not started (its proxy would refuse its bootstrap:
-                              a bad proxyStatsMatcher pattern), NULL when fine */
+    const char *error;     /* why the pod is not started (its proxy would refuse its bootstrap,
+                              or the injector the pod: see above), NULL when fine */
     const char *bootstrap; /* STATE/bootstrap/<pod>.<ns>.bootstrap (JSON; NULL without proxy) */
     const char *pod_file;  /* STATE/pods/<ns>.<pod>.json: the Pod object pilot reads */
 } wf_lm_pod;

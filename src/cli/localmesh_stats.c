@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/meshcfg.h"
 #include "cli/localmesh_internal.h"
 
 /* ---- reading ProxyStatsMatcher ------------------------------------------------------------ */
@@ -143,8 +144,9 @@ static bool env_true(const lm_strv *env, const char *key)
     return false;
 }
 
-/* Read the ProxyConfig lists: pod's when it sets proxyStatsMatcher, else MeshConfig's.
- * Returns 0, 1 (bad; *msg filled) or -1. */
+/* Read the ProxyConfig lists: pod's when it sets proxyStatsMatcher, else MeshConfig's, checked
+ * as protobuf JSON decodes a ProxyStatsMatcher (wf_meshcfg_check_stats_matcher: no unknown
+ * field, lists of strings). Returns 0, 1 (bad; *msg filled) or -1. */
 static int pick_matcher(wf_lm_plan *p, const wf_node *mesh, const wf_resource *r,
                         const wf_kvs *annotations, const wf_node *pc, wf_psc_in *out,
                         bool *from_pod, wf_strbuf *msg)
@@ -153,15 +155,22 @@ static int pick_matcher(wf_lm_plan *p, const wf_node *mesh, const wf_resource *r
     *from_pod = psm && psm->type != WF_NODE_NULL;
     if (!*from_pod)
         psm = wf_node_path(mesh, "defaultConfig.proxyStatsMatcher");
+    char why[512];
+    uint32_t line, col;
     const char *bad = NULL;
-    int rc = read_matcher(p, psm, out->pc, &bad);
+    int rc = wf_meshcfg_check_stats_matcher(psm, "proxyStatsMatcher", why, sizeof why, &line, &col)
+                 ? 1
+                 : read_matcher(p, psm, out->pc, &bad);
     if (rc != 1)
         return rc;
+    if (bad)
+        snprintf(why, sizeof why, "proxyStatsMatcher%s%s: want a list of strings", *bad ? "." : "",
+                 bad);
     if (*from_pod)
         workload_where(msg, p, r, annotations, "proxy.istio.io/config");
     else
         wf_strbuf_printf(msg, "%s: defaultConfig.", p->mesh_origin ? p->mesh_origin : "MeshConfig");
-    wf_strbuf_printf(msg, "proxyStatsMatcher%s%s: want a list of strings", *bad ? "." : "", bad);
+    wf_strbuf_puts(msg, why);
     return 1;
 }
 

@@ -173,3 +173,57 @@ def test_bad_mesh_regex_fails_up(tmp_path):
     assert re.search(r"Error: \S+/mesh\.yaml: defaultConfig\.proxyStatsMatcher\."
                      r"inclusionRegexps\[0\] \"envoy_\(\": error parsing regexp", p.stderr), \
         p.stderr
+
+
+def test_unparsable_proxy_config_stops_only_its_pod(tmp_path):
+    """A proxy.istio.io/config that does not parse stops only its workload's pods (Istio's
+    injector refuses them), with file:line, the workload, the annotation and the parse
+    error; the other pods run."""
+    d = manifests(tmp_path, annotations="        proxy.istio.io/config: 'proxyStatsMatcher: [1'")
+    (d / "ok.yaml").write_text((DEPLOYMENT % "").replace("name: web,", "name: ok,"))
+    p = run_weftctl("up", d, "--state", tmp_path / "state", "--print-bootstrap", "?")
+    assert p.returncode == 1
+    assert re.search(r"Error: pod web-\S+\.shop is not started .*: \S+/web\.yaml:\d+:\d+: "
+                     r"Deployment shop/web: spec\.template\.metadata\.annotations\[proxy\.istio\."
+                     r"io/config\]: does not parse \(line \d+, column \d+ of the value\): yaml: ",
+                     p.stderr), p.stderr
+    assert "Deployment shop/ok" not in p.stderr, p.stderr
+    ok = print_bootstrap(d, pod_prefix="ok-")
+    assert ok["stats_config"]["stats_matcher"]["inclusion_list"]["patterns"]
+
+
+@pytest.mark.parametrize("matcher,why", [
+    ("{exclusionRegexps: [x]}", r"proxyStatsMatcher\.exclusionRegexps: unknown field"),
+    ("{inclusionPrefixes: [5]}",
+     r"proxyStatsMatcher\.inclusionPrefixes\[0\]: want a string, not integer"),
+])
+def test_annotation_matcher_refused_like_protobuf_json(tmp_path, matcher, why):
+    """proxy.istio.io/config's proxyStatsMatcher is decoded as a ProxyStatsMatcher: an unknown
+    field or a number where a string goes stops that workload's pods, never ignored."""
+    d = manifests(tmp_path, annotations="        proxy.istio.io/config: |\n"
+                                        "          proxyStatsMatcher: %s" % matcher)
+    (d / "ok.yaml").write_text((DEPLOYMENT % "").replace("name: web,", "name: ok,"))
+    p = run_weftctl("up", d, "--state", tmp_path / "state", "--print-bootstrap", "?")
+    assert p.returncode == 1
+    assert re.search(r"Error: pod web-\S+\.shop is not started .*\S+/web\.yaml:\d+:\d+: "
+                     r"Deployment shop/web: spec\.template\.metadata\.annotations\[proxy\.istio\."
+                     r"io/config\]: " + why, p.stderr), p.stderr
+    assert print_bootstrap(d, pod_prefix="ok-")["stats_config"]
+
+
+@pytest.mark.parametrize("matcher,where,why", [
+    ("    exclusionRegexps: [x]\n", ":3:5:",
+     r"defaultConfig\.proxyStatsMatcher\.exclusionRegexps: unknown field"),
+    ("    inclusionPrefixes: [5]\n", ":3:25:",
+     r"defaultConfig\.proxyStatsMatcher\.inclusionPrefixes\[0\]: want a string, not integer"),
+])
+def test_mesh_matcher_refused_like_protobuf_json(tmp_path, matcher, where, why):
+    """MeshConfig defaultConfig.proxyStatsMatcher, decoded as Istio does: an unknown field or a
+    number in a list of strings fails `up`, naming mesh.yaml:line:col and the field."""
+    d = manifests(tmp_path)
+    (d / "mesh.yaml").write_text("defaultConfig:\n  proxyStatsMatcher:\n" + matcher)
+    p = run_weftctl("up", d, "--state", tmp_path / "state", "--print-bootstrap", "?")
+    assert p.returncode == 1
+    assert re.search(r"Error: \S+/mesh\.yaml" + where + " MeshConfig: " + why, p.stderr), \
+        p.stderr
+    assert "is not started" not in p.stderr

@@ -338,3 +338,59 @@ def test_b022_unparsable_json_log_format_falls_back(pilot_exe, dirs, tmp_path, f
     finally:
         rc = stop_process(proc)
     assert rc == 0, proc.stderr_text()
+
+
+def test_configmap_mesh_config_is_read(pilot_exe, dirs):
+    """--meshConfig given the istio ConfigMap (examples/catalog/mesh.yaml, the file weftctl up
+    takes too): pilot reads its data.mesh, as istiod reads the ConfigMap's mesh key, so every
+    HCM carries the JSON access log to /dev/stdout. It was silently ignored."""
+    cfg, pods = dirs
+    mesh = os.path.join(ROOT, "examples", "catalog", "mesh.yaml")
+    proc, addrs = start_process([pilot_exe, "--config-dir", cfg, "--config-dir", pods,
+                                 "--meshConfig", mesh, "--grpcAddr", "127.0.0.1:0",
+                                 "--monitoringAddr", "127.0.0.1:0", "--debounce-after-ms", "50"],
+                                count=2)
+    try:
+        mon = addrs[1][1]
+        (pods / "catalog-v1-abc.yaml").write_text(POD % "127.10.0.5")
+
+        def dump():
+            s, b = get(mon, "/debug/config_dump?proxyID=catalog-v1-abc.default")
+            d = json.loads(b) if s == 200 else None
+            lds = [c for c in d["configs"] if c["@type"].endswith("ListenersConfigDump")] if d else []
+            return lds[0] if lds and lds[0].get("dynamic_listeners") else None
+        lds = poll(dump)
+        hcms = [f["typed_config"] for l in lds["dynamic_listeners"]
+                for fc in l["active_state"]["listener"].get("filter_chains", [])
+                for f in fc.get("filters", [])
+                if f.get("name") == "envoy.filters.network.http_connection_manager"]
+        assert hcms
+        for h in hcms:
+            log = h["access_log"][0]["typed_config"]
+            assert log["path"] == "/dev/stdout", log
+            assert "json_format" in log["log_format"], log
+        assert "config error" not in proc.stderr_text(), proc.stderr_text()
+    finally:
+        rc = stop_process(proc)
+    assert rc == 0, proc.stderr_text()
+
+
+@pytest.mark.parametrize("text,where,why", [
+    ("accessLogFile: /dev/stdout\nacessLogEncoding: JSON\n", ":2:1:",
+     "acessLogEncoding: unknown field"),
+    ("apiVersion: apps/v1\nkind: Deployment\n", ":2:7:", "kind Deployment: want the MeshConfig"),
+    ("defaultConfig:\n  proxyStatsMatcher:\n    inclusionPrefixes: [5]\n", ":3:25:",
+     "defaultConfig.proxyStatsMatcher.inclusionPrefixes[0]: want a string"),
+])
+def test_mesh_config_refused_names_file_line(pilot_exe, dirs, tmp_path, text, where, why):
+    """A MeshConfig protobuf JSON refuses (an unknown top-level field, another kind of
+    resource, a number in a list of strings) is refused at start, naming file:line:col and the
+    field, never ignored."""
+    cfg, pods = dirs
+    mesh = tmp_path / "mesh.yaml"
+    mesh.write_text(text)
+    r = subprocess.run([pilot_exe, "--config-dir", cfg, "--meshConfig", mesh, "--grpcAddr",
+                        "127.0.0.1:0", "--monitoringAddr", "127.0.0.1:0"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1, r.stderr
+    assert str(mesh) + where + " MeshConfig: " + why in r.stderr, r.stderr

@@ -174,12 +174,74 @@ static void bad_mesh_pattern_fails_plan(void **state)
     done(&f);
 }
 
+/* An annotation that does not parse stops only its workload's pods, as a bad pattern does
+ * (Istio's injector refuses the pod); so does a proxyStatsMatcher protobuf JSON refuses. */
+static void bad_annotation_config_stops_its_pod(void **state)
+{
+    static const char *const yaml =
+        WORKLOAD("good", "") WORKLOAD("unparsable", "        proxy.istio.io/config: "
+                                                    "'proxyStatsMatcher: [1'\n")
+            WORKLOAD("unknown", "        proxy.istio.io/config: |\n"
+                                "          proxyStatsMatcher: {exclusionRegexps: [x]}\n")
+                WORKLOAD("number", "        proxy.istio.io/config: |\n"
+                                   "          proxyStatsMatcher: {inclusionPrefixes: [5]}\n");
+    fixture f;
+    if (plan(&f, yaml) != 0)
+        fail_msg("%s", wf_strbuf_cstr(&f.err));
+    const wf_lm_pod *good = pod_of(f.plan, "good");
+    assert_null(good->error);
+    assert_true(has_proc_of(f.plan, good));
+    static const struct {
+        const char *owner, *want;
+    } cases[] = {
+        {"unparsable", "t.yaml:21:32: Deployment n/unparsable: spec.template.metadata.annotations["
+                       "proxy.istio.io/config]: does not parse (line 2, column 1 of the value): "
+                       "yaml: did not find "
+                       "expected ',' or ']'"},
+        {"unknown", "Deployment n/unknown: spec.template.metadata.annotations[proxy.istio.io/"
+                    "config]: proxyStatsMatcher.exclusionRegexps: unknown field"},
+        {"number", "annotations[proxy.istio.io/config]: proxyStatsMatcher.inclusionPrefixes[0]: "
+                   "want a string, not integer"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const wf_lm_pod *pod = pod_of(f.plan, cases[i].owner);
+        if (!pod->error || !strstr(pod->error, cases[i].want))
+            fail_msg("%s: \"%s\" lacks \"%s\"", cases[i].owner,
+                     pod->error ? pod->error : "(no error)", cases[i].want);
+        assert_false(has_proc_of(f.plan, pod));
+    }
+    done(&f);
+}
+
+/* In MeshConfig the same mistakes stop the plan, naming the file and the field. */
+static void bad_mesh_matcher_fields_fail_plan(void **state)
+{
+    static const struct {
+        const char *mesh, *want;
+    } cases[] = {
+        {MESH("        exclusionRegexps: [x]\n"),
+         "t.yaml:8:5: MeshConfig: defaultConfig.proxyStatsMatcher.exclusionRegexps: unknown field"},
+        {MESH("        inclusionPrefixes: [5]\n"),
+         "t.yaml:8:25: MeshConfig: defaultConfig.proxyStatsMatcher.inclusionPrefixes[0]: want a "
+         "string, not integer"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fixture f;
+        assert_int_equal(plan(&f, cases[i].mesh), -1);
+        if (!strstr(wf_strbuf_cstr(&f.err), cases[i].want))
+            fail_msg("\"%s\" lacks \"%s\"", wf_strbuf_cstr(&f.err), cases[i].want);
+        done(&f);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(mesh_default_and_overrides),
         cmocka_unit_test(bad_annotation_stops_its_pod),
         cmocka_unit_test(bad_mesh_pattern_fails_plan),
+        cmocka_unit_test(bad_annotation_config_stops_its_pod),
+        cmocka_unit_test(bad_mesh_matcher_fields_fail_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
