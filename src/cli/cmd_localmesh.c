@@ -418,8 +418,7 @@ static int up_plan(const wf_flag *flags, const char *dir, wf_lm_plan **p)
     for (size_t i = 0; rc == 0 && i < (*p)->npods; i++)
         if ((*p)->pods[i].error)
             fprintf(stderr,
-                    "Error: pod %s.%s is not started (its proxy would refuse the "
-                    "bootstrap; the other pods run): %s\n",
+                    "Error: pod %s.%s is not started (the other pods run): %s\n",
                     (*p)->pods[i].name, (*p)->pods[i].ns, (*p)->pods[i].error);
     free(self);
     wf_strbuf_free(&err);

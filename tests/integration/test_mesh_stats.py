@@ -157,8 +157,8 @@ def test_bad_annotation_regex_stops_only_its_pod(tmp_path):
     (d / "ok.yaml").write_text((DEPLOYMENT % "").replace("name: web,", "name: ok,"))
     p = run_weftctl("up", d, "--state", tmp_path / "state", "--print-bootstrap", "?")
     assert p.returncode == 1
-    assert re.search(r"Error: pod web-\S+\.shop is not started \(its proxy would refuse the "
-                     r"bootstrap; the other pods run\): \S+/web\.yaml:\d+:\d+: Deployment "
+    assert re.search(r"Error: pod web-\S+\.shop is not started \(the other pods run\): "
+                     r"\S+/web\.yaml:\d+:\d+: Deployment "
                      r"shop/web: spec\.template\.metadata\.annotations\[sidecar\.istio\.io/"
                      r"statsInclusionRegexps\]: item 0 \"\(x\": error parsing regexp: "
                      r"missing closing \)", p.stderr), p.stderr
