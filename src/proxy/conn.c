@@ -851,6 +851,11 @@ void wp_stream_local_reply(wp_stream *s, int status, const char *body, const cha
     size_t nops;
     resp_ops(s, ops, &nops);
     wp_hops_emit(b, ops, nops, NULL, 0);
+    if (nops && d->listener->hcm.naccess_logs) { /* %RESP()% sees the added fields too */
+        s->nresp_hdrs = wp_hops_view(s->resp_hdrs, 0, WP_MAX_HEADERS, ops, nops);
+        s->si.response_headers = s->resp_hdrs;
+        s->si.nresponse_headers = s->nresp_hdrs;
+    }
     if (end_head(s, b, d->close_after || !s->req.keep_alive, false) != 0)
         return;
     s->si.bytes_sent = blen;
@@ -960,12 +965,14 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
     }
     if (s->vhost && s->vhost->include_attempt_count_in_response)
         wp_hdr_put_num(b, "x-envoy-attempt-count", 21, s->si.attempt_count);
+    if (keep && nops) /* %RESP()% sees the route's additions and removals, as in Envoy */
+        s->nresp_hdrs = wp_hops_view(s->resp_hdrs, s->nresp_hdrs, WP_MAX_HEADERS, ops, nops);
     if (s->nresp_hdrs < WP_MAX_HEADERS) { /* seen by %RESP()% as Envoy's logs see it */
         h1_header *h = &s->resp_hdrs[s->nresp_hdrs++];
         h->name = (h1_str){"x-envoy-upstream-service-time", 29};
         h->value = (h1_str){s->ust_buf, (size_t)ul};
-        s->si.nresponse_headers = s->nresp_hdrs;
     }
+    s->si.nresponse_headers = s->nresp_hdrs;
     if (end_head(s, b, s->resp_close, upgrade) != 0)
         return;
     if (!keep) { /* the fields pointed into the upstream's buffer: nobody reads them later */

@@ -38,6 +38,14 @@ bool wp_hops_drops(const wp_header_ops *const *ops, size_t n, const h1_str *name
 void wp_hops_emit(wf_strbuf *b, const wp_header_ops *const *ops, size_t n, const h1_header *have,
                   size_t nhave);
 
+/* The fields hdrs[0..n) as the serialised head has them after ops[0..nops): the dropped ones
+ * removed, the added ones appended (at most WP_HOPS_VIEW_ADDS of them, while fewer than cap
+ * fields). Rewrites hdrs in place; the added fields point into the ops' configuration, which
+ * must outlive their use. Returns the new count. What Envoy's access log sees of a response. */
+#define WP_HOPS_VIEW_ADDS 32
+size_t wp_hops_view(h1_header *hdrs, size_t n, size_t cap, const wp_header_ops *const *ops,
+                    size_t nops);
+
 /* Case-insensitive comparison of a field name (h1_str *) with a lower-case literal. */
 #define WP_NAME_IS(n, lit)                                                                         \
     ((n)->len == sizeof(lit) - 1 && strncasecmp((n)->p, lit, sizeof(lit) - 1) == 0)

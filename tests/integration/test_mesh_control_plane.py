@@ -204,8 +204,10 @@ def test_opt_in_readiness_goes_not_ready_and_does_not_flap(mesh):
     fake = AcceptAndClose(mesh.grpc_port)
     try:
         seen = collections.Counter()
-        end = time.monotonic() + 4
-        while time.monotonic() < end:
+        # watch at least 4 s, and until the proxy has opened (and lost) two streams: its
+        # back-off grows while pilot is away, so a loaded machine may need longer
+        end, limit = time.monotonic() + 4, time.monotonic() + 20
+        while time.monotonic() < end or (fake.accepted < 2 and time.monotonic() < limit):
             seen[gw.ready_status()] += 1
             time.sleep(0.05)
         assert seen == {503: sum(seen.values())}, seen  # no flap through the reconnect loop
@@ -216,8 +218,11 @@ def test_opt_in_readiness_goes_not_ready_and_does_not_flap(mesh):
     mesh.restart_pilot()
     wait_for(lambda: stat(gw, "control_plane.weft.connected_seconds") >= 1, timeout=40,
              interval=0.02, what="the stream up again")
-    # up for about one second: still inside the two-second stability period
-    assert gw.ready_status() == 503
+    # up for about one second: still inside the two-second stability period (checked only
+    # when the stream is seen, after the answer, to have been up for less than 2 s)
+    status = gw.ready_status()
+    if stat(gw, "control_plane.weft.connected_seconds") < 2:
+        assert status == 503
     wait_for(lambda: gw.ready_status() == 200, timeout=10, what="ready after the stability period")
     mesh.wait_synced(timeout=20)
 

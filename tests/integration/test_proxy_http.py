@@ -1341,3 +1341,22 @@ def test_internal_request_per_try_timeout_header(apps, proxy_factory):
         (resp,), _ = read_responses(s, 1)
     assert resp[0] == 504
     assert json_log(proxy, 2)[1]["response_code_details"] == "upstream_per_try_timeout"
+
+
+def test_resp_operator_sees_route_header_mutations(apps, proxy_factory):
+    """%RESP()% logs the response as the client got it: the route's
+    response_headers_to_add (upstream responses and local replies) and removals."""
+    fmt = "%RESPONSE_CODE% %RESP(X-ADDED)% %RESP(CONTENT-TYPE)% %RESP(X-WEFT-APP)%\n"
+    ok = route(prefix="/healthz", cluster="backend",
+               resp_add=[("x-added", "yes")], resp_remove=["content-type"])
+    nc = route(prefix="/", cluster="missing", resp_add=[("x-added", "local")])
+    rc = route_config([vhost("all", ["*"], [ok, nc])])
+    lst = listener(rc, access_logs=[access_log("@LOG:m@", fmt=fmt)])
+    proxy = proxy_factory(bootstrap([lst], [cluster("backend", [apps["a"]])]))
+    status, headers, _ = proxy.request("GET", "/healthz")
+    assert status == 200 and headers.get("x-added") == "yes" and "content-type" not in headers
+    assert proxy.request("GET", "/other")[0] == 503
+    first, second = proxy.access_log_lines(2, name="m")
+    assert first.split()[:3] == ["200", "yes", "-"], first
+    assert first.split()[3] != "-", "an untouched upstream field is still logged"
+    assert second == "503 local - -"

@@ -53,6 +53,29 @@ static void test_append_actions(void **state)
     wf_strbuf_free(&b);
 }
 
+/* The logged view: the same adds as the serialised head, dropped fields gone, the untouched
+ * ones kept in order. */
+static void test_view_matches_emit(void **state)
+{
+    (void)state;
+    h1_header hdrs[8] = {{{"X-Present", 9}, {"1", 1}},
+                         {{"X-Gone", 6}, {"g", 1}},
+                         {{"Content-Type", 12}, {"text/plain", 10}}};
+    wp_header_add adds[] = {add("x-a", "1", WP_APPEND_IF_EXISTS_OR_ADD),
+                            add("x-present", "4", WP_OVERWRITE_IF_EXISTS),
+                            add("x-absent2", "5", WP_OVERWRITE_IF_EXISTS)};
+    const char *rm[] = {"x-gone"};
+    wp_header_ops o = {adds, 3, rm, 1};
+    const wp_header_ops *ops[] = {&o};
+    size_t n = wp_hops_view(hdrs, 3, 8, ops, 1);
+    assert_int_equal(n, 3);
+    assert_memory_equal(hdrs[0].name.p, "Content-Type", 12);
+    assert_memory_equal(hdrs[1].name.p, "x-a", 3);
+    assert_memory_equal(hdrs[2].name.p, "x-present", 9);
+    assert_memory_equal(hdrs[2].value.p, "4", 1);
+    assert_int_equal(wp_hops_view(hdrs, 3, 3, ops, 1), 3); /* cap: nothing beyond it */
+}
+
 static void test_put_num(void **state)
 {
     (void)state;
@@ -68,6 +91,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_least_specific_overwrite_wins),
         cmocka_unit_test(test_append_actions),
+        cmocka_unit_test(test_view_matches_emit),
         cmocka_unit_test(test_put_num),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
