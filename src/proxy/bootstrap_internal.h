@@ -89,9 +89,6 @@ bool bs_buffer_limits(bs *b, json_t *o, wp_buffer_limits *l);
  * one fails the load only when the route configuration validates clusters);
  * bootstrap_retry.c. */
 bool bs_mirror_policies(bs *b, json_t *o, wp_route *r);
-/* Parses a retry_on list into WP_RETRY_* bits. Returns 0, or -1 with *bad / *bad_len naming
- * the first unknown token. */
-int wp_retry_on_parse(const char *list, uint32_t *bits, const char **bad, size_t *bad_len);
 
 /* The fault filter (bootstrap_fault.c). bs_http_fault: an HTTPFault object into *c.
  * bs_fault_filter: a new arena filter from http_filters[i].typed_config tc (NULL = empty

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "proxy/bootstrap_internal.h"
+#include "proxy/retry.h"
 
 static const struct {
     const char *name;

@@ -206,6 +206,8 @@ struct wp_stream {
     wp_fault_stream fault; /* fault filter state (fault.c) */
     /* retries (router_retry.c); rp NULL = no retry state (none, used up, or abandoned) */
     const wp_retry_policy *rp;
+    wp_retry_policy rp_own; /* the route's policy merged with the request's retry headers */
+    uint32_t rp_codes[16];  /* rp_own's status codes: the route's, then the headers' */
     uint32_t retries_left, backoffs;
     uint64_t retry_limit;   /* retry buffer limit, bytes */
     bool retry_buffering;   /* request body kept in the retry buffer for replay */

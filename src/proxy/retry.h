@@ -57,4 +57,21 @@ uint64_t wp_retry_backoff_interval_ms(const wp_retry_policy *p, uint32_t n);
 uint64_t wp_retry_backoff_ms(const wp_retry_policy *p, uint32_t n, uint64_t random,
                              wp_jitter_mode mode);
 
+/* The policy a request runs under (RetryStateImpl's constructor, retry_state_impl.cc): the
+ * route's `route` (NULL = none), with an internal request's retry headers merged in when it
+ * carries x-envoy-retry-on or x-envoy-retry-grpc-on: their conditions OR-ed into retry_on
+ * (unknown tokens ignored; x-envoy-retry-on takes the HTTP conditions, x-envoy-retry-grpc-on
+ * the gRPC ones), x-envoy-max-retries overriding num_retries when the merged retry_on is not
+ * empty, and x-envoy-retriable-status-codes appended to the status codes (up to max_codes in
+ * all, the route's first). The merge is a copy in *own, its codes in `codes`; the route's
+ * policy is never written. Without a route policy the copy starts from the defaults
+ * (num_retries 1, 25 ms back-off). Returns `route` when no header applies. */
+const wp_retry_policy *wp_retry_request_policy(const wp_retry_policy *route, const h1_header *hdrs,
+                                               size_t nhdrs, wp_retry_policy *own, uint32_t *codes,
+                                               size_t max_codes);
+
+/* Parses a retry_on list (comma-separated, Envoy's condition names) into WP_RETRY_* bits
+ * (bootstrap_retry.c). Returns 0, or -1 with *bad / *bad_len naming the first unknown token. */
+int wp_retry_on_parse(const char *list, uint32_t *bits, const char **bad, size_t *bad_len);
+
 #endif

@@ -8,7 +8,10 @@
  * onUpstreamReset, onUpstreamHeaders, onPerTryTimeout; retry_state_impl.cc shouldRetry):
  *  - a stream has retry state when its route (or virtual host) has a retry policy with a
  *    retry_on condition, and it is not an upgrade; num_retries 0 still has state (a
- *    matching failure then gets URX);
+ *    matching failure then gets URX); an internal request's x-envoy-retry-on,
+ *    x-envoy-retry-grpc-on, x-envoy-max-retries and x-envoy-retriable-status-codes are
+ *    merged into a per-stream copy of that policy, or of the defaults when there is none
+ *    (retry.c wp_retry_request_policy; external requests lost them in conn.c);
  *  - while the state exists every request body byte is also kept for replay, up to the
  *    limit: request_body_buffer_limit, else min(per_request_buffer_limit_bytes, the
  *    listener's per_connection_buffer_limit_bytes), else the latter (1 MiB default);
@@ -68,6 +71,9 @@ static void choose_shadows(wp_stream *s)
 void wp_retry_begin(wp_stream *s)
 {
     const wp_retry_policy *p = s->route ? s->route->retry : NULL;
+    if (s->route && !s->upgrade) /* the retry headers reach here only on internal requests */
+        p = wp_retry_request_policy(p, s->hdrs, s->req.nheaders, &s->rp_own, s->rp_codes,
+                                    sizeof(s->rp_codes) / sizeof(s->rp_codes[0]));
     if (s->route && s->route->nmirrors && !s->upgrade)
         choose_shadows(s);
     if (p && p->retry_on && !s->upgrade) {

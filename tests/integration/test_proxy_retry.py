@@ -548,3 +548,86 @@ def test_request_timeout_is_the_connection_managers_not_the_routes(proxy_factory
     line = _log(p, 2)[1]
     assert line["response_code_details"] == "request_overall_timeout"
     assert line["response_flags"] == "-"
+
+
+# ---------- the retry headers of internal requests (RetryStateImpl, retry_state_impl.cc) ----------
+
+def _proxy_hcm(proxy_factory, ports, policy=None, use_remote_address=True):
+    """use_remote_address true: the test client (loopback, no x-forwarded-for) is internal;
+    false with no x-forwarded-for: external, its x-envoy-retry-* headers are dropped."""
+    rt = route(prefix="/", cluster="backend", retry_policy=policy)
+    lst = listener(route_config([vhost("all", ["*"], [rt])]),
+                   access_logs=[access_log(json_format=ISTIO_JSON_FORMAT)],
+                   use_remote_address=use_remote_address)
+    return proxy_factory(bootstrap(listeners=[lst], clusters=[cluster("backend", list(ports))]))
+
+
+RETRY_HEADERS = {"x-envoy-retry-on": "5xx", "x-envoy-max-retries": "2"}
+
+
+def test_internal_request_retry_headers_without_route_policy(proxy_factory, upstreams):
+    up = upstreams([("status", 503), ("status", 503), "200"])
+    p = _proxy_hcm(proxy_factory, [up.port])
+    status, _, body = p.request("GET", "/x", headers=RETRY_HEADERS)
+    assert (status, body) == (200, b"received=0")
+    assert up.count() == 3
+    assert _stat(p, "upstream_rq_retry") == 2
+    for r in up.requests:  # consumed by the router
+        assert r[2].get("x-envoy-internal") == "true"
+        assert "x-envoy-retry-on" not in r[2] and "x-envoy-max-retries" not in r[2]
+
+
+def test_external_request_retry_headers_change_nothing(proxy_factory, upstreams):
+    up = upstreams([("status", 503), ("status", 503), "200"])
+    p = _proxy_hcm(proxy_factory, [up.port], use_remote_address=False)
+    assert p.request("GET", "/x", headers=RETRY_HEADERS)[0] == 503
+    assert up.count() == 1
+    assert _stat(p, "upstream_rq_retry") == 0
+    assert "x-envoy-retry-on" not in up.requests[0][2]
+
+
+def test_internal_request_retriable_status_codes_header(proxy_factory, upstreams):
+    up = upstreams([("status", 418), "200"])
+    p = _proxy_hcm(proxy_factory, [up.port])
+    status, _, _ = p.request("GET", "/", headers={
+        "x-envoy-retry-on": "retriable-status-codes",
+        "x-envoy-retriable-status-codes": "409, 418"})
+    assert status == 200 and up.count() == 2  # the route's default: one retry
+    assert "x-envoy-retriable-status-codes" not in up.requests[0][2]
+
+
+def test_internal_request_status_codes_add_to_the_routes(proxy_factory, upstreams):
+    up = upstreams([("status", 418), ("status", 503), "200"])
+    p = _proxy_hcm(proxy_factory, [up.port], {"retry_on": "retriable-status-codes",
+                                              "num_retries": 3, "retriable_status_codes": [503]})
+    assert p.request("GET", "/", headers={"x-envoy-retriable-status-codes": "418"})[0] == 200
+    assert up.count() == 3
+
+
+def test_internal_request_retry_on_is_ored_with_the_route_policy(proxy_factory, upstreams):
+    up = upstreams([("status", 503), "200", ("status", 503)])
+    p = _proxy_hcm(proxy_factory, [up.port], {"retry_on": "connect-failure", "num_retries": 1})
+    assert p.request("GET", "/", headers={"x-envoy-retry-on": "bogus, gateway-error"})[0] == 200
+    assert up.count() == 2
+    # the shared route policy is untouched: the next request, without headers, is not retried
+    assert p.request("GET", "/")[0] == 503
+    assert up.count() == 3
+
+
+def test_internal_request_max_retries_zero_overrides_the_route(proxy_factory, upstreams):
+    up = upstreams([("status", 503), "200"])
+    p = _proxy_hcm(proxy_factory, [up.port], {"retry_on": "5xx", "num_retries": 3})
+    assert p.request("GET", "/", headers={"x-envoy-max-retries": "0"})[0] == 503
+    assert up.count() == 1
+    assert _log(p)[0]["response_flags"] == "URX"
+
+
+def test_internal_request_retry_grpc_on_header(proxy_factory, upstreams):
+    up = upstreams([("headers", 200, {"grpc-status": "14"}), "200"])
+    p = _proxy_hcm(proxy_factory, [up.port])
+    p.request("GET", "/", headers={"x-envoy-retry-grpc-on": "cancelled,unavailable"})
+    assert up.count() == 2
+    up2 = upstreams([("status", 503), "200"])
+    p2 = _proxy_hcm(proxy_factory, [up2.port])  # HTTP tokens in x-envoy-retry-grpc-on: ignored
+    assert p2.request("GET", "/", headers={"x-envoy-retry-grpc-on": "5xx"})[0] == 503
+    assert up2.count() == 1

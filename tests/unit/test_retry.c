@@ -146,6 +146,55 @@ static void test_backoff_distribution(void **state)
     }
 }
 
+#define HDR(n, v)                                                                                  \
+    {                                                                                              \
+        .name = {n, sizeof(n) - 1}, .value = { v, sizeof(v) - 1 }                                  \
+    }
+
+static void test_request_headers(void **state)
+{
+    (void)state;
+    wp_retry_policy own;
+    uint32_t codes[4];
+    /* no header: the route's policy, or none */
+    const h1_header plain[] = {HDR("x-other", "1")};
+    assert_null(wp_retry_request_policy(NULL, plain, 1, &own, codes, 4));
+    wp_retry_policy route = policy("connect-failure");
+    uint32_t route_codes[] = {503};
+    route.status_codes = route_codes;
+    route.nstatus_codes = 1;
+    assert_ptr_equal(wp_retry_request_policy(&route, plain, 1, &own, codes, 4), &route);
+    /* without a route policy: the defaults, HTTP tokens only from x-envoy-retry-on */
+    const h1_header h1[] = {HDR("x-envoy-retry-on", " 5xx , bogus,unavailable"),
+                            HDR("x-envoy-max-retries", " 3 ")};
+    const wp_retry_policy *p = wp_retry_request_policy(NULL, h1, 2, &own, codes, 4);
+    assert_ptr_equal(p, &own);
+    assert_int_equal(p->retry_on, WP_RETRY_5XX);
+    assert_int_equal(p->num_retries, 3);
+    assert_int_equal(p->base_interval_ms, 25);
+    assert_int_equal(p->max_interval_ms, 250);
+    /* OR-ed with the route's; gRPC tokens only from x-envoy-retry-grpc-on; codes appended */
+    const h1_header h2[] = {HDR("x-envoy-retry-grpc-on", "cancelled,5xx"),
+                            HDR("x-envoy-max-retries", "x"),
+                            HDR("x-envoy-retriable-status-codes", "418, y,409,1,2,3")};
+    p = wp_retry_request_policy(&route, h2, 3, &own, codes, 4);
+    assert_int_equal(p->retry_on, WP_RETRY_CONNECT_FAILURE | WP_RETRY_GRPC_CANCELLED);
+    assert_int_equal(p->num_retries, 1);
+    assert_int_equal(p->nstatus_codes, 4);
+    assert_int_equal(p->status_codes[0], 503);
+    assert_int_equal(p->status_codes[1], 418);
+    assert_int_equal(p->status_codes[2], 409);
+    assert_int_equal(p->status_codes[3], 1);
+    /* the route's policy is never written */
+    assert_int_equal(route.retry_on, WP_RETRY_CONNECT_FAILURE);
+    assert_ptr_equal(route.status_codes, route_codes);
+    assert_int_equal(route.nstatus_codes, 1);
+    /* x-envoy-max-retries alone needs some condition */
+    const h1_header h3[] = {HDR("x-envoy-max-retries", "0")};
+    assert_int_equal(wp_retry_request_policy(&route, h3, 1, &own, codes, 4)->num_retries, 0);
+    assert_null(wp_retry_request_policy(NULL, h3, 1, &own, codes, 4));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -154,6 +203,7 @@ int main(void)
         cmocka_unit_test(test_responses),
         cmocka_unit_test(test_backoff_intervals),
         cmocka_unit_test(test_backoff_distribution),
+        cmocka_unit_test(test_request_headers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
