@@ -503,12 +503,9 @@ int wf_cmd_analyze(int argc, char **argv)
     wf_flag flags[F_COUNT];
     init_flags(flags);
     analyze_run run = {.flags = flags};
-    char err[512];
     int rc = WF_EXIT_ERROR;
-    if (wf_flags_parse(flags, F_COUNT, argc, argv, &run.files, &run.nfiles, err, sizeof(err))) {
-        fprintf(stderr, "Error: %s\nRun 'weftctl analyze --help' for usage.\n", err);
+    if (wf_flags_parse_cmd("analyze", flags, F_COUNT, argc, argv, &run.files, &run.nfiles))
         goto out;
-    }
     if (flags[F_HELP].bval) {
         usage(flags);
         rc = WF_EXIT_OK;

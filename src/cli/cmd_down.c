@@ -155,11 +155,10 @@ int wf_cmd_down(int argc, char **argv)
                      "dir"},
         [D_HELP] = {"help", 'h', WF_FLAG_BOOL, "Help for down", NULL},
     };
-    char **pos = NULL, err[512];
+    char **pos = NULL;
     size_t npos = 0;
     int rc = WF_EXIT_OK;
-    if (wf_flags_parse(flags, D_COUNT, argc, argv, &pos, &npos, err, sizeof err) != 0) {
-        fprintf(stderr, "Error: %s\n", err);
+    if (wf_flags_parse_cmd("down", flags, D_COUNT, argc, argv, &pos, &npos) != 0) {
         rc = WF_EXIT_USAGE;
     } else if (flags[D_HELP].bval) {
         down_usage(flags);
@@ -284,11 +283,10 @@ int wf_cmd_status(int argc, char **argv)
         [S_OUTPUT] = {"output", 'o', WF_FLAG_STRING, "Output format: table or json", "format"},
         [S_HELP] = {"help", 'h', WF_FLAG_BOOL, "Help for status", NULL},
     };
-    char **pos = NULL, err[512];
+    char **pos = NULL;
     size_t npos = 0;
     int rc = WF_EXIT_OK;
-    if (wf_flags_parse(flags, S_COUNT, argc, argv, &pos, &npos, err, sizeof err) != 0) {
-        fprintf(stderr, "Error: %s\n", err);
+    if (wf_flags_parse_cmd("status", flags, S_COUNT, argc, argv, &pos, &npos) != 0) {
         rc = WF_EXIT_USAGE;
     } else if (flags[S_HELP].bval) {
         status_usage(flags);

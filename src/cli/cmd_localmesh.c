@@ -47,11 +47,8 @@ static long now_ms(void)
 static int parse(wf_flag *flags, size_t n, int argc, char **argv, char ***pos, size_t *npos,
                  void (*usage)(const wf_flag *), size_t help_index)
 {
-    char err[512];
-    if (wf_flags_parse(flags, n, argc, argv, pos, npos, err, sizeof err) != 0) {
-        fprintf(stderr, "Error: %s\n", err);
+    if (wf_flags_parse_cmd(argv[0], flags, n, argc, argv, pos, npos) != 0)
         return WF_EXIT_USAGE;
-    }
     if (flags[help_index].bval) {
         usage(flags);
         return WF_EXIT_OK;
@@ -417,8 +414,7 @@ static int up_plan(const wf_flag *flags, const char *dir, wf_lm_plan **p)
         fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
     for (size_t i = 0; rc == 0 && i < (*p)->npods; i++)
         if ((*p)->pods[i].error)
-            fprintf(stderr,
-                    "Error: pod %s.%s is not started (the other pods run): %s\n",
+            fprintf(stderr, "Error: pod %s.%s is not started (the other pods run): %s\n",
                     (*p)->pods[i].name, (*p)->pods[i].ns, (*p)->pods[i].error);
     free(self);
     wf_strbuf_free(&err);

@@ -228,13 +228,10 @@ int wf_cmd_proxy_status(int argc, char **argv)
 {
     wf_flag flags[F_COUNT];
     init_flags(flags);
-    char ferr[256];
     char **pos = NULL;
     size_t npos = 0;
-    if (wf_flags_parse(flags, F_COUNT, argc, argv, &pos, &npos, ferr, sizeof ferr) != 0) {
-        fprintf(stderr, "Error: %s\nRun 'weftctl proxy-status --help' for usage.\n", ferr);
+    if (wf_flags_parse_cmd("proxy-status", flags, F_COUNT, argc, argv, &pos, &npos) != 0)
         return WF_EXIT_USAGE;
-    }
     int rc = WF_EXIT_OK;
     if (flags[F_HELP].bval) {
         usage(flags);

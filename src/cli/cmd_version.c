@@ -269,11 +269,10 @@ int wf_cmd_version(int argc, char **argv)
 {
     wf_flag fl[F_COUNT];
     init_flags(fl);
-    char **pos = NULL, errbuf[256];
+    char **pos = NULL;
     size_t npos = 0;
     int rc;
-    if (wf_flags_parse(fl, F_COUNT, argc, argv, &pos, &npos, errbuf, sizeof errbuf)) {
-        fprintf(stderr, "Error: %s\nRun 'weftctl version --help' for usage.\n", errbuf);
+    if (wf_flags_parse_cmd("version", fl, F_COUNT, argc, argv, &pos, &npos)) {
         rc = WF_EXIT_USAGE;
     } else if (fl[F_HELP].bval) {
         printf("Prints out build version information\n\nUsage:\n  weftctl version [flags]\n\n");

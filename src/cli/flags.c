@@ -34,8 +34,10 @@ static int set_value(wf_flag *f, const char *val, char *err, size_t err_size)
                  strcmp(val, "FALSE") == 0 || strcmp(val, "False") == 0)
             f->bval = false;
         else {
-            snprintf(err, err_size, "invalid argument \"%s\" for \"--%s\" flag: strconv.ParseBool: "
-                     "parsing \"%s\": invalid syntax", val, f->name, val);
+            snprintf(err, err_size,
+                     "invalid argument \"%s\" for \"--%s\" flag: strconv.ParseBool: "
+                     "parsing \"%s\": invalid syntax",
+                     val, f->name, val);
             return -1;
         }
         return 0;
@@ -111,8 +113,8 @@ static int parse_short(wf_flag *flags, size_t nflags, int argc, char **argv, int
     return 0;
 }
 
-int wf_flags_parse(wf_flag *flags, size_t nflags, int argc, char **argv, char ***pos,
-                   size_t *npos, char *err, size_t err_size)
+int wf_flags_parse(wf_flag *flags, size_t nflags, int argc, char **argv, char ***pos, size_t *npos,
+                   char *err, size_t err_size)
 {
     *pos = calloc((size_t)argc + 1, sizeof(char *));
     *npos = 0;
@@ -152,11 +154,23 @@ void wf_flags_usage(const wf_flag *flags, size_t nflags)
     printf("Flags:\n");
     for (size_t i = 0; i < nflags; i++) {
         char left[64];
-        const char *mv = flags[i].type == WF_FLAG_BOOL ? "" : flags[i].metavar ? flags[i].metavar : "string";
+        const char *mv = flags[i].type == WF_FLAG_BOOL ? ""
+                         : flags[i].metavar            ? flags[i].metavar
+                                                       : "string";
         if (flags[i].shorthand)
             snprintf(left, sizeof(left), "-%c, --%s %s", flags[i].shorthand, flags[i].name, mv);
         else
             snprintf(left, sizeof(left), "    --%s %s", flags[i].name, mv);
         printf("  %-36s %s\n", left, flags[i].help);
     }
+}
+
+int wf_flags_parse_cmd(const char *cmd, wf_flag *flags, size_t nflags, int argc, char **argv,
+                       char ***pos, size_t *npos)
+{
+    char err[512];
+    if (wf_flags_parse(flags, nflags, argc, argv, pos, npos, err, sizeof err) == 0)
+        return 0;
+    fprintf(stderr, "Error: %s\nRun 'weftctl %s --help' for usage.\n", err, cmd);
+    return -1;
 }

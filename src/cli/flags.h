@@ -28,8 +28,14 @@ typedef struct wf_flag {
 /* Parse argv[1..argc-1] (argv[0] is the command name). Positional arguments are collected
  * into *pos (heap array of argv pointers; caller frees with free()). Returns 0, or -1 with a
  * message in err (err_size bytes) naming the bad flag. */
-int wf_flags_parse(wf_flag *flags, size_t nflags, int argc, char **argv, char ***pos,
-                   size_t *npos, char *err, size_t err_size);
+int wf_flags_parse(wf_flag *flags, size_t nflags, int argc, char **argv, char ***pos, size_t *npos,
+                   char *err, size_t err_size);
+
+/* wf_flags_parse for the command cmd ("proxy-status", "log explain"): a bad command line is
+ * reported on stderr as "Error: <why>" and "Run 'weftctl <cmd> --help' for usage.", the one
+ * wording every command uses. Returns 0, or -1 after printing. */
+int wf_flags_parse_cmd(const char *cmd, wf_flag *flags, size_t nflags, int argc, char **argv,
+                       char ***pos, size_t *npos);
 
 void wf_flags_free(wf_flag *flags, size_t nflags);
 
