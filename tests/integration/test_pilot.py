@@ -296,38 +296,51 @@ def test_xds_port_in_use_names_the_reason(pilot_exe, dirs):
         s.close()
 
 
+def start_pilot_with_mesh(pilot_exe, dirs, mesh):
+    """weft-pilot on the book's files and a pods folder, with --meshConfig mesh -> proc."""
+    cfg, pods = dirs
+    proc, addrs = start_process([pilot_exe, "--config-dir", cfg, "--config-dir", pods,
+                                 "--meshConfig", mesh, "--grpcAddr", "127.0.0.1:0",
+                                 "--monitoringAddr", "127.0.0.1:0", "--debounce-after-ms", "50"],
+                                count=2)
+    proc.mon = addrs[1][1]
+    return proc
+
+
+def pod_hcms(mon, pods):
+    """Writes the catalog-v1 Pod and returns the typed_config of every HTTP connection
+    manager in its listeners, from pilot's /debug/config_dump."""
+    (pods / "catalog-v1-abc.yaml").write_text(POD % "127.10.0.5")
+
+    def dump():
+        s, b = get(mon, "/debug/config_dump?proxyID=catalog-v1-abc.default")
+        d = json.loads(b) if s == 200 else None
+        lds = [c for c in d["configs"] if c["@type"].endswith("ListenersConfigDump")] if d else []
+        return lds[0] if lds and lds[0].get("dynamic_listeners") else None
+    lds = poll(dump)
+    hcms = [f["typed_config"] for l in lds["dynamic_listeners"]
+            for fc in l["active_state"]["listener"].get("filter_chains", [])
+            for f in fc.get("filters", [])
+            if f.get("name") == "envoy.filters.network.http_connection_manager"]
+    assert hcms
+    return hcms
+
+
 @pytest.mark.parametrize("fmt,default", [("JSON", True), ('{"code":"%RESPONSE_CODE%"}', False)])
 def test_b022_unparsable_json_log_format_falls_back(pilot_exe, dirs, tmp_path, fmt, default):
     """Operator report B022, the control plane's part: accessLogFormat "JSON" with
     accessLogEncoding JSON is not a JSON template: one error in pilot's log, Istio's default
     JSON map in every HCM, and pilot keeps pushing (a later change logs nothing again). A
     custom JSON object is used as it is, without an error."""
-    cfg, pods = dirs
     mesh = tmp_path / "mesh.yaml"
     mesh.write_text("accessLogFile: /dev/stdout\naccessLogEncoding: JSON\n"
                     "accessLogFormat: '%s'\n" % fmt)
-    proc, addrs = start_process([pilot_exe, "--config-dir", cfg, "--config-dir", pods,
-                                 "--meshConfig", mesh, "--grpcAddr", "127.0.0.1:0",
-                                 "--monitoringAddr", "127.0.0.1:0", "--debounce-after-ms", "50"],
-                                count=2)
+    proc = start_pilot_with_mesh(pilot_exe, dirs, mesh)
     try:
-        mon = addrs[1][1]
-        (pods / "catalog-v1-abc.yaml").write_text(POD % "127.10.0.5")
-
-        def dump():
-            s, b = get(mon, "/debug/config_dump?proxyID=catalog-v1-abc.default")
-            d = json.loads(b) if s == 200 else None
-            lds = [c for c in d["configs"] if c["@type"].endswith("ListenersConfigDump")] if d else []
-            return lds[0] if lds and lds[0].get("dynamic_listeners") else None
-        lds = poll(dump)
-        (pods / "catalog-v1-abc.yaml").write_text(POD % "127.10.0.6")  # another rebuild
-        poll(lambda: get_json(mon, "/debug/push_status")["changed"]
+        hcms = pod_hcms(proc.mon, dirs[1])
+        (dirs[1] / "catalog-v1-abc.yaml").write_text(POD % "127.10.0.6")  # another rebuild
+        poll(lambda: get_json(proc.mon, "/debug/push_status")["changed"]
              == ["Pod/default/catalog-v1-abc"])
-        hcms = [f["typed_config"] for l in lds["dynamic_listeners"]
-                for fc in l["active_state"]["listener"].get("filter_chains", [])
-                for f in fc.get("filters", [])
-                if f.get("name") == "envoy.filters.network.http_connection_manager"]
-        assert hcms
         for h in hcms:
             jf = h["access_log"][0]["typed_config"]["log_format"]["json_format"]
             assert ("response_code_details" in jf) == default, jf
@@ -344,28 +357,10 @@ def test_configmap_mesh_config_is_read(pilot_exe, dirs):
     """--meshConfig given the istio ConfigMap (examples/catalog/mesh.yaml, the file weftctl up
     takes too): pilot reads its data.mesh, as istiod reads the ConfigMap's mesh key, so every
     HCM carries the JSON access log to /dev/stdout. It was silently ignored."""
-    cfg, pods = dirs
-    mesh = os.path.join(ROOT, "examples", "catalog", "mesh.yaml")
-    proc, addrs = start_process([pilot_exe, "--config-dir", cfg, "--config-dir", pods,
-                                 "--meshConfig", mesh, "--grpcAddr", "127.0.0.1:0",
-                                 "--monitoringAddr", "127.0.0.1:0", "--debounce-after-ms", "50"],
-                                count=2)
+    proc = start_pilot_with_mesh(pilot_exe, dirs,
+                                 os.path.join(ROOT, "examples", "catalog", "mesh.yaml"))
     try:
-        mon = addrs[1][1]
-        (pods / "catalog-v1-abc.yaml").write_text(POD % "127.10.0.5")
-
-        def dump():
-            s, b = get(mon, "/debug/config_dump?proxyID=catalog-v1-abc.default")
-            d = json.loads(b) if s == 200 else None
-            lds = [c for c in d["configs"] if c["@type"].endswith("ListenersConfigDump")] if d else []
-            return lds[0] if lds and lds[0].get("dynamic_listeners") else None
-        lds = poll(dump)
-        hcms = [f["typed_config"] for l in lds["dynamic_listeners"]
-                for fc in l["active_state"]["listener"].get("filter_chains", [])
-                for f in fc.get("filters", [])
-                if f.get("name") == "envoy.filters.network.http_connection_manager"]
-        assert hcms
-        for h in hcms:
+        for h in pod_hcms(proc.mon, dirs[1]):
             log = h["access_log"][0]["typed_config"]
             assert log["path"] == "/dev/stdout", log
             assert "json_format" in log["log_format"], log
