@@ -20,7 +20,9 @@
 # KiB per idle connection = (RSS after - RSS before) / connections.
 #
 # BENCH_BACKEND (sendfile, nopush, write; see bench/proxy/lib.sh) picks how the backend
-# writes its responses: in two TCP segments (the default) or in one.
+# writes its responses: in two TCP segments (the default) or in one. BENCH_BACKEND_NICE (default
+# 0) runs the backend at that nice value: wrk and the backend share CPU 0, and a proxy that
+# forwards each response at once wakes wrk, which then preempts the backend.
 # Pinning (2 or more CPUs): every proxy on CPU 1; this script, wrk, h2load and the backend on
 # CPU 0. While a load generator runs, the script samples with bash builtins only (no fork).
 # Ratios vs haproxy are computed per round, then medianed (paired). Defaults: 5 rounds of 5 s
@@ -59,6 +61,9 @@ if [ "$QUICK" = 1 ]; then
 fi
 IDLE_CONNS=${BENCH_IDLE_CONNS:-2000}
 RATE=${BENCH_RATE:-1000}
+BACKEND_NICE=${BENCH_BACKEND_NICE:-0} BACKEND_PREFIX=""
+[[ $BACKEND_NICE =~ ^-?[0-9]+$ ]] || { echo "run_proxy.sh: BENCH_BACKEND_NICE takes an integer" >&2; exit 2; }
+[ "$BACKEND_NICE" = 0 ] || BACKEND_PREFIX="nice -n $BACKEND_NICE"
 case ${BENCH_BACKEND:-sendfile} in
 sendfile | nopush | write) ;;
 *) echo "run_proxy.sh: BENCH_BACKEND must be sendfile, nopush or write" >&2; exit 2 ;;
@@ -134,7 +139,7 @@ start_target() {
   case $kind in
   backend)
     bp_write_backend "$d" "$port"
-    bp_start "$name" "" nginx -e "$d/error.log" -p "$d" -c "$d/nginx.conf"
+    bp_start "$name" "$BACKEND_PREFIX" nginx -e "$d/error.log" -p "$d" -c "$d/nginx.conf"
     ;;
   nginx)
     bp_write_nginx_proxy "$d" "$port" "${T_PORT[direct]}"
@@ -273,7 +278,7 @@ OUT=$HERE/results/proxy-$(date +%Y%m%d-%H%M%S).json
   --meta "rounds=$ROUNDS" --meta "duration_s=$DUR" --meta "quick=$QUICK" \
   --meta "cpus=$NCPU" --meta "pinned=$PINNED" --meta "idle_conns=$IDLE_CONNS" \
   --meta "fixed_rate=$RATE" --meta "fixed_conns=$FIXED_CONNS" --meta "weft_built=$HAVE_WEFT" \
-  --meta "backend=${BENCH_BACKEND:-sendfile}" \
+  --meta "backend=${BENCH_BACKEND:-sendfile}" --meta "backend_nice=$BACKEND_NICE" \
   --meta "targets=${TARGETS[*]}" --meta "nginx=$(nginx -v 2>&1)" \
   --meta "haproxy=$(haproxy -v 2>&1 | head -n 1)" --meta "kernel=$(uname -r)" \
   --meta "weft=$WEFT" --meta "idle_busy_cpu0_pct=$IDLE_BUSY0" \
