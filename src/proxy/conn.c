@@ -1190,10 +1190,14 @@ static int normalize_path(wp_stream *s)
     WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
                   "path normalization: %s '%.*s'", act == WF_PATH_REJECT ? "rejected" : "redirect",
                   (int)n, buf);
-    if (act == WF_PATH_REDIRECT && !is_grpc(s))
+    /* counted as Envoy's ActiveStream::decodeHeaders counts them */
+    if (act == WF_PATH_REDIRECT && !is_grpc(s)) {
+        wp_hcm_stat(s->d, WP_S_downstream_rq_redirected_with_normalized_path, 1);
         path_redirect(s);
-    else
+    } else {
+        wp_hcm_stat(s->d, WP_S_downstream_rq_failed_path_normalization, 1);
         wp_stream_local_reply(s, 400, "", "path_normalization_failed", -1);
+    }
     return -1;
 }
 

@@ -96,6 +96,8 @@
     X(downstream_rq_timeout, C)                                                                    \
     X(downstream_rq_idle_timeout, C)                                                               \
     X(downstream_rq_too_large, C)                                                                  \
+    X(downstream_rq_failed_path_normalization, C)                                                  \
+    X(downstream_rq_redirected_with_normalized_path, C)                                            \
     X(no_route, C)                                                                                 \
     X(no_cluster, C)                                                                               \
     X(rq_redirect, C)                                                                              \

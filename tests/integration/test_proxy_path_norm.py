@@ -5,7 +5,9 @@ merge_slashes and every path_with_escaped_slashes_action.
 Two routes, prefix /admin -> cluster "admin" and prefix /api -> cluster "api", each a
 scripted upstream that records the request-target it received. The normalized path is
 what the routes match, what goes upstream and what the access log shows; an invalid path
-is answered 400 with details path_normalization_failed (empty body, no response flag).
+is answered 400 with details path_normalization_failed (empty body, no response flag) and
+counted in downstream_rq_failed_path_normalization; a redirect in
+downstream_rq_redirected_with_normalized_path.
 """
 import socket
 import subprocess
@@ -89,6 +91,9 @@ def test_invalid_path_is_rejected(proxy_factory, upstreams):
         assert l["response_code_details"] == "path_normalization_failed"
         assert l["response_flags"] == "-"
         assert l["path"] == path
+    st = p.stats()
+    assert st["http.ingress_http.downstream_rq_failed_path_normalization"] == 2
+    assert st["http.ingress_http.downstream_rq_redirected_with_normalized_path"] == 0
 
 
 def test_normalize_path_false_leaves_the_path(proxy_factory, upstreams):
@@ -152,6 +157,9 @@ def test_escaped_slashes_unescape_and_redirect(proxy_factory, upstreams):
     assert targets(admin) == ["/admin"] and targets(api) == []
     logs = log_lines(p, 3)
     assert [l["response_code_details"] for l in logs[:2]] == ["path_normalization_failed"] * 2
+    st = p.stats()  # the 307 and the gRPC 400 are counted apart, as in Envoy
+    assert st["http.ingress_http.downstream_rq_redirected_with_normalized_path"] == 1
+    assert st["http.ingress_http.downstream_rq_failed_path_normalization"] == 1
 
 
 def test_bad_escaped_slashes_action_names_the_field(tmp_path):
