@@ -332,9 +332,9 @@ static h1_error parse_fields(h1_parser *p, const char *b, size_t end, size_t *po
 /* ---- framing and connection semantics (RFC 9112 §6, §9.3) ---- */
 
 typedef struct {
-    bool has_cl, has_te, te_chunked_last, conn_close, conn_keep_alive, conn_upgrade;
-    bool has_upgrade;
-    unsigned te_chunked, hosts;
+    bool has_cl, has_te, te_chunked_last, te_non_token, conn_close, conn_keep_alive;
+    bool conn_upgrade, has_upgrade;
+    unsigned te_codings, te_chunked, hosts; /* codings counted over every TE line */
     uint64_t cl;
 } field_facts;
 
@@ -358,17 +358,20 @@ static h1_error parse_cl_value(h1_str v, field_facts *f)
     return any ? H1_OK : H1_ERR_CL_INVALID;
 }
 
-static h1_error parse_te_value(h1_str v, field_facts *f)
+/* Records the codings of one Transfer-Encoding line; repeated lines add up as one comma
+ * list (RFC 9110 §5.3), which is also how Envoy's header map joins them. A non-token coding
+ * fails a response at once; a request is judged as a whole later (decide_request_te). */
+static h1_error parse_te_value(h1_kind kind, h1_str v, field_facts *f)
 {
     h1_str elem;
     f->has_te = true;
     while (list_next(&v, &elem)) {
-        if (!is_tchar((unsigned char)elem.p[0]))
-            return H1_ERR_TE_INVALID;
+        f->te_non_token |= !is_tchar((unsigned char)elem.p[0]);
         f->te_chunked_last = str_ieq(elem, "chunked");
         f->te_chunked += f->te_chunked_last;
+        f->te_codings++;
     }
-    return H1_OK;
+    return kind == H1_RESPONSE && f->te_non_token ? H1_ERR_TE_INVALID : H1_OK;
 }
 
 static void parse_connection(h1_str v, field_facts *f)
@@ -394,7 +397,7 @@ static h1_error collect_facts(h1_parser *p, field_facts *f)
             break;
         case 17:
             if (str_ieq(h->name, "transfer-encoding"))
-                e = parse_te_value(h->value, f);
+                e = parse_te_value(p->kind, h->value, f);
             break;
         case 10:
             if (str_ieq(h->name, "connection"))
@@ -426,16 +429,28 @@ static bool response_has_no_body(const h1_parser *p)
            (p->answers == H1_ANSWERS_CONNECT && st < 300);
 }
 
+/* Envoy's codec answers a request whose Transfer-Encoding value (all lines joined) is not
+ * exactly "chunked" (case-insensitive) with 501 http1.invalid_transfer_encoding: "gzip,
+ * chunked", "identity, chunked", "chunked, chunked", a gzip line plus a chunked line and a
+ * quoted coding all qualify. A lone "chunked" in HTTP/1.0 is faulty framing (RFC 9112 §6.1). */
+static h1_error decide_request_te(h1_parser *p, const field_facts *f)
+{
+    if (f->te_codings != 1 || f->te_chunked != 1)
+        return H1_ERR_TE_NOT_CHUNKED;
+    if (p->msg.version_minor == 0)
+        return H1_ERR_TE_INVALID;
+    p->msg.framing = H1_BODY_CHUNKED;
+    return H1_OK;
+}
+
+/* Responses: chunked must be the last coding and appear once; otherwise read until close. */
 static h1_error decide_te(h1_parser *p, const field_facts *f)
 {
-    h1_message *m = &p->msg;
+    if (p->kind == H1_REQUEST)
+        return decide_request_te(p, f);
     if (f->te_chunked > 1 || (f->te_chunked && !f->te_chunked_last))
-        return p->kind == H1_REQUEST ? H1_ERR_TE_NOT_CHUNKED : H1_ERR_TE_INVALID;
-    if (p->kind == H1_REQUEST && m->version_minor == 0)
         return H1_ERR_TE_INVALID;
-    if (p->kind == H1_REQUEST && !f->te_chunked_last)
-        return H1_ERR_TE_NOT_CHUNKED;
-    m->framing = f->te_chunked_last ? H1_BODY_CHUNKED : H1_BODY_UNTIL_CLOSE;
+    p->msg.framing = f->te_chunked_last ? H1_BODY_CHUNKED : H1_BODY_UNTIL_CLOSE;
     return H1_OK;
 }
 

@@ -34,9 +34,12 @@
  *    trimmed; NUL and other CTLs rejected.
  *  - RFC 9112 §6.1/§6.3 (framing): Transfer-Encoding with Content-Length is rejected
  *    (§6.1 allows "MAY reject"; Envoy rejects by default); a request whose
- *    Transfer-Encoding does not end in a single "chunked", or that carries
- *    Transfer-Encoding in HTTP/1.0, is rejected; a response whose Transfer-Encoding does not
- *    end in chunked is read until close; responses to HEAD, 1xx, 204 and 304 have no body.
+ *    Transfer-Encoding (every line, as one list) is anything but exactly one "chunked"
+ *    coding is rejected with 501 as Envoy's codec does (so "gzip, chunked", "chunked,
+ *    chunked" and a "gzip" line plus a "chunked" line are refused, never forwarded as
+ *    chunked), and one carrying Transfer-Encoding in HTTP/1.0 is rejected; a response whose
+ *    Transfer-Encoding does not end in chunked is read until close; responses to HEAD, 1xx,
+ *    204 and 304 have no body.
  *    Content-Length must be 1*DIGIT (no sign, no overflow of 64 bits); duplicates (repeated
  *    lines or a comma list, RFC 9110 §8.6) are accepted only when all values are equal.
  *  - RFC 9112 §7.1 (chunked): hex chunk sizes (overflow rejected), extensions skipped (at
@@ -127,8 +130,8 @@ typedef enum {
     H1_ERR_CL_AND_TE,           /* Content-Length together with Transfer-Encoding */
     H1_ERR_CL_DIFFERENT,        /* duplicate Content-Length with different values */
     H1_ERR_CL_INVALID,          /* Content-Length not 1*DIGIT or beyond 64 bits */
-    H1_ERR_TE_NOT_CHUNKED,      /* request TE not ending in exactly one chunked */
-    H1_ERR_TE_INVALID,     /* non-token coding; response chunked twice/not last; TE in 1.0 req */
+    H1_ERR_TE_NOT_CHUNKED,      /* request TE other than exactly one "chunked" coding */
+    H1_ERR_TE_INVALID,     /* response: non-token coding, chunked twice/not last; TE in 1.0 req */
     H1_ERR_CHUNK_SIZE,     /* chunk size missing, non-hex or overflowing */
     H1_ERR_CHUNK_EXT,      /* control character in, or too long, chunk extension */
     H1_ERR_CHUNK_END,      /* chunk data not followed by CRLF */

@@ -315,9 +315,9 @@ static void test_chunked(void **state)
         "5\r\nhello\r\n1A;name=\"v\" ; x\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\n\r\n",
         "H<POST / 0  1.1 f2 cl0 ka1 ex0 up0 Transfer-Encoding=chunked|>"
         "B[helloabcdefghijklmnopqrstuvwxyz]T<>D;EOF0");
-    req("POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: Chunked\r\n\r\n"
+    req("POST / HTTP/1.1\r\nTransfer-Encoding:\r\nTransfer-Encoding: Chunked\r\n\r\n"
         "3 ;ext\r\nabc\r\n000\r\nX-Sum: 1\r\nX-Other:  two \r\n\r\n",
-        "H<POST / 0  1.1 f2 cl0 ka1 ex0 up0 Transfer-Encoding=gzip|Transfer-Encoding=Chunked|>"
+        "H<POST / 0  1.1 f2 cl0 ka1 ex0 up0 Transfer-Encoding=|Transfer-Encoding=Chunked|>"
         "B[abc]T<X-Sum=1|X-Other=two|>D;EOF0");
     resp("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\nab",
          "H<  200 OK 1.1 f2 cl0 ka1 ex0 up0 Transfer-Encoding=chunked|>B[ab]E:truncatedEOF6");
@@ -390,9 +390,43 @@ static void test_err_framing(void **state)
     req_err("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
             "te_not_chunked");
     req_err("POST / HTTP/1.1\r\nTransfer-Encoding:\r\n\r\n", "te_not_chunked");
-    req_err("POST / HTTP/1.1\r\nTransfer-Encoding: \"chunked\"\r\n\r\n", "te_invalid");
+    req_err("POST / HTTP/1.1\r\nTransfer-Encoding: \"chunked\"\r\n\r\n", "te_not_chunked");
     req_err("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", "te_invalid");
     resp_err("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", "te_invalid");
+    resp_err("HTTP/1.1 200 OK\r\nTransfer-Encoding: \"chunked\"\r\n\r\n", "te_invalid");
+}
+
+/* Envoy answers a request whose Transfer-Encoding is anything but exactly one "chunked"
+ * with 501: an earlier coding before chunked must not be dropped and the body forwarded as
+ * plain chunked (that changes the body's meaning). */
+static void test_err_te_not_only_chunked(void **state)
+{
+    static const char *const te[] = {
+        "Transfer-Encoding: gzip, chunked\r\n",
+        "Transfer-Encoding: identity, chunked\r\n",
+        "Transfer-Encoding: chunked, chunked\r\n",
+        "Transfer-Encoding: CHUNKED,chunked\r\n",
+        "Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n",
+        "Transfer-Encoding: gzip\r\nTransfer-Encoding: Chunked\r\n",
+        "Transfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n",
+        "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+        "Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n",
+        "Transfer-Encoding: \"gzip\", chunked\r\n",
+        "Transfer-Encoding: chunked;q=1\r\n",
+    };
+    char buf[256];
+    for (size_t i = 0; i < sizeof te / sizeof te[0]; i++) {
+        int n = snprintf(buf, sizeof buf,
+                         "POST / HTTP/1.1\r\nHost: a\r\n%s\r\n5\r\nhello\r\n0\r\n\r\n", te[i]);
+        assert_true(n > 0 && (size_t)n < sizeof buf);
+        req_err(buf, "te_not_chunked");
+    }
+    /* still accepted: one chunked coding, any case, empty list elements ignored */
+    req("POST / HTTP/1.1\r\nTransfer-Encoding: , CHUNKED ,\r\n\r\n0\r\n\r\n",
+        "H<POST / 0  1.1 f2 cl0 ka1 ex0 up0 Transfer-Encoding=, CHUNKED ,|>T<>D;EOF0");
+    /* Content-Length with Transfer-Encoding stays the 400 smuggling rejection */
+    req_err("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\nContent-Length: 3\r\n\r\n",
+            "cl_and_te");
     req_err("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", "duplicate_host");
 }
 
@@ -578,14 +612,23 @@ static void test_error_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_simple_get),  cmocka_unit_test(test_message_struct),
-        cmocka_unit_test(test_keep_alive),  cmocka_unit_test(test_expect_continue),
-        cmocka_unit_test(test_upgrade),     cmocka_unit_test(test_content_length),
-        cmocka_unit_test(test_chunked),     cmocka_unit_test(test_pipelined),
-        cmocka_unit_test(test_responses),   cmocka_unit_test(test_response_answers),
-        cmocka_unit_test(test_err_framing), cmocka_unit_test(test_err_chunks),
-        cmocka_unit_test(test_err_fields),  cmocka_unit_test(test_err_start_line),
-        cmocka_unit_test(test_err_limits),  cmocka_unit_test(test_eof),
+        cmocka_unit_test(test_simple_get),
+        cmocka_unit_test(test_message_struct),
+        cmocka_unit_test(test_keep_alive),
+        cmocka_unit_test(test_expect_continue),
+        cmocka_unit_test(test_upgrade),
+        cmocka_unit_test(test_content_length),
+        cmocka_unit_test(test_chunked),
+        cmocka_unit_test(test_pipelined),
+        cmocka_unit_test(test_responses),
+        cmocka_unit_test(test_response_answers),
+        cmocka_unit_test(test_err_framing),
+        cmocka_unit_test(test_err_te_not_only_chunked),
+        cmocka_unit_test(test_err_chunks),
+        cmocka_unit_test(test_err_fields),
+        cmocka_unit_test(test_err_start_line),
+        cmocka_unit_test(test_err_limits),
+        cmocka_unit_test(test_eof),
         cmocka_unit_test(test_error_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
