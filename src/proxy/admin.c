@@ -558,10 +558,17 @@ static void h_quit(wp_admin *a, const admin_req *r, admin_resp *o)
     a->quit_after = true;
 }
 
+/* Envoy's handlerDrainListeners: ?inboundonly, ?graceful, ?skip_exit (graceful only). */
 static void h_drain(wp_admin *a, const admin_req *r, admin_resp *o)
 {
+    bool graceful = has_param(r, "graceful"), skip_exit = has_param(r, "skip_exit");
+    if (skip_exit && !graceful) {
+        o->status = 400;
+        wf_strbuf_puts(&o->body, "skip_exit requires graceful\n");
+        return;
+    }
+    wp_server_request_drain(a->main_ctx, has_param(r, "inboundonly"), graceful, skip_exit);
     wf_strbuf_puts(&o->body, "OK\n");
-    wp_server_request_drain(a->main_ctx, !has_param(r, "skip_exit") && has_param(r, "graceful"));
 }
 
 static void h_hc_fail(wp_admin *a, const admin_req *r, admin_resp *o)

@@ -29,7 +29,15 @@ void wp_admin_close(wp_admin *a);
 void wp_admin_free(wp_admin *a);
 
 /* Implemented by server.c. */
-void wp_server_request_drain(void *main_ctx, bool exit_after);
+/* POST /drain_listeners (Envoy's ListenersHandler::handlerDrainListeners): inbound_only
+ * (?inboundonly) stops only the listeners whose traffic_direction is INBOUND; without graceful
+ * the listeners stop now and the process stays up; graceful starts the drain sequence once
+ * (not ready, server.state DRAINING; later ?graceful calls are ignored) and, unless skip_exit,
+ * the process exits at the end of the drain period (--drain-time-s; sooner once no connection
+ * is left when every listener stopped). */
+void wp_server_request_drain(void *main_ctx, bool inbound_only, bool graceful, bool skip_exit);
 void wp_server_request_quit(void *main_ctx);
+/* Reopens every access-log file (POST /reopen_logs and SIGUSR1); a failure is logged. */
+void wp_server_reopen_logs(wp_server *srv);
 
 #endif

@@ -29,8 +29,9 @@
  *       without the config hash Envoy appends to the manager's name).
  *  GET  /hot_restart_version  "disabled": weft has no hot restart (Envoy's HotRestartNopImpl,
  *       as under Istio's --disable-hot-restart).
- *  POST /reopen_logs  "OK\n": reopens every access-log file (alog_sink.h); a file that cannot
- *       be reopened is logged at error and keeps its old descriptor (Envoy also answers OK).
+ *  POST /reopen_logs  "OK\n": reopens every access-log file (alog_sink.h), as SIGUSR1 does
+ *       (wp_server_reopen_logs); a file that cannot be reopened is logged at error and keeps
+ *       its old descriptor (Envoy also answers OK).
  *  GET  /stats/recentlookups  Envoy's text with tracking disabled (its default; weft has no
  *       symbol table to track): "Lookup tracking is not enabled. Use
  *       /stats/recentlookups/enable to enable.\n\ntotal: 0\n".
@@ -154,11 +155,7 @@ void wp_admin_healthcheck(wp_admin *a, const admin_req *r, admin_resp *o, bool f
 void wp_admin_reopen_logs(wp_admin *a, const admin_req *r, admin_resp *o)
 {
     (void)r;
-    wp_server *srv = wp_admin_server(a);
-    wf_strbuf err = WF_STRBUF_INIT;
-    if (srv->alog_files && wp_alog_files_reopen(srv->alog_files, &err) != 0)
-        WF_LOG(WF_LC_admin, WF_LOG_ERROR, "%s", wf_strbuf_cstr(&err));
-    wf_strbuf_free(&err);
+    wp_server_reopen_logs(wp_admin_server(a));
     wf_strbuf_puts(&o->body, "OK\n");
 }
 

@@ -5,10 +5,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define ALOG_OPEN_FLAGS      (O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC)
@@ -103,6 +106,43 @@ int wp_alog_files_open(wp_alog_files *f, const char *path, wf_strbuf *err)
 out:
     pthread_mutex_unlock(&f->mu);
     return idx;
+}
+
+/* The errno of creating a file in the directory part of path, 0 when it would work. */
+static int parent_errno(const char *path)
+{
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    size_t n = !slash ? 0 : slash == path ? 1 : (size_t)(slash - path);
+    if (n >= sizeof dir)
+        return ENAMETOOLONG;
+    if (n)
+        memcpy(dir, path, n);
+    else
+        dir[n++] = '.';
+    dir[n] = '\0';
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return errno;
+    if (!S_ISDIR(st.st_mode))
+        return ENOTDIR;
+    return access(dir, W_OK | X_OK) == 0 ? 0 : errno;
+}
+
+int wp_alog_path_check(const char *path, wf_strbuf *err)
+{
+    if (strcmp(path, "/dev/stdout") == 0 || strcmp(path, "/dev/stderr") == 0)
+        return 0;
+    struct stat st;
+    int e;
+    if (stat(path, &st) == 0)
+        e = S_ISDIR(st.st_mode) ? EISDIR : access(path, W_OK) == 0 ? 0 : errno;
+    else
+        e = errno == ENOENT ? parent_errno(path) : errno;
+    if (e == 0)
+        return 0;
+    wf_strbuf_printf(err, "cannot open access log file '%s': %s", path, strerror(e));
+    return -1;
 }
 
 size_t wp_alog_files_count(const wp_alog_files *f)

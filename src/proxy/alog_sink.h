@@ -56,6 +56,13 @@ wp_alog_files *wp_alog_files_new(void);
  * out-of-memory message) appended to err (may be NULL). */
 int wp_alog_files_open(wp_alog_files *files, const char *path, wf_strbuf *err);
 
+/* Whether wp_alog_files_open could open path, checked without creating it (for the
+ * bootstrap, which names the JSON path of a bad one; Envoy fails the load when an access log
+ * cannot be opened): 0, or -1 with "cannot open access log file '<path>': <strerror>" for
+ * the error the open would most likely meet (a missing or non-directory parent, a directory,
+ * no write permission) appended to err. */
+int wp_alog_path_check(const char *path, wf_strbuf *err);
+
 /* Number of files in the set. */
 size_t wp_alog_files_count(const wp_alog_files *files);
 

@@ -49,6 +49,7 @@
 #include <sys/un.h>
 
 #include "core/strmap.h"
+#include "proxy/alog_sink.h"
 #include "proxy/bootstrap_internal.h"
 #include "proxy/fault.h"
 #include "proxy/istio_stats.h"
@@ -602,12 +603,27 @@ bool bs_req_address(bs *b, json_t *o, wp_addr *out, const char **host, uint32_t 
 
 /* ---------- access logs ---------- */
 
-/* l->format_at: the JSON path of the format field key (under the current path). */
+/* l->format_at: "<source>: <JSON path>" of the format field key (under the current path), so
+ * that a format that does not compile (gen.c) is reported as bs_fail reports errors. */
 static void format_at(bs *b, wp_access_log *l, const char *key)
 {
     size_t m = bs_push(b, key);
-    l->format_at = bs_strdup(b, b->path);
+    char at[sizeof(b->path) + 1024];
+    snprintf(at, sizeof at, "%s: %s", b->src, b->path);
+    l->format_at = bs_strdup(b, at);
     bs_pop(b, m);
+}
+
+/* A file log's path must be one the proxy can open (Envoy fails the load otherwise); checked
+ * here, without creating the file, so the error names the JSON path. */
+static bool check_log_path(bs *b, const char *path)
+{
+    wf_strbuf why = WF_STRBUF_INIT;
+    bool ok = wp_alog_path_check(path, &why) == 0;
+    if (!ok)
+        bs_fail_at(b, "path", wf_strbuf_cstr(&why));
+    wf_strbuf_free(&why);
+    return ok;
 }
 
 static bool dec_log_format(bs *b, json_t *f, void *arg)
@@ -648,7 +664,7 @@ static bool dec_logger_config(bs *b, json_t *tc, wp_access_log *l, bool file)
     int n = !!bs_get(tc, "log_format") + !!bs_get(tc, "format") + !!bs_get(tc, "json_format");
     if (n > 1)
         return bs_fail(b, "only one of log_format, format, json_format may be set");
-    if (file && !bs_req_str(b, tc, "path", &l->path))
+    if (file && (!bs_req_str(b, tc, "path", &l->path) || !check_log_path(b, l->path)))
         return false;
     json_t *j = bs_get(tc, "json_format");
     if (j) {
@@ -1171,8 +1187,11 @@ wp_config *wp_bootstrap_load_file(const char *path, wf_strbuf *err)
 {
     FILE *f = fopen(path, "rb");
     struct stat st;
-    if (!f || fstat(fileno(f), &st) != 0) {
-        wf_strbuf_printf(err, "%s: cannot read: %s", path, strerror(errno));
+    int e = !f || fstat(fileno(f), &st) != 0 ? errno : 0;
+    if (e == 0 && S_ISDIR(st.st_mode))
+        e = EISDIR; /* fopen succeeds on a directory, reading it fails */
+    if (e != 0) {
+        wf_strbuf_printf(err, "%s: cannot read: %s", path, strerror(e));
         if (f)
             fclose(f);
         return NULL;

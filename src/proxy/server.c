@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "proxy/access_log.h"
 #include "proxy/admin.h"
+#include "proxy/alog_sink.h"
 #include "proxy/bootstrap.h"
 #include "proxy/proxy_internal.h"
 #include "proxy/server.h"
@@ -23,9 +24,15 @@ typedef struct {
     wp_server srv;
     const wp_server_opts *opts;
     uv_loop_t *loop;
-    uv_signal_t sigterm, sigint;
+    uv_signal_t sigterm, sigint, sighup, sigusr1;
     uv_timer_t drain_timer, gauge_timer, od_timer;
+    uv_timer_t stop_timer; /* the end of a graceful /drain_listeners: stop_scope stops */
     uint64_t drain_deadline;
+    int drain_scope; /* listeners the workers stopped: 0 none, 1 INBOUND ones, 2 all */
+    int stop_scope;  /* what stop_timer stops */
+    bool draining;   /* Envoy's drain sequence started: not ready, server.state DRAINING */
+    bool exit_armed; /* SIGTERM: the process exits when no connection is left or at the
+                        drain_deadline */
     wp_admin *admin;
     bool stopping;
     int64_t last_uptime;
@@ -58,6 +65,7 @@ static void stop_all(wp_main *m)
     uv_close((uv_handle_t *)&m->sigterm, NULL);
     uv_close((uv_handle_t *)&m->sigint, NULL);
     uv_close((uv_handle_t *)&m->drain_timer, NULL);
+    uv_close((uv_handle_t *)&m->stop_timer, NULL);
     uv_close((uv_handle_t *)&m->gauge_timer, NULL);
     uv_close((uv_handle_t *)&m->od_timer, NULL);
     if (m->admin)
@@ -81,21 +89,52 @@ static void on_drain_tick(uv_timer_t *t)
     }
 }
 
-/* Stop accepting, let in-flight requests finish, exit when done or at the deadline. */
-static void start_drain(wp_main *m)
+/* Envoy's drain sequence (once): not ready, server.state DRAINING. */
+static void enter_draining(wp_main *m)
 {
-    if (atomic_load(&m->srv.state) == 1 || m->stopping)
+    if (m->draining)
         return;
-    WF_LOG(WF_LC_main, WF_LOG_INFO, "draining listeners (drain time %llus)",
-           (unsigned long long)m->opts->drain_time_s);
-    atomic_store(&m->srv.state, 1);
+    m->draining = true;
+    int old = atomic_exchange(&m->srv.state, 1);
     wp_readiness_draining(&m->readiness, uv_now(m->loop));
     wp_stat_add(wp_stats_get_shard(m->srv.gen->pstats->store, m->srv.nworkers),
-                m->srv.gen->pstats->server_state, 1);
+                m->srv.gen->pstats->server_state, 1 - old);
+}
+
+/* The workers stop the listeners of scope (1: traffic_direction INBOUND only, Envoy's
+ * StopListenersType::InboundOnly; 2: all); their idle connections close now, busy ones after
+ * their request. A scope never narrows. */
+static void drain_workers(wp_main *m, int scope)
+{
+    if (scope <= m->drain_scope)
+        return;
+    m->drain_scope = scope;
     for (unsigned i = 0; i < m->srv.nworkers; i++)
-        wp_worker_command(&m->srv.workers[i], WP_WORKER_DRAIN);
+        wp_worker_command(&m->srv.workers[i],
+                          scope == 2 ? WP_WORKER_DRAIN : WP_WORKER_DRAIN_INBOUND);
+}
+
+/* SIGTERM: exit once no connection is left, at the latest --drain-time-s later. */
+static void arm_exit(wp_main *m)
+{
+    if (m->exit_armed)
+        return;
+    m->exit_armed = true;
+    WF_LOG(WF_LC_main, WF_LOG_INFO, "draining listeners (drain time %llus)",
+           (unsigned long long)m->opts->drain_time_s);
     m->drain_deadline = uv_now(m->loop) + m->opts->drain_time_s * 1000;
     uv_timer_start(&m->drain_timer, on_drain_tick, 50, 50);
+}
+
+/* SIGTERM/SIGINT: stop accepting, let in-flight requests finish, exit when done or at the
+ * deadline (an earlier inbound-only drain widens to every listener). */
+static void start_drain(wp_main *m)
+{
+    if (m->stopping)
+        return;
+    enter_draining(m);
+    drain_workers(m, 2);
+    arm_exit(m);
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -105,15 +144,62 @@ static void on_signal(uv_signal_t *s, int signum)
     start_drain(m);
 }
 
-void wp_server_request_drain(void *ctx, bool exit_after)
+/* Envoy's server (server.cc): SIGHUP is eaten (no hot restart), SIGUSR1 reopens the access
+ * logs as POST /reopen_logs does. */
+static void on_sighup(uv_signal_t *s, int signum)
+{
+    (void)s;
+    (void)signum;
+    WF_LOG(WF_LC_main, WF_LOG_WARN,
+           "caught and eating SIGHUP. See documentation for how to hot restart.");
+}
+
+static void on_sigusr1(uv_signal_t *s, int signum)
+{
+    wp_main *m = s->data;
+    (void)signum;
+    WF_LOG(WF_LC_main, WF_LOG_INFO, "caught SIGUSR1. Reopening access logs.");
+    wp_server_reopen_logs(&m->srv);
+}
+
+void wp_server_reopen_logs(wp_server *srv)
+{
+    wf_strbuf err = WF_STRBUF_INIT;
+    if (srv->alog_files && wp_alog_files_reopen(srv->alog_files, &err) != 0)
+        WF_LOG(WF_LC_main, WF_LOG_ERROR, "%s", wf_strbuf_cstr(&err));
+    wf_strbuf_free(&err);
+}
+
+static void on_stop_timer(uv_timer_t *t)
+{
+    wp_main *m = t->data;
+    if (!m->stopping)
+        drain_workers(m, m->stop_scope);
+}
+
+/* Envoy's ListenersHandler::handlerDrainListeners: without ?graceful the listeners of the
+ * scope stop now; with it the drain sequence starts (not ready, server.state DRAINING; the
+ * listeners keep accepting) and at its end, --drain-time-s later, they stop, unless
+ * ?skip_exit. The process never exits for it (Istio's agent ends it). */
+void wp_server_request_drain(void *ctx, bool inbound_only, bool graceful, bool skip_exit)
 {
     wp_main *m = ctx;
-    if (exit_after)
-        start_drain(m);
-    else {
-        for (unsigned i = 0; i < m->srv.nworkers; i++)
-            wp_worker_command(&m->srv.workers[i], WP_WORKER_DRAIN);
+    int scope = inbound_only ? 1 : 2;
+    if (m->stopping)
+        return;
+    if (!graceful) {
+        drain_workers(m, scope);
+        return;
     }
+    if (m->draining) /* Envoy ignores ?graceful once the drain sequence started */
+        return;
+    enter_draining(m);
+    WF_LOG(WF_LC_main, WF_LOG_INFO, "drain sequence started (%s listeners, drain time %llus)",
+           inbound_only ? "inbound" : "all", (unsigned long long)m->opts->drain_time_s);
+    if (skip_exit)
+        return;
+    m->stop_scope = scope;
+    uv_timer_start(&m->stop_timer, on_stop_timer, m->opts->drain_time_s * 1000, 0);
 }
 
 void wp_server_request_quit(void *ctx)
@@ -432,6 +518,9 @@ static int xds_apply(void *ud, json_t *effective, const wp_xds_dynamic *dyn, wf_
     int rc = wp_server_apply(&m->srv, cfg, err);
     if (rc < 0)
         return -1;
+    if (m->drain_scope == 1 && !m->stopping) /* inbound listeners added since stay stopped */
+        for (unsigned i = 0; i < m->srv.nworkers; i++)
+            wp_worker_command(&m->srv.workers[i], WP_WORKER_DRAIN_INBOUND);
     m->warming_clusters = dyn->warming_clusters.n > 0;
     m->warming_listeners = dyn->warming_listeners.n > 0;
     return rc; /* 1: applied, some listeners could not bind (err: the NACK text) */
@@ -494,6 +583,37 @@ static int start_xds(wp_main *m, wf_strbuf *err)
     return wp_xds_client_start(m->loop, m->srv.gen->cfg, m->srv.stats_store,
                                wp_stats_get_shard(m->srv.stats_store, m->srv.nworkers), &cb, NULL,
                                &m->xds, err);
+}
+
+/* SIGTERM/SIGINT drain; SIGHUP and SIGUSR1 (ignored from the start of wp_server_run, so one
+ * that comes early does not kill the process) are handled until the process ends: their
+ * handles are unreferenced, so they do not keep the loop running. */
+static void start_signals(wp_main *m, uv_loop_t *loop)
+{
+    uv_signal_t *sig[] = {&m->sigterm, &m->sigint, &m->sighup, &m->sigusr1};
+    uv_signal_cb cb[] = {on_signal, on_signal, on_sighup, on_sigusr1};
+    int num[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1};
+    for (size_t i = 0; i < sizeof(sig) / sizeof(sig[0]); i++) {
+        int rc = uv_signal_init(loop, sig[i]);
+        sig[i]->data = m;
+        if (rc == 0)
+            rc = uv_signal_start(sig[i], cb[i], num[i]);
+        if (rc != 0)
+            WF_LOG(WF_LC_main, WF_LOG_ERROR, "cannot handle signal %d: %s", num[i],
+                   uv_strerror(rc));
+    }
+    uv_unref((uv_handle_t *)&m->sighup);
+    uv_unref((uv_handle_t *)&m->sigusr1);
+}
+
+/* Closes the SIGHUP and SIGUSR1 handles; libuv then restores the default action, so they are
+ * ignored again until the process exits. */
+static void stop_signals(wp_main *m)
+{
+    uv_close((uv_handle_t *)&m->sighup, NULL);
+    uv_close((uv_handle_t *)&m->sigusr1, NULL);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGUSR1, SIG_IGN);
 }
 
 static void free_server(wp_main *m, unsigned nstarted)
@@ -578,6 +698,8 @@ int wp_server_run(const wp_server_opts *o)
     wp_main m = {0};
     wf_strbuf err = {0};
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGUSR1, SIG_IGN);
     m.opts = o;
     wp_config *cfg = load(o, &err);
     m.srv.nworkers = o->concurrency ? o->concurrency : uv_available_parallelism();
@@ -625,14 +747,11 @@ int wp_server_run(const wp_server_opts *o)
         uv_loop_close(&loop);
         return fail(&m, ninit, "status server", &err);
     }
-    uv_signal_init(&loop, &m.sigterm);
-    uv_signal_init(&loop, &m.sigint);
-    m.sigterm.data = m.sigint.data = &m;
-    uv_signal_start(&m.sigterm, on_signal, SIGTERM);
-    uv_signal_start(&m.sigint, on_signal, SIGINT);
+    start_signals(&m, &loop);
     uv_timer_init(&loop, &m.drain_timer);
+    uv_timer_init(&loop, &m.stop_timer);
     uv_timer_init(&loop, &m.gauge_timer);
-    m.drain_timer.data = m.gauge_timer.data = &m;
+    m.drain_timer.data = m.gauge_timer.data = m.stop_timer.data = &m;
     uv_timer_start(&m.gauge_timer, on_gauges, 1000, 1000);
     uv_timer_init(&loop, &m.od_timer);
     m.od_timer.data = &m;
@@ -653,6 +772,7 @@ int wp_server_run(const wp_server_opts *o)
         wp_worker_join(&m.srv.workers[i]);
     if (m.admin)
         wp_admin_free(m.admin);
+    stop_signals(&m);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     free_server(&m, ninit);

@@ -2,9 +2,10 @@
  * server.h - weft-proxy as a process: loads the bootstrap, starts the workers and the
  * admin server, runs until SIGTERM/SIGINT or POST /quitquitquit, then drains.
  *
- * Follows Envoy's server behaviour (docs operations/cli and operations/admin): --mode
+ * Follows Envoy's server behaviour (docs operations/cli and operations/admin, server.cc): --mode
  * validate checks the configuration and exits; SIGTERM stops accepting, lets in-flight
- * requests finish for up to --drain-time-s seconds, then exits 0.
+ * requests finish for up to --drain-time-s seconds, then exits 0; SIGHUP is ignored (logged);
+ * SIGUSR1 reopens the access-log files as POST /reopen_logs does.
  */
 #ifndef WEFT_PROXY_SERVER_H
 #define WEFT_PROXY_SERVER_H

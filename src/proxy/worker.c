@@ -162,6 +162,27 @@ static int install(wp_worker *w, wp_gen_post *post, wf_strbuf *err)
     return rc;
 }
 
+/* WP_WORKER_DRAIN_INBOUND: the listeners with traffic_direction INBOUND (core.v3, 1) stop
+ * accepting, and their connections drain as wp_dconn_drain drains them all; the others keep
+ * serving. Sent again after each new generation, so an inbound listener it adds stops too. */
+static void drain_inbound(wp_worker *w)
+{
+    for (wp_wlistener *wl = w->listeners, *next; wl; wl = next) {
+        next = wl->next;
+        if (wl->index >= 0 && w->cfg->listeners[wl->index].traffic_direction == 1)
+            close_listener(w, wl);
+    }
+    for (wp_dconn *d = w->conns, *next; d; d = next) {
+        next = d->next;
+        if (!d->listener || d->listener->traffic_direction != 1)
+            continue;
+        if (!d->stream)
+            wp_dconn_close(d);
+        else
+            d->close_after = true;
+    }
+}
+
 static void close_walk(uv_handle_t *h, void *arg)
 {
     (void)arg;
@@ -201,6 +222,8 @@ static void on_async(uv_async_t *a)
         w->draining = true;
         close_listeners(w);
         wp_dconn_drain(w);
+    } else if (cmd == WP_WORKER_DRAIN_INBOUND && !w->draining) {
+        drain_inbound(w);
     } else if (cmd == WP_WORKER_STOP) {
         w->draining = true;
         close_listeners(w);

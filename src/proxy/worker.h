@@ -9,7 +9,9 @@
 #include "core/strbuf.h"
 #include "proxy/proxy_internal.h"
 
-enum { WP_WORKER_DRAIN = 1, WP_WORKER_STOP = 2 };
+/* DRAIN_INBOUND: only the listeners whose traffic_direction is INBOUND (Envoy's
+ * StopListenersType::InboundOnly, POST /drain_listeners?inboundonly). */
+enum { WP_WORKER_DRAIN = 1, WP_WORKER_STOP = 2, WP_WORKER_DRAIN_INBOUND = 3 };
 
 /* Prepares worker id of srv: its loop, stats shard, access-log writer, and installs the first
  * generation from post (taken over: its reference and sockets; the sockets are bound by the
@@ -25,7 +27,8 @@ int wp_listen_socket(const wp_listener *l, wf_strbuf *err);
 /* Runs the loop on a new thread. Returns 0 or a libuv error. */
 int wp_worker_start(wp_worker *w);
 /* Asks the worker to drain (stop accepting, close idle connections, close others after
- * their current request) or stop (close everything now). Thread-safe. */
+ * their current request), to do so for its INBOUND listeners only, or to stop (close
+ * everything now). A command not taken yet is replaced. Thread-safe. */
 void wp_worker_command(wp_worker *w, int cmd);
 /* Waits for the worker's loop to end (after WP_WORKER_STOP). */
 void wp_worker_join(wp_worker *w);
