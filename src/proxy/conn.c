@@ -507,6 +507,14 @@ static wp_stream *stream_new(wp_dconn *d)
                        : WP_MAX_HEADERS - 4,
                    (size_t)d->listener->hcm.max_request_headers_kb * 1024);
     d->stream = s;
+    /* the request begins with its first byte: Envoy's codec creates the stream then, and the
+     * connection manager counts it and arms request_timeout (HCM docs: "activated when the
+     * request is initiated") */
+    wp_hcm_stat(d, WP_S_downstream_rq_total, 1);
+    wp_hcm_stat(d, WP_S_downstream_rq_http1_total, 1);
+    wp_hcm_stat(d, WP_S_downstream_rq_active, 1);
+    if (d->listener->hcm.request_timeout_ms)
+        wp_dconn_set_deadline(d, d->listener->hcm.request_timeout_ms);
     arm_idle(d);
     return s;
 }
@@ -539,9 +547,15 @@ void wp_stream_destroy(wp_stream *s)
     free(s);
 }
 
+/* The response head goes downstream: counted then, as Envoy's connection manager counts
+ * it when it encodes the headers (chargeStats), so a response cut short is counted too. */
 static void count_response(wp_stream *s)
 {
     int c = s->si.response_code;
+    if (s->charged)
+        return;
+    s->charged = true;
+    wp_hcm_stat(s->d, WP_S_downstream_rq_completed, 1);
     if (c >= 100 && c < 600)
         wp_hcm_stat(s->d, WP_S_downstream_rq_1xx + (c / 100 - 1), 1);
 }
@@ -564,6 +578,13 @@ static void write_access_logs(wp_stream *s)
     wf_strbuf_free(&line);
 }
 
+/* Whether the whole request has been read: its end was parsed, or it has no body (Envoy's
+ * codec ends such a stream with its headers), so the connection can carry the next one. */
+static bool request_received(const wp_stream *s)
+{
+    return s->req_complete || (s->si.request && s->req.framing == H1_BODY_NONE && !s->req.upgrade);
+}
+
 /* The stream ends: cancel what is left upstream, log, count, free. */
 static void stream_finish(wp_stream *s)
 {
@@ -578,12 +599,7 @@ static void stream_finish(wp_stream *s)
     wp_retry_end(s);
     if (s->retries_exhausted)
         wp_si_set_flag(&s->si, WP_RF_URX);
-    if (s->si.request)
-        wp_hcm_stat(s->d, WP_S_downstream_rq_active, -1);
-    if (s->si.response_code && s->resp_done) {
-        wp_hcm_stat(s->d, WP_S_downstream_rq_completed, 1);
-        count_response(s);
-    }
+    wp_hcm_stat(s->d, WP_S_downstream_rq_active, -1);
     if (s->si.request || s->si.response_code)
         write_access_logs(s);
     wp_istio_stream_done(s); /* Istio's metrics: the filter's access-log hook */
@@ -597,14 +613,15 @@ static void stream_finish(wp_stream *s)
 static void stream_complete(wp_stream *s)
 {
     wp_dconn *d = s->d;
-    bool close = d->close_after || s->resp_close || !s->req.keep_alive || !s->req_complete;
+    bool close = d->close_after || s->resp_close || !s->req.keep_alive || !request_received(s);
     stream_finish(s);
     if (close || d->w->draining) {
         wp_dconn_close(d);
         return;
     }
     arm_idle(d);
-    process(d);
+    if (!d->in_process) /* else the parsing pass that answered goes on with the next request */
+        process(d);
     start_reading(d);
 }
 
@@ -826,7 +843,7 @@ void wp_stream_local_reply(wp_stream *s, int status, const char *body, const cha
     s->local_reply = true;
     s->resp_started = true;
     s->si.response_code = status;
-    if (!s->req_complete || d->peer_closed)
+    if (!request_received(s) || d->peer_closed)
         d->close_after = true;
     size_t blen = body ? strlen(body) : 0;
     wf_strbuf *b = &s->resp_head;
@@ -860,6 +877,7 @@ void wp_stream_local_reply(wp_stream *s, int status, const char *body, const cha
         return;
     s->si.bytes_sent = blen;
     s->resp_done = true;
+    count_response(s);
     WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, s->si.stream_id,
                   "Sending local reply with details %s", details ? details : "-");
     uv_buf_t bufs[2] = {uv_buf_init(b->data, (unsigned)b->len),
@@ -997,6 +1015,7 @@ static unsigned with_head(wp_stream *s, uv_buf_t *bufs, unsigned n)
     if (!s->head_unsent)
         return n;
     s->head_unsent = false;
+    count_response(s);
     memmove(bufs + 1, bufs, n * sizeof(*bufs));
     bufs[0] = uv_buf_init(s->resp_head.data, (unsigned)s->resp_head.len);
     return n + 1;
@@ -1309,9 +1328,6 @@ static int mutate_xff(wp_stream *s)
 static void on_request_headers(wp_stream *s)
 {
     wp_dconn *d = s->d;
-    wp_hcm_stat(s->d, WP_S_downstream_rq_total, 1);
-    wp_hcm_stat(s->d, WP_S_downstream_rq_http1_total, 1);
-    wp_hcm_stat(s->d, WP_S_downstream_rq_active, 1);
     s->req_chunked = s->req.framing == H1_BODY_CHUNKED;
     s->upgrade = s->req.upgrade;
     if (!s->req.keep_alive)
@@ -1353,9 +1369,6 @@ static void on_request_headers(wp_stream *s)
             return;
         }
     }
-    uint64_t rt = d->listener->hcm.request_timeout_ms;
-    if (rt)
-        wp_dconn_set_deadline(d, rt);
     if (wp_fault_on_request_headers(s)) /* the fault filter may delay or answer instead */
         wp_router_start(s);
 }
@@ -1378,8 +1391,6 @@ static void protocol_error(wp_dconn *d, wp_stream *s)
         wp_dconn_close(d);
         return;
     }
-    if (!s->si.request)
-        wp_hcm_stat(s->d, WP_S_downstream_rq_total, 0);
     s->req.keep_alive = false;
     /* Envoy's codec error reply: the status's text as the body (CodeUtility::toString) */
     int status = h1_error_status(e);
@@ -1423,6 +1434,12 @@ static void parse_buffered(wp_dconn *d)
         if (!s && !(s = stream_new(d))) {
             wp_dconn_close(d);
             return;
+        }
+        if (s->si.request && s->parser.msg.nheaders < s->req.nheaders) {
+            /* trailers are stored after the head's fields: after the ones the connection
+             * manager added too (x-request-id, x-forwarded-for, ...), with the same room */
+            s->parser.hdr_cap += s->req.nheaders - s->parser.msg.nheaders;
+            s->parser.msg.nheaders = s->req.nheaders;
         }
         h1_event ev;
         const char *base = d->rbuf->data + d->rstart;

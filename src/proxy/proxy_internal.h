@@ -190,6 +190,7 @@ struct wp_stream {
     size_t body_len;
     bool req_complete, req_chunked, req_end_sent, upgrade, timer_started, head_sent;
     bool flush_pending;
+    bool charged; /* counted in downstream_rq_completed and _<N>xx (count_response) */
     char request_id[40];
     char remote_buf[WP_XFF_ADDR_MAX]; /* downstream remote taken from x-forwarded-for (xff.h) */
     char ust_buf[24];

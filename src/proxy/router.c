@@ -696,8 +696,9 @@ void wp_router_timeout(wp_stream *s)
     } else {
         wp_pool_cancel(s);
     }
-    if (s->resp_started) {
-        wp_dconn_close(s->d);
+    if (s->resp_started) { /* the client's stream is reset; the log shows UT response_timeout */
+        s->upstream_failed = true;
+        wp_stream_local_reply(s, 504, "", "response_timeout", WP_RF_UT);
         return;
     }
     /* x-envoy-upstream-rq-timeout-alt-response: 204 (a 204 carries no body) */
@@ -782,9 +783,15 @@ static bool on_response_headers(wp_stream *s, wp_uconn *u, const char *base, siz
         return false;
     }
     wp_retry_response_started(s);
-    wp_dconn_clear_deadline(s->d); /* the route timeout covers until the response starts */
-    s->timer_started = true;
-    count_code(s, m->status);
+    /* The route timeout runs on until the response is complete (Envoy's router disables it
+     * in onUpstreamComplete); a response that starts before the request is complete disarms
+     * the connection manager's request_timeout, and the route timeout starts when the
+     * request completes. An upgrade's tunnel has no route timeout after its 101 (Envoy
+     * applies the route timeout to the upgrade request only). */
+    if (!s->timer_started || m->upgrade)
+        wp_dconn_clear_deadline(s->d);
+    count_code(s, m->status); /* with upstream_rq_completed, as Envoy's chargeUpstreamCode */
+    cstat(s, WP_S_upstream_rq_completed, 1);
     u->response_seen = true;
     wp_stream_resp_headers(s, m, base, used);
     return true;
@@ -793,7 +800,6 @@ static bool on_response_headers(wp_stream *s, wp_uconn *u, const char *base, siz
 static void on_response_done(wp_stream *s, wp_uconn *u)
 {
     bool reusable = u->parser.msg.keep_alive && s->req_end_sent && !s->d->tunnel;
-    cstat(s, WP_S_upstream_rq_completed, 1);
     if (s->host >= 0) {
         wp_host_rt *h = &wp_stream_gen(s)->crt[s->cluster].hosts[s->host];
         atomic_fetch_add_explicit(s->si.response_code >= 500 ? &h->rq_error : &h->rq_success, 1,

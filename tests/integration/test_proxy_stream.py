@@ -78,10 +78,10 @@ def cluster_json(name, endpoints, idle_timeout=None, typed_options=False):
                       typed_options=typed_options)
 
 
-def bootstrap_json(clusters, log_path=pf.LOG):
+def bootstrap_json(clusters, log_path=pf.LOG, route_timeout="0s"):
     """Envoy v3 bootstrap (proxyfix builders): one listener, every path to CLUSTER (route
-    timeout off, as Istio sets it), Istio's JSON access log."""
-    lst = pf.listener(pf.simple_routes(CLUSTER, timeout="0s"), stat_prefix=STAT_PREFIX,
+    timeout off by default, as Istio sets it), Istio's JSON access log."""
+    lst = pf.listener(pf.simple_routes(CLUSTER, timeout=route_timeout), stat_prefix=STAT_PREFIX,
                       name="ingress",
                       access_logs=[pf.access_log(log_path, json_format=LOG_FORMAT)])
     return pf.bootstrap([lst], clusters, node_id="h8-test", node_cluster="h8")
@@ -132,9 +132,9 @@ class Proxy:
             shutil.rmtree(self.p.tmpdir, ignore_errors=True)
 
 
-def start_proxy(clusters):
+def start_proxy(clusters, route_timeout="0s"):
     """Starts weft-proxy (one worker, log flushed every 20 ms, 1 s drain) once /ready."""
-    return Proxy(pf.start_proxy(bootstrap_json(clusters), flush_ms=20,
+    return Proxy(pf.start_proxy(bootstrap_json(clusters, route_timeout=route_timeout), flush_ms=20,
                                 args=("-l", "warning", "--drain-time-s", "1")))
 
 
@@ -178,8 +178,8 @@ def procs_factory():
             return proc, port
 
         @staticmethod
-        def proxy(clusters):
-            p = start_proxy(clusters)
+        def proxy(clusters, route_timeout="0s"):
+            p = start_proxy(clusters, route_timeout)
             started.append(p)
             return p
 
@@ -608,6 +608,27 @@ def test_websocket_echo_through_proxy(env):
     assert e, p.log_entries()[start:]
     assert e[0]["response_code"] == 101, e[0]
     assert e[0]["method"] == "GET"
+
+
+def test_websocket_outlives_the_route_timeout(procs_factory):
+    """The route timeout bounds the upgrade request only: the tunnel after the 101 lives on
+    (Envoy applies no route timeout to an upgraded stream)."""
+    _, app_port = procs_factory.app("--name", "b1")
+    p = procs_factory.proxy([cluster_json(CLUSTER, [("127.0.0.1", app_port)])],
+                            route_timeout="0.3s")
+    s = connect(p.port)
+    try:
+        s.sendall(b"GET /ws HTTP/1.1\r\nHost: ws.test\r\nUpgrade: websocket\r\n"
+                  b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                  b"Sec-WebSocket-Version: 13\r\n\r\n")
+        r = Reader(s)
+        assert r.head()[0] == 101
+        time.sleep(0.8)
+        s.sendall(ws_frame(1, b"still here"))
+        assert ws_read_frame(r) == (True, 1, b"still here")
+    finally:
+        s.close()
+    assert p.stat("cluster.%s.upstream_rq_timeout" % CLUSTER) == 0
 
 
 # ---------------------------------------------------------------- smuggling battery
