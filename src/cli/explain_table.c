@@ -40,7 +40,9 @@ static const wf_lx_entry table[] = {
       "Run `weftctl proxy-config endpoint <pod> --cluster <cluster>` to see the endpoints, "
       "`weftctl analyze` for subsets that select no pods, and check the pods' readiness."),
     F("UT", "UpstreamRequestTimeout", "504, body \"upstream request timeout\"",
-      "The route timeout (or the last try's perTryTimeout) fired before the upstream answered.",
+      "The route timeout (or the last try's perTryTimeout) fired before the upstream answered, "
+      "or before it finished a response it had started (then the status is the upstream's and "
+      "the connection is reset).",
       "The upstream is slow or stuck; the VirtualService `timeout` is shorter than the "
       "service needs; the route timeout also bounds all retries, so no retry could start.",
       "Compare the request duration with the route's timeout (`weftctl proxy-config route "
