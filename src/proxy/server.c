@@ -303,12 +303,14 @@ static void config_gauges(wp_server *srv, const wp_gen *g, int sign)
     wp_pstats_warming_gauges(wp_stats_get_shard(p->store, srv->nworkers), p, cfg, sign);
     for (size_t i = 0; i < cfg->nclusters; i++) {
         const wp_cluster *c = &cfg->clusters[i];
-        int64_t healthy = 0;
-        for (size_t k = 0; k < c->nendpoints; k++)
-            healthy += c->endpoints[k].health != WP_HEALTH_UNHEALTHY &&
+        int64_t healthy = 0, hosts = 0; /* a DNS name never resolved is no host */
+        for (size_t k = 0; k < c->nendpoints; k++) {
+            hosts += wp_cluster_has_host(c, k);
+            healthy += wp_cluster_has_host(c, k) && c->endpoints[k].health != WP_HEALTH_UNHEALTHY &&
                        c->endpoints[k].health != WP_HEALTH_DRAINING &&
                        c->endpoints[k].health != WP_HEALTH_TIMEOUT;
-        set_gauge(srv, p->clusters[i].slot[WP_S_membership_total], sign * (int64_t)c->nendpoints);
+        }
+        set_gauge(srv, p->clusters[i].slot[WP_S_membership_total], sign * hosts);
         set_gauge(srv, p->clusters[i].slot[WP_S_membership_healthy], sign * healthy);
     }
 }

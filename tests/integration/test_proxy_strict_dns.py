@@ -82,3 +82,11 @@ def test_mixed_cluster_uses_resolved_endpoint_only(proxy_factory, upstreams):
     stats = p.stats()
     assert stats.get("cluster.backend.upstream_cx_none_healthy", 0) == 0, stats
     assert stats.get("cluster.backend.lb_healthy_panic", 0) == 0, stats
+    # the cluster's one host, in /clusters and the membership gauges as in Envoy
+    assert stats["cluster.backend.membership_total"] == 1, stats
+    assert stats["cluster.backend.membership_healthy"] == 1, stats
+    status, _, text = p.admin("/clusters")
+    assert status == 200
+    hosts = {l.split("::")[1] for l in text.decode().splitlines()
+             if l.startswith("backend::") and "::health_flags::" in l}
+    assert hosts == {"127.0.0.1:%d" % good.port}, text
