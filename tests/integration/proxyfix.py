@@ -508,6 +508,16 @@ class Proxy:
                                      % (path, len(lines), n, "\n".join(lines)))
             time.sleep(0.03)
 
+    def istio_log(self, n, name="istio"):
+        """The first n lines of an access log in Istio's text format (an access_log with
+        path "@LOG:istio@" and fmt=ISTIO_TEXT_FORMAT), each as ISTIO_TEXT_RE's fields."""
+        out = []
+        for line in self.access_log_lines(n, name=name):
+            m = ISTIO_TEXT_RE.match(line)
+            assert m, "not an Istio text access-log line: %r" % line
+            out.append(m.groupdict())
+        return out
+
     # --- process ---
     def stderr_text(self):
         try:

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from procs import backend_app, start_app, stop_process
-from proxyfix import (ISTIO_TEXT_FORMAT, ISTIO_TEXT_RE, ROUTER_TYPE, access_log, bootstrap,
+from proxyfix import (ISTIO_TEXT_FORMAT, ROUTER_TYPE, access_log, bootstrap,
                       cluster, listener, proxy_factory, proxy_path, route, route_config, vhost,
                       write_bootstrap)
 
@@ -58,15 +58,6 @@ def fault_bootstrap(app_port, fault_tc=None, rc=None, **hcm):
     return bootstrap([lst], [cluster("backend", [app_port])])
 
 
-def istio_lines(proxy, n):
-    out = []
-    for line in proxy.access_log_lines(n, name="istio"):
-        m = ISTIO_TEXT_RE.match(line)
-        assert m, "not an Istio text access-log line: %r" % line
-        out.append(m.groupdict())
-    return out
-
-
 def per_route(tc):
     return {"typed_per_filter_config": {FAULT: tc}}
 
@@ -77,7 +68,7 @@ def test_abort_100_percent(app, proxy_factory):
     assert status == 503
     assert body == b"fault filter abort"
     assert hdrs["content-type"] == "text/plain"
-    log = istio_lines(p, 1)[0]
+    log = p.istio_log(1)[0]
     assert log["response_code"] == "503"
     assert log["response_flags"] == "FI"
     assert log["response_code_details"] == "fault_filter_abort"
@@ -94,7 +85,7 @@ def test_abort_0_percent_passes(app, proxy_factory):
     for _ in range(20):
         status, _, _ = p.request("GET", "/healthz")
         assert status == 200
-    assert istio_lines(p, 20)[0]["response_flags"] == "-"
+    assert p.istio_log(20)[0]["response_flags"] == "-"
     st = p.stats()
     assert st[PREFIX + "aborts_injected"] == 0
     assert st["cluster.backend.upstream_rq_total"] == 20
@@ -107,7 +98,7 @@ def test_fixed_delay_100_percent(app, proxy_factory):
     elapsed = time.monotonic() - t0
     assert status == 200
     assert elapsed >= 0.3, elapsed
-    log = istio_lines(p, 1)[0]
+    log = p.istio_log(1)[0]
     assert log["response_flags"] == "DI"
     assert log["response_code_details"] == "via_upstream"
     assert int(log["duration"]) >= 300
@@ -126,7 +117,7 @@ def test_delay_then_abort(app, proxy_factory):
     status, _, body = p.request("GET", "/healthz")
     assert time.monotonic() - t0 >= 0.19  # the loop clock may lag real time a little
     assert (status, body) == (429, b"fault filter abort")
-    log = istio_lines(p, 1)[0]
+    log = p.istio_log(1)[0]
     assert log["response_flags"] == "DI,FI"
     st = p.stats()
     assert st[PREFIX + "delays_injected"] == 1
@@ -142,7 +133,7 @@ def test_delay_with_request_body(app, proxy_factory):
                                 headers={"content-type": "application/octet-stream"})
     assert status == 200, body
     assert body == b"received=%d\n" % len(payload)
-    assert istio_lines(p, 1)[0]["response_flags"] == "DI"
+    assert p.istio_log(1)[0]["response_flags"] == "DI"
 
 
 def _abort_count(app, proxy_factory, monkeypatch, seed, n=400):
@@ -197,7 +188,7 @@ def test_per_route_and_vhost_override(app, proxy_factory):
     assert p.request("GET", "/healthz", headers={"host": "plain.example"})[0] == 200
     assert p.request("GET", "/healthz", headers={"host": "v.example"})[0] == 429
     assert p.request("GET", "/own", headers={"host": "v.example"})[0] == 451
-    logs = istio_lines(p, 5)
+    logs = p.istio_log(5)
     assert [l["response_flags"] for l in logs] == ["FI", "-", "-", "FI", "FI"]
     assert logs[0]["route_name"] == "-"  # the router never ran for an aborted request
     assert p.stats()[PREFIX + "aborts_injected"] == 3
@@ -210,7 +201,7 @@ def test_header_matched_fault(app, proxy_factory):
     assert p.request("GET", "/healthz")[0] == 200
     assert p.request("GET", "/healthz", headers={"x-fault": "off"})[0] == 200
     assert p.request("GET", "/healthz", headers={"X-Fault": "on"})[0] == 503
-    flags = [l["response_flags"] for l in istio_lines(p, 3)]
+    flags = [l["response_flags"] for l in p.istio_log(3)]
     assert flags == ["-", "-", "FI"]
 
 
@@ -236,7 +227,7 @@ def test_max_active_faults_overflow(app, proxy_factory):
     st = p.wait_stat(PREFIX + "active_faults", 0)
     assert st[PREFIX + "faults_overflow"] == 1
     assert st[PREFIX + "delays_injected"] == 1
-    flags = sorted(l["response_flags"] for l in istio_lines(p, 2))
+    flags = sorted(l["response_flags"] for l in p.istio_log(2))
     assert flags == ["-", "DI"]
 
 
@@ -249,7 +240,7 @@ def test_client_disconnect_during_delay(app, proxy_factory):
         p.wait_stat(PREFIX + "active_faults", 1)
         s.close()
         p.wait_stat(PREFIX + "active_faults", 0)
-    logs = istio_lines(p, 3)
+    logs = p.istio_log(3)
     for l in logs:
         assert l["response_flags"] == "DI,DC"
         assert l["response_code"] == "0"
@@ -269,7 +260,7 @@ def test_request_timeout_applies_during_delay(app, proxy_factory):
     status, _, body = p.request("GET", "/healthz")
     assert time.monotonic() - t0 < 1.2
     assert status in (408, 504) and body == b"request timeout"
-    log = istio_lines(p, 1)[0]
+    log = p.istio_log(1)[0]
     assert log["response_code_details"] == "request_overall_timeout"
     assert log["response_flags"].startswith("DI")
     st = p.wait_stat(PREFIX + "active_faults", 0)
@@ -295,7 +286,7 @@ def test_stream_idle_timeout_during_delay(app, proxy_factory):
                                       stream_idle_timeout="0.2s"))
     status, _, body = p.request("GET", "/healthz")
     assert (status, body) == (504, b"stream timeout")
-    log = istio_lines(p, 1)[0]
+    log = p.istio_log(1)[0]
     assert log["response_flags"] == "DI,SI"
     assert log["response_code_details"] == "stream_idle_timeout"
     p.wait_stat(PREFIX + "active_faults", 0)
@@ -324,5 +315,5 @@ def test_pipelined_requests_each_delayed(app, proxy_factory):
     assert time.monotonic() - t0 >= 0.29
     assert data.startswith(b"HTTP/1.1 201 ")
     assert b"HTTP/1.1 202 " in data
-    assert [l["response_flags"] for l in istio_lines(p, 2)] == ["DI", "DI"]
+    assert [l["response_flags"] for l in p.istio_log(2)] == ["DI", "DI"]
     assert p.wait_stat(PREFIX + "active_faults", 0)[PREFIX + "delays_injected"] == 2

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from proxyfix import (ISTIO_TEXT_FORMAT, ISTIO_TEXT_RE, access_log, bootstrap, cluster,
+from proxyfix import (ISTIO_TEXT_FORMAT, access_log, bootstrap, cluster,
                       listener, proxy_factory, proxy_path, route, route_config, vhost,
                       write_bootstrap)
 from scripted_upstream import upstreams
@@ -56,15 +56,6 @@ def targets(up):
     return [r[1] for r in up.requests]
 
 
-def log_lines(proxy, n):
-    out = []
-    for line in proxy.access_log_lines(n, name="istio"):
-        m = ISTIO_TEXT_RE.match(line)
-        assert m, "not an Istio text access-log line: %r" % line
-        out.append(m.groupdict())
-    return out
-
-
 def test_dot_segments_route_and_forward_normalized(proxy_factory, upstreams):
     p, admin, api = make_proxy(proxy_factory, upstreams, normalize_path=True)
     assert raw(p, "/api/../admin")[0] == 200
@@ -73,7 +64,7 @@ def test_dot_segments_route_and_forward_normalized(proxy_factory, upstreams):
     assert raw(p, "/api\\..\\admin/%41%7e")[0] == 200
     assert targets(admin) == ["/admin", "/admin/x", "/admin/A~"]
     assert targets(api) == ["/api/v2?q=/../z"]
-    logs = log_lines(p, 4)
+    logs = p.istio_log(4)
     assert [l["path"] for l in logs] == ["/admin", "/admin/x", "/api/v2?q=/../z", "/admin/A~"]
     assert [l["upstream_cluster"] for l in logs] == ["admin", "admin", "api", "admin"]
 
@@ -85,7 +76,7 @@ def test_invalid_path_is_rejected(proxy_factory, upstreams):
     status, _, body = raw(p, "/api/x#frag")
     assert (status, body) == (400, b"")
     assert targets(admin) == [] and targets(api) == []
-    logs = log_lines(p, 2)
+    logs = p.istio_log(2)
     for l, path in zip(logs, ["/api/%00/x", "/api/x#frag"]):
         assert l["response_code"] == "400"
         assert l["response_code_details"] == "path_normalization_failed"
@@ -104,7 +95,7 @@ def test_normalize_path_false_leaves_the_path(proxy_factory, upstreams):
     assert targets(admin) == []
     # a fragment is rejected whatever normalize_path says (Envoy: maybeNormalizePath)
     assert raw(p, "/api#x")[0] == 400
-    assert log_lines(p, 3)[2]["response_code_details"] == "path_normalization_failed"
+    assert p.istio_log(3)[2]["response_code_details"] == "path_normalization_failed"
 
 
 def test_merge_slashes(proxy_factory, upstreams):
@@ -129,7 +120,7 @@ def test_escaped_slashes_unescape_and_forward(proxy_factory, upstreams):
                                path_with_escaped_slashes_action="UNESCAPE_AND_FORWARD")
     assert raw(p, "/api%2F..%2fadmin%5Cx?q=%2F")[0] == 200
     assert targets(admin) == ["/admin/x?q=%2F"] and targets(api) == []
-    assert log_lines(p, 1)[0]["path"] == "/admin/x?q=%2F"
+    assert p.istio_log(1)[0]["path"] == "/admin/x?q=%2F"
 
 
 def test_escaped_slashes_reject_request(proxy_factory, upstreams):
@@ -139,7 +130,7 @@ def test_escaped_slashes_reject_request(proxy_factory, upstreams):
     assert (status, body) == (400, b"")
     assert raw(p, "/api/%2Bx")[0] == 200  # no escaped slash: routed
     assert targets(api) == ["/api/%2Bx"] and targets(admin) == []
-    logs = log_lines(p, 2)
+    logs = p.istio_log(2)
     assert (logs[0]["response_code_details"], logs[0]["path"]) == (
         "path_normalization_failed", "/api/admin")
 
@@ -155,7 +146,7 @@ def test_escaped_slashes_unescape_and_redirect(proxy_factory, upstreams):
     assert status == 400
     assert raw(p, "/api/../admin")[0] == 200  # nothing escaped: normalized and routed
     assert targets(admin) == ["/admin"] and targets(api) == []
-    logs = log_lines(p, 3)
+    logs = p.istio_log(3)
     assert [l["response_code_details"] for l in logs[:2]] == ["path_normalization_failed"] * 2
     st = p.stats()  # the 307 and the gRPC 400 are counted apart, as in Envoy
     assert st["http.ingress_http.downstream_rq_redirected_with_normalized_path"] == 1

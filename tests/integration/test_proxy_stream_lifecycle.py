@@ -19,7 +19,7 @@ import re
 import socket
 import time
 
-from proxyfix import (ISTIO_TEXT_FORMAT, ISTIO_TEXT_RE, access_log, bootstrap, cluster,
+from proxyfix import (ISTIO_TEXT_FORMAT, access_log, bootstrap, cluster,
                       listener, proxy_factory, route, route_config, vhost)
 from scripted_upstream import upstreams
 
@@ -56,15 +56,6 @@ def read_all(s, limit=5.0):
     return data, False
 
 
-def log_lines(p, n):
-    out = []
-    for line in p.access_log_lines(n, name="istio"):
-        m = ISTIO_TEXT_RE.match(line)
-        assert m, "not an Istio text access-log line: %r" % line
-        out.append(m.groupdict())
-    return out
-
-
 def test_route_timeout_cuts_a_response_that_started(proxy_factory, upstreams):
     # the upstream sends its head and 5 of 10 body bytes, then waits 2 s
     up = upstreams([("stall", 2000)])
@@ -80,7 +71,7 @@ def test_route_timeout_cuts_a_response_that_started(proxy_factory, upstreams):
     assert data.startswith(b"HTTP/1.1 200"), data
     head, _, body = data.partition(b"\r\n\r\n")
     assert b"content-length: 10" in head.lower() and len(body) < 10, data
-    line = log_lines(p, 1)[0]
+    line = p.istio_log(1)[0]
     assert (line["response_code"], line["response_flags"], line["response_code_details"]) == (
         "200", "UT", "response_timeout")
     st = p.stats()
@@ -169,4 +160,4 @@ def test_request_trailers_keep_the_generated_request_id(proxy_factory, upstreams
     assert data.startswith(b"HTTP/1.1 200"), data
     sent = up.requests[0][2].get("x-request-id")
     assert sent and re.match(r"^[0-9a-f-]{36}$", sent), up.requests[0][2]
-    assert log_lines(p, 1)[0]["request_id"] == sent
+    assert p.istio_log(1)[0]["request_id"] == sent
