@@ -2,9 +2,9 @@
  * parse.h - YAML (libyaml) and JSON (jansson) text to wf_node trees, with limits.
  *
  * Used by the store and by anything that must parse YAML text itself (MeshConfig files,
- * YAML inside annotation values). Both parsers allocate nodes in the given arena and call `doc` once
- * per document root (a YAML stream may hold several; a JSON text holds one). On a syntax
- * error or a broken limit they stop and fill *err; documents already delivered stay valid.
+ * YAML inside annotation values). Both parsers allocate nodes in the given arena and call `doc`
+ * once per document root (a YAML stream may hold several; a JSON text holds one). On a syntax error
+ * or a broken limit they stop and fill *err; documents already delivered stay valid.
  *
  * Limits (DESIGN.md "Untrusted input is bounded"): nesting depth WF_LOAD_MAX_DEPTH; nodes
  * reachable through aliases WF_LOAD_MAX_ALIAS_NODES per document (aliases share the anchored
@@ -35,6 +35,10 @@ int wf_parse_yaml(wf_arena *a, const char *buf, size_t len, wf_doc_cb doc, void 
                   wf_parse_error *err);
 int wf_parse_json(wf_arena *a, const char *buf, size_t len, wf_doc_cb doc, void *arg,
                   wf_parse_error *err);
+/* wf_parse_yaml on a piece of a file that starts after line0 lines: every line number it
+ * reports (nodes, documents, *err) counts those lines too. */
+int wf_parse_yaml_lines(wf_arena *a, const char *buf, size_t len, uint32_t line0, wf_doc_cb doc,
+                        void *arg, wf_parse_error *err);
 
 /* Offset of the first byte that is not valid UTF-8 (overlongs, surrogates and > U+10FFFF
  * are invalid), or len when all valid. line and col are set to its 1-based position. */

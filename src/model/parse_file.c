@@ -103,6 +103,82 @@ static int build_all(wf_parsed_file *pf)
     return 0;
 }
 
+/* A line that separates two chunks of a YAML file, as Kubernetes' YAMLReader sees it:
+ * "---" at the start, then only blanks or a comment. */
+static bool separator_line(const char *p, size_t n)
+{
+    if (n < 3 || memcmp(p, "---", 3) != 0)
+        return false;
+    for (size_t i = 3; i < n; i++) {
+        if (p[i] == '#')
+            return true;
+        if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r')
+            return false;
+    }
+    return true;
+}
+
+/* Whether a chunk holds no document: blank lines, comments and "..." end markers only. */
+static bool empty_chunk(const char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r'))
+            i++;
+        if (i + 3 <= n && memcmp(p + i, "...", 3) == 0)
+            i += 3;
+        else if (i < n && p[i] == '#')
+            while (i < n && p[i] != '\n')
+                i++;
+        while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r'))
+            i++;
+        if (i < n && p[i] != '\n')
+            return false;
+        i++;
+    }
+    return true;
+}
+
+/* One chunk: its documents, or its syntax error as an error of the file (the chunks after it
+ * are still read). Returns 0, or -1 on out of memory. */
+static int parse_chunk(wf_parsed_file *pf, const char *buf, size_t len, uint32_t line0)
+{
+    if (empty_chunk(buf, len))
+        return 0;
+    wf_parse_error err = {0};
+    int rc = wf_parse_yaml_lines(&pf->arena, buf, len, line0, on_doc, pf, &err);
+    if (rc < 0)
+        return -1;
+    if (rc > 0 && on_doc_error(pf, err.line, err.col, err.message) != 0)
+        return -1;
+    return 0;
+}
+
+/* Istio reads a YAML file as chunks between separator lines, each parsed on its own: a chunk
+ * that does not parse is reported and skipped, and the others are still read (istioctl
+ * analyze's KubeSource.parseContent, Kubernetes' YAMLReader). Returns 0, or -1 on out of
+ * memory. */
+static int parse_yaml_chunks(wf_parsed_file *pf, const char *buf, size_t len)
+{
+    size_t start = 0, pos = 0;
+    uint32_t line = 1, start_line = 1;
+    while (pos < len) {
+        const char *nl = memchr(buf + pos, '\n', len - pos);
+        size_t end = nl ? (size_t)(nl - buf) + 1 : len;
+        if (separator_line(buf + pos, end - pos - (nl ? 1 : 0))) {
+            if (pos > start && parse_chunk(pf, buf + start, pos - start, start_line - 1) != 0)
+                return -1;
+            start = end;
+            start_line = line + 1;
+        }
+        pos = end;
+        line++;
+    }
+    if (len > start && parse_chunk(pf, buf + start, len - start, start_line - 1) != 0)
+        return -1;
+    return 0;
+}
+
 int wf_parsed_file_text(wf_parsed_file *pf, const char *buf, size_t len)
 {
     if (!pf->file && !(pf->file = wf_arena_strdup(&pf->arena, pf->path))) {
@@ -127,7 +203,7 @@ int wf_parsed_file_text(wf_parsed_file *pf, const char *buf, size_t len)
     }
     wf_parse_error err = {0};
     int rc = pf->json ? wf_parse_json(&pf->arena, buf, len, on_doc, pf, &err)
-                      : wf_parse_yaml(&pf->arena, buf, len, on_doc, pf, &err);
+                      : parse_yaml_chunks(pf, buf, len);
     if (rc < 0) {
         pf->oom = true;
         return -1;

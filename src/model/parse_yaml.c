@@ -50,12 +50,13 @@ typedef struct yparser {
     wf_node *root;
     size_t root_weight;
     uint32_t doc_line, doc_col;
-    size_t ndocs; /* documents started so far */
+    uint32_t line0; /* lines of the file before this text (wf_parse_yaml_lines) */
+    size_t ndocs;   /* documents started so far */
 } yparser;
 
 static int fail(yparser *p, const yaml_mark_t *m, const char *fmt, const char *arg)
 {
-    p->err->line = m ? (uint32_t)m->line + 1 : 0;
+    p->err->line = m ? (uint32_t)m->line + 1 + p->line0 : 0;
     p->err->col = m ? (uint32_t)m->column + 1 : 0;
     snprintf(p->err->message, sizeof(p->err->message), fmt, arg ? arg : "");
     return 1;
@@ -227,7 +228,7 @@ static wf_node *new_node(yparser *p, wf_node_type t, const yaml_mark_t *m)
     if (!n)
         return NULL;
     n->type = t;
-    n->line = (uint32_t)m->line + 1;
+    n->line = (uint32_t)m->line + 1 + p->line0;
     n->col = (uint32_t)m->column + 1;
     return n;
 }
@@ -456,6 +457,7 @@ static int handle_event(yparser *p, yaml_event_t *ev, wf_doc_cb doc, void *arg)
             p->doc_line = (uint32_t)ev->start_mark.line + 2;
         else
             p->doc_line = p->ndocs == 0 ? 1 : (uint32_t)ev->start_mark.line + 1;
+        p->doc_line += p->line0;
         p->doc_col = 1;
         p->ndocs++;
         return 0;
@@ -499,11 +501,29 @@ static int syntax_error(yparser *p, const yaml_parser_t *parser, const char *buf
     }
     snprintf(msg, sizeof(msg), "yaml: %s%s%s", parser->problem ? parser->problem : "error",
              parser->context ? " " : "", parser->context ? parser->context : "");
-    return fail(p, &parser->problem_mark, "%s", msg);
+    yaml_mark_t m = parser->problem_mark;
+    if (parser->error == YAML_PARSER_ERROR && m.index >= len && len > 0 && buf[len - 1] == '\n' &&
+        m.line > 0) {
+        /* a parser error found at the end of the text: at the end of its last line, not on
+         * the empty line after the final newline (the line go-yaml, which Istio uses, names;
+         * scanner errors keep the next line there too) */
+        size_t start = len - 1;
+        while (start > 0 && buf[start - 1] != '\n')
+            start--;
+        m.line--;
+        m.column = len - 1 - start;
+    }
+    return fail(p, &m, "%s", msg);
 }
 
 int wf_parse_yaml(wf_arena *a, const char *buf, size_t len, wf_doc_cb doc, void *arg,
                   wf_parse_error *err)
+{
+    return wf_parse_yaml_lines(a, buf, len, 0, doc, arg, err);
+}
+
+int wf_parse_yaml_lines(wf_arena *a, const char *buf, size_t len, uint32_t line0, wf_doc_cb doc,
+                        void *arg, wf_parse_error *err)
 {
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser))
@@ -516,6 +536,7 @@ int wf_parse_yaml(wf_arena *a, const char *buf, size_t len, wf_doc_cb doc, void 
     }
     p->a = a;
     p->err = err;
+    p->line0 = line0;
     int rc = 0;
     for (;;) {
         yaml_event_t ev;

@@ -71,7 +71,7 @@ def analyze(*paths, timeout=60, stdin=None, flags=("-A",)):
 # ---- syntax ----
 
 @pytest.mark.parametrize("name,data,line,col,needle", [
-    ("trunc_flow.yaml", b"apiVersion: v1\nkind: Service\nmetadata:\n  name: [a, b\n", 5, 1,
+    ("trunc_flow.yaml", b"apiVersion: v1\nkind: Service\nmetadata:\n  name: [a, b\n", 4, 14,
      "did not find expected ',' or ']'"),
     ("trunc_quote.yaml", b"apiVersion: v1\nkind: Service\nmetadata:\n  name: \"abc\n", 5, 1,
      "unexpected end of stream"),
@@ -112,8 +112,23 @@ def test_syntax_error_names_file_line_column(tmp_path, name, data, line, col, ne
 def test_documents_before_an_error_are_still_analyzed(tmp_path):
     f = write(tmp_path, "part.yaml", VS_BAD_SUBSET + b"---\na: [\n")
     r = analyze(f, flags=("-n", "shop"))
-    assert_parse_error(r, f, 18, 1, "yaml:", code=EXIT_ANALYZERS)
+    assert_parse_error(r, f, 17, 5, "yaml:", code=EXIT_ANALYZERS)
     assert "IST0101" in r.stdout
+
+
+def test_documents_after_a_broken_one_are_still_analyzed(tmp_path):
+    """Istio reads each chunk between "---" lines on its own (KubeSource.parseContent): a
+    chunk that does not parse is reported and skipped, the later ones are analyzed, with
+    their lines counted from the start of the file."""
+    broken = b"apiVersion: v1\nkind: Service\nmetadata: {name: b, namespace: shop\n"
+    f = write(tmp_path, "multi.yaml", broken + b"---\n" + VS_BAD_SUBSET)
+    r = analyze(f, flags=("-n", "shop"))
+    assert_parse_error(r, f, 3, 36, "yaml:", code=EXIT_ANALYZERS)
+    assert "IST0101" in r.stdout
+    first = VS_BAD_SUBSET_TEXT.splitlines()
+    m = re.search(r"multi\.yaml:(\d+)\)", r.stdout)
+    assert m and int(m.group(1)) > 4, r.stdout
+    assert int(m.group(1)) <= 4 + len(first), r.stdout
 
 
 # ---- garbage ----
@@ -219,7 +234,7 @@ def test_20mb_file_with_error_at_the_end(tmp_path):
     f = write(tmp_path, "big_bad.yaml", data)
     r = analyze(f, timeout=120)
     nlines = data.count(b"\n")
-    assert_parse_error(r, f, nlines + 1, 1, "did not find expected")
+    assert_parse_error(r, f, nlines, 10, "did not find expected")  # end of "broken: ["
 
 
 def test_20mb_of_brackets(tmp_path):
@@ -345,7 +360,7 @@ def test_parse_error_and_analyzer_error_gives_79(tmp_path):
     write(d, "a_vs.yaml", VS_BAD_SUBSET)
     bad = write(d, "b_bad.yaml", b"a: [\n")
     r = analyze(str(d), flags=("-n", "shop"))
-    assert_parse_error(r, bad, 2, 1, "yaml:", code=EXIT_ANALYZERS)
+    assert_parse_error(r, bad, 1, 5, "yaml:", code=EXIT_ANALYZERS)
     assert "Error [IST0101]" in r.stdout
 
 

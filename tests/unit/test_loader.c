@@ -305,7 +305,7 @@ static void test_directory(void **state)
     assert_non_null(strstr(sk.paths[1], "/yaml"));
     const wf_load_error *e = only_error(s);
     assert_non_null(strstr(e->file, "/sub/deeper/broken.yaml"));
-    assert_int_equal(e->line, 2);
+    assert_int_equal(e->line, 1);
 
     /* a single file with another extension is skipped; a missing path is an error */
     char path[1024];
@@ -1038,8 +1038,8 @@ static void test_default_namespace(void **state)
 
 static void test_error_syntax(void **state)
 {
-    /* truncated flow sequence: reported at the end of the stream */
-    EXPECT_ERROR("apiVersion: v1\nkind: Service\nmetadata:\n  name: [a, b\n", false, 5, 1,
+    /* truncated flow sequence: reported at the end of the last line */
+    EXPECT_ERROR("apiVersion: v1\nkind: Service\nmetadata:\n  name: [a, b\n", false, 4, 14,
                  "did not find expected ',' or ']'");
     EXPECT_ERROR("a: \"abc\n", false, 2, 1, "unexpected end of stream");
     /* a tab as indentation */
@@ -1051,6 +1051,22 @@ static void test_error_syntax(void **state)
     wf_store *s = wf_store_new();
     assert_int_equal(wf_store_load_buffer(s, "p.yaml", y, strlen(y), false), 1);
     assert_int_equal(wf_store_count(s), 1);
+    wf_store_free(s);
+    /* ... and those after it: each chunk between "---" lines is parsed on its own, as Istio's
+     * file source does (KubeSource.parseContent); lines count from the start of the file */
+    const char *z = "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n"
+                    "--- # broken\nkind: Service\nmetadata: {name: b\n"
+                    "---\n\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: c\n"
+                    "---\t\n...\n";
+    s = wf_store_new();
+    assert_int_equal(wf_store_load_buffer(s, "z.yaml", z, strlen(z), false), 1);
+    assert_int_equal(wf_store_count(s), 2);
+    assert_string_equal(wf_store_at(s, 0)->name, "a");
+    assert_string_equal(wf_store_at(s, 1)->name, "c");
+    assert_int_equal(wf_store_at(s, 1)->line, 8);
+    const wf_load_error *e = only_error(s);
+    assert_int_equal(e->line, 6);
+    assert_non_null(strstr(e->message, "did not find expected ',' or '}'"));
     wf_store_free(s);
 }
 
