@@ -166,6 +166,46 @@ static bool add_dynamic(const wp_config *c, json_t *d, const char *sec)
     return ok;
 }
 
+/* Envoy's ListenerManagerImpl::dumpListenerConfigs: each named error state goes on the
+ * dynamic listener of that name (an entry {name, error_state} is added after the others when
+ * there is none), and each unnamed one is an entry of its own, last. The states are the xDS
+ * client's "listener_errors" (xds_client_internal.h), read at the time of the dump. */
+static bool add_listener_errors(const wp_config *c, json_t *d)
+{
+    json_t *errors = json_object_get(c->xds_dump, "listener_errors");
+    if (json_array_size(errors) == 0)
+        return true;
+    json_t *list = json_object_get(d, "dynamic_listeners");
+    if (!list) {
+        list = json_array();
+        if (!list || json_object_set_new(d, "dynamic_listeners", list) != 0)
+            return false;
+    }
+    size_t n = json_array_size(list), i;
+    json_t *e;
+    json_array_foreach(errors, i, e)
+    {
+        json_t *state = json_object_get(e, "error_state");
+        const char *name = json_string_value(json_object_get(e, "name"));
+        json_t *to = NULL;
+        for (size_t k = 0; name && k < n && !to; k++) {
+            json_t *l = json_array_get(list, k);
+            const char *ln = json_string_value(json_object_get(l, "name"));
+            if (ln && strcmp(ln, name) == 0)
+                to = l;
+        }
+        if (!state)
+            continue;
+        if (to) {
+            if (json_object_set_new(to, "error_state", json_deep_copy(state)) != 0)
+                return false;
+        } else if (json_array_append_new(list, json_deep_copy(e)) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* The bootstrap as given: without the dynamic resources a snapshot from xDS adds. */
 static json_t *own_bootstrap(const wp_config *c)
 {
@@ -210,7 +250,8 @@ static json_t *dump_resources(const wp_config *c, const schema *s, const char *s
     bool ok = d && arr;
     for (size_t i = 0; ok && i < n; i++)
         ok = add_elem(arr, wrapper, type, json_array_get(list, i), ts);
-    if (ok && set_list(d, field, arr) && add_dynamic(c, d, src_key))
+    if (ok && set_list(d, field, arr) && add_dynamic(c, d, src_key) &&
+        (strcmp(src_key, "listeners") != 0 || add_listener_errors(c, d)))
         return d;
     if (!ok)
         json_decref(arr);

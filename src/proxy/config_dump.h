@@ -12,6 +12,20 @@
  * last_updated is RFC 3339 UTC with milliseconds, "2023-12-26T05:57:09.898Z" (always three
  * fractional digits; protobuf would drop ".000").
  *
+ * Rejected listeners (Envoy's ListenersConfigDump.DynamicListener.error_state, filled by
+ * ListenerManagerImpl; followed: envoy/admin/v3/config_dump_shared.proto and the
+ * envoyproxy.io page api-v3/admin/v3/config_dump_shared.proto, UpdateFailureState): while the
+ * last LDS update stands rejected, the dynamic listener it failed on carries
+ *   "error_state": {"failed_configuration": <the rejected Listener, "@type" first>,
+ *                   "last_update_attempt": "<RFC 3339>", "details": "<the error>"}
+ * (an entry {name, error_state} is added when no listener of that name serves), and each
+ * failure of the update is also an entry of its own, {"error_state": {failed_configuration,
+ * details}}, after the others (Envoy's overall_error_state_ from LdsApiImpl). The next
+ * accepted LDS update clears them. Envoy fills no error_state for clusters, route
+ * configurations or endpoints (those fields are not implemented in Envoy), nor does weft.
+ * The states come from the xDS client (xds_dump "listener_errors", xds_client.h), so a dump
+ * shows a rejection although the snapshot itself is the last good one.
+ *
  * resource = the name of a repeated field of one of those dumps ("static_clusters",
  * "dynamic_active_clusters", "static_listeners", "static_route_configs",
  * "static_endpoint_configs" with include_eds, ...): {"configs":[elements]}, each element with

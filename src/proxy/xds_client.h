@@ -21,6 +21,15 @@
  *    the last accepted response, the nonce, error_detail {13, message}) and keeps the last good
  *    state. NACK messages name the resource in Envoy's shape: "Error adding/updating
  *    listener(s) 0.0.0.0_80: <reason>" (xds_compose.h wp_xds_nack_text).
+ *  - a rejected LDS update leaves Envoy's listener error states for /config_dump
+ *    (ListenersConfigDump.DynamicListener.error_state, config_dump.h): the listener it failed
+ *    on with {failed_configuration, last_update_attempt, details = the reason without the
+ *    "Error adding/updating listener(s) <name>: " prefix}, plus an unnamed entry per
+ *    failure; they replace those of the previous LDS update and an accepted LDS update
+ *    clears them, as Envoy's ListenerManagerImpl (begin/endListenerUpdate, error_state_tracker_).
+ *    They reach every snapshot composed since through its dump ("listener_errors"), updated
+ *    in place on this thread; before the first accepted update of any type there is no
+ *    such snapshot and a rejection is not shown.
  *  - after CDS is applied the EDS subscription follows the EDS clusters' service names; after
  *    LDS the RDS subscription follows the listeners' route_config_names (a request is sent
  *    when the set changes, after the ACK, as Envoy pauses EDS/RDS during CDS/LDS updates).

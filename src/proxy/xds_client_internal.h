@@ -55,6 +55,16 @@ struct wp_xds_client {
     bool updated, cds_applied, lds_applied;
     char *last_nack;
     char *partial; /* NACK text of an update that was applied with failures, until sent */
+    /* Envoy's listener error states (ListenerManagerImpl error_state_tracker_ and
+     * overall_error_state_) after the last LDS update: an array of DynamicListener-shaped
+     * entries, {"name", "error_state"} for a listener that failed and {"error_state"} for
+     * each failure of the update, empty after an accepted one. Created at start and only
+     * changed in place: every dump composed since references it as "listener_errors"
+     * (xds_compose.h), so the published snapshot's /config_dump shows a rejection at once. */
+    json_t *lds_errors;
+    /* The listener the current LDS update failed on (set by xc_compose_apply, taken by
+     * xc_note_rejected): {"name", "resource", "details"}; NULL when not known. */
+    json_t *lds_failed;
     /* stats */
     wp_stats_shard *sh;
     uint32_t s_state, s_up, s_since, s_cx_total, s_cx_active, s_cx_fail;

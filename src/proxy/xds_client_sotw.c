@@ -32,7 +32,8 @@ bool xc_state_init(wp_xds_client *c, const wp_config *cfg)
     json_t *md = cfg->node ? json_object_get(cfg->node, "metadata") : NULL;
     c->node.metadata = json_is_object(md) ? json_deep_copy(md) : NULL;
     c->base = json_deep_copy(cfg->bootstrap);
-    bool ok = c->cluster_name && c->base && (!cfg->node_id || c->node.id) &&
+    c->lds_errors = json_array();
+    bool ok = c->cluster_name && c->base && c->lds_errors && (!cfg->node_id || c->node.id) &&
               (!cfg->node_cluster || c->node.cluster) && (!json_is_object(md) || c->node.metadata);
     for (int t = 0; ok && t < XC_NTYPES; t++) {
         const char *url = wf_xds_type_url((wf_xds_type)t);
@@ -52,6 +53,8 @@ void xc_state_free(wp_xds_client *c)
     }
     wf_xds_node_free(&c->node);
     json_decref(c->base);
+    json_decref(c->lds_errors);
+    json_decref(c->lds_failed);
     free(c->pipe_path);
     free(c->cluster_name);
     free(c->close_msg);
@@ -107,9 +110,77 @@ const char *xc_version(const wp_xds_client *c, int t)
     return c->delta ? c->dtypes[t].system_version : c->types[t].version;
 }
 
+/* ---- listener error states (Envoy's ListenersConfigDump.DynamicListener.error_state) ---- */
+
+/* Remembers the listener an LDS update (t) failed on, for xc_note_rejected: lt and name are
+ * what wp_xds_locate_error / wp_xds_compose named, reason the error without the NACK prefix,
+ * set the candidate set of LDS. Only a failure in a listener of an LDS update counts (Envoy
+ * tracks the listeners its listener manager could not add or update). */
+static void note_failed_listener(wp_xds_client *c, int t, int lt, const char *name,
+                                 const char *reason, const json_t *set)
+{
+    if (t != WF_XDS_LDS || lt != WF_XDS_LDS || !name || !*name)
+        return;
+    json_t *r = json_object_get(json_object_get(set, name), "resource");
+    json_decref(c->lds_failed);
+    c->lds_failed = json_pack("{s:s,s:s}", "name", name, "details", reason ? reason : "");
+    if (c->lds_failed && r && json_object_set(c->lds_failed, "resource", r) != 0) {
+        json_decref(c->lds_failed);
+        c->lds_failed = NULL;
+    }
+}
+
+/* The error states after a rejected LDS update whose text is msg, replacing those of the
+ * previous update (Envoy's beginListenerUpdate clears them; each failure then adds the
+ * listener's {failed_configuration, last_update_attempt, details} and, from LdsApiImpl, an
+ * entry of its own with {failed_configuration, details}). A rejection not tied to a listener
+ * (a malformed response, a duplicate name, the test hook) leaves the unnamed entry only, with
+ * msg as its details. Out of memory leaves the list empty. */
+static void set_lds_errors(wp_xds_client *c, const char *msg)
+{
+    json_array_clear(c->lds_errors);
+    json_t *f = c->lds_failed;
+    c->lds_failed = NULL;
+    const char *details = f ? json_string_value(json_object_get(f, "details")) : msg;
+    if (!details)
+        details = "";
+    json_t *r = f ? json_object_get(f, "resource") : NULL;
+    char now[40];
+    xc_now_text(now, sizeof(now));
+    json_t *named = f ? json_pack("{s:O,s:{s:s,s:s}}", "name", json_object_get(f, "name"),
+                                  "error_state", "last_update_attempt", now, "details", details)
+                      : NULL;
+    json_t *overall = json_pack("{s:{s:s}}", "error_state", "details", details);
+    bool ok = overall && (!f || named);
+    if (ok && r) { /* failed_configuration first, as Envoy prints the fields in order */
+        json_t *es = json_object_get(named, "error_state");
+        json_t *oes = json_object_get(overall, "error_state");
+        json_t *t1 = json_pack("{s:O}", "failed_configuration", r);
+        json_t *t2 = json_pack("{s:O}", "failed_configuration", r);
+        ok = t1 && t2 && json_object_update(t1, es) == 0 && json_object_update(t2, oes) == 0 &&
+             json_object_set(named, "error_state", t1) == 0 &&
+             json_object_set(overall, "error_state", t2) == 0;
+        json_decref(t1);
+        json_decref(t2);
+    }
+    if (ok && named)
+        ok = json_array_append(c->lds_errors, named) == 0;
+    if (ok)
+        ok = json_array_append(c->lds_errors, overall) == 0;
+    if (!ok) {
+        json_array_clear(c->lds_errors);
+        WF_LOG(WF_LC_config, WF_LOG_ERROR, "listener error state: out of memory");
+    }
+    json_decref(named);
+    json_decref(overall);
+    json_decref(f);
+}
+
 void xc_note_rejected(wp_xds_client *c, int t, const char *version, const char *msg)
 {
     WF_LOG(WF_LC_config, WF_LOG_WARN, "gRPC config for %s rejected: %s", c->types[t].type_url, msg);
+    if (t == WF_XDS_LDS)
+        set_lds_errors(c, msg);
     xc_count_update(c, t, XC_UPD_REJECTED);
     xc_count_rejected(c, t);
     if (c->cb.on_update)
@@ -126,6 +197,11 @@ void xc_note_accepted(wp_xds_client *c, int t)
     c->last_update = uv_now(c->loop);
     c->cds_applied |= t == WF_XDS_CDS;
     c->lds_applied |= t == WF_XDS_LDS;
+    if (t == WF_XDS_LDS) { /* Envoy clears the error states on the next good update */
+        json_array_clear(c->lds_errors);
+        json_decref(c->lds_failed);
+        c->lds_failed = NULL;
+    }
 }
 
 /* ---- NACK ---- */
@@ -208,7 +284,7 @@ static const char *compose_reason(const char *msg, int bad_type)
 /* Loads (and drops) the state with empty route configurations in place of the missing ones,
  * so a warming listener is checked when it arrives, as Envoy does. 0, or -1 with the NACK
  * text in err. */
-static int validate_warming(wp_xds_client *c, wp_xds_resources *res, wf_strbuf *err)
+static int validate_warming(wp_xds_client *c, int t, wp_xds_resources *res, wf_strbuf *err)
 {
     json_t *eff = NULL;
     wp_xds_dynamic dyn;
@@ -228,6 +304,7 @@ static int validate_warming(wp_xds_client *c, wp_xds_resources *res, wf_strbuf *
         int lt = wp_xds_locate_error(&dyn, eff, "xds", wf_strbuf_cstr(&lerr), name, sizeof(name),
                                      &reason);
         wp_xds_nack_text(lt, name, wf_strbuf_cstr(&reason), err);
+        note_failed_listener(c, t, lt, name, wf_strbuf_cstr(&reason), res->set[WF_XDS_LDS]);
         wf_strbuf_free(&reason);
     }
     wp_config_unref(cfg);
@@ -249,12 +326,24 @@ int xc_compose_apply(wp_xds_client *c, int t, json_t *set, const char *version, 
     int bad_type = -1;
     char bad_name[256];
     wf_strbuf cerr = WF_STRBUF_INIT;
+    json_decref(c->lds_failed);
+    c->lds_failed = NULL;
     if (wp_xds_compose(c->base, &res, &eff, dyn, &cerr, &bad_type, bad_name) != 0) {
-        wp_xds_nack_text(bad_type, bad_name, compose_reason(wf_strbuf_cstr(&cerr), bad_type), err);
+        const char *reason = compose_reason(wf_strbuf_cstr(&cerr), bad_type);
+        wp_xds_nack_text(bad_type, bad_name, reason, err);
+        note_failed_listener(c, t, bad_type, bad_name, reason, res.set[WF_XDS_LDS]);
         wf_strbuf_free(&cerr);
         return -1;
     }
-    if (dyn->warming_listeners.n && validate_warming(c, &res, err) != 0) {
+    /* the listener error states, live (xds_compose.h "listener_errors") */
+    if (dyn->dump && json_object_set(dyn->dump, "listener_errors", c->lds_errors) != 0) {
+        wp_xds_dynamic_free(dyn);
+        json_decref(eff);
+        wf_strbuf_free(&cerr);
+        wf_strbuf_puts(err, "out of memory");
+        return -1;
+    }
+    if (dyn->warming_listeners.n && validate_warming(c, t, &res, err) != 0) {
         wp_xds_dynamic_free(dyn);
         json_decref(eff);
         return -1;
@@ -270,6 +359,7 @@ int xc_compose_apply(wp_xds_client *c, int t, json_t *set, const char *version, 
         int lt = wp_xds_locate_error(dyn, eff, "xds", wf_strbuf_cstr(&cerr), name, sizeof(name),
                                      &reason);
         wp_xds_nack_text(lt, name, wf_strbuf_cstr(&reason), err);
+        note_failed_listener(c, t, lt, name, wf_strbuf_cstr(&reason), set);
         wf_strbuf_free(&reason);
         wp_xds_dynamic_free(dyn);
     }
