@@ -789,7 +789,7 @@ static void resp_ops(const wp_stream *s, const wp_header_ops *out[5], size_t *n)
 {
     *n = 0;
     const wp_header_ops *mx = wp_istio_mx_resp_ops(s);
-    if (s->route) {
+    if (s->route && s->routing) { /* the router's (a fault filter's reply has none) */
         const wp_route_config *rc = s->d->listener->hcm.route_config;
         if (s->weighted >= 0)
             out[(*n)++] = &s->route->weighted[s->weighted].resp;
@@ -860,7 +860,7 @@ void wp_stream_local_reply(wp_stream *s, int status, const char *body, const cha
     /* the router's local replies carry the attempt count too (Envoy's router adds it in
      * the modify-headers hook of every local reply it sends for a route entry; its count
      * starts at 1 even when no upstream was tried) */
-    if (s->route && s->route->action == WP_ACT_ROUTE && s->vhost &&
+    if (s->routing && s->route && s->route->action == WP_ACT_ROUTE && s->vhost &&
         s->vhost->include_attempt_count_in_response)
         wp_hdr_put_num(b, "x-envoy-attempt-count", 21,
                        s->si.attempt_count ? s->si.attempt_count : 1);
@@ -1369,6 +1369,7 @@ static void on_request_headers(wp_stream *s)
             return;
         }
     }
+    wp_router_resolve(s);               /* the route, before any filter (Envoy's cached route) */
     if (wp_fault_on_request_headers(s)) /* the fault filter may delay or answer instead */
         wp_router_start(s);
 }

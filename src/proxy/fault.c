@@ -83,12 +83,11 @@ int wp_fault_register_stats(wp_stats *st, const wp_config *c)
 static const wp_fault_config *settings_of(wp_stream *s, const wp_fault_filter *f,
                                           const wp_route_req *rq)
 {
+    (void)rq;
     if (!f->per_route)
         return &f->cfg;
-    const wp_route_config *rc = s->d->listener->hcm.route_config;
-    const wp_vhost *vh = rc ? wp_route_find_vhost(rc, rq->authority, rq->authority_len) : NULL;
-    const wp_route *r = vh ? wp_route_match(&s->d->w->rx, vh, rq) : NULL;
-    return wp_fault_settings(f, vh, r);
+    wp_router_resolve(s); /* the route the connection manager chose */
+    return wp_fault_settings(f, s->vhost, s->route);
 }
 
 /* FaultFilter::tryIncActiveFaults: one active fault per request, checked against max. */

@@ -116,6 +116,8 @@ struct wp_uconn {
     uint64_t idle_since; /* uv_now when it last went back to the pool */
     uint64_t start_ms;   /* uv_now when the connect began (cx_connect_ms, cx_length_ms) */
     bool writing, reading, pinned, closing, response_seen;
+    bool peer_closed;   /* the upstream closed (or reset) its side: a remote destroy */
+    bool peer_reset_rq; /* ... in the middle of a request (destroy_remote_with_active_rq) */
     int closed_handles;
     char local[64];
 };
@@ -190,7 +192,9 @@ struct wp_stream {
     size_t body_len;
     bool req_complete, req_chunked, req_end_sent, upgrade, timer_started, head_sent;
     bool flush_pending;
-    bool charged; /* counted in downstream_rq_completed and _<N>xx (count_response) */
+    bool charged;  /* counted in downstream_rq_completed and _<N>xx (count_response) */
+    bool resolved; /* wp_router_resolve ran: route, vhost, weighted, cluster are set */
+    bool routing;  /* wp_router_start ran: the router has the request */
     char request_id[40];
     char remote_buf[WP_XFF_ADDR_MAX]; /* downstream remote taken from x-forwarded-for (xff.h) */
     char ust_buf[24];
@@ -428,6 +432,10 @@ void wp_stream_body_written(wp_stream *s);
 /* The request as the route matcher sees it (method, target, Host, headers); rq points into
  * s's request head. */
 void wp_router_route_req(const wp_stream *s, wp_route_req *rq);
+/* The route, virtual host, weighted cluster and cluster of s's request, chosen once (Envoy's
+ * connection manager caches the route before any filter runs, so a fault-filter reply logs
+ * them too); wp_router_start calls it when nothing did. */
+void wp_router_resolve(wp_stream *s);
 void wp_router_start(wp_stream *s);
 void wp_router_on_connected(wp_stream *s, wp_uconn *u);
 void wp_router_on_reset(wp_stream *s, int reason, const char *transport_failure);

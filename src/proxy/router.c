@@ -80,8 +80,8 @@ static void count_code(wp_stream *s, int code)
 
 static void start_timeout(wp_stream *s)
 {
-    if (s->timer_started || !s->route || s->route->action != WP_ACT_ROUTE)
-        return;
+    if (s->timer_started || !s->routing || !s->route || s->route->action != WP_ACT_ROUTE)
+        return; /* not before the router has the request (a fault delay keeps request_timeout) */
     s->timer_started = true;
     /* the request is complete: the connection manager's request_timeout is disarmed (Envoy
      * HCM docs) and the route timeout, if any, starts */
@@ -178,16 +178,47 @@ static void redirect(wp_stream *s, const wp_route_req *rq)
     wp_stream_local_reply(s, code, "", "direct_response", -1);
 }
 
-void wp_router_start(wp_stream *s)
+void wp_router_resolve(wp_stream *s)
 {
+    if (s->resolved)
+        return;
+    s->resolved = true;
     wp_worker *w = s->d->w;
     const wp_route_config *rc = s->d->listener->hcm.route_config;
     wp_route_req rq;
     wp_router_route_req(s, &rq);
     s->weighted = -1;
-    wp_hcm_stat(s->d, WP_S_rq_total, 1); /* Envoy's router counts every request it decodes */
     const wp_vhost *vh = rc ? wp_route_find_vhost(rc, rq.authority, rq.authority_len) : NULL;
     const wp_route *r = vh ? wp_route_match(&w->rx, vh, &rq) : NULL;
+    s->route = r;
+    s->vhost = vh;
+    if (!r)
+        return;
+    s->si.route_name = r->name && r->name[0] ? r->name : NULL;
+    if (r->action != WP_ACT_ROUTE)
+        return;
+    int ci = r->cluster;
+    if (r->nweighted) {
+        s->weighted = wp_route_pick_weighted(r, wp_rand(w));
+        ci = r->weighted[s->weighted].cluster;
+    }
+    if (ci < 0)
+        return;
+    const wp_cluster *c = &s->cfg->clusters[ci];
+    s->cluster = ci;
+    s->si.upstream_cluster = c->name;
+    s->si.upstream_cluster_stat = c->alt_stat_name ? c->alt_stat_name : c->name;
+}
+
+void wp_router_start(wp_stream *s)
+{
+    wp_worker *w = s->d->w;
+    wp_route_req rq;
+    wp_router_route_req(s, &rq);
+    wp_router_resolve(s);
+    s->routing = true;
+    wp_hcm_stat(s->d, WP_S_rq_total, 1); /* Envoy's router counts every request it decodes */
+    const wp_route *r = s->route;
     if (!r) {
         WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
                       "no route match for URL '%.*s'", (int)s->req.target.len, s->req.target.p);
@@ -195,9 +226,6 @@ void wp_router_start(wp_stream *s)
         wp_stream_local_reply(s, 404, "", "route_not_found", WP_RF_NR);
         return;
     }
-    s->route = r;
-    s->vhost = vh;
-    s->si.route_name = r->name && r->name[0] ? r->name : NULL;
     if (r->action == WP_ACT_DIRECT) {
         wp_hcm_stat(s->d, WP_S_rq_direct_response, 1);
         wp_stream_local_reply(s, r->direct_status, r->direct_body ? r->direct_body : "",
@@ -208,22 +236,14 @@ void wp_router_start(wp_stream *s)
         redirect(s, &rq);
         return;
     }
-    int ci = r->cluster;
-    if (r->nweighted) {
-        s->weighted = wp_route_pick_weighted(r, wp_rand(w));
-        ci = r->weighted[s->weighted].cluster;
-    }
-    if (ci < 0) {
+    if (s->cluster < 0) {
         WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id, "unknown cluster '%s'",
                       r->nweighted ? r->weighted[s->weighted].name : r->cluster_name);
         wp_hcm_stat(s->d, WP_S_no_cluster, 1);
         wp_stream_local_reply(s, 503, "", "cluster_not_found", WP_RF_NC);
         return;
     }
-    const wp_cluster *c = &s->cfg->clusters[ci];
-    s->cluster = ci;
-    s->si.upstream_cluster = c->name;
-    s->si.upstream_cluster_stat = c->alt_stat_name ? c->alt_stat_name : c->name;
+    const wp_cluster *c = &s->cfg->clusters[s->cluster];
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
                   "cluster '%s' match for URL '%.*s'", c->name, (int)s->req.target.len,
                   s->req.target.p);
@@ -657,6 +677,9 @@ void wp_router_on_reset(wp_stream *s, int reason, const char *tfr)
     if (tfr)
         snprintf(s->tfr_buf, sizeof(s->tfr_buf), "%s", tfr);
     wf_strbuf_reset(&s->extra);
+    /* Without "retried and the latest " after retries, which current Envoy inserts
+     * (reference §2.2): operator report B013 expects the body of a UF,URX reply to start
+     * "... before headers. reset reason:", as the Envoy of that report wrote it. */
     wf_strbuf_printf(&s->extra,
                      "upstream connect error or disconnect/reset before headers. reset reason: "
                      "%s%s%s",
@@ -938,6 +961,7 @@ void wp_router_on_upstream_eof(wp_uconn *u)
         return;
     }
     cstat(s, WP_S_upstream_rq_rx_reset, 1);
+    u->peer_reset_rq = true; /* the connection is destroyed remotely with a request on it */
     wp_router_on_reset(s, WP_RESET_CONNECTION_TERMINATION, NULL);
 }
 

@@ -230,7 +230,8 @@ void wp_uconn_close(wp_uconn *u, bool local)
     int c = u->pool->cluster;
     if (u->state == WP_UC_IDLE)
         idle_remove(u);
-    bool active_rq = u->stream != NULL;
+    bool active_rq = u->stream != NULL || u->peer_reset_rq;
+    local = local && !u->peer_closed;
     u->closing = true;
     u->state = WP_UC_CLOSING;
     if (u->stream) {
@@ -364,6 +365,7 @@ static void u_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
     }
     if (n < 0) {
         wp_uconn_pause_read(u);
+        u->peer_closed = true; /* counted as Envoy's RemoteClose, whoever closes the handle */
         if (u->stream) {
             wp_uconn *keep = u;
             wp_router_on_upstream_eof(keep); /* releases or resets the stream */

@@ -14,6 +14,8 @@ Router::Filter::chargeUpstreamCode for the counters).
   when its head is sent, so a request refused by the codec and a response cut short are
   counted like the others.
 - Request trailers do not hide the generated x-request-id from the access log.
+- An upstream that closes with a request on the connection is a remote destroy
+  (upstream_cx_destroy_remote_with_active_rq), as Envoy's pool counts a RemoteClose.
 """
 import re
 import socket
@@ -161,3 +163,18 @@ def test_request_trailers_keep_the_generated_request_id(proxy_factory, upstreams
     sent = up.requests[0][2].get("x-request-id")
     assert sent and re.match(r"^[0-9a-f-]{36}$", sent), up.requests[0][2]
     assert p.istio_log(1)[0]["request_id"] == sent
+
+
+def test_upstream_close_mid_request_is_a_remote_destroy(proxy_factory, upstreams):
+    """The upstream closes with the request on the connection: 503 UC, and the connection is
+    counted as Envoy's pool counts a RemoteClose with an active request (B012's stats)."""
+    up = upstreams(["reset"])
+    p = make_proxy(proxy_factory, up)
+    status, _, _ = p.request("GET", "/x")
+    assert status == 503
+    assert p.istio_log(1)[0]["response_flags"] == "UC"
+    st = p.wait_stat("cluster.backend.upstream_cx_destroy", 1)
+    assert st["cluster.backend.upstream_cx_destroy_remote"] == 1, st
+    assert st["cluster.backend.upstream_cx_destroy_remote_with_active_rq"] == 1, st
+    assert st.get("cluster.backend.upstream_cx_destroy_local", 0) == 0, st
+    assert st.get("cluster.backend.upstream_cx_destroy_local_with_active_rq", 0) == 0, st
