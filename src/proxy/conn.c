@@ -473,6 +473,7 @@ static wp_stream *stream_new(wp_dconn *d)
         wf_strbuf_reset(&s->trl);
         wf_strbuf_reset(&s->up_head);
         wf_strbuf_reset(&s->resp_head);
+        wf_strbuf_reset(&s->log_head);
     } else if (!(s = malloc(sizeof(*s)))) {
         return NULL;
     } else {
@@ -481,6 +482,7 @@ static wp_stream *stream_new(wp_dconn *d)
         memset(&s->trl, 0, sizeof(s->trl));
         memset(&s->up_head, 0, sizeof(s->up_head));
         memset(&s->resp_head, 0, sizeof(s->resp_head));
+        memset(&s->log_head, 0, sizeof(s->log_head));
         s->path_buf = NULL;
         s->path_cap = 0;
     }
@@ -527,7 +529,7 @@ static void stream_free(wp_stream *s)
     if (s->resp_copy != s->resp_inline)
         free(s->resp_copy);
     if (w->nfree_streams < 64 && s->up_head.cap <= 16384 && s->resp_head.cap <= 16384 &&
-        s->path_cap <= 16384) {
+        s->log_head.cap <= 16384 && s->path_cap <= 16384) {
         s->next_free = w->free_streams;
         w->free_streams = s;
         w->nfree_streams++;
@@ -540,6 +542,7 @@ void wp_stream_destroy(wp_stream *s)
 {
     wf_strbuf_free(&s->up_head);
     wf_strbuf_free(&s->resp_head);
+    wf_strbuf_free(&s->log_head);
     wf_strbuf_free(&s->extra);
     wf_strbuf_free(&s->xff);
     wf_strbuf_free(&s->trl);

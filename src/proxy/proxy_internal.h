@@ -255,6 +255,10 @@ struct wp_stream {
     char resp_inline[1024];
     h1_header hdrs[WP_MAX_HEADERS];
     h1_header resp_hdrs[WP_MAX_HEADERS];
+    /* what access logs see of the request once the router changed it (router.c log_view) */
+    wf_strbuf log_head;
+    h1_message log_req;
+    h1_header log_hdrs[WP_MAX_HEADERS];
 };
 
 #define WP_STREAM_RESET_BYTES offsetof(wp_stream, next_free)

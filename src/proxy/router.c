@@ -178,6 +178,8 @@ static void redirect(wp_stream *s, const wp_route_req *rq)
     wp_stream_local_reply(s, code, "", "direct_response", -1);
 }
 
+static void log_view(wp_stream *s);
+
 void wp_router_resolve(wp_stream *s)
 {
     if (s->resolved)
@@ -248,6 +250,7 @@ void wp_router_start(wp_stream *s)
                   "cluster '%s' match for URL '%.*s'", c->name, (int)s->req.target.len,
                   s->req.target.p);
     final_timeout(s);
+    log_view(s);
     if (s->req_complete)
         start_timeout(s);
     wp_retry_begin(s);
@@ -379,7 +382,8 @@ static void build_upstream_head(wp_stream *s, wf_strbuf *b)
     if (expected && !h->suppress_envoy_headers)
         wp_hdr_put_num(b, "x-envoy-expected-rq-timeout-ms", 30, expected);
     if (s->vhost && s->vhost->include_request_attempt_count)
-        wp_hdr_put_num(b, "x-envoy-attempt-count", 21, s->si.attempt_count);
+        wp_hdr_put_num(b, "x-envoy-attempt-count", 21,
+                       s->si.attempt_count ? s->si.attempt_count : 1);
     wp_hops_emit(b, ops, nops, s->req.headers, s->req.nheaders);
     if (s->req.framing == H1_BODY_LENGTH)
         wp_hdr_put_num(b, "content-length", 14, s->req.content_length);
@@ -389,6 +393,29 @@ static void build_upstream_head(wp_stream *s, wf_strbuf *b)
     if (s->upgrade)
         wf_strbuf_append(b, "connection: upgrade\r\n", sizeof("connection: upgrade\r\n") - 1);
     wf_strbuf_append(b, "\r\n", 2);
+}
+
+/* Access logs read the request as the router leaves it: in Envoy the router rewrites the
+ * path and Host and adds and removes fields in the header map the logs read (so a log shows
+ * the rewritten :authority, x-envoy-original-path, x-forwarded-proto, the route's additions).
+ * When the listener logs, the request head the router would send is built and parsed into
+ * the stream's log view; if that fails, the logs see the request as received. */
+static void log_view(wp_stream *s)
+{
+    if (!s->d->listener->hcm.naccess_logs)
+        return;
+    wf_strbuf *b = &s->log_head;
+    build_upstream_head(s, b);
+    if (wf_strbuf_failed(b))
+        return;
+    h1_parser p;
+    h1_parser_init(&p, H1_REQUEST, s->log_hdrs, WP_MAX_HEADERS, b->len + 1);
+    h1_event ev;
+    h1_parse(&p, b->data, b->len, &ev);
+    if (ev != H1_EV_HEADERS)
+        return;
+    s->log_req = p.msg;
+    s->si.request = &s->log_req;
 }
 
 /* The request head for a shadow: the upstream head with "-shadow" added to the Host. */

@@ -14,6 +14,7 @@ Router::Filter::chargeUpstreamCode for the counters).
   when its head is sent, so a request refused by the codec and a response cut short are
   counted like the others.
 - Request trailers do not hide the generated x-request-id from the access log.
+- Access logs see the request as the router sends it (rewritten path and Host, added fields).
 - An upstream that closes with a request on the connection is a remote destroy
   (upstream_cx_destroy_remote_with_active_rq), as Envoy's pool counts a RemoteClose.
 """
@@ -178,3 +179,27 @@ def test_upstream_close_mid_request_is_a_remote_destroy(proxy_factory, upstreams
     assert st["cluster.backend.upstream_cx_destroy_remote_with_active_rq"] == 1, st
     assert st.get("cluster.backend.upstream_cx_destroy_local", 0) == 0, st
     assert st.get("cluster.backend.upstream_cx_destroy_local_with_active_rq", 0) == 0, st
+
+
+def test_access_log_sees_the_request_the_router_sends(proxy_factory, upstreams):
+    """Envoy's router rewrites the path and Host and adds fields in the header map the access
+    log reads: %REQ()% shows the request as it went upstream (Istio's format logs the
+    original path through X-ENVOY-ORIGINAL-PATH?:PATH)."""
+    up = upstreams(["200"])
+    rc = route_config([vhost("all", ["*"], [
+        route(prefix="/rw/", cluster="backend", prefix_rewrite="/status/",
+              host_rewrite="rewritten.example", req_add={"x-added": "yes"},
+              req_remove=["x-drop"]),
+        route(prefix="/", cluster="backend")])])
+    fmt = ("%REQ(:PATH)% %REQ(:AUTHORITY)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% "
+           "%REQ(X-ADDED)% %REQ(X-FORWARDED-PROTO)% %REQ(X-DROP)% %REQ(X-KEEP)%\n")
+    bs = bootstrap([listener(rc, access_logs=[access_log(fmt=fmt)])],
+                   [cluster("backend", [up.port])])
+    p = proxy_factory(bs)
+    hdrs = {"host": "svc", "x-drop": "1", "x-keep": "2"}
+    assert p.request("GET", "/rw/200", headers=hdrs)[0] == 200
+    assert p.request("GET", "/plain", headers=hdrs)[0] == 200
+    assert up.requests[0][1] == "/status/200"
+    assert p.access_log_lines(2) == [
+        "/status/200 rewritten.example /rw/200 yes http - 2",
+        "/plain svc /plain - http 1 2"]
