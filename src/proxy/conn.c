@@ -45,13 +45,15 @@ static uint64_t now_ns(const wp_dconn *d)
     return uv_now(&d->w->loop) * 1000000ULL;
 }
 
+/* The wall clock in microseconds at millisecond resolution (the loop's clock): the digits
+ * below the millisecond are 0, never made up (%START_TIME(%6f)% shows "123000"). */
 int64_t wp_wall_us(wp_worker *w)
 {
     uint64_t now = uv_now(&w->loop);
     if (!w->wall_base_us || now - w->wall_base_loop >= 1000) { /* re-read every second */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        w->wall_base_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+        w->wall_base_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000000 * 1000;
         w->wall_base_loop = now;
     }
     return w->wall_base_us + (int64_t)(now - w->wall_base_loop) * 1000;
@@ -1331,6 +1333,8 @@ static int mutate_xff(wp_stream *s)
 static void on_request_headers(wp_stream *s)
 {
     wp_dconn *d = s->d;
+    if (request_received(s)) /* a body-less request ends with its head (%REQUEST_DURATION%) */
+        s->si.last_rx_ns = now_ns(d);
     s->req_chunked = s->req.framing == H1_BODY_CHUNKED;
     s->upgrade = s->req.upgrade;
     if (!s->req.keep_alive)

@@ -203,3 +203,21 @@ def test_access_log_sees_the_request_the_router_sends(proxy_factory, upstreams):
     assert p.access_log_lines(2) == [
         "/status/200 rewritten.example /rw/200 yes http - 2",
         "/plain svc /plain - http 1 2"]
+
+
+def test_request_duration_of_a_local_reply_to_a_get(proxy_factory, upstreams):
+    """A GET ends with its head: %REQUEST_DURATION% is 0 ms for a 503 NC as for a proxied
+    request (Envoy records the last downstream byte when the head ends the stream), and
+    %START_TIME(%6f)% has no made-up digits below the millisecond."""
+    up = upstreams(["200"])
+    rc = route_config([vhost("all", ["*"], [route(prefix="/missing", cluster="nowhere"),
+                                            route(prefix="/", cluster="backend")])])
+    fmt = "%RESPONSE_CODE% %REQUEST_DURATION% %START_TIME(%6f)%\n"
+    bs = bootstrap([listener(rc, access_logs=[access_log(fmt=fmt)])],
+                   [cluster("backend", [up.port])])
+    p = proxy_factory(bs)
+    assert p.request("GET", "/missing")[0] == 503
+    assert p.request("GET", "/ok")[0] == 200
+    lines = [l.split() for l in p.access_log_lines(2)]
+    assert [(l[0], l[1]) for l in lines] == [("503", "0"), ("200", "0")], lines
+    assert all(l[2].endswith("000") for l in lines), lines
