@@ -281,6 +281,7 @@ typedef struct group {
 typedef struct run_state {
     bool json, summary;
     size_t lines, parsed, failed;
+    size_t blank; /* empty or white-space lines: neither access log lines nor skipped */
     group *g;
     size_t ng;
     wf_arena arena;   /* the group index's keys */
@@ -412,7 +413,11 @@ static int read_all(FILE *in, const formats *f, run_state *s)
     int rc = 0;
     while (rc == 0 && (n = getline(&line, &cap, in)) >= 0) {
         s->lines++;
-        if ((size_t)n > MAX_LINE || strspn(line, " \t\r\n") == (size_t)n)
+        if (strspn(line, " \t\r\n") == (size_t)n) {
+            s->blank++;
+            continue;
+        }
+        if ((size_t)n > MAX_LINE)
             continue;
         wf_lx_record r;
         if (parse_any(f, line, &r) == 0) {
@@ -427,12 +432,12 @@ static int read_all(FILE *in, const formats *f, run_state *s)
 
 static int finish(run_state *s, const char *src)
 {
-    size_t skipped = s->lines >= s->parsed ? s->lines - s->parsed : 0;
-    if (s->lines && !s->parsed) {
+    size_t skipped = s->lines >= s->parsed + s->blank ? s->lines - s->parsed - s->blank : 0;
+    if (skipped && !s->parsed) { /* an empty input has no failed request, it is no error */
         fprintf(stderr,
                 "Error: no access log lines in %s (%zu lines); pass --format if the log "
                 "uses a custom format\n",
-                src, s->lines);
+                src, skipped);
         return WF_EXIT_ERROR;
     }
     int rc = 0;

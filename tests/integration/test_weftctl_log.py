@@ -99,6 +99,20 @@ def test_custom_format(tmp_path):
     assert r.returncode == 1 and "no access log lines" in r.stderr
 
 
+def test_blank_lines_and_empty_input():
+    """Blank lines are neither access log lines nor skipped lines; an empty input has no
+    failed request (exit 0), whatever its blank lines."""
+    for text in ("", "\n\n", " \t\r\n"):
+        r = explain(stdin=text)
+        assert r.returncode == 0, (text, r.stderr)
+        assert r.stdout == "No failed requests in 0 access log lines.\n"
+        assert r.stderr == ""
+    r = explain(stdin=OK_LINE + "\n \n\r\n")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    r = explain(stdin="junk\n\n\n")
+    assert r.returncode == 1 and "(1 lines)" in r.stderr, r.stderr
+
+
 def test_unknown_values_are_reported_as_unknown():
     line = json.dumps({"response_code": 503, "response_flags": "ZZ",
                        "response_code_details": "brand_new_detail"})
