@@ -262,7 +262,7 @@ typedef struct {
     json_t *json_format;          /* WP_LOG_JSON */
     wp_access_log_format *format; /* compiled, owned by the snapshot */
     int sink;                     /* index of the process-wide file sink */
-    const char *format_at; /* JSON path of the format, for errors (bootstrap arena); NULL none */
+    const char *format_at; /* "FILE: JSON path" of the format for errors (arena); NULL none */
 } wp_access_log;
 
 typedef struct {
