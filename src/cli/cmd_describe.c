@@ -137,8 +137,9 @@ static int proxy_ready(const dsc_ctx *c, const wf_resource *pod)
                 return wf_node_bool(wf_map_get(wf_seq_at(st, i), "ready"), &ready) && ready;
         }
     }
-    /* weft's local mesh lists no container statuses: a proxy pilot knows is a ready sidecar */
-    if (!wf_map_get(pod->status, "containerStatuses") && !has_proxy_container(pod) &&
+    /* weft's local mesh lists no container statuses (its pods name an istio-proxy container
+     * or not): a proxy pilot knows, or whose dump was given, is a ready sidecar */
+    if (!wf_map_get(pod->status, "containerStatuses") &&
         (dump_file_for(c, pod) || pilot_knows(c, pod)))
         return 1;
     return -1;

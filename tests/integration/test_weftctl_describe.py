@@ -114,6 +114,22 @@ def test_describe_offline_from_files(tmp_path):
     assert r.returncode == 1 and str(bad) in r.stderr
     json.loads(dump and open(dump).read())  # the fixture itself is fine
 
+    # a pod as `weftctl up` writes it: an istio-proxy container, no container statuses; with
+    # its dump (or pilot knowing its proxy) it is a ready sidecar, not "no container"
+    with open(state) as f:
+        objs = json.load(f)
+    for o in objs["items"]:
+        if o.get("kind") == "Pod":
+            o["status"].pop("containerStatuses", None)
+    local = tmp_path / "local-state.json"
+    local.write_text(json.dumps(objs))
+    r = run_weftctl("describe", "svc", "productpage", "-f", str(local),
+                    "--config-dump", "productpage-v1-1234567890=%s" % dump,
+                    "--config-dump", "ingress.default=%s" % empty)
+    assert r.returncode == 0, r.stderr
+    assert "no container" not in r.stdout and "has no Istio pods" not in r.stdout, r.stdout
+    assert r.stdout.startswith("Service: productpage\nDestinationRule: productpage"), r.stdout
+
 
 def test_version_against_pilot_and_completion(mesh):
     """`weftctl version` (istioctl's layout) and `weftctl completion bash` (issue 6 part 6)."""
