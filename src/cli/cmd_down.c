@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,12 +38,33 @@ static char *join(const char *dir, const char *name)
     return p;
 }
 
-/* --state, else DIR/.weft, else ./.weft; the caller frees. */
+static bool has_mesh(const char *state)
+{
+    char *p = join(state, WF_LM_MESH_JSON);
+    struct stat st;
+    bool yes = p && stat(p, &st) == 0;
+    free(p);
+    return yes;
+}
+
+/* --state, else DIR/.weft, else ./.weft when a mesh ran from there, else the state folder of
+ * the last mesh `up` started (wf_lm_recall_state); the caller frees. */
 static char *state_dir(const wf_flag *state, char **pos, size_t npos)
 {
     if (state->set)
         return strdup(state->sval);
-    return join(npos ? pos[0] : ".", ".weft");
+    if (npos)
+        return join(pos[0], ".weft");
+    char *here = join(".", ".weft");
+    if (!here || has_mesh(here))
+        return here;
+    char *last = wf_lm_recall_state();
+    if (last && has_mesh(last)) {
+        free(here);
+        return last;
+    }
+    free(last);
+    return here;
 }
 
 static json_t *load_mesh_json(const char *state)

@@ -332,6 +332,11 @@ static int launch(wf_lm_plan *p, bool detach, long timeout)
     }
     if (child == 0)
         child_main(p, detach, &set);
+    if (wf_lm_remember_state(p->state) != 0) /* for `status` and `down` without a DIR */
+        fprintf(stderr,
+                "note: cannot record the mesh's state folder: name it to "
+                "`weftctl status` and `weftctl down` (--state %s)\n",
+                p->state);
     printf("starting the local mesh from %s (%zu pods, %zu processes)...\n", p->dir, p->npods,
            p->nprocs);
     fflush(stdout);

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/localmesh_state.h"
 #include "cli/localmesh_sys.h"
@@ -366,4 +368,49 @@ int wf_lm_write_mesh_json(const wf_lm_plan *p, const wf_lm_proc_status *status,
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", p->state, WF_LM_MESH_JSON);
     return write_json(path, wf_lm_mesh_json(p, status, supervisor_pid), err);
+}
+
+/* ---- the last mesh started (status and down without a DIR) ---- */
+
+static char *last_mesh_path(void)
+{
+    const char *rt = getenv("XDG_RUNTIME_DIR");
+    struct stat st;
+    char buf[4096];
+    if (rt && rt[0] == '/' && stat(rt, &st) == 0 && S_ISDIR(st.st_mode))
+        snprintf(buf, sizeof(buf), "%s/weft-last-mesh", rt);
+    else
+        snprintf(buf, sizeof(buf), "/tmp/weft-last-mesh-%u", (unsigned)getuid());
+    return strdup(buf);
+}
+
+int wf_lm_remember_state(const char *state)
+{
+    char *path = last_mesh_path();
+    if (!path)
+        return -1;
+    FILE *f = fopen(path, "w");
+    free(path);
+    if (!f)
+        return -1;
+    int rc = fprintf(f, "%s\n", state) < 0 ? -1 : 0;
+    if (fclose(f) != 0)
+        rc = -1;
+    return rc;
+}
+
+char *wf_lm_recall_state(void)
+{
+    char *path = last_mesh_path();
+    FILE *f = path ? fopen(path, "r") : NULL;
+    free(path);
+    if (!f)
+        return NULL;
+    char buf[4096];
+    char *line = fgets(buf, sizeof(buf), f);
+    fclose(f);
+    if (!line)
+        return NULL;
+    buf[strcspn(buf, "\n")] = 0;
+    return buf[0] == '/' ? strdup(buf) : NULL;
 }

@@ -45,6 +45,14 @@ json_t *wf_lm_pod_json(const wf_lm_plan *p, const wf_lm_pod *pod);
  * 80 -> 8080 on node port 30000, https 443 -> 8443). */
 json_t *wf_lm_gateway_service_json(void);
 
+/* The last mesh `up` started on this machine, so that `status` and `down` without a DIR find
+ * it from any folder (the mesh's fixed ports allow one at a time): its absolute state folder
+ * is kept in $XDG_RUNTIME_DIR/weft-last-mesh, else /tmp/weft-last-mesh-<uid>.
+ * wf_lm_remember_state writes it (best effort: returns 0 or -1, nothing else is harmed);
+ * wf_lm_recall_state returns a malloc'd copy of it (the caller frees), NULL when none. */
+int wf_lm_remember_state(const char *state);
+char *wf_lm_recall_state(void);
+
 /* Create the state folder and write pods, bootstraps, the gateway Service and the
  * MeshConfig (old pods and bootstraps are removed first). Returns 0 or -1 with err. */
 int wf_lm_state_prepare(const wf_lm_plan *p, wf_strbuf *err);

@@ -63,9 +63,13 @@ data:
 """
 
 
-def weftctl(*args, timeout=90):
+def weftctl(*args, timeout=90, cwd=None, runtime_dir=None):
+    """runtime_dir: XDG_RUNTIME_DIR for the call (where `up` records the last mesh)."""
+    env = dict(os.environ)
+    if runtime_dir is not None:
+        env["XDG_RUNTIME_DIR"] = str(runtime_dir)
     p = subprocess.run([WEFTCTL] + [str(a) for a in args], capture_output=True, text=True,
-                       timeout=timeout, env=dict(os.environ))
+                       timeout=timeout, env=env, cwd=cwd)
     return p
 
 
@@ -192,8 +196,11 @@ def test_up_catalog_story(tmp_path):
     need_fixed_ports()
     d = book_folder(tmp_path)
     state = str(tmp_path / "state")
+    rt, elsewhere = tmp_path / "run", tmp_path / "elsewhere"  # runtime dir, another folder
+    rt.mkdir()
+    elsewhere.mkdir()
     try:
-        up = weftctl("up", d, "--detach", "--state", state, "--timeout", "60")
+        up = weftctl("up", d, "--detach", "--state", state, "--timeout", "60", runtime_dir=rt)
         assert up.returncode == 0, "up failed:\n%s\n%s\n%s" % (up.stdout, up.stderr,
                                                                 supervisor_log(state))
         assert "http://127.0.0.1:30000" in up.stdout
@@ -240,10 +247,16 @@ def test_up_catalog_story(tmp_path):
             seen[v] = seen.get(v, 0) + 1
         assert set(seen) == {"v1", "v2"}, seen
         assert seen["v2"] > seen["v1"], seen  # 20/80
+
+        # 4. status and down without a folder, from elsewhere, find the mesh `up` started
+        st = weftctl("status", "-o", "json", cwd=elsewhere, runtime_dir=rt)
+        assert st.returncode == 0 and json.loads(st.stdout)["running"] is True, st.stderr
+        down = weftctl("down", timeout=60, cwd=elsewhere, runtime_dir=rt)
     finally:
-        down = weftctl("down", "--state", state, timeout=60)
+        if "down" not in locals() or down.returncode != 0:
+            down = weftctl("down", "--state", state, timeout=60)
         left = kill_leftovers(state)
-    # 4. down stops everything
+    # 5. down stops everything
     assert down.returncode == 0, down.stderr
     assert "stopped" in down.stdout
     assert not left, "processes left running after down: %s" % left
