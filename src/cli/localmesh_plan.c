@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -158,13 +159,17 @@ static const char *default_ns(planner *pl)
 
 /* Istio's injection rules, simplified: the template's sidecar.istio.io/inject label or
  * annotation decides when set; else the namespace's istio-injection=enabled or istio.io/rev. */
+/* As Istio's sidecar injector (injectRequired): the pod template's sidecar.istio.io/inject
+ * label, else annotation, compared lower-cased: y, yes, true and on inject, any other value
+ * does not, an empty one leaves it to the namespace (istio-injection, istio.io/rev). */
 static bool wants_sidecar(planner *pl, const wf_workload *w, const char *ns)
 {
     const char *v = wf_kvs_get(&w->template_labels, "sidecar.istio.io/inject");
     if (!v)
         v = wf_kvs_get(&w->template_annotations, "sidecar.istio.io/inject");
-    if (v)
-        return strcmp(v, "true") == 0;
+    if (v && v[0])
+        return strcasecmp(v, "y") == 0 || strcasecmp(v, "yes") == 0 ||
+               strcasecmp(v, "true") == 0 || strcasecmp(v, "on") == 0;
     const wf_resource *nsr = wf_store_find(pl->s, WF_KIND_NAMESPACE, "", ns);
     if (!nsr)
         return false;

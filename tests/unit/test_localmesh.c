@@ -242,6 +242,39 @@ static void namespaces_and_injection(void **state)
     assert_string_equal(f.plan->default_ns, "default");
     assert_int_equal(f.plan->npods, 1); /* the gateway only */
     done(&f);
+    /* the injector's values (lower-cased y, yes, true, on inject; "" follows the namespace;
+     * anything else does not), label before annotation */
+    static const char *const values =
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: m, labels: {istio-injection: "
+        "enabled}}\n"
+        "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a, namespace: m}\nspec:\n"
+        "  template:\n    metadata: {labels: {app: a, sidecar.istio.io/inject: \"True\"}}\n"
+        "    spec: {containers: [{name: a, image: x, ports: [{containerPort: 1}]}]}\n"
+        "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: b, namespace: m}\nspec:\n"
+        "  template:\n    metadata: {labels: {app: b, sidecar.istio.io/inject: \"off\"}}\n"
+        "    spec: {containers: [{name: b, image: x, ports: [{containerPort: 1}]}]}\n"
+        "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: c, namespace: m}\nspec:\n"
+        "  template:\n    metadata: {labels: {app: c, sidecar.istio.io/inject: \"\"}}\n"
+        "    spec: {containers: [{name: c, image: x, ports: [{containerPort: 1}]}]}\n"
+        "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n"
+        "  template:\n    metadata:\n      labels: {app: d, sidecar.istio.io/inject: \"no\"}\n"
+        "      annotations: {sidecar.istio.io/inject: \"yes\"}\n"
+        "    spec: {containers: [{name: d, image: x, ports: [{containerPort: 1}]}]}\n";
+    plan_ok(&f, values, NULL);
+    bool want[] = {true, false, true, false}; /* a, b, c, d */
+    const char *apps[] = {"a", "b", "c", "d"};
+    for (size_t k = 0; k < 4; k++) {
+        const wf_lm_pod *pod = NULL;
+        for (size_t i = 0; i < f.plan->npods; i++)
+            for (size_t j = 0; j < f.plan->pods[i].nlabels; j++)
+                if (strcmp(f.plan->pods[i].labels[j].key, "app") == 0 &&
+                    strcmp(f.plan->pods[i].labels[j].value, apps[k]) == 0)
+                    pod = &f.plan->pods[i];
+        assert_non_null(pod);
+        if (pod->sidecar != want[k])
+            fail_msg("app %s: sidecar %d, want %d", apps[k], pod->sidecar, want[k]);
+    }
+    done(&f);
 }
 
 static void gateway_from_manifests(void **state)
