@@ -168,8 +168,8 @@ static bool wants_sidecar(planner *pl, const wf_workload *w, const char *ns)
     if (!v)
         v = wf_kvs_get(&w->template_annotations, "sidecar.istio.io/inject");
     if (v && v[0])
-        return strcasecmp(v, "y") == 0 || strcasecmp(v, "yes") == 0 ||
-               strcasecmp(v, "true") == 0 || strcasecmp(v, "on") == 0;
+        return strcasecmp(v, "y") == 0 || strcasecmp(v, "yes") == 0 || strcasecmp(v, "true") == 0 ||
+               strcasecmp(v, "on") == 0;
     const wf_resource *nsr = wf_store_find(pl->s, WF_KIND_NAMESPACE, "", ns);
     if (!nsr)
         return false;
