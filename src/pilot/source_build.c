@@ -216,13 +216,19 @@ static void on_issue(const wf_resource *r, const wf_validation_issue *issue, voi
     }
     char res[512];
     snprintf(res, sizeof res, "%s %s/%s", r->kind_name, r->ns, r->name);
+    /* some validation messages start with their field ("spec.x: bad Duration ..."): the
+     * field is a column of its own here (FILE:LINE:COL: Kind ns/name: FIELD: MESSAGE) */
+    const char *msg = issue->message ? issue->message : "";
+    size_t plen = issue->path ? strlen(issue->path) : 0;
+    if (plen && strncmp(msg, issue->path, plen) == 0 && strncmp(msg + plen, ": ", 2) == 0)
+        msg += plen + 2;
     wf_config_error e = {
         .file = r->file,
         .line = issue->node ? wf_node_report_line(issue->node) : r->line,
         .col = issue->node ? issue->node->col : r->col,
         .resource = res,
         .field = issue->path,
-        .message = issue->message,
+        .message = msg,
         .kept_last_good = b->cur_prev != NULL,
     };
     b->cur_errors++;

@@ -162,6 +162,15 @@ def test_invalid_file_keeps_last_good(pilot, dirs):
     assert kept and kept[0]["last_good"] is True
     assert configz["errors"] == errs
     assert "config error: %s:9:" % e["file"] in pilot.stderr_text()
+    # a message that names its field itself: the field is said once
+    to = cfg / "timeout.yaml"
+    to.write_text(VS.replace("catalog-split", "catalog-to").replace(
+        "  - route:", "  - timeout: 5parsecs\n    route:") % "80")
+    t = poll(lambda: [x for x in get_json(pilot.mon, "/debug/config_errors")
+                      if x["file"].endswith("timeout.yaml")])[0]
+    assert t["field"] == "spec.http[0].timeout" and t["message"].startswith("bad Duration"), t
+    assert "spec.http[0].timeout: spec.http[0].timeout" not in pilot.stderr_text()
+    to.unlink()
     # a file that does not parse at all: reported, its resources keep serving
     svc = cfg / "catalog.yaml"
     svc.write_text(svc.read_text() + "\n---\nkind: [\n")
