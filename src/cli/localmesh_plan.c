@@ -282,6 +282,14 @@ static int plan_workload(planner *pl, const wf_resource *r)
                                    : wf_node_path(r->root, "spec.template"),
                                "spec.template.spec.containers",
                                "a workload needs at least one container");
+    if (w->selector && w->selector->type == WF_NODE_MAP &&
+        !wf_label_selector_matches(w->selector, &w->template_labels)) {
+        /* the Kubernetes API server refuses such a workload (apps/v1 validation) */
+        const wf_node *at = wf_node_path(r->root, "spec.template.metadata.labels");
+        return container_error(pl, r, ns, at ? at : wf_node_path(r->root, "spec.selector"),
+                               "spec.template.metadata.labels",
+                               "`selector` does not match template `labels`");
+    }
     bool gateway = label_is(&w->template_labels, "istio", "ingressgateway");
     bool sidecar = !gateway && wants_sidecar(pl, w, ns);
     lm_strv env = {0};

@@ -396,6 +396,13 @@ static void image_map_errors(void **state)
                "    spec:\n      containers: []\n",
                "t.yaml:7:19: Deployment default/e: spec.template.spec.containers: a workload needs "
                "at least one container");
+    /* the API server refuses a workload whose selector does not select its own pods */
+    plan_fails("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: s}\nspec:\n"
+               "  selector: {matchLabels: {app: other}}\n  template:\n"
+               "    metadata: {labels: {app: s}}\n"
+               "    spec: {containers: [{name: s, image: x, ports: [{containerPort: 1}]}]}\n",
+               "t.yaml:7:24: Deployment default/s: spec.template.metadata.labels: `selector` does "
+               "not match template `labels`");
 }
 
 /* ---- MeshConfig and proxyMetadata ---- */
