@@ -333,16 +333,21 @@ static h1_error parse_fields(h1_parser *p, const char *b, size_t end, size_t *po
 
 typedef struct {
     bool has_cl, has_te, te_chunked_last, te_non_token, conn_close, conn_keep_alive;
-    bool conn_upgrade, has_upgrade;
+    bool conn_upgrade, has_upgrade, proxy_close;
     unsigned te_codings, te_chunked, hosts; /* codings counted over every TE line */
     uint64_t cl;
 } field_facts;
 
-static h1_error parse_cl_value(h1_str v, field_facts *f)
+/* A response may carry Content-Length once, one value: Envoy's codec refuses any repetition
+ * in a response (balsa's disallow_multiple_content_length); a request may repeat the same
+ * value (RFC 9112 §6.3). */
+static h1_error parse_cl_value(h1_kind kind, h1_str v, field_facts *f)
 {
     h1_str elem;
     bool any = false;
     while (list_next(&v, &elem)) {
+        if (kind == H1_RESPONSE && f->has_cl)
+            return H1_ERR_CL_DIFFERENT;
         uint64_t n = 0;
         for (size_t i = 0; i < elem.len; i++) {
             unsigned d = (unsigned char)elem.p[i] - '0';
@@ -374,6 +379,15 @@ static h1_error parse_te_value(h1_kind kind, h1_str v, field_facts *f)
     return kind == H1_RESPONSE && f->te_non_token ? H1_ERR_TE_INVALID : H1_OK;
 }
 
+static bool has_close_token(h1_str v)
+{
+    h1_str elem;
+    while (list_next(&v, &elem))
+        if (str_ieq(elem, "close"))
+            return true;
+    return false;
+}
+
 static void parse_connection(h1_str v, field_facts *f)
 {
     h1_str elem;
@@ -393,7 +407,7 @@ static h1_error collect_facts(h1_parser *p, field_facts *f)
         switch (h->name.len) { /* one comparison at most per field */
         case 14:
             if (str_ieq(h->name, "content-length"))
-                e = parse_cl_value(h->value, f);
+                e = parse_cl_value(p->kind, h->value, f);
             break;
         case 17:
             if (str_ieq(h->name, "transfer-encoding"))
@@ -405,6 +419,10 @@ static h1_error collect_facts(h1_parser *p, field_facts *f)
             break;
         case 7:
             f->has_upgrade |= str_ieq(h->name, "upgrade");
+            break;
+        case 16: /* Envoy's shouldCloseConnection honours Proxy-Connection: close too */
+            if (str_ieq(h->name, "proxy-connection"))
+                f->proxy_close |= has_close_token(h->value);
             break;
         case 4:
             f->hosts += str_ieq(h->name, "host");
@@ -443,14 +461,15 @@ static h1_error decide_request_te(h1_parser *p, const field_facts *f)
     return H1_OK;
 }
 
-/* Responses: chunked must be the last coding and appear once; otherwise read until close. */
+/* Responses, as Envoy's codec: a Transfer-Encoding other than exactly one "chunked" coding
+ * is a protocol error ("unsupported transfer encoding"), so no coding is dropped on the way. */
 static h1_error decide_te(h1_parser *p, const field_facts *f)
 {
     if (p->kind == H1_REQUEST)
         return decide_request_te(p, f);
-    if (f->te_chunked > 1 || (f->te_chunked && !f->te_chunked_last))
+    if (f->te_codings != 1 || f->te_chunked != 1)
         return H1_ERR_TE_INVALID;
-    p->msg.framing = f->te_chunked_last ? H1_BODY_CHUNKED : H1_BODY_UNTIL_CLOSE;
+    p->msg.framing = H1_BODY_CHUNKED;
     return H1_OK;
 }
 
@@ -459,6 +478,14 @@ static h1_error decide_framing(h1_parser *p, const field_facts *f)
     h1_message *m = &p->msg;
     if (f->has_cl && f->has_te)
         return H1_ERR_CL_AND_TE;
+    if (p->kind == H1_RESPONSE && (m->status < 200 || m->status == 204)) {
+        /* Envoy's codec: "transfer encoding not allowed in 1xx or 204", and no
+         * Content-Length but 0 */
+        if (f->has_te)
+            return H1_ERR_TE_INVALID;
+        if (f->has_cl && f->cl != 0)
+            return H1_ERR_CL_INVALID;
+    }
     if (p->kind == H1_RESPONSE && response_has_no_body(p)) {
         m->framing = H1_BODY_NONE;
         return H1_OK;
@@ -486,6 +513,8 @@ static h1_error apply_semantics(h1_parser *p)
     if (e)
         return e;
     m->keep_alive = m->version_minor == 1 ? !f.conn_close : f.conn_keep_alive && !f.conn_close;
+    m->keep_alive = m->keep_alive && !f.proxy_close;
+    m->close_asked = !m->keep_alive;
     if (m->framing == H1_BODY_UNTIL_CLOSE)
         m->keep_alive = false;
     if (p->kind == H1_REQUEST)
@@ -537,6 +566,11 @@ static size_t parse_head(h1_parser *p, const char *b, size_t len, h1_event *ev)
     size_t skip = skip_empty_lines(p, b, len);
     if (skip)
         return skip + parse_head(p, b + skip, len - skip, ev);
+    /* a response starts "HTTP/": anything else (a Redis or SSH port) fails with its first
+     * bytes rather than waiting for a blank line that may never come (Envoy's balsa checks
+     * the first byte) */
+    if (p->kind == H1_RESPONSE && len && memcmp(b, "HTTP/", len < 5 ? len : 5) != 0)
+        return fail(p, H1_ERR_INVALID_VERSION, ev);
     size_t end = 0;
     int r = scan_block(p, b, len, &end);
     if (r < 0)

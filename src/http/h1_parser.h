@@ -107,6 +107,9 @@ typedef struct {
     uint64_t content_length; /* H1_BODY_LENGTH only */
     size_t head_len;         /* bytes of the head, final CRLF included */
     bool keep_alive;         /* the connection may carry another message */
+    bool close_asked;        /* its fields end the connection (Envoy's shouldCloseConnection:
+                                Connection/Proxy-Connection close, HTTP/1.0 without
+                                keep-alive), whatever the framing */
     bool expect_continue;    /* request: Expect: 100-continue (HTTP/1.1) */
     bool upgrade;            /* request: Upgrade + Connection: upgrade, or CONNECT;
                                 response: 101 or 2xx to CONNECT */

@@ -964,9 +964,11 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
     const wp_header_ops *ops[5];
     size_t nops;
     resp_ops(s, ops, &nops);
+    bool no_cl = m->status < 200 || m->status == 204; /* Envoy's codec removes it (0) */
     for (size_t i = 0; i < s->nresp_hdrs; i++) {
         const h1_header *h = &s->resp_hdrs[i];
-        if (resp_replaced(&h->name, upgrade) || wp_hops_drops(ops, nops, &h->name))
+        if (resp_replaced(&h->name, upgrade) || wp_hops_drops(ops, nops, &h->name) ||
+            (no_cl && WP_NAME_IS(&h->name, "content-length")))
             continue;
         wf_strbuf_append(b, h->name.p, h->name.len);
         wf_strbuf_append(b, ": ", 2);

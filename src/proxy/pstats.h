@@ -59,6 +59,7 @@
     X(upstream_rq_per_try_timeout, C)                                                              \
     X(upstream_rq_per_try_idle_timeout, C)                                                         \
     X(retry_or_shadow_abandoned, C)                                                                \
+    X(upstream_cx_close_notify, C)                                                                 \
     X(membership_healthy, G)                                                                       \
     X(membership_total, G)                                                                         \
     X(membership_degraded, G)                                                                      \

@@ -842,6 +842,8 @@ static bool on_response_headers(wp_stream *s, wp_uconn *u, const char *base, siz
         wp_dconn_clear_deadline(s->d);
     count_code(s, m->status); /* with upstream_rq_completed, as Envoy's chargeUpstreamCode */
     cstat(s, WP_S_upstream_rq_completed, 1);
+    if (m->close_asked) /* Envoy's HTTP/1 pool: the connection closes after this response */
+        cstat(s, WP_S_upstream_cx_close_notify, 1);
     u->response_seen = true;
     wp_stream_resp_headers(s, m, base, used);
     return true;

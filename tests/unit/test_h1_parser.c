@@ -350,8 +350,9 @@ static void test_responses(void **state)
          "H<  200 OK 1.1 f1 cl1 ka1 ex0 up0 Content-Length=1|>B[x]D;EOF0");
     resp("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n\x81\x05",
          "H<  101 Switching Protocols 1.1 f0 cl0 ka1 ex0 up1 Upgrade=websocket|>D;U[\x81\x05]");
-    resp("HTTP/1.0 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nzz",
-         "H<  200 OK 1.0 f3 cl0 ka0 ex0 up0 Transfer-Encoding=gzip|>B[zz]D;EOF4");
+    /* Proxy-Connection: close ends the connection too (Envoy's shouldCloseConnection) */
+    resp("HTTP/1.1 200 OK\r\nProxy-Connection: close\r\nContent-Length: 0\r\n\r\n",
+         "H<  200 OK 1.1 f0 cl0 ka0 ex0 up0 Proxy-Connection=close|Content-Length=0|>D;EOF0");
     resp("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab",
          "H<  200 OK 1.1 f1 cl5 ka1 ex0 up0 Content-Length=5|>B[ab]E:truncatedEOF6");
 }
@@ -394,6 +395,27 @@ static void test_err_framing(void **state)
     req_err("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", "te_invalid");
     resp_err("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", "te_invalid");
     resp_err("HTTP/1.1 200 OK\r\nTransfer-Encoding: \"chunked\"\r\n\r\n", "te_invalid");
+    /* as Envoy's codec: a response TE other than exactly one chunked ("unsupported transfer
+     * encoding"), TE in a 1xx or 204, a Content-Length other than 0 in a 1xx or 204, and a
+     * repeated Content-Length are protocol errors */
+    resp_err("HTTP/1.0 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nzz", "te_invalid");
+    resp_err("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "te_invalid");
+    resp_err("HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\n\r\n", "te_invalid");
+    resp_err("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n"
+             "\r\n",
+             "te_invalid");
+    resp_err("HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\nhello", "cl_invalid");
+    resp_err("HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n", "te_invalid");
+    resp_err("HTTP/1.1 103 Early Hints\r\nContent-Length: 1\r\n\r\n", "cl_invalid");
+    resp("HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n",
+         "H<  204 No Content 1.1 f0 cl0 ka1 ex0 up0 Content-Length=0|>D;EOF0");
+    resp_err("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok", "cl_different");
+    resp_err("HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\n\r\nok", "cl_different");
+    /* not HTTP at all: fails with the first bytes, no blank line needed */
+    resp_err("hello", "invalid_version");
+    resp_err("SSH-2.0-OpenSSH_9.6\r\n", "invalid_version");
+    resp_err("-ERR unknown command\r\n", "invalid_version");
+    resp_err("HTTX", "invalid_version");
 }
 
 /* Envoy answers a request whose Transfer-Encoding is anything but exactly one "chunked"
