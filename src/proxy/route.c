@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---------- small string helpers ---------- */
 
@@ -819,7 +820,11 @@ int wp_route_redirect(wp_regex_ctx *rx, const wp_route *r, const wp_route_req *r
     else
         wf_strbuf_append(location, req->authority ? req->authority : "",
                          redirect_host_len(req, scheme, rd->port != 0, secure));
-    if (rd->port)
+    /* Envoy's newUri leaves out a port_redirect that is the scheme's default (:80 for http,
+     * :443 for https) */
+    bool default_port = (rd->port == 80 && strcasecmp(scheme, "http") == 0) ||
+                        (rd->port == 443 && strcasecmp(scheme, "https") == 0);
+    if (rd->port && !default_port)
         wf_strbuf_printf(location, ":%u", (unsigned)rd->port);
 
     wf_strbuf path = WF_STRBUF_INIT;

@@ -753,6 +753,17 @@ static void test_redirect_scheme_host_port(void **state)
                         "http://a.com:8443/p");
     assert_string_equal(redirect(t, &p, "/p", "a.com", NULL, true, &code, &loc),
                         "https://a.com:8443/p");
+    /* a port_redirect that is the scheme's default is left out (Envoy's newUri) */
+    p.redirect.port = 80;
+    assert_string_equal(redirect(t, &p, "/p", "a.com:8080", "http", false, &code, &loc),
+                        "http://a.com/p");
+    p.redirect.port = 443;
+    p.redirect.scheme = "https";
+    assert_string_equal(redirect(t, &p, "/p", "a.com:8080", "http", false, &code, &loc),
+                        "https://a.com/p");
+    p.redirect.scheme = "http";
+    assert_string_equal(redirect(t, &p, "/p", "a.com", "http", false, &code, &loc),
+                        "http://a.com:443/p");
 
     /* X-Forwarded-Proto decides which default port is dropped. */
     h1_header xfp[] = {hdr("x-forwarded-proto", "https")};
