@@ -82,8 +82,10 @@ int rds_fault(const wf_node *fault, json_t **out);
  * mirrorPercent; *out NULL when the percentage is 0. Returns 0, -1 on OOM. */
 int rds_mirror_policies(const wf_node *http_route, const char *cluster, json_t **out);
 
-/* Add request/response header operations of a `headers` block (may be NULL) to route.
- * Returns 0, -1 on OOM. */
+/* Add request/response header operations of a `headers` block (may be NULL) to route, as
+ * istiod's TranslateHeadersOperations: ":"-prefixed and Host fields are left out, and a
+ * request Host or :authority becomes the route action's host_rewrite_literal (route's
+ * "route" object must be set first). Returns 0, -1 on OOM. */
 int rds_header_ops(json_t *route, const wf_node *headers);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/gofmt.h"
 #include "pilot/cds_internal.h"
@@ -224,7 +225,19 @@ static int cmp_entry(const void *a, const void *b)
 }
 
 /* translateAppendHeaders: the map's entries sorted by key. */
-static int append_headers(json_t *arr, const wf_node *map, bool append)
+/* Istio's isInternalHeader: ":"-prefixed and Host are not header operations (the proxy
+ * refuses them); a Host or :authority value is the route's authority (isAuthorityHeader). */
+static bool internal_header(const char *k)
+{
+    return k[0] == ':' || strcasecmp(k, "host") == 0;
+}
+
+static bool authority_header(const char *k)
+{
+    return strcasecmp(k, ":authority") == 0 || strcasecmp(k, "host") == 0;
+}
+
+static int append_headers(json_t *arr, const wf_node *map, bool append, const char **authority)
 {
     if (!map || map->type != WF_NODE_MAP || map->len == 0)
         return 0;
@@ -237,6 +250,10 @@ static int append_headers(json_t *arr, const wf_node *map, bool append)
     int rc = 0;
     for (size_t i = 0; i < map->len && rc == 0; i++) {
         const char *v = wf_node_str(e[i]->value);
+        if (authority_header(e[i]->key) && authority)
+            *authority = v;
+        if (internal_header(e[i]->key))
+            continue;
         json_t *h = json_pack("{s:{s:s,s:s}}", "header", "key", e[i]->key, "value", v ? v : "");
         if (h && !append &&
             json_object_set_new(h, "append_action", json_string("OVERWRITE_IF_EXISTS_OR_ADD")))
@@ -252,7 +269,7 @@ static int remove_headers(json_t *arr, const wf_node *seq)
 {
     for (size_t i = 0; i < wf_seq_len(seq); i++) {
         const char *s = wf_node_str(wf_seq_at(seq, i));
-        if (s && json_array_append_new(arr, json_string(s)) != 0)
+        if (s && !internal_header(s) && json_array_append_new(arr, json_string(s)) != 0)
             return -1;
     }
     return 0;
@@ -274,16 +291,23 @@ int rds_header_ops(json_t *route, const wf_node *headers)
 {
     static const char *const dirs[] = {"request", "response"};
     json_t *add[2], *rm[2];
+    const char *authority = NULL;
     int rc = 0;
     for (int d = 0; d < 2; d++) {
         const wf_node *op = wf_map_get(headers, dirs[d]);
+        const char **auth = d == 0 ? &authority : NULL;
         add[d] = json_array();
         rm[d] = json_array();
-        if (!add[d] || !rm[d] || append_headers(add[d], wf_map_get(op, "set"), false) != 0 ||
-            append_headers(add[d], wf_map_get(op, "add"), true) != 0 ||
+        if (!add[d] || !rm[d] || append_headers(add[d], wf_map_get(op, "set"), false, auth) != 0 ||
+            append_headers(add[d], wf_map_get(op, "add"), true, auth) != 0 ||
             remove_headers(rm[d], wf_map_get(op, "remove")) != 0)
             rc = -1;
     }
+    /* a request Host / :authority set or add rewrites the route's Host, as istiod does */
+    json_t *action = json_object_get(route, "route");
+    if (authority && *authority && action &&
+        json_object_set_new(action, "host_rewrite_literal", json_string(authority)) != 0)
+        rc = -1;
     /* Envoy's field order: request add, response add, response remove, request remove. */
     if (set_nonempty(route, "request_headers_to_add", add[0]) != 0)
         rc = -1;

@@ -90,6 +90,10 @@ static json_t *kv_matcher(const char *name, const wf_node *sm, bool invert)
                   : json_object_set_new(o, "present_match", json_true());
     if (rc == 0 && invert)
         rc = json_object_set_new(o, "invert_match", json_true());
+    /* withoutHeaders with a value: a request without the header matches (istiod sets
+     * treat_missing_header_as_empty, so the absent header is "" and "" != the value) */
+    if (rc == 0 && invert && em)
+        rc = json_object_set_new(o, "treat_missing_header_as_empty", json_true());
     if (rc != 0) {
         json_decref(o);
         return NULL;

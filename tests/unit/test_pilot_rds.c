@@ -305,6 +305,7 @@ static const char full_yaml[] =
     "      method: {exact: GET}\n"
     "      headers: {x-b: {prefix: ''}, x-a: {regex: 'v[12]'}}\n"
     "      queryParams: {q: {exact: '1'}}\n"
+    "      withoutHeaders: {x-no: {exact: foo}, x-gone: {prefix: ''}}\n"
     "    - uri: {prefix: /api}\n"
     "      port: 8080\n"
     "    - uri: {regex: '/v[0-9]+/.*'}\n"
@@ -322,6 +323,9 @@ static const char full_yaml[] =
     "  - match: [{uri: {prefix: /old}}]\n"
     "    redirect: {uri: /new, authority: other, redirectCode: 302}\n"
     "  - route: [{destination: {host: catalog, subset: v9}}]\n"
+    "    headers:\n"
+    "      request: {set: {host: set.example, x-k: v}, remove: [':authority', x-r]}\n"
+    "      response: {set: {host: r.example, x-s: w}}\n"
     "  - route: [{destination: {host: never}}]\n";
 
 static void full_route(void **state)
@@ -339,8 +343,15 @@ static void full_route(void **state)
     wf_test_expect_str(r, "match.headers.0.string_match.safe_regex.regex", "v[12]");
     wf_test_expect_str(r, "match.headers.1.name", "x-b");
     assert_true(json_is_true(wf_test_json_at(r, "match.headers.1.present_match")));
-    wf_test_expect_str(r, "match.headers.2.name", ":method");
-    wf_test_expect_str(r, "match.headers.2.string_match.exact", "GET");
+    /* withoutHeaders (after the headers, sorted): inverted; with a value, an absent header
+     * counts as "" (istiod's treat_missing_header_as_empty) */
+    wf_test_expect_str(r, "match.headers.2.name", "x-gone");
+    assert_true(json_is_true(wf_test_json_at(r, "match.headers.2.invert_match")));
+    assert_null(wf_test_json_at(r, "match.headers.2.treat_missing_header_as_empty"));
+    wf_test_expect_str(r, "match.headers.3.name", "x-no");
+    assert_true(json_is_true(wf_test_json_at(r, "match.headers.3.treat_missing_header_as_empty")));
+    wf_test_expect_str(r, "match.headers.4.name", ":method");
+    wf_test_expect_str(r, "match.headers.4.string_match.exact", "GET");
     wf_test_expect_str(r, "match.query_parameters.0.name", "q");
     wf_test_expect_str(r, "match.query_parameters.0.string_match.exact", "1");
     wf_test_expect_str(r, "route.cluster", "outbound|80||" CATALOG);
@@ -379,6 +390,14 @@ static void full_route(void **state)
     wf_test_expect_str(r, "redirect.response_code", "FOUND");
     r = json_array_get(rs, 3); /* undefined subset still named: 503 NC at request time */
     wf_test_expect_str(r, "route.cluster", "outbound|80|v9|" CATALOG);
+    /* a Host set is a host rewrite (istiod), never a header operation the proxy refuses */
+    wf_test_expect_str(r, "route.host_rewrite_literal", "set.example");
+    wf_test_expect_str(r, "request_headers_to_add.0.header.key", "x-k");
+    assert_null(wf_test_json_at(r, "request_headers_to_add.1"));
+    wf_test_expect_str(r, "request_headers_to_remove.0", "x-r");
+    assert_null(wf_test_json_at(r, "request_headers_to_remove.1"));
+    wf_test_expect_str(r, "response_headers_to_add.0.header.key", "x-s");
+    assert_null(wf_test_json_at(r, "response_headers_to_add.1"));
     json_decref(out);
     wf_store_free(s);
 }
