@@ -106,7 +106,7 @@ wp_server *wp_admin_server(wp_admin *a)
 
 bool wp_admin_hc_failed(const wp_admin *a)
 {
-    return a->hc_failed;
+    return a && a->hc_failed;
 }
 
 void wp_admin_set_hc_failed(wp_admin *a, bool failed)

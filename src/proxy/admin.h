@@ -25,6 +25,8 @@ wp_admin *wp_admin_start(uv_loop_t *loop, wp_server *srv, void *main_ctx,
                          const wp_server_opts *opts, wf_strbuf *err);
 /* Stops listening and closes admin connections (async; the loop finishes it). */
 void wp_admin_close(wp_admin *a);
+/* True after POST /healthcheck/fail until POST /healthcheck/ok (a NULL admin: false). */
+bool wp_admin_hc_failed(const wp_admin *a);
 /* Frees the admin after its loop has run the close callbacks. */
 void wp_admin_free(wp_admin *a);
 

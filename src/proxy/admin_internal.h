@@ -33,8 +33,6 @@ typedef struct {
 
 /* The server state of an admin (admin.c owns the struct). */
 wp_server *wp_admin_server(wp_admin *a);
-/* True after POST /healthcheck/fail until POST /healthcheck/ok. */
-bool wp_admin_hc_failed(const wp_admin *a);
 void wp_admin_set_hc_failed(wp_admin *a, bool failed);
 
 /* Value of query parameter name, decoded into out (cap bytes, truncated), or NULL when

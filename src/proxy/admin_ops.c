@@ -143,8 +143,12 @@ void wp_admin_healthcheck(wp_admin *a, const admin_req *r, admin_resp *o, bool f
     (void)r;
     if (wp_admin_hc_failed(a) != fail) {
         wp_server *srv = wp_admin_server(a);
-        wp_stat_add(wp_stats_get_shard(srv->stats_store, srv->nworkers),
-                    srv->gen->pstats->server_live, fail ? -1 : 1);
+        wp_stats_shard *sh = wp_stats_get_shard(srv->stats_store, srv->nworkers);
+        wp_stat_add(sh, srv->gen->pstats->server_live, fail ? -1 : 1);
+        /* server.state as Envoy's serverState(): DRAINING while health checks fail (unless
+         * the drain sequence already made it so) */
+        if (atomic_load(&srv->state) != 1)
+            wp_stat_add(sh, srv->gen->pstats->server_state, fail ? 1 : -1);
         wp_admin_set_hc_failed(a, fail);
         WF_LOG(WF_LC_admin, WF_LOG_INFO, "health checks %s by the admin",
                fail ? "failed" : "restored");

@@ -124,6 +124,7 @@ wp_pstats *wp_pstats_register(wp_stats *store, const wp_config *cfg)
     p->server_concurrency = wp_stats_gauge(store, "server.concurrency");
     p->server_total_connections = wp_stats_gauge(store, "server.total_connections");
     p->server_memory_allocated = wp_stats_gauge(store, "server.memory_allocated");
+    p->server_memory_heap_size = wp_stats_gauge(store, "server.memory_heap_size");
     p->server_version = wp_stats_gauge(store, "server.version");
     p->workers_started = wp_stats_gauge(store, "listener_manager.workers_started");
     p->total_listeners_active = wp_stats_gauge(store, "listener_manager.total_listeners_active");

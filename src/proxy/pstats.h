@@ -166,8 +166,8 @@ typedef struct wp_pstats {
     wp_hstats *hcms;     /* per listener (its HCM) */
     wp_lstats *listeners;
     uint32_t server_live, server_state, server_uptime, server_concurrency, server_total_connections,
-        server_memory_allocated, workers_started, total_listeners_active, cm_active_clusters,
-        lm_listener_added, cm_cluster_added, server_version;
+        server_memory_allocated, server_memory_heap_size, workers_started, total_listeners_active,
+        cm_active_clusters, lm_listener_added, cm_cluster_added, server_version;
     /* listener_manager.* / cluster_manager.* counted by wp_pstats_config_applied */
     uint32_t lm_listener_modified, lm_listener_removed, lm_create_success, lm_create_failure,
         lm_total_warming, lm_total_draining, cm_cluster_modified, cm_cluster_removed,

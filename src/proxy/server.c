@@ -2,6 +2,7 @@
  * server.c - the weft-proxy process (server.h): config, workers, admin, signals, drain.
  */
 #include <netdb.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@ typedef struct {
     wp_admin *admin;
     bool stopping;
     int64_t last_uptime;
+    int64_t last_mem_allocated, last_mem_heap; /* server.memory_* as last set */
     wp_readiness readiness;
     wp_xds_client *xds;
     bool cds_applied, lds_applied; /* initialized (Envoy's init manager): applied, not warming */
@@ -97,8 +99,9 @@ static void enter_draining(wp_main *m)
     m->draining = true;
     int old = atomic_exchange(&m->srv.state, 1);
     wp_readiness_draining(&m->readiness, uv_now(m->loop));
-    wp_stat_add(wp_stats_get_shard(m->srv.gen->pstats->store, m->srv.nworkers),
-                m->srv.gen->pstats->server_state, 1 - old);
+    if (!wp_admin_hc_failed(m->admin)) /* failed health checks made it DRAINING already */
+        wp_stat_add(wp_stats_get_shard(m->srv.gen->pstats->store, m->srv.nworkers),
+                    m->srv.gen->pstats->server_state, 1 - old);
 }
 
 /* The workers stop the listeners of scope (1: traffic_direction INBOUND only, Envoy's
@@ -213,9 +216,17 @@ static void on_gauges(uv_timer_t *t)
 {
     wp_main *m = t->data;
     int64_t up = (int64_t)((uv_now(m->loop) - (uint64_t)m->srv.start_time) / 1000);
-    wp_stats_shard *sh = wp_stats_get_shard(m->srv.gen->pstats->store, m->srv.nworkers);
-    wp_stat_add(sh, m->srv.gen->pstats->server_uptime, up - m->last_uptime);
+    const wp_pstats *p = m->srv.gen->pstats;
+    wp_stats_shard *sh = wp_stats_get_shard(p->store, m->srv.nworkers);
+    wp_stat_add(sh, p->server_uptime, up - m->last_uptime);
     m->last_uptime = up;
+    /* the allocator's figures, as /memory reports them (Envoy: server.memory_*) */
+    struct mallinfo2 mi = mallinfo2();
+    int64_t alloc = (int64_t)(mi.uordblks + mi.hblkhd), heap = (int64_t)(mi.arena + mi.hblkhd);
+    wp_stat_add(sh, p->server_memory_allocated, alloc - m->last_mem_allocated);
+    wp_stat_add(sh, p->server_memory_heap_size, heap - m->last_mem_heap);
+    m->last_mem_allocated = alloc;
+    m->last_mem_heap = heap;
 }
 
 /* Outlier detection's interval sweeps (outlier.h), on the main thread as Envoy's. */

@@ -56,10 +56,26 @@ def test_healthcheck_fail_ok(p):
     assert (status, body) == (200, b"OK\n")
     assert p.admin("/ready")[:3:2] == (503, b"DRAINING\n")
     assert json.loads(p.admin("/server_info")[2])["state"] == "DRAINING"
-    assert p.stats()["server.live"] == 0
+    st = p.stats()
+    # server.state follows /ready (Envoy's serverState: DRAINING while health checks fail),
+    # which pilot-agent's readiness reads
+    assert (st["server.live"], st["server.state"]) == (0, 1)
     assert p.admin("/healthcheck/ok", method="POST")[:3:2] == (200, b"OK\n")
     assert p.admin("/ready")[:3:2] == (200, b"LIVE\n")
-    assert p.stats()["server.live"] == 1
+    st = p.stats()
+    assert (st["server.live"], st["server.state"]) == (1, 0)
+
+
+def test_memory_gauges_follow_the_allocator(p):
+    """server.memory_allocated and _heap_size are the allocator's figures /memory shows."""
+    deadline = time.monotonic() + 5
+    while p.stats().get("server.memory_allocated", 0) == 0:
+        assert time.monotonic() < deadline, "server.memory_allocated stays 0"
+        time.sleep(0.2)
+    st = p.stats()
+    mem = json.loads(p.admin("/memory")[2])
+    assert st["server.memory_heap_size"] >= st["server.memory_allocated"] > 0
+    assert abs(st["server.memory_allocated"] - int(mem["allocated"])) < 4 * 1024 * 1024
 
 
 def test_reopen_logs(p):
