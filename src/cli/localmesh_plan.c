@@ -178,15 +178,31 @@ static bool wants_sidecar(planner *pl, const wf_workload *w, const char *ns)
             !label_is(&nsr->labels, "istio-injection", "disabled"));
 }
 
+/* The pod's labels: the template's, pod-template-hash, and for a pod with a proxy the two
+ * Istio's injector adds (pod.go: service.istio.io/canonical-name from app.kubernetes.io/name,
+ * else app, else the workload's name; canonical-revision from app.kubernetes.io/version, else
+ * version, else "latest"), which Istio's metrics report as canonical service and revision. */
 static int copy_labels(planner *pl, wf_lm_pod *pod, const wf_kvs *labels, const char *hash)
 {
-    pod->labels = wf_arena_alloc(&pl->p->arena, (labels->n + 1) * sizeof *pod->labels);
+    pod->labels = wf_arena_alloc(&pl->p->arena, (labels->n + 3) * sizeof *pod->labels);
     if (!pod->labels)
         return -1;
     for (size_t i = 0; i < labels->n; i++)
         pod->labels[pod->nlabels++] = (wf_lm_label){labels->items[i].key, labels->items[i].value};
     if (hash && !wf_kvs_get(labels, "pod-template-hash"))
         pod->labels[pod->nlabels++] = (wf_lm_label){"pod-template-hash", hash};
+    if (!pod->sidecar && !pod->gateway)
+        return 0;
+    const char *name = wf_kvs_get(labels, "app.kubernetes.io/name");
+    const char *rev = wf_kvs_get(labels, "app.kubernetes.io/version");
+    name = name ? name : wf_kvs_get(labels, "app");
+    name = name ? name : *pod->owner ? pod->owner : WF_LM_GATEWAY_NAME;
+    rev = rev ? rev : wf_kvs_get(labels, "version");
+    if (!wf_kvs_get(labels, "service.istio.io/canonical-name"))
+        pod->labels[pod->nlabels++] = (wf_lm_label){"service.istio.io/canonical-name", name};
+    if (!wf_kvs_get(labels, "service.istio.io/canonical-revision"))
+        pod->labels[pod->nlabels++] =
+            (wf_lm_label){"service.istio.io/canonical-revision", rev ? rev : "latest"};
     return 0;
 }
 

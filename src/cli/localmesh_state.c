@@ -1,6 +1,7 @@
 /*
  * localmesh_state.c - the files of the local mesh's state folder (localmesh_state.h).
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,23 @@ static json_t *node_metadata(const wf_lm_pod *pod)
         goto fail;
     if (m && !pod->gateway &&
         json_object_set_new(m, "WEFT_LOCALHOST", json_string(pod->localhost)) != 0)
+        goto fail;
+    /* what istiod's injector puts in the proxy's metadata for Istio's metrics (source_workload,
+     * the peer's OWNER): the workload and its Kubernetes owner reference */
+    const char *wl = *pod->owner ? pod->owner : WF_LM_GATEWAY_NAME;
+    char kind[64];
+    size_t k = 0;
+    for (const char *c = *pod->owner_kind ? pod->owner_kind : "Deployment"; *c && k < 60; c++)
+        kind[k++] = (char)tolower((unsigned char)*c);
+    kind[k] = 0;
+    json_t *owner =
+        json_sprintf("kubernetes://apis/apps/v1/namespaces/%s/%ss/%s", pod->ns, kind, wl);
+    if (!m) {
+        json_decref(owner);
+        return NULL;
+    }
+    if (json_object_set_new(m, "WORKLOAD_NAME", json_string(wl)) != 0 ||
+        json_object_set_new(m, "OWNER", owner) != 0)
         goto fail;
     return m;
 fail:

@@ -474,6 +474,15 @@ static void bootstrap_and_pod_object(void **state)
     wf_test_expect_str(b, "node.metadata.PROXY_TYPE", "sidecar");
     wf_test_expect_str(b, "node.metadata.WEFT_LOCALHOST", "127.11.0.3");
     wf_test_expect_str(b, "node.metadata.WEFT_ADMIN", "127.10.0.3:15000");
+    /* what the injector adds for Istio's metrics: workload, owner, canonical labels */
+    wf_test_expect_str(b, "node.metadata.WORKLOAD_NAME", "catalog");
+    wf_test_expect_str(b, "node.metadata.OWNER",
+                       "kubernetes://apis/apps/v1/namespaces/istioinaction/deployments/catalog");
+    json_t *lb = wf_test_json_at(b, "node.metadata.LABELS");
+    assert_string_equal(json_string_value(json_object_get(lb, "service.istio.io/canonical-name")),
+                        "catalog");
+    assert_string_equal(
+        json_string_value(json_object_get(lb, "service.istio.io/canonical-revision")), "v1");
     wf_test_expect_str(b, "admin.address.socket_address.address", "127.10.0.3");
     wf_test_expect_int(b, "admin.address.socket_address.port_value", 15000);
     wf_test_expect_str(b, "dynamic_resources.ads_config.grpc_services.0.envoy_grpc.cluster_name",
@@ -487,6 +496,10 @@ static void bootstrap_and_pod_object(void **state)
     b = wf_lm_bootstrap_json(f.plan, gw);
     wf_test_expect_str(b, "node.metadata.PROXY_TYPE", "router");
     assert_null(wf_test_json_at(b, "node.metadata.WEFT_LOCALHOST"));
+    wf_test_expect_str(b, "node.metadata.WORKLOAD_NAME", "istio-ingressgateway");
+    lb = wf_test_json_at(b, "node.metadata.LABELS");
+    assert_string_equal(
+        json_string_value(json_object_get(lb, "service.istio.io/canonical-revision")), "latest");
     json_decref(b);
     json_t *pod = wf_lm_pod_json(f.plan, v1);
     wf_test_expect_str(pod, "kind", "Pod");
