@@ -462,24 +462,58 @@ static void h_config_dump(wp_admin *a, const admin_req *r, admin_resp *o)
     wf_strbuf_free(&err);
 }
 
+/* Envoy's LogsHandler error answer: the error, a blank line, the usage and the levels; the
+ * active loggers follow as after a change. */
+static void logging_error(admin_resp *o, const char *msg)
+{
+    o->status = 404;
+    wf_strbuf_printf(&o->body,
+                     "error: %s\n\n"
+                     "usage: /logging?<name>=<level> (change single level)\n"
+                     "usage: /logging?paths=name1:level1,name2:level2,... (change multiple "
+                     "levels)\n"
+                     "usage: /logging?level=<level> (change all levels)\n"
+                     "levels: ",
+                     msg);
+    for (int l = WF_LOG_TRACE; l <= WF_LOG_OFF; l++)
+        wf_strbuf_printf(&o->body, "%s ", wf_log_level_name((wf_log_level)l));
+    wf_strbuf_puts(&o->body, "\n");
+    wf_log_list(&o->body);
+}
+
+/* Query parameters with a value ("a=1&b" counts 1): Envoy takes exactly one. */
+static size_t query_params(const char *q)
+{
+    size_t n = 0;
+    for (const char *p = q; *p;) {
+        const char *amp = strchr(p, '&'), *end = amp ? amp : p + strlen(p);
+        const char *eq = memchr(p, '=', (size_t)(end - p));
+        n += eq && eq + 1 < end;
+        p = amp ? amp + 1 : end;
+    }
+    return n;
+}
+
 static void h_logging(wp_admin *a, const admin_req *r, admin_resp *o)
 {
     (void)a;
     if (strcmp(r->method, "POST") == 0 && r->query[0]) {
         char v[1024];
         wf_strbuf err = {0};
+        if (query_params(r->query) > 1) {
+            logging_error(o, "invalid number of parameters");
+            return;
+        }
         if (wp_admin_qparam(r, "level", v, sizeof(v))) {
             int lvl = wf_log_level_from_name(v, strlen(v));
             if (lvl < 0) {
-                o->status = 404;
-                wf_strbuf_puts(&o->body, "error: unknown logger level\n");
+                logging_error(o, "unknown logger level");
                 return;
             }
             wf_log_set_all((wf_log_level)lvl);
         } else if (wp_admin_qparam(r, "paths", v, sizeof(v))) {
             if (wf_log_apply_component_levels(v, &err) != 0) {
-                o->status = 404;
-                wf_strbuf_printf(&o->body, "error: %s\n", wf_strbuf_cstr(&err));
+                logging_error(o, wf_strbuf_cstr(&err));
                 wf_strbuf_free(&err);
                 return;
             }
@@ -492,8 +526,7 @@ static void h_logging(wp_admin *a, const admin_req *r, admin_resp *o)
                 *eq = ':';
             url_decode(spec);
             if (wf_log_apply_component_levels(spec, &err) != 0) {
-                o->status = 404;
-                wf_strbuf_printf(&o->body, "error: %s\n", wf_strbuf_cstr(&err));
+                logging_error(o, wf_strbuf_cstr(&err));
                 wf_strbuf_free(&err);
                 return;
             }

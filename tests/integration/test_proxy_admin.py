@@ -145,3 +145,17 @@ def test_manager_stats_static(p):
                  "listener_manager.total_listeners_warming",
                  "listener_manager.total_listeners_draining"):
         assert st[name] == 0, name
+
+
+def test_logging_errors_as_envoy(p):
+    """One parameter per call; an error gives Envoy's usage text and changes nothing."""
+    before = p.admin("/logging", method="POST")[2]
+    for q in ("http=debug&router=info", "level=debug&x=1"):
+        status, _, body = p.admin("/logging?" + q, method="POST")
+        assert status == 404, (q, body)
+        assert body.startswith(b"error: invalid number of parameters\n\nusage: /logging?"), body
+    status, _, body = p.admin("/logging?level=bogus", method="POST")
+    assert status == 404 and body.startswith(b"error: unknown logger level\n\n"), body
+    assert b"levels: trace debug info warning error critical off \n" in body
+    assert b"active loggers:" in body
+    assert p.admin("/logging", method="POST")[2] == before  # nothing changed
