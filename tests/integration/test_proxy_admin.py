@@ -68,6 +68,8 @@ def test_healthcheck_fail_ok(p):
 
 def test_memory_gauges_follow_the_allocator(p):
     """server.memory_allocated and _heap_size are the allocator's figures /memory shows."""
+    if int(json.loads(p.admin("/memory")[2])["allocated"]) == 0:
+        pytest.skip("the allocator reports no figures here (a sanitizer's malloc)")
     deadline = time.monotonic() + 5
     while p.stats().get("server.memory_allocated", 0) == 0:
         assert time.monotonic() < deadline, "server.memory_allocated stays 0"
