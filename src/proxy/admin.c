@@ -273,8 +273,6 @@ static void clusters_text(wp_admin *a, wf_strbuf *b)
         for (size_t k = 0; k < cl->nendpoints; k++) {
             const wp_endpoint *e = &cl->endpoints[k];
             const char *h = e->addr.len ? e->addr.text : e->hostname;
-            if (!wp_cluster_has_host(cl, k))
-                continue; /* a DNS name never resolved: no host */
             const wp_host_rt *rt = &a->srv->gen->crt[i].hosts[k];
             char hf[96];
             for (int s = 0; s < 8; s++)
@@ -327,8 +325,6 @@ static void clusters_json(wp_admin *a, wf_strbuf *b)
         json_t *hosts = json_array();
         for (size_t k = 0; k < cl->nendpoints; k++) {
             const wp_endpoint *e = &cl->endpoints[k];
-            if (!wp_cluster_has_host(cl, k))
-                continue; /* a DNS name never resolved: no host */
             json_t *stats = json_array();
             for (int s = 0; s < 8; s++) {
                 uint64_t v = host_stat(&a->srv->gen->crt[i].hosts[k], s);

@@ -374,16 +374,6 @@ typedef struct wp_cluster {
     int index;
 } wp_cluster;
 
-/* Whether endpoint i is a host of c's host set. Envoy's STRICT_DNS / LOGICAL_DNS cluster
- * holds, per endpoint, the addresses its last successful resolution returned
- * (upstream/strict_dns_cluster.cc): a name that never resolved (addr.len 0 here) contributes
- * no host, so the load balancer neither picks it nor counts it (panic threshold included);
- * with no host left a request gets 503 UH no_healthy_upstream. STATIC endpoints always are. */
-static inline bool wp_cluster_has_host(const wp_cluster *c, size_t i)
-{
-    return c->type == WP_CLUSTER_STATIC || c->endpoints[i].addr.len != 0;
-}
-
 /* ---------- dynamic resources (bootstrap dynamic_resources, Envoy v3) ---------- */
 
 typedef enum { WP_ADS_GRPC, WP_ADS_DELTA_GRPC } wp_ads_api;

@@ -570,6 +570,7 @@ static void write_access_logs(wp_stream *s)
     const wp_hcm *h = &s->d->listener->hcm;
     if (h->naccess_logs == 0 || !s->d->w->alog)
         return;
+    wp_router_log_view(s);
     wf_strbuf line = {0};
     for (size_t i = 0; i < h->naccess_logs; i++) {
         const wp_access_log *al = &h->access_logs[i];

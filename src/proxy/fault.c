@@ -79,15 +79,11 @@ int wp_fault_register_stats(wp_stats *st, const wp_config *c)
 
 /* ---------- the request path ---------- */
 
-/* The settings for s: the route's or virtual host's override when the HCM has any. */
-static const wp_fault_config *settings_of(wp_stream *s, const wp_fault_filter *f,
-                                          const wp_route_req *rq)
+/* The settings for s: the route's or virtual host's override when the HCM has any (the
+ * route the connection manager chose, wp_router_resolve). */
+static const wp_fault_config *settings_of(const wp_stream *s, const wp_fault_filter *f)
 {
-    (void)rq;
-    if (!f->per_route)
-        return &f->cfg;
-    wp_router_resolve(s); /* the route the connection manager chose */
-    return wp_fault_settings(f, s->vhost, s->route);
+    return f->per_route ? wp_fault_settings(f, s->vhost, s->route) : &f->cfg;
 }
 
 /* FaultFilter::tryIncActiveFaults: one active fault per request, checked against max. */
@@ -151,12 +147,12 @@ bool wp_fault_on_request_headers(wp_stream *s)
     wp_fault_filter *f = s->d->listener->hcm.fault;
     if (!f || (!f->per_route && !f->cfg.has_delay && !f->cfg.has_abort))
         return true; /* Istio's listener-level filter is an empty HTTPFault */
-    wp_route_req rq;
-    wp_router_route_req(s, &rq);
-    const wp_fault_config *c = settings_of(s, f, &rq);
+    const wp_fault_config *c = settings_of(s, f);
     if (!c->has_delay && !c->has_abort)
         return true;
     wp_worker *w = s->d->w;
+    wp_route_req rq;
+    wp_router_route_req(s, &rq);
     if (c->nheaders && !wp_route_headers_match(&w->rx, &rq, c->headers, c->nheaders))
         return true;
     uint64_t r_delay = wp_rand(w);

@@ -123,8 +123,9 @@ int wp_fault_register_stats(wp_stats *st, const wp_config *c);
 
 typedef struct wp_stream wp_stream;
 
-/* The hook of the connection manager, called when the request headers are complete and
- * before the router. Returns true when the router should start now (no filter, no fault,
+/* The hook of the connection manager, called when the request headers are complete, after
+ * the route is chosen (wp_router_resolve: per-route settings come from it) and before the
+ * router. Returns true when the router should start now (no filter, no fault,
  * or the fault overflowed); false when the fault filter took the stream: it is delayed (the
  * router starts when the timer fires) or it was answered with the abort reply (the stream
  * may already be gone: the caller must not touch it). */

@@ -293,10 +293,10 @@ uint64_t wp_od_sweep(wp_od_cluster *od, const wp_cluster *c, wp_stats_shard *sh,
 
 /* ---------- panic ---------- */
 
-bool wp_od_lb_panic(const wp_od_cluster *od, const wp_cluster *c, size_t healthy, size_t hosts,
+bool wp_od_lb_panic(const wp_od_cluster *od, const wp_cluster *c, size_t healthy,
                     wp_stats_shard *sh)
 {
-    uint64_t n = hosts;
+    uint64_t n = c->nendpoints;
     if (n == 0 || (uint64_t)healthy * 100 >= (uint64_t)c->healthy_panic_threshold * n)
         return false;
     wp_stat_add(sh, od->lb_healthy_panic, 1);

@@ -167,11 +167,10 @@ static inline bool wp_od_host_usable(const wp_od_cluster *od, const wp_cluster *
     return wp_endpoint_healthy(&c->endpoints[i]) && !wp_od_ejected(od, i);
 }
 
-/* Envoy's isHostSetInPanic for one pick: hosts = the hosts c has (its endpoints less the DNS
- * names that never resolved, config.h wp_cluster_has_host), healthy = the usable ones. True
- * (and one lb_healthy_panic counted in sh) when healthy * 100 < threshold * hosts; the
- * caller then picks among all hosts. */
-bool wp_od_lb_panic(const wp_od_cluster *od, const wp_cluster *c, size_t healthy, size_t hosts,
+/* Envoy's isHostSetInPanic for one pick: healthy = usable hosts of c. True (and one
+ * lb_healthy_panic counted in sh) when healthy * 100 < threshold * hosts; the caller then
+ * picks among all hosts. */
+bool wp_od_lb_panic(const wp_od_cluster *od, const wp_cluster *c, size_t healthy,
                     wp_stats_shard *sh);
 
 /* ---- glue for the proxy (outlier.c; proxy_internal.h types) ---- */

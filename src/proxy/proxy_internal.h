@@ -441,6 +441,14 @@ void wp_router_route_req(const wp_stream *s, wp_route_req *rq);
  * them too); wp_router_start calls it when nothing did. */
 void wp_router_resolve(wp_stream *s);
 void wp_router_start(wp_stream *s);
+/* Access logs read the request as the router leaves it: in Envoy the router rewrites the
+ * path and Host and adds and removes fields in the header map the logs read (a log shows the
+ * rewritten :authority, x-envoy-original-path, x-forwarded-proto, the route's additions).
+ * Called when the stream's logs are written: the last upstream head sent (or the one the
+ * router would send) is parsed into the stream's log view and si.request points at it; a
+ * request answered before a cluster was chosen, or a head that fails to parse, stays as
+ * received. */
+void wp_router_log_view(wp_stream *s);
 void wp_router_on_connected(wp_stream *s, wp_uconn *u);
 void wp_router_on_reset(wp_stream *s, int reason, const char *transport_failure);
 void wp_router_request_body(wp_stream *s);

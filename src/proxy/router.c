@@ -178,8 +178,6 @@ static void redirect(wp_stream *s, const wp_route_req *rq)
     wp_stream_local_reply(s, code, "", "direct_response", -1);
 }
 
-static void log_view(wp_stream *s);
-
 void wp_router_resolve(wp_stream *s)
 {
     if (s->resolved)
@@ -215,8 +213,6 @@ void wp_router_resolve(wp_stream *s)
 void wp_router_start(wp_stream *s)
 {
     wp_worker *w = s->d->w;
-    wp_route_req rq;
-    wp_router_route_req(s, &rq);
     wp_router_resolve(s);
     s->routing = true;
     wp_hcm_stat(s->d, WP_S_rq_total, 1); /* Envoy's router counts every request it decodes */
@@ -235,6 +231,8 @@ void wp_router_start(wp_stream *s)
         return;
     }
     if (r->action == WP_ACT_REDIRECT) {
+        wp_route_req rq;
+        wp_router_route_req(s, &rq);
         redirect(s, &rq);
         return;
     }
@@ -250,7 +248,6 @@ void wp_router_start(wp_stream *s)
                   "cluster '%s' match for URL '%.*s'", c->name, (int)s->req.target.len,
                   s->req.target.p);
     final_timeout(s);
-    log_view(s);
     if (s->req_complete)
         start_timeout(s);
     wp_retry_begin(s);
@@ -395,17 +392,15 @@ static void build_upstream_head(wp_stream *s, wf_strbuf *b)
     wf_strbuf_append(b, "\r\n", 2);
 }
 
-/* Access logs read the request as the router leaves it: in Envoy the router rewrites the
- * path and Host and adds and removes fields in the header map the logs read (so a log shows
- * the rewritten :authority, x-envoy-original-path, x-forwarded-proto, the route's additions).
- * When the listener logs, the request head the router would send is built and parsed into
- * the stream's log view; if that fails, the logs see the request as received. */
-static void log_view(wp_stream *s)
+void wp_router_log_view(wp_stream *s)
 {
-    if (!s->d->listener->hcm.naccess_logs)
-        return;
-    wf_strbuf *b = &s->log_head;
-    build_upstream_head(s, b);
+    if (!s->routing || !s->route || s->route->action != WP_ACT_ROUTE || s->cluster < 0)
+        return; /* answered before the router chose a cluster: logged as received */
+    const wf_strbuf *b = &s->up_head; /* the last attempt's head, as sent */
+    if (b->len == 0) {                /* no attempt was sent (UH, UO, ...): the one it would be */
+        build_upstream_head(s, &s->log_head);
+        b = &s->log_head;
+    }
     if (wf_strbuf_failed(b))
         return;
     h1_parser p;

@@ -239,32 +239,44 @@ static void on_outlier_timer(uv_timer_t *t)
         uv_timer_start(&m->od_timer, on_outlier_timer, next, 0);
 }
 
+/* e's hostname resolved into e->addr (the first address). Returns 0, or -1 (logged) when
+ * it does not resolve. */
+static int resolve_endpoint(const wp_cluster *c, wp_endpoint *e)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_family = AF_UNSPEC}, *res = NULL;
+    char port[16];
+    snprintf(port, sizeof(port), "%u", e->port);
+    int r = getaddrinfo(e->hostname, port, &hints, &res);
+    if (r != 0 || !res) {
+        WF_LOG(WF_LC_upstream, WF_LOG_WARN, "cluster %s: cannot resolve %s: %s (no host)", c->name,
+               e->hostname, gai_strerror(r));
+        return -1;
+    }
+    memcpy(&e->addr.sa, res->ai_addr, res->ai_addrlen);
+    e->addr.len = res->ai_addrlen;
+    wp_sockaddr_text(res->ai_addr, e->addr.text, sizeof(e->addr.text));
+    freeaddrinfo(res);
+    return 0;
+}
+
+/* STRICT_DNS / LOGICAL_DNS endpoints get their addresses before the generation is built. As
+ * Envoy's DNS clusters (upstream/strict_dns_cluster.cc), a name that does not resolve
+ * contributes no host: it is dropped from the cluster, so the load balancer, the panic
+ * threshold, /clusters and the membership gauges never see it (none left: 503 UH). */
 static void resolve_dns_clusters(wp_config *cfg)
 {
     for (size_t i = 0; i < cfg->nclusters; i++) {
         wp_cluster *c = &cfg->clusters[i];
         if (c->type == WP_CLUSTER_STATIC)
             continue;
+        size_t kept = 0;
         for (size_t k = 0; k < c->nendpoints; k++) {
             wp_endpoint *e = &c->endpoints[k];
-            if (e->addr.len)
+            if (!e->addr.len && resolve_endpoint(c, e) != 0)
                 continue;
-            struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
-            hints.ai_family = AF_UNSPEC;
-            char port[16];
-            snprintf(port, sizeof(port), "%u", e->port);
-            int r = getaddrinfo(e->hostname, port, &hints, &res);
-            if (r != 0 || !res) {
-                WF_LOG(WF_LC_upstream, WF_LOG_WARN, "cluster %s: cannot resolve %s: %s", c->name,
-                       e->hostname, gai_strerror(r));
-                e->health = WP_HEALTH_UNHEALTHY;
-                continue;
-            }
-            memcpy(&e->addr.sa, res->ai_addr, res->ai_addrlen);
-            e->addr.len = res->ai_addrlen;
-            wp_sockaddr_text(res->ai_addr, e->addr.text, sizeof(e->addr.text));
-            freeaddrinfo(res);
+            c->endpoints[kept++] = *e;
         }
+        c->nendpoints = kept;
     }
 }
 
@@ -314,14 +326,12 @@ static void config_gauges(wp_server *srv, const wp_gen *g, int sign)
     wp_pstats_warming_gauges(wp_stats_get_shard(p->store, srv->nworkers), p, cfg, sign);
     for (size_t i = 0; i < cfg->nclusters; i++) {
         const wp_cluster *c = &cfg->clusters[i];
-        int64_t healthy = 0, hosts = 0; /* a DNS name never resolved is no host */
-        for (size_t k = 0; k < c->nendpoints; k++) {
-            hosts += wp_cluster_has_host(c, k);
-            healthy += wp_cluster_has_host(c, k) && c->endpoints[k].health != WP_HEALTH_UNHEALTHY &&
+        int64_t healthy = 0;
+        for (size_t k = 0; k < c->nendpoints; k++)
+            healthy += c->endpoints[k].health != WP_HEALTH_UNHEALTHY &&
                        c->endpoints[k].health != WP_HEALTH_DRAINING &&
                        c->endpoints[k].health != WP_HEALTH_TIMEOUT;
-        }
-        set_gauge(srv, p->clusters[i].slot[WP_S_membership_total], sign * hosts);
+        set_gauge(srv, p->clusters[i].slot[WP_S_membership_total], sign * (int64_t)c->nendpoints);
         set_gauge(srv, p->clusters[i].slot[WP_S_membership_healthy], sign * healthy);
     }
 }

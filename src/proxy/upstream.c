@@ -7,8 +7,8 @@
  *    ejected by outlier detection, are not chosen; UNKNOWN, HEALTHY and DEGRADED are. Below
  *    healthy_panic_threshold (default 50 %) usable hosts, every host is (panic, outlier.h).
  *    No host left: 503 "no healthy upstream", details no_healthy_upstream, flag UH, stat
- *    upstream_cx_none_healthy. A STRICT_DNS / LOGICAL_DNS endpoint whose name has not
- *    resolved is no host (config.h wp_cluster_has_host): never picked, not counted.
+ *    upstream_cx_none_healthy. (A STRICT_DNS / LOGICAL_DNS name that did not resolve is no
+ *    endpoint at all: server.c drops it.)
  *  - Load balancing: ROUND_ROBIN (weights honoured with a smooth weighted round robin),
  *    LEAST_REQUEST (two random choices, fewer active requests wins; Envoy's P2C default),
  *    RANDOM.
@@ -82,12 +82,9 @@ void wp_pools_free(wp_wgen *wg)
     wg->pools = NULL;
 }
 
-/* EDS health and outlier ejection (outlier.h); in panic mode every host. An unresolved DNS
- * endpoint is no host at all (wp_cluster_has_host), panic or not. */
+/* EDS health and outlier ejection (outlier.h); in panic mode every host. */
 static bool host_ok(const wp_pool *p, const wp_cluster *c, size_t i)
 {
-    if (!wp_cluster_has_host(c, i))
-        return false;
     return p->panic || wp_od_host_usable(&wp_pool_gen(p)->crt[p->cluster].od, c, i);
 }
 
@@ -128,15 +125,13 @@ static int pick_random_healthy(wp_pool *p, const wp_cluster *c, size_t healthy)
 
 static int pick_host(wp_pool *p, const wp_cluster *c)
 {
-    size_t healthy = 0, hosts = 0;
+    size_t healthy = 0;
     p->panic = false;
-    for (size_t i = 0; i < c->nendpoints; i++) {
-        hosts += wp_cluster_has_host(c, i);
+    for (size_t i = 0; i < c->nendpoints; i++)
         healthy += host_ok(p, c, i);
-    }
-    p->panic = wp_od_lb_panic(&wp_pool_gen(p)->crt[p->cluster].od, c, healthy, hosts, p->w->stats);
+    p->panic = wp_od_lb_panic(&wp_pool_gen(p)->crt[p->cluster].od, c, healthy, p->w->stats);
     if (p->panic)
-        healthy = hosts;
+        healthy = c->nendpoints;
     if (healthy == 0)
         return -1;
     switch (c->lb_policy) {
