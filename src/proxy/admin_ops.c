@@ -145,9 +145,9 @@ void wp_admin_healthcheck(wp_admin *a, const admin_req *r, admin_resp *o, bool f
         wp_server *srv = wp_admin_server(a);
         wp_stats_shard *sh = wp_stats_get_shard(srv->stats_store, srv->nworkers);
         wp_stat_add(sh, srv->gen->pstats->server_live, fail ? -1 : 1);
-        /* server.state as Envoy's serverState(): DRAINING while health checks fail (unless
-         * the drain sequence already made it so) */
-        if (atomic_load(&srv->state) != 1)
+        /* server.state as Envoy's serverState(): a LIVE server is DRAINING while health
+         * checks fail (initializing and draining servers keep their state) */
+        if (atomic_load(&srv->state) == 0)
             wp_stat_add(sh, srv->gen->pstats->server_state, fail ? 1 : -1);
         wp_admin_set_hc_failed(a, fail);
         WF_LOG(WF_LC_admin, WF_LOG_INFO, "health checks %s by the admin",

@@ -31,7 +31,6 @@ typedef struct {
     uint64_t drain_deadline;
     int drain_scope; /* listeners the workers stopped: 0 none, 1 INBOUND ones, 2 all */
     int stop_scope;  /* what stop_timer stops */
-    bool draining;   /* Envoy's drain sequence started: not ready, server.state DRAINING */
     bool exit_armed; /* SIGTERM: the process exits when no connection is left or at the
                         drain_deadline */
     wp_admin *admin;
@@ -94,10 +93,9 @@ static void on_drain_tick(uv_timer_t *t)
 /* Envoy's drain sequence (once): not ready, server.state DRAINING. */
 static void enter_draining(wp_main *m)
 {
-    if (m->draining)
-        return;
-    m->draining = true;
     int old = atomic_exchange(&m->srv.state, 1);
+    if (old == 1)
+        return;
     wp_readiness_draining(&m->readiness, uv_now(m->loop));
     if (!wp_admin_hc_failed(m->admin)) /* failed health checks made it DRAINING already */
         wp_stat_add(wp_stats_get_shard(m->srv.gen->pstats->store, m->srv.nworkers),
@@ -194,7 +192,7 @@ void wp_server_request_drain(void *ctx, bool inbound_only, bool graceful, bool s
         drain_workers(m, scope);
         return;
     }
-    if (m->draining) /* Envoy ignores ?graceful once the drain sequence started */
+    if (atomic_load(&m->srv.state) == 1) /* Envoy ignores ?graceful once draining */
         return;
     enter_draining(m);
     WF_LOG(WF_LC_main, WF_LOG_INFO, "drain sequence started (%s listeners, drain time %llus)",
@@ -576,7 +574,9 @@ static void xds_settle(wp_main *m)
     }
     if (m->cds_applied && m->lds_applied && atomic_load(&m->srv.state) == 3) {
         atomic_store(&m->srv.state, 0);
-        set_gauge(&m->srv, m->srv.gen->pstats->server_state, -3);
+        /* LIVE, or DRAINING while health checks fail (Envoy's serverState) */
+        set_gauge(&m->srv, m->srv.gen->pstats->server_state,
+                  wp_admin_hc_failed(m->admin) ? -2 : -3);
         WF_LOG(WF_LC_main, WF_LOG_INFO, "all dependencies initialized. starting workers");
     }
 }
