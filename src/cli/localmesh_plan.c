@@ -157,8 +157,6 @@ static const char *default_ns(planner *pl)
     return count == 1 ? found : "default";
 }
 
-/* Istio's injection rules, simplified: the template's sidecar.istio.io/inject label or
- * annotation decides when set; else the namespace's istio-injection=enabled or istio.io/rev. */
 /* As Istio's sidecar injector (injectRequired): the pod template's sidecar.istio.io/inject
  * label, else annotation, compared lower-cased: y, yes, true and on inject, any other value
  * does not, an empty one leaves it to the namespace (istio-injection, istio.io/rev). */

@@ -37,4 +37,10 @@ int wf_validate_resource(const wf_resource *r, wf_validation_cb cb, void *arg);
  * characters. */
 bool wf_is_dns1123_label(const char *s);
 
+/* Istio's isInternalHeader (":"-prefixed or Host: not a header operation; validation and
+ * pilot's route translation share it) and isAuthorityHeader (Host or :authority, which a
+ * VirtualService header operation turns into a host rewrite). */
+bool wf_header_is_internal(const char *name);
+bool wf_header_is_authority(const char *name);
+
 #endif

@@ -107,12 +107,12 @@ void vc_http_header_name(vc *c, const wf_node *at, const char *name)
         vc_err(c, at, "header name %s is not a valid header name", name);
 }
 
-static bool is_internal_header(const char *k)
+bool wf_header_is_internal(const char *k)
 {
     return k[0] == ':' || strcasecmp(k, "host") == 0;
 }
 
-static bool is_authority_header(const char *k)
+bool wf_header_is_authority(const char *k)
 {
     return strcasecmp(k, ":authority") == 0 || strcasecmp(k, "host") == 0;
 }
@@ -215,13 +215,13 @@ static void header_op_name(vc *c, const wf_node *at, const char *name, bool requ
         return;
     }
     if (request_add_set) {
-        if (is_internal_header(name) && !is_authority_header(name))
+        if (wf_header_is_internal(name) && !wf_header_is_authority(name))
             vc_err(c, at, "invalid header %s: header cannot have \":\" prefix", vc_q(c, name));
         return;
     }
     if (strcasecmp(name, "host") == 0)
         vc_err(c, at, "invalid header %s: cannot set Host header", vc_q(c, name));
-    else if (is_internal_header(name))
+    else if (wf_header_is_internal(name))
         vc_err(c, at, "invalid header %s: header cannot have \":\" prefix", vc_q(c, name));
 }
 

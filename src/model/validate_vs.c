@@ -434,11 +434,6 @@ static void http_rewrite(vc *c, const wf_node *rw)
                vc_q(c, "HTTPRewrite.UriRegexRewrite.Match"), e);
 }
 
-static bool authority_key(const char *k)
-{
-    return strcasecmp(k, ":authority") == 0 || strcasecmp(k, "host") == 0;
-}
-
 static void authority_rewrite(vc *c, const wf_node *http)
 {
     const char *current = vc_str(vc_get(http, "rewrite"), "authority");
@@ -448,7 +443,7 @@ static void authority_rewrite(vc *c, const wf_node *http)
         const wf_node *m = vc_get(req, ops[k]);
         for (size_t i = 0; m && m->type == WF_NODE_MAP && i < m->len; i++) {
             const wf_map_entry *e = &m->u.entries[i];
-            if (!authority_key(e->key))
+            if (!wf_header_is_authority(e->key))
                 continue;
             if (*current) {
                 vc_err(c, e->value,

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "core/gofmt.h"
+#include "model/validate.h"
 #include "pilot/cds_internal.h"
 #include "pilot/rds_internal.h"
 
@@ -224,19 +224,9 @@ static int cmp_entry(const void *a, const void *b)
     return strcmp((*(const wf_map_entry *const *)a)->key, (*(const wf_map_entry *const *)b)->key);
 }
 
-/* translateAppendHeaders: the map's entries sorted by key. */
-/* Istio's isInternalHeader: ":"-prefixed and Host are not header operations (the proxy
- * refuses them); a Host or :authority value is the route's authority (isAuthorityHeader). */
-static bool internal_header(const char *k)
-{
-    return k[0] == ':' || strcasecmp(k, "host") == 0;
-}
-
-static bool authority_header(const char *k)
-{
-    return strcasecmp(k, ":authority") == 0 || strcasecmp(k, "host") == 0;
-}
-
+/* translateAppendHeaders: the map's entries sorted by key; ":"-prefixed and Host fields are
+ * no header operation (the proxy refuses them), a Host or :authority value goes to
+ * *authority (model/validate.h). */
 static int append_headers(json_t *arr, const wf_node *map, bool append, const char **authority)
 {
     if (!map || map->type != WF_NODE_MAP || map->len == 0)
@@ -250,9 +240,9 @@ static int append_headers(json_t *arr, const wf_node *map, bool append, const ch
     int rc = 0;
     for (size_t i = 0; i < map->len && rc == 0; i++) {
         const char *v = wf_node_str(e[i]->value);
-        if (authority_header(e[i]->key) && authority)
+        if (wf_header_is_authority(e[i]->key) && authority)
             *authority = v;
-        if (internal_header(e[i]->key))
+        if (wf_header_is_internal(e[i]->key))
             continue;
         json_t *h = json_pack("{s:{s:s,s:s}}", "header", "key", e[i]->key, "value", v ? v : "");
         if (h && !append &&
@@ -269,7 +259,7 @@ static int remove_headers(json_t *arr, const wf_node *seq)
 {
     for (size_t i = 0; i < wf_seq_len(seq); i++) {
         const char *s = wf_node_str(wf_seq_at(seq, i));
-        if (s && !internal_header(s) && json_array_append_new(arr, json_string(s)) != 0)
+        if (s && !wf_header_is_internal(s) && json_array_append_new(arr, json_string(s)) != 0)
             return -1;
     }
     return 0;
