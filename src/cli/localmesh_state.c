@@ -2,6 +2,7 @@
  * localmesh_state.c - the files of the local mesh's state folder (localmesh_state.h).
  */
 #include <ctype.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,8 +92,8 @@ static json_t *node_metadata(const wf_lm_pod *pod)
         json_decref(owner);
         return NULL;
     }
-    if (json_object_set_new(m, "WORKLOAD_NAME", json_string(wl)) != 0 ||
-        json_object_set_new(m, "OWNER", owner) != 0)
+    if (json_object_set_new(m, "OWNER", owner) != 0 || /* takes owner, also on failure */
+        json_object_set_new(m, "WORKLOAD_NAME", json_string(wl)) != 0)
         goto fail;
     return m;
 fail:
@@ -402,15 +403,26 @@ static char *last_mesh_path(void)
     return strdup(buf);
 }
 
+/* The record may sit in a shared folder (/tmp): it is never written through a symlink, and
+ * only read when it is a regular file of this user that nobody else may write. */
 int wf_lm_remember_state(const char *state)
 {
     char *path = last_mesh_path();
     if (!path)
         return -1;
-    FILE *f = fopen(path, "w");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     free(path);
-    if (!f)
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_uid != getuid() || (st.st_mode & 022))) {
+        close(fd);
         return -1;
+    }
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
     int rc = fprintf(f, "%s\n", state) < 0 ? -1 : 0;
     if (fclose(f) != 0)
         rc = -1;
@@ -420,10 +432,20 @@ int wf_lm_remember_state(const char *state)
 char *wf_lm_recall_state(void)
 {
     char *path = last_mesh_path();
-    FILE *f = path ? fopen(path, "r") : NULL;
+    int fd = path ? open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
     free(path);
-    if (!f)
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid() ||
+                    (st.st_mode & 022))) {
+        close(fd);
         return NULL;
+    }
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
     char buf[4096];
     char *line = fgets(buf, sizeof(buf), f);
     fclose(f);

@@ -47,7 +47,8 @@ json_t *wf_lm_gateway_service_json(void);
 
 /* The last mesh `up` started on this machine, so that `status` and `down` without a DIR find
  * it from any folder (the mesh's fixed ports allow one at a time): its absolute state folder
- * is kept in $XDG_RUNTIME_DIR/weft-last-mesh, else /tmp/weft-last-mesh-<uid>.
+ * is kept in $XDG_RUNTIME_DIR/weft-last-mesh, else /tmp/weft-last-mesh-<uid> (mode 0600,
+ * never through a symlink; a record another user could have written is ignored).
  * wf_lm_remember_state writes it (best effort: returns 0 or -1, nothing else is harmed);
  * wf_lm_recall_state returns a malloc'd copy of it (the caller frees), NULL when none. */
 int wf_lm_remember_state(const char *state);

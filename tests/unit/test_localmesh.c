@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -526,6 +528,44 @@ static void bootstrap_and_pod_object(void **state)
     free(yaml);
 }
 
+/* The last-mesh record: round trip; never written through a symlink; a record others may
+ * write is not believed. */
+static void last_mesh_record(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/weft-test-rt-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char *old = getenv("XDG_RUNTIME_DIR") ? strdup(getenv("XDG_RUNTIME_DIR")) : NULL;
+    setenv("XDG_RUNTIME_DIR", dir, 1);
+    char path[300], target[300];
+    snprintf(path, sizeof path, "%s/weft-last-mesh", dir);
+    snprintf(target, sizeof target, "%s/victim", dir);
+    assert_int_equal(wf_lm_remember_state("/srv/mesh/.weft"), 0);
+    char *got = wf_lm_recall_state();
+    assert_string_equal(got, "/srv/mesh/.weft");
+    free(got);
+    assert_int_equal(chmod(path, 0666), 0);
+    assert_null(wf_lm_recall_state());
+    assert_int_equal(unlink(path), 0);
+    FILE *v = fopen(target, "w");
+    assert_non_null(v);
+    fclose(v);
+    assert_int_equal(symlink(target, path), 0);
+    assert_int_equal(wf_lm_remember_state("/evil"), -1);
+    assert_null(wf_lm_recall_state());
+    struct stat st;
+    assert_int_equal(stat(target, &st), 0);
+    assert_int_equal(st.st_size, 0); /* the symlink's target was not written */
+    unlink(path);
+    unlink(target);
+    rmdir(dir);
+    if (old)
+        setenv("XDG_RUNTIME_DIR", old, 1);
+    else
+        unsetenv("XDG_RUNTIME_DIR");
+    free(old);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -538,6 +578,7 @@ int main(void)
         cmocka_unit_test(image_map_errors),
         cmocka_unit_test(mesh_config_and_proxy_metadata),
         cmocka_unit_test(bootstrap_and_pod_object),
+        cmocka_unit_test(last_mesh_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
