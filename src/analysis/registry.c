@@ -2,7 +2,8 @@
  * registry.c - the list of analyzers, sorted by name as `istioctl analyze -L` prints them.
  *
  * Each analyzer is defined in its own an_<group>.c file. Schema validation analyzers
- * (schema.ValidationAnalyzer.<Kind>) come from an_schema.c.
+ * (schema.ValidationAnalyzer.<Kind>) come from an_schema.c; weft's own
+ * (weft.NotImplementedAnalyzer, WFT codes) from an_weft.c.
  */
 #include "analysis/analyzer.h"
 
@@ -45,6 +46,7 @@ extern const wf_analyzer wf_an_virtualservice_DestinationRuleAnalyzer;
 extern const wf_analyzer wf_an_virtualservice_GatewayAnalyzer;
 extern const wf_analyzer wf_an_virtualservice_JWTClaimRouteAnalyzer;
 extern const wf_analyzer wf_an_webhook_Analyzer;
+extern const wf_analyzer wf_an_weft_NotImplementedAnalyzer;
 extern const wf_analyzer wf_an_schema_AuthorizationPolicy;
 extern const wf_analyzer wf_an_schema_DestinationRule;
 extern const wf_analyzer wf_an_schema_EnvoyFilter;
@@ -118,6 +120,7 @@ static const wf_analyzer *const candidates[] = {
     &wf_an_virtualservice_GatewayAnalyzer,
     &wf_an_virtualservice_JWTClaimRouteAnalyzer,
     &wf_an_webhook_Analyzer,
+    &wf_an_weft_NotImplementedAnalyzer,
 };
 
 #define NCAND (sizeof(candidates) / sizeof(candidates[0]))

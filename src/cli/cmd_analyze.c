@@ -171,7 +171,10 @@ static const char *doc_url(char *buf, size_t cap, const char *code)
     for (i = 0; code[i] && i < sizeof(lower) - 1; i++)
         lower[i] = (char)(code[i] >= 'A' && code[i] <= 'Z' ? code[i] + 32 : code[i]);
     lower[i] = '\0';
-    snprintf(buf, cap, DOC_BASE "/%s/?ref=istioctl-analyze", lower);
+    if (strncmp(code, "WFT", 3) == 0) /* weft's own codes are documented with weft */
+        snprintf(buf, cap, "docs/analyze.md#%s", lower);
+    else
+        snprintf(buf, cap, DOC_BASE "/%s/?ref=istioctl-analyze", lower);
     return buf;
 }
 

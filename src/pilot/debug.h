@@ -11,11 +11,11 @@
  *   /metrics                   Prometheus text: pilot_xds_pushes{type}, pilot_xds_push_time{type}
  *                              (histogram), pilot_proxy_convergence_time (histogram),
  *                              pilot_xds{version} (gauge), pilot_total_xds_rejects{type},
- *                              pilot_services, plus weft_pilot_config_errors
+ *                              pilot_services, plus weft_pilot_config_errors and _not_implemented
  *   /debug/syncz[?namespace=]  per proxy sync state (istiod's fields + weft's per-type status)
  *   /debug/adsz[?proxyID=]     connections and their watches (istiod's adsz shape)
  *   /debug/configz             resources served, config errors, last good versions kept
- *   /debug/config_errors       the errors only
+ *   /debug/config_errors       the errors, then the not-implemented warnings (WFT codes)
  *   /debug/registryz           services (Kubernetes Services and ServiceEntries)
  *   /debug/endpointz           endpoints per service port (istiod's old endpointz name)
  *   /debug/config_dump?proxyID=ID[&include_eds]  Envoy-style ConfigDump of what pilot would

@@ -20,8 +20,9 @@
  * /debug/configz: {"snapshot": seq, "version": push version, "files": N, "resources":
  *   [{"kind", "namespace", "name", "file", "last_good": bool}], "errors": [...config_errors],
  *   "mesh_error"?}
- * /debug/config_errors: [{"file", "line", "column", "resource", "field", "message",
- *   "kept_last_good"}]
+ * /debug/config_errors: [{"level": "error", "file", "line", "column", "resource", "field",
+ *   "message", "kept_last_good"}] then [{"level": "warning", "code": "WFT0001|WFT0002", ...}]
+ *   for the Istio fields weft does not implement (model/unimplemented.h)
  * /debug/registryz: [{"hostname", "name", "namespace", "kind": "Service|ServiceEntry",
  *   "ports": [{"name", "port", "protocol", "targetPort"?}], "selector"?}]
  * /debug/endpointz: [{"service", "namespace", "port", "cluster", "endpoints":
@@ -254,16 +255,25 @@ static void view_adsz(wf_ads *a, const char *q, wf_debug_reply *r)
 /* ---- configz / errors / push_status -----------------------------------------------------------
  */
 
+static json_t *error_json(const wf_config_error *e, bool warning)
+{
+    json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:s, s:b}", "level",
+                          warning ? "warning" : "error", "file", e->file, "line", (int)e->line,
+                          "column", (int)e->col, "resource", e->resource, "field", e->field,
+                          "message", e->message, "kept_last_good", e->kept_last_good);
+    if (o && warning && e->code)
+        json_object_set_new(o, "code", json_string(e->code));
+    return o;
+}
+
+/* The errors, then the warnings (fields weft does not implement). */
 static json_t *errors_json(const wf_snapshot *s)
 {
     json_t *arr = json_array();
-    for (size_t i = 0; arr && i < s->n_errors; i++) {
-        const wf_config_error *e = &s->errors[i];
-        json_array_append_new(arr, json_pack("{s:s, s:i, s:i, s:s, s:s, s:s, s:b}", "file", e->file,
-                                             "line", (int)e->line, "column", (int)e->col,
-                                             "resource", e->resource, "field", e->field, "message",
-                                             e->message, "kept_last_good", e->kept_last_good));
-    }
+    for (size_t i = 0; arr && i < s->n_errors; i++)
+        json_array_append_new(arr, error_json(&s->errors[i], false));
+    for (size_t i = 0; arr && i < s->n_warnings; i++)
+        json_array_append_new(arr, error_json(&s->warnings[i], true));
     return arr;
 }
 
@@ -521,6 +531,12 @@ static void view_metrics(wf_ads *a, wf_debug_reply *r)
                      "(the last good versions are served).\n"
                      "# TYPE weft_pilot_config_errors gauge\nweft_pilot_config_errors %zu\n",
                      s ? s->n_errors : 0);
+    wf_strbuf_printf(b,
+                     "# HELP weft_pilot_config_not_implemented Istio fields in the current "
+                     "snapshot that weft does not implement (accepted, no effect).\n"
+                     "# TYPE weft_pilot_config_not_implemented gauge\n"
+                     "weft_pilot_config_not_implemented %zu\n",
+                     s ? s->n_warnings : 0);
     /* istiod's build gauge, which istioctl version reads for the control plane's version */
     wf_strbuf_printf(b,
                      "# HELP istio_build Istio component build info\n"

@@ -25,6 +25,10 @@
  *    reported (log line "config error: FILE:LINE:COL: Kind ns/name: FIELD: MESSAGE (keeping
  *    the last good version)" and wf_snapshot.errors for /debug/configz). A resource that
  *    never had a good version is left out.
+ *  - "never accept silently": every served resource is scanned for the Istio fields weft does
+ *    not implement (model/unimplemented.h); each is a warning (wf_snapshot.warnings, logged
+ *    once when it first appears: "not implemented: FILE:LINE:COL: Kind ns/name: FIELD:
+ *    MESSAGE [WFT0001]").
  *  - classifies each new snapshot against the previous one per resource (hash of its
  *    canonical JSON): NONE (nothing changed: no delivery), ENDPOINTS (only Pod, WorkloadEntry,
  *    Endpoints or EndpointSlice objects changed: Istio's incremental EDS push) or FULL.
@@ -54,6 +58,10 @@ typedef struct wf_config_error {
     const char *field;    /* "spec.http[0].route[0].weight", or "" */
     const char *message;  /* the validator's or the parser's text */
     bool kept_last_good;  /* a last good version of the resource(s) is being served */
+    /* Warnings (wf_snapshot.warnings) only: the weft message code, "WFT0001" (an Istio field
+     * weft does not implement: accepted, no effect) or "WFT0002" (a security control weft
+     * does not enforce); see model/unimplemented.h. NULL for errors. */
+    const char *code;
 } wf_config_error;
 
 /* Last good version of one resource, keyed "Kind/ns/name" in wf_snapshot.res. */
@@ -85,6 +93,10 @@ typedef struct wf_snapshot {
     wf_arena arena;         /* errors, res map, changed keys */
     wf_config_error *errors;
     size_t n_errors;
+    /* Istio fields and resources served but not implemented by weft (model/unimplemented.h),
+     * in load order; field names the field, "" for a whole resource. */
+    wf_config_error *warnings;
+    size_t n_warnings;
     wf_strmap *res;        /* "Kind/ns/name" -> wf_snap_res*, load order */
     wf_change_kind change; /* against the previous snapshot */
     bool mesh_changed;     /* MeshConfig differs from the previous snapshot's (true for the

@@ -11,6 +11,7 @@
 
 #include "core/log.h"
 #include "model/store_internal.h"
+#include "model/unimplemented.h"
 #include "model/validate.h"
 #include "pilot/generate.h"
 #include "pilot/source.h"
@@ -27,7 +28,7 @@ typedef struct build {
     const wf_dir_source_opts *opts;
     const wf_snapshot *prev;
     wf_snapshot *snap;
-    size_t cap_errors;
+    size_t cap_errors, cap_warnings;
     bool need_rebuild;   /* a bad resource was dropped or an old version is served */
     const char **failed; /* files with load errors (arena strings) */
     size_t n_failed;
@@ -79,6 +80,7 @@ void wf_snapshot_unref(wf_snapshot *s)
     wf_store_free(s->store);
     mesh_box_unref(s->mesh_box);
     free(s->errors);
+    free(s->warnings);
     wf_arena_destroy(&s->arena);
     free(s);
 }
@@ -173,31 +175,39 @@ static const char *resource_key(wf_snapshot *s, const wf_resource *r)
 
 /* ---- errors ------------------------------------------------------------------------------- */
 
-static int add_error(build *b, const wf_config_error *e)
+/* Appends a copy of e to *v (n used, *cap allocated); strings go to the snapshot's arena. */
+static int push_error(wf_snapshot *s, wf_config_error **v, size_t *n, size_t *cap,
+                      const wf_config_error *e)
 {
-    wf_snapshot *s = b->snap;
-    if (s->n_errors == b->cap_errors) {
-        size_t cap = b->cap_errors ? 2 * b->cap_errors : 8;
-        wf_config_error *v = realloc(s->errors, cap * sizeof *v);
-        if (!v) {
+    if (*n == *cap) {
+        size_t ncap = *cap ? 2 * *cap : 8;
+        wf_config_error *nv = realloc(*v, ncap * sizeof *nv);
+        if (!nv) {
             return -1;
         }
-        s->errors = v;
-        b->cap_errors = cap;
+        *v = nv;
+        *cap = ncap;
     }
-    wf_config_error *d = &s->errors[s->n_errors];
+    wf_config_error *d = &(*v)[*n];
     d->file = wf_arena_strdup(&s->arena, e->file ? e->file : "");
     d->resource = wf_arena_strdup(&s->arena, e->resource ? e->resource : "");
     d->field = wf_arena_strdup(&s->arena, e->field ? e->field : "");
     d->message = wf_arena_strdup(&s->arena, e->message ? e->message : "");
+    d->code = e->code;
     d->line = e->line;
     d->col = e->col;
     d->kept_last_good = e->kept_last_good;
     if (!d->file || !d->resource || !d->field || !d->message) {
         return -1;
     }
-    s->n_errors++;
+    (*n)++;
     return 0;
+}
+
+static int add_error(build *b, const wf_config_error *e)
+{
+    wf_snapshot *s = b->snap;
+    return push_error(s, &s->errors, &s->n_errors, &b->cap_errors, e);
 }
 
 static void log_error(const wf_config_error *e)
@@ -235,6 +245,60 @@ static void on_issue(const wf_resource *r, const wf_validation_issue *issue, voi
     if (add_error(b, &e) == 0) {
         log_error(&e);
     }
+}
+
+/* ---- not implemented: warnings ---------------------------------------------------------- */
+
+/* Was the same warning (resource, field, message) in the previous snapshot? */
+static bool warned_before(const build *b, const wf_config_error *w)
+{
+    for (size_t i = 0; b->prev && i < b->prev->n_warnings; i++) {
+        const wf_config_error *o = &b->prev->warnings[i];
+        if (!strcmp(o->resource, w->resource) && !strcmp(o->field, w->field) &&
+            !strcmp(o->message, w->message))
+            return true;
+    }
+    return false;
+}
+
+typedef struct unimpl_arg {
+    build *b;
+    int rc;
+} unimpl_arg;
+
+static bool on_unimpl(const wf_unimpl_hit *h, void *arg)
+{
+    unimpl_arg *u = arg;
+    wf_snapshot *s = u->b->snap;
+    char res[512];
+    snprintf(res, sizeof res, "%s %s/%s", h->res->kind_name, h->res->ns, h->res->name);
+    wf_strbuf msg = {0};
+    wf_unimpl_message(h, &msg);
+    wf_config_error w = {.file = h->res->file,
+                         .line = h->line,
+                         .col = h->col,
+                         .resource = res,
+                         .field = h->field,
+                         .message = wf_strbuf_cstr(&msg),
+                         .code = wf_unimpl_code(h->entry)};
+    if (wf_strbuf_failed(&msg) ||
+        push_error(s, &s->warnings, &s->n_warnings, &u->b->cap_warnings, &w) != 0) {
+        u->rc = -1;
+    } else if (!warned_before(u->b, &w)) {
+        WF_LOG(WF_LC_config, WF_LOG_WARN, "not implemented: %s:%u:%u: %s%s%s: %s [%s]", w.file,
+               w.line, w.col, w.resource, *w.field ? ": " : "", w.field, w.message, w.code);
+    }
+    wf_strbuf_free(&msg);
+    return u->rc == 0;
+}
+
+/* Warnings for the Istio fields of r that weft does not implement. */
+static int scan_unimplemented(build *b, const wf_resource *r)
+{
+    unimpl_arg u = {b, 0};
+    if (wf_unimpl_scan(r, on_unimpl, &u) < 0)
+        return -1;
+    return u.rc;
 }
 
 /* ---- the steps ---------------------------------------------------------------------------- */
@@ -327,7 +391,7 @@ static int take_resource(build *b, const wf_resource *r)
     }
     wf_snap_res now = {.kind = r->kind_name, .file = r->file};
     now.json = resource_json(b->snap, r, &now.len);
-    if (!now.json) {
+    if (!now.json || scan_unimplemented(b, r) != 0) {
         return -1;
     }
     now.hash = fnv1a(now.json, now.len);

@@ -146,12 +146,59 @@ def test_json_input_has_no_line(tmp_path):
     assert "(VirtualService shop/catalog %s) " % f in r.stdout
 
 
+PEER_AUTH_STRICT = """\
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: default, namespace: istio-system}
+spec:
+  mtls:
+    mode: STRICT
+"""
+
+DR_STICKY = """\
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: catalog, namespace: shop}
+spec:
+  host: catalog
+  trafficPolicy:
+    loadBalancer:
+      consistentHash: {httpHeaderName: x-user}
+"""
+
+
+def test_unenforced_security_control_is_an_error(tmp_path):
+    """A PeerAuthentication STRICT weft does not enforce: analyze exits 79 naming it (WFT0002),
+    until mTLS lands; a field weft ignores is a warning (WFT0001), which alone exits 0."""
+    f = write(tmp_path, "pa.yaml", PEER_AUTH_STRICT)
+    r = run_weftctl("analyze", "-A", f)
+    assert r.returncode == 79, r.stdout + r.stderr
+    assert r.stdout.splitlines() == [
+        "Error [WFT0002] (PeerAuthentication istio-system/default %s:6) spec.mtls.mode is not "
+        "enforced by weft: mutual TLS is not implemented; plaintext requests are still accepted"
+        % f]
+    r = run_weftctl("analyze", "-A", "-o", "json", f)
+    m = json.loads(r.stdout)[0]
+    assert (m["code"], m["level"], m["documentationUrl"]) == (
+        "WFT0002", "Error", "docs/analyze.md#wft0002")
+    d = write(tmp_path, "dr.yaml", DR_STICKY)
+    r = run_weftctl("analyze", "-n", "shop", d)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ("Warning [WFT0001] (DestinationRule shop/catalog %s:8) "
+            "spec.trafficPolicy.loadBalancer.consistentHash has no effect in weft: "
+            "consistent-hash load balancing (sticky sessions) is not implemented" % d) in r.stdout
+    # suppressible like any code
+    r = run_weftctl("analyze", "-A", "-S", "WFT0002=PeerAuthentication default.istio-system", f)
+    assert r.returncode == 0 and "WFT0002" not in r.stdout
+
+
 def test_list_analyzers():
     r = run_weftctl("analyze", "-L")
     assert r.returncode == 0
     names = [l[2:-1] for l in r.stdout.splitlines() if l.startswith("* ")]
     assert names == sorted(names)
-    assert len(names) == 53  # 36 analyzers of Istio's All() + 17 schema validators
+    assert len(names) == 54  # 36 analyzers of Istio's All() + 17 schema validators + weft's
+    assert "weft.NotImplementedAnalyzer" in names
     assert "virtualservice.DestinationRuleAnalyzer" in names
     assert "annotations.AlphaAnalyzer" not in names
     assert "schema.ValidationAnalyzer.VirtualService" in names

@@ -152,6 +152,7 @@ def test_invalid_file_keeps_last_good(pilot, dirs):
     errs = poll(lambda: get_json(pilot.mon, "/debug/config_errors"))
     assert len(errs) == 1
     e = errs[0]
+    assert e["level"] == "error" and "code" not in e
     assert e["file"].endswith("split.yaml")
     assert e["line"] == 9
     assert e["field"] == "spec.http[0].route[0].weight"
@@ -183,6 +184,44 @@ def test_invalid_file_keeps_last_good(pilot, dirs):
     shutil.copy(os.path.join(shared_path(), "corpus", "istioinaction", BOOK[0]), svc)
     poll(lambda: get_json(pilot.mon, "/debug/config_errors") == [])
     assert get(pilot.mon, "/ready")[0] == 200
+
+
+PEER_AUTH = """apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata:
+  name: default
+  namespace: default
+spec:
+  mtls:
+    mode: STRICT
+"""
+
+
+def test_not_implemented_fields_are_warnings(pilot, dirs):
+    """Never accept silently: a security control weft does not enforce is listed on
+    /debug/config_errors (level warning, WFT0002), counted in /metrics, logged, and served."""
+    cfg, _ = dirs
+    (cfg / "pa.yaml").write_text(PEER_AUTH)
+    errs = poll(lambda: [e for e in get_json(pilot.mon, "/debug/config_errors")
+                         if e["level"] == "warning"])
+    assert len(errs) == 1, errs
+    w = errs[0]
+    assert w["code"] == "WFT0002"
+    assert w["resource"] == "PeerAuthentication default/default"
+    assert w["field"] == "spec.mtls.mode"
+    assert (w["file"].endswith("pa.yaml"), w["line"], w["column"]) == (True, 8, 5)
+    assert "is not enforced by weft" in w["message"]
+    assert w["kept_last_good"] is False
+    # not an error: nothing is held back, the gauge of errors stays 0
+    _, text = get(pilot.mon, "/metrics")
+    assert "weft_pilot_config_errors 0" in text
+    assert "weft_pilot_config_not_implemented 1" in text
+    assert "not implemented: %s:8:5: PeerAuthentication default/default: spec.mtls.mode" % \
+        w["file"] in pilot.stderr_text()
+    assert any(r["kind"] == "PeerAuthentication"
+               for r in get_json(pilot.mon, "/debug/configz")["resources"])
+    (cfg / "pa.yaml").unlink()
+    poll(lambda: get_json(pilot.mon, "/debug/config_errors") == [])
 
 
 def test_config_dump_for_pod(pilot, dirs):

@@ -410,10 +410,58 @@ static void test_unreadable_dir_fails_start(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* Fields weft does not implement are served and reported as warnings (never silently), not as
+ * errors: the resource is not stale and nothing is kept back. */
+static void test_not_implemented_fields_are_warnings(void **state)
+{
+    (void)state;
+    tdir d;
+    const char *dirs[1];
+    tdir_make(&d);
+    put(&d, "svc.yaml", SVC);
+    put(&d, "pa.yaml",
+        "apiVersion: security.istio.io/v1\nkind: PeerAuthentication\n"
+        "metadata: {name: default, namespace: shop}\nspec:\n  mtls:\n    mode: STRICT\n");
+    put(&d, "dr.yaml",
+        "apiVersion: networking.istio.io/v1\nkind: DestinationRule\n"
+        "metadata: {name: catalog, namespace: shop}\nspec:\n  host: catalog\n"
+        "  trafficPolicy:\n    loadBalancer:\n      consistentHash: {useSourceIp: true}\n");
+    wf_dir_source_opts o = opts_for(&d, dirs);
+    wf_snapshot *s1 = wf_source_build(&o, NULL, 0);
+    assert_non_null(s1);
+    assert_int_equal(s1->n_errors, 0);
+    assert_int_equal(s1->n_warnings, 2);
+    const wf_config_error *w = NULL;
+    for (size_t i = 0; i < s1->n_warnings; i++)
+        if (strstr(s1->warnings[i].resource, "PeerAuthentication"))
+            w = &s1->warnings[i];
+    assert_non_null(w);
+    assert_string_equal(w->code, "WFT0002");
+    assert_string_equal(w->resource, "PeerAuthentication shop/default");
+    assert_string_equal(w->field, "spec.mtls.mode");
+    assert_int_equal(w->line, 6);
+    assert_non_null(strstr(w->file, "pa.yaml"));
+    assert_non_null(strstr(w->message, "is not enforced by weft"));
+    const wf_snap_res *dr = res_of(s1, "DestinationRule/shop/catalog");
+    assert_non_null(dr);
+    assert_false(dr->stale);
+    /* the warning goes when the field goes */
+    put(&d, "dr.yaml",
+        "apiVersion: networking.istio.io/v1\nkind: DestinationRule\n"
+        "metadata: {name: catalog, namespace: shop}\nspec:\n  host: catalog\n");
+    wf_snapshot *s2 = wf_source_build(&o, s1, 0);
+    assert_int_equal(s2->n_warnings, 1);
+    assert_string_equal(s2->warnings[0].code, "WFT0002");
+    wf_snapshot_unref(s1);
+    wf_snapshot_unref(s2);
+    tdir_remove(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_last_good_resource),
+        cmocka_unit_test(test_not_implemented_fields_are_warnings),
         cmocka_unit_test(test_new_invalid_resource_is_left_out),
         cmocka_unit_test(test_duplicate_resource_is_reported),
         cmocka_unit_test(test_invalid_meshconfig_is_reported),

@@ -1,0 +1,71 @@
+/*
+ * protocol.c - Istio's protocol of a port. See protocol.h.
+ */
+#include <stddef.h>
+#include <string.h>
+#include <strings.h>
+
+#include "model/protocol.h"
+
+static const struct {
+    const char *name; /* protocol.Parse's spelling, matched case-insensitively */
+    const char *istio;
+    wf_protocol p;
+} protos[] = {
+    {"tcp", "TCP", WF_PROTO_TCP},       {"udp", "UDP", WF_PROTO_UDP},
+    {"grpc", "GRPC", WF_PROTO_GRPC},    {"grpc-web", "GRPC-Web", WF_PROTO_GRPC_WEB},
+    {"http", "HTTP", WF_PROTO_HTTP},    {"http_proxy", "HTTP_PROXY", WF_PROTO_HTTP_PROXY},
+    {"http2", "HTTP2", WF_PROTO_HTTP2}, {"https", "HTTPS", WF_PROTO_HTTPS},
+    {"tls", "TLS", WF_PROTO_TLS},       {"mongo", "Mongo", WF_PROTO_MONGO},
+    {"redis", "Redis", WF_PROTO_REDIS}, {"mysql", "MySQL", WF_PROTO_MYSQL},
+};
+
+wf_protocol wf_protocol_parse(const char *s, size_t len)
+{
+    for (size_t i = 0; s && i < sizeof protos / sizeof protos[0]; i++)
+        if (strlen(protos[i].name) == len && strncasecmp(protos[i].name, s, len) == 0)
+            return protos[i].p;
+    return WF_PROTO_UNSUPPORTED;
+}
+
+wf_protocol wf_protocol_of_kube_port(int64_t port, const char *name, const char *proto,
+                                     const char *app_protocol)
+{
+    if (proto && strcmp(proto, "UDP") == 0)
+        return WF_PROTO_UDP;
+    const char *s = name ? name : "";
+    if (app_protocol) {
+        if (strcmp(app_protocol, "kubernetes.io/h2c") == 0)
+            return WF_PROTO_HTTP2;
+        if (strcmp(app_protocol, "kubernetes.io/ws") == 0)
+            return WF_PROTO_HTTP;
+        if (strcmp(app_protocol, "kubernetes.io/wss") == 0)
+            return WF_PROTO_HTTPS;
+        s = app_protocol;
+    }
+    wf_protocol p = app_protocol                         ? wf_protocol_parse(s, strlen(s))
+                    : strncasecmp(s, "grpc-web", 8) == 0 ? WF_PROTO_GRPC_WEB
+                                                         : wf_protocol_parse(s, strcspn(s, "-"));
+    if (p == WF_PROTO_UNSUPPORTED && (port == 25 || port == 53 || port == 3306 || port == 27017))
+        return WF_PROTO_TCP;
+    return p;
+}
+
+const char *wf_protocol_name(wf_protocol p)
+{
+    for (size_t i = 0; i < sizeof protos / sizeof protos[0]; i++)
+        if (protos[i].p == p)
+            return protos[i].istio;
+    return "UnsupportedProtocol";
+}
+
+bool wf_protocol_is_http(wf_protocol p)
+{
+    return p == WF_PROTO_HTTP || p == WF_PROTO_HTTP2 || p == WF_PROTO_HTTP_PROXY ||
+           p == WF_PROTO_GRPC || p == WF_PROTO_GRPC_WEB;
+}
+
+bool wf_protocol_is_h2(wf_protocol p)
+{
+    return p == WF_PROTO_HTTP2 || p == WF_PROTO_GRPC;
+}

@@ -1,0 +1,484 @@
+/*
+ * unimplemented.c - the table of Istio resources and fields weft does not implement, and the
+ * scanner. See unimplemented.h.
+ *
+ * When a feature lands, its rows leave this table (and tests/unit/test_unimplemented.c, which
+ * walks the table, needs no change). Field names follow the Istio API reference
+ * (networking v1, security v1, telemetry v1, extensions v1alpha1) and Kubernetes'
+ * core/v1 Service; protocols follow Istio's protocol selection (model/protocol.h).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "model/protocol.h"
+#include "model/unimplemented.h"
+
+/* ---- predicates ------------------------------------------------------------------------- */
+
+/* The Istio protocol of a port node of a Service or ServiceEntry. */
+static wf_protocol port_protocol(const wf_resource *r, const wf_node *port)
+{
+    const char *name = wf_map_str(port, "name");
+    if (r->kind == WF_KIND_SERVICEENTRY) {
+        const char *p = wf_map_str(port, "protocol");
+        return p ? wf_protocol_parse(p, strlen(p)) : WF_PROTO_UNSUPPORTED;
+    }
+    int64_t num = 0;
+    wf_node_int(wf_map_get(port, "port"), &num);
+    const wf_node *app = wf_map_get(port, "appProtocol");
+    return wf_protocol_of_kube_port(num, name, wf_map_str(port, "protocol"),
+                                    app && app->type == WF_NODE_SCALAR ? wf_node_str(app) : NULL);
+}
+
+static bool port_needs_tcp_proxy(const wf_resource *r, const wf_node *port)
+{
+    wf_protocol p = port_protocol(r, port);
+    return p != WF_PROTO_UNSUPPORTED && p != WF_PROTO_UDP && !wf_protocol_is_http(p);
+}
+
+static bool port_needs_h2(const wf_resource *r, const wf_node *port)
+{
+    return wf_protocol_is_h2(port_protocol(r, port));
+}
+
+static bool port_needs_sniffing(const wf_resource *r, const wf_node *port)
+{
+    return port_protocol(r, port) == WF_PROTO_UNSUPPORTED;
+}
+
+static bool se_resolution_absent(const wf_resource *r, const wf_node *at)
+{
+    (void)at;
+    const wf_node *res = wf_map_get(r->spec, "resolution");
+    return r->spec && (!res || res->type == WF_NODE_NULL);
+}
+
+static bool is_strict(const wf_node *mtls)
+{
+    const char *m = wf_map_str(mtls, "mode");
+    return m && strcasecmp(m, "STRICT") == 0;
+}
+
+/* A PeerAuthentication that asks for no STRICT anywhere: mTLS is missing, but what it asks
+ * (PERMISSIVE, DISABLE, UNSET) still lets plaintext through, as weft does. */
+static bool pa_not_strict(const wf_resource *r, const wf_node *at)
+{
+    (void)at;
+    if (is_strict(wf_map_get(r->spec, "mtls")))
+        return false;
+    const wf_node *pl = wf_map_get(r->spec, "portLevelMtls");
+    for (size_t i = 0; pl && pl->type == WF_NODE_MAP && i < pl->len; i++)
+        if (is_strict(pl->u.entries[i].value))
+            return false;
+    return true;
+}
+
+static bool authz_enforcing(const wf_resource *r, const wf_node *at)
+{
+    (void)at;
+    const char *a = wf_map_str(r->spec, "action");
+    return !a || strcasecmp(a, "AUDIT") != 0;
+}
+
+static bool wasm_not_auth(const wf_resource *r, const wf_node *at)
+{
+    (void)at;
+    const char *p = wf_map_str(r->spec, "phase");
+    return !p || (strcasecmp(p, "AUTHN") != 0 && strcasecmp(p, "AUTHZ") != 0);
+}
+
+/* ---- the table -------------------------------------------------------------------------- */
+
+static const char *const v_strict[] = {"STRICT", NULL};
+static const char *const v_audit[] = {"AUDIT", NULL};
+static const char *const v_auth_phase[] = {"AUTHN", "AUTHZ", NULL};
+static const char *const v_none[] = {"NONE", NULL};
+static const char *const v_true[] = {"true", NULL};
+static const char *const v_passthrough[] = {"PASSTHROUGH", NULL};
+static const char *const v_upgrade[] = {"UPGRADE", NULL};
+static const char *const v_tls_off[] = {"DISABLE", NULL};
+static const char *const v_gw_http[] = {"HTTP", "HTTP2", "GRPC", NULL};
+static const char *const v_gw_h2[] = {"HTTP2", "GRPC", NULL};
+static const char *const v_external_name[] = {"ExternalName", NULL};
+static const char *const v_capture_default[] = {"DEFAULT", NULL};
+
+#define ROW(k, p, w, v, f, e, x)                                                                   \
+    {                                                                                              \
+        WF_KIND_##k, p, WF_UNIMPL_##w, v, NULL, false, f, e, x                                     \
+    }
+#define SEC(k, p, w, v, f, e, x)                                                                   \
+    {                                                                                              \
+        WF_KIND_##k, p, WF_UNIMPL_##w, v, NULL, true, f, e, x                                      \
+    }
+#define FN(k, p, fn, sec, f, e, x)                                                                 \
+    {                                                                                              \
+        WF_KIND_##k, p, WF_UNIMPL_CUSTOM, NULL, fn, sec, f, e, x                                   \
+    }
+
+#define NO_MTLS      "mutual TLS"
+#define PLAINTEXT    "traffic is plaintext"
+#define SAME         "the traffic is handled as if the field were absent"
+#define NO_TCP_PROXY "TCP proxying"
+#define NO_H2        "HTTP/2"
+
+static const wf_unimpl_entry table[] = {
+    /* ---- security.istio.io ---- */
+    SEC(PEERAUTHENTICATION, "spec.mtls.mode", VALUE_IN, v_strict, NO_MTLS,
+        "plaintext requests are still accepted", "STRICT"),
+    SEC(PEERAUTHENTICATION, "spec.portLevelMtls.*.mode", VALUE_IN, v_strict, NO_MTLS,
+        "plaintext requests are still accepted on the port", "STRICT"),
+    FN(PEERAUTHENTICATION, "", pa_not_strict, false, NO_MTLS,
+       PLAINTEXT " (which PERMISSIVE and DISABLE allow)", ""),
+    FN(AUTHORIZATIONPOLICY, "", authz_enforcing, true, "authorization (the RBAC filter)",
+       "every request is allowed", ""),
+    ROW(AUTHORIZATIONPOLICY, "spec.action", VALUE_IN, v_audit, "authorization audit logging",
+        "requests are not marked for audit", "AUDIT"),
+    SEC(REQUESTAUTHENTICATION, "", PRESENT, NULL, "JWT validation (the jwt_authn filter)",
+        "requests with invalid or expired tokens are accepted", ""),
+    /* ---- telemetry.istio.io, extensions.istio.io, EnvoyFilter ---- */
+    ROW(TELEMETRY, "", PRESENT, NULL, "the Telemetry API",
+        "metrics, access logs and tracing keep their defaults", ""),
+    ROW(ENVOYFILTER, "", PRESENT, NULL, "EnvoyFilter patches", "no patch is applied", ""),
+    FN(WASMPLUGIN, "", wasm_not_auth, false, "the Wasm plugin runtime", "the plugin does not run",
+       ""),
+    SEC(WASMPLUGIN, "spec.phase", VALUE_IN, v_auth_phase, "the Wasm plugin runtime",
+        "the authentication or authorization plugin does not run", "AUTHZ"),
+    ROW(PROXYCONFIG, "", PRESENT, NULL, "the ProxyConfig resource",
+        "proxies keep their defaults (the proxy.istio.io/config annotation is read)", ""),
+    ROW(WORKLOADGROUP, "", PRESENT, NULL, "WorkloadGroup (VM auto-registration)",
+        "no WorkloadEntry is created", ""),
+    ROW(K8S_GATEWAY, "", PRESENT, NULL, "the Kubernetes Gateway API",
+        "no gateway is deployed or programmed (use networking.istio.io Gateway)", ""),
+    ROW(HTTPROUTE, "", PRESENT, NULL, "the Kubernetes Gateway API",
+        "the route is not programmed (use a VirtualService)", ""),
+    ROW(GRPCROUTE, "", PRESENT, NULL, "the Kubernetes Gateway API",
+        "the route is not programmed (use a VirtualService)", ""),
+    /* ---- DestinationRule ---- */
+    SEC(DESTINATIONRULE, "{tp}.tls.mode", VALUE_NOT_IN, v_tls_off,
+        "client TLS (SIMPLE, MUTUAL, ISTIO_MUTUAL)", "requests go upstream in plaintext",
+        "ISTIO_MUTUAL"),
+    ROW(DESTINATIONRULE, "{tp}.loadBalancer.consistentHash", PRESENT, NULL,
+        "consistent-hash load balancing (sticky sessions)",
+        "requests are balanced as without it (LEAST_REQUEST)", "{httpHeaderName: x-user}"),
+    ROW(DESTINATIONRULE, "{tp}.loadBalancer.localityLbSetting", PRESENT, NULL,
+        "locality load balancing and failover", "endpoints are used regardless of locality",
+        "{enabled: true}"),
+    ROW(DESTINATIONRULE, "{tp}.loadBalancer.simple", VALUE_IN, v_passthrough,
+        "PASSTHROUGH load balancing (original destination)", "the default balancer is used",
+        "PASSTHROUGH"),
+    ROW(DESTINATIONRULE, "{tp}.loadBalancer.warmupDurationSecs", PRESENT, NULL,
+        "slow-start warm-up", "new endpoints get their full share at once", "60s"),
+    ROW(DESTINATIONRULE, "{tp}.loadBalancer.warmup", PRESENT, NULL, "slow-start warm-up",
+        "new endpoints get their full share at once", "{duration: 60s}"),
+    ROW(DESTINATIONRULE, "{tp}.connectionPool.tcp.tcpKeepalive", PRESENT, NULL,
+        "TCP keepalive on upstream connections", SAME, "{time: 7200s}"),
+    ROW(DESTINATIONRULE, "{tp}.connectionPool.tcp.maxConnectionDuration", PRESENT, NULL,
+        "the maximum upstream connection duration", "connections are not closed for age", "3600s"),
+    ROW(DESTINATIONRULE, "{tp}.connectionPool.tcp.idleTimeout", PRESENT, NULL,
+        NO_TCP_PROXY " (the TCP idle timeout)", SAME, "1h"),
+    ROW(DESTINATIONRULE, "{tp}.connectionPool.http.h2UpgradePolicy", VALUE_IN, v_upgrade,
+        NO_H2 " (h2 upgrade)", "upstream requests stay HTTP/1.1", "UPGRADE"),
+    ROW(DESTINATIONRULE, "{tp}.connectionPool.http.useClientProtocol", VALUE_IN, v_true,
+        NO_H2 " (useClientProtocol)", "upstream requests are HTTP/1.1", "true"),
+    ROW(DESTINATIONRULE, "{tp}.connectionPool.http.maxConcurrentStreams", PRESENT, NULL,
+        NO_H2 " (maxConcurrentStreams)", SAME, "100"),
+    ROW(DESTINATIONRULE, "{tp}.outlierDetection.splitExternalLocalOriginErrors", VALUE_IN, v_true,
+        "local-origin outlier detection", "local-origin failures count as 5xx", "true"),
+    ROW(DESTINATIONRULE, "{tp}.outlierDetection.consecutiveLocalOriginFailures", PRESENT, NULL,
+        "local-origin outlier detection", SAME, "5"),
+    ROW(DESTINATIONRULE, "{tp}.tunnel", PRESENT, NULL, "HTTP CONNECT tunnelling",
+        "requests are not tunnelled", "{protocol: CONNECT, targetHost: a.example, targetPort: 80}"),
+    ROW(DESTINATIONRULE, "{tp}.proxyProtocol", PRESENT, NULL, "the PROXY protocol upstream",
+        "no PROXY header is sent", "{version: V1}"),
+    ROW(DESTINATIONRULE, "{tp}.retryBudget", PRESENT, NULL, "the retry budget",
+        "only the retry circuit breaker (maxRetries) limits retries", "{percent: 20}"),
+    ROW(DESTINATIONRULE, "spec.workloadSelector", PRESENT, NULL, "DestinationRule workloadSelector",
+        "the rule applies to every workload it is exported to", "{matchLabels: {app: a}}"),
+    /* ---- VirtualService ---- */
+    ROW(VIRTUALSERVICE, "spec.tcp", PRESENT, NULL, NO_TCP_PROXY " (tcp routes)",
+        "no listener carries these routes", "[{route: [{destination: {host: a}}]}]"),
+    ROW(VIRTUALSERVICE, "spec.tls", PRESENT, NULL, "TLS passthrough routing by SNI (tls routes)",
+        "no listener carries these routes",
+        "[{match: [{sniHosts: [a.example]}], route: [{destination: {host: a}}]}]"),
+    ROW(VIRTUALSERVICE, "spec.http[].delegate", PRESENT, NULL, "VirtualService delegation",
+        "the route has no destination", "{name: a}"),
+    ROW(VIRTUALSERVICE, "spec.http[].mirrors", PRESENT, NULL,
+        "the mirrors list (mirror and mirrorPercentage are implemented)",
+        "requests are not mirrored", "[{destination: {host: a}}]"),
+    ROW(VIRTUALSERVICE, "spec.http[].corsPolicy", PRESENT, NULL, "CORS (the cors filter)",
+        "no CORS headers are added and preflight requests are routed as any request",
+        "{allowOrigins: [{exact: 'https://a.example'}]}"),
+    ROW(VIRTUALSERVICE, "spec.http[].route[].headers", PRESENT, NULL,
+        "per-destination header manipulation (route-level headers are implemented)",
+        "the headers are not changed", "{request: {set: {x-a: b}}}"),
+    ROW(VIRTUALSERVICE, "spec.http[].retries.retryRemoteLocalities", PRESENT, NULL,
+        "retryRemoteLocalities", SAME, "true"),
+    ROW(VIRTUALSERVICE, "spec.http[].fault.abort.grpcStatus", PRESENT, NULL, "gRPC fault injection",
+        "no request is aborted", "UNAVAILABLE"),
+    ROW(VIRTUALSERVICE, "spec.http[].fault.abort.http2Error", PRESENT, NULL,
+        "HTTP/2 fault injection", "no request is aborted", "REFUSED_STREAM"),
+    ROW(VIRTUALSERVICE, "spec.http[].match[].statPrefix", PRESENT, NULL, "the route stat prefix",
+        "no per-route stats are kept", "a"),
+    /* ---- Gateway ---- */
+    ROW(GATEWAY, "spec.servers[].port.protocol", VALUE_NOT_IN, v_gw_http,
+        "serving HTTPS, TLS or TCP on a gateway", "the gateway opens no listener for the server",
+        "HTTPS"),
+    ROW(GATEWAY, "spec.servers[].port.protocol", VALUE_IN, v_gw_h2, NO_H2,
+        "the server speaks HTTP/1.1 only; HTTP/2 and gRPC clients fail", "GRPC"),
+    ROW(GATEWAY, "spec.servers[].tls.httpsRedirect", VALUE_IN, v_true, "httpsRedirect",
+        "plain HTTP requests are routed instead of redirected", "true"),
+    /* ---- Sidecar ---- */
+    ROW(SIDECAR, "spec.ingress", PRESENT, NULL, "the Sidecar ingress listener",
+        "inbound listeners follow the workload's ports", "[{port: {number: 80}}]"),
+    ROW(SIDECAR, "spec.egress[].port", PRESENT, NULL, "the Sidecar egress listener port",
+        "the hosts apply to every port", "{number: 80}"),
+    ROW(SIDECAR, "spec.egress[].bind", PRESENT, NULL, "the Sidecar egress bind address", SAME,
+        "127.0.0.1"),
+    ROW(SIDECAR, "spec.egress[].captureMode", VALUE_NOT_IN, v_capture_default, "traffic capture",
+        SAME, "NONE"),
+    ROW(SIDECAR, "spec.inboundConnectionPool", PRESENT, NULL, "the inbound connection pool", SAME,
+        "{http: {http1MaxPendingRequests: 10}}"),
+    ROW(SIDECAR, "spec.outboundTrafficPolicy.egressProxy", PRESENT, NULL, "the egress proxy",
+        "unknown destinations are not sent to the egress proxy", "{host: egress.example}"),
+    /* ---- Service, ServiceEntry, WorkloadEntry ---- */
+    FN(SERVICE, "spec.ports[]", port_needs_tcp_proxy, false, NO_TCP_PROXY,
+       "the port gets no listener and its traffic is not proxied", "{name: tcp-db, port: 5432}"),
+    FN(SERVICE, "spec.ports[]", port_needs_h2, false, NO_H2,
+       "the port is served as HTTP/1.1; HTTP/2 and gRPC clients fail",
+       "{name: grpc-api, port: 9090}"),
+    FN(SERVICE, "spec.ports[]", port_needs_sniffing, false,
+       "protocol detection (the port's name or appProtocol names no protocol)",
+       "the port is served as HTTP/1.1; name it http-, tcp-, grpc-... as Istio asks",
+       "{name: web, port: 8080}"),
+    ROW(SERVICE, "spec.type", VALUE_IN, v_external_name, "the ExternalName Service type",
+        "the service gets no endpoints", "ExternalName"),
+    ROW(SERVICE, "spec.clusterIP", VALUE_IN, v_none, "headless Service routing",
+        "requests are balanced over the pods as for a ClusterIP Service", "None"),
+    FN(SERVICEENTRY, "spec.ports[]", port_needs_tcp_proxy, false, NO_TCP_PROXY,
+       "the port gets no listener and its traffic is not proxied",
+       "{name: db, number: 5432, protocol: TCP}"),
+    FN(SERVICEENTRY, "spec.ports[]", port_needs_h2, false, NO_H2,
+       "the port is served as HTTP/1.1; HTTP/2 and gRPC clients fail",
+       "{name: api, number: 9090, protocol: GRPC}"),
+    FN(SERVICEENTRY, "spec.ports[]", port_needs_sniffing, false,
+       "protocol detection (the port names no protocol)", "the port is served as HTTP/1.1",
+       "{name: web, number: 8080}"),
+    ROW(SERVICEENTRY, "spec.resolution", VALUE_IN, v_none,
+        "resolution NONE (original-destination forwarding)", "requests get 503 UH", "NONE"),
+    FN(SERVICEENTRY, "", se_resolution_absent, false,
+       "resolution NONE, the default when spec.resolution is absent (original-destination "
+       "forwarding)",
+       "requests get 503 UH", ""),
+    ROW(SERVICEENTRY, "spec.endpoints[].locality", PRESENT, NULL, "endpoint locality", SAME, "r/z"),
+    ROW(SERVICEENTRY, "spec.endpoints[].network", PRESENT, NULL, "multi-network routing", SAME,
+        "n1"),
+    ROW(SERVICEENTRY, "spec.subjectAltNames", PRESENT, NULL,
+        "upstream certificate verification (subjectAltNames)", "no certificate is checked",
+        "[spiffe://a]"),
+    ROW(WORKLOADENTRY, "spec.weight", PRESENT, NULL, "WorkloadEntry weight",
+        "the endpoint has weight 1", "5"),
+    ROW(WORKLOADENTRY, "spec.locality", PRESENT, NULL, "endpoint locality", SAME, "r/z"),
+    ROW(WORKLOADENTRY, "spec.network", PRESENT, NULL, "multi-network routing", SAME, "n1"),
+};
+
+const wf_unimpl_entry *wf_unimpl_table(size_t *n)
+{
+    *n = sizeof table / sizeof table[0];
+    return table;
+}
+
+const char *wf_unimpl_code(const wf_unimpl_entry *e)
+{
+    return e->security ? "WFT0002" : "WFT0001";
+}
+
+/* ---- the scanner ------------------------------------------------------------------------ */
+
+#define FIELD_MAX 512
+
+typedef struct scan {
+    const wf_resource *r;
+    const wf_unimpl_entry *e;
+    wf_unimpl_cb cb;
+    void *arg;
+    char field[FIELD_MAX];
+    int hits;
+    bool stop;
+} scan;
+
+static bool value_in(const wf_node *n, const char *const *values)
+{
+    const char *s = wf_node_str(n);
+    for (size_t i = 0; s && values && values[i]; i++)
+        if (strcasecmp(s, values[i]) == 0)
+            return true;
+    return false;
+}
+
+static bool applies(const scan *sc, const wf_node *n)
+{
+    if (!n || n->type == WF_NODE_NULL)
+        return false;
+    switch (sc->e->when) {
+    case WF_UNIMPL_PRESENT:
+        return true;
+    case WF_UNIMPL_VALUE_IN:
+        return n->type == WF_NODE_SCALAR && value_in(n, sc->e->values);
+    case WF_UNIMPL_VALUE_NOT_IN:
+        return n->type == WF_NODE_SCALAR && !value_in(n, sc->e->values);
+    case WF_UNIMPL_CUSTOM:
+        return sc->e->pred(sc->r, n);
+    }
+    return false;
+}
+
+static void report(scan *sc, const wf_node *at, uint32_t line, uint32_t col)
+{
+    const wf_unimpl_hit h = {sc->e, sc->r, at, sc->field, line, col};
+    sc->hits++;
+    if (!sc->cb(&h, sc->arg))
+        sc->stop = true;
+}
+
+/* Append ".key" (no dot at the start) or "[idx]" to sc->field at offset len; false when it
+ * would not fit. */
+static bool put_key(scan *sc, size_t len, const char *key, size_t klen)
+{
+    int w = snprintf(sc->field + len, FIELD_MAX - len, "%s%.*s", len ? "." : "", (int)klen, key);
+    return w > 0 && (size_t)w < FIELD_MAX - len;
+}
+
+static bool put_idx(scan *sc, size_t len, size_t idx)
+{
+    int w = snprintf(sc->field + len, FIELD_MAX - len, "[%zu]", idx);
+    return w > 0 && (size_t)w < FIELD_MAX - len;
+}
+
+static void walk(scan *sc, const wf_node *n, const char *path, size_t len, uint32_t line,
+                 uint32_t col);
+
+static void walk_key(scan *sc, const wf_node *n, const char *seg, size_t slen, const char *rest,
+                     size_t len)
+{
+    bool each = slen > 2 && seg[slen - 2] == '[' && seg[slen - 1] == ']';
+    size_t klen = each ? slen - 2 : slen;
+    for (size_t i = n->len; i-- > 0;) { /* the last of repeated keys wins, as wf_map_get */
+        const wf_map_entry *me = &n->u.entries[i];
+        if (strlen(me->key) != klen || strncmp(me->key, seg, klen) != 0)
+            continue;
+        if (!put_key(sc, len, me->key, klen))
+            return;
+        size_t l2 = strlen(sc->field);
+        if (!each) {
+            walk(sc, me->value, rest, l2, me->key_line, me->key_col);
+            return;
+        }
+        for (size_t j = 0; j < wf_seq_len(me->value) && !sc->stop; j++) {
+            const wf_node *item = wf_seq_at(me->value, j);
+            if (put_idx(sc, l2, j))
+                walk(sc, item, rest, strlen(sc->field), item->line, item->col);
+        }
+        return;
+    }
+}
+
+static void walk(scan *sc, const wf_node *n, const char *path, size_t len, uint32_t line,
+                 uint32_t col)
+{
+    sc->field[len] = '\0';
+    if (!n || sc->stop)
+        return;
+    if (*path == '\0') {
+        if (applies(sc, n))
+            report(sc, n, line, col);
+        return;
+    }
+    if (n->type != WF_NODE_MAP)
+        return;
+    const char *dot = strchr(path, '.');
+    size_t slen = dot ? (size_t)(dot - path) : strlen(path);
+    const char *rest = dot ? dot + 1 : "";
+    if (slen == 1 && path[0] == '*') {
+        for (size_t i = 0; i < n->len && !sc->stop; i++) {
+            const wf_map_entry *me = &n->u.entries[i];
+            if (put_key(sc, len, me->key, strlen(me->key)))
+                walk(sc, me->value, rest, strlen(sc->field), me->key_line, me->key_col);
+        }
+        return;
+    }
+    walk_key(sc, n, path, slen, rest, len);
+}
+
+/* The places of a DestinationRule that hold a TrafficPolicy. */
+static const char *const tp_places[] = {
+    "spec.trafficPolicy",
+    "spec.trafficPolicy.portLevelSettings[]",
+    "spec.subsets[].trafficPolicy",
+    "spec.subsets[].trafficPolicy.portLevelSettings[]",
+};
+
+static void scan_row(scan *sc)
+{
+    const char *path = sc->e->path;
+    if (*path == '\0') {
+        sc->field[0] = '\0';
+        if (sc->e->when == WF_UNIMPL_PRESENT || sc->e->pred(sc->r, NULL))
+            report(sc, NULL, sc->r->line, sc->r->col);
+        return;
+    }
+    if (strncmp(path, "{tp}.", 5) != 0) {
+        walk(sc, sc->r->root, path, 0, sc->r->line, sc->r->col);
+        return;
+    }
+    for (size_t i = 0; i < sizeof tp_places / sizeof tp_places[0] && !sc->stop; i++) {
+        char full[256];
+        int w = snprintf(full, sizeof full, "%s.%s", tp_places[i], path + 5);
+        if (w > 0 && (size_t)w < sizeof full)
+            walk(sc, sc->r->root, full, 0, sc->r->line, sc->r->col);
+    }
+}
+
+int wf_unimpl_scan(const wf_resource *r, wf_unimpl_cb cb, void *arg)
+{
+    scan sc = {.r = r, .cb = cb, .arg = arg};
+    for (size_t i = 0; i < sizeof table / sizeof table[0] && !sc.stop; i++) {
+        if (table[i].kind != r->kind)
+            continue;
+        sc.e = &table[i];
+        scan_row(&sc);
+    }
+    return sc.hits;
+}
+
+/* ---- messages --------------------------------------------------------------------------- */
+
+const char *wf_unimpl_subject(const wf_unimpl_hit *hit, char *buf, size_t cap)
+{
+    if (!hit->field || !*hit->field)
+        return wf_kind_name(hit->entry->kind);
+    /* a list item (a port, a server) is easier to find by its name or number */
+    const char *id = NULL;
+    if (hit->at && hit->at->type == WF_NODE_MAP) {
+        id = wf_map_str(hit->at, "name");
+        if (!id)
+            id = wf_map_str(hit->at, "port") ? wf_map_str(hit->at, "port")
+                                             : wf_map_str(hit->at, "number");
+    }
+    if (!id || snprintf(buf, cap, "%s (%s)", hit->field, id) >= (int)cap)
+        return hit->field;
+    return buf;
+}
+
+void wf_unimpl_detail(const wf_unimpl_hit *hit, wf_strbuf *out)
+{
+    wf_strbuf_printf(out, "%s is not implemented; %s", hit->entry->feature, hit->entry->effect);
+}
+
+void wf_unimpl_message(const wf_unimpl_hit *hit, wf_strbuf *out)
+{
+    char buf[600];
+    wf_strbuf_printf(out, "%s %s: ", wf_unimpl_subject(hit, buf, sizeof buf),
+                     hit->entry->security ? "is not enforced by weft" : "has no effect in weft");
+    wf_unimpl_detail(hit, out);
+}

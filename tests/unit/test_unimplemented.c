@@ -1,0 +1,344 @@
+/*
+ * test_unimplemented.c - the table of Istio fields weft does not implement
+ * (model/unimplemented.h) and Istio's port protocol selection (model/protocol.h).
+ *
+ * The first test walks the whole table: every row, given its own example at its own path in
+ * an otherwise empty resource, must report exactly there (field path and line), and no row
+ * with a path may report on the bare resource. A row added without a working example fails.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/strbuf.h"
+#include "harness.h"
+#include "model/protocol.h"
+#include "model/unimplemented.h"
+
+static const char *api_version(wf_kind k)
+{
+    switch (k) {
+    case WF_KIND_SERVICE:
+        return "v1";
+    case WF_KIND_PEERAUTHENTICATION:
+    case WF_KIND_AUTHORIZATIONPOLICY:
+    case WF_KIND_REQUESTAUTHENTICATION:
+        return "security.istio.io/v1";
+    case WF_KIND_TELEMETRY:
+        return "telemetry.istio.io/v1";
+    case WF_KIND_WASMPLUGIN:
+        return "extensions.istio.io/v1alpha1";
+    case WF_KIND_K8S_GATEWAY:
+    case WF_KIND_HTTPROUTE:
+    case WF_KIND_GRPCROUTE:
+        return "gateway.networking.k8s.io/v1";
+    default:
+        return "networking.istio.io/v1";
+    }
+}
+
+/* "{a: {b: [X]}}" for the path steps after the first, X the example. */
+static void nest(wf_strbuf *b, const char *path, const char *example)
+{
+    if (!*path) {
+        wf_strbuf_puts(b, example);
+        return;
+    }
+    const char *dot = strchr(path, '.');
+    size_t n = dot ? (size_t)(dot - path) : strlen(path);
+    bool each = n > 2 && path[n - 2] == '[';
+    if (n == 1 && path[0] == '*')
+        wf_strbuf_puts(b, "{'8080': ");
+    else
+        wf_strbuf_printf(b, "{%.*s: %s", (int)(each ? n - 2 : n), path, each ? "[" : "");
+    nest(b, dot ? dot + 1 : "", example);
+    wf_strbuf_puts(b, each ? "]}" : "}");
+}
+
+/* A resource of e's kind with e's example at e's path (example NULL: the bare resource). */
+static char *doc_for(const wf_unimpl_entry *e, const char *example)
+{
+    wf_strbuf b = WF_STRBUF_INIT;
+    wf_strbuf_printf(&b, "apiVersion: %s\nkind: %s\nmetadata: {name: t, namespace: ns}\n",
+                     api_version(e->kind), wf_kind_name(e->kind));
+    char path[256];
+    snprintf(path, sizeof path, "%s", e->path);
+    if (strncmp(path, "{tp}.", 5) == 0)
+        snprintf(path, sizeof path, "spec.trafficPolicy.%s", e->path + 5);
+    if (!example || !*e->path) {
+        wf_strbuf_puts(&b, "spec: {}\n");
+    } else {
+        assert_true(strncmp(path, "spec.", 5) == 0);
+        wf_strbuf_puts(&b, "spec: ");
+        nest(&b, path + 5, example);
+        wf_strbuf_puts(&b, "\n");
+    }
+    return wf_strbuf_take(&b);
+}
+
+/* The field a row reports for its example: [] -> [0], * -> 8080, {tp} -> spec.trafficPolicy. */
+static void want_field(const wf_unimpl_entry *e, char *out, size_t cap)
+{
+    wf_strbuf b = WF_STRBUF_INIT;
+    const char *p = e->path;
+    if (strncmp(p, "{tp}.", 5) == 0) {
+        wf_strbuf_puts(&b, "spec.trafficPolicy.");
+        p += 5;
+    }
+    for (; *p; p++) {
+        if (p[0] == '[' && p[1] == ']') {
+            wf_strbuf_puts(&b, "[0]");
+            p++;
+        } else if (*p == '*') {
+            wf_strbuf_puts(&b, "8080");
+        } else {
+            wf_strbuf_putc(&b, *p);
+        }
+    }
+    snprintf(out, cap, "%s", b.len ? wf_strbuf_cstr(&b) : "");
+    wf_strbuf_free(&b);
+}
+
+typedef struct hits {
+    const wf_unimpl_entry *want; /* count only this row's hits (NULL: all) */
+    size_t n;
+    char field[512];
+    uint32_t line;
+    bool security;
+    char message[1024];
+} hits;
+
+static bool collect(const wf_unimpl_hit *h, void *arg)
+{
+    hits *x = arg;
+    if (x->want && h->entry != x->want)
+        return true;
+    if (x->n++ == 0) {
+        snprintf(x->field, sizeof x->field, "%s", h->field);
+        x->line = h->line;
+        x->security = h->entry->security;
+        wf_strbuf m = WF_STRBUF_INIT;
+        wf_unimpl_message(h, &m);
+        snprintf(x->message, sizeof x->message, "%s", wf_strbuf_cstr(&m));
+        wf_strbuf_free(&m);
+    }
+    return true;
+}
+
+/* Scans the first resource of yaml, counting the hits of row `only` (NULL: every row). */
+static hits scan_yaml(const char *yaml, const wf_unimpl_entry *only)
+{
+    wf_store *s = wf_test_load_store(NULL, yaml, "default");
+    assert_non_null(s);
+    assert_int_equal(wf_store_error_count(s), 0);
+    assert_true(wf_store_count(s) >= 1);
+    hits x = {.want = only};
+    assert_true(wf_unimpl_scan(wf_store_at(s, 0), collect, &x) >= 0);
+    wf_store_free(s);
+    return x;
+}
+
+static void test_every_row_reports_its_example(void **state)
+{
+    (void)state;
+    size_t n;
+    const wf_unimpl_entry *t = wf_unimpl_table(&n);
+    assert_true(n >= 40);
+    for (size_t i = 0; i < n; i++) {
+        const wf_unimpl_entry *e = &t[i];
+        assert_non_null(e->feature);
+        assert_non_null(e->effect);
+        assert_non_null(e->example);
+        char *yaml = doc_for(e, e->example);
+        hits x = scan_yaml(yaml, e);
+        char want[512];
+        want_field(e, want, sizeof want);
+        if (x.n != 1 || strcmp(x.field, want) != 0)
+            fail_msg("row %zu (%s %s): %zu hits, field '%s', want '%s' in:\n%s", i,
+                     wf_kind_name(e->kind), e->path, x.n, x.field, want, yaml);
+        assert_true(x.line > 0);
+        assert_int_equal(x.security, e->security);
+        assert_non_null(strstr(x.message, e->security ? "is not enforced by weft: "
+                                                      : "has no effect in weft: "));
+        free(yaml);
+        /* the bare resource: only whole-resource rows report */
+        yaml = doc_for(e, NULL);
+        x = scan_yaml(yaml, e);
+        if (x.n != (*e->path ? 0u : 1u))
+            fail_msg("row %zu (%s %s): %zu hits on the bare resource", i, wf_kind_name(e->kind),
+                     e->path, x.n);
+        free(yaml);
+    }
+}
+
+#define PA(mode)                                                                                   \
+    "apiVersion: security.istio.io/v1\nkind: PeerAuthentication\nmetadata: {name: d, "             \
+    "namespace: istio-system}\nspec:\n  mtls:\n    mode: " mode "\n"
+
+static void test_peer_authentication(void **state)
+{
+    (void)state;
+    hits x = scan_yaml(PA("STRICT"), NULL);
+    assert_int_equal(x.n, 1); /* the error only, not also the "no mTLS" warning */
+    assert_true(x.security);
+    assert_string_equal(x.field, "spec.mtls.mode");
+    assert_int_equal(x.line, 6);
+    assert_string_equal(x.message, "spec.mtls.mode is not enforced by weft: mutual TLS is not "
+                                   "implemented; plaintext requests are still accepted");
+    x = scan_yaml(PA("PERMISSIVE"), NULL);
+    assert_int_equal(x.n, 1);
+    assert_false(x.security);
+    assert_string_equal(x.field, "");
+    assert_non_null(strstr(x.message, "PeerAuthentication has no effect in weft: mutual TLS"));
+    x = scan_yaml("apiVersion: security.istio.io/v1\nkind: PeerAuthentication\nmetadata: {name: "
+                  "d, namespace: ns}\nspec:\n  portLevelMtls:\n    8080: {mode: strict}\n",
+                  NULL);
+    assert_int_equal(x.n, 1);
+    assert_true(x.security);
+    assert_string_equal(x.field, "spec.portLevelMtls.8080.mode");
+}
+
+static void test_authorization_policy_actions(void **state)
+{
+    (void)state;
+    static const char *const ap = "apiVersion: security.istio.io/v1\nkind: "
+                                  "AuthorizationPolicy\nmetadata: {name: a, namespace: ns}\n";
+    char buf[512];
+    const char *actions[] = {"", "spec: {action: DENY}\n", "spec: {action: CUSTOM}\n",
+                             "spec: {}\n"};
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(buf, sizeof buf, "%s%s", ap, actions[i]);
+        hits x = scan_yaml(buf, NULL);
+        assert_int_equal(x.n, 1);
+        assert_true(x.security);
+        assert_non_null(strstr(x.message, "AuthorizationPolicy is not enforced by weft"));
+    }
+    snprintf(buf, sizeof buf, "%sspec: {action: AUDIT}\n", ap);
+    hits x = scan_yaml(buf, NULL);
+    assert_int_equal(x.n, 1);
+    assert_false(x.security);
+    assert_string_equal(x.field, "spec.action");
+}
+
+#define SVC_PORT(p)                                                                                \
+    "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: ns}\nspec:\n  ports:\n  - " p   \
+    "\n"
+
+static void test_service_ports(void **state)
+{
+    (void)state;
+    assert_int_equal(scan_yaml(SVC_PORT("{name: http, port: 80}"), NULL).n, 0);
+    assert_int_equal(scan_yaml(SVC_PORT("{name: http-web, port: 80}"), NULL).n, 0);
+    assert_int_equal(scan_yaml(SVC_PORT("{name: grpc-web, port: 80}"), NULL).n, 0);
+    assert_int_equal(scan_yaml(SVC_PORT("{name: dns, port: 53, protocol: UDP}"), NULL).n, 0);
+    /* appProtocol wins over the name */
+    assert_int_equal(scan_yaml(SVC_PORT("{name: tcp-x, port: 80, appProtocol: http}"), NULL).n, 0);
+    hits x = scan_yaml(SVC_PORT("{port: 3306}"), NULL); /* unnamed 3306: TCP, as Istio */
+    assert_int_equal(x.n, 1);
+    assert_non_null(strstr(x.message, "spec.ports[0] (3306) has no effect in weft: TCP proxying"));
+    x = scan_yaml(SVC_PORT("{name: tcp-db, port: 5432}"), NULL);
+    assert_non_null(strstr(x.message, "spec.ports[0] (tcp-db)"));
+    x = scan_yaml(SVC_PORT("{name: x, port: 80, appProtocol: kubernetes.io/h2c}"), NULL);
+    assert_int_equal(x.n, 1);
+    assert_non_null(strstr(x.message, "HTTP/2 is not implemented"));
+}
+
+static void test_values_that_are_implemented_are_quiet(void **state)
+{
+    (void)state;
+    static const char *const quiet[] = {
+        "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: d, "
+        "namespace: ns}\nspec: {host: a, trafficPolicy: {tls: {mode: DISABLE}, loadBalancer: "
+        "{simple: ROUND_ROBIN}, connectionPool: {http: {h2UpgradePolicy: DO_NOT_UPGRADE, "
+        "http1MaxPendingRequests: 1}}}}\n",
+        "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {name: g, namespace: "
+        "ns}\nspec: {servers: [{port: {number: 80, name: http, protocol: http}, hosts: ['*'], "
+        "tls: {httpsRedirect: false}}]}\n",
+        "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: e, "
+        "namespace: ns}\nspec: {hosts: [a.example], resolution: DNS, ports: [{number: 80, "
+        "name: http, protocol: HTTP}]}\n",
+        "apiVersion: networking.istio.io/v1\nkind: Sidecar\nmetadata: {name: s, namespace: "
+        "ns}\nspec: {egress: [{hosts: ['./*'], captureMode: DEFAULT}], outboundTrafficPolicy: "
+        "{mode: REGISTRY_ONLY}}\n",
+        "apiVersion: extensions.istio.io/v1alpha1\nkind: WasmPlugin\nmetadata: {name: w, "
+        "namespace: ns}\nspec: {phase: AUTHZ}\n",
+    };
+    for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++) {
+        hits x = scan_yaml(quiet[i], NULL);
+        if (i < 4 && x.n != 0)
+            fail_msg("case %zu: unexpected %s", i, x.message);
+        if (i == 4) { /* an AUTHZ-phase plugin is one security finding, not also a warning */
+            assert_int_equal(x.n, 1);
+            assert_true(x.security);
+        }
+    }
+}
+
+static void test_protocol_selection(void **state)
+{
+    (void)state;
+    assert_int_equal(wf_protocol_of_kube_port(80, "http", NULL, NULL), WF_PROTO_HTTP);
+    assert_int_equal(wf_protocol_of_kube_port(80, "HTTP2-x", NULL, NULL), WF_PROTO_HTTP2);
+    assert_int_equal(wf_protocol_of_kube_port(80, "grpc-web-x", NULL, NULL), WF_PROTO_GRPC_WEB);
+    assert_int_equal(wf_protocol_of_kube_port(80, "web", NULL, NULL), WF_PROTO_UNSUPPORTED);
+    assert_int_equal(wf_protocol_of_kube_port(27017, NULL, NULL, NULL), WF_PROTO_TCP);
+    assert_int_equal(wf_protocol_of_kube_port(80, "http", "UDP", NULL), WF_PROTO_UDP);
+    assert_int_equal(wf_protocol_of_kube_port(80, "tcp", NULL, "https"), WF_PROTO_HTTPS);
+    assert_int_equal(wf_protocol_of_kube_port(80, "tcp", NULL, "kubernetes.io/ws"), WF_PROTO_HTTP);
+    assert_string_equal(wf_protocol_name(WF_PROTO_GRPC_WEB), "GRPC-Web");
+    assert_true(wf_protocol_is_http(WF_PROTO_GRPC));
+    assert_false(wf_protocol_is_http(WF_PROTO_TLS));
+}
+
+/* docs/analyze.md lists every row (kind and field, or "the resource") in its WFT table. */
+static void test_docs_list_every_row(void **state)
+{
+    (void)state;
+    FILE *f = fopen("docs/analyze.md", "r");
+    assert_non_null(f);
+    static char doc[1 << 17];
+    size_t len = fread(doc, 1, sizeof doc - 1, f);
+    fclose(f);
+    doc[len] = '\0';
+    size_t n;
+    const wf_unimpl_entry *t = wf_unimpl_table(&n);
+    for (size_t i = 0; i < n; i++) {
+        char want[300];
+        const char *p = t[i].path;
+        if (strncmp(p, "{tp}.", 5) == 0)
+            p += 5;
+        snprintf(want, sizeof want, *p ? "`%s`" : "the resource", p);
+        bool found = false;
+        for (const char *line = doc; line && *line && !found;) {
+            const char *end = strchr(line, '\n');
+            size_t l = end ? (size_t)(end - line) : strlen(line);
+            char buf[2048];
+            snprintf(buf, sizeof buf, "%.*s", (int)(l < sizeof buf ? l : sizeof buf - 1), line);
+            found = strncmp(buf, "| ", 2) == 0 && strstr(buf, wf_kind_name(t[i].kind)) &&
+                    strstr(buf, want);
+            line = end ? end + 1 : NULL;
+        }
+        if (!found)
+            fail_msg("docs/analyze.md has no table line naming %s and %s", wf_kind_name(t[i].kind),
+                     want);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_row_reports_its_example),
+        cmocka_unit_test(test_peer_authentication),
+        cmocka_unit_test(test_authorization_policy_actions),
+        cmocka_unit_test(test_service_ports),
+        cmocka_unit_test(test_values_that_are_implemented_are_quiet),
+        cmocka_unit_test(test_protocol_selection),
+        cmocka_unit_test(test_docs_list_every_row),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
