@@ -171,6 +171,7 @@ static int cmd_check(int argc, char **argv)
     char **pos = NULL;
     size_t npos = 0;
     if (wf_flags_parse_cmd("x authz check", f, F_COUNT, argc, argv, &pos, &npos) != 0) {
+        free(pos); /* allocated even when parsing fails */
         wf_flags_free(f, F_COUNT);
         return WF_EXIT_USAGE;
     }
