@@ -18,6 +18,7 @@
 #define WF_EXIT_ANALYZERS 79
 
 int wf_cmd_analyze(int argc, char **argv);
+int wf_cmd_authz(int argc, char **argv);           /* cmd_authz.c: x authz check */
 int wf_cmd_completion(int argc, char **argv);      /* cmd_completion.c */
 int wf_cmd_describe(int argc, char **argv);        /* cmd_describe.c */
 int wf_cmd_log(int argc, char **argv);             /* cmd_log.c: log explain */

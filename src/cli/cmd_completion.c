@@ -46,7 +46,7 @@ static const comp_cmd cmds[] = {
     {"status", "", "", "--state --output -o --help -h", "json"},
     {"up", "", "", "--state --detach -d --timeout --namespace -n --mesh-config --help -h", ""},
     {"version", "", "", "--remote --short -s --output -o --pilot --help -h", "json yaml"},
-    {"x", "experimental", "describe", "--help -h", ""},
+    {"x", "experimental", "describe authz", "--help -h", ""},
 };
 
 static void print_case(const comp_cmd *c)
@@ -97,6 +97,12 @@ static void print_script(void)
            "        subs=\"pod po service svc\"\n"
            "        flags=\"--namespace -n --istioNamespace -i --ignoreUnmeshed --pilot --file -f "
            "--config-dir --config-dump --help -h\"\n"
+           "    elif [[ \"$cmd\" == x || \"$cmd\" == experimental ]] && "
+           "[[ \" ${COMP_WORDS[*]} \" == *\" authz \"* ]]; then\n"
+           "        subs=\"check\"\n"
+           "        flags=\"--file -f --namespace -n --pilot --proxy-admin-port --output -o "
+           "--help -h\"\n"
+           "        outputs=\"short json\"\n"
            "    fi\n"
            "    case \"$prev\" in\n"
            "        -o|--output)\n"

@@ -1,7 +1,8 @@
 /*
  * weftctl - weft's command-line tool (the role istioctl plays for Istio). Command names and
  * aliases follow istioctl: proxy-config (pc), proxy-status (ps), describe (istioctl's
- * `experimental describe`, also reachable as `x describe`), remote-clusters.
+ * `experimental describe`, also reachable as `x describe`), remote-clusters, and
+ * `x authz check` (`experimental authz check`).
  */
 #include <stdio.h>
 #include <string.h>
@@ -24,7 +25,8 @@ static void usage(FILE *f)
                "  remote-clusters  List the remote clusters each control plane is connected to\n"
                "  status           Show the processes of the local mesh\n"
                "  up               Run a local mesh from a folder of manifests\n"
-               "  version          Print the client and control plane versions\n\n"
+               "  version          Print the client and control plane versions\n"
+               "  x authz check    Check the AuthorizationPolicies applied in a pod\n\n"
                "Use \"weftctl <command> --help\" for more information about a command.\n");
 }
 
@@ -66,6 +68,9 @@ int main(int argc, char **argv)
     if ((strcmp(cmd, "x") == 0 || strcmp(cmd, "experimental") == 0) && argc > 2 &&
         strcmp(argv[2], "describe") == 0)
         return wf_cmd_describe(argc - 2, argv + 2);
+    if ((strcmp(cmd, "x") == 0 || strcmp(cmd, "experimental") == 0) && argc > 2 &&
+        strcmp(argv[2], "authz") == 0)
+        return wf_cmd_authz(argc - 2, argv + 2);
     if (strcmp(cmd, "--version") == 0)
         return wf_cmd_version(argc - 1, argv + 1);
     wf_cmd_fn fn = find(cmd);
