@@ -7,9 +7,12 @@ FUZZ_SECONDS ?= 60
 
 .PHONY: all setup test test-fast fuzz bench bench-proxy bench-retry bench-pilot demo clean format
 
+# No "Entering directory" lines from the recursive makes cmake runs.
+MAKEFLAGS += --no-print-directory
+
 all: setup
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS)
+	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
 
 setup:
 	@scripts/setup
@@ -17,13 +20,17 @@ setup:
 # The whole test suite (unit, conformance, integration) on the sanitizer build.
 test: setup
 	@cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=ON >/dev/null
-	@cmake --build $(BUILD_ASAN) -j $(JOBS)
+	@cmake --build $(BUILD_ASAN) -j $(JOBS) -- --no-print-directory
+	@rm -f $(BUILD_ASAN)/pytest/pytest-*.xml
 	@cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		ctest --output-on-failure -j $(JOBS)
+		ctest --output-on-failure -j $(JOBS); rc=$$?; \
+		/usr/bin/python3 $(CURDIR)/tests/pytest_summary.py pytest; exit $$rc
 
 # The same tests without sanitizers (faster while developing).
 test-fast: all
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@rm -f $(BUILD)/pytest/pytest-*.xml
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS); rc=$$?; \
+		/usr/bin/python3 $(CURDIR)/tests/pytest_summary.py pytest; exit $$rc
 
 fuzz: setup
 	@CC=clang cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=Debug -DWEFT_FUZZ=ON >/dev/null

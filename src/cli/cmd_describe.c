@@ -423,6 +423,10 @@ static int describe_pod(dsc_ctx *c, const char *arg, wf_strbuf *err)
         dsc_print_peer_authn(c, ns, &pod->labels);
         rc = dsc_print_ingress(c, svcs, ns_n, &pods, err);
     }
+    if (rc == 0) {
+        fflush(c->out);
+        dsc_print_unimplemented(c, pod, svcs, ns_n, stderr);
+    }
     dsc_pods_free(&pods);
     free(svcs);
     return rc;

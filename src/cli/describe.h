@@ -119,6 +119,15 @@ int dsc_print_vs_block(const dsc_ctx *c, int lvl, const wf_resource *vs, const w
 /* describePeerAuthentication for a workload's namespace and labels. */
 void dsc_print_peer_authn(const dsc_ctx *c, const char *ns, const wf_kvs *labels);
 
+/* ---- describe_unimpl.c ---- */
+
+/* Prints to `to` (stderr: stdout stays istioctl's) the Istio fields weft does not implement
+ * in the config that applies to pod (its selector-scoped policies, its Services svcs and their
+ * DestinationRules and VirtualServices, the Gateways it serves), one analyze-style line each
+ * under a heading. Returns how many were printed. */
+size_t dsc_print_unimplemented(const dsc_ctx *c, const wf_resource *pod,
+                               const wf_resource *const *svcs, size_t nsvcs, FILE *to);
+
 /* printIngressInfo. Returns 0, or -1 with err (a gateway's dump could not be fetched). */
 int dsc_print_ingress(const dsc_ctx *c, const wf_resource *const *svcs, size_t nsvcs,
                       const dsc_pods *pods, wf_strbuf *err);
