@@ -495,10 +495,36 @@ static void st_prometheus(void *ud, wf_strbuf *out)
     wp_stats_tags_free(tags);
 }
 
+/* pilot-agent's POST /quitquitquit: the agent and its Envoy end, as on SIGTERM (drain, then
+ * exit once no connection is left or at --drain-time-s). */
+static void st_quit(void *ud)
+{
+    start_drain(ud);
+}
+
+/* pilot-agent's POST /drain: Envoy's drain_listeners?inboundonly&graceful for a sidecar (every
+ * listener for a gateway), the process stays up (the agent's DrainNow). */
+static void st_drain(void *ud)
+{
+    wp_main *m = ud;
+    json_t *md = json_object_get(m->srv.gen->cfg->node, "metadata");
+    const char *type = json_string_value(json_object_get(md, "PROXY_TYPE"));
+    bool router = type && strcmp(type, "router") == 0;
+    wp_server_request_drain(m, !router, true, true);
+}
+
 static int start_one_status(wp_main *m, const char *addr, bool readiness_only, wf_strbuf *err)
 {
-    wp_status_opts opts = {.address = addr, .readiness_only = readiness_only};
-    wp_status_callbacks cb = {.ready = st_ready, .render_prometheus = st_prometheus, .ud = m};
+    wp_status_opts opts = {.address = addr,
+                           .readiness_only = readiness_only,
+                           .probers = m->opts->app_probers,
+                           .app_ip = m->opts->app_ip,
+                           .app_metrics = m->opts->app_metrics};
+    wp_status_callbacks cb = {.ready = st_ready,
+                              .render_prometheus = st_prometheus,
+                              .quit = st_quit,
+                              .drain = st_drain,
+                              .ud = m};
     wp_status *s = wp_status_start(m->loop, &opts, &cb, err);
     if (!s)
         return -1;
