@@ -222,3 +222,21 @@ def test_metrics_without_annotations_and_gateway_port(proxy_factory, monkeypatch
     p = start(proxy_factory, monkeypatch)
     s, _, body = status_get(p.status_port, "/metrics")
     assert s == 200 and "istio_agent_scrapes_total 1" in body and "server_live" in body
+
+
+def test_prometheus_listener_15090_shape(proxy_factory):
+    """Istio's bootstrap (envoy_bootstrap.json) gives Envoy a static listener on
+    0.0.0.0:15090 (here a free port on loopback) whose one route, prefix /stats/prometheus,
+    goes to the STATIC cluster prometheus_stats = the admin address. weft-proxy serves that
+    shape as written: Envoy's Prometheus text through the listener, 404 for anything else."""
+    admin = free_port()
+    rc = route_config([vhost("backend", ["*"], [route(prefix="/stats/prometheus",
+                                                      cluster="prometheus_stats")])])
+    lst = listener(rc, stat_prefix="stats")
+    bs = bootstrap([lst], [cluster("prometheus_stats", [admin], connect_timeout="0.250s")],
+                   admin_port=admin)
+    p = proxy_factory(bs)
+    s, h, body = p.request("GET", "/stats/prometheus")
+    assert s == 200, body
+    assert b"# TYPE envoy_server_live gauge" in body or b"server_live" in body
+    assert p.request("GET", "/config_dump")[0] == 404  # only the metrics path is routed
