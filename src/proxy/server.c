@@ -388,7 +388,8 @@ static int bind_one(wp_server *srv, const wp_config *cfg, size_t i, int **fdsv, 
  * ones), marking each listener bound or not. strict (the bootstrap at start): the first
  * listener that cannot bind fails it all (-1, nothing left open). Otherwise (an update, as
  * Envoy's listener manager): a listener that cannot bind is left without sockets, its error
- * appended to err ("Error adding/updating listener(s) NAME: cannot bind ..."), and the return
+ * appended to err ("Error adding/updating listener(s) NAME: cannot bind 'ADDR': why", one
+ * "NAME: why" line more per other listener), and the return
  * is 1; the others are applied. -1 when out of memory. */
 static int bind_all(wp_server *srv, wp_config *cfg, const wp_config *cur, int **fdsv, bool strict,
                     wf_strbuf *err)
@@ -429,7 +430,8 @@ static int bind_all(wp_server *srv, wp_config *cfg, const wp_config *cur, int **
         if (strncmp(reason, "listener ", 9) == 0 && strncmp(reason + 9, l->name, nl) == 0 &&
             strncmp(reason + 9 + nl, ": ", 2) == 0)
             reason += 11 + nl;
-        wf_strbuf_printf(err, "%sError adding/updating listener(s) %s: %s", rc ? "\n" : "", l->name,
+        /* Envoy's LdsApiImpl: one prefix, then "NAME: reason" per listener, joined by "\n" */
+        wf_strbuf_printf(err, "%s%s: %s", rc ? "\n" : "Error adding/updating listener(s) ", l->name,
                          reason);
         wf_strbuf_free(&why);
         rc = 1;
