@@ -617,6 +617,12 @@ static void xds_update(void *ud, wf_xds_type t, const char *version, bool accept
             wp_readiness_cds_update(&m->readiness, false, uv_now(m->loop));
         else if (t == WF_XDS_LDS)
             wp_readiness_lds_update(&m->readiness, false, uv_now(m->loop));
+        wp_xds_status st = {0};
+        if ((t == WF_XDS_CDS || t == WF_XDS_LDS) && m->xds) {
+            wp_xds_client_status(m->xds, &st);
+            wp_readiness_note_rejection(&m->readiness, t == WF_XDS_CDS ? "CDS" : "LDS",
+                                        st.last_nack);
+        }
         return;
     }
     m->cds_pending |= t == WF_XDS_CDS;

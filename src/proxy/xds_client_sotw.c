@@ -185,10 +185,10 @@ void xc_note_rejected(wp_xds_client *c, int t, const char *version, const char *
         set_lds_errors(c, msg);
     xc_count_update(c, t, XC_UPD_REJECTED);
     xc_count_rejected(c, t);
+    free(c->last_nack);
+    c->last_nack = strdup(msg); /* before on_update: the callback may read it (status) */
     if (c->cb.on_update)
         c->cb.on_update(c->cb.ud, (wf_xds_type)t, version ? version : "", false);
-    free(c->last_nack);
-    c->last_nack = strdup(msg);
 }
 
 void xc_note_accepted(wp_xds_client *c, int t)
