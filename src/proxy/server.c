@@ -515,12 +515,24 @@ static void st_drain(void *ud)
     wp_server_request_drain(m, !router, true, true);
 }
 
+/* Where the application listens, for the app probes and the app scrape: the node metadata
+ * WEFT_LOCALHOST when the bootstrap has it (weft's local mesh without network namespaces
+ * puts a sidecar's app on the pod's own loopback address, where pilot sends inbound traffic
+ * too), else INSTANCE_IP (pilot-agent's appProbersDestination, the pod IP), else NULL
+ * (127.0.0.1). The string is copied by the status server. */
+static const char *app_address(const wp_main *m)
+{
+    json_t *md = json_object_get(m->srv.gen->cfg->node, "metadata");
+    const char *lh = json_string_value(json_object_get(md, "WEFT_LOCALHOST"));
+    return lh && *lh ? lh : m->opts->app_ip;
+}
+
 static int start_one_status(wp_main *m, const char *addr, bool readiness_only, wf_strbuf *err)
 {
     wp_status_opts opts = {.address = addr,
                            .readiness_only = readiness_only,
                            .probers = m->opts->app_probers,
-                           .app_ip = m->opts->app_ip,
+                           .app_ip = app_address(m),
                            .app_metrics = m->opts->app_metrics};
     wp_status_callbacks cb = {.ready = st_ready,
                               .render_prometheus = st_prometheus,

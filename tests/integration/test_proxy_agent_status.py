@@ -240,3 +240,18 @@ def test_prometheus_listener_15090_shape(proxy_factory):
     assert s == 200, body
     assert b"# TYPE envoy_server_live gauge" in body or b"server_live" in body
     assert p.request("GET", "/config_dump")[0] == 404  # only the metrics path is routed
+
+
+def test_app_address_follows_weft_localhost(proxy_factory, monkeypatch, app):
+    """In the local mesh without namespaces a sidecar's app listens on the pod's own loopback
+    address (node metadata WEFT_LOCALHOST), not on INSTANCE_IP: probes go there."""
+    probers = {"/app-health/web/livez": {"httpGet": {"path": "/healthz", "port": app}}}
+    monkeypatch.setenv("ISTIO_KUBE_APP_PROBERS", json.dumps(probers))
+    monkeypatch.setenv("INSTANCE_IP", "127.0.0.2")  # nothing listens there
+    for meta, want in (({}, 500), ({"WEFT_LOCALHOST": "127.0.0.1"}, 200)):
+        bs = _bs()
+        bs["node"]["metadata"] = meta
+        sport = free_port()
+        p = proxy_factory(bs, args=["--status-address", "127.0.0.1:%d" % sport])
+        assert status_get(sport, "/app-health/web/livez")[0] == want, meta
+        p.stop()
