@@ -25,6 +25,10 @@
  *                              proxy connects). 400 without proxyID, 404 when unknown, with
  *                              istiod's messages.
  *   /debug/push_status         the last push: version, change kind, changed resources, counts
+ *   /debug, /debug/            istiod's index of the /debug endpoints (HTML table; JSON rows
+ *                              with ?format=json), /debug/list their names (JSON), both
+ *                              built from the routing table in debug_views.c
+ *   /debug/mesh                the active MeshConfig, defaults filled (debug_mesh.c)
  */
 #ifndef WF_PILOT_DEBUG_H
 #define WF_PILOT_DEBUG_H

@@ -20,10 +20,9 @@
 
 #include "pilot/ads.h"
 #include "pilot/debug.h"
+#include "pilot/debug_internal.h"
 
 #define ADMIN "type.googleapis.com/envoy.admin.v3."
-
-void wf_debug_config_dump(wf_ads *a, const char *query, wf_debug_reply *r);
 
 static void text(wf_debug_reply *r, int status, const char *t)
 {

@@ -43,6 +43,7 @@
 
 #include "pilot/ads.h"
 #include "pilot/debug.h"
+#include "pilot/debug_internal.h"
 #include "pilot/eds.h"
 #include "pilot/pilot.h"
 
@@ -93,7 +94,7 @@ static void set_str(json_t *o, const char *k, const char *v)
     }
 }
 
-static void reply_json(wf_debug_reply *r, int status, json_t *j)
+void wf_debug_reply_json(wf_debug_reply *r, int status, json_t *j)
 {
     char *txt = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
     json_decref(j);
@@ -188,7 +189,7 @@ static void view_syncz(wf_ads *a, const char *q, wf_debug_reply *r)
             json_array_append_new(arr, syncz_entry(c, now));
         }
     }
-    reply_json(r, 200, arr);
+    wf_debug_reply_json(r, 200, arr);
 }
 
 static json_t *adsz_client(const wf_ads_conn *c)
@@ -247,9 +248,9 @@ static void view_adsz(wf_ads *a, const char *q, wf_debug_reply *r)
         json_array_append_new(rej, json_pack("{s:s, s:s, s:s, s:s}", "node", x->node, "address",
                                              x->address, "reason", x->reason, "at", ts));
     }
-    reply_json(r, 200,
-               json_pack("{s:I, s:o, s:o}", "totalClients", (json_int_t)n, "clients", arr,
-                         "rejected", rej ? rej : json_array()));
+    wf_debug_reply_json(r, 200,
+                        json_pack("{s:I, s:o, s:o}", "totalClients", (json_int_t)n, "clients", arr,
+                                  "rejected", rej ? rej : json_array()));
 }
 
 /* ---- configz / errors / push_status -----------------------------------------------------------
@@ -285,7 +286,7 @@ static void view_configz(wf_ads *a, wf_debug_reply *r, bool errors_only)
         return;
     }
     if (errors_only) {
-        reply_json(r, 200, errors_json(s));
+        wf_debug_reply_json(r, 200, errors_json(s));
         return;
     }
     json_t *res = json_array();
@@ -303,7 +304,7 @@ static void view_configz(wf_ads *a, wf_debug_reply *r, bool errors_only)
     if (o && s->mesh_error) {
         json_object_set_new(o, "mesh_error", json_string(s->mesh_error));
     }
-    reply_json(r, 200, o);
+    wf_debug_reply_json(r, 200, o);
 }
 
 static void view_push_status(wf_ads *a, wf_debug_reply *r)
@@ -316,14 +317,15 @@ static void view_push_status(wf_ads *a, wf_debug_reply *r)
         json_array_append_new(changed, json_string(s->changed[i]));
     }
     rfc3339(s ? s->changed_at_ms : 0, ts, sizeof ts);
-    reply_json(r, 200,
-               json_pack("{s:s, s:I, s:s, s:o, s:f, s:s, s:I, s:I, s:I, s:I}", "version",
-                         wf_ads_version(a), "snapshot", (json_int_t)(s ? s->seq : 0), "change",
-                         wf_change_kind_name(s ? s->change : WF_CHANGE_NONE), "changed", changed,
-                         "build_ms", s ? s->build_ms : 0.0, "changed_at", ts, "full_pushes",
-                         (json_int_t)m->full_pushes, "eds_pushes", (json_int_t)m->eds_pushes,
-                         "connected", (json_int_t)wf_ads_connected(a), "config_errors",
-                         (json_int_t)(s ? s->n_errors : 0)));
+    wf_debug_reply_json(r, 200,
+                        json_pack("{s:s, s:I, s:s, s:o, s:f, s:s, s:I, s:I, s:I, s:I}", "version",
+                                  wf_ads_version(a), "snapshot", (json_int_t)(s ? s->seq : 0),
+                                  "change", wf_change_kind_name(s ? s->change : WF_CHANGE_NONE),
+                                  "changed", changed, "build_ms", s ? s->build_ms : 0.0,
+                                  "changed_at", ts, "full_pushes", (json_int_t)m->full_pushes,
+                                  "eds_pushes", (json_int_t)m->eds_pushes, "connected",
+                                  (json_int_t)wf_ads_connected(a), "config_errors",
+                                  (json_int_t)(s ? s->n_errors : 0)));
 }
 
 /* ---- registryz / endpointz --------------------------------------------------------------------
@@ -383,7 +385,7 @@ static void view_registryz(wf_ads *a, wf_debug_reply *r)
             json_array_append_new(arr, se_json(ses[i], ses[i]->t.se->hosts.v[h]));
         }
     }
-    reply_json(r, 200, arr);
+    wf_debug_reply_json(r, 200, arr);
 }
 
 static json_t *cla_endpoints(json_t *cla)
@@ -435,7 +437,7 @@ static void view_endpointz(wf_ads *a, wf_debug_reply *r)
             json_decref(cla);
         }
     }
-    reply_json(r, 200, arr);
+    wf_debug_reply_json(r, 200, arr);
 }
 
 /* ---- metrics ----------------------------------------------------------------------------------
@@ -547,37 +549,169 @@ static void view_metrics(wf_ads *a, wf_debug_reply *r)
     r->ctype = "text/plain; version=0.0.4; charset=utf-8";
 }
 
-/* ---- config_dump (debug_dump.c)
- * ------------------------------------------------------------------ */
+/* ---- the routes and the /debug index ------------------------------------------------------- */
 
-void wf_debug_config_dump(wf_ads *a, const char *query, wf_debug_reply *r);
+typedef void (*route_fn)(wf_pilot *p, const char *query, wf_debug_reply *r);
+
+static void r_ready(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    (void)q;
+    bool ok = wf_pilot_ready(p);
+    reply_text(r, ok ? 200 : 503, ok ? "ready\n" : "not ready\n");
+}
+
+static void r_metrics(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    (void)q;
+    view_metrics(wf_pilot_ads(p), r);
+}
+
+static void r_syncz(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    view_syncz(wf_pilot_ads(p), q, r);
+}
+
+static void r_adsz(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    view_adsz(wf_pilot_ads(p), q, r);
+}
+
+static void r_configz(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    (void)q;
+    view_configz(wf_pilot_ads(p), r, false);
+}
+
+static void r_config_errors(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    (void)q;
+    view_configz(wf_pilot_ads(p), r, true);
+}
+
+static void r_registryz(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    (void)q;
+    view_registryz(wf_pilot_ads(p), r);
+}
+
+static void r_endpointz(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    (void)q;
+    view_endpointz(wf_pilot_ads(p), r);
+}
+
+static void r_config_dump(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    wf_debug_config_dump(wf_pilot_ads(p), q, r);
+}
+
+static void r_push_status(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    (void)q;
+    view_push_status(wf_pilot_ads(p), r);
+}
+
+static void r_mesh(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    (void)q;
+    wf_debug_mesh(wf_pilot_ads(p), r);
+}
+
+static void r_index(wf_pilot *p, const char *q, wf_debug_reply *r);
+static void r_list(wf_pilot *p, const char *q, wf_debug_reply *r);
+
+/* Every path the server answers, with istiod's one-line help where istiod has the handler
+ * (pilot/pkg/xds/debug.go) and weft's own otherwise. /debug and /debug/list are built from
+ * this table, so they list exactly what is served. Entries with a NULL help are aliases or
+ * not under /debug: served, not listed. Sorted by path, as istiod sorts its index. */
+static const struct {
+    const char *path;
+    route_fn fn;
+    const char *help;
+} routes[] = {
+    {"/debug", r_index, NULL},
+    {"/debug/", r_index, NULL},
+    {"/debug/adsz", r_adsz, "Status and debug interface for ADS"},
+    {"/debug/config_dump", r_config_dump,
+     "ConfigDump in the form of the Envoy admin config dump API for passed in proxyID"},
+    {"/debug/config_errors", r_config_errors,
+     "weft: the configuration errors found (file, line, column, field, message)"},
+    {"/debug/configz", r_configz, "Debug support for config"},
+    {"/debug/connections", r_adsz, "Info about the connected XDS clients"},
+    {"/debug/endpointShardz", r_endpointz, "Info about the endpoint shards"},
+    {"/debug/endpointz", r_endpointz, "Obsolete, use endpointShardz"},
+    {"/debug/list", r_list, "List all supported debug commands in json"},
+    {"/debug/mesh", r_mesh, "Active mesh config"},
+    {"/debug/push_status", r_push_status, "Last PushContext Details"},
+    {"/debug/registryz", r_registryz, "Debug support for registry"},
+    {"/debug/syncz", r_syncz,
+     "Synchronization status of all Envoys connected to this Pilot instance"},
+    {"/metrics", r_metrics, NULL},
+    {"/ready", r_ready, NULL},
+    {"/stats/prometheus", r_metrics, NULL},
+};
+#define NROUTES (sizeof routes / sizeof routes[0])
+
+static bool listed(size_t i)
+{
+    return routes[i].help != NULL;
+}
+
+/* istiod's index page (an HTML table of name and help, one row per handler, sorted); with
+ * ?format=json (weft) the same rows as [{"name", "href", "help"}]. */
+static void r_index(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    (void)p;
+    char fmt[16];
+    const char *f = wf_debug_query_get(q, "format", fmt, sizeof fmt);
+    if (f && strcmp(f, "json") == 0) {
+        json_t *arr = json_array();
+        for (size_t i = 0; arr && i < NROUTES; i++)
+            if (listed(i) && json_array_append_new(
+                                 arr, json_pack("{s:s,s:s,s:s}", "name", routes[i].path, "href",
+                                                routes[i].path, "help", routes[i].help)) != 0) {
+                json_decref(arr);
+                arr = NULL;
+            }
+        wf_debug_reply_json(r, 200, arr);
+        return;
+    }
+    r->status = 200;
+    r->ctype = "text/html; charset=utf-8";
+    wf_strbuf_puts(&r->body, "<!DOCTYPE html>\n<html>\n<head>\n<title>Pilot Debug Console</title>\n"
+                             "</head>\n<body>\n<table>\n<thead>\n"
+                             "<tr><th>Endpoint</th><th>Description</th></tr>\n</thead>\n"
+                             "<tbody>\n");
+    for (size_t i = 0; i < NROUTES; i++)
+        if (listed(i)) /* paths and help are this file's constants: nothing to escape */
+            wf_strbuf_printf(&r->body, "<tr><td><a href=\"%s\">%s</a></td><td>%s</td></tr>\n",
+                             routes[i].path, routes[i].path, routes[i].help);
+    wf_strbuf_puts(&r->body, "</tbody>\n</table>\n</body>\n</html>\n");
+}
+
+/* istiod's /debug/list: the handler names without "/debug/", "list" left out, sorted. */
+static void r_list(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    (void)p;
+    (void)q;
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < NROUTES; i++) {
+        if (!listed(i) || strcmp(routes[i].path, "/debug/list") == 0)
+            continue;
+        if (json_array_append_new(arr, json_string(routes[i].path + strlen("/debug/"))) != 0) {
+            json_decref(arr);
+            arr = NULL;
+        }
+    }
+    wf_debug_reply_json(r, 200, arr);
+}
 
 void wf_debug_route(wf_pilot *p, const char *path, const char *query, wf_debug_reply *r)
 {
-    wf_ads *a = wf_pilot_ads(p);
-    if (strcmp(path, "/ready") == 0) {
-        bool ok = wf_pilot_ready(p);
-        reply_text(r, ok ? 200 : 503, ok ? "ready\n" : "not ready\n");
-    } else if (strcmp(path, "/metrics") == 0 || strcmp(path, "/stats/prometheus") == 0) {
-        view_metrics(a, r);
-    } else if (strcmp(path, "/debug/syncz") == 0) {
-        view_syncz(a, query, r);
-    } else if (strcmp(path, "/debug/adsz") == 0 || strcmp(path, "/debug/connections") == 0) {
-        view_adsz(a, query, r);
-    } else if (strcmp(path, "/debug/configz") == 0) {
-        view_configz(a, r, false);
-    } else if (strcmp(path, "/debug/config_errors") == 0) {
-        view_configz(a, r, true);
-    } else if (strcmp(path, "/debug/registryz") == 0) {
-        view_registryz(a, r);
-    } else if (strcmp(path, "/debug/endpointz") == 0 ||
-               strcmp(path, "/debug/endpointShardz") == 0) {
-        view_endpointz(a, r);
-    } else if (strcmp(path, "/debug/config_dump") == 0) {
-        wf_debug_config_dump(a, query, r);
-    } else if (strcmp(path, "/debug/push_status") == 0) {
-        view_push_status(a, r);
-    } else {
-        reply_text(r, 404, "404 page not found\n");
-    }
+    for (size_t i = 0; i < NROUTES; i++)
+        if (strcmp(path, routes[i].path) == 0) {
+            routes[i].fn(p, query ? query : "", r);
+            return;
+        }
+    reply_text(r, 404, "404 page not found\n");
 }

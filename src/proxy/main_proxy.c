@@ -62,6 +62,14 @@ static void usage(FILE *f)
             "                                  defaults of the three readiness flags (Istio's\n"
             "                                  proxyMetadata, mesh-wide or per workload, arrive\n"
             "                                  as environment variables)\n"
+            "  ISTIO_KUBE_APP_PROBERS=JSON     pilot-agent's rewritten app probes, served on the\n"
+            "                                  status address at /app-health/<c>/livez|readyz|\n"
+            "                                  startupz (Istio's KubeAppProbers JSON)\n"
+            "  INSTANCE_IP=IP                  the pod IP the probes and the app scrape go to\n"
+            "                                  (default 127.0.0.1)\n"
+            "  ISTIO_PROMETHEUS_ANNOTATIONS=JSON  {\"scrape\",\"path\",\"port\"}: merge the app's\n"
+            "                                  metrics into the status address's\n"
+            "                                  /stats/prometheus (pilot-agent's merged metrics)\n"
             "  WEFT_PROXY_TEST_BACKOFF_JITTER=max|zero  retry back-offs at the top (interval\n"
             "                                  - 1 ms) or bottom (0) of Envoy's jittered\n"
             "                                  interval instead of a uniform draw\n");
@@ -159,6 +167,47 @@ static int readiness_env(wp_server_opts *o)
             fprintf(stderr, "weft-proxy: (from the environment variable %s)\n", vars[i].name);
             return -1;
         }
+    }
+    return 0;
+}
+
+/* pilot-agent's environment (app_probe.h, status_metrics.h). A bad value stops the proxy, as it
+ * stops pilot-agent. probers and scrape are the storage o points into. */
+static int agent_env(wp_server_opts *o, wp_app_probers *probers, wp_prom_scrape *scrape)
+{
+    wf_strbuf err = {0};
+    const char *ip = getenv("INSTANCE_IP");
+    struct sockaddr_storage sa;
+    if (ip && *ip) {
+        if (uv_ip4_addr(ip, 0, (struct sockaddr_in *)&sa) != 0 &&
+            uv_ip6_addr(ip, 0, (struct sockaddr_in6 *)&sa) != 0) {
+            fprintf(stderr, "weft-proxy: INSTANCE_IP: \"%s\" is not an IP address\n", ip);
+            return -1;
+        }
+        o->app_ip = ip;
+    }
+    const char *pr = getenv("ISTIO_KUBE_APP_PROBERS");
+    if (pr && *pr) {
+        if (wp_app_probers_parse(pr, probers, &err) != 0) {
+            fprintf(stderr, "weft-proxy: ISTIO_KUBE_APP_PROBERS: %s\n", wf_strbuf_cstr(&err));
+            wf_strbuf_free(&err);
+            return -1;
+        }
+        o->app_probers = probers;
+    }
+    const char *an = getenv("ISTIO_PROMETHEUS_ANNOTATIONS");
+    if (an && *an) {
+        int port = 15020; /* the status port, to refuse a scrape of itself */
+        if (o->nstatus > 0 && wp_status_parse_address(o->status_addrs[0], &sa, NULL) == 0)
+            port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                                                  : ((struct sockaddr_in *)&sa)->sin_port);
+        int rc = wp_prom_scrape_parse(an, port, scrape, &err);
+        if (rc < 0) {
+            fprintf(stderr, "weft-proxy: ISTIO_PROMETHEUS_ANNOTATIONS: %s\n", wf_strbuf_cstr(&err));
+            wf_strbuf_free(&err);
+            return -1;
+        }
+        o->app_metrics = rc == 1 ? scrape : NULL;
     }
     return 0;
 }
@@ -289,5 +338,11 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    return wp_server_run(&o);
+    wp_app_probers probers = {0};
+    wp_prom_scrape scrape = {0};
+    if (agent_env(&o, &probers, &scrape) != 0)
+        return 2;
+    int rc = wp_server_run(&o);
+    wp_app_probers_free(&probers);
+    return rc;
 }

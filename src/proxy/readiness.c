@@ -93,6 +93,11 @@ void wp_readiness_lds_update(wp_readiness *r, bool accepted, uint64_t now_ms)
         r->lds_rejected++;
 }
 
+void wp_readiness_note_rejection(wp_readiness *r, const char *type, const char *msg)
+{
+    snprintf(r->last_reject, sizeof(r->last_reject), "%s: %s", type ? type : "", msg ? msg : "");
+}
+
 void wp_readiness_stream_up(wp_readiness *r, uint64_t now_ms)
 {
     advance(r, now_ms);
@@ -164,9 +169,10 @@ static void config_reason(const wp_readiness *r, char *out, size_t cap)
         what = "config not fully received from XDS server";
     snprintf(out, cap,
              "%s: cds updates: %llu successful, %llu rejected; lds updates: %llu successful, "
-             "%llu rejected",
+             "%llu rejected%s%s",
              what, (unsigned long long)r->cds_ok, (unsigned long long)r->cds_rejected,
-             (unsigned long long)r->lds_ok, (unsigned long long)r->lds_rejected);
+             (unsigned long long)r->lds_ok, (unsigned long long)r->lds_rejected,
+             r->last_reject[0] ? "; last rejected: " : "", r->last_reject);
 }
 
 static double secs(uint64_t ms)

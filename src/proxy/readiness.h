@@ -34,6 +34,8 @@
  *   "config received from XDS server, but was rejected: <summary>"          some rejected
  *   "config not fully received from XDS server: <summary>"                 only one of the two
  *     summary = "cds updates: N successful, M rejected; lds updates: N successful, M rejected"
+ *     and, once a CDS or LDS update was rejected (weft: pilot-agent only logs Envoy's warning),
+ *     "; last rejected: <CDS|LDS>: <the NACK text>" (wp_readiness_note_rejection)
  *   "server is not live, current state is: DRAINING"                        draining
  *   "workers have not yet started"
  * and weft's own for the control-plane policy, e.g.
@@ -90,6 +92,7 @@ typedef struct {
     bool outage;     /* an outage is open (since outage_since) */
     bool cp_unready; /* CONTROL_PLANE: latched not ready until the outage closes */
     uint64_t outage_since, up_since;
+    char last_reject[384]; /* "<TYPE>: <NACK text>", "" = none */
 } wp_readiness;
 
 /* Fills p with the default policy: ISTIO, grace and stability at the defaults above. */
@@ -113,6 +116,9 @@ void wp_readiness_workers_started(wp_readiness *r, uint64_t now_ms);
  * listener_manager.lds.*); call once per update, as those counters count. */
 void wp_readiness_cds_update(wp_readiness *r, bool accepted, uint64_t now_ms);
 void wp_readiness_lds_update(wp_readiness *r, bool accepted, uint64_t now_ms);
+/* The text of the rejection just counted: type ("CDS", "LDS") and the NACK message, shown in
+ * the config reason (truncated to fit). */
+void wp_readiness_note_rejection(wp_readiness *r, const char *type, const char *msg);
 /* The xDS stream to the control plane opened (connected_state 1) / closed or failed
  * (connected_state 0). Repeating the current state is harmless (no-op). */
 void wp_readiness_stream_up(wp_readiness *r, uint64_t now_ms);

@@ -388,7 +388,8 @@ static int bind_one(wp_server *srv, const wp_config *cfg, size_t i, int **fdsv, 
  * ones), marking each listener bound or not. strict (the bootstrap at start): the first
  * listener that cannot bind fails it all (-1, nothing left open). Otherwise (an update, as
  * Envoy's listener manager): a listener that cannot bind is left without sockets, its error
- * appended to err ("Error adding/updating listener(s) NAME: cannot bind ..."), and the return
+ * appended to err ("Error adding/updating listener(s) NAME: cannot bind 'ADDR': why", one
+ * "NAME: why" line more per other listener), and the return
  * is 1; the others are applied. -1 when out of memory. */
 static int bind_all(wp_server *srv, wp_config *cfg, const wp_config *cur, int **fdsv, bool strict,
                     wf_strbuf *err)
@@ -429,7 +430,8 @@ static int bind_all(wp_server *srv, wp_config *cfg, const wp_config *cur, int **
         if (strncmp(reason, "listener ", 9) == 0 && strncmp(reason + 9, l->name, nl) == 0 &&
             strncmp(reason + 9 + nl, ": ", 2) == 0)
             reason += 11 + nl;
-        wf_strbuf_printf(err, "%sError adding/updating listener(s) %s: %s", rc ? "\n" : "", l->name,
+        /* Envoy's LdsApiImpl: one prefix, then "NAME: reason" per listener, joined by "\n" */
+        wf_strbuf_printf(err, "%s%s: %s", rc ? "\n" : "Error adding/updating listener(s) ", l->name,
                          reason);
         wf_strbuf_free(&why);
         rc = 1;
@@ -495,10 +497,48 @@ static void st_prometheus(void *ud, wf_strbuf *out)
     wp_stats_tags_free(tags);
 }
 
+/* pilot-agent's POST /quitquitquit: the agent and its Envoy end, as on SIGTERM (drain, then
+ * exit once no connection is left or at --drain-time-s). */
+static void st_quit(void *ud)
+{
+    start_drain(ud);
+}
+
+/* pilot-agent's POST /drain: Envoy's drain_listeners?inboundonly&graceful for a sidecar (every
+ * listener for a gateway), the process stays up (the agent's DrainNow). */
+static void st_drain(void *ud)
+{
+    wp_main *m = ud;
+    json_t *md = json_object_get(m->srv.gen->cfg->node, "metadata");
+    const char *type = json_string_value(json_object_get(md, "PROXY_TYPE"));
+    bool router = type && strcmp(type, "router") == 0;
+    wp_server_request_drain(m, !router, true, true);
+}
+
+/* Where the application listens, for the app probes and the app scrape: the node metadata
+ * WEFT_LOCALHOST when the bootstrap has it (weft's local mesh without network namespaces
+ * puts a sidecar's app on the pod's own loopback address, where pilot sends inbound traffic
+ * too), else INSTANCE_IP (pilot-agent's appProbersDestination, the pod IP), else NULL
+ * (127.0.0.1). The string is copied by the status server. */
+static const char *app_address(const wp_main *m)
+{
+    json_t *md = json_object_get(m->srv.gen->cfg->node, "metadata");
+    const char *lh = json_string_value(json_object_get(md, "WEFT_LOCALHOST"));
+    return lh && *lh ? lh : m->opts->app_ip;
+}
+
 static int start_one_status(wp_main *m, const char *addr, bool readiness_only, wf_strbuf *err)
 {
-    wp_status_opts opts = {.address = addr, .readiness_only = readiness_only};
-    wp_status_callbacks cb = {.ready = st_ready, .render_prometheus = st_prometheus, .ud = m};
+    wp_status_opts opts = {.address = addr,
+                           .readiness_only = readiness_only,
+                           .probers = m->opts->app_probers,
+                           .app_ip = app_address(m),
+                           .app_metrics = m->opts->app_metrics};
+    wp_status_callbacks cb = {.ready = st_ready,
+                              .render_prometheus = st_prometheus,
+                              .quit = st_quit,
+                              .drain = st_drain,
+                              .ud = m};
     wp_status *s = wp_status_start(m->loop, &opts, &cb, err);
     if (!s)
         return -1;
@@ -589,6 +629,12 @@ static void xds_update(void *ud, wf_xds_type t, const char *version, bool accept
             wp_readiness_cds_update(&m->readiness, false, uv_now(m->loop));
         else if (t == WF_XDS_LDS)
             wp_readiness_lds_update(&m->readiness, false, uv_now(m->loop));
+        wp_xds_status st = {0};
+        if ((t == WF_XDS_CDS || t == WF_XDS_LDS) && m->xds) {
+            wp_xds_client_status(m->xds, &st);
+            wp_readiness_note_rejection(&m->readiness, t == WF_XDS_CDS ? "CDS" : "LDS",
+                                        st.last_nack);
+        }
         return;
     }
     m->cds_pending |= t == WF_XDS_CDS;

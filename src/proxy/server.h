@@ -14,7 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proxy/app_probe.h"
 #include "proxy/readiness.h"
+#include "proxy/status_metrics.h"
 
 #define WP_MAX_STATUS_ADDRS 4
 
@@ -33,6 +35,11 @@ typedef struct {
     const char *status_addrs[WP_MAX_STATUS_ADDRS], *health_addrs[WP_MAX_STATUS_ADDRS];
     size_t nstatus, nhealth;
     wp_readiness_policy readiness;
+    /* pilot-agent's environment (status.h): ISTIO_KUBE_APP_PROBERS parsed (NULL = none),
+     * INSTANCE_IP (NULL = 127.0.0.1), ISTIO_PROMETHEUS_ANNOTATIONS (NULL = no app metrics) */
+    const wp_app_probers *app_probers;
+    const char *app_ip;
+    const wp_prom_scrape *app_metrics;
     int argc; /* for /server_info command_line_options */
     char **argv;
 } wp_server_opts;

@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/log.h"
 #include "http/h1_parser.h"
 #include "proxy/status.h"
+#include "proxy/status_fetch.h"
 
 #define ST_MAX_HEADERS 32
 #define ST_REASON_MAX  512
@@ -31,6 +33,9 @@ struct wp_status {
     bool listener_open; /* the listener handle is not closed yet */
     int last_ready;     /* -1 no probe yet, else the last answer (for transition logs) */
     int port;
+    char app_ip[64];
+    wp_prom_scrape app_metrics; /* opts.app_metrics points here when set */
+    wp_agent_metrics agent;
 };
 
 typedef struct st_conn {
@@ -47,10 +52,17 @@ typedef struct st_conn {
     wf_strbuf out;
     int handles; /* open libuv handles (tcp, timer); freed at 0 */
     bool writing, close_after, closing, lingering;
+    /* a response waiting for an app probe or an app scrape (pend_* below) */
+    bool pending;
+    wp_app_probe *probe;
+    wp_fetch *scrape;
+    struct st_resp_ *pend;
+    int pend_minor;
+    void (*after_write)(void *ud); /* the quit / drain callback, once the "OK" is out */
 } st_conn;
 
-typedef struct {
-    int status;
+typedef struct st_resp_ {
+    int status; /* 0 while pending (an op will answer) */
     const char *content_type;
     const char *extra; /* more header lines, each ending in CRLF, or NULL */
     wf_strbuf body;
@@ -133,6 +145,15 @@ static void conn_close(st_conn *c)
     if (c->next)
         c->next->prev = c->prev;
     s->nconns--;
+    wp_app_probe_cancel(c->probe);
+    wp_fetch_cancel(c->scrape);
+    c->probe = NULL;
+    c->scrape = NULL;
+    if (c->pend) {
+        wf_strbuf_free(&c->pend->body);
+        free(c->pend);
+        c->pend = NULL;
+    }
     uv_close((uv_handle_t *)&c->tcp, conn_handle_closed);
     uv_close((uv_handle_t *)&c->timer, conn_handle_closed);
 }
@@ -144,6 +165,10 @@ static const char *status_text(int status)
     switch (status) {
     case 200:
         return "OK";
+    case 400:
+        return "Bad Request";
+    case 403:
+        return "Forbidden";
     case 404:
         return "Not Found";
     case 405:
@@ -156,8 +181,8 @@ static const char *status_text(int status)
         return "Not Implemented";
     case 503:
         return "Service Unavailable";
-    default:
-        return "Bad Request";
+    default: /* the app's status of a probe: the code is what counts */
+        return status >= 200 && status < 300 ? "OK" : status < 500 ? "Bad Request" : "Error";
     }
 }
 
@@ -195,6 +220,14 @@ static void on_written(uv_write_t *req, int status)
         return;
     if (status < 0) {
         conn_close(c);
+        return;
+    }
+    if (c->after_write) {
+        void (*fn)(void *) = c->after_write;
+        c->after_write = NULL;
+        wp_status *s = c->s;
+        linger(c);
+        fn(s->cb.ud); /* may close the server and this connection */
         return;
     }
     if (c->close_after) {
@@ -273,44 +306,266 @@ static void h_ready(wp_status *s, st_resp *o)
         wf_strbuf_printf(&o->body, "%s\n", reason);
 }
 
-static void h_prometheus(wp_status *s, st_resp *o)
-{
-    o->content_type = "text/plain; version=0.0.4; charset=utf-8";
-    s->cb.render_prometheus(s->cb.ud, &o->body);
-    if (wf_strbuf_failed(&o->body)) {
-        wf_strbuf_free(&o->body);
-        o->status = 500;
-        o->content_type = "text/plain; charset=utf-8";
-        wf_strbuf_puts(&o->body, "out of memory\n");
-    }
-}
-
 static bool str_is(h1_str a, const char *b)
 {
     return a.len == strlen(b) && memcmp(a.p, b, a.len) == 0;
 }
 
-static void dispatch(wp_status *s, const h1_message *m, st_resp *o)
+static bool has_prefix(h1_str a, const char *b)
 {
+    return a.len >= strlen(b) && memcmp(a.p, b, strlen(b)) == 0;
+}
+
+static void set_text(st_resp *o, int status, const char *text)
+{
+    o->status = status;
+    o->content_type = "text/plain; charset=utf-8";
+    wf_strbuf_reset(&o->body);
+    wf_strbuf_puts(&o->body, text);
+}
+
+/* An op finished: the pending response goes out (the connection reads again after it). */
+static void send_pending(st_conn *c)
+{
+    st_resp *o = c->pend;
+    c->pend = NULL;
+    c->pending = false;
+    send_response(c, o, c->pend_minor);
+    wf_strbuf_free(&o->body);
+    free(o);
+}
+
+/* ---- the merged metrics (status_metrics.h) ---- */
+
+static void render_local(wp_status *s, wf_strbuf *out)
+{
+    wp_agent_metrics_render(&s->agent, out);
+    s->cb.render_prometheus(s->cb.ud, out);
+}
+
+static void on_scraped(void *ud, const wp_fetch_result *r)
+{
+    st_conn *c = ud;
+    wp_status *s = c->s;
+    st_resp *o = c->pend;
+    c->scrape = NULL;
+    bool ok = r->ok && r->status == 200;
+    if (!ok) {
+        s->agent.failures_app++;
+        if (r->ok)
+            WF_LOG(WF_LC_admin, WF_LOG_ERROR,
+                   "failed scraping application metrics: error scraping http://%s:%d%s, status "
+                   "code: %d",
+                   s->app_ip, s->app_metrics.port, s->app_metrics.path, r->status);
+        else
+            WF_LOG(WF_LC_admin, WF_LOG_ERROR,
+                   "failed scraping application metrics: error scraping http://%s:%d%s: %s",
+                   s->app_ip, s->app_metrics.port, s->app_metrics.path, r->error);
+    }
+    o->status = 200;
+    o->content_type = wp_metrics_content_type(ok ? r->content_type : NULL);
+    render_local(s, &o->body);
+    if (ok) /* last: an OpenMetrics "# EOF" ends the exposition */
+        wf_strbuf_append(&o->body, r->body, r->body_len);
+    if (wf_strbuf_failed(&o->body))
+        set_text(o, 500, "out of memory\n");
+    send_pending(c);
+}
+
+/* The scraper's headers pilot-agent forwards, as header lines into b. */
+static void scrape_headers(const h1_message *m, wf_strbuf *b, uint64_t *timeout_ms)
+{
+    static const char *const fwd[] = {"accept", "user-agent",
+                                      "x-prometheus-scrape-timeout-seconds"};
+    for (size_t i = 0; i < 3; i++) {
+        const h1_header *h = h1_find_header(m->headers, m->nheaders, fwd[i]);
+        if (!h)
+            continue;
+        wf_strbuf_printf(b, "%.*s: %.*s\r\n", (int)h->name.len, h->name.p, (int)h->value.len,
+                         h->value.p);
+        if (i == 2) {
+            char v[32];
+            snprintf(v, sizeof v, "%.*s", (int)(h->value.len < 31 ? h->value.len : 31), h->value.p);
+            char *end;
+            double sec = strtod(v, &end);
+            if (end != v && !*end && sec > 0 && sec < 3600)
+                *timeout_ms = (uint64_t)(sec * 1000) ? (uint64_t)(sec * 1000) : 1;
+        }
+    }
+}
+
+static void h_prometheus(st_conn *c, const h1_message *m, st_resp *o)
+{
+    wp_status *s = c->s;
+    s->agent.scrapes++;
+    o->content_type = wp_metrics_content_type(NULL);
+    if (!s->opts.app_metrics) {
+        render_local(s, &o->body);
+        if (wf_strbuf_failed(&o->body))
+            set_text(o, 500, "out of memory\n");
+        return;
+    }
+    struct sockaddr_storage dest;
+    if (uv_ip4_addr(s->app_ip, s->app_metrics.port, (struct sockaddr_in *)&dest) != 0 &&
+        uv_ip6_addr(s->app_ip, s->app_metrics.port, (struct sockaddr_in6 *)&dest) != 0) {
+        set_text(o, 500, "invalid application address\n");
+        return;
+    }
+    wf_strbuf hdrs = WF_STRBUF_INIT;
+    uint64_t timeout = s->opts.app_scrape_timeout_ms;
+    scrape_headers(m, &hdrs, &timeout);
+    char host[96];
+    snprintf(host, sizeof host, strchr(s->app_ip, ':') ? "[%s]:%d" : "%s:%d", s->app_ip,
+             s->app_metrics.port);
+    wp_fetch_req req = {.dest = (struct sockaddr *)&dest,
+                        .target = s->app_metrics.path,
+                        .host = host,
+                        .headers = wf_strbuf_cstr(&hdrs),
+                        .timeout_ms = timeout,
+                        .max_body = WP_STATUS_APP_METRICS_MAX,
+                        .body_limit_fails = true};
+    c->scrape = wf_strbuf_failed(&hdrs) ? NULL : wp_fetch_start(s->loop, &req, on_scraped, c);
+    wf_strbuf_free(&hdrs);
+    if (!c->scrape) {
+        set_text(o, 500, "out of memory\n");
+        return;
+    }
+    o->status = 0; /* on_scraped answers */
+}
+
+/* ---- application probes (app_probe.h) ---- */
+
+static void on_probed(void *ud, int status, const char *body, size_t len)
+{
+    st_conn *c = ud;
+    st_resp *o = c->pend;
+    c->probe = NULL;
+    o->status = status;
+    o->content_type = "text/plain; charset=utf-8";
+    wf_strbuf_append(&o->body, body, len);
+    if (wf_strbuf_failed(&o->body))
+        set_text(o, 500, "out of memory\n");
+    send_pending(c);
+}
+
+static bool hop_by_hop(h1_str n)
+{
+    static const char *const names[] = {
+        "host", "connection", "keep-alive",     "proxy-connection", "transfer-encoding",
+        "te",   "upgrade",    "content-length", "trailer"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (n.len == strlen(names[i]) && strncasecmp(n.p, names[i], n.len) == 0)
+            return true;
+    return false;
+}
+
+static void h_app_probe(st_conn *c, const h1_message *m, h1_str path, st_resp *o)
+{
+    wp_status *s = c->s;
+    const wp_app_prober *p = wp_app_probers_find(s->opts.probers, path.p, path.len);
+    if (!p) {
+        WF_LOG(WF_LC_admin, WF_LOG_ERROR, "Prober does not exists url %.*s", (int)path.len, path.p);
+        set_text(o, 400, "");
+        wf_strbuf_printf(&o->body, "app prober config does not exists for %.*s", (int)path.len,
+                         path.p);
+        return;
+    }
+    const char *why = wp_app_probe_unsupported(p);
+    if (why) {
+        WF_LOG(WF_LC_admin, WF_LOG_ERROR, "probes: %s: %s", p->path, why);
+        set_text(o, 500, "");
+        wf_strbuf_printf(&o->body, "%s: %s\n", why, p->path);
+        return;
+    }
+    wf_strbuf fwd = WF_STRBUF_INIT;
+    for (size_t i = 0; i < m->nheaders; i++)
+        if (!hop_by_hop(m->headers[i].name))
+            wf_strbuf_printf(&fwd, "%.*s: %.*s\r\n", (int)m->headers[i].name.len,
+                             m->headers[i].name.p, (int)m->headers[i].value.len,
+                             m->headers[i].value.p);
+    const h1_header *host = h1_find_header(m->headers, m->nheaders, "host");
+    char hostv[256] = "";
+    if (host)
+        snprintf(hostv, sizeof hostv, "%.*s", (int)host->value.len, host->value.p);
+    wp_app_probe_ctx ctx = {.dest_ip = s->app_ip,
+                            .host = hostv,
+                            .headers = wf_strbuf_cstr(&fwd),
+                            .status_port = s->port};
+    c->probe = wf_strbuf_failed(&fwd) ? NULL : wp_app_probe_start(s->loop, p, &ctx, on_probed, c);
+    wf_strbuf_free(&fwd);
+    if (!c->probe) {
+        set_text(o, 500, "out of memory\n");
+        return;
+    }
+    o->status = 0; /* on_probed answers */
+}
+
+/* ---- /quitquitquit and /drain ---- */
+
+static bool peer_is_loopback(st_conn *c)
+{
+    struct sockaddr_storage sa;
+    int len = sizeof(sa);
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &len) != 0)
+        return false;
+    if (sa.ss_family == AF_INET)
+        return (ntohl(((struct sockaddr_in *)&sa)->sin_addr.s_addr) >> 24) == 127;
+    if (sa.ss_family != AF_INET6)
+        return false;
+    const unsigned char *a = ((struct sockaddr_in6 *)&sa)->sin6_addr.s6_addr;
+    static const unsigned char loop6[16] = {[15] = 1};
+    static const unsigned char mapped[12] = {[10] = 0xff, [11] = 0xff};
+    return memcmp(a, loop6, 16) == 0 || (memcmp(a, mapped, 12) == 0 && a[12] == 127);
+}
+
+/* pilot-agent's handleQuit / handleDrain: localhost first, then POST. */
+static void h_lifecycle(st_conn *c, const h1_message *m, bool quit, st_resp *o)
+{
+    wp_status *s = c->s;
+    if (!peer_is_loopback(c)) {
+        set_text(o, 403, "Only requests from localhost are allowed\n");
+        return;
+    }
+    if (!str_is(m->method, "POST")) {
+        set_text(o, 405, "Method Not Allowed\n");
+        return;
+    }
+    set_text(o, 200, "OK");
+    WF_LOG(WF_LC_admin, WF_LOG_INFO,
+           quit ? "handling /quitquitquit, notifying pilot-agent to exit"
+                : "handling /drain, starting drain");
+    c->close_after = true;
+    c->after_write = quit ? s->cb.quit : s->cb.drain; /* it may close this server */
+}
+
+static void dispatch(st_conn *c, const h1_message *m, st_resp *o)
+{
+    wp_status *s = c->s;
     size_t pl = m->target.len;
     const char *q = memchr(m->target.p, '?', m->target.len);
     if (q)
         pl = (size_t)(q - m->target.p);
     h1_str path = {m->target.p, pl};
+    bool full = !s->opts.readiness_only;
     bool ready = str_is(path, "/healthz/ready");
-    bool prom =
-        !s->opts.readiness_only && s->cb.render_prometheus && str_is(path, "/stats/prometheus");
-    if (!ready && !prom) {
-        o->status = 404;
-        wf_strbuf_puts(&o->body, "404 page not found\n");
+    bool prom = full && s->cb.render_prometheus &&
+                (str_is(path, "/stats/prometheus") || str_is(path, "/metrics"));
+    bool quit = full && s->cb.quit && str_is(path, "/quitquitquit");
+    bool drain = full && s->cb.drain && str_is(path, "/drain");
+    bool probe = full && (has_prefix(path, "/app-health/") || has_prefix(path, "/app-lifecycle/"));
+    if (quit || drain) {
+        h_lifecycle(c, m, quit, o);
+    } else if (probe) {
+        h_app_probe(c, m, path, o);
+    } else if (!ready && !prom) {
+        set_text(o, 404, "404 page not found\n");
     } else if (!str_is(m->method, "GET") && !o->head_only) {
-        o->status = 405;
+        set_text(o, 405, "method not allowed\n");
         o->extra = "allow: GET, HEAD\r\n";
-        wf_strbuf_puts(&o->body, "method not allowed\n");
     } else if (ready) {
         h_ready(s, o);
     } else {
-        h_prometheus(s, o);
+        h_prometheus(c, m, o);
     }
 }
 
@@ -322,9 +577,28 @@ static void handle_request(st_conn *c, const h1_message *m)
            (int)m->target.len, m->target.p);
     /* A body is not read: answer, then close rather than skip it. */
     c->close_after = !m->keep_alive || m->framing != H1_BODY_NONE || m->upgrade;
-    dispatch(c->s, m, &o);
-    send_response(c, &o, m->version_minor);
-    wf_strbuf_free(&o.body);
+    dispatch(c, m, &o);
+    if (o.status != 0) {
+        send_response(c, &o, m->version_minor);
+        wf_strbuf_free(&o.body);
+        return;
+    }
+    /* an op answers later: not read meanwhile (its own timeout bounds the wait) */
+    c->pend = malloc(sizeof(*c->pend));
+    if (!c->pend) {
+        wp_app_probe_cancel(c->probe);
+        wp_fetch_cancel(c->scrape);
+        c->probe = NULL;
+        c->scrape = NULL;
+        wf_strbuf_free(&o.body);
+        conn_close(c);
+        return;
+    }
+    *c->pend = o;
+    c->pend_minor = m->version_minor;
+    c->pending = true;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    uv_timer_stop(&c->timer);
 }
 
 /* ---------- reading ---------- */
@@ -342,7 +616,7 @@ static void compact(st_conn *c)
  * connection is done. */
 static void process(st_conn *c)
 {
-    while (!c->writing && !c->closing) {
+    while (!c->writing && !c->closing && !c->pending) {
         h1_event ev;
         c->off += h1_parse(&c->parser, c->buf + c->off, c->len - c->off, &ev);
         switch (ev) {
@@ -487,6 +761,8 @@ static void apply_defaults(wp_status_opts *o)
         o->max_connections = WP_STATUS_DEFAULT_MAX_CONNECTIONS;
     if (o->idle_timeout_ms == 0)
         o->idle_timeout_ms = WP_STATUS_DEFAULT_IDLE_TIMEOUT_MS;
+    if (o->app_scrape_timeout_ms == 0)
+        o->app_scrape_timeout_ms = WP_STATUS_DEFAULT_APP_SCRAPE_MS;
 }
 
 static int bind_listen(wp_status *s, const struct sockaddr_storage *sa)
@@ -531,6 +807,11 @@ wp_status *wp_status_start(uv_loop_t *loop, const wp_status_opts *opts,
     apply_defaults(&s->opts);
     snprintf(s->address, sizeof(s->address), "%s", opts->address);
     s->opts.address = s->address;
+    snprintf(s->app_ip, sizeof(s->app_ip), "%s", opts->app_ip ? opts->app_ip : "127.0.0.1");
+    if (opts->app_metrics) {
+        s->app_metrics = *opts->app_metrics;
+        s->opts.app_metrics = &s->app_metrics;
+    }
     s->last_ready = -1;
     int r = uv_tcp_init(loop, &s->listener);
     if (r != 0) {
@@ -555,6 +836,11 @@ wp_status *wp_status_start(uv_loop_t *loop, const wp_status_opts *opts,
 int wp_status_port(const wp_status *s)
 {
     return s->port;
+}
+
+wp_agent_metrics wp_status_agent_metrics(const wp_status *s)
+{
+    return s->agent;
 }
 
 size_t wp_status_connections(const wp_status *s)

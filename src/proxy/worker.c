@@ -29,7 +29,7 @@ int wp_listen_socket(const wp_listener *l, wf_strbuf *err)
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
     if (bind(fd, (const struct sockaddr *)&l->addr.sa, l->addr.len) != 0) {
-        wf_strbuf_printf(err, "listener %s: cannot bind %s: %s", l->name, l->addr.text,
+        wf_strbuf_printf(err, "listener %s: cannot bind '%s': %s", l->name, l->addr.text,
                          strerror(errno));
         close(fd);
         return -1;

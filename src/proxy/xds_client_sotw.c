@@ -9,10 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/log.h"
 #include "proxy/bootstrap.h"
 #include "proxy/config_dump.h"
+#include "proxy/worker.h"
 #include "proxy/xds_client_internal.h"
 
 #define TEST_HOOK_MSG "rejected by test hook WEFT_PROXY_TEST_REJECT_TYPE"
@@ -183,10 +185,10 @@ void xc_note_rejected(wp_xds_client *c, int t, const char *version, const char *
         set_lds_errors(c, msg);
     xc_count_update(c, t, XC_UPD_REJECTED);
     xc_count_rejected(c, t);
+    free(c->last_nack);
+    c->last_nack = strdup(msg); /* before on_update: the callback may read it (status) */
     if (c->cb.on_update)
         c->cb.on_update(c->cb.ud, (wf_xds_type)t, version ? version : "", false);
-    free(c->last_nack);
-    c->last_nack = strdup(msg);
 }
 
 void xc_note_accepted(wp_xds_client *c, int t)
@@ -314,6 +316,54 @@ static int validate_warming(wp_xds_client *c, int t, wp_xds_resources *res, wf_s
     return cfg ? 0 : -1;
 }
 
+/* Envoy binds a listener's socket when the LDS update adds it (ListenerImpl's socket
+ * factory), before the listener warms: a listener of this update whose address cannot be bound
+ * fails the update there, named ("Error adding/updating listener(s) NAME: cannot bind 'ADDR':
+ * why", one "NAME: why" line more per other one). Each such listener is dropped from set, so
+ * it is neither added nor tried again by a later RDS/CDS update (a later LDS update that
+ * still carries it tries again); its error goes to nack and to the listener error states. The
+ * addresses are those of the effective configuration (placeholder routes stand for the
+ * missing ones). A test bind with SO_REUSEPORT succeeds for the proxy's own listeners, so only
+ * an address held by someone else fails. */
+static void drop_unbindable(wp_xds_client *c, wp_xds_resources *res, json_t *set, wf_strbuf *nack)
+{
+    json_t *eff = NULL;
+    wp_xds_dynamic dyn;
+    wf_strbuf lerr = WF_STRBUF_INIT;
+    res->placeholder_routes = true;
+    int rc = wp_xds_compose(c->base, res, &eff, &dyn, &lerr, NULL, NULL);
+    res->placeholder_routes = false;
+    wp_config *cfg = rc == 0 ? wp_bootstrap_load(eff, "xds", &lerr) : NULL;
+    for (size_t i = cfg ? dyn.n_static_listeners : 0; cfg && i < cfg->nlisteners; i++) {
+        const wp_listener *l = &cfg->listeners[i];
+        wf_strbuf why = WF_STRBUF_INIT;
+        int fd = wp_listen_socket(l, &why);
+        if (fd >= 0) {
+            close(fd);
+        } else if (json_object_get(set, l->name)) {
+            const char *reason = wf_strbuf_cstr(&why); /* without "listener NAME: " */
+            size_t nl = strlen(l->name);
+            if (strncmp(reason, "listener ", 9) == 0 && strncmp(reason + 9, l->name, nl) == 0 &&
+                strncmp(reason + 9 + nl, ": ", 2) == 0)
+                reason += 11 + nl;
+            WF_LOG(WF_LC_config, WF_LOG_ERROR, "listener '%s' cannot be added: %s", l->name,
+                   reason);
+            wf_strbuf_printf(nack, "%s%s: %s",
+                             nack->len ? "\n" : "Error adding/updating listener(s) ", l->name,
+                             reason);
+            if (!c->lds_failed) /* the first one gets the named error state */
+                note_failed_listener(c, WF_XDS_LDS, WF_XDS_LDS, l->name, reason, set);
+            json_object_del(set, l->name);
+        }
+        wf_strbuf_free(&why);
+    }
+    wp_config_unref(cfg);
+    if (rc == 0)
+        wp_xds_dynamic_free(&dyn);
+    json_decref(eff);
+    wf_strbuf_free(&lerr);
+}
+
 int xc_compose_apply(wp_xds_client *c, int t, json_t *set, const char *version, wp_xds_dynamic *dyn,
                      wf_strbuf *err)
 {
@@ -328,7 +378,11 @@ int xc_compose_apply(wp_xds_client *c, int t, json_t *set, const char *version, 
     wf_strbuf cerr = WF_STRBUF_INIT;
     json_decref(c->lds_failed);
     c->lds_failed = NULL;
+    wf_strbuf unbound = WF_STRBUF_INIT; /* NACK text of listeners that cannot bind */
+    if (t == WF_XDS_LDS && set)
+        drop_unbindable(c, &res, set, &unbound);
     if (wp_xds_compose(c->base, &res, &eff, dyn, &cerr, &bad_type, bad_name) != 0) {
+        wf_strbuf_free(&unbound);
         const char *reason = compose_reason(wf_strbuf_cstr(&cerr), bad_type);
         wp_xds_nack_text(bad_type, bad_name, reason, err);
         note_failed_listener(c, t, bad_type, bad_name, reason, res.set[WF_XDS_LDS]);
@@ -340,18 +394,28 @@ int xc_compose_apply(wp_xds_client *c, int t, json_t *set, const char *version, 
         wp_xds_dynamic_free(dyn);
         json_decref(eff);
         wf_strbuf_free(&cerr);
+        wf_strbuf_free(&unbound);
         wf_strbuf_puts(err, "out of memory");
         return -1;
     }
     if (dyn->warming_listeners.n && validate_warming(c, t, &res, err) != 0) {
         wp_xds_dynamic_free(dyn);
         json_decref(eff);
+        wf_strbuf_free(&unbound);
         return -1;
     }
     int rc = c->cb.apply(c->cb.ud, eff, dyn, &cerr);
+    if (rc == 0 && unbound.len) /* applied without the listeners that cannot bind */
+        rc = 1;
     if (rc == 1) { /* applied, but parts failed (listeners that cannot bind): NACK the text */
+        static const char prefix[] = "Error adding/updating listener(s) ";
+        const char *more = wf_strbuf_cstr(&cerr); /* bound by someone else since the test */
+        if (unbound.len && cerr.len)
+            wf_strbuf_printf(
+                &unbound, "\n%s",
+                strncmp(more, prefix, sizeof prefix - 1) == 0 ? more + sizeof prefix - 1 : more);
         free(c->partial);
-        c->partial = strdup(wf_strbuf_cstr(&cerr));
+        c->partial = strdup(wf_strbuf_cstr(unbound.len ? &unbound : &cerr));
         rc = 0;
     } else if (rc != 0) {
         char name[256];
@@ -364,6 +428,7 @@ int xc_compose_apply(wp_xds_client *c, int t, json_t *set, const char *version, 
         wp_xds_dynamic_free(dyn);
     }
     wf_strbuf_free(&cerr);
+    wf_strbuf_free(&unbound);
     json_decref(eff);
     return rc == 0 ? 0 : -1;
 }

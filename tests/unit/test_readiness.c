@@ -97,6 +97,26 @@ static void test_before_first_config(void **state)
     assert_int_equal(wp_readiness_state_at(&r, 70), WP_RS_READY);
 }
 
+/* The reason names the type whose update was rejected, and why (weft's suffix). */
+static void test_rejection_names_the_type(void **state)
+{
+    (void)state;
+    wp_readiness r = make(WP_READINESS_ISTIO);
+    wp_readiness_workers_started(&r, 0);
+    wp_readiness_cds_update(&r, true, 10);
+    wp_readiness_lds_update(&r, false, 20);
+    wp_readiness_note_rejection(&r, "LDS",
+                                "Error adding/updating listener(s) 0.0.0.0_8081: cannot bind "
+                                "'10.0.0.1:8081': Address already in use");
+    expect_reason(&r, 30,
+                  "config received from XDS server, but was rejected: cds updates: 1 "
+                  "successful, 0 rejected; lds updates: 0 successful, 1 rejected; last rejected: "
+                  "LDS: Error adding/updating listener(s) 0.0.0.0_8081: cannot bind "
+                  "'10.0.0.1:8081': Address already in use");
+    wp_readiness_lds_update(&r, true, 40);
+    assert_true(wp_readiness_check(&r, 50, NULL, 0));
+}
+
 /* The same with the opt-in policy: no config, not ready, whatever the stream does. */
 static void test_before_first_config_control_plane(void **state)
 {
@@ -320,6 +340,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults_and_names),
         cmocka_unit_test(test_before_first_config),
+        cmocka_unit_test(test_rejection_names_the_type),
         cmocka_unit_test(test_before_first_config_control_plane),
         cmocka_unit_test(test_workers_not_started),
         cmocka_unit_test(test_istio_stays_ready_through_outage),

@@ -81,7 +81,8 @@ static fixture *start_with(wp_status_opts o, bool prom)
     assert_int_equal(uv_loop_init(&f->loop), 0);
     assert_int_equal(uv_async_init(&f->loop, &f->stop, on_stop), 0);
     f->stop.data = f;
-    wp_status_callbacks cb = {cb_ready, prom ? cb_prom : NULL, f};
+    wp_status_callbacks cb = {
+        .ready = cb_ready, .render_prometheus = prom ? cb_prom : NULL, .ud = f};
     wf_strbuf err = {0};
     if (!o.address)
         o.address = "127.0.0.1:0";
@@ -444,13 +445,13 @@ static void test_addresses_and_bind_errors(void **state)
     char addr[32];
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", f->port);
     wp_status_opts o = {.address = addr};
-    wp_status_callbacks cb = {cb_ready, NULL, f};
+    wp_status_callbacks cb = {.ready = cb_ready, .ud = f};
     wf_strbuf e2 = {0};
     assert_null(wp_status_start(&loop, &o, &cb, &e2));
     assert_non_null(strstr(wf_strbuf_cstr(&e2), "cannot listen on status address 127.0.0.1:"));
     assert_non_null(strstr(wf_strbuf_cstr(&e2), "address already in use"));
     wf_strbuf_free(&e2);
-    wp_status_callbacks none = {NULL, NULL, NULL};
+    wp_status_callbacks none = {0};
     assert_null(wp_status_start(&loop, &o, &none, &e2));
     wf_strbuf_free(&e2);
     uv_run(&loop, UV_RUN_DEFAULT);
