@@ -3,13 +3,21 @@
  * (DESIGN.md "The local mesh", docs/local-mesh.md).
  *
  * up: plan from the manifests (localmesh_plan.h), check the fixed ports (15010, 15014,
- * 30000), write the state folder (localmesh_state.h), fork the supervisor
- * (localmesh_super.h) and wait until pilot answers /ready and every proxy's /healthz/ready
- * is 200. With --detach the supervisor runs in its own session and up returns (0 when ready,
- * 1 after --timeout naming what is not ready; the mesh keeps running). Without it, up stays in
- * the foreground until Ctrl-C or SIGTERM, which stop everything.
+ * 30000), write the state folder (localmesh_state.h; by default outside DIR:
+ * wf_lm_default_state), fork the supervisor (localmesh_super.h), then wait, with a progress
+ * line on stderr, until pilot answers /ready, every proxy is SYNCED (pilot's /debug/syncz)
+ * and answers /healthz/ready 200, and every app process runs (or has failed: nothing to wait
+ * for), at most --timeout seconds. It then prints the pods and, on stderr, what is wrong
+ * (localmesh_health.h): the resources pilot rejected (/debug/config_errors, as the validation
+ * webhook would refuse them) and the fields it accepts without effect, apps that cannot
+ * start or exited (the supervisor's reason), proxies not SYNCED or not ready, and a node
+ * port with no gateway listener behind it. With --detach the supervisor runs in its own
+ * session and up returns: 0, or 3 (WF_EXIT_MESH) when anything was wrong (the mesh keeps
+ * running). Without it, up stays in the foreground, printing config errors pilot reports
+ * for later edits as they appear, until Ctrl-C or SIGTERM, which stop everything (exit 0).
  *
- * `down` and `status` are in cmd_down.c. Exit codes: 0, 1 errors, 64 bad flags.
+ * `down` and `status` are in cmd_down.c. Exit codes: 0, 1 errors (nothing started), 3 the
+ * mesh runs with problems, 64 bad flags.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +34,7 @@
 #include "cli/cli.h"
 #include "cli/flags.h"
 #include "cli/http_client.h"
+#include "cli/localmesh_health.h"
 #include "cli/localmesh_plan.h"
 #include "cli/localmesh_state.h"
 #include "cli/localmesh_super.h"
@@ -188,32 +197,260 @@ static int probe(const char *addr, const char *path, wf_strbuf *reason)
     return rc;
 }
 
-/* Probe everything once; prints what is not ready when report. Returns the count not ready. */
-static size_t not_ready(const wf_lm_plan *p, bool report)
+/* ---- up: what the mesh is doing (localmesh_health.h) ------------------------------------- */
+
+typedef struct look {
+    bool pilot_ready;
+    size_t proxies, synced, ready; /* proxies of started pods */
+    size_t apps, running, failed;  /* app processes: settled running, stopped with a reason */
+    json_t *syncz, *mesh;          /* the last documents read (NULL when unavailable) */
+} look;
+
+static void look_free(look *l)
+{
+    json_decref(l->syncz);
+    json_decref(l->mesh);
+    *l = (look){0};
+}
+
+static json_t *read_mesh_json(const char *state)
+{
+    char *path = state_file(state, WF_LM_MESH_JSON);
+    json_error_t je;
+    json_t *doc = path ? json_load_file(path, 0, &je) : NULL;
+    free(path);
+    return doc;
+}
+
+static long long wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static bool has_proxy(const wf_lm_pod *pod)
+{
+    return (pod->sidecar || pod->gateway) && !pod->error;
+}
+
+/* One look at everything; true when settled: pilot ready, every proxy SYNCED and ready, every
+ * app running (or failed: nothing to wait for). */
+static bool take_look(const wf_lm_plan *p, look *l)
+{
+    look_free(l);
+    wf_strbuf why = WF_STRBUF_INIT;
+    l->pilot_ready = probe(WF_LM_MON_ADDR, "/ready", &why) == 0;
+    wf_strbuf_reset(&why);
+    l->syncz = wf_lm_pilot_json("/debug/syncz", PROBE_TIMEOUT, &why);
+    l->mesh = read_mesh_json(p->state);
+    for (size_t i = 0; i < p->npods; i++) {
+        const wf_lm_pod *pod = &p->pods[i];
+        if (!has_proxy(pod))
+            continue;
+        char id[600], addr[40];
+        snprintf(id, sizeof id, "%s.%s", pod->name, pod->ns);
+        snprintf(addr, sizeof addr, "%s:%d", pod->ip, WF_LM_STATUS_PORT);
+        l->proxies++;
+        l->synced += l->syncz && wf_lm_proxy_synced(l->syncz, id, &why);
+        l->ready += probe(addr, "/healthz/ready", &why) == 0;
+    }
+    size_t i;
+    json_t *proc;
+    long long now = wall_ms();
+    json_array_foreach(json_object_get(l->mesh, "processes"), i, proc)
+    {
+        const char *kind = json_string_value(json_object_get(proc, "kind"));
+        if (!kind || strcmp(kind, "app") != 0)
+            continue;
+        l->apps++;
+        if (wf_lm_app_settled(proc, now)) {
+            const char *st = json_string_value(json_object_get(proc, "state"));
+            if (st && strcmp(st, "running") == 0)
+                l->running++;
+            else
+                l->failed++;
+        }
+    }
+    wf_strbuf_free(&why);
+    return l->pilot_ready && l->synced == l->proxies && l->ready == l->proxies &&
+           l->running + l->failed == l->apps;
+}
+
+/* "waiting for 5 pods: pilot ready, 3/4 proxies SYNCED, 2/4 ready, 4/5 apps running, 1
+ * cannot start" on stderr when it changed. */
+static void progress(const wf_lm_plan *p, const look *l, wf_strbuf *last)
+{
+    char line[300];
+    int n = snprintf(line, sizeof line,
+                     "waiting for %zu pods: pilot %s, %zu/%zu proxies SYNCED, %zu/%zu ready, "
+                     "%zu/%zu apps running",
+                     p->npods, l->pilot_ready ? "ready" : "not ready", l->synced, l->proxies,
+                     l->ready, l->proxies, l->running, l->apps);
+    if (l->failed && n > 0 && (size_t)n < sizeof line)
+        snprintf(line + n, sizeof line - (size_t)n, ", %zu cannot start", l->failed);
+    if (strcmp(line, wf_strbuf_cstr(last)) == 0)
+        return;
+    wf_strbuf_reset(last);
+    wf_strbuf_puts(last, line);
+    fprintf(stderr, "%s ...\n", line);
+}
+
+/* ---- up: the summary of problems ---------------------------------------------------------- */
+
+static size_t count_kind(const wf_store *s, wf_kind k)
+{
+    size_t n = 0;
+    if (s)
+        wf_store_kind(s, k, &n);
+    return n;
+}
+
+/* The node port forwards to the gateway pod's 8080: does anything answer there? Checked when
+ * DIR has a Gateway (else nothing is meant to listen). 1 when it fails, else 0. */
+static size_t check_forwarder(const wf_lm_plan *p, FILE *f)
+{
+    if (p->gateway >= p->npods || p->pods[p->gateway].error ||
+        count_kind(p->store, WF_KIND_GATEWAY) == 0)
+        return 0;
+    const wf_lm_pod *gw = &p->pods[p->gateway];
+    char addr[40];
+    snprintf(addr, sizeof addr, "%s:%d", gw->ip, WF_LM_GW_HTTP_PORT);
+    wf_http_resp r = {0};
+    wf_strbuf err = WF_STRBUF_INIT;
+    int rc = wf_http_request("GET", addr, "/", PROBE_TIMEOUT, &r, &err);
+    if (rc != 0)
+        fprintf(f,
+                "  node port: %s:%d forwards to the gateway pod %s.%s at %s, which does not "
+                "answer (%s): nothing listens on %d; the gateway listens on the targetPort of "
+                "its Service's port 80 (Istio's default profile: 80 -> %d), so it needs a "
+                "Service selecting its labels with that port\n",
+                WF_LM_GW_HOST_IP, WF_LM_GW_HOST_PORT, gw->name, gw->ns, addr, wf_strbuf_cstr(&err),
+                WF_LM_GW_HTTP_PORT, WF_LM_GW_HTTP_PORT);
+    wf_http_resp_free(&r);
+    wf_strbuf_free(&err);
+    return rc != 0;
+}
+
+static size_t report_apps(const look *l, FILE *f)
+{
+    size_t i, bad = 0;
+    json_t *proc;
+    json_array_foreach(json_object_get(l->mesh, "processes"), i, proc)
+    {
+        const char *kind = json_string_value(json_object_get(proc, "kind"));
+        char why[400];
+        if (!kind || strcmp(kind, "app") != 0 || !wf_lm_app_problem(proc, why, sizeof why))
+            continue;
+        const char *log = json_string_value(json_object_get(proc, "log"));
+        fprintf(f, "  app %s (pod %s.%s): %s (log: %s)\n",
+                json_string_value(json_object_get(proc, "name")),
+                json_string_value(json_object_get(proc, "pod")),
+                json_string_value(json_object_get(proc, "namespace")), why, log ? log : "-");
+        bad++;
+    }
+    return bad;
+}
+
+static size_t report_proxies(const wf_lm_plan *p, const look *l, FILE *f)
 {
     wf_strbuf why = WF_STRBUF_INIT;
     size_t bad = 0;
     if (probe(WF_LM_MON_ADDR, "/ready", &why) != 0) {
+        fprintf(f, "  weft-pilot (http://%s/ready): %s\n", WF_LM_MON_ADDR, wf_strbuf_cstr(&why));
         bad++;
-        if (report)
-            fprintf(stderr, "  weft-pilot (http://%s/ready): %s\n", WF_LM_MON_ADDR,
-                    wf_strbuf_cstr(&why));
     }
-    for (size_t i = 0; i < p->npods && (report || !bad); i++) {
+    for (size_t i = 0; i < p->npods; i++) {
         const wf_lm_pod *pod = &p->pods[i];
-        char addr[40];
-        if ((!pod->sidecar && !pod->gateway) || pod->error)
+        if (!has_proxy(pod))
             continue;
+        char id[600], addr[40];
+        snprintf(id, sizeof id, "%s.%s", pod->name, pod->ns);
         snprintf(addr, sizeof addr, "%s:%d", pod->ip, WF_LM_STATUS_PORT);
-        if (probe(addr, "/healthz/ready", &why) != 0) {
+        if (!l->syncz || !wf_lm_proxy_synced(l->syncz, id, &why)) {
+            fprintf(f, "  proxy %s: not SYNCED: %s\n", id,
+                    l->syncz ? wf_strbuf_cstr(&why) : "pilot's /debug/syncz did not answer");
             bad++;
-            if (report)
-                fprintf(stderr, "  %s.%s proxy (http://%s/healthz/ready): %s\n", pod->name, pod->ns,
-                        addr, wf_strbuf_cstr(&why));
+        } else if (probe(addr, "/healthz/ready", &why) != 0) {
+            fprintf(f, "  proxy %s: not ready (http://%s/healthz/ready): %s\n", id, addr,
+                    wf_strbuf_cstr(&why));
+            bad++;
         }
     }
     wf_strbuf_free(&why);
     return bad;
+}
+
+/* Prints pilot's config errors and warnings (seen: the lines printed, for the foreground)
+ * and every problem to stderr; returns how many problems make `up` fail. */
+static size_t report_problems(const wf_lm_plan *p, const look *l, json_t *seen)
+{
+    wf_strbuf err = WF_STRBUF_INIT, line = WF_STRBUF_INIT;
+    size_t bad = 0;
+    json_t *cfg = wf_lm_pilot_json("/debug/config_errors", 3000, &err);
+    if (json_is_array(cfg)) {
+        bad += wf_lm_cfg_print(stderr, cfg);
+        size_t i;
+        json_t *e;
+        json_array_foreach(cfg, i, e)
+        {
+            wf_lm_cfg_line(e, &line);
+            json_object_set_new(seen, wf_strbuf_cstr(&line), json_true());
+        }
+    }
+    FILE *f = stderr;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len); /* the problem lines, printed under one heading */
+    if (mem) {
+        f = mem;
+        if (!json_is_array(cfg))
+            fprintf(f, "  cannot read pilot's config errors: %s\n", wf_strbuf_cstr(&err));
+        size_t n = report_apps(l, f) + report_proxies(p, l, f) + check_forwarder(p, f);
+        bad += n + !json_is_array(cfg);
+        fclose(mem);
+        if (len)
+            fprintf(stderr, "problems:\n%s", buf);
+        free(buf);
+    }
+    json_decref(cfg);
+    wf_strbuf_free(&err);
+    wf_strbuf_free(&line);
+    return bad;
+}
+
+/* The foreground: print config errors pilot reports that were not there before (what
+ * `kubectl apply` would have told), and those no longer reported. */
+static void follow_config(json_t *seen)
+{
+    wf_strbuf err = WF_STRBUF_INIT, line = WF_STRBUF_INIT;
+    json_t *cfg = wf_lm_pilot_json("/debug/config_errors", PROBE_TIMEOUT, &err);
+    json_t *now = json_object();
+    size_t i;
+    json_t *e;
+    json_array_foreach(cfg, i, e)
+    {
+        wf_lm_cfg_line(e, &line);
+        const char *text = wf_strbuf_cstr(&line);
+        if (!json_object_get(seen, text))
+            fprintf(stderr, "%s: %s\n",
+                    wf_lm_cfg_is_warning(e) ? "not implemented (accepted, no effect)"
+                                            : "pilot rejected",
+                    text);
+        json_object_set_new(now, text, json_true());
+    }
+    const char *key;
+    json_t *v;
+    if (json_is_array(cfg) && now) {
+        json_object_foreach(seen, key, v) if (!json_object_get(now, key))
+            fprintf(stderr, "no longer reported: %s\n", key);
+        json_object_clear(seen);
+        json_object_update(seen, now);
+    }
+    json_decref(now);
+    json_decref(cfg);
+    wf_strbuf_free(&err);
+    wf_strbuf_free(&line);
 }
 
 /* Sleeps up to ms; returns the signal that arrived (SIGINT/SIGTERM/SIGHUP) or 0. */
@@ -253,20 +490,35 @@ static int stop_child(pid_t child)
 
 typedef enum { W_READY, W_TIMEOUT, W_SIGNAL, W_DIED } wait_result;
 
-static wait_result wait_ready(const wf_lm_plan *p, pid_t child, const sigset_t *set, long timeout)
+static wait_result wait_ready(const wf_lm_plan *p, pid_t child, const sigset_t *set, long timeout,
+                              look *l)
 {
     long deadline = now_ms() + timeout * 1000L;
+    wf_strbuf last = WF_STRBUF_INIT;
+    wait_result r;
     for (;;) {
         int status;
-        if (waitpid(child, &status, WNOHANG) == child)
-            return W_DIED;
-        if (not_ready(p, false) == 0)
-            return W_READY;
-        if (now_ms() >= deadline)
-            return W_TIMEOUT;
-        if (wait_signal(set, POLL_MS))
-            return W_SIGNAL;
+        if (waitpid(child, &status, WNOHANG) == child) {
+            r = W_DIED;
+            break;
+        }
+        bool settled = take_look(p, l);
+        progress(p, l, &last);
+        if (settled) {
+            r = W_READY;
+            break;
+        }
+        if (now_ms() >= deadline) {
+            r = W_TIMEOUT;
+            break;
+        }
+        if (wait_signal(set, POLL_MS)) {
+            r = W_SIGNAL;
+            break;
+        }
     }
+    wf_strbuf_free(&last);
+    return r;
 }
 
 /* ---- up: the supervisor process ----------------------------------------------------------- */
@@ -293,11 +545,11 @@ static void child_main(wf_lm_plan *p, bool detach, const sigset_t *set)
     _exit(rc); /* the parent's allocations are the parent's to free */
 }
 
-static int foreground(const wf_lm_plan *p, pid_t child, const sigset_t *set)
+static int foreground(const wf_lm_plan *p, pid_t child, const sigset_t *set, json_t *seen)
 {
     printf("\nPress Ctrl-C to stop the mesh.\n");
     fflush(stdout);
-    for (;;) {
+    for (int tick = 0;; tick++) {
         int status;
         pid_t w = waitpid(child, &status, WNOHANG);
         if (w == child) {
@@ -306,6 +558,8 @@ static int foreground(const wf_lm_plan *p, pid_t child, const sigset_t *set)
             print_log_tail(p->state);
             return WF_EXIT_ERROR;
         }
+        if (tick % 2 == 1)
+            follow_config(seen);
         if (wait_signal(set, 500)) {
             printf("stopping the local mesh...\n");
             fflush(stdout);
@@ -340,29 +594,37 @@ static int launch(wf_lm_plan *p, bool detach, long timeout)
     printf("starting the local mesh from %s (%zu pods, %zu processes)...\n", p->dir, p->npods,
            p->nprocs);
     fflush(stdout);
-    wait_result r = wait_ready(p, child, &set, timeout);
+    look l = {0};
+    wait_result r = wait_ready(p, child, &set, timeout, &l);
     if (r == W_DIED) {
+        look_free(&l);
         fprintf(stderr, "Error: the supervisor exited while starting\n");
         print_log_tail(p->state);
         return WF_EXIT_ERROR;
     }
     if (r == W_SIGNAL) {
+        look_free(&l);
         stop_child(child);
         fprintf(stderr, "interrupted: the local mesh was stopped\n");
         return WF_EXIT_ERROR;
     }
-    if (r == W_TIMEOUT) {
-        fprintf(stderr, "Error: not ready after %lds:\n", timeout);
-        not_ready(p, true);
-        fprintf(stderr,
-                "The mesh keeps running: see %s/logs/, or stop it with `weftctl down "
-                "--state %s`.\n",
-                p->state, p->state);
-    }
+    if (r == W_TIMEOUT)
+        fprintf(stderr, "not settled after %lds (--timeout):\n", timeout);
     print_summary(p, child, r == W_READY);
-    if (detach)
-        return r == W_READY ? WF_EXIT_OK : WF_EXIT_ERROR;
-    return foreground(p, child, &set);
+    fflush(stdout);
+    json_t *seen = json_object();
+    size_t bad = seen ? report_problems(p, &l, seen) : 1;
+    look_free(&l);
+    if (bad)
+        fprintf(stderr,
+                "\nThe mesh runs with %zu problem%s (exit %d): fix the manifests (pilot picks "
+                "edits up), see %s/logs/, `weftctl status`; `weftctl down` stops it.\n",
+                bad, bad == 1 ? "" : "s", WF_EXIT_MESH, p->state);
+    int rc = bad ? WF_EXIT_MESH : WF_EXIT_OK;
+    if (!detach)
+        rc = foreground(p, child, &set, seen);
+    json_decref(seen);
+    return rc;
 }
 
 /* ---- up ----------------------------------------------------------------------------------- */
@@ -381,11 +643,14 @@ static void up_usage(const wf_flag *flags)
 static void up_flags(wf_flag *f)
 {
     wf_flag defs[U_COUNT] = {
-        [U_STATE] = {"state", 0, WF_FLAG_STRING, "State folder (default DIR/.weft)", "dir"},
+        [U_STATE] = {"state", 0, WF_FLAG_STRING,
+                     "State folder (default $XDG_STATE_HOME/weft/NAME-HASH, outside DIR)", "dir"},
         [U_DETACH] = {"detach", 'd', WF_FLAG_BOOL,
                       "Run in the background; return once everything is ready", NULL},
         [U_TIMEOUT] = {"timeout", 0, WF_FLAG_STRING,
-                       "Seconds to wait for pilot and every proxy to be ready (default 60)", "s"},
+                       "Seconds to wait for every proxy to be SYNCED and ready and every app "
+                       "running (default 60)",
+                       "s"},
         [U_NS] = {"namespace", 'n', WF_FLAG_STRING,
                   "Namespace of manifests that name none (default: the one namespace labelled "
                   "istio-injection=enabled, else default)",

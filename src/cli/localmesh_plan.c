@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/localmesh_internal.h"
+#include "cli/localmesh_sys.h"
 
 #define SAFE_ALPHABET                                                                              \
     "bcdfghjklmnpqrstvwxz2456789" /* k8s.io/apimachinery rand.SafeEncodeString                     \
@@ -724,8 +725,8 @@ int wf_lm_plan_build(const wf_lm_opts *o, wf_lm_plan **out, wf_strbuf *err)
     char *dir = realpath(o->dir, NULL), *state = NULL;
     if (dir && o->state)
         state = absolute(o->state);
-    else if (dir)
-        state = (state = malloc(strlen(dir) + 7)) ? strcat(strcpy(state, dir), "/.weft") : NULL;
+    else if (dir && !(state = wf_lm_default_state(dir, err)))
+        return free(dir), -1;
     wf_store *s = NULL;
     int rc = dir && state ? load_dir(dir, state, &s, err) : -1;
     if (rc == 0) {
