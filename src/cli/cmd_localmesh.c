@@ -202,6 +202,7 @@ static int probe(const char *addr, const char *path, wf_strbuf *reason)
 typedef struct look {
     bool pilot_ready;
     size_t proxies, synced, ready; /* proxies of started pods */
+    size_t proxies_ok, nacked;     /* SYNCED and ready; refusing pilot's config */
     size_t apps, running, failed;  /* app processes: settled running, stopped with a reason */
     json_t *syncz, *mesh;          /* the last documents read (NULL when unavailable) */
 } look;
@@ -234,8 +235,8 @@ static bool has_proxy(const wf_lm_pod *pod)
     return (pod->sidecar || pod->gateway) && !pod->error;
 }
 
-/* One look at everything; true when settled: pilot ready, every proxy SYNCED and ready, every
- * app running (or failed: nothing to wait for). */
+/* One look at everything; true when settled: pilot ready, every proxy SYNCED and ready (or
+ * refusing pilot's config: nothing to wait for), every app running (or failed: likewise). */
 static bool take_look(const wf_lm_plan *p, look *l)
 {
     look_free(l);
@@ -251,9 +252,14 @@ static bool take_look(const wf_lm_plan *p, look *l)
         char id[600], addr[40];
         snprintf(id, sizeof id, "%s.%s", pod->name, pod->ns);
         snprintf(addr, sizeof addr, "%s:%d", pod->ip, WF_LM_STATUS_PORT);
+        bool nacked = false;
+        bool synced = l->syncz && wf_lm_proxy_synced(l->syncz, id, &why, &nacked);
+        bool ready = probe(addr, "/healthz/ready", &why) == 0;
         l->proxies++;
-        l->synced += l->syncz && wf_lm_proxy_synced(l->syncz, id, &why);
-        l->ready += probe(addr, "/healthz/ready", &why) == 0;
+        l->synced += synced;
+        l->ready += ready;
+        l->proxies_ok += synced && ready;
+        l->nacked += !synced && nacked;
     }
     size_t i;
     json_t *proc;
@@ -273,7 +279,7 @@ static bool take_look(const wf_lm_plan *p, look *l)
         }
     }
     wf_strbuf_free(&why);
-    return l->pilot_ready && l->synced == l->proxies && l->ready == l->proxies &&
+    return l->pilot_ready && l->proxies_ok + l->nacked == l->proxies &&
            l->running + l->failed == l->apps;
 }
 
@@ -288,7 +294,9 @@ static void progress(const wf_lm_plan *p, const look *l, wf_strbuf *last)
                      p->npods, l->pilot_ready ? "ready" : "not ready", l->synced, l->proxies,
                      l->ready, l->proxies, l->running, l->apps);
     if (l->failed && n > 0 && (size_t)n < sizeof line)
-        snprintf(line + n, sizeof line - (size_t)n, ", %zu cannot start", l->failed);
+        n += snprintf(line + n, sizeof line - (size_t)n, ", %zu cannot start", l->failed);
+    if (l->nacked && n > 0 && (size_t)n < sizeof line)
+        snprintf(line + n, sizeof line - (size_t)n, ", %zu refusing pilot's config", l->nacked);
     if (strcmp(line, wf_strbuf_cstr(last)) == 0)
         return;
     wf_strbuf_reset(last);
@@ -367,7 +375,7 @@ static size_t report_proxies(const wf_lm_plan *p, const look *l, FILE *f)
         char id[600], addr[40];
         snprintf(id, sizeof id, "%s.%s", pod->name, pod->ns);
         snprintf(addr, sizeof addr, "%s:%d", pod->ip, WF_LM_STATUS_PORT);
-        if (!l->syncz || !wf_lm_proxy_synced(l->syncz, id, &why)) {
+        if (!l->syncz || !wf_lm_proxy_synced(l->syncz, id, &why, NULL)) {
             fprintf(f, "  proxy %s: not SYNCED: %s\n", id,
                     l->syncz ? wf_strbuf_cstr(&why) : "pilot's /debug/syncz did not answer");
             bad++;

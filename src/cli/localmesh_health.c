@@ -122,8 +122,11 @@ bool wf_lm_app_settled(const json_t *proc, long long now_ms)
     return started > 0 && now_ms - started >= WF_LM_APP_SETTLE_MS;
 }
 
-bool wf_lm_proxy_synced(const json_t *syncz, const char *id, wf_strbuf *why)
+bool wf_lm_proxy_synced(const json_t *syncz, const char *id, wf_strbuf *why, bool *nacked)
 {
+    bool nack = false;
+    if (nacked)
+        *nacked = false;
     static const struct {
         const char *prefix, *name;
     } types[] = {{"cluster", "CDS"}, {"listener", "LDS"}, {"endpoint", "EDS"}, {"route", "RDS"}};
@@ -153,6 +156,11 @@ bool wf_lm_proxy_synced(const json_t *syncz, const char *id, wf_strbuf *why)
         wf_strbuf_printf(why, "%s %s", types[t].name, st);
         if (*str(entry, key))
             wf_strbuf_printf(why, ": %s", str(entry, key));
+        snprintf(key, sizeof key, "%s_since_s", types[t].prefix);
+        nack |= !strcmp(st, "ERROR") &&
+                json_integer_value(json_object_get(entry, key)) >= WF_LM_NACK_SETTLE_S;
     }
+    if (nacked)
+        *nacked = nack;
     return why->len == 0;
 }

@@ -59,9 +59,13 @@ const char *wf_lm_app_problem(const json_t *proc, char *buf, size_t cap);
  * ms), or stopped with a reason (it failed: nothing to wait for). */
 bool wf_lm_app_settled(const json_t *proc, long long now_ms);
 
+#define WF_LM_NACK_SETTLE_S 2 /* a type in ERROR this long is a failure, not a moment */
+
 /* The proxy "<pod>.<ns>" in a syncz array: true when it is connected and every type pilot
  * tracks for it is SYNCED (IGNORED: not watched, fine). Else false with why ("not
- * connected to pilot", "LDS ERROR: ...", "CDS STALE") in why (replaced). */
-bool wf_lm_proxy_synced(const json_t *syncz, const char *id, wf_strbuf *why);
+ * connected to pilot", "LDS ERROR: ...", "CDS STALE") in why (replaced), and *nacked (may
+ * be NULL) set when a type has been in ERROR (the proxy refused pilot's config) for
+ * WF_LM_NACK_SETTLE_S or more: it stays so until the config changes, nothing to wait for. */
+bool wf_lm_proxy_synced(const json_t *syncz, const char *id, wf_strbuf *why, bool *nacked);
 
 #endif

@@ -12,13 +12,13 @@ it.
 import glob
 import json
 import os
-import shutil
 import signal
+import subprocess
 import time
 
 import pytest
 
-from test_weftctl_up import (BOOK, LOCAL_IMAGES, book_folder, kill_leftovers, need_fixed_ports,
+from test_weftctl_up import (LOCAL_IMAGES, book_folder, kill_leftovers, need_fixed_ports,
                              supervisor_log, wait_for, weftctl)
 
 BAD_VS = """\
@@ -247,3 +247,84 @@ def test_down_and_status_on_a_folder_that_does_not_exist(tmp_path):
     (tmp_path / "file").write_text("x")
     p = weftctl("down", tmp_path / "file")
     assert p.returncode == 1 and "not a folder" in p.stderr, p.stderr
+
+
+CLASH = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: clash
+  namespace: istioinaction
+spec:
+  selector:
+    matchLabels: {app: clash}
+  template:
+    metadata:
+      labels: {app: clash}
+    spec:
+      containers:
+      - name: clash
+        image: istioinaction/catalog
+        ports:
+        - containerPort: 80
+"""
+
+
+def test_up_names_a_proxy_that_refuses_its_config(tmp_path):
+    """The app listens on its pod localhost:80, where the sidecar's outbound listener for the
+    Service port 80 must bind too (docs/local-mesh.md "Limits"): the proxy NACKs, it is not
+    SYNCED, and up says so without waiting for --timeout."""
+    need_fixed_ports()
+    d = book_folder(tmp_path)
+    (d / "clash.yaml").write_text(CLASH)
+    try:
+        t0 = time.monotonic()
+        up = run(tmp_path, "up", d, "--detach", "--timeout", "40")
+        took = time.monotonic() - t0
+        state = state_of(tmp_path)
+        assert up.returncode == 3, up.stdout + up.stderr + supervisor_log(state or ".")
+        problems = up.stderr.split("problems:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+        assert len(problems) == 1, up.stderr
+        assert problems[0].startswith("  proxy clash-") and ": not SYNCED: " in problems[0] \
+            and "ERROR" in problems[0], up.stderr
+        assert took < 30, "up waited for a proxy that refuses its config: %.0fs" % took
+    finally:
+        down, left = cleanup(tmp_path, d)
+    assert down.returncode == 0 and not left, (down.stdout, left)
+
+
+def test_foreground_up_prints_later_edits_pilot_rejects(tmp_path):
+    """In the foreground, a later edit pilot rejects is printed as it happens (what `kubectl
+    apply` would have said), and its fix too; Ctrl-C stops everything."""
+    need_fixed_ports()
+    d = book_folder(tmp_path)
+    xdg, rt = env_for(tmp_path)
+    env = dict(os.environ, XDG_STATE_HOME=str(xdg), XDG_RUNTIME_DIR=str(rt))
+    out, err = open(tmp_path / "up.out", "w+"), open(tmp_path / "up.err", "w+")
+    proc = subprocess.Popen([os.path.abspath(os.environ.get("WEFTCTL", "build/weftctl")), "up",
+                             str(d), "--timeout", "40"], stdout=out, stderr=err, env=env)
+    try:
+        def text(f):
+            f.seek(0)
+            return f.read()
+        wait_for(lambda: "Press Ctrl-C" in text(out), 45, "up in the foreground")
+        assert "problems:" not in text(err), text(err)
+        (d / "bad-vs.yaml").write_text(BAD_VS)
+        line = "pilot rejected: %s:15:15: VirtualService istioinaction/catalog-bad-weight: " \
+               "spec.http[0].route[0].weight: " % (d / "bad-vs.yaml")
+        wait_for(lambda: line in text(err), 20, "the rejected edit on stderr")
+        (d / "bad-vs.yaml").unlink()
+        wait_for(lambda: "no longer reported: %s" % line[len("pilot rejected: "):] in text(err),
+                 20, "the fix on stderr")
+        assert text(err).count(line) == 1, text(err)  # printed once, not at every poll
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+        assert "stopped" in text(out)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        down, left = cleanup(tmp_path, d)
+        out.close()
+        err.close()
+    assert not left, left

@@ -127,16 +127,23 @@ static void proxies_synced(void **state)
         " {\"proxy\": \"b.ns\", \"connected\": false, \"cluster_status\": \"SYNCED\"},"
         " {\"proxy\": \"b.ns\", \"connected\": true, \"cluster_status\": \"SYNCED\", "
         "\"listener_status\": \"ERROR\", \"listener_error\": \"cannot bind 127.11.0.3:80\", "
+        "\"listener_since_s\": 1, "
         "\"route_status\": \"STALE\"},"
         " {\"proxy\": \"c.ns\", \"connected\": false, \"cluster_status\": \"SYNCED\"}]");
     wf_strbuf why = WF_STRBUF_INIT;
-    assert_true(wf_lm_proxy_synced(syncz, "a.ns", &why));
+    assert_true(wf_lm_proxy_synced(syncz, "a.ns", &why, NULL));
     assert_string_equal(wf_strbuf_cstr(&why), "");
-    assert_false(wf_lm_proxy_synced(syncz, "b.ns", &why)); /* the connected stream counts */
+    bool nacked = true;
+    assert_false(wf_lm_proxy_synced(syncz, "b.ns", &why, &nacked)); /* the connected stream */
+    assert_false(nacked); /* in ERROR for 1 s: could be a moment */
     assert_string_equal(wf_strbuf_cstr(&why), "LDS ERROR: cannot bind 127.11.0.3:80, RDS STALE");
-    assert_false(wf_lm_proxy_synced(syncz, "c.ns", &why));
+    json_object_set_new(json_array_get(syncz, 2), "listener_since_s", json_integer(2));
+    assert_false(wf_lm_proxy_synced(syncz, "b.ns", &why, &nacked));
+    assert_true(nacked);
+    assert_false(wf_lm_proxy_synced(syncz, "c.ns", &why, &nacked));
+    assert_false(nacked);
     assert_string_equal(wf_strbuf_cstr(&why), "not connected to pilot");
-    assert_false(wf_lm_proxy_synced(syncz, "d.ns", &why));
+    assert_false(wf_lm_proxy_synced(syncz, "d.ns", &why, NULL));
     assert_string_equal(wf_strbuf_cstr(&why), "never connected to pilot");
     wf_strbuf_free(&why);
     json_decref(syncz);
