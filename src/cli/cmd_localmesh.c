@@ -284,7 +284,8 @@ static bool take_look(const wf_lm_plan *p, look *l)
 }
 
 /* "waiting for 5 pods: pilot ready, 3/4 proxies SYNCED, 2/4 ready, 4/5 apps running, 1
- * cannot start" on stderr when it changed. */
+ * cannot start ..." on stderr when it changed: a line each time, or rewritten in place on a
+ * terminal (progress_end ends it). */
 static void progress(const wf_lm_plan *p, const look *l, wf_strbuf *last)
 {
     char line[300];
@@ -301,7 +302,16 @@ static void progress(const wf_lm_plan *p, const look *l, wf_strbuf *last)
         return;
     wf_strbuf_reset(last);
     wf_strbuf_puts(last, line);
-    fprintf(stderr, "%s ...\n", line);
+    if (isatty(2))
+        fprintf(stderr, "\r\033[K%s ...", line);
+    else
+        fprintf(stderr, "%s ...\n", line);
+}
+
+static void progress_end(const wf_strbuf *last)
+{
+    if (last->len && isatty(2))
+        fputc('\n', stderr);
 }
 
 /* ---- up: the summary of problems ---------------------------------------------------------- */
@@ -525,6 +535,7 @@ static wait_result wait_ready(const wf_lm_plan *p, pid_t child, const sigset_t *
             break;
         }
     }
+    progress_end(&last);
     wf_strbuf_free(&last);
     return r;
 }

@@ -16,8 +16,6 @@ import signal
 import subprocess
 import time
 
-import pytest
-
 from test_weftctl_up import (LOCAL_IMAGES, book_folder, kill_leftovers, need_fixed_ports,
                              supervisor_log, wait_for, weftctl)
 
