@@ -2,12 +2,23 @@
  * cmd_down.c - `weftctl down` and `weftctl status` for the local mesh that `weftctl up`
  * started (cmd_localmesh.c, docs/local-mesh.md).
  *
- * Both find the state folder from --state STATEDIR, else DIR/.weft for a positional DIR, else
- * ./.weft. down: SIGTERM to the supervisor (which stops every process: SIGTERM, SIGKILL after
- * 10 s), SIGKILL if it is still there after 15 s, then whatever mesh.json still lists as
- * running (a supervisor that was killed leaves its processes behind). Exit 0, also when
- * nothing runs (with a note). status: mesh.json's processes as a table (NAME KIND POD IP
- * PID STATE RESTARTS) or with -o json. Exit codes: 0, 1 errors, 64 bad flags.
+ * Both find the state folder from --state STATEDIR, else the one `up DIR` used for a
+ * positional DIR (wf_lm_default_state, or DIR/.weft where older versions put it; a DIR that
+ * is not a folder is an error), else the current folder's when a mesh ran from it, else the
+ * last mesh `up` started (wf_lm_recall_state). A process of mesh.json is identified by its
+ * PID and /proc start time (wf_lm_pid_is), which survive a launcher's exec.
+ *
+ * down: SIGTERM to the supervisor (which stops every process: SIGTERM, SIGKILL after 10 s),
+ * SIGKILL if it is still there after 15 s, then whatever mesh.json still lists as running (a
+ * supervisor that was killed leaves its processes behind). Exit 0, also when nothing runs
+ * (with a note).
+ *
+ * status: mesh.json's processes as a table (NAME KIND POD IP PID STATE RESTARTS LAST EXIT:
+ * the supervisor's state, "crash-looping" for a process restarted and waiting again) or with
+ * -o json, then pilot's config errors and warnings and the problems (localmesh_health.h); a
+ * dead supervisor is said first ("supervisor not running: N processes left; run `weftctl
+ * down`"). Exit codes: 0, 1 errors, 3 (WF_EXIT_MESH) a problem or a dead supervisor, 64 bad
+ * flags.
  */
 #include <errno.h>
 #include <signal.h>
@@ -442,7 +453,9 @@ enum { S_STATE, S_OUTPUT, S_HELP, S_COUNT };
 
 static void status_usage(const wf_flag *flags)
 {
-    printf("Lists the processes of the local mesh that `weftctl up` started.\n\n"
+    printf("Lists the processes of the local mesh that `weftctl up` started (restarts, last\n"
+           "exit), the config pilot rejected and what is wrong; exit 3 when anything is\n"
+           "(docs/local-mesh.md).\n\n"
            "Usage:\n  weftctl status [DIR] [flags]\n\n");
     wf_flags_usage(flags, S_COUNT);
 }

@@ -654,7 +654,10 @@ static void up_usage(const wf_flag *flags)
 {
     printf("Runs the mesh described by the manifests in DIR on this machine: weft-pilot, the\n"
            "ingress gateway (http://127.0.0.1:30000), and per Deployment replica a pod with its\n"
-           "application and a weft-proxy sidecar (docs/local-mesh.md).\n\n"
+           "application and a weft-proxy sidecar (docs/local-mesh.md). It waits until every\n"
+           "proxy is SYNCED and every app runs, then names what is wrong: config pilot\n"
+           "rejected, apps that cannot start, proxies not SYNCED (exit 3; the mesh keeps\n"
+           "running).\n\n"
            "Usage:\n  weftctl up DIR [flags]\n\n");
     wf_flags_usage(flags, U_COUNT);
 }
