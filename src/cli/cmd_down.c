@@ -321,13 +321,8 @@ static int build_report(const json_t *mesh, pid_t sup, report *r)
     json_array_foreach(json_object_get(mesh, "processes"), i, proc)
     {
         char why[400];
-        if (strcmp(str_or(proc, "kind", ""), "app") == 0 &&
-            wf_lm_app_problem(proc, why, sizeof why))
+        if (wf_lm_app_problem(proc, why, sizeof why))
             add_problem(r, "%s: %s", str_or(proc, "name", "?"), why);
-        else if (strcmp(str_or(proc, "kind", "app"), "app") != 0 &&
-                 strcmp(str_or(proc, "state", ""), "running") != 0)
-            add_problem(r, "%s: %s (%s)", str_or(proc, "name", "?"), proc_state(proc, true),
-                        str_or(proc, "lastExit", "not started yet"));
     }
     wf_strbuf err = WF_STRBUF_INIT;
     r->cfg = wf_lm_pilot_json("/debug/config_errors", 3000, &err);

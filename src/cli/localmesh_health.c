@@ -104,12 +104,12 @@ const char *wf_lm_app_problem(const json_t *proc, char *buf, size_t cap)
     if (restarts > 0)
         snprintf(times, sizeof times, " (restarted %lld time%s)", restarts,
                  restarts == 1 ? "" : "s");
-    if (!running(proc)) {
-        snprintf(buf, cap, "cannot start: %s%s", *last ? last : str(proc, "state"), times);
-        return buf;
-    }
     if (!*last)
         return NULL;
+    if (!running(proc)) {
+        snprintf(buf, cap, "cannot start: %s%s", last, times);
+        return buf;
+    }
     snprintf(buf, cap, "restarted %lld time%s, last: %s", restarts, restarts == 1 ? "" : "s", last);
     return buf;
 }

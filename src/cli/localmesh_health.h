@@ -50,9 +50,10 @@ void wf_lm_cfg_line(const json_t *e, wf_strbuf *out);
  * (wf_lm_cfg_fails). */
 size_t wf_lm_cfg_print(FILE *f, const json_t *arr);
 
-/* Why an app process of mesh.json is a problem, in buf (NUL-terminated), or NULL when it is
- * fine: not running ("cannot start: command not found: x (restarted 3 times)"), or running
- * but it stopped since the mesh started ("restarted 2 times, last: exited with status 1"). */
+/* Why a process of mesh.json (an app, a proxy, pilot) is a problem, in buf (NUL-terminated),
+ * or NULL when it is fine or nothing is known yet (starting, stopping): stopped with a reason
+ * ("cannot start: command not found: x (restarted 3 times)"), or running but it stopped
+ * since the mesh started ("restarted 2 times, last: exited with status 1"). */
 const char *wf_lm_app_problem(const json_t *proc, char *buf, size_t cap);
 
 /* True when the app process has settled: running for WF_LM_APP_SETTLE_MS by now_ms (Unix

@@ -155,14 +155,21 @@ static size_t count_kind(const wf_store *s, wf_kind k)
 }
 
 /* The node port forwards to the gateway pod's 8080: does anything answer there? Checked when
- * DIR has a Gateway (else nothing is meant to listen). 1 when it fails, else 0. */
-static size_t check_forwarder(const wf_lm_plan *p, FILE *f)
+ * DIR has a Gateway (else nothing is meant to listen) and the gateway proxy is SYNCED (else
+ * that is the problem, reported with the proxies). 1 when it fails, else 0. */
+static size_t check_forwarder(const wf_lm_plan *p, const wf_lm_look *l, FILE *f)
 {
     if (p->gateway >= p->npods || p->pods[p->gateway].error ||
         count_kind(p->store, WF_KIND_GATEWAY) == 0)
         return 0;
     const wf_lm_pod *gw = &p->pods[p->gateway];
-    char addr[40];
+    char id[600], addr[40];
+    snprintf(id, sizeof id, "%s.%s", gw->name, gw->ns);
+    wf_strbuf why = WF_STRBUF_INIT;
+    bool synced = l->syncz && wf_lm_proxy_synced(l->syncz, id, &why, NULL);
+    wf_strbuf_free(&why);
+    if (!synced)
+        return 0;
     snprintf(addr, sizeof addr, "%s:%d", gw->ip, WF_LM_GW_HTTP_PORT);
     wf_http_resp r = {0};
     wf_strbuf err = WF_STRBUF_INIT;
@@ -200,12 +207,31 @@ static size_t report_apps(const wf_lm_look *l, FILE *f)
     return bad;
 }
 
+/* "; its process: exited with status 1 (restarted 2 times)" when the process named name
+ * in mesh.json is not running or exited since the mesh started, else "". */
+static const char *process_note(const wf_lm_look *l, const char *name, char *buf, size_t cap)
+{
+    size_t i;
+    json_t *proc;
+    char why[400];
+    buf[0] = '\0';
+    json_array_foreach(json_object_get(l->mesh, "processes"), i, proc)
+    {
+        const char *n = json_string_value(json_object_get(proc, "name"));
+        if (n && strcmp(n, name) == 0 && wf_lm_app_problem(proc, why, sizeof why))
+            snprintf(buf, cap, "; its process: %s", why);
+    }
+    return buf;
+}
+
 static size_t report_proxies(const wf_lm_plan *p, const wf_lm_look *l, FILE *f)
 {
     wf_strbuf why = WF_STRBUF_INIT;
     size_t bad = 0;
+    char note[500], name[600];
     if (wf_lm_probe(WF_LM_MON_ADDR, "/ready", &why) != 0) {
-        fprintf(f, "  weft-pilot (http://%s/ready): %s\n", WF_LM_MON_ADDR, wf_strbuf_cstr(&why));
+        fprintf(f, "  weft-pilot (http://%s/ready): %s%s\n", WF_LM_MON_ADDR, wf_strbuf_cstr(&why),
+                process_note(l, "pilot", note, sizeof note));
         bad++;
     }
     for (size_t i = 0; i < p->npods; i++) {
@@ -215,13 +241,15 @@ static size_t report_proxies(const wf_lm_plan *p, const wf_lm_look *l, FILE *f)
         char id[600], addr[40];
         snprintf(id, sizeof id, "%s.%s", pod->name, pod->ns);
         snprintf(addr, sizeof addr, "%s:%d", pod->ip, WF_LM_STATUS_PORT);
+        snprintf(name, sizeof name, "%s.proxy", pod->name);
         if (!l->syncz || !wf_lm_proxy_synced(l->syncz, id, &why, NULL)) {
-            fprintf(f, "  proxy %s: not SYNCED: %s\n", id,
-                    l->syncz ? wf_strbuf_cstr(&why) : "pilot's /debug/syncz did not answer");
+            fprintf(f, "  proxy %s: not SYNCED: %s%s\n", id,
+                    l->syncz ? wf_strbuf_cstr(&why) : "pilot's /debug/syncz did not answer",
+                    process_note(l, name, note, sizeof note));
             bad++;
         } else if (wf_lm_probe(addr, "/healthz/ready", &why) != 0) {
-            fprintf(f, "  proxy %s: not ready (http://%s/healthz/ready): %s\n", id, addr,
-                    wf_strbuf_cstr(&why));
+            fprintf(f, "  proxy %s: not ready (http://%s/healthz/ready): %s%s\n", id, addr,
+                    wf_strbuf_cstr(&why), process_note(l, name, note, sizeof note));
             bad++;
         }
     }
@@ -254,7 +282,7 @@ size_t wf_lm_report_problems(const wf_lm_plan *p, const wf_lm_look *l, json_t *s
         f = mem;
         if (!json_is_array(cfg))
             fprintf(f, "  cannot read pilot's config errors: %s\n", wf_strbuf_cstr(&err));
-        size_t n = report_apps(l, f) + report_proxies(p, l, f) + check_forwarder(p, f);
+        size_t n = report_apps(l, f) + report_proxies(p, l, f) + check_forwarder(p, l, f);
         bad += n + !json_is_array(cfg);
         fclose(mem);
         if (len)

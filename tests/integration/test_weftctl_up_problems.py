@@ -12,11 +12,12 @@ it.
 import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
 
-from test_weftctl_up import (LOCAL_IMAGES, book_folder, kill_leftovers, need_fixed_ports,
+from test_weftctl_up import (LOCAL_IMAGES, WEFTCTL, book_folder, kill_leftovers, need_fixed_ports,
                              supervisor_log, wait_for, weftctl)
 
 BAD_VS = """\
@@ -326,3 +327,41 @@ def test_foreground_up_prints_later_edits_pilot_rejects(tmp_path):
         out.close()
         err.close()
     assert not left, left
+
+
+def test_up_timeout_names_proxies_whose_process_cannot_start(tmp_path):
+    """weft-proxy cannot be found: nothing to wait for is known, so up waits --timeout, says
+    it did not settle, and names every proxy with why (never connected) and its process's.
+    weftctl runs from a copy alone in a folder, so that $WEFT_PROXY is where it looks."""
+    need_fixed_ports()
+    d = book_folder(tmp_path)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    weftctl_copy = str(bindir / "weftctl")
+    shutil.copy(WEFTCTL, weftctl_copy)
+    root = os.path.dirname(WEFTCTL)
+    missing = str(tmp_path / "no-such-weft-proxy")
+    xdg, rt = env_for(tmp_path)
+    env = dict(os.environ, XDG_STATE_HOME=str(xdg), XDG_RUNTIME_DIR=str(rt), WEFT_PROXY=missing,
+               WEFT_PILOT=os.path.abspath(os.environ.get("WEFT_PILOT") or
+                                          os.path.join(root, "weft-pilot")),
+               WEFT_APP=os.path.abspath(os.environ.get("WEFT_APP") or
+                                        os.path.join(root, "weft-app")))
+    try:
+        t0 = time.monotonic()
+        up = subprocess.run([weftctl_copy, "up", str(d), "--detach", "--timeout", "4"],
+                            capture_output=True, text=True, timeout=60, env=env)
+        took = time.monotonic() - t0
+        state = state_of(tmp_path)
+        assert up.returncode == 3, up.stdout + up.stderr + supervisor_log(state or ".")
+        assert 4 <= took < 20, took
+        assert "not settled after 4s (--timeout)" in up.stderr, up.stderr
+        assert "weft local mesh is starting" in up.stdout, up.stdout
+        problems = up.stderr.split("problems:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+        assert len(problems) == 4, up.stderr  # the gateway and 3 sidecars
+        for line in problems:
+            assert line.startswith("  proxy ") and ": not SYNCED: never connected to pilot; " \
+                "its process: cannot start: command not found: %s" % missing in line, line
+    finally:
+        down, left = cleanup(tmp_path, d)
+    assert down.returncode == 0 and not left, (down.stdout, left)

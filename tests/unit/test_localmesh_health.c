@@ -107,6 +107,7 @@ static void app_problems(void **state)
     assert_true(wf_lm_app_settled(missing, 0)); /* failed: nothing to wait for */
     json_t *starting = parse("{\"kind\": \"app\", \"state\": \"starting\", \"restarts\": 0}");
     assert_false(wf_lm_app_settled(starting, 5000));
+    assert_null(wf_lm_app_problem(starting, buf, sizeof buf)); /* nothing known yet */
     json_t *flaky = parse("{\"kind\": \"app\", \"state\": \"running\", \"restarts\": 1, "
                           "\"startedAt\": 1, \"lastExit\": \"exited with status 1\"}");
     assert_string_equal(wf_lm_app_problem(flaky, buf, sizeof buf),
