@@ -109,7 +109,7 @@ bool wf_lm_look_take(const wf_lm_plan *p, wf_lm_look *l)
         }
     }
     wf_strbuf_free(&why);
-    return l->pilot_ready && l->proxies_ok + l->nacked == l->proxies &&
+    return l->mesh && l->pilot_ready && l->proxies_ok + l->nacked == l->proxies &&
            l->running + l->failed == l->apps;
 }
 
@@ -185,6 +185,20 @@ static size_t check_forwarder(const wf_lm_plan *p, const wf_lm_look *l, FILE *f)
     wf_http_resp_free(&r);
     wf_strbuf_free(&err);
     return rc != 0;
+}
+
+/* Pods up did not start (their proxy would refuse the bootstrap, or Istio's injector the
+ * pod: localmesh_plan.h); up named each before starting. */
+static size_t report_pods(const wf_lm_plan *p, FILE *f)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < p->npods; i++)
+        if (p->pods[i].error) {
+            fprintf(f, "  pod %s.%s: not started: %s\n", p->pods[i].name, p->pods[i].ns,
+                    p->pods[i].error);
+            bad++;
+        }
+    return bad;
 }
 
 static size_t report_apps(const wf_lm_look *l, FILE *f)
@@ -282,7 +296,8 @@ size_t wf_lm_report_problems(const wf_lm_plan *p, const wf_lm_look *l, json_t *s
         f = mem;
         if (!json_is_array(cfg))
             fprintf(f, "  cannot read pilot's config errors: %s\n", wf_strbuf_cstr(&err));
-        size_t n = report_apps(l, f) + report_proxies(p, l, f) + check_forwarder(p, l, f);
+        size_t n = report_pods(p, f) + report_apps(l, f) + report_proxies(p, l, f) +
+                   check_forwarder(p, l, f);
         bad += n + !json_is_array(cfg);
         fclose(mem);
         if (len)

@@ -161,11 +161,19 @@ def test_status_shows_crash_loops_exec_launchers_and_a_dead_supervisor(tmp_path)
     (d / "weft-local.yaml").write_text(IMAGES)
     (d / "crasher.yaml").write_text(deployment("crasher", "weft/crasher"))
     (d / "launcher.yaml").write_text(deployment("launcher", "weft/launcher"))
+    # Istio's injector refuses this pod: up does not start it, and counts it
+    (d / "badcfg.yaml").write_text(deployment("badcfg", "istioinaction/catalog").replace(
+        "      labels: {app: badcfg}\n",
+        "      labels: {app: badcfg}\n      annotations:\n"
+        "        proxy.istio.io/config: \"a: [\"\n"))
     try:
         up = run(tmp_path, "up", d, "--detach", "--timeout", "40")
         state = state_of(tmp_path)
         assert up.returncode == 3, up.stdout + up.stderr + supervisor_log(state or ".")
         assert "exited with status 3" in up.stderr, up.stderr
+        assert "  pod badcfg-" in up.stderr and ": not started: " in up.stderr and \
+            "Deployment istioinaction/badcfg: spec.template.metadata.annotations" \
+            "[proxy.istio.io/config]: does not parse" in up.stderr, up.stderr
         assert "launcher-" not in up.stderr.split("problems:", 1)[1], up.stderr
 
         def crash_looping():
