@@ -4,7 +4,8 @@
  *
  * Exit codes follow istioctl (istioctl/cmd/sysexits.go): 0 success, 1 other error,
  * 64 usage error (bad -o value), 65 input files could not be parsed, 79 analyzers found
- * issues at or above --failure-threshold.
+ * issues at or above --failure-threshold; weft's own: 3 (`up`, `status`) the local mesh runs
+ * with problems.
  */
 #ifndef WF_CLI_CLI_H
 #define WF_CLI_CLI_H
@@ -16,6 +17,10 @@
 #define WF_EXIT_USAGE     64
 #define WF_EXIT_DATAERR   65
 #define WF_EXIT_ANALYZERS 79
+#define WF_EXIT_MESH                                                                               \
+    3 /* weftctl up/status: the local mesh runs but something in it is                             \
+         wrong (config pilot rejected, an app that cannot start, a proxy                           \
+         not SYNCED, ...): docs/local-mesh.md */
 
 int wf_cmd_analyze(int argc, char **argv);
 int wf_cmd_authz(int argc, char **argv);           /* cmd_authz.c: x authz check */

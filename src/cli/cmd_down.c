@@ -2,15 +2,27 @@
  * cmd_down.c - `weftctl down` and `weftctl status` for the local mesh that `weftctl up`
  * started (cmd_localmesh.c, docs/local-mesh.md).
  *
- * Both find the state folder from --state STATEDIR, else DIR/.weft for a positional DIR, else
- * ./.weft. down: SIGTERM to the supervisor (which stops every process: SIGTERM, SIGKILL after
- * 10 s), SIGKILL if it is still there after 15 s, then whatever mesh.json still lists as
- * running (a supervisor that was killed leaves its processes behind). Exit 0, also when
- * nothing runs (with a note). status: mesh.json's processes as a table (NAME KIND POD IP
- * PID STATE RESTARTS) or with -o json. Exit codes: 0, 1 errors, 64 bad flags.
+ * Both find the state folder from --state STATEDIR, else the one `up DIR` used for a
+ * positional DIR (wf_lm_default_state, or DIR/.weft where older versions put it; a DIR that
+ * is not a folder is an error), else the current folder's when a mesh ran from it, else the
+ * last mesh `up` started (wf_lm_recall_state). A process of mesh.json is identified by its
+ * PID and /proc start time (wf_lm_pid_is), which survive a launcher's exec.
+ *
+ * down: SIGTERM to the supervisor (which stops every process: SIGTERM, SIGKILL after 10 s),
+ * SIGKILL if it is still there after 15 s, then whatever mesh.json still lists as running (a
+ * supervisor that was killed leaves its processes behind). Exit 0, also when nothing runs
+ * (with a note).
+ *
+ * status: mesh.json's processes as a table (NAME KIND POD IP PID STATE RESTARTS LAST EXIT:
+ * the supervisor's state, "crash-looping" for a process restarted and waiting again) or with
+ * -o json, then pilot's config errors and warnings and the problems (localmesh_health.h); a
+ * dead supervisor is said first ("supervisor not running: N processes left; run `weftctl
+ * down`"). Exit codes: 0, 1 errors, 3 (WF_EXIT_MESH) a problem or a dead supervisor, 64 bad
+ * flags.
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +34,7 @@
 
 #include "cli/cli.h"
 #include "cli/flags.h"
+#include "cli/localmesh_health.h"
 #include "cli/localmesh_state.h"
 #include "cli/localmesh_super.h"
 #include "cli/localmesh_sys.h"
@@ -47,15 +60,47 @@ static bool has_mesh(const char *state)
     return yes;
 }
 
-/* --state, else DIR/.weft, else ./.weft when a mesh ran from there, else the state folder of
- * the last mesh `up` started (wf_lm_recall_state); the caller frees. */
+/* The state folder `up` used for DIR: its default (wf_lm_default_state), else DIR/.weft when
+ * a mesh ran from there (the default before state folders moved out of DIR); NULL with a
+ * message when DIR is not a folder. The caller frees. */
+static char *dir_state(const char *dir)
+{
+    struct stat st;
+    bool found = stat(dir, &st) == 0;
+    if (!found || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr,
+                "Error: %s: %s (name the folder of manifests `weftctl up` ran, or --state)\n", dir,
+                found             ? "not a folder"
+                : errno == ENOENT ? "no such folder"
+                                  : strerror(errno));
+        return NULL;
+    }
+    char *abs = realpath(dir, NULL);
+    wf_strbuf err = WF_STRBUF_INIT;
+    char *state = abs ? wf_lm_default_state(abs, &err) : NULL;
+    if (!abs || !state)
+        fprintf(stderr, "Error: %s: %s\n", dir, abs ? wf_strbuf_cstr(&err) : strerror(errno));
+    wf_strbuf_free(&err);
+    char *old = abs && state && !has_mesh(state) ? join(abs, ".weft") : NULL;
+    free(abs);
+    if (old && has_mesh(old)) {
+        free(state);
+        return old;
+    }
+    free(old);
+    return state;
+}
+
+/* --state, else DIR's state folder (dir_state), else the current folder's when a mesh ran
+ * from it, else the state folder of the last mesh `up` started (wf_lm_recall_state). NULL
+ * (after a message) when DIR is not a folder. The caller frees. */
 static char *state_dir(const wf_flag *state, char **pos, size_t npos)
 {
     if (state->set)
         return strdup(state->sval);
     if (npos)
-        return join(pos[0], ".weft");
-    char *here = join(".", ".weft");
+        return dir_state(pos[0]);
+    char *here = dir_state(".");
     if (!here || has_mesh(here))
         return here;
     char *last = wf_lm_recall_state();
@@ -90,15 +135,15 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-/* Wait up to ms for pid to go; true when gone. */
-static bool wait_gone(pid_t pid, const char *want, long ms)
+/* Wait up to ms for pid (started at ticks, 0: unknown) to go; true when gone. */
+static bool wait_gone(pid_t pid, unsigned long long ticks, const char *want, long ms)
 {
     for (long waited = 0; waited < ms; waited += 100) {
-        if (!wf_lm_pid_alive(pid, want))
+        if (!wf_lm_pid_is(pid, ticks, want))
             return true;
         sleep_ms(100);
     }
-    return !wf_lm_pid_alive(pid, want);
+    return !wf_lm_pid_is(pid, ticks, want);
 }
 
 /* The program name a process of mesh.json runs (argv[0]'s base name), for the PID check. */
@@ -107,6 +152,25 @@ static const char *proc_program(const json_t *proc)
     const char *a0 = json_string_value(json_array_get(json_object_get(proc, "argv"), 0));
     const char *slash = a0 ? strrchr(a0, '/') : NULL;
     return slash ? slash + 1 : a0;
+}
+
+/* True when the process mesh.json lists still runs: the same PID and start time (a launcher
+ * that exec'd another program is still it; a recycled PID is not). */
+static bool proc_alive(const json_t *proc)
+{
+    pid_t pid = (pid_t)json_integer_value(json_object_get(proc, "pid"));
+    unsigned long long ticks =
+        (unsigned long long)json_integer_value(json_object_get(proc, "startTicks"));
+    const char *prog = proc_program(proc);
+    return pid > 0 && (ticks || prog) && wf_lm_pid_is(pid, ticks, prog);
+}
+
+static size_t count_alive(const json_t *mesh)
+{
+    size_t i, n = 0;
+    json_t *proc;
+    json_array_foreach(json_object_get(mesh, "processes"), i, proc) n += proc_alive(proc);
+    return n;
 }
 
 /* Stop what mesh.json lists as running and still runs. Returns how many were found. */
@@ -118,13 +182,15 @@ static size_t stop_leftovers(const json_t *mesh)
     json_array_foreach(procs, i, proc)
     {
         pid_t pid = (pid_t)json_integer_value(json_object_get(proc, "pid"));
+        unsigned long long ticks =
+            (unsigned long long)json_integer_value(json_object_get(proc, "startTicks"));
         const char *prog = proc_program(proc);
-        if (pid <= 0 || !prog || !wf_lm_pid_alive(pid, prog))
+        if (!proc_alive(proc))
             continue;
         found++;
         if (kill(-pid, SIGTERM) != 0)
             kill(pid, SIGTERM);
-        if (!wait_gone(pid, prog, WF_LM_STOP_GRACE_MS) && kill(-pid, SIGKILL) != 0)
+        if (!wait_gone(pid, ticks, prog, WF_LM_STOP_GRACE_MS) && kill(-pid, SIGKILL) != 0)
             kill(pid, SIGKILL);
     }
     return found;
@@ -137,11 +203,11 @@ static int down(const char *state)
         printf("stopping the local mesh (supervisor pid %d)...\n", (int)sup);
         fflush(stdout);
         kill(sup, SIGTERM);
-        if (!wait_gone(sup, "weftctl", DOWN_WAIT_MS)) {
+        if (!wait_gone(sup, 0, "weftctl", DOWN_WAIT_MS)) {
             fprintf(stderr, "the supervisor did not stop within %us: SIGKILL\n",
                     DOWN_WAIT_MS / 1000);
             kill(sup, SIGKILL);
-            wait_gone(sup, "weftctl", 2000);
+            wait_gone(sup, 0, "weftctl", 2000);
         }
     }
     json_t *mesh = load_mesh_json(state);
@@ -173,7 +239,7 @@ static void down_usage(const wf_flag *flags)
 int wf_cmd_down(int argc, char **argv)
 {
     wf_flag flags[D_COUNT] = {
-        [D_STATE] = {"state", 0, WF_FLAG_STRING, "State folder (default DIR/.weft, or ./.weft)",
+        [D_STATE] = {"state", 0, WF_FLAG_STRING, "State folder (default: the one `up DIR` used)",
                      "dir"},
         [D_HELP] = {"help", 'h', WF_FLAG_BOOL, "Help for down", NULL},
     };
@@ -205,22 +271,91 @@ static const char *str_or(const json_t *o, const char *key, const char *dflt)
     return s && *s ? s : dflt;
 }
 
-/* The state column: what the supervisor said, unless the PID is gone. */
-static const char *proc_state(const json_t *proc)
+/* The state column: the supervisor's word while it runs (it is every process's parent, so
+ * its "running" holds across a launcher's exec); "crash-looping" for a process waiting to be
+ * restarted again; without a supervisor "left running" or "gone". */
+static const char *proc_state(const json_t *proc, bool supervised)
 {
     const char *st = str_or(proc, "state", "unknown");
-    pid_t pid = (pid_t)json_integer_value(json_object_get(proc, "pid"));
-    const char *prog = proc_program(proc);
-    if (strcmp(st, "running") == 0 && (pid <= 0 || !prog || !wf_lm_pid_alive(pid, prog)))
-        return "exited";
+    if (!supervised)
+        return proc_alive(proc) ? "left running" : "gone";
+    if (strcmp(st, "restarting") == 0 && json_integer_value(json_object_get(proc, "restarts")) > 0)
+        return "crash-looping";
     return st;
 }
 
-static int status_table(const json_t *mesh)
+/* What status reports as wrong (each a line), and pilot's config errors. */
+typedef struct report {
+    json_t *problems; /* array of strings */
+    json_t *cfg;      /* pilot's /debug/config_errors, NULL when not read */
+    char *cfg_unread; /* why not, NULL when read or no supervisor */
+    size_t cfg_failing;
+    size_t left; /* processes left running by a dead supervisor */
+} report;
+
+static void add_problem(report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void add_problem(report *r, const char *fmt, ...)
 {
+    char line[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    json_array_append_new(r->problems, json_string(line));
+}
+
+static int build_report(const json_t *mesh, pid_t sup, report *r)
+{
+    *r = (report){.problems = json_array()};
+    if (!r->problems)
+        return -1;
+    if (!sup) {
+        r->left = count_alive(mesh);
+        add_problem(r, "supervisor not running: %zu process%s left; run `weftctl down`", r->left,
+                    r->left == 1 ? "" : "es");
+        return 0;
+    }
+    size_t i;
+    json_t *proc;
+    json_array_foreach(json_object_get(mesh, "processes"), i, proc)
+    {
+        char why[400];
+        if (wf_lm_app_problem(proc, why, sizeof why))
+            add_problem(r, "%s: %s", str_or(proc, "name", "?"), why);
+    }
+    wf_strbuf err = WF_STRBUF_INIT;
+    r->cfg = wf_lm_pilot_json("/debug/config_errors", 3000, &err);
+    if (!json_is_array(r->cfg)) {
+        json_decref(r->cfg);
+        r->cfg = NULL;
+        r->cfg_unread = strdup(wf_strbuf_cstr(&err));
+        add_problem(r, "cannot read pilot's config errors: %s", wf_strbuf_cstr(&err));
+    }
+    json_array_foreach(r->cfg, i, proc) r->cfg_failing += wf_lm_cfg_fails(proc);
+    wf_strbuf_free(&err);
+    return 0;
+}
+
+static void free_report(report *r)
+{
+    json_decref(r->problems);
+    json_decref(r->cfg);
+    free(r->cfg_unread);
+}
+
+static int report_rc(const report *r)
+{
+    return json_array_size(r->problems) || r->cfg_failing ? WF_EXIT_MESH : WF_EXIT_OK;
+}
+
+static int status_table(const json_t *mesh, bool supervised, const report *rep)
+{
+    if (!supervised)
+        printf("%s\n\n", json_string_value(json_array_get(rep->problems, 0)));
     wf_tw tw;
     wf_tw_init(&tw, 3);
-    wf_tw_puts(&tw, "NAME\tKIND\tPOD IP\tPID\tSTATE\tRESTARTS\n");
+    wf_tw_puts(&tw, "NAME\tKIND\tPOD IP\tPID\tSTATE\tRESTARTS\tLAST EXIT\n");
     size_t i;
     json_t *proc;
     json_array_foreach(json_object_get(mesh, "processes"), i, proc)
@@ -228,10 +363,11 @@ static int status_table(const json_t *mesh)
         json_int_t pid = json_integer_value(json_object_get(proc, "pid"));
         char pidbuf[32];
         snprintf(pidbuf, sizeof pidbuf, "%lld", (long long)pid);
-        wf_tw_printf(&tw, "%s\t%s\t%s\t%s\t%s\t%lld\n", str_or(proc, "name", "?"),
+        wf_tw_printf(&tw, "%s\t%s\t%s\t%s\t%s\t%lld\t%s\n", str_or(proc, "name", "?"),
                      str_or(proc, "kind", "?"), str_or(proc, "podIP", "-"), pid > 0 ? pidbuf : "-",
-                     proc_state(proc),
-                     (long long)json_integer_value(json_object_get(proc, "restarts")));
+                     proc_state(proc, supervised),
+                     (long long)json_integer_value(json_object_get(proc, "restarts")),
+                     str_or(proc, "lastExit", "-"));
     }
     int rc = wf_tw_flush(&tw, stdout, NULL);
     wf_tw_free(&tw);
@@ -239,10 +375,20 @@ static int status_table(const json_t *mesh)
     if (json_is_object(gw))
         printf("\ngateway: %s -> %s\n", str_or(gw, "url", "?"), str_or(gw, "target", "?"));
     printf("logs:    %s/logs/\n", str_or(mesh, "state", "?"));
-    return rc == 0 ? WF_EXIT_OK : WF_EXIT_ERROR;
+    if (!supervised)
+        return rc == 0 ? report_rc(rep) : WF_EXIT_ERROR;
+    if (rep->cfg && json_array_size(rep->cfg)) {
+        printf("\n");
+        wf_lm_cfg_print(stdout, rep->cfg);
+    }
+    if (json_array_size(rep->problems)) {
+        printf("\nproblems:\n");
+        json_array_foreach(rep->problems, i, proc) printf("  %s\n", json_string_value(proc));
+    }
+    return rc == 0 ? report_rc(rep) : WF_EXIT_ERROR;
 }
 
-static int status_json(const json_t *mesh, const char *state, pid_t sup)
+static int status_json(const json_t *mesh, const char *state, pid_t sup, const report *rep)
 {
     json_t *procs = json_array();
     size_t i;
@@ -250,40 +396,50 @@ static int status_json(const json_t *mesh, const char *state, pid_t sup)
     json_array_foreach(json_object_get(mesh, "processes"), i, proc)
     {
         json_t *e = json_pack(
-            "{s:s,s:s,s:O,s:O,s:O,s:O,s:s,s:O,s:O}", "name", str_or(proc, "name", "?"), "kind",
-            str_or(proc, "kind", "?"), "pod", json_object_get(proc, "pod"), "namespace",
+            "{s:s,s:s,s:O,s:O,s:O,s:O,s:s,s:O,s:O,s:O*,s:O*}", "name", str_or(proc, "name", "?"),
+            "kind", str_or(proc, "kind", "?"), "pod", json_object_get(proc, "pod"), "namespace",
             json_object_get(proc, "namespace"), "podIP", json_object_get(proc, "podIP"), "pid",
-            json_object_get(proc, "pid"), "state", proc_state(proc), "restarts",
-            json_object_get(proc, "restarts"), "log", json_object_get(proc, "log"));
+            json_object_get(proc, "pid"), "state", proc_state(proc, sup != 0), "restarts",
+            json_object_get(proc, "restarts"), "log", json_object_get(proc, "log"), "startedAt",
+            json_object_get(proc, "startedAt"), "lastExit", json_object_get(proc, "lastExit"));
         if (!e || json_array_append_new(procs, e) != 0)
             break;
     }
-    json_t *out = json_pack("{s:b,s:s,s:i,s:O,s:O,s:o}", "running", sup != 0, "state", state,
-                            "supervisorPid", (int)sup, "pilot", json_object_get(mesh, "pilot"),
-                            "gateway", json_object_get(mesh, "gateway"), "processes", procs);
+    json_t *out =
+        json_pack("{s:b,s:s,s:i,s:O,s:O,s:o,s:O,s:O}", "running", sup != 0, "state", state,
+                  "supervisorPid", (int)sup, "pilot", json_object_get(mesh, "pilot"), "gateway",
+                  json_object_get(mesh, "gateway"), "processes", procs, "configErrors",
+                  rep->cfg ? rep->cfg : json_null(), "problems", rep->problems);
+    if (out && !sup)
+        json_object_set_new(out, "processesLeft", json_integer((json_int_t)rep->left));
     if (!out)
         return fprintf(stderr, "Error: out of memory\n"), WF_EXIT_ERROR;
     json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     printf("\n");
     json_decref(out);
-    return WF_EXIT_OK;
+    return report_rc(rep);
 }
 
 static int status(const char *state, const char *format)
 {
     pid_t sup = supervisor_pid(state);
-    json_t *mesh = sup ? load_mesh_json(state) : NULL;
+    json_t *mesh = load_mesh_json(state);
+    report rep = {0};
     int rc = WF_EXIT_OK;
-    if (!mesh) {
+    if (mesh && (sup || count_alive(mesh)) && build_report(mesh, sup, &rep) != 0) {
+        fprintf(stderr, "Error: out of memory\n");
+        rc = WF_EXIT_ERROR;
+    } else if (!mesh || (!sup && !rep.left)) {
         if (strcmp(format, "json") == 0)
             printf("{\"running\": false, \"state\": \"%s\", \"processes\": []}\n", state);
         else
             printf("no local mesh is running from %s\n", state);
     } else if (strcmp(format, "json") == 0) {
-        rc = status_json(mesh, state, sup);
+        rc = status_json(mesh, state, sup, &rep);
     } else {
-        rc = status_table(mesh);
+        rc = status_table(mesh, sup != 0, &rep);
     }
+    free_report(&rep);
     json_decref(mesh);
     return rc;
 }
@@ -292,7 +448,9 @@ enum { S_STATE, S_OUTPUT, S_HELP, S_COUNT };
 
 static void status_usage(const wf_flag *flags)
 {
-    printf("Lists the processes of the local mesh that `weftctl up` started.\n\n"
+    printf("Lists the processes of the local mesh that `weftctl up` started (restarts, last\n"
+           "exit), the config pilot rejected and what is wrong; exit 3 when anything is\n"
+           "(docs/local-mesh.md).\n\n"
            "Usage:\n  weftctl status [DIR] [flags]\n\n");
     wf_flags_usage(flags, S_COUNT);
 }
@@ -300,7 +458,7 @@ static void status_usage(const wf_flag *flags)
 int wf_cmd_status(int argc, char **argv)
 {
     wf_flag flags[S_COUNT] = {
-        [S_STATE] = {"state", 0, WF_FLAG_STRING, "State folder (default DIR/.weft, or ./.weft)",
+        [S_STATE] = {"state", 0, WF_FLAG_STRING, "State folder (default: the one `up DIR` used)",
                      "dir"},
         [S_OUTPUT] = {"output", 'o', WF_FLAG_STRING, "Output format: table or json", "format"},
         [S_HELP] = {"help", 'h', WF_FLAG_BOOL, "Help for status", NULL},

@@ -3,13 +3,21 @@
  * (DESIGN.md "The local mesh", docs/local-mesh.md).
  *
  * up: plan from the manifests (localmesh_plan.h), check the fixed ports (15010, 15014,
- * 30000), write the state folder (localmesh_state.h), fork the supervisor
- * (localmesh_super.h) and wait until pilot answers /ready and every proxy's /healthz/ready
- * is 200. With --detach the supervisor runs in its own session and up returns (0 when ready,
- * 1 after --timeout naming what is not ready; the mesh keeps running). Without it, up stays in
- * the foreground until Ctrl-C or SIGTERM, which stop everything.
+ * 30000), write the state folder (localmesh_state.h; by default outside DIR:
+ * wf_lm_default_state), fork the supervisor (localmesh_super.h), then wait, with a progress
+ * line on stderr, until pilot answers /ready, every proxy is SYNCED (pilot's /debug/syncz)
+ * and answers /healthz/ready 200, and every app process runs (or has failed: nothing to wait
+ * for), at most --timeout seconds. It then prints the pods and, on stderr, what is wrong
+ * (localmesh_report.h): the resources pilot rejected (/debug/config_errors, as the
+ * validation webhook would refuse them) and the fields it accepts without effect, apps that
+ * cannot start or exited (the supervisor's reason), proxies not SYNCED or not ready, and a
+ * node port with no gateway listener behind it. With --detach the supervisor runs in its own
+ * session and up returns: 0, or 3 (WF_EXIT_MESH) when anything was wrong (the mesh keeps
+ * running). Without it, up stays in the foreground, printing config errors pilot reports
+ * for later edits as they appear, until Ctrl-C or SIGTERM, which stop everything (exit 0).
  *
- * `down` and `status` are in cmd_down.c. Exit codes: 0, 1 errors, 64 bad flags.
+ * `down` and `status` are in cmd_down.c. Exit codes: 0, 1 errors (nothing started), 3 the
+ * mesh runs with problems, 64 bad flags.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,15 +33,14 @@
 
 #include "cli/cli.h"
 #include "cli/flags.h"
-#include "cli/http_client.h"
+#include "cli/localmesh_report.h"
 #include "cli/localmesh_plan.h"
 #include "cli/localmesh_state.h"
 #include "cli/localmesh_super.h"
 #include "cli/localmesh_sys.h"
 #include "cli/tabwriter.h"
 
-#define POLL_MS       250
-#define PROBE_TIMEOUT 1000
+#define POLL_MS 250
 
 static long now_ms(void)
 {
@@ -165,57 +172,6 @@ static void print_summary(const wf_lm_plan *p, pid_t sup, bool ready)
     fflush(stdout);
 }
 
-/* ---- up: readiness ------------------------------------------------------------------------ */
-
-/* 0 when addr answers 200 on path; else -1 with why in reason. */
-static int probe(const char *addr, const char *path, wf_strbuf *reason)
-{
-    wf_http_resp r = {0};
-    wf_strbuf err = WF_STRBUF_INIT;
-    int rc = -1;
-    wf_strbuf_reset(reason);
-    if (wf_http_request("GET", addr, path, PROBE_TIMEOUT, &r, &err) != 0) {
-        wf_strbuf_puts(reason, wf_strbuf_cstr(&err));
-    } else if (r.status == 200) {
-        rc = 0;
-    } else {
-        size_t len = r.body ? strcspn(r.body, "\n") : 0;
-        wf_strbuf_printf(reason, "%d %.*s", r.status, (int)(len > 300 ? 300 : len),
-                         r.body ? r.body : "");
-    }
-    wf_http_resp_free(&r);
-    wf_strbuf_free(&err);
-    return rc;
-}
-
-/* Probe everything once; prints what is not ready when report. Returns the count not ready. */
-static size_t not_ready(const wf_lm_plan *p, bool report)
-{
-    wf_strbuf why = WF_STRBUF_INIT;
-    size_t bad = 0;
-    if (probe(WF_LM_MON_ADDR, "/ready", &why) != 0) {
-        bad++;
-        if (report)
-            fprintf(stderr, "  weft-pilot (http://%s/ready): %s\n", WF_LM_MON_ADDR,
-                    wf_strbuf_cstr(&why));
-    }
-    for (size_t i = 0; i < p->npods && (report || !bad); i++) {
-        const wf_lm_pod *pod = &p->pods[i];
-        char addr[40];
-        if ((!pod->sidecar && !pod->gateway) || pod->error)
-            continue;
-        snprintf(addr, sizeof addr, "%s:%d", pod->ip, WF_LM_STATUS_PORT);
-        if (probe(addr, "/healthz/ready", &why) != 0) {
-            bad++;
-            if (report)
-                fprintf(stderr, "  %s.%s proxy (http://%s/healthz/ready): %s\n", pod->name, pod->ns,
-                        addr, wf_strbuf_cstr(&why));
-        }
-    }
-    wf_strbuf_free(&why);
-    return bad;
-}
-
 /* Sleeps up to ms; returns the signal that arrived (SIGINT/SIGTERM/SIGHUP) or 0. */
 static int wait_signal(const sigset_t *set, long ms)
 {
@@ -253,20 +209,36 @@ static int stop_child(pid_t child)
 
 typedef enum { W_READY, W_TIMEOUT, W_SIGNAL, W_DIED } wait_result;
 
-static wait_result wait_ready(const wf_lm_plan *p, pid_t child, const sigset_t *set, long timeout)
+static wait_result wait_ready(const wf_lm_plan *p, pid_t child, const sigset_t *set, long timeout,
+                              wf_lm_look *l)
 {
     long deadline = now_ms() + timeout * 1000L;
+    wf_strbuf last = WF_STRBUF_INIT;
+    wait_result r;
     for (;;) {
         int status;
-        if (waitpid(child, &status, WNOHANG) == child)
-            return W_DIED;
-        if (not_ready(p, false) == 0)
-            return W_READY;
-        if (now_ms() >= deadline)
-            return W_TIMEOUT;
-        if (wait_signal(set, POLL_MS))
-            return W_SIGNAL;
+        if (waitpid(child, &status, WNOHANG) == child) {
+            r = W_DIED;
+            break;
+        }
+        bool settled = wf_lm_look_take(p, l);
+        wf_lm_progress(p, l, &last);
+        if (settled) {
+            r = W_READY;
+            break;
+        }
+        if (now_ms() >= deadline) {
+            r = W_TIMEOUT;
+            break;
+        }
+        if (wait_signal(set, POLL_MS)) {
+            r = W_SIGNAL;
+            break;
+        }
     }
+    wf_lm_progress_end(&last);
+    wf_strbuf_free(&last);
+    return r;
 }
 
 /* ---- up: the supervisor process ----------------------------------------------------------- */
@@ -293,11 +265,11 @@ static void child_main(wf_lm_plan *p, bool detach, const sigset_t *set)
     _exit(rc); /* the parent's allocations are the parent's to free */
 }
 
-static int foreground(const wf_lm_plan *p, pid_t child, const sigset_t *set)
+static int foreground(const wf_lm_plan *p, pid_t child, const sigset_t *set, json_t *seen)
 {
     printf("\nPress Ctrl-C to stop the mesh.\n");
     fflush(stdout);
-    for (;;) {
+    for (int tick = 0;; tick++) {
         int status;
         pid_t w = waitpid(child, &status, WNOHANG);
         if (w == child) {
@@ -306,6 +278,8 @@ static int foreground(const wf_lm_plan *p, pid_t child, const sigset_t *set)
             print_log_tail(p->state);
             return WF_EXIT_ERROR;
         }
+        if (tick % 2 == 1)
+            wf_lm_follow_config(seen);
         if (wait_signal(set, 500)) {
             printf("stopping the local mesh...\n");
             fflush(stdout);
@@ -340,29 +314,37 @@ static int launch(wf_lm_plan *p, bool detach, long timeout)
     printf("starting the local mesh from %s (%zu pods, %zu processes)...\n", p->dir, p->npods,
            p->nprocs);
     fflush(stdout);
-    wait_result r = wait_ready(p, child, &set, timeout);
+    wf_lm_look l = {0};
+    wait_result r = wait_ready(p, child, &set, timeout, &l);
     if (r == W_DIED) {
+        wf_lm_look_free(&l);
         fprintf(stderr, "Error: the supervisor exited while starting\n");
         print_log_tail(p->state);
         return WF_EXIT_ERROR;
     }
     if (r == W_SIGNAL) {
+        wf_lm_look_free(&l);
         stop_child(child);
         fprintf(stderr, "interrupted: the local mesh was stopped\n");
         return WF_EXIT_ERROR;
     }
-    if (r == W_TIMEOUT) {
-        fprintf(stderr, "Error: not ready after %lds:\n", timeout);
-        not_ready(p, true);
-        fprintf(stderr,
-                "The mesh keeps running: see %s/logs/, or stop it with `weftctl down "
-                "--state %s`.\n",
-                p->state, p->state);
-    }
+    if (r == W_TIMEOUT)
+        fprintf(stderr, "not settled after %lds (--timeout):\n", timeout);
     print_summary(p, child, r == W_READY);
-    if (detach)
-        return r == W_READY ? WF_EXIT_OK : WF_EXIT_ERROR;
-    return foreground(p, child, &set);
+    fflush(stdout);
+    json_t *seen = json_object();
+    size_t bad = seen ? wf_lm_report_problems(p, &l, seen) : 1;
+    wf_lm_look_free(&l);
+    if (bad)
+        fprintf(stderr,
+                "\nThe mesh runs with %zu problem%s (exit %d): fix the manifests (pilot picks "
+                "edits up), see %s/logs/, `weftctl status`; `weftctl down` stops it.\n",
+                bad, bad == 1 ? "" : "s", WF_EXIT_MESH, p->state);
+    int rc = bad ? WF_EXIT_MESH : WF_EXIT_OK;
+    if (!detach)
+        rc = foreground(p, child, &set, seen);
+    json_decref(seen);
+    return rc;
 }
 
 /* ---- up ----------------------------------------------------------------------------------- */
@@ -373,7 +355,10 @@ static void up_usage(const wf_flag *flags)
 {
     printf("Runs the mesh described by the manifests in DIR on this machine: weft-pilot, the\n"
            "ingress gateway (http://127.0.0.1:30000), and per Deployment replica a pod with its\n"
-           "application and a weft-proxy sidecar (docs/local-mesh.md).\n\n"
+           "application and a weft-proxy sidecar (docs/local-mesh.md). It waits until every\n"
+           "proxy is SYNCED and every app runs, then names what is wrong: config pilot\n"
+           "rejected, apps that cannot start, proxies not SYNCED (exit 3; the mesh keeps\n"
+           "running).\n\n"
            "Usage:\n  weftctl up DIR [flags]\n\n");
     wf_flags_usage(flags, U_COUNT);
 }
@@ -381,11 +366,14 @@ static void up_usage(const wf_flag *flags)
 static void up_flags(wf_flag *f)
 {
     wf_flag defs[U_COUNT] = {
-        [U_STATE] = {"state", 0, WF_FLAG_STRING, "State folder (default DIR/.weft)", "dir"},
+        [U_STATE] = {"state", 0, WF_FLAG_STRING,
+                     "State folder (default $XDG_STATE_HOME/weft/NAME-HASH, outside DIR)", "dir"},
         [U_DETACH] = {"detach", 'd', WF_FLAG_BOOL,
                       "Run in the background; return once everything is ready", NULL},
         [U_TIMEOUT] = {"timeout", 0, WF_FLAG_STRING,
-                       "Seconds to wait for pilot and every proxy to be ready (default 60)", "s"},
+                       "Seconds to wait for every proxy to be SYNCED and ready and every app "
+                       "running (default 60)",
+                       "s"},
         [U_NS] = {"namespace", 'n', WF_FLAG_STRING,
                   "Namespace of manifests that name none (default: the one namespace labelled "
                   "istio-injection=enabled, else default)",

@@ -90,4 +90,13 @@ int lm_proxy_stats(wf_lm_plan *p, const wf_node *mesh, const wf_resource *r,
                    const wf_kvs *annotations, const wf_node *pc, const lm_strv *env, wf_psc_in *out,
                    const char **pod_error, wf_strbuf *err);
 
+/* What Istio's sidecar injector adds to a sidecar's environment for pilot-agent
+ * (localmesh_inject.c): ISTIO_KUBE_APP_PROBERS from the workload r's containers' probes
+ * (app_host: where the app listens, the probes' host unless the manifest names one) and
+ * ISTIO_PROMETHEUS_ANNOTATIONS from its prometheus.io annotations (mesh: the MeshConfig
+ * document, for enablePrometheusMerge; may be NULL). Sets them in env when they apply.
+ * Returns 0, or -1 when out of memory. */
+int lm_inject_env(wf_lm_plan *p, const wf_node *mesh, const wf_resource *r, const char *app_host,
+                  lm_strv *env);
+
 #endif

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/localmesh_internal.h"
+#include "cli/localmesh_sys.h"
 
 #define SAFE_ALPHABET                                                                              \
     "bcdfghjklmnpqrstvwxz2456789" /* k8s.io/apimachinery rand.SafeEncodeString                     \
@@ -529,6 +530,21 @@ static int plan_app(planner *pl, size_t podi, size_t ci, const wf_container *spe
     return proc->log ? 0 : -1;
 }
 
+static const wf_resource *owner_resource(planner *pl, const wf_lm_pod *pod);
+
+/* The pod's proxy: MeshConfig's and the annotation's proxyMetadata, then what Istio's
+ * injector adds for a sidecar (probers, Prometheus merge: localmesh_inject.c). */
+static int proxy_env(planner *pl, const wf_lm_pod *pod, lm_strv *env)
+{
+    wf_arena *a = &pl->p->arena;
+    for (size_t i = 0; i < pod->nproxy_env; i++)
+        if (lm_strv_add(a, env, pod->proxy_env[i]) != 0)
+            return -1;
+    if (!pod->sidecar)
+        return 0;
+    return lm_inject_env(pl->p, pl->mesh, owner_resource(pl, pod), pod->localhost, env);
+}
+
 static int plan_proxy(planner *pl, size_t podi)
 {
     wf_lm_plan *p = pl->p;
@@ -553,14 +569,17 @@ static int plan_proxy(planner *pl, size_t podi)
     proc->kind = pod->gateway ? WF_LM_GATEWAY : WF_LM_PROXY;
     proc->pod = podi;
     proc->argv = argv.v;
-    proc->env = pod->proxy_env;
-    proc->nenv = pod->nproxy_env;
+    lm_strv env = {0};
+    if (proxy_env(pl, pod, &env) != 0)
+        return -1;
+    proc->env = env.v;
+    proc->nenv = env.n;
     proc->log = proc->name ? log_path(pl, proc->name) : NULL;
     return proc->log ? 0 : -1;
 }
 
-/* The manifest container behind a planned pod's container (for its env), or NULL. */
-static const wf_container *spec_container(planner *pl, const wf_lm_pod *pod, size_t ci)
+/* The manifest workload behind a planned pod, or NULL (the gateway we add). */
+static const wf_resource *owner_resource(planner *pl, const wf_lm_pod *pod)
 {
     if (!*pod->owner)
         return NULL;
@@ -569,10 +588,17 @@ static const wf_container *spec_container(planner *pl, const wf_lm_pod *pod, siz
     for (size_t i = 0; i < n; i++) {
         const char *ns = *v[i]->ns ? v[i]->ns : pl->p->default_ns;
         if (!lm_in_state(pl->p, v[i]) && strcmp(v[i]->name, pod->owner) == 0 &&
-            strcmp(ns, pod->ns) == 0 && v[i]->t.workload && ci < v[i]->t.workload->spec.ncontainers)
-            return &v[i]->t.workload->spec.containers[ci];
+            strcmp(ns, pod->ns) == 0 && v[i]->t.workload)
+            return v[i];
     }
     return NULL;
+}
+
+/* The manifest container behind a planned pod's container (for its env), or NULL. */
+static const wf_container *spec_container(planner *pl, const wf_lm_pod *pod, size_t ci)
+{
+    const wf_resource *r = owner_resource(pl, pod);
+    return r && ci < r->t.workload->spec.ncontainers ? &r->t.workload->spec.containers[ci] : NULL;
 }
 
 static int plan_procs(planner *pl)
@@ -724,8 +750,8 @@ int wf_lm_plan_build(const wf_lm_opts *o, wf_lm_plan **out, wf_strbuf *err)
     char *dir = realpath(o->dir, NULL), *state = NULL;
     if (dir && o->state)
         state = absolute(o->state);
-    else if (dir)
-        state = (state = malloc(strlen(dir) + 7)) ? strcat(strcpy(state, dir), "/.weft") : NULL;
+    else if (dir && !(state = wf_lm_default_state(dir, err)))
+        return free(dir), -1;
     wf_store *s = NULL;
     int rc = dir && state ? load_dir(dir, state, &s, err) : -1;
     if (rc == 0) {

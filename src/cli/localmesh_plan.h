@@ -121,7 +121,7 @@ typedef struct wf_lm_plan {
 
 typedef struct wf_lm_opts {
     const char *dir;         /* required: the manifests */
-    const char *state;       /* NULL: DIR/.weft */
+    const char *state;       /* NULL: wf_lm_default_state(DIR) (localmesh_state.h) */
     const char *ns;          /* NULL: decided from the Namespaces in DIR */
     const char *mesh_config; /* NULL: looked for in DIR */
     const char *bin_dir;     /* where weftctl lives (weft-pilot etc. are looked up there) */

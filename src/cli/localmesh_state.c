@@ -341,11 +341,19 @@ static json_t *proc_entry(const wf_lm_plan *p, const wf_lm_proc *proc, const wf_
             json_decref(argv);
             return NULL;
         }
-    return json_pack("{s:s,s:s,s:s?,s:s?,s:s?,s:i,s:s,s:i,s:s,s:o}", "name", proc->name, "kind",
-                     wf_lm_kind_name(proc->kind), "pod", pod ? pod->name : NULL, "namespace",
-                     pod ? pod->ns : NULL, "podIP", pod ? pod->ip : NULL, "pid",
-                     st ? (int)st->pid : 0, "state", st && st->state ? st->state : "planned",
-                     "restarts", st ? (int)st->restarts : 0, "log", proc->log, "argv", argv);
+    json_t *e = json_pack(
+        "{s:s,s:s,s:s?,s:s?,s:s?,s:i,s:s,s:i,s:s,s:o,s:I,s:I}", "name", proc->name, "kind",
+        wf_lm_kind_name(proc->kind), "pod", pod ? pod->name : NULL, "namespace",
+        pod ? pod->ns : NULL, "podIP", pod ? pod->ip : NULL, "pid", st ? (int)st->pid : 0, "state",
+        st && st->state ? st->state : "planned", "restarts", st ? (int)st->restarts : 0, "log",
+        proc->log, "argv", argv, "startedAt", (json_int_t)(st ? st->started_ms : 0), "startTicks",
+        (json_int_t)(st ? st->start_ticks : 0));
+    if (e && st && st->last_exit &&
+        json_object_set_new(e, "lastExit", json_string(st->last_exit)) != 0) {
+        json_decref(e);
+        return NULL;
+    }
+    return e;
 }
 
 static json_t *gateway_entry(const wf_lm_plan *p)

@@ -70,6 +70,10 @@ typedef struct wf_lm_proc_status {
     pid_t pid;         /* 0 when not running */
     const char *state; /* "starting", "running", "restarting", "stopping", "stopped" */
     unsigned restarts;
+    const char *last_exit; /* why it last stopped: "exited with status 1", "killed by signal 9
+                              (Killed)", "command not found: NAME"; NULL when never */
+    long long started_ms;  /* Unix ms of the running process's start, 0 when not running */
+    unsigned long long start_ticks; /* its /proc start time (localmesh_sys.h), 0 unknown */
 } wf_lm_proc_status;
 
 /* mesh.json:
@@ -83,7 +87,10 @@ typedef struct wf_lm_proc_status {
  *            "owner": "Deployment/catalog" | "", "bootstrap" (path or null),
  *            "error" (only for a pod that is not started: why)}],
  *  "processes": [{"name", "kind": "pilot|proxy|app|gateway", "pod" (or null), "namespace",
- *                 "podIP", "pid", "state", "restarts", "log", "argv": [...]}]}
+ *                 "podIP", "pid", "state", "restarts", "log", "argv": [...],
+ *                 "startedAt" (Unix ms, 0 when not running), "startTicks" (its /proc start
+ *                 time: pid + startTicks name the process), "lastExit" (only once it
+ *                 stopped or could not start: why)}]}
  * status may be NULL (nothing started yet). */
 json_t *wf_lm_mesh_json(const wf_lm_plan *p, const wf_lm_proc_status *status, pid_t supervisor_pid);
 

@@ -36,7 +36,10 @@ typedef struct kid {
     kid_state state;
     pid_t pid;
     unsigned restarts, backoff_ms;
-    uint64_t started_ms;
+    uint64_t started_ms;       /* loop time of the last start */
+    long long started_wall_ms; /* the same, Unix milliseconds (mesh.json startedAt) */
+    unsigned long long ticks;  /* the running process's start time (localmesh_sys.h) */
+    char last_exit[200];       /* why it last stopped or could not start; "" when never */
 } kid;
 
 struct super {
@@ -93,7 +96,10 @@ static void publish(super *s)
         s->status[i] = (wf_lm_proc_status){
             .pid = k->state == K_RUNNING ? k->pid : 0,
             .state = s->stopping && k->state == K_RUNNING ? "stopping" : state_name(k->state),
-            .restarts = k->restarts};
+            .restarts = k->restarts,
+            .last_exit = k->last_exit[0] ? k->last_exit : NULL,
+            .started_ms = k->state == K_RUNNING ? k->started_wall_ms : 0,
+            .start_ticks = k->state == K_RUNNING ? k->ticks : 0};
     }
     wf_strbuf err = WF_STRBUF_INIT;
     if (wf_lm_write_mesh_json(s->plan, s->status, getpid(), &err) != 0)
@@ -183,8 +189,17 @@ static void start_kid(kid *k)
     if (fd >= 0)
         close(fd);
     if (rc != 0) {
-        slog(s, "%s: cannot start %s: %s", k->proc->name, k->proc->argv[0],
-             fd < 0 ? strerror(errno) : uv_strerror(rc));
+        const char *a0 = k->proc->argv[0];
+        if (fd < 0)
+            snprintf(k->last_exit, sizeof k->last_exit, "cannot open its log %s: %s", k->proc->log,
+                     strerror(errno));
+        else if (rc == UV_ENOENT)
+            snprintf(k->last_exit, sizeof k->last_exit, "command not found: %s", a0);
+        else if (rc == UV_EACCES)
+            snprintf(k->last_exit, sizeof k->last_exit, "permission denied: %s", a0);
+        else
+            snprintf(k->last_exit, sizeof k->last_exit, "cannot start %s: %s", a0, uv_strerror(rc));
+        slog(s, "%s: %s", k->proc->name, k->last_exit);
         if (k->handle_open)
             uv_close((uv_handle_t *)&k->handle, on_handle_closed);
         schedule_restart(k);
@@ -193,6 +208,10 @@ static void start_kid(kid *k)
     k->pid = k->handle.pid;
     k->state = K_RUNNING;
     k->started_ms = uv_now(&s->loop);
+    k->ticks = wf_lm_pid_start_ticks(k->pid);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    k->started_wall_ms = now.tv_sec * 1000LL + now.tv_nsec / 1000000;
     slog(s, "%s: started, pid %d", k->proc->name, (int)k->pid);
     publish(s);
 }
@@ -255,10 +274,12 @@ static void kid_exited(uv_process_t *h, int64_t status, int sig)
     kid *k = h->data;
     super *s = k->sup;
     if (sig)
-        slog(s, "%s: pid %d killed by signal %d", k->proc->name, (int)k->pid, sig);
+        snprintf(k->last_exit, sizeof k->last_exit, "killed by signal %d (%s)", sig,
+                 strsignal(sig));
     else
-        slog(s, "%s: pid %d exited with status %lld", k->proc->name, (int)k->pid,
-             (long long)status);
+        snprintf(k->last_exit, sizeof k->last_exit, "exited with status %lld%s", (long long)status,
+                 status == 127 ? " (command not found)" : "");
+    slog(s, "%s: pid %d %s", k->proc->name, (int)k->pid, k->last_exit);
     uv_close((uv_handle_t *)h, on_handle_closed);
     if (s->stopping) {
         k->state = K_STOPPED;

@@ -10,7 +10,9 @@
  * - The port forwarder 127.0.0.1:30000 -> gateway pod IP:8080 runs on the same loop.
  * - When the MeshConfig came from a ConfigMap in DIR, its file is read again every 2 s and
  *   STATE/meshconfig rewritten when data.mesh changed (pilot watches that file).
- * - mesh.json is rewritten on every change (PIDs, states, restart counts) and
+ * - mesh.json is rewritten on every change (PIDs with their /proc start times, states,
+ *   restart counts, when each started, why each last stopped: "exited with status N",
+ *   "killed by signal N (Name)", "command not found: NAME" when it cannot start) and
  *   STATE/supervisor.pid holds the supervisor's PID while it runs.
  * - SIGINT, SIGTERM or SIGHUP (the terminal went away) stops everything: SIGTERM to each process
  * group, SIGKILL to what is left after 10 s; a second signal sends SIGKILL at once.

@@ -2,12 +2,14 @@
  * localmesh_sys.c - host helpers for the local mesh (localmesh_sys.h).
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +143,31 @@ static bool is_zombie(pid_t pid)
     return z;
 }
 
+unsigned long long wf_lm_pid_start_ticks(pid_t pid)
+{
+    char path[64], line[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+    if (!f)
+        return 0;
+    const char *close = fgets(line, sizeof line, f) ? strrchr(line, ')') : NULL;
+    fclose(f);
+    /* "pid (comm) state ...": the space after ')' starts field 3; starttime is field 22 */
+    for (int field = 2; close && *close; close++)
+        if (*close == ' ' && ++field == 22)
+            return strtoull(close + 1, NULL, 10);
+    return 0;
+}
+
+bool wf_lm_pid_is(pid_t pid, unsigned long long start_ticks, const char *want)
+{
+    if (!start_ticks)
+        return wf_lm_pid_alive(pid, want);
+    if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM) || is_zombie(pid))
+        return false;
+    return wf_lm_pid_start_ticks(pid) == start_ticks;
+}
+
 bool wf_lm_pid_alive(pid_t pid, const char *want)
 {
     if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM) || is_zombie(pid))
@@ -260,4 +287,82 @@ char *wf_lm_self_dir(void)
         return NULL;
     *slash = '\0';
     return strdup(buf[0] ? buf : "/");
+}
+
+/* ---- the default state folder ------------------------------------------------------------ */
+
+static void state_name(const char *absdir, char *out, size_t cap)
+{
+    const char *base = strrchr(absdir, '/');
+    base = base ? base + 1 : absdir;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a 64 */
+    for (const char *c = absdir; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    size_t n = 0;
+    for (const char *c = *base ? base : "root"; *c && n + 14 < cap && n < 64; c++)
+        out[n++] = isalnum((unsigned char)*c) || strchr("._-", *c) ? *c : '_';
+    snprintf(out + n, cap - n, "-%012llx", (unsigned long long)(h & 0xffffffffffffull));
+}
+
+/* base/sub/weft created and writable: the malloc'd path of base/sub/weft, else NULL. */
+static char *usable_base(const char *base, const char *sub)
+{
+    if (!base || base[0] != '/')
+        return NULL;
+    size_t len = strlen(base) + strlen(sub) + 8;
+    char *path = malloc(len);
+    if (!path)
+        return NULL;
+    snprintf(path, len, "%s%s/weft", base, sub);
+    wf_strbuf ignored = WF_STRBUF_INIT;
+    bool ok = wf_lm_mkdirs(path, &ignored) == 0 && access(path, W_OK | X_OK) == 0;
+    wf_strbuf_free(&ignored);
+    if (!ok) {
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+/* /tmp/weft-<uid>: made 0700 if missing; refused unless a real folder of this user that
+ * nobody else may write. */
+static char *tmp_base(wf_strbuf *err)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/weft-%u", (unsigned)getuid());
+    struct stat st;
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+        wf_strbuf_printf(err, "cannot create %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+        (st.st_mode & 022)) {
+        wf_strbuf_printf(err,
+                         "%s is not a folder of yours that only you can write: set "
+                         "XDG_STATE_HOME or HOME, or name a state folder with --state",
+                         path);
+        return NULL;
+    }
+    return strdup(path);
+}
+
+char *wf_lm_default_state(const char *absdir, wf_strbuf *err)
+{
+    char *base = usable_base(getenv("XDG_STATE_HOME"), "");
+    if (!base)
+        base = usable_base(getenv("HOME"), "/.local/state");
+    if (!base)
+        base = tmp_base(err);
+    if (!base)
+        return NULL;
+    char name[128];
+    state_name(absdir, name, sizeof name);
+    size_t len = strlen(base) + strlen(name) + 2;
+    char *out = malloc(len);
+    if (out)
+        snprintf(out, len, "%s/%s", base, name);
+    else
+        wf_strbuf_puts(err, "out of memory");
+    free(base);
+    return out;
 }

@@ -1,6 +1,7 @@
 /*
  * localmesh_sys.h - host helpers for the local mesh: folders, atomic file writes, PID files,
- * whether a process is alive, and who holds a TCP port (from /proc, Linux).
+ * whether a process is alive, the default state folder, and who holds a TCP port (from /proc,
+ * Linux).
  *
  * Errors are reported as -1 with a message in err (naming the path or port); nothing here
  * keeps state between calls.
@@ -31,10 +32,30 @@ pid_t wf_lm_read_pid(const char *path);
  * an unrelated program is not mistaken for ours. Zombies count as not running. */
 bool wf_lm_pid_alive(pid_t pid, const char *want);
 
+/* The start time of process pid (field 22 of /proc/PID/stat, clock ticks since boot), or 0
+ * when unknown. It survives exec, so (pid, start ticks) names one process across a launcher
+ * that execs another program, and a recycled PID has another start time. */
+unsigned long long wf_lm_pid_start_ticks(pid_t pid);
+
+/* True when pid runs (not a zombie) and is the process that started at start_ticks; with
+ * start_ticks 0 (an older record) as wf_lm_pid_alive(pid, want). */
+bool wf_lm_pid_is(pid_t pid, unsigned long long start_ticks, const char *want);
+
 /* Try to bind ip:port as a server would (SO_REUSEADDR). Returns 0 when free, else -1 with
  * err saying who holds it when /proc tells ("127.0.0.1:15010 is in use by weft-pilot (pid
  * 123)"). */
 int wf_lm_port_free(const char *ip, int port, wf_strbuf *err);
+
+/* The default state folder of the manifests folder absdir (absolute): outside it, so that
+ * analyzing or copying the manifests never picks up pod objects:
+ *   $XDG_STATE_HOME/weft/<NAME>, else $HOME/.local/state/weft/<NAME> (each when the variable
+ *   is an absolute path and the weft folder exists or can be created there, writable), else
+ *   /tmp/weft-<uid>/<NAME>, used only when it is a folder of this user that nobody else may
+ *   write (created mode 0700, never through a symlink), as the last-mesh record.
+ * NAME is the folder's base name (characters outside [A-Za-z0-9._-] as '_', "root" for /)
+ * and 12 hex digits of a hash of absdir: "catalog-3f9c0a1b2c4d". The folders up to weft/ are
+ * created; NAME is not. Returns a malloc'd path (the caller frees), or NULL with err. */
+char *wf_lm_default_state(const char *absdir, wf_strbuf *err);
 
 /* The folder of the running executable (for programs installed next to weftctl), or NULL.
  * The caller frees. */

@@ -133,27 +133,33 @@ def book_folder(tmp_path):
 
 
 def kill_leftovers(state):
-    """Kills (by PID) whatever the last mesh.json lists and still runs; returns their names."""
+    """Kills (by PID) whatever the last mesh.json lists and still runs; returns their names.
+    A process is the one listed when its /proc start time is the listed startTicks (it
+    survives a launcher's exec), else (an older record) when its command line names argv[0]."""
     left = []
     try:
         with open(os.path.join(state, "mesh.json")) as f:
             mesh = json.load(f)
     except (OSError, ValueError):
         return left
-    pids = [(p.get("name"), p.get("pid"), (p.get("argv") or [""])[0])
+    pids = [(p.get("name"), p.get("pid"), (p.get("argv") or [""])[0], p.get("startTicks"))
             for p in mesh.get("processes", [])]
-    pids.append(("supervisor", mesh.get("supervisor", {}).get("pid"), "weftctl"))
-    for name, pid, prog in pids:
+    pids.append(("supervisor", mesh.get("supervisor", {}).get("pid"), "weftctl", None))
+    for name, pid, prog, ticks in pids:
         if not pid:
             continue
         try:
             with open("/proc/%d/cmdline" % pid, "rb") as f:
                 cmd = f.read().decode("utf-8", "replace")
             with open("/proc/%d/stat" % pid) as f:
-                zombie = f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+                fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if zombie or os.path.basename(prog) not in cmd:
+        if fields[0] in ("Z", "X"):
+            continue
+        if ticks and int(fields[19]) != ticks:  # field 22 of /proc/PID/stat
+            continue
+        if not ticks and os.path.basename(prog) not in cmd:
             continue
         left.append(name)
         os.kill(pid, signal.SIGKILL)

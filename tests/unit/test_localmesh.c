@@ -455,6 +455,104 @@ static void mesh_config_and_proxy_metadata(void **state)
     done(&f);
 }
 
+/* ---- what Istio's injector adds for pilot-agent (localmesh_inject.c) ---- */
+
+static const char *env_value(const wf_lm_proc *proc, const char *key)
+{
+    size_t n = strlen(key);
+    for (size_t i = 0; i < proc->nenv; i++)
+        if (strncmp(proc->env[i], key, n) == 0 && proc->env[i][n] == '=')
+            return proc->env[i] + n + 1;
+    return NULL;
+}
+
+static const wf_lm_proc *proxy_of(const wf_lm_plan *p, const char *owner)
+{
+    for (size_t i = 0; i < p->npods; i++)
+        if (strcmp(p->pods[i].owner, owner) == 0) {
+            char name[300];
+            snprintf(name, sizeof name, "%s.proxy", p->pods[i].name);
+            return proc_named(p, name);
+        }
+    fail_msg("no pod of %s", owner);
+    return NULL;
+}
+
+static void app_probers_and_prometheus_merge(void **state)
+{
+    static const char *const yaml =
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: n, labels: {istio-injection: "
+        "enabled}}\n"
+        "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: n}\n"
+        "spec:\n  template:\n    metadata:\n      annotations:\n"
+        "        prometheus.io/scrape: \"true\"\n        prometheus.io/port: \"9102\"\n"
+        "    spec:\n      containers:\n"
+        "      - name: web\n        image: x\n"
+        "        ports: [{name: http, containerPort: 3000}, {containerPort: 9102}]\n"
+        "        readinessProbe:\n          httpGet: {path: /healthz, port: http}\n"
+        "        livenessProbe:\n          tcpSocket: {port: 3000}\n          timeoutSeconds: 5\n"
+        "        startupProbe:\n          httpGet:\n            port: 3000\n"
+        "            scheme: HTTPS\n            httpHeaders: [{name: X-Probe, value: kubelet}]\n"
+        "      - name: side\n        image: x\n"
+        "        livenessProbe:\n          exec: {command: [\"true\"]}\n"
+        "        readinessProbe:\n          grpc: {port: 9000}\n"
+        "        startupProbe:\n          httpGet: {port: nosuchname}\n"
+        "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: norewrite, namespace: n}\n"
+        "spec:\n  template:\n    metadata:\n      annotations:\n"
+        "        sidecar.istio.io/rewriteAppHTTPProbers: \"false\"\n"
+        "        prometheus.io/scrape: \"true\"\n"
+        "        prometheus.istio.io/merge-metrics: \"false\"\n"
+        "    spec:\n      containers:\n      - name: c\n        image: x\n"
+        "        readinessProbe:\n          httpGet: {port: 8080}\n"
+        "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: plain, namespace: n}\n"
+        "spec:\n  template:\n    metadata:\n      annotations:\n"
+        "        prometheus.io/scrape: \"true\"\n        prometheus.io/path: /stats\n"
+        "    spec:\n      containers: [{name: c, image: x}]\n";
+    fixture f;
+    plan_ok(&f, yaml, NULL);
+    const wf_lm_proc *web = proxy_of(f.plan, "web");
+    const wf_lm_pod *pod = &f.plan->pods[web->pod];
+    char want[2000];
+    snprintf(want, sizeof want,
+             "{\"/app-health/side/readyz\":{\"grpc\":{\"port\":9000,\"service\":\"\"},"
+             "\"timeoutSeconds\":1},"
+             "\"/app-health/web/livez\":{\"tcpSocket\":{\"port\":3000,\"host\":\"%s\"},"
+             "\"timeoutSeconds\":5},"
+             "\"/app-health/web/readyz\":{\"httpGet\":{\"path\":\"/healthz\",\"port\":3000,"
+             "\"host\":\"%s\",\"scheme\":\"HTTP\"},\"timeoutSeconds\":1},"
+             "\"/app-health/web/startupz\":{\"httpGet\":{\"path\":\"/\",\"port\":3000,"
+             "\"host\":\"%s\",\"scheme\":\"HTTPS\",\"httpHeaders\":[{\"name\":\"X-Probe\","
+             "\"value\":\"kubelet\"}]},\"timeoutSeconds\":1}}",
+             pod->localhost, pod->localhost, pod->localhost);
+    assert_non_null(env_value(web, "ISTIO_KUBE_APP_PROBERS"));
+    assert_string_equal(env_value(web, "ISTIO_KUBE_APP_PROBERS"), want);
+    assert_string_equal(env_value(web, "ISTIO_PROMETHEUS_ANNOTATIONS"),
+                        "{\"scrape\":\"true\",\"path\":\"/metrics\",\"port\":\"9102\"}");
+    const wf_lm_proc *off = proxy_of(f.plan, "norewrite");
+    assert_null(env_value(off, "ISTIO_KUBE_APP_PROBERS"));
+    assert_null(env_value(off, "ISTIO_PROMETHEUS_ANNOTATIONS"));
+    const wf_lm_proc *plain = proxy_of(f.plan, "plain");
+    assert_null(env_value(plain, "ISTIO_KUBE_APP_PROBERS")); /* no probes: unset, not {} */
+    assert_string_equal(env_value(plain, "ISTIO_PROMETHEUS_ANNOTATIONS"),
+                        "{\"scrape\":\"true\",\"path\":\"/stats\",\"port\":\"\"}");
+    /* the app processes do not get them */
+    for (size_t i = 0; i < f.plan->nprocs; i++)
+        if (f.plan->procs[i].kind == WF_LM_APP)
+            assert_null(env_value(&f.plan->procs[i], "ISTIO_KUBE_APP_PROBERS"));
+    done(&f);
+
+    /* MeshConfig enablePrometheusMerge: false turns merging off (the annotation can turn it
+     * back on for its pods) */
+    char *mesh = concat(yaml, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: istio, "
+                              "namespace: istio-system}\ndata:\n  mesh: |-\n"
+                              "    enablePrometheusMerge: false\n");
+    plan_ok(&f, mesh, NULL);
+    assert_null(env_value(proxy_of(f.plan, "web"), "ISTIO_PROMETHEUS_ANNOTATIONS"));
+    assert_non_null(env_value(proxy_of(f.plan, "web"), "ISTIO_KUBE_APP_PROBERS"));
+    done(&f);
+    free(mesh);
+}
+
 /* ---- state files ---- */
 
 static void bootstrap_and_pod_object(void **state)
@@ -577,6 +675,7 @@ int main(void)
         cmocka_unit_test(image_matching),
         cmocka_unit_test(image_map_errors),
         cmocka_unit_test(mesh_config_and_proxy_metadata),
+        cmocka_unit_test(app_probers_and_prometheus_merge),
         cmocka_unit_test(bootstrap_and_pod_object),
         cmocka_unit_test(last_mesh_record),
     };
