@@ -17,55 +17,16 @@
 #include <jansson.h>
 
 #include "analysis/meshcfg.h"
+#include "model/node_json.h"
 #include "pilot/ads.h"
 #include "pilot/debug_internal.h"
-
-static json_t *scalar_json(const wf_node *n)
-{
-    if (!n->quoted) {
-        bool b;
-        int64_t v;
-        if (wf_node_bool(n, &b))
-            return json_boolean(b);
-        if (wf_node_int(n, &v))
-            return json_integer(v);
-    }
-    return json_stringn(n->u.str, n->len);
-}
-
-static json_t *node_json(const wf_node *n)
-{
-    json_t *o = NULL;
-    switch (n ? n->type : WF_NODE_NULL) {
-    case WF_NODE_SCALAR:
-        return scalar_json(n);
-    case WF_NODE_MAP:
-        o = json_object();
-        for (size_t i = 0; o && i < n->len; i++)
-            if (json_object_set_new(o, n->u.entries[i].key, node_json(n->u.entries[i].value))) {
-                json_decref(o);
-                return NULL;
-            }
-        return o;
-    case WF_NODE_SEQ:
-        o = json_array();
-        for (size_t i = 0; o && i < n->len; i++)
-            if (json_array_append_new(o, node_json(n->u.items[i]))) {
-                json_decref(o);
-                return NULL;
-            }
-        return o;
-    default:
-        return json_null();
-    }
-}
 
 json_t *wf_debug_mesh_json(const wf_meshcfg *mesh)
 {
     wf_meshcfg *defaults = wf_meshcfg_new_default();
-    json_t *out = defaults ? node_json(wf_meshcfg_get(defaults, "")) : NULL;
+    json_t *out = defaults ? wf_node_to_json(wf_meshcfg_get(defaults, "")) : NULL;
     /* the newest file's root (the defaults' own root when no file was loaded) */
-    json_t *file = mesh ? node_json(wf_meshcfg_get(mesh, "")) : json_object();
+    json_t *file = mesh ? wf_node_to_json(wf_meshcfg_get(mesh, "")) : json_object();
     wf_meshcfg_free(defaults);
     if (!json_is_object(out) || !json_is_object(file)) {
         json_decref(out);

@@ -112,10 +112,10 @@ static void rebuild(dir_src *d)
         return;
     }
     WF_LOG(WF_LC_config, WF_LOG_INFO,
-           "config: snapshot %llu: %zu resources from %zu files, %zu errors, change %s, built in "
-           "%.1f ms",
+           "config: snapshot %llu: %zu resources from %zu files, %zu errors, %zu not implemented, "
+           "change %s, built in %.1f ms",
            (unsigned long long)s->seq, wf_store_count(s->store), s->files, s->n_errors,
-           wf_change_kind_name(s->change), s->build_ms);
+           s->n_warnings, wf_change_kind_name(s->change), s->build_ms);
     wf_snapshot_unref(d->cur);
     d->cur = s;
     if (d->iface.on_change) {

@@ -27,8 +27,8 @@
  *    never had a good version is left out.
  *  - "never accept silently": every served resource is scanned for the Istio fields weft does
  *    not implement (model/unimplemented.h); each is a warning (wf_snapshot.warnings, logged
- *    once when it first appears: "not implemented: FILE:LINE:COL: Kind ns/name: FIELD:
- *    MESSAGE [WFT0001]").
+ *    once when it first appears: "not implemented: FILE:LINE:COL: Kind ns/name: MESSAGE
+ *    [WFT0001]", the message starting with the field).
  *  - classifies each new snapshot against the previous one per resource (hash of its
  *    canonical JSON): NONE (nothing changed: no delivery), ENDPOINTS (only Pod, WorkloadEntry,
  *    Endpoints or EndpointSlice objects changed: Istio's incremental EDS push) or FULL.

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "core/log.h"
+#include "model/node_json.h"
 #include "model/store_internal.h"
 #include "model/unimplemented.h"
 #include "model/validate.h"
@@ -103,60 +104,10 @@ const char *wf_change_kind_name(wf_change_kind k)
 
 /* ---- resources as canonical JSON --------------------------------------------------------- */
 
-static json_t *scalar_json(const wf_node *n)
-{
-    int64_t i;
-    bool b;
-    if (n->quoted) {
-        return json_stringn(n->u.str, n->len);
-    }
-    if (wf_node_int(n, &i)) {
-        return json_integer(i);
-    }
-    if (wf_node_bool(n, &b)) {
-        return json_boolean(b);
-    }
-    char *end = NULL;
-    double d = strtod(n->u.str, &end);
-    if (n->len && end && *end == '\0' && d == d && strchr("0123456789+-.", n->u.str[0])) {
-        return json_real(d);
-    }
-    return json_stringn(n->u.str, n->len);
-}
-
-static json_t *node_json(const wf_node *n)
-{
-    json_t *o;
-    switch (n ? n->type : WF_NODE_NULL) {
-    case WF_NODE_SCALAR:
-        return scalar_json(n);
-    case WF_NODE_MAP:
-        o = json_object();
-        for (size_t i = 0; o && i < n->len; i++) {
-            if (json_object_set_new(o, n->u.entries[i].key, node_json(n->u.entries[i].value))) {
-                json_decref(o);
-                return NULL;
-            }
-        }
-        return o;
-    case WF_NODE_SEQ:
-        o = json_array();
-        for (size_t i = 0; o && i < n->len; i++) {
-            if (json_array_append_new(o, node_json(n->u.items[i]))) {
-                json_decref(o);
-                return NULL;
-            }
-        }
-        return o;
-    default:
-        return json_null();
-    }
-}
-
 /* Canonical JSON text of r's document in the snapshot arena, or NULL on OOM. */
 static char *resource_json(wf_snapshot *s, const wf_resource *r, size_t *len)
 {
-    json_t *j = node_json(r->root);
+    json_t *j = wf_node_to_json(r->root);
     char *txt = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(15)) : NULL;
     json_decref(j);
     if (!txt) {
@@ -285,8 +236,9 @@ static bool on_unimpl(const wf_unimpl_hit *h, void *arg)
         push_error(s, &s->warnings, &s->n_warnings, &u->b->cap_warnings, &w) != 0) {
         u->rc = -1;
     } else if (!warned_before(u->b, &w)) {
-        WF_LOG(WF_LC_config, WF_LOG_WARN, "not implemented: %s:%u:%u: %s%s%s: %s [%s]", w.file,
-               w.line, w.col, w.resource, *w.field ? ": " : "", w.field, w.message, w.code);
+        /* the message starts with the field (or the kind): not said twice */
+        WF_LOG(WF_LC_config, WF_LOG_WARN, "not implemented: %s:%u:%u: %s: %s [%s]", w.file,
+               w.line, w.col, w.resource, w.message, w.code);
     }
     wf_strbuf_free(&msg);
     return u->rc == 0;
