@@ -540,6 +540,9 @@ static int proxy_env(planner *pl, const wf_lm_pod *pod, lm_strv *env)
     for (size_t i = 0; i < pod->nproxy_env; i++)
         if (lm_strv_add(a, env, pod->proxy_env[i]) != 0)
             return -1;
+    /* the injector's downward-API env: the pod IP (pilot-agent's appProbersDestination) */
+    if (lm_strv_setenv(a, env, "INSTANCE_IP", pod->ip) != 0)
+        return -1;
     if (!pod->sidecar)
         return 0;
     return lm_inject_env(pl->p, pl->mesh, owner_resource(pl, pod), pod->localhost, env);

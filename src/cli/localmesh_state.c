@@ -11,6 +11,7 @@
 
 #include "cli/localmesh_state.h"
 #include "cli/localmesh_sys.h"
+#include "model/unimplemented.h"
 
 #define ISTIO_VERSION "weft-" WEFT_VERSION
 #define PROXY_IMAGE   "docker.io/istio/proxyv2:weft"
@@ -53,6 +54,35 @@ static json_t *xds_cluster(void)
                      "load_assignment", "cluster_name", "xds-grpc", "endpoints", "lb_endpoints",
                      "endpoint", "address",
                      json_object_get_address(socket_address("127.0.0.1", 15010)));
+}
+
+/* Istio's Prometheus listener (envoy_bootstrap.json "prometheus_stats"): podIP:15090 serves
+ * /stats/prometheus from the admin API through the STATIC cluster prometheus_stats (Istio binds
+ * 0.0.0.0; here each pod has its own address). */
+static json_t *prometheus_listener(const wf_lm_pod *pod)
+{
+    json_t *hcm = json_pack(
+        "{s:s,s:s,s:s,s:{s:[{s:s,s:[s],s:[{s:{s:s},s:{s:s}}]}]},s:[{s:s,s:{s:s}}]}", "@type",
+        "type.googleapis.com/"
+        "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+        "codec_type", "AUTO", "stat_prefix", "stats", "route_config", "virtual_hosts", "name",
+        "backend", "domains", "*", "routes", "match", "prefix", "/stats/prometheus", "route",
+        "cluster", "prometheus_stats", "http_filters", "name", "envoy.filters.http.router",
+        "typed_config", "@type",
+        "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router");
+    return json_pack("{s:s,s:o,s:[{s:[{s:s,s:o}]}]}", "name", "prometheus_stats", "address",
+                     json_object_get_address(socket_address(pod->ip, 15090)), "filter_chains",
+                     "filters", "name", "envoy.filters.network.http_connection_manager",
+                     "typed_config", hcm);
+}
+
+static json_t *prometheus_cluster(const wf_lm_pod *pod)
+{
+    return json_pack("{s:s,s:s,s:s,s:s,s:{s:s,s:[{s:[{s:{s:o}}]}]}}", "name", "prometheus_stats",
+                     "type", "STATIC", "connect_timeout", "0.250s", "lb_policy", "ROUND_ROBIN",
+                     "load_assignment", "cluster_name", "prometheus_stats", "endpoints",
+                     "lb_endpoints", "endpoint", "address",
+                     json_object_get_address(socket_address(pod->ip, WF_LM_ADMIN_PORT)));
 }
 
 /* Istio's stats_config for the pod (proxy_stats_config.h), INSTANCE_IPS = the pod IP. */
@@ -110,15 +140,15 @@ json_t *wf_lm_bootstrap_json(const wf_lm_plan *p, const wf_lm_pod *pod)
     for (int i = 0; i < 2; i++)
         ads[i] = json_pack("{s:{},s:s,s:s}", "ads", "initial_fetch_timeout", "0s",
                            "resource_api_version", "V3");
-    return json_pack("{s:{s:s,s:s,s:o},s:o,s:o,s:{s:{s:s,s:s,s:b,s:[{s:{s:s}}]},s:o,s:o},"
-                     "s:{s:[o]}}",
-                     "node", "id", id, "cluster", pod->cluster, "metadata", node_metadata(pod),
-                     "stats_config", stats_config(pod), "admin",
-                     socket_address(pod->ip, WF_LM_ADMIN_PORT), "dynamic_resources", "ads_config",
-                     "api_type", "GRPC", "transport_api_version", "V3",
-                     "set_node_on_first_message_only", 1, "grpc_services", "envoy_grpc",
-                     "cluster_name", "xds-grpc", "cds_config", ads[0], "lds_config", ads[1],
-                     "static_resources", "clusters", xds_cluster());
+    return json_pack(
+        "{s:{s:s,s:s,s:o},s:o,s:o,s:{s:{s:s,s:s,s:b,s:[{s:{s:s}}]},s:o,s:o},"
+        "s:{s:[o],s:[o,o]}}",
+        "node", "id", id, "cluster", pod->cluster, "metadata", node_metadata(pod), "stats_config",
+        stats_config(pod), "admin", socket_address(pod->ip, WF_LM_ADMIN_PORT), "dynamic_resources",
+        "ads_config", "api_type", "GRPC", "transport_api_version", "V3",
+        "set_node_on_first_message_only", 1, "grpc_services", "envoy_grpc", "cluster_name",
+        "xds-grpc", "cds_config", ads[0], "lds_config", ads[1], "static_resources", "listeners",
+        prometheus_listener(pod), "clusters", xds_cluster(), prometheus_cluster(pod));
 }
 
 /* ---- Pod and Service objects -------------------------------------------------------------- */
@@ -194,15 +224,15 @@ json_t *wf_lm_pod_json(const wf_lm_plan *p, const wf_lm_pod *pod)
 
 json_t *wf_lm_gateway_service_json(void)
 {
-    return json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s}},s:{s:s,s:{s:s,s:s},s:[{s:s,s:i,s:i,s:i,s:s},"
-                     "{s:s,s:i,s:i,s:s}]}}",
-                     "apiVersion", "v1", "kind", "Service", "metadata", "name", WF_LM_GATEWAY_NAME,
-                     "namespace", WF_LM_GATEWAY_NS, "labels", "app", "istio-ingressgateway",
-                     "istio", "ingressgateway", "spec", "type", "NodePort", "selector", "app",
-                     "istio-ingressgateway", "istio", "ingressgateway", "ports", "name", "http2",
-                     "port", 80, "targetPort", WF_LM_GW_HTTP_PORT, "nodePort", WF_LM_GW_HOST_PORT,
-                     "protocol", "TCP", "name", "https", "port", 443, "targetPort", 8443,
-                     "protocol", "TCP");
+    return json_pack(
+        "{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s},s:{s:s}},s:{s:s,s:{s:s,s:s},"
+        "s:[{s:s,s:i,s:i,s:i,s:s},{s:s,s:i,s:i,s:s}]}}",
+        "apiVersion", "v1", "kind", "Service", "metadata", "name", WF_LM_GATEWAY_NAME, "namespace",
+        WF_LM_GATEWAY_NS, "labels", "app", "istio-ingressgateway", "istio", "ingressgateway",
+        "annotations", WF_UNIMPL_GENERATED_ANNOTATION, "weftctl up", "spec", "type", "NodePort",
+        "selector", "app", "istio-ingressgateway", "istio", "ingressgateway", "ports", "name",
+        "http2", "port", 80, "targetPort", WF_LM_GW_HTTP_PORT, "nodePort", WF_LM_GW_HOST_PORT,
+        "protocol", "TCP", "name", "https", "port", 443, "targetPort", 8443, "protocol", "TCP");
 }
 
 /* ---- writing ------------------------------------------------------------------------------ */

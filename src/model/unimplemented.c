@@ -442,6 +442,8 @@ static void scan_row(scan *sc)
 int wf_unimpl_scan(const wf_resource *r, wf_unimpl_cb cb, void *arg)
 {
     scan sc = {.r = r, .cb = cb, .arg = arg};
+    if (wf_kvs_get(&r->annotations, WF_UNIMPL_GENERATED_ANNOTATION))
+        return 0;
     for (size_t i = 0; i < sizeof table / sizeof table[0] && !sc.stop; i++) {
         if (table[i].kind != r->kind)
             continue;

@@ -70,8 +70,14 @@ typedef bool (*wf_unimpl_cb)(const wf_unimpl_hit *hit, void *arg);
 /* The table, in a stable order; sets *n. */
 const wf_unimpl_entry *wf_unimpl_table(size_t *n);
 
+/* Objects weft writes itself (the ingress gateway Service `weftctl up` adds, as Istio's
+ * installation would) carry this annotation, naming the writer; they are not the user's
+ * config, so nothing is reported about them. */
+#define WF_UNIMPL_GENERATED_ANNOTATION "weft.io/generated-by"
+
 /* Calls cb for every row that applies to r, in table order, and in document order within a
- * row. Returns the number of hits reported, or -1 on out of memory. */
+ * row; nothing for an object carrying WF_UNIMPL_GENERATED_ANNOTATION. Returns the number of
+ * hits reported, or -1 on out of memory. */
 int wf_unimpl_scan(const wf_resource *r, wf_unimpl_cb cb, void *arg);
 
 /* The message text of a hit, appended to out:

@@ -241,6 +241,16 @@ def test_up_catalog_story(tmp_path):
         assert kinds == ["app"] * 3 + ["gateway", "pilot"] + ["proxy"] * 3
         assert all(p["state"] == "running" and p["pid"] > 0 for p in doc["processes"])
 
+        # Istio's Prometheus ports answer on every proxy, as `describe` lists them: 15090
+        # (Envoy's prometheus_stats listener) and the agent's merged scrape on 15020
+        import urllib.request
+        for p in mesh["pods"]:
+            for port in (15090, 15020):
+                url = "http://%s:%d/stats/prometheus" % (p["ip"], port)
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    body = r.read().decode()
+                assert r.status == 200 and "envoy_server_live" in body, (url, body[:300])
+
         # 3. apply the DestinationRule: edit the folder, pilot picks it up
         shutil.copy(os.path.join(BOOK, "ch10", "catalog-destinationrule-v1-v2.yaml"), d)
         wait_for(lambda: request("/status/200")[0] == 200, 20, "200 after the DestinationRule")
