@@ -37,6 +37,11 @@ int wf_flags_parse(wf_flag *flags, size_t nflags, int argc, char **argv, char **
 int wf_flags_parse_cmd(const char *cmd, wf_flag *flags, size_t nflags, int argc, char **argv,
                        char ***pos, size_t *npos);
 
+/* The one way a command reports a usage error it finds after parsing (a missing or extra
+ * argument, a bad flag value): prints "Error: <message>" and "Run 'weftctl <cmd> --help' for
+ * usage." on stderr, as wf_flags_parse_cmd does, and returns WF_EXIT_USAGE (64, cli.h). */
+int wf_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 void wf_flags_free(wf_flag *flags, size_t nflags);
 
 /* Print the flag table for --help. */
