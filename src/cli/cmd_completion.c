@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 
 typedef struct comp_cmd {
     const char *name;    /* command (aliases share the entry through `aliases`) */
@@ -135,13 +136,12 @@ int wf_cmd_completion(int argc, char **argv)
                "  source <(weftctl completion bash)\n");
         return WF_EXIT_OK;
     }
-    if (argc != 2 || strcmp(argv[1], "bash") != 0) {
-        fprintf(stderr, "Error: %s\nUsage: weftctl completion bash\n",
-                argc < 2   ? "requires a shell name (bash)"
-                : argc > 2 ? "accepts 1 arg (the shell)"
-                           : "unsupported shell type");
-        return WF_EXIT_ERROR;
-    }
+    if (argc != 2 || strcmp(argv[1], "bash") != 0)
+        return wf_usage_error("completion", "%s",
+                              argc < 2            ? "requires a shell name (bash)"
+                              : argc > 2          ? "accepts 1 arg (the shell)"
+                              : argv[1][0] == '-' ? "unknown flag: the only argument is the shell"
+                                                  : "unsupported shell type");
     print_script();
     return WF_EXIT_OK;
 }

@@ -507,15 +507,12 @@ static int run(wf_flag *fl, char **pos, size_t npos)
                            strcmp(what, "services") == 0);
     if (!is_pod && !is_svc) {
         if (what)
-            fprintf(stderr, "Error: unknown resource type \"%s\"\n", what);
-        else
-            usage(fl);
-        return what ? WF_EXIT_ERROR : WF_EXIT_OK;
+            return wf_usage_error("describe", "unknown resource type \"%s\"", what);
+        usage(fl);
+        return WF_EXIT_OK;
     }
-    if (npos != 2) {
-        fprintf(stderr, "Error: expecting %s name\n", is_pod ? "pod" : "service");
-        return WF_EXIT_ERROR;
-    }
+    if (npos != 2)
+        return wf_usage_error("describe", "expecting %s name", is_pod ? "pod" : "service");
     bool files = fl[F_FILE].nlist || fl[F_DIR].nlist;
     dsc_ctx c = {
         .out = stdout,

@@ -350,6 +350,8 @@ static int check_args(pc_sub sub, const char *what, const wf_flag *f, size_t npo
             wf_strbuf_puts(err, "--level cannot be combined with --reset");
             return WF_EXIT_USAGE;
         }
+        if (f[F_LEVEL].sval && pc_log_check_levels(f[F_LEVEL].sval, err) != 0)
+            return WF_EXIT_USAGE;
         return 0;
     }
     if ((npos == 1) == (f[F_FILE].sval != NULL) || npos > 1) {
@@ -404,7 +406,8 @@ int wf_cmd_proxy_config(int argc, char **argv)
         wf_flags_usage(f, F_COUNT);
     } else if ((rc = check_args(sub, what, f, npos, &err)) == 0 &&
                (rc = make_opts(sub, f, &o, &err)) == 0) {
-        rc = execute(sub, f, pos, &o, &out, &err) == 0 ? WF_EXIT_OK : WF_EXIT_ERROR;
+        int e = execute(sub, f, pos, &o, &out, &err);
+        rc = e == 0 ? WF_EXIT_OK : e == PC_E_USAGE ? WF_EXIT_USAGE : WF_EXIT_ERROR;
     }
     if (wf_strbuf_failed(&out)) {
         wf_strbuf_reset(&err);

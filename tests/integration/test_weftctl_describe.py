@@ -81,7 +81,7 @@ def test_describe_errors_name_what_went_wrong(mesh, tmp_path):
     r = describe(mesh, "service", "nope", "-n", "istioinaction")
     assert r.returncode == 1 and 'services "nope" not found' in r.stderr
     r = describe(mesh, "deployment", "catalog")
-    assert r.returncode == 1 and 'unknown resource type "deployment"' in r.stderr
+    assert r.returncode == 64 and 'unknown resource type "deployment"' in r.stderr
     r = run_weftctl("describe", "pod", "x", "--pilot", "127.0.0.1:1")
     assert r.returncode == 1 and "127.0.0.1:1" in r.stderr
 
@@ -153,4 +153,4 @@ def test_version_against_pilot_and_completion(mesh):
     assert r.returncode == 0 and "complete -o default -F _weftctl weftctl" in r.stdout
     for word in ("proxy-config", "describe", "--summary", "short", "--config-dump"):
         assert word in r.stdout
-    assert run_weftctl("completion", "fish").returncode == 1
+    assert run_weftctl("completion", "fish").returncode == 64
