@@ -331,6 +331,54 @@ static const wf_lx_entry table[] = {
       "A DENY policy matched, or ALLOW policies exist and none allows this caller/path.",
       "Check `weftctl describe pod <pod>` (RBAC policies) and the AuthorizationPolicies in "
       "the namespace and root namespace."),
+    /* extension details (the fault filter, source/extensions/filters/http/fault) */
+    D("fault_filter_abort", "the configured abort status (body \"fault filter abort\")",
+      "The fault injection filter aborted the request on purpose: the response never came "
+      "from the application (flag FI).",
+      "A VirtualService `fault.abort` matches this request (httpStatus, percentage), or the "
+      "request carries the x-envoy-fault-abort-request header where header-controlled faults "
+      "are allowed.",
+      "Check the `fault` block of the VirtualService routes for this host (`weftctl "
+      "proxy-config route <pod> -o json`, typed_per_filter_config envoy.filters.http.fault); "
+      "remove it or lower its percentage when the test is over."),
+    /* the HTTP/1 codec's details (Envoy's Http1ResponseCodeDetails, source/common/http/http1/
+     * codec_impl.cc): the request was malformed, the proxy answered itself (flag DPE) */
+    D("http1.codec_error", "400 (connection closed)",
+      "The request was not valid HTTP/1.1, so the proxy rejected it before routing.",
+      "A malformed request line or header line, a bare CR or LF, an invalid chunk, conflicting "
+      "Content-Length values, a duplicate Host, or a connection closed mid-message; often a "
+      "client bug or a request smuggling attempt.",
+      "Capture the raw request (`curl -v`, the client's logs); the proxy's debug log (logger "
+      "http) names the exact parse error."),
+    D("http1.invalid_characters", "400 (connection closed)",
+      "A header value (or the request) held characters HTTP forbids, such as NUL or control "
+      "characters.",
+      "A client that does not escape header values, or a hostile request.",
+      "Find the header in the client's request and encode it properly."),
+    D("http1.invalid_url", "400, body \"Bad Request\"",
+      "The request target is not a valid path or absolute URL.",
+      "A path with spaces or control characters, or an absolute-form URL that does not parse.",
+      "Percent-encode the path on the client."),
+    D("http1.headers_too_large", "431",
+      "The request headers exceeded the proxy's limit (max_request_headers_kb, 60 KiB by "
+      "default).",
+      "Very large cookies or tokens, or headers that grow with every hop.",
+      "Shrink the headers, or raise max_request_headers_kb where the traffic is expected."),
+    D("http1.too_many_headers", "431",
+      "The request had more header fields than the proxy allows (max_headers_count, 100 by "
+      "default).",
+      "A client or intermediary adding many headers.",
+      "Reduce the headers, or raise max_headers_count where this is expected."),
+    D("http1.content_length_and_chunked_not_allowed", "400",
+      "The request had both Content-Length and Transfer-Encoding: chunked, which the proxy "
+      "refuses (a request smuggling defence).",
+      "A client or intermediary that sets both, or a smuggling attempt.",
+      "Fix the client to send one of the two."),
+    D("http1.invalid_transfer_encoding", "501 or 400",
+      "The request's Transfer-Encoding is not the single `chunked` coding the proxy accepts.",
+      "A client using gzip/other transfer codings, chunked twice, or Transfer-Encoding in an "
+      "HTTP/1.0 request.",
+      "Send `Transfer-Encoding: chunked` only (or a Content-Length)."),
 
     /* ---- upstream reset reasons (Http::Utility::resetReasonToString) ---- */
     R("local_connection_failure", "The proxy failed to open the connection locally.",
@@ -405,6 +453,30 @@ const wf_lx_entry *wf_lx_find_flag(const char *flag)
 const wf_lx_entry *wf_lx_find_reset(const char *reason)
 {
     return find_exact(WF_LX_RESET, reason);
+}
+
+/* Local replies recognisable without %RESPONSE_CODE_DETAILS%: status, and no upstream host
+ * (no attempt was in flight, so the proxy answered itself). */
+static const struct {
+    int code;
+    const char *details, *why;
+} inferred[] = {
+    {507, "request_payload_exceeded_retry_buffer_limit",
+     "the line has no response code details; a 507 with no upstream host is the proxy's own "
+     "reply, and the only one weft-proxy and Envoy send with 507 is the retry-buffer overflow"},
+};
+
+const wf_lx_entry *wf_lx_infer_details(const wf_lx_record *r, const char **why)
+{
+    if (r->details || r->conn_details || r->host)
+        return NULL;
+    for (size_t i = 0; i < sizeof inferred / sizeof inferred[0]; i++) {
+        if (inferred[i].code == r->code) {
+            *why = inferred[i].why;
+            return wf_lx_find_detail(inferred[i].details);
+        }
+    }
+    return NULL;
 }
 
 const wf_lx_entry *wf_lx_find_detail(const char *details)
