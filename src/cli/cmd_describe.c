@@ -379,6 +379,11 @@ static void revision_of(const wf_resource *pod, char *buf, size_t cap)
     const char *st = wf_kvs_get(&pod->annotations, "sidecar.istio.io/status");
     json_t *j = st ? json_loads(st, 0, NULL) : NULL;
     const char *r = json_string_value(json_object_get(j, "revision"));
+    /* weft: an injected pod whose status names no revision was injected by the default
+     * revision (Istio's injector writes "revision": "default" then; weft's local mesh writes
+     * the status without it), so its line reads "Pod Revision: default" as on Istio */
+    if (!r && json_is_object(j) && !json_object_get(j, "revision"))
+        r = "default";
     if (r)
         snprintf(buf, cap, "%s", r);
     json_decref(j);

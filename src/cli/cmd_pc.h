@@ -38,6 +38,10 @@ typedef struct pc_opts {
     bool verbose;                          /* listener/route: the long form (default true) */
     bool all;                              /* inside `pc all`: type prefixes on first columns */
     time_t now;                            /* "now" for certificate validity */
+    /* A live proxy's /server_info "version" (Envoy's "<commit>/<x.y.z>/<Clean|Modified>/
+     * <RELEASE|DEBUG>/<ssl lib>"), fetched for `pc bootstrap -o short` when its bootstrap
+     * node has no user_agent_build_version (weft-proxy's does not yet); NULL otherwise. */
+    const char *server_version;
 } pc_opts;
 
 /* ---- output (cmd_pc_output.c) ---- */
