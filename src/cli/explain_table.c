@@ -38,7 +38,8 @@ static const wf_lx_entry table[] = {
       "No pod matches the service or the DestinationRule subset's labels (IST0173), all "
       "endpoints are unready, or outlier detection ejected every host.",
       "Run `weftctl proxy-config endpoint <pod> --cluster <cluster>` to see the endpoints, "
-      "`weftctl analyze` for subsets that select no pods, and check the pods' readiness."),
+      "`weftctl analyze -A <manifests>` for subsets that select no pods, and check the pods' "
+      "readiness."),
     F("UT", "UpstreamRequestTimeout", "504, body \"upstream request timeout\"",
       "The route timeout (or the last try's perTryTimeout) fired before the upstream answered, "
       "or before it finished a response it had started (then the status is the upstream's and "
@@ -90,7 +91,7 @@ static const wf_lx_entry table[] = {
       "gateway, the path matches no route, or the VirtualService is bound to another "
       "gateway or namespace.",
       "Compare the request's Host with `weftctl proxy-config route <pod>` (DOMAINS); check "
-      "the VirtualService `hosts` and `gateways` and run `weftctl analyze`."),
+      "the VirtualService `hosts` and `gateways` and run `weftctl analyze -A <manifests>`."),
     F("DI", "DelayInjected", "the normal status",
       "A fault-injection delay was applied to the request.",
       "A VirtualService `fault.delay` matched this request.",
@@ -164,7 +165,8 @@ static const wf_lx_entry table[] = {
       "The route names a cluster that does not exist in this proxy.",
       "Usually a subset without a DestinationRule: the VirtualService routes to a subset no "
       "DestinationRule defines (IST0101); or the cluster has not been delivered yet.",
-      "Run `weftctl analyze` (IST0101), then define the subset in a DestinationRule; check "
+      "Run `weftctl analyze -A <manifests>` (IST0101), then define the subset in a "
+      "DestinationRule; check "
       "`weftctl proxy-config cluster <pod>` for the cluster and `weftctl proxy-status`."),
     F("OM", "OverloadManagerTerminated", "503, body \"envoy overloaded\"",
       "The proxy's overload manager shed the request.",
@@ -246,12 +248,12 @@ static const wf_lx_entry table[] = {
     D("route_not_found", "404, empty body", "No route matched the request.",
       "The Host or path matches no route of any VirtualService bound here.",
       "Compare the Host with `weftctl proxy-config route <pod>` and check the VirtualService "
-      "`hosts`/`gateways`; run `weftctl analyze`."),
+      "`hosts`/`gateways`; run `weftctl analyze -A <manifests>`."),
     D("direct_response", "the configured status", "The route answered directly (no upstream).",
       "A route with a direct response is configured.", "Expected; check the route if not."),
     D("cluster_not_found", "503, empty body", "The route's cluster does not exist in the proxy.",
       "Usually a subset without a DestinationRule, or a cluster not yet delivered.",
-      "Run `weftctl analyze` and `weftctl proxy-config cluster <pod>`."),
+      "Run `weftctl analyze -A <manifests>` and `weftctl proxy-config cluster <pod>`."),
     D("maintenance_mode", "503, body \"maintenance mode\"", "The cluster is in maintenance mode.",
       "The runtime key upstream.maintenance_mode.<cluster> is set.", "Unset it."),
     D("drop_overload", "503, body \"drop overload\"",
@@ -262,7 +264,8 @@ static const wf_lx_entry table[] = {
     D("no_healthy_upstream", "503, body \"no healthy upstream\"",
       "The cluster has no healthy endpoint.",
       "No pod matches the service or subset labels, pods are unready, or all were ejected.",
-      "Run `weftctl proxy-config endpoint <pod> --cluster <cluster>` and `weftctl analyze` "
+      "Run `weftctl proxy-config endpoint <pod> --cluster <cluster>` and `weftctl analyze -A "
+      "<manifests>` "
       "(IST0173)."),
     D("response_timeout", "504, body \"upstream request timeout\"",
       "The route's overall timeout fired before the upstream answered.",
