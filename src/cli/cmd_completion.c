@@ -41,11 +41,12 @@ static const comp_cmd cmds[] = {
      "json yaml short"},
     {"proxy-status", "ps", "",
      "--namespace -n --output -o --pilot --file -f --verbosity -v --table-format --from-file "
-     "--revision -r --help -h",
+     "--revision -r --hide-disconnected --help -h",
      "table json yaml"},
     {"remote-clusters", "", "", "--pilot --from-file --revision -r --help -h", ""},
     {"status", "", "", "--state --output -o --help -h", "json"},
-    {"up", "", "", "--state --detach -d --timeout --namespace -n --mesh-config --help -h", ""},
+    {"up", "", "",
+     "--state --detach -d --timeout --namespace -n --mesh-config --print-bootstrap --help -h", ""},
     {"version", "", "", "--remote --short -s --output -o --pilot --help -h", "json yaml"},
     {"x", "experimental", "describe", "--help -h", ""},
 };

@@ -83,3 +83,19 @@ def test_help_is_not_an_error():
     for cmd in SUBCOMMANDS:
         r = run_weftctl(*cmd, "--help")
         assert r.returncode == 0, (cmd, r.stderr)
+
+
+def test_completion_offers_every_flag():
+    """The bash completion script lists every long flag each command's --help shows (a flag
+    added to a command and not to the completion table is caught here)."""
+    import re
+    script = run_weftctl("completion", "bash").stdout
+    missing, seen = [], 0
+    for cmd in SUBCOMMANDS:
+        for flag in set(re.findall(r"(?m)^\s+(?:-\w, )?(--[a-zA-Z][\w-]*)",
+                                   run_weftctl(*cmd, "--help").stdout)):
+            if not re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(flag), script):
+                missing.append("%s %s" % (" ".join(cmd), flag))
+            seen += 1
+    assert seen > 100  # the help tables were read
+    assert not missing, missing
