@@ -249,9 +249,11 @@ int wf_cmd_proxy_status(int argc, char **argv)
     init_flags(flags);
     char **pos = NULL;
     size_t npos = 0;
-    if (wf_flags_parse_cmd("proxy-status", flags, F_COUNT, argc, argv, &pos, &npos) != 0)
-        return WF_EXIT_USAGE;
     int rc = WF_EXIT_OK;
+    if (wf_flags_parse_cmd("proxy-status", flags, F_COUNT, argc, argv, &pos, &npos) != 0) {
+        rc = WF_EXIT_USAGE;
+        goto out;
+    }
     if (flags[F_HELP].bval) {
         usage(flags);
         goto out;

@@ -137,8 +137,12 @@ int wf_flags_parse(wf_flag *flags, size_t nflags, int argc, char **argv, char **
             rc = parse_long(flags, nflags, argc, argv, &i, err, err_size);
         else
             rc = parse_short(flags, nflags, argc, argv, &i, err, err_size);
-        if (rc)
+        if (rc) {
+            free(*pos);
+            *pos = NULL;
+            *npos = 0;
             return -1;
+        }
     }
     return 0;
 }

@@ -27,7 +27,8 @@ typedef struct wf_flag {
 
 /* Parse argv[1..argc-1] (argv[0] is the command name). Positional arguments are collected
  * into *pos (heap array of argv pointers; caller frees with free()). Returns 0, or -1 with a
- * message in err (err_size bytes) naming the bad flag. */
+ * message in err (err_size bytes) naming the bad flag and *pos NULL. Either way the caller
+ * calls wf_flags_free (list flags parsed before an error hold memory). */
 int wf_flags_parse(wf_flag *flags, size_t nflags, int argc, char **argv, char ***pos, size_t *npos,
                    char *err, size_t err_size);
 
