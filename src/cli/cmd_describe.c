@@ -518,8 +518,7 @@ static int run(wf_flag *fl, char **pos, size_t npos)
     if (!is_pod && !is_svc) {
         if (what)
             return wf_usage_error("describe", "unknown resource type \"%s\"", what);
-        usage(fl);
-        return WF_EXIT_OK;
+        return wf_usage_error("describe", "a resource type is required: pod or service");
     }
     if (npos != 2)
         return wf_usage_error("describe", "expecting %s name", is_pod ? "pod" : "service");

@@ -534,9 +534,11 @@ int wf_cmd_log(int argc, char **argv)
     int rc;
     if (wf_flags_parse_cmd("log explain", fl, F_COUNT, argc, argv, &pos, &npos)) {
         rc = WF_EXIT_USAGE;
-    } else if (fl[F_HELP].bval || npos == 0) {
+    } else if (fl[F_HELP].bval) {
         usage(fl);
-        rc = npos == 0 && !fl[F_HELP].bval ? WF_EXIT_USAGE : WF_EXIT_OK;
+        rc = WF_EXIT_OK;
+    } else if (npos == 0) {
+        rc = wf_usage_error("log", "a subcommand is required: explain");
     } else if (strcmp(pos[0], "explain") != 0) {
         fprintf(stderr, "Error: unknown command \"%s\" for \"weftctl log\"\n", pos[0]);
         rc = WF_EXIT_USAGE;

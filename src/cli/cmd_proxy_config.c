@@ -415,9 +415,12 @@ static int execute(pc_sub sub, const wf_flag *f, char **pos, const pc_opts *opts
 
 int wf_cmd_proxy_config(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? WF_EXIT_USAGE : WF_EXIT_OK;
+    if (argc < 2)
+        return wf_usage_error("proxy-config", "a subcommand is required: all, bootstrap, cluster, "
+                                              "ecds, endpoint, listener, log, route or secret");
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(stdout);
+        return WF_EXIT_OK;
     }
     pc_sub sub;
     const char *what;

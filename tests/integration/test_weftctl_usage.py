@@ -37,6 +37,10 @@ def test_unknown_flag(cmd):
     ["analyze"],                          # no input: weft has no cluster to read
     ["completion"],
     ["completion", "zsh"],
+    ["describe"],                         # no subcommand
+    ["x"],
+    ["pc"],
+    ["log"],
     ["describe", "pod"],                  # no pod name
     ["describe", "svc"],
     ["describe", "deployment", "x"],      # unknown resource type
