@@ -174,9 +174,8 @@ static bool suppressed(wf_arena *a, const wf_analysis_opts *o, const wf_finding 
     return false;
 }
 
-static bool in_namespace(const wf_finding *f, const char *ns)
+bool wf_resource_in_namespace(const wf_resource *r, const char *ns)
 {
-    const wf_resource *r = f->res;
     if (!ns || !r)
         return true;
     if (r->kind == WF_KIND_NAMESPACE)
@@ -184,6 +183,11 @@ static bool in_namespace(const wf_finding *f, const char *ns)
     if (!r->ns[0])
         return true;
     return strcmp(r->ns, ns) == 0;
+}
+
+static bool in_namespace(const wf_finding *f, const char *ns)
+{
+    return wf_resource_in_namespace(f->res, ns);
 }
 
 /* ---- ordering ---- */

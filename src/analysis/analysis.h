@@ -43,6 +43,11 @@ wf_analysis_result *wf_analyze(const wf_store *s, const wf_meshcfg *mesh,
 
 void wf_analysis_result_free(wf_analysis_result *r);
 
+/* Whether findings on r are reported when the namespace filter is ns (istioctl's -n): always
+ * with ns NULL (-A) or r NULL; a Namespace belongs to itself; cluster-scoped kinds are always
+ * in; others when their namespace is ns. */
+bool wf_resource_in_namespace(const wf_resource *r, const char *ns);
+
 /* The resource part of a finding's origin as istioctl prints it inside the parentheses:
  * "<Kind> [<ns>/]<name>" (the caller adds the file reference). Arena string. */
 const char *wf_finding_origin(wf_arena *a, const wf_finding *f);

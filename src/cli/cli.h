@@ -3,9 +3,11 @@
  * the subcommand) and returns the process exit code.
  *
  * Exit codes follow istioctl (istioctl/cmd/sysexits.go): 0 success, 1 other error,
- * 64 usage error (bad -o value), 65 input files could not be parsed, 79 analyzers found
- * issues at or above --failure-threshold; weft's own: 3 (`up`, `status`) the local mesh runs
- * with problems.
+ * 64 usage error, 65 input files could not be parsed, 79 analyzers found issues at or above
+ * --failure-threshold; weft's own: 3 (`up`, `status`) the local mesh runs with problems. One
+ * rule for usage errors in every command (docs/weftctl.md "Exit codes"): an unknown command or
+ * flag, a missing or extra argument, or a bad flag value is 64, found before anything is
+ * contacted or started (wf_flags_parse_cmd, wf_usage_error).
  */
 #ifndef WF_CLI_CLI_H
 #define WF_CLI_CLI_H

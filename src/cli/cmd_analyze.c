@@ -4,9 +4,12 @@
  * format, ordering, JSON/YAML shapes, "No validation issues" lines and exit codes.
  *
  * Differences by design: weft has no cluster, so it always analyzes files (`--use-kube` is
- * accepted and must be false); Pod, Service, Namespace, Node and Secret documents are read
- * from the files; a workload controller stands for the pods of its template; the default
- * ingress gateway Pod and Service that istioctl adds offline are added here too.
+ * accepted and must be false) and no file at all is a usage error (64); stdout is istioctl's,
+ * but stderr says which namespaces -n left out (analyze_scope.h) and never prints the
+ * "No validation issues" all-clear when no resource was in scope; Pod, Service, Namespace, Node and
+ * Secret documents are read from the files; a workload controller stands for the pods of its
+ * template; the default ingress gateway Pod and Service that istioctl adds offline are added here
+ * too.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 #include <unistd.h>
 
 #include "analysis/analysis.h"
+#include "cli/analyze_scope.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
 
@@ -146,8 +150,11 @@ static void usage(const wf_flag *flags)
            "  # Suppress a finding\n"
            "  weftctl analyze -S \"IST0102=Namespace default\" manifests/\n\n");
     wf_flags_usage(flags, F_COUNT);
-    printf("\nExit codes: 0 no issues, 79 issues at or above --failure-threshold (log output),\n"
-           "65 some files could not be parsed, 64 bad output format, 1 other errors.\n");
+    printf("\nResources outside the analyzed namespace (-n, default \"default\") are not "
+           "reported;\nstderr names their namespaces: include them with -A or -n NAMESPACE.\n"
+           "\nExit codes: 0 no issues, 79 issues at or above --failure-threshold (log output),\n"
+           "65 some files could not be parsed, 64 usage error (bad flag or value, no input),\n"
+           "1 other errors.\n");
 }
 
 static void list_analyzers(void)
@@ -255,10 +262,15 @@ static void print_structured(wf_analysis_result *res, int out_threshold, bool js
         printf("[]\n");
 }
 
-/* istioctl names what it read: the files found (one, or a list), else the namespace. */
-static void print_no_issues(const char *ns_label, const wf_store *store, size_t failed)
+/* istioctl names what it read: the files found (one, or a list), else the namespace. weft
+ * gives no all-clear when no resource was in scope (scope.in_scope == 0): see
+ * print_scope. */
+static void print_no_issues(const char *ns_label, const wf_store *store, size_t failed,
+                            const wf_analyze_scope *scope)
 {
     size_t nfiles = wf_store_file_count(store);
+    if (!failed && scope->in_scope == 0)
+        return;
     if (failed) {
         fprintf(stderr,
                 "No validation issues found when analyzing %s (but %zu file%s could not be "
@@ -278,6 +290,40 @@ static void print_no_issues(const char *ns_label, const wf_store *store, size_t 
     }
 }
 
+/* "a (1), b (2)" */
+static void print_ns_list(const wf_analyze_scope *sc)
+{
+    for (size_t i = 0; i < sc->nskipped_ns; i++)
+        fprintf(stderr, "%s%s (%zu)", i ? ", " : "", sc->skipped_ns[i].ns, sc->skipped_ns[i].n);
+}
+
+/* What the namespace filter left out, on stderr (weft's addition to istioctl's output). */
+static void print_scope(const char *ns, const wf_analyze_scope *sc, size_t failed)
+{
+    const char *hint = sc->nskipped_ns == 1 ? sc->skipped_ns[0].ns : "NAMESPACE";
+    if (sc->in_scope == 0 && sc->skipped == 0) {
+        if (!failed)
+            fprintf(stderr, "Warning: nothing was analyzed: the input holds no resources (only "
+                            ".yaml, .yml and .json files are read).\n");
+        return;
+    }
+    if (sc->skipped == 0)
+        return;
+    if (sc->in_scope == 0) {
+        fprintf(stderr,
+                "Warning: nothing was analyzed: no resource read is in namespace %s; skipped "
+                "%zu in ",
+                ns, sc->skipped);
+        print_ns_list(sc);
+        fprintf(stderr, ".\nAnalyze them with -n %s, or every namespace with -A.\n", hint);
+        return;
+    }
+    fprintf(stderr, "Note: %zu resource%s outside namespace %s not analyzed: ", sc->skipped,
+            sc->skipped == 1 ? "" : "s", ns);
+    print_ns_list(sc);
+    fprintf(stderr, ".\nInclude them with -n %s, or every namespace with -A.\n", hint);
+}
+
 typedef struct analyze_run {
     wf_flag *flags;
     char **files;
@@ -291,8 +337,8 @@ typedef struct analyze_run {
 static int load_inputs(analyze_run *run, wf_store *store)
 {
     /* the defaults first, so that the user's own gateway Pod or Service replaces them */
-    if (wf_store_load_buffer(store, "<defaults>", default_resources, sizeof(default_resources) - 1,
-                             false) < 0)
+    if (wf_store_load_buffer(store, WF_ANALYZE_DEFAULTS_NAME, default_resources,
+                             sizeof(default_resources) - 1, false) < 0)
         return -1;
     for (size_t i = 0; i < run->nfiles; i++)
         if (wf_store_load_path(store, run->files[i], on_skipped, NULL) < 0)
@@ -321,11 +367,13 @@ static bool any_shown(const analyze_run *run, const wf_analysis_result *res)
 
 /* Print the findings; the exit code follows the unfiltered findings and parse errors, and
  * only for log output (istioctl/pkg/analyze/analyze.go). */
-static int report(analyze_run *run, wf_store *store, wf_analysis_result *res)
+static int report(analyze_run *run, wf_store *store, wf_analysis_result *res,
+                  const wf_analyze_scope *scope)
 {
     size_t failed = wf_store_failed_files(store);
     if (!any_shown(run, res))
-        print_no_issues(run->ns_label, store, failed);
+        print_no_issues(run->ns_label, store, failed, scope);
+    print_scope(run->ns, scope, failed);
     if (strcmp(run->fmt, "json") == 0) {
         print_structured(res, run->out_th, true);
         return WF_EXIT_OK;
@@ -493,7 +541,14 @@ static int run_analysis(analyze_run *run)
         wf_analysis_result_free(res);
         goto out;
     }
-    rc = report(run, store, res);
+    wf_analyze_scope scope;
+    if (wf_analyze_scope_count(store, run->ns, &scope) != 0) {
+        fprintf(stderr, "Error: out of memory\n");
+        wf_analysis_result_free(res);
+        goto out;
+    }
+    rc = report(run, store, res, &scope);
+    wf_analyze_scope_free(&scope);
     wf_analysis_result_free(res);
 out:
     wf_store_free(store);
@@ -507,8 +562,10 @@ int wf_cmd_analyze(int argc, char **argv)
     init_flags(flags);
     analyze_run run = {.flags = flags};
     int rc = WF_EXIT_ERROR;
-    if (wf_flags_parse_cmd("analyze", flags, F_COUNT, argc, argv, &run.files, &run.nfiles))
+    if (wf_flags_parse_cmd("analyze", flags, F_COUNT, argc, argv, &run.files, &run.nfiles)) {
+        rc = WF_EXIT_USAGE;
         goto out;
+    }
     if (flags[F_HELP].bval) {
         usage(flags);
         rc = WF_EXIT_OK;
@@ -526,14 +583,21 @@ int wf_cmd_analyze(int argc, char **argv)
         rc = WF_EXIT_OK;
         goto out;
     }
-    if (check_suppressions(flags) || check_paths(&run) || check_timeout(flags))
-        goto out;
     if (flags[F_USEKUBE].set && flags[F_USEKUBE].bval) {
-        fprintf(stderr, "Error: --use-kube=true is not supported: weft analyzes files only "
-                        "(there is no cluster connection yet)\n");
+        rc = wf_usage_error("analyze", "--use-kube=true is not supported: weft analyzes files "
+                                       "only (there is no cluster connection yet)");
         goto out;
     }
-    if (parse_levels(&run))
+    if (run.nfiles == 0) {
+        rc = wf_usage_error("analyze", "nothing to analyze: give manifest files, folders or - "
+                                       "(stdin); weft has no cluster to read from");
+        goto out;
+    }
+    if (check_suppressions(flags) || check_timeout(flags) || parse_levels(&run)) {
+        rc = WF_EXIT_USAGE;
+        goto out;
+    }
+    if (check_paths(&run))
         goto out;
     if (flags[F_ALL].bval) {
         run.ns = NULL;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 
 typedef struct comp_cmd {
     const char *name;    /* command (aliases share the entry through `aliases`) */
@@ -40,11 +41,12 @@ static const comp_cmd cmds[] = {
      "json yaml short"},
     {"proxy-status", "ps", "",
      "--namespace -n --output -o --pilot --file -f --verbosity -v --table-format --from-file "
-     "--revision -r --help -h",
+     "--revision -r --hide-disconnected --help -h",
      "table json yaml"},
     {"remote-clusters", "", "", "--pilot --from-file --revision -r --help -h", ""},
     {"status", "", "", "--state --output -o --help -h", "json"},
-    {"up", "", "", "--state --detach -d --timeout --namespace -n --mesh-config --help -h", ""},
+    {"up", "", "",
+     "--state --detach -d --timeout --namespace -n --mesh-config --print-bootstrap --help -h", ""},
     {"version", "", "", "--remote --short -s --output -o --pilot --help -h", "json yaml"},
     {"x", "experimental", "describe authz", "--help -h", ""},
 };
@@ -141,13 +143,12 @@ int wf_cmd_completion(int argc, char **argv)
                "  source <(weftctl completion bash)\n");
         return WF_EXIT_OK;
     }
-    if (argc != 2 || strcmp(argv[1], "bash") != 0) {
-        fprintf(stderr, "Error: %s\nUsage: weftctl completion bash\n",
-                argc < 2   ? "requires a shell name (bash)"
-                : argc > 2 ? "accepts 1 arg (the shell)"
-                           : "unsupported shell type");
-        return WF_EXIT_ERROR;
-    }
+    if (argc != 2 || strcmp(argv[1], "bash") != 0)
+        return wf_usage_error("completion", "%s",
+                              argc < 2            ? "requires a shell name (bash)"
+                              : argc > 2          ? "accepts 1 arg (the shell)"
+                              : argv[1][0] == '-' ? "unknown flag: the only argument is the shell"
+                                                  : "unsupported shell type");
     print_script();
     return WF_EXIT_OK;
 }

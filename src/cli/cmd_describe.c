@@ -379,6 +379,11 @@ static void revision_of(const wf_resource *pod, char *buf, size_t cap)
     const char *st = wf_kvs_get(&pod->annotations, "sidecar.istio.io/status");
     json_t *j = st ? json_loads(st, 0, NULL) : NULL;
     const char *r = json_string_value(json_object_get(j, "revision"));
+    /* weft: an injected pod whose status names no revision was injected by the default
+     * revision (Istio's injector writes "revision": "default" then; weft's local mesh writes
+     * the status without it), so its line reads "Pod Revision: default" as on Istio */
+    if (!r && json_is_object(j) && !json_object_get(j, "revision"))
+        r = "default";
     if (r)
         snprintf(buf, cap, "%s", r);
     json_decref(j);
@@ -511,15 +516,11 @@ static int run(wf_flag *fl, char **pos, size_t npos)
                            strcmp(what, "services") == 0);
     if (!is_pod && !is_svc) {
         if (what)
-            fprintf(stderr, "Error: unknown resource type \"%s\"\n", what);
-        else
-            usage(fl);
-        return what ? WF_EXIT_ERROR : WF_EXIT_OK;
+            return wf_usage_error("describe", "unknown resource type \"%s\"", what);
+        return wf_usage_error("describe", "a resource type is required: pod or service");
     }
-    if (npos != 2) {
-        fprintf(stderr, "Error: expecting %s name\n", is_pod ? "pod" : "service");
-        return WF_EXIT_ERROR;
-    }
+    if (npos != 2)
+        return wf_usage_error("describe", "expecting %s name", is_pod ? "pod" : "service");
     bool files = fl[F_FILE].nlist || fl[F_DIR].nlist;
     dsc_ctx c = {
         .out = stdout,

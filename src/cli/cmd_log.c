@@ -62,6 +62,7 @@ typedef struct item {
     const char *kind;     /* "flag", "details", "reset_reason", "transport_failure" */
     char *value;          /* heap */
     const wf_lx_entry *e; /* NULL: unknown */
+    const char *inferred; /* details the line lacks, inferred: the evidence; else NULL */
 } item;
 
 typedef struct items {
@@ -86,7 +87,7 @@ static int items_add(items *l, const char *kind, const char *v, size_t len, cons
     char *s = strndup(v, len);
     if (!s)
         return -1;
-    l->v[l->n++] = (item){kind, s, e};
+    l->v[l->n++] = (item){kind, s, e, NULL};
     return 0;
 }
 
@@ -141,6 +142,13 @@ static int explain(const wf_lx_record *r, items *out)
         return -1;
     if (r->conn_details && (!r->details || strcmp(r->conn_details, r->details) != 0))
         return add_details(out, r->conn_details, NULL);
+    const char *why;
+    const wf_lx_entry *e = wf_lx_infer_details(r, &why);
+    if (e) {
+        if (items_add(out, "details", e->key, strlen(e->key), e))
+            return -1;
+        out->v[out->n - 1].inferred = why;
+    }
     return 0;
 }
 
@@ -160,7 +168,9 @@ static void print_item(FILE *f, const item *it, int ind)
                 ind, "", it->value, what);
         return;
     }
-    if (*it->e->name)
+    if (it->inferred)
+        fprintf(f, "%*s%s (inferred: %s): %s\n", ind, "", it->value, it->inferred, it->e->meaning);
+    else if (*it->e->name)
         fprintf(f, "%*s%s (%s): %s\n", ind, "", it->value, it->e->name, it->e->meaning);
     else if (strcmp(it->kind, "reset_reason") == 0)
         fprintf(f, "%*sreset reason %s: %s\n", ind, "", it->value, it->e->meaning);
@@ -225,6 +235,8 @@ static json_t *item_json(const item *it)
         json_object_set_new(o, "causes", json_string(it->e->causes));
         json_object_set_new(o, "next", json_string(it->e->next));
     }
+    if (o && it->inferred)
+        json_object_set_new(o, "inferred_from", json_string(it->inferred));
     return o;
 }
 
@@ -522,9 +534,11 @@ int wf_cmd_log(int argc, char **argv)
     int rc;
     if (wf_flags_parse_cmd("log explain", fl, F_COUNT, argc, argv, &pos, &npos)) {
         rc = WF_EXIT_USAGE;
-    } else if (fl[F_HELP].bval || npos == 0) {
+    } else if (fl[F_HELP].bval) {
         usage(fl);
-        rc = npos == 0 && !fl[F_HELP].bval ? WF_EXIT_USAGE : WF_EXIT_OK;
+        rc = WF_EXIT_OK;
+    } else if (npos == 0) {
+        rc = wf_usage_error("log", "a subcommand is required: explain");
     } else if (strcmp(pos[0], "explain") != 0) {
         fprintf(stderr, "Error: unknown command \"%s\" for \"weftctl log\"\n", pos[0]);
         rc = WF_EXIT_USAGE;

@@ -38,6 +38,10 @@ typedef struct pc_opts {
     bool verbose;                          /* listener/route: the long form (default true) */
     bool all;                              /* inside `pc all`: type prefixes on first columns */
     time_t now;                            /* "now" for certificate validity */
+    /* A live proxy's /server_info "version" (Envoy's "<commit>/<x.y.z>/<Clean|Modified>/
+     * <RELEASE|DEBUG>/<ssl lib>"), fetched for `pc bootstrap -o short` when its bootstrap
+     * node has no user_agent_build_version (weft-proxy's does not yet); NULL otherwise. */
+    const char *server_version;
 } pc_opts;
 
 /* ---- output (cmd_pc_output.c) ---- */
@@ -77,8 +81,15 @@ typedef struct pc_live {
  * "unexpected status code: N" plus the proxy's message. */
 int pc_live_fetch(const pc_live *live, const char *method, const char *path, char **body,
                   wf_strbuf *err);
-/* pc log (§2.10), cmd_pc_log.c: level_spec is --level (NULL when absent). */
+/* pc log (§2.10), cmd_pc_log.c: level_spec is --level (NULL when absent). Returns 0, -1
+ * with err, or PC_E_USAGE with err when --level names a logger or level the proxy does not
+ * know (a usage error, exit 64). */
+#define PC_E_USAGE (-2)
 int pc_log(const pc_live *live, const char *level_spec, bool reset, wf_strbuf *out, wf_strbuf *err);
+/* Checks the global levels of --level ("debug", "level:debug") before any proxy is asked
+ * (a logger's name, checked first, needs the proxy's listing): 0, or -1 with err
+ * "unrecognized logging level: X" (a usage error). */
+int pc_log_check_levels(const char *spec, wf_strbuf *err);
 
 /* ---- shared helpers ---- */
 

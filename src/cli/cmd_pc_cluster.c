@@ -272,9 +272,22 @@ int pc_clusters(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_str
 /* ---- pc bootstrap (§2.1) -----------------------------------------------------------------------
  */
 
-static void envoy_version(const json_t *node, wf_strbuf *sb)
+/* Envoy's "<commit>/<x.y.z>/<status>/<type>[/<ssl>]" without the commit: what the lines
+ * below print from user_agent_build_version. 0, or -1 when sv is not in that form. */
+static int server_version(const char *sv, wf_strbuf *sb)
+{
+    const char *slash = sv ? strchr(sv, '/') : NULL;
+    if (!slash || !slash[1] || !strchr(slash + 1, '/'))
+        return -1;
+    wf_strbuf_puts(sb, slash + 1);
+    return 0;
+}
+
+static void envoy_version(const json_t *node, const char *sv, wf_strbuf *sb)
 {
     const json_t *ua = wf_jpath(node, "user_agent_build_version");
+    if (!ua && server_version(sv, sb) == 0)
+        return;
     const json_t *ver = json_object_get(ua, "version");
     wf_strbuf_printf(sb, "%lld.%lld.%lld", wf_jint(ver, "major_number"),
                      wf_jint(ver, "minor_number"), wf_jint(ver, "patch"));
@@ -290,7 +303,7 @@ static void envoy_version(const json_t *node, wf_strbuf *sb)
     }
 }
 
-static int bootstrap_short(const json_t *sec, wf_strbuf *out)
+static int bootstrap_short(const json_t *sec, const char *sv, wf_strbuf *out)
 {
     const json_t *node = wf_jpath(sec, "bootstrap.node");
     const json_t *md = json_object_get(node, "metadata");
@@ -305,7 +318,7 @@ static int bootstrap_short(const json_t *sec, wf_strbuf *out)
     if (sha && *sha)
         wf_tw_printf(&tw, "Istio Proxy Version:\t%s\n", sha);
     wf_strbuf ev = WF_STRBUF_INIT;
-    envoy_version(node, &ev);
+    envoy_version(node, sv, &ev);
     wf_tw_printf(&tw, "Envoy Version:\t%s\n", wf_strbuf_cstr(&ev));
     wf_strbuf_free(&ev);
     int rc = wf_tw_flush(&tw, NULL, out);
@@ -320,7 +333,7 @@ int pc_bootstrap(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_st
         return -1;
     if (o->out != PC_OUT_SHORT)
         return pc_print_raw(o, sec, true, out, err);
-    if (bootstrap_short(sec, out) != 0) {
+    if (bootstrap_short(sec, o->server_version, out) != 0) {
         wf_strbuf_puts(err, "out of memory");
         return -1;
     }

@@ -89,6 +89,28 @@ static int parse_levels(const char *spec, const char *listing, log_plan *plan, w
     return rc;
 }
 
+int pc_log_check_levels(const char *spec, wf_strbuf *err)
+{
+    const char *p = spec;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        char item[160];
+        snprintf(item, sizeof item, "%.*s", (int)len, p);
+        /* a bare level, or the pseudo-logger "level": a logger's own level is checked after
+         * its name, against the proxy's listing, as istioctl orders the two errors */
+        const char *lv = strncmp(item, "level", 5) == 0 && strchr(":=", item[5]) && item[5]
+                             ? item + 6
+                         : strpbrk(item, ":=") ? NULL
+                                               : item;
+        if (len && lv && !level_name(lv)) {
+            wf_strbuf_printf(err, "unrecognized logging level: %s", lv);
+            return -1;
+        }
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
 /* The proxy's startup level from /server_info, or "warning". */
 static const char *default_level(const pc_live *live)
 {
@@ -126,8 +148,8 @@ int pc_log(const pc_live *live, const char *level_spec, bool reset, wf_strbuf *o
     int rc = 0;
     if (reset)
         plan.global = default_level(live);
-    else if (level_spec && *level_spec)
-        rc = parse_levels(level_spec, resp, &plan, err);
+    else if (level_spec && *level_spec && parse_levels(level_spec, resp, &plan, err) != 0)
+        rc = PC_E_USAGE; /* a logger or level the proxy does not know: a bad --level */
     char q[256];
     if (rc == 0 && plan.global) {
         snprintf(q, sizeof q, "level=%s", plan.global);

@@ -213,12 +213,20 @@ int pc_secrets(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_strb
 {
     size_t index = 0;
     json_t *sec = wf_envoy_dump_section(d, WF_DUMP_T_SECRETS, &index, err);
-    if (!sec && o->all && o->out == PC_OUT_SHORT && !strstr(wf_strbuf_cstr(err), "expected")) {
-        /* weft's choice: inside `pc all` a dump without SDS (weft-proxy before mTLS) reads as
-         * "no secrets" instead of failing the whole summary as istioctl would */
+    if (!sec && !strstr(wf_strbuf_cstr(err), "expected")) {
+        /* Envoy always dumps a SecretsConfigDump (empty without secrets), for which istioctl
+         * prints "No active or warming secrets found." (-o json: {}). weft-proxy before SDS
+         * dumps none: read that as the empty section, not as istioctl's "config dump has no
+         * configuration type" error. A malformed section stays an error. */
         wf_strbuf_reset(err);
-        wf_strbuf_puts(out, "No active or warming secrets found.\n");
-        return 0;
+        if (o->out == PC_OUT_SHORT) {
+            wf_strbuf_puts(out, "No active or warming secrets found.\n");
+            return 0;
+        }
+        json_t *empty = json_pack("{s:s}", "@type", WF_DUMP_T_SECRETS);
+        int rc = empty ? pc_print_raw(o, empty, true, out, err) : -1;
+        json_decref(empty);
+        return rc;
     }
     if (!sec)
         return -1;

@@ -195,9 +195,37 @@ static int find_proxy(const wf_flag *f, const char *name, pc_live *live, wf_strb
     return rc;
 }
 
-/* Reads the input document: the -f file, or the proxy's admin path. */
+/* A live proxy's /server_info "version" when its bootstrap dump has no node
+ * user_agent_build_version (pc_opts.server_version); NULL when not needed or not known. */
+static char *server_version(const pc_live *live, const wf_envoy_dump *d)
+{
+    const json_t *cfgs = json_object_get(d->root, "configs");
+    const json_t *c;
+    size_t i;
+    json_array_foreach(cfgs, i, c)
+    {
+        const char *t = json_string_value(json_object_get(c, "@type"));
+        if (t && strcmp(t, WF_DUMP_T_BOOTSTRAP) == 0 &&
+            wf_jpath(c, "bootstrap.node.user_agent_build_version"))
+            return NULL;
+    }
+    char *body = NULL, *v = NULL;
+    wf_strbuf e = WF_STRBUF_INIT;
+    if (pc_live_fetch(live, "GET", "/server_info", &body, &e) == 0) {
+        json_t *j = json_loads(body, 0, NULL);
+        const char *s = json_string_value(json_object_get(j, "version"));
+        v = s ? strdup(s) : NULL;
+        json_decref(j);
+    }
+    free(body);
+    wf_strbuf_free(&e);
+    return v;
+}
+
+/* Reads the input document: the -f file, or the proxy's admin path (for the short bootstrap
+ * also its /server_info version, *sv, malloc'd, may stay NULL). */
 static int load_input(const wf_flag *f, const char *pod, const char *path, wf_envoy_dump *d,
-                      wf_strbuf *err)
+                      char **sv, wf_strbuf *err)
 {
     if (f[F_FILE].sval)
         return wf_envoy_dump_load_file(f[F_FILE].sval, d, err);
@@ -211,6 +239,8 @@ static int load_input(const wf_flag *f, const char *pod, const char *path, wf_en
     snprintf(src, sizeof src, "%s (admin %s%s)", live.id, live.admin, path);
     int rc = wf_envoy_dump_parse(body, strlen(body), src, d, err);
     free(body);
+    if (rc == 0 && sv)
+        *sv = server_version(&live, d);
     return rc;
 }
 
@@ -350,6 +380,8 @@ static int check_args(pc_sub sub, const char *what, const wf_flag *f, size_t npo
             wf_strbuf_puts(err, "--level cannot be combined with --reset");
             return WF_EXIT_USAGE;
         }
+        if (f[F_LEVEL].sval && pc_log_check_levels(f[F_LEVEL].sval, err) != 0)
+            return WF_EXIT_USAGE;
         return 0;
     }
     if ((npos == 1) == (f[F_FILE].sval != NULL) || npos > 1) {
@@ -370,18 +402,25 @@ static int execute(pc_sub sub, const wf_flag *f, char **pos, const pc_opts *opts
         return pc_log(&live, f[F_LEVEL].sval, f[F_RESET].bval, out, err);
     }
     wf_envoy_dump d;
-    if (load_input(f, pos ? pos[0] : NULL, admin_path(sub), &d, err) != 0)
+    char *sv = NULL;
+    bool want_sv = (sub == SUB_BOOTSTRAP || sub == SUB_ALL) && o.out == PC_OUT_SHORT;
+    if (load_input(f, pos ? pos[0] : NULL, admin_path(sub), &d, want_sv ? &sv : NULL, err) != 0)
         return -1;
+    o.server_version = sv;
     int rc = run_sub(sub, &d, &o, f[F_HEADERS].bval, out, err);
     wf_envoy_dump_free(&d);
+    free(sv);
     return rc;
 }
 
 int wf_cmd_proxy_config(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? WF_EXIT_USAGE : WF_EXIT_OK;
+    if (argc < 2)
+        return wf_usage_error("proxy-config", "a subcommand is required: all, bootstrap, cluster, "
+                                              "ecds, endpoint, listener, log, route or secret");
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(stdout);
+        return WF_EXIT_OK;
     }
     pc_sub sub;
     const char *what;
@@ -404,7 +443,8 @@ int wf_cmd_proxy_config(int argc, char **argv)
         wf_flags_usage(f, F_COUNT);
     } else if ((rc = check_args(sub, what, f, npos, &err)) == 0 &&
                (rc = make_opts(sub, f, &o, &err)) == 0) {
-        rc = execute(sub, f, pos, &o, &out, &err) == 0 ? WF_EXIT_OK : WF_EXIT_ERROR;
+        int e = execute(sub, f, pos, &o, &out, &err);
+        rc = e == 0 ? WF_EXIT_OK : e == PC_E_USAGE ? WF_EXIT_USAGE : WF_EXIT_ERROR;
     }
     if (wf_strbuf_failed(&out)) {
         wf_strbuf_reset(&err);

@@ -23,7 +23,7 @@
 
 #define ADMIN_TIMEOUT_MS 5000
 
-enum { F_NS, F_OUT, F_PILOT, F_FILE, F_VERB, F_TABLE, F_FROM, F_REV, F_HELP, F_COUNT };
+enum { F_NS, F_OUT, F_PILOT, F_FILE, F_VERB, F_TABLE, F_FROM, F_REV, F_HIDE, F_HELP, F_COUNT };
 
 static void init_flags(wf_flag *f)
 {
@@ -50,6 +50,10 @@ static void init_flags(wf_flag *f)
                     "file"},
         [F_REV] = {"revision", 'r', WF_FLAG_STRING, "Accepted for compatibility (unused)",
                    "string"},
+        [F_HIDE] = {"hide-disconnected", 0, WF_FLAG_BOOL,
+                    "Leave out proxies whose stream ended (weft's DISCONNECTED rows): "
+                    "istioctl's view, where istiod lists connected proxies only",
+                    NULL},
         [F_HELP] = {"help", 'h', WF_FLAG_BOOL, "Help for proxy-status", NULL},
     };
     memcpy(f, defs, sizeof defs);
@@ -68,8 +72,11 @@ static void usage(const wf_flag *flags)
            "  weftctl ps catalog-6cf4b97d-abcde.istioinaction\n\n"
            "  # Compare with a saved Envoy config dump\n"
            "  weftctl ps catalog-6cf4b97d-abcde.istioinaction --file envoy.json\n\n"
-           "Values: SYNCED (age), NOT SENT, STALE (age), ERROR (age) after a NACK, IGNORED "
-           "(type not watched),\nDISCONNECTED (time since the stream ended).\n"
+           "Values: SYNCED (age), NOT SENT (watched, nothing sent yet), STALE (age: sent, not "
+           "acknowledged yet),\nERROR (age) after a NACK, IGNORED (type not watched), "
+           "DISCONNECTED (time since the stream ended;\nweft's rows, --hide-disconnected leaves "
+           "them out). -o json carries per type the status, the\nnonces sent and acked, the "
+           "versions sent and acked and when the status last changed.\n"
            "$WEFTCTL_NOW (RFC 3339) fixes the clock used for ages (testing).\n\n");
     wf_flags_usage(flags, F_COUNT);
     printf("\nExit codes: 0 success, 64 bad flag or output format, 1 other errors.\n");
@@ -97,14 +104,17 @@ static json_t *load_json_file(const char *path, wf_strbuf *err)
 
 typedef struct ps_opts {
     const char *pilot, *ns, *out, *file, *from, *table;
-    bool verbose;
-    const char *proxy; /* positional, NULL when none */
+    bool verbose, hide_disconnected;
+    const char *verbosity; /* -v value as given, NULL when absent */
+    const char *proxy;     /* positional, NULL when none */
 } ps_opts;
 
 static int render(ps_state *st, const ps_opts *o)
 {
     if (o->ns && *o->ns)
         ps_filter_namespace(st, o->ns);
+    if (o->hide_disconnected)
+        ps_filter_connected(st);
     ps_sort(st);
     if (strcmp(o->out, "json") == 0)
         return ps_print_json(st, stdout);
@@ -217,6 +227,15 @@ static int check_opts(const ps_opts *o, size_t npos, wf_strbuf *err)
         wf_strbuf_puts(err, "proxy-status takes at most one proxy name");
         return -1;
     }
+    if (o->verbosity) {
+        char *end;
+        long v = strtol(o->verbosity, &end, 10);
+        if (!*o->verbosity || *end || v < 0) {
+            wf_strbuf_printf(err, "invalid argument \"%s\" for \"-v, --verbosity\" flag",
+                             o->verbosity);
+            return -1;
+        }
+    }
     if (o->file && npos == 0) {
         wf_strbuf_puts(err, "--file needs a proxy name: weftctl ps POD[.NS] --file DUMP");
         return -1;
@@ -230,9 +249,11 @@ int wf_cmd_proxy_status(int argc, char **argv)
     init_flags(flags);
     char **pos = NULL;
     size_t npos = 0;
-    if (wf_flags_parse_cmd("proxy-status", flags, F_COUNT, argc, argv, &pos, &npos) != 0)
-        return WF_EXIT_USAGE;
     int rc = WF_EXIT_OK;
+    if (wf_flags_parse_cmd("proxy-status", flags, F_COUNT, argc, argv, &pos, &npos) != 0) {
+        rc = WF_EXIT_USAGE;
+        goto out;
+    }
     if (flags[F_HELP].bval) {
         usage(flags);
         goto out;
@@ -245,6 +266,8 @@ int wf_cmd_proxy_status(int argc, char **argv)
         .from = flags[F_FROM].sval,
         .table = flags[F_TABLE].sval ? flags[F_TABLE].sval : "classic",
         .verbose = flags[F_VERB].sval && atoi(flags[F_VERB].sval) >= 1,
+        .verbosity = flags[F_VERB].sval,
+        .hide_disconnected = flags[F_HIDE].bval,
         .proxy = npos ? pos[0] : NULL,
     };
     wf_strbuf err = WF_STRBUF_INIT;

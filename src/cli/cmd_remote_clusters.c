@@ -171,10 +171,10 @@ int wf_cmd_remote_clusters(int argc, char **argv)
     init_flags(flags);
     char **pos = NULL;
     size_t npos = 0;
-    if (wf_flags_parse_cmd("remote-clusters", flags, F_COUNT, argc, argv, &pos, &npos) != 0)
-        return WF_EXIT_USAGE;
     int rc = WF_EXIT_OK;
-    if (flags[F_HELP].bval) {
+    if (wf_flags_parse_cmd("remote-clusters", flags, F_COUNT, argc, argv, &pos, &npos) != 0) {
+        rc = WF_EXIT_USAGE;
+    } else if (flags[F_HELP].bval) {
         usage(flags);
     } else if (npos > 0) {
         fprintf(stderr, "Error: remote-clusters takes no arguments\n");

@@ -216,8 +216,7 @@ static int run(wf_flag *fl)
 {
     const char *out = fl[F_OUT].sval ? fl[F_OUT].sval : "";
     if (*out && strcmp(out, "json") != 0 && strcmp(out, "yaml") != 0) {
-        fprintf(stderr, "Error: --output must be 'yaml' or 'json'\n");
-        return WF_EXIT_ERROR;
+        return wf_usage_error("version", "--output must be 'yaml' or 'json'");
     }
     const char *pilot = fl[F_PILOT].sval ? fl[F_PILOT].sval : WF_DEFAULT_PILOT;
     remote rm = {0};
@@ -279,8 +278,7 @@ int wf_cmd_version(int argc, char **argv)
         wf_flags_usage(fl, F_COUNT);
         rc = WF_EXIT_OK;
     } else if (npos) {
-        fprintf(stderr, "Error: unknown command \"%s\" for \"weftctl version\"\n", pos[0]);
-        rc = WF_EXIT_ERROR;
+        rc = wf_usage_error("version", "unknown command \"%s\" for \"weftctl version\"", pos[0]);
     } else {
         if (strcmp(argv[0], "--version") == 0 && !fl[F_REMOTE].set)
             fl[F_REMOTE].bval = false; /* `weftctl --version`: the client alone */

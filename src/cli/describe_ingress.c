@@ -3,8 +3,12 @@
  * (describe.h), as describe.go prints them (describePeerAuthentication with
  * authn.ComposePeerAuthentication; printIngressInfo, printIngressService, getIngressIP).
  *
- * One weft addition: getIngressIP falls back to the gateway pod's status.podIP before
- * "unknown" (weft's local mesh has no nodes, so pods carry no hostIP).
+ * One weft addition: the address a user can reach when the gateway has neither a load
+ * balancer address nor a hostIP (weft's local mesh: no nodes, so pods carry no hostIP; the
+ * node is this host). A port with a nodePort is then http://127.0.0.1:<nodePort> (the local
+ * mesh's node-port forwarder, docs/local-mesh.md: 127.0.0.1:30000); one without is the gateway
+ * pod's status.podIP and the port it listens on (targetPort), since the pod IP is reachable
+ * from this host but the Service port is not. istioctl prints hostIP with the Service port.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +96,7 @@ typedef struct ingress {
     const wf_resource *svc;
     dsc_pods pods;
     char ip[64];
+    bool node_local; /* no LB address, no hostIP: weft's local mesh (see the file comment) */
 } ingress;
 
 typedef struct ingress_list {
@@ -137,6 +142,7 @@ static void ingress_ip(ingress *g)
         ip = ip ? ip : "";
     } else if ((ip = wf_map_str(g->pods.v[0]->status, "hostIP")) == NULL) {
         ip = g->pods.v[0]->t.pod->pod_ip; /* weft: the local mesh has no hostIP */
+        g->node_local = ip && *ip;
     }
     snprintf(g->ip, sizeof g->ip, "%s", ip && (*ip || wf_seq_len(lb)) ? ip : "unknown");
 }
@@ -222,9 +228,17 @@ static void print_ingress_service(const dsc_ctx *c, const ingress *g)
             strcmp(p->app_protocol, "kubernetes.io/h2c") != 0 &&
             strcmp(p->app_protocol, "kubernetes.io/ws") != 0)
             scheme = "";
-        fprintf(c->out, "Exposed on Ingress Gateway %s://%s", scheme, g->ip);
-        if (strcmp(scheme, "http") != 0 || p->port != 80)
-            fprintf(c->out, ":%d", p->port);
+        const char *host = g->ip;
+        int port = p->port;
+        if (g->node_local && p->node_port > 0) {
+            host = "127.0.0.1";
+            port = p->node_port;
+        } else if (g->node_local && !p->target_name && p->target_port > 0) {
+            port = p->target_port;
+        }
+        fprintf(c->out, "Exposed on Ingress Gateway %s://%s", scheme, host);
+        if (strcmp(scheme, "http") != 0 || port != 80)
+            fprintf(c->out, ":%d", port);
         fputc('\n', c->out);
     }
 }

@@ -38,7 +38,8 @@ static const wf_lx_entry table[] = {
       "No pod matches the service or the DestinationRule subset's labels (IST0173), all "
       "endpoints are unready, or outlier detection ejected every host.",
       "Run `weftctl proxy-config endpoint <pod> --cluster <cluster>` to see the endpoints, "
-      "`weftctl analyze` for subsets that select no pods, and check the pods' readiness."),
+      "`weftctl analyze -A <manifests>` for subsets that select no pods, and check the pods' "
+      "readiness."),
     F("UT", "UpstreamRequestTimeout", "504, body \"upstream request timeout\"",
       "The route timeout (or the last try's perTryTimeout) fired before the upstream answered, "
       "or before it finished a response it had started (then the status is the upstream's and "
@@ -90,7 +91,7 @@ static const wf_lx_entry table[] = {
       "gateway, the path matches no route, or the VirtualService is bound to another "
       "gateway or namespace.",
       "Compare the request's Host with `weftctl proxy-config route <pod>` (DOMAINS); check "
-      "the VirtualService `hosts` and `gateways` and run `weftctl analyze`."),
+      "the VirtualService `hosts` and `gateways` and run `weftctl analyze -A <manifests>`."),
     F("DI", "DelayInjected", "the normal status",
       "A fault-injection delay was applied to the request.",
       "A VirtualService `fault.delay` matched this request.",
@@ -164,7 +165,8 @@ static const wf_lx_entry table[] = {
       "The route names a cluster that does not exist in this proxy.",
       "Usually a subset without a DestinationRule: the VirtualService routes to a subset no "
       "DestinationRule defines (IST0101); or the cluster has not been delivered yet.",
-      "Run `weftctl analyze` (IST0101), then define the subset in a DestinationRule; check "
+      "Run `weftctl analyze -A <manifests>` (IST0101), then define the subset in a "
+      "DestinationRule; check "
       "`weftctl proxy-config cluster <pod>` for the cluster and `weftctl proxy-status`."),
     F("OM", "OverloadManagerTerminated", "503, body \"envoy overloaded\"",
       "The proxy's overload manager shed the request.",
@@ -246,12 +248,12 @@ static const wf_lx_entry table[] = {
     D("route_not_found", "404, empty body", "No route matched the request.",
       "The Host or path matches no route of any VirtualService bound here.",
       "Compare the Host with `weftctl proxy-config route <pod>` and check the VirtualService "
-      "`hosts`/`gateways`; run `weftctl analyze`."),
+      "`hosts`/`gateways`; run `weftctl analyze -A <manifests>`."),
     D("direct_response", "the configured status", "The route answered directly (no upstream).",
       "A route with a direct response is configured.", "Expected; check the route if not."),
     D("cluster_not_found", "503, empty body", "The route's cluster does not exist in the proxy.",
       "Usually a subset without a DestinationRule, or a cluster not yet delivered.",
-      "Run `weftctl analyze` and `weftctl proxy-config cluster <pod>`."),
+      "Run `weftctl analyze -A <manifests>` and `weftctl proxy-config cluster <pod>`."),
     D("maintenance_mode", "503, body \"maintenance mode\"", "The cluster is in maintenance mode.",
       "The runtime key upstream.maintenance_mode.<cluster> is set.", "Unset it."),
     D("drop_overload", "503, body \"drop overload\"",
@@ -262,7 +264,8 @@ static const wf_lx_entry table[] = {
     D("no_healthy_upstream", "503, body \"no healthy upstream\"",
       "The cluster has no healthy endpoint.",
       "No pod matches the service or subset labels, pods are unready, or all were ejected.",
-      "Run `weftctl proxy-config endpoint <pod> --cluster <cluster>` and `weftctl analyze` "
+      "Run `weftctl proxy-config endpoint <pod> --cluster <cluster>` and `weftctl analyze -A "
+      "<manifests>` "
       "(IST0173)."),
     D("response_timeout", "504, body \"upstream request timeout\"",
       "The route's overall timeout fired before the upstream answered.",
@@ -331,6 +334,54 @@ static const wf_lx_entry table[] = {
       "A DENY policy matched, or ALLOW policies exist and none allows this caller/path.",
       "Check `weftctl describe pod <pod>` (RBAC policies) and the AuthorizationPolicies in "
       "the namespace and root namespace."),
+    /* extension details (the fault filter, source/extensions/filters/http/fault) */
+    D("fault_filter_abort", "the configured abort status (body \"fault filter abort\")",
+      "The fault injection filter aborted the request on purpose: the response never came "
+      "from the application (flag FI).",
+      "A VirtualService `fault.abort` matches this request (httpStatus, percentage), or the "
+      "request carries the x-envoy-fault-abort-request header where header-controlled faults "
+      "are allowed.",
+      "Check the `fault` block of the VirtualService routes for this host (`weftctl "
+      "proxy-config route <pod> -o json`, typed_per_filter_config envoy.filters.http.fault); "
+      "remove it or lower its percentage when the test is over."),
+    /* the HTTP/1 codec's details (Envoy's Http1ResponseCodeDetails, source/common/http/http1/
+     * codec_impl.cc): the request was malformed, the proxy answered itself (flag DPE) */
+    D("http1.codec_error", "400 (connection closed)",
+      "The request was not valid HTTP/1.1, so the proxy rejected it before routing.",
+      "A malformed request line or header line, a bare CR or LF, an invalid chunk, conflicting "
+      "Content-Length values, a duplicate Host, or a connection closed mid-message; often a "
+      "client bug or a request smuggling attempt.",
+      "Capture the raw request (`curl -v`, the client's logs); the proxy's debug log (logger "
+      "http) names the exact parse error."),
+    D("http1.invalid_characters", "400 (connection closed)",
+      "A header value (or the request) held characters HTTP forbids, such as NUL or control "
+      "characters.",
+      "A client that does not escape header values, or a hostile request.",
+      "Find the header in the client's request and encode it properly."),
+    D("http1.invalid_url", "400, body \"Bad Request\"",
+      "The request target is not a valid path or absolute URL.",
+      "A path with spaces or control characters, or an absolute-form URL that does not parse.",
+      "Percent-encode the path on the client."),
+    D("http1.headers_too_large", "431",
+      "The request headers exceeded the proxy's limit (max_request_headers_kb, 60 KiB by "
+      "default).",
+      "Very large cookies or tokens, or headers that grow with every hop.",
+      "Shrink the headers, or raise max_request_headers_kb where the traffic is expected."),
+    D("http1.too_many_headers", "431",
+      "The request had more header fields than the proxy allows (max_headers_count, 100 by "
+      "default).",
+      "A client or intermediary adding many headers.",
+      "Reduce the headers, or raise max_headers_count where this is expected."),
+    D("http1.content_length_and_chunked_not_allowed", "400",
+      "The request had both Content-Length and Transfer-Encoding: chunked, which the proxy "
+      "refuses (a request smuggling defence).",
+      "A client or intermediary that sets both, or a smuggling attempt.",
+      "Fix the client to send one of the two."),
+    D("http1.invalid_transfer_encoding", "501 or 400",
+      "The request's Transfer-Encoding is not the single `chunked` coding the proxy accepts.",
+      "A client using gzip/other transfer codings, chunked twice, or Transfer-Encoding in an "
+      "HTTP/1.0 request.",
+      "Send `Transfer-Encoding: chunked` only (or a Content-Length)."),
 
     /* ---- upstream reset reasons (Http::Utility::resetReasonToString) ---- */
     R("local_connection_failure", "The proxy failed to open the connection locally.",
@@ -405,6 +456,30 @@ const wf_lx_entry *wf_lx_find_flag(const char *flag)
 const wf_lx_entry *wf_lx_find_reset(const char *reason)
 {
     return find_exact(WF_LX_RESET, reason);
+}
+
+/* Local replies recognisable without %RESPONSE_CODE_DETAILS%: status, and no upstream host
+ * (no attempt was in flight, so the proxy answered itself). */
+static const struct {
+    int code;
+    const char *details, *why;
+} inferred[] = {
+    {507, "request_payload_exceeded_retry_buffer_limit",
+     "the line has no response code details; a 507 with no upstream host is the proxy's own "
+     "reply, and the only one weft-proxy and Envoy send with 507 is the retry-buffer overflow"},
+};
+
+const wf_lx_entry *wf_lx_infer_details(const wf_lx_record *r, const char **why)
+{
+    if (r->details || r->conn_details || r->host)
+        return NULL;
+    for (size_t i = 0; i < sizeof inferred / sizeof inferred[0]; i++) {
+        if (inferred[i].code == r->code) {
+            *why = inferred[i].why;
+            return wf_lx_find_detail(inferred[i].details);
+        }
+    }
+    return NULL;
 }
 
 const wf_lx_entry *wf_lx_find_detail(const char *details)

@@ -3,9 +3,12 @@
  */
 #include "cli/flags.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cli/cli.h"
 
 static wf_flag *find_long(wf_flag *flags, size_t n, const char *name, size_t len)
 {
@@ -134,8 +137,12 @@ int wf_flags_parse(wf_flag *flags, size_t nflags, int argc, char **argv, char **
             rc = parse_long(flags, nflags, argc, argv, &i, err, err_size);
         else
             rc = parse_short(flags, nflags, argc, argv, &i, err, err_size);
-        if (rc)
+        if (rc) {
+            free(*pos);
+            *pos = NULL;
+            *npos = 0;
             return -1;
+        }
     }
     return 0;
 }
@@ -163,6 +170,17 @@ void wf_flags_usage(const wf_flag *flags, size_t nflags)
             snprintf(left, sizeof(left), "    --%s %s", flags[i].name, mv);
         printf("  %-36s %s\n", left, flags[i].help);
     }
+}
+
+int wf_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("Error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nRun 'weftctl %s --help' for usage.\n", cmd);
+    return WF_EXIT_USAGE;
 }
 
 int wf_flags_parse_cmd(const char *cmd, wf_flag *flags, size_t nflags, int argc, char **argv,

@@ -27,7 +27,8 @@ typedef struct wf_flag {
 
 /* Parse argv[1..argc-1] (argv[0] is the command name). Positional arguments are collected
  * into *pos (heap array of argv pointers; caller frees with free()). Returns 0, or -1 with a
- * message in err (err_size bytes) naming the bad flag. */
+ * message in err (err_size bytes) naming the bad flag and *pos NULL. Either way the caller
+ * calls wf_flags_free (list flags parsed before an error hold memory). */
 int wf_flags_parse(wf_flag *flags, size_t nflags, int argc, char **argv, char ***pos, size_t *npos,
                    char *err, size_t err_size);
 
@@ -36,6 +37,11 @@ int wf_flags_parse(wf_flag *flags, size_t nflags, int argc, char **argv, char **
  * wording every command uses. Returns 0, or -1 after printing. */
 int wf_flags_parse_cmd(const char *cmd, wf_flag *flags, size_t nflags, int argc, char **argv,
                        char ***pos, size_t *npos);
+
+/* The one way a command reports a usage error it finds after parsing (a missing or extra
+ * argument, a bad flag value): prints "Error: <message>" and "Run 'weftctl <cmd> --help' for
+ * usage." on stderr, as wf_flags_parse_cmd does, and returns WF_EXIT_USAGE (64, cli.h). */
+int wf_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 void wf_flags_free(wf_flag *flags, size_t nflags);
 

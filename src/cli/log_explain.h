@@ -93,4 +93,12 @@ int wf_lx_parse_line(const wf_lx_format *fmt, const char *line, wf_lx_record *ou
 /* Did the request fail (code 0 or >= 400, or any response flag)? */
 bool wf_lx_failed(const wf_lx_record *r);
 
+/* The details a record without any (Envoy's default format has no %RESPONSE_CODE_DETAILS%)
+ * must have had, when its status and the absence of an upstream host identify one of the
+ * proxy's own replies (explain_table.c, a table: 507 with no upstream host is the router's
+ * retry-buffer overflow, request_payload_exceeded_retry_buffer_limit, reference §2.1/§2.3).
+ * Sets *why to the evidence in plain words. NULL when the record has details or nothing can
+ * be inferred. */
+const wf_lx_entry *wf_lx_infer_details(const wf_lx_record *r, const char **why);
+
 #endif

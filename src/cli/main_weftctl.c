@@ -3,6 +3,8 @@
  * aliases follow istioctl: proxy-config (pc), proxy-status (ps), describe (istioctl's
  * `experimental describe`, also reachable as `x describe`), remote-clusters, and
  * `x authz check` (`experimental authz check`).
+ * Usage errors (unknown command or flag, missing or extra argument, bad flag value) exit 64 in
+ * every command (cli.h, docs/weftctl.md "Exit codes").
  */
 #include <stdio.h>
 #include <string.h>
@@ -60,9 +62,9 @@ static wf_cmd_fn find(const char *name)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
-        return WF_EXIT_ERROR;
+    if (argc < 2) { /* istioctl (cobra): the root command alone prints its help */
+        usage(stdout);
+        return WF_EXIT_OK;
     }
     const char *cmd = argv[1];
     if ((strcmp(cmd, "x") == 0 || strcmp(cmd, "experimental") == 0) && argc > 2 &&
@@ -91,5 +93,5 @@ int main(int argc, char **argv)
                 "Error: unknown command \"%s\" for \"weftctl\"\n"
                 "Run 'weftctl --help' for usage.\n",
                 cmd);
-    return WF_EXIT_ERROR;
+    return WF_EXIT_USAGE;
 }

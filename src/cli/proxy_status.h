@@ -5,7 +5,9 @@
  *
  * Sources (ps_sources.c):
  *  - weft-pilot's /debug/syncz (an array of entries with weft's `<type>_status`,
- *    `<type>_since_s`, `<type>_error`, `connected`, `disconnected_for_s`), and istiod's legacy
+ *    `<type>_since_s`, `<type>_error`, `connected`, `disconnected_for_s`, for the prefixes
+ *    cluster, listener, endpoint, route, extensionconfig and secret; a type the proxy watches
+ *    and pilot never sent is NOT SENT, one it does not watch IGNORED), and istiod's legacy
  *    HTTP /debug/syncz of istioctl <= 1.21 (nonces only: `*_sent`/`*_acked`);
  *  - istiod's xDS `istio.io/debug/syncz` DiscoveryResponse (CSDS ClientConfig resources),
  *    as istioctl >= 1.22 reads it.
@@ -27,6 +29,7 @@
 #define PS_TYPE_EDS      "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
 #define PS_TYPE_RDS      "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
 #define PS_TYPE_ECDS     "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig"
+#define PS_TYPE_SDS      "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
 #define PS_CLIENT_CONFIG "type.googleapis.com/envoy.service.status.v3.ClientConfig"
 
 /* One subscribed xDS type of one proxy. */
@@ -37,6 +40,10 @@ typedef struct ps_type {
     bool has_age;  /* age_s is known (istiod's last_updated, weft's <type>_since_s) */
     long age_s;
     char *error; /* NACK text, NULL when none */
+    /* What the control plane sent and the proxy acknowledged, when the source says (istiod's
+     * /debug/syncz `resources` entry: nonces `sent`/`acked`, `sentTime`; weft-pilot adds
+     * `versionSent`/`versionAcked`); NULL when unknown. -o json|yaml prints them. */
+    char *nonce_sent, *nonce_acked, *sent_time, *version_sent, *version_acked;
 } ps_type;
 
 typedef struct ps_row {
@@ -83,6 +90,9 @@ int ps_add_file_doc(ps_state *st, const json_t *doc, time_t now, wf_strbuf *err)
 
 /* Keeps rows (and xDS doc resources) of namespace ns / whose name contains substr. */
 void ps_filter_namespace(ps_state *st, const char *ns);
+/* Drops weft's DISCONNECTED rows (and their doc resources): istioctl's view, where istiod
+ * lists connected proxies only (--hide-disconnected). */
+void ps_filter_connected(ps_state *st);
 void ps_filter_substring(ps_state *st, const char *substr);
 /* Sorts the rows (see legacy_order). */
 void ps_sort(ps_state *st);
@@ -95,7 +105,10 @@ int ps_print_types(const ps_state *st, FILE *out);
 int ps_print_verbose(const ps_state *st, FILE *out);
 
 /* -o json / -o yaml: each control plane's DiscoveryResponse (legacy jsonpb indent 4, or
- * go-yaml), one after the other; "{\n\n}\n" when there is none. */
+ * go-yaml), one after the other; "{\n\n}\n" when there is none. For /debug/syncz sources the
+ * document is built from the rows: per type CSDS's typeUrl, configStatus, lastUpdated (when
+ * the status last changed), versionInfo (the version the proxy acknowledged), errorState,
+ * and istiod's syncz fields sent / acked (nonces), sentTime, plus weft's versionSent. */
 int ps_print_json(const ps_state *st, FILE *out);
 int ps_print_yaml(const ps_state *st, FILE *out);
 

@@ -26,6 +26,11 @@ static void row_free(ps_row *r)
         free(r->types[i].status);
         free(r->types[i].display);
         free(r->types[i].error);
+        free(r->types[i].nonce_sent);
+        free(r->types[i].nonce_acked);
+        free(r->types[i].sent_time);
+        free(r->types[i].version_sent);
+        free(r->types[i].version_acked);
     }
     free(r->types);
 }
@@ -90,13 +95,50 @@ static json_t *rows_doc(const ps_state *st, size_t first, const char *istiod);
 
 /* ---- /debug/syncz (weft and legacy istiod) ---------------------------------------------- */
 
+/* istiod's prefixes (legacy: true), then weft-pilot's for the other types it serves. */
 static const struct {
     const char *prefix;
     const char *url;
+    bool istiod;
 } syncz_types[] = {
-    {"cluster", PS_TYPE_CDS}, {"listener", PS_TYPE_LDS},         {"endpoint", PS_TYPE_EDS},
-    {"route", PS_TYPE_RDS},   {"extensionconfig", PS_TYPE_ECDS},
+    {"cluster", PS_TYPE_CDS, true},          {"listener", PS_TYPE_LDS, true},
+    {"endpoint", PS_TYPE_EDS, true},         {"route", PS_TYPE_RDS, true},
+    {"extensionconfig", PS_TYPE_ECDS, true}, {"secret", PS_TYPE_SDS, false},
 };
+
+/* A copy of o[key] when it is a non-empty string; *oom on failure. */
+static char *opt_dup(const json_t *o, const char *key, bool *oom)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    if (!s || !*s)
+        return NULL;
+    char *d = strdup(s);
+    *oom |= d == NULL;
+    return d;
+}
+
+/* The sent/acked nonces of a syncz entry (top-level "<p>_sent"/"<p>_acked") and istiod's
+ * `resources` entry of the type (sent, acked, sentTime; weft: versionSent, versionAcked). */
+static int sync_details(ps_type *t, const json_t *e, const char *prefix)
+{
+    char k[64];
+    bool oom = false;
+    const json_t *res = json_object_get(json_object_get(e, "resources"), t->url);
+    snprintf(k, sizeof k, "%s_sent", prefix);
+    t->nonce_sent = opt_dup(e, k, &oom);
+    if (!t->nonce_sent)
+        t->nonce_sent = opt_dup(res, "sent", &oom);
+    snprintf(k, sizeof k, "%s_acked", prefix);
+    t->nonce_acked = opt_dup(e, k, &oom);
+    if (!t->nonce_acked)
+        t->nonce_acked = opt_dup(res, "acked", &oom);
+    const char *st = json_string_value(json_object_get(res, "sentTime"));
+    if (st && strcmp(st, "0001-01-01T00:00:00Z") != 0) /* istiod's zero time: never sent */
+        t->sent_time = opt_dup(res, "sentTime", &oom);
+    t->version_sent = opt_dup(res, "versionSent", &oom);
+    t->version_acked = opt_dup(res, "versionAcked", &oom);
+    return oom ? -1 : 0;
+}
 
 /* weft's "<p>_status" display names to CSDS enum names. */
 static const char *weft_status_enum(const char *s)
@@ -121,7 +163,8 @@ static int weft_type(ps_row *r, const json_t *e, const char *prefix, const char 
         return 0;
     snprintf(k, sizeof k, "%s_error", prefix);
     const char *err = json_string_value(json_object_get(e, k));
-    if (add_type(r, url, weft_status_enum(st), NULL, err) != 0)
+    if (add_type(r, url, weft_status_enum(st), NULL, err) != 0 ||
+        sync_details(&r->types[r->ntypes - 1], e, prefix) != 0)
         return -1;
     ps_type *t = &r->types[r->ntypes - 1];
     if (strcmp(t->status, "NOT_SENT") == 0)
@@ -145,7 +188,7 @@ static int weft_type(ps_row *r, const json_t *e, const char *prefix, const char 
 
 /* istioctl <= 1.21: sent empty -> NOT SENT (IGNORED for ztunnel), sent == acked -> SYNCED,
  * acked empty -> STALE (Never Acknowledged), else STALE. */
-static int legacy_type(ps_row *r, const json_t *e, const char *prefix, const char *url)
+static int legacy_status(ps_row *r, const json_t *e, const char *prefix, const char *url)
 {
     char k[64];
     snprintf(k, sizeof k, "%s_sent", prefix);
@@ -160,6 +203,13 @@ static int legacy_type(ps_row *r, const json_t *e, const char *prefix, const cha
     if (!*acked)
         return add_type(r, url, "STALE", "STALE (Never Acknowledged)", NULL);
     return add_type(r, url, "STALE", NULL, NULL);
+}
+
+static int legacy_type(ps_row *r, const json_t *e, const char *prefix, const char *url)
+{
+    if (legacy_status(r, e, prefix, url) != 0)
+        return -1;
+    return sync_details(&r->types[r->ntypes - 1], e, prefix);
 }
 
 static bool is_weft_entry(const json_t *e)
@@ -189,6 +239,8 @@ static int syncz_entry(ps_state *st, const char *istiod, const json_t *e)
     r->ztunnel = strcmp(js(e, "proxy_type"), "ztunnel") == 0;
     bool weft = is_weft_entry(e);
     for (size_t i = 0; i < sizeof syncz_types / sizeof syncz_types[0]; i++) {
+        if (!weft && !syncz_types[i].istiod)
+            continue;
         int rc = weft ? weft_type(r, e, syncz_types[i].prefix, syncz_types[i].url, st->now)
                       : legacy_type(r, e, syncz_types[i].prefix, syncz_types[i].url);
         if (rc != 0)
@@ -439,6 +491,31 @@ void ps_filter_substring(ps_state *st, const char *substr)
     keep_rows(st, has_substr, substr);
 }
 
+static bool connected(const ps_row *r, const char *unused)
+{
+    (void)unused;
+    return !r->disconnected;
+}
+
+/* Drops ClientConfigs weft marked disconnected (metadata WEFT_DISCONNECTED_FOR, row_doc). */
+static void filter_doc_connected(json_t *resp)
+{
+    json_t *res = json_object_get(resp, "resources");
+    for (size_t i = json_array_size(res); i-- > 0;) {
+        const json_t *md =
+            json_object_get(json_object_get(json_array_get(res, i), "node"), "metadata");
+        if (json_object_get(md, "WEFT_DISCONNECTED_FOR"))
+            json_array_remove(res, i);
+    }
+}
+
+void ps_filter_connected(ps_state *st)
+{
+    keep_rows(st, connected, NULL);
+    for (size_t i = 0; i < st->ndocs; i++)
+        filter_doc_connected(st->docs[i].resp);
+}
+
 static int cmp_name(const void *a, const void *b)
 {
     const ps_row *x = a, *y = b;
@@ -478,8 +555,20 @@ static json_t *type_doc(const ps_type *t, time_t now)
         rfc3339(now - t->age_s, ts, sizeof ts);
         json_object_set_new(g, "lastUpdated", json_string(ts));
     }
+    if (t->version_acked)
+        json_object_set_new(g, "versionInfo", json_string(t->version_acked));
     if (t->error)
         json_object_set_new(g, "errorState", json_pack("{s:s}", "details", t->error));
+    /* istiod's /debug/syncz names (camelCase as in its `resources` map), weft's versionSent */
+    const struct {
+        const char *key, *val;
+    } extra[] = {{"sent", t->nonce_sent},
+                 {"acked", t->nonce_acked},
+                 {"sentTime", t->sent_time},
+                 {"versionSent", t->version_sent}};
+    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
+        if (extra[i].val)
+            json_object_set_new(g, extra[i].key, json_string(extra[i].val));
     return g;
 }
 

@@ -7,7 +7,10 @@
  *   "cluster_sent"/"cluster_acked", "listener_sent"/..., "route_sent"/..., "endpoint_sent"/...
  *   (nonces, omitted when empty, istiod's names),
  *   "resources": {"<type url>": {"sent", "acked", "sentTime" (always), "lastError"}},
- *   weft: "cluster_status": "SYNCED|NOT SENT|STALE|ERROR|IGNORED" (IGNORED = not watched),
+ *   weft: "cluster_status": "SYNCED|NOT SENT|STALE|ERROR|IGNORED" (IGNORED = not watched;
+ *   a watched type pilot never sent is NOT SENT), for every type pilot tracks: prefixes
+ *   cluster, listener, route, endpoint, extensionconfig (istiod's) and secret (weft's);
+ *   "resources" entries also carry weft's "versionSent" and "versionAcked",
  *   "cluster_since_s" (seconds since the status last changed), "cluster_since" (when, RFC 3339),
  *   "cluster_error" (NACK text),
  *   likewise listener_/route_/endpoint_; "connected": bool, "disconnected_for_s" (when not
@@ -52,7 +55,11 @@
 #endif
 
 static const wf_xds_type core_types[] = {WF_XDS_CDS, WF_XDS_LDS, WF_XDS_RDS, WF_XDS_EDS};
-static const char *const syncz_prefix[] = {"cluster", "listener", "route", "endpoint"};
+/* /debug/syncz: every type a proxy may watch, with istiod's prefixes (secret: weft's). */
+static const wf_xds_type syncz_types[] = {WF_XDS_CDS, WF_XDS_LDS,  WF_XDS_RDS,
+                                          WF_XDS_EDS, WF_XDS_ECDS, WF_XDS_SDS};
+static const char *const syncz_prefix[] = {"cluster",  "listener",        "route",
+                                           "endpoint", "extensionconfig", "secret"};
 
 static void rfc3339(int64_t ms, char *buf, size_t cap)
 {
@@ -122,7 +129,7 @@ static const char *kind_name(const wf_pilot_proxy *p)
 
 static void syncz_type(json_t *o, json_t *res, const wf_ads_conn *c, int i, int64_t now)
 {
-    wf_xds_type t = core_types[i];
+    wf_xds_type t = syncz_types[i];
     const wf_ads_type *ty = &c->types[t];
     char k[64], ts[40];
     const char *pre = syncz_prefix[i];
@@ -151,6 +158,8 @@ static void syncz_type(json_t *o, json_t *res, const wf_ads_conn *c, int i, int6
     rfc3339(ty->sent_at_ms, ts, sizeof ts);
     json_object_set_new(r, "sentTime", json_string(ts));
     set_str(r, "lastError", ty->w.error_message);
+    set_str(r, "versionSent", ty->w.version_sent);
+    set_str(r, "versionAcked", ty->w.version_acked);
     json_object_set_new(res, wf_xds_type_url(t), r);
 }
 
@@ -163,7 +172,7 @@ static json_t *syncz_entry(const wf_ads_conn *c, int64_t now)
     json_object_set_new(o, "connection_id", json_string(c->id));
     json_object_set_new(o, "proxy_type", json_string(kind_name(p)));
     set_str(o, "istio_version", p->version);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < (int)(sizeof syncz_types / sizeof syncz_types[0]); i++) {
         syncz_type(o, res, c, i, now);
     }
     json_object_set_new(o, "resources", res);

@@ -58,21 +58,21 @@ def test_bad_output_format_exits_64(tmp_path):
     assert "xml" in r.stderr
 
 
-def test_unknown_flag_exits_1():
-    r = run_weftctl("analyze", "--no-such-flag")
-    assert r.returncode == 1
+def test_unknown_flag_exits_64():
+    r = run_weftctl("analyze", "--no-such-flag", "-")
+    assert r.returncode == 64  # istioctl: a flag error is a CommandParseError (64)
     assert "unknown flag: --no-such-flag" in r.stderr
 
 
 def test_no_issues_messages(tmp_path):
     ok = write(tmp_path, "ns.yaml", NS_NOT_INJECTED.replace("{name: plain}",
                                                              "{name: plain, labels: {istio-injection: enabled}}"))
-    r = run_weftctl("analyze", ok)
+    r = run_weftctl("analyze", "-n", "plain", ok)
     assert r.returncode == 0
     assert r.stdout == "\n"
     assert r.stderr == "\u2714 No validation issues found when analyzing %s.\n" % ok
     ok2 = write(tmp_path, "ns2.yaml", "")
-    r = run_weftctl("analyze", ok, ok2)
+    r = run_weftctl("analyze", "-n", "plain", ok, ok2)
     assert r.stderr == ("\u2714 No validation issues found when analyzing:\n  - %s\n  - %s\n"
                         % (ok, ok2))
 
@@ -87,7 +87,7 @@ def test_info_threshold_and_output_threshold(tmp_path):
     r = run_weftctl("analyze", "-A", "--output-threshold", "Warning", f)
     assert r.returncode == 0 and "IST0102" not in r.stdout
     r = run_weftctl("analyze", "-A", "--failure-threshold", "fatal", f)
-    assert r.returncode == 1
+    assert r.returncode == 64
 
 
 def test_suppress_flag_and_annotation(tmp_path):
@@ -213,8 +213,8 @@ def test_analyzer_selection(tmp_path):
 def test_help_and_use_kube():
     r = run_weftctl("analyze", "--help")
     assert r.returncode == 0 and "--failure-threshold" in r.stdout
-    r = run_weftctl("analyze", "--use-kube=true")
-    assert r.returncode == 1 and "not supported" in r.stderr
+    r = run_weftctl("analyze", "--use-kube=true", "-")
+    assert r.returncode == 64 and "not supported" in r.stderr
 
 
 # ---- behaviour found by a new user's review (each failed before its fix) ----
@@ -229,7 +229,7 @@ def test_missing_path_is_an_error_not_a_parse_failure(tmp_path):
 def test_suppress_values_are_checked(tmp_path):
     f = write(tmp_path, "vs.yaml", VS_BAD_SUBSET)
     r = run_weftctl("analyze", "-n", "shop", "-S", "bad", f)
-    assert r.returncode == 1
+    assert r.returncode == 64
     assert "bad is not a valid suppression value" in r.stderr
     r = run_weftctl("analyze", "-n", "shop", "-S", "IST9999=VirtualService *", f)
     assert r.returncode == 79
@@ -264,7 +264,10 @@ def test_no_issues_names_the_files_found(tmp_path):
     (d / "README.md").write_text("# notes\n")
     r = run_weftctl("analyze", str(d))
     assert r.returncode == 0
-    assert "No validation issues found when analyzing namespace: default." in r.stderr
+    # nothing was read: no all-clear (issue 15 item 4)
+    assert "No validation issues found" not in r.stderr
+    assert ("Warning: nothing was analyzed: the input holds no resources (only .yaml, .yml "
+            "and .json files are read).") in r.stderr
     (d / "a.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")
     r = run_weftctl("analyze", str(d))
     assert "No validation issues found when analyzing %s." % (d / "a.yaml") in r.stderr
@@ -334,7 +337,7 @@ def test_pathological_input_is_bounded(tmp_path):
 
 def test_timeout_flag_must_be_a_duration():
     r = run_weftctl("analyze", "--timeout", "abc", "-")
-    assert r.returncode == 1 and 'time: invalid duration "abc"' in r.stderr
+    assert r.returncode == 64 and 'time: invalid duration "abc"' in r.stderr
 
 
 def test_mesh_config_must_be_a_file(tmp_path):
@@ -346,9 +349,9 @@ def test_root_command_help_and_errors():
     r = run_weftctl("help", "analyze")
     assert r.returncode == 0 and "--failure-threshold" in r.stdout
     r = run_weftctl("--bogus")
-    assert r.returncode == 1 and "unknown flag: --bogus" in r.stderr
+    assert r.returncode == 64 and "unknown flag: --bogus" in r.stderr
     r = run_weftctl("version", "extra")
-    assert r.returncode == 1
+    assert r.returncode == 64
 
 
 def test_findings_on_block_values_name_the_key_line(tmp_path):
@@ -375,3 +378,48 @@ def test_a_resource_read_twice_counts_once(tmp_path):
     r = run_weftctl("analyze", "-n", "shop", a, b)
     assert r.returncode == 79
     assert r.stdout.count("IST0101") == 1 and b + ":15" in r.stdout
+
+
+# ---- issue 15 item 4: never an all-clear over input that was not looked at ----
+
+def test_files_only_in_other_namespaces_are_named_not_passed(tmp_path):
+    f = write(tmp_path, "vs.yaml", VS_BAD_SUBSET + "---\n" + NS_NOT_INJECTED.replace(
+        "{name: plain}", "{name: shop}"))
+    r = run_weftctl("analyze", f)  # default namespace: nothing in it
+    assert r.returncode == 0
+    assert r.stdout == "\n"  # istioctl's stdout, unchanged
+    assert "No validation issues found" not in r.stderr
+    assert ("Warning: nothing was analyzed: no resource read is in namespace default; skipped "
+            "3 in shop (3).\nAnalyze them with -n shop, or every namespace with -A.\n") in r.stderr
+    r = run_weftctl("analyze", "-n", "other", "-o", "json", f)
+    assert r.stdout == "[]\n"
+    assert "no resource read is in namespace other" in r.stderr
+    # -n shop and -A look at them and find the error
+    assert run_weftctl("analyze", "-n", "shop", f).returncode == 79
+    r = run_weftctl("analyze", "-A", f)
+    assert r.returncode == 79 and "nothing was analyzed" not in r.stderr
+
+
+def test_some_resources_outside_the_namespace_are_listed(tmp_path):
+    gw = ("apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {name: gw, namespace: "
+          "istio-system}\nspec:\n  selector: {istio: ingressgateway}\n  servers:\n  - port: "
+          "{number: 80, name: http, protocol: HTTP}\n    hosts: ['*']\n")
+    f = write(tmp_path, "all.yaml", VS_BAD_SUBSET + "---\n" + gw)
+    r = run_weftctl("analyze", "-n", "shop", f)
+    assert r.returncode == 79 and "IST0101" in r.stdout
+    assert ("Note: 1 resource outside namespace shop not analyzed: istio-system (1).\n"
+            "Include them with -n istio-system, or every namespace with -A.\n") in r.stderr
+    r = run_weftctl("analyze", "-A", f)
+    assert "Note:" not in r.stderr
+
+
+def test_no_input_is_a_usage_error():
+    r = run_weftctl("analyze")
+    assert r.returncode == 64
+    assert r.stdout == ""
+    assert r.stderr == ("Error: nothing to analyze: give manifest files, folders or - (stdin); "
+                        "weft has no cluster to read from\n"
+                        "Run 'weftctl analyze --help' for usage.\n")
+    r = run_weftctl("analyze", "-n", "shop", "-o", "json")
+    assert r.returncode == 64
+    assert run_weftctl("analyze", "-L").returncode == 0  # listing needs no input

@@ -36,7 +36,9 @@ def test_describe_pod_before_and_after_the_destinationrule(mesh):
     assert "   Port: http 80/HTTP targets pod port 3000\n" in out
     assert "DestinationRule:" not in out
     assert "Effective PeerAuthentication:\n   Workload mTLS mode: PERMISSIVE\n" in out
-    assert "Exposed on Ingress Gateway http://%s\n" % gw.ip in out
+    # the fixture's gateway Service has no nodePort: the pod IP and the port the gateway
+    # listens on (targetPort 8080) are what a user on this host reaches
+    assert "Exposed on Ingress Gateway http://%s:8080\n" % gw.ip in out
     assert ("VirtualService: catalog-v1-v2\n"
             "   WARNING: No destinations match pod subsets (checked 1 HTTP routes)\n"
             "      Warning: Route to subset version-v1 but NO DESTINATION RULE defining subsets!\n"
@@ -83,7 +85,7 @@ def test_describe_errors_name_what_went_wrong(mesh, tmp_path):
     r = describe(mesh, "service", "nope", "-n", "istioinaction")
     assert r.returncode == 1 and 'services "nope" not found' in r.stderr
     r = describe(mesh, "deployment", "catalog")
-    assert r.returncode == 1 and 'unknown resource type "deployment"' in r.stderr
+    assert r.returncode == 64 and 'unknown resource type "deployment"' in r.stderr
     r = run_weftctl("describe", "pod", "x", "--pilot", "127.0.0.1:1")
     assert r.returncode == 1 and "127.0.0.1:1" in r.stderr
 
@@ -131,6 +133,18 @@ def test_describe_offline_from_files(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "no container" not in r.stdout and "has no Istio pods" not in r.stdout, r.stdout
     assert r.stdout.startswith("Service: productpage\nDestinationRule: productpage"), r.stdout
+    # injected with no revision named (weft's local mesh writes the status without one):
+    # the default revision, as Istio's injector would have written it
+    for o in objs["items"]:
+        if o.get("kind") == "Pod":
+            o["metadata"].setdefault("annotations", {})["sidecar.istio.io/status"] = \
+                '{"containers":["istio-proxy"]}'
+    local.write_text(json.dumps(objs))
+    r = run_weftctl("describe", "pod", "productpage-v1-1234567890", "-f", str(local),
+                    "--config-dump", "productpage-v1-1234567890=%s" % dump,
+                    "--config-dump", "ingress.default=%s" % empty)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("Pod: productpage-v1-1234567890\n   Pod Revision: default\n")
 
 
 def test_describe_pod_names_what_weft_does_not_implement(tmp_path):
@@ -204,4 +218,4 @@ def test_version_against_pilot_and_completion(mesh):
     assert r.returncode == 0 and "complete -o default -F _weftctl weftctl" in r.stdout
     for word in ("proxy-config", "describe", "--summary", "short", "--config-dump"):
         assert word in r.stdout
-    assert run_weftctl("completion", "fish").returncode == 1
+    assert run_weftctl("completion", "fish").returncode == 64

@@ -84,6 +84,35 @@ def test_json_lines_and_507(tmp_path):
             "large uploads and retry in the client with an idempotency key.") in out
 
 
+ENVOY_507 = ('[2026-08-22T19:00:57.000Z] "POST /upload HTTP/1.1" 507 - 1048576 0 12 - "-" '
+             '"curl/8.0" "rid-5" "catalog" "-"\n')
+ENVOY_FI = ('[2026-08-22T19:00:58.000Z] "GET /items HTTP/1.1" 500 FI 0 18 0 - "-" "curl/8.0" '
+            '"rid-6" "catalog" "-"\n')
+
+
+def test_507_in_envoy_default_format_and_fault_abort():
+    """Issue 15 item 9: a 507 explained without a details field (Envoy's default format) from
+    the status and the missing upstream host; fault_filter_abort known."""
+    r = explain(stdin=ENVOY_507)
+    assert r.returncode == 0, r.stderr
+    assert "line 1: 507 - -\n" in r.stdout
+    assert "request_payload_exceeded_retry_buffer_limit (inferred: " in r.stdout
+    assert "The request needed a retry and its body was larger than the retry buffer." in r.stdout
+    assert "the status most likely came from the upstream application" not in r.stdout
+    r = explain("-o", "json", stdin=ENVOY_507)
+    item = json.loads(r.stdout)["failures"][0]["explanations"][0]
+    assert item["value"] == "request_payload_exceeded_retry_buffer_limit" and item["known"]
+    assert "no upstream host" in item["inferred_from"]
+    # an upstream's own 507 (a host is logged) is not guessed at
+    r = explain(stdin=ENVOY_507.replace('"-"\n', '"10.0.0.1:80"\n'))
+    assert "inferred" not in r.stdout and "came from the upstream application" in r.stdout
+    line = ISTIO_NC.replace("503 NC cluster_not_found", "500 FI fault_filter_abort")
+    r = explain(stdin=line + ENVOY_FI)
+    assert r.returncode == 0, r.stderr
+    assert "fault_filter_abort: The fault injection filter aborted the request on purpose" in r.stdout
+    assert "unknown response code details" not in r.stdout
+
+
 def test_custom_format(tmp_path):
     fmt = "%START_TIME% %RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS% %UPSTREAM_CLUSTER%"
     line = ("2026-08-22T19:00:53Z 503 UH no_healthy_upstream "

@@ -114,9 +114,9 @@ def test_log_levels_live(mesh):
     assert not re.search(r"^  \w+: debug$", out, re.M) or startup == "debug", out
 
     p = pc(mesh, "log", gw.name, "-n", "istio-system", "--level", "nosuchlogger:debug")
-    assert p.returncode == 1 and "unrecognized logger name: nosuchlogger" in p.stderr
+    assert p.returncode == 64 and "unrecognized logger name: nosuchlogger" in p.stderr
     p = pc(mesh, "log", gw.name, "-n", "istio-system", "--level", "http:loud")
-    assert p.returncode == 1 and "unrecognized logging level: loud" in p.stderr
+    assert p.returncode == 64 and "unrecognized logging level: loud" in p.stderr
 
 
 def test_errors_live(mesh, tmp_path):

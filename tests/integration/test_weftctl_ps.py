@@ -76,6 +76,13 @@ def test_proxy_status_synced_disconnected_and_error(mesh):
     lds = [g for g in cc["genericXdsConfigs"] if g["typeUrl"].endswith("Listener")][0]
     assert lds["configStatus"] == "ERROR"
     assert "WEFT_PROXY_TEST_REJECT_TYPE" in lds["errorState"]["details"]
+    # per type: the nonces and versions sent and acked, so a script can tell STALE from SYNCED
+    good = [c for c in doc["resources"] if c["node"]["id"] == gw.node_id][0]
+    for g in good["genericXdsConfigs"]:
+        assert g["configStatus"] == "SYNCED", g
+        assert g["sent"] == g["acked"] and g["versionInfo"] == g["versionSent"], g
+        assert g["sentTime"] and g["lastUpdated"], g
+    assert lds["sent"] != lds.get("acked"), lds  # the rejected push is not acknowledged
 
     # a stopped proxy shows DISCONNECTED with the time since
     gone = pods[2]
@@ -89,6 +96,12 @@ def test_proxy_status_synced_disconnected_and_error(mesh):
     row = wait_for(disconnected_row, what="DISCONNECTED row for the stopped proxy")
     print(ps(mesh)[1])  # shown with pytest -s
     assert re.fullmatch(r"DISCONNECTED \(\d+s\)", row["CDS"]), row
+    # --hide-disconnected: istioctl's view, connected proxies only
+    rc, out, _ = ps(mesh, "--hide-disconnected")
+    assert rc == 0 and gone.node_id not in table(out) and gw.node_id in table(out), out
+    rc, out, _ = ps(mesh, "--hide-disconnected", "-o", "json")
+    ids = [c["node"]["id"] for c in json.loads(out)["resources"]]
+    assert gone.node_id not in ids and gw.node_id in ids, ids
     bad.proxy.terminate()
 
 

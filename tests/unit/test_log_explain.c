@@ -27,51 +27,28 @@ static const char *const flags[] = {"LH", "UH", "UT",  "LR",    "UR",   "UF",   
 /* §2.1 (parametrised ones with an example parameter), plus upstream_response_timeout (older
  * Envoy, operator report B008). */
 static const char *const details[] = {
-    "via_upstream",
-    "request_payload_too_large",
-    "response_payload_too_large",
-    "request_payload_exceeded_retry_buffer_limit",
-    "stream_idle_timeout",
-    "request_overall_timeout",
-    "request_header_timeout",
-    "max_duration_timeout",
-    "overload",
-    "low_version",
-    "missing_host_header",
-    "missing_path_rejected",
-    "invalid_path",
-    "absolute_path_rejected",
-    "path_normalization_failed",
-    "upgrade_failed",
-    "websocket_handshake_unsuccessful",
-    "route_configuration_not_found",
-    "route_not_found",
-    "direct_response",
-    "cluster_not_found",
-    "maintenance_mode",
-    "drop_overload",
-    "unconditional_drop_overload",
-    "no_healthy_upstream",
-    "response_timeout",
-    "upstream_per_try_timeout",
-    "upstream_per_try_idle_timeout",
+    "via_upstream", "request_payload_too_large", "response_payload_too_large",
+    "request_payload_exceeded_retry_buffer_limit", "stream_idle_timeout", "request_overall_timeout",
+    "request_header_timeout", "max_duration_timeout", "overload", "low_version",
+    "missing_host_header", "missing_path_rejected", "invalid_path", "absolute_path_rejected",
+    "path_normalization_failed", "upgrade_failed", "websocket_handshake_unsuccessful",
+    "route_configuration_not_found", "route_not_found", "direct_response", "cluster_not_found",
+    "maintenance_mode", "drop_overload", "unconditional_drop_overload", "no_healthy_upstream",
+    "response_timeout", "upstream_per_try_timeout", "upstream_per_try_idle_timeout",
     "upstream_max_stream_duration_reached",
     "upstream_reset_before_response_started{connection_termination}",
-    "upstream_reset_after_response_started{remote_reset}",
-    "filter_chain_not_found",
-    "downstream_remote_disconnect",
-    "downstream_local_disconnect(codec_error)",
-    "duration_timeout",
-    "downstream_header_timeout",
-    "admin_filter_response",
-    "internal_redirect",
-    "filter_removed_required_request_headers",
-    "filter_removed_required_response_headers",
-    "rejecting_because_detection_failed",
-    "filter_added_invalid_request_data",
+    "upstream_reset_after_response_started{remote_reset}", "filter_chain_not_found",
+    "downstream_remote_disconnect", "downstream_local_disconnect(codec_error)", "duration_timeout",
+    "downstream_header_timeout", "admin_filter_response", "internal_redirect",
+    "filter_removed_required_request_headers", "filter_removed_required_response_headers",
+    "rejecting_because_detection_failed", "filter_added_invalid_request_data",
     "filter_added_invalid_response_data",
     "rbac_access_denied_matched_policy[ns[default]-policy[deny-all]-rule[0]]",
-    "upstream_response_timeout"};
+    "upstream_response_timeout",
+    /* extension and codec details weft-proxy logs (test_log_explain_coverage.c walks them) */
+    "fault_filter_abort", "http1.codec_error", "http1.invalid_characters", "http1.invalid_url",
+    "http1.headers_too_large", "http1.too_many_headers",
+    "http1.content_length_and_chunked_not_allowed", "http1.invalid_transfer_encoding"};
 
 /* §2.2 reset reasons, with underscores as they appear inside details. */
 static const char *const resets[] = {"local_connection_failure",
@@ -246,6 +223,38 @@ static void test_envoy_default_line(void **state)
     wf_lx_record_free(&r);
 }
 
+/* A 507 in Envoy's default format (no details field) is explained from the status and the
+ * missing upstream host; an upstream's own 507 (a host is logged) and a line with details
+ * are not guessed at. */
+static void test_507_without_details_is_inferred(void **state)
+{
+    (void)state;
+    wf_lx_record r;
+    const char *why = NULL;
+    parse(NULL,
+          "[2026-08-22T19:00:53.123Z] \"POST /upload HTTP/1.1\" 507 - 1048576 0 12 - \"-\" "
+          "\"curl/8.0\" \"rid\" \"upload.example\" \"-\"",
+          &r);
+    assert_null(r.details);
+    const wf_lx_entry *e = wf_lx_infer_details(&r, &why);
+    assert_non_null(e);
+    assert_string_equal(e->key, "request_payload_exceeded_retry_buffer_limit");
+    assert_non_null(strstr(why, "no upstream host"));
+    wf_lx_record_free(&r);
+    parse(NULL,
+          "[2026-08-22T19:00:53.123Z] \"POST /dav HTTP/1.1\" 507 - 10 0 12 3 \"-\" \"curl\" "
+          "\"rid\" \"dav.example\" \"10.0.0.1:80\"",
+          &r);
+    assert_null(wf_lx_infer_details(&r, &why));
+    wf_lx_record_free(&r);
+    parse(NULL,
+          "[2026-08-22T19:00:53.123Z] \"GET /x HTTP/1.1\" 503 - 0 0 0 - \"-\" \"curl\" \"r\" "
+          "\"a\" \"-\"",
+          &r);
+    assert_null(wf_lx_infer_details(&r, &why)); /* nothing is known about a bare 503 */
+    wf_lx_record_free(&r);
+}
+
 static void test_custom_format_line(void **state)
 {
     (void)state;
@@ -333,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_unknown_values_are_not_guessed),
         cmocka_unit_test(test_istio_text_line),
         cmocka_unit_test(test_envoy_default_line),
+        cmocka_unit_test(test_507_without_details_is_inferred),
         cmocka_unit_test(test_custom_format_line),
         cmocka_unit_test(test_json_lines),
     };

@@ -644,6 +644,34 @@ static void test_pilot_syncz_shows_nack(void **state)
     assert_true(json_is_true(json_object_get(x, "connected")));
     json_t *rs = json_object_get(json_object_get(x, "resources"), WF_XDS_TYPE_CLUSTER);
     assert_string_equal(jstr(rs, "lastError"), "rejected by test");
+    assert_string_equal(jstr(x, "extensionconfig_status"), "IGNORED"); /* not watched */
+    assert_string_equal(jstr(x, "secret_status"), "IGNORED");
+    json_decref(sz);
+    /* a watched ECDS is reported (issue 15 item 7: never IGNORED once watched): sent and not
+     * yet acknowledged is STALE, with the version sent; the ACK makes it SYNCED */
+    send_json(e, request(WF_XDS_TYPE_EXTENSION, NULL, NULL, NULL, false));
+    wait_msgs(e, 2);
+    json_t *ecds = msg_at(e, 1);
+    assert_string_equal(jstr(ecds, "type_url"), WF_XDS_TYPE_EXTENSION);
+    body = route(p, "/debug/syncz", "", &status);
+    sz = json_loads(body, 0, NULL);
+    free(body);
+    x = json_array_get(sz, 0);
+    assert_string_equal(jstr(x, "extensionconfig_status"), "STALE");
+    assert_string_equal(jstr(x, "extensionconfig_sent"), jstr(ecds, "nonce"));
+    rs = json_object_get(json_object_get(x, "resources"), WF_XDS_TYPE_EXTENSION);
+    assert_string_equal(jstr(rs, "versionSent"), jstr(ecds, "version_info"));
+    json_decref(sz);
+    send_json(e, request(WF_XDS_TYPE_EXTENSION, jstr(ecds, "version_info"), jstr(ecds, "nonce"),
+                         NULL, false));
+    pump(e, 50);
+    body = route(p, "/debug/syncz", "", &status);
+    sz = json_loads(body, 0, NULL);
+    free(body);
+    x = json_array_get(sz, 0);
+    assert_string_equal(jstr(x, "extensionconfig_status"), "SYNCED");
+    rs = json_object_get(json_object_get(x, "resources"), WF_XDS_TYPE_EXTENSION);
+    assert_string_equal(jstr(rs, "versionAcked"), jstr(ecds, "version_info"));
     json_decref(sz);
     body = route(p, "/metrics", "", &status);
     assert_non_null(strstr(body, "pilot_total_xds_rejects{type=\"cds\"} 1\n"));

@@ -1,7 +1,8 @@
 /*
  * test_ps_format.c - proxy-status pieces (src/cli/proxy_status.h): Kubernetes HumanDuration,
  * weft /debug/syncz entries to the classic table (ages, ERROR, IGNORED, DISCONNECTED, a
- * reconnected proxy's old stream hidden), and the config-dump comparison ignoring
+ * reconnected proxy's old stream hidden), watched ECDS/SDS as NOT SENT, the -o json per-type
+ * sync fields, --hide-disconnected, and the config-dump comparison ignoring
  * version_info/last_updated and order.
  */
 #include <setjmp.h>
@@ -74,6 +75,122 @@ static void test_weft_syncz_table(void **state)
     free(out);
 }
 
+/* An ECDS or SDS the proxy watches and pilot never sent is NOT SENT, not IGNORED (issue 15
+ * item 7): in the classic ECDS column and in the SUBSCRIBED TYPES count. */
+static void test_watched_types_beyond_the_core_four(void **state)
+{
+    (void)state;
+    char *out =
+        render_classic("[{\"proxy\":\"a.ns\",\"cluster_id\":\"K\",\"istio_version\":\"weft\","
+                       "\"cluster_status\":\"SYNCED\",\"listener_status\":\"SYNCED\","
+                       "\"endpoint_status\":\"SYNCED\",\"route_status\":\"SYNCED\","
+                       "\"extensionconfig_status\":\"NOT SENT\",\"secret_status\":\"NOT SENT\","
+                       "\"connected\":true}]");
+    assert_non_null(strstr(out, "SYNCED     NOT SENT     weft-pilot"));
+    assert_null(strstr(out, "IGNORED"));
+    free(out);
+    json_t *v = json_loads("[{\"proxy\":\"a.ns\",\"cluster_status\":\"SYNCED\","
+                           "\"secret_status\":\"NOT SENT\",\"extensionconfig_status\":"
+                           "\"IGNORED\",\"connected\":true}]",
+                           0, NULL);
+    ps_state st = {.now = 1000};
+    wf_strbuf err = WF_STRBUF_INIT;
+    assert_int_equal(ps_add_syncz(&st, "weft-pilot", v, &err), 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(ps_print_types(&st, f), 0);
+    fclose(f);
+    assert_non_null(strstr(buf, "2 (CDS,SDS)")); /* ECDS not watched: not counted */
+    free(buf);
+    ps_state_free(&st);
+    json_decref(v);
+    wf_strbuf_free(&err);
+}
+
+static char *render_json(const char *syncz, bool hide_disconnected)
+{
+    json_t *v = json_loads(syncz, 0, NULL);
+    assert_non_null(v);
+    ps_state st = {.now = 1000};
+    wf_strbuf err = WF_STRBUF_INIT;
+    assert_int_equal(ps_add_syncz(&st, "weft-pilot", v, &err), 0);
+    if (hide_disconnected)
+        ps_filter_connected(&st);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(ps_print_json(&st, f), 0);
+    fclose(f);
+    ps_state_free(&st);
+    json_decref(v);
+    wf_strbuf_free(&err);
+    return buf;
+}
+
+static const char stale_entry[] =
+    "{\"proxy\":\"a.ns\",\"cluster_id\":\"K\",\"istio_version\":\"weft\","
+    "\"cluster_status\":\"STALE\",\"cluster_since\":\"1970-01-01T00:16:00Z\","
+    "\"cluster_sent\":\"n2\",\"cluster_acked\":\"n1\","
+    "\"resources\":{\"type.googleapis.com/envoy.config.cluster.v3.Cluster\":{\"sent\":\"n2\","
+    "\"acked\":\"n1\",\"sentTime\":\"1970-01-01T00:16:30.5Z\",\"versionSent\":\"v2\","
+    "\"versionAcked\":\"v1\"}},\"connected\":true}";
+
+/* -o json carries per type the nonces and versions sent and acked and the send time, so a
+ * script can tell STALE (sent != acked) from SYNCED. */
+static void test_json_per_type_sync_fields(void **state)
+{
+    (void)state;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "[%s]", stale_entry);
+    char *out = render_json(buf, false);
+    json_t *doc = json_loads(out, 0, NULL);
+    assert_non_null(doc);
+    json_t *g = json_array_get(
+        json_object_get(json_array_get(json_object_get(doc, "resources"), 0), "genericXdsConfigs"),
+        0);
+    assert_string_equal(json_string_value(json_object_get(g, "configStatus")), "STALE");
+    assert_string_equal(json_string_value(json_object_get(g, "lastUpdated")),
+                        "1970-01-01T00:16:00Z");
+    assert_string_equal(json_string_value(json_object_get(g, "versionInfo")), "v1");
+    assert_string_equal(json_string_value(json_object_get(g, "versionSent")), "v2");
+    assert_string_equal(json_string_value(json_object_get(g, "sent")), "n2");
+    assert_string_equal(json_string_value(json_object_get(g, "acked")), "n1");
+    assert_string_equal(json_string_value(json_object_get(g, "sentTime")),
+                        "1970-01-01T00:16:30.5Z");
+    json_decref(doc);
+    free(out);
+}
+
+/* --hide-disconnected: weft's DISCONNECTED rows go, in the tables and in -o json. */
+static void test_hide_disconnected(void **state)
+{
+    (void)state;
+    char buf[1200];
+    snprintf(buf, sizeof buf,
+             "[%s,{\"proxy\":\"b.ns\",\"cluster_id\":\"K\",\"cluster_status\":\"SYNCED\","
+             "\"connected\":false,\"disconnected_for_s\":12}]",
+             stale_entry);
+    char *out = render_json(buf, false);
+    assert_non_null(strstr(out, "\"b.ns\""));
+    free(out);
+    out = render_json(buf, true);
+    assert_null(strstr(out, "\"b.ns\""));
+    assert_null(strstr(out, "WEFT_DISCONNECTED_FOR"));
+    assert_non_null(strstr(out, "\"a.ns\""));
+    free(out);
+    json_t *v = json_loads(buf, 0, NULL);
+    ps_state st = {.now = 1000};
+    wf_strbuf err = WF_STRBUF_INIT;
+    assert_int_equal(ps_add_syncz(&st, "weft-pilot", v, &err), 0);
+    ps_filter_connected(&st);
+    assert_int_equal(st.nrows, 1);
+    assert_string_equal(st.rows[0].name, "a.ns");
+    ps_state_free(&st);
+    json_decref(v);
+    wf_strbuf_free(&err);
+}
+
 static void test_compare_dumps(void **state)
 {
     (void)state;
@@ -117,6 +234,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_human_duration),
         cmocka_unit_test(test_weft_syncz_table),
+        cmocka_unit_test(test_watched_types_beyond_the_core_four),
+        cmocka_unit_test(test_json_per_type_sync_fields),
+        cmocka_unit_test(test_hide_disconnected),
         cmocka_unit_test(test_compare_dumps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
