@@ -139,7 +139,7 @@ static const wf_unimpl_entry table[] = {
     /* ---- telemetry.istio.io, extensions.istio.io, EnvoyFilter ---- */
     ROW(TELEMETRY, "", PRESENT, NULL, "the Telemetry API",
         "metrics, access logs and tracing keep their defaults", ""),
-    ROW(ENVOYFILTER, "", PRESENT, NULL, "EnvoyFilter patches", "no patch is applied", ""),
+    ROW(ENVOYFILTER, "", PRESENT, NULL, "EnvoyFilter patching", "no patch is applied", ""),
     FN(WASMPLUGIN, "", wasm_not_auth, false, "the Wasm plugin runtime", "the plugin does not run",
        ""),
     SEC(WASMPLUGIN, "spec.phase", VALUE_IN, v_auth_phase, "the Wasm plugin runtime",
