@@ -237,8 +237,8 @@ static bool on_unimpl(const wf_unimpl_hit *h, void *arg)
         u->rc = -1;
     } else if (!warned_before(u->b, &w)) {
         /* the message starts with the field (or the kind): not said twice */
-        WF_LOG(WF_LC_config, WF_LOG_WARN, "not implemented: %s:%u:%u: %s: %s [%s]", w.file,
-               w.line, w.col, w.resource, w.message, w.code);
+        WF_LOG(WF_LC_config, WF_LOG_WARN, "not implemented: %s:%u:%u: %s: %s [%s]", w.file, w.line,
+               w.col, w.resource, w.message, w.code);
     }
     wf_strbuf_free(&msg);
     return u->rc == 0;
@@ -446,6 +446,23 @@ static int report_shadowed(build *b, const wf_store *c)
     return 0;
 }
 
+/* The resources served at their last good version are scanned too: what is served is what
+ * is reported (JSON text, so without lines). */
+static int scan_stale(build *b)
+{
+    const wf_store *st = b->snap->store;
+    for (size_t i = 0; i < wf_store_count(st); i++) {
+        const wf_resource *r = wf_store_at(st, i);
+        const char *key = resource_key(b->snap, r);
+        void **slot = key ? wf_strmap_slot(b->snap->res, key, false) : NULL;
+        if (!key)
+            return -1;
+        if (slot && ((const wf_snap_res *)*slot)->stale && scan_unimplemented(b, r) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int load_store(build *b)
 {
     wf_store *c = new_store(b->opts);
@@ -484,7 +501,7 @@ static int load_store(build *b)
     }
     wf_store_free(c);
     b->snap->store = rebuild_store(b);
-    return b->snap->store ? 0 : -1;
+    return b->snap->store ? scan_stale(b) : -1;
 }
 
 /* ---- MeshConfig ----------------------------------------------------------------------------- */

@@ -452,8 +452,19 @@ static void test_not_implemented_fields_are_warnings(void **state)
     wf_snapshot *s2 = wf_source_build(&o, s1, 0);
     assert_int_equal(s2->n_warnings, 1);
     assert_string_equal(s2->warnings[0].code, "WFT0002");
+    /* a bad edit: the last good PeerAuthentication (STRICT) is still served, and still said to
+     * be unenforced */
+    put(&d, "pa.yaml",
+        "apiVersion: security.istio.io/v1\nkind: PeerAuthentication\n"
+        "metadata: {name: default, namespace: shop}\nspec:\n  mtls:\n    mode: STRICTEST\n");
+    wf_snapshot *s3 = wf_source_build(&o, s2, 0);
+    assert_int_equal(s3->n_errors, 1);
+    assert_int_equal(s3->n_warnings, 1);
+    assert_string_equal(s3->warnings[0].code, "WFT0002");
+    assert_string_equal(s3->warnings[0].field, "spec.mtls.mode");
     wf_snapshot_unref(s1);
     wf_snapshot_unref(s2);
+    wf_snapshot_unref(s3);
     tdir_remove(&d);
 }
 
