@@ -15,6 +15,7 @@
 #define WF_MODEL_PROTOCOL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum wf_protocol {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "model/protocol.h"
 #include "pilot/naming.h"
 #include "pilot/rds_internal.h"
 
@@ -39,29 +40,15 @@ json_t *rds_default_retry_policy(void)
 
 /* ---------- which Services and ports ---------- */
 
-static bool proto_is(const char *p, size_t len, const char *name)
-{
-    return strlen(name) == len && strncasecmp(p, name, len) == 0;
-}
-
-/* Istio's protocol of a Service port, reduced to "gets an HTTP route configuration". */
+/* Istio's protocol of a Service port (model/protocol.h), reduced to "gets an HTTP route
+ * configuration": the HTTP family, and undeclared protocols (which Istio sniffs and weft serves
+ * as HTTP/1.1). */
 bool rds_http_service_port(const wf_service_port *sp)
 {
-    static const char *const tcp_like[] = {"tcp",   "tls",   "https", "mongo",
-                                           "mysql", "redis", "udp",   NULL};
-    if (sp->port <= 0 || sp->port > 65535 || (sp->protocol && !strcmp(sp->protocol, "UDP")))
+    if (sp->port <= 0 || sp->port > 65535)
         return false;
-    const char *p = sp->app_protocol ? sp->app_protocol : sp->name ? sp->name : "";
-    size_t len = sp->app_protocol ? strlen(p) : strcspn(p, "-");
-    for (int i = 0; tcp_like[i]; i++)
-        if (proto_is(p, len, tcp_like[i]))
-            return false;
-    static const char *const known[] = {"http", "http2", "grpc", "grpc-web", "http_proxy", NULL};
-    bool is_known = strncasecmp(p, "grpc-web", 8) == 0;
-    for (int i = 0; known[i] && !is_known; i++)
-        is_known = proto_is(p, len, known[i]);
-    int32_t n = sp->port;
-    return is_known || !(n == 25 || n == 53 || n == 3306 || n == 27017);
+    wf_protocol p = wf_protocol_of_kube_port(sp->port, sp->name, sp->protocol, sp->app_protocol);
+    return wf_protocol_is_http(p) || p == WF_PROTO_UNSUPPORTED;
 }
 
 static bool service_has_port(const wf_svc *svc, int32_t port)
