@@ -7,7 +7,9 @@ data. Every command must exit as its comment says (analyze of the broken subsets
 0) and print what the comments promise: 200 then 503 through the standalone proxy, the
 no_cluster counter, pilot's registry, the local mesh answering 503 on the node port, and
 `down` stopping it. Needs root (the local mesh binds port 80 on pod loopback addresses) and the
-fixed ports free; cleans up every process it starts.
+fixed ports free: it runs in a network namespace of its own (`unshare -n`, loopback up), so
+the fixed ports of other tests running at the same time do not matter; without one, it needs
+them free. Cleans up every process it starts.
 """
 import os
 import re
@@ -59,8 +61,10 @@ def readme_commands():
 def test_readme_block_runs_as_written(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("the local mesh binds port 80 on pod loopback addresses: needs root")
+    private = subprocess.run(["unshare", "-n", "ip", "link", "set", "lo", "up"],
+                             capture_output=True).returncode == 0
     taken = [p for p in PORTS if port_taken(p)]
-    if taken:
+    if taken and not private:
         pytest.skip("ports %s are in use (another mesh or proxy is running?)" % taken)
     bindir = os.path.dirname(weftctl_path())
     cmds = readme_commands()
@@ -78,8 +82,13 @@ def test_readme_block_runs_as_written(tmp_path):
     env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"),
                XDG_RUNTIME_DIR=str(tmp_path / "run"))
     os.makedirs(env["XDG_RUNTIME_DIR"])
-    p = subprocess.run(["bash", "-c", "\n".join(script)], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=300)
+    # after the block: nothing may still listen on its ports
+    script.append("for p in %s; do (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && "
+                  "echo \"@@listening $p\"; done; true" % " ".join(map(str, PORTS)))
+    argv = ["bash", "-c", "\n".join(script)]
+    if private:
+        argv = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh"] + argv
+    p = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     out = p.stdout
     rcs = {int(i): int(rc) for rc, i in re.findall(r"^@@rc (\d+) (\d+)$", out, re.M)}
     assert len(rcs) == sum(1 for c in cmds if not c.endswith("&")), (out, p.stderr)
@@ -98,4 +107,5 @@ def test_readme_block_runs_as_written(tmp_path):
     after_up = out[out.index("http://127.0.0.1:30000"):]
     assert re.search(r"^503$", after_up, re.M), after_up
     assert "stopped" in after_up, after_up
-    assert not any(port_taken(port) for port in PORTS), "a process outlived the README block"
+    # (the trap's `down` runs after this check: up's processes must be gone after the README's)
+    assert "@@listening" not in out, "a process outlived the README block:\n" + out
