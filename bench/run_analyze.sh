@@ -78,7 +78,7 @@ time_run() {
   fi
   WALL=$best RSS_MB=$rss
   local findings
-  findings=$(grep -c '^[A-Z][a-z]* \[IST' "$DIR/out.txt" || true)
+  findings=$(grep -c '^[A-Z][a-z]* \[\(IST\|WFT\)' "$DIR/out.txt" || true)
   printf '%-28s wall %6.3f s   peak RSS %5d MiB   exit %d   findings %d\n' \
     "$label:" "$WALL" "$RSS_MB" "$rc" "$findings"
 }

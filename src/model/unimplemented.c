@@ -341,54 +341,78 @@ static void report(scan *sc, const wf_node *at, uint32_t line, uint32_t col)
         sc->stop = true;
 }
 
-/* Append ".key" (no dot at the start) or "[idx]" to sc->field at offset len; false when it
- * would not fit. */
-static bool put_key(scan *sc, size_t len, const char *key, size_t klen)
+/* Append ".key" (no dot at the start) or "[idx]" to sc->field at offset len. Return the new
+ * length, or 0 when it would not fit. No printf: this runs for every field of every resource. */
+static size_t put_key(scan *sc, size_t len, const char *key, size_t klen)
 {
-    int w = snprintf(sc->field + len, FIELD_MAX - len, "%s%.*s", len ? "." : "", (int)klen, key);
-    return w > 0 && (size_t)w < FIELD_MAX - len;
+    size_t need = len + (len ? 1 : 0) + klen;
+    if (need >= FIELD_MAX)
+        return 0;
+    if (len)
+        sc->field[len++] = '.';
+    memcpy(sc->field + len, key, klen);
+    sc->field[need] = '\0';
+    return need;
 }
 
-static bool put_idx(scan *sc, size_t len, size_t idx)
+static size_t put_idx(scan *sc, size_t len, size_t idx)
 {
-    int w = snprintf(sc->field + len, FIELD_MAX - len, "[%zu]", idx);
-    return w > 0 && (size_t)w < FIELD_MAX - len;
+    char digits[24];
+    size_t n = 0;
+    do
+        digits[n++] = (char)('0' + idx % 10);
+    while ((idx /= 10) && n < sizeof digits);
+    if (len + n + 2 >= FIELD_MAX)
+        return 0;
+    sc->field[len++] = '[';
+    while (n)
+        sc->field[len++] = digits[--n];
+    sc->field[len++] = ']';
+    sc->field[len] = '\0';
+    return len;
 }
 
-static void walk(scan *sc, const wf_node *n, const char *path, size_t len, uint32_t line,
-                 uint32_t col);
+/* Walks path, then tail (a second path, "" for none), from n; len is the length of the field
+ * path so far in sc->field; line/col are n's key's position. */
+static void walk(scan *sc, const wf_node *n, const char *path, const char *tail, size_t len,
+                 uint32_t line, uint32_t col);
 
 static void walk_key(scan *sc, const wf_node *n, const char *seg, size_t slen, const char *rest,
-                     size_t len)
+                     const char *tail, size_t len)
 {
     bool each = slen > 2 && seg[slen - 2] == '[' && seg[slen - 1] == ']';
     size_t klen = each ? slen - 2 : slen;
     for (size_t i = n->len; i-- > 0;) { /* the last of repeated keys wins, as wf_map_get */
         const wf_map_entry *me = &n->u.entries[i];
-        if (strlen(me->key) != klen || strncmp(me->key, seg, klen) != 0)
+        if (strncmp(me->key, seg, klen) != 0 || me->key[klen] != '\0')
             continue;
-        if (!put_key(sc, len, me->key, klen))
+        size_t l2 = put_key(sc, len, me->key, klen);
+        if (!l2)
             return;
-        size_t l2 = strlen(sc->field);
         if (!each) {
-            walk(sc, me->value, rest, l2, me->key_line, me->key_col);
+            walk(sc, me->value, rest, tail, l2, me->key_line, me->key_col);
             return;
         }
         for (size_t j = 0; j < wf_seq_len(me->value) && !sc->stop; j++) {
             const wf_node *item = wf_seq_at(me->value, j);
-            if (put_idx(sc, l2, j))
-                walk(sc, item, rest, strlen(sc->field), item->line, item->col);
+            size_t l3 = put_idx(sc, l2, j);
+            if (l3)
+                walk(sc, item, rest, tail, l3, item->line, item->col);
         }
         return;
     }
 }
 
-static void walk(scan *sc, const wf_node *n, const char *path, size_t len, uint32_t line,
-                 uint32_t col)
+static void walk(scan *sc, const wf_node *n, const char *path, const char *tail, size_t len,
+                 uint32_t line, uint32_t col)
 {
     sc->field[len] = '\0';
     if (!n || sc->stop)
         return;
+    if (*path == '\0' && *tail != '\0') {
+        path = tail;
+        tail = "";
+    }
     if (*path == '\0') {
         if (applies(sc, n))
             report(sc, n, line, col);
@@ -402,12 +426,13 @@ static void walk(scan *sc, const wf_node *n, const char *path, size_t len, uint3
     if (slen == 1 && path[0] == '*') {
         for (size_t i = 0; i < n->len && !sc->stop; i++) {
             const wf_map_entry *me = &n->u.entries[i];
-            if (put_key(sc, len, me->key, strlen(me->key)))
-                walk(sc, me->value, rest, strlen(sc->field), me->key_line, me->key_col);
+            size_t l2 = put_key(sc, len, me->key, strlen(me->key));
+            if (l2)
+                walk(sc, me->value, rest, tail, l2, me->key_line, me->key_col);
         }
         return;
     }
-    walk_key(sc, n, path, slen, rest, len);
+    walk_key(sc, n, path, slen, rest, tail, len);
 }
 
 /* The places of a DestinationRule that hold a TrafficPolicy. */
@@ -428,15 +453,11 @@ static void scan_row(scan *sc)
         return;
     }
     if (strncmp(path, "{tp}.", 5) != 0) {
-        walk(sc, sc->r->root, path, 0, sc->r->line, sc->r->col);
+        walk(sc, sc->r->root, path, "", 0, sc->r->line, sc->r->col);
         return;
     }
-    for (size_t i = 0; i < sizeof tp_places / sizeof tp_places[0] && !sc->stop; i++) {
-        char full[256];
-        int w = snprintf(full, sizeof full, "%s.%s", tp_places[i], path + 5);
-        if (w > 0 && (size_t)w < sizeof full)
-            walk(sc, sc->r->root, full, 0, sc->r->line, sc->r->col);
-    }
+    for (size_t i = 0; i < sizeof tp_places / sizeof tp_places[0] && !sc->stop; i++)
+        walk(sc, sc->r->root, tp_places[i], path + 5, 0, sc->r->line, sc->r->col);
 }
 
 int wf_unimpl_scan(const wf_resource *r, wf_unimpl_cb cb, void *arg)
