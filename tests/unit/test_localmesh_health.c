@@ -55,6 +55,15 @@ static void config_error_lines(void **state)
                         "not enforced [WFT0002]");
     wf_lm_cfg_line(json_array_get(arr, 3), &b);
     assert_string_equal(wf_strbuf_cstr(&b), "/m/x.json: Gateway ns/g: bad");
+    /* pilot's warnings start with their field: said once */
+    json_t *w = parse("{\"file\": \"/m/pa.yaml\", \"line\": 8, \"column\": 5, \"resource\": "
+                      "\"PeerAuthentication ns/d\", \"field\": \"spec.mtls.mode\", \"message\": "
+                      "\"spec.mtls.mode is not enforced by weft: x\", \"level\": \"warning\", "
+                      "\"code\": \"WFT0002\"}");
+    wf_lm_cfg_line(w, &b);
+    assert_string_equal(wf_strbuf_cstr(&b), "/m/pa.yaml:8:5: PeerAuthentication ns/d: "
+                                            "spec.mtls.mode is not enforced by weft: x [WFT0002]");
+    json_decref(w);
     /* no level: an error; a warning fails only for an unenforced security control */
     assert_false(wf_lm_cfg_is_warning(json_array_get(arr, 0)));
     assert_true(wf_lm_cfg_fails(json_array_get(arr, 0)));
