@@ -210,9 +210,10 @@ json_t *wf_lm_pod_json(const wf_lm_plan *p, const wf_lm_pod *pod)
     json_t *meta = json_pack("{s:s,s:s,s:o}", "name", pod->name, "namespace", pod->ns, "labels",
                              labels_json(pod));
     if (meta && (pod->sidecar || pod->gateway) &&
-        json_object_set_new(meta, "annotations",
-                            json_pack("{s:s}", "sidecar.istio.io/status",
-                                      "{\"containers\":[\"istio-proxy\"]}")) != 0) {
+        json_object_set_new(
+            meta, "annotations",
+            json_pack("{s:s}", "sidecar.istio.io/status",
+                      "{\"containers\":[\"istio-proxy\"],\"revision\":\"default\"}")) != 0) {
         json_decref(meta);
         return NULL;
     }

@@ -102,6 +102,21 @@ static const char *const v_gw_http[] = {"HTTP", "HTTP2", "GRPC", NULL};
 static const char *const v_gw_h2[] = {"HTTP2", "GRPC", NULL};
 static const char *const v_external_name[] = {"ExternalName", NULL};
 static const char *const v_capture_default[] = {"DEFAULT", NULL};
+/* The Istio annotations weft honours: the local mesh's injector (docs/local-mesh.md), the
+ * analyzer's suppressions, the Service's exportTo, and what the injector writes itself. */
+#define HONOURED_ANY "galley.istio.io/analyze-suppress", "istio.io/rev"
+static const char *const v_any_ann[] = {HONOURED_ANY, NULL};
+static const char *const v_pod_ann[] = {HONOURED_ANY,
+                                        "sidecar.istio.io/inject",
+                                        "sidecar.istio.io/status",
+                                        "sidecar.istio.io/rewriteAppHTTPProbers",
+                                        "sidecar.istio.io/statsInclusionPrefixes",
+                                        "sidecar.istio.io/statsInclusionSuffixes",
+                                        "sidecar.istio.io/statsInclusionRegexps",
+                                        "proxy.istio.io/config",
+                                        "prometheus.istio.io/merge-metrics",
+                                        NULL};
+static const char *const v_service_ann[] = {HONOURED_ANY, "networking.istio.io/exportTo", NULL};
 
 #define ROW(k, p, w, v, f, e, x)                                                                   \
     {                                                                                              \
@@ -110,6 +125,12 @@ static const char *const v_capture_default[] = {"DEFAULT", NULL};
 #define SEC(k, p, w, v, f, e, x)                                                                   \
     {                                                                                              \
         WF_KIND_##k, p, WF_UNIMPL_##w, v, NULL, true, f, e, x                                      \
+    }
+/* An annotation map: Istio annotations other than those weft honours. */
+#define KEYS(k, p, honoured)                                                                       \
+    {                                                                                              \
+        WF_KIND_##k, p, WF_UNIMPL_ISTIO_KEY_NOT_IN, honoured, NULL, false, "this annotation",      \
+            "it is ignored", "x"                                                                   \
     }
 #define FN(k, p, fn, sec, f, e, x)                                                                 \
     {                                                                                              \
@@ -249,6 +270,14 @@ static const wf_unimpl_entry table[] = {
         "{http: {http1MaxPendingRequests: 10}}"),
     ROW(SIDECAR, "spec.outboundTrafficPolicy.egressProxy", PRESENT, NULL, "the egress proxy",
         "unknown destinations are not sent to the egress proxy", "{host: egress.example}"),
+    /* ---- annotations Istio's injector or istiod read ---- */
+    KEYS(POD, "metadata.annotations.*", v_pod_ann),
+    KEYS(DEPLOYMENT, "spec.template.metadata.annotations.*", v_pod_ann),
+    KEYS(STATEFULSET, "spec.template.metadata.annotations.*", v_pod_ann),
+    KEYS(DAEMONSET, "spec.template.metadata.annotations.*", v_pod_ann),
+    KEYS(REPLICASET, "spec.template.metadata.annotations.*", v_pod_ann),
+    KEYS(SERVICE, "metadata.annotations.*", v_service_ann),
+    KEYS(NAMESPACE, "metadata.annotations.*", v_any_ann),
     /* ---- Service, ServiceEntry, WorkloadEntry ---- */
     FN(SERVICE, "spec.ports[]", port_needs_tcp_proxy, false, NO_TCP_PROXY,
        "the port gets no listener and its traffic is not proxied", "{name: tcp-db, port: 5432}"),
@@ -311,6 +340,7 @@ typedef struct scan {
     wf_unimpl_cb cb;
     void *arg;
     char field[FIELD_MAX];
+    const char *key; /* the map key of the last "*" step */
     int hits;
     bool stop;
 } scan;
@@ -320,6 +350,22 @@ static bool value_in(const wf_node *n, const char *const *values)
     const char *s = wf_node_str(n);
     for (size_t i = 0; s && values && values[i]; i++)
         if (strcasecmp(s, values[i]) == 0)
+            return true;
+    return false;
+}
+
+/* "sidecar.istio.io/logLevel", "istio.io/rev": a key whose prefix is an istio.io domain. */
+static bool istio_key(const char *key)
+{
+    const char *slash = strchr(key, '/');
+    size_t n = slash ? (size_t)(slash - key) : 0;
+    return n >= 8 && memcmp(key + n - 8, "istio.io", 8) == 0 && (n == 8 || key[n - 9] == '.');
+}
+
+static bool key_in(const char *key, const char *const *values)
+{
+    for (size_t i = 0; values && values[i]; i++)
+        if (strcmp(key, values[i]) == 0)
             return true;
     return false;
 }
@@ -337,6 +383,8 @@ static bool applies(const scan *sc, const wf_node *n)
         return n->type == WF_NODE_SCALAR && !value_in(n, sc->e->values);
     case WF_UNIMPL_CUSTOM:
         return sc->e->pred(sc->r, n);
+    case WF_UNIMPL_ISTIO_KEY_NOT_IN:
+        return sc->key && istio_key(sc->key) && !key_in(sc->key, sc->e->values);
     }
     return false;
 }
@@ -361,6 +409,20 @@ static size_t put_key(scan *sc, size_t len, const char *key, size_t klen)
     memcpy(sc->field + len, key, klen);
     sc->field[need] = '\0';
     return need;
+}
+
+/* "[key]", for a map key (an annotation name, a port) */
+static size_t put_bracket(scan *sc, size_t len, const char *key)
+{
+    size_t klen = strlen(key);
+    if (len + klen + 2 >= FIELD_MAX)
+        return 0;
+    sc->field[len++] = '[';
+    memcpy(sc->field + len, key, klen);
+    len += klen;
+    sc->field[len++] = ']';
+    sc->field[len] = '\0';
+    return len;
 }
 
 static size_t put_idx(scan *sc, size_t len, size_t idx)
@@ -434,9 +496,11 @@ static void walk(scan *sc, const wf_node *n, const char *path, const char *tail,
     if (slen == 1 && path[0] == '*') {
         for (size_t i = 0; i < n->len && !sc->stop; i++) {
             const wf_map_entry *me = &n->u.entries[i];
-            size_t l2 = put_key(sc, len, me->key, strlen(me->key));
+            size_t l2 = put_bracket(sc, len, me->key);
+            sc->key = me->key;
             if (l2)
                 walk(sc, me->value, rest, tail, l2, me->key_line, me->key_col);
+            sc->key = NULL;
         }
         return;
     }

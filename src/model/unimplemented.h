@@ -15,7 +15,8 @@
  *
  * Paths are dotted map keys from the document root ("spec.trafficPolicy.tls"); a step
  * ending in "[]" visits every item of a sequence ("spec.http[].corsPolicy"), a step "*" every
- * value of a map ("spec.portLevelMtls.*.mode"), and a leading "{tp}" step stands for every
+ * value of a map ("spec.portLevelMtls.*.mode", reported as "spec.portLevelMtls[8080].mode"),
+ * and a leading "{tp}" step stands for every
  * place a DestinationRule holds a traffic policy (spec.trafficPolicy, its
  * portLevelSettings[], spec.subsets[].trafficPolicy and its portLevelSettings[]). An empty
  * path is the resource as a whole. Reported field paths use Istio's form
@@ -38,6 +39,9 @@ typedef enum wf_unimpl_when {
     WF_UNIMPL_VALUE_IN,     /* its scalar value is one of values (case-insensitive) */
     WF_UNIMPL_VALUE_NOT_IN, /* it is a scalar not among values */
     WF_UNIMPL_CUSTOM,       /* pred(resource, node) says so */
+    /* the path ends in "*" (a map of annotations): the key is an Istio one (it has a domain
+     * ending in "istio.io/") and not among values, the ones weft honours */
+    WF_UNIMPL_ISTIO_KEY_NOT_IN,
 } wf_unimpl_when;
 
 typedef struct wf_unimpl_entry {

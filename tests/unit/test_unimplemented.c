@@ -24,7 +24,14 @@ static const char *api_version(wf_kind k)
 {
     switch (k) {
     case WF_KIND_SERVICE:
+    case WF_KIND_POD:
+    case WF_KIND_NAMESPACE:
         return "v1";
+    case WF_KIND_DEPLOYMENT:
+    case WF_KIND_STATEFULSET:
+    case WF_KIND_DAEMONSET:
+    case WF_KIND_REPLICASET:
+        return "apps/v1";
     case WF_KIND_PEERAUTHENTICATION:
     case WF_KIND_AUTHORIZATIONPOLICY:
     case WF_KIND_REQUESTAUTHENTICATION:
@@ -42,8 +49,15 @@ static const char *api_version(wf_kind k)
     }
 }
 
+/* The map key a row's "*" step gets in its example: an annotation weft ignores for annotation
+ * rows, a port otherwise. */
+static const char *star_key(const wf_unimpl_entry *e)
+{
+    return e->when == WF_UNIMPL_ISTIO_KEY_NOT_IN ? "sidecar.istio.io/logLevel" : "8080";
+}
+
 /* "{a: {b: [X]}}" for the path steps after the first, X the example. */
-static void nest(wf_strbuf *b, const char *path, const char *example)
+static void nest(wf_strbuf *b, const char *path, const char *example, const char *key)
 {
     if (!*path) {
         wf_strbuf_puts(b, example);
@@ -53,35 +67,45 @@ static void nest(wf_strbuf *b, const char *path, const char *example)
     size_t n = dot ? (size_t)(dot - path) : strlen(path);
     bool each = n > 2 && path[n - 2] == '[';
     if (n == 1 && path[0] == '*')
-        wf_strbuf_puts(b, "{'8080': ");
+        wf_strbuf_printf(b, "{'%s': ", key);
     else
         wf_strbuf_printf(b, "{%.*s: %s", (int)(each ? n - 2 : n), path, each ? "[" : "");
-    nest(b, dot ? dot + 1 : "", example);
+    nest(b, dot ? dot + 1 : "", example, key);
     wf_strbuf_puts(b, each ? "]}" : "}");
 }
 
-/* A resource of e's kind with e's example at e's path (example NULL: the bare resource). */
+/* A resource of e's kind with e's example at e's path (example NULL: the bare resource). The
+ * path starts at metadata (merged with the name) or spec. */
 static char *doc_for(const wf_unimpl_entry *e, const char *example)
 {
     wf_strbuf b = WF_STRBUF_INIT;
-    wf_strbuf_printf(&b, "apiVersion: %s\nkind: %s\nmetadata: {name: t, namespace: ns}\n",
-                     api_version(e->kind), wf_kind_name(e->kind));
     char path[256];
     snprintf(path, sizeof path, "%s", e->path);
     if (strncmp(path, "{tp}.", 5) == 0)
         snprintf(path, sizeof path, "spec.trafficPolicy.%s", e->path + 5);
-    if (!example || !*e->path) {
+    bool meta = example && strncmp(path, "metadata.", 9) == 0;
+    wf_strbuf_printf(&b, "apiVersion: %s\nkind: %s\nmetadata:\n  name: t\n", api_version(e->kind),
+                     wf_kind_name(e->kind));
+    if (e->kind != WF_KIND_NAMESPACE)
+        wf_strbuf_puts(&b, "  namespace: ns\n");
+    if (meta) {
+        const char *rest = path + 9, *dot = strchr(rest, '.');
+        assert_non_null(dot);
+        wf_strbuf_printf(&b, "  %.*s: ", (int)(dot - rest), rest);
+        nest(&b, dot + 1, example, star_key(e));
+        wf_strbuf_puts(&b, "\nspec: {}\n");
+    } else if (!example || !*e->path) {
         wf_strbuf_puts(&b, "spec: {}\n");
     } else {
         assert_true(strncmp(path, "spec.", 5) == 0);
         wf_strbuf_puts(&b, "spec: ");
-        nest(&b, path + 5, example);
+        nest(&b, path + 5, example, star_key(e));
         wf_strbuf_puts(&b, "\n");
     }
     return wf_strbuf_take(&b);
 }
 
-/* The field a row reports for its example: [] -> [0], * -> 8080, {tp} -> spec.trafficPolicy. */
+/* The field a row reports for its example: [] -> [0], .* -> [key], {tp} -> spec.trafficPolicy. */
 static void want_field(const wf_unimpl_entry *e, char *out, size_t cap)
 {
     wf_strbuf b = WF_STRBUF_INIT;
@@ -94,8 +118,9 @@ static void want_field(const wf_unimpl_entry *e, char *out, size_t cap)
         if (p[0] == '[' && p[1] == ']') {
             wf_strbuf_puts(&b, "[0]");
             p++;
-        } else if (*p == '*') {
-            wf_strbuf_puts(&b, "8080");
+        } else if (p[0] == '.' && p[1] == '*') {
+            wf_strbuf_printf(&b, "[%s]", star_key(e));
+            p++;
         } else {
             wf_strbuf_putc(&b, *p);
         }
@@ -200,7 +225,7 @@ static void test_peer_authentication(void **state)
                   NULL);
     assert_int_equal(x.n, 1);
     assert_true(x.security);
-    assert_string_equal(x.field, "spec.portLevelMtls.8080.mode");
+    assert_string_equal(x.field, "spec.portLevelMtls[8080].mode");
 }
 
 static void test_authorization_policy_actions(void **state)
