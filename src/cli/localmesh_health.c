@@ -55,8 +55,8 @@ void wf_lm_cfg_line(const json_t *e, wf_strbuf *out)
     if (*res)
         wf_strbuf_printf(out, "%s: ", res);
     const char *msg = str(e, "message");
-    /* a message that starts with its field (pilot's warnings do) says it once */
-    if (*field && strncmp(msg, field, strlen(field)) != 0)
+    /* a warning's message starts with its field (pilot's WFT warnings): said once */
+    if (*field && !(wf_lm_cfg_is_warning(e) && strncmp(msg, field, strlen(field)) == 0))
         wf_strbuf_printf(out, "%s: ", field);
     wf_strbuf_puts(out, msg);
     if (wf_lm_cfg_is_warning(e) && *str(e, "code"))
