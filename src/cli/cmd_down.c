@@ -34,7 +34,9 @@
 
 #include "cli/cli.h"
 #include "cli/flags.h"
+#include "cli/http_client.h"
 #include "cli/localmesh_health.h"
+#include "cli/localmesh_report.h"
 #include "cli/localmesh_state.h"
 #include "cli/localmesh_super.h"
 #include "cli/localmesh_sys.h"
@@ -305,6 +307,66 @@ static void add_problem(report *r, const char *fmt, ...)
     json_array_append_new(r->problems, json_string(line));
 }
 
+/* The gateway's node port forwards to its pod's 8080 (mesh.json "gateway.target"): when the
+ * gateway proxy is SYNCED and pilot serves a Gateway, something must answer there. */
+static void check_node_port(const json_t *mesh, const json_t *syncz, report *r)
+{
+    const json_t *gw = json_object_get(mesh, "gateway");
+    const char *target = str_or(gw, "target", NULL), *url = str_or(gw, "url", "");
+    if (!target || !strchr(target, ':') || !syncz)
+        return;
+    char id[600];
+    snprintf(id, sizeof id, "%s.%s", str_or(gw, "pod", ""), str_or(gw, "namespace", ""));
+    wf_strbuf why = WF_STRBUF_INIT;
+    bool synced = wf_lm_proxy_synced(syncz, id, &why, NULL);
+    json_t *cz = synced ? wf_lm_pilot_json("/debug/configz", 3000, &why) : NULL;
+    bool has_gateway = false;
+    size_t i;
+    json_t *res;
+    json_array_foreach(json_object_get(cz, "resources"), i, res) has_gateway |=
+        strcmp(str_or(res, "kind", ""), "Gateway") == 0;
+    json_decref(cz);
+    wf_strbuf_reset(&why);
+    wf_http_resp resp = {0};
+    if (has_gateway && wf_http_request("GET", target, "/", 1000, &resp, &why) != 0)
+        add_problem(r,
+                    "node port: %s forwards to the gateway pod %s at %s, which does not answer "
+                    "(%s): the gateway needs a Service selecting it whose port 80 targets %s",
+                    url, id, target, wf_strbuf_cstr(&why), strchr(target, ':') + 1);
+    wf_http_resp_free(&resp);
+    wf_strbuf_free(&why);
+}
+
+/* Proxies pilot does not list as SYNCED, or whose /healthz/ready is not 200 (as up reports
+ * them), and the node port. */
+static void check_proxies(const json_t *mesh, report *r)
+{
+    wf_strbuf why = WF_STRBUF_INIT;
+    json_t *syncz = wf_lm_pilot_json("/debug/syncz", 3000, &why);
+    size_t i;
+    json_t *pod;
+    json_array_foreach(json_object_get(mesh, "pods"), i, pod)
+    {
+        json_int_t port = json_integer_value(json_object_get(pod, "statusPort"));
+        if (!port || json_object_get(pod, "error"))
+            continue;
+        char id[600], addr[80];
+        snprintf(id, sizeof id, "%s.%s", str_or(pod, "name", ""), str_or(pod, "namespace", ""));
+        snprintf(addr, sizeof addr, "%s:%lld", str_or(pod, "ip", ""), (long long)port);
+        wf_strbuf_reset(&why);
+        if (!syncz)
+            break; /* pilot itself is reported with the config errors */
+        if (!wf_lm_proxy_synced(syncz, id, &why, NULL))
+            add_problem(r, "proxy %s: not SYNCED: %s", id, wf_strbuf_cstr(&why));
+        else if (wf_lm_probe(addr, "/healthz/ready", &why) != 0)
+            add_problem(r, "proxy %s: not ready (http://%s/healthz/ready): %s", id, addr,
+                        wf_strbuf_cstr(&why));
+    }
+    check_node_port(mesh, syncz, r);
+    json_decref(syncz);
+    wf_strbuf_free(&why);
+}
+
 static int build_report(const json_t *mesh, pid_t sup, report *r)
 {
     *r = (report){.problems = json_array()};
@@ -334,6 +396,8 @@ static int build_report(const json_t *mesh, pid_t sup, report *r)
     }
     json_array_foreach(r->cfg, i, proc) r->cfg_failing += wf_lm_cfg_fails(proc);
     wf_strbuf_free(&err);
+    if (r->cfg)
+        check_proxies(mesh, r);
     return 0;
 }
 

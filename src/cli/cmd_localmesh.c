@@ -273,8 +273,12 @@ static int foreground(const wf_lm_plan *p, pid_t child, const sigset_t *set, jso
         int status;
         pid_t w = waitpid(child, &status, WNOHANG);
         if (w == child) {
-            fprintf(stderr, "weftctl up: the supervisor exited (%s)\n",
-                    WIFEXITED(status) ? "see its log" : "killed");
+            if (WIFSIGNALED(status))
+                fprintf(stderr, "weftctl up: the supervisor was killed by signal %d (%s)\n",
+                        WTERMSIG(status), strsignal(WTERMSIG(status)));
+            else
+                fprintf(stderr, "weftctl up: the supervisor exited with status %d (see its log)\n",
+                        WEXITSTATUS(status));
             print_log_tail(p->state);
             return WF_EXIT_ERROR;
         }

@@ -450,6 +450,10 @@ static int run(super *s, wf_strbuf *err)
 
 int wf_lm_supervise(const wf_lm_plan *p, FILE *log, wf_strbuf *err)
 {
+    /* The node-port forwarder writes to sockets the gateway or the client may have closed (a
+     * large upload answered early): that is EPIPE for the forwarder to handle, not a signal
+     * that kills the supervisor. Children get the default back (uv_spawn resets it). */
+    signal(SIGPIPE, SIG_IGN);
     super s = {.plan = p, .log = log, .nkids = p->nprocs};
     s.kids = calloc(p->nprocs ? p->nprocs : 1, sizeof *s.kids);
     s.status = calloc(p->nprocs ? p->nprocs : 1, sizeof *s.status);

@@ -241,6 +241,10 @@ def test_up_names_a_node_port_with_no_gateway_listener(tmp_path):
         assert "node port: 127.0.0.1:30000 forwards to the gateway pod my-ingressgateway-" \
             in up.stderr, up.stderr
         assert "needs a Service" in up.stderr
+        st = run(tmp_path, "status", d)
+        assert st.returncode == 3, st.stdout + st.stderr
+        assert "node port: http://127.0.0.1:30000 forwards to the gateway pod my-ingressgateway-" \
+            in st.stdout, st.stdout
     finally:
         down, left = cleanup(tmp_path, d)
     assert down.returncode == 0 and not left, (down.stdout, left)
@@ -295,6 +299,11 @@ def test_up_names_a_proxy_that_refuses_its_config(tmp_path):
         assert problems[0].startswith("  proxy clash-") and ": not SYNCED: " in problems[0] \
             and "ERROR" in problems[0], up.stderr
         assert took < 30, "up waited for a proxy that refuses its config: %.0fs" % took
+        # status says the same (it used to exit 0 with no problem listed)
+        st = run(tmp_path, "status", d, "-o", "json")
+        assert st.returncode == 3, st.stdout + st.stderr
+        assert any(p.startswith("proxy clash-") and ": not SYNCED: " in p
+                   for p in json.loads(st.stdout)["problems"]), st.stdout
     finally:
         down, left = cleanup(tmp_path, d)
     assert down.returncode == 0 and not left, (down.stdout, left)
@@ -370,6 +379,38 @@ def test_up_timeout_names_proxies_whose_process_cannot_start(tmp_path):
         for line in problems:
             assert line.startswith("  proxy ") and ": not SYNCED: never connected to pilot; " \
                 "its process: cannot start: command not found: %s" % missing in line, line
+    finally:
+        down, left = cleanup(tmp_path, d)
+    assert down.returncode == 0 and not left, (down.stdout, left)
+
+
+def test_a_large_upload_through_the_node_port_leaves_the_supervisor_running(tmp_path):
+    """The gateway answers an 8 MB upload early (503: no DestinationRule for the subsets) and
+    closes; the node-port forwarder's write then fails with EPIPE, which used to kill the
+    supervisor (SIGPIPE): the node port was gone and the mesh unsupervised."""
+    import http.client
+    need_fixed_ports()
+    d = book_folder(tmp_path)
+    try:
+        up = run(tmp_path, "up", d, "--detach", "--timeout", "40")
+        assert up.returncode in (0, 3), up.stdout + up.stderr
+        body = b"x" * (8 << 20)
+        for _ in range(3):
+            c = http.client.HTTPConnection("127.0.0.1", 30000, timeout=20)
+            try:
+                c.request("POST", "/items", body=body,
+                          headers={"Host": "catalog.istioinaction.io"})
+                c.getresponse().read()
+            except OSError:
+                pass  # the gateway may close before reading it all: that is fine
+            finally:
+                c.close()
+        st = run(tmp_path, "status", d, "-o", "json")
+        assert "supervisor not running" not in st.stdout, st.stdout
+        c = http.client.HTTPConnection("127.0.0.1", 30000, timeout=10)
+        c.request("GET", "/items", headers={"Host": "catalog.istioinaction.io"})
+        assert c.getresponse().status == 503  # the node port still answers
+        c.close()
     finally:
         down, left = cleanup(tmp_path, d)
     assert down.returncode == 0 and not left, (down.stdout, left)
