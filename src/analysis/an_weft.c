@@ -8,22 +8,43 @@
  * weft does not enforce (PeerAuthentication STRICT, AuthorizationPolicy,
  * RequestAuthentication, DestinationRule client TLS, ...), so that `weftctl analyze` exits
  * non-zero over a mesh the operator believes protected. The message points at the field's
- * line, or the resource's for a whole resource. weft-pilot reports the same rows as warnings
- * on /debug/config_errors.
+ * line, or the resource's for a whole resource. A resource that fails schema validation
+ * (IST0106, which pilot refuses) gets none. weft-pilot reports the same rows as warnings on
+ * /debug/config_errors.
  */
 #include "analysis/analyzer.h"
 #include "core/strbuf.h"
 #include "model/unimplemented.h"
+#include "model/validate.h"
+
+typedef struct weft_run {
+    wf_analysis_ctx *ctx;
+    int valid; /* -1 not checked yet, 0 fails schema validation, 1 valid */
+} weft_run;
+
+static void ignore_issue(const wf_resource *r, const wf_validation_issue *issue, void *arg)
+{
+    (void)r, (void)issue, (void)arg;
+}
 
 static bool on_hit(const wf_unimpl_hit *h, void *arg)
 {
-    wf_analysis_ctx *ctx = arg;
+    weft_run *w = arg;
+    /* one that fails schema validation (IST0106) is refused by pilot: it enforces nothing
+     * either way, and its own error says why (checked at its first hit only: most resources
+     * have none) */
+    if (w->valid < 0)
+        w->valid = !wf_kind_is_istio(h->res->kind) ||
+                   wf_validate_resource(h->res, ignore_issue, NULL) == 0;
+    if (!w->valid)
+        return false;
     wf_strbuf detail = WF_STRBUF_INIT;
     wf_unimpl_detail(h, &detail);
     char buf[600];
     if (!wf_strbuf_failed(&detail)) {
         const char *args[] = {wf_unimpl_subject(h, buf, sizeof buf), wf_strbuf_cstr(&detail)};
-        wf_report_line(ctx, h->entry->security ? WF_WFT0002 : WF_WFT0001, h->res, h->line, args, 2);
+        wf_report_line(w->ctx, h->entry->security ? WF_WFT0002 : WF_WFT0001, h->res, h->line, args,
+                       2);
     }
     wf_strbuf_free(&detail);
     return true;
@@ -37,7 +58,8 @@ static void run_not_implemented(wf_analysis_ctx *ctx)
         /* not the defaults weftctl adds (the ingress gateway Service, file "<defaults>") */
         if (r->synthetic || !r->file || r->file[0] == '<')
             continue;
-        if (wf_unimpl_scan(r, on_hit, ctx) < 0)
+        weft_run w = {ctx, -1};
+        if (wf_unimpl_scan(r, on_hit, &w) < 0)
             return;
     }
 }

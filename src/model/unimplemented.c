@@ -60,25 +60,56 @@ static bool is_strict(const wf_node *mtls)
     return m && strcasecmp(m, "STRICT") == 0;
 }
 
-/* A PeerAuthentication that asks for no STRICT anywhere: mTLS is missing, but what it asks
- * (PERMISSIVE, DISABLE, UNSET) still lets plaintext through, as weft does. */
+static bool is_disable(const wf_node *mtls)
+{
+    const char *m = wf_map_str(mtls, "mode");
+    return m && strcasecmp(m, "DISABLE") == 0;
+}
+
+/* A PeerAuthentication that asks for no STRICT anywhere but for PERMISSIVE (or UNSET, which
+ * inherits PERMISSIVE) somewhere: mTLS is missing, though what it asks still lets plaintext
+ * through, as weft does. One that only DISABLEs mTLS is exactly what weft does: not reported. */
 static bool pa_not_strict(const wf_resource *r, const wf_node *at)
 {
     (void)at;
-    if (is_strict(wf_map_get(r->spec, "mtls")))
+    const wf_node *top = wf_map_get(r->spec, "mtls");
+    if (is_strict(top))
         return false;
+    bool all_disable = is_disable(top);
     const wf_node *pl = wf_map_get(r->spec, "portLevelMtls");
-    for (size_t i = 0; pl && pl->type == WF_NODE_MAP && i < pl->len; i++)
+    for (size_t i = 0; pl && pl->type == WF_NODE_MAP && i < pl->len; i++) {
         if (is_strict(pl->u.entries[i].value))
             return false;
-    return true;
+        all_disable &= is_disable(pl->u.entries[i].value);
+    }
+    return !all_disable;
 }
 
+/* A rule that is an empty map matches every request. */
+static bool has_empty_rule(const wf_node *rules)
+{
+    for (size_t i = 0; i < wf_seq_len(rules); i++) {
+        const wf_node *rule = wf_seq_at(rules, i);
+        if (!rule || rule->type == WF_NODE_NULL || (rule->type == WF_NODE_MAP && rule->len == 0))
+            return true;
+    }
+    return false;
+}
+
+/* An AuthorizationPolicy whose effect weft does not have (Istio's semantics,
+ * security.md): ALLOW (the default) denies whatever its rules do not match, unless a rule
+ * matches everything; DENY denies what its rules match (nothing without rules); CUSTOM
+ * delegates to an external authorizer. AUDIT only marks requests: its own row. */
 static bool authz_enforcing(const wf_resource *r, const wf_node *at)
 {
     (void)at;
     const char *a = wf_map_str(r->spec, "action");
-    return !a || strcasecmp(a, "AUDIT") != 0;
+    const wf_node *rules = wf_map_get(r->spec, "rules");
+    if (!a || strcasecmp(a, "ALLOW") == 0)
+        return !has_empty_rule(rules);
+    if (strcasecmp(a, "DENY") == 0)
+        return wf_seq_len(rules) > 0;
+    return strcasecmp(a, "AUDIT") != 0;
 }
 
 static bool wasm_not_auth(const wf_resource *r, const wf_node *at)

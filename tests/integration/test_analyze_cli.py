@@ -187,6 +187,10 @@ def test_unenforced_security_control_is_an_error(tmp_path):
     assert ("Warning [WFT0001] (DestinationRule shop/catalog %s:8) "
             "spec.trafficPolicy.loadBalancer.consistentHash has no effect in weft: "
             "consistent-hash load balancing (sticky sessions) is not implemented" % d) in r.stdout
+    # a resource that fails schema validation gets its IST0106, not also a WFT message
+    bad = write(tmp_path, "bad.yaml", PEER_AUTH_STRICT.replace("STRICT", "strict"))
+    r = run_weftctl("analyze", "-A", bad)
+    assert "IST0106" in r.stdout and "WFT" not in r.stdout, r.stdout
     # suppressible like any code
     r = run_weftctl("analyze", "-A", "-S", "WFT0002=PeerAuthentication default.istio-system", f)
     assert r.returncode == 0 and "WFT0002" not in r.stdout
