@@ -119,6 +119,43 @@ static bool wasm_not_auth(const wf_resource *r, const wf_node *at)
     return !p || (strcasecmp(p, "AUTHN") != 0 && strcasecmp(p, "AUTHZ") != 0);
 }
 
+/* r's apiVersion is in an API group whose name ends with suffix ("istio.io"). */
+static bool group_ends_with(const wf_resource *r, const char *suffix)
+{
+    const char *av = r->api_version ? r->api_version : "", *slash = strchr(av, '/');
+    size_t n = slash ? (size_t)(slash - av) : 0, k = strlen(suffix);
+    return n >= k && memcmp(av + n - k, suffix, k) == 0;
+}
+
+static bool is_security_kind(const char *kind)
+{
+    return kind &&
+           (strcmp(kind, "PeerAuthentication") == 0 || strcmp(kind, "AuthorizationPolicy") == 0 ||
+            strcmp(kind, "RequestAuthentication") == 0);
+}
+
+/* An Istio API group with a kind or version Istio does not serve (a typo, a wrong group):
+ * kubectl apply would refuse it; weft's loader keeps it as an unknown kind. */
+static bool istio_unknown_kind(const wf_resource *r, const wf_node *at)
+{
+    (void)at;
+    return group_ends_with(r, "istio.io") && !is_security_kind(r->kind_name);
+}
+
+static bool istio_unknown_security_kind(const wf_resource *r, const wf_node *at)
+{
+    (void)at;
+    return group_ends_with(r, "istio.io") && is_security_kind(r->kind_name);
+}
+
+/* Gateway API kinds weft does not model (TCPRoute, TLSRoute, UDPRoute, ReferenceGrant, ...). */
+static bool gateway_api_other(const wf_resource *r, const wf_node *at)
+{
+    (void)at;
+    return group_ends_with(r, "gateway.networking.k8s.io") ||
+           group_ends_with(r, "gateway.networking.x-k8s.io");
+}
+
 /* ---- the table -------------------------------------------------------------------------- */
 
 static const char *const v_strict[] = {"STRICT", NULL};
@@ -206,6 +243,17 @@ static const wf_unimpl_entry table[] = {
         "the route is not programmed (use a VirtualService)", ""),
     ROW(GRPCROUTE, "", PRESENT, NULL, "the Kubernetes Gateway API",
         "the route is not programmed (use a VirtualService)", ""),
+    /* ---- kinds weft does not know, in Istio's and the Gateway API's groups ---- */
+    FN(OTHER, "", istio_unknown_kind, false,
+       "this kind (no such Istio resource type: a misspelled kind, or an API version Istio does "
+       "not serve)",
+       "it is ignored; kubectl apply would refuse it", "networking.istio.io/v1 VirtualServce"),
+    FN(OTHER, "", istio_unknown_security_kind, true,
+       "this kind (a security policy under an API group or version Istio does not serve)",
+       "the policy is ignored; kubectl apply would refuse it",
+       "security.istio.io/v1beta2 AuthorizationPolicy"),
+    FN(OTHER, "", gateway_api_other, false, "this Gateway API kind",
+       "the route or policy is not programmed", "gateway.networking.k8s.io/v1alpha2 TCPRoute"),
     /* ---- DestinationRule ---- */
     SEC(DESTINATIONRULE, "{tp}.tls.mode", VALUE_NOT_IN, v_tls_off,
         "client TLS (SIMPLE, MUTUAL, ISTIO_MUTUAL)", "requests go upstream in plaintext",
@@ -288,6 +336,10 @@ static const wf_unimpl_entry table[] = {
         "the server speaks HTTP/1.1 only; HTTP/2 and gRPC clients fail", "GRPC"),
     ROW(GATEWAY, "spec.servers[].tls.httpsRedirect", VALUE_IN, v_true, "httpsRedirect",
         "plain HTTP requests are routed instead of redirected", "true"),
+    ROW(GATEWAY, "spec.servers[].bind", PRESENT, NULL, "the Gateway server bind address",
+        "the server listens on the gateway pod's address", "127.0.0.1"),
+    ROW(GATEWAY, "spec.servers[].defaultEndpoint", PRESENT, NULL,
+        "the Gateway server defaultEndpoint", SAME, "127.0.0.1:8080"),
     /* ---- Sidecar ---- */
     ROW(SIDECAR, "spec.ingress", PRESENT, NULL, "the Sidecar ingress listener",
         "inbound listeners follow the workload's ports", "[{port: {number: 80}}]"),
@@ -581,8 +633,9 @@ int wf_unimpl_scan(const wf_resource *r, wf_unimpl_cb cb, void *arg)
 
 const char *wf_unimpl_subject(const wf_unimpl_hit *hit, char *buf, size_t cap)
 {
-    if (!hit->field || !*hit->field)
-        return wf_kind_name(hit->entry->kind);
+    if (!hit->field || !*hit->field) /* the kind as written (also for kinds weft does not know) */
+        return hit->res->kind_name && *hit->res->kind_name ? hit->res->kind_name
+                                                           : wf_kind_name(hit->entry->kind);
     /* a list item (a port, a server) is easier to find by its name or number */
     const char *id = NULL;
     if (hit->at && hit->at->type == WF_NODE_MAP) {

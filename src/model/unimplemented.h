@@ -56,7 +56,7 @@ typedef struct wf_unimpl_entry {
     const char *effect;  /* what the config does in weft, therefore */
     /* For the table's own test: a YAML flow value that, put at path in an otherwise empty
      * resource of kind, makes the row report ("" = the bare resource does). */
-    const char *example;
+    const char *example; /* for kind WF_KIND_OTHER rows: "apiVersion Kind" of the example */
 } wf_unimpl_entry;
 
 /* One finding. Strings and pointers are valid during the callback only. */

@@ -543,10 +543,11 @@ static void view_metrics(wf_ads *a, wf_debug_reply *r)
                      "# TYPE weft_pilot_config_errors gauge\nweft_pilot_config_errors %zu\n",
                      s ? s->n_errors : 0);
     wf_strbuf_printf(b,
-                     "# HELP weft_pilot_config_not_implemented Istio fields in the current "
-                     "snapshot that weft does not implement (accepted, no effect).\n"
-                     "# TYPE weft_pilot_config_not_implemented gauge\n"
-                     "weft_pilot_config_not_implemented %zu\n",
+                     "# HELP weft_pilot_config_warnings Warnings in the current snapshot: "
+                     "Istio fields weft does not implement (WFT0001/WFT0002) and schema "
+                     "warnings (IST0133).\n"
+                     "# TYPE weft_pilot_config_warnings gauge\n"
+                     "weft_pilot_config_warnings %zu\n",
                      s ? s->n_warnings : 0);
     /* istiod's build gauge, which istioctl version reads for the control plane's version */
     wf_strbuf_printf(b,

@@ -112,7 +112,7 @@ static void rebuild(dir_src *d)
         return;
     }
     WF_LOG(WF_LC_config, WF_LOG_INFO,
-           "config: snapshot %llu: %zu resources from %zu files, %zu errors, %zu not implemented, "
+           "config: snapshot %llu: %zu resources from %zu files, %zu errors, %zu warnings, "
            "change %s, built in %.1f ms",
            (unsigned long long)s->seq, wf_store_count(s->store), s->files, s->n_errors,
            s->n_warnings, wf_change_kind_name(s->change), s->build_ms);

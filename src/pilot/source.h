@@ -58,9 +58,10 @@ typedef struct wf_config_error {
     const char *field;    /* "spec.http[0].route[0].weight", or "" */
     const char *message;  /* the validator's or the parser's text */
     bool kept_last_good;  /* a last good version of the resource(s) is being served */
-    /* Warnings (wf_snapshot.warnings) only: the weft message code, "WFT0001" (an Istio field
-     * weft does not implement: accepted, no effect) or "WFT0002" (a security control weft
-     * does not enforce); see model/unimplemented.h. NULL for errors. */
+    /* Warnings (wf_snapshot.warnings) only: the message code, "WFT0001" (an Istio field
+     * weft does not implement: accepted, no effect), "WFT0002" (a security control weft
+     * does not enforce; model/unimplemented.h) or "IST0133" (a schema warning, as the
+     * validation webhook returns it: an unknown field, ...). NULL for errors. */
     const char *code;
 } wf_config_error;
 
@@ -94,7 +95,8 @@ typedef struct wf_snapshot {
     wf_config_error *errors;
     size_t n_errors;
     /* Istio fields and resources served but not implemented by weft (model/unimplemented.h),
-     * in load order; field names the field, "" for a whole resource. */
+     * and schema warnings (IST0133), in load order; field names the field, "" for a whole
+     * resource. */
     wf_config_error *warnings;
     size_t n_warnings;
     wf_strmap *res;        /* "Kind/ns/name" -> wf_snap_res*, load order */

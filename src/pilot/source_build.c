@@ -169,10 +169,33 @@ static void log_error(const wf_config_error *e)
            e->kept_last_good ? "keeping the last good version" : "no good version to keep");
 }
 
+static bool warned_before(const build *b, const wf_config_error *w);
+
+/* A schema warning (IST0133: an unknown field, a deprecated one, ...), as the validation
+ * webhook returns it and kubectl apply prints it: served, reported as a warning. */
+static void on_schema_warning(build *b, const wf_resource *r, const wf_validation_issue *issue)
+{
+    char res[512];
+    snprintf(res, sizeof res, "%s %s/%s", r->kind_name, r->ns, r->name);
+    wf_config_error w = {.file = r->file,
+                         .line = issue->node ? wf_node_report_line(issue->node) : r->line,
+                         .col = issue->node ? issue->node->col : r->col,
+                         .resource = res,
+                         .field = issue->path,
+                         .message = issue->message,
+                         .code = "IST0133"};
+    wf_snapshot *s = b->snap;
+    if (push_error(s, &s->warnings, &s->n_warnings, &b->cap_warnings, &w) == 0 &&
+        !warned_before(b, &w))
+        WF_LOG(WF_LC_config, WF_LOG_WARN, "config warning: %s:%u:%u: %s: %s%s%s [IST0133]", w.file,
+               w.line, w.col, w.resource, *w.field ? w.field : "", *w.field ? ": " : "", w.message);
+}
+
 static void on_issue(const wf_resource *r, const wf_validation_issue *issue, void *arg)
 {
     build *b = arg;
     if (issue->warning) {
+        on_schema_warning(b, r, issue);
         return;
     }
     char res[512];

@@ -215,11 +215,20 @@ def test_not_implemented_fields_are_warnings(pilot, dirs):
     # not an error: nothing is held back, the gauge of errors stays 0
     _, text = get(pilot.mon, "/metrics")
     assert "weft_pilot_config_errors 0" in text
-    assert "weft_pilot_config_not_implemented 1" in text
+    assert "weft_pilot_config_warnings 1" in text
     assert "not implemented: %s:8:5: PeerAuthentication default/default: spec.mtls.mode" % \
         w["file"] in pilot.stderr_text()
     assert any(r["kind"] == "PeerAuthentication"
                for r in get_json(pilot.mon, "/debug/configz")["resources"])
+    # a misspelled field: served without it, said as the webhook's warning (kubectl would
+    # print it), not silently dropped
+    (cfg / "vs.yaml").write_text(VS.replace("catalog-split", "catalog-typo").replace(
+        "  - route:", "  - timeoutt: 5s\n    route:") % "80")
+    typo = poll(lambda: [e for e in get_json(pilot.mon, "/debug/config_errors")
+                         if e.get("code") == "IST0133"])
+    assert typo[0]["resource"] == "VirtualService default/catalog-typo", typo
+    assert "timeoutt" in typo[0]["message"] and typo[0]["level"] == "warning", typo
+    (cfg / "vs.yaml").unlink()
     (cfg / "pa.yaml").unlink()
     poll(lambda: get_json(pilot.mon, "/debug/config_errors") == [])
 
