@@ -200,6 +200,10 @@ static const char *const v_service_ann[] = {HONOURED_ANY, "networking.istio.io/e
         WF_KIND_##k, p, WF_UNIMPL_ISTIO_KEY_NOT_IN, honoured, NULL, false, "this annotation",      \
             "it is ignored", "x"                                                                   \
     }
+#define MESH(p, w, v, f, e, x)                                                                     \
+    {                                                                                              \
+        WF_UNIMPL_MESHCONFIG, p, WF_UNIMPL_##w, v, NULL, false, f, e, x                            \
+    }
 #define FN(k, p, fn, sec, f, e, x)                                                                 \
     {                                                                                              \
         WF_KIND_##k, p, WF_UNIMPL_CUSTOM, NULL, fn, sec, f, e, x                                   \
@@ -212,6 +216,51 @@ static const char *const v_service_ann[] = {HONOURED_ANY, "networking.istio.io/e
 #define NO_H2        "HTTP/2"
 
 static const wf_unimpl_entry table[] = {
+    /* ---- MeshConfig (the --meshConfig file, or the istio ConfigMap's mesh key) ---- */
+    MESH("enableTracing", VALUE_IN, v_true, "tracing", "no spans are reported", "true"),
+    MESH("defaultConfig.tracing", PRESENT, NULL, "tracing", "no spans are reported",
+         "{sampling: 100}"),
+    MESH("extensionProviders", PRESENT, NULL,
+         "extension providers (tracers, access-log services, external authorizers)",
+         "nothing is sent to them", "[{name: zipkin, zipkin: {service: z, port: 9411}}]"),
+    MESH("defaultProviders", PRESENT, NULL, "default extension providers",
+         "nothing is sent to them", "{tracing: [zipkin]}"),
+    MESH("localityLbSetting", PRESENT, NULL, "locality load balancing and failover",
+         "endpoints are used regardless of locality", "{enabled: true}"),
+    MESH("h2UpgradePolicy", VALUE_IN, v_upgrade, NO_H2 " (h2 upgrade)",
+         "upstream requests stay HTTP/1.1", "UPGRADE"),
+    MESH("meshMTLS", PRESENT, NULL, NO_MTLS, "no TLS settings apply",
+         "{minProtocolVersion: "
+         "TLSV1_3}"),
+    MESH("connectTimeout", PRESENT, NULL, "the mesh-wide connect timeout",
+         "clusters keep Istio's default 10s unless a DestinationRule sets one", "5s"),
+    MESH("tcpKeepalive", PRESENT, NULL, "TCP keepalive on upstream connections", SAME,
+         "{time: 7200s}"),
+    MESH("outboundClusterStatName", PRESENT, NULL, "cluster stat name patterns",
+         "stats keep the cluster names", "'%SERVICE%'"),
+    MESH("inboundClusterStatName", PRESENT, NULL, "cluster stat name patterns",
+         "stats keep the cluster names", "'%SERVICE%'"),
+    MESH("defaultServiceExportTo", PRESENT, NULL, "mesh-wide exportTo defaults",
+         "resources without exportTo are exported to every namespace", "['.']"),
+    MESH("defaultVirtualServiceExportTo", PRESENT, NULL, "mesh-wide exportTo defaults",
+         "resources without exportTo are exported to every namespace", "['.']"),
+    MESH("defaultDestinationRuleExportTo", PRESENT, NULL, "mesh-wide exportTo defaults",
+         "resources without exportTo are exported to every namespace", "['.']"),
+    MESH("discoverySelectors", PRESENT, NULL, "discovery selectors",
+         "every namespace of the config folders is used", "[{matchLabels: {env: prod}}]"),
+    MESH("serviceSettings", PRESENT, NULL, "service settings (clusterLocal hosts)", SAME,
+         "[{settings: {clusterLocal: true}, hosts: ['*']}]"),
+    MESH("inboundTrafficPolicy", PRESENT, NULL, "the inbound traffic policy", SAME,
+         "{mode: LOCALHOST}"),
+    MESH("protocolDetectionTimeout", PRESENT, NULL, "protocol detection", SAME, "1s"),
+    MESH("dnsRefreshRate", PRESENT, NULL, "DNS re-resolution (DNS clusters are resolved once)",
+         SAME, "60s"),
+    MESH("pathNormalization", PRESENT, NULL, "mesh-wide path normalization settings",
+         "paths are normalized as Envoy does by default", "{normalization: NONE}"),
+    MESH("enableEnvoyAccessLogService", VALUE_IN, v_true, "the Envoy access-log service",
+         "no access log is streamed", "true"),
+    MESH("defaultConfig.holdApplicationUntilProxyStarts", VALUE_IN, v_true,
+         "holding applications until the proxy starts", "apps start beside their proxy", "true"),
     /* ---- security.istio.io ---- */
     SEC(PEERAUTHENTICATION, "spec.mtls.mode", VALUE_IN, v_strict, NO_MTLS,
         "plaintext requests are still accepted", "STRICT"),
@@ -627,6 +676,20 @@ int wf_unimpl_scan(const wf_resource *r, wf_unimpl_cb cb, void *arg)
         scan_row(&sc);
     }
     return sc.hits;
+}
+
+int wf_unimpl_scan_mesh(const wf_node *root, const char *file, wf_unimpl_cb cb, void *arg)
+{
+    wf_resource r = {.kind = WF_UNIMPL_MESHCONFIG,
+                     .kind_name = "MeshConfig",
+                     .name = "",
+                     .ns = "",
+                     .root = root,
+                     .spec = root,
+                     .file = file,
+                     .line = root ? root->line : 0,
+                     .col = root ? root->col : 0};
+    return root && root->type == WF_NODE_MAP ? wf_unimpl_scan(&r, cb, arg) : 0;
 }
 
 /* ---- messages --------------------------------------------------------------------------- */

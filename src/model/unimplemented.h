@@ -71,6 +71,10 @@ typedef struct wf_unimpl_hit {
 /* Return false to stop the scan. */
 typedef bool (*wf_unimpl_cb)(const wf_unimpl_hit *hit, void *arg);
 
+/* The kind of the rows about MeshConfig (paths from its root: "enableTracing"), which is not
+ * a resource of the store. */
+#define WF_UNIMPL_MESHCONFIG WF_KIND_COUNT
+
 /* The table, in a stable order; sets *n. */
 const wf_unimpl_entry *wf_unimpl_table(size_t *n);
 
@@ -83,6 +87,11 @@ const wf_unimpl_entry *wf_unimpl_table(size_t *n);
  * row; nothing for an object carrying WF_UNIMPL_GENERATED_ANNOTATION. Returns the number of
  * hits reported, or -1 on out of memory. */
 int wf_unimpl_scan(const wf_resource *r, wf_unimpl_cb cb, void *arg);
+
+/* Scans a MeshConfig document (root: its top-level map; file: where it came from) against the
+ * MeshConfig rows; hits carry a resource of kind WF_UNIMPL_MESHCONFIG named "MeshConfig", valid
+ * during the callback only. Returns as wf_unimpl_scan. */
+int wf_unimpl_scan_mesh(const wf_node *root, const char *file, wf_unimpl_cb cb, void *arg);
 
 /* The message text of a hit, appended to out:
  *   "spec.trafficPolicy.tls.mode is not enforced by weft: <feature> is not implemented;

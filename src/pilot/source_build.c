@@ -245,7 +245,10 @@ static bool on_unimpl(const wf_unimpl_hit *h, void *arg)
     unimpl_arg *u = arg;
     wf_snapshot *s = u->b->snap;
     char res[512];
-    snprintf(res, sizeof res, "%s %s/%s", h->res->kind_name, h->res->ns, h->res->name);
+    if (h->res->kind == WF_UNIMPL_MESHCONFIG)
+        snprintf(res, sizeof res, "%s", h->res->kind_name);
+    else
+        snprintf(res, sizeof res, "%s %s/%s", h->res->kind_name, h->res->ns, h->res->name);
     wf_strbuf msg = {0};
     wf_unimpl_message(h, &msg);
     wf_config_error w = {.file = h->res->file,
@@ -647,7 +650,12 @@ static int load_mesh(build *b)
     b->snap->mesh = box->mesh;
     if (!b->prev || ((mesh_box *)b->prev->mesh_box)->hash != box->hash)
         warn_log_format(box->mesh);
-    return 0;
+    /* the MeshConfig fields weft does not implement (a file's, not Istio's defaults) */
+    unimpl_arg u = {b, 0};
+    if (box->hash && path && *path &&
+        wf_unimpl_scan_mesh(wf_meshcfg_get(box->mesh, ""), path, on_unimpl, &u) < 0)
+        return -1;
+    return u.rc;
 }
 
 /* ---- change classification ---------------------------------------------------------------- */

@@ -468,6 +468,36 @@ static void test_not_implemented_fields_are_warnings(void **state)
     tdir_remove(&d);
 }
 
+/* MeshConfig fields weft does not implement are warnings (the file's, not Istio's defaults). */
+static void test_meshconfig_not_implemented_is_a_warning(void **state)
+{
+    (void)state;
+    tdir d, m;
+    const char *dirs[1];
+    tdir_make(&d);
+    tdir_make(&m);
+    put(&d, "svc.yaml", SVC);
+    char mesh[160];
+    snprintf(mesh, sizeof mesh, "%s/mesh.yaml", m.path);
+    put(&m, "mesh.yaml", "accessLogFile: /dev/stdout\nenableTracing: true\n");
+    wf_dir_source_opts o = opts_for(&d, dirs);
+    wf_snapshot *s0 = wf_source_build(&o, NULL, 0); /* no file: Istio's defaults, no warning */
+    assert_int_equal(s0->n_warnings, 0);
+    o.mesh_file = mesh;
+    wf_snapshot *s1 = wf_source_build(&o, NULL, 0);
+    assert_int_equal(s1->n_errors, 0);
+    assert_int_equal(s1->n_warnings, 1);
+    assert_string_equal(s1->warnings[0].resource, "MeshConfig");
+    assert_string_equal(s1->warnings[0].field, "enableTracing");
+    assert_string_equal(s1->warnings[0].code, "WFT0001");
+    assert_int_equal(s1->warnings[0].line, 2);
+    assert_non_null(strstr(s1->warnings[0].file, "mesh.yaml"));
+    wf_snapshot_unref(s0);
+    wf_snapshot_unref(s1);
+    tdir_remove(&d);
+    tdir_remove(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -476,6 +506,7 @@ int main(void)
         cmocka_unit_test(test_new_invalid_resource_is_left_out),
         cmocka_unit_test(test_duplicate_resource_is_reported),
         cmocka_unit_test(test_invalid_meshconfig_is_reported),
+        cmocka_unit_test(test_meshconfig_not_implemented_is_a_warning),
         cmocka_unit_test(test_unparsable_file_keeps_resources),
         cmocka_unit_test(test_classification),
         cmocka_unit_test(test_debounce_quiet),

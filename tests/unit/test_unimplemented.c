@@ -84,6 +84,17 @@ static char *doc_for(const wf_unimpl_entry *e, const char *example)
     if (strncmp(path, "{tp}.", 5) == 0)
         snprintf(path, sizeof path, "spec.trafficPolicy.%s", e->path + 5);
     bool meta = example && strncmp(path, "metadata.", 9) == 0;
+    if (e->kind == WF_UNIMPL_MESHCONFIG) { /* the fields at the document's top level */
+        wf_strbuf_puts(&b, "apiVersion: example.com/v1\nkind: MeshDoc\nmetadata: {name: m}\n");
+        if (example) {
+            const char *dot = strchr(path, '.');
+            size_t n = dot ? (size_t)(dot - path) : strlen(path);
+            wf_strbuf_printf(&b, "%.*s: ", (int)n, path);
+            nest(&b, dot ? dot + 1 : "", example, star_key(e));
+            wf_strbuf_puts(&b, "\n");
+        }
+        return wf_strbuf_take(&b);
+    }
     if (e->kind == WF_KIND_OTHER) { /* the example is "apiVersion Kind"; bare: an unknown kind
                                      * outside Istio's groups */
         const char *sp = strchr(e->example, ' ');
@@ -175,7 +186,11 @@ static hits scan_yaml(const char *yaml, const wf_unimpl_entry *only)
     assert_int_equal(wf_store_error_count(s), 0);
     assert_true(wf_store_count(s) >= 1);
     hits x = {.want = only};
-    assert_true(wf_unimpl_scan(wf_store_at(s, 0), collect, &x) >= 0);
+    const wf_resource *r = wf_store_at(s, 0);
+    if (only && only->kind == WF_UNIMPL_MESHCONFIG)
+        assert_true(wf_unimpl_scan_mesh(r->root, r->file, collect, &x) >= 0);
+    else
+        assert_true(wf_unimpl_scan(r, collect, &x) >= 0);
     wf_store_free(s);
     return x;
 }
@@ -197,7 +212,8 @@ static void test_every_row_reports_its_example(void **state)
         want_field(e, want, sizeof want);
         if (x.n != 1 || strcmp(x.field, want) != 0)
             fail_msg("row %zu (%s %s): %zu hits, field '%s', want '%s' in:\n%s", i,
-                     wf_kind_name(e->kind), e->path, x.n, x.field, want, yaml);
+                     e->kind == WF_UNIMPL_MESHCONFIG ? "MeshConfig" : wf_kind_name(e->kind),
+                     e->path, x.n, x.field, want, yaml);
         assert_true(x.line > 0);
         assert_int_equal(x.security, e->security);
         assert_non_null(strstr(x.message, e->security ? "is not enforced by weft: "
@@ -373,7 +389,8 @@ static void test_docs_list_every_row(void **state)
         if (strncmp(p, "{tp}.", 5) == 0)
             p += 5;
         snprintf(want, sizeof want, *p ? "`%s`" : "the resource", p);
-        const char *kname = wf_kind_name(t[i].kind);
+        const char *kname =
+            t[i].kind == WF_UNIMPL_MESHCONFIG ? "MeshConfig" : wf_kind_name(t[i].kind);
         if (t[i].kind == WF_KIND_OTHER) /* "apiVersion Kind": the docs name the kind */
             kname = strchr(t[i].example, ' ') + 1;
         bool found = false;
