@@ -200,9 +200,11 @@ static int cmd_check(int argc, char **argv)
 
 int wf_cmd_authz(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        usage_group(argc < 2 ? stderr : stdout);
-        return argc < 2 ? WF_EXIT_USAGE : WF_EXIT_OK;
+    if (argc < 2) /* a parent command without its subcommand (docs/weftctl.md "Exit codes") */
+        return wf_usage_error("x authz", "a subcommand is required: check");
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage_group(stdout);
+        return WF_EXIT_OK;
     }
     if (strcmp(argv[1], "check") == 0)
         return cmd_check(argc - 1, argv + 1);

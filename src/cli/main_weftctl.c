@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 
 static void usage(FILE *f)
 {
@@ -73,6 +74,18 @@ int main(int argc, char **argv)
     if ((strcmp(cmd, "x") == 0 || strcmp(cmd, "experimental") == 0) && argc > 2 &&
         strcmp(argv[2], "authz") == 0)
         return wf_cmd_authz(argc - 2, argv + 2);
+    if ((strcmp(cmd, "x") == 0 || strcmp(cmd, "experimental") == 0) && argc > 2 &&
+        (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+        printf("Experimental commands (istioctl's `experimental`, alias `x`)\n\nUsage:\n  "
+               "weftctl x [command]\n\nAvailable Commands:\n  authz       Inspect Istio "
+               "AuthorizationPolicy\n  describe    Describe resource and related Istio "
+               "configuration\n");
+        return WF_EXIT_OK;
+    }
+    if (strcmp(cmd, "x") == 0 || strcmp(cmd, "experimental") == 0) /* without a known one */
+        return wf_usage_error(cmd, argc > 2 ? "unknown subcommand \"%s\": authz or describe"
+                                             : "a subcommand is required: authz or describe%s",
+                              argc > 2 ? argv[2] : "");
     if (strcmp(cmd, "--version") == 0)
         return wf_cmd_version(argc - 1, argv + 1);
     wf_cmd_fn fn = find(cmd);

@@ -39,6 +39,8 @@ def test_unknown_flag(cmd):
     ["completion", "zsh"],
     ["describe"],                         # no subcommand
     ["x"],
+    ["x", "no-such-subcommand"],
+    ["x", "authz"],                       # a parent command without its subcommand
     ["pc"],
     ["log"],
     ["describe", "pod"],                  # no pod name
