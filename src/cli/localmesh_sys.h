@@ -48,9 +48,9 @@ int wf_lm_port_free(const char *ip, int port, wf_strbuf *err);
 
 /* The default state folder of the manifests folder absdir (absolute): outside it, so that
  * analyzing or copying the manifests never picks up pod objects:
- *   $XDG_STATE_HOME/weft/<NAME>, else $HOME/.local/state/weft/<NAME> (each when the variable
- *   is an absolute path and the weft folder exists or can be created there, writable), else
- *   /tmp/weft-<uid>/<NAME>, used only when it is a folder of this user that nobody else may
+ *   $XDG_STATE_HOME/weft/<NAME>-<HASH>, else $HOME/.local/state/weft/<NAME>-<HASH> (each when
+ *   the variable is an absolute path and the weft folder exists or can be created there,
+ *   writable), else /tmp/weft-<uid>/<NAME>, used only when it is a folder of this user that nobody else may
  *   write (created mode 0700, never through a symlink), as the last-mesh record.
  * NAME is the folder's base name (characters outside [A-Za-z0-9._-] as '_', "root" for /)
  * and 12 hex digits of a hash of absdir: "catalog-3f9c0a1b2c4d". The folders up to weft/ are
