@@ -50,11 +50,11 @@ int wf_lm_port_free(const char *ip, int port, wf_strbuf *err);
  * analyzing or copying the manifests never picks up pod objects:
  *   $XDG_STATE_HOME/weft/<NAME>-<HASH>, else $HOME/.local/state/weft/<NAME>-<HASH> (each when
  *   the variable is an absolute path and the weft folder exists or can be created there,
- *   writable), else /tmp/weft-<uid>/<NAME>, used only when it is a folder of this user that nobody else may
- *   write (created mode 0700, never through a symlink), as the last-mesh record.
- * NAME is the folder's base name (characters outside [A-Za-z0-9._-] as '_', "root" for /)
- * and 12 hex digits of a hash of absdir: "catalog-3f9c0a1b2c4d". The folders up to weft/ are
- * created; NAME is not. Returns a malloc'd path (the caller frees), or NULL with err. */
+ *   writable), else /tmp/weft-<uid>/<NAME>, used only when it is a folder of this user that nobody
+ * else may write (created mode 0700, never through a symlink), as the last-mesh record. NAME is the
+ * folder's base name (characters outside [A-Za-z0-9._-] as '_', "root" for /) and 12 hex digits of
+ * a hash of absdir: "catalog-3f9c0a1b2c4d". The folders up to weft/ are created; NAME is not.
+ * Returns a malloc'd path (the caller frees), or NULL with err. */
 char *wf_lm_default_state(const char *absdir, wf_strbuf *err);
 
 /* The folder of the running executable (for programs installed next to weftctl), or NULL.
