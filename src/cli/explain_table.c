@@ -458,24 +458,39 @@ const wf_lx_entry *wf_lx_find_reset(const char *reason)
     return find_exact(WF_LX_RESET, reason);
 }
 
-/* Local replies recognisable without %RESPONSE_CODE_DETAILS%: status, and no upstream host
- * (no attempt was in flight, so the proxy answered itself). */
+/* Local replies recognisable without %RESPONSE_CODE_DETAILS% (Envoy's default format has
+ * none): by status, and by what the upstream did. An upstream that answered leaves
+ * x-envoy-upstream-service-time (%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)%, in Envoy's default
+ * format): then the status is the upstream's. With no upstream host no attempt was in flight,
+ * so the proxy answered itself. The retry-buffer overflow happens while an attempt is in
+ * flight, so Envoy and weft-proxy log it with that attempt's upstream host: a 507 with an
+ * upstream host but no upstream service time, on a request with a body, is that overflow. */
 static const struct {
     int code;
-    const char *details, *why;
+    const char *details, *why, *why_with_host;
 } inferred[] = {
     {507, "request_payload_exceeded_retry_buffer_limit",
      "the line has no response code details; a 507 with no upstream host is the proxy's own "
-     "reply, and the only one weft-proxy and Envoy send with 507 is the retry-buffer overflow"},
+     "reply, and the only one weft-proxy and Envoy send with 507 is the retry-buffer overflow",
+     "the line has no response code details; the upstream host is the attempt that was in "
+     "flight and no upstream service time was logged, so the upstream did not answer: the 507 "
+     "is the proxy's own, and the only one weft-proxy and Envoy send is the retry-buffer "
+     "overflow"},
 };
+
+static bool has_body_method(const char *m)
+{
+    return !m || strcmp(m, "POST") == 0 || strcmp(m, "PUT") == 0 || strcmp(m, "PATCH") == 0;
+}
 
 const wf_lx_entry *wf_lx_infer_details(const wf_lx_record *r, const char **why)
 {
-    if (r->details || r->conn_details || r->host)
+    if (r->details || r->conn_details || r->upstream_service_time ||
+        (r->host && !has_body_method(r->method)))
         return NULL;
     for (size_t i = 0; i < sizeof inferred / sizeof inferred[0]; i++) {
         if (inferred[i].code == r->code) {
-            *why = inferred[i].why;
+            *why = r->host ? inferred[i].why_with_host : inferred[i].why;
             return wf_lx_find_detail(inferred[i].details);
         }
     }

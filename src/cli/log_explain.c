@@ -42,6 +42,7 @@ typedef enum field {
     FLD_START,
     FLD_REQID,
     FLD_DURATION,
+    FLD_UST,
 } field;
 
 typedef struct segment {
@@ -85,7 +86,7 @@ static field op_field(const char *op, bool *spaceless)
         {"%BYTES_", FLD_NONE, true},
         {"%PROTOCOL", FLD_NONE, true},
         {"%UPSTREAM_PROTOCOL", FLD_NONE, true},
-        {"%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)", FLD_NONE, true},
+        {"%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)", FLD_UST, true},
         {"%UPSTREAM_LOCAL_ADDRESS", FLD_NONE, true},
         {"%DOWNSTREAM_", FLD_NONE, true},
         {"%REQUESTED_SERVER_NAME", FLD_NONE, true},
@@ -240,9 +241,13 @@ void wf_lx_format_free(wf_lx_format *f)
 
 void wf_lx_record_free(wf_lx_record *r)
 {
-    char **s[] = {&r->flags,      &r->details,    &r->conn_details, &r->tfr,  &r->cluster,
-                  &r->route,      &r->host,       &r->method,       &r->path, &r->authority,
-                  &r->start_time, &r->request_id, &r->duration};
+    char **s[] = {&r->flags,        &r->details,
+                  &r->conn_details, &r->tfr,
+                  &r->cluster,      &r->route,
+                  &r->host,         &r->method,
+                  &r->path,         &r->authority,
+                  &r->start_time,   &r->request_id,
+                  &r->duration,     &r->upstream_service_time};
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
         free(*s[i]);
         *s[i] = NULL;
@@ -272,7 +277,7 @@ static int set_field(wf_lx_record *r, field f, const char *v, size_t len)
                      [FLD_HOST] = &r->host,         [FLD_METHOD] = &r->method,
                      [FLD_PATH] = &r->path,         [FLD_AUTHORITY] = &r->authority,
                      [FLD_START] = &r->start_time,  [FLD_REQID] = &r->request_id,
-                     [FLD_DURATION] = &r->duration};
+                     [FLD_DURATION] = &r->duration, [FLD_UST] = &r->upstream_service_time};
     if (f == FLD_NONE || f >= sizeof slot / sizeof slot[0] || !slot[f])
         return 0;
     free(*slot[f]);
@@ -391,6 +396,7 @@ static int parse_json(const wf_lx_format *f, const char *line, wf_lx_record *out
         {"start_time", FLD_START},
         {"request_id", FLD_REQID},
         {"duration", FLD_DURATION},
+        {"upstream_service_time", FLD_UST},
     };
     json_t *o = json_loads(line, 0, NULL);
     int rc = json_is_object(o) ? 0 : -1;

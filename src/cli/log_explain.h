@@ -70,6 +70,9 @@ typedef struct wf_lx_record {
     char *route;        /* %ROUTE_NAME% */
     char *host;         /* %UPSTREAM_HOST% */
     char *method, *path, *authority, *start_time, *request_id, *duration;
+    /* %RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)% (Istio's JSON: upstream_service_time): set only
+     * when an upstream answered; NULL for "-" or when the format has no such field */
+    char *upstream_service_time;
 } wf_lx_record;
 
 void wf_lx_record_free(wf_lx_record *r);

@@ -103,9 +103,14 @@ def test_507_in_envoy_default_format_and_fault_abort():
     item = json.loads(r.stdout)["failures"][0]["explanations"][0]
     assert item["value"] == "request_payload_exceeded_retry_buffer_limit" and item["known"]
     assert "no upstream host" in item["inferred_from"]
-    # an upstream's own 507 (a host is logged) is not guessed at
-    r = explain(stdin=ENVOY_507.replace('"-"\n', '"10.0.0.1:80"\n'))
+    # an upstream's own 507 (it answered: x-envoy-upstream-service-time is logged) is not
+    # guessed at
+    r = explain(stdin=ENVOY_507.replace('"-"\n', '"10.0.0.1:80"\n').replace(" 12 - ", " 12 3 "))
     assert "inferred" not in r.stdout and "came from the upstream application" in r.stdout
+    # the overflow as weft-proxy and Envoy log it: the attempt's upstream host, no service time
+    r = explain(stdin=ENVOY_507.replace('"-"\n', '"10.0.0.1:80"\n'))
+    assert "request_payload_exceeded_retry_buffer_limit (inferred: " in r.stdout
+    assert "the upstream did not answer" in r.stdout
     line = ISTIO_NC.replace("503 NC cluster_not_found", "500 FI fault_filter_abort")
     r = explain(stdin=line + ENVOY_FI)
     assert r.returncode == 0, r.stderr

@@ -241,9 +241,29 @@ static void test_507_without_details_is_inferred(void **state)
     assert_string_equal(e->key, "request_payload_exceeded_retry_buffer_limit");
     assert_non_null(strstr(why, "no upstream host"));
     wf_lx_record_free(&r);
+    /* the upstream answered (x-envoy-upstream-service-time 3): its own 507 */
     parse(NULL,
           "[2026-08-22T19:00:53.123Z] \"POST /dav HTTP/1.1\" 507 - 10 0 12 3 \"-\" \"curl\" "
           "\"rid\" \"dav.example\" \"10.0.0.1:80\"",
+          &r);
+    assert_string_equal(r.upstream_service_time, "3");
+    assert_null(wf_lx_infer_details(&r, &why));
+    wf_lx_record_free(&r);
+    /* an attempt in flight (upstream host) that never answered (no service time): the retry
+     * buffer overflowed, as weft-proxy logs it */
+    parse(NULL,
+          "[2026-12-05T10:00:00.000Z] \"POST /upload HTTP/1.1\" 507 - 0 0 3 - \"-\" \"curl\" "
+          "\"abc\" \"catalog.istioinaction.io\" \"127.10.0.5:3000\"",
+          &r);
+    e = wf_lx_infer_details(&r, &why);
+    assert_non_null(e);
+    assert_string_equal(e->key, "request_payload_exceeded_retry_buffer_limit");
+    assert_non_null(strstr(why, "the upstream did not answer"));
+    wf_lx_record_free(&r);
+    /* a GET has no body to buffer: no guess */
+    parse(NULL,
+          "[2026-12-05T10:00:00.000Z] \"GET /x HTTP/1.1\" 507 - 0 0 3 - \"-\" \"curl\" "
+          "\"abc\" \"a\" \"127.10.0.5:3000\"",
           &r);
     assert_null(wf_lx_infer_details(&r, &why));
     wf_lx_record_free(&r);
