@@ -346,6 +346,56 @@ static int collect_load_errors(build *b, const wf_store *c)
 }
 
 /* Validates one resource and records its current (or last good) version. */
+/* Kubernetes' lowercase RFC 1123 subdomain: [a-z0-9]([-a-z0-9]*[a-z0-9])? labels joined by
+ * '.', at most 253 characters (the API server's rule for object names). */
+static bool is_dns1123_subdomain(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 253)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        bool edge = i == 0 || i == n - 1 || s[i - 1] == '.' || s[i + 1] == '.';
+        if (!alnum && !((c == '-' && !edge) || (c == '.' && i > 0 && i < n - 1 && s[i - 1] != '.')))
+            return false;
+    }
+    return true;
+}
+
+/* Did the validator already report the current resource's metadata.name (Istio's own
+ * checks do for a Gateway)? */
+static bool name_reported(const build *b)
+{
+    for (size_t i = 0; i < b->cur_errors && i < b->snap->n_errors; i++)
+        if (strcmp(b->snap->errors[b->snap->n_errors - 1 - i].field, "metadata.name") == 0)
+            return true;
+    return false;
+}
+
+/* The API server refuses an object without a valid metadata.name (kubectl apply says so):
+ * so does pilot, as a config error of the resource. */
+static void check_name(build *b, const wf_resource *r)
+{
+    const wf_node *name = wf_node_path(r->root, "metadata.name");
+    char msg[512];
+    if (r->kind == WF_KIND_OTHER) /* other kinds have rules of their own (RBAC's "a:b") */
+        return;
+    if (!r->name[0])
+        snprintf(msg, sizeof msg, "Required value: name or generateName is required");
+    else if (!is_dns1123_subdomain(r->name) || (name && name->len != strlen(r->name)))
+        snprintf(msg, sizeof msg,
+                 "Invalid value: \"%.200s\": a lowercase RFC 1123 subdomain must consist of "
+                 "lower case alphanumeric characters, '-' or '.', and must start and end with an "
+                 "alphanumeric character",
+                 r->name);
+    else
+        return;
+    const wf_node *at = name ? name : r->metadata;
+    wf_validation_issue issue = {.path = "metadata.name", .node = at, .message = msg};
+    on_issue(r, &issue, b);
+}
+
 static int take_resource(build *b, const wf_resource *r)
 {
     const char *key = resource_key(b->snap, r);
@@ -358,6 +408,8 @@ static int take_resource(build *b, const wf_resource *r)
     if (wf_kind_is_istio(r->kind)) {
         wf_validate_resource(r, on_issue, b);
     }
+    if (!name_reported(b))
+        check_name(b, r);
     if (b->cur_errors) {
         b->need_rebuild = true;
         if (!b->cur_prev) {

@@ -498,6 +498,33 @@ static void test_meshconfig_not_implemented_is_a_warning(void **state)
     tdir_remove(&m);
 }
 
+/* An object the API server would refuse for its name is a config error, not served. */
+static void test_invalid_names_are_errors(void **state)
+{
+    (void)state;
+    tdir d;
+    const char *dirs[1];
+    tdir_make(&d);
+    put(&d, "svc.yaml", SVC);
+    put(&d, "bad.yaml",
+        "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {namespace: shop}\n"
+        "spec: {hosts: [catalog], http: [{route: [{destination: {host: catalog}}]}]}\n"
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: Catalog_2, namespace: shop}\n"
+        "spec: {ports: [{name: http, port: 80}]}\n"
+        "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n"
+        "metadata: {name: 'system:reader'}\n");
+    wf_dir_source_opts o = opts_for(&d, dirs);
+    wf_snapshot *s1 = wf_source_build(&o, NULL, 0);
+    assert_int_equal(s1->n_errors, 2);
+    assert_string_equal(s1->errors[0].field, "metadata.name");
+    assert_non_null(strstr(s1->errors[0].message, "Required value"));
+    assert_string_equal(s1->errors[1].resource, "Service shop/Catalog_2");
+    assert_non_null(strstr(s1->errors[1].message, "RFC 1123 subdomain"));
+    assert_null(wf_store_find(s1->store, WF_KIND_SERVICE, "shop", "Catalog_2"));
+    wf_snapshot_unref(s1);
+    tdir_remove(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -506,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_new_invalid_resource_is_left_out),
         cmocka_unit_test(test_duplicate_resource_is_reported),
         cmocka_unit_test(test_invalid_meshconfig_is_reported),
+        cmocka_unit_test(test_invalid_names_are_errors),
         cmocka_unit_test(test_meshconfig_not_implemented_is_a_warning),
         cmocka_unit_test(test_unparsable_file_keeps_resources),
         cmocka_unit_test(test_classification),
