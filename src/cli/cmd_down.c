@@ -353,14 +353,10 @@ static void check_proxies(const json_t *mesh, report *r)
         char id[600], addr[80];
         snprintf(id, sizeof id, "%s.%s", str_or(pod, "name", ""), str_or(pod, "namespace", ""));
         snprintf(addr, sizeof addr, "%s:%lld", str_or(pod, "ip", ""), (long long)port);
-        wf_strbuf_reset(&why);
         if (!syncz)
             break; /* pilot itself is reported with the config errors */
-        if (!wf_lm_proxy_synced(syncz, id, &why, NULL))
-            add_problem(r, "proxy %s: not SYNCED: %s", id, wf_strbuf_cstr(&why));
-        else if (wf_lm_probe(addr, "/healthz/ready", &why) != 0)
-            add_problem(r, "proxy %s: not ready (http://%s/healthz/ready): %s", id, addr,
-                        wf_strbuf_cstr(&why));
+        if (wf_lm_proxy_problem(syncz, id, addr, &why))
+            add_problem(r, "proxy %s: %s", id, wf_strbuf_cstr(&why));
     }
     check_node_port(mesh, syncz, r);
     json_decref(syncz);

@@ -238,6 +238,23 @@ static const char *process_note(const wf_lm_look *l, const char *name, char *buf
     return buf;
 }
 
+bool wf_lm_proxy_problem(const json_t *syncz, const char *id, const char *addr, wf_strbuf *why)
+{
+    wf_strbuf r = WF_STRBUF_INIT;
+    bool bad = true;
+    wf_strbuf_reset(why);
+    if (!syncz)
+        wf_strbuf_puts(why, "not SYNCED: pilot's /debug/syncz did not answer");
+    else if (!wf_lm_proxy_synced(syncz, id, &r, NULL))
+        wf_strbuf_printf(why, "not SYNCED: %s", wf_strbuf_cstr(&r));
+    else if (wf_lm_probe(addr, "/healthz/ready", &r) != 0)
+        wf_strbuf_printf(why, "not ready (http://%s/healthz/ready): %s", addr, wf_strbuf_cstr(&r));
+    else
+        bad = false;
+    wf_strbuf_free(&r);
+    return bad;
+}
+
 static size_t report_proxies(const wf_lm_plan *p, const wf_lm_look *l, FILE *f)
 {
     wf_strbuf why = WF_STRBUF_INIT;
@@ -256,14 +273,9 @@ static size_t report_proxies(const wf_lm_plan *p, const wf_lm_look *l, FILE *f)
         snprintf(id, sizeof id, "%s.%s", pod->name, pod->ns);
         snprintf(addr, sizeof addr, "%s:%d", pod->ip, WF_LM_STATUS_PORT);
         snprintf(name, sizeof name, "%s.proxy", pod->name);
-        if (!l->syncz || !wf_lm_proxy_synced(l->syncz, id, &why, NULL)) {
-            fprintf(f, "  proxy %s: not SYNCED: %s%s\n", id,
-                    l->syncz ? wf_strbuf_cstr(&why) : "pilot's /debug/syncz did not answer",
+        if (wf_lm_proxy_problem(l->syncz, id, addr, &why)) {
+            fprintf(f, "  proxy %s: %s%s\n", id, wf_strbuf_cstr(&why),
                     process_note(l, name, note, sizeof note));
-            bad++;
-        } else if (wf_lm_probe(addr, "/healthz/ready", &why) != 0) {
-            fprintf(f, "  proxy %s: not ready (http://%s/healthz/ready): %s%s\n", id, addr,
-                    wf_strbuf_cstr(&why), process_note(l, name, note, sizeof note));
             bad++;
         }
     }

@@ -22,6 +22,11 @@
  * ("cannot connect to ...", "503 <first line of the body>"). */
 int wf_lm_probe(const char *addr, const char *path, wf_strbuf *reason);
 
+/* A proxy's problem, as up and status name it: "not SYNCED: <why>" (pilot's syncz, NULL when
+ * pilot did not answer) or "not ready (http://ADDR/healthz/ready): <why>" (addr: its status
+ * port), in why. False (why empty) when it is SYNCED and ready. */
+bool wf_lm_proxy_problem(const json_t *syncz, const char *id, const char *addr, wf_strbuf *why);
+
 /* One look at a starting mesh. Counts are over the plan's proxies of started pods and
  * mesh.json's app processes; the documents are owned (wf_lm_look_free). */
 typedef struct wf_lm_look {
