@@ -89,7 +89,10 @@ size_t wf_lm_cfg_print(FILE *f, const json_t *arr)
                                  "pilot rejected %zu resource%s (as the validation webhook would "
                                  "refuse them; each keeps its last good version or is left "
                                  "out):\n");
-    failing += print_block(f, arr, true, "not implemented (accepted, no effect): %zu field%s\n");
+    failing += print_block(f, arr, true,
+                           "accepted with a warning: %zu field%s (WFT0001: weft does not implement "
+                           "it, no effect; WFT0002: a security control weft does not enforce, a "
+                           "problem; IST0133: the validation webhook's warning)\n");
     return failing;
 }
 

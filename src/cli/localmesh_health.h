@@ -45,7 +45,7 @@ void wf_lm_cfg_line(const json_t *e, wf_strbuf *out);
 
 /* Print the entries of arr (a config_errors array) to f: errors under "pilot rejected N
  * resource(s) (as the validation webhook would refuse them; each keeps its last good version
- * or is left out):" and warnings under "not implemented (accepted, no effect):", each line
+ * or is left out):" and warnings under "accepted with a warning: N fields (...)", each line
  * indented by two spaces. Prints nothing for an empty array. Returns how many entries fail
  * (wf_lm_cfg_fails). */
 size_t wf_lm_cfg_print(FILE *f, const json_t *arr);

@@ -337,9 +337,7 @@ void wf_lm_follow_config(json_t *seen)
         const char *text = wf_strbuf_cstr(&line);
         if (!json_object_get(seen, text))
             fprintf(stderr, "%s: %s\n",
-                    wf_lm_cfg_is_warning(e) ? "not implemented (accepted, no effect)"
-                                            : "pilot rejected",
-                    text);
+                    wf_lm_cfg_is_warning(e) ? "accepted with a warning" : "pilot rejected", text);
         json_object_set_new(now, text, json_true());
     }
     const char *key;

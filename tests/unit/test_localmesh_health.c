@@ -80,7 +80,7 @@ static void config_error_lines(void **state)
     assert_int_equal(wf_lm_cfg_print(f, arr), 3);
     fclose(f);
     const char *rej = strstr(out, "pilot rejected 2 resources");
-    const char *warn = strstr(out, "not implemented (accepted, no effect): 2 fields");
+    const char *warn = strstr(out, "accepted with a warning: 2 fields");
     assert_non_null(rej);
     assert_non_null(warn);
     assert_true(rej < warn);
