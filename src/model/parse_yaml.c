@@ -598,20 +598,19 @@ static int syntax_error(yparser *p, const yaml_parser_t *parser)
     }
     snprintf(msg, sizeof(msg), "yaml: %s%s%s", parser->problem ? parser->problem : "error",
              parser->context ? " " : "", parser->context ? parser->context : "");
-    if (parser->error == YAML_PARSER_ERROR && at_end(p, &parser->problem_mark)) {
-        /* a parser error found at the end of the text: just after its last character that is
-         * not white space (the end of the line go-yaml, which Istio uses on the chunk with its
-         * white space trimmed, names), not on the line after it, which is past the end of the
-         * file or the next chunk's "---" line; scanner errors keep the next line there, as
-         * go-yaml does */
+    if (at_end(p, &parser->problem_mark)) {
+        /* an error found at the end of the text is at its end, not on libyaml's line after it
+         * (past the end of a file without a final newline). A parser error is just after the
+         * last character that is not white space: the end of the line go-yaml, which Istio
+         * uses on the chunk with its white space trimmed, names, not the next chunk's "---"
+         * line; a scanner error keeps the line after a final newline, as go-yaml does. */
         size_t end = p->len;
-        while (end > p->bom && (p->buf[end - 1] == ' ' || p->buf[end - 1] == '\t' ||
-                                p->buf[end - 1] == '\r' || p->buf[end - 1] == '\n'))
+        while (parser->error == YAML_PARSER_ERROR && end > p->bom &&
+               (p->buf[end - 1] == ' ' || p->buf[end - 1] == '\t' || p->buf[end - 1] == '\r' ||
+                p->buf[end - 1] == '\n'))
             end--;
-        if (end > p->bom) {
-            offset_pos(p, end, &line, &col);
-            return fail_at(p, line, col, "%s", msg);
-        }
+        offset_pos(p, end, &line, &col);
+        return fail_at(p, line, col, "%s", msg);
     }
     return fail(p, &parser->problem_mark, "%s", msg);
 }

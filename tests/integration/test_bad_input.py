@@ -155,6 +155,8 @@ NS_B = b"apiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n"
      "yaml: did not find expected ',' or ']' while parsing a flow sequence"),
     ("end_no_newline.yaml", DOC1 + b"a: [1, 2", "5:9",
      "yaml: did not find expected ',' or ']' while parsing a flow sequence"),
+    ("scan_end_no_newline.yaml", DOC1 + b"a: b\nc", "6:2",
+     "yaml: could not find expected ':' while scanning a simple key"),
     ("depth_ls.yaml", DOC1 + LS_LINE + b"a: " + b"[" * 200 + b"]" * 200 + b"\n", "6:131",
      "yaml: document nested too deeply (limit 128 levels)"),
     ("alias_ls.yaml", DOC1 + LS_LINE + b"a: *nope\n", "6:4",

@@ -1146,7 +1146,11 @@ static void test_doc2_error_at_end(void **state)
     EXPECT_DOC2_ERROR("a: [1, 2", 5, 9, "did not find expected ',' or ']'");
     EXPECT_ERROR("a: [1, 2", false, 1, 9, "did not find expected ',' or ']'");
     EXPECT_DOC2_ERROR("a: [1, 2\r\n", 5, 9, "did not find expected ',' or ']'");
-    /* a scanner error at the end keeps the line after the text, as go-yaml does */
+    /* a scanner error at the end keeps the line after a final newline, as go-yaml does; without
+     * one it is at the end of the last line (it was on a line past the end of the file) */
+    EXPECT_DOC2_ERROR("a: b\nc", 6, 2, "could not find expected ':'");
+    EXPECT_ERROR("a: b\nc", false, 2, 2, "could not find expected ':'");
+    EXPECT_DOC2_ERROR("a: b\nc\n", 7, 1, "could not find expected ':'");
     EXPECT_DOC2_ERROR("a: \"abc\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n", 6, 1,
                       "found unexpected end of stream");
 }
