@@ -21,6 +21,11 @@
 #include "core/arena.h"
 #include "model/node.h"
 
+/* YAML positions (errors, nodes, documents) are 1-based. Lines end at LF only, as editors, grep -n
+ * and the chunk reader (parse_file.c) count them, also where YAML 1.1 breaks lines at a lone CR,
+ * NEL, LS or PS; columns count characters, and a leading byte order mark is none. An error found
+ * at the end of the text is at its end (a parser error: just after its last non-white-space
+ * character), never on a line after a last line that has no final newline. */
 typedef struct wf_parse_error {
     uint32_t line, col; /* 1-based; 0 when unknown */
     char message[256];

@@ -50,16 +50,103 @@ typedef struct yparser {
     wf_node *root;
     size_t root_weight;
     uint32_t doc_line, doc_col;
+    /* Where libyaml's marks are in the file (see mark_pos). */
+    const char *buf; /* the text, len bytes */
+    size_t len;
+    size_t bom;     /* 3 when the text starts with a UTF-8 byte order mark, else 0 */
     uint32_t line0; /* lines of the file before this text (wf_parse_yaml_lines) */
-    size_t ndocs;   /* documents started so far */
+    size_t *starts; /* NULL, or the mark index (character) each of the text's LF lines
+                     * starts at, when the text has line breaks other than LF and CR LF */
+    size_t nstarts;
+    size_t ndocs; /* documents started so far */
 } yparser;
+
+/* Set *err to the file position line:col (1-based; 0 when unknown). */
+static int fail_at(yparser *p, uint32_t line, uint32_t col, const char *fmt, const char *arg)
+{
+    p->err->line = line;
+    p->err->col = col;
+    snprintf(p->err->message, sizeof(p->err->message), fmt, arg ? arg : "");
+    return 1;
+}
+
+/* Whether libyaml counts lines differently from the file's LF lines in buf: YAML 1.1 also
+ * breaks lines at a lone CR, NEL (U+0085), LS (U+2028) and PS (U+2029); editors, grep -n and
+ * the file's chunk reader (parse_file.c) do not. */
+static bool other_breaks(const char *buf, size_t len)
+{
+    const char *end = buf + len;
+    for (const char *c = buf; (c = memchr(c, '\r', (size_t)(end - c))) != NULL; c++)
+        if (c + 1 == end || c[1] != '\n')
+            return true;
+    for (const char *c = buf; (c = memchr(c, '\xc2', (size_t)(end - c))) != NULL; c++)
+        if (c + 1 < end && (unsigned char)c[1] == 0x85)
+            return true;
+    for (const char *c = buf; (c = memchr(c, '\xe2', (size_t)(end - c))) != NULL; c++)
+        if (c + 2 < end && (unsigned char)c[1] == 0x80 &&
+            ((unsigned char)c[2] == 0xA8 || (unsigned char)c[2] == 0xA9))
+            return true;
+    return false;
+}
+
+/* Fill p->starts when libyaml's lines are not the file's. Returns 0 or -1 (out of memory). */
+static int index_lines(yparser *p)
+{
+    const char *text = p->buf + p->bom, *end = p->buf + p->len;
+    if (!other_breaks(text, (size_t)(end - text)))
+        return 0;
+    size_t n = 1;
+    for (const char *c = text; (c = memchr(c, '\n', (size_t)(end - c))) != NULL; c++)
+        n++;
+    if (!(p->starts = malloc(n * sizeof(*p->starts))))
+        return -1;
+    size_t chars = 0;
+    p->starts[p->nstarts++] = 0;
+    for (const char *c = text; c < end; c++) {
+        chars += ((unsigned char)*c & 0xC0) != 0x80; /* libyaml's index counts characters */
+        if (*c == '\n')
+            p->starts[p->nstarts++] = chars;
+    }
+    return 0;
+}
+
+/* The 1-based file line and column (in characters) of a libyaml mark. libyaml's own line and
+ * column are right unless the text has other line breaks; then its index (characters after
+ * any byte order mark) is placed on the LF lines. */
+static void mark_pos(const yparser *p, const yaml_mark_t *m, uint32_t *line, uint32_t *col)
+{
+    if (!p->starts) {
+        *line = (uint32_t)m->line + 1 + p->line0;
+        *col = (uint32_t)m->column + 1;
+        return;
+    }
+    size_t lo = 0, hi = p->nstarts; /* the last start <= m->index */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->starts[mid] <= m->index)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    *line = (uint32_t)lo + 1 + p->line0;
+    *col = (uint32_t)(m->index - p->starts[lo]) + 1;
+}
+
+/* The file line and column of byte offset off of the text, counted as libyaml counts columns
+ * (a leading byte order mark is not a character). */
+static void offset_pos(const yparser *p, size_t off, uint32_t *line, uint32_t *col)
+{
+    off = off < p->bom ? 0 : off - p->bom;
+    wf_utf8_check(p->buf + p->bom, off, line, col);
+    *line += p->line0;
+}
 
 static int fail(yparser *p, const yaml_mark_t *m, const char *fmt, const char *arg)
 {
-    p->err->line = m ? (uint32_t)m->line + 1 + p->line0 : 0;
-    p->err->col = m ? (uint32_t)m->column + 1 : 0;
-    snprintf(p->err->message, sizeof(p->err->message), fmt, arg ? arg : "");
-    return 1;
+    uint32_t line = 0, col = 0;
+    if (m)
+        mark_pos(p, m, &line, &col);
+    return fail_at(p, line, col, fmt, arg);
 }
 
 /* Close a frame's use; its buffers stay for reuse. */
@@ -113,8 +200,8 @@ static uint32_t anchor_slot(const yparser *p, const char *name)
     return j;
 }
 
-static int remember_anchor(yparser *p, const char *name, wf_node *node, size_t weight,
-                           const yaml_mark_t *m)
+/* Anchor `name` on node (its position is the anchor's: where the node's event starts). */
+static int remember_anchor(yparser *p, const char *name, wf_node *node, size_t weight)
 {
     if (!p->aslots && !(p->aslots = calloc(ANCHOR_SLOTS, sizeof(*p->aslots))))
         return -1;
@@ -126,7 +213,8 @@ static int remember_anchor(yparser *p, const char *name, wf_node *node, size_t w
         return 0;
     }
     if (p->nanchors >= MAX_ANCHORS)
-        return fail(p, m, "yaml: too many anchors in one document (limit %s)", "10000");
+        return fail_at(p, node->line, node->col,
+                       "yaml: too many anchors in one document (limit %s)", "10000");
     if (p->nanchors == p->capanchors) {
         size_t cap = p->capanchors ? p->capanchors * 2 : 16;
         anchor *na = realloc(p->anchors, cap * sizeof(*na));
@@ -159,8 +247,9 @@ static int grow_entries(frame *f, size_t need)
     return 0;
 }
 
-/* Give a finished child node to the parent frame (or make it the root). */
-static int add_child(yparser *p, wf_node *child, size_t weight, const yaml_mark_t *m)
+/* Give a finished child node to the parent frame (or make it the root). `at` is where this
+ * use of the child starts when that is not the child's own position (an alias), else NULL. */
+static int add_child(yparser *p, wf_node *child, size_t weight, const yaml_mark_t *at)
 {
     if (p->depth == 0) {
         p->root = child;
@@ -186,6 +275,8 @@ static int add_child(yparser *p, wf_node *child, size_t weight, const yaml_mark_
         f->key.key = (child->type == WF_NODE_SCALAR) ? child->u.str : "";
         f->key.key_line = child->line;
         f->key.key_col = child->col;
+        if (at) /* an alias as a key: the key is where the alias is, not its anchor */
+            mark_pos(p, at, &f->key.key_line, &f->key.key_col);
         f->key.value = NULL;
         /* a plain "<<" key is a YAML merge key: remember it by a NULL-free marker */
         if (child->type == WF_NODE_SCALAR && !child->quoted && strcmp(child->u.str, "<<") == 0)
@@ -211,7 +302,6 @@ static int add_child(yparser *p, wf_node *child, size_t weight, const yaml_mark_
     if (!child->key_line)
         child->key_line = f->key.key_line;
     f->entries[f->n++] = f->key;
-    (void)m;
     return 0;
 }
 
@@ -228,8 +318,7 @@ static wf_node *new_node(yparser *p, wf_node_type t, const yaml_mark_t *m)
     if (!n)
         return NULL;
     n->type = t;
-    n->line = (uint32_t)m->line + 1 + p->line0;
-    n->col = (uint32_t)m->column + 1;
+    mark_pos(p, m, &n->line, &n->col);
     return n;
 }
 
@@ -253,11 +342,11 @@ static int on_scalar(yparser *p, yaml_event_t *ev)
         n->len = len;
     }
     if (ev->data.scalar.anchor) {
-        int rc = remember_anchor(p, (const char *)ev->data.scalar.anchor, n, 1, &ev->start_mark);
+        int rc = remember_anchor(p, (const char *)ev->data.scalar.anchor, n, 1);
         if (rc)
             return rc;
     }
-    return add_child(p, n, 1, &ev->start_mark);
+    return add_child(p, n, 1, NULL);
 }
 
 static int on_alias(yparser *p, yaml_event_t *ev)
@@ -335,11 +424,10 @@ static int check_duplicates(yparser *p, frame *f)
     }
     if (!dup)
         return 0;
-    yaml_mark_t m = {0, dup->key_line - 1, dup->key_col - 1};
     char msg[200];
     snprintf(msg, sizeof(msg), "yaml: mapping key \"%.80s\" already defined at line %u", dup->key,
              first->key_line);
-    return fail(p, &m, "%s", msg);
+    return fail_at(p, dup->key_line, dup->key_col, "%s", msg); /* file positions already */
 }
 
 /* Map keys seen so far, to apply merges in linear time (open addressing, power-of-two cap). */
@@ -410,7 +498,7 @@ static int apply_merges(frame *f)
     return 0;
 }
 
-static int close_collection(yparser *p, const yaml_mark_t *m)
+static int close_collection(yparser *p)
 {
     frame *f = &p->stack[p->depth - 1];
     wf_node *n = f->node;
@@ -438,12 +526,12 @@ static int close_collection(yparser *p, const yaml_mark_t *m)
     clear_frame(f);
     p->depth--;
     if (anchor_name) {
-        rc = remember_anchor(p, anchor_name, n, weight, m);
+        rc = remember_anchor(p, anchor_name, n, weight);
         free(anchor_name);
         if (rc)
             return rc;
     }
-    return add_child(p, n, weight, m);
+    return add_child(p, n, weight, NULL);
 }
 
 static int handle_event(yparser *p, yaml_event_t *ev, wf_doc_cb doc, void *arg)
@@ -453,11 +541,11 @@ static int handle_event(yparser *p, yaml_event_t *ev, wf_doc_cb doc, void *arg)
         /* The document's line is where its text starts as Istio's file reader counts it: the
          * line after an explicit "---", or line 1 for the first document of the stream. */
         reset_doc(p);
+        mark_pos(p, &ev->start_mark, &p->doc_line, &p->doc_col);
         if (!ev->data.document_start.implicit)
-            p->doc_line = (uint32_t)ev->start_mark.line + 2;
-        else
-            p->doc_line = p->ndocs == 0 ? 1 : (uint32_t)ev->start_mark.line + 1;
-        p->doc_line += p->line0;
+            p->doc_line++;
+        else if (p->ndocs == 0)
+            p->doc_line = 1 + p->line0;
         p->doc_col = 1;
         p->ndocs++;
         return 0;
@@ -476,44 +564,55 @@ static int handle_event(yparser *p, yaml_event_t *ev, wf_doc_cb doc, void *arg)
         return open_collection(p, ev, WF_NODE_MAP, (const char *)ev->data.mapping_start.anchor);
     case YAML_SEQUENCE_END_EVENT:
     case YAML_MAPPING_END_EVENT:
-        return close_collection(p, &ev->start_mark);
+        return close_collection(p);
     default:
         return 0;
     }
 }
 
+/* Whether mark m is at the end of the text: libyaml's index counts characters (after any byte
+ * order mark), not bytes, and its end-of-stream mark is on a line of its own. */
+static bool at_end(const yparser *p, const yaml_mark_t *m)
+{
+    size_t chars = 0;
+    for (size_t i = p->bom; i < p->len; i++)
+        chars += ((unsigned char)p->buf[i] & 0xC0) != 0x80;
+    return m->index >= chars;
+}
+
 /* Report libyaml's error. Reader errors (control characters, bad encodings) carry a byte
  * offset instead of a mark: turn it into a line and column. */
-static int syntax_error(yparser *p, const yaml_parser_t *parser, const char *buf, size_t len)
+static int syntax_error(yparser *p, const yaml_parser_t *parser)
 {
     char msg[240];
+    uint32_t line, col;
     if (parser->error == YAML_READER_ERROR) {
-        uint32_t line, col;
-        size_t off = parser->problem_offset < len ? parser->problem_offset : len;
-        wf_utf8_check(buf, off, &line, &col);
-        yaml_mark_t m = {off, line - 1, col - 1};
+        offset_pos(p, parser->problem_offset < p->len ? parser->problem_offset : p->len, &line,
+                   &col);
         if (parser->problem_value >= 0)
             snprintf(msg, sizeof(msg), "yaml: %s (character U+%04X)",
                      parser->problem ? parser->problem : "error", (unsigned)parser->problem_value);
         else
             snprintf(msg, sizeof(msg), "yaml: %s", parser->problem ? parser->problem : "error");
-        return fail(p, &m, "%s", msg);
+        return fail_at(p, line, col, "%s", msg);
     }
     snprintf(msg, sizeof(msg), "yaml: %s%s%s", parser->problem ? parser->problem : "error",
              parser->context ? " " : "", parser->context ? parser->context : "");
-    yaml_mark_t m = parser->problem_mark;
-    if (parser->error == YAML_PARSER_ERROR && m.index >= len && len > 0 && buf[len - 1] == '\n' &&
-        m.line > 0) {
-        /* a parser error found at the end of the text: at the end of its last line, not on
-         * the empty line after the final newline (the line go-yaml, which Istio uses, names;
-         * scanner errors keep the next line there too) */
-        size_t start = len - 1;
-        while (start > 0 && buf[start - 1] != '\n')
-            start--;
-        m.line--;
-        m.column = len - 1 - start;
+    if (at_end(p, &parser->problem_mark)) {
+        /* an error found at the end of the text is at its end, not on libyaml's line after it
+         * (past the end of a file without a final newline). A parser error is just after the
+         * last character that is not white space: the end of the line go-yaml, which Istio
+         * uses on the chunk with its white space trimmed, names, not the next chunk's "---"
+         * line; a scanner error keeps the line after a final newline, as go-yaml does. */
+        size_t end = p->len;
+        while (parser->error == YAML_PARSER_ERROR && end > p->bom &&
+               (p->buf[end - 1] == ' ' || p->buf[end - 1] == '\t' || p->buf[end - 1] == '\r' ||
+                p->buf[end - 1] == '\n'))
+            end--;
+        offset_pos(p, end, &line, &col);
+        return fail_at(p, line, col, "%s", msg);
     }
-    return fail(p, &m, "%s", msg);
+    return fail(p, &parser->problem_mark, "%s", msg);
 }
 
 int wf_parse_yaml(wf_arena *a, const char *buf, size_t len, wf_doc_cb doc, void *arg,
@@ -536,16 +635,19 @@ int wf_parse_yaml_lines(wf_arena *a, const char *buf, size_t len, uint32_t line0
     }
     p->a = a;
     p->err = err;
+    p->buf = buf;
+    p->len = len;
+    p->bom = len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
     p->line0 = line0;
-    int rc = 0;
-    for (;;) {
+    int rc = index_lines(p);
+    while (rc == 0) {
         yaml_event_t ev;
         if (!yaml_parser_parse(&parser, &ev)) {
             if (parser.error == YAML_MEMORY_ERROR) {
                 rc = -1;
                 break;
             }
-            rc = syntax_error(p, &parser, buf, len);
+            rc = syntax_error(p, &parser);
             break;
         }
         bool end = ev.type == YAML_STREAM_END_EVENT;
@@ -558,6 +660,7 @@ int wf_parse_yaml_lines(wf_arena *a, const char *buf, size_t len, uint32_t line0
     free_frames(p);
     free(p->aslots);
     free(p->anchors);
+    free(p->starts);
     free(p);
     yaml_parser_delete(&parser);
     return rc;

@@ -131,6 +131,48 @@ def test_documents_after_a_broken_one_are_still_analyzed(tmp_path):
     assert int(m.group(1)) <= 4 + len(first), r.stdout
 
 
+# Each chunk between "---" lines is parsed on its own, counting from its own line 1; every
+# position must be moved to the chunk's place in the file once (a duplicate key in the second
+# document was reported at 13:3 for 9:3).
+DOC1 = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: y}\n---\n"
+LS_LINE = b'note: "a\xe2\x80\xa8b"\n'  # libyaml counts a line break (U+2028) the file lacks
+NS_B = b"apiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n"
+
+
+@pytest.mark.parametrize("name,data,where,message", [
+    ("d2.yaml", DOC1 + b"apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n  name: b\n",
+     "9:3", 'yaml: mapping key "name" already defined at line 8'),
+    ("dup_flow.yaml", DOC1 + b"a: {x: 1, x: 2}\n", "5:11",
+     'yaml: mapping key "x" already defined at line 5'),
+    ("dup_third.yaml", DOC1 + NS_B + b"--- # third\n# comment\n\nkind: Service\n"
+     b"metadata:\n  name: a\n  name: b\n", "14:3",
+     'yaml: mapping key "name" already defined at line 13'),
+    ("dup_crlf.yaml", DOC1 + b"m:\r\n  a: 1\r\n  a: 2\r\n", "7:3",
+     'yaml: mapping key "a" already defined at line 6'),
+    ("dup_ls.yaml", DOC1 + LS_LINE + b"a: {x: 1, x: 2}\n", "6:11",
+     'yaml: mapping key "x" already defined at line 6'),
+    ("end_mid.yaml", DOC1 + b"\xc3\xa9: 1\na: [1\n\n---\n" + NS_B, "6:6",
+     "yaml: did not find expected ',' or ']' while parsing a flow sequence"),
+    ("end_no_newline.yaml", DOC1 + b"a: [1, 2", "5:9",
+     "yaml: did not find expected ',' or ']' while parsing a flow sequence"),
+    ("scan_end_no_newline.yaml", DOC1 + b"a: b\nc", "6:2",
+     "yaml: could not find expected ':' while scanning a simple key"),
+    ("depth_ls.yaml", DOC1 + LS_LINE + b"a: " + b"[" * 200 + b"]" * 200 + b"\n", "6:131",
+     "yaml: document nested too deeply (limit 128 levels)"),
+    ("alias_ls.yaml", DOC1 + LS_LINE + b"a: *nope\n", "6:4",
+     "yaml: unknown anchor 'nope' referenced"),
+    ("control_bom.yaml", b"\xef\xbb\xbfa: b\x01\n", "1:5",
+     "yaml: control characters are not allowed (character U+0001)"),
+])
+def test_errors_in_later_documents_name_their_file_line_column(tmp_path, name, data, where,
+                                                                message):
+    f = write(tmp_path, name, data)
+    r = analyze(f, timeout=30)
+    assert_no_crash(r)
+    assert r.returncode == EXIT_PARSE, (r.returncode, r.stderr[-3000:])
+    assert error_lines(r) == ["%s:%s: %s" % (f, where, message)]
+
+
 # ---- garbage ----
 
 def test_binary_garbage(tmp_path):

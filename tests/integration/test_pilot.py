@@ -186,6 +186,25 @@ def test_invalid_file_keeps_last_good(pilot, dirs):
     assert get(pilot.mon, "/ready")[0] == 200
 
 
+def test_parse_error_in_a_later_document_names_its_line(pilot, dirs):
+    """A file is parsed chunk by chunk between "---" lines: an error in a later chunk is at
+    its line in the file (a duplicate key on line 9 was reported at line 13, and in a 78-line
+    file at line 146)."""
+    cfg, _ = dirs
+    (cfg / "d2.yaml").write_text("apiVersion: v1\nkind: ConfigMap\n"
+                                 "metadata: {name: x, namespace: y}\n---\n"
+                                 "apiVersion: v1\nkind: Service\nmetadata:\n"
+                                 "  name: a\n  name: b\n")
+    errs = poll(lambda: [e for e in get_json(pilot.mon, "/debug/config_errors")
+                         if e["file"].endswith("d2.yaml")])
+    assert len(errs) == 1, errs
+    e = errs[0]
+    assert (e["level"], e["line"], e["column"]) == ("error", 9, 3), e
+    assert 'mapping key "name" already defined at line 8' in e["message"], e
+    (cfg / "d2.yaml").unlink()
+    poll(lambda: get_json(pilot.mon, "/debug/config_errors") == [])
+
+
 PEER_AUTH = """apiVersion: security.istio.io/v1
 kind: PeerAuthentication
 metadata:

@@ -1070,6 +1070,194 @@ static void test_error_syntax(void **state)
     wf_store_free(s);
 }
 
+/* ---- error positions in a file's later documents ----
+ * A YAML file is parsed chunk by chunk between "---" lines (parse_file.c), each chunk with its
+ * own libyaml parser counting from line 1, so every position must be moved to the chunk's place
+ * in the file exactly once. DOC1 is a good first document; the second starts on line 5. */
+#define DOC1                                      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: y}\n---\n"
+#define EXPECT_DOC2_ERROR(lit, line, col, needle) EXPECT_ERROR(DOC1 lit, false, line, col, needle)
+/* A line holding a YAML 1.1 line break that is no LF (LS, U+2028, in a quoted string): libyaml
+ * counts one more line there than the file (editors, grep -n, the chunk reader) has. */
+#define LS_LINE                                                                                    \
+    "note: \"a\xe2\x80\xa8"                                                                        \
+    "b\"\n"
+
+/* Regression: duplicate keys in a later document were shifted by the chunk's start twice
+ * (the tester's file: 13:3 for 9:3). */
+static void test_doc2_duplicate_keys(void **state)
+{
+    EXPECT_DOC2_ERROR("apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n  name: b\n", 9, 3,
+                      "mapping key \"name\" already defined at line 8");
+    EXPECT_DOC2_ERROR("a: {x: 1, x: 2}\n", 5, 11, "mapping key \"x\" already defined at line 5");
+    /* the sorted check of large maps */
+    char buf[2048];
+    size_t off = (size_t)snprintf(buf, sizeof(buf), "%s", DOC1);
+    for (int i = 0; i < 40; i++)
+        off += (size_t)snprintf(buf + off, sizeof(buf) - off, "k%02d: %d\n", i, i);
+    off += (size_t)snprintf(buf + off, sizeof(buf) - off, "k07: again\n");
+    expect_error(buf, off, false, 45, 1, "mapping key \"k07\" already defined at line 12");
+    /* the third document, after a "---" with a comment and leading comments and blank lines */
+    EXPECT_DOC2_ERROR("apiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n"
+                      "--- # third\n# leading comment\n\n  \n# another\n"
+                      "apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n  labels: {x: 1}\n"
+                      "  name: b\n",
+                      18, 3, "mapping key \"name\" already defined at line 16");
+    /* an alias as the repeated key: where the alias is, not where its anchor is */
+    EXPECT_DOC2_ERROR("k: &n name\nm:\n  name: 1\n  *n : 2\n", 8, 3,
+                      "mapping key \"name\" already defined at line 7");
+    /* after a line libyaml counts twice; with CR LF line ends (one line each) */
+    EXPECT_DOC2_ERROR(LS_LINE "a: {x: 1, x: 2}\n", 6, 11,
+                      "mapping key \"x\" already defined at line 6");
+    EXPECT_DOC2_ERROR("m:\r\n  a: 1\r\n  a: 2\r\n", 7, 3,
+                      "mapping key \"a\" already defined at line 6");
+}
+
+static void test_doc2_syntax_errors(void **state)
+{
+    EXPECT_DOC2_ERROR("a: b\n\tc: d\n", 6, 1, "found a tab character");
+    EXPECT_DOC2_ERROR("a: b\nc\nd: e\n", 7, 1, "could not find expected ':'");
+    EXPECT_DOC2_ERROR("a: [b, c}\n", 5, 9, "did not find expected ',' or ']'");
+    /* the third document, after "..." and after leading comments */
+    EXPECT_DOC2_ERROR("apiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n...\n"
+                      "---\n# leading\n\n# more\nb: {c: 1, d\nd: 2}\n",
+                      14, 2, "did not find expected ',' or '}'");
+    /* after a line libyaml counts twice, and after a lone CR */
+    EXPECT_DOC2_ERROR(LS_LINE "a: b\n\tc: d\n", 7, 1, "found a tab character");
+    EXPECT_DOC2_ERROR("note: \"a\rb\"\na: [b, c}\n", 6, 9, "did not find expected ',' or ']'");
+}
+
+/* A parser error at the end of a chunk is placed just after its last character that is not
+ * white space: not on the next chunk's "---" line, nor on a line after the end of the file. */
+static void test_doc2_error_at_end(void **state)
+{
+    EXPECT_DOC2_ERROR("a: [1, 2\n", 5, 9, "did not find expected ',' or ']'");
+    /* a chunk in the middle of the file */
+    EXPECT_DOC2_ERROR("a: [1, 2\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n", 5, 9,
+                      "did not find expected ',' or ']'");
+    /* ... with blank lines before the next "---" */
+    EXPECT_DOC2_ERROR("a: [1, 2\n\n \n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n",
+                      5, 9, "did not find expected ',' or ']'");
+    /* characters, not bytes: "é" is one column, and the chunk's index counts characters */
+    EXPECT_DOC2_ERROR("a: [\xc3\xa9\n", 5, 6, "did not find expected ',' or ']'");
+    EXPECT_DOC2_ERROR("\xc3\xa9: 1\na: [1\n---\napiVersion: v1\nkind: Namespace\n"
+                      "metadata: {name: b}\n",
+                      6, 6, "did not find expected ',' or ']'");
+    /* no final newline; CR LF line ends */
+    EXPECT_DOC2_ERROR("a: [1, 2", 5, 9, "did not find expected ',' or ']'");
+    EXPECT_ERROR("a: [1, 2", false, 1, 9, "did not find expected ',' or ']'");
+    EXPECT_DOC2_ERROR("a: [1, 2\r\n", 5, 9, "did not find expected ',' or ']'");
+    /* a scanner error at the end keeps the line after a final newline, as go-yaml does; without
+     * one it is at the end of the last line (it was on a line past the end of the file) */
+    EXPECT_DOC2_ERROR("a: b\nc", 6, 2, "could not find expected ':'");
+    EXPECT_ERROR("a: b\nc", false, 2, 2, "could not find expected ':'");
+    EXPECT_DOC2_ERROR("a: b\nc\n", 7, 1, "could not find expected ':'");
+    EXPECT_DOC2_ERROR("a: \"abc\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n", 6, 1,
+                      "found unexpected end of stream");
+}
+
+static void test_doc2_limits(void **state)
+{
+    char buf[32768];
+    size_t n = (size_t)snprintf(buf, sizeof(buf), "%s%sa: ", DOC1, LS_LINE);
+    for (int i = 0; i < 200; i++)
+        buf[n++] = '[';
+    for (int i = 0; i < 200; i++)
+        buf[n++] = ']';
+    expect_error(buf, n, false, 6, 131, "nested too deeply (limit 128 levels)");
+    n = (size_t)snprintf(buf, sizeof(buf), "%s", DOC1);
+    for (int i = 0; i < 140; i++)
+        n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%*sk:\n", i, "");
+    expect_error(buf, n, false, 133, 129, "nested too deeply");
+
+    const char *bomb =
+        "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n"
+        "b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+        "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+        "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+        "e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n"
+        "f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n";
+    n = (size_t)snprintf(buf, sizeof(buf), "%s%s", DOC1, bomb);
+    expect_error(buf, n, false, 10, 8, "too many nodes through aliases (limit 100000)");
+    n = (size_t)snprintf(buf, sizeof(buf), "%s%s%s", DOC1, LS_LINE, bomb);
+    expect_error(buf, n, false, 11, 8, "too many nodes through aliases (limit 100000)");
+
+    EXPECT_DOC2_ERROR("a: *nope\n", 5, 4, "unknown anchor 'nope'");
+    EXPECT_DOC2_ERROR(LS_LINE "a: *nope\n", 6, 4, "unknown anchor 'nope'");
+
+    /* too many anchors: the 10,001st is on a collection, reported where its anchor is (it
+     * was reported at the collection's end) */
+    size_t cap = 256u * 1024u;
+    char *big = malloc(cap);
+    assert_non_null(big);
+    n = (size_t)snprintf(big, cap, "%s", DOC1);
+    for (int i = 0; i < 10000; i++)
+        n += (size_t)snprintf(big + n, cap - n, "- &x%d %d\n", i, i);
+    n += (size_t)snprintf(big + n, cap - n, "- &x10000 [1]\n");
+    expect_error(big, n, false, 10005, 3, "too many anchors");
+    free(big);
+}
+
+/* Reader errors carry a byte offset: placed by the chunk's characters, not counting a leading
+ * byte order mark (libyaml skips it), in whichever document they are. */
+static void test_doc2_reader_errors(void **state)
+{
+    EXPECT_DOC2_ERROR("a: b\nc: d\nxyz: ab\x01"
+                      "c\n",
+                      7, 8, "control characters are not allowed");
+    EXPECT_DOC2_ERROR("apiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n--- # c\n\n"
+                      "a: \xc3\xa9\x7f\n",
+                      10, 5, "U+007F");
+    EXPECT_DOC2_ERROR(LS_LINE "xyz: ab\x01"
+                              "c\n",
+                      6, 8, "control characters are not allowed");
+    EXPECT_ERROR("\xef\xbb\xbf"
+                 "a: b\x01\n",
+                 false, 1, 5, "control characters are not allowed");
+    /* a leading byte order mark is no column for libyaml's marks either */
+    EXPECT_ERROR("\xef\xbb\xbf"
+                 "a: {x: 1, x: 2}\n",
+                 false, 1, 11, "mapping key \"x\" already defined at line 1");
+    /* bad UTF-8 is found in the whole file before it is cut into chunks */
+    EXPECT_DOC2_ERROR("apiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n---\n"
+                      "a: \xc3\xa9\xff\n",
+                      9, 5, "invalid UTF-8");
+}
+
+/* Node positions (findings point at them) in later documents, also after comments, blank
+ * lines and line breaks libyaml counts but the file does not. */
+static void test_doc2_positions(void **state)
+{
+    const char *y = DOC1 "# leading comment\n\n"
+                         "apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n"
+                         "--- # third\n\n" LS_LINE "apiVersion: v1\nkind: Service\n"
+                         "metadata:\n  name: b\n"
+                         "---\r\napiVersion: v1\r\nkind: Service\r\nmetadata:\r\n"
+                         "  annotations: {n: \"x\ry\"}\r\n  name: c\r\n";
+    wf_store *s = load("p.yaml", y, false, 0);
+    assert_int_equal(wf_store_count(s), 4);
+    const wf_resource *a = wf_store_at(s, 1), *b = wf_store_at(s, 2), *c = wf_store_at(s, 3);
+    assert_string_equal(a->name, "a");
+    assert_int_equal(a->line, 5); /* the line after its "---", as Istio's reader counts */
+    const wf_map_entry *e = wf_map_entry_get(a->metadata, "name");
+    assert_int_equal(e->key_line, 10);
+    assert_int_equal(e->key_col, 3);
+    assert_int_equal(e->value->line, 10);
+    assert_int_equal(e->value->col, 9);
+    assert_string_equal(b->name, "b");
+    assert_int_equal(b->line, 12);
+    e = wf_map_entry_get(b->metadata, "name");
+    assert_int_equal(e->key_line, 17);
+    assert_int_equal(e->value->col, 9);
+    assert_int_equal(wf_map_entry_get(b->metadata, "name")->value->line, 17);
+    assert_string_equal(c->name, "c");
+    assert_int_equal(c->line, 19);
+    e = wf_map_entry_get(c->metadata, "name");
+    assert_int_equal(e->key_line, 23);
+    assert_int_equal(e->key_col, 3);
+    assert_int_equal(e->value->col, 9);
+    wf_store_free(s);
+}
+
 static void test_error_tabs_in_values_are_fine(void **state)
 {
     wf_store *s =
@@ -1301,6 +1489,12 @@ int main(void)
         cmocka_unit_test(test_synthetic_pods),
         cmocka_unit_test(test_default_namespace),
         cmocka_unit_test(test_error_syntax),
+        cmocka_unit_test(test_doc2_duplicate_keys),
+        cmocka_unit_test(test_doc2_syntax_errors),
+        cmocka_unit_test(test_doc2_error_at_end),
+        cmocka_unit_test(test_doc2_limits),
+        cmocka_unit_test(test_doc2_reader_errors),
+        cmocka_unit_test(test_doc2_positions),
         cmocka_unit_test(test_error_tabs_in_values_are_fine),
         cmocka_unit_test(test_error_duplicate_keys),
         cmocka_unit_test(test_error_utf8),

@@ -195,7 +195,7 @@ static void bad_annotation_config_stops_its_pod(void **state)
         const char *owner, *want;
     } cases[] = {
         {"unparsable", "t.yaml:21:32: Deployment n/unparsable: spec.template.metadata.annotations["
-                       "proxy.istio.io/config]: does not parse (line 2, column 1 of the value): "
+                       "proxy.istio.io/config]: does not parse (line 1, column 22 of the value): "
                        "yaml: did not find "
                        "expected ',' or ']'"},
         {"unknown", "Deployment n/unknown: spec.template.metadata.annotations[proxy.istio.io/"
