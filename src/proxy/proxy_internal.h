@@ -392,14 +392,16 @@ struct wp_server {
 };
 
 /* server.c */
+struct wp_listen_hold;
 /* Applies a new snapshot (one reference of cfg, taken over) on the main thread: builds its
- * generation, binds the sockets of new listeners for every worker and posts it to them; the
+ * generation, binds the sockets of new listeners for every worker (taking those hold has
+ * held since their LDS update, listen_hold.h; hold may be NULL) and posts it to them; the
  * previous generation serves the requests already running. Returns 0; 1 when it was applied
  * but some listeners could not bind (they stay without sockets and are tried again with the
  * next update; err holds Envoy's "Error adding/updating listener(s) NAME: cannot bind ..."
  * lines); or -1 with the reason appended to err (a route index or access log that does not
  * compile, out of memory): the current snapshot then stays. */
-int wp_server_apply(wp_server *srv, wp_config *cfg, wf_strbuf *err);
+int wp_server_apply(wp_server *srv, wp_config *cfg, struct wp_listen_hold *hold, wf_strbuf *err);
 
 /* conn.c */
 void wp_dconn_on_accept(uv_stream_t *server, int status);

@@ -15,6 +15,7 @@
 #include "proxy/admin.h"
 #include "proxy/alog_sink.h"
 #include "proxy/bootstrap.h"
+#include "proxy/listen_hold.h"
 #include "proxy/proxy_internal.h"
 #include "proxy/server.h"
 #include "proxy/status.h"
@@ -39,6 +40,7 @@ typedef struct {
     int64_t last_mem_allocated, last_mem_heap; /* server.memory_* as last set */
     wp_readiness readiness;
     wp_xds_client *xds;
+    wp_listen_hold *hold; /* warming listeners' sockets (listen_hold.h); NULL without xDS */
     bool cds_applied, lds_applied; /* initialized (Envoy's init manager): applied, not warming */
     bool cds_pending, lds_pending; /* accepted, some clusters / listeners still warming */
     bool warming_clusters, warming_listeners; /* in the snapshot applied last */
@@ -76,6 +78,8 @@ static void stop_all(wp_main *m)
     m->nstatus = 0;
     wp_xds_client_stop(m->xds);
     m->xds = NULL;
+    wp_listen_hold_free(m->hold); /* warming listeners' sockets: no callback uses them now */
+    m->hold = NULL;
 }
 
 static void on_drain_tick(uv_timer_t *t)
@@ -358,19 +362,25 @@ static void free_fds(int *fds, size_t n)
  * workers hold (they are kept). */
 static bool has_listener(const wp_config *cur, const wp_listener *l)
 {
-    for (size_t i = 0; cur && i < cur->nlisteners; i++) {
-        const wp_listener *o = &cur->listeners[i];
-        if (o->bound && strcmp(o->name, l->name) == 0 && o->addr.len == l->addr.len &&
-            memcmp(&o->addr.sa, &l->addr.sa, l->addr.len) == 0)
+    for (size_t i = 0; cur && i < cur->nlisteners; i++)
+        if (cur->listeners[i].bound && wp_listener_same(&cur->listeners[i], l))
             return true;
-    }
     return false;
 }
 
-/* One socket per worker for listener i of cfg into fdsv[w][i]; -1 with err (the sockets made
- * for it are closed and set back to -1). */
-static int bind_one(wp_server *srv, const wp_config *cfg, size_t i, int **fdsv, wf_strbuf *err)
+/* One socket per worker for listener i of cfg into fdsv[w][i]: those held since its LDS
+ * update (hold, may be NULL), else new ones; -1 with err (the sockets made for it are closed
+ * and set back to -1). */
+static int bind_one(wp_server *srv, const wp_config *cfg, size_t i, int **fdsv,
+                    wp_listen_hold *hold, wf_strbuf *err)
 {
+    int *held = wp_listen_hold_count(hold) ? malloc(srv->nworkers * sizeof(int)) : NULL;
+    bool took = held && wp_listen_hold_take(hold, &cfg->listeners[i], held);
+    for (unsigned w = 0; took && w < srv->nworkers; w++)
+        fdsv[w][i] = held[w];
+    free(held);
+    if (took)
+        return 0;
     for (unsigned w = 0; w < srv->nworkers; w++) {
         fdsv[w][i] = wp_listen_socket(&cfg->listeners[i], err);
         if (fdsv[w][i] < 0) {
@@ -392,7 +402,7 @@ static int bind_one(wp_server *srv, const wp_config *cfg, size_t i, int **fdsv, 
  * "NAME: why" line more per other listener), and the return
  * is 1; the others are applied. -1 when out of memory. */
 static int bind_all(wp_server *srv, wp_config *cfg, const wp_config *cur, int **fdsv, bool strict,
-                    wf_strbuf *err)
+                    wp_listen_hold *hold, wf_strbuf *err)
 {
     size_t n = cfg->nlisteners ? cfg->nlisteners : 1;
     for (unsigned w = 0; w < srv->nworkers; w++) {
@@ -412,7 +422,7 @@ static int bind_all(wp_server *srv, wp_config *cfg, const wp_config *cur, int **
         if (has_listener(cur, l))
             continue;
         wf_strbuf why = WF_STRBUF_INIT;
-        if (bind_one(srv, cfg, i, fdsv, &why) == 0) {
+        if (bind_one(srv, cfg, i, fdsv, hold, &why) == 0) {
             wf_strbuf_free(&why);
             continue;
         }
@@ -425,11 +435,7 @@ static int bind_all(wp_server *srv, wp_config *cfg, const wp_config *cur, int **
             return -1;
         }
         WF_LOG(WF_LC_main, WF_LOG_ERROR, "%s", wf_strbuf_cstr(&why));
-        const char *reason = wf_strbuf_cstr(&why); /* without wp_listen_socket's name prefix */
-        size_t nl = strlen(l->name);
-        if (strncmp(reason, "listener ", 9) == 0 && strncmp(reason + 9, l->name, nl) == 0 &&
-            strncmp(reason + 9 + nl, ": ", 2) == 0)
-            reason += 11 + nl;
+        const char *reason = wp_listen_error_reason(wf_strbuf_cstr(&why), l->name);
         /* Envoy's LdsApiImpl: one prefix, then "NAME: reason" per listener, joined by "\n" */
         wf_strbuf_printf(err, "%s%s: %s", rc ? "\n" : "Error adding/updating listener(s) ", l->name,
                          reason);
@@ -439,7 +445,7 @@ static int bind_all(wp_server *srv, wp_config *cfg, const wp_config *cur, int **
     return rc;
 }
 
-int wp_server_apply(wp_server *srv, wp_config *cfg, wf_strbuf *err)
+int wp_server_apply(wp_server *srv, wp_config *cfg, wp_listen_hold *hold, wf_strbuf *err)
 {
     if (compile_routes(cfg, err) != 0) {
         wp_config_unref(cfg);
@@ -450,7 +456,7 @@ int wp_server_apply(wp_server *srv, wp_config *cfg, wf_strbuf *err)
     if (!g)
         return -1;
     int **fdsv = calloc(srv->nworkers, sizeof(*fdsv));
-    int bound = fdsv ? bind_all(srv, cfg, srv->gen->cfg, fdsv, false, err) : -1;
+    int bound = fdsv ? bind_all(srv, cfg, srv->gen->cfg, fdsv, false, hold, err) : -1;
     if (bound < 0) {
         if (!fdsv)
             wf_strbuf_puts(err, "out of memory");
@@ -576,7 +582,7 @@ static int xds_apply(void *ud, json_t *effective, const wp_xds_dynamic *dyn, wf_
     cfg->xds_dump = dyn->dump ? json_incref(dyn->dump) : NULL;
     cfg->n_static_clusters = dyn->n_static_clusters;
     cfg->n_static_listeners = dyn->n_static_listeners;
-    int rc = wp_server_apply(&m->srv, cfg, err);
+    int rc = wp_server_apply(&m->srv, cfg, m->hold, err);
     if (rc < 0)
         return -1;
     if (m->drain_scope == 1 && !m->stopping) /* inbound listeners added since stay stopped */
@@ -585,6 +591,20 @@ static int xds_apply(void *ud, json_t *effective, const wp_xds_dynamic *dyn, wf_
     m->warming_clusters = dyn->warming_clusters.n > 0;
     m->warming_listeners = dyn->warming_listeners.n > 0;
     return rc; /* 1: applied, some listeners could not bind (err: the NACK text) */
+}
+
+/* The LDS update's listener sockets (xds_client.h hold, listen_hold.h). */
+static int xds_hold(void *ud, const wp_config *cfg, size_t first, const wf_xds_names *warming,
+                    json_t *failed)
+{
+    wp_main *m = ud;
+    return wp_listen_hold_add(m->hold, cfg, first, warming, m->srv.gen->cfg, failed);
+}
+
+static void xds_hold_settle(void *ud, bool accepted)
+{
+    wp_main *m = ud;
+    wp_listen_hold_settle(m->hold, accepted);
 }
 
 static void xds_state(void *ud, bool up)
@@ -646,7 +666,11 @@ static int start_xds(wp_main *m, wf_strbuf *err)
 {
     if (!m->srv.gen->cfg->ads)
         return 0;
-    wp_xds_callbacks cb = {xds_apply, xds_state, xds_update, m};
+    if (!(m->hold = wp_listen_hold_new(m->srv.nworkers))) {
+        wf_strbuf_puts(err, "out of memory");
+        return -1;
+    }
+    wp_xds_callbacks cb = {xds_apply, xds_state, xds_update, m, xds_hold, xds_hold_settle};
     atomic_store(&m->srv.state, 3);
     set_gauge(&m->srv, m->srv.gen->pstats->server_state, 3);
     return wp_xds_client_start(m->loop, m->srv.gen->cfg, m->srv.stats_store,
@@ -716,7 +740,7 @@ static int start_workers(wp_main *m, wf_strbuf *err, unsigned *ninit)
         wf_strbuf_puts(err, "out of memory");
         return -1;
     }
-    if (bind_all(srv, srv->gen->cfg, NULL, fdsv, true, err) != 0) {
+    if (bind_all(srv, srv->gen->cfg, NULL, fdsv, true, NULL, err) != 0) {
         free(fdsv);
         return -1;
     }
@@ -844,6 +868,7 @@ int wp_server_run(const wp_server_opts *o)
     stop_signals(&m);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
+    wp_listen_hold_free(m.hold);
     free_server(&m, ninit);
     wf_strbuf_free(&err);
     WF_LOG(WF_LC_main, WF_LOG_INFO, "exiting");

@@ -117,6 +117,20 @@ typedef struct wp_xds_callbacks {
      * NULL). version: the response's version_info. */
     void (*on_update)(void *ud, wf_xds_type t, const char *version, bool accepted);
     void *ud;
+    /* Envoy binds a listener's sockets when an LDS update adds it, before the listener warms
+     * (listen_hold.h), so an address that cannot be bound fails that LDS update, never a
+     * later RDS one. For each LDS update the client loads its state with placeholder route
+     * configurations: cfg (borrowed), whose listeners[first..) are the dynamic listeners,
+     * warming naming those whose route configuration has not arrived. hold binds (and keeps
+     * until they serve) the addresses no serving listener has, and sets failed[name] =
+     * reason ("cannot bind 'ADDR': why") for each listener that cannot be bound: the client
+     * drops those from the update, applies the rest and NACKs it naming them ("Error
+     * adding/updating listener(s) NAME: cannot bind ..."). 0, or -1 when out of memory (the
+     * update is NACKed). hold_settle then gets the update's outcome (applied or not). Both
+     * may be NULL (nothing is bound before apply). */
+    int (*hold)(void *ud, const wp_config *cfg, size_t first, const wf_xds_names *warming,
+                json_t *failed);
+    void (*hold_settle)(void *ud, bool accepted);
 } wp_xds_callbacks;
 
 /* Knobs for tests; zero fields take the defaults. */

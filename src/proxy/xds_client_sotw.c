@@ -9,12 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "core/log.h"
 #include "proxy/bootstrap.h"
 #include "proxy/config_dump.h"
-#include "proxy/worker.h"
 #include "proxy/xds_client_internal.h"
 
 #define TEST_HOOK_MSG "rejected by test hook WEFT_PROXY_TEST_REJECT_TYPE"
@@ -316,16 +314,19 @@ static int validate_warming(wp_xds_client *c, int t, wp_xds_resources *res, wf_s
     return cfg ? 0 : -1;
 }
 
-/* Envoy binds a listener's socket when the LDS update adds it (ListenerImpl's socket
- * factory), before the listener warms: a listener of this update whose address cannot be bound
- * fails the update there, named ("Error adding/updating listener(s) NAME: cannot bind 'ADDR':
- * why", one "NAME: why" line more per other one). Each such listener is dropped from set, so
- * it is neither added nor tried again by a later RDS/CDS update (a later LDS update that
- * still carries it tries again); its error goes to nack and to the listener error states. The
- * addresses are those of the effective configuration (placeholder routes stand for the
- * missing ones). A test bind with SO_REUSEPORT succeeds for the proxy's own listeners, so only
- * an address held by someone else fails. */
-static void drop_unbindable(wp_xds_client *c, wp_xds_resources *res, json_t *set, wf_strbuf *nack)
+/* Envoy binds a listener's sockets when an LDS update adds it (ListenerImpl's socket
+ * factory), before the listener warms, and keeps them: a listener whose address cannot be
+ * bound fails that update, never a later RDS one ("Error adding/updating listener(s) NAME:
+ * cannot bind 'ADDR': why", one "NAME: why" line more per other one). The LDS state is
+ * loaded with placeholder route configurations (so the warming listeners are among its
+ * listeners) and callbacks.hold binds their addresses (*held: it was called). Each listener
+ * that cannot be bound is dropped from set, so it is neither added nor tried again by a later
+ * RDS/CDS update (a later LDS update that still carries it tries again); its error goes to
+ * nack and to the listener error states. Returns 1 when the placeholder state loaded (the
+ * warming listeners are then checked), 0 when it did not (the checks that follow NACK the
+ * update), -1 when out of memory. */
+static int hold_listeners(wp_xds_client *c, wp_xds_resources *res, json_t *set, wf_strbuf *nack,
+                          bool *held)
 {
     json_t *eff = NULL;
     wp_xds_dynamic dyn;
@@ -334,38 +335,37 @@ static void drop_unbindable(wp_xds_client *c, wp_xds_resources *res, json_t *set
     int rc = wp_xds_compose(c->base, res, &eff, &dyn, &lerr, NULL, NULL);
     res->placeholder_routes = false;
     wp_config *cfg = rc == 0 ? wp_bootstrap_load(eff, "xds", &lerr) : NULL;
-    for (size_t i = cfg ? dyn.n_static_listeners : 0; cfg && i < cfg->nlisteners; i++) {
-        const wp_listener *l = &cfg->listeners[i];
-        wf_strbuf why = WF_STRBUF_INIT;
-        int fd = wp_listen_socket(l, &why);
-        if (fd >= 0) {
-            close(fd);
-        } else if (json_object_get(set, l->name)) {
-            const char *reason = wf_strbuf_cstr(&why); /* without "listener NAME: " */
-            size_t nl = strlen(l->name);
-            if (strncmp(reason, "listener ", 9) == 0 && strncmp(reason + 9, l->name, nl) == 0 &&
-                strncmp(reason + 9 + nl, ": ", 2) == 0)
-                reason += 11 + nl;
-            WF_LOG(WF_LC_config, WF_LOG_ERROR, "listener '%s' cannot be added: %s", l->name,
-                   reason);
-            wf_strbuf_printf(nack, "%s%s: %s",
-                             nack->len ? "\n" : "Error adding/updating listener(s) ", l->name,
-                             reason);
-            if (!c->lds_failed) /* the first one gets the named error state */
-                note_failed_listener(c, WF_XDS_LDS, WF_XDS_LDS, l->name, reason, set);
-            json_object_del(set, l->name);
-        }
-        wf_strbuf_free(&why);
+    json_t *failed = cfg && c->cb.hold ? json_object() : NULL;
+    int out = cfg ? 1 : 0;
+    if (cfg && c->cb.hold) {
+        *held = true;
+        if (!failed ||
+            c->cb.hold(c->cb.ud, cfg, dyn.n_static_listeners, &dyn.warming_listeners, failed) != 0)
+            out = -1;
     }
+    const char *name;
+    json_t *why;
+    json_object_foreach(failed, name, why)
+    {
+        const char *reason = json_string_value(why);
+        WF_LOG(WF_LC_config, WF_LOG_ERROR, "listener '%s' cannot be added: %s", name, reason);
+        wf_strbuf_printf(nack, "%s%s: %s", nack->len ? "\n" : "Error adding/updating listener(s) ",
+                         name, reason);
+        if (!c->lds_failed) /* the first one gets the named error state */
+            note_failed_listener(c, WF_XDS_LDS, WF_XDS_LDS, name, reason, set);
+        json_object_del(set, name);
+    }
+    json_decref(failed);
     wp_config_unref(cfg);
     if (rc == 0)
         wp_xds_dynamic_free(&dyn);
     json_decref(eff);
     wf_strbuf_free(&lerr);
+    return out;
 }
 
-int xc_compose_apply(wp_xds_client *c, int t, json_t *set, const char *version, wp_xds_dynamic *dyn,
-                     wf_strbuf *err)
+static int compose_apply(wp_xds_client *c, int t, json_t *set, const char *version,
+                         wp_xds_dynamic *dyn, wf_strbuf *err, bool *held)
 {
     wp_xds_resources res = {0};
     for (int i = 0; i < XC_NTYPES; i++) {
@@ -379,8 +379,12 @@ int xc_compose_apply(wp_xds_client *c, int t, json_t *set, const char *version, 
     json_decref(c->lds_failed);
     c->lds_failed = NULL;
     wf_strbuf unbound = WF_STRBUF_INIT; /* NACK text of listeners that cannot bind */
-    if (t == WF_XDS_LDS && set)
-        drop_unbindable(c, &res, set, &unbound);
+    int loaded = t == WF_XDS_LDS && set ? hold_listeners(c, &res, set, &unbound, held) : 0;
+    if (loaded < 0) {
+        wf_strbuf_free(&unbound);
+        wf_strbuf_puts(err, "out of memory");
+        return -1;
+    }
     if (wp_xds_compose(c->base, &res, &eff, dyn, &cerr, &bad_type, bad_name) != 0) {
         wf_strbuf_free(&unbound);
         const char *reason = compose_reason(wf_strbuf_cstr(&cerr), bad_type);
@@ -398,7 +402,8 @@ int xc_compose_apply(wp_xds_client *c, int t, json_t *set, const char *version, 
         wf_strbuf_puts(err, "out of memory");
         return -1;
     }
-    if (dyn->warming_listeners.n && validate_warming(c, t, &res, err) != 0) {
+    /* an LDS update's warming listeners were loaded by hold_listeners already */
+    if (dyn->warming_listeners.n && loaded != 1 && validate_warming(c, t, &res, err) != 0) {
         wp_xds_dynamic_free(dyn);
         json_decref(eff);
         wf_strbuf_free(&unbound);
@@ -431,6 +436,16 @@ int xc_compose_apply(wp_xds_client *c, int t, json_t *set, const char *version, 
     wf_strbuf_free(&unbound);
     json_decref(eff);
     return rc == 0 ? 0 : -1;
+}
+
+int xc_compose_apply(wp_xds_client *c, int t, json_t *set, const char *version, wp_xds_dynamic *dyn,
+                     wf_strbuf *err)
+{
+    bool held = false;
+    int rc = compose_apply(c, t, set, version, dyn, err, &held);
+    if (held && c->cb.hold_settle) /* the held sockets follow the outcome */
+        c->cb.hold_settle(c->cb.ud, rc == 0);
+    return rc;
 }
 
 /* ---- subscriptions that follow CDS / LDS ---- */

@@ -278,7 +278,8 @@ static bool add_cluster(cx *c, const char *name, const json_t *entry)
 /* ---- listeners ---- */
 
 /* The HCM typed_config with rds replaced by the inline route configuration; *missing set
- * (and NULL returned) when that configuration has not arrived. */
+ * when that configuration has not arrived (and NULL returned, unless placeholder_routes:
+ * then an empty one is inlined). */
 static json_t *inline_rds(cx *c, const char *lname, const json_t *tc, bool *missing)
 {
     json_t *rds = field(tc, "rds");
@@ -296,9 +297,10 @@ static json_t *inline_rds(cx *c, const char *lname, const json_t *tc, bool *miss
         return oom(c), NULL;
     json_t *set = c->res->set[WF_XDS_RDS];
     json_t *entry = set ? json_object_get(set, rc) : NULL;
-    if (!entry && !c->res->placeholder_routes) {
+    if (!entry) { /* warming; with placeholder_routes composed with an empty one */
         *missing = true;
-        return NULL;
+        if (!c->res->placeholder_routes)
+            return NULL;
     }
     json_t *out = json_copy((json_t *)tc);
     json_t *route =
@@ -370,16 +372,20 @@ static json_t *chain_inlined(cx *c, const char *lname, json_t *ch, bool *missing
     return out;
 }
 
-static bool add_listener(cx *c, const char *name, const json_t *entry)
+/* *warming: a route configuration of the listener has not arrived (it is left out, or
+ * composed with placeholders when res->placeholder_routes). */
+static bool add_listener(cx *c, const char *name, const json_t *entry, bool *warming)
 {
     json_t *r = json_object_get(entry, "resource");
     json_t *chains = field(r, "filter_chains");
     bool missing = false;
     json_t *out = NULL;
+    *warming = false;
     if (has_name(c->listeners, c->dyn->n_static_listeners, name))
         return fail(c, WF_XDS_LDS, name, "%s", "a static listener with that name exists");
     if (json_is_array(chains)) {
         json_t *nch = map_array(c, name, chains, &missing, chain_inlined);
+        *warming = missing && !c->failed;
         if (!nch)
             return !c->failed; /* missing route configuration: warming, left out */
         out = json_copy(r);
@@ -450,10 +456,9 @@ static bool compose_all(cx *c)
     json_object_foreach(cds, k, entry) if (!add_cluster(c, k, entry)) return false;
     json_object_foreach(lds, k, entry)
     {
-        size_t before = c->dyn->dyn_listeners.n;
-        if (!add_listener(c, k, entry))
+        bool warming = false;
+        if (!add_listener(c, k, entry, &warming))
             return false;
-        bool warming = c->dyn->dyn_listeners.n == before;
         if (warming && !names_add(&c->dyn->warming_listeners, k, false))
             return oom(c);
         if (!dump_listener(c, k, entry, warming))

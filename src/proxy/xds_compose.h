@@ -48,7 +48,8 @@ typedef struct wp_xds_resources {
     const char *version[WF_XDS_NTYPES]; /* version_info last accepted per type; NULL = none */
     /* Validation only: a missing route configuration is replaced by an empty one
      * ({"name"}), so that warming listeners are loaded (checked) too. Envoy validates a
-     * listener when it arrives, before its RDS answers. */
+     * listener when it arrives, before its RDS answers (and binds its address then). The
+     * listeners so composed are still listed in warming_listeners. */
     bool placeholder_routes;
 } wp_xds_resources;
 
@@ -72,10 +73,11 @@ typedef struct wp_xds_dynamic {
                                      * subscription), in cluster order, no duplicates */
     wf_xds_names rds_names;         /* route configurations the listeners need (RDS) */
     wf_xds_names warming_clusters;  /* EDS clusters without their assignment */
-    wf_xds_names warming_listeners; /* listeners left out: route configuration missing */
+    wf_xds_names warming_listeners; /* listeners left out: route configuration missing
+                                     * (with placeholder_routes: composed with placeholders) */
     /* Layout of the effective bootstrap: static_resources.clusters[0..n_static_clusters) come
      * from the base, then the dynamic clusters named by dyn_clusters in order; likewise
-     * listeners (warming listeners are not among them). */
+     * listeners (warming listeners are not among them, unless placeholder_routes). */
     size_t n_static_clusters, n_static_listeners;
     wf_xds_names dyn_clusters, dyn_listeners;
     wf_xds_names dyn_cluster_eds; /* per dyn_clusters entry: its assignment name, "" if not EDS */

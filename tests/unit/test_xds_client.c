@@ -76,6 +76,11 @@ typedef struct env {
     const char *path;       /* :path of the current stream on the server */
     int ups, downs, updates;
     char sock[64];
+    /* the hold callbacks: calls, the listeners and warming ones of the last call
+     * ("a,b,"), outcomes, and a listener whose address "cannot be bound" */
+    int holds, settled_ok, settled_bad;
+    char held[256], warming[256];
+    const char *hold_fail;
 } env;
 
 /* ---- the fake server ---- */
@@ -141,6 +146,34 @@ static int apply(void *ud, json_t *eff, const wp_xds_dynamic *dyn, wf_strbuf *er
     json_decref(e->dump);
     e->dump = json_incref(dyn->dump);
     return 0;
+}
+
+static int hold(void *ud, const wp_config *cfg, size_t first, const wf_xds_names *warming,
+                json_t *failed)
+{
+    env *e = ud;
+    e->holds++;
+    e->held[0] = e->warming[0] = '\0';
+    for (size_t i = first; i < cfg->nlisteners; i++) {
+        const char *name = cfg->listeners[i].name;
+        snprintf(e->held + strlen(e->held), sizeof e->held - strlen(e->held), "%s,", name);
+        if (e->hold_fail && strcmp(name, e->hold_fail) == 0)
+            json_object_set_new(
+                failed, name, json_string("cannot bind '127.0.0.1:18081': Address already in use"));
+    }
+    for (size_t i = 0; i < warming->n; i++)
+        snprintf(e->warming + strlen(e->warming), sizeof e->warming - strlen(e->warming), "%s,",
+                 warming->v[i]);
+    return 0;
+}
+
+static void hold_settle(void *ud, bool accepted)
+{
+    env *e = ud;
+    if (accepted)
+        e->settled_ok++;
+    else
+        e->settled_bad++;
 }
 
 static void on_state(void *ud, bool up)
@@ -268,7 +301,7 @@ static void start(env *e, bool pipe, bool node_once, const char *reject)
     if (!e->boot)
         fail_msg("bootstrap: %s", wf_strbuf_cstr(&err));
     free(text);
-    wp_xds_callbacks cb = {apply, on_state, on_update, e};
+    wp_xds_callbacks cb = {apply, on_state, on_update, e, hold, hold_settle};
     wp_xds_client_opts o = {.backoff_base_ms = 20,
                             .backoff_max_ms = 80,
                             .seed = 7,
@@ -401,6 +434,72 @@ static void test_nack(void **state)
     wait_requests(e, 5);
     assert_string_equal(sval(e->req[4], "version_info"), "c1");
     assert_null(json_object_get(e->req[4], "error_detail"));
+}
+
+#define LISTENER_81                                                                                \
+    "{\"@type\":\"" LDS_URL "\",\"name\":\"l81\",\"address\":{\"socket_address\":{\"address\":"    \
+    "\"127.0.0.1\",\"port_value\":18081}},\"filter_chains\":[{\"filters\":[{\"name\":\"envoy."     \
+    "filters.network.http_connection_manager\",\"typed_config\":{\"@type\":\"type.googleapis."     \
+    "com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager\","     \
+    "\"stat_prefix\":\"s\",\"rds\":{\"route_config_name\":\"81\",\"config_source\":{"              \
+    "\"ads\":{}}},\"http_filters\":[{\"name\":\"envoy.filters.http.router\"}]}}]}]}"
+
+/* Each LDS update has its listeners, warming ones included (their route configurations not
+ * here yet), bound through the hold callback before it is applied: one that cannot be bound
+ * NACKs that LDS update naming it, is dropped (no RDS subscription for it), and the RDS
+ * update that follows is ACKed; a later LDS update without the failure is ACKed. */
+static void test_lds_bind_failure(void **state)
+{
+    env *e = *state;
+    start(e, false, true, NULL);
+    wait_requests(e, 2);
+    e->hold_fail = "l81";
+    respond(e, LDS_URL, "l1", "n1", "[" LISTENER("") "," LISTENER_81 "]");
+    wait_requests(e, 4);
+    assert_int_equal(e->holds, 1);
+    assert_string_equal(e->held, "l80,l81,");
+    assert_string_equal(e->warming, "l80,l81,");
+    assert_int_equal(e->settled_ok, 1);
+    json_t *nack = e->req[2];
+    assert_string_equal(sval(nack, "type_url"), LDS_URL);
+    wf_test_expect_str(nack, "error_detail.message",
+                       "Error adding/updating listener(s) l81: cannot bind '127.0.0.1:18081': "
+                       "Address already in use");
+    assert_string_equal(sval(e->req[3], "type_url"), RDS_URL);
+    assert_int_equal(nnames(e->req[3]), 1);
+    assert_string_equal(name0(e->req[3]), "80");
+    assert_int_equal(sv(e, "listener_manager.lds.update_rejected", false), 1);
+    /* the route configuration: ACKed, no bind check of its own */
+    respond(e, RDS_URL, "r1", "n2", "[" ROUTE_80 "]");
+    wait_requests(e, 5);
+    assert_string_equal(sval(e->req[4], "type_url"), RDS_URL);
+    assert_null(json_object_get(e->req[4], "error_detail"));
+    assert_int_equal(e->applied->nlisteners, 1);
+    assert_int_equal(e->holds, 1);
+    /* the next LDS update, the address free: ACKed; l80 (route here) is not warming */
+    e->hold_fail = NULL;
+    respond(e, LDS_URL, "l2", "n3", "[" LISTENER("") "," LISTENER_81 "]");
+    wait_requests(e, 7);
+    assert_string_equal(e->held, "l80,l81,");
+    assert_string_equal(e->warming, "l81,");
+    assert_string_equal(sval(e->req[5], "version_info"), "l2");
+    assert_null(json_object_get(e->req[5], "error_detail"));
+    assert_int_equal(e->settled_ok, 2);
+    /* an LDS update the loader refuses: the hold is settled as rejected */
+    respond(e, LDS_URL, "l3", "n4", "[" LISTENER("\"bogus\":1,") "]");
+    wait_requests(e, 8);
+    assert_non_null(json_object_get(e->req[7], "error_detail"));
+    assert_int_equal(e->settled_bad, 0); /* not loaded: nothing was held for it */
+    assert_int_equal(e->holds, 2);
+    /* held, then not applied: settled as rejected */
+    e->fail_apply = "xds: listener manager is draining";
+    respond(e, LDS_URL, "l4", "n5", "[" LISTENER("") "]");
+    wait_requests(e, 9);
+    assert_non_null(json_object_get(e->req[8], "error_detail"));
+    assert_int_equal(e->holds, 3);
+    assert_int_equal(e->settled_bad, 1);
+    assert_int_equal(e->settled_ok, 2);
+    e->fail_apply = NULL;
 }
 
 static void test_reject_hook(void **state)
@@ -684,6 +783,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_initial_flow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reject_hook, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lds_bind_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconnect, setup, teardown),
         cmocka_unit_test_setup_teardown(test_accept_and_close, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pipe, setup, teardown),

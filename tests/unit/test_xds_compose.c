@@ -214,6 +214,21 @@ static void rds_inline_and_warming(void **state)
     assert_int_equal(c->nlisteners, 1);
     assert_int_equal(c->listeners[0].hcm.route_config->vhosts[0].routes[0].cluster, 1);
     wp_config_unref(c);
+    wp_xds_dynamic_free(&dyn);
+    json_decref(eff);
+    /* with placeholder routes (an LDS update's check and bind): l81 is composed with an
+     * empty route configuration, and still listed as warming */
+    r.placeholder_routes = true;
+    eff = compose_ok(base, &r, &dyn);
+    assert_int_equal(dyn.warming_listeners.n, 1);
+    assert_string_equal(dyn.warming_listeners.v[0], "l81");
+    assert_int_equal(dyn.dyn_listeners.n, 2);
+    assert_string_equal(dyn.dyn_listeners.v[1], "l81");
+    c = load(eff, &err);
+    assert_non_null(c);
+    assert_int_equal(c->nlisteners, 2);
+    assert_string_equal(c->listeners[1].addr.text, "127.0.0.1:18081");
+    wp_config_unref(c);
     wf_strbuf_free(&err);
     wp_xds_dynamic_free(&dyn);
     json_decref(eff);
