@@ -1,8 +1,11 @@
 """A small local mesh for integration tests: weft-pilot, weft-proxy sidecars and gateways,
 and weft-app workloads, on their own loopback addresses.
 
-Layout (DESIGN.md "The local mesh"): every pod gets a pod IP 127.10.N.H (N picked per mesh
-from the process id, so two meshes in a row do not meet each other's TIME_WAIT sockets) and a
+Layout (DESIGN.md "The local mesh"): every pod gets a pod IP 127.10.N.H (N claimed per mesh
+with a lock file, /tmp/weft-meshfix-net-N.lock, held until the mesh stops, so that meshes of
+test groups running side by side never share a network; the first N tried moves on with the
+process id, the time and a per-process count, so two meshes in a row do not meet each other's
+TIME_WAIT sockets) and a
 "pod localhost" 127.11.N.H where its application listens. A sidecar binds its inbound
 listeners on the pod IP and its outbound listeners on the pod localhost (pilot does this when
 the node metadata carries WEFT_LOCALHOST); a gateway binds its listeners on its pod IP.
@@ -31,7 +34,9 @@ the node metadata carries WEFT_LOCALHOST); a gateway binds its listeners on its 
 
 Standard library plus pytest; every wait has a timeout; every process is stopped.
 """
+import fcntl
 import http.client
+import itertools
 import json
 import os
 import shutil
@@ -171,6 +176,23 @@ class Pod:
         return http_request(self.localhost, self.app_port, path, **kw)
 
 
+_MESH_COUNT = itertools.count()
+
+
+def _claim_net():
+    """(N, open lock file): a 127.10.N.0/24 network no other live mesh of this machine uses."""
+    start = os.getpid() + int(time.time()) + 37 * next(_MESH_COUNT)
+    for i in range(250):
+        n = 1 + (start + i) % 250
+        f = open("/tmp/weft-meshfix-net-%d.lock" % n, "w")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return n, f
+        except OSError:
+            f.close()
+    raise RuntimeError("meshfix: all 250 test networks are in use")
+
+
 class Mesh:
     def __init__(self, tmp_path):
         self.dir = str(tmp_path)
@@ -178,7 +200,7 @@ class Mesh:
         self.pods_dir = os.path.join(self.dir, "pods")
         os.makedirs(self.config_dir)
         os.makedirs(self.pods_dir)
-        self.net = 1 + (os.getpid() + int(time.time())) % 250
+        self.net, self._net_lock = _claim_net()
         self.next_host = 2
         self.pods = []
         self.pilot = None
@@ -340,6 +362,9 @@ class Mesh:
             status = self.stop_pilot()
             if status != 0:
                 errors.append("weft-pilot exited with %s" % status)
+        if self._net_lock:
+            self._net_lock.close()  # the network is free for another mesh
+            self._net_lock = None
         assert not errors, "\n".join(errors)
 
 
