@@ -376,6 +376,12 @@ static int build_report(const json_t *mesh, pid_t sup, report *r)
     }
     size_t i;
     json_t *proc;
+    json_array_foreach(json_object_get(mesh, "pods"), i, proc)
+    {
+        if (json_object_get(proc, "clash"))
+            add_problem(r, "pod %s.%s: port clash: %s", str_or(proc, "name", "?"),
+                        str_or(proc, "namespace", "?"), str_or(proc, "clash", ""));
+    }
     json_array_foreach(json_object_get(mesh, "processes"), i, proc)
     {
         char why[400];

@@ -15,6 +15,7 @@
 
 #include "cli/localmesh_internal.h"
 #include "cli/localmesh_sys.h"
+#include "model/protocol.h"
 
 #define SAFE_ALPHABET                                                                              \
     "bcdfghjklmnpqrstvwxz2456789" /* k8s.io/apimachinery rand.SafeEncodeString                     \
@@ -388,6 +389,41 @@ static int plan_gateway(planner *pl)
     return finish_env(pl, pod, &env);
 }
 
+/* A Service port (HTTP, or undeclared: pilot gives it an outbound listener) equal to one of
+ * the pod's container ports: without traffic capture the sidecar's outbound listener for it
+ * binds the pod localhost, where the app listens on that port. Sets pod->clash. */
+static int find_clash(planner *pl, wf_lm_pod *pod)
+{
+    size_t n = 0;
+    const wf_resource *const *svcs = wf_store_kind(pl->s, WF_KIND_SERVICE, &n);
+    for (size_t c = 0; c < pod->ncontainers; c++)
+        for (size_t k = 0; k < pod->containers[c].nports; k++) {
+            int port = pod->containers[c].ports[k].port;
+            for (size_t i = 0; i < n; i++) {
+                const wf_service *svc = svcs[i]->t.service;
+                for (size_t j = 0; svc && !lm_in_state(pl->p, svcs[i]) && j < svc->nports; j++) {
+                    const wf_service_port *sp = &svc->ports[j];
+                    wf_protocol pr = wf_protocol_of_kube_port(sp->port, sp->name, sp->protocol,
+                                                              sp->app_protocol);
+                    if (sp->port != port ||
+                        !(wf_protocol_is_http(pr) || pr == WF_PROTO_UNSUPPORTED))
+                        continue;
+                    pod->clash = wf_arena_printf(
+                        &pl->p->arena,
+                        "containerPort %d of %s is also port %d of Service %s/%s: without "
+                        "traffic capture the sidecar's outbound listener for it binds %s:%d, "
+                        "where the app listens, so one of them cannot start (give the Service "
+                        "or the container another port; docs/local-mesh.md \"Limits\")",
+                        port, pod->containers[c].name, port,
+                        *svcs[i]->ns ? svcs[i]->ns : pl->p->default_ns, svcs[i]->name,
+                        pod->localhost, port);
+                    return pod->clash ? 0 : -1;
+                }
+            }
+        }
+    return 0;
+}
+
 static int plan_pods(planner *pl)
 {
     for (size_t i = 0; i < wf_store_count(pl->s); i++) {
@@ -423,6 +459,8 @@ static int plan_pods(planner *pl)
             return -1;
         if (pod->gateway && p->gateway == SIZE_MAX)
             p->gateway = i;
+        if (pod->sidecar && !pod->error && find_clash(pl, pod) != 0)
+            return -1;
     }
     return 0;
 }

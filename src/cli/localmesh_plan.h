@@ -84,6 +84,9 @@ typedef struct wf_lm_pod {
     wf_psc_in stats;       /* the proxy's stats inclusion inputs (stats.ips unset: see pod ip) */
     const char *error;     /* why the pod is not started (its proxy would refuse its bootstrap,
                               or the injector the pod: see above), NULL when fine */
+    const char *clash;     /* a sidecar pod whose app port is also a Service port: started, but
+                              the app and the sidecar's outbound listener on the pod localhost
+                              cannot both bind it (docs/local-mesh.md "Limits"); NULL when fine */
     const char *bootstrap; /* STATE/bootstrap/<pod>.<ns>.bootstrap (JSON; NULL without proxy) */
     const char *pod_file;  /* STATE/pods/<ns>.<pod>.json: the Pod object pilot reads */
 } wf_lm_pod;

@@ -197,6 +197,10 @@ static size_t report_pods(const wf_lm_plan *p, FILE *f)
             fprintf(f, "  pod %s.%s: not started: %s\n", p->pods[i].name, p->pods[i].ns,
                     p->pods[i].error);
             bad++;
+        } else if (p->pods[i].clash) {
+            fprintf(f, "  pod %s.%s: port clash: %s\n", p->pods[i].name, p->pods[i].ns,
+                    p->pods[i].clash);
+            bad++;
         }
     return bad;
 }

@@ -356,6 +356,10 @@ static json_t *pod_entry(const wf_lm_plan *p, const wf_lm_pod *pod)
         json_decref(e);
         return NULL;
     }
+    if (e && pod->clash && json_object_set_new(e, "clash", json_string(pod->clash)) != 0) {
+        json_decref(e);
+        return NULL;
+    }
     if (e && pod->error && json_object_set_new(e, "error", json_string(pod->error)) != 0) {
         json_decref(e);
         return NULL;

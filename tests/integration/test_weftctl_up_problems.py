@@ -283,8 +283,9 @@ spec:
 
 def test_up_names_a_proxy_that_refuses_its_config(tmp_path):
     """The app listens on its pod localhost:80, where the sidecar's outbound listener for the
-    Service port 80 must bind too (docs/local-mesh.md "Limits"): the proxy NACKs, it is not
-    SYNCED, and up says so without waiting for --timeout."""
+    Service port 80 must bind too (docs/local-mesh.md "Limits"): up names the clash from the
+    manifests, and what it did: whichever binds first, the other fails (the proxy NACKs LDS and
+    is not SYNCED, or the app cannot start), and up says so without waiting for --timeout."""
     need_fixed_ports()
     d = book_folder(tmp_path)
     (d / "clash.yaml").write_text(CLASH)
@@ -295,15 +296,18 @@ def test_up_names_a_proxy_that_refuses_its_config(tmp_path):
         state = state_of(tmp_path)
         assert up.returncode == 3, up.stdout + up.stderr + supervisor_log(state or ".")
         problems = up.stderr.split("problems:\n", 1)[1].split("\n\n", 1)[0].splitlines()
-        assert len(problems) == 1, up.stderr
-        assert problems[0].startswith("  proxy clash-") and ": not SYNCED: " in problems[0] \
-            and "ERROR" in problems[0], up.stderr
+        assert len(problems) == 2, up.stderr
+        assert problems[0].startswith("  pod clash-") and ": port clash: containerPort 80 of " \
+            "clash is also port 80 of Service istioinaction/catalog" in problems[0], up.stderr
+        assert (problems[1].startswith("  proxy clash-") and ": not SYNCED: " in problems[1]
+                and "LDS ERROR" in problems[1]) or \
+            (problems[1].startswith("  app clash-") and "cannot start" in problems[1]), up.stderr
         assert took < 30, "up waited for a proxy that refuses its config: %.0fs" % took
         # status says the same (it used to exit 0 with no problem listed)
         st = run(tmp_path, "status", d, "-o", "json")
         assert st.returncode == 3, st.stdout + st.stderr
-        assert any(p.startswith("proxy clash-") and ": not SYNCED: " in p
-                   for p in json.loads(st.stdout)["problems"]), st.stdout
+        got = json.loads(st.stdout)["problems"]
+        assert any(p.startswith("pod clash-") and "port clash" in p for p in got), st.stdout
     finally:
         down, left = cleanup(tmp_path, d)
     assert down.returncode == 0 and not left, (down.stdout, left)
