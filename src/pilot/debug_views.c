@@ -23,7 +23,7 @@
  * /debug/configz: {"snapshot": seq, "version": push version, "files": N, "resources":
  *   [{"kind", "namespace", "name", "file", "last_good": bool}], "errors": [...config_errors],
  *   "mesh_error"?}
- * /debug/config_errors: [{"level": "error", "file", "line", "column", "resource", "field",
+ * /debug/config_errors: [{"level": "error", "file", "line", "column", "resource", "kind", "field",
  *   "message", "kept_last_good"}] then [{"level": "warning", "code": "WFT0001|WFT0002", ...}]
  *   for the Istio fields weft does not implement (model/unimplemented.h)
  * /debug/registryz: [{"hostname", "name", "namespace", "kind": "Service|ServiceEntry",
@@ -273,6 +273,10 @@ static json_t *error_json(const wf_config_error *e, bool warning)
                           "message", e->message, "kept_last_good", e->kept_last_good);
     if (o && warning && e->code)
         json_object_set_new(o, "code", json_string(e->code));
+    /* the kind alone, for scripts: "Kind ns/name" -> "Kind" ("" for a file-level error) */
+    size_t k = strcspn(e->resource, " ");
+    if (o)
+        json_object_set_new(o, "kind", json_stringn(e->resource, k));
     return o;
 }
 

@@ -227,6 +227,7 @@ def test_not_implemented_fields_are_warnings(pilot, dirs):
     w = errs[0]
     assert w["code"] == "WFT0002"
     assert w["resource"] == "PeerAuthentication default/default"
+    assert w["kind"] == "PeerAuthentication"
     assert w["field"] == "spec.mtls.mode"
     assert (w["file"].endswith("pa.yaml"), w["line"], w["column"]) == (True, 8, 5)
     assert "is not enforced by weft" in w["message"]
