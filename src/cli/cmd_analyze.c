@@ -394,6 +394,7 @@ static int report(analyze_run *run, wf_store *store, wf_analysis_result *res,
     else
         printf("\n");
     if (failing) {
+        fflush(stdout); /* the messages before the verdict, also when both go to one pipe */
         fprintf(stderr,
                 "Error: Analyzers found issues when analyzing %s.\n"
                 "See " DOC_BASE " for more information about causes and resolutions.\n",

@@ -451,6 +451,10 @@ static int status_table(const json_t *mesh, bool supervised, const report *rep)
         printf("\nproblems:\n");
         json_array_foreach(rep->problems, i, proc) printf("  %s\n", json_string_value(proc));
     }
+    if (rep->cfg_failing) /* say why the exit status is 3 when no problem line does */
+        printf("\n%zu security control%s weft does not enforce (WFT0002, above): the mesh is "
+               "not protected as its config says\n",
+               rep->cfg_failing, rep->cfg_failing == 1 ? "" : "s");
     return rc == 0 ? report_rc(rep) : WF_EXIT_ERROR;
 }
 

@@ -280,6 +280,10 @@ static int foreground(const wf_lm_plan *p, pid_t child, const sigset_t *set, jso
                 fprintf(stderr, "weftctl up: the supervisor exited with status %d (see its log)\n",
                         WEXITSTATUS(status));
             print_log_tail(p->state);
+            fprintf(stderr,
+                    "the mesh's processes may still run, unsupervised: `weftctl status "
+                    "--state %s` lists them, `weftctl down --state %s` stops them\n",
+                    p->state, p->state);
             return WF_EXIT_ERROR;
         }
         if (tick % 2 == 1)

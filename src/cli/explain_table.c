@@ -485,8 +485,8 @@ static bool has_body_method(const char *m)
 
 const wf_lx_entry *wf_lx_infer_details(const wf_lx_record *r, const char **why)
 {
-    if (r->details || r->conn_details || r->upstream_service_time ||
-        (r->host && !has_body_method(r->method)))
+    /* a request without a body cannot overflow the retry buffer: no guess either way */
+    if (r->details || r->conn_details || r->upstream_service_time || !has_body_method(r->method))
         return NULL;
     for (size_t i = 0; i < sizeof inferred / sizeof inferred[0]; i++) {
         if (inferred[i].code == r->code) {

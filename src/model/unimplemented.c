@@ -148,6 +148,14 @@ static bool istio_unknown_security_kind(const wf_resource *r, const wf_node *at)
     return group_ends_with(r, "istio.io") && is_security_kind(r->kind_name);
 }
 
+/* A Kubernetes Ingress: istiod translates those of its ingress class into gateway config. */
+static bool kube_ingress(const wf_resource *r, const wf_node *at)
+{
+    (void)at;
+    return group_ends_with(r, "networking.k8s.io") && r->kind_name &&
+           strcmp(r->kind_name, "Ingress") == 0;
+}
+
 /* Gateway API kinds weft does not model (TCPRoute, TLSRoute, UDPRoute, ReferenceGrant, ...). */
 static bool gateway_api_other(const wf_resource *r, const wf_node *at)
 {
@@ -301,6 +309,9 @@ static const wf_unimpl_entry table[] = {
        "this kind (a security policy under an API group or version Istio does not serve)",
        "the policy is ignored; kubectl apply would refuse it",
        "security.istio.io/v1beta2 AuthorizationPolicy"),
+    FN(OTHER, "", kube_ingress, false, "Kubernetes Ingress translation",
+       "the ingress gateway does not serve it (use a Gateway and a VirtualService)",
+       "networking.k8s.io/v1 Ingress"),
     FN(OTHER, "", gateway_api_other, false, "this Gateway API kind",
        "the route or policy is not programmed", "gateway.networking.k8s.io/v1alpha2 TCPRoute"),
     /* ---- DestinationRule ---- */

@@ -373,6 +373,18 @@ static bool name_reported(const build *b)
     return false;
 }
 
+/* A Service's name: a DNS-1035 label, [a-z]([-a-z0-9]*[a-z0-9])?, at most 63 characters. */
+static bool is_dns1035_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63 || !(s[0] >= 'a' && s[0] <= 'z') || s[n - 1] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+            return false;
+    return true;
+}
+
 /* The API server refuses an object without a valid metadata.name (kubectl apply says so):
  * so does pilot, as a config error of the resource. */
 static void check_name(build *b, const wf_resource *r)
@@ -383,6 +395,12 @@ static void check_name(build *b, const wf_resource *r)
         return;
     if (!r->name[0])
         snprintf(msg, sizeof msg, "Required value: name or generateName is required");
+    else if (r->kind == WF_KIND_SERVICE && !is_dns1035_label(r->name))
+        snprintf(msg, sizeof msg,
+                 "Invalid value: \"%.200s\": a DNS-1035 label must consist of lower case "
+                 "alphanumeric characters or '-', start with an alphabetic character, and end "
+                 "with an alphanumeric character",
+                 r->name);
     else if (!is_dns1123_subdomain(r->name) || (name && name->len != strlen(r->name)))
         snprintf(msg, sizeof msg,
                  "Invalid value: \"%.200s\": a lowercase RFC 1123 subdomain must consist of "

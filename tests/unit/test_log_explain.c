@@ -260,7 +260,13 @@ static void test_507_without_details_is_inferred(void **state)
     assert_string_equal(e->key, "request_payload_exceeded_retry_buffer_limit");
     assert_non_null(strstr(why, "the upstream did not answer"));
     wf_lx_record_free(&r);
-    /* a GET has no body to buffer: no guess */
+    /* a GET has no body to buffer: no guess, with or without an upstream host */
+    parse(NULL,
+          "[2026-12-05T12:00:00.000Z] \"GET /x HTTP/1.1\" 507 - 0 0 1 - \"-\" \"curl\" "
+          "\"abc\" \"h\" \"-\"",
+          &r);
+    assert_null(wf_lx_infer_details(&r, &why));
+    wf_lx_record_free(&r);
     parse(NULL,
           "[2026-12-05T10:00:00.000Z] \"GET /x HTTP/1.1\" 507 - 0 0 3 - \"-\" \"curl\" "
           "\"abc\" \"a\" \"127.10.0.5:3000\"",

@@ -511,15 +511,20 @@ static void test_invalid_names_are_errors(void **state)
         "spec: {hosts: [catalog], http: [{route: [{destination: {host: catalog}}]}]}\n"
         "---\napiVersion: v1\nkind: Service\nmetadata: {name: Catalog_2, namespace: shop}\n"
         "spec: {ports: [{name: http, port: 80}]}\n"
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: 1svc.dotted, namespace: shop}\n"
+        "spec: {ports: [{name: http, port: 80}]}\n"
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_CM, namespace: shop}\n"
         "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n"
         "metadata: {name: 'system:reader'}\n");
     wf_dir_source_opts o = opts_for(&d, dirs);
     wf_snapshot *s1 = wf_source_build(&o, NULL, 0);
-    assert_int_equal(s1->n_errors, 2);
+    assert_int_equal(s1->n_errors, 4);
+    assert_non_null(strstr(s1->errors[3].message, "RFC 1123 subdomain"));
     assert_string_equal(s1->errors[0].field, "metadata.name");
+    assert_non_null(strstr(s1->errors[2].message, "DNS-1035 label"));
     assert_non_null(strstr(s1->errors[0].message, "Required value"));
     assert_string_equal(s1->errors[1].resource, "Service shop/Catalog_2");
-    assert_non_null(strstr(s1->errors[1].message, "RFC 1123 subdomain"));
+    assert_non_null(strstr(s1->errors[1].message, "DNS-1035 label")); /* a Service name */
     assert_null(wf_store_find(s1->store, WF_KIND_SERVICE, "shop", "Catalog_2"));
     wf_snapshot_unref(s1);
     tdir_remove(&d);
