@@ -447,6 +447,12 @@ static int status_table(const json_t *mesh, bool supervised, const report *rep)
         printf("\n");
         wf_lm_cfg_print(stdout, rep->cfg);
     }
+    const json_t *iw = json_object_get(mesh, "injectorWarnings");
+    if (json_array_size(iw))
+        printf("%sthe injector accepted with a warning: %zu field%s\n",
+               rep->cfg && json_array_size(rep->cfg) ? "" : "\n", json_array_size(iw),
+               json_array_size(iw) == 1 ? "" : "s");
+    json_array_foreach(iw, i, proc) printf("  %s\n", json_string_value(proc));
     if (json_array_size(rep->problems)) {
         printf("\nproblems:\n");
         json_array_foreach(rep->problems, i, proc) printf("  %s\n", json_string_value(proc));

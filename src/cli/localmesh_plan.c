@@ -16,6 +16,7 @@
 #include "cli/localmesh_internal.h"
 #include "cli/localmesh_sys.h"
 #include "model/protocol.h"
+#include "model/unimplemented.h"
 
 #define SAFE_ALPHABET                                                                              \
     "bcdfghjklmnpqrstvwxz2456789" /* k8s.io/apimachinery rand.SafeEncodeString                     \
@@ -271,6 +272,41 @@ static int finish_env(planner *pl, wf_lm_pod *pod, const lm_strv *env)
 /* A proxy's environment and stats inclusion inputs from MeshConfig and the workload's
  * template annotations (r NULL: the gateway we add, MeshConfig only). The annotation
  * proxy.istio.io/config is parsed once for both. */
+typedef struct pc_warn {
+    planner *pl;
+    const wf_resource *r;
+    const char *ns;
+    int rc;
+} pc_warn;
+
+/* A ProxyConfig field of the annotation weft does not implement: one plan warning, at the
+ * annotation's key (the positions inside its text are the value's own). */
+static bool on_pc_field(const wf_unimpl_hit *h, void *arg)
+{
+    pc_warn *w = arg;
+    wf_lm_plan *p = w->pl->p;
+    const wf_map_entry *e = wf_map_entry_get(
+        wf_node_path(w->r->root, "spec.template.metadata.annotations"), "proxy.istio.io/config");
+    wf_strbuf b = WF_STRBUF_INIT;
+    lm_where(&b, w->r, e ? e->value : NULL);
+    wf_strbuf_printf(&b,
+                     ": %s %s/%s: spec.template.metadata.annotations[proxy.istio.io/config].%s "
+                     "has no effect in weft: ",
+                     w->r->kind_name, w->ns, w->r->name, h->field);
+    wf_unimpl_detail(h, &b);
+    wf_strbuf_printf(&b, " [%s]", wf_unimpl_code(h->entry));
+    const char *line = wf_strbuf_failed(&b) ? NULL : wf_arena_strdup(&p->arena, wf_strbuf_cstr(&b));
+    wf_strbuf_free(&b);
+    lm_strv v = {p->warnings, p->nwarnings, p->nwarnings};
+    if (!line || lm_strv_add(&p->arena, &v, line) != 0) {
+        w->rc = -1;
+        return false;
+    }
+    p->warnings = v.v;
+    p->nwarnings = v.n;
+    return true;
+}
+
 static int plan_proxy_config(planner *pl, const wf_resource *r, lm_strv *env, wf_psc_in *stats,
                              const char **error)
 {
@@ -282,6 +318,9 @@ static int plan_proxy_config(planner *pl, const wf_resource *r, lm_strv *env, wf
         return -1;
     if (*error) /* not started: Istio's injector refuses the pod */
         return 0;
+    pc_warn w = {pl, r, r && *r->ns ? r->ns : pl->p->default_ns, 0};
+    if (pc && (wf_unimpl_scan_proxyconfig(pc, r->file, on_pc_field, &w) < 0 || w.rc != 0))
+        return -1;
     if (lm_proxy_env(pl->p, pl->mesh, pc, env) != 0)
         return -1;
     return lm_proxy_stats(pl->p, pl->mesh, r, annotations, pc, env, stats, error, pl->err);

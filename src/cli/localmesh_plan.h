@@ -120,6 +120,11 @@ typedef struct wf_lm_plan {
     wf_lm_pod *pods;
     size_t nprocs;
     wf_lm_proc *procs;
+    /* What the injector reads and weft does not implement (the proxy.istio.io/config
+     * annotation's ProxyConfig fields: model/unimplemented.h), one line each,
+     * "FILE:LINE:COL: Kind ns/name: FIELD has no effect in weft: ... [WFT0001]" */
+    size_t nwarnings;
+    const char **warnings;
 } wf_lm_plan;
 
 typedef struct wf_lm_opts {

@@ -304,6 +304,11 @@ size_t wf_lm_report_problems(const wf_lm_plan *p, const wf_lm_look *l, json_t *s
             json_object_set_new(seen, wf_strbuf_cstr(&line), json_true());
         }
     }
+    if (p->nwarnings)
+        fprintf(stderr, "the injector accepted with a warning: %zu field%s\n", p->nwarnings,
+                p->nwarnings == 1 ? "" : "s");
+    for (size_t i = 0; i < p->nwarnings; i++)
+        fprintf(stderr, "  %s\n", p->warnings[i]);
     FILE *f = stderr;
     char *buf = NULL;
     size_t len = 0;

@@ -405,22 +405,27 @@ static json_t *gateway_entry(const wf_lm_plan *p)
 
 json_t *wf_lm_mesh_json(const wf_lm_plan *p, const wf_lm_proc_status *status, pid_t supervisor_pid)
 {
-    json_t *pods = json_array(), *procs = json_array();
+    json_t *pods = json_array(), *procs = json_array(), *warnings = json_array();
+    for (size_t i = 0; warnings && i < p->nwarnings; i++)
+        if (json_array_append_new(warnings, json_string(p->warnings[i])) != 0)
+            goto fail;
     for (size_t i = 0; pods && i < p->npods; i++)
         if (json_array_append_new(pods, pod_entry(p, &p->pods[i])) != 0)
             goto fail;
     for (size_t i = 0; procs && i < p->nprocs; i++)
         if (json_array_append_new(procs, proc_entry(p, &p->procs[i], status ? &status[i] : NULL)))
             goto fail;
-    return json_pack("{s:s,s:s,s:{s:s},s:s,s:s,s:s,s:s?,s:{s:i},s:{s:s,s:s},s:o,s:o,s:o}",
+    return json_pack("{s:s,s:s,s:{s:s},s:s,s:s,s:s,s:s?,s:{s:i},s:{s:s,s:s},s:o,s:o,s:o,s:o}",
                      "apiVersion", "weft.dev/v1", "kind", "LocalMesh", "metadata", "name",
                      "local-mesh", "dir", p->dir, "state", p->state, "defaultNamespace",
                      p->default_ns, "meshConfig", p->mesh_file, "supervisor", "pid",
                      (int)supervisor_pid, "pilot", "xds", WF_LM_XDS_ADDR, "monitoring",
-                     WF_LM_MON_ADDR, "gateway", gateway_entry(p), "pods", pods, "processes", procs);
+                     WF_LM_MON_ADDR, "gateway", gateway_entry(p), "pods", pods, "processes", procs,
+                     "injectorWarnings", warnings);
 fail:
     json_decref(pods);
     json_decref(procs);
+    json_decref(warnings);
     return NULL;
 }
 

@@ -267,6 +267,36 @@ static const wf_unimpl_entry table[] = {
          "paths are normalized as Envoy does by default", "{normalization: NONE}"),
     MESH("enableEnvoyAccessLogService", VALUE_IN, v_true, "the Envoy access-log service",
          "no access log is streamed", "true"),
+    MESH("tlsDefaults", PRESENT, NULL, "TLS (mesh-wide TLS defaults)", "no TLS settings apply",
+         "{minProtocolVersion: TLSV1_3}"),
+    MESH("caCertificates", PRESENT, NULL, "TLS (extra trusted CA certificates)",
+         "no certificate is trusted or checked", "[{pem: x}]"),
+    MESH("verifyCertificateAtClient", VALUE_IN, v_true, "TLS (client-side verification)",
+         "no certificate is checked", "true"),
+    MESH("disableEnvoyListenerLog", VALUE_IN, v_true, "listener access logs", SAME, "true"),
+    MESH("proxyListenPort", PRESENT, NULL, "traffic capture (the outbound capture port)", SAME,
+         "15001"),
+    MESH("proxyInboundListenPort", PRESENT, NULL, "traffic capture (the inbound capture port)",
+         SAME, "15006"),
+    MESH("proxyHttpPort", PRESENT, NULL, "the HTTP proxy port", SAME, "15080"),
+    MESH("defaultConfig.concurrency", PRESENT, NULL, "ProxyConfig concurrency",
+         "sidecars run one worker thread, gateways two", "2"),
+    MESH("defaultConfig.drainDuration", PRESENT, NULL, "ProxyConfig drain durations",
+         "proxies drain for weft's default", "45s"),
+    MESH("defaultConfig.terminationDrainDuration", PRESENT, NULL, "ProxyConfig drain durations",
+         "proxies drain for weft's default", "5s"),
+    MESH("defaultConfig.discoveryAddress", PRESENT, NULL, "ProxyConfig discoveryAddress",
+         "proxies use the local mesh's pilot", "istiod.istio-system.svc:15012"),
+    MESH("defaultConfig.statusPort", PRESENT, NULL, "ProxyConfig statusPort",
+         "the status port stays 15020", "15021"),
+    MESH("defaultConfig.proxyAdminPort", PRESENT, NULL, "ProxyConfig proxyAdminPort",
+         "the admin port stays 15000", "15001"),
+    MESH("defaultConfig.envoyAccessLogService", PRESENT, NULL, "the Envoy access-log service",
+         "no access log is streamed", "{address: als:9000}"),
+    MESH("defaultConfig.envoyMetricsService", PRESENT, NULL, "the Envoy metrics service",
+         "no metrics are streamed", "{address: ms:9000}"),
+    MESH("defaultConfig.proxyBootstrapTemplatePath", PRESENT, NULL, "bootstrap templates",
+         "proxies get weft's bootstrap", "/etc/b.json"),
     MESH("defaultConfig.holdApplicationUntilProxyStarts", VALUE_IN, v_true,
          "holding applications until the proxy starts", "apps start beside their proxy", "true"),
     /* ---- security.istio.io ---- */
@@ -701,6 +731,29 @@ int wf_unimpl_scan_mesh(const wf_node *root, const char *file, wf_unimpl_cb cb, 
                      .line = root ? root->line : 0,
                      .col = root ? root->col : 0};
     return root && root->type == WF_NODE_MAP ? wf_unimpl_scan(&r, cb, arg) : 0;
+}
+
+int wf_unimpl_scan_proxyconfig(const wf_node *root, const char *file, wf_unimpl_cb cb, void *arg)
+{
+    if (!root || root->type != WF_NODE_MAP)
+        return 0;
+    wf_resource r = {.kind = WF_UNIMPL_MESHCONFIG,
+                     .kind_name = "ProxyConfig",
+                     .name = "",
+                     .ns = "",
+                     .root = root,
+                     .spec = root,
+                     .file = file,
+                     .line = root->line,
+                     .col = root->col};
+    scan sc = {.r = &r, .cb = cb, .arg = arg};
+    for (size_t i = 0; i < sizeof table / sizeof table[0] && !sc.stop; i++) {
+        if (table[i].kind != WF_UNIMPL_MESHCONFIG || strncmp(table[i].path, "defaultConfig.", 14))
+            continue;
+        sc.e = &table[i];
+        walk(&sc, root, table[i].path + 14, "", 0, r.line, r.col);
+    }
+    return sc.hits;
 }
 
 /* ---- messages --------------------------------------------------------------------------- */

@@ -93,6 +93,12 @@ int wf_unimpl_scan(const wf_resource *r, wf_unimpl_cb cb, void *arg);
  * during the callback only. Returns as wf_unimpl_scan. */
 int wf_unimpl_scan_mesh(const wf_node *root, const char *file, wf_unimpl_cb cb, void *arg);
 
+/* Scans a ProxyConfig document (the proxy.istio.io/config annotation's, or a ProxyConfig
+ * resource's spec) against the MeshConfig rows under defaultConfig (paths without that
+ * prefix: "concurrency"); hits carry a resource of kind WF_UNIMPL_MESHCONFIG named
+ * "ProxyConfig", valid during the callback only. Returns as wf_unimpl_scan. */
+int wf_unimpl_scan_proxyconfig(const wf_node *root, const char *file, wf_unimpl_cb cb, void *arg);
+
 /* The message text of a hit, appended to out:
  *   "spec.trafficPolicy.tls.mode is not enforced by weft: <feature> is not implemented;
  *    <effect>" (security rows, WFT0002)

@@ -690,6 +690,29 @@ static void port_clash_is_named(void **state)
     free(y);
 }
 
+/* ProxyConfig fields of the proxy.istio.io/config annotation weft's injector does not
+ * implement are plan warnings at the annotation (proxyMetadata, which it does, is not). */
+static void proxy_config_fields_are_warned(void **state)
+{
+    (void)state;
+    fixture f;
+    char *y = concat(BOOK, "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: pc, "
+                           "namespace: istioinaction}\nspec:\n  selector: {matchLabels: {app: "
+                           "pc}}\n  template:\n    metadata:\n      labels: {app: pc}\n"
+                           "      annotations:\n        proxy.istio.io/config: |\n"
+                           "          concurrency: 4\n          proxyMetadata: {A: b}\n"
+                           "    spec:\n      containers: [{name: pc, image: x}]\n");
+    plan_ok(&f, y, NULL);
+    assert_int_equal(f.plan->nwarnings, 1);
+    if (!strstr(f.plan->warnings[0], "Deployment istioinaction/pc: spec.template.metadata."
+                                     "annotations[proxy.istio.io/config].concurrency has no "
+                                     "effect in weft: ") ||
+        !strstr(f.plan->warnings[0], "[WFT0001]"))
+        fail_msg("warning: %s", f.plan->warnings[0]);
+    done(&f);
+    free(y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -705,6 +728,7 @@ int main(void)
         cmocka_unit_test(bootstrap_and_pod_object),
         cmocka_unit_test(last_mesh_record),
         cmocka_unit_test(port_clash_is_named),
+        cmocka_unit_test(proxy_config_fields_are_warned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
