@@ -11,7 +11,10 @@
  *    selector or with one the pod's labels match;
  *  - the Services that select the pod, and the DestinationRules and VirtualServices whose
  *    host is one of them (short name, name.ns, name.ns.svc or the FQDN);
- *  - Gateways whose spec.selector the pod's labels match (the gateway's own pods).
+ *  - Gateways whose spec.selector the pod's labels match (the gateway's own pods);
+ *  - the workload controller whose selector matches the pod (its template's annotations);
+ *  - kinds weft does not know in the pod's or the root namespace (a policy under a wrong API
+ *    version is not enforced for it either).
  * The lines go to stderr, in analyze's format, so that stdout stays istioctl's.
  */
 #include <stdio.h>
@@ -103,6 +106,16 @@ static bool applies(const dsc_ctx *c, const wf_resource *r, const wf_resource *p
         const wf_node *s = wf_map_get(r->spec, "selector");
         return s && s->type == WF_NODE_MAP && s->len && node_selects(s, &pod->labels);
     }
+    case WF_KIND_DEPLOYMENT:
+    case WF_KIND_STATEFULSET:
+    case WF_KIND_DAEMONSET:
+    case WF_KIND_REPLICASET: { /* the pod's own workload: its template's annotations */
+        const wf_node *s = wf_node_path(r->spec, "selector.matchLabels");
+        return strcmp(r->ns, pod->ns) == 0 && s && s->type == WF_NODE_MAP && s->len &&
+               node_selects(s, &pod->labels);
+    }
+    case WF_KIND_OTHER: /* an unknown Istio kind or version (a misspelled policy) nearby */
+        return strcmp(r->ns, pod->ns) == 0 || strcmp(r->ns, c->istio_ns) == 0;
     default:
         return false;
     }

@@ -175,7 +175,9 @@ def test_describe_pod_names_what_weft_does_not_implement(tmp_path):
          "spec": {"selector": {"matchLabels": {"app": app}}, "mtls": {"mode": "STRICT"}}},
         {"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
          "metadata": {"name": "other", "namespace": ns},
-         "spec": {"selector": {"matchLabels": {"app": "someone-else"}}}}]
+         "spec": {"selector": {"matchLabels": {"app": "someone-else"}}}},
+        {"apiVersion": "security.istio.io/v1beta2", "kind": "AuthorizationPolicy",
+         "metadata": {"name": "badver", "namespace": ns}, "spec": {}}]
     f2 = tmp_path / "state.json"
     f2.write_text(json.dumps(objs))
     base = run_weftctl("x", "describe", "pod", "productpage-v1-1234567890", "-f", state,
@@ -192,7 +194,9 @@ def test_describe_pod_names_what_weft_does_not_implement(tmp_path):
                "spec.mtls.mode is not enforced by weft" in l for l in lines), r.stderr
     assert any(l.startswith("   Warning [WFT0001] (Service %s/productpage" % ns) and
                "(tcp-admin) has no effect in weft: TCP proxying" in l for l in lines), r.stderr
-    assert "AuthorizationPolicy" not in r.stderr
+    assert "AuthorizationPolicy %s/other" % ns not in r.stderr
+    # a policy under an API version Istio does not serve, in the pod's namespace
+    assert "Error [WFT0002] (AuthorizationPolicy %s/badver" % ns in r.stderr, r.stderr
     assert "Workload mTLS mode: STRICT" in r.stdout
 
 
