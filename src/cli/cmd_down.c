@@ -396,6 +396,11 @@ static int build_report(const json_t *mesh, pid_t sup, report *r)
         r->cfg_unread = strdup(wf_strbuf_cstr(&err));
         add_problem(r, "cannot read pilot's config errors: %s", wf_strbuf_cstr(&err));
     }
+    const json_t *src = json_object_get(mesh, "meshConfigSource");
+    if (json_is_object(src))
+        wf_lm_cfg_remap(r->cfg, str_or(mesh, "meshConfig", NULL), str_or(src, "file", NULL),
+                        (long)json_integer_value(json_object_get(src, "line0")),
+                        (long)json_integer_value(json_object_get(src, "col0")));
     json_array_foreach(r->cfg, i, proc) r->cfg_failing += wf_lm_cfg_fails(proc);
     wf_strbuf_free(&err);
     if (r->cfg)

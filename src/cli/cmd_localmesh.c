@@ -287,7 +287,7 @@ static int foreground(const wf_lm_plan *p, pid_t child, const sigset_t *set, jso
             return WF_EXIT_ERROR;
         }
         if (tick % 2 == 1)
-            wf_lm_follow_config(seen);
+            wf_lm_follow_config(p, seen);
         if (wait_signal(set, 500)) {
             printf("stopping the local mesh...\n");
             fflush(stdout);

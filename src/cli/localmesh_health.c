@@ -42,6 +42,24 @@ bool wf_lm_cfg_fails(const json_t *e)
     return !wf_lm_cfg_is_warning(e) || strcmp(str(e, "code"), WF_LM_CODE_SECURITY) == 0;
 }
 
+void wf_lm_cfg_remap(json_t *cfg, const char *from, const char *to, long line0, long col0)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(cfg, i, e)
+    {
+        if (!from || !to || strcmp(str(e, "file"), from) != 0)
+            continue;
+        json_int_t line = json_integer_value(json_object_get(e, "line"));
+        json_int_t col = json_integer_value(json_object_get(e, "column"));
+        json_object_set_new(e, "file", json_string(to));
+        if (line > 0) {
+            json_object_set_new(e, "line", json_integer(line + line0));
+            json_object_set_new(e, "column", json_integer(col + col0));
+        }
+    }
+}
+
 void wf_lm_cfg_line(const json_t *e, wf_strbuf *out)
 {
     wf_strbuf_reset(out);

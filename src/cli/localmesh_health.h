@@ -41,6 +41,11 @@ bool wf_lm_cfg_fails(const json_t *e);
 /* The entry as one line (no newline): "FILE:LINE:COL: Kind ns/name: field: message", plus
  * " [CODE]" for warnings that carry a code. FILE alone when line is 0; the field part is
  * left out when empty. Replaces out's contents. */
+/* Pilot reads a MeshConfig taken from a ConfigMap in DIR as STATE/meshconfig: entries of cfg
+ * about file `from` are moved to where that text is in file `to` (line + line0, column +
+ * col0), so that they name the user's file. */
+void wf_lm_cfg_remap(json_t *cfg, const char *from, const char *to, long line0, long col0);
+
 void wf_lm_cfg_line(const json_t *e, wf_strbuf *out);
 
 /* Print the entries of arr (a config_errors array) to f: errors under "pilot rejected N

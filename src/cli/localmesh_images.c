@@ -242,6 +242,22 @@ static int first_doc(wf_node *root, uint32_t line, uint32_t col, void *arg)
 
 /* Parse MeshConfig text (a map, or empty; with allow_configmap also a ConfigMap holding it in
  * data.mesh) as weft-pilot does (wf_meshcfg_parse_text); origin names it in errors. */
+/* The indentation (columns) of line `line` (1-based) of file path, 0 when unknown: where a
+ * block scalar's text starts. */
+static unsigned block_indent(const char *path, unsigned line)
+{
+    FILE *f = fopen(path, "rb");
+    unsigned n = 0, cur = 1;
+    int c;
+    while (f && cur < line && (c = fgetc(f)) != EOF)
+        cur += c == '\n';
+    while (f && (c = fgetc(f)) == ' ')
+        n++;
+    if (f)
+        fclose(f);
+    return n;
+}
+
 static int parse_mesh(wf_lm_plan *p, const char *text, const char *origin, uint32_t line0,
                       bool allow_configmap, const wf_node **out, wf_strbuf *err)
 {
@@ -326,6 +342,8 @@ int lm_mesh_config(wf_lm_plan *p, const wf_lm_opts *o, const wf_store *s, const 
         p->mesh_file = wf_arena_printf(&p->arena, "%s/meshconfig", p->state);
         p->mesh_origin =
             wf_arena_printf(&p->arena, "ConfigMap %s/istio (data.mesh) in %s", cm->ns, cm->file);
+        p->mesh_line0 = cm->json ? 0 : text->line;
+        p->mesh_col0 = cm->json ? 0 : block_indent(cm->file, text->line + 1);
         if (!p->mesh_file || !p->mesh_origin)
             return -1;
         /* a block scalar starts on the line after its key */

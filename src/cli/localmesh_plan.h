@@ -113,9 +113,12 @@ typedef struct wf_lm_plan {
     const char *mesh_text;    /* MeshConfig text to write to mesh_file (ConfigMap form), or NULL */
     const char *mesh_origin;  /* where the MeshConfig came from (for messages), or NULL */
     const char *mesh_cm_file; /* the file holding ConfigMap istio when mesh_text came from it */
-    bool gateway_service;     /* write the ingress gateway's Service into STATE/pods */
-    bool pods_dir_watched;    /* pilot gets --config-dir STATE/pods (false when inside DIR) */
-    size_t gateway;           /* index of the gateway pod, SIZE_MAX when none */
+    /* where mesh_text starts in mesh_cm_file: its line 1, column 1 are line mesh_line0 + 1,
+     * column mesh_col0 + 1 of the file (so pilot's positions in mesh_file map back) */
+    unsigned mesh_line0, mesh_col0;
+    bool gateway_service;  /* write the ingress gateway's Service into STATE/pods */
+    bool pods_dir_watched; /* pilot gets --config-dir STATE/pods (false when inside DIR) */
+    size_t gateway;        /* index of the gateway pod, SIZE_MAX when none */
     size_t npods;
     wf_lm_pod *pods;
     size_t nprocs;

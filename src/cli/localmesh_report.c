@@ -295,6 +295,7 @@ size_t wf_lm_report_problems(const wf_lm_plan *p, const wf_lm_look *l, json_t *s
     size_t bad = 0;
     json_t *cfg = wf_lm_pilot_json("/debug/config_errors", 3000, &err);
     if (json_is_array(cfg)) {
+        wf_lm_cfg_remap(cfg, p->mesh_file, p->mesh_cm_file, p->mesh_line0, p->mesh_col0);
         bad += wf_lm_cfg_print(stderr, cfg);
         size_t i;
         json_t *e;
@@ -333,10 +334,11 @@ size_t wf_lm_report_problems(const wf_lm_plan *p, const wf_lm_look *l, json_t *s
 
 /* The foreground: print config errors pilot reports that were not there before (what
  * `kubectl apply` would have told), and those no longer reported. */
-void wf_lm_follow_config(json_t *seen)
+void wf_lm_follow_config(const wf_lm_plan *p, json_t *seen)
 {
     wf_strbuf err = WF_STRBUF_INIT, line = WF_STRBUF_INIT;
     json_t *cfg = wf_lm_pilot_json("/debug/config_errors", PROBE_TIMEOUT, &err);
+    wf_lm_cfg_remap(cfg, p->mesh_file, p->mesh_cm_file, p->mesh_line0, p->mesh_col0);
     json_t *now = json_object();
     size_t i;
     json_t *e;

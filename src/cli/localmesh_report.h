@@ -59,6 +59,6 @@ size_t wf_lm_report_problems(const wf_lm_plan *p, const wf_lm_look *l, json_t *s
 /* Read pilot's config errors once: print those not in seen ("pilot rejected: LINE", or "not
  * implemented (accepted, no effect): LINE") and those of seen no longer reported ("no longer
  * reported: LINE"), and make seen the current set. An unreachable pilot changes nothing. */
-void wf_lm_follow_config(json_t *seen);
+void wf_lm_follow_config(const wf_lm_plan *p, json_t *seen);
 
 #endif

@@ -415,13 +415,16 @@ json_t *wf_lm_mesh_json(const wf_lm_plan *p, const wf_lm_proc_status *status, pi
     for (size_t i = 0; procs && i < p->nprocs; i++)
         if (json_array_append_new(procs, proc_entry(p, &p->procs[i], status ? &status[i] : NULL)))
             goto fail;
-    return json_pack("{s:s,s:s,s:{s:s},s:s,s:s,s:s,s:s?,s:{s:i},s:{s:s,s:s},s:o,s:o,s:o,s:o}",
+    return json_pack("{s:s,s:s,s:{s:s},s:s,s:s,s:s,s:s?,s:{s:i},s:{s:s,s:s},s:o,s:o,s:o,s:o,s:o}",
                      "apiVersion", "weft.dev/v1", "kind", "LocalMesh", "metadata", "name",
                      "local-mesh", "dir", p->dir, "state", p->state, "defaultNamespace",
                      p->default_ns, "meshConfig", p->mesh_file, "supervisor", "pid",
                      (int)supervisor_pid, "pilot", "xds", WF_LM_XDS_ADDR, "monitoring",
                      WF_LM_MON_ADDR, "gateway", gateway_entry(p), "pods", pods, "processes", procs,
-                     "injectorWarnings", warnings);
+                     "injectorWarnings", warnings, "meshConfigSource",
+                     p->mesh_cm_file ? json_pack("{s:s,s:i,s:i}", "file", p->mesh_cm_file, "line0",
+                                                 (int)p->mesh_line0, "col0", (int)p->mesh_col0)
+                                     : json_null());
 fail:
     json_decref(pods);
     json_decref(procs);

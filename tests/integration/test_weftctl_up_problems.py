@@ -449,3 +449,34 @@ def test_an_unenforced_security_control_fails_up_and_status(tmp_path):
     finally:
         down, left = cleanup(tmp_path, d)
     assert down.returncode == 0 and not left, (down.stdout, left)
+
+
+MESH_CONFIGMAP = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: istio
+  namespace: istio-system
+data:
+  mesh: |-
+    accessLogFile: /dev/stdout
+    enableTracing: true
+"""
+
+
+def test_meshconfig_warnings_name_the_users_file(tmp_path):
+    """A MeshConfig field weft does not implement, in the istio ConfigMap of DIR: up and status
+    name that file and line (pilot reads the text from the state folder's copy)."""
+    need_fixed_ports()
+    d = book_folder(tmp_path)
+    (d / "mesh-config.yaml").write_text(MESH_CONFIGMAP)  # replaces the book folder's
+    try:
+        up = run(tmp_path, "up", d, "--detach", "--timeout", "40")
+        assert up.returncode == 0, up.stdout + up.stderr  # a warning is not a problem
+        want = "%s:9:5: MeshConfig: enableTracing has no effect in weft" % (d / "mesh-config.yaml")
+        assert want in up.stderr, up.stderr
+        st = run(tmp_path, "status", d)
+        assert st.returncode == 0 and want in st.stdout, st.stdout + st.stderr
+    finally:
+        down, left = cleanup(tmp_path, d)
+    assert down.returncode == 0 and not left, (down.stdout, left)
