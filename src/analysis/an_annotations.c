@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "analysis/an_annotations_table.h"
+#include "model/istio_annotations.h"
 #include "analysis/an_annotations_util.h"
 #include "analysis/analyzer.h"
 #include "core/strbuf.h"

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "model/istio_annotations.h"
 #include "model/protocol.h"
 #include "model/unimplemented.h"
 
@@ -527,12 +528,19 @@ static bool value_in(const wf_node *n, const char *const *values)
     return false;
 }
 
-/* "sidecar.istio.io/logLevel", "istio.io/rev": a key whose prefix is an istio.io domain. */
-static bool istio_key(const char *key)
+/* An annotation Istio defines for this kind of resource ("sidecar.istio.io/logLevel" on a
+ * Pod or a workload's template): an unknown one (a typo) or one on the wrong kind is
+ * analyze's IST0108 / IST0107, not something weft lacks. */
+static bool istio_key(const char *key, wf_kind kind)
 {
-    const char *slash = strchr(key, '/');
-    size_t n = slash ? (size_t)(slash - key) : 0;
-    return n >= 8 && memcmp(key + n - 8, "istio.io", 8) == 0 && (n == 8 || key[n - 9] == '.');
+    const wf_annotation_def *d = wf_annotation_lookup(key);
+    unsigned want = kind == WF_KIND_SERVICE     ? WF_ANN_RES_SERVICE
+                    : kind == WF_KIND_NAMESPACE ? WF_ANN_RES_NAMESPACE
+                                                : WF_ANN_RES_POD; /* pods and templates */
+    for (size_t i = 0; d && i < WF_ANN_MAX_RESOURCES && d->resources[i]; i++)
+        if (d->resources[i] == WF_ANN_RES_ANY || d->resources[i] == want)
+            return true;
+    return false;
 }
 
 static bool key_in(const char *key, const char *const *values)
@@ -557,7 +565,7 @@ static bool applies(const scan *sc, const wf_node *n)
     case WF_UNIMPL_CUSTOM:
         return sc->e->pred(sc->r, n);
     case WF_UNIMPL_ISTIO_KEY_NOT_IN:
-        return sc->key && istio_key(sc->key) && !key_in(sc->key, sc->e->values);
+        return sc->key && istio_key(sc->key, sc->r->kind) && !key_in(sc->key, sc->e->values);
     }
     return false;
 }

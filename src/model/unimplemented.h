@@ -39,8 +39,9 @@ typedef enum wf_unimpl_when {
     WF_UNIMPL_VALUE_IN,     /* its scalar value is one of values (case-insensitive) */
     WF_UNIMPL_VALUE_NOT_IN, /* it is a scalar not among values */
     WF_UNIMPL_CUSTOM,       /* pred(resource, node) says so */
-    /* the path ends in "*" (a map of annotations): the key is an Istio one (it has a domain
-     * ending in "istio.io/") and not among values, the ones weft honours */
+    /* the path ends in "*" (a map of annotations): the key is an annotation Istio defines for
+     * the resource's kind (model/istio_annotations.h) and not among values, the ones weft
+     * honours */
     WF_UNIMPL_ISTIO_KEY_NOT_IN,
 } wf_unimpl_when;
 

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "analysis/an_annotations_table.h"
+#include "model/istio_annotations.h"
 #include "analysis/an_annotations_util.h"
 #include "analysis/analysis.h"
 #include "harness.h"

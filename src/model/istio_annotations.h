@@ -1,13 +1,14 @@
 /*
- * an_annotations_table.h - Istio's table of resource annotations, as the annotation
- * analyzers (annotations.K8sAnalyzer, annotations.AlphaAnalyzer) consult it.
+ * istio_annotations.h - Istio's table of resource annotations, as the annotation
+ * analyzers (annotations.K8sAnalyzer, annotations.AlphaAnalyzer) consult it, and as
+ * model/unimplemented.c does to tell an Istio annotation weft ignores from a typo.
  *
  * Follows istio/api annotation/annotations.gen.go (AllResourceAnnotations()): for each
  * annotation its name, feature status, deprecation and the resource types it attaches to,
- * in the order the generated file lists them. See an_annotations_table.c for the source.
+ * in the order the generated file lists them. See istio_annotations.c for the source.
  */
-#ifndef WF_ANALYSIS_AN_ANNOTATIONS_TABLE_H
-#define WF_ANALYSIS_AN_ANNOTATIONS_TABLE_H
+#ifndef WF_MODEL_ISTIO_ANNOTATIONS_H
+#define WF_MODEL_ISTIO_ANNOTATIONS_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /*
- * an_annotations_table.c - Istio's resource annotations (name, feature status, deprecation,
+ * istio_annotations.c - Istio's resource annotations (name, feature status, deprecation,
  * resource types), sorted by name for binary search.
  *
  * Source: istio/api annotation/annotations.gen.go, AllResourceAnnotations() (the revision
@@ -11,7 +11,7 @@
  * in favour of MeshConfig in istio/api#3628). Resource lists keep upstream's order, which
  * IST0107's message text follows.
  */
-#include "analysis/an_annotations_table.h"
+#include "model/istio_annotations.h"
 
 #include <stdlib.h>
 #include <string.h>
