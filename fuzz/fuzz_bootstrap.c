@@ -4,7 +4,9 @@
  * (duplicate keys rejected) and decoded by wp_bootstrap_load.
  *
  * Besides crashes, leaks and undefined behaviour it checks the loader's contract: a rejected
- * bootstrap always says why (a message in err), an accepted one says nothing.
+ * bootstrap always says why (a message in err), an accepted one says nothing. And the
+ * normalized copy an accepted snapshot keeps (wp_config.bootstrap, snake_case) loads again to
+ * the same normalized copy: the xDS client composes every update on top of it (xds_compose.h).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -27,8 +29,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_decref(root);
     if (c ? err.len != 0 : err.len == 0)
         abort();
-    if (c)
+    if (c) {
+        wp_config *again = wp_bootstrap_load(c->bootstrap, "fuzz.json", &err);
+        if (!again || !json_equal(again->bootstrap, c->bootstrap))
+            abort();
+        wp_config_unref(again);
         wp_config_unref(c);
+    }
     wf_strbuf_free(&err);
     return 0;
 }
