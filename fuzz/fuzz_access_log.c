@@ -8,7 +8,9 @@
  * (up to its first NUL, as a JSON string would carry it); for json_format the rest is the
  * dictionary's JSON text. A compiled format is rendered for a finished request (headers,
  * trailers, addresses, flags, times set) and for an empty stream info; a JSON line must
- * parse as one JSON object followed by "\n". A compile error always has a message.
+ * parse as one JSON object followed by "\n". A compile error always has a message; a text
+ * format (or json_format) compiled with and without a configuration path gets the same
+ * verdict; for a text format the error with the path is "<path>: " and the error without it.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -117,6 +119,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             return 0;
         }
         f = at ? wp_alf_compile_json_at(j, path, &err) : wp_alf_compile_json(j, &err);
+        if (at) { /* the same verdict without the path */
+            wp_access_log_format *g = wp_alf_compile_json(j, NULL);
+            if (!f != !g)
+                abort();
+            wp_alf_free(g);
+        }
         json_decref(j);
     } else {
         char *fmt = malloc(size);
@@ -124,7 +132,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         memcpy(fmt, data + 1, size - 1);
         fmt[size - 1] = '\0';
+        /* the _at variant: the same verdict, its error the plain one after "<at>: " */
+        wf_strbuf plain = WF_STRBUF_INIT;
+        wp_access_log_format *g = at ? wp_alf_compile_text(fmt, &plain) : NULL;
         f = at ? wp_alf_compile_text_at(fmt, path, &err) : wp_alf_compile_text(fmt, &err);
+        if (at) {
+            size_t pl = strlen(path);
+            if (!f != !g ||
+                (!f && (err.len != pl + 2 + plain.len || memcmp(err.data, path, pl) != 0 ||
+                        memcmp(err.data + pl, ": ", 2) != 0 ||
+                        memcmp(err.data + pl + 2, plain.data, plain.len) != 0)))
+                abort();
+        }
+        wp_alf_free(g);
+        wf_strbuf_free(&plain);
         free(fmt);
     }
     if (f) {
