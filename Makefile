@@ -32,15 +32,23 @@ test-fast: all
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS); rc=$$?; \
 		/usr/bin/python3 $(CURDIR)/tests/pytest_summary.py pytest; exit $$rc
 
+# libFuzzer targets as name:corpus (fuzz/fuzz_<name>.c, seeds in fuzz/corpus/<corpus>/,
+# dictionary fuzz/<name>.dict when there is one). fuzz/README.md lists them.
+FUZZ_PAIRS = loader:loader h1_request:h1 h1_response:h1 path_norm:path_norm bootstrap:bootstrap \
+	xds_compose:xds_compose grpc_frame:grpc_frame discovery:discovery access_log:access_log \
+	stats_matcher:stats_matcher
+FUZZ_TARGETS = $(foreach t,$(FUZZ_PAIRS),$(firstword $(subst :, ,$(t))))
+
 fuzz: setup
 	@CC=clang cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=Debug -DWEFT_FUZZ=ON >/dev/null
-	@cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_loader fuzz_h1_request fuzz_h1_response \
-		fuzz_path_norm
-	@for t in loader:loader h1_request:h1 h1_response:h1 path_norm:path_norm; do \
+	@cmake --build $(BUILD_FUZZ) -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
+	@for t in $(FUZZ_PAIRS); do \
 		name=$${t%%:*}; corpus=$${t#*:}; \
+		dict=; [ -f fuzz/$$name.dict ] && dict=-dict=fuzz/$$name.dict; \
+		echo "fuzz_$$name: $(FUZZ_SECONDS) s"; \
 		mkdir -p $(BUILD_FUZZ)/corpus-$$name && \
 		$(BUILD_FUZZ)/fuzz_$$name -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
-			-timeout=10 $(BUILD_FUZZ)/corpus-$$name fuzz/corpus/$$corpus || exit 1; \
+			-timeout=10 $$dict $(BUILD_FUZZ)/corpus-$$name fuzz/corpus/$$corpus || exit 1; \
 	done
 
 bench: all
