@@ -34,7 +34,6 @@
 
 #include "cli/cli.h"
 #include "cli/flags.h"
-#include "cli/http_client.h"
 #include "cli/localmesh_health.h"
 #include "cli/localmesh_report.h"
 #include "cli/localmesh_state.h"
@@ -307,33 +306,25 @@ static void add_problem(report *r, const char *fmt, ...)
     json_array_append_new(r->problems, json_string(line));
 }
 
-/* The gateway's node port forwards to its pod's 8080 (mesh.json "gateway.target"): when the
- * gateway proxy is SYNCED and pilot serves a Gateway, something must answer there. */
+/* The node port (mesh.json "gateway"), when pilot serves a Gateway: as up checks it. */
 static void check_node_port(const json_t *mesh, const json_t *syncz, report *r)
 {
     const json_t *gw = json_object_get(mesh, "gateway");
-    const char *target = str_or(gw, "target", NULL), *url = str_or(gw, "url", "");
-    if (!target || !strchr(target, ':') || !syncz)
+    const char *target = str_or(gw, "target", NULL);
+    if (!target || !syncz)
         return;
-    char id[600];
-    snprintf(id, sizeof id, "%s.%s", str_or(gw, "pod", ""), str_or(gw, "namespace", ""));
     wf_strbuf why = WF_STRBUF_INIT;
-    bool synced = wf_lm_proxy_synced(syncz, id, &why, NULL);
-    json_t *cz = synced ? wf_lm_pilot_json("/debug/configz", 3000, &why) : NULL;
+    json_t *cz = wf_lm_pilot_json("/debug/configz", 3000, &why);
     bool has_gateway = false;
     size_t i;
     json_t *res;
     json_array_foreach(json_object_get(cz, "resources"), i, res) has_gateway |=
         strcmp(str_or(res, "kind", ""), "Gateway") == 0;
     json_decref(cz);
-    wf_strbuf_reset(&why);
-    wf_http_resp resp = {0};
-    if (has_gateway && wf_http_request("GET", target, "/", 1000, &resp, &why) != 0)
-        add_problem(r,
-                    "node port: %s forwards to the gateway pod %s at %s, which does not answer "
-                    "(%s): the gateway needs a Service selecting it whose port 80 targets %s",
-                    url, id, target, wf_strbuf_cstr(&why), strchr(target, ':') + 1);
-    wf_http_resp_free(&resp);
+    char id[600];
+    snprintf(id, sizeof id, "%s.%s", str_or(gw, "pod", ""), str_or(gw, "namespace", ""));
+    if (has_gateway && wf_lm_node_port_problem(syncz, id, target, &why))
+        add_problem(r, "%s", wf_strbuf_cstr(&why));
     wf_strbuf_free(&why);
 }
 

@@ -154,9 +154,31 @@ static size_t count_kind(const wf_store *s, wf_kind k)
     return n;
 }
 
-/* The node port forwards to the gateway pod's 8080: does anything answer there? Checked when
- * DIR has a Gateway (else nothing is meant to listen) and the gateway proxy is SYNCED (else
- * that is the problem, reported with the proxies). 1 when it fails, else 0. */
+bool wf_lm_node_port_problem(const json_t *syncz, const char *gw_id, const char *target,
+                             wf_strbuf *why)
+{
+    wf_strbuf r = WF_STRBUF_INIT;
+    bool synced = syncz && wf_lm_proxy_synced(syncz, gw_id, &r, NULL);
+    wf_strbuf_reset(&r);
+    wf_http_resp resp = {0};
+    bool bad = synced && wf_http_request("GET", target, "/", PROBE_TIMEOUT, &resp, &r) != 0;
+    wf_http_resp_free(&resp);
+    wf_strbuf_reset(why);
+    if (bad)
+        wf_strbuf_printf(
+            why,
+            "node port: %s:%d forwards to the gateway pod %s at %s, which does not "
+            "answer (%s): nothing listens on %s; the gateway listens on the targetPort "
+            "of its Service's port 80 (Istio's default profile: 80 -> %d), so it needs "
+            "a Service selecting its labels with that port",
+            WF_LM_GW_HOST_IP, WF_LM_GW_HOST_PORT, gw_id, target, wf_strbuf_cstr(&r), target,
+            WF_LM_GW_HTTP_PORT);
+    wf_strbuf_free(&r);
+    return bad;
+}
+
+/* The node port, checked when DIR has a Gateway (else nothing is meant to listen). 1 when it
+ * fails, else 0. */
 static size_t check_forwarder(const wf_lm_plan *p, const wf_lm_look *l, FILE *f)
 {
     if (p->gateway >= p->npods || p->pods[p->gateway].error ||
@@ -165,26 +187,13 @@ static size_t check_forwarder(const wf_lm_plan *p, const wf_lm_look *l, FILE *f)
     const wf_lm_pod *gw = &p->pods[p->gateway];
     char id[600], addr[40];
     snprintf(id, sizeof id, "%s.%s", gw->name, gw->ns);
-    wf_strbuf why = WF_STRBUF_INIT;
-    bool synced = l->syncz && wf_lm_proxy_synced(l->syncz, id, &why, NULL);
-    wf_strbuf_free(&why);
-    if (!synced)
-        return 0;
     snprintf(addr, sizeof addr, "%s:%d", gw->ip, WF_LM_GW_HTTP_PORT);
-    wf_http_resp r = {0};
-    wf_strbuf err = WF_STRBUF_INIT;
-    int rc = wf_http_request("GET", addr, "/", PROBE_TIMEOUT, &r, &err);
-    if (rc != 0)
-        fprintf(f,
-                "  node port: %s:%d forwards to the gateway pod %s.%s at %s, which does not "
-                "answer (%s): nothing listens on %d; the gateway listens on the targetPort of "
-                "its Service's port 80 (Istio's default profile: 80 -> %d), so it needs a "
-                "Service selecting its labels with that port\n",
-                WF_LM_GW_HOST_IP, WF_LM_GW_HOST_PORT, gw->name, gw->ns, addr, wf_strbuf_cstr(&err),
-                WF_LM_GW_HTTP_PORT, WF_LM_GW_HTTP_PORT);
-    wf_http_resp_free(&r);
-    wf_strbuf_free(&err);
-    return rc != 0;
+    wf_strbuf why = WF_STRBUF_INIT;
+    bool bad = wf_lm_node_port_problem(l->syncz, id, addr, &why);
+    if (bad)
+        fprintf(f, "  %s\n", wf_strbuf_cstr(&why));
+    wf_strbuf_free(&why);
+    return bad;
 }
 
 /* Pods up did not start (their proxy would refuse the bootstrap, or Istio's injector the

@@ -27,6 +27,13 @@ int wf_lm_probe(const char *addr, const char *path, wf_strbuf *reason);
  * port), in why. False (why empty) when it is SYNCED and ready. */
 bool wf_lm_proxy_problem(const json_t *syncz, const char *id, const char *addr, wf_strbuf *why);
 
+/* The node port forwards to the gateway pod's 8080 (target, "ip:port"): once the gateway proxy
+ * (gw_id, "pod.ns") is SYNCED in syncz, something must answer there. True with the problem
+ * ("node port: ... needs a Service ...") in why when nothing does. Call it only when DIR has a
+ * Gateway (else nothing is meant to listen); an unsynced gateway is the proxies' problem. */
+bool wf_lm_node_port_problem(const json_t *syncz, const char *gw_id, const char *target,
+                             wf_strbuf *why);
+
 /* One look at a starting mesh. Counts are over the plan's proxies of started pods and
  * mesh.json's app processes; the documents are owned (wf_lm_look_free). */
 typedef struct wf_lm_look {

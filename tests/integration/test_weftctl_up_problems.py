@@ -243,7 +243,7 @@ def test_up_names_a_node_port_with_no_gateway_listener(tmp_path):
         assert "needs a Service" in up.stderr
         st = run(tmp_path, "status", d)
         assert st.returncode == 3, st.stdout + st.stderr
-        assert "node port: http://127.0.0.1:30000 forwards to the gateway pod my-ingressgateway-" \
+        assert "node port: 127.0.0.1:30000 forwards to the gateway pod my-ingressgateway-" \
             in st.stdout, st.stdout
     finally:
         down, left = cleanup(tmp_path, d)
