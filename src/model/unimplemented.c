@@ -727,33 +727,33 @@ int wf_unimpl_scan(const wf_resource *r, wf_unimpl_cb cb, void *arg)
     return sc.hits;
 }
 
+/* A MeshConfig or ProxyConfig document as a resource of the WF_UNIMPL_MESHCONFIG rows. */
+static wf_resource config_doc(const char *kind_name, const wf_node *root, const char *file)
+{
+    return (wf_resource){.kind = WF_UNIMPL_MESHCONFIG,
+                         .kind_name = kind_name,
+                         .name = "",
+                         .ns = "",
+                         .root = root,
+                         .spec = root,
+                         .file = file,
+                         .line = root->line,
+                         .col = root->col};
+}
+
 int wf_unimpl_scan_mesh(const wf_node *root, const char *file, wf_unimpl_cb cb, void *arg)
 {
-    wf_resource r = {.kind = WF_UNIMPL_MESHCONFIG,
-                     .kind_name = "MeshConfig",
-                     .name = "",
-                     .ns = "",
-                     .root = root,
-                     .spec = root,
-                     .file = file,
-                     .line = root ? root->line : 0,
-                     .col = root ? root->col : 0};
-    return root && root->type == WF_NODE_MAP ? wf_unimpl_scan(&r, cb, arg) : 0;
+    if (!root || root->type != WF_NODE_MAP)
+        return 0;
+    wf_resource r = config_doc("MeshConfig", root, file);
+    return wf_unimpl_scan(&r, cb, arg);
 }
 
 int wf_unimpl_scan_proxyconfig(const wf_node *root, const char *file, wf_unimpl_cb cb, void *arg)
 {
     if (!root || root->type != WF_NODE_MAP)
         return 0;
-    wf_resource r = {.kind = WF_UNIMPL_MESHCONFIG,
-                     .kind_name = "ProxyConfig",
-                     .name = "",
-                     .ns = "",
-                     .root = root,
-                     .spec = root,
-                     .file = file,
-                     .line = root->line,
-                     .col = root->col};
+    wf_resource r = config_doc("ProxyConfig", root, file);
     scan sc = {.r = &r, .cb = cb, .arg = arg};
     for (size_t i = 0; i < sizeof table / sizeof table[0] && !sc.stop; i++) {
         if (table[i].kind != WF_UNIMPL_MESHCONFIG || strncmp(table[i].path, "defaultConfig.", 14))

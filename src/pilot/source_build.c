@@ -171,24 +171,47 @@ static void log_error(const wf_config_error *e)
 
 static bool warned_before(const build *b, const wf_config_error *w);
 
+/* "Kind ns/name", or the kind alone for MeshConfig (not a resource of the store). */
+static const char *res_label(const wf_resource *r, char *buf, size_t cap)
+{
+    if (r->kind == WF_UNIMPL_MESHCONFIG)
+        snprintf(buf, cap, "%s", r->kind_name);
+    else
+        snprintf(buf, cap, "%s %s/%s", r->kind_name, r->ns, r->name);
+    return buf;
+}
+
+/* Adds a warning to the snapshot and logs it the first time it appears ("not implemented:"
+ * or "config warning:" FILE:LINE:COL: Kind ns/name: [FIELD: ]MESSAGE [CODE]; the field is
+ * left out when the message starts with it). Returns 0, or -1 when out of memory. */
+static int add_warning(build *b, const wf_config_error *w, const char *what)
+{
+    wf_snapshot *s = b->snap;
+    if (push_error(s, &s->warnings, &s->n_warnings, &b->cap_warnings, w) != 0)
+        return -1;
+    if (warned_before(b, w))
+        return 0;
+    size_t fl = strlen(w->field);
+    bool say_field = fl && strncmp(w->message, w->field, fl) != 0;
+    WF_LOG(WF_LC_config, WF_LOG_WARN, "%s: %s:%u:%u: %s: %s%s%s [%s]", what, w->file, w->line,
+           w->col, w->resource, say_field ? w->field : "", say_field ? ": " : "", w->message,
+           w->code);
+    return 0;
+}
+
 /* A schema warning (IST0133: an unknown field, a deprecated one, ...), as the validation
  * webhook returns it and kubectl apply prints it: served, reported as a warning. */
 static void on_schema_warning(build *b, const wf_resource *r, const wf_validation_issue *issue)
 {
     char res[512];
-    snprintf(res, sizeof res, "%s %s/%s", r->kind_name, r->ns, r->name);
     wf_config_error w = {.file = r->file,
                          .line = issue->node ? wf_node_report_line(issue->node) : r->line,
                          .col = issue->node ? issue->node->col : r->col,
-                         .resource = res,
-                         .field = issue->path,
-                         .message = issue->message,
+                         .resource = res_label(r, res, sizeof res),
+                         .field = issue->path ? issue->path : "",
+                         .message = issue->message ? issue->message : "",
                          .code = "IST0133"};
-    wf_snapshot *s = b->snap;
-    if (push_error(s, &s->warnings, &s->n_warnings, &b->cap_warnings, &w) == 0 &&
-        !warned_before(b, &w))
-        WF_LOG(WF_LC_config, WF_LOG_WARN, "config warning: %s:%u:%u: %s: %s%s%s [IST0133]", w.file,
-               w.line, w.col, w.resource, *w.field ? w.field : "", *w.field ? ": " : "", w.message);
+    add_warning(b, &w, "config warning"); /* out of memory: the warning is lost, as errors */
 }
 
 static void on_issue(const wf_resource *r, const wf_validation_issue *issue, void *arg)
@@ -199,7 +222,7 @@ static void on_issue(const wf_resource *r, const wf_validation_issue *issue, voi
         return;
     }
     char res[512];
-    snprintf(res, sizeof res, "%s %s/%s", r->kind_name, r->ns, r->name);
+    res_label(r, res, sizeof res);
     /* some validation messages start with their field ("spec.x: bad Duration ..."): the
      * field is a column of its own here (FILE:LINE:COL: Kind ns/name: FIELD: MESSAGE) */
     const char *msg = issue->message ? issue->message : "";
@@ -243,29 +266,18 @@ typedef struct unimpl_arg {
 static bool on_unimpl(const wf_unimpl_hit *h, void *arg)
 {
     unimpl_arg *u = arg;
-    wf_snapshot *s = u->b->snap;
     char res[512];
-    if (h->res->kind == WF_UNIMPL_MESHCONFIG)
-        snprintf(res, sizeof res, "%s", h->res->kind_name);
-    else
-        snprintf(res, sizeof res, "%s %s/%s", h->res->kind_name, h->res->ns, h->res->name);
-    wf_strbuf msg = {0};
+    wf_strbuf msg = WF_STRBUF_INIT;
     wf_unimpl_message(h, &msg);
     wf_config_error w = {.file = h->res->file,
                          .line = h->line,
                          .col = h->col,
-                         .resource = res,
+                         .resource = res_label(h->res, res, sizeof res),
                          .field = h->field,
                          .message = wf_strbuf_cstr(&msg),
                          .code = wf_unimpl_code(h->entry)};
-    if (wf_strbuf_failed(&msg) ||
-        push_error(s, &s->warnings, &s->n_warnings, &u->b->cap_warnings, &w) != 0) {
+    if (wf_strbuf_failed(&msg) || add_warning(u->b, &w, "not implemented") != 0)
         u->rc = -1;
-    } else if (!warned_before(u->b, &w)) {
-        /* the message starts with the field (or the kind): not said twice */
-        WF_LOG(WF_LC_config, WF_LOG_WARN, "not implemented: %s:%u:%u: %s: %s [%s]", w.file, w.line,
-               w.col, w.resource, w.message, w.code);
-    }
     wf_strbuf_free(&msg);
     return u->rc == 0;
 }
