@@ -11,7 +11,7 @@ DestinationRule defines. After it: the DestinationRule with the subset this pod 
 import json
 import os
 
-from conftest import run_weftctl
+from conftest import run_weftctl, shared_path
 from meshfix import mesh, wait_for  # noqa: F401 (fixture)
 from test_mesh_catalog import DR, catalog_mesh, gateway_get
 
@@ -90,15 +90,18 @@ def test_describe_errors_name_what_went_wrong(mesh, tmp_path):
     assert r.returncode == 1 and "127.0.0.1:1" in r.stderr
 
 
-def test_describe_offline_from_files(tmp_path):
-    """No mesh: objects from -f, the dump from --config-dump; a pod without a dump fails."""
-    shared = os.environ.get("WEFT_SHARED") or os.path.join(
-        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "..",
-        "shared")
-    golden = os.path.join(shared, "corpus", "istioctl-golden")
+def golden_describe_inputs():
+    """(cluster state, proxy dump) of istioctl's describe golden case dr-traffic-policy."""
+    golden = os.path.join(shared_path(), "corpus", "istioctl-golden")
     state = os.path.join(golden, "derived", "describe", "dr-traffic-policy", "cluster-state.json")
     dump = os.path.join(golden, "upstream", "istioctl", "pkg", "describe", "testdata", "describe",
                         "http_config.json")
+    return state, dump
+
+
+def test_describe_offline_from_files(tmp_path):
+    """No mesh: objects from -f, the dump from --config-dump; a pod without a dump fails."""
+    state, dump = golden_describe_inputs()
     empty = tmp_path / "empty.json"
     empty.write_text("{}")
     r = run_weftctl("x", "describe", "pod", "productpage-v1-1234567890", "-f", state,
@@ -151,13 +154,7 @@ def test_describe_pod_names_what_weft_does_not_implement(tmp_path):
     """describe pod lists (on stderr: stdout stays istioctl's) the fields weft ignores in the
     config that applies to the pod: its PeerAuthentication STRICT (an error: not enforced), its
     Service's tcp- port; not a policy for other workloads."""
-    shared = os.environ.get("WEFT_SHARED") or os.path.join(
-        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "..",
-        "shared")
-    golden = os.path.join(shared, "corpus", "istioctl-golden")
-    state = os.path.join(golden, "derived", "describe", "dr-traffic-policy", "cluster-state.json")
-    dump = os.path.join(golden, "upstream", "istioctl", "pkg", "describe", "testdata", "describe",
-                        "http_config.json")
+    state, dump = golden_describe_inputs()
     empty = tmp_path / "empty.json"
     empty.write_text("{}")
     with open(state) as f:

@@ -13,26 +13,14 @@ them free. Cleans up every process it starts.
 """
 import os
 import re
-import socket
 import subprocess
 
 import pytest
 
 from conftest import ROOT, shared_path, weftctl_path
+from test_weftctl_up import port_taken
 
 PORTS = (8081, 10000, 15000, 15010, 15014, 30000)
-
-
-def port_taken(port):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is not a listener
-    try:
-        s.bind(("127.0.0.1", port))
-        return False
-    except OSError:
-        return True
-    finally:
-        s.close()
 
 
 def readme_commands():
