@@ -83,8 +83,9 @@ int main(int argc, char **argv)
         return WF_EXIT_OK;
     }
     if (strcmp(cmd, "x") == 0 || strcmp(cmd, "experimental") == 0) /* without a known one */
-        return wf_usage_error(cmd, argc > 2 ? "unknown subcommand \"%s\": authz or describe"
-                                             : "a subcommand is required: authz or describe%s",
+        return wf_usage_error(cmd,
+                              argc > 2 ? "unknown subcommand \"%s\": authz or describe"
+                                       : "a subcommand is required: authz or describe%s",
                               argc > 2 ? argv[2] : "");
     if (strcmp(cmd, "--version") == 0)
         return wf_cmd_version(argc - 1, argv + 1);

@@ -140,26 +140,25 @@ static void expect_row(const built *b, size_t i, wf_authz_action a, const char *
 static void test_http_and_network_actions(void **state)
 {
     (void)state;
-    built b = build("[" LISTENER(
-        "virtualInbound",
-        CHAIN(HCM(
-            HTTP_RBAC("\"rules\":{\"action\":\"DENY\",\"policies\":{" POL("ns[foo]-policy[deny-b]-"
-                                                                          "rule[0]") "," POL("ns["
-                                                                                             "foo]-"
-                                                                                             "polic"
-                                                                                             "y["
-                                                                                             "deny-"
-                                                                                             "a]-"
-                                                                                             "rule["
-                                                                                             "0]") "}}") "," HTTP_RBAC("\"rules\":{\"policies\":{" POL("ns[foo]-policy[allow]-rule[0]") "}}") "," HTTP_RBAC(
-                "\"rules\":{\"action\":\"LOG\",\"policies\":{" POL(
-                    "ns[foo]-policy[audit]-rule[0]") "}}"))) "," CHAIN(TCP_RBAC("\"rules\":{"
-                                                                                "\"action\":1,"
-                                                                                "\"policies\":"
-                                                                                "{" POL("ns[bar]-"
-                                                                                        "policy["
-                                                                                        "tcp-deny]-"
-                                                                                        "rule[0]") "}}")) "," CHAIN(TCP_RBAC("\"rules\":{\"action\":\"ALLOW\",\"policies\":{" POL("ns[bar]-policy[tcp-allow]-rule[0]") "}}"))) "]");
+    built b =
+        build("[" LISTENER(
+            "virtualInbound", CHAIN(HCM(HTTP_RBAC("\"rules\":{\"action\":\"DENY\",\"policies\":"
+                                                  "{" POL("ns[foo]-policy[deny-b]-"
+                                                          "rule[0]") "," POL("ns["
+                                                                             "foo]-"
+                                                                             "polic"
+                                                                             "y["
+                                                                             "deny-"
+                                                                             "a]-"
+                                                                             "rule["
+                                                                             "0]") "}}") "," HTTP_RBAC("\"rules\":{\"policies\":{" POL("ns[foo]-policy[allow]-rule[0]") "}}") "," HTTP_RBAC("\"rules\":{\"action\":\"LOG\",\"policies\":{" POL("ns[foo]-policy[audit]-rule[0]") "}}"))) "," CHAIN(TCP_RBAC("\"rules\":{"
+                                                                                                                                                                                                                                                                                                           "\"action\":1,"
+                                                                                                                                                                                                                                                                                                           "\"policies\":"
+                                                                                                                                                                                                                                                                                                           "{" POL(
+                                                                                                                                                                                                                                                                                                               "ns[bar]-"
+                                                                                                                                                                                                                                                                                                               "policy["
+                                                                                                                                                                                                                                                                                                               "tcp-deny]-"
+                                                                                                                                                                                                                                                                                                               "rule[0]") "}}")) "," CHAIN(TCP_RBAC("\"rules\":{\"action\":\"ALLOW\",\"policies\":{" POL("ns[bar]-policy[tcp-allow]-rule[0]") "}}"))) "]");
     assert_int_equal(b.t.listeners, 1);
     assert_int_equal(b.t.n, 6);
     expect_row(&b, 0, WF_AUTHZ_DENY, "deny-a.foo", 1);
@@ -177,28 +176,46 @@ static void test_custom_from_shadow_rules(void **state)
     (void)state;
     /* CUSTOM: shadow rules with istio-ext-authz- ids; dry-run shadow ids are not shown; a
      * filter with shadow rules only still has no `rules` policy: anonymous ALLOW */
-    built b =
-        build(
-            "[" LISTENER("l1",
-                         CHAIN(HCM(HTTP_RBAC("\"shadow_rules\":{\"action\":\"DENY\",\"policies\":"
-                                             "{" POL("istio-ext-authz-ns[default]-policy[ext-authz]"
-                                                     "-rule[0]") "," POL("istio-ext-authz-ns["
-                                                                         "default]-policy[ext-"
-                                                                         "authz]-rule[1]") "}},"
-                                                                                           "\"shado"
-                                                                                           "w_"
-                                                                                           "rules_"
-                                                                                           "stat_"
-                                                                                           "prefix"
-                                                                                           "\":"
-                                                                                           "\"istio"
-                                                                                           "_ext_"
-                                                                                           "authz_"
-                                                                                           "\"") "," HTTP_RBAC(
-                             "\"shadow_rules\":{\"policies\":{" POL(
-                                 "ns[default]-policy[dry]-rule[0]") "}},\"shadow_rules_stat_"
-                                                                    "prefix\":\"istio_dry_run_"
-                                                                    "allow_\"")))) "]");
+    built b = build("[" LISTENER(
+        "l1", CHAIN(HCM(HTTP_RBAC(
+                  "\"shadow_rules\":{\"action\":\"DENY\",\"policies\":"
+                  "{" POL(
+                      "istio-ext-authz-ns[default]-policy[ext-authz]"
+                      "-rule[0]") "," POL("istio-ext-authz-ns["
+                                          "default]-policy[ext-"
+                                          "authz]-rule[1]") "}},"
+                                                            "\"shado"
+                                                            "w_"
+                                                            "rules_"
+                                                            "stat_"
+                                                            "prefix"
+                                                            "\":"
+                                                            "\"istio"
+                                                            "_ext_"
+                                                            "authz_"
+                                                            "\"") "," HTTP_RBAC("\"shadow_rules\":{"
+                                                                                "\"policies\":"
+                                                                                "{" POL("ns["
+                                                                                        "default]-"
+                                                                                        "policy["
+                                                                                        "dry]-rule["
+                                                                                        "0]") "}},"
+                                                                                              "\"sh"
+                                                                                              "adow"
+                                                                                              "_rul"
+                                                                                              "es_"
+                                                                                              "stat"
+                                                                                              "_"
+                                                                                              "pref"
+                                                                                              "ix\""
+                                                                                              ":\"i"
+                                                                                              "stio"
+                                                                                              "_dry"
+                                                                                              "_run"
+                                                                                              "_"
+                                                                                              "allo"
+                                                                                              "w_"
+                                                                                              "\"")))) "]");
     assert_int_equal(b.t.n, 2);
     expect_row(&b, 0, WF_AUTHZ_ALLOW, WF_AUTHZ_ANONYMOUS, 1);
     expect_row(&b, 1, WF_AUTHZ_CUSTOM, "ext-authz.default", 2);
@@ -211,14 +228,25 @@ static void test_anonymous_match_nothing(void **state)
     /* rules {} (Istio's "allow nothing"), rules absent, typed_config absent, DENY without
      * policies: each counts the anonymous name under its action, one rule ("0") */
     built b =
-        build("[" LISTENER(
-            "l1", CHAIN(TCP_RBAC("\"rules\":{}")) "," CHAIN("{\"name\":\"envoy.filters.network."
-                                                            "rbac\"}") "," CHAIN(HCM(HTTP_RBAC(
-                      "\"shadow_rules_stat_prefix\":\"x\""))) "," CHAIN(TCP_RBAC("\"rules\":{"
-                                                                                 "\"action\":"
-                                                                                 "\"DENY\","
-                                                                                 "\"policies\":{}"
-                                                                                 "}"))) "]");
+        build(
+            "[" LISTENER("l1",
+                         CHAIN(TCP_RBAC("\"rules\":{}")) "," CHAIN(
+                             "{\"name\":\"envoy.filters.network."
+                             "rbac\"}") "," CHAIN(HCM(HTTP_RBAC("\"shadow_rules_stat_prefix\":"
+                                                                "\"x\""))) "," CHAIN(TCP_RBAC("\"ru"
+                                                                                              "les"
+                                                                                              "\":{"
+                                                                                              "\"ac"
+                                                                                              "tion"
+                                                                                              "\":"
+                                                                                              "\"DE"
+                                                                                              "NY\""
+                                                                                              ","
+                                                                                              "\"po"
+                                                                                              "lici"
+                                                                                              "es\""
+                                                                                              ":{}"
+                                                                                              "}"))) "]");
     assert_int_equal(b.t.n, 2);
     expect_row(&b, 0, WF_AUTHZ_DENY, WF_AUTHZ_ANONYMOUS, 1);
     expect_row(&b, 1, WF_AUTHZ_ALLOW, WF_AUTHZ_ANONYMOUS, 1);
@@ -230,47 +258,53 @@ static void test_distinct_rules(void **state)
     (void)state;
     /* the same rule in several filter chains and listeners counts once; rules 0..2 count 3;
      * the count is per name over all actions (istioctl's one name -> rules map) */
-    built b = build("[" LISTENER(
-        "a",
-        CHAIN(HCM(HTTP_RBAC("\"rules\":{\"policies\":{" POL("ns[ns1]-policy[p]-rule[0]") "," POL("n"
-                                                                                                 "s"
-                                                                                                 "["
-                                                                                                 "n"
-                                                                                                 "s"
-                                                                                                 "1"
-                                                                                                 "]"
-                                                                                                 "-"
-                                                                                                 "p"
-                                                                                                 "o"
-                                                                                                 "l"
-                                                                                                 "i"
-                                                                                                 "c"
-                                                                                                 "y"
-                                                                                                 "["
-                                                                                                 "p"
-                                                                                                 "]"
-                                                                                                 "-"
-                                                                                                 "r"
-                                                                                                 "u"
-                                                                                                 "l"
-                                                                                                 "e"
-                                                                                                 "["
-                                                                                                 "1"
-                                                                                                 "]") "}}"))) "," CHAIN(
-            HCM(HTTP_RBAC("\"rules\":{\"policies\":{" POL(
-                "ns[ns1]-policy[p]-rule[0]") "}}")))) "," LISTENER("b",
-                                                                   CHAIN(TCP_RBAC("\"rules\":{"
-                                                                                  "\"policies\":"
-                                                                                  "{" POL("ns[ns1]-"
-                                                                                          "policy["
-                                                                                          "p]-rule["
-                                                                                          "2]") "," POL("ns[ns1]-policy[q]-rule[0]") "}}")) "," CHAIN(
-                                                                       TCP_RBAC(
-                                                                           "\"rules\":{\"action\":"
-                                                                           "\"DENY\",\"policies\":"
-                                                                           "{" POL(
-                                                                               "ns[ns1]-policy[q]-"
-                                                                               "rule[7]") "}}"))) "]");
+    built b =
+        build(
+            "[" LISTENER(
+                "a",
+                CHAIN(
+                    HCM(
+                        HTTP_RBAC(
+                            "\"rules\":{\"policies\":{" POL("ns[ns1]-policy[p]-rule[0]") "," POL(
+                                "n"
+                                "s"
+                                "["
+                                "n"
+                                "s"
+                                "1"
+                                "]"
+                                "-"
+                                "p"
+                                "o"
+                                "l"
+                                "i"
+                                "c"
+                                "y"
+                                "["
+                                "p"
+                                "]"
+                                "-"
+                                "r"
+                                "u"
+                                "l"
+                                "e"
+                                "["
+                                "1"
+                                "]") "}}"))) "," CHAIN(HCM(HTTP_RBAC("\"rules\":{\"policies\":"
+                                                                     "{" POL("ns[ns1]-policy[p]-"
+                                                                             "rule[0]") "}}")))) "," LISTENER("b",
+                                                                                                              CHAIN(TCP_RBAC(
+                                                                                                                  "\"rules\":{"
+                                                                                                                  "\"policies\":"
+                                                                                                                  "{" POL(
+                                                                                                                      "ns[ns1]-"
+                                                                                                                      "policy["
+                                                                                                                      "p]-rule["
+                                                                                                                      "2]") "," POL("ns[ns1]-policy[q]-rule[0]") "}}")) "," CHAIN(TCP_RBAC("\"rules\":{\"action\":"
+                                                                                                                                                                                           "\"DENY\",\"policies\":"
+                                                                                                                                                                                           "{" POL(
+                                                                                                                                                                                               "ns[ns1]-policy[q]-"
+                                                                                                                                                                                               "rule[7]") "}}"))) "]");
     assert_int_equal(b.t.n, 3);
     expect_row(&b, 0, WF_AUTHZ_DENY, "q.ns1", 2);
     expect_row(&b, 1, WF_AUTHZ_ALLOW, "p.ns1", 3);
@@ -282,12 +316,12 @@ static void test_ordering_bytes(void **state)
 {
     (void)state;
     /* names in byte order (Go sort.Strings): upper case and '_' before lower case */
-    built b = build("[" LISTENER(
-        "l",
-        CHAIN(TCP_RBAC(
-            "\"rules\":{\"policies\":{" POL("ns[z]-policy[b]-rule[0]") "," POL("ns[a]-policy[b]-"
-                                                                               "rule[0]") "," POL(
-                "ns[a]-policy[B]-rule[0]") "," POL("ns[a]-policy[_x]-rule[0]") "}}"))) "]");
+    built b =
+        build("[" LISTENER(
+            "l", CHAIN(TCP_RBAC("\"rules\":{\"policies\":{" POL("ns[z]-policy[b]-rule[0]") "," POL(
+                     "ns[a]-policy[b]-"
+                     "rule[0]") "," POL("ns[a]-policy[B]-rule[0]") "," POL("ns[a]-policy[_x]-rule["
+                                                                           "0]") "}}"))) "]");
     assert_int_equal(b.t.n, 4);
     expect_row(&b, 0, WF_AUTHZ_ALLOW, "B.a", 1);
     expect_row(&b, 1, WF_AUTHZ_ALLOW, "_x.a", 1);
@@ -302,20 +336,20 @@ static void test_unparsable_and_skipped(void **state)
     /* an id that does not parse is the name "" (istioctl logs and goes on); a filter whose
      * typed_config is another type, or whose action is unknown, is skipped with a warning;
      * filters with other names and default_filter_chain are not read */
-    built b =
-        build("[" LISTENER(
-            "in",
-            CHAIN(TCP_RBAC("\"rules\":{\"policies\":{" POL("my-own-policy") "}}")) "," CHAIN(
-                "{\"name\":\"envoy.filters.network.rbac\",\"typed_config\":{\"@type\":\"type."
-                "googleapis.com/udpa.type.v1.TypedStruct\"}}") "," CHAIN(TCP_RBAC("\"rules\":{"
-                                                                                  "\"action\":"
-                                                                                  "\"MAYBE\","
-                                                                                  "\"policies\":"
-                                                                                  "{" POL("ns[a]-"
-                                                                                          "policy["
-                                                                                          "m]-rule["
-                                                                                          "0]") "}"
-                                                                                                "}")) "," CHAIN("{\"name\":\"envoy.filters.network.tcp_proxy\",\"typed_config\":{\"rules\":{}}}")) "]");
+    built b = build("[" LISTENER(
+        "in",
+        CHAIN(TCP_RBAC("\"rules\":{\"policies\":{" POL("my-own-policy") "}}")) "," CHAIN(
+            "{\"name\":\"envoy.filters.network.rbac\",\"typed_config\":{\"@type\":\"type."
+            "googleapis.com/udpa.type.v1.TypedStruct\"}}") "," CHAIN(TCP_RBAC("\"rules\":{"
+                                                                              "\"action\":"
+                                                                              "\"MAYBE\","
+                                                                              "\"policies\":"
+                                                                              "{" POL(
+                                                                                  "ns[a]-"
+                                                                                  "policy["
+                                                                                  "m]-rule["
+                                                                                  "0]") "}"
+                                                                                        "}")) "," CHAIN("{\"name\":\"envoy.filters.network.tcp_proxy\",\"typed_config\":{\"rules\":{}}}")) "]");
     assert_int_equal(b.t.n, 1);
     expect_row(&b, 0, WF_AUTHZ_ALLOW, "", 1);
     const char *w = wf_strbuf_cstr(&b.warn);
@@ -331,12 +365,15 @@ static void test_unparsable_and_skipped(void **state)
 static void test_table(void **state)
 {
     (void)state;
-    built b = build("[" LISTENER(
-        "l", CHAIN(TCP_RBAC("\"rules\":{}")) "," CHAIN(
-                 HCM(HTTP_RBAC("\"rules\":{\"policies\":{" POL("ns[default]-policy[httpbin]-rule["
-                                                               "0]") "}}") "," HTTP_RBAC(
-                     "\"shadow_rules\":{\"policies\":{" POL(
-                         "istio-ext-authz-ns[default]-policy[ext-authz]-rule[0]") "}}")))) "]");
+    built b =
+        build(
+            "[" LISTENER("l", CHAIN(TCP_RBAC("\"rules\":{}")) "," CHAIN(
+                                  HCM(HTTP_RBAC("\"rules\":{\"policies\":{" POL(
+                                      "ns[default]-policy[httpbin]-rule["
+                                      "0]") "}}") "," HTTP_RBAC("\"shadow_rules\":{\"policies\":"
+                                                                "{" POL("istio-ext-authz-ns["
+                                                                        "default]-policy[ext-authz]"
+                                                                        "-rule[0]") "}}")))) "]");
     wf_strbuf out = WF_STRBUF_INIT;
     assert_int_equal(wf_authz_print_table(&b.t, &out), 0);
     assert_string_equal(wf_strbuf_cstr(&out), "ACTION   AuthorizationPolicy         RULES\n"
