@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# run_proxy.sh BUILD_DIR [-r ROUNDS] [-d SECONDS] [--quick] - HTTP/1.1 proxy benchmark:
-# weft-proxy against nginx and HAProxy, by the method of shared/reference/performance.md (3).
+# run_proxy.sh BUILD_DIR [-r ROUNDS] [-d SECONDS] [--quick] [--baseline REV] [--weft-only] -
+# HTTP/1.1 proxy benchmark: weft-proxy against nginx and HAProxy, by the method of
+# shared/reference/performance.md (3).
 #
 # Backend: a dedicated nginx (1 worker) on 127.0.0.1 serving static bodies /128 (128 B) and
 # /16k (16 KiB) with keep-alive. Targets: "direct" (the backend itself, the ceiling), nginx as
@@ -27,26 +28,48 @@
 # CPU 0. While a load generator runs, the script samples with bash builtins only (no fork).
 # Ratios vs haproxy are computed per round, then medianed (paired). Defaults: 5 rounds of 5 s
 # runs (about 11 minutes with weft-proxy, 8.5 without); --quick is 1 round of 2 s runs
-# (under a minute). Exit status 1 when a sample was invalid (errors, non-2xx) or a tool failed. Raw samples and
-# the summary go to bench/results/proxy-YYYYmmdd-HHMMSS.json. BENCH_KEEP=1 keeps the
+# (under a minute); a baseline adds one target (about a fifth more). Raw samples and the summary go to bench/results/proxy-YYYYmmdd-HHMMSS.json. BENCH_KEEP=1 keeps the
 # temporary directory (configs, logs, raw wrk/h2load output).
+#
+# Baseline mode, BENCH_BASELINE=REV (or --baseline REV; REV is any git revision of this
+# repository, e.g. 872295f or HEAD~3): weft-proxy as it was at REV is built once
+# (bench/proxy/build_baseline.sh: git archive of REV, RelWithDebInfo, only the weft-proxy
+# target, cached in BUILD_DIR/bench-baseline/<full sha>/ and reused by later runs) and joins the
+# rotation as target "weft-base", started exactly like "weft" (same bootstrap, same pinning) and
+# measured in every phase. Within each round weft and weft-base swap their order (weft first
+# in odd rounds). The report adds the section "weft vs weft-base (REV)": per body, req/s,
+# proxy CPU-seconds and requests per proxy CPU-second of both, their per-round ratios
+# weft / weft-base medianed, and the verdict PASS when the requests-per-proxy-CPU-second ratio
+# is >= BENCH_BASELINE_MIN (default 0.97) at every body size, else FAIL (issue 16).
+# BENCH_ONLY_WEFT=1 (or --weft-only) leaves nginx and HAProxy out (targets: direct, weft and,
+# with a baseline, weft-base): a faster weft-only comparison; the "vs haproxy" columns are "-".
+#
+# Exit status: 0 every sample valid (and, with a baseline, the verdict PASS); 1 a sample was
+# invalid, a tool failed, a proxy did not start or the baseline did not build; 2 usage error or
+# BENCH_BASELINE is not a commit of this repository; 3 (only with a baseline, all samples
+# valid) the verdict is FAIL: a ratio is below BENCH_BASELINE_MIN or missing.
 # PID lists are split on purpose; SC2317: cleanup is reached through the trap.
 # shellcheck disable=SC2086,SC2034,SC2317
 set -euo pipefail
 export LC_ALL=C
 
 usage() {
-  echo "usage: bench/run_proxy.sh BUILD_DIR [-r ROUNDS] [-d SECONDS] [--quick]" >&2
+  echo "usage: bench/run_proxy.sh BUILD_DIR [-r ROUNDS] [-d SECONDS] [--quick]" \
+    "[--baseline REV] [--weft-only]" >&2
   exit 2
 }
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD="" ROUNDS=5 DUR=5 QUICK=0 DUR_SET=0
+BASELINE=${BENCH_BASELINE:-} ONLY_WEFT=${BENCH_ONLY_WEFT:-0}
+BASE_MIN=${BENCH_BASELINE_MIN:-0.97}
 while [ $# -gt 0 ]; do
   case $1 in
   -r) ROUNDS=${2:?-r needs a number}; shift 2 ;;
   -d) DUR=${2:?-d needs seconds}; DUR_SET=1; shift 2 ;;
   --quick) QUICK=1; shift ;;
+  --baseline) BASELINE=${2:?--baseline needs a git revision}; shift 2 ;;
+  --weft-only) ONLY_WEFT=1; shift ;;
   -h | --help) usage ;;
   -*) echo "run_proxy.sh: unknown option $1" >&2; usage ;;
   *) [ -z "$BUILD" ] || usage; BUILD=$1; shift ;;
@@ -64,6 +87,14 @@ RATE=${BENCH_RATE:-1000}
 BACKEND_NICE=${BENCH_BACKEND_NICE:-0} BACKEND_PREFIX=""
 [[ $BACKEND_NICE =~ ^-?[0-9]+$ ]] || { echo "run_proxy.sh: BENCH_BACKEND_NICE takes an integer" >&2; exit 2; }
 [ "$BACKEND_NICE" = 0 ] || BACKEND_PREFIX="nice -n $BACKEND_NICE"
+case $ONLY_WEFT in
+0 | 1) ;;
+*) echo "run_proxy.sh: BENCH_ONLY_WEFT takes 0 or 1" >&2; exit 2 ;;
+esac
+[[ $BASE_MIN =~ ^[0-9]+(\.[0-9]+)?$ ]] || {
+  echo "run_proxy.sh: BENCH_BASELINE_MIN takes a number such as 0.97" >&2
+  exit 2
+}
 case ${BENCH_BACKEND:-sendfile} in
 sendfile | nopush | write) ;;
 *) echo "run_proxy.sh: BENCH_BACKEND must be sendfile, nopush or write" >&2; exit 2 ;;
@@ -79,6 +110,21 @@ for exe in nginx haproxy wrk h2load taskset pgrep; do
   exit 1
 done
 WEFT=$BUILD/weft-proxy
+
+# The baseline is built before anything is pinned or started (the build may use every CPU).
+WEFT_BASE="" BASE_SHA="" WEFT_HEAD="" WEFT_DIRTY=0
+if [ -n "$BASELINE" ]; then
+  [ -x "$WEFT" ] || {
+    echo "run_proxy.sh: BENCH_BASELINE needs the current build, $WEFT: run make first" >&2
+    exit 1
+  }
+  rc=0
+  WEFT_BASE=$("$HERE/proxy/build_baseline.sh" "$BASELINE" "$BUILD/bench-baseline") || rc=$?
+  [ "$rc" = 0 ] || exit "$rc"
+  BASE_SHA=$(git -C "$HERE" rev-parse --verify "$BASELINE^{commit}")
+  WEFT_HEAD=$(git -C "$HERE" rev-parse HEAD)
+  git -C "$HERE" diff --quiet HEAD -- || WEFT_DIRTY=1
+fi
 
 # Pinning: this script (and so the load generators and the backend) on CPU 0, proxies on 1.
 NCPU=$(nproc)
@@ -121,16 +167,16 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 bp_sleep_init
 
-mapfile -t PORTS < <("$PY" "$HERE/proxy/free_ports.py" 12)
-[ "${#PORTS[@]}" = 12 ] || { echo "run_proxy.sh: could not get free ports" >&2; exit 1; }
+mapfile -t PORTS < <("$PY" "$HERE/proxy/free_ports.py" 16)
+[ "${#PORTS[@]}" = 16 ] || { echo "run_proxy.sh: could not get free ports" >&2; exit 1; }
 next_port() { NEXT_PORT=${PORTS[0]}; PORTS=("${PORTS[@]:1}"); }
 
 declare -A T_PORT T_PIDS
 PATH_OF_128=/128 PATH_OF_16384=/16k
 TARGETS=()
 
-# start_target KIND NAME: starts a fresh instance of KIND (backend, nginx, haproxy, weft) as
-# NAME on a free port, waits until it answers; sets T_PORT[NAME], T_PIDS[NAME].
+# start_target KIND NAME: starts a fresh instance of KIND (backend, nginx, haproxy, weft,
+# weft-base: the baseline's weft-proxy, started exactly like weft) as NAME on a free port, waits until it answers; sets T_PORT[NAME], T_PIDS[NAME].
 start_target() {
   local kind=$1 name=$2 d=$BP_DIR/$2 port
   mkdir -p "$d"
@@ -149,11 +195,13 @@ start_target() {
     bp_write_haproxy "$d" "$port" "${T_PORT[direct]}"
     bp_start "$name" "$PIN_PROXY" haproxy -db -f "$d/haproxy.cfg"
     ;;
-  weft)
+  weft | weft-base)
+    local exe=$WEFT
+    [ "$kind" = weft ] || exe=$WEFT_BASE
     next_port
     "$PY" "$HERE/proxy/weft_bootstrap.py" "$d/bootstrap.json" "$port" "$NEXT_PORT" \
       "${T_PORT[direct]}" || return 1
-    bp_start "$name" "$PIN_PROXY" "$WEFT" -c "$d/bootstrap.json" --concurrency 1
+    bp_start "$name" "$PIN_PROXY" "$exe" -c "$d/bootstrap.json" --concurrency 1
     ;;
   esac
   STARTED+=("$BP_PID")
@@ -186,19 +234,33 @@ fi
 
 start_target backend direct
 TARGETS+=(direct)
-start_target nginx nginx
-start_target haproxy haproxy
-TARGETS+=(nginx haproxy)
+if [ "$ONLY_WEFT" = 0 ]; then
+  start_target nginx nginx
+  start_target haproxy haproxy
+  TARGETS+=(nginx haproxy)
+fi
 HAVE_WEFT=0
 if [ ! -x "$WEFT" ]; then
   echo "weft-proxy not built: skipping"
 elif start_target weft weft; then
   TARGETS+=(weft)
   HAVE_WEFT=1
+elif [ -n "$BASELINE" ]; then
+  echo "run_proxy.sh: weft-proxy failed to start (log above): no comparison" >&2
+  exit 1
 else
   echo "weft-proxy failed to start (log above): skipping"
 fi
-for t in nginx haproxy weft; do [ -n "${T_PIDS[$t]:-}" ] && record_start "$t"; done
+if [ -n "$BASELINE" ]; then
+  start_target weft-base weft-base || {
+    echo "run_proxy.sh: the baseline weft-proxy ($WEFT_BASE) failed to start (log above)" >&2
+    exit 1
+  }
+  TARGETS+=(weft-base)
+fi
+for t in nginx haproxy weft weft-base; do
+  [ -n "${T_PIDS[$t]:-}" ] && record_start "$t"
+done
 T_PIDS[direct]="" # the backend's CPU is not the proxy's
 
 ntargets=${#TARGETS[@]}
@@ -248,8 +310,27 @@ measure() {
     "$BP_BUSY0 $BP_TOT0 $BP_BUSY1 $BP_TOT1" >>"$BP_DIR/samples.jsonl"
 }
 
+# alternate_base ROUND: in the rotated order, puts weft before weft-base in odd rounds and
+# weft-base before weft in even ones, so that neither always runs first (the rotation alone
+# keeps adjacent targets in the same order in most rounds).
+alternate_base() {
+  local i iw=-1 ib=-1 first=weft second=weft-base
+  [ $(($1 % 2)) = 1 ] || first=weft-base second=weft
+  for i in "${!order[@]}"; do
+    case ${order[$i]} in
+    weft) iw=$i ;;
+    weft-base) ib=$i ;;
+    esac
+  done
+  [ "$iw" -ge 0 ] && [ "$ib" -ge 0 ] || return 0
+  local lo=$iw hi=$ib
+  [ "$iw" -lt "$ib" ] || lo=$ib hi=$iw
+  order[lo]=$first order[hi]=$second
+}
+
 for ((r = 1; r <= ROUNDS; r++)); do
   order=("${TARGETS[@]:$(((r - 1) % ntargets))}" "${TARGETS[@]:0:$(((r - 1) % ntargets))}")
+  [ -z "$BASELINE" ] || alternate_base "$r"
   for phase in thr lat fixed; do
     for body in 128 16384; do
       for t in "${order[@]}"; do measure "$r" "$phase" "$t" "$body"; done
@@ -272,6 +353,12 @@ for t in "${TARGETS[@]}"; do
 done
 
 mkdir -p "$HERE/results"
+BASE_ARGS=()
+if [ -n "$BASELINE" ]; then
+  BASE_ARGS=(--meta "baseline=$BASELINE" --meta "baseline_sha=$BASE_SHA"
+    --meta "weft_base=$WEFT_BASE" --meta "weft_head=$WEFT_HEAD" --meta "weft_dirty=$WEFT_DIRTY"
+    --baseline-min "$BASE_MIN")
+fi
 rc=0
 OUT=$HERE/results/proxy-$(date +%Y%m%d-%H%M%S).json
 "$PY" "$HERE/proxy/report.py" --dir "$BP_DIR" --out "$OUT" \
@@ -282,6 +369,6 @@ OUT=$HERE/results/proxy-$(date +%Y%m%d-%H%M%S).json
   --meta "targets=${TARGETS[*]}" --meta "nginx=$(nginx -v 2>&1)" \
   --meta "haproxy=$(haproxy -v 2>&1 | head -n 1)" --meta "kernel=$(uname -r)" \
   --meta "weft=$WEFT" --meta "idle_busy_cpu0_pct=$IDLE_BUSY0" \
-  --meta "idle_busy_cpu1_pct=$IDLE_BUSY1" || rc=$?
+  --meta "idle_busy_cpu1_pct=$IDLE_BUSY1" "${BASE_ARGS[@]}" || rc=$?
 echo "raw samples: $OUT"
 exit "$rc"

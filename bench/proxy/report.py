@@ -3,12 +3,23 @@
 and write every raw sample plus the summary as JSON.
 
 usage: report.py --dir BENCH_TMP_DIR --out RESULT.json [--meta key=value]...
+                 [--baseline-min RATIO]
 
 Reads DIR/samples.jsonl (one line per load run, written by run_proxy.sh), the output files
 it names, DIR/start.jsonl (memory after start) and DIR/idle.jsonl (idle-connection memory).
 Statistics: medians over rounds; every comparison between targets ("vs haproxy",
 "vs direct", "added") is computed inside each round first and then medianed (paired), as
 shared/reference/performance.md (section 3) asks. Times are microseconds, memory KiB.
+
+Baseline comparison: when the targets (--meta targets=...) include "weft-base" (run_proxy.sh's
+BENCH_BASELINE mode), the section "weft vs weft-base (REV)" gives, per body, both builds'
+req/s, proxy CPU-seconds and requests per proxy CPU-second in the throughput phase, their
+per-round ratios weft / weft-base medianed, and the verdict: PASS when the ratio of requests
+per proxy CPU-second is >= --baseline-min (default 0.97) at every body size, FAIL when it is
+lower or missing. The JSON gets the same figures under "baseline".
+
+Exit status: 0 all samples valid (and the baseline verdict PASS); 1 a sample was invalid;
+3 all samples valid, the baseline verdict FAIL.
 """
 import argparse
 import datetime
@@ -142,8 +153,8 @@ class Table:
     def median(self, phase, body, target, key):
         return med(self.values(phase, body, target, key))
 
-    def paired(self, phase, body, target, ref, key, op):
-        """Median over rounds of op(target value, ref value) within the same round."""
+    def paired_values(self, phase, body, target, ref, key, op):
+        """op(target value, ref value) within each round that has both, in round order."""
         out = []
         for r in self.rounds:
             a = self.by.get((phase, body, target, r), {}).get(key)
@@ -152,7 +163,11 @@ class Table:
                 v = op(a, b)
                 if v is not None:
                     out.append(v)
-        return med(out)
+        return out
+
+    def paired(self, phase, body, target, ref, key, op):
+        """Median over rounds of op(target value, ref value) within the same round."""
+        return med(self.paired_values(phase, body, target, ref, key, op))
 
 
 def ratio(a, b):
@@ -288,6 +303,97 @@ def print_memory(start, idle, summary, targets, bodies):
     print_table("Memory (user space; kernel socket memory not included)", header, rows)
 
 
+BASE = "weft-base"
+# (key in the JSON, sample key, heading) of the figures compared between weft and weft-base
+BASE_FIGURES = (("rps", "rps", "req/s"), ("proxy_cpu_s", "proxy_cpu_s", "proxy CPU-s"),
+                ("req_per_cpu_s", "req_per_cpu_s", "req/proxy CPU-s"))
+
+
+def add_cpu_seconds(samples):
+    """Adds proxy_cpu_s and req_per_cpu_s (requests per proxy CPU-second) to weft's and
+    weft-base's samples."""
+    for s in samples:
+        cpu = s.get("proxy_cpu_ns")
+        if s["target"] not in ("weft", BASE) or cpu is None:
+            continue
+        s["proxy_cpu_s"] = cpu / 1e9
+        s["req_per_cpu_s"] = s["requests"] / (cpu / 1e9) if cpu and s["requests"] else None
+
+
+def compare_baseline(tab, bodies, idle, meta, min_ratio):
+    """weft against weft-base: per body the medians of both and the paired ratios
+    weft / weft-base (throughput phase), a verdict per body and overall; the other phases'
+    ratios (low-load p50, fixed-rate vCPU per 1k req/s) for information."""
+    out = {"baseline": meta.get("baseline"), "baseline_sha": meta.get("baseline_sha"),
+           "min_ratio": min_ratio, "phase": "thr", "bodies": {}}
+    failed = []
+    for body in bodies:
+        cell = {}
+        for t in ("weft", BASE):
+            cell[t] = {k: tab.median("thr", body, t, key) for k, key, _ in BASE_FIGURES}
+            cell[t]["samples"] = len(tab.values("thr", body, t, "requests"))
+        per_round = {k: tab.paired_values("thr", body, "weft", BASE, key, ratio)
+                     for k, key, _ in BASE_FIGURES}
+        cell["ratio"] = {k: med(v) for k, v in per_round.items()}
+        cell["ratio_per_round"] = per_round
+        r = cell["ratio"]["req_per_cpu_s"]
+        cell["verdict"] = "PASS" if r is not None and r >= min_ratio else "FAIL"
+        if cell["verdict"] == "FAIL":
+            failed.append(BODY_NAMES.get(body, str(body)))
+        cell["lat_p50_ratio"] = tab.paired("lat", body, "weft", BASE, "p50", ratio)
+        cell["fixed_vcpu_per_1k_rps_ratio"] = tab.paired("fixed", body, "weft", BASE,
+                                                         "vcpu_per_1k_rps", ratio)
+        out["bodies"][str(body)] = cell
+    per_conn = [idle.get(t, {}).get("result", {}).get("rss_kib_per_conn") for t in ("weft", BASE)]
+    out["idle_rss_kib_per_conn"] = dict(zip(("weft", BASE), per_conn))
+    out["idle_rss_ratio"] = ratio(*per_conn) if None not in per_conn else None
+    out["verdict"] = "FAIL" if failed or not bodies else "PASS"
+    out["failed_bodies"] = failed
+    return out
+
+
+def print_baseline(cmp, meta):
+    rev = cmp["baseline"] or "?"
+    sha = (cmp["baseline_sha"] or "")[:9]
+    label = rev if not sha or rev.startswith(sha) or sha.startswith(rev) else "%s = %s" % (
+        rev, sha)
+    header = ["body", "target"] + [h for _, _, h in BASE_FIGURES] + ["n", "ratio range"]
+    rows = []
+    for body, cell in cmp["bodies"].items():
+        name = BODY_NAMES.get(int(body), body)
+        for t in ("weft", BASE):
+            c = cell[t]
+            rows.append([name, t, fmt(c["rps"], "%.0f"), fmt(c["proxy_cpu_s"], "%.3f"),
+                         fmt(c["req_per_cpu_s"], "%.0f"), c["samples"], ""])
+        r, rr = cell["ratio"], cell["ratio_per_round"]["req_per_cpu_s"]
+        rows.append([name, "ratio", fmt(r["rps"], "%.3f"), fmt(r["proxy_cpu_s"], "%.3f"),
+                     fmt(r["req_per_cpu_s"], "%.3f"), len(rr),
+                     "%.3f-%.3f" % (min(rr), max(rr)) if rr else "-"])
+    print_table("weft vs weft-base (%s): throughput phase, wrk 1 thread, 64 connections; "
+                "ratio = weft / weft-base in each round, medianed" % label, header, rows)
+    header = ["body", "low-load p50 ratio", "fixed-rate vCPU/1k req/s ratio"]
+    rows = [[BODY_NAMES.get(int(b), b), fmt(c["lat_p50_ratio"], "%.3f"),
+             fmt(c["fixed_vcpu_per_1k_rps_ratio"], "%.3f")] for b, c in cmp["bodies"].items()]
+    print_table("weft vs weft-base, other phases (weft / weft-base, lower is better; idle KiB "
+                "per connection ratio %s)" % fmt(cmp["idle_rss_ratio"], "%.3f"), header, rows)
+    print("Acceptance (issue 16): requests per proxy CPU-second, weft / weft-base >= %.2f at "
+          "every body size" % cmp["min_ratio"])
+    for b, c in cmp["bodies"].items():
+        print("  %-7s %s  %s" % (BODY_NAMES.get(int(b), b) + ":",
+                                 fmt(c["ratio"]["req_per_cpu_s"], "%.3f"), c["verdict"]))
+    rounds = meta.get("rounds")
+    if isinstance(rounds, int) and rounds < 5:
+        print("  note: %d round(s); the acceptance needs medians over >= 5 rounds on a quiet "
+              "machine" % rounds)
+    if cmp["verdict"] == "PASS":
+        print("RESULT: PASS: weft keeps >= %.2fx the requests per proxy CPU-second of "
+              "weft-base (%s)\n" % (cmp["min_ratio"], label))
+    else:
+        print("RESULT: FAIL: weft keeps less than %.2fx the requests per proxy CPU-second of "
+              "weft-base (%s) at %s\n" % (cmp["min_ratio"], label,
+                                          ", ".join(cmp["failed_bodies"]) or "every body"))
+
+
 def read_jsonl(path):
     out = []
     try:
@@ -303,6 +409,8 @@ def main():
     ap.add_argument("--dir", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--meta", action="append", default=[])
+    ap.add_argument("--baseline-min", type=float, default=0.97,
+                    help="minimum ratio weft / weft-base of requests per proxy CPU-second")
     args = ap.parse_args()
     meta = dict(kv.split("=", 1) for kv in args.meta)
     for k, v in meta.items():
@@ -314,6 +422,9 @@ def main():
     idle = {s["target"]: s for s in read_jsonl(os.path.join(args.dir, "idle.jsonl"))}
     targets = meta.get("targets", "direct nginx haproxy").split()
     bodies = sorted({s["body"] for s in samples})
+    with_base = BASE in targets
+    if with_base:
+        add_cpu_seconds(samples)
     tab = Table(samples)
     summary = summarize(tab, targets, bodies)
     bad = [s for s in samples if not s["valid"]]
@@ -327,6 +438,10 @@ def main():
     print_latency(summary, targets, bodies, "fixed", "Fixed rate (h2load --h1, %s req/s over %s "
                   "connections)" % (meta.get("fixed_rate"), meta.get("fixed_conns")), True)
     print_memory(start, idle, summary, targets, bodies)
+    cmp = None
+    if with_base:
+        cmp = compare_baseline(tab, bodies, idle, meta, args.baseline_min)
+        print_baseline(cmp, meta)
     foreign = [s for s in samples if (s.get("foreign_on_proxy_core") or 0) > 0.1]
     if foreign:
         print("WARNING: in %d of %d proxied samples more than 10%% of CPU 1 went to other "
@@ -344,10 +459,14 @@ def main():
     for s in samples:
         s.pop("out", None)
     doc = {"meta": meta, "summary": summary, "start": start, "idle": idle, "samples": samples}
+    if cmp is not None:
+        doc["baseline"] = cmp
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
-    return 1 if bad else 0
+    if bad:
+        return 1
+    return 3 if cmp is not None and cmp["verdict"] == "FAIL" else 0
 
 
 if __name__ == "__main__":
