@@ -54,8 +54,8 @@ fuzz: setup
 bench: all
 	@bench/run_analyze.sh $(BUILD)
 
-# weft-proxy against nginx and HAProxy on this machine (installs them, wrk and h2load first).
-# BENCH_ARGS: e.g. "-r 5 -d 5" (rounds, seconds per run) or "--quick".
+# The cost of a retry policy in weft-proxy (bench/run_retry.sh, issue 4). BENCH_ARGS: e.g.
+# "-r 5 -d 5" (rounds, seconds per run).
 bench-retry: all
 	@bench/setup.sh
 	@bench/run_retry.sh $(BUILD) $(BENCH_ARGS)
@@ -66,6 +66,12 @@ bench-retry: all
 bench-pilot: all
 	@bench/run_pilot_scale.sh $(BUILD) $(BENCH_ARGS)
 
+# weft-proxy against nginx and HAProxy on this machine (installs them, wrk and h2load first).
+# BENCH_ARGS: e.g. "-r 5 -d 5" (rounds, seconds per run) or "--quick". BENCH_BASELINE=REV
+# (a git revision, e.g. 872295f or HEAD~3) also builds weft-proxy at REV (cached in
+# build/bench-baseline/) and measures it as "weft-base" in the same interleaved run, with the
+# verdict weft / weft-base >= 0.97 requests per proxy CPU-second (exit 3 when it fails);
+# BENCH_ONLY_WEFT=1 leaves nginx and HAProxy out. See bench/README.md.
 bench-proxy: all
 	@bench/setup.sh
 	@bench/run_proxy.sh $(BUILD) $(BENCH_ARGS)

@@ -28,7 +28,8 @@
 # CPU 0. While a load generator runs, the script samples with bash builtins only (no fork).
 # Ratios vs haproxy are computed per round, then medianed (paired). Defaults: 5 rounds of 5 s
 # runs (about 11 minutes with weft-proxy, 8.5 without); --quick is 1 round of 2 s runs
-# (under a minute); a baseline adds one target (about a fifth more). Raw samples and the summary go to bench/results/proxy-YYYYmmdd-HHMMSS.json. BENCH_KEEP=1 keeps the
+# (under a minute); with a baseline about 14 minutes (9 with --weft-only). Raw samples and
+# the summary go to bench/results/proxy-YYYYmmdd-HHMMSS.json. BENCH_KEEP=1 keeps the
 # temporary directory (configs, logs, raw wrk/h2load output).
 #
 # Baseline mode, BENCH_BASELINE=REV (or --baseline REV; REV is any git revision of this

@@ -8,8 +8,9 @@
 # `make` configures ./build and only the weft-proxy target is built, into
 # CACHE_DIR/<full sha>/build. The message table is generated from this checkout's ../shared
 # (WEFT_SHARED_DIR), as the sources of REV do not carry it. A finished build is marked by
-# CACHE_DIR/<full sha>/weft-proxy (moved into place last); when it exists the build is reused
-# and nothing is compiled. The temporary sources are removed on every exit, failure included.
+# CACHE_DIR/<full sha>/weft-proxy (moved into place last, the build tree is then removed); when
+# it exists the build is reused and nothing is compiled. The temporary sources are removed on
+# every exit, failure included.
 #
 # Output: the absolute path of the baseline weft-proxy on stdout (one line); progress on
 # stderr; the configure/build log in CACHE_DIR/<full sha>/build.log.
@@ -66,5 +67,6 @@ echo "baseline $REV ($SHORT): building weft-proxy (-j $JOBS; about a minute)" >&
 cmake --build "$DEST/build" --target weft-proxy -j "$JOBS" >>"$LOG" 2>&1 || fail "build"
 cp "$DEST/build/weft-proxy" "$DEST/weft-proxy.tmp.$$" || fail "copy"
 mv -f "$DEST/weft-proxy.tmp.$$" "$DEST/weft-proxy"
+rm -rf "$DEST/build" # the objects (~35 MB) are not needed again
 echo "baseline $REV ($SHORT): built $DEST/weft-proxy in $((SECONDS - START)) s" >&2
 echo "$DEST/weft-proxy"
