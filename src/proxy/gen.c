@@ -16,6 +16,7 @@
 #include "proxy/fault.h"
 #include "proxy/istio_stats.h"
 #include "proxy/proxy_internal.h"
+#include "proxy/upstream/lb.h"
 
 static int compile_access_logs(wp_server *srv, wp_config *cfg, wf_strbuf *err)
 {
@@ -146,7 +147,7 @@ wp_wgen *wp_wgen_new(wp_worker *w, wp_gen *gen)
         return NULL;
     }
     wg->gen = gen;
-    if (wp_pools_init(w, wg) != 0 || lbs_init(w, wg) != 0) {
+    if (wp_pools_init(w, wg, wp_wgen_release) != 0 || lbs_init(w, wg) != 0) {
         wp_pools_free(wg);
         lbs_free(wg);
         wp_gen_unref(gen);

@@ -42,7 +42,6 @@
 #include "proxy/route.h"
 #include "proxy/stream_info.h"
 #include "proxy/upstream/conn_pool.h"
-#include "proxy/upstream/lb.h"
 
 #define WP_BUF_SIZE     (16u * 1024u) /* read buffer of a connection */
 #define WP_MAX_TRAILERS 16            /* response trailers kept per stream for %TRAILER()% */
@@ -56,6 +55,7 @@ typedef struct wp_dconn wp_dconn;
 typedef struct wp_stream wp_stream;
 typedef struct wp_gen wp_gen;
 typedef struct wp_wgen wp_wgen;
+typedef struct wp_lb wp_lb; /* upstream/lb.h */
 
 /* ---------- write helper ---------- */
 
@@ -475,7 +475,13 @@ int64_t wp_wall_us(wp_worker *w);
 
 static inline uint64_t wp_rand(wp_worker *w)
 {
-    return wp_rng_next(&w->rng); /* xorshift64*: per worker, no lock (upstream/lb.h) */
+    /* xorshift64*: per worker, no lock (the step of upstream/lb.h wp_rng_next) */
+    uint64_t x = w->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    w->rng = x;
+    return x * 0x2545F4914F6CDD1DULL;
 }
 
 /* Whether s's request is a HEAD (its answer has no body). */

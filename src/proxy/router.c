@@ -44,6 +44,7 @@
 #include "proxy/proxy_internal.h"
 #include "proxy/retry.h"
 #include "proxy/shadow.h"
+#include "proxy/upstream/lb.h"
 
 const char *wp_reset_reason_string(int reason)
 {

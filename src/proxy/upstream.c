@@ -27,7 +27,7 @@ static wp_host_rt *host_rt(wp_uconn *u)
     return &wp_pool_gen(u->pool)->crt[u->pool->cluster].hosts[u->host];
 }
 
-int wp_pools_init(wp_worker *w, wp_wgen *wg)
+int wp_pools_init(wp_worker *w, wp_wgen *wg, wp_pool_release_fn release)
 {
     const wp_config *cfg = wg->gen->cfg;
     size_t n = cfg->nclusters;
@@ -39,6 +39,7 @@ int wp_pools_init(wp_worker *w, wp_wgen *wg)
         size_t nh = cfg->clusters[i].nendpoints;
         p->w = w;
         p->wg = wg;
+        p->release = release;
         p->cluster = (int)i;
         p->idle = calloc(nh ? nh : 1, sizeof(*p->idle));
         if (!p->idle)
@@ -124,7 +125,7 @@ static void u_on_closed(uv_handle_t *h)
     wp_uconn *u = h->data;
     if (++u->closed_handles == 2) {
         wp_buf_put(u->w, u->rbuf);
-        wp_wgen_release(u->w, u->pool->wg);
+        u->pool->release(u->w, u->pool->wg); /* may free the pool */
         free(u);
     }
 }

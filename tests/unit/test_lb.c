@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "proxy/proxy_internal.h"
 #include "proxy/upstream/lb.h"
 
 #define NMAX 8
@@ -292,6 +293,13 @@ static void test_random_draws_follow_generator(void **state)
     for (int k = 0; k < 50; k++)
         wp_rng_next(&s);
     assert_true(s == a.rng);
+    /* ... which is the worker's wp_rand step */
+    wp_worker *w = calloc(1, sizeof(*w));
+    assert_non_null(w);
+    w->rng = s = 12345;
+    for (int k = 0; k < 50; k++)
+        assert_true(wp_rand(w) == wp_rng_next(&s));
+    free(w);
     teardown_fx(&a);
     teardown_fx(&b);
 }

@@ -45,7 +45,8 @@
 #include "proxy/outlier.h"
 #include "proxy/stats.h"
 
-/* A worker's random generator step (xorshift64*, state never 0). */
+/* A worker's random generator step (xorshift64*, state never 0): the same step as the
+ * worker's wp_rand, on the same state, so a seeded worker's draws do not change. */
 static inline uint64_t wp_rng_next(uint64_t *state)
 {
     uint64_t x = *state;
