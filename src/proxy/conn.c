@@ -601,7 +601,6 @@ static void stream_finish(wp_stream *s)
     wp_dconn_clear_deadline(d);
     wp_fault_stream_end(s);
     wp_router_cancel(s);
-    wp_pool_stream_end(s);
     wp_retry_end(s);
     if (s->retries_exhausted)
         wp_si_set_flag(&s->si, WP_RF_URX);

@@ -16,6 +16,7 @@
 #include "proxy/fault.h"
 #include "proxy/istio_stats.h"
 #include "proxy/proxy_internal.h"
+#include "proxy/upstream/lb.h"
 
 static int compile_access_logs(wp_server *srv, wp_config *cfg, wf_strbuf *err)
 {
@@ -116,6 +117,28 @@ void wp_gen_unref(wp_gen *g)
 
 /* ---------- the worker's side ---------- */
 
+/* The worker's load balancer of every cluster of wg (upstream/lb.h). */
+static int lbs_init(wp_worker *w, wp_wgen *wg)
+{
+    const wp_gen *g = wg->gen;
+    size_t n = g->cfg->nclusters;
+    wg->lbs = calloc(n ? n : 1, sizeof(*wg->lbs));
+    if (!wg->lbs)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (wp_lb_init(&wg->lbs[i], &g->cfg->clusters[i], &g->crt[i].od, w->stats, &w->rng) != 0)
+            return -1;
+    return 0;
+}
+
+static void lbs_free(wp_wgen *wg)
+{
+    for (size_t i = 0; wg->lbs && i < wg->gen->cfg->nclusters; i++)
+        wp_lb_free(&wg->lbs[i]);
+    free(wg->lbs);
+    wg->lbs = NULL;
+}
+
 wp_wgen *wp_wgen_new(wp_worker *w, wp_gen *gen)
 {
     wp_wgen *wg = calloc(1, sizeof(*wg));
@@ -124,8 +147,9 @@ wp_wgen *wp_wgen_new(wp_worker *w, wp_gen *gen)
         return NULL;
     }
     wg->gen = gen;
-    if (wp_pools_init(w, wg) != 0) {
+    if (wp_pools_init(w, wg, wp_wgen_release) != 0 || lbs_init(w, wg) != 0) {
         wp_pools_free(wg);
+        lbs_free(wg);
         wp_gen_unref(gen);
         free(wg);
         return NULL;
@@ -136,6 +160,7 @@ wp_wgen *wp_wgen_new(wp_worker *w, wp_gen *gen)
 static void wgen_free(wp_wgen *wg)
 {
     wp_pools_free(wg);
+    lbs_free(wg);
     wp_gen_unref(wg->gen);
     free(wg);
 }

@@ -41,20 +41,21 @@
 #include "proxy/pstats.h"
 #include "proxy/route.h"
 #include "proxy/stream_info.h"
+#include "proxy/upstream/conn_pool.h"
 
 #define WP_BUF_SIZE     (16u * 1024u) /* read buffer of a connection */
 #define WP_MAX_TRAILERS 16            /* response trailers kept per stream for %TRAILER()% */
 #define WP_HEAD_EXTRA   (4u * 1024u)  /* room past max_request_headers_kb for the request line */
 #define WP_MAX_HEADERS  103u          /* 99 parsed (conn.c), +4 added by the proxy */
+_Static_assert(WP_MAX_HEADERS == WP_UPSTREAM_MAX_HEADERS, "one header limit both ways");
 
 typedef struct wp_server wp_server;
 typedef struct wp_worker wp_worker;
 typedef struct wp_dconn wp_dconn;
 typedef struct wp_stream wp_stream;
-typedef struct wp_uconn wp_uconn;
-typedef struct wp_pool wp_pool;
 typedef struct wp_gen wp_gen;
 typedef struct wp_wgen wp_wgen;
+typedef struct wp_lb wp_lb; /* upstream/lb.h */
 
 /* ---------- write helper ---------- */
 
@@ -92,48 +93,6 @@ typedef struct {
     wp_cstats st;                                               /* stat slots */
     wp_od_cluster od;                                           /* outlier detection (outlier.h) */
 } wp_cluster_rt;
-
-/* ---------- upstream ---------- */
-
-typedef enum { WP_UC_CONNECTING, WP_UC_IDLE, WP_UC_BUSY, WP_UC_CLOSING } wp_uc_state;
-
-struct wp_uconn {
-    uv_tcp_t tcp;
-    uv_connect_t connect;
-    uv_timer_t timer; /* connect timeout, then idle timeout */
-    wp_pool *pool;
-    wp_worker *w;
-    int host;
-    uint64_t id;
-    wp_uc_state state;
-    wp_stream *stream;     /* request in flight */
-    struct wp_uconn *next; /* idle list / all list */
-    wp_buf *rbuf;
-    size_t rlen, rstart;
-    h1_parser parser;
-    h1_header hdrs[WP_MAX_HEADERS];
-    uint32_t requests;   /* requests sent on this connection */
-    uint64_t idle_since; /* uv_now when it last went back to the pool */
-    uint64_t start_ms;   /* uv_now when the connect began (cx_connect_ms, cx_length_ms) */
-    bool writing, reading, pinned, closing, response_seen;
-    bool peer_closed;   /* the upstream closed (or reset) its side: a remote destroy */
-    bool peer_reset_rq; /* ... in the middle of a request (destroy_remote_with_active_rq) */
-    int closed_handles;
-    char local[64];
-};
-
-/* Per worker and cluster: idle connections and waiting requests. */
-struct wp_pool {
-    wp_worker *w;
-    wp_wgen *wg; /* the generation whose cluster index `cluster` is */
-    int cluster;
-    wp_uconn **idle; /* per host: LIFO list of idle connections */
-    wp_stream *pending_head, *pending_tail;
-    uint32_t rr;       /* round robin cursor */
-    uint32_t *host_rq; /* per host active requests on this worker (least request) */
-    int64_t *cw;       /* smooth weighted round robin state per host */
-    bool panic;        /* the current pick is in panic mode (outlier.h) */
-};
 
 /* ---------- downstream ---------- */
 
@@ -184,9 +143,9 @@ struct wp_stream {
     int cluster;  /* -1 none */
     int host;
     wp_uconn *up;
-    wp_uconn *connecting;           /* connection being opened for this stream */
-    struct wp_stream *pending_next; /* in a pool's pending queue */
-    bool pending, queued, counted_rq, counted_cb;
+    wp_pool_req preq; /* the attempt's request to the pool while it waits for a connection */
+    bool counted_rq;  /* counted in upstream_rq_active */
+    bool counted_cb;  /* holds a max_requests circuit-breaker slot (rq_active) */
     /* request body flow */
     const char *body_ptr; /* slice of d->rbuf waiting to be written upstream */
     size_t body_len;
@@ -287,6 +246,7 @@ struct wp_gen {
 struct wp_wgen {
     wp_gen *gen;
     wp_pool *pools; /* per cluster of gen->cfg */
+    wp_lb *lbs;     /* per cluster of gen->cfg: the worker's load balancers */
     size_t users;
     bool retired;
     struct wp_wgen *next; /* the worker's retired generations */
@@ -451,13 +411,18 @@ void wp_router_start(wp_stream *s);
  * request answered before a cluster was chosen, or a head that fails to parse, stays as
  * received. */
 void wp_router_log_view(wp_stream *s);
-void wp_router_on_connected(wp_stream *s, wp_uconn *u);
 void wp_router_on_reset(wp_stream *s, int reason, const char *transport_failure);
 void wp_router_request_body(wp_stream *s);
+/* The stream ends: its pool request is cancelled, its connection given back (reset) and its
+ * max_requests slot released. */
 void wp_router_cancel(wp_stream *s);
-void wp_router_on_upstream_data(wp_uconn *u);
-void wp_router_on_upstream_eof(wp_uconn *u);
-void wp_router_on_upstream_written(wp_stream *s);
+/* One upstream attempt: the load balancer chooses a host (503 UH when none), the max_requests
+ * breaker is checked (503 UO), the pool is asked for a connection; the answer comes through
+ * the pool's callbacks. */
+void wp_router_upstream_request(wp_stream *s);
+/* The attempt is over without a connection in hand: its pool request is cancelled and its
+ * max_requests slot released (a retry, the stream's end). */
+void wp_router_pool_done(wp_stream *s);
 /* Writes what the stream has for the upstream now (deferred during parsing). */
 void wp_router_flush(wp_stream *s);
 void wp_router_timeout(wp_stream *s);
@@ -501,39 +466,7 @@ void wp_retry_end(wp_stream *s);
 /* previous_hosts: whether host must be skipped for this attempt. */
 bool wp_retry_host_tried(const wp_stream *s, int host);
 
-/* upstream.c */
-/* The pools of wg's clusters (wg->pools); -1 on out of memory. */
-int wp_pools_init(wp_worker *w, wp_wgen *wg);
-/* Closes the idle connections of wg's pools (the generation is retired). */
-void wp_pools_close_idle(wp_wgen *wg);
-void wp_pools_free(wp_wgen *wg);
-/* Chooses a host and gets a connection for s; calls wp_router_on_connected or
- * wp_router_on_reset later (or now). Returns 0, or -1 when the request was refused
- * (overflow / no healthy host: s already answered). */
-int wp_pool_request(wp_worker *w, wp_stream *s);
-/* The stream is done with u: back to the pool when reusable, else closed. */
-void wp_uconn_release(wp_uconn *u, bool reusable);
-void wp_uconn_close(wp_uconn *u, bool local);
-/* Cancel a pending (queued) request. */
-void wp_pool_cancel(wp_stream *s);
-/* The stream ends: release its circuit-breaker slot and any queue position. */
-void wp_pool_stream_end(wp_stream *s);
-void wp_pool_assign(wp_uconn *u, wp_stream *s);
-void wp_pool_dispatch_pending(wp_pool *p);
-int wp_uconn_write(wp_uconn *u, uv_buf_t *bufs, unsigned n);
-void wp_uconn_pause_read(wp_uconn *u);
-void wp_uconn_resume_read(wp_uconn *u);
-
-/* reset reasons, as Envoy's Http::StreamResetReason (resetReasonToString). */
-enum {
-    WP_RESET_LOCAL_CONNECTION_FAILURE,
-    WP_RESET_REMOTE_CONNECTION_FAILURE,
-    WP_RESET_CONNECTION_TIMEOUT,
-    WP_RESET_CONNECTION_TERMINATION,
-    WP_RESET_LOCAL_RESET,
-    WP_RESET_OVERFLOW,
-    WP_RESET_PROTOCOL_ERROR,
-};
+/* router.c: a reset reason (WP_RESET_*, upstream/conn_pool.h) as Envoy writes it. */
 const char *wp_reset_reason_string(int reason);
 /* A random UUID v4 (36 characters + NUL) from the worker's generator. */
 void wp_uuid4(wp_worker *w, char out[37]);
@@ -542,7 +475,7 @@ int64_t wp_wall_us(wp_worker *w);
 
 static inline uint64_t wp_rand(wp_worker *w)
 {
-    /* xorshift64*: per worker, no lock */
+    /* xorshift64*: per worker, no lock (the step of upstream/lb.h wp_rng_next) */
     uint64_t x = w->rng;
     x ^= x >> 12;
     x ^= x << 25;

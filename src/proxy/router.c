@@ -9,6 +9,13 @@
  * onResponseTimeout, decodeHeaders; docs configuration/http/http_filters/router_filter):
  *  - no route: 404, empty body, details route_not_found, flag NR, stat no_route;
  *  - unknown cluster: 503, empty body, details cluster_not_found, flag NC, stat no_cluster;
+ *  - the cluster's load balancer (upstream/lb.h) finds no host: 503 "no healthy upstream",
+ *    details no_healthy_upstream, flag UH, stat upstream_cx_none_healthy (a STRICT_DNS /
+ *    LOGICAL_DNS name that did not resolve is no endpoint at all: server.c drops it);
+ *  - max_requests (checked here, the request's breaker) or the pool's max_pending_requests
+ *    (a pool Overflow) reached: the overflow reset below (503 UO, "x-envoy-overloaded: true"),
+ *    stat upstream_rq_pending_overflow; pool failures become resets as Envoy's onPoolFailure
+ *    does (LocalConnectionFailure, RemoteConnectionFailure, Timeout: connection timeout);
  *  - route timeout (default 15 s, 0 = off) starts when the request is complete and
  *    answers 504 "upstream request timeout", details response_timeout, flag UT, stat
  *    upstream_rq_timeout; after the response started, the downstream is reset instead;
@@ -37,6 +44,7 @@
 #include "proxy/proxy_internal.h"
 #include "proxy/retry.h"
 #include "proxy/shadow.h"
+#include "proxy/upstream/lb.h"
 
 const char *wp_reset_reason_string(int reason)
 {
@@ -61,6 +69,40 @@ const char *wp_reset_reason_string(int reason)
 }
 
 static void launch_shadows(wp_stream *s);
+static void on_upstream_data(wp_uconn *u);
+static void on_upstream_eof(wp_uconn *u);
+static void on_upstream_written(wp_stream *s);
+
+/* What the upstream connection of an attempt tells its stream (upstream/conn_pool.h). */
+static void uc_data(void *owner, wp_uconn *u, size_t n)
+{
+    wp_stream *s = owner;
+    s->si.upstream_wire_bytes_received += n;
+    on_upstream_data(u);
+}
+
+static void uc_eof(void *owner, wp_uconn *u)
+{
+    (void)owner;
+    on_upstream_eof(u);
+}
+
+static void uc_written(void *owner, wp_uconn *u)
+{
+    (void)u;
+    on_upstream_written(owner);
+}
+
+/* The connection failed or closed under the attempt: it is gone, not given back. */
+static void uc_reset(void *owner, wp_uconn *u, int reason)
+{
+    wp_stream *s = owner;
+    (void)u;
+    s->up = NULL;
+    wp_router_on_reset(s, reason, NULL);
+}
+
+static const wp_uconn_callbacks uconn_cbs = {uc_data, uc_eof, uc_written, uc_reset};
 
 static void cstat(wp_stream *s, int which, int64_t delta)
 {
@@ -212,7 +254,6 @@ void wp_router_resolve(wp_stream *s)
 
 void wp_router_start(wp_stream *s)
 {
-    wp_worker *w = s->d->w;
     wp_router_resolve(s);
     s->routing = true;
     wp_hcm_stat(s->d, WP_S_rq_total, 1); /* Envoy's router counts every request it decodes */
@@ -253,7 +294,7 @@ void wp_router_start(wp_stream *s)
     wp_retry_begin(s);
     if (s->shadow_mask && s->req_complete)
         launch_shadows(s);
-    wp_pool_request(w, s);
+    wp_router_upstream_request(s);
 }
 
 /* ---------- the upstream request ---------- */
@@ -529,6 +570,8 @@ static void flush_upstream(wp_stream *s)
     }
     if (n == 0)
         return;
+    for (unsigned i = 0; i < n; i++)
+        s->si.upstream_wire_bytes_sent += bufs[i].len;
     int r = wp_uconn_write(u, bufs, n);
     if (r < 0)
         return; /* the connection reports the reset */
@@ -555,7 +598,7 @@ void wp_router_flush(wp_stream *s)
     flush_upstream(s);
 }
 
-void wp_router_on_upstream_written(wp_stream *s)
+static void on_upstream_written(wp_stream *s)
 {
     s->si.last_upstream_tx_ns = uv_now(&s->d->w->loop) * 1000000ULL;
     s->rb_sent += s->wr_rb;
@@ -570,10 +613,10 @@ void wp_router_on_upstream_written(wp_stream *s)
     flush_upstream(s);
 }
 
-void wp_router_on_connected(wp_stream *s, wp_uconn *u)
+static void on_connected(wp_stream *s, wp_uconn *u)
 {
     s->up = u;
-    u->stream = s;
+    wp_uconn_attach(u, &uconn_cbs, s);
     /* the snapshot outlives the stream (it holds a reference) */
     s->si.upstream_host = s->cfg->clusters[s->cluster].endpoints[u->host].addr.text;
     /* copied: an attempt's connection may be gone before the access log is written */
@@ -598,6 +641,83 @@ void wp_router_on_connected(wp_stream *s, wp_uconn *u)
     flush_upstream(s);
     if (had_body && !s->body_ptr) /* written at once: parse on */
         wp_stream_body_written(s);
+}
+
+/* ---------- the load balancer and the pool ---------- */
+
+/* previous_hosts (Envoy's LoadBalancerContext::shouldSelectAnotherHost). */
+static bool lb_tried_host(void *owner, int host)
+{
+    return wp_retry_host_tried(owner, host);
+}
+
+static void on_pool_ready(void *ctx, wp_uconn *u, int host)
+{
+    wp_stream *s = ctx;
+    s->host = host;
+    wp_lb_request_started(&s->d->wg->lbs[s->cluster], host);
+    wp_outlier_report(s, WP_OD_CONNECT_SUCCESS, 0);
+    on_connected(s, u);
+}
+
+/* Envoy's Router::Filter::onPoolFailure: the reason as a stream reset. */
+static void on_pool_failure(void *ctx, wp_pool_failure reason, const char *tfr, int host)
+{
+    (void)host;
+    int r = reason == WP_POOL_OVERFLOW                    ? WP_RESET_OVERFLOW
+            : reason == WP_POOL_REMOTE_CONNECTION_FAILURE ? WP_RESET_REMOTE_CONNECTION_FAILURE
+            : reason == WP_POOL_TIMEOUT                   ? WP_RESET_CONNECTION_TIMEOUT
+                                                          : WP_RESET_LOCAL_CONNECTION_FAILURE;
+    wp_router_on_reset(ctx, r, tfr);
+}
+
+static const wp_pool_callbacks pool_cbs = {on_pool_ready, on_pool_failure};
+
+void wp_router_upstream_request(wp_stream *s)
+{
+    wp_worker *w = s->d->w;
+    const wp_cluster *c = &s->cfg->clusters[s->cluster];
+    wp_cluster_rt *rt = &wp_stream_gen(s)->crt[s->cluster];
+    /* retry_host_predicate previous_hosts: re-pick up to host_selection_retry_max_attempts
+     * times while the choice is a host an earlier attempt used (Envoy then keeps the last) */
+    wp_lb_context lbc = {
+        .should_select_another_host = lb_tried_host,
+        .owner = s,
+        .host_selection_retry_max = s->ntried && s->route && s->route->retry
+                                        ? s->route->retry->host_selection_max_attempts
+                                        : 0,
+    };
+    int host = wp_lb_choose_host(&s->d->wg->lbs[s->cluster], &lbc);
+    if (host < 0) {
+        cstat(s, WP_S_upstream_cx_none_healthy, 1);
+        wp_code_stat_add(
+            wp_stats_code_local(w->stats, wp_stream_gen(s)->pstats->clusters[s->cluster].rq_codes),
+            503);
+        wp_stream_local_reply(s, 503, "no healthy upstream", "no_healthy_upstream", WP_RF_UH);
+        return;
+    }
+    /* the attempt is logged against its host even if it never connects */
+    s->si.upstream_host = c->endpoints[host].addr.text;
+    s->si.attempt_count++;
+    if (atomic_load_explicit(&rt->rq_active, memory_order_relaxed) >= c->cb.max_requests) {
+        cstat(s, WP_S_upstream_rq_pending_overflow, 1); /* Envoy counts max_requests here too */
+        wp_router_on_reset(s, WP_RESET_OVERFLOW, NULL);
+        return;
+    }
+    atomic_fetch_add_explicit(&rt->rq_active, 1, memory_order_relaxed);
+    s->counted_cb = true;
+    s->host = host;
+    wp_pool_newstream(&s->d->wg->pools[s->cluster], host, &s->preq, &pool_cbs, s);
+}
+
+void wp_router_pool_done(wp_stream *s)
+{
+    wp_pool_cancel(&s->preq);
+    if (s->counted_cb) {
+        s->counted_cb = false;
+        atomic_fetch_sub_explicit(&wp_stream_gen(s)->crt[s->cluster].rq_active, 1,
+                                  memory_order_relaxed);
+    }
 }
 
 void wp_router_request_body(wp_stream *s)
@@ -627,7 +747,8 @@ void wp_router_end_upstream(wp_stream *s, bool reusable)
     if (!u)
         return;
     s->up = NULL;
-    u->stream = NULL;
+    wp_uconn_detach(u);
+    wp_lb_request_finished(&s->d->wg->lbs[s->cluster], u->host);
     if (s->counted_rq) {
         cstat(s, WP_S_upstream_rq_active, -1);
         s->counted_rq = false;
@@ -739,7 +860,7 @@ void wp_router_timeout(wp_stream *s)
         wp_outlier_report(s, WP_OD_TIMEOUT, 0); /* Envoy: a host the pool handed over */
         wp_router_end_upstream(s, false);
     } else {
-        wp_pool_cancel(s);
+        wp_pool_cancel(&s->preq);
     }
     if (s->resp_started) { /* the client's stream is reset; the log shows UT response_timeout */
         s->upstream_failed = true;
@@ -771,7 +892,7 @@ static void per_try_timeout(wp_stream *s, bool idle)
         cstat(s, WP_S_upstream_rq_tx_reset, 1);
         wp_router_end_upstream(s, false);
     } else {
-        wp_pool_cancel(s);
+        wp_pool_cancel(&s->preq);
     }
     if (s->resp_started) {
         wp_si_set_flag(&s->si, WP_RF_UT);
@@ -806,14 +927,14 @@ void wp_router_try_timer(wp_stream *s)
 
 void wp_router_cancel(wp_stream *s)
 {
-    if (s->pending)
-        wp_pool_cancel(s);
+    wp_pool_cancel(&s->preq);
     if (s->up) {
         bool done = s->resp_done && s->req_end_sent;
         if (!done)
             cstat(s, WP_S_upstream_rq_tx_reset, 1);
         wp_router_end_upstream(s, false);
     }
+    wp_router_pool_done(s);
 }
 
 /* The upstream's response head arrived. Returns false when the response is dropped for a
@@ -887,10 +1008,10 @@ static void keep_trailers(wp_stream *s, const h1_message *m)
     s->si.nresponse_trailers = n;
 }
 
-void wp_router_on_upstream_data(wp_uconn *u)
+static void on_upstream_data(wp_uconn *u)
 {
     while (u->rbuf && !u->closing) {
-        wp_stream *s = u->stream;
+        wp_stream *s = u->owner; /* the router attached its stream (on_connected) */
         size_t avail = u->rlen - u->rstart;
         if (s && s->idle_armed)
             s->up_activity = uv_now(&u->w->loop); /* per_try_idle_timeout: progress */
@@ -967,9 +1088,9 @@ void wp_router_on_upstream_data(wp_uconn *u)
 }
 
 /* The upstream closed its side. */
-void wp_router_on_upstream_eof(wp_uconn *u)
+static void on_upstream_eof(wp_uconn *u)
 {
-    wp_stream *s = u->stream;
+    wp_stream *s = u->owner;
     if (!s)
         return;
     if (s->d->tunnel) {
@@ -995,7 +1116,7 @@ void wp_stream_resume_upstream_read(wp_stream *s)
     if (!u)
         return;
     u->pinned = false;
-    wp_router_on_upstream_data(u); /* may end (and free) s; u stays valid memory */
-    if (!u->closing && u->stream && !u->stream->d->writing)
+    on_upstream_data(u); /* may end (and free) s; u stays valid memory */
+    if (!u->closing && u->owner && !((wp_stream *)u->owner)->d->writing)
         wp_uconn_resume_read(u);
 }

@@ -223,7 +223,7 @@ static bool schedule(wp_stream *s)
     cstat(s, WP_S_upstream_rq_retry_backoff_exponential);
     remember_host(s);
     wp_router_end_upstream(s, false);
-    wp_pool_stream_end(s);
+    wp_router_pool_done(s);
     s->per_try_armed = s->idle_armed = false;
     s->backoffs++;
     uint64_t ms = wp_retry_backoff_ms(s->rp, s->backoffs, wp_rand(w), w->backoff_jitter);
@@ -336,7 +336,7 @@ void wp_retry_fire(wp_stream *s)
     s->head_sent = s->req_end_sent = s->wr_direct = false;
     s->rb_sent = s->wr_rb = 0;
     s->host = -1;
-    wp_pool_request(s->d->w, s);
+    wp_router_upstream_request(s);
 }
 
 void wp_retry_end(wp_stream *s)

@@ -1,28 +1,19 @@
 /*
- * upstream.c - per-worker upstream connection pools (Envoy's HTTP/1 connection pool and
- * cluster load balancers, as documented in intro/arch_overview/upstream/connection_pooling,
- * load_balancing/load_balancers and circuit_breaking).
+ * upstream.c - per-worker upstream connection pools (upstream/conn_pool.h: Envoy's HTTP/1
+ * connection pool, as documented in intro/arch_overview/upstream/connection_pooling and
+ * circuit_breaking). Hosts are chosen by the load balancer (upstream/lb.h) before a request
+ * reaches the pool; requests are answered by the router.
  *
- *  - Hosts: endpoints whose health_status is UNHEALTHY, DRAINING or TIMEOUT, and hosts
- *    ejected by outlier detection, are not chosen; UNKNOWN, HEALTHY and DEGRADED are. Below
- *    healthy_panic_threshold (default 50 %) usable hosts, every host is (panic, outlier.h).
- *    No host left: 503 "no healthy upstream", details no_healthy_upstream, flag UH, stat
- *    upstream_cx_none_healthy. (A STRICT_DNS / LOGICAL_DNS name that did not resolve is no
- *    endpoint at all: server.c drops it.)
- *  - Load balancing: ROUND_ROBIN (weights honoured with a smooth weighted round robin),
- *    LEAST_REQUEST (two random choices, fewer active requests wins; Envoy's P2C default),
- *    RANDOM.
- *  - Circuit breakers (cluster-wide, all workers): max_requests and max_pending_requests
- *    overflow answer 503 with flag UO, "x-envoy-overloaded: true", stat
- *    upstream_rq_pending_overflow; max_connections overflow queues the request until a
- *    connection frees (stat upstream_cx_overflow).
+ *  - Circuit breakers (cluster-wide, all workers): max_pending_requests overflow is reported
+ *    as a pool failure (Overflow) with stat upstream_rq_pending_overflow; max_connections
+ *    overflow queues the request until a connection frees (stat upstream_cx_overflow).
  *  - Keep-alive: a connection goes back to the pool after a complete exchange unless
  *    either side said close or max_requests_per_connection is reached; idle connections
  *    are watched for the server closing them and closed after the cluster's idle_timeout.
- *  - connect_timeout: the attempt fails with reset reason "connection timeout" (UF);
- *    a refused connection gives "remote connection failure" with transport failure reason
- *    "delayed connect error: <errno text>" [verify: Envoy's exact transport failure text
- *    depends on the version; the reference's example is used].
+ *  - connect_timeout: the request fails with Timeout (the router's reset reason "connection
+ *    timeout", UF); a refused connection gives RemoteConnectionFailure with transport
+ *    failure reason "delayed connect error: <errno text>" [verify: Envoy's exact transport
+ *    failure text depends on the version; the reference's example is used].
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +27,7 @@ static wp_host_rt *host_rt(wp_uconn *u)
     return &wp_pool_gen(u->pool)->crt[u->pool->cluster].hosts[u->host];
 }
 
-int wp_pools_init(wp_worker *w, wp_wgen *wg)
+int wp_pools_init(wp_worker *w, wp_wgen *wg, wp_pool_release_fn release)
 {
     const wp_config *cfg = wg->gen->cfg;
     size_t n = cfg->nclusters;
@@ -48,11 +39,10 @@ int wp_pools_init(wp_worker *w, wp_wgen *wg)
         size_t nh = cfg->clusters[i].nendpoints;
         p->w = w;
         p->wg = wg;
+        p->release = release;
         p->cluster = (int)i;
         p->idle = calloc(nh ? nh : 1, sizeof(*p->idle));
-        p->host_rq = calloc(nh ? nh : 1, sizeof(*p->host_rq));
-        p->cw = calloc(nh ? nh : 1, sizeof(*p->cw));
-        if (!p->idle || !p->host_rq || !p->cw)
+        if (!p->idle)
             return -1;
     }
     return 0;
@@ -73,85 +63,18 @@ void wp_pools_free(wp_wgen *wg)
 {
     if (!wg->pools)
         return;
-    for (size_t i = 0; i < wg->gen->cfg->nclusters; i++) {
+    for (size_t i = 0; i < wg->gen->cfg->nclusters; i++)
         free(wg->pools[i].idle);
-        free(wg->pools[i].host_rq);
-        free(wg->pools[i].cw);
-    }
     free(wg->pools);
     wg->pools = NULL;
-}
-
-/* EDS health and outlier ejection (outlier.h); in panic mode every host. */
-static bool host_ok(const wp_pool *p, const wp_cluster *c, size_t i)
-{
-    return p->panic || wp_od_host_usable(&wp_pool_gen(p)->crt[p->cluster].od, c, i);
-}
-
-/* Smooth weighted round robin over healthy hosts (equal weights: plain rotation). */
-static int pick_rr(wp_pool *p, const wp_cluster *c)
-{
-    int best = -1;
-    int64_t total = 0;
-    for (size_t i = 0; i < c->nendpoints; i++) {
-        if (!host_ok(p, c, i))
-            continue;
-        int64_t wgt = c->endpoints[i].weight ? c->endpoints[i].weight : 1;
-        p->cw[i] += wgt;
-        total += wgt;
-        if (best < 0 || p->cw[i] > p->cw[best])
-            best = (int)i;
-    }
-    if (best >= 0)
-        p->cw[best] -= total;
-    return best;
-}
-
-/* Another worker may eject a host between the count and this pass: then the last usable
- * host is taken (-1 when none is left). */
-static int pick_random_healthy(wp_pool *p, const wp_cluster *c, size_t healthy)
-{
-    uint64_t k = wp_rand(p->w) % healthy;
-    int last = -1;
-    for (size_t i = 0; i < c->nendpoints; i++) {
-        if (!host_ok(p, c, i))
-            continue;
-        if (k-- == 0)
-            return (int)i;
-        last = (int)i;
-    }
-    return last;
-}
-
-static int pick_host(wp_pool *p, const wp_cluster *c)
-{
-    size_t healthy = 0;
-    p->panic = false;
-    for (size_t i = 0; i < c->nendpoints; i++)
-        healthy += host_ok(p, c, i);
-    p->panic = wp_od_lb_panic(&wp_pool_gen(p)->crt[p->cluster].od, c, healthy, p->w->stats);
-    if (p->panic)
-        healthy = c->nendpoints;
-    if (healthy == 0)
-        return -1;
-    switch (c->lb_policy) {
-    case WP_LB_RANDOM:
-        return pick_random_healthy(p, c, healthy);
-    case WP_LB_LEAST_REQUEST: {
-        int a = pick_random_healthy(p, c, healthy), b = pick_random_healthy(p, c, healthy);
-        if (a < 0 || b < 0)
-            return a < 0 ? b : a;
-        return p->host_rq[b] < p->host_rq[a] ? b : a;
-    }
-    default:
-        return pick_rr(p, c);
-    }
 }
 
 /* ---------- connections ---------- */
 
 static void u_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf);
-static void pending_done(wp_stream *s);
+static void pending_done(wp_pool_req *rq);
+static void pool_dispatch_pending(wp_pool *p);
+static void pool_assign(wp_uconn *u, wp_pool_req *rq);
 
 static void u_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
@@ -202,7 +125,7 @@ static void u_on_closed(uv_handle_t *h)
     wp_uconn *u = h->data;
     if (++u->closed_handles == 2) {
         wp_buf_put(u->w, u->rbuf);
-        wp_wgen_release(u->w, u->pool->wg);
+        u->pool->release(u->w, u->pool->wg); /* may free the pool */
         free(u);
     }
 }
@@ -225,15 +148,21 @@ void wp_uconn_close(wp_uconn *u, bool local)
     int c = u->pool->cluster;
     if (u->state == WP_UC_IDLE)
         idle_remove(u);
-    bool active_rq = u->stream != NULL || u->peer_reset_rq;
+    bool active_rq = u->owner != NULL || u->preq != NULL || u->peer_reset_rq;
     local = local && !u->peer_closed;
     u->closing = true;
     u->state = WP_UC_CLOSING;
-    if (u->stream) {
-        wp_stream *s = u->stream;
-        u->stream = NULL;
-        s->up = NULL;
-        wp_router_on_reset(s, WP_RESET_LOCAL_RESET, NULL);
+    if (u->owner) {
+        void *owner = u->owner;
+        u->owner = NULL;
+        u->cbs->on_reset(owner, u, WP_RESET_LOCAL_RESET);
+    }
+    if (u->preq) { /* not reached today: a connecting connection is closed by its failure */
+        wp_pool_req *rq = u->preq;
+        u->preq = NULL;
+        rq->connecting = NULL;
+        pending_done(rq);
+        rq->cb->on_failure(rq->ctx, WP_POOL_LOCAL_CONNECTION_FAILURE, NULL, rq->host);
     }
     wp_pstats_cluster_hist(w->stats, wp_pool_gen(u->pool)->pstats, c, WP_CH_upstream_cx_length_ms,
                            uv_now(&w->loop) - u->start_ms);
@@ -255,7 +184,7 @@ void wp_uconn_close(wp_uconn *u, bool local)
     /* a slot under max_connections opened: serve a waiting request */
     wp_pool *p = u->pool;
     if (p->pending_head)
-        wp_pool_dispatch_pending(p);
+        pool_dispatch_pending(p);
 }
 
 static void u_on_timer(uv_timer_t *t)
@@ -267,14 +196,13 @@ static void u_on_timer(uv_timer_t *t)
         wp_cluster_stat(w, wp_pool_gen(u->pool), c, WP_S_upstream_cx_connect_timeout, 1);
         wp_cluster_stat(w, wp_pool_gen(u->pool), c, WP_S_upstream_cx_connect_fail, 1);
         atomic_fetch_add_explicit(&host_rt(u)->cx_connect_fail, 1, memory_order_relaxed);
-        wp_stream *s = u->stream;
-        u->stream = NULL;
-        if (s) {
-            s->up = NULL;
-            s->connecting = NULL;
-            pending_done(s);
+        wp_pool_req *rq = u->preq;
+        u->preq = NULL;
+        if (rq) {
+            rq->connecting = NULL;
+            pending_done(rq);
             wp_uconn_close(u, true);
-            wp_router_on_reset(s, WP_RESET_CONNECTION_TIMEOUT, NULL);
+            rq->cb->on_failure(rq->ctx, WP_POOL_TIMEOUT, NULL, rq->host);
             return;
         }
         wp_uconn_close(u, true);
@@ -300,13 +228,11 @@ static void u_on_timer(uv_timer_t *t)
  * answered as a connection termination. */
 static void write_failed(wp_uconn *u)
 {
-    wp_stream *s = u->stream;
-    u->stream = NULL;
-    if (s)
-        s->up = NULL;
+    void *owner = u->owner;
+    u->owner = NULL;
     wp_uconn_close(u, false);
-    if (s)
-        wp_router_on_reset(s, WP_RESET_CONNECTION_TERMINATION, NULL);
+    if (owner)
+        u->cbs->on_reset(owner, u, WP_RESET_CONNECTION_TERMINATION);
 }
 
 static void u_on_write(uv_write_t *req, int status)
@@ -320,8 +246,8 @@ static void u_on_write(uv_write_t *req, int status)
         write_failed(u);
         return;
     }
-    if (u->stream)
-        wp_router_on_upstream_written(u->stream);
+    if (u->owner)
+        u->cbs->on_written(u->owner, u);
 }
 
 int wp_uconn_write(wp_uconn *u, uv_buf_t *bufs, unsigned n)
@@ -331,8 +257,6 @@ int wp_uconn_write(wp_uconn *u, uv_buf_t *bufs, unsigned n)
         total += bufs[i].len;
     wp_cluster_stat(u->w, wp_pool_gen(u->pool), u->pool->cluster, WP_S_upstream_cx_tx_bytes_total,
                     (int64_t)total);
-    if (u->stream)
-        u->stream->si.upstream_wire_bytes_sent += total;
     uv_write_t *req = wp_wreq_get(u->w);
     if (!req)
         return -1;
@@ -361,10 +285,8 @@ static void u_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
     if (n < 0) {
         wp_uconn_pause_read(u);
         u->peer_closed = true; /* counted as Envoy's RemoteClose, whoever closes the handle */
-        if (u->stream) {
-            wp_uconn *keep = u;
-            wp_router_on_upstream_eof(keep); /* releases or resets the stream */
-        }
+        if (u->owner)
+            u->cbs->on_eof(u->owner, u); /* releases the connection or resets the request */
         if (!u->closing)
             wp_uconn_close(u, false);
         return;
@@ -372,16 +294,14 @@ static void u_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
     u->rlen += (size_t)n;
     wp_cluster_stat(u->w, wp_pool_gen(u->pool), u->pool->cluster, WP_S_upstream_cx_rx_bytes_total,
                     n);
-    if (u->stream)
-        u->stream->si.upstream_wire_bytes_received += (uint64_t)n;
-    if (!u->stream) {
+    if (!u->owner) {
         wp_uconn_close(u, false); /* data on an idle connection */
         return;
     }
-    wp_router_on_upstream_data(u);
+    u->cbs->on_data(u->owner, u, (size_t)n);
     if (u->rbuf && u->rstart == u->rlen && !u->pinned) {
         u->rstart = u->rlen = 0;
-        if (!u->stream) {
+        if (!u->owner) {
             wp_buf_put(u->w, u->rbuf);
             u->rbuf = NULL;
         }
@@ -401,17 +321,16 @@ static void u_on_connect(uv_connect_t *req, int status)
         atomic_fetch_add_explicit(&host_rt(u)->cx_connect_fail, 1, memory_order_relaxed);
         char tfr[96];
         snprintf(tfr, sizeof(tfr), "delayed connect error: %s", strerror(-status));
-        wp_stream *s = u->stream;
-        u->stream = NULL;
-        if (s) {
-            s->up = NULL;
-            s->connecting = NULL;
-            pending_done(s);
+        wp_pool_req *rq = u->preq;
+        u->preq = NULL;
+        if (rq) {
+            rq->connecting = NULL;
+            pending_done(rq);
         }
         WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "connect failure: %s", tfr);
         wp_uconn_close(u, false);
-        if (s)
-            wp_router_on_reset(s, WP_RESET_REMOTE_CONNECTION_FAILURE, tfr);
+        if (rq)
+            rq->cb->on_failure(rq->ctx, WP_POOL_REMOTE_CONNECTION_FAILURE, tfr, rq->host);
         return;
     }
     wp_pstats_cluster_hist(w->stats, wp_pool_gen(u->pool)->pstats, c, WP_CH_upstream_cx_connect_ms,
@@ -422,11 +341,11 @@ static void u_on_connect(uv_connect_t *req, int status)
     WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "connected to %s",
                 wp_pool_gen(u->pool)->cfg->clusters[c].endpoints[u->host].addr.text);
     wp_uconn_resume_read(u);
-    wp_stream *s = u->stream;
-    if (s) {
-        u->stream = NULL;
-        s->connecting = NULL;
-        wp_pool_assign(u, s);
+    wp_pool_req *rq = u->preq;
+    if (rq) {
+        u->preq = NULL;
+        rq->connecting = NULL;
+        pool_assign(u, rq);
     } else {
         wp_uconn_release(u, true);
     }
@@ -434,64 +353,63 @@ static void u_on_connect(uv_connect_t *req, int status)
 
 /* ---------- requests ---------- */
 
-static void pending_push(wp_pool *p, wp_stream *s)
+static void pending_push(wp_pool *p, wp_pool_req *rq)
 {
-    s->pending_next = NULL;
+    rq->next = NULL;
     if (p->pending_tail)
-        p->pending_tail->pending_next = s;
+        p->pending_tail->next = rq;
     else
-        p->pending_head = s;
-    p->pending_tail = s;
-    s->queued = true;
+        p->pending_head = rq;
+    p->pending_tail = rq;
+    rq->queued = true;
 }
 
-static void pending_remove(wp_pool *p, wp_stream *s)
+static void pending_remove(wp_pool *p, wp_pool_req *rq)
 {
-    wp_stream **pp = &p->pending_head, *prev = NULL;
-    while (*pp && *pp != s) {
+    wp_pool_req **pp = &p->pending_head, *prev = NULL;
+    while (*pp && *pp != rq) {
         prev = *pp;
-        pp = &(*pp)->pending_next;
+        pp = &(*pp)->next;
     }
     if (!*pp)
         return;
-    *pp = s->pending_next;
-    if (p->pending_tail == s)
+    *pp = rq->next;
+    if (p->pending_tail == rq)
         p->pending_tail = prev;
-    s->pending_next = NULL;
-    s->queued = false;
+    rq->next = NULL;
+    rq->queued = false;
 }
 
-static void pending_done(wp_stream *s)
+static void pending_done(wp_pool_req *rq)
 {
-    if (!s->pending)
+    if (!rq->pending)
         return;
-    s->pending = false;
-    wp_worker *w = s->d->w;
-    wp_cluster_stat(w, wp_stream_gen(s), s->cluster, WP_S_upstream_rq_pending_active, -1);
-    atomic_fetch_sub_explicit(&wp_stream_gen(s)->crt[s->cluster].rq_pending, 1,
-                              memory_order_relaxed);
+    rq->pending = false;
+    wp_pool *p = rq->pool;
+    wp_cluster_stat(p->w, wp_pool_gen(p), p->cluster, WP_S_upstream_rq_pending_active, -1);
+    atomic_fetch_sub_explicit(&wp_pool_gen(p)->crt[p->cluster].rq_pending, 1, memory_order_relaxed);
 }
 
-void wp_pool_assign(wp_uconn *u, wp_stream *s)
+/* u (busy) goes to rq: on_ready. */
+static void pool_assign(wp_uconn *u, wp_pool_req *rq)
 {
-    pending_done(s);
+    pending_done(rq);
     u->state = WP_UC_BUSY;
     u->requests++;
-    u->pool->host_rq[u->host]++;
     wp_host_rt *h = host_rt(u);
     atomic_fetch_add_explicit(&h->rq_active, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&h->rq_total, 1, memory_order_relaxed);
-    wp_outlier_report(s, WP_OD_CONNECT_SUCCESS, 0);
-    wp_router_on_connected(s, u);
+    rq->host = u->host;
+    rq->cb->on_ready(rq->ctx, u, u->host);
 }
 
-static void connect_new(wp_pool *p, int host, wp_stream *s)
+static void connect_new(wp_pool *p, int host, wp_pool_req *rq)
 {
     wp_worker *w = p->w;
     const wp_cluster *c = &wp_pool_gen(p)->cfg->clusters[p->cluster];
     wp_uconn *u = calloc(1, sizeof(*u));
-    if (!u) {
-        wp_router_on_reset(s, WP_RESET_LOCAL_CONNECTION_FAILURE, "out of memory");
+    if (!u) { /* the request stays pending: the caller's cancel counts it */
+        rq->cb->on_failure(rq->ctx, WP_POOL_LOCAL_CONNECTION_FAILURE, "out of memory", host);
         return;
     }
     u->w = w;
@@ -504,14 +422,14 @@ static void connect_new(wp_pool *p, int host, wp_stream *s)
     uv_tcp_init(&w->loop, &u->tcp);
     uv_timer_init(&w->loop, &u->timer);
     u->tcp.data = u->timer.data = u->connect.data = u;
-    h1_parser_init(&u->parser, H1_RESPONSE, u->hdrs, WP_MAX_HEADERS, 64 * 1024);
+    h1_parser_init(&u->parser, H1_RESPONSE, u->hdrs, WP_UPSTREAM_MAX_HEADERS, 64 * 1024);
     wp_cluster_stat(w, wp_pool_gen(p), p->cluster, WP_S_upstream_cx_total, 1);
     wp_cluster_stat(w, wp_pool_gen(p), p->cluster, WP_S_upstream_cx_active, 1);
     atomic_fetch_add_explicit(&wp_pool_gen(p)->crt[p->cluster].cx_open, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&host_rt(u)->cx_active, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&host_rt(u)->cx_total, 1, memory_order_relaxed);
-    u->stream = s;
-    s->connecting = u;
+    u->preq = rq;
+    rq->connecting = u;
     WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "creating a new connection to %s",
                 c->endpoints[host].addr.text);
     int r = uv_tcp_connect(&u->connect, &u->tcp,
@@ -519,90 +437,60 @@ static void connect_new(wp_pool *p, int host, wp_stream *s)
     if (r != 0) {
         char tfr[96];
         snprintf(tfr, sizeof(tfr), "%s", uv_strerror(r));
-        u->stream = NULL;
-        s->connecting = NULL;
-        pending_done(s);
+        u->preq = NULL;
+        rq->connecting = NULL;
+        pending_done(rq);
         wp_cluster_stat(w, wp_pool_gen(p), p->cluster, WP_S_upstream_cx_connect_fail, 1);
         wp_uconn_close(u, true);
-        wp_router_on_reset(s, WP_RESET_LOCAL_CONNECTION_FAILURE, tfr);
+        rq->cb->on_failure(rq->ctx, WP_POOL_LOCAL_CONNECTION_FAILURE, tfr, host);
         return;
     }
     if (c->connect_timeout_ms)
         uv_timer_start(&u->timer, u_on_timer, c->connect_timeout_ms, 0);
 }
 
-static void overflow(wp_stream *s)
+bool wp_pool_newstream(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_callbacks *cb,
+                       void *ctx)
 {
-    wp_cluster_stat(s->d->w, wp_stream_gen(s), s->cluster, WP_S_upstream_rq_pending_overflow, 1);
-    wp_router_on_reset(s, WP_RESET_OVERFLOW, NULL);
-}
-
-int wp_pool_request(wp_worker *w, wp_stream *s)
-{
-    const wp_cluster *c = &s->cfg->clusters[s->cluster];
-    wp_cluster_rt *rt = &wp_stream_gen(s)->crt[s->cluster];
-    wp_pool *p = &s->d->wg->pools[s->cluster];
-    int host = pick_host(p, c);
-    /* retry_host_predicate previous_hosts: re-pick up to host_selection_retry_max_attempts
-     * times while the choice is a host an earlier attempt used (Envoy then keeps the last) */
-    uint32_t repick =
-        s->route && s->route->retry ? s->route->retry->host_selection_max_attempts : 0;
-    if (repick > 16 * c->nendpoints) /* bounded: enough to find an untried host, never a spin */
-        repick = (uint32_t)(16 * c->nendpoints);
-    for (uint32_t k = 0; host >= 0 && s->ntried && k < repick && wp_retry_host_tried(s, host); k++)
-        host = pick_host(p, c);
-    if (host >= 0) { /* the attempt is logged against its host even if it never connects */
-        s->si.upstream_host = c->endpoints[host].addr.text;
-        s->si.attempt_count++;
-    }
-    if (host < 0) {
-        wp_cluster_stat(w, wp_stream_gen(s), s->cluster, WP_S_upstream_cx_none_healthy, 1);
-        wp_code_stat_add(
-            wp_stats_code_local(w->stats, wp_stream_gen(s)->pstats->clusters[s->cluster].rq_codes),
-            503);
-        wp_stream_local_reply(s, 503, "no healthy upstream", "no_healthy_upstream", WP_RF_UH);
-        return -1;
-    }
-    if (atomic_load_explicit(&rt->rq_active, memory_order_relaxed) >= c->cb.max_requests) {
-        overflow(s);
-        return -1;
-    }
-    atomic_fetch_add_explicit(&rt->rq_active, 1, memory_order_relaxed);
-    s->counted_cb = true;
-    s->host = host;
+    wp_worker *w = p->w;
+    const wp_gen *g = wp_pool_gen(p);
+    const wp_cluster *c = &g->cfg->clusters[p->cluster];
+    wp_cluster_rt *rt = &g->crt[p->cluster];
+    *rq = (wp_pool_req){.pool = p, .cb = cb, .ctx = ctx, .host = host};
     wp_uconn *u = p->idle[host];
     if (u) {
         idle_remove(u);
         WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "using existing connection");
-        wp_pool_assign(u, s);
-        return 0;
+        pool_assign(u, rq);
+        return false;
     }
     if (atomic_load_explicit(&rt->rq_pending, memory_order_relaxed) >= c->cb.max_pending_requests) {
-        overflow(s);
-        return -1;
+        wp_cluster_stat(w, g, p->cluster, WP_S_upstream_rq_pending_overflow, 1);
+        cb->on_failure(ctx, WP_POOL_OVERFLOW, NULL, host);
+        return false;
     }
-    s->pending = true;
+    rq->pending = true;
     atomic_fetch_add_explicit(&rt->rq_pending, 1, memory_order_relaxed);
-    wp_cluster_stat(w, wp_stream_gen(s), s->cluster, WP_S_upstream_rq_pending_total, 1);
-    wp_cluster_stat(w, wp_stream_gen(s), s->cluster, WP_S_upstream_rq_pending_active, 1);
+    wp_cluster_stat(w, g, p->cluster, WP_S_upstream_rq_pending_total, 1);
+    wp_cluster_stat(w, g, p->cluster, WP_S_upstream_rq_pending_active, 1);
     if (atomic_load_explicit(&rt->cx_open, memory_order_relaxed) < c->cb.max_connections) {
-        connect_new(p, host, s);
-        return 0;
+        connect_new(p, host, rq);
+        return rq->pending;
     }
-    wp_cluster_stat(w, wp_stream_gen(s), s->cluster, WP_S_upstream_cx_overflow, 1);
-    pending_push(p, s);
-    return 0;
+    wp_cluster_stat(w, g, p->cluster, WP_S_upstream_cx_overflow, 1);
+    pending_push(p, rq);
+    return true;
 }
 
-void wp_pool_dispatch_pending(wp_pool *p)
+static void pool_dispatch_pending(wp_pool *p)
 {
     const wp_gen *g = wp_pool_gen(p);
     const wp_cluster *c = &g->cfg->clusters[p->cluster];
     while (p->pending_head && atomic_load_explicit(&g->crt[p->cluster].cx_open,
                                                    memory_order_relaxed) < c->cb.max_connections) {
-        wp_stream *s = p->pending_head;
-        pending_remove(p, s);
-        connect_new(p, s->host, s);
+        wp_pool_req *rq = p->pending_head;
+        pending_remove(p, rq);
+        connect_new(p, rq->host, rq);
     }
 }
 
@@ -611,11 +499,9 @@ void wp_uconn_release(wp_uconn *u, bool reusable)
     wp_pool *p = u->pool;
     wp_worker *w = u->w;
     const wp_cluster *c = &wp_pool_gen(p)->cfg->clusters[p->cluster];
-    if (p->host_rq[u->host])
-        p->host_rq[u->host]--;
     if (u->state == WP_UC_BUSY)
         atomic_fetch_sub_explicit(&host_rt(u)->rq_active, 1, memory_order_relaxed);
-    u->stream = NULL;
+    u->owner = NULL;
     if (u->closing)
         return;
     if (c->max_requests_per_connection && u->requests >= c->max_requests_per_connection) {
@@ -631,10 +517,9 @@ void wp_uconn_release(wp_uconn *u, bool reusable)
     u->rbuf = NULL;
     h1_parser_reset(&u->parser);
     if (p->pending_head) {
-        wp_stream *s = p->pending_head;
-        pending_remove(p, s);
-        s->host = u->host;
-        wp_pool_assign(u, s);
+        wp_pool_req *rq = p->pending_head;
+        pending_remove(p, rq);
+        pool_assign(u, rq);
         return;
     }
     u->state = WP_UC_IDLE;
@@ -646,29 +531,18 @@ void wp_uconn_release(wp_uconn *u, bool reusable)
     wp_uconn_resume_read(u); /* notice the server closing it */
 }
 
-void wp_pool_cancel(wp_stream *s)
+void wp_pool_cancel(wp_pool_req *rq)
 {
-    if (s->cluster < 0)
+    if (!rq->pool)
         return;
-    wp_pool *p = &s->d->wg->pools[s->cluster];
-    if (s->queued)
-        pending_remove(p, s);
-    if (s->connecting) {
-        s->connecting->stream = NULL; /* the connection joins the pool when it is up */
-        s->connecting = NULL;
+    if (rq->queued)
+        pending_remove(rq->pool, rq);
+    if (rq->connecting) {
+        rq->connecting->preq = NULL; /* the connection joins the pool when it is up */
+        rq->connecting = NULL;
     }
-    if (s->pending)
-        wp_cluster_stat(s->d->w, wp_stream_gen(s), s->cluster, WP_S_upstream_rq_cancelled, 1);
-    pending_done(s);
-}
-
-void wp_pool_stream_end(wp_stream *s)
-{
-    if (s->queued || s->pending)
-        wp_pool_cancel(s);
-    if (s->counted_cb) {
-        s->counted_cb = false;
-        atomic_fetch_sub_explicit(&wp_stream_gen(s)->crt[s->cluster].rq_active, 1,
-                                  memory_order_relaxed);
-    }
+    if (rq->pending)
+        wp_cluster_stat(rq->pool->w, wp_pool_gen(rq->pool), rq->pool->cluster,
+                        WP_S_upstream_rq_cancelled, 1);
+    pending_done(rq);
 }

@@ -1,0 +1,194 @@
+/*
+ * upstream/conn_pool.h - the HTTP/1 connection pool of one cluster on one worker (Envoy's
+ * ConnectionPool::Instance, source/common/http/http1/conn_pool.cc and
+ * source/common/conn_pool/conn_pool_base.cc; docs intro/arch_overview/upstream/
+ * connection_pooling and circuit_breaking). Implemented in upstream.c.
+ *
+ * The pool hands connections to requests; it never sees a stream and never answers a
+ * client. A caller (the router) has chosen a host with the load balancer (lb.h) and asks
+ * with wp_pool_newstream, giving a request handle it owns and a callbacks table:
+ *  - on_ready(ctx, u, host): u is the caller's until it gives it back with
+ *    wp_uconn_release (or closes it); host is the connection's host, which may differ from
+ *    the one asked for when a queued request is served by a connection another request
+ *    released (any host of the cluster, as before);
+ *  - on_failure(ctx, reason, transport_failure, host): the request got no connection.
+ *    Overflow: max_pending_requests was reached (stat upstream_rq_pending_overflow counted
+ *    here); the caller answers 503 UO. LocalConnectionFailure (the connect could not start;
+ *    transport_failure = the libuv error text), RemoteConnectionFailure (refused or reset
+ *    while connecting; "delayed connect error: <errno text>"), Timeout (connect_timeout,
+ *    stats upstream_cx_connect_timeout and upstream_cx_connect_fail). transport_failure
+ *    is NULL or valid during the call only.
+ * Either callback may run inside wp_pool_newstream (an idle connection, an overflow, a
+ * connect that fails at once) or later from the loop. After it ran the handle is inert.
+ *
+ * Circuit breakers kept here (cluster-wide, all workers): max_pending_requests
+ * (rq_pending: from newstream until the request has a connection or is cancelled; stats
+ * upstream_rq_pending_total, upstream_rq_pending_active) and max_connections (cx_open; a
+ * request over it waits in the pool's queue, stat upstream_cx_overflow, until a connection
+ * closes or is released). max_requests and max_retries belong to the request and are
+ * counted by the router.
+ *
+ * Connections (wp_uconn): keep-alive after a complete exchange unless either side said close
+ * or max_requests_per_connection is reached (upstream_cx_max_requests); an idle connection
+ * is read to notice the server closing it and is closed after the cluster's idle_timeout
+ * (upstream_cx_idle_timeout). While a request holds a connection, the connection reports to
+ * the owner the caller attached (wp_uconn_attach) through a callbacks table: bytes read, end
+ * of stream, write completion, and a reset when the connection fails or closes under it.
+ *
+ * Ownership: the pool and its connections belong to one worker thread. The request handle
+ * (wp_pool_req) is the caller's memory (no allocation per request); it must stay valid while
+ * it is pending (until a callback ran or wp_pool_cancel). Errors: out of memory for a new
+ * connection is a LocalConnectionFailure "out of memory".
+ */
+#ifndef WEFT_PROXY_UPSTREAM_CONN_POOL_H
+#define WEFT_PROXY_UPSTREAM_CONN_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "http/h1_parser.h"
+
+#define WP_UPSTREAM_MAX_HEADERS 103u /* response header lines parsed per connection */
+
+typedef struct wp_buf wp_buf;
+typedef struct wp_worker wp_worker;
+typedef struct wp_wgen wp_wgen;
+typedef struct wp_uconn wp_uconn;
+typedef struct wp_pool wp_pool;
+typedef struct wp_pool_req wp_pool_req;
+
+/* Why a request got no connection (Envoy's ConnectionPool::PoolFailureReason). */
+typedef enum {
+    WP_POOL_OVERFLOW,
+    WP_POOL_LOCAL_CONNECTION_FAILURE,
+    WP_POOL_REMOTE_CONNECTION_FAILURE,
+    WP_POOL_TIMEOUT,
+} wp_pool_failure;
+
+/* Reset reasons, as Envoy's Http::StreamResetReason (resetReasonToString): what a
+ * connection reports to its owner (wp_uconn_callbacks.on_reset) and the router logs. */
+enum {
+    WP_RESET_LOCAL_CONNECTION_FAILURE,
+    WP_RESET_REMOTE_CONNECTION_FAILURE,
+    WP_RESET_CONNECTION_TIMEOUT,
+    WP_RESET_CONNECTION_TERMINATION,
+    WP_RESET_LOCAL_RESET,
+    WP_RESET_OVERFLOW,
+    WP_RESET_PROTOCOL_ERROR,
+};
+
+/* The pool's answer to one request (Envoy's ConnectionPool::Callbacks). */
+typedef struct wp_pool_callbacks {
+    void (*on_ready)(void *ctx, wp_uconn *u, int host);
+    void (*on_failure)(void *ctx, wp_pool_failure reason, const char *transport_failure, int host);
+} wp_pool_callbacks;
+
+/* One request of a pool (Envoy's Cancellable): caller-owned, filled by wp_pool_newstream. */
+struct wp_pool_req {
+    wp_pool *pool; /* NULL: never asked */
+    const wp_pool_callbacks *cb;
+    void *ctx;
+    struct wp_pool_req *next; /* in the pool's queue */
+    wp_uconn *connecting;     /* connection being opened for it */
+    int host;
+    bool pending; /* counted in rq_pending (no connection yet) */
+    bool queued;  /* waiting in the pool's queue for a max_connections slot */
+};
+
+/* What a connection tells the owner of the request on it (set with wp_uconn_attach). */
+typedef struct wp_uconn_callbacks {
+    /* n new bytes were read into u->rbuf (after u->rstart..u->rlen) */
+    void (*on_data)(void *owner, wp_uconn *u, size_t n);
+    /* the upstream closed (or reset) its side; the connection closes after the call unless
+     * the owner closed or released it */
+    void (*on_eof)(void *owner, wp_uconn *u);
+    /* a write that was pending (wp_uconn_write returned 1) completed */
+    void (*on_written)(void *owner, wp_uconn *u);
+    /* the connection failed or closed under the request (WP_RESET_*); it is no longer the
+     * owner's (detached, do not release it) */
+    void (*on_reset)(void *owner, wp_uconn *u, int reason);
+} wp_uconn_callbacks;
+
+typedef enum { WP_UC_CONNECTING, WP_UC_IDLE, WP_UC_BUSY, WP_UC_CLOSING } wp_uc_state;
+
+struct wp_uconn {
+    uv_tcp_t tcp;
+    uv_connect_t connect;
+    uv_timer_t timer; /* connect timeout, then idle timeout */
+    wp_pool *pool;
+    wp_worker *w;
+    int host;
+    uint64_t id;
+    wp_uc_state state;
+    void *owner; /* the request in flight (wp_uconn_attach), NULL none */
+    const wp_uconn_callbacks *cbs;
+    wp_pool_req *preq;     /* the request this connection is being opened for */
+    struct wp_uconn *next; /* idle list */
+    wp_buf *rbuf;
+    size_t rlen, rstart;
+    h1_parser parser;
+    h1_header hdrs[WP_UPSTREAM_MAX_HEADERS];
+    uint32_t requests;   /* requests sent on this connection */
+    uint64_t idle_since; /* uv_now when it last went back to the pool */
+    uint64_t start_ms;   /* uv_now when the connect began (cx_connect_ms, cx_length_ms) */
+    bool writing, reading, pinned, closing, response_seen;
+    bool peer_closed;   /* the upstream closed (or reset) its side: a remote destroy */
+    bool peer_reset_rq; /* ... in the middle of a request (destroy_remote_with_active_rq) */
+    int closed_handles;
+    char local[64];
+};
+
+/* The owner of a worker's pools gives this back when one of their connections is gone
+ * (each connection holds the generation it belongs to: wp_wgen_use). */
+typedef void (*wp_pool_release_fn)(wp_worker *w, wp_wgen *wg);
+
+/* Per worker and cluster: idle connections and waiting requests. */
+struct wp_pool {
+    wp_worker *w;
+    wp_wgen *wg; /* the generation whose cluster index `cluster` is */
+    wp_pool_release_fn release;
+    int cluster;
+    wp_uconn **idle;                          /* per host: LIFO list of idle connections */
+    wp_pool_req *pending_head, *pending_tail; /* waiting for a max_connections slot */
+};
+
+/* The pools of wg's clusters (wg->pools); release is called with wg when a connection of
+ * them is gone. -1 on out of memory. */
+int wp_pools_init(wp_worker *w, wp_wgen *wg, wp_pool_release_fn release);
+/* Closes the idle connections of wg's pools (the generation is retired). */
+void wp_pools_close_idle(wp_wgen *wg);
+void wp_pools_free(wp_wgen *wg);
+
+/* Asks p for a connection to host for one request (see above). rq: the caller's handle,
+ * (re)initialised here. Returns true while rq is pending (a callback comes later), false
+ * when a callback already ran. */
+bool wp_pool_newstream(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_callbacks *cb,
+                       void *ctx);
+/* Cancels a pending request (stat upstream_rq_cancelled when it was waiting): no callback
+ * comes; a connection being opened for it joins the pool when it is up. No-op when rq is
+ * not pending. */
+void wp_pool_cancel(wp_pool_req *rq);
+
+/* The request on u is owner's: u reports to cbs until wp_uconn_detach. */
+static inline void wp_uconn_attach(wp_uconn *u, const wp_uconn_callbacks *cbs, void *owner)
+{
+    u->cbs = cbs;
+    u->owner = owner;
+}
+static inline void wp_uconn_detach(wp_uconn *u)
+{
+    u->owner = NULL;
+}
+/* The caller is done with u (detached): back to the pool when reusable, else closed. */
+void wp_uconn_release(wp_uconn *u, bool reusable);
+/* Closes u (local: counted as a local destroy unless the peer closed first). */
+void wp_uconn_close(wp_uconn *u, bool local);
+/* Writes bufs (0 written now, 1 pending: on_written follows, -1 failed: on_reset came). */
+int wp_uconn_write(wp_uconn *u, uv_buf_t *bufs, unsigned n);
+void wp_uconn_pause_read(wp_uconn *u);
+void wp_uconn_resume_read(wp_uconn *u);
+
+#endif
