@@ -1,0 +1,120 @@
+/*
+ * listener_filter.c - the listener filter runner and socket annotations (listener_filter.h).
+ */
+#include "proxy/net/listener_filter.h"
+
+#include <ctype.h>
+#include <netinet/in.h>
+#include <string.h>
+
+static void sa_copy(struct sockaddr_storage *dst, const struct sockaddr *sa)
+{
+    memset(dst, 0, sizeof(*dst));
+    if (!sa)
+        return;
+    size_t n = sa->sa_family == AF_INET6  ? sizeof(struct sockaddr_in6)
+               : sa->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+                                          : 0;
+    memcpy(dst, sa, n);
+}
+
+void wp_lf_socket_init(wp_lf_socket *s, const struct sockaddr *local, const struct sockaddr *peer)
+{
+    sa_copy(&s->local, local);
+    sa_copy(&s->remote, peer);
+    sa_copy(&s->direct_remote, peer);
+    s->local_restored = false;
+    s->server_name[0] = s->transport_protocol[0] = s->alpn_buf[0] = '\0';
+    s->nalpn = 0;
+}
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+    size_t n = src ? strlen(src) : 0;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, src ? src : "", n);
+    dst[n] = '\0';
+}
+
+void wp_lf_set_transport_protocol(wp_lf_socket *s, const char *proto)
+{
+    copy_str(s->transport_protocol, sizeof(s->transport_protocol), proto);
+}
+
+void wp_lf_set_server_name(wp_lf_socket *s, const char *name)
+{
+    copy_str(s->server_name, sizeof(s->server_name), name);
+    for (char *p = s->server_name; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+}
+
+void wp_lf_set_application_protocols(wp_lf_socket *s, const char *const *protos, size_t n)
+{
+    size_t used = 0;
+    s->nalpn = 0;
+    for (size_t i = 0; i < n && s->nalpn < WP_LF_MAX_ALPN; i++) {
+        size_t len = strlen(protos[i]);
+        if (used + len + 1 > sizeof(s->alpn_buf))
+            break;
+        memcpy(s->alpn_buf + used, protos[i], len + 1);
+        s->alpn[s->nalpn++] = s->alpn_buf + used;
+        used += len + 1;
+    }
+}
+
+void wp_lf_restore_local_address(wp_lf_socket *s, const struct sockaddr *sa)
+{
+    sa_copy(&s->local, sa);
+    s->local_restored = true;
+}
+
+static void finish(wp_lf_socket *s)
+{
+    if (!s->transport_protocol[0]) /* Envoy's ActiveTcpSocket::newConnection default */
+        wp_lf_set_transport_protocol(s, "raw_buffer");
+}
+
+wp_lf_status wp_lf_run(wp_lf_callbacks *cb)
+{
+    while (cb->next < cb->nfilters) {
+        const wp_listener_filter *f = &cb->filters[cb->next++];
+        if (f->ops->on_accept(f->config, cb) == WP_LF_STOP_ITERATION)
+            return WP_LF_STOP_ITERATION;
+    }
+    finish(cb->socket);
+    return WP_LF_CONTINUE;
+}
+
+static void continue_chain(wp_lf_callbacks *cb, bool success)
+{
+    if (!success) {
+        cb->done(cb, false);
+        return;
+    }
+    if (wp_lf_run(cb) == WP_LF_CONTINUE)
+        cb->done(cb, true);
+}
+
+void wp_lf_callbacks_init(wp_lf_callbacks *cb, wp_lf_socket *s, const wp_listener_filter *f,
+                          size_t n, void (*done)(wp_lf_callbacks *, bool), void *owner)
+{
+    cb->socket = s;
+    cb->filters = f;
+    cb->nfilters = n;
+    cb->next = 0;
+    cb->continue_filter_chain = continue_chain;
+    cb->done = done;
+    cb->owner = owner;
+}
+
+void wp_lf_match_input(const wp_lf_socket *s, wp_fcm_input *in)
+{
+    in->local = (const struct sockaddr *)&s->local;
+    in->remote = (const struct sockaddr *)&s->remote;
+    in->direct_remote = (const struct sockaddr *)&s->direct_remote;
+    in->server_name = s->server_name;
+    in->transport_protocol = s->transport_protocol;
+    in->application_protocols = s->alpn;
+    in->napplication_protocols = s->nalpn;
+}

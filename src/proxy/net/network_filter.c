@@ -1,0 +1,56 @@
+/*
+ * network_filter.c - a connection's network filter chain (network_filter.h).
+ */
+#include "proxy/net/network_filter.h"
+
+void wp_nf_chain_init(wp_nf_chain *c)
+{
+    c->n = 0;
+    c->stopped = 0;
+}
+
+int wp_nf_chain_add(wp_nf_chain *c, const wp_nf_ops *ops, void *self)
+{
+    if (c->n >= WP_NF_MAX)
+        return -1;
+    c->f[c->n].ops = ops;
+    c->f[c->n].self = self;
+    c->n++;
+    c->stopped = c->n;
+    return 0;
+}
+
+wp_nf_status wp_nf_chain_on_new_connection(wp_nf_chain *c)
+{
+    for (uint8_t i = 0; i < c->n; i++) {
+        const wp_nf_ops *o = c->f[i].ops;
+        if (o->on_new_connection && o->on_new_connection(c->f[i].self) == WP_NF_STOP_ITERATION)
+            return WP_NF_STOP_ITERATION;
+    }
+    return WP_NF_CONTINUE;
+}
+
+static wp_nf_status data_from(wp_nf_chain *c, uint8_t from, bool end_stream)
+{
+    c->stopped = c->n;
+    for (uint8_t i = from; i < c->n; i++) {
+        const wp_nf_ops *o = c->f[i].ops;
+        if (o->on_data && o->on_data(c->f[i].self, end_stream) == WP_NF_STOP_ITERATION) {
+            c->stopped = i;
+            return WP_NF_STOP_ITERATION;
+        }
+    }
+    return WP_NF_CONTINUE;
+}
+
+wp_nf_status wp_nf_chain_on_data(wp_nf_chain *c, bool end_stream)
+{
+    return data_from(c, 0, end_stream);
+}
+
+wp_nf_status wp_nf_chain_continue(wp_nf_chain *c, bool end_stream)
+{
+    if (c->stopped >= c->n)
+        return WP_NF_CONTINUE;
+    return data_from(c, (uint8_t)(c->stopped + 1), end_stream);
+}

@@ -1,0 +1,71 @@
+/*
+ * network_filter.h - network (L4) filters: the filters of the chain a connection matched, run
+ * in order on the connection's events (Envoy's Network::ReadFilter, envoy/network/filter.h,
+ * and FilterManagerImpl, source/common/network/filter_manager_impl.cc).
+ *
+ * on_new_connection runs once, when the connection was accepted and its chain chosen;
+ * on_data runs when bytes arrived (the connection's read buffer holds them; the terminal
+ * filter consumes them through its own connection handle). Each returns WP_NF_CONTINUE (the
+ * next filter runs) or WP_NF_STOP_ITERATION (the filters after it do not run for this
+ * event; a filter that stopped resumes the rest with wp_nf_chain_continue, Envoy's
+ * ReadFilterCallbacks::continueReading).
+ *
+ * Filter types are decoded by the bootstrap into wp_nf_config (the chain's list, in the config
+ * snapshot); the connection layer maps each kind to its ops when it builds a connection's
+ * chain (no allocation: the instances live in the connection's wp_nf_chain, one `self`
+ * pointer each). Registered now: envoy.filters.network.http_connection_manager (the HTTP
+ * connection manager is a network filter, and the terminal one); a TCP proxy and a network
+ * RBAC filter are new kinds with their own ops.
+ */
+#ifndef WEFT_PROXY_NET_NETWORK_FILTER_H
+#define WEFT_PROXY_NET_NETWORK_FILTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define WP_NF_MAX 8 /* network filters per chain (Istio's inbound chains have 2-4) */
+
+typedef enum { WP_NF_CONTINUE, WP_NF_STOP_ITERATION } wp_nf_status;
+
+/* The network filter types weft knows (bootstrap name -> kind). */
+typedef enum {
+    WP_NF_HTTP_CONNECTION_MANAGER, /* envoy.filters.network.http_connection_manager */
+    WP_NF_KIND_COUNT_,
+} wp_nf_kind;
+
+/* One configured filter of a chain (config snapshot). */
+typedef struct wp_nf_config {
+    const char *name;
+    wp_nf_kind kind;
+    const void *config; /* the kind's config: a wp_hcm for the connection manager */
+} wp_nf_config;
+
+/* One filter type. self: the per-connection instance the connection layer gave it. */
+typedef struct wp_nf_ops {
+    const char *name;
+    wp_nf_status (*on_new_connection)(void *self);
+    wp_nf_status (*on_data)(void *self, bool end_stream);
+} wp_nf_ops;
+
+/* A connection's filter chain. */
+typedef struct wp_nf_chain {
+    struct {
+        const wp_nf_ops *ops;
+        void *self;
+    } f[WP_NF_MAX];
+    uint8_t n;
+    uint8_t stopped; /* index of the filter that stopped the current event, n when none */
+} wp_nf_chain;
+
+/* Empties c. */
+void wp_nf_chain_init(wp_nf_chain *c);
+/* Appends a filter; -1 when the chain is full. */
+int wp_nf_chain_add(wp_nf_chain *c, const wp_nf_ops *ops, void *self);
+/* Runs on_new_connection / on_data over the filters in order, until one stops. */
+wp_nf_status wp_nf_chain_on_new_connection(wp_nf_chain *c);
+wp_nf_status wp_nf_chain_on_data(wp_nf_chain *c, bool end_stream);
+/* Resumes on_data after the filter that stopped (a no-op when none did). */
+wp_nf_status wp_nf_chain_continue(wp_nf_chain *c, bool end_stream);
+
+#endif

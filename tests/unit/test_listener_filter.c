@@ -1,0 +1,168 @@
+/*
+ * test_listener_filter.c - the listener filter runner (src/proxy/net/listener_filter.c), as
+ * Envoy's ActiveTcpSocket: filters run in order and annotate the socket, a filter that stops
+ * resumes the rest through continue_filter_chain, a failed filter ends the chain, and the
+ * transport protocol defaults to "raw_buffer"; the annotations feed the filter chain match.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cmocka.h>
+
+#include "proxy/net/listener_filter.h"
+
+typedef struct {
+    int calls;
+    int done_calls;
+    bool done_ok;
+    wp_lf_callbacks *parked; /* a stopped filter's callbacks */
+} rec;
+
+static wp_lf_status fake_tls(const void *self, wp_lf_callbacks *cb)
+{
+    (void)self;
+    ((rec *)cb->owner)->calls++;
+    wp_lf_set_transport_protocol(cb->socket, "tls");
+    wp_lf_set_server_name(cb->socket, "WWW.Example.COM");
+    const char *alpn[] = {"h2", "http/1.1"};
+    wp_lf_set_application_protocols(cb->socket, alpn, 2);
+    return WP_LF_CONTINUE;
+}
+
+static wp_lf_status fake_wait(const void *self, wp_lf_callbacks *cb)
+{
+    (void)self;
+    rec *r = cb->owner;
+    r->calls++;
+    r->parked = cb;
+    return WP_LF_STOP_ITERATION;
+}
+
+static void on_done(wp_lf_callbacks *cb, bool ok)
+{
+    rec *r = cb->owner;
+    r->done_calls++;
+    r->done_ok = ok;
+}
+
+static const wp_listener_filter_ops TLS = {"fake.tls", fake_tls};
+static const wp_listener_filter_ops WAIT = {"fake.wait", fake_wait};
+
+static void init_socket(wp_lf_socket *s)
+{
+    struct sockaddr_in l = {.sin_family = AF_INET, .sin_port = htons(15006)};
+    struct sockaddr_in p = {.sin_family = AF_INET, .sin_port = htons(40000)};
+    inet_pton(AF_INET, "127.0.0.1", &l.sin_addr);
+    inet_pton(AF_INET, "127.0.0.2", &p.sin_addr);
+    wp_lf_socket_init(s, (struct sockaddr *)&l, (struct sockaddr *)&p);
+}
+
+static void test_no_filters(void **state)
+{
+    (void)state;
+    wp_lf_socket s;
+    wp_lf_callbacks cb;
+    rec r = {0};
+    init_socket(&s);
+    wp_lf_callbacks_init(&cb, &s, NULL, 0, on_done, &r);
+    assert_int_equal(wp_lf_run(&cb), WP_LF_CONTINUE);
+    assert_string_equal(s.transport_protocol, "raw_buffer");
+    assert_string_equal(s.server_name, "");
+    assert_int_equal(r.done_calls, 0);
+    wp_fcm_input in;
+    wp_lf_match_input(&s, &in);
+    assert_string_equal(in.transport_protocol, "raw_buffer");
+    assert_int_equal(in.napplication_protocols, 0);
+    assert_int_equal(((const struct sockaddr_in *)(const void *)in.local)->sin_port, htons(15006));
+}
+
+static void test_annotations_reach_the_match(void **state)
+{
+    (void)state;
+    wp_lf_socket s;
+    wp_lf_callbacks cb;
+    rec r = {0};
+    wp_listener_filter f[1] = {{&TLS, NULL}};
+    init_socket(&s);
+    wp_lf_callbacks_init(&cb, &s, f, 1, on_done, &r);
+    assert_int_equal(wp_lf_run(&cb), WP_LF_CONTINUE);
+    assert_string_equal(s.transport_protocol, "tls");
+    assert_string_equal(s.server_name, "www.example.com"); /* lower-cased */
+    const char *names[] = {"www.example.com"};
+    wp_fcm m[2] = {{.server_names = names, .nserver_names = 1, .transport_protocol = "tls"}, {0}};
+    const wp_fcm *p[2] = {&m[0], &m[1]};
+    wp_fcm_input in;
+    wp_lf_match_input(&s, &in);
+    assert_int_equal(in.napplication_protocols, 2);
+    assert_string_equal(in.application_protocols[1], "http/1.1");
+    assert_int_equal(wp_fcm_select(p, 2, &in), 0);
+}
+
+static void test_stop_and_continue(void **state)
+{
+    (void)state;
+    wp_lf_socket s;
+    wp_lf_callbacks cb;
+    rec r = {0};
+    wp_listener_filter f[2] = {{&WAIT, NULL}, {&TLS, NULL}};
+    init_socket(&s);
+    wp_lf_callbacks_init(&cb, &s, f, 2, on_done, &r);
+    assert_int_equal(wp_lf_run(&cb), WP_LF_STOP_ITERATION);
+    assert_int_equal(r.calls, 1); /* the second filter waits */
+    assert_string_equal(s.transport_protocol, "");
+    r.parked->continue_filter_chain(r.parked, true);
+    assert_int_equal(r.calls, 2);
+    assert_int_equal(r.done_calls, 1);
+    assert_true(r.done_ok);
+    assert_string_equal(s.transport_protocol, "tls");
+    /* a failed filter ends the chain: the rest never runs */
+    rec r2 = {0};
+    init_socket(&s);
+    wp_lf_callbacks_init(&cb, &s, f, 2, on_done, &r2);
+    assert_int_equal(wp_lf_run(&cb), WP_LF_STOP_ITERATION);
+    r2.parked->continue_filter_chain(r2.parked, false);
+    assert_int_equal(r2.calls, 1);
+    assert_int_equal(r2.done_calls, 1);
+    assert_false(r2.done_ok);
+}
+
+static void test_restore_and_truncate(void **state)
+{
+    (void)state;
+    wp_lf_socket s;
+    init_socket(&s);
+    struct sockaddr_in o = {.sin_family = AF_INET, .sin_port = htons(8080)};
+    inet_pton(AF_INET, "10.10.0.5", &o.sin_addr);
+    wp_lf_restore_local_address(&s, (struct sockaddr *)&o);
+    assert_true(s.local_restored);
+    assert_int_equal(((struct sockaddr_in *)&s.local)->sin_port, htons(8080));
+    assert_int_equal(((struct sockaddr_in *)&s.direct_remote)->sin_port, htons(40000));
+    const char *many[12];
+    for (int i = 0; i < 12; i++)
+        many[i] = "http/1.1";
+    wp_lf_set_application_protocols(&s, many, 12);
+    assert_int_equal(s.nalpn, WP_LF_MAX_ALPN);
+    char longname[400];
+    memset(longname, 'a', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    wp_lf_set_server_name(&s, longname);
+    assert_int_equal(strlen(s.server_name), WP_LF_SNI_MAX - 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_no_filters),
+        cmocka_unit_test(test_annotations_reach_the_match),
+        cmocka_unit_test(test_stop_and_continue),
+        cmocka_unit_test(test_restore_and_truncate),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
