@@ -4,8 +4,9 @@
  * Supported subset (Envoy v3 field names; anything else is an error naming its JSON path):
  *   node {id, cluster, metadata, locality, user_agent_name, user_agent_version}
  *   admin {address, access_log_path, access_log[] (file/stdout/stderr), profile_path}
- *   static_resources.listeners[] {name, address, per_connection_buffer_limit_bytes,
- *     filter_chains[1] {name, filters[1]: envoy.filters.network.http_connection_manager}}
+ *   static_resources.listeners[] (bootstrap_listener.c: filter chains with
+ *     filter_chain_match, default_filter_chain; envoy.filters.network.http_connection_manager
+ *     decoded here)
  *   static_resources.clusters[] (STATIC, STRICT_DNS, LOGICAL_DNS, ORIGINAL_DST;
  *     bootstrap_cluster.c)
  *   stats_config {stats_tags, use_all_default_tags, stats_matcher, histogram_bucket_settings}
@@ -55,13 +56,11 @@
 #include "proxy/istio_stats.h"
 #include "proxy/stats.h"
 
-#define HCM_NAME "envoy.filters.network.http_connection_manager"
 #define HCM_TYPE                                                                                   \
     "type.googleapis.com/"                                                                         \
     "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
 #define ROUTER_NAME      "envoy.filters.http.router"
 #define ROUTER_TYPE      "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
-#define WP_LISTENER_TYPE "type.googleapis.com/envoy.config.listener.v3.Listener"
 #define CORS_NAME        "envoy.filters.http.cors"
 #define CORS_TYPE        "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors"
 /* ---------- path and errors ---------- */
@@ -851,7 +850,7 @@ static bool dec_path_options(bs *b, json_t *o, wp_hcm *h)
     return true;
 }
 
-static bool dec_hcm(bs *b, json_t *o, wp_hcm *h)
+bool bs_hcm(bs *b, json_t *o, wp_hcm *h)
 {
     static const char *const codecs[] = {"AUTO", "HTTP1", NULL};
     int codec = 0;
@@ -907,119 +906,6 @@ static bool dec_hcm(bs *b, json_t *o, wp_hcm *h)
     bool ok = bs_route_config(b, rc, h->route_config);
     bs_pop(b, m);
     return ok;
-}
-
-/* ---------- listeners ---------- */
-
-static bool dec_network_filter(bs *b, json_t *f, wp_listener *l)
-{
-    const char *name = NULL;
-    if (!bs_fields(b, f, "name typed_config") || !bs_req_str(b, f, "name", &name))
-        return false;
-    if (strcmp(name, HCM_NAME) != 0) {
-        size_t m = bs_push(b, "name");
-        bs_fail(b, "unsupported network filter \"%s\" (only %s is supported)", name, HCM_NAME);
-        bs_pop(b, m);
-        return false;
-    }
-    json_t *tc = bs_get(f, "typed_config");
-    if (!tc)
-        return bs_fail_at(b, "typed_config", "missing required field");
-    size_t m = bs_push(b, "typed_config");
-    bool ok =
-        json_is_object(tc) ? dec_hcm(b, tc, &l->hcm) : bs_fail(b, "wrong type: expected an object");
-    bs_pop(b, m);
-    return ok;
-}
-
-/* Enter the only element of o[k], which must be an array of one object. */
-static json_t *only_one(bs *b, json_t *o, const char *k, const char *what)
-{
-    json_t *v = bs_get(o, k);
-    if (v && !json_is_array(v))
-        return bs_wrong_type(b, k, "an array"), NULL;
-    if (json_array_size(v) != 1) {
-        size_t m = bs_push(b, k);
-        bs_fail(b, "exactly one %s is supported (found %zu)", what, json_array_size(v));
-        bs_pop(b, m);
-        return NULL;
-    }
-    bs_push(b, k);
-    bs_push_i(b, 0);
-    json_t *it = json_array_get(v, 0);
-    if (!json_is_object(it))
-        return bs_fail(b, "wrong type: expected an object"), NULL;
-    return it;
-}
-
-static bool dec_filter_chain(bs *b, json_t *o, wp_listener *l)
-{
-    if (!bs_fields(b, o, "name filters filter_chain_match"))
-        return false;
-    if (bs_get(o, "filter_chain_match"))
-        return bs_fail_at(b, "filter_chain_match",
-                          "filter_chain_match is not supported (a "
-                          "listener has exactly one filter chain)");
-    size_t m = b->plen;
-    json_t *f = only_one(b, o, "filters", "network filter");
-    bool ok = f && dec_network_filter(b, f, l);
-    bs_pop(b, m);
-    return ok;
-}
-
-static bool dec_listener(bs *b, json_t *o, void *arg)
-{
-    static const char *const directions[] = {"UNSPECIFIED", "INBOUND", "OUTBOUND", NULL};
-    wp_listener *l = arg;
-    l->per_connection_buffer_limit_bytes = WP_DEFAULT_BUFFER_LIMIT;
-    if (!bs_fields(b, o,
-                   "@type name address per_connection_buffer_limit_bytes filter_chains "
-                   "traffic_direction") ||
-        !bs_opt_type(b, o, WP_LISTENER_TYPE) ||
-        !bs_enum(b, o, "traffic_direction", directions, &l->traffic_direction) ||
-        !bs_str(b, o, "name", &l->name) ||
-        !bs_req_address(b, o, &l->addr, NULL, NULL, "malformed IP address: %s") ||
-        !bs_u32(b, o, "per_connection_buffer_limit_bytes", &l->per_connection_buffer_limit_bytes))
-        return false;
-    char *stat = wf_arena_strdup(b->a, l->addr.text);
-    if (!stat)
-        return bs_fail(b, "out of memory");
-    for (char *p = stat; *p; p++)
-        *p = *p == ':' ? '_' : *p;
-    l->stat_name = stat;
-    if (!l->name)
-        l->name = stat;
-    b->direction = l->traffic_direction; /* Istio's stats reporter follows it */
-    size_t m = b->plen;
-    json_t *chain = only_one(b, o, "filter_chains", "filter chain");
-    bool ok = chain && dec_filter_chain(b, chain, l);
-    bs_pop(b, m);
-    return ok;
-}
-
-static bool check_listeners(bs *b)
-{
-    wp_config *c = b->c;
-    for (size_t i = 0; i < c->nlisteners; i++) {
-        for (size_t j = 0; j < i; j++) {
-            const char *msg = NULL;
-            if (strcmp(c->listeners[i].name, c->listeners[j].name) == 0)
-                msg = "duplicate listener name";
-            else if (strcmp(c->listeners[i].addr.text, c->listeners[j].addr.text) == 0)
-                msg = "has duplicate address";
-            if (!msg)
-                continue;
-            bs_push(b, "listeners");
-            bs_push_i(b, i);
-            if (msg[0] == 'd')
-                return bs_fail(b, "duplicate listener name '%s'", c->listeners[i].name);
-            return bs_fail(b,
-                           "error adding listener: '%s' has duplicate address '%s' as existing "
-                           "listener",
-                           c->listeners[i].name, c->listeners[i].addr.text);
-        }
-    }
-    return true;
 }
 
 /* ---------- top level ---------- */
@@ -1083,10 +969,11 @@ static bool dec_static(bs *b, json_t *o, void *arg)
     size_t m = b->plen;
     bool ok = bs_check_clusters(b);
     bs_pop(b, m);
-    if (!ok || !bs_each(b, o, "listeners", sizeof(wp_listener), &arr, &c->nlisteners, dec_listener))
+    if (!ok || !bs_each(b, o, "listeners", sizeof(wp_listener), &arr, &c->nlisteners,
+                                  bs_dec_listener))
         return false;
     c->listeners = arr;
-    ok = check_listeners(b);
+    ok = bs_check_listeners(b);
     bs_pop(b, m);
     return ok;
 }

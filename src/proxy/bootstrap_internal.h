@@ -115,6 +115,15 @@ bool bs_opt_type(bs *b, json_t *o, const char *type);
  * other cluster. bootstrap_dynamic.c. */
 bool bs_dynamic_resources(bs *b, json_t *o);
 
+/* An HttpConnectionManager typed_config o into h (defaults set first); bootstrap.c. */
+bool bs_hcm(bs *b, json_t *o, wp_hcm *h);
+
+/* One element of static_resources.listeners (bs_each callback, arg the wp_listener: filter
+ * chains, their matches and connection managers, default_filter_chain) and the checks over
+ * all of them (unique names and addresses; builds wp_config.hcms); bootstrap_listener.c. */
+bool bs_dec_listener(bs *b, json_t *o, void *arg);
+bool bs_check_listeners(bs *b);
+
 /* route_config (RouteConfiguration) into rc; bootstrap_route.c. */
 bool bs_route_config(bs *b, json_t *o, wp_route_config *rc);
 

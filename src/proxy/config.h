@@ -31,6 +31,9 @@
 
 #include "core/arena.h"
 #include "http/path_norm.h"
+#include "proxy/net/filter_chain_match.h"
+#include "proxy/net/listener_filter.h"
+#include "proxy/net/network_filter.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -297,14 +300,35 @@ typedef struct {
     bool normalize_path;
     bool merge_slashes;
     wf_esc_slash_action path_with_escaped_slashes_action;
+    size_t index; /* position in wp_config.hcms (its http.<stat_prefix>.* stat slots) */
 } wp_hcm;
+
+/* One filter chain of a listener (envoy.config.listener.v3.FilterChain): its
+ * filter_chain_match and its network filters. The HTTP connection manager is the only
+ * network filter decoded today, so every chain has one, last. */
+typedef struct wp_filter_chain {
+    const char *name; /* "" when unnamed */
+    wp_fcm match;     /* empty for the default_filter_chain */
+    wp_nf_config *filters;
+    size_t nfilters;
+    wp_hcm *hcm; /* the chain's connection manager (also filters[nfilters - 1].config) */
+} wp_filter_chain;
 
 typedef struct wp_listener {
     const char *name;
     wp_addr addr;
     uint32_t per_connection_buffer_limit_bytes; /* default 1 MiB */
-    wp_hcm
-        hcm; /* the only network filter supported: envoy.filters.network.http_connection_manager */
+    /* filter_chains, selected per connection by wp_fcm_select over fcms (chain i's match),
+     * else default_chain (default_filter_chain, NULL when absent): no chain closes the
+     * connection and counts listener.<stat_name>.no_filter_chain_match. */
+    wp_filter_chain *chains;
+    size_t nchains;
+    const wp_fcm **fcms;
+    wp_filter_chain *default_chain;
+    /* listener_filters: none is implemented yet (the bootstrap refuses them), the accept path
+     * runs the empty list (net/listener_filter.h) */
+    const wp_listener_filter *listener_filters;
+    size_t nlistener_filters;
     const char *stat_name; /* "0.0.0.0_15001" style (address with ':' replaced by '_') */
     int traffic_direction; /* core.v3.TrafficDirection: 0 UNSPECIFIED, 1 INBOUND, 2 OUTBOUND */
     bool bound; /* set by the server before the snapshot is published: its sockets exist */
@@ -413,6 +437,10 @@ typedef struct wp_config {
     /* resources */
     wp_listener *listeners;
     size_t nlisteners;
+    /* every chain's HTTP connection manager, listener by listener, chains in order then the
+     * default chain (wp_hcm.index is the position; stats and per-HCM resources follow it) */
+    wp_hcm **hcms;
+    size_t nhcms;
     wp_cluster *clusters;
     size_t nclusters;
     struct wf_strmap *cluster_names; /* name -> index + 1 (config time only), arena */

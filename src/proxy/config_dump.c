@@ -267,12 +267,16 @@ static json_t *dump_routes(const wp_config *c, const char *ts)
     size_t n = static_count(c, "listeners");
     bool ok = d && arr;
     for (size_t i = 0; ok && i < n; i++) {
-        json_t *chain =
-            json_array_get(json_object_get(json_array_get(list, i), "filter_chains"), 0);
-        json_t *f = json_array_get(json_object_get(chain, "filters"), 0);
-        json_t *rc = json_object_get(json_object_get(f, "typed_config"), "route_config");
-        if (rc)
-            ok = add_elem(arr, "route_config", ROUTE_T, rc, ts);
+        /* every chain's connection manager, then the default chain's */
+        json_t *l = json_array_get(list, i), *chains = json_object_get(l, "filter_chains");
+        for (size_t k = 0; ok && k <= json_array_size(chains); k++) {
+            json_t *chain = k < json_array_size(chains) ? json_array_get(chains, k)
+                                                        : json_object_get(l, "default_filter_chain");
+            json_t *f = json_array_get(json_object_get(chain, "filters"), 0);
+            json_t *rc = json_object_get(json_object_get(f, "typed_config"), "route_config");
+            if (rc)
+                ok = add_elem(arr, "route_config", ROUTE_T, rc, ts);
+        }
     }
     if (ok && set_list(d, "static_route_configs", arr) && add_dynamic(c, d, "routes"))
         return d;

@@ -61,8 +61,8 @@ static uint32_t reg(wp_stats *st, const char *prefix, const char *name, bool gau
 int wp_fault_register_stats(wp_stats *st, const wp_config *c)
 {
     int rc = 0;
-    for (size_t i = 0; i < c->nlisteners; i++) {
-        const wp_hcm *h = &c->listeners[i].hcm;
+    for (size_t i = 0; i < c->nhcms; i++) {
+        const wp_hcm *h = c->hcms[i];
         wp_fault_filter *f = h->fault;
         if (!f)
             continue;

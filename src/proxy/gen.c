@@ -20,8 +20,8 @@
 
 static int compile_access_logs(wp_server *srv, wp_config *cfg, wf_strbuf *err)
 {
-    for (size_t i = 0; i < cfg->nlisteners; i++) {
-        wp_hcm *h = &cfg->listeners[i].hcm;
+    for (size_t i = 0; i < cfg->nhcms; i++) {
+        wp_hcm *h = cfg->hcms[i];
         for (size_t k = 0; k < h->naccess_logs; k++) {
             wp_access_log *al = &h->access_logs[k];
             al->format = al->kind == WP_LOG_JSON
@@ -41,8 +41,8 @@ static int compile_access_logs(wp_server *srv, wp_config *cfg, wf_strbuf *err)
 
 static void free_access_logs(wp_config *cfg)
 {
-    for (size_t i = 0; i < cfg->nlisteners; i++) {
-        wp_hcm *h = &cfg->listeners[i].hcm;
+    for (size_t i = 0; i < cfg->nhcms; i++) {
+        wp_hcm *h = cfg->hcms[i];
         for (size_t k = 0; k < h->naccess_logs; k++) {
             wp_alf_free(h->access_logs[k].format);
             h->access_logs[k].format = NULL;

@@ -409,9 +409,9 @@ int wp_istio_record(wp_istio_rt *rt, unsigned worker, wp_stats_shard *stats,
 int wp_istio_register_build(wp_stats *store, const wp_config *c, wp_stats_shard *sh)
 {
     const wp_istio_local *local = NULL;
-    for (size_t i = 0; i < c->nlisteners && !local; i++) {
-        if (c->listeners[i].hcm.istio_stats)
-            local = c->listeners[i].hcm.istio_stats->local;
+    for (size_t i = 0; i < c->nhcms && !local; i++) {
+        if (c->hcms[i]->istio_stats)
+            local = c->hcms[i]->istio_stats->local;
     }
     if (!local)
         return 0;

@@ -84,7 +84,7 @@ wp_pstats *wp_pstats_register(wp_stats *store, const wp_config *cfg)
     }
     wp_stats_set_matcher(store, m);
     p->clusters = calloc(cfg->nclusters ? cfg->nclusters : 1, sizeof(*p->clusters));
-    p->hcms = calloc(cfg->nlisteners ? cfg->nlisteners : 1, sizeof(*p->hcms));
+    p->hcms = calloc(cfg->nhcms ? cfg->nhcms : 1, sizeof(*p->hcms));
     p->listeners = calloc(cfg->nlisteners ? cfg->nlisteners : 1, sizeof(*p->listeners));
     if (!p->clusters || !p->hcms || !p->listeners) {
         wp_pstats_free(p);
@@ -105,12 +105,14 @@ wp_pstats *wp_pstats_register(wp_stats *store, const wp_config *cfg)
         wf_strbuf_puts(&scope, ".retry.upstream_rq");
         p->clusters[i].retry_codes = wp_stats_code_scope(store, scope.data);
     }
-    for (size_t i = 0; i < cfg->nlisteners; i++) {
-        const wp_listener *l = &cfg->listeners[i];
+    for (size_t i = 0; i < cfg->nhcms; i++) {
         wf_strbuf_reset(&scope);
-        wf_strbuf_printf(&scope, "http.%s", l->hcm.stat_prefix);
+        wf_strbuf_printf(&scope, "http.%s", cfg->hcms[i]->stat_prefix);
         reg_table(store, scope.data, hcm_names, hcm_gauge, WP_HS_COUNT_, p->hcms[i].slot);
         reg_hists(store, scope.data, hcm_hists, WP_HH_COUNT_, p->hcms[i].hist);
+    }
+    for (size_t i = 0; i < cfg->nlisteners; i++) {
+        const wp_listener *l = &cfg->listeners[i];
         wf_strbuf_reset(&scope);
         wf_strbuf_printf(&scope, "listener.%s", l->stat_name);
         reg_table(store, scope.data, listener_names, listener_gauge, WP_LS_COUNT_,

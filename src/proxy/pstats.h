@@ -163,7 +163,7 @@ typedef struct {
 typedef struct wp_pstats {
     wp_stats *store;
     wp_cstats *clusters; /* per config cluster */
-    wp_hstats *hcms;     /* per listener (its HCM) */
+    wp_hstats *hcms;     /* per HTTP connection manager (wp_config.hcms, wp_hcm.index) */
     wp_lstats *listeners;
     uint32_t server_live, server_state, server_uptime, server_concurrency, server_total_connections,
         server_memory_allocated, server_memory_heap_size, workers_started, total_listeners_active,

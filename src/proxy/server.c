@@ -50,8 +50,8 @@ typedef struct {
 
 static int compile_routes(wp_config *cfg, wf_strbuf *err)
 {
-    for (size_t i = 0; i < cfg->nlisteners; i++) {
-        wp_route_config *rc = cfg->listeners[i].hcm.route_config;
+    for (size_t i = 0; i < cfg->nhcms; i++) {
+        wp_route_config *rc = cfg->hcms[i]->route_config;
         if (rc && !rc->index && wp_route_index_build(&cfg->arena, rc, err) != 0)
             return -1;
     }

@@ -374,10 +374,22 @@ static json_t *chain_inlined(cx *c, const char *lname, json_t *ch, bool *missing
 
 /* *warming: a route configuration of the listener has not arrived (it is left out, or
  * composed with placeholders when res->placeholder_routes). */
+/* *out (a copy of the listener, made on first use) with its key k set to v (consumed). */
+static bool set_in_copy(cx *c, json_t *r, json_t **out, const char *k, json_t *v)
+{
+    if (!*out)
+        *out = json_copy(r);
+    if (*out)
+        del_field(*out, k);
+    if (!*out || json_object_set_new(*out, k, v) != 0)
+        return oom(c);
+    return true;
+}
+
 static bool add_listener(cx *c, const char *name, const json_t *entry, bool *warming)
 {
     json_t *r = json_object_get(entry, "resource");
-    json_t *chains = field(r, "filter_chains");
+    json_t *chains = field(r, "filter_chains"), *dflt = field(r, "default_filter_chain");
     bool missing = false;
     json_t *out = NULL;
     *warming = false;
@@ -388,17 +400,21 @@ static bool add_listener(cx *c, const char *name, const json_t *entry, bool *war
         *warming = missing && !c->failed;
         if (!nch)
             return !c->failed; /* missing route configuration: warming, left out */
-        out = json_copy(r);
-        if (out)
-            del_field(out, "filter_chains");
-        if (!out || json_object_set_new(out, "filter_chains", nch) != 0) {
+        if (!set_in_copy(c, r, &out, "filter_chains", nch)) {
             json_decref(out);
-            json_decref(nch);
-            return oom(c);
+            return false;
         }
-    } else {
-        out = json_incref(r);
     }
+    if (json_is_object(dflt)) { /* default_filter_chain: its HCM's rds inlined the same way */
+        json_t *nd = chain_inlined(c, name, dflt, &missing);
+        *warming = missing && !c->failed;
+        if (!nd || !set_in_copy(c, r, &out, "default_filter_chain", nd)) {
+            json_decref(out);
+            return nd ? false : !c->failed;
+        }
+    }
+    if (!out)
+        out = json_incref(r);
     if (json_array_append_new(c->listeners, out) != 0 ||
         !names_add(&c->dyn->dyn_listeners, name, false))
         return oom(c);
