@@ -474,7 +474,7 @@ static void fail(h1s_conn *c, int status, const char *details)
         return;
     }
     begin_request(c);
-    c->req.head = false;
+    c->req.head = c->head_only = false;
     c->req.version_minor = 1;
     c->close_after = true;
     if (s->cb.on_error) {
