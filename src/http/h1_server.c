@@ -485,10 +485,7 @@ static void fail(h1s_conn *c, int status, const char *details)
     if (!c->closing && !c->ended) {
         char body[128];
         int n = snprintf(body, sizeof body, "%s\n", details);
-        h1s_respond(c, status, NULL,
-                    s->o.lower_case ? "content-type: text/plain\r\n"
-                                    : "Content-Type: text/plain\r\n",
-                    body, (size_t)n);
+        h1s_respond(c, status, NULL, s->o.error_head, body, (size_t)n);
     }
 }
 
@@ -793,6 +790,9 @@ static void apply_defaults(h1s_opts *o)
         o->max_headers = 100;
     if (!o->backlog)
         o->backlog = 128;
+    if (!o->error_head)
+        o->error_head =
+            o->lower_case ? "content-type: text/plain\r\n" : "Content-Type: text/plain\r\n";
 }
 
 h1s_server *h1s_listen(uv_loop_t *loop, const struct sockaddr *sa, const h1s_opts *opts,

@@ -42,7 +42,8 @@
  * Errors: a malformed request (h1_error_status: 400, 431, 501), a head larger than
  * opts.max_head ("request too large", 431) and a body beyond max_body ("request body too
  * large", 413) go to on_error, which answers (any status, text) before the connection closes;
- * without on_error the answer is text/plain "<details>\n" (h1_error_details). Connections
+ * without on_error the answer is "<details>\n" (h1_error_details) with the header lines
+ * opts.error_head (default: a text/plain Content-Type). Connections
  * with no request in progress for opts.idle_timeout_ms since they were accepted or their last
  * answer ended are closed (a partly received head does not count as in progress; reading does
  * not restart the clock; Envoy's idle_timeout meaning). opts.max_connections caps open
@@ -133,6 +134,7 @@ typedef struct {
     bool lower_case;              /* the module's field names in lower case */
     bool echo_version;            /* "HTTP/1.0" status line to HTTP/1.0 requests */
     size_t conn_data;             /* bytes of per-connection user data (h1s_data), zeroed */
+    const char *error_head;       /* header lines of the default error answers (see above) */
     int backlog;                  /* 0 = 128 */
     void (*on_closed)(void *arg); /* optional: h1s_close finished, the server is freed */
     void *closed_arg;

@@ -21,6 +21,10 @@
 
 #define ADMIN_MAX_BODY (64 * 1024)
 #define ADMIN_MAX_HDRS 64
+/* After an answer (413 included, sent before the rest of the body was read): FIN, then input
+ * is read and dropped for up to this long, so the client reads the answer, not a reset
+ * (Envoy's delayed_close_timeout, 1 s by default). */
+#define ADMIN_LINGER_MS 1000
 
 struct wp_admin {
     uv_loop_t *loop;
@@ -686,28 +690,19 @@ static const char *reason(int status)
     return strcmp(r, "Unknown") ? r : "Bad Request";
 }
 
+#define ADMIN_HEAD(ctype)                                                                          \
+    "content-type: " ctype "\r\ncache-control: no-cache, max-age=0\r\n"                            \
+    "x-content-type-options: nosniff\r\n"
+
 static void respond(h1s_conn *c, admin_resp *o)
 {
     char head[192];
-    snprintf(head, sizeof head,
-             "content-type: %s\r\ncache-control: no-cache, max-age=0\r\n"
-             "x-content-type-options: nosniff\r\n",
-             o->content_type);
+    snprintf(head, sizeof head, ADMIN_HEAD("%s"), o->content_type);
     if (wf_strbuf_failed(&o->body)) {
         h1s_conn_close(c);
         return;
     }
     h1s_respond(c, o->status, reason(o->status), head, o->body.data, o->body.len);
-}
-
-/* A request the admin cannot read: answered (status, details as the body), then closed. */
-static void on_error(void *ud, h1s_conn *c, int status, const char *details)
-{
-    (void)ud;
-    admin_resp o = {.status = status, .content_type = "text/plain; charset=UTF-8"};
-    wf_strbuf_printf(&o.body, "%s\n", details);
-    respond(c, &o);
-    wf_strbuf_free(&o.body);
 }
 
 static void quit_after_answer(void *arg)
@@ -753,8 +748,11 @@ wp_admin *wp_admin_start(uv_loop_t *loop, wp_server *srv, void *main_ctx,
     h1s_opts ho = {.body = H1S_BODY_BUFFER,
                    .max_body = ADMIN_MAX_BODY,
                    .max_headers = ADMIN_MAX_HDRS,
-                   .lower_case = true};
-    h1s_callbacks cb = {.on_request = on_request, .on_error = on_error, .ud = a};
+                   .lower_case = true,
+                   .linger_ms = ADMIN_LINGER_MS,
+                   /* a request the admin cannot read: status, details as the body, closed */
+                   .error_head = ADMIN_HEAD("text/plain; charset=UTF-8")};
+    h1s_callbacks cb = {.on_request = on_request, .ud = a};
     int r = 0;
     a->http = h1s_listen(loop, (const struct sockaddr *)&ad->sa, &ho, &cb, &r);
     if (!a->http) {

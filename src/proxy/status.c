@@ -80,16 +80,6 @@ static void send_response(h1s_conn *c, st_resp *o)
     h1s_respond(c, o->status, status_text(o->status), head, o->body.data, o->body.len);
 }
 
-/* A request that cannot be read: answered with status and details, then closed. */
-static void on_error(void *ud, h1s_conn *c, int status, const char *details)
-{
-    (void)ud;
-    st_resp o = {.status = status, .content_type = "text/plain; charset=utf-8"};
-    wf_strbuf_printf(&o.body, "%s\n", details);
-    send_response(c, &o);
-    wf_strbuf_free(&o.body);
-}
-
 /* ---------- endpoints ---------- */
 
 static void log_transition(wp_status *s, bool ready, const char *reason)
@@ -458,10 +448,12 @@ wp_status *wp_status_start(uv_loop_t *loop, const wp_status_opts *opts,
                    .lower_case = true,
                    .echo_version = true,
                    .conn_data = sizeof(st_conn),
+                   /* a request that cannot be read: status and details, then closed */
+                   .error_head = "content-type: text/plain; charset=utf-8\r\n"
+                                 "cache-control: no-cache, max-age=0\r\n",
                    .on_closed = server_closed,
                    .closed_arg = s};
-    h1s_callbacks hc = {
-        .on_request = on_request, .on_error = on_error, .on_abort = on_abort, .ud = s};
+    h1s_callbacks hc = {.on_request = on_request, .on_abort = on_abort, .ud = s};
     int r = 0;
     s->srv = h1s_listen(loop, (struct sockaddr *)&sa, &ho, &hc, &r);
     if (!s->srv) {

@@ -462,12 +462,13 @@ static void test_chunked_streaming(void **state)
 }
 
 /* A malformed request: 400 with the parser's details, then closed; a head beyond max_head:
- * 431 (the parser's details; no on_error here, so the default text/plain answer). */
+ * 431 (the parser's details; no on_error here: the default answer with opts.error_head). */
 static void test_malformed(void **state)
 {
     (void)state;
     h1s_opts o = keepalive_opts();
     o.max_head = 512;
+    o.error_head = "Content-Type: text/plain\r\nX-Err: 1\r\n";
     fixture *f = start(o);
     int fd = dial(f->port);
     reply *r = reply_new();
@@ -476,7 +477,8 @@ static void test_malformed(void **state)
     assert_true(r->eof);
     assert_int_equal(r->n, 1);
     assert_int_equal(r->status[0], 400);
-    assert_non_null(strstr(r->text, "Connection: close\r\n"));
+    assert_non_null(strstr(r->text, "X-Err: 1\r\nConnection: close\r\n"));
+    assert_string_equal(r->body[0], "http1.codec_error\n");
     assert_int_equal(f->requests, 0);
     close(fd);
     reply_free(r);
