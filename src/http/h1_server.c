@@ -1043,6 +1043,13 @@ int h1s_resp_sendv(h1s_conn *c, const uv_buf_t *pieces, unsigned n,
         return -1;
     if (c->head_only)
         return 0;
+    if (c->writing) { /* queued behind the write in flight: copied (lines[] may be in it) */
+        for (unsigned i = 0; i < n; i++)
+            write_(c, pieces[i].base, pieces[i].len);
+        c->sent_fn = sent;
+        c->sent_arg = arg;
+        return 1;
+    }
     uv_buf_t v[3 * H1S_MAX_PIECES];
     unsigned k = 0;
     for (unsigned i = 0; i < n; i++) {
