@@ -1,10 +1,11 @@
 /*
  * app.h - weft-app, the test backend and sample application: a small single-threaded
- * HTTP/1.1 server on one libuv loop and our own pull parser (http/h1_parser.h).
+ * HTTP/1.1 server on one libuv loop, on the shared server module (http/h1_server.h) and our
+ * own pull parser (http/h1_parser.h).
  *
  * It is the upstream of weft-proxy's integration tests and benchmarks, so it is built to be
  * fast and frugal: no allocation per request in the steady state (a connection borrows a
- * read/output block from a per-app free list only while it has a request in progress or
+ * read/output block from the server's free list only while it has a request in progress or
  * bytes buffered; an idle keep-alive connection holds only its uv handles and parser state),
  * responses go out with uv_try_write/writev, large bodies are streamed with back-pressure.
  *
@@ -63,8 +64,9 @@
  *
  * An answer that ends the connection is followed by shutdown of the write side and up to
  * 2 s of reading and discarding (so the peer sees the answer or a clean EOF, not a reset).
- * Memory: an idle connection holds about 1 KiB; a busy one borrows a ~68 KiB block (read
- * buffer, header array, output) from a free list that keeps up to 64 blocks.
+ * Memory: an idle connection holds about 1 KiB; a busy one borrows a ~64 KiB block (read
+ * buffer, header array, output) from its listener's free list that keeps up to 64 blocks;
+ * /echo and the catalog also borrow an aux buffer from the app's list of up to 64.
  */
 #ifndef WF_APP_APP_H
 #define WF_APP_APP_H

@@ -8,19 +8,6 @@
 #include "app/app_internal.h"
 #include "app/catalog.h"
 
-static void put_u64(wf_strbuf *b, uint64_t v)
-{
-    char tmp[24];
-    size_t i = sizeof tmp;
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    wf_strbuf_append(b, tmp + i, sizeof tmp - i);
-}
-
-/* Appends a string literal (never a pointer: sizeof must see the array). */
-
 bool wf_app_parse_u64(const char *s, size_t n, uint64_t max, uint64_t *out)
 {
     uint64_t v = 0;
@@ -36,46 +23,6 @@ bool wf_app_parse_u64(const char *s, size_t n, uint64_t max, uint64_t *out)
     }
     *out = v;
     return true;
-}
-
-static const char *reason_phrase(uint64_t code)
-{
-    static const struct {
-        uint16_t code;
-        const char *text;
-    } tab[] = {
-        {100, "Continue"},
-        {101, "Switching Protocols"},
-        {200, "OK"},
-        {201, "Created"},
-        {202, "Accepted"},
-        {204, "No Content"},
-        {206, "Partial Content"},
-        {301, "Moved Permanently"},
-        {302, "Found"},
-        {304, "Not Modified"},
-        {307, "Temporary Redirect"},
-        {308, "Permanent Redirect"},
-        {400, "Bad Request"},
-        {401, "Unauthorized"},
-        {403, "Forbidden"},
-        {404, "Not Found"},
-        {405, "Method Not Allowed"},
-        {408, "Request Timeout"},
-        {409, "Conflict"},
-        {413, "Content Too Large"},
-        {429, "Too Many Requests"},
-        {431, "Request Header Fields Too Large"},
-        {500, "Internal Server Error"},
-        {501, "Not Implemented"},
-        {502, "Bad Gateway"},
-        {503, "Service Unavailable"},
-        {504, "Gateway Timeout"},
-    };
-    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-        if (tab[i].code == code)
-            return tab[i].text;
-    return "Unknown";
 }
 
 static void json_str(wf_strbuf *b, const char *s, size_t n)
@@ -101,49 +48,22 @@ static void json_str(wf_strbuf *b, const char *s, size_t n)
     wf_strbuf_putc(b, '"');
 }
 
-/* Status line and headers. clen: body length, or -1 for chunked, -2 for none. */
-static void resp_head(struct app_conn *c, uint64_t status, const char *ctype, int64_t clen)
+/* The head lines of a content type (then x-weft-app/pod/version). */
+static const char *heads(struct app_conn *c, enum app_ctype t)
 {
-    wf_strbuf *o = &c->blk->out;
-    PUTS(o, "HTTP/1.1 ");
-    put_u64(o, status);
-    wf_strbuf_putc(o, ' ');
-    wf_strbuf_puts(o, reason_phrase(status));
-    PUTS(o, "\r\n");
-    if (clen >= 0) {
-        PUTS(o, "Content-Length: ");
-        put_u64(o, (uint64_t)clen);
-        PUTS(o, "\r\n");
-    } else if (clen == -1) {
-        PUTS(o, "Transfer-Encoding: chunked\r\n");
-    }
-    if (ctype) {
-        PUTS(o, "Content-Type: ");
-        wf_strbuf_puts(o, ctype);
-        PUTS(o, "\r\n");
-    }
-    wf_strbuf_append(o, c->app->fixed, c->app->fixed_len);
-    if (c->close_after)
-        PUTS(o, "Connection: close\r\n");
-    else if (c->http10)
-        PUTS(o, "Connection: keep-alive\r\n");
-    PUTS(o, "\r\n");
+    return c->app->heads[t];
 }
 
 void app_resp_text(struct app_conn *c, uint64_t status, const char *body, size_t len)
 {
-    resp_head(c, status, "text/plain", (int64_t)len);
-    if (!c->head_only)
-        wf_strbuf_append(&c->blk->out, body, len);
+    h1s_respond(c->hc, (int)status, NULL, heads(c, CT_TEXT), body, len);
 }
 
 static void resp_count(struct app_conn *c, uint64_t n)
 {
     char body[48];
     int len = snprintf(body, sizeof body, "{\"requests\":%" PRIu64 "}", n);
-    resp_head(c, 200, "application/json", len);
-    if (!c->head_only)
-        wf_strbuf_append(&c->blk->out, body, (size_t)len);
+    h1s_respond(c->hc, 200, NULL, heads(c, CT_JSON), body, (size_t)len);
 }
 
 static void resp_status(struct app_conn *c)
@@ -151,8 +71,8 @@ static void resp_status(struct app_conn *c)
     uint64_t code = c->arg;
     if (code < 200 || code == 204 || code == 304) {
         if (code == 101)
-            c->close_after = true;
-        resp_head(c, code, NULL, -2);
+            h1s_close_after(c->hc);
+        h1s_respond(c->hc, (int)code, NULL, heads(c, CT_NONE), NULL, 0);
         return;
     }
     char body[32];
@@ -162,39 +82,27 @@ static void resp_status(struct app_conn *c)
 
 static void resp_echo(struct app_conn *c)
 {
-    wf_strbuf *aux = &c->blk->aux, *o = &c->blk->out;
+    wf_strbuf *aux = app_aux(c);
     char num[24];
     int len = snprintf(num, sizeof num, "%" PRIu64 "}", c->body_bytes);
-    if (wf_strbuf_failed(aux))
-        o->failed = true; /* out of memory: conn_flush closes the connection */
-    resp_head(c, 200, "application/json", (int64_t)(aux->len + (size_t)len));
-    if (c->head_only)
+    if (!aux || wf_strbuf_failed(aux)) {
+        h1s_conn_close(c->hc); /* out of memory */
         return;
-    wf_strbuf_append(o, aux->data ? aux->data : "", aux->len);
-    wf_strbuf_append(o, num, (size_t)len);
-}
-
-static void stream_start(struct app_conn *c, bool chunked)
-{
-    bool use_chunked = chunked && !c->http10;
-    resp_head(c, 200, "application/octet-stream", use_chunked ? -1 : (int64_t)c->arg);
-    if (c->head_only)
-        return;
-    c->phase = PH_STREAM;
-    c->stream_left = c->arg;
-    c->stream_chunked = use_chunked;
-    c->stream_tail_crlf = false;
-    c->stream_tail_sent = false;
+    }
+    h1s_resp_head(c->hc, 200, NULL, heads(c, CT_JSON), (int64_t)(aux->len + (size_t)len));
+    h1s_resp_write(c->hc, aux->data ? aux->data : "", aux->len);
+    h1s_resp_write(c->hc, num, (size_t)len);
+    h1s_resp_end(c->hc);
 }
 
 /* A JSON answer whose body is in *body (freed here); out of memory closes the connection. */
 static void resp_json(struct app_conn *c, uint64_t status, wf_strbuf *body)
 {
     if (wf_strbuf_failed(body))
-        c->blk->out.failed = true; /* conn_flush closes the connection */
-    resp_head(c, status, "application/json", (int64_t)body->len);
-    if (!c->head_only)
-        wf_strbuf_append(&c->blk->out, body->data ? body->data : "", body->len);
+        h1s_conn_close(c->hc);
+    else
+        h1s_respond(c->hc, (int)status, NULL, heads(c, CT_JSON), body->data ? body->data : "",
+                    body->len);
     wf_strbuf_free(body);
 }
 
@@ -203,7 +111,9 @@ static void resp_json(struct app_conn *c, uint64_t status, wf_strbuf *body)
 static void resp_catalog(struct app_conn *c)
 {
     wf_strbuf body = WF_STRBUF_INIT;
-    wf_strbuf *aux = &c->blk->aux;
+    wf_strbuf fail = {.failed = true}, *aux = app_aux(c);
+    if (!aux)
+        aux = &fail;
     const char *a = aux->data ? aux->data : "";
     size_t head = (size_t)c->arg, mlen = strcspn(a, " ");
     int status = mlen < head && !wf_strbuf_failed(aux)
@@ -218,13 +128,13 @@ static void resp_catalog(struct app_conn *c)
 /* Produces the answer of the request just read. */
 void app_respond(struct app_conn *c)
 {
-    c->phase = PH_HEAD;
-    /* the parser reports no keep-alive for any upgrade request: the connection becomes ours */
-    if (c->route == R_WS ? c->hangup
-                         : (!c->keep_alive || c->hangup || c->upgrade || c->route == R_HANGUP))
-        c->close_after = true;
-    if (c->hangup || c->route == R_HANGUP)
+    /* h1_server closes after answers to requests without keep-alive or with an upgrade
+     * (except the 101 of /ws, which takes the connection over) */
+    if (c->hangup || c->route == R_HANGUP) {
+        app_aux_release(c);
+        h1s_conn_close(c->hc);
         return;
+    }
     switch (c->route) {
     case R_HEALTHZ:
         app_resp_text(c, 200, "ok", 2);
@@ -270,17 +180,16 @@ void app_respond(struct app_conn *c)
         break;
     }
     case R_BYTES:
-        stream_start(c, false);
+        app_stream_start(c, false);
         break;
     case R_CHUNKED:
-        stream_start(c, true);
+        app_stream_start(c, true);
         break;
     default:
         app_resp_text(c, 404, "not found\n", 10);
         break;
     }
-    if (c->phase == PH_HEAD)
-        c->idle_since = uv_now(c->app->loop);
+    app_aux_release(c);
 }
 
 /* ---- routing ---- */
@@ -345,8 +254,9 @@ h1_str app_target_path(h1_str t)
 
 void app_echo_prefix(struct app_conn *c, const h1_message *m)
 {
-    wf_strbuf *a = &c->blk->aux;
-    wf_strbuf_reset(a);
+    wf_strbuf *a = app_aux(c);
+    if (!a)
+        return; /* answered by closing (resp_echo) */
     PUTS(a, "{\"method\":");
     json_str(a, m->method.p, m->method.len);
     PUTS(a, ",\"path\":");

@@ -9,17 +9,17 @@
 
 void app_resp_ws(struct app_conn *c)
 {
-    wf_strbuf *o = &c->blk->out;
-    if (wf_strbuf_failed(&c->blk->aux))
-        o->failed = true;
-    PUTS(o, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            "Sec-WebSocket-Accept: ");
-    wf_strbuf_append(o, c->blk->aux.data, c->blk->aux.len);
-    PUTS(o, "\r\n");
-    wf_strbuf_append(o, c->app->fixed, c->app->fixed_len);
-    PUTS(o, "\r\n");
-    c->phase = PH_WS;
-    c->ws_in_frame = false;
+    wf_strbuf h = WF_STRBUF_INIT;
+    PUTS(&h, "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ");
+    wf_strbuf_append(&h, c->ws_accept, 28);
+    PUTS(&h, "\r\n");
+    wf_strbuf_append(&h, c->app->fixed, c->app->fixed_len);
+    c->ws_in_frame = c->ws_closing = false;
+    if (wf_strbuf_failed(&h) || h1s_respond(c->hc, 101, NULL, wf_strbuf_cstr(&h), NULL, 0) != 0)
+        h1s_conn_close(c->hc);
+    else
+        h1s_takeover(c->hc);
+    wf_strbuf_free(&h);
 }
 
 bool app_ws_handshake(struct app_conn *c, const h1_message *m)
@@ -33,14 +33,13 @@ bool app_ws_handshake(struct app_conn *c, const h1_message *m)
         return false;
     if (wf_app_ws_accept(key->value.p, key->value.len, accept) != 0)
         return false;
-    wf_strbuf_reset(&c->blk->aux);
-    wf_strbuf_append(&c->blk->aux, accept, 28);
+    memcpy(c->ws_accept, accept, sizeof c->ws_accept);
     return true;
 }
 
 /* ---- WebSocket (RFC 6455 §5) ---- */
 
-static void ws_frame_head(wf_strbuf *o, uint8_t b0, uint64_t len)
+static void ws_frame_head(struct app_conn *c, uint8_t b0, uint64_t len)
 {
     uint8_t h[10];
     size_t n = 2;
@@ -58,14 +57,21 @@ static void ws_frame_head(wf_strbuf *o, uint8_t b0, uint64_t len)
             h[2 + i] = (uint8_t)(len >> (56 - 8 * i));
         n = 10;
     }
-    wf_strbuf_append(o, (const char *)h, n);
+    h1s_raw_write(c->hc, (const char *)h, n);
+}
+
+/* The last frame we send: the connection closes once it is written. */
+static void ws_end(struct app_conn *c)
+{
+    c->ws_closing = true;
+    h1s_conn_close(c->hc);
 }
 
 static void ws_fail(struct app_conn *c)
 {
     static const char close1002[] = {(char)0x88, 2, 0x03, (char)0xea};
-    wf_strbuf_append(&c->blk->out, close1002, sizeof close1002);
-    c->close_after = true;
+    h1s_raw_write(c->hc, close1002, sizeof close1002);
+    ws_end(c);
 }
 
 static void ws_unmask(struct app_conn *c, uint8_t *p, size_t n)
@@ -79,20 +85,19 @@ static void ws_unmask(struct app_conn *c, uint8_t *p, size_t n)
 static void ws_control(struct app_conn *c, uint8_t op, uint8_t *p, size_t n)
 {
     if (op == 0x9 || op == 0x8) {
-        ws_frame_head(&c->blk->out, (uint8_t)(0x80 | (op == 0x9 ? 0xA : 0x8)), n);
-        wf_strbuf_append(&c->blk->out, (const char *)p, n);
+        ws_frame_head(c, (uint8_t)(0x80 | (op == 0x9 ? 0xA : 0x8)), n);
+        h1s_raw_write(c->hc, (const char *)p, n);
     }
     if (op == 0x8)
-        c->close_after = true;
+        ws_end(c);
 }
 
-/* Parses a frame header at the read position; returns false when more bytes are needed. */
-static bool ws_frame_start(struct app_conn *c)
+/* Parses a frame header at p[0..avail); returns the bytes used, 0 when more are needed. */
+static size_t ws_frame_start(struct app_conn *c, uint8_t *p, size_t avail)
 {
-    uint8_t *p = (uint8_t *)c->blk->rbuf + c->roff;
-    size_t avail = c->rlen - c->roff, hl = 2;
+    size_t hl = 2;
     if (avail < 2)
-        return false;
+        return 0;
     uint8_t op = p[0] & 0x0f, len7 = p[1] & 0x7f;
     bool control = op >= 0x8;
     /* RSV bits unset (no extension negotiated), client frames masked, known opcodes,
@@ -100,51 +105,57 @@ static bool ws_frame_start(struct app_conn *c)
     if ((p[0] & 0x70) || !(p[1] & 0x80) || (op > 0x2 && op < 0x8) || op > 0xA ||
         (control && (!(p[0] & 0x80) || len7 > 125))) {
         ws_fail(c);
-        return true;
+        return avail;
     }
     hl += (len7 == 126 ? 2 : len7 == 127 ? 8 : 0) + 4;
     if (avail < hl)
-        return false;
+        return 0;
     uint64_t len = hl > 6 ? 0 : len7; /* extended lengths replace the 7 bits */
     for (size_t i = 2; i < hl - 4; i++)
         len = (len << 8) | p[i];
     if (len >> 63) {
         ws_fail(c);
-        return true;
+        return avail;
     }
     if (control && avail < hl + len)
-        return false;
+        return 0;
     memcpy(c->ws_mask, p + hl - 4, 4);
     c->ws_pos = 0;
-    c->roff += hl;
     if (control) {
         ws_unmask(c, p + hl, (size_t)len);
-        c->roff += (size_t)len;
         ws_control(c, op, p + hl, (size_t)len);
-        return true;
+        return hl + (size_t)len;
     }
-    ws_frame_head(&c->blk->out, p[0], len);
-    c->ws_in_frame = true;
+    ws_frame_head(c, p[0], len);
+    c->ws_in_frame = len > 0;
     c->ws_left = len;
-    return true;
+    return hl;
 }
 
-bool app_ws_step(struct app_conn *c)
+size_t app_ws_input(struct app_conn *c, char *data, size_t len)
 {
-    if (c->close_after || !c->blk)
-        return false;
-    if (!c->ws_in_frame)
-        return ws_frame_start(c);
-    size_t avail = c->rlen - c->roff;
-    size_t n = c->ws_left < avail ? (size_t)c->ws_left : avail;
-    if (n == 0 && c->ws_left)
-        return false;
-    char *p = c->blk->rbuf + c->roff;
-    ws_unmask(c, (uint8_t *)p, n);
-    c->roff += n;
-    c->ws_left -= n;
-    c->ws_in_frame = c->ws_left > 0;
-    return app_conn_flush(c, p, n) >= 0;
+    size_t used = 0;
+    while (!c->ws_closing) {
+        if (!c->ws_in_frame) {
+            size_t n = ws_frame_start(c, (uint8_t *)data + used, len - used);
+            if (n == 0)
+                break;
+            used += n;
+            continue;
+        }
+        size_t avail = len - used;
+        size_t n = c->ws_left < avail ? (size_t)c->ws_left : avail;
+        if (n == 0)
+            break;
+        ws_unmask(c, (uint8_t *)data + used, n);
+        c->ws_left -= n;
+        c->ws_in_frame = c->ws_left > 0;
+        int r = h1s_raw_send(c->hc, data + used, n); /* echoed from the read buffer */
+        used += n;
+        if (r != 0)
+            break; /* h1_server offers the rest again once this was written */
+    }
+    return used;
 }
 
 int wf_app_ws_accept(const char *key, size_t key_len, char out[29])

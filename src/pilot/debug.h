@@ -1,6 +1,6 @@
 /*
  * debug.h - weft-pilot's monitoring/debug HTTP server (istiod's port 15014; reference
- * istioctl-troubleshooting.md §5). HTTP/1.1 on libuv with http/h1_parser.h: GET only (other
+ * istioctl-troubleshooting.md §5). HTTP/1.1 on the shared server http/h1_server.h: GET only (other
  * methods 405), one request per connection (Connection: close), request heads bounded to
  * 16 KiB (431 beyond), a request body is refused (400). Loopback is the expected bind; there is
  * no authentication (istiod leaves loopback callers unrestricted).

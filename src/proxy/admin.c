@@ -14,35 +14,27 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "http/h1_server.h"
 #include "proxy/admin.h"
 #include "proxy/admin_internal.h"
 #include "proxy/config_dump.h"
 
-#define ADMIN_MAX_REQUEST (64 * 1024)
+#define ADMIN_MAX_BODY (64 * 1024)
+#define ADMIN_MAX_HDRS 64
+/* After an answer (413 included, sent before the rest of the body was read): FIN, then input
+ * is read and dropped for up to this long, so the client reads the answer, not a reset
+ * (Envoy's delayed_close_timeout, 1 s by default). */
+#define ADMIN_LINGER_MS 1000
 
 struct wp_admin {
     uv_loop_t *loop;
-    uv_tcp_t listener;
+    h1s_server *http; /* the shared HTTP/1 server (http/h1_server.h) */
     wp_server *srv;
     void *main_ctx;
     const wp_server_opts *opts;
-    struct admin_conn *conns;
-    bool closing, quit_after;
+    bool quit_after;
     bool hc_failed; /* POST /healthcheck/fail .. /healthcheck/ok */
 };
-
-typedef struct admin_conn {
-    uv_tcp_t tcp;
-    uv_write_t wreq;
-    wp_admin *a;
-    struct admin_conn *prev, *next;
-    char *buf;
-    size_t len;
-    h1_parser parser;
-    h1_header hdrs[64];
-    wf_strbuf out;
-    bool done;
-} admin_conn;
 
 /* ---------- query strings ---------- */
 
@@ -690,161 +682,54 @@ static void dispatch(wp_admin *a, const admin_req *r, admin_resp *o)
     help_text(o);
 }
 
-/* ---------- connections ---------- */
+/* ---------- the HTTP side (http/h1_server.h: one request per connection) ---------- */
 
-static void conn_closed(uv_handle_t *h)
+static const char *reason(int status)
 {
-    admin_conn *c = h->data;
-    wf_strbuf_free(&c->out);
-    free(c->buf);
-    free(c);
+    const char *r = h1s_reason(status);
+    return strcmp(r, "Unknown") ? r : "Bad Request";
 }
 
-static void conn_close(admin_conn *c)
+#define ADMIN_HEAD(ctype)                                                                          \
+    "content-type: " ctype "\r\ncache-control: no-cache, max-age=0\r\n"                            \
+    "x-content-type-options: nosniff\r\n"
+
+static void respond(h1s_conn *c, admin_resp *o)
 {
-    if (uv_is_closing((uv_handle_t *)&c->tcp))
+    char head[192];
+    snprintf(head, sizeof head, ADMIN_HEAD("%s"), o->content_type);
+    if (wf_strbuf_failed(&o->body)) {
+        h1s_conn_close(c);
         return;
-    wp_admin *a = c->a;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        a->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    uv_close((uv_handle_t *)&c->tcp, conn_closed);
-}
-
-static void on_written(uv_write_t *req, int status)
-{
-    admin_conn *c = req->data;
-    wp_admin *a = c->a;
-    bool quit = a->quit_after;
-    (void)status;
-    conn_close(c);
-    if (quit) {
-        a->quit_after = false;
-        wp_server_request_quit(a->main_ctx);
     }
+    h1s_respond(c, o->status, reason(o->status), head, o->body.data, o->body.len);
 }
 
-static void respond(admin_conn *c, admin_resp *o)
+static void quit_after_answer(void *arg)
 {
-    wf_strbuf *b = &c->out;
-    wf_strbuf_printf(b,
-                     "HTTP/1.1 %d %s\r\ncontent-type: %s\r\ncache-control: no-cache, max-age=0\r\n"
-                     "x-content-type-options: nosniff\r\ncontent-length: %zu\r\n"
-                     "connection: close\r\n\r\n",
-                     o->status,
-                     o->status == 200   ? "OK"
-                     : o->status == 404 ? "Not Found"
-                     : o->status == 405 ? "Method Not Allowed"
-                     : o->status == 500 ? "Internal Server Error"
-                     : o->status == 503 ? "Service Unavailable"
-                     : o->status == 431 ? "Request Header Fields Too Large"
-                     : o->status == 501 ? "Not Implemented"
-                                        : "Bad Request",
-                     o->content_type, o->body.len);
-    wf_strbuf_append(b, o->body.data ? o->body.data : "", o->body.len);
-    uv_buf_t buf = uv_buf_init(b->data, (unsigned)b->len);
-    c->wreq.data = c;
-    if (wf_strbuf_failed(b) || uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &buf, 1, on_written))
-        conn_close(c);
+    wp_admin *a = arg;
+    wp_server_request_quit(a->main_ctx);
 }
 
-/* A request the admin cannot read: answered (status, details as the body), then closed. */
-static void bad_request(admin_conn *c, int status, const char *what)
+static void on_request(void *ud, h1s_conn *c, const h1s_request *m)
 {
-    admin_resp o = {.status = status, .content_type = "text/plain; charset=UTF-8"};
-    wf_strbuf_printf(&o.body, "%s\n", what);
-    c->done = true;
-    uv_read_stop((uv_stream_t *)&c->tcp);
-    respond(c, &o);
-    wf_strbuf_free(&o.body);
-}
-
-static void handle(admin_conn *c, const h1_message *m)
-{
+    wp_admin *a = ud;
     admin_req r = {0};
     char method[16];
     snprintf(method, sizeof(method), "%.*s", (int)m->method.len, m->method.p);
     r.method = method;
-    const char *q = memchr(m->target.p, '?', m->target.len);
-    size_t pl = q ? (size_t)(q - m->target.p) : m->target.len;
-    snprintf(r.path, sizeof(r.path), "%.*s", (int)pl, m->target.p);
-    if (q)
-        snprintf(r.query, sizeof(r.query), "%.*s", (int)(m->target.len - pl - 1), q + 1);
+    snprintf(r.path, sizeof(r.path), "%.*s", (int)m->path.len, m->path.p);
+    snprintf(r.query, sizeof(r.query), "%.*s", (int)m->query.len, m->query.p);
     admin_resp o = {.status = 200, .content_type = "text/plain; charset=UTF-8"};
     WF_LOG(WF_LC_admin, WF_LOG_DEBUG, "admin request: %s %.*s", method, (int)m->target.len,
            m->target.p);
-    dispatch(c->a, &r, &o);
-    c->done = true;
-    uv_read_stop((uv_stream_t *)&c->tcp);
+    dispatch(a, &r, &o);
+    if (a->quit_after) {
+        a->quit_after = false;
+        h1s_after_answer(c, quit_after_answer, a);
+    }
     respond(c, &o);
     wf_strbuf_free(&o.body);
-}
-
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-    admin_conn *c = h->data;
-    (void)suggested;
-    if (!c->buf)
-        c->buf = malloc(ADMIN_MAX_REQUEST);
-    *buf = c->buf ? uv_buf_init(c->buf + c->len, (unsigned)(ADMIN_MAX_REQUEST - c->len))
-                  : uv_buf_init(NULL, 0);
-}
-
-static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
-{
-    admin_conn *c = st->data;
-    (void)buf;
-    if (n < 0) {
-        conn_close(c);
-        return;
-    }
-    c->len += (size_t)n;
-    size_t off = 0;
-    bool headers = false;
-    for (;;) {
-        h1_event ev;
-        off += h1_parse(&c->parser, c->buf + off, c->len - off, &ev);
-        if (ev == H1_EV_HEADERS)
-            headers = true;
-        else if (ev == H1_EV_DONE && headers) {
-            handle(c, &c->parser.msg);
-            return;
-        } else if (ev == H1_EV_NEED_MORE) {
-            if (c->len == ADMIN_MAX_REQUEST)
-                bad_request(c, 431, "request too large");
-            return;
-        } else if (ev == H1_EV_ERROR || ev == H1_EV_UPGRADED) {
-            bad_request(c, ev == H1_EV_ERROR ? h1_error_status(c->parser.error) : 400,
-                        ev == H1_EV_ERROR ? h1_error_details(c->parser.error) : "upgrade");
-            return;
-        }
-    }
-}
-
-static void on_connection(uv_stream_t *server, int status)
-{
-    wp_admin *a = server->data;
-    if (status < 0 || a->closing)
-        return;
-    admin_conn *c = calloc(1, sizeof(*c));
-    if (!c)
-        return;
-    c->a = a;
-    uv_tcp_init(a->loop, &c->tcp);
-    c->tcp.data = c;
-    h1_parser_init(&c->parser, H1_REQUEST, c->hdrs, 64, 0);
-    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
-        uv_close((uv_handle_t *)&c->tcp, conn_closed);
-        return;
-    }
-    c->next = a->conns;
-    if (a->conns)
-        a->conns->prev = c;
-    a->conns = c;
-    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
 wp_admin *wp_admin_start(uv_loop_t *loop, wp_server *srv, void *main_ctx,
@@ -859,36 +744,31 @@ wp_admin *wp_admin_start(uv_loop_t *loop, wp_server *srv, void *main_ctx,
     a->srv = srv;
     a->main_ctx = main_ctx;
     a->opts = opts;
-    uv_tcp_init(loop, &a->listener);
-    a->listener.data = a;
     const wp_addr *ad = &srv->gen->cfg->admin_addr;
-    int r = uv_tcp_bind(&a->listener, (const struct sockaddr *)&ad->sa, 0);
-    if (r == 0)
-        r = uv_listen((uv_stream_t *)&a->listener, 128, on_connection);
-    if (r != 0) {
+    h1s_opts ho = {.body = H1S_BODY_BUFFER,
+                   .max_body = ADMIN_MAX_BODY,
+                   .max_headers = ADMIN_MAX_HDRS,
+                   .lower_case = true,
+                   .linger_ms = ADMIN_LINGER_MS,
+                   /* a request the admin cannot read: status, details as the body, closed */
+                   .error_head = ADMIN_HEAD("text/plain; charset=UTF-8")};
+    h1s_callbacks cb = {.on_request = on_request, .ud = a};
+    int r = 0;
+    a->http = h1s_listen(loop, (const struct sockaddr *)&ad->sa, &ho, &cb, &r);
+    if (!a->http) {
         wf_strbuf_printf(err, "cannot listen on admin address %s: %s", ad->text, uv_strerror(r));
-        uv_close((uv_handle_t *)&a->listener, NULL);
-        uv_run(loop, UV_RUN_NOWAIT);
         free(a);
         return NULL;
     }
-    char bound[64]; /* the port the kernel picked when port 0 is configured */
-    wp_addr_of(&a->listener, false, bound, sizeof bound);
-    WF_LOG(WF_LC_main, WF_LOG_INFO, "admin address: %s", strcmp(bound, "-") ? bound : ad->text);
+    /* the port the kernel picked when port 0 is configured */
+    WF_LOG(WF_LC_main, WF_LOG_INFO, "admin address: %s", h1s_bound(a->http));
     return a;
 }
 
 void wp_admin_close(wp_admin *a)
 {
-    if (a->closing)
-        return;
-    a->closing = true;
-    uv_close((uv_handle_t *)&a->listener, NULL);
-    for (admin_conn *c = a->conns, *n; c; c = n) {
-        n = c->next;
-        if (!c->done)
-            conn_close(c);
-    }
+    h1s_close(a->http);
+    a->http = NULL;
 }
 
 void wp_admin_free(wp_admin *a)

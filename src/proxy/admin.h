@@ -6,7 +6,10 @@
  * /runtime, /hot_restart_version, /help; POST only: /logging (no query lists; ?level=,
  * ?paths=, ?<logger>=<level>), /quitquitquit, /drain_listeners, /reset_counters,
  * /healthcheck/fail, /healthcheck/ok, /reopen_logs (other methods: 405). Details in admin.c
- * and admin_ops.c. Runs on the main thread's loop; every response closes its connection.
+ * and admin_ops.c. Runs on the main thread's loop on the shared HTTP/1 server
+ * (http/h1_server.h): every response closes its connection; a request body beyond 64 KiB is
+ * answered 413 and a head beyond 60 KiB 431 (each closes after its answer: FIN, then input is
+ * dropped for up to 1 s, Envoy's delayed close).
  */
 #ifndef WEFT_PROXY_ADMIN_H
 #define WEFT_PROXY_ADMIN_H

@@ -38,7 +38,8 @@
  *                      or opts.readiness_only is set.
  *   anything else      404 "404 page not found"; on GET-only paths other methods are 405
  *                      (Allow: GET, HEAD). A HEAD gets the GET's status and headers only.
- * Requests are parsed by the project's HTTP/1.1 parser (h1_parser.h). Keep-alive is honoured
+ * Served by the shared HTTP/1 server (http/h1_server.h, SKIP mode) with the project's parser
+ * (h1_parser.h); answers carry lower-case field names. Keep-alive is honoured
  * (HTTP/1.1 unless "Connection: close"; HTTP/1.0 only with keep-alive); a request with a body
  * is answered and its connection closed. A request head larger than max_request_bytes gets
  * 431 and the connection is closed; a malformed one gets the parser's status (400/431/501) and

@@ -161,3 +161,35 @@ def test_logging_errors_as_envoy(p):
     assert b"levels: trace debug info warning error critical off \n" in body
     assert b"active loggers:" in body
     assert p.admin("/logging", method="POST")[2] == before  # nothing changed
+
+
+def _raw_admin(p, data):
+    """Sends raw bytes to the admin port; returns everything until the admin closes."""
+    import socket
+    with socket.create_connection(("127.0.0.1", p.admin_port), timeout=10) as s:
+        s.sendall(data)
+        out = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return out
+            out += chunk
+
+
+def test_unreadable_requests_answered_then_closed(p):
+    """A malformed request gets the codec's status and details with the admin's headers; a
+    request body beyond 64 KiB gets 413; every answer closes its connection."""
+    out = _raw_admin(p, b"GET /ready HTTP/1.1\r\nHost : x\r\n\r\n")
+    head, _, body = out.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 Bad Request\r\n"), out
+    assert b"content-type: text/plain; charset=UTF-8\r\n" in head + b"\r\n"
+    assert b"x-content-type-options: nosniff" in head and b"connection: close" in head
+    assert body == b"http1.codec_error\n"
+    big = b"x" * (64 * 1024 + 1)
+    out = _raw_admin(p, b"POST /logging HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
+                     % (len(big), big))
+    assert out.startswith(b"HTTP/1.1 413 Content Too Large\r\n"), out[:200]
+    assert out.endswith(b"\r\n\r\nrequest body too large\n")
+    # a body within the limit is read and the request answered as usual
+    status, _, body = p.admin("/ready", method="POST", body=b"y" * 1000)
+    assert (status, body) == (200, b"LIVE\n")
