@@ -144,7 +144,7 @@ void wp_wreq_put(wp_worker *w, uv_write_t *req)
 
 static uint64_t idle_ms(const wp_dconn *d)
 {
-    const wp_hcm *h = &d->listener->hcm;
+    const wp_hcm *h = d->hcm;
     if (!d->stream)
         return h->idle_timeout_ms;
     const wp_route *r = d->stream->route;
@@ -162,7 +162,7 @@ static void arm_idle(wp_dconn *d)
         return; /* no timeout in this phase: a running timer finds nothing due */
     /* Armed for the shorter of the connection and stream periods, the timer needs no
      * restart when a request starts or ends; it re-arms itself for what is left. */
-    const wp_hcm *h = &d->listener->hcm;
+    const wp_hcm *h = d->hcm;
     uint64_t p = ms;
     if (h->stream_idle_timeout_ms && h->stream_idle_timeout_ms < p)
         p = h->stream_idle_timeout_ms;
@@ -280,15 +280,18 @@ void wp_dconn_close(wp_dconn *d)
         }
         stream_finish(s);
     }
-    wp_hcm_stat(d, WP_S_downstream_cx_destroy, 1);
-    wp_hcm_stat(
-        d, d->peer_closed ? WP_S_downstream_cx_destroy_remote : WP_S_downstream_cx_destroy_local,
-        1);
-    wp_hcm_stat(d, WP_S_downstream_cx_active, -1);
-    wp_hcm_stat(d, WP_S_downstream_cx_http1_active, -1);
-    wp_pstats_dconn_closed(w->stats, d->hs, d->ls, uv_now(&w->loop) - d->start_ms);
-    lis_stat(d, WP_LS_downstream_cx_destroy, 1);
-    lis_stat(d, WP_LS_downstream_cx_active, -1);
+    if (d->hcm) { /* a connection without a filter chain was never counted */
+        wp_hcm_stat(d, WP_S_downstream_cx_destroy, 1);
+        wp_hcm_stat(d,
+                    d->peer_closed ? WP_S_downstream_cx_destroy_remote
+                                   : WP_S_downstream_cx_destroy_local,
+                    1);
+        wp_hcm_stat(d, WP_S_downstream_cx_active, -1);
+        wp_hcm_stat(d, WP_S_downstream_cx_http1_active, -1);
+        wp_pstats_dconn_closed(w->stats, d->hs, d->ls, uv_now(&w->loop) - d->start_ms);
+        lis_stat(d, WP_LS_downstream_cx_destroy, 1);
+        lis_stat(d, WP_LS_downstream_cx_active, -1);
+    }
     WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "closing connection (%s)",
                 d->peer_closed ? "remote close" : "local close");
     atomic_fetch_sub_explicit(&w->nconns, 1, memory_order_relaxed);
@@ -356,7 +359,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     }
     if (d->rlen == d->rbuf->cap && !pinned) {
         /* a head larger than the buffer: grow up to the header limit */
-        size_t limit = (size_t)d->listener->hcm.max_request_headers_kb * 1024 + WP_HEAD_EXTRA;
+        size_t limit = (size_t)d->hcm->max_request_headers_kb * 1024 + WP_HEAD_EXTRA;
         if (d->rbuf->cap < limit) {
             wp_buf *nb = wp_buf_get(d->w, limit);
             if (nb) {
@@ -368,6 +371,99 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     }
     buf->base = d->rbuf->data + d->rlen;
     buf->len = d->rbuf->cap - d->rlen;
+}
+
+/* ---------- the HTTP connection manager as a network filter ---------- */
+
+/* Envoy's ConnectionManagerImpl::onNewConnection: the connection's HCM stats, its idle
+ * timer, and reading starts. */
+static wp_nf_status hcm_on_new_connection(void *self)
+{
+    wp_dconn *d = self;
+    wp_hcm_stat(d, WP_S_downstream_cx_total, 1);
+    wp_hcm_stat(d, WP_S_downstream_cx_active, 1);
+    wp_hcm_stat(d, WP_S_downstream_cx_http1_total, 1);
+    wp_hcm_stat(d, WP_S_downstream_cx_http1_active, 1);
+    arm_idle(d);
+    start_reading(d);
+    return WP_NF_STOP_ITERATION; /* the terminal filter */
+}
+
+/* ConnectionManagerImpl::onData: the codec dispatches what the connection buffered. */
+static wp_nf_status hcm_on_data(void *self, bool end_stream)
+{
+    (void)end_stream;
+    process(self);
+    return WP_NF_STOP_ITERATION;
+}
+
+static const wp_nf_ops hcm_nf_ops = {
+    "envoy.filters.network.http_connection_manager",
+    hcm_on_new_connection,
+    hcm_on_data,
+};
+
+/* The connection layer's table of network filter kinds (network_filter.h). */
+static const wp_nf_ops *const nf_ops[WP_NF_KIND_COUNT_] = {
+    [WP_NF_HTTP_CONNECTION_MANAGER] = &hcm_nf_ops,
+};
+
+/* ---------- accepting: listener filters, filter chain match, network filters ---------- */
+
+/* The chain for the connection's socket among the listener's filter chains, else the
+ * default chain, else NULL. */
+static const wp_filter_chain *find_chain(const wp_listener *l, const wp_lf_socket *sock)
+{
+    wp_fcm_input in;
+    wp_lf_match_input(sock, &in);
+    int i = wp_fcm_select(l->fcms, l->nchains, &in);
+    return i >= 0 ? &l->chains[i] : l->default_chain;
+}
+
+/* Uses chain fc of the connection's listener: its HCM and stat slots. */
+static void use_chain(wp_dconn *d, const wp_filter_chain *fc)
+{
+    d->chain = fc;
+    d->hcm = fc->hcm;
+    d->hs = &d->wg->gen->pstats->hcms[fc->hcm->index];
+}
+
+/* Envoy's ActiveStreamListenerBase::newConnection, once the listener filters are done. */
+static void new_connection(wp_lf_callbacks *cb, bool ok)
+{
+    wp_dconn *d = cb->owner;
+    const wp_filter_chain *fc = ok ? find_chain(d->listener, &d->sock) : NULL;
+    if (!fc) {
+        if (ok) {
+            WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id,
+                        "closing connection from %s: no matching filter chain found", d->remote);
+            lis_stat(d, WP_LS_no_filter_chain_match, 1);
+        }
+        wp_dconn_close(d);
+        return;
+    }
+    use_chain(d, fc);
+    lis_stat(d, WP_LS_downstream_cx_total, 1);
+    lis_stat(d, WP_LS_downstream_cx_active, 1);
+    wp_nf_chain_init(&d->nf);
+    for (size_t i = 0; i < fc->nfilters; i++)
+        wp_nf_chain_add(&d->nf, nf_ops[fc->filters[i].kind], d);
+    wp_nf_chain_on_new_connection(&d->nf);
+}
+
+/* The socket's local and peer addresses: into d->sock for the listener filters and the
+ * match, and as text for logs. */
+static void socket_addresses(wp_dconn *d)
+{
+    struct sockaddr_storage local, peer;
+    int llen = sizeof(local), plen = sizeof(peer);
+    if (uv_tcp_getsockname(&d->tcp, (struct sockaddr *)&local, &llen) != 0)
+        local.ss_family = AF_UNSPEC;
+    if (uv_tcp_getpeername(&d->tcp, (struct sockaddr *)&peer, &plen) != 0)
+        peer.ss_family = AF_UNSPEC;
+    wp_lf_socket_init(&d->sock, (struct sockaddr *)&local, (struct sockaddr *)&peer);
+    wp_sockaddr_text((struct sockaddr *)&peer, d->remote, sizeof(d->remote));
+    wp_sockaddr_text((struct sockaddr *)&local, d->local, sizeof(d->local));
 }
 
 void wp_dconn_on_accept(uv_stream_t *server, int status)
@@ -385,7 +481,6 @@ void wp_dconn_on_accept(uv_stream_t *server, int status)
     wp_wgen_use(d->wg);
     d->listener = l;
     d->start_ms = uv_now(&w->loop);
-    d->hs = &w->wg->gen->pstats->hcms[l - w->cfg->listeners];
     d->ls = &w->wg->gen->pstats->listeners[l - w->cfg->listeners];
     d->alloc_cb = on_alloc;
     uv_tcp_init(&w->loop, &d->tcp);
@@ -403,22 +498,17 @@ void wp_dconn_on_accept(uv_stream_t *server, int status)
     d->idle_timer.timer_cb = on_idle_timeout;
     d->rq_timer.timer_cb = on_rq_timeout;
     d->id = atomic_fetch_add(&w->srv->next_conn_id, 1);
-    wp_addr_of(&d->tcp, true, d->remote, sizeof(d->remote));
-    wp_addr_of(&d->tcp, false, d->local, sizeof(d->local));
+    socket_addresses(d);
     atomic_fetch_add_explicit(&w->nconns, 1, memory_order_relaxed);
     d->next = w->conns;
     if (w->conns)
         w->conns->prev = d;
     w->conns = d;
-    wp_hcm_stat(d, WP_S_downstream_cx_total, 1);
-    wp_hcm_stat(d, WP_S_downstream_cx_active, 1);
-    wp_hcm_stat(d, WP_S_downstream_cx_http1_total, 1);
-    wp_hcm_stat(d, WP_S_downstream_cx_http1_active, 1);
-    lis_stat(d, WP_LS_downstream_cx_total, 1);
-    lis_stat(d, WP_LS_downstream_cx_active, 1);
     WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "new connection from %s", d->remote);
-    arm_idle(d);
-    start_reading(d);
+    wp_lf_callbacks_init(&d->lfcb, &d->sock, l->listener_filters, l->nlistener_filters,
+                         new_connection, d);
+    if (wp_lf_run(&d->lfcb) == WP_LF_CONTINUE)
+        new_connection(&d->lfcb, true);
 }
 
 /* ---------- streams ---------- */
@@ -434,9 +524,10 @@ static void move_gauge(wp_dconn *d, uint32_t from, uint32_t to)
 }
 
 /* A new config was applied since the connection's last request: its next request uses the
- * listener of the same name in the new snapshot (route and connection manager updates reach
- * open connections, as RDS updates do in Envoy). When the listener is gone the connection
- * stays on its old snapshot and closes after this request (the listener drains). */
+ * listener of the same name in the new snapshot, and the chain the connection matches there
+ * (route and connection manager updates reach open connections, as RDS updates do in Envoy).
+ * When the listener is gone, or no chain of it matches the connection any more, the
+ * connection stays on its old snapshot and closes after this request (it drains). */
 static void dconn_follow_config(wp_dconn *d)
 {
     wp_worker *w = d->w;
@@ -444,7 +535,10 @@ static void dconn_follow_config(wp_dconn *d)
     for (size_t i = 0; i < c->nlisteners; i++) {
         if (strcmp(c->listeners[i].name, d->listener->name) != 0)
             continue;
-        const wp_hstats *hs = &w->wg->gen->pstats->hcms[i];
+        const wp_filter_chain *fc = find_chain(&c->listeners[i], &d->sock);
+        if (!fc)
+            break;
+        const wp_hstats *hs = &w->wg->gen->pstats->hcms[fc->hcm->index];
         const wp_lstats *ls = &w->wg->gen->pstats->listeners[i];
         move_gauge(d, d->hs->slot[WP_S_downstream_cx_active], hs->slot[WP_S_downstream_cx_active]);
         move_gauge(d, d->hs->slot[WP_S_downstream_cx_http1_active],
@@ -452,6 +546,8 @@ static void dconn_follow_config(wp_dconn *d)
         move_gauge(d, d->ls->slot[WP_LS_downstream_cx_active],
                    ls->slot[WP_LS_downstream_cx_active]);
         d->listener = &c->listeners[i];
+        d->chain = fc;
+        d->hcm = fc->hcm;
         d->hs = hs;
         d->ls = ls;
         wp_wgen *old = d->wg;
@@ -506,10 +602,10 @@ static wp_stream *stream_new(wp_dconn *d)
     /* four spare slots: a generated x-request-id, the Host of an absolute-form target, an
      * x-forwarded-for and an x-envoy-internal the connection manager adds */
     h1_parser_init(&s->parser, H1_REQUEST, s->hdrs,
-                   d->listener->hcm.max_headers_count < WP_MAX_HEADERS - 4
-                       ? d->listener->hcm.max_headers_count
+                   d->hcm->max_headers_count < WP_MAX_HEADERS - 4
+                       ? d->hcm->max_headers_count
                        : WP_MAX_HEADERS - 4,
-                   (size_t)d->listener->hcm.max_request_headers_kb * 1024);
+                   (size_t)d->hcm->max_request_headers_kb * 1024);
     d->stream = s;
     /* the request begins with its first byte: Envoy's codec creates the stream then, and the
      * connection manager counts it and arms request_timeout (HCM docs: "activated when the
@@ -517,8 +613,8 @@ static wp_stream *stream_new(wp_dconn *d)
     wp_hcm_stat(d, WP_S_downstream_rq_total, 1);
     wp_hcm_stat(d, WP_S_downstream_rq_http1_total, 1);
     wp_hcm_stat(d, WP_S_downstream_rq_active, 1);
-    if (d->listener->hcm.request_timeout_ms)
-        wp_dconn_set_deadline(d, d->listener->hcm.request_timeout_ms);
+    if (d->hcm->request_timeout_ms)
+        wp_dconn_set_deadline(d, d->hcm->request_timeout_ms);
     arm_idle(d);
     return s;
 }
@@ -567,7 +663,7 @@ static void count_response(wp_stream *s)
 
 static void write_access_logs(wp_stream *s)
 {
-    const wp_hcm *h = &s->d->listener->hcm;
+    const wp_hcm *h = s->d->hcm;
     if (h->naccess_logs == 0 || !s->d->w->alog)
         return;
     wp_router_log_view(s);
@@ -597,7 +693,7 @@ static void stream_finish(wp_stream *s)
     wp_dconn *d = s->d;
     s->si.end_ns = now_ns(d);
     wp_pstats_stream_done(d->w->stats, d->wg->gen->pstats, d->hs, s->cluster,
-                          d->listener->hcm.dynamic_stats, &s->si);
+                          d->hcm->dynamic_stats, &s->si);
     wp_dconn_clear_deadline(d);
     wp_fault_stream_end(s);
     wp_router_cancel(s);
@@ -784,7 +880,7 @@ static void put_status_line(wf_strbuf *b, int status)
 static void put_server(const wp_dconn *d, wf_strbuf *b)
 {
     wf_strbuf_append(b, "server: ", 8);
-    wf_strbuf_puts(b, d->listener->hcm.server_name);
+    wf_strbuf_puts(b, d->hcm->server_name);
     wf_strbuf_append(b, "\r\n", 2);
 }
 
@@ -795,7 +891,7 @@ static void resp_ops(const wp_stream *s, const wp_header_ops *out[5], size_t *n)
     *n = 0;
     const wp_header_ops *mx = wp_istio_mx_resp_ops(s);
     if (s->route && s->routing) { /* the router's (a fault filter's reply has none) */
-        const wp_route_config *rc = s->d->listener->hcm.route_config;
+        const wp_route_config *rc = s->d->hcm->route_config;
         if (s->weighted >= 0)
             out[(*n)++] = &s->route->weighted[s->weighted].resp;
         out[(*n)++] = &s->route->resp;
@@ -815,7 +911,7 @@ static int end_head(wp_stream *s, wf_strbuf *b, bool close, bool upgrade)
     wp_dconn *d = s->d;
     put_date(d->w, b);
     put_server(d, b);
-    s->si.server_name = d->listener->hcm.server_name;
+    s->si.server_name = d->hcm->server_name;
     if (!upgrade) {
         if (close)
             wf_strbuf_append(b, "connection: close\r\n", sizeof("connection: close\r\n") - 1);
@@ -873,7 +969,7 @@ void wp_stream_local_reply(wp_stream *s, int status, const char *body, const cha
     size_t nops;
     resp_ops(s, ops, &nops);
     wp_hops_emit(b, ops, nops, NULL, 0);
-    if (nops && d->listener->hcm.naccess_logs) { /* %RESP()% sees the added fields too */
+    if (nops && d->hcm->naccess_logs) { /* %RESP()% sees the added fields too */
         s->nresp_hdrs = wp_hops_view(s->resp_hdrs, 0, WP_MAX_HEADERS, ops, nops);
         s->si.response_headers = s->resp_hdrs;
         s->si.nresponse_headers = s->nresp_hdrs;
@@ -922,7 +1018,7 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
     s->si.first_upstream_rx_ns = now_ns(d);
     /* The fields point into the upstream's read buffer while the downstream head is built;
      * only access logs (%RESP()%, read when the stream ends) need a copy that outlives it. */
-    bool keep = d->listener->hcm.naccess_logs > 0;
+    bool keep = d->hcm->naccess_logs > 0;
     ptrdiff_t off = 0;
     if (keep) {
         s->resp_copy = raw_len <= sizeof(s->resp_inline) ? s->resp_inline : malloc(raw_len);
@@ -983,7 +1079,7 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
                          sizeof("transfer-encoding: chunked\r\n") - 1);
     uint64_t ust = (s->si.first_upstream_rx_ns - s->si.first_upstream_tx_ns) / 1000000;
     int ul = (int)wp_u64_str(s->ust_buf, ust);
-    if (!d->listener->hcm.suppress_envoy_headers) {
+    if (!d->hcm->suppress_envoy_headers) {
         wf_strbuf_append(b, "x-envoy-upstream-service-time: ", 31);
         wf_strbuf_append(b, s->ust_buf, (size_t)ul);
         wf_strbuf_append(b, "\r\n", 2);
@@ -1092,7 +1188,7 @@ static int keep_head(wp_stream *s, const char *buf, size_t used, const h1_messag
     s->req.headers = s->hdrs;
     /* Envoy generates x-request-id when absent (and logs it): add it to the request as
      * received, so the router forwards it and %REQ(X-REQUEST-ID)% shows it. */
-    if (s->d->listener->hcm.generate_request_id && s->req.nheaders < WP_MAX_HEADERS &&
+    if (s->d->hcm->generate_request_id && s->req.nheaders < WP_MAX_HEADERS &&
         !h1_find_header(s->hdrs, s->req.nheaders, "x-request-id")) {
         wp_uuid4(s->d->w, s->request_id);
         h1_header *h = &s->hdrs[s->req.nheaders++];
@@ -1198,7 +1294,7 @@ static void path_redirect(wp_stream *s)
  * "OPTIONS *" is left alone (Envoy answers it before normalizing). */
 static int normalize_path(wp_stream *s)
 {
-    const wp_hcm *h = &s->d->listener->hcm;
+    const wp_hcm *h = s->d->hcm;
     wf_path_opts o = {h->normalize_path, h->merge_slashes, h->path_with_escaped_slashes_action};
     h1_str *t = &s->req.target;
     if (t->len == 0 || t->p[0] != '/' || !wf_path_needs_sanitize(&o, t->p, t->len))
@@ -1307,7 +1403,7 @@ static int append_peer(wp_stream *s, h1_header *xff, const char *ip, size_t iple
  * %REQ(X-FORWARDED-FOR)% logs it). Returns -1 when out of memory (the connection is closed). */
 static int mutate_xff(wp_stream *s)
 {
-    const wp_hcm *h = &s->d->listener->hcm;
+    const wp_hcm *h = s->d->hcm;
     if (wf_strbuf_failed(&s->xff)) /* an earlier request ran out of memory */
         wf_strbuf_free(&s->xff);
     int at = wp_xff_join(s->hdrs, &s->req.nheaders, &s->xff);
@@ -1349,7 +1445,7 @@ static void on_request_headers(wp_stream *s)
         wp_stream_local_reply(s, 400, "Bad Request", "http1.invalid_url", WP_RF_DPE);
         return;
     }
-    if (s->req.version_minor == 0 && !d->listener->hcm.accept_http_10) {
+    if (s->req.version_minor == 0 && !d->hcm->accept_http_10) {
         /* Envoy's HCM: HTTP/1.0 (or 0.9) without accept_http_10 is "Upgrade Required" */
         d->close_after = true;
         wp_stream_local_reply(s, 426, "", "low_version", -1);
@@ -1360,7 +1456,7 @@ static void on_request_headers(wp_stream *s)
         wp_stream_local_reply(s, 400, "missing required header: host", "missing_host_header", -1);
         return;
     }
-    if (s->req.version_minor == 0 && !d->listener->hcm.default_host_for_http_10 &&
+    if (s->req.version_minor == 0 && !d->hcm->default_host_for_http_10 &&
         !h1_find_header(s->req.headers, s->req.nheaders, "host")) {
         /* Envoy's decodeHeaders: after default_host_for_http_10, a request still without Host
          * is answered 400 with an empty body, details missing_host_header */
@@ -1501,7 +1597,7 @@ more:
         d->rlen = d->rstart = 0;
     }
     if (d->rbuf && d->rlen == d->rbuf->cap && d->rstart == 0) {
-        size_t limit = (size_t)d->listener->hcm.max_request_headers_kb * 1024 + WP_HEAD_EXTRA;
+        size_t limit = (size_t)d->hcm->max_request_headers_kb * 1024 + WP_HEAD_EXTRA;
         /* the parser could not consume anything from a full buffer of the maximum size: a
          * head or a trailer section over max_request_headers_kb */
         if (d->rbuf->cap >= limit && d->stream && !d->stream->req_complete &&
@@ -1542,7 +1638,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
     if (d->stream && d->tunnel) /* HTTP bytes are counted as the parser consumes them */
         d->stream->si.wire_bytes_received += (uint64_t)n;
     d->last_activity = uv_now(&d->w->loop);
-    process(d);
+    wp_nf_chain_on_data(&d->nf, false);
     if (!d->closing && d->rbuf && d->rlen == d->rbuf->cap && d->rstart == 0) {
         /* full: a head still arriving makes the buffer grow (on_alloc, up to the limit);
          * otherwise wait until the buffered bytes are consumed */

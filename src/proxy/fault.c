@@ -122,7 +122,7 @@ void wp_fault_delay_done(wp_stream *s)
     if (s->resp_started)
         return; /* answered meanwhile (a connection manager timeout) */
     if (s->fault.abort_after) {
-        abort_stream(s, d->listener->hcm.fault, s->fault.abort_status);
+        abort_stream(s, d->hcm->fault, s->fault.abort_status);
         return;
     }
     WF_STREAM_LOG(WF_LC_filter, WF_LOG_DEBUG, d->id, s->si.stream_id,
@@ -144,7 +144,7 @@ static bool start_delay(wp_stream *s, wp_fault_filter *f, uint64_t ms)
 
 bool wp_fault_on_request_headers(wp_stream *s)
 {
-    wp_fault_filter *f = s->d->listener->hcm.fault;
+    wp_fault_filter *f = s->d->hcm->fault;
     if (!f || (!f->per_route && !f->cfg.has_delay && !f->cfg.has_abort))
         return true; /* Istio's listener-level filter is an empty HTTPFault */
     const wp_fault_config *c = settings_of(s, f);
@@ -177,7 +177,7 @@ void wp_fault_stream_end(wp_stream *s)
         wp_dconn_clear_try_deadline(d);
     }
     if (s->fault.active) {
-        wp_fault_filter *f = d->listener->hcm.fault;
+        wp_fault_filter *f = d->hcm->fault;
         s->fault.active = false;
         if (f) {
             atomic_fetch_sub_explicit(&f->active, 1, memory_order_relaxed);

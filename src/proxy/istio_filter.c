@@ -32,8 +32,8 @@ static bool keep_peer(wp_istio_stream *is, const wp_istio_workload *w)
 
 void wp_istio_on_response_headers(wp_stream *s, const h1_header *hdrs, size_t n)
 {
-    const wp_istio_mx_filter *mx = s->d->listener->hcm.istio_mx;
-    if (!mx || !mx->upstream_discovery || !s->d->listener->hcm.istio_stats)
+    const wp_istio_mx_filter *mx = s->d->hcm->istio_mx;
+    if (!mx || !mx->upstream_discovery || !s->d->hcm->istio_stats)
         return;
     const h1_header *h = h1_find_header(hdrs, n, WP_MX_HEADER);
     uint8_t scratch[MX_SCRATCH];
@@ -45,13 +45,13 @@ void wp_istio_on_response_headers(wp_stream *s, const h1_header *hdrs, size_t n)
 
 const wp_header_ops *wp_istio_mx_req_ops(const wp_stream *s)
 {
-    const wp_istio_mx_filter *mx = s->d->listener->hcm.istio_mx;
+    const wp_istio_mx_filter *mx = s->d->hcm->istio_mx;
     return mx ? &mx->req : NULL;
 }
 
 const wp_header_ops *wp_istio_mx_resp_ops(const wp_stream *s)
 {
-    const wp_istio_mx_filter *mx = s->d->listener->hcm.istio_mx;
+    const wp_istio_mx_filter *mx = s->d->hcm->istio_mx;
     if (!mx)
         return NULL;
     int k = 0;
@@ -65,7 +65,7 @@ const wp_header_ops *wp_istio_mx_resp_ops(const wp_stream *s)
 /* The downstream peer (destination reporter): the request's exchange header. */
 static bool downstream_peer(const wp_stream *s, uint8_t *scratch, size_t cap, wp_istio_workload *w)
 {
-    const wp_istio_mx_filter *mx = s->d->listener->hcm.istio_mx;
+    const wp_istio_mx_filter *mx = s->d->hcm->istio_mx;
     if (!mx || !mx->downstream_discovery || !s->si.request)
         return false;
     const h1_header *h = h1_find_header(s->req.headers, s->req.nheaders, WP_MX_HEADER);
@@ -74,7 +74,7 @@ static bool downstream_peer(const wp_stream *s, uint8_t *scratch, size_t cap, wp
 
 void wp_istio_stream_done(wp_stream *s)
 {
-    const wp_istio_stats_filter *f = s->d->listener->hcm.istio_stats;
+    const wp_istio_stats_filter *f = s->d->hcm->istio_stats;
     wp_istio_rt *rt = s->d->w->srv->istio;
     if (!f || !rt || (!s->si.request && !s->si.response_code))
         return;

@@ -103,6 +103,11 @@ struct wp_dconn {
     wp_worker *w;
     wp_wgen *wg; /* the generation of listener, hs, ls (one use of it) */
     const wp_listener *listener;
+    /* The filter chain the connection matched (net/filter_chain_match.h) and its HTTP
+     * connection manager; NULL while listener filters run and for a connection no chain
+     * matched (closed, counted in no_filter_chain_match). */
+    const wp_filter_chain *chain;
+    const wp_hcm *hcm;
     const wp_hstats *hs; /* its connection manager's stat slots */
     const wp_lstats *ls; /* its listener's stat slots */
     uint64_t id;
@@ -121,6 +126,9 @@ struct wp_dconn {
     bool in_process; /* parsing: upstream writes wait until the pass ends */
     int closed_handles;
     uv_alloc_cb alloc_cb;
+    wp_lf_socket sock;     /* the accepted socket as listener filters annotated it */
+    wp_lf_callbacks lfcb;  /* the listener filters' run on it */
+    wp_nf_chain nf;        /* the chain's network filters (the HCM: this connection) */
 };
 
 typedef enum {

@@ -112,7 +112,7 @@ static void cstat(wp_stream *s, int which, int64_t delta)
 
 static void count_code(wp_stream *s, int code)
 {
-    if (s->cluster < 0 || !s->d->listener->hcm.dynamic_stats)
+    if (s->cluster < 0 || !s->d->hcm->dynamic_stats)
         return;
     wp_worker *w = s->d->w;
     wp_code_stat_add(
@@ -176,7 +176,7 @@ static void final_timeout(wp_stream *s)
 /* default_host_for_http_10 when it applies to s (HTTP/1.0, no Host), else NULL. */
 static const char *default_host(const wp_stream *s)
 {
-    const char *def = s->d->listener->hcm.default_host_for_http_10;
+    const char *def = s->d->hcm->default_host_for_http_10;
     if (!def || s->req.version_minor != 0 ||
         h1_find_header(s->req.headers, s->req.nheaders, "host"))
         return NULL;
@@ -226,7 +226,7 @@ void wp_router_resolve(wp_stream *s)
         return;
     s->resolved = true;
     wp_worker *w = s->d->w;
-    const wp_route_config *rc = s->d->listener->hcm.route_config;
+    const wp_route_config *rc = s->d->hcm->route_config;
     wp_route_req rq;
     wp_router_route_req(s, &rq);
     s->weighted = -1;
@@ -327,7 +327,7 @@ static size_t req_ops(const wp_stream *s, const wp_header_ops *ops[5])
     ops[n++] = &s->route->req;
     if (s->vhost)
         ops[n++] = &s->vhost->req;
-    ops[n++] = &s->d->listener->hcm.route_config->req;
+    ops[n++] = &s->d->hcm->route_config->req;
     if (wp_istio_mx_req_ops(s)) /* Istio's metadata exchange, least specific (istio_stats.h) */
         ops[n++] = wp_istio_mx_req_ops(s);
     return wp_hops_compact(ops, n);
@@ -395,7 +395,7 @@ static uint64_t expected_timeout_ms(const wp_stream *s)
 
 static void build_upstream_head(wp_stream *s, wf_strbuf *b)
 {
-    const wp_hcm *h = &s->d->listener->hcm;
+    const wp_hcm *h = s->d->hcm;
     const wp_header_ops *ops[5];
     size_t nops = req_ops(s, ops);
     wf_strbuf_reset(b);

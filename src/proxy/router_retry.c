@@ -256,7 +256,7 @@ bool wp_retry_after_response(wp_stream *s, const h1_message *m)
         return false;
     /* a retried response counts as retry.upstream_rq_<code>, not upstream_rq_<code> */
     wp_worker *w = s->d->w;
-    if (s->d->listener->hcm.dynamic_stats)
+    if (s->d->hcm->dynamic_stats)
         wp_code_stat_add(wp_stats_code_local(
                              w->stats, wp_stream_gen(s)->pstats->clusters[s->cluster].retry_codes),
                          (unsigned)m->status);

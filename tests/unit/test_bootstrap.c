@@ -69,7 +69,7 @@ static wp_config *load_file_ok(const char *path)
 
 static wp_hcm *hcm0(wp_config *c)
 {
-    return &c->listeners[0].hcm;
+    return c->listeners[0].chains[0].hcm;
 }
 
 /* ---------- a full bootstrap ---------- */
@@ -94,7 +94,7 @@ static void check_full(wp_config *c)
     assert_string_equal(l->addr.text, "0.0.0.0:15001");
     assert_string_equal(l->stat_name, "0.0.0.0_15001");
     assert_int_equal(l->per_connection_buffer_limit_bytes, 32768);
-    wp_hcm *h = &l->hcm;
+    wp_hcm *h = l->chains[0].hcm;
     assert_string_equal(h->stat_prefix, "outbound_0.0.0.0_15001");
     assert_string_equal(h->server_name, "weft");
     assert_int_equal(h->stream_idle_timeout_ms, 30000);

@@ -80,7 +80,7 @@ static void expect_error(char *text, const char *want)
 
 static wp_fault_filter *filter0(wp_config *c)
 {
-    return c->listeners[0].hcm.fault;
+    return c->listeners[0].chains[0].hcm->fault;
 }
 
 /* ---------- percentages and decisions ---------- */
@@ -277,7 +277,7 @@ static void test_parse_per_route(void **state)
              routes));
     wp_fault_filter *f = filter0(c);
     assert_true(f->per_route);
-    const wp_vhost *vh = &c->listeners[0].hcm.route_config->vhosts[0];
+    const wp_vhost *vh = &c->listeners[0].chains[0].hcm->route_config->vhosts[0];
     assert_non_null(vh->fault);
     assert_int_equal(vh->fault->abort_status, 404);
     assert_int_equal(vh->nroutes, 3);
@@ -301,7 +301,7 @@ static void test_parse_per_route(void **state)
     /* per-route config without the filter in http_filters: parsed, and ignored at runtime */
     c = load_ok(boot("\"http_filters\":[" ROUTER "],", "", routes));
     assert_null(filter0(c));
-    assert_non_null(c->listeners[0].hcm.route_config->vhosts[0].routes[0].fault);
+    assert_non_null(c->listeners[0].chains[0].hcm->route_config->vhosts[0].routes[0].fault);
     wp_config_unref(c);
 }
 

@@ -367,7 +367,7 @@ static void test_bootstrap_accepts(void **state)
     wf_strbuf err = WF_STRBUF_INIT;
     wp_config *c = load(t, &err);
     assert_non_null(c);
-    const wp_hcm *h = &c->listeners[0].hcm;
+    const wp_hcm *h = c->listeners[0].chains[0].hcm;
     assert_non_null(h->istio_stats);
     assert_int_equal(h->istio_stats->reporter, WP_ISTIO_REPORTER_DESTINATION);
     assert_true(h->istio_stats->disable_host_header_fallback);
@@ -385,7 +385,7 @@ static void test_bootstrap_accepts(void **state)
     t = boot("OUTBOUND", "", "");
     c = load(t, &err);
     assert_non_null(c);
-    assert_int_equal(c->listeners[0].hcm.istio_stats->reporter, WP_ISTIO_REPORTER_SOURCE);
+    assert_int_equal(c->listeners[0].chains[0].hcm->istio_stats->reporter, WP_ISTIO_REPORTER_SOURCE);
     wp_config_unref(c);
     free(t);
     wf_strbuf_free(&err);

@@ -212,7 +212,7 @@ static void rds_inline_and_warming(void **state)
     wp_config *c = load(eff, &err);
     assert_non_null(c);
     assert_int_equal(c->nlisteners, 1);
-    assert_int_equal(c->listeners[0].hcm.route_config->vhosts[0].routes[0].cluster, 1);
+    assert_int_equal(c->listeners[0].chains[0].hcm->route_config->vhosts[0].routes[0].cluster, 1);
     wp_config_unref(c);
     wp_xds_dynamic_free(&dyn);
     json_decref(eff);
@@ -380,7 +380,7 @@ static void pilot_resources_load(void **state)
     assert_true(pt >= 0);
     assert_true(c->clusters[pt].original_dst);
     assert_true(c->nlisteners >= 1);
-    assert_true(c->listeners[0].hcm.normalize_path);
+    assert_true(c->listeners[0].chains[0].hcm->normalize_path);
     int v1 = wp_config_find_cluster(c, "outbound|80|version-v1|catalog.istioinaction.svc.cluster."
                                        "local");
     assert_true(v1 >= 0);
