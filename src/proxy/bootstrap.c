@@ -59,10 +59,10 @@
 #define HCM_TYPE                                                                                   \
     "type.googleapis.com/"                                                                         \
     "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
-#define ROUTER_NAME      "envoy.filters.http.router"
-#define ROUTER_TYPE      "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
-#define CORS_NAME        "envoy.filters.http.cors"
-#define CORS_TYPE        "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors"
+#define ROUTER_NAME "envoy.filters.http.router"
+#define ROUTER_TYPE "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
+#define CORS_NAME   "envoy.filters.http.cors"
+#define CORS_TYPE   "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors"
 /* ---------- path and errors ---------- */
 
 size_t bs_push(bs *b, const char *key)
@@ -969,8 +969,8 @@ static bool dec_static(bs *b, json_t *o, void *arg)
     size_t m = b->plen;
     bool ok = bs_check_clusters(b);
     bs_pop(b, m);
-    if (!ok || !bs_each(b, o, "listeners", sizeof(wp_listener), &arr, &c->nlisteners,
-                                  bs_dec_listener))
+    if (!ok ||
+        !bs_each(b, o, "listeners", sizeof(wp_listener), &arr, &c->nlisteners, bs_dec_listener))
         return false;
     c->listeners = arr;
     ok = bs_check_listeners(b);

@@ -38,8 +38,8 @@ static bool dec_cidr(bs *b, json_t *o, void *arg)
     wp_cidr *c = arg;
     const char *ip = NULL;
     uint32_t len = 0;
-    if (!bs_fields(b, o, "address_prefix prefix_len") ||
-        !bs_req_str(b, o, "address_prefix", &ip) || !bs_u32(b, o, "prefix_len", &len))
+    if (!bs_fields(b, o, "address_prefix prefix_len") || !bs_req_str(b, o, "address_prefix", &ip) ||
+        !bs_u32(b, o, "prefix_len", &len))
         return false;
     if (wp_cidr_parse(ip, 0, c) != 0)
         return bs_fail(b, "malformed IP address: %s", ip);
@@ -167,8 +167,8 @@ static bool dec_network_filter(bs *b, json_t *f, wp_filter_chain *fc)
     fc->filters[0] = (wp_nf_config){HCM_NAME, WP_NF_HTTP_CONNECTION_MANAGER, fc->hcm};
     fc->nfilters = 1;
     size_t m = bs_push(b, "typed_config");
-    bool ok = json_is_object(tc) ? bs_hcm(b, tc, fc->hcm)
-                                 : bs_fail(b, "wrong type: expected an object");
+    bool ok =
+        json_is_object(tc) ? bs_hcm(b, tc, fc->hcm) : bs_fail(b, "wrong type: expected an object");
     bs_pop(b, m);
     return ok;
 }
@@ -209,8 +209,7 @@ static bool dec_chain_common(bs *b, json_t *o, wp_filter_chain *fc)
 static bool dec_filter_chain(bs *b, json_t *o, void *arg)
 {
     wp_filter_chain *fc = arg;
-    return bs_sub(b, o, "filter_chain_match", dec_match, &fc->match) &&
-           dec_chain_common(b, o, fc);
+    return bs_sub(b, o, "filter_chain_match", dec_match, &fc->match) && dec_chain_common(b, o, fc);
 }
 
 static bool dec_default_chain(bs *b, json_t *o, void *arg)
@@ -280,8 +279,8 @@ static bool check_chains(bs *b, json_t *o, wp_listener *l)
                 "rules are defined",
                 l->addr.text);
     } else {
-        json_t *mj = bs_get(json_array_get(bs_get(o, "filter_chains"), second),
-                            "filter_chain_match");
+        json_t *mj =
+            bs_get(json_array_get(bs_get(o, "filter_chains"), second), "filter_chain_match");
         char *js = mj ? json_dumps(mj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
         bs_fail(b,
                 "error adding listener '%s': filter chain '%s' has the same matching rules "

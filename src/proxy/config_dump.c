@@ -270,8 +270,9 @@ static json_t *dump_routes(const wp_config *c, const char *ts)
         /* every chain's connection manager, then the default chain's */
         json_t *l = json_array_get(list, i), *chains = json_object_get(l, "filter_chains");
         for (size_t k = 0; ok && k <= json_array_size(chains); k++) {
-            json_t *chain = k < json_array_size(chains) ? json_array_get(chains, k)
-                                                        : json_object_get(l, "default_filter_chain");
+            json_t *chain = k < json_array_size(chains)
+                                ? json_array_get(chains, k)
+                                : json_object_get(l, "default_filter_chain");
             json_t *f = json_array_get(json_object_get(chain, "filters"), 0);
             json_t *rc = json_object_get(json_object_get(f, "typed_config"), "route_config");
             if (rc)

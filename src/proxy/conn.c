@@ -602,9 +602,8 @@ static wp_stream *stream_new(wp_dconn *d)
     /* four spare slots: a generated x-request-id, the Host of an absolute-form target, an
      * x-forwarded-for and an x-envoy-internal the connection manager adds */
     h1_parser_init(&s->parser, H1_REQUEST, s->hdrs,
-                   d->hcm->max_headers_count < WP_MAX_HEADERS - 4
-                       ? d->hcm->max_headers_count
-                       : WP_MAX_HEADERS - 4,
+                   d->hcm->max_headers_count < WP_MAX_HEADERS - 4 ? d->hcm->max_headers_count
+                                                                  : WP_MAX_HEADERS - 4,
                    (size_t)d->hcm->max_request_headers_kb * 1024);
     d->stream = s;
     /* the request begins with its first byte: Envoy's codec creates the stream then, and the
@@ -692,8 +691,8 @@ static void stream_finish(wp_stream *s)
 {
     wp_dconn *d = s->d;
     s->si.end_ns = now_ns(d);
-    wp_pstats_stream_done(d->w->stats, d->wg->gen->pstats, d->hs, s->cluster,
-                          d->hcm->dynamic_stats, &s->si);
+    wp_pstats_stream_done(d->w->stats, d->wg->gen->pstats, d->hs, s->cluster, d->hcm->dynamic_stats,
+                          &s->si);
     wp_dconn_clear_deadline(d);
     wp_fault_stream_end(s);
     wp_router_cancel(s);

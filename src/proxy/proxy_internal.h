@@ -126,9 +126,9 @@ struct wp_dconn {
     bool in_process; /* parsing: upstream writes wait until the pass ends */
     int closed_handles;
     uv_alloc_cb alloc_cb;
-    wp_lf_socket sock;     /* the accepted socket as listener filters annotated it */
-    wp_lf_callbacks lfcb;  /* the listener filters' run on it */
-    wp_nf_chain nf;        /* the chain's network filters (the HCM: this connection) */
+    wp_lf_socket sock;    /* the accepted socket as listener filters annotated it */
+    wp_lf_callbacks lfcb; /* the listener filters' run on it */
+    wp_nf_chain nf;       /* the chain's network filters (the HCM: this connection) */
 };
 
 typedef enum {

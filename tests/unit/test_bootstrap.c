@@ -453,6 +453,101 @@ static void test_error_rds_and_filters(void **state)
                  "CDS and LDS from ads_config only)");
 }
 
+/* ---------- filter chains (bootstrap_listener.c) ---------- */
+
+#define HCM_IN(prefix)                                                                             \
+    "\"filters\":[{\"name\":\"envoy.filters.network.http_connection_manager\",\"typed_config\":{"  \
+    "\"@type\":\"" HCM_T "\",\"stat_prefix\":\"" prefix "\",\"route_config\":{\"virtual_hosts\":"  \
+    "[{\"name\":\"a\",\"domains\":[\"*\"],\"routes\":[" ROUTE_OK "]}]}," ROUTER_ONLY_TAIL "}}]"
+#define ROUTER_ONLY_TAIL "\"http_filters\":[{\"name\":\"envoy.filters.http.router\"}]"
+#define LST_HEAD                                                                                   \
+    "{\"static_resources\":{\"clusters\":[" CLUSTER_OK "],\"listeners\":[{\"address\":{"           \
+    "\"socket_address\":{\"address\":\"127.0.0.1\",\"port_value\":8080}},"
+#define LST_TAIL "}]}}"
+
+static void test_filter_chains(void **state)
+{
+    (void)state;
+    wf_strbuf err = WF_STRBUF_INIT;
+    const char *text = LST_HEAD
+        "\"filter_chains\":[{\"name\":\"one\",\"filterChainMatch\":{\"destinationPort\":9080,"
+        "\"prefix_ranges\":[{\"address_prefix\":\"10.1.2.3\",\"prefix_len\":8}],"
+        "\"server_names\":[\"WWW.Example.com\",\"*.example.org\"],\"transport_protocol\":\"tls\","
+        "\"application_protocols\":[\"h2\"],\"source_type\":\"SAME_IP_OR_LOOPBACK\","
+        "\"source_prefix_ranges\":[{\"address_prefix\":\"::1\",\"prefix_len\":128}],"
+        "\"source_ports\":[4000,4001]}," HCM_IN("one") "},{\"name\":\"two\"," HCM_IN(
+            "two") "}],"
+                   "\"default_filter_chain\":{\"name\":\"dflt\"," HCM_IN("dflt") "}" LST_TAIL;
+    wp_config *c = load_text(text, &err);
+    if (!c)
+        fail_msg("%s", wf_strbuf_cstr(&err));
+    const wp_listener *l = &c->listeners[0];
+    assert_int_equal(l->nchains, 2);
+    assert_string_equal(l->chains[0].name, "one");
+    const wp_fcm *m = &l->chains[0].match;
+    assert_ptr_equal(l->fcms[0], m);
+    assert_int_equal(m->destination_port, 9080);
+    char t[64];
+    wp_cidr_text(&m->prefix_ranges[0], t, sizeof t);
+    assert_string_equal(t, "10.0.0.0/8");
+    assert_int_equal(m->nserver_names, 2);
+    assert_string_equal(m->server_names[0], "www.example.com");
+    assert_string_equal(m->server_names[1], "*.example.org");
+    assert_string_equal(m->transport_protocol, "tls");
+    assert_string_equal(m->application_protocols[0], "h2");
+    assert_int_equal(m->source_type, WP_FCM_SOURCE_SAME_IP_OR_LOOPBACK);
+    wp_cidr_text(&m->source_prefix_ranges[0], t, sizeof t);
+    assert_string_equal(t, "::1/128");
+    assert_int_equal(m->nsource_ports, 2);
+    assert_int_equal(m->source_ports[1], 4001);
+    assert_true(wp_fcm_is_empty(&l->chains[1].match));
+    assert_non_null(l->default_chain);
+    assert_string_equal(l->default_chain->name, "dflt");
+    /* every chain's connection manager, default last, each knowing its position */
+    assert_int_equal(c->nhcms, 3);
+    assert_string_equal(c->hcms[0]->stat_prefix, "one");
+    assert_string_equal(c->hcms[2]->stat_prefix, "dflt");
+    for (size_t i = 0; i < c->nhcms; i++)
+        assert_int_equal(c->hcms[i]->index, i);
+    assert_ptr_equal(l->chains[1].filters[0].config, l->chains[1].hcm);
+    assert_int_equal(l->chains[1].filters[0].kind, WP_NF_HTTP_CONNECTION_MANAGER);
+    wp_config_unref(c);
+    wf_strbuf_free(&err);
+}
+
+static void test_filter_chain_errors(void **state)
+{
+    (void)state;
+#define FCM(match)                                                                                 \
+    LST_HEAD "\"filter_chains\":[{\"filter_chain_match\":" match "," HCM_IN("x") "}]" LST_TAIL
+#define FPFX "t.json: static_resources.listeners[0].filter_chains[0].filter_chain_match."
+    expect_error(strdup(FCM("{\"prefix_ranges\":[{\"address_prefix\":\"ten\",\"prefix_len\":8}]}")),
+                 FPFX "prefix_ranges[0]: malformed IP address: ten");
+    expect_error(strdup(FCM("{\"source_prefix_ranges\":[{\"address_prefix\":\"10.0.0.0\","
+                            "\"prefix_len\":33}]}")),
+                 FPFX "source_prefix_ranges[0]: invalid prefix_len 33 for 10.0.0.0");
+    expect_error(strdup(FCM("{\"destination_port\":0}")),
+                 FPFX "destination_port: value must be inside range [1, 65535]");
+    expect_error(strdup(FCM("{\"source_ports\":[80,70000]}")),
+                 FPFX "source_ports[1]: value must be inside range [1, 65535]");
+    expect_error(strdup(FCM("{\"source_type\":\"LOCAL\"}")),
+                 FPFX "source_type: unsupported value \"LOCAL\"");
+    expect_error(strdup(FCM("{\"address_suffix\":\"0.0.0.1\"}")),
+                 FPFX "address_suffix: unknown field");
+    expect_error(
+        strdup(LST_HEAD
+               "\"default_filter_chain\":{\"filter_chain_match\":{}," HCM_IN("d") "}" LST_TAIL),
+        "t.json: static_resources.listeners[0].default_filter_chain.filter_chain_match: "
+        "filter_chain_match has no effect in default_filter_chain (the chain of connections no "
+        "filter chain matches)");
+    expect_error(strdup(LST_HEAD "\"listener_filters\":[{\"name\":\"my.filter\"}],"
+                                 "\"filter_chains\":[{" HCM_IN("x") "}]" LST_TAIL),
+                 "t.json: static_resources.listeners[0].listener_filters[0].name: unsupported "
+                 "listener filter \"my.filter\" (weft-proxy implements no listener filter yet)");
+#undef FCM
+#undef FPFX
+}
+
 static void test_error_cluster_rules(void **state)
 {
     expect_error(strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"type\":\"STATIC\","
@@ -750,6 +845,8 @@ int main(void)
         cmocka_unit_test(test_error_bad_regex),
         cmocka_unit_test(test_error_duplicates),
         cmocka_unit_test(test_error_rds_and_filters),
+        cmocka_unit_test(test_filter_chains),
+        cmocka_unit_test(test_filter_chain_errors),
         cmocka_unit_test(test_error_cluster_rules),
         cmocka_unit_test(test_error_route_rules),
         cmocka_unit_test(test_validate_clusters_explicit),
