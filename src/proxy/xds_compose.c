@@ -567,20 +567,27 @@ static void put_reason(const char *after, wf_strbuf *reason)
 }
 
 /* The route configuration inlined at "filter_chains[i].filters[j].typed_config.route_config"
- * of listener l; *after moved past it. */
+ * (or "default_filter_chain.filters[j]...") of listener l; *after moved past it. */
 static const char *route_at(const json_t *l, const char **after)
 {
+    static const char dflt[] = "default_filter_chain.";
     size_t i, j;
     const char *p = *after;
+    json_t *ch = NULL;
     if (*p == '.')
         p++;
-    if (!take_index(&p, "filter_chains", &i) || strncmp(p, ".", 1) != 0)
+    if (strncmp(p, dflt, sizeof(dflt) - 1) == 0) {
+        p += sizeof(dflt) - 1;
+        ch = json_object_get(l, "default_filter_chain");
+    } else if (take_index(&p, "filter_chains", &i) && strncmp(p, ".", 1) == 0) {
+        p++;
+        ch = json_array_get(json_object_get(l, "filter_chains"), i);
+    } else {
         return NULL;
-    p++;
+    }
     static const char tail[] = ".typed_config.route_config";
     if (!take_index(&p, "filters", &j) || strncmp(p, tail, sizeof(tail) - 1) != 0)
         return NULL;
-    json_t *ch = json_array_get(json_object_get(l, "filter_chains"), i);
     json_t *f = json_array_get(json_object_get(ch, "filters"), j);
     json_t *rc = json_object_get(json_object_get(f, "typed_config"), "route_config");
     const char *name = str_field(rc, "name");

@@ -282,6 +282,69 @@ static void compose_errors(void **state)
     res_free(&r);
 }
 
+/* A listener's default_filter_chain takes its route configuration over RDS like the other
+ * chains: inlined when it arrived, the listener warming until then; a loader error in it
+ * names the route configuration. */
+#define RDS_HCM(rc)                                                                                \
+    "\"filters\":[{\"name\":\"envoy.filters.network.http_connection_manager\",\"typed_config\":{"  \
+    "\"@type\":\"type.googleapis.com/envoy.extensions.filters.network.http_connection_manager."    \
+    "v3.HttpConnectionManager\",\"stat_prefix\":\"s_" rc "\",\"rds\":{\"route_config_name\":\"" rc \
+    "\",\"config_source\":{\"ads\":{}}},\"http_filters\":[{\"name\":\"envoy.filters.http."         \
+    "router\"}]}}]"
+#define TWO_CHAIN_LISTENER                                                                         \
+    "{\"name\":\"l\",\"address\":{\"socket_address\":{\"address\":\"127.0.0.1\",\"port_value\":"   \
+    "18090}},\"filter_chains\":[{\"filter_chain_match\":{\"source_ports\":[1]}," RDS_HCM(          \
+        "a") "}],\"default_filter_chain\":{" RDS_HCM("b") "}}"
+static void default_chain_rds(void **state)
+{
+    (void)state;
+    json_t *base = base_bootstrap();
+    wp_xds_resources r = {0};
+    put(&r, WF_XDS_LDS, TWO_CHAIN_LISTENER, "l1");
+    put(&r, WF_XDS_RDS, ROUTE("a", "x"), "r1");
+    wp_xds_dynamic dyn;
+    json_t *eff = compose_ok(base, &r, &dyn);
+    assert_int_equal(dyn.warming_listeners.n, 1); /* "b" has not arrived */
+    json_decref(eff);
+    wp_xds_dynamic_free(&dyn);
+    put(&r, WF_XDS_RDS, ROUTE("b", "y"), "r2");
+    eff = compose_ok(base, &r, &dyn);
+    assert_int_equal(dyn.warming_listeners.n, 0);
+    wf_strbuf err = WF_STRBUF_INIT, reason = WF_STRBUF_INIT;
+    wp_config *c = load(eff, &err);
+    assert_non_null(c);
+    const wp_listener *l = &c->listeners[c->nlisteners - 1];
+    assert_int_equal(l->nchains, 1);
+    assert_string_equal(l->chains[0].hcm->route_config->name, "a");
+    assert_non_null(l->default_chain);
+    assert_string_equal(l->default_chain->hcm->route_config->name, "b");
+    assert_string_equal(l->default_chain->hcm->route_config->vhosts[0].routes[0].cluster_name, "y");
+    wp_config_unref(c);
+    json_decref(eff);
+    wp_xds_dynamic_free(&dyn);
+    /* a bad route configuration in the default chain is named in the NACK */
+    put(&r, WF_XDS_RDS,
+        "{\"name\":\"b\",\"virtual_hosts\":[{\"name\":\"v\",\"domains\":[\"*\"],\"routes\":[{"
+        "\"match\":{\"prefix\":\"/\"},\"route\":{\"cluster\":\"x\"},\"decorator\":{}}]}]}",
+        "r3");
+    eff = compose_ok(base, &r, &dyn);
+    wf_strbuf_reset(&err);
+    assert_null(load(eff, &err));
+    char name[256];
+    int t =
+        wp_xds_locate_error(&dyn, eff, "xds", wf_strbuf_cstr(&err), name, sizeof(name), &reason);
+    assert_int_equal(t, WF_XDS_RDS);
+    assert_string_equal(name, "b");
+    assert_string_equal(wf_strbuf_cstr(&reason),
+                        "virtual_hosts[0].routes[0].decorator: unknown field");
+    wf_strbuf_free(&err);
+    wf_strbuf_free(&reason);
+    wp_xds_dynamic_free(&dyn);
+    json_decref(eff);
+    json_decref(base);
+    res_free(&r);
+}
+
 /* A loader error in an inlined route configuration names the route configuration; one in an
  * EDS cluster's assignment names the assignment. */
 static void locate_errors(void **state)
@@ -491,13 +554,10 @@ static void loader_ads_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(eds_merge),
-        cmocka_unit_test(rds_inline_and_warming),
-        cmocka_unit_test(compose_errors),
-        cmocka_unit_test(locate_errors),
-        cmocka_unit_test(pilot_resources_load),
-        cmocka_unit_test(loader_ads_config),
-        cmocka_unit_test(loader_ads_errors),
+        cmocka_unit_test(eds_merge),         cmocka_unit_test(rds_inline_and_warming),
+        cmocka_unit_test(compose_errors),    cmocka_unit_test(locate_errors),
+        cmocka_unit_test(default_chain_rds), cmocka_unit_test(pilot_resources_load),
+        cmocka_unit_test(loader_ads_config), cmocka_unit_test(loader_ads_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
