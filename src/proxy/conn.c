@@ -303,6 +303,7 @@ void wp_dconn_close(wp_dconn *d)
         d->next->prev = d->prev;
     wp_buf_put(w, d->rbuf);
     d->rbuf = NULL;
+    wp_lf_socket_release(&d->sock);
     uv_close((uv_handle_t *)&d->tcp, on_closed);
     uv_close((uv_handle_t *)&d->idle_timer, on_closed);
     uv_close((uv_handle_t *)&d->rq_timer, on_closed);

@@ -29,10 +29,10 @@ static wp_lf_status fake_tls(const void *self, wp_lf_callbacks *cb)
 {
     (void)self;
     ((rec *)cb->owner)->calls++;
-    wp_lf_set_transport_protocol(cb->socket, "tls");
-    wp_lf_set_server_name(cb->socket, "WWW.Example.COM");
     const char *alpn[] = {"h2", "http/1.1"};
-    wp_lf_set_application_protocols(cb->socket, alpn, 2);
+    assert_int_equal(wp_lf_set_transport_protocol(cb->socket, "tls"), 0);
+    assert_int_equal(wp_lf_set_server_name(cb->socket, "WWW.Example.COM"), 0);
+    assert_int_equal(wp_lf_set_application_protocols(cb->socket, alpn, 2), 0);
     return WP_LF_CONTINUE;
 }
 
@@ -73,8 +73,9 @@ static void test_no_filters(void **state)
     init_socket(&s);
     wp_lf_callbacks_init(&cb, &s, NULL, 0, on_done, &r);
     assert_int_equal(wp_lf_run(&cb), WP_LF_CONTINUE);
-    assert_string_equal(s.transport_protocol, "raw_buffer");
-    assert_string_equal(s.server_name, "");
+    assert_null(s.det); /* nothing detected, nothing allocated */
+    assert_string_equal(wp_lf_transport_protocol(&s), "raw_buffer");
+    assert_string_equal(wp_lf_server_name(&s), "");
     assert_int_equal(r.done_calls, 0);
     wp_fcm_input in;
     wp_lf_match_input(&s, &in);
@@ -93,8 +94,8 @@ static void test_annotations_reach_the_match(void **state)
     init_socket(&s);
     wp_lf_callbacks_init(&cb, &s, f, 1, on_done, &r);
     assert_int_equal(wp_lf_run(&cb), WP_LF_CONTINUE);
-    assert_string_equal(s.transport_protocol, "tls");
-    assert_string_equal(s.server_name, "www.example.com"); /* lower-cased */
+    assert_string_equal(wp_lf_transport_protocol(&s), "tls");
+    assert_string_equal(wp_lf_server_name(&s), "www.example.com"); /* lower-cased */
     const char *names[] = {"www.example.com"};
     wp_fcm m[2] = {{.server_names = names, .nserver_names = 1, .transport_protocol = "tls"}, {0}};
     const wp_fcm *p[2] = {&m[0], &m[1]};
@@ -103,6 +104,8 @@ static void test_annotations_reach_the_match(void **state)
     assert_int_equal(in.napplication_protocols, 2);
     assert_string_equal(in.application_protocols[1], "http/1.1");
     assert_int_equal(wp_fcm_select(p, 2, &in), 0);
+    wp_lf_socket_release(&s);
+    assert_null(s.det);
 }
 
 static void test_stop_and_continue(void **state)
@@ -116,12 +119,13 @@ static void test_stop_and_continue(void **state)
     wp_lf_callbacks_init(&cb, &s, f, 2, on_done, &r);
     assert_int_equal(wp_lf_run(&cb), WP_LF_STOP_ITERATION);
     assert_int_equal(r.calls, 1); /* the second filter waits */
-    assert_string_equal(s.transport_protocol, "");
+    assert_null(s.det);
     r.parked->continue_filter_chain(r.parked, true);
     assert_int_equal(r.calls, 2);
     assert_int_equal(r.done_calls, 1);
     assert_true(r.done_ok);
-    assert_string_equal(s.transport_protocol, "tls");
+    assert_string_equal(wp_lf_transport_protocol(&s), "tls");
+    wp_lf_socket_release(&s);
     /* a failed filter ends the chain: the rest never runs */
     rec r2 = {0};
     init_socket(&s);
@@ -142,18 +146,19 @@ static void test_restore_and_truncate(void **state)
     inet_pton(AF_INET, "10.10.0.5", &o.sin_addr);
     wp_lf_restore_local_address(&s, (struct sockaddr *)&o);
     assert_true(s.local_restored);
-    assert_int_equal(((struct sockaddr_in *)&s.local)->sin_port, htons(8080));
-    assert_int_equal(((struct sockaddr_in *)&s.direct_remote)->sin_port, htons(40000));
+    assert_int_equal(s.local.in.sin_port, htons(8080));
+    assert_int_equal(s.direct_remote.in.sin_port, htons(40000));
     const char *many[12];
     for (int i = 0; i < 12; i++)
         many[i] = "http/1.1";
     wp_lf_set_application_protocols(&s, many, 12);
-    assert_int_equal(s.nalpn, WP_LF_MAX_ALPN);
+    assert_int_equal(s.det->nalpn, WP_LF_MAX_ALPN);
     char longname[400];
     memset(longname, 'a', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
     wp_lf_set_server_name(&s, longname);
-    assert_int_equal(strlen(s.server_name), WP_LF_SNI_MAX - 1);
+    assert_int_equal(strlen(wp_lf_server_name(&s)), WP_LF_SNI_MAX - 1);
+    wp_lf_socket_release(&s);
 }
 
 int main(void)

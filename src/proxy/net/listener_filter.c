@@ -4,10 +4,11 @@
 #include "proxy/net/listener_filter.h"
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <netinet/in.h>
 #include <string.h>
 
-static void sa_copy(struct sockaddr_storage *dst, const struct sockaddr *sa)
+static void sa_copy(wp_lf_addr *dst, const struct sockaddr *sa)
 {
     memset(dst, 0, sizeof(*dst));
     if (!sa)
@@ -24,8 +25,20 @@ void wp_lf_socket_init(wp_lf_socket *s, const struct sockaddr *local, const stru
     sa_copy(&s->remote, peer);
     sa_copy(&s->direct_remote, peer);
     s->local_restored = false;
-    s->server_name[0] = s->transport_protocol[0] = s->alpn_buf[0] = '\0';
-    s->nalpn = 0;
+    s->det = NULL;
+}
+
+void wp_lf_socket_release(wp_lf_socket *s)
+{
+    free(s->det);
+    s->det = NULL;
+}
+
+static wp_lf_detected *detected(wp_lf_socket *s)
+{
+    if (!s->det)
+        s->det = calloc(1, sizeof(*s->det));
+    return s->det;
 }
 
 static void copy_str(char *dst, size_t cap, const char *src)
@@ -37,30 +50,42 @@ static void copy_str(char *dst, size_t cap, const char *src)
     dst[n] = '\0';
 }
 
-void wp_lf_set_transport_protocol(wp_lf_socket *s, const char *proto)
+int wp_lf_set_transport_protocol(wp_lf_socket *s, const char *proto)
 {
-    copy_str(s->transport_protocol, sizeof(s->transport_protocol), proto);
+    wp_lf_detected *d = detected(s);
+    if (!d)
+        return -1;
+    copy_str(d->transport_protocol, sizeof(d->transport_protocol), proto);
+    return 0;
 }
 
-void wp_lf_set_server_name(wp_lf_socket *s, const char *name)
+int wp_lf_set_server_name(wp_lf_socket *s, const char *name)
 {
-    copy_str(s->server_name, sizeof(s->server_name), name);
-    for (char *p = s->server_name; *p; p++)
+    wp_lf_detected *d = detected(s);
+    if (!d)
+        return -1;
+    copy_str(d->server_name, sizeof(d->server_name), name);
+    for (char *p = d->server_name; *p; p++)
         *p = (char)tolower((unsigned char)*p);
+    return 0;
 }
 
-void wp_lf_set_application_protocols(wp_lf_socket *s, const char *const *protos, size_t n)
+int wp_lf_set_application_protocols(wp_lf_socket *s, const char *const *protos, size_t n)
 {
+    wp_lf_detected *d = detected(s);
+    if (!d)
+        return -1;
     size_t used = 0;
-    s->nalpn = 0;
-    for (size_t i = 0; i < n && s->nalpn < WP_LF_MAX_ALPN; i++) {
+    d->nalpn = 0;
+    for (size_t i = 0; i < n && d->nalpn < WP_LF_MAX_ALPN; i++) {
         size_t len = strlen(protos[i]);
-        if (used + len + 1 > sizeof(s->alpn_buf))
+        if (used + len + 1 > sizeof(d->alpn_buf))
             break;
-        memcpy(s->alpn_buf + used, protos[i], len + 1);
-        s->alpn[s->nalpn++] = s->alpn_buf + used;
+        memcpy(d->alpn_buf + used, protos[i], len + 1);
+        d->alpn[d->nalpn++] = d->alpn_buf + used;
         used += len + 1;
     }
+    return 0;
 }
 
 void wp_lf_restore_local_address(wp_lf_socket *s, const struct sockaddr *sa)
@@ -69,10 +94,15 @@ void wp_lf_restore_local_address(wp_lf_socket *s, const struct sockaddr *sa)
     s->local_restored = true;
 }
 
-static void finish(wp_lf_socket *s)
+const char *wp_lf_server_name(const wp_lf_socket *s)
 {
-    if (!s->transport_protocol[0]) /* Envoy's ActiveTcpSocket::newConnection default */
-        wp_lf_set_transport_protocol(s, "raw_buffer");
+    return s->det ? s->det->server_name : "";
+}
+
+const char *wp_lf_transport_protocol(const wp_lf_socket *s)
+{
+    /* Envoy's ActiveTcpSocket::newConnection default */
+    return s->det && s->det->transport_protocol[0] ? s->det->transport_protocol : "raw_buffer";
 }
 
 wp_lf_status wp_lf_run(wp_lf_callbacks *cb)
@@ -82,7 +112,6 @@ wp_lf_status wp_lf_run(wp_lf_callbacks *cb)
         if (f->ops->on_accept(f->config, cb) == WP_LF_STOP_ITERATION)
             return WP_LF_STOP_ITERATION;
     }
-    finish(cb->socket);
     return WP_LF_CONTINUE;
 }
 
@@ -113,8 +142,8 @@ void wp_lf_match_input(const wp_lf_socket *s, wp_fcm_input *in)
     in->local = (const struct sockaddr *)&s->local;
     in->remote = (const struct sockaddr *)&s->remote;
     in->direct_remote = (const struct sockaddr *)&s->direct_remote;
-    in->server_name = s->server_name;
-    in->transport_protocol = s->transport_protocol;
-    in->application_protocols = s->alpn;
-    in->napplication_protocols = s->nalpn;
+    in->server_name = wp_lf_server_name(s);
+    in->transport_protocol = wp_lf_transport_protocol(s);
+    in->application_protocols = s->det ? s->det->alpn : NULL;
+    in->napplication_protocols = s->det ? s->det->nalpn : 0;
 }

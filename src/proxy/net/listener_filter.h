@@ -20,14 +20,17 @@
  * detection and transparent capture); the accept path already runs the (empty) chain, so a
  * new filter is one wp_listener_filter_ops and one bootstrap decoder.
  *
- * Memory: a wp_lf_socket lives in the downstream connection (no allocation per accept);
- * strings set through the setters are copied into it and truncated to its buffers.
+ * Memory: a wp_lf_socket lives in the downstream connection (its addresses only: no
+ * allocation per accept). What a filter detects is kept in a wp_lf_detected allocated by the
+ * first setter call (the setters return -1 when that fails) and freed by
+ * wp_lf_socket_release; strings are copied and truncated to its buffers.
  */
 #ifndef WEFT_PROXY_NET_LISTENER_FILTER_H
 #define WEFT_PROXY_NET_LISTENER_FILTER_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include "proxy/net/filter_chain_match.h"
@@ -39,17 +42,30 @@
 
 typedef enum { WP_LF_CONTINUE, WP_LF_STOP_ITERATION } wp_lf_status;
 
-/* The accepted socket as listener filters annotate it (Envoy's ConnectionSocket). */
-typedef struct wp_lf_socket {
-    struct sockaddr_storage local;         /* destination; original_dst may restore it */
-    struct sockaddr_storage remote;        /* source; proxy_protocol may override it */
-    struct sockaddr_storage direct_remote; /* the socket's peer, never overridden */
-    bool local_restored;
+/* An IPv4 or IPv6 socket address (AF_UNSPEC when unknown), without sockaddr_storage's 128
+ * bytes: it lives in every connection. */
+typedef union {
+    struct sockaddr sa;
+    struct sockaddr_in in;
+    struct sockaddr_in6 in6;
+} wp_lf_addr;
+
+/* What listener filters detected on a socket. */
+typedef struct wp_lf_detected {
     char server_name[WP_LF_SNI_MAX]; /* lower-case, "" = none */
     char transport_protocol[WP_LF_TRANSPORT_MAX];
     char alpn_buf[WP_LF_ALPN_BUF];
     const char *alpn[WP_LF_MAX_ALPN];
     size_t nalpn;
+} wp_lf_detected;
+
+/* The accepted socket as listener filters annotate it (Envoy's ConnectionSocket). */
+typedef struct wp_lf_socket {
+    wp_lf_addr local;         /* destination; original_dst may restore it */
+    wp_lf_addr remote;        /* source; proxy_protocol may override it */
+    wp_lf_addr direct_remote; /* the socket's peer, never overridden */
+    bool local_restored;
+    wp_lf_detected *det; /* NULL: nothing detected (raw_buffer, no SNI, no ALPN) */
 } wp_lf_socket;
 
 typedef struct wp_lf_callbacks wp_lf_callbacks;
@@ -79,21 +95,28 @@ struct wp_lf_callbacks {
     void *owner; /* the connection being accepted */
 };
 
-/* Fills s from the accepted socket's addresses (peer = source = direct source) and clears
- * the annotations. */
+/* Fills s from the accepted socket's addresses (peer = source = direct source), nothing
+ * detected. */
 void wp_lf_socket_init(wp_lf_socket *s, const struct sockaddr *local, const struct sockaddr *peer);
+/* Frees what the filters detected (s stays usable, as after init without addresses). */
+void wp_lf_socket_release(wp_lf_socket *s);
 
 /* Setters for filters (Envoy's setDetectedTransportProtocol, setRequestedServerName (lower-
- * cased), setRequestedApplicationProtocols, restoreLocalAddress). */
-void wp_lf_set_transport_protocol(wp_lf_socket *s, const char *proto);
-void wp_lf_set_server_name(wp_lf_socket *s, const char *name);
-void wp_lf_set_application_protocols(wp_lf_socket *s, const char *const *protos, size_t n);
+ * cased), setRequestedApplicationProtocols, restoreLocalAddress); -1 out of memory. */
+int wp_lf_set_transport_protocol(wp_lf_socket *s, const char *proto);
+int wp_lf_set_server_name(wp_lf_socket *s, const char *name);
+int wp_lf_set_application_protocols(wp_lf_socket *s, const char *const *protos, size_t n);
 void wp_lf_restore_local_address(wp_lf_socket *s, const struct sockaddr *sa);
+
+/* What was detected: the requested server name ("" none) and the transport protocol
+ * ("raw_buffer" when no filter detected one, Envoy's default). */
+const char *wp_lf_server_name(const wp_lf_socket *s);
+const char *wp_lf_transport_protocol(const wp_lf_socket *s);
 
 /* Runs cb's filters from cb->next. Returns WP_LF_CONTINUE when all continued (cb->done is
  * not called then; the caller goes on), WP_LF_STOP_ITERATION when one stopped (the rest runs
- * from continue_filter_chain, which ends with cb->done). Sets "raw_buffer" as the transport
- * protocol when the chain ends without one. wp_lf_callbacks_init sets continue_filter_chain. */
+ * from continue_filter_chain, which ends with cb->done). wp_lf_callbacks_init sets
+ * continue_filter_chain. */
 void wp_lf_callbacks_init(wp_lf_callbacks *cb, wp_lf_socket *s, const wp_listener_filter *f,
                           size_t n, void (*done)(wp_lf_callbacks *, bool), void *owner);
 wp_lf_status wp_lf_run(wp_lf_callbacks *cb);
