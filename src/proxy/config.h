@@ -46,6 +46,8 @@ struct wp_fault_filter;
 /* Istio's istio.stats and istio.metadata_exchange filters (proxy/istio_stats.h). */
 struct wp_istio_stats_filter;
 struct wp_istio_mx_filter;
+/* The HTTP filter chain built from http_filters (proxy/http/filter.h). */
+struct wp_fchain;
 
 typedef struct {
     struct sockaddr_storage sa;
@@ -290,6 +292,10 @@ typedef struct {
     struct wp_fault_filter *fault; /* http_filters envoy.filters.http.fault, NULL = absent */
     struct wp_istio_stats_filter *istio_stats; /* http_filters istio.stats, NULL = absent */
     struct wp_istio_mx_filter *istio_mx; /* http_filters istio.metadata_exchange, NULL = absent */
+    /* http_filters in order, each resolved to its filter type and decoded config: what the
+     * request path runs (the three pointers above are the same configs, for stats
+     * registration and config checks) */
+    const struct wp_fchain *filter_chain;
     /* Path normalization before routing (http/path_norm.h, Envoy's maybeNormalizePath):
      * normalize_path (default false; Istio sends true), merge_slashes (default false),
      * path_with_escaped_slashes_action (default IMPLEMENTATION_SPECIFIC_DEFAULT, which Envoy

@@ -165,7 +165,7 @@ static void test_labels_source(void **state)
 {
     (void)state;
     wp_istio_local loc = local_frontend();
-    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc};
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL};
     wp_istio_workload peer = sample();
     wp_istio_labels l;
     wp_istio_labels_build(&f, &peer, S("catalog.shop.svc.cluster.local"), S("catalog"), "200", "-",
@@ -190,7 +190,7 @@ static void test_labels_destination(void **state)
     (void)state;
     wp_istio_local loc = {0};
     loc.w = sample();
-    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_DESTINATION, true, &loc};
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_DESTINATION, true, &loc, NULL};
     wp_istio_labels l;
     wp_istio_labels_build(&f, NULL, S(NULL), S(NULL), "0", "DC", &l);
     assert_true(eq(l.v[0], "destination"));
@@ -233,7 +233,7 @@ static void test_suffix_and_prom_labels(void **state)
     (void)state;
     wp_istio_local loc = local_frontend();
     loc.w.f[WP_WL_APP] = S("a\"b\\c");
-    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc};
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL};
     wp_istio_labels l;
     wp_istio_labels_build(&f, NULL, S("h.x"), S("h"), "200", "-", &l);
     wf_strbuf b = WF_STRBUF_INIT;
@@ -286,7 +286,7 @@ static void test_record_and_render(void **state)
     wp_istio_rt *rt = wp_istio_rt_new(st, 2);
     assert_non_null(rt);
     wp_istio_local loc = local_frontend();
-    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc};
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL};
     wp_istio_labels ok, to;
     wp_istio_labels_build(&f, NULL, S("h"), S("h"), "200", "-", &ok);
     wp_istio_labels_build(&f, NULL, S("h"), S("h"), "504", "UT", &to);
