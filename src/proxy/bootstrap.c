@@ -719,12 +719,12 @@ static bool dec_access_log(bs *b, json_t *o, void *arg)
 /* The fault filter's typed_config (HTTPFault; absent = empty), once per HCM. */
 static bool dec_fault_filter(bs *b, json_t *tc)
 {
-    if (b->hcm->fault)
+    if (b->fault)
         return bs_fail_at(b, "name", "only one " WP_FAULT_NAME " filter is supported");
     size_t m = bs_push(b, "typed_config");
-    b->hcm->fault = bs_fault_filter(b, tc);
+    b->fault = bs_fault_filter(b, tc);
     bs_pop(b, m);
-    return b->hcm->fault != NULL;
+    return b->fault != NULL;
 }
 
 /* envoy.filters.http.cors with an empty Cors config (what Istio sends on every HCM): without a
@@ -748,17 +748,17 @@ static bool dec_filter_config(bs *b, const wp_http_filter_type *t, json_t *tc, c
     wp_hcm *h = b->hcm;
     if (t == &wp_http_filter_fault) {
         bool ok = dec_fault_filter(b, tc);
-        *config = h->fault;
+        *config = b->fault;
         return ok;
     }
     if (t == &wp_http_filter_istio_stats) {
         bool ok = bs_istio_stats_filter(b, tc);
-        *config = h->istio_stats;
+        *config = b->istio_stats;
         return ok;
     }
     if (t == &wp_http_filter_istio_mx) {
         bool ok = bs_istio_mx_filter(b, tc);
-        *config = h->istio_mx;
+        *config = b->istio_mx;
         return ok;
     }
     if (!tc)
@@ -839,8 +839,8 @@ static bool dec_http_filters(bs *b, json_t *hcm)
     }
     if (n == 0 || kinds[n - 1] != 'r')
         return bs_fail_at(b, "http_filters", "the http filter chain must end with " ROUTER_NAME);
-    if (b->hcm->istio_stats) /* istio.stats reads what the exchange discovers */
-        b->hcm->istio_stats->mx = b->hcm->istio_mx;
+    if (b->istio_stats) /* istio.stats reads what the exchange discovers */
+        b->istio_stats->mx = b->istio_mx;
     return true;
 }
 
@@ -928,6 +928,9 @@ static bool dec_hcm(bs *b, json_t *o, wp_hcm *h)
         return false;
     h->access_logs = logs;
     b->hcm = h;
+    b->fault = NULL;
+    b->istio_stats = NULL;
+    b->istio_mx = NULL;
     if (!dec_http_filters(b, o))
         return false;
     json_t *rc = bs_get(o, "route_config");

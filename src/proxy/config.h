@@ -40,12 +40,8 @@
 
 /* ---------- shared pieces ---------- */
 
-/* The fault filter's settings and filter instance (proxy/fault.h). */
+/* The fault filter's per-route settings (proxy/fault.h). */
 struct wp_fault_config;
-struct wp_fault_filter;
-/* Istio's istio.stats and istio.metadata_exchange filters (proxy/istio_stats.h). */
-struct wp_istio_stats_filter;
-struct wp_istio_mx_filter;
 /* The HTTP filter chain built from http_filters (proxy/http/filter.h). */
 struct wp_fchain;
 
@@ -289,12 +285,8 @@ typedef struct {
     uint32_t xff_num_trusted_hops;
     wp_access_log *access_logs;
     size_t naccess_logs;
-    struct wp_fault_filter *fault; /* http_filters envoy.filters.http.fault, NULL = absent */
-    struct wp_istio_stats_filter *istio_stats; /* http_filters istio.stats, NULL = absent */
-    struct wp_istio_mx_filter *istio_mx; /* http_filters istio.metadata_exchange, NULL = absent */
-    /* http_filters in order, each resolved to its filter type and decoded config: what the
-     * request path runs (the three pointers above are the same configs, for stats
-     * registration and config checks) */
+    /* http_filters in order, each resolved to its filter type and decoded config (the fault
+     * filter's wp_fault_filter, Istio's wp_istio_stats_filter / wp_istio_mx_filter) */
     const struct wp_fchain *filter_chain;
     /* Path normalization before routing (http/path_norm.h, Envoy's maybeNormalizePath):
      * normalize_path (default false; Istio sends true), merge_slashes (default false),

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/strbuf.h"
+#include "proxy/http/filter.h"
 
 /* ---------- percentages and decisions ---------- */
 
@@ -62,7 +63,9 @@ int wp_fault_register_stats(wp_stats *st, const wp_config *c)
     int rc = 0;
     for (size_t i = 0; i < c->nlisteners; i++) {
         const wp_hcm *h = &c->listeners[i].hcm;
-        wp_fault_filter *f = h->fault;
+        /* the filter's runtime (stat slots) is the mutable part of its config */
+        wp_fault_filter *f =
+            (wp_fault_filter *)(uintptr_t)wp_fchain_find(h->filter_chain, WP_FAULT_NAME);
         if (!f)
             continue;
         f->st_delays = reg(st, h->stat_prefix, "delays_injected", false);

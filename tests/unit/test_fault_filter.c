@@ -205,7 +205,7 @@ static void setup(fixture *x, const char *body, const char *rtpf)
     assert_non_null(x->store);
     assert_int_equal(wp_fault_register_stats(x->store, x->cfg), 0);
     const wp_hcm *h = &x->cfg->listeners[0].hcm;
-    x->f = h->fault;
+    x->f = (wp_fault_filter *)(uintptr_t)h->filter_chain->e[0].config;
     /* the loaded chain's fault entry, then the fake router in place of the real one */
     assert_ptr_equal(h->filter_chain->e[0].type, &wp_http_filter_fault);
     memset(&x->fc, 0, sizeof x->fc);

@@ -644,15 +644,22 @@ static void test_loader_builds_chain(void **state)
     assert_non_null(fc);
     assert_int_equal(fc->n, 5);
     assert_ptr_equal(fc->e[0].type, &wp_http_filter_istio_mx);
-    assert_ptr_equal(fc->e[0].config, h->istio_mx);
     assert_ptr_equal(fc->e[1].type, &wp_http_filter_fault);
-    assert_ptr_equal(fc->e[1].config, h->fault);
     assert_ptr_equal(fc->e[2].type, &wp_http_filter_cors);
     assert_ptr_equal(fc->e[3].type, &wp_http_filter_istio_stats);
-    assert_ptr_equal(fc->e[3].config, h->istio_stats);
     assert_ptr_equal(fc->e[4].type, &wp_http_filter_router);
-    assert_non_null(h->istio_stats);
-    assert_ptr_equal(h->istio_stats->mx, h->istio_mx); /* stats reads the exchange's peer */
+    assert_non_null(fc->e[0].config);
+    assert_non_null(fc->e[1].config);
+    assert_null(fc->e[2].config);
+    assert_null(fc->e[4].config);
+    /* config-time lookups by name find the same configs */
+    assert_ptr_equal(wp_fchain_find(fc, "istio.metadata_exchange"), fc->e[0].config);
+    assert_ptr_equal(wp_fchain_find(fc, "envoy.filters.http.fault"), fc->e[1].config);
+    assert_null(wp_fchain_find(fc, "envoy.filters.http.rbac"));
+    assert_null(wp_fchain_find(NULL, "istio.stats"));
+    const wp_istio_stats_filter *sf = fc->e[3].config;
+    assert_non_null(sf);
+    assert_ptr_equal(sf->mx, fc->e[0].config); /* stats reads the exchange's peer */
     assert_true(fc->any_encode);
     assert_false(fc->any_data);
     wp_config_unref(c);

@@ -19,6 +19,7 @@
 
 #include "proxy/bootstrap.h"
 #include "proxy/istio_peer.h"
+#include "proxy/http/filter.h"
 #include "proxy/istio_stats.h"
 #include "proxy/stats.h"
 
@@ -368,16 +369,18 @@ static void test_bootstrap_accepts(void **state)
     wp_config *c = load(t, &err);
     assert_non_null(c);
     const wp_hcm *h = &c->listeners[0].hcm;
-    assert_non_null(h->istio_stats);
-    assert_int_equal(h->istio_stats->reporter, WP_ISTIO_REPORTER_DESTINATION);
-    assert_true(h->istio_stats->disable_host_header_fallback);
-    assert_string_equal(h->istio_stats->local->istio_version, "1.24.0");
-    assert_non_null(h->istio_mx);
-    assert_true(h->istio_mx->upstream_discovery && h->istio_mx->upstream_propagation);
-    assert_false(h->istio_mx->downstream_discovery);
-    assert_int_equal(h->istio_mx->req.nadd, 2);
-    assert_int_equal(h->istio_mx->resp[3].nremove, 2);
-    assert_int_equal(h->istio_mx->resp[3].nadd, 0);
+    const wp_istio_stats_filter *hs = wp_fchain_find(h->filter_chain, WP_ISTIO_STATS_NAME);
+    const wp_istio_mx_filter *hm = wp_fchain_find(h->filter_chain, WP_ISTIO_MX_NAME);
+    assert_non_null(hs);
+    assert_int_equal(hs->reporter, WP_ISTIO_REPORTER_DESTINATION);
+    assert_true(hs->disable_host_header_fallback);
+    assert_string_equal(hs->local->istio_version, "1.24.0");
+    assert_non_null(hm);
+    assert_true(hm->upstream_discovery && hm->upstream_propagation);
+    assert_false(hm->downstream_discovery);
+    assert_int_equal(hm->req.nadd, 2);
+    assert_int_equal(hm->resp[3].nremove, 2);
+    assert_int_equal(hm->resp[3].nadd, 0);
     assert_true(c->clusters[0].istio_services);
     assert_string_equal(c->clusters[0].istio_svc_host, "c.ns.svc.cluster.local");
     wp_config_unref(c);
@@ -385,7 +388,10 @@ static void test_bootstrap_accepts(void **state)
     t = boot("OUTBOUND", "", "");
     c = load(t, &err);
     assert_non_null(c);
-    assert_int_equal(c->listeners[0].hcm.istio_stats->reporter, WP_ISTIO_REPORTER_SOURCE);
+    const wp_istio_stats_filter *sf =
+        wp_fchain_find(c->listeners[0].hcm.filter_chain, WP_ISTIO_STATS_NAME);
+    assert_non_null(sf);
+    assert_int_equal(sf->reporter, WP_ISTIO_REPORTER_SOURCE);
     wp_config_unref(c);
     free(t);
     wf_strbuf_free(&err);

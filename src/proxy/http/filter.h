@@ -212,6 +212,11 @@ typedef struct wp_fchain_state {
  * caller reports the config error). */
 int wp_fchain_add(wp_fchain *fc, const wp_http_filter_type *t, const void *config);
 
+/* The config of fc's first filter named name (Envoy's filter name), NULL when fc (which may be
+ * NULL) has none. A string compare per filter: for config-time work (stats registration), not
+ * for the request path. */
+const void *wp_fchain_find(const wp_fchain *fc, const char *name);
+
 /* ---- one stream (its worker thread) ---- */
 
 /* Starts the chain for a new stream: st is reset, slots (fc->slots_size bytes, aligned for

@@ -25,6 +25,14 @@ int wp_fchain_add(wp_fchain *fc, const wp_http_filter_type *t, const void *confi
     return 0;
 }
 
+const void *wp_fchain_find(const wp_fchain *fc, const char *name)
+{
+    for (uint8_t i = 0; fc && i < fc->n; i++)
+        if (strcmp(fc->e[i].type->name, name) == 0)
+            return fc->e[i].config;
+    return NULL;
+}
+
 /* Filter i of st's chain as one call sees it. */
 static wp_filter filter_at(wp_fchain_state *st, struct wp_stream *s, const wp_filter_callbacks *cb,
                            uint8_t i)
