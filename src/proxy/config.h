@@ -30,6 +30,7 @@
 #include <jansson.h>
 
 #include "core/arena.h"
+#include "core/strbuf.h"
 #include "http/path_norm.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -438,5 +439,19 @@ void wp_sockaddr_text(const struct sockaddr *sa, char *out, size_t cap);
 
 /* Index of the cluster named name, or -1. Config-time only (linear scan). */
 int wp_config_find_cluster(const wp_config *c, const char *name);
+
+/* Compile an RE2-syntax regex for a matcher (full match: the pattern must match the whole
+ * subject, as Envoy's safe_regex matchers do) and register it with c so that it is freed
+ * with the snapshot. The pattern is first checked for RE2 syntax (backreferences,
+ * lookaround, atomic groups, possessive quantifiers... are rejected, see model/re2_check.h),
+ * then compiled with PCRE2 (UTF, DOLLAR_ENDONLY, anchored at both ends) and JIT-compiled
+ * when possible (a JIT failure is ignored). Returns the code (owned by c), or NULL with the
+ * reason appended to err (RE2's wording, "error parsing regexp: ..."; or "out of memory").
+ * Matchers should match with a match limit (DESIGN.md). */
+pcre2_code *wp_config_add_regex(wp_config *c, const char *re, wf_strbuf *err);
+
+/* As wp_config_add_regex but not anchored: for patterns that search and substitute
+ * (regex_rewrite). */
+pcre2_code *wp_config_add_regex_search(wp_config *c, const char *re, wf_strbuf *err);
 
 #endif
