@@ -53,13 +53,14 @@
 #include "proxy/alog_sink.h"
 #include "proxy/bootstrap_internal.h"
 #include "proxy/fault.h"
+#include "proxy/filters/http/filters.h"
 #include "proxy/istio_stats.h"
 #include "proxy/stats.h"
 
 #define HCM_TYPE                                                                                   \
     "type.googleapis.com/"                                                                         \
     "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
-#define ROUTER_NAME "envoy.filters.http.router"
+#define ROUTER_NAME WP_ROUTER_FILTER_NAME
 #define ROUTER_TYPE "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
 #define CORS_NAME   "envoy.filters.http.cors"
 #define CORS_TYPE   "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors"
@@ -717,12 +718,12 @@ static bool dec_access_log(bs *b, json_t *o, void *arg)
 /* The fault filter's typed_config (HTTPFault; absent = empty), once per HCM. */
 static bool dec_fault_filter(bs *b, json_t *tc)
 {
-    if (b->hcm->fault)
+    if (b->fault)
         return bs_fail_at(b, "name", "only one " WP_FAULT_NAME " filter is supported");
     size_t m = bs_push(b, "typed_config");
-    b->hcm->fault = bs_fault_filter(b, tc);
+    b->fault = bs_fault_filter(b, tc);
     bs_pop(b, m);
-    return b->hcm->fault != NULL;
+    return b->fault != NULL;
 }
 
 /* envoy.filters.http.cors with an empty Cors config (what Istio sends on every HCM): without a
@@ -740,42 +741,30 @@ static bool dec_cors_filter(bs *b, json_t *tc, char *kind)
     return ok;
 }
 
-/* One http_filters entry: the fault filter, Istio's filters or the router; *arg records which
- * ('f', 's' istio.stats, 'm' istio.metadata_exchange, 'r'). */
-static bool dec_http_filter(bs *b, json_t *o, void *arg)
+/* The typed_config of an http_filters entry of type t (its decoded config in *config). */
+static bool dec_filter_config(bs *b, const wp_http_filter_type *t, json_t *tc, const void **config)
 {
-    char *kind = arg;
-    json_t *tc = bs_get(o, "typed_config");
-    const char *name = NULL;
-    if (!bs_fields(b, o, "name typed_config") || !bs_req_str(b, o, "name", &name))
-        return false;
-    bool fault = strcmp(name, WP_FAULT_NAME) == 0;
-    bool istio_stats = strcmp(name, WP_ISTIO_STATS_NAME) == 0;
-    bool istio_mx = strcmp(name, WP_ISTIO_MX_NAME) == 0;
-    if (strcmp(name, CORS_NAME) == 0)
-        return dec_cors_filter(b, tc, kind);
-    if (!fault && !istio_stats && !istio_mx && strcmp(name, ROUTER_NAME) != 0) {
-        size_t m = bs_push(b, "name");
-        bs_fail(b, "unsupported http filter \"%s\" (supported: %s, %s, %s, %s, %s)", name,
-                WP_FAULT_NAME, CORS_NAME, WP_ISTIO_MX_NAME, WP_ISTIO_STATS_NAME, ROUTER_NAME);
-        bs_pop(b, m);
-        return false;
+    wp_hcm *h = b->hcm;
+    if (t == &wp_http_filter_fault) {
+        bool ok = dec_fault_filter(b, tc);
+        *config = b->fault;
+        return ok;
     }
-    *kind = fault ? 'f' : istio_stats ? 's' : istio_mx ? 'm' : 'r';
-    if (tc && !json_is_object(tc))
-        return bs_fail_at(b, "typed_config", "wrong type: expected an object");
-    if (fault)
-        return dec_fault_filter(b, tc);
-    if (istio_stats)
-        return bs_istio_stats_filter(b, tc);
-    if (istio_mx)
-        return bs_istio_mx_filter(b, tc);
+    if (t == &wp_http_filter_istio_stats) {
+        bool ok = bs_istio_stats_filter(b, tc);
+        *config = b->istio_stats;
+        return ok;
+    }
+    if (t == &wp_http_filter_istio_mx) {
+        bool ok = bs_istio_mx_filter(b, tc);
+        *config = b->istio_mx;
+        return ok;
+    }
     if (!tc)
         return true;
     size_t m = bs_push(b, "typed_config");
     /* envoy.extensions.filters.http.router.v3.Router: dynamic_stats (default true) and
      * suppress_envoy_headers (default false) */
-    wp_hcm *h = b->hcm;
     bool ok = bs_fields(b, tc, "@type dynamic_stats suppress_envoy_headers") &&
               bs_type_is(b, tc, ROUTER_TYPE) &&
               bs_bool(b, tc, "dynamic_stats", &h->dynamic_stats) &&
@@ -784,12 +773,54 @@ static bool dec_http_filter(bs *b, json_t *o, void *arg)
     return ok;
 }
 
+/* One http_filters entry: its name resolved to a filter type (filters/http/filters.h), its
+ * typed_config decoded, the filter appended to the HCM's chain; *arg records the kind ('c'
+ * cors, 'r' the terminal router, 'f' any other). */
+static bool dec_http_filter(bs *b, json_t *o, void *arg)
+{
+    char *kind = arg;
+    json_t *tc = bs_get(o, "typed_config");
+    const char *name = NULL;
+    if (!bs_fields(b, o, "name typed_config") || !bs_req_str(b, o, "name", &name))
+        return false;
+    const wp_http_filter_type *t = wp_http_filter_find(name);
+    if (!t) {
+        size_t m = bs_push(b, "name");
+        bs_fail(b, "unsupported http filter \"%s\" (supported: %s)", name, wp_http_filter_names());
+        bs_pop(b, m);
+        return false;
+    }
+    const void *config = NULL;
+    if (t == &wp_http_filter_cors) {
+        if (!dec_cors_filter(b, tc, kind))
+            return false;
+    } else {
+        *kind = t->terminal ? 'r' : 'f';
+        if (tc && !json_is_object(tc))
+            return bs_fail_at(b, "typed_config", "wrong type: expected an object");
+        if (!dec_filter_config(b, t, tc, &config))
+            return false;
+    }
+    /* a second terminal filter is reported by dec_http_filters with Envoy's message */
+    wp_fchain *fc = (wp_fchain *)b->hcm->filter_chain;
+    if (fc->n && fc->e[fc->n - 1].type->terminal)
+        return true;
+    if (wp_fchain_add(fc, t, config) != 0)
+        return bs_fail_at(b, "name", "too many http filters (weft-proxy takes 16)");
+    return true;
+}
+
 /* http_filters: [envoy.filters.http.fault, envoy.filters.http.cors, istio.metadata_exchange,
- * istio.stats, in any order,] envoy.filters.http.router (last). */
+ * istio.stats, in any order,] envoy.filters.http.router (last), in the HCM's filter chain in
+ * their order. */
 static bool dec_http_filters(bs *b, json_t *hcm)
 {
     void *arr;
     size_t n = 0;
+    wp_fchain *fc = bs_alloc(b, sizeof(*fc));
+    if (!fc)
+        return false;
+    b->hcm->filter_chain = fc;
     if (!bs_each(b, hcm, "http_filters", 1, &arr, &n, dec_http_filter))
         return false;
     const char *kinds = arr;
@@ -807,6 +838,8 @@ static bool dec_http_filters(bs *b, json_t *hcm)
     }
     if (n == 0 || kinds[n - 1] != 'r')
         return bs_fail_at(b, "http_filters", "the http filter chain must end with " ROUTER_NAME);
+    if (b->istio_stats) /* istio.stats reads what the exchange discovers */
+        b->istio_stats->mx = b->istio_mx;
     return true;
 }
 
@@ -894,6 +927,9 @@ bool bs_hcm(bs *b, json_t *o, wp_hcm *h)
         return false;
     h->access_logs = logs;
     b->hcm = h;
+    b->fault = NULL;
+    b->istio_stats = NULL;
+    b->istio_mx = NULL;
     if (!dec_http_filters(b, o))
         return false;
     json_t *rc = bs_get(o, "route_config");

@@ -41,18 +41,4 @@ wp_config *wp_bootstrap_load_file(const char *path, wf_strbuf *err);
  * messages (NULL = "bootstrap"). Same result and errors as wp_bootstrap_load_file. */
 wp_config *wp_bootstrap_load(json_t *root, const char *source, wf_strbuf *err);
 
-/* Compile an RE2-syntax regex for a matcher (full match: the pattern must match the whole
- * subject, as Envoy's safe_regex matchers do) and register it with c so that it is freed
- * with the snapshot. The pattern is first checked for RE2 syntax (backreferences,
- * lookaround, atomic groups, possessive quantifiers... are rejected, see model/re2_check.h),
- * then compiled with PCRE2 (UTF, DOLLAR_ENDONLY, anchored at both ends) and JIT-compiled
- * when possible (a JIT failure is ignored). Returns the code (owned by c), or NULL with the
- * reason appended to err (RE2's wording, "error parsing regexp: ..."; or "out of memory").
- * Matchers should match with a match limit (DESIGN.md). */
-pcre2_code *wp_config_add_regex(wp_config *c, const char *re, wf_strbuf *err);
-
-/* As wp_config_add_regex but not anchored: for patterns that search and substitute
- * (regex_rewrite). */
-pcre2_code *wp_config_add_regex_search(wp_config *c, const char *re, wf_strbuf *err);
-
 #endif

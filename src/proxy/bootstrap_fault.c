@@ -152,8 +152,8 @@ bool bs_per_filter_config(bs *b, json_t *o, const wp_fault_config **out)
             bs_fail(b, "wrong type: expected an object");
         else if ((c = bs_alloc(b, sizeof(*c))) && bs_http_fault(b, v, c))
             *out = c;
-        if (c && !b->failed && b->hcm && b->hcm->fault)
-            b->hcm->fault->per_route = true;
+        if (c && !b->failed && b->hcm && b->fault)
+            b->fault->per_route = true;
         bs_pop(b, mk);
     }
     bs_pop(b, m);

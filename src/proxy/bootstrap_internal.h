@@ -27,7 +27,11 @@ typedef struct bs {
     bool validate_clusters; /* current route config: unknown clusters are errors */
     const char *rc_name;    /* current route config name, for messages */
     wp_hcm *hcm;            /* current HTTP connection manager (router options) */
-    int direction;          /* current listener's traffic_direction (0, 1 INBOUND, 2 OUTBOUND) */
+    /* the current HCM's filters decoded so far (one of each), NULL = none yet */
+    struct wp_fault_filter *fault;
+    struct wp_istio_stats_filter *istio_stats;
+    struct wp_istio_mx_filter *istio_mx;
+    int direction; /* current listener's traffic_direction (0, 1 INBOUND, 2 OUTBOUND) */
     struct wp_istio_local *istio_local; /* node metadata for the Istio filters, built once */
     wp_cluster *cur_cluster;            /* the cluster being decoded */
     wp_cluster *pipe_cluster;           /* first cluster with a `pipe` endpoint, NULL = none */

@@ -117,7 +117,7 @@ static bool dec_plugin_config(bs *b, json_t *o, wp_istio_stats_filter *f, bool w
 
 bool bs_istio_stats_filter(bs *b, json_t *tc)
 {
-    if (b->hcm->istio_stats)
+    if (b->istio_stats)
         return bs_fail_at(b, "name", "only one " WP_ISTIO_STATS_NAME " filter is supported");
     wp_istio_stats_filter *f = bs_alloc(b, sizeof *f);
     if (!f || !(f->local = local_info(b)))
@@ -134,7 +134,7 @@ bool bs_istio_stats_filter(bs *b, json_t *tc)
         if (!ok)
             return false;
     }
-    b->hcm->istio_stats = f;
+    b->istio_stats = f;
     return true;
 }
 
@@ -255,7 +255,7 @@ static bool dec_peer_metadata_config(bs *b, json_t *o, wp_istio_mx_filter *f, bo
 
 bool bs_istio_mx_filter(bs *b, json_t *tc)
 {
-    if (b->hcm->istio_mx)
+    if (b->istio_mx)
         return bs_fail_at(b, "name", "only one " WP_ISTIO_MX_NAME " filter is supported");
     wp_istio_mx_filter *f = bs_alloc(b, sizeof *f);
     if (!f || !(f->local = local_info(b)))
@@ -273,7 +273,7 @@ bool bs_istio_mx_filter(bs *b, json_t *tc)
     }
     if (!build_ops(b, f))
         return false;
-    b->hcm->istio_mx = f;
+    b->istio_mx = f;
     return true;
 }
 

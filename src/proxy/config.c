@@ -1,11 +1,10 @@
 /*
- * config.c - snapshot lifetime (config.h) and compiled regexes (bootstrap.h).
+ * config.c - snapshot lifetime and compiled regexes (config.h).
  */
 #include "core/strmap.h"
 #include "proxy/config.h"
 
 #include "model/re2_check.h"
-#include "proxy/bootstrap.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>

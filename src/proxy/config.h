@@ -30,6 +30,7 @@
 #include <jansson.h>
 
 #include "core/arena.h"
+#include "core/strbuf.h"
 #include "http/path_norm.h"
 #include "proxy/net/filter_chain_match.h"
 #include "proxy/net/listener_filter.h"
@@ -43,12 +44,10 @@
 
 /* ---------- shared pieces ---------- */
 
-/* The fault filter's settings and filter instance (proxy/fault.h). */
+/* The fault filter's per-route settings (proxy/fault.h). */
 struct wp_fault_config;
-struct wp_fault_filter;
-/* Istio's istio.stats and istio.metadata_exchange filters (proxy/istio_stats.h). */
-struct wp_istio_stats_filter;
-struct wp_istio_mx_filter;
+/* The HTTP filter chain built from http_filters (proxy/http/filter.h). */
+struct wp_fchain;
 
 typedef struct {
     struct sockaddr_storage sa;
@@ -290,9 +289,9 @@ typedef struct {
     uint32_t xff_num_trusted_hops;
     wp_access_log *access_logs;
     size_t naccess_logs;
-    struct wp_fault_filter *fault; /* http_filters envoy.filters.http.fault, NULL = absent */
-    struct wp_istio_stats_filter *istio_stats; /* http_filters istio.stats, NULL = absent */
-    struct wp_istio_mx_filter *istio_mx; /* http_filters istio.metadata_exchange, NULL = absent */
+    /* http_filters in order, each resolved to its filter type and decoded config (the fault
+     * filter's wp_fault_filter, Istio's wp_istio_stats_filter / wp_istio_mx_filter) */
+    const struct wp_fchain *filter_chain;
     /* Path normalization before routing (http/path_norm.h, Envoy's maybeNormalizePath):
      * normalize_path (default false; Istio sends true), merge_slashes (default false),
      * path_with_escaped_slashes_action (default IMPLEMENTATION_SPECIFIC_DEFAULT, which Envoy
@@ -468,5 +467,19 @@ void wp_sockaddr_text(const struct sockaddr *sa, char *out, size_t cap);
 
 /* Index of the cluster named name, or -1. Config-time only (linear scan). */
 int wp_config_find_cluster(const wp_config *c, const char *name);
+
+/* Compile an RE2-syntax regex for a matcher (full match: the pattern must match the whole
+ * subject, as Envoy's safe_regex matchers do) and register it with c so that it is freed
+ * with the snapshot. The pattern is first checked for RE2 syntax (backreferences,
+ * lookaround, atomic groups, possessive quantifiers... are rejected, see model/re2_check.h),
+ * then compiled with PCRE2 (UTF, DOLLAR_ENDONLY, anchored at both ends) and JIT-compiled
+ * when possible (a JIT failure is ignored). Returns the code (owned by c), or NULL with the
+ * reason appended to err (RE2's wording, "error parsing regexp: ..."; or "out of memory").
+ * Matchers should match with a match limit (DESIGN.md). */
+pcre2_code *wp_config_add_regex(wp_config *c, const char *re, wf_strbuf *err);
+
+/* As wp_config_add_regex but not anchored: for patterns that search and substitute
+ * (regex_rewrite). */
+pcre2_code *wp_config_add_regex_search(wp_config *c, const char *re, wf_strbuf *err);
 
 #endif

@@ -1,9 +1,10 @@
 /*
  * conn.c - downstream connections and the HTTP connection manager (Envoy's
  * ConnectionManagerImpl for HTTP/1.1): reads requests with the pull parser, one stream at a
- * time (pipelined requests wait in the buffer and are answered in order), hands each
- * stream to the router, writes responses and local replies, logs and counts each stream
- * when it ends.
+ * time (pipelined requests wait in the buffer and are answered in order), runs each stream
+ * through the HCM's HTTP filter chain (proxy/http/filter.h: the filters of http_filters, the
+ * router last; this file implements the filters' callbacks), writes responses and local
+ * replies, logs and counts each stream when it ends.
  *
  * Envoy behaviour followed (source/common/http/conn_manager_impl.cc, the HTTP/1 codec and
  * docs configuration/http/http_conn_man/headers):
@@ -34,6 +35,7 @@
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf);
 static void process(wp_dconn *d);
 static void stream_finish(wp_stream *s);
+static const wp_filter_callbacks filter_cbs;
 
 /* ---------- small helpers ---------- */
 
@@ -213,7 +215,9 @@ static void on_rq_timeout(uv_timer_t *t)
             wp_router_timeout(d->stream);
     } else if (d->try_deadline && now >= d->try_deadline) {
         d->try_deadline = 0;
-        if (d->stream)
+        if (d->stream && wp_fchain_timer_armed(&d->stream->fcs))
+            wp_fchain_on_timer(&d->stream->fcs, d->stream, &filter_cbs); /* a filter's timer */
+        else if (d->stream)
             wp_router_try_timer(d->stream);
     }
     if (d->closing || uv_is_active((uv_handle_t *)&d->rq_timer))
@@ -512,6 +516,158 @@ void wp_dconn_on_accept(uv_stream_t *server, int status)
         new_connection(&d->lfcb, true);
 }
 
+/* ---------- the HTTP filter chain's callbacks (proxy/http/filter.h) ---------- */
+
+static void fcb_local_reply(wp_stream *s, int status, const char *body, const char *details,
+                            int flag)
+{
+    wp_stream_local_reply(s, status, body, details, flag);
+}
+
+/* The request's fields as the filters see them. */
+static wp_filter_headers request_headers(wp_stream *s)
+{
+    return (wp_filter_headers){s->hdrs, s->req.nheaders, 0};
+}
+
+static void fcb_continue_decoding(wp_stream *s)
+{
+    wp_filter_headers h = request_headers(s);
+    wp_fchain_continue_decoding(&s->fcs, s, &filter_cbs, &h);
+}
+
+/* The connection manager never holds a response for an encoder filter (encode_stopped): there
+ * is nothing to resume but the chain's own position. */
+static void fcb_continue_encoding(wp_stream *s)
+{
+    wp_filter_headers h = {s->resp_hdrs, s->nresp_hdrs, s->si.response_code};
+    wp_fchain_continue_encoding(&s->fcs, s, &filter_cbs, &h);
+}
+
+static const wp_route *fcb_route(wp_stream *s)
+{
+    wp_router_resolve(s);
+    return s->route;
+}
+
+static const wp_vhost *fcb_vhost(wp_stream *s)
+{
+    wp_router_resolve(s);
+    return s->vhost;
+}
+
+static int fcb_cluster(wp_stream *s)
+{
+    wp_router_resolve(s);
+    return s->cluster;
+}
+
+/* clearRouteCache: the next lookup (or the router) chooses the route again. */
+static void fcb_clear_route_cache(wp_stream *s)
+{
+    s->resolved = false;
+    s->route = NULL;
+    s->vhost = NULL;
+    s->weighted = -1;
+    s->cluster = -1;
+    s->si.route_name = NULL;
+    s->si.upstream_cluster = NULL;
+    s->si.upstream_cluster_stat = NULL;
+}
+
+static void fcb_request(wp_stream *s, wp_route_req *rq)
+{
+    wp_router_route_req(s, rq);
+}
+
+static wp_stream_info *fcb_stream_info(wp_stream *s)
+{
+    return &s->si;
+}
+
+static uv_loop_t *fcb_dispatcher(wp_stream *s)
+{
+    return &s->d->w->loop;
+}
+
+static wp_regex_ctx *fcb_regex(wp_stream *s)
+{
+    return &s->d->w->rx;
+}
+
+static uint64_t fcb_random(wp_stream *s)
+{
+    return wp_rand(s->d->w);
+}
+
+static struct wp_stats_shard *fcb_stats(wp_stream *s)
+{
+    return s->d->w->stats;
+}
+
+static uint64_t fcb_connection_id(wp_stream *s)
+{
+    return s->d->id;
+}
+
+/* A filter's timer is the stream's try deadline: free while decoding is stopped before the
+ * router (filter.h). */
+static void fcb_arm_timer(wp_stream *s, uint64_t ms)
+{
+    wp_dconn_set_try_deadline(s->d, ms);
+}
+
+static void fcb_disarm_timer(wp_stream *s)
+{
+    wp_dconn_clear_try_deadline(s->d);
+}
+
+static const wp_filter_callbacks filter_cbs = {
+    .send_local_reply = fcb_local_reply,
+    .continue_decoding = fcb_continue_decoding,
+    .continue_encoding = fcb_continue_encoding,
+    .route = fcb_route,
+    .vhost = fcb_vhost,
+    .cluster = fcb_cluster,
+    .clear_route_cache = fcb_clear_route_cache,
+    .request = fcb_request,
+    .stream_info = fcb_stream_info,
+    .dispatcher = fcb_dispatcher,
+    .regex = fcb_regex,
+    .random = fcb_random,
+    .stats = fcb_stats,
+    .connection_id = fcb_connection_id,
+    .arm_timer = fcb_arm_timer,
+    .disarm_timer = fcb_disarm_timer,
+};
+
+/* An encoder filter stopped the response: weft's connection manager does not hold a response
+ * for a filter (none of its filters stops encoding), so the stream is reset. */
+static void encode_stopped(wp_stream *s)
+{
+    WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
+                  "an encoder filter stopped the response: resetting the stream");
+    wp_dconn_close(s->d);
+}
+
+/* A local reply's head through the encoder filters (Envoy's sendLocalReply encodes through the
+ * whole encoder chain): they see its content-type and content-length. Returns -1 when one
+ * stopped (the connection is closed). */
+static int local_reply_encode(wp_stream *s, int status, size_t blen)
+{
+    char clen[24];
+    h1_header h[2];
+    size_t n = 0;
+    if (blen)
+        h[n++] = (h1_header){{"content-type", 12}, {"text/plain", 10}};
+    h[n++] = (h1_header){{"content-length", 14}, {clen, wp_u64_str(clen, blen)}};
+    wp_filter_headers fh = {h, n, status};
+    if (wp_fchain_local_reply(&s->fcs, s, &filter_cbs, &fh, blen == 0) == WP_FCHAIN_DONE)
+        return 0;
+    encode_stopped(s);
+    return -1;
+}
+
 /* ---------- streams ---------- */
 
 /* Moves a gauge of this connection from one stat slot to another (a listener's stat prefix
@@ -606,6 +762,8 @@ static wp_stream *stream_new(wp_dconn *d)
                    d->hcm->max_headers_count < WP_MAX_HEADERS - 4 ? d->hcm->max_headers_count
                                                                   : WP_MAX_HEADERS - 4,
                    (size_t)d->hcm->max_request_headers_kb * 1024);
+    /* the HCM's filters, with their slots in the stream (Envoy creates them with the stream) */
+    wp_fchain_start(&s->fcs, d->hcm->filter_chain, s->fslots, s, &filter_cbs);
     d->stream = s;
     /* the request begins with its first byte: Envoy's codec creates the stream then, and the
      * connection manager counts it and arms request_timeout (HCM docs: "activated when the
@@ -695,7 +853,7 @@ static void stream_finish(wp_stream *s)
     wp_pstats_stream_done(d->w->stats, d->wg->gen->pstats, d->hs, s->cluster, d->hcm->dynamic_stats,
                           &s->si);
     wp_dconn_clear_deadline(d);
-    wp_fault_stream_end(s);
+    wp_fchain_stream_complete(&s->fcs, s, &filter_cbs);
     wp_router_cancel(s);
     wp_retry_end(s);
     if (s->retries_exhausted)
@@ -703,7 +861,8 @@ static void stream_finish(wp_stream *s)
     wp_hcm_stat(s->d, WP_S_downstream_rq_active, -1);
     if (s->si.request || s->si.response_code)
         write_access_logs(s);
-    wp_istio_stream_done(s); /* Istio's metrics: the filter's access-log hook */
+    wp_fchain_log(&s->fcs, s, &filter_cbs); /* the filters' access-log hand-off (istio.stats) */
+    wp_fchain_destroy(&s->fcs, s, &filter_cbs);
     WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, s->si.stream_id, "stream complete (%d)",
                   s->si.response_code);
     d->stream = NULL;
@@ -884,12 +1043,11 @@ static void put_server(const wp_dconn *d, wf_strbuf *b)
     wf_strbuf_append(b, "\r\n", 2);
 }
 
-/* The header ops that apply to s's response, most specific first; Istio's metadata exchange
- * (istio_stats.h) last. */
-static void resp_ops(const wp_stream *s, const wp_header_ops *out[5], size_t *n)
+/* The header ops that apply to s's response, most specific first; what the HTTP filters'
+ * encode_headers added (e.g. Istio's metadata exchange) last. */
+static void resp_ops(const wp_stream *s, const wp_header_ops *out[WP_HOPS_LEVELS], size_t *n)
 {
     *n = 0;
-    const wp_header_ops *mx = wp_istio_mx_resp_ops(s);
     if (s->route && s->routing) { /* the router's (a fault filter's reply has none) */
         const wp_route_config *rc = s->d->hcm->route_config;
         if (s->weighted >= 0)
@@ -899,8 +1057,10 @@ static void resp_ops(const wp_stream *s, const wp_header_ops *out[5], size_t *n)
             out[(*n)++] = &s->vhost->resp;
         out[(*n)++] = &rc->resp;
     }
-    if (mx)
-        out[(*n)++] = mx;
+    size_t nf;
+    const wp_header_ops *const *fops = wp_fchain_response_ops(&s->fcs, &nf);
+    for (size_t i = 0; i < nf; i++)
+        out[(*n)++] = fops[i];
     *n = wp_hops_compact(out, *n);
 }
 
@@ -947,6 +1107,8 @@ void wp_stream_local_reply(wp_stream *s, int status, const char *body, const cha
     if (!request_received(s) || d->peer_closed)
         d->close_after = true;
     size_t blen = body ? strlen(body) : 0;
+    if (local_reply_encode(s, status, blen) != 0)
+        return;
     wf_strbuf *b = &s->resp_head;
     wf_strbuf_reset(b);
     put_status_line(b, status);
@@ -965,7 +1127,7 @@ void wp_stream_local_reply(wp_stream *s, int status, const char *body, const cha
         s->vhost->include_attempt_count_in_response)
         wp_hdr_put_num(b, "x-envoy-attempt-count", 21,
                        s->si.attempt_count ? s->si.attempt_count : 1);
-    const wp_header_ops *ops[5];
+    const wp_header_ops *ops[WP_HOPS_LEVELS];
     size_t nops;
     resp_ops(s, ops, &nops);
     wp_hops_emit(b, ops, nops, NULL, 0);
@@ -1037,13 +1199,18 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
     }
     s->si.response_headers = s->resp_hdrs;
     s->si.nresponse_headers = s->nresp_hdrs;
-    wp_istio_on_response_headers(s, s->resp_hdrs, s->nresp_hdrs); /* upstream peer discovery */
-    s->si.response_code = m->status;
-    s->si.details = "via_upstream";
-    s->resp_started = true;
     bool upgrade = m->status == 101;
     bool head = wp_stream_is_head(s);
     bool bodiless = head || m->status == 204 || m->status == 304 || upgrade;
+    /* the encoder filters (e.g. Istio's upstream peer discovery) see the upstream's fields */
+    wp_filter_headers fh = {s->resp_hdrs, s->nresp_hdrs, m->status};
+    if (wp_fchain_encode_headers(&s->fcs, s, &filter_cbs, &fh, bodiless) != WP_FCHAIN_DONE) {
+        encode_stopped(s);
+        return;
+    }
+    s->si.response_code = m->status;
+    s->si.details = "via_upstream";
+    s->resp_started = true;
     s->resp_chunked = false;
     s->resp_close = !m->keep_alive && false; /* upstream close does not close downstream */
     if (!bodiless && m->framing != H1_BODY_LENGTH && m->framing != H1_BODY_NONE) {
@@ -1057,7 +1224,7 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
     wf_strbuf *b = &s->resp_head;
     wf_strbuf_reset(b);
     put_status_line(b, m->status);
-    const wp_header_ops *ops[5];
+    const wp_header_ops *ops[WP_HOPS_LEVELS];
     size_t nops;
     resp_ops(s, ops, &nops);
     bool no_cl = m->status < 200 || m->status == 204; /* Envoy's codec removes it (0) */
@@ -1138,6 +1305,10 @@ int wp_stream_resp_body(wp_stream *s, const char *data, size_t len)
     wp_dconn *d = s->d;
     if (len == 0)
         return 0;
+    if (wp_fchain_encode_data(&s->fcs, s, &filter_cbs, data, len, false) != WP_FCHAIN_DONE) {
+        encode_stopped(s);
+        return -1;
+    }
     s->si.bytes_sent += len;
     uv_buf_t bufs[4];
     if (!s->resp_chunked) {
@@ -1155,6 +1326,15 @@ void wp_stream_resp_done(wp_stream *s)
 {
     wp_dconn *d = s->d;
     s->si.last_upstream_rx_ns = now_ns(d);
+    wp_fchain_result fr =
+        s->si.nresponse_trailers
+            ? wp_fchain_encode_trailers(&s->fcs, s, &filter_cbs, s->si.response_trailers,
+                                        s->si.nresponse_trailers)
+            : wp_fchain_encode_data(&s->fcs, s, &filter_cbs, NULL, 0, true);
+    if (fr != WP_FCHAIN_DONE) {
+        encode_stopped(s);
+        return;
+    }
     s->resp_done = true;
     uv_buf_t bufs[2];
     unsigned n = 0;
@@ -1474,17 +1654,19 @@ static void on_request_headers(wp_stream *s)
             return;
         }
     }
-    wp_router_resolve(s);               /* the route, before any filter (Envoy's cached route) */
-    if (wp_fault_on_request_headers(s)) /* the fault filter may delay or answer instead */
-        wp_router_start(s);
+    wp_router_resolve(s); /* the route, before any filter (Envoy's cached route) */
+    /* the HTTP filters in order, the router last; a filter may stop (the fault filter's delay)
+     * or answer instead. The stream may be gone afterwards. */
+    wp_filter_headers h = request_headers(s);
+    wp_fchain_decode_headers(&s->fcs, s, &filter_cbs, &h, request_received(s));
 }
 
 static void on_request_complete(wp_stream *s)
 {
     s->req_complete = true;
     s->si.last_rx_ns = now_ns(s->d);
-    if (!s->resp_done)
-        wp_router_request_body(s);
+    if (!s->resp_done) /* the end of the request through the filters (the router's end) */
+        wp_fchain_decode_data(&s->fcs, s, &filter_cbs, NULL, 0, true);
 }
 
 static void protocol_error(wp_dconn *d, wp_stream *s)
@@ -1528,8 +1710,9 @@ static void parse_buffered(wp_dconn *d)
     while (!d->closing && d->rbuf) {
         wp_stream *s = d->stream;
         if (d->tunnel) {
-            if (s)
-                wp_router_request_body(s);
+            if (s) /* the tunnel's bytes, taken by the router from the buffer */
+                wp_fchain_decode_data(&s->fcs, s, &filter_cbs, d->rbuf->data + d->rstart,
+                                      d->rlen - d->rstart, false);
             return;
         }
         if (s && (s->body_ptr || s->req_complete))
@@ -1570,10 +1753,13 @@ static void parse_buffered(wp_dconn *d)
                 break; /* answered already: the body is read and dropped */
             s->body_ptr = s->parser.data;
             s->body_len = s->parser.data_len;
-            wp_router_request_body(s);
+            wp_fchain_decode_data(&s->fcs, s, &filter_cbs, s->body_ptr, s->body_len, false);
             break;
         case H1_EV_TRAILERS:
             d->rstart += used;
+            if (!s->resp_done && !s->local_reply)
+                wp_fchain_decode_trailers(&s->fcs, s, &filter_cbs, s->parser.msg.trailers,
+                                          s->parser.msg.ntrailers);
             break;
         case H1_EV_DONE:
             d->rstart += used;

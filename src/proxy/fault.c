@@ -1,15 +1,15 @@
 /*
- * fault.c - the HTTP fault injection filter (see fault.h for the Envoy behaviour followed):
- * percentage maths, the per-request decision, the delay timer and the abort reply.
+ * fault.c - the HTTP fault injection filter's settings (see fault.h for the Envoy behaviour
+ * followed): percentage maths, the per-request decision, settings resolution and stats. The
+ * filter itself (delay, abort) is filters/http/fault_filter.c.
  */
 #include "proxy/fault.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "core/log.h"
 #include "core/strbuf.h"
-#include "proxy/proxy_internal.h"
+#include "proxy/http/filter.h"
 
 /* ---------- percentages and decisions ---------- */
 
@@ -63,7 +63,9 @@ int wp_fault_register_stats(wp_stats *st, const wp_config *c)
     int rc = 0;
     for (size_t i = 0; i < c->nhcms; i++) {
         const wp_hcm *h = c->hcms[i];
-        wp_fault_filter *f = h->fault;
+        /* the filter's runtime (stat slots) is the mutable part of its config */
+        wp_fault_filter *f =
+            (wp_fault_filter *)(uintptr_t)wp_fchain_find(h->filter_chain, WP_FAULT_NAME);
         if (!f)
             continue;
         f->st_delays = reg(st, h->stat_prefix, "delays_injected", false);
@@ -75,113 +77,4 @@ int wp_fault_register_stats(wp_stats *st, const wp_config *c)
             rc = -1;
     }
     return rc;
-}
-
-/* ---------- the request path ---------- */
-
-/* The settings for s: the route's or virtual host's override when the HCM has any (the
- * route the connection manager chose, wp_router_resolve). */
-static const wp_fault_config *settings_of(const wp_stream *s, const wp_fault_filter *f)
-{
-    return f->per_route ? wp_fault_settings(f, s->vhost, s->route) : &f->cfg;
-}
-
-/* FaultFilter::tryIncActiveFaults: one active fault per request, checked against max. */
-static bool try_inc_active(wp_stream *s, wp_fault_filter *f, const wp_fault_config *c)
-{
-    if (s->fault.active)
-        return true;
-    wp_worker *w = s->d->w;
-    uint64_t max = c->has_max_active ? c->max_active : UINT64_MAX;
-    if (atomic_load_explicit(&f->active, memory_order_relaxed) >= max) {
-        wp_stat_add(w->stats, f->st_overflow, 1);
-        return false;
-    }
-    atomic_fetch_add_explicit(&f->active, 1, memory_order_relaxed);
-    wp_stat_add(w->stats, f->st_active, 1);
-    s->fault.active = true;
-    return true;
-}
-
-/* FaultFilter::abortWithStatus. s may be gone afterwards. */
-static void abort_stream(wp_stream *s, wp_fault_filter *f, int status)
-{
-    wp_stat_add(s->d->w->stats, f->st_aborts, 1);
-    WF_STREAM_LOG(WF_LC_filter, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
-                  "fault: aborting request with status %d", status);
-    wp_stream_local_reply(s, status, WP_FAULT_ABORT_BODY, WP_FAULT_ABORT_DETAILS, WP_RF_FI);
-}
-
-/* FaultFilter::postDelayInjection: the delay is over; abort or go on to the router. */
-void wp_fault_delay_done(wp_stream *s)
-{
-    wp_dconn *d = s->d;
-    if (d->closing || s->fault.state != WP_FAULT_DELAYING)
-        return;
-    s->fault.state = WP_FAULT_RESUMED;
-    if (s->resp_started)
-        return; /* answered meanwhile (a connection manager timeout) */
-    if (s->fault.abort_after) {
-        abort_stream(s, d->hcm->fault, s->fault.abort_status);
-        return;
-    }
-    WF_STREAM_LOG(WF_LC_filter, WF_LOG_DEBUG, d->id, s->si.stream_id,
-                  "fault: delay finished, continuing");
-    wp_router_start(s);
-}
-
-static bool start_delay(wp_stream *s, wp_fault_filter *f, uint64_t ms)
-{
-    wp_dconn *d = s->d;
-    wp_dconn_set_try_deadline(d, ms); /* the stream's try timer: no router attempt yet */
-    s->fault.state = WP_FAULT_DELAYING;
-    wp_stat_add(d->w->stats, f->st_delays, 1);
-    wp_si_set_flag(&s->si, WP_RF_DI);
-    WF_STREAM_LOG(WF_LC_filter, WF_LOG_DEBUG, d->id, s->si.stream_id,
-                  "fault: delaying request %llums", (unsigned long long)ms);
-    return true;
-}
-
-bool wp_fault_on_request_headers(wp_stream *s)
-{
-    wp_fault_filter *f = s->d->hcm->fault;
-    if (!f || (!f->per_route && !f->cfg.has_delay && !f->cfg.has_abort))
-        return true; /* Istio's listener-level filter is an empty HTTPFault */
-    const wp_fault_config *c = settings_of(s, f);
-    if (!c->has_delay && !c->has_abort)
-        return true;
-    wp_worker *w = s->d->w;
-    wp_route_req rq;
-    wp_router_route_req(s, &rq);
-    if (c->nheaders && !wp_route_headers_match(&w->rx, &rq, c->headers, c->nheaders))
-        return true;
-    uint64_t r_delay = wp_rand(w);
-    wp_fault_decision dec = wp_fault_decide(c, r_delay, wp_rand(w));
-    if (dec.delay && try_inc_active(s, f, c) && start_delay(s, f, c->delay_ms)) {
-        s->fault.abort_after = dec.abort;
-        s->fault.abort_status = (uint16_t)c->abort_status;
-        return false;
-    }
-    if (dec.abort && try_inc_active(s, f, c)) {
-        abort_stream(s, f, (int)c->abort_status);
-        return false;
-    }
-    return true;
-}
-
-void wp_fault_stream_end(wp_stream *s)
-{
-    wp_dconn *d = s->d;
-    if (s->fault.state == WP_FAULT_DELAYING) {
-        s->fault.state = WP_FAULT_RESUMED;
-        wp_dconn_clear_try_deadline(d);
-    }
-    if (s->fault.active) {
-        wp_fault_filter *f = d->hcm->fault;
-        s->fault.active = false;
-        if (f) {
-            atomic_fetch_sub_explicit(&f->active, 1, memory_order_relaxed);
-            wp_stat_add(d->w->stats, f->st_active, -1);
-        }
-    }
 }

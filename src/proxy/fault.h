@@ -25,7 +25,7 @@
  *    request counts as one active fault from the first fault it starts until it ends. Like
  *    Envoy's gauge check, the limit is not exact under concurrent starts on several workers.
  *  - While delayed the connection manager's timeouts (stream_idle_timeout, request_timeout)
- *    still run; a reply or a client disconnect cancels the delay (wp_fault_stream_end).
+ *    still run; a reply or a client disconnect cancels the delay (the filter's on_destroy).
  *
  * Not supported (the loader rejects them by JSON path): header_delay, header_abort,
  * grpc_status, upstream_cluster, downstream_nodes, response_rate_limit, the *_runtime keys,
@@ -34,9 +34,10 @@
  *
  * Threads: settings are part of the immutable config snapshot. wp_fault_filter also holds the
  * filter's runtime (the active-fault count, an atomic shared by workers, and its stat slots,
- * written once by wp_fault_register_stats before workers start). Per-request state lives in
- * the stream (wp_fault_stream); the delay runs on the stream's try deadline (the connection's
- * request timer, free before the router starts: wp_dconn_set_try_deadline), so a connection
+ * written once by wp_fault_register_stats before workers start). The filter on the request
+ * path is filters/http/fault_filter.c (an HTTP filter chain filter, proxy/http/filter.h):
+ * per-request state lives in its slot (wp_fault_stream); the delay runs on the stream's filter
+ * timer (the connection's request timer, free before the router starts), so a connection
  * carries no timer of its own for it. The request path never allocates and takes no lock.
  */
 #ifndef WEFT_PROXY_FAULT_H
@@ -84,7 +85,8 @@ typedef struct wp_fault_filter {
     uint32_t st_delays, st_aborts, st_overflow, st_active; /* stat slots, WP_STAT_INVALID = none */
 } wp_fault_filter;
 
-/* Per-request state, inside wp_stream (zeroed when a stream starts). */
+/* Per-request state: the filter's slot in the stream (filters/http/fault_filter.c; zeroed
+ * when a stream starts). */
 enum { WP_FAULT_IDLE, WP_FAULT_DELAYING, WP_FAULT_RESUMED };
 typedef struct {
     uint8_t state;    /* WP_FAULT_* */
@@ -120,22 +122,5 @@ const wp_fault_config *wp_fault_settings(const wp_fault_filter *f, const wp_vhos
  * stores the slots in its wp_fault_filter. Config time, before workers start. Returns 0, or
  * -1 when a registration failed (out of memory); the slots of that filter stay invalid. */
 int wp_fault_register_stats(wp_stats *st, const wp_config *c);
-
-typedef struct wp_stream wp_stream;
-
-/* The hook of the connection manager, called when the request headers are complete, after
- * the route is chosen (wp_router_resolve: per-route settings come from it) and before the
- * router. Returns true when the router should start now (no filter, no fault,
- * or the fault overflowed); false when the fault filter took the stream: it is delayed (the
- * router starts when the timer fires) or it was answered with the abort reply (the stream
- * may already be gone: the caller must not touch it). */
-bool wp_fault_on_request_headers(wp_stream *s);
-
-/* Stream teardown: stops a pending delay and gives back the stream's active fault. Safe on
- * any stream, any number of times. */
-/* The stream's try deadline fired while its fault delay ran (router.c dispatches): abort or
- * start the router. s may be gone afterwards. */
-void wp_fault_delay_done(wp_stream *s);
-void wp_fault_stream_end(wp_stream *s);
 
 #endif

@@ -1,7 +1,9 @@
 /*
- * istio_filter.c - where Istio's filters meet the request path (istio_stats.h): upstream
- * peer discovery when the upstream response headers arrive, the exchange's header operations
- * and the metrics record when a stream ends. Runs on the stream's worker thread only.
+ * istio_filter.c - the request-path work of Istio's filters (istio_stats.h), which
+ * filters/http/istio_filters.c runs as filters of the HTTP filter chain: upstream peer
+ * discovery when the upstream response headers arrive, the exchange's response header
+ * operations and the metrics record when a stream ends. Runs on the stream's worker thread
+ * only.
  */
 #include <stdio.h>
 #include <string.h>
@@ -14,7 +16,7 @@
  * full node metadata older proxies send fits too). Larger values are taken as no peer. */
 #define MX_SCRATCH 4096
 
-/* Copies the fields of w into s->istio.buf; false (no peer kept) when they do not fit. */
+/* Copies the fields of w into is->buf; false (no peer kept) when they do not fit. */
 static bool keep_peer(wp_istio_stream *is, const wp_istio_workload *w)
 {
     size_t used = 0;
@@ -30,51 +32,42 @@ static bool keep_peer(wp_istio_stream *is, const wp_istio_workload *w)
     return true;
 }
 
-void wp_istio_on_response_headers(wp_stream *s, const h1_header *hdrs, size_t n)
+bool wp_istio_upstream_peer(const wp_istio_stats_filter *f, const h1_header *hdrs, size_t n,
+                            wp_istio_stream *out)
 {
-    const wp_istio_mx_filter *mx = s->d->hcm->istio_mx;
-    if (!mx || !mx->upstream_discovery || !s->d->hcm->istio_stats)
-        return;
+    const wp_istio_mx_filter *mx = f->mx;
+    if (!mx || !mx->upstream_discovery)
+        return false;
     const h1_header *h = h1_find_header(hdrs, n, WP_MX_HEADER);
     uint8_t scratch[MX_SCRATCH];
     wp_istio_workload w;
-    s->istio_has_peer =
-        h && wp_istio_peer_decode(h->value.p, h->value.len, scratch, sizeof scratch, &w) == 0 &&
-        keep_peer(&s->istio, &w);
+    return h && wp_istio_peer_decode(h->value.p, h->value.len, scratch, sizeof scratch, &w) == 0 &&
+           keep_peer(out, &w);
 }
 
-const wp_header_ops *wp_istio_mx_req_ops(const wp_stream *s)
+const wp_header_ops *wp_istio_mx_resp_ops(const wp_istio_mx_filter *mx, const h1_message *req)
 {
-    const wp_istio_mx_filter *mx = s->d->hcm->istio_mx;
-    return mx ? &mx->req : NULL;
-}
-
-const wp_header_ops *wp_istio_mx_resp_ops(const wp_stream *s)
-{
-    const wp_istio_mx_filter *mx = s->d->hcm->istio_mx;
-    if (!mx)
-        return NULL;
     int k = 0;
-    if (mx->downstream_propagation && s->si.request) {
-        k |= h1_find_header(s->req.headers, s->req.nheaders, WP_MX_HEADER_ID) ? 1 : 0;
-        k |= h1_find_header(s->req.headers, s->req.nheaders, WP_MX_HEADER) ? 2 : 0;
+    if (mx->downstream_propagation && req) {
+        k |= h1_find_header(req->headers, req->nheaders, WP_MX_HEADER_ID) ? 1 : 0;
+        k |= h1_find_header(req->headers, req->nheaders, WP_MX_HEADER) ? 2 : 0;
     }
     return &mx->resp[k];
 }
 
 /* The downstream peer (destination reporter): the request's exchange header. */
-static bool downstream_peer(const wp_stream *s, uint8_t *scratch, size_t cap, wp_istio_workload *w)
+static bool downstream_peer(const wp_stream *s, const wp_istio_mx_filter *mx, uint8_t *scratch,
+                            size_t cap, wp_istio_workload *w)
 {
-    const wp_istio_mx_filter *mx = s->d->hcm->istio_mx;
     if (!mx || !mx->downstream_discovery || !s->si.request)
         return false;
     const h1_header *h = h1_find_header(s->req.headers, s->req.nheaders, WP_MX_HEADER);
     return h && wp_istio_peer_decode(h->value.p, h->value.len, scratch, cap, w) == 0;
 }
 
-void wp_istio_stream_done(wp_stream *s)
+void wp_istio_stream_done(wp_stream *s, const wp_istio_stats_filter *f,
+                          const wp_istio_workload *upstream_peer)
 {
-    const wp_istio_stats_filter *f = s->d->hcm->istio_stats;
     wp_istio_rt *rt = s->d->w->srv->istio;
     if (!f || !rt || (!s->si.request && !s->si.response_code))
         return;
@@ -82,10 +75,10 @@ void wp_istio_stream_done(wp_stream *s)
     wp_istio_workload dpeer;
     const wp_istio_workload *peer = NULL;
     if (f->reporter == WP_ISTIO_REPORTER_DESTINATION) {
-        if (downstream_peer(s, scratch, sizeof scratch, &dpeer))
+        if (downstream_peer(s, f->mx, scratch, sizeof scratch, &dpeer))
             peer = &dpeer;
-    } else if (s->istio_has_peer) {
-        peer = &s->istio.peer;
+    } else {
+        peer = upstream_peer;
     }
     wp_istio_str host_hdr = {NULL, 0}, svc_host, svc_name;
     const char *hv = wp_si_req_header(&s->si, ":authority", &host_hdr.len);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proxy/http/filter.h"
+
 /* ------------------------------------------------------------------ labels */
 
 enum {
@@ -410,8 +412,10 @@ int wp_istio_register_build(wp_stats *store, const wp_config *c, wp_stats_shard 
 {
     const wp_istio_local *local = NULL;
     for (size_t i = 0; i < c->nhcms && !local; i++) {
-        if (c->hcms[i]->istio_stats)
-            local = c->hcms[i]->istio_stats->local;
+        const wp_istio_stats_filter *f =
+            wp_fchain_find(c->hcms[i]->filter_chain, WP_ISTIO_STATS_NAME);
+        if (f)
+            local = f->local;
     }
     if (!local)
         return 0;

@@ -90,6 +90,9 @@ typedef struct wp_istio_stats_filter {
     wp_istio_reporter reporter;
     bool disable_host_header_fallback;
     const wp_istio_local *local;
+    /* the same HCM's istio.metadata_exchange, whose discovery feeds the peer labels; NULL
+     * when it has none (set by the loader once every http_filters entry is decoded) */
+    const struct wp_istio_mx_filter *mx;
 } wp_istio_stats_filter;
 
 /* istio.metadata_exchange of one HTTP connection manager: which methods are on, and the
@@ -186,16 +189,21 @@ int wp_istio_register_build(wp_stats *store, const wp_config *c, wp_stats_shard 
 int wp_istio_record(wp_istio_rt *rt, unsigned worker, wp_stats_shard *sh, const wp_istio_labels *l,
                     uint64_t duration_ms, uint64_t rq_bytes, uint64_t resp_bytes);
 
-/* ---- request-path hooks (istio_filter.c; the stream's worker thread) ---- */
+/* ---- request-path work (istio_filter.c; the stream's worker thread) ----
+ * The filters of the HTTP filter chain (filters/http/istio_filters.c) call these. */
 
 struct wp_stream;
-/* Upstream response headers arrived (before they are forwarded): upstream discovery. */
-void wp_istio_on_response_headers(struct wp_stream *s, const h1_header *hdrs, size_t n);
-/* The stream ends (next to the access log): records the Istio metrics. */
-void wp_istio_stream_done(struct wp_stream *s);
-/* The exchange's header operations for the upstream request / downstream response of s, NULL
- * when the connection manager has no istio.metadata_exchange. */
-const wp_header_ops *wp_istio_mx_req_ops(const struct wp_stream *s);
-const wp_header_ops *wp_istio_mx_resp_ops(const struct wp_stream *s);
+/* Upstream discovery on the upstream response's headers (before they are forwarded): true
+ * when f's HCM has istio.metadata_exchange with upstream_discovery and the response carried a
+ * valid x-envoy-peer-metadata that fits out (the peer is then copied into out). */
+bool wp_istio_upstream_peer(const wp_istio_stats_filter *f, const h1_header *hdrs, size_t n,
+                            wp_istio_stream *out);
+/* The stream ends (next to the access log): records the Istio metrics of s with f's labels;
+ * upstream_peer is what upstream discovery found (NULL: none; a source reporter's peer). */
+void wp_istio_stream_done(struct wp_stream *s, const wp_istio_stats_filter *f,
+                          const wp_istio_workload *upstream_peer);
+/* The exchange's header operations for the downstream response of a request (req NULL: no
+ * request head): by which exchange headers the request carried (downstream_propagation). */
+const wp_header_ops *wp_istio_mx_resp_ops(const wp_istio_mx_filter *mx, const h1_message *req);
 
 #endif

@@ -21,6 +21,7 @@
 #ifndef WEFT_PROXY_INTERNAL_H
 #define WEFT_PROXY_INTERNAL_H
 
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -35,7 +36,7 @@
 #include "proxy/xff.h"
 #include "proxy/alog_sink.h"
 #include "proxy/config.h"
-#include "proxy/fault.h"
+#include "proxy/http/filter.h"
 #include "proxy/istio_stats.h"
 #include "proxy/outlier.h"
 #include "proxy/pstats.h"
@@ -48,6 +49,9 @@
 #define WP_HEAD_EXTRA   (4u * 1024u)  /* room past max_request_headers_kb for the request line */
 #define WP_MAX_HEADERS  103u          /* 99 parsed (conn.c), +4 added by the proxy */
 _Static_assert(WP_MAX_HEADERS == WP_UPSTREAM_MAX_HEADERS, "one header limit both ways");
+/* header-ops levels of one head: weighted cluster, route, virtual host, route configuration
+ * and the HTTP filters' (proxy/http/filter.h) */
+#define WP_HOPS_LEVELS (4 + WP_FILTER_MAX_OPS)
 
 typedef struct wp_server wp_server;
 typedef struct wp_worker wp_worker;
@@ -175,7 +179,7 @@ struct wp_stream {
     bool head_unsent;     /* response head built, not yet written */
     bool upstream_failed; /* the upstream failed after the response started (not DC) */
     bool local_reply;
-    wp_fault_stream fault; /* fault filter state (fault.c) */
+    wp_fchain_state fcs; /* the HTTP filter chain's state (proxy/http/filter.h) */
     /* retries (router_retry.c); rp NULL = no retry state (none, used up, or abandoned) */
     const wp_retry_policy *rp;
     wp_retry_policy rp_own; /* the route's policy merged with the request's retry headers */
@@ -198,7 +202,6 @@ struct wp_stream {
     size_t rb_sent;            /* bytes of them this attempt has written */
     size_t wr_rb;              /* bytes of the buffer in the pending upstream write */
     bool wr_direct;            /* the pending upstream write holds body_ptr */
-    bool istio_has_peer;       /* istio holds the upstream peer (istio_filter.c) */
     /* the router's timeouts for this request: the route's, or what an internal request's
      * x-envoy-* headers made of them (router.c, FilterUtility::finalTimeout) */
     uint64_t timeout_ms, per_try_timeout_ms; /* 0 = none */
@@ -208,8 +211,9 @@ struct wp_stream {
     struct wp_stream *next_free;
     char details_buf[192];
     char tfr_buf[128];
-    char up_local[64];     /* the last attempt's local address (uconn.local) */
-    wp_istio_stream istio; /* Istio's upstream peer, valid when istio_has_peer */
+    char up_local[64]; /* the last attempt's local address (uconn.local) */
+    /* the filters' per-stream slots (fcs.slots): each filter's init sets its slot up */
+    alignas(max_align_t) unsigned char fslots[WP_FCHAIN_SLOTS_MAX];
     wf_strbuf extra;
     wf_strbuf xff; /* x-forwarded-for with the peer appended (use_remote_address) */
     wf_strbuf trl; /* bytes of the upstream response's trailers (resp_trl points here) */

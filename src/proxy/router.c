@@ -318,8 +318,9 @@ void wp_uuid4(wp_worker *w, char out[37])
     out[j] = 0;
 }
 
-/* Request header ops, most specific first (route, weighted cluster, vhost, route config). */
-static size_t req_ops(const wp_stream *s, const wp_header_ops *ops[5])
+/* Request header ops, most specific first (route, weighted cluster, vhost, route config, then
+ * what the HTTP filters added). */
+static size_t req_ops(const wp_stream *s, const wp_header_ops *ops[WP_HOPS_LEVELS])
 {
     size_t n = 0;
     if (s->weighted >= 0)
@@ -328,8 +329,10 @@ static size_t req_ops(const wp_stream *s, const wp_header_ops *ops[5])
     if (s->vhost)
         ops[n++] = &s->vhost->req;
     ops[n++] = &s->d->hcm->route_config->req;
-    if (wp_istio_mx_req_ops(s)) /* Istio's metadata exchange, least specific (istio_stats.h) */
-        ops[n++] = wp_istio_mx_req_ops(s);
+    size_t nf; /* the filters' levels, least specific (e.g. Istio's metadata exchange) */
+    const wp_header_ops *const *fops = wp_fchain_request_ops(&s->fcs, &nf);
+    for (size_t i = 0; i < nf; i++)
+        ops[n++] = fops[i];
     return wp_hops_compact(ops, n);
 }
 
@@ -396,7 +399,7 @@ static uint64_t expected_timeout_ms(const wp_stream *s)
 static void build_upstream_head(wp_stream *s, wf_strbuf *b)
 {
     const wp_hcm *h = s->d->hcm;
-    const wp_header_ops *ops[5];
+    const wp_header_ops *ops[WP_HOPS_LEVELS];
     size_t nops = req_ops(s, ops);
     wf_strbuf_reset(b);
     put_request_line(s, b);
@@ -912,10 +915,6 @@ static void per_try_timeout(wp_stream *s, bool idle)
 
 void wp_router_try_timer(wp_stream *s)
 {
-    if (s->fault.state == WP_FAULT_DELAYING) {
-        wp_fault_delay_done(s);
-        return;
-    }
     if (s->backoff_pending) {
         wp_retry_fire(s);
         return;

@@ -19,6 +19,7 @@
 #include "proxy/bootstrap.h"
 #include "proxy/config_dump.h"
 #include "proxy/fault.h"
+#include "proxy/http/filter.h"
 #include "proxy/route.h"
 #include "proxy/stats.h"
 
@@ -80,7 +81,8 @@ static void expect_error(char *text, const char *want)
 
 static wp_fault_filter *filter0(wp_config *c)
 {
-    return c->listeners[0].chains[0].hcm->fault;
+    return (wp_fault_filter *)(uintptr_t)wp_fchain_find(c->listeners[0].chains[0].hcm->filter_chain,
+                                                        WP_FAULT_NAME);
 }
 
 /* ---------- percentages and decisions ---------- */

@@ -19,6 +19,7 @@
 
 #include "proxy/bootstrap.h"
 #include "proxy/istio_peer.h"
+#include "proxy/http/filter.h"
 #include "proxy/istio_stats.h"
 #include "proxy/stats.h"
 
@@ -165,7 +166,7 @@ static void test_labels_source(void **state)
 {
     (void)state;
     wp_istio_local loc = local_frontend();
-    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc};
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL};
     wp_istio_workload peer = sample();
     wp_istio_labels l;
     wp_istio_labels_build(&f, &peer, S("catalog.shop.svc.cluster.local"), S("catalog"), "200", "-",
@@ -190,7 +191,7 @@ static void test_labels_destination(void **state)
     (void)state;
     wp_istio_local loc = {0};
     loc.w = sample();
-    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_DESTINATION, true, &loc};
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_DESTINATION, true, &loc, NULL};
     wp_istio_labels l;
     wp_istio_labels_build(&f, NULL, S(NULL), S(NULL), "0", "DC", &l);
     assert_true(eq(l.v[0], "destination"));
@@ -233,7 +234,7 @@ static void test_suffix_and_prom_labels(void **state)
     (void)state;
     wp_istio_local loc = local_frontend();
     loc.w.f[WP_WL_APP] = S("a\"b\\c");
-    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc};
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL};
     wp_istio_labels l;
     wp_istio_labels_build(&f, NULL, S("h.x"), S("h"), "200", "-", &l);
     wf_strbuf b = WF_STRBUF_INIT;
@@ -286,7 +287,7 @@ static void test_record_and_render(void **state)
     wp_istio_rt *rt = wp_istio_rt_new(st, 2);
     assert_non_null(rt);
     wp_istio_local loc = local_frontend();
-    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc};
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL};
     wp_istio_labels ok, to;
     wp_istio_labels_build(&f, NULL, S("h"), S("h"), "200", "-", &ok);
     wp_istio_labels_build(&f, NULL, S("h"), S("h"), "504", "UT", &to);
@@ -368,16 +369,18 @@ static void test_bootstrap_accepts(void **state)
     wp_config *c = load(t, &err);
     assert_non_null(c);
     const wp_hcm *h = c->listeners[0].chains[0].hcm;
-    assert_non_null(h->istio_stats);
-    assert_int_equal(h->istio_stats->reporter, WP_ISTIO_REPORTER_DESTINATION);
-    assert_true(h->istio_stats->disable_host_header_fallback);
-    assert_string_equal(h->istio_stats->local->istio_version, "1.24.0");
-    assert_non_null(h->istio_mx);
-    assert_true(h->istio_mx->upstream_discovery && h->istio_mx->upstream_propagation);
-    assert_false(h->istio_mx->downstream_discovery);
-    assert_int_equal(h->istio_mx->req.nadd, 2);
-    assert_int_equal(h->istio_mx->resp[3].nremove, 2);
-    assert_int_equal(h->istio_mx->resp[3].nadd, 0);
+    const wp_istio_stats_filter *hs = wp_fchain_find(h->filter_chain, WP_ISTIO_STATS_NAME);
+    const wp_istio_mx_filter *hm = wp_fchain_find(h->filter_chain, WP_ISTIO_MX_NAME);
+    assert_non_null(hs);
+    assert_int_equal(hs->reporter, WP_ISTIO_REPORTER_DESTINATION);
+    assert_true(hs->disable_host_header_fallback);
+    assert_string_equal(hs->local->istio_version, "1.24.0");
+    assert_non_null(hm);
+    assert_true(hm->upstream_discovery && hm->upstream_propagation);
+    assert_false(hm->downstream_discovery);
+    assert_int_equal(hm->req.nadd, 2);
+    assert_int_equal(hm->resp[3].nremove, 2);
+    assert_int_equal(hm->resp[3].nadd, 0);
     assert_true(c->clusters[0].istio_services);
     assert_string_equal(c->clusters[0].istio_svc_host, "c.ns.svc.cluster.local");
     wp_config_unref(c);
@@ -385,7 +388,10 @@ static void test_bootstrap_accepts(void **state)
     t = boot("OUTBOUND", "", "");
     c = load(t, &err);
     assert_non_null(c);
-    assert_int_equal(c->listeners[0].chains[0].hcm->istio_stats->reporter, WP_ISTIO_REPORTER_SOURCE);
+    const wp_istio_stats_filter *sf =
+        wp_fchain_find(c->listeners[0].chains[0].hcm->filter_chain, WP_ISTIO_STATS_NAME);
+    assert_non_null(sf);
+    assert_int_equal(sf->reporter, WP_ISTIO_REPORTER_SOURCE);
     wp_config_unref(c);
     free(t);
     wf_strbuf_free(&err);

@@ -60,8 +60,8 @@ static wp_config *config(const int *ports, size_t n)
     assert_non_null(c);
     wf_strbuf_free(&err);
     for (size_t i = 0; i < c->nlisteners; i++)
-        assert_int_equal(wp_route_index_build(&c->arena, c->listeners[i].chains[0].hcm->route_config, &err),
-                         0);
+        assert_int_equal(
+            wp_route_index_build(&c->arena, c->listeners[i].chains[0].hcm->route_config, &err), 0);
     return c;
 }
 

@@ -1,0 +1,37 @@
+/*
+ * filters.h - the HTTP filters weft-proxy has, by Envoy name (Envoy's filter factory
+ * registry, Registry::FactoryRegistry<NamedHttpFilterConfigFactory>): the bootstrap loader
+ * resolves each http_filters entry's name here once, and the connection manager's chain
+ * (proxy/http/filter.h) calls the types it found.
+ *
+ * Filters (each file says which Envoy/Istio filter it follows):
+ *   envoy.filters.http.fault       fault_filter.c  (config: wp_fault_filter, proxy/fault.h)
+ *   envoy.filters.http.cors        registry.c      (no policy: a no-op, as bootstrap.c says)
+ *   istio.metadata_exchange        istio_filters.c (config: wp_istio_mx_filter)
+ *   istio.stats                    istio_filters.c (config: wp_istio_stats_filter)
+ *   envoy.filters.http.router      router_filter.c (terminal; config: none, the HCM's)
+ *
+ * The types are immutable and shared by every thread.
+ */
+#ifndef WEFT_PROXY_FILTERS_HTTP_FILTERS_H
+#define WEFT_PROXY_FILTERS_HTTP_FILTERS_H
+
+#include "proxy/http/filter.h"
+
+#define WP_ROUTER_FILTER_NAME "envoy.filters.http.router"
+#define WP_CORS_FILTER_NAME   "envoy.filters.http.cors"
+
+extern const wp_http_filter_type wp_http_filter_fault;
+extern const wp_http_filter_type wp_http_filter_cors;
+extern const wp_http_filter_type wp_http_filter_istio_mx;
+extern const wp_http_filter_type wp_http_filter_istio_stats;
+extern const wp_http_filter_type wp_http_filter_router;
+
+/* The filter type registered under name (exact, case-sensitive as Envoy), NULL when weft has
+ * none. */
+const wp_http_filter_type *wp_http_filter_find(const char *name);
+
+/* "a, b, c": the registered names, for error messages (static). */
+const char *wp_http_filter_names(void);
+
+#endif
