@@ -21,7 +21,7 @@
  */
 #include <string.h>
 
-#include "proxy/bootstrap_internal.h"
+#include "proxy/bootstrap_read.h"
 
 #define ADS_SERVICE "envoy.service.discovery.v3.AggregatedDiscoveryService"
 

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "proxy/bootstrap_internal.h"
+#include "proxy/bootstrap_read.h"
 #include "proxy/fault.h"
 
 #define UNSUPPORTED_MSG "not supported by weft-proxy's fault filter"

@@ -21,7 +21,7 @@
  */
 #include <string.h>
 
-#include "proxy/bootstrap_internal.h"
+#include "proxy/bootstrap_read.h"
 #include "proxy/retry.h"
 
 static const struct {

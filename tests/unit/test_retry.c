@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "proxy/bootstrap_internal.h"
+#include "proxy/bootstrap_read.h"
 #include "proxy/proxy_internal.h"
 #include "proxy/retry.h"
 

@@ -1,6 +1,6 @@
 /*
- * bootstrap_internal.h - the bootstrap decoder's shared machinery (bootstrap.c and
- * bootstrap_route.c only; not a public API).
+ * bootstrap_read.h - the bootstrap decoder's shared machinery (the readers live in
+ * bootstrap_read.c; bootstrap.c and bootstrap_*.c use them; not a public API).
  *
  * A decode run keeps the snapshot being built, the JSON path of the value being decoded
  * ("static_resources.clusters[0].name") and the first error. Readers take the normalized
@@ -8,14 +8,17 @@
  * durations, uint32 as numbers). Every reader returns false after recording an error; an
  * absent or null field leaves *out untouched.
  */
-#ifndef WEFT_PROXY_BOOTSTRAP_INTERNAL_H
-#define WEFT_PROXY_BOOTSTRAP_INTERNAL_H
+#ifndef WEFT_PROXY_BOOTSTRAP_READ_H
+#define WEFT_PROXY_BOOTSTRAP_READ_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proxy/bootstrap.h"
+#include <jansson.h>
+
+#include "core/strbuf.h"
+#include "proxy/config.h"
 
 typedef struct bs {
     wp_config *c;
@@ -111,6 +114,10 @@ bool bs_istio_stats_filter(bs *b, json_t *tc);
 bool bs_istio_mx_filter(bs *b, json_t *tc);
 bool bs_cluster_metadata(bs *b, json_t *o, wp_cluster *cl);
 
+/* A copy of root with every key in snake_case (protobuf JSON accepts lowerCamelCase too);
+ * google.protobuf.Struct and map fields keep their keys. NULL after an error (recorded). */
+json_t *bs_normalize(bs *b, json_t *root);
+
 /* o["@type"], when present, must equal type (an xDS resource carries its Any type URL). */
 bool bs_opt_type(bs *b, json_t *o, const char *type);
 
@@ -119,8 +126,10 @@ bool bs_opt_type(bs *b, json_t *o, const char *type);
  * other cluster. bootstrap_dynamic.c. */
 bool bs_dynamic_resources(bs *b, json_t *o);
 
-/* An HttpConnectionManager typed_config o into h (defaults set first); bootstrap.c. */
+/* An HttpConnectionManager typed_config o into h (defaults set first), and one access_log
+ * entry (bs_each callback, arg the wp_access_log; also admin's); bootstrap_hcm.c. */
 bool bs_hcm(bs *b, json_t *o, wp_hcm *h);
+bool bs_access_log(bs *b, json_t *o, void *arg);
 
 /* One element of static_resources.listeners (bs_each callback, arg the wp_listener: filter
  * chains, their matches and connection managers, default_filter_chain) and the checks over
