@@ -257,7 +257,7 @@ static void catalog_body(struct app_conn *c)
 static bool http_step(struct app_conn *c)
 {
     h1_event ev;
-    if (c->close_after || !c->blk)
+    if (c->close_after || c->reset_after || !c->blk)
         return false;
     size_t n = h1_parse(&c->parser, c->blk->rbuf + c->roff, c->rlen - c->roff, &ev);
     c->roff += n;
@@ -318,7 +318,7 @@ static bool stream_step(struct app_conn *c)
     }
     c->phase = PH_HEAD;
     c->idle_since = uv_now(app->loop);
-    return true;
+    return !c->reset_after; /* /reset: stop here, conn_pump resets */
 }
 
 /* ---- connection lifecycle ---- */
@@ -333,7 +333,8 @@ static void on_conn_closed(uv_handle_t *h)
     free(c);
 }
 
-static void conn_close(struct app_conn *c)
+/* Closes the connection; with reset, the peer gets a TCP RST (SO_LINGER 0) instead of a FIN. */
+static void conn_close_how(struct app_conn *c, bool reset)
 {
     if (c->closing)
         return;
@@ -345,8 +346,14 @@ static void conn_close(struct app_conn *c)
     if (c->next)
         c->next->prev = c->prev;
     c->pending_closes = 2;
-    uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+    if (!reset || uv_tcp_close_reset(&c->tcp, on_conn_closed) != 0)
+        uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
     uv_close((uv_handle_t *)&c->timer, on_conn_closed);
+}
+
+static void conn_close(struct app_conn *c)
+{
+    conn_close_how(c, false);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -495,6 +502,10 @@ static void conn_pump(struct app_conn *c)
     }
     if (c->closing || (!c->writing && app_conn_flush(c, NULL, 0) < 0))
         return;
+    if (!c->writing && c->reset_after && c->phase == PH_HEAD) {
+        conn_close_how(c, true);
+        return;
+    }
     if (!c->writing && c->close_after && (c->phase == PH_HEAD || c->phase == PH_WS)) {
         conn_finish(c);
         return;

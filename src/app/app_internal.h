@@ -45,6 +45,7 @@ enum app_route {
     R_UPLOAD,
     R_BYTES,
     R_CHUNKED,
+    R_RESET, /* /reset/<n>: n body bytes of 2n, then a TCP reset */
     R_ECHO,
     R_WS,
     R_BAD_WS,
@@ -95,6 +96,7 @@ struct app_conn {
     bool ws_in_frame;
     bool body_cut; /* R_CATALOG: the body was longer than WF_CATALOG_MAX_BODY */
     bool writing, reading, close_after, closing;
+    bool reset_after; /* /reset/<n>: reset the connection once the answer is written */
 };
 
 struct wf_app {

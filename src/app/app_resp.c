@@ -187,6 +187,19 @@ static void stream_start(struct app_conn *c, bool chunked)
     c->stream_tail_sent = false;
 }
 
+/* /reset/<n>: the head of a 2n-byte answer and n bytes of it; app.c resets the connection
+ * once they are written (c->reset_after). */
+static void resp_reset(struct app_conn *c)
+{
+    resp_head(c, 200, "application/octet-stream", (int64_t)(2 * c->arg));
+    c->reset_after = true;
+    if (c->head_only)
+        return;
+    c->phase = PH_STREAM;
+    c->stream_left = c->arg;
+    c->stream_chunked = false;
+}
+
 /* A JSON answer whose body is in *body (freed here); out of memory closes the connection. */
 static void resp_json(struct app_conn *c, uint64_t status, wf_strbuf *body)
 {
@@ -275,6 +288,9 @@ void app_respond(struct app_conn *c)
     case R_CHUNKED:
         stream_start(c, true);
         break;
+    case R_RESET:
+        resp_reset(c);
+        break;
     default:
         app_resp_text(c, 404, "not found\n", 10);
         break;
@@ -320,6 +336,8 @@ enum app_route app_route_path(const char *p, size_t n, uint64_t *arg)
         return route_num(REST("/bytes/"), 1ull << 50, R_BYTES, R_NOT_FOUND, arg);
     if (PREFIX("/chunked/"))
         return route_num(REST("/chunked/"), 1ull << 50, R_CHUNKED, R_NOT_FOUND, arg);
+    if (PREFIX("/reset/"))
+        return route_num(REST("/reset/"), 1ull << 40, R_RESET, R_NOT_FOUND, arg);
     return R_NOT_FOUND;
 #undef IS
 #undef PREFIX
