@@ -40,8 +40,11 @@ usage error; a JSON summary goes to RESULTS/soak-<UTC time>.json, RESULTS = benc
 
   processes    no weft process exited except the ones the soak killed (supervisor.log, mesh.json,
                the standalone proxy), pilot restarts == pilot kills
-  fds          open fds (/proc/PID/fd) of every proxy and of the supervisor, quiescent at the
-               end vs the most seen in the first 6 s after warm-up: at most +4
+  fds          open fds (/proc/PID/fd) of every proxy and of the supervisor: the fds that are
+               not ESTABLISHED TCP sockets, quiescent (5 s after the load stopped) at the end vs
+               the most seen in the first 7 s after warm-up: at most +4; and no socket left in
+               CLOSE_WAIT. ESTABLISHED sockets (idle keep-alive connections of the pools, whose
+               number follows the traffic split of the moment) are reported, not compared
   rss          RSS at the end (median of the last 3 samples, under load) within 10 % of the RSS
                after warm-up (median of 3 samples); reported, not enforced, on a sanitizer build
                (ASan's quarantine grows by design)
@@ -192,15 +195,77 @@ def http_get(addr, path, host=None, timeout=3.0):
     return int(head.split(b" ", 2)[1]), body
 
 
-def proc_stat(pid):
-    """(open fds, RSS KiB) of a live process, None when it is gone."""
+TCP_STATES = {"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1",
+              "05": "FIN_WAIT2", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT",
+              "09": "LAST_ACK", "0A": "LISTEN", "0B": "CLOSING"}
+
+
+def tcp_sockets():
+    """{inode: (state, local, remote)} of every TCP socket in this network namespace."""
+    out = {}
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(path) as f:
+                next(f)
+                for line in f:
+                    p = line.split()
+                    out[p[9]] = (TCP_STATES.get(p[3], p[3]), hexaddr(p[1]), hexaddr(p[2]))
+        except (OSError, StopIteration, IndexError):
+            pass
+    return out
+
+
+def hexaddr(s):
+    ip, port = s.split(":")
+    if len(ip) == 8:
+        ip = ".".join(str(int(ip[i:i + 2], 16)) for i in (6, 4, 2, 0))
+    return "%s:%d" % (ip, int(port, 16))
+
+
+def proc_fds(pid, socks):
+    """{"total", "established", "other", "close_wait": [(local, remote)], "kinds": Counter}
+    of a live process's open fds (socks: tcp_sockets()), None when it is gone."""
     try:
-        fds = len(os.listdir("/proc/%d/fd" % pid))
+        names = os.listdir("/proc/%d/fd" % pid)
+    except OSError:
+        return None
+    res = {"total": 0, "established": 0, "close_wait": [], "kinds": collections.Counter()}
+    for n in names:
+        try:
+            link = os.readlink("/proc/%d/fd/%s" % (pid, n))
+        except OSError:
+            continue
+        res["total"] += 1
+        m = re.match(r"socket:\[(\d+)\]", link)
+        if m and m.group(1) in socks:
+            st, local, remote = socks[m.group(1)]
+            res["kinds"]["tcp " + st] += 1
+            if st == "ESTABLISHED":
+                res["established"] += 1
+            elif st == "CLOSE_WAIT":
+                res["close_wait"].append((local, remote))
+        else:
+            res["kinds"][re.sub(r"[:\[].*", "", link) if not link.startswith("/") else "file"] += 1
+    res["other"] = res["total"] - res["established"]
+    return res
+
+
+def proc_rss(pid):
+    try:
         with open("/proc/%d/status" % pid) as f:
-            rss = next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
-        return fds, rss
+            return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
     except (OSError, StopIteration, ValueError):
         return None
+
+
+def proc_stat(pid, socks=None):
+    """(open fds, RSS KiB, fds that are not ESTABLISHED TCP sockets) of a live process, None
+    when it is gone."""
+    fds = proc_fds(pid, tcp_sockets() if socks is None else socks)
+    rss = proc_rss(pid)
+    if fds is None or rss is None:
+        return None
+    return fds["total"], rss, fds["other"]
 
 
 def alive(pid):
@@ -455,17 +520,18 @@ class Soak:
     def sampler(self):
         while self.sampling:
             t = now()
+            socks = tcp_sockets()
             for name, pid in self.watch:
-                st = proc_stat(pid)
+                st = proc_stat(pid, socks)
                 if st:
-                    self.samples[name].append((t, st[0], st[1]))
+                    self.samples[name].append((t, st[0], st[1], st[2]))
             mesh = self.read_mesh_quiet()
             pilot = next((pr for pr in (mesh or {}).get("processes", [])
                           if pr["kind"] == "pilot"), None)
             if pilot and pilot.get("pid"):
-                st = proc_stat(int(pilot["pid"]))
+                st = proc_stat(int(pilot["pid"]), socks)
                 if st:
-                    self.samples["pilot (restarted by the faults)"].append((t, st[0], st[1]))
+                    self.samples["pilot (restarted by the faults)"].append((t,) + st)
             time.sleep(2)
 
     def read_mesh_quiet(self):
@@ -755,7 +821,8 @@ class Soak:
         self.load.stop()
         self.log("load stopped; waiting 5 s for quiescence")
         time.sleep(5)
-        self.quiet = {name: proc_stat(pid) for name, pid in self.watch}
+        socks = tcp_sockets()
+        self.quiet = {name: proc_fds(pid, socks) for name, pid in self.watch}
         self.sampling = False
         samp.join(5)
 
@@ -818,6 +885,11 @@ class Soak:
         return xs
 
     def check_fds(self):
+        """Idle keep-alive connections (ESTABLISHED sockets: the pools, the load's clients)
+        follow the traffic split of the moment, so they are reported, not compared; every
+        other fd (listeners, sockets closing, files, pipes, event fds) is compared, and a
+        socket still in CLOSE_WAIT 5 s after the load stopped (the peer closed, the process
+        never did) is a leak."""
         rows, bad = [], []
         for name, pid in self.watch:
             base = self.baseline(name)
@@ -825,14 +897,22 @@ class Soak:
             if not base or not end:
                 bad.append("%s: no samples" % name)
                 continue
-            b = max(s[1] for s in base)
+            b = max(s[3] for s in base)
             peak = max(s[1] for s in self.samples[name])
-            rows.append("%s %d -> %d (peak %d)" % (short(name), b, end[0], peak))
-            self.figures.setdefault("fds", {})[name] = {"after_warmup_max": b, "end_quiet": end[0],
-                                                        "peak": peak}
-            if end[0] > b + FD_SLACK:
-                bad.append("%s: %d fds after warm-up, %d at the end" % (name, b, end[0]))
-        return not bad, ("after warm-up (max) -> end (quiescent), slack +%d: " % FD_SLACK +
+            rows.append("%s %d -> %d (+%d established; peak total %d)"
+                        % (short(name), b, end["other"], end["established"], peak))
+            self.figures.setdefault("fds", {})[name] = {
+                "not_established_after_warmup_max": b, "not_established_end": end["other"],
+                "established_end": end["established"], "peak_total": peak,
+                "end_kinds": dict(end["kinds"]), "close_wait_end": end["close_wait"]}
+            if end["other"] > b + FD_SLACK:
+                bad.append("%s: %d fds (not ESTABLISHED) after warm-up, %d at the end: %s"
+                           % (name, b, end["other"], dict(end["kinds"])))
+            if end["close_wait"]:
+                bad.append("%s: %d sockets in CLOSE_WAIT 5 s after the load stopped: %s"
+                           % (name, len(end["close_wait"]), end["close_wait"][:8]))
+        return not bad, ("fds other than ESTABLISHED sockets, after warm-up (max) -> end "
+                         "(quiescent), slack +%d; no CLOSE_WAIT at the end: " % FD_SLACK +
                          ", ".join(rows) + ("" if not bad else "\n    " + "\n    ".join(bad)))
 
     def check_rss(self):
@@ -1106,7 +1186,8 @@ def run_soak(args):
         "figures": soak.figures,
         "faults": [{k: (iso(v) if k in ("t0", "t1") and v else v) for k, v in f.items()}
                    for f in soak.faults],
-        "samples": {n: [[round(t - soak.t_start, 1), fd, rss] for t, fd, rss in xs]
+        "samples": {n: [[round(t - soak.t_start, 1), fd, rss, other]
+                        for t, fd, rss, other in xs]
                     for n, xs in soak.samples.items()},
     }
     os.makedirs(args.results, exist_ok=True)
