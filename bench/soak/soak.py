@@ -433,6 +433,7 @@ class Soak:
         self.sampling = False
         self.sa_app = self.sa_proxy = None
         self.extra_pods = []      # [(name, ip, proc)] pods the soak added
+        self.own_exits = []       # (name, exit status) of the processes the soak stopped
         self.extra_seq = 0
         self.mesh_kills = 0
         self.last_pilot_kill = 0.0
@@ -722,6 +723,7 @@ class Soak:
             rec["gateway_dropped_after_s"] = round(now() - rec["t0"], 2) if gone else None
             proc.terminate()
             proc.wait(10)
+            self.own_exits.append((name + " weft-app", proc.returncode))
             self.log("   #%d: gateway dropped %s after %s s; its app stopped"
                      % (rec["id"], ip, rec["gateway_dropped_after_s"]))
             rec["t1"] = now()
@@ -1099,8 +1101,27 @@ class Soak:
                                             text[i:i + 300].replace("\n", " | ")))
                     break
         self.sanitizer_logs = paths
-        what = "%d logs scanned (%s)" % (len(paths), "ASan+UBSan build" if self.sanitizer else
-                                          "release build: no sanitizer in it, make soak-asan")
+        # how every process ended at `weftctl down` and at the soak's own SIGTERM: status 0,
+        # so the exit-time leak check ran (a sanitizer's report exits 1 or 23)
+        ends = []
+        try:
+            with open(os.path.join(self.state, "logs", "supervisor.log")) as f:
+                sup = f.read()
+            tail = sup[sup.rfind("stopping everything"):] if "stopping everything" in sup else ""
+            ends = re.findall(r"^\S+ (\S+): pid \d+ (exited with status \d+|killed[^\n]*)$",
+                              tail, re.M)
+        except OSError:
+            pass
+        ends += [(n, "exited with status %s" % rc) for n, rc in self.own_exits]
+        clean = sum(1 for _, how in ends if how == "exited with status 0")
+        for name, how in ends:
+            if how != "exited with status 0":
+                hits.append("%s %s at shutdown" % (name, how))
+        if not ends:
+            hits.append("supervisor.log does not say how the processes ended")
+        what = "%d logs scanned, %d of %d processes exited with status 0 at shutdown (%s)" % (
+            len(paths), clean, len(ends), "ASan+UBSan build: leak checks ran at exit"
+            if self.sanitizer else "release build: no sanitizer in it, make soak-asan")
         return not hits, what + ("" if not hits else ":\n    " + "\n    ".join(hits))
 
     # ---- teardown ----
@@ -1112,16 +1133,20 @@ class Soak:
                 proc.wait(10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+                proc.wait()
+            self.own_exits.append((name + " weft-app", proc.returncode))
         for p in (self.sa_proxy, self.sa_app):
             if p and p.poll() is None:
                 p.terminate()
-        for p in (self.sa_proxy, self.sa_app):
+        for name, p in (("standalone weft-proxy", self.sa_proxy),
+                        ("standalone weft-app", self.sa_app)):
             if p:
                 try:
                     p.wait(15)
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
+                self.own_exits.append((name, p.returncode))
         if self.up:
             subprocess.run(["weftctl", "down", "--state", self.state], env=self.env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
