@@ -429,7 +429,9 @@ class Soak:
         self.killed_pids = set()  # pids the soak killed on purpose
         self.busy = set()         # kinds with a fault still running
         self.threads = []
-        self.samples = collections.defaultdict(list)  # name -> [(t, fds, rss)]
+        self.samples = collections.defaultdict(list)  # name -> [(t, fds, rss KiB, fds not
+        #                                                 ESTABLISHED sockets)]
+        self.figures = {}         # what the checks measured, for the JSON summary
         self.sampling = False
         self.sa_app = self.sa_proxy = None
         self.extra_pods = []      # [(name, ip, proc)] pods the soak added
@@ -438,7 +440,6 @@ class Soak:
         self.mesh_kills = 0
         self.last_pilot_kill = 0.0
         self.t_start = now()
-        self.logf = None
 
     # ---- output ----
     def log(self, msg):
@@ -1033,8 +1034,9 @@ class Soak:
             "entries": len(entries), "failed": n_failed, "unexplained": len(unexplained),
             "explained_by_kind": dict(by_kind), "code_flags": dict(flags_seen),
             "weftctl_probes": probes}
+        kinds = ", ".join("%s %d" % kv for kv in sorted(by_kind.items()))
         text = ("%d entries, %d failed, all explained (%s); code+flags: %s"
-                % (len(entries), n_failed, ", ".join("%s %d" % kv for kv in sorted(by_kind.items())),
+                % (len(entries), n_failed, kinds,
                    ", ".join("%s x%d" % kv for kv in sorted(flags_seen.items()))))
         if unexplained:
             text = ("%d entries, %d failed, %d UNEXPLAINED:\n    " % (
@@ -1164,7 +1166,6 @@ def short(name):
 
 def run_soak(args):
     soak = Soak(args)
-    soak.figures = {}
     results = []
     rc = 0
     try:
