@@ -785,6 +785,31 @@ class Soak:
             self.last_pilot_kill = now()
         self.log("   #%d: pilot ready again after %.1f s" % (rec["id"], rec["t1"] - rec["t0"]))
 
+    def inject(self, what):
+        """--inject: a failure the soak does not cause as a logged fault, to show that the
+        checks catch it (the run must FAIL)."""
+        mesh = self.read_mesh()
+        pod = sorted((p for p in mesh["pods"] if not p.get("gateway")),
+                     key=lambda p: p["name"])[0]
+        if what == "unexplained":
+            addr = (pod["localhost"], 3000)
+            body = b'{"active":true,"type":"500","percentage":100}'
+            for b in (body, b'{"active":false}'):
+                s = socket.create_connection(addr, timeout=5)
+                s.sendall(b"POST /blowup HTTP/1.1\r\nHost: x\r\nContent-Type: application/"
+                          b"json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+                          % (len(b), b))
+                s.recv(4096)
+                s.close()
+                if b is body:
+                    time.sleep(1)
+            self.log("INJECTED (not a logged fault): %s answered 500 for 1 s" % pod["name"])
+        else:
+            pr = next(p for p in mesh["processes"] if p["kind"] == "proxy"
+                      and p["pod"] == pod["name"])
+            os.kill(int(pr["pid"]), signal.SIGSEGV)
+            self.log("INJECTED: SIGSEGV to %s pid %s" % (pr["name"], pr["pid"]))
+
     # ---- run ----
     def run(self):
         dur = self.args.minutes * 60.0
@@ -804,7 +829,11 @@ class Soak:
                  % (self.args.minutes, warm, self.args.seed, self.args.rate,
                     "sanitizer" if self.sanitizer else "release"))
         rotation = []
+        injected = not self.args.inject
         while now() - t0 < dur:
+            if not injected and now() - t0 >= dur / 2:
+                injected = True
+                self.inject(self.args.inject)
             time.sleep(self.rng.uniform(1.0, 2.0))
             if now() - t0 >= dur:
                 break
@@ -1232,20 +1261,52 @@ def run_soak(args):
     return rc
 
 
+def private_net_problem():
+    """Why no private network namespace can be made here, or None."""
+    if os.geteuid() != 0:
+        return "not root"
+    for tool in ("unshare", "ip"):
+        if not shutil.which(tool):
+            return "%s is not installed" % tool
+    try:
+        p = subprocess.run(["unshare", "-n", "ip", "link", "set", "lo", "up"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=10)
+    except (OSError, subprocess.SubprocessError) as e:
+        return "unshare -n failed: %s" % e
+    if p.returncode != 0:
+        return "unshare -n failed: %s" % p.stderr.decode("utf-8", "replace").strip()
+    return None
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="Exit status: 0 every check passed (or the soak was skipped: not root, no "
+               "private network namespace), 1 a check failed, 2 a setup or usage error. "
+               "bench/README.md describes the faults and checks.")
+    env_defaults = {}
+    for var, conv, default in (("SOAK_MINUTES", float, 10.0), ("SOAK_SEED", int, 1),
+                               ("SOAK_RATE", int, 100)):
+        try:
+            env_defaults[var] = conv(os.environ.get(var) or default)
+        except ValueError:
+            print("soak: $%s=%r is not a number" % (var, os.environ[var]), file=sys.stderr)
+            return 2
     ap.add_argument("--bin", default=os.path.join(ROOT, "build"),
                     help="folder with weftctl, weft-pilot, weft-proxy, weft-app (default build/)")
-    ap.add_argument("--minutes", type=float,
-                    default=float(os.environ.get("SOAK_MINUTES") or 10),
+    ap.add_argument("--minutes", type=float, default=env_defaults["SOAK_MINUTES"],
                     help="how long the faults fire ($SOAK_MINUTES, default 10)")
-    ap.add_argument("--seed", type=int, default=int(os.environ.get("SOAK_SEED") or 1),
+    ap.add_argument("--seed", type=int, default=env_defaults["SOAK_SEED"],
                     help="seed of the fault schedule ($SOAK_SEED, default 1)")
-    ap.add_argument("--rate", type=int, default=int(os.environ.get("SOAK_RATE") or 100),
+    ap.add_argument("--rate", type=int, default=env_defaults["SOAK_RATE"],
                     help="requests per second per target ($SOAK_RATE, default 100)")
     ap.add_argument("--results", default=os.path.join(ROOT, "bench", "results"),
                     help="where the JSON summary goes (default bench/results)")
     ap.add_argument("--keep", action="store_true", help="keep the logs of a passing run")
+    ap.add_argument("--inject", choices=("unexplained", "crash"),
+                    help="check the checks: halfway through, a failure that is not a logged "
+                         "fault (a catalog app answers 500 for 1 s) or a SIGSEGV to a sidecar "
+                         "proxy; the run must then FAIL (access_log and client, or processes)")
     args = ap.parse_args()
     if args.minutes <= 0 or args.rate <= 0:
         print("soak: --minutes and --rate must be positive", file=sys.stderr)
@@ -1256,10 +1317,10 @@ def main():
                   file=sys.stderr)
             return 2
     if os.environ.get("WEFT_SOAK_NETNS") != "1":
-        if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"):
-            print("soak skipped: it needs root (and unshare, ip) to run the local mesh in a "
-                  "private network namespace (fixed ports 15010/15014/30000, pod addresses "
-                  "127.10.x.y)")
+        why = private_net_problem()
+        if why:
+            print("soak skipped: %s; the soak runs the local mesh in a private network "
+                  "namespace (fixed ports 15010/15014/30000, pod addresses 127.10.x.y)" % why)
             return 0
         env = dict(os.environ, WEFT_SOAK_NETNS="1")
         script = "ip link set lo up && exec /usr/bin/python3 \"$0\" \"$@\""
