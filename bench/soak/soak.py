@@ -927,7 +927,8 @@ class Soak:
             base = self.baseline(name)
             end = self.quiet.get(name)
             if not base or not end:
-                bad.append("%s: no samples" % name)
+                bad.append("%s: %s" % (name, "gone at the end (see processes)" if base
+                                       else "no samples after warm-up"))
                 continue
             b = max(s[3] for s in base)
             peak = max(s[1] for s in self.samples[name])
@@ -952,8 +953,9 @@ class Soak:
         for name, pid in self.watch:
             base = self.baseline(name)[:3]
             end = [s for s in self.samples[name] if s[0] <= self.end_loaded][-3:]
-            if not base or not end:
-                bad.append("%s: no samples" % name)
+            if not base or not end or not alive(pid):
+                bad.append("%s: %s" % (name, "gone at the end (see processes)" if base
+                                       else "no samples after warm-up"))
                 continue
             b, e = median([s[2] for s in base]), median([s[2] for s in end])
             peak = max(s[2] for s in self.samples[name])
