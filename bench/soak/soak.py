@@ -2,6 +2,7 @@
 """make soak: weft under steady load while faults fire every second or two (issue 16 item 5).
 
     bench/soak/soak.py [--bin DIR] [--minutes M] [--seed N] [--rate RPS] [--results DIR]
+                       [--keep] [--skip KIND[,KIND]] [--inject unexplained|crash]
 
 DIR holds weftctl, weft-pilot, weft-proxy and weft-app (default build/; build-asan/ for the
 sanitizer run). M defaults to $SOAK_MINUTES, else 10; N to $SOAK_SEED, else 1.
@@ -61,6 +62,10 @@ usage error; a JSON summary goes to RESULTS/soak-<UTC time>.json, RESULTS = benc
   sanitizer    no "AddressSanitizer", "LeakSanitizer" or "runtime error:" in any process's log
                (after `weftctl down`, so leak reports at exit are included)
   load         each target sent at least 80 % of its scheduled requests
+
+--skip leaves fault kinds out (without kill_pilot, pilot joins the fd and RSS checks);
+--inject makes a failure that is not a logged fault halfway (a catalog app answers 500 for
+1 s, or a sidecar proxy gets SIGSEGV) to show that the checks catch it: the run must FAIL.
 
 Standard library only.
 """
@@ -514,7 +519,8 @@ class Soak:
         """(name, pid) of the long-lived weft processes whose fds and RSS are checked."""
         out = [("supervisor", self.sup_pid), ("standalone-proxy", self.sa_proxy.pid)]
         for pr in self.mesh["processes"]:
-            if pr["kind"] in ("proxy", "gateway"):
+            if pr["kind"] in ("proxy", "gateway") or (
+                    pr["kind"] == "pilot" and "kill_pilot" in self.args.skip):
                 out.append((pr["name"], int(pr["pid"])))
         return out
 
@@ -530,7 +536,7 @@ class Soak:
             mesh = self.read_mesh_quiet()
             pilot = next((pr for pr in (mesh or {}).get("processes", [])
                           if pr["kind"] == "pilot"), None)
-            if pilot and pilot.get("pid"):
+            if pilot and pilot.get("pid") and "kill_pilot" not in self.args.skip:
                 st = proc_stat(int(pilot["pid"]), socks)
                 if st:
                     self.samples["pilot (restarted by the faults)"].append((t,) + st)
@@ -838,7 +844,7 @@ class Soak:
             if now() - t0 >= dur:
                 break
             if not rotation:
-                rotation = list(FAULT_KINDS)
+                rotation = [k for k in FAULT_KINDS if k not in self.args.skip]
                 self.rng.shuffle(rotation)
             kind = rotation.pop()
             if self.fire(kind) is None:
@@ -1305,11 +1311,21 @@ def main():
     ap.add_argument("--results", default=os.path.join(ROOT, "bench", "results"),
                     help="where the JSON summary goes (default bench/results)")
     ap.add_argument("--keep", action="store_true", help="keep the logs of a passing run")
+    ap.add_argument("--skip", default="", metavar="KIND[,KIND]",
+                    type=lambda v: [k for k in v.split(",") if k],
+                    help="fault kinds left out (%s); without kill_pilot, pilot's fds and RSS "
+                         "are checked too" % ", ".join(FAULT_KINDS))
     ap.add_argument("--inject", choices=("unexplained", "crash"),
                     help="check the checks: halfway through, a failure that is not a logged "
                          "fault (a catalog app answers 500 for 1 s) or a SIGSEGV to a sidecar "
                          "proxy; the run must then FAIL (access_log and client, or processes)")
     args = ap.parse_args()
+    unknown = [k for k in args.skip if k not in FAULT_KINDS]
+    if unknown or len(args.skip) == len(FAULT_KINDS):
+        print("soak: --skip: %s" % ("unknown fault kind %s (kinds: %s)" % (
+            unknown[0], ", ".join(FAULT_KINDS)) if unknown else "no fault kind left"),
+            file=sys.stderr)
+        return 2
     if args.minutes <= 0 or args.rate <= 0:
         print("soak: --minutes and --rate must be positive", file=sys.stderr)
         return 2
