@@ -70,7 +70,6 @@ usage error; a JSON summary goes to RESULTS/soak-<UTC time>.json, RESULTS = benc
 Standard library only.
 """
 import argparse
-import asyncio
 import collections
 import datetime
 import json
@@ -89,14 +88,16 @@ import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench", "proxy"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import weft_bootstrap  # noqa: E402
+from loadgen import Load, Target  # noqa: E402
+from procfs import alive, cmdline, proc_fds, proc_stat, tcp_sockets  # noqa: E402
 
 HOST = "catalog.istioinaction.io"
 GW = ("127.0.0.1", 30000)
 SA_BACKEND = ("127.0.0.1", 18080)
 SA_PROXY = ("127.0.0.1", 18000)
 SA_ADMIN = 18001
-CONNS = 8
 FD_SLACK = 4
 RSS_TOLERANCE = 0.10
 KILL_FLAGS = {"UF", "UC", "URX", "UH", "UR"}
@@ -200,96 +201,6 @@ def http_get(addr, path, host=None, timeout=3.0):
     return int(head.split(b" ", 2)[1]), body
 
 
-TCP_STATES = {"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1",
-              "05": "FIN_WAIT2", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT",
-              "09": "LAST_ACK", "0A": "LISTEN", "0B": "CLOSING"}
-
-
-def tcp_sockets():
-    """{inode: (state, local, remote)} of every TCP socket in this network namespace."""
-    out = {}
-    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(path) as f:
-                next(f)
-                for line in f:
-                    p = line.split()
-                    out[p[9]] = (TCP_STATES.get(p[3], p[3]), hexaddr(p[1]), hexaddr(p[2]))
-        except (OSError, StopIteration, IndexError):
-            pass
-    return out
-
-
-def hexaddr(s):
-    ip, port = s.split(":")
-    if len(ip) == 8:
-        ip = ".".join(str(int(ip[i:i + 2], 16)) for i in (6, 4, 2, 0))
-    return "%s:%d" % (ip, int(port, 16))
-
-
-def proc_fds(pid, socks):
-    """{"total", "established", "other", "close_wait": [(local, remote)], "kinds": Counter}
-    of a live process's open fds (socks: tcp_sockets()), None when it is gone."""
-    try:
-        names = os.listdir("/proc/%d/fd" % pid)
-    except OSError:
-        return None
-    res = {"total": 0, "established": 0, "close_wait": [], "kinds": collections.Counter()}
-    for n in names:
-        try:
-            link = os.readlink("/proc/%d/fd/%s" % (pid, n))
-        except OSError:
-            continue
-        res["total"] += 1
-        m = re.match(r"socket:\[(\d+)\]", link)
-        if m and m.group(1) in socks:
-            st, local, remote = socks[m.group(1)]
-            res["kinds"]["tcp " + st] += 1
-            if st == "ESTABLISHED":
-                res["established"] += 1
-            elif st == "CLOSE_WAIT":
-                res["close_wait"].append((local, remote))
-        else:
-            res["kinds"][re.sub(r"[:\[].*", "", link) if not link.startswith("/") else "file"] += 1
-    res["other"] = res["total"] - res["established"]
-    return res
-
-
-def proc_rss(pid):
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
-    except (OSError, StopIteration, ValueError):
-        return None
-
-
-def proc_stat(pid, socks=None):
-    """(open fds, RSS KiB, fds that are not ESTABLISHED TCP sockets) of a live process, None
-    when it is gone."""
-    fds = proc_fds(pid, tcp_sockets() if socks is None else socks)
-    rss = proc_rss(pid)
-    if fds is None or rss is None:
-        return None
-    return fds["total"], rss, fds["other"]
-
-
-def alive(pid):
-    """True while pid exists and is not a zombie (the supervisor reaps its children)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def cmdline(pid):
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as f:
-            return f.read().replace(b"\0", b" ").decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
 def median(xs):
     xs = sorted(xs)
     return xs[len(xs) // 2] if xs else None
@@ -298,114 +209,6 @@ def median(xs):
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(len(xs) * p))] if xs else None
-
-
-# ---------------------------------------------------------------- load
-
-
-class Target:
-    def __init__(self, name, addr, host, path, rate):
-        self.name, self.addr, self.host, self.path, self.rate = name, addr, host, path, rate
-        self.sent = self.ok = 0
-        self.failures = []  # (t0, t1, what)
-        self.latencies = []
-        self.scheduled = 0
-
-
-class Load:
-    """Paced HTTP/1.1 load on one asyncio loop in a thread: each of CONNS keep-alive
-    connections per target sends on its own fixed schedule (rate / CONNS per second);
-    a request that could not be sent on time is counted late and skipped, not bunched."""
-
-    def __init__(self, targets):
-        self.targets = targets
-        self.stopping = False
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.t0 = self.t1 = None
-
-    def start(self):
-        self.t0 = now()
-        self.thread.start()
-
-    def stop(self):
-        self.stopping = True
-        self.thread.join(30)
-        self.t1 = now()
-
-    def _run(self):
-        asyncio.run(self._main())
-
-    async def _main(self):
-        tasks = [asyncio.ensure_future(self._conn(t, i)) for t in self.targets
-                 for i in range(CONNS)]
-        await asyncio.gather(*tasks)
-
-    async def _conn(self, tg, i):
-        interval = CONNS / tg.rate
-        nxt = time.monotonic() + interval * i / CONNS
-        reader = writer = None
-        req = ("GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: weft-soak\r\n\r\n"
-               % (tg.path, tg.host)).encode()
-        while not self.stopping:
-            delay = nxt - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            nxt += interval
-            if time.monotonic() - nxt > 1.0:  # far behind: skip, never bunch
-                nxt = time.monotonic() + interval
-            if self.stopping:
-                break
-            tg.scheduled += 1
-            t0 = now()
-            tg.sent += 1
-            try:
-                if writer is None:
-                    reader, writer = await asyncio.wait_for(
-                        asyncio.open_connection(*tg.addr), 5)
-                writer.write(req)
-                status, close = await asyncio.wait_for(self._response(reader), 10)
-                t1 = now()
-                if 200 <= status < 300:
-                    tg.ok += 1
-                    tg.latencies.append(t1 - t0)
-                else:
-                    tg.failures.append((t0, t1, "status %d" % status))
-                if close:
-                    writer.close()
-                    reader = writer = None
-            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError,
-                    ValueError) as e:
-                tg.failures.append((t0, now(), "%s: %s" % (type(e).__name__, e)))
-                if writer is not None:
-                    writer.close()
-                reader = writer = None
-        if writer is not None:
-            writer.close()
-
-    @staticmethod
-    async def _response(reader):
-        head = await reader.readuntil(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        status = int(lines[0].split(" ", 2)[1])
-        length, chunked, close = 0, False, False
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            name, value = name.strip().lower(), value.strip().lower()
-            if name == "content-length":
-                length = int(value)
-            elif name == "transfer-encoding" and "chunked" in value:
-                chunked = True
-            elif name == "connection" and "close" in value:
-                close = True
-        if chunked:
-            while True:
-                size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
-                await reader.readexactly(size + 2)
-                if size == 0:
-                    break
-        elif length:
-            await reader.readexactly(length)
-        return status, close
 
 
 # ---------------------------------------------------------------- the soak
