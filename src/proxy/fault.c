@@ -103,7 +103,7 @@ static bool try_inc_active(wp_stream *s, wp_fault_filter *f, const wp_fault_conf
     return true;
 }
 
-/* FaultFilter::abortWithStatus. s may be gone afterwards. */
+/* FaultFilter::abortWithStatus: the stream is answered and ends. */
 static void abort_stream(wp_stream *s, wp_fault_filter *f, int status)
 {
     wp_stat_add(s->d->w->stats, f->st_aborts, 1);

@@ -128,13 +128,13 @@ typedef struct wp_stream wp_stream;
  * router. Returns true when the router should start now (no filter, no fault,
  * or the fault overflowed); false when the fault filter took the stream: it is delayed (the
  * router starts when the timer fires) or it was answered with the abort reply (the stream
- * may already be gone: the caller must not touch it). */
+ * ended: s->d->stream != s; s stays valid until the end of the loop iteration). */
 bool wp_fault_on_request_headers(wp_stream *s);
 
 /* Stream teardown: stops a pending delay and gives back the stream's active fault. Safe on
  * any stream, any number of times. */
 /* The stream's try deadline fired while its fault delay ran (router.c dispatches): abort or
- * start the router. s may be gone afterwards. */
+ * start the router. */
 void wp_fault_delay_done(wp_stream *s);
 void wp_fault_stream_end(wp_stream *s);
 
