@@ -6,8 +6,10 @@
  * Envoy concepts followed (envoy/network/transport_socket.h, envoy/network/connection.h):
  *  - TransportSocket: doRead / doWrite / closeSocket / ssl() / onConnected. Here it is a small
  *    vtable (wp_tsock_ops) behind a wp_tsock; the raw TCP implementation wraps uv_tcp_t
- *    (raw_socket.h), a TLS one will sit on top of a raw one the same way Envoy's
- *    SslSocket sits on its RawBufferSocket's IoHandle.
+ *    (raw_socket.h). A TLS one wraps a raw one, as its owner: it gives the raw socket its
+ *    own ciphertext room, runs the handshake before it reports "connected", decrypts into
+ *    the room its owner gives, and encrypts writes into its own buffer (Envoy's SslSocket
+ *    does the same over the connection's IoHandle through a BIO).
  *  - TransportSocketCallbacks: what the socket calls back on its owner (wp_tsock_cbs): read
  *    room, bytes read or end of stream, write completion, connected, closed.
  *  - Ssl::ConnectionInfo: ssl() returns the TLS facts of the connection (negotiated ALPN, SNI,
