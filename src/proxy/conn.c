@@ -273,15 +273,7 @@ void wp_dconn_close(wp_dconn *d)
 
 void wp_addr_of(uv_tcp_t *t, bool peer, char *out, size_t cap)
 {
-    struct sockaddr_storage ss;
-    int len = sizeof(ss);
-    int r = peer ? uv_tcp_getpeername(t, (struct sockaddr *)&ss, &len)
-                 : uv_tcp_getsockname(t, (struct sockaddr *)&ss, &len);
-    if (r != 0) {
-        snprintf(out, cap, "-");
-        return;
-    }
-    wp_sockaddr_text((const struct sockaddr *)&ss, out, cap);
+    wp_tcp_address(t, peer, out, cap);
 }
 
 static void start_reading(wp_dconn *d)

@@ -7,6 +7,8 @@
 #include <netinet/in.h>
 #include <stdio.h>
 
+#include <uv.h>
+
 void wp_sockaddr_text(const struct sockaddr *sa, char *out, size_t cap)
 {
     char ip[INET6_ADDRSTRLEN] = "";
@@ -21,4 +23,19 @@ void wp_sockaddr_text(const struct sockaddr *sa, char *out, size_t cap)
     } else {
         snprintf(out, cap, "-");
     }
+}
+
+int wp_tcp_address(const struct uv_tcp_s *t, bool peer, char *out, size_t cap)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof(ss);
+    int r = peer ? uv_tcp_getpeername(t, (struct sockaddr *)&ss, &len)
+                 : uv_tcp_getsockname(t, (struct sockaddr *)&ss, &len);
+    if (r != 0) {
+        if (cap)
+            snprintf(out, cap, "-");
+        return r;
+    }
+    wp_sockaddr_text((const struct sockaddr *)&ss, out, cap);
+    return 0;
 }

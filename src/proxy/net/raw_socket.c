@@ -3,7 +3,6 @@
  */
 #include "proxy/net/raw_socket.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "proxy/net/address.h"
@@ -180,18 +179,7 @@ static int raw_connect(wp_tsock *t, uv_connect_t *req, const struct sockaddr *ad
 
 static int raw_address(const wp_tsock *t, bool peer, char *out, size_t cap)
 {
-    const wp_raw_socket *rs = (const wp_raw_socket *)t;
-    struct sockaddr_storage ss;
-    int len = sizeof(ss);
-    int r = peer ? uv_tcp_getpeername(&rs->tcp, (struct sockaddr *)&ss, &len)
-                 : uv_tcp_getsockname(&rs->tcp, (struct sockaddr *)&ss, &len);
-    if (r != 0) {
-        if (cap)
-            snprintf(out, cap, "-");
-        return r;
-    }
-    wp_sockaddr_text((const struct sockaddr *)&ss, out, cap);
-    return 0;
+    return wp_tcp_address(&((const wp_raw_socket *)t)->tcp, peer, out, cap);
 }
 
 static const wp_tsock_ssl *raw_ssl(const wp_tsock *t)
