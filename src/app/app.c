@@ -221,12 +221,16 @@ static void stream_more(h1s_conn *hc, void *arg)
         if (h1s_resp_sendv(hc, p, n, stream_more, c) != 0)
             return; /* pending (stream_more comes back), or closed */
     }
-    h1s_resp_end(hc);
+    if (c->reset_after)
+        h1s_conn_reset(hc); /* /reset/<n>: half the announced body, then a TCP RST */
+    else
+        h1s_resp_end(hc);
 }
 
 void app_stream_start(struct app_conn *c, bool chunked)
 {
     c->stream_chunked = chunked && !c->http10;
+    c->reset_after = false;
     h1s_resp_head(c->hc, 200, NULL, c->app->heads[CT_OCTETS],
                   c->stream_chunked ? H1S_CHUNKED : (int64_t)c->arg);
     if (c->head_only) {
@@ -234,6 +238,15 @@ void app_stream_start(struct app_conn *c, bool chunked)
         return;
     }
     c->stream_left = c->arg;
+    stream_more(c->hc, c);
+}
+
+void app_stream_reset(struct app_conn *c)
+{
+    c->stream_chunked = false;
+    c->reset_after = true;
+    h1s_resp_head(c->hc, 200, NULL, c->app->heads[CT_OCTETS], (int64_t)(2 * c->arg));
+    c->stream_left = c->head_only ? 0 : c->arg;
     stream_more(c->hc, c);
 }
 

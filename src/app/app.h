@@ -25,6 +25,9 @@
  *   /bytes/<n>        200, Content-Length n, body byte i = WF_APP_PATTERN[i % 64]
  *   /chunked/<n>      same bytes with Transfer-Encoding: chunked (chunks of 16 KiB, the last
  *                     one shorter); to an HTTP/1.0 client it is sent with Content-Length
+ *   /reset/<n>        an upstream that fails mid-response: 200 with Content-Length 2n, the
+ *                     first n body bytes of /bytes/<2n> (none to HEAD), then the connection
+ *                     is reset (TCP RST, uv_tcp_close_reset) instead of finishing the body
  *   /echo, /echo/...  200 application/json {"method":..,"path":..,"version":"HTTP/1.x",
  *                     "headers":[[name,value],...],"body_bytes":N}: "path" is the
  *                     request-target as received (query included), headers in received

@@ -42,6 +42,7 @@ enum app_route {
     R_UPLOAD,
     R_BYTES,
     R_CHUNKED,
+    R_RESET, /* /reset/<n>: n body bytes of 2n, then a TCP reset */
     R_ECHO,
     R_WS,
     R_BAD_WS,
@@ -68,7 +69,8 @@ struct app_conn {
     bool head_only, http10, hangup;
     bool stream_chunked;
     bool ws_in_frame, ws_closing;
-    bool body_cut; /* R_CATALOG: the body was longer than WF_CATALOG_MAX_BODY */
+    bool body_cut;    /* R_CATALOG: the body was longer than WF_CATALOG_MAX_BODY */
+    bool reset_after; /* R_RESET: reset the connection once the body part is written */
 };
 
 struct wf_app {
@@ -117,6 +119,9 @@ void app_aux_release(struct app_conn *c);
 
 /* Starts a /bytes or /chunked body (after its head). */
 void app_stream_start(struct app_conn *c, bool chunked);
+/* /reset/<n>: the head of a 2n-byte answer, its first n bytes (none to HEAD), then a TCP reset
+ * (h1s_conn_reset). */
+void app_stream_reset(struct app_conn *c);
 
 /* ---- app_resp.c ---- */
 

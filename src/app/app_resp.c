@@ -185,6 +185,9 @@ void app_respond(struct app_conn *c)
     case R_CHUNKED:
         app_stream_start(c, true);
         break;
+    case R_RESET:
+        app_stream_reset(c);
+        break;
     default:
         app_resp_text(c, 404, "not found\n", 10);
         break;
@@ -229,6 +232,8 @@ enum app_route app_route_path(const char *p, size_t n, uint64_t *arg)
         return route_num(REST("/bytes/"), 1ull << 50, R_BYTES, R_NOT_FOUND, arg);
     if (PREFIX("/chunked/"))
         return route_num(REST("/chunked/"), 1ull << 50, R_CHUNKED, R_NOT_FOUND, arg);
+    if (PREFIX("/reset/"))
+        return route_num(REST("/reset/"), 1ull << 40, R_RESET, R_NOT_FOUND, arg);
     return R_NOT_FOUND;
 #undef IS
 #undef PREFIX

@@ -69,6 +69,7 @@ struct h1s_conn {
     bool complete;   /* the request was read whole */
     bool started, ended, chunked, head_only;
     bool close_after, writing, reading, closing, lingering, raw, listed;
+    bool reset_after;   /* h1s_conn_reset: a TCP RST once the queued output is written */
     max_align_t data[]; /* opts.conn_data bytes */
 };
 
@@ -227,7 +228,8 @@ static void close_now(h1s_conn *c)
         c->s->cb.on_abort(c->s->cb.ud, c);
         c->in_cb--;
     }
-    uv_close((uv_handle_t *)&c->tcp, conn_handle_closed);
+    if (!c->reset_after || uv_tcp_close_reset(&c->tcp, conn_handle_closed) != 0)
+        uv_close((uv_handle_t *)&c->tcp, conn_handle_closed);
     uv_close((uv_handle_t *)&c->timer, conn_handle_closed);
 }
 
@@ -673,7 +675,10 @@ static void pump(h1s_conn *c)
         if (c->lingering)
             break;
         if (!c->in_req && c->close_after) {
-            finish(c);
+            if (c->reset_after)
+                close_now(c); /* everything queued is written: the RST */
+            else
+                finish(c);
             break;
         }
         bool progress = c->raw ? raw_step(c) : parse_step(c);
@@ -881,6 +886,14 @@ void h1s_conn_close(h1s_conn *c)
     c->raw = false;
     c->close_after = true;
     kick(c);
+}
+
+void h1s_conn_reset(h1s_conn *c)
+{
+    if (c->closing)
+        return;
+    c->reset_after = true;
+    h1s_conn_close(c);
 }
 
 int h1s_defer(h1s_conn *c, uint64_t ms, void (*fn)(h1s_conn *c, void *arg), void *arg)

@@ -169,6 +169,10 @@ int h1s_peer(h1s_conn *c, struct sockaddr_storage *sa);
 /* Closes the connection now, without an answer to a request in progress (graceful: with
  * opts.linger_ms queued output is written first, then the write side shut). */
 void h1s_conn_close(h1s_conn *c);
+/* Like h1s_conn_close, but once the queued output is written the connection is reset (TCP
+ * RST: SO_LINGER 0, uv_tcp_close_reset) instead of closed: an upstream that fails in the
+ * middle of an answer. */
+void h1s_conn_reset(h1s_conn *c);
 /* Runs fn(c, arg) after ms on the connection's timer (one at a time; only while a request is
  * in progress: e.g. a delayed answer). Returns 0 or -1. */
 int h1s_defer(h1s_conn *c, uint64_t ms, void (*fn)(h1s_conn *c, void *arg), void *arg);

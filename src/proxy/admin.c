@@ -8,7 +8,6 @@
  * POST required." and has no effect, as Envoy's AdminImpl::makeRequest (Envoy >= 1.14; older
  * builds answered 400 "Invalid request; POST required", which the reference §9.1 still says).
  */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +15,7 @@
 #include "core/log.h"
 #include "http/h1_server.h"
 #include "proxy/admin.h"
-#include "proxy/admin_internal.h"
+#include "proxy/admin_ops.h"
 #include "proxy/config_dump.h"
 
 #define ADMIN_MAX_BODY (64 * 1024)
@@ -26,62 +25,7 @@
  * (Envoy's delayed_close_timeout, 1 s by default). */
 #define ADMIN_LINGER_MS 1000
 
-struct wp_admin {
-    uv_loop_t *loop;
-    h1s_server *http; /* the shared HTTP/1 server (http/h1_server.h) */
-    wp_server *srv;
-    void *main_ctx;
-    const wp_server_opts *opts;
-    bool quit_after;
-    bool hc_failed; /* POST /healthcheck/fail .. /healthcheck/ok */
-};
-
 /* ---------- query strings ---------- */
-
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = tolower(c);
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-static void url_decode(char *s)
-{
-    char *o = s;
-    for (char *p = s; *p; p++) {
-        if (*p == '%' && hexval(p[1]) >= 0 && hexval(p[2]) >= 0) {
-            *o++ = (char)(hexval(p[1]) * 16 + hexval(p[2]));
-            p += 2;
-        } else if (*p == '+') {
-            *o++ = ' ';
-        } else {
-            *o++ = *p;
-        }
-    }
-    *o = 0;
-}
-
-const char *wp_admin_qparam(const admin_req *r, const char *name, char *out, size_t cap)
-{
-    size_t nl = strlen(name);
-    const char *p = r->query;
-    while (*p) {
-        const char *end = strchr(p, '&');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len >= nl && strncmp(p, name, nl) == 0 && (len == nl || p[nl] == '=')) {
-            size_t vl = len > nl ? len - nl - 1 : 0;
-            if (vl >= cap)
-                vl = cap - 1;
-            memcpy(out, p + nl + (len > nl), vl);
-            out[vl] = 0;
-            url_decode(out);
-            return out;
-        }
-        p += len + (end != NULL);
-    }
-    return NULL;
-}
 
 static bool has_param(const admin_req *r, const char *name)
 {
@@ -91,28 +35,9 @@ static bool has_param(const admin_req *r, const char *name)
 
 /* ---------- handlers ---------- */
 
-wp_server *wp_admin_server(wp_admin *a)
-{
-    return a->srv;
-}
-
 bool wp_admin_hc_failed(const wp_admin *a)
 {
     return a && a->hc_failed;
-}
-
-void wp_admin_set_hc_failed(wp_admin *a, bool failed)
-{
-    a->hc_failed = failed;
-}
-
-const char *wp_admin_state_name(wp_admin *a)
-{
-    static const char *const names[] = {"LIVE", "DRAINING", "PRE_INITIALIZING", "INITIALIZING"};
-    int s = atomic_load(&a->srv->state);
-    if (s == 0 && a->hc_failed)
-        s = 1; /* Envoy's Utility::serverState: initialized + health check failed */
-    return s >= 0 && s < 4 ? names[s] : "LIVE";
 }
 
 static void h_ready(wp_admin *a, const admin_req *r, admin_resp *o)
@@ -512,7 +437,7 @@ static void h_logging(wp_admin *a, const admin_req *r, admin_resp *o)
             char *eq = strchr(spec, '=');
             if (eq)
                 *eq = ':';
-            url_decode(spec);
+            wp_admin_url_decode(spec);
             if (wf_log_apply_component_levels(spec, &err) != 0) {
                 logging_error(o, wf_strbuf_cstr(&err));
                 wf_strbuf_free(&err);
@@ -592,7 +517,7 @@ static void h_drain(wp_admin *a, const admin_req *r, admin_resp *o)
         wf_strbuf_puts(&o->body, "skip_exit requires graceful\n");
         return;
     }
-    wp_server_request_drain(a->main_ctx, has_param(r, "inboundonly"), graceful, skip_exit);
+    a->act.drain(a->act.ctx, has_param(r, "inboundonly"), graceful, skip_exit);
     wf_strbuf_puts(&o->body, "OK\n");
 }
 
@@ -708,7 +633,7 @@ static void respond(h1s_conn *c, admin_resp *o)
 static void quit_after_answer(void *arg)
 {
     wp_admin *a = arg;
-    wp_server_request_quit(a->main_ctx);
+    a->act.quit(a->act.ctx);
 }
 
 static void on_request(void *ud, h1s_conn *c, const h1s_request *m)
@@ -732,7 +657,7 @@ static void on_request(void *ud, h1s_conn *c, const h1s_request *m)
     wf_strbuf_free(&o.body);
 }
 
-wp_admin *wp_admin_start(uv_loop_t *loop, wp_server *srv, void *main_ctx,
+wp_admin *wp_admin_start(uv_loop_t *loop, wp_server *srv, const wp_admin_actions *actions,
                          const wp_server_opts *opts, wf_strbuf *err)
 {
     wp_admin *a = calloc(1, sizeof(*a));
@@ -742,7 +667,7 @@ wp_admin *wp_admin_start(uv_loop_t *loop, wp_server *srv, void *main_ctx,
     }
     a->loop = loop;
     a->srv = srv;
-    a->main_ctx = main_ctx;
+    a->act = *actions;
     a->opts = opts;
     const wp_addr *ad = &srv->gen->cfg->admin_addr;
     h1s_opts ho = {.body = H1S_BODY_BUFFER,

@@ -18,13 +18,12 @@
 
 #include "core/strbuf.h"
 #include "proxy/proxy_internal.h"
-#include "proxy/server.h"
+#include "proxy/admin_ops.h"
+#include "proxy/options.h"
 
-typedef struct wp_admin wp_admin;
-
-/* Listens on srv->gen->cfg->admin_addr. main_ctx is handed back to wp_server_request_drain and
- * wp_server_request_quit. Returns NULL with a message in err when it cannot listen. */
-wp_admin *wp_admin_start(uv_loop_t *loop, wp_server *srv, void *main_ctx,
+/* Listens on srv->gen->cfg->admin_addr; actions (copied) serve the POST operations. Returns
+ * NULL with a message in err when it cannot listen. */
+wp_admin *wp_admin_start(uv_loop_t *loop, wp_server *srv, const wp_admin_actions *actions,
                          const wp_server_opts *opts, wf_strbuf *err);
 /* Stops listening and closes admin connections (async; the loop finishes it). */
 void wp_admin_close(wp_admin *a);
@@ -32,17 +31,5 @@ void wp_admin_close(wp_admin *a);
 bool wp_admin_hc_failed(const wp_admin *a);
 /* Frees the admin after its loop has run the close callbacks. */
 void wp_admin_free(wp_admin *a);
-
-/* Implemented by server.c. */
-/* POST /drain_listeners (Envoy's ListenersHandler::handlerDrainListeners): inbound_only
- * (?inboundonly) stops only the listeners whose traffic_direction is INBOUND; without graceful
- * the listeners stop now and the process stays up; graceful starts the drain sequence once
- * (not ready, server.state DRAINING; later ?graceful calls are ignored) and, unless skip_exit,
- * the process exits at the end of the drain period (--drain-time-s; sooner once no connection
- * is left when every listener stopped). */
-void wp_server_request_drain(void *main_ctx, bool inbound_only, bool graceful, bool skip_exit);
-void wp_server_request_quit(void *main_ctx);
-/* Reopens every access-log file (POST /reopen_logs and SIGUSR1); a failure is logged. */
-void wp_server_reopen_logs(wp_server *srv);
 
 #endif

@@ -30,13 +30,13 @@
  *  GET  /hot_restart_version  "disabled": weft has no hot restart (Envoy's HotRestartNopImpl,
  *       as under Istio's --disable-hot-restart).
  *  POST /reopen_logs  "OK\n": reopens every access-log file (alog_sink.h), as SIGUSR1 does
- *       (wp_server_reopen_logs); a file that cannot be reopened is logged at error and keeps
- *       its old descriptor (Envoy also answers OK).
- *  GET  /stats/recentlookups  Envoy's text with tracking disabled (its default; weft has no
- *       symbol table to track): "Lookup tracking is not enabled. Use
- *       /stats/recentlookups/enable to enable.\n\ntotal: 0\n".
+ *       (the server's reopen_logs action, admin.h); a file that cannot be reopened is logged at
+ * error and keeps its old descriptor (Envoy also answers OK). GET  /stats/recentlookups  Envoy's
+ * text with tracking disabled (its default; weft has no symbol table to track): "Lookup tracking is
+ * not enabled. Use /stats/recentlookups/enable to enable.\n\ntotal: 0\n".
  */
 #include <malloc.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +44,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "proxy/admin_internal.h"
+#include "proxy/admin_ops.h"
 #include "proxy/alog_sink.h"
 #include "proxy/proxy_internal.h"
 
@@ -61,6 +61,62 @@ void wp_admin_put_json(admin_resp *o, json_t *j)
     }
     free(s);
     json_decref(j);
+}
+
+/* ---------- query strings and the state name ---------- */
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = tolower(c);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+void wp_admin_url_decode(char *s)
+{
+    char *o = s;
+    for (char *p = s; *p; p++) {
+        if (*p == '%' && hexval(p[1]) >= 0 && hexval(p[2]) >= 0) {
+            *o++ = (char)(hexval(p[1]) * 16 + hexval(p[2]));
+            p += 2;
+        } else if (*p == '+') {
+            *o++ = ' ';
+        } else {
+            *o++ = *p;
+        }
+    }
+    *o = 0;
+}
+
+const char *wp_admin_qparam(const admin_req *r, const char *name, char *out, size_t cap)
+{
+    size_t nl = strlen(name);
+    const char *p = r->query;
+    while (*p) {
+        const char *end = strchr(p, '&');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len >= nl && strncmp(p, name, nl) == 0 && (len == nl || p[nl] == '=')) {
+            size_t vl = len > nl ? len - nl - 1 : 0;
+            if (vl >= cap)
+                vl = cap - 1;
+            memcpy(out, p + nl + (len > nl), vl);
+            out[vl] = 0;
+            wp_admin_url_decode(out);
+            return out;
+        }
+        p += len + (end != NULL);
+    }
+    return NULL;
+}
+
+const char *wp_admin_state_name(wp_admin *a)
+{
+    static const char *const names[] = {"LIVE", "DRAINING", "PRE_INITIALIZING", "INITIALIZING"};
+    int s = atomic_load(&a->srv->state);
+    if (s == 0 && a->hc_failed)
+        s = 1; /* Envoy's Utility::serverState: initialized + health check failed */
+    return s >= 0 && s < 4 ? names[s] : "LIVE";
 }
 
 /* ---------- /memory ---------- */
@@ -141,15 +197,15 @@ void wp_admin_recent_lookups(wp_admin *a, const admin_req *r, admin_resp *o)
 void wp_admin_healthcheck(wp_admin *a, const admin_req *r, admin_resp *o, bool fail)
 {
     (void)r;
-    if (wp_admin_hc_failed(a) != fail) {
-        wp_server *srv = wp_admin_server(a);
+    if (a->hc_failed != fail) {
+        wp_server *srv = a->srv;
         wp_stats_shard *sh = wp_stats_get_shard(srv->stats_store, srv->nworkers);
         wp_stat_add(sh, srv->gen->pstats->server_live, fail ? -1 : 1);
         /* server.state as Envoy's serverState(): a LIVE server is DRAINING while health
          * checks fail (initializing and draining servers keep their state) */
         if (atomic_load(&srv->state) == 0)
             wp_stat_add(sh, srv->gen->pstats->server_state, fail ? 1 : -1);
-        wp_admin_set_hc_failed(a, fail);
+        a->hc_failed = fail;
         WF_LOG(WF_LC_admin, WF_LOG_INFO, "health checks %s by the admin",
                fail ? "failed" : "restored");
     }
@@ -159,7 +215,7 @@ void wp_admin_healthcheck(wp_admin *a, const admin_req *r, admin_resp *o, bool f
 void wp_admin_reopen_logs(wp_admin *a, const admin_req *r, admin_resp *o)
 {
     (void)r;
-    wp_server_reopen_logs(wp_admin_server(a));
+    a->act.reopen_logs(a->act.ctx);
     wf_strbuf_puts(&o->body, "OK\n");
 }
 
@@ -212,7 +268,7 @@ void wp_admin_init_dump(wp_admin *a, const admin_req *r, admin_resp *o)
 {
     char mask[64];
     const char *m = wp_admin_qparam(r, "mask", mask, sizeof(mask));
-    const wp_config *cfg = wp_admin_server(a)->gen->cfg;
+    const wp_config *cfg = a->srv->gen->cfg;
     json_t *root = json_object(), *list = json_array();
     const json_t *dls =
         json_object_get(json_object_get(cfg->xds_dump, "listeners"), "dynamic_listeners");

@@ -32,6 +32,7 @@
 #include "core/arena.h"
 #include "core/strbuf.h"
 #include "http/path_norm.h"
+#include "proxy/net/address.h"
 #include "proxy/net/filter_chain_match.h"
 #include "proxy/net/listener_filter.h"
 #include "proxy/net/network_filter.h"
@@ -461,9 +462,7 @@ void wp_config_ref(wp_config *c);
 /* Drops a reference; frees the snapshot (arena, regexes, JSON) with the last one. NULL ok. */
 void wp_config_unref(wp_config *c);
 
-/* Writes "ip:port" (IPv4) or "[ip]:port" (IPv6), as Envoy prints addresses, into out (cap
- * bytes, NUL-terminated; "-" for other families). */
-void wp_sockaddr_text(const struct sockaddr *sa, char *out, size_t cap);
+/* wp_sockaddr_text: net/address.h */
 
 /* Index of the cluster named name, or -1. Config-time only (linear scan). */
 int wp_config_find_cluster(const wp_config *c, const char *name);

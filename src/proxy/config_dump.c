@@ -169,7 +169,7 @@ static bool add_dynamic(const wp_config *c, json_t *d, const char *sec)
 /* Envoy's ListenerManagerImpl::dumpListenerConfigs: each named error state goes on the
  * dynamic listener of that name (an entry {name, error_state} is added after the others when
  * there is none), and each unnamed one is an entry of its own, last. The states are the xDS
- * client's "listener_errors" (xds_client_internal.h), read at the time of the dump. */
+ * client's "listener_errors" (xds_client_state.h), read at the time of the dump. */
 static bool add_listener_errors(const wp_config *c, json_t *d)
 {
     json_t *errors = json_object_get(c->xds_dump, "listener_errors");

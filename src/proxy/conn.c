@@ -32,7 +32,7 @@
 #include "proxy/headers.h"
 #include "proxy/proxy_internal.h"
 
-static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf);
+static void on_read(void *owner, ssize_t n);
 static void process(wp_dconn *d);
 static void stream_finish(wp_stream *s);
 static const wp_filter_callbacks filter_cbs;
@@ -67,28 +67,6 @@ static void lis_stat(wp_dconn *d, int which, int64_t delta)
     wp_stat_add(d->w->stats, d->ls->slot[which], delta);
 }
 
-int wp_write(uv_stream_t *s, uv_write_t *req, uv_buf_t *bufs, unsigned n, uv_write_cb cb)
-{
-    int r = uv_try_write(s, bufs, n);
-    if (r == UV_EAGAIN || r == UV_ENOSYS)
-        r = 0;
-    if (r < 0)
-        return -1;
-    size_t left = (size_t)r;
-    unsigned i = 0;
-    while (i < n && left >= bufs[i].len) {
-        left -= bufs[i].len;
-        i++;
-    }
-    if (i == n)
-        return 0;
-    bufs[i].base += left;
-    bufs[i].len -= left;
-    if (uv_write(req, s, bufs + i, n - i, cb) != 0)
-        return -1;
-    return 1;
-}
-
 wp_buf *wp_buf_get(wp_worker *w, size_t cap)
 {
     if (cap <= WP_BUF_SIZE && w->free_bufs) {
@@ -118,28 +96,6 @@ void wp_buf_put(wp_worker *w, wp_buf *b)
         return;
     }
     free(b);
-}
-
-uv_write_t *wp_wreq_get(wp_worker *w)
-{
-    if (w->free_wreqs) {
-        void **r = w->free_wreqs;
-        w->free_wreqs = *r;
-        w->nfree_wreqs--;
-        return (uv_write_t *)r;
-    }
-    return malloc(sizeof(uv_write_t));
-}
-
-void wp_wreq_put(wp_worker *w, uv_write_t *req)
-{
-    if (w->nfree_wreqs >= 1024) {
-        free(req);
-        return;
-    }
-    *(void **)req = w->free_wreqs;
-    w->free_wreqs = req;
-    w->nfree_wreqs++;
 }
 
 /* ---------- connection lifecycle ---------- */
@@ -259,14 +215,24 @@ void wp_dconn_clear_deadline(wp_dconn *d)
     d->rq_deadline = 0;
 }
 
-static void on_closed(uv_handle_t *h)
+/* Three handles (the socket, idle_timer, rq_timer): the connection is freed after the last
+ * close callback, in the loop's close phase (the end of the iteration, net/deferred.h). */
+static void closed_one(wp_dconn *d)
 {
-    wp_dconn *d = h->data;
-    /* three handles (tcp, idle_timer, rq_timer): free after the last close callback */
     if (++d->closed_handles == 3) {
         wp_wgen_release(d->w, d->wg);
         free(d);
     }
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+    closed_one(h->data);
+}
+
+static void on_sock_closed(void *owner)
+{
+    closed_one(owner);
 }
 
 void wp_dconn_close(wp_dconn *d)
@@ -307,30 +273,22 @@ void wp_dconn_close(wp_dconn *d)
         d->next->prev = d->prev;
     wp_buf_put(w, d->rbuf);
     d->rbuf = NULL;
-    wp_lf_socket_release(&d->sock);
-    uv_close((uv_handle_t *)&d->tcp, on_closed);
-    uv_close((uv_handle_t *)&d->idle_timer, on_closed);
-    uv_close((uv_handle_t *)&d->rq_timer, on_closed);
+    wp_lf_socket_release(&d->csock);
+    wp_tsock_close(d->sock);
+    uv_close((uv_handle_t *)&d->idle_timer, on_timer_closed);
+    uv_close((uv_handle_t *)&d->rq_timer, on_timer_closed);
 }
 
 void wp_addr_of(uv_tcp_t *t, bool peer, char *out, size_t cap)
 {
-    struct sockaddr_storage ss;
-    int len = sizeof(ss);
-    int r = peer ? uv_tcp_getpeername(t, (struct sockaddr *)&ss, &len)
-                 : uv_tcp_getsockname(t, (struct sockaddr *)&ss, &len);
-    if (r != 0) {
-        snprintf(out, cap, "-");
-        return;
-    }
-    wp_sockaddr_text((const struct sockaddr *)&ss, out, cap);
+    wp_tcp_address(t, peer, out, cap);
 }
 
 static void start_reading(wp_dconn *d)
 {
     if (d->reading || d->closing || d->peer_closed)
         return;
-    if (uv_read_start((uv_stream_t *)&d->tcp, d->alloc_cb, on_read) == 0)
+    if (wp_tsock_read_start(d->sock) == 0)
         d->reading = true;
 }
 
@@ -338,15 +296,14 @@ static void stop_reading(wp_dconn *d)
 {
     if (!d->reading)
         return;
-    uv_read_stop((uv_stream_t *)&d->tcp);
+    wp_tsock_read_stop(d->sock);
     d->reading = false;
 }
 
-/* libuv asks for room: hand out the free tail of the connection's buffer. */
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+/* The socket asks for room: hand out the free tail of the connection's buffer. */
+static void on_alloc(void *owner, uv_buf_t *buf)
 {
-    wp_dconn *d = h->data;
-    (void)suggested;
+    wp_dconn *d = owner;
     if (!d->rbuf) {
         d->rbuf = wp_buf_get(d->w, WP_BUF_SIZE);
         d->rlen = d->rstart = 0;
@@ -377,6 +334,16 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     buf->base = d->rbuf->data + d->rlen;
     buf->len = d->rbuf->cap - d->rlen;
 }
+
+static void on_dwrite(void *owner, int status);
+
+/* The transport socket's callbacks (net/transport_socket.h). */
+static const wp_tsock_cbs dconn_sock_cbs = {
+    .alloc = on_alloc,
+    .on_read = on_read,
+    .on_written = on_dwrite,
+    .on_closed = on_sock_closed,
+};
 
 /* ---------- the HTTP connection manager as a network filter ---------- */
 
@@ -437,7 +404,7 @@ static void use_chain(wp_dconn *d, const wp_filter_chain *fc)
 static void new_connection(wp_lf_callbacks *cb, bool ok)
 {
     wp_dconn *d = cb->owner;
-    const wp_filter_chain *fc = ok ? find_chain(d->listener, &d->sock) : NULL;
+    const wp_filter_chain *fc = ok ? find_chain(d->listener, &d->csock) : NULL;
     if (!fc) {
         if (ok) {
             WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id,
@@ -456,17 +423,18 @@ static void new_connection(wp_lf_callbacks *cb, bool ok)
     wp_nf_chain_on_new_connection(&d->nf);
 }
 
-/* The socket's local and peer addresses: into d->sock for the listener filters and the
+/* The accepted TCP socket's local and peer addresses (read before any transport socket of
+ * a chain exists, as Envoy's listener does): into d->csock for the listener filters and the
  * match, and as text for logs. */
 static void socket_addresses(wp_dconn *d)
 {
     struct sockaddr_storage local, peer;
     int llen = sizeof(local), plen = sizeof(peer);
-    if (uv_tcp_getsockname(&d->tcp, (struct sockaddr *)&local, &llen) != 0)
+    if (uv_tcp_getsockname(&d->raw.tcp, (struct sockaddr *)&local, &llen) != 0)
         local.ss_family = AF_UNSPEC;
-    if (uv_tcp_getpeername(&d->tcp, (struct sockaddr *)&peer, &plen) != 0)
+    if (uv_tcp_getpeername(&d->raw.tcp, (struct sockaddr *)&peer, &plen) != 0)
         peer.ss_family = AF_UNSPEC;
-    wp_lf_socket_init(&d->sock, (struct sockaddr *)&local, (struct sockaddr *)&peer);
+    wp_lf_socket_init(&d->csock, (struct sockaddr *)&local, (struct sockaddr *)&peer);
     wp_sockaddr_text((struct sockaddr *)&peer, d->remote, sizeof(d->remote));
     wp_sockaddr_text((struct sockaddr *)&local, d->local, sizeof(d->local));
 }
@@ -487,16 +455,18 @@ void wp_dconn_on_accept(uv_stream_t *server, int status)
     d->listener = l;
     d->start_ms = uv_now(&w->loop);
     d->ls = &w->wg->gen->pstats->listeners[l - w->cfg->listeners];
-    d->alloc_cb = on_alloc;
-    uv_tcp_init(&w->loop, &d->tcp);
-    d->tcp.data = d;
-    if (uv_accept(server, (uv_stream_t *)&d->tcp) != 0) {
-        d->closed_handles = 2; /* timers never initialised */
-        d->closing = true;
-        uv_close((uv_handle_t *)&d->tcp, on_closed);
+    if (wp_raw_socket_init(&d->raw, &w->loop, &w->wreqs, &dconn_sock_cbs, d) != 0) {
+        wp_wgen_release(w, d->wg);
+        free(d);
         return;
     }
-    uv_tcp_nodelay(&d->tcp, 1);
+    d->sock = &d->raw.base;
+    if (wp_raw_socket_accept(&d->raw, server) != 0) {
+        d->closed_handles = 2; /* timers never initialised */
+        d->closing = true;
+        wp_tsock_close(d->sock);
+        return;
+    }
     uv_timer_init(&w->loop, &d->idle_timer);
     uv_timer_init(&w->loop, &d->rq_timer);
     d->idle_timer.data = d->rq_timer.data = d;
@@ -510,7 +480,7 @@ void wp_dconn_on_accept(uv_stream_t *server, int status)
         w->conns->prev = d;
     w->conns = d;
     WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "new connection from %s", d->remote);
-    wp_lf_callbacks_init(&d->lfcb, &d->sock, l->listener_filters, l->nlistener_filters,
+    wp_lf_callbacks_init(&d->lfcb, &d->csock, l->listener_filters, l->nlistener_filters,
                          new_connection, d);
     if (wp_lf_run(&d->lfcb) == WP_LF_CONTINUE)
         new_connection(&d->lfcb, true);
@@ -692,7 +662,7 @@ static void dconn_follow_config(wp_dconn *d)
     for (size_t i = 0; i < c->nlisteners; i++) {
         if (strcmp(c->listeners[i].name, d->listener->name) != 0)
             continue;
-        const wp_filter_chain *fc = find_chain(&c->listeners[i], &d->sock);
+        const wp_filter_chain *fc = find_chain(&c->listeners[i], &d->csock);
         if (!fc)
             break;
         const wp_hstats *hs = &w->wg->gen->pstats->hcms[fc->hcm->index];
@@ -794,6 +764,12 @@ static void stream_free(wp_stream *s)
     wp_stream_destroy(s);
 }
 
+/* The end of the loop iteration in which the stream ended (net/deferred.h). */
+static void stream_release(wp_deferred_item *it)
+{
+    stream_free((wp_stream *)(void *)((char *)it - offsetof(wp_stream, dd)));
+}
+
 void wp_stream_destroy(wp_stream *s)
 {
     wf_strbuf_free(&s->up_head);
@@ -845,7 +821,8 @@ static bool request_received(const wp_stream *s)
     return s->req_complete || (s->si.request && s->req.framing == H1_BODY_NONE && !s->req.upgrade);
 }
 
-/* The stream ends: cancel what is left upstream, log, count, free. */
+/* The stream ends: cancel what is left upstream, log, count; it is released (to the free
+ * list) at the end of the loop iteration, so callers up the stack may still look at it. */
 static void stream_finish(wp_stream *s)
 {
     wp_dconn *d = s->d;
@@ -866,7 +843,7 @@ static void stream_finish(wp_stream *s)
     WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, s->si.stream_id, "stream complete (%d)",
                   s->si.response_code);
     d->stream = NULL;
-    stream_free(s);
+    wp_deferred_delete(&d->w->deferred, &s->dd, stream_release);
 }
 
 /* Response complete and written: end the stream and go on with the connection. */
@@ -885,10 +862,9 @@ static void stream_complete(wp_stream *s)
     start_reading(d);
 }
 
-static void on_dwrite(uv_write_t *req, int status)
+static void on_dwrite(void *owner, int status)
 {
-    wp_dconn *d = req->data;
-    wp_wreq_put(d->w, req);
+    wp_dconn *d = owner;
     d->writing = false;
     if (d->closing)
         return;
@@ -920,15 +896,7 @@ static int dwrite(wp_dconn *d, uv_buf_t *bufs, unsigned n)
     }
     wp_hcm_stat(d, WP_S_downstream_cx_tx_bytes_total, (int64_t)total);
     d->last_activity = uv_now(&d->w->loop);
-    uv_write_t *req = wp_wreq_get(d->w);
-    if (!req) {
-        wp_dconn_close(d);
-        return -1;
-    }
-    req->data = d;
-    int r = wp_write((uv_stream_t *)&d->tcp, req, bufs, n, on_dwrite);
-    if (r != 1)
-        wp_wreq_put(d->w, req);
+    int r = wp_tsock_write(d->sock, bufs, n);
     if (r < 0) {
         wp_dconn_close(d);
         return -1;
@@ -1649,14 +1617,14 @@ static void on_request_headers(wp_stream *s)
     if (s->req.expect_continue) {
         /* Envoy's HCM answers 100-continue itself and drops Expect upstream */
         uv_buf_t b = uv_buf_init("HTTP/1.1 100 Continue\r\n\r\n", 25);
-        if (uv_try_write((uv_stream_t *)&d->tcp, &b, 1) != 25) {
+        if (wp_tsock_try_write(d->sock, &b, 1) != 25) {
             wp_dconn_close(d);
             return;
         }
     }
     wp_router_resolve(s); /* the route, before any filter (Envoy's cached route) */
     /* the HTTP filters in order, the router last; a filter may stop (the fault filter's delay)
-     * or answer instead. The stream may be gone afterwards. */
+     * or answer instead (the stream then ended; net/deferred.h frees it after this pass). */
     wp_filter_headers h = request_headers(s);
     wp_fchain_decode_headers(&s->fcs, s, &filter_cbs, &h, request_received(s));
 }
@@ -1794,12 +1762,9 @@ more:
     }
 }
 
-static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+static void on_read(void *owner, ssize_t n)
 {
-    wp_dconn *d = st->data;
-    (void)buf;
-    if (n == 0)
-        return;
+    wp_dconn *d = owner;
     if (n < 0) {
         stop_reading(d);
         d->peer_closed = true;

@@ -17,6 +17,14 @@
  * exception is the retry/shadow buffer (router_retry.c): while a request may still be
  * retried or mirrored, its body is also copied once into blocks of the worker's free list,
  * up to the route's buffer limit (1 MiB by default).
+ *
+ * Lifetimes (net/deferred.h, Envoy's deferred delete): a stream that ends (conn.c
+ * stream_finish) is put on its worker's deferred-delete list and goes back to free_streams
+ * at the end of the loop iteration; a connection that closes closes its socket and timers
+ * at once and is freed from their close callbacks, also at the end of the iteration. A
+ * stream or connection therefore stays valid for the rest of the callback that ended it:
+ * callers may look at it after any call (s->d->stream != s: the stream ended; d->closing,
+ * u->closing: the connection closed).
  */
 #ifndef WEFT_PROXY_INTERNAL_H
 #define WEFT_PROXY_INTERNAL_H
@@ -38,6 +46,8 @@
 #include "proxy/config.h"
 #include "proxy/http/filter.h"
 #include "proxy/istio_stats.h"
+#include "proxy/net/deferred.h"
+#include "proxy/net/raw_socket.h"
 #include "proxy/outlier.h"
 #include "proxy/pstats.h"
 #include "proxy/route.h"
@@ -61,13 +71,6 @@ typedef struct wp_gen wp_gen;
 typedef struct wp_wgen wp_wgen;
 typedef struct wp_lb wp_lb; /* upstream/lb.h */
 
-/* ---------- write helper ---------- */
-
-/* Writes bufs to s: first uv_try_write, then uv_write for what is left. Returns 0 when all
- * was written now, 1 when a write is pending (cb runs later; the data must stay valid until
- * then), -1 on error. req must not be in use. */
-int wp_write(uv_stream_t *s, uv_write_t *req, uv_buf_t *bufs, unsigned n, uv_write_cb cb);
-
 /* ---------- read buffers ---------- */
 
 typedef struct wp_buf {
@@ -78,11 +81,6 @@ typedef struct wp_buf {
 
 wp_buf *wp_buf_get(wp_worker *w, size_t cap);
 void wp_buf_put(wp_worker *w, wp_buf *b);
-
-/* Write requests come from a per-worker free list, held only while a write is pending
- * (most writes complete in uv_try_write and need none). NULL when out of memory. */
-uv_write_t *wp_wreq_get(wp_worker *w);
-void wp_wreq_put(wp_worker *w, uv_write_t *req);
 
 /* ---------- cluster runtime (process-wide, shared by workers) ---------- */
 
@@ -101,7 +99,8 @@ typedef struct {
 /* ---------- downstream ---------- */
 
 struct wp_dconn {
-    uv_tcp_t tcp;
+    wp_raw_socket raw;     /* the TCP socket under sock */
+    wp_tsock *sock;        /* the transport socket (net/transport_socket.h): &raw.base */
     uv_timer_t idle_timer; /* connection idle / stream idle */
     uv_timer_t rq_timer;   /* route timeout (or request_timeout) */
     wp_worker *w;
@@ -129,8 +128,7 @@ struct wp_dconn {
     bool tunnel;
     bool in_process; /* parsing: upstream writes wait until the pass ends */
     int closed_handles;
-    uv_alloc_cb alloc_cb;
-    wp_lf_socket sock;    /* the accepted socket as listener filters annotated it */
+    wp_lf_socket csock;   /* the accepted socket as listener filters annotated it */
     wp_lf_callbacks lfcb; /* the listener filters' run on it */
     wp_nf_chain nf;       /* the chain's network filters (the HCM: this connection) */
 };
@@ -206,6 +204,7 @@ struct wp_stream {
      * x-envoy-* headers made of them (router.c, FilterUtility::finalTimeout) */
     uint64_t timeout_ms, per_try_timeout_ms; /* 0 = none */
     bool timeout_alt_204;                    /* x-envoy-upstream-rq-timeout-alt-response */
+    wp_deferred_item dd; /* on the worker's deferred-delete list once ended (stream_finish) */
     /* ---- from here on, kept when a stream is reused (not zeroed per request): buffers that
      * are written before they are read ---- */
     struct wp_stream *next_free;
@@ -334,8 +333,8 @@ struct wp_worker {
     time_t date_sec;
     wp_stream *free_streams; /* reused streams (their buffers keep their capacity) */
     size_t nfree_streams;
-    void *free_wreqs; /* singly linked through the first word */
-    size_t nfree_wreqs;
+    wp_wreq_pool wreqs;   /* write requests, held only while a write is pending */
+    wp_deferred deferred; /* ended streams, destroyed at the end of the loop iteration */
     wp_dconn *conns;
     struct wp_shadow *shadows; /* mirrored requests in flight (shadow.c) */
     uint64_t rng;
@@ -381,7 +380,7 @@ void wp_dconn_close(wp_dconn *d);
 void wp_dconn_drain(wp_worker *w);
 /* Parse what is buffered and read again (after a pause). */
 void wp_dconn_kick(wp_dconn *d);
-/* Frees a stream for good (worker shutdown; streams are otherwise reused). */
+/* Frees a stream for good (worker shutdown, or a stream the free list does not keep). */
 void wp_stream_destroy(wp_stream *s);
 void wp_addr_of(uv_tcp_t *t, bool peer, char *out, size_t cap);
 /* The stream's timeout (route timeout or HCM request_timeout) fires in ms milliseconds

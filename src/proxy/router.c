@@ -609,7 +609,7 @@ static void on_upstream_written(wp_stream *s)
     if (s->wr_direct) {
         s->wr_direct = false;
         /* continues parsing the downstream buffer; what follows (more body, the end of a
-         * chunked body) is flushed from there. s may be gone afterwards. */
+         * chunked body) is flushed from there */
         wp_stream_body_written(s);
         return;
     }
@@ -1115,7 +1115,7 @@ void wp_stream_resume_upstream_read(wp_stream *s)
     if (!u)
         return;
     u->pinned = false;
-    on_upstream_data(u); /* may end (and free) s; u stays valid memory */
+    on_upstream_data(u); /* may end s (and close u): both stay valid memory */
     if (!u->closing && u->owner && !((wp_stream *)u->owner)->d->writing)
         wp_uconn_resume_read(u);
 }

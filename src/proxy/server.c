@@ -159,20 +159,26 @@ static void on_sighup(uv_signal_t *s, int signum)
            "caught and eating SIGHUP. See documentation for how to hot restart.");
 }
 
-static void on_sigusr1(uv_signal_t *s, int signum)
-{
-    wp_main *m = s->data;
-    (void)signum;
-    WF_LOG(WF_LC_main, WF_LOG_INFO, "caught SIGUSR1. Reopening access logs.");
-    wp_server_reopen_logs(&m->srv);
-}
-
-void wp_server_reopen_logs(wp_server *srv)
+/* Reopens every access-log file (SIGUSR1, POST /reopen_logs); a failure is logged. */
+static void reopen_logs(wp_server *srv)
 {
     wf_strbuf err = WF_STRBUF_INIT;
     if (srv->alog_files && wp_alog_files_reopen(srv->alog_files, &err) != 0)
         WF_LOG(WF_LC_main, WF_LOG_ERROR, "%s", wf_strbuf_cstr(&err));
     wf_strbuf_free(&err);
+}
+
+static void on_sigusr1(uv_signal_t *s, int signum)
+{
+    wp_main *m = s->data;
+    (void)signum;
+    WF_LOG(WF_LC_main, WF_LOG_INFO, "caught SIGUSR1. Reopening access logs.");
+    reopen_logs(&m->srv);
+}
+
+static void admin_reopen_logs(void *ctx)
+{
+    reopen_logs(&((wp_main *)ctx)->srv);
 }
 
 static void on_stop_timer(uv_timer_t *t)
@@ -186,7 +192,7 @@ static void on_stop_timer(uv_timer_t *t)
  * scope stop now; with it the drain sequence starts (not ready, server.state DRAINING; the
  * listeners keep accepting) and at its end, --drain-time-s later, they stop, unless
  * ?skip_exit. The process never exits for it (Istio's agent ends it). */
-void wp_server_request_drain(void *ctx, bool inbound_only, bool graceful, bool skip_exit)
+static void request_drain(void *ctx, bool inbound_only, bool graceful, bool skip_exit)
 {
     wp_main *m = ctx;
     int scope = inbound_only ? 1 : 2;
@@ -207,7 +213,7 @@ void wp_server_request_drain(void *ctx, bool inbound_only, bool graceful, bool s
     uv_timer_start(&m->stop_timer, on_stop_timer, m->opts->drain_time_s * 1000, 0);
 }
 
-void wp_server_request_quit(void *ctx)
+static void request_quit(void *ctx)
 {
     wp_main *m = ctx;
     WF_LOG(WF_LC_main, WF_LOG_INFO, "quitquitquit: exiting");
@@ -518,7 +524,7 @@ static void st_drain(void *ud)
     json_t *md = json_object_get(m->srv.gen->cfg->node, "metadata");
     const char *type = json_string_value(json_object_get(md, "PROXY_TYPE"));
     bool router = type && strcmp(type, "router") == 0;
-    wp_server_request_drain(m, !router, true, true);
+    request_drain(m, !router, true, true);
 }
 
 /* Where the application listens, for the app probes and the app scrape: the node metadata
@@ -825,7 +831,11 @@ int wp_server_run(const wp_server_opts *o)
     if (!m.srv.gen->cfg->ads)
         wp_readiness_set_static(&m.readiness);
     if (m.srv.gen->cfg->has_admin) {
-        m.admin = wp_admin_start(&loop, &m.srv, &m, o, &err);
+        wp_admin_actions act = {.drain = request_drain,
+                                .quit = request_quit,
+                                .reopen_logs = admin_reopen_logs,
+                                .ctx = &m};
+        m.admin = wp_admin_start(&loop, &m.srv, &act, o, &err);
         if (!m.admin) {
             uv_loop_close(&loop);
             return fail(&m, ninit, "admin", &err);

@@ -11,10 +11,10 @@
 #include "proxy/proxy_internal.h"
 
 struct wp_shadow {
-    uv_tcp_t tcp;
+    wp_raw_socket raw; /* the TCP socket under sock */
+    wp_tsock *sock;    /* the transport socket (net/transport_socket.h): &raw.base */
     uv_connect_t connect;
     uv_timer_t timer;
-    uv_write_t wr;
     wp_worker *w;
     wp_wgen *wg; /* one use of it */
     int cluster;
@@ -52,13 +52,23 @@ static void cstat(wp_shadow *sh, int which, int64_t d)
     wp_cluster_stat(sh->w, sh->wg->gen, sh->cluster, which, d);
 }
 
-static void on_closed(uv_handle_t *h)
+/* Two handles (the socket and the timer): freed after the last close callback. */
+static void closed_one(wp_shadow *sh)
 {
-    wp_shadow *sh = h->data;
     if (++sh->closed == 2) {
         wp_wgen_release(sh->w, sh->wg);
         free(sh);
     }
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+    closed_one(h->data);
+}
+
+static void on_sock_closed(void *owner)
+{
+    closed_one(owner);
 }
 
 static void shadow_close(wp_shadow *sh)
@@ -76,8 +86,8 @@ static void shadow_close(wp_shadow *sh)
         cstat(sh, WP_S_upstream_rq_active, -1);
     cstat(sh, WP_S_upstream_cx_active, -1);
     cstat(sh, WP_S_upstream_cx_destroy, 1);
-    uv_close((uv_handle_t *)&sh->tcp, on_closed);
-    uv_close((uv_handle_t *)&sh->timer, on_closed);
+    wp_tsock_close(sh->sock);
+    uv_close((uv_handle_t *)&sh->timer, on_timer_closed);
 }
 
 static void on_timeout(uv_timer_t *t)
@@ -87,18 +97,16 @@ static void on_timeout(uv_timer_t *t)
     shadow_close(sh);
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+static void on_alloc(void *owner, uv_buf_t *buf)
 {
-    wp_shadow *sh = h->data;
-    (void)suggested;
+    wp_shadow *sh = owner;
     *buf = uv_buf_init(sh->rbuf + sh->rlen, (unsigned)(sizeof(sh->rbuf) - sh->rlen));
 }
 
 /* The answer is parsed only to count its status; its body is dropped. */
-static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+static void on_read(void *owner, ssize_t n)
 {
-    wp_shadow *sh = st->data;
-    (void)buf;
+    wp_shadow *sh = owner;
     if (n < 0) {
         shadow_close(sh);
         return;
@@ -129,16 +137,16 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         shadow_close(sh);
 }
 
-static void on_written(uv_write_t *req, int status)
+static void on_written(void *owner, int status)
 {
-    wp_shadow *sh = req->data;
+    wp_shadow *sh = owner;
     if (status < 0)
         shadow_close(sh);
 }
 
-static void on_connect(uv_connect_t *req, int status)
+static void on_connect(void *owner, int status)
 {
-    wp_shadow *sh = req->data;
+    wp_shadow *sh = owner;
     if (sh->closing)
         return;
     if (status < 0) {
@@ -146,16 +154,23 @@ static void on_connect(uv_connect_t *req, int status)
         shadow_close(sh);
         return;
     }
-    uv_tcp_nodelay(&sh->tcp, 1);
     sh->connected = true;
     cstat(sh, WP_S_upstream_rq_total, 1);
     cstat(sh, WP_S_upstream_rq_active, 1);
     sh->counted_rq = true;
     uv_buf_t b = uv_buf_init(sh->data, (unsigned)sh->len);
-    if (uv_write(&sh->wr, (uv_stream_t *)&sh->tcp, &b, 1, on_written) != 0 ||
-        uv_read_start((uv_stream_t *)&sh->tcp, on_alloc, on_read) != 0)
+    if (wp_tsock_write(sh->sock, &b, 1) < 0 || wp_tsock_read_start(sh->sock) != 0)
         shadow_close(sh);
 }
+
+/* The transport socket's callbacks (net/transport_socket.h). */
+static const wp_tsock_cbs shadow_sock_cbs = {
+    .alloc = on_alloc,
+    .on_read = on_read,
+    .on_written = on_written,
+    .on_connected = on_connect,
+    .on_closed = on_sock_closed,
+};
 
 static int pick(wp_worker *w, const wp_cluster *c)
 {
@@ -196,9 +211,10 @@ int wp_shadow_send(wp_worker *w, wp_wgen *wg, int cluster, const char *head, siz
     sh->cluster = cluster;
     h1_parser_init(&sh->parser, H1_RESPONSE, sh->hdrs, WP_MAX_HEADERS, sizeof(sh->rbuf));
     h1_parser_set_answers(&sh->parser, head_request ? H1_ANSWERS_HEAD : H1_ANSWERS_OTHER);
-    uv_tcp_init(&w->loop, &sh->tcp);
+    wp_raw_socket_init(&sh->raw, &w->loop, &w->wreqs, &shadow_sock_cbs, sh);
+    sh->sock = &sh->raw.base;
     uv_timer_init(&w->loop, &sh->timer);
-    sh->tcp.data = sh->timer.data = sh->connect.data = sh->wr.data = sh;
+    sh->timer.data = sh;
     sh->next = w->shadows;
     if (w->shadows)
         w->shadows->prev = sh;
@@ -207,8 +223,8 @@ int wp_shadow_send(wp_worker *w, wp_wgen *wg, int cluster, const char *head, siz
     cstat(sh, WP_S_upstream_cx_active, 1);
     WF_LOG(WF_LC_router, WF_LOG_DEBUG, "shadowing a request to cluster '%s' (%s)", c->name,
            c->endpoints[host].addr.text);
-    if (uv_tcp_connect(&sh->connect, &sh->tcp, (const struct sockaddr *)&c->endpoints[host].addr.sa,
-                       on_connect) != 0) {
+    if (wp_tsock_connect(sh->sock, &sh->connect,
+                         (const struct sockaddr *)&c->endpoints[host].addr.sa) != 0) {
         cstat(sh, WP_S_upstream_cx_connect_fail, 1);
         shadow_close(sh);
         return -1;

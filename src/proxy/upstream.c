@@ -71,15 +71,13 @@ void wp_pools_free(wp_wgen *wg)
 
 /* ---------- connections ---------- */
 
-static void u_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf);
 static void pending_done(wp_pool_req *rq);
 static void pool_dispatch_pending(wp_pool *p);
 static void pool_assign(wp_uconn *u, wp_pool_req *rq);
 
-static void u_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+static void u_on_alloc(void *owner, uv_buf_t *buf)
 {
-    wp_uconn *u = h->data;
-    (void)suggested;
+    wp_uconn *u = owner;
     if (!u->rbuf) {
         u->rbuf = wp_buf_get(u->w, WP_BUF_SIZE);
         u->rlen = u->rstart = 0;
@@ -108,7 +106,7 @@ void wp_uconn_resume_read(wp_uconn *u)
 {
     if (u->reading || u->closing || u->state == WP_UC_CONNECTING)
         return;
-    if (uv_read_start((uv_stream_t *)&u->tcp, u_on_alloc, u_on_read) == 0)
+    if (wp_tsock_read_start(u->sock) == 0)
         u->reading = true;
 }
 
@@ -116,18 +114,29 @@ void wp_uconn_pause_read(wp_uconn *u)
 {
     if (!u || !u->reading)
         return;
-    uv_read_stop((uv_stream_t *)&u->tcp);
+    wp_tsock_read_stop(u->sock);
     u->reading = false;
 }
 
-static void u_on_closed(uv_handle_t *h)
+/* Two handles (the socket and the timer): freed after the last close callback, in the
+ * loop's close phase (the end of the iteration, net/deferred.h). */
+static void u_closed_one(wp_uconn *u)
 {
-    wp_uconn *u = h->data;
     if (++u->closed_handles == 2) {
         wp_buf_put(u->w, u->rbuf);
         u->pool->release(u->w, u->pool->wg); /* may free the pool */
         free(u);
     }
+}
+
+static void u_on_timer_closed(uv_handle_t *h)
+{
+    u_closed_one(h->data);
+}
+
+static void u_on_sock_closed(void *owner)
+{
+    u_closed_one(owner);
 }
 
 static void idle_remove(wp_uconn *u)
@@ -179,8 +188,8 @@ void wp_uconn_close(wp_uconn *u, bool local)
     atomic_fetch_sub_explicit(&host_rt(u)->cx_active, 1, memory_order_relaxed);
     WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, u->id, "closing upstream connection (%s)",
                 local ? "local close" : "remote close");
-    uv_close((uv_handle_t *)&u->tcp, u_on_closed);
-    uv_close((uv_handle_t *)&u->timer, u_on_closed);
+    wp_tsock_close(u->sock);
+    uv_close((uv_handle_t *)&u->timer, u_on_timer_closed);
     /* a slot under max_connections opened: serve a waiting request */
     wp_pool *p = u->pool;
     if (p->pending_head)
@@ -235,10 +244,9 @@ static void write_failed(wp_uconn *u)
         u->cbs->on_reset(owner, u, WP_RESET_CONNECTION_TERMINATION);
 }
 
-static void u_on_write(uv_write_t *req, int status)
+static void u_on_write(void *owner, int status)
 {
-    wp_uconn *u = req->data;
-    wp_wreq_put(u->w, req);
+    wp_uconn *u = owner;
     u->writing = false;
     if (u->closing)
         return;
@@ -257,13 +265,7 @@ int wp_uconn_write(wp_uconn *u, uv_buf_t *bufs, unsigned n)
         total += bufs[i].len;
     wp_cluster_stat(u->w, wp_pool_gen(u->pool), u->pool->cluster, WP_S_upstream_cx_tx_bytes_total,
                     (int64_t)total);
-    uv_write_t *req = wp_wreq_get(u->w);
-    if (!req)
-        return -1;
-    req->data = u;
-    int r = wp_write((uv_stream_t *)&u->tcp, req, bufs, n, u_on_write);
-    if (r != 1)
-        wp_wreq_put(u->w, req);
+    int r = wp_tsock_write(u->sock, bufs, n);
     if (r < 0) {
         write_failed(u);
         return -1;
@@ -272,12 +274,9 @@ int wp_uconn_write(wp_uconn *u, uv_buf_t *bufs, unsigned n)
     return r;
 }
 
-static void u_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+static void u_on_read(void *owner, ssize_t n)
 {
-    wp_uconn *u = st->data;
-    (void)buf;
-    if (n == 0)
-        return;
+    wp_uconn *u = owner;
     if (n == UV_ENOBUFS) {
         wp_uconn_pause_read(u);
         return;
@@ -308,9 +307,9 @@ static void u_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
     }
 }
 
-static void u_on_connect(uv_connect_t *req, int status)
+static void u_on_connect(void *owner, int status)
 {
-    wp_uconn *u = req->data;
+    wp_uconn *u = owner;
     if (u->closing)
         return;
     wp_worker *w = u->w;
@@ -335,8 +334,7 @@ static void u_on_connect(uv_connect_t *req, int status)
     }
     wp_pstats_cluster_hist(w->stats, wp_pool_gen(u->pool)->pstats, c, WP_CH_upstream_cx_connect_ms,
                            uv_now(&w->loop) - u->start_ms);
-    uv_tcp_nodelay(&u->tcp, 1);
-    wp_addr_of(&u->tcp, false, u->local, sizeof(u->local));
+    wp_tsock_address(u->sock, false, u->local, sizeof(u->local));
     u->state = WP_UC_BUSY;
     WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "connected to %s",
                 wp_pool_gen(u->pool)->cfg->clusters[c].endpoints[u->host].addr.text);
@@ -350,6 +348,15 @@ static void u_on_connect(uv_connect_t *req, int status)
         wp_uconn_release(u, true);
     }
 }
+
+/* The transport socket's callbacks (net/transport_socket.h). */
+static const wp_tsock_cbs uconn_sock_cbs = {
+    .alloc = u_on_alloc,
+    .on_read = u_on_read,
+    .on_written = u_on_write,
+    .on_connected = u_on_connect,
+    .on_closed = u_on_sock_closed,
+};
 
 /* ---------- requests ---------- */
 
@@ -419,9 +426,10 @@ static void connect_new(wp_pool *p, int host, wp_pool_req *rq)
     u->id = atomic_fetch_add(&w->srv->next_conn_id, 1);
     u->state = WP_UC_CONNECTING;
     u->start_ms = uv_now(&w->loop);
-    uv_tcp_init(&w->loop, &u->tcp);
+    wp_raw_socket_init(&u->raw, &w->loop, &w->wreqs, &uconn_sock_cbs, u);
+    u->sock = &u->raw.base;
     uv_timer_init(&w->loop, &u->timer);
-    u->tcp.data = u->timer.data = u->connect.data = u;
+    u->timer.data = u;
     h1_parser_init(&u->parser, H1_RESPONSE, u->hdrs, WP_UPSTREAM_MAX_HEADERS, 64 * 1024);
     wp_cluster_stat(w, wp_pool_gen(p), p->cluster, WP_S_upstream_cx_total, 1);
     wp_cluster_stat(w, wp_pool_gen(p), p->cluster, WP_S_upstream_cx_active, 1);
@@ -432,8 +440,8 @@ static void connect_new(wp_pool *p, int host, wp_pool_req *rq)
     rq->connecting = u;
     WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "creating a new connection to %s",
                 c->endpoints[host].addr.text);
-    int r = uv_tcp_connect(&u->connect, &u->tcp,
-                           (const struct sockaddr *)&c->endpoints[host].addr.sa, u_on_connect);
+    int r = wp_tsock_connect(u->sock, &u->connect,
+                             (const struct sockaddr *)&c->endpoints[host].addr.sa);
     if (r != 0) {
         char tfr[96];
         snprintf(tfr, sizeof(tfr), "%s", uv_strerror(r));

@@ -273,6 +273,10 @@ int wp_worker_init(wp_worker *w, wp_server *srv, unsigned id, wp_gen_post *post,
     }
     uv_async_init(&w->loop, &w->async, on_async);
     w->async.data = w;
+    if (wp_deferred_init(&w->deferred, &w->loop) != 0) {
+        wf_strbuf_puts(err, "cannot create an event loop");
+        return -1;
+    }
     if (wp_alog_writer_init(&w->alog_writer, &w->loop, srv->alog_files, srv->flush_interval_ms,
                             0) != 0) {
         wf_strbuf_puts(err, "cannot start the access log writer");
@@ -346,9 +350,11 @@ void wp_worker_join(wp_worker *w)
 
 void wp_worker_free(wp_worker *w)
 {
+    wp_deferred_close(&w->deferred); /* ended streams back to the free list */
     close_listeners(w);
     uv_walk(&w->loop, close_walk, NULL);
     uv_run(&w->loop, UV_RUN_DEFAULT); /* finish close callbacks (listeners free themselves) */
+    wp_deferred_drain(&w->deferred);
     wp_wgen_free_all(w);
     if (w->post.gen) {
         for (size_t i = 0; w->post.fds && i < w->post.gen->cfg->nlisteners; i++)
@@ -367,11 +373,7 @@ void wp_worker_free(wp_worker *w)
         w->free_streams = s->next_free;
         wp_stream_destroy(s);
     }
-    while (w->free_wreqs) {
-        void **r = w->free_wreqs;
-        w->free_wreqs = *r;
-        free(r);
-    }
+    wp_wreq_pool_free(&w->wreqs);
     wp_regex_ctx_free(&w->rx);
     uv_loop_close(&w->loop);
     uv_mutex_destroy(&w->post_lock);

@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "core/log.h"
-#include "proxy/xds_client_internal.h"
+#include "proxy/xds_client_state.h"
 
 #define MAX_MSG         (64u * 1024u * 1024u)
 #define RETRY_MAX_DELAY 30000u /* Envoy's RetryMaxDelayMs: transient closes warn after this */
@@ -25,7 +25,7 @@
     "upstream connect error or disconnect/reset before headers. reset reason: connection "         \
     "termination"
 
-const char *xc_method(const wp_xds_client *c)
+static const char *xc_method(const wp_xds_client *c)
 {
     return c->delta ? "DeltaAggregatedResources" : "StreamAggregatedResources";
 }
@@ -67,15 +67,6 @@ static bool register_stats(wp_xds_client *c, wp_stats *st, const char *stat_clus
     return ok;
 }
 
-void xc_count_update(wp_xds_client *c, int type, int kind)
-{
-    int i = type == WF_XDS_CDS ? 0 : type == WF_XDS_LDS ? 1 : -1;
-    if (i < 0)
-        return;
-    wp_stat_add(c->sh, c->s_upd[i][XC_UPD_ATTEMPT], 1);
-    wp_stat_add(c->sh, c->s_upd[i][kind], 1);
-}
-
 static void tick_gauges(wp_xds_client *c)
 {
     uint64_t now = uv_now(c->loop);
@@ -106,7 +97,7 @@ static void set_connected(wp_xds_client *c, bool up)
         c->cb.on_state(c->cb.ud, up);
 }
 
-void xc_answered(wp_xds_client *c)
+static void xc_answered(wp_xds_client *c)
 {
     c->backoff_next = c->opts.backoff_base_ms; /* Envoy resets the back-off on any message */
     free(c->close_msg);
@@ -179,7 +170,7 @@ static uint64_t next_random(wp_xds_client *c)
     return x * 0x2545F4914F6CDD1DULL;
 }
 
-uint64_t xc_next_backoff(wp_xds_client *c)
+static uint64_t xc_next_backoff(wp_xds_client *c)
 {
     uint64_t cur = c->backoff_next;
     uint64_t max = c->opts.backoff_max_ms;
@@ -346,22 +337,6 @@ static void connect_now(wp_xds_client *c)
         xc_delta_send_initial(c);
     else
         xc_send_initial(c);
-}
-
-int xc_send_json(wp_xds_client *c, json_t *j, const char *type_url)
-{
-    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    json_decref(j);
-    int rv = text && c->call ? wf_h2_call_send(c->call, text, strlen(text)) : -1;
-    free(text);
-    if (rv != 0)
-        WF_LOG(WF_LC_config, WF_LOG_WARN, "xDS request for %s not sent (%d)", type_url, rv);
-    return rv;
-}
-
-int xc_send(wp_xds_client *c, const wf_xds_request *req)
-{
-    return xc_send_json(c, wf_xds_request_encode(req), req->type_url);
 }
 
 /* ---- lifecycle ---- */

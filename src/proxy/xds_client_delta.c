@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "core/log.h"
-#include "proxy/xds_client_internal.h"
+#include "proxy/xds_client_state.h"
 
 #define TEST_HOOK_MSG "rejected by test hook WEFT_PROXY_TEST_REJECT_TYPE"
 

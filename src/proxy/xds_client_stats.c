@@ -27,7 +27,7 @@
 #include <time.h>
 
 #include "core/log.h"
-#include "proxy/xds_client_internal.h"
+#include "proxy/xds_client_state.h"
 
 /* ---- xxHash64 (Yann Collet's algorithm, public specification) ---- */
 

@@ -66,7 +66,7 @@ typedef struct wp_xds_dynamic {
      *                  last_updated}]}}
      * with each embedded resource as received ("@type" first). Empty arrays and absent
      * versions are omitted, as protobuf JSON does. Owned. The xDS client then adds
-     * "listener_errors": its live array of listener error states (xds_client_internal.h
+     * "listener_errors": its live array of listener error states (xds_client_state.h
      * lds_errors), which config_dump.h merges into dynamic_listeners. */
     json_t *dump;
     wf_xds_names eds_names;         /* ClusterLoadAssignments the EDS clusters need (EDS

@@ -322,6 +322,49 @@ def test_hangup_closes_without_answer(app):
     assert get(port, "/healthz")[0] == 200
 
 
+def _read_until_reset(s):
+    """Reads until the peer ends the connection: (bytes read, True when it was a reset)."""
+    data = b""
+    while True:
+        try:
+            chunk = s.recv(65536)
+        except ConnectionResetError:
+            return data, True
+        if not chunk:
+            return data, False
+        data += chunk
+
+
+@pytest.mark.parametrize("n", [1000, 200000])
+def test_reset_sends_part_of_the_body_then_a_tcp_reset(app, n):
+    _, port = app()
+    s = connect(port)
+    # a pipelined second request must not be answered: the connection is reset first
+    s.sendall(b"GET /reset/%d HTTP/1.1\r\nHost: a\r\n\r\n"
+              b"GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n" % n)
+    data, reset = _read_until_reset(s)
+    s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 ")
+    assert b"Content-Length: %d" % (2 * n) in head
+    assert reset, "the connection ended with a FIN, not a reset"
+    # the bytes sent before the reset are the start of the /bytes pattern; on loopback they
+    # arrive unless the reset overtakes them (never more than n)
+    assert len(body) <= n and body == expected_bytes(len(body))
+    assert b"/healthz" not in body and b"HTTP/1.1 200 OK\r\nContent-Length: 2" not in body
+    assert get(port, "/healthz")[0] == 200
+
+
+def test_reset_to_head_request_sends_the_head_then_resets(app):
+    _, port = app()
+    s = connect(port)
+    s.sendall(b"HEAD /reset/10 HTTP/1.1\r\nHost: a\r\n\r\n")
+    data, reset = _read_until_reset(s)
+    s.close()
+    assert data.startswith(b"HTTP/1.1 200 ") and b"Content-Length: 20" in data
+    assert data.endswith(b"\r\n\r\n") and reset
+
+
 def test_hangup_first_then_serves_and_counts(app):
     _, port = app("--hangup-first", "2")
     for _ in range(2):

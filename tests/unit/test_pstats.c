@@ -12,7 +12,7 @@
 
 #include "proxy/bootstrap.h"
 #include "proxy/pstats.h"
-#include "proxy/xds_client_internal.h"
+#include "proxy/xds_client_state.h"
 
 #define ADDR "{\"socket_address\":{\"address\":\"127.0.0.1\",\"port_value\":%d}}"
 

@@ -44,8 +44,9 @@
  * compares; events no filter implements cost one flag test.
  *
  * Re-entrancy: a filter that sends a local reply, or otherwise may end the stream, must return
- * StopIteration from that call (Envoy's contract): the stream may be gone, and the chain
- * touches nothing after a stop.
+ * StopIteration from that call (Envoy's contract): the stream may have ended (its memory stays
+ * valid until the end of the loop iteration, net/deferred.h), and the chain touches nothing
+ * after a stop.
  *
  * Threads: a chain is shared read-only by every worker; a state belongs to its stream's worker.
  */
@@ -99,11 +100,11 @@ struct wp_stream; /* the connection manager's stream: opaque to the chain */
  * and StreamEncoderFilterCallbacks). All take the stream of the call (wp_filter.stream). */
 typedef struct wp_filter_callbacks {
     /* sendLocalReply: status, body (may be ""), details (static), response flag
-     * (wp_response_flag) or -1. The stream may be gone afterwards: return StopIteration. */
+     * (wp_response_flag) or -1. The stream has ended afterwards: return StopIteration. */
     void (*send_local_reply)(struct wp_stream *s, int status, const char *body, const char *details,
                              int flag);
     /* continueDecoding / continueEncoding: resume after the filter that stopped. The stream
-     * may be gone afterwards. */
+     * may have ended afterwards (still valid memory until the end of the loop iteration). */
     void (*continue_decoding)(struct wp_stream *s);
     void (*continue_encoding)(struct wp_stream *s);
     /* The cached route (chosen before any filter ran), its virtual host and the cluster index
@@ -226,7 +227,7 @@ void wp_fchain_start(wp_fchain_state *st, const wp_fchain *fc, void *slots, stru
 
 /* Request headers: through the filters in order from the first (or from where decoding
  * stopped). DONE when the last filter had them; STOPPED when a filter stopped (or answered;
- * the stream may be gone then). */
+ * the stream may have ended then). */
 wp_fchain_result wp_fchain_decode_headers(wp_fchain_state *st, struct wp_stream *s,
                                           const wp_filter_callbacks *cb, wp_filter_headers *h,
                                           bool end_stream);

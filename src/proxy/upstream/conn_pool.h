@@ -50,6 +50,7 @@
 #include <uv.h>
 
 #include "http/h1_parser.h"
+#include "proxy/net/raw_socket.h"
 
 #define WP_UPSTREAM_MAX_HEADERS 103u /* response header lines parsed per connection */
 
@@ -115,7 +116,8 @@ typedef struct wp_uconn_callbacks {
 typedef enum { WP_UC_CONNECTING, WP_UC_IDLE, WP_UC_BUSY, WP_UC_CLOSING } wp_uc_state;
 
 struct wp_uconn {
-    uv_tcp_t tcp;
+    wp_raw_socket raw; /* the TCP socket under sock */
+    wp_tsock *sock;    /* the transport socket (net/transport_socket.h): &raw.base */
     uv_connect_t connect;
     uv_timer_t timer; /* connect timeout, then idle timeout */
     wp_pool *pool;

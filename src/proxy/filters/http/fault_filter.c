@@ -46,7 +46,7 @@ static bool try_inc_active(const wp_filter *f, wp_fault_stream *fs, const wp_fau
     return true;
 }
 
-/* FaultFilter::abortWithStatus. The stream may be gone afterwards. */
+/* FaultFilter::abortWithStatus: the stream is answered and ends. */
 static void abort_stream(const wp_filter *f, int status)
 {
     wp_stat_add(f->cb->stats(f->stream), filter_of(f)->st_aborts, 1);
@@ -115,8 +115,7 @@ static wp_filter_data_status decode_data(const wp_filter *f, const char *data, s
                                           : WP_FILTER_DATA_CONTINUE;
 }
 
-/* FaultFilter::postDelayInjection: the delay is over; abort or go on to the next filter. The
- * stream may be gone afterwards. */
+/* FaultFilter::postDelayInjection: the delay is over; abort or go on to the next filter. */
 static void on_timer(const wp_filter *f)
 {
     wp_fault_stream *fs = f->slot;

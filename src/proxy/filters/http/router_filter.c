@@ -17,7 +17,7 @@ static wp_filter_headers_status decode_headers(const wp_filter *f, wp_filter_hea
 {
     (void)h;
     (void)end_stream;
-    wp_router_start(f->stream); /* the stream may be gone afterwards */
+    wp_router_start(f->stream); /* the stream may have ended (valid until the iteration ends) */
     return WP_FILTER_HEADERS_STOP_ITERATION;
 }
 

@@ -1,11 +1,12 @@
 /*
- * xds_client_internal.h - the xDS client's state, shared by xds_client.c (the stream),
- * xds_client_sotw.c (state-of-the-world requests, responses, ACK/NACK, subscriptions, and
- * the compose/apply step both protocols use) and xds_client_delta.c (the delta protocol).
+ * xds_client_state.h - the xDS client's state and the steps both protocols share
+ * (xds_client_state.c), its stats (xds_client_stats.c), and the entry points of the two
+ * protocols (xds_client_sotw.c, xds_client_delta.c) the stream (xds_client.c) calls. The
+ * layers, top down: xds_client.c -> the protocols -> state and stats; none calls up.
  * Not a public API.
  */
-#ifndef WEFT_PROXY_XDS_CLIENT_INTERNAL_H
-#define WEFT_PROXY_XDS_CLIENT_INTERNAL_H
+#ifndef WEFT_PROXY_XDS_CLIENT_STATE_H
+#define WEFT_PROXY_XDS_CLIENT_STATE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -80,36 +81,17 @@ struct wp_xds_client {
     uint32_t s_pending, s_rate_limited;
 };
 
-/* xds_client.c */
+/* xds_client_state.c: the state, and the steps both protocols share */
+/* update_attempt and the update_<kind> counter of type (CDS and LDS only). */
 void xc_count_update(wp_xds_client *c, int type, int kind);
-/* A response of type was accepted (version: its version_info) or rejected: the subscription
- * stats (version, update_time) and the end of the initial fetch timer. */
-void xc_count_accepted(wp_xds_client *c, int type, const char *version);
-void xc_count_rejected(wp_xds_client *c, int type);
-/* xxHash64 (seed 0) of s, as Envoy's HashUtil::xxHash64 for the `version` gauges. */
-uint64_t xc_xxhash64(const char *s, size_t len);
-/* Registers the stats above in st (false on failure; registration is at start). */
-bool xc_register_more_stats(wp_xds_client *c, wp_stats *st);
-/* Starts the initial fetch timers of the subscribed types (init_fetch_ms set, timers
- * initialised). 0 or -1. */
-int xc_start_init_fetch(wp_xds_client *c);
-void xc_answered(wp_xds_client *c);
-uint64_t xc_next_backoff(wp_xds_client *c);
-/* "StreamAggregatedResources" or "DeltaAggregatedResources" (log lines, as Envoy's). */
-const char *xc_method(const wp_xds_client *c);
 /* Encodes and sends req on the current call; 0 or negative. */
 int xc_send(wp_xds_client *c, const wf_xds_request *req);
 /* Sends the JSON message j (consumed) of type type_url on the current call; 0 or negative
  * (logged). */
 int xc_send_json(wp_xds_client *c, json_t *j, const char *type_url);
 
-/* xds_client_sotw.c: state, and the steps both protocols share */
 bool xc_state_init(wp_xds_client *c, const wp_config *cfg);
 void xc_state_free(wp_xds_client *c);
-/* The requests of a new stream: CDS, EDS (names known), LDS, RDS (names known). */
-void xc_send_initial(wp_xds_client *c);
-/* One DiscoveryResponse (JSON text). */
-void xc_on_response(wp_xds_client *c, const char *text, size_t len);
 /* The accepted version of type t: SotW version_info or delta system_version_info; NULL. */
 const char *xc_version(const wp_xds_client *c, int t);
 /* RFC 3339 UTC now (last_updated of the entries). */
@@ -126,6 +108,25 @@ void xc_note_rejected(wp_xds_client *c, int t, const char *version, const char *
 /* An accepted response of type t: update_success and the status (updated, cds/lds applied).
  * The caller sends the ACK and calls on_update. */
 void xc_note_accepted(wp_xds_client *c, int t);
+
+/* xds_client_stats.c */
+/* A response of type was accepted (version: its version_info) or rejected: the subscription
+ * stats (version, update_time) and the end of the initial fetch timer. */
+void xc_count_accepted(wp_xds_client *c, int type, const char *version);
+void xc_count_rejected(wp_xds_client *c, int type);
+/* xxHash64 (seed 0) of s, as Envoy's HashUtil::xxHash64 for the `version` gauges. */
+uint64_t xc_xxhash64(const char *s, size_t len);
+/* Registers the stats above in st (false on failure; registration is at start). */
+bool xc_register_more_stats(wp_xds_client *c, wp_stats *st);
+/* Starts the initial fetch timers of the subscribed types (init_fetch_ms set, timers
+ * initialised). 0 or -1. */
+int xc_start_init_fetch(wp_xds_client *c);
+
+/* xds_client_sotw.c */
+/* The requests of a new stream: CDS, EDS (names known), LDS, RDS (names known). */
+void xc_send_initial(wp_xds_client *c);
+/* One DiscoveryResponse (JSON text). */
+void xc_on_response(wp_xds_client *c, const char *text, size_t len);
 
 /* xds_client_delta.c */
 /* The requests of a new stream: CDS, EDS, LDS, RDS, each when due (wf_xds_delta_client_

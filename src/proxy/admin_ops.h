@@ -1,21 +1,53 @@
 /*
- * admin_internal.h - what admin.c (connections, dispatch, the stats/clusters/config
- * handlers) and admin_ops.c (the operational endpoints: /memory, /certs, /runtime,
- * /healthcheck/fail|ok, /init_dump, /hot_restart_version, /reopen_logs,
- * /stats/recentlookups, and /config_dump's name_regex) share. Not a public API.
+ * admin_ops.h - the admin server's state, the process's actions it calls, and admin_ops.c:
+ * request and answer helpers (query parameters, JSON answers, the server state name) and the
+ * operational endpoints (/memory, /certs, /runtime, /healthcheck/fail|ok, /init_dump,
+ * /hot_restart_version, /reopen_logs, /stats/recentlookups, and /config_dump's name_regex).
+ * admin.c (connections, dispatch, the stats/clusters/config handlers) stands on it; nothing
+ * here calls admin.c. Not a public API.
  *
  * Threads: everything here runs on the admin's (main) loop thread.
  */
-#ifndef WEFT_PROXY_ADMIN_INTERNAL_H
-#define WEFT_PROXY_ADMIN_INTERNAL_H
+#ifndef WEFT_PROXY_ADMIN_OPS_H
+#define WEFT_PROXY_ADMIN_OPS_H
 
 #include <stdbool.h>
 
 #include <jansson.h>
 
 #include "core/strbuf.h"
-#include "proxy/admin.h"
+#include "http/h1_server.h"
+#include "proxy/options.h"
+#include "proxy/proxy_internal.h"
 #include "proxy/stats.h"
+
+typedef struct wp_admin wp_admin;
+
+/* What the admin API asks of the process that runs it (server.c provides them; ctx is handed
+ * back). drain: POST /drain_listeners (Envoy's ListenersHandler::handlerDrainListeners):
+ * inbound_only (?inboundonly) stops only the listeners whose traffic_direction is INBOUND;
+ * without graceful the listeners stop now and the process stays up; graceful starts the drain
+ * sequence once (not ready, server.state DRAINING; later ?graceful calls are ignored) and,
+ * unless skip_exit, the process exits at the end of the drain period (--drain-time-s; sooner
+ * once no connection is left when every listener stopped). quit: POST /quitquitquit.
+ * reopen_logs: POST /reopen_logs, every access-log file reopened (a failure is logged). */
+typedef struct {
+    void (*drain)(void *ctx, bool inbound_only, bool graceful, bool skip_exit);
+    void (*quit)(void *ctx);
+    void (*reopen_logs)(void *ctx);
+    void *ctx;
+} wp_admin_actions;
+
+/* The admin server's state (admin.c starts and stops it; the handlers read it). */
+struct wp_admin {
+    uv_loop_t *loop;
+    h1s_server *http; /* the shared HTTP/1 server (http/h1_server.h) */
+    wp_server *srv;
+    wp_admin_actions act; /* the process's side of the POST operations */
+    const wp_server_opts *opts;
+    bool quit_after;
+    bool hc_failed; /* POST /healthcheck/fail .. /healthcheck/ok */
+};
 
 /* One request: method and path (without the query) as received, query undecoded. */
 typedef struct {
@@ -31,9 +63,10 @@ typedef struct {
     wf_strbuf body;
 } admin_resp;
 
-/* The server state of an admin (admin.c owns the struct). */
-wp_server *wp_admin_server(wp_admin *a);
-void wp_admin_set_hc_failed(wp_admin *a, bool failed);
+/* ---- admin_ops.c: request and answer helpers ---- */
+
+/* Decodes %XX escapes and "+" (a space) of a query string in place. */
+void wp_admin_url_decode(char *s);
 
 /* Value of query parameter name, decoded into out (cap bytes, truncated), or NULL when
  * absent; a bare "name" gives "". */

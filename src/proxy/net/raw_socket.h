@@ -1,0 +1,53 @@
+/*
+ * raw_socket.h - the plain TCP transport socket (transport_socket.h), Envoy's
+ * RawBufferSocket (source/common/network/raw_buffer_socket.cc) over a libuv uv_tcp_t.
+ *
+ * Reads go straight into the room the owner's alloc callback gives (no buffer of its own);
+ * writes try the kernel first (uv_try_write) and queue only what is left (uv_write), with a
+ * write request from the worker's free list (wp_wreq_pool), held only while a write is
+ * pending: most writes complete at once and need none. TCP_NODELAY is set on accepted and
+ * connected sockets.
+ *
+ * Ownership: the owner embeds a wp_raw_socket, initialises it (wp_raw_socket_init), then
+ * either accepts into it (server side) or connects it (wp_tsock_connect, client side), and
+ * uses it through &rs->base. Close it once with wp_tsock_close, also when init succeeded but
+ * accept failed; its memory must stay valid until cbs->on_closed.
+ */
+#ifndef WEFT_PROXY_NET_RAW_SOCKET_H
+#define WEFT_PROXY_NET_RAW_SOCKET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <uv.h>
+
+#include "proxy/net/transport_socket.h"
+
+/* Write requests of one loop, reused (singly linked through their first word). */
+typedef struct wp_wreq_pool {
+    void *free;
+    size_t nfree;
+} wp_wreq_pool;
+
+/* A write request: from the pool, else malloc'd; NULL when out of memory. */
+uv_write_t *wp_wreq_get(wp_wreq_pool *p);
+/* Back to the pool (at most 1024 kept; the rest are freed). */
+void wp_wreq_put(wp_wreq_pool *p, uv_write_t *req);
+/* Frees the pooled requests (loop shutdown). */
+void wp_wreq_pool_free(wp_wreq_pool *p);
+
+typedef struct wp_raw_socket {
+    wp_tsock base; /* first: a wp_tsock * to it is a wp_raw_socket * */
+    uv_tcp_t tcp;
+    wp_wreq_pool *wreqs; /* the loop's write requests (not owned) */
+    bool closing;
+} wp_raw_socket;
+
+/* Initialises rs on loop with the owner's callbacks (cbs must outlive rs). 0, or UV_E*
+ * (rs is then not initialised: no close, no on_closed). */
+int wp_raw_socket_init(wp_raw_socket *rs, uv_loop_t *loop, wp_wreq_pool *wreqs,
+                       const wp_tsock_cbs *cbs, void *owner);
+/* Accepts a pending connection of the listening server into rs. 0 or UV_E* (close rs). */
+int wp_raw_socket_accept(wp_raw_socket *rs, uv_stream_t *server);
+
+#endif
