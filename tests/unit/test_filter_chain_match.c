@@ -108,6 +108,7 @@ static void test_single_empty_chain(void **state)
     m[0].destination_port = 9090;
     assert_false(wp_fcm_is_empty(&m[0]));
     assert_int_equal(sel(m, 1, &c), -1); /* no chain: the listener's default, else closed */
+    assert_int_equal(sel(m, 0, &c), -1); /* a listener with only a default_filter_chain */
 }
 
 static void test_destination_port(void **state)
