@@ -221,6 +221,7 @@ static void closed_one(wp_dconn *d)
 {
     if (++d->closed_handles == 3) {
         wp_wgen_release(d->w, d->wg);
+        free(d->lf);
         free(d);
     }
 }
@@ -273,7 +274,8 @@ void wp_dconn_close(wp_dconn *d)
         d->next->prev = d->prev;
     wp_buf_put(w, d->rbuf);
     d->rbuf = NULL;
-    wp_lf_socket_release(&d->csock);
+    if (d->lf)
+        wp_lf_socket_release(&d->lf->sock);
     wp_tsock_close(d->sock);
     uv_close((uv_handle_t *)&d->idle_timer, on_timer_closed);
     uv_close((uv_handle_t *)&d->rq_timer, on_timer_closed);
@@ -400,11 +402,34 @@ static void use_chain(wp_dconn *d, const wp_filter_chain *fc)
     d->hs = &d->wg->gen->pstats->hcms[fc->hcm->index];
 }
 
-/* Envoy's ActiveStreamListenerBase::newConnection, once the listener filters are done. */
-static void new_connection(wp_lf_callbacks *cb, bool ok)
+/* The connection's socket as the listener filters left it (d->lf), or as accepted: the
+ * addresses read again from the socket (a listener without listener filters keeps no copy:
+ * only a chain match after a config update needs them again). */
+static void read_addresses(wp_dconn *d, struct sockaddr_storage *local,
+                           struct sockaddr_storage *peer)
 {
-    wp_dconn *d = cb->owner;
-    const wp_filter_chain *fc = ok ? find_chain(d->listener, &d->csock) : NULL;
+    int llen = sizeof(*local), plen = sizeof(*peer);
+    if (uv_tcp_getsockname(&d->raw.tcp, (struct sockaddr *)local, &llen) != 0)
+        local->ss_family = AF_UNSPEC;
+    if (uv_tcp_getpeername(&d->raw.tcp, (struct sockaddr *)peer, &plen) != 0)
+        peer->ss_family = AF_UNSPEC;
+}
+
+static const wp_lf_socket *conn_socket(wp_dconn *d, wp_lf_socket *tmp)
+{
+    if (d->lf)
+        return &d->lf->sock;
+    struct sockaddr_storage local, peer;
+    read_addresses(d, &local, &peer);
+    wp_lf_socket_init(tmp, (struct sockaddr *)&local, (struct sockaddr *)&peer);
+    return tmp;
+}
+
+/* Envoy's ActiveStreamListenerBase::newConnection, once the listener filters are done (ok:
+ * none failed); sock: the accepted socket with what the listener filters found. */
+static void new_connection(wp_dconn *d, const wp_lf_socket *sock, bool ok)
+{
+    const wp_filter_chain *fc = ok ? find_chain(d->listener, sock) : NULL;
     if (!fc) {
         if (ok) {
             WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id,
@@ -423,18 +448,20 @@ static void new_connection(wp_lf_callbacks *cb, bool ok)
     wp_nf_chain_on_new_connection(&d->nf);
 }
 
+static void listener_filters_done(wp_lf_callbacks *cb, bool ok)
+{
+    wp_dconn *d = cb->owner;
+    new_connection(d, &d->lf->sock, ok);
+}
+
 /* The accepted TCP socket's local and peer addresses (read before any transport socket of
- * a chain exists, as Envoy's listener does): into d->csock for the listener filters and the
+ * a chain exists, as Envoy's listener does): into *sock for the listener filters and the
  * match, and as text for logs. */
-static void socket_addresses(wp_dconn *d)
+static void socket_addresses(wp_dconn *d, wp_lf_socket *sock)
 {
     struct sockaddr_storage local, peer;
-    int llen = sizeof(local), plen = sizeof(peer);
-    if (uv_tcp_getsockname(&d->raw.tcp, (struct sockaddr *)&local, &llen) != 0)
-        local.ss_family = AF_UNSPEC;
-    if (uv_tcp_getpeername(&d->raw.tcp, (struct sockaddr *)&peer, &plen) != 0)
-        peer.ss_family = AF_UNSPEC;
-    wp_lf_socket_init(&d->csock, (struct sockaddr *)&local, (struct sockaddr *)&peer);
+    read_addresses(d, &local, &peer);
+    wp_lf_socket_init(sock, (struct sockaddr *)&local, (struct sockaddr *)&peer);
     wp_sockaddr_text((struct sockaddr *)&peer, d->remote, sizeof(d->remote));
     wp_sockaddr_text((struct sockaddr *)&local, d->local, sizeof(d->local));
 }
@@ -473,17 +500,29 @@ void wp_dconn_on_accept(uv_stream_t *server, int status)
     d->idle_timer.timer_cb = on_idle_timeout;
     d->rq_timer.timer_cb = on_rq_timeout;
     d->id = atomic_fetch_add(&w->srv->next_conn_id, 1);
-    socket_addresses(d);
+    wp_lf_socket sock;
+    socket_addresses(d, &sock);
     atomic_fetch_add_explicit(&w->nconns, 1, memory_order_relaxed);
     d->next = w->conns;
     if (w->conns)
         w->conns->prev = d;
     w->conns = d;
     WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "new connection from %s", d->remote);
-    wp_lf_callbacks_init(&d->lfcb, &d->csock, l->listener_filters, l->nlistener_filters,
-                         new_connection, d);
-    if (wp_lf_run(&d->lfcb) == WP_LF_CONTINUE)
-        new_connection(&d->lfcb, true);
+    if (!l->nlistener_filters) {
+        new_connection(d, &sock, true);
+        return;
+    }
+    /* the listener filters' state (the socket as they annotate it, their run), only on
+     * listeners that have some: an idle connection of the others carries none */
+    if (!(d->lf = malloc(sizeof(*d->lf)))) {
+        wp_dconn_close(d);
+        return;
+    }
+    d->lf->sock = sock;
+    wp_lf_callbacks_init(&d->lf->cb, &d->lf->sock, l->listener_filters, l->nlistener_filters,
+                         listener_filters_done, d);
+    if (wp_lf_run(&d->lf->cb) == WP_LF_CONTINUE)
+        new_connection(d, &d->lf->sock, true);
 }
 
 /* ---------- the HTTP filter chain's callbacks (proxy/http/filter.h) ---------- */
@@ -662,7 +701,8 @@ static void dconn_follow_config(wp_dconn *d)
     for (size_t i = 0; i < c->nlisteners; i++) {
         if (strcmp(c->listeners[i].name, d->listener->name) != 0)
             continue;
-        const wp_filter_chain *fc = find_chain(&c->listeners[i], &d->csock);
+        wp_lf_socket tmp;
+        const wp_filter_chain *fc = find_chain(&c->listeners[i], conn_socket(d, &tmp));
         if (!fc)
             break;
         const wp_hstats *hs = &w->wg->gen->pstats->hcms[fc->hcm->index];

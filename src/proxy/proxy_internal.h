@@ -128,9 +128,13 @@ struct wp_dconn {
     bool tunnel;
     bool in_process; /* parsing: upstream writes wait until the pass ends */
     int closed_handles;
-    wp_lf_socket csock;   /* the accepted socket as listener filters annotated it */
-    wp_lf_callbacks lfcb; /* the listener filters' run on it */
-    wp_nf_chain nf;       /* the chain's network filters (the HCM: this connection) */
+    /* the listener filters' state: the accepted socket as they annotate it and their run;
+     * malloc'd only on a listener that has listener filters, NULL otherwise */
+    struct wp_dconn_lf {
+        wp_lf_socket sock;
+        wp_lf_callbacks cb;
+    } * lf;
+    wp_nf_chain nf; /* the chain's network filters (the HCM: this connection) */
 };
 
 typedef enum {

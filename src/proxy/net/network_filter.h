@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WP_NF_MAX 8 /* network filters per chain (Istio's inbound chains have 2-4) */
+#define WP_NF_MAX 4 /* network filters per chain (Istio's inbound chains have 2-4) */
 
 typedef enum { WP_NF_CONTINUE, WP_NF_STOP_ITERATION } wp_nf_status;
 
