@@ -30,11 +30,15 @@
 #include "proxy/access_log.h"
 #include "proxy/alog_sink.h"
 #include "proxy/headers.h"
+#include "proxy/http/cached_route.h"
 #include "proxy/proxy_internal.h"
 
 static void on_read(void *owner, ssize_t n);
 static void process(wp_dconn *d);
 static void stream_finish(wp_stream *s);
+static void stream_local_reply(wp_stream *s, int status, const char *body, const char *details,
+                               int flag);
+static void dconn_kick(wp_dconn *d);
 static const wp_filter_callbacks filter_cbs;
 
 /* ---------- small helpers ---------- */
@@ -61,41 +65,30 @@ int64_t wp_wall_us(wp_worker *w)
     return w->wall_base_us + (int64_t)(now - w->wall_base_loop) * 1000;
 }
 
+/* A random UUID v4 (36 characters + NUL) from the worker's generator: x-request-id. */
+static void uuid4(wp_worker *w, char out[37])
+{
+    static const char hex[] = "0123456789abcdef";
+    uint64_t a = wp_rand(w), b = wp_rand(w);
+    unsigned char u[16];
+    memcpy(u, &a, 8);
+    memcpy(u + 8, &b, 8);
+    u[6] = (unsigned char)((u[6] & 0x0f) | 0x40);
+    u[8] = (unsigned char)((u[8] & 0x3f) | 0x80);
+    int j = 0;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            out[j++] = '-';
+        out[j++] = hex[u[i] >> 4];
+        out[j++] = hex[u[i] & 15];
+    }
+    out[j] = 0;
+}
+
 /* The listener's stats (listener.<address>.*). */
 static void lis_stat(wp_dconn *d, int which, int64_t delta)
 {
     wp_stat_add(d->w->stats, d->ls->slot[which], delta);
-}
-
-wp_buf *wp_buf_get(wp_worker *w, size_t cap)
-{
-    if (cap <= WP_BUF_SIZE && w->free_bufs) {
-        wp_buf *b = w->free_bufs;
-        w->free_bufs = b->next_free;
-        w->nfree_bufs--;
-        return b;
-    }
-    if (cap < WP_BUF_SIZE)
-        cap = WP_BUF_SIZE;
-    wp_buf *b = malloc(sizeof(*b) + cap);
-    if (!b)
-        return NULL;
-    b->cap = cap;
-    b->next_free = NULL;
-    return b;
-}
-
-void wp_buf_put(wp_worker *w, wp_buf *b)
-{
-    if (!b)
-        return;
-    if (b->cap == WP_BUF_SIZE && w->nfree_bufs < 256) {
-        b->next_free = w->free_bufs;
-        w->free_bufs = b;
-        w->nfree_bufs++;
-        return;
-    }
-    free(b);
 }
 
 /* ---------- connection lifecycle ---------- */
@@ -154,27 +147,39 @@ static void on_idle_timeout(uv_timer_t *t)
     }
     wp_si_set_flag(&s->si, WP_RF_SI);
     d->close_after = true;
-    wp_stream_local_reply(s, s->req_complete ? 504 : 408, "stream timeout", "stream_idle_timeout",
-                          -1);
+    stream_local_reply(s, s->req_complete ? 504 : 408, "stream timeout", "stream_idle_timeout", -1);
 }
 
-/* One timer serves two deadlines: the route (or request) timeout and the stream's try
- * deadline (per-try timeout or back-off). It fires at the earlier one; the route timeout
- * wins when both are due. */
+/* The HCM's request_timeout passed (the router had not taken the deadline over: the request
+ * was not complete yet): 408, or 504 when the request was complete. */
+static void request_timeout(wp_stream *s)
+{
+    wp_dconn *d = s->d;
+    wp_hcm_stat(d, WP_S_downstream_rq_timeout, 1);
+    d->close_after = true;
+    stream_local_reply(s, s->req_complete ? 504 : 408, "request timeout", "request_overall_timeout",
+                       -1);
+}
+
+/* One timer serves two deadlines: the stream's deadline (the HCM's request_timeout, or the
+ * route timeout of the filter that took it over: the router) and the stream's filter timer
+ * (a fault delay, the router's per-try timeout or back-off). It fires at the earlier one; the
+ * deadline wins when both are due. */
 static void on_rq_timeout(uv_timer_t *t)
 {
     wp_dconn *d = t->data;
     uint64_t now = uv_now(&d->w->loop);
     if (d->rq_deadline && now >= d->rq_deadline) {
         d->rq_deadline = 0;
-        if (d->stream)
-            wp_router_timeout(d->stream);
+        wp_stream *s = d->stream;
+        if (s && wp_fchain_deadline_armed(&s->fcs))
+            wp_fchain_on_deadline(&s->fcs, s); /* the router's route timeout */
+        else if (s)
+            request_timeout(s);
     } else if (d->try_deadline && now >= d->try_deadline) {
         d->try_deadline = 0;
         if (d->stream && wp_fchain_timer_armed(&d->stream->fcs))
             wp_fchain_on_timer(&d->stream->fcs, d->stream, &filter_cbs); /* a filter's timer */
-        else if (d->stream)
-            wp_router_try_timer(d->stream);
     }
     if (d->closing || uv_is_active((uv_handle_t *)&d->rq_timer))
         return;
@@ -193,24 +198,24 @@ static void arm_deadline(wp_dconn *d, uint64_t ms)
         uv_timer_start(&d->rq_timer, d->rq_timer.timer_cb, ms, 0);
 }
 
-void wp_dconn_set_deadline(wp_dconn *d, uint64_t ms)
+static void wp_dconn_set_deadline(wp_dconn *d, uint64_t ms)
 {
     d->rq_deadline = uv_now(&d->w->loop) + ms;
     arm_deadline(d, ms);
 }
 
-void wp_dconn_set_try_deadline(wp_dconn *d, uint64_t ms)
+static void wp_dconn_set_try_deadline(wp_dconn *d, uint64_t ms)
 {
     d->try_deadline = uv_now(&d->w->loop) + ms;
     arm_deadline(d, ms);
 }
 
-void wp_dconn_clear_try_deadline(wp_dconn *d)
+static void wp_dconn_clear_try_deadline(wp_dconn *d)
 {
     d->try_deadline = 0;
 }
 
-void wp_dconn_clear_deadline(wp_dconn *d)
+static void wp_dconn_clear_deadline(wp_dconn *d)
 {
     d->rq_deadline = 0;
 }
@@ -396,12 +401,6 @@ void wp_dconn_on_accept(uv_stream_t *server, int status)
 
 /* ---------- the HTTP filter chain's callbacks (proxy/http/filter.h) ---------- */
 
-static void fcb_local_reply(wp_stream *s, int status, const char *body, const char *details,
-                            int flag)
-{
-    wp_stream_local_reply(s, status, body, details, flag);
-}
-
 /* The request's fields as the filters see them. */
 static wp_filter_headers request_headers(wp_stream *s)
 {
@@ -424,38 +423,31 @@ static void fcb_continue_encoding(wp_stream *s)
 
 static const wp_route *fcb_route(wp_stream *s)
 {
-    wp_router_resolve(s);
+    wp_cached_route_refresh(s);
     return s->route;
 }
 
 static const wp_vhost *fcb_vhost(wp_stream *s)
 {
-    wp_router_resolve(s);
+    wp_cached_route_refresh(s);
     return s->vhost;
 }
 
 static int fcb_cluster(wp_stream *s)
 {
-    wp_router_resolve(s);
+    wp_cached_route_refresh(s);
     return s->cluster;
 }
 
 /* clearRouteCache: the next lookup (or the router) chooses the route again. */
 static void fcb_clear_route_cache(wp_stream *s)
 {
-    s->resolved = false;
-    s->route = NULL;
-    s->vhost = NULL;
-    s->weighted = -1;
-    s->cluster = -1;
-    s->si.route_name = NULL;
-    s->si.upstream_cluster = NULL;
-    s->si.upstream_cluster_stat = NULL;
+    wp_cached_route_clear(s);
 }
 
 static void fcb_request(wp_stream *s, wp_route_req *rq)
 {
-    wp_router_route_req(s, rq);
+    wp_cached_route_request(s, rq);
 }
 
 static wp_stream_info *fcb_stream_info(wp_stream *s)
@@ -500,8 +492,35 @@ static void fcb_disarm_timer(wp_stream *s)
     wp_dconn_clear_try_deadline(s->d);
 }
 
+/* The stream's deadline: request_timeout until a filter (the router) takes it over. */
+static void fcb_arm_deadline(wp_stream *s, uint64_t ms)
+{
+    wp_dconn_set_deadline(s->d, ms);
+}
+
+static void fcb_disarm_deadline(wp_stream *s)
+{
+    wp_dconn_clear_deadline(s->d);
+}
+
+static void fcb_continue_reading(wp_stream *s)
+{
+    dconn_kick(s->d);
+}
+
+static void fcb_reset_stream(wp_stream *s)
+{
+    wp_dconn_close(s->d);
+}
+
+static void resp_headers(wp_stream *s, const h1_message *m, const char *raw, size_t raw_len);
+static int resp_body(wp_stream *s, const char *data, size_t len);
+static int resp_flush_head(wp_stream *s);
+static void resp_done(wp_stream *s);
+static void body_written(wp_stream *s);
+
 static const wp_filter_callbacks filter_cbs = {
-    .send_local_reply = fcb_local_reply,
+    .send_local_reply = stream_local_reply,
     .continue_decoding = fcb_continue_decoding,
     .continue_encoding = fcb_continue_encoding,
     .route = fcb_route,
@@ -517,6 +536,15 @@ static const wp_filter_callbacks filter_cbs = {
     .connection_id = fcb_connection_id,
     .arm_timer = fcb_arm_timer,
     .disarm_timer = fcb_disarm_timer,
+    .arm_deadline = fcb_arm_deadline,
+    .disarm_deadline = fcb_disarm_deadline,
+    .encode_headers = resp_headers,
+    .encode_data = resp_body,
+    .encode_flush_head = resp_flush_head,
+    .encode_complete = resp_done,
+    .request_body_written = body_written,
+    .continue_reading = fcb_continue_reading,
+    .reset_stream = fcb_reset_stream,
 };
 
 /* An encoder filter stopped the response: weft's connection manager does not hold a response
@@ -703,7 +731,8 @@ static void write_access_logs(wp_stream *s)
     const wp_hcm *h = &s->d->listener->hcm;
     if (h->naccess_logs == 0 || !s->d->w->alog)
         return;
-    wp_router_log_view(s);
+    /* the request as the router left it (rewritten path and Host, added fields) */
+    wp_fchain_notify(&s->fcs, s, WP_FCHAIN_EV_LOG_VIEW);
     wf_strbuf line = {0};
     for (size_t i = 0; i < h->naccess_logs; i++) {
         const wp_access_log *al = &h->access_logs[i];
@@ -733,11 +762,9 @@ static void stream_finish(wp_stream *s)
     wp_pstats_stream_done(d->w->stats, d->wg->gen->pstats, d->hs, s->cluster,
                           d->listener->hcm.dynamic_stats, &s->si);
     wp_dconn_clear_deadline(d);
+    wp_dconn_clear_try_deadline(d);
+    /* the router (last) gives its upstream request up, ends its retry state, logs URX */
     wp_fchain_stream_complete(&s->fcs, s, &filter_cbs);
-    wp_router_cancel(s);
-    wp_retry_end(s);
-    if (s->retries_exhausted)
-        wp_si_set_flag(&s->si, WP_RF_URX);
     wp_hcm_stat(s->d, WP_S_downstream_rq_active, -1);
     if (s->si.request || s->si.response_code)
         write_access_logs(s);
@@ -783,7 +810,8 @@ static void on_dwrite(void *owner, int status)
         stream_complete(s);
         return;
     }
-    wp_stream_resume_upstream_read(s);
+    /* the router reads its upstream again */
+    wp_fchain_notify(&s->fcs, s, WP_FCHAIN_EV_BELOW_LOW_WATERMARK);
 }
 
 /* Writes bufs downstream. Returns 0 written, 1 pending, -1 failed (connection closed). */
@@ -958,8 +986,10 @@ static int end_head(wp_stream *s, wf_strbuf *b, bool close, bool upgrade)
     return 0;
 }
 
-void wp_stream_local_reply(wp_stream *s, int status, const char *body, const char *details,
-                           int flag)
+/* Envoy's sendLocalReply on stream s: status, body (may be ""), details (static), flag
+ * (wp_response_flag) or -1. */
+static void stream_local_reply(wp_stream *s, int status, const char *body, const char *details,
+                               int flag)
 {
     wp_dconn *d = s->d;
     if (flag >= 0)
@@ -971,7 +1001,7 @@ void wp_stream_local_reply(wp_stream *s, int status, const char *body, const cha
         wp_dconn_close(d);
         return;
     }
-    wp_router_cancel(s);
+    wp_fchain_notify(&s->fcs, s, WP_FCHAIN_EV_LOCAL_REPLY); /* the router cancels upstream */
     s->local_reply = true;
     s->resp_started = true;
     s->si.response_code = status;
@@ -1045,7 +1075,7 @@ static bool resp_replaced(const h1_str *n, bool upgrade)
     }
 }
 
-void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, size_t raw_len)
+static void resp_headers(wp_stream *s, const h1_message *m, const char *raw, size_t raw_len)
 {
     wp_dconn *d = s->d;
     s->si.first_upstream_rx_ns = now_ns(d);
@@ -1140,12 +1170,12 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
         s->nresp_hdrs = 0;
     }
     /* The head goes out with the first body bytes (one write for a small response), or
-     * at the end of the router's parsing pass (wp_stream_resp_flush_head). */
+     * at the end of the router's parsing pass (resp_flush_head). */
     s->head_unsent = true;
     if (upgrade) {
         d->tunnel = true;
         wp_hcm_stat(s->d, WP_S_downstream_cx_upgrades_total, 1);
-        if (wp_stream_resp_flush_head(s) == 1)
+        if (resp_flush_head(s) == 1)
             wp_uconn_pause_read(s->up);
     }
 }
@@ -1162,7 +1192,7 @@ static unsigned with_head(wp_stream *s, uv_buf_t *bufs, unsigned n)
     return n + 1;
 }
 
-int wp_stream_resp_flush_head(wp_stream *s)
+static int resp_flush_head(wp_stream *s)
 {
     if (!s->head_unsent)
         return 0;
@@ -1171,7 +1201,7 @@ int wp_stream_resp_flush_head(wp_stream *s)
     return dwrite(s->d, bufs, n);
 }
 
-int wp_stream_resp_body(wp_stream *s, const char *data, size_t len)
+static int resp_body(wp_stream *s, const char *data, size_t len)
 {
     wp_dconn *d = s->d;
     if (len == 0)
@@ -1193,7 +1223,7 @@ int wp_stream_resp_body(wp_stream *s, const char *data, size_t len)
     return dwrite(d, bufs, with_head(s, bufs, 3));
 }
 
-void wp_stream_resp_done(wp_stream *s)
+static void resp_done(wp_stream *s)
 {
     wp_dconn *d = s->d;
     s->si.last_upstream_rx_ns = now_ns(d);
@@ -1241,7 +1271,7 @@ static int keep_head(wp_stream *s, const char *buf, size_t used, const h1_messag
      * received, so the router forwards it and %REQ(X-REQUEST-ID)% shows it. */
     if (s->d->listener->hcm.generate_request_id && s->req.nheaders < WP_MAX_HEADERS &&
         !h1_find_header(s->hdrs, s->req.nheaders, "x-request-id")) {
-        wp_uuid4(s->d->w, s->request_id);
+        uuid4(s->d->w, s->request_id);
         h1_header *h = &s->hdrs[s->req.nheaders++];
         h->name = (h1_str){"x-request-id", 12};
         h->value = (h1_str){s->request_id, 36};
@@ -1335,7 +1365,7 @@ static void path_redirect(wp_stream *s)
         return;
     }
     s->extra_resp_header = wf_strbuf_cstr(b);
-    wp_stream_local_reply(s, 307, "", "path_normalization_failed", -1);
+    stream_local_reply(s, 307, "", "path_normalization_failed", -1);
 }
 
 /* normalize_path, merge_slashes and path_with_escaped_slashes_action (http/path_norm.h) on
@@ -1369,7 +1399,7 @@ static int normalize_path(wp_stream *s)
         path_redirect(s);
     } else {
         wp_hcm_stat(s->d, WP_S_downstream_rq_failed_path_normalization, 1);
-        wp_stream_local_reply(s, 400, "", "path_normalization_failed", -1);
+        stream_local_reply(s, 400, "", "path_normalization_failed", -1);
     }
     return -1;
 }
@@ -1493,18 +1523,18 @@ static void on_request_headers(wp_stream *s)
                   (int)s->req.target.len, s->req.target.p);
     if (origin_form(s) != 0) {
         d->close_after = true;
-        wp_stream_local_reply(s, 400, "Bad Request", "http1.invalid_url", WP_RF_DPE);
+        stream_local_reply(s, 400, "Bad Request", "http1.invalid_url", WP_RF_DPE);
         return;
     }
     if (s->req.version_minor == 0 && !d->listener->hcm.accept_http_10) {
         /* Envoy's HCM: HTTP/1.0 (or 0.9) without accept_http_10 is "Upgrade Required" */
         d->close_after = true;
-        wp_stream_local_reply(s, 426, "", "low_version", -1);
+        stream_local_reply(s, 426, "", "low_version", -1);
         return;
     }
     if (!h1_find_header(s->req.headers, s->req.nheaders, "host") && s->req.version_minor == 1) {
         d->close_after = true;
-        wp_stream_local_reply(s, 400, "missing required header: host", "missing_host_header", -1);
+        stream_local_reply(s, 400, "missing required header: host", "missing_host_header", -1);
         return;
     }
     if (s->req.version_minor == 0 && !d->listener->hcm.default_host_for_http_10 &&
@@ -1512,7 +1542,7 @@ static void on_request_headers(wp_stream *s)
         /* Envoy's decodeHeaders: after default_host_for_http_10, a request still without Host
          * is answered 400 with an empty body, details missing_host_header */
         d->close_after = true;
-        wp_stream_local_reply(s, 400, "", "missing_host_header", -1);
+        stream_local_reply(s, 400, "", "missing_host_header", -1);
         return;
     }
     if (normalize_path(s) != 0 || mutate_xff(s) != 0)
@@ -1525,7 +1555,7 @@ static void on_request_headers(wp_stream *s)
             return;
         }
     }
-    wp_router_resolve(s); /* the route, before any filter (Envoy's cached route) */
+    wp_cached_route_refresh(s); /* the route, before any filter (Envoy's cached route) */
     /* the HTTP filters in order, the router last; a filter may stop (the fault filter's delay)
      * or answer instead (the stream then ended; net/deferred.h frees it after this pass). */
     wp_filter_headers h = request_headers(s);
@@ -1553,7 +1583,7 @@ static void protocol_error(wp_dconn *d, wp_stream *s)
     s->req.keep_alive = false;
     /* Envoy's codec error reply: the status's text as the body (CodeUtility::toString) */
     int status = h1_error_status(e);
-    wp_stream_local_reply(s, status, reason_phrase(status), h1_error_details(e), WP_RF_DPE);
+    stream_local_reply(s, status, reason_phrase(status), h1_error_details(e), WP_RF_DPE);
 }
 
 static void parse_buffered(wp_dconn *d);
@@ -1570,7 +1600,7 @@ static void process(wp_dconn *d)
         if (d->closing || !s || !s->flush_pending)
             return;
         bool had_body = s->body_ptr != NULL;
-        wp_router_flush(s);
+        wp_fchain_notify(&s->fcs, s, WP_FCHAIN_EV_DISPATCH_DONE); /* the router writes now */
         if (d->stream != s || !had_body || s->body_ptr)
             return; /* nothing new to parse, or a write is pending */
     }
@@ -1706,7 +1736,7 @@ static void on_read(void *owner, ssize_t n)
     }
 }
 
-void wp_stream_body_written(wp_stream *s)
+static void body_written(wp_stream *s)
 {
     wp_dconn *d = s->d;
     s->body_ptr = NULL;
@@ -1716,7 +1746,7 @@ void wp_stream_body_written(wp_stream *s)
         start_reading(d);
 }
 
-void wp_dconn_kick(wp_dconn *d)
+static void dconn_kick(wp_dconn *d)
 {
     process(d);
     if (!d->closing)
