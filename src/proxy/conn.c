@@ -31,6 +31,7 @@
 #include "proxy/alog_sink.h"
 #include "proxy/headers.h"
 #include "proxy/http/cached_route.h"
+#include "proxy/http/codec.h"
 #include "proxy/proxy_internal.h"
 
 static void on_read(void *owner, ssize_t n);
@@ -840,78 +841,6 @@ static int dwrite(wp_dconn *d, uv_buf_t *bufs, unsigned n)
 
 /* ---------- responses ---------- */
 
-static const char *reason_phrase(int code)
-{
-    switch (code) {
-    case 100:
-        return "Continue";
-    case 101:
-        return "Switching Protocols";
-    case 200:
-        return "OK";
-    case 201:
-        return "Created";
-    case 202:
-        return "Accepted";
-    case 204:
-        return "No Content";
-    case 206:
-        return "Partial Content";
-    case 301:
-        return "Moved Permanently";
-    case 302:
-        return "Found";
-    case 303:
-        return "See Other";
-    case 304:
-        return "Not Modified";
-    case 307:
-        return "Temporary Redirect";
-    case 308:
-        return "Permanent Redirect";
-    case 400:
-        return "Bad Request";
-    case 401:
-        return "Unauthorized";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 408:
-        return "Request Timeout";
-    case 409:
-        return "Conflict";
-    case 411:
-        return "Length Required";
-    case 413:
-        return "Payload Too Large";
-    case 414:
-        return "URI Too Long";
-    case 426:
-        return "Upgrade Required";
-    case 429:
-        return "Too Many Requests";
-    case 431:
-        return "Request Header Fields Too Large";
-    case 500:
-        return "Internal Server Error";
-    case 501:
-        return "Not Implemented";
-    case 502:
-        return "Bad Gateway";
-    case 503:
-        return "Service Unavailable";
-    case 504:
-        return "Gateway Timeout";
-    case 507:
-        return "Insufficient Storage";
-    default:
-        return "Unknown";
-    }
-}
-
 /* "date: ...\r\n", formatted once per second per worker. */
 static void put_date(wp_worker *w, wf_strbuf *b)
 {
@@ -924,15 +853,6 @@ static void put_date(wp_worker *w, wf_strbuf *b)
         w->date_sec = t;
     }
     wf_strbuf_append(b, w->date_line, w->date_len);
-}
-
-static void put_status_line(wf_strbuf *b, int status)
-{
-    wf_strbuf_append(b, "HTTP/1.1 ", 9);
-    wp_hdr_put_u64(b, (uint64_t)status);
-    wf_strbuf_putc(b, ' ');
-    wf_strbuf_puts(b, reason_phrase(status));
-    wf_strbuf_append(b, "\r\n", 2);
 }
 
 static void put_server(const wp_dconn *d, wf_strbuf *b)
@@ -971,14 +891,7 @@ static int end_head(wp_stream *s, wf_strbuf *b, bool close, bool upgrade)
     put_date(d->w, b);
     put_server(d, b);
     s->si.server_name = d->listener->hcm.server_name;
-    if (!upgrade) {
-        if (close)
-            wf_strbuf_append(b, "connection: close\r\n", sizeof("connection: close\r\n") - 1);
-        else if (s->req.version_minor == 0)
-            wf_strbuf_append(b, "connection: keep-alive\r\n",
-                             sizeof("connection: keep-alive\r\n") - 1);
-    }
-    wf_strbuf_append(b, "\r\n", 2);
+    wp_h1_end_head(b, close, upgrade, s->req.version_minor);
     if (wf_strbuf_failed(b)) {
         wp_dconn_close(d);
         return -1;
@@ -1012,7 +925,7 @@ static void stream_local_reply(wp_stream *s, int status, const char *body, const
         return;
     wf_strbuf *b = &s->resp_head;
     wf_strbuf_reset(b);
-    put_status_line(b, status);
+    wp_h1_put_status_line(b, status);
     if (blen)
         wf_strbuf_append(b, "content-type: text/plain\r\n",
                          sizeof("content-type: text/plain\r\n") - 1);
@@ -1051,30 +964,6 @@ static void stream_local_reply(wp_stream *s, int status, const char *body, const
         stream_complete(s);
 }
 
-/* Upstream response fields the proxy drops or writes itself: hop-by-hop ones, server, date
- * and x-envoy-upstream-service-time. Sorted by length first: most fields fail at the switch. */
-static bool resp_replaced(const h1_str *n, bool upgrade)
-{
-    switch (n->len) {
-    case 4:
-        return WP_NAME_IS(n, "date");
-    case 6:
-        return WP_NAME_IS(n, "server");
-    case 7:
-        return !upgrade && WP_NAME_IS(n, "upgrade");
-    case 10:
-        return WP_NAME_IS(n, "connection") || WP_NAME_IS(n, "keep-alive");
-    case 16:
-        return WP_NAME_IS(n, "proxy-connection");
-    case 17:
-        return WP_NAME_IS(n, "transfer-encoding");
-    case 29:
-        return WP_NAME_IS(n, "x-envoy-upstream-service-time");
-    default:
-        return false;
-    }
-}
-
 static void resp_headers(wp_stream *s, const h1_message *m, const char *raw, size_t raw_len)
 {
     wp_dconn *d = s->d;
@@ -1100,9 +989,10 @@ static void resp_headers(wp_stream *s, const h1_message *m, const char *raw, siz
     }
     s->si.response_headers = s->resp_hdrs;
     s->si.nresponse_headers = s->nresp_hdrs;
-    bool upgrade = m->status == 101;
-    bool head = wp_stream_is_head(s);
-    bool bodiless = head || m->status == 204 || m->status == 304 || upgrade;
+    /* the codec's framing of the answer (chunked to HTTP/1.1, until close to HTTP/1.0) */
+    wp_h1_framing fr =
+        wp_h1_response_framing(m->status, m->framing, wp_stream_is_head(s), s->req.version_minor);
+    bool upgrade = fr.upgrade, bodiless = fr.bodiless;
     /* the encoder filters (e.g. Istio's upstream peer discovery) see the upstream's fields */
     wp_filter_headers fh = {s->resp_hdrs, s->nresp_hdrs, m->status};
     if (wp_fchain_encode_headers(&s->fcs, s, &filter_cbs, &fh, bodiless) != WP_FCHAIN_DONE) {
@@ -1112,27 +1002,21 @@ static void resp_headers(wp_stream *s, const h1_message *m, const char *raw, siz
     s->si.response_code = m->status;
     s->si.details = "via_upstream";
     s->resp_started = true;
-    s->resp_chunked = false;
-    s->resp_close = !m->keep_alive && false; /* upstream close does not close downstream */
-    if (!bodiless && m->framing != H1_BODY_LENGTH && m->framing != H1_BODY_NONE) {
-        if (s->req.version_minor >= 1)
-            s->resp_chunked = true;
-        else
-            s->resp_close = true;
-    }
+    s->resp_chunked = fr.chunked;
+    s->resp_close = fr.close; /* an upstream close does not close the downstream */
     if (d->w->draining || !s->req.keep_alive || d->close_after)
         s->resp_close = true;
     wf_strbuf *b = &s->resp_head;
     wf_strbuf_reset(b);
-    put_status_line(b, m->status);
+    wp_h1_put_status_line(b, m->status);
     const wp_header_ops *ops[WP_HOPS_LEVELS];
     size_t nops;
     resp_ops(s, ops, &nops);
-    bool no_cl = m->status < 200 || m->status == 204; /* Envoy's codec removes it (0) */
+    bool no_cl = wp_h1_drops_content_length(m->status); /* Envoy's codec removes it */
     for (size_t i = 0; i < s->nresp_hdrs; i++) {
         const h1_header *h = &s->resp_hdrs[i];
-        if (resp_replaced(&h->name, upgrade) || wp_hops_drops(ops, nops, &h->name) ||
-            (no_cl && WP_NAME_IS(&h->name, "content-length")))
+        if (wp_h1_response_field_replaced(&h->name, upgrade) ||
+            wp_hops_drops(ops, nops, &h->name) || (no_cl && WP_NAME_IS(&h->name, "content-length")))
             continue;
         wf_strbuf_append(b, h->name.p, h->name.len);
         wf_strbuf_append(b, ": ", 2);
@@ -1140,11 +1024,7 @@ static void resp_headers(wp_stream *s, const h1_message *m, const char *raw, siz
         wf_strbuf_append(b, "\r\n", 2);
     }
     wp_hops_emit(b, ops, nops, s->resp_hdrs, s->nresp_hdrs);
-    if (upgrade)
-        wf_strbuf_append(b, "connection: upgrade\r\n", sizeof("connection: upgrade\r\n") - 1);
-    if (s->resp_chunked)
-        wf_strbuf_append(b, "transfer-encoding: chunked\r\n",
-                         sizeof("transfer-encoding: chunked\r\n") - 1);
+    wp_h1_put_framing_fields(b, &fr);
     uint64_t ust = (s->si.first_upstream_rx_ns - s->si.first_upstream_tx_ns) / 1000000;
     int ul = (int)wp_u64_str(s->ust_buf, ust);
     if (!d->listener->hcm.suppress_envoy_headers) {
@@ -1211,16 +1091,9 @@ static int resp_body(wp_stream *s, const char *data, size_t len)
         return -1;
     }
     s->si.bytes_sent += len;
-    uv_buf_t bufs[4];
-    if (!s->resp_chunked) {
-        bufs[0] = uv_buf_init((char *)data, (unsigned)len);
-        return dwrite(d, bufs, with_head(s, bufs, 1));
-    }
-    int n = snprintf(s->chunk_out, sizeof(s->chunk_out), "%zx\r\n", len);
-    bufs[0] = uv_buf_init(s->chunk_out, (unsigned)n);
-    bufs[1] = uv_buf_init((char *)data, (unsigned)len);
-    bufs[2] = uv_buf_init("\r\n", 2);
-    return dwrite(d, bufs, with_head(s, bufs, 3));
+    uv_buf_t bufs[4]; /* the head, then the codec's (chunk-size line, data, CRLF) */
+    unsigned n = wp_h1_encode_data(bufs, s->resp_chunked, s->chunk_out, data, len);
+    return dwrite(d, bufs, with_head(s, bufs, n));
 }
 
 static void resp_done(wp_stream *s)
@@ -1240,7 +1113,7 @@ static void resp_done(wp_stream *s)
     uv_buf_t bufs[2];
     unsigned n = 0;
     if (s->resp_chunked)
-        bufs[n++] = uv_buf_init("0\r\n\r\n", 5);
+        bufs[n++] = uv_buf_init(WP_H1_LAST_CHUNK, WP_H1_LAST_CHUNK_LEN);
     n = with_head(s, bufs, n);
     if (n && dwrite(d, bufs, n) != 0)
         return; /* pending: on_dwrite completes; failed: closed */
@@ -1549,8 +1422,8 @@ static void on_request_headers(wp_stream *s)
         return;
     if (s->req.expect_continue) {
         /* Envoy's HCM answers 100-continue itself and drops Expect upstream */
-        uv_buf_t b = uv_buf_init("HTTP/1.1 100 Continue\r\n\r\n", 25);
-        if (wp_tsock_try_write(d->sock, &b, 1) != 25) {
+        uv_buf_t b = uv_buf_init(WP_H1_100_CONTINUE, WP_H1_100_CONTINUE_LEN);
+        if (wp_tsock_try_write(d->sock, &b, 1) != WP_H1_100_CONTINUE_LEN) {
             wp_dconn_close(d);
             return;
         }
@@ -1583,7 +1456,7 @@ static void protocol_error(wp_dconn *d, wp_stream *s)
     s->req.keep_alive = false;
     /* Envoy's codec error reply: the status's text as the body (CodeUtility::toString) */
     int status = h1_error_status(e);
-    stream_local_reply(s, status, reason_phrase(status), h1_error_details(e), WP_RF_DPE);
+    stream_local_reply(s, status, wp_h1_reason_phrase(status), h1_error_details(e), WP_RF_DPE);
 }
 
 static void parse_buffered(wp_dconn *d);

@@ -42,6 +42,7 @@
 #include "core/log.h"
 #include "proxy/headers.h"
 #include "proxy/http/cached_route.h"
+#include "proxy/http/codec.h"
 #include "proxy/proxy_internal.h"
 #include "proxy/retry.h"
 #include "proxy/shadow.h"
@@ -473,8 +474,9 @@ static void flush_upstream(wp_stream *s)
         bufs[n++] = uv_buf_init((char *)s->body_ptr, (unsigned)s->body_len);
     size_t body = rb + (direct ? s->body_len : 0);
     if (chunked && body) {
-        int l = snprintf(s->chunk_line, sizeof(s->chunk_line), "%zx\r\n", body);
-        bufs[chunk_at] = uv_buf_init(s->chunk_line, (unsigned)l);
+        /* the client codec's chunk framing around the slices (codec.h) */
+        bufs[chunk_at] =
+            uv_buf_init(s->chunk_line, (unsigned)wp_h1_chunk_line(s->chunk_line, body));
         bufs[n++] = uv_buf_init("\r\n", 2);
     } else if (chunked) {
         memmove(&bufs[chunk_at], &bufs[chunk_at + 1], (n - chunk_at - 1) * sizeof(bufs[0]));
@@ -483,7 +485,7 @@ static void flush_upstream(wp_stream *s)
     bool all_out = s->rb_sent + rb == s->rb_len && (!s->body_ptr || direct);
     if (s->req_complete && !s->req_end_sent && !s->d->tunnel && all_out) {
         if (chunked)
-            bufs[n++] = uv_buf_init("0\r\n\r\n", 5);
+            bufs[n++] = uv_buf_init(WP_H1_LAST_CHUNK, WP_H1_LAST_CHUNK_LEN);
         s->req_end_sent = true;
     }
     if (n == 0)
