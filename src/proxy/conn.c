@@ -1461,6 +1461,93 @@ static void protocol_error(wp_dconn *d, wp_stream *s)
 
 static void parse_buffered(wp_dconn *d);
 
+/* ---------- the codec's request events (http/codec.h) ---------- */
+
+/* One dispatch over a stream's bytes: the stream and the buffer they are in. */
+typedef struct {
+    wp_stream *s;
+    const wp_buf *buf;
+} codec_ctx;
+
+static void cc_consumed(void *ctx, size_t n)
+{
+    wp_stream *s = ((codec_ctx *)ctx)->s;
+    s->si.wire_bytes_received += n; /* the request's own bytes, head included */
+    s->d->rstart += n;
+}
+
+static void cc_headers(void *ctx, const h1_message *m, const char *raw, size_t raw_len)
+{
+    wp_stream *s = ((codec_ctx *)ctx)->s;
+    if (keep_head(s, raw, raw_len, m) != 0) {
+        wp_dconn_close(s->d);
+        return;
+    }
+    on_request_headers(s);
+    /* trailers are stored after the head's fields: after the ones the connection manager
+     * added too (x-request-id, x-forwarded-for, ...), with the same room */
+    wp_h1_server_reserve_fields(&s->parser, s->req.nheaders);
+}
+
+static void cc_data(void *ctx, const char *data, size_t len)
+{
+    wp_stream *s = ((codec_ctx *)ctx)->s;
+    s->si.bytes_received += len;
+    if (s->resp_done || s->local_reply)
+        return; /* answered already: the body is read and dropped */
+    s->body_ptr = data;
+    s->body_len = len;
+    wp_fchain_decode_data(&s->fcs, s, &filter_cbs, s->body_ptr, s->body_len, false);
+}
+
+static void cc_trailers(void *ctx, const h1_header *t, size_t n)
+{
+    wp_stream *s = ((codec_ctx *)ctx)->s;
+    if (!s->resp_done && !s->local_reply)
+        wp_fchain_decode_trailers(&s->fcs, s, &filter_cbs, t, n);
+}
+
+static void cc_complete(void *ctx)
+{
+    on_request_complete(((codec_ctx *)ctx)->s);
+}
+
+/* A request with Upgrade: body-less from HTTP's view; the bytes wait for the tunnel. */
+static void cc_upgraded(void *ctx)
+{
+    wp_stream *s = ((codec_ctx *)ctx)->s;
+    if (!s->req_complete)
+        on_request_complete(s);
+}
+
+static void cc_error(void *ctx, h1_error e)
+{
+    wp_stream *s = ((codec_ctx *)ctx)->s;
+    (void)e; /* the stream's parser holds it (protocol_error reads it) */
+    protocol_error(s->d, s);
+}
+
+/* The same stream goes on with the same buffer, neither paused nor answered. */
+static bool cc_should_continue(void *ctx)
+{
+    const codec_ctx *c = ctx;
+    const wp_stream *s = c->s;
+    const wp_dconn *d = s->d;
+    return !d->closing && d->rbuf == c->buf && d->stream == s && !d->tunnel && !s->body_ptr &&
+           !s->req_complete;
+}
+
+static const wp_codec_server_callbacks codec_cbs = {
+    .on_consumed = cc_consumed,
+    .on_headers = cc_headers,
+    .on_data = cc_data,
+    .on_trailers = cc_trailers,
+    .on_complete = cc_complete,
+    .on_upgraded = cc_upgraded,
+    .on_error = cc_error,
+    .should_continue = cc_should_continue,
+};
+
 /* Runs the parser over the buffered bytes until it needs more or must wait; what the
  * router has to write upstream is written after each parsing pass. */
 static void process(wp_dconn *d)
@@ -1498,56 +1585,15 @@ static void parse_buffered(wp_dconn *d)
             wp_dconn_close(d);
             return;
         }
-        if (s->si.request && s->parser.msg.nheaders < s->req.nheaders) {
-            /* trailers are stored after the head's fields: after the ones the connection
-             * manager added too (x-request-id, x-forwarded-for, ...), with the same room */
-            s->parser.hdr_cap += s->req.nheaders - s->parser.msg.nheaders;
-            s->parser.msg.nheaders = s->req.nheaders;
-        }
-        h1_event ev;
-        const char *base = d->rbuf->data + d->rstart;
-        size_t used = h1_parse(&s->parser, base, avail, &ev);
-        s->si.wire_bytes_received += used; /* the request's own bytes, head included */
-        switch (ev) {
-        case H1_EV_NEED_MORE:
-            d->rstart += used;
+        /* the codec delivers this stream's events until it needs more bytes or the stream
+         * waits (then the checks above run again: a new stream, a tunnel, a pause) */
+        codec_ctx c = {s, d->rbuf};
+        wp_codec_status st =
+            wp_h1_server_dispatch(&s->parser, d->rbuf->data + d->rstart, avail, &codec_cbs, &c);
+        if (st == WP_CODEC_NEED_MORE)
             goto more;
-        case H1_EV_HEADERS:
-            if (keep_head(s, base, used, &s->parser.msg) != 0) {
-                wp_dconn_close(d);
-                return;
-            }
-            d->rstart += used;
-            on_request_headers(s);
-            break;
-        case H1_EV_BODY:
-            d->rstart += used;
-            s->si.bytes_received += s->parser.data_len;
-            if (s->resp_done || s->local_reply)
-                break; /* answered already: the body is read and dropped */
-            s->body_ptr = s->parser.data;
-            s->body_len = s->parser.data_len;
-            wp_fchain_decode_data(&s->fcs, s, &filter_cbs, s->body_ptr, s->body_len, false);
-            break;
-        case H1_EV_TRAILERS:
-            d->rstart += used;
-            if (!s->resp_done && !s->local_reply)
-                wp_fchain_decode_trailers(&s->fcs, s, &filter_cbs, s->parser.msg.trailers,
-                                          s->parser.msg.ntrailers);
-            break;
-        case H1_EV_DONE:
-            d->rstart += used;
-            on_request_complete(s);
-            break;
-        case H1_EV_UPGRADED:
-            /* request with Upgrade: body-less from HTTP's view; bytes wait for the tunnel */
-            if (!s->req_complete)
-                on_request_complete(s);
-            return;
-        case H1_EV_ERROR:
-            protocol_error(d, s);
-            return;
-        }
+        if (st != WP_CODEC_PAUSED)
+            return; /* upgraded (the bytes wait for the tunnel) or a protocol error */
     }
 more:
     if (d->rbuf && d->rstart == d->rlen && !(d->stream && d->stream->body_ptr)) {
