@@ -940,6 +940,100 @@ static void keep_trailers(wp_stream *s, const h1_message *m)
     s->si.nresponse_trailers = n;
 }
 
+/* ---------- the upstream codec's response events (http/codec.h) ---------- */
+
+/* One step over an upstream connection's bytes; stop: the loop ends (paused, answered). */
+typedef struct {
+    wp_stream *s;
+    wp_uconn *u;
+    bool stop;
+} upstream_ctx;
+
+static void rc_consumed(void *ctx, size_t n)
+{
+    ((upstream_ctx *)ctx)->u->rstart += n;
+}
+
+static void rc_headers(void *ctx, const h1_message *m, const char *raw, size_t raw_len)
+{
+    upstream_ctx *c = ctx;
+    wp_stream *s = c->s;
+    if (m->status >= 100 && m->status < 200 && m->status != 101) {
+        s->rp = NULL; /* no retry after a 1xx (Envoy's router), though it is dropped */
+        return;       /* 1xx: dropped (the connection manager answered 100-continue) */
+    }
+    c->stop = true;
+    if (m->status == 101 && !s->upgrade) {
+        /* a 101 nobody asked for: a protocol error (502 UPE), never a tunnel */
+        wp_router_on_reset(s, WP_RESET_PROTOCOL_ERROR, NULL);
+        return;
+    }
+    if (!on_response_headers(s, c->u, raw, raw_len))
+        return;
+    c->stop = false;
+    if (s->d->tunnel)
+        wp_router_cm(s)->continue_reading(s);
+}
+
+static void rc_data(void *ctx, const char *data, size_t len)
+{
+    upstream_ctx *c = ctx;
+    if (wp_router_cm(c->s)->encode_data(c->s, data, len) == 1) {
+        c->u->pinned = true;
+        wp_uconn_pause_read(c->u);
+        c->stop = true;
+    }
+}
+
+static void rc_trailers(void *ctx, const h1_header *t, size_t n)
+{
+    (void)t;
+    (void)n;
+    upstream_ctx *c = ctx;
+    keep_trailers(c->s, &c->u->parser.msg);
+}
+
+static void rc_complete(void *ctx)
+{
+    upstream_ctx *c = ctx;
+    if (!c->s->resp_started)
+        return; /* end of a 1xx */
+    c->stop = true;
+    on_response_done(c->s, c->u);
+}
+
+static void rc_upgraded(void *ctx)
+{
+    (void)ctx;
+}
+
+static void rc_error(void *ctx, h1_error e)
+{
+    upstream_ctx *c = ctx;
+    wp_stream *s = c->s;
+    WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
+                  "upstream protocol error: %s", h1_error_name(e));
+    wp_router_on_reset(s, WP_RESET_PROTOCOL_ERROR, NULL);
+}
+
+/* One event per step: the router's loop checks the stream and the connection in between. */
+static bool rc_should_continue(void *ctx)
+{
+    (void)ctx;
+    return false;
+}
+
+static const wp_codec_client_callbacks resp_cbs = {
+    .on_consumed = rc_consumed,
+    .on_headers = rc_headers,
+    .on_data = rc_data,
+    .on_trailers = rc_trailers,
+    .on_complete = rc_complete,
+    .on_upgraded = rc_upgraded,
+    .on_error = rc_error,
+    .should_continue = rc_should_continue,
+};
+
 static void on_upstream_data(wp_uconn *u)
 {
     while (u->rbuf && !u->closing) {
@@ -967,55 +1061,18 @@ static void on_upstream_data(wp_uconn *u)
             }
             continue;
         }
-        h1_event ev;
-        size_t used = h1_parse(&u->parser, base, avail, &ev);
-        u->rstart += used;
-        switch (ev) {
-        case H1_EV_NEED_MORE:
+        /* one event of the upstream codec per step: the checks above run between events */
+        upstream_ctx c = {s, u, false};
+        wp_codec_status st = wp_h1_client_dispatch(&u->parser, base, avail, &resp_cbs, &c);
+        if (st == WP_CODEC_NEED_MORE) {
             /* end of what arrived: a head still waiting for body bytes goes out now (it
              * lives in the stream, so the read buffer stays movable) */
             if (wp_router_cm(s)->encode_flush_head(s) == 1)
                 wp_uconn_pause_read(u);
             return;
-        case H1_EV_HEADERS:
-            if (u->parser.msg.status >= 100 && u->parser.msg.status < 200 &&
-                u->parser.msg.status != 101) {
-                s->rp = NULL; /* no retry after a 1xx (Envoy's router), though it is dropped */
-                break;        /* 1xx: dropped (the connection manager answered 100-continue) */
-            }
-            if (u->parser.msg.status == 101 && !s->upgrade) {
-                /* a 101 nobody asked for: a protocol error (502 UPE), never a tunnel */
-                wp_router_on_reset(s, WP_RESET_PROTOCOL_ERROR, NULL);
-                return;
-            }
-            if (!on_response_headers(s, u, base, used))
-                return;
-            if (s->d->tunnel)
-                wp_router_cm(s)->continue_reading(s);
-            break;
-        case H1_EV_BODY:
-            if (wp_router_cm(s)->encode_data(s, u->parser.data, u->parser.data_len) == 1) {
-                u->pinned = true;
-                wp_uconn_pause_read(u);
-                return;
-            }
-            break;
-        case H1_EV_TRAILERS:
-            keep_trailers(s, &u->parser.msg);
-            break;
-        case H1_EV_DONE:
-            if (!s->resp_started)
-                break; /* end of a 1xx */
-            on_response_done(s, u);
-            return;
-        case H1_EV_UPGRADED:
-            return;
-        case H1_EV_ERROR:
-            WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
-                          "upstream protocol error: %s", h1_error_name(u->parser.error));
-            wp_router_on_reset(s, WP_RESET_PROTOCOL_ERROR, NULL);
-            return;
         }
+        if (st != WP_CODEC_PAUSED || c.stop)
+            return;
     }
 }
 

@@ -2,7 +2,9 @@
  * test_codec_h1.c - the HTTP/1 codec (proxy/http/codec.h, http/codec_h1.c): bytes in -> request
  * events (pipelined requests one stream at a time, chunked bodies and trailers as slices of
  * the input, a dispatch that pauses, the room for the connection manager's added fields,
- * 100-continue, upgrade, protocol errors with Envoy's details and status), and response events
+ * 100-continue, upgrade, protocol errors with Envoy's details and status), an upstream's
+ * responses through the client side (a 1xx, then a chunked answer with trailers; a HEAD's
+ * answer), and response events
  * in -> the exact bytes out (framing, status line, dropped fields, connection field, chunks).
  */
 #include <setjmp.h>
@@ -296,6 +298,43 @@ static void test_protocol_errors(void **state)
     }
 }
 
+/* The client side: an upstream's responses, a 1xx first, then the final one; a HEAD's answer
+ * has no body whatever its content-length. */
+static void test_client_responses(void **state)
+{
+    (void)state;
+    const char in[] = "HTTP/1.1 100 Continue\r\n\r\n"
+                      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "3\r\nabc\r\n0\r\ngrpc-status: 0\r\n\r\n";
+    h1_header hdrs[16];
+    h1_parser p;
+    h1_parser_init(&p, H1_RESPONSE, hdrs, 16, 8192);
+    rec r = {.input = in, .input_len = sizeof in - 1};
+    /* one event per step when the router wants to look in between */
+    size_t off = 0;
+    wp_codec_status st;
+    int steps = 0;
+    while ((st = wp_h1_client_dispatch(&p, in + off, sizeof in - 1 - off, &cbs, &r)) ==
+               WP_CODEC_PAUSED &&
+           steps++ < 20) {
+        off = r.consumed;
+        if (r.complete && p.msg.status == 200)
+            break;
+        r.complete = false; /* the 1xx's end: the final response follows */
+    }
+    assert_string_equal(r.log, "H(  n=0) C H(  n=1) D(abc) T( grpc-status=0 ) C");
+    assert_int_equal(p.msg.status, 200);
+    assert_int_equal(r.consumed, sizeof in - 1);
+
+    const char head_answer[] = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n";
+    h1_parser_init(&p, H1_RESPONSE, hdrs, 16, 8192);
+    h1_parser_set_answers(&p, H1_ANSWERS_HEAD);
+    rec r2 = {.input = head_answer, .input_len = sizeof head_answer - 1};
+    assert_int_equal(wp_h1_client_dispatch(&p, head_answer, sizeof head_answer - 1, &cbs, &r2),
+                     WP_CODEC_PAUSED);
+    assert_string_equal(r2.log, "H(  n=1) C");
+}
+
 /* ---------- encoding ---------- */
 
 static void test_framing(void **state)
@@ -409,9 +448,9 @@ int main(void)
         cmocka_unit_test(test_pipelined),       cmocka_unit_test(test_chunked_trailers),
         cmocka_unit_test(test_split_and_pause), cmocka_unit_test(test_reserve_fields),
         cmocka_unit_test(test_expect_continue), cmocka_unit_test(test_upgrade),
-        cmocka_unit_test(test_protocol_errors), cmocka_unit_test(test_framing),
-        cmocka_unit_test(test_head_bytes),      cmocka_unit_test(test_dropped_fields),
-        cmocka_unit_test(test_chunks),
+        cmocka_unit_test(test_protocol_errors), cmocka_unit_test(test_client_responses),
+        cmocka_unit_test(test_framing),         cmocka_unit_test(test_head_bytes),
+        cmocka_unit_test(test_dropped_fields),  cmocka_unit_test(test_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

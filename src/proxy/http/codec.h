@@ -78,6 +78,18 @@ typedef enum {
 wp_codec_status wp_h1_server_dispatch(h1_parser *p, const char *data, size_t len,
                                       const wp_codec_server_callbacks *cb, void *ctx);
 
+/* ---------- client side: decoding responses ---------- */
+
+/* The router's side of an upstream response (Envoy's ResponseDecoder): the same events, for
+ * the response parser of an upstream connection (1xx heads come as headers too). */
+typedef wp_codec_server_callbacks wp_codec_client_callbacks;
+
+/* Envoy's ClientConnection::dispatch over HTTP/1: parses data[0, len) with p (the upstream
+ * connection's response parser, h1_parser_set_answers set for the request) and delivers the
+ * events as wp_h1_server_dispatch does. */
+wp_codec_status wp_h1_client_dispatch(h1_parser *p, const char *data, size_t len,
+                                      const wp_codec_client_callbacks *cb, void *ctx);
+
 /* The connection manager appended fields (x-request-id, x-forwarded-for, ...) after the
  * n_parsed ones the parser gave it, up to n_now: the request's trailers are stored after them,
  * with the same room (the parser's field array is shared with the head). */

@@ -13,8 +13,9 @@
 
 /* ---------- server side: decoding ---------- */
 
-wp_codec_status wp_h1_server_dispatch(h1_parser *p, const char *data, size_t len,
-                                      const wp_codec_server_callbacks *cb, void *ctx)
+/* Both directions: the parser knows whether it reads requests or responses. */
+static wp_codec_status dispatch(h1_parser *p, const char *data, size_t len,
+                                const wp_codec_server_callbacks *cb, void *ctx)
 {
     size_t off = 0;
     for (bool first = true;; first = false) {
@@ -48,6 +49,18 @@ wp_codec_status wp_h1_server_dispatch(h1_parser *p, const char *data, size_t len
             return WP_CODEC_ERROR;
         }
     }
+}
+
+wp_codec_status wp_h1_server_dispatch(h1_parser *p, const char *data, size_t len,
+                                      const wp_codec_server_callbacks *cb, void *ctx)
+{
+    return dispatch(p, data, len, cb, ctx);
+}
+
+wp_codec_status wp_h1_client_dispatch(h1_parser *p, const char *data, size_t len,
+                                      const wp_codec_client_callbacks *cb, void *ctx)
+{
+    return dispatch(p, data, len, cb, ctx);
 }
 
 void wp_h1_server_reserve_fields(h1_parser *p, size_t n_now)
