@@ -1,10 +1,12 @@
 /*
  * conn.c - downstream connections and the HTTP connection manager (Envoy's
- * ConnectionManagerImpl for HTTP/1.1): reads requests with the pull parser, one stream at a
- * time (pipelined requests wait in the buffer and are answered in order), runs each stream
- * through the HCM's HTTP filter chain (proxy/http/filter.h: the filters of http_filters, the
- * router last; this file implements the filters' callbacks), writes responses and local
- * replies, logs and counts each stream when it ends.
+ * ConnectionManagerImpl for HTTP/1.1): reads requests through the HTTP/1 codec's dispatch
+ * (proxy/http/codec.h; one stream at a time, pipelined requests wait in the buffer and are
+ * answered in order), runs each stream through the HCM's HTTP filter chain
+ * (proxy/http/filter.h: the filters of http_filters, the router last; this file implements the
+ * filters' callbacks, and reaches the router only through the chain), writes responses (framed
+ * by the codec) and local replies, logs and counts each stream when it ends. The cached route
+ * is proxy/http/cached_route.h.
  *
  * Envoy behaviour followed (source/common/http/conn_manager_impl.cc, the HTTP/1 codec and
  * docs configuration/http/http_conn_man/headers):

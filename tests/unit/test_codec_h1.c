@@ -4,8 +4,8 @@
  * the input, a dispatch that pauses, the room for the connection manager's added fields,
  * 100-continue, upgrade, protocol errors with Envoy's details and status), an upstream's
  * responses through the client side (a 1xx, then a chunked answer with trailers; a HEAD's
- * answer), and response events
- * in -> the exact bytes out (framing, status line, dropped fields, connection field, chunks).
+ * answer), and response events in -> the exact bytes out (framing, status line, dropped
+ * fields, connection field, chunks).
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -35,7 +35,13 @@
  *    specific level when the head is serialised, instead of editing a header map in place.
  *  - a filter has one timer per stream (wp_filter_arm_timer), kept on the connection's request
  *    timer: it may only be used while decoding is stopped before the router (the router's
- *    retry timers share it once it runs).
+ *    per-try timeouts and back-offs use it once it runs); the stream's deadline (the HCM's
+ *    request_timeout) can be taken over by one filter (wp_filter_arm_deadline: the router's
+ *    route timeout, Envoy's HCM disarms request_timeout when the request is complete);
+ *  - the router (terminal filter) reaches the connection manager only through the callbacks
+ *    (encode_headers / encode_data / encode_complete for the upstream response, flow control,
+ *    reset_stream), and the connection manager the router only through the chain
+ *    (wp_fchain_notify's events, on_deadline, on_timer, on_stream_complete).
  *
  * Memory and cost: a chain (wp_fchain) is built once per HCM when the config is loaded and is
  * read-only afterwards. Each stream holds one wp_fchain_state and one block of slots (the
