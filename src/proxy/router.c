@@ -254,10 +254,9 @@ static size_t req_ops(const wp_stream *s, const wp_header_ops *ops[WP_HOPS_LEVEL
 
 static bool skip_request_header(const wp_stream *s, const h1_str *n)
 {
-    if (WP_NAME_IS(n, "connection") || WP_NAME_IS(n, "keep-alive") ||
-        WP_NAME_IS(n, "proxy-connection") || WP_NAME_IS(n, "transfer-encoding") ||
-        WP_NAME_IS(n, "content-length") || WP_NAME_IS(n, "expect") || WP_NAME_IS(n, "te") ||
-        WP_NAME_IS(n, "x-envoy-upstream-rq-timeout-ms") ||
+    if (wp_h1_request_field_hop_by_hop(n, s->upgrade)) /* the codec's own (codec.h) */
+        return true;
+    if (WP_NAME_IS(n, "x-envoy-upstream-rq-timeout-ms") ||
         WP_NAME_IS(n, "x-envoy-upstream-rq-timeout-alt-response") ||
         WP_NAME_IS(n, "x-envoy-expected-rq-timeout-ms") || WP_NAME_IS(n, "x-envoy-original-path"))
         return true;
@@ -271,8 +270,6 @@ static bool skip_request_header(const wp_stream *s, const h1_str *n)
         return true; /* consumed by the router, never forwarded (Envoy) */
     if (WP_NAME_IS(n, "x-envoy-attempt-count"))
         return s->vhost && s->vhost->include_request_attempt_count;
-    if (WP_NAME_IS(n, "upgrade"))
-        return !s->upgrade;
     if (WP_NAME_IS(n, "host"))
         return s->route->host_rewrite_literal != NULL;
     return false;
@@ -283,15 +280,12 @@ static void put_request_line(wp_stream *s, wf_strbuf *b)
     char path[8192];
     size_t n = wp_route_rewrite_path(&s->d->w->rx, s->route, s->req.target.p, s->req.target.len,
                                      path, sizeof(path));
-    wf_strbuf_append(b, s->req.method.p, s->req.method.len);
-    wf_strbuf_putc(b, ' ');
     if (n > 0 && n != (size_t)-1) {
-        wf_strbuf_append(b, path, n);
-        wf_strbuf_append(b, " HTTP/1.1\r\n", 11);
+        wp_h1_put_request_line(b, s->req.method.p, s->req.method.len, path, n);
         wp_hdr_put(b, "x-envoy-original-path", 21, s->req.target.p, s->req.target.len);
     } else {
-        wf_strbuf_append(b, s->req.target.p, s->req.target.len);
-        wf_strbuf_append(b, " HTTP/1.1\r\n", 11);
+        wp_h1_put_request_line(b, s->req.method.p, s->req.method.len, s->req.target.p,
+                               s->req.target.len);
     }
 }
 
@@ -342,14 +336,8 @@ static void build_upstream_head(wp_stream *s, wf_strbuf *b)
         wp_hdr_put_num(b, "x-envoy-attempt-count", 21,
                        s->si.attempt_count ? s->si.attempt_count : 1);
     wp_hops_emit(b, ops, nops, s->req.headers, s->req.nheaders);
-    if (s->req.framing == H1_BODY_LENGTH)
-        wp_hdr_put_num(b, "content-length", 14, s->req.content_length);
-    else if (s->req_chunked)
-        wf_strbuf_append(b, "transfer-encoding: chunked\r\n",
-                         sizeof("transfer-encoding: chunked\r\n") - 1);
-    if (s->upgrade)
-        wf_strbuf_append(b, "connection: upgrade\r\n", sizeof("connection: upgrade\r\n") - 1);
-    wf_strbuf_append(b, "\r\n", 2);
+    /* the codec's framing of the request */
+    wp_h1_end_request_head(b, s->req.framing, s->req.content_length, s->req_chunked, s->upgrade);
 }
 
 void wp_router_log_view(wp_stream *s)

@@ -5,7 +5,7 @@
  * 100-continue, upgrade, protocol errors with Envoy's details and status), an upstream's
  * responses through the client side (a 1xx, then a chunked answer with trailers; a HEAD's
  * answer), and response events in -> the exact bytes out (framing, status line, dropped
- * fields, connection field, chunks).
+ * fields, connection field, chunks; the upstream request's line and framing fields).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -420,6 +420,40 @@ static void test_dropped_fields(void **state)
     assert_false(wp_h1_drops_content_length(304));
 }
 
+/* The client side's request head: the line, the fields it writes itself and drops. */
+static void test_request_head(void **state)
+{
+    (void)state;
+    wf_strbuf b = {0};
+    wp_h1_put_request_line(&b, "POST", 4, "/items?x=1", 10);
+    wp_h1_end_request_head(&b, H1_BODY_LENGTH, 12, false, false);
+    assert_string_equal(wf_strbuf_cstr(&b),
+                        "POST /items?x=1 HTTP/1.1\r\ncontent-length: 12\r\n\r\n");
+    wf_strbuf_reset(&b);
+    wp_h1_end_request_head(&b, H1_BODY_CHUNKED, 0, true, false);
+    assert_string_equal(wf_strbuf_cstr(&b), "transfer-encoding: chunked\r\n\r\n");
+    wf_strbuf_reset(&b);
+    wp_h1_end_request_head(&b, H1_BODY_NONE, 0, false, true);
+    assert_string_equal(wf_strbuf_cstr(&b), "connection: upgrade\r\n\r\n");
+    wf_strbuf_reset(&b);
+    wp_h1_end_request_head(&b, H1_BODY_NONE, 0, false, false);
+    assert_string_equal(wf_strbuf_cstr(&b), "\r\n");
+    wf_strbuf_free(&b);
+    static const char *const hop[] = {
+        "Connection", "keep-alive", "Proxy-Connection", "transfer-encoding", "Content-Length",
+        "Expect",     "TE"};
+    for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++) {
+        h1_str n = {hop[i], strlen(hop[i])};
+        assert_true(wp_h1_request_field_hop_by_hop(&n, false));
+        assert_true(wp_h1_request_field_hop_by_hop(&n, true));
+    }
+    h1_str up = {"Upgrade", 7}, host = {"host", 4}, xff = {"x-forwarded-for", 15};
+    assert_true(wp_h1_request_field_hop_by_hop(&up, false));
+    assert_false(wp_h1_request_field_hop_by_hop(&up, true)); /* an upgrade forwards it */
+    assert_false(wp_h1_request_field_hop_by_hop(&host, false));
+    assert_false(wp_h1_request_field_hop_by_hop(&xff, false));
+}
+
 static void test_chunks(void **state)
 {
     (void)state;
@@ -450,7 +484,8 @@ int main(void)
         cmocka_unit_test(test_expect_continue), cmocka_unit_test(test_upgrade),
         cmocka_unit_test(test_protocol_errors), cmocka_unit_test(test_client_responses),
         cmocka_unit_test(test_framing),         cmocka_unit_test(test_head_bytes),
-        cmocka_unit_test(test_dropped_fields),  cmocka_unit_test(test_chunks),
+        cmocka_unit_test(test_dropped_fields),  cmocka_unit_test(test_request_head),
+        cmocka_unit_test(test_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

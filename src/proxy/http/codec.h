@@ -139,6 +139,24 @@ void wp_h1_put_framing_fields(wf_strbuf *b, const wp_h1_framing *f);
  * then the blank line. */
 void wp_h1_end_head(wf_strbuf *b, bool close, bool upgrade, int version_minor);
 
+/* ---------- client side: encoding requests ---------- */
+
+/* Appends the request line "<method> <target> HTTP/1.1\r\n" (weft speaks HTTP/1.1 upstream). */
+void wp_h1_put_request_line(wf_strbuf *b, const char *method, size_t method_len, const char *target,
+                            size_t target_len);
+
+/* Whether a downstream request field is the HTTP/1 codec's own, not forwarded as received:
+ * connection, keep-alive, proxy-connection, transfer-encoding, content-length (the codec
+ * writes the framing again), expect (the connection manager answered 100-continue), te, and
+ * upgrade unless the request upgrades. */
+bool wp_h1_request_field_hop_by_hop(const h1_str *name, bool upgrade);
+
+/* Appends the request's framing fields and ends the head: "content-length: N" for a body of
+ * known length, else "transfer-encoding: chunked" when chunked, "connection: upgrade" for an
+ * upgrade, then the blank line. */
+void wp_h1_end_request_head(wf_strbuf *b, h1_framing framing, uint64_t content_length, bool chunked,
+                            bool upgrade);
+
 /* ---------- both sides: chunked bodies ---------- */
 
 #define WP_H1_CHUNK_LINE_MAX 24 /* bytes of a chunk-size line buffer */

@@ -213,6 +213,38 @@ void wp_h1_end_head(wf_strbuf *b, bool close, bool upgrade, int version_minor)
     wf_strbuf_append(b, "\r\n", 2);
 }
 
+/* ---------- client side: encoding ---------- */
+
+void wp_h1_put_request_line(wf_strbuf *b, const char *method, size_t method_len, const char *target,
+                            size_t target_len)
+{
+    wf_strbuf_append(b, method, method_len);
+    wf_strbuf_putc(b, ' ');
+    wf_strbuf_append(b, target, target_len);
+    wf_strbuf_append(b, " HTTP/1.1\r\n", 11);
+}
+
+bool wp_h1_request_field_hop_by_hop(const h1_str *n, bool upgrade)
+{
+    if (WP_NAME_IS(n, "connection") || WP_NAME_IS(n, "keep-alive") ||
+        WP_NAME_IS(n, "proxy-connection") || WP_NAME_IS(n, "transfer-encoding") ||
+        WP_NAME_IS(n, "content-length") || WP_NAME_IS(n, "expect") || WP_NAME_IS(n, "te"))
+        return true;
+    return !upgrade && WP_NAME_IS(n, "upgrade");
+}
+
+void wp_h1_end_request_head(wf_strbuf *b, h1_framing framing, uint64_t content_length, bool chunked,
+                            bool upgrade)
+{
+    if (framing == H1_BODY_LENGTH)
+        wp_hdr_put_num(b, "content-length", 14, content_length);
+    else if (chunked)
+        PUT_LIT(b, "transfer-encoding: chunked\r\n");
+    if (upgrade)
+        PUT_LIT(b, "connection: upgrade\r\n");
+    wf_strbuf_append(b, "\r\n", 2);
+}
+
 /* ---------- chunked bodies ---------- */
 
 size_t wp_h1_chunk_line(char line[WP_H1_CHUNK_LINE_MAX], size_t len)
