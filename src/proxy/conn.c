@@ -1573,9 +1573,14 @@ static void parse_buffered(wp_dconn *d)
     while (!d->closing && d->rbuf) {
         wp_stream *s = d->stream;
         if (d->tunnel) {
-            if (s) /* the tunnel's bytes, taken by the router from the buffer */
-                wp_fchain_decode_data(&s->fcs, s, &filter_cbs, d->rbuf->data + d->rstart,
-                                      d->rlen - d->rstart, false);
+            if (s && !s->body_ptr && d->rstart < d->rlen) {
+                /* the tunnel's bytes: one slice of the buffer, pinned until written upstream */
+                s->body_ptr = d->rbuf->data + d->rstart;
+                s->body_len = d->rlen - d->rstart;
+                d->rstart = d->rlen;
+            }
+            if (s)
+                wp_fchain_decode_data(&s->fcs, s, &filter_cbs, s->body_ptr, s->body_len, false);
             return;
         }
         if (s && (s->body_ptr || s->req_complete))

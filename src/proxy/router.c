@@ -630,12 +630,8 @@ void wp_router_pool_done(wp_stream *s)
 
 void wp_router_request_body(wp_stream *s)
 {
-    wp_dconn *d = s->d;
-    if (d->tunnel && d->rbuf && d->rstart < d->rlen && !s->body_ptr) {
-        s->body_ptr = d->rbuf->data + d->rstart;
-        s->body_len = d->rlen - d->rstart;
-        d->rstart = d->rlen;
-    }
+    /* the pending slice (s->body_ptr: a body slice, or a tunnel's bytes) is the connection
+     * manager's, pinned in its read buffer until request_body_written */
     if (wp_retry_body(s) != 0)
         return; /* answered 507 */
     if (s->req_complete) {
