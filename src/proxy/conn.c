@@ -1,10 +1,12 @@
 /*
  * conn.c - downstream connections and the HTTP connection manager (Envoy's
- * ConnectionManagerImpl for HTTP/1.1): reads requests with the pull parser, one stream at a
- * time (pipelined requests wait in the buffer and are answered in order), runs each stream
- * through the HCM's HTTP filter chain (proxy/http/filter.h: the filters of http_filters, the
- * router last; this file implements the filters' callbacks), writes responses and local
- * replies, logs and counts each stream when it ends.
+ * ConnectionManagerImpl for HTTP/1.1): reads requests through the HTTP/1 codec's dispatch
+ * (proxy/http/codec.h; one stream at a time, pipelined requests wait in the buffer and are
+ * answered in order), runs each stream through the HCM's HTTP filter chain
+ * (proxy/http/filter.h: the filters of http_filters, the router last; this file implements the
+ * filters' callbacks, and reaches the router only through the chain), writes responses (framed
+ * by the codec) and local replies, logs and counts each stream when it ends. The cached route
+ * is proxy/http/cached_route.h.
  *
  * Envoy behaviour followed (source/common/http/conn_manager_impl.cc, the HTTP/1 codec and
  * docs configuration/http/http_conn_man/headers):
@@ -30,11 +32,16 @@
 #include "proxy/access_log.h"
 #include "proxy/alog_sink.h"
 #include "proxy/headers.h"
+#include "proxy/http/cached_route.h"
+#include "proxy/http/codec.h"
 #include "proxy/proxy_internal.h"
 
 static void on_read(void *owner, ssize_t n);
 static void process(wp_dconn *d);
 static void stream_finish(wp_stream *s);
+static void stream_local_reply(wp_stream *s, int status, const char *body, const char *details,
+                               int flag);
+static void dconn_kick(wp_dconn *d);
 static const wp_filter_callbacks filter_cbs;
 
 /* ---------- small helpers ---------- */
@@ -61,41 +68,30 @@ int64_t wp_wall_us(wp_worker *w)
     return w->wall_base_us + (int64_t)(now - w->wall_base_loop) * 1000;
 }
 
+/* A random UUID v4 (36 characters + NUL) from the worker's generator: x-request-id. */
+static void uuid4(wp_worker *w, char out[37])
+{
+    static const char hex[] = "0123456789abcdef";
+    uint64_t a = wp_rand(w), b = wp_rand(w);
+    unsigned char u[16];
+    memcpy(u, &a, 8);
+    memcpy(u + 8, &b, 8);
+    u[6] = (unsigned char)((u[6] & 0x0f) | 0x40);
+    u[8] = (unsigned char)((u[8] & 0x3f) | 0x80);
+    int j = 0;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            out[j++] = '-';
+        out[j++] = hex[u[i] >> 4];
+        out[j++] = hex[u[i] & 15];
+    }
+    out[j] = 0;
+}
+
 /* The listener's stats (listener.<address>.*). */
 static void lis_stat(wp_dconn *d, int which, int64_t delta)
 {
     wp_stat_add(d->w->stats, d->ls->slot[which], delta);
-}
-
-wp_buf *wp_buf_get(wp_worker *w, size_t cap)
-{
-    if (cap <= WP_BUF_SIZE && w->free_bufs) {
-        wp_buf *b = w->free_bufs;
-        w->free_bufs = b->next_free;
-        w->nfree_bufs--;
-        return b;
-    }
-    if (cap < WP_BUF_SIZE)
-        cap = WP_BUF_SIZE;
-    wp_buf *b = malloc(sizeof(*b) + cap);
-    if (!b)
-        return NULL;
-    b->cap = cap;
-    b->next_free = NULL;
-    return b;
-}
-
-void wp_buf_put(wp_worker *w, wp_buf *b)
-{
-    if (!b)
-        return;
-    if (b->cap == WP_BUF_SIZE && w->nfree_bufs < 256) {
-        b->next_free = w->free_bufs;
-        w->free_bufs = b;
-        w->nfree_bufs++;
-        return;
-    }
-    free(b);
 }
 
 /* ---------- connection lifecycle ---------- */
@@ -154,27 +150,39 @@ static void on_idle_timeout(uv_timer_t *t)
     }
     wp_si_set_flag(&s->si, WP_RF_SI);
     d->close_after = true;
-    wp_stream_local_reply(s, s->req_complete ? 504 : 408, "stream timeout", "stream_idle_timeout",
-                          -1);
+    stream_local_reply(s, s->req_complete ? 504 : 408, "stream timeout", "stream_idle_timeout", -1);
 }
 
-/* One timer serves two deadlines: the route (or request) timeout and the stream's try
- * deadline (per-try timeout or back-off). It fires at the earlier one; the route timeout
- * wins when both are due. */
+/* The HCM's request_timeout passed (the router had not taken the deadline over: the request
+ * was not complete yet): 408, or 504 when the request was complete. */
+static void request_timeout(wp_stream *s)
+{
+    wp_dconn *d = s->d;
+    wp_hcm_stat(d, WP_S_downstream_rq_timeout, 1);
+    d->close_after = true;
+    stream_local_reply(s, s->req_complete ? 504 : 408, "request timeout", "request_overall_timeout",
+                       -1);
+}
+
+/* One timer serves two deadlines: the stream's deadline (the HCM's request_timeout, or the
+ * route timeout of the filter that took it over: the router) and the stream's filter timer
+ * (a fault delay, the router's per-try timeout or back-off). It fires at the earlier one; the
+ * deadline wins when both are due. */
 static void on_rq_timeout(uv_timer_t *t)
 {
     wp_dconn *d = t->data;
     uint64_t now = uv_now(&d->w->loop);
     if (d->rq_deadline && now >= d->rq_deadline) {
         d->rq_deadline = 0;
-        if (d->stream)
-            wp_router_timeout(d->stream);
+        wp_stream *s = d->stream;
+        if (s && wp_fchain_deadline_armed(&s->fcs))
+            wp_fchain_on_deadline(&s->fcs, s); /* the router's route timeout */
+        else if (s)
+            request_timeout(s);
     } else if (d->try_deadline && now >= d->try_deadline) {
         d->try_deadline = 0;
         if (d->stream && wp_fchain_timer_armed(&d->stream->fcs))
             wp_fchain_on_timer(&d->stream->fcs, d->stream, &filter_cbs); /* a filter's timer */
-        else if (d->stream)
-            wp_router_try_timer(d->stream);
     }
     if (d->closing || uv_is_active((uv_handle_t *)&d->rq_timer))
         return;
@@ -193,24 +201,24 @@ static void arm_deadline(wp_dconn *d, uint64_t ms)
         uv_timer_start(&d->rq_timer, d->rq_timer.timer_cb, ms, 0);
 }
 
-void wp_dconn_set_deadline(wp_dconn *d, uint64_t ms)
+static void wp_dconn_set_deadline(wp_dconn *d, uint64_t ms)
 {
     d->rq_deadline = uv_now(&d->w->loop) + ms;
     arm_deadline(d, ms);
 }
 
-void wp_dconn_set_try_deadline(wp_dconn *d, uint64_t ms)
+static void wp_dconn_set_try_deadline(wp_dconn *d, uint64_t ms)
 {
     d->try_deadline = uv_now(&d->w->loop) + ms;
     arm_deadline(d, ms);
 }
 
-void wp_dconn_clear_try_deadline(wp_dconn *d)
+static void wp_dconn_clear_try_deadline(wp_dconn *d)
 {
     d->try_deadline = 0;
 }
 
-void wp_dconn_clear_deadline(wp_dconn *d)
+static void wp_dconn_clear_deadline(wp_dconn *d)
 {
     d->rq_deadline = 0;
 }
@@ -527,12 +535,6 @@ void wp_dconn_on_accept(uv_stream_t *server, int status)
 
 /* ---------- the HTTP filter chain's callbacks (proxy/http/filter.h) ---------- */
 
-static void fcb_local_reply(wp_stream *s, int status, const char *body, const char *details,
-                            int flag)
-{
-    wp_stream_local_reply(s, status, body, details, flag);
-}
-
 /* The request's fields as the filters see them. */
 static wp_filter_headers request_headers(wp_stream *s)
 {
@@ -555,38 +557,31 @@ static void fcb_continue_encoding(wp_stream *s)
 
 static const wp_route *fcb_route(wp_stream *s)
 {
-    wp_router_resolve(s);
+    wp_cached_route_refresh(s);
     return s->route;
 }
 
 static const wp_vhost *fcb_vhost(wp_stream *s)
 {
-    wp_router_resolve(s);
+    wp_cached_route_refresh(s);
     return s->vhost;
 }
 
 static int fcb_cluster(wp_stream *s)
 {
-    wp_router_resolve(s);
+    wp_cached_route_refresh(s);
     return s->cluster;
 }
 
 /* clearRouteCache: the next lookup (or the router) chooses the route again. */
 static void fcb_clear_route_cache(wp_stream *s)
 {
-    s->resolved = false;
-    s->route = NULL;
-    s->vhost = NULL;
-    s->weighted = -1;
-    s->cluster = -1;
-    s->si.route_name = NULL;
-    s->si.upstream_cluster = NULL;
-    s->si.upstream_cluster_stat = NULL;
+    wp_cached_route_clear(s);
 }
 
 static void fcb_request(wp_stream *s, wp_route_req *rq)
 {
-    wp_router_route_req(s, rq);
+    wp_cached_route_request(s, rq);
 }
 
 static wp_stream_info *fcb_stream_info(wp_stream *s)
@@ -631,8 +626,35 @@ static void fcb_disarm_timer(wp_stream *s)
     wp_dconn_clear_try_deadline(s->d);
 }
 
+/* The stream's deadline: request_timeout until a filter (the router) takes it over. */
+static void fcb_arm_deadline(wp_stream *s, uint64_t ms)
+{
+    wp_dconn_set_deadline(s->d, ms);
+}
+
+static void fcb_disarm_deadline(wp_stream *s)
+{
+    wp_dconn_clear_deadline(s->d);
+}
+
+static void fcb_continue_reading(wp_stream *s)
+{
+    dconn_kick(s->d);
+}
+
+static void fcb_reset_stream(wp_stream *s)
+{
+    wp_dconn_close(s->d);
+}
+
+static void resp_headers(wp_stream *s, const h1_message *m, const char *raw, size_t raw_len);
+static int resp_body(wp_stream *s, const char *data, size_t len);
+static int resp_flush_head(wp_stream *s);
+static void resp_done(wp_stream *s);
+static void body_written(wp_stream *s);
+
 static const wp_filter_callbacks filter_cbs = {
-    .send_local_reply = fcb_local_reply,
+    .send_local_reply = stream_local_reply,
     .continue_decoding = fcb_continue_decoding,
     .continue_encoding = fcb_continue_encoding,
     .route = fcb_route,
@@ -648,6 +670,15 @@ static const wp_filter_callbacks filter_cbs = {
     .connection_id = fcb_connection_id,
     .arm_timer = fcb_arm_timer,
     .disarm_timer = fcb_disarm_timer,
+    .arm_deadline = fcb_arm_deadline,
+    .disarm_deadline = fcb_disarm_deadline,
+    .encode_headers = resp_headers,
+    .encode_data = resp_body,
+    .encode_flush_head = resp_flush_head,
+    .encode_complete = resp_done,
+    .request_body_written = body_written,
+    .continue_reading = fcb_continue_reading,
+    .reset_stream = fcb_reset_stream,
 };
 
 /* An encoder filter stopped the response: weft's connection manager does not hold a response
@@ -840,7 +871,8 @@ static void write_access_logs(wp_stream *s)
     const wp_hcm *h = s->d->hcm;
     if (h->naccess_logs == 0 || !s->d->w->alog)
         return;
-    wp_router_log_view(s);
+    /* the request as the router left it (rewritten path and Host, added fields) */
+    wp_fchain_notify(&s->fcs, s, WP_FCHAIN_EV_LOG_VIEW);
     wf_strbuf line = {0};
     for (size_t i = 0; i < h->naccess_logs; i++) {
         const wp_access_log *al = &h->access_logs[i];
@@ -870,11 +902,9 @@ static void stream_finish(wp_stream *s)
     wp_pstats_stream_done(d->w->stats, d->wg->gen->pstats, d->hs, s->cluster, d->hcm->dynamic_stats,
                           &s->si);
     wp_dconn_clear_deadline(d);
+    wp_dconn_clear_try_deadline(d);
+    /* the router (last) gives its upstream request up, ends its retry state, logs URX */
     wp_fchain_stream_complete(&s->fcs, s, &filter_cbs);
-    wp_router_cancel(s);
-    wp_retry_end(s);
-    if (s->retries_exhausted)
-        wp_si_set_flag(&s->si, WP_RF_URX);
     wp_hcm_stat(s->d, WP_S_downstream_rq_active, -1);
     if (s->si.request || s->si.response_code)
         write_access_logs(s);
@@ -920,7 +950,8 @@ static void on_dwrite(void *owner, int status)
         stream_complete(s);
         return;
     }
-    wp_stream_resume_upstream_read(s);
+    /* the router reads its upstream again */
+    wp_fchain_notify(&s->fcs, s, WP_FCHAIN_EV_BELOW_LOW_WATERMARK);
 }
 
 /* Writes bufs downstream. Returns 0 written, 1 pending, -1 failed (connection closed). */
@@ -949,78 +980,6 @@ static int dwrite(wp_dconn *d, uv_buf_t *bufs, unsigned n)
 
 /* ---------- responses ---------- */
 
-static const char *reason_phrase(int code)
-{
-    switch (code) {
-    case 100:
-        return "Continue";
-    case 101:
-        return "Switching Protocols";
-    case 200:
-        return "OK";
-    case 201:
-        return "Created";
-    case 202:
-        return "Accepted";
-    case 204:
-        return "No Content";
-    case 206:
-        return "Partial Content";
-    case 301:
-        return "Moved Permanently";
-    case 302:
-        return "Found";
-    case 303:
-        return "See Other";
-    case 304:
-        return "Not Modified";
-    case 307:
-        return "Temporary Redirect";
-    case 308:
-        return "Permanent Redirect";
-    case 400:
-        return "Bad Request";
-    case 401:
-        return "Unauthorized";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 408:
-        return "Request Timeout";
-    case 409:
-        return "Conflict";
-    case 411:
-        return "Length Required";
-    case 413:
-        return "Payload Too Large";
-    case 414:
-        return "URI Too Long";
-    case 426:
-        return "Upgrade Required";
-    case 429:
-        return "Too Many Requests";
-    case 431:
-        return "Request Header Fields Too Large";
-    case 500:
-        return "Internal Server Error";
-    case 501:
-        return "Not Implemented";
-    case 502:
-        return "Bad Gateway";
-    case 503:
-        return "Service Unavailable";
-    case 504:
-        return "Gateway Timeout";
-    case 507:
-        return "Insufficient Storage";
-    default:
-        return "Unknown";
-    }
-}
-
 /* "date: ...\r\n", formatted once per second per worker. */
 static void put_date(wp_worker *w, wf_strbuf *b)
 {
@@ -1033,15 +992,6 @@ static void put_date(wp_worker *w, wf_strbuf *b)
         w->date_sec = t;
     }
     wf_strbuf_append(b, w->date_line, w->date_len);
-}
-
-static void put_status_line(wf_strbuf *b, int status)
-{
-    wf_strbuf_append(b, "HTTP/1.1 ", 9);
-    wp_hdr_put_u64(b, (uint64_t)status);
-    wf_strbuf_putc(b, ' ');
-    wf_strbuf_puts(b, reason_phrase(status));
-    wf_strbuf_append(b, "\r\n", 2);
 }
 
 static void put_server(const wp_dconn *d, wf_strbuf *b)
@@ -1080,14 +1030,7 @@ static int end_head(wp_stream *s, wf_strbuf *b, bool close, bool upgrade)
     put_date(d->w, b);
     put_server(d, b);
     s->si.server_name = d->hcm->server_name;
-    if (!upgrade) {
-        if (close)
-            wf_strbuf_append(b, "connection: close\r\n", sizeof("connection: close\r\n") - 1);
-        else if (s->req.version_minor == 0)
-            wf_strbuf_append(b, "connection: keep-alive\r\n",
-                             sizeof("connection: keep-alive\r\n") - 1);
-    }
-    wf_strbuf_append(b, "\r\n", 2);
+    wp_h1_end_head(b, close, upgrade, s->req.version_minor);
     if (wf_strbuf_failed(b)) {
         wp_dconn_close(d);
         return -1;
@@ -1095,8 +1038,10 @@ static int end_head(wp_stream *s, wf_strbuf *b, bool close, bool upgrade)
     return 0;
 }
 
-void wp_stream_local_reply(wp_stream *s, int status, const char *body, const char *details,
-                           int flag)
+/* Envoy's sendLocalReply on stream s: status, body (may be ""), details (static), flag
+ * (wp_response_flag) or -1. */
+static void stream_local_reply(wp_stream *s, int status, const char *body, const char *details,
+                               int flag)
 {
     wp_dconn *d = s->d;
     if (flag >= 0)
@@ -1108,7 +1053,7 @@ void wp_stream_local_reply(wp_stream *s, int status, const char *body, const cha
         wp_dconn_close(d);
         return;
     }
-    wp_router_cancel(s);
+    wp_fchain_notify(&s->fcs, s, WP_FCHAIN_EV_LOCAL_REPLY); /* the router cancels upstream */
     s->local_reply = true;
     s->resp_started = true;
     s->si.response_code = status;
@@ -1119,7 +1064,7 @@ void wp_stream_local_reply(wp_stream *s, int status, const char *body, const cha
         return;
     wf_strbuf *b = &s->resp_head;
     wf_strbuf_reset(b);
-    put_status_line(b, status);
+    wp_h1_put_status_line(b, status);
     if (blen)
         wf_strbuf_append(b, "content-type: text/plain\r\n",
                          sizeof("content-type: text/plain\r\n") - 1);
@@ -1158,31 +1103,7 @@ void wp_stream_local_reply(wp_stream *s, int status, const char *body, const cha
         stream_complete(s);
 }
 
-/* Upstream response fields the proxy drops or writes itself: hop-by-hop ones, server, date
- * and x-envoy-upstream-service-time. Sorted by length first: most fields fail at the switch. */
-static bool resp_replaced(const h1_str *n, bool upgrade)
-{
-    switch (n->len) {
-    case 4:
-        return WP_NAME_IS(n, "date");
-    case 6:
-        return WP_NAME_IS(n, "server");
-    case 7:
-        return !upgrade && WP_NAME_IS(n, "upgrade");
-    case 10:
-        return WP_NAME_IS(n, "connection") || WP_NAME_IS(n, "keep-alive");
-    case 16:
-        return WP_NAME_IS(n, "proxy-connection");
-    case 17:
-        return WP_NAME_IS(n, "transfer-encoding");
-    case 29:
-        return WP_NAME_IS(n, "x-envoy-upstream-service-time");
-    default:
-        return false;
-    }
-}
-
-void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, size_t raw_len)
+static void resp_headers(wp_stream *s, const h1_message *m, const char *raw, size_t raw_len)
 {
     wp_dconn *d = s->d;
     s->si.first_upstream_rx_ns = now_ns(d);
@@ -1207,9 +1128,10 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
     }
     s->si.response_headers = s->resp_hdrs;
     s->si.nresponse_headers = s->nresp_hdrs;
-    bool upgrade = m->status == 101;
-    bool head = wp_stream_is_head(s);
-    bool bodiless = head || m->status == 204 || m->status == 304 || upgrade;
+    /* the codec's framing of the answer (chunked to HTTP/1.1, until close to HTTP/1.0) */
+    wp_h1_framing fr =
+        wp_h1_response_framing(m->status, m->framing, wp_stream_is_head(s), s->req.version_minor);
+    bool upgrade = fr.upgrade, bodiless = fr.bodiless;
     /* the encoder filters (e.g. Istio's upstream peer discovery) see the upstream's fields */
     wp_filter_headers fh = {s->resp_hdrs, s->nresp_hdrs, m->status};
     if (wp_fchain_encode_headers(&s->fcs, s, &filter_cbs, &fh, bodiless) != WP_FCHAIN_DONE) {
@@ -1219,27 +1141,21 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
     s->si.response_code = m->status;
     s->si.details = "via_upstream";
     s->resp_started = true;
-    s->resp_chunked = false;
-    s->resp_close = !m->keep_alive && false; /* upstream close does not close downstream */
-    if (!bodiless && m->framing != H1_BODY_LENGTH && m->framing != H1_BODY_NONE) {
-        if (s->req.version_minor >= 1)
-            s->resp_chunked = true;
-        else
-            s->resp_close = true;
-    }
+    s->resp_chunked = fr.chunked;
+    s->resp_close = fr.close; /* an upstream close does not close the downstream */
     if (d->w->draining || !s->req.keep_alive || d->close_after)
         s->resp_close = true;
     wf_strbuf *b = &s->resp_head;
     wf_strbuf_reset(b);
-    put_status_line(b, m->status);
+    wp_h1_put_status_line(b, m->status);
     const wp_header_ops *ops[WP_HOPS_LEVELS];
     size_t nops;
     resp_ops(s, ops, &nops);
-    bool no_cl = m->status < 200 || m->status == 204; /* Envoy's codec removes it (0) */
+    bool no_cl = wp_h1_drops_content_length(m->status); /* Envoy's codec removes it */
     for (size_t i = 0; i < s->nresp_hdrs; i++) {
         const h1_header *h = &s->resp_hdrs[i];
-        if (resp_replaced(&h->name, upgrade) || wp_hops_drops(ops, nops, &h->name) ||
-            (no_cl && WP_NAME_IS(&h->name, "content-length")))
+        if (wp_h1_response_field_replaced(&h->name, upgrade) ||
+            wp_hops_drops(ops, nops, &h->name) || (no_cl && WP_NAME_IS(&h->name, "content-length")))
             continue;
         wf_strbuf_append(b, h->name.p, h->name.len);
         wf_strbuf_append(b, ": ", 2);
@@ -1247,11 +1163,7 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
         wf_strbuf_append(b, "\r\n", 2);
     }
     wp_hops_emit(b, ops, nops, s->resp_hdrs, s->nresp_hdrs);
-    if (upgrade)
-        wf_strbuf_append(b, "connection: upgrade\r\n", sizeof("connection: upgrade\r\n") - 1);
-    if (s->resp_chunked)
-        wf_strbuf_append(b, "transfer-encoding: chunked\r\n",
-                         sizeof("transfer-encoding: chunked\r\n") - 1);
+    wp_h1_put_framing_fields(b, &fr);
     uint64_t ust = (s->si.first_upstream_rx_ns - s->si.first_upstream_tx_ns) / 1000000;
     int ul = (int)wp_u64_str(s->ust_buf, ust);
     if (!d->hcm->suppress_envoy_headers) {
@@ -1277,12 +1189,12 @@ void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, 
         s->nresp_hdrs = 0;
     }
     /* The head goes out with the first body bytes (one write for a small response), or
-     * at the end of the router's parsing pass (wp_stream_resp_flush_head). */
+     * at the end of the router's parsing pass (resp_flush_head). */
     s->head_unsent = true;
     if (upgrade) {
         d->tunnel = true;
         wp_hcm_stat(s->d, WP_S_downstream_cx_upgrades_total, 1);
-        if (wp_stream_resp_flush_head(s) == 1)
+        if (resp_flush_head(s) == 1)
             wp_uconn_pause_read(s->up);
     }
 }
@@ -1299,7 +1211,7 @@ static unsigned with_head(wp_stream *s, uv_buf_t *bufs, unsigned n)
     return n + 1;
 }
 
-int wp_stream_resp_flush_head(wp_stream *s)
+static int resp_flush_head(wp_stream *s)
 {
     if (!s->head_unsent)
         return 0;
@@ -1308,7 +1220,7 @@ int wp_stream_resp_flush_head(wp_stream *s)
     return dwrite(s->d, bufs, n);
 }
 
-int wp_stream_resp_body(wp_stream *s, const char *data, size_t len)
+static int resp_body(wp_stream *s, const char *data, size_t len)
 {
     wp_dconn *d = s->d;
     if (len == 0)
@@ -1318,19 +1230,12 @@ int wp_stream_resp_body(wp_stream *s, const char *data, size_t len)
         return -1;
     }
     s->si.bytes_sent += len;
-    uv_buf_t bufs[4];
-    if (!s->resp_chunked) {
-        bufs[0] = uv_buf_init((char *)data, (unsigned)len);
-        return dwrite(d, bufs, with_head(s, bufs, 1));
-    }
-    int n = snprintf(s->chunk_out, sizeof(s->chunk_out), "%zx\r\n", len);
-    bufs[0] = uv_buf_init(s->chunk_out, (unsigned)n);
-    bufs[1] = uv_buf_init((char *)data, (unsigned)len);
-    bufs[2] = uv_buf_init("\r\n", 2);
-    return dwrite(d, bufs, with_head(s, bufs, 3));
+    uv_buf_t bufs[4]; /* the head, then the codec's (chunk-size line, data, CRLF) */
+    unsigned n = wp_h1_encode_data(bufs, s->resp_chunked, s->chunk_out, data, len);
+    return dwrite(d, bufs, with_head(s, bufs, n));
 }
 
-void wp_stream_resp_done(wp_stream *s)
+static void resp_done(wp_stream *s)
 {
     wp_dconn *d = s->d;
     s->si.last_upstream_rx_ns = now_ns(d);
@@ -1347,7 +1252,7 @@ void wp_stream_resp_done(wp_stream *s)
     uv_buf_t bufs[2];
     unsigned n = 0;
     if (s->resp_chunked)
-        bufs[n++] = uv_buf_init("0\r\n\r\n", 5);
+        bufs[n++] = uv_buf_init(WP_H1_LAST_CHUNK, WP_H1_LAST_CHUNK_LEN);
     n = with_head(s, bufs, n);
     if (n && dwrite(d, bufs, n) != 0)
         return; /* pending: on_dwrite completes; failed: closed */
@@ -1378,7 +1283,7 @@ static int keep_head(wp_stream *s, const char *buf, size_t used, const h1_messag
      * received, so the router forwards it and %REQ(X-REQUEST-ID)% shows it. */
     if (s->d->hcm->generate_request_id && s->req.nheaders < WP_MAX_HEADERS &&
         !h1_find_header(s->hdrs, s->req.nheaders, "x-request-id")) {
-        wp_uuid4(s->d->w, s->request_id);
+        uuid4(s->d->w, s->request_id);
         h1_header *h = &s->hdrs[s->req.nheaders++];
         h->name = (h1_str){"x-request-id", 12};
         h->value = (h1_str){s->request_id, 36};
@@ -1472,7 +1377,7 @@ static void path_redirect(wp_stream *s)
         return;
     }
     s->extra_resp_header = wf_strbuf_cstr(b);
-    wp_stream_local_reply(s, 307, "", "path_normalization_failed", -1);
+    stream_local_reply(s, 307, "", "path_normalization_failed", -1);
 }
 
 /* normalize_path, merge_slashes and path_with_escaped_slashes_action (http/path_norm.h) on
@@ -1506,7 +1411,7 @@ static int normalize_path(wp_stream *s)
         path_redirect(s);
     } else {
         wp_hcm_stat(s->d, WP_S_downstream_rq_failed_path_normalization, 1);
-        wp_stream_local_reply(s, 400, "", "path_normalization_failed", -1);
+        stream_local_reply(s, 400, "", "path_normalization_failed", -1);
     }
     return -1;
 }
@@ -1630,18 +1535,18 @@ static void on_request_headers(wp_stream *s)
                   (int)s->req.target.len, s->req.target.p);
     if (origin_form(s) != 0) {
         d->close_after = true;
-        wp_stream_local_reply(s, 400, "Bad Request", "http1.invalid_url", WP_RF_DPE);
+        stream_local_reply(s, 400, "Bad Request", "http1.invalid_url", WP_RF_DPE);
         return;
     }
     if (s->req.version_minor == 0 && !d->hcm->accept_http_10) {
         /* Envoy's HCM: HTTP/1.0 (or 0.9) without accept_http_10 is "Upgrade Required" */
         d->close_after = true;
-        wp_stream_local_reply(s, 426, "", "low_version", -1);
+        stream_local_reply(s, 426, "", "low_version", -1);
         return;
     }
     if (!h1_find_header(s->req.headers, s->req.nheaders, "host") && s->req.version_minor == 1) {
         d->close_after = true;
-        wp_stream_local_reply(s, 400, "missing required header: host", "missing_host_header", -1);
+        stream_local_reply(s, 400, "missing required header: host", "missing_host_header", -1);
         return;
     }
     if (s->req.version_minor == 0 && !d->hcm->default_host_for_http_10 &&
@@ -1649,20 +1554,20 @@ static void on_request_headers(wp_stream *s)
         /* Envoy's decodeHeaders: after default_host_for_http_10, a request still without Host
          * is answered 400 with an empty body, details missing_host_header */
         d->close_after = true;
-        wp_stream_local_reply(s, 400, "", "missing_host_header", -1);
+        stream_local_reply(s, 400, "", "missing_host_header", -1);
         return;
     }
     if (normalize_path(s) != 0 || mutate_xff(s) != 0)
         return;
     if (s->req.expect_continue) {
         /* Envoy's HCM answers 100-continue itself and drops Expect upstream */
-        uv_buf_t b = uv_buf_init("HTTP/1.1 100 Continue\r\n\r\n", 25);
-        if (wp_tsock_try_write(d->sock, &b, 1) != 25) {
+        uv_buf_t b = uv_buf_init(WP_H1_100_CONTINUE, WP_H1_100_CONTINUE_LEN);
+        if (wp_tsock_try_write(d->sock, &b, 1) != WP_H1_100_CONTINUE_LEN) {
             wp_dconn_close(d);
             return;
         }
     }
-    wp_router_resolve(s); /* the route, before any filter (Envoy's cached route) */
+    wp_cached_route_refresh(s); /* the route, before any filter (Envoy's cached route) */
     /* the HTTP filters in order, the router last; a filter may stop (the fault filter's delay)
      * or answer instead (the stream then ended; net/deferred.h frees it after this pass). */
     wp_filter_headers h = request_headers(s);
@@ -1690,10 +1595,97 @@ static void protocol_error(wp_dconn *d, wp_stream *s)
     s->req.keep_alive = false;
     /* Envoy's codec error reply: the status's text as the body (CodeUtility::toString) */
     int status = h1_error_status(e);
-    wp_stream_local_reply(s, status, reason_phrase(status), h1_error_details(e), WP_RF_DPE);
+    stream_local_reply(s, status, wp_h1_reason_phrase(status), h1_error_details(e), WP_RF_DPE);
 }
 
 static void parse_buffered(wp_dconn *d);
+
+/* ---------- the codec's request events (http/codec.h) ---------- */
+
+/* One dispatch over a stream's bytes: the stream and the buffer they are in. */
+typedef struct {
+    wp_stream *s;
+    const wp_buf *buf;
+} codec_ctx;
+
+static void cc_consumed(void *ctx, size_t n)
+{
+    wp_stream *s = ((codec_ctx *)ctx)->s;
+    s->si.wire_bytes_received += n; /* the request's own bytes, head included */
+    s->d->rstart += n;
+}
+
+static void cc_headers(void *ctx, const h1_message *m, const char *raw, size_t raw_len)
+{
+    wp_stream *s = ((codec_ctx *)ctx)->s;
+    if (keep_head(s, raw, raw_len, m) != 0) {
+        wp_dconn_close(s->d);
+        return;
+    }
+    on_request_headers(s);
+    /* trailers are stored after the head's fields: after the ones the connection manager
+     * added too (x-request-id, x-forwarded-for, ...), with the same room */
+    wp_h1_server_reserve_fields(&s->parser, s->req.nheaders);
+}
+
+static void cc_data(void *ctx, const char *data, size_t len)
+{
+    wp_stream *s = ((codec_ctx *)ctx)->s;
+    s->si.bytes_received += len;
+    if (s->resp_done || s->local_reply)
+        return; /* answered already: the body is read and dropped */
+    s->body_ptr = data;
+    s->body_len = len;
+    wp_fchain_decode_data(&s->fcs, s, &filter_cbs, s->body_ptr, s->body_len, false);
+}
+
+static void cc_trailers(void *ctx, const h1_header *t, size_t n)
+{
+    wp_stream *s = ((codec_ctx *)ctx)->s;
+    if (!s->resp_done && !s->local_reply)
+        wp_fchain_decode_trailers(&s->fcs, s, &filter_cbs, t, n);
+}
+
+static void cc_complete(void *ctx)
+{
+    on_request_complete(((codec_ctx *)ctx)->s);
+}
+
+/* A request with Upgrade: body-less from HTTP's view; the bytes wait for the tunnel. */
+static void cc_upgraded(void *ctx)
+{
+    wp_stream *s = ((codec_ctx *)ctx)->s;
+    if (!s->req_complete)
+        on_request_complete(s);
+}
+
+static void cc_error(void *ctx, h1_error e)
+{
+    wp_stream *s = ((codec_ctx *)ctx)->s;
+    (void)e; /* the stream's parser holds it (protocol_error reads it) */
+    protocol_error(s->d, s);
+}
+
+/* The same stream goes on with the same buffer, neither paused nor answered. */
+static bool cc_should_continue(void *ctx)
+{
+    const codec_ctx *c = ctx;
+    const wp_stream *s = c->s;
+    const wp_dconn *d = s->d;
+    return !d->closing && d->rbuf == c->buf && d->stream == s && !d->tunnel && !s->body_ptr &&
+           !s->req_complete;
+}
+
+static const wp_codec_server_callbacks codec_cbs = {
+    .on_consumed = cc_consumed,
+    .on_headers = cc_headers,
+    .on_data = cc_data,
+    .on_trailers = cc_trailers,
+    .on_complete = cc_complete,
+    .on_upgraded = cc_upgraded,
+    .on_error = cc_error,
+    .should_continue = cc_should_continue,
+};
 
 /* Runs the parser over the buffered bytes until it needs more or must wait; what the
  * router has to write upstream is written after each parsing pass. */
@@ -1707,7 +1699,7 @@ static void process(wp_dconn *d)
         if (d->closing || !s || !s->flush_pending)
             return;
         bool had_body = s->body_ptr != NULL;
-        wp_router_flush(s);
+        wp_fchain_notify(&s->fcs, s, WP_FCHAIN_EV_DISPATCH_DONE); /* the router writes now */
         if (d->stream != s || !had_body || s->body_ptr)
             return; /* nothing new to parse, or a write is pending */
     }
@@ -1718,9 +1710,14 @@ static void parse_buffered(wp_dconn *d)
     while (!d->closing && d->rbuf) {
         wp_stream *s = d->stream;
         if (d->tunnel) {
-            if (s) /* the tunnel's bytes, taken by the router from the buffer */
-                wp_fchain_decode_data(&s->fcs, s, &filter_cbs, d->rbuf->data + d->rstart,
-                                      d->rlen - d->rstart, false);
+            if (s && !s->body_ptr && d->rstart < d->rlen) {
+                /* the tunnel's bytes: one slice of the buffer, pinned until written upstream */
+                s->body_ptr = d->rbuf->data + d->rstart;
+                s->body_len = d->rlen - d->rstart;
+                d->rstart = d->rlen;
+            }
+            if (s)
+                wp_fchain_decode_data(&s->fcs, s, &filter_cbs, s->body_ptr, s->body_len, false);
             return;
         }
         if (s && (s->body_ptr || s->req_complete))
@@ -1732,56 +1729,15 @@ static void parse_buffered(wp_dconn *d)
             wp_dconn_close(d);
             return;
         }
-        if (s->si.request && s->parser.msg.nheaders < s->req.nheaders) {
-            /* trailers are stored after the head's fields: after the ones the connection
-             * manager added too (x-request-id, x-forwarded-for, ...), with the same room */
-            s->parser.hdr_cap += s->req.nheaders - s->parser.msg.nheaders;
-            s->parser.msg.nheaders = s->req.nheaders;
-        }
-        h1_event ev;
-        const char *base = d->rbuf->data + d->rstart;
-        size_t used = h1_parse(&s->parser, base, avail, &ev);
-        s->si.wire_bytes_received += used; /* the request's own bytes, head included */
-        switch (ev) {
-        case H1_EV_NEED_MORE:
-            d->rstart += used;
+        /* the codec delivers this stream's events until it needs more bytes or the stream
+         * waits (then the checks above run again: a new stream, a tunnel, a pause) */
+        codec_ctx c = {s, d->rbuf};
+        wp_codec_status st =
+            wp_h1_server_dispatch(&s->parser, d->rbuf->data + d->rstart, avail, &codec_cbs, &c);
+        if (st == WP_CODEC_NEED_MORE)
             goto more;
-        case H1_EV_HEADERS:
-            if (keep_head(s, base, used, &s->parser.msg) != 0) {
-                wp_dconn_close(d);
-                return;
-            }
-            d->rstart += used;
-            on_request_headers(s);
-            break;
-        case H1_EV_BODY:
-            d->rstart += used;
-            s->si.bytes_received += s->parser.data_len;
-            if (s->resp_done || s->local_reply)
-                break; /* answered already: the body is read and dropped */
-            s->body_ptr = s->parser.data;
-            s->body_len = s->parser.data_len;
-            wp_fchain_decode_data(&s->fcs, s, &filter_cbs, s->body_ptr, s->body_len, false);
-            break;
-        case H1_EV_TRAILERS:
-            d->rstart += used;
-            if (!s->resp_done && !s->local_reply)
-                wp_fchain_decode_trailers(&s->fcs, s, &filter_cbs, s->parser.msg.trailers,
-                                          s->parser.msg.ntrailers);
-            break;
-        case H1_EV_DONE:
-            d->rstart += used;
-            on_request_complete(s);
-            break;
-        case H1_EV_UPGRADED:
-            /* request with Upgrade: body-less from HTTP's view; bytes wait for the tunnel */
-            if (!s->req_complete)
-                on_request_complete(s);
-            return;
-        case H1_EV_ERROR:
-            protocol_error(d, s);
-            return;
-        }
+        if (st != WP_CODEC_PAUSED)
+            return; /* upgraded (the bytes wait for the tunnel) or a protocol error */
     }
 more:
     if (d->rbuf && d->rstart == d->rlen && !(d->stream && d->stream->body_ptr)) {
@@ -1843,7 +1799,7 @@ static void on_read(void *owner, ssize_t n)
     }
 }
 
-void wp_stream_body_written(wp_stream *s)
+static void body_written(wp_stream *s)
 {
     wp_dconn *d = s->d;
     s->body_ptr = NULL;
@@ -1853,7 +1809,7 @@ void wp_stream_body_written(wp_stream *s)
         start_reading(d);
 }
 
-void wp_dconn_kick(wp_dconn *d)
+static void dconn_kick(wp_dconn *d)
 {
     process(d);
     if (!d->closing)

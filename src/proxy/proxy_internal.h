@@ -46,6 +46,7 @@
 #include "proxy/config.h"
 #include "proxy/http/filter.h"
 #include "proxy/istio_stats.h"
+#include "proxy/net/buf_pool.h"
 #include "proxy/net/deferred.h"
 #include "proxy/net/raw_socket.h"
 #include "proxy/outlier.h"
@@ -54,10 +55,9 @@
 #include "proxy/stream_info.h"
 #include "proxy/upstream/conn_pool.h"
 
-#define WP_BUF_SIZE     (16u * 1024u) /* read buffer of a connection */
-#define WP_MAX_TRAILERS 16            /* response trailers kept per stream for %TRAILER()% */
-#define WP_HEAD_EXTRA   (4u * 1024u)  /* room past max_request_headers_kb for the request line */
-#define WP_MAX_HEADERS  103u          /* 99 parsed (conn.c), +4 added by the proxy */
+#define WP_MAX_TRAILERS 16           /* response trailers kept per stream for %TRAILER()% */
+#define WP_HEAD_EXTRA   (4u * 1024u) /* room past max_request_headers_kb for the request line */
+#define WP_MAX_HEADERS  103u         /* 99 parsed (conn.c), +4 added by the proxy */
 _Static_assert(WP_MAX_HEADERS == WP_UPSTREAM_MAX_HEADERS, "one header limit both ways");
 /* header-ops levels of one head: weighted cluster, route, virtual host, route configuration
  * and the HTTP filters' (proxy/http/filter.h) */
@@ -71,16 +71,10 @@ typedef struct wp_gen wp_gen;
 typedef struct wp_wgen wp_wgen;
 typedef struct wp_lb wp_lb; /* upstream/lb.h */
 
-/* ---------- read buffers ---------- */
+/* ---------- read buffers: the worker's free list (net/buf_pool.h) ---------- */
 
-typedef struct wp_buf {
-    struct wp_buf *next_free;
-    size_t cap;
-    char data[];
-} wp_buf;
-
-wp_buf *wp_buf_get(wp_worker *w, size_t cap);
-void wp_buf_put(wp_worker *w, wp_buf *b);
+static inline wp_buf *wp_buf_get(wp_worker *w, size_t cap);
+static inline void wp_buf_put(wp_worker *w, wp_buf *b);
 
 /* ---------- cluster runtime (process-wide, shared by workers) ---------- */
 
@@ -166,7 +160,7 @@ struct wp_stream {
     bool req_complete, req_chunked, req_end_sent, upgrade, timer_started, head_sent;
     bool flush_pending;
     bool charged;  /* counted in downstream_rq_completed and _<N>xx (count_response) */
-    bool resolved; /* wp_router_resolve ran: route, vhost, weighted, cluster are set */
+    bool resolved; /* wp_cached_route_refresh ran: route, vhost, weighted, cluster are set */
     bool routing;  /* wp_router_start ran: the router has the request */
     char request_id[40];
     char remote_buf[WP_XFF_ADDR_MAX]; /* downstream remote taken from x-forwarded-for (xff.h) */
@@ -327,9 +321,8 @@ struct wp_worker {
     wp_pstats_shard *stats;
     wp_regex_ctx rx;
     wp_alog_writer alog_writer;
-    wp_alog_writer *alog; /* &alog_writer once started */
-    wp_buf *free_bufs;
-    size_t nfree_bufs;
+    wp_alog_writer *alog;    /* &alog_writer once started */
+    wp_buf_pool bufs;        /* free read buffers (net/buf_pool.h) */
     char date_line[64];      /* cached "date: ...\r\n" */
     int64_t wall_base_us;    /* wall clock at wall_base_loop (wp_wall_us) */
     uint64_t wall_base_loop; /* uv_now when wall_base_us was read */
@@ -382,41 +375,29 @@ int wp_server_apply(wp_server *srv, wp_config *cfg, struct wp_listen_hold *hold,
 void wp_dconn_on_accept(uv_stream_t *server, int status);
 void wp_dconn_close(wp_dconn *d);
 void wp_dconn_drain(wp_worker *w);
-/* Parse what is buffered and read again (after a pause). */
-void wp_dconn_kick(wp_dconn *d);
 /* Frees a stream for good (worker shutdown, or a stream the free list does not keep). */
 void wp_stream_destroy(wp_stream *s);
 void wp_addr_of(uv_tcp_t *t, bool peer, char *out, size_t cap);
-/* The stream's timeout (route timeout or HCM request_timeout) fires in ms milliseconds
- * (wp_router_timeout); clear cancels it. Both are O(1) in the common case. */
-void wp_dconn_set_deadline(wp_dconn *d, uint64_t ms);
-void wp_dconn_clear_deadline(wp_dconn *d);
-/* The same for the stream's try timer (per-try timeout or back-off, wp_router_try_timer);
- * it shares the route timeout's timer handle. */
-void wp_dconn_set_try_deadline(wp_dconn *d, uint64_t ms);
-void wp_dconn_clear_try_deadline(wp_dconn *d);
-/* Local reply on stream s (Envoy sendLocalReply): status, body (may be ""), details. */
-void wp_stream_local_reply(wp_stream *s, int status, const char *body, const char *details,
-                           int flag /* wp_response_flag or -1 */);
-/* Router -> connection manager callbacks. */
-void wp_stream_resp_headers(wp_stream *s, const h1_message *m, const char *raw, size_t raw_len);
-int wp_stream_resp_body(wp_stream *s, const char *data, size_t len); /* 1 = write pending */
-/* Writes the response head if it still waits for body bytes; 1 = write pending. */
-int wp_stream_resp_flush_head(wp_stream *s);
-void wp_stream_resp_done(wp_stream *s);
-void wp_stream_upstream_ready(wp_stream *s); /* upstream writable: flush body */
-void wp_stream_resume_upstream_read(wp_stream *s);
-/* Request body write to the upstream finished. */
-void wp_stream_body_written(wp_stream *s);
+/* The connection manager reaches the router only through the HTTP filter chain (the router is
+ * its terminal filter, filters/http/router_filter.c), and the router the connection manager
+ * only through the chain's callbacks (proxy/http/filter.h wp_filter_callbacks), which conn.c
+ * implements. The stream's cached route is proxy/http/cached_route.h. */
 
-/* router.c */
-/* The request as the route matcher sees it (method, target, Host, headers); rq points into
- * s's request head. */
-void wp_router_route_req(const wp_stream *s, wp_route_req *rq);
-/* The route, virtual host, weighted cluster and cluster of s's request, chosen once (Envoy's
- * connection manager caches the route before any filter runs, so a fault-filter reply logs
- * them too); wp_router_start calls it when nothing did. */
-void wp_router_resolve(wp_stream *s);
+/* router.c and router_retry.c: the connection manager's callbacks of s's chain. */
+static inline const wp_filter_callbacks *wp_router_cm(const wp_stream *s)
+{
+    return s->fcs.cb;
+}
+/* Envoy's sendLocalReply from the router: status, body (may be ""), details (static), flag
+ * (wp_response_flag) or -1. */
+static inline void wp_router_local_reply(wp_stream *s, int status, const char *body,
+                                         const char *details, int flag)
+{
+    s->fcs.cb->send_local_reply(s, status, body, details, flag);
+}
+
+/* router.c, called by the router filter (filters/http/router_filter.c) */
+/* decode_headers: the route's action, the cluster, the first attempt. */
 void wp_router_start(wp_stream *s);
 /* Access logs read the request as the router leaves it: in Envoy the router rewrites the
  * path and Host and adds and removes fields in the header map the logs read (a log shows the
@@ -428,9 +409,14 @@ void wp_router_start(wp_stream *s);
 void wp_router_log_view(wp_stream *s);
 void wp_router_on_reset(wp_stream *s, int reason, const char *transport_failure);
 void wp_router_request_body(wp_stream *s);
-/* The stream ends: its pool request is cancelled, its connection given back (reset) and its
- * max_requests slot released. */
+/* A local reply, or the stream's end: its pool request is cancelled, its connection given
+ * back (reset) and its max_requests slot released. */
 void wp_router_cancel(wp_stream *s);
+/* on_stream_complete: wp_router_cancel, the retry state's end (wp_retry_end) and URX in the
+ * log when retries ran out. */
+void wp_router_stream_complete(wp_stream *s);
+/* on_below_write_buffer_low_watermark: the upstream response is read on. */
+void wp_router_downstream_writable(wp_stream *s);
 /* One upstream attempt: the load balancer chooses a host (503 UH when none), the max_requests
  * breaker is checked (503 UO), the pool is asked for a connection; the answer comes through
  * the pool's callbacks. */
@@ -440,6 +426,7 @@ void wp_router_upstream_request(wp_stream *s);
 void wp_router_pool_done(wp_stream *s);
 /* Writes what the stream has for the upstream now (deferred during parsing). */
 void wp_router_flush(wp_stream *s);
+/* on_deadline: the route timeout passed. */
 void wp_router_timeout(wp_stream *s);
 /* The try deadline passed: a per-try timeout or the end of a back-off. */
 void wp_router_try_timer(wp_stream *s);
@@ -459,8 +446,8 @@ int wp_retry_body(wp_stream *s);
 size_t wp_retry_slices_from(wp_stream *s, size_t off, uv_buf_t *bufs, unsigned *n, unsigned max);
 size_t wp_retry_slices(wp_stream *s, uv_buf_t *bufs, unsigned *n, unsigned max);
 /* The attempt ended by a reset / a response / a per-try timeout: true when a retry was
- * scheduled (the caller stops), false when the failure goes downstream (URX set when
- * retries ran out). */
+ * scheduled (the caller ends the attempt and stops), false when the failure goes downstream (URX
+ * set when retries ran out). */
 bool wp_retry_after_reset(wp_stream *s, int reason);
 bool wp_retry_after_response(wp_stream *s, const h1_message *m);
 bool wp_retry_after_per_try_timeout(wp_stream *s);
@@ -474,7 +461,7 @@ int wp_retry_try_due(wp_stream *s);
 void wp_retry_response_started(wp_stream *s);
 /* Both per-try timers stop (the attempt ended). */
 void wp_retry_disarm(wp_stream *s);
-/* The back-off ended: start the next attempt. */
+/* The back-off ended: the attempt's state is reset (the router then starts the next). */
 void wp_retry_fire(wp_stream *s);
 /* The stream ends: release the buffer, the breaker slot, the timers. */
 void wp_retry_end(wp_stream *s);
@@ -483,10 +470,18 @@ bool wp_retry_host_tried(const wp_stream *s, int host);
 
 /* router.c: a reset reason (WP_RESET_*, upstream/conn_pool.h) as Envoy writes it. */
 const char *wp_reset_reason_string(int reason);
-/* A random UUID v4 (36 characters + NUL) from the worker's generator. */
-void wp_uuid4(wp_worker *w, char out[37]);
 /* Wall clock in microseconds since the epoch, from the loop clock (re-read every second). */
 int64_t wp_wall_us(wp_worker *w);
+
+static inline wp_buf *wp_buf_get(wp_worker *w, size_t cap)
+{
+    return wp_buf_pool_get(&w->bufs, cap);
+}
+
+static inline void wp_buf_put(wp_worker *w, wp_buf *b)
+{
+    wp_buf_pool_put(&w->bufs, b);
+}
 
 static inline uint64_t wp_rand(wp_worker *w)
 {

@@ -41,6 +41,8 @@
 
 #include "core/log.h"
 #include "proxy/headers.h"
+#include "proxy/http/cached_route.h"
+#include "proxy/http/codec.h"
 #include "proxy/proxy_internal.h"
 #include "proxy/retry.h"
 #include "proxy/shadow.h"
@@ -126,11 +128,12 @@ static void start_timeout(wp_stream *s)
         return; /* not before the router has the request (a fault delay keeps request_timeout) */
     s->timer_started = true;
     /* the request is complete: the connection manager's request_timeout is disarmed (Envoy
-     * HCM docs) and the route timeout, if any, starts */
+     * HCM docs) and the route timeout, if any, starts (the router's on_deadline) */
+    wp_filter f = wp_fchain_terminal(&s->fcs, s);
     if (s->timeout_ms)
-        wp_dconn_set_deadline(s->d, s->timeout_ms);
+        wp_filter_arm_deadline(&f, s->timeout_ms);
     else
-        wp_dconn_clear_deadline(s->d);
+        wp_filter_disarm_deadline(&f);
 }
 
 /* A header's milliseconds as absl::SimpleAtoi reads them (digits; anything else leaves *out). */
@@ -173,41 +176,6 @@ static void final_timeout(wp_stream *s)
         s->per_try_timeout_ms = 0;
 }
 
-/* default_host_for_http_10 when it applies to s (HTTP/1.0, no Host), else NULL. */
-static const char *default_host(const wp_stream *s)
-{
-    const char *def = s->d->hcm->default_host_for_http_10;
-    if (!def || s->req.version_minor != 0 ||
-        h1_find_header(s->req.headers, s->req.nheaders, "host"))
-        return NULL;
-    return def;
-}
-
-static const char *host_of(const wp_stream *s, size_t *len)
-{
-    const h1_header *h = h1_find_header(s->req.headers, s->req.nheaders, "host");
-    if (h) {
-        *len = h->value.len;
-        return h->value.p;
-    }
-    const char *def = default_host(s);
-    *len = def ? strlen(def) : 0;
-    return def ? def : "";
-}
-
-void wp_router_route_req(const wp_stream *s, wp_route_req *rq)
-{
-    memset(rq, 0, sizeof(*rq));
-    rq->method = s->req.method.p;
-    rq->method_len = s->req.method.len;
-    rq->path = s->req.target.p;
-    rq->path_len = s->req.target.len;
-    rq->authority = host_of(s, &rq->authority_len);
-    rq->scheme = "http";
-    rq->headers = s->req.headers;
-    rq->nheaders = s->req.nheaders;
-}
-
 static void redirect(wp_stream *s, const wp_route_req *rq)
 {
     wf_strbuf loc = {0};
@@ -217,63 +185,30 @@ static void redirect(wp_stream *s, const wp_route_req *rq)
     wf_strbuf_free(&loc);
     s->extra_resp_header = wf_strbuf_cstr(&s->extra);
     wp_hcm_stat(s->d, WP_S_rq_redirect, 1);
-    wp_stream_local_reply(s, code, "", "direct_response", -1);
-}
-
-void wp_router_resolve(wp_stream *s)
-{
-    if (s->resolved)
-        return;
-    s->resolved = true;
-    wp_worker *w = s->d->w;
-    const wp_route_config *rc = s->d->hcm->route_config;
-    wp_route_req rq;
-    wp_router_route_req(s, &rq);
-    s->weighted = -1;
-    const wp_vhost *vh = rc ? wp_route_find_vhost(rc, rq.authority, rq.authority_len) : NULL;
-    const wp_route *r = vh ? wp_route_match(&w->rx, vh, &rq) : NULL;
-    s->route = r;
-    s->vhost = vh;
-    if (!r)
-        return;
-    s->si.route_name = r->name && r->name[0] ? r->name : NULL;
-    if (r->action != WP_ACT_ROUTE)
-        return;
-    int ci = r->cluster;
-    if (r->nweighted) {
-        s->weighted = wp_route_pick_weighted(r, wp_rand(w));
-        ci = r->weighted[s->weighted].cluster;
-    }
-    if (ci < 0)
-        return;
-    const wp_cluster *c = &s->cfg->clusters[ci];
-    s->cluster = ci;
-    s->si.upstream_cluster = c->name;
-    s->si.upstream_cluster_stat = c->alt_stat_name ? c->alt_stat_name : c->name;
+    wp_router_local_reply(s, code, "", "direct_response", -1);
 }
 
 void wp_router_start(wp_stream *s)
 {
-    wp_router_resolve(s);
+    const wp_route *r = wp_router_cm(s)->route(s); /* the connection manager's cached route */
     s->routing = true;
     wp_hcm_stat(s->d, WP_S_rq_total, 1); /* Envoy's router counts every request it decodes */
-    const wp_route *r = s->route;
     if (!r) {
         WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
                       "no route match for URL '%.*s'", (int)s->req.target.len, s->req.target.p);
         wp_hcm_stat(s->d, WP_S_no_route, 1);
-        wp_stream_local_reply(s, 404, "", "route_not_found", WP_RF_NR);
+        wp_router_local_reply(s, 404, "", "route_not_found", WP_RF_NR);
         return;
     }
     if (r->action == WP_ACT_DIRECT) {
         wp_hcm_stat(s->d, WP_S_rq_direct_response, 1);
-        wp_stream_local_reply(s, r->direct_status, r->direct_body ? r->direct_body : "",
+        wp_router_local_reply(s, r->direct_status, r->direct_body ? r->direct_body : "",
                               "direct_response", -1);
         return;
     }
     if (r->action == WP_ACT_REDIRECT) {
         wp_route_req rq;
-        wp_router_route_req(s, &rq);
+        wp_router_cm(s)->request(s, &rq);
         redirect(s, &rq);
         return;
     }
@@ -281,7 +216,7 @@ void wp_router_start(wp_stream *s)
         WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id, "unknown cluster '%s'",
                       r->nweighted ? r->weighted[s->weighted].name : r->cluster_name);
         wp_hcm_stat(s->d, WP_S_no_cluster, 1);
-        wp_stream_local_reply(s, 503, "", "cluster_not_found", WP_RF_NC);
+        wp_router_local_reply(s, 503, "", "cluster_not_found", WP_RF_NC);
         return;
     }
     const wp_cluster *c = &s->cfg->clusters[s->cluster];
@@ -298,25 +233,6 @@ void wp_router_start(wp_stream *s)
 }
 
 /* ---------- the upstream request ---------- */
-
-void wp_uuid4(wp_worker *w, char out[37])
-{
-    static const char hex[] = "0123456789abcdef";
-    uint64_t a = wp_rand(w), b = wp_rand(w);
-    unsigned char u[16];
-    memcpy(u, &a, 8);
-    memcpy(u + 8, &b, 8);
-    u[6] = (unsigned char)((u[6] & 0x0f) | 0x40);
-    u[8] = (unsigned char)((u[8] & 0x3f) | 0x80);
-    int j = 0;
-    for (int i = 0; i < 16; i++) {
-        if (i == 4 || i == 6 || i == 8 || i == 10)
-            out[j++] = '-';
-        out[j++] = hex[u[i] >> 4];
-        out[j++] = hex[u[i] & 15];
-    }
-    out[j] = 0;
-}
 
 /* Request header ops, most specific first (route, weighted cluster, vhost, route config, then
  * what the HTTP filters added). */
@@ -338,10 +254,9 @@ static size_t req_ops(const wp_stream *s, const wp_header_ops *ops[WP_HOPS_LEVEL
 
 static bool skip_request_header(const wp_stream *s, const h1_str *n)
 {
-    if (WP_NAME_IS(n, "connection") || WP_NAME_IS(n, "keep-alive") ||
-        WP_NAME_IS(n, "proxy-connection") || WP_NAME_IS(n, "transfer-encoding") ||
-        WP_NAME_IS(n, "content-length") || WP_NAME_IS(n, "expect") || WP_NAME_IS(n, "te") ||
-        WP_NAME_IS(n, "x-envoy-upstream-rq-timeout-ms") ||
+    if (wp_h1_request_field_hop_by_hop(n, s->upgrade)) /* the codec's own (codec.h) */
+        return true;
+    if (WP_NAME_IS(n, "x-envoy-upstream-rq-timeout-ms") ||
         WP_NAME_IS(n, "x-envoy-upstream-rq-timeout-alt-response") ||
         WP_NAME_IS(n, "x-envoy-expected-rq-timeout-ms") || WP_NAME_IS(n, "x-envoy-original-path"))
         return true;
@@ -355,8 +270,6 @@ static bool skip_request_header(const wp_stream *s, const h1_str *n)
         return true; /* consumed by the router, never forwarded (Envoy) */
     if (WP_NAME_IS(n, "x-envoy-attempt-count"))
         return s->vhost && s->vhost->include_request_attempt_count;
-    if (WP_NAME_IS(n, "upgrade"))
-        return !s->upgrade;
     if (WP_NAME_IS(n, "host"))
         return s->route->host_rewrite_literal != NULL;
     return false;
@@ -367,15 +280,12 @@ static void put_request_line(wp_stream *s, wf_strbuf *b)
     char path[8192];
     size_t n = wp_route_rewrite_path(&s->d->w->rx, s->route, s->req.target.p, s->req.target.len,
                                      path, sizeof(path));
-    wf_strbuf_append(b, s->req.method.p, s->req.method.len);
-    wf_strbuf_putc(b, ' ');
     if (n > 0 && n != (size_t)-1) {
-        wf_strbuf_append(b, path, n);
-        wf_strbuf_append(b, " HTTP/1.1\r\n", 11);
+        wp_h1_put_request_line(b, s->req.method.p, s->req.method.len, path, n);
         wp_hdr_put(b, "x-envoy-original-path", 21, s->req.target.p, s->req.target.len);
     } else {
-        wf_strbuf_append(b, s->req.target.p, s->req.target.len);
-        wf_strbuf_append(b, " HTTP/1.1\r\n", 11);
+        wp_h1_put_request_line(b, s->req.method.p, s->req.method.len, s->req.target.p,
+                               s->req.target.len);
     }
 }
 
@@ -412,8 +322,8 @@ static void build_upstream_head(wp_stream *s, wf_strbuf *b)
             has_xfp = true;
         wp_hdr_put(b, hd->name.p, hd->name.len, hd->value.p, hd->value.len);
     }
-    const char *host =
-        s->route->host_rewrite_literal ? s->route->host_rewrite_literal : default_host(s);
+    const char *host = s->route->host_rewrite_literal ? s->route->host_rewrite_literal
+                                                      : wp_cached_route_default_host(s);
     if (host)
         wp_hdr_put(b, "host", 4, host, strlen(host));
     if (!has_xfp)
@@ -426,14 +336,8 @@ static void build_upstream_head(wp_stream *s, wf_strbuf *b)
         wp_hdr_put_num(b, "x-envoy-attempt-count", 21,
                        s->si.attempt_count ? s->si.attempt_count : 1);
     wp_hops_emit(b, ops, nops, s->req.headers, s->req.nheaders);
-    if (s->req.framing == H1_BODY_LENGTH)
-        wp_hdr_put_num(b, "content-length", 14, s->req.content_length);
-    else if (s->req_chunked)
-        wf_strbuf_append(b, "transfer-encoding: chunked\r\n",
-                         sizeof("transfer-encoding: chunked\r\n") - 1);
-    if (s->upgrade)
-        wf_strbuf_append(b, "connection: upgrade\r\n", sizeof("connection: upgrade\r\n") - 1);
-    wf_strbuf_append(b, "\r\n", 2);
+    /* the codec's framing of the request */
+    wp_h1_end_request_head(b, s->req.framing, s->req.content_length, s->req_chunked, s->upgrade);
 }
 
 void wp_router_log_view(wp_stream *s)
@@ -558,8 +462,9 @@ static void flush_upstream(wp_stream *s)
         bufs[n++] = uv_buf_init((char *)s->body_ptr, (unsigned)s->body_len);
     size_t body = rb + (direct ? s->body_len : 0);
     if (chunked && body) {
-        int l = snprintf(s->chunk_line, sizeof(s->chunk_line), "%zx\r\n", body);
-        bufs[chunk_at] = uv_buf_init(s->chunk_line, (unsigned)l);
+        /* the client codec's chunk framing around the slices (codec.h) */
+        bufs[chunk_at] =
+            uv_buf_init(s->chunk_line, (unsigned)wp_h1_chunk_line(s->chunk_line, body));
         bufs[n++] = uv_buf_init("\r\n", 2);
     } else if (chunked) {
         memmove(&bufs[chunk_at], &bufs[chunk_at + 1], (n - chunk_at - 1) * sizeof(bufs[0]));
@@ -568,7 +473,7 @@ static void flush_upstream(wp_stream *s)
     bool all_out = s->rb_sent + rb == s->rb_len && (!s->body_ptr || direct);
     if (s->req_complete && !s->req_end_sent && !s->d->tunnel && all_out) {
         if (chunked)
-            bufs[n++] = uv_buf_init("0\r\n\r\n", 5);
+            bufs[n++] = uv_buf_init(WP_H1_LAST_CHUNK, WP_H1_LAST_CHUNK_LEN);
         s->req_end_sent = true;
     }
     if (n == 0)
@@ -610,7 +515,7 @@ static void on_upstream_written(wp_stream *s)
         s->wr_direct = false;
         /* continues parsing the downstream buffer; what follows (more body, the end of a
          * chunked body) is flushed from there */
-        wp_stream_body_written(s);
+        wp_router_cm(s)->request_body_written(s);
         return;
     }
     flush_upstream(s);
@@ -643,7 +548,7 @@ static void on_connected(wp_stream *s, wp_uconn *u)
     bool had_body = s->body_ptr != NULL;
     flush_upstream(s);
     if (had_body && !s->body_ptr) /* written at once: parse on */
-        wp_stream_body_written(s);
+        wp_router_cm(s)->request_body_written(s);
 }
 
 /* ---------- the load balancer and the pool ---------- */
@@ -696,7 +601,7 @@ void wp_router_upstream_request(wp_stream *s)
         wp_code_stat_add(
             wp_stats_code_local(w->stats, wp_stream_gen(s)->pstats->clusters[s->cluster].rq_codes),
             503);
-        wp_stream_local_reply(s, 503, "no healthy upstream", "no_healthy_upstream", WP_RF_UH);
+        wp_router_local_reply(s, 503, "no healthy upstream", "no_healthy_upstream", WP_RF_UH);
         return;
     }
     /* the attempt is logged against its host even if it never connects */
@@ -725,12 +630,8 @@ void wp_router_pool_done(wp_stream *s)
 
 void wp_router_request_body(wp_stream *s)
 {
-    wp_dconn *d = s->d;
-    if (d->tunnel && d->rbuf && d->rstart < d->rlen && !s->body_ptr) {
-        s->body_ptr = d->rbuf->data + d->rstart;
-        s->body_len = d->rlen - d->rstart;
-        d->rstart = d->rlen;
-    }
+    /* the pending slice (s->body_ptr: a body slice, or a tunnel's bytes) is the connection
+     * manager's, pinned in its read buffer until request_body_written */
     if (wp_retry_body(s) != 0)
         return; /* answered 507 */
     if (s->req_complete) {
@@ -759,6 +660,15 @@ void wp_router_end_upstream(wp_stream *s, bool reusable)
     wp_uconn_release(u, reusable);
 }
 
+/* A retry was scheduled (router_retry.c): this attempt ends (its connection closed, its pool
+ * request and max_requests slot given up); the next starts when the back-off ends
+ * (wp_router_try_timer). */
+static void end_attempt(wp_stream *s)
+{
+    wp_router_end_upstream(s, false);
+    wp_router_pool_done(s);
+}
+
 /* The response already went downstream when the upstream failed: the client's connection
  * is reset, and the log says why as Envoy does (flag UC or UPE, details
  * upstream_reset_after_response_started{<reason>}), not DC. */
@@ -775,7 +685,7 @@ static void reset_after_response_started(wp_stream *s, int reason)
                            : reason == WP_RESET_CONNECTION_TERMINATION ? WP_RF_UC
                                                                        : WP_RF_LR);
     s->upstream_failed = true;
-    wp_dconn_close(s->d);
+    wp_router_cm(s)->reset_stream(s);
 }
 
 void wp_router_on_reset(wp_stream *s, int reason, const char *tfr)
@@ -788,8 +698,10 @@ void wp_router_on_reset(wp_stream *s, int reason, const char *tfr)
         return;
     }
     wp_retry_disarm(s);
-    if (s->cluster >= 0 && wp_retry_after_reset(s, reason))
+    if (s->cluster >= 0 && wp_retry_after_reset(s, reason)) {
+        end_attempt(s);
         return;
+    }
     int flag = WP_RF_LR, status = 503;
     switch (reason) {
     case WP_RESET_LOCAL_CONNECTION_FAILURE:
@@ -837,20 +749,11 @@ void wp_router_on_reset(wp_stream *s, int reason, const char *tfr)
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
                   "upstream reset: reset reason: %s, transport failure reason: %s", rs,
                   tfr ? tfr : "");
-    wp_stream_local_reply(s, status, wf_strbuf_cstr(&s->extra), s->details_buf, flag);
+    wp_router_local_reply(s, status, wf_strbuf_cstr(&s->extra), s->details_buf, flag);
 }
 
 void wp_router_timeout(wp_stream *s)
 {
-    if (!s->route || s->route->action != WP_ACT_ROUTE || s->cluster < 0 || !s->timer_started) {
-        /* HCM request_timeout: the request was not complete yet */
-        wp_dconn *d = s->d;
-        wp_hcm_stat(d, WP_S_downstream_rq_timeout, 1);
-        d->close_after = true;
-        wp_stream_local_reply(s, s->req_complete ? 504 : 408, "request timeout",
-                              "request_overall_timeout", -1);
-        return;
-    }
     cstat(s, WP_S_upstream_rq_timeout, 1);
     s->backoff_pending = false; /* the route timeout ends every try and back-off */
     wp_retry_disarm(s);
@@ -867,14 +770,14 @@ void wp_router_timeout(wp_stream *s)
     }
     if (s->resp_started) { /* the client's stream is reset; the log shows UT response_timeout */
         s->upstream_failed = true;
-        wp_stream_local_reply(s, 504, "", "response_timeout", WP_RF_UT);
+        wp_router_local_reply(s, 504, "", "response_timeout", WP_RF_UT);
         return;
     }
     /* x-envoy-upstream-rq-timeout-alt-response: 204 (a 204 carries no body) */
     int code = s->timeout_alt_204 ? 204 : 504;
     count_code(s, code);
     cstat(s, WP_S_upstream_rq_completed, 1);
-    wp_stream_local_reply(s, code, code == 204 ? "" : "upstream request timeout",
+    wp_router_local_reply(s, code, code == 204 ? "" : "upstream request timeout",
                           "response_timeout", WP_RF_UT);
 }
 
@@ -901,14 +804,16 @@ static void per_try_timeout(wp_stream *s, bool idle)
         wp_si_set_flag(&s->si, WP_RF_UT);
         s->si.details = "upstream_per_try_idle_timeout";
         s->upstream_failed = true;
-        wp_dconn_close(s->d);
+        wp_router_cm(s)->reset_stream(s);
         return;
     }
-    if (wp_retry_after_per_try_timeout(s))
+    if (wp_retry_after_per_try_timeout(s)) {
+        end_attempt(s);
         return;
+    }
     count_code(s, 504);
     cstat(s, WP_S_upstream_rq_completed, 1);
-    wp_stream_local_reply(s, 504, "upstream request timeout",
+    wp_router_local_reply(s, 504, "upstream request timeout",
                           idle ? "upstream_per_try_idle_timeout" : "upstream_per_try_timeout",
                           WP_RF_UT);
 }
@@ -917,6 +822,7 @@ void wp_router_try_timer(wp_stream *s)
 {
     if (s->backoff_pending) {
         wp_retry_fire(s);
+        wp_router_upstream_request(s);
         return;
     }
     int due = wp_retry_try_due(s);
@@ -936,6 +842,14 @@ void wp_router_cancel(wp_stream *s)
     wp_router_pool_done(s);
 }
 
+void wp_router_stream_complete(wp_stream *s)
+{
+    wp_router_cancel(s);
+    wp_retry_end(s);
+    if (s->retries_exhausted)
+        wp_si_set_flag(&s->si, WP_RF_URX);
+}
+
 /* The upstream's response head arrived. Returns false when the response is dropped for a
  * retry (the attempt ended; u is no longer the stream's). */
 static bool on_response_headers(wp_stream *s, wp_uconn *u, const char *base, size_t used)
@@ -943,6 +857,7 @@ static bool on_response_headers(wp_stream *s, wp_uconn *u, const char *base, siz
     const h1_message *m = &u->parser.msg;
     wp_outlier_report(s, WP_OD_HTTP, m->status); /* before the retry decision, as Envoy */
     if (wp_retry_after_response(s, m)) {
+        end_attempt(s);
         WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
                       "upstream response %d: retrying", m->status);
         return false;
@@ -953,14 +868,16 @@ static bool on_response_headers(wp_stream *s, wp_uconn *u, const char *base, siz
      * the connection manager's request_timeout, and the route timeout starts when the
      * request completes. An upgrade's tunnel has no route timeout after its 101 (Envoy
      * applies the route timeout to the upgrade request only). */
-    if (!s->timer_started || m->upgrade)
-        wp_dconn_clear_deadline(s->d);
+    if (!s->timer_started || m->upgrade) {
+        wp_filter f = wp_fchain_terminal(&s->fcs, s);
+        wp_filter_disarm_deadline(&f);
+    }
     count_code(s, m->status); /* with upstream_rq_completed, as Envoy's chargeUpstreamCode */
     cstat(s, WP_S_upstream_rq_completed, 1);
     if (m->close_asked) /* Envoy's HTTP/1 pool: the connection closes after this response */
         cstat(s, WP_S_upstream_cx_close_notify, 1);
     u->response_seen = true;
-    wp_stream_resp_headers(s, m, base, used);
+    wp_router_cm(s)->encode_headers(s, m, base, used);
     return true;
 }
 
@@ -973,7 +890,7 @@ static void on_response_done(wp_stream *s, wp_uconn *u)
                                   memory_order_relaxed);
     }
     wp_router_end_upstream(s, reusable);
-    wp_stream_resp_done(s);
+    wp_router_cm(s)->encode_complete(s);
 }
 
 /* Parses what the upstream sent; stops while a downstream write is pending. */
@@ -1007,6 +924,100 @@ static void keep_trailers(wp_stream *s, const h1_message *m)
     s->si.nresponse_trailers = n;
 }
 
+/* ---------- the upstream codec's response events (http/codec.h) ---------- */
+
+/* One step over an upstream connection's bytes; stop: the loop ends (paused, answered). */
+typedef struct {
+    wp_stream *s;
+    wp_uconn *u;
+    bool stop;
+} upstream_ctx;
+
+static void rc_consumed(void *ctx, size_t n)
+{
+    ((upstream_ctx *)ctx)->u->rstart += n;
+}
+
+static void rc_headers(void *ctx, const h1_message *m, const char *raw, size_t raw_len)
+{
+    upstream_ctx *c = ctx;
+    wp_stream *s = c->s;
+    if (m->status >= 100 && m->status < 200 && m->status != 101) {
+        s->rp = NULL; /* no retry after a 1xx (Envoy's router), though it is dropped */
+        return;       /* 1xx: dropped (the connection manager answered 100-continue) */
+    }
+    c->stop = true;
+    if (m->status == 101 && !s->upgrade) {
+        /* a 101 nobody asked for: a protocol error (502 UPE), never a tunnel */
+        wp_router_on_reset(s, WP_RESET_PROTOCOL_ERROR, NULL);
+        return;
+    }
+    if (!on_response_headers(s, c->u, raw, raw_len))
+        return;
+    c->stop = false;
+    if (s->d->tunnel)
+        wp_router_cm(s)->continue_reading(s);
+}
+
+static void rc_data(void *ctx, const char *data, size_t len)
+{
+    upstream_ctx *c = ctx;
+    if (wp_router_cm(c->s)->encode_data(c->s, data, len) == 1) {
+        c->u->pinned = true;
+        wp_uconn_pause_read(c->u);
+        c->stop = true;
+    }
+}
+
+static void rc_trailers(void *ctx, const h1_header *t, size_t n)
+{
+    (void)t;
+    (void)n;
+    upstream_ctx *c = ctx;
+    keep_trailers(c->s, &c->u->parser.msg);
+}
+
+static void rc_complete(void *ctx)
+{
+    upstream_ctx *c = ctx;
+    if (!c->s->resp_started)
+        return; /* end of a 1xx */
+    c->stop = true;
+    on_response_done(c->s, c->u);
+}
+
+static void rc_upgraded(void *ctx)
+{
+    (void)ctx;
+}
+
+static void rc_error(void *ctx, h1_error e)
+{
+    upstream_ctx *c = ctx;
+    wp_stream *s = c->s;
+    WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
+                  "upstream protocol error: %s", h1_error_name(e));
+    wp_router_on_reset(s, WP_RESET_PROTOCOL_ERROR, NULL);
+}
+
+/* One event per step: the router's loop checks the stream and the connection in between. */
+static bool rc_should_continue(void *ctx)
+{
+    (void)ctx;
+    return false;
+}
+
+static const wp_codec_client_callbacks resp_cbs = {
+    .on_consumed = rc_consumed,
+    .on_headers = rc_headers,
+    .on_data = rc_data,
+    .on_trailers = rc_trailers,
+    .on_complete = rc_complete,
+    .on_upgraded = rc_upgraded,
+    .on_error = rc_error,
+    .should_continue = rc_should_continue,
+};
+
 static void on_upstream_data(wp_uconn *u)
 {
     while (u->rbuf && !u->closing) {
@@ -1028,61 +1039,24 @@ static void on_upstream_data(wp_uconn *u)
             if (avail == 0)
                 return;
             u->rstart = u->rlen;
-            if (wp_stream_resp_body(s, base, avail) == 1) {
+            if (wp_router_cm(s)->encode_data(s, base, avail) == 1) {
                 u->pinned = true;
                 wp_uconn_pause_read(u);
             }
             continue;
         }
-        h1_event ev;
-        size_t used = h1_parse(&u->parser, base, avail, &ev);
-        u->rstart += used;
-        switch (ev) {
-        case H1_EV_NEED_MORE:
+        /* one event of the upstream codec per step: the checks above run between events */
+        upstream_ctx c = {s, u, false};
+        wp_codec_status st = wp_h1_client_dispatch(&u->parser, base, avail, &resp_cbs, &c);
+        if (st == WP_CODEC_NEED_MORE) {
             /* end of what arrived: a head still waiting for body bytes goes out now (it
              * lives in the stream, so the read buffer stays movable) */
-            if (wp_stream_resp_flush_head(s) == 1)
+            if (wp_router_cm(s)->encode_flush_head(s) == 1)
                 wp_uconn_pause_read(u);
-            return;
-        case H1_EV_HEADERS:
-            if (u->parser.msg.status >= 100 && u->parser.msg.status < 200 &&
-                u->parser.msg.status != 101) {
-                s->rp = NULL; /* no retry after a 1xx (Envoy's router), though it is dropped */
-                break;        /* 1xx: dropped (the connection manager answered 100-continue) */
-            }
-            if (u->parser.msg.status == 101 && !s->upgrade) {
-                /* a 101 nobody asked for: a protocol error (502 UPE), never a tunnel */
-                wp_router_on_reset(s, WP_RESET_PROTOCOL_ERROR, NULL);
-                return;
-            }
-            if (!on_response_headers(s, u, base, used))
-                return;
-            if (s->d->tunnel)
-                wp_dconn_kick(s->d);
-            break;
-        case H1_EV_BODY:
-            if (wp_stream_resp_body(s, u->parser.data, u->parser.data_len) == 1) {
-                u->pinned = true;
-                wp_uconn_pause_read(u);
-                return;
-            }
-            break;
-        case H1_EV_TRAILERS:
-            keep_trailers(s, &u->parser.msg);
-            break;
-        case H1_EV_DONE:
-            if (!s->resp_started)
-                break; /* end of a 1xx */
-            on_response_done(s, u);
-            return;
-        case H1_EV_UPGRADED:
-            return;
-        case H1_EV_ERROR:
-            WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
-                          "upstream protocol error: %s", h1_error_name(u->parser.error));
-            wp_router_on_reset(s, WP_RESET_PROTOCOL_ERROR, NULL);
             return;
         }
+        if (st != WP_CODEC_PAUSED || c.stop)
+            return;
     }
 }
 
@@ -1095,7 +1069,7 @@ static void on_upstream_eof(wp_uconn *u)
     if (s->d->tunnel) {
         wp_router_end_upstream(s, false);
         s->resp_done = true;
-        wp_dconn_close(s->d);
+        wp_router_cm(s)->reset_stream(s);
         return;
     }
     h1_event ev = h1_parse_eof(&u->parser);
@@ -1109,7 +1083,7 @@ static void on_upstream_eof(wp_uconn *u)
     wp_router_on_reset(s, WP_RESET_CONNECTION_TERMINATION, NULL);
 }
 
-void wp_stream_resume_upstream_read(wp_stream *s)
+void wp_router_downstream_writable(wp_stream *s)
 {
     wp_uconn *u = s->up;
     if (!u)

@@ -37,6 +37,20 @@
 #include "proxy/proxy_internal.h"
 #include "proxy/retry.h"
 
+/* The try timer (per-try timeouts and the back-off) is the router's filter timer: the
+ * connection manager calls the router's on_timer when it fires (proxy/http/filter.h). */
+static void set_try_timer(wp_stream *s, uint64_t ms)
+{
+    wp_filter f = wp_fchain_terminal(&s->fcs, s);
+    wp_filter_arm_timer(&f, ms);
+}
+
+static void clear_try_timer(wp_stream *s)
+{
+    wp_filter f = wp_fchain_terminal(&s->fcs, s);
+    wp_filter_disarm_timer(&f);
+}
+
 static void cstat(wp_stream *s, int which)
 {
     if (s->cluster >= 0)
@@ -173,10 +187,10 @@ int wp_retry_body(wp_stream *s)
     if (!s->backoff_pending)
         return 0; /* the attempt in flight gets the rest of the body, unprotected */
     s->backoff_pending = false;
-    wp_dconn_clear_try_deadline(s->d);
+    clear_try_timer(s);
     release_slot(s);
     release_buffer(s);
-    wp_stream_local_reply(s, 507, "exceeded request buffer limit while retrying upstream",
+    wp_router_local_reply(s, 507, "exceeded request buffer limit while retrying upstream",
                           "request_payload_exceeded_retry_buffer_limit", -1);
     return 1;
 }
@@ -221,16 +235,14 @@ static bool schedule(wp_stream *s)
     s->retry_slot = true;
     cstat(s, WP_S_upstream_rq_retry);
     cstat(s, WP_S_upstream_rq_retry_backoff_exponential);
-    remember_host(s);
-    wp_router_end_upstream(s, false);
-    wp_router_pool_done(s);
+    remember_host(s); /* the router ends the attempt (router.c end_attempt) */
     s->per_try_armed = s->idle_armed = false;
     s->backoffs++;
     uint64_t ms = wp_retry_backoff_ms(s->rp, s->backoffs, wp_rand(w), w->backoff_jitter);
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
                   "performing retry %u in %llu ms", s->backoffs, (unsigned long long)ms);
     s->backoff_pending = true;
-    wp_dconn_set_try_deadline(s->d, ms);
+    set_try_timer(s, ms);
     return true;
 }
 
@@ -281,9 +293,9 @@ static void arm_next(wp_stream *s, uint64_t now)
         next = next && next < idle ? next : idle;
     }
     if (next)
-        wp_dconn_set_try_deadline(s->d, next > now ? next - now : 0);
+        set_try_timer(s, next > now ? next - now : 0);
     else
-        wp_dconn_clear_try_deadline(s->d);
+        clear_try_timer(s);
 }
 
 void wp_retry_arm_per_try(wp_stream *s)
@@ -327,7 +339,7 @@ void wp_retry_disarm(wp_stream *s)
 {
     s->per_try_armed = s->idle_armed = false;
     if (!s->backoff_pending)
-        wp_dconn_clear_try_deadline(s->d);
+        clear_try_timer(s);
 }
 
 void wp_retry_fire(wp_stream *s)
@@ -335,8 +347,7 @@ void wp_retry_fire(wp_stream *s)
     s->backoff_pending = false;
     s->head_sent = s->req_end_sent = s->wr_direct = false;
     s->rb_sent = s->wr_rb = 0;
-    s->host = -1;
-    wp_router_upstream_request(s);
+    s->host = -1; /* the router starts the next attempt (router.c wp_router_try_timer) */
 }
 
 void wp_retry_end(wp_stream *s)
@@ -344,5 +355,5 @@ void wp_retry_end(wp_stream *s)
     release_slot(s);
     release_buffer(s);
     s->backoff_pending = s->per_try_armed = s->idle_armed = false;
-    wp_dconn_clear_try_deadline(s->d);
+    clear_try_timer(s);
 }

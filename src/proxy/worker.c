@@ -363,11 +363,7 @@ void wp_worker_free(wp_worker *w)
         free(w->post.fds);
         wp_gen_unref(w->post.gen);
     }
-    while (w->free_bufs) {
-        wp_buf *b = w->free_bufs;
-        w->free_bufs = b->next_free;
-        free(b);
-    }
+    wp_buf_pool_clear(&w->bufs);
     while (w->free_streams) {
         wp_stream *s = w->free_streams;
         w->free_streams = s->next_free;

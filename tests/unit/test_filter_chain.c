@@ -2,7 +2,8 @@
  * test_filter_chain.c - the HTTP filter chain (proxy/http/filter.h, http/filter_chain.c) with
  * fake filters: decode in list order and encode in reverse, StopIteration and
  * continue_decoding, local replies from a decoder filter, per-filter slots, the end-of-stream
- * hooks, the filter timer and header operations; the registry by Envoy name
+ * hooks, the filter timer, the deadline the terminal filter takes over and the stream events
+ * (wp_fchain_notify) and header operations; the registry by Envoy name
  * (filters/http/filters.h) and the chain the bootstrap loader builds from http_filters.
  */
 #include <setjmp.h>
@@ -34,6 +35,9 @@ struct wp_stream {
     int local_replies, local_status;
     int timer_armed; /* 1 armed, 0 not; arm/disarm counts below */
     int arms, disarms;
+    int deadline_armed; /* the stream's deadline (arm_deadline / disarm_deadline) */
+    uint64_t deadline_ms;
+    int deadline_disarms;
 };
 
 static void note(struct wp_stream *s, char who, const char *what)
@@ -87,6 +91,18 @@ static void fake_disarm(struct wp_stream *s)
     s->disarms++;
 }
 
+static void fake_arm_deadline(struct wp_stream *s, uint64_t ms)
+{
+    s->deadline_armed = 1;
+    s->deadline_ms = ms;
+}
+
+static void fake_disarm_deadline(struct wp_stream *s)
+{
+    s->deadline_armed = 0;
+    s->deadline_disarms++;
+}
+
 static const wp_filter_callbacks fake_cbs = {
     .send_local_reply = fake_local_reply,
     .continue_decoding = fake_continue_decoding,
@@ -94,6 +110,8 @@ static const wp_filter_callbacks fake_cbs = {
     .stream_info = fake_stream_info,
     .arm_timer = fake_arm,
     .disarm_timer = fake_disarm,
+    .arm_deadline = fake_arm_deadline,
+    .disarm_deadline = fake_disarm_deadline,
 };
 
 /* ---------- fake filters ---------- */
@@ -253,6 +271,51 @@ static wp_filter_data_status term_dd(const wp_filter *f, const char *data, size_
 
 static const wp_http_filter_type term_type = {
     .name = "test.router", .terminal = true, .decode_headers = term_dh, .decode_data = term_dd};
+
+/* A terminal filter with the router's asynchronous hooks: each notes itself. */
+static void ev_timer(const wp_filter *f)
+{
+    note(f->stream, 'R', "timer");
+}
+static void ev_deadline(const wp_filter *f)
+{
+    note(f->stream, 'R', "deadline");
+}
+static void ev_local_reply(const wp_filter *f)
+{
+    note(f->stream, 'R', "local_reply");
+}
+static void ev_writable(const wp_filter *f)
+{
+    note(f->stream, 'R', "writable");
+}
+static void ev_dispatch_done(const wp_filter *f)
+{
+    note(f->stream, 'R', "dispatch_done");
+}
+static void ev_log_view(const wp_filter *f)
+{
+    note(f->stream, 'R', "log_view");
+}
+/* A decoder filter that only sees local replies. */
+static void ev_a_local_reply(const wp_filter *f)
+{
+    note(f->stream, 'A', "local_reply");
+}
+
+static const wp_http_filter_type async_term_type = {
+    .name = "test.async_router",
+    .terminal = true,
+    .decode_headers = term_dh,
+    .on_timer = ev_timer,
+    .on_deadline = ev_deadline,
+    .on_local_reply = ev_local_reply,
+    .on_below_write_buffer_low_watermark = ev_writable,
+    .on_dispatch_done = ev_dispatch_done,
+    .on_log_view = ev_log_view,
+};
+
+static const wp_http_filter_type lr_type = {.name = "test.lr", .on_local_reply = ev_a_local_reply};
 
 static fake_cfg cont(char name)
 {
@@ -521,6 +584,79 @@ static void test_timer(void **state)
     free(s);
 }
 
+/* The terminal filter's view (wp_fchain_terminal), the deadline it takes over from the
+ * connection manager (arm/disarm, on_deadline once), its timer after a local reply, and the
+ * stream events (wp_fchain_notify) in list order to the filters that have them. */
+static void test_terminal_async(void **state)
+{
+    (void)state;
+    wp_fchain fc = {0};
+    assert_int_equal(wp_fchain_add(&fc, &lr_type, NULL), 0);
+    assert_int_equal(wp_fchain_add(&fc, &async_term_type, NULL), 0);
+    struct wp_stream *s = new_stream(&fc);
+    wp_filter f = wp_fchain_terminal(&s->st, s);
+    assert_int_equal(f.index, 1);
+    assert_ptr_equal(f.cb, &fake_cbs);
+    assert_ptr_equal(f.stream, s);
+
+    /* the deadline: not armed until the terminal filter takes it over */
+    assert_false(wp_fchain_deadline_armed(&s->st));
+    wp_fchain_on_deadline(&s->st, s);
+    assert_string_equal(s->log, "");
+    wp_filter_arm_deadline(&f, 1500);
+    assert_true(wp_fchain_deadline_armed(&s->st));
+    assert_int_equal(s->deadline_armed, 1);
+    assert_int_equal(s->deadline_ms, 1500);
+    wp_fchain_on_deadline(&s->st, s);
+    assert_string_equal(s->log, "R.deadline");
+    assert_false(wp_fchain_deadline_armed(&s->st));
+    wp_fchain_on_deadline(&s->st, s); /* once */
+    assert_string_equal(s->log, "R.deadline");
+    /* disarm clears the connection manager's deadline and gives it up */
+    wp_filter_arm_deadline(&f, 10);
+    wp_filter_disarm_deadline(&f);
+    assert_false(wp_fchain_deadline_armed(&s->st));
+    assert_int_equal(s->deadline_armed, 0);
+    assert_int_equal(s->deadline_disarms, 1);
+    wp_filter_disarm_deadline(&f); /* request_timeout too, owned or not */
+    assert_int_equal(s->deadline_disarms, 2);
+
+    /* the events, in list order, to the filters with the hook */
+    s->log[0] = 0;
+    wp_fchain_notify(&s->st, s, WP_FCHAIN_EV_LOCAL_REPLY);
+    wp_fchain_notify(&s->st, s, WP_FCHAIN_EV_BELOW_LOW_WATERMARK);
+    wp_fchain_notify(&s->st, s, WP_FCHAIN_EV_DISPATCH_DONE);
+    wp_fchain_notify(&s->st, s, WP_FCHAIN_EV_LOG_VIEW);
+    assert_string_equal(s->log,
+                        "A.local_reply R.local_reply R.writable R.dispatch_done R.log_view");
+
+    /* the terminal filter's timer still fires after a local reply (a non-terminal filter's
+     * does not: test_timer) */
+    s->log[0] = 0;
+    dh(s, false);
+    wp_filter_arm_timer(&f, 5);
+    fake_local_reply(s, 504, "", "t", -1);
+    s->log[0] = 0;
+    wp_fchain_on_timer(&s->st, s, &fake_cbs);
+    assert_string_equal(s->log, "R.timer");
+
+    /* after on_destroy: no event, and the deadline is given up */
+    wp_filter_arm_deadline(&f, 10);
+    wp_fchain_destroy(&s->st, s, &fake_cbs);
+    assert_false(wp_fchain_deadline_armed(&s->st));
+    s->log[0] = 0;
+    wp_fchain_notify(&s->st, s, WP_FCHAIN_EV_LOCAL_REPLY);
+    assert_string_equal(s->log, "");
+    free(s);
+
+    /* no chain: nothing happens */
+    struct wp_stream *n = new_stream(NULL);
+    wp_fchain_notify(&n->st, n, WP_FCHAIN_EV_DISPATCH_DONE);
+    assert_false(wp_fchain_deadline_armed(&n->st));
+    assert_string_equal(n->log, "");
+    free(n);
+}
+
 static void test_header_ops(void **state)
 {
     (void)state;
@@ -695,12 +831,19 @@ static void test_loader_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_order),         cmocka_unit_test(test_stop_then_continue),
-        cmocka_unit_test(test_terminal),      cmocka_unit_test(test_local_reply),
-        cmocka_unit_test(test_slots),         cmocka_unit_test(test_end_hooks),
-        cmocka_unit_test(test_timer),         cmocka_unit_test(test_header_ops),
-        cmocka_unit_test(test_encode_stop),   cmocka_unit_test(test_no_chain),
-        cmocka_unit_test(test_registry),      cmocka_unit_test(test_loader_builds_chain),
+        cmocka_unit_test(test_order),
+        cmocka_unit_test(test_stop_then_continue),
+        cmocka_unit_test(test_terminal),
+        cmocka_unit_test(test_local_reply),
+        cmocka_unit_test(test_slots),
+        cmocka_unit_test(test_end_hooks),
+        cmocka_unit_test(test_timer),
+        cmocka_unit_test(test_terminal_async),
+        cmocka_unit_test(test_header_ops),
+        cmocka_unit_test(test_encode_stop),
+        cmocka_unit_test(test_no_chain),
+        cmocka_unit_test(test_registry),
+        cmocka_unit_test(test_loader_builds_chain),
         cmocka_unit_test(test_loader_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

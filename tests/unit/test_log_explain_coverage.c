@@ -5,7 +5,8 @@
  *  - every HTTP/1 codec error's details (h1_error_details over all h1_error values);
  *  - every upstream reset reason (wp_reset_reason_string), alone and inside
  *    upstream_reset_before_response_started{...} / upstream_reset_after_response_started{...};
- *  - every details string literal weft-proxy's sources pass to wp_stream_local_reply or
+ *  - every details string literal weft-proxy's sources pass to a local reply (conn.c's
+ *    stream_local_reply, the router's wp_router_local_reply) or
  *    assign to a stream's details (src/proxy, read at test time: ctest runs unit tests in the
  *    source tree), macros resolved through their #define.
  */
@@ -182,12 +183,17 @@ static void test_proxy_details_literals(void **state)
     int missing = 0;
     for (size_t i = 0; i < s.n; i++) {
         const char *t = s.text[i];
-        for (const char *p = t; (p = strstr(p, "wp_stream_local_reply(")) != NULL; p++) {
-            bool decl = p >= t + 5 && strncmp(p - 5, "void ", 5) == 0;
-            char arg[512], v[128];
-            call_arg(p + strlen("wp_stream_local_reply"), 3, arg, sizeof arg);
-            if (!decl && details_value(&s, arg, v, sizeof v))
-                check(s.name[i], v, &checked, &missing);
+        /* the connection manager's local replies (conn.c) and the router's (router.c,
+         * router_retry.c: through the connection manager's callbacks) */
+        static const char *const fns[] = {"stream_local_reply(", "wp_router_local_reply("};
+        for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++) {
+            for (const char *p = t; (p = strstr(p, fns[k])) != NULL; p++) {
+                bool decl = p >= t + 5 && strncmp(p - 5, "void ", 5) == 0;
+                char arg[512], v[128];
+                call_arg(p + strlen(fns[k]) - 1, 3, arg, sizeof arg);
+                if (!decl && details_value(&s, arg, v, sizeof v))
+                    check(s.name[i], v, &checked, &missing);
+            }
         }
         for (const char *p = t; (p = strstr(p, "details = ")) != NULL; p++) {
             char v[128];

@@ -35,7 +35,13 @@
  *    specific level when the head is serialised, instead of editing a header map in place.
  *  - a filter has one timer per stream (wp_filter_arm_timer), kept on the connection's request
  *    timer: it may only be used while decoding is stopped before the router (the router's
- *    retry timers share it once it runs).
+ *    per-try timeouts and back-offs use it once it runs); the stream's deadline (the HCM's
+ *    request_timeout) can be taken over by one filter (wp_filter_arm_deadline: the router's
+ *    route timeout, Envoy's HCM disarms request_timeout when the request is complete);
+ *  - the router (terminal filter) reaches the connection manager only through the callbacks
+ *    (encode_headers / encode_data / encode_complete for the upstream response, flow control,
+ *    reset_stream), and the connection manager the router only through the chain
+ *    (wp_fchain_notify's events, on_deadline, on_timer, on_stream_complete).
  *
  * Memory and cost: a chain (wp_fchain) is built once per HCM when the config is loaded and is
  * read-only afterwards. Each stream holds one wp_fchain_state and one block of slots (the
@@ -127,6 +133,36 @@ typedef struct wp_filter_callbacks {
     /* The stream's filter timer (see wp_filter_arm_timer): arm for ms milliseconds / disarm. */
     void (*arm_timer)(struct wp_stream *s, uint64_t ms);
     void (*disarm_timer)(struct wp_stream *s);
+    /* The stream's deadline (see wp_filter_arm_deadline): the connection manager's
+     * request_timeout until a filter takes it over (the router's route timeout) for ms
+     * milliseconds; disarm clears it, whoever armed it (the request_timeout included). */
+    void (*arm_deadline)(struct wp_stream *s, uint64_t ms);
+    void (*disarm_deadline)(struct wp_stream *s);
+
+    /* ---- the terminal filter's side (the router): the upstream response, flow control ----
+     * encodeHeaders: the upstream response head (the upstream codec's parsed message; raw:
+     * its raw_len bytes) goes downstream through the encoder filters. */
+    void (*encode_headers)(struct wp_stream *s, const h1_message *m, const char *raw,
+                           size_t raw_len);
+    /* encodeData: len response body bytes (not copied: they stay where they are until the
+     * write completes). Returns 1 when the write is pending (the caller pauses its upstream
+     * read until on_below_write_buffer_low_watermark), else 0. */
+    int (*encode_data)(struct wp_stream *s, const char *data, size_t len);
+    /* A response head still waiting for body bytes is written now (the end of what the
+     * upstream sent so far). Returns 1 when the write is pending, else 0. */
+    int (*encode_flush_head)(struct wp_stream *s);
+    /* The upstream response is complete (encodeData with end_stream, or encodeTrailers:
+     * the response trailers are the stream info's): the stream ends once it is written. */
+    void (*encode_complete)(struct wp_stream *s);
+    /* The request body slice handed to decode_data has been written upstream: the connection
+     * manager consumes it and reads on (the end of its back-pressure; Envoy's
+     * onDecoderFilterBelowWriteBufferLowWatermark: readDisable(false)). */
+    void (*request_body_written)(struct wp_stream *s);
+    /* Parse what the connection has buffered and read again (an upgrade's tunnel opened). */
+    void (*continue_reading)(struct wp_stream *s);
+    /* resetStream: the downstream is reset (HTTP/1: the connection is closed). The stream
+     * has ended afterwards (valid memory until the end of the loop iteration). */
+    void (*reset_stream)(struct wp_stream *s);
 } wp_filter_callbacks;
 
 struct wp_fchain_state;
@@ -170,6 +206,21 @@ typedef struct wp_http_filter_type {
     wp_filter_trailers_status (*encode_trailers)(const wp_filter *f, const h1_header *t, size_t n);
     /* The filter's timer fired (wp_filter_arm_timer). */
     void (*on_timer)(const wp_filter *f);
+    /* The stream's deadline the filter took over (wp_filter_arm_deadline) passed. */
+    void (*on_deadline)(const wp_filter *f);
+    /* Envoy's StreamFilterBase::onLocalReply: a local reply is being sent on the stream (the
+     * router gives its upstream request up), before its head goes through the encoders. */
+    void (*on_local_reply)(const wp_filter *f);
+    /* The downstream took what was written (Envoy's DownstreamWatermarkCallbacks::
+     * onBelowWriteBufferLowWatermark): the router reads its upstream again. */
+    void (*on_below_write_buffer_low_watermark)(const wp_filter *f);
+    /* The connection manager's dispatch of what it read is over: writes a filter deferred
+     * while it ran go out now (Envoy flushes upstream writes after the codec's dispatch). */
+    void (*on_dispatch_done)(const wp_filter *f);
+    /* The access logs are about to be written (only when some are): a filter that changed
+     * what they see of the request (the router's rewritten head) points the stream info at
+     * it now. */
+    void (*on_log_view)(const wp_filter *f);
     void (*on_stream_complete)(const wp_filter *f);
     void (*on_log)(const wp_filter *f);
     void (*on_destroy)(const wp_filter *f);
@@ -201,6 +252,8 @@ typedef struct wp_fchain_state {
     bool enc_started, enc_stopped;
     bool completed, logged, destroyed; /* on_stream_complete, on_log, on_destroy ran */
     int8_t timer_owner;                /* filter index whose timer is armed, -1 none */
+    int8_t deadline_owner;             /* filter index that took the deadline over, -1 none */
+    const wp_filter_callbacks *cb;     /* the connection manager's (wp_fchain_start) */
     uint8_t nreq_ops, nresp_ops;
     const wp_header_ops *req_ops[WP_FILTER_MAX_OPS];
     const wp_header_ops *resp_ops[WP_FILTER_MAX_OPS];
@@ -275,6 +328,31 @@ static inline bool wp_fchain_timer_armed(const wp_fchain_state *st)
 }
 void wp_fchain_on_timer(wp_fchain_state *st, struct wp_stream *s, const wp_filter_callbacks *cb);
 
+/* Whether a filter took the stream's deadline over; the deadline passed: the owner's
+ * on_deadline (the stream may be gone afterwards). */
+static inline bool wp_fchain_deadline_armed(const wp_fchain_state *st)
+{
+    return st->fc && st->deadline_owner >= 0;
+}
+void wp_fchain_on_deadline(wp_fchain_state *st, struct wp_stream *s);
+
+/* Events of the stream every filter that has the hook gets, in list order: a local reply is
+ * being sent (on_local_reply), the downstream is writable again
+ * (on_below_write_buffer_low_watermark), a dispatch pass ended (on_dispatch_done), the access
+ * logs are about to be written (on_log_view). Nothing for a stream without a chain or after
+ * on_destroy. */
+typedef enum {
+    WP_FCHAIN_EV_LOCAL_REPLY,
+    WP_FCHAIN_EV_BELOW_LOW_WATERMARK,
+    WP_FCHAIN_EV_DISPATCH_DONE,
+    WP_FCHAIN_EV_LOG_VIEW,
+} wp_fchain_event;
+void wp_fchain_notify(wp_fchain_state *st, struct wp_stream *s, wp_fchain_event ev);
+
+/* The terminal filter (the router) of st's chain as a call sees it, for its asynchronous work
+ * (upstream callbacks, timers): f->cb is the chain's callbacks. st must have a chain. */
+wp_filter wp_fchain_terminal(wp_fchain_state *st, struct wp_stream *s);
+
 /* The stream ends: on_stream_complete of every filter; on_log (after the access logs); then
  * on_destroy. Each runs at most once per stream, and only for a started chain. */
 void wp_fchain_stream_complete(wp_fchain_state *st, struct wp_stream *s,
@@ -309,5 +387,12 @@ void wp_filter_add_response_ops(const wp_filter *f, const wp_header_ops *ops);
  * timer per stream; arming it takes it over). */
 void wp_filter_arm_timer(const wp_filter *f, uint64_t ms);
 void wp_filter_disarm_timer(const wp_filter *f);
+
+/* The stream's deadline for f: f takes it over from the connection manager's request_timeout
+ * (Envoy's router replaces request_timeout with the route timeout once the request is
+ * complete) and its on_deadline runs after ms milliseconds; disarm clears the deadline (the
+ * request_timeout too) and gives it up. */
+void wp_filter_arm_deadline(const wp_filter *f, uint64_t ms);
+void wp_filter_disarm_deadline(const wp_filter *f);
 
 #endif

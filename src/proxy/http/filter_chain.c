@@ -51,6 +51,8 @@ void wp_fchain_start(wp_fchain_state *st, const wp_fchain *fc, void *slots, stru
 {
     memset(st, 0, sizeof(*st));
     st->timer_owner = -1;
+    st->deadline_owner = -1;
+    st->cb = cb;
     st->fc = fc;
     st->slots = slots;
     if (!fc)
@@ -264,13 +266,50 @@ void wp_fchain_on_timer(wp_fchain_state *st, struct wp_stream *s, const wp_filte
         return;
     uint8_t i = (uint8_t)st->timer_owner;
     st->timer_owner = -1;
-    if (st->dec_ended) /* answered meanwhile: decoding is over */
-        return;
     const wp_http_filter_type *t = st->fc->e[i].type;
+    if (st->dec_ended && !t->terminal) /* answered meanwhile: decoding is over (the router's
+                                        * timers run until the stream ends) */
+        return;
     if (t->on_timer) {
         wp_filter f = filter_at(st, s, cb, i);
         t->on_timer(&f);
     }
+}
+
+void wp_fchain_on_deadline(wp_fchain_state *st, struct wp_stream *s)
+{
+    if (!wp_fchain_deadline_armed(st))
+        return;
+    uint8_t i = (uint8_t)st->deadline_owner;
+    st->deadline_owner = -1;
+    const wp_http_filter_type *t = st->fc->e[i].type;
+    if (t->on_deadline) {
+        wp_filter f = filter_at(st, s, st->cb, i);
+        t->on_deadline(&f);
+    }
+}
+
+void wp_fchain_notify(wp_fchain_state *st, struct wp_stream *s, wp_fchain_event ev)
+{
+    if (!st->fc || st->destroyed)
+        return;
+    for (uint8_t i = 0; i < st->fc->n; i++) {
+        const wp_http_filter_type *t = st->fc->e[i].type;
+        void (*fn)(const wp_filter *) = ev == WP_FCHAIN_EV_LOCAL_REPLY ? t->on_local_reply
+                                        : ev == WP_FCHAIN_EV_BELOW_LOW_WATERMARK
+                                            ? t->on_below_write_buffer_low_watermark
+                                        : ev == WP_FCHAIN_EV_DISPATCH_DONE ? t->on_dispatch_done
+                                                                           : t->on_log_view;
+        if (fn) {
+            wp_filter f = filter_at(st, s, st->cb, i);
+            fn(&f);
+        }
+    }
+}
+
+wp_filter wp_fchain_terminal(wp_fchain_state *st, struct wp_stream *s)
+{
+    return filter_at(st, s, st->cb, (uint8_t)(st->fc->n - 1));
 }
 
 enum { HOOK_COMPLETE, HOOK_LOG, HOOK_DESTROY };
@@ -315,6 +354,7 @@ void wp_fchain_destroy(wp_fchain_state *st, struct wp_stream *s, const wp_filter
     st->dec_ended = true;
     each(st, s, cb, HOOK_DESTROY);
     st->timer_owner = -1;
+    st->deadline_owner = -1;
 }
 
 /* ---------- for filters ---------- */
@@ -345,4 +385,16 @@ void wp_filter_disarm_timer(const wp_filter *f)
         return;
     f->st->timer_owner = -1;
     f->cb->disarm_timer(f->stream);
+}
+
+void wp_filter_arm_deadline(const wp_filter *f, uint64_t ms)
+{
+    f->st->deadline_owner = (int8_t)f->index;
+    f->cb->arm_deadline(f->stream, ms);
+}
+
+void wp_filter_disarm_deadline(const wp_filter *f)
+{
+    f->st->deadline_owner = -1;
+    f->cb->disarm_deadline(f->stream);
 }

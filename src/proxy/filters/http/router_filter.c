@@ -1,13 +1,17 @@
 /*
  * router_filter.c - envoy.filters.http.router as the terminal filter of the HTTP filter chain
- * (proxy/http/filter.h): Envoy's Router::Filter decodeHeaders / decodeData. The router itself
- * is router.c; its settings (dynamic_stats, suppress_envoy_headers) are the connection
- * manager's (config.h wp_hcm). The route is the connection manager's cached route.
+ * (proxy/http/filter.h): Envoy's Router::Filter decodeHeaders / decodeData, its timers
+ * (route timeout, per-try timeouts and retry back-offs), onLocalReply / onDestroy and its
+ * downstream watermark callbacks. The router itself is router.c; its settings (dynamic_stats,
+ * suppress_envoy_headers) are the connection manager's (config.h wp_hcm). The route is the
+ * connection manager's cached route (proxy/http/cached_route.h).
  *
  * decode_headers starts the router (route actions, the cluster, the pool; local replies for no
  * route, no cluster and the like) and always stops iteration, as Envoy's router does: it is the
- * last filter and answers through the connection manager. decode_data hands the request body
- * (the stream's pending slice) and its end to the router.
+ * last filter and answers through the connection manager's callbacks (encode_headers,
+ * encode_data, encode_complete, send_local_reply). decode_data hands the request body (the
+ * stream's pending slice) and its end to the router. The connection manager reaches the router
+ * only through this filter.
  */
 #include "proxy/filters/http/filters.h"
 #include "proxy/proxy_internal.h"
@@ -31,9 +35,53 @@ static wp_filter_data_status decode_data(const wp_filter *f, const char *data, s
     return WP_FILTER_DATA_STOP_ITERATION_NO_BUFFER;
 }
 
+/* The try timer: a per-try (idle) timeout or the end of a retry back-off. */
+static void on_timer(const wp_filter *f)
+{
+    wp_router_try_timer(f->stream);
+}
+
+/* The route timeout (the stream's deadline, taken over from request_timeout). */
+static void on_deadline(const wp_filter *f)
+{
+    wp_router_timeout(f->stream);
+}
+
+static void on_local_reply(const wp_filter *f)
+{
+    wp_router_cancel(f->stream);
+}
+
+static void on_below_write_buffer_low_watermark(const wp_filter *f)
+{
+    wp_router_downstream_writable(f->stream);
+}
+
+static void on_dispatch_done(const wp_filter *f)
+{
+    wp_router_flush(f->stream);
+}
+
+static void on_log_view(const wp_filter *f)
+{
+    wp_router_log_view(f->stream);
+}
+
+static void on_stream_complete(const wp_filter *f)
+{
+    wp_router_stream_complete(f->stream);
+}
+
 const wp_http_filter_type wp_http_filter_router = {
     .name = WP_ROUTER_FILTER_NAME,
     .terminal = true,
     .decode_headers = decode_headers,
     .decode_data = decode_data,
+    .on_timer = on_timer,
+    .on_deadline = on_deadline,
+    .on_local_reply = on_local_reply,
+    .on_below_write_buffer_low_watermark = on_below_write_buffer_low_watermark,
+    .on_dispatch_done = on_dispatch_done,
+    .on_log_view = on_log_view,
+    .on_stream_complete = on_stream_complete,
 };

@@ -1,0 +1,267 @@
+/*
+ * codec_h1.c - the HTTP/1 codec (see codec.h for the Envoy behaviour followed): the server
+ * side's dispatch over the request parser (http/h1_parser.h), the response head's framing and
+ * fields, chunked bodies.
+ */
+#include "proxy/http/codec.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "proxy/headers.h"
+
+/* ---------- server side: decoding ---------- */
+
+/* Both directions: the parser knows whether it reads requests or responses. */
+static wp_codec_status dispatch(h1_parser *p, const char *data, size_t len,
+                                const wp_codec_server_callbacks *cb, void *ctx)
+{
+    size_t off = 0;
+    for (bool first = true;; first = false) {
+        if (!first && !cb->should_continue(ctx))
+            return WP_CODEC_PAUSED;
+        h1_event ev;
+        const char *base = data + off;
+        size_t used = h1_parse(p, base, len - off, &ev);
+        off += used;
+        cb->on_consumed(ctx, used);
+        switch (ev) {
+        case H1_EV_NEED_MORE:
+            return WP_CODEC_NEED_MORE;
+        case H1_EV_HEADERS:
+            cb->on_headers(ctx, &p->msg, base, used);
+            break;
+        case H1_EV_BODY:
+            cb->on_data(ctx, p->data, p->data_len);
+            break;
+        case H1_EV_TRAILERS:
+            cb->on_trailers(ctx, p->msg.trailers, p->msg.ntrailers);
+            break;
+        case H1_EV_DONE:
+            cb->on_complete(ctx);
+            break;
+        case H1_EV_UPGRADED:
+            cb->on_upgraded(ctx);
+            return WP_CODEC_UPGRADED;
+        case H1_EV_ERROR:
+            cb->on_error(ctx, p->error);
+            return WP_CODEC_ERROR;
+        }
+    }
+}
+
+wp_codec_status wp_h1_server_dispatch(h1_parser *p, const char *data, size_t len,
+                                      const wp_codec_server_callbacks *cb, void *ctx)
+{
+    return dispatch(p, data, len, cb, ctx);
+}
+
+wp_codec_status wp_h1_client_dispatch(h1_parser *p, const char *data, size_t len,
+                                      const wp_codec_client_callbacks *cb, void *ctx)
+{
+    return dispatch(p, data, len, cb, ctx);
+}
+
+void wp_h1_server_reserve_fields(h1_parser *p, size_t n_now)
+{
+    if (p->msg.nheaders < n_now) {
+        p->hdr_cap += n_now - p->msg.nheaders;
+        p->msg.nheaders = n_now;
+    }
+}
+
+/* ---------- server side: encoding ---------- */
+
+wp_h1_framing wp_h1_response_framing(int status, h1_framing framing, bool head_request,
+                                     int version_minor)
+{
+    wp_h1_framing f = {0};
+    f.upgrade = status == 101;
+    f.bodiless = head_request || status == 204 || status == 304 || f.upgrade;
+    if (!f.bodiless && framing != H1_BODY_LENGTH && framing != H1_BODY_NONE) {
+        if (version_minor >= 1)
+            f.chunked = true;
+        else
+            f.close = true;
+    }
+    return f;
+}
+
+const char *wp_h1_reason_phrase(int code)
+{
+    switch (code) {
+    case 100:
+        return "Continue";
+    case 101:
+        return "Switching Protocols";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 202:
+        return "Accepted";
+    case 204:
+        return "No Content";
+    case 206:
+        return "Partial Content";
+    case 301:
+        return "Moved Permanently";
+    case 302:
+        return "Found";
+    case 303:
+        return "See Other";
+    case 304:
+        return "Not Modified";
+    case 307:
+        return "Temporary Redirect";
+    case 308:
+        return "Permanent Redirect";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 411:
+        return "Length Required";
+    case 413:
+        return "Payload Too Large";
+    case 414:
+        return "URI Too Long";
+    case 426:
+        return "Upgrade Required";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    case 507:
+        return "Insufficient Storage";
+    default:
+        return "Unknown";
+    }
+}
+
+void wp_h1_put_status_line(wf_strbuf *b, int status)
+{
+    wf_strbuf_append(b, "HTTP/1.1 ", 9);
+    wp_hdr_put_u64(b, (uint64_t)status);
+    wf_strbuf_putc(b, ' ');
+    wf_strbuf_puts(b, wp_h1_reason_phrase(status));
+    wf_strbuf_append(b, "\r\n", 2);
+}
+
+/* Sorted by length first: most fields fail at the switch. */
+bool wp_h1_response_field_replaced(const h1_str *n, bool upgrade)
+{
+    switch (n->len) {
+    case 4:
+        return WP_NAME_IS(n, "date");
+    case 6:
+        return WP_NAME_IS(n, "server");
+    case 7:
+        return !upgrade && WP_NAME_IS(n, "upgrade");
+    case 10:
+        return WP_NAME_IS(n, "connection") || WP_NAME_IS(n, "keep-alive");
+    case 16:
+        return WP_NAME_IS(n, "proxy-connection");
+    case 17:
+        return WP_NAME_IS(n, "transfer-encoding");
+    case 29:
+        return WP_NAME_IS(n, "x-envoy-upstream-service-time");
+    default:
+        return false;
+    }
+}
+
+#define PUT_LIT(b, s) wf_strbuf_append((b), (s), sizeof(s) - 1)
+
+void wp_h1_put_framing_fields(wf_strbuf *b, const wp_h1_framing *f)
+{
+    if (f->upgrade)
+        PUT_LIT(b, "connection: upgrade\r\n");
+    if (f->chunked)
+        PUT_LIT(b, "transfer-encoding: chunked\r\n");
+}
+
+void wp_h1_end_head(wf_strbuf *b, bool close, bool upgrade, int version_minor)
+{
+    if (!upgrade) {
+        if (close)
+            PUT_LIT(b, "connection: close\r\n");
+        else if (version_minor == 0)
+            PUT_LIT(b, "connection: keep-alive\r\n");
+    }
+    wf_strbuf_append(b, "\r\n", 2);
+}
+
+/* ---------- client side: encoding ---------- */
+
+void wp_h1_put_request_line(wf_strbuf *b, const char *method, size_t method_len, const char *target,
+                            size_t target_len)
+{
+    wf_strbuf_append(b, method, method_len);
+    wf_strbuf_putc(b, ' ');
+    wf_strbuf_append(b, target, target_len);
+    wf_strbuf_append(b, " HTTP/1.1\r\n", 11);
+}
+
+bool wp_h1_request_field_hop_by_hop(const h1_str *n, bool upgrade)
+{
+    if (WP_NAME_IS(n, "connection") || WP_NAME_IS(n, "keep-alive") ||
+        WP_NAME_IS(n, "proxy-connection") || WP_NAME_IS(n, "transfer-encoding") ||
+        WP_NAME_IS(n, "content-length") || WP_NAME_IS(n, "expect") || WP_NAME_IS(n, "te"))
+        return true;
+    return !upgrade && WP_NAME_IS(n, "upgrade");
+}
+
+void wp_h1_end_request_head(wf_strbuf *b, h1_framing framing, uint64_t content_length, bool chunked,
+                            bool upgrade)
+{
+    if (framing == H1_BODY_LENGTH)
+        wp_hdr_put_num(b, "content-length", 14, content_length);
+    else if (chunked)
+        PUT_LIT(b, "transfer-encoding: chunked\r\n");
+    if (upgrade)
+        PUT_LIT(b, "connection: upgrade\r\n");
+    wf_strbuf_append(b, "\r\n", 2);
+}
+
+/* ---------- chunked bodies ---------- */
+
+size_t wp_h1_chunk_line(char line[WP_H1_CHUNK_LINE_MAX], size_t len)
+{
+    int n = snprintf(line, WP_H1_CHUNK_LINE_MAX, "%zx\r\n", len);
+    return n > 0 ? (size_t)n : 0;
+}
+
+unsigned wp_h1_encode_data(uv_buf_t *bufs, bool chunked, char line[WP_H1_CHUNK_LINE_MAX],
+                           const char *data, size_t len)
+{
+    if (!chunked) {
+        bufs[0] = uv_buf_init((char *)data, (unsigned)len);
+        return 1;
+    }
+    bufs[0] = uv_buf_init(line, (unsigned)wp_h1_chunk_line(line, len));
+    bufs[1] = uv_buf_init((char *)data, (unsigned)len);
+    bufs[2] = uv_buf_init("\r\n", 2);
+    return 3;
+}
