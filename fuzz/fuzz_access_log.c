@@ -1,6 +1,6 @@
 /*
  * fuzz_access_log.c - libFuzzer target for the access-log format compiler
- * (proxy/access_log.h): Envoy substitution format strings (text_format /
+ * (proxy/access_log/access_log.h): Envoy substitution format strings (text_format /
  * text_format_source) and typed json_format dictionaries.
  *
  * Input: byte 0 selects the kind (bit 0: json_format, else a text format; bit 1: the *_at
@@ -21,8 +21,8 @@
 
 #include "core/strbuf.h"
 #include "http/h1_parser.h"
-#include "proxy/access_log.h"
-#include "proxy/stream_info.h"
+#include "proxy/access_log/access_log.h"
+#include "proxy/http/stream_info.h"
 
 #define S(lit)                                                                                     \
     {                                                                                              \

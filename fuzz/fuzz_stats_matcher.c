@@ -1,6 +1,6 @@
 /*
  * fuzz_stats_matcher.c - libFuzzer target for the stats matcher configuration
- * (proxy/stats_matcher.h): an Envoy v3 StatsConfig JSON object (stats_matcher,
+ * (proxy/stats/stats_matcher.h): an Envoy v3 StatsConfig JSON object (stats_matcher,
  * histogram_bucket_settings) as the bootstrap's stats_config carries it.
  *
  * Input: the StatsConfig JSON text. Checks besides crashes, leaks and undefined behaviour: a
@@ -15,7 +15,7 @@
 #include <jansson.h>
 
 #include "core/strbuf.h"
-#include "proxy/stats_matcher.h"
+#include "proxy/stats/stats_matcher.h"
 
 static const char *const names[] = {
     "server.state",

@@ -1,8 +1,8 @@
 /*
  * fuzz_xds_compose.c - libFuzzer target for the xDS resource path of weft-proxy: resources
  * as a DiscoveryResponse delivers them, composed into an effective bootstrap
- * (proxy/xds_compose.h) and decoded by the bootstrap loader (proxy/bootstrap.h), as the xDS
- * client does on every update (xds_client_sotw.c).
+ * (proxy/config/xds_compose.h) and decoded by the bootstrap loader (proxy/config/bootstrap.h), as
+ * the xDS client does on every update (xds_client_sotw.c).
  *
  * Input: a JSON object {"CDS": [Cluster...], "LDS": [Listener...], "RDS":
  * [RouteConfiguration...], "EDS": [ClusterLoadAssignment...], "placeholder_routes": bool}
@@ -21,9 +21,9 @@
 #include <jansson.h>
 
 #include "core/strbuf.h"
-#include "proxy/bootstrap.h"
-#include "proxy/config.h"
-#include "proxy/xds_compose.h"
+#include "proxy/config/bootstrap.h"
+#include "proxy/config/config.h"
+#include "proxy/config/xds_compose.h"
 #include "xds/discovery.h"
 
 static const char base_text[] =

@@ -15,7 +15,7 @@
 #include <jansson.h>
 
 #include "cli/log_explain.h"
-#include "proxy/access_log.h"
+#include "proxy/access_log/access_log.h"
 #include "xds/istio_log.h"
 
 const char WF_LX_ENVOY_DEFAULT_FORMAT[] =

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/strbuf.h"
-#include "proxy/stats_matcher.h"
+#include "proxy/stats/stats_matcher.h"
 
 const char *const wf_psc_annotation[WF_PSC_NKINDS] = {"sidecar.istio.io/statsInclusionPrefixes",
                                                       "sidecar.istio.io/statsInclusionSuffixes",

@@ -12,8 +12,8 @@
 
 #include "core/log.h"
 #include "core/strbuf.h"
-#include "proxy/server.h"
-#include "proxy/status.h"
+#include "proxy/server/server.h"
+#include "proxy/agent/status.h"
 
 #ifndef WEFT_VERSION
 #define WEFT_VERSION "0.1.0"

@@ -1,5 +1,5 @@
 """weft-proxy outlier detection (passive health checking), as Envoy's
-(intro/arch_overview/upstream/outlier, config.cluster.v3.OutlierDetection, src/proxy/outlier.h):
+(intro/arch_overview/upstream/outlier, config.cluster.v3.OutlierDetection, src/proxy/upstream/outlier.h):
 consecutive 5xx and local-origin failures eject a host, /clusters shows
 health_flags::/failed_outlier_check, the outlier_detection.* stats count it, traffic goes to
 the other hosts, the host comes back after base_ejection_time; max_ejection_percent (Envoy

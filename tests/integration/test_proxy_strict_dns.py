@@ -4,7 +4,7 @@ the cluster's hosts are the addresses the last successful resolution of each end
 returned, so a name that never resolved contributes no host. A cluster with no host answers
 503 "no healthy upstream" (flag UH, details no_healthy_upstream, upstream_cx_none_healthy);
 in a cluster with a resolvable and an unresolvable endpoint every request goes to the
-resolvable one (src/proxy/server.c drops the endpoint when its name does not resolve).
+resolvable one (src/proxy/server/server.c drops the endpoint when its name does not resolve).
 
 `.invalid` is reserved (RFC 6761 §6.4): it never resolves, without depending on the network.
 """

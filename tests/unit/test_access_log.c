@@ -19,9 +19,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "proxy/access_log.h"
-#include "proxy/alog_sink.h"
-#include "proxy/stream_info.h"
+#include "proxy/access_log/access_log.h"
+#include "proxy/access_log/alog_sink.h"
+#include "proxy/http/stream_info.h"
 #include "xds/istio_log.h"
 
 /* 2026-11-29T21:30:00.123456Z */

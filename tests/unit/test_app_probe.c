@@ -1,6 +1,6 @@
 /*
- * test_app_probe.c - pilot-agent's KubeAppProbers parsing (src/proxy/app_probe.h) and the
- * merged scrape's configuration, agent metrics and format (src/proxy/status_metrics.h).
+ * test_app_probe.c - pilot-agent's KubeAppProbers parsing (src/proxy/agent/app_probe.h) and the
+ * merged scrape's configuration, agent metrics and format (src/proxy/agent/status_metrics.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "proxy/app_probe.h"
-#include "proxy/status_metrics.h"
+#include "proxy/agent/app_probe.h"
+#include "proxy/agent/status_metrics.h"
 
 static void expect_error(const char *json, const char *want)
 {

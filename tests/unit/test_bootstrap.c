@@ -15,8 +15,8 @@
 
 #include "harness.h"
 
-#include "proxy/bootstrap.h"
-#include "proxy/config_dump.h"
+#include "proxy/config/bootstrap.h"
+#include "proxy/admin/config_dump.h"
 
 #define DATA "tests/data/proxy/"
 #define HCM_T                                                                                      \

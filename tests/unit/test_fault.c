@@ -16,12 +16,12 @@
 
 #include "harness.h"
 
-#include "proxy/bootstrap.h"
-#include "proxy/config_dump.h"
-#include "proxy/fault.h"
+#include "proxy/config/bootstrap.h"
+#include "proxy/admin/config_dump.h"
+#include "proxy/filters/http/fault.h"
 #include "proxy/http/filter.h"
-#include "proxy/route.h"
-#include "proxy/stats.h"
+#include "proxy/config/route.h"
+#include "proxy/stats/stats.h"
 
 #define HCM_T                                                                                      \
     "type.googleapis.com/"                                                                         \

@@ -19,11 +19,11 @@
 
 #include "harness.h"
 
-#include "proxy/config.h"
-#include "proxy/fault.h"
+#include "proxy/config/config.h"
+#include "proxy/filters/http/fault.h"
 #include "proxy/filters/http/filters.h"
 #include "proxy/http/filter.h"
-#include "proxy/stats.h"
+#include "proxy/stats/stats.h"
 
 /* ---------- a fake connection manager ---------- */
 

@@ -19,9 +19,9 @@
 
 #include "harness.h"
 
-#include "proxy/config.h"
+#include "proxy/config/config.h"
 #include "proxy/filters/http/filters.h"
-#include "proxy/istio_stats.h"
+#include "proxy/filters/http/istio_stats.h"
 #include "proxy/http/filter.h"
 
 /* ---------- a fake connection manager ---------- */

@@ -1,5 +1,5 @@
 /*
- * test_headers.c - header mutations (src/proxy/headers.h): Envoy's level precedence and
+ * test_headers.c - header mutations (src/proxy/http/headers.h): Envoy's level precedence and
  * append actions, and the decimal writer used on the request path.
  */
 #include <setjmp.h>
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "proxy/headers.h"
+#include "proxy/http/headers.h"
 
 static wp_header_add add(const char *k, const char *v, wp_append_action a)
 {

@@ -19,10 +19,10 @@
 
 #include "harness.h"
 
-#include "proxy/config.h"
+#include "proxy/config/config.h"
 #include "proxy/filters/http/filters.h"
 #include "proxy/http/filter.h"
-#include "proxy/istio_stats.h"
+#include "proxy/filters/http/istio_stats.h"
 
 struct wp_stream {
     wp_fchain_state st;

@@ -17,11 +17,11 @@
 
 #include "harness.h"
 
-#include "proxy/bootstrap.h"
-#include "proxy/istio_peer.h"
+#include "proxy/config/bootstrap.h"
+#include "proxy/filters/http/istio_peer.h"
 #include "proxy/http/filter.h"
-#include "proxy/istio_stats.h"
-#include "proxy/stats.h"
+#include "proxy/filters/http/istio_stats.h"
+#include "proxy/stats/stats.h"
 
 static wp_istio_str S(const char *s)
 {

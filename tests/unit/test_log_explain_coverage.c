@@ -11,6 +11,7 @@
  *    source tree), macros resolved through their #define.
  */
 #include <dirent.h>
+#include <sys/stat.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -61,8 +62,8 @@ static void test_reset_reasons(void **state)
 /* ---- details literals in src/proxy ---- */
 
 typedef struct src_set {
-    char *text[128];
-    char name[128][64];
+    char *text[256];
+    char name[256][96];
     size_t n;
 } src_set;
 
@@ -81,22 +82,37 @@ static char *read_file(const char *path)
     return b;
 }
 
-static void load_sources(src_set *s)
+/* Every .c and .h below dir (the proxy's layers are folders), named by their path under
+ * src/proxy. */
+static void load_dir(src_set *s, const char *dir)
 {
-    DIR *d = opendir("src/proxy");
+    DIR *d = opendir(dir);
     assert_non_null(d); /* ctest runs unit tests in the source tree */
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[320];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        if (S_ISDIR(st.st_mode)) {
+            load_dir(s, path);
+            continue;
+        }
         size_t l = strlen(e->d_name);
         if (l < 3 || (strcmp(e->d_name + l - 2, ".c") != 0 && strcmp(e->d_name + l - 2, ".h")))
             continue;
-        assert_true(s->n < 128);
-        char path[320];
-        snprintf(path, sizeof path, "src/proxy/%s", e->d_name);
-        snprintf(s->name[s->n], sizeof s->name[0], "%s", e->d_name);
+        assert_true(s->n < 256);
+        snprintf(s->name[s->n], sizeof s->name[0], "%.95s", path + strlen("src/proxy/"));
         s->text[s->n++] = read_file(path);
     }
     closedir(d);
+}
+
+static void load_sources(src_set *s)
+{
+    load_dir(s, "src/proxy");
 }
 
 /* The string literal of `#define name "value"` in the sources, into out; false if none. */

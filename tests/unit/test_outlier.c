@@ -1,6 +1,6 @@
 /*
- * test_outlier.c - outlier detection (proxy/outlier.h) with injected time and random draws:
- * consecutive counters and thresholds, gateway failures, local-origin mapping with and
+ * test_outlier.c - outlier detection (proxy/upstream/outlier.h) with injected time and random
+ * draws: consecutive counters and thresholds, gateway failures, local-origin mapping with and
  * without the split, max_ejection_percent (Envoy >= 1.31 rule, always_eject_one_host),
  * enforcement, the ejection time multiplier, its cap and decay, jitter, the panic threshold,
  * concurrent reporters, and the bootstrap fields (defaults, aliases, rejections).
@@ -16,8 +16,8 @@
 
 #include "harness.h"
 
-#include "proxy/bootstrap.h"
-#include "proxy/outlier.h"
+#include "proxy/config/bootstrap.h"
+#include "proxy/upstream/outlier.h"
 
 #define NHOSTS_MAX  16
 #define RND_ENFORCE 0 /* rnd % 100 == 0: enforced whenever enforcing > 0 */

@@ -24,7 +24,7 @@
 #include "pilot/gateway.h"
 #include "pilot/lds.h"
 #include "pilot/rds.h"
-#include "proxy/config.h"
+#include "proxy/config/config.h"
 
 #define BOOK "../shared/corpus/istioinaction/"
 #define API  "api.internal.example"

@@ -16,8 +16,8 @@
 
 #include "cli/proxy_stats_config.h"
 #include "harness.h"
-#include "proxy/stats.h"
-#include "proxy/stats_matcher.h"
+#include "proxy/stats/stats.h"
+#include "proxy/stats/stats_matcher.h"
 
 /* The inclusion patterns as "prefix:x", "suffix:x", "regex:x", space-separated. */
 static char *patterns_text(json_t *sc)

@@ -10,9 +10,9 @@
 
 #include <cmocka.h>
 
-#include "proxy/bootstrap.h"
-#include "proxy/pstats.h"
-#include "proxy/xds_client_state.h"
+#include "proxy/config/bootstrap.h"
+#include "proxy/stats/pstats.h"
+#include "proxy/xds/xds_client_state.h"
 
 #define ADDR "{\"socket_address\":{\"address\":\"127.0.0.1\",\"port_value\":%d}}"
 

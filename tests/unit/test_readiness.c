@@ -1,5 +1,5 @@
 /*
- * test_readiness.c - readiness policies (src/proxy/readiness.h): Istio's default (ready after
+ * test_readiness.c - readiness policies (src/proxy/admin/readiness.h): Istio's default (ready after
  * the first CDS + LDS and workers, stays ready without a control plane, pilot-agent's reason
  * texts), static config, draining, and the opt-in control-plane policy with its grace period
  * and stability hysteresis (a reconnect loop must never flip it back to ready).
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "proxy/readiness.h"
+#include "proxy/admin/readiness.h"
 
 #define GRACE     10000u
 #define STABILITY 15000u

@@ -1,6 +1,6 @@
 /*
- * test_retry.c - retry decisions and back-off (src/proxy/retry.h) and the retry_on parser
- * (bootstrap_retry.c): which failures each retry_on token retries, Envoy's jittered
+ * test_retry.c - retry decisions and back-off (src/proxy/filters/http/retry.h) and the retry_on
+ * parser (bootstrap_retry.c): which failures each retry_on token retries, Envoy's jittered
  * exponential back-off intervals and their distribution.
  */
 #include <setjmp.h>
@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "proxy/bootstrap_read.h"
+#include "proxy/config/bootstrap_read.h"
 #include "proxy/proxy_internal.h"
-#include "proxy/retry.h"
+#include "proxy/filters/http/retry.h"
 
 static wp_retry_policy policy(const char *retry_on)
 {

@@ -1,5 +1,5 @@
 /*
- * test_route.c - route selection (src/proxy/route.c): virtual host precedence and port
+ * test_route.c - route selection (src/proxy/config/route.c): virtual host precedence and port
  * handling (operator report B002), path/header/query matchers, regex limits, weighted picks,
  * rewrites and redirects, against Envoy's documented behaviour. The route structs are built
  * by hand here (the JSON loader is tested on its own).
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "proxy/route.h"
+#include "proxy/config/route.h"
 
 /* ---------- test-only builders ---------- */
 

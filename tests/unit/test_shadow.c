@@ -1,5 +1,5 @@
 /*
- * test_shadow.c - the shadow Host of request mirroring (src/proxy/shadow.h).
+ * test_shadow.c - the shadow Host of request mirroring (src/proxy/filters/http/shadow.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "proxy/shadow.h"
+#include "proxy/filters/http/shadow.h"
 
 static void check(const char *in, const char *want)
 {

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "proxy/stats.h"
+#include "proxy/stats/stats.h"
 
 static pcre2_code *re(const char *pattern)
 {

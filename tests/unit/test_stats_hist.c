@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
-#include "proxy/histogram.h"
-#include "proxy/stats.h"
+#include "proxy/stats/histogram.h"
+#include "proxy/stats/stats.h"
 
 static const char *fmt(double v)
 {

@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "proxy/stats.h"
-#include "proxy/stats_matcher.h"
+#include "proxy/stats/stats.h"
+#include "proxy/stats/stats_matcher.h"
 
 static wp_stats_matcher *from(const char *json)
 {

@@ -1,5 +1,5 @@
 /*
- * test_status.c - the status server (src/proxy/status.h) on a real libuv loop running in a
+ * test_status.c - the status server (src/proxy/agent/status.h) on a real libuv loop running in a
  * second thread, probed by plain blocking sockets from the test thread: /healthz/ready 200 and
  * 503 with the reason, /stats/prometheus, 404, 405, HEAD, keep-alive and pipelining, oversize
  * and malformed requests (answered, then closed), the idle timeout, the connection cap, many
@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "http/h1_parser.h"
-#include "proxy/status.h"
+#include "proxy/agent/status.h"
 
 /* ---------- the server side, on its own thread ---------- */
 

@@ -19,9 +19,9 @@
 #include <sys/socket.h>
 
 #include "harness.h"
-#include "proxy/alog_sink.h"
+#include "proxy/access_log/alog_sink.h"
 #include "proxy/proxy_internal.h"
-#include "proxy/worker.h"
+#include "proxy/server/worker.h"
 
 static int free_port(void)
 {

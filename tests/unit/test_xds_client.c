@@ -24,8 +24,8 @@
 #include <cmocka.h>
 
 #include "harness.h"
-#include "proxy/bootstrap.h"
-#include "proxy/xds_client.h"
+#include "proxy/config/bootstrap.h"
+#include "proxy/xds/xds_client.h"
 #include "xds/h2_stream.h"
 
 #define GUARD_MS 5000

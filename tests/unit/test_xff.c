@@ -1,5 +1,5 @@
 /*
- * test_xff.c - x-forwarded-for parsing (src/proxy/xff.c): the entry picked from the right as
+ * test_xff.c - x-forwarded-for parsing (src/proxy/http/xff.c): the entry picked from the right as
  * Envoy's getLastAddressFromXFF does (spaces trimmed, invalid entries refused), the address
  * format ("ip:0", "[v6]:0"), the peer IP as the header carries it, repeated fields joined
  * into one as Envoy's header map does, and the internal-request decision
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "proxy/xff.h"
+#include "proxy/http/xff.h"
 
 static void pick_ok(const char *xff, uint32_t skip, const char *want)
 {

@@ -19,7 +19,7 @@
 #ifndef WEFT_PROXY_HTTP_CACHED_ROUTE_H
 #define WEFT_PROXY_HTTP_CACHED_ROUTE_H
 
-#include "proxy/route.h"
+#include "proxy/config/route.h"
 
 struct wp_stream;
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "proxy/headers.h"
+#include "proxy/http/headers.h"
 
 /* ---------- server side: decoding ---------- */
 

@@ -30,7 +30,7 @@
  *    stands in their decode_headers (the router picks up a pending body and a complete request
  *    when it starts). StopIterationAndBuffer from decode_data likewise keeps the slice pinned.
  *    Data events are delivered only to filters whose headers iteration has reached them.
- *  - filters change headers through header operations (proxy/headers.h) they add to the
+ *  - filters change headers through header operations (proxy/http/headers.h) they add to the
  *    stream (wp_filter_add_request_ops / wp_filter_add_response_ops), applied as the least
  *    specific level when the head is serialised, instead of editing a header map in place.
  *  - a filter has one timer per stream (wp_filter_arm_timer), kept on the connection's request
@@ -66,9 +66,9 @@
 #include <uv.h>
 
 #include "http/h1_parser.h"
-#include "proxy/config.h"
-#include "proxy/route.h"
-#include "proxy/stream_info.h"
+#include "proxy/config/config.h"
+#include "proxy/config/route.h"
+#include "proxy/http/stream_info.h"
 
 #define WP_FCHAIN_MAX_FILTERS 16   /* http_filters entries of one HCM */
 #define WP_FILTER_MAX_OPS     2    /* header-ops levels filters may add per direction */

@@ -41,9 +41,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proxy/config.h"
-#include "proxy/outlier.h"
-#include "proxy/stats.h"
+#include "proxy/config/config.h"
+#include "proxy/upstream/outlier.h"
+#include "proxy/stats/stats.h"
 
 /* A worker's random generator step (xorshift64*, state never 0): the same step as the
  * worker's wp_rand, on the same state, so a seeded worker's draws do not change. */

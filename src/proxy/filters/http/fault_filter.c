@@ -13,7 +13,7 @@
 #include <stdatomic.h>
 
 #include "core/log.h"
-#include "proxy/fault.h"
+#include "proxy/filters/http/fault.h"
 #include "proxy/filters/http/filters.h"
 #include "proxy/http/filter.h"
 

@@ -5,9 +5,9 @@
  * (proxy/http/filter.h) calls the types it found.
  *
  * Filters (each file says which Envoy/Istio filter it follows):
- *   envoy.filters.http.fault       fault_filter.c  (config: wp_fault_filter, proxy/fault.h)
- *   envoy.filters.http.cors        registry.c      (no policy: a no-op, as bootstrap.c says)
- *   istio.metadata_exchange        istio_filters.c (config: wp_istio_mx_filter)
+ *   envoy.filters.http.fault       fault_filter.c  (config: wp_fault_filter,
+ * proxy/filters/http/fault.h) envoy.filters.http.cors        registry.c      (no policy: a no-op,
+ * as bootstrap.c says) istio.metadata_exchange        istio_filters.c (config: wp_istio_mx_filter)
  *   istio.stats                    istio_filters.c (config: wp_istio_stats_filter)
  *   envoy.filters.http.router      router_filter.c (terminal; config: none, the HCM's)
  *

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "proxy/filters/http/filters.h"
-#include "proxy/istio_stats.h"
+#include "proxy/filters/http/istio_stats.h"
 
 /* ---------- istio.metadata_exchange ---------- */
 

@@ -1,0 +1,377 @@
+/*
+ * bootstrap_listener.c - static_resources.listeners[] of the bootstrap (and of listeners
+ * received over LDS, which xds_compose.h composes into one): envoy.config.listener.v3.Listener
+ *   {name, address, per_connection_buffer_limit_bytes, traffic_direction, listener_filters,
+ *    filter_chains[] {name, filter_chain_match, filters[1]}, default_filter_chain}
+ * with envoy.filters.network.http_connection_manager as the one network filter of a chain
+ * (bootstrap.c decodes it).
+ *
+ * Envoy behaviour followed (source/common/listener_manager/listener_impl.cc and
+ * filter_chain_manager_impl.cc):
+ *  - filter_chain_match: destination_port, prefix_ranges, direct_source_prefix_ranges,
+ *    source_type, source_prefix_ranges, source_ports, server_names (lower-cased; "*.b.c"
+ *    wildcards only: "partial wildcards are not supported"), transport_protocol,
+ *    application_protocols; equal matchers fail with "error adding listener 'ADDR': filter
+ *    chain 'B' has the same matching rules defined as 'A'. duplicate matcher is: JSON",
+ *    overlapping ones with "error adding listener 'ADDR': multiple filter chains with
+ *    overlapping matching rules are defined";
+ *  - a listener with neither filter_chains nor default_filter_chain: "error adding listener
+ *    'ADDR': no filter chains specified".
+ * Refused by name: listener_filters entries (none is implemented yet: the message names the
+ * feature that brings each), network filters other than the connection manager,
+ * filter_chain_match in the default_filter_chain (Envoy ignores it; weft never ignores a field).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/config/bootstrap_read.h"
+
+#define HCM_NAME         "envoy.filters.network.http_connection_manager"
+#define WP_LISTENER_TYPE "type.googleapis.com/envoy.config.listener.v3.Listener"
+
+/* ---------- filter_chain_match ---------- */
+
+/* A CidrRange {address_prefix, prefix_len} (bs_each callback). */
+static bool dec_cidr(bs *b, json_t *o, void *arg)
+{
+    wp_cidr *c = arg;
+    const char *ip = NULL;
+    uint32_t len = 0;
+    if (!bs_fields(b, o, "address_prefix prefix_len") || !bs_req_str(b, o, "address_prefix", &ip) ||
+        !bs_u32(b, o, "prefix_len", &len))
+        return false;
+    if (wp_cidr_parse(ip, 0, c) != 0)
+        return bs_fail(b, "malformed IP address: %s", ip);
+    if (wp_cidr_parse(ip, len, c) != 0)
+        return bs_fail(b, "invalid prefix_len %u for %s", len, ip);
+    return true;
+}
+
+static bool dec_cidrs(bs *b, json_t *o, const char *k, const wp_cidr **out, size_t *n)
+{
+    void *arr = NULL;
+    if (!bs_each(b, o, k, sizeof(wp_cidr), &arr, n, dec_cidr))
+        return false;
+    *out = arr;
+    return true;
+}
+
+/* An array of non-empty strings o[k] (lower-cased when lower). */
+static bool dec_strs(bs *b, json_t *o, const char *k, bool lower, const char *const **out,
+                     size_t *n)
+{
+    json_t *v = bs_get(o, k);
+    if (!v)
+        return true;
+    if (!json_is_array(v))
+        return bs_wrong_type(b, k, "an array of strings");
+    const char **arr = bs_alloc(b, sizeof(char *) * (json_array_size(v) + 1));
+    if (!arr)
+        return false;
+    size_t m = bs_push(b, k);
+    for (size_t i = 0; i < json_array_size(v) && !b->failed; i++) {
+        json_t *s = json_array_get(v, i);
+        size_t mi = bs_push_i(b, i);
+        if (!json_is_string(s) || !*json_string_value(s)) {
+            bs_fail(b, "wrong type: expected a non-empty string");
+        } else if ((arr[i] = bs_strdup(b, json_string_value(s))) && lower) {
+            for (char *p = (char *)arr[i]; *p; p++)
+                *p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+        }
+        bs_pop(b, mi);
+    }
+    bs_pop(b, m);
+    *out = arr;
+    *n = json_array_size(v);
+    return !b->failed;
+}
+
+static bool dec_ports(bs *b, json_t *o, wp_fcm *m)
+{
+    json_t *v = bs_get(o, "source_ports");
+    if (!v)
+        return true;
+    if (!json_is_array(v))
+        return bs_wrong_type(b, "source_ports", "an array of ports");
+    uint32_t *p = bs_alloc(b, sizeof(uint32_t) * (json_array_size(v) + 1));
+    if (!p)
+        return false;
+    size_t mk = bs_push(b, "source_ports");
+    for (size_t i = 0; i < json_array_size(v) && !b->failed; i++) {
+        json_t *e = json_array_get(v, i);
+        if (!json_is_integer(e) || json_integer_value(e) < 1 || json_integer_value(e) > 65535) {
+            bs_push_i(b, i);
+            bs_fail(b, "value must be inside range [1, 65535]");
+        }
+        p[i] = (uint32_t)json_integer_value(e);
+    }
+    bs_pop(b, mk);
+    m->source_ports = p;
+    m->nsource_ports = json_array_size(v);
+    return !b->failed;
+}
+
+static bool dec_match(bs *b, json_t *o, void *arg)
+{
+    static const char *const types[] = {"ANY", "SAME_IP_OR_LOOPBACK", "EXTERNAL", NULL};
+    wp_fcm *m = arg;
+    int st = 0;
+    if (!bs_fields(b, o,
+                   "destination_port prefix_ranges direct_source_prefix_ranges source_type "
+                   "source_prefix_ranges source_ports server_names transport_protocol "
+                   "application_protocols") ||
+        !bs_u32(b, o, "destination_port", &m->destination_port) ||
+        !dec_cidrs(b, o, "prefix_ranges", &m->prefix_ranges, &m->nprefix_ranges) ||
+        !dec_cidrs(b, o, "direct_source_prefix_ranges", &m->direct_source_prefix_ranges,
+                   &m->ndirect_source_prefix_ranges) ||
+        !bs_enum(b, o, "source_type", types, &st) ||
+        !dec_cidrs(b, o, "source_prefix_ranges", &m->source_prefix_ranges,
+                   &m->nsource_prefix_ranges) ||
+        !dec_ports(b, o, m) ||
+        !dec_strs(b, o, "server_names", true, &m->server_names, &m->nserver_names) ||
+        !bs_str(b, o, "transport_protocol", &m->transport_protocol) ||
+        !dec_strs(b, o, "application_protocols", false, &m->application_protocols,
+                  &m->napplication_protocols))
+        return false;
+    m->source_type = (wp_fcm_source_type)st;
+    if (bs_get(o, "destination_port") && (m->destination_port < 1 || m->destination_port > 65535))
+        return bs_fail_at(b, "destination_port", "value must be inside range [1, 65535]");
+    for (size_t i = 0; i < m->nserver_names; i++)
+        if (!wp_fcm_server_name_ok(m->server_names[i]))
+            return bs_fail_at(b, "server_names",
+                              "partial wildcards are not supported in \"server_names\"");
+    return true;
+}
+
+/* ---------- filter chains ---------- */
+
+static bool dec_network_filter(bs *b, json_t *f, wp_filter_chain *fc)
+{
+    const char *name = NULL;
+    if (!bs_fields(b, f, "name typed_config") || !bs_req_str(b, f, "name", &name))
+        return false;
+    if (strcmp(name, HCM_NAME) != 0) {
+        size_t m = bs_push(b, "name");
+        bs_fail(b, "unsupported network filter \"%s\" (only %s is supported)", name, HCM_NAME);
+        bs_pop(b, m);
+        return false;
+    }
+    json_t *tc = bs_get(f, "typed_config");
+    if (!tc)
+        return bs_fail_at(b, "typed_config", "missing required field");
+    fc->hcm = bs_alloc(b, sizeof(*fc->hcm));
+    fc->filters = bs_alloc(b, sizeof(*fc->filters));
+    if (!fc->hcm || !fc->filters)
+        return false;
+    fc->filters[0] = (wp_nf_config){HCM_NAME, WP_NF_HTTP_CONNECTION_MANAGER, fc->hcm};
+    fc->nfilters = 1;
+    size_t m = bs_push(b, "typed_config");
+    bool ok =
+        json_is_object(tc) ? bs_hcm(b, tc, fc->hcm) : bs_fail(b, "wrong type: expected an object");
+    bs_pop(b, m);
+    return ok;
+}
+
+/* Enter the only element of o[k], which must be an array of one object. */
+static json_t *only_one(bs *b, json_t *o, const char *k, const char *what)
+{
+    json_t *v = bs_get(o, k);
+    if (v && !json_is_array(v))
+        return bs_wrong_type(b, k, "an array"), NULL;
+    if (json_array_size(v) != 1) {
+        size_t m = bs_push(b, k);
+        bs_fail(b, "exactly one %s is supported (found %zu)", what, json_array_size(v));
+        bs_pop(b, m);
+        return NULL;
+    }
+    bs_push(b, k);
+    bs_push_i(b, 0);
+    json_t *it = json_array_get(v, 0);
+    if (!json_is_object(it))
+        return bs_fail(b, "wrong type: expected an object"), NULL;
+    return it;
+}
+
+static bool dec_chain_common(bs *b, json_t *o, wp_filter_chain *fc)
+{
+    fc->name = "";
+    if (!bs_fields(b, o, "name filters filter_chain_match") || !bs_str(b, o, "name", &fc->name))
+        return false;
+    size_t m = b->plen;
+    json_t *f = only_one(b, o, "filters", "network filter");
+    bool ok = f && dec_network_filter(b, f, fc);
+    bs_pop(b, m);
+    return ok;
+}
+
+/* One filter_chains element (bs_each callback). */
+static bool dec_filter_chain(bs *b, json_t *o, void *arg)
+{
+    wp_filter_chain *fc = arg;
+    return bs_sub(b, o, "filter_chain_match", dec_match, &fc->match) && dec_chain_common(b, o, fc);
+}
+
+static bool dec_default_chain(bs *b, json_t *o, void *arg)
+{
+    wp_listener *l = arg;
+    if (bs_get(o, "filter_chain_match"))
+        return bs_fail_at(b, "filter_chain_match",
+                          "filter_chain_match has no effect in default_filter_chain (the chain "
+                          "of connections no filter chain matches)");
+    l->default_chain = bs_alloc(b, sizeof(*l->default_chain));
+    return l->default_chain && dec_chain_common(b, o, l->default_chain);
+}
+
+/* ---------- listener filters ---------- */
+
+/* listener_filters: every known filter is refused with the feature that brings it. */
+static bool dec_listener_filter(bs *b, json_t *o, void *arg)
+{
+    static const struct {
+        const char *name, *feature;
+    } known[] = {
+        {"envoy.filters.listener.tls_inspector", "TLS (transport sockets with TLS and SNI)"},
+        {"envoy.filters.listener.http_inspector", "HTTP protocol detection (HTTP/2)"},
+        {"envoy.filters.listener.original_dst",
+         "transparent capture (the original destination of redirected connections)"},
+        {"envoy.filters.listener.proxy_protocol", "the PROXY protocol"},
+    };
+    (void)arg;
+    const char *name = NULL;
+    if (!bs_fields(b, o, "name typed_config filter_disabled") || !bs_req_str(b, o, "name", &name))
+        return false;
+    size_t m = bs_push(b, "name");
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+        if (strcmp(name, known[i].name) == 0) {
+            bs_fail(b, "listener filter \"%s\" is not supported yet: it comes with %s", name,
+                    known[i].feature);
+            bs_pop(b, m);
+            return false;
+        }
+    }
+    bs_fail(b, "unsupported listener filter \"%s\" (weft-proxy implements no listener filter yet)",
+            name);
+    bs_pop(b, m);
+    return false;
+}
+
+/* ---------- the listener ---------- */
+
+/* Envoy's duplicate and overlap checks over the listener's chains. */
+static bool check_chains(bs *b, json_t *o, wp_listener *l)
+{
+    const wp_fcm **fcms = bs_alloc(b, sizeof(*fcms) * (l->nchains + 1));
+    if (!fcms)
+        return false;
+    for (size_t i = 0; i < l->nchains; i++)
+        fcms[i] = &l->chains[i].match;
+    l->fcms = fcms;
+    size_t first = 0, second = 0;
+    int r = wp_fcm_check(fcms, l->nchains, &first, &second);
+    if (r == WP_FCM_OK)
+        return true;
+    size_t m = bs_push(b, "filter_chains");
+    bs_push_i(b, second);
+    if (r == WP_FCM_OVERLAP) {
+        bs_fail(b,
+                "error adding listener '%s': multiple filter chains with overlapping matching "
+                "rules are defined",
+                l->addr.text);
+    } else {
+        json_t *mj =
+            bs_get(json_array_get(bs_get(o, "filter_chains"), second), "filter_chain_match");
+        char *js = mj ? json_dumps(mj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        bs_fail(b,
+                "error adding listener '%s': filter chain '%s' has the same matching rules "
+                "defined as '%s'. duplicate matcher is: %s",
+                l->addr.text, l->chains[second].name, l->chains[first].name, js ? js : "{}");
+        free(js);
+    }
+    bs_pop(b, m);
+    return false;
+}
+
+bool bs_dec_listener(bs *b, json_t *o, void *arg)
+{
+    static const char *const directions[] = {"UNSPECIFIED", "INBOUND", "OUTBOUND", NULL};
+    wp_listener *l = arg;
+    l->per_connection_buffer_limit_bytes = WP_DEFAULT_BUFFER_LIMIT;
+    if (!bs_fields(b, o,
+                   "@type name address per_connection_buffer_limit_bytes filter_chains "
+                   "default_filter_chain listener_filters traffic_direction") ||
+        !bs_opt_type(b, o, WP_LISTENER_TYPE) ||
+        !bs_enum(b, o, "traffic_direction", directions, &l->traffic_direction) ||
+        !bs_str(b, o, "name", &l->name) ||
+        !bs_req_address(b, o, &l->addr, NULL, NULL, "malformed IP address: %s") ||
+        !bs_u32(b, o, "per_connection_buffer_limit_bytes", &l->per_connection_buffer_limit_bytes))
+        return false;
+    char *stat = wf_arena_strdup(b->a, l->addr.text);
+    if (!stat)
+        return bs_fail(b, "out of memory");
+    for (char *p = stat; *p; p++)
+        *p = *p == ':' ? '_' : *p;
+    l->stat_name = stat;
+    if (!l->name)
+        l->name = stat;
+    b->direction = l->traffic_direction; /* Istio's stats reporter follows it */
+    void *lf = NULL, *chains = NULL;
+    size_t nlf = 0;
+    if (!bs_each(b, o, "listener_filters", 1, &lf, &nlf, dec_listener_filter) ||
+        !bs_each(b, o, "filter_chains", sizeof(wp_filter_chain), &chains, &l->nchains,
+                 dec_filter_chain) ||
+        !bs_sub(b, o, "default_filter_chain", dec_default_chain, l))
+        return false;
+    l->chains = chains;
+    if (l->nchains == 0 && !l->default_chain)
+        return bs_fail(b, "error adding listener '%s': no filter chains specified", l->addr.text);
+    return check_chains(b, o, l);
+}
+
+/* c->hcms: every chain's connection manager in order, each knowing its position. */
+static bool index_hcms(bs *b)
+{
+    wp_config *c = b->c;
+    size_t n = 0;
+    for (size_t i = 0; i < c->nlisteners; i++)
+        n += c->listeners[i].nchains + (c->listeners[i].default_chain != NULL);
+    c->hcms = bs_alloc(b, sizeof(*c->hcms) * (n + 1));
+    if (!c->hcms)
+        return false;
+    for (size_t i = 0; i < c->nlisteners; i++) {
+        wp_listener *l = &c->listeners[i];
+        for (size_t k = 0; k <= l->nchains; k++) {
+            wp_filter_chain *fc = k < l->nchains ? &l->chains[k] : l->default_chain;
+            if (!fc)
+                continue;
+            fc->hcm->index = c->nhcms;
+            c->hcms[c->nhcms++] = fc->hcm;
+        }
+    }
+    return true;
+}
+
+bool bs_check_listeners(bs *b)
+{
+    wp_config *c = b->c;
+    for (size_t i = 0; i < c->nlisteners; i++) {
+        for (size_t j = 0; j < i; j++) {
+            const char *msg = NULL;
+            if (strcmp(c->listeners[i].name, c->listeners[j].name) == 0)
+                msg = "duplicate listener name";
+            else if (strcmp(c->listeners[i].addr.text, c->listeners[j].addr.text) == 0)
+                msg = "has duplicate address";
+            if (!msg)
+                continue;
+            bs_push(b, "listeners");
+            bs_push_i(b, i);
+            if (msg[0] == 'd')
+                return bs_fail(b, "duplicate listener name '%s'", c->listeners[i].name);
+            return bs_fail(b,
+                           "error adding listener: '%s' has duplicate address '%s' as existing "
+                           "listener",
+                           c->listeners[i].name, c->listeners[i].addr.text);
+        }
+    }
+    return index_hcms(b);
+}

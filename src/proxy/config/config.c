@@ -1,0 +1,105 @@
+/*
+ * config.c - snapshot lifetime and compiled regexes (config.h).
+ */
+#include "core/strmap.h"
+#include "proxy/config/config.h"
+
+#include "model/re2_check.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+
+void wp_config_ref(wp_config *c)
+{
+    if (c)
+        atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+}
+
+void wp_config_unref(wp_config *c)
+{
+    if (!c)
+        return;
+    if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    for (size_t i = 0; i < c->nregexes; i++)
+        pcre2_code_free(c->regexes[i]);
+    free(c->regexes);
+    json_decref(c->bootstrap);
+    json_decref(c->node);
+    json_decref(c->stats_config);
+    json_decref(c->xds_dump);
+    wf_arena_destroy(&c->arena);
+    free(c);
+}
+
+int wp_config_find_cluster(const wp_config *c, const char *name)
+{
+    if (!c || !name)
+        return -1;
+    if (c->cluster_names) {
+        void **slot = wf_strmap_slot(c->cluster_names, name, false);
+        return slot && *slot ? (int)((intptr_t)*slot - 1) : -1;
+    }
+    for (size_t i = 0; i < c->nclusters; i++) {
+        if (c->clusters[i].name && strcmp(c->clusters[i].name, name) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+static bool remember(wp_config *c, pcre2_code *code)
+{
+    if (c->nregexes == c->capregexes) {
+        size_t cap = c->capregexes ? c->capregexes * 2 : 16;
+        pcre2_code **r = realloc(c->regexes, cap * sizeof(*r));
+        if (!r)
+            return false;
+        c->regexes = r;
+        c->capregexes = cap;
+    }
+    c->regexes[c->nregexes++] = code;
+    return true;
+}
+
+static pcre2_code *add_regex(wp_config *c, const char *re, bool full, wf_strbuf *err)
+{
+    char why[256];
+    if (!re)
+        re = "";
+    if (wf_re2_check(re, why, sizeof(why))) {
+        wf_strbuf_puts(err, why);
+        return NULL;
+    }
+    uint32_t opts = PCRE2_UTF | PCRE2_DOLLAR_ENDONLY;
+    if (full)
+        opts |= PCRE2_ANCHORED | PCRE2_ENDANCHORED;
+    int code;
+    PCRE2_SIZE off;
+    pcre2_code *pc = pcre2_compile((PCRE2_SPTR)re, PCRE2_ZERO_TERMINATED, opts, &code, &off, NULL);
+    if (!pc) {
+        PCRE2_UCHAR msg[200];
+        if (pcre2_get_error_message(code, msg, sizeof(msg)) < 0)
+            strcpy((char *)msg, "invalid regular expression");
+        wf_strbuf_printf(err, "error parsing regexp: %s: `%s`", (const char *)msg, re);
+        return NULL;
+    }
+    (void)pcre2_jit_compile(pc, PCRE2_JIT_COMPLETE); /* the interpreter is the fallback */
+    if (!remember(c, pc)) {
+        pcre2_code_free(pc);
+        wf_strbuf_puts(err, "out of memory");
+        return NULL;
+    }
+    return pc;
+}
+
+pcre2_code *wp_config_add_regex(wp_config *c, const char *re, wf_strbuf *err)
+{
+    return add_regex(c, re, true, err);
+}
+
+pcre2_code *wp_config_add_regex_search(wp_config *c, const char *re, wf_strbuf *err)
+{
+    return add_regex(c, re, false, err);
+}

@@ -1,0 +1,484 @@
+/*
+ * config.h - the proxy's immutable configuration snapshot: listeners, HTTP connection
+ * managers, route configurations and clusters, decoded from Envoy v3 JSON (bootstrap.c)
+ * and shared read-only by every worker thread.
+ *
+ * Ownership and lifetime. Everything reachable from a wp_config lives in its arena (and
+ * the compiled PCRE2 codes it lists in `regexes`, freed with it). A snapshot is created
+ * with one reference; workers take a reference when a request starts (wp_config_ref) and
+ * drop it when the request ends (wp_config_unref); the last unref frees it. Nothing in a
+ * snapshot changes after it is published, so readers need no lock. Names that the request
+ * path needs are resolved when the snapshot is built (route -> cluster index), so a request
+ * never looks a string up.
+ *
+ * Defaults follow Envoy v3 (envoy/config/{listener,cluster,route}/v3/ protos and
+ * extensions/filters/network/http_connection_manager/v3/http_connection_manager.proto):
+ * per_connection_buffer_limit_bytes 1 MiB, connect_timeout 5 s, route timeout 15 s,
+ * stream_idle_timeout 5 min, HCM request_timeout 0 (off), connection idle_timeout 1 h,
+ * max_request_headers_kb 60, circuit breakers 1024/1024/1024/3, upstream idle_timeout 1 h.
+ * Durations are milliseconds; WP_NO_TIMEOUT (0) means "disabled".
+ */
+#ifndef WEFT_PROXY_CONFIG_H
+#define WEFT_PROXY_CONFIG_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <jansson.h>
+
+#include "core/arena.h"
+#include "core/strbuf.h"
+#include "http/path_norm.h"
+#include "proxy/net/address.h"
+#include "proxy/net/filter_chain_match.h"
+#include "proxy/net/listener_filter.h"
+#include "proxy/net/network_filter.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#define WP_NO_TIMEOUT           0
+#define WP_DEFAULT_BUFFER_LIMIT (1024u * 1024u)
+
+/* ---------- shared pieces ---------- */
+
+/* The fault filter's per-route settings (proxy/filters/http/fault.h). */
+struct wp_fault_config;
+/* The HTTP filter chain built from http_filters (proxy/http/filter.h). */
+struct wp_fchain;
+
+typedef struct {
+    struct sockaddr_storage sa;
+    socklen_t len;
+    char text[64]; /* "127.0.0.1:8080" / "[::1]:8080", as Envoy prints addresses */
+} wp_addr;
+
+/* A string matcher (envoy.type.matcher.v3.StringMatcher and route HeaderMatcher kinds). */
+typedef enum {
+    WP_SM_EXACT,
+    WP_SM_PREFIX,
+    WP_SM_SUFFIX,
+    WP_SM_CONTAINS,
+    WP_SM_REGEX,   /* safe_regex, full match, RE2 syntax checked at load */
+    WP_SM_PRESENT, /* header/query parameter present (present_match: true) */
+} wp_sm_kind;
+
+typedef struct {
+    wp_sm_kind kind;
+    const char *value; /* NUL-terminated; lower-cased when ignore_case */
+    size_t value_len;
+    pcre2_code *re; /* WP_SM_REGEX */
+    bool ignore_case;
+} wp_string_matcher;
+
+typedef struct {
+    const char *name; /* lower-case header name, or query parameter name as written */
+    size_t name_len;
+    wp_string_matcher m;
+    bool invert; /* headers only: invert_match */
+    bool treat_missing_as_empty;
+} wp_kv_matcher;
+
+/* request_headers_to_add / response_headers_to_add (HeaderValueOption). */
+typedef enum {
+    WP_APPEND_IF_EXISTS_OR_ADD, /* default (append: true) */
+    WP_ADD_IF_ABSENT,
+    WP_OVERWRITE_IF_EXISTS_OR_ADD, /* append: false */
+    WP_OVERWRITE_IF_EXISTS,
+} wp_append_action;
+
+typedef struct {
+    const char *key; /* lower-case */
+    size_t key_len;
+    const char *value;
+    size_t value_len;
+    wp_append_action action;
+} wp_header_add;
+
+typedef struct {
+    wp_header_add *add;
+    size_t nadd;
+    const char **remove; /* lower-case names */
+    size_t nremove;
+} wp_header_ops;
+
+/* ---------- routes (envoy.config.route.v3) ---------- */
+
+typedef enum {
+    WP_PATH_PREFIX,
+    WP_PATH_EXACT, /* "path" */
+    WP_PATH_REGEX, /* "safe_regex" on the path without the query */
+    WP_PATH_SEPARATED_PREFIX,
+} wp_path_kind;
+
+typedef enum { WP_ACT_ROUTE, WP_ACT_REDIRECT, WP_ACT_DIRECT } wp_action_kind;
+
+typedef struct {
+    const char *name;
+    int cluster; /* index into wp_config.clusters, -1 when no such cluster (503 NC) */
+    uint32_t weight;
+    wp_header_ops req, resp;
+} wp_weighted_cluster;
+
+typedef struct {
+    const char *scheme;      /* NULL = keep; https_redirect sets "https" */
+    const char *host;        /* host_redirect, NULL = keep */
+    uint32_t port;           /* port_redirect, 0 = keep */
+    const char *path;        /* path_redirect, NULL = keep */
+    const char *prefix;      /* prefix_rewrite, NULL = none */
+    pcre2_code *regex;       /* regex_rewrite pattern */
+    const char *regex_subst; /* regex_rewrite substitution (\1 style) */
+    int code;                /* 301 (default), 302, 303, 307, 308 */
+    bool strip_query;
+} wp_redirect;
+
+/* retry_policy (envoy.config.route.v3.RetryPolicy); retry_on tokens as bits. */
+enum {
+    WP_RETRY_5XX = 1u << 0,
+    WP_RETRY_GATEWAY_ERROR = 1u << 1,
+    WP_RETRY_RESET = 1u << 2,
+    WP_RETRY_RESET_BEFORE_REQUEST = 1u << 3,
+    WP_RETRY_CONNECT_FAILURE = 1u << 4,
+    WP_RETRY_RETRIABLE_4XX = 1u << 5,
+    WP_RETRY_REFUSED_STREAM = 1u << 6,
+    WP_RETRY_RETRIABLE_STATUS_CODES = 1u << 7,
+    WP_RETRY_RETRIABLE_HEADERS = 1u << 8,
+    WP_RETRY_ENVOY_RATELIMITED = 1u << 9,
+    WP_RETRY_HTTP3_POST_CONNECT_FAILURE = 1u << 10,
+    WP_RETRY_GRPC_CANCELLED = 1u << 11,
+    WP_RETRY_GRPC_DEADLINE_EXCEEDED = 1u << 12,
+    WP_RETRY_GRPC_INTERNAL = 1u << 13,
+    WP_RETRY_GRPC_RESOURCE_EXHAUSTED = 1u << 14,
+    WP_RETRY_GRPC_UNAVAILABLE = 1u << 15,
+};
+
+typedef struct {
+    uint32_t retry_on;                /* WP_RETRY_* bits */
+    uint32_t num_retries;             /* default 1 */
+    uint64_t per_try_timeout_ms;      /* 0 = none */
+    uint64_t per_try_idle_timeout_ms; /* 0 = none */
+    uint64_t base_interval_ms;        /* retry_back_off.base_interval, default 25 */
+    uint64_t max_interval_ms;         /* default 10 x base */
+    uint32_t *status_codes;           /* retriable_status_codes */
+    size_t nstatus_codes;
+    wp_kv_matcher *headers; /* retriable_headers */
+    size_t nheaders;
+    bool previous_hosts;                  /* retry_host_predicate previous_hosts */
+    uint32_t host_selection_max_attempts; /* host_selection_retry_max_attempts, default 1 */
+} wp_retry_policy;
+
+/* request_mirror_policies[] (RouteAction.RequestMirrorPolicy). */
+typedef struct {
+    const char *cluster_name;
+    int cluster;              /* -1: no such cluster, the shadow is skipped */
+    uint32_t numerator;       /* runtime_fraction.default_value; absent = 100 % */
+    uint32_t denominator;     /* 100, 10000 or 1000000 */
+    bool disable_host_suffix; /* disable_shadow_host_suffix_append */
+} wp_mirror_policy;
+
+/* Envoy 1.36 request_body_buffer_limit precedence (reference §3.2): the limit of a route's
+ * retry buffer. */
+typedef struct {
+    uint64_t request_body_buffer_limit; /* 0 = unset */
+    uint32_t per_request_buffer_limit_bytes;
+    bool has_request_body_buffer_limit, has_per_request_buffer_limit;
+} wp_buffer_limits;
+
+typedef struct wp_route {
+    const char *name; /* route name, "" when unnamed (%ROUTE_NAME% prints "-") */
+    /* match */
+    wp_path_kind path_kind;
+    const char *path; /* prefix / exact path / separated prefix */
+    size_t path_len;
+    pcre2_code *path_re;
+    bool case_sensitive; /* default true */
+    wp_kv_matcher *headers;
+    size_t nheaders;
+    wp_kv_matcher *query;
+    size_t nquery;
+    /* action */
+    wp_action_kind action;
+    const char *cluster_name; /* single cluster; NULL when weighted */
+    int cluster;              /* index, -1 = not found (503 NC) */
+    wp_weighted_cluster *weighted;
+    size_t nweighted;
+    uint32_t total_weight;
+    const char *prefix_rewrite; /* NULL = none */
+    pcre2_code *regex_rewrite;  /* NULL = none */
+    const char *regex_rewrite_subst;
+    const char *host_rewrite_literal; /* NULL = none */
+    uint64_t timeout_ms;              /* default 15000; 0 = none */
+    uint64_t idle_timeout_ms;         /* 0 = inherit stream_idle_timeout */
+    bool has_idle_timeout;
+    wp_redirect redirect; /* WP_ACT_REDIRECT */
+    int direct_status;    /* WP_ACT_DIRECT */
+    const char *direct_body;
+    size_t direct_body_len;
+    wp_header_ops req, resp;
+    const wp_retry_policy *retry; /* the route's, else the virtual host's; NULL = none */
+    wp_buffer_limits limits;      /* the route's, else the virtual host's */
+    /* typed_per_filter_config["envoy.filters.http.fault"], NULL = none */
+    const struct wp_fault_config *fault;
+    const wp_mirror_policy *mirrors; /* request_mirror_policies */
+    size_t nmirrors;
+} wp_route;
+
+typedef struct wp_vhost {
+    const char *name;
+    const char **domains; /* lower-case, as configured */
+    size_t ndomains;
+    wp_route *routes;
+    size_t nroutes;
+    wp_header_ops req, resp;
+    const wp_retry_policy *retry; /* NULL = none */
+    wp_buffer_limits limits;
+    bool include_request_attempt_count;     /* x-envoy-attempt-count upstream */
+    bool include_attempt_count_in_response; /* x-envoy-attempt-count downstream */
+    /* typed_per_filter_config["envoy.filters.http.fault"], NULL = none */
+    const struct wp_fault_config *fault;
+} wp_vhost;
+
+typedef struct wp_route_index wp_route_index; /* compiled domain lookup (route.c) */
+
+typedef struct wp_route_config {
+    const char *name;
+    wp_vhost *vhosts;
+    size_t nvhosts;
+    wp_header_ops req, resp;
+    bool ignore_port_in_host_matching;
+    wp_route_index *index; /* built by wp_route_index_build, owned by the snapshot */
+} wp_route_config;
+
+/* ---------- listeners and the HTTP connection manager ---------- */
+
+typedef enum { WP_LOG_TEXT, WP_LOG_JSON } wp_log_kind;
+
+typedef struct wp_access_log_format wp_access_log_format; /* compiled (access_log.c) */
+
+typedef struct {
+    const char *path; /* file path, "/dev/stdout", "/dev/stderr" */
+    wp_log_kind kind;
+    const char *text_format;      /* NULL = Envoy's default format */
+    json_t *json_format;          /* WP_LOG_JSON */
+    wp_access_log_format *format; /* compiled, owned by the snapshot */
+    int sink;                     /* index of the process-wide file sink */
+    const char *format_at; /* "FILE: JSON path" of the format for errors (arena); NULL none */
+} wp_access_log;
+
+typedef struct {
+    const char *stat_prefix;
+    wp_route_config *route_config; /* inline route_config */
+    const char *server_name;       /* default "envoy" */
+    /* http_protocol_options (Envoy's Http1ProtocolOptions): accept_http_10 (default false:
+     * an HTTP/1.0 or 0.9 request is answered 426 with details low_version, as Envoy's HCM
+     * does, which is also Istio's default) and default_host_for_http_10 (the Host of an
+     * HTTP/1.0 request that has none: used for routing and sent upstream; NULL = none). */
+    bool accept_http_10;
+    const char *default_host_for_http_10;
+    uint64_t stream_idle_timeout_ms; /* default 300000 */
+    uint64_t request_timeout_ms;     /* default 0 */
+    uint64_t idle_timeout_ms;        /* common_http_protocol_options.idle_timeout, 3600000 */
+    uint32_t max_request_headers_kb; /* default 60 */
+    uint32_t max_headers_count;      /* default 100 */
+    bool generate_request_id;        /* default true */
+    bool dynamic_stats;              /* router: per status code stats, default true */
+    bool suppress_envoy_headers;     /* router: no x-envoy-* headers added, default false */
+    bool use_remote_address;         /* default false */
+    uint32_t xff_num_trusted_hops;
+    wp_access_log *access_logs;
+    size_t naccess_logs;
+    /* http_filters in order, each resolved to its filter type and decoded config (the fault
+     * filter's wp_fault_filter, Istio's wp_istio_stats_filter / wp_istio_mx_filter) */
+    const struct wp_fchain *filter_chain;
+    /* Path normalization before routing (http/path_norm.h, Envoy's maybeNormalizePath):
+     * normalize_path (default false; Istio sends true), merge_slashes (default false),
+     * path_with_escaped_slashes_action (default IMPLEMENTATION_SPECIFIC_DEFAULT, which Envoy
+     * resolves to KEEP_UNCHANGED). */
+    bool normalize_path;
+    bool merge_slashes;
+    wf_esc_slash_action path_with_escaped_slashes_action;
+    size_t index; /* position in wp_config.hcms (its http.<stat_prefix>.* stat slots) */
+} wp_hcm;
+
+/* One filter chain of a listener (envoy.config.listener.v3.FilterChain): its
+ * filter_chain_match and its network filters. The HTTP connection manager is the only
+ * network filter decoded today, so every chain has one, last. */
+typedef struct wp_filter_chain {
+    const char *name; /* "" when unnamed */
+    wp_fcm match;     /* empty for the default_filter_chain */
+    wp_nf_config *filters;
+    size_t nfilters;
+    wp_hcm *hcm; /* the chain's connection manager (also filters[nfilters - 1].config) */
+} wp_filter_chain;
+
+typedef struct wp_listener {
+    const char *name;
+    wp_addr addr;
+    uint32_t per_connection_buffer_limit_bytes; /* default 1 MiB */
+    /* filter_chains, selected per connection by wp_fcm_select over fcms (chain i's match),
+     * else default_chain (default_filter_chain, NULL when absent): no chain closes the
+     * connection and counts listener.<stat_name>.no_filter_chain_match. */
+    wp_filter_chain *chains;
+    size_t nchains;
+    const wp_fcm **fcms;
+    wp_filter_chain *default_chain;
+    /* listener_filters: none is implemented yet (the bootstrap refuses them), the accept path
+     * runs the empty list (net/listener_filter.h) */
+    const wp_listener_filter *listener_filters;
+    size_t nlistener_filters;
+    const char *stat_name; /* "0.0.0.0_15001" style (address with ':' replaced by '_') */
+    int traffic_direction; /* core.v3.TrafficDirection: 0 UNSPECIFIED, 1 INBOUND, 2 OUTBOUND */
+    bool bound; /* set by the server before the snapshot is published: its sockets exist */
+} wp_listener;
+
+/* ---------- clusters ---------- */
+
+typedef enum { WP_CLUSTER_STATIC, WP_CLUSTER_STRICT_DNS, WP_CLUSTER_LOGICAL_DNS } wp_cluster_type;
+typedef enum { WP_LB_ROUND_ROBIN, WP_LB_LEAST_REQUEST, WP_LB_RANDOM } wp_lb_policy;
+typedef enum {
+    WP_HEALTH_UNKNOWN, /* treated as healthy, as Envoy does */
+    WP_HEALTH_HEALTHY,
+    WP_HEALTH_UNHEALTHY,
+    WP_HEALTH_DRAINING,
+    WP_HEALTH_TIMEOUT,
+    WP_HEALTH_DEGRADED,
+} wp_health;
+
+typedef struct {
+    wp_addr addr;         /* STATIC: resolved; DNS: port only until resolved */
+    const char *hostname; /* socket_address.address as written */
+    uint32_t port;
+    uint32_t weight; /* load_balancing_weight, default 1 */
+    wp_health health;
+} wp_endpoint;
+
+typedef struct {
+    uint32_t max_connections, max_pending_requests, max_requests, max_retries;
+} wp_thresholds;
+
+/* outlier_detection (envoy.config.cluster.v3.OutlierDetection; consecutive detectors only,
+ * see outlier.h). Defaults as Envoy's DetectorConfig; durations in ms. */
+typedef struct {
+    bool enabled; /* the field was present */
+    uint32_t consecutive_5xx, consecutive_gateway_failure, consecutive_local_origin_failure;
+    uint32_t enforcing_consecutive_5xx, enforcing_consecutive_gateway_failure,
+        enforcing_consecutive_local_origin_failure; /* percent: 100, 0, 100 */
+    uint32_t max_ejection_percent;                  /* 10 */
+    uint64_t interval_ms, base_ejection_time_ms;    /* 10000, 30000 */
+    uint64_t max_ejection_time_ms;                  /* max(300000, base_ejection_time) */
+    uint64_t max_ejection_time_jitter_ms;           /* 0 */
+    bool split_external_local_origin_errors, always_eject_one_host;
+} wp_outlier_config;
+
+typedef struct wp_cluster {
+    const char *name;
+    const char *alt_stat_name; /* NULL = name */
+    wp_cluster_type type;
+    wp_lb_policy lb_policy;
+    uint64_t connect_timeout_ms;          /* default 5000 */
+    wp_thresholds cb;                     /* circuit_breakers default priority */
+    uint64_t idle_timeout_ms;             /* upstream connection idle, default 3600000 */
+    uint32_t max_requests_per_connection; /* 0 = unlimited */
+    uint32_t per_connection_buffer_limit_bytes;
+    uint64_t dns_refresh_rate_ms; /* default 5000 */
+    wp_endpoint *endpoints;
+    size_t nendpoints;
+    wp_outlier_config outlier;
+    uint32_t healthy_panic_threshold; /* common_lb_config, percent, default 50 */
+    /* metadata.filter_metadata.istio.services[0] (Istio's destination_service), when given */
+    bool istio_services;
+    const char *istio_svc_host, *istio_svc_name, *istio_svc_namespace; /* NULL = absent */
+    /* type ORIGINAL_DST (lb_policy CLUSTER_PROVIDED; Istio's PassthroughCluster). Decoded as a
+     * STATIC cluster without endpoints: the data plane does not forward to the original
+     * destination yet, so requests routed here fail as "no healthy upstream". */
+    bool original_dst;
+    int index;
+} wp_cluster;
+
+/* ---------- dynamic resources (bootstrap dynamic_resources, Envoy v3) ---------- */
+
+typedef enum { WP_ADS_GRPC, WP_ADS_DELTA_GRPC } wp_ads_api;
+
+/* dynamic_resources with ads_config (the only xDS source weft supports): the xDS client
+ * (xds_client.h) streams from the static cluster named by grpc_services[0].envoy_grpc. */
+typedef struct wp_ads_config {
+    wp_ads_api api_type;                 /* GRPC (SotW) or DELTA_GRPC */
+    bool set_node_on_first_message_only; /* default false: node on every request */
+    const char *cluster_name;            /* "xds-grpc" under Istio */
+    int cluster;                         /* index into wp_config.clusters */
+    /* The cluster's first endpoint: AF_INET / AF_INET6, or AF_UNIX for a `pipe` endpoint
+     * (addr.sa is then a sockaddr_un and pipe_path the path as written). */
+    wp_addr addr;
+    const char *pipe_path;       /* NULL unless the endpoint is a pipe */
+    uint64_t connect_timeout_ms; /* the cluster's connect_timeout */
+    bool cds, lds;               /* cds_config / lds_config {ads {}} present */
+    /* initial_fetch_timeout of cds_config / lds_config: default 15000, 0 = wait forever
+     * (Istio); recorded, the client does not time initial fetches out yet */
+    uint64_t cds_initial_fetch_timeout_ms, lds_initial_fetch_timeout_ms;
+} wp_ads_config;
+
+/* ---------- the snapshot ---------- */
+
+typedef struct wp_config {
+    atomic_uint refs;
+    wf_arena arena;
+    json_t *bootstrap; /* the bootstrap as read, for /config_dump (owned) */
+    uint64_t version;  /* increases with every snapshot */
+    /* node */
+    const char *node_id, *node_cluster;
+    json_t *node; /* owned copy of "node" (metadata for Istio stats later) */
+    /* admin */
+    wp_addr admin_addr;
+    bool has_admin;
+    const char *admin_access_log_path;
+    /* resources */
+    wp_listener *listeners;
+    size_t nlisteners;
+    /* every chain's HTTP connection manager, listener by listener, chains in order then the
+     * default chain (wp_hcm.index is the position; stats and per-HCM resources follow it) */
+    wp_hcm **hcms;
+    size_t nhcms;
+    wp_cluster *clusters;
+    size_t nclusters;
+    struct wf_strmap *cluster_names; /* name -> index + 1 (config time only), arena */
+    json_t *stats_config;            /* kept for the stats matcher (owned), NULL when absent */
+    const wp_ads_config *ads;        /* dynamic_resources.ads_config, NULL when absent (arena) */
+    /* A snapshot built from xDS (xds_compose.h): only the first n_static_clusters clusters and
+     * n_static_listeners listeners of `bootstrap` are the bootstrap's own; xds_dump (owned) holds
+     * the config-dump elements of the dynamic resources. NULL / 0 / 0 for a bootstrap alone. */
+    json_t *xds_dump;
+    size_t n_static_clusters, n_static_listeners;
+    bool from_xds;
+    /* compiled regexes to free with the snapshot */
+    pcre2_code **regexes;
+    size_t nregexes, capregexes;
+} wp_config;
+
+/* Takes one more reference. */
+void wp_config_ref(wp_config *c);
+/* Drops a reference; frees the snapshot (arena, regexes, JSON) with the last one. NULL ok. */
+void wp_config_unref(wp_config *c);
+
+/* wp_sockaddr_text: net/address.h */
+
+/* Index of the cluster named name, or -1. Config-time only (linear scan). */
+int wp_config_find_cluster(const wp_config *c, const char *name);
+
+/* Compile an RE2-syntax regex for a matcher (full match: the pattern must match the whole
+ * subject, as Envoy's safe_regex matchers do) and register it with c so that it is freed
+ * with the snapshot. The pattern is first checked for RE2 syntax (backreferences,
+ * lookaround, atomic groups, possessive quantifiers... are rejected, see model/re2_check.h),
+ * then compiled with PCRE2 (UTF, DOLLAR_ENDONLY, anchored at both ends) and JIT-compiled
+ * when possible (a JIT failure is ignored). Returns the code (owned by c), or NULL with the
+ * reason appended to err (RE2's wording, "error parsing regexp: ..."; or "out of memory").
+ * Matchers should match with a match limit (DESIGN.md). */
+pcre2_code *wp_config_add_regex(wp_config *c, const char *re, wf_strbuf *err);
+
+/* As wp_config_add_regex but not anchored: for patterns that search and substitute
+ * (regex_rewrite). */
+pcre2_code *wp_config_add_regex_search(wp_config *c, const char *re, wf_strbuf *err);
+
+#endif

@@ -1,0 +1,1830 @@
+/*
+ * conn.c - downstream connections and the HTTP connection manager (Envoy's
+ * ConnectionManagerImpl for HTTP/1.1): reads requests through the HTTP/1 codec's dispatch
+ * (proxy/http/codec.h; one stream at a time, pipelined requests wait in the buffer and are
+ * answered in order), runs each stream through the HCM's HTTP filter chain
+ * (proxy/http/filter.h: the filters of http_filters, the router last; this file implements the
+ * filters' callbacks, and reaches the router only through the chain), writes responses (framed
+ * by the codec) and local replies, logs and counts each stream when it ends. The cached route
+ * is proxy/http/cached_route.h.
+ *
+ * Envoy behaviour followed (source/common/http/conn_manager_impl.cc, the HTTP/1 codec and
+ * docs configuration/http/http_conn_man/headers):
+ *  - x-request-id is generated (UUID v4) when absent and generate_request_id is on;
+ *  - x-forwarded-proto is set to "http" when absent (no TLS yet);
+ *  - with use_remote_address the peer address is appended to x-forwarded-for;
+ *  - the Server header is overwritten with server_name (default "envoy");
+ *  - local replies are text/plain with content-length, no body for 404 NR and 503 NC;
+ *  - a codec error answers 400/431/501 with the codec's details and closes (flag DPE);
+ *  - a client that disconnects before the response completed is logged with DC and
+ *    response code 0 when nothing was sent;
+ *  - connection idle_timeout closes idle connections; stream_idle_timeout answers 408
+ *    (request incomplete) or 504 with body "stream timeout", flag SI;
+ *  - request_timeout answers 408/504 "request timeout" (details request_overall_timeout).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "core/log.h"
+#include "proxy/access_log/access_log.h"
+#include "proxy/access_log/alog_sink.h"
+#include "proxy/http/headers.h"
+#include "proxy/http/cached_route.h"
+#include "proxy/http/codec.h"
+#include "proxy/proxy_internal.h"
+
+static void on_read(void *owner, ssize_t n);
+static void process(wp_dconn *d);
+static void stream_finish(wp_stream *s);
+static void stream_local_reply(wp_stream *s, int status, const char *body, const char *details,
+                               int flag);
+static void dconn_kick(wp_dconn *d);
+static const wp_filter_callbacks filter_cbs;
+
+/* ---------- small helpers ---------- */
+
+/* Request timestamps come from the loop's clock (milliseconds, read once per loop
+ * iteration by libuv): access logs and x-envoy-upstream-service-time are in milliseconds,
+ * and a clock_gettime per timestamp costs more than the rest of the timing. */
+static uint64_t now_ns(const wp_dconn *d)
+{
+    return uv_now(&d->w->loop) * 1000000ULL;
+}
+
+/* The wall clock in microseconds at millisecond resolution (the loop's clock): the digits
+ * below the millisecond are 0, never made up (%START_TIME(%6f)% shows "123000"). */
+int64_t wp_wall_us(wp_worker *w)
+{
+    uint64_t now = uv_now(&w->loop);
+    if (!w->wall_base_us || now - w->wall_base_loop >= 1000) { /* re-read every second */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        w->wall_base_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000000 * 1000;
+        w->wall_base_loop = now;
+    }
+    return w->wall_base_us + (int64_t)(now - w->wall_base_loop) * 1000;
+}
+
+/* A random UUID v4 (36 characters + NUL) from the worker's generator: x-request-id. */
+static void uuid4(wp_worker *w, char out[37])
+{
+    static const char hex[] = "0123456789abcdef";
+    uint64_t a = wp_rand(w), b = wp_rand(w);
+    unsigned char u[16];
+    memcpy(u, &a, 8);
+    memcpy(u + 8, &b, 8);
+    u[6] = (unsigned char)((u[6] & 0x0f) | 0x40);
+    u[8] = (unsigned char)((u[8] & 0x3f) | 0x80);
+    int j = 0;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            out[j++] = '-';
+        out[j++] = hex[u[i] >> 4];
+        out[j++] = hex[u[i] & 15];
+    }
+    out[j] = 0;
+}
+
+/* The listener's stats (listener.<address>.*). */
+static void lis_stat(wp_dconn *d, int which, int64_t delta)
+{
+    wp_stat_add(d->w->stats, d->ls->slot[which], delta);
+}
+
+/* ---------- connection lifecycle ---------- */
+
+static uint64_t idle_ms(const wp_dconn *d)
+{
+    const wp_hcm *h = d->hcm;
+    if (!d->stream)
+        return h->idle_timeout_ms;
+    const wp_route *r = d->stream->route;
+    return r && r->has_idle_timeout ? r->idle_timeout_ms : h->stream_idle_timeout_ms;
+}
+
+/* (Re)starts the idle timer for the connection's current phase. Activity in between only
+ * records a time (d->last_activity); the timer re-arms itself for the rest of the period,
+ * so no timer operation happens per read or write. */
+static void arm_idle(wp_dconn *d)
+{
+    uint64_t ms = idle_ms(d);
+    d->last_activity = uv_now(&d->w->loop);
+    if (ms == 0)
+        return; /* no timeout in this phase: a running timer finds nothing due */
+    /* Armed for the shorter of the connection and stream periods, the timer needs no
+     * restart when a request starts or ends; it re-arms itself for what is left. */
+    const wp_hcm *h = d->hcm;
+    uint64_t p = ms;
+    if (h->stream_idle_timeout_ms && h->stream_idle_timeout_ms < p)
+        p = h->stream_idle_timeout_ms;
+    if (h->idle_timeout_ms && h->idle_timeout_ms < p)
+        p = h->idle_timeout_ms;
+    if (!uv_is_active((uv_handle_t *)&d->idle_timer) || uv_timer_get_due_in(&d->idle_timer) > ms)
+        uv_timer_start(&d->idle_timer, d->idle_timer.timer_cb, p, 0);
+}
+
+static void on_idle_timeout(uv_timer_t *t)
+{
+    wp_dconn *d = t->data;
+    wp_stream *s = d->stream;
+    uint64_t ms = idle_ms(d), idle = uv_now(&d->w->loop) - d->last_activity;
+    if (ms == 0)
+        return; /* this phase has no timeout; arm_idle restarts the timer when one has */
+    if (idle < ms) {
+        uv_timer_start(&d->idle_timer, d->idle_timer.timer_cb, ms - idle, 0);
+        return;
+    }
+    if (!s) {
+        WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "idle timeout");
+        wp_hcm_stat(d, WP_S_downstream_cx_idle_timeout, 1);
+        wp_dconn_close(d);
+        return;
+    }
+    wp_hcm_stat(s->d, WP_S_downstream_rq_idle_timeout, 1);
+    if (s->resp_started) {
+        wp_dconn_close(d);
+        return;
+    }
+    wp_si_set_flag(&s->si, WP_RF_SI);
+    d->close_after = true;
+    stream_local_reply(s, s->req_complete ? 504 : 408, "stream timeout", "stream_idle_timeout", -1);
+}
+
+/* The HCM's request_timeout passed (the router had not taken the deadline over: the request
+ * was not complete yet): 408, or 504 when the request was complete. */
+static void request_timeout(wp_stream *s)
+{
+    wp_dconn *d = s->d;
+    wp_hcm_stat(d, WP_S_downstream_rq_timeout, 1);
+    d->close_after = true;
+    stream_local_reply(s, s->req_complete ? 504 : 408, "request timeout", "request_overall_timeout",
+                       -1);
+}
+
+/* One timer serves two deadlines: the stream's deadline (the HCM's request_timeout, or the
+ * route timeout of the filter that took it over: the router) and the stream's filter timer
+ * (a fault delay, the router's per-try timeout or back-off). It fires at the earlier one; the
+ * deadline wins when both are due. */
+static void on_rq_timeout(uv_timer_t *t)
+{
+    wp_dconn *d = t->data;
+    uint64_t now = uv_now(&d->w->loop);
+    if (d->rq_deadline && now >= d->rq_deadline) {
+        d->rq_deadline = 0;
+        wp_stream *s = d->stream;
+        if (s && wp_fchain_deadline_armed(&s->fcs))
+            wp_fchain_on_deadline(&s->fcs, s); /* the router's route timeout */
+        else if (s)
+            request_timeout(s);
+    } else if (d->try_deadline && now >= d->try_deadline) {
+        d->try_deadline = 0;
+        if (d->stream && wp_fchain_timer_armed(&d->stream->fcs))
+            wp_fchain_on_timer(&d->stream->fcs, d->stream, &filter_cbs); /* a filter's timer */
+    }
+    if (d->closing || uv_is_active((uv_handle_t *)&d->rq_timer))
+        return;
+    uint64_t next = d->rq_deadline;
+    if (d->try_deadline && (!next || d->try_deadline < next))
+        next = d->try_deadline;
+    if (next) /* a deadline still ahead (cleared ones are 0) */
+        uv_timer_start(&d->rq_timer, d->rq_timer.timer_cb, next > now ? next - now : 0, 0);
+}
+
+static void arm_deadline(wp_dconn *d, uint64_t ms)
+{
+    /* the timer only moves when the new deadline is earlier than where it is armed: a
+     * cleared or later deadline is noticed when it fires (no timer work per request) */
+    if (!uv_is_active((uv_handle_t *)&d->rq_timer) || uv_timer_get_due_in(&d->rq_timer) > ms)
+        uv_timer_start(&d->rq_timer, d->rq_timer.timer_cb, ms, 0);
+}
+
+static void wp_dconn_set_deadline(wp_dconn *d, uint64_t ms)
+{
+    d->rq_deadline = uv_now(&d->w->loop) + ms;
+    arm_deadline(d, ms);
+}
+
+static void wp_dconn_set_try_deadline(wp_dconn *d, uint64_t ms)
+{
+    d->try_deadline = uv_now(&d->w->loop) + ms;
+    arm_deadline(d, ms);
+}
+
+static void wp_dconn_clear_try_deadline(wp_dconn *d)
+{
+    d->try_deadline = 0;
+}
+
+static void wp_dconn_clear_deadline(wp_dconn *d)
+{
+    d->rq_deadline = 0;
+}
+
+/* Three handles (the socket, idle_timer, rq_timer): the connection is freed after the last
+ * close callback, in the loop's close phase (the end of the iteration, net/deferred.h). */
+static void closed_one(wp_dconn *d)
+{
+    if (++d->closed_handles == 3) {
+        wp_wgen_release(d->w, d->wg);
+        free(d->lf);
+        free(d);
+    }
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+    closed_one(h->data);
+}
+
+static void on_sock_closed(void *owner)
+{
+    closed_one(owner);
+}
+
+void wp_dconn_close(wp_dconn *d)
+{
+    if (d->closing)
+        return;
+    d->closing = true;
+    wp_worker *w = d->w;
+    if (d->stream) {
+        wp_stream *s = d->stream;
+        if (!s->resp_done && !d->tunnel && !s->upstream_failed) {
+            wp_si_set_flag(&s->si, WP_RF_DC);
+            if (!s->si.details && d->peer_closed)
+                s->si.details = "downstream_remote_disconnect";
+        }
+        stream_finish(s);
+    }
+    if (d->hcm) { /* a connection without a filter chain was never counted */
+        wp_hcm_stat(d, WP_S_downstream_cx_destroy, 1);
+        wp_hcm_stat(d,
+                    d->peer_closed ? WP_S_downstream_cx_destroy_remote
+                                   : WP_S_downstream_cx_destroy_local,
+                    1);
+        wp_hcm_stat(d, WP_S_downstream_cx_active, -1);
+        wp_hcm_stat(d, WP_S_downstream_cx_http1_active, -1);
+        wp_pstats_dconn_closed(w->stats, d->hs, d->ls, uv_now(&w->loop) - d->start_ms);
+        lis_stat(d, WP_LS_downstream_cx_destroy, 1);
+        lis_stat(d, WP_LS_downstream_cx_active, -1);
+    }
+    WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "closing connection (%s)",
+                d->peer_closed ? "remote close" : "local close");
+    atomic_fetch_sub_explicit(&w->nconns, 1, memory_order_relaxed);
+    if (d->prev)
+        d->prev->next = d->next;
+    else
+        w->conns = d->next;
+    if (d->next)
+        d->next->prev = d->prev;
+    wp_buf_put(w, d->rbuf);
+    d->rbuf = NULL;
+    if (d->lf)
+        wp_lf_socket_release(&d->lf->sock);
+    wp_tsock_close(d->sock);
+    uv_close((uv_handle_t *)&d->idle_timer, on_timer_closed);
+    uv_close((uv_handle_t *)&d->rq_timer, on_timer_closed);
+}
+
+void wp_addr_of(uv_tcp_t *t, bool peer, char *out, size_t cap)
+{
+    wp_tcp_address(t, peer, out, cap);
+}
+
+static void start_reading(wp_dconn *d)
+{
+    if (d->reading || d->closing || d->peer_closed)
+        return;
+    if (wp_tsock_read_start(d->sock) == 0)
+        d->reading = true;
+}
+
+static void stop_reading(wp_dconn *d)
+{
+    if (!d->reading)
+        return;
+    wp_tsock_read_stop(d->sock);
+    d->reading = false;
+}
+
+/* The socket asks for room: hand out the free tail of the connection's buffer. */
+static void on_alloc(void *owner, uv_buf_t *buf)
+{
+    wp_dconn *d = owner;
+    if (!d->rbuf) {
+        d->rbuf = wp_buf_get(d->w, WP_BUF_SIZE);
+        d->rlen = d->rstart = 0;
+        if (!d->rbuf) {
+            buf->base = NULL;
+            buf->len = 0;
+            return;
+        }
+    }
+    bool pinned = d->stream && d->stream->body_ptr;
+    if (d->rstart > 0 && !pinned) {
+        memmove(d->rbuf->data, d->rbuf->data + d->rstart, d->rlen - d->rstart);
+        d->rlen -= d->rstart;
+        d->rstart = 0;
+    }
+    if (d->rlen == d->rbuf->cap && !pinned) {
+        /* a head larger than the buffer: grow up to the header limit */
+        size_t limit = (size_t)d->hcm->max_request_headers_kb * 1024 + WP_HEAD_EXTRA;
+        if (d->rbuf->cap < limit) {
+            wp_buf *nb = wp_buf_get(d->w, limit);
+            if (nb) {
+                memcpy(nb->data, d->rbuf->data, d->rlen);
+                wp_buf_put(d->w, d->rbuf);
+                d->rbuf = nb;
+            }
+        }
+    }
+    buf->base = d->rbuf->data + d->rlen;
+    buf->len = d->rbuf->cap - d->rlen;
+}
+
+static void on_dwrite(void *owner, int status);
+
+/* The transport socket's callbacks (net/transport_socket.h). */
+static const wp_tsock_cbs dconn_sock_cbs = {
+    .alloc = on_alloc,
+    .on_read = on_read,
+    .on_written = on_dwrite,
+    .on_closed = on_sock_closed,
+};
+
+/* ---------- the HTTP connection manager as a network filter ---------- */
+
+/* Envoy's ConnectionManagerImpl::onNewConnection: the connection's HCM stats, its idle
+ * timer, and reading starts. */
+static wp_nf_status hcm_on_new_connection(void *self)
+{
+    wp_dconn *d = self;
+    wp_hcm_stat(d, WP_S_downstream_cx_total, 1);
+    wp_hcm_stat(d, WP_S_downstream_cx_active, 1);
+    wp_hcm_stat(d, WP_S_downstream_cx_http1_total, 1);
+    wp_hcm_stat(d, WP_S_downstream_cx_http1_active, 1);
+    arm_idle(d);
+    start_reading(d);
+    return WP_NF_STOP_ITERATION; /* the terminal filter */
+}
+
+/* ConnectionManagerImpl::onData: the codec dispatches what the connection buffered. */
+static wp_nf_status hcm_on_data(void *self, bool end_stream)
+{
+    (void)end_stream;
+    process(self);
+    return WP_NF_STOP_ITERATION;
+}
+
+static const wp_nf_ops hcm_nf_ops = {
+    "envoy.filters.network.http_connection_manager",
+    hcm_on_new_connection,
+    hcm_on_data,
+};
+
+/* The connection layer's table of network filter kinds (network_filter.h). */
+static const wp_nf_ops *const nf_ops[WP_NF_KIND_COUNT_] = {
+    [WP_NF_HTTP_CONNECTION_MANAGER] = &hcm_nf_ops,
+};
+
+/* ---------- accepting: listener filters, filter chain match, network filters ---------- */
+
+/* The chain for the connection's socket among the listener's filter chains, else the
+ * default chain, else NULL. */
+static const wp_filter_chain *find_chain(const wp_listener *l, const wp_lf_socket *sock)
+{
+    wp_fcm_input in;
+    wp_lf_match_input(sock, &in);
+    int i = wp_fcm_select(l->fcms, l->nchains, &in);
+    return i >= 0 ? &l->chains[i] : l->default_chain;
+}
+
+/* Uses chain fc of the connection's listener: its HCM and stat slots. */
+static void use_chain(wp_dconn *d, const wp_filter_chain *fc)
+{
+    d->chain = fc;
+    d->hcm = fc->hcm;
+    d->hs = &d->wg->gen->pstats->hcms[fc->hcm->index];
+}
+
+/* The connection's socket as the listener filters left it (d->lf), or as accepted: the
+ * addresses read again from the socket (a listener without listener filters keeps no copy:
+ * only a chain match after a config update needs them again). */
+static void read_addresses(wp_dconn *d, struct sockaddr_storage *local,
+                           struct sockaddr_storage *peer)
+{
+    int llen = sizeof(*local), plen = sizeof(*peer);
+    if (uv_tcp_getsockname(&d->raw.tcp, (struct sockaddr *)local, &llen) != 0)
+        local->ss_family = AF_UNSPEC;
+    if (uv_tcp_getpeername(&d->raw.tcp, (struct sockaddr *)peer, &plen) != 0)
+        peer->ss_family = AF_UNSPEC;
+}
+
+static const wp_lf_socket *conn_socket(wp_dconn *d, wp_lf_socket *tmp)
+{
+    if (d->lf)
+        return &d->lf->sock;
+    struct sockaddr_storage local, peer;
+    read_addresses(d, &local, &peer);
+    wp_lf_socket_init(tmp, (struct sockaddr *)&local, (struct sockaddr *)&peer);
+    return tmp;
+}
+
+/* Envoy's ActiveStreamListenerBase::newConnection, once the listener filters are done (ok:
+ * none failed); sock: the accepted socket with what the listener filters found. */
+static void new_connection(wp_dconn *d, const wp_lf_socket *sock, bool ok)
+{
+    const wp_filter_chain *fc = ok ? find_chain(d->listener, sock) : NULL;
+    if (!fc) {
+        if (ok) {
+            WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id,
+                        "closing connection from %s: no matching filter chain found", d->remote);
+            lis_stat(d, WP_LS_no_filter_chain_match, 1);
+        }
+        wp_dconn_close(d);
+        return;
+    }
+    use_chain(d, fc);
+    lis_stat(d, WP_LS_downstream_cx_total, 1);
+    lis_stat(d, WP_LS_downstream_cx_active, 1);
+    wp_nf_chain_init(&d->nf);
+    for (size_t i = 0; i < fc->nfilters; i++)
+        wp_nf_chain_add(&d->nf, nf_ops[fc->filters[i].kind], d);
+    wp_nf_chain_on_new_connection(&d->nf);
+}
+
+static void listener_filters_done(wp_lf_callbacks *cb, bool ok)
+{
+    wp_dconn *d = cb->owner;
+    new_connection(d, &d->lf->sock, ok);
+}
+
+/* The accepted TCP socket's local and peer addresses (read before any transport socket of
+ * a chain exists, as Envoy's listener does): into *sock for the listener filters and the
+ * match, and as text for logs. */
+static void socket_addresses(wp_dconn *d, wp_lf_socket *sock)
+{
+    struct sockaddr_storage local, peer;
+    read_addresses(d, &local, &peer);
+    wp_lf_socket_init(sock, (struct sockaddr *)&local, (struct sockaddr *)&peer);
+    wp_sockaddr_text((struct sockaddr *)&peer, d->remote, sizeof(d->remote));
+    wp_sockaddr_text((struct sockaddr *)&local, d->local, sizeof(d->local));
+}
+
+void wp_dconn_on_accept(uv_stream_t *server, int status)
+{
+    wp_worker *w = server->loop->data;
+    const wp_wlistener *wl = server->data;
+    if (status < 0 || w->draining || wl->index < 0)
+        return;
+    const wp_listener *l = &w->cfg->listeners[wl->index];
+    wp_dconn *d = calloc(1, sizeof(*d));
+    if (!d)
+        return;
+    d->w = w;
+    d->wg = w->wg;
+    wp_wgen_use(d->wg);
+    d->listener = l;
+    d->start_ms = uv_now(&w->loop);
+    d->ls = &w->wg->gen->pstats->listeners[l - w->cfg->listeners];
+    if (wp_raw_socket_init(&d->raw, &w->loop, &w->wreqs, &dconn_sock_cbs, d) != 0) {
+        wp_wgen_release(w, d->wg);
+        free(d);
+        return;
+    }
+    d->sock = &d->raw.base;
+    if (wp_raw_socket_accept(&d->raw, server) != 0) {
+        d->closed_handles = 2; /* timers never initialised */
+        d->closing = true;
+        wp_tsock_close(d->sock);
+        return;
+    }
+    uv_timer_init(&w->loop, &d->idle_timer);
+    uv_timer_init(&w->loop, &d->rq_timer);
+    d->idle_timer.data = d->rq_timer.data = d;
+    d->idle_timer.timer_cb = on_idle_timeout;
+    d->rq_timer.timer_cb = on_rq_timeout;
+    d->id = atomic_fetch_add(&w->srv->next_conn_id, 1);
+    wp_lf_socket sock;
+    socket_addresses(d, &sock);
+    atomic_fetch_add_explicit(&w->nconns, 1, memory_order_relaxed);
+    d->next = w->conns;
+    if (w->conns)
+        w->conns->prev = d;
+    w->conns = d;
+    WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "new connection from %s", d->remote);
+    if (!l->nlistener_filters) {
+        new_connection(d, &sock, true);
+        return;
+    }
+    /* the listener filters' state (the socket as they annotate it, their run), only on
+     * listeners that have some: an idle connection of the others carries none */
+    if (!(d->lf = malloc(sizeof(*d->lf)))) {
+        wp_dconn_close(d);
+        return;
+    }
+    d->lf->sock = sock;
+    wp_lf_callbacks_init(&d->lf->cb, &d->lf->sock, l->listener_filters, l->nlistener_filters,
+                         listener_filters_done, d);
+    if (wp_lf_run(&d->lf->cb) == WP_LF_CONTINUE)
+        new_connection(d, &d->lf->sock, true);
+}
+
+/* ---------- the HTTP filter chain's callbacks (proxy/http/filter.h) ---------- */
+
+/* The request's fields as the filters see them. */
+static wp_filter_headers request_headers(wp_stream *s)
+{
+    return (wp_filter_headers){s->hdrs, s->req.nheaders, 0};
+}
+
+static void fcb_continue_decoding(wp_stream *s)
+{
+    wp_filter_headers h = request_headers(s);
+    wp_fchain_continue_decoding(&s->fcs, s, &filter_cbs, &h);
+}
+
+/* The connection manager never holds a response for an encoder filter (encode_stopped): there
+ * is nothing to resume but the chain's own position. */
+static void fcb_continue_encoding(wp_stream *s)
+{
+    wp_filter_headers h = {s->resp_hdrs, s->nresp_hdrs, s->si.response_code};
+    wp_fchain_continue_encoding(&s->fcs, s, &filter_cbs, &h);
+}
+
+static const wp_route *fcb_route(wp_stream *s)
+{
+    wp_cached_route_refresh(s);
+    return s->route;
+}
+
+static const wp_vhost *fcb_vhost(wp_stream *s)
+{
+    wp_cached_route_refresh(s);
+    return s->vhost;
+}
+
+static int fcb_cluster(wp_stream *s)
+{
+    wp_cached_route_refresh(s);
+    return s->cluster;
+}
+
+/* clearRouteCache: the next lookup (or the router) chooses the route again. */
+static void fcb_clear_route_cache(wp_stream *s)
+{
+    wp_cached_route_clear(s);
+}
+
+static void fcb_request(wp_stream *s, wp_route_req *rq)
+{
+    wp_cached_route_request(s, rq);
+}
+
+static wp_stream_info *fcb_stream_info(wp_stream *s)
+{
+    return &s->si;
+}
+
+static uv_loop_t *fcb_dispatcher(wp_stream *s)
+{
+    return &s->d->w->loop;
+}
+
+static wp_regex_ctx *fcb_regex(wp_stream *s)
+{
+    return &s->d->w->rx;
+}
+
+static uint64_t fcb_random(wp_stream *s)
+{
+    return wp_rand(s->d->w);
+}
+
+static struct wp_stats_shard *fcb_stats(wp_stream *s)
+{
+    return s->d->w->stats;
+}
+
+static uint64_t fcb_connection_id(wp_stream *s)
+{
+    return s->d->id;
+}
+
+/* A filter's timer is the stream's try deadline: free while decoding is stopped before the
+ * router (filter.h). */
+static void fcb_arm_timer(wp_stream *s, uint64_t ms)
+{
+    wp_dconn_set_try_deadline(s->d, ms);
+}
+
+static void fcb_disarm_timer(wp_stream *s)
+{
+    wp_dconn_clear_try_deadline(s->d);
+}
+
+/* The stream's deadline: request_timeout until a filter (the router) takes it over. */
+static void fcb_arm_deadline(wp_stream *s, uint64_t ms)
+{
+    wp_dconn_set_deadline(s->d, ms);
+}
+
+static void fcb_disarm_deadline(wp_stream *s)
+{
+    wp_dconn_clear_deadline(s->d);
+}
+
+static void fcb_continue_reading(wp_stream *s)
+{
+    dconn_kick(s->d);
+}
+
+static void fcb_reset_stream(wp_stream *s)
+{
+    wp_dconn_close(s->d);
+}
+
+static void resp_headers(wp_stream *s, const h1_message *m, const char *raw, size_t raw_len);
+static int resp_body(wp_stream *s, const char *data, size_t len);
+static int resp_flush_head(wp_stream *s);
+static void resp_done(wp_stream *s);
+static void body_written(wp_stream *s);
+
+static const wp_filter_callbacks filter_cbs = {
+    .send_local_reply = stream_local_reply,
+    .continue_decoding = fcb_continue_decoding,
+    .continue_encoding = fcb_continue_encoding,
+    .route = fcb_route,
+    .vhost = fcb_vhost,
+    .cluster = fcb_cluster,
+    .clear_route_cache = fcb_clear_route_cache,
+    .request = fcb_request,
+    .stream_info = fcb_stream_info,
+    .dispatcher = fcb_dispatcher,
+    .regex = fcb_regex,
+    .random = fcb_random,
+    .stats = fcb_stats,
+    .connection_id = fcb_connection_id,
+    .arm_timer = fcb_arm_timer,
+    .disarm_timer = fcb_disarm_timer,
+    .arm_deadline = fcb_arm_deadline,
+    .disarm_deadline = fcb_disarm_deadline,
+    .encode_headers = resp_headers,
+    .encode_data = resp_body,
+    .encode_flush_head = resp_flush_head,
+    .encode_complete = resp_done,
+    .request_body_written = body_written,
+    .continue_reading = fcb_continue_reading,
+    .reset_stream = fcb_reset_stream,
+};
+
+/* An encoder filter stopped the response: weft's connection manager does not hold a response
+ * for a filter (none of its filters stops encoding), so the stream is reset. */
+static void encode_stopped(wp_stream *s)
+{
+    WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
+                  "an encoder filter stopped the response: resetting the stream");
+    wp_dconn_close(s->d);
+}
+
+/* A local reply's head through the encoder filters (Envoy's sendLocalReply encodes through the
+ * whole encoder chain): they see its content-type and content-length. Returns -1 when one
+ * stopped (the connection is closed). */
+static int local_reply_encode(wp_stream *s, int status, size_t blen)
+{
+    char clen[24];
+    h1_header h[2];
+    size_t n = 0;
+    if (blen)
+        h[n++] = (h1_header){{"content-type", 12}, {"text/plain", 10}};
+    h[n++] = (h1_header){{"content-length", 14}, {clen, wp_u64_str(clen, blen)}};
+    wp_filter_headers fh = {h, n, status};
+    if (wp_fchain_local_reply(&s->fcs, s, &filter_cbs, &fh, blen == 0) == WP_FCHAIN_DONE)
+        return 0;
+    encode_stopped(s);
+    return -1;
+}
+
+/* ---------- streams ---------- */
+
+/* Moves a gauge of this connection from one stat slot to another (a listener's stat prefix
+ * changed with a config update). */
+static void move_gauge(wp_dconn *d, uint32_t from, uint32_t to)
+{
+    if (from != to) {
+        wp_stat_add(d->w->stats, from, -1);
+        wp_stat_add(d->w->stats, to, 1);
+    }
+}
+
+/* A new config was applied since the connection's last request: its next request uses the
+ * listener of the same name in the new snapshot, and the chain the connection matches there
+ * (route and connection manager updates reach open connections, as RDS updates do in Envoy).
+ * When the listener is gone, or no chain of it matches the connection any more, the
+ * connection stays on its old snapshot and closes after this request (it drains). */
+static void dconn_follow_config(wp_dconn *d)
+{
+    wp_worker *w = d->w;
+    const wp_config *c = w->cfg;
+    for (size_t i = 0; i < c->nlisteners; i++) {
+        if (strcmp(c->listeners[i].name, d->listener->name) != 0)
+            continue;
+        wp_lf_socket tmp;
+        const wp_filter_chain *fc = find_chain(&c->listeners[i], conn_socket(d, &tmp));
+        if (!fc)
+            break;
+        const wp_hstats *hs = &w->wg->gen->pstats->hcms[fc->hcm->index];
+        const wp_lstats *ls = &w->wg->gen->pstats->listeners[i];
+        move_gauge(d, d->hs->slot[WP_S_downstream_cx_active], hs->slot[WP_S_downstream_cx_active]);
+        move_gauge(d, d->hs->slot[WP_S_downstream_cx_http1_active],
+                   hs->slot[WP_S_downstream_cx_http1_active]);
+        move_gauge(d, d->ls->slot[WP_LS_downstream_cx_active],
+                   ls->slot[WP_LS_downstream_cx_active]);
+        d->listener = &c->listeners[i];
+        d->chain = fc;
+        d->hcm = fc->hcm;
+        d->hs = hs;
+        d->ls = ls;
+        wp_wgen *old = d->wg;
+        d->wg = w->wg;
+        wp_wgen_use(d->wg);
+        wp_wgen_release(w, old);
+        return;
+    }
+    d->close_after = true;
+}
+
+static wp_stream *stream_new(wp_dconn *d)
+{
+    wp_worker *w = d->w;
+    wp_stream *s = w->free_streams;
+    if (s) {
+        w->free_streams = s->next_free;
+        w->nfree_streams--;
+        wf_strbuf_reset(&s->extra);
+        wf_strbuf_reset(&s->xff);
+        wf_strbuf_reset(&s->trl);
+        wf_strbuf_reset(&s->up_head);
+        wf_strbuf_reset(&s->resp_head);
+        wf_strbuf_reset(&s->log_head);
+    } else if (!(s = malloc(sizeof(*s)))) {
+        return NULL;
+    } else {
+        memset(&s->extra, 0, sizeof(s->extra));
+        memset(&s->xff, 0, sizeof(s->xff));
+        memset(&s->trl, 0, sizeof(s->trl));
+        memset(&s->up_head, 0, sizeof(s->up_head));
+        memset(&s->resp_head, 0, sizeof(s->resp_head));
+        memset(&s->log_head, 0, sizeof(s->log_head));
+        s->path_buf = NULL;
+        s->path_cap = 0;
+    }
+    memset(s, 0, WP_STREAM_RESET_BYTES); /* the header arrays and buffers need no zeroing */
+    if (d->wg != w->wg)
+        dconn_follow_config(d);
+    s->d = d;
+    s->cfg = d->wg->gen->cfg;
+    s->cluster = -1;
+    s->host = -1;
+    s->si.connection_id = d->id;
+    s->si.stream_id = atomic_fetch_add(&w->srv->next_stream_id, 1);
+    s->si.start_time_us = wp_wall_us(w);
+    s->si.start_ns = now_ns(d);
+    s->si.downstream_local = d->local;
+    s->si.downstream_remote = d->remote;
+    s->si.downstream_direct_remote = d->remote;
+    /* the parser lives with the stream: an idle connection holds none */
+    /* four spare slots: a generated x-request-id, the Host of an absolute-form target, an
+     * x-forwarded-for and an x-envoy-internal the connection manager adds */
+    h1_parser_init(&s->parser, H1_REQUEST, s->hdrs,
+                   d->hcm->max_headers_count < WP_MAX_HEADERS - 4 ? d->hcm->max_headers_count
+                                                                  : WP_MAX_HEADERS - 4,
+                   (size_t)d->hcm->max_request_headers_kb * 1024);
+    /* the HCM's filters, with their slots in the stream (Envoy creates them with the stream) */
+    wp_fchain_start(&s->fcs, d->hcm->filter_chain, s->fslots, s, &filter_cbs);
+    d->stream = s;
+    /* the request begins with its first byte: Envoy's codec creates the stream then, and the
+     * connection manager counts it and arms request_timeout (HCM docs: "activated when the
+     * request is initiated") */
+    wp_hcm_stat(d, WP_S_downstream_rq_total, 1);
+    wp_hcm_stat(d, WP_S_downstream_rq_http1_total, 1);
+    wp_hcm_stat(d, WP_S_downstream_rq_active, 1);
+    if (d->hcm->request_timeout_ms)
+        wp_dconn_set_deadline(d, d->hcm->request_timeout_ms);
+    arm_idle(d);
+    return s;
+}
+
+static void stream_free(wp_stream *s)
+{
+    wp_worker *w = s->d->w;
+    if (s->head != s->head_inline)
+        free(s->head);
+    if (s->resp_copy != s->resp_inline)
+        free(s->resp_copy);
+    if (w->nfree_streams < 64 && s->up_head.cap <= 16384 && s->resp_head.cap <= 16384 &&
+        s->log_head.cap <= 16384 && s->path_cap <= 16384) {
+        s->next_free = w->free_streams;
+        w->free_streams = s;
+        w->nfree_streams++;
+        return;
+    }
+    wp_stream_destroy(s);
+}
+
+/* The end of the loop iteration in which the stream ended (net/deferred.h). */
+static void stream_release(wp_deferred_item *it)
+{
+    stream_free((wp_stream *)(void *)((char *)it - offsetof(wp_stream, dd)));
+}
+
+void wp_stream_destroy(wp_stream *s)
+{
+    wf_strbuf_free(&s->up_head);
+    wf_strbuf_free(&s->resp_head);
+    wf_strbuf_free(&s->log_head);
+    wf_strbuf_free(&s->extra);
+    wf_strbuf_free(&s->xff);
+    wf_strbuf_free(&s->trl);
+    free(s->path_buf);
+    free(s);
+}
+
+/* The response head goes downstream: counted then, as Envoy's connection manager counts
+ * it when it encodes the headers (chargeStats), so a response cut short is counted too. */
+static void count_response(wp_stream *s)
+{
+    int c = s->si.response_code;
+    if (s->charged)
+        return;
+    s->charged = true;
+    wp_hcm_stat(s->d, WP_S_downstream_rq_completed, 1);
+    if (c >= 100 && c < 600)
+        wp_hcm_stat(s->d, WP_S_downstream_rq_1xx + (c / 100 - 1), 1);
+}
+
+static void write_access_logs(wp_stream *s)
+{
+    const wp_hcm *h = s->d->hcm;
+    if (h->naccess_logs == 0 || !s->d->w->alog)
+        return;
+    /* the request as the router left it (rewritten path and Host, added fields) */
+    wp_fchain_notify(&s->fcs, s, WP_FCHAIN_EV_LOG_VIEW);
+    wf_strbuf line = {0};
+    for (size_t i = 0; i < h->naccess_logs; i++) {
+        const wp_access_log *al = &h->access_logs[i];
+        if (!al->format || al->sink < 0)
+            continue;
+        wf_strbuf_reset(&line);
+        wp_alf_render(al->format, &s->si, &line);
+        if (!wf_strbuf_failed(&line))
+            wp_alog_write(s->d->w->alog, al->sink, line.data, line.len);
+    }
+    wf_strbuf_free(&line);
+}
+
+/* Whether the whole request has been read: its end was parsed, or it has no body (Envoy's
+ * codec ends such a stream with its headers), so the connection can carry the next one. */
+static bool request_received(const wp_stream *s)
+{
+    return s->req_complete || (s->si.request && s->req.framing == H1_BODY_NONE && !s->req.upgrade);
+}
+
+/* The stream ends: cancel what is left upstream, log, count; it is released (to the free
+ * list) at the end of the loop iteration, so callers up the stack may still look at it. */
+static void stream_finish(wp_stream *s)
+{
+    wp_dconn *d = s->d;
+    s->si.end_ns = now_ns(d);
+    wp_pstats_stream_done(d->w->stats, d->wg->gen->pstats, d->hs, s->cluster, d->hcm->dynamic_stats,
+                          &s->si);
+    wp_dconn_clear_deadline(d);
+    wp_dconn_clear_try_deadline(d);
+    /* the router (last) gives its upstream request up, ends its retry state, logs URX */
+    wp_fchain_stream_complete(&s->fcs, s, &filter_cbs);
+    wp_hcm_stat(s->d, WP_S_downstream_rq_active, -1);
+    if (s->si.request || s->si.response_code)
+        write_access_logs(s);
+    wp_fchain_log(&s->fcs, s, &filter_cbs); /* the filters' access-log hand-off (istio.stats) */
+    wp_fchain_destroy(&s->fcs, s, &filter_cbs);
+    WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, s->si.stream_id, "stream complete (%d)",
+                  s->si.response_code);
+    d->stream = NULL;
+    wp_deferred_delete(&d->w->deferred, &s->dd, stream_release);
+}
+
+/* Response complete and written: end the stream and go on with the connection. */
+static void stream_complete(wp_stream *s)
+{
+    wp_dconn *d = s->d;
+    bool close = d->close_after || s->resp_close || !s->req.keep_alive || !request_received(s);
+    stream_finish(s);
+    if (close || d->w->draining) {
+        wp_dconn_close(d);
+        return;
+    }
+    arm_idle(d);
+    if (!d->in_process) /* else the parsing pass that answered goes on with the next request */
+        process(d);
+    start_reading(d);
+}
+
+static void on_dwrite(void *owner, int status)
+{
+    wp_dconn *d = owner;
+    d->writing = false;
+    if (d->closing)
+        return;
+    if (status < 0) {
+        wp_dconn_close(d);
+        return;
+    }
+    wp_stream *s = d->stream;
+    if (!s)
+        return;
+    s->si.last_downstream_tx_ns = now_ns(d);
+    if (s->resp_done) {
+        stream_complete(s);
+        return;
+    }
+    /* the router reads its upstream again */
+    wp_fchain_notify(&s->fcs, s, WP_FCHAIN_EV_BELOW_LOW_WATERMARK);
+}
+
+/* Writes bufs downstream. Returns 0 written, 1 pending, -1 failed (connection closed). */
+static int dwrite(wp_dconn *d, uv_buf_t *bufs, unsigned n)
+{
+    size_t total = 0;
+    for (unsigned i = 0; i < n; i++)
+        total += bufs[i].len;
+    if (d->stream) {
+        if (!d->stream->si.first_downstream_tx_ns)
+            d->stream->si.first_downstream_tx_ns = now_ns(d);
+        d->stream->si.wire_bytes_sent += total;
+    }
+    wp_hcm_stat(d, WP_S_downstream_cx_tx_bytes_total, (int64_t)total);
+    d->last_activity = uv_now(&d->w->loop);
+    int r = wp_tsock_write(d->sock, bufs, n);
+    if (r < 0) {
+        wp_dconn_close(d);
+        return -1;
+    }
+    d->writing = r == 1;
+    if (r == 0 && d->stream)
+        d->stream->si.last_downstream_tx_ns = now_ns(d);
+    return r;
+}
+
+/* ---------- responses ---------- */
+
+/* "date: ...\r\n", formatted once per second per worker. */
+static void put_date(wp_worker *w, wf_strbuf *b)
+{
+    time_t t = time(NULL);
+    if (t != w->date_sec || !w->date_len) {
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        w->date_len = strftime(w->date_line, sizeof(w->date_line),
+                               "date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+        w->date_sec = t;
+    }
+    wf_strbuf_append(b, w->date_line, w->date_len);
+}
+
+static void put_server(const wp_dconn *d, wf_strbuf *b)
+{
+    wf_strbuf_append(b, "server: ", 8);
+    wf_strbuf_puts(b, d->hcm->server_name);
+    wf_strbuf_append(b, "\r\n", 2);
+}
+
+/* The header ops that apply to s's response, most specific first; what the HTTP filters'
+ * encode_headers added (e.g. Istio's metadata exchange) last. */
+static void resp_ops(const wp_stream *s, const wp_header_ops *out[WP_HOPS_LEVELS], size_t *n)
+{
+    *n = 0;
+    if (s->route && s->routing) { /* the router's (a fault filter's reply has none) */
+        const wp_route_config *rc = s->d->hcm->route_config;
+        if (s->weighted >= 0)
+            out[(*n)++] = &s->route->weighted[s->weighted].resp;
+        out[(*n)++] = &s->route->resp;
+        if (s->vhost)
+            out[(*n)++] = &s->vhost->resp;
+        out[(*n)++] = &rc->resp;
+    }
+    size_t nf;
+    const wp_header_ops *const *fops = wp_fchain_response_ops(&s->fcs, &nf);
+    for (size_t i = 0; i < nf; i++)
+        out[(*n)++] = fops[i];
+    *n = wp_hops_compact(out, *n);
+}
+
+/* Ends a response head: date, server, the connection header the client needs (none for
+ * an upgrade), the blank line. Returns -1 (connection closed) when out of memory. */
+static int end_head(wp_stream *s, wf_strbuf *b, bool close, bool upgrade)
+{
+    wp_dconn *d = s->d;
+    put_date(d->w, b);
+    put_server(d, b);
+    s->si.server_name = d->hcm->server_name;
+    wp_h1_end_head(b, close, upgrade, s->req.version_minor);
+    if (wf_strbuf_failed(b)) {
+        wp_dconn_close(d);
+        return -1;
+    }
+    return 0;
+}
+
+/* Envoy's sendLocalReply on stream s: status, body (may be ""), details (static), flag
+ * (wp_response_flag) or -1. */
+static void stream_local_reply(wp_stream *s, int status, const char *body, const char *details,
+                               int flag)
+{
+    wp_dconn *d = s->d;
+    if (flag >= 0)
+        wp_si_set_flag(&s->si, (wp_response_flag)flag);
+    s->si.details = details;
+    if (s->resp_started) {
+        /* Envoy resets the stream when the response already started */
+        wp_hcm_stat(s->d, WP_S_rq_reset_after_downstream_response_started, 1);
+        wp_dconn_close(d);
+        return;
+    }
+    wp_fchain_notify(&s->fcs, s, WP_FCHAIN_EV_LOCAL_REPLY); /* the router cancels upstream */
+    s->local_reply = true;
+    s->resp_started = true;
+    s->si.response_code = status;
+    if (!request_received(s) || d->peer_closed)
+        d->close_after = true;
+    size_t blen = body ? strlen(body) : 0;
+    if (local_reply_encode(s, status, blen) != 0)
+        return;
+    wf_strbuf *b = &s->resp_head;
+    wf_strbuf_reset(b);
+    wp_h1_put_status_line(b, status);
+    if (blen)
+        wf_strbuf_append(b, "content-type: text/plain\r\n",
+                         sizeof("content-type: text/plain\r\n") - 1);
+    wf_strbuf_append(b, "content-length: ", sizeof("content-length: ") - 1);
+    wp_hdr_put_u64(b, blen);
+    wf_strbuf_append(b, "\r\n", 2);
+    if (s->extra_resp_header)
+        wf_strbuf_puts(b, s->extra_resp_header);
+    /* the router's local replies carry the attempt count too (Envoy's router adds it in
+     * the modify-headers hook of every local reply it sends for a route entry; its count
+     * starts at 1 even when no upstream was tried) */
+    if (s->routing && s->route && s->route->action == WP_ACT_ROUTE && s->vhost &&
+        s->vhost->include_attempt_count_in_response)
+        wp_hdr_put_num(b, "x-envoy-attempt-count", 21,
+                       s->si.attempt_count ? s->si.attempt_count : 1);
+    const wp_header_ops *ops[WP_HOPS_LEVELS];
+    size_t nops;
+    resp_ops(s, ops, &nops);
+    wp_hops_emit(b, ops, nops, NULL, 0);
+    if (nops && d->hcm->naccess_logs) { /* %RESP()% sees the added fields too */
+        s->nresp_hdrs = wp_hops_view(s->resp_hdrs, 0, WP_MAX_HEADERS, ops, nops);
+        s->si.response_headers = s->resp_hdrs;
+        s->si.nresponse_headers = s->nresp_hdrs;
+    }
+    if (end_head(s, b, d->close_after || !s->req.keep_alive, false) != 0)
+        return;
+    s->si.bytes_sent = blen;
+    s->resp_done = true;
+    count_response(s);
+    WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, s->si.stream_id,
+                  "Sending local reply with details %s", details ? details : "-");
+    uv_buf_t bufs[2] = {uv_buf_init(b->data, (unsigned)b->len),
+                        uv_buf_init((char *)(body ? body : ""), (unsigned)blen)};
+    int r = dwrite(d, bufs, blen ? 2 : 1);
+    if (r == 0)
+        stream_complete(s);
+}
+
+static void resp_headers(wp_stream *s, const h1_message *m, const char *raw, size_t raw_len)
+{
+    wp_dconn *d = s->d;
+    s->si.first_upstream_rx_ns = now_ns(d);
+    /* The fields point into the upstream's read buffer while the downstream head is built;
+     * only access logs (%RESP()%, read when the stream ends) need a copy that outlives it. */
+    bool keep = d->hcm->naccess_logs > 0;
+    ptrdiff_t off = 0;
+    if (keep) {
+        s->resp_copy = raw_len <= sizeof(s->resp_inline) ? s->resp_inline : malloc(raw_len);
+        if (!s->resp_copy) {
+            wp_dconn_close(d);
+            return;
+        }
+        memcpy(s->resp_copy, raw, raw_len);
+        off = s->resp_copy - raw;
+    }
+    s->nresp_hdrs = m->nheaders < WP_MAX_HEADERS ? m->nheaders : WP_MAX_HEADERS;
+    for (size_t i = 0; i < s->nresp_hdrs; i++) {
+        s->resp_hdrs[i] = m->headers[i];
+        s->resp_hdrs[i].name.p += off;
+        s->resp_hdrs[i].value.p += off;
+    }
+    s->si.response_headers = s->resp_hdrs;
+    s->si.nresponse_headers = s->nresp_hdrs;
+    /* the codec's framing of the answer (chunked to HTTP/1.1, until close to HTTP/1.0) */
+    wp_h1_framing fr =
+        wp_h1_response_framing(m->status, m->framing, wp_stream_is_head(s), s->req.version_minor);
+    bool upgrade = fr.upgrade, bodiless = fr.bodiless;
+    /* the encoder filters (e.g. Istio's upstream peer discovery) see the upstream's fields */
+    wp_filter_headers fh = {s->resp_hdrs, s->nresp_hdrs, m->status};
+    if (wp_fchain_encode_headers(&s->fcs, s, &filter_cbs, &fh, bodiless) != WP_FCHAIN_DONE) {
+        encode_stopped(s);
+        return;
+    }
+    s->si.response_code = m->status;
+    s->si.details = "via_upstream";
+    s->resp_started = true;
+    s->resp_chunked = fr.chunked;
+    s->resp_close = fr.close; /* an upstream close does not close the downstream */
+    if (d->w->draining || !s->req.keep_alive || d->close_after)
+        s->resp_close = true;
+    wf_strbuf *b = &s->resp_head;
+    wf_strbuf_reset(b);
+    wp_h1_put_status_line(b, m->status);
+    const wp_header_ops *ops[WP_HOPS_LEVELS];
+    size_t nops;
+    resp_ops(s, ops, &nops);
+    bool no_cl = wp_h1_drops_content_length(m->status); /* Envoy's codec removes it */
+    for (size_t i = 0; i < s->nresp_hdrs; i++) {
+        const h1_header *h = &s->resp_hdrs[i];
+        if (wp_h1_response_field_replaced(&h->name, upgrade) ||
+            wp_hops_drops(ops, nops, &h->name) || (no_cl && WP_NAME_IS(&h->name, "content-length")))
+            continue;
+        wf_strbuf_append(b, h->name.p, h->name.len);
+        wf_strbuf_append(b, ": ", 2);
+        wf_strbuf_append(b, h->value.p, h->value.len);
+        wf_strbuf_append(b, "\r\n", 2);
+    }
+    wp_hops_emit(b, ops, nops, s->resp_hdrs, s->nresp_hdrs);
+    wp_h1_put_framing_fields(b, &fr);
+    uint64_t ust = (s->si.first_upstream_rx_ns - s->si.first_upstream_tx_ns) / 1000000;
+    int ul = (int)wp_u64_str(s->ust_buf, ust);
+    if (!d->hcm->suppress_envoy_headers) {
+        wf_strbuf_append(b, "x-envoy-upstream-service-time: ", 31);
+        wf_strbuf_append(b, s->ust_buf, (size_t)ul);
+        wf_strbuf_append(b, "\r\n", 2);
+    }
+    if (s->vhost && s->vhost->include_attempt_count_in_response)
+        wp_hdr_put_num(b, "x-envoy-attempt-count", 21, s->si.attempt_count);
+    if (keep && nops) /* %RESP()% sees the route's additions and removals, as in Envoy */
+        s->nresp_hdrs = wp_hops_view(s->resp_hdrs, s->nresp_hdrs, WP_MAX_HEADERS, ops, nops);
+    if (s->nresp_hdrs < WP_MAX_HEADERS) { /* seen by %RESP()% as Envoy's logs see it */
+        h1_header *h = &s->resp_hdrs[s->nresp_hdrs++];
+        h->name = (h1_str){"x-envoy-upstream-service-time", 29};
+        h->value = (h1_str){s->ust_buf, (size_t)ul};
+    }
+    s->si.nresponse_headers = s->nresp_hdrs;
+    if (end_head(s, b, s->resp_close, upgrade) != 0)
+        return;
+    if (!keep) { /* the fields pointed into the upstream's buffer: nobody reads them later */
+        s->si.response_headers = NULL;
+        s->si.nresponse_headers = 0;
+        s->nresp_hdrs = 0;
+    }
+    /* The head goes out with the first body bytes (one write for a small response), or
+     * at the end of the router's parsing pass (resp_flush_head). */
+    s->head_unsent = true;
+    if (upgrade) {
+        d->tunnel = true;
+        wp_hcm_stat(s->d, WP_S_downstream_cx_upgrades_total, 1);
+        if (resp_flush_head(s) == 1)
+            wp_uconn_pause_read(s->up);
+    }
+}
+
+/* Adds the unsent head (if any) in front of bufs; returns the new count. */
+static unsigned with_head(wp_stream *s, uv_buf_t *bufs, unsigned n)
+{
+    if (!s->head_unsent)
+        return n;
+    s->head_unsent = false;
+    count_response(s);
+    memmove(bufs + 1, bufs, n * sizeof(*bufs));
+    bufs[0] = uv_buf_init(s->resp_head.data, (unsigned)s->resp_head.len);
+    return n + 1;
+}
+
+static int resp_flush_head(wp_stream *s)
+{
+    if (!s->head_unsent)
+        return 0;
+    uv_buf_t bufs[1];
+    unsigned n = with_head(s, bufs, 0);
+    return dwrite(s->d, bufs, n);
+}
+
+static int resp_body(wp_stream *s, const char *data, size_t len)
+{
+    wp_dconn *d = s->d;
+    if (len == 0)
+        return 0;
+    if (wp_fchain_encode_data(&s->fcs, s, &filter_cbs, data, len, false) != WP_FCHAIN_DONE) {
+        encode_stopped(s);
+        return -1;
+    }
+    s->si.bytes_sent += len;
+    uv_buf_t bufs[4]; /* the head, then the codec's (chunk-size line, data, CRLF) */
+    unsigned n = wp_h1_encode_data(bufs, s->resp_chunked, s->chunk_out, data, len);
+    return dwrite(d, bufs, with_head(s, bufs, n));
+}
+
+static void resp_done(wp_stream *s)
+{
+    wp_dconn *d = s->d;
+    s->si.last_upstream_rx_ns = now_ns(d);
+    wp_fchain_result fr =
+        s->si.nresponse_trailers
+            ? wp_fchain_encode_trailers(&s->fcs, s, &filter_cbs, s->si.response_trailers,
+                                        s->si.nresponse_trailers)
+            : wp_fchain_encode_data(&s->fcs, s, &filter_cbs, NULL, 0, true);
+    if (fr != WP_FCHAIN_DONE) {
+        encode_stopped(s);
+        return;
+    }
+    s->resp_done = true;
+    uv_buf_t bufs[2];
+    unsigned n = 0;
+    if (s->resp_chunked)
+        bufs[n++] = uv_buf_init(WP_H1_LAST_CHUNK, WP_H1_LAST_CHUNK_LEN);
+    n = with_head(s, bufs, n);
+    if (n && dwrite(d, bufs, n) != 0)
+        return; /* pending: on_dwrite completes; failed: closed */
+    if (!d->writing)
+        stream_complete(s);
+}
+
+/* ---------- requests ---------- */
+
+/* Copies the head (bytes [0, used) of buf) into the stream and rebases the message. */
+static int keep_head(wp_stream *s, const char *buf, size_t used, const h1_message *m)
+{
+    s->head = used <= sizeof(s->head_inline) ? s->head_inline : malloc(used);
+    if (!s->head)
+        return -1;
+    memcpy(s->head, buf, used);
+    s->head_len = used;
+    ptrdiff_t off = s->head - buf;
+    s->req = *m;
+    s->req.method.p += off;
+    s->req.target.p += off;
+    for (size_t i = 0; i < m->nheaders; i++) {
+        s->hdrs[i].name.p += off;
+        s->hdrs[i].value.p += off;
+    }
+    s->req.headers = s->hdrs;
+    /* Envoy generates x-request-id when absent (and logs it): add it to the request as
+     * received, so the router forwards it and %REQ(X-REQUEST-ID)% shows it. */
+    if (s->d->hcm->generate_request_id && s->req.nheaders < WP_MAX_HEADERS &&
+        !h1_find_header(s->hdrs, s->req.nheaders, "x-request-id")) {
+        uuid4(s->d->w, s->request_id);
+        h1_header *h = &s->hdrs[s->req.nheaders++];
+        h->name = (h1_str){"x-request-id", 12};
+        h->value = (h1_str){s->request_id, 36};
+    }
+    s->req.trailers = NULL;
+    s->req.ntrailers = 0;
+    s->si.request = &s->req;
+    s->si.protocol = m->version_minor ? "HTTP/1.1" : "HTTP/1.0";
+    return 0;
+}
+
+/* RFC 9112 §3.2.2 absolute-form ("GET http://catalog/items HTTP/1.1", what HTTP_PROXY
+ * clients send): as Envoy, the request is routed and forwarded in origin-form with the
+ * URI's authority as Host (the Host field is ignored). Origin-form targets must start with
+ * '/' ("OPTIONS *" aside). Returns 0, or -1 for a target no route can take (answered 400
+ * http1.invalid_url). Rewrites s->req in place; the slices stay inside the head copy. */
+static int origin_form(wp_stream *s)
+{
+    h1_str t = s->req.target;
+    size_t skip = 0;
+    if (t.len >= 7 && strncasecmp(t.p, "http://", 7) == 0)
+        skip = 7;
+    else if (t.len >= 8 && strncasecmp(t.p, "https://", 8) == 0)
+        skip = 8;
+    if (!skip) {
+        if (t.len && t.p[0] == '/')
+            return 0;
+        bool options_star = t.len == 1 && t.p[0] == '*' && s->req.method.len == 7 &&
+                            memcmp(s->req.method.p, "OPTIONS", 7) == 0;
+        return options_star ? 0 : -1;
+    }
+    const char *a = t.p + skip, *end = t.p + t.len, *q = a;
+    while (q < end && *q != '/' && *q != '?' && *q != '#')
+        q++;
+    if (q == a || memchr(a, '@', (size_t)(q - a)))
+        return -1; /* no authority, or userinfo (RFC 9110 §4.2.4) */
+    h1_str authority = {a, (size_t)(q - a)};
+    s->req.target = q < end && *q == '/' ? (h1_str){q, (size_t)(end - q)} : (h1_str){"/", 1};
+    if (q < end && *q == '?') /* "http://a?x" -> "/?x" is not representable in place */
+        return -1;
+    h1_header *host = NULL;
+    for (size_t i = 0; i < s->req.nheaders; i++)
+        if (WP_NAME_IS(&s->hdrs[i].name, "host"))
+            host = &s->hdrs[i];
+    if (!host) {
+        if (s->req.nheaders >= WP_MAX_HEADERS)
+            return -1;
+        host = &s->hdrs[s->req.nheaders++];
+        host->name = (h1_str){"host", 4};
+    }
+    host->value = authority;
+    return 0;
+}
+
+/* ---------- path normalization (ConnectionManagerUtility::maybeNormalizePath) ---------- */
+
+/* Grpc::Common::hasGrpcContentType: "application/grpc", alone or followed by '+' or ';'. */
+static bool is_grpc(const wp_stream *s)
+{
+    const h1_header *h = h1_find_header(s->req.headers, s->req.nheaders, "content-type");
+    if (!h || h->value.len < 16 || memcmp(h->value.p, "application/grpc", 16) != 0)
+        return false;
+    return h->value.len == 16 || h->value.p[16] == '+' || h->value.p[16] == ';';
+}
+
+/* The stream's path buffer with room for need bytes (kept while the stream is reused, so a
+ * worker in steady state does not allocate); NULL when out of memory. */
+static char *path_room(wp_stream *s, size_t need)
+{
+    if (s->path_cap < need) {
+        char *p = realloc(s->path_buf, need);
+        if (!p)
+            return NULL;
+        s->path_buf = p;
+        s->path_cap = need;
+    }
+    return s->path_buf;
+}
+
+/* UNESCAPE_AND_REDIRECT: 307 to the rewritten path, details path_normalization_failed (as
+ * Envoy's sendLocalReply with the Location header). */
+static void path_redirect(wp_stream *s)
+{
+    wf_strbuf *b = &s->extra;
+    wf_strbuf_reset(b);
+    wf_strbuf_append(b, "location: ", 10);
+    wf_strbuf_append(b, s->req.target.p, s->req.target.len);
+    wf_strbuf_append(b, "\r\n", 2);
+    if (wf_strbuf_failed(b)) {
+        wp_dconn_close(s->d);
+        return;
+    }
+    s->extra_resp_header = wf_strbuf_cstr(b);
+    stream_local_reply(s, 307, "", "path_normalization_failed", -1);
+}
+
+/* normalize_path, merge_slashes and path_with_escaped_slashes_action (http/path_norm.h) on
+ * the request's path before routing: the result is what routes match, what goes upstream
+ * and what %REQ(:PATH)% logs. Returns 0 to go on, -1 when the stream was answered (400
+ * path_normalization_failed, or the 307) or the connection closed (out of memory).
+ * "OPTIONS *" is left alone (Envoy answers it before normalizing). */
+static int normalize_path(wp_stream *s)
+{
+    const wp_hcm *h = s->d->hcm;
+    wf_path_opts o = {h->normalize_path, h->merge_slashes, h->path_with_escaped_slashes_action};
+    h1_str *t = &s->req.target;
+    if (t->len == 0 || t->p[0] != '/' || !wf_path_needs_sanitize(&o, t->p, t->len))
+        return 0;
+    size_t cap = WF_PATH_SANITIZE_CAP(t->len), n = 0;
+    char *buf = path_room(s, cap);
+    int act = buf ? wf_path_sanitize(&o, t->p, t->len, buf, cap, &n) : -1;
+    if (act < 0) {
+        wp_dconn_close(s->d);
+        return -1;
+    }
+    *t = (h1_str){buf, n};
+    if (act == WF_PATH_CONTINUE)
+        return 0;
+    WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
+                  "path normalization: %s '%.*s'", act == WF_PATH_REJECT ? "rejected" : "redirect",
+                  (int)n, buf);
+    /* counted as Envoy's ActiveStream::decodeHeaders counts them */
+    if (act == WF_PATH_REDIRECT && !is_grpc(s)) {
+        wp_hcm_stat(s->d, WP_S_downstream_rq_redirected_with_normalized_path, 1);
+        path_redirect(s);
+    } else {
+        wp_hcm_stat(s->d, WP_S_downstream_rq_failed_path_normalization, 1);
+        stream_local_reply(s, 400, "", "path_normalization_failed", -1);
+    }
+    return -1;
+}
+
+/* The request headers only internal requests may carry: what Envoy's
+ * ConnectionManagerUtility::cleanInternalHeaders removes from external requests (the last
+ * three only from edge requests, use_remote_address). */
+static bool internal_only_header(const h1_str *n, bool edge)
+{
+    static const char *const names[] = {
+        "x-envoy-retriable-status-codes", "x-envoy-retriable-header-names", "x-envoy-retry-on",
+        "x-envoy-retry-grpc-on", "x-envoy-max-retries", "x-envoy-upstream-alt-stat-name",
+        "x-envoy-upstream-rq-timeout-ms", "x-envoy-upstream-rq-per-try-timeout-ms",
+        "x-envoy-upstream-rq-timeout-alt-response", "x-envoy-expected-rq-timeout-ms",
+        "x-envoy-force-trace", "x-envoy-ip-tags", "x-envoy-original-url",
+        "x-envoy-hedge-on-per-try-timeout",
+        /* edge requests only */
+        "x-envoy-decorator-operation", "x-envoy-downstream-service-cluster",
+        "x-envoy-downstream-service-node"};
+    if (n->len < 9 || strncasecmp(n->p, "x-envoy-", 8) != 0)
+        return false;
+    size_t count = sizeof(names) / sizeof(names[0]) - (edge ? 0 : 3);
+    for (size_t i = 0; i < count; i++)
+        if (strlen(names[i]) == n->len && strncasecmp(n->p, names[i], n->len) == 0)
+            return true;
+    return false;
+}
+
+/* mutateRequestHeaders after the internal/external decision: x-envoy-internal as received is
+ * always removed and set to "true" for internal requests; external requests lose the headers
+ * above (today's behaviour for Istio's sidecars: no x-forwarded-for, so external). */
+static void mark_internal(wp_stream *s, bool internal, bool use_remote_address)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < s->req.nheaders; i++) {
+        const h1_str *n = &s->hdrs[i].name;
+        if (WP_NAME_IS(n, "x-envoy-internal") ||
+            (!internal && internal_only_header(n, use_remote_address)))
+            continue;
+        if (kept != i)
+            s->hdrs[kept] = s->hdrs[i];
+        kept++;
+    }
+    s->req.nheaders = kept;
+    if (internal && kept < WP_MAX_HEADERS)
+        s->hdrs[s->req.nheaders++] =
+            (h1_header){.name = {"x-envoy-internal", 16}, .value = {"true", 4}};
+}
+
+/* use_remote_address: the peer's IP appended to x-forwarded-for (created when absent) in the
+ * stream's buffer, which may already hold the joined header. Returns -1 when out of memory
+ * (the connection is closed). */
+static int append_peer(wp_stream *s, h1_header *xff, const char *ip, size_t iplen)
+{
+    wf_strbuf *b = &s->xff;
+    bool joined = xff && b->data && xff->value.p == b->data;
+    if (!joined) {
+        wf_strbuf_reset(b);
+        if (xff)
+            wf_strbuf_append(b, xff->value.p, xff->value.len);
+    }
+    if (b->len)
+        wf_strbuf_putc(b, ',');
+    wf_strbuf_append(b, ip, iplen);
+    if (wf_strbuf_failed(b)) {
+        wp_dconn_close(s->d);
+        return -1;
+    }
+    if (!xff && s->req.nheaders < WP_MAX_HEADERS) {
+        xff = &s->hdrs[s->req.nheaders++];
+        xff->name = (h1_str){"x-forwarded-for", 15};
+    }
+    if (xff)
+        xff->value = (h1_str){b->data, b->len};
+    return 0;
+}
+
+/* x-forwarded-for, the downstream remote address and the internal/external decision, as
+ * Envoy's connection manager (xff.h): repeated x-forwarded-for fields are first joined into
+ * one (s->xff, kept while the stream is reused); with use_remote_address the peer is appended
+ * to the request's header (the request then carries it: the router forwards it and
+ * %REQ(X-FORWARDED-FOR)% logs it). Returns -1 when out of memory (the connection is closed). */
+static int mutate_xff(wp_stream *s)
+{
+    const wp_hcm *h = s->d->hcm;
+    if (wf_strbuf_failed(&s->xff)) /* an earlier request ran out of memory */
+        wf_strbuf_free(&s->xff);
+    int at = wp_xff_join(s->hdrs, &s->req.nheaders, &s->xff);
+    if (at == -2) {
+        wp_dconn_close(s->d);
+        return -1;
+    }
+    h1_header *xff = at >= 0 ? &s->hdrs[at] : NULL;
+    uint32_t hops = h->xff_num_trusted_hops;
+    if (xff && (!h->use_remote_address || hops > 0) &&
+        wp_xff_pick(xff->value.p, xff->value.len, h->use_remote_address ? hops - 1 : hops,
+                    s->remote_buf) == 0)
+        s->si.downstream_remote = s->remote_buf;
+    const char *ip;
+    size_t iplen;
+    wp_xff_peer_ip(s->d->remote, &ip, &iplen);
+    bool internal =
+        wp_xff_internal_request(h->use_remote_address, hops, xff ? &xff->value : NULL, ip, iplen);
+    if (h->use_remote_address && append_peer(s, xff, ip, iplen) != 0)
+        return -1;
+    mark_internal(s, internal, h->use_remote_address);
+    return 0;
+}
+
+static void on_request_headers(wp_stream *s)
+{
+    wp_dconn *d = s->d;
+    if (request_received(s)) /* a body-less request ends with its head (%REQUEST_DURATION%) */
+        s->si.last_rx_ns = now_ns(d);
+    s->req_chunked = s->req.framing == H1_BODY_CHUNKED;
+    s->upgrade = s->req.upgrade;
+    if (!s->req.keep_alive)
+        d->close_after = true;
+    WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, s->si.stream_id,
+                  "request headers complete: %.*s %.*s", (int)s->req.method.len, s->req.method.p,
+                  (int)s->req.target.len, s->req.target.p);
+    if (origin_form(s) != 0) {
+        d->close_after = true;
+        stream_local_reply(s, 400, "Bad Request", "http1.invalid_url", WP_RF_DPE);
+        return;
+    }
+    if (s->req.version_minor == 0 && !d->hcm->accept_http_10) {
+        /* Envoy's HCM: HTTP/1.0 (or 0.9) without accept_http_10 is "Upgrade Required" */
+        d->close_after = true;
+        stream_local_reply(s, 426, "", "low_version", -1);
+        return;
+    }
+    if (!h1_find_header(s->req.headers, s->req.nheaders, "host") && s->req.version_minor == 1) {
+        d->close_after = true;
+        stream_local_reply(s, 400, "missing required header: host", "missing_host_header", -1);
+        return;
+    }
+    if (s->req.version_minor == 0 && !d->hcm->default_host_for_http_10 &&
+        !h1_find_header(s->req.headers, s->req.nheaders, "host")) {
+        /* Envoy's decodeHeaders: after default_host_for_http_10, a request still without Host
+         * is answered 400 with an empty body, details missing_host_header */
+        d->close_after = true;
+        stream_local_reply(s, 400, "", "missing_host_header", -1);
+        return;
+    }
+    if (normalize_path(s) != 0 || mutate_xff(s) != 0)
+        return;
+    if (s->req.expect_continue) {
+        /* Envoy's HCM answers 100-continue itself and drops Expect upstream */
+        uv_buf_t b = uv_buf_init(WP_H1_100_CONTINUE, WP_H1_100_CONTINUE_LEN);
+        if (wp_tsock_try_write(d->sock, &b, 1) != WP_H1_100_CONTINUE_LEN) {
+            wp_dconn_close(d);
+            return;
+        }
+    }
+    wp_cached_route_refresh(s); /* the route, before any filter (Envoy's cached route) */
+    /* the HTTP filters in order, the router last; a filter may stop (the fault filter's delay)
+     * or answer instead (the stream then ended; net/deferred.h frees it after this pass). */
+    wp_filter_headers h = request_headers(s);
+    wp_fchain_decode_headers(&s->fcs, s, &filter_cbs, &h, request_received(s));
+}
+
+static void on_request_complete(wp_stream *s)
+{
+    s->req_complete = true;
+    s->si.last_rx_ns = now_ns(s->d);
+    if (!s->resp_done) /* the end of the request through the filters (the router's end) */
+        wp_fchain_decode_data(&s->fcs, s, &filter_cbs, NULL, 0, true);
+}
+
+static void protocol_error(wp_dconn *d, wp_stream *s)
+{
+    h1_error e = s ? s->parser.error : H1_ERR_TRUNCATED;
+    wp_hcm_stat(d, WP_S_downstream_cx_protocol_error, 1);
+    WF_CONN_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, "dispatch error: %s", h1_error_name(e));
+    d->close_after = true;
+    if (!s || s->resp_started) {
+        wp_dconn_close(d);
+        return;
+    }
+    s->req.keep_alive = false;
+    /* Envoy's codec error reply: the status's text as the body (CodeUtility::toString) */
+    int status = h1_error_status(e);
+    stream_local_reply(s, status, wp_h1_reason_phrase(status), h1_error_details(e), WP_RF_DPE);
+}
+
+static void parse_buffered(wp_dconn *d);
+
+/* ---------- the codec's request events (http/codec.h) ---------- */
+
+/* One dispatch over a stream's bytes: the stream and the buffer they are in. */
+typedef struct {
+    wp_stream *s;
+    const wp_buf *buf;
+} codec_ctx;
+
+static void cc_consumed(void *ctx, size_t n)
+{
+    wp_stream *s = ((codec_ctx *)ctx)->s;
+    s->si.wire_bytes_received += n; /* the request's own bytes, head included */
+    s->d->rstart += n;
+}
+
+static void cc_headers(void *ctx, const h1_message *m, const char *raw, size_t raw_len)
+{
+    wp_stream *s = ((codec_ctx *)ctx)->s;
+    if (keep_head(s, raw, raw_len, m) != 0) {
+        wp_dconn_close(s->d);
+        return;
+    }
+    on_request_headers(s);
+    /* trailers are stored after the head's fields: after the ones the connection manager
+     * added too (x-request-id, x-forwarded-for, ...), with the same room */
+    wp_h1_server_reserve_fields(&s->parser, s->req.nheaders);
+}
+
+static void cc_data(void *ctx, const char *data, size_t len)
+{
+    wp_stream *s = ((codec_ctx *)ctx)->s;
+    s->si.bytes_received += len;
+    if (s->resp_done || s->local_reply)
+        return; /* answered already: the body is read and dropped */
+    s->body_ptr = data;
+    s->body_len = len;
+    wp_fchain_decode_data(&s->fcs, s, &filter_cbs, s->body_ptr, s->body_len, false);
+}
+
+static void cc_trailers(void *ctx, const h1_header *t, size_t n)
+{
+    wp_stream *s = ((codec_ctx *)ctx)->s;
+    if (!s->resp_done && !s->local_reply)
+        wp_fchain_decode_trailers(&s->fcs, s, &filter_cbs, t, n);
+}
+
+static void cc_complete(void *ctx)
+{
+    on_request_complete(((codec_ctx *)ctx)->s);
+}
+
+/* A request with Upgrade: body-less from HTTP's view; the bytes wait for the tunnel. */
+static void cc_upgraded(void *ctx)
+{
+    wp_stream *s = ((codec_ctx *)ctx)->s;
+    if (!s->req_complete)
+        on_request_complete(s);
+}
+
+static void cc_error(void *ctx, h1_error e)
+{
+    wp_stream *s = ((codec_ctx *)ctx)->s;
+    (void)e; /* the stream's parser holds it (protocol_error reads it) */
+    protocol_error(s->d, s);
+}
+
+/* The same stream goes on with the same buffer, neither paused nor answered. */
+static bool cc_should_continue(void *ctx)
+{
+    const codec_ctx *c = ctx;
+    const wp_stream *s = c->s;
+    const wp_dconn *d = s->d;
+    return !d->closing && d->rbuf == c->buf && d->stream == s && !d->tunnel && !s->body_ptr &&
+           !s->req_complete;
+}
+
+static const wp_codec_server_callbacks codec_cbs = {
+    .on_consumed = cc_consumed,
+    .on_headers = cc_headers,
+    .on_data = cc_data,
+    .on_trailers = cc_trailers,
+    .on_complete = cc_complete,
+    .on_upgraded = cc_upgraded,
+    .on_error = cc_error,
+    .should_continue = cc_should_continue,
+};
+
+/* Runs the parser over the buffered bytes until it needs more or must wait; what the
+ * router has to write upstream is written after each parsing pass. */
+static void process(wp_dconn *d)
+{
+    for (;;) {
+        d->in_process = true;
+        parse_buffered(d);
+        d->in_process = false;
+        wp_stream *s = d->stream;
+        if (d->closing || !s || !s->flush_pending)
+            return;
+        bool had_body = s->body_ptr != NULL;
+        wp_fchain_notify(&s->fcs, s, WP_FCHAIN_EV_DISPATCH_DONE); /* the router writes now */
+        if (d->stream != s || !had_body || s->body_ptr)
+            return; /* nothing new to parse, or a write is pending */
+    }
+}
+
+static void parse_buffered(wp_dconn *d)
+{
+    while (!d->closing && d->rbuf) {
+        wp_stream *s = d->stream;
+        if (d->tunnel) {
+            if (s && !s->body_ptr && d->rstart < d->rlen) {
+                /* the tunnel's bytes: one slice of the buffer, pinned until written upstream */
+                s->body_ptr = d->rbuf->data + d->rstart;
+                s->body_len = d->rlen - d->rstart;
+                d->rstart = d->rlen;
+            }
+            if (s)
+                wp_fchain_decode_data(&s->fcs, s, &filter_cbs, s->body_ptr, s->body_len, false);
+            return;
+        }
+        if (s && (s->body_ptr || s->req_complete))
+            return; /* waiting for an upstream write, or for the response */
+        size_t avail = d->rlen - d->rstart;
+        if (!s && avail == 0)
+            break;
+        if (!s && !(s = stream_new(d))) {
+            wp_dconn_close(d);
+            return;
+        }
+        /* the codec delivers this stream's events until it needs more bytes or the stream
+         * waits (then the checks above run again: a new stream, a tunnel, a pause) */
+        codec_ctx c = {s, d->rbuf};
+        wp_codec_status st =
+            wp_h1_server_dispatch(&s->parser, d->rbuf->data + d->rstart, avail, &codec_cbs, &c);
+        if (st == WP_CODEC_NEED_MORE)
+            goto more;
+        if (st != WP_CODEC_PAUSED)
+            return; /* upgraded (the bytes wait for the tunnel) or a protocol error */
+    }
+more:
+    if (d->rbuf && d->rstart == d->rlen && !(d->stream && d->stream->body_ptr)) {
+        /* everything consumed: give the buffer back (idle connections hold none) */
+        wp_buf_put(d->w, d->rbuf);
+        d->rbuf = NULL;
+        d->rlen = d->rstart = 0;
+    }
+    if (d->rbuf && d->rlen == d->rbuf->cap && d->rstart == 0) {
+        size_t limit = (size_t)d->hcm->max_request_headers_kb * 1024 + WP_HEAD_EXTRA;
+        /* the parser could not consume anything from a full buffer of the maximum size: a
+         * head or a trailer section over max_request_headers_kb */
+        if (d->rbuf->cap >= limit && d->stream && !d->stream->req_complete &&
+            !d->stream->body_ptr) {
+            d->stream->parser.error = H1_ERR_HEADERS_TOO_LARGE;
+            protocol_error(d, d->stream);
+        }
+    }
+}
+
+static void on_read(void *owner, ssize_t n)
+{
+    wp_dconn *d = owner;
+    if (n < 0) {
+        stop_reading(d);
+        d->peer_closed = true;
+        if (n == UV_ENOBUFS) { /* buffer full: wait until it drains */
+            d->peer_closed = false;
+            return;
+        }
+        wp_stream *s = d->stream;
+        if (s && s->req_complete && !s->resp_done && !d->tunnel && n == UV_EOF && !s->si.request) {
+            wp_dconn_close(d);
+            return;
+        }
+        if (s && !s->req_complete && s->si.request) {
+            /* the request was cut short: Envoy logs DC */
+            wp_hcm_stat(s->d, WP_S_downstream_rq_rx_reset, 1);
+        }
+        wp_dconn_close(d);
+        return;
+    }
+    d->rlen += (size_t)n;
+    wp_hcm_stat(d, WP_S_downstream_cx_rx_bytes_total, n);
+    if (d->stream && d->tunnel) /* HTTP bytes are counted as the parser consumes them */
+        d->stream->si.wire_bytes_received += (uint64_t)n;
+    d->last_activity = uv_now(&d->w->loop);
+    wp_nf_chain_on_data(&d->nf, false);
+    if (!d->closing && d->rbuf && d->rlen == d->rbuf->cap && d->rstart == 0) {
+        /* full: a head still arriving makes the buffer grow (on_alloc, up to the limit);
+         * otherwise wait until the buffered bytes are consumed */
+        /* a head or trailers still arriving make the buffer grow (on_alloc, up to the limit) */
+        bool section_pending = d->stream && !d->stream->req_complete && !d->stream->body_ptr;
+        if (!section_pending)
+            stop_reading(d);
+    } else if (!d->closing && d->stream && d->stream->body_ptr && d->rbuf &&
+               d->rlen == d->rbuf->cap) {
+        stop_reading(d);
+    }
+}
+
+static void body_written(wp_stream *s)
+{
+    wp_dconn *d = s->d;
+    s->body_ptr = NULL;
+    s->body_len = 0;
+    process(d);
+    if (!d->closing)
+        start_reading(d);
+}
+
+static void dconn_kick(wp_dconn *d)
+{
+    process(d);
+    if (!d->closing)
+        start_reading(d);
+}
+
+/* ---------- draining ---------- */
+
+void wp_dconn_drain(wp_worker *w)
+{
+    for (wp_dconn *d = w->conns, *next; d; d = next) {
+        next = d->next;
+        if (!d->stream)
+            wp_dconn_close(d);
+        else
+            d->close_after = true;
+    }
+}

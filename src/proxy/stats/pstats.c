@@ -1,0 +1,148 @@
+/*
+ * pstats.c - registration of the proxy's Envoy-named stats (pstats.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/strbuf.h"
+#include "proxy/stats/pstats.h"
+
+#define NAME_(name, type) #name,
+#define TYPE_(name, type) (#type[0] == 'G'),
+static const char *const cluster_names[] = {WP_CLUSTER_STATS(NAME_)};
+static const bool cluster_gauge[] = {WP_CLUSTER_STATS(TYPE_)};
+static const char *const hcm_names[] = {WP_HCM_STATS(NAME_)};
+static const bool hcm_gauge[] = {WP_HCM_STATS(TYPE_)};
+static const char *const listener_names[] = {WP_LISTENER_STATS(NAME_)};
+static const bool listener_gauge[] = {WP_LISTENER_STATS(TYPE_)};
+#define HNAME_(name) #name,
+static const char *const cluster_hists[] = {WP_CLUSTER_HISTS(HNAME_)};
+static const char *const hcm_hists[] = {WP_HCM_HISTS(HNAME_)};
+static const char *const listener_hists[] = {WP_LISTENER_HISTS(HNAME_)};
+#undef NAME_
+#undef TYPE_
+#undef HNAME_
+
+static uint32_t reg(wp_stats *st, bool gauge, const char *scope, const char *name)
+{
+    wf_strbuf b = {0};
+    const char *cb = "circuit_breakers_default_";
+    if (strncmp(name, cb, strlen(cb)) == 0)
+        wf_strbuf_printf(&b, "%s.circuit_breakers.default.%s", scope, name + strlen(cb));
+    else
+        wf_strbuf_printf(&b, "%s.%s", scope, name);
+    uint32_t slot = WP_STAT_INVALID;
+    if (!wf_strbuf_failed(&b))
+        slot = gauge ? wp_stats_gauge(st, b.data) : wp_stats_counter(st, b.data);
+    wf_strbuf_free(&b);
+    return slot;
+}
+
+static void reg_table(wp_stats *st, const char *scope, const char *const *names, const bool *gauge,
+                      size_t n, uint32_t *slots)
+{
+    for (size_t i = 0; i < n; i++)
+        slots[i] = reg(st, gauge[i], scope, names[i]);
+}
+
+static void reg_hists(wp_stats *st, const char *scope, const char *const *names, size_t n,
+                      uint32_t *ids)
+{
+    wf_strbuf b = WF_STRBUF_INIT;
+    for (size_t i = 0; i < n; i++) {
+        wf_strbuf_reset(&b);
+        wf_strbuf_printf(&b, "%s.%s", scope, names[i]);
+        ids[i] = wf_strbuf_failed(&b) ? WP_STAT_INVALID : wp_stats_histogram(st, b.data);
+    }
+    wf_strbuf_free(&b);
+}
+
+static void reg_managers(wp_stats *st, wp_pstats *p)
+{
+    p->lm_listener_modified = wp_stats_counter(st, "listener_manager.listener_modified");
+    p->lm_listener_removed = wp_stats_counter(st, "listener_manager.listener_removed");
+    p->lm_create_success = wp_stats_counter(st, "listener_manager.listener_create_success");
+    p->lm_create_failure = wp_stats_counter(st, "listener_manager.listener_create_failure");
+    p->lm_total_warming = wp_stats_gauge(st, "listener_manager.total_listeners_warming");
+    p->lm_total_draining = wp_stats_gauge(st, "listener_manager.total_listeners_draining");
+    p->cm_cluster_modified = wp_stats_counter(st, "cluster_manager.cluster_modified");
+    p->cm_cluster_removed = wp_stats_counter(st, "cluster_manager.cluster_removed");
+    p->cm_warming_clusters = wp_stats_gauge(st, "cluster_manager.warming_clusters");
+}
+
+wp_pstats *wp_pstats_register(wp_stats *store, const wp_config *cfg)
+{
+    wp_pstats *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    p->store = store;
+    wp_stats_matcher *m = wp_stats_matcher_new(cfg->stats_config, NULL, NULL);
+    if (!m) {
+        free(p);
+        return NULL;
+    }
+    wp_stats_set_matcher(store, m);
+    p->clusters = calloc(cfg->nclusters ? cfg->nclusters : 1, sizeof(*p->clusters));
+    p->hcms = calloc(cfg->nhcms ? cfg->nhcms : 1, sizeof(*p->hcms));
+    p->listeners = calloc(cfg->nlisteners ? cfg->nlisteners : 1, sizeof(*p->listeners));
+    if (!p->clusters || !p->hcms || !p->listeners) {
+        wp_pstats_free(p);
+        return NULL;
+    }
+    wf_strbuf scope = {0};
+    for (size_t i = 0; i < cfg->nclusters; i++) {
+        const wp_cluster *c = &cfg->clusters[i];
+        wf_strbuf_reset(&scope);
+        wf_strbuf_printf(&scope, "cluster.%s", c->alt_stat_name ? c->alt_stat_name : c->name);
+        reg_table(store, scope.data, cluster_names, cluster_gauge, WP_CS_COUNT_,
+                  p->clusters[i].slot);
+        reg_hists(store, scope.data, cluster_hists, WP_CH_COUNT_, p->clusters[i].hist);
+        size_t base = scope.len;
+        wf_strbuf_puts(&scope, ".upstream_rq");
+        p->clusters[i].rq_codes = wp_stats_code_scope(store, scope.data);
+        scope.len = base;
+        wf_strbuf_puts(&scope, ".retry.upstream_rq");
+        p->clusters[i].retry_codes = wp_stats_code_scope(store, scope.data);
+    }
+    for (size_t i = 0; i < cfg->nhcms; i++) {
+        wf_strbuf_reset(&scope);
+        wf_strbuf_printf(&scope, "http.%s", cfg->hcms[i]->stat_prefix);
+        reg_table(store, scope.data, hcm_names, hcm_gauge, WP_HS_COUNT_, p->hcms[i].slot);
+        reg_hists(store, scope.data, hcm_hists, WP_HH_COUNT_, p->hcms[i].hist);
+    }
+    for (size_t i = 0; i < cfg->nlisteners; i++) {
+        const wp_listener *l = &cfg->listeners[i];
+        wf_strbuf_reset(&scope);
+        wf_strbuf_printf(&scope, "listener.%s", l->stat_name);
+        reg_table(store, scope.data, listener_names, listener_gauge, WP_LS_COUNT_,
+                  p->listeners[i].slot);
+        reg_hists(store, scope.data, listener_hists, WP_LH_COUNT_, p->listeners[i].hist);
+    }
+    wf_strbuf_free(&scope);
+    p->server_live = wp_stats_gauge(store, "server.live");
+    p->server_state = wp_stats_gauge(store, "server.state");
+    p->server_uptime = wp_stats_gauge(store, "server.uptime");
+    p->server_concurrency = wp_stats_gauge(store, "server.concurrency");
+    p->server_total_connections = wp_stats_gauge(store, "server.total_connections");
+    p->server_memory_allocated = wp_stats_gauge(store, "server.memory_allocated");
+    p->server_memory_heap_size = wp_stats_gauge(store, "server.memory_heap_size");
+    p->server_version = wp_stats_gauge(store, "server.version");
+    p->workers_started = wp_stats_gauge(store, "listener_manager.workers_started");
+    p->total_listeners_active = wp_stats_gauge(store, "listener_manager.total_listeners_active");
+    p->lm_listener_added = wp_stats_counter(store, "listener_manager.listener_added");
+    p->cm_active_clusters = wp_stats_gauge(store, "cluster_manager.active_clusters");
+    p->cm_cluster_added = wp_stats_counter(store, "cluster_manager.cluster_added");
+    reg_managers(store, p);
+    return p;
+}
+
+void wp_pstats_free(wp_pstats *p)
+{
+    if (!p)
+        return;
+    free(p->clusters);
+    free(p->hcms);
+    free(p->listeners);
+    free(p);
+}
