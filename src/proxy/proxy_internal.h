@@ -1,8 +1,9 @@
 /*
- * proxy_internal.h - the data plane's shared internals: the server (process), its workers,
- * downstream connections with their HTTP connection manager (conn.c), the router that
- * drives one upstream attempt per request (router.c) and the per-worker upstream
- * connection pools (upstream.c). Not a public API: only the proxy's own sources include it.
+ * proxy_internal.h - the data plane's shared structures: the server (process), its workers,
+ * the generations, downstream connections and their streams. Their functions are in their
+ * modules' headers: server/gen.h, http/conn.h (the connection manager), filters/http/router.h
+ * (the router and its retries), upstream/conn_pool.h. Not a public API: only the proxy's own
+ * sources include it (docs/architecture.md says what is still to leave it).
  *
  * Threading (DESIGN.md): one libuv loop per worker; a worker owns its connections, its
  * pools, its stats shard and its access-log writer, and reads the config snapshot it holds
@@ -261,6 +262,12 @@ struct wp_wgen {
     struct wp_wgen *next; /* the worker's retired generations */
 };
 
+/* One more user of wg (wp_wgen_release, server/gen.h, is the other half). */
+static inline void wp_wgen_use(wp_wgen *wg)
+{
+    wg->users++;
+}
+
 /* A listening socket of a worker, named after its listener. */
 typedef struct wp_wlistener {
     uv_tcp_t tcp;
@@ -278,31 +285,6 @@ typedef struct wp_gen_post {
     wp_gen *gen;
     int *fds; /* malloc'd, taken over */
 } wp_gen_post;
-
-/* gen.c */
-/* A generation of cfg (takes over one reference of cfg): compiles its access logs (opening
- * their files in srv->alog_files), registers its stats, allocates the cluster runtime and
- * outlier state. NULL with the reason appended to err (cfg's reference is dropped then).
- * Main thread. */
-wp_gen *wp_gen_new(wp_server *srv, wp_config *cfg, wf_strbuf *err);
-void wp_gen_ref(wp_gen *g);
-/* Drops a reference; the last frees cfg's reference, the runtime and the stat slot table.
- * Any thread. */
-void wp_gen_unref(wp_gen *g);
-/* Worker side: a new wp_wgen of gen (takes over the reference, also on failure). NULL on out
- * of memory. */
-wp_wgen *wp_wgen_new(wp_worker *w, wp_gen *gen);
-/* One more / one less user; the last user of a retired generation frees it. */
-static inline void wp_wgen_use(wp_wgen *wg)
-{
-    wg->users++;
-}
-void wp_wgen_release(wp_worker *w, wp_wgen *wg);
-/* Makes wg the worker's current generation; the previous one is retired (its idle upstream
- * connections closed) and freed once unused. */
-void wp_wgen_install(wp_worker *w, wp_wgen *wg);
-/* Frees every generation of the worker (shutdown, after the loop closed every handle). */
-void wp_wgen_free_all(wp_worker *w);
 
 /* ---------- worker ---------- */
 
@@ -371,105 +353,6 @@ struct wp_listen_hold;
  * compile, out of memory): the current snapshot then stays. */
 int wp_server_apply(wp_server *srv, wp_config *cfg, struct wp_listen_hold *hold, wf_strbuf *err);
 
-/* conn.c */
-void wp_dconn_on_accept(uv_stream_t *server, int status);
-void wp_dconn_close(wp_dconn *d);
-void wp_dconn_drain(wp_worker *w);
-/* Frees a stream for good (worker shutdown, or a stream the free list does not keep). */
-void wp_stream_destroy(wp_stream *s);
-void wp_addr_of(uv_tcp_t *t, bool peer, char *out, size_t cap);
-/* The connection manager reaches the router only through the HTTP filter chain (the router is
- * its terminal filter, filters/http/router_filter.c), and the router the connection manager
- * only through the chain's callbacks (proxy/http/filter.h wp_filter_callbacks), which conn.c
- * implements. The stream's cached route is proxy/http/cached_route.h. */
-
-/* router.c and router_retry.c: the connection manager's callbacks of s's chain. */
-static inline const wp_filter_callbacks *wp_router_cm(const wp_stream *s)
-{
-    return s->fcs.cb;
-}
-/* Envoy's sendLocalReply from the router: status, body (may be ""), details (static), flag
- * (wp_response_flag) or -1. */
-static inline void wp_router_local_reply(wp_stream *s, int status, const char *body,
-                                         const char *details, int flag)
-{
-    s->fcs.cb->send_local_reply(s, status, body, details, flag);
-}
-
-/* router.c, called by the router filter (filters/http/router_filter.c) */
-/* decode_headers: the route's action, the cluster, the first attempt. */
-void wp_router_start(wp_stream *s);
-/* Access logs read the request as the router leaves it: in Envoy the router rewrites the
- * path and Host and adds and removes fields in the header map the logs read (a log shows the
- * rewritten :authority, x-envoy-original-path, x-forwarded-proto, the route's additions).
- * Called when the stream's logs are written: the last upstream head sent (or the one the
- * router would send) is parsed into the stream's log view and si.request points at it; a
- * request answered before a cluster was chosen, or a head that fails to parse, stays as
- * received. */
-void wp_router_log_view(wp_stream *s);
-void wp_router_on_reset(wp_stream *s, int reason, const char *transport_failure);
-void wp_router_request_body(wp_stream *s);
-/* A local reply, or the stream's end: its pool request is cancelled, its connection given
- * back (reset) and its max_requests slot released. */
-void wp_router_cancel(wp_stream *s);
-/* on_stream_complete: wp_router_cancel, the retry state's end (wp_retry_end) and URX in the
- * log when retries ran out. */
-void wp_router_stream_complete(wp_stream *s);
-/* on_below_write_buffer_low_watermark: the upstream response is read on. */
-void wp_router_downstream_writable(wp_stream *s);
-/* One upstream attempt: the load balancer chooses a host (503 UH when none), the max_requests
- * breaker is checked (503 UO), the pool is asked for a connection; the answer comes through
- * the pool's callbacks. */
-void wp_router_upstream_request(wp_stream *s);
-/* The attempt is over without a connection in hand: its pool request is cancelled and its
- * max_requests slot released (a retry, the stream's end). */
-void wp_router_pool_done(wp_stream *s);
-/* Writes what the stream has for the upstream now (deferred during parsing). */
-void wp_router_flush(wp_stream *s);
-/* on_deadline: the route timeout passed. */
-void wp_router_timeout(wp_stream *s);
-/* The try deadline passed: a per-try timeout or the end of a back-off. */
-void wp_router_try_timer(wp_stream *s);
-/* Ends an attempt: the upstream connection goes back (reusable) or is closed. */
-void wp_router_end_upstream(wp_stream *s, bool reusable);
-
-/* router_retry.c: the retry state machine of one stream (Envoy's RetryStateImpl plus the
- * router's retry/shadow buffer, reference §3 and §4). */
-/* Sets up the retry state when the route has a policy (call once the cluster is known). */
-void wp_retry_begin(wp_stream *s);
-/* A request body slice arrived (s->body_ptr): keep it for replay (body_ptr cleared), or
- * give retries up when the buffer limit is crossed (507 when no attempt is in flight).
- * Returns 1 when the stream was answered (507), else 0. */
-int wp_retry_body(wp_stream *s);
-/* Up to max buffers of the retry buffer from byte off on, appended at bufs[*n] (*n grows);
- * returns the bytes in them. wp_retry_slices starts at this attempt's rb_sent. */
-size_t wp_retry_slices_from(wp_stream *s, size_t off, uv_buf_t *bufs, unsigned *n, unsigned max);
-size_t wp_retry_slices(wp_stream *s, uv_buf_t *bufs, unsigned *n, unsigned max);
-/* The attempt ended by a reset / a response / a per-try timeout: true when a retry was
- * scheduled (the caller ends the attempt and stops), false when the failure goes downstream (URX
- * set when retries ran out). */
-bool wp_retry_after_reset(wp_stream *s, int reason);
-bool wp_retry_after_response(wp_stream *s, const h1_message *m);
-bool wp_retry_after_per_try_timeout(wp_stream *s);
-/* Arms the per-try (and per-try idle) timeout when the attempt is connected and the
- * request complete. */
-void wp_retry_arm_per_try(wp_stream *s);
-/* The try deadline passed with no back-off pending: 1 when the per-try timeout expired,
- * 2 when the per-try idle timeout did, 0 when neither (the deadline is re-armed). */
-int wp_retry_try_due(wp_stream *s);
-/* The response started: the per-try timeout stops, the idle timeout goes on. */
-void wp_retry_response_started(wp_stream *s);
-/* Both per-try timers stop (the attempt ended). */
-void wp_retry_disarm(wp_stream *s);
-/* The back-off ended: the attempt's state is reset (the router then starts the next). */
-void wp_retry_fire(wp_stream *s);
-/* The stream ends: release the buffer, the breaker slot, the timers. */
-void wp_retry_end(wp_stream *s);
-/* previous_hosts: whether host must be skipped for this attempt. */
-bool wp_retry_host_tried(const wp_stream *s, int host);
-
-/* router.c: a reset reason (WP_RESET_*, upstream/conn_pool.h) as Envoy writes it. */
-const char *wp_reset_reason_string(int reason);
 /* Wall clock in microseconds since the epoch, from the loop clock (re-read every second). */
 int64_t wp_wall_us(wp_worker *w);
 

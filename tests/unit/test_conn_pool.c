@@ -24,6 +24,7 @@
 #include "harness.h"
 #include "proxy/access_log/alog_sink.h"
 #include "proxy/proxy_internal.h"
+#include "proxy/server/gen.h"
 #include "proxy/server/worker.h"
 
 /* A loopback listener (backlog `backlog`); its port in *port. */

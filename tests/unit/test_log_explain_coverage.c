@@ -24,6 +24,7 @@
 
 #include "cli/log_explain.h"
 #include "http/h1_parser.h"
+#include "proxy/filters/http/router.h"
 #include "proxy/proxy_internal.h"
 
 static void test_codec_error_details(void **state)

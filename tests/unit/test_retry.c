@@ -14,6 +14,7 @@
 #include "proxy/config/bootstrap_read.h"
 #include "proxy/proxy_internal.h"
 #include "proxy/filters/http/retry.h"
+#include "proxy/filters/http/router.h"
 
 static wp_retry_policy policy(const char *retry_on)
 {

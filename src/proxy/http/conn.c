@@ -35,6 +35,8 @@
 #include "proxy/http/cached_route.h"
 #include "proxy/http/codec.h"
 #include "proxy/proxy_internal.h"
+#include "proxy/http/conn.h"
+#include "proxy/server/gen.h"
 
 static void on_read(void *owner, ssize_t n);
 static void process(wp_dconn *d);

@@ -17,6 +17,7 @@
 #include "proxy/filters/http/istio_stats.h"
 #include "proxy/proxy_internal.h"
 #include "proxy/upstream/lb.h"
+#include "proxy/server/gen.h"
 
 static int compile_access_logs(wp_server *srv, wp_config *cfg, wf_strbuf *err)
 {

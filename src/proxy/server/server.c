@@ -21,6 +21,7 @@
 #include "proxy/agent/status.h"
 #include "proxy/xds/xds_client.h"
 #include "proxy/server/worker.h"
+#include "proxy/server/gen.h"
 
 typedef struct {
     wp_server srv;

@@ -17,6 +17,8 @@
 #include "proxy/filters/http/retry.h"
 #include "proxy/filters/http/shadow.h"
 #include "proxy/server/worker.h"
+#include "proxy/http/conn.h"
+#include "proxy/server/gen.h"
 
 int wp_listen_socket(const wp_listener *l, wf_strbuf *err)
 {

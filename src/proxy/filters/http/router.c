@@ -47,6 +47,7 @@
 #include "proxy/filters/http/retry.h"
 #include "proxy/filters/http/shadow.h"
 #include "proxy/upstream/lb.h"
+#include "proxy/filters/http/router.h"
 
 const char *wp_reset_reason_string(int reason)
 {

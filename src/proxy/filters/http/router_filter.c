@@ -15,6 +15,7 @@
  */
 #include "proxy/filters/http/filters.h"
 #include "proxy/proxy_internal.h"
+#include "proxy/filters/http/router.h"
 
 static wp_filter_headers_status decode_headers(const wp_filter *f, wp_filter_headers *h,
                                                bool end_stream)

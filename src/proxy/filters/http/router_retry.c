@@ -36,6 +36,7 @@
 #include "core/log.h"
 #include "proxy/proxy_internal.h"
 #include "proxy/filters/http/retry.h"
+#include "proxy/filters/http/router_retry.h"
 
 /* The try timer (per-try timeouts and the back-off) is the router's filter timer: the
  * connection manager calls the router's on_timer when it fires (proxy/http/filter.h). */
