@@ -19,6 +19,12 @@
 set -euo pipefail
 export LC_ALL=C
 
+case ${1:-} in
+-h | --help)
+  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+  exit 0
+  ;;
+esac
 [ $# = 2 ] || { echo "usage: bench/proxy/build_baseline.sh REV CACHE_DIR" >&2; exit 2; }
 REV=$1 CACHE=$2
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -7,6 +7,12 @@
 # flags, e.g. --keep) are read from the environment. Exit: 0 every check passed, 1 a check
 # failed, 2 setup or usage error. See bench/README.md.
 set -eu
+case ${1:-} in
+-h | --help)
+  echo "usage: bench/soak/run.sh BUILD_DIR [soak.py flags]"
+  exec /usr/bin/python3 "$(dirname "$0")/soak.py" --help
+  ;;
+esac
 if [ $# -lt 1 ]; then
   echo "usage: bench/soak/run.sh BUILD_DIR [soak.py flags]" >&2
   exit 2

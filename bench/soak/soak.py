@@ -1008,6 +1008,7 @@ def run_soak(args):
     soak = Soak(args)
     results = []
     rc = 0
+    interrupted = False
     try:
         soak.setup()
         soak.run()
@@ -1024,8 +1025,14 @@ def run_soak(args):
     except Exception:  # a soak bug or an unexpected answer: say where, clean up, exit 2
         traceback.print_exc()
         rc = 2
+    except (KeyboardInterrupt, SystemExit):  # Ctrl-C, SIGTERM: clean up, say where the logs are
+        interrupted = True
     finally:
         soak.down()
+    if interrupted:
+        print("soak: interrupted; the mesh and the soak's processes are stopped; logs: %s"
+              % soak.tmp, file=sys.stderr, flush=True)
+        return 2
     if rc == 0:
         ok, text = soak.check_sanitizer()
         results.append(("sanitizer", ok, text))
@@ -1145,9 +1152,14 @@ def main():
             return 0
         env = dict(os.environ, WEFT_SOAK_NETNS="1")
         script = "ip link set lo up && exec /usr/bin/python3 \"$0\" \"$@\""
-        return subprocess.call(["unshare", "-n", "/bin/sh", "-c", script,
-                                os.path.abspath(__file__)] + sys.argv[1:], env=env)
+        # exec, not a child: the soak keeps this process id, so a signal sent to it (Ctrl-C,
+        # kill, a CI timeout) reaches the soak itself, which then takes the mesh down
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execvpe("unshare", ["unshare", "-n", "/bin/sh", "-c", script,
+                               os.path.abspath(__file__)] + sys.argv[1:], env)
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(2))
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started in the background
     try:
         return run_soak(args)
     except KeyboardInterrupt:
