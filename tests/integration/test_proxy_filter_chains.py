@@ -209,3 +209,27 @@ def test_partial_wildcard_and_no_chain_refused(tmp_path):
     assert r.returncode == 1, r
     assert ("static_resources.listeners[0]: error adding listener '127.0.0.1:18127': no filter "
             "chains specified") in r.stderr, r.stderr
+
+
+def ipv6_loopback():
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not ipv6_loopback(), reason="no IPv6 loopback (::1) on this host")
+def test_ipv6_any_listener_is_ipv6_only(apps, proxy_factory):
+    """A listener on "::" without ipv4_compat is IPv6-only, as Envoy binds it (IPV6_V6ONLY):
+    IPv6 clients are served, an IPv4 client is refused (before: the IPv4 client was accepted
+    and seen as [::ffff:127.0.0.1], outside every IPv4 source range)."""
+    lst = listener(simple_routes("a"), address="::", name="v6")
+    proxy = proxy_factory(bootstrap([lst], [cluster("a", [apps["a"]])]))
+    with socket.create_connection(("::1", proxy.port), timeout=5) as s:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        head = s.recv(64)
+    assert head.startswith(b"HTTP/1.1 200"), head
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", proxy.port), timeout=5).close()

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "core/strbuf.h"
-#include "proxy/server/worker.h"
+#include "proxy/net/listen_socket.h"
 
 typedef struct held {
     char *name;

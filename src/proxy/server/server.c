@@ -21,6 +21,7 @@
 #include "proxy/agent/status.h"
 #include "proxy/xds/xds_client.h"
 #include "proxy/server/worker.h"
+#include "proxy/net/listen_socket.h"
 #include "proxy/server/gen.h"
 
 typedef struct {

@@ -17,27 +17,9 @@
 #include "proxy/filters/http/retry.h"
 #include "proxy/filters/http/shadow.h"
 #include "proxy/server/worker.h"
+#include "proxy/net/listen_socket.h"
 #include "proxy/http/conn.h"
 #include "proxy/server/gen.h"
-
-int wp_listen_socket(const wp_listener *l, wf_strbuf *err)
-{
-    int fd = socket(l->addr.sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-        wf_strbuf_printf(err, "listener %s: socket: %s", l->name, strerror(errno));
-        return -1;
-    }
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-    if (bind(fd, (const struct sockaddr *)&l->addr.sa, l->addr.len) != 0) {
-        wf_strbuf_printf(err, "listener %s: cannot bind '%s': %s", l->name, l->addr.text,
-                         strerror(errno));
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
 
 static void on_listener_closed(uv_handle_t *h)
 {

@@ -22,8 +22,6 @@ int wp_worker_init(wp_worker *w, wp_server *srv, unsigned id, wp_gen_post *post,
  * wp_gen_post, taken over); the worker installs it on its own thread. A post the worker has
  * not taken yet is replaced (its reference dropped, its sockets closed). Thread-safe. */
 void wp_worker_post(wp_worker *w, wp_gen *gen, int *fds);
-/* A bound, non-blocking SO_REUSEPORT socket for listener l (one per worker); -1 with err. */
-int wp_listen_socket(const wp_listener *l, wf_strbuf *err);
 /* Runs the loop on a new thread. Returns 0 or a libuv error. */
 int wp_worker_start(wp_worker *w);
 /* Asks the worker to drain (stop accepting, close idle connections, close others after
