@@ -285,7 +285,8 @@ int wf_app_listen(struct wf_app *app, const char *addr, char *bound, size_t boun
     return 0;
 }
 
-/* "x-weft-app: NAME\r\n" and "x-weft-pod: POD\r\n", as configured. */
+/* "x-weft-app: NAME\r\n", "x-weft-pod: POD\r\n" and "x-weft-version: VERSION\r\n", as configured.
+ */
 static int make_fixed(struct wf_app *app)
 {
     wf_strbuf b = WF_STRBUF_INIT;

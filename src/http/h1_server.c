@@ -919,6 +919,8 @@ void h1s_close_after(h1s_conn *c)
 
 /* ---------- the answer ---------- */
 
+/* Envoy's names (CodeUtility::toString) of the codes weft answers or relays: the one table for
+ * the proxy's HTTP/1 codec and every weft server. */
 const char *h1s_reason(int code)
 {
     static const struct {
@@ -934,6 +936,7 @@ const char *h1s_reason(int code)
         {206, "Partial Content"},
         {301, "Moved Permanently"},
         {302, "Found"},
+        {303, "See Other"},
         {304, "Not Modified"},
         {307, "Temporary Redirect"},
         {308, "Permanent Redirect"},
@@ -944,7 +947,10 @@ const char *h1s_reason(int code)
         {405, "Method Not Allowed"},
         {408, "Request Timeout"},
         {409, "Conflict"},
-        {413, "Content Too Large"},
+        {411, "Length Required"},
+        {413, "Payload Too Large"},
+        {414, "URI Too Long"},
+        {426, "Upgrade Required"},
         {429, "Too Many Requests"},
         {431, "Request Header Fields Too Large"},
         {500, "Internal Server Error"},
@@ -952,6 +958,7 @@ const char *h1s_reason(int code)
         {502, "Bad Gateway"},
         {503, "Service Unavailable"},
         {504, "Gateway Timeout"},
+        {507, "Insufficient Storage"},
     };
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (tab[i].code == code)

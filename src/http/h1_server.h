@@ -201,7 +201,8 @@ int h1s_resp_end(h1s_conn *c);
 void h1s_after_answer(h1s_conn *c, void (*fn)(void *arg), void *arg);
 /* Force "Connection: close" on the answer being built (call before its head). */
 void h1s_close_after(h1s_conn *c);
-/* Standard reason phrase of status ("Unknown" when not known). */
+/* Envoy's reason phrase of status (CodeUtility::toString; "Unknown" when not named); the proxy's
+ * HTTP/1 codec uses the same table. */
 const char *h1s_reason(int status);
 
 /* ---- raw connections ---- */

@@ -188,7 +188,7 @@ def test_unreadable_requests_answered_then_closed(p):
     big = b"x" * (64 * 1024 + 1)
     out = _raw_admin(p, b"POST /logging HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
                      % (len(big), big))
-    assert out.startswith(b"HTTP/1.1 413 Content Too Large\r\n"), out[:200]
+    assert out.startswith(b"HTTP/1.1 413 Payload Too Large\r\n"), out[:200]
     assert out.endswith(b"\r\n\r\nrequest body too large\n")
     # a body within the limit is read and the request answered as usual
     status, _, body = p.admin("/ready", method="POST", body=b"y" * 1000)

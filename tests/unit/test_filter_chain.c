@@ -826,6 +826,13 @@ static void test_loader_errors(void **state)
               "(supported: envoy.filters.http.fault, envoy.filters.http.cors, "
               "istio.metadata_exchange, istio.stats, envoy.filters.http.router)");
     free(text);
+    text = boot("{\"name\":\"envoy.filters.http.router\"},"
+                "{\"name\":\"envoy.filters.http.cors\"}");
+    wf_test_expect_bootstrap_error(
+        text, "t.json: static_resources.listeners[0].filter_chains[0].filters[0].typed_config"
+              ".http_filters[0]: Error: terminal filter named envoy.filters.http.router of type "
+              "envoy.filters.http.router must be the last filter in a http filter chain.");
+    free(text);
 }
 
 int main(void)

@@ -667,6 +667,20 @@ static void test_skip_mode_framing(void **state)
     stop(f);
 }
 
+/* One reason-phrase table (Envoy's names) serves these servers and the proxy's codec: 413 is
+ * Envoy's "Payload Too Large", the codes only the codec named before are named, others are
+ * "Unknown". */
+static void test_reason_phrases(void **state)
+{
+    (void)state;
+    assert_string_equal(h1s_reason(200), "OK");
+    assert_string_equal(h1s_reason(413), "Payload Too Large");
+    assert_string_equal(h1s_reason(303), "See Other");
+    assert_string_equal(h1s_reason(426), "Upgrade Required");
+    assert_string_equal(h1s_reason(507), "Insufficient Storage");
+    assert_string_equal(h1s_reason(599), "Unknown");
+}
+
 static void test_addresses(void **state)
 {
     (void)state;
@@ -718,6 +732,7 @@ int main(void)
         cmocka_unit_test(test_shutdown_with_open_connections),
         cmocka_unit_test(test_skip_mode_framing),
         cmocka_unit_test(test_addresses),
+        cmocka_unit_test(test_reason_phrases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,7 +19,8 @@
  *    itself (date, server, x-envoy-upstream-service-time) are not copied from the upstream;
  *  - "connection: close" when the connection closes after the response, "connection:
  *    keep-alive" to a keep-alive HTTP/1.0 client, "connection: upgrade" with a 101;
- *  - the reason phrase of a status is Envoy's (CodeUtility::toString); unknown codes "Unknown".
+ *  - the reason phrase of a status is Envoy's (CodeUtility::toString, h1s_reason in
+ *    http/h1_server.h); unknown codes "Unknown".
  *
  * Zero copy: body bytes are never copied. Encoding a body slice fills I/O vectors that point at
  * the caller's bytes and at a small per-stream buffer for the chunk-size line; decoding hands
@@ -114,9 +115,6 @@ typedef struct wp_h1_framing {
  * adds its own reasons). */
 wp_h1_framing wp_h1_response_framing(int status, h1_framing framing, bool head_request,
                                      int version_minor);
-
-/* Envoy's reason phrase of status ("Unknown" for codes it does not name). */
-const char *wp_h1_reason_phrase(int status);
 
 /* Appends "HTTP/1.1 <status> <reason>\r\n". */
 void wp_h1_put_status_line(wf_strbuf *b, int status);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "http/h1_server.h"
 #include "proxy/http/headers.h"
 
 /* ---------- server side: decoding ---------- */
@@ -88,84 +89,12 @@ wp_h1_framing wp_h1_response_framing(int status, h1_framing framing, bool head_r
     return f;
 }
 
-const char *wp_h1_reason_phrase(int code)
-{
-    switch (code) {
-    case 100:
-        return "Continue";
-    case 101:
-        return "Switching Protocols";
-    case 200:
-        return "OK";
-    case 201:
-        return "Created";
-    case 202:
-        return "Accepted";
-    case 204:
-        return "No Content";
-    case 206:
-        return "Partial Content";
-    case 301:
-        return "Moved Permanently";
-    case 302:
-        return "Found";
-    case 303:
-        return "See Other";
-    case 304:
-        return "Not Modified";
-    case 307:
-        return "Temporary Redirect";
-    case 308:
-        return "Permanent Redirect";
-    case 400:
-        return "Bad Request";
-    case 401:
-        return "Unauthorized";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 408:
-        return "Request Timeout";
-    case 409:
-        return "Conflict";
-    case 411:
-        return "Length Required";
-    case 413:
-        return "Payload Too Large";
-    case 414:
-        return "URI Too Long";
-    case 426:
-        return "Upgrade Required";
-    case 429:
-        return "Too Many Requests";
-    case 431:
-        return "Request Header Fields Too Large";
-    case 500:
-        return "Internal Server Error";
-    case 501:
-        return "Not Implemented";
-    case 502:
-        return "Bad Gateway";
-    case 503:
-        return "Service Unavailable";
-    case 504:
-        return "Gateway Timeout";
-    case 507:
-        return "Insufficient Storage";
-    default:
-        return "Unknown";
-    }
-}
-
 void wp_h1_put_status_line(wf_strbuf *b, int status)
 {
     wf_strbuf_append(b, "HTTP/1.1 ", 9);
     wp_hdr_put_u64(b, (uint64_t)status);
     wf_strbuf_putc(b, ' ');
-    wf_strbuf_puts(b, wp_h1_reason_phrase(status));
+    wf_strbuf_puts(b, h1s_reason(status));
     wf_strbuf_append(b, "\r\n", 2);
 }
 

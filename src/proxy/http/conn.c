@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "core/log.h"
+#include "http/h1_server.h"
 #include "proxy/access_log/access_log.h"
 #include "proxy/access_log/alog_sink.h"
 #include "proxy/http/headers.h"
@@ -1597,7 +1598,7 @@ static void protocol_error(wp_dconn *d, wp_stream *s)
     s->req.keep_alive = false;
     /* Envoy's codec error reply: the status's text as the body (CodeUtility::toString) */
     int status = h1_error_status(e);
-    stream_local_reply(s, status, wp_h1_reason_phrase(status), h1_error_details(e), WP_RF_DPE);
+    stream_local_reply(s, status, h1s_reason(status), h1_error_details(e), WP_RF_DPE);
 }
 
 static void parse_buffered(wp_dconn *d);
