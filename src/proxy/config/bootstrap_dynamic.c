@@ -32,9 +32,7 @@ static bool v3_only(bs *b, json_t *o, const char *k)
     int v = 0;
     json_t *x = bs_get(o, k);
     if (json_is_string(x) && strcmp(json_string_value(x), "V3") != 0) {
-        size_t m = bs_push(b, k);
-        bs_fail(b, "unsupported value \"%s\" (only V3 is supported)", json_string_value(x));
-        bs_pop(b, m);
+        bs_fail_atf(b, k, "unsupported value \"%s\" (only V3 is supported)", json_string_value(x));
         return false;
     }
     return bs_enum(b, o, k, versions, &v);

@@ -208,9 +208,8 @@ static bool dec_http_filter(bs *b, json_t *o, void *arg)
         return false;
     const wp_http_filter_type *t = wp_http_filter_find(name);
     if (!t) {
-        size_t m = bs_push(b, "name");
-        bs_fail(b, "unsupported http filter \"%s\" (supported: %s)", name, wp_http_filter_names());
-        bs_pop(b, m);
+        bs_fail_atf(b, "name", "unsupported http filter \"%s\" (supported: %s)", name,
+                    wp_http_filter_names());
         return false;
     }
     const void *config = NULL;

@@ -52,9 +52,7 @@ static json_t *unwrap(bs *b, json_t *tc, const char *want, const char **path_key
         if (!bs_fields(b, tc, "@type type_url value") || !bs_req_str(b, tc, "type_url", &url))
             return NULL;
         if (strcmp(url, want) != 0) {
-            size_t m = bs_push(b, "type_url");
-            bs_fail(b, "unsupported value \"%s\" (expected \"%s\")", url, want);
-            bs_pop(b, m);
+            bs_fail_atf(b, "type_url", "unsupported value \"%s\" (expected \"%s\")", url, want);
             return NULL;
         }
         json_t *v = bs_get(tc, "value");

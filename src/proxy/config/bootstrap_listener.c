@@ -152,9 +152,8 @@ static bool dec_network_filter(bs *b, json_t *f, wp_filter_chain *fc)
     if (!bs_fields(b, f, "name typed_config") || !bs_req_str(b, f, "name", &name))
         return false;
     if (strcmp(name, HCM_NAME) != 0) {
-        size_t m = bs_push(b, "name");
-        bs_fail(b, "unsupported network filter \"%s\" (only %s is supported)", name, HCM_NAME);
-        bs_pop(b, m);
+        bs_fail_atf(b, "name", "unsupported network filter \"%s\" (only %s is supported)", name,
+                    HCM_NAME);
         return false;
     }
     json_t *tc = bs_get(f, "typed_config");
@@ -180,9 +179,7 @@ static json_t *only_one(bs *b, json_t *o, const char *k, const char *what)
     if (v && !json_is_array(v))
         return bs_wrong_type(b, k, "an array"), NULL;
     if (json_array_size(v) != 1) {
-        size_t m = bs_push(b, k);
-        bs_fail(b, "exactly one %s is supported (found %zu)", what, json_array_size(v));
-        bs_pop(b, m);
+        bs_fail_atf(b, k, "exactly one %s is supported (found %zu)", what, json_array_size(v));
         return NULL;
     }
     bs_push(b, k);

@@ -69,6 +69,16 @@ bool bs_fail_at(bs *b, const char *key, const char *msg)
     return false;
 }
 
+bool bs_fail_atf(bs *b, const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char msg[1024];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return bs_fail_at(b, key, msg);
+}
+
 void *bs_alloc(bs *b, size_t n)
 {
     void *p = wf_arena_alloc(b->a, n ? n : 1);
@@ -150,9 +160,7 @@ again:
 
 bool bs_wrong_type(bs *b, const char *k, const char *what)
 {
-    size_t m = bs_push(b, k);
-    bs_fail(b, "wrong type: expected %s", what);
-    bs_pop(b, m);
+    bs_fail_atf(b, k, "wrong type: expected %s", what);
     return false;
 }
 
@@ -322,9 +330,7 @@ bool bs_enum(bs *b, json_t *o, const char *k, const char *const *names, int *out
             return true;
         }
     }
-    size_t m = bs_push(b, k);
-    bs_fail(b, "unsupported value \"%s\"", json_string_value(v));
-    bs_pop(b, m);
+    bs_fail_atf(b, k, "unsupported value \"%s\"", json_string_value(v));
     return false;
 }
 
@@ -336,9 +342,8 @@ bool bs_type_is(bs *b, json_t *o, const char *type)
     if (!json_is_string(t))
         return bs_wrong_type(b, "@type", "a string");
     if (strcmp(json_string_value(t), type) != 0) {
-        size_t m = bs_push(b, "@type");
-        bs_fail(b, "unsupported value \"%s\" (expected \"%s\")", json_string_value(t), type);
-        bs_pop(b, m);
+        bs_fail_atf(b, "@type", "unsupported value \"%s\" (expected \"%s\")", json_string_value(t),
+                    type);
         return false;
     }
     return true;

@@ -52,6 +52,9 @@ void bs_pop(bs *b, size_t mark);
 bool bs_fail(bs *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same at path.key. */
 bool bs_fail_at(bs *b, const char *key, const char *msg);
+/* bs_fail_at with a printf message. */
+bool bs_fail_atf(bs *b, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 void *bs_alloc(bs *b, size_t n); /* zeroed arena memory; NULL after "out of memory" */
 const char *bs_strdup(bs *b, const char *s);

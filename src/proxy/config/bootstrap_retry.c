@@ -84,9 +84,7 @@ static bool dec_retry_on(bs *b, json_t *o, wp_retry_policy *rp)
         return !b->failed;
     if (wp_retry_on_parse(list, &rp->retry_on, &bad, &bad_len) == 0)
         return true;
-    size_t m = bs_push(b, "retry_on");
-    bs_fail(b, "unknown retry condition '%.*s'", (int)bad_len, bad);
-    bs_pop(b, m);
+    bs_fail_atf(b, "retry_on", "unknown retry condition '%.*s'", (int)bad_len, bad);
     return false;
 }
 

@@ -333,9 +333,7 @@ static bool resolve(bs *b, const char *key, const char *name, int *out, bool wei
     *out = wp_config_find_cluster(b->c, name);
     if (*out >= 0 || !b->validate_clusters)
         return true;
-    size_t m = bs_push(b, key);
-    bs_fail(b, "route: unknown %scluster '%s'", weighted ? "weighted " : "", name);
-    bs_pop(b, m);
+    bs_fail_atf(b, key, "route: unknown %scluster '%s'", weighted ? "weighted " : "", name);
     return false;
 }
 

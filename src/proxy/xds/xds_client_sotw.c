@@ -189,13 +189,8 @@ static void handle(wp_xds_client *c, int t, const wf_xds_response *resp)
     json_t *set = build_set(c, t, resp, &changed, &err);
     wp_xds_dynamic dyn = {0};
     bool composed = false;
-    if (set && (changed || !c->types[t].version)) {
-        composed = xc_compose_apply(c, t, set, resp->version_info, &dyn, &err) == 0;
-        if (!composed) {
-            json_decref(set);
-            set = NULL;
-        }
-    }
+    if (set)
+        set = xc_compose_new_set(c, t, set, changed, resp->version_info, &dyn, &composed, &err);
     if (set)
         accepted(c, t, resp, set, composed ? &dyn : NULL);
     else

@@ -369,6 +369,19 @@ int xc_compose_apply(wp_xds_client *c, int t, json_t *set, const char *version, 
     return rc;
 }
 
+json_t *xc_compose_new_set(wp_xds_client *c, int t, json_t *set, bool changed, const char *version,
+                           wp_xds_dynamic *dyn, bool *composed, wf_strbuf *err)
+{
+    *composed = false;
+    if (!changed && xc_version(c, t))
+        return set;
+    *composed = xc_compose_apply(c, t, set, version, dyn, err) == 0;
+    if (*composed)
+        return set;
+    json_decref(set);
+    return NULL;
+}
+
 void xc_prune(wp_xds_client *c, int t, const wf_xds_names *names)
 {
     json_t *set = c->sets[t];

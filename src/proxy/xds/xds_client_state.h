@@ -100,6 +100,12 @@ void xc_now_text(char *buf, size_t cap);
  * callbacks.apply. 0 with *dyn filled (caller frees), or -1 with the NACK text in err. */
 int xc_compose_apply(wp_xds_client *c, int t, json_t *set, const char *version, wp_xds_dynamic *dyn,
                      wf_strbuf *err);
+/* The step both protocols take on a response's new set of type t (changed: it differs from
+ * the accepted set): composed and applied (xc_compose_apply) when changed or nothing of t was
+ * accepted yet, else kept as is. Returns set, or NULL (set freed, the NACK text in err) when
+ * compose / apply failed; *composed is true when *dyn was filled (the caller frees it). */
+json_t *xc_compose_new_set(wp_xds_client *c, int t, json_t *set, bool changed, const char *version,
+                           wp_xds_dynamic *dyn, bool *composed, wf_strbuf *err);
 /* Drops the accepted resources of type t whose names are not in names. */
 void xc_prune(wp_xds_client *c, int t, const wf_xds_names *names);
 /* A rejected response of type t: warn "gRPC config for <type_url> rejected: <msg>",
