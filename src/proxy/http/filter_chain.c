@@ -194,7 +194,6 @@ wp_fchain_result wp_fchain_encode_headers(wp_fchain_state *st, struct wp_stream 
 {
     if (!st->fc)
         return WP_FCHAIN_DONE;
-    st->enc_started = true;
     st->enc_stopped = false;
     st->enc_next = st->fc->n;
     st->nresp_ops = 0;
