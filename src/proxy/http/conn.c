@@ -292,11 +292,6 @@ void wp_dconn_close(wp_dconn *d)
     uv_close((uv_handle_t *)&d->rq_timer, on_timer_closed);
 }
 
-void wp_addr_of(uv_tcp_t *t, bool peer, char *out, size_t cap)
-{
-    wp_tcp_address(t, peer, out, cap);
-}
-
 static void start_reading(wp_dconn *d)
 {
     if (d->reading || d->closing || d->peer_closed)

@@ -19,7 +19,5 @@ void wp_dconn_close(wp_dconn *d);
 void wp_dconn_drain(wp_worker *w);
 /* Frees a stream for good (worker shutdown, or a stream the free list does not keep). */
 void wp_stream_destroy(wp_stream *s);
-/* The local (peer false) or peer address of t as "ip:port" / "[v6]:port" into out. */
-void wp_addr_of(uv_tcp_t *t, bool peer, char *out, size_t cap);
 
 #endif

@@ -249,7 +249,7 @@ typedef struct wp_fchain_state {
     uint8_t dec_next;    /* next filter to get the request headers; fc->n: all had them */
     uint8_t enc_next;    /* filters (counting down from fc->n) still to get the response head */
     bool dec_started, dec_stopped, dec_ended; /* ended: a local reply, decoding is over */
-    bool enc_started, enc_stopped;
+    bool enc_stopped;
     bool completed, logged, destroyed; /* on_stream_complete, on_log, on_destroy ran */
     int8_t timer_owner;                /* filter index whose timer is armed, -1 none */
     int8_t deadline_owner;             /* filter index that took the deadline over, -1 none */

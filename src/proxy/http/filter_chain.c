@@ -194,7 +194,6 @@ wp_fchain_result wp_fchain_encode_headers(wp_fchain_state *st, struct wp_stream 
 {
     if (!st->fc)
         return WP_FCHAIN_DONE;
-    st->enc_started = true;
     st->enc_stopped = false;
     st->enc_next = st->fc->n;
     st->nresp_ops = 0;
@@ -220,14 +219,19 @@ wp_fchain_result wp_fchain_continue_encoding(wp_fchain_state *st, struct wp_stre
     return encode_headers_from(st, s, cb, h, false);
 }
 
+/* What encode_data and encode_trailers return when no encoder runs: no chain (DONE), no
+ * filter with encode_data or encode_trailers, or a head a filter stopped (STOPPED). */
+static wp_fchain_result encode_skipped(const wp_fchain_state *st)
+{
+    return st->fc && st->enc_stopped ? WP_FCHAIN_STOPPED : WP_FCHAIN_DONE;
+}
+
 wp_fchain_result wp_fchain_encode_data(wp_fchain_state *st, struct wp_stream *s,
                                        const wp_filter_callbacks *cb, const char *data, size_t len,
                                        bool end_stream)
 {
-    if (!st->fc || !st->fc->any_data)
-        return st->fc && st->enc_stopped ? WP_FCHAIN_STOPPED : WP_FCHAIN_DONE;
-    if (st->enc_stopped)
-        return WP_FCHAIN_STOPPED;
+    if (!st->fc || !st->fc->any_data || st->enc_stopped)
+        return encode_skipped(st);
     for (uint8_t i = st->fc->n; i-- > 0;) {
         const wp_http_filter_type *t = st->fc->e[i].type;
         if (!t->encode_data)
@@ -243,10 +247,8 @@ wp_fchain_result wp_fchain_encode_trailers(wp_fchain_state *st, struct wp_stream
                                            const wp_filter_callbacks *cb, const h1_header *t,
                                            size_t n)
 {
-    if (!st->fc || !st->fc->any_data)
-        return st->fc && st->enc_stopped ? WP_FCHAIN_STOPPED : WP_FCHAIN_DONE;
-    if (st->enc_stopped)
-        return WP_FCHAIN_STOPPED;
+    if (!st->fc || !st->fc->any_data || st->enc_stopped)
+        return encode_skipped(st);
     for (uint8_t i = st->fc->n; i-- > 0;) {
         const wp_http_filter_type *ft = st->fc->e[i].type;
         if (!ft->encode_trailers)

@@ -7,7 +7,8 @@
 
 #include "proxy/net/address.h"
 
-uv_write_t *wp_wreq_get(wp_wreq_pool *p)
+/* A write request: from the pool, else malloc'd; NULL when out of memory. */
+static uv_write_t *wp_wreq_get(wp_wreq_pool *p)
 {
     if (p->free) {
         void **r = p->free;
@@ -18,7 +19,8 @@ uv_write_t *wp_wreq_get(wp_wreq_pool *p)
     return malloc(sizeof(uv_write_t));
 }
 
-void wp_wreq_put(wp_wreq_pool *p, uv_write_t *req)
+/* Back to the pool (at most 1024 kept; the rest are freed). */
+static void wp_wreq_put(wp_wreq_pool *p, uv_write_t *req)
 {
     if (p->nfree >= 1024) {
         free(req);

@@ -29,10 +29,6 @@ typedef struct wp_wreq_pool {
     size_t nfree;
 } wp_wreq_pool;
 
-/* A write request: from the pool, else malloc'd; NULL when out of memory. */
-uv_write_t *wp_wreq_get(wp_wreq_pool *p);
-/* Back to the pool (at most 1024 kept; the rest are freed). */
-void wp_wreq_put(wp_wreq_pool *p, uv_write_t *req);
 /* Frees the pooled requests (loop shutdown). */
 void wp_wreq_pool_free(wp_wreq_pool *p);
 

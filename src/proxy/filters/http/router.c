@@ -409,11 +409,11 @@ static void launch_shadows(wp_stream *s)
         return;
     unsigned n = 1; /* bufs[0]: chunk-size line of a chunked body */
     size_t body = wp_retry_slices_from(s, 0, bufs, &n, blocks);
-    char line[24];
+    char line[WP_H1_CHUNK_LINE_MAX];
     unsigned first = 1;
     if (s->req_chunked) {
         first = 0;
-        bufs[0] = uv_buf_init(line, (unsigned)snprintf(line, sizeof(line), "%zx\r\n", body));
+        bufs[0] = uv_buf_init(line, (unsigned)wp_h1_chunk_line(line, body));
         if (body)
             bufs[n++] = uv_buf_init("\r\n0\r\n\r\n", 7);
         else
