@@ -62,6 +62,7 @@ typedef struct {
     int client;
     char resp[BUF];
     size_t resplen;
+    int refuse_fd; /* refusing_port's socket, -1 none */
 } env;
 
 static void nonblock(int fd)
@@ -84,12 +85,18 @@ static int listener(int *port)
     return fd;
 }
 
-/* A port nothing listens on (also used for the proxy's listener, bound right after). */
-static int free_port(void)
+/* A port that refuses connections for the test's life: bound (so no other process can take
+ * it) but not listening, so a connect gets a reset (ECONNREFUSED). */
+static int refusing_port(env *e)
 {
-    int port;
-    close(listener(&port));
-    return port;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    e->refuse_fd = fd;
+    return ntohs(a.sin_port);
 }
 
 /* The upstream's side of one pump step: accept, read, answer each complete request. */
@@ -163,11 +170,11 @@ static void pump(env *e)
     }
 }
 
-/* A worker with one listener on a free loopback port (returned) whose route config has the
+/* A worker with one listener on a loopback port the kernel picks (returned) whose route
+ * config has the
  * routes `routes` (a JSON array) and one cluster "c" with one endpoint at upstream_port. */
 static int start(env *e, const char *routes, int upstream_port)
 {
-    int port = free_port();
     char text[4096];
     snprintf(text, sizeof(text),
              "{\"static_resources\":{\"listeners\":[{\"name\":\"l\",\"address\":{"
@@ -183,7 +190,7 @@ static int start(env *e, const char *routes, int upstream_port)
              "\"cluster_name\":\"c\",\"endpoints\":[{\"lb_endpoints\":[{\"endpoint\":{"
              "\"address\":{\"socket_address\":{\"address\":\"127.0.0.1\",\"port_value\":%d}}}"
              "}]}]}}]}}",
-             port, routes, upstream_port);
+             0, routes, upstream_port);
     wf_strbuf err = {0};
     wp_config *c = wf_test_load_bootstrap(text, &err);
     if (!c)
@@ -196,6 +203,10 @@ static int start(env *e, const char *routes, int upstream_port)
     fds[0] = wp_listen_socket(&c->listeners[0], &err);
     if (fds[0] < 0)
         fail_msg("listen: %s", wf_strbuf_cstr(&err));
+    struct sockaddr_in a;
+    socklen_t alen = sizeof(a);
+    assert_int_equal(getsockname(fds[0], (struct sockaddr *)&a, &alen), 0);
+    int port = ntohs(a.sin_port);
     wp_gen *g = wp_gen_new(&e->srv, c, &err);
     assert_non_null(g);
     wp_gen_post post = {.gen = g, .fds = fds};
@@ -262,6 +273,7 @@ static int setup(void **state)
     assert_non_null(e->srv.alog_files);
     e->up.lfd = -1;
     e->client = -1;
+    e->refuse_fd = -1;
     *state = e;
     return 0;
 }
@@ -276,6 +288,8 @@ static int teardown(void **state)
             close(e->up.fds[i]);
     if (e->up.lfd >= 0)
         close(e->up.lfd);
+    if (e->refuse_fd >= 0)
+        close(e->refuse_fd);
     if (e->started) {
         wp_worker_command(&e->w, WP_WORKER_STOP);
         for (int i = 0; i < 5; i++)
@@ -321,7 +335,7 @@ static void test_get_routed_and_relayed(void **state)
 static void test_connect_refused_503(void **state)
 {
     env *e = *state;
-    get(e, start(e, ROUTE_ALL, free_port()), "/");
+    get(e, start(e, ROUTE_ALL, refusing_port(e)), "/");
     pump(e);
     expect_response(e, "HTTP/1.1 503 Service Unavailable",
                     "upstream connect error or disconnect/reset before headers. reset reason: "
