@@ -22,7 +22,7 @@
 #include "core/strbuf.h"
 #include "http/h1_parser.h"
 #include "proxy/access_log/access_log.h"
-#include "proxy/http/stream_info.h"
+#include "proxy/stream_info/stream_info.h"
 
 #define S(lit)                                                                                     \
     {                                                                                              \

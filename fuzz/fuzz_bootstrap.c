@@ -1,5 +1,5 @@
 /*
- * fuzz_bootstrap.c - libFuzzer target for the Envoy v3 bootstrap loader (proxy/config/bootstrap.h):
+ * fuzz_bootstrap.c - libFuzzer target for the Envoy v3 bootstrap loader (proxy/bootstrap/bootstrap.h):
  * the input is the bootstrap's JSON text, parsed as wp_bootstrap_load_file parses a file
  * (duplicate keys rejected) and decoded by wp_bootstrap_load.
  *
@@ -15,7 +15,7 @@
 #include <jansson.h>
 
 #include "core/strbuf.h"
-#include "proxy/config/bootstrap.h"
+#include "proxy/bootstrap/bootstrap.h"
 #include "proxy/config/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

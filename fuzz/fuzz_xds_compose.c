@@ -1,7 +1,7 @@
 /*
  * fuzz_xds_compose.c - libFuzzer target for the xDS resource path of weft-proxy: resources
  * as a DiscoveryResponse delivers them, composed into an effective bootstrap
- * (proxy/config/xds_compose.h) and decoded by the bootstrap loader (proxy/config/bootstrap.h), as
+ * (proxy/bootstrap/xds_compose.h) and decoded by the bootstrap loader (proxy/bootstrap/bootstrap.h), as
  * the xDS client does on every update (xds_client_sotw.c).
  *
  * Input: a JSON object {"CDS": [Cluster...], "LDS": [Listener...], "RDS":
@@ -21,9 +21,9 @@
 #include <jansson.h>
 
 #include "core/strbuf.h"
-#include "proxy/config/bootstrap.h"
+#include "proxy/bootstrap/bootstrap.h"
 #include "proxy/config/config.h"
-#include "proxy/config/xds_compose.h"
+#include "proxy/bootstrap/xds_compose.h"
 #include "xds/discovery.h"
 
 static const char base_text[] =

@@ -27,7 +27,7 @@
  *    normalize_path true, path_with_escaped_slashes_action KEEP_UNCHANGED (as in the
  *    golden dumps' HTTP connection managers).
  *
- * Loading into weft-proxy: the proxy's bootstrap loader (src/proxy/config/bootstrap.c) accepts a
+ * Loading into weft-proxy: the proxy's bootstrap loader (src/proxy/bootstrap/bootstrap.c) accepts a
  * static listener with name, address, traffic_direction and one filter chain, and the HCM
  * fields stat_prefix, server_name, use_remote_address, stream_idle_timeout, the fault,
  * istio.* and router filters. It does NOT yet accept: "rds" (the proxy must gain RDS over

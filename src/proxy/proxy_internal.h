@@ -53,7 +53,7 @@
 #include "proxy/upstream/outlier.h"
 #include "proxy/stats/pstats.h"
 #include "proxy/config/route.h"
-#include "proxy/http/stream_info.h"
+#include "proxy/stream_info/stream_info.h"
 #include "proxy/upstream/conn_pool.h"
 
 #define WP_MAX_TRAILERS 16           /* response trailers kept per stream for %TRAILER()% */

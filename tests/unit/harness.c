@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
-#include "proxy/config/bootstrap.h"
+#include "proxy/bootstrap/bootstrap.h"
 
 char *wf_test_temp_file(const char *text)
 {

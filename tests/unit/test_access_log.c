@@ -21,7 +21,7 @@
 
 #include "proxy/access_log/access_log.h"
 #include "proxy/access_log/alog_sink.h"
-#include "proxy/http/stream_info.h"
+#include "proxy/stream_info/stream_info.h"
 #include "xds/istio_log.h"
 
 /* 2026-11-29T21:30:00.123456Z */

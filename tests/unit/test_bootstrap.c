@@ -15,8 +15,9 @@
 
 #include "harness.h"
 
-#include "proxy/config/bootstrap.h"
+#include "proxy/bootstrap/bootstrap.h"
 #include "proxy/admin/config_dump.h"
+#include "core/timefmt.h"
 
 #define DATA "tests/data/proxy/"
 #define HCM_T                                                                                      \
@@ -825,8 +826,8 @@ static void test_camel_case_digits(void **state)
 static void test_dump_time(void **state)
 {
     char buf[40];
-    assert_string_equal(wp_config_dump_time(0, buf, sizeof(buf)), "1970-01-01T00:00:00.000Z");
-    assert_string_equal(wp_config_dump_time(1703570229.9996, buf, sizeof(buf)),
+    assert_string_equal(wf_timestamp_ms(0, buf, sizeof(buf)), "1970-01-01T00:00:00.000Z");
+    assert_string_equal(wf_timestamp_ms(1703570229.9996, buf, sizeof(buf)),
                         "2023-12-26T05:57:10.000Z");
 }
 

@@ -16,7 +16,7 @@
 
 #include "harness.h"
 
-#include "proxy/config/bootstrap.h"
+#include "proxy/bootstrap/bootstrap.h"
 #include "proxy/admin/config_dump.h"
 #include "proxy/filters/http/fault.h"
 #include "proxy/http/filter.h"

@@ -17,7 +17,7 @@
 
 #include "harness.h"
 
-#include "proxy/config/bootstrap.h"
+#include "proxy/bootstrap/bootstrap.h"
 #include "proxy/filters/http/istio_peer.h"
 #include "proxy/http/filter.h"
 #include "proxy/filters/http/istio_stats.h"

@@ -22,8 +22,8 @@
 #include <cmocka.h>
 
 #include "harness.h"
-#include "proxy/config/bootstrap.h"
-#include "proxy/net/listen_hold.h"
+#include "proxy/bootstrap/bootstrap.h"
+#include "proxy/server/listen_hold.h"
 
 /* A free loopback port (bound and released). */
 static int free_port(void)

@@ -16,7 +16,7 @@
 
 #include "harness.h"
 
-#include "proxy/config/bootstrap.h"
+#include "proxy/bootstrap/bootstrap.h"
 #include "proxy/upstream/outlier.h"
 
 #define NHOSTS_MAX  16

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "proxy/config/bootstrap.h"
+#include "proxy/bootstrap/bootstrap.h"
 #include "proxy/stats/pstats.h"
 #include "proxy/xds/xds_client_state.h"
 

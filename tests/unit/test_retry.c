@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "proxy/config/bootstrap_read.h"
+#include "proxy/bootstrap/bootstrap_read.h"
 #include "proxy/proxy_internal.h"
 #include "proxy/filters/http/retry.h"
 #include "proxy/filters/http/router.h"

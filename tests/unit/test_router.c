@@ -33,7 +33,7 @@
 #include "harness.h"
 #include "proxy/access_log/alog_sink.h"
 #include "proxy/config/route.h"
-#include "proxy/net/listen_socket.h"
+#include "proxy/server/listen_socket.h"
 #include "proxy/proxy_internal.h"
 #include "proxy/server/gen.h"
 #include "proxy/server/worker.h"

@@ -22,7 +22,7 @@
 #include "proxy/access_log/alog_sink.h"
 #include "proxy/proxy_internal.h"
 #include "proxy/server/worker.h"
-#include "proxy/net/listen_socket.h"
+#include "proxy/server/listen_socket.h"
 #include "proxy/server/gen.h"
 
 static int free_port(void)

@@ -24,7 +24,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
-#include "proxy/config/bootstrap.h"
+#include "proxy/bootstrap/bootstrap.h"
 #include "proxy/xds/xds_client.h"
 #include "xds/h2_stream.h"
 

@@ -20,9 +20,9 @@
 #include "pilot/eds.h"
 #include "pilot/lds.h"
 #include "pilot/rds.h"
-#include "proxy/config/bootstrap.h"
+#include "proxy/bootstrap/bootstrap.h"
 #include "proxy/config/config.h"
-#include "proxy/config/xds_compose.h"
+#include "proxy/bootstrap/xds_compose.h"
 
 #define BOOK "../shared/corpus/istioinaction/"
 

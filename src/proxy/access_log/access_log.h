@@ -92,7 +92,7 @@
 
 #include "core/strbuf.h"
 #include "proxy/config/config.h"
-#include "proxy/http/stream_info.h"
+#include "proxy/stream_info/stream_info.h"
 
 /* Envoy's default format (SubstitutionFormatUtils::DEFAULT_FORMAT, usage.rst). */
 #define WP_ENVOY_DEFAULT_FORMAT                                                                    \

@@ -19,7 +19,7 @@
 #include "core/strbuf.h"
 #include "proxy/proxy_internal.h"
 #include "proxy/admin/admin_ops.h"
-#include "proxy/server/options.h"
+#include "proxy/admin/options.h"
 
 /* Listens on srv->gen->cfg->admin_addr; actions (copied) serve the POST operations. Returns
  * NULL with a message in err when it cannot listen. */

@@ -17,7 +17,7 @@
 
 #include "core/strbuf.h"
 #include "http/h1_server.h"
-#include "proxy/server/options.h"
+#include "proxy/admin/options.h"
 #include "proxy/proxy_internal.h"
 #include "proxy/stats/stats.h"
 

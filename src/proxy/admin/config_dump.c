@@ -6,6 +6,7 @@
  * messages weft produces.
  */
 #include "proxy/admin/config_dump.h"
+#include "core/timefmt.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -61,25 +62,6 @@ static const elem_schema ELEMS[] = {
 #define LISTENER_T "type.googleapis.com/envoy.config.listener.v3.Listener"
 #define ROUTE_T    "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
 #define CLA_T      "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
-
-char *wp_config_dump_time(double t, char *buf, size_t cap)
-{
-    double whole = floor(t);
-    long long ms = llround((t - whole) * 1000.0);
-    time_t secs = (time_t)whole;
-    if (ms >= 1000) {
-        secs++;
-        ms -= 1000;
-    }
-    struct tm tm;
-    if (!gmtime_r(&secs, &tm)) {
-        snprintf(buf, cap, "1970-01-01T00:00:00.000Z");
-        return buf;
-    }
-    snprintf(buf, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
-    return buf;
-}
 
 /* ---------- building the dumps ---------- */
 
@@ -630,7 +612,7 @@ json_t *wp_config_dump_http(const wp_config *c, const char *resource, const char
         resource = NULL;
     if (mask && !*mask)
         mask = NULL;
-    wp_config_dump_time(last_updated_unix, ts, sizeof(ts));
+    wf_timestamp_ms(last_updated_unix, ts, sizeof(ts));
     if (!build(c, include_eds, ts, &ds) || (mask && !parse_mask(mask, &m))) {
         free_dumps(&ds);
         free_mask(&m);

@@ -65,8 +65,4 @@ json_t *wp_config_dump_http(const wp_config *c, const char *resource, const char
                             bool include_eds, double last_updated_unix, wf_strbuf *err,
                             int *http_status);
 
-/* Format t (seconds since the epoch) as "YYYY-MM-DDTHH:MM:SS.mmmZ" into buf (at least 32
- * bytes). Returns buf. */
-char *wp_config_dump_time(double t, char *buf, size_t cap);
-
 #endif

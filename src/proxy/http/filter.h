@@ -68,7 +68,7 @@
 #include "http/h1_parser.h"
 #include "proxy/config/config.h"
 #include "proxy/config/route.h"
-#include "proxy/http/stream_info.h"
+#include "proxy/stream_info/stream_info.h"
 
 #define WP_FCHAIN_MAX_FILTERS 16   /* http_filters entries of one HCM */
 #define WP_FILTER_MAX_OPS     2    /* header-ops levels filters may add per direction */

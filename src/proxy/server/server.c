@@ -14,14 +14,14 @@
 #include "proxy/access_log/access_log.h"
 #include "proxy/admin/admin.h"
 #include "proxy/access_log/alog_sink.h"
-#include "proxy/config/bootstrap.h"
-#include "proxy/net/listen_hold.h"
+#include "proxy/bootstrap/bootstrap.h"
+#include "proxy/server/listen_hold.h"
 #include "proxy/proxy_internal.h"
 #include "proxy/server/server.h"
 #include "proxy/agent/status.h"
 #include "proxy/xds/xds_client.h"
 #include "proxy/server/worker.h"
-#include "proxy/net/listen_socket.h"
+#include "proxy/server/listen_socket.h"
 #include "proxy/server/gen.h"
 
 typedef struct {

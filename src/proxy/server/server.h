@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proxy/server/options.h"
+#include "proxy/admin/options.h"
 
 /* Runs the proxy. Returns the process exit code: 0 after a clean shutdown or a valid
  * configuration in validate mode, 1 when the configuration is invalid or a listener cannot

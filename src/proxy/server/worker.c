@@ -17,7 +17,7 @@
 #include "proxy/filters/http/retry.h"
 #include "proxy/filters/http/shadow.h"
 #include "proxy/server/worker.h"
-#include "proxy/net/listen_socket.h"
+#include "proxy/server/listen_socket.h"
 #include "proxy/http/conn.h"
 #include "proxy/server/gen.h"
 

@@ -23,7 +23,7 @@
 
 #include "proxy/config/config.h"
 #include "proxy/stats/stats.h"
-#include "proxy/http/stream_info.h"
+#include "proxy/stream_info/stream_info.h"
 
 #define WP_CLUSTER_STATS(X)                                                                        \
     X(upstream_cx_total, C)                                                                        \

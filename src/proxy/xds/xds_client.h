@@ -100,7 +100,7 @@
 #include "core/strbuf.h"
 #include "proxy/config/config.h"
 #include "proxy/stats/stats.h"
-#include "proxy/config/xds_compose.h"
+#include "proxy/bootstrap/xds_compose.h"
 #include "xds/discovery.h"
 
 typedef struct wp_xds_client wp_xds_client;

@@ -13,8 +13,8 @@
 #include <time.h>
 
 #include "core/log.h"
-#include "proxy/config/bootstrap.h"
-#include "proxy/admin/config_dump.h"
+#include "proxy/bootstrap/bootstrap.h"
+#include "core/timefmt.h"
 #include "proxy/xds/xds_client_state.h"
 
 int xc_send_json(wp_xds_client *c, json_t *j, const char *type_url)
@@ -192,7 +192,7 @@ void xc_now_text(char *buf, size_t cap)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    wp_config_dump_time((double)ts.tv_sec + (double)ts.tv_nsec / 1e9, buf, cap);
+    wf_timestamp_ms((double)ts.tv_sec + (double)ts.tv_nsec / 1e9, buf, cap);
 }
 
 /* The reason of a compose error ("<kind> '<name>': <reason>"). */

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "proxy/config/bootstrap_read.h"
+#include "proxy/bootstrap/bootstrap_read.h"
 #include "proxy/filters/http/istio_stats.h"
 
 #define TYPED_STRUCT_V1 "type.googleapis.com/udpa.type.v1.TypedStruct"

@@ -2,7 +2,7 @@
  * xds_compose.c - effective bootstrap from the base bootstrap and the accepted xDS resources
  * (see xds_compose.h for the rules and the Envoy behaviour they follow).
  */
-#include "proxy/config/xds_compose.h"
+#include "proxy/bootstrap/xds_compose.h"
 
 #include <ctype.h>
 #include <stdbool.h>

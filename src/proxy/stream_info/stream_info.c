@@ -10,7 +10,7 @@
  * the utility.h revision that could be read; they follow the enum names in stream_info.h
  * and the reference (section 1.2), which marks UDO as unconfirmed.
  */
-#include "proxy/http/stream_info.h"
+#include "proxy/stream_info/stream_info.h"
 
 #include <string.h>
 #include <strings.h>

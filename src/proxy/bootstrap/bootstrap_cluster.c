@@ -13,7 +13,7 @@
 #include <sys/un.h>
 
 #include "core/strmap.h"
-#include "proxy/config/bootstrap_read.h"
+#include "proxy/bootstrap/bootstrap_read.h"
 
 #define HPO_NAME        "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 #define HPO_TYPE        "type.googleapis.com/" HPO_NAME

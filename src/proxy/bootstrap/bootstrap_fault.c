@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "proxy/config/bootstrap_read.h"
+#include "proxy/bootstrap/bootstrap_read.h"
 #include "proxy/filters/http/fault.h"
 
 #define UNSUPPORTED_MSG "not supported by weft-proxy's fault filter"

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "proxy/access_log/alog_sink.h"
-#include "proxy/config/bootstrap_read.h"
+#include "proxy/bootstrap/bootstrap_read.h"
 #include "proxy/filters/http/fault.h"
 #include "proxy/filters/http/filters.h"
 #include "proxy/filters/http/istio_stats.h"

@@ -21,7 +21,7 @@
  */
 #include <string.h>
 
-#include "proxy/config/bootstrap_read.h"
+#include "proxy/bootstrap/bootstrap_read.h"
 
 #define ADS_SERVICE "envoy.service.discovery.v3.AggregatedDiscoveryService"
 

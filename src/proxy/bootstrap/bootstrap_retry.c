@@ -21,7 +21,7 @@
  */
 #include <string.h>
 
-#include "proxy/config/bootstrap_read.h"
+#include "proxy/bootstrap/bootstrap_read.h"
 #include "proxy/filters/http/retry.h"
 
 static const struct {

@@ -16,7 +16,7 @@
  * rules Envoy enforces copy Envoy's wording (source/common/router/config_impl.cc,
  * header_parser.cc) or protoc-gen-validate's.
  */
-#include "proxy/config/bootstrap_read.h"
+#include "proxy/bootstrap/bootstrap_read.h"
 
 #include <ctype.h>
 #include <stdio.h>

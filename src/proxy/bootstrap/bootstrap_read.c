@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/config/bootstrap_read.h"
+#include "proxy/bootstrap/bootstrap_read.h"
 
 /* ---------- path and errors ---------- */
 

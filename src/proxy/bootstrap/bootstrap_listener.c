@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/config/bootstrap_read.h"
+#include "proxy/bootstrap/bootstrap_read.h"
 
 #define HCM_NAME         "envoy.filters.network.http_connection_manager"
 #define WP_LISTENER_TYPE "type.googleapis.com/envoy.config.listener.v3.Listener"

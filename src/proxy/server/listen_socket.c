@@ -1,7 +1,7 @@
 /*
  * listen_socket.c - a listener's listening socket (listen_socket.h).
  */
-#include "proxy/net/listen_socket.h"
+#include "proxy/server/listen_socket.h"
 
 #include <errno.h>
 #include <netinet/in.h>

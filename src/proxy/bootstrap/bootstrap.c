@@ -35,7 +35,7 @@
  *     inline route configs; weft follows the project brief and defaults to false).
  *   - durations are truncated to whole milliseconds (DurationUtil::durationToMilliseconds).
  */
-#include "proxy/config/bootstrap.h"
+#include "proxy/bootstrap/bootstrap.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -50,7 +50,7 @@
 #include <sys/un.h>
 
 #include "core/strmap.h"
-#include "proxy/config/bootstrap_read.h"
+#include "proxy/bootstrap/bootstrap_read.h"
 #include "proxy/stats/stats.h"
 
 /* ---------- top level ---------- */

@@ -2,7 +2,7 @@
  * listen_hold.c - warming listeners' sockets, held from the LDS update that added them until
  * the listener serves (see listen_hold.h for the Envoy behaviour and the socket options).
  */
-#include "proxy/net/listen_hold.h"
+#include "proxy/server/listen_hold.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "core/strbuf.h"
-#include "proxy/net/listen_socket.h"
+#include "proxy/server/listen_socket.h"
 
 typedef struct held {
     char *name;
