@@ -16,7 +16,7 @@
 #include "harness.h"
 
 #include "proxy/bootstrap/bootstrap.h"
-#include "proxy/admin/config_dump.h"
+#include "proxy/server/admin/config_dump.h"
 #include "core/timefmt.h"
 
 #define DATA "tests/data/proxy/"

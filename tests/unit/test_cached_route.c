@@ -17,7 +17,8 @@
 #include "harness.h"
 
 #include "proxy/http/cached_route.h"
-#include "proxy/proxy_internal.h"
+#include "proxy/http/conn.h"
+#include "proxy/server/server.h"
 
 #define HCM_T                                                                                      \
     "type.googleapis.com/"                                                                         \

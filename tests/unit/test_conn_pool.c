@@ -23,7 +23,8 @@
 
 #include "harness.h"
 #include "proxy/access_log/alog_sink.h"
-#include "proxy/proxy_internal.h"
+#include "proxy/http/conn.h"
+#include "proxy/server/server.h"
 #include "proxy/server/gen.h"
 #include "proxy/server/worker.h"
 

@@ -17,7 +17,7 @@
 #include "harness.h"
 
 #include "proxy/bootstrap/bootstrap.h"
-#include "proxy/admin/config_dump.h"
+#include "proxy/server/admin/config_dump.h"
 #include "proxy/filters/http/fault.h"
 #include "proxy/http/filter.h"
 #include "proxy/config/route.h"

@@ -13,7 +13,8 @@
 
 #include <cmocka.h>
 
-#include "proxy/proxy_internal.h"
+#include "proxy/http/conn.h"
+#include "proxy/server/server.h"
 #include "proxy/upstream/lb.h"
 
 #define NMAX 8

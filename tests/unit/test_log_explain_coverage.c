@@ -25,7 +25,8 @@
 #include "cli/log_explain.h"
 #include "http/h1_parser.h"
 #include "proxy/filters/http/router.h"
-#include "proxy/proxy_internal.h"
+#include "proxy/http/conn.h"
+#include "proxy/server/server.h"
 
 static void test_codec_error_details(void **state)
 {

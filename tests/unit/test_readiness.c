@@ -1,7 +1,7 @@
 /*
- * test_readiness.c - readiness policies (src/proxy/admin/readiness.h): Istio's default (ready after
- * the first CDS + LDS and workers, stays ready without a control plane, pilot-agent's reason
- * texts), static config, draining, and the opt-in control-plane policy with its grace period
+ * test_readiness.c - readiness policies (src/proxy/server/admin/readiness.h): Istio's default
+ * (ready after the first CDS + LDS and workers, stays ready without a control plane, pilot-agent's
+ * reason texts), static config, draining, and the opt-in control-plane policy with its grace period
  * and stability hysteresis (a reconnect loop must never flip it back to ready).
  */
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "proxy/admin/readiness.h"
+#include "proxy/server/admin/readiness.h"
 
 #define GRACE     10000u
 #define STABILITY 15000u

@@ -12,7 +12,8 @@
 #include <cmocka.h>
 
 #include "proxy/bootstrap/bootstrap_read.h"
-#include "proxy/proxy_internal.h"
+#include "proxy/http/conn.h"
+#include "proxy/server/server.h"
 #include "proxy/filters/http/retry.h"
 #include "proxy/filters/http/router.h"
 

@@ -34,7 +34,8 @@
 #include "proxy/access_log/alog_sink.h"
 #include "proxy/config/route.h"
 #include "proxy/server/listen_socket.h"
-#include "proxy/proxy_internal.h"
+#include "proxy/http/conn.h"
+#include "proxy/server/server.h"
 #include "proxy/server/gen.h"
 #include "proxy/server/worker.h"
 

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "proxy/proxy_internal.h"
+#include "proxy/http/conn.h"
 
 const char *wp_cached_route_default_host(const wp_stream *s)
 {

@@ -35,9 +35,8 @@
 #include "proxy/http/headers.h"
 #include "proxy/http/cached_route.h"
 #include "proxy/http/codec.h"
-#include "proxy/proxy_internal.h"
 #include "proxy/http/conn.h"
-#include "proxy/server/gen.h"
+#include "proxy/http/conn.h"
 
 static void on_read(void *owner, ssize_t n);
 static void process(wp_dconn *d);
@@ -55,20 +54,6 @@ static const wp_filter_callbacks filter_cbs;
 static uint64_t now_ns(const wp_dconn *d)
 {
     return uv_now(&d->w->loop) * 1000000ULL;
-}
-
-/* The wall clock in microseconds at millisecond resolution (the loop's clock): the digits
- * below the millisecond are 0, never made up (%START_TIME(%6f)% shows "123000"). */
-int64_t wp_wall_us(wp_worker *w)
-{
-    uint64_t now = uv_now(&w->loop);
-    if (!w->wall_base_us || now - w->wall_base_loop >= 1000) { /* re-read every second */
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        w->wall_base_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000000 * 1000;
-        w->wall_base_loop = now;
-    }
-    return w->wall_base_us + (int64_t)(now - w->wall_base_loop) * 1000;
 }
 
 /* A random UUID v4 (36 characters + NUL) from the worker's generator: x-request-id. */
@@ -472,13 +457,9 @@ static void socket_addresses(wp_dconn *d, wp_lf_socket *sock)
     wp_sockaddr_text((struct sockaddr *)&local, d->local, sizeof(d->local));
 }
 
-void wp_dconn_on_accept(uv_stream_t *server, int status)
+void wp_dconn_accept(wp_worker *w, size_t listener, uv_stream_t *server)
 {
-    wp_worker *w = server->loop->data;
-    const wp_wlistener *wl = server->data;
-    if (status < 0 || w->draining || wl->index < 0)
-        return;
-    const wp_listener *l = &w->cfg->listeners[wl->index];
+    const wp_listener *l = &w->cfg->listeners[listener];
     wp_dconn *d = calloc(1, sizeof(*d));
     if (!d)
         return;
@@ -505,7 +486,7 @@ void wp_dconn_on_accept(uv_stream_t *server, int status)
     d->idle_timer.data = d->rq_timer.data = d;
     d->idle_timer.timer_cb = on_idle_timeout;
     d->rq_timer.timer_cb = on_rq_timeout;
-    d->id = atomic_fetch_add(&w->srv->next_conn_id, 1);
+    d->id = atomic_fetch_add(w->conn_ids, 1);
     wp_lf_socket sock;
     socket_addresses(d, &sock);
     atomic_fetch_add_explicit(&w->nconns, 1, memory_order_relaxed);
@@ -788,7 +769,7 @@ static wp_stream *stream_new(wp_dconn *d)
     s->cluster = -1;
     s->host = -1;
     s->si.connection_id = d->id;
-    s->si.stream_id = atomic_fetch_add(&w->srv->next_stream_id, 1);
+    s->si.stream_id = atomic_fetch_add(w->stream_ids, 1);
     s->si.start_time_us = wp_wall_us(w);
     s->si.start_ns = now_ns(d);
     s->si.downstream_local = d->local;

@@ -1,18 +1,227 @@
 /*
  * conn.h - downstream connections and their HTTP connection manager (conn.c, Envoy's
  * ConnectionManagerImpl over the HTTP/1 codec, http/codec.h): accepted by a worker's
- * listening socket, closed and drained by the worker. A connection closes its socket at once
- * and is freed from the close callbacks at the end of the loop iteration; its streams go on
- * the worker's deferred-delete list (net/deferred.h).
+ * listening socket, closed and drained by the worker.
+ *
+ * Memory: an idle downstream connection holds only wp_dconn (no read buffer, no stream);
+ * read buffers come from the worker's free list while bytes are pending and go back when
+ * the buffer empties. Bodies are not copied: a body slice is written from the buffer it was
+ * read into, and the reading side stops reading until the write completes (that is the
+ * back-pressure: at most one buffer per direction per connection is held). The one
+ * exception is the retry/shadow buffer (filters/http/router_retry.c): while a request may
+ * still be retried or mirrored, its body is also copied once into blocks of the worker's
+ * free list, up to the route's buffer limit (1 MiB by default).
+ *
+ * Lifetimes (net/deferred.h, Envoy's deferred delete): a stream that ends (conn.c
+ * stream_finish) is put on its worker's deferred-delete list and goes back to the worker's
+ * free streams at the end of the loop iteration; a connection that closes closes its socket
+ * and timers at once and is freed from their close callbacks, also at the end of the
+ * iteration. A stream or connection therefore stays valid for the rest of the callback that
+ * ended it: callers may look at it after any call (s->d->stream != s: the stream ended;
+ * d->closing, u->closing: the connection closed).
  */
 #ifndef WEFT_PROXY_HTTP_CONN_H
 #define WEFT_PROXY_HTTP_CONN_H
 
-#include "proxy/proxy_internal.h"
+#include <stdalign.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
-/* The listening socket's connection callback (uv_connection_cb): server->data is the
- * worker's wp_wlistener, server->loop->data the worker. */
-void wp_dconn_on_accept(uv_stream_t *server, int status);
+#include <uv.h>
+
+#include "core/strbuf.h"
+#include "http/h1_parser.h"
+#include "proxy/config/config.h"
+#include "proxy/config/route.h"
+#include "proxy/event/worker.h"
+#include "proxy/http/filter.h"
+#include "proxy/http/xff.h"
+#include "proxy/net/deferred.h"
+#include "proxy/net/listener_filter.h"
+#include "proxy/net/network_filter.h"
+#include "proxy/net/raw_socket.h"
+#include "proxy/stats/pstats.h"
+#include "proxy/stream_info/stream_info.h"
+#include "proxy/upstream/cluster_manager.h"
+#include "proxy/upstream/conn_pool.h"
+
+#define WP_MAX_TRAILERS 16           /* response trailers kept per stream for %TRAILER()% */
+#define WP_HEAD_EXTRA   (4u * 1024u) /* room past max_request_headers_kb for the request line */
+#define WP_MAX_HEADERS  103u         /* 99 parsed (conn.c), +4 added by the proxy */
+_Static_assert(WP_MAX_HEADERS == WP_UPSTREAM_MAX_HEADERS, "one header limit both ways");
+/* header-ops levels of one head: weighted cluster, route, virtual host, route configuration
+ * and the HTTP filters' (proxy/http/filter.h) */
+#define WP_HOPS_LEVELS (4 + WP_FILTER_MAX_OPS)
+
+typedef struct wp_dconn wp_dconn;
+typedef struct wp_stream wp_stream;
+
+/* ---------- downstream ---------- */
+
+struct wp_dconn {
+    wp_raw_socket raw;     /* the TCP socket under sock */
+    wp_tsock *sock;        /* the transport socket (net/transport_socket.h): &raw.base */
+    uv_timer_t idle_timer; /* connection idle / stream idle */
+    uv_timer_t rq_timer;   /* route timeout (or request_timeout) */
+    wp_worker *w;
+    wp_wgen *wg; /* the generation of listener, hs, ls (one use of it) */
+    const wp_listener *listener;
+    /* The filter chain the connection matched (net/filter_chain_match.h) and its HTTP
+     * connection manager; NULL while listener filters run and for a connection no chain
+     * matched (closed, counted in no_filter_chain_match). */
+    const wp_filter_chain *chain;
+    const wp_hcm *hcm;
+    const wp_hstats *hs; /* its connection manager's stat slots */
+    const wp_lstats *ls; /* its listener's stat slots */
+    uint64_t id;
+    wp_buf *rbuf;
+    size_t rlen;   /* bytes in rbuf */
+    size_t rstart; /* bytes before rstart are consumed */
+    wp_stream *stream;
+    struct wp_dconn *prev, *next; /* worker's connection list */
+    char remote[48], local[48];   /* "ip:port", "[v6]:port" */
+    uint64_t last_activity;       /* loop time (ms) of the last read or write */
+    uint64_t start_ms;            /* loop time (ms) of the accept (downstream_cx_length_ms) */
+    uint64_t rq_deadline;         /* loop time (ms) of the route/request timeout, 0 = none */
+    uint64_t try_deadline;        /* loop time (ms) of the per-try timeout or back-off, 0 = none */
+    bool writing, reading, peer_closed, closing, close_after;
+    bool tunnel;
+    bool in_process; /* parsing: upstream writes wait until the pass ends */
+    int closed_handles;
+    /* the listener filters' state: the accepted socket as they annotate it and their run;
+     * malloc'd only on a listener that has listener filters, NULL otherwise */
+    struct wp_dconn_lf {
+        wp_lf_socket sock;
+        wp_lf_callbacks cb;
+    } * lf;
+    wp_nf_chain nf; /* the chain's network filters (the HCM: this connection) */
+};
+
+typedef enum {
+    WP_ST_HEADERS,  /* request head parsed, upstream being chosen */
+    WP_ST_UPSTREAM, /* waiting for / talking to an upstream */
+    WP_ST_DONE,     /* response complete */
+} wp_stream_state;
+
+struct wp_stream {
+    wp_dconn *d;
+    wp_config *cfg; /* d->wg's snapshot (the connection holds it for the stream's life) */
+    wp_stream_info si;
+    h1_parser parser; /* request parser (the connection's, while this stream lives) */
+    h1_message req;   /* rebased into head */
+    char *head;       /* copy of the request head (head_inline or malloc'd) */
+    size_t head_len;
+    const wp_route *route;
+    const wp_vhost *vhost;
+    int weighted; /* index of the weighted cluster chosen, -1 none */
+    int cluster;  /* -1 none */
+    int host;
+    wp_uconn *up;
+    wp_pool_req preq; /* the attempt's request to the pool while it waits for a connection */
+    bool counted_rq;  /* counted in upstream_rq_active */
+    bool counted_cb;  /* holds a max_requests circuit-breaker slot (rq_active) */
+    /* request body flow */
+    const char *body_ptr; /* slice of d->rbuf waiting to be written upstream */
+    size_t body_len;
+    bool req_complete, req_chunked, req_end_sent, upgrade, timer_started, head_sent;
+    bool flush_pending;
+    bool charged;  /* counted in downstream_rq_completed and _<N>xx (count_response) */
+    bool resolved; /* wp_cached_route_refresh ran: route, vhost, weighted, cluster are set */
+    bool routing;  /* wp_router_start ran: the router has the request */
+    char request_id[40];
+    char remote_buf[WP_XFF_ADDR_MAX]; /* downstream remote taken from x-forwarded-for (xff.h) */
+    char ust_buf[24];
+    char chunk_line[24];
+    char chunk_out[24];
+    const char *extra_resp_header; /* e.g. "location: ...\r\n" for redirects */
+    /* response */
+    size_t nresp_hdrs;
+    char *resp_copy; /* copy of the upstream response head (resp_inline or malloc'd) */
+    bool resp_started, resp_chunked, resp_close, resp_done;
+    bool head_unsent;     /* response head built, not yet written */
+    bool upstream_failed; /* the upstream failed after the response started (not DC) */
+    bool local_reply;
+    wp_fchain_state fcs; /* the HTTP filter chain's state (proxy/http/filter.h) */
+    /* retries (router_retry.c); rp NULL = no retry state (none, used up, or abandoned) */
+    const wp_retry_policy *rp;
+    wp_retry_policy rp_own; /* the route's policy merged with the request's retry headers */
+    uint32_t rp_codes[16];  /* rp_own's status codes: the route's, then the headers' */
+    uint32_t retries_left, backoffs;
+    uint64_t retry_limit;   /* retry buffer limit, bytes */
+    bool retry_buffering;   /* request body kept in the retry buffer for replay */
+    bool backoff_pending;   /* waiting for the back-off: no attempt in flight */
+    bool retry_slot;        /* holds a max_retries circuit-breaker slot */
+    bool per_try_armed;     /* this attempt's per-try timeout runs (try deadline) */
+    bool retries_exhausted; /* a failure matched the policy with no retry left: URX */
+    uint8_t shadow_mask;    /* mirror policies chosen for this request, not yet sent */
+    bool idle_armed;        /* this attempt's per_try_idle_timeout runs */
+    uint64_t try_end;       /* loop ms when the per-try timeout expires (per_try_armed) */
+    uint64_t up_activity;   /* loop ms of the attempt's last upstream read (idle_armed) */
+    uint8_t ntried;         /* hosts of earlier attempts (previous_hosts) */
+    int tried[8];
+    wp_buf *rb_head, *rb_tail; /* the retry buffer: WP_BUF_SIZE blocks */
+    size_t rb_len;             /* bytes kept */
+    size_t rb_sent;            /* bytes of them this attempt has written */
+    size_t wr_rb;              /* bytes of the buffer in the pending upstream write */
+    bool wr_direct;            /* the pending upstream write holds body_ptr */
+    /* the router's timeouts for this request: the route's, or what an internal request's
+     * x-envoy-* headers made of them (router.c, FilterUtility::finalTimeout) */
+    uint64_t timeout_ms, per_try_timeout_ms; /* 0 = none */
+    bool timeout_alt_204;                    /* x-envoy-upstream-rq-timeout-alt-response */
+    wp_deferred_item dd; /* on the worker's deferred-delete list once ended (stream_finish) */
+    /* ---- from here on, kept when a stream is reused (not zeroed per request): buffers that
+     * are written before they are read ---- */
+    struct wp_stream *next_free;
+    char details_buf[192];
+    char tfr_buf[128];
+    char up_local[64]; /* the last attempt's local address (uconn.local) */
+    /* the filters' per-stream slots (fcs.slots): each filter's init sets its slot up */
+    alignas(max_align_t) unsigned char fslots[WP_FCHAIN_SLOTS_MAX];
+    wf_strbuf extra;
+    wf_strbuf xff; /* x-forwarded-for with the peer appended (use_remote_address) */
+    wf_strbuf trl; /* bytes of the upstream response's trailers (resp_trl points here) */
+    h1_header resp_trl[WP_MAX_TRAILERS]; /* the response trailers kept for the access log */
+    wf_strbuf up_head;                   /* upstream request head */
+    wf_strbuf resp_head;                 /* head sent downstream */
+    char *path_buf;  /* the normalized :path when normalization changed it (conn.c) */
+    size_t path_cap; /* bytes of path_buf; grown, never shrunk, while the stream is reused */
+    char head_inline[2048];
+    char resp_inline[1024];
+    h1_header hdrs[WP_MAX_HEADERS];
+    h1_header resp_hdrs[WP_MAX_HEADERS];
+    /* what access logs see of the request once the router changed it (router.c log_view) */
+    wf_strbuf log_head;
+    h1_message log_req;
+    h1_header log_hdrs[WP_MAX_HEADERS];
+};
+
+#define WP_STREAM_RESET_BYTES offsetof(wp_stream, next_free)
+
+/* Whether s's request is a HEAD (its answer has no body). */
+static inline bool wp_stream_is_head(const wp_stream *s)
+{
+    return s->req.method.len == 4 && memcmp(s->req.method.p, "HEAD", 4) == 0;
+}
+
+/* A stat of the connection's HTTP connection manager (http.<stat_prefix>.*). */
+static inline void wp_hcm_stat(wp_dconn *d, int which, int64_t delta)
+{
+    wp_stat_add(d->w->stats, d->hs->slot[which], delta);
+}
+
+/* The generation of a stream. */
+static inline wp_gen *wp_stream_gen(const wp_stream *s)
+{
+    return s->d->wg->gen;
+}
+
+/* Accepts a connection of listening socket server, which belongs to listener index listener
+ * of the worker's current snapshot (w->cfg): runs the listener filters, the filter chain
+ * match and the chain's network filters. A connection that cannot be set up (out of memory,
+ * accept failed) is closed and counted nowhere. */
+void wp_dconn_accept(wp_worker *w, size_t listener, uv_stream_t *server);
 /* Closes d now (its socket, timers; its stream ends). */
 void wp_dconn_close(wp_dconn *d);
 /* Drain: idle connections close, busy ones after their current request. */

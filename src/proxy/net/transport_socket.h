@@ -16,7 +16,7 @@
  *    the peer certificate's URI SAN, TLS version, cipher); NULL for a plain TCP socket, as
  *    Envoy's ssl() is nullptr for raw_buffer. wp_tsock_ssl_or_empty gives "" fields instead.
  *
- * Reading keeps the zero-copy design of the proxy (proxy_internal.h "Memory"): the socket
+ * Reading keeps the zero-copy design of the proxy (http/conn.h "Memory"): the socket
  * owns no read buffer. While reading is started, it asks its owner for room (cbs->alloc; the
  * owner hands out the free tail of a buffer from its worker's free list, or no room at all)
  * and reports how many bytes landed there (cbs->on_read). A TLS socket keeps its own

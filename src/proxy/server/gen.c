@@ -1,5 +1,5 @@
 /*
- * gen.c - generations of the applied configuration (proxy_internal.h "generations"): the
+ * gen.c - generations of the applied configuration (upstream/cluster_manager.h): the
  * process-wide part (cluster runtime, outlier state, stat slots) and each worker's part
  * (connection pools), with their lifetimes.
  *
@@ -15,7 +15,6 @@
 #include "proxy/access_log/alog_sink.h"
 #include "proxy/filters/http/fault.h"
 #include "proxy/filters/http/istio_stats.h"
-#include "proxy/proxy_internal.h"
 #include "proxy/upstream/lb.h"
 #include "proxy/server/gen.h"
 
@@ -140,24 +139,6 @@ static void lbs_free(wp_wgen *wg)
     wg->lbs = NULL;
 }
 
-wp_wgen *wp_wgen_new(wp_worker *w, wp_gen *gen)
-{
-    wp_wgen *wg = calloc(1, sizeof(*wg));
-    if (!wg) {
-        wp_gen_unref(gen);
-        return NULL;
-    }
-    wg->gen = gen;
-    if (wp_pools_init(w, wg, wp_wgen_release) != 0 || lbs_init(w, wg) != 0) {
-        wp_pools_free(wg);
-        lbs_free(wg);
-        wp_gen_unref(gen);
-        free(wg);
-        return NULL;
-    }
-    return wg;
-}
-
 static void wgen_free(wp_wgen *wg)
 {
     wp_pools_free(wg);
@@ -176,12 +157,30 @@ static void wgen_unlink(wp_worker *w, wp_wgen *wg)
     }
 }
 
-void wp_wgen_release(wp_worker *w, wp_wgen *wg)
+/* wp_wgen_release's last user of a retired generation (upstream/cluster_manager.h). */
+static void wgen_free_retired(wp_worker *w, wp_wgen *wg)
 {
-    if (--wg->users == 0 && wg->retired) {
-        wgen_unlink(w, wg);
-        wgen_free(wg);
+    wgen_unlink(w, wg);
+    wgen_free(wg);
+}
+
+wp_wgen *wp_wgen_new(wp_worker *w, wp_gen *gen)
+{
+    wp_wgen *wg = calloc(1, sizeof(*wg));
+    if (!wg) {
+        wp_gen_unref(gen);
+        return NULL;
     }
+    wg->gen = gen;
+    wg->free_retired = wgen_free_retired;
+    if (wp_pools_init(w, wg) != 0 || lbs_init(w, wg) != 0) {
+        wp_pools_free(wg);
+        lbs_free(wg);
+        wp_gen_unref(gen);
+        free(wg);
+        return NULL;
+    }
+    return wg;
 }
 
 void wp_wgen_install(wp_worker *w, wp_wgen *wg)

@@ -1,13 +1,17 @@
 /*
  * gen.h - generations (gen.c): one applied config snapshot with everything indexed by its
- * cluster and listener numbers (the structs are in proxy_internal.h: wp_gen process-wide,
- * reference counted; wp_wgen per worker, counted by its users). Threads as each function
- * says.
+ * cluster and listener numbers (the structs are upstream/cluster_manager.h's: wp_gen
+ * process-wide, reference counted; wp_wgen per worker, counted by its users). Threads as
+ * each function says.
  */
 #ifndef WEFT_PROXY_SERVER_GEN_H
 #define WEFT_PROXY_SERVER_GEN_H
 
-#include "proxy/proxy_internal.h"
+#include "core/strbuf.h"
+#include "proxy/config/config.h"
+#include "proxy/event/worker.h"
+#include "proxy/server/server.h"
+#include "proxy/upstream/cluster_manager.h"
 
 /* A generation of cfg (takes over one reference of cfg): compiles its access logs (opening
  * their files in srv->alog_files), registers its stats, allocates the cluster runtime and
@@ -21,9 +25,6 @@ void wp_gen_unref(wp_gen *g);
 /* Worker side: a new wp_wgen of gen (takes over the reference, also on failure). NULL on out
  * of memory. */
 wp_wgen *wp_wgen_new(wp_worker *w, wp_gen *gen);
-/* One less user (wp_wgen_use, proxy_internal.h); the last user of a retired generation
- * frees it. */
-void wp_wgen_release(wp_worker *w, wp_wgen *wg);
 /* Makes wg the worker's current generation; the previous one is retired (its idle upstream
  * connections closed) and freed once unused. */
 void wp_wgen_install(wp_worker *w, wp_wgen *wg);

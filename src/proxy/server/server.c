@@ -12,12 +12,15 @@
 
 #include "core/log.h"
 #include "proxy/access_log/access_log.h"
-#include "proxy/admin/admin.h"
+#include "proxy/server/admin/admin.h"
 #include "proxy/access_log/alog_sink.h"
 #include "proxy/bootstrap/bootstrap.h"
 #include "proxy/server/listen_hold.h"
-#include "proxy/proxy_internal.h"
+#include "proxy/http/conn.h"
 #include "proxy/server/server.h"
+#include "proxy/filters/http/istio_stats.h"
+#include "proxy/server/server.h"
+#include "proxy/filters/http/istio_stats.h"
 #include "proxy/agent/status.h"
 #include "proxy/xds/xds_client.h"
 #include "proxy/server/worker.h"
@@ -244,7 +247,7 @@ static void on_outlier_timer(uv_timer_t *t)
 {
     wp_main *m = t->data;
     wp_stats_shard *sh = wp_stats_get_shard(m->srv.gen->pstats->store, m->srv.nworkers);
-    uint64_t next = wp_outlier_server_tick(&m->srv, sh, uv_now(m->loop));
+    uint64_t next = wp_outlier_gen_tick(m->srv.gen, sh, uv_now(m->loop));
     if (next && !m->stopping)
         uv_timer_start(&m->od_timer, on_outlier_timer, next, 0);
 }

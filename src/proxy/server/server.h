@@ -12,9 +12,44 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
-#include "proxy/admin/options.h"
+#include "core/strbuf.h"
+#include "proxy/server/options.h"
+#include "proxy/event/worker.h"
+#include "proxy/stats/stats.h"
+#include "proxy/upstream/cluster_manager.h"
+
+typedef struct wp_server wp_server;
+
+/* The process: its workers, stores and current generation. */
+struct wp_server {
+    wp_gen *gen; /* current generation (main thread only: workers use their own) */
+    unsigned nworkers;
+    wp_worker *workers;
+    wp_stats *stats_store;     /* process-wide; shard nworkers is the main thread's */
+    struct wp_istio_rt *istio; /* Istio standard metrics (istio_stats.h), NULL when unused */
+    struct wp_alog_files *alog_files;
+    atomic_uint_fast64_t next_conn_id;
+    atomic_uint_fast64_t next_stream_id;
+    uint64_t flush_interval_ms;
+    atomic_int state; /* 0 LIVE, 1 DRAINING, 2 PRE_INITIALIZING, 3 INITIALIZING */
+    atomic_int workers_started;
+    int64_t start_time; /* uv_now of the main loop at start, ms */
+    double loaded_unix; /* when the snapshot was applied, seconds since the epoch */
+};
+
+struct wp_listen_hold;
+/* Applies a new snapshot (one reference of cfg, taken over) on the main thread: builds its
+ * generation, binds the sockets of new listeners for every worker (taking those hold has
+ * held since their LDS update, listen_hold.h; hold may be NULL) and posts it to them; the
+ * previous generation serves the requests already running. Returns 0; 1 when it was applied
+ * but some listeners could not bind (they stay without sockets and are tried again with the
+ * next update; err holds Envoy's "Error adding/updating listener(s) NAME: cannot bind ..."
+ * lines); or -1 with the reason appended to err (a route index or access log that does not
+ * compile, out of memory): the current snapshot then stays. */
+int wp_server_apply(wp_server *srv, wp_config *cfg, struct wp_listen_hold *hold, wf_strbuf *err);
 
 /* Runs the proxy. Returns the process exit code: 0 after a clean shutdown or a valid
  * configuration in validate mode, 1 when the configuration is invalid or a listener cannot

@@ -13,7 +13,8 @@
 
 #include "core/log.h"
 #include "proxy/access_log/alog_sink.h"
-#include "proxy/proxy_internal.h"
+#include "proxy/http/conn.h"
+#include "proxy/server/server.h"
 #include "proxy/filters/http/retry.h"
 #include "proxy/filters/http/shadow.h"
 #include "proxy/server/worker.h"
@@ -54,6 +55,17 @@ static wp_wlistener *find_listener(wp_worker *w, const wp_listener *l)
 }
 
 /* Starts accepting on fd (taken over) for listener index i of the worker's snapshot. */
+/* A listening socket's connection callback: server->data is the worker's wp_wlistener (its
+ * index -1 once the listener was removed), server->loop->data the worker. */
+static void on_accept(uv_stream_t *server, int status)
+{
+    wp_worker *w = server->loop->data;
+    const wp_wlistener *wl = server->data;
+    if (status < 0 || w->draining || wl->index < 0)
+        return;
+    wp_dconn_accept(w, (size_t)wl->index, server);
+}
+
 static int open_listener(wp_worker *w, int i, int fd, wf_strbuf *err)
 {
     const wp_listener *l = &w->cfg->listeners[i];
@@ -77,7 +89,7 @@ static int open_listener(wp_worker *w, int i, int fd, wf_strbuf *err)
         wf_strbuf_printf(err, "listener %s: cannot open the socket", l->name);
         return -1;
     }
-    if (uv_listen((uv_stream_t *)&wl->tcp, 1024, wp_dconn_on_accept) != 0) {
+    if (uv_listen((uv_stream_t *)&wl->tcp, 1024, on_accept) != 0) {
         close_listener(w, wl);
         wf_strbuf_printf(err, "listener %s: cannot listen on %s", l->name, l->addr.text);
         return -1;
@@ -232,6 +244,9 @@ int wp_worker_init(wp_worker *w, wp_server *srv, unsigned id, wp_gen_post *post,
     memset(w, 0, sizeof(*w));
     w->id = id;
     w->srv = srv;
+    w->conn_ids = &srv->next_conn_id;
+    w->stream_ids = &srv->next_stream_id;
+    w->istio = srv->istio;
     w->rng = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)id * 0xBF58476D1CE4E5B9ULL) ^ uv_hrtime();
     const char *seed = getenv("WEFT_PROXY_TEST_SEED"); /* test hook: reproducible draws */
     if (seed && *seed)

@@ -7,7 +7,20 @@
 #define WEFT_PROXY_WORKER_H
 
 #include "core/strbuf.h"
-#include "proxy/proxy_internal.h"
+#include "proxy/config/config.h"
+#include "proxy/event/worker.h"
+#include "proxy/net/address.h"
+#include "proxy/upstream/cluster_manager.h"
+
+/* A listening socket of a worker, named after its listener. */
+typedef struct wp_wlistener {
+    uv_tcp_t tcp;
+    wp_worker *w;
+    int index; /* listener index in the worker's current snapshot; -1 once removed */
+    char name[160];
+    wp_addr addr;
+    struct wp_wlistener *next;
+} wp_wlistener;
 
 /* DRAIN_INBOUND: only the listeners whose traffic_direction is INBOUND (Envoy's
  * StopListenersType::InboundOnly, POST /drain_listeners?inboundonly). */

@@ -53,6 +53,8 @@
 #include "proxy/net/raw_socket.h"
 
 #define WP_UPSTREAM_MAX_HEADERS 103u /* response header lines parsed per connection */
+/* the largest response head a connection buffers: 64 KiB of headers, 4 KiB of status line */
+#define WP_UPSTREAM_HEAD_MAX (68u * 1024u)
 
 typedef struct wp_buf wp_buf;
 typedef struct wp_worker wp_worker;
@@ -143,23 +145,18 @@ struct wp_uconn {
     char local[64];
 };
 
-/* The owner of a worker's pools gives this back when one of their connections is gone
- * (each connection holds the generation it belongs to: wp_wgen_use). */
-typedef void (*wp_pool_release_fn)(wp_worker *w, wp_wgen *wg);
-
 /* Per worker and cluster: idle connections and waiting requests. */
 struct wp_pool {
     wp_worker *w;
     wp_wgen *wg; /* the generation whose cluster index `cluster` is */
-    wp_pool_release_fn release;
     int cluster;
     wp_uconn **idle;                          /* per host: LIFO list of idle connections */
     wp_pool_req *pending_head, *pending_tail; /* waiting for a max_connections slot */
 };
 
-/* The pools of wg's clusters (wg->pools); release is called with wg when a connection of
- * them is gone. -1 on out of memory. */
-int wp_pools_init(wp_worker *w, wp_wgen *wg, wp_pool_release_fn release);
+/* The pools of wg's clusters (wg->pools); each connection of them is a user of wg
+ * (upstream/cluster_manager.h wp_wgen_use / wp_wgen_release). -1 on out of memory. */
+int wp_pools_init(wp_worker *w, wp_wgen *wg);
 /* Closes the idle connections of wg's pools (the generation is retired). */
 void wp_pools_close_idle(wp_wgen *wg);
 void wp_pools_free(wp_wgen *wg);

@@ -8,7 +8,7 @@
 
 #include "core/log.h"
 #include "core/strbuf.h"
-#include "proxy/proxy_internal.h"
+#include "proxy/upstream/cluster_manager.h"
 
 #define NAME_(name, type)  #name,
 #define GAUGE_(name, type) (#type[0] == 'G'),
@@ -317,15 +317,15 @@ int wp_outlier_gen_init(wp_gen *g, uint64_t now_ms)
     return 0;
 }
 
-uint64_t wp_outlier_server_tick(wp_server *srv, wp_stats_shard *sh, uint64_t now_ms)
+uint64_t wp_outlier_gen_tick(wp_gen *g, wp_stats_shard *sh, uint64_t now_ms)
 {
     uint64_t next = UINT64_MAX;
-    for (size_t i = 0; i < srv->gen->cfg->nclusters; i++) {
-        wp_od_cluster *od = &srv->gen->crt[i].od;
+    for (size_t i = 0; i < g->cfg->nclusters; i++) {
+        wp_od_cluster *od = &g->crt[i].od;
         if (!od->hosts)
             continue;
         if (now_ms >= od->next_sweep)
-            wp_od_sweep(od, &srv->gen->cfg->clusters[i], sh, now_ms);
+            wp_od_sweep(od, &g->cfg->clusters[i], sh, now_ms);
         if (od->next_sweep < next)
             next = od->next_sweep;
     }
@@ -334,14 +334,14 @@ uint64_t wp_outlier_server_tick(wp_server *srv, wp_stats_shard *sh, uint64_t now
     return next > now_ms ? next - now_ms : 1;
 }
 
-void wp_outlier_report(wp_stream *s, wp_od_result r, unsigned code)
+void wp_outlier_report(wp_worker *w, wp_gen *g, int cluster, int host, wp_od_result r,
+                       unsigned code)
 {
-    if (s->cluster < 0 || s->host < 0)
+    if (cluster < 0 || host < 0)
         return;
-    const wp_cluster *c = &s->cfg->clusters[s->cluster];
+    const wp_cluster *c = &g->cfg->clusters[cluster];
     if (!c->outlier.enabled)
         return;
-    wp_worker *w = s->d->w;
-    wp_od_put(&wp_stream_gen(s)->crt[s->cluster].od, c, (size_t)s->host, r, code, w->stats,
-              uv_now(&w->loop), wp_rand(w));
+    wp_od_put(&g->crt[cluster].od, c, (size_t)host, r, code, w->stats, uv_now(&w->loop),
+              wp_rand(w));
 }

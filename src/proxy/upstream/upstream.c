@@ -20,14 +20,14 @@
 #include <string.h>
 
 #include "core/log.h"
-#include "proxy/proxy_internal.h"
+#include "proxy/upstream/cluster_manager.h"
 
 static wp_host_rt *host_rt(wp_uconn *u)
 {
     return &wp_pool_gen(u->pool)->crt[u->pool->cluster].hosts[u->host];
 }
 
-int wp_pools_init(wp_worker *w, wp_wgen *wg, wp_pool_release_fn release)
+int wp_pools_init(wp_worker *w, wp_wgen *wg)
 {
     const wp_config *cfg = wg->gen->cfg;
     size_t n = cfg->nclusters;
@@ -39,7 +39,6 @@ int wp_pools_init(wp_worker *w, wp_wgen *wg, wp_pool_release_fn release)
         size_t nh = cfg->clusters[i].nendpoints;
         p->w = w;
         p->wg = wg;
-        p->release = release;
         p->cluster = (int)i;
         p->idle = calloc(nh ? nh : 1, sizeof(*p->idle));
         if (!p->idle)
@@ -91,8 +90,8 @@ static void u_on_alloc(void *owner, uv_buf_t *buf)
         u->rlen -= u->rstart;
         u->rstart = 0;
     }
-    if (u->rlen == u->rbuf->cap && !u->pinned && u->rbuf->cap < 64 * 1024 + WP_HEAD_EXTRA) {
-        wp_buf *nb = wp_buf_get(u->w, 64 * 1024 + WP_HEAD_EXTRA);
+    if (u->rlen == u->rbuf->cap && !u->pinned && u->rbuf->cap < WP_UPSTREAM_HEAD_MAX) {
+        wp_buf *nb = wp_buf_get(u->w, WP_UPSTREAM_HEAD_MAX);
         if (nb) {
             memcpy(nb->data, u->rbuf->data, u->rlen);
             wp_buf_put(u->w, u->rbuf);
@@ -124,7 +123,7 @@ static void u_closed_one(wp_uconn *u)
 {
     if (++u->closed_handles == 2) {
         wp_buf_put(u->w, u->rbuf);
-        u->pool->release(u->w, u->pool->wg); /* may free the pool */
+        wp_wgen_release(u->w, u->pool->wg); /* may free the pool */
         free(u);
     }
 }
@@ -423,7 +422,7 @@ static void connect_new(wp_pool *p, int host, wp_pool_req *rq)
     u->pool = p;
     wp_wgen_use(p->wg);
     u->host = host;
-    u->id = atomic_fetch_add(&w->srv->next_conn_id, 1);
+    u->id = atomic_fetch_add(w->conn_ids, 1);
     u->state = WP_UC_CONNECTING;
     u->start_ms = uv_now(&w->loop);
     wp_raw_socket_init(&u->raw, &w->loop, &w->wreqs, &uconn_sock_cbs, u);

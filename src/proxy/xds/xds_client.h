@@ -154,7 +154,7 @@ int wp_xds_client_start(uv_loop_t *loop, const wp_config *cfg, wp_stats *store,
 /* Intentional close: no reconnect, connected_state 0, no callbacks after return. NULL ok. */
 void wp_xds_client_stop(wp_xds_client *c);
 
-/* For readiness (proxy/admin/readiness.h) and status pages. */
+/* For readiness (proxy/server/admin/readiness.h) and status pages. */
 typedef struct wp_xds_status {
     bool connected;
     uint64_t connected_ms;         /* continuously connected for, 0 when down */

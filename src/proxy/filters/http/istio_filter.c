@@ -10,7 +10,7 @@
 
 #include "proxy/http/headers.h"
 #include "proxy/filters/http/istio_stats.h"
-#include "proxy/proxy_internal.h"
+#include "proxy/http/conn.h"
 
 /* Decoding room for one x-envoy-peer-metadata value (a sidecar's is a few hundred bytes; the
  * full node metadata older proxies send fits too). Larger values are taken as no peer. */
@@ -68,7 +68,7 @@ static bool downstream_peer(const wp_stream *s, const wp_istio_mx_filter *mx, ui
 void wp_istio_stream_done(wp_stream *s, const wp_istio_stats_filter *f,
                           const wp_istio_workload *upstream_peer)
 {
-    wp_istio_rt *rt = s->d->w->srv->istio;
+    wp_istio_rt *rt = s->d->w->istio;
     if (!f || !rt || (!s->si.request && !s->si.response_code))
         return;
     uint8_t scratch[MX_SCRATCH];

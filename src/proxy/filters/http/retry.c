@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "proxy/proxy_internal.h"
+#include "proxy/http/conn.h"
 
 #define RESET_RETRIERS (WP_RETRY_5XX | WP_RETRY_GATEWAY_ERROR | WP_RETRY_RESET)
 

@@ -38,7 +38,7 @@
 typedef enum { WP_JITTER_UNIFORM, WP_JITTER_MAX, WP_JITTER_ZERO } wp_jitter_mode;
 
 /* Whether policy p retries an attempt that ended with reset reason `reason`
- * (WP_RESET_* of proxy_internal.h) after `request_sent` (any request byte written). */
+ * (WP_RESET_* of upstream/conn_pool.h) after `request_sent` (any request byte written). */
 bool wp_retry_on_reset(const wp_retry_policy *p, int reason, bool request_sent);
 
 /* Whether policy p retries a response with `status` and the given header fields. rx is the

@@ -43,7 +43,7 @@
 #include "proxy/http/headers.h"
 #include "proxy/http/cached_route.h"
 #include "proxy/http/codec.h"
-#include "proxy/proxy_internal.h"
+#include "proxy/http/conn.h"
 #include "proxy/filters/http/retry.h"
 #include "proxy/filters/http/shadow.h"
 #include "proxy/upstream/lb.h"
@@ -72,6 +72,13 @@ const char *wp_reset_reason_string(int reason)
 }
 
 static void launch_shadows(wp_stream *s);
+
+/* An outcome of the attempt for outlier detection of its cluster and host. */
+static void outlier_report(wp_stream *s, wp_od_result r, unsigned code)
+{
+    wp_outlier_report(s->d->w, wp_stream_gen(s), s->cluster, s->host, r, code);
+}
+
 static void on_upstream_data(wp_uconn *u);
 static void on_upstream_eof(wp_uconn *u);
 static void on_upstream_written(wp_stream *s);
@@ -565,7 +572,7 @@ static void on_pool_ready(void *ctx, wp_uconn *u, int host)
     wp_stream *s = ctx;
     s->host = host;
     wp_lb_request_started(&s->d->wg->lbs[s->cluster], host);
-    wp_outlier_report(s, WP_OD_CONNECT_SUCCESS, 0);
+    outlier_report(s, WP_OD_CONNECT_SUCCESS, 0);
     on_connected(s, u);
 }
 
@@ -693,7 +700,7 @@ void wp_router_on_reset(wp_stream *s, int reason, const char *tfr)
 {
     wp_router_end_upstream(s, false);
     if (reason != WP_RESET_OVERFLOW) /* a cluster-wide overflow is not the host's fault */
-        wp_outlier_report(s, WP_OD_CONNECT_FAILED, 0);
+        outlier_report(s, WP_OD_CONNECT_FAILED, 0);
     if (s->resp_started) {
         reset_after_response_started(s, reason);
         return;
@@ -764,7 +771,7 @@ void wp_router_timeout(wp_stream *s)
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id, "upstream timeout");
     if (s->up) {
         cstat(s, WP_S_upstream_rq_tx_reset, 1);
-        wp_outlier_report(s, WP_OD_TIMEOUT, 0); /* Envoy: a host the pool handed over */
+        outlier_report(s, WP_OD_TIMEOUT, 0); /* Envoy: a host the pool handed over */
         wp_router_end_upstream(s, false);
     } else {
         wp_pool_cancel(&s->preq);
@@ -856,7 +863,7 @@ void wp_router_stream_complete(wp_stream *s)
 static bool on_response_headers(wp_stream *s, wp_uconn *u, const char *base, size_t used)
 {
     const h1_message *m = &u->parser.msg;
-    wp_outlier_report(s, WP_OD_HTTP, m->status); /* before the retry decision, as Envoy */
+    outlier_report(s, WP_OD_HTTP, m->status); /* before the retry decision, as Envoy */
     if (wp_retry_after_response(s, m)) {
         end_attempt(s);
         WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,

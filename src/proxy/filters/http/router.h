@@ -11,7 +11,7 @@
 #define WEFT_PROXY_FILTERS_HTTP_ROUTER_H
 
 #include "proxy/filters/http/router_retry.h"
-#include "proxy/proxy_internal.h"
+#include "proxy/http/conn.h"
 
 /* The connection manager reaches the router only through the HTTP filter chain (the router is
  * its terminal filter, filters/http/router_filter.c), and the router the connection manager

@@ -14,7 +14,7 @@
  * only through this filter.
  */
 #include "proxy/filters/http/filters.h"
-#include "proxy/proxy_internal.h"
+#include "proxy/http/conn.h"
 #include "proxy/filters/http/router.h"
 
 static wp_filter_headers_status decode_headers(const wp_filter *f, wp_filter_headers *h,

@@ -34,7 +34,7 @@
 #include <string.h>
 
 #include "core/log.h"
-#include "proxy/proxy_internal.h"
+#include "proxy/http/conn.h"
 #include "proxy/filters/http/retry.h"
 #include "proxy/filters/http/router_retry.h"
 

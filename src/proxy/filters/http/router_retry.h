@@ -6,7 +6,7 @@
 #ifndef WEFT_PROXY_FILTERS_HTTP_ROUTER_RETRY_H
 #define WEFT_PROXY_FILTERS_HTTP_ROUTER_RETRY_H
 
-#include "proxy/proxy_internal.h"
+#include "proxy/http/conn.h"
 
 /* router.c and router_retry.c: the connection manager's callbacks of s's chain. */
 static inline const wp_filter_callbacks *wp_router_cm(const wp_stream *s)

@@ -8,8 +8,7 @@
 
 #include "core/log.h"
 #include "http/h1_parser.h"
-#include "proxy/proxy_internal.h"
-#include "proxy/server/gen.h"
+#include "proxy/http/conn.h"
 
 struct wp_shadow {
     wp_raw_socket raw; /* the TCP socket under sock */

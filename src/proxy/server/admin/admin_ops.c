@@ -44,9 +44,9 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "proxy/admin/admin_ops.h"
+#include "proxy/server/admin/admin_ops.h"
 #include "proxy/access_log/alog_sink.h"
-#include "proxy/proxy_internal.h"
+#include "proxy/server/server.h"
 
 void wp_admin_put_json(admin_resp *o, json_t *j)
 {

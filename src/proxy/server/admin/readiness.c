@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "proxy/admin/readiness.h"
+#include "proxy/server/admin/readiness.h"
 
 void wp_readiness_policy_default(wp_readiness_policy *p)
 {

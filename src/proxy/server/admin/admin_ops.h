@@ -17,8 +17,8 @@
 
 #include "core/strbuf.h"
 #include "http/h1_server.h"
-#include "proxy/admin/options.h"
-#include "proxy/proxy_internal.h"
+#include "proxy/server/options.h"
+#include "proxy/server/server.h"
 #include "proxy/stats/stats.h"
 
 typedef struct wp_admin wp_admin;

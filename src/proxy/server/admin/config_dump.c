@@ -5,7 +5,7 @@
  * mask paths allowed), a (embedded Any resource). They mirror the envoy/admin/v3 protos for the
  * messages weft produces.
  */
-#include "proxy/admin/config_dump.h"
+#include "proxy/server/admin/config_dump.h"
 #include "core/timefmt.h"
 
 #include <ctype.h>

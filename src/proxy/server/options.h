@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "proxy/agent/app_probe.h"
-#include "proxy/admin/readiness.h"
+#include "proxy/server/admin/readiness.h"
 #include "proxy/agent/status_metrics.h"
 
 #define WP_MAX_STATUS_ADDRS 4

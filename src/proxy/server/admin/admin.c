@@ -14,9 +14,9 @@
 
 #include "core/log.h"
 #include "http/h1_server.h"
-#include "proxy/admin/admin.h"
-#include "proxy/admin/admin_ops.h"
-#include "proxy/admin/config_dump.h"
+#include "proxy/server/admin/admin.h"
+#include "proxy/server/admin/admin_ops.h"
+#include "proxy/server/admin/config_dump.h"
 
 #define ADMIN_MAX_BODY (64 * 1024)
 #define ADMIN_MAX_HDRS 64
