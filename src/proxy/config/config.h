@@ -155,6 +155,11 @@ enum {
     WP_RETRY_GRPC_UNAVAILABLE = 1u << 15,
 };
 
+/* Parses a retry_on list (comma-separated, Envoy's condition names: the route's retry_on,
+ * x-envoy-retry-on, x-envoy-retry-grpc-on) into WP_RETRY_* bits (retry_on.c). Returns 0, or
+ * -1 with *bad / *bad_len naming the first unknown token. */
+int wp_retry_on_parse(const char *list, uint32_t *bits, const char **bad, size_t *bad_len);
+
 typedef struct {
     uint32_t retry_on;                /* WP_RETRY_* bits */
     uint32_t num_retries;             /* default 1 */

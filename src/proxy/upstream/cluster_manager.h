@@ -95,4 +95,18 @@ static inline void wp_cluster_stat(wp_worker *w, const wp_gen *g, int c, int whi
     wp_stat_add(w->stats, g->pstats->clusters[c].slot[which], delta);
 }
 
+/* ---------- a generation's outlier detection (cluster_manager.c) ---------- */
+
+/* Sets up every cluster's od in g->crt (after the cluster runtime and pstats exist; freed
+ * per cluster with wp_od_free). Returns 0 or -1 (out of memory). */
+int wp_outlier_gen_init(wp_gen *g, uint64_t now_ms);
+/* Main-thread timer over g (the current generation): sweeps the clusters that are due;
+ * returns the delay in ms until the next sweep (>= 1), or 0 when no cluster has outlier
+ * detection. sh: the main thread's shard. */
+uint64_t wp_outlier_gen_tick(wp_gen *g, wp_stats_shard *sh, uint64_t now_ms);
+/* The router's report of one result r/code for host of cluster index cluster of g, on
+ * worker w (ignored when cluster or host is < 0 or the cluster has no outlier detection). */
+void wp_outlier_report(wp_worker *w, wp_gen *g, int cluster, int host, wp_od_result r,
+                       unsigned code);
+
 #endif

@@ -173,21 +173,4 @@ static inline bool wp_od_host_usable(const wp_od_cluster *od, const wp_cluster *
 bool wp_od_lb_panic(const wp_od_cluster *od, const wp_cluster *c, size_t healthy,
                     wp_stats_shard *sh);
 
-/* ---- the generation's outlier state (outlier.c; upstream/cluster_manager.h) ---- */
-
-struct wp_gen;
-struct wp_worker;
-
-/* Sets up every cluster's od in g->crt (after the cluster runtime and pstats exist; freed
- * per cluster with wp_od_free). Returns 0 or -1 (out of memory). */
-int wp_outlier_gen_init(struct wp_gen *g, uint64_t now_ms);
-/* Main-thread timer over g (the current generation): sweeps the clusters that are due;
- * returns the delay in ms until the next sweep (>= 1), or 0 when no cluster has outlier
- * detection. sh: the main thread's shard. */
-uint64_t wp_outlier_gen_tick(struct wp_gen *g, wp_stats_shard *sh, uint64_t now_ms);
-/* The router's report of one result r/code for host of cluster index cluster of g, on
- * worker w (ignored when cluster or host is < 0 or the cluster has no outlier detection). */
-void wp_outlier_report(struct wp_worker *w, struct wp_gen *g, int cluster, int host, wp_od_result r,
-                       unsigned code);
-
 #endif

@@ -70,8 +70,4 @@ const wp_retry_policy *wp_retry_request_policy(const wp_retry_policy *route, con
                                                size_t nhdrs, wp_retry_policy *own, uint32_t *codes,
                                                size_t max_codes);
 
-/* Parses a retry_on list (comma-separated, Envoy's condition names) into WP_RETRY_* bits
- * (bootstrap_retry.c). Returns 0, or -1 with *bad / *bad_len naming the first unknown token. */
-int wp_retry_on_parse(const char *list, uint32_t *bits, const char **bad, size_t *bad_len);
-
 #endif

@@ -2,11 +2,11 @@
  * retry_on.c - Envoy's retry_on condition names (docs configuration/http/http_filters/
  * router_filter, x-envoy-retry-on and x-envoy-retry-grpc-on; route RetryPolicy.retry_on):
  * one list parser for the route's policy (bootstrap/bootstrap_retry.c) and the request's
- * headers (retry.c). Declared in retry.h.
+ * headers (filters/http/retry.c). Declared in config.h, beside the bits.
  */
 #include <string.h>
 
-#include "proxy/filters/http/retry.h"
+#include "proxy/config/config.h"
 
 static const struct {
     const char *name;
