@@ -1,7 +1,8 @@
 /*
  * test_network_filter.c - a connection's network filter chain (src/proxy/net/network_filter.c),
  * as Envoy's FilterManagerImpl: on_new_connection and on_data run the filters in order until
- * one stops; continue resumes after the filter that stopped; a full chain refuses more.
+ * one stops; continue resumes after the filter that stopped; a full chain refuses more; and
+ * the network filter registry (src/proxy/filters/network/registry.c) has ops for every kind.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "proxy/filters/network/filters.h"
 #include "proxy/net/network_filter.h"
 
 typedef struct {
@@ -73,11 +75,28 @@ static void test_full_chain(void **state)
     assert_int_equal(wp_nf_chain_add(&ch, &OPS, &a), -1);
 }
 
+/* Every kind the bootstrap can decode has its ops, under Envoy's filter name; an unknown
+ * kind has none. */
+static void test_registry(void **state)
+{
+    (void)state;
+    for (int k = 0; k < WP_NF_KIND_COUNT_; k++) {
+        const wp_nf_ops *o = wp_network_filter_ops((wp_nf_kind)k);
+        assert_non_null(o);
+        assert_non_null(o->on_new_connection);
+        assert_non_null(o->on_data);
+    }
+    assert_string_equal(wp_network_filter_ops(WP_NF_HTTP_CONNECTION_MANAGER)->name,
+                        "envoy.filters.network.http_connection_manager");
+    assert_null(wp_network_filter_ops(WP_NF_KIND_COUNT_));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_order_and_stop),
         cmocka_unit_test(test_full_chain),
+        cmocka_unit_test(test_registry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,6 +34,14 @@ void wp_config_unref(wp_config *c)
     free(c);
 }
 
+const wp_filter_chain *wp_listener_find_chain(const wp_listener *l, const wp_lf_socket *sock)
+{
+    wp_fcm_input in;
+    wp_lf_match_input(sock, &in);
+    int i = wp_fcm_select(l->fcms, l->nchains, &in);
+    return i >= 0 ? &l->chains[i] : l->default_chain;
+}
+
 int wp_config_find_cluster(const wp_config *c, const char *name)
 {
     if (!c || !name)

@@ -469,6 +469,11 @@ void wp_config_unref(wp_config *c);
 
 /* wp_sockaddr_text: net/address.h */
 
+/* The filter chain of listener l for an accepted socket as the listener filters left it:
+ * Envoy's filter chain match over l's filter_chains, else its default_filter_chain, else
+ * NULL (the connection is closed and counted in no_filter_chain_match). */
+const wp_filter_chain *wp_listener_find_chain(const wp_listener *l, const wp_lf_socket *sock);
+
 /* Index of the cluster named name, or -1. Config-time only (linear scan). */
 int wp_config_find_cluster(const wp_config *c, const char *name);
 

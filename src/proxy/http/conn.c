@@ -76,12 +76,6 @@ static void uuid4(wp_worker *w, char out[37])
     out[j] = 0;
 }
 
-/* The listener's stats (listener.<address>.*). */
-static void lis_stat(wp_dconn *d, int which, int64_t delta)
-{
-    wp_stat_add(d->w->stats, d->ls->slot[which], delta);
-}
-
 /* ---------- connection lifecycle ---------- */
 
 static uint64_t idle_ms(const wp_dconn *d)
@@ -256,8 +250,8 @@ void wp_dconn_close(wp_dconn *d)
         wp_hcm_stat(d, WP_S_downstream_cx_active, -1);
         wp_hcm_stat(d, WP_S_downstream_cx_http1_active, -1);
         wp_pstats_dconn_closed(w->stats, d->hs, d->ls, uv_now(&w->loop) - d->start_ms);
-        lis_stat(d, WP_LS_downstream_cx_destroy, 1);
-        lis_stat(d, WP_LS_downstream_cx_active, -1);
+        wp_listener_stat(d, WP_LS_downstream_cx_destroy, 1);
+        wp_listener_stat(d, WP_LS_downstream_cx_active, -1);
     }
     WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "closing connection (%s)",
                 d->peer_closed ? "remote close" : "local close");
@@ -340,11 +334,8 @@ static const wp_tsock_cbs dconn_sock_cbs = {
 
 /* ---------- the HTTP connection manager as a network filter ---------- */
 
-/* Envoy's ConnectionManagerImpl::onNewConnection: the connection's HCM stats, its idle
- * timer, and reading starts. */
-static wp_nf_status hcm_on_new_connection(void *self)
+wp_nf_status wp_hcm_on_new_connection(wp_dconn *d)
 {
-    wp_dconn *d = self;
     wp_hcm_stat(d, WP_S_downstream_cx_total, 1);
     wp_hcm_stat(d, WP_S_downstream_cx_active, 1);
     wp_hcm_stat(d, WP_S_downstream_cx_http1_total, 1);
@@ -354,39 +345,17 @@ static wp_nf_status hcm_on_new_connection(void *self)
     return WP_NF_STOP_ITERATION; /* the terminal filter */
 }
 
-/* ConnectionManagerImpl::onData: the codec dispatches what the connection buffered. */
-static wp_nf_status hcm_on_data(void *self, bool end_stream)
+wp_nf_status wp_hcm_on_data(wp_dconn *d, bool end_stream)
 {
     (void)end_stream;
-    process(self);
+    process(d);
     return WP_NF_STOP_ITERATION;
 }
 
-static const wp_nf_ops hcm_nf_ops = {
-    "envoy.filters.network.http_connection_manager",
-    hcm_on_new_connection,
-    hcm_on_data,
-};
+/* ---------- accepting (the listener filters and the chain match are the worker's:
+ * server/conn_handler.c) ---------- */
 
-/* The connection layer's table of network filter kinds (network_filter.h). */
-static const wp_nf_ops *const nf_ops[WP_NF_KIND_COUNT_] = {
-    [WP_NF_HTTP_CONNECTION_MANAGER] = &hcm_nf_ops,
-};
-
-/* ---------- accepting: listener filters, filter chain match, network filters ---------- */
-
-/* The chain for the connection's socket among the listener's filter chains, else the
- * default chain, else NULL. */
-static const wp_filter_chain *find_chain(const wp_listener *l, const wp_lf_socket *sock)
-{
-    wp_fcm_input in;
-    wp_lf_match_input(sock, &in);
-    int i = wp_fcm_select(l->fcms, l->nchains, &in);
-    return i >= 0 ? &l->chains[i] : l->default_chain;
-}
-
-/* Uses chain fc of the connection's listener: its HCM and stat slots. */
-static void use_chain(wp_dconn *d, const wp_filter_chain *fc)
+void wp_dconn_use_chain(wp_dconn *d, const wp_filter_chain *fc)
 {
     d->chain = fc;
     d->hcm = fc->hcm;
@@ -416,35 +385,6 @@ static const wp_lf_socket *conn_socket(wp_dconn *d, wp_lf_socket *tmp)
     return tmp;
 }
 
-/* Envoy's ActiveStreamListenerBase::newConnection, once the listener filters are done (ok:
- * none failed); sock: the accepted socket with what the listener filters found. */
-static void new_connection(wp_dconn *d, const wp_lf_socket *sock, bool ok)
-{
-    const wp_filter_chain *fc = ok ? find_chain(d->listener, sock) : NULL;
-    if (!fc) {
-        if (ok) {
-            WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id,
-                        "closing connection from %s: no matching filter chain found", d->remote);
-            lis_stat(d, WP_LS_no_filter_chain_match, 1);
-        }
-        wp_dconn_close(d);
-        return;
-    }
-    use_chain(d, fc);
-    lis_stat(d, WP_LS_downstream_cx_total, 1);
-    lis_stat(d, WP_LS_downstream_cx_active, 1);
-    wp_nf_chain_init(&d->nf);
-    for (size_t i = 0; i < fc->nfilters; i++)
-        wp_nf_chain_add(&d->nf, nf_ops[fc->filters[i].kind], d);
-    wp_nf_chain_on_new_connection(&d->nf);
-}
-
-static void listener_filters_done(wp_lf_callbacks *cb, bool ok)
-{
-    wp_dconn *d = cb->owner;
-    new_connection(d, &d->lf->sock, ok);
-}
-
 /* The accepted TCP socket's local and peer addresses (read before any transport socket of
  * a chain exists, as Envoy's listener does): into *sock for the listener filters and the
  * match, and as text for logs. */
@@ -457,12 +397,12 @@ static void socket_addresses(wp_dconn *d, wp_lf_socket *sock)
     wp_sockaddr_text((struct sockaddr *)&local, d->local, sizeof(d->local));
 }
 
-void wp_dconn_accept(wp_worker *w, size_t listener, uv_stream_t *server)
+wp_dconn *wp_dconn_accept(wp_worker *w, size_t listener, uv_stream_t *server, wp_lf_socket *sock)
 {
     const wp_listener *l = &w->cfg->listeners[listener];
     wp_dconn *d = calloc(1, sizeof(*d));
     if (!d)
-        return;
+        return NULL;
     d->w = w;
     d->wg = w->wg;
     wp_wgen_use(d->wg);
@@ -472,14 +412,14 @@ void wp_dconn_accept(wp_worker *w, size_t listener, uv_stream_t *server)
     if (wp_raw_socket_init(&d->raw, &w->loop, &w->wreqs, &dconn_sock_cbs, d) != 0) {
         wp_wgen_release(w, d->wg);
         free(d);
-        return;
+        return NULL;
     }
     d->sock = &d->raw.base;
     if (wp_raw_socket_accept(&d->raw, server) != 0) {
         d->closed_handles = 2; /* timers never initialised */
         d->closing = true;
         wp_tsock_close(d->sock);
-        return;
+        return NULL;
     }
     uv_timer_init(&w->loop, &d->idle_timer);
     uv_timer_init(&w->loop, &d->rq_timer);
@@ -487,29 +427,14 @@ void wp_dconn_accept(wp_worker *w, size_t listener, uv_stream_t *server)
     d->idle_timer.timer_cb = on_idle_timeout;
     d->rq_timer.timer_cb = on_rq_timeout;
     d->id = atomic_fetch_add(w->conn_ids, 1);
-    wp_lf_socket sock;
-    socket_addresses(d, &sock);
+    socket_addresses(d, sock);
     atomic_fetch_add_explicit(&w->nconns, 1, memory_order_relaxed);
     d->next = w->conns;
     if (w->conns)
         w->conns->prev = d;
     w->conns = d;
     WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "new connection from %s", d->remote);
-    if (!l->nlistener_filters) {
-        new_connection(d, &sock, true);
-        return;
-    }
-    /* the listener filters' state (the socket as they annotate it, their run), only on
-     * listeners that have some: an idle connection of the others carries none */
-    if (!(d->lf = malloc(sizeof(*d->lf)))) {
-        wp_dconn_close(d);
-        return;
-    }
-    d->lf->sock = sock;
-    wp_lf_callbacks_init(&d->lf->cb, &d->lf->sock, l->listener_filters, l->nlistener_filters,
-                         listener_filters_done, d);
-    if (wp_lf_run(&d->lf->cb) == WP_LF_CONTINUE)
-        new_connection(d, &d->lf->sock, true);
+    return d;
 }
 
 /* ---------- the HTTP filter chain's callbacks (proxy/http/filter.h) ---------- */
@@ -712,7 +637,7 @@ static void dconn_follow_config(wp_dconn *d)
         if (strcmp(c->listeners[i].name, d->listener->name) != 0)
             continue;
         wp_lf_socket tmp;
-        const wp_filter_chain *fc = find_chain(&c->listeners[i], conn_socket(d, &tmp));
+        const wp_filter_chain *fc = wp_listener_find_chain(&c->listeners[i], conn_socket(d, &tmp));
         if (!fc)
             break;
         const wp_hstats *hs = &w->wg->gen->pstats->hcms[fc->hcm->index];

@@ -211,6 +211,12 @@ static inline void wp_hcm_stat(wp_dconn *d, int which, int64_t delta)
     wp_stat_add(d->w->stats, d->hs->slot[which], delta);
 }
 
+/* A stat of the connection's listener (listener.<address>.*). */
+static inline void wp_listener_stat(wp_dconn *d, int which, int64_t delta)
+{
+    wp_stat_add(d->w->stats, d->ls->slot[which], delta);
+}
+
 /* The generation of a stream. */
 static inline wp_gen *wp_stream_gen(const wp_stream *s)
 {
@@ -218,10 +224,24 @@ static inline wp_gen *wp_stream_gen(const wp_stream *s)
 }
 
 /* Accepts a connection of listening socket server, which belongs to listener index listener
- * of the worker's current snapshot (w->cfg): runs the listener filters, the filter chain
- * match and the chain's network filters. A connection that cannot be set up (out of memory,
- * accept failed) is closed and counted nowhere. */
-void wp_dconn_accept(wp_worker *w, size_t listener, uv_stream_t *server);
+ * of the worker's current snapshot (w->cfg): its transport socket, timers, id and place in
+ * the worker's list; *sock gets the accepted socket's addresses for the listener filters
+ * and the filter chain match (server/conn_handler.c runs them). Returns the connection, not
+ * yet reading, or NULL when it could not be set up (out of memory, accept failed: nothing
+ * was counted; a half-made connection closes itself). */
+wp_dconn *wp_dconn_accept(wp_worker *w, size_t listener, uv_stream_t *server, wp_lf_socket *sock);
+/* The connection takes filter chain fc of its listener: its HTTP connection manager and stat
+ * slots (before the chain's network filters run). */
+void wp_dconn_use_chain(wp_dconn *d, const wp_filter_chain *fc);
+
+/* The HTTP connection manager's side of its network filter (filters/network/
+ * http_connection_manager.c): Envoy's ConnectionManagerImpl::onNewConnection (the HCM's
+ * connection stats, the idle timer, reading starts) and onData (the codec dispatches what
+ * the connection buffered). Both return WP_NF_STOP_ITERATION: the HCM is the terminal
+ * filter. */
+wp_nf_status wp_hcm_on_new_connection(wp_dconn *d);
+wp_nf_status wp_hcm_on_data(wp_dconn *d, bool end_stream);
+
 /* Closes d now (its socket, timers; its stream ends). */
 void wp_dconn_close(wp_dconn *d);
 /* Drain: idle connections close, busy ones after their current request. */

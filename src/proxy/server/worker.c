@@ -18,6 +18,7 @@
 #include "proxy/filters/http/retry.h"
 #include "proxy/filters/http/shadow.h"
 #include "proxy/server/worker.h"
+#include "proxy/server/conn_handler.h"
 #include "proxy/server/listen_socket.h"
 #include "proxy/http/conn.h"
 #include "proxy/server/gen.h"
@@ -63,7 +64,7 @@ static void on_accept(uv_stream_t *server, int status)
     const wp_wlistener *wl = server->data;
     if (status < 0 || w->draining || wl->index < 0)
         return;
-    wp_dconn_accept(w, (size_t)wl->index, server);
+    wp_conn_handler_accept(w, (size_t)wl->index, server);
 }
 
 static int open_listener(wp_worker *w, int i, int fd, wf_strbuf *err)
