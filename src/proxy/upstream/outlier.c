@@ -334,14 +334,14 @@ uint64_t wp_outlier_server_tick(wp_server *srv, wp_stats_shard *sh, uint64_t now
     return next > now_ms ? next - now_ms : 1;
 }
 
-void wp_outlier_report(wp_stream *s, wp_od_result r, unsigned code)
+void wp_outlier_report(wp_worker *w, wp_gen *g, int cluster, int host, wp_od_result r,
+                       unsigned code)
 {
-    if (s->cluster < 0 || s->host < 0)
+    if (cluster < 0 || host < 0)
         return;
-    const wp_cluster *c = &s->cfg->clusters[s->cluster];
+    const wp_cluster *c = &g->cfg->clusters[cluster];
     if (!c->outlier.enabled)
         return;
-    wp_worker *w = s->d->w;
-    wp_od_put(&wp_stream_gen(s)->crt[s->cluster].od, c, (size_t)s->host, r, code, w->stats,
-              uv_now(&w->loop), wp_rand(w));
+    wp_od_put(&g->crt[cluster].od, c, (size_t)host, r, code, w->stats, uv_now(&w->loop),
+              wp_rand(w));
 }

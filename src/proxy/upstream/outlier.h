@@ -177,7 +177,7 @@ bool wp_od_lb_panic(const wp_od_cluster *od, const wp_cluster *c, size_t healthy
 
 struct wp_server;
 struct wp_gen;
-struct wp_stream;
+struct wp_worker;
 
 /* Sets up every cluster's od in g->crt (after the cluster runtime and pstats exist; freed
  * per cluster with wp_od_free). Returns 0 or -1 (out of memory). */
@@ -185,8 +185,9 @@ int wp_outlier_gen_init(struct wp_gen *g, uint64_t now_ms);
 /* Main-thread timer: sweeps the clusters that are due; returns the delay in ms until the next
  * sweep (>= 1), or 0 when no cluster has outlier detection. sh: the main thread's shard. */
 uint64_t wp_outlier_server_tick(struct wp_server *srv, wp_stats_shard *sh, uint64_t now_ms);
-/* The router's hook: reports r/code for the stream's current cluster and host (ignored when
- * it has none). */
-void wp_outlier_report(struct wp_stream *s, wp_od_result r, unsigned code);
+/* The router's hook: reports r/code for host `host` of cluster index `cluster` of generation
+ * g, from worker w (ignored when either is -1). */
+void wp_outlier_report(struct wp_worker *w, struct wp_gen *g, int cluster, int host, wp_od_result r,
+                       unsigned code);
 
 #endif
