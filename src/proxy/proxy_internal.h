@@ -173,8 +173,6 @@ struct wp_stream {
     /* ---- from here on, kept when a stream is reused (not zeroed per request): buffers that
      * are written before they are read ---- */
     struct wp_stream *next_free;
-    char details_buf[192];
-    char tfr_buf[128];
     /* the filters' per-stream slots (fcs.slots): each filter's init sets its slot up */
     alignas(max_align_t) unsigned char fslots[WP_FCHAIN_SLOTS_MAX];
     wf_strbuf extra;

@@ -70,7 +70,7 @@
 #include "proxy/config/route.h"
 #include "proxy/http/stream_info.h"
 
-/* bytes of a stream's slot block (inside the stream): the router's state (480 bytes),
+/* bytes of a stream's slot block (inside the stream): the router's state (800 bytes),
  * istio.stats (544) and fault (16), each rounded up to max_align_t, and room for more */
 #define WP_FCHAIN_SLOTS_MAX   1536
 #define WP_FCHAIN_MAX_FILTERS 16 /* http_filters entries of one HCM */

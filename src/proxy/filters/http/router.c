@@ -700,12 +700,13 @@ static void end_attempt(wp_stream *s)
 static void reset_after_response_started(wp_stream *s, int reason)
 {
     const char *rs = wp_reset_reason_string(reason);
-    int n = snprintf(s->details_buf, sizeof(s->details_buf),
-                     "upstream_reset_after_response_started{%s}", rs);
-    for (int i = 0; i < n && (size_t)i < sizeof(s->details_buf); i++)
-        if (s->details_buf[i] == ' ')
-            s->details_buf[i] = '_';
-    s->si.details = s->details_buf;
+    char *details = wp_rs(s)->details_buf;
+    size_t cap = sizeof(wp_rs(s)->details_buf);
+    int n = snprintf(details, cap, "upstream_reset_after_response_started{%s}", rs);
+    for (int i = 0; i < n && (size_t)i < cap; i++)
+        if (details[i] == ' ')
+            details[i] = '_';
+    s->si.details = details;
     wp_si_set_flag(&s->si, reason == WP_RESET_PROTOCOL_ERROR           ? WP_RF_UPE
                            : reason == WP_RESET_CONNECTION_TERMINATION ? WP_RF_UC
                                                                        : WP_RF_LR);
@@ -749,16 +750,17 @@ void wp_router_on_reset(wp_stream *s, int reason, const char *tfr)
     }
     const char *rs = wp_reset_reason_string(reason);
     /* details: whitespace replaced by '_' (Envoy's StringUtil::replaceAllEmptySpace) */
-    char *p = s->details_buf;
-    size_t cap = sizeof(s->details_buf);
+    char *p = wp_rs(s)->details_buf;
+    size_t cap = sizeof(wp_rs(s)->details_buf);
     int n = snprintf(p, cap, "upstream_reset_before_response_started{%s%s%s}", rs, tfr ? "|" : "",
                      tfr ? tfr : "");
     for (int i = 0; i < n && (size_t)i < cap; i++)
         if (p[i] == ' ' || p[i] == '\t')
             p[i] = '_';
-    s->si.transport_failure_reason = tfr ? s->tfr_buf : NULL;
+    char *tfr_buf = wp_rs(s)->tfr_buf;
+    s->si.transport_failure_reason = tfr ? tfr_buf : NULL;
     if (tfr)
-        snprintf(s->tfr_buf, sizeof(s->tfr_buf), "%s", tfr);
+        snprintf(tfr_buf, sizeof(wp_rs(s)->tfr_buf), "%s", tfr);
     wf_strbuf_reset(&s->extra);
     /* Without "retried and the latest " after retries, which current Envoy inserts
      * (reference §2.2): operator report B013 expects the body of a UF,URX reply to start
@@ -774,7 +776,7 @@ void wp_router_on_reset(wp_stream *s, int reason, const char *tfr)
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
                   "upstream reset: reset reason: %s, transport failure reason: %s", rs,
                   tfr ? tfr : "");
-    wp_router_local_reply(s, status, wf_strbuf_cstr(&s->extra), s->details_buf, flag);
+    wp_router_local_reply(s, status, wf_strbuf_cstr(&s->extra), p, flag);
 }
 
 void wp_router_timeout(wp_stream *s)

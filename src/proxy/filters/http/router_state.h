@@ -7,9 +7,9 @@
  * Lifetime: the slot is part of the stream's slot block; the router filter's init
  * (router_filter.c) zeroes the fields before `up_local` when a stream starts (a reused stream
  * keeps its block: no allocation per request), the rest is written before it is read. The
- * state lives until the stream is reused, so the stream info may point into it (up_local) for
- * the access logs. The retry buffer's blocks are the worker's read buffers (net/buf_pool.h),
- * given back when the stream completes (router_retry.c wp_retry_end).
+ * state lives until the stream is reused, so the stream info may point into it (up_local,
+ * details_buf, tfr_buf) for the access logs. The retry buffer's blocks are the worker's read
+ * buffers (net/buf_pool.h), given back when the stream completes (router_retry.c wp_retry_end).
  *
  * Threads: the stream's worker only.
  */
@@ -67,8 +67,10 @@ typedef struct wp_router_state {
     uint64_t timeout_ms, per_try_timeout_ms; /* 0 = none */
     bool timeout_alt_204;                    /* x-envoy-upstream-rq-timeout-alt-response */
     /* ---- from here on, not zeroed when a stream starts: written before they are read ---- */
-    char up_local[64];   /* the last attempt's local address (uconn.local; si.upstream_local) */
-    char chunk_line[24]; /* the chunk-size line of the body slices being written upstream */
+    char up_local[64];     /* the last attempt's local address (uconn.local; si.upstream_local) */
+    char chunk_line[24];   /* the chunk-size line of the body slices being written upstream */
+    char details_buf[192]; /* si.details of an upstream reset (upstream_reset_..._started{}) */
+    char tfr_buf[128];     /* si.transport_failure_reason of an upstream reset */
 } wp_router_state;
 
 #define WP_ROUTER_STATE_RESET_BYTES offsetof(wp_router_state, up_local)
