@@ -3,7 +3,9 @@
  * fake filters: decode in list order and encode in reverse, StopIteration and
  * continue_decoding, local replies from a decoder filter, per-filter slots, the end-of-stream
  * hooks, the filter timer, the deadline the terminal filter takes over and the stream events
- * (wp_fchain_notify) and header operations; the registry by Envoy name
+ * (wp_fchain_notify), the dispatch-done request, the terminal filter's slot and whether it has
+ * the request, the router's state in its slot (set up per stream), and header operations; the
+ * registry by Envoy name
  * (filters/http/filters.h) and the chain the bootstrap loader builds from http_filters.
  */
 #include <setjmp.h>
@@ -22,6 +24,7 @@
 #include "proxy/config/config.h"
 #include "proxy/filters/http/filters.h"
 #include "proxy/filters/http/istio_stats.h"
+#include "proxy/filters/http/router_state.h"
 #include "proxy/http/filter.h"
 
 /* ---------- a fake connection manager ---------- */
@@ -657,6 +660,125 @@ static void test_terminal_async(void **state)
     free(n);
 }
 
+/* The terminal filter's slot and whether it got the request headers (the connection manager's
+ * "the router has the request", which the route's response header ops and the attempt count
+ * of a local reply depend on). */
+static void test_terminal_slot_and_decoding(void **state)
+{
+    (void)state;
+    fake_cfg a = cont('A');
+    a.dh = WP_FILTER_HEADERS_STOP_ITERATION; /* holds the terminal filter (a fault delay) */
+    wp_fchain fc = {0};
+    assert_int_equal(wp_fchain_add(&fc, &fake_type, &a), 0);
+    assert_int_equal(wp_fchain_add(&fc, &wp_http_filter_router, NULL), 0);
+    assert_int_equal(fc.e[1].type->slot_size, sizeof(wp_router_state));
+    struct wp_stream *s = new_stream(&fc);
+    assert_ptr_equal(wp_fchain_terminal_slot(&s->st), s->slots + fc.e[1].slot_off);
+    wp_filter f = wp_fchain_terminal(&s->st, s);
+    assert_ptr_equal(wp_fchain_terminal_slot(&s->st), f.slot);
+    assert_false(wp_fchain_terminal_decoding(&s->st)); /* nothing decoded yet */
+    assert_int_equal(dh(s, false), WP_FCHAIN_STOPPED);
+    assert_false(wp_fchain_terminal_decoding(&s->st)); /* A stopped before the router */
+    free(s);
+
+    /* a filter that answers before the terminal filter: it never has the request */
+    fake_cfg r = cont('A');
+    r.reply_in_dh = true;
+    r.dh = WP_FILTER_HEADERS_STOP_ITERATION;
+    wp_fchain fr = {0};
+    wp_fchain_add(&fr, &fake_type, &r);
+    wp_fchain_add(&fr, &term_type, NULL);
+    s = new_stream(&fr);
+    dh(s, false);
+    assert_int_equal(s->local_replies, 1);
+    assert_false(wp_fchain_terminal_decoding(&s->st));
+    /* the next stream on the same memory: the terminal filter gets the headers */
+    restart(s, &fr);
+    assert_false(wp_fchain_terminal_decoding(&s->st));
+    fake_cfg c = cont('A');
+    fr.e[0].config = &c;
+    restart(s, &fr);
+    dh(s, false);
+    assert_string_equal(s->log, "A.dh R.dh");
+    assert_true(wp_fchain_terminal_decoding(&s->st));
+    free(s);
+
+    /* a chain whose last filter is not terminal, and no chain: never */
+    wp_fchain fp = {0};
+    wp_fchain_add(&fp, &fake_type, &c);
+    s = new_stream(&fp);
+    assert_int_equal(dh(s, false), WP_FCHAIN_DONE);
+    assert_false(wp_fchain_terminal_decoding(&s->st));
+    free(s);
+    s = new_stream(NULL);
+    assert_false(wp_fchain_terminal_decoding(&s->st));
+    free(s);
+}
+
+/* A filter that defers a write to the end of the connection manager's dispatch pass: pending
+ * until WP_FCHAIN_EV_DISPATCH_DONE, which clears it; a new stream starts without it. */
+static void test_dispatch_pending(void **state)
+{
+    (void)state;
+    wp_fchain fc = {0};
+    assert_int_equal(wp_fchain_add(&fc, &async_term_type, NULL), 0);
+    struct wp_stream *s = new_stream(&fc);
+    assert_false(wp_fchain_dispatch_pending(&s->st));
+    wp_fchain_defer_to_dispatch_done(&s->st);
+    assert_true(wp_fchain_dispatch_pending(&s->st));
+    wp_fchain_notify(&s->st, s, WP_FCHAIN_EV_LOG_VIEW); /* another event leaves it */
+    assert_true(wp_fchain_dispatch_pending(&s->st));
+    s->log[0] = 0;
+    wp_fchain_notify(&s->st, s, WP_FCHAIN_EV_DISPATCH_DONE);
+    assert_string_equal(s->log, "R.dispatch_done");
+    assert_false(wp_fchain_dispatch_pending(&s->st));
+    wp_fchain_defer_to_dispatch_done(&s->st);
+    restart(s, &fc);
+    assert_false(wp_fchain_dispatch_pending(&s->st));
+    /* after on_destroy no hook runs, and the request is gone all the same */
+    wp_fchain_defer_to_dispatch_done(&s->st);
+    wp_fchain_destroy(&s->st, s, &fake_cbs);
+    s->log[0] = 0;
+    wp_fchain_notify(&s->st, s, WP_FCHAIN_EV_DISPATCH_DONE);
+    assert_string_equal(s->log, "");
+    assert_false(wp_fchain_dispatch_pending(&s->st));
+    free(s);
+}
+
+/* The router's per-stream state lives in its slot: its init sets up every per-request field
+ * (no attempt, no retry state, no host) on a slot block another stream left dirty, and leaves
+ * the buffers that are written before they are read. */
+static void test_router_state_slot(void **state)
+{
+    (void)state;
+    fake_cfg a = cont('A');
+    wp_fchain fc = {0};
+    wp_fchain_add(&fc, &fake_type, &a);
+    assert_int_equal(wp_fchain_add(&fc, &wp_http_filter_router, NULL), 0);
+    struct wp_stream *s = calloc(1, sizeof *s);
+    assert_non_null(s);
+    memset(s->slots, 0xa5, sizeof(s->slots)); /* what the last stream on this memory left */
+    wp_fchain_start(&s->st, &fc, s->slots, s, &fake_cbs);
+    const wp_router_state *rs = wp_fchain_terminal_slot(&s->st);
+    assert_int_equal(rs->host, -1);
+    assert_null(rs->up);
+    assert_null(rs->body);
+    assert_null(rs->rp);
+    assert_null(rs->rb_head);
+    assert_int_equal(rs->rb_len, 0);
+    assert_false(rs->routing);
+    assert_false(rs->counted_cb);
+    assert_false(rs->backoff_pending);
+    assert_int_equal(rs->shadow_mask, 0);
+    assert_int_equal(rs->ntried, 0);
+    assert_int_equal(rs->timeout_ms, 0);
+    assert_false(rs->timeout_alt_204);
+    static const unsigned char zero[WP_ROUTER_STATE_RESET_BYTES];
+    assert_memory_equal(rs, zero, offsetof(wp_router_state, host));
+    assert_int_equal((unsigned char)rs->up_local[0], 0xa5); /* written before it is read */
+    free(s);
+}
+
 static void test_header_ops(void **state)
 {
     (void)state;
@@ -846,6 +968,9 @@ int main(void)
         cmocka_unit_test(test_end_hooks),
         cmocka_unit_test(test_timer),
         cmocka_unit_test(test_terminal_async),
+        cmocka_unit_test(test_terminal_slot_and_decoding),
+        cmocka_unit_test(test_dispatch_pending),
+        cmocka_unit_test(test_router_state_slot),
         cmocka_unit_test(test_header_ops),
         cmocka_unit_test(test_encode_stop),
         cmocka_unit_test(test_no_chain),

@@ -551,11 +551,13 @@ static void fcb_reset_stream(wp_stream *s)
     wp_dconn_close(s->d);
 }
 
-static void resp_headers(wp_stream *s, const h1_message *m, const char *raw, size_t raw_len);
+static int resp_headers(wp_stream *s, const h1_message *m, const char *raw, size_t raw_len);
 static int resp_body(wp_stream *s, const char *data, size_t len);
 static int resp_flush_head(wp_stream *s);
 static void resp_done(wp_stream *s);
 static void body_written(wp_stream *s);
+static const char *fcb_decoding_buffer(wp_stream *s, size_t *len);
+static void fcb_drain_decoding_buffer(wp_stream *s);
 
 static const wp_filter_callbacks filter_cbs = {
     .send_local_reply = stream_local_reply,
@@ -580,6 +582,8 @@ static const wp_filter_callbacks filter_cbs = {
     .encode_data = resp_body,
     .encode_flush_head = resp_flush_head,
     .encode_complete = resp_done,
+    .decoding_buffer = fcb_decoding_buffer,
+    .drain_decoding_buffer = fcb_drain_decoding_buffer,
     .request_body_written = body_written,
     .continue_reading = fcb_continue_reading,
     .reset_stream = fcb_reset_stream,
@@ -692,7 +696,6 @@ static wp_stream *stream_new(wp_dconn *d)
     s->d = d;
     s->cfg = d->wg->gen->cfg;
     s->cluster = -1;
-    s->host = -1;
     s->si.connection_id = d->id;
     s->si.stream_id = atomic_fetch_add(w->stream_ids, 1);
     s->si.start_time_us = wp_wall_us(w);
@@ -910,7 +913,8 @@ static void put_server(const wp_dconn *d, wf_strbuf *b)
 static void resp_ops(const wp_stream *s, const wp_header_ops *out[WP_HOPS_LEVELS], size_t *n)
 {
     *n = 0;
-    if (s->route && s->routing) { /* the router's (a fault filter's reply has none) */
+    /* the router's (a fault filter's reply has none) */
+    if (s->route && wp_fchain_terminal_decoding(&s->fcs)) {
         const wp_route_config *rc = s->d->hcm->route_config;
         if (s->weighted >= 0)
             out[(*n)++] = &s->route->weighted[s->weighted].resp;
@@ -980,8 +984,8 @@ static void stream_local_reply(wp_stream *s, int status, const char *body, const
     /* the router's local replies carry the attempt count too (Envoy's router adds it in
      * the modify-headers hook of every local reply it sends for a route entry; its count
      * starts at 1 even when no upstream was tried) */
-    if (s->routing && s->route && s->route->action == WP_ACT_ROUTE && s->vhost &&
-        s->vhost->include_attempt_count_in_response)
+    if (wp_fchain_terminal_decoding(&s->fcs) && s->route && s->route->action == WP_ACT_ROUTE &&
+        s->vhost && s->vhost->include_attempt_count_in_response)
         wp_hdr_put_num(b, "x-envoy-attempt-count", 21,
                        s->si.attempt_count ? s->si.attempt_count : 1);
     const wp_header_ops *ops[WP_HOPS_LEVELS];
@@ -1007,7 +1011,7 @@ static void stream_local_reply(wp_stream *s, int status, const char *body, const
         stream_complete(s);
 }
 
-static void resp_headers(wp_stream *s, const h1_message *m, const char *raw, size_t raw_len)
+static int resp_headers(wp_stream *s, const h1_message *m, const char *raw, size_t raw_len)
 {
     wp_dconn *d = s->d;
     s->si.first_upstream_rx_ns = now_ns(d);
@@ -1019,7 +1023,7 @@ static void resp_headers(wp_stream *s, const h1_message *m, const char *raw, siz
         s->resp_copy = raw_len <= sizeof(s->resp_inline) ? s->resp_inline : malloc(raw_len);
         if (!s->resp_copy) {
             wp_dconn_close(d);
-            return;
+            return 0;
         }
         memcpy(s->resp_copy, raw, raw_len);
         off = s->resp_copy - raw;
@@ -1040,7 +1044,7 @@ static void resp_headers(wp_stream *s, const h1_message *m, const char *raw, siz
     wp_filter_headers fh = {s->resp_hdrs, s->nresp_hdrs, m->status};
     if (wp_fchain_encode_headers(&s->fcs, s, &filter_cbs, &fh, bodiless) != WP_FCHAIN_DONE) {
         encode_stopped(s);
-        return;
+        return 0;
     }
     s->si.response_code = m->status;
     s->si.details = "via_upstream";
@@ -1086,7 +1090,7 @@ static void resp_headers(wp_stream *s, const h1_message *m, const char *raw, siz
     }
     s->si.nresponse_headers = s->nresp_hdrs;
     if (end_head(s, b, s->resp_close, upgrade) != 0)
-        return;
+        return 0;
     if (!keep) { /* the fields pointed into the upstream's buffer: nobody reads them later */
         s->si.response_headers = NULL;
         s->si.nresponse_headers = 0;
@@ -1098,9 +1102,9 @@ static void resp_headers(wp_stream *s, const h1_message *m, const char *raw, siz
     if (upgrade) {
         d->tunnel = true;
         wp_hcm_stat(s->d, WP_S_downstream_cx_upgrades_total, 1);
-        if (resp_flush_head(s) == 1)
-            wp_uconn_pause_read(s->up);
+        return resp_flush_head(s) == 1 ? 1 : 0; /* pending: the router pauses its read */
     }
+    return 0;
 }
 
 /* Adds the unsent head (if any) in front of bufs; returns the new count. */
@@ -1600,7 +1604,7 @@ static void process(wp_dconn *d)
         parse_buffered(d);
         d->in_process = false;
         wp_stream *s = d->stream;
-        if (d->closing || !s || !s->flush_pending)
+        if (d->closing || !s || !wp_fchain_dispatch_pending(&s->fcs))
             return;
         bool had_body = s->body_ptr != NULL;
         wp_fchain_notify(&s->fcs, s, WP_FCHAIN_EV_DISPATCH_DONE); /* the router writes now */
@@ -1701,6 +1705,21 @@ static void on_read(void *owner, ssize_t n)
                d->rlen == d->rbuf->cap) {
         stop_reading(d);
     }
+}
+
+/* decodingBuffer: the pinned slice of the read buffer, NULL when none. */
+static const char *fcb_decoding_buffer(wp_stream *s, size_t *len)
+{
+    *len = s->body_len;
+    return s->body_ptr;
+}
+
+/* The slice was taken (copied, or written at once): it no longer pins the read buffer; the
+ * dispatch that handed it on (or request_body_written) parses on. */
+static void fcb_drain_decoding_buffer(wp_stream *s)
+{
+    s->body_ptr = NULL;
+    s->body_len = 0;
 }
 
 static void body_written(wp_stream *s)

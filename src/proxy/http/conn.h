@@ -117,23 +117,15 @@ struct wp_stream {
     const wp_vhost *vhost;
     int weighted; /* index of the weighted cluster chosen, -1 none */
     int cluster;  /* -1 none */
-    int host;
-    wp_uconn *up;
-    wp_pool_req preq; /* the attempt's request to the pool while it waits for a connection */
-    bool counted_rq;  /* counted in upstream_rq_active */
-    bool counted_cb;  /* holds a max_requests circuit-breaker slot (rq_active) */
     /* request body flow */
     const char *body_ptr; /* slice of d->rbuf waiting to be written upstream */
     size_t body_len;
-    bool req_complete, req_chunked, req_end_sent, upgrade, timer_started, head_sent;
-    bool flush_pending;
+    bool req_complete, req_chunked, upgrade;
     bool charged;  /* counted in downstream_rq_completed and _<N>xx (count_response) */
     bool resolved; /* wp_cached_route_refresh ran: route, vhost, weighted, cluster are set */
-    bool routing;  /* wp_router_start ran: the router has the request */
     char request_id[40];
     char remote_buf[WP_XFF_ADDR_MAX]; /* downstream remote taken from x-forwarded-for (xff.h) */
     char ust_buf[24];
-    char chunk_line[24];
     char chunk_out[24];
     const char *extra_resp_header; /* e.g. "location: ...\r\n" for redirects */
     /* response */
@@ -144,39 +136,10 @@ struct wp_stream {
     bool upstream_failed; /* the upstream failed after the response started (not DC) */
     bool local_reply;
     wp_fchain_state fcs; /* the HTTP filter chain's state (proxy/http/filter.h) */
-    /* retries (router_retry.c); rp NULL = no retry state (none, used up, or abandoned) */
-    const wp_retry_policy *rp;
-    wp_retry_policy rp_own; /* the route's policy merged with the request's retry headers */
-    uint32_t rp_codes[16];  /* rp_own's status codes: the route's, then the headers' */
-    uint32_t retries_left, backoffs;
-    uint64_t retry_limit;   /* retry buffer limit, bytes */
-    bool retry_buffering;   /* request body kept in the retry buffer for replay */
-    bool backoff_pending;   /* waiting for the back-off: no attempt in flight */
-    bool retry_slot;        /* holds a max_retries circuit-breaker slot */
-    bool per_try_armed;     /* this attempt's per-try timeout runs (try deadline) */
-    bool retries_exhausted; /* a failure matched the policy with no retry left: URX */
-    uint8_t shadow_mask;    /* mirror policies chosen for this request, not yet sent */
-    bool idle_armed;        /* this attempt's per_try_idle_timeout runs */
-    uint64_t try_end;       /* loop ms when the per-try timeout expires (per_try_armed) */
-    uint64_t up_activity;   /* loop ms of the attempt's last upstream read (idle_armed) */
-    uint8_t ntried;         /* hosts of earlier attempts (previous_hosts) */
-    int tried[8];
-    wp_buf *rb_head, *rb_tail; /* the retry buffer: WP_BUF_SIZE blocks */
-    size_t rb_len;             /* bytes kept */
-    size_t rb_sent;            /* bytes of them this attempt has written */
-    size_t wr_rb;              /* bytes of the buffer in the pending upstream write */
-    bool wr_direct;            /* the pending upstream write holds body_ptr */
-    /* the router's timeouts for this request: the route's, or what an internal request's
-     * x-envoy-* headers made of them (router.c, FilterUtility::finalTimeout) */
-    uint64_t timeout_ms, per_try_timeout_ms; /* 0 = none */
-    bool timeout_alt_204;                    /* x-envoy-upstream-rq-timeout-alt-response */
     wp_deferred_item dd; /* on the worker's deferred-delete list once ended (stream_finish) */
     /* ---- from here on, kept when a stream is reused (not zeroed per request): buffers that
      * are written before they are read ---- */
     struct wp_stream *next_free;
-    char details_buf[192];
-    char tfr_buf[128];
-    char up_local[64]; /* the last attempt's local address (uconn.local) */
     /* the filters' per-stream slots (fcs.slots): each filter's init sets its slot up */
     alignas(max_align_t) unsigned char fslots[WP_FCHAIN_SLOTS_MAX];
     wf_strbuf extra;

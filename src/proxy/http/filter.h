@@ -70,9 +70,11 @@
 #include "proxy/config/route.h"
 #include "proxy/stream_info/stream_info.h"
 
-#define WP_FCHAIN_MAX_FILTERS 16   /* http_filters entries of one HCM */
-#define WP_FILTER_MAX_OPS     2    /* header-ops levels filters may add per direction */
-#define WP_FCHAIN_SLOTS_MAX   1024 /* bytes of a stream's slot block (inside the stream) */
+/* bytes of a stream's slot block (inside the stream): the router's state (800 bytes),
+ * istio.stats (544) and fault (16), each rounded up to max_align_t, and room for more */
+#define WP_FCHAIN_SLOTS_MAX   1536
+#define WP_FCHAIN_MAX_FILTERS 16 /* http_filters entries of one HCM */
+#define WP_FILTER_MAX_OPS     2  /* header-ops levels filters may add per direction */
 
 /* Envoy's Http::FilterHeadersStatus (the values weft's filters use). */
 typedef enum {
@@ -141,9 +143,11 @@ typedef struct wp_filter_callbacks {
 
     /* ---- the terminal filter's side (the router): the upstream response, flow control ----
      * encodeHeaders: the upstream response head (the upstream codec's parsed message; raw:
-     * its raw_len bytes) goes downstream through the encoder filters. */
-    void (*encode_headers)(struct wp_stream *s, const h1_message *m, const char *raw,
-                           size_t raw_len);
+     * its raw_len bytes) goes downstream through the encoder filters. Returns 1 when the head
+     * of an upgrade's answer is written and its write is pending (the caller pauses its
+     * upstream read until on_below_write_buffer_low_watermark), else 0. */
+    int (*encode_headers)(struct wp_stream *s, const h1_message *m, const char *raw,
+                          size_t raw_len);
     /* encodeData: len response body bytes (not copied: they stay where they are until the
      * write completes). Returns 1 when the write is pending (the caller pauses its upstream
      * read until on_below_write_buffer_low_watermark), else 0. */
@@ -154,6 +158,15 @@ typedef struct wp_filter_callbacks {
     /* The upstream response is complete (encodeData with end_stream, or encodeTrailers:
      * the response trailers are the stream info's): the stream ends once it is written. */
     void (*encode_complete)(struct wp_stream *s);
+    /* decodingBuffer: the request body slice the connection manager holds for the stream
+     * (pinned in its read buffer; *len its bytes), NULL when none. The terminal filter reads it
+     * when it starts: a slice that arrived while an earlier filter held decoding (a fault
+     * delay) reached no decode_data of it. */
+    const char *(*decoding_buffer)(struct wp_stream *s, size_t *len);
+    /* The slice handed to decode_data (or decoding_buffer's) is taken: copied, or written
+     * upstream at once. The connection manager drops it and nothing else happens now (it
+     * parses on when its dispatch pass, or the caller's request_body_written, goes on). */
+    void (*drain_decoding_buffer)(struct wp_stream *s);
     /* The request body slice handed to decode_data has been written upstream: the connection
      * manager consumes it and reads on (the end of its back-pressure; Envoy's
      * onDecoderFilterBelowWriteBufferLowWatermark: readDisable(false)). */
@@ -215,7 +228,8 @@ typedef struct wp_http_filter_type {
      * onBelowWriteBufferLowWatermark): the router reads its upstream again. */
     void (*on_below_write_buffer_low_watermark)(const wp_filter *f);
     /* The connection manager's dispatch of what it read is over: writes a filter deferred
-     * while it ran go out now (Envoy flushes upstream writes after the codec's dispatch). */
+     * while it ran go out now (Envoy flushes upstream writes after the codec's dispatch).
+     * Called only when a filter asked for it (wp_fchain_defer_to_dispatch_done). */
     void (*on_dispatch_done)(const wp_filter *f);
     /* The access logs are about to be written (only when some are): a filter that changed
      * what they see of the request (the router's rewritten head) points the stream info at
@@ -251,6 +265,7 @@ typedef struct wp_fchain_state {
     bool dec_started, dec_stopped, dec_ended; /* ended: a local reply, decoding is over */
     bool enc_stopped;
     bool completed, logged, destroyed; /* on_stream_complete, on_log, on_destroy ran */
+    bool dispatch_pending;             /* a filter waits for on_dispatch_done */
     int8_t timer_owner;                /* filter index whose timer is armed, -1 none */
     int8_t deadline_owner;             /* filter index that took the deadline over, -1 none */
     const wp_filter_callbacks *cb;     /* the connection manager's (wp_fchain_start) */
@@ -349,9 +364,36 @@ typedef enum {
 } wp_fchain_event;
 void wp_fchain_notify(wp_fchain_state *st, struct wp_stream *s, wp_fchain_event ev);
 
+/* A filter deferred a write until the connection manager's dispatch pass ends: the connection
+ * manager asks wp_fchain_dispatch_pending after each pass and then notifies
+ * WP_FCHAIN_EV_DISPATCH_DONE (which clears it). */
+static inline void wp_fchain_defer_to_dispatch_done(wp_fchain_state *st)
+{
+    st->dispatch_pending = true;
+}
+static inline bool wp_fchain_dispatch_pending(const wp_fchain_state *st)
+{
+    return st->dispatch_pending;
+}
+
 /* The terminal filter (the router) of st's chain as a call sees it, for its asynchronous work
  * (upstream callbacks, timers): f->cb is the chain's callbacks. st must have a chain. */
 wp_filter wp_fchain_terminal(wp_fchain_state *st, struct wp_stream *s);
+
+/* The terminal filter's per-stream slot (the router's state, filters/http/router_state.h),
+ * for its asynchronous work. st must have a chain. */
+static inline void *wp_fchain_terminal_slot(const wp_fchain_state *st)
+{
+    return (char *)st->slots + st->fc->e[st->fc->n - 1].slot_off;
+}
+
+/* Whether the terminal filter (the router) got the request headers: decoding reached the end
+ * of the chain (false without a chain). */
+static inline bool wp_fchain_terminal_decoding(const wp_fchain_state *st)
+{
+    return st->fc && st->fc->n && st->dec_next >= st->fc->n &&
+           st->fc->e[st->fc->n - 1].type->terminal;
+}
 
 /* The stream ends: on_stream_complete of every filter; on_log (after the access logs); then
  * on_destroy. Each runs at most once per stream, and only for a started chain. */

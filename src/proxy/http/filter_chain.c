@@ -293,6 +293,8 @@ void wp_fchain_on_deadline(wp_fchain_state *st, struct wp_stream *s)
 
 void wp_fchain_notify(wp_fchain_state *st, struct wp_stream *s, wp_fchain_event ev)
 {
+    if (ev == WP_FCHAIN_EV_DISPATCH_DONE)
+        st->dispatch_pending = false;
     if (!st->fc || st->destroyed)
         return;
     for (uint8_t i = 0; i < st->fc->n; i++) {

@@ -73,12 +73,6 @@ const char *wp_reset_reason_string(int reason)
 
 static void launch_shadows(wp_stream *s);
 
-/* An outcome of the attempt for outlier detection of its cluster and host. */
-static void outlier_report(wp_stream *s, wp_od_result r, unsigned code)
-{
-    wp_outlier_report(s->d->w, wp_stream_gen(s), s->cluster, s->host, r, code);
-}
-
 static void on_upstream_data(wp_uconn *u);
 static void on_upstream_eof(wp_uconn *u);
 static void on_upstream_written(wp_stream *s);
@@ -108,7 +102,7 @@ static void uc_reset(void *owner, wp_uconn *u, int reason)
 {
     wp_stream *s = owner;
     (void)u;
-    s->up = NULL;
+    wp_rs(s)->up = NULL;
     wp_router_on_reset(s, reason, NULL);
 }
 
@@ -118,6 +112,12 @@ static void cstat(wp_stream *s, int which, int64_t delta)
 {
     if (s->cluster >= 0)
         wp_cluster_stat(s->d->w, wp_stream_gen(s), s->cluster, which, delta);
+}
+
+/* Outlier detection hears of the attempt's host (upstream/outlier.h). */
+static void od_report(wp_stream *s, wp_od_result r, unsigned code)
+{
+    wp_outlier_report(s->d->w, wp_stream_gen(s), s->cluster, wp_rs(s)->host, r, code);
 }
 
 static void count_code(wp_stream *s, int code)
@@ -132,14 +132,15 @@ static void count_code(wp_stream *s, int code)
 
 static void start_timeout(wp_stream *s)
 {
-    if (s->timer_started || !s->routing || !s->route || s->route->action != WP_ACT_ROUTE)
+    wp_router_state *rs = wp_rs(s);
+    if (rs->timer_started || !rs->routing || !s->route || s->route->action != WP_ACT_ROUTE)
         return; /* not before the router has the request (a fault delay keeps request_timeout) */
-    s->timer_started = true;
+    rs->timer_started = true;
     /* the request is complete: the connection manager's request_timeout is disarmed (Envoy
      * HCM docs) and the route timeout, if any, starts (the router's on_deadline) */
     wp_filter f = wp_fchain_terminal(&s->fcs, s);
-    if (s->timeout_ms)
-        wp_filter_arm_deadline(&f, s->timeout_ms);
+    if (rs->timeout_ms)
+        wp_filter_arm_deadline(&f, rs->timeout_ms);
     else
         wp_filter_disarm_deadline(&f);
 }
@@ -166,22 +167,23 @@ static void header_ms(const h1_str *v, uint64_t *out)
  * manager removed these headers from external requests (conn.c); they are never forwarded. */
 static void final_timeout(wp_stream *s)
 {
+    wp_router_state *rs = wp_rs(s);
     const wp_route *r = s->route;
-    s->timeout_ms = r->timeout_ms;
-    s->per_try_timeout_ms = r->retry ? r->retry->per_try_timeout_ms : 0;
+    rs->timeout_ms = r->timeout_ms;
+    rs->per_try_timeout_ms = r->retry ? r->retry->per_try_timeout_ms : 0;
     for (size_t i = 0; i < s->req.nheaders; i++) {
         const h1_header *h = &s->req.headers[i];
         if (h->name.len < 30 || strncasecmp(h->name.p, "x-envoy-upstream-rq-", 20) != 0)
             continue;
         if (WP_NAME_IS(&h->name, "x-envoy-upstream-rq-timeout-ms"))
-            header_ms(&h->value, &s->timeout_ms);
+            header_ms(&h->value, &rs->timeout_ms);
         else if (WP_NAME_IS(&h->name, "x-envoy-upstream-rq-per-try-timeout-ms"))
-            header_ms(&h->value, &s->per_try_timeout_ms);
+            header_ms(&h->value, &rs->per_try_timeout_ms);
         else if (WP_NAME_IS(&h->name, "x-envoy-upstream-rq-timeout-alt-response"))
-            s->timeout_alt_204 = true;
+            rs->timeout_alt_204 = true;
     }
-    if (s->timeout_ms && s->per_try_timeout_ms >= s->timeout_ms)
-        s->per_try_timeout_ms = 0;
+    if (rs->timeout_ms && rs->per_try_timeout_ms >= rs->timeout_ms)
+        rs->per_try_timeout_ms = 0;
 }
 
 static void redirect(wp_stream *s, const wp_route_req *rq)
@@ -198,8 +200,11 @@ static void redirect(wp_stream *s, const wp_route_req *rq)
 
 void wp_router_start(wp_stream *s)
 {
+    wp_router_state *rs = wp_rs(s);
     const wp_route *r = wp_router_cm(s)->route(s); /* the connection manager's cached route */
-    s->routing = true;
+    rs->routing = true;
+    /* a body slice that arrived while an earlier filter held decoding (a fault delay) */
+    rs->body = wp_router_cm(s)->decoding_buffer(s, &rs->body_len);
     wp_hcm_stat(s->d, WP_S_rq_total, 1); /* Envoy's router counts every request it decodes */
     if (!r) {
         WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
@@ -235,7 +240,7 @@ void wp_router_start(wp_stream *s)
     if (s->req_complete)
         start_timeout(s);
     wp_retry_begin(s);
-    if (s->shadow_mask && s->req_complete)
+    if (rs->shadow_mask && s->req_complete)
         launch_shadows(s);
     wp_router_upstream_request(s);
 }
@@ -303,7 +308,8 @@ static void put_request_line(wp_stream *s, wf_strbuf *b)
  * request was complete (a retry), at least 1; 0 = no header (no timeout). */
 static uint64_t expected_timeout_ms(const wp_stream *s)
 {
-    uint64_t global = s->timeout_ms, per_try = s->per_try_timeout_ms;
+    wp_router_state *rs = wp_rs(s);
+    uint64_t global = rs->timeout_ms, per_try = rs->per_try_timeout_ms;
     uint64_t expected = per_try ? per_try : global;
     if (!expected || !global || s->si.attempt_count <= 1 || !s->si.last_rx_ns)
         return expected;
@@ -350,7 +356,7 @@ static void build_upstream_head(wp_stream *s, wf_strbuf *b)
 
 void wp_router_log_view(wp_stream *s)
 {
-    if (!s->routing || !s->route || s->route->action != WP_ACT_ROUTE || s->cluster < 0)
+    if (!wp_rs(s)->routing || !s->route || s->route->action != WP_ACT_ROUTE || s->cluster < 0)
         return; /* answered before the router chose a cluster: logged as received */
     const wf_strbuf *b = &s->up_head; /* the last attempt's head, as sent */
     if (b->len == 0) {                /* no attempt was sent (UH, UO, ...): the one it would be */
@@ -406,11 +412,12 @@ static int shadow_head(wp_stream *s, const wp_mirror_policy *m, wf_strbuf *out)
 /* The request is complete: each chosen mirror policy gets its shadow (shadow.h). */
 static void launch_shadows(wp_stream *s)
 {
-    uint8_t mask = s->shadow_mask;
-    s->shadow_mask = 0;
+    wp_router_state *rs = wp_rs(s);
+    uint8_t mask = rs->shadow_mask;
+    rs->shadow_mask = 0;
     /* the whole kept body, one buffer per block (request_body_buffer_limit may exceed 1 MiB),
      * plus the chunk-size line and the chunked end; mirrors are rare, so this allocates */
-    unsigned blocks = (unsigned)(s->rb_len / WP_BUF_SIZE) + 1;
+    unsigned blocks = (unsigned)(rs->rb_len / WP_BUF_SIZE) + 1;
     uv_buf_t *bufs = malloc((blocks + 2) * sizeof(*bufs));
     if (!bufs)
         return;
@@ -433,7 +440,7 @@ static void launch_shadows(wp_stream *s)
         wf_strbuf head = {0};
         if (shadow_head(s, m, &head) == 0)
             wp_shadow_send(s->d->w, s->d->wg, m->cluster, head.data, head.len, bufs + first,
-                           n - first, s->timeout_ms, wp_stream_is_head(s));
+                           n - first, rs->timeout_ms, wp_stream_is_head(s));
         wf_strbuf_free(&head);
     }
     free(bufs);
@@ -444,45 +451,46 @@ static void launch_shadows(wp_stream *s)
  * chunked body. Completion is synchronous or comes through wp_router_on_upstream_written. */
 static void flush_upstream(wp_stream *s)
 {
-    wp_uconn *u = s->up;
+    wp_router_state *rs = wp_rs(s);
+    wp_uconn *u = rs->up;
     if (!u || u->writing || s->resp_done)
         return;
     if (s->d->in_process) {
         /* the connection manager is still parsing this read: write when it is done, so a
          * request found malformed later in the same bytes never reaches the upstream (as
          * Envoy, whose upstream writes are flushed after the dispatch) */
-        s->flush_pending = true;
+        wp_fchain_defer_to_dispatch_done(&s->fcs);
         return;
     }
     uv_buf_t bufs[16];
     unsigned n = 0;
-    if (!s->head_sent) {
+    if (!rs->head_sent) {
         bufs[n++] = uv_buf_init(s->up_head.data, (unsigned)s->up_head.len);
-        s->head_sent = true;
+        rs->head_sent = true;
         s->si.first_upstream_tx_ns = uv_now(&s->d->w->loop) * 1000000ULL;
     }
     bool chunked = s->req_chunked && !s->d->tunnel;
     unsigned chunk_at = n;
     n += chunked; /* room for the chunk-size line */
     size_t rb = wp_retry_slices(s, bufs, &n, 8);
-    bool direct = s->body_ptr && s->body_len && s->rb_sent + rb == s->rb_len;
+    bool direct = rs->body && rs->body_len && rs->rb_sent + rb == rs->rb_len;
     if (direct)
-        bufs[n++] = uv_buf_init((char *)s->body_ptr, (unsigned)s->body_len);
-    size_t body = rb + (direct ? s->body_len : 0);
+        bufs[n++] = uv_buf_init((char *)rs->body, (unsigned)rs->body_len);
+    size_t body = rb + (direct ? rs->body_len : 0);
     if (chunked && body) {
         /* the client codec's chunk framing around the slices (codec.h) */
         bufs[chunk_at] =
-            uv_buf_init(s->chunk_line, (unsigned)wp_h1_chunk_line(s->chunk_line, body));
+            uv_buf_init(rs->chunk_line, (unsigned)wp_h1_chunk_line(rs->chunk_line, body));
         bufs[n++] = uv_buf_init("\r\n", 2);
     } else if (chunked) {
         memmove(&bufs[chunk_at], &bufs[chunk_at + 1], (n - chunk_at - 1) * sizeof(bufs[0]));
         n--;
     }
-    bool all_out = s->rb_sent + rb == s->rb_len && (!s->body_ptr || direct);
-    if (s->req_complete && !s->req_end_sent && !s->d->tunnel && all_out) {
+    bool all_out = rs->rb_sent + rb == rs->rb_len && (!rs->body || direct);
+    if (s->req_complete && !rs->req_end_sent && !s->d->tunnel && all_out) {
         if (chunked)
             bufs[n++] = uv_buf_init(WP_H1_LAST_CHUNK, WP_H1_LAST_CHUNK_LEN);
-        s->req_end_sent = true;
+        rs->req_end_sent = true;
     }
     if (n == 0)
         return;
@@ -492,35 +500,38 @@ static void flush_upstream(wp_stream *s)
     if (r < 0)
         return; /* the connection reports the reset */
     if (r == 1) {
-        s->wr_rb = rb;
-        s->wr_direct = direct;
+        rs->wr_rb = rb;
+        rs->wr_direct = direct;
         return;
     }
     s->si.last_upstream_tx_ns = uv_now(&s->d->w->loop) * 1000000ULL;
-    s->rb_sent += rb;
-    if (direct) {
-        s->body_ptr = NULL; /* the caller notices and parses on */
-        s->body_len = 0;
+    rs->rb_sent += rb;
+    if (direct) { /* taken: the connection manager forgets the slice (the caller parses on) */
+        rs->body = NULL;
+        rs->body_len = 0;
+        wp_router_cm(s)->drain_decoding_buffer(s);
     }
-    if ((rb || direct) && s->req_complete && !s->req_end_sent)
+    if ((rb || direct) && s->req_complete && !rs->req_end_sent)
         flush_upstream(s);
-    else if (rb && !direct && s->body_ptr)
+    else if (rb && !direct && rs->body)
         flush_upstream(s); /* the buffer is out: the direct slice follows */
 }
 
 void wp_router_flush(wp_stream *s)
 {
-    s->flush_pending = false;
     flush_upstream(s);
 }
 
 static void on_upstream_written(wp_stream *s)
 {
+    wp_router_state *rs = wp_rs(s);
     s->si.last_upstream_tx_ns = uv_now(&s->d->w->loop) * 1000000ULL;
-    s->rb_sent += s->wr_rb;
-    s->wr_rb = 0;
-    if (s->wr_direct) {
-        s->wr_direct = false;
+    rs->rb_sent += rs->wr_rb;
+    rs->wr_rb = 0;
+    if (rs->wr_direct) {
+        rs->wr_direct = false;
+        rs->body = NULL; /* written: the connection manager consumes it */
+        rs->body_len = 0;
         /* continues parsing the downstream buffer; what follows (more body, the end of a
          * chunked body) is flushed from there */
         wp_router_cm(s)->request_body_written(s);
@@ -531,18 +542,19 @@ static void on_upstream_written(wp_stream *s)
 
 static void on_connected(wp_stream *s, wp_uconn *u)
 {
-    s->up = u;
+    wp_router_state *rs = wp_rs(s);
+    rs->up = u;
     wp_uconn_attach(u, &uconn_cbs, s);
     /* the snapshot outlives the stream (it holds a reference) */
     s->si.upstream_host = s->cfg->clusters[s->cluster].endpoints[u->host].addr.text;
     /* copied: an attempt's connection may be gone before the access log is written */
-    memcpy(s->up_local, u->local, sizeof(s->up_local));
-    s->si.upstream_local = s->up_local;
+    memcpy(rs->up_local, u->local, sizeof(rs->up_local));
+    s->si.upstream_local = rs->up_local;
     s->si.upstream_connection_id = u->id; /* attempt_count was counted by wp_pool_request */
-    s->host = u->host;
+    rs->host = u->host;
     cstat(s, WP_S_upstream_rq_total, 1);
     cstat(s, WP_S_upstream_rq_active, 1);
-    s->counted_rq = true;
+    rs->counted_rq = true;
     h1_parser_set_answers(&u->parser, wp_stream_is_head(s) ? H1_ANSWERS_HEAD : H1_ANSWERS_OTHER);
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
                   "pool ready: upstream connection %llu to %s", (unsigned long long)u->id,
@@ -553,9 +565,9 @@ static void on_connected(wp_stream *s, wp_uconn *u)
         return;
     }
     wp_retry_arm_per_try(s);
-    bool had_body = s->body_ptr != NULL;
+    bool had_body = rs->body != NULL;
     flush_upstream(s);
-    if (had_body && !s->body_ptr) /* written at once: parse on */
+    if (had_body && !rs->body) /* written at once: parse on */
         wp_router_cm(s)->request_body_written(s);
 }
 
@@ -570,9 +582,9 @@ static bool lb_tried_host(void *owner, int host)
 static void on_pool_ready(void *ctx, wp_uconn *u, int host)
 {
     wp_stream *s = ctx;
-    s->host = host;
+    wp_rs(s)->host = host;
     wp_lb_request_started(&s->d->wg->lbs[s->cluster], host);
-    outlier_report(s, WP_OD_CONNECT_SUCCESS, 0);
+    od_report(s, WP_OD_CONNECT_SUCCESS, 0);
     on_connected(s, u);
 }
 
@@ -591,6 +603,7 @@ static const wp_pool_callbacks pool_cbs = {on_pool_ready, on_pool_failure};
 
 void wp_router_upstream_request(wp_stream *s)
 {
+    wp_router_state *rs = wp_rs(s);
     wp_worker *w = s->d->w;
     const wp_cluster *c = &s->cfg->clusters[s->cluster];
     wp_cluster_rt *rt = &wp_stream_gen(s)->crt[s->cluster];
@@ -599,7 +612,7 @@ void wp_router_upstream_request(wp_stream *s)
     wp_lb_context lbc = {
         .should_select_another_host = lb_tried_host,
         .owner = s,
-        .host_selection_retry_max = s->ntried && s->route && s->route->retry
+        .host_selection_retry_max = rs->ntried && s->route && s->route->retry
                                         ? s->route->retry->host_selection_max_attempts
                                         : 0,
     };
@@ -621,31 +634,35 @@ void wp_router_upstream_request(wp_stream *s)
         return;
     }
     atomic_fetch_add_explicit(&rt->rq_active, 1, memory_order_relaxed);
-    s->counted_cb = true;
-    s->host = host;
-    wp_pool_newstream(&s->d->wg->pools[s->cluster], host, &s->preq, &pool_cbs, s);
+    rs->counted_cb = true;
+    rs->host = host;
+    wp_pool_newstream(&s->d->wg->pools[s->cluster], host, &rs->preq, &pool_cbs, s);
 }
 
 void wp_router_pool_done(wp_stream *s)
 {
-    wp_pool_cancel(&s->preq);
-    if (s->counted_cb) {
-        s->counted_cb = false;
+    wp_router_state *rs = wp_rs(s);
+    wp_pool_cancel(&rs->preq);
+    if (rs->counted_cb) {
+        rs->counted_cb = false;
         atomic_fetch_sub_explicit(&wp_stream_gen(s)->crt[s->cluster].rq_active, 1,
                                   memory_order_relaxed);
     }
 }
 
-void wp_router_request_body(wp_stream *s)
+void wp_router_request_body(wp_stream *s, const char *data, size_t len)
 {
-    /* the pending slice (s->body_ptr: a body slice, or a tunnel's bytes) is the connection
-     * manager's, pinned in its read buffer until request_body_written */
+    wp_router_state *rs = wp_rs(s);
+    /* the pending slice (a body slice, or a tunnel's bytes; NULL none) is the connection
+     * manager's, pinned in its read buffer until drained or request_body_written */
+    rs->body = data;
+    rs->body_len = len;
     if (wp_retry_body(s) != 0)
         return; /* answered 507 */
     if (s->req_complete) {
         start_timeout(s);
         wp_retry_arm_per_try(s);
-        if (s->shadow_mask)
+        if (rs->shadow_mask)
             launch_shadows(s);
     }
     flush_upstream(s);
@@ -655,15 +672,16 @@ void wp_router_request_body(wp_stream *s)
 
 void wp_router_end_upstream(wp_stream *s, bool reusable)
 {
-    wp_uconn *u = s->up;
+    wp_router_state *rs = wp_rs(s);
+    wp_uconn *u = rs->up;
     if (!u)
         return;
-    s->up = NULL;
+    rs->up = NULL;
     wp_uconn_detach(u);
     wp_lb_request_finished(&s->d->wg->lbs[s->cluster], u->host);
-    if (s->counted_rq) {
+    if (rs->counted_rq) {
         cstat(s, WP_S_upstream_rq_active, -1);
-        s->counted_rq = false;
+        rs->counted_rq = false;
     }
     wp_uconn_release(u, reusable);
 }
@@ -683,12 +701,13 @@ static void end_attempt(wp_stream *s)
 static void reset_after_response_started(wp_stream *s, int reason)
 {
     const char *rs = wp_reset_reason_string(reason);
-    int n = snprintf(s->details_buf, sizeof(s->details_buf),
-                     "upstream_reset_after_response_started{%s}", rs);
-    for (int i = 0; i < n && (size_t)i < sizeof(s->details_buf); i++)
-        if (s->details_buf[i] == ' ')
-            s->details_buf[i] = '_';
-    s->si.details = s->details_buf;
+    char *details = wp_rs(s)->details_buf;
+    size_t cap = sizeof(wp_rs(s)->details_buf);
+    int n = snprintf(details, cap, "upstream_reset_after_response_started{%s}", rs);
+    for (int i = 0; i < n && (size_t)i < cap; i++)
+        if (details[i] == ' ')
+            details[i] = '_';
+    s->si.details = details;
     wp_si_set_flag(&s->si, reason == WP_RESET_PROTOCOL_ERROR           ? WP_RF_UPE
                            : reason == WP_RESET_CONNECTION_TERMINATION ? WP_RF_UC
                                                                        : WP_RF_LR);
@@ -700,7 +719,7 @@ void wp_router_on_reset(wp_stream *s, int reason, const char *tfr)
 {
     wp_router_end_upstream(s, false);
     if (reason != WP_RESET_OVERFLOW) /* a cluster-wide overflow is not the host's fault */
-        outlier_report(s, WP_OD_CONNECT_FAILED, 0);
+        od_report(s, WP_OD_CONNECT_FAILED, 0);
     if (s->resp_started) {
         reset_after_response_started(s, reason);
         return;
@@ -732,16 +751,17 @@ void wp_router_on_reset(wp_stream *s, int reason, const char *tfr)
     }
     const char *rs = wp_reset_reason_string(reason);
     /* details: whitespace replaced by '_' (Envoy's StringUtil::replaceAllEmptySpace) */
-    char *p = s->details_buf;
-    size_t cap = sizeof(s->details_buf);
+    char *p = wp_rs(s)->details_buf;
+    size_t cap = sizeof(wp_rs(s)->details_buf);
     int n = snprintf(p, cap, "upstream_reset_before_response_started{%s%s%s}", rs, tfr ? "|" : "",
                      tfr ? tfr : "");
     for (int i = 0; i < n && (size_t)i < cap; i++)
         if (p[i] == ' ' || p[i] == '\t')
             p[i] = '_';
-    s->si.transport_failure_reason = tfr ? s->tfr_buf : NULL;
+    char *tfr_buf = wp_rs(s)->tfr_buf;
+    s->si.transport_failure_reason = tfr ? tfr_buf : NULL;
     if (tfr)
-        snprintf(s->tfr_buf, sizeof(s->tfr_buf), "%s", tfr);
+        snprintf(tfr_buf, sizeof(wp_rs(s)->tfr_buf), "%s", tfr);
     wf_strbuf_reset(&s->extra);
     /* Without "retried and the latest " after retries, which current Envoy inserts
      * (reference §2.2): operator report B013 expects the body of a UF,URX reply to start
@@ -757,24 +777,25 @@ void wp_router_on_reset(wp_stream *s, int reason, const char *tfr)
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
                   "upstream reset: reset reason: %s, transport failure reason: %s", rs,
                   tfr ? tfr : "");
-    wp_router_local_reply(s, status, wf_strbuf_cstr(&s->extra), s->details_buf, flag);
+    wp_router_local_reply(s, status, wf_strbuf_cstr(&s->extra), p, flag);
 }
 
 void wp_router_timeout(wp_stream *s)
 {
+    wp_router_state *rs = wp_rs(s);
     cstat(s, WP_S_upstream_rq_timeout, 1);
-    s->backoff_pending = false; /* the route timeout ends every try and back-off */
+    rs->backoff_pending = false; /* the route timeout ends every try and back-off */
     wp_retry_disarm(s);
-    if (s->host >= 0)
-        atomic_fetch_add_explicit(&wp_stream_gen(s)->crt[s->cluster].hosts[s->host].rq_timeout, 1,
+    if (rs->host >= 0)
+        atomic_fetch_add_explicit(&wp_stream_gen(s)->crt[s->cluster].hosts[rs->host].rq_timeout, 1,
                                   memory_order_relaxed);
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id, "upstream timeout");
-    if (s->up) {
+    if (rs->up) {
         cstat(s, WP_S_upstream_rq_tx_reset, 1);
-        outlier_report(s, WP_OD_TIMEOUT, 0); /* Envoy: a host the pool handed over */
+        od_report(s, WP_OD_TIMEOUT, 0); /* Envoy: a host the pool handed over */
         wp_router_end_upstream(s, false);
     } else {
-        wp_pool_cancel(&s->preq);
+        wp_pool_cancel(&rs->preq);
     }
     if (s->resp_started) { /* the client's stream is reset; the log shows UT response_timeout */
         s->upstream_failed = true;
@@ -782,7 +803,7 @@ void wp_router_timeout(wp_stream *s)
         return;
     }
     /* x-envoy-upstream-rq-timeout-alt-response: 204 (a 204 carries no body) */
-    int code = s->timeout_alt_204 ? 204 : 504;
+    int code = rs->timeout_alt_204 ? 204 : 504;
     count_code(s, code);
     cstat(s, WP_S_upstream_rq_completed, 1);
     wp_router_local_reply(s, code, code == 204 ? "" : "upstream request timeout",
@@ -795,18 +816,19 @@ void wp_router_timeout(wp_stream *s)
  * client's connection is reset. */
 static void per_try_timeout(wp_stream *s, bool idle)
 {
+    wp_router_state *rs = wp_rs(s);
     wp_retry_disarm(s);
     cstat(s, idle ? WP_S_upstream_rq_per_try_idle_timeout : WP_S_upstream_rq_per_try_timeout, 1);
-    if (s->host >= 0)
-        atomic_fetch_add_explicit(&wp_stream_gen(s)->crt[s->cluster].hosts[s->host].rq_timeout, 1,
+    if (rs->host >= 0)
+        atomic_fetch_add_explicit(&wp_stream_gen(s)->crt[s->cluster].hosts[rs->host].rq_timeout, 1,
                                   memory_order_relaxed);
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id, "upstream per try %s",
                   idle ? "idle timeout" : "timeout");
-    if (s->up) {
+    if (rs->up) {
         cstat(s, WP_S_upstream_rq_tx_reset, 1);
         wp_router_end_upstream(s, false);
     } else {
-        wp_pool_cancel(&s->preq);
+        wp_pool_cancel(&rs->preq);
     }
     if (s->resp_started) {
         wp_si_set_flag(&s->si, WP_RF_UT);
@@ -828,7 +850,7 @@ static void per_try_timeout(wp_stream *s, bool idle)
 
 void wp_router_try_timer(wp_stream *s)
 {
-    if (s->backoff_pending) {
+    if (wp_rs(s)->backoff_pending) {
         wp_retry_fire(s);
         wp_router_upstream_request(s);
         return;
@@ -840,9 +862,10 @@ void wp_router_try_timer(wp_stream *s)
 
 void wp_router_cancel(wp_stream *s)
 {
-    wp_pool_cancel(&s->preq);
-    if (s->up) {
-        bool done = s->resp_done && s->req_end_sent;
+    wp_router_state *rs = wp_rs(s);
+    wp_pool_cancel(&rs->preq);
+    if (rs->up) {
+        bool done = s->resp_done && rs->req_end_sent;
         if (!done)
             cstat(s, WP_S_upstream_rq_tx_reset, 1);
         wp_router_end_upstream(s, false);
@@ -854,7 +877,7 @@ void wp_router_stream_complete(wp_stream *s)
 {
     wp_router_cancel(s);
     wp_retry_end(s);
-    if (s->retries_exhausted)
+    if (wp_rs(s)->retries_exhausted)
         wp_si_set_flag(&s->si, WP_RF_URX);
 }
 
@@ -863,7 +886,7 @@ void wp_router_stream_complete(wp_stream *s)
 static bool on_response_headers(wp_stream *s, wp_uconn *u, const char *base, size_t used)
 {
     const h1_message *m = &u->parser.msg;
-    outlier_report(s, WP_OD_HTTP, m->status); /* before the retry decision, as Envoy */
+    od_report(s, WP_OD_HTTP, m->status); /* before the retry decision, as Envoy */
     if (wp_retry_after_response(s, m)) {
         end_attempt(s);
         WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
@@ -876,7 +899,7 @@ static bool on_response_headers(wp_stream *s, wp_uconn *u, const char *base, siz
      * the connection manager's request_timeout, and the route timeout starts when the
      * request completes. An upgrade's tunnel has no route timeout after its 101 (Envoy
      * applies the route timeout to the upgrade request only). */
-    if (!s->timer_started || m->upgrade) {
+    if (!wp_rs(s)->timer_started || m->upgrade) {
         wp_filter f = wp_fchain_terminal(&s->fcs, s);
         wp_filter_disarm_deadline(&f);
     }
@@ -885,15 +908,17 @@ static bool on_response_headers(wp_stream *s, wp_uconn *u, const char *base, siz
     if (m->close_asked) /* Envoy's HTTP/1 pool: the connection closes after this response */
         cstat(s, WP_S_upstream_cx_close_notify, 1);
     u->response_seen = true;
-    wp_router_cm(s)->encode_headers(s, m, base, used);
+    if (wp_router_cm(s)->encode_headers(s, m, base, used) == 1)
+        wp_uconn_pause_read(u); /* an upgrade's head waits for the downstream */
     return true;
 }
 
 static void on_response_done(wp_stream *s, wp_uconn *u)
 {
-    bool reusable = u->parser.msg.keep_alive && s->req_end_sent && !s->d->tunnel;
-    if (s->host >= 0) {
-        wp_host_rt *h = &wp_stream_gen(s)->crt[s->cluster].hosts[s->host];
+    wp_router_state *rs = wp_rs(s);
+    bool reusable = u->parser.msg.keep_alive && rs->req_end_sent && !s->d->tunnel;
+    if (rs->host >= 0) {
+        wp_host_rt *h = &wp_stream_gen(s)->crt[s->cluster].hosts[rs->host];
         atomic_fetch_add_explicit(s->si.response_code >= 500 ? &h->rq_error : &h->rq_success, 1,
                                   memory_order_relaxed);
     }
@@ -951,8 +976,8 @@ static void rc_headers(void *ctx, const h1_message *m, const char *raw, size_t r
     upstream_ctx *c = ctx;
     wp_stream *s = c->s;
     if (m->status >= 100 && m->status < 200 && m->status != 101) {
-        s->rp = NULL; /* no retry after a 1xx (Envoy's router), though it is dropped */
-        return;       /* 1xx: dropped (the connection manager answered 100-continue) */
+        wp_rs(s)->rp = NULL; /* no retry after a 1xx (Envoy's router), though it is dropped */
+        return;              /* 1xx: dropped (the connection manager answered 100-continue) */
     }
     c->stop = true;
     if (m->status == 101 && !s->upgrade) {
@@ -1031,8 +1056,8 @@ static void on_upstream_data(wp_uconn *u)
     while (u->rbuf && !u->closing) {
         wp_stream *s = u->owner; /* the router attached its stream (on_connected) */
         size_t avail = u->rlen - u->rstart;
-        if (s && s->idle_armed)
-            s->up_activity = uv_now(&u->w->loop); /* per_try_idle_timeout: progress */
+        if (s && wp_rs(s)->idle_armed)
+            wp_rs(s)->up_activity = uv_now(&u->w->loop); /* per_try_idle_timeout: progress */
         if (!s) {
             if (avail)
                 wp_uconn_close(u, true); /* bytes nobody asked for */
@@ -1093,7 +1118,7 @@ static void on_upstream_eof(wp_uconn *u)
 
 void wp_router_downstream_writable(wp_stream *s)
 {
-    wp_uconn *u = s->up;
+    wp_uconn *u = wp_rs(s)->up;
     if (!u)
         return;
     u->pinned = false;

@@ -30,7 +30,9 @@ void wp_router_start(wp_stream *s);
  * received. */
 void wp_router_log_view(wp_stream *s);
 void wp_router_on_reset(wp_stream *s, int reason, const char *transport_failure);
-void wp_router_request_body(wp_stream *s);
+/* decode_data: data/len the body slice (or a tunnel's bytes; NULL, 0: none) the connection
+ * manager pins until the router drains it or calls request_body_written. */
+void wp_router_request_body(wp_stream *s, const char *data, size_t len);
 /* A local reply, or the stream's end: its pool request is cancelled, its connection given
  * back (reset) and its max_requests slot released. */
 void wp_router_cancel(wp_stream *s);

@@ -10,12 +10,23 @@
  * route, no cluster and the like) and always stops iteration, as Envoy's router does: it is the
  * last filter and answers through the connection manager's callbacks (encode_headers,
  * encode_data, encode_complete, send_local_reply). decode_data hands the request body (the
- * stream's pending slice) and its end to the router. The connection manager reaches the router
- * only through this filter.
+ * decoding buffer's slice) and its end to the router. The connection manager reaches the router
+ * only through this filter; the router's per-stream state is this filter's slot
+ * (router_state.h), set up by init.
  */
+#include <string.h>
+
 #include "proxy/filters/http/filters.h"
 #include "proxy/http/conn.h"
 #include "proxy/filters/http/router.h"
+
+/* A new stream: the router's state (filters/http/router_state.h) in the filter's slot. */
+static void init(const wp_filter *f)
+{
+    wp_router_state *rs = f->slot;
+    memset(rs, 0, WP_ROUTER_STATE_RESET_BYTES);
+    rs->host = -1;
+}
 
 static wp_filter_headers_status decode_headers(const wp_filter *f, wp_filter_headers *h,
                                                bool end_stream)
@@ -29,10 +40,8 @@ static wp_filter_headers_status decode_headers(const wp_filter *f, wp_filter_hea
 static wp_filter_data_status decode_data(const wp_filter *f, const char *data, size_t len,
                                          bool end_stream)
 {
-    (void)data;
-    (void)len;
     (void)end_stream;
-    wp_router_request_body(f->stream); /* reads the stream's slice; may answer (507) */
+    wp_router_request_body(f->stream, data, len); /* may answer (507) */
     return WP_FILTER_DATA_STOP_ITERATION_NO_BUFFER;
 }
 
@@ -75,7 +84,9 @@ static void on_stream_complete(const wp_filter *f)
 
 const wp_http_filter_type wp_http_filter_router = {
     .name = WP_ROUTER_FILTER_NAME,
+    .slot_size = sizeof(wp_router_state),
     .terminal = true,
+    .init = init,
     .decode_headers = decode_headers,
     .decode_data = decode_data,
     .on_timer = on_timer,

@@ -79,25 +79,26 @@ static void choose_shadows(wp_stream *s)
         const wp_mirror_policy *m = &r->mirrors[i];
         uint32_t den = m->denominator ? m->denominator : 100;
         if (m->cluster >= 0 && wp_rand(s->d->w) % den < m->numerator)
-            s->shadow_mask |= (uint8_t)(1u << i);
+            wp_rs(s)->shadow_mask |= (uint8_t)(1u << i);
     }
 }
 
 void wp_retry_begin(wp_stream *s)
 {
+    wp_router_state *rs = wp_rs(s);
     const wp_retry_policy *p = s->route ? s->route->retry : NULL;
     if (s->route && !s->upgrade) /* the retry headers reach here only on internal requests */
-        p = wp_retry_request_policy(p, s->hdrs, s->req.nheaders, &s->rp_own, s->rp_codes,
-                                    sizeof(s->rp_codes) / sizeof(s->rp_codes[0]));
+        p = wp_retry_request_policy(p, s->hdrs, s->req.nheaders, &rs->rp_own, rs->rp_codes,
+                                    sizeof(rs->rp_codes) / sizeof(rs->rp_codes[0]));
     if (s->route && s->route->nmirrors && !s->upgrade)
         choose_shadows(s);
     if (p && p->retry_on && !s->upgrade) {
-        s->rp = p;
-        s->retries_left = p->num_retries;
+        rs->rp = p;
+        rs->retries_left = p->num_retries;
     }
-    if (s->rp || s->shadow_mask) { /* the body is kept for a retry or a shadow */
-        s->retry_limit = buffer_limit(s);
-        s->retry_buffering = true;
+    if (rs->rp || rs->shadow_mask) { /* the body is kept for a retry or a shadow */
+        rs->retry_limit = buffer_limit(s);
+        rs->retry_buffering = true;
     }
 }
 
@@ -105,23 +106,24 @@ void wp_retry_begin(wp_stream *s)
 
 static bool keep(wp_stream *s, const char *p, size_t len)
 {
+    wp_router_state *rs = wp_rs(s);
     while (len) {
-        size_t used = s->rb_len % WP_BUF_SIZE;
-        if (!s->rb_tail || (used == 0 && s->rb_len > 0)) {
+        size_t used = rs->rb_len % WP_BUF_SIZE;
+        if (!rs->rb_tail || (used == 0 && rs->rb_len > 0)) {
             wp_buf *b = wp_buf_get(s->d->w, WP_BUF_SIZE);
             if (!b)
                 return false;
             b->next_free = NULL;
-            if (s->rb_tail)
-                s->rb_tail->next_free = b;
+            if (rs->rb_tail)
+                rs->rb_tail->next_free = b;
             else
-                s->rb_head = b;
-            s->rb_tail = b;
+                rs->rb_head = b;
+            rs->rb_tail = b;
             used = 0;
         }
         size_t n = WP_BUF_SIZE - used < len ? WP_BUF_SIZE - used : len;
-        memcpy(s->rb_tail->data + used, p, n);
-        s->rb_len += n;
+        memcpy(rs->rb_tail->data + used, p, n);
+        rs->rb_len += n;
         p += n;
         len -= n;
     }
@@ -130,28 +132,30 @@ static bool keep(wp_stream *s, const char *p, size_t len)
 
 static void release_buffer(wp_stream *s)
 {
-    for (wp_buf *b = s->rb_head, *next; b; b = next) {
+    wp_router_state *rs = wp_rs(s);
+    for (wp_buf *b = rs->rb_head, *next; b; b = next) {
         next = b->next_free;
         wp_buf_put(s->d->w, b);
     }
-    s->rb_head = s->rb_tail = NULL;
-    s->rb_len = s->rb_sent = 0;
+    rs->rb_head = rs->rb_tail = NULL;
+    rs->rb_len = rs->rb_sent = 0;
 }
 
 size_t wp_retry_slices(wp_stream *s, uv_buf_t *bufs, unsigned *n, unsigned max)
 {
-    return wp_retry_slices_from(s, s->rb_sent, bufs, n, max);
+    return wp_retry_slices_from(s, wp_rs(s)->rb_sent, bufs, n, max);
 }
 
 size_t wp_retry_slices_from(wp_stream *s, size_t off, uv_buf_t *bufs, unsigned *n, unsigned max)
 {
+    wp_router_state *rs = wp_rs(s);
     size_t total = 0;
-    wp_buf *b = s->rb_head;
+    wp_buf *b = rs->rb_head;
     for (size_t skip = off / WP_BUF_SIZE; b && skip; skip--)
         b = b->next_free;
-    for (; b && off < s->rb_len && max; b = b->next_free, max--) {
+    for (; b && off < rs->rb_len && max; b = b->next_free, max--) {
         size_t in = off % WP_BUF_SIZE;
-        size_t end = s->rb_len - (off - in) < WP_BUF_SIZE ? s->rb_len - (off - in) : WP_BUF_SIZE;
+        size_t end = rs->rb_len - (off - in) < WP_BUF_SIZE ? rs->rb_len - (off - in) : WP_BUF_SIZE;
         bufs[(*n)++] = uv_buf_init(b->data + in, (unsigned)(end - in));
         total += end - in;
         off += end - in;
@@ -161,33 +165,36 @@ size_t wp_retry_slices_from(wp_stream *s, size_t off, uv_buf_t *bufs, unsigned *
 
 static void release_slot(wp_stream *s)
 {
-    if (!s->retry_slot)
+    wp_router_state *rs = wp_rs(s);
+    if (!rs->retry_slot)
         return;
-    s->retry_slot = false;
+    rs->retry_slot = false;
     atomic_fetch_sub_explicit(&wp_stream_gen(s)->crt[s->cluster].retries_active, 1,
                               memory_order_relaxed);
 }
 
 int wp_retry_body(wp_stream *s)
 {
-    if (!s->retry_buffering || !s->body_ptr || !s->body_len)
+    wp_router_state *rs = wp_rs(s);
+    if (!rs->retry_buffering || !rs->body || !rs->body_len)
         return 0;
-    if (s->rb_len + s->body_len <= s->retry_limit && keep(s, s->body_ptr, s->body_len)) {
-        s->body_ptr = NULL;
-        s->body_len = 0;
+    if (rs->rb_len + rs->body_len <= rs->retry_limit && keep(s, rs->body, rs->body_len)) {
+        rs->body = NULL; /* copied: the connection manager forgets the slice */
+        rs->body_len = 0;
+        wp_router_cm(s)->drain_decoding_buffer(s);
         return 0;
     }
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
                   "The request payload has at least %zu bytes data which exceeds buffer limit "
                   "%llu. Give up on the retry/shadow.",
-                  s->rb_len + s->body_len, (unsigned long long)s->retry_limit);
+                  rs->rb_len + rs->body_len, (unsigned long long)rs->retry_limit);
     cstat(s, WP_S_retry_or_shadow_abandoned);
-    s->retry_buffering = false;
-    s->rp = NULL;
-    s->shadow_mask = 0;
-    if (!s->backoff_pending)
+    rs->retry_buffering = false;
+    rs->rp = NULL;
+    rs->shadow_mask = 0;
+    if (!rs->backoff_pending)
         return 0; /* the attempt in flight gets the rest of the body, unprotected */
-    s->backoff_pending = false;
+    rs->backoff_pending = false;
     clear_try_timer(s);
     release_slot(s);
     release_buffer(s);
@@ -200,17 +207,19 @@ int wp_retry_body(wp_stream *s)
 
 static void remember_host(wp_stream *s)
 {
-    if (s->host >= 0 && s->ntried < sizeof(s->tried) / sizeof(s->tried[0]))
-        s->tried[s->ntried++] = s->host;
+    wp_router_state *rs = wp_rs(s);
+    if (rs->host >= 0 && rs->ntried < sizeof(rs->tried) / sizeof(rs->tried[0]))
+        rs->tried[rs->ntried++] = rs->host;
 }
 
 bool wp_retry_host_tried(const wp_stream *s, int host)
 {
+    wp_router_state *rs = wp_rs(s);
     const wp_retry_policy *p = s->route ? s->route->retry : NULL;
     if (!p || !p->previous_hosts)
         return false;
-    for (unsigned i = 0; i < s->ntried; i++)
-        if (s->tried[i] == host)
+    for (unsigned i = 0; i < rs->ntried; i++)
+        if (rs->tried[i] == host)
             return true;
     return false;
 }
@@ -218,13 +227,14 @@ bool wp_retry_host_tried(const wp_stream *s, int host)
 /* The failure matched the policy: schedule a retry, or say why not (URX / UO). */
 static bool schedule(wp_stream *s)
 {
+    wp_router_state *rs = wp_rs(s);
     wp_worker *w = s->d->w;
-    if (s->retries_left == 0) {
+    if (rs->retries_left == 0) {
         cstat(s, WP_S_upstream_rq_retry_limit_exceeded);
-        s->retries_exhausted = true; /* URX, logged after the failure's own flag */
+        rs->retries_exhausted = true; /* URX, logged after the failure's own flag */
         return false;
     }
-    s->retries_left--;
+    rs->retries_left--;
     wp_cluster_rt *rt = &wp_stream_gen(s)->crt[s->cluster];
     if (atomic_load_explicit(&rt->retries_active, memory_order_relaxed) >=
         s->cfg->clusters[s->cluster].cb.max_retries) {
@@ -233,35 +243,37 @@ static bool schedule(wp_stream *s)
         return false;
     }
     atomic_fetch_add_explicit(&rt->retries_active, 1, memory_order_relaxed);
-    s->retry_slot = true;
+    rs->retry_slot = true;
     cstat(s, WP_S_upstream_rq_retry);
     cstat(s, WP_S_upstream_rq_retry_backoff_exponential);
     remember_host(s); /* the router ends the attempt (router.c end_attempt) */
-    s->per_try_armed = s->idle_armed = false;
-    s->backoffs++;
-    uint64_t ms = wp_retry_backoff_ms(s->rp, s->backoffs, wp_rand(w), w->backoff_jitter);
+    rs->per_try_armed = rs->idle_armed = false;
+    rs->backoffs++;
+    uint64_t ms = wp_retry_backoff_ms(rs->rp, rs->backoffs, wp_rand(w), w->backoff_jitter);
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
-                  "performing retry %u in %llu ms", s->backoffs, (unsigned long long)ms);
-    s->backoff_pending = true;
+                  "performing retry %u in %llu ms", rs->backoffs, (unsigned long long)ms);
+    rs->backoff_pending = true;
     set_try_timer(s, ms);
     return true;
 }
 
 bool wp_retry_after_reset(wp_stream *s, int reason)
 {
+    wp_router_state *rs = wp_rs(s);
     release_slot(s);
-    if (!s->rp || s->resp_started || !wp_retry_on_reset(s->rp, reason, s->head_sent))
+    if (!rs->rp || s->resp_started || !wp_retry_on_reset(rs->rp, reason, rs->head_sent))
         return false;
     return schedule(s);
 }
 
 bool wp_retry_after_response(wp_stream *s, const h1_message *m)
 {
+    wp_router_state *rs = wp_rs(s);
     release_slot(s);
-    if (!s->rp)
+    if (!rs->rp)
         return false;
-    if (!wp_retry_on_response(s->rp, &s->d->w->rx, m->status, m->headers, m->nheaders)) {
-        if (s->backoffs)
+    if (!wp_retry_on_response(rs->rp, &s->d->w->rx, m->status, m->headers, m->nheaders)) {
+        if (rs->backoffs)
             cstat(s, WP_S_upstream_rq_retry_success);
         return false;
     }
@@ -278,19 +290,21 @@ bool wp_retry_after_response(wp_stream *s, const h1_message *m)
 
 bool wp_retry_after_per_try_timeout(wp_stream *s)
 {
+    wp_router_state *rs = wp_rs(s);
     release_slot(s);
-    if (!s->rp || !wp_retry_on_per_try_timeout(s->rp))
+    if (!rs->rp || !wp_retry_on_per_try_timeout(rs->rp))
         return false;
     return schedule(s);
 }
 
 static void arm_next(wp_stream *s, uint64_t now)
 {
+    wp_router_state *rs = wp_rs(s);
     uint64_t next = 0;
-    if (s->per_try_armed)
-        next = s->try_end;
-    if (s->idle_armed) {
-        uint64_t idle = s->up_activity + s->route->retry->per_try_idle_timeout_ms;
+    if (rs->per_try_armed)
+        next = rs->try_end;
+    if (rs->idle_armed) {
+        uint64_t idle = rs->up_activity + s->route->retry->per_try_idle_timeout_ms;
         next = next && next < idle ? next : idle;
     }
     if (next)
@@ -301,30 +315,32 @@ static void arm_next(wp_stream *s, uint64_t now)
 
 void wp_retry_arm_per_try(wp_stream *s)
 {
+    wp_router_state *rs = wp_rs(s);
     const wp_retry_policy *p = s->route ? s->route->retry : NULL;
-    if (s->per_try_armed || s->idle_armed || !s->up || !s->req_complete || s->resp_started)
+    if (rs->per_try_armed || rs->idle_armed || !rs->up || !s->req_complete || s->resp_started)
         return;
     /* the per-try timeout is the router's (route's or x-envoy-upstream-rq-per-try-timeout-ms,
      * router.c final_timeout), already dropped when not below the route timeout */
     uint64_t now = uv_now(&s->d->w->loop);
-    if (s->per_try_timeout_ms) {
-        s->per_try_armed = true;
-        s->try_end = now + s->per_try_timeout_ms;
+    if (rs->per_try_timeout_ms) {
+        rs->per_try_armed = true;
+        rs->try_end = now + rs->per_try_timeout_ms;
     }
     if (p && p->per_try_idle_timeout_ms) {
-        s->idle_armed = true;
-        s->up_activity = now;
+        rs->idle_armed = true;
+        rs->up_activity = now;
     }
-    if (s->per_try_armed || s->idle_armed)
+    if (rs->per_try_armed || rs->idle_armed)
         arm_next(s, now);
 }
 
 int wp_retry_try_due(wp_stream *s)
 {
+    wp_router_state *rs = wp_rs(s);
     uint64_t now = uv_now(&s->d->w->loop);
-    if (s->per_try_armed && now >= s->try_end && !s->resp_started)
+    if (rs->per_try_armed && now >= rs->try_end && !s->resp_started)
         return 1;
-    if (s->idle_armed && now - s->up_activity >= s->route->retry->per_try_idle_timeout_ms)
+    if (rs->idle_armed && now - rs->up_activity >= s->route->retry->per_try_idle_timeout_ms)
         return 2;
     arm_next(s, now);
     return 0;
@@ -332,29 +348,32 @@ int wp_retry_try_due(wp_stream *s)
 
 void wp_retry_response_started(wp_stream *s)
 {
-    s->per_try_armed = false;
+    wp_rs(s)->per_try_armed = false;
     arm_next(s, uv_now(&s->d->w->loop));
 }
 
 void wp_retry_disarm(wp_stream *s)
 {
-    s->per_try_armed = s->idle_armed = false;
-    if (!s->backoff_pending)
+    wp_router_state *rs = wp_rs(s);
+    rs->per_try_armed = rs->idle_armed = false;
+    if (!rs->backoff_pending)
         clear_try_timer(s);
 }
 
 void wp_retry_fire(wp_stream *s)
 {
-    s->backoff_pending = false;
-    s->head_sent = s->req_end_sent = s->wr_direct = false;
-    s->rb_sent = s->wr_rb = 0;
-    s->host = -1; /* the router starts the next attempt (router.c wp_router_try_timer) */
+    wp_router_state *rs = wp_rs(s);
+    rs->backoff_pending = false;
+    rs->head_sent = rs->req_end_sent = rs->wr_direct = false;
+    rs->rb_sent = rs->wr_rb = 0;
+    rs->host = -1; /* the router starts the next attempt (router.c wp_router_try_timer) */
 }
 
 void wp_retry_end(wp_stream *s)
 {
+    wp_router_state *rs = wp_rs(s);
     release_slot(s);
     release_buffer(s);
-    s->backoff_pending = s->per_try_armed = s->idle_armed = false;
+    rs->backoff_pending = rs->per_try_armed = rs->idle_armed = false;
     clear_try_timer(s);
 }

@@ -6,7 +6,15 @@
 #ifndef WEFT_PROXY_FILTERS_HTTP_ROUTER_RETRY_H
 #define WEFT_PROXY_FILTERS_HTTP_ROUTER_RETRY_H
 
+#include "proxy/filters/http/router_state.h"
 #include "proxy/http/conn.h"
+
+/* router.c and router_retry.c: the router's state of s, in the router filter's slot (the
+ * terminal filter of s's chain; router_state.h). */
+static inline wp_router_state *wp_rs(const wp_stream *s)
+{
+    return wp_fchain_terminal_slot(&s->fcs);
+}
 
 /* router.c and router_retry.c: the connection manager's callbacks of s's chain. */
 static inline const wp_filter_callbacks *wp_router_cm(const wp_stream *s)
@@ -23,7 +31,8 @@ static inline void wp_router_local_reply(wp_stream *s, int status, const char *b
 
 /* Sets up the retry state when the route has a policy (call once the cluster is known). */
 void wp_retry_begin(wp_stream *s);
-/* A request body slice arrived (s->body_ptr): keep it for replay (body_ptr cleared), or
+/* A request body slice arrived (the router state's body): keep it for replay (body cleared,
+ * the connection manager's decoding buffer drained), or
  * give retries up when the buffer limit is crossed (507 when no attempt is in flight).
  * Returns 1 when the stream was answered (507), else 0. */
 int wp_retry_body(wp_stream *s);
