@@ -731,6 +731,31 @@ static void test_bad_framing_400_501(void **state)
                "- - - 501 DPE http1.invalid_transfer_encoding\n");
 }
 
+/* A 400 local reply of the connection manager itself (path_with_escaped_slashes_action
+ * REJECT_REQUEST on "%2F"): empty body, details path_normalization_failed,
+ * downstream_rq_failed_path_normalization; on HTTP/1 Envoy closes the connection after any 400
+ * local reply (ActiveStream::onLocalReply: saw_connection_close_ unless
+ * stream_error_on_invalid_http_message), so the answer says connection: close. The log shows
+ * the path as unescaped before the rejection (Envoy's PathUtil::unescapeSlashes rewrites it in
+ * place). */
+static void test_rejected_path_400_closes(void **state)
+{
+    env *e = *state;
+    static const char *const answers[] = {NULL};
+    char hcm[1200];
+    snprintf(hcm, sizeof(hcm), "\"path_with_escaped_slashes_action\":\"REJECT_REQUEST\",%s",
+             access_log(e));
+    start(e, hcm, ROUTE_ALL, upstream_start(e, answers, 1));
+    client_connect(e);
+    client_puts(e, GET("/a%2Fb"));
+    expect_response(e, "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\ndate: *\r\n"
+                       "server: envoy\r\nconnection: close\r\n\r\n");
+    expect_closed(e);
+    assert_int_equal(e->up.requests, 0);
+    assert_int_equal(hstat(e, "downstream_rq_failed_path_normalization"), 1);
+    expect_log(e, 1, "GET /a/b HTTP/1.1 400 - path_normalization_failed\n");
+}
+
 /* ---------- per-try timeouts ---------- */
 
 static const char PER_TRY_ROUTE[] =
@@ -957,6 +982,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_head_over_default_limit_431, setup, teardown),
         cmocka_unit_test_setup_teardown(test_malformed_request_400, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_framing_400_501, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rejected_path_400_closes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_per_try_timeout_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_per_try_timeout_no_retry_left_504, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retry_buffer_overflow_in_backoff_507, setup, teardown),

@@ -16,6 +16,8 @@
  *  - the Server header is overwritten with server_name (default "envoy");
  *  - local replies are text/plain with content-length, no body for 404 NR and 503 NC;
  *  - a codec error answers 400/431/501 with the codec's details and closes (flag DPE);
+ *  - after a 400 local reply the connection closes (ActiveStream::onLocalReply on HTTP/1), as
+ *    after a local reply sent before the request was read whole;
  *  - a client that disconnects before the response completed is logged with DC and
  *    response code 0 when nothing was sent;
  *  - connection idle_timeout closes idle connections; stream_idle_timeout answers 408
@@ -1055,7 +1057,10 @@ static void stream_local_reply(wp_stream *s, int status, const char *body, const
     s->local_reply = true;
     s->resp_started = true;
     s->si.response_code = status;
-    if (!request_received(s) || d->peer_closed)
+    /* the connection closes after the answer when the request was not read whole, and after
+     * any 400 (Envoy's ActiveStream::onLocalReply on HTTP/1: saw_connection_close_, since
+     * stream_error_on_invalid_http_message is off) */
+    if (!request_received(s) || d->peer_closed || status == 400)
         d->close_after = true;
     size_t blen = body ? strlen(body) : 0;
     if (local_reply_encode(s, status, blen) != 0)
