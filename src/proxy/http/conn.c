@@ -21,7 +21,8 @@
  *  - a client that disconnects before the response completed is logged with DC and
  *    response code 0 when nothing was sent;
  *  - connection idle_timeout closes idle connections; stream_idle_timeout answers 408
- *    (request incomplete) or 504 with body "stream timeout", flag SI;
+ *    (request incomplete; the connection then closes) or 504 (it stays open) with body
+ *    "stream timeout", flag SI;
  *  - request_timeout answers 408/504 "request timeout" (details request_overall_timeout).
  */
 #include <stdio.h>
@@ -153,8 +154,9 @@ static void on_idle_timeout(uv_timer_t *t)
         wp_dconn_close(d);
         return;
     }
+    /* Envoy's onIdleTimeout only answers: the connection closes after a 408 (the request was
+     * not read whole: stream_local_reply), not after a 504 */
     wp_si_set_flag(&s->si, WP_RF_SI);
-    d->close_after = true;
     stream_local_reply(s, s->req_complete ? 504 : 408, "stream timeout", "stream_idle_timeout", -1);
 }
 
