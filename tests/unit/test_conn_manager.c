@@ -180,8 +180,9 @@ static void test_head_over_limit_431(void **state)
 }
 
 /* The default limit (60 KiB) with a 70 KiB head: the read buffer grows to the limit, then
- * 431 as above; the access log shows DPE http1.headers_too_large (the request line was never
- * parsed: no method, path or protocol). */
+ * 431 as above; the access log shows DPE http1.headers_too_large with no method or path (the
+ * head was never parsed) and the codec's protocol, HTTP/1.1, as Envoy's stream info has it
+ * from the stream's creation. */
 static void test_head_over_default_limit_431(void **state)
 {
     pl_env *e = *state;
@@ -201,7 +202,7 @@ static void test_head_over_default_limit_431(void **state)
     pl_expect_closed(e);
     assert_int_equal(e->up.requests, 0);
     assert_int_equal(pl_hstat(e, "downstream_cx_protocol_error"), 1);
-    pl_expect_log(e, 1, "- - - 431 DPE http1.headers_too_large\n");
+    pl_expect_log(e, 1, "- - HTTP/1.1 431 DPE http1.headers_too_large\n");
 }
 
 /* A malformed field line (no colon): 400 "Bad Request", DPE http1.codec_error, closed. */
@@ -217,7 +218,7 @@ static void test_malformed_request_400(void **state)
     assert_int_equal(e->up.requests, 0);
     assert_int_equal(pl_hstat(e, "downstream_cx_protocol_error"), 1);
     assert_int_equal(pl_hstat(e, "downstream_rq_4xx"), 1);
-    pl_expect_log(e, 1, "- - - 400 DPE http1.codec_error\n");
+    pl_expect_log(e, 1, "- - HTTP/1.1 400 DPE http1.codec_error\n");
 }
 
 /* Content-Length with Transfer-Encoding: chunked: 400, DPE
@@ -243,8 +244,8 @@ static void test_bad_framing_400_501(void **state)
     assert_int_equal(pl_hstat(e, "downstream_rq_4xx"), 1);
     assert_int_equal(pl_hstat(e, "downstream_rq_5xx"), 1);
     pl_expect_log(e, 2,
-                  "- - - 400 DPE http1.content_length_and_chunked_not_allowed\n"
-                  "- - - 501 DPE http1.invalid_transfer_encoding\n");
+                  "- - HTTP/1.1 400 DPE http1.content_length_and_chunked_not_allowed\n"
+                  "- - HTTP/1.1 501 DPE http1.invalid_transfer_encoding\n");
 }
 
 /* A 400 local reply of the connection manager itself (path_with_escaped_slashes_action

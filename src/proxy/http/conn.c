@@ -798,6 +798,9 @@ static wp_stream *stream_new(wp_dconn *d)
     s->si.downstream_local = d->local;
     s->si.downstream_remote = d->remote;
     s->si.downstream_direct_remote = d->remote;
+    /* the codec's protocol until the request line says which (Envoy's stream info takes the
+     * codec's when the stream is created, so a codec error's log line shows HTTP/1.1) */
+    s->si.protocol = "HTTP/1.1";
     /* the parser lives with the stream: an idle connection holds none */
     /* four spare slots: a generated x-request-id, the Host of an absolute-form target, an
      * x-forwarded-for and an x-envoy-internal the connection manager adds */
