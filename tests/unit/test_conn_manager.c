@@ -25,6 +25,7 @@
  *  - stream_idle_timeout ("stream timeout", SI: 408 and closed while the request is
  *    incomplete, 504 and kept open once it was read whole), request_timeout (408 "request
  *    timeout", request_overall_timeout), the connection idle_timeout (closed, no bytes);
+ *  - a response to a request not read whole counts downstream_rq_response_before_rq_complete;
  *  - the file access log: one line per request with the response flags (NR for no route).
  * Every wait is bounded (5 s), so a bug fails the test instead of hanging it.
  */
@@ -70,6 +71,7 @@ static void test_keep_alive_then_connection_close(void **state)
     assert_int_equal(pl_hstat(e, "downstream_rq_completed"), 2);
     assert_int_equal(pl_hstat(e, "downstream_rq_2xx"), 2);
     assert_int_equal(pl_hgauge(e, "downstream_rq_active"), 0);
+    assert_int_equal(pl_hstat(e, "downstream_rq_response_before_rq_complete"), 0);
     pl_client_puts(e, "GET /three HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n");
     pl_expect_response(e, RELAYED_200("4", CLOSE, "last"));
     pl_expect_closed(e);
@@ -152,6 +154,7 @@ static void test_http10_not_accepted_426(void **state)
     pl_expect_closed(e);
     assert_int_equal(e->up.requests, 0);
     assert_int_equal(pl_hstat(e, "downstream_rq_4xx"), 1);
+    assert_int_equal(pl_hstat(e, "downstream_rq_response_before_rq_complete"), 0);
     pl_expect_log(e, 1, "GET /old HTTP/1.0 426 - low_version\n");
 }
 
@@ -177,6 +180,7 @@ static void test_head_over_limit_431(void **state)
     assert_int_equal(e->up.requests, 0);
     assert_int_equal(pl_hstat(e, "downstream_cx_protocol_error"), 1);
     assert_int_equal(pl_hstat(e, "downstream_rq_4xx"), 1);
+    assert_int_equal(pl_hstat(e, "downstream_rq_response_before_rq_complete"), 1);
 }
 
 /* The default limit (60 KiB) with a 70 KiB head: the read buffer grows to the limit, then
@@ -202,6 +206,7 @@ static void test_head_over_default_limit_431(void **state)
     pl_expect_closed(e);
     assert_int_equal(e->up.requests, 0);
     assert_int_equal(pl_hstat(e, "downstream_cx_protocol_error"), 1);
+    assert_int_equal(pl_hstat(e, "downstream_rq_response_before_rq_complete"), 1);
     pl_expect_log(e, 1, "- - HTTP/1.1 431 DPE http1.headers_too_large\n");
 }
 
@@ -218,6 +223,7 @@ static void test_malformed_request_400(void **state)
     assert_int_equal(e->up.requests, 0);
     assert_int_equal(pl_hstat(e, "downstream_cx_protocol_error"), 1);
     assert_int_equal(pl_hstat(e, "downstream_rq_4xx"), 1);
+    assert_int_equal(pl_hstat(e, "downstream_rq_response_before_rq_complete"), 1);
     pl_expect_log(e, 1, "- - HTTP/1.1 400 DPE http1.codec_error\n");
 }
 
@@ -243,6 +249,7 @@ static void test_bad_framing_400_501(void **state)
     assert_int_equal(pl_hstat(e, "downstream_cx_protocol_error"), 2);
     assert_int_equal(pl_hstat(e, "downstream_rq_4xx"), 1);
     assert_int_equal(pl_hstat(e, "downstream_rq_5xx"), 1);
+    assert_int_equal(pl_hstat(e, "downstream_rq_response_before_rq_complete"), 2);
     pl_expect_log(e, 2,
                   "- - HTTP/1.1 400 DPE http1.content_length_and_chunked_not_allowed\n"
                   "- - HTTP/1.1 501 DPE http1.invalid_transfer_encoding\n");
@@ -270,6 +277,7 @@ static void test_rejected_path_400_closes(void **state)
     pl_expect_closed(e);
     assert_int_equal(e->up.requests, 0);
     assert_int_equal(pl_hstat(e, "downstream_rq_failed_path_normalization"), 1);
+    assert_int_equal(pl_hstat(e, "downstream_rq_response_before_rq_complete"), 0);
     pl_expect_log(e, 1, "GET /a/b HTTP/1.1 400 - path_normalization_failed\n");
 }
 
@@ -353,6 +361,7 @@ static void test_retry_buffer_overflow_in_backoff_507(void **state)
     pl_expect_closed(e);
     assert_int_equal(pl_cstat(e, "retry_or_shadow_abandoned"), 1);
     assert_int_equal(pl_cstat(e, "upstream_cx_connect_fail"), 1); /* no second try */
+    assert_int_equal(pl_hstat(e, "downstream_rq_response_before_rq_complete"), 1);
     pl_expect_log(e, 1,
                   "POST /upload HTTP/1.1 507 - request_payload_exceeded_retry_buffer_limit\n");
 }
@@ -402,6 +411,7 @@ static void test_stream_idle_timeout_408(void **state)
     assert_true(uv_hrtime() - t0 >= 190000000ULL);
     pl_expect_closed(e);
     assert_int_equal(pl_hstat(e, "downstream_rq_idle_timeout"), 1);
+    assert_int_equal(pl_hstat(e, "downstream_rq_response_before_rq_complete"), 1);
     pl_expect_log(e, 1, "POST /in HTTP/1.1 408 SI stream_idle_timeout\n");
 }
 
@@ -426,6 +436,7 @@ static void test_stream_idle_timeout_504(void **state)
     assert_int_equal(e->up.requests, 2);
     assert_int_equal(pl_hstat(e, "downstream_rq_idle_timeout"), 1);
     assert_int_equal(pl_hstat(e, "downstream_cx_total"), 1);
+    assert_int_equal(pl_hstat(e, "downstream_rq_response_before_rq_complete"), 0);
     pl_expect_log(e, 2,
                   "GET /wait HTTP/1.1 504 SI stream_idle_timeout\n"
                   "GET /next HTTP/1.1 200 - via_upstream\n");
@@ -453,6 +464,7 @@ static void test_request_timeout_408(void **state)
     pl_expect_closed(e);
     assert_int_equal(pl_hstat(e, "downstream_rq_timeout"), 1);
     assert_int_equal(pl_hstat(e, "downstream_rq_idle_timeout"), 0);
+    assert_int_equal(pl_hstat(e, "downstream_rq_response_before_rq_complete"), 1);
     pl_expect_log(e, 1, "POST /in HTTP/1.1 408 - request_overall_timeout\n");
 }
 

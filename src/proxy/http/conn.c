@@ -858,8 +858,17 @@ void wp_stream_destroy(wp_stream *s)
     free(s);
 }
 
+/* Whether the whole request has been read: its end was parsed, or it has no body (Envoy's
+ * codec ends such a stream with its headers), so the connection can carry the next one. */
+static bool request_received(const wp_stream *s)
+{
+    return s->req_complete || (s->si.request && s->req.framing == H1_BODY_NONE && !s->req.upgrade);
+}
+
 /* The response head goes downstream: counted then, as Envoy's connection manager counts
- * it when it encodes the headers (chargeStats), so a response cut short is counted too. */
+ * it when it encodes the headers (chargeStats), so a response cut short is counted too; a
+ * response to a request not read whole also counts downstream_rq_response_before_rq_complete
+ * (ActiveStream::encodeHeaders). */
 static void count_response(wp_stream *s)
 {
     int c = s->si.response_code;
@@ -869,6 +878,8 @@ static void count_response(wp_stream *s)
     wp_hcm_stat(s->d, WP_S_downstream_rq_completed, 1);
     if (c >= 100 && c < 600)
         wp_hcm_stat(s->d, WP_S_downstream_rq_1xx + (c / 100 - 1), 1);
+    if (!request_received(s))
+        wp_hcm_stat(s->d, WP_S_downstream_rq_response_before_rq_complete, 1);
 }
 
 static void write_access_logs(wp_stream *s)
@@ -889,13 +900,6 @@ static void write_access_logs(wp_stream *s)
             wp_alog_write(s->d->w->alog, al->sink, line.data, line.len);
     }
     wf_strbuf_free(&line);
-}
-
-/* Whether the whole request has been read: its end was parsed, or it has no body (Envoy's
- * codec ends such a stream with its headers), so the connection can carry the next one. */
-static bool request_received(const wp_stream *s)
-{
-    return s->req_complete || (s->si.request && s->req.framing == H1_BODY_NONE && !s->req.upgrade);
 }
 
 /* The stream ends: cancel what is left upstream, log, count; it is released (to the free
