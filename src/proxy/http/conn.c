@@ -16,10 +16,13 @@
  *  - the Server header is overwritten with server_name (default "envoy");
  *  - local replies are text/plain with content-length, no body for 404 NR and 503 NC;
  *  - a codec error answers 400/431/501 with the codec's details and closes (flag DPE);
+ *  - after a 400 local reply the connection closes (ActiveStream::onLocalReply on HTTP/1), as
+ *    after a local reply sent before the request was read whole;
  *  - a client that disconnects before the response completed is logged with DC and
  *    response code 0 when nothing was sent;
  *  - connection idle_timeout closes idle connections; stream_idle_timeout answers 408
- *    (request incomplete) or 504 with body "stream timeout", flag SI;
+ *    (request incomplete; the connection then closes) or 504 (it stays open) with body
+ *    "stream timeout", flag SI;
  *  - request_timeout answers 408/504 "request timeout" (details request_overall_timeout).
  */
 #include <stdio.h>
@@ -130,8 +133,9 @@ static void on_idle_timeout(uv_timer_t *t)
         wp_dconn_close(d);
         return;
     }
+    /* Envoy's onIdleTimeout only answers: the connection closes after a 408 (the request was
+     * not read whole: stream_local_reply), not after a 504 */
     wp_si_set_flag(&s->si, WP_RF_SI);
-    d->close_after = true;
     stream_local_reply(s, s->req_complete ? 504 : 408, "stream timeout", "stream_idle_timeout", -1);
 }
 
@@ -703,6 +707,9 @@ static wp_stream *stream_new(wp_dconn *d)
     s->si.downstream_local = d->local;
     s->si.downstream_remote = d->remote;
     s->si.downstream_direct_remote = d->remote;
+    /* the codec's protocol until the request line says which (Envoy's stream info takes the
+     * codec's when the stream is created, so a codec error's log line shows HTTP/1.1) */
+    s->si.protocol = "HTTP/1.1";
     /* the parser lives with the stream: an idle connection holds none */
     /* four spare slots: a generated x-request-id, the Host of an absolute-form target, an
      * x-forwarded-for and an x-envoy-internal the connection manager adds */
@@ -760,8 +767,17 @@ void wp_stream_destroy(wp_stream *s)
     free(s);
 }
 
+/* Whether the whole request has been read: its end was parsed, or it has no body (Envoy's
+ * codec ends such a stream with its headers), so the connection can carry the next one. */
+static bool request_received(const wp_stream *s)
+{
+    return s->req_complete || (s->si.request && s->req.framing == H1_BODY_NONE && !s->req.upgrade);
+}
+
 /* The response head goes downstream: counted then, as Envoy's connection manager counts
- * it when it encodes the headers (chargeStats), so a response cut short is counted too. */
+ * it when it encodes the headers (chargeStats), so a response cut short is counted too; a
+ * response to a request not read whole also counts downstream_rq_response_before_rq_complete
+ * (ActiveStream::encodeHeaders). */
 static void count_response(wp_stream *s)
 {
     int c = s->si.response_code;
@@ -771,6 +787,8 @@ static void count_response(wp_stream *s)
     wp_hcm_stat(s->d, WP_S_downstream_rq_completed, 1);
     if (c >= 100 && c < 600)
         wp_hcm_stat(s->d, WP_S_downstream_rq_1xx + (c / 100 - 1), 1);
+    if (!request_received(s))
+        wp_hcm_stat(s->d, WP_S_downstream_rq_response_before_rq_complete, 1);
 }
 
 static void write_access_logs(wp_stream *s)
@@ -791,13 +809,6 @@ static void write_access_logs(wp_stream *s)
             wp_alog_write(s->d->w->alog, al->sink, line.data, line.len);
     }
     wf_strbuf_free(&line);
-}
-
-/* Whether the whole request has been read: its end was parsed, or it has no body (Envoy's
- * codec ends such a stream with its headers), so the connection can carry the next one. */
-static bool request_received(const wp_stream *s)
-{
-    return s->req_complete || (s->si.request && s->req.framing == H1_BODY_NONE && !s->req.upgrade);
 }
 
 /* The stream ends: cancel what is left upstream, log, count; it is released (to the free
@@ -965,7 +976,10 @@ static void stream_local_reply(wp_stream *s, int status, const char *body, const
     s->local_reply = true;
     s->resp_started = true;
     s->si.response_code = status;
-    if (!request_received(s) || d->peer_closed)
+    /* the connection closes after the answer when the request was not read whole, and after
+     * any 400 (Envoy's ActiveStream::onLocalReply on HTTP/1: saw_connection_close_, since
+     * stream_error_on_invalid_http_message is off) */
+    if (!request_received(s) || d->peer_closed || status == 400)
         d->close_after = true;
     size_t blen = body ? strlen(body) : 0;
     if (local_reply_encode(s, status, blen) != 0)

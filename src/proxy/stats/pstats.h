@@ -94,6 +94,7 @@
     X(downstream_rq_5xx, C)                                                                        \
     X(downstream_rq_rx_reset, C)                                                                   \
     X(downstream_rq_tx_reset, C)                                                                   \
+    X(downstream_rq_response_before_rq_complete, C)                                                \
     X(downstream_rq_timeout, C)                                                                    \
     X(downstream_rq_idle_timeout, C)                                                               \
     X(downstream_rq_too_large, C)                                                                  \
