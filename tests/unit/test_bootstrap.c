@@ -544,7 +544,26 @@ static void test_filter_chain_errors(void **state)
     expect_error(strdup(LST_HEAD "\"listener_filters\":[{\"name\":\"my.filter\"}],"
                                  "\"filter_chains\":[{" HCM_IN("x") "}]" LST_TAIL),
                  "t.json: static_resources.listeners[0].listener_filters[0].name: unsupported "
-                 "listener filter \"my.filter\" (weft-proxy implements no listener filter yet)");
+                 "listener filter \"my.filter\" (weft-proxy implements "
+                 "envoy.filters.listener.tls_inspector)");
+    expect_error(strdup(LST_HEAD
+                        "\"listener_filters\":[{\"name\":\"envoy.filters.listener."
+                        "http_inspector\"}],\"filter_chains\":[{" HCM_IN("x") "}]" LST_TAIL),
+                 "t.json: static_resources.listeners[0].listener_filters[0].name: listener filter "
+                 "\"envoy.filters.listener.http_inspector\" is not supported yet: it comes with "
+                 "HTTP protocol detection (HTTP/2)");
+    expect_error(strdup(LST_HEAD "\"listener_filters\":[{\"name\":\"envoy.filters.listener."
+                                 "tls_inspector\",\"typed_config\":{\"max_client_hello_size\":"
+                                 "70000}}],\"filter_chains\":[{" HCM_IN("x") "}]" LST_TAIL),
+                 "t.json: static_resources.listeners[0].listener_filters[0].typed_config."
+                 "max_client_hello_size: max_client_hello_size of 70000 is greater than maximum "
+                 "of 16384.");
+    expect_error(strdup(LST_HEAD "\"listener_filters\":[{\"name\":\"envoy.filters.listener."
+                                 "tls_inspector\",\"typed_config\":{\"enable_ja3_fingerprinting\":"
+                                 "true}}],\"filter_chains\":[{" HCM_IN("x") "}]" LST_TAIL),
+                 "t.json: static_resources.listeners[0].listener_filters[0].typed_config."
+                 "enable_ja3_fingerprinting: TLS fingerprinting (JA3/JA4) is not supported by "
+                 "weft-proxy");
 #undef FCM
 #undef FPFX
 }

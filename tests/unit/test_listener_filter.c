@@ -3,6 +3,9 @@
  * Envoy's ActiveTcpSocket: filters run in order and annotate the socket, a filter that stops
  * resumes the rest through continue_filter_chain, a failed filter ends the chain, and the
  * transport protocol defaults to "raw_buffer"; the annotations feed the filter chain match.
+ * Reading filters (on_data, Envoy's ListenerFilterBuffer): a filter waits for bytes, is given
+ * all of them from the first each time, a later reading filter gets what an earlier one read
+ * at once, and a filter's failure ends the run with done(false).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -52,8 +55,8 @@ static void on_done(wp_lf_callbacks *cb, bool ok)
     r->done_ok = ok;
 }
 
-static const wp_listener_filter_ops TLS = {"fake.tls", fake_tls};
-static const wp_listener_filter_ops WAIT = {"fake.wait", fake_wait};
+static const wp_listener_filter_ops TLS = {"fake.tls", fake_tls, NULL, NULL};
+static const wp_listener_filter_ops WAIT = {"fake.wait", fake_wait, NULL, NULL};
 
 static void init_socket(wp_lf_socket *s)
 {
@@ -161,6 +164,81 @@ static void test_restore_and_truncate(void **state)
     wp_lf_socket_release(&s);
 }
 
+/* A reading filter: done once it has seen `need` bytes; fails on a byte 'X'. */
+static wp_lf_status reader_accept(const void *self, wp_lf_callbacks *cb)
+{
+    (void)self;
+    ((rec *)cb->owner)->calls++;
+    return WP_LF_STOP_ITERATION;
+}
+
+static size_t reader_seen[2];
+
+static wp_lf_status reader_data(const void *self, wp_lf_callbacks *cb, const unsigned char *d,
+                                size_t len)
+{
+    const size_t *need = self;
+    (void)cb;
+    reader_seen[need == NULL ? 0 : (*need == 3 ? 0 : 1)] = len;
+    if (memchr(d, 'X', len))
+        return WP_LF_FAILED;
+    return len >= *need ? WP_LF_CONTINUE : WP_LF_STOP_ITERATION;
+}
+
+static size_t reader_max(const void *self)
+{
+    (void)self;
+    return 64;
+}
+
+static const wp_listener_filter_ops READER = {"fake.reader", reader_accept, reader_data,
+                                              reader_max};
+
+static void test_reading_filters(void **state)
+{
+    (void)state;
+    static const size_t three = 3, two = 2;
+    const wp_listener_filter f[] = {{&READER, &three}, {&READER, &two}, {&TLS, NULL}};
+    wp_lf_socket s;
+    init_socket(&s);
+    rec r = {0};
+    wp_lf_callbacks cb;
+    wp_lf_callbacks_init(&cb, &s, f, 3, on_done, &r);
+    assert_int_equal(wp_lf_run(&cb), WP_LF_STOP_ITERATION);
+    assert_true(wp_lf_wants_data(&cb));
+    assert_int_equal(wp_lf_max_read_bytes(&cb), 64);
+    const unsigned char bytes[] = "abcdef";
+    wp_lf_on_data(&cb, bytes, 2); /* not enough for the first */
+    assert_int_equal(r.done_calls, 0);
+    assert_int_equal(reader_seen[0], 2);
+    wp_lf_on_data(&cb, bytes, 4); /* the first continues; the second has its 2 at once */
+    assert_int_equal(reader_seen[0], 4);
+    assert_int_equal(reader_seen[1], 4);
+    assert_int_equal(r.done_calls, 1); /* then the TLS fake ran and the chain ended */
+    assert_true(r.done_ok);
+    assert_int_equal(r.calls, 3);
+    assert_string_equal(wp_lf_transport_protocol(&s), "tls");
+    wp_lf_socket_release(&s);
+}
+
+static void test_reading_filter_fails(void **state)
+{
+    (void)state;
+    static const size_t three = 3;
+    const wp_listener_filter f[] = {{&READER, &three}, {&TLS, NULL}};
+    wp_lf_socket s;
+    init_socket(&s);
+    rec r = {0};
+    wp_lf_callbacks cb;
+    wp_lf_callbacks_init(&cb, &s, f, 2, on_done, &r);
+    assert_int_equal(wp_lf_run(&cb), WP_LF_STOP_ITERATION);
+    wp_lf_on_data(&cb, (const unsigned char *)"aX", 2);
+    assert_int_equal(r.done_calls, 1);
+    assert_false(r.done_ok);
+    assert_int_equal(r.calls, 1); /* the filter after it never ran */
+    wp_lf_socket_release(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -168,6 +246,8 @@ int main(void)
         cmocka_unit_test(test_annotations_reach_the_match),
         cmocka_unit_test(test_stop_and_continue),
         cmocka_unit_test(test_restore_and_truncate),
+        cmocka_unit_test(test_reading_filters),
+        cmocka_unit_test(test_reading_filter_fails),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

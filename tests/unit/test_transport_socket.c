@@ -39,6 +39,7 @@ typedef struct env {
     bool accepted;
     uv_connect_t creq;
     uv_timer_t guard;
+    wp_deferred dd; /* for unread bytes (closed in teardown when used) */
 } env;
 
 static void e_alloc(void *owner, uv_buf_t *b)
@@ -195,6 +196,7 @@ static int teardown(void **state)
     if (!uv_is_closing((uv_handle_t *)&v->listener) && v->listener.loop)
         uv_close((uv_handle_t *)&v->listener, NULL);
     uv_close((uv_handle_t *)&v->guard, NULL);
+    wp_deferred_close(&v->dd);
     uv_run(&v->loop, UV_RUN_DEFAULT);
     assert_int_equal(uv_loop_close(&v->loop), 0);
     wp_wreq_pool_free(&v->wreqs);
@@ -393,6 +395,47 @@ static void test_close_with_pending_write(void **state)
     free(a);
 }
 
+/* Bytes read before the owner took the socket come first, in as many reads as its room
+ * allows, never from inside read_start; then the kernel's. */
+static void test_unread_bytes_come_first(void **state)
+{
+    env *v = *state;
+    assert_true(pair(v, "127.0.0.1"));
+    wp_deferred *dd = &v->dd;
+    assert_int_equal(wp_deferred_init(dd, &v->loop), 0);
+    uv_buf_t w = uv_buf_init("world", 5);
+    assert_int_equal(wp_tsock_write(ts(&v->client), &w, 1), 0); /* already in the kernel */
+    assert_int_equal(wp_raw_socket_unread(&v->server.rs, dd, (const unsigned char *)"hello ", 6),
+                     0);
+    v->server.cap = 4; /* the first room holds 4 bytes: the rest comes in a second read */
+    assert_int_equal(wp_tsock_read_start(ts(&v->server)), 0);
+    assert_int_equal(v->server.len, 0); /* not from inside read_start */
+    run_until_len(v, &v->server, 4);
+    assert_memory_equal(v->server.buf, "hell", 4);
+    assert_int_equal(v->server.enobufs, 1); /* the room ran out: reading stopped */
+    v->server.cap = 64 * 1024;
+    assert_int_equal(wp_tsock_read_start(ts(&v->server)), 0);
+    run_until_len(v, &v->server, 11);
+    assert_memory_equal(v->server.buf, "hello world", 11);
+}
+
+/* A socket closed while its unread bytes wait frees them (ASan's leak check). */
+static void test_unread_then_close(void **state)
+{
+    env *v = *state;
+    assert_true(pair(v, "127.0.0.1"));
+    wp_deferred *dd = &v->dd;
+    assert_int_equal(wp_deferred_init(dd, &v->loop), 0);
+    assert_int_equal(wp_raw_socket_unread(&v->server.rs, dd, (const unsigned char *)"abc", 3), 0);
+    assert_int_equal(wp_tsock_read_start(ts(&v->server)), 0); /* queued */
+    close_end(v, &v->server);                                 /* before the pass */
+    run_until_int(v, &v->server.closed, 1);
+    assert_int_equal(v->server.len, 0);
+    assert_int_equal(wp_raw_socket_unread(&v->client.rs, dd, (const unsigned char *)"x", 1), 0);
+    close_end(v, &v->client); /* never queued */
+    run_until_int(v, &v->client.closed, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -404,6 +447,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_addresses_v6, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connect_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_with_pending_write, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unread_bytes_come_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unread_then_close, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

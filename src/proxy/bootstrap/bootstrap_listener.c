@@ -17,8 +17,10 @@
  *    overlapping matching rules are defined";
  *  - a listener with neither filter_chains nor default_filter_chain: "error adding listener
  *    'ADDR': no filter chains specified".
- * Refused by name: listener_filters entries (none is implemented yet: the message names the
- * feature that brings each), network filters other than the connection manager,
+ *  - listener_filters: envoy.filters.listener.tls_inspector (filters/listener/tls_inspector.h),
+ *    listener_filters_timeout (default 15 s, 0 none) and continue_on_listener_filters_timeout.
+ * Refused by name: the other listener filters (the message names the feature that brings
+ * each), network filters other than the connection manager,
  * filter_chain_match in the default_filter_chain (Envoy ignores it; weft never ignores a field).
  */
 #include <stdio.h>
@@ -26,6 +28,7 @@
 #include <string.h>
 
 #include "proxy/bootstrap/bootstrap_read.h"
+#include "proxy/filters/listener/tls_inspector.h"
 
 #define HCM_NAME         "envoy.filters.network.http_connection_manager"
 #define WP_LISTENER_TYPE "type.googleapis.com/envoy.config.listener.v3.Listener"
@@ -222,22 +225,72 @@ static bool dec_default_chain(bs *b, json_t *o, void *arg)
 
 /* ---------- listener filters ---------- */
 
-/* listener_filters: every known filter is refused with the feature that brings it. */
+#define TLS_INSPECTOR_TYPE                                                                         \
+    "type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector"
+
+/* TlsInspector: max_client_hello_size (at most 16 KiB, Envoy's message), initial_read_buffer_
+ * size (accepted: weft's buffer starts at 1 KiB and doubles up to the maximum, so it only
+ * tunes how reads are sized), close_connection_on_client_hello_parsing_errors; the JA3/JA4
+ * fingerprints are not implemented and refused when enabled. */
+static bool dec_tls_inspector(bs *b, json_t *tc, wp_listener_filter *lf)
+{
+    wp_tls_inspector *f = bs_alloc(b, sizeof(*f));
+    if (!f)
+        return false;
+    f->max_client_hello_size = WP_TLS_MAX_CLIENT_HELLO;
+    uint32_t initial = 0;
+    bool ja3 = false, ja4 = false;
+    if (tc && (!bs_fields(b, tc,
+                          "@type max_client_hello_size initial_read_buffer_size "
+                          "close_connection_on_client_hello_parsing_errors "
+                          "enable_ja3_fingerprinting enable_ja4_fingerprinting") ||
+               !bs_opt_type(b, tc, TLS_INSPECTOR_TYPE) ||
+               !bs_u32(b, tc, "max_client_hello_size", &f->max_client_hello_size) ||
+               !bs_u32(b, tc, "initial_read_buffer_size", &initial) ||
+               !bs_bool(b, tc, "close_connection_on_client_hello_parsing_errors",
+                        &f->close_on_parse_error) ||
+               !bs_bool(b, tc, "enable_ja3_fingerprinting", &ja3) ||
+               !bs_bool(b, tc, "enable_ja4_fingerprinting", &ja4)))
+        return false;
+    if (f->max_client_hello_size > WP_TLS_MAX_CLIENT_HELLO)
+        return bs_fail_atf(b, "max_client_hello_size",
+                           "max_client_hello_size of %u is greater than maximum of %u.",
+                           f->max_client_hello_size, WP_TLS_MAX_CLIENT_HELLO);
+    if (ja3 || ja4)
+        return bs_fail_at(b, ja3 ? "enable_ja3_fingerprinting" : "enable_ja4_fingerprinting",
+                          "TLS fingerprinting (JA3/JA4) is not supported by weft-proxy");
+    lf->ops = &wp_tls_inspector_ops;
+    lf->config = f;
+    return true;
+}
+
+/* listener_filters: tls_inspector; the others are refused with the feature that brings
+ * them. */
 static bool dec_listener_filter(bs *b, json_t *o, void *arg)
 {
     static const struct {
         const char *name, *feature;
     } known[] = {
-        {"envoy.filters.listener.tls_inspector", "TLS (transport sockets with TLS and SNI)"},
         {"envoy.filters.listener.http_inspector", "HTTP protocol detection (HTTP/2)"},
         {"envoy.filters.listener.original_dst",
          "transparent capture (the original destination of redirected connections)"},
         {"envoy.filters.listener.proxy_protocol", "the PROXY protocol"},
     };
-    (void)arg;
+    wp_listener_filter *lf = arg;
     const char *name = NULL;
     if (!bs_fields(b, o, "name typed_config filter_disabled") || !bs_req_str(b, o, "name", &name))
         return false;
+    if (bs_get(o, "filter_disabled"))
+        return bs_fail_at(b, "filter_disabled", "not supported by weft-proxy");
+    json_t *tc = bs_get(o, "typed_config");
+    const char *type = json_is_object(tc) ? json_string_value(json_object_get(tc, "@type")) : NULL;
+    if (strcmp(name, WP_TLS_INSPECTOR_NAME) == 0 || strcmp(name, "tls_inspector") == 0 ||
+        (type && strcmp(type, TLS_INSPECTOR_TYPE) == 0)) {
+        size_t m = bs_push(b, "typed_config");
+        bool ok = dec_tls_inspector(b, tc, lf);
+        bs_pop(b, m);
+        return ok;
+    }
     size_t m = bs_push(b, "name");
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
         if (strcmp(name, known[i].name) == 0) {
@@ -247,7 +300,9 @@ static bool dec_listener_filter(bs *b, json_t *o, void *arg)
             return false;
         }
     }
-    bs_fail(b, "unsupported listener filter \"%s\" (weft-proxy implements no listener filter yet)",
+    bs_fail(b,
+            "unsupported listener filter \"%s\" (weft-proxy implements "
+            "envoy.filters.listener.tls_inspector)",
             name);
     bs_pop(b, m);
     return false;
@@ -296,7 +351,8 @@ bool bs_dec_listener(bs *b, json_t *o, void *arg)
     l->per_connection_buffer_limit_bytes = WP_DEFAULT_BUFFER_LIMIT;
     if (!bs_fields(b, o,
                    "@type name address per_connection_buffer_limit_bytes filter_chains "
-                   "default_filter_chain listener_filters traffic_direction") ||
+                   "default_filter_chain listener_filters traffic_direction "
+                   "listener_filters_timeout continue_on_listener_filters_timeout") ||
         !bs_opt_type(b, o, WP_LISTENER_TYPE) ||
         !bs_enum(b, o, "traffic_direction", directions, &l->traffic_direction) ||
         !bs_str(b, o, "name", &l->name) ||
@@ -313,13 +369,18 @@ bool bs_dec_listener(bs *b, json_t *o, void *arg)
         l->name = stat;
     b->direction = l->traffic_direction; /* Istio's stats reporter follows it */
     void *lf = NULL, *chains = NULL;
-    size_t nlf = 0;
-    if (!bs_each(b, o, "listener_filters", 1, &lf, &nlf, dec_listener_filter) ||
+    l->listener_filters_timeout_ms = 15000; /* Envoy's default */
+    if (!bs_dur(b, o, "listener_filters_timeout", &l->listener_filters_timeout_ms, NULL) ||
+        !bs_bool(b, o, "continue_on_listener_filters_timeout",
+                 &l->continue_on_listener_filters_timeout) ||
+        !bs_each(b, o, "listener_filters", sizeof(wp_listener_filter), &lf, &l->nlistener_filters,
+                 dec_listener_filter) ||
         !bs_each(b, o, "filter_chains", sizeof(wp_filter_chain), &chains, &l->nchains,
                  dec_filter_chain) ||
         !bs_sub(b, o, "default_filter_chain", dec_default_chain, l))
         return false;
     l->chains = chains;
+    l->listener_filters = lf;
     if (l->nchains == 0 && !l->default_chain)
         return bs_fail(b, "error adding listener '%s': no filter chains specified", l->addr.text);
     return check_chains(b, o, l);

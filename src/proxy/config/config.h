@@ -330,10 +330,11 @@ typedef struct wp_listener {
     size_t nchains;
     const wp_fcm **fcms;
     wp_filter_chain *default_chain;
-    /* listener_filters: none is implemented yet (the bootstrap refuses them), the accept path
-     * runs the empty list (net/listener_filter.h) */
+    /* listener_filters (net/listener_filter.h), run on each accepted socket in order */
     const wp_listener_filter *listener_filters;
     size_t nlistener_filters;
+    uint64_t listener_filters_timeout_ms;      /* default 15 s; 0 = none */
+    bool continue_on_listener_filters_timeout; /* default false: the connection closes */
     const char *stat_name; /* "0.0.0.0_15001" style (address with ':' replaced by '_') */
     int traffic_direction; /* core.v3.TrafficDirection: 0 UNSPECIFIED, 1 INBOUND, 2 OUTBOUND */
     bool bound; /* set by the server before the snapshot is published: its sockets exist */

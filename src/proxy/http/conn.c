@@ -215,7 +215,7 @@ static void closed_one(wp_dconn *d)
 {
     if (++d->closed_handles == 3) {
         wp_wgen_release(d->w, d->wg);
-        free(d->lf);
+        free(d->lf); /* released when the connection closed */
         free(d);
     }
 }
@@ -269,7 +269,7 @@ void wp_dconn_close(wp_dconn *d)
     wp_buf_put(w, d->rbuf);
     d->rbuf = NULL;
     if (d->lf)
-        wp_lf_socket_release(&d->lf->sock);
+        wp_lf_conn_release(d->lf);
     wp_tsock_close(d->sock);
     uv_close((uv_handle_t *)&d->idle_timer, on_timer_closed);
     uv_close((uv_handle_t *)&d->rq_timer, on_timer_closed);

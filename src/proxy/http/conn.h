@@ -90,12 +90,10 @@ struct wp_dconn {
     bool tunnel;
     bool in_process; /* parsing: upstream writes wait until the pass ends */
     int closed_handles;
-    /* the listener filters' state: the accepted socket as they annotate it and their run;
-     * malloc'd only on a listener that has listener filters, NULL otherwise */
-    struct wp_dconn_lf {
-        wp_lf_socket sock;
-        wp_lf_callbacks cb;
-    } * lf;
+    /* the listener filters' state (net/listener_filter.h): the accepted socket as they
+     * annotate it, their run and read buffer; malloc'd by the connection handler
+     * (server/conn_handler.c) only on a listener that has listener filters, NULL otherwise */
+    wp_lf_conn *lf;
     wp_nf_chain nf; /* the chain's network filters (the HCM: this connection) */
 };
 

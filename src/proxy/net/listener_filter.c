@@ -105,24 +105,69 @@ const char *wp_lf_transport_protocol(const wp_lf_socket *s)
     return s->det && s->det->transport_protocol[0] ? s->det->transport_protocol : "raw_buffer";
 }
 
+/* The filter that stopped the run (cb->next is past it). */
+static const wp_listener_filter *waiting(const wp_lf_callbacks *cb)
+{
+    return cb->next > 0 ? &cb->filters[cb->next - 1] : NULL;
+}
+
+bool wp_lf_wants_data(const wp_lf_callbacks *cb)
+{
+    const wp_listener_filter *f = waiting(cb);
+    return f && f->ops->on_data;
+}
+
+size_t wp_lf_max_read_bytes(const wp_lf_callbacks *cb)
+{
+    const wp_listener_filter *f = waiting(cb);
+    return f && f->ops->on_data && f->ops->max_read_bytes ? f->ops->max_read_bytes(f->config) : 0;
+}
+
 wp_lf_status wp_lf_run(wp_lf_callbacks *cb)
 {
     while (cb->next < cb->nfilters) {
         const wp_listener_filter *f = &cb->filters[cb->next++];
-        if (f->ops->on_accept(f->config, cb) == WP_LF_STOP_ITERATION)
-            return WP_LF_STOP_ITERATION;
+        wp_lf_status st = f->ops->on_accept(f->config, cb);
+        /* a reading filter is given what earlier filters read at once (Envoy's
+         * ActiveTcpSocket::continueFilterChain with a non-empty listener filter buffer) */
+        if (st == WP_LF_STOP_ITERATION && f->ops->on_data && cb->len > 0)
+            st = f->ops->on_data(f->config, cb, cb->data, cb->len);
+        if (st != WP_LF_CONTINUE)
+            return st;
     }
     return WP_LF_CONTINUE;
 }
 
+/* The rest of the chain after a filter that stopped is done (success) or failed. */
 static void continue_chain(wp_lf_callbacks *cb, bool success)
 {
     if (!success) {
         cb->done(cb, false);
         return;
     }
-    if (wp_lf_run(cb) == WP_LF_CONTINUE)
-        cb->done(cb, true);
+    wp_lf_status st = wp_lf_run(cb);
+    if (st != WP_LF_STOP_ITERATION)
+        cb->done(cb, st == WP_LF_CONTINUE);
+}
+
+void wp_lf_on_data(wp_lf_callbacks *cb, const unsigned char *data, size_t len)
+{
+    cb->data = data;
+    cb->len = len;
+    const wp_listener_filter *f = waiting(cb);
+    if (!f || !f->ops->on_data)
+        return;
+    wp_lf_status st = f->ops->on_data(f->config, cb, data, len);
+    if (st != WP_LF_STOP_ITERATION)
+        continue_chain(cb, st == WP_LF_CONTINUE);
+}
+
+void wp_lf_conn_release(wp_lf_conn *c)
+{
+    free(c->buf);
+    c->buf = NULL;
+    c->len = c->cap = 0;
+    wp_lf_socket_release(&c->sock);
 }
 
 void wp_lf_callbacks_init(wp_lf_callbacks *cb, wp_lf_socket *s, const wp_listener_filter *f,
@@ -135,6 +180,9 @@ void wp_lf_callbacks_init(wp_lf_callbacks *cb, wp_lf_socket *s, const wp_listene
     cb->continue_filter_chain = continue_chain;
     cb->done = done;
     cb->owner = owner;
+    cb->stats = NULL;
+    cb->data = NULL;
+    cb->len = 0;
 }
 
 void wp_lf_match_input(const wp_lf_socket *s, wp_fcm_input *in)

@@ -11,19 +11,30 @@
  * runs the filter chain match (filter_chain_match.h) on what the filters found.
  *
  * on_accept returns WP_LF_CONTINUE (the next filter runs now) or WP_LF_STOP_ITERATION (the
- * filter waits, e.g. for the first bytes of a TLS ClientHello, and later calls
- * cb->continue_filter_chain(cb, success); success false closes the socket, as Envoy's
- * continueFilterChain(false)).
+ * filter waits and later calls cb->continue_filter_chain(cb, success); success false closes
+ * the socket, as Envoy's continueFilterChain(false)).
  *
- * Registered filters: none yet. The bootstrap refuses listener_filters entries by name
- * (envoy.filters.listener.tls_inspector, .http_inspector, .original_dst come with TLS, HTTP/2
- * detection and transparent capture); the accept path already runs the (empty) chain, so a
- * new filter is one wp_listener_filter_ops and one bootstrap decoder.
+ * Filters that read (Envoy's ListenerFilter::onData and maxReadBytes, run over the
+ * ListenerFilterBuffer of source/common/listener_manager/active_tcp_socket.cc): a filter with
+ * on_data that stops in on_accept is given the socket's first bytes, all of them from the
+ * first each time (they are not consumed: after the listener filters the connection reads
+ * them first), at once when earlier filters read some, and again whenever more arrived. It
+ * answers WP_LF_CONTINUE (done: the next filter runs), WP_LF_STOP_ITERATION (it needs more:
+ * the owner reads on, up to max_read_bytes) or WP_LF_FAILED (the connection is closed). The
+ * owner of the connection does the reading (wp_lf_wants_data, wp_lf_on_data); the peer's end
+ * of stream or the listener's listener_filters_timeout while a filter waits closes the
+ * connection, or, with continue_on_listener_filters_timeout, the chain goes on without it.
+ *
+ * Registered filters: envoy.filters.listener.tls_inspector (filters/listener/). The
+ * bootstrap refuses the others by name (.http_inspector, .original_dst come with HTTP/2
+ * detection and transparent capture).
  *
  * Memory: a wp_lf_socket lives in the downstream connection (its addresses only: no
  * allocation per accept). What a filter detects is kept in a wp_lf_detected allocated by the
  * first setter call (the setters return -1 when that fails) and freed by
- * wp_lf_socket_release; strings are copied and truncated to its buffers.
+ * wp_lf_socket_release; strings are copied and truncated to its buffers. A listener with
+ * listener filters gives each connection a wp_lf_conn (malloc'd by the owner; the read buffer
+ * grows by doubling up to the filters' max_read_bytes and is freed with wp_lf_conn_release).
  */
 #ifndef WEFT_PROXY_NET_LISTENER_FILTER_H
 #define WEFT_PROXY_NET_LISTENER_FILTER_H
@@ -40,7 +51,7 @@
 #define WP_LF_ALPN_BUF      128
 #define WP_LF_TRANSPORT_MAX 32
 
-typedef enum { WP_LF_CONTINUE, WP_LF_STOP_ITERATION } wp_lf_status;
+typedef enum { WP_LF_CONTINUE, WP_LF_STOP_ITERATION, WP_LF_FAILED } wp_lf_status;
 
 /* An IPv4 or IPv6 socket address (AF_UNSPEC when unknown), without sockaddr_storage's 128
  * bytes: it lives in every connection. */
@@ -69,11 +80,19 @@ typedef struct wp_lf_socket {
 } wp_lf_socket;
 
 typedef struct wp_lf_callbacks wp_lf_callbacks;
+struct uv_timer_s;
+struct wp_tsock_cbs;
+struct wp_stats_shard;
 
 /* One listener filter type. self is the filter's per-listener config. */
 typedef struct wp_listener_filter_ops {
     const char *name; /* "envoy.filters.listener.tls_inspector" */
     wp_lf_status (*on_accept)(const void *self, wp_lf_callbacks *cb);
+    /* NULL for a filter that reads nothing; else the socket's first len bytes (see above) */
+    wp_lf_status (*on_data)(const void *self, wp_lf_callbacks *cb, const unsigned char *data,
+                            size_t len);
+    /* the most bytes on_data may be given (the owner stops reading there) */
+    size_t (*max_read_bytes)(const void *self);
 } wp_listener_filter_ops;
 
 /* A listener's filter: its type and config (owned by the config snapshot). */
@@ -92,8 +111,25 @@ struct wp_lf_callbacks {
     void (*continue_filter_chain)(wp_lf_callbacks *cb, bool success);
     /* Called by the runner when every filter continued (success) or one failed. */
     void (*done)(wp_lf_callbacks *cb, bool success);
-    void *owner; /* the connection being accepted */
+    void *owner;                  /* the connection being accepted */
+    struct wp_stats_shard *stats; /* the worker's stats shard, for the filters' counters */
+    const unsigned char *data;    /* the bytes read so far (wp_lf_on_data), NULL none */
+    size_t len;
 };
+
+/* A connection's listener-filter run with its read buffer (see Memory above). */
+typedef struct wp_lf_conn {
+    wp_lf_socket sock;
+    wp_lf_callbacks cb;
+    unsigned char *buf; /* the socket's first bytes (malloc'd), NULL before any read */
+    size_t len, cap;
+    /* the owner's while it reads for the filters: the socket's callbacks and timer
+     * callback it lent out, given back when the run ends */
+    const struct wp_tsock_cbs *saved_cbs;
+    void *saved_owner;
+    void (*saved_timer_cb)(struct uv_timer_s *);
+    bool reading;
+} wp_lf_conn;
 
 /* Fills s from the accepted socket's addresses (peer = source = direct source), nothing
  * detected. */
@@ -115,11 +151,24 @@ const char *wp_lf_transport_protocol(const wp_lf_socket *s);
 
 /* Runs cb's filters from cb->next. Returns WP_LF_CONTINUE when all continued (cb->done is
  * not called then; the caller goes on), WP_LF_STOP_ITERATION when one stopped (the rest runs
- * from continue_filter_chain, which ends with cb->done). wp_lf_callbacks_init sets
- * continue_filter_chain. */
+ * from continue_filter_chain or wp_lf_on_data, which end with cb->done), WP_LF_FAILED when
+ * one failed (cb->done is not called: the caller closes the connection).
+ * wp_lf_callbacks_init sets continue_filter_chain. */
 void wp_lf_callbacks_init(wp_lf_callbacks *cb, wp_lf_socket *s, const wp_listener_filter *f,
                           size_t n, void (*done)(wp_lf_callbacks *, bool), void *owner);
 wp_lf_status wp_lf_run(wp_lf_callbacks *cb);
+
+/* Whether the filter that stopped waits for the socket's bytes (it has on_data), and how many
+ * it may be given at most. */
+bool wp_lf_wants_data(const wp_lf_callbacks *cb);
+size_t wp_lf_max_read_bytes(const wp_lf_callbacks *cb);
+/* The owner read more: data[0, len) are all the socket's bytes so far (kept valid until the
+ * run ends). The waiting filter's on_data runs; when it continues, the rest of the chain runs
+ * and cb->done follows (true, or false when a filter failed); while it needs more, nothing. */
+void wp_lf_on_data(wp_lf_callbacks *cb, const unsigned char *data, size_t len);
+
+/* Frees c's buffer and what its filters detected (c itself is the caller's). */
+void wp_lf_conn_release(wp_lf_conn *c);
 
 /* The filter chain match input for s (pointers into s). */
 void wp_lf_match_input(const wp_lf_socket *s, wp_fcm_input *in);

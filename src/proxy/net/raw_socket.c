@@ -4,6 +4,7 @@
 #include "proxy/net/raw_socket.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "proxy/net/address.h"
 
@@ -66,19 +67,88 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
     rs->base.cbs->on_read(rs->base.owner, n);
 }
 
+/* Bytes read before the owner took the socket (wp_raw_socket_unread). */
+struct wp_raw_unread {
+    wp_deferred_item dd_item; /* queued while reading and bytes are left */
+    wp_deferred *dd;
+    wp_raw_socket *rs; /* NULL once the socket closed: the item frees itself */
+    bool running;      /* deliver_unread is on the stack: it frees the item */
+    size_t len, off;
+    unsigned char data[];
+};
+
+static void deliver_unread(wp_deferred_item *it)
+{
+    struct wp_raw_unread *u = (struct wp_raw_unread *)it;
+    wp_raw_socket *rs = u->rs;
+    u->running = true;
+    while (rs && rs->reading && u->off < u->len) {
+        uv_buf_t room = uv_buf_init(NULL, 0);
+        rs->base.cbs->alloc(rs->base.owner, &room);
+        if (!room.base || room.len == 0) {
+            rs->reading = false; /* no room: the owner starts reading again when it has some */
+            rs->base.cbs->on_read(rs->base.owner, UV_ENOBUFS);
+            rs = u->rs;
+            break;
+        }
+        size_t n = u->len - u->off < room.len ? u->len - u->off : room.len;
+        memcpy(room.base, u->data + u->off, n);
+        u->off += n;
+        rs->base.cbs->on_read(rs->base.owner, (ssize_t)n); /* may stop reading or close */
+        rs = u->rs;
+    }
+    u->running = false;
+    if (u->dd_item.destroy)
+        return; /* queued again meanwhile (read stopped and started): that pass goes on */
+    if (!rs) {  /* closed meanwhile */
+        free(u);
+        return;
+    }
+    if (u->off < u->len)
+        return; /* reading stopped: read_start queues the rest again */
+    rs->unread = NULL;
+    free(u);
+    if (rs->reading && !rs->closing)
+        uv_read_start((uv_stream_t *)&rs->tcp, on_alloc, on_read);
+}
+
 static int raw_read_start(wp_tsock *t)
 {
     wp_raw_socket *rs = (wp_raw_socket *)t;
     if (rs->closing)
         return UV_EINVAL;
+    if (rs->unread) {
+        rs->reading = true;
+        wp_deferred_delete(rs->unread->dd, &rs->unread->dd_item, deliver_unread);
+        return 0;
+    }
     return uv_read_start((uv_stream_t *)&rs->tcp, on_alloc, on_read);
 }
 
 static void raw_read_stop(wp_tsock *t)
 {
     wp_raw_socket *rs = (wp_raw_socket *)t;
+    rs->reading = false;
     if (!rs->closing)
         uv_read_stop((uv_stream_t *)&rs->tcp);
+}
+
+int wp_raw_socket_unread(wp_raw_socket *rs, wp_deferred *dd, const unsigned char *data, size_t len)
+{
+    if (len == 0)
+        return 0;
+    struct wp_raw_unread *u = malloc(sizeof(*u) + len);
+    if (!u)
+        return UV_ENOMEM;
+    memset(&u->dd_item, 0, sizeof(u->dd_item));
+    u->dd = dd;
+    u->rs = rs;
+    u->running = false;
+    u->len = len;
+    u->off = 0;
+    memcpy(u->data, data, len);
+    rs->unread = u;
+    return 0;
 }
 
 static void on_written(uv_write_t *req, int status)
@@ -159,6 +229,14 @@ static void raw_close(wp_tsock *t)
     if (rs->closing)
         return;
     rs->closing = true;
+    rs->reading = false;
+    if (rs->unread) { /* a queued delivery frees it; else it goes now */
+        struct wp_raw_unread *u = rs->unread;
+        rs->unread = NULL;
+        u->rs = NULL;
+        if (!u->dd_item.destroy && !u->running)
+            free(u);
+    }
     uv_close((uv_handle_t *)&rs->tcp, on_closed);
 }
 
@@ -207,7 +285,9 @@ int wp_raw_socket_init(wp_raw_socket *rs, uv_loop_t *loop, wp_wreq_pool *wreqs,
 {
     rs->base = (wp_tsock){.ops = &raw_ops, .cbs = cbs, .owner = owner};
     rs->wreqs = wreqs;
+    rs->unread = NULL;
     rs->closing = false;
+    rs->reading = false;
     int r = uv_tcp_init(loop, &rs->tcp);
     rs->tcp.data = rs;
     return r;

@@ -12,6 +12,13 @@
  * either accepts into it (server side) or connects it (wp_tsock_connect, client side), and
  * uses it through &rs->base. Close it once with wp_tsock_close, also when init succeeded but
  * accept failed; its memory must stay valid until cbs->on_closed.
+ *
+ * Unread bytes (wp_raw_socket_unread): bytes read from the socket before its owner took it
+ * (the listener filters' buffer, listener_filter.h) are handed to the owner as its first
+ * reads, through its alloc and on_read callbacks as if the kernel gave them: from the end of
+ * the loop iteration in which reading starts (never from inside read_start), as much as each
+ * alloc gives room for, while the owner keeps reading; the socket reads the kernel again only
+ * when they are all delivered. They are a copy (malloc'd, freed once delivered or closed).
  */
 #ifndef WEFT_PROXY_NET_RAW_SOCKET_H
 #define WEFT_PROXY_NET_RAW_SOCKET_H
@@ -21,6 +28,7 @@
 
 #include <uv.h>
 
+#include "proxy/net/deferred.h"
 #include "proxy/net/transport_socket.h"
 
 /* Write requests of one loop, reused (singly linked through their first word). */
@@ -35,8 +43,10 @@ void wp_wreq_pool_free(wp_wreq_pool *p);
 typedef struct wp_raw_socket {
     wp_tsock base; /* first: a wp_tsock * to it is a wp_raw_socket * */
     uv_tcp_t tcp;
-    wp_wreq_pool *wreqs; /* the loop's write requests (not owned) */
+    wp_wreq_pool *wreqs;          /* the loop's write requests (not owned) */
+    struct wp_raw_unread *unread; /* bytes to hand out before the kernel's, NULL none */
     bool closing;
+    bool reading; /* the owner started reading (only tracked while unread bytes wait) */
 } wp_raw_socket;
 
 /* Initialises rs on loop with the owner's callbacks (cbs must outlive rs). 0, or UV_E*
@@ -45,5 +55,10 @@ int wp_raw_socket_init(wp_raw_socket *rs, uv_loop_t *loop, wp_wreq_pool *wreqs,
                        const wp_tsock_cbs *cbs, void *owner);
 /* Accepts a pending connection of the listening server into rs. 0 or UV_E* (close rs). */
 int wp_raw_socket_accept(wp_raw_socket *rs, uv_stream_t *server);
+
+/* Bytes data[0, len) go to the owner before anything read from now on (see above); dd is
+ * the loop's deferred list that delivers them. Call while the owner is not reading. 0, or
+ * UV_ENOMEM. */
+int wp_raw_socket_unread(wp_raw_socket *rs, wp_deferred *dd, const unsigned char *data, size_t len);
 
 #endif

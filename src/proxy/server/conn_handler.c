@@ -1,10 +1,13 @@
 #include "proxy/server/conn_handler.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/log.h"
 #include "proxy/filters/network/filters.h"
 #include "proxy/http/conn.h"
+
+#define LF_FIRST_READ 1024u /* the listener filters' buffer starts here and doubles */
 
 /* Envoy's ActiveStreamListenerBase::newConnection, once the listener filters are done (ok:
  * none failed); sock: the accepted socket with what the listener filters found. */
@@ -29,10 +32,140 @@ static void new_connection(wp_dconn *d, const wp_lf_socket *sock, bool ok)
     wp_nf_chain_on_new_connection(&d->nf);
 }
 
+/* ---------- reading for the listener filters ---------- */
+
+/* Gives the socket and the idle timer back to the connection: the bytes read go back into
+ * the socket, to be read first (raw_socket.h wp_raw_socket_unread). false: out of memory. */
+static bool stop_reading(wp_dconn *d)
+{
+    wp_lf_conn *lf = d->lf;
+    if (!lf->reading)
+        return true;
+    lf->reading = false;
+    wp_listener_stat(d, WP_LS_downstream_pre_cx_active, -1);
+    wp_tsock_read_stop(d->sock);
+    d->raw.base.cbs = lf->saved_cbs;
+    d->raw.base.owner = lf->saved_owner;
+    uv_timer_stop(&d->idle_timer);
+    d->idle_timer.timer_cb = lf->saved_timer_cb;
+    bool ok = wp_raw_socket_unread(&d->raw, &d->w->deferred, lf->buf, lf->len) == 0;
+    free(lf->buf);
+    lf->buf = NULL;
+    lf->len = lf->cap = 0;
+    return ok;
+}
+
 static void listener_filters_done(wp_lf_callbacks *cb, bool ok)
 {
     wp_dconn *d = cb->owner;
+    if (!stop_reading(d))
+        ok = false;
+    else if (!ok)
+        wp_listener_stat(d, WP_LS_downstream_listener_filter_error, 1);
     new_connection(d, &d->lf->sock, ok);
+}
+
+/* The socket asks for room: the free tail of the filters' buffer, grown by doubling up to
+ * what the waiting filter may read (none left: no room, the filter decides at its limit). */
+static void lf_alloc(void *owner, uv_buf_t *buf)
+{
+    wp_dconn *d = owner;
+    wp_lf_conn *lf = d->lf;
+    size_t max = wp_lf_max_read_bytes(&lf->cb);
+    if (lf->len == lf->cap && lf->cap < max) {
+        size_t cap = lf->cap ? lf->cap * 2 : LF_FIRST_READ;
+        if (cap > max)
+            cap = max;
+        unsigned char *nb = realloc(lf->buf, cap);
+        if (nb) {
+            lf->buf = nb;
+            lf->cap = cap;
+        }
+    }
+    *buf = uv_buf_init((char *)lf->buf + lf->len, (unsigned)(lf->cap - lf->len));
+    if (lf->len == lf->cap)
+        *buf = uv_buf_init(NULL, 0);
+}
+
+static void lf_read(void *owner, ssize_t n)
+{
+    wp_dconn *d = owner;
+    wp_lf_conn *lf = d->lf;
+    if (n < 0) { /* the peer went away (or no room at the filter's limit) mid-inspection */
+        stop_reading(d);
+        wp_listener_stat(d,
+                         n == UV_ENOBUFS ? WP_LS_downstream_listener_filter_error
+                                         : WP_LS_downstream_listener_filter_remote_close,
+                         1);
+        if (n != UV_ENOBUFS)
+            d->peer_closed = true;
+        wp_dconn_close(d);
+        return;
+    }
+    lf->len += (size_t)n;
+    wp_lf_on_data(&lf->cb, lf->buf, lf->len); /* may end the run: listener_filters_done */
+}
+
+static void lf_written(void *owner, int status)
+{
+    wp_dconn *d = owner;
+    d->lf->saved_cbs->on_written(d->lf->saved_owner, status);
+}
+
+static void lf_closed(void *owner)
+{
+    wp_dconn *d = owner;
+    d->lf->saved_cbs->on_closed(d->lf->saved_owner);
+}
+
+static void lf_connected(void *owner, int status)
+{
+    (void)owner;
+    (void)status; /* an accepted socket never connects */
+}
+
+static const wp_tsock_cbs lf_sock_cbs = {
+    .alloc = lf_alloc,
+    .on_read = lf_read,
+    .on_written = lf_written,
+    .on_connected = lf_connected,
+    .on_closed = lf_closed,
+};
+
+/* listener_filters_timeout: Envoy's ActiveTcpSocket::onTimeout. */
+static void lf_timeout(uv_timer_t *t)
+{
+    wp_dconn *d = t->data;
+    wp_lf_conn *lf = d->lf;
+    wp_listener_stat(d, WP_LS_downstream_pre_cx_timeout, 1);
+    WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "listener filter times out after %llu ms",
+                (unsigned long long)d->listener->listener_filters_timeout_ms);
+    if (d->listener->continue_on_listener_filters_timeout) {
+        lf->cb.continue_filter_chain(&lf->cb, true); /* the waiting filter is skipped */
+        return;
+    }
+    stop_reading(d);
+    wp_dconn_close(d);
+}
+
+/* The filter that stopped reads: the socket's callbacks and the idle timer are the
+ * listener filters' until the run ends. */
+static void start_reading(wp_dconn *d)
+{
+    wp_lf_conn *lf = d->lf;
+    lf->saved_cbs = d->raw.base.cbs;
+    lf->saved_owner = d->raw.base.owner;
+    lf->saved_timer_cb = d->idle_timer.timer_cb;
+    d->raw.base.cbs = &lf_sock_cbs;
+    d->raw.base.owner = d;
+    lf->reading = true;
+    wp_listener_stat(d, WP_LS_downstream_pre_cx_active, 1);
+    if (d->listener->listener_filters_timeout_ms)
+        uv_timer_start(&d->idle_timer, lf_timeout, d->listener->listener_filters_timeout_ms, 0);
+    if (wp_tsock_read_start(d->sock) != 0) {
+        stop_reading(d);
+        wp_dconn_close(d);
+    }
 }
 
 void wp_conn_handler_accept(wp_worker *w, size_t listener, uv_stream_t *server)
@@ -46,13 +179,20 @@ void wp_conn_handler_accept(wp_worker *w, size_t listener, uv_stream_t *server)
         new_connection(d, &sock, true);
         return;
     }
-    if (!(d->lf = malloc(sizeof(*d->lf)))) {
+    if (!(d->lf = calloc(1, sizeof(*d->lf)))) {
         wp_dconn_close(d);
         return;
     }
-    d->lf->sock = sock;
-    wp_lf_callbacks_init(&d->lf->cb, &d->lf->sock, l->listener_filters, l->nlistener_filters,
+    wp_lf_conn *lf = d->lf;
+    lf->sock = sock;
+    wp_lf_callbacks_init(&lf->cb, &lf->sock, l->listener_filters, l->nlistener_filters,
                          listener_filters_done, d);
-    if (wp_lf_run(&d->lf->cb) == WP_LF_CONTINUE)
-        new_connection(d, &d->lf->sock, true);
+    lf->cb.stats = w->stats;
+    wp_lf_status st = wp_lf_run(&lf->cb);
+    if (st == WP_LF_CONTINUE)
+        new_connection(d, &lf->sock, true);
+    else if (st == WP_LF_FAILED)
+        listener_filters_done(&lf->cb, false);
+    else if (wp_lf_wants_data(&lf->cb))
+        start_reading(d);
 }

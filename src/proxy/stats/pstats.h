@@ -111,6 +111,10 @@
     X(downstream_cx_total, C)                                                                      \
     X(downstream_cx_active, G)                                                                     \
     X(downstream_cx_destroy, C)                                                                    \
+    X(downstream_pre_cx_active, G)                                                                 \
+    X(downstream_pre_cx_timeout, C)                                                                \
+    X(downstream_listener_filter_remote_close, C)                                                  \
+    X(downstream_listener_filter_error, C)                                                         \
     X(no_filter_chain_match, C)
 
 #define WP_CLUSTER_HISTS(X)                                                                        \
