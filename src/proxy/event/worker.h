@@ -52,7 +52,7 @@ typedef struct wp_gen_post {
 
 struct wp_worker {
     unsigned id;
-    struct wp_server *srv; /* the process (server/server.h): only server/ looks into it */
+    struct wp_server *srv; /* the process (server/instance.h): only server/ looks into it */
     uv_loop_t loop;
     uv_thread_t thread;
     uv_async_t async;               /* stop / drain / new generation */

@@ -10,7 +10,7 @@
 #include "core/strbuf.h"
 #include "proxy/config/config.h"
 #include "proxy/event/worker.h"
-#include "proxy/server/server.h"
+#include "proxy/server/instance.h"
 #include "proxy/upstream/cluster_manager.h"
 
 /* A generation of cfg (takes over one reference of cfg): compiles its access logs (opening

@@ -14,7 +14,7 @@
 #include "core/log.h"
 #include "proxy/access_log/alog_sink.h"
 #include "proxy/http/conn.h"
-#include "proxy/server/server.h"
+#include "proxy/server/instance.h"
 #include "proxy/filters/http/retry.h"
 #include "proxy/filters/http/shadow.h"
 #include "proxy/server/worker.h"

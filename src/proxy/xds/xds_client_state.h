@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "proxy/xds/xds_client.h"
+#include "proxy/xds/xds_client_types.h"
 #include "xds/h2_stream.h"
 
 /* The types the client subscribes to: wf_xds_type values WF_XDS_CDS..WF_XDS_EDS. */

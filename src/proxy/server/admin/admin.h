@@ -17,9 +17,9 @@
 #include <uv.h>
 
 #include "core/strbuf.h"
-#include "proxy/server/server.h"
+#include "proxy/server/instance.h"
 #include "proxy/server/admin/admin_ops.h"
-#include "proxy/server/options.h"
+#include "proxy/server/admin/options.h"
 
 /* Listens on srv->gen->cfg->admin_addr; actions (copied) serve the POST operations. Returns
  * NULL with a message in err when it cannot listen. */

@@ -46,7 +46,7 @@
 #include "core/log.h"
 #include "proxy/server/admin/admin_ops.h"
 #include "proxy/access_log/alog_sink.h"
-#include "proxy/server/server.h"
+#include "proxy/server/instance.h"
 
 void wp_admin_put_json(admin_resp *o, json_t *j)
 {

@@ -17,8 +17,8 @@
 
 #include "core/strbuf.h"
 #include "http/h1_server.h"
-#include "proxy/server/options.h"
-#include "proxy/server/server.h"
+#include "proxy/server/admin/options.h"
+#include "proxy/server/instance.h"
 #include "proxy/stats/stats.h"
 
 typedef struct wp_admin wp_admin;
