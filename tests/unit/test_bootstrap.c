@@ -329,12 +329,13 @@ static void test_error_unknown_field(void **state)
     expect_error(boot(ROUTER_ONLY,
                       "{\"match\":{\"prefix\":\"/\",\"grpc\":{}},\"route\":{\"cluster\":\"c\"}}",
                       CLUSTER_OK),
-                 "t.json: " RPFX ".match.grpc: unknown field");
+                 "t.json: " RPFX ".match.grpc: not supported by weft-proxy (Envoy's "
+                 "envoy.config.route.v3.RouteMatch.grpc)");
     expect_error(strdup("{\"static_resources\":{},\"watchdog\":{}}"),
-                 "t.json: watchdog: unknown field");
-    expect_error(
-        strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"transport_socket\":{}}]}}"),
-        "t.json: static_resources.clusters[0].transport_socket: unknown field");
+                 "t.json: watchdog: not supported by weft-proxy (Envoy's "
+                 "envoy.config.bootstrap.v3.Bootstrap.watchdog)");
+    expect_error(strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"bogus\":{}}]}}"),
+                 "t.json: static_resources.clusters[0].bogus: unknown field");
 }
 
 static void test_error_wrong_type(void **state)
@@ -534,7 +535,8 @@ static void test_filter_chain_errors(void **state)
     expect_error(strdup(FCM("{\"source_type\":\"LOCAL\"}")),
                  FPFX "source_type: unsupported value \"LOCAL\"");
     expect_error(strdup(FCM("{\"address_suffix\":\"0.0.0.1\"}")),
-                 FPFX "address_suffix: unknown field");
+                 FPFX "address_suffix: not supported by weft-proxy (Envoy's "
+                      "envoy.config.listener.v3.FilterChainMatch.address_suffix)");
     expect_error(
         strdup(LST_HEAD
                "\"default_filter_chain\":{\"filter_chain_match\":{}," HCM_IN("d") "}" LST_TAIL),
@@ -618,7 +620,8 @@ static void test_error_route_rules(void **state)
                       CLUSTER_OK),
                  "t.json: " LPFX
                  ".route_config.virtual_hosts[0].routes[1].route.max_stream_duration: "
-                 "unknown field");
+                 "not supported by weft-proxy (Envoy's "
+                 "envoy.config.route.v3.RouteAction.max_stream_duration)");
 }
 
 static void test_validate_clusters_explicit(void **state)

@@ -424,7 +424,8 @@ static void test_bootstrap_rejects(void **state)
                  "\"host\":1}]}}},",
                  "clusters[0].metadata.filter_metadata.istio.services[0].host: wrong type");
     expect_error("OUTBOUND", "", "\"metadata\":{\"typed_filter_metadata\":{}},",
-                 "clusters[0].metadata.typed_filter_metadata: unknown field");
+                 "clusters[0].metadata.typed_filter_metadata: not supported by weft-proxy (Envoy's "
+                 "envoy.config.core.v3.Metadata.typed_filter_metadata)");
 }
 
 int main(void)

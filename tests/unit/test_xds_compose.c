@@ -336,7 +336,8 @@ static void default_chain_rds(void **state)
     assert_int_equal(t, WF_XDS_RDS);
     assert_string_equal(name, "b");
     assert_string_equal(wf_strbuf_cstr(&reason),
-                        "virtual_hosts[0].routes[0].decorator: unknown field");
+                        "virtual_hosts[0].routes[0].decorator: not supported by weft-proxy "
+                        "(Envoy's envoy.config.route.v3.Route.decorator)");
     wf_strbuf_free(&err);
     wf_strbuf_free(&reason);
     wp_xds_dynamic_free(&dyn);
@@ -387,7 +388,8 @@ static void locate_errors(void **state)
     assert_int_equal(t, WF_XDS_RDS);
     assert_string_equal(name, "80");
     assert_string_equal(wf_strbuf_cstr(&reason),
-                        "virtual_hosts[0].routes[0].decorator: unknown field");
+                        "virtual_hosts[0].routes[0].decorator: not supported by weft-proxy "
+                        "(Envoy's envoy.config.route.v3.Route.decorator)");
     wp_xds_nack_text(WF_XDS_LDS, "0.0.0.0_80", "boom", &msg);
     assert_string_equal(wf_strbuf_cstr(&msg), "Error adding/updating listener(s) 0.0.0.0_80: boom");
     wf_strbuf_free(&err);
@@ -544,7 +546,8 @@ static void loader_ads_errors(void **state)
         "t.json: dynamic_resources.ads_config: missing required field (cds_config / lds_config "
         "name ads)");
     wf_test_expect_bootstrap_error("{\"dynamic_resources\":{\"cds_config\":{\"path\":\"/x\"}}}",
-                                   "t.json: dynamic_resources.cds_config.path: unknown field");
+                                   "t.json: dynamic_resources.cds_config.path: not supported by "
+                                   "weft-proxy (Envoy's envoy.config.core.v3.ConfigSource.path)");
     wf_test_expect_bootstrap_error(
         "{\"dynamic_resources\":{\"ads_config\":{\"api_type\":\"GRPC\",\"grpc_services\":[]}}}",
         "t.json: dynamic_resources.ads_config.grpc_services: API configs must have a single gRPC "

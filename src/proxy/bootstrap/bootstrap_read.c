@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "proxy/bootstrap/bootstrap_read.h"
+#include "proxy/bootstrap/envoy_fields.h"
 
 /* ---------- path and errors ---------- */
 
@@ -137,6 +138,24 @@ static int resolve_camel(bs *b, json_t *o, const char *k, const char *allowed)
     return 1;
 }
 
+/* A key o does not allow, named as written: "not supported by weft-proxy (Envoy's
+ * <message>.<field>)" when it (or a snake_case reading of a lowerCamelCase key) is a field of
+ * the Envoy message o is (envoy_fields.h: by o's "@type" or the path), "unknown field" for any
+ * other name. Returns false. */
+static bool refuse_field(bs *b, json_t *o, const char *k)
+{
+    json_t *t = json_object_get(o, "@type");
+    const char *msg = wp_envoy_message_at(b->path, json_is_string(t) ? json_string_value(t) : NULL);
+    char key[256];
+    const char *field = msg && wp_envoy_message_has(msg, k) ? k : NULL;
+    for (int digits = 0; msg && !field && digits < 2; digits++)
+        if (snake(k, key, sizeof(key), digits) && wp_envoy_message_has(msg, key))
+            field = key;
+    if (field)
+        return bs_fail_atf(b, k, "not supported by weft-proxy (Envoy's %s.%s)", msg, field);
+    return bs_fail_at(b, k, "unknown field");
+}
+
 bool bs_fields(bs *b, json_t *o, const char *allowed)
 {
     if (!json_is_object(o))
@@ -152,8 +171,8 @@ again:
         if (r < 0)
             return false;
         if (r > 0)
-            goto again;                           /* o changed under the iteration */
-        return bs_fail_at(b, k, "unknown field"); /* named as written */
+            goto again; /* o changed under the iteration */
+        return refuse_field(b, o, k);
     }
     return true;
 }

@@ -61,7 +61,10 @@ const char *bs_strdup(bs *b, const char *s);
 
 /* o[k], NULL when absent or null */
 json_t *bs_get(json_t *o, const char *k);
-/* o must be an object whose keys are all in allowed (space-separated names). */
+/* o must be an object whose keys are all in allowed (space-separated names). Another key
+ * fails as "not supported by weft-proxy (Envoy's <message>.<field>)" when it is a field of the
+ * Envoy message o is (envoy_fields.h, by o's "@type" or the current path), else as
+ * "unknown field". */
 bool bs_fields(bs *b, json_t *o, const char *allowed);
 /* Fails with "<path>.k: wrong type: expected <what>"; returns false. */
 bool bs_wrong_type(bs *b, const char *k, const char *what);
