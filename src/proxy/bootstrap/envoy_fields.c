@@ -1,59 +1,83 @@
 /*
  * envoy_fields.c - Envoy's v3 API field names per message, and which message an object of the
- * bootstrap/xDS JSON is (envoy_fields.h). Only the messages the loader decodes (bootstrap*.c)
- * are listed; an object of any other message keeps "unknown field" for every name it refuses.
+ * bootstrap/xDS JSON is (envoy_fields.h). Only the messages the loader decodes (bootstrap*.c,
+ * and the TLS transport sockets) are listed; an object of any other message keeps
+ * "unknown field" for every name it refuses.
  *
- * Field names are the proto field names (snake_case) of Envoy's API, envoyproxy/envoy `api/`,
- * v3 (package_version_status ACTIVE), read from these files (the stored version of each, by
- * commit; the files of the v3 API are not all of one release):
- *   envoy/config/bootstrap/v3/bootstrap.proto          Bootstrap, StaticResources,
- *                                                      DynamicResources, Admin
- *   envoy/config/core/v3/base.proto                    Node, Locality, Metadata, HeaderValue,
- *                                                      HeaderValueOption, DataSource,
- *                                                      RuntimeFractionalPercent
- *   envoy/config/core/v3/address.proto (0328155)       Address, SocketAddress, Pipe, CidrRange
- *   envoy/config/core/v3/config_source.proto           ConfigSource, ApiConfigSource
- *   envoy/config/core/v3/grpc_service.proto            GrpcService, GrpcService.EnvoyGrpc
- *   envoy/config/core/v3/protocol.proto                HttpProtocolOptions,
- *                                                      Http1ProtocolOptions, Http2ProtocolOptions
- *   envoy/config/core/v3/substitution_format_string.proto  SubstitutionFormatString
- *   envoy/config/listener/v3/listener.proto (00e5a41)  Listener
+ * The names are the proto field names (snake_case) of Envoy's API (envoyproxy/envoy `api/`,
+ * v3, package_version_status ACTIVE), copied from these files; each was read at one stored
+ * commit (given), so the files are not all of one Envoy release:
+ *   envoy/config/bootstrap/v3/bootstrap.proto (001d5f6)   Bootstrap (+StaticResources,
+ *                                                          DynamicResources), Admin
+ *   envoy/config/core/v3/base.proto (0035e40)             Node, Locality, Metadata, HeaderValue,
+ *                                                          HeaderValueOption, DataSource,
+ *                                                          RuntimeFractionalPercent,
+ *                                                          TransportSocket
+ *   envoy/config/core/v3/address.proto (0328155)          Address, SocketAddress, Pipe, CidrRange
+ *   envoy/config/core/v3/config_source.proto (185869c)    ConfigSource, ApiConfigSource
+ *   envoy/config/core/v3/grpc_service.proto (03f52b2)     GrpcService (+EnvoyGrpc)
+ *   envoy/config/core/v3/protocol.proto (001692b)         HttpProtocolOptions,
+ *                                                          Http1ProtocolOptions,
+ *                                                          Http2ProtocolOptions
+ *   envoy/config/core/v3/substitution_format_string.proto (01f8613)  SubstitutionFormatString
+ *   envoy/config/listener/v3/listener.proto (00e5a41)     Listener
  *   envoy/config/listener/v3/listener_components.proto (909b9f1)  Filter, FilterChain,
- *                                                      FilterChainMatch, ListenerFilter
- *   envoy/config/route/v3/route.proto (0036e0f)        RouteConfiguration
+ *                                                          FilterChainMatch, ListenerFilter
+ *   envoy/config/route/v3/route.proto (0036e0f)           RouteConfiguration
  *   envoy/config/route/v3/route_components.proto (0035e40)  VirtualHost, Route, RouteMatch,
- *                                                      RouteAction (+RequestMirrorPolicy),
- *                                                      WeightedCluster (+ClusterWeight),
- *                                                      RetryPolicy (+RetryBackOff,
- *                                                      RetryHostPredicate), RedirectAction,
- *                                                      DirectResponseAction, HeaderMatcher,
- *                                                      QueryParameterMatcher
- *   envoy/config/cluster/v3/cluster.proto (0035e40)    Cluster, Cluster.CommonLbConfig
- *   envoy/config/cluster/v3/circuit_breaker.proto      CircuitBreakers (+Thresholds)
- *   envoy/config/cluster/v3/outlier_detection.proto    OutlierDetection
- *   envoy/config/endpoint/v3/endpoint.proto            ClusterLoadAssignment (+Policy)
- *   envoy/config/endpoint/v3/endpoint_components.proto LocalityLbEndpoints, LbEndpoint,
- *                                                      Endpoint (+HealthCheckConfig)
- *   envoy/config/accesslog/v3/accesslog.proto          AccessLog
- *   envoy/config/metrics/v3/stats.proto                StatsConfig
+ *                                                          RouteAction (+RequestMirrorPolicy),
+ *                                                          WeightedCluster (+ClusterWeight),
+ *                                                          RetryPolicy (+RetryBackOff,
+ *                                                          RetryHostPredicate), RedirectAction,
+ *                                                          DirectResponseAction, HeaderMatcher,
+ *                                                          QueryParameterMatcher
+ *   envoy/config/cluster/v3/cluster.proto (0035e40)       Cluster (+CommonLbConfig,
+ *                                                          TransportSocketMatch)
+ *   envoy/config/cluster/v3/circuit_breaker.proto (01c2c1f)  CircuitBreakers (+Thresholds)
+ *   envoy/config/cluster/v3/outlier_detection.proto (1282f87)  OutlierDetection
+ *   envoy/config/endpoint/v3/endpoint.proto (051dd55)     ClusterLoadAssignment (+Policy)
+ *   envoy/config/endpoint/v3/endpoint_components.proto (051dd55)  LocalityLbEndpoints,
+ *                                                          LbEndpoint, Endpoint
+ *                                                          (+HealthCheckConfig)
+ *   envoy/config/accesslog/v3/accesslog.proto (01f134c)   AccessLog
+ *   envoy/config/metrics/v3/stats.proto (04c3be2)         StatsConfig
  *   envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.proto
- *     (00349d9)                                        HttpConnectionManager, HttpFilter
- *   envoy/extensions/filters/http/router/v3/router.proto  Router
- *   envoy/extensions/filters/http/fault/v3/fault.proto HTTPFault, FaultAbort
- *   envoy/extensions/filters/common/fault/v3/fault.proto  FaultDelay
- *   envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.proto  TlsInspector
- *   envoy/extensions/access_loggers/file/v3/file.proto FileAccessLog
- *   envoy/extensions/access_loggers/stream/v3/stream.proto  StdoutAccessLog, StderrAccessLog
- *   envoy/extensions/upstreams/http/v3/http_protocol_options.proto  HttpProtocolOptions
- *                                                      (+ExplicitHttpConfig,
- *                                                      UseDownstreamHttpConfig)
- *   envoy/type/v3/percent.proto                        Percent, FractionalPercent
- *   envoy/type/matcher/v3/string.proto, regex.proto    StringMatcher, RegexMatcher (+GoogleRE2),
- *                                                      RegexMatchAndSubstitute
+ *     (00349d9)                                           HttpConnectionManager, HttpFilter
+ *   envoy/extensions/filters/http/router/v3/router.proto (005353c)  Router
+ *   envoy/extensions/filters/http/fault/v3/fault.proto (0c3ffb9)    HTTPFault, FaultAbort
+ *   envoy/extensions/filters/common/fault/v3/fault.proto (2cf4fc2)  FaultDelay
+ *   envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.proto (119f143)
+ *                                                          TlsInspector
+ *   envoy/extensions/access_loggers/file/v3/file.proto (1275928)     FileAccessLog
+ *   envoy/extensions/access_loggers/stream/v3/stream.proto (170a370) StdoutAccessLog,
+ *                                                          StderrAccessLog
+ *   envoy/extensions/upstreams/http/v3/http_protocol_options.proto (061b6e5)
+ *                                                          HttpProtocolOptions
+ *                                                          (+ExplicitHttpConfig,
+ *                                                          UseDownstreamHttpConfig)
+ *   envoy/extensions/transport_sockets/tls/v3/tls.proto (02faf37), common.proto (015f6f2)
+ *                                                          UpstreamTlsContext,
+ *                                                          DownstreamTlsContext,
+ *                                                          CommonTlsContext (+Combined...),
+ *                                                          TlsParameters, TlsCertificate,
+ *                                                          CertificateValidationContext,
+ *                                                          SubjectAltNameMatcher
+ *   envoy/type/v3/percent.proto (39e27d5)                 Percent, FractionalPercent
+ *   envoy/type/matcher/v3/string.proto (00ecb00), regex.proto (18595f0)  StringMatcher,
+ *                                                          RegexMatcher (+GoogleRE2),
+ *                                                          RegexMatchAndSubstitute
  * Oneof members and deprecated fields are listed; reserved names are not. Where a stored file
- * is older than a field weft-proxy accepts (route_components.proto and listener_components.proto
- * predate e.g. VirtualHost.request_body_buffer_limit, RouteMatch.path_separated_prefix,
- * FilterChainMatch.direct_source_prefix_ranges), the names weft-proxy accepts are listed too.
+ * predates a field weft-proxy accepts, that field is listed too (it is an Envoy field: weft
+ * accepts Envoy's names only): VirtualHost/Route.request_body_buffer_limit,
+ * RouteMatch.path_separated_prefix, RetryPolicy.per_try_idle_timeout,
+ * RequestMirrorPolicy.disable_shadow_host_suffix_append, HeaderMatcher.string_match and
+ * treat_missing_header_as_empty, HeaderValueOption.append_action,
+ * FilterChainMatch.direct_source_prefix_ranges, Metadata.typed_filter_metadata,
+ * HTTPFault.filter_metadata, TlsInspector.max_client_hello_size,
+ * close_connection_on_client_hello_parsing_errors and enable_ja4_fingerprinting,
+ * OutlierDetection.always_eject_one_host, core HttpProtocolOptions.max_requests_per_connection,
+ * StatsConfig.histogram_bucket_settings. A field newer than the stored file and not accepted
+ * by weft is not listed, so it is still reported as "unknown field".
  */
 #include "proxy/bootstrap/envoy_fields.h"
 
@@ -68,6 +92,7 @@
 #define MATCHER "envoy.type.matcher.v3."
 #define HCM     "envoy.extensions.filters.network.http_connection_manager.v3."
 #define UPHTTP  "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
+#define TLS     "envoy.extensions.transport_sockets.tls.v3."
 
 typedef struct {
     const char *name;
@@ -77,51 +102,43 @@ typedef struct {
 static const envoy_message messages[] = {
     {BOOT "Bootstrap",
      "node node_context_params static_resources dynamic_resources cluster_manager hds_config "
-     "flags_path stats_sinks deferred_stat_options stats_config stats_flush_interval "
-     "stats_flush_on_admin watchdog watchdogs tracing runtime layered_runtime admin "
-     "overload_manager enable_dispatcher_stats header_prefix stats_server_version_override "
-     "use_tcp_for_dns_lookups dns_resolution_config typed_dns_resolver_config "
-     "bootstrap_extensions fatal_actions config_sources default_config_source "
-     "default_socket_interface certificate_provider_instances inline_headers "
-     "perf_tracing_file_path default_regex_engine xds_delegate_extension "
-     "xds_config_tracker_extension listener_manager application_log_config "
-     "grpc_async_client_manager_config memory_allocator_manager"},
+     "flags_path stats_sinks stats_config stats_flush_interval stats_flush_on_admin watchdog "
+     "watchdogs tracing layered_runtime admin overload_manager enable_dispatcher_stats "
+     "header_prefix stats_server_version_override use_tcp_for_dns_lookups bootstrap_extensions "
+     "fatal_actions config_sources default_config_source default_socket_interface "
+     "certificate_provider_instances"},
     {BOOT "Bootstrap.StaticResources", "listeners clusters secrets"},
     {BOOT "Bootstrap.DynamicResources",
      "lds_config lds_resources_locator cds_config cds_resources_locator ads_config"},
-    {BOOT "Admin",
-     "access_log access_log_path profile_path address socket_options ignore_global_conn_limit "
-     "allow_paths"},
+    {BOOT "Admin", "access_log access_log_path profile_path address socket_options"},
     {CORE "Node",
      "id cluster metadata dynamic_parameters locality user_agent_name user_agent_version "
      "user_agent_build_version extensions client_features listening_addresses"},
     {CORE "Locality", "region zone sub_zone"},
     {CORE "Metadata", "filter_metadata typed_filter_metadata"},
-    {CORE "HeaderValue", "key value raw_value"},
-    {CORE "HeaderValueOption", "header append append_action keep_empty_value"},
-    {CORE "DataSource", "filename inline_bytes inline_string environment_variable "
-                        "watched_directory"},
+    {CORE "HeaderValue", "key value"},
+    {CORE "HeaderValueOption", "header append append_action"},
+    {CORE "DataSource", "filename inline_bytes inline_string"},
     {CORE "RuntimeFractionalPercent", "default_value runtime_key"},
+    {CORE "TransportSocket", "name typed_config"},
     {CORE "Address", "socket_address pipe envoy_internal_address"},
     {CORE "SocketAddress", "protocol address port_value named_port resolver_name ipv4_compat "
                            "network_namespace_filepath"},
     {CORE "Pipe", "path mode"},
     {CORE "CidrRange", "address_prefix prefix_len"},
-    {CORE "ConfigSource", "authorities path path_config_source api_config_source ads self "
-                          "initial_fetch_timeout resource_api_version"},
+    {CORE "ConfigSource", "authorities path api_config_source ads self initial_fetch_timeout "
+                          "resource_api_version"},
     {CORE "ApiConfigSource",
      "api_type transport_api_version cluster_names grpc_services refresh_delay request_timeout "
-     "rate_limit_settings set_node_on_first_message_only config_validators"},
-    {CORE "GrpcService", "envoy_grpc google_grpc timeout initial_metadata retry_policy"},
-    {CORE "GrpcService.EnvoyGrpc",
-     "cluster_name authority retry_policy max_receive_message_length skip_envoy_headers"},
+     "rate_limit_settings set_node_on_first_message_only config_validators_typed_configs"},
+    {CORE "GrpcService", "envoy_grpc google_grpc timeout initial_metadata"},
+    {CORE "GrpcService.EnvoyGrpc", "cluster_name authority retry_policy"},
     {CORE "HttpProtocolOptions",
-     "idle_timeout max_connection_duration max_headers_count max_response_headers_kb "
-     "max_stream_duration headers_with_underscores_action max_requests_per_connection"},
+     "idle_timeout max_connection_duration max_headers_count max_stream_duration "
+     "headers_with_underscores_action max_requests_per_connection"},
     {CORE "Http1ProtocolOptions",
      "allow_absolute_url accept_http_10 default_host_for_http_10 header_key_format "
-     "enable_trailers allow_chunked_length override_stream_error_on_invalid_http_message "
-     "send_fully_qualified_url use_balsa_parser allow_custom_methods ignore_http_11_upgrade"},
+     "enable_trailers allow_chunked_length override_stream_error_on_invalid_http_message"},
     {CORE "Http2ProtocolOptions",
      "hpack_table_size max_concurrent_streams initial_stream_window_size "
      "initial_connection_window_size allow_connect allow_metadata max_outbound_frames "
@@ -129,10 +146,9 @@ static const envoy_message messages[] = {
      "max_inbound_priority_frames_per_stream "
      "max_inbound_window_update_frames_per_data_frame_sent "
      "stream_error_on_invalid_http_messaging override_stream_error_on_invalid_http_message "
-     "custom_settings_parameters connection_keepalive use_oghttp2_codec max_metadata_size"},
+     "custom_settings_parameters connection_keepalive"},
     {CORE "SubstitutionFormatString",
-     "text_format json_format text_format_source omit_empty_values content_type formatters "
-     "json_format_options"},
+     "text_format json_format text_format_source omit_empty_values content_type formatters"},
     {LISTENR "Listener",
      "name address additional_addresses stat_prefix filter_chains fcds_config "
      "filter_chain_matcher use_original_dst default_filter_chain "
@@ -149,7 +165,7 @@ static const envoy_message messages[] = {
      "application_protocols"},
     {LISTENR "FilterChain", "filter_chain_match filters use_proxy_proto metadata transport_socket "
                             "transport_socket_connect_timeout name on_demand_configuration"},
-    {LISTENR "ListenerFilter", "name typed_config config_discovery filter_disabled"},
+    {LISTENR "ListenerFilter", "name typed_config filter_disabled"},
     {ROUTE "RouteConfiguration",
      "name virtual_hosts vhds internal_only_headers response_headers_to_add "
      "response_headers_to_remove request_headers_to_add request_headers_to_remove "
@@ -198,7 +214,7 @@ static const envoy_message messages[] = {
      "name exact_match safe_regex_match range_match present_match prefix_match suffix_match "
      "contains_match string_match invert_match treat_missing_header_as_empty"},
     {ROUTE "QueryParameterMatcher", "name string_match present_match"},
-    {MATCHER "StringMatcher", "exact prefix suffix safe_regex contains custom ignore_case"},
+    {MATCHER "StringMatcher", "exact prefix suffix safe_regex contains ignore_case"},
     {MATCHER "RegexMatcher", "google_re2 regex"},
     {MATCHER "RegexMatcher.GoogleRE2", "max_program_size"},
     {MATCHER "RegexMatchAndSubstitute", "pattern substitution"},
@@ -218,6 +234,7 @@ static const envoy_message messages[] = {
      "ignore_health_on_host_removal filters load_balancing_policy lrs_server "
      "track_timeout_budgets upstream_config track_cluster_stats preconnect_policy "
      "connection_pool_per_downstream_connection"},
+    {CLUSTER "Cluster.TransportSocketMatch", "name match transport_socket"},
     {CLUSTER "Cluster.CommonLbConfig",
      "healthy_panic_threshold zone_aware_lb_config locality_weighted_lb_config "
      "update_merge_window ignore_new_hosts_until_first_hc close_connections_on_host_set_change "
@@ -241,14 +258,14 @@ static const envoy_message messages[] = {
     {ENDPT "ClusterLoadAssignment.Policy",
      "drop_overloads overprovisioning_factor endpoint_stale_after weighted_priority_health"},
     {ENDPT "LocalityLbEndpoints",
-     "locality metadata lb_endpoints load_balancer_endpoints leds_cluster_locality_config "
+     "locality lb_endpoints load_balancer_endpoints leds_cluster_locality_config "
      "load_balancing_weight priority proximity"},
     {ENDPT "LbEndpoint", "endpoint endpoint_name health_status metadata load_balancing_weight"},
-    {ENDPT "Endpoint", "address health_check_config hostname additional_addresses"},
+    {ENDPT "Endpoint", "address health_check_config hostname"},
     {ENDPT "Endpoint.HealthCheckConfig", "port_value hostname address disable_active_health_check"},
     {"envoy.config.accesslog.v3.AccessLog", "name filter typed_config"},
     {"envoy.config.metrics.v3.StatsConfig",
-     "stats_tags use_all_default_tags stats_matcher histogram_bucket_settings"},
+     "stats_tags use_all_default_tags stats_matcher histogram_settings histogram_bucket_settings"},
     {HCM "HttpConnectionManager",
      "codec_type stat_prefix rds route_config scoped_routes http_filters add_user_agent tracing "
      "common_http_protocol_options http1_safe_max_connection_duration http_protocol_options "
@@ -269,9 +286,8 @@ static const envoy_message messages[] = {
      "append_local_overload add_proxy_protocol_connection_state forward_proto_config"},
     {HCM "HttpFilter", "name typed_config config_discovery is_optional disabled"},
     {"envoy.extensions.filters.http.router.v3.Router",
-     "dynamic_stats start_child_span upstream_log upstream_log_options suppress_envoy_headers "
-     "strict_check_headers respect_expected_rq_timeout suppress_grpc_request_failure_code_stats "
-     "upstream_http_filters"},
+     "dynamic_stats start_child_span upstream_log suppress_envoy_headers strict_check_headers "
+     "respect_expected_rq_timeout suppress_grpc_request_failure_code_stats"},
     {"envoy.extensions.filters.http.fault.v3.HTTPFault",
      "delay abort upstream_cluster headers downstream_nodes max_active_faults "
      "response_rate_limit delay_percent_runtime abort_percent_runtime delay_duration_runtime "
@@ -284,11 +300,42 @@ static const envoy_message messages[] = {
      "enable_ja3_fingerprinting enable_ja4_fingerprinting initial_read_buffer_size "
      "max_client_hello_size close_connection_on_client_hello_parsing_errors"},
     {"envoy.extensions.access_loggers.file.v3.FileAccessLog",
-     "path format json_format typed_json_format log_format"},
+     "path format json_format typed_json_format log_format udp_proxy"},
     {"envoy.extensions.access_loggers.stream.v3.StdoutAccessLog", "log_format"},
     {"envoy.extensions.access_loggers.stream.v3.StderrAccessLog", "log_format"},
     {UPHTTP, "common_http_protocol_options upstream_http_protocol_options explicit_http_config "
-             "use_downstream_protocol_config auto_config http_filters header_validation_config"},
+             "use_downstream_protocol_config auto_config http_filters"},
+    {TLS "UpstreamTlsContext",
+     "common_tls_context sni auto_host_sni auto_sni_san_validation allow_renegotiation "
+     "max_session_keys enforce_rsa_key_usage"},
+    {TLS "DownstreamTlsContext",
+     "common_tls_context require_client_certificate require_sni session_ticket_keys "
+     "session_ticket_keys_sds_secret_config disable_stateless_session_resumption "
+     "disable_stateful_session_resumption session_timeout ocsp_staple_policy "
+     "full_scan_certs_on_sni_mismatch prefer_client_ciphers"},
+    {TLS "CommonTlsContext",
+     "tls_params tls_certificates tls_certificate_sds_secret_configs "
+     "tls_certificate_provider_instance custom_tls_certificate_selector "
+     "tls_certificate_certificate_provider tls_certificate_certificate_provider_instance "
+     "validation_context validation_context_sds_secret_config combined_validation_context "
+     "validation_context_certificate_provider validation_context_certificate_provider_instance "
+     "alpn_protocols custom_handshaker key_log read_ahead_buffer_size"},
+    {TLS "CommonTlsContext.CombinedCertificateValidationContext",
+     "default_validation_context validation_context_sds_secret_config "
+     "validation_context_certificate_provider validation_context_certificate_provider_instance"},
+    {TLS "TlsParameters",
+     "tls_minimum_protocol_version tls_maximum_protocol_version cipher_suites ecdh_curves "
+     "signature_algorithms"},
+    {TLS "TlsCertificate",
+     "certificate_chain private_key pkcs12 watched_directory private_key_provider password "
+     "ocsp_staple signed_certificate_timestamp"},
+    {TLS "CertificateValidationContext",
+     "trusted_ca ca_certificate_provider_instance watched_directory verify_certificate_spki "
+     "verify_certificate_hash match_typed_subject_alt_names match_subject_alt_names "
+     "require_signed_certificate_timestamp crl allow_expired_certificate "
+     "trust_chain_verification custom_validator_config only_verify_leaf_cert_crl "
+     "max_verify_depth"},
+    {TLS "SubjectAltNameMatcher", "san_type matcher"},
     {UPHTTP ".ExplicitHttpConfig",
      "http_protocol_options http2_protocol_options http3_protocol_options"},
     {UPHTTP ".UseDownstreamHttpConfig",
@@ -380,6 +427,21 @@ static const envoy_shape shapes[] = {
     {"lb_endpoints.endpoint", ENDPT "Endpoint"},
     {"health_check_config", ENDPT "Endpoint.HealthCheckConfig"},
     {"delay", "envoy.extensions.filters.common.fault.v3.FaultDelay"},
+    {"transport_socket", CORE "TransportSocket"},
+    {"transport_socket_matches", CLUSTER "Cluster.TransportSocketMatch"},
+    {"common_tls_context", TLS "CommonTlsContext"},
+    {"tls_params", TLS "TlsParameters"},
+    {"tls_certificates", TLS "TlsCertificate"},
+    {"validation_context", TLS "CertificateValidationContext"},
+    {"default_validation_context", TLS "CertificateValidationContext"},
+    {"combined_validation_context", TLS "CommonTlsContext.CombinedCertificateValidationContext"},
+    {"match_typed_subject_alt_names", TLS "SubjectAltNameMatcher"},
+    {"match_typed_subject_alt_names.matcher", MATCHER "StringMatcher"},
+    {"match_subject_alt_names", MATCHER "StringMatcher"},
+    {"certificate_chain", CORE "DataSource"},
+    {"private_key", CORE "DataSource"},
+    {"trusted_ca", CORE "DataSource"},
+    {"crl", CORE "DataSource"},
     {"abort", "envoy.extensions.filters.http.fault.v3.FaultAbort"},
 };
 
