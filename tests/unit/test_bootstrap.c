@@ -570,6 +570,74 @@ static void test_filter_chain_errors(void **state)
 #undef FPFX
 }
 
+/* A real Envoy field weft-proxy does not implement is named as such, with its Envoy message
+ * (by the object's @type or its JSON path); a name that is no field of that message stays
+ * "unknown field". */
+#define NOT_SUPPORTED(msg_field) ": not supported by weft-proxy (Envoy's " msg_field ")"
+#define CLUSTER_WITH(extra)      "{\"static_resources\":{\"clusters\":[{\"name\":\"c\"," extra "}]}}"
+#define ROUTER_T                 "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
+
+static void test_error_not_supported_field(void **state)
+{
+    (void)state;
+    const char *chain = "\"filter_chains\":[{" HCM_IN("x") "}]" LST_TAIL;
+    char *text = NULL;
+    assert_true(asprintf(&text, LST_HEAD "\"access_log\":[],%s", chain) > 0);
+    expect_error(text, "t.json: static_resources.listeners[0].access_log" NOT_SUPPORTED(
+                           "envoy.config.listener.v3.Listener.access_log"));
+    /* lowerCamelCase is the same field (protobuf JSON); the path names it in snake_case */
+    assert_true(asprintf(&text, LST_HEAD "\"accessLog\":[],%s", chain) > 0);
+    expect_error(text, "t.json: static_resources.listeners[0].access_log" NOT_SUPPORTED(
+                           "envoy.config.listener.v3.Listener.access_log"));
+    /* a misspelling is no field of Listener */
+    assert_true(asprintf(&text, LST_HEAD "\"acessLog\":[],%s", chain) > 0);
+    expect_error(text, "t.json: static_resources.listeners[0].acess_log: unknown field");
+    expect_error(
+        strdup("{\"static_resources\":{\"listeners\":[{\"address\":{\"socket_address\":{"
+               "\"address\":\"::\",\"port_value\":8080,\"ipv4_compat\":true}}}]}}"),
+        "t.json: static_resources.listeners[0].address.socket_address.ipv4_compat" NOT_SUPPORTED(
+            "envoy.config.core.v3.SocketAddress.ipv4_compat"));
+    expect_error(strdup(CLUSTER_WITH("\"transport_socket_matches\":[]")),
+                 "t.json: static_resources.clusters[0].transport_socket_matches" NOT_SUPPORTED(
+                     "envoy.config.cluster.v3.Cluster.transport_socket_matches"));
+    /* a JSON name with two snake_case readings is named as written, the field as Envoy's */
+    expect_error(strdup(CLUSTER_WITH("\"http2ProtocolOptions\":{}")),
+                 "t.json: static_resources.clusters[0].http2ProtocolOptions" NOT_SUPPORTED(
+                     "envoy.config.cluster.v3.Cluster.http2_protocol_options"));
+    expect_error(strdup(CLUSTER_WITH("\"upstream_bind_confg\":{}")),
+                 "t.json: static_resources.clusters[0].upstream_bind_confg: unknown field");
+    /* the connection manager is known by its @type */
+    expect_error(boot("\"tracing\":{}," ROUTER_ONLY, ROUTE_OK, CLUSTER_OK),
+                 "t.json: " LPFX ".tracing" NOT_SUPPORTED(
+                     "envoy.extensions.filters.network.http_connection_manager.v3."
+                     "HttpConnectionManager.tracing"));
+    expect_error(boot("\"tracng\":{}," ROUTER_ONLY, ROUTE_OK, CLUSTER_OK),
+                 "t.json: " LPFX ".tracng: unknown field");
+    expect_error(boot("\"http_filters\":[{\"name\":\"envoy.filters.http.router\",\"typed_config\":"
+                      "{\"@type\":\"" ROUTER_T "\",\"start_child_span\":true}}],",
+                      ROUTE_OK, CLUSTER_OK),
+                 "t.json: " LPFX ".http_filters[0].typed_config.start_child_span" NOT_SUPPORTED(
+                     "envoy.extensions.filters.http.router.v3.Router.start_child_span"));
+    expect_error(boot(ROUTER_ONLY,
+                      "{\"match\":{\"prefix\":\"/\"},\"route\":{\"cluster\":\"c\"},"
+                      "\"decorator\":{\"operation\":\"op\"}}",
+                      CLUSTER_OK),
+                 "t.json: " RPFX
+                 ".decorator" NOT_SUPPORTED("envoy.config.route.v3.Route.decorator"));
+    expect_error(boot(ROUTER_ONLY,
+                      "{\"match\":{\"prefix\":\"/\"},\"route\":{\"cluster\":\"c\",\"hash_policy\":"
+                      "[{\"header\":{\"header_name\":\"x-user\"}}]}}",
+                      CLUSTER_OK),
+                 "t.json: " RPFX ".route.hash_policy" NOT_SUPPORTED(
+                     "envoy.config.route.v3.RouteAction.hash_policy"));
+    /* a reserved name (Filter.config, removed from v3) is no field */
+    assert_true(asprintf(&text, LST_HEAD
+                         "\"filter_chains\":[{\"filters\":[{\"name\":\"envoy.filters."
+                         "network.http_connection_manager\",\"config\":{}}]}]" LST_TAIL) > 0);
+    expect_error(text, "t.json: static_resources.listeners[0].filter_chains[0].filters[0].config: "
+                       "unknown field");
+}
+
 static void test_error_cluster_rules(void **state)
 {
     expect_error(strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"type\":\"STATIC\","
@@ -863,6 +931,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_regex_full_match),
         cmocka_unit_test(test_error_unknown_field),
+        cmocka_unit_test(test_error_not_supported_field),
         cmocka_unit_test(test_error_wrong_type),
         cmocka_unit_test(test_error_bad_duration),
         cmocka_unit_test(test_error_bad_regex),
