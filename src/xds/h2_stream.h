@@ -209,6 +209,11 @@ wf_h2_conn *wf_h2_call_conn(const wf_h2_call *call);
  * client, opts.path. Valid as long as the call. */
 const char *wf_h2_call_path(const wf_h2_call *call);
 
+/* Server: the first value of request metadata name (a lower-case header name such as
+ * "authorization"; pseudo-headers are not kept), NULL when absent. At most 8 KiB of metadata
+ * is kept per call (later entries are dropped). Valid as long as the call. */
+const char *wf_h2_call_metadata(const wf_h2_call *call, const char *name);
+
 /* The connection's peer as text into out (cap bytes, NUL-terminated): "ip:port" for TCP
  * ("[ip6]:port" for IPv6, as Go's net.JoinHostPort and istiod's adsz "address"), and
  * "unix:<socket path>" for a Unix socket (the path the server listens on). The address is
