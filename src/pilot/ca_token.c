@@ -153,6 +153,16 @@ static void mac(const wf_ca_token_key *key, const char *data, size_t len, unsign
     HMAC(EVP_sha256(), key->k, sizeof key->k, (const unsigned char *)data, len, out, &n);
 }
 
+/* A Kubernetes namespace name: a DNS-1123 label, lower case only. */
+static bool is_label(const char *s)
+{
+    for (const char *c = s; *c; c++)
+        if (*c >= 'A' && *c <= 'Z')
+            return false;
+    return wf_is_dns1123_label(s);
+}
+
+/* A service account name: a DNS-1123 subdomain, lower case only. */
 static bool is_subdomain(const char *s)
 {
     size_t n = strlen(s);
@@ -161,7 +171,7 @@ static bool is_subdomain(const char *s)
     char buf[254];
     memcpy(buf, s, n + 1);
     for (char *save = NULL, *lab = strtok_r(buf, ".", &save); lab; lab = strtok_r(NULL, ".", &save))
-        if (!wf_is_dns1123_label(lab))
+        if (!is_label(lab))
             return false;
     return s[0] != '.' && s[n - 1] != '.' && !strstr(s, "..");
 }
@@ -171,10 +181,9 @@ static const char jwt_header[] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
 char *wf_ca_token_mint(const wf_ca_token_key *key, const char *ns, const char *sa, int64_t now_s,
                        int64_t ttl_s, char *err, size_t cap)
 {
-    if (!wf_is_dns1123_label(ns) || !is_subdomain(sa)) {
-        snprintf(err, cap, "invalid %s \"%s\"",
-                 wf_is_dns1123_label(ns) ? "service account" : "namespace",
-                 wf_is_dns1123_label(ns) ? sa : ns);
+    if (!is_label(ns) || !is_subdomain(sa)) {
+        snprintf(err, cap, "invalid %s \"%s\"", is_label(ns) ? "service account" : "namespace",
+                 is_label(ns) ? sa : ns);
         return NULL;
     }
     char sub[600];
@@ -252,7 +261,7 @@ static int check_claims(const json_t *c, int64_t now_s, char *ns, char *sa, char
     const char *kns = json_string_value(json_object_get(k, "namespace"));
     const char *ksa =
         json_string_value(json_object_get(json_object_get(k, "serviceaccount"), "name"));
-    if (!wf_is_dns1123_label(ns) || !is_subdomain(sa) || (k && (!kns || strcmp(kns, ns))) ||
+    if (!is_label(ns) || !is_subdomain(sa) || (k && (!kns || strcmp(kns, ns))) ||
         (k && (!ksa || strcmp(ksa, sa)))) {
         snprintf(err, cap, "the token names an invalid service account");
         return -1;
