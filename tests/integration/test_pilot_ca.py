@@ -372,3 +372,38 @@ def test_create_token_command(pilot_exe, tmp_path):  # noqa: F811
     r = subprocess.run([pilot_exe, "create-token", "sa1", "-o", "json", "--ca-dir",
                         tmp_path / "ca"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0 and json.loads(r.stdout)["kind"] == "TokenRequest"
+
+
+def test_cacerts_secret_followed_at_runtime(pilot_exe, tmp_path):  # noqa: F811
+    """Adding the Secret switches to the plug-in CA, a bad new bundle keeps the CA in use,
+    removing the Secret goes back to the directory's root (kept, not a new one)."""
+    d = make_plugin_ca(tmp_path)
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    proc = start(pilot_exe, tmp_path, tmp_path / "ca", cfg=cfg,
+                 extra=("--debounce-after-ms", "50"))
+    root_of = lambda: get_json(proc.mon, "/debug/istio-ca-root-cert?namespace=default")[  # noqa
+        "data"]["root-cert.pem"]
+    try:
+        dir_root = (tmp_path / "ca" / "root-cert.pem").read_text()
+        assert root_of() == dir_root
+        secret = cfg / "cacerts.yaml"
+        secret.write_text(secret_yaml(d, [(k, k) for k in (
+            "ca-cert.pem", "ca-key.pem", "root-cert.pem", "cert-chain.pem")]))
+        plug_root = (d / "root-cert.pem").read_text()
+        poll(lambda: root_of() == plug_root, timeout=15)
+        tok = token(pilot_exe, tmp_path / "ca", "foo", "bar")
+        assert len(create_certificate(proc.xds, make_csr(tmp_path, "ecdsa"), tok)) == 3
+        # a key that does not match the signing cert: refused, the plug-in CA stays
+        secret.write_text(secret_yaml(d, [("ca-cert.pem", "ca-cert.pem"),
+                                          ("ca-key.pem", "root-key.pem"),
+                                          ("root-cert.pem", "root-cert.pem"),
+                                          ("cert-chain.pem", "cert-chain.pem")]))
+        poll(lambda: "keeping the CA in use" in proc.stderr_text(), timeout=15)
+        assert root_of() == plug_root
+        secret.unlink()
+        poll(lambda: root_of() == dir_root, timeout=15)
+        assert len(create_certificate(proc.xds, make_csr(tmp_path, "ecdsa"), tok)) == 2
+    finally:
+        stop(proc)
+    assert "does not match the signing certificate" in proc.stderr_text()
