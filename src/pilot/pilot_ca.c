@@ -143,7 +143,7 @@ static int secret_bundle(const wf_resource *r, const char *where, secret_file f[
     return 0;
 }
 
-static int secret_ca(const wf_resource *r, wf_ca **out, uint64_t *hash, char *err, size_t cap)
+static int secret_ca(const wf_resource *r, wf_ca **out, char *err, size_t cap)
 {
     const char *where = "Secret " WF_CA_SECRET_NS "/" WF_CA_SECRET_NAME;
     secret_file f[K_N] = {{0}};
@@ -159,14 +159,11 @@ static int secret_ca(const wf_resource *r, wf_ca **out, uint64_t *hash, char *er
                           .cert_chain_len = f[K_CHAIN].len};
         rc = wf_ca_from_bundle(&b, where, out, err, cap) == WF_CA_OK ? 0 : -1;
     }
-    uint64_t h = 0xcbf29ce484222325ull;
     for (int i = 0; i < K_N; i++) {
-        h = fnv(h, f[i].data ? f[i].data : "", f[i].len);
         if (f[i].data)
             OPENSSL_cleanse(f[i].data, f[i].len);
         free(f[i].data);
     }
-    *hash = h ? h : 1;
     return rc;
 }
 
@@ -202,8 +199,7 @@ int wf_pilot_ca_update(wf_pilot_ca *pc, const wf_snapshot *snap, int64_t now_s, 
     if (pc->loaded && h == pc->bundle_hash)
         return 0;
     wf_ca *ca = NULL;
-    uint64_t ignored;
-    int rc = r ? secret_ca(r, &ca, &ignored, err, cap)
+    int rc = r ? secret_ca(r, &ca, err, cap)
                : (wf_ca_load_dir(pc->dir, wf_ca_server_trust_domain(pc->srv), now_s, &ca, err,
                                  cap) == WF_CA_OK
                       ? 0

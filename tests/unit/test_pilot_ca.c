@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -575,6 +576,43 @@ static void test_dir_kubernetes_tls_layout(void **state)
     rm_rf(dir);
 }
 
+/* Two processes on one empty directory at once: the lock makes one root, both load it. */
+static void test_dir_concurrent_creation(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/weft-ca-test-XXXXXX", err[512];
+    assert_non_null(mkdtemp(dir));
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    wf_ca *ca = NULL;
+    int rc = wf_ca_load_dir(dir, "cluster.local", now_s(), &ca, err, sizeof err);
+    if (pid == 0) {
+        const char *pem = rc == WF_CA_OK ? wf_ca_root_pem(ca) : "";
+        ssize_t w = write(fds[1], pem, strlen(pem));
+        _exit(w == (ssize_t)strlen(pem) && rc == WF_CA_OK ? 0 : 1);
+    }
+    close(fds[1]);
+    assert_int_equal(rc, WF_CA_OK);
+    char child[8192] = "";
+    size_t n = 0;
+    ssize_t r;
+    while ((r = read(fds[0], child + n, sizeof child - 1 - n)) > 0)
+        n += (size_t)r;
+    child[n] = '\0';
+    close(fds[0]);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_string_equal(child, wf_ca_root_pem(ca));
+    char *file = read_file(dir, "root-cert.pem");
+    assert_string_equal(file, child);
+    free(file);
+    wf_ca_free(ca);
+    rm_rf(dir);
+}
+
 static void test_go_duration(void **state)
 {
     (void)state;
@@ -599,6 +637,7 @@ int main(void)
         cmocka_unit_test(test_plugin_bad_bundles),
         cmocka_unit_test(test_dir_root_kept_across_reload),
         cmocka_unit_test(test_dir_kubernetes_tls_layout),
+        cmocka_unit_test(test_dir_concurrent_creation),
         cmocka_unit_test(test_go_duration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
