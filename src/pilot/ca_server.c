@@ -274,7 +274,12 @@ static void counter(wf_strbuf *b, const char *name, const char *help, uint64_t v
                      (unsigned long long)v);
 }
 
-void wf_ca_server_metrics_text(const wf_ca_server *s, wf_strbuf *b)
+static void gauge(wf_strbuf *b, const char *name, const char *help, long long v)
+{
+    wf_strbuf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n%s %lld\n", name, help, name, name, v);
+}
+
+void wf_ca_server_metrics_text(const wf_ca_server *s, int64_t now_s, wf_strbuf *b)
 {
     const wf_ca_metrics *m = &s->m;
     counter(b, "citadel_server_csr_count", "The number of CSRs received by Citadel server.",
@@ -289,20 +294,23 @@ void wf_ca_server_metrics_text(const wf_ca_server *s, wf_strbuf *b)
                              wf_ca_err_name((wf_ca_err)e), (unsigned long long)m->sign_err[e]);
     counter(b, "citadel_server_success_cert_issuance_count",
             "The number of certificates issuances that have succeeded.", m->success);
-    if (s->ca) {
-        wf_strbuf_printf(b,
-                         "# HELP citadel_server_root_cert_expiry_timestamp The unix timestamp, in "
-                         "seconds, when Citadel root cert will expire. A negative time indicates "
-                         "the cert is expired.\n"
-                         "# TYPE citadel_server_root_cert_expiry_timestamp gauge\n"
-                         "citadel_server_root_cert_expiry_timestamp %lld\n",
-                         (long long)wf_ca_root_not_after(s->ca));
-        wf_strbuf_printf(b,
-                         "# HELP citadel_server_cert_chain_expiry_timestamp The unix timestamp, "
-                         "in seconds, when Citadel cert chain will expire. A negative time "
-                         "indicates the cert is expired.\n"
-                         "# TYPE citadel_server_cert_chain_expiry_timestamp gauge\n"
-                         "citadel_server_cert_chain_expiry_timestamp %lld\n",
-                         (long long)wf_ca_signing_not_after(s->ca));
-    }
+    if (!s->ca)
+        return;
+    int64_t root = wf_ca_root_not_after(s->ca), chain = wf_ca_signing_not_after(s->ca);
+    gauge(b, "citadel_server_root_cert_expiry_timestamp",
+          "The unix timestamp, in seconds, when Citadel root cert will expire. A negative time "
+          "indicates the cert is expired.",
+          (long long)root);
+    gauge(b, "citadel_server_root_cert_expiry_seconds",
+          "The time remaining, in seconds, before the root cert will expire. A negative value "
+          "indicates the cert is expired.",
+          (long long)(root - now_s));
+    gauge(b, "citadel_server_cert_chain_expiry_timestamp",
+          "The unix timestamp, in seconds, when Citadel cert chain will expire. A negative time "
+          "indicates the cert is expired.",
+          (long long)chain);
+    gauge(b, "citadel_server_cert_chain_expiry_seconds",
+          "The time remaining, in seconds, before the cert chain will expire. A negative value "
+          "indicates the cert is expired.",
+          (long long)(chain - now_s));
 }

@@ -21,7 +21,9 @@
  *    "<TYPE>"}. Success: citadel_server_success_cert_issuance_count.
  *  - an undecodable request: INTERNAL "grpc: error unmarshalling request: ..." (grpc-go's).
  *  - gauges citadel_server_root_cert_expiry_timestamp and citadel_server_cert_chain_expiry_
- *    timestamp (seconds since the epoch of the root's and the signing cert's NotAfter).
+ *    timestamp (seconds since the epoch of the root's and the signing cert's NotAfter), and
+ *    the newer citadel_server_root_cert_expiry_seconds / citadel_server_cert_chain_expiry_
+ *    seconds (seconds left; negative once expired).
  *
  * Ownership: the server owns its CA (wf_ca_server_set_ca takes it) and copies the trust domain.
  * Single-threaded (pilot's loop). No globals.
@@ -70,7 +72,8 @@ int wf_ca_server_handle(wf_ca_server *s, const char *authorization, const char *
 /* The h2 handlers of the service (ud = s), for the gRPC server that hosts it. */
 wf_h2_handlers wf_ca_server_handlers(wf_ca_server *s);
 
-/* Appends the citadel_server_* metrics in Prometheus text format. */
-void wf_ca_server_metrics_text(const wf_ca_server *s, wf_strbuf *b);
+/* Appends the citadel_server_* metrics in Prometheus text format; now_s (wall clock) for the
+ * _expiry_seconds gauges. */
+void wf_ca_server_metrics_text(const wf_ca_server *s, int64_t now_s, wf_strbuf *b);
 
 #endif

@@ -578,7 +578,8 @@ static void r_metrics(wf_pilot *p, const char *q, wf_debug_reply *r)
 {
     (void)q;
     view_metrics(wf_pilot_ads(p), r);
-    wf_ca_server_metrics_text(wf_pilot_ca_server(wf_pilot_get_ca(p)), &r->body);
+    wf_ca_server_metrics_text(wf_pilot_ca_server(wf_pilot_get_ca(p)), (int64_t)time(NULL),
+                              &r->body);
 }
 
 /* The istio-ca-root-cert ConfigMaps (pilot_ca.h): all namespaces as a List, or ?namespace=. */

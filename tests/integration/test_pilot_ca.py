@@ -238,6 +238,8 @@ def test_restart_keeps_the_root(pilot_exe, tmp_path):  # noqa: F811
     second = start(pilot_exe, tmp_path, ca)
     try:
         assert metric(second.mon, "citadel_server_root_cert_expiry_timestamp") == expiry
+        left = metric(second.mon, "citadel_server_root_cert_expiry_seconds")
+        assert abs(left - (expiry - datetime.datetime.now().timestamp())) < 30
         cm = get_json(second.mon, "/debug/istio-ca-root-cert?namespace=default")
         assert cm["data"]["root-cert.pem"] == root_file == chain[-1]
         chain2 = create_certificate(second.xds, make_csr(tmp_path, "ecdsa"), tok)

@@ -351,7 +351,7 @@ static void test_service(void **state)
     assert_int_equal(m->sign_err[WF_CA_E_TTL], 1);
     assert_int_equal(m->sign_err[WF_CA_E_CSR], 1);
     wf_strbuf text = WF_STRBUF_INIT;
-    wf_ca_server_metrics_text(s, &text);
+    wf_ca_server_metrics_text(s, now + 100, &text);
     wf_strbuf_putc(&text, '\0');
     assert_non_null(strstr(text.data, "\ncitadel_server_csr_count 11\n"));
     assert_non_null(strstr(text.data, "\ncitadel_server_authentication_failure_count 6\n"));
@@ -363,6 +363,9 @@ static void test_service(void **state)
     char want[96];
     snprintf(want, sizeof want, "\ncitadel_server_root_cert_expiry_timestamp %lld\n",
              (long long)(now + 86400 * 200));
+    assert_non_null(strstr(text.data, want));
+    snprintf(want, sizeof want, "\ncitadel_server_root_cert_expiry_seconds %lld\n",
+             (long long)(86400 * 200 - 100));
     assert_non_null(strstr(text.data, want));
     wf_strbuf_free(&text);
     wf_strbuf_free(&resp);
