@@ -243,17 +243,17 @@ static void request(wf_strbuf *b, const char *csr, int64_t ttl, const char *imp)
     }
 }
 
-typedef struct call {
+typedef struct csr_call {
     int status;
     char msg[768];
     char *chain[4];
     size_t n;
-} call;
+} csr_call;
 
-static call do_call(wf_ca_server *s, const char *auth, const char *csr, int64_t ttl,
-                    const char *imp)
+static csr_call do_call(wf_ca_server *s, const char *auth, const char *csr, int64_t ttl,
+                        const char *imp)
 {
-    call c = {0};
+    csr_call c = {0};
     wf_strbuf req = WF_STRBUF_INIT, resp = WF_STRBUF_INIT;
     request(&req, csr, ttl, imp);
     c.status = wf_ca_server_handle(s, auth, "127.0.0.1:1", (const uint8_t *)req.data, req.len,
@@ -271,7 +271,7 @@ static call do_call(wf_ca_server *s, const char *auth, const char *csr, int64_t 
     return c;
 }
 
-static void call_free(call *c)
+static void call_free(csr_call *c)
 {
     for (size_t i = 0; i < c->n; i++)
         free(c->chain[i]);
@@ -300,7 +300,7 @@ static void test_service(void **state)
     char *csr = make_csr(), *tok = wf_ca_token_mint(&KEY, "foo", "bar", now, 600, err, sizeof err);
     snprintf(auth, sizeof auth, "Bearer %s", tok);
     /* no CA yet */
-    call c = do_call(s, auth, csr, 0, NULL);
+    csr_call c = do_call(s, auth, csr, 0, NULL);
     assert_int_equal(c.status, WF_GRPC_INTERNAL);
     assert_string_equal(c.msg, "CSR signing error (CA is not ready)");
     wf_ca *ca = NULL;
@@ -374,6 +374,104 @@ static void test_service(void **state)
     wf_ca_server_free(s);
 }
 
+/* ---- over gRPC: weft's h2 server and client, metadata both ways ------------------------- */
+
+typedef struct round_trip {
+    wf_h2_server *srv;
+    wf_h2_conn *conn;
+    wf_strbuf resp;
+    int status;
+    char msg[256];
+    int ended;
+} round_trip;
+
+static void rt_message(wf_h2_call *call, const uint8_t *msg, size_t len, void *ud)
+{
+    (void)call;
+    round_trip *rt = ud;
+    wf_strbuf_append(&rt->resp, (const char *)msg, len);
+}
+
+static void rt_end(wf_h2_call *call, const wf_h2_end *end, void *ud)
+{
+    (void)call;
+    round_trip *rt = ud;
+    rt->status = end->grpc_status;
+    snprintf(rt->msg, sizeof rt->msg, "%s", end->grpc_message);
+    rt->ended++;
+    wf_h2_conn_close(rt->conn);
+    wf_h2_server_close(rt->srv);
+}
+
+/* One CreateCertificate call over loopback with the metadata md (NULL-terminated pairs). */
+static void grpc_call(wf_ca_server *s, const char *const *md, const wf_strbuf *req, round_trip *rt)
+{
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    wf_h2_opts so = {.path = WF_CA_CSR_PATH};
+    wf_h2_handlers sh = wf_ca_server_handlers(s);
+    assert_int_equal(wf_h2_server_start(&loop, "127.0.0.1", 0, &so, &sh, &rt->srv), 0);
+    wf_h2_opts co = {.path = WF_CA_CSR_PATH, .metadata = md};
+    wf_h2_handlers ch = {.on_message = rt_message, .on_end = rt_end, .ud = rt};
+    assert_int_equal(
+        wf_h2_client_connect(&loop, "127.0.0.1", wf_h2_server_port(rt->srv), &co, &ch, &rt->conn),
+        0);
+    wf_h2_call *call;
+    assert_int_equal(wf_h2_call_open(rt->conn, &call), 0);
+    assert_int_equal(wf_h2_call_send(call, req->data, req->len), 0);
+    assert_int_equal(wf_h2_call_finish(call, 0, NULL), 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    assert_int_equal(rt->ended, 1);
+}
+
+static void test_over_grpc(void **state)
+{
+    (void)state;
+    char err[256], auth[4200];
+    int64_t now = (int64_t)time(NULL);
+    wf_ca_server *s = wf_ca_server_new(&KEY, NULL);
+    wf_ca *ca = NULL;
+    assert_int_equal(
+        wf_ca_new_self_signed("cluster.local", now - 60, now + 86400 * 30, &ca, err, sizeof err),
+        WF_CA_OK);
+    wf_ca_server_set_ca(s, ca);
+    char *csr = make_csr(),
+         *tok = wf_ca_token_mint(&KEY, "web", "frontend", now, 600, err, sizeof err);
+    snprintf(auth, sizeof auth, "Bearer %s", tok);
+    wf_strbuf req = WF_STRBUF_INIT;
+    request(&req, csr, 0, NULL);
+    const char *const md[] = {"x-other", "1", "authorization", auth, NULL};
+    round_trip ok = {.resp = WF_STRBUF_INIT};
+    grpc_call(s, md, &req, &ok);
+    assert_int_equal(ok.status, WF_GRPC_OK);
+    assert_true(ok.resp.len > 0);
+    wf_pb_reader r;
+    wf_pb_field f;
+    size_t n = 0;
+    wf_pb_reader_init(&r, (const uint8_t *)ok.resp.data, ok.resp.len);
+    while (wf_pb_next(&r, &f) == 1) {
+        if (n++ == 0) {
+            char *leaf = strndup((const char *)f.p, f.len), *san = san_of(leaf);
+            assert_string_equal(san, "spiffe://cluster.local/ns/web/sa/frontend");
+            free(san);
+            free(leaf);
+        }
+    }
+    assert_int_equal(n, 2);
+    round_trip bad = {.resp = WF_STRBUF_INIT};
+    grpc_call(s, NULL, &req, &bad); /* no authorization metadata */
+    assert_int_equal(bad.status, WF_GRPC_UNAUTHENTICATED);
+    assert_string_equal(bad.msg, "request authenticate failure");
+    assert_int_equal(bad.resp.len, 0);
+    wf_strbuf_free(&ok.resp);
+    wf_strbuf_free(&bad.resp);
+    wf_strbuf_free(&req);
+    free(csr);
+    free(tok);
+    wf_ca_server_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -382,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_token_mint_verify),
         cmocka_unit_test(test_token_claims_checked),
         cmocka_unit_test(test_service),
+        cmocka_unit_test(test_over_grpc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
