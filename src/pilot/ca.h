@@ -22,7 +22,10 @@
  *    root. A directory holding a bundle (written by weft, or a plug-in CA copied there) is
  *    loaded as it is ("Using istiod file format for signing ca files" / "Using kubernetes.io/tls
  *    secret type for signing ca files"); a partial bundle is an error: "incomplete signing CA
- *    bundle detected at <dir>".
+ *    bundle detected at <dir>". A self-signed root there (empty cert-chain.pem) with less than
+ *    20 % of its life left is re-issued with the same key and subject for another 3650 days
+ *    and written back (istiod's SelfSignedCARootCertRotator, which also runs every hour; weft
+ *    checks when the directory is loaded), so leaves it signed keep verifying.
  *  - Workload certificate (wf_ca_sign), §1.2: empty subject; one URI SAN = the caller's SPIFFE
  *    ID (from authentication, never from the CSR), extension critical; keyUsage critical
  *    digitalSignature + keyEncipherment; extKeyUsage serverAuth + clientAuth; basicConstraints
@@ -46,12 +49,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WF_CA_DEFAULT_TTL_S (24 * 3600)      /* DEFAULT_WORKLOAD_CERT_TTL */
-#define WF_CA_MAX_TTL_S     (90 * 24 * 3600) /* MAX_WORKLOAD_CERT_TTL */
-#define WF_CA_ROOT_TTL_S    (3650 * 86400LL) /* CITADEL_SELF_SIGNED_CA_CERT_TTL */
-#define WF_CA_ROOT_RSA_BITS 2048             /* CITADEL_SELF_SIGNED_CA_RSA_KEY_SIZE */
-#define WF_CA_CLOCK_SKEW_S  120              /* ClockSkewGracePeriod */
-#define WF_CA_MAX_PEM       (256 * 1024)     /* bytes per PEM file read */
+#define WF_CA_DEFAULT_TTL_S  (24 * 3600)      /* DEFAULT_WORKLOAD_CERT_TTL */
+#define WF_CA_MAX_TTL_S      (90 * 24 * 3600) /* MAX_WORKLOAD_CERT_TTL */
+#define WF_CA_ROOT_TTL_S     (3650 * 86400LL) /* CITADEL_SELF_SIGNED_CA_CERT_TTL */
+#define WF_CA_ROOT_RSA_BITS  2048             /* CITADEL_SELF_SIGNED_CA_RSA_KEY_SIZE */
+#define WF_CA_CLOCK_SKEW_S   120              /* ClockSkewGracePeriod */
+#define WF_CA_ROOT_GRACE_PCT 20 /* CITADEL_SELF_SIGNED_ROOT_CERT_GRACE_PERIOD_PERCENTILE */
+#define WF_CA_MAX_PEM        (256 * 1024) /* bytes per PEM file read */
 
 /* Istio's caerror types (security/pkg/pki/error). */
 typedef enum wf_ca_err {

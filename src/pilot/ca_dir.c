@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
@@ -194,6 +195,38 @@ static const char *const *detect(const char *dir, bool *partial, char *err, size
     return NULL;
 }
 
+/* istiod's SelfSignedCARootCertRotator: a self-signed root of the directory (istiod layout,
+ * empty cert-chain.pem) with less than WF_CA_ROOT_GRACE_PCT % of its life left is re-issued
+ * with the same key and subject for another WF_CA_ROOT_TTL_S, and written back. 1 rotated, 0
+ * not needed, -1 error (err). */
+static int rotate_root(const char *dir, const wf_ca *ca, int64_t now, char *err, size_t cap)
+{
+    int64_t nb = wf_ca_asn1_time(X509_get0_notBefore(ca->root)), na = ca->root_not_after;
+    if (!ca->self_signed || ca->chain_pem[0] ||
+        (na - now) * 100 >= (na - nb) * WF_CA_ROOT_GRACE_PCT)
+        return 0;
+    char *pem = wf_ca_reissue_root(ca, now - WF_CA_CLOCK_SKEW_S, now + WF_CA_ROOT_TTL_S);
+    if (!pem) {
+        wf_ca_ssl_err(err, cap, "cannot re-issue the self-signed root");
+        return -1;
+    }
+    int rc = write_text(dir, "root-cert.pem", pem, 0644, err, cap) ||
+             write_text(dir, "ca-cert.pem", pem, 0644, err, cap);
+    free(pem);
+    if (rc)
+        return -1;
+    char was[40], until[40];
+    time_t t0 = (time_t)na, t1 = (time_t)(now + WF_CA_ROOT_TTL_S);
+    struct tm tm;
+    strftime(was, sizeof was, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t0, &tm));
+    strftime(until, sizeof until, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t1, &tm));
+    WF_LOG(WF_LC_secret, WF_LOG_INFO,
+           "self-signed root in %s expires at %s (less than %d%% of its life left): re-issued "
+           "with the same key until %s",
+           dir, was, WF_CA_ROOT_GRACE_PCT, until);
+    return 1;
+}
+
 int wf_ca_load_dir(const char *dir, const char *trust_domain, int64_t now_s, wf_ca **out, char *err,
                    size_t cap)
 {
@@ -215,6 +248,14 @@ int wf_ca_load_dir(const char *dir, const char *trust_domain, int64_t now_s, wf_
         names = istiod_names;
     if (names)
         rc = load_files(dir, names, out, err, cap);
+    if (rc == WF_CA_OK && names == istiod_names) {
+        int rot = rotate_root(dir, *out, now_s, err, cap);
+        if (rot != 0) {
+            wf_ca_free(*out);
+            *out = NULL;
+            rc = rot < 0 ? WF_CA_E_CONFIG : load_files(dir, names, out, err, cap);
+        }
+    }
     close(fd); /* releases the lock */
     return rc;
 }

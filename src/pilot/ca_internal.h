@@ -43,6 +43,9 @@ int wf_ca_x509_sign(X509 *x, EVP_PKEY *key);
 /* A new self-signed root's PEM texts (heap): certificate and RSA key (ca_root.c). 0 or -1. */
 int wf_ca_root_pems(const char *trust_domain, int64_t nb, int64_t na, char **cert_pem, char **kpem,
                     char *err, size_t cap);
+/* The self-signed root of ca re-issued with the same key and subject, valid nb..na: PEM text
+ * (heap) or NULL (ca_root.c). */
+char *wf_ca_reissue_root(const wf_ca *ca, int64_t nb, int64_t na);
 /* Writes the OpenSSL error queue's first entry (or "unknown error") into err after prefix,
  * and clears the queue. */
 void wf_ca_ssl_err(char *err, size_t cap, const char *prefix);

@@ -15,13 +15,11 @@
 #include <openssl/rsa.h>
 #include <openssl/x509v3.h>
 
-static X509 *make_root(EVP_PKEY *key, const char *trust_domain, int64_t nb, int64_t na)
+/* A root for key named name (self-issued), valid nb..na. */
+static X509 *make_named_root(EVP_PKEY *key, const X509_NAME *name, int64_t nb, int64_t na)
 {
     X509 *x = X509_new();
-    X509_NAME *name = X509_NAME_new();
-    bool ok = x && name && X509_set_version(x, 2) == 1 && wf_ca_set_serial(x) == 0 &&
-              X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8,
-                                         (const unsigned char *)trust_domain, -1, -1, 0) == 1 &&
+    bool ok = x && X509_set_version(x, 2) == 1 && wf_ca_set_serial(x) == 0 &&
               X509_set_subject_name(x, name) == 1 && X509_set_issuer_name(x, name) == 1 &&
               ASN1_TIME_set(X509_getm_notBefore(x), (time_t)nb) &&
               ASN1_TIME_set(X509_getm_notAfter(x), (time_t)na) && X509_set_pubkey(x, key) == 1 &&
@@ -30,12 +28,31 @@ static X509 *make_root(EVP_PKEY *key, const char *trust_domain, int64_t nb, int6
                             "critical,digitalSignature,keyEncipherment,keyCertSign") == 0 &&
               wf_ca_add_ext(x, NULL, NID_subject_key_identifier, "hash") == 0 &&
               wf_ca_x509_sign(x, key) == 0;
-    X509_NAME_free(name);
     if (!ok) {
         X509_free(x);
         return NULL;
     }
     return x;
+}
+
+static X509 *make_root(EVP_PKEY *key, const char *trust_domain, int64_t nb, int64_t na)
+{
+    X509_NAME *name = X509_NAME_new();
+    X509 *x =
+        name && X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8,
+                                           (const unsigned char *)trust_domain, -1, -1, 0) == 1
+            ? make_named_root(key, name, nb, na)
+            : NULL;
+    X509_NAME_free(name);
+    return x;
+}
+
+char *wf_ca_reissue_root(const wf_ca *ca, int64_t nb, int64_t na)
+{
+    X509 *x = make_named_root(ca->key, X509_get_subject_name(ca->root), nb, na);
+    char *pem = x ? wf_ca_x509_pem(x) : NULL;
+    X509_free(x);
+    return pem;
 }
 
 static char *key_pem(EVP_PKEY *key)

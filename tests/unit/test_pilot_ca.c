@@ -576,6 +576,73 @@ static void test_dir_kubernetes_tls_layout(void **state)
     rm_rf(dir);
 }
 
+/* A self-signed root of the directory with under 20 % of its life left is re-issued with the
+ * same key and subject (istiod's root cert rotator); one with more is left alone. */
+static void test_dir_root_rotated_near_expiry(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/weft-ca-test-XXXXXX", err[512];
+    assert_non_null(mkdtemp(dir));
+    int64_t now = now_s();
+    EVP_PKEY *key = new_key(false);
+    /* 100 days of life, 50 left: kept */
+    X509 *half = make_ca_cert(key, "cluster.local", NULL, NULL, now - 50 * 86400, now + 50 * 86400);
+    char *half_pem = cert_pem(half), *kpem = key_pem(key);
+    write_file(dir, "ca-cert.pem", half_pem);
+    write_file(dir, "root-cert.pem", half_pem);
+    write_file(dir, "ca-key.pem", kpem);
+    write_file(dir, "cert-chain.pem", "");
+    wf_ca *ca = NULL;
+    assert_int_equal(wf_ca_load_dir(dir, "cluster.local", now, &ca, err, sizeof err), WF_CA_OK);
+    assert_string_equal(wf_ca_root_pem(ca), half_pem);
+    /* a leaf of the old root, then 10 days of 100 left: re-issued */
+    EVP_PKEY *lk = new_key(true);
+    char *csr = make_csr(lk);
+    wf_ca_chain ch;
+    assert_int_equal(sign(ca, csr, 0, now, &ch, err, sizeof err), WF_CA_OK);
+    wf_ca_free(ca);
+    X509 *old = make_ca_cert(key, "cluster.local", NULL, NULL, now - 90 * 86400, now + 10 * 86400);
+    char *old_pem = cert_pem(old);
+    write_file(dir, "ca-cert.pem", old_pem);
+    write_file(dir, "root-cert.pem", old_pem);
+    ca = NULL;
+    assert_int_equal(wf_ca_load_dir(dir, "other.org", now, &ca, err, sizeof err), WF_CA_OK);
+    assert_string_not_equal(wf_ca_root_pem(ca), old_pem);
+    char *file = read_file(dir, "root-cert.pem"), *cert = read_file(dir, "ca-cert.pem");
+    assert_string_equal(file, wf_ca_root_pem(ca));
+    assert_string_equal(cert, file);
+    assert_int_equal(mode_of(dir, "root-cert.pem"), 0644);
+    X509 *root = parse_pem(file);
+    assert_int_equal(X509_NAME_cmp(X509_get_subject_name(root), X509_get_subject_name(old)), 0);
+    assert_int_equal(EVP_PKEY_eq(X509_get0_pubkey(root), key), 1);
+    assert_int_equal(t64(X509_get0_notAfter(root)), now + 3650LL * 86400);
+    assert_true(X509_check_ca(root) >= 1);
+    /* the leaf issued under the old root verifies with the new one */
+    X509 *leaf = parse_pem(ch.pem[0]);
+    X509_STORE *st = X509_STORE_new();
+    X509_STORE_add_cert(st, root);
+    X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+    X509_STORE_CTX_init(ctx, st, leaf, NULL);
+    assert_int_equal(X509_verify_cert(ctx), 1);
+    X509_STORE_CTX_free(ctx);
+    X509_STORE_free(st);
+    X509_free(leaf);
+    X509_free(root);
+    X509_free(old);
+    X509_free(half);
+    wf_ca_chain_free(&ch);
+    free(csr);
+    free(file);
+    free(cert);
+    free(old_pem);
+    free(half_pem);
+    free(kpem);
+    EVP_PKEY_free(lk);
+    EVP_PKEY_free(key);
+    wf_ca_free(ca);
+    rm_rf(dir);
+}
+
 /* Two processes on one empty directory at once: the lock makes one root, both load it. */
 static void test_dir_concurrent_creation(void **state)
 {
@@ -638,6 +705,7 @@ int main(void)
         cmocka_unit_test(test_dir_root_kept_across_reload),
         cmocka_unit_test(test_dir_kubernetes_tls_layout),
         cmocka_unit_test(test_dir_concurrent_creation),
+        cmocka_unit_test(test_dir_root_rotated_near_expiry),
         cmocka_unit_test(test_go_duration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
