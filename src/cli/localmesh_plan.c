@@ -523,6 +523,10 @@ static int plan_pilot(planner *pl)
     if (p->pods_dir_watched &&
         (lm_strv_add(a, &argv, "--config-dir") || lm_strv_add(a, &argv, p->pods_dir)))
         return -1;
+    /* the mesh CA's root and token key live with the mesh's state (pilot_ca.h) */
+    const char *ca_dir = wf_arena_printf(a, "%s/ca", p->state);
+    if (!ca_dir || lm_strv_add(a, &argv, "--ca-dir") || lm_strv_add(a, &argv, ca_dir))
+        return -1;
     if (lm_strv_add(a, &argv, "--default-namespace") || lm_strv_add(a, &argv, p->default_ns) ||
         lm_strv_add(a, &argv, "--grpcAddr") || lm_strv_add(a, &argv, WF_LM_XDS_ADDR) ||
         lm_strv_add(a, &argv, "--monitoringAddr") || lm_strv_add(a, &argv, WF_LM_MON_ADDR))

@@ -376,9 +376,25 @@ static void sotw_message(wf_ads_conn *c, const json_t *j, const wf_xds_req_peek 
 /* ---- h2 handlers ------------------------------------------------------------------------------
  */
 
+/* The other service a call was opened for, NULL for ADS. */
+static const wf_ads_service *service_of(const wf_ads *a, wf_h2_call *call)
+{
+    const char *path = wf_h2_call_path(call);
+    for (size_t i = 0; i < a->opts.n_services; i++)
+        if (path == a->services[i].path || (path && strcmp(path, a->services[i].path) == 0))
+            return &a->services[i];
+    return NULL;
+}
+
 static void on_call(wf_h2_call *call, void *ud)
 {
     wf_ads *a = ud;
+    const wf_ads_service *svc = service_of(a, call);
+    if (svc) {
+        if (svc->h.on_call)
+            svc->h.on_call(call, svc->h.ud);
+        return;
+    }
     wf_ads_conn *c = calloc(1, sizeof *c);
     if (!c) {
         wf_h2_call_finish(call, WF_GRPC_RESOURCE_EXHAUSTED, "out of memory");
@@ -421,6 +437,12 @@ static int sotw_fast_ack(wf_ads_conn *c, const wf_xds_req_peek *pk)
 static void on_message(wf_h2_call *call, const uint8_t *msg, size_t len, void *ud)
 {
     wf_ads *a = ud;
+    const wf_ads_service *svc = service_of(a, call);
+    if (svc) {
+        if (svc->h.on_message)
+            svc->h.on_message(call, msg, len, svc->h.ud);
+        return;
+    }
     wf_ads_conn *c = wf_h2_call_data(call);
     json_t *j;
     wf_xds_err err;
@@ -450,6 +472,12 @@ static void maybe_free(wf_ads *a);
 static void on_end(wf_h2_call *call, const wf_h2_end *end, void *ud)
 {
     wf_ads *a = ud;
+    const wf_ads_service *svc = service_of(a, call);
+    if (svc) {
+        if (svc->h.on_end)
+            svc->h.on_end(call, end, svc->h.ud);
+        return;
+    }
     wf_ads_conn *c = wf_h2_call_data(call);
     if (!c) {
         return;
@@ -584,17 +612,27 @@ static const char *why_not(const char *ip, int port, const char *pipe)
     return strerror(e);
 }
 
-/* The methods served on the one xDS listener, as istiod serves both on 15010. */
-static const char *const ads_paths[] = {WF_XDS_ADS_PATH, WF_XDS_DELTA_PATH, NULL};
+/* The methods served on the one xDS listener, as istiod serves both on 15010, and the other
+ * services hosted there. */
+static void set_paths(wf_ads *a)
+{
+    size_t n = 0;
+    a->paths[n++] = WF_XDS_ADS_PATH;
+    a->paths[n++] = WF_XDS_DELTA_PATH;
+    for (size_t i = 0; i < a->opts.n_services; i++)
+        a->paths[n++] = a->services[i].path;
+    a->paths[n] = NULL;
+}
 
 static int listen_xds(wf_ads *a, char *err, size_t cap)
 {
+    set_paths(a);
     wf_h2_opts o = {
         .max_msg = a->opts.max_msg,
         .max_send_queue = (size_t)256 * 1024 * 1024,
         .ping_interval_ms = a->opts.ping_interval_ms,
         .ping_timeout_ms = a->opts.ping_timeout_ms,
-        .paths = ads_paths,
+        .paths = a->paths,
     };
     wf_h2_handlers h = {.on_call = on_call, .on_message = on_message, .on_end = on_end, .ud = a};
     const char *pipe = a->opts.pipe;
@@ -631,6 +669,14 @@ int wf_ads_start(uv_loop_t *loop, const wf_ads_opts *opts, wf_ads **out, char *e
     }
     a->loop = loop;
     a->opts = *opts;
+    if (opts->n_services > WF_ADS_MAX_SERVICES) {
+        snprintf(err, cap, "too many gRPC services on the xDS listener");
+        free(a);
+        return -1;
+    }
+    for (size_t i = 0; i < opts->n_services; i++)
+        a->services[i] = opts->services[i];
+    a->opts.services = NULL;
     a->opts.ip = opts->ip ? opts->ip : "127.0.0.1";
     a->opts.retention_ms = opts->retention_ms ? opts->retention_ms : 300000;
     a->opts.generate = opts->generate ? opts->generate : wf_pilot_generate;

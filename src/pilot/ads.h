@@ -79,6 +79,14 @@ typedef json_t *(*wf_ads_generate_fn)(const wf_pilot_env *env, const wf_pilot_pr
 typedef int (*wf_ads_node_fn)(const wf_xds_node *node, const wf_store *store, wf_pilot_proxy *out,
                               char *err, size_t cap);
 
+/* Another gRPC method served on the xDS listener (istiod hosts the CA service next to ADS):
+ * calls opened on path go to h, with h.ud; ADS never sees them. */
+typedef struct wf_ads_service {
+    const char *path; /* ":path", e.g. "/istio.v1.auth.IstioCertificateService/CreateCertificate" */
+    wf_h2_handlers h;
+} wf_ads_service;
+#define WF_ADS_MAX_SERVICES 4
+
 typedef struct wf_ads_opts {
     const char *ip;              /* the xDS listener (SotW and delta); NULL = "127.0.0.1" */
     int port;                    /* 0 = pick a free port */
@@ -90,6 +98,9 @@ typedef struct wf_ads_opts {
     uint64_t retention_ms;       /* how long disconnected proxies stay listed; 0 = 300000 */
     wf_ads_generate_fn generate; /* NULL = wf_pilot_generate (tests inject fakes) */
     wf_ads_node_fn proxy_from_node; /* NULL = wf_pilot_proxy_from_node */
+    const wf_ads_service *services; /* other methods on the listener (copied; the path
+                                     * strings must outlive the server) */
+    size_t n_services;              /* at most WF_ADS_MAX_SERVICES */
 } wf_ads_opts;
 
 /* Histogram with fixed upper bounds (seconds), Prometheus style. */

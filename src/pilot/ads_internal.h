@@ -31,6 +31,8 @@ struct wf_ads {
     wf_ads_rejected rejected[WF_ADS_MAX_REJECTED]; /* ring */
     size_t n_rejected, next_rejected;
     bool closing;
+    wf_ads_service services[WF_ADS_MAX_SERVICES]; /* opts.services, copied */
+    const char *paths[3 + WF_ADS_MAX_SERVICES];   /* served :paths, NULL-terminated */
 };
 
 /* A new UUID-shaped nonce into buf (>= 37 bytes). */

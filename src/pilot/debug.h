@@ -29,6 +29,10 @@
  *                              with ?format=json), /debug/list their names (JSON), both
  *                              built from the routing table in debug_views.c
  *   /debug/mesh                the active MeshConfig, defaults filled (debug_mesh.c)
+ *   /debug/istio-ca-root-cert[?namespace=NS]  the root distribution (pilot_ca.h): a List of
+ *                              the istio-ca-root-cert ConfigMaps (data root-cert.pem) of every
+ *                              namespace, or the one of NS (404 "namespace not found")
+ *   /metrics also carries the CA's citadel_server_* metrics (ca_server.h)
  */
 #ifndef WF_PILOT_DEBUG_H
 #define WF_PILOT_DEBUG_H

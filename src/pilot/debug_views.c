@@ -578,6 +578,24 @@ static void r_metrics(wf_pilot *p, const char *q, wf_debug_reply *r)
 {
     (void)q;
     view_metrics(wf_pilot_ads(p), r);
+    wf_ca_server_metrics_text(wf_pilot_ca_server(wf_pilot_get_ca(p)), (int64_t)time(NULL),
+                              &r->body);
+}
+
+/* The istio-ca-root-cert ConfigMaps (pilot_ca.h): all namespaces as a List, or ?namespace=. */
+static void r_ca_root(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    char ns[256];
+    const char *want = wf_debug_query_get(q, "namespace", ns, sizeof ns);
+    const wf_snapshot *s = wf_ads_snapshot(wf_pilot_ads(p));
+    if (want && !*want)
+        want = NULL;
+    json_t *j = s ? wf_pilot_ca_root_configmaps(wf_pilot_get_ca(p), s->store, want) : NULL;
+    if (!j && (want || !s)) {
+        reply_text(r, 404, want ? "namespace not found\n" : "no config yet\n");
+        return;
+    }
+    wf_debug_reply_json(r, 200, j);
 }
 
 static void r_syncz(wf_pilot *p, const char *q, wf_debug_reply *r)
@@ -654,6 +672,9 @@ static const struct {
     {"/debug/connections", r_adsz, "Info about the connected XDS clients"},
     {"/debug/endpointShardz", r_endpointz, "Info about the endpoint shards"},
     {"/debug/endpointz", r_endpointz, "Obsolete, use endpointShardz"},
+    {"/debug/istio-ca-root-cert", r_ca_root,
+     "weft: the istio-ca-root-cert ConfigMap (root-cert.pem) of every namespace "
+     "(?namespace=NS: one)"},
     {"/debug/list", r_list, "List all supported debug commands in json"},
     {"/debug/mesh", r_mesh, "Active mesh config"},
     {"/debug/push_status", r_push_status, "Last PushContext Details"},

@@ -1,8 +1,9 @@
 /*
  * main_pilot.c - weft-pilot's command line (istiod's flag names where Istio has one:
  * --meshConfig, --grpcAddr, --monitoringAddr, --domain, --keepaliveInterval,
- * --keepaliveTimeout). Exit codes: 0 clean exit on SIGTERM/SIGINT, 1 start failure (a bind,
- * an unreadable directory or MeshConfig: the message names it), 2 bad command line.
+ * --keepaliveTimeout), weft's --ca-dir, and `create-token` (ca_token.h). Exit codes: 0 clean exit
+ * on SIGTERM/SIGINT, 1 start failure (a bind, an unreadable directory or MeshConfig: the message
+ * names it), 2 bad command line.
  */
 #include <getopt.h>
 #include <malloc.h>
@@ -15,6 +16,7 @@
 
 #include "core/log.h"
 #include "model/validate.h"
+#include "pilot/ca_token.h"
 #include "pilot/pilot.h"
 
 #ifndef WEFT_VERSION
@@ -33,6 +35,7 @@ static void usage(FILE *f)
 {
     fprintf(
         f, "Usage: weft-pilot --config-dir DIR [--config-dir DIR2 ...] [flags]\n"
+           "       weft-pilot create-token SA [-n NS] [--ca-dir DIR] (a CSR token)\n"
            "\n"
            "weft's control plane (istiod): watches manifests, validates them, translates them\n"
            "per proxy and pushes them over xDS; serves debug and metrics endpoints.\n"
@@ -47,6 +50,12 @@ static void usage(FILE *f)
            "                                   serving StreamAggregatedResources (SotW) and\n"
            "                                   DeltaAggregatedResources (delta), as istiod\n"
            "      --monitoringAddr ADDR        debug/metrics address (default 127.0.0.1:15014)\n"
+           "      --ca-dir DIR                 the CA's directory: the self-signed root\n"
+           "                                   (made once and kept: ca-cert.pem, ca-key.pem,\n"
+           "                                   root-cert.pem, cert-chain.pem) and the CSR\n"
+           "                                   token key (default $XDG_STATE_HOME/weft-pilot/\n"
+           "                                   ca, else ~/.local/state/weft-pilot/ca); a\n"
+           "                                   cacerts Secret in istio-system is a plug-in CA\n"
            "      --domain-suffix S            cluster DNS suffix (default cluster.local;\n"
            "                                   --domain is accepted too)\n"
            "      --default-namespace NS       namespace of resources that name none (default\n"
@@ -149,7 +158,8 @@ enum {
     OPT_KA,
     OPT_KAT,
     OPT_RET,
-    OPT_VER
+    OPT_VER,
+    OPT_CADIR
 };
 
 static int parse_opt(cmdline *c, int opt, const char *arg)
@@ -177,6 +187,13 @@ static int parse_opt(cmdline *c, int opt, const char *arg)
         return 0;
     case OPT_DEFNS:
         c->o.default_ns = arg;
+        return 0;
+    case OPT_CADIR:
+        if (!*arg) {
+            fprintf(stderr, "weft-pilot: --ca-dir must not be empty\n");
+            return -1;
+        }
+        c->o.ca_dir = arg;
         return 0;
     case OPT_DAFTER:
         return parse_uint("--debounce-after-ms", arg, &c->o.debounce_after_ms);
@@ -214,6 +231,7 @@ static int parse(int argc, char **argv, cmdline *c)
         {"monitoringAddr", required_argument, 0, OPT_MON},
         {"domain-suffix", required_argument, 0, OPT_DOMAIN},
         {"default-namespace", required_argument, 0, OPT_DEFNS},
+        {"ca-dir", required_argument, 0, OPT_CADIR},
         {"domain", required_argument, 0, OPT_DOMAIN},
         {"debounce-after-ms", required_argument, 0, OPT_DAFTER},
         {"debounce-max-ms", required_argument, 0, OPT_DMAX},
@@ -275,6 +293,8 @@ int main(int argc, char **argv)
 {
     cmdline c = {.level = WF_LOG_INFO,
                  .o = {.keepalive_interval_ms = 30000, .keepalive_timeout_ms = 10000}};
+    if (argc > 1 && strcmp(argv[1], "create-token") == 0)
+        return wf_ca_token_cmd(argc - 1, argv + 1);
     int rc = parse(argc, argv, &c);
     if (rc) {
         if (rc < 0) {

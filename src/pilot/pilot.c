@@ -7,12 +7,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/log.h"
 #include "pilot/debug.h"
 
 struct wf_pilot {
     uv_loop_t *loop;
+    wf_pilot_ca *ca;
+    char ca_err[512]; /* why the last CA update failed ("" when it did not) */
     wf_config_source *src;
     wf_ads *ads;
     wf_debug *debug;
@@ -49,6 +52,8 @@ int wf_pilot_parse_addr(const char *s, char *ip, size_t cap, int *port)
 static void on_snapshot(wf_snapshot *snap, void *ud)
 {
     wf_pilot *p = ud;
+    p->ca_err[0] = '\0';
+    wf_pilot_ca_update(p->ca, snap, (int64_t)time(NULL), p->ca_err, sizeof p->ca_err);
     wf_ads_push(p->ads, snap);
     p->serving = true;
 }
@@ -73,7 +78,11 @@ static int start_ads(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
         snprintf(err, cap, "bad --grpcAddr %s: want ip:port", addr);
         return -1;
     }
+    wf_ads_service csr = {.path = WF_CA_CSR_PATH,
+                          .h = wf_ca_server_handlers(wf_pilot_ca_server(p->ca))};
     wf_ads_opts ao = {
+        .services = &csr,
+        .n_services = 1,
         .ip = ip,
         .port = port,
         .pipe = pipe,
@@ -127,7 +136,23 @@ static int start_source(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t c
     }
     p->src->on_change = on_snapshot;
     p->src->on_change_ud = p;
-    return p->src->start(p->src, err, cap);
+    if (p->src->start(p->src, err, cap) != 0)
+        return -1;
+    if (!wf_ca_server_ca(wf_pilot_ca_server(p->ca))) {
+        snprintf(err, cap, "cannot set up the CA: %s", p->ca_err[0] ? p->ca_err : "no snapshot");
+        return -1;
+    }
+    return 0;
+}
+
+static int start_ca(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
+{
+    char def[4096];
+    const char *dir = o->ca_dir ? o->ca_dir : wf_pilot_ca_default_dir(def, sizeof def);
+    if (wf_pilot_ca_new(dir, &p->ca, err, cap) != 0)
+        return -1;
+    WF_LOG(WF_LC_main, WF_LOG_INFO, "CA directory %s", dir);
+    return 0;
 }
 
 int wf_pilot_start(uv_loop_t *loop, const wf_pilot_opts *opts, wf_pilot **out, char *err,
@@ -139,8 +164,8 @@ int wf_pilot_start(uv_loop_t *loop, const wf_pilot_opts *opts, wf_pilot **out, c
         return -1;
     }
     p->loop = loop;
-    if (start_ads(p, opts, err, cap) || start_debug(p, opts, err, cap) ||
-        start_source(p, opts, err, cap)) {
+    if (start_ca(p, opts, err, cap) || start_ads(p, opts, err, cap) ||
+        start_debug(p, opts, err, cap) || start_source(p, opts, err, cap)) {
         wf_pilot_stop(p);
         return -1;
     }
@@ -158,6 +183,7 @@ void wf_pilot_stop(wf_pilot *p)
     }
     wf_debug_close(p->debug);
     wf_ads_close(p->ads);
+    wf_pilot_ca_free(p->ca);
     free(p);
 }
 
@@ -169,6 +195,11 @@ bool wf_pilot_ready(const wf_pilot *p)
 wf_ads *wf_pilot_ads(const wf_pilot *p)
 {
     return p->ads;
+}
+
+wf_pilot_ca *wf_pilot_get_ca(const wf_pilot *p)
+{
+    return p->ca;
 }
 
 int wf_pilot_monitoring_port(const wf_pilot *p)

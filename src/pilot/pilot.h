@@ -8,7 +8,11 @@
  * and the xDS server listens.
  *
  * The xDS listener (--grpcAddr) serves both StreamAggregatedResources (SotW) and
- * DeltaAggregatedResources (delta), as istiod does on 15010.
+ * DeltaAggregatedResources (delta), as istiod does on 15010, and Istio's CSR service
+ * istio.v1.auth.IstioCertificateService/CreateCertificate (ca_server.h; istiod serves it on
+ * 15012). The CA (pilot_ca.h) is set up before the listeners, from --ca-dir, and follows
+ * every snapshot (trust domain, a plug-in cacerts Secret); no CA at the first snapshot is a
+ * start failure, as in istiod.
  *
  * Each listener that comes up logs "<what> listening on IP:PORT" (WF_LC_main, info) and, for
  * scripts and tests, prints "listening on IP:PORT" on stdout: xDS first, then monitoring.
@@ -25,6 +29,7 @@
 #include <uv.h>
 
 #include "pilot/ads.h"
+#include "pilot/pilot_ca.h"
 #include "pilot/source.h"
 
 typedef struct wf_pilot_opts {
@@ -40,6 +45,7 @@ typedef struct wf_pilot_opts {
     uint64_t keepalive_timeout_ms;               /* 0 = 20000 */
     uint64_t retention_ms;                       /* 0 = 300000 */
     uint64_t rescan_ms;                          /* 0 = 2000 */
+    const char *ca_dir; /* the CA directory (pilot_ca.h); NULL = wf_pilot_ca_default_dir */
 } wf_pilot_opts;
 
 typedef struct wf_pilot wf_pilot;
@@ -57,6 +63,8 @@ void wf_pilot_stop(wf_pilot *p);
 
 bool wf_pilot_ready(const wf_pilot *p);
 wf_ads *wf_pilot_ads(const wf_pilot *p);
+/* The CA (root, CSR service and its metrics). */
+wf_pilot_ca *wf_pilot_get_ca(const wf_pilot *p);
 int wf_pilot_monitoring_port(const wf_pilot *p);
 
 #endif

@@ -54,16 +54,20 @@ int wf_h2_call_open(wf_h2_conn *c, wf_h2_call **out)
         return WF_H2_E_NOMEM;
     call->accepted = true;
     call->path = c->opts.path;
-    nghttp2_nv nva[] = {NV(":method", "POST"),
-                        NV(":scheme", "http"),
-                        NV(":path", c->opts.path),
-                        NV(":authority", c->authority),
-                        NV("content-type", "application/grpc"),
-                        NV("te", "trailers"),
-                        NV("user-agent", "weft-xds/0.1")};
+    nghttp2_nv nva[7 + WF_H2_MAX_METADATA] = {NV(":method", "POST"),
+                                              NV(":scheme", "http"),
+                                              NV(":path", c->opts.path),
+                                              NV(":authority", c->authority),
+                                              NV("content-type", "application/grpc"),
+                                              NV("te", "trailers"),
+                                              NV("user-agent", "weft-xds/0.1")};
+    size_t n = 7;
+    for (const char *const *m = c->opts.metadata; m && m[0] && m[1] && n < 7 + WF_H2_MAX_METADATA;
+         m += 2, n++)
+        nva[n] = (nghttp2_nv){(uint8_t *)m[0], (uint8_t *)m[1], strlen(m[0]), strlen(m[1]),
+                              NGHTTP2_NV_FLAG_NONE};
     nghttp2_data_provider dp = {.source.ptr = call, .read_callback = wf_h2_data_read};
-    int32_t id =
-        nghttp2_submit_request(c->session, NULL, nva, sizeof nva / sizeof nva[0], &dp, call);
+    int32_t id = nghttp2_submit_request(c->session, NULL, nva, n, &dp, call);
     if (id < 0) {
         wf_h2_call_free(call);
         return id == NGHTTP2_ERR_NOMEM ? WF_H2_E_NOMEM : WF_H2_E_IO;

@@ -27,10 +27,11 @@
 
 #include "xds/grpc_frame.h"
 
-#define WRITE_HIGH  ((size_t)256 * 1024) /* bytes handed to libuv and not yet written */
-#define RECV_WINDOW ((int32_t)1 << 20)   /* our HTTP/2 receive windows, stream and connection */
-#define READ_BUF    ((size_t)64 * 1024)
-#define NO_CLOSE    (-1)
+#define WRITE_HIGH     ((size_t)256 * 1024) /* bytes handed to libuv and not yet written */
+#define RECV_WINDOW    ((int32_t)1 << 20)   /* our HTTP/2 receive windows, stream and connection */
+#define READ_BUF       ((size_t)64 * 1024)
+#define NO_CLOSE       (-1)
+#define WF_H2_MAX_META ((size_t)8 * 1024) /* bytes of request metadata kept per call */
 
 struct wf_h2_buf {
     size_t refs;
@@ -68,6 +69,8 @@ struct wf_h2_call {
     int status;
     char *message;    /* plain text: to send (server) or received (client) */
     const char *path; /* the :path served (server: from opts.paths) or requested (client) */
+    char *meta;       /* server: request metadata, "name\0value\0" pairs (WF_H2_MAX_META) */
+    size_t meta_len;
 };
 
 struct wf_h2_conn {

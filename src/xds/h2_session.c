@@ -51,9 +51,33 @@ static int atoi_n(const uint8_t *v, size_t len)
     return n;
 }
 
+/* Keeps a custom metadata entry (a request header that is not a pseudo-header nor one of
+ * gRPC's transport headers content-type and te), within WF_H2_MAX_META bytes per call; beyond
+ * that, or with a NUL inside, it is dropped. The buffer grows to what is kept (an ADS call of
+ * weft-proxy keeps nothing). */
+static void keep_metadata(wf_h2_call *call, const uint8_t *n, size_t nl, const uint8_t *v,
+                          size_t vl)
+{
+    size_t need = call->meta_len + nl + vl + 2;
+    if (nl == 0 || n[0] == ':' || is(n, nl, "content-type") || is(n, nl, "te") ||
+        memchr(n, 0, nl) || memchr(v, 0, vl) || need > WF_H2_MAX_META)
+        return;
+    char *m = realloc(call->meta, need);
+    if (m == NULL)
+        return;
+    call->meta = m;
+    char *p = m + call->meta_len;
+    memcpy(p, n, nl);
+    p[nl] = '\0';
+    memcpy(p + nl + 1, v, vl);
+    p[nl + 1 + vl] = '\0';
+    call->meta_len = need;
+}
+
 static void server_header(wf_h2_conn *c, wf_h2_call *call, const uint8_t *n, size_t nl,
                           const uint8_t *v, size_t vl)
 {
+    keep_metadata(call, n, nl, v, vl);
     if (is(n, nl, ":method")) {
         call->bad_method = !is(v, vl, "POST");
     } else if (is(n, nl, ":path")) {

@@ -50,6 +50,7 @@ void wf_h2_call_free(wf_h2_call *call)
     wf_h2_queue_drop(call);
     wf_grpc_decoder_free(&call->dec);
     free(call->message);
+    free(call->meta);
     free(call);
 }
 
@@ -132,4 +133,16 @@ wf_h2_conn *wf_h2_call_conn(const wf_h2_call *call)
 const char *wf_h2_call_path(const wf_h2_call *call)
 {
     return call->path;
+}
+
+const char *wf_h2_call_metadata(const wf_h2_call *call, const char *name)
+{
+    for (size_t off = 0; off < call->meta_len;) {
+        const char *n = call->meta + off;
+        const char *v = n + strlen(n) + 1;
+        if (strcmp(n, name) == 0)
+            return v;
+        off = (size_t)(v + strlen(v) + 1 - call->meta);
+    }
+    return NULL;
 }

@@ -108,16 +108,22 @@ typedef struct wf_h2_handlers {
 } wf_h2_handlers;
 
 typedef struct wf_h2_opts {
-    size_t max_msg;            /* bytes per received message; 0 = 4 MiB */
-    size_t max_send_queue;     /* bytes queued per call; 0 = 2 * max_msg + 5 */
-    uint32_t max_streams;      /* concurrent calls per connection; 0 = 100 */
-    uint64_t ping_interval_ms; /* 0 = no keepalive pings */
-    uint64_t ping_timeout_ms;  /* 0 = 20000 */
-    const char *path;          /* client: requested :path; server: served :path unless paths
-                                * is set; NULL = WF_XDS_ADS_PATH */
-    const char *const *paths;  /* server: the :paths served, NULL-terminated (at most
-                                * WF_H2_MAX_PATHS); NULL = just path. Ignored by clients. */
+    size_t max_msg;              /* bytes per received message; 0 = 4 MiB */
+    size_t max_send_queue;       /* bytes queued per call; 0 = 2 * max_msg + 5 */
+    uint32_t max_streams;        /* concurrent calls per connection; 0 = 100 */
+    uint64_t ping_interval_ms;   /* 0 = no keepalive pings */
+    uint64_t ping_timeout_ms;    /* 0 = 20000 */
+    const char *path;            /* client: requested :path; server: served :path unless paths
+                                  * is set; NULL = WF_XDS_ADS_PATH */
+    const char *const *paths;    /* server: the :paths served, NULL-terminated (at most
+                                  * WF_H2_MAX_PATHS); NULL = just path. Ignored by clients. */
+    const char *const *metadata; /* client: custom metadata sent with every call, as name,
+                                  * value, name, value, ..., NULL (at most WF_H2_MAX_METADATA
+                                  * pairs; lower-case names, e.g. "authorization"); the strings
+                                  * must outlive the connection. Ignored by servers. */
 } wf_h2_opts;
+
+#define WF_H2_MAX_METADATA 8
 
 #define WF_H2_MAX_PATHS 8
 
@@ -208,6 +214,11 @@ wf_h2_conn *wf_h2_call_conn(const wf_h2_call *call);
  * from opts.path / opts.paths, so it may be compared by pointer or with strcmp); on a
  * client, opts.path. Valid as long as the call. */
 const char *wf_h2_call_path(const wf_h2_call *call);
+
+/* Server: the first value of request metadata name (a lower-case header name such as
+ * "authorization"; pseudo-headers are not kept), NULL when absent. At most 8 KiB of metadata
+ * is kept per call (later entries are dropped). Valid as long as the call. */
+const char *wf_h2_call_metadata(const wf_h2_call *call, const char *name);
 
 /* The connection's peer as text into out (cap bytes, NUL-terminated): "ip:port" for TCP
  * ("[ip6]:port" for IPv6, as Go's net.JoinHostPort and istiod's adsz "address"), and

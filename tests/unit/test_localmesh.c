@@ -346,6 +346,9 @@ static void image_map_and_processes(void **state)
     assert_true(has_arg_pair(pilot, "--config-dir", DIR));
     assert_true(has_arg_pair(pilot, "--grpcAddr", "127.0.0.1:15010"));
     assert_true(has_arg_pair(pilot, "--monitoringAddr", "127.0.0.1:15014"));
+    char ca_dir[4200];
+    snprintf(ca_dir, sizeof ca_dir, "%s/ca", f.plan->state);
+    assert_true(has_arg_pair(pilot, "--ca-dir", ca_dir)); /* the root lives with the state */
     assert_false(f.plan->pods_dir_watched); /* STATE/pods is inside DIR: pilot sees it there */
     /* the gateway proxy also answers on 15021 */
     snprintf(name, sizeof name, "%s.proxy", f.plan->pods[0].name);
