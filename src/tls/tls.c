@@ -719,7 +719,7 @@ ssize_t wf_tls_conn_read(wf_tls_conn *c, void *buf, size_t cap)
 
 bool wf_tls_conn_readable(const wf_tls_conn *c)
 {
-    return !c->failed && (SSL_pending(c->ssl) > 0 || BIO_ctrl_pending(c->rbio) > 0);
+    return !c->failed && (SSL_has_pending(c->ssl) || BIO_ctrl_pending(c->rbio) > 0);
 }
 
 int wf_tls_conn_write(wf_tls_conn *c, const void *buf, size_t len)
