@@ -333,8 +333,9 @@ static void test_error_unknown_field(void **state)
     expect_error(strdup("{\"static_resources\":{},\"watchdog\":{}}"),
                  "t.json: watchdog: unknown field");
     expect_error(
-        strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"transport_socket\":{}}]}}"),
-        "t.json: static_resources.clusters[0].transport_socket: unknown field");
+        strdup(
+            "{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"upstream_bind_config\":{}}]}}"),
+        "t.json: static_resources.clusters[0].upstream_bind_config: unknown field");
 }
 
 static void test_error_wrong_type(void **state)
