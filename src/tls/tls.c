@@ -520,7 +520,9 @@ wf_tls_ctx *wf_tls_ctx_new(const wf_tls_ctx_opts *o, char *err, size_t errcap)
     if (o->server && o->require_client_cert)
         mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
     SSL_CTX_set_verify(c->ssl, mode, verify_cb);
-    SSL_CTX_set_mode(c->ssl, SSL_MODE_RELEASE_BUFFERS);
+    /* the chain sent is the configured one, as BoringSSL sends it (OpenSSL would add CA
+     * certificates of the trust store) */
+    SSL_CTX_set_mode(c->ssl, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_NO_AUTO_CHAIN);
     if (!c->local_uri_sans)
         c->local_uri_sans = strdup("");
     if (!c->local_uri_sans) {

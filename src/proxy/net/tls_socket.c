@@ -392,6 +392,15 @@ static void tls_close(wp_tsock *s)
     wp_tls_socket *t = (wp_tls_socket *)s;
     if (t->closing)
         return;
+    /* Envoy's SslSocket::closeSocket: close_notify first, as far as the kernel takes it */
+    if (t->hs_done && !t->failed && !t->raw_wpending && !t->shut_wanted) {
+        wf_tls_conn_shutdown(t->conn);
+        char note[128];
+        size_t n = wf_tls_conn_out_take(t->conn, note, sizeof(note));
+        uv_buf_t b = uv_buf_init(note, (unsigned)n);
+        if (n)
+            wp_tsock_try_write(t->raw, &b, 1);
+    }
     t->closing = true;
     t->raw_reading = false;
     uv_close((uv_handle_t *)&t->kick, on_kick_closed);

@@ -5,6 +5,7 @@
 #include "core/log.h"
 #include "proxy/filters/network/filters.h"
 #include "proxy/http/conn.h"
+#include "proxy/net/tls_socket.h"
 
 /* Envoy's ActiveStreamListenerBase::newConnection, once the listener filters are done (ok:
  * none failed); sock: the accepted socket with what the listener filters found. */
@@ -21,6 +22,15 @@ static void new_connection(wp_dconn *d, const wp_lf_socket *sock, bool ok)
         return;
     }
     wp_dconn_use_chain(d, fc);
+    if (fc->tls) { /* the chain's DownstreamTlsContext: TLS over the accepted socket */
+        wp_tsock *t =
+            wp_tls_socket_wrap(d->sock, &d->w->loop, fc->tls->ctx, NULL, d->w->stats, d->ls->ssl);
+        if (!t) {
+            wp_dconn_close(d);
+            return;
+        }
+        d->sock = t;
+    }
     wp_listener_stat(d, WP_LS_downstream_cx_total, 1);
     wp_listener_stat(d, WP_LS_downstream_cx_active, 1);
     wp_nf_chain_init(&d->nf);
