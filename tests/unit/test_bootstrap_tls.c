@@ -18,6 +18,7 @@
 
 #include "core/base64.h"
 #include "harness.h"
+#include "proxy/bootstrap/xds_compose.h"
 #include "proxy/config/config.h"
 #include "tls/tls.h"
 #include "tls_testcerts.h"
@@ -261,13 +262,37 @@ static void test_bad_material(void **state)
     expect_error(NULL, json_pack("{s:[]}", "x"), "t.json: " CTP ".x: unknown field");
 }
 
+/* xDS resources are dumped with their private keys redacted, the received ones untouched. */
+static void test_redacted_for_the_dump(void **state)
+{
+    (void)state;
+    json_t *res = json_pack(
+        "{s:s, s:{s:s, s:{s:{s:[{s:{s:s}, s:{s:s}}]}}}}", "name", "c", "transport_socket", "name",
+        "envoy.transport_sockets.tls", "typed_config", "common_tls_context", "tls_certificates",
+        "certificate_chain", "inline_string", "CERT", "private_key", "inline_bytes", "S0VZ");
+    json_t *d = wp_tls_redacted(res);
+    assert_ptr_not_equal(d, res);
+    char *ds = json_dumps(d, JSON_SORT_KEYS), *rs = json_dumps(res, JSON_SORT_KEYS);
+    assert_non_null(strstr(ds, "\"private_key\": {\"inline_bytes\": \"W3JlZGFjdGVkXQ==\"}"));
+    assert_non_null(strstr(ds, "\"inline_string\": \"CERT\""));
+    assert_non_null(strstr(rs, "\"inline_bytes\": \"S0VZ\""));
+    free(ds);
+    free(rs);
+    json_decref(d);
+    json_t *plain = json_pack("{s:s}", "name", "c");
+    json_t *same = wp_tls_redacted(plain);
+    assert_ptr_equal(same, plain);
+    json_decref(same);
+    json_decref(plain);
+    json_decref(res);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_downstream_and_upstream),
-        cmocka_unit_test(test_raw_buffer),
-        cmocka_unit_test(test_not_supported),
-        cmocka_unit_test(test_bad_material),
+        cmocka_unit_test(test_downstream_and_upstream), cmocka_unit_test(test_raw_buffer),
+        cmocka_unit_test(test_not_supported),           cmocka_unit_test(test_bad_material),
+        cmocka_unit_test(test_redacted_for_the_dump),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

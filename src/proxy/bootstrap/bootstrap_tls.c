@@ -431,3 +431,52 @@ bool bs_transport_socket(bs *b, json_t *o, bool downstream, const wp_tls_config 
     bs_pop(b, m);
     return ok;
 }
+
+/* Replaces every inline private key under v (a "private_key" DataSource's inline_string or
+ * inline_bytes) with Envoy's redacted form; returns how many it replaced. */
+static size_t redact(json_t *v)
+{
+    size_t n = 0;
+    if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++)
+            n += redact(json_array_get(v, i));
+        return n;
+    }
+    if (!json_is_object(v))
+        return 0;
+    const char *k;
+    json_t *e;
+    json_object_foreach(v, k, e)
+    {
+        bool key = strcmp(k, "private_key") == 0 || strcmp(k, "privateKey") == 0;
+        if (key && json_is_object(e)) {
+            if (json_object_get(e, "inline_string") || json_object_get(e, "inlineString")) {
+                json_object_set_new(
+                    e, json_object_get(e, "inline_string") ? "inline_string" : "inlineString",
+                    json_string(REDACTED));
+                n++;
+            }
+            if (json_object_get(e, "inline_bytes") || json_object_get(e, "inlineBytes")) {
+                json_object_set_new(
+                    e, json_object_get(e, "inline_bytes") ? "inline_bytes" : "inlineBytes",
+                    json_string(REDACTED_B64));
+                n++;
+            }
+        } else {
+            n += redact(e);
+        }
+    }
+    return n;
+}
+
+json_t *wp_tls_redacted(json_t *resource)
+{
+    json_t *copy = json_deep_copy(resource);
+    if (!copy)
+        return NULL;
+    if (redact(copy) == 0) {
+        json_decref(copy);
+        return json_incref(resource);
+    }
+    return copy;
+}
