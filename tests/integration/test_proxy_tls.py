@@ -125,13 +125,15 @@ def downstream_tls(certs, require=False, alpn=("h2", "http/1.1"), min_v=None, ma
     return {"name": TLS, "typed_config": tc}
 
 
-def upstream_tls(certs, ca="ca.crt", san=SERVER_SAN, sni=SNI):
+def upstream_tls(certs, ca="ca.crt", san=SERVER_SAN, sni=SNI, cert=True):
     vc = {"trusted_ca": {"filename": certs[ca]}}
     if san:
         vc["match_typed_subject_alt_names"] = [{"san_type": "URI", "matcher": {"exact": san}}]
     common = {"tls_certificates": [{"certificate_chain": {"filename": certs["client.crt"]},
                                     "private_key": {"inline_string": _read(certs["client.key"])}}],
               "validation_context": vc, "alpn_protocols": ["istio-http/1.1", "istio"]}
+    if not cert:
+        del common["tls_certificates"]
     return {"name": TLS, "typed_config": {"@type": UTC, "sni": sni, "common_tls_context": common}}
 
 
@@ -278,6 +280,7 @@ def test_mtls_between_two_proxies(certs, app, proxy_factory):
         route(prefix="/wrong-san", cluster="wrong_san"),
         route(prefix="/unknown-ca", cluster="unknown_ca"),
         route(prefix="/plaintext", cluster="plaintext"),
+        route(prefix="/no-cert", cluster="no_cert"),
         route(prefix="/", cluster="to_b")])])
     a = proxy_factory(bootstrap(
         [listener(routes, access_logs=[access_log("@LOG:tls@", json_format=TLS_LOG)])],
@@ -285,7 +288,8 @@ def test_mtls_between_two_proxies(certs, app, proxy_factory):
          cluster("wrong_san", [b_port],
                  transport_socket=upstream_tls(certs, san=SERVER_SAN.replace("server", "other"))),
          cluster("unknown_ca", [b_port], transport_socket=upstream_tls(certs, ca="other_ca.crt")),
-         cluster("plaintext", [plain_port], transport_socket=upstream_tls(certs, san=None))]))
+         cluster("plaintext", [plain_port], transport_socket=upstream_tls(certs, san=None)),
+         cluster("no_cert", [b_port], transport_socket=upstream_tls(certs, cert=False))]))
 
     status, _, body = a.request("GET", "/echo")
     assert status == 200, body
@@ -331,7 +335,20 @@ def test_mtls_between_two_proxies(certs, app, proxy_factory):
     assert e["tfr"] == ("TLS_error:|268435703:SSL_routines:OPENSSL_internal:"
                         "WRONG_VERSION_NUMBER:TLS_error_end"), e
 
+    # no client certificate for a server that requires one: with TLS 1.3 the client is done
+    # with its handshake when the server's alert comes, so the request fails as a connection
+    # termination whose transport failure reason is that alert
+    status, _, body = a.request("GET", "/no-cert")
+    assert status == 503
+    want = ("TLS_error:|268436572:SSL routines:OPENSSL_internal:"
+            "TLSV1_ALERT_CERTIFICATE_REQUIRED:TLS_error_end")
+    assert body.decode() == ("upstream connect error or disconnect/reset before headers. reset "
+                             "reason: connection termination, transport failure reason: " + want)
+    e = tls_log(a, 7)[6]
+    assert e["flags"] == "UC" and e["tfr"] == want.replace(" ", "_"), e
+
     st = a.stats()
+    assert st["cluster.no_cert.ssl.handshake"] == 1
     assert st["cluster.to_b.ssl.handshake"] == 1
     assert st["cluster.wrong_san.ssl.fail_verify_san"] == 1
     assert st["cluster.unknown_ca.ssl.fail_verify_error"] == 1
@@ -339,6 +356,7 @@ def test_mtls_between_two_proxies(certs, app, proxy_factory):
     assert st["cluster.wrong_san.upstream_cx_connect_fail"] == 1
     sb = b.stats()
     assert sb["listener.127.0.0.1_%d.ssl.handshake" % b_port] == 1  # one connection
+    assert sb["listener.127.0.0.1_%d.ssl.fail_verify_no_cert" % b_port] == 1
     # B read the clients' alerts (bad certificate / unknown CA): connection errors
     expect_stat(b, "listener.127.0.0.1_%d.ssl.connection_error" % b_port, 2)
     assert "ssl.handshake" not in " ".join(k for k in p.stats() if k.startswith("listener."))

@@ -101,9 +101,8 @@ static void uc_written(void *owner, wp_uconn *u)
 static void uc_reset(void *owner, wp_uconn *u, int reason)
 {
     wp_stream *s = owner;
-    (void)u;
     wp_rs(s)->up = NULL;
-    wp_router_on_reset(s, reason, NULL);
+    wp_router_on_reset(s, reason, wp_tsock_failure_reason(u->sock));
 }
 
 static const wp_uconn_callbacks uconn_cbs = {uc_data, uc_eof, uc_written, uc_reset};
@@ -1132,7 +1131,9 @@ static void on_upstream_eof(wp_uconn *u)
     }
     cstat(s, WP_S_upstream_rq_rx_reset, 1);
     u->peer_reset_rq = true; /* the connection is destroyed remotely with a request on it */
-    wp_router_on_reset(s, WP_RESET_CONNECTION_TERMINATION, NULL);
+    /* Envoy passes the connection's transport failure reason with every reset (a TLS alert
+     * read after the handshake: TLS_error:|...) */
+    wp_router_on_reset(s, WP_RESET_CONNECTION_TERMINATION, wp_tsock_failure_reason(u->sock));
 }
 
 void wp_router_downstream_writable(wp_stream *s)
