@@ -719,6 +719,23 @@ ssize_t wf_tls_conn_read(wf_tls_conn *c, void *buf, size_t cap)
     return failed(c);
 }
 
+ssize_t wf_tls_conn_peek(wf_tls_conn *c)
+{
+    if (c->failed)
+        return WF_TLS_FAIL;
+    ERR_clear_error();
+    char one;
+    int r = SSL_peek(c->ssl, &one, 1);
+    if (r > 0)
+        return r;
+    int e = SSL_get_error(c->ssl, r);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+        return WF_TLS_WANT;
+    if (e == SSL_ERROR_ZERO_RETURN)
+        return WF_TLS_EOF;
+    return failed(c);
+}
+
 bool wf_tls_conn_readable(const wf_tls_conn *c)
 {
     return !c->failed && (SSL_has_pending(c->ssl) || BIO_ctrl_pending(c->rbio) > 0);

@@ -113,6 +113,10 @@ int wf_tls_conn_handshake(wf_tls_conn *c);
 bool wf_tls_conn_handshake_done(const wf_tls_conn *c);
 /* Decrypts into buf: bytes (> 0), WF_TLS_WANT, WF_TLS_EOF, WF_TLS_FAIL. */
 ssize_t wf_tls_conn_read(wf_tls_conn *c, void *buf, size_t cap);
+/* Processes the records fed so far (handshake messages such as session tickets) without
+ * taking plaintext: 1 when plaintext is ready for wf_tls_conn_read, else WF_TLS_WANT,
+ * WF_TLS_EOF, WF_TLS_FAIL. */
+ssize_t wf_tls_conn_peek(wf_tls_conn *c);
 /* Plaintext ready to read without more ciphertext (decrypted, or whole records fed). */
 bool wf_tls_conn_readable(const wf_tls_conn *c);
 /* Encrypts all of buf into the outgoing ciphertext: WF_TLS_OK or WF_TLS_FAIL. Only after the

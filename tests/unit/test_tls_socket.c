@@ -28,6 +28,7 @@ typedef struct end {
     char *buf;
     size_t cap, len;
     bool no_room;
+    int allocs; /* alloc calls that gave room */
     int eof, enobufs, read_err;
     int written, write_status;
     int connected, connect_status;
@@ -57,6 +58,7 @@ static void e_alloc(void *owner, uv_buf_t *b)
         *b = uv_buf_init(NULL, 0);
         return;
     }
+    e->allocs++;
     *b = uv_buf_init(e->buf + e->len, (unsigned)(e->cap - e->len));
 }
 
@@ -354,6 +356,36 @@ static void test_no_room_then_resume(void **state)
     wf_tls_ctx_free(cctx);
 }
 
+static void on_stop(uv_timer_t *t)
+{
+    uv_stop(t->loop);
+}
+
+/* Session tickets (TLS 1.3, after the handshake) are processed without asking the owner for
+ * room: an idle upstream connection holds no read buffer for them. */
+static void test_tickets_take_no_room(void **state)
+{
+    env *v = *state;
+    v->server_ctx = mkctx(true, &SRV, NULL, false, NULL);
+    wf_tls_ctx *cctx = mkctx(false, NULL, &CA, false, NULL);
+    start_pair(v, cctx);
+    assert_int_equal(v->client.connect_status, 0);
+    assert_int_equal(wp_tsock_read_start(v->client.sock), 0);
+    uv_timer_t t;
+    uv_timer_init(&v->loop, &t);
+    uv_timer_start(&t, on_stop, 100, 0);
+    uv_run(&v->loop, UV_RUN_DEFAULT); /* the tickets arrive and are read */
+    uv_close((uv_handle_t *)&t, NULL);
+    uv_run(&v->loop, UV_RUN_NOWAIT); /* the timer's close completes before any assert */
+    assert_int_equal(v->client.allocs, 0);
+    assert_int_equal(v->client.len, 0);
+    uv_buf_t b = uv_buf_init("x", 1);
+    assert_true(wp_tsock_write(v->server.sock, &b, 1) >= 0);
+    run_until_len(v, &v->client, 1);
+    assert_int_equal(v->client.allocs, 1);
+    wf_tls_ctx_free(cctx);
+}
+
 /* The client does not trust the server: a connect failure with Envoy's reason. */
 static void test_unknown_ca_is_connect_failure(void **state)
 {
@@ -459,6 +491,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_mtls_exchange, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_room_then_resume, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tickets_take_no_room, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_ca_is_connect_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_san_mismatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plaintext_server, setup, teardown),

@@ -114,19 +114,24 @@ static void deliver(wp_tls_socket *t)
 {
     while (t->want_read && !t->closing && !t->read_done) {
         if (!t->failed && wf_tls_conn_readable(t->conn)) {
-            uv_buf_t b = uv_buf_init(NULL, 0);
-            t->base.cbs->alloc(t->base.owner, &b);
-            if (!b.base || b.len == 0) {
-                t->want_read = false;
-                stop_raw(t);
-                t->base.cbs->on_read(t->base.owner, UV_ENOBUFS);
-                return;
-            }
-            ssize_t n = wf_tls_conn_read(t->conn, b.base, b.len);
+            /* records are processed first (session tickets, key updates): the owner's room is
+             * asked for only when there is plaintext to put in it */
+            ssize_t n = wf_tls_conn_peek(t->conn);
             flush(t); /* a key update or ticket answer */
             if (n > 0) {
-                t->base.cbs->on_read(t->base.owner, n);
-                continue;
+                uv_buf_t b = uv_buf_init(NULL, 0);
+                t->base.cbs->alloc(t->base.owner, &b);
+                if (!b.base || b.len == 0) {
+                    t->want_read = false;
+                    stop_raw(t);
+                    t->base.cbs->on_read(t->base.owner, UV_ENOBUFS);
+                    return;
+                }
+                n = wf_tls_conn_read(t->conn, b.base, b.len);
+                if (n > 0) {
+                    t->base.cbs->on_read(t->base.owner, n);
+                    continue;
+                }
             }
             if (n == WF_TLS_EOF) {
                 t->pending_err = UV_EOF;
