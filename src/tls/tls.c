@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/buffer.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -618,6 +619,30 @@ int wf_tls_conn_feed(wf_tls_conn *c, const void *data, size_t len)
     return WF_TLS_OK;
 }
 
+/* A memory BIO that is empty but holds a large buffer (a burst of records) is replaced by a
+ * new one, so an idle connection keeps no such buffer. Callers read SSL_get_error first: it
+ * looks at the current BIO's retry flags. */
+#define BIO_KEEP 4096
+
+static void fresh_bio(wf_tls_conn *c, bool read)
+{
+    BIO *b = read ? c->rbio : c->wbio;
+    BUF_MEM *bm = NULL;
+    if (BIO_ctrl_pending(b) != 0 || BIO_get_mem_ptr(b, &bm) != 1 || !bm || bm->max <= BIO_KEEP)
+        return;
+    BIO *nb = BIO_new(BIO_s_mem());
+    if (!nb)
+        return; /* keep the old one */
+    BIO_set_mem_eof_return(nb, -1);
+    if (read) {
+        SSL_set0_rbio(c->ssl, nb); /* frees the old one */
+        c->rbio = nb;
+    } else {
+        SSL_set0_wbio(c->ssl, nb);
+        c->wbio = nb;
+    }
+}
+
 /* The peer's facts, once the handshake is done. */
 static void fill_info(wf_tls_conn *c)
 {
@@ -685,6 +710,8 @@ int wf_tls_conn_handshake(wf_tls_conn *c)
         return WF_TLS_OK;
     ERR_clear_error();
     int r = SSL_do_handshake(c->ssl);
+    int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(c->ssl, r); /* before the BIO changes */
+    fresh_bio(c, true);
     if (r == 1) {
         c->hs_done = true;
         c->outcome = WF_TLS_STAT_HANDSHAKE;
@@ -692,7 +719,6 @@ int wf_tls_conn_handshake(wf_tls_conn *c)
         ERR_clear_error();
         return WF_TLS_OK;
     }
-    int e = SSL_get_error(c->ssl, r);
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
         return WF_TLS_WANT;
     return failed(c);
@@ -709,9 +735,10 @@ ssize_t wf_tls_conn_read(wf_tls_conn *c, void *buf, size_t cap)
         return WF_TLS_FAIL;
     ERR_clear_error();
     int r = SSL_read(c->ssl, buf, cap > 0x7fffffff ? 0x7fffffff : (int)cap);
+    int e = r > 0 ? SSL_ERROR_NONE : SSL_get_error(c->ssl, r); /* before the BIO changes */
+    fresh_bio(c, true);
     if (r > 0)
         return r;
-    int e = SSL_get_error(c->ssl, r);
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
         return WF_TLS_WANT;
     if (e == SSL_ERROR_ZERO_RETURN)
@@ -726,9 +753,10 @@ ssize_t wf_tls_conn_peek(wf_tls_conn *c)
     ERR_clear_error();
     char one;
     int r = SSL_peek(c->ssl, &one, 1);
+    int e = r > 0 ? SSL_ERROR_NONE : SSL_get_error(c->ssl, r); /* before the BIO changes */
+    fresh_bio(c, true);
     if (r > 0)
         return r;
-    int e = SSL_get_error(c->ssl, r);
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
         return WF_TLS_WANT;
     if (e == SSL_ERROR_ZERO_RETURN)
@@ -774,6 +802,7 @@ size_t wf_tls_conn_out_pending(const wf_tls_conn *c)
 size_t wf_tls_conn_out_take(wf_tls_conn *c, void *buf, size_t cap)
 {
     int n = BIO_read(c->wbio, buf, cap > 0x7fffffff ? 0x7fffffff : (int)cap);
+    fresh_bio(c, false);
     return n > 0 ? (size_t)n : 0;
 }
 

@@ -29,7 +29,7 @@ typedef struct wp_tls_socket {
     int pending_err; /* to deliver to the owner after the plaintext (UV_EOF...) */
     int closed_handles;
     wp_tsock_ssl info;
-    char room[TLS_ROOM];
+    char *room; /* the raw socket's ciphertext room: held from its alloc to its read only */
 } wp_tls_socket;
 
 static void count(wp_tls_socket *t, int which)
@@ -71,6 +71,19 @@ static void raw_shutdown_if_due(wp_tls_socket *t)
     }
 }
 
+/* The ciphertext buffer of a write that is done: kept when small (handshakes, small
+ * answers), freed when a burst made it large (an idle connection keeps no such buffer). */
+#define OBUF_KEEP 4096u
+
+static void drop_obuf(wp_tls_socket *t)
+{
+    if (t->ocap > OBUF_KEEP) {
+        free(t->obuf);
+        t->obuf = NULL;
+        t->ocap = 0;
+    }
+}
+
 /* Hands the engine's pending ciphertext to the raw socket (unless a write is pending there:
  * it goes after it). 0, or -1 when the raw socket failed the write. */
 static int flush(wp_tls_socket *t)
@@ -95,6 +108,8 @@ static int flush(wp_tls_socket *t)
     if (r < 0)
         return -1;
     t->raw_wpending = r == 1;
+    if (!t->raw_wpending)
+        drop_obuf(t);
     raw_shutdown_if_due(t);
     return 0;
 }
@@ -218,7 +233,9 @@ static void step(wp_tls_socket *t)
 static void r_alloc(void *owner, uv_buf_t *buf)
 {
     wp_tls_socket *t = owner;
-    *buf = uv_buf_init(t->room, TLS_ROOM);
+    if (!t->room)
+        t->room = malloc(TLS_ROOM);
+    *buf = t->room ? uv_buf_init(t->room, TLS_ROOM) : uv_buf_init(NULL, 0);
 }
 
 static void r_on_read(void *owner, ssize_t n)
@@ -227,7 +244,11 @@ static void r_on_read(void *owner, ssize_t n)
     if (t->closing)
         return;
     if (n > 0) {
-        if (wf_tls_conn_feed(t->conn, t->room, (size_t)n) != WF_TLS_OK) {
+        /* the engine copies the ciphertext in: the room goes (an idle connection holds none) */
+        int r = wf_tls_conn_feed(t->conn, t->room, (size_t)n);
+        free(t->room);
+        t->room = NULL;
+        if (r != WF_TLS_OK) {
             n = UV_ENOMEM;
         } else {
             step(t);
@@ -253,11 +274,7 @@ static void r_on_written(void *owner, int status)
 {
     wp_tls_socket *t = owner;
     t->raw_wpending = false;
-    if (t->ocap > 4 * TLS_ROOM) { /* a large write: do not keep its room */
-        free(t->obuf);
-        t->obuf = NULL;
-        t->ocap = 0;
-    }
+    drop_obuf(t);
     if (status == 0 && !t->closing && flush(t) < 0)
         status = UV_EPIPE;
     if (t->raw_wpending && status == 0)
@@ -298,6 +315,7 @@ static void closed_one(wp_tls_socket *t)
     t->base.cbs->on_closed(t->base.owner);
     wf_tls_conn_free(t->conn);
     free(t->obuf);
+    free(t->room);
     free(t);
 }
 

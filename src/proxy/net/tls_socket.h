@@ -10,7 +10,8 @@
  *    reports it as the connect failure's transport failure reason. A server socket whose
  *    handshake fails reports on_read(UV_EPROTO) (the owner closes), after sending the alert.
  *  - Reads keep the zero-copy contract: the raw socket reads into the TLS socket's own
- *    ciphertext room, the engine decrypts straight into the room the owner's alloc gives.
+ *    ciphertext room (copied into the engine at once), the engine decrypts straight into the
+ *    room the owner's alloc gives, asked for only when there is plaintext.
  *    Plaintext left in the engine when the owner stops reading is delivered after the
  *    owner starts again, from the loop (a zero timer), never from inside read_start.
  *  - Writes are encrypted into the engine's buffer (the caller's buffers are free at once)
@@ -27,8 +28,9 @@
  * socket) and returns the socket the owner uses instead; the owner's callbacks and pointer
  * are those the raw socket had. close() closes both; on_closed comes once both handles are
  * closed, and the TLS socket frees itself right after it (the raw socket's memory stays the
- * owner's). Memory: malloc'd on TLS connections only (the socket with its 16 KiB ciphertext
- * room, the engine's connection); the plaintext path never sees any of it.
+ * owner's). Memory: malloc'd on TLS connections only (the socket, the engine's connection);
+ * the 16 KiB ciphertext room is held only from the raw socket's alloc to its read, and the
+ * engine lets its buffers go when idle; the plaintext path never sees any of it.
  */
 #ifndef WEFT_PROXY_NET_TLS_SOCKET_H
 #define WEFT_PROXY_NET_TLS_SOCKET_H
