@@ -21,16 +21,16 @@ static void new_connection(wp_dconn *d, const wp_lf_socket *sock, bool ok)
         wp_dconn_close(d);
         return;
     }
-    wp_dconn_use_chain(d, fc);
     if (fc->tls) { /* the chain's DownstreamTlsContext: TLS over the accepted socket */
         wp_tsock *t =
             wp_tls_socket_wrap(d->sock, &d->w->loop, fc->tls->ctx, NULL, d->w->stats, d->ls->ssl);
         if (!t) {
-            wp_dconn_close(d);
+            wp_dconn_close(d); /* before the chain: nothing was counted for it */
             return;
         }
         d->sock = t;
     }
+    wp_dconn_use_chain(d, fc);
     wp_listener_stat(d, WP_LS_downstream_cx_total, 1);
     wp_listener_stat(d, WP_LS_downstream_cx_active, 1);
     wp_nf_chain_init(&d->nf);
