@@ -38,12 +38,10 @@ static void count(wp_tls_socket *t, int which)
         wp_stat_add(t->sh, t->slots[which], 1);
 }
 
+/* A failure's stat (the handshake's success is counted by handshake_done, once). */
 static void count_outcome(wp_tls_socket *t)
 {
     switch (wf_tls_conn_outcome(t->conn)) {
-    case WF_TLS_STAT_HANDSHAKE:
-        count(t, WP_SSL_handshake);
-        break;
     case WF_TLS_STAT_CONNECTION_ERROR:
         count(t, WP_SSL_connection_error);
         break;
@@ -179,7 +177,7 @@ static void on_kick(uv_timer_t *tm)
 static void handshake_done(wp_tls_socket *t)
 {
     t->hs_done = true;
-    count_outcome(t);
+    count(t, WP_SSL_handshake);
     if (t->server && wf_tls_conn_no_peer_cert(t->conn))
         count(t, WP_SSL_no_certificate);
     const wf_tls_info *i = wf_tls_conn_info(t->conn);
