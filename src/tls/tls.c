@@ -521,6 +521,10 @@ wf_tls_ctx *wf_tls_ctx_new(const wf_tls_ctx_opts *o, char *err, size_t errcap)
     if (o->server && o->require_client_cert)
         mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
     SSL_CTX_set_verify(c->ssl, mode, verify_cb);
+    /* no renegotiation either way, as BoringSSL under Envoy (allow_renegotiation: false):
+     * OpenSSL 3 servers already refuse a client's; this also refuses a server's request on
+     * upstream connections */
+    SSL_CTX_set_options(c->ssl, SSL_OP_NO_RENEGOTIATION);
     /* the chain sent is the configured one, as BoringSSL sends it (OpenSSL would add CA
      * certificates of the trust store) */
     SSL_CTX_set_mode(c->ssl, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_NO_AUTO_CHAIN);

@@ -223,6 +223,29 @@ def test_s_client_client_certificate_required(certs, app, proxy_factory):
     expect_stat(proxy, "listener.127.0.0.1_%d.ssl.handshake" % port, 1)
 
 
+def test_s_client_renegotiation_refused(certs, app, proxy_factory):
+    """A TLS 1.2 client asking to renegotiate gets the no_renegotiation alert (BoringSSL under
+    Envoy never renegotiates)."""
+    proxy = proxy_factory(tls_listener(certs, app, logs=False))
+    port = port_of(proxy)
+    pr = subprocess.Popen(["openssl", "s_client", "-connect", "127.0.0.1:%d" % port, "-tls1_2",
+                           "-CAfile", certs["ca.crt"]],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        expect_stat(proxy, "listener.127.0.0.1_%d.ssl.handshake" % port, 1)
+        pr.stdin.write(b"R\n")  # s_client's renegotiate command
+        pr.stdin.flush()
+        time.sleep(0.5)
+        pr.stdin.close()
+        pr.wait(timeout=10)
+        out = pr.stdout.read().decode("utf-8", "replace")
+    finally:
+        if pr.poll() is None:
+            pr.kill()
+            pr.wait()
+    assert "RENEGOTIATING" in out and "no renegotiation" in out, out[-800:]
+
+
 # ---------- curl through a TLS listener ----------
 
 def test_curl_mtls_listener(certs, app, proxy_factory):
