@@ -820,6 +820,11 @@ wf_tls_stat wf_tls_conn_outcome(const wf_tls_conn *c)
     return c->outcome;
 }
 
+bool wf_tls_conn_session_reused(const wf_tls_conn *c)
+{
+    return c->hs_done && SSL_session_reused(c->ssl) == 1;
+}
+
 bool wf_tls_conn_no_peer_cert(const wf_tls_conn *c)
 {
     return c->hs_done && c->no_peer_cert;

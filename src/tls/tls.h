@@ -31,8 +31,10 @@
  *    with '_' for spaces. Details: "verify cert failed: SAN matcher, certificate SANs are
  *    [a, b]", "verify cert failed: X509_verify_cert: certificate verification error at
  *    depth <n>: <X509 error text>", "peer did not provide required client certificate".
- *  - The outcome counted as Envoy's ssl.* stats (SslStats): handshake, connection_error,
- *    fail_verify_error, fail_verify_san, fail_verify_no_cert, no_certificate.
+ *  - The outcome counted as Envoy's ssl.* stats (SslStats): handshake, session_reused,
+ *    connection_error, fail_verify_error, fail_verify_san, fail_verify_no_cert,
+ *    no_certificate. A server resumes sessions from OpenSSL's stateless tickets (keys made
+ *    per context); clients keep no session yet.
  *
  * Ownership and threads: a context is immutable after wf_tls_ctx_new and may be shared by
  * connections of any thread (OpenSSL's SSL_CTX is); it must outlive its connections. A
@@ -142,6 +144,8 @@ typedef enum {
     WF_TLS_STAT_FAIL_VERIFY_NO_CERT /* ssl.fail_verify_no_cert */
 } wf_tls_stat;
 wf_tls_stat wf_tls_conn_outcome(const wf_tls_conn *c);
+/* The completed handshake resumed a session (ssl.session_reused). */
+bool wf_tls_conn_session_reused(const wf_tls_conn *c);
 /* The peer presented no certificate to a completed handshake (ssl.no_certificate). */
 bool wf_tls_conn_no_peer_cert(const wf_tls_conn *c);
 

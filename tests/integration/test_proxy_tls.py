@@ -246,6 +246,21 @@ def test_s_client_renegotiation_refused(certs, app, proxy_factory):
     assert "RENEGOTIATING" in out and "no renegotiation" in out, out[-800:]
 
 
+def test_s_client_session_resumption(certs, app, proxy_factory, tmp_path):
+    """A client that kept its session (a TLS 1.3 ticket) resumes it: ssl.session_reused."""
+    proxy = proxy_factory(tls_listener(certs, app, logs=False))
+    port = port_of(proxy)
+    sess = str(tmp_path / "sess.pem")
+    req = b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
+    rc, out = s_client(port, "-CAfile", certs["ca.crt"], "-sess_out", sess, "-ign_eof",
+                       stdin=req)
+    assert rc == 0 and "New, TLSv1.3" in out, out
+    rc, out = s_client(port, "-CAfile", certs["ca.crt"], "-sess_in", sess, "-ign_eof", stdin=req)
+    assert rc == 0 and "Reused, TLSv1.3" in out, out
+    expect_stat(proxy, "listener.127.0.0.1_%d.ssl.handshake" % port, 2)
+    expect_stat(proxy, "listener.127.0.0.1_%d.ssl.session_reused" % port, 1)
+
+
 # ---------- curl through a TLS listener ----------
 
 def test_curl_mtls_listener(certs, app, proxy_factory):

@@ -178,6 +178,8 @@ static void handshake_done(wp_tls_socket *t)
 {
     t->hs_done = true;
     count(t, WP_SSL_handshake);
+    if (wf_tls_conn_session_reused(t->conn))
+        count(t, WP_SSL_session_reused);
     if (t->server && wf_tls_conn_no_peer_cert(t->conn))
         count(t, WP_SSL_no_certificate);
     const wf_tls_info *i = wf_tls_conn_info(t->conn);

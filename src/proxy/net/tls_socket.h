@@ -21,8 +21,8 @@
  *  - ssl(): ALPN, SNI, URI SANs, subject, version, cipher once the handshake is done ("" before).
  *  - Envoy's ssl.* stats (SslStats, docs configuration/listeners/stats#tls-statistics and
  *    cluster_stats#tls-statistics), counted into the slots given (listener.<address>.ssl.*
- *    or cluster.<name>.ssl.*): handshake, no_certificate (a server's peer sent none),
- *    connection_error, fail_verify_error, fail_verify_san, fail_verify_no_cert.
+ *    or cluster.<name>.ssl.*): handshake, session_reused, no_certificate (a server's peer
+ *    sent none), connection_error, fail_verify_error, fail_verify_san, fail_verify_no_cert.
  *
  * Ownership: wp_tls_socket_wrap takes the raw socket over (its callbacks now reach the TLS
  * socket) and returns the socket the owner uses instead; the owner's callbacks and pointer
