@@ -22,6 +22,8 @@
     "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-AES128-GCM-SHA256:"     \
     "ECDHE-RSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384"
 
+#define TLS13_CIPHERS "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+
 struct wf_tls_ctx {
     SSL_CTX *ssl;
     bool server, has_ca, require_client_cert;
@@ -479,6 +481,12 @@ static bool set_params(wf_tls_ctx *c, const wf_tls_ctx_opts *o, char *err, size_
     const char *ciphers = o->cipher_suites ? o->cipher_suites : DEFAULT_CIPHERS;
     if (SSL_CTX_set_cipher_list(c->ssl, ciphers) != 1)
         return fail(err, cap, "Failed to initialize cipher suites %s", ciphers);
+    /* TLS 1.3 suites in BoringSSL's order (not configurable in Envoy either) */
+    if (SSL_CTX_set_ciphersuites(c->ssl, TLS13_CIPHERS) != 1)
+        return fail(err, cap, "TLS 1.3 cipher suites rejected%s", NULL);
+    /* Envoy's default prefer_client_ciphers: false, the server's order decides */
+    if (c->server)
+        SSL_CTX_set_options(c->ssl, SSL_OP_CIPHER_SERVER_PREFERENCE);
     return true;
 }
 
@@ -597,7 +605,7 @@ wf_tls_conn *wf_tls_conn_new(wf_tls_ctx *ctx, const char *sni)
             }
         }
     }
-    c->info = (wf_tls_info){"", c->sni ? c->sni : "", "", "", ctx->local_uri_sans, "", "", ""};
+    c->info = (wf_tls_info){"", c->sni ? c->sni : "", "", "", ctx->local_uri_sans, "", "", "", ""};
     return c;
 }
 
@@ -647,6 +655,26 @@ static void fresh_bio(wf_tls_conn *c, bool read)
     }
 }
 
+/* BoringSSL's name of a key exchange group (what Envoy's ssl.curves.<name> shows), "" when
+ * unknown. */
+static const char *curve_name(int nid)
+{
+    switch (nid) {
+    case NID_X25519:
+        return "X25519";
+    case NID_X448:
+        return "X448";
+    case NID_X9_62_prime256v1:
+        return "P-256";
+    case NID_secp384r1:
+        return "P-384";
+    case NID_secp521r1:
+        return "P-521";
+    default:
+        return "";
+    }
+}
+
 /* The peer's facts, once the handshake is done. */
 static void fill_info(wf_tls_conn *c)
 {
@@ -664,6 +692,7 @@ static void fill_info(wf_tls_conn *c)
             c->info.sni = c->sni;
     }
     c->info.version = SSL_get_version(c->ssl);
+    c->info.curve = curve_name(SSL_get_negotiated_group(c->ssl));
     const SSL_CIPHER *ci = SSL_get_current_cipher(c->ssl);
     c->info.cipher = ci ? SSL_CIPHER_get_name(ci) : "";
     X509 *peer = SSL_get1_peer_certificate(c->ssl);

@@ -159,6 +159,7 @@ typedef struct wf_tls_info {
     const char *peer_subject;   /* RFC 2253 ("CN=a,O=b") */
     const char *version;        /* "TLSv1.2", "TLSv1.3" */
     const char *cipher;         /* IANA / OpenSSL name ("TLS_AES_128_GCM_SHA256") */
+    const char *curve;          /* key exchange group, BoringSSL's name ("X25519", "P-256") */
 } wf_tls_info;
 const wf_tls_info *wf_tls_conn_info(const wf_tls_conn *c);
 

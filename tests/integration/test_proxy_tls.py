@@ -185,7 +185,7 @@ def test_s_client_alpn_versions_and_chain(certs, app, proxy_factory):
     assert rc == 0, out
     assert "ALPN protocol: http/1.1" in out
     assert "Verify return code: 0 (ok)" in out
-    assert "New, TLSv1.3, Cipher is TLS_AES_" in out
+    assert "New, TLSv1.3, Cipher is TLS_AES_128_GCM_SHA256" in out  # the server's order
     assert "s:O = weft-test, CN = server" in out and "i:O = weft-test, CN = ca" in out
     rc, out = s_client(port, "-CAfile", certs["ca.crt"], "-alpn", "h2,http/1.1", "-tls1_2")
     assert rc == 0, out
@@ -197,6 +197,13 @@ def test_s_client_alpn_versions_and_chain(certs, app, proxy_factory):
     expect_stat(proxy, "listener.127.0.0.1_%d.ssl.handshake" % port, 3)
     st = proxy.stats()
     assert st["listener.127.0.0.1_%d.ssl.no_certificate" % port] == 3
+    # Envoy's per-handshake counters, created on first use
+    assert st["listener.127.0.0.1_%d.ssl.versions.TLSv1.3" % port] == 2
+    assert st["listener.127.0.0.1_%d.ssl.versions.TLSv1.2" % port] == 1
+    assert st["listener.127.0.0.1_%d.ssl.curves.X25519" % port] == 3
+    ciphers = {k: v for k, v in st.items() if ".ssl.ciphers." in k}
+    assert sum(ciphers.values()) == 3 and any(k.endswith("ciphers.ECDHE-ECDSA-AES128-GCM-SHA256")
+                                              for k in ciphers), ciphers
 
 
 def test_s_client_version_refused(certs, app, proxy_factory):

@@ -119,8 +119,8 @@ static void on_conn(uv_stream_t *l, int status)
     assert_int_equal(wp_raw_socket_accept(&s->rs, l), 0);
     s->sock = &s->rs.base;
     if (v->server_ctx) {
-        s->sock = wp_tls_socket_wrap(&s->rs.base, &v->loop, v->server_ctx, NULL,
-                                     wp_stats_get_shard(v->stats, 0), v->sslots);
+        wp_tls_stats st = {wp_stats_get_shard(v->stats, 0), v->sslots, "listener", "l"};
+        s->sock = wp_tls_socket_wrap(&s->rs.base, &v->loop, v->server_ctx, NULL, &st);
         assert_non_null(s->sock);
     }
     assert_int_equal(wp_tsock_read_start(s->sock), 0);
@@ -191,8 +191,8 @@ static void start_pair(env *v, wf_tls_ctx *cctx)
     uv_tcp_getsockname(&v->listener, (struct sockaddr *)&ss, &len);
     end *c = &v->client;
     assert_int_equal(wp_raw_socket_init(&c->rs, &v->loop, &v->wreqs, &cbs, c), 0);
-    c->sock = wp_tls_socket_wrap(&c->rs.base, &v->loop, cctx, "server.local",
-                                 wp_stats_get_shard(v->stats, 0), v->cslots);
+    wp_tls_stats st = {wp_stats_get_shard(v->stats, 0), v->cslots, "cluster", "c"};
+    c->sock = wp_tls_socket_wrap(&c->rs.base, &v->loop, cctx, "server.local", &st);
     assert_non_null(c->sock);
     assert_int_equal(wp_tsock_connect(c->sock, &v->creq, (struct sockaddr *)&ss), 0);
     run_until_int(v, &c->connected, 1);
@@ -327,6 +327,14 @@ static void test_mtls_exchange(void **state)
     assert_int_equal(cstat(v, "cluster.c.ssl.handshake"), 1);
     assert_int_equal(cstat(v, "listener.l.ssl.handshake"), 1);
     assert_int_equal(cstat(v, "listener.l.ssl.no_certificate"), 0);
+    /* the counters Envoy creates on first use, named after what was negotiated */
+    char n[128];
+    snprintf(n, sizeof(n), "cluster.c.ssl.ciphers.%s", ci->cipher);
+    assert_int_equal(wp_stats_value(v->stats, wp_stats_counter(v->stats, n)), 1);
+    assert_int_equal(
+        wp_stats_value(v->stats, wp_stats_counter(v->stats, "listener.l.ssl.versions.TLSv1.3")), 1);
+    assert_int_equal(
+        wp_stats_value(v->stats, wp_stats_counter(v->stats, "cluster.c.ssl.curves.X25519")), 1);
     free(data);
     wp_tsock_close(v->client.sock);
     run_until_int(v, &v->client.closed, 1);
@@ -476,7 +484,7 @@ static void test_close_while_connecting(void **state)
     uv_tcp_getsockname(&v->listener, (struct sockaddr *)&ss, &len);
     end *c = &v->client;
     assert_int_equal(wp_raw_socket_init(&c->rs, &v->loop, &v->wreqs, &cbs, c), 0);
-    c->sock = wp_tls_socket_wrap(&c->rs.base, &v->loop, cctx, NULL, NULL, NULL);
+    c->sock = wp_tls_socket_wrap(&c->rs.base, &v->loop, cctx, NULL, NULL);
     assert_int_equal(wp_tsock_connect(c->sock, &v->creq, (struct sockaddr *)&ss), 0);
     wp_tsock_close(c->sock);
     assert_int_equal(c->closed, 0);

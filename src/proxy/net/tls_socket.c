@@ -14,11 +14,10 @@ typedef struct wp_tls_socket {
     wp_tsock *raw;
     wf_tls_conn *conn;
     bool server;
-    uv_timer_t kick;       /* delivers plaintext left in the engine from the loop */
-    uv_connect_t rreq;     /* the raw socket's connect */
-    wp_stats_shard *sh;    /* NULL: no stats */
-    const uint32_t *slots; /* WP_SSL_COUNT_ */
-    char *obuf;            /* ciphertext the raw socket is writing */
+    uv_timer_t kick;    /* delivers plaintext left in the engine from the loop */
+    uv_connect_t rreq;  /* the raw socket's connect */
+    wp_tls_stats stats; /* stats.sh NULL: no stats */
+    char *obuf;         /* ciphertext the raw socket is writing */
     size_t ocap;
     bool want_read;      /* the owner reads */
     bool raw_reading;    /* the raw socket reads */
@@ -34,8 +33,8 @@ typedef struct wp_tls_socket {
 
 static void count(wp_tls_socket *t, int which)
 {
-    if (t->sh && t->slots)
-        wp_stat_add(t->sh, t->slots[which], 1);
+    if (t->stats.sh && t->stats.slots)
+        wp_stat_add(t->stats.sh, t->stats.slots[which], 1);
 }
 
 /* A failure's stat (the handshake's success is counted by handshake_done, once). */
@@ -174,6 +173,18 @@ static void on_kick(uv_timer_t *tm)
 
 /* ---------- the handshake ---------- */
 
+/* <kind>.<name>.ssl.<what>.<value>, registered on first use (Envoy's StatNameSet counters of
+ * ContextImpl::logHandshake). */
+static void count_named(wp_tls_socket *t, const char *what, const char *value)
+{
+    if (!t->stats.sh || !t->stats.kind || !value || !*value)
+        return;
+    char n[384];
+    int len = snprintf(n, sizeof(n), "%s.%s.ssl.%s.%s", t->stats.kind, t->stats.name, what, value);
+    if (len > 0 && (size_t)len < sizeof(n))
+        wp_stat_add(t->stats.sh, wp_stats_counter(t->stats.sh->store, n), 1);
+}
+
 static void handshake_done(wp_tls_socket *t)
 {
     t->hs_done = true;
@@ -183,6 +194,9 @@ static void handshake_done(wp_tls_socket *t)
     if (t->server && wf_tls_conn_no_peer_cert(t->conn))
         count(t, WP_SSL_no_certificate);
     const wf_tls_info *i = wf_tls_conn_info(t->conn);
+    count_named(t, "ciphers", i->cipher);
+    count_named(t, "versions", i->version);
+    count_named(t, "curves", i->curve);
     t->info = (wp_tsock_ssl){i->alpn,   i->sni,           i->peer_uri_san,   i->version,
                              i->cipher, i->peer_uri_sans, i->local_uri_sans, i->peer_subject};
 }
@@ -477,7 +491,7 @@ static void free_on_close(uv_handle_t *h)
 }
 
 wp_tsock *wp_tls_socket_wrap(wp_tsock *raw, uv_loop_t *loop, wf_tls_ctx *ctx, const char *sni,
-                             wp_stats_shard *sh, const uint32_t *ssl_slots)
+                             const wp_tls_stats *stats)
 {
     wp_tls_socket *t = calloc(1, sizeof(*t));
     if (!t)
@@ -492,8 +506,8 @@ wp_tsock *wp_tls_socket_wrap(wp_tsock *raw, uv_loop_t *loop, wf_tls_ctx *ctx, co
     t->base = (wp_tsock){.ops = &tls_ops, .cbs = raw->cbs, .owner = raw->owner};
     t->raw = raw;
     t->server = wf_tls_ctx_is_server(ctx);
-    t->sh = sh;
-    t->slots = ssl_slots;
+    if (stats)
+        t->stats = *stats;
     t->info = (wp_tsock_ssl){"", "", "", "", "", "", "", ""};
     raw->cbs = &raw_cbs;
     raw->owner = t;

@@ -22,7 +22,9 @@
  *  - Envoy's ssl.* stats (SslStats, docs configuration/listeners/stats#tls-statistics and
  *    cluster_stats#tls-statistics), counted into the slots given (listener.<address>.ssl.*
  *    or cluster.<name>.ssl.*): handshake, session_reused, no_certificate (a server's peer
- *    sent none), connection_error, fail_verify_error, fail_verify_san, fail_verify_no_cert.
+ *    sent none), connection_error, fail_verify_error, fail_verify_san, fail_verify_no_cert;
+ *    and, registered on first use, ssl.ciphers.<cipher>, ssl.versions.<version>,
+ *    ssl.curves.<curve> (BoringSSL's curve names: X25519, P-256, P-384, P-521).
  *
  * Ownership: wp_tls_socket_wrap takes the raw socket over (its callbacks now reach the TLS
  * socket) and returns the socket the owner uses instead; the owner's callbacks and pointer
@@ -57,12 +59,23 @@
 enum { WP_SSL_STATS(WP_SSL_ENUM_) WP_SSL_COUNT_ };
 #undef WP_SSL_ENUM_
 
+/* Where a TLS socket counts (NULL sh: nowhere). slots: WP_SSL_COUNT_ counters. kind and
+ * name ("listener" and its stat name, or "cluster" and its stat name; both must outlive the
+ * socket, NULL kind: none) name the scope of the counters Envoy creates on first use:
+ * <kind>.<name>.ssl.ciphers.<cipher>, .ssl.versions.<version>, .ssl.curves.<curve> (a
+ * registration under the store's lock, once per handshake). */
+typedef struct wp_tls_stats {
+    wp_stats_shard *sh;
+    const uint32_t *slots;
+    const char *kind, *name;
+} wp_tls_stats;
+
 /* Wraps raw (initialised; accepted for a server context, not yet connected for a client)
  * with a TLS socket of ctx (which must outlive it). sni: what a client sends (NULL none).
- * sh / ssl_slots (WP_SSL_COUNT_ slots): where to count, NULL = nowhere. A server socket
- * starts reading the ClientHello at once. Returns the socket to use, or NULL (out of
- * memory, or reading could not start): raw is then untouched and still the owner's. */
+ * stats: copied; NULL = no stats. A server socket starts reading the ClientHello at once.
+ * Returns the socket to use, or NULL (out of memory, or reading could not start): raw is
+ * then untouched and still the owner's. */
 wp_tsock *wp_tls_socket_wrap(wp_tsock *raw, uv_loop_t *loop, wf_tls_ctx *ctx, const char *sni,
-                             wp_stats_shard *sh, const uint32_t *ssl_slots);
+                             const wp_tls_stats *stats);
 
 #endif

@@ -22,8 +22,8 @@ static void new_connection(wp_dconn *d, const wp_lf_socket *sock, bool ok)
         return;
     }
     if (fc->tls) { /* the chain's DownstreamTlsContext: TLS over the accepted socket */
-        wp_tsock *t =
-            wp_tls_socket_wrap(d->sock, &d->w->loop, fc->tls->ctx, NULL, d->w->stats, d->ls->ssl);
+        wp_tls_stats st = {d->w->stats, d->ls->ssl, "listener", d->listener->stat_name};
+        wp_tsock *t = wp_tls_socket_wrap(d->sock, &d->w->loop, fc->tls->ctx, NULL, &st);
         if (!t) {
             wp_dconn_close(d); /* before the chain: nothing was counted for it */
             return;

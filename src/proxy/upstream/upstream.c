@@ -437,9 +437,12 @@ static void connect_new(wp_pool *p, int host, wp_pool_req *rq)
     wp_raw_socket_init(&u->raw, &w->loop, &w->wreqs, &uconn_sock_cbs, u);
     u->sock = &u->raw.base;
     wp_tsock *tls = NULL; /* an UpstreamTlsContext: TLS over the raw socket */
-    if (c->tls && (tls = wp_tls_socket_wrap(u->sock, &w->loop, c->tls->ctx, c->tls->sni, w->stats,
-                                            wp_pool_gen(p)->pstats->clusters[p->cluster].ssl)))
-        u->sock = tls;
+    if (c->tls) {
+        wp_tls_stats st = {w->stats, wp_pool_gen(p)->pstats->clusters[p->cluster].ssl, "cluster",
+                           c->alt_stat_name ? c->alt_stat_name : c->name};
+        if ((tls = wp_tls_socket_wrap(u->sock, &w->loop, c->tls->ctx, c->tls->sni, &st)))
+            u->sock = tls;
+    }
     uv_timer_init(&w->loop, &u->timer);
     u->timer.data = u;
     h1_parser_init(&u->parser, H1_RESPONSE, u->hdrs, WP_UPSTREAM_MAX_HEADERS, 64 * 1024);
