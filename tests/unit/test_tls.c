@@ -381,6 +381,43 @@ static void test_ctx_errors(void **state)
     assert_string_equal(err, "Failed to initialize cipher suites NOT-A-CIPHER");
 }
 
+/* Garbage and truncated ClientHellos fail or wait, never more (run under ASan too). */
+static void test_garbage_input(void **state)
+{
+    (void)state;
+    wf_tls_ctx *sctx = ctx_of(true, &C.server, &C.ca, NULL);
+    wf_tls_ctx *cctx = ctx_of(false, NULL, NULL, NULL);
+    unsigned seed = 12345;
+    for (int round = 0; round < 200; round++) {
+        unsigned char buf[2048];
+        size_t n = 1 + (size_t)(round * 37 % (int)sizeof(buf));
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            buf[i] = (unsigned char)(seed >> 16);
+        }
+        if (round % 3 == 0) { /* a real ClientHello, cut or corrupted */
+            wf_tls_conn *cl = wf_tls_conn_new(cctx, "x");
+            wf_tls_conn_handshake(cl);
+            size_t got = wf_tls_conn_out_take(cl, buf, sizeof(buf));
+            n = got ? 1 + (size_t)round % got : 1;
+            if (round % 2 && n > 10)
+                buf[n / 2] ^= 0x5a;
+            wf_tls_conn_free(cl);
+        }
+        wf_tls_conn *sv = wf_tls_conn_new(sctx, NULL);
+        assert_int_equal(wf_tls_conn_feed(sv, buf, n), WF_TLS_OK);
+        int r = wf_tls_conn_handshake(sv);
+        assert_true(r == WF_TLS_WANT || r == WF_TLS_FAIL);
+        if (r == WF_TLS_FAIL)
+            assert_non_null(strstr(wf_tls_conn_failure(sv), ":TLS_error_end"));
+        char out[64];
+        assert_true(wf_tls_conn_read(sv, out, sizeof(out)) < 0);
+        wf_tls_conn_free(sv);
+    }
+    wf_tls_ctx_free(sctx);
+    wf_tls_ctx_free(cctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -393,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_plaintext_peer),
         cmocka_unit_test(test_versions),
         cmocka_unit_test(test_ctx_errors),
+        cmocka_unit_test(test_garbage_input),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
