@@ -308,6 +308,12 @@ static char *join_sans(X509 *cert, wf_tls_san_type only, const char *sep)
     return b.data;
 }
 
+/* The verify error of a SAN mismatch: a code outside OpenSSL's X509_V_ERR_* table, which
+ * ssl_verify_alarm_type turns into the certificate_unknown alert, the one Envoy's
+ * DefaultCertValidator sends (tls_alert = SSL_AD_CERTIFICATE_UNKNOWN); a chain error keeps
+ * OpenSSL's alert for its X509 error, as Envoy's SSL_alert_from_verify_result. */
+#define SAN_VERIFY_ERROR 1000
+
 /* The verify callback: X509 chain errors and, on the leaf, the SAN matchers (Envoy's
  * DefaultCertValidator::doVerifyCertChain order: the chain, then the SANs). */
 static int verify_cb(int ok, X509_STORE_CTX *xs)
@@ -341,7 +347,7 @@ static int verify_cb(int ok, X509_STORE_CTX *xs)
     free(all);
     c->detail = wf_strbuf_failed(&b) ? NULL : b.data;
     c->verify_kind = VERIFY_SAN;
-    X509_STORE_CTX_set_error(xs, X509_V_ERR_APPLICATION_VERIFICATION);
+    X509_STORE_CTX_set_error(xs, SAN_VERIFY_ERROR);
     return 0;
 }
 

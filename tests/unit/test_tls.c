@@ -381,6 +381,52 @@ static void test_ctx_errors(void **state)
     assert_string_equal(err, "Failed to initialize cipher suites NOT-A-CIPHER");
 }
 
+/* No common cipher: NO_SHARED_CIPHER on the server, its SSLV3_ALERT_HANDSHAKE_FAILURE on the
+ * client; a server rejecting a client's SANs: the client reads certificate_unknown. */
+static void test_alert_names(void **state)
+{
+    (void)state;
+    wf_tls_ctx_opts c12 = {.max_version = WF_TLS_V1_2,
+                           .cipher_suites = "ECDHE-RSA-AES256-GCM-SHA384"};
+    wf_tls_ctx *sctx = ctx_of(true, &C.server, NULL, NULL);
+    wf_tls_ctx *cctx = ctx_of(false, NULL, &C.ca, &c12);
+    wf_tls_conn *cl = wf_tls_conn_new(cctx, NULL);
+    wf_tls_conn *sv = wf_tls_conn_new(sctx, NULL);
+    int rc, rs;
+    handshake(cl, sv, &rc, &rs);
+    assert_int_equal(rs, WF_TLS_FAIL);
+    assert_string_equal(wf_tls_conn_failure(sv), "TLS_error:|268435640:SSL routines:"
+                                                 "OPENSSL_internal:NO_SHARED_CIPHER:TLS_error_end");
+    assert_int_equal(rc, WF_TLS_FAIL);
+    assert_string_equal(wf_tls_conn_failure(cl),
+                        "TLS_error:|268436496:SSL routines:OPENSSL_internal:"
+                        "SSLV3_ALERT_HANDSHAKE_FAILURE:TLS_error_end");
+    wf_tls_conn_free(cl);
+    wf_tls_conn_free(sv);
+    wf_tls_ctx_free(sctx);
+    wf_tls_ctx_free(cctx);
+    /* the server's SAN matcher refuses the client (TLS 1.2: the client waits for Finished) */
+    wf_tls_san_matcher sm = {WF_TLS_SAN_URI, WF_TLS_MATCH_EXACT, "spiffe://x/other"};
+    wf_tls_ctx_opts so = {.require_client_cert = true, .sans = &sm, .nsans = 1};
+    wf_tls_ctx_opts co = {.max_version = WF_TLS_V1_2};
+    sctx = ctx_of(true, &C.server, &C.ca, &so);
+    cctx = ctx_of(false, &C.client, &C.ca, &co);
+    cl = wf_tls_conn_new(cctx, NULL);
+    sv = wf_tls_conn_new(sctx, NULL);
+    handshake(cl, sv, &rc, &rs);
+    assert_int_equal(rs, WF_TLS_FAIL);
+    assert_int_equal(wf_tls_conn_outcome(sv), WF_TLS_STAT_FAIL_VERIFY_SAN);
+    assert_int_equal(rc, WF_TLS_FAIL);
+    /* Envoy's validator answers a SAN mismatch with certificate_unknown */
+    assert_string_equal(wf_tls_conn_failure(cl),
+                        "TLS_error:|268436502:SSL routines:OPENSSL_internal:"
+                        "SSLV3_ALERT_CERTIFICATE_UNKNOWN:TLS_error_end");
+    wf_tls_conn_free(cl);
+    wf_tls_conn_free(sv);
+    wf_tls_ctx_free(sctx);
+    wf_tls_ctx_free(cctx);
+}
+
 /* Garbage and truncated ClientHellos fail or wait, never more (run under ASan too). */
 static void test_garbage_input(void **state)
 {
@@ -431,6 +477,7 @@ int main(void)
         cmocka_unit_test(test_versions),
         cmocka_unit_test(test_ctx_errors),
         cmocka_unit_test(test_garbage_input),
+        cmocka_unit_test(test_alert_names),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
