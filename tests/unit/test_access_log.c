@@ -466,6 +466,36 @@ static void test_text_every_operator(void **state)
     check_text("%UPSTREAM_CLUSTER%", &fx.si, "outbound|80||catalog.default.svc.cluster.local");
 }
 
+/* The TLS operators (unset on plaintext) and the failure reason with spaces as '_' (Envoy's
+ * stream_info_formatter.cc; security.md §3.5). */
+static void test_text_tls_operators(void **state)
+{
+    (void)state;
+    fixture fx;
+    make_full(&fx);
+    const char *ops = "%DOWNSTREAM_PEER_URI_SAN%|%DOWNSTREAM_LOCAL_URI_SAN%|"
+                      "%DOWNSTREAM_TLS_VERSION%|%DOWNSTREAM_TLS_CIPHER%|"
+                      "%DOWNSTREAM_PEER_SUBJECT%|%UPSTREAM_PEER_URI_SAN%|%UPSTREAM_TLS_VERSION%|"
+                      "%DOWNSTREAM_TRANSPORT_FAILURE_REASON%";
+    check_text(ops, &fx.si, "-|-|-|-|-|-|-|-");
+    fx.si.downstream_peer_uri_san = "spiffe://cluster.local/ns/a/sa/client";
+    fx.si.downstream_local_uri_san = "spiffe://cluster.local/ns/b/sa/server";
+    fx.si.downstream_tls_version = "TLSv1.3";
+    fx.si.downstream_tls_cipher = "TLS_AES_128_GCM_SHA256";
+    fx.si.downstream_peer_subject = "CN=client,O=weft";
+    fx.si.upstream_peer_uri_san = "spiffe://cluster.local/ns/c/sa/up";
+    fx.si.upstream_tls_version = "TLSv1.2";
+    check_text(ops, &fx.si,
+               "spiffe://cluster.local/ns/a/sa/client|spiffe://cluster.local/ns/b/sa/server|"
+               "TLSv1.3|TLS_AES_128_GCM_SHA256|CN=client,O=weft|spiffe://cluster.local/ns/c/sa/up|"
+               "TLSv1.2|-");
+    fx.si.transport_failure_reason = "TLS_error:|268435581:SSL routines:OPENSSL_internal:"
+                                     "CERTIFICATE_VERIFY_FAILED:TLS_error_end";
+    check_text("%UPSTREAM_TRANSPORT_FAILURE_REASON%", &fx.si,
+               "TLS_error:|268435581:SSL_routines:OPENSSL_internal:CERTIFICATE_VERIFY_FAILED:"
+               "TLS_error_end");
+}
+
 static void test_text_missing_values(void **state)
 {
     (void)state;
@@ -1139,6 +1169,7 @@ int main(void)
         cmocka_unit_test(test_compile_errors_at),
         cmocka_unit_test(test_text_every_operator),
         cmocka_unit_test(test_text_missing_values),
+        cmocka_unit_test(test_text_tls_operators),
         cmocka_unit_test(test_envoy_default_format),
         cmocka_unit_test(test_istio_text_503_nc),
         cmocka_unit_test(test_start_time_formats),

@@ -336,6 +336,11 @@ static void test_error_unknown_field(void **state)
                  "envoy.config.bootstrap.v3.Bootstrap.watchdog)");
     expect_error(strdup("{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"bogus\":{}}]}}"),
                  "t.json: static_resources.clusters[0].bogus: unknown field");
+    expect_error(
+        strdup(
+            "{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"upstream_bind_config\":{}}]}}"),
+        "t.json: static_resources.clusters[0].upstream_bind_config: not supported by weft-proxy "
+        "(Envoy's envoy.config.cluster.v3.Cluster.upstream_bind_config)");
 }
 
 static void test_error_wrong_type(void **state)
@@ -597,9 +602,13 @@ static void test_error_not_supported_field(void **state)
                "\"address\":\"::\",\"port_value\":8080,\"ipv4_compat\":true}}}]}}"),
         "t.json: static_resources.listeners[0].address.socket_address.ipv4_compat" NOT_SUPPORTED(
             "envoy.config.core.v3.SocketAddress.ipv4_compat"));
+    /* refused by the cluster decoder itself, with the reason (auto mTLS comes with SDS) */
     expect_error(strdup(CLUSTER_WITH("\"transport_socket_matches\":[]")),
-                 "t.json: static_resources.clusters[0].transport_socket_matches" NOT_SUPPORTED(
-                     "envoy.config.cluster.v3.Cluster.transport_socket_matches"));
+                 "t.json: static_resources.clusters[0].transport_socket_matches: not supported "
+                 "by weft-proxy (one transport_socket per cluster)");
+    expect_error(strdup(CLUSTER_WITH("\"lrs_server\":{}")),
+                 "t.json: static_resources.clusters[0].lrs_server" NOT_SUPPORTED(
+                     "envoy.config.cluster.v3.Cluster.lrs_server"));
     /* a JSON name with two snake_case readings is named as written, the field as Envoy's */
     expect_error(strdup(CLUSTER_WITH("\"http2ProtocolOptions\":{}")),
                  "t.json: static_resources.clusters[0].http2ProtocolOptions" NOT_SUPPORTED(

@@ -30,10 +30,11 @@
 /* Operator kinds. The generic ones read a wp_stream_info field at a table offset. */
 typedef enum {
     OP_LITERAL,
-    OP_STR,        /* const char * field, unset when NULL or "" */
-    OP_STR_NOPORT, /* const char * "ip:port" field, printed without the port */
-    OP_U64,        /* uint64_t field, a number (0 when unset, as Envoy's value_or(0)) */
-    OP_DUR,        /* milliseconds between two uint64_t monotonic fields, unset when 0 */
+    OP_STR,         /* const char * field, unset when NULL or "" */
+    OP_STR_NOPORT,  /* const char * "ip:port" field, printed without the port */
+    OP_STR_NOSPACE, /* const char * field with spaces printed as '_' (failure reasons) */
+    OP_U64,         /* uint64_t field, a number (0 when unset, as Envoy's value_or(0)) */
+    OP_DUR,         /* milliseconds between two uint64_t monotonic fields, unset when 0 */
     OP_DURATION,
     OP_START_TIME,
     OP_RESPONSE_CODE,
@@ -88,7 +89,16 @@ static const struct {
     {"UPSTREAM_CLUSTER_RAW", OP_STR, 0, FLD(upstream_cluster), 0},
     {"UPSTREAM_LOCAL_ADDRESS", OP_STR, 0, FLD(upstream_local), 0},
     {"UPSTREAM_LOCAL_ADDRESS_WITHOUT_PORT", OP_STR_NOPORT, 0, FLD(upstream_local), 0},
-    {"UPSTREAM_TRANSPORT_FAILURE_REASON", OP_STR, 0, FLD(transport_failure_reason), 0},
+    /* Envoy's stream_info_formatter.cc replaces the spaces of both failure reasons with '_' */
+    {"UPSTREAM_TRANSPORT_FAILURE_REASON", OP_STR_NOSPACE, 0, FLD(transport_failure_reason), 0},
+    {"DOWNSTREAM_TRANSPORT_FAILURE_REASON", OP_UNSET, 0, 0, 0},
+    {"DOWNSTREAM_PEER_URI_SAN", OP_STR, 0, FLD(downstream_peer_uri_san), 0},
+    {"DOWNSTREAM_LOCAL_URI_SAN", OP_STR, 0, FLD(downstream_local_uri_san), 0},
+    {"DOWNSTREAM_TLS_VERSION", OP_STR, 0, FLD(downstream_tls_version), 0},
+    {"DOWNSTREAM_TLS_CIPHER", OP_STR, 0, FLD(downstream_tls_cipher), 0},
+    {"DOWNSTREAM_PEER_SUBJECT", OP_STR, 0, FLD(downstream_peer_subject), 0},
+    {"UPSTREAM_PEER_URI_SAN", OP_STR, 0, FLD(upstream_peer_uri_san), 0},
+    {"UPSTREAM_TLS_VERSION", OP_STR, 0, FLD(upstream_tls_version), 0},
     {"DOWNSTREAM_REMOTE_ADDRESS", OP_STR, 0, FLD(downstream_remote), 0},
     {"DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT", OP_STR_NOPORT, 0, FLD(downstream_remote), 0},
     {"DOWNSTREAM_DIRECT_REMOTE_ADDRESS", OP_STR, 0, FLD(downstream_direct_remote), 0},
@@ -968,6 +978,22 @@ static void val_str(alf_val *v, const char *s)
     }
 }
 
+/* s with every space as '_' (Envoy's failure-reason operators), cut at the value buffer. */
+static void val_str_nospace(alf_val *v, const char *s)
+{
+    if (!s || !*s)
+        return;
+    size_t n = strlen(s);
+    if (n >= sizeof v->buf)
+        n = sizeof v->buf - 1;
+    for (size_t i = 0; i < n; i++)
+        v->buf[i] = s[i] == ' ' ? '_' : s[i];
+    v->buf[n] = '\0';
+    v->kind = V_STR;
+    v->s = v->buf;
+    v->len = n;
+}
+
 static void val_num(alf_val *v, int64_t n)
 {
     v->kind = V_NUM;
@@ -1224,6 +1250,9 @@ static void eval(const wp_access_log_format *f, const alf_piece *p, const wp_str
         break;
     case OP_STR_NOPORT:
         val_addr_noport(v, si_str(si, p->off));
+        break;
+    case OP_STR_NOSPACE:
+        val_str_nospace(v, si_str(si, p->off));
         break;
     case OP_U64:
         val_num(v, (int64_t)si_u64(si, p->off));

@@ -2,7 +2,8 @@
  * bootstrap_cluster.c - the clusters of a bootstrap (static_resources.clusters[], Envoy v3
  * envoy.config.cluster.v3.Cluster): types STATIC, STRICT_DNS, LOGICAL_DNS and ORIGINAL_DST,
  * lb_policy, connect_timeout, circuit_breakers, HttpProtocolOptions, load_assignment,
- * outlier_detection, common_lb_config, metadata. Part of the loader (bootstrap.c), same
+ * outlier_detection, common_lb_config, metadata, transport_socket (bootstrap_tls.c). Part
+ * of the loader (bootstrap.c), same
  * rules: anything unsupported is refused naming its JSON path.
  */
 #include <arpa/inet.h>
@@ -476,7 +477,8 @@ bool bs_dec_cluster(bs *b, json_t *o, void *arg)
             "@type name alt_stat_name type lb_policy connect_timeout "
             "per_connection_buffer_limit_bytes circuit_breakers common_http_protocol_options "
             "typed_extension_protocol_options max_requests_per_connection dns_refresh_rate "
-            "dns_lookup_family load_assignment outlier_detection common_lb_config metadata") ||
+            "dns_lookup_family load_assignment outlier_detection common_lb_config metadata "
+            "transport_socket transport_socket_matches") ||
         !bs_opt_type(b, o, WP_CLUSTER_TYPE) || !bs_req_str(b, o, "name", &cl->name) ||
         !bs_str(b, o, "alt_stat_name", &cl->alt_stat_name) ||
         !bs_enum(b, o, "type", types, &type) || !bs_enum(b, o, "lb_policy", lbs, &lb) ||
@@ -490,6 +492,11 @@ bool bs_dec_cluster(bs *b, json_t *o, void *arg)
         !bs_dur(b, o, "dns_refresh_rate", &cl->dns_refresh_rate_ms, NULL))
         return false;
     if (!check_original_dst(b, o, cl, type, lb))
+        return false;
+    if (bs_get(o, "transport_socket_matches"))
+        return bs_fail_at(b, "transport_socket_matches",
+                          "not supported by weft-proxy (one transport_socket per cluster)");
+    if (!bs_transport_socket(b, o, false, &cl->tls))
         return false;
     cl->type = cl->original_dst ? WP_CLUSTER_STATIC : (wp_cluster_type)type;
     cl->lb_policy = cl->original_dst ? WP_LB_ROUND_ROBIN : (wp_lb_policy)lb;

@@ -19,6 +19,7 @@
  *    'ADDR': no filter chains specified".
  *  - listener_filters: envoy.filters.listener.tls_inspector (filters/listener/tls_inspector.h),
  *    listener_filters_timeout (default 15 s, 0 none) and continue_on_listener_filters_timeout.
+ *  - transport_socket: raw_buffer or TLS with a DownstreamTlsContext (bootstrap_tls.c).
  * Refused by name: the other listener filters (the message names the feature that brings
  * each), network filters other than the connection manager,
  * filter_chain_match in the default_filter_chain (Envoy ignores it; weft never ignores a field).
@@ -196,13 +197,14 @@ static json_t *only_one(bs *b, json_t *o, const char *k, const char *what)
 static bool dec_chain_common(bs *b, json_t *o, wp_filter_chain *fc)
 {
     fc->name = "";
-    if (!bs_fields(b, o, "name filters filter_chain_match") || !bs_str(b, o, "name", &fc->name))
+    if (!bs_fields(b, o, "name filters filter_chain_match transport_socket") ||
+        !bs_str(b, o, "name", &fc->name))
         return false;
     size_t m = b->plen;
     json_t *f = only_one(b, o, "filters", "network filter");
     bool ok = f && dec_network_filter(b, f, fc);
     bs_pop(b, m);
-    return ok;
+    return ok && bs_transport_socket(b, o, true, &fc->tls);
 }
 
 /* One filter_chains element (bs_each callback). */
@@ -381,6 +383,9 @@ bool bs_dec_listener(bs *b, json_t *o, void *arg)
         return false;
     l->chains = chains;
     l->listener_filters = lf;
+    for (size_t i = 0; i < l->nchains; i++)
+        l->has_tls = l->has_tls || l->chains[i].tls;
+    l->has_tls = l->has_tls || (l->default_chain && l->default_chain->tls);
     if (l->nchains == 0 && !l->default_chain)
         return bs_fail(b, "error adding listener '%s': no filter chains specified", l->addr.text);
     return check_chains(b, o, l);

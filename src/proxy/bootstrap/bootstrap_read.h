@@ -152,6 +152,11 @@ bool bs_route_config(bs *b, json_t *o, wp_route_config *rc);
 bool bs_req_address(bs *b, json_t *o, wp_addr *out, const char **host, uint32_t *port,
                     const char *ip_msg);
 
+/* o.transport_socket (raw_buffer, or tls with a DownstreamTlsContext when downstream, else an
+ * UpstreamTlsContext) into *out: NULL for none or raw_buffer, else a new arena wp_tls_config
+ * whose engine context the snapshot owns; bootstrap_tls.c. */
+bool bs_transport_socket(bs *b, json_t *o, bool downstream, const wp_tls_config **out);
+
 /* One element of static_resources.clusters (bs_each callback, arg the wp_cluster) and the
  * checks over all of them (unique names); bootstrap_cluster.c. */
 bool bs_dec_cluster(bs *b, json_t *o, void *arg);

@@ -161,8 +161,9 @@ static json_t *dump_elem(const json_t *entry, const char *elem_type, const char 
         ok = json_object_set_new(e, "@type", json_string(elem_type)) == 0;
     if (ok && json_is_string(v) && *json_string_value(v))
         ok = json_object_set(e, "version_info", v) == 0;
-    if (ok)
-        ok = json_object_set(e, res_key, json_object_get(entry, "resource")) == 0;
+    if (ok) /* a private key never reaches /config_dump (Envoy redacts it) */
+        ok = json_object_set_new(e, res_key, wp_tls_redacted(json_object_get(entry, "resource"))) ==
+             0;
     if (ok && json_is_string(t))
         ok = json_object_set(e, "last_updated", t) == 0;
     if (!ok) {

@@ -121,4 +121,9 @@ void wp_xds_nack_text(int type, const char *name, const char *reason, wf_strbuf 
  * another type. Borrowed from r. */
 const char *wp_xds_resource_name(int t, const json_t *r);
 
+/* resource, or a copy of it whose inline private keys (TLS contexts' private_key
+ * DataSources) read "[redacted]" as Envoy's config dump shows them: a new reference, NULL on
+ * out of memory; bootstrap_tls.c. */
+json_t *wp_tls_redacted(json_t *resource);
+
 #endif

@@ -3,6 +3,7 @@
  */
 #include "core/strmap.h"
 #include "proxy/config/config.h"
+#include "tls/tls.h"
 
 #include "model/re2_check.h"
 
@@ -26,6 +27,9 @@ void wp_config_unref(wp_config *c)
     for (size_t i = 0; i < c->nregexes; i++)
         pcre2_code_free(c->regexes[i]);
     free(c->regexes);
+    for (size_t i = 0; i < c->ntls_ctxs; i++)
+        wf_tls_ctx_free(c->tls_ctxs[i]);
+    free(c->tls_ctxs);
     json_decref(c->bootstrap);
     json_decref(c->node);
     json_decref(c->stats_config);
@@ -110,4 +114,20 @@ pcre2_code *wp_config_add_regex(wp_config *c, const char *re, wf_strbuf *err)
 pcre2_code *wp_config_add_regex_search(wp_config *c, const char *re, wf_strbuf *err)
 {
     return add_regex(c, re, false, err);
+}
+
+bool wp_config_add_tls_ctx(wp_config *c, struct wf_tls_ctx *ctx)
+{
+    if (c->ntls_ctxs == c->captls_ctxs) {
+        size_t cap = c->captls_ctxs ? c->captls_ctxs * 2 : 8;
+        struct wf_tls_ctx **r = realloc(c->tls_ctxs, cap * sizeof(*r));
+        if (!r) {
+            wf_tls_ctx_free(ctx);
+            return false;
+        }
+        c->tls_ctxs = r;
+        c->captls_ctxs = cap;
+    }
+    c->tls_ctxs[c->ntls_ctxs++] = ctx;
+    return true;
 }

@@ -308,6 +308,17 @@ typedef struct {
     size_t index; /* position in wp_config.hcms (its http.<stat_prefix>.* stat slots) */
 } wp_hcm;
 
+/* A transport_socket of kind envoy.transport_sockets.tls (a DownstreamTlsContext on a filter
+ * chain, an UpstreamTlsContext on a cluster), decoded by bootstrap_tls.c. The TLS engine's
+ * context (tls/tls.h) is built when the snapshot is loaded and freed with it (wp_config
+ * tls_ctxs); NULL transport socket = raw_buffer. */
+struct wf_tls_ctx;
+typedef struct wp_tls_config {
+    struct wf_tls_ctx *ctx;
+    const char *sni; /* UpstreamTlsContext.sni, NULL = none */
+    bool require_client_certificate;
+} wp_tls_config;
+
 /* One filter chain of a listener (envoy.config.listener.v3.FilterChain): its
  * filter_chain_match and its network filters. The HTTP connection manager is the only
  * network filter decoded today, so every chain has one, last. */
@@ -317,6 +328,7 @@ typedef struct wp_filter_chain {
     wp_nf_config *filters;
     size_t nfilters;
     wp_hcm *hcm; /* the chain's connection manager (also filters[nfilters - 1].config) */
+    const wp_tls_config *tls; /* transport_socket: TLS, NULL = raw_buffer */
 } wp_filter_chain;
 
 typedef struct wp_listener {
@@ -337,7 +349,8 @@ typedef struct wp_listener {
     bool continue_on_listener_filters_timeout; /* default false: the connection closes */
     const char *stat_name; /* "0.0.0.0_15001" style (address with ':' replaced by '_') */
     int traffic_direction; /* core.v3.TrafficDirection: 0 UNSPECIFIED, 1 INBOUND, 2 OUTBOUND */
-    bool bound; /* set by the server before the snapshot is published: its sockets exist */
+    bool bound;   /* set by the server before the snapshot is published: its sockets exist */
+    bool has_tls; /* a chain has a TLS transport socket: listener.<stat_name>.ssl.* exist */
 } wp_listener;
 
 /* ---------- clusters ---------- */
@@ -401,6 +414,7 @@ typedef struct wp_cluster {
      * STATIC cluster without endpoints: the data plane does not forward to the original
      * destination yet, so requests routed here fail as "no healthy upstream". */
     bool original_dst;
+    const wp_tls_config *tls; /* transport_socket: TLS (UpstreamTlsContext), NULL = raw_buffer */
     int index;
 } wp_cluster;
 
@@ -461,6 +475,9 @@ typedef struct wp_config {
     /* compiled regexes to free with the snapshot */
     pcre2_code **regexes;
     size_t nregexes, capregexes;
+    /* TLS contexts to free with the snapshot (transport sockets' wp_tls_config.ctx) */
+    struct wf_tls_ctx **tls_ctxs;
+    size_t ntls_ctxs, captls_ctxs;
 } wp_config;
 
 /* Takes one more reference. */
@@ -477,6 +494,10 @@ const wp_filter_chain *wp_listener_find_chain(const wp_listener *l, const wp_lf_
 
 /* Index of the cluster named name, or -1. Config-time only (linear scan). */
 int wp_config_find_cluster(const wp_config *c, const char *name);
+
+/* Registers a TLS context with c so that it is freed with the snapshot. false on out of
+ * memory (ctx is then freed). */
+bool wp_config_add_tls_ctx(wp_config *c, struct wf_tls_ctx *ctx);
 
 /* Compile an RE2-syntax regex for a matcher (full match: the pattern must match the whole
  * subject, as Envoy's safe_regex matchers do) and register it with c so that it is freed

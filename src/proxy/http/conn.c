@@ -11,7 +11,8 @@
  * Envoy behaviour followed (source/common/http/conn_manager_impl.cc, the HTTP/1 codec and
  * docs configuration/http/http_conn_man/headers):
  *  - x-request-id is generated (UUID v4) when absent and generate_request_id is on;
- *  - x-forwarded-proto is set to "http" when absent (no TLS yet);
+ *  - x-forwarded-proto is set to "https" (a TLS connection) or "http" when absent (the
+ *    router writes it);
  *  - with use_remote_address the peer address is appended to x-forwarded-for;
  *  - the Server header is overwritten with server_name (default "envoy");
  *  - local replies are text/plain with content-length, no body for 404 NR and 503 NC;
@@ -646,8 +647,8 @@ static void dconn_follow_config(wp_dconn *d)
             continue;
         wp_lf_socket tmp;
         const wp_filter_chain *fc = wp_listener_find_chain(&c->listeners[i], conn_socket(d, &tmp));
-        if (!fc)
-            break;
+        if (!fc || fc->tls || d->chain->tls)
+            break; /* TLS connections keep their context: they close after this request */
         const wp_hstats *hs = &w->wg->gen->pstats->hcms[fc->hcm->index];
         const wp_lstats *ls = &w->wg->gen->pstats->listeners[i];
         move_gauge(d, d->hs->slot[WP_S_downstream_cx_active], hs->slot[WP_S_downstream_cx_active]);
@@ -710,6 +711,15 @@ static wp_stream *stream_new(wp_dconn *d)
     /* the codec's protocol until the request line says which (Envoy's stream info takes the
      * codec's when the stream is created, so a codec error's log line shows HTTP/1.1) */
     s->si.protocol = "HTTP/1.1";
+    const wp_tsock_ssl *ssl = wp_tsock_ssl_info(d->sock);
+    if (ssl) { /* TLS: its facts for the access log (the socket outlives the stream) */
+        s->si.requested_server_name = ssl->sni;
+        s->si.downstream_peer_uri_san = ssl->peer_uri_sans;
+        s->si.downstream_local_uri_san = ssl->local_uri_sans;
+        s->si.downstream_tls_version = ssl->version;
+        s->si.downstream_tls_cipher = ssl->cipher;
+        s->si.downstream_peer_subject = ssl->peer_subject;
+    }
     /* the parser lives with the stream: an idle connection holds none */
     /* four spare slots: a generated x-request-id, the Host of an absolute-form target, an
      * x-forwarded-for and an x-envoy-internal the connection manager adds */

@@ -12,6 +12,8 @@
  *    does the same over the connection's IoHandle through a BIO).
  *  - TransportSocketCallbacks: what the socket calls back on its owner (wp_tsock_cbs): read
  *    room, bytes read or end of stream, write completion, connected, closed.
+ *  - failureReason(): failure_reason() says why a TLS socket failed (its handshake), so a
+ *    connect failure carries Envoy's transport failure reason.
  *  - Ssl::ConnectionInfo: ssl() returns the TLS facts of the connection (negotiated ALPN, SNI,
  *    the peer certificate's URI SAN, TLS version, cipher); NULL for a plain TCP socket, as
  *    Envoy's ssl() is nullptr for raw_buffer. wp_tsock_ssl_or_empty gives "" fields instead.
@@ -63,6 +65,9 @@ typedef struct wp_tsock_ssl {
     const char *peer_uri_san; /* the peer certificate's first URI SAN (SPIFFE identity) */
     const char *version;      /* "TLSv1.3" ... */
     const char *cipher;       /* "TLS_AES_128_GCM_SHA256" ... */
+    /* all URI SANs joined by "," (%DOWNSTREAM_PEER_URI_SAN%, %DOWNSTREAM_LOCAL_URI_SAN%) */
+    const char *peer_uri_sans, *local_uri_sans;
+    const char *peer_subject; /* RFC 2253 (%DOWNSTREAM_PEER_SUBJECT%) */
 } wp_tsock_ssl;
 
 /* The owner's callbacks (TransportSocketCallbacks); owner is the pointer given at init. */
@@ -105,6 +110,10 @@ typedef struct wp_tsock_ops {
     int (*address)(const wp_tsock *t, bool peer, char *out, size_t cap);
     /* TLS facts, NULL for a plain TCP socket. */
     const wp_tsock_ssl *(*ssl)(const wp_tsock *t);
+    /* Why the socket failed (Envoy's TransportSocket::failureReason: a TLS socket's
+     * "TLS_error:|...:TLS_error_end"), NULL or "" when it did not or cannot say. May be
+     * NULL in the table (a raw socket). Valid until on_closed. */
+    const char *(*failure_reason)(const wp_tsock *t);
 } wp_tsock_ops;
 
 struct wp_tsock {
@@ -148,6 +157,13 @@ static inline int wp_tsock_address(const wp_tsock *t, bool peer, char *out, size
 static inline const wp_tsock_ssl *wp_tsock_ssl_info(const wp_tsock *t)
 {
     return t->ops->ssl(t);
+}
+
+/* The failure reason, NULL when none. */
+static inline const char *wp_tsock_failure_reason(const wp_tsock *t)
+{
+    const char *r = t->ops->failure_reason ? t->ops->failure_reason(t) : NULL;
+    return r && *r ? r : NULL;
 }
 
 /* ssl(), or a wp_tsock_ssl of "" fields for a plain TCP socket (never NULL). */

@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "proxy/filters/network/filters.h"
 #include "proxy/http/conn.h"
+#include "proxy/net/tls_socket.h"
 
 #define LF_FIRST_READ 1024u /* the listener filters' buffer starts here and doubles */
 
@@ -22,6 +23,15 @@ static void new_connection(wp_dconn *d, const wp_lf_socket *sock, bool ok)
         }
         wp_dconn_close(d);
         return;
+    }
+    if (fc->tls) { /* the chain's DownstreamTlsContext: TLS over the accepted socket */
+        wp_tls_stats st = {d->w->stats, d->ls->ssl, "listener", d->listener->stat_name};
+        wp_tsock *t = wp_tls_socket_wrap(d->sock, &d->w->loop, fc->tls->ctx, NULL, &st);
+        if (!t) {
+            wp_dconn_close(d); /* before the chain: nothing was counted for it */
+            return;
+        }
+        d->sock = t;
     }
     wp_dconn_use_chain(d, fc);
     wp_listener_stat(d, WP_LS_downstream_cx_total, 1);

@@ -4,7 +4,8 @@
  * source/server/active_tcp_listener.cc, active_stream_listener_base.cc): the connection is
  * set up (http/conn.h wp_dconn_accept), the listener's listener filters run on it
  * (net/listener_filter.h), Envoy's filter chain match picks its chain or the
- * default_filter_chain (config.h wp_listener_find_chain), and the chain's network filters are
+ * default_filter_chain (config.h wp_listener_find_chain), a chain with a DownstreamTlsContext
+ * wraps the accepted socket in a TLS one (net/tls_socket.h), and the chain's network filters are
  * built from their kinds (filters/network/filters.h) and told of the new connection. A
  * connection no chain matches is closed and counted in listener.<address>.no_filter_chain_match
  * (logged "closing connection from ...: no matching filter chain found", as Envoy).

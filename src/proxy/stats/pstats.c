@@ -20,9 +20,29 @@ static const bool listener_gauge[] = {WP_LISTENER_STATS(TYPE_)};
 static const char *const cluster_hists[] = {WP_CLUSTER_HISTS(HNAME_)};
 static const char *const hcm_hists[] = {WP_HCM_HISTS(HNAME_)};
 static const char *const listener_hists[] = {WP_LISTENER_HISTS(HNAME_)};
+#define SNAME_(name) #name,
+static const char *const ssl_names[] = {WP_SSL_STATS(SNAME_)};
+#undef SNAME_
 #undef NAME_
 #undef TYPE_
 #undef HNAME_
+
+/* <scope>.ssl.<name> for every WP_SSL_* counter when on, else WP_STAT_INVALID slots (a
+ * plaintext listener or cluster has no ssl.* stats, as in Envoy). */
+static void reg_ssl(wp_stats *st, const char *scope, bool on, uint32_t *slots)
+{
+    wf_strbuf b = WF_STRBUF_INIT;
+    for (size_t i = 0; i < WP_SSL_COUNT_; i++) {
+        slots[i] = WP_STAT_INVALID;
+        if (!on)
+            continue;
+        wf_strbuf_reset(&b);
+        wf_strbuf_printf(&b, "%s.ssl.%s", scope, ssl_names[i]);
+        if (!wf_strbuf_failed(&b))
+            slots[i] = wp_stats_counter(st, b.data);
+    }
+    wf_strbuf_free(&b);
+}
 
 static uint32_t reg(wp_stats *st, bool gauge, const char *scope, const char *name)
 {
@@ -98,6 +118,7 @@ wp_pstats *wp_pstats_register(wp_stats *store, const wp_config *cfg)
         reg_table(store, scope.data, cluster_names, cluster_gauge, WP_CS_COUNT_,
                   p->clusters[i].slot);
         reg_hists(store, scope.data, cluster_hists, WP_CH_COUNT_, p->clusters[i].hist);
+        reg_ssl(store, scope.data, c->tls != NULL, p->clusters[i].ssl);
         size_t base = scope.len;
         wf_strbuf_puts(&scope, ".upstream_rq");
         p->clusters[i].rq_codes = wp_stats_code_scope(store, scope.data);
@@ -118,6 +139,7 @@ wp_pstats *wp_pstats_register(wp_stats *store, const wp_config *cfg)
         reg_table(store, scope.data, listener_names, listener_gauge, WP_LS_COUNT_,
                   p->listeners[i].slot);
         reg_hists(store, scope.data, listener_hists, WP_LH_COUNT_, p->listeners[i].hist);
+        reg_ssl(store, scope.data, l->has_tls, p->listeners[i].ssl);
     }
     wf_strbuf_free(&scope);
     p->server_live = wp_stats_gauge(store, "server.live");

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "proxy/config/config.h"
+#include "proxy/net/tls_socket.h"
 #include "proxy/stats/stats.h"
 #include "proxy/stream_info/stream_info.h"
 
@@ -152,6 +153,9 @@ typedef struct {
     uint32_t rq_codes;    /* code scope "cluster.<name>.upstream_rq" */
     uint32_t retry_codes; /* "cluster.<name>.retry.upstream_rq": responses that were retried */
     uint32_t hist[WP_CH_COUNT_];
+    /* cluster.<name>.ssl.* (net/tls_socket.h WP_SSL_*), registered for a TLS cluster only
+     * (WP_STAT_INVALID otherwise), as Envoy's upstream SslSocketFactory scope */
+    uint32_t ssl[WP_SSL_COUNT_];
 } wp_cstats;
 
 typedef struct {
@@ -162,6 +166,8 @@ typedef struct {
 typedef struct {
     uint32_t slot[WP_LS_COUNT_];
     uint32_t hist[WP_LH_COUNT_];
+    /* listener.<address>.ssl.* for a listener with a TLS filter chain, else WP_STAT_INVALID */
+    uint32_t ssl[WP_SSL_COUNT_];
 } wp_lstats;
 
 /* Every stat of one snapshot; built by wp_pstats_register. */

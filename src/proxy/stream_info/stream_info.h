@@ -103,8 +103,14 @@ typedef struct wp_stream_info {
      * upstream's, as Envoy's default server_header_transformation); NULL until a response
      * head was built */
     const char *server_name;
-    const char *requested_server_name; /* SNI, NULL (no TLS yet) */
-    uint32_t attempt_count;            /* %UPSTREAM_REQUEST_ATTEMPT_COUNT% */
+    /* TLS (NULL for plaintext): the downstream connection's facts, owned by its transport
+     * socket (the connection outlives the stream), and the last attempt's upstream ones
+     * (the version is a static text, the SANs a copy) */
+    const char *requested_server_name; /* SNI the client sent */
+    const char *downstream_peer_uri_san, *downstream_local_uri_san, *downstream_tls_version,
+        *downstream_tls_cipher, *downstream_peer_subject;
+    const char *upstream_peer_uri_san, *upstream_tls_version;
+    uint32_t attempt_count; /* %UPSTREAM_REQUEST_ATTEMPT_COUNT% */
     uint64_t upstream_connection_id;
 } wp_stream_info;
 

@@ -14,12 +14,17 @@
  *    timeout", UF); a refused connection gives RemoteConnectionFailure with transport
  *    failure reason "delayed connect error: <errno text>" [verify: Envoy's exact transport
  *    failure text depends on the version; the reference's example is used].
+ *  - TLS clusters (UpstreamTlsContext): the connection's socket is a TLS one
+ *    (net/tls_socket.h); it is connected once its handshake is done, and a failed handshake
+ *    is a RemoteConnectionFailure whose transport failure reason is Envoy's
+ *    "TLS_error:|...:TLS_error_end" (security.md §3.5).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
+#include "proxy/net/tls_socket.h"
 #include "proxy/upstream/cluster_manager.h"
 
 static wp_host_rt *host_rt(wp_uconn *u)
@@ -317,8 +322,12 @@ static void u_on_connect(void *owner, int status)
     if (status < 0) {
         wp_cluster_stat(w, wp_pool_gen(u->pool), c, WP_S_upstream_cx_connect_fail, 1);
         atomic_fetch_add_explicit(&host_rt(u)->cx_connect_fail, 1, memory_order_relaxed);
-        char tfr[96];
-        snprintf(tfr, sizeof(tfr), "delayed connect error: %s", strerror(-status));
+        char buf[96];
+        snprintf(buf, sizeof(buf), "delayed connect error: %s", strerror(-status));
+        /* a TLS handshake failure: Envoy's TLS_error text (valid until the socket's on_closed,
+         * which comes from the loop after this call) */
+        const char *tfr = wp_tsock_failure_reason(u->sock);
+        tfr = tfr ? tfr : buf;
         wp_pool_req *rq = u->preq;
         u->preq = NULL;
         if (rq) {
@@ -427,6 +436,13 @@ static void connect_new(wp_pool *p, int host, wp_pool_req *rq)
     u->start_ms = uv_now(&w->loop);
     wp_raw_socket_init(&u->raw, &w->loop, &w->wreqs, &uconn_sock_cbs, u);
     u->sock = &u->raw.base;
+    wp_tsock *tls = NULL; /* an UpstreamTlsContext: TLS over the raw socket */
+    if (c->tls) {
+        wp_tls_stats st = {w->stats, wp_pool_gen(p)->pstats->clusters[p->cluster].ssl, "cluster",
+                           c->alt_stat_name ? c->alt_stat_name : c->name};
+        if ((tls = wp_tls_socket_wrap(u->sock, &w->loop, c->tls->ctx, c->tls->sni, &st)))
+            u->sock = tls;
+    }
     uv_timer_init(&w->loop, &u->timer);
     u->timer.data = u;
     h1_parser_init(&u->parser, H1_RESPONSE, u->hdrs, WP_UPSTREAM_MAX_HEADERS, 64 * 1024);
@@ -439,8 +455,9 @@ static void connect_new(wp_pool *p, int host, wp_pool_req *rq)
     rq->connecting = u;
     WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "creating a new connection to %s",
                 c->endpoints[host].addr.text);
-    int r = wp_tsock_connect(u->sock, &u->connect,
-                             (const struct sockaddr *)&c->endpoints[host].addr.sa);
+    int r = c->tls && !tls ? UV_ENOMEM
+                           : wp_tsock_connect(u->sock, &u->connect,
+                                              (const struct sockaddr *)&c->endpoints[host].addr.sa);
     if (r != 0) {
         char tfr[96];
         snprintf(tfr, sizeof(tfr), "%s", uv_strerror(r));

@@ -101,9 +101,8 @@ static void uc_written(void *owner, wp_uconn *u)
 static void uc_reset(void *owner, wp_uconn *u, int reason)
 {
     wp_stream *s = owner;
-    (void)u;
     wp_rs(s)->up = NULL;
-    wp_router_on_reset(s, reason, NULL);
+    wp_router_on_reset(s, reason, wp_tsock_failure_reason(u->sock));
 }
 
 static const wp_uconn_callbacks uconn_cbs = {uc_data, uc_eof, uc_written, uc_reset};
@@ -340,9 +339,9 @@ static void build_upstream_head(wp_stream *s, wf_strbuf *b)
                                                       : wp_cached_route_default_host(s);
     if (host)
         wp_hdr_put(b, "host", 4, host, strlen(host));
-    if (!has_xfp)
-        wf_strbuf_append(b, "x-forwarded-proto: http\r\n",
-                         sizeof("x-forwarded-proto: http\r\n") - 1);
+    if (!has_xfp) /* the downstream connection's scheme */
+        wf_strbuf_puts(b, wp_tsock_ssl_info(s->d->sock) ? "x-forwarded-proto: https\r\n"
+                                                        : "x-forwarded-proto: http\r\n");
     uint64_t expected = expected_timeout_ms(s);
     if (expected && !h->suppress_envoy_headers)
         wp_hdr_put_num(b, "x-envoy-expected-rq-timeout-ms", 30, expected);
@@ -551,6 +550,14 @@ static void on_connected(wp_stream *s, wp_uconn *u)
     memcpy(rs->up_local, u->local, sizeof(rs->up_local));
     s->si.upstream_local = rs->up_local;
     s->si.upstream_connection_id = u->id; /* attempt_count was counted by wp_pool_request */
+    /* TLS: the version is OpenSSL's static text; the peer's URI SANs are copied */
+    const wp_tsock_ssl *ussl = wp_tsock_ssl_info(u->sock);
+    s->si.upstream_tls_version = ussl ? ussl->version : NULL;
+    s->si.upstream_peer_uri_san = NULL;
+    if (ussl) {
+        snprintf(rs->up_peer_san, sizeof(rs->up_peer_san), "%s", ussl->peer_uri_sans);
+        s->si.upstream_peer_uri_san = rs->up_peer_san;
+    }
     rs->host = u->host;
     cstat(s, WP_S_upstream_rq_total, 1);
     cstat(s, WP_S_upstream_rq_active, 1);
@@ -750,26 +757,37 @@ void wp_router_on_reset(wp_stream *s, int reason, const char *tfr)
         break;
     }
     const char *rs = wp_reset_reason_string(reason);
-    /* details: whitespace replaced by '_' (Envoy's StringUtil::replaceAllEmptySpace) */
-    char *p = wp_rs(s)->details_buf;
-    size_t cap = sizeof(wp_rs(s)->details_buf);
-    int n = snprintf(p, cap, "upstream_reset_before_response_started{%s%s%s}", rs, tfr ? "|" : "",
-                     tfr ? tfr : "");
-    for (int i = 0; i < n && (size_t)i < cap; i++)
-        if (p[i] == ' ' || p[i] == '\t')
-            p[i] = '_';
-    char *tfr_buf = wp_rs(s)->tfr_buf;
-    s->si.transport_failure_reason = tfr ? tfr_buf : NULL;
-    if (tfr)
-        snprintf(tfr_buf, sizeof(wp_rs(s)->tfr_buf), "%s", tfr);
-    wf_strbuf_reset(&s->extra);
-    /* Without "retried and the latest " after retries, which current Envoy inserts
-     * (reference §2.2): operator report B013 expects the body of a UF,URX reply to start
-     * "... before headers. reset reason:", as the Envoy of that report wrote it. */
-    wf_strbuf_printf(&s->extra,
+    /* The body, the details and the transport failure reason live in the stream's extra
+     * buffer ("body\0details"; the reason is the body's tail): a TLS failure reason is longer
+     * than a fixed buffer. Without "retried and the latest " after retries, which current
+     * Envoy inserts (reference §2.2): operator report B013 expects the body of a UF,URX reply
+     * to start "... before headers. reset reason:", as the Envoy of that report wrote it. */
+    wf_strbuf *x = &s->extra;
+    wf_strbuf_reset(x);
+    wf_strbuf_printf(x,
                      "upstream connect error or disconnect/reset before headers. reset reason: "
                      "%s%s%s",
                      rs, tfr ? ", transport failure reason: " : "", tfr ? tfr : "");
+    size_t tfr_at = tfr ? x->len - strlen(tfr) : 0;
+    wf_strbuf_append(x, "", 1);
+    size_t det_at = x->len;
+    wf_strbuf_printf(x, "upstream_reset_before_response_started{%s%s%s}", rs, tfr ? "|" : "",
+                     tfr ? tfr : "");
+    const char *body = "";
+    char *p = wp_rs(s)->details_buf;
+    s->si.transport_failure_reason = NULL;
+    if (wf_strbuf_failed(x)) {
+        snprintf(p, sizeof(wp_rs(s)->details_buf), "upstream_reset_before_response_started{%s}",
+                 rs);
+    } else {
+        body = x->data;
+        p = x->data + det_at;
+        s->si.transport_failure_reason = tfr ? x->data + tfr_at : NULL;
+    }
+    /* details: whitespace replaced by '_' (Envoy's StringUtil::replaceAllEmptySpace) */
+    for (char *q = p; *q; q++)
+        if (*q == ' ' || *q == '\t')
+            *q = '_';
     if (reason == WP_RESET_OVERFLOW)
         s->extra_resp_header = "x-envoy-overloaded: true\r\n";
     count_code(s, status);
@@ -777,7 +795,7 @@ void wp_router_on_reset(wp_stream *s, int reason, const char *tfr)
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
                   "upstream reset: reset reason: %s, transport failure reason: %s", rs,
                   tfr ? tfr : "");
-    wp_router_local_reply(s, status, wf_strbuf_cstr(&s->extra), p, flag);
+    wp_router_local_reply(s, status, body, p, flag);
 }
 
 void wp_router_timeout(wp_stream *s)
@@ -1113,7 +1131,9 @@ static void on_upstream_eof(wp_uconn *u)
     }
     cstat(s, WP_S_upstream_rq_rx_reset, 1);
     u->peer_reset_rq = true; /* the connection is destroyed remotely with a request on it */
-    wp_router_on_reset(s, WP_RESET_CONNECTION_TERMINATION, NULL);
+    /* Envoy passes the connection's transport failure reason with every reset (a TLS alert
+     * read after the handshake: TLS_error:|...) */
+    wp_router_on_reset(s, WP_RESET_CONNECTION_TERMINATION, wp_tsock_failure_reason(u->sock));
 }
 
 void wp_router_downstream_writable(wp_stream *s)

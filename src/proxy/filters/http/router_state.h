@@ -70,7 +70,7 @@ typedef struct wp_router_state {
     char up_local[64];     /* the last attempt's local address (uconn.local; si.upstream_local) */
     char chunk_line[24];   /* the chunk-size line of the body slices being written upstream */
     char details_buf[192]; /* si.details of an upstream reset (upstream_reset_..._started{}) */
-    char tfr_buf[128];     /* si.transport_failure_reason of an upstream reset */
+    char up_peer_san[128]; /* the last attempt's upstream TLS peer URI SANs (si) */
 } wp_router_state;
 
 #define WP_ROUTER_STATE_RESET_BYTES offsetof(wp_router_state, up_local)

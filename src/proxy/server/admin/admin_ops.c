@@ -14,7 +14,7 @@
  *         total_physical_bytes = resident set size (/proc/self/statm), else the peak RSS of
  *                              getrusage (ru_maxrss)                               [approx.]
  *       Under AddressSanitizer mallinfo2 reads 0.
- *  GET  /certs   {"certificates":[]}: weft has no TLS, so no certificate is loaded.
+ *  GET  /certs   {"certificates":[]}: the TLS contexts' certificates are not listed yet (SDS).
  *  GET  /runtime {"entries":{},"layers":[]}: the bootstrap's layered_runtime is accepted only
  *       empty (bootstrap.c), so there is no layer and no value.
  *  POST /healthcheck/fail, /healthcheck/ok  "OK\n". Envoy's InstanceImpl::failHealthcheck:

@@ -1,0 +1,298 @@
+/*
+ * test_bootstrap_tls.c - transport_socket in the bootstrap (bootstrap_tls.c): a
+ * DownstreamTlsContext on a filter chain and an UpstreamTlsContext on a cluster with
+ * DataSources as inline_string, inline_bytes and filename; raw_buffer; the private key
+ * redacted in the kept configuration; and every unimplemented field refused by its JSON path.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "core/base64.h"
+#include "harness.h"
+#include "proxy/bootstrap/xds_compose.h"
+#include "proxy/config/config.h"
+#include "tls/tls.h"
+#include "tls_testcerts.h"
+
+#define HCM_T                                                                                      \
+    "type.googleapis.com/"                                                                         \
+    "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
+#define DTC "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext"
+#define UTC "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
+#define TSP "static_resources.listeners[0].filter_chains[0].transport_socket"
+#define CTP "static_resources.clusters[0].transport_socket"
+
+static tc_cert CA, SRV;
+
+static int setup(void **state)
+{
+    (void)state;
+    CA = tc_make("root", NULL, NULL, -1, 365);
+    SRV = tc_make("server", &CA, "URI:spiffe://cluster.local/ns/a/sa/s", -1, 30);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tc_free(&CA);
+    tc_free(&SRV);
+    return 0;
+}
+
+static json_t *inline_str(const char *s)
+{
+    return json_pack("{s:s}", "inline_string", s);
+}
+
+/* A DownstreamTlsContext with the server's certificate, the CA, a SAN matcher, ALPN. */
+static json_t *downstream_ctx(void)
+{
+    return json_pack(
+        "{s:s, s:b, s:{s:{s:s, s:s, s:[s]}, s:[{s:o, s:o}], s:{s:o, s:[{s:s, s:{s:s}}]}, "
+        "s:[s,s]}}",
+        "@type", DTC, "require_client_certificate", 1, "common_tls_context", "tls_params",
+        "tls_minimum_protocol_version", "TLSv1_2", "tls_maximum_protocol_version", "TLSv1_3",
+        "cipher_suites", "ECDHE-ECDSA-AES128-GCM-SHA256", "tls_certificates", "certificate_chain",
+        inline_str(SRV.cert_pem), "private_key", inline_str(SRV.key_pem), "validation_context",
+        "trusted_ca", inline_str(CA.cert_pem), "match_typed_subject_alt_names", "san_type", "URI",
+        "matcher", "prefix", "spiffe://cluster.local/", "alpn_protocols", "h2", "http/1.1");
+}
+
+/* A bootstrap with one listener whose chain has transport socket lts (NULL none) and one
+ * cluster with cts (NULL none). Takes the references. */
+static char *boot(json_t *lts, json_t *cts)
+{
+    json_t *chain = json_pack(
+        "{s:[{s:s, s:{s:s, s:s, s:[{s:s}], s:{s:[{s:s, s:[s], s:[{s:{s:s}, s:{s:s}}]}]}}}]}",
+        "filters", "name", "envoy.filters.network.http_connection_manager", "typed_config", "@type",
+        HCM_T, "stat_prefix", "in", "http_filters", "name", "envoy.filters.http.router",
+        "route_config", "virtual_hosts", "name", "a", "domains", "*", "routes", "match", "prefix",
+        "/", "route", "cluster", "c");
+    if (lts)
+        json_object_set_new(chain, "transport_socket", lts);
+    json_t *cluster =
+        json_pack("{s:s, s:{s:[{s:[{s:{s:{s:{s:s, s:i}}}}]}]}}", "name", "c", "load_assignment",
+                  "endpoints", "lb_endpoints", "endpoint", "address", "socket_address", "address",
+                  "127.0.0.1", "port_value", 9000);
+    if (cts)
+        json_object_set_new(cluster, "transport_socket", cts);
+    json_t *root = json_pack("{s:{s:[{s:{s:{s:s, s:i}}, s:[o]}], s:[o]}}", "static_resources",
+                             "listeners", "address", "socket_address", "address", "127.0.0.1",
+                             "port_value", 8443, "filter_chains", chain, "clusters", cluster);
+    assert_non_null(root);
+    char *text = json_dumps(root, 0);
+    json_decref(root);
+    return text;
+}
+
+static json_t *tls_socket(json_t *typed)
+{
+    return json_pack("{s:s, s:o}", "name", "envoy.transport_sockets.tls", "typed_config", typed);
+}
+
+static void expect_error(json_t *lts, json_t *cts, const char *want)
+{
+    char *t = boot(lts, cts);
+    wf_test_expect_bootstrap_error(t, want);
+    free(t);
+}
+
+static void test_downstream_and_upstream(void **state)
+{
+    (void)state;
+    /* the cluster's CA as inline_bytes, its client certificate from files */
+    char dir[] = "/tmp/weft-tls-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char cert_path[256], key_path[256];
+    snprintf(cert_path, sizeof(cert_path), "%s/cert.pem", dir);
+    snprintf(key_path, sizeof(key_path), "%s/key.pem", dir);
+    FILE *f = fopen(cert_path, "w");
+    fputs(SRV.cert_pem, f);
+    fclose(f);
+    f = fopen(key_path, "w");
+    fputs(SRV.key_pem, f);
+    fclose(f);
+    size_t cal = strlen(CA.cert_pem);
+    char *b64 = malloc(4 * (cal / 3 + 1) + 1);
+    wf_base64_encode((const unsigned char *)CA.cert_pem, cal, b64, 4 * (cal / 3 + 1) + 1);
+    json_t *utc = json_pack(
+        "{s:s, s:s, s:{s:[{s:{s:s}, s:{s:s}}], s:{s:{s:s}, s:[{s:s}]}, s:[s]}}", "@type", UTC,
+        "sni", "outbound_.80_._.s.a.svc.cluster.local", "common_tls_context", "tls_certificates",
+        "certificate_chain", "filename", cert_path, "private_key", "filename", key_path,
+        "validation_context", "trusted_ca", "inline_bytes", b64, "match_subject_alt_names", "exact",
+        "spiffe://cluster.local/ns/a/sa/s", "alpn_protocols", "istio");
+    free(b64);
+    char *text = boot(tls_socket(downstream_ctx()), tls_socket(utc));
+    wf_strbuf err = WF_STRBUF_INIT;
+    wp_config *c = wf_test_load_bootstrap(text, &err);
+    if (!c)
+        fail_msg("%s", wf_strbuf_cstr(&err));
+    const wp_filter_chain *fc = &c->listeners[0].chains[0];
+    assert_non_null(fc->tls);
+    assert_non_null(fc->tls->ctx);
+    assert_true(fc->tls->require_client_certificate);
+    assert_true(wf_tls_ctx_is_server(fc->tls->ctx));
+    assert_string_equal(wf_tls_ctx_local_uri_sans(fc->tls->ctx),
+                        "spiffe://cluster.local/ns/a/sa/s");
+    assert_true(c->listeners[0].has_tls);
+    const wp_cluster *cl = &c->clusters[0];
+    assert_non_null(cl->tls);
+    assert_false(wf_tls_ctx_is_server(cl->tls->ctx));
+    assert_string_equal(cl->tls->sni, "outbound_.80_._.s.a.svc.cluster.local");
+    assert_int_equal(c->ntls_ctxs, 2);
+    /* the private key is not kept for /config_dump; the filename is */
+    char *kept = json_dumps(c->bootstrap, 0);
+    assert_null(strstr(kept, "PRIVATE KEY"));
+    assert_non_null(strstr(kept, "\"private_key\": {\"inline_string\": \"[redacted]\"}"));
+    assert_non_null(strstr(kept, key_path));
+    free(kept);
+    wp_config_unref(c);
+    wf_strbuf_free(&err);
+    free(text);
+    unlink(cert_path);
+    unlink(key_path);
+    rmdir(dir);
+}
+
+static void test_raw_buffer(void **state)
+{
+    (void)state;
+    json_t *raw = json_pack("{s:s, s:{s:s}}", "name", "envoy.transport_sockets.raw_buffer",
+                            "typed_config", "@type",
+                            "type.googleapis.com/"
+                            "envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer");
+    char *text = boot(raw, json_deep_copy(raw));
+    wf_strbuf err = WF_STRBUF_INIT;
+    wp_config *c = wf_test_load_bootstrap(text, &err);
+    assert_non_null(c);
+    assert_null(c->listeners[0].chains[0].tls);
+    assert_false(c->listeners[0].has_tls);
+    assert_null(c->clusters[0].tls);
+    wp_config_unref(c);
+    wf_strbuf_free(&err);
+    free(text);
+}
+
+/* Each unimplemented field is refused at its path. */
+static void test_not_supported(void **state)
+{
+    (void)state;
+    json_t *d = downstream_ctx();
+    json_object_set_new(json_object_get(d, "common_tls_context"),
+                        "tls_certificate_sds_secret_configs",
+                        json_pack("[{s:s}]", "name", "default"));
+    expect_error(tls_socket(d), NULL,
+                 "t.json: " TSP ".typed_config.common_tls_context."
+                 "tls_certificate_sds_secret_configs: not supported by weft-proxy");
+    d = downstream_ctx();
+    json_object_set_new(json_object_get(d, "common_tls_context"), "combined_validation_context",
+                        json_object());
+    expect_error(tls_socket(d), NULL,
+                 "t.json: " TSP ".typed_config.common_tls_context.combined_validation_context: "
+                 "not supported by weft-proxy");
+    d = downstream_ctx();
+    json_object_set_new(d, "session_ticket_keys", json_object());
+    expect_error(tls_socket(d), NULL,
+                 "t.json: " TSP ".typed_config.session_ticket_keys: not supported by weft-proxy");
+    d = downstream_ctx();
+    json_t *cert = json_array_get(
+        json_object_get(json_object_get(d, "common_tls_context"), "tls_certificates"), 0);
+    json_object_del(json_object_get(cert, "private_key"), "inline_string");
+    json_object_set_new(json_object_get(cert, "private_key"), "environment_variable",
+                        json_string("KEY"));
+    expect_error(tls_socket(d), NULL,
+                 "t.json: " TSP ".typed_config.common_tls_context.tls_certificates[0]."
+                 "private_key.environment_variable: not supported by weft-proxy");
+    /* an UpstreamTlsContext on a listener, an unknown socket, SDS config on a cluster */
+    json_t *u = json_pack("{s:s}", "@type", UTC);
+    expect_error(tls_socket(u), NULL,
+                 "t.json: " TSP ".typed_config.@type: unsupported value \"" UTC
+                 "\" (expected \"" DTC "\")");
+    expect_error(json_pack("{s:s}", "name", "envoy.transport_sockets.alts"), NULL,
+                 "t.json: " TSP ".name: transport socket \"envoy.transport_sockets.alts\" is not "
+                 "supported by weft-proxy (envoy.transport_sockets.raw_buffer and "
+                 "envoy.transport_sockets.tls are)");
+    u = json_pack("{s:s, s:{s:{s:s, s:{}}}}", "@type", UTC, "common_tls_context",
+                  "validation_context_sds_secret_config", "name", "ROOTCA", "sds_config");
+    expect_error(NULL, tls_socket(u),
+                 "t.json: " CTP ".typed_config.common_tls_context."
+                 "validation_context_sds_secret_config: not supported by weft-proxy");
+    /* a SAN matcher kind weft does not have */
+    u = json_pack("{s:s, s:{s:{s:o, s:[{s:s}]}}}", "@type", UTC, "common_tls_context",
+                  "validation_context", "trusted_ca", inline_str(CA.cert_pem),
+                  "match_subject_alt_names", "suffix", ".local");
+    expect_error(NULL, tls_socket(u),
+                 "t.json: " CTP ".typed_config.common_tls_context.validation_context."
+                 "match_subject_alt_names[0].suffix: not supported by weft-proxy");
+}
+
+/* The engine's errors fail the load at the context's path. */
+static void test_bad_material(void **state)
+{
+    (void)state;
+    json_t *d = downstream_ctx();
+    json_t *cert = json_array_get(
+        json_object_get(json_object_get(d, "common_tls_context"), "tls_certificates"), 0);
+    json_object_set_new(cert, "private_key", inline_str(CA.key_pem));
+    expect_error(tls_socket(d), NULL,
+                 "t.json: " TSP ".typed_config.common_tls_context: private_key does not match "
+                 "the certificate");
+    d = downstream_ctx();
+    json_object_set_new(json_object_get(json_object_get(d, "common_tls_context"), "tls_params"),
+                        "tls_minimum_protocol_version", json_string("TLSv9"));
+    expect_error(tls_socket(d), NULL,
+                 "t.json: " TSP ".typed_config.common_tls_context.tls_params."
+                 "tls_minimum_protocol_version: unknown enum value \"TLSv9\"");
+    json_t *u = json_pack("{s:s, s:{s:[{s:{s:s}, s:o}]}}", "@type", UTC, "common_tls_context",
+                          "tls_certificates", "certificate_chain", "filename",
+                          "/nonexistent/weft/cert.pem", "private_key", inline_str(SRV.key_pem));
+    expect_error(NULL, tls_socket(u),
+                 "t.json: " CTP ".typed_config.common_tls_context.tls_certificates[0]."
+                 "certificate_chain: unable to read file: /nonexistent/weft/cert.pem");
+    expect_error(NULL, json_pack("{s:[]}", "x"), "t.json: " CTP ".x: unknown field");
+}
+
+/* xDS resources are dumped with their private keys redacted, the received ones untouched. */
+static void test_redacted_for_the_dump(void **state)
+{
+    (void)state;
+    json_t *res = json_pack(
+        "{s:s, s:{s:s, s:{s:{s:[{s:{s:s}, s:{s:s}}]}}}}", "name", "c", "transport_socket", "name",
+        "envoy.transport_sockets.tls", "typed_config", "common_tls_context", "tls_certificates",
+        "certificate_chain", "inline_string", "CERT", "private_key", "inline_bytes", "S0VZ");
+    json_t *d = wp_tls_redacted(res);
+    assert_ptr_not_equal(d, res);
+    char *ds = json_dumps(d, JSON_SORT_KEYS), *rs = json_dumps(res, JSON_SORT_KEYS);
+    assert_non_null(strstr(ds, "\"private_key\": {\"inline_bytes\": \"W3JlZGFjdGVkXQ==\"}"));
+    assert_non_null(strstr(ds, "\"inline_string\": \"CERT\""));
+    assert_non_null(strstr(rs, "\"inline_bytes\": \"S0VZ\""));
+    free(ds);
+    free(rs);
+    json_decref(d);
+    json_t *plain = json_pack("{s:s}", "name", "c");
+    json_t *same = wp_tls_redacted(plain);
+    assert_ptr_equal(same, plain);
+    json_decref(same);
+    json_decref(plain);
+    json_decref(res);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_downstream_and_upstream), cmocka_unit_test(test_raw_buffer),
+        cmocka_unit_test(test_not_supported),           cmocka_unit_test(test_bad_material),
+        cmocka_unit_test(test_redacted_for_the_dump),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
