@@ -11,11 +11,29 @@ Use either the fixtures (`weftctl`, `shared`, `run`) or import directly:
 `from conftest import run_weftctl, ROOT`.
 """
 import os
+import shutil
 import subprocess
+import tempfile
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_state_home():
+    """weft-pilot keeps its CA under $XDG_STATE_HOME/weft-pilot/ca when no --ca-dir is given:
+    every process the tests start gets a state home of the session's own, removed at the end,
+    so no test writes into the user's home."""
+    d = tempfile.mkdtemp(prefix="weft-test-state-")
+    old = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = d
+    yield d
+    if old is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = old
+    shutil.rmtree(d, ignore_errors=True)
 
 
 # A Service and a VirtualService routing to a subset no DestinationRule defines: the
