@@ -5,7 +5,9 @@
  * 100-continue, upgrade, protocol errors with Envoy's details and status), an upstream's
  * responses through the client side (a 1xx, then a chunked answer with trailers; a HEAD's
  * answer), and response events in -> the exact bytes out (framing, status line, dropped
- * fields, connection field, chunks; the upstream request's line and framing fields).
+ * fields, connection field, chunks; the upstream request's line and framing fields), the
+ * encoders over a header list (http/header_list.h): status line + list + framing -> exact
+ * bytes, the request head and its access-log view, a list at its capacity.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -364,33 +366,95 @@ static void test_framing(void **state)
     assert_true(f.upgrade && f.bodiless);
 }
 
+/* A response head: the status line, the list in order with the codec's framing fields where
+ * the connection manager put framing_at, the connection field, the blank line. */
+static void encode_resp(wf_strbuf *b, int status, const wp_hdr_list *l, size_t framing_at,
+                        wp_h1_framing f, int minor)
+{
+    wf_strbuf_reset(b);
+    wp_codec_response_head h = {status, l, framing_at, f, minor};
+    assert_int_equal(wp_h1_encode_response_head(b, &h), 0);
+}
+
 static void test_head_bytes(void **state)
 {
     (void)state;
     wf_strbuf b = {0};
-    wp_h1_put_status_line(&b, 200);
-    wp_h1_put_status_line(&b, 431);
-    wp_h1_put_status_line(&b, 599);
-    assert_string_equal(wf_strbuf_cstr(&b), "HTTP/1.1 200 OK\r\n"
-                                            "HTTP/1.1 431 Request Header Fields Too Large\r\n"
-                                            "HTTP/1.1 599 Unknown\r\n");
-    wf_strbuf_reset(&b);
-    wp_h1_framing up = wp_h1_response_framing(101, H1_BODY_NONE, false, 1);
-    wp_h1_put_framing_fields(&b, &up);
-    wp_h1_end_head(&b, false, true, 1); /* a 101: no connection: close/keep-alive */
-    assert_string_equal(wf_strbuf_cstr(&b), "connection: upgrade\r\n\r\n");
-    wf_strbuf_reset(&b);
+    wp_hdr_list l;
+    wp_hdr_list_init(&l);
+    wp_h1_framing plain = {0};
+    encode_resp(&b, 200, &l, 0, plain, 1);
+    assert_string_equal(wf_strbuf_cstr(&b), "HTTP/1.1 200 OK\r\n\r\n");
+    encode_resp(&b, 431, &l, 0, plain, 1);
+    assert_string_equal(wf_strbuf_cstr(&b), "HTTP/1.1 431 Request Header Fields Too Large\r\n\r\n");
+    encode_resp(&b, 599, &l, 0, plain, 1);
+    assert_string_equal(wf_strbuf_cstr(&b), "HTTP/1.1 599 Unknown\r\n\r\n");
+    /* an upstream's fields, then the framing fields, then the proxy's own */
+    WP_HDR_LIST_ADD_LIT(&l, "Content-Type", "text/html", 9);
+    WP_HDR_LIST_ADD_LIT(&l, "x-added", "", 0);
+    WP_HDR_LIST_ADD_LIT(&l, "x-envoy-upstream-service-time", "3", 1);
+    WP_HDR_LIST_ADD_LIT(&l, "server", "envoy", 5);
     wp_h1_framing ch = wp_h1_response_framing(200, H1_BODY_CHUNKED, false, 1);
-    wp_h1_put_framing_fields(&b, &ch);
-    wp_h1_end_head(&b, true, false, 1);
-    assert_string_equal(wf_strbuf_cstr(&b),
-                        "transfer-encoding: chunked\r\nconnection: close\r\n\r\n");
+    ch.close = true;
+    encode_resp(&b, 200, &l, 2, ch, 1);
+    assert_string_equal(wf_strbuf_cstr(&b), "HTTP/1.1 200 OK\r\n"
+                                            "Content-Type: text/html\r\n"
+                                            "x-added: \r\n"
+                                            "transfer-encoding: chunked\r\n"
+                                            "x-envoy-upstream-service-time: 3\r\n"
+                                            "server: envoy\r\n"
+                                            "connection: close\r\n\r\n");
+    wp_h1_framing up = wp_h1_response_framing(101, H1_BODY_NONE, false, 1);
+    up.close = true; /* a 101: no connection: close/keep-alive */
+    encode_resp(&b, 101, &l, 0, up, 1);
+    assert_string_equal(wf_strbuf_cstr(&b), "HTTP/1.1 101 Switching Protocols\r\n"
+                                            "connection: upgrade\r\n"
+                                            "Content-Type: text/html\r\n"
+                                            "x-added: \r\n"
+                                            "x-envoy-upstream-service-time: 3\r\n"
+                                            "server: envoy\r\n\r\n");
+    wp_hdr_list_init(&l);
+    WP_HDR_LIST_ADD_LIT(&l, "content-length", "0", 1);
+    encode_resp(&b, 204, &l, l.n, plain, 0); /* HTTP/1.0 kept alive */
+    assert_string_equal(
+        wf_strbuf_cstr(&b),
+        "HTTP/1.1 204 No Content\r\ncontent-length: 0\r\nconnection: keep-alive\r\n\r\n");
+    wp_codec_response_head bad = {200, &l, l.n + 1, plain, 1}; /* framing_at past the end */
     wf_strbuf_reset(&b);
-    wp_h1_end_head(&b, false, false, 0); /* HTTP/1.0 kept alive */
-    assert_string_equal(wf_strbuf_cstr(&b), "connection: keep-alive\r\n\r\n");
+    assert_int_equal(wp_h1_encode_response_head(&b, &bad), -1);
+    assert_int_equal(b.len, 0);
+    wf_strbuf_free(&b);
+}
+
+/* A list takes WP_HDR_LIST_MAX fields and no more: the one past it is not stored, the list is
+ * marked, and neither encoder writes a head from it. */
+static void test_list_capacity(void **state)
+{
+    (void)state;
+    wp_hdr_list l;
+    wp_hdr_list_init(&l);
+    for (size_t i = 0; i < WP_HDR_LIST_MAX; i++)
+        assert_true(WP_HDR_LIST_ADD_LIT(&l, "x-f", "v", 1));
+    assert_int_equal(l.n, WP_HDR_LIST_MAX);
+    assert_false(l.overflow);
+    wf_strbuf b = {0};
+    wp_codec_response_head rh = {200, &l, l.n, {0}, 1};
+    assert_int_equal(wp_h1_encode_response_head(&b, &rh), 0); /* a full list still encodes */
+    assert_int_equal(b.len, strlen("HTTP/1.1 200 OK\r\n") + WP_HDR_LIST_MAX * strlen("x-f: v\r\n") +
+                                strlen("\r\n"));
+    h1_header extra = {{"x-last", 6}, {"1", 1}};
+    assert_false(wp_hdr_list_add_field(&l, &extra));
+    assert_int_equal(l.n, WP_HDR_LIST_MAX);
+    assert_true(l.overflow);
     wf_strbuf_reset(&b);
-    wp_h1_end_head(&b, false, false, 1);
-    assert_string_equal(wf_strbuf_cstr(&b), "\r\n");
+    assert_int_equal(wp_h1_encode_response_head(&b, &rh), -1);
+    assert_int_equal(b.len, 0);
+    wp_codec_request_head qh = {{"GET", 3}, {"/", 1}, &l, H1_BODY_NONE, 0, false, false};
+    assert_int_equal(wp_h1_encode_request_head(&b, &qh), -1);
+    assert_int_equal(b.len, 0);
+    wp_hdr_list_init(&l); /* reusable */
+    assert_false(l.overflow);
+    assert_int_equal(l.n, 0);
     wf_strbuf_free(&b);
 }
 
@@ -425,19 +489,42 @@ static void test_request_head(void **state)
 {
     (void)state;
     wf_strbuf b = {0};
-    wp_h1_put_request_line(&b, "POST", 4, "/items?x=1", 10);
-    wp_h1_end_request_head(&b, H1_BODY_LENGTH, 12, false, false);
-    assert_string_equal(wf_strbuf_cstr(&b),
-                        "POST /items?x=1 HTTP/1.1\r\ncontent-length: 12\r\n\r\n");
+    wp_hdr_list l;
+    wp_hdr_list_init(&l);
+    WP_HDR_LIST_ADD_LIT(&l, "x-envoy-original-path", "/old", 4);
+    WP_HDR_LIST_ADD_LIT(&l, "Accept", "*/*", 3);
+    WP_HDR_LIST_ADD_LIT(&l, "host", "catalog", 7);
+    wp_codec_request_head h = {{"POST", 4}, {"/items?x=1", 10}, &l, H1_BODY_LENGTH, 12, false,
+                               false};
+    assert_int_equal(wp_h1_encode_request_head(&b, &h), 0);
+    assert_string_equal(wf_strbuf_cstr(&b), "POST /items?x=1 HTTP/1.1\r\n"
+                                            "x-envoy-original-path: /old\r\n"
+                                            "Accept: */*\r\n"
+                                            "host: catalog\r\n"
+                                            "content-length: 12\r\n\r\n");
+    /* what the access log reads of it: the line's parts and every field, framing included */
+    h1_header view[8];
+    h1_message m;
+    assert_true(wp_h1_request_head_view(b.data, b.len, view, 8, &m));
+    assert_memory_equal(m.method.p, "POST", 4);
+    assert_int_equal(m.target.len, 10);
+    assert_int_equal(m.nheaders, 4);
+    assert_memory_equal(m.headers[3].name.p, "content-length", 14);
+    assert_memory_equal(m.headers[3].value.p, "12", 2);
+    assert_false(wp_h1_request_head_view(b.data, b.len, view, 3, &m)); /* no room */
+    wp_hdr_list_init(&l);
+    h = (wp_codec_request_head){{"GET", 3}, {"/", 1}, &l, H1_BODY_CHUNKED, 0, true, false};
     wf_strbuf_reset(&b);
-    wp_h1_end_request_head(&b, H1_BODY_CHUNKED, 0, true, false);
-    assert_string_equal(wf_strbuf_cstr(&b), "transfer-encoding: chunked\r\n\r\n");
+    assert_int_equal(wp_h1_encode_request_head(&b, &h), 0);
+    assert_string_equal(wf_strbuf_cstr(&b), "GET / HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n");
+    h = (wp_codec_request_head){{"GET", 3}, {"/ws", 3}, &l, H1_BODY_NONE, 0, false, true};
     wf_strbuf_reset(&b);
-    wp_h1_end_request_head(&b, H1_BODY_NONE, 0, false, true);
-    assert_string_equal(wf_strbuf_cstr(&b), "connection: upgrade\r\n\r\n");
+    assert_int_equal(wp_h1_encode_request_head(&b, &h), 0);
+    assert_string_equal(wf_strbuf_cstr(&b), "GET /ws HTTP/1.1\r\nconnection: upgrade\r\n\r\n");
+    h = (wp_codec_request_head){{"GET", 3}, {"/", 1}, &l, H1_BODY_NONE, 0, false, false};
     wf_strbuf_reset(&b);
-    wp_h1_end_request_head(&b, H1_BODY_NONE, 0, false, false);
-    assert_string_equal(wf_strbuf_cstr(&b), "\r\n");
+    assert_int_equal(wp_h1_encode_request_head(&b, &h), 0);
+    assert_string_equal(wf_strbuf_cstr(&b), "GET / HTTP/1.1\r\n\r\n");
     wf_strbuf_free(&b);
     static const char *const hop[] = {
         "Connection", "keep-alive", "Proxy-Connection", "transfer-encoding", "Content-Length",
@@ -474,6 +561,9 @@ static void test_chunks(void **state)
     assert_memory_equal(line, "12345\r\n", 7);
     assert_int_equal(strlen(WP_H1_LAST_CHUNK), WP_H1_LAST_CHUNK_LEN);
     assert_memory_equal(WP_H1_LAST_CHUNK, "0\r\n\r\n", 5);
+    assert_int_equal(strlen(WP_H1_CHUNK_END), WP_H1_CHUNK_END_LEN);
+    assert_int_equal(strlen(WP_H1_CHUNK_END_LAST), WP_H1_CHUNK_END_LAST_LEN);
+    assert_memory_equal(WP_H1_CHUNK_END_LAST, "\r\n0\r\n\r\n", 7);
 }
 
 int main(void)
@@ -485,7 +575,7 @@ int main(void)
         cmocka_unit_test(test_protocol_errors), cmocka_unit_test(test_client_responses),
         cmocka_unit_test(test_framing),         cmocka_unit_test(test_head_bytes),
         cmocka_unit_test(test_dropped_fields),  cmocka_unit_test(test_request_head),
-        cmocka_unit_test(test_chunks),
+        cmocka_unit_test(test_chunks),          cmocka_unit_test(test_list_capacity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,6 +40,7 @@
 
 #include "core/strbuf.h"
 #include "http/h1_parser.h"
+#include "proxy/http/header_list.h"
 
 /* ---------- server side: decoding requests ---------- */
 
@@ -116,9 +117,6 @@ typedef struct wp_h1_framing {
 wp_h1_framing wp_h1_response_framing(int status, h1_framing framing, bool head_request,
                                      int version_minor);
 
-/* Appends "HTTP/1.1 <status> <reason>\r\n". */
-void wp_h1_put_status_line(wf_strbuf *b, int status);
-
 /* Whether an upstream response field is dropped (written by the proxy itself or hop by hop);
  * upgrade: a 101 (its upgrade field is kept). content-length of a 1xx or 204 is dropped too
  * (wp_h1_drops_content_length). */
@@ -128,20 +126,27 @@ static inline bool wp_h1_drops_content_length(int status)
     return status < 200 || status == 204;
 }
 
-/* Appends the framing fields of the head: "connection: upgrade" (upgrade), "transfer-encoding:
- * chunked" (chunked). */
-void wp_h1_put_framing_fields(wf_strbuf *b, const wp_h1_framing *f);
+/* A response head as the connection manager hands it over (Envoy's encodeHeaders with a
+ * ResponseHeaderMap): the status, the header fields in order and the codec's framing. */
+typedef struct wp_codec_response_head {
+    int status;
+    const wp_hdr_list *hdrs;
+    /* The HTTP/1 codec writes its framing fields ("connection: upgrade", "transfer-encoding:
+     * chunked") before hdrs->e[framing_at] (framing_at <= hdrs->n): the proxy's own fields
+     * after the upstream's (x-envoy-upstream-service-time, date, server) follow them. */
+    size_t framing_at;
+    wp_h1_framing framing; /* chunked, upgrade; close: the connection closes after it */
+    int version_minor;     /* the client's HTTP/1.<minor> (keep-alive is said to 1.0) */
+} wp_codec_response_head;
 
-/* Appends the connection field the client needs and ends the head: "connection: close"
- * (close), "connection: keep-alive" for an HTTP/1.0 client kept alive, none for an upgrade;
- * then the blank line. */
-void wp_h1_end_head(wf_strbuf *b, bool close, bool upgrade, int version_minor);
+/* Envoy's HTTP/1 ResponseEncoder::encodeHeaders: appends to b "HTTP/1.1 <status> <reason>",
+ * the fields of h->hdrs as "name: value" lines with the framing fields at h->framing_at, the
+ * connection field the client needs ("connection: close" when framing.close, "connection:
+ * keep-alive" to an HTTP/1.0 client kept alive, none with an upgrade) and the blank line.
+ * Returns 0, or -1 when the list overflowed (b unchanged) or b failed (out of memory). */
+int wp_h1_encode_response_head(wf_strbuf *b, const wp_codec_response_head *h);
 
 /* ---------- client side: encoding requests ---------- */
-
-/* Appends the request line "<method> <target> HTTP/1.1\r\n" (weft speaks HTTP/1.1 upstream). */
-void wp_h1_put_request_line(wf_strbuf *b, const char *method, size_t method_len, const char *target,
-                            size_t target_len);
 
 /* Whether a downstream request field is the HTTP/1 codec's own, not forwarded as received:
  * connection, keep-alive, proxy-connection, transfer-encoding, content-length (the codec
@@ -149,17 +154,40 @@ void wp_h1_put_request_line(wf_strbuf *b, const char *method, size_t method_len,
  * upgrade unless the request upgrades. */
 bool wp_h1_request_field_hop_by_hop(const h1_str *name, bool upgrade);
 
-/* Appends the request's framing fields and ends the head: "content-length: N" for a body of
- * known length, else "transfer-encoding: chunked" when chunked, "connection: upgrade" for an
- * upgrade, then the blank line. */
-void wp_h1_end_request_head(wf_strbuf *b, h1_framing framing, uint64_t content_length, bool chunked,
-                            bool upgrade);
+/* An upstream request head as the router hands it over (Envoy's RequestEncoder::encodeHeaders
+ * with a RequestHeaderMap): method, path, the header fields in order, the request's framing. */
+typedef struct wp_codec_request_head {
+    h1_str method, path;
+    const wp_hdr_list *hdrs;
+    h1_framing framing;      /* the downstream request's body framing */
+    uint64_t content_length; /* H1_BODY_LENGTH */
+    bool chunked;            /* the body goes chunked (any length not known upfront) */
+    bool upgrade;            /* an Upgrade / CONNECT request */
+} wp_codec_request_head;
+
+/* Appends to b "<method> <path> HTTP/1.1" (weft speaks HTTP/1.1 upstream), the fields as
+ * "name: value" lines, the framing fields ("content-length: N" for a body of known length,
+ * else "transfer-encoding: chunked" when chunked; "connection: upgrade" for an upgrade) and
+ * the blank line. Returns 0, or -1 when the list overflowed (b unchanged) or b failed. */
+int wp_h1_encode_request_head(wf_strbuf *b, const wp_codec_request_head *h);
+
+/* What a request head encoded by wp_h1_encode_request_head reads as (Envoy's access log sees
+ * the request header map the router sent): parses bytes[0, len) into *m with its fields in
+ * hdrs[0, cap), pointing into bytes. Returns false when they do not read as one head (more
+ * than cap fields). */
+bool wp_h1_request_head_view(const char *bytes, size_t len, h1_header *hdrs, size_t cap,
+                             h1_message *m);
 
 /* ---------- both sides: chunked bodies ---------- */
 
 #define WP_H1_CHUNK_LINE_MAX 24 /* bytes of a chunk-size line buffer */
 #define WP_H1_LAST_CHUNK     "0\r\n\r\n"
 #define WP_H1_LAST_CHUNK_LEN 5
+#define WP_H1_CHUNK_END      "\r\n" /* after a chunk's data */
+#define WP_H1_CHUNK_END_LEN  2
+/* a chunk's end and the last chunk, together (a whole body's end) */
+#define WP_H1_CHUNK_END_LAST     "\r\n0\r\n\r\n"
+#define WP_H1_CHUNK_END_LAST_LEN 7
 
 /* A body slice as I/O vectors: chunked: the chunk-size line (written into line, which must
  * stay untouched until the write completes), data, "\r\n" - 3 vectors; else data alone - 1.

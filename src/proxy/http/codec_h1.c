@@ -89,13 +89,26 @@ wp_h1_framing wp_h1_response_framing(int status, h1_framing framing, bool head_r
     return f;
 }
 
-void wp_h1_put_status_line(wf_strbuf *b, int status)
+#define PUT_LIT(b, s) wf_strbuf_append((b), (s), sizeof(s) - 1)
+
+static void put_u64(wf_strbuf *b, uint64_t v)
 {
-    wf_strbuf_append(b, "HTTP/1.1 ", 9);
-    wp_hdr_put_u64(b, (uint64_t)status);
-    wf_strbuf_putc(b, ' ');
-    wf_strbuf_puts(b, h1s_reason(status));
-    wf_strbuf_append(b, "\r\n", 2);
+    char tmp[WP_U64_STR_MAX];
+    wf_strbuf_append(b, tmp, wp_u64_str(tmp, v));
+}
+
+static void put_field(wf_strbuf *b, const h1_header *h)
+{
+    wf_strbuf_append(b, h->name.p, h->name.len);
+    PUT_LIT(b, ": ");
+    wf_strbuf_append(b, h->value.p, h->value.len);
+    PUT_LIT(b, "\r\n");
+}
+
+static void put_fields(wf_strbuf *b, const wp_hdr_list *l, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++)
+        put_field(b, &l->e[i]);
 }
 
 /* Sorted by length first: most fields fail at the switch. */
@@ -121,37 +134,33 @@ bool wp_h1_response_field_replaced(const h1_str *n, bool upgrade)
     }
 }
 
-#define PUT_LIT(b, s) wf_strbuf_append((b), (s), sizeof(s) - 1)
-
-void wp_h1_put_framing_fields(wf_strbuf *b, const wp_h1_framing *f)
+int wp_h1_encode_response_head(wf_strbuf *b, const wp_codec_response_head *h)
 {
-    if (f->upgrade)
+    const wp_hdr_list *l = h->hdrs;
+    if (l->overflow || h->framing_at > l->n)
+        return -1;
+    PUT_LIT(b, "HTTP/1.1 ");
+    put_u64(b, (uint64_t)h->status);
+    wf_strbuf_putc(b, ' ');
+    wf_strbuf_puts(b, h1s_reason(h->status));
+    PUT_LIT(b, "\r\n");
+    put_fields(b, l, 0, h->framing_at);
+    if (h->framing.upgrade)
         PUT_LIT(b, "connection: upgrade\r\n");
-    if (f->chunked)
+    if (h->framing.chunked)
         PUT_LIT(b, "transfer-encoding: chunked\r\n");
-}
-
-void wp_h1_end_head(wf_strbuf *b, bool close, bool upgrade, int version_minor)
-{
-    if (!upgrade) {
-        if (close)
+    put_fields(b, l, h->framing_at, l->n);
+    if (!h->framing.upgrade) {
+        if (h->framing.close)
             PUT_LIT(b, "connection: close\r\n");
-        else if (version_minor == 0)
+        else if (h->version_minor == 0)
             PUT_LIT(b, "connection: keep-alive\r\n");
     }
-    wf_strbuf_append(b, "\r\n", 2);
+    PUT_LIT(b, "\r\n");
+    return wf_strbuf_failed(b) ? -1 : 0;
 }
 
 /* ---------- client side: encoding ---------- */
-
-void wp_h1_put_request_line(wf_strbuf *b, const char *method, size_t method_len, const char *target,
-                            size_t target_len)
-{
-    wf_strbuf_append(b, method, method_len);
-    wf_strbuf_putc(b, ' ');
-    wf_strbuf_append(b, target, target_len);
-    wf_strbuf_append(b, " HTTP/1.1\r\n", 11);
-}
 
 bool wp_h1_request_field_hop_by_hop(const h1_str *n, bool upgrade)
 {
@@ -162,16 +171,39 @@ bool wp_h1_request_field_hop_by_hop(const h1_str *n, bool upgrade)
     return !upgrade && WP_NAME_IS(n, "upgrade");
 }
 
-void wp_h1_end_request_head(wf_strbuf *b, h1_framing framing, uint64_t content_length, bool chunked,
-                            bool upgrade)
+int wp_h1_encode_request_head(wf_strbuf *b, const wp_codec_request_head *h)
 {
-    if (framing == H1_BODY_LENGTH)
-        wp_hdr_put_num(b, "content-length", 14, content_length);
-    else if (chunked)
+    if (h->hdrs->overflow)
+        return -1;
+    wf_strbuf_append(b, h->method.p, h->method.len);
+    wf_strbuf_putc(b, ' ');
+    wf_strbuf_append(b, h->path.p, h->path.len);
+    PUT_LIT(b, " HTTP/1.1\r\n");
+    put_fields(b, h->hdrs, 0, h->hdrs->n);
+    if (h->framing == H1_BODY_LENGTH) {
+        PUT_LIT(b, "content-length: ");
+        put_u64(b, h->content_length);
+        PUT_LIT(b, "\r\n");
+    } else if (h->chunked) {
         PUT_LIT(b, "transfer-encoding: chunked\r\n");
-    if (upgrade)
+    }
+    if (h->upgrade)
         PUT_LIT(b, "connection: upgrade\r\n");
-    wf_strbuf_append(b, "\r\n", 2);
+    PUT_LIT(b, "\r\n");
+    return wf_strbuf_failed(b) ? -1 : 0;
+}
+
+bool wp_h1_request_head_view(const char *bytes, size_t len, h1_header *hdrs, size_t cap,
+                             h1_message *m)
+{
+    h1_parser p;
+    h1_parser_init(&p, H1_REQUEST, hdrs, cap, len + 1);
+    h1_event ev;
+    h1_parse(&p, bytes, len, &ev);
+    if (ev != H1_EV_HEADERS)
+        return false;
+    *m = p.msg;
+    return true;
 }
 
 /* ---------- chunked bodies ---------- */
