@@ -561,9 +561,108 @@ static void test_chunks(void **state)
     assert_memory_equal(line, "12345\r\n", 7);
     assert_int_equal(strlen(WP_H1_LAST_CHUNK), WP_H1_LAST_CHUNK_LEN);
     assert_memory_equal(WP_H1_LAST_CHUNK, "0\r\n\r\n", 5);
-    assert_int_equal(strlen(WP_H1_CHUNK_END), WP_H1_CHUNK_END_LEN);
-    assert_int_equal(strlen(WP_H1_CHUNK_END_LAST), WP_H1_CHUNK_END_LAST_LEN);
-    assert_memory_equal(WP_H1_CHUNK_END_LAST, "\r\n0\r\n\r\n", 7);
+    assert_int_equal(wp_h1_encode_end(v, false), 0);
+    assert_int_equal(wp_h1_encode_end(v, true), 1);
+    assert_int_equal(v[0].len, 5);
+    assert_memory_equal(v[0].base, "0\r\n\r\n", 5);
+}
+
+/* Joins the vectors' bytes. */
+static size_t joined(const uv_buf_t *v, unsigned n, char *out)
+{
+    size_t len = 0;
+    for (unsigned i = 0; i < n; i++) {
+        memcpy(out + len, v[i].base, v[i].len);
+        len += v[i].len;
+    }
+    out[len] = 0;
+    return len;
+}
+
+/* Body slices as one write: one chunk around all of them, the last chunk at the end; the
+ * vectors in front of first (a head) untouched; unchunked slices as they are. */
+static void test_body_slices(void **state)
+{
+    (void)state;
+    char line[WP_H1_CHUNK_LINE_MAX], out[256];
+    char head[] = "HEAD\r\n", a[] = "0123456789", b[] = "abcdef";
+    uv_buf_t v[8] = {uv_buf_init(head, 6), uv_buf_init(a, 10), uv_buf_init(b, 6)};
+    unsigned n = wp_h1_encode_body(v, 1, 3, true, false, line);
+    assert_int_equal(n, 5);
+    assert_ptr_equal(v[0].base, head);
+    assert_ptr_equal(v[2].base, a); /* the caller's bytes, not copies */
+    joined(v, n, out);
+    assert_string_equal(out, "HEAD\r\n10\r\n0123456789abcdef\r\n");
+    v[0] = uv_buf_init(a, 10);
+    n = wp_h1_encode_body(v, 0, 1, true, true, line); /* the body's last slice */
+    joined(v, n, out);
+    assert_string_equal(out, "a\r\n0123456789\r\n0\r\n\r\n");
+    n = wp_h1_encode_body(v, 0, 0, true, true, line); /* an empty body's end */
+    joined(v, n, out);
+    assert_string_equal(out, "0\r\n\r\n");
+    assert_int_equal(wp_h1_encode_body(v, 0, 0, true, false, line), 0); /* nothing yet */
+    v[0] = uv_buf_init(a, 10);
+    v[1] = uv_buf_init(b, 6);
+    assert_int_equal(wp_h1_encode_body(v, 0, 2, false, true, line), 2); /* length-framed */
+    assert_ptr_equal(v[0].base, a);
+    assert_ptr_equal(v[1].base, b);
+}
+
+/* Absolute-form targets as Envoy's codec takes them: origin-form path, the authority as Host
+ * (replacing a Host field, or appended within the room); targets no route can take refused. */
+static void test_origin_form(void **state)
+{
+    (void)state;
+    h1_header f[3] = {{{"Host", 4}, {"ignored", 7}}, {{"accept", 6}, {"*/*", 3}}};
+    h1_message m = {.method = {"GET", 3}, .target = {"http://catalog:8080/items?a=1", 29}};
+    m.headers = f;
+    m.nheaders = 2;
+    assert_int_equal(wp_h1_server_origin_form(&m, 3), 0);
+    assert_int_equal(m.target.len, 10);
+    assert_memory_equal(m.target.p, "/items?a=1", 10);
+    assert_int_equal(m.nheaders, 2);
+    assert_int_equal(f[0].value.len, 12);
+    assert_memory_equal(f[0].value.p, "catalog:8080", 12);
+    m.target = (h1_str){"HTTPS://reviews", 15}; /* no path: "/" */
+    m.nheaders = 1;
+    f[0].name = (h1_str){"accept", 6};
+    assert_int_equal(wp_h1_server_origin_form(&m, 3), 0);
+    assert_int_equal(m.nheaders, 2); /* Host appended */
+    assert_memory_equal(f[1].name.p, "host", 4);
+    assert_int_equal(f[1].value.len, 7);
+    assert_memory_equal(m.target.p, "/", 1);
+    m.target = (h1_str){"http://reviews/", 15};
+    assert_int_equal(wp_h1_server_origin_form(&m, 1), 0); /* a Host exists: no room needed */
+    m.nheaders = 1;
+    m.target = (h1_str){"http://reviews/", 15};
+    assert_int_equal(wp_h1_server_origin_form(&m, 1), -1); /* no room for a Host */
+    static const char *const bad[] = {"http://", "http://u@h/", "http://h?x", "items", "*"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        m.target = (h1_str){bad[i], strlen(bad[i])};
+        assert_int_equal(wp_h1_server_origin_form(&m, 3), -1);
+    }
+    m.target = (h1_str){"/already", 8};
+    assert_int_equal(wp_h1_server_origin_form(&m, 3), 0);
+    m.method = (h1_str){"OPTIONS", 7};
+    m.target = (h1_str){"*", 1};
+    assert_int_equal(wp_h1_server_origin_form(&m, 3), 0);
+}
+
+/* A copied head: the line's parts and every field move by the copy's offset. */
+static void test_rebase(void **state)
+{
+    (void)state;
+    const char raw[] = "GET /a HTTP/1.1\r\nX: y\r\n\r\n";
+    char copy[sizeof raw];
+    memcpy(copy, raw, sizeof raw);
+    h1_header f[1] = {{{raw + 17, 1}, {raw + 20, 1}}};
+    h1_message m = {.method = {raw, 3}, .target = {raw + 4, 2}, .headers = f, .nheaders = 1};
+    wp_h1_rebase(&m, copy - raw);
+    assert_ptr_equal(m.method.p, copy);
+    assert_ptr_equal(m.target.p, copy + 4);
+    assert_ptr_equal(f[0].name.p, copy + 17);
+    assert_ptr_equal(f[0].value.p, copy + 20);
+    assert_memory_equal(f[0].value.p, "y", 1);
 }
 
 int main(void)
@@ -576,6 +675,8 @@ int main(void)
         cmocka_unit_test(test_framing),         cmocka_unit_test(test_head_bytes),
         cmocka_unit_test(test_dropped_fields),  cmocka_unit_test(test_request_head),
         cmocka_unit_test(test_chunks),          cmocka_unit_test(test_list_capacity),
+        cmocka_unit_test(test_body_slices),     cmocka_unit_test(test_origin_form),
+        cmocka_unit_test(test_rebase),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -97,6 +97,20 @@ wp_codec_status wp_h1_client_dispatch(h1_parser *p, const char *data, size_t len
  * with the same room (the parser's field array is shared with the head). */
 void wp_h1_server_reserve_fields(h1_parser *p, size_t n_now);
 
+/* The request head's bytes were copied (the connection manager keeps them past the read
+ * buffer) off bytes away from where m's slices point: moves m's method, target and fields
+ * (m->headers[0, nheaders), rewritten in place) onto the copy. */
+void wp_h1_rebase(h1_message *m, ptrdiff_t off);
+
+/* RFC 9112 §3.2.2 absolute-form ("GET http://catalog/items HTTP/1.1", what HTTP_PROXY
+ * clients send), as Envoy's HTTP/1 codec handles it (ServerConnectionImpl::handlePath): the
+ * request is routed and forwarded in origin-form with the URI's authority as Host (the Host
+ * field is ignored; one is appended to m->headers, within cap fields, when there is none).
+ * Origin-form targets must start with '/' ("OPTIONS *" aside). Returns 0, or -1 for a target
+ * no route can take (answered 400 http1.invalid_url). Rewrites m in place; the slices stay
+ * inside the head's bytes. */
+int wp_h1_server_origin_form(h1_message *m, size_t cap);
+
 /* ---------- server side: encoding responses ---------- */
 
 /* The interim answer to "Expect: 100-continue" (written before the request body is read). */
@@ -183,11 +197,6 @@ bool wp_h1_request_head_view(const char *bytes, size_t len, h1_header *hdrs, siz
 #define WP_H1_CHUNK_LINE_MAX 24 /* bytes of a chunk-size line buffer */
 #define WP_H1_LAST_CHUNK     "0\r\n\r\n"
 #define WP_H1_LAST_CHUNK_LEN 5
-#define WP_H1_CHUNK_END      "\r\n" /* after a chunk's data */
-#define WP_H1_CHUNK_END_LEN  2
-/* a chunk's end and the last chunk, together (a whole body's end) */
-#define WP_H1_CHUNK_END_LAST     "\r\n0\r\n\r\n"
-#define WP_H1_CHUNK_END_LAST_LEN 7
 
 /* A body slice as I/O vectors: chunked: the chunk-size line (written into line, which must
  * stay untouched until the write completes), data, "\r\n" - 3 vectors; else data alone - 1.
@@ -197,5 +206,18 @@ unsigned wp_h1_encode_data(uv_buf_t *bufs, bool chunked, char line[WP_H1_CHUNK_L
 
 /* The chunk-size line of a chunk of len bytes ("<hex>\r\n") into line; returns its length. */
 size_t wp_h1_chunk_line(char line[WP_H1_CHUNK_LINE_MAX], size_t len);
+
+/* Frames body slices as one write (the client side's request body, a mirrored request's):
+ * bufs[first, n) hold the slices (none is empty, or none at all). Chunked: they become one
+ * chunk - the chunk-size line (written into line, which must stay untouched until the write
+ * completes) in front of them, "\r\n" after them - and end (the body's last bytes are in
+ * them) adds the last chunk; not chunked: they go as they are. bufs has room for n + 3
+ * vectors. Returns the new count. */
+unsigned wp_h1_encode_body(uv_buf_t *bufs, unsigned first, unsigned n, bool chunked, bool end,
+                           char line[WP_H1_CHUNK_LINE_MAX]);
+
+/* The end of a response body (after its last slice): the last chunk when chunked, into
+ * bufs[0]. Returns the vectors filled (0 or 1). */
+unsigned wp_h1_encode_end(uv_buf_t *bufs, bool chunked);
 
 #endif

@@ -72,6 +72,54 @@ void wp_h1_server_reserve_fields(h1_parser *p, size_t n_now)
     }
 }
 
+void wp_h1_rebase(h1_message *m, ptrdiff_t off)
+{
+    m->method.p += off;
+    m->target.p += off;
+    for (size_t i = 0; i < m->nheaders; i++) {
+        m->headers[i].name.p += off;
+        m->headers[i].value.p += off;
+    }
+}
+
+int wp_h1_server_origin_form(h1_message *m, size_t cap)
+{
+    h1_str t = m->target;
+    size_t skip = 0;
+    if (t.len >= 7 && strncasecmp(t.p, "http://", 7) == 0)
+        skip = 7;
+    else if (t.len >= 8 && strncasecmp(t.p, "https://", 8) == 0)
+        skip = 8;
+    if (!skip) {
+        if (t.len && t.p[0] == '/')
+            return 0;
+        bool options_star = t.len == 1 && t.p[0] == '*' && m->method.len == 7 &&
+                            memcmp(m->method.p, "OPTIONS", 7) == 0;
+        return options_star ? 0 : -1;
+    }
+    const char *a = t.p + skip, *end = t.p + t.len, *q = a;
+    while (q < end && *q != '/' && *q != '?' && *q != '#')
+        q++;
+    if (q == a || memchr(a, '@', (size_t)(q - a)))
+        return -1; /* no authority, or userinfo (RFC 9110 §4.2.4) */
+    h1_str authority = {a, (size_t)(q - a)};
+    m->target = q < end && *q == '/' ? (h1_str){q, (size_t)(end - q)} : (h1_str){"/", 1};
+    if (q < end && *q == '?') /* "http://a?x" -> "/?x" is not representable in place */
+        return -1;
+    h1_header *host = NULL;
+    for (size_t i = 0; i < m->nheaders; i++)
+        if (WP_NAME_IS(&m->headers[i].name, "host"))
+            host = &m->headers[i];
+    if (!host) {
+        if (m->nheaders >= cap)
+            return -1;
+        host = &m->headers[m->nheaders++];
+        host->name = (h1_str){"host", 4};
+    }
+    host->value = authority;
+    return 0;
+}
+
 /* ---------- server side: encoding ---------- */
 
 wp_h1_framing wp_h1_response_framing(int status, h1_framing framing, bool head_request,
@@ -225,4 +273,31 @@ unsigned wp_h1_encode_data(uv_buf_t *bufs, bool chunked, char line[WP_H1_CHUNK_L
     bufs[1] = uv_buf_init((char *)data, (unsigned)len);
     bufs[2] = uv_buf_init("\r\n", 2);
     return 3;
+}
+
+unsigned wp_h1_encode_body(uv_buf_t *bufs, unsigned first, unsigned n, bool chunked, bool end,
+                           char line[WP_H1_CHUNK_LINE_MAX])
+{
+    if (!chunked)
+        return n;
+    size_t len = 0;
+    for (unsigned i = first; i < n; i++)
+        len += bufs[i].len;
+    if (len) {
+        memmove(bufs + first + 1, bufs + first, (n - first) * sizeof(*bufs));
+        bufs[first] = uv_buf_init(line, (unsigned)wp_h1_chunk_line(line, len));
+        n++;
+        bufs[n++] = uv_buf_init("\r\n", 2);
+    }
+    if (end)
+        bufs[n++] = uv_buf_init(WP_H1_LAST_CHUNK, WP_H1_LAST_CHUNK_LEN);
+    return n;
+}
+
+unsigned wp_h1_encode_end(uv_buf_t *bufs, bool chunked)
+{
+    if (!chunked)
+        return 0;
+    bufs[0] = uv_buf_init(WP_H1_LAST_CHUNK, WP_H1_LAST_CHUNK_LEN);
+    return 1;
 }

@@ -1150,10 +1150,7 @@ static void resp_done(wp_stream *s)
     }
     s->resp_done = true;
     uv_buf_t bufs[2];
-    unsigned n = 0;
-    if (s->resp_chunked)
-        bufs[n++] = uv_buf_init(WP_H1_LAST_CHUNK, WP_H1_LAST_CHUNK_LEN);
-    n = with_head(s, bufs, n);
+    unsigned n = with_head(s, bufs, wp_h1_encode_end(bufs, s->resp_chunked));
     if (n && dwrite(d, bufs, n) != 0)
         return; /* pending: on_dwrite completes; failed: closed */
     if (!d->writing)
@@ -1170,15 +1167,8 @@ static int keep_head(wp_stream *s, const char *buf, size_t used, const h1_messag
         return -1;
     memcpy(s->head, buf, used);
     s->head_len = used;
-    ptrdiff_t off = s->head - buf;
     s->req = *m;
-    s->req.method.p += off;
-    s->req.target.p += off;
-    for (size_t i = 0; i < m->nheaders; i++) {
-        s->hdrs[i].name.p += off;
-        s->hdrs[i].value.p += off;
-    }
-    s->req.headers = s->hdrs;
+    wp_h1_rebase(&s->req, s->head - buf); /* m's fields are s->hdrs, the parser's array */
     /* Envoy generates x-request-id when absent (and logs it): add it to the request as
      * received, so the router forwards it and %REQ(X-REQUEST-ID)% shows it. */
     if (s->d->hcm->generate_request_id && s->req.nheaders < WP_MAX_HEADERS &&
@@ -1192,49 +1182,6 @@ static int keep_head(wp_stream *s, const char *buf, size_t used, const h1_messag
     s->req.ntrailers = 0;
     s->si.request = &s->req;
     s->si.protocol = m->version_minor ? "HTTP/1.1" : "HTTP/1.0";
-    return 0;
-}
-
-/* RFC 9112 §3.2.2 absolute-form ("GET http://catalog/items HTTP/1.1", what HTTP_PROXY
- * clients send): as Envoy, the request is routed and forwarded in origin-form with the
- * URI's authority as Host (the Host field is ignored). Origin-form targets must start with
- * '/' ("OPTIONS *" aside). Returns 0, or -1 for a target no route can take (answered 400
- * http1.invalid_url). Rewrites s->req in place; the slices stay inside the head copy. */
-static int origin_form(wp_stream *s)
-{
-    h1_str t = s->req.target;
-    size_t skip = 0;
-    if (t.len >= 7 && strncasecmp(t.p, "http://", 7) == 0)
-        skip = 7;
-    else if (t.len >= 8 && strncasecmp(t.p, "https://", 8) == 0)
-        skip = 8;
-    if (!skip) {
-        if (t.len && t.p[0] == '/')
-            return 0;
-        bool options_star = t.len == 1 && t.p[0] == '*' && s->req.method.len == 7 &&
-                            memcmp(s->req.method.p, "OPTIONS", 7) == 0;
-        return options_star ? 0 : -1;
-    }
-    const char *a = t.p + skip, *end = t.p + t.len, *q = a;
-    while (q < end && *q != '/' && *q != '?' && *q != '#')
-        q++;
-    if (q == a || memchr(a, '@', (size_t)(q - a)))
-        return -1; /* no authority, or userinfo (RFC 9110 §4.2.4) */
-    h1_str authority = {a, (size_t)(q - a)};
-    s->req.target = q < end && *q == '/' ? (h1_str){q, (size_t)(end - q)} : (h1_str){"/", 1};
-    if (q < end && *q == '?') /* "http://a?x" -> "/?x" is not representable in place */
-        return -1;
-    h1_header *host = NULL;
-    for (size_t i = 0; i < s->req.nheaders; i++)
-        if (WP_NAME_IS(&s->hdrs[i].name, "host"))
-            host = &s->hdrs[i];
-    if (!host) {
-        if (s->req.nheaders >= WP_MAX_HEADERS)
-            return -1;
-        host = &s->hdrs[s->req.nheaders++];
-        host->name = (h1_str){"host", 4};
-    }
-    host->value = authority;
     return 0;
 }
 
@@ -1424,7 +1371,7 @@ static void on_request_headers(wp_stream *s)
     WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, s->si.stream_id,
                   "request headers complete: %.*s %.*s", (int)s->req.method.len, s->req.method.p,
                   (int)s->req.target.len, s->req.target.p);
-    if (origin_form(s) != 0) {
+    if (wp_h1_server_origin_form(&s->req, WP_MAX_HEADERS) != 0) {
         d->close_after = true;
         stream_local_reply(s, 400, "Bad Request", "http1.invalid_url", WP_RF_DPE);
         return;

@@ -429,29 +429,21 @@ static void launch_shadows(wp_stream *s)
     /* the whole kept body, one buffer per block (request_body_buffer_limit may exceed 1 MiB),
      * plus the chunk-size line and the chunked end; mirrors are rare, so this allocates */
     unsigned blocks = (unsigned)(rs->rb_len / WP_BUF_SIZE) + 1;
-    uv_buf_t *bufs = malloc((blocks + 2) * sizeof(*bufs));
+    uv_buf_t *bufs = malloc((blocks + 3) * sizeof(*bufs));
     if (!bufs)
         return;
-    unsigned n = 1; /* bufs[0]: chunk-size line of a chunked body */
-    size_t body = wp_retry_slices_from(s, 0, bufs, &n, blocks);
+    unsigned n = 0;
+    wp_retry_slices_from(s, 0, bufs, &n, blocks);
     char line[WP_H1_CHUNK_LINE_MAX];
-    unsigned first = 1;
-    if (s->req_chunked) {
-        first = 0;
-        bufs[0] = uv_buf_init(line, (unsigned)wp_h1_chunk_line(line, body));
-        if (body)
-            bufs[n++] = uv_buf_init(WP_H1_CHUNK_END_LAST, WP_H1_CHUNK_END_LAST_LEN);
-        else
-            bufs[0] = uv_buf_init(WP_H1_LAST_CHUNK, WP_H1_LAST_CHUNK_LEN);
-    }
+    n = wp_h1_encode_body(bufs, 0, n, s->req_chunked, true, line); /* the whole body */
     for (size_t i = 0; i < s->route->nmirrors && i < 8; i++) {
         if (!(mask & (1u << i)))
             continue;
         const wp_mirror_policy *m = &s->route->mirrors[i];
         wf_strbuf head = {0};
         if (shadow_head(s, m, &head) == 0)
-            wp_shadow_send(s->d->w, s->d->wg, m->cluster, head.data, head.len, bufs + first,
-                           n - first, rs->timeout_ms, wp_stream_is_head(s));
+            wp_shadow_send(s->d->w, s->d->wg, m->cluster, head.data, head.len, bufs, n,
+                           rs->timeout_ms, wp_stream_is_head(s));
         wf_strbuf_free(&head);
     }
     free(bufs);
@@ -480,29 +472,17 @@ static void flush_upstream(wp_stream *s)
         rs->head_sent = true;
         s->si.first_upstream_tx_ns = uv_now(&s->d->w->loop) * 1000000ULL;
     }
-    bool chunked = s->req_chunked && !s->d->tunnel;
-    unsigned chunk_at = n;
-    n += chunked; /* room for the chunk-size line */
+    unsigned first = n;
     size_t rb = wp_retry_slices(s, bufs, &n, 8);
     bool direct = rs->body && rs->body_len && rs->rb_sent + rb == rs->rb_len;
     if (direct)
         bufs[n++] = uv_buf_init((char *)rs->body, (unsigned)rs->body_len);
-    size_t body = rb + (direct ? rs->body_len : 0);
-    if (chunked && body) {
-        /* the client codec's chunk framing around the slices (codec.h) */
-        bufs[chunk_at] =
-            uv_buf_init(rs->chunk_line, (unsigned)wp_h1_chunk_line(rs->chunk_line, body));
-        bufs[n++] = uv_buf_init(WP_H1_CHUNK_END, WP_H1_CHUNK_END_LEN);
-    } else if (chunked) {
-        memmove(&bufs[chunk_at], &bufs[chunk_at + 1], (n - chunk_at - 1) * sizeof(bufs[0]));
-        n--;
-    }
     bool all_out = rs->rb_sent + rb == rs->rb_len && (!rs->body || direct);
-    if (s->req_complete && !rs->req_end_sent && !s->d->tunnel && all_out) {
-        if (chunked)
-            bufs[n++] = uv_buf_init(WP_H1_LAST_CHUNK, WP_H1_LAST_CHUNK_LEN);
+    bool end = s->req_complete && !rs->req_end_sent && !s->d->tunnel && all_out;
+    if (end)
         rs->req_end_sent = true;
-    }
+    /* the client codec's framing of the slices (a chunk, the last chunk at the end) */
+    n = wp_h1_encode_body(bufs, first, n, s->req_chunked && !s->d->tunnel, end, rs->chunk_line);
     if (n == 0)
         return;
     for (unsigned i = 0; i < n; i++)
