@@ -1168,7 +1168,8 @@ static int keep_head(wp_stream *s, const char *buf, size_t used, const h1_messag
     memcpy(s->head, buf, used);
     s->head_len = used;
     s->req = *m;
-    wp_h1_rebase(&s->req, s->head - buf); /* m's fields are s->hdrs, the parser's array */
+    s->req.headers = s->hdrs; /* the parser's field array */
+    wp_h1_rebase(&s->req, s->head - buf);
     /* Envoy generates x-request-id when absent (and logs it): add it to the request as
      * received, so the router forwards it and %REQ(X-REQUEST-ID)% shows it. */
     if (s->d->hcm->generate_request_id && s->req.nheaders < WP_MAX_HEADERS &&

@@ -188,11 +188,8 @@ static void final_timeout(wp_stream *s)
 
 static void redirect(wp_stream *s, const wp_route_req *rq)
 {
-    wf_strbuf loc = {0};
-    int code = wp_route_redirect(&s->d->w->rx, s->route, rq, false, &loc);
-    wf_strbuf_reset(&s->extra);
-    wf_strbuf_puts(&s->extra, wf_strbuf_cstr(&loc));
-    wf_strbuf_free(&loc);
+    /* the location value is kept with the stream until the reply is encoded */
+    int code = wp_route_redirect(&s->d->w->rx, s->route, rq, false, &s->extra);
     const char *v = wf_strbuf_cstr(&s->extra);
     s->extra_resp = (h1_header){{"location", 8}, {v, strlen(v)}};
     wp_hcm_stat(s->d, WP_S_rq_redirect, 1);
