@@ -3,8 +3,10 @@
  * Http::ServerConnection / Http::ClientConnection, source/common/http/http1/codec_impl.cc):
  * the server side turns a downstream connection's bytes into request events (headers, data,
  * trailers, end, upgrade, protocol errors with Envoy's details) and response events into
- * bytes; the client side frames the upstream request body. HTTP/1 is codec_h1.c; an HTTP/2
- * codec (nghttp2) is to sit behind the same calls.
+ * bytes; the client side turns the upstream request's head and body into bytes. Heads come in
+ * as a status or a method and path, a header list (http/header_list.h, Envoy's HeaderMap) and
+ * the framing: the layers above write no wire text. HTTP/1 is codec_h1.c, which holds all of
+ * HTTP/1's wire text; an HTTP/2 codec (nghttp2) is to sit behind the same calls.
  *
  * Envoy behaviour followed (HTTP/1 codec):
  *  - requests are parsed one at a time (pipelined ones wait in the buffer); the codec's

@@ -1,7 +1,8 @@
 /*
  * codec_h1.c - the HTTP/1 codec (see codec.h for the Envoy behaviour followed): the server
- * side's dispatch over the request parser (http/h1_parser.h), the response head's framing and
- * fields, chunked bodies.
+ * side's dispatch over the request parser (http/h1_parser.h) and absolute-form targets, the
+ * response and upstream request heads from header lists (status / request line, "name: value"
+ * lines, framing fields), chunked bodies. All of the proxy's HTTP/1 wire text is here.
  */
 #include "proxy/http/codec.h"
 

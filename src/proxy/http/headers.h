@@ -1,7 +1,7 @@
 /*
  * headers.h - request/response header mutations of routes, virtual hosts and route
  * configurations (request_headers_to_add/remove, response_headers_to_add/remove), applied
- * while a head is serialised.
+ * while a head's header list is built.
  *
  * Envoy semantics (envoy.config.core.v3.HeaderValueOption, and RouteConfiguration
  * most_specific_header_mutations_wins = false, the default): levels are applied from the
