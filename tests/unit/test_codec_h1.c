@@ -404,6 +404,23 @@ static void test_head_bytes(void **state)
                                             "x-envoy-upstream-service-time: 3\r\n"
                                             "server: envoy\r\n"
                                             "connection: close\r\n\r\n");
+    /* the same bytes when the buffer already has the room (a reused stream's: the fields are
+     * written in place) as when it grows */
+    char grown[512];
+    snprintf(grown, sizeof grown, "%s", wf_strbuf_cstr(&b));
+    wf_strbuf big = {0};
+    for (int i = 0; i < 64; i++)
+        wf_strbuf_append(&big, "0123456789abcdef", 16);
+    wf_strbuf_reset(&big);
+    size_t cap = big.cap;
+    encode_resp(&big, 200, &l, 2, ch, 1);
+    assert_int_equal(big.cap, cap); /* no growth: the in-place path */
+    assert_string_equal(wf_strbuf_cstr(&big), grown);
+    wf_strbuf_free(&big);
+    wf_strbuf small = {0};
+    encode_resp(&small, 200, &l, 2, ch, 1); /* empty: the growing path */
+    assert_string_equal(wf_strbuf_cstr(&small), grown);
+    wf_strbuf_free(&small);
     wp_h1_framing up = wp_h1_response_framing(101, H1_BODY_NONE, false, 1);
     up.close = true; /* a 101: no connection: close/keep-alive */
     encode_resp(&b, 101, &l, 0, up, 1);

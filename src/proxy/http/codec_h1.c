@@ -154,10 +154,32 @@ static void put_field(wf_strbuf *b, const h1_header *h)
     PUT_LIT(b, "\r\n");
 }
 
+/* The "name: value" lines of l->e[from, to). The common case, room for all of them already
+ * in b (a reused stream's buffer), checks the room once and writes the bytes in place. */
 static void put_fields(wf_strbuf *b, const wp_hdr_list *l, size_t from, size_t to)
 {
+    size_t need = 0;
     for (size_t i = from; i < to; i++)
-        put_field(b, &l->e[i]);
+        need += l->e[i].name.len + l->e[i].value.len + 4;
+    if (b->failed || b->len + need >= b->cap) {
+        for (size_t i = from; i < to; i++)
+            put_field(b, &l->e[i]);
+        return;
+    }
+    char *p = b->data + b->len;
+    for (size_t i = from; i < to; i++) {
+        const h1_header *h = &l->e[i];
+        memcpy(p, h->name.p, h->name.len);
+        p += h->name.len;
+        *p++ = ':';
+        *p++ = ' ';
+        memcpy(p, h->value.p, h->value.len);
+        p += h->value.len;
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    *p = '\0';
+    b->len = (size_t)(p - b->data);
 }
 
 /* Sorted by length first: most fields fail at the switch. */
