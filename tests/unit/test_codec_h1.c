@@ -5,7 +5,9 @@
  * 100-continue, upgrade, protocol errors with Envoy's details and status), an upstream's
  * responses through the client side (a 1xx, then a chunked answer with trailers; a HEAD's
  * answer), and response events in -> the exact bytes out (framing, status line, dropped
- * fields, connection field, chunks; the upstream request's line and framing fields).
+ * fields, connection field, chunks; the upstream request's line and framing fields), the
+ * encoders over a header list (http/header_list.h): status line + list + framing -> exact
+ * bytes, the request head and its access-log view, a list at its capacity.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -364,33 +366,112 @@ static void test_framing(void **state)
     assert_true(f.upgrade && f.bodiless);
 }
 
+/* A response head: the status line, the list in order with the codec's framing fields where
+ * the connection manager put framing_at, the connection field, the blank line. */
+static void encode_resp(wf_strbuf *b, int status, const wp_hdr_list *l, size_t framing_at,
+                        wp_h1_framing f, int minor)
+{
+    wf_strbuf_reset(b);
+    wp_codec_response_head h = {status, l, framing_at, f, minor};
+    assert_int_equal(wp_h1_encode_response_head(b, &h), 0);
+}
+
 static void test_head_bytes(void **state)
 {
     (void)state;
     wf_strbuf b = {0};
-    wp_h1_put_status_line(&b, 200);
-    wp_h1_put_status_line(&b, 431);
-    wp_h1_put_status_line(&b, 599);
-    assert_string_equal(wf_strbuf_cstr(&b), "HTTP/1.1 200 OK\r\n"
-                                            "HTTP/1.1 431 Request Header Fields Too Large\r\n"
-                                            "HTTP/1.1 599 Unknown\r\n");
-    wf_strbuf_reset(&b);
-    wp_h1_framing up = wp_h1_response_framing(101, H1_BODY_NONE, false, 1);
-    wp_h1_put_framing_fields(&b, &up);
-    wp_h1_end_head(&b, false, true, 1); /* a 101: no connection: close/keep-alive */
-    assert_string_equal(wf_strbuf_cstr(&b), "connection: upgrade\r\n\r\n");
-    wf_strbuf_reset(&b);
+    wp_hdr_list l;
+    wp_hdr_list_init(&l);
+    wp_h1_framing plain = {0};
+    encode_resp(&b, 200, &l, 0, plain, 1);
+    assert_string_equal(wf_strbuf_cstr(&b), "HTTP/1.1 200 OK\r\n\r\n");
+    encode_resp(&b, 431, &l, 0, plain, 1);
+    assert_string_equal(wf_strbuf_cstr(&b), "HTTP/1.1 431 Request Header Fields Too Large\r\n\r\n");
+    encode_resp(&b, 599, &l, 0, plain, 1);
+    assert_string_equal(wf_strbuf_cstr(&b), "HTTP/1.1 599 Unknown\r\n\r\n");
+    /* an upstream's fields, then the framing fields, then the proxy's own */
+    WP_HDR_LIST_ADD_LIT(&l, "Content-Type", "text/html", 9);
+    WP_HDR_LIST_ADD_LIT(&l, "x-added", "", 0);
+    WP_HDR_LIST_ADD_LIT(&l, "x-envoy-upstream-service-time", "3", 1);
+    WP_HDR_LIST_ADD_LIT(&l, "server", "envoy", 5);
     wp_h1_framing ch = wp_h1_response_framing(200, H1_BODY_CHUNKED, false, 1);
-    wp_h1_put_framing_fields(&b, &ch);
-    wp_h1_end_head(&b, true, false, 1);
-    assert_string_equal(wf_strbuf_cstr(&b),
-                        "transfer-encoding: chunked\r\nconnection: close\r\n\r\n");
+    ch.close = true;
+    encode_resp(&b, 200, &l, 2, ch, 1);
+    assert_string_equal(wf_strbuf_cstr(&b), "HTTP/1.1 200 OK\r\n"
+                                            "Content-Type: text/html\r\n"
+                                            "x-added: \r\n"
+                                            "transfer-encoding: chunked\r\n"
+                                            "x-envoy-upstream-service-time: 3\r\n"
+                                            "server: envoy\r\n"
+                                            "connection: close\r\n\r\n");
+    /* the same bytes when the buffer already has the room (a reused stream's: the fields are
+     * written in place) as when it grows */
+    char grown[512];
+    snprintf(grown, sizeof grown, "%s", wf_strbuf_cstr(&b));
+    wf_strbuf big = {0};
+    for (int i = 0; i < 64; i++)
+        wf_strbuf_append(&big, "0123456789abcdef", 16);
+    wf_strbuf_reset(&big);
+    size_t cap = big.cap;
+    encode_resp(&big, 200, &l, 2, ch, 1);
+    assert_int_equal(big.cap, cap); /* no growth: the in-place path */
+    assert_string_equal(wf_strbuf_cstr(&big), grown);
+    wf_strbuf_free(&big);
+    wf_strbuf small = {0};
+    encode_resp(&small, 200, &l, 2, ch, 1); /* empty: the growing path */
+    assert_string_equal(wf_strbuf_cstr(&small), grown);
+    wf_strbuf_free(&small);
+    wp_h1_framing up = wp_h1_response_framing(101, H1_BODY_NONE, false, 1);
+    up.close = true; /* a 101: no connection: close/keep-alive */
+    encode_resp(&b, 101, &l, 0, up, 1);
+    assert_string_equal(wf_strbuf_cstr(&b), "HTTP/1.1 101 Switching Protocols\r\n"
+                                            "connection: upgrade\r\n"
+                                            "Content-Type: text/html\r\n"
+                                            "x-added: \r\n"
+                                            "x-envoy-upstream-service-time: 3\r\n"
+                                            "server: envoy\r\n\r\n");
+    wp_hdr_list_init(&l);
+    WP_HDR_LIST_ADD_LIT(&l, "content-length", "0", 1);
+    encode_resp(&b, 204, &l, l.n, plain, 0); /* HTTP/1.0 kept alive */
+    assert_string_equal(
+        wf_strbuf_cstr(&b),
+        "HTTP/1.1 204 No Content\r\ncontent-length: 0\r\nconnection: keep-alive\r\n\r\n");
+    wp_codec_response_head bad = {200, &l, l.n + 1, plain, 1}; /* framing_at past the end */
     wf_strbuf_reset(&b);
-    wp_h1_end_head(&b, false, false, 0); /* HTTP/1.0 kept alive */
-    assert_string_equal(wf_strbuf_cstr(&b), "connection: keep-alive\r\n\r\n");
+    assert_int_equal(wp_h1_encode_response_head(&b, &bad), -1);
+    assert_int_equal(b.len, 0);
+    wf_strbuf_free(&b);
+}
+
+/* A list takes WP_HDR_LIST_MAX fields and no more: the one past it is not stored, the list is
+ * marked, and neither encoder writes a head from it. */
+static void test_list_capacity(void **state)
+{
+    (void)state;
+    wp_hdr_list l;
+    wp_hdr_list_init(&l);
+    for (size_t i = 0; i < WP_HDR_LIST_MAX; i++)
+        assert_true(WP_HDR_LIST_ADD_LIT(&l, "x-f", "v", 1));
+    assert_int_equal(l.n, WP_HDR_LIST_MAX);
+    assert_false(l.overflow);
+    wf_strbuf b = {0};
+    wp_codec_response_head rh = {200, &l, l.n, {0}, 1};
+    assert_int_equal(wp_h1_encode_response_head(&b, &rh), 0); /* a full list still encodes */
+    assert_int_equal(b.len, strlen("HTTP/1.1 200 OK\r\n") + WP_HDR_LIST_MAX * strlen("x-f: v\r\n") +
+                                strlen("\r\n"));
+    h1_header extra = {{"x-last", 6}, {"1", 1}};
+    assert_false(wp_hdr_list_add_field(&l, &extra));
+    assert_int_equal(l.n, WP_HDR_LIST_MAX);
+    assert_true(l.overflow);
     wf_strbuf_reset(&b);
-    wp_h1_end_head(&b, false, false, 1);
-    assert_string_equal(wf_strbuf_cstr(&b), "\r\n");
+    assert_int_equal(wp_h1_encode_response_head(&b, &rh), -1);
+    assert_int_equal(b.len, 0);
+    wp_codec_request_head qh = {{"GET", 3}, {"/", 1}, &l, H1_BODY_NONE, 0, false, false};
+    assert_int_equal(wp_h1_encode_request_head(&b, &qh), -1);
+    assert_int_equal(b.len, 0);
+    wp_hdr_list_init(&l); /* reusable */
+    assert_false(l.overflow);
+    assert_int_equal(l.n, 0);
     wf_strbuf_free(&b);
 }
 
@@ -425,19 +506,42 @@ static void test_request_head(void **state)
 {
     (void)state;
     wf_strbuf b = {0};
-    wp_h1_put_request_line(&b, "POST", 4, "/items?x=1", 10);
-    wp_h1_end_request_head(&b, H1_BODY_LENGTH, 12, false, false);
-    assert_string_equal(wf_strbuf_cstr(&b),
-                        "POST /items?x=1 HTTP/1.1\r\ncontent-length: 12\r\n\r\n");
+    wp_hdr_list l;
+    wp_hdr_list_init(&l);
+    WP_HDR_LIST_ADD_LIT(&l, "x-envoy-original-path", "/old", 4);
+    WP_HDR_LIST_ADD_LIT(&l, "Accept", "*/*", 3);
+    WP_HDR_LIST_ADD_LIT(&l, "host", "catalog", 7);
+    wp_codec_request_head h = {{"POST", 4}, {"/items?x=1", 10}, &l, H1_BODY_LENGTH, 12, false,
+                               false};
+    assert_int_equal(wp_h1_encode_request_head(&b, &h), 0);
+    assert_string_equal(wf_strbuf_cstr(&b), "POST /items?x=1 HTTP/1.1\r\n"
+                                            "x-envoy-original-path: /old\r\n"
+                                            "Accept: */*\r\n"
+                                            "host: catalog\r\n"
+                                            "content-length: 12\r\n\r\n");
+    /* what the access log reads of it: the line's parts and every field, framing included */
+    h1_header view[8];
+    h1_message m;
+    assert_true(wp_h1_request_head_view(b.data, b.len, view, 8, &m));
+    assert_memory_equal(m.method.p, "POST", 4);
+    assert_int_equal(m.target.len, 10);
+    assert_int_equal(m.nheaders, 4);
+    assert_memory_equal(m.headers[3].name.p, "content-length", 14);
+    assert_memory_equal(m.headers[3].value.p, "12", 2);
+    assert_false(wp_h1_request_head_view(b.data, b.len, view, 3, &m)); /* no room */
+    wp_hdr_list_init(&l);
+    h = (wp_codec_request_head){{"GET", 3}, {"/", 1}, &l, H1_BODY_CHUNKED, 0, true, false};
     wf_strbuf_reset(&b);
-    wp_h1_end_request_head(&b, H1_BODY_CHUNKED, 0, true, false);
-    assert_string_equal(wf_strbuf_cstr(&b), "transfer-encoding: chunked\r\n\r\n");
+    assert_int_equal(wp_h1_encode_request_head(&b, &h), 0);
+    assert_string_equal(wf_strbuf_cstr(&b), "GET / HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n");
+    h = (wp_codec_request_head){{"GET", 3}, {"/ws", 3}, &l, H1_BODY_NONE, 0, false, true};
     wf_strbuf_reset(&b);
-    wp_h1_end_request_head(&b, H1_BODY_NONE, 0, false, true);
-    assert_string_equal(wf_strbuf_cstr(&b), "connection: upgrade\r\n\r\n");
+    assert_int_equal(wp_h1_encode_request_head(&b, &h), 0);
+    assert_string_equal(wf_strbuf_cstr(&b), "GET /ws HTTP/1.1\r\nconnection: upgrade\r\n\r\n");
+    h = (wp_codec_request_head){{"GET", 3}, {"/", 1}, &l, H1_BODY_NONE, 0, false, false};
     wf_strbuf_reset(&b);
-    wp_h1_end_request_head(&b, H1_BODY_NONE, 0, false, false);
-    assert_string_equal(wf_strbuf_cstr(&b), "\r\n");
+    assert_int_equal(wp_h1_encode_request_head(&b, &h), 0);
+    assert_string_equal(wf_strbuf_cstr(&b), "GET / HTTP/1.1\r\n\r\n");
     wf_strbuf_free(&b);
     static const char *const hop[] = {
         "Connection", "keep-alive", "Proxy-Connection", "transfer-encoding", "Content-Length",
@@ -474,6 +578,108 @@ static void test_chunks(void **state)
     assert_memory_equal(line, "12345\r\n", 7);
     assert_int_equal(strlen(WP_H1_LAST_CHUNK), WP_H1_LAST_CHUNK_LEN);
     assert_memory_equal(WP_H1_LAST_CHUNK, "0\r\n\r\n", 5);
+    assert_int_equal(wp_h1_encode_end(v, false), 0);
+    assert_int_equal(wp_h1_encode_end(v, true), 1);
+    assert_int_equal(v[0].len, 5);
+    assert_memory_equal(v[0].base, "0\r\n\r\n", 5);
+}
+
+/* Joins the vectors' bytes. */
+static size_t joined(const uv_buf_t *v, unsigned n, char *out)
+{
+    size_t len = 0;
+    for (unsigned i = 0; i < n; i++) {
+        memcpy(out + len, v[i].base, v[i].len);
+        len += v[i].len;
+    }
+    out[len] = 0;
+    return len;
+}
+
+/* Body slices as one write: one chunk around all of them, the last chunk at the end; the
+ * vectors in front of first (a head) untouched; unchunked slices as they are. */
+static void test_body_slices(void **state)
+{
+    (void)state;
+    char line[WP_H1_CHUNK_LINE_MAX], out[256];
+    char head[] = "HEAD\r\n", a[] = "0123456789", b[] = "abcdef";
+    uv_buf_t v[8] = {uv_buf_init(head, 6), uv_buf_init(a, 10), uv_buf_init(b, 6)};
+    unsigned n = wp_h1_encode_body(v, 1, 3, true, false, line);
+    assert_int_equal(n, 5);
+    assert_ptr_equal(v[0].base, head);
+    assert_ptr_equal(v[2].base, a); /* the caller's bytes, not copies */
+    joined(v, n, out);
+    assert_string_equal(out, "HEAD\r\n10\r\n0123456789abcdef\r\n");
+    v[0] = uv_buf_init(a, 10);
+    n = wp_h1_encode_body(v, 0, 1, true, true, line); /* the body's last slice */
+    joined(v, n, out);
+    assert_string_equal(out, "a\r\n0123456789\r\n0\r\n\r\n");
+    n = wp_h1_encode_body(v, 0, 0, true, true, line); /* an empty body's end */
+    joined(v, n, out);
+    assert_string_equal(out, "0\r\n\r\n");
+    assert_int_equal(wp_h1_encode_body(v, 0, 0, true, false, line), 0); /* nothing yet */
+    v[0] = uv_buf_init(a, 10);
+    v[1] = uv_buf_init(b, 6);
+    assert_int_equal(wp_h1_encode_body(v, 0, 2, false, true, line), 2); /* length-framed */
+    assert_ptr_equal(v[0].base, a);
+    assert_ptr_equal(v[1].base, b);
+}
+
+/* Absolute-form targets as Envoy's codec takes them: origin-form path, the authority as Host
+ * (replacing a Host field, or appended within the room); targets no route can take refused. */
+static void test_origin_form(void **state)
+{
+    (void)state;
+    h1_header f[3] = {{{"Host", 4}, {"ignored", 7}}, {{"accept", 6}, {"*/*", 3}}};
+    h1_message m = {.method = {"GET", 3}, .target = {"http://catalog:8080/items?a=1", 29}};
+    m.headers = f;
+    m.nheaders = 2;
+    assert_int_equal(wp_h1_server_origin_form(&m, 3), 0);
+    assert_int_equal(m.target.len, 10);
+    assert_memory_equal(m.target.p, "/items?a=1", 10);
+    assert_int_equal(m.nheaders, 2);
+    assert_int_equal(f[0].value.len, 12);
+    assert_memory_equal(f[0].value.p, "catalog:8080", 12);
+    m.target = (h1_str){"HTTPS://reviews", 15}; /* no path: "/" */
+    m.nheaders = 1;
+    f[0].name = (h1_str){"accept", 6};
+    assert_int_equal(wp_h1_server_origin_form(&m, 3), 0);
+    assert_int_equal(m.nheaders, 2); /* Host appended */
+    assert_memory_equal(f[1].name.p, "host", 4);
+    assert_int_equal(f[1].value.len, 7);
+    assert_memory_equal(m.target.p, "/", 1);
+    m.target = (h1_str){"http://reviews/", 15};
+    assert_int_equal(wp_h1_server_origin_form(&m, 1), 0); /* a Host exists: no room needed */
+    m.nheaders = 1;
+    m.target = (h1_str){"http://reviews/", 15};
+    assert_int_equal(wp_h1_server_origin_form(&m, 1), -1); /* no room for a Host */
+    static const char *const bad[] = {"http://", "http://u@h/", "http://h?x", "items", "*"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        m.target = (h1_str){bad[i], strlen(bad[i])};
+        assert_int_equal(wp_h1_server_origin_form(&m, 3), -1);
+    }
+    m.target = (h1_str){"/already", 8};
+    assert_int_equal(wp_h1_server_origin_form(&m, 3), 0);
+    m.method = (h1_str){"OPTIONS", 7};
+    m.target = (h1_str){"*", 1};
+    assert_int_equal(wp_h1_server_origin_form(&m, 3), 0);
+}
+
+/* A copied head: the line's parts and every field move by the copy's offset. */
+static void test_rebase(void **state)
+{
+    (void)state;
+    const char raw[] = "GET /a HTTP/1.1\r\nX: y\r\n\r\n";
+    char copy[sizeof raw];
+    memcpy(copy, raw, sizeof raw);
+    h1_header f[1] = {{{raw + 17, 1}, {raw + 20, 1}}};
+    h1_message m = {.method = {raw, 3}, .target = {raw + 4, 2}, .headers = f, .nheaders = 1};
+    wp_h1_rebase(&m, copy - raw);
+    assert_ptr_equal(m.method.p, copy);
+    assert_ptr_equal(m.target.p, copy + 4);
+    assert_ptr_equal(f[0].name.p, copy + 17);
+    assert_ptr_equal(f[0].value.p, copy + 20);
+    assert_memory_equal(f[0].value.p, "y", 1);
 }
 
 int main(void)
@@ -485,7 +691,9 @@ int main(void)
         cmocka_unit_test(test_protocol_errors), cmocka_unit_test(test_client_responses),
         cmocka_unit_test(test_framing),         cmocka_unit_test(test_head_bytes),
         cmocka_unit_test(test_dropped_fields),  cmocka_unit_test(test_request_head),
-        cmocka_unit_test(test_chunks),
+        cmocka_unit_test(test_chunks),          cmocka_unit_test(test_list_capacity),
+        cmocka_unit_test(test_body_slices),     cmocka_unit_test(test_origin_form),
+        cmocka_unit_test(test_rebase),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,7 +67,7 @@ struct wp_worker {
     wp_alog_writer alog_writer;
     wp_alog_writer *alog;    /* &alog_writer once started */
     wp_buf_pool bufs;        /* free read buffers (net/buf_pool.h) */
-    char date_line[64];      /* cached "date: ...\r\n" */
+    char date_line[64];      /* cached date field value ("Sat, 05 Dec 2026 15:52:16 GMT") */
     int64_t wall_base_us;    /* wall clock at wall_base_loop (wp_wall_us) */
     uint64_t wall_base_loop; /* uv_now when wall_base_us was read */
     size_t date_len;

@@ -3,8 +3,10 @@
  * Http::ServerConnection / Http::ClientConnection, source/common/http/http1/codec_impl.cc):
  * the server side turns a downstream connection's bytes into request events (headers, data,
  * trailers, end, upgrade, protocol errors with Envoy's details) and response events into
- * bytes; the client side frames the upstream request body. HTTP/1 is codec_h1.c; an HTTP/2
- * codec (nghttp2) is to sit behind the same calls.
+ * bytes; the client side turns the upstream request's head and body into bytes. Heads come in
+ * as a status or a method and path, a header list (http/header_list.h, Envoy's HeaderMap) and
+ * the framing: the layers above write no wire text. HTTP/1 is codec_h1.c, which holds all of
+ * HTTP/1's wire text; an HTTP/2 codec (nghttp2) is to sit behind the same calls.
  *
  * Envoy behaviour followed (HTTP/1 codec):
  *  - requests are parsed one at a time (pipelined ones wait in the buffer); the codec's
@@ -40,6 +42,7 @@
 
 #include "core/strbuf.h"
 #include "http/h1_parser.h"
+#include "proxy/http/header_list.h"
 
 /* ---------- server side: decoding requests ---------- */
 
@@ -96,6 +99,20 @@ wp_codec_status wp_h1_client_dispatch(h1_parser *p, const char *data, size_t len
  * with the same room (the parser's field array is shared with the head). */
 void wp_h1_server_reserve_fields(h1_parser *p, size_t n_now);
 
+/* The request head's bytes were copied (the connection manager keeps them past the read
+ * buffer) off bytes away from where m's slices point: moves m's method, target and fields
+ * (m->headers[0, nheaders), rewritten in place) onto the copy. */
+void wp_h1_rebase(h1_message *m, ptrdiff_t off);
+
+/* RFC 9112 §3.2.2 absolute-form ("GET http://catalog/items HTTP/1.1", what HTTP_PROXY
+ * clients send), as Envoy's HTTP/1 codec handles it (ServerConnectionImpl::handlePath): the
+ * request is routed and forwarded in origin-form with the URI's authority as Host (the Host
+ * field is ignored; one is appended to m->headers, within cap fields, when there is none).
+ * Origin-form targets must start with '/' ("OPTIONS *" aside). Returns 0, or -1 for a target
+ * no route can take (answered 400 http1.invalid_url). Rewrites m in place; the slices stay
+ * inside the head's bytes. */
+int wp_h1_server_origin_form(h1_message *m, size_t cap);
+
 /* ---------- server side: encoding responses ---------- */
 
 /* The interim answer to "Expect: 100-continue" (written before the request body is read). */
@@ -116,9 +133,6 @@ typedef struct wp_h1_framing {
 wp_h1_framing wp_h1_response_framing(int status, h1_framing framing, bool head_request,
                                      int version_minor);
 
-/* Appends "HTTP/1.1 <status> <reason>\r\n". */
-void wp_h1_put_status_line(wf_strbuf *b, int status);
-
 /* Whether an upstream response field is dropped (written by the proxy itself or hop by hop);
  * upgrade: a 101 (its upgrade field is kept). content-length of a 1xx or 204 is dropped too
  * (wp_h1_drops_content_length). */
@@ -128,20 +142,27 @@ static inline bool wp_h1_drops_content_length(int status)
     return status < 200 || status == 204;
 }
 
-/* Appends the framing fields of the head: "connection: upgrade" (upgrade), "transfer-encoding:
- * chunked" (chunked). */
-void wp_h1_put_framing_fields(wf_strbuf *b, const wp_h1_framing *f);
+/* A response head as the connection manager hands it over (Envoy's encodeHeaders with a
+ * ResponseHeaderMap): the status, the header fields in order and the codec's framing. */
+typedef struct wp_codec_response_head {
+    int status;
+    const wp_hdr_list *hdrs;
+    /* The HTTP/1 codec writes its framing fields ("connection: upgrade", "transfer-encoding:
+     * chunked") before hdrs->e[framing_at] (framing_at <= hdrs->n): the proxy's own fields
+     * after the upstream's (x-envoy-upstream-service-time, date, server) follow them. */
+    size_t framing_at;
+    wp_h1_framing framing; /* chunked, upgrade; close: the connection closes after it */
+    int version_minor;     /* the client's HTTP/1.<minor> (keep-alive is said to 1.0) */
+} wp_codec_response_head;
 
-/* Appends the connection field the client needs and ends the head: "connection: close"
- * (close), "connection: keep-alive" for an HTTP/1.0 client kept alive, none for an upgrade;
- * then the blank line. */
-void wp_h1_end_head(wf_strbuf *b, bool close, bool upgrade, int version_minor);
+/* Envoy's HTTP/1 ResponseEncoder::encodeHeaders: appends to b "HTTP/1.1 <status> <reason>",
+ * the fields of h->hdrs as "name: value" lines with the framing fields at h->framing_at, the
+ * connection field the client needs ("connection: close" when framing.close, "connection:
+ * keep-alive" to an HTTP/1.0 client kept alive, none with an upgrade) and the blank line.
+ * Returns 0, or -1 when the list overflowed (b unchanged) or b failed (out of memory). */
+int wp_h1_encode_response_head(wf_strbuf *b, const wp_codec_response_head *h);
 
 /* ---------- client side: encoding requests ---------- */
-
-/* Appends the request line "<method> <target> HTTP/1.1\r\n" (weft speaks HTTP/1.1 upstream). */
-void wp_h1_put_request_line(wf_strbuf *b, const char *method, size_t method_len, const char *target,
-                            size_t target_len);
 
 /* Whether a downstream request field is the HTTP/1 codec's own, not forwarded as received:
  * connection, keep-alive, proxy-connection, transfer-encoding, content-length (the codec
@@ -149,11 +170,29 @@ void wp_h1_put_request_line(wf_strbuf *b, const char *method, size_t method_len,
  * upgrade unless the request upgrades. */
 bool wp_h1_request_field_hop_by_hop(const h1_str *name, bool upgrade);
 
-/* Appends the request's framing fields and ends the head: "content-length: N" for a body of
- * known length, else "transfer-encoding: chunked" when chunked, "connection: upgrade" for an
- * upgrade, then the blank line. */
-void wp_h1_end_request_head(wf_strbuf *b, h1_framing framing, uint64_t content_length, bool chunked,
-                            bool upgrade);
+/* An upstream request head as the router hands it over (Envoy's RequestEncoder::encodeHeaders
+ * with a RequestHeaderMap): method, path, the header fields in order, the request's framing. */
+typedef struct wp_codec_request_head {
+    h1_str method, path;
+    const wp_hdr_list *hdrs;
+    h1_framing framing;      /* the downstream request's body framing */
+    uint64_t content_length; /* H1_BODY_LENGTH */
+    bool chunked;            /* the body goes chunked (any length not known upfront) */
+    bool upgrade;            /* an Upgrade / CONNECT request */
+} wp_codec_request_head;
+
+/* Appends to b "<method> <path> HTTP/1.1" (weft speaks HTTP/1.1 upstream), the fields as
+ * "name: value" lines, the framing fields ("content-length: N" for a body of known length,
+ * else "transfer-encoding: chunked" when chunked; "connection: upgrade" for an upgrade) and
+ * the blank line. Returns 0, or -1 when the list overflowed (b unchanged) or b failed. */
+int wp_h1_encode_request_head(wf_strbuf *b, const wp_codec_request_head *h);
+
+/* What a request head encoded by wp_h1_encode_request_head reads as (Envoy's access log sees
+ * the request header map the router sent): parses bytes[0, len) into *m with its fields in
+ * hdrs[0, cap), pointing into bytes. Returns false when they do not read as one head (more
+ * than cap fields). */
+bool wp_h1_request_head_view(const char *bytes, size_t len, h1_header *hdrs, size_t cap,
+                             h1_message *m);
 
 /* ---------- both sides: chunked bodies ---------- */
 
@@ -169,5 +208,18 @@ unsigned wp_h1_encode_data(uv_buf_t *bufs, bool chunked, char line[WP_H1_CHUNK_L
 
 /* The chunk-size line of a chunk of len bytes ("<hex>\r\n") into line; returns its length. */
 size_t wp_h1_chunk_line(char line[WP_H1_CHUNK_LINE_MAX], size_t len);
+
+/* Frames body slices as one write (the client side's request body, a mirrored request's):
+ * bufs[first, n) hold the slices (none is empty, or none at all). Chunked: they become one
+ * chunk - the chunk-size line (written into line, which must stay untouched until the write
+ * completes) in front of them, "\r\n" after them - and end (the body's last bytes are in
+ * them) adds the last chunk; not chunked: they go as they are. bufs has room for n + 3
+ * vectors. Returns the new count. */
+unsigned wp_h1_encode_body(uv_buf_t *bufs, unsigned first, unsigned n, bool chunked, bool end,
+                           char line[WP_H1_CHUNK_LINE_MAX]);
+
+/* The end of a response body (after its last slice): the last chunk when chunked, into
+ * bufs[0]. Returns the vectors filled (0 or 1). */
+unsigned wp_h1_encode_end(uv_buf_t *bufs, bool chunked);
 
 #endif

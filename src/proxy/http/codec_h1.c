@@ -1,7 +1,8 @@
 /*
  * codec_h1.c - the HTTP/1 codec (see codec.h for the Envoy behaviour followed): the server
- * side's dispatch over the request parser (http/h1_parser.h), the response head's framing and
- * fields, chunked bodies.
+ * side's dispatch over the request parser (http/h1_parser.h) and absolute-form targets, the
+ * response and upstream request heads from header lists (status / request line, "name: value"
+ * lines, framing fields), chunked bodies. All of the proxy's HTTP/1 wire text is here.
  */
 #include "proxy/http/codec.h"
 
@@ -72,6 +73,54 @@ void wp_h1_server_reserve_fields(h1_parser *p, size_t n_now)
     }
 }
 
+void wp_h1_rebase(h1_message *m, ptrdiff_t off)
+{
+    m->method.p += off;
+    m->target.p += off;
+    for (size_t i = 0; i < m->nheaders; i++) {
+        m->headers[i].name.p += off;
+        m->headers[i].value.p += off;
+    }
+}
+
+int wp_h1_server_origin_form(h1_message *m, size_t cap)
+{
+    h1_str t = m->target;
+    size_t skip = 0;
+    if (t.len >= 7 && strncasecmp(t.p, "http://", 7) == 0)
+        skip = 7;
+    else if (t.len >= 8 && strncasecmp(t.p, "https://", 8) == 0)
+        skip = 8;
+    if (!skip) {
+        if (t.len && t.p[0] == '/')
+            return 0;
+        bool options_star = t.len == 1 && t.p[0] == '*' && m->method.len == 7 &&
+                            memcmp(m->method.p, "OPTIONS", 7) == 0;
+        return options_star ? 0 : -1;
+    }
+    const char *a = t.p + skip, *end = t.p + t.len, *q = a;
+    while (q < end && *q != '/' && *q != '?' && *q != '#')
+        q++;
+    if (q == a || memchr(a, '@', (size_t)(q - a)))
+        return -1; /* no authority, or userinfo (RFC 9110 §4.2.4) */
+    h1_str authority = {a, (size_t)(q - a)};
+    m->target = q < end && *q == '/' ? (h1_str){q, (size_t)(end - q)} : (h1_str){"/", 1};
+    if (q < end && *q == '?') /* "http://a?x" -> "/?x" is not representable in place */
+        return -1;
+    h1_header *host = NULL;
+    for (size_t i = 0; i < m->nheaders; i++)
+        if (WP_NAME_IS(&m->headers[i].name, "host"))
+            host = &m->headers[i];
+    if (!host) {
+        if (m->nheaders >= cap)
+            return -1;
+        host = &m->headers[m->nheaders++];
+        host->name = (h1_str){"host", 4};
+    }
+    host->value = authority;
+    return 0;
+}
+
 /* ---------- server side: encoding ---------- */
 
 wp_h1_framing wp_h1_response_framing(int status, h1_framing framing, bool head_request,
@@ -89,13 +138,48 @@ wp_h1_framing wp_h1_response_framing(int status, h1_framing framing, bool head_r
     return f;
 }
 
-void wp_h1_put_status_line(wf_strbuf *b, int status)
+#define PUT_LIT(b, s) wf_strbuf_append((b), (s), sizeof(s) - 1)
+
+static void put_u64(wf_strbuf *b, uint64_t v)
 {
-    wf_strbuf_append(b, "HTTP/1.1 ", 9);
-    wp_hdr_put_u64(b, (uint64_t)status);
-    wf_strbuf_putc(b, ' ');
-    wf_strbuf_puts(b, h1s_reason(status));
-    wf_strbuf_append(b, "\r\n", 2);
+    char tmp[WP_U64_STR_MAX];
+    wf_strbuf_append(b, tmp, wp_u64_str(tmp, v));
+}
+
+static void put_field(wf_strbuf *b, const h1_header *h)
+{
+    wf_strbuf_append(b, h->name.p, h->name.len);
+    PUT_LIT(b, ": ");
+    wf_strbuf_append(b, h->value.p, h->value.len);
+    PUT_LIT(b, "\r\n");
+}
+
+/* The "name: value" lines of l->e[from, to). The common case, room for all of them already
+ * in b (a reused stream's buffer), checks the room once and writes the bytes in place. */
+static void put_fields(wf_strbuf *b, const wp_hdr_list *l, size_t from, size_t to)
+{
+    size_t need = 0;
+    for (size_t i = from; i < to; i++)
+        need += l->e[i].name.len + l->e[i].value.len + 4;
+    if (b->failed || b->len + need >= b->cap) {
+        for (size_t i = from; i < to; i++)
+            put_field(b, &l->e[i]);
+        return;
+    }
+    char *p = b->data + b->len;
+    for (size_t i = from; i < to; i++) {
+        const h1_header *h = &l->e[i];
+        memcpy(p, h->name.p, h->name.len);
+        p += h->name.len;
+        *p++ = ':';
+        *p++ = ' ';
+        memcpy(p, h->value.p, h->value.len);
+        p += h->value.len;
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    *p = '\0';
+    b->len = (size_t)(p - b->data);
 }
 
 /* Sorted by length first: most fields fail at the switch. */
@@ -121,37 +205,33 @@ bool wp_h1_response_field_replaced(const h1_str *n, bool upgrade)
     }
 }
 
-#define PUT_LIT(b, s) wf_strbuf_append((b), (s), sizeof(s) - 1)
-
-void wp_h1_put_framing_fields(wf_strbuf *b, const wp_h1_framing *f)
+int wp_h1_encode_response_head(wf_strbuf *b, const wp_codec_response_head *h)
 {
-    if (f->upgrade)
+    const wp_hdr_list *l = h->hdrs;
+    if (l->overflow || h->framing_at > l->n)
+        return -1;
+    PUT_LIT(b, "HTTP/1.1 ");
+    put_u64(b, (uint64_t)h->status);
+    wf_strbuf_putc(b, ' ');
+    wf_strbuf_puts(b, h1s_reason(h->status));
+    PUT_LIT(b, "\r\n");
+    put_fields(b, l, 0, h->framing_at);
+    if (h->framing.upgrade)
         PUT_LIT(b, "connection: upgrade\r\n");
-    if (f->chunked)
+    if (h->framing.chunked)
         PUT_LIT(b, "transfer-encoding: chunked\r\n");
-}
-
-void wp_h1_end_head(wf_strbuf *b, bool close, bool upgrade, int version_minor)
-{
-    if (!upgrade) {
-        if (close)
+    put_fields(b, l, h->framing_at, l->n);
+    if (!h->framing.upgrade) {
+        if (h->framing.close)
             PUT_LIT(b, "connection: close\r\n");
-        else if (version_minor == 0)
+        else if (h->version_minor == 0)
             PUT_LIT(b, "connection: keep-alive\r\n");
     }
-    wf_strbuf_append(b, "\r\n", 2);
+    PUT_LIT(b, "\r\n");
+    return wf_strbuf_failed(b) ? -1 : 0;
 }
 
 /* ---------- client side: encoding ---------- */
-
-void wp_h1_put_request_line(wf_strbuf *b, const char *method, size_t method_len, const char *target,
-                            size_t target_len)
-{
-    wf_strbuf_append(b, method, method_len);
-    wf_strbuf_putc(b, ' ');
-    wf_strbuf_append(b, target, target_len);
-    wf_strbuf_append(b, " HTTP/1.1\r\n", 11);
-}
 
 bool wp_h1_request_field_hop_by_hop(const h1_str *n, bool upgrade)
 {
@@ -162,16 +242,39 @@ bool wp_h1_request_field_hop_by_hop(const h1_str *n, bool upgrade)
     return !upgrade && WP_NAME_IS(n, "upgrade");
 }
 
-void wp_h1_end_request_head(wf_strbuf *b, h1_framing framing, uint64_t content_length, bool chunked,
-                            bool upgrade)
+int wp_h1_encode_request_head(wf_strbuf *b, const wp_codec_request_head *h)
 {
-    if (framing == H1_BODY_LENGTH)
-        wp_hdr_put_num(b, "content-length", 14, content_length);
-    else if (chunked)
+    if (h->hdrs->overflow)
+        return -1;
+    wf_strbuf_append(b, h->method.p, h->method.len);
+    wf_strbuf_putc(b, ' ');
+    wf_strbuf_append(b, h->path.p, h->path.len);
+    PUT_LIT(b, " HTTP/1.1\r\n");
+    put_fields(b, h->hdrs, 0, h->hdrs->n);
+    if (h->framing == H1_BODY_LENGTH) {
+        PUT_LIT(b, "content-length: ");
+        put_u64(b, h->content_length);
+        PUT_LIT(b, "\r\n");
+    } else if (h->chunked) {
         PUT_LIT(b, "transfer-encoding: chunked\r\n");
-    if (upgrade)
+    }
+    if (h->upgrade)
         PUT_LIT(b, "connection: upgrade\r\n");
-    wf_strbuf_append(b, "\r\n", 2);
+    PUT_LIT(b, "\r\n");
+    return wf_strbuf_failed(b) ? -1 : 0;
+}
+
+bool wp_h1_request_head_view(const char *bytes, size_t len, h1_header *hdrs, size_t cap,
+                             h1_message *m)
+{
+    h1_parser p;
+    h1_parser_init(&p, H1_REQUEST, hdrs, cap, len + 1);
+    h1_event ev;
+    h1_parse(&p, bytes, len, &ev);
+    if (ev != H1_EV_HEADERS)
+        return false;
+    *m = p.msg;
+    return true;
 }
 
 /* ---------- chunked bodies ---------- */
@@ -193,4 +296,31 @@ unsigned wp_h1_encode_data(uv_buf_t *bufs, bool chunked, char line[WP_H1_CHUNK_L
     bufs[1] = uv_buf_init((char *)data, (unsigned)len);
     bufs[2] = uv_buf_init("\r\n", 2);
     return 3;
+}
+
+unsigned wp_h1_encode_body(uv_buf_t *bufs, unsigned first, unsigned n, bool chunked, bool end,
+                           char line[WP_H1_CHUNK_LINE_MAX])
+{
+    if (!chunked)
+        return n;
+    size_t len = 0;
+    for (unsigned i = first; i < n; i++)
+        len += bufs[i].len;
+    if (len) {
+        memmove(bufs + first + 1, bufs + first, (n - first) * sizeof(*bufs));
+        bufs[first] = uv_buf_init(line, (unsigned)wp_h1_chunk_line(line, len));
+        n++;
+        bufs[n++] = uv_buf_init("\r\n", 2);
+    }
+    if (end)
+        bufs[n++] = uv_buf_init(WP_H1_LAST_CHUNK, WP_H1_LAST_CHUNK_LEN);
+    return n;
+}
+
+unsigned wp_h1_encode_end(uv_buf_t *bufs, bool chunked)
+{
+    if (!chunked)
+        return 0;
+    bufs[0] = uv_buf_init(WP_H1_LAST_CHUNK, WP_H1_LAST_CHUNK_LEN);
+    return 1;
 }

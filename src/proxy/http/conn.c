@@ -40,7 +40,7 @@
 #include "proxy/http/cached_route.h"
 #include "proxy/http/codec.h"
 #include "proxy/http/conn.h"
-#include "proxy/http/conn.h"
+#include "proxy/http/header_list.h"
 
 static void on_read(void *owner, ssize_t n);
 static void process(wp_dconn *d);
@@ -908,25 +908,19 @@ static int dwrite(wp_dconn *d, uv_buf_t *bufs, unsigned n)
 
 /* ---------- responses ---------- */
 
-/* "date: ...\r\n", formatted once per second per worker. */
-static void put_date(wp_worker *w, wf_strbuf *b)
+/* The date field (Envoy's HCM sets it on every response), formatted once per second per
+ * worker. */
+static void add_date(wp_worker *w, wp_hdr_list *l)
 {
     time_t t = time(NULL);
     if (t != w->date_sec || !w->date_len) {
         struct tm tm;
         gmtime_r(&t, &tm);
-        w->date_len = strftime(w->date_line, sizeof(w->date_line),
-                               "date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+        w->date_len =
+            strftime(w->date_line, sizeof(w->date_line), "%a, %d %b %Y %H:%M:%S GMT", &tm);
         w->date_sec = t;
     }
-    wf_strbuf_append(b, w->date_line, w->date_len);
-}
-
-static void put_server(const wp_dconn *d, wf_strbuf *b)
-{
-    wf_strbuf_append(b, "server: ", 8);
-    wf_strbuf_puts(b, d->hcm->server_name);
-    wf_strbuf_append(b, "\r\n", 2);
+    WP_HDR_LIST_ADD_LIT(l, "date", w->date_line, w->date_len);
 }
 
 /* The header ops that apply to s's response, most specific first; what the HTTP filters'
@@ -951,16 +945,20 @@ static void resp_ops(const wp_stream *s, const wp_header_ops *out[WP_HOPS_LEVELS
     *n = wp_hops_compact(out, *n);
 }
 
-/* Ends a response head: date, server, the connection header the client needs (none for
- * an upgrade), the blank line. Returns -1 (connection closed) when out of memory. */
-static int end_head(wp_stream *s, wf_strbuf *b, bool close, bool upgrade)
+/* Ends a response head's list with date and server and encodes it into s->resp_head: status,
+ * the fields (the codec's framing fields before l->e[framing_at]), framing (close: the
+ * connection closes after the response). Returns -1 (connection closed) when the head cannot be
+ * encoded (out of memory, a list overflowed). */
+static int encode_head(wp_stream *s, int status, wp_hdr_list *l, size_t framing_at,
+                       wp_h1_framing framing)
 {
     wp_dconn *d = s->d;
-    put_date(d->w, b);
-    put_server(d, b);
+    add_date(d->w, l);
+    WP_HDR_LIST_ADD_LIT(l, "server", d->hcm->server_name, strlen(d->hcm->server_name));
     s->si.server_name = d->hcm->server_name;
-    wp_h1_end_head(b, close, upgrade, s->req.version_minor);
-    if (wf_strbuf_failed(b)) {
+    wp_codec_response_head h = {status, l, framing_at, framing, s->req.version_minor};
+    wf_strbuf_reset(&s->resp_head);
+    if (wp_h1_encode_response_head(&s->resp_head, &h) != 0) {
         wp_dconn_close(d);
         return -1;
     }
@@ -994,41 +992,39 @@ static void stream_local_reply(wp_stream *s, int status, const char *body, const
     size_t blen = body ? strlen(body) : 0;
     if (local_reply_encode(s, status, blen) != 0)
         return;
-    wf_strbuf *b = &s->resp_head;
-    wf_strbuf_reset(b);
-    wp_h1_put_status_line(b, status);
+    wp_hdr_list l;
+    wp_hdr_list_init(&l);
     if (blen)
-        wf_strbuf_append(b, "content-type: text/plain\r\n",
-                         sizeof("content-type: text/plain\r\n") - 1);
-    wf_strbuf_append(b, "content-length: ", sizeof("content-length: ") - 1);
-    wp_hdr_put_u64(b, blen);
-    wf_strbuf_append(b, "\r\n", 2);
-    if (s->extra_resp_header)
-        wf_strbuf_puts(b, s->extra_resp_header);
+        WP_HDR_LIST_ADD_LIT(&l, "content-type", "text/plain", 10);
+    char clen[WP_U64_STR_MAX], attempts[WP_U64_STR_MAX];
+    WP_HDR_LIST_ADD_LIT(&l, "content-length", clen, wp_u64_str(clen, blen));
+    if (s->extra_resp.name.p)
+        wp_hdr_list_add_field(&l, &s->extra_resp);
     /* the router's local replies carry the attempt count too (Envoy's router adds it in
      * the modify-headers hook of every local reply it sends for a route entry; its count
      * starts at 1 even when no upstream was tried) */
     if (wp_fchain_terminal_decoding(&s->fcs) && s->route && s->route->action == WP_ACT_ROUTE &&
         s->vhost && s->vhost->include_attempt_count_in_response)
-        wp_hdr_put_num(b, "x-envoy-attempt-count", 21,
-                       s->si.attempt_count ? s->si.attempt_count : 1);
+        WP_HDR_LIST_ADD_LIT(&l, "x-envoy-attempt-count", attempts,
+                            wp_u64_str(attempts, s->si.attempt_count ? s->si.attempt_count : 1));
     const wp_header_ops *ops[WP_HOPS_LEVELS];
     size_t nops;
     resp_ops(s, ops, &nops);
-    wp_hops_emit(b, ops, nops, NULL, 0);
+    wp_hops_add(&l, ops, nops, NULL, 0);
     if (nops && d->hcm->naccess_logs) { /* %RESP()% sees the added fields too */
         s->nresp_hdrs = wp_hops_view(s->resp_hdrs, 0, WP_MAX_HEADERS, ops, nops);
         s->si.response_headers = s->resp_hdrs;
         s->si.nresponse_headers = s->nresp_hdrs;
     }
-    if (end_head(s, b, d->close_after || !s->req.keep_alive, false) != 0)
+    wp_h1_framing fr = {.close = d->close_after || !s->req.keep_alive};
+    if (encode_head(s, status, &l, l.n, fr) != 0)
         return;
     s->si.bytes_sent = blen;
     s->resp_done = true;
     count_response(s);
     WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, s->si.stream_id,
                   "Sending local reply with details %s", details ? details : "-");
-    uv_buf_t bufs[2] = {uv_buf_init(b->data, (unsigned)b->len),
+    uv_buf_t bufs[2] = {uv_buf_init(s->resp_head.data, (unsigned)s->resp_head.len),
                         uv_buf_init((char *)(body ? body : ""), (unsigned)blen)};
     int r = dwrite(d, bufs, blen ? 2 : 1);
     if (r == 0)
@@ -1077,9 +1073,8 @@ static int resp_headers(wp_stream *s, const h1_message *m, const char *raw, size
     s->resp_close = fr.close; /* an upstream close does not close the downstream */
     if (d->w->draining || !s->req.keep_alive || d->close_after)
         s->resp_close = true;
-    wf_strbuf *b = &s->resp_head;
-    wf_strbuf_reset(b);
-    wp_h1_put_status_line(b, m->status);
+    wp_hdr_list l;
+    wp_hdr_list_init(&l);
     const wp_header_ops *ops[WP_HOPS_LEVELS];
     size_t nops;
     resp_ops(s, ops, &nops);
@@ -1089,31 +1084,28 @@ static int resp_headers(wp_stream *s, const h1_message *m, const char *raw, size
         if (wp_h1_response_field_replaced(&h->name, upgrade) ||
             wp_hops_drops(ops, nops, &h->name) || (no_cl && WP_NAME_IS(&h->name, "content-length")))
             continue;
-        wf_strbuf_append(b, h->name.p, h->name.len);
-        wf_strbuf_append(b, ": ", 2);
-        wf_strbuf_append(b, h->value.p, h->value.len);
-        wf_strbuf_append(b, "\r\n", 2);
+        wp_hdr_list_add_field(&l, h);
     }
-    wp_hops_emit(b, ops, nops, s->resp_hdrs, s->nresp_hdrs);
-    wp_h1_put_framing_fields(b, &fr);
+    wp_hops_add(&l, ops, nops, s->resp_hdrs, s->nresp_hdrs);
+    size_t framing_at = l.n; /* the codec's framing fields, then the proxy's own */
     uint64_t ust = (s->si.first_upstream_rx_ns - s->si.first_upstream_tx_ns) / 1000000;
-    int ul = (int)wp_u64_str(s->ust_buf, ust);
-    if (!d->hcm->suppress_envoy_headers) {
-        wf_strbuf_append(b, "x-envoy-upstream-service-time: ", 31);
-        wf_strbuf_append(b, s->ust_buf, (size_t)ul);
-        wf_strbuf_append(b, "\r\n", 2);
-    }
+    size_t ul = wp_u64_str(s->ust_buf, ust);
+    if (!d->hcm->suppress_envoy_headers)
+        WP_HDR_LIST_ADD_LIT(&l, "x-envoy-upstream-service-time", s->ust_buf, ul);
+    char attempts[WP_U64_STR_MAX];
     if (s->vhost && s->vhost->include_attempt_count_in_response)
-        wp_hdr_put_num(b, "x-envoy-attempt-count", 21, s->si.attempt_count);
+        WP_HDR_LIST_ADD_LIT(&l, "x-envoy-attempt-count", attempts,
+                            wp_u64_str(attempts, s->si.attempt_count));
     if (keep && nops) /* %RESP()% sees the route's additions and removals, as in Envoy */
         s->nresp_hdrs = wp_hops_view(s->resp_hdrs, s->nresp_hdrs, WP_MAX_HEADERS, ops, nops);
     if (s->nresp_hdrs < WP_MAX_HEADERS) { /* seen by %RESP()% as Envoy's logs see it */
         h1_header *h = &s->resp_hdrs[s->nresp_hdrs++];
         h->name = (h1_str){"x-envoy-upstream-service-time", 29};
-        h->value = (h1_str){s->ust_buf, (size_t)ul};
+        h->value = (h1_str){s->ust_buf, ul};
     }
     s->si.nresponse_headers = s->nresp_hdrs;
-    if (end_head(s, b, s->resp_close, upgrade) != 0)
+    fr.close = s->resp_close;
+    if (encode_head(s, m->status, &l, framing_at, fr) != 0)
         return 0;
     if (!keep) { /* the fields pointed into the upstream's buffer: nobody reads them later */
         s->si.response_headers = NULL;
@@ -1182,10 +1174,7 @@ static void resp_done(wp_stream *s)
     }
     s->resp_done = true;
     uv_buf_t bufs[2];
-    unsigned n = 0;
-    if (s->resp_chunked)
-        bufs[n++] = uv_buf_init(WP_H1_LAST_CHUNK, WP_H1_LAST_CHUNK_LEN);
-    n = with_head(s, bufs, n);
+    unsigned n = with_head(s, bufs, wp_h1_encode_end(bufs, s->resp_chunked));
     if (n && dwrite(d, bufs, n) != 0)
         return; /* pending: on_dwrite completes; failed: closed */
     if (!d->writing)
@@ -1202,15 +1191,9 @@ static int keep_head(wp_stream *s, const char *buf, size_t used, const h1_messag
         return -1;
     memcpy(s->head, buf, used);
     s->head_len = used;
-    ptrdiff_t off = s->head - buf;
     s->req = *m;
-    s->req.method.p += off;
-    s->req.target.p += off;
-    for (size_t i = 0; i < m->nheaders; i++) {
-        s->hdrs[i].name.p += off;
-        s->hdrs[i].value.p += off;
-    }
-    s->req.headers = s->hdrs;
+    s->req.headers = s->hdrs; /* the parser's field array */
+    wp_h1_rebase(&s->req, s->head - buf);
     /* Envoy generates x-request-id when absent (and logs it): add it to the request as
      * received, so the router forwards it and %REQ(X-REQUEST-ID)% shows it. */
     if (s->d->hcm->generate_request_id && s->req.nheaders < WP_MAX_HEADERS &&
@@ -1224,49 +1207,6 @@ static int keep_head(wp_stream *s, const char *buf, size_t used, const h1_messag
     s->req.ntrailers = 0;
     s->si.request = &s->req;
     s->si.protocol = m->version_minor ? "HTTP/1.1" : "HTTP/1.0";
-    return 0;
-}
-
-/* RFC 9112 §3.2.2 absolute-form ("GET http://catalog/items HTTP/1.1", what HTTP_PROXY
- * clients send): as Envoy, the request is routed and forwarded in origin-form with the
- * URI's authority as Host (the Host field is ignored). Origin-form targets must start with
- * '/' ("OPTIONS *" aside). Returns 0, or -1 for a target no route can take (answered 400
- * http1.invalid_url). Rewrites s->req in place; the slices stay inside the head copy. */
-static int origin_form(wp_stream *s)
-{
-    h1_str t = s->req.target;
-    size_t skip = 0;
-    if (t.len >= 7 && strncasecmp(t.p, "http://", 7) == 0)
-        skip = 7;
-    else if (t.len >= 8 && strncasecmp(t.p, "https://", 8) == 0)
-        skip = 8;
-    if (!skip) {
-        if (t.len && t.p[0] == '/')
-            return 0;
-        bool options_star = t.len == 1 && t.p[0] == '*' && s->req.method.len == 7 &&
-                            memcmp(s->req.method.p, "OPTIONS", 7) == 0;
-        return options_star ? 0 : -1;
-    }
-    const char *a = t.p + skip, *end = t.p + t.len, *q = a;
-    while (q < end && *q != '/' && *q != '?' && *q != '#')
-        q++;
-    if (q == a || memchr(a, '@', (size_t)(q - a)))
-        return -1; /* no authority, or userinfo (RFC 9110 §4.2.4) */
-    h1_str authority = {a, (size_t)(q - a)};
-    s->req.target = q < end && *q == '/' ? (h1_str){q, (size_t)(end - q)} : (h1_str){"/", 1};
-    if (q < end && *q == '?') /* "http://a?x" -> "/?x" is not representable in place */
-        return -1;
-    h1_header *host = NULL;
-    for (size_t i = 0; i < s->req.nheaders; i++)
-        if (WP_NAME_IS(&s->hdrs[i].name, "host"))
-            host = &s->hdrs[i];
-    if (!host) {
-        if (s->req.nheaders >= WP_MAX_HEADERS)
-            return -1;
-        host = &s->hdrs[s->req.nheaders++];
-        host->name = (h1_str){"host", 4};
-    }
-    host->value = authority;
     return 0;
 }
 
@@ -1299,16 +1239,7 @@ static char *path_room(wp_stream *s, size_t need)
  * Envoy's sendLocalReply with the Location header). */
 static void path_redirect(wp_stream *s)
 {
-    wf_strbuf *b = &s->extra;
-    wf_strbuf_reset(b);
-    wf_strbuf_append(b, "location: ", 10);
-    wf_strbuf_append(b, s->req.target.p, s->req.target.len);
-    wf_strbuf_append(b, "\r\n", 2);
-    if (wf_strbuf_failed(b)) {
-        wp_dconn_close(s->d);
-        return;
-    }
-    s->extra_resp_header = wf_strbuf_cstr(b);
+    s->extra_resp = (h1_header){{"location", 8}, s->req.target};
     stream_local_reply(s, 307, "", "path_normalization_failed", -1);
 }
 
@@ -1465,7 +1396,7 @@ static void on_request_headers(wp_stream *s)
     WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, s->si.stream_id,
                   "request headers complete: %.*s %.*s", (int)s->req.method.len, s->req.method.p,
                   (int)s->req.target.len, s->req.target.p);
-    if (origin_form(s) != 0) {
+    if (wp_h1_server_origin_form(&s->req, WP_MAX_HEADERS) != 0) {
         d->close_after = true;
         stream_local_reply(s, 400, "Bad Request", "http1.invalid_url", WP_RF_DPE);
         return;

@@ -125,7 +125,9 @@ struct wp_stream {
     char remote_buf[WP_XFF_ADDR_MAX]; /* downstream remote taken from x-forwarded-for (xff.h) */
     char ust_buf[24];
     char chunk_out[24];
-    const char *extra_resp_header; /* e.g. "location: ...\r\n" for redirects */
+    /* a field a local reply carries (e.g. location of a redirect, x-envoy-overloaded); name.p
+     * NULL: none. Its bytes must outlive the reply (the stream's extra, the config, static). */
+    h1_header extra_resp;
     /* response */
     size_t nresp_hdrs;
     char *resp_copy; /* copy of the upstream response head (resp_inline or malloc'd) */

@@ -61,14 +61,14 @@ static bool emitted(const wp_header_ops *const *ops, size_t n, size_t k, const w
              (a->action == WP_OVERWRITE_IF_EXISTS && !present) || overwritten_later(ops, n, k, a));
 }
 
-void wp_hops_emit(wf_strbuf *b, const wp_header_ops *const *ops, size_t n, const h1_header *have,
-                  size_t nhave)
+void wp_hops_add(wp_hdr_list *l, const wp_header_ops *const *ops, size_t n, const h1_header *have,
+                 size_t nhave)
 {
     for (size_t k = 0; k < n; k++)
         for (size_t i = 0; i < ops[k]->nadd; i++)
             if (emitted(ops, n, k, &ops[k]->add[i], have, nhave))
-                wp_hdr_put(b, ops[k]->add[i].key, ops[k]->add[i].key_len, ops[k]->add[i].value,
-                           ops[k]->add[i].value_len);
+                wp_hdr_list_add(l, ops[k]->add[i].key, ops[k]->add[i].key_len, ops[k]->add[i].value,
+                                ops[k]->add[i].value_len);
 }
 
 size_t wp_hops_view(h1_header *hdrs, size_t n, size_t cap, const wp_header_ops *const *ops,
@@ -102,26 +102,4 @@ size_t wp_u64_str(char *out, uint64_t v)
     memcpy(out, tmp + i, n);
     out[n] = 0;
     return n;
-}
-
-void wp_hdr_put_u64(wf_strbuf *b, uint64_t v)
-{
-    char tmp[24];
-    wf_strbuf_append(b, tmp, wp_u64_str(tmp, v));
-}
-
-void wp_hdr_put(wf_strbuf *b, const char *name, size_t nlen, const char *value, size_t vlen)
-{
-    wf_strbuf_append(b, name, nlen);
-    wf_strbuf_append(b, ": ", 2);
-    wf_strbuf_append(b, value, vlen);
-    wf_strbuf_append(b, "\r\n", 2);
-}
-
-void wp_hdr_put_num(wf_strbuf *b, const char *name, size_t nlen, uint64_t v)
-{
-    wf_strbuf_append(b, name, nlen);
-    wf_strbuf_append(b, ": ", 2);
-    wp_hdr_put_u64(b, v);
-    wf_strbuf_append(b, "\r\n", 2);
 }

@@ -1,7 +1,7 @@
 /*
  * headers.h - request/response header mutations of routes, virtual hosts and route
  * configurations (request_headers_to_add/remove, response_headers_to_add/remove), applied
- * while a head is serialised.
+ * while a head's header list is built.
  *
  * Envoy semantics (envoy.config.core.v3.HeaderValueOption, and RouteConfiguration
  * most_specific_header_mutations_wins = false, the default): levels are applied from the
@@ -10,6 +10,9 @@
  * more specific one; APPEND_IF_EXISTS_OR_ADD adds another line; ADD_IF_ABSENT adds only when
  * the original head lacks the header; OVERWRITE_IF_EXISTS replaces only a header the
  * original head has. Names are compared case-insensitively.
+ *
+ * The adds become entries of a header list (http/header_list.h) that a codec encodes; nothing
+ * here writes wire text.
  */
 #ifndef WEFT_PROXY_HEADERS_H
 #define WEFT_PROXY_HEADERS_H
@@ -19,9 +22,9 @@
 #include <stdint.h>
 #include <strings.h>
 
-#include "core/strbuf.h"
 #include "http/h1_parser.h"
 #include "proxy/config/config.h"
+#include "proxy/http/header_list.h"
 
 /* Drops the levels of ops[0..n) that neither add nor remove anything (keeping the order);
  * returns the new count. Most requests then have no level at all, and the per-field checks
@@ -32,11 +35,12 @@ size_t wp_hops_compact(const wp_header_ops **ops, size_t n);
  * level, or replaced by an overwriting add. ops[0..n) most specific first. */
 bool wp_hops_drops(const wp_header_ops *const *ops, size_t n, const h1_str *name);
 
-/* Appends "name: value\r\n" lines for the adds of ops[0..n) (most specific first) to b,
- * following the precedence above. have/nhave: the original head's fields (for
- * ADD_IF_ABSENT and OVERWRITE_IF_EXISTS). */
-void wp_hops_emit(wf_strbuf *b, const wp_header_ops *const *ops, size_t n, const h1_header *have,
-                  size_t nhave);
+/* Appends the adds of ops[0..n) (most specific first) that go out to l, following the
+ * precedence above; the entries point into the ops' configuration. have/nhave: the original
+ * head's fields (for ADD_IF_ABSENT and OVERWRITE_IF_EXISTS). An add beyond l's capacity marks
+ * it overflowed (header_list.h). */
+void wp_hops_add(wp_hdr_list *l, const wp_header_ops *const *ops, size_t n, const h1_header *have,
+                 size_t nhave);
 
 /* The fields hdrs[0..n) as the serialised head has them after ops[0..nops): the dropped ones
  * removed, the added ones appended (at most WP_HOPS_VIEW_ADDS of them, while fewer than cap
@@ -50,13 +54,10 @@ size_t wp_hops_view(h1_header *hdrs, size_t n, size_t cap, const wp_header_ops *
 #define WP_NAME_IS(n, lit)                                                                         \
     ((n)->len == sizeof(lit) - 1 && strncasecmp((n)->p, lit, sizeof(lit) - 1) == 0)
 
-/* Writes the decimal digits of v and a NUL into out (at least 21 bytes); returns the
- * number of digits. No printf on the request path. */
+/* Writes the decimal digits of v and a NUL into out (at least WP_U64_STR_MAX bytes); returns
+ * the number of digits. No printf on the request path: a header value the proxy formats
+ * (content-length, x-envoy-attempt-count, ...) goes into a buffer of the caller's this way. */
+#define WP_U64_STR_MAX 21
 size_t wp_u64_str(char *out, uint64_t v);
-/* Appends the decimal digits of v (no printf on the request path). */
-void wp_hdr_put_u64(wf_strbuf *b, uint64_t v);
-/* Appends "name: value\r\n" / "name: <v>\r\n". */
-void wp_hdr_put(wf_strbuf *b, const char *name, size_t nlen, const char *value, size_t vlen);
-void wp_hdr_put_num(wf_strbuf *b, const char *name, size_t nlen, uint64_t v);
 
 #endif

@@ -187,12 +187,10 @@ static void final_timeout(wp_stream *s)
 
 static void redirect(wp_stream *s, const wp_route_req *rq)
 {
-    wf_strbuf loc = {0};
-    int code = wp_route_redirect(&s->d->w->rx, s->route, rq, false, &loc);
-    wf_strbuf_reset(&s->extra);
-    wf_strbuf_printf(&s->extra, "location: %s\r\n", wf_strbuf_cstr(&loc));
-    wf_strbuf_free(&loc);
-    s->extra_resp_header = wf_strbuf_cstr(&s->extra);
+    /* the location value is kept with the stream until the reply is encoded */
+    int code = wp_route_redirect(&s->d->w->rx, s->route, rq, false, &s->extra);
+    const char *v = wf_strbuf_cstr(&s->extra);
+    s->extra_resp = (h1_header){{"location", 8}, {v, strlen(v)}};
     wp_hcm_stat(s->d, WP_S_rq_redirect, 1);
     wp_router_local_reply(s, code, "", "direct_response", -1);
 }
@@ -287,20 +285,6 @@ static bool skip_request_header(const wp_stream *s, const h1_str *n)
     return false;
 }
 
-static void put_request_line(wp_stream *s, wf_strbuf *b)
-{
-    char path[8192];
-    size_t n = wp_route_rewrite_path(&s->d->w->rx, s->route, s->req.target.p, s->req.target.len,
-                                     path, sizeof(path));
-    if (n > 0 && n != (size_t)-1) {
-        wp_h1_put_request_line(b, s->req.method.p, s->req.method.len, path, n);
-        wp_hdr_put(b, "x-envoy-original-path", 21, s->req.target.p, s->req.target.len);
-    } else {
-        wp_h1_put_request_line(b, s->req.method.p, s->req.method.len, s->req.target.p,
-                               s->req.target.len);
-    }
-}
-
 /* x-envoy-expected-rq-timeout-ms as Envoy's FilterUtility::setTimeoutHeaders computes it:
  * the per-try timeout when one applies (it is ignored when not below a non-zero route
  * timeout), else the route timeout; bounded by what is left of the route timeout since the
@@ -319,13 +303,39 @@ static uint64_t expected_timeout_ms(const wp_stream *s)
     return expected < global - elapsed ? expected : global - elapsed;
 }
 
-static void build_upstream_head(wp_stream *s, wf_strbuf *b)
+/* The upstream request head as the router hands it to the codec: the request line's parts,
+ * the header fields in order and the framing, with the bytes the router formats itself (the
+ * rewritten path, numbers) kept beside them until it is encoded. */
+typedef struct up_head {
+    wp_codec_request_head req;
+    wp_hdr_list l;
+    char expected[WP_U64_STR_MAX], attempts[WP_U64_STR_MAX];
+    char path[8192];
+} up_head;
+
+/* Envoy's router: the downstream request's fields minus the hop-by-hop ones, the ones it
+ * consumes and the routes' removals; then host, x-forwarded-proto, its x-envoy-* fields and
+ * the routes' additions. */
+static void upstream_head(wp_stream *s, up_head *u)
 {
     const wp_hcm *h = s->d->hcm;
     const wp_header_ops *ops[WP_HOPS_LEVELS];
     size_t nops = req_ops(s, ops);
-    wf_strbuf_reset(b);
-    put_request_line(s, b);
+    wp_hdr_list *l = &u->l;
+    wp_hdr_list_init(l);
+    u->req = (wp_codec_request_head){.method = s->req.method,
+                                     .path = s->req.target,
+                                     .hdrs = l,
+                                     .framing = s->req.framing,
+                                     .content_length = s->req.content_length,
+                                     .chunked = s->req_chunked,
+                                     .upgrade = s->upgrade};
+    size_t n = wp_route_rewrite_path(&s->d->w->rx, s->route, s->req.target.p, s->req.target.len,
+                                     u->path, sizeof(u->path));
+    if (n > 0 && n != (size_t)-1) {
+        u->req.path = (h1_str){u->path, n};
+        WP_HDR_LIST_ADD_LIT(l, "x-envoy-original-path", s->req.target.p, s->req.target.len);
+    }
     bool has_xfp = false;
     for (size_t i = 0; i < s->req.nheaders; i++) {
         const h1_header *hd = &s->req.headers[i];
@@ -333,24 +343,34 @@ static void build_upstream_head(wp_stream *s, wf_strbuf *b)
             continue;
         if (WP_NAME_IS(&hd->name, "x-forwarded-proto"))
             has_xfp = true;
-        wp_hdr_put(b, hd->name.p, hd->name.len, hd->value.p, hd->value.len);
+        wp_hdr_list_add_field(l, hd);
     }
     const char *host = s->route->host_rewrite_literal ? s->route->host_rewrite_literal
                                                       : wp_cached_route_default_host(s);
     if (host)
-        wp_hdr_put(b, "host", 4, host, strlen(host));
-    if (!has_xfp) /* the downstream connection's scheme */
-        wf_strbuf_puts(b, wp_tsock_ssl_info(s->d->sock) ? "x-forwarded-proto: https\r\n"
-                                                        : "x-forwarded-proto: http\r\n");
+        WP_HDR_LIST_ADD_LIT(l, "host", host, strlen(host));
+    if (!has_xfp) { /* the downstream connection's scheme */
+        bool tls = wp_tsock_ssl_info(s->d->sock) != NULL;
+        WP_HDR_LIST_ADD_LIT(l, "x-forwarded-proto", tls ? "https" : "http", tls ? 5 : 4);
+    }
     uint64_t expected = expected_timeout_ms(s);
     if (expected && !h->suppress_envoy_headers)
-        wp_hdr_put_num(b, "x-envoy-expected-rq-timeout-ms", 30, expected);
+        WP_HDR_LIST_ADD_LIT(l, "x-envoy-expected-rq-timeout-ms", u->expected,
+                            wp_u64_str(u->expected, expected));
     if (s->vhost && s->vhost->include_request_attempt_count)
-        wp_hdr_put_num(b, "x-envoy-attempt-count", 21,
-                       s->si.attempt_count ? s->si.attempt_count : 1);
-    wp_hops_emit(b, ops, nops, s->req.headers, s->req.nheaders);
-    /* the codec's framing of the request */
-    wp_h1_end_request_head(b, s->req.framing, s->req.content_length, s->req_chunked, s->upgrade);
+        WP_HDR_LIST_ADD_LIT(l, "x-envoy-attempt-count", u->attempts,
+                            wp_u64_str(u->attempts, s->si.attempt_count ? s->si.attempt_count : 1));
+    wp_hops_add(l, ops, nops, s->req.headers, s->req.nheaders);
+}
+
+/* The upstream head encoded into b (reset first); -1 when it cannot be (out of memory, too
+ * many fields). */
+static int build_upstream_head(wp_stream *s, wf_strbuf *b)
+{
+    up_head u;
+    upstream_head(s, &u);
+    wf_strbuf_reset(b);
+    return wp_h1_encode_request_head(b, &u.req);
 }
 
 void wp_router_log_view(wp_stream *s)
@@ -359,53 +379,43 @@ void wp_router_log_view(wp_stream *s)
         return; /* answered before the router chose a cluster: logged as received */
     const wf_strbuf *b = &s->up_head; /* the last attempt's head, as sent */
     if (b->len == 0) {                /* no attempt was sent (UH, UO, ...): the one it would be */
-        build_upstream_head(s, &s->log_head);
+        if (build_upstream_head(s, &s->log_head) != 0)
+            return;
         b = &s->log_head;
     }
     if (wf_strbuf_failed(b))
         return;
-    h1_parser p;
-    h1_parser_init(&p, H1_REQUEST, s->log_hdrs, WP_MAX_HEADERS, b->len + 1);
-    h1_event ev;
-    h1_parse(&p, b->data, b->len, &ev);
-    if (ev != H1_EV_HEADERS)
-        return;
-    s->log_req = p.msg;
-    s->si.request = &s->log_req;
+    /* what the codec's encoding of the head reads as (the fields as sent, framing included) */
+    if (wp_h1_request_head_view(b->data, b->len, s->log_hdrs, WP_MAX_HEADERS, &s->log_req))
+        s->si.request = &s->log_req;
 }
 
-/* The request head for a shadow: the upstream head with "-shadow" added to the Host. */
+/* The request head for a shadow: the upstream head with "-shadow" added to the Host
+ * (Envoy's shadow writer, shadow.h wp_shadow_host). */
 static int shadow_head(wp_stream *s, const wp_mirror_policy *m, wf_strbuf *out)
 {
-    wf_strbuf b = {0};
-    build_upstream_head(s, &b);
-    if (wf_strbuf_failed(&b)) {
-        wf_strbuf_free(&b);
+    up_head *u = malloc(sizeof(*u)); /* mirrors are rare: off the stack, not per request */
+    if (!u)
         return -1;
-    }
-    const char *h = b.data, *end = b.data + b.len, *line = strstr(h, "\r\n") + 2;
-    while (line < end && !(line[0] == '\r' && line[1] == '\n')) {
-        const char *eol = strstr(line, "\r\n");
-        if (!m->disable_host_suffix && (size_t)(eol - line) > 5 &&
-            strncasecmp(line, "host:", 5) == 0) {
-            const char *v = line + 5;
-            while (*v == ' ' || *v == '\t')
-                v++;
-            char host[1024];
-            size_t n = wp_shadow_host(v, (size_t)(eol - v), host, sizeof(host));
-            if (n == 0)
-                break;
-            wf_strbuf_append(out, h, (size_t)(v - h));
-            wf_strbuf_append(out, host, n);
-            wf_strbuf_append(out, eol, (size_t)(end - eol));
-            wf_strbuf_free(&b);
-            return wf_strbuf_failed(out) ? -1 : 0;
+    upstream_head(s, u);
+    char host[1024];
+    for (size_t i = 0; i < u->l.n && !m->disable_host_suffix; i++) {
+        h1_header *h = &u->l.e[i];
+        if (!WP_NAME_IS(&h->name, "host"))
+            continue;
+        h1_str v = h->value;
+        while (v.len && (*v.p == ' ' || *v.p == '\t')) {
+            v.p++;
+            v.len--;
         }
-        line = eol + 2;
+        size_t n = wp_shadow_host(v.p, v.len, host, sizeof(host));
+        if (n)
+            h->value = (h1_str){host, n};
+        break;
     }
-    wf_strbuf_append(out, b.data, b.len);
-    wf_strbuf_free(&b);
-    return wf_strbuf_failed(out) ? -1 : 0;
+    int r = wp_h1_encode_request_head(out, &u->req);
+    free(u);
+    return r;
 }
 
 /* The request is complete: each chosen mirror policy gets its shadow (shadow.h). */
@@ -417,29 +427,21 @@ static void launch_shadows(wp_stream *s)
     /* the whole kept body, one buffer per block (request_body_buffer_limit may exceed 1 MiB),
      * plus the chunk-size line and the chunked end; mirrors are rare, so this allocates */
     unsigned blocks = (unsigned)(rs->rb_len / WP_BUF_SIZE) + 1;
-    uv_buf_t *bufs = malloc((blocks + 2) * sizeof(*bufs));
+    uv_buf_t *bufs = malloc((blocks + 3) * sizeof(*bufs));
     if (!bufs)
         return;
-    unsigned n = 1; /* bufs[0]: chunk-size line of a chunked body */
-    size_t body = wp_retry_slices_from(s, 0, bufs, &n, blocks);
+    unsigned n = 0;
+    wp_retry_slices_from(s, 0, bufs, &n, blocks);
     char line[WP_H1_CHUNK_LINE_MAX];
-    unsigned first = 1;
-    if (s->req_chunked) {
-        first = 0;
-        bufs[0] = uv_buf_init(line, (unsigned)wp_h1_chunk_line(line, body));
-        if (body)
-            bufs[n++] = uv_buf_init("\r\n0\r\n\r\n", 7);
-        else
-            bufs[0] = uv_buf_init("0\r\n\r\n", 5);
-    }
+    n = wp_h1_encode_body(bufs, 0, n, s->req_chunked, true, line); /* the whole body */
     for (size_t i = 0; i < s->route->nmirrors && i < 8; i++) {
         if (!(mask & (1u << i)))
             continue;
         const wp_mirror_policy *m = &s->route->mirrors[i];
         wf_strbuf head = {0};
         if (shadow_head(s, m, &head) == 0)
-            wp_shadow_send(s->d->w, s->d->wg, m->cluster, head.data, head.len, bufs + first,
-                           n - first, rs->timeout_ms, wp_stream_is_head(s));
+            wp_shadow_send(s->d->w, s->d->wg, m->cluster, head.data, head.len, bufs, n,
+                           rs->timeout_ms, wp_stream_is_head(s));
         wf_strbuf_free(&head);
     }
     free(bufs);
@@ -468,29 +470,17 @@ static void flush_upstream(wp_stream *s)
         rs->head_sent = true;
         s->si.first_upstream_tx_ns = uv_now(&s->d->w->loop) * 1000000ULL;
     }
-    bool chunked = s->req_chunked && !s->d->tunnel;
-    unsigned chunk_at = n;
-    n += chunked; /* room for the chunk-size line */
+    unsigned first = n;
     size_t rb = wp_retry_slices(s, bufs, &n, 8);
     bool direct = rs->body && rs->body_len && rs->rb_sent + rb == rs->rb_len;
     if (direct)
         bufs[n++] = uv_buf_init((char *)rs->body, (unsigned)rs->body_len);
-    size_t body = rb + (direct ? rs->body_len : 0);
-    if (chunked && body) {
-        /* the client codec's chunk framing around the slices (codec.h) */
-        bufs[chunk_at] =
-            uv_buf_init(rs->chunk_line, (unsigned)wp_h1_chunk_line(rs->chunk_line, body));
-        bufs[n++] = uv_buf_init("\r\n", 2);
-    } else if (chunked) {
-        memmove(&bufs[chunk_at], &bufs[chunk_at + 1], (n - chunk_at - 1) * sizeof(bufs[0]));
-        n--;
-    }
     bool all_out = rs->rb_sent + rb == rs->rb_len && (!rs->body || direct);
-    if (s->req_complete && !rs->req_end_sent && !s->d->tunnel && all_out) {
-        if (chunked)
-            bufs[n++] = uv_buf_init(WP_H1_LAST_CHUNK, WP_H1_LAST_CHUNK_LEN);
+    bool end = s->req_complete && !rs->req_end_sent && !s->d->tunnel && all_out;
+    if (end)
         rs->req_end_sent = true;
-    }
+    /* the client codec's framing of the slices (a chunk, the last chunk at the end) */
+    n = wp_h1_encode_body(bufs, first, n, s->req_chunked && !s->d->tunnel, end, rs->chunk_line);
     if (n == 0)
         return;
     for (unsigned i = 0; i < n; i++)
@@ -566,8 +556,7 @@ static void on_connected(wp_stream *s, wp_uconn *u)
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
                   "pool ready: upstream connection %llu to %s", (unsigned long long)u->id,
                   s->si.upstream_host);
-    build_upstream_head(s, &s->up_head);
-    if (wf_strbuf_failed(&s->up_head)) {
+    if (build_upstream_head(s, &s->up_head) != 0) {
         wp_router_on_reset(s, WP_RESET_LOCAL_RESET, NULL);
         return;
     }
@@ -789,7 +778,7 @@ void wp_router_on_reset(wp_stream *s, int reason, const char *tfr)
         if (*q == ' ' || *q == '\t')
             *q = '_';
     if (reason == WP_RESET_OVERFLOW)
-        s->extra_resp_header = "x-envoy-overloaded: true\r\n";
+        s->extra_resp = (h1_header){{"x-envoy-overloaded", 18}, {"true", 4}};
     count_code(s, status);
     cstat(s, WP_S_upstream_rq_completed, 1);
     WF_STREAM_LOG(WF_LC_router, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
