@@ -626,8 +626,7 @@ static int xds_apply(void *ud, json_t *effective, const wp_xds_dynamic *dyn, wf_
     if (!cfg)
         return -1;
     override_node(m->opts, cfg);
-    attach_secrets(&m->srv, cfg);
-    ensure_cert_provider(m, cfg);
+    ensure_cert_provider(m, cfg); /* wp_server_apply attaches the secrets */
     cfg->from_xds = true;
     cfg->xds_dump = dyn->dump ? json_incref(dyn->dump) : NULL;
     cfg->n_static_clusters = dyn->n_static_clusters;
@@ -826,6 +825,7 @@ static int first_generation(wp_main *m, wp_config *cfg, unsigned nshards, wf_str
         return -1;
     }
     resolve_dns_clusters(cfg);
+    attach_secrets(srv, cfg);
     wp_gen *g = wp_gen_new(srv, cfg, err);
     if (!g)
         return -1;
