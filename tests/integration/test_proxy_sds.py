@@ -15,7 +15,9 @@ CSRs and call CreateCertificate with their tokens (--token-path, CA_ADDR).
 
 Every process binds loopback on free ports and is stopped at teardown.
 """
+import base64
 import json
+import os
 import re
 import subprocess
 import time
@@ -34,6 +36,28 @@ SERVER_ID = "spiffe://cluster.local/ns/default/sa/server"
 CLIENT_ID = "spiffe://cluster.local/ns/default/sa/client"
 SNI = "outbound_.80_._.server.default.svc.cluster.local"
 GENERATED = "generated new workload certificate"
+SECRETS_T = "type.googleapis.com/envoy.admin.v3.SecretsConfigDump"
+
+
+def secrets_dump(proxy):
+    status, _, body = proxy.admin("/config_dump")
+    assert status == 200, body
+    assert b"PRIVATE KEY" not in body  # keys never leave the proxy, not even in the dump
+    configs = json.loads(body)["configs"]
+    assert configs[-1]["@type"] == SECRETS_T  # last, as Envoy's
+    return configs[-1], body
+
+
+def pc_secret(dump_body):
+    """`weftctl pc secret -f -` on a live proxy's /config_dump: the table's rows."""
+    exe = os.environ.get("WEFTCTL", "build/weftctl")
+    r = subprocess.run([exe, "pc", "secret", "-f", "-"], input=dump_body, capture_output=True,
+                       timeout=30)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.decode().splitlines()
+    assert lines[0].split() == ["RESOURCE", "NAME", "TYPE", "STATUS", "VALID", "CERT", "SERIAL",
+                                "NUMBER", "NOT", "AFTER", "NOT", "BEFORE"], lines
+    return [ln.split() for ln in lines[1:]]
 
 
 def sds(name):
@@ -122,6 +146,8 @@ def server_proxy(proxy_factory, mesh, app, monkeypatch, ecdsa=True):  # noqa: F8
 
 def client_proxy(proxy_factory, mesh, target_port, monkeypatch, tok=None):  # noqa: F811
     monkeypatch.setenv("ECC_SIGNATURE_ALGORITHM", "")  # RSA 2048, Istio's default
+    if "SECRET_TTL" not in os.environ:
+        monkeypatch.setenv("SECRET_TTL", "72h")
     lst = listener(simple_routes("to_server"),
                    access_logs=[access_log("@LOG:tls@", json_format=TLS_LOG)])
     return proxy_factory(
@@ -191,6 +217,40 @@ def test_mtls_with_pilot_issued_identities(proxy_factory, mesh, app, monkeypatch
     st = a.stats()
     assert st["cluster.to_server.ssl.handshake"] == 1
 
+    # what operators see: SecretsConfigDump, `weftctl pc secret`, /certs, the expiry gauge
+    serial = x509(pem, "-serial").strip().split("=")[1].lower()
+    sec, body = secrets_dump(b)
+    active = sec["dynamic_active_secrets"]
+    assert [e["name"] for e in active] == ["default", "ROOTCA"]
+    assert "dynamic_warming_secrets" not in sec
+    d, r = active[0], active[1]
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/1$", d["version_info"]), d
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$", d["last_updated"]), d
+    tc = d["secret"]["tls_certificate"]
+    assert d["secret"]["name"] == "default"
+    assert base64.b64decode(tc["private_key"]["inline_bytes"]) == b"[redacted]"
+    chain = base64.b64decode(tc["certificate_chain"]["inline_bytes"]).decode()
+    assert chain.startswith(pem) and chain.endswith(mesh.root)
+    assert base64.b64decode(r["secret"]["validation_context"]["trusted_ca"]["inline_bytes"]) \
+        .decode() == mesh.root
+    rows = pc_secret(body)
+    root_serial = x509(mesh.root, "-serial").strip().split("=")[1].lower()
+    assert [row[:6] for row in rows] == [["default", "Cert", "Chain", "ACTIVE", "true", serial],
+                                         ["ROOTCA", "CA", "ACTIVE", "true", root_serial,
+                                          rows[1][5]]], rows
+    status, _, body = b.admin("/certs")
+    certs = json.loads(body)["certificates"]
+    assert len(certs) == 1  # one TLS context (the listener's)
+    leaf = certs[0]["cert_chain"][0]
+    assert leaf["serial_number"] == serial and leaf["path"] == "<inline>"
+    assert leaf["subject_alt_names"] == [{"uri": SERVER_ID}]
+    assert leaf["days_until_expiration"] in ("0", "1")  # 24 h (uint64: a JSON string)
+    assert certs[0]["ca_cert"][0]["subject_alt_names"] == []
+    assert int(certs[0]["ca_cert"][0]["days_until_expiration"]) > 3000
+    # A asked for SECRET_TTL 72h: the first certificate to expire is its leaf, in 2 days
+    st = a.wait_stat("server.days_until_first_cert_expiring", 2)
+    assert st["server.days_until_first_cert_expiring"] == 2
+
 
 def test_secret_not_supplied(proxy_factory, mesh, app, monkeypatch, tmp_path):
     b = server_proxy(proxy_factory, mesh, app, monkeypatch)
@@ -230,6 +290,15 @@ def test_secret_not_supplied(proxy_factory, mesh, app, monkeypatch, tmp_path):
     st = d.wait_stat(pre + "ssl.connection_error", 1)
     assert st[pre + "ssl.connection_error"] == 1
     assert st[pre + "server_ssl_socket_factory.downstream_context_secrets_not_ready"] == 1
+    # the dump shows both secrets warming; `pc secret` prints istioctl's WARMING rows
+    sec, body = secrets_dump(d)
+    assert "dynamic_active_secrets" not in sec
+    assert [(e["name"], e["secret"]["name"]) for e in sec["dynamic_warming_secrets"]] == \
+        [("default", "default"), ("ROOTCA", "ROOTCA")]
+    assert pc_secret(body) == [["default", "WARMING", "false"], ["ROOTCA", "WARMING", "false"]]
+    # Envoy lists contexts that exist: a context waiting for its secrets has none yet
+    assert json.loads(d.admin("/certs")[2]) == {"certificates": []}
+    assert "server.days_until_first_cert_expiring" not in d.stats()
 
 
 def test_rotation_keeps_connections(proxy_factory, mesh, app, monkeypatch):

@@ -265,12 +265,67 @@ static void test_provider_end_to_end(void **state)
     unlink(tokpath);
 }
 
+static void test_secrets_dump(void **state)
+{
+    (void)state;
+    wp_secrets *s = wp_secrets_new();
+    json_t *d = wp_secrets_dump(s, false);
+    assert_string_equal(json_string_value(json_object_get(d, "@type")),
+                        "type.googleapis.com/envoy.admin.v3.SecretsConfigDump");
+    assert_int_equal(json_object_size(d), 1); /* empty lists left out */
+    json_decref(d);
+    /* TLS contexts wait: both secrets warming */
+    d = wp_secrets_dump(s, true);
+    json_t *w = json_object_get(d, "dynamic_warming_secrets");
+    assert_int_equal(json_array_size(w), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(w, 1), "name")), "ROOTCA");
+    assert_null(json_object_get(d, "dynamic_active_secrets"));
+    json_decref(d);
+    assert_int_equal(wp_secrets_first_expiry(s), 0);
+    /* a real chain: active, key redacted, ROOTCA base64 */
+    char *key = NULL, *csr = NULL, err[256];
+    assert_int_equal(wp_wc_make_csr(true, NULL, &key, &csr, err, sizeof err), 0);
+    int64_t now = (int64_t)time(NULL);
+    wf_ca *ca = NULL;
+    assert_int_equal(
+        wf_ca_new_self_signed("cluster.local", now - 60, now + 86400 * 30, &ca, err, sizeof err),
+        WF_CA_OK);
+    const char *root = wf_ca_root_pem(ca);
+    assert_int_equal(wp_secrets_set(s, root, key, root, 1700000000.25), 0);
+    d = wp_secrets_dump(s, true);
+    json_t *a = json_object_get(d, "dynamic_active_secrets");
+    assert_int_equal(json_array_size(a), 2);
+    assert_null(json_object_get(d, "dynamic_warming_secrets"));
+    json_t *def = json_array_get(a, 0);
+    assert_string_equal(json_string_value(json_object_get(def, "version_info")),
+                        "2023-11-14T22:13:20Z/1");
+    assert_string_equal(json_string_value(json_object_get(def, "last_updated")),
+                        "2023-11-14T22:13:20.250Z");
+    char *text = json_dumps(d, JSON_COMPACT);
+    assert_null(strstr(text, "PRIVATE"));
+    assert_non_null(strstr(text, "\"private_key\":{\"inline_bytes\":\"W3JlZGFjdGVkXQ==\"}"));
+    free(text);
+    json_decref(d);
+    assert_int_equal(wp_secrets_first_expiry(s), now + 86400 * 30);
+    json_t *c = wp_secrets_certs(s, now);
+    json_t *e = json_array_get(json_object_get(c, "certificates"), 0);
+    json_t *leaf = json_array_get(json_object_get(e, "cert_chain"), 0);
+    assert_string_equal(json_string_value(json_object_get(leaf, "days_until_expiration")), "30");
+    assert_string_equal(json_string_value(json_object_get(leaf, "path")), "<inline>");
+    json_decref(c);
+    wp_wc_free_secret(key);
+    free(csr);
+    wf_ca_free(ca);
+    wp_secrets_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rotate_delay),
         cmocka_unit_test(test_csr),
         cmocka_unit_test(test_messages),
+        cmocka_unit_test(test_secrets_dump),
         cmocka_unit_test(test_provider_end_to_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

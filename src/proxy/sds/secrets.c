@@ -132,27 +132,52 @@ static json_t *dump_entry(const char *name, const char *version, double updated,
                      wf_timestamp_ms(updated, ts, sizeof(ts)), "secret", secret);
 }
 
-json_t *wp_secrets_dump(wp_secrets *s)
+/* A secret not supplied yet: {name, secret: {"@type", name}} */
+static bool add_warming(json_t *out, const char *name)
 {
-    json_t *out = json_pack("{s:s,s:[]}", "@type", DUMP_T, "dynamic_active_secrets");
+    json_t *arr = json_object_get(out, "dynamic_warming_secrets");
+    if (!arr &&
+        (!(arr = json_array()) || json_object_set_new(out, "dynamic_warming_secrets", arr) != 0))
+        return false;
+    json_t *e =
+        json_pack("{s:s,s:{s:s,s:s}}", "name", name, "secret", "@type", TLS_T, "name", name);
+    return e && json_array_append_new(arr, e) == 0;
+}
+
+static bool add_active(json_t *out, json_t *e)
+{
+    json_t *arr = json_object_get(out, "dynamic_active_secrets");
+    if (!e)
+        return false;
+    if (!arr &&
+        (!(arr = json_array()) || json_object_set_new(out, "dynamic_active_secrets", arr) != 0)) {
+        json_decref(e);
+        return false;
+    }
+    return json_array_append_new(arr, e) == 0;
+}
+
+json_t *wp_secrets_dump(wp_secrets *s, bool in_use)
+{
+    json_t *out = json_pack("{s:s}", "@type", DUMP_T);
     if (!out)
         return NULL;
-    json_t *arr = json_object_get(out, "dynamic_active_secrets");
     pthread_mutex_lock(&s->mu);
     bool ok = true;
     if (s->chain) {
         json_t *tc = json_pack("{s:o,s:{s:s}}", "certificate_chain", inline_bytes(s->chain),
                                "private_key", "inline_bytes", REDACT_B64);
-        json_t *e =
-            tc ? dump_entry(WP_SDS_DEFAULT, s->version, s->updated_s, tc, "tls_certificate") : NULL;
-        ok = e && json_array_append_new(arr, e) == 0;
+        ok = tc && add_active(out, dump_entry(WP_SDS_DEFAULT, s->version, s->updated_s, tc,
+                                              "tls_certificate"));
+    } else if (in_use) {
+        ok = add_warming(out, WP_SDS_DEFAULT);
     }
     if (ok && s->root) {
         json_t *vc = json_pack("{s:o}", "trusted_ca", inline_bytes(s->root));
-        json_t *e =
-            vc ? dump_entry(WP_SDS_ROOTCA, s->version, s->updated_s, vc, "validation_context")
-               : NULL;
-        ok = e && json_array_append_new(arr, e) == 0;
+        ok = vc && add_active(out, dump_entry(WP_SDS_ROOTCA, s->version, s->updated_s, vc,
+                                              "validation_context"));
+    } else if (ok && in_use) {
+        ok = add_warming(out, WP_SDS_ROOTCA);
     }
     pthread_mutex_unlock(&s->mu);
     if (!ok) {

@@ -42,13 +42,17 @@ uint64_t wp_secrets_generation(const wp_secrets *s);
  * of. false when out of memory. */
 bool wp_secrets_get(wp_secrets *s, char **chain, char **key, char **root, uint64_t *gen);
 
-/* Envoy's SecretsConfigDump (admin/v3/config_dump_shared.proto) for /config_dump:
+/* Envoy's SecretsConfigDump (admin/v3/config_dump_shared.proto) for /config_dump (Envoy's
+ * SecretManagerImpl::dumpSecretConfigs):
  * {"@type": ".../SecretsConfigDump", "dynamic_active_secrets": [{name, version_info,
  * last_updated, secret: {"@type": ".../Secret", name, tls_certificate {certificate_chain
  * {inline_bytes}, private_key {inline_bytes: "[redacted]"}}}}, {ROOTCA: validation_context
  * {trusted_ca {inline_bytes}}}]} (base64 as protobuf's JSON, private key redacted as Envoy's
- * MessageUtil::redact). New reference; NULL when out of memory. */
-json_t *wp_secrets_dump(wp_secrets *s);
+ * MessageUtil::redact). in_use: TLS contexts wait for the secrets, so those not supplied yet
+ * are listed in dynamic_warming_secrets as {name, secret: {"@type", name}} (istioctl's
+ * WARMING rows). Empty lists are left out (protobuf JSON). New reference; NULL when out of
+ * memory. */
+json_t *wp_secrets_dump(wp_secrets *s, bool in_use);
 
 /* The earliest NotAfter of the held certificates (seconds since the epoch), 0 when none:
  * server.days_until_first_cert_expiring and /certs. */

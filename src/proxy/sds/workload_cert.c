@@ -182,9 +182,7 @@ int wp_wc_cert_facts(const char *pem, size_t len, int64_t *not_before, int64_t *
         char *hex = bn ? BN_bn2hex(bn) : NULL;
         serial[0] = '\0';
         if (hex) {
-            const char *h = hex;
-            while (h[0] == '0' && h[1])
-                h++;
+            const char *h = hex; /* BN_bn2hex: two digits a byte, as Envoy prints it */
             size_t i = 0;
             for (; h[i] && i + 1 < scap; i++)
                 serial[i] = (char)(h[i] >= 'A' && h[i] <= 'F' ? h[i] - 'A' + 'a' : h[i]);

@@ -46,8 +46,8 @@ int wp_wc_decode_response(const uint8_t *msg, size_t len, char **chain, char **r
                           size_t cap);
 
 /* The first certificate of a PEM text: NotBefore and NotAfter (seconds since the epoch) and
- * its serial number in lower-case hex without leading zeros (serial, capacity scap; may be
- * NULL). 0, or -1 when no certificate parses. */
+ * its serial number in lower-case hex, two digits a byte (Envoy's /certs serial_number) (serial,
+ * capacity scap; may be NULL). 0, or -1 when no certificate parses. */
 int wp_wc_cert_facts(const char *pem, size_t len, int64_t *not_before, int64_t *not_after,
                      char *serial, size_t scap);
 

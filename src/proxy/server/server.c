@@ -55,6 +55,7 @@ typedef struct {
     size_t nstatus;
     wp_cert_provider *certs; /* started by the first snapshot that uses SDS */
     char spiffe[512];        /* the provider's CSR identity */
+    int64_t last_cert_days;  /* server.days_until_first_cert_expiring as last set */
 } wp_main;
 
 static int compile_routes(wp_config *cfg, wf_strbuf *err)
@@ -246,6 +247,14 @@ static void on_gauges(uv_timer_t *t)
     wp_stat_add(sh, p->server_memory_heap_size, heap - m->last_mem_heap);
     m->last_mem_allocated = alloc;
     m->last_mem_heap = heap;
+    /* Envoy's server.days_until_first_cert_expiring: the held certificates' first NotAfter */
+    int64_t first = wp_secrets_first_expiry(m->srv.secrets);
+    if (first) {
+        int64_t left = first - (int64_t)time(NULL), days = left > 0 ? left / 86400 : 0;
+        uint32_t g = wp_stats_gauge(p->store, "server.days_until_first_cert_expiring");
+        wp_stat_add(sh, g, days - m->last_cert_days);
+        m->last_cert_days = days;
+    }
 }
 
 /* Outlier detection's interval sweeps (outlier.h), on the main thread as Envoy's. */
