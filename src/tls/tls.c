@@ -730,8 +730,9 @@ static void fill_info(wf_tls_conn *c)
         if (m && X509_NAME_print_ex(m, X509_get_subject_name(peer), 0, XN_FLAG_RFC2253) >= 0) {
             char *p = NULL;
             long n = BIO_get_mem_data(m, &p);
-            if ((c->peer_subject = malloc((size_t)n + 1)) != NULL) {
-                memcpy(c->peer_subject, p, (size_t)n);
+            if (n >= 0 && (c->peer_subject = malloc((size_t)n + 1)) != NULL) {
+                if (n > 0) /* an empty subject (SPIFFE certificates) leaves p NULL */
+                    memcpy(c->peer_subject, p, (size_t)n);
                 c->peer_subject[n] = '\0';
                 c->info.peer_subject = c->peer_subject;
             }

