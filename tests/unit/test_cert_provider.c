@@ -155,7 +155,13 @@ typedef struct rig {
     wp_cert_provider *p;
     uv_timer_t poll, deadline;
     uint64_t want_gen;
+    unsigned updates; /* on_update calls */
 } rig;
+
+static void on_update(void *ud)
+{
+    ((rig *)ud)->updates++;
+}
 
 static void on_poll(uv_timer_t *t)
 {
@@ -217,7 +223,9 @@ static void test_provider_end_to_end(void **state)
                                .ecdsa = true,
                                .ttl_s = 4,
                                .grace_ratio = 0.5,
-                               .grace_jitter = 0.01};
+                               .grace_jitter = 0.01,
+                               .on_update = on_update,
+                               .ud = &r};
     snprintf(o.ca_host, sizeof o.ca_host, "127.0.0.1");
     r.p = wp_cert_provider_start(&r.loop, &o, r.store);
     assert_non_null(r.p);
@@ -245,6 +253,7 @@ static void test_provider_end_to_end(void **state)
     uint64_t t0 = uv_now(&r.loop);
     run_until(&r, 2, 10000);
     assert_int_equal(wp_secrets_generation(r.store), 2);
+    assert_int_equal(r.updates, 2);
     uint64_t took = uv_now(&r.loop) - t0; /* 2 s +- 0.04 s, and a slow machine's latency */
     assert_true(took >= 1000 && took <= 6000);
     assert_true(wp_secrets_get(r.store, &chain, &key, &root, &gen));

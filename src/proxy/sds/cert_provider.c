@@ -116,6 +116,8 @@ static void got_chain(wp_cert_provider *p, attempt *a, const uint8_t *msg, size_
         failed(p, "out of memory");
     } else {
         p->backoff_ms = 0;
+        if (p->o.on_update)
+            p->o.on_update(p->o.ud);
         char ttl[32];
         int64_t left = na - (int64_t)now;
         snprintf(ttl, sizeof(ttl), "%lldh%lldm%llds", (long long)(left / 3600),

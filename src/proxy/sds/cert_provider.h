@@ -42,6 +42,10 @@ typedef struct wp_cert_provider_opts {
     int64_t ttl_s;          /* SECRET_TTL in seconds */
     double grace_ratio;     /* SECRET_GRACE_PERIOD_RATIO */
     double grace_jitter;    /* SECRET_GRACE_PERIOD_RATIO_JITTER */
+    /* called on the loop after each new certificate is stored (NULL = none): the server
+     * rebuilds its TLS contexts there, so no worker does it */
+    void (*on_update)(void *ud);
+    void *ud;
 } wp_cert_provider_opts;
 
 /* Istio's defaults (TTL 24 h, ratio 0.5, jitter 0.01, RSA, "Kubernetes") over which the

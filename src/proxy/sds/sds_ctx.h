@@ -6,9 +6,10 @@
  * (secrets.h: `default` -> certificate chain and key, `ROOTCA` -> trusted CA; a combined
  * validation context's default_validation_context supplies the SAN matchers).
  *
- * Rotation: when the store's generation moves, the next connection that asks rebuilds the
- * context (Envoy's ssl_context_update_by_sds) and new handshakes use it; connections made
- * with the old context keep it (the engine's contexts are reference-counted). A secret not
+ * Rotation: when the store's generation moves, the next acquire rebuilds the context (Envoy's
+ * ssl_context_update_by_sds; weft-proxy's main thread acquires once when the secrets change
+ * and when a snapshot is applied, so workers find it built) and new handshakes use it; connections
+ * made with the old context keep it (the engine's contexts are reference-counted). A secret not
  * supplied yet: wp_sds_ctx_acquire gives NULL, and the transport socket fails the connection
  * as Envoy's NotReadySslSocket ("TLS error: Secret is not supplied by SDS").
  *

@@ -320,8 +320,20 @@ static void override_node(const wp_server_opts *o, wp_config *cfg)
 /* The snapshot's SDS contexts read the process's secrets. */
 static void attach_secrets(wp_server *srv, wp_config *cfg)
 {
-    for (size_t i = 0; i < cfg->nsds_ctxs; i++)
+    for (size_t i = 0; i < cfg->nsds_ctxs; i++) {
         wp_sds_ctx_attach(cfg->sds_ctxs[i], srv->secrets);
+        wf_tls_ctx_free(wp_sds_ctx_acquire(cfg->sds_ctxs[i])); /* built here, not on a worker */
+    }
+}
+
+/* New secrets: the current snapshot's SDS contexts are rebuilt on the main thread (Envoy's
+ * ssl_context_update_by_sds); new handshakes use them, open connections keep theirs. */
+static void secrets_updated(void *ud)
+{
+    wp_main *m = ud;
+    const wp_config *cfg = m->srv.gen->cfg;
+    for (size_t i = 0; i < cfg->nsds_ctxs; i++)
+        wf_tls_ctx_free(wp_sds_ctx_acquire(cfg->sds_ctxs[i]));
 }
 
 /* pilot-agent's certificate provider, started with the first snapshot whose TLS contexts use
@@ -341,6 +353,8 @@ static void ensure_cert_provider(wp_main *m, const wp_config *cfg)
         wf_strbuf_free(&err);
         return;
     }
+    po.on_update = secrets_updated;
+    po.ud = m;
     m->certs = wp_cert_provider_start(m->loop, &po, m->srv.secrets);
     if (!m->certs)
         WF_LOG(WF_LC_secret, WF_LOG_CRITICAL,
