@@ -143,6 +143,8 @@ static void on_message(wf_h2_call *call, const uint8_t *msg, size_t len, void *u
     if (!a || a->answered || !a->p)
         return;
     a->answered = true;
+    if (a->p->cur == a) /* done: a rotation due at once must not find it in flight */
+        a->p->cur = NULL;
     got_chain(a->p, a, msg, len);
 }
 
