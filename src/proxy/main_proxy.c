@@ -48,6 +48,9 @@ static void usage(FILE *f)
             "                                  be down before not ready (default 10)\n"
             "      --readiness-stability-s N   control-plane policy: seconds the stream must stay\n"
             "                                  up before ready again (default 15)\n"
+            "      --token-path FILE           the Bearer token for the CA's CreateCertificate\n"
+            "                                  (default: env WEFT_TOKEN_PATH, else Istio's\n"
+            "                                  ./var/run/secrets/tokens/istio-token)\n"
             "  -h, --help                      show this help\n"
             "      --version                   print the version\n"
             "\n"
@@ -72,7 +75,16 @@ static void usage(FILE *f)
             "                                  /stats/prometheus (pilot-agent's merged metrics)\n"
             "  WEFT_PROXY_TEST_BACKOFF_JITTER=max|zero  retry back-offs at the top (interval\n"
             "                                  - 1 ms) or bottom (0) of Envoy's jittered\n"
-            "                                  interval instead of a uniform draw\n");
+            "                                  interval instead of a uniform draw\n"
+            "\n"
+            "pilot-agent's certificate provider (when a TLS context uses SDS `default`/`ROOTCA`):\n"
+            "  CA_ADDR=IP:PORT                 the CA (default: the ADS cluster's address)\n"
+            "  SECRET_TTL=DURATION             certificate lifetime asked for (default 24h)\n"
+            "  SECRET_GRACE_PERIOD_RATIO=R     rotate when R of the life is left (default 0.5)\n"
+            "  SECRET_GRACE_PERIOD_RATIO_JITTER=J  +- J on the ratio (default 0.01)\n"
+            "  ECC_SIGNATURE_ALGORITHM=ECDSA   ECDSA P-256 key (default RSA 2048)\n"
+            "  TRUST_DOMAIN, POD_NAMESPACE, SERVICE_ACCOUNT  the CSR's SPIFFE ID\n"
+            "  CLUSTER_ID                      ClusterID metadata (default Kubernetes)\n");
 }
 
 static int parse_uint(const char *flag, const char *s, uint64_t max, uint64_t *out)
@@ -102,6 +114,7 @@ enum {
     OPT_RPOLICY,
     OPT_RGRACE,
     OPT_RSTABLE,
+    OPT_TOKEN,
 };
 
 /* --status-address / --health-address: checked now, kept as given. */
@@ -231,6 +244,7 @@ static int parse(int argc, char **argv, wp_server_opts *o)
         {"readiness-policy", required_argument, 0, OPT_RPOLICY},
         {"readiness-grace-s", required_argument, 0, OPT_RGRACE},
         {"readiness-stability-s", required_argument, 0, OPT_RSTABLE},
+        {"token-path", required_argument, 0, OPT_TOKEN},
         {0, 0, 0, 0},
     };
     int c;
@@ -289,6 +303,9 @@ static int parse(int argc, char **argv, wp_server_opts *o)
         case OPT_HEALTH:
             if (add_addr("--health-address", optarg, o->health_addrs, &o->nhealth) != 0)
                 return -1;
+            break;
+        case OPT_TOKEN:
+            o->token_path = optarg;
             break;
         case OPT_RPOLICY:
         case OPT_RGRACE:

@@ -4,6 +4,7 @@
 #include "tls/tls.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 #define TLS13_CIPHERS "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
 
 struct wf_tls_ctx {
+    atomic_uint refs; /* the creator's and each connection's */
     SSL_CTX *ssl;
     bool server, has_ca, require_client_cert;
     wf_tls_san_matcher *sans;
@@ -504,6 +506,7 @@ wf_tls_ctx *wf_tls_ctx_new(const wf_tls_ctx_opts *o, char *err, size_t errcap)
         fail(err, errcap, "out of memory%s", NULL);
         return NULL;
     }
+    atomic_init(&c->refs, 1);
     c->server = o->server;
     c->require_client_cert = o->require_client_cert;
     c->ssl = SSL_CTX_new(o->server ? TLS_server_method() : TLS_client_method());
@@ -552,9 +555,16 @@ wf_tls_ctx *wf_tls_ctx_new(const wf_tls_ctx_opts *o, char *err, size_t errcap)
     return c;
 }
 
+wf_tls_ctx *wf_tls_ctx_ref(wf_tls_ctx *c)
+{
+    if (c)
+        atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+    return c;
+}
+
 void wf_tls_ctx_free(wf_tls_ctx *c)
 {
-    if (!c)
+    if (!c || atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
         return;
     SSL_CTX_free(c->ssl);
     for (size_t i = 0; i < c->nsans; i++)
@@ -594,6 +604,7 @@ wf_tls_conn *wf_tls_conn_new(wf_tls_ctx *ctx, const char *sni)
         ERR_clear_error();
         return NULL;
     }
+    wf_tls_ctx_ref(ctx); /* the connection holds its context (rotation frees the old one) */
     BIO_set_mem_eof_return(c->rbio, -1); /* empty = "retry", not end of file */
     BIO_set_mem_eof_return(c->wbio, -1);
     SSL_set_bio(c->ssl, c->rbio, c->wbio);
@@ -619,7 +630,8 @@ void wf_tls_conn_free(wf_tls_conn *c)
 {
     if (!c)
         return;
-    SSL_free(c->ssl); /* frees the BIOs */
+    SSL_free(c->ssl);        /* frees the BIOs */
+    wf_tls_ctx_free(c->ctx); /* the connection's reference */
     free(c->failure);
     free(c->detail);
     free(c->peer_uri_sans);
@@ -718,8 +730,9 @@ static void fill_info(wf_tls_conn *c)
         if (m && X509_NAME_print_ex(m, X509_get_subject_name(peer), 0, XN_FLAG_RFC2253) >= 0) {
             char *p = NULL;
             long n = BIO_get_mem_data(m, &p);
-            if ((c->peer_subject = malloc((size_t)n + 1)) != NULL) {
-                memcpy(c->peer_subject, p, (size_t)n);
+            if (n >= 0 && (c->peer_subject = malloc((size_t)n + 1)) != NULL) {
+                if (n > 0) /* an empty subject (SPIFFE certificates) leaves p NULL */
+                    memcpy(c->peer_subject, p, (size_t)n);
                 c->peer_subject[n] = '\0';
                 c->info.peer_subject = c->peer_subject;
             }

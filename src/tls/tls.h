@@ -37,7 +37,10 @@
  *    per context); clients keep no session yet.
  *
  * Ownership and threads: a context is immutable after wf_tls_ctx_new and may be shared by
- * connections of any thread (OpenSSL's SSL_CTX is); it must outlive its connections. A
+ * connections of any thread (OpenSSL's SSL_CTX is). It is reference-counted (atomically):
+ * the creator holds one reference, wf_tls_ctx_ref adds one, wf_tls_ctx_free drops one, and
+ * each connection holds its own from wf_tls_conn_new to wf_tls_conn_free, so a context
+ * replaced by a rotation (SDS) lives on while connections made with it stay open. A
  * connection belongs to one thread. Strings a connection returns are its own, valid until
  * wf_tls_conn_free. OpenSSL's thread-local error queue is cleared around every call.
  */
@@ -87,7 +90,10 @@ typedef struct wf_tls_ctx_opts {
  * "certificate chain: no certificate found in PEM", "private key does not match the
  * certificate", "cipher_suites: no cipher matches 'X'"). */
 wf_tls_ctx *wf_tls_ctx_new(const wf_tls_ctx_opts *o, char *err, size_t errcap);
-void wf_tls_ctx_free(wf_tls_ctx *c); /* NULL ok */
+/* Drops one reference; the last frees the context. NULL ok. */
+void wf_tls_ctx_free(wf_tls_ctx *c);
+/* Takes one more reference; returns c (NULL ok). */
+wf_tls_ctx *wf_tls_ctx_ref(wf_tls_ctx *c);
 bool wf_tls_ctx_is_server(const wf_tls_ctx *c);
 /* The first URI SAN of the context's own certificate ("" when none). */
 const char *wf_tls_ctx_local_uri_sans(const wf_tls_ctx *c);

@@ -20,6 +20,8 @@
 #include "harness.h"
 #include "proxy/bootstrap/xds_compose.h"
 #include "proxy/config/config.h"
+#include "proxy/sds/sds_ctx.h"
+#include "proxy/sds/secrets.h"
 #include "tls/tls.h"
 #include "tls_testcerts.h"
 
@@ -188,18 +190,22 @@ static void test_not_supported(void **state)
 {
     (void)state;
     json_t *d = downstream_ctx();
-    json_object_set_new(json_object_get(d, "common_tls_context"),
-                        "tls_certificate_sds_secret_configs",
-                        json_pack("[{s:s}]", "name", "default"));
+    json_object_set_new(
+        json_object_get(d, "common_tls_context"), "tls_certificate_sds_secret_configs",
+        json_pack("[{s:s, s:{s:{}}}]", "name", "kubernetes://foo", "sds_config", "ads"));
+    json_object_del(json_object_get(d, "common_tls_context"), "tls_certificates");
     expect_error(tls_socket(d), NULL,
                  "t.json: " TSP ".typed_config.common_tls_context."
-                 "tls_certificate_sds_secret_configs: not supported by weft-proxy");
+                 "tls_certificate_sds_secret_configs[0].name: SDS secret \"kubernetes://foo\" is "
+                 "not supported by weft-proxy here (\"default\" is, from the agent's certificate "
+                 "provider)");
     d = downstream_ctx();
     json_object_set_new(json_object_get(d, "common_tls_context"), "combined_validation_context",
                         json_object());
+    json_object_del(json_object_get(d, "common_tls_context"), "validation_context");
     expect_error(tls_socket(d), NULL,
-                 "t.json: " TSP ".typed_config.common_tls_context.combined_validation_context: "
-                 "not supported by weft-proxy");
+                 "t.json: " TSP ".typed_config.common_tls_context.combined_validation_context."
+                 "validation_context_sds_secret_config: missing required field");
     d = downstream_ctx();
     json_object_set_new(d, "session_ticket_keys", json_object());
     expect_error(tls_socket(d), NULL,
@@ -222,11 +228,21 @@ static void test_not_supported(void **state)
                  "t.json: " TSP ".name: transport socket \"envoy.transport_sockets.alts\" is not "
                  "supported by weft-proxy (envoy.transport_sockets.raw_buffer and "
                  "envoy.transport_sockets.tls are)");
-    u = json_pack("{s:s, s:{s:{s:s, s:{}}}}", "@type", UTC, "common_tls_context",
-                  "validation_context_sds_secret_config", "name", "ROOTCA", "sds_config");
+    u = json_pack("{s:s, s:{s:{s:s, s:{s:{}}}}}", "@type", UTC, "common_tls_context",
+                  "validation_context_sds_secret_config", "name", "file-root:/etc/ca.pem",
+                  "sds_config", "ads");
     expect_error(NULL, tls_socket(u),
                  "t.json: " CTP ".typed_config.common_tls_context."
-                 "validation_context_sds_secret_config: not supported by weft-proxy");
+                 "validation_context_sds_secret_config.name: SDS secret \"file-root:/etc/ca.pem\" "
+                 "is not supported by weft-proxy here (\"ROOTCA\" is, from the agent's "
+                 "certificate provider)");
+    u = json_pack("{s:s, s:{s:{s:s, s:{s:{s:s}}}}}", "@type", UTC, "common_tls_context",
+                  "validation_context_sds_secret_config", "name", "ROOTCA", "sds_config",
+                  "api_config_source", "api_type", "REST");
+    expect_error(NULL, tls_socket(u),
+                 "t.json: " CTP ".typed_config.common_tls_context."
+                 "validation_context_sds_secret_config.sds_config.api_config_source.api_type: "
+                 "REST is not supported by weft-proxy for SDS (GRPC is)");
     /* a SAN matcher kind weft does not have */
     u = json_pack("{s:s, s:{s:{s:o, s:[{s:s}]}}}", "@type", UTC, "common_tls_context",
                   "validation_context", "trusted_ca", inline_str(CA.cert_pem),
@@ -234,6 +250,85 @@ static void test_not_supported(void **state)
     expect_error(NULL, tls_socket(u),
                  "t.json: " CTP ".typed_config.common_tls_context.validation_context."
                  "match_subject_alt_names[0].suffix: not supported by weft-proxy");
+}
+
+/* Istio's sds_config (pilot/pkg/model/authentication.go): the agent's sds-grpc cluster. */
+static json_t *istio_sds(const char *name)
+{
+    return json_pack("{s:s, s:{s:{s:s, s:[{s:{s:s}}], s:b, s:s}, s:s, s:s}}", "name", name,
+                     "sds_config", "api_config_source", "api_type", "GRPC", "grpc_services",
+                     "envoy_grpc", "cluster_name", "sds-grpc", "set_node_on_first_message_only", 1,
+                     "transport_api_version", "V3", "initial_fetch_timeout", "0s",
+                     "resource_api_version", "V3");
+}
+
+/* combined_validation_context as Istio writes it, with a SAN matcher of kind kind. */
+static json_t *istio_combined(const char *kind, const char *san)
+{
+    return json_pack("{s:{s:[{s:s}]}, s:o}", "default_validation_context",
+                     "match_subject_alt_names", kind, san, "validation_context_sds_secret_config",
+                     istio_sds("ROOTCA"));
+}
+
+static void test_sds_istio_shapes(void **state)
+{
+    (void)state;
+    /* inbound: require_client_certificate, SDS default, prefix spiffe://cluster.local/ */
+    json_t *dtc = json_pack("{s:s, s:b, s:{s:[s,s], s:[o], s:o}}", "@type", DTC,
+                            "require_client_certificate", 1, "common_tls_context", "alpn_protocols",
+                            "h2", "http/1.1", "tls_certificate_sds_secret_configs",
+                            istio_sds("default"), "combined_validation_context",
+                            istio_combined("prefix", "spiffe://cluster.local/"));
+    /* outbound: SNI, exact SAN of the destination's service account */
+    json_t *utc = json_pack(
+        "{s:s, s:s, s:{s:[s,s], s:[o], s:o}}", "@type", UTC, "sni",
+        "outbound_.80_._.s.a.svc.cluster.local", "common_tls_context", "alpn_protocols",
+        "istio-peer-exchange", "istio", "tls_certificate_sds_secret_configs", istio_sds("default"),
+        "combined_validation_context", istio_combined("exact", "spiffe://cluster.local/ns/a/sa/s"));
+    char *text = boot(tls_socket(dtc), tls_socket(utc));
+    wf_strbuf err = {0};
+    wp_config *c = wf_test_load_bootstrap(text, &err);
+    free(text);
+    assert_non_null(c);
+    assert_int_equal(c->nsds_ctxs, 2);
+    const wp_tls_config *lt = c->listeners[0].chains[0].tls, *ct = c->clusters[0].tls;
+    assert_non_null(lt->sds);
+    assert_null(lt->ctx);
+    assert_true(lt->require_client_certificate);
+    assert_non_null(ct->sds);
+    assert_string_equal(ct->sni, "outbound_.80_._.s.a.svc.cluster.local");
+    /* no store, then an empty store: not ready */
+    assert_null(wp_tls_config_acquire(lt));
+    wp_secrets *store = wp_secrets_new();
+    for (size_t i = 0; i < c->nsds_ctxs; i++)
+        wp_sds_ctx_attach(c->sds_ctxs[i], store);
+    assert_null(wp_tls_config_acquire(lt));
+    assert_null(wp_tls_config_acquire(ct));
+    /* the secrets arrive: both contexts build */
+    assert_int_equal(wp_secrets_set(store, SRV.cert_pem, SRV.key_pem, CA.cert_pem, 1e9), 0);
+    wf_tls_ctx *s1 = wp_tls_config_acquire(lt), *c1 = wp_tls_config_acquire(ct);
+    assert_non_null(s1);
+    assert_non_null(c1);
+    assert_true(wf_tls_ctx_is_server(s1));
+    assert_false(wf_tls_ctx_is_server(c1));
+    wf_tls_ctx *again = wp_tls_config_acquire(lt);
+    assert_ptr_equal(again, s1); /* unchanged store: the same context */
+    wf_tls_ctx_free(again);
+    /* rotation: a new context for new connections; the old one lives on in its holders */
+    assert_int_equal(wp_secrets_set(store, SRV.cert_pem, SRV.key_pem, CA.cert_pem, 2e9), 0);
+    wf_tls_ctx *s2 = wp_tls_config_acquire(lt);
+    assert_non_null(s2);
+    assert_ptr_not_equal(s2, s1);
+    wf_tls_conn *old = wf_tls_conn_new(s1, NULL);
+    assert_non_null(old);
+    wf_tls_ctx_free(s1); /* the connection still holds it */
+    assert_true(wf_tls_ctx_is_server(s1));
+    wf_tls_conn_free(old);
+    wf_tls_ctx_free(s2);
+    wf_tls_ctx_free(c1);
+    wp_config_unref(c);
+    wp_secrets_free(store);
+    wf_strbuf_free(&err);
 }
 
 /* The engine's errors fail the load at the context's path. */
@@ -292,7 +387,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_downstream_and_upstream), cmocka_unit_test(test_raw_buffer),
         cmocka_unit_test(test_not_supported),           cmocka_unit_test(test_bad_material),
-        cmocka_unit_test(test_redacted_for_the_dump),
+        cmocka_unit_test(test_redacted_for_the_dump),   cmocka_unit_test(test_sds_istio_shapes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

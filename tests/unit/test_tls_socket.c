@@ -120,7 +120,7 @@ static void on_conn(uv_stream_t *l, int status)
     s->sock = &s->rs.base;
     if (v->server_ctx) {
         wp_tls_stats st = {wp_stats_get_shard(v->stats, 0), v->sslots, "listener", "l"};
-        s->sock = wp_tls_socket_wrap(&s->rs.base, &v->loop, v->server_ctx, NULL, &st);
+        s->sock = wp_tls_socket_wrap(&s->rs.base, &v->loop, v->server_ctx, true, NULL, &st);
         assert_non_null(s->sock);
     }
     assert_int_equal(wp_tsock_read_start(s->sock), 0);
@@ -192,7 +192,7 @@ static void start_pair(env *v, wf_tls_ctx *cctx)
     end *c = &v->client;
     assert_int_equal(wp_raw_socket_init(&c->rs, &v->loop, &v->wreqs, &cbs, c), 0);
     wp_tls_stats st = {wp_stats_get_shard(v->stats, 0), v->cslots, "cluster", "c"};
-    c->sock = wp_tls_socket_wrap(&c->rs.base, &v->loop, cctx, "server.local", &st);
+    c->sock = wp_tls_socket_wrap(&c->rs.base, &v->loop, cctx, false, "server.local", &st);
     assert_non_null(c->sock);
     assert_int_equal(wp_tsock_connect(c->sock, &v->creq, (struct sockaddr *)&ss), 0);
     run_until_int(v, &c->connected, 1);
@@ -484,7 +484,7 @@ static void test_close_while_connecting(void **state)
     uv_tcp_getsockname(&v->listener, (struct sockaddr *)&ss, &len);
     end *c = &v->client;
     assert_int_equal(wp_raw_socket_init(&c->rs, &v->loop, &v->wreqs, &cbs, c), 0);
-    c->sock = wp_tls_socket_wrap(&c->rs.base, &v->loop, cctx, NULL, NULL);
+    c->sock = wp_tls_socket_wrap(&c->rs.base, &v->loop, cctx, false, NULL, NULL);
     assert_int_equal(wp_tsock_connect(c->sock, &v->creq, (struct sockaddr *)&ss), 0);
     wp_tsock_close(c->sock);
     assert_int_equal(c->closed, 0);

@@ -15,9 +15,18 @@
  * envoy/type/matcher/v3/string.proto are followed; the TLS engine (tls/tls.h) builds the
  * context at load, so a bad certificate, key or cipher list fails the load naming its path.
  *
+ * SDS as Istio writes it (security.md §2.3, §3.2, §3.3): tls_certificate_sds_secret_configs
+ * [{name: "default", sds_config}], validation_context_sds_secret_config {name: "ROOTCA"} and
+ * combined_validation_context {default_validation_context (SAN matchers),
+ * validation_context_sds_secret_config {name: "ROOTCA"}}; sds_config is a ConfigSource with
+ * api_config_source (GRPC, envoy_grpc to Istio's `sds-grpc`) or ads {}, and
+ * initial_fetch_timeout. The secrets come from weft-proxy's own certificate provider
+ * (sds/cert_provider.h, pilot-agent's part), so only `default` and `ROOTCA` are accepted;
+ * another name is refused as not supported. The context is built from the secrets when they
+ * arrive (sds/sds_ctx.h).
+ *
  * Not implemented, refused by name with "not supported by weft-proxy" (never accepted
- * silently): SDS (tls_certificate_sds_secret_configs, validation_context_sds_secret_config,
- * combined_validation_context, sds_config), certificate providers, session ticket keys and
+ * silently): SDS secrets other than default/ROOTCA, certificate providers, session ticket keys and
  * session settings, OCSP, CRLs, SPKI/hash pinning, ecdh_curves, signature_algorithms,
  * several certificates, SAN matchers other than exact/prefix or on EMAIL / IP SANs.
  *
@@ -33,6 +42,7 @@
 
 #include "core/base64.h"
 #include "proxy/bootstrap/bootstrap_read.h"
+#include "proxy/sds/sds_ctx.h"
 #include "tls/tls.h"
 
 #define TLS_NAME     "envoy.transport_sockets.tls"
@@ -168,6 +178,7 @@ typedef struct {
     wf_tls_san_matcher *sans;
     size_t cap_sans;
     char *ciphers;
+    bool sds_cert, sds_ca; /* `default` / `ROOTCA` over SDS */
 } tls_in;
 
 static void tls_in_free(tls_in *t)
@@ -307,19 +318,145 @@ static bool dec_validation(bs *b, json_t *o, void *arg)
     return true;
 }
 
+/* ---------- SDS (Istio's shapes, security.md §2.3, §3.2, §3.3) ---------- */
+
+/* grpc_services[i]: {envoy_grpc {cluster_name}} */
+static bool dec_grpc_service(bs *b, json_t *o, void *arg)
+{
+    (void)arg;
+    const char *cluster = NULL;
+    if (!refuse(b, o, "google_grpc retry_policy") ||
+        !bs_fields(b, o, "envoy_grpc timeout initial_metadata"))
+        return false;
+    json_t *eg = bs_get(o, "envoy_grpc");
+    if (!json_is_object(eg))
+        return bs_fail_at(b, "envoy_grpc", "missing required field");
+    size_t m = bs_push(b, "envoy_grpc");
+    bool ok =
+        bs_fields(b, eg, "cluster_name authority") && bs_req_str(b, eg, "cluster_name", &cluster);
+    bs_pop(b, m);
+    return ok;
+}
+
+static bool dec_api_config_source(bs *b, json_t *o, void *arg)
+{
+    static const char *const types[] = {"DEPRECATED_AND_UNAVAILABLE_DO_NOT_USE",
+                                        "REST",
+                                        "GRPC",
+                                        "DELTA_GRPC",
+                                        "AGGREGATED_GRPC",
+                                        "AGGREGATED_DELTA_GRPC",
+                                        NULL};
+    int api = 0;
+    bool first = false;
+    if (!bs_fields(b, o,
+                   "api_type transport_api_version grpc_services set_node_on_first_message_only") ||
+        !bs_enum(b, o, "api_type", types, &api) ||
+        !bs_bool(b, o, "set_node_on_first_message_only", &first) ||
+        !each_obj(b, o, "grpc_services", dec_grpc_service, arg))
+        return false;
+    if (api != 2 && api != 3)
+        return bs_fail_atf(b, "api_type", "%s is not supported by weft-proxy for SDS (GRPC is)",
+                           types[api]);
+    return true;
+}
+
+static bool dec_empty(bs *b, json_t *o, void *arg)
+{
+    (void)arg;
+    return bs_fields(b, o, "");
+}
+
+/* sds_config (envoy.config.core.v3.ConfigSource): Istio's api_config_source to `sds-grpc`
+ * (the agent's SDS server) or ads {}; the secrets come from the in-process provider. */
+static bool dec_sds_config(bs *b, json_t *o, void *arg)
+{
+    uint64_t ms = 0;
+    if (!refuse(b, o, "path path_config_source self api_config_source_deprecated authorities") ||
+        !bs_fields(b, o, "api_config_source ads initial_fetch_timeout resource_api_version") ||
+        !bs_dur(b, o, "initial_fetch_timeout", &ms, NULL) ||
+        !bs_sub(b, o, "api_config_source", dec_api_config_source, arg) ||
+        !bs_sub(b, o, "ads", dec_empty, arg))
+        return false;
+    return true;
+}
+
+/* An SdsSecretConfig {name, sds_config}: name must be want (the provider's secrets). */
+static bool dec_sds_secret(bs *b, json_t *o, const char *want)
+{
+    const char *name = NULL;
+    if (!bs_fields(b, o, "name sds_config") || !bs_req_str(b, o, "name", &name))
+        return false;
+    if (strcmp(name, want) != 0)
+        return bs_fail_atf(b, "name",
+                           "SDS secret \"%s\" is not supported by weft-proxy here (\"%s\" is, "
+                           "from the agent's certificate provider)",
+                           name, want);
+    if (!bs_get(o, "sds_config"))
+        return bs_fail_at(b, "sds_config", "missing required field");
+    return bs_sub(b, o, "sds_config", dec_sds_config, NULL);
+}
+
+static bool dec_sds_cert(bs *b, json_t *o, void *arg)
+{
+    tls_in *t = arg;
+    t->sds_cert = true;
+    return dec_sds_secret(b, o, "default");
+}
+
+static bool dec_sds_ca(bs *b, json_t *o, void *arg)
+{
+    tls_in *t = arg;
+    t->sds_ca = true;
+    return dec_sds_secret(b, o, "ROOTCA");
+}
+
+/* combined_validation_context {default_validation_context, validation_context_sds_secret_
+ * config} */
+static bool dec_combined(bs *b, json_t *o, void *arg)
+{
+    if (!refuse(b, o,
+                "validation_context_certificate_provider "
+                "validation_context_certificate_provider_instance") ||
+        !bs_fields(b, o, "default_validation_context validation_context_sds_secret_config") ||
+        !bs_sub(b, o, "default_validation_context", dec_validation, arg))
+        return false;
+    if (!bs_get(o, "validation_context_sds_secret_config"))
+        return bs_fail_at(b, "validation_context_sds_secret_config", "missing required field");
+    return bs_sub(b, o, "validation_context_sds_secret_config", dec_sds_ca, arg);
+}
+
 static bool dec_common(bs *b, json_t *o, void *arg)
 {
     tls_in *t = arg;
     if (!refuse(b, o,
-                "tls_certificate_sds_secret_configs tls_certificate_provider_instance "
+                "tls_certificate_provider_instance "
                 "tls_certificate_certificate_provider tls_certificate_certificate_provider_"
-                "instance validation_context_sds_secret_config combined_validation_context "
-                "validation_context_certificate_provider "
+                "instance validation_context_certificate_provider "
                 "validation_context_certificate_provider_instance custom_handshaker key_log "
                 "custom_tls_certificate_selector") ||
-        !bs_fields(b, o, "tls_params tls_certificates validation_context alpn_protocols") ||
+        !bs_fields(b, o,
+                   "tls_params tls_certificates validation_context alpn_protocols "
+                   "tls_certificate_sds_secret_configs validation_context_sds_secret_config "
+                   "combined_validation_context") ||
         !bs_sub(b, o, "tls_params", dec_tls_params, t) ||
-        !bs_sub(b, o, "validation_context", dec_validation, t))
+        !bs_sub(b, o, "validation_context", dec_validation, t) ||
+        !bs_sub(b, o, "validation_context_sds_secret_config", dec_sds_ca, t) ||
+        !bs_sub(b, o, "combined_validation_context", dec_combined, t))
+        return false;
+    if ((bs_get(o, "validation_context") != NULL) +
+            (bs_get(o, "validation_context_sds_secret_config") != NULL) +
+            (bs_get(o, "combined_validation_context") != NULL) >
+        1)
+        return bs_fail(b, "only one of validation_context, validation_context_sds_secret_config, "
+                          "combined_validation_context may be set");
+    json_t *sds = bs_get(o, "tls_certificate_sds_secret_configs");
+    if (sds && !json_is_array(sds))
+        return bs_wrong_type(b, "tls_certificate_sds_secret_configs", "an array");
+    if (json_array_size(sds) > 1 || (json_array_size(sds) && bs_get(o, "tls_certificates")))
+        return bs_fail_at(b, "tls_certificate_sds_secret_configs",
+                          "more than one certificate is not supported by weft-proxy");
+    if (!each_obj(b, o, "tls_certificate_sds_secret_configs", dec_sds_cert, t))
         return false;
     json_t *certs = bs_get(o, "tls_certificates");
     if (certs && !json_is_array(certs))
@@ -382,6 +519,24 @@ static bool dec_tls_context(bs *b, json_t *tc, bool downstream, const wp_tls_con
         t.o.trusted_ca = t.ca.data;
         t.o.trusted_ca_len = t.ca.len;
         t.o.sans = t.sans;
+        if (t.sds_cert || t.sds_ca) {
+            if (downstream && !t.sds_cert && !t.chain.data)
+                ok = bs_fail_atf(b, "common_tls_context", "%s",
+                                 "a server needs a certificate_chain and a private_key");
+            else if (t.o.nsans && !t.sds_ca && !t.ca.data)
+                ok = bs_fail_atf(b, "common_tls_context", "%s",
+                                 "SAN-based verification of peer certificates without trusted CA "
+                                 "is insecure and not allowed");
+            wp_sds_ctx *s = ok ? wp_sds_ctx_new(&t.o, t.sds_cert, t.sds_ca) : NULL;
+            if (ok && (!s || !wp_config_add_sds_ctx(b->c, s)))
+                ok = bs_fail(b, "out of memory");
+            if (ok) {
+                cfg->sds = s;
+                *out = cfg;
+            }
+            tls_in_free(&t);
+            return ok;
+        }
         wf_tls_ctx *ctx = wf_tls_ctx_new(&t.o, err, sizeof(err));
         if (!ctx) {
             ok = bs_fail_atf(b, "common_tls_context", "%s", err);

@@ -3,6 +3,7 @@
  */
 #include "core/strmap.h"
 #include "proxy/config/config.h"
+#include "proxy/sds/sds_ctx.h"
 #include "tls/tls.h"
 
 #include "model/re2_check.h"
@@ -30,6 +31,9 @@ void wp_config_unref(wp_config *c)
     for (size_t i = 0; i < c->ntls_ctxs; i++)
         wf_tls_ctx_free(c->tls_ctxs[i]);
     free(c->tls_ctxs);
+    for (size_t i = 0; i < c->nsds_ctxs; i++)
+        wp_sds_ctx_free(c->sds_ctxs[i]);
+    free(c->sds_ctxs);
     json_decref(c->bootstrap);
     json_decref(c->node);
     json_decref(c->stats_config);
@@ -114,6 +118,27 @@ pcre2_code *wp_config_add_regex(wp_config *c, const char *re, wf_strbuf *err)
 pcre2_code *wp_config_add_regex_search(wp_config *c, const char *re, wf_strbuf *err)
 {
     return add_regex(c, re, false, err);
+}
+
+bool wp_config_add_sds_ctx(wp_config *c, struct wp_sds_ctx *s)
+{
+    if (c->nsds_ctxs == c->capsds_ctxs) {
+        size_t cap = c->capsds_ctxs ? c->capsds_ctxs * 2 : 8;
+        struct wp_sds_ctx **r = realloc(c->sds_ctxs, cap * sizeof(*r));
+        if (!r) {
+            wp_sds_ctx_free(s);
+            return false;
+        }
+        c->sds_ctxs = r;
+        c->capsds_ctxs = cap;
+    }
+    c->sds_ctxs[c->nsds_ctxs++] = s;
+    return true;
+}
+
+struct wf_tls_ctx *wp_tls_config_acquire(const wp_tls_config *t)
+{
+    return t->sds ? wp_sds_ctx_acquire(t->sds) : wf_tls_ctx_ref(t->ctx);
 }
 
 bool wp_config_add_tls_ctx(wp_config *c, struct wf_tls_ctx *ctx)

@@ -313,8 +313,12 @@ typedef struct {
  * context (tls/tls.h) is built when the snapshot is loaded and freed with it (wp_config
  * tls_ctxs); NULL transport socket = raw_buffer. */
 struct wf_tls_ctx;
+struct wp_sds_ctx;
 typedef struct wp_tls_config {
-    struct wf_tls_ctx *ctx;
+    struct wf_tls_ctx *ctx; /* static certificates; NULL when sds is set */
+    /* SDS (tls_certificate_sds_secret_configs / validation_context_sds_secret_config /
+     * combined_validation_context): the context is built from the secrets (sds/sds_ctx.h) */
+    struct wp_sds_ctx *sds;
     const char *sni; /* UpstreamTlsContext.sni, NULL = none */
     bool require_client_certificate;
 } wp_tls_config;
@@ -478,6 +482,9 @@ typedef struct wp_config {
     /* TLS contexts to free with the snapshot (transport sockets' wp_tls_config.ctx) */
     struct wf_tls_ctx **tls_ctxs;
     size_t ntls_ctxs, captls_ctxs;
+    /* SDS-fed TLS contexts to free with the snapshot (wp_tls_config.sds) */
+    struct wp_sds_ctx **sds_ctxs;
+    size_t nsds_ctxs, capsds_ctxs;
 } wp_config;
 
 /* Takes one more reference. */
@@ -498,6 +505,11 @@ int wp_config_find_cluster(const wp_config *c, const char *name);
 /* Registers a TLS context with c so that it is freed with the snapshot. false on out of
  * memory (ctx is then freed). */
 bool wp_config_add_tls_ctx(wp_config *c, struct wf_tls_ctx *ctx);
+/* The same for an SDS-fed context (freed with the snapshot; on false it is freed). */
+bool wp_config_add_sds_ctx(wp_config *c, struct wp_sds_ctx *s);
+/* The engine context a new connection of t uses: one reference (release with
+ * wf_tls_ctx_free), NULL when its SDS secrets are not supplied yet. */
+struct wf_tls_ctx *wp_tls_config_acquire(const wp_tls_config *t);
 
 /* Compile an RE2-syntax regex for a matcher (full match: the pattern must match the whole
  * subject, as Envoy's safe_regex matchers do) and register it with c so that it is freed

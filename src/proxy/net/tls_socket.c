@@ -4,6 +4,7 @@
 #include "proxy/net/tls_socket.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,7 +86,7 @@ static void drop_obuf(wp_tls_socket *t)
  * it goes after it). 0, or -1 when the raw socket failed the write. */
 static int flush(wp_tls_socket *t)
 {
-    if (t->raw_wpending || t->closing)
+    if (t->raw_wpending || t->closing || !t->conn)
         return 0;
     size_t n = wf_tls_conn_out_pending(t->conn);
     if (n == 0) {
@@ -219,6 +220,21 @@ static void handshake_failed(wp_tls_socket *t)
 /* New ciphertext arrived (or the connection came up): drive the handshake, then read. */
 static void step(wp_tls_socket *t)
 {
+    if (!t->conn) { /* Envoy's NotReadySslSocket: the secrets are not supplied */
+        if (!t->failed) {
+            t->failed = true;
+            count(t, WP_SSL_connection_error);
+            if (t->connecting) {
+                t->connecting = false;
+                stop_raw(t);
+                t->base.cbs->on_connected(t->base.owner, UV_EPROTO);
+                return;
+            }
+            t->pending_err = UV_EPROTO;
+            deliver(t);
+        }
+        return;
+    }
     if (!t->hs_done && !t->failed) {
         int r = wf_tls_conn_handshake(t->conn);
         if (flush(t) < 0 && r != WF_TLS_FAIL)
@@ -259,7 +275,7 @@ static void r_on_read(void *owner, ssize_t n)
         return;
     if (n > 0) {
         /* the engine copies the ciphertext in: the room goes (an idle connection holds none) */
-        int r = wf_tls_conn_feed(t->conn, t->room, (size_t)n);
+        int r = t->conn ? wf_tls_conn_feed(t->conn, t->room, (size_t)n) : WF_TLS_OK;
         free(t->room);
         t->room = NULL;
         if (r != WF_TLS_OK) {
@@ -419,7 +435,8 @@ static int tls_shutdown(wp_tsock *s)
     wp_tls_socket *t = (wp_tls_socket *)s;
     if (t->closing)
         return UV_EPIPE;
-    wf_tls_conn_shutdown(t->conn);
+    if (t->conn)
+        wf_tls_conn_shutdown(t->conn);
     t->shut_wanted = true;
     return flush(t) < 0 ? UV_EPIPE : 0;
 }
@@ -469,7 +486,8 @@ static const wp_tsock_ssl *tls_ssl(const wp_tsock *s)
 
 static const char *tls_failure_reason(const wp_tsock *s)
 {
-    return wf_tls_conn_failure(((const wp_tls_socket *)s)->conn);
+    const wp_tls_socket *t = (const wp_tls_socket *)s;
+    return t->conn ? wf_tls_conn_failure(t->conn) : WP_TLS_NOT_READY;
 }
 
 static const wp_tsock_ops tls_ops = {
@@ -490,14 +508,28 @@ static void free_on_close(uv_handle_t *h)
     free(h->data);
 }
 
-wp_tsock *wp_tls_socket_wrap(wp_tsock *raw, uv_loop_t *loop, wf_tls_ctx *ctx, const char *sni,
-                             const wp_tls_stats *stats)
+/* <kind>.<name>.<server|client>_ssl_socket_factory.<downstream|upstream>_context_secrets_
+ * not_ready, registered on first use (Envoy's SslSocketFactoryStats). */
+static void count_not_ready(const wp_tls_stats *st, bool server)
+{
+    if (!st || !st->sh || !st->kind)
+        return;
+    char n[384];
+    int len = snprintf(n, sizeof(n), "%s.%s.%s", st->kind, st->name,
+                       server ? "server_ssl_socket_factory.downstream_context_secrets_not_ready"
+                              : "client_ssl_socket_factory.upstream_context_secrets_not_ready");
+    if (len > 0 && (size_t)len < sizeof(n))
+        wp_stat_add(st->sh, wp_stats_counter(st->sh->store, n), 1);
+}
+
+wp_tsock *wp_tls_socket_wrap(wp_tsock *raw, uv_loop_t *loop, wf_tls_ctx *ctx, bool server,
+                             const char *sni, const wp_tls_stats *stats)
 {
     wp_tls_socket *t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
-    t->conn = wf_tls_conn_new(ctx, sni);
-    if (!t->conn || uv_timer_init(loop, &t->kick) != 0) {
+    t->conn = ctx ? wf_tls_conn_new(ctx, sni) : NULL;
+    if ((ctx && !t->conn) || uv_timer_init(loop, &t->kick) != 0) {
         wf_tls_conn_free(t->conn);
         free(t);
         return NULL;
@@ -505,9 +537,11 @@ wp_tsock *wp_tls_socket_wrap(wp_tsock *raw, uv_loop_t *loop, wf_tls_ctx *ctx, co
     t->kick.data = t;
     t->base = (wp_tsock){.ops = &tls_ops, .cbs = raw->cbs, .owner = raw->owner};
     t->raw = raw;
-    t->server = wf_tls_ctx_is_server(ctx);
+    t->server = server;
     if (stats)
         t->stats = *stats;
+    if (!ctx)
+        count_not_ready(stats, server);
     t->info = (wp_tsock_ssl){"", "", "", "", "", "", "", ""};
     raw->cbs = &raw_cbs;
     raw->owner = t;

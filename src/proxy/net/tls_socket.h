@@ -37,6 +37,7 @@
 #ifndef WEFT_PROXY_NET_TLS_SOCKET_H
 #define WEFT_PROXY_NET_TLS_SOCKET_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <uv.h>
@@ -70,12 +71,21 @@ typedef struct wp_tls_stats {
     const char *kind, *name;
 } wp_tls_stats;
 
+/* Envoy's NotReadySslSocket failure reason. */
+#define WP_TLS_NOT_READY "TLS error: Secret is not supplied by SDS"
+
 /* Wraps raw (initialised; accepted for a server context, not yet connected for a client)
- * with a TLS socket of ctx (which must outlive it). sni: what a client sends (NULL none).
+ * with a TLS socket of ctx (server: a server context; the socket's connection takes its own
+ * reference). ctx NULL: the context's SDS secrets are not supplied, and the socket is
+ * Envoy's NotReadySslSocket: it counts <kind>.<name>.server_ssl_socket_factory.downstream_
+ * context_secrets_not_ready (client_ssl_socket_factory.upstream_context_secrets_not_ready),
+ * then fails the connection at its first read (server) or once connected (client) with
+ * ssl.connection_error and the failure reason WP_TLS_NOT_READY. sni: what a client sends
+ * (NULL none).
  * stats: copied; NULL = no stats. A server socket starts reading the ClientHello at once.
  * Returns the socket to use, or NULL (out of memory, or reading could not start): raw is
  * then untouched and still the owner's. */
-wp_tsock *wp_tls_socket_wrap(wp_tsock *raw, uv_loop_t *loop, wf_tls_ctx *ctx, const char *sni,
-                             const wp_tls_stats *stats);
+wp_tsock *wp_tls_socket_wrap(wp_tsock *raw, uv_loop_t *loop, wf_tls_ctx *ctx, bool server,
+                             const char *sni, const wp_tls_stats *stats);
 
 #endif

@@ -29,6 +29,7 @@ struct wp_server {
     wp_stats *stats_store;     /* process-wide; shard nworkers is the main thread's */
     struct wp_istio_rt *istio; /* Istio standard metrics (istio_stats.h), NULL when unused */
     struct wp_alog_files *alog_files;
+    struct wp_secrets *secrets; /* SDS `default` / `ROOTCA` (sds/secrets.h), never NULL */
     atomic_uint_fast64_t next_conn_id;
     atomic_uint_fast64_t next_stream_id;
     uint64_t flush_interval_ms;

@@ -23,6 +23,8 @@
 #include "proxy/filters/http/istio_stats.h"
 #include "proxy/agent/status.h"
 #include "proxy/xds/xds_client.h"
+#include "proxy/sds/cert_provider.h"
+#include "proxy/sds/sds_ctx.h"
 #include "proxy/server/worker.h"
 #include "proxy/server/listen_socket.h"
 #include "proxy/server/gen.h"
@@ -51,6 +53,9 @@ typedef struct {
     bool warming_clusters, warming_listeners; /* in the snapshot applied last */
     wp_status *status[2 * WP_MAX_STATUS_ADDRS];
     size_t nstatus;
+    wp_cert_provider *certs; /* started by the first snapshot that uses SDS */
+    char spiffe[512];        /* the provider's CSR identity */
+    int64_t last_cert_days;  /* server.days_until_first_cert_expiring as last set */
 } wp_main;
 
 static int compile_routes(wp_config *cfg, wf_strbuf *err)
@@ -83,6 +88,8 @@ static void stop_all(wp_main *m)
     m->nstatus = 0;
     wp_xds_client_stop(m->xds);
     m->xds = NULL;
+    wp_cert_provider_close(m->certs);
+    m->certs = NULL;
     wp_listen_hold_free(m->hold); /* warming listeners' sockets: no callback uses them now */
     m->hold = NULL;
 }
@@ -240,6 +247,14 @@ static void on_gauges(uv_timer_t *t)
     wp_stat_add(sh, p->server_memory_heap_size, heap - m->last_mem_heap);
     m->last_mem_allocated = alloc;
     m->last_mem_heap = heap;
+    /* Envoy's server.days_until_first_cert_expiring: the held certificates' first NotAfter */
+    int64_t first = wp_secrets_first_expiry(m->srv.secrets);
+    if (first) {
+        int64_t left = first - (int64_t)time(NULL), days = left > 0 ? left / 86400 : 0;
+        uint32_t g = wp_stats_gauge(p->store, "server.days_until_first_cert_expiring");
+        wp_stat_add(sh, g, days - m->last_cert_days);
+        m->last_cert_days = days;
+    }
 }
 
 /* Outlier detection's interval sweeps (outlier.h), on the main thread as Envoy's. */
@@ -300,6 +315,50 @@ static void override_node(const wp_server_opts *o, wp_config *cfg)
         cfg->node_id = wf_arena_strdup(&cfg->arena, o->service_node);
     if (o->service_cluster)
         cfg->node_cluster = wf_arena_strdup(&cfg->arena, o->service_cluster);
+}
+
+/* The snapshot's SDS contexts read the process's secrets. */
+static void attach_secrets(wp_server *srv, wp_config *cfg)
+{
+    for (size_t i = 0; i < cfg->nsds_ctxs; i++) {
+        wp_sds_ctx_attach(cfg->sds_ctxs[i], srv->secrets);
+        wf_tls_ctx_free(wp_sds_ctx_acquire(cfg->sds_ctxs[i])); /* built here, not on a worker */
+    }
+}
+
+/* New secrets: the current snapshot's SDS contexts are rebuilt on the main thread (Envoy's
+ * ssl_context_update_by_sds); new handshakes use them, open connections keep theirs. */
+static void secrets_updated(void *ud)
+{
+    wp_main *m = ud;
+    const wp_config *cfg = m->srv.gen->cfg;
+    for (size_t i = 0; i < cfg->nsds_ctxs; i++)
+        wf_tls_ctx_free(wp_sds_ctx_acquire(cfg->sds_ctxs[i]));
+}
+
+/* pilot-agent's certificate provider, started with the first snapshot whose TLS contexts use
+ * SDS (its CA defaults to the ADS cluster's address, as Istio's CA_ADDR does). */
+static void ensure_cert_provider(wp_main *m, const wp_config *cfg)
+{
+    if (m->certs || m->stopping || !m->loop || cfg->nsds_ctxs == 0)
+        return;
+    wp_cert_provider_opts po;
+    wf_strbuf err = {0};
+    const char *ca = cfg->ads && !cfg->ads->pipe_path ? cfg->ads->addr.text : NULL;
+    if (wp_cert_provider_opts_from_env(&po, ca, m->opts->token_path, m->spiffe, sizeof(m->spiffe),
+                                       &err) != 0) {
+        WF_LOG(WF_LC_secret, WF_LOG_CRITICAL,
+               "cannot start the certificate provider: %s (SDS secrets stay not ready)",
+               wf_strbuf_cstr(&err));
+        wf_strbuf_free(&err);
+        return;
+    }
+    po.on_update = secrets_updated;
+    po.ud = m;
+    m->certs = wp_cert_provider_start(m->loop, &po, m->srv.secrets);
+    if (!m->certs)
+        WF_LOG(WF_LC_secret, WF_LOG_CRITICAL,
+               "cannot start the certificate provider: out of memory");
 }
 
 static wp_config *load(const wp_server_opts *o, wf_strbuf *err)
@@ -463,6 +522,7 @@ int wp_server_apply(wp_server *srv, wp_config *cfg, wp_listen_hold *hold, wf_str
         return -1;
     }
     resolve_dns_clusters(cfg);
+    attach_secrets(srv, cfg);
     wp_gen *g = wp_gen_new(srv, cfg, err);
     if (!g)
         return -1;
@@ -589,6 +649,7 @@ static int xds_apply(void *ud, json_t *effective, const wp_xds_dynamic *dyn, wf_
     if (!cfg)
         return -1;
     override_node(m->opts, cfg);
+    ensure_cert_provider(m, cfg); /* wp_server_apply attaches the secrets */
     cfg->from_xds = true;
     cfg->xds_dump = dyn->dump ? json_incref(dyn->dump) : NULL;
     cfg->n_static_clusters = dyn->n_static_clusters;
@@ -731,6 +792,7 @@ static void free_server(wp_main *m, unsigned nstarted)
     wp_stats_free(srv->stats_store);
     if (srv->alog_files)
         wp_alog_files_free(srv->alog_files);
+    wp_secrets_free(srv->secrets);
 }
 
 static int fail(wp_main *m, unsigned ninit, const char *what, wf_strbuf *err)
@@ -778,13 +840,15 @@ static int first_generation(wp_main *m, wp_config *cfg, unsigned nshards, wf_str
     wp_server *srv = &m->srv;
     srv->alog_files = wp_alog_files_new();
     srv->stats_store = wp_stats_new(nshards);
-    if (!srv->alog_files || !srv->stats_store ||
+    srv->secrets = wp_secrets_new();
+    if (!srv->alog_files || !srv->stats_store || !srv->secrets ||
         !(srv->istio = wp_istio_rt_new(srv->stats_store, srv->nworkers))) {
         wp_config_unref(cfg);
         wf_strbuf_puts(err, "out of memory");
         return -1;
     }
     resolve_dns_clusters(cfg);
+    attach_secrets(srv, cfg);
     wp_gen *g = wp_gen_new(srv, cfg, err);
     if (!g)
         return -1;
@@ -869,6 +933,7 @@ int wp_server_run(const wp_server_opts *o)
         wp_worker_start(&m.srv.workers[i]);
     atomic_store(&m.srv.workers_started, 1);
     wp_readiness_workers_started(&m.readiness, uv_now(&loop));
+    ensure_cert_provider(&m, m.srv.gen->cfg);
     if (start_xds(&m, &err) != 0) {
         WF_LOG(WF_LC_main, WF_LOG_CRITICAL, "cannot start the xDS client: %s",
                wf_strbuf_cstr(&err));

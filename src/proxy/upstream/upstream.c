@@ -440,8 +440,10 @@ static void connect_new(wp_pool *p, int host, wp_pool_req *rq)
     if (c->tls) {
         wp_tls_stats st = {w->stats, wp_pool_gen(p)->pstats->clusters[p->cluster].ssl, "cluster",
                            c->alt_stat_name ? c->alt_stat_name : c->name};
-        if ((tls = wp_tls_socket_wrap(u->sock, &w->loop, c->tls->ctx, c->tls->sni, &st)))
+        wf_tls_ctx *ctx = wp_tls_config_acquire(c->tls); /* NULL: SDS secrets not ready */
+        if ((tls = wp_tls_socket_wrap(u->sock, &w->loop, ctx, false, c->tls->sni, &st)))
             u->sock = tls;
+        wf_tls_ctx_free(ctx);
     }
     uv_timer_init(&w->loop, &u->timer);
     u->timer.data = u;

@@ -17,6 +17,7 @@
 #include "proxy/server/admin/admin.h"
 #include "proxy/server/admin/admin_ops.h"
 #include "proxy/server/admin/config_dump.h"
+#include "proxy/sds/secrets.h"
 
 #define ADMIN_MAX_BODY (64 * 1024)
 #define ADMIN_MAX_HDRS 64
@@ -343,8 +344,15 @@ static json_t *dump_of(wp_admin *a, const admin_req *r, const char *mask, wf_str
 {
     char res[256];
     const char *rs = wp_admin_qparam(r, "resource", res, sizeof(res));
-    return wp_config_dump_http(a->srv->gen->cfg, rs, mask, has_param(r, "include_eds"),
-                               a->srv->loaded_unix, err, status);
+    const wp_config *c = a->srv->gen->cfg;
+    bool sds = c->nsds_ctxs > 0;
+    json_t *secrets = sds || wp_secrets_generation(a->srv->secrets)
+                          ? wp_secrets_dump(a->srv->secrets, sds)
+                          : NULL;
+    json_t *d = wp_config_dump_secrets(c, secrets, rs, mask, has_param(r, "include_eds"),
+                                       a->srv->loaded_unix, err, status);
+    json_decref(secrets);
+    return d;
 }
 
 static void h_config_dump(wp_admin *a, const admin_req *r, admin_resp *o)

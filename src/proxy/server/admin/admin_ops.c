@@ -14,7 +14,9 @@
  *         total_physical_bytes = resident set size (/proc/self/statm), else the peak RSS of
  *                              getrusage (ru_maxrss)                               [approx.]
  *       Under AddressSanitizer mallinfo2 reads 0.
- *  GET  /certs   {"certificates":[]}: the TLS contexts' certificates are not listed yet (SDS).
+ *  GET  /certs   {"certificates":[{"ca_cert":[...],"cert_chain":[...]}]}: one entry per TLS
+ *                context fed by SDS (sds/secrets.h wp_secrets_certs); contexts with static
+ *                certificates are not listed yet.
  *  GET  /runtime {"entries":{},"layers":[]}: the bootstrap's layered_runtime is accepted only
  *       empty (bootstrap.c), so there is no layer and no value.
  *  POST /healthcheck/fail, /healthcheck/ok  "OK\n". Envoy's InstanceImpl::failHealthcheck:
@@ -41,11 +43,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/log.h"
 #include "proxy/server/admin/admin_ops.h"
 #include "proxy/access_log/alog_sink.h"
+#include "proxy/sds/secrets.h"
 #include "proxy/server/instance.h"
 
 void wp_admin_put_json(admin_resp *o, json_t *j)
@@ -165,9 +169,16 @@ void wp_admin_memory(wp_admin *a, const admin_req *r, admin_resp *o)
 
 void wp_admin_certs(wp_admin *a, const admin_req *r, admin_resp *o)
 {
-    (void)a;
     (void)r;
-    wp_admin_put_json(o, json_pack("{s:[]}", "certificates"));
+    const wp_config *c = a->srv->gen->cfg;
+    json_t *one = wp_secrets_certs(a->srv->secrets, (int64_t)time(NULL));
+    json_t *out = json_pack("{s:[]}", "certificates");
+    json_t *list = json_array_get(json_object_get(one, "certificates"), 0);
+    /* one entry per TLS context fed by SDS (they all hold default / ROOTCA) */
+    for (size_t i = 0; out && list && i < c->nsds_ctxs; i++)
+        json_array_append(json_object_get(out, "certificates"), list);
+    json_decref(one);
+    wp_admin_put_json(o, out);
 }
 
 void wp_admin_runtime(wp_admin *a, const admin_req *r, admin_resp *o)

@@ -38,6 +38,9 @@ static const schema LISTENERS = {ADMIN_T "ListenersConfigDump",
                                  "version_info:s static_listeners:r dynamic_listeners:r"};
 static const schema ROUTES = {ADMIN_T "RoutesConfigDump",
                               "static_route_configs:r dynamic_route_configs:r"};
+static const schema SECRETS = {ADMIN_T "SecretsConfigDump",
+                               "static_secrets:r dynamic_active_secrets:r "
+                               "dynamic_warming_secrets:r"};
 
 static const elem_schema ELEMS[] = {
     {"static_clusters", ADMIN_T "ClustersConfigDump.StaticCluster", "cluster:a last_updated:m"},
@@ -56,6 +59,10 @@ static const elem_schema ELEMS[] = {
      "version_info:s route_config:a last_updated:m error_state:m client_status:s"},
     {"dynamic_endpoint_configs", ADMIN_T "EndpointsConfigDump.DynamicEndpointConfig",
      "version_info:s endpoint_config:a last_updated:m error_state:m client_status:s"},
+    {"dynamic_active_secrets", ADMIN_T "SecretsConfigDump.DynamicSecret",
+     "name:s version_info:s last_updated:m secret:a"},
+    {"dynamic_warming_secrets", ADMIN_T "SecretsConfigDump.DynamicSecret",
+     "name:s version_info:s last_updated:m secret:a"},
 };
 
 #define CLUSTER_T  "type.googleapis.com/envoy.config.cluster.v3.Cluster"
@@ -345,12 +352,12 @@ static json_t *dump_endpoints(const wp_config *c)
 }
 
 typedef struct {
-    json_t *d[5];
-    const schema *s[5];
+    json_t *d[6];
+    const schema *s[6];
     size_t n;
 } dumps;
 
-static bool build(const wp_config *c, bool include_eds, const char *ts, dumps *out)
+static bool build(const wp_config *c, bool include_eds, const char *ts, json_t *secrets, dumps *out)
 {
     out->n = 0;
     json_t *d;
@@ -369,6 +376,8 @@ static bool build(const wp_config *c, bool include_eds, const char *ts, dumps *o
     ADD(dump_resources(c, &LISTENERS, "listeners", "static_listeners", "listener", LISTENER_T, ts),
         &LISTENERS);
     ADD(dump_routes(c, ts), &ROUTES);
+    if (secrets)
+        ADD(json_deep_copy(secrets), &SECRETS);
 #undef ADD
     return true;
 }
@@ -605,6 +614,14 @@ json_t *wp_config_dump_http(const wp_config *c, const char *resource, const char
                             bool include_eds, double last_updated_unix, wf_strbuf *err,
                             int *http_status)
 {
+    return wp_config_dump_secrets(c, NULL, resource, mask, include_eds, last_updated_unix, err,
+                                  http_status);
+}
+
+json_t *wp_config_dump_secrets(const wp_config *c, json_t *secrets, const char *resource,
+                               const char *mask, bool include_eds, double last_updated_unix,
+                               wf_strbuf *err, int *http_status)
+{
     char ts[40];
     dumps ds = {.n = 0};
     fmask m = {.n = 0};
@@ -613,7 +630,7 @@ json_t *wp_config_dump_http(const wp_config *c, const char *resource, const char
     if (mask && !*mask)
         mask = NULL;
     wf_timestamp_ms(last_updated_unix, ts, sizeof(ts));
-    if (!build(c, include_eds, ts, &ds) || (mask && !parse_mask(mask, &m))) {
+    if (!build(c, include_eds, ts, secrets, &ds) || (mask && !parse_mask(mask, &m))) {
         free_dumps(&ds);
         free_mask(&m);
         return fail(err, http_status, 500, "out of memory");

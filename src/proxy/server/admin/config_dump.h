@@ -60,6 +60,13 @@
 json_t *wp_config_dump(const wp_config *c, const char *resource, const char *mask, bool include_eds,
                        double last_updated_unix, wf_strbuf *err);
 
+/* The same with secrets (a SecretsConfigDump, sds/secrets.h wp_secrets_dump; borrowed, NULL =
+ * none) as the last dump, after RoutesConfigDump (Envoy's order); its dynamic_active_secrets
+ * and dynamic_warming_secrets work as resources. */
+json_t *wp_config_dump_secrets(const wp_config *c, json_t *secrets, const char *resource,
+                               const char *mask, bool include_eds, double last_updated_unix,
+                               wf_strbuf *err, int *http_status);
+
 /* The same; *http_status (may be NULL) receives 200, 400, 404 or 500 as Envoy answers. */
 json_t *wp_config_dump_http(const wp_config *c, const char *resource, const char *mask,
                             bool include_eds, double last_updated_unix, wf_strbuf *err,

@@ -37,7 +37,8 @@ typedef struct {
     const wp_app_probers *app_probers;
     const char *app_ip;
     const wp_prom_scrape *app_metrics;
-    int argc; /* for /server_info command_line_options */
+    const char *token_path; /* --token-path: the CA token file (NULL = env / Istio's path) */
+    int argc;               /* for /server_info command_line_options */
     char **argv;
 } wp_server_opts;
 

@@ -1,0 +1,272 @@
+/*
+ * secrets.c - the SDS secrets `default` and `ROOTCA` (secrets.h): storage, Envoy's
+ * SecretsConfigDump and /certs views.
+ */
+#include "proxy/sds/secrets.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/bio.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
+
+#include "core/base64.h"
+#include "core/timefmt.h"
+#include "proxy/sds/workload_cert.h"
+
+#define TLS_T      "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
+#define DUMP_T     "type.googleapis.com/envoy.admin.v3.SecretsConfigDump"
+#define REDACT_B64 "W3JlZGFjdGVkXQ==" /* "[redacted]", as Envoy's MessageUtil::redact */
+
+struct wp_secrets {
+    pthread_mutex_t mu;
+    atomic_uint_fast64_t gen;
+    char *chain, *key, *root;
+    char version[64];
+    double updated_s;
+};
+
+wp_secrets *wp_secrets_new(void)
+{
+    wp_secrets *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    if (pthread_mutex_init(&s->mu, NULL) != 0) {
+        free(s);
+        return NULL;
+    }
+    atomic_init(&s->gen, 0);
+    return s;
+}
+
+void wp_secrets_free(wp_secrets *s)
+{
+    if (!s)
+        return;
+    free(s->chain);
+    wp_wc_free_secret(s->key);
+    free(s->root);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+int wp_secrets_set(wp_secrets *s, const char *chain, const char *key, const char *root,
+                   double now_s)
+{
+    char *c = strdup(chain), *k = strdup(key), *r = strdup(root);
+    if (!c || !k || !r) {
+        free(c);
+        wp_wc_free_secret(k);
+        free(r);
+        return -1;
+    }
+    pthread_mutex_lock(&s->mu);
+    free(s->chain);
+    wp_wc_free_secret(s->key);
+    free(s->root);
+    s->chain = c;
+    s->key = k;
+    s->root = r;
+    s->updated_s = now_s;
+    uint64_t g = atomic_load(&s->gen) + 1;
+    /* Istio's SDS server: "<RFC3339>/<counter>" */
+    time_t t = (time_t)now_s;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    char ts[32];
+    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(s->version, sizeof(s->version), "%s/%llu", ts, (unsigned long long)g);
+    atomic_store(&s->gen, g);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+uint64_t wp_secrets_generation(const wp_secrets *s)
+{
+    return atomic_load(&((wp_secrets *)s)->gen);
+}
+
+bool wp_secrets_get(wp_secrets *s, char **chain, char **key, char **root, uint64_t *gen)
+{
+    pthread_mutex_lock(&s->mu);
+    *chain = s->chain ? strdup(s->chain) : NULL;
+    *key = s->key ? strdup(s->key) : NULL;
+    *root = s->root ? strdup(s->root) : NULL;
+    *gen = atomic_load(&s->gen);
+    bool ok = (!s->chain || *chain) && (!s->key || *key) && (!s->root || *root);
+    pthread_mutex_unlock(&s->mu);
+    if (!ok) {
+        free(*chain);
+        wp_wc_free_secret(*key);
+        free(*root);
+        *chain = *key = *root = NULL;
+    }
+    return ok;
+}
+
+/* {"inline_bytes": base64(s)} */
+static json_t *inline_bytes(const char *s)
+{
+    size_t n = strlen(s), cap = 4 * (n / 3 + 1) + 1;
+    char *b = malloc(cap);
+    if (!b || !wf_base64_encode((const unsigned char *)s, n, b, cap)) {
+        free(b);
+        return NULL;
+    }
+    json_t *o = json_pack("{s:s}", "inline_bytes", b);
+    free(b);
+    return o;
+}
+
+static json_t *dump_entry(const char *name, const char *version, double updated, json_t *body,
+                          const char *body_key)
+{
+    char ts[40];
+    json_t *secret = json_pack("{s:s,s:s,s:o}", "@type", TLS_T, "name", name, body_key, body);
+    return json_pack("{s:s,s:s,s:s,s:o}", "name", name, "version_info", version, "last_updated",
+                     wf_timestamp_ms(updated, ts, sizeof(ts)), "secret", secret);
+}
+
+/* A secret not supplied yet: {name, secret: {"@type", name}} */
+static bool add_warming(json_t *out, const char *name)
+{
+    json_t *arr = json_object_get(out, "dynamic_warming_secrets");
+    if (!arr &&
+        (!(arr = json_array()) || json_object_set_new(out, "dynamic_warming_secrets", arr) != 0))
+        return false;
+    json_t *e =
+        json_pack("{s:s,s:{s:s,s:s}}", "name", name, "secret", "@type", TLS_T, "name", name);
+    return e && json_array_append_new(arr, e) == 0;
+}
+
+static bool add_active(json_t *out, json_t *e)
+{
+    json_t *arr = json_object_get(out, "dynamic_active_secrets");
+    if (!e)
+        return false;
+    if (!arr &&
+        (!(arr = json_array()) || json_object_set_new(out, "dynamic_active_secrets", arr) != 0)) {
+        json_decref(e);
+        return false;
+    }
+    return json_array_append_new(arr, e) == 0;
+}
+
+json_t *wp_secrets_dump(wp_secrets *s, bool in_use)
+{
+    json_t *out = json_pack("{s:s}", "@type", DUMP_T);
+    if (!out)
+        return NULL;
+    pthread_mutex_lock(&s->mu);
+    bool ok = true;
+    if (s->chain) {
+        json_t *tc = json_pack("{s:o,s:{s:s}}", "certificate_chain", inline_bytes(s->chain),
+                               "private_key", "inline_bytes", REDACT_B64);
+        ok = tc && add_active(out, dump_entry(WP_SDS_DEFAULT, s->version, s->updated_s, tc,
+                                              "tls_certificate"));
+    } else if (in_use) {
+        ok = add_warming(out, WP_SDS_DEFAULT);
+    }
+    if (ok && s->root) {
+        json_t *vc = json_pack("{s:o}", "trusted_ca", inline_bytes(s->root));
+        ok = vc && add_active(out, dump_entry(WP_SDS_ROOTCA, s->version, s->updated_s, vc,
+                                              "validation_context"));
+    } else if (ok && in_use) {
+        ok = add_warming(out, WP_SDS_ROOTCA);
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!ok) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+int64_t wp_secrets_first_expiry(wp_secrets *s)
+{
+    int64_t first = 0, nb, na;
+    pthread_mutex_lock(&s->mu);
+    const char *pems[] = {s->chain, s->root};
+    for (size_t i = 0; i < 2; i++)
+        if (pems[i] && wp_wc_cert_facts(pems[i], strlen(pems[i]), &nb, &na, NULL, 0) == 0 &&
+            (first == 0 || na < first))
+            first = na;
+    pthread_mutex_unlock(&s->mu);
+    return first;
+}
+
+/* Envoy's CertificateDetails of x (admin/v3/certs.proto, Utility::certificateDetails). */
+static json_t *cert_details(X509 *x, int64_t now_s)
+{
+    char ts[40], serial[80];
+    int64_t nb = 0, na = 0;
+    BIO *b = BIO_new(BIO_s_mem());
+    char *pem = NULL;
+    long n = b && PEM_write_bio_X509(b, x) == 1 ? BIO_get_mem_data(b, &pem) : 0;
+    if (n <= 0 || wp_wc_cert_facts(pem, (size_t)n, &nb, &na, serial, sizeof(serial)) != 0) {
+        BIO_free(b);
+        return NULL;
+    }
+    BIO_free(b);
+    json_t *sans = json_array();
+    GENERAL_NAMES *gens = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
+    for (int i = 0; sans && i < sk_GENERAL_NAME_num(gens); i++) {
+        GENERAL_NAME *g = sk_GENERAL_NAME_value(gens, i);
+        if (g->type == GEN_URI || g->type == GEN_DNS) {
+            const ASN1_IA5STRING *v =
+                g->type == GEN_URI ? g->d.uniformResourceIdentifier : g->d.dNSName;
+            json_array_append_new(sans, json_pack("{s:s%}", g->type == GEN_URI ? "uri" : "dns",
+                                                  (const char *)ASN1_STRING_get0_data(v),
+                                                  (size_t)ASN1_STRING_length(v)));
+        }
+    }
+    GENERAL_NAMES_free(gens);
+    char days[32];
+    snprintf(days, sizeof(days), "%lld",
+             (long long)(na > now_s ? (na - now_s) / 86400 : 0)); /* uint64: a JSON string */
+    char from[40];
+    return json_pack("{s:s,s:s,s:o,s:s,s:s,s:s}", "path", "<inline>", "serial_number", serial,
+                     "subject_alt_names", sans, "days_until_expiration", days, "valid_from",
+                     wf_timestamp_ms((double)nb, from, sizeof(from)), "expiration_time",
+                     wf_timestamp_ms((double)na, ts, sizeof(ts)));
+}
+
+/* Every certificate of a PEM text as CertificateDetails (first only when first_only). */
+static json_t *details_list(const char *pem, int64_t now_s, bool first_only)
+{
+    json_t *arr = json_array();
+    BIO *b = pem ? BIO_new_mem_buf(pem, -1) : NULL;
+    X509 *x;
+    while (arr && b && (x = PEM_read_bio_X509(b, NULL, NULL, NULL))) {
+        json_t *d = cert_details(x, now_s);
+        X509_free(x);
+        if (d)
+            json_array_append_new(arr, d);
+        if (first_only)
+            break;
+    }
+    BIO_free(b);
+    return arr;
+}
+
+json_t *wp_secrets_certs(wp_secrets *s, int64_t now_s)
+{
+    json_t *out = json_pack("{s:[]}", "certificates");
+    if (!out)
+        return NULL;
+    pthread_mutex_lock(&s->mu);
+    if (s->chain || s->root) {
+        /* Envoy lists the leaf of each certificate chain and the CA certificates */
+        json_t *e = json_pack("{s:o,s:o}", "ca_cert", details_list(s->root, now_s, false),
+                              "cert_chain", details_list(s->chain, now_s, true));
+        if (e)
+            json_array_append_new(json_object_get(out, "certificates"), e);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return out;
+}

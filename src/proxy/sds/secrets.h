@@ -1,0 +1,66 @@
+/*
+ * secrets.h - the SDS secrets weft-proxy holds, as Envoy's SecretManager sees them from
+ * pilot-agent's SDS server: `default` (the workload's certificate chain and private key, an
+ * envoy.extensions.transport_sockets.tls.v3.Secret tls_certificate) and `ROOTCA` (the trust
+ * bundle, a validation_context.trusted_ca). Istio's resource names (security.md §2,
+ * pkg/security/security.go WorkloadKeyCertResourceName / RootCertReqResourceName).
+ *
+ * The certificate provider (cert_provider.h) sets them on the main thread; TLS contexts read
+ * them from any thread (workers rebuild their engine context when the generation moved, see
+ * proxy/sds/sds_ctx.h). A mutex guards the strings; the generation is atomic, so a reader
+ * checks for a change without locking.
+ *
+ * Ownership: the store copies what it is given; wp_secrets_get copies out (the caller frees,
+ * the key with wp_wc_free_secret). No globals: the server owns the store.
+ */
+#ifndef WEFT_PROXY_SDS_SECRETS_H
+#define WEFT_PROXY_SDS_SECRETS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#define WP_SDS_DEFAULT "default"
+#define WP_SDS_ROOTCA  "ROOTCA"
+
+typedef struct wp_secrets wp_secrets;
+
+wp_secrets *wp_secrets_new(void); /* NULL when out of memory */
+void wp_secrets_free(wp_secrets *s);
+
+/* Replaces `default` (chain + key) and `ROOTCA` (root) at once; version_info as Istio's SDS
+ * server writes it (the time, RFC 3339) and last_updated (wall clock, seconds). 0, or -1 out
+ * of memory (the old secrets stay). */
+int wp_secrets_set(wp_secrets *s, const char *chain, const char *key, const char *root,
+                   double now_s);
+
+/* Increases with every wp_secrets_set; 0 = nothing yet. */
+uint64_t wp_secrets_generation(const wp_secrets *s);
+
+/* Copies of the current secrets (heap strings, NULL when unset) and the generation they are
+ * of. false when out of memory. */
+bool wp_secrets_get(wp_secrets *s, char **chain, char **key, char **root, uint64_t *gen);
+
+/* Envoy's SecretsConfigDump (admin/v3/config_dump_shared.proto) for /config_dump (Envoy's
+ * SecretManagerImpl::dumpSecretConfigs):
+ * {"@type": ".../SecretsConfigDump", "dynamic_active_secrets": [{name, version_info,
+ * last_updated, secret: {"@type": ".../Secret", name, tls_certificate {certificate_chain
+ * {inline_bytes}, private_key {inline_bytes: "[redacted]"}}}}, {ROOTCA: validation_context
+ * {trusted_ca {inline_bytes}}}]} (base64 as protobuf's JSON, private key redacted as Envoy's
+ * MessageUtil::redact). in_use: TLS contexts wait for the secrets, so those not supplied yet
+ * are listed in dynamic_warming_secrets as {name, secret: {"@type", name}} (istioctl's
+ * WARMING rows). Empty lists are left out (protobuf JSON). New reference; NULL when out of
+ * memory. */
+json_t *wp_secrets_dump(wp_secrets *s, bool in_use);
+
+/* The earliest NotAfter of the held certificates (seconds since the epoch), 0 when none:
+ * server.days_until_first_cert_expiring and /certs. */
+int64_t wp_secrets_first_expiry(wp_secrets *s);
+
+/* Envoy's /certs: {"certificates": [{"ca_cert": [...], "cert_chain": [...]}]} with each
+ * certificate's path ("<inline>"), serial_number, subject_alt_names [{uri|dns}],
+ * days_until_expiration, valid_from, expiration_time (RFC 3339). New reference or NULL. */
+json_t *wp_secrets_certs(wp_secrets *s, int64_t now_s);
+
+#endif
