@@ -848,7 +848,7 @@ const h1_header *h1_find_header(const h1_header *fields, size_t count, const cha
 {
     size_t n = strlen(name);
     for (size_t i = 0; i < count; i++)
-        if (fields[i].name.len == n && strncasecmp(fields[i].name.p, name, n) == 0)
+        if (fields[i].name.len == n && h1_ieq(fields[i].name.p, name, n))
             return &fields[i];
     return NULL;
 }

@@ -195,6 +195,20 @@ const char *h1_error_details(h1_error e);
 /* HTTP status a server answers the error with (400, 431 or 501). */
 int h1_error_status(h1_error e);
 
+/* ASCII case-insensitive equality of a[0, n) and b[0, n) (field names are ASCII tokens):
+ * inline, with no locale and no call, for the field-name checks on every request. */
+static inline unsigned char h1_lower(unsigned char c)
+{
+    return (unsigned char)(c + (((unsigned)(c - 'A') < 26u) << 5));
+}
+static inline bool h1_ieq(const char *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (h1_lower((unsigned char)a[i]) != h1_lower((unsigned char)b[i]))
+            return false;
+    return true;
+}
+
 /* First field named name (case-insensitive) among n fields, or NULL. */
 const h1_header *h1_find_header(const h1_header *fields, size_t n, const char *name);
 

@@ -86,6 +86,8 @@ void wp_h1_rebase(h1_message *m, ptrdiff_t off)
 int wp_h1_server_origin_form(h1_message *m, size_t cap)
 {
     h1_str t = m->target;
+    if (t.len && t.p[0] == '/')
+        return 0; /* origin-form, nearly every request */
     size_t skip = 0;
     if (t.len >= 7 && strncasecmp(t.p, "http://", 7) == 0)
         skip = 7;

@@ -51,8 +51,7 @@ size_t wp_hops_view(h1_header *hdrs, size_t n, size_t cap, const wp_header_ops *
                     size_t nops);
 
 /* Case-insensitive comparison of a field name (h1_str *) with a lower-case literal. */
-#define WP_NAME_IS(n, lit)                                                                         \
-    ((n)->len == sizeof(lit) - 1 && strncasecmp((n)->p, lit, sizeof(lit) - 1) == 0)
+#define WP_NAME_IS(n, lit) ((n)->len == sizeof(lit) - 1 && h1_ieq((n)->p, lit, sizeof(lit) - 1))
 
 /* Writes the decimal digits of v and a NUL into out (at least WP_U64_STR_MAX bytes); returns
  * the number of digits. No printf on the request path: a header value the proxy formats
