@@ -69,18 +69,17 @@ int64_t wf_ca_asn1_time(const ASN1_TIME *t)
     return (int64_t)timegm(&tm);
 }
 
+char *wf_ca_bio_text(BIO *b)
+{
+    char *data;
+    long n = b ? BIO_get_mem_data(b, &data) : -1;
+    return n >= 0 ? strndup(data, (size_t)n) : NULL;
+}
+
 char *wf_ca_x509_pem(X509 *x)
 {
     BIO *b = BIO_new(BIO_s_mem());
-    char *out = NULL, *data;
-    if (b && PEM_write_bio_X509(b, x) == 1) {
-        long n = BIO_get_mem_data(b, &data);
-        out = n >= 0 ? malloc((size_t)n + 1) : NULL;
-        if (out) {
-            memcpy(out, data, (size_t)n);
-            out[n] = '\0';
-        }
-    }
+    char *out = b && PEM_write_bio_X509(b, x) == 1 ? wf_ca_bio_text(b) : NULL;
     BIO_free(b);
     return out;
 }
@@ -173,16 +172,6 @@ static EVP_PKEY *read_key(const char *p, size_t len)
     return k;
 }
 
-static char *dup_n(const char *p, size_t len)
-{
-    char *s = malloc(len + 1);
-    if (s) {
-        memcpy(s, p, len);
-        s[len] = '\0';
-    }
-    return s;
-}
-
 /* Signing cert + chain verify up to the root (times are not checked here: an expired signing
  * cert is refused when signing, with Istio's message). */
 static int verify_chain(wf_ca *ca, const char *where, char *err, size_t cap)
@@ -271,8 +260,8 @@ int wf_ca_from_bundle(const wf_ca_bundle *b, const char *where, wf_ca **out, cha
     ERR_clear_error();
     if (!rc) {
         ca->self_signed = X509_cmp(ca->signing, ca->root) == 0;
-        ca->root_pem = dup_n(b->root_cert, b->root_cert_len);
-        ca->chain_pem = dup_n(b->cert_chain ? b->cert_chain : "", b->cert_chain_len);
+        ca->root_pem = strndup(b->root_cert, b->root_cert_len);
+        ca->chain_pem = strndup(b->cert_chain ? b->cert_chain : "", b->cert_chain_len);
         ca->where = strdup(where);
         rc = !ca->root_pem || !ca->chain_pem || !ca->where;
         if (rc)

@@ -31,6 +31,9 @@ struct wf_ca {
 
 /* An ASN1_TIME as seconds since the epoch (0 when unreadable). */
 int64_t wf_ca_asn1_time(const ASN1_TIME *t);
+/* The bytes written into memory BIO b as a heap string (NUL-terminated), NULL when out of
+ * memory. */
+char *wf_ca_bio_text(BIO *b);
 /* x as PEM text (heap, NUL-terminated) or NULL when out of memory. */
 char *wf_ca_x509_pem(X509 *x);
 /* A random positive 128-bit serial into x. 0 or -1. */

@@ -58,16 +58,10 @@ char *wf_ca_reissue_root(const wf_ca *ca, int64_t nb, int64_t na)
 static char *key_pem(EVP_PKEY *key)
 {
     BIO *b = BIO_new(BIO_s_mem());
-    char *out = NULL, *data;
     /* "RSA PRIVATE KEY" (PKCS#1), as istiod writes ca-key.pem */
-    if (b && PEM_write_bio_PrivateKey_traditional(b, key, NULL, NULL, 0, NULL, NULL) == 1) {
-        long n = BIO_get_mem_data(b, &data);
-        out = n >= 0 ? malloc((size_t)n + 1) : NULL;
-        if (out) {
-            memcpy(out, data, (size_t)n);
-            out[n] = '\0';
-        }
-    }
+    char *out = b && PEM_write_bio_PrivateKey_traditional(b, key, NULL, NULL, 0, NULL, NULL) == 1
+                    ? wf_ca_bio_text(b)
+                    : NULL;
     BIO_free(b);
     return out;
 }

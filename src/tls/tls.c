@@ -781,12 +781,9 @@ bool wf_tls_conn_handshake_done(const wf_tls_conn *c)
     return c->hs_done;
 }
 
-ssize_t wf_tls_conn_read(wf_tls_conn *c, void *buf, size_t cap)
+/* What an SSL_read / SSL_peek that returned r means: bytes, WANT, EOF or a failure. */
+static ssize_t read_result(wf_tls_conn *c, int r)
 {
-    if (c->failed)
-        return WF_TLS_FAIL;
-    ERR_clear_error();
-    int r = SSL_read(c->ssl, buf, cap > 0x7fffffff ? 0x7fffffff : (int)cap);
     int e = r > 0 ? SSL_ERROR_NONE : SSL_get_error(c->ssl, r); /* before the BIO changes */
     fresh_bio(c, true);
     if (r > 0)
@@ -798,22 +795,21 @@ ssize_t wf_tls_conn_read(wf_tls_conn *c, void *buf, size_t cap)
     return failed(c);
 }
 
+ssize_t wf_tls_conn_read(wf_tls_conn *c, void *buf, size_t cap)
+{
+    if (c->failed)
+        return WF_TLS_FAIL;
+    ERR_clear_error();
+    return read_result(c, SSL_read(c->ssl, buf, cap > 0x7fffffff ? 0x7fffffff : (int)cap));
+}
+
 ssize_t wf_tls_conn_peek(wf_tls_conn *c)
 {
     if (c->failed)
         return WF_TLS_FAIL;
     ERR_clear_error();
     char one;
-    int r = SSL_peek(c->ssl, &one, 1);
-    int e = r > 0 ? SSL_ERROR_NONE : SSL_get_error(c->ssl, r); /* before the BIO changes */
-    fresh_bio(c, true);
-    if (r > 0)
-        return r;
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
-        return WF_TLS_WANT;
-    if (e == SSL_ERROR_ZERO_RETURN)
-        return WF_TLS_EOF;
-    return failed(c);
+    return read_result(c, SSL_peek(c->ssl, &one, 1));
 }
 
 bool wf_tls_conn_readable(const wf_tls_conn *c)

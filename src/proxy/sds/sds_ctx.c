@@ -23,16 +23,6 @@ struct wp_sds_ctx {
     wf_tls_ctx *ctx; /* current, NULL = not ready */
 };
 
-static char *dup_n(const char *p, size_t n)
-{
-    char *s = malloc(n + 1);
-    if (s) {
-        memcpy(s, p, n);
-        s[n] = '\0';
-    }
-    return s;
-}
-
 wp_sds_ctx *wp_sds_ctx_new(const wf_tls_ctx_opts *o, bool want_cert, bool want_ca)
 {
     wp_sds_ctx *s = calloc(1, sizeof(*s));
@@ -47,10 +37,10 @@ wp_sds_ctx *wp_sds_ctx_new(const wf_tls_ctx_opts *o, bool want_cert, bool want_c
     s->want_ca = want_ca;
     bool ok = true;
     if (o->cert_chain && !want_cert)
-        ok = (s->chain = dup_n(o->cert_chain, o->cert_chain_len)) &&
-             (s->key = dup_n(o->private_key, o->private_key_len));
+        ok = (s->chain = strndup(o->cert_chain, o->cert_chain_len)) &&
+             (s->key = strndup(o->private_key, o->private_key_len));
     if (ok && o->trusted_ca && !want_ca)
-        ok = (s->ca = dup_n(o->trusted_ca, o->trusted_ca_len)) != NULL;
+        ok = (s->ca = strndup(o->trusted_ca, o->trusted_ca_len)) != NULL;
     if (ok && o->nalpn && (s->alpn = calloc(o->nalpn, sizeof(char *))))
         for (size_t i = 0; ok && i < o->nalpn; i++)
             ok = (s->alpn[i] = strdup(o->alpn[i])) != NULL;
