@@ -1,0 +1,29 @@
+#!/bin/bash
+# bench/proxy/serve_gets.sh PROXY N LOG TOOL [ARGS...] - runs weft-proxy binary PROXY (one
+# worker, the bootstrap of weft_bootstrap.py) under TOOL ARGS (e.g. valgrind --tool=callgrind)
+# in front of a weft-app, sends it N keep-alive GETs of 128 bytes on one connection, stops it
+# with SIGTERM and leaves the tool's stderr in LOG. The request driver of count_allocs.sh and
+# count_instr.sh. Run from anywhere; uses build/weft-app of the project.
+set -eu
+P=$(readlink -f "$1") N=$2 LOG=$3
+shift 3
+cd "$(dirname "$0")/../.."
+D=$(mktemp -d)
+mapfile -t PS < <(/usr/bin/python3 bench/proxy/free_ports.py 3)
+BP=${PS[0]} PP=${PS[1]} AP=${PS[2]}
+build/weft-app --listen 127.0.0.1:$BP --name b >/dev/null 2>&1 & APP=$!
+/usr/bin/python3 bench/proxy/weft_bootstrap.py $D/b.json $PP $AP $BP
+"$@" "$P" -c $D/b.json --concurrency 1 >/dev/null 2>"$LOG" & TOOL=$!
+for _ in $(seq 100); do curl -s -o /dev/null localhost:$PP/bytes/128 && break; sleep 0.2; done
+/usr/bin/python3 - $PP $N <<'PY'
+import socket,sys
+port,n=int(sys.argv[1]),int(sys.argv[2])
+s=socket.create_connection(("127.0.0.1",port))
+for i in range(n):
+    s.sendall(b"GET /bytes/128 HTTP/1.1\r\nHost: x\r\n\r\n")
+    buf=b""
+    while b"\r\n\r\n" not in buf or len(buf.split(b"\r\n\r\n",1)[1])<128: buf+=s.recv(65536)
+s.close()
+PY
+kill -TERM $TOOL; wait $TOOL || true; kill $APP; wait 2>/dev/null || true
+rm -rf "$D"
