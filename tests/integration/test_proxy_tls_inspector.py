@@ -172,3 +172,19 @@ def test_peer_closing_during_inspection_is_counted(apps, proxy_factory):
     s.close()
     st = proxy.wait_stat(lis + "downstream_listener_filter_remote_close", 1)
     assert st[lis + "downstream_pre_cx_active"] == 0
+
+
+def test_drain_during_inspection_leaves_no_gauge(apps, proxy_factory):
+    """A connection still being inspected when the listeners drain is closed, and the
+    downstream_pre_cx_active gauge comes back to 0 (the close path, not only the inspector's
+    own endings, gives the gauge back)."""
+    lst = inspected_listener([chain("a", "plain")])
+    proxy = proxy_factory(bootstrap([lst], [cluster("a", [apps["a"]])]))
+    lis = "listener.127.0.0.1_%d." % proxy.port
+    s = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)
+    proxy.wait_stat(lis + "downstream_pre_cx_active", 1)
+    proxy.admin("/drain_listeners", method="POST")
+    assert s.recv(100) == b""  # closed without an answer
+    s.close()
+    st = proxy.wait_stat(lis + "downstream_pre_cx_active", 0)
+    assert st[lis + "downstream_pre_cx_active"] == 0

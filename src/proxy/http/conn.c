@@ -269,8 +269,11 @@ void wp_dconn_close(wp_dconn *d)
         d->next->prev = d->prev;
     wp_buf_put(w, d->rbuf);
     d->rbuf = NULL;
-    if (d->lf)
+    if (d->lf) {
+        if (d->lf->reading) /* closed while its listener filters read (drain, shutdown) */
+            wp_listener_stat(d, WP_LS_downstream_pre_cx_active, -1);
         wp_lf_conn_release(d->lf);
+    }
     wp_tsock_close(d->sock);
     uv_close((uv_handle_t *)&d->idle_timer, on_timer_closed);
     uv_close((uv_handle_t *)&d->rq_timer, on_timer_closed);
