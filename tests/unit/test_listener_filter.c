@@ -172,17 +172,20 @@ static wp_lf_status reader_accept(const void *self, wp_lf_callbacks *cb)
     return WP_LF_STOP_ITERATION;
 }
 
-static size_t reader_seen[2];
+/* A reading filter's config: the bytes it needs, and how many it saw last. */
+typedef struct {
+    size_t need, seen;
+} reader_cfg;
 
 static wp_lf_status reader_data(const void *self, wp_lf_callbacks *cb, const unsigned char *d,
                                 size_t len)
 {
-    const size_t *need = self;
+    reader_cfg *r = (reader_cfg *)(uintptr_t)self;
     (void)cb;
-    reader_seen[need == NULL ? 0 : (*need == 3 ? 0 : 1)] = len;
+    r->seen = len;
     if (memchr(d, 'X', len))
         return WP_LF_FAILED;
-    return len >= *need ? WP_LF_CONTINUE : WP_LF_STOP_ITERATION;
+    return len >= r->need ? WP_LF_CONTINUE : WP_LF_STOP_ITERATION;
 }
 
 static size_t reader_max(const void *self)
@@ -197,7 +200,7 @@ static const wp_listener_filter_ops READER = {"fake.reader", reader_accept, read
 static void test_reading_filters(void **state)
 {
     (void)state;
-    static const size_t three = 3, two = 2;
+    reader_cfg three = {3, 0}, two = {2, 0};
     const wp_listener_filter f[] = {{&READER, &three}, {&READER, &two}, {&TLS, NULL}};
     wp_lf_socket s;
     init_socket(&s);
@@ -210,10 +213,10 @@ static void test_reading_filters(void **state)
     const unsigned char bytes[] = "abcdef";
     wp_lf_on_data(&cb, bytes, 2); /* not enough for the first */
     assert_int_equal(r.done_calls, 0);
-    assert_int_equal(reader_seen[0], 2);
+    assert_int_equal(three.seen, 2);
     wp_lf_on_data(&cb, bytes, 4); /* the first continues; the second has its 2 at once */
-    assert_int_equal(reader_seen[0], 4);
-    assert_int_equal(reader_seen[1], 4);
+    assert_int_equal(three.seen, 4);
+    assert_int_equal(two.seen, 4);
     assert_int_equal(r.done_calls, 1); /* then the TLS fake ran and the chain ended */
     assert_true(r.done_ok);
     assert_int_equal(r.calls, 3);
@@ -224,7 +227,7 @@ static void test_reading_filters(void **state)
 static void test_reading_filter_fails(void **state)
 {
     (void)state;
-    static const size_t three = 3;
+    reader_cfg three = {3, 0};
     const wp_listener_filter f[] = {{&READER, &three}, {&TLS, NULL}};
     wp_lf_socket s;
     init_socket(&s);

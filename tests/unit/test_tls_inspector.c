@@ -212,12 +212,11 @@ static void test_filter_too_large(void **state)
 {
     fx *x = *state;
     unsigned char buf[8192];
-    size_t n = client_hello("a.example", NULL, 0, 0, buf, sizeof buf);
+    assert_true(client_hello("a.example", NULL, 0, 0, buf, sizeof buf) > 64);
     x->f.max_client_hello_size = 64; /* smaller than the ClientHello */
     assert_int_equal(wp_tls_inspector_ops.on_data(&x->f, &x->cb, buf, 63), WP_LF_STOP_ITERATION);
     assert_int_equal(wp_tls_inspector_ops.on_data(&x->f, &x->cb, buf, 64), WP_LF_FAILED);
     assert_int_equal(stat(x, "tls_inspector.client_hello_too_large"), 1);
-    (void)n;
 }
 
 int main(void)

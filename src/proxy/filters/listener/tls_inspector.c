@@ -139,7 +139,16 @@ wp_client_hello_result wp_client_hello_parse(const unsigned char *data, size_t l
                                              wp_client_hello *out)
 {
     memset(out, 0, sizeof(*out));
-    /* the handshake message, reassembled from the handshake records that carry it */
+    /* the common case: one record carries the whole ClientHello, parsed where it lies */
+    if (len >= 9 && data[0] == 22 && data[1] == 3 && data[5] == 1) {
+        size_t rlen = (size_t)data[3] << 8 | data[4];
+        size_t mlen = (size_t)data[6] << 16 | (size_t)data[7] << 8 | data[8];
+        if (rlen >= 4 + mlen && rlen <= 16384 + 2048 && len >= 5 + rlen) {
+            out->consumed = 5 + rlen;
+            return parse_body((cur){data + 9, mlen}, out) ? WP_CH_FOUND : WP_CH_NOT_TLS;
+        }
+    }
+    /* else the handshake message, reassembled from the handshake records that carry it */
     unsigned char msg[WP_TLS_MAX_CLIENT_HELLO + 4];
     size_t have = 0, need = 0; /* need: the message's length once its header is known */
     cur c = {data, len};
