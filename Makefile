@@ -5,7 +5,7 @@ BUILD_FUZZ  ?= build-fuzz
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 60
 
-.PHONY: all setup test test-fast fuzz bench bench-proxy bench-retry bench-pilot demo soak soak-asan clean format
+.PHONY: all setup test test-fast fuzz bench bench-proxy bench-proxy-tls bench-retry bench-pilot demo soak soak-asan clean format
 
 # No "Entering directory" lines from the recursive makes cmake runs.
 MAKEFLAGS += --no-print-directory
@@ -75,6 +75,13 @@ bench-pilot: all
 bench-proxy: all
 	@bench/setup.sh
 	@bench/run_proxy.sh $(BUILD) $(BENCH_ARGS)
+
+# TLS (issue 17): weft-proxy, HAProxy and nginx terminating TLS on the same ECDSA P-256 and RSA
+# 2048 certificates (full handshakes and keep-alive requests per proxy CPU-second, memory per
+# idle TLS connection) and the p50 that mTLS adds between two sidecars (bench/run_proxy_tls.sh).
+bench-proxy-tls: all
+	@bench/setup.sh
+	@bench/run_proxy_tls.sh $(BUILD) $(BENCH_ARGS)
 
 # Soak (issue 16): the local mesh with the catalog example and a standalone weft-proxy under
 # steady load while faults fire every 1-2 s; checks crashes, fds, RSS, access-log flags,

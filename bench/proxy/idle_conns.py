@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Idle keep-alive connection memory of a proxy process (bench/run_proxy.sh, phase "idle").
 
-usage: idle_conns.py --port P --path /128 [--count 2000] [--settle 0.5] PID...
+usage: idle_conns.py --port P --path /128 [--count 2000] [--settle 0.5] [--tls] PID...
 
 Reads Rss and Pss (KiB) from /proc/PID/smaps_rollup, summed over the PIDs (nginx: master and
 worker), then opens COUNT connections to 127.0.0.1:P one after the other, sends one
@@ -11,12 +11,15 @@ has closed none of the connections, closes them all and prints one JSON object:
   {"count", "ok", "failed", "closed_by_peer", "rss_before_kb", "pss_before_kb",
    "rss_after_kb", "pss_after_kb", "rss_kib_per_conn", "pss_kib_per_conn"}
 KiB per connection = (after - before) / ok. Kernel socket memory is not in RSS.
+--tls: every connection does a TLS handshake first (no certificate check, no session
+resumption: each one a full handshake), as bench/run_proxy_tls.sh measures idle TLS connections.
 Exit status 0, or 1 when a connection or request failed (the JSON is printed anyway).
 """
 import argparse
 import json
 import select
 import socket
+import ssl
 import sys
 import time
 
@@ -65,14 +68,25 @@ def read_response(sock):
     return status
 
 
-def open_conns(port, path, count):
+def client_context():
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
+
+
+def open_conns(port, path, count, tls=False):
     request = ("GET %s HTTP/1.1\r\nHost: bench\r\n\r\n" % path).encode("ascii")
     socks, failed = [], 0
+    ctx = client_context() if tls else None
     for _ in range(count):
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.settimeout(5.0)
         try:
             s.connect(("127.0.0.1", port))
+            if ctx:
+                s = ctx.wrap_socket(s, server_hostname="bench")
             s.sendall(request)
             if read_response(s) != 200:
                 raise ConnectionError("status not 200")
@@ -99,10 +113,11 @@ def main():
     ap.add_argument("--path", default="/128")
     ap.add_argument("--count", type=int, default=2000)
     ap.add_argument("--settle", type=float, default=0.5)
+    ap.add_argument("--tls", action="store_true")
     ap.add_argument("pids", type=int, nargs="+")
     args = ap.parse_args()
     rss0, pss0 = smaps(args.pids)
-    socks, failed = open_conns(args.port, args.path, args.count)
+    socks, failed = open_conns(args.port, args.path, args.count, args.tls)
     time.sleep(args.settle)
     rss1, pss1 = smaps(args.pids)
     closed = closed_by_peer(socks)

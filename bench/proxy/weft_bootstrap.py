@@ -2,6 +2,7 @@
 """Write the weft-proxy bootstrap for bench/run_proxy.sh (Envoy v3 JSON).
 
 usage: weft_bootstrap.py OUT.json LISTEN_PORT ADMIN_PORT BACKEND_PORT [--retry-route]
+           [--tls CERT KEY [--client-ca CA]] [--upstream-tls CERT KEY CA SAN SNI]
 
 One listener on 127.0.0.1:LISTEN_PORT with an HTTP connection manager (stat_prefix "bench",
 inline route_config: one virtual host "*", route prefix "/" to cluster "backend") and the
@@ -12,7 +13,16 @@ connection manager has generate_request_id off, the router has dynamic_stats off
 cluster's circuit breakers are raised so that they never trip. --retry-route adds, before
 "/", a route on prefix "/retry" to the same cluster with Istio's default retry policy
 (reference §4.5), for bench/run_retry.sh.
+
+TLS (bench/run_proxy_tls.sh): --tls puts a DownstreamTlsContext with the certificate and key
+files on the listener's filter chain (TLS 1.2 to 1.3); --client-ca adds
+require_client_certificate and the CA that verifies clients (a sidecar's inbound side).
+--upstream-tls gives the cluster an UpstreamTlsContext presenting CERT/KEY, trusting CA,
+checking the exact URI SAN and sending SNI (a sidecar's ISTIO_MUTUAL cluster, security.md
+§3.2, with files instead of SDS). With --tls the connection manager also accepts HTTP/1.0
+(http_protocol_options.accept_http_10), as `openssl s_time -www` sends it.
 """
+import argparse
 import json
 import sys
 
@@ -33,7 +43,36 @@ ISTIO_RETRY = {
 }
 
 
-def bootstrap(listen_port, admin_port, backend_port, retry_route=False):
+TLS_NAME = "envoy.transport_sockets.tls"
+TLS_PKG = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3."
+TLS_PARAMS = {"tls_minimum_protocol_version": "TLSv1_2", "tls_maximum_protocol_version": "TLSv1_3"}
+
+
+def cert_files(cert, key):
+    return [{"certificate_chain": {"filename": cert}, "private_key": {"filename": key}}]
+
+
+def downstream_tls(cert, key, client_ca=None):
+    ctx = {"@type": TLS_PKG + "DownstreamTlsContext", "common_tls_context": {
+        "tls_params": TLS_PARAMS, "tls_certificates": cert_files(cert, key),
+        "alpn_protocols": ["http/1.1"]}}
+    if client_ca:
+        ctx["require_client_certificate"] = True
+        ctx["common_tls_context"]["validation_context"] = {"trusted_ca": {"filename": client_ca}}
+    return {"name": TLS_NAME, "typed_config": ctx}
+
+
+def upstream_tls(cert, key, ca, san, sni):
+    return {"name": TLS_NAME, "typed_config": {
+        "@type": TLS_PKG + "UpstreamTlsContext", "sni": sni, "common_tls_context": {
+            "tls_params": TLS_PARAMS, "tls_certificates": cert_files(cert, key),
+            "alpn_protocols": ["istio-peer-exchange", "istio"],
+            "validation_context": {"trusted_ca": {"filename": ca},
+                                   "match_subject_alt_names": [{"exact": san}]}}}}
+
+
+def bootstrap(listen_port, admin_port, backend_port, retry_route=False, tls=None,
+              upstream=None):
     hcm = {
         "@type": HCM,
         "stat_prefix": "bench",
@@ -51,19 +90,20 @@ def bootstrap(listen_port, admin_port, backend_port, retry_route=False):
             "typed_config": {"@type": ROUTER, "dynamic_stats": False},
         }],
     }
+    if tls:  # openssl s_time -www sends HTTP/1.0 requests
+        hcm["http_protocol_options"] = {"accept_http_10": True}
     if retry_route:
         hcm["route_config"]["virtual_hosts"][0]["routes"].insert(0, {
             "match": {"prefix": "/retry"},
             "route": {"cluster": "backend", "retry_policy": ISTIO_RETRY},
         })
-    listener = {
-        "name": "bench",
-        "address": sockaddr(listen_port),
-        "filter_chains": [{"filters": [{
-            "name": "envoy.filters.network.http_connection_manager",
-            "typed_config": hcm,
-        }]}],
-    }
+    chain = {"filters": [{
+        "name": "envoy.filters.network.http_connection_manager",
+        "typed_config": hcm,
+    }]}
+    if tls:
+        chain["transport_socket"] = downstream_tls(*tls)
+    listener = {"name": "bench", "address": sockaddr(listen_port), "filter_chains": [chain]}
     cluster = {
         "name": "backend",
         "type": "STATIC",
@@ -81,6 +121,8 @@ def bootstrap(listen_port, admin_port, backend_port, retry_route=False):
             "endpoints": [{"lb_endpoints": [{"endpoint": {"address": sockaddr(backend_port)}}]}],
         },
     }
+    if upstream:
+        cluster["transport_socket"] = upstream_tls(*upstream)
     return {
         "node": {"id": "bench", "cluster": "bench"},
         "admin": {"address": sockaddr(admin_port)},
@@ -89,14 +131,20 @@ def bootstrap(listen_port, admin_port, backend_port, retry_route=False):
 
 
 def main(argv):
-    retry = argv[5:] == ["--retry-route"]
-    if len(argv) != 5 and not retry:
-        sys.stderr.write("usage: weft_bootstrap.py OUT.json LISTEN_PORT ADMIN_PORT BACKEND_PORT"
-                         " [--retry-route]\n")
-        return 2
-    ports = [int(p) for p in argv[2:5]]
-    with open(argv[1], "w", encoding="utf-8") as f:
-        json.dump(bootstrap(*ports, retry_route=retry), f, indent=2)
+    ap = argparse.ArgumentParser(prog="weft_bootstrap.py")
+    ap.add_argument("out")
+    ap.add_argument("ports", type=int, nargs=3, metavar="PORT")
+    ap.add_argument("--retry-route", action="store_true")
+    ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
+    ap.add_argument("--client-ca", metavar="CA")
+    ap.add_argument("--upstream-tls", nargs=5, metavar=("CERT", "KEY", "CA", "SAN", "SNI"))
+    a = ap.parse_args(argv[1:])
+    if a.client_ca and not a.tls:
+        ap.error("--client-ca needs --tls")
+    tls = (a.tls + [a.client_ca]) if a.tls else None
+    with open(a.out, "w", encoding="utf-8") as f:
+        json.dump(bootstrap(*a.ports, retry_route=a.retry_route, tls=tls,
+                            upstream=a.upstream_tls), f, indent=2)
         f.write("\n")
     return 0
 
