@@ -250,7 +250,8 @@ bp_start direct "" nginx -e "$BP_DIR/direct/error.log" -p "$BP_DIR/direct" -c "$
 STARTED+=("$BP_PID")
 bp_wait_ready direct "$BP_PID" "$NEXT_PORT" /128 128
 bp_pids_of "$BP_PID"
-STARTED+=($BP_PIDS)
+read -r -a _kids <<<"$BP_PIDS"
+STARTED+=("${_kids[@]}")
 T_PORT[direct]=$NEXT_PORT
 
 TARGETS=()
