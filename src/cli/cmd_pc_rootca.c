@@ -11,7 +11,9 @@
  *   "Both [...] and [...] have the non identical ROOTCA, theoretically the connectivity
  *    between them is unavailable"                                     (an error, exit 1)
  *   "cannot find ROOTCA from secret", "failed to parse certificates: <data>",
- *   "failed to parse certificate: <why>", "sidecar doesn't support secrets: <why>".
+ *   "failed to parse certificate: <why>", "sidecar doesn't support secrets: <why>" (a
+ *   malformed SecretsConfigDump; a missing one, weft-proxy's while it has no secrets, is no
+ *   ROOTCA).
  * weft adds which pod lacks its ROOTCA and why (still WARMING: not supplied by SDS yet), and
  * -o json (istioctl prints only the sentence): {"pods": [..], "identical": bool,
  * "rootCA": [{"pod", "serialNumbers": [..]}], "sharedSerialNumbers": [..]}.
@@ -56,16 +58,22 @@ int pc_rootca_pem(const wf_envoy_dump *d, const char *id, char **pem, wf_strbuf 
     size_t index = 0;
     wf_strbuf e2 = WF_STRBUF_INIT;
     json_t *sec = wf_envoy_dump_section(d, WF_DUMP_T_SECRETS, &index, &e2);
-    if (!sec) {
+    /* weft-proxy dumps no SecretsConfigDump while it has no secrets (pc secret reads that as
+     * the empty section, cmd_pc_secret.c): no ROOTCA then; a malformed one is istioctl's error */
+    bool missing = !sec && !strstr(wf_strbuf_cstr(&e2), "expected");
+    if (!sec && !missing) {
         wf_strbuf_printf(err, "%s: sidecar doesn't support secrets: %s", id, wf_strbuf_cstr(&e2));
         wf_strbuf_free(&e2);
         return -1;
     }
+    if (missing)
+        wf_strbuf_reset(&e2);
     json_t *entry = NULL;
-    if (!has_secret(d, sec, index, "dynamic_active_secrets", "ROOTCA", &entry, &e2)) {
+    if (missing || !has_secret(d, sec, index, "dynamic_active_secrets", "ROOTCA", &entry, &e2)) {
         if (e2.len) {
             wf_strbuf_printf(err, "%s: %s", id, wf_strbuf_cstr(&e2));
-        } else if (has_secret(d, sec, index, "dynamic_warming_secrets", "ROOTCA", &entry, &e2)) {
+        } else if (!missing &&
+                   has_secret(d, sec, index, "dynamic_warming_secrets", "ROOTCA", &entry, &e2)) {
             wf_strbuf_printf(err,
                              "%s: cannot find ROOTCA from secret: it is still WARMING (not "
                              "supplied by SDS yet: check `weftctl proxy-config secret %s` and "

@@ -136,9 +136,14 @@ def test_errors(tmp_path):
     assert r.returncode == 1
     assert r.stderr.startswith("Error: p3.ns3: cannot find ROOTCA from secret: it is still "
                                "WARMING"), r.stderr
-    r = rc("-f", ok, "-f", nosec)
+    r = rc("-f", ok, "-f", nosec)  # no SecretsConfigDump (weft-proxy without secrets)
     assert r.returncode == 1
-    assert r.stderr.startswith("Error: p4.ns4: sidecar doesn't support secrets: "), r.stderr
+    assert r.stderr.startswith("Error: p4.ns4: cannot find ROOTCA from secret"), r.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"configs": [{"@type": SECRETS_T, "dynamic_active_secrets": 3}]}))
+    r = rc("-f", ok, "-f", str(bad))
+    assert r.returncode == 1
+    assert "bad.json: configs[0].dynamic_active_secrets: expected an array" in r.stderr
     # exactly two pods (istioctl's text); usage errors exit 64
     for args in ([], ["a"], ["a", "b", "c"], ["-f", ok], ["a", "-f", ok, "-f", ok]):
         r = rc(*args)
@@ -195,3 +200,28 @@ def test_live_proxies(proxy_factory, mesh, app, monkeypatch, tmp_path, pilot_exe
                "unavailable" in r.stderr, r.stderr
     finally:
         stop(other)
+
+
+# ---- live proxies found by name through weft-pilot ------------------------------------------
+
+from meshfix import mesh as catalog_fixture_mesh  # noqa: E402,F401
+from test_mesh_catalog import catalog_mesh  # noqa: E402
+
+
+def test_live_pods_by_name(catalog_fixture_mesh):  # noqa: F811
+    """POD.NS names are found through pilot and their live /config_dump is read. Until pilot
+    gives the local mesh's proxies mesh TLS they hold no ROOTCA, which is named; once they do,
+    the two share the mesh root."""
+    live_mesh = catalog_fixture_mesh
+    gw, pods = catalog_mesh(live_mesh)
+    live_mesh.wait_synced()
+    a, b = "%s.istioinaction" % pods[0].name, "%s.istioinaction" % pods[1].name
+    r = run_weftctl("pc", "rc", a, b, "--pilot", "127.0.0.1:%d" % live_mesh.mon_port)
+    if r.returncode == 0:
+        assert r.stdout == identical(a, b), r.stdout
+    else:
+        assert r.returncode == 1
+        assert r.stderr.startswith("Error: %s: cannot find ROOTCA from secret" % a), r.stderr
+    r = run_weftctl("pc", "rc", "nope-1.istioinaction", b, "--pilot",
+                    "127.0.0.1:%d" % live_mesh.mon_port)
+    assert r.returncode == 1 and "nope-1" in r.stderr, r.stderr
