@@ -34,7 +34,8 @@ static const comp_cmd cmds[] = {
      "--config-dump --help -h",
      ""},
     {"log", "", "explain", "--format --summary --output -o --help -h", "text json"},
-    {"proxy-config", "pc", "all bootstrap cluster ecds endpoint eds listener log route secret",
+    {"proxy-config", "pc",
+     "all bootstrap cluster ecds endpoint eds listener log rootca-compare route secret",
      "--output -o --file -f --namespace -n --pilot --fqdn --port --subset --direction --address "
      "--type --name --status --cluster --verbose --level --reset -r --with-headers "
      "--proxy-admin-port --help -h",

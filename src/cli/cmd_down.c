@@ -37,6 +37,7 @@
 #include "cli/localmesh_health.h"
 #include "cli/localmesh_report.h"
 #include "cli/localmesh_state.h"
+#include "cli/localmesh_tokens.h"
 #include "cli/localmesh_super.h"
 #include "cli/localmesh_sys.h"
 #include "cli/tabwriter.h"
@@ -214,6 +215,11 @@ static int down(const char *state)
     json_t *mesh = load_mesh_json(state);
     size_t left = mesh ? stop_leftovers(mesh) : 0;
     json_decref(mesh);
+    /* the pods' service-account tokens go with the pods (as Kubernetes' projected volumes) */
+    wf_strbuf err = WF_STRBUF_INIT;
+    if (wf_lm_tokens_remove(state, &err) != 0)
+        fprintf(stderr, "warning: %s\n", wf_strbuf_cstr(&err));
+    wf_strbuf_free(&err);
     if (!sup && !left) {
         printf("no local mesh is running from %s\n", state);
         return WF_EXIT_OK;

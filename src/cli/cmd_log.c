@@ -5,6 +5,11 @@
  * or >= 400, or any response flag) says what its flags and details mean, the likely causes
  * and the next check, from the table in explain_table.c. Unknown values are reported as
  * unknown. --summary groups failures by code, flags, details, upstream cluster and route.
+ * Transport failure reasons (upstream and downstream) are explained by their TLS signature
+ * (explain_table.c), and signatures that only together name a cause (wf_lx_pair: the
+ * client's UC connection_termination and the server's NR filter_chain_not_found) are
+ * reported when both occur in the input ("Together, line A (...) and line B (...)"; -o json:
+ * "together").
  *
  * Lines that are not access log lines (application output mixed in) are skipped and counted
  * on stderr. Exit 0; 1 when the input cannot be read or holds lines but none parses; 64 for
@@ -99,22 +104,38 @@ static void items_free(items *l)
     memset(l, 0, sizeof *l);
 }
 
-/* upstream_reset_*{reason|transport failure}: the reason and the transport part. */
+/* A transport failure reason (kind "transport_failure" for the upstream's, or
+ * "downstream_transport_failure"), explained by its TLS signature when it has one. */
+static int add_transport(items *l, const char *kind, const char *v, size_t len)
+{
+    char *z = strndup(v, len);
+    if (!z)
+        return -1;
+    int rc = items_add(l, kind, v, len, wf_lx_find_tls(z));
+    free(z);
+    return rc;
+}
+
+/* upstream_reset_*{reason|transport failure}: the reason and the transport part (older
+ * Envoy: {reason,transport failure}). */
 static int add_reset_parts(items *l, const char *details, const char *tfr)
 {
     const char *open = strchr(details, '{'), *close = open ? strrchr(open, '}') : NULL;
     if (!open || !close)
         return 0;
-    const char *r = open + 1, *bar = memchr(r, '|', (size_t)(close - r));
-    size_t rl = (size_t)((bar ? bar : close) - r);
+    const char *r = open + 1;
+    size_t rl = strcspn(r, "|,");
+    if (rl > (size_t)(close - r))
+        rl = (size_t)(close - r);
+    const char *bar = r + rl < close ? r + rl : NULL;
     char reason[128];
     snprintf(reason, sizeof reason, "%.*s", (int)(rl < sizeof reason ? rl : sizeof reason - 1), r);
     if (items_add(l, "reset_reason", r, rl, wf_lx_find_reset(reason)))
         return -1;
-    if (tfr) /* %UPSTREAM_TRANSPORT_FAILURE_REASON% keeps the spaces details replace */
-        return items_add(l, "transport_failure", tfr, strlen(tfr), NULL);
+    if (tfr) /* %UPSTREAM_TRANSPORT_FAILURE_REASON% is the same text */
+        return add_transport(l, "transport_failure", tfr, strlen(tfr));
     if (bar && close > bar + 1)
-        return items_add(l, "transport_failure", bar + 1, (size_t)(close - bar - 1), NULL);
+        return add_transport(l, "transport_failure", bar + 1, (size_t)(close - bar - 1));
     return 0;
 }
 
@@ -140,6 +161,14 @@ static int explain(const wf_lx_record *r, items *out)
     }
     if (add_details(out, r->details, r->tfr))
         return -1;
+    /* a transport failure the details do not carry (a TCP proxy's line, other details) */
+    bool have_tfr = false;
+    for (size_t i = 0; i < out->n; i++)
+        have_tfr = have_tfr || strcmp(out->v[i].kind, "transport_failure") == 0;
+    if (r->tfr && !have_tfr && add_transport(out, "transport_failure", r->tfr, strlen(r->tfr)))
+        return -1;
+    if (r->dtfr && add_transport(out, "downstream_transport_failure", r->dtfr, strlen(r->dtfr)))
+        return -1;
     if (r->conn_details && (!r->details || strcmp(r->conn_details, r->details) != 0))
         return add_details(out, r->conn_details, NULL);
     const char *why;
@@ -154,8 +183,15 @@ static int explain(const wf_lx_record *r, items *out)
 
 static void print_item(FILE *f, const item *it, int ind)
 {
-    if (strcmp(it->kind, "transport_failure") == 0) {
-        fprintf(f, "%*stransport failure reason: %s\n", ind, "", it->value);
+    bool down = strcmp(it->kind, "downstream_transport_failure") == 0;
+    if (down || strcmp(it->kind, "transport_failure") == 0) {
+        fprintf(f, "%*s%stransport failure reason: %s\n", ind, "", down ? "downstream " : "",
+                it->value);
+        if (it->e) {
+            fprintf(f, "%*s%s\n", ind + 3, "", it->e->meaning);
+            fprintf(f, "%*sLikely causes: %s\n", ind + 3, "", it->e->causes);
+            fprintf(f, "%*sNext: %s\n", ind + 3, "", it->e->next);
+        }
         return;
     }
     const char *what = strcmp(it->kind, "flag") == 0      ? "response flag"
@@ -225,8 +261,9 @@ static void print_record(FILE *f, const wf_lx_record *r, const items *its)
 
 static json_t *item_json(const item *it)
 {
+    bool transport = strstr(it->kind, "transport_failure") != NULL;
     json_t *o = json_pack("{s:s, s:s, s:b}", "kind", it->kind, "value", it->value, "known",
-                          it->e != NULL || strcmp(it->kind, "transport_failure") == 0);
+                          it->e != NULL || transport);
     if (o && it->e) {
         if (*it->e->name)
             json_object_set_new(o, "name", json_string(it->e->name));
@@ -264,6 +301,7 @@ static json_t *record_json(const wf_lx_record *r, const items *its)
     json_object_set_new(o, "response_code_details", nstr(r->details));
     json_object_set_new(o, "connection_termination_details", nstr(r->conn_details));
     json_object_set_new(o, "upstream_transport_failure_reason", nstr(r->tfr));
+    json_object_set_new(o, "downstream_transport_failure_reason", nstr(r->dtfr));
     json_object_set_new(o, "upstream_cluster", nstr(r->cluster));
     json_object_set_new(o, "route_name", nstr(r->route));
     json_object_set_new(o, "upstream_host", nstr(r->host));
@@ -300,7 +338,50 @@ typedef struct run_state {
     wf_strmap *index; /* "code\x1fflags\x1fdetails\x1fcluster\x1froute" -> group number + 1 */
     items all;        /* every flag/details seen, for the summary's explanations */
     json_t *jfail;
+    size_t *pair_line; /* per wf_lx_pair: first line of its a (2i) and of its b (2i + 1) */
 } run_state;
+
+static bool entry_is(const wf_lx_entry *e, wf_lx_kind kind, const char *key)
+{
+    return e && e->kind == kind && strcmp(e->key, key) == 0;
+}
+
+/* Notes the first line of each pair's signatures among a record's items. */
+static void note_pairs(run_state *s, const wf_lx_record *r, const items *its)
+{
+    for (size_t p = 0; p < wf_lx_pair_count(); p++) {
+        const wf_lx_pair *pr = wf_lx_pair_at(p);
+        for (size_t i = 0; i < its->n; i++) {
+            if (!s->pair_line[2 * p] && entry_is(its->v[i].e, pr->kind_a, pr->key_a))
+                s->pair_line[2 * p] = r->line;
+            if (!s->pair_line[2 * p + 1] && entry_is(its->v[i].e, pr->kind_b, pr->key_b))
+                s->pair_line[2 * p + 1] = r->line;
+        }
+    }
+}
+
+/* The pairs seen whole: printed (text) or as a new array (json, NULL when out of memory). */
+static json_t *print_pairs(const run_state *s, FILE *f)
+{
+    json_t *a = f ? NULL : json_array();
+    for (size_t p = 0; p < wf_lx_pair_count(); p++) {
+        const wf_lx_pair *pr = wf_lx_pair_at(p);
+        size_t la = s->pair_line[2 * p], lb = s->pair_line[2 * p + 1];
+        if (!la || !lb)
+            continue;
+        if (f) {
+            fprintf(f, "Together, line %zu (%s) and line %zu (%s): %s\n", la, pr->key_a, lb,
+                    pr->key_b, pr->meaning);
+            fprintf(f, "   Likely causes: %s\n   Next: %s\n\n", pr->causes, pr->next);
+        } else if (a) {
+            json_array_append_new(a, json_pack("{s:[s,s],s:[I,I],s:s,s:s,s:s}", "signatures",
+                                               pr->key_a, pr->key_b, "lines", (json_int_t)la,
+                                               (json_int_t)lb, "meaning", pr->meaning, "causes",
+                                               pr->causes, "next", pr->next));
+        }
+    }
+    return a;
+}
 
 static int add_group(run_state *s, const wf_lx_record *r)
 {
@@ -352,9 +433,10 @@ static int print_summary(run_state *s)
                                   "response_code_details", g->key[1], "upstream_cluster", g->key[2],
                                   "route_name", g->key[3]));
         }
-        json_t *o = json_pack("{s:o, s:o, s:I, s:I, s:I}", "groups", groups, "explanations",
-                              items_json(&s->all), "lines", (json_int_t)s->lines, "parsed",
-                              (json_int_t)s->parsed, "failed", (json_int_t)s->failed);
+        json_t *o = json_pack("{s:o, s:o, s:o, s:I, s:I, s:I}", "groups", groups, "explanations",
+                              items_json(&s->all), "together", print_pairs(s, NULL), "lines",
+                              (json_int_t)s->lines, "parsed", (json_int_t)s->parsed, "failed",
+                              (json_int_t)s->failed);
         int rc = o ? json_dumpf(o, stdout, JSON_INDENT(2)) : -1;
         fputc('\n', stdout);
         json_decref(o);
@@ -376,6 +458,9 @@ static int print_summary(run_state *s)
         fputc('\n', stdout);
     for (size_t i = 0; i < s->all.n; i++)
         print_item(stdout, &s->all.v[i], 0);
+    if (s->all.n)
+        fputc('\n', stdout);
+    print_pairs(s, stdout);
     return rc;
 }
 
@@ -403,6 +488,8 @@ static int handle(run_state *s, wf_lx_record *r)
     s->failed++;
     items its = {0};
     int rc = explain(r, &its);
+    if (rc == 0)
+        note_pairs(s, r, &its);
     if (rc == 0 && s->summary) {
         rc = add_group(s, r);
         for (size_t i = 0; rc == 0 && i < its.n; i++)
@@ -456,14 +543,16 @@ static int finish(run_state *s, const char *src)
     if (s->summary) {
         rc = print_summary(s);
     } else if (s->json) {
-        json_t *o =
-            json_pack("{s:O, s:I, s:I, s:I}", "failures", s->jfail, "lines", (json_int_t)s->lines,
-                      "parsed", (json_int_t)s->parsed, "failed", (json_int_t)s->failed);
+        json_t *o = json_pack("{s:O, s:o, s:I, s:I, s:I}", "failures", s->jfail, "together",
+                              print_pairs(s, NULL), "lines", (json_int_t)s->lines, "parsed",
+                              (json_int_t)s->parsed, "failed", (json_int_t)s->failed);
         rc = o ? json_dumpf(o, stdout, JSON_INDENT(2)) : -1;
         fputc('\n', stdout);
         json_decref(o);
     } else if (!s->failed) {
         printf("No failed requests in %zu access log lines.\n", s->parsed);
+    } else {
+        print_pairs(s, stdout);
     }
     if (skipped && !s->json)
         fprintf(stderr, "(%zu lines were not access log lines and were skipped)\n", skipped);
@@ -501,10 +590,12 @@ static int explain_cmd(wf_flag *fl, char **pos, size_t npos)
         fprintf(stderr, "Error: cannot read %s: %s\n", src,
                 in ? strerror(EISDIR) : strerror(errno));
     } else {
-        run_state s = {
-            .json = strcmp(out, "json") == 0, .summary = fl[F_SUMMARY].bval, .jfail = json_array()};
+        run_state s = {.json = strcmp(out, "json") == 0,
+                       .summary = fl[F_SUMMARY].bval,
+                       .jfail = json_array(),
+                       .pair_line = calloc(2 * wf_lx_pair_count() + 1, sizeof(size_t))};
         wf_arena_init(&s.arena);
-        if (!s.jfail || read_all(in, &f, &s))
+        if (!s.jfail || !s.pair_line || read_all(in, &f, &s))
             fprintf(stderr, "Error: out of memory\n");
         else
             rc = finish(&s, strcmp(src, "-") == 0 ? "stdin" : src);
@@ -515,6 +606,7 @@ static int explain_cmd(wf_flag *fl, char **pos, size_t npos)
         wf_arena_destroy(&s.arena);
         items_free(&s.all);
         json_decref(s.jfail);
+        free(s.pair_line);
     }
     if (in && in != stdin)
         fclose(in);

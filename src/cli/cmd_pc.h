@@ -10,6 +10,7 @@
  *   cmd_pc_endpoint.c   pc endpoint (§2.5, /clusters?format=json) and pc eds (§2.6)
  *   cmd_pc_secret.c     pc secret (§2.7, X.509 through libcrypto) and pc ecds (§2.8)
  *   cmd_pc_log.c        pc log (§2.10): runtime log levels over the admin API
+ *   cmd_pc_rootca.c     pc rootca-compare (security.md §2.5): two proxies' ROOTCA bundles
  *
  * Every writer appends its output to `out` and returns 0, or -1 with a message in `err`
  * (no trailing newline, no "Error: " prefix: the caller adds it).
@@ -65,6 +66,16 @@ int pc_routes(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_strbu
 int pc_eds(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_strbuf *err);
 int pc_secrets(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_strbuf *err);
 int pc_ecds(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_strbuf *err);
+/* rootca-compare (cmd_pc_rootca.c). pc_rootca_pem: the PEM text of the dump's active ROOTCA
+ * secret (validation_context.trusted_ca.inline_bytes, decoded; *pem malloc'd), or -1 with err
+ * naming id ("<pod>.<ns>") and why (no secrets section, no ROOTCA, still WARMING).
+ * pc_rootca_compare: identical when any certificate of one bundle is one of the other; prints
+ * istioctl's sentence when identical (-o json|yaml: the comparison as a document, either
+ * way); returns 0 with *identical, and when not identical err holds istioctl's error text
+ * (the caller exits 1); -1 with err when a bundle does not parse. */
+int pc_rootca_pem(const wf_envoy_dump *d, const char *id, char **pem, wf_strbuf *err);
+int pc_rootca_compare(const char *const ids[2], const char *const pems[2], const pc_opts *o,
+                      bool *identical, wf_strbuf *out, wf_strbuf *err);
 /* d is a /clusters?format=json document here, not a config dump. */
 int pc_endpoints(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_strbuf *err);
 

@@ -4,7 +4,8 @@
  * -f, or a proxy found through weft-pilot and read over its admin API), and dispatch to the
  * writers of cmd_pc_*.c (cmd_pc.h).
  *
- * Exit status: 0; 1 for errors (unreadable dump, unknown pod, pilot or proxy unreachable);
+ * Exit status: 0; 1 for errors (unreadable dump, unknown pod, pilot or proxy unreachable;
+ * rootca-compare: roots that differ);
  * 64 for usage errors (unknown subcommand or flag, bad -o value, pod and -f both or neither).
  */
 #include <ctype.h>
@@ -31,7 +32,8 @@ typedef enum {
     SUB_SECRET,
     SUB_ECDS,
     SUB_ALL,
-    SUB_LOG
+    SUB_LOG,
+    SUB_ROOTCA
 } pc_sub;
 
 static const struct {
@@ -48,6 +50,7 @@ static const struct {
     {SUB_ECDS, "ecds", "ec", NULL, "ecds"},
     {SUB_ALL, "all", "a", NULL, "all"},
     {SUB_LOG, "log", "o", NULL, "log"},
+    {SUB_ROOTCA, "rootca-compare", "rc", NULL, "rootca-compare"},
 };
 
 enum {
@@ -78,7 +81,9 @@ static void init_flags(wf_flag *f)
     const wf_flag defs[F_COUNT] = {
         [F_OUTPUT] = {"output", 'o', WF_FLAG_STRING, "Output format: one of json|yaml|short",
                       "string", false, false, NULL, NULL, 0},
-        [F_FILE] = {"file", 'f', WF_FLAG_STRING, "Envoy config dump file (- for stdin)"},
+        [F_FILE] = {"file", 'f', WF_FLAG_LIST,
+                    "Envoy config dump file (- for stdin); rootca-compare: two, one per pod",
+                    "string"},
         [F_NAMESPACE] = {"namespace", 'n', WF_FLAG_STRING, "Namespace of the pod"},
         [F_PILOT] = {"pilot", 0, WF_FLAG_STRING, "weft-pilot monitoring address (ip:port)"},
         [F_FQDN] = {"fqdn", 0, WF_FLAG_STRING, "Filter clusters by substring of FQDN field"},
@@ -107,9 +112,29 @@ static void usage(FILE *f)
     fprintf(f, "Retrieve information about proxy configuration from a proxy or a config dump.\n\n"
                "Usage:\n"
                "  weftctl proxy-config {cluster|listener|route|endpoint|eds|bootstrap|secret|"
-               "ecds|all|log} [POD[.NS] | deploy/NAME] [-n NS] [-f DUMP] [flags]\n\n"
+               "ecds|all|log} [POD[.NS] | deploy/NAME] [-n NS] [-f DUMP] [flags]\n"
+               "  weftctl proxy-config rootca-compare POD1[.NS1] POD2[.NS2] [-f DUMP1 -f DUMP2] "
+               "[flags]\n\n"
                "Aliases: proxy-config, pc; c/clusters, l/listeners, r/routes, ep/endpoints, b, "
-               "s/secrets, ec, a/all, o/log\n\n");
+               "s/secrets, ec, a/all, o/log, rc\n\n");
+}
+
+static void rootca_usage(FILE *f)
+{
+    fprintf(f,
+            "Compare ROOTCA values for given 2 pods to check the connectivity between them.\n\n"
+            "Both proxies' ROOTCA secrets (the trusted CA bundle SDS gave them) are read from\n"
+            "their config dumps; they are identical when any certificate is in both. Exit 0\n"
+            "when identical, 1 when not (or a pod has no ROOTCA), 64 for a usage error.\n\n"
+            "Usage:\n"
+            "  weftctl proxy-config rootca-compare [pod/]<name-1>[.<namespace-1>] "
+            "[pod/]<name-2>[.<namespace-2>] [flags]\n"
+            "  weftctl proxy-config rootca-compare -f DUMP1 -f DUMP2 [flags]\n\n"
+            "Aliases:\n  rootca-compare, rc\n\n"
+            "Examples:\n"
+            "  # Compare ROOTCA values for given 2 pods to check the connectivity between them.\n"
+            "  weftctl proxy-config rootca-compare <pod-name-1[.namespace]> "
+            "<pod-name-2[.namespace]>\n\n");
 }
 
 /* ---- time -------------------------------------------------------------------------------------
@@ -304,6 +329,7 @@ static int run_sub(pc_sub sub, const wf_envoy_dump *d, pc_opts *o, bool headers,
     case SUB_ALL:
         return run_all(d, o, headers, out, err);
     case SUB_LOG:
+    case SUB_ROOTCA: /* not a single-dump writer (execute) */
         break;
     }
     return -1;
@@ -384,6 +410,17 @@ static int check_args(pc_sub sub, const char *what, const wf_flag *f, size_t npo
             return WF_EXIT_USAGE;
         return 0;
     }
+    if (sub == SUB_ROOTCA) {
+        if (f[F_FILE].nlist ? f[F_FILE].nlist != 2 || npos != 0 : npos != 2) {
+            wf_strbuf_puts(err, "rootca-compare requires 2 pods as an argument");
+            return WF_EXIT_USAGE;
+        }
+        return 0;
+    }
+    if (f[F_FILE].nlist > 1) {
+        wf_strbuf_printf(err, "%s takes one --file", what);
+        return WF_EXIT_USAGE;
+    }
     if ((npos == 1) == (f[F_FILE].sval != NULL) || npos > 1) {
         wf_strbuf_printf(err, "%s requires pod name or --file parameter", what);
         return WF_EXIT_USAGE;
@@ -391,10 +428,72 @@ static int check_args(pc_sub sub, const char *what, const wf_flag *f, size_t npo
     return 0;
 }
 
+/* The name a dump gives its proxy: Istio's node id "sidecar~IP~POD.NS~NS.svc.cluster.local"
+ * gives POD.NS, weft-proxy's is "POD.NS" already; else the file name. Into buf. */
+static void dump_proxy_id(const wf_envoy_dump *d, const char *file, char *buf, size_t cap)
+{
+    size_t index;
+    wf_strbuf e = WF_STRBUF_INIT;
+    json_t *b = wf_envoy_dump_section(d, WF_DUMP_T_BOOTSTRAP, &index, &e);
+    wf_strbuf_free(&e);
+    const char *id = json_string_value(wf_jpath(b, "bootstrap.node.id"));
+    const char *t1 = id ? strchr(id, '~') : NULL, *t2 = t1 ? strchr(t1 + 1, '~') : NULL;
+    const char *t3 = t2 ? strchr(t2 + 1, '~') : NULL;
+    if (t3)
+        snprintf(buf, cap, "%.*s", (int)(t3 - t2 - 1), t2 + 1);
+    else
+        snprintf(buf, cap, "%s", id && *id ? id : file);
+}
+
+/* rootca-compare: both ROOTCA bundles, from two proxies or two dump files. Returns 0 when
+ * identical, 1 when not (err holds istioctl's error; out may hold -o json), -1 with err. */
+static int rootca_compare(const wf_flag *f, char **pos, const pc_opts *o, wf_strbuf *out,
+                          wf_strbuf *err)
+{
+    char ids[2][300];
+    char *pems[2] = {NULL, NULL};
+    int rc = -1;
+    for (int i = 0; i < 2; i++) {
+        wf_envoy_dump d;
+        pc_live live;
+        if (f[F_FILE].nlist) {
+            if (wf_envoy_dump_load_file(f[F_FILE].list[i], &d, err) != 0)
+                goto done;
+            dump_proxy_id(&d, f[F_FILE].list[i], ids[i], sizeof ids[i]);
+        } else {
+            char *body = NULL, src[512];
+            if (find_proxy(f, pos[i], &live, err) != 0 ||
+                pc_live_fetch(&live, "GET", "/config_dump", &body, err) != 0)
+                goto done;
+            snprintf(src, sizeof src, "%s (admin %s/config_dump)", live.id, live.admin);
+            snprintf(ids[i], sizeof ids[i], "%s", live.id);
+            int prc = wf_envoy_dump_parse(body, strlen(body), src, &d, err);
+            free(body);
+            if (prc != 0)
+                goto done;
+        }
+        int prc = pc_rootca_pem(&d, ids[i], &pems[i], err);
+        wf_envoy_dump_free(&d);
+        if (prc != 0)
+            goto done;
+    }
+    bool same;
+    const char *const idv[2] = {ids[0], ids[1]};
+    const char *const pemv[2] = {pems[0], pems[1]};
+    if (pc_rootca_compare(idv, pemv, o, &same, out, err) == 0)
+        rc = same ? 0 : 1;
+done:
+    free(pems[0]);
+    free(pems[1]);
+    return rc;
+}
+
 static int execute(pc_sub sub, const wf_flag *f, char **pos, const pc_opts *opts, wf_strbuf *out,
                    wf_strbuf *err)
 {
     pc_opts o = *opts;
+    if (sub == SUB_ROOTCA)
+        return rootca_compare(f, pos, &o, out, err) == 0 ? 0 : -1;
     if (sub == SUB_LOG) {
         pc_live live;
         if (find_proxy(f, pos[0], &live, err) != 0)
@@ -416,8 +515,9 @@ static int execute(pc_sub sub, const wf_flag *f, char **pos, const pc_opts *opts
 int wf_cmd_proxy_config(int argc, char **argv)
 {
     if (argc < 2)
-        return wf_usage_error("proxy-config", "a subcommand is required: all, bootstrap, cluster, "
-                                              "ecds, endpoint, listener, log, route or secret");
+        return wf_usage_error("proxy-config",
+                              "a subcommand is required: all, bootstrap, cluster, "
+                              "ecds, endpoint, listener, log, rootca-compare, route or secret");
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(stdout);
         return WF_EXIT_OK;
@@ -435,11 +535,17 @@ int wf_cmd_proxy_config(int argc, char **argv)
     wf_strbuf out = WF_STRBUF_INIT, err = WF_STRBUF_INIT;
     int rc = WF_EXIT_OK;
     pc_opts o;
-    if (wf_flags_parse(f, F_COUNT, argc - 1, argv + 1, &pos, &npos, ebuf, sizeof ebuf) != 0) {
+    int prc = wf_flags_parse(f, F_COUNT, argc - 1, argv + 1, &pos, &npos, ebuf, sizeof ebuf);
+    if (prc == 0 && f[F_FILE].nlist) /* one dump for every subcommand but rootca-compare */
+        f[F_FILE].sval = f[F_FILE].list[f[F_FILE].nlist - 1];
+    if (prc != 0) {
         wf_strbuf_puts(&err, ebuf);
         rc = WF_EXIT_USAGE;
     } else if (f[F_HELP].bval) {
-        usage(stdout);
+        if (sub == SUB_ROOTCA)
+            rootca_usage(stdout);
+        else
+            usage(stdout);
         wf_flags_usage(f, F_COUNT);
     } else if ((rc = check_args(sub, what, f, npos, &err)) == 0 &&
                (rc = make_opts(sub, f, &o, &err)) == 0) {
@@ -451,9 +557,10 @@ int wf_cmd_proxy_config(int argc, char **argv)
         wf_strbuf_puts(&err, "out of memory");
         rc = WF_EXIT_ERROR;
     }
-    if (rc == WF_EXIT_OK)
+    /* rootca-compare -o json prints the comparison also when the roots differ (exit 1) */
+    if (rc == WF_EXIT_OK || (sub == SUB_ROOTCA && rc == WF_EXIT_ERROR))
         fwrite(wf_strbuf_cstr(&out), 1, out.len, stdout);
-    else
+    if (rc != WF_EXIT_OK)
         fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
     free(pos);
     wf_flags_free(f, F_COUNT);

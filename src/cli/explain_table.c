@@ -3,7 +3,10 @@
  * Envoy response flag, per response code details string and per upstream reset reason, from
  * ../shared/reference/envoy-istio-behaviour.md §1.2, §2.1-2.3 and §3, and the operator
  * reports in ../shared/cases/operator-reports.md (B001 NC, B003 NR, B005 507, B008/B009 UT,
- * B012 UC, B013 UF,URX, B023 UH). docs/log-explain.md lists the same table for readers.
+ * B012 UC, B013 UF,URX, B023 UH), and the TLS failure signatures of
+ * ../shared/reference/security.md §3.5, §4.3 and §8.2 (Envoy's SslSocket failure reasons with
+ * BoringSSL's names, the verify details, NotReadySslSocket's "Secret is not supplied by SDS").
+ * docs/log-explain.md lists the same table for readers.
  *
  * Each entry: what it means, the likely causes, and the next check or fix. Keep sentences
  * plain; name weftctl commands and Istio fields an operator can act on.
@@ -23,6 +26,10 @@
 #define R(k, m, c, x)                                                                              \
     {                                                                                              \
         WF_LX_RESET, k, "", "", m, c, x                                                            \
+    }
+#define T(k, st, m, c, x)                                                                          \
+    {                                                                                              \
+        WF_LX_TLS, k, "", st, m, c, x                                                              \
     }
 
 static const wf_lx_entry table[] = {
@@ -74,10 +81,14 @@ static const wf_lx_entry table[] = {
       "The upstream closed the connection while the request was in flight.",
       "Usually a pooled keep-alive connection the server closed as idle just as the proxy "
       "reused it (the server's idle timeout is shorter than the proxy's), or the upstream "
-      "crashed mid-request.",
+      "crashed mid-request. When every request fails this way and the server's proxy logs NR "
+      "filter_chain_not_found, this client sends plaintext to a STRICT mTLS port (a "
+      "DestinationRule `tls.mode: DISABLE`, or auto mTLS off).",
       "Set DestinationRule `trafficPolicy.connectionPool.http.idleTimeout` below the "
       "server's keep-alive timeout, or retry on `reset` in the VirtualService; check the "
-      "upstream for crashes."),
+      "upstream for crashes. For the STRICT case: read the server proxy's log, remove the "
+      "DestinationRule's `tls.mode: DISABLE` (or set ISTIO_MUTUAL), and check `weftctl describe "
+      "pod <server>` for the PeerAuthentication mode."),
     F("UO", "UpstreamOverflow", "503, header x-envoy-overloaded: true",
       "A circuit breaker overflowed (connections, pending requests, requests or retries), "
       "or the cluster is in maintenance mode.",
@@ -300,8 +311,23 @@ static const wf_lx_entry table[] = {
       "The upstream crashed or closed mid-response.", "Check the upstream's logs."),
     D("filter_chain_not_found", "connection closed",
       "No filter chain of the listener matched the connection.",
-      "Traffic to a port or SNI the listener was not configured for.",
-      "Check `weftctl proxy-config listener <pod>` for the port."),
+      "Traffic to a port or SNI the listener was not configured for. On a sidecar's inbound "
+      "listener (virtualInbound, port 15006) under a STRICT PeerAuthentication it is a "
+      "plaintext connection: STRICT keeps only the TLS chains, so a client sending plaintext "
+      "(a DestinationRule `tls.mode: DISABLE`, auto mTLS off, or a client outside the mesh) "
+      "matches none; the client's proxy then logs 503 UC connection_termination.",
+      "Check `weftctl proxy-config listener <pod> --port <port> -o json` for the chains "
+      "(STRICT: only `transport_protocol: tls`); find the client's DestinationRule with `tls` "
+      "and remove `mode: DISABLE` (or use ISTIO_MUTUAL), or set the PeerAuthentication to "
+      "PERMISSIVE while clients migrate; a client outside the mesh needs a sidecar."),
+    D("transport socket timeout", "connection closed",
+      "The client's TLS handshake did not finish within the listener's "
+      "transport_socket_connect_timeout (Envoy's handshake timeout; downstream_cx_transport_"
+      "socket_connect_timeout counts it).",
+      "A client that opened TCP but never completed TLS: a plaintext client waiting for the "
+      "server to speak first on a TLS port, a port scanner, or a client stalled mid-handshake.",
+      "Check what the client sends (`openssl s_client -connect <ip>:<port>` should finish); a "
+      "plaintext client to a STRICT port must use mTLS (a sidecar) or PERMISSIVE must be set."),
     D("downstream_remote_disconnect", "0", "The client disconnected.",
       "The caller closed the connection (often its timeout).", "Check the caller."),
     D("downstream_local_disconnect(", "-",
@@ -397,16 +423,23 @@ static const wf_lx_entry table[] = {
       "Check the endpoint and the application's port."),
     R("connection_timeout",
       "The connection to the upstream did not complete within the "
-      "connect timeout.",
-      "The host is unreachable or overloaded, or a network policy drops packets.",
-      "Check network reachability and DestinationRule `connectionPool.tcp.connectTimeout`."),
+      "connect timeout (for a TLS cluster the timeout includes the TLS handshake).",
+      "The host is unreachable or overloaded, or a network policy drops packets; with TLS "
+      "(mTLS or DestinationRule SIMPLE/MUTUAL) a handshake the server never answers: TLS to a "
+      "port whose server waits for the client to speak first (a plaintext TCP protocol), or a "
+      "server too busy to finish handshakes.",
+      "Check network reachability and DestinationRule `connectionPool.tcp.connectTimeout`; "
+      "if TCP connects (`weftctl proxy-config endpoint <pod>`), check whether the port speaks "
+      "TLS and the DestinationRule `tls.mode` matches it."),
     R("connection_termination",
       "The upstream closed the connection while the request was in "
       "flight.",
       "A pooled keep-alive connection closed by the server as idle just as it was reused, or "
-      "an upstream crash.",
+      "an upstream crash; on every request, with the server's proxy logging NR "
+      "filter_chain_not_found: plaintext to a STRICT mTLS port (security.md §4.3).",
       "Set DestinationRule `connectionPool.http.idleTimeout` below the server's keep-alive "
-      "timeout, or retry on `reset`."),
+      "timeout, or retry on `reset`; for STRICT, remove the client's DestinationRule "
+      "`tls.mode: DISABLE` (or set ISTIO_MUTUAL)."),
     R("local_reset", "The proxy reset the upstream stream.", "See the response flag (LR).",
       "Enable router/connection debug logs."),
     R("local_refused_stream_reset", "The proxy refused the stream locally.",
@@ -428,7 +461,189 @@ static const wf_lx_entry table[] = {
       "Check the Service port name/appProtocol."),
     R("overload_manager_reset", "The overload manager reset the stream.",
       "The proxy is short of resources.", "Check the proxy's resources."),
+
+    /* ---- TLS failure signatures (security.md §3.5, §8.2): most specific first read ---- */
+    T("CERTIFICATE_VERIFY_FAILED", "503 UF,URX (client side)",
+      "This proxy rejected the certificate the peer presented (BoringSSL 268435581): its "
+      "chain does not lead to a root we trust, its SAN is not the identity we expect, or it "
+      "is expired or not yet valid.",
+      "Different roots on the two sides (multi-cluster, a replaced `cacerts` Secret, pods "
+      "started before a root change), a DestinationRule `subjectAltNames` or a trust domain "
+      "that does not match the server's SPIFFE ID, or an expired certificate.",
+      "Log %UPSTREAM_TRANSPORT_FAILURE_REASON% with its `verify cert failed: ...` detail "
+      "(weft-proxy writes it); run `weftctl proxy-config rootca-compare <client> <server>` and "
+      "`weftctl proxy-config secret <server>` (serials, NOT AFTER)."),
+    T("CERTIFICATE_VERIFY_FAILED*unable_to_get_local_issuer_certificate",
+      "503 UF,URX (client side)",
+      "This proxy rejected the peer's certificate: it is signed by a CA this proxy does not "
+      "trust (unknown CA).",
+      "The two workloads have different roots: a plug-in `cacerts` Secret replaced or added "
+      "on one side only, another cluster's or mesh's CA, or proxies that still hold the old "
+      "ROOTCA after a root change.",
+      "Run `weftctl proxy-config rootca-compare <client> <server>`; when the roots differ, "
+      "give both meshes the same root (or a common root above both intermediates) and "
+      "restart the pods that hold the old ROOTCA; `weftctl proxy-config secret <pod>` shows "
+      "each ROOTCA's serial."),
+    T("CERTIFICATE_VERIFY_FAILED*self_signed_certificate_in_certificate_chain",
+      "503 UF,URX (client side)",
+      "This proxy rejected the peer's certificate: its chain ends in a self-signed root this "
+      "proxy does not trust (unknown CA).",
+      "The peer's workload certificate comes from another root (another mesh's CA, a "
+      "replaced `cacerts`, a stale pod).",
+      "Run `weftctl proxy-config rootca-compare <client> <server>` and make both trust the "
+      "same root; restart the pods still holding the old one."),
+    T("CERTIFICATE_VERIFY_FAILED*self_signed_certificate", "503 UF,URX (client side)",
+      "This proxy rejected the peer's certificate: the peer presented a self-signed "
+      "certificate that is not our root.",
+      "The server is not a mesh workload presenting an Istio certificate (its own "
+      "self-signed server certificate) while the DestinationRule says ISTIO_MUTUAL or SIMPLE "
+      "with our CA.",
+      "For a server outside the mesh use DestinationRule `tls.mode: SIMPLE` with its CA in "
+      "`caCertificates`/`credentialName`, or `DISABLE` if it speaks plaintext."),
+    T("CERTIFICATE_VERIFY_FAILED*SAN_matcher", "503 UF,URX (client side)",
+      "This proxy rejected the peer's certificate: it is trusted but names another identity "
+      "than the one expected (SAN mismatch); the detail lists the SANs the certificate has.",
+      "The server runs under another service account than the client expects, a "
+      "DestinationRule `subjectAltNames` lists the wrong SPIFFE ID or host, the trust domain "
+      "differs (MeshConfig trustDomain), or the Service selects pods of another workload.",
+      "Compare the SANs in the detail with the expected ones in `weftctl proxy-config "
+      "cluster <client> --fqdn <host> -o json` (match_subject_alt_names); fix the "
+      "DestinationRule `subjectAltNames`, the pod's serviceAccountName or the trust domain."),
+    T("CERTIFICATE_VERIFY_FAILED*certificate_has_expired", "503 UF,URX (client side)",
+      "This proxy rejected the peer's certificate because it (or a CA above it) has expired.",
+      "The peer's proxy stopped getting new certificates (the CA is unreachable, its token is "
+      "refused) or the root or intermediate expired (old one-year roots, a plug-in CA past "
+      "its NOT AFTER); clock skew between nodes.",
+      "Run `weftctl proxy-config secret <server>`: NOT AFTER and VALID CERT of `default` and "
+      "`ROOTCA`; check the server proxy's log for `failed to sign CSR`; rotate the expired "
+      "root or intermediate (`cacerts`)."),
+    T("CERTIFICATE_VERIFY_FAILED*certificate_is_not_yet_valid", "503 UF,URX (client side)",
+      "This proxy rejected the peer's certificate because its NOT BEFORE is in the future.",
+      "Clock skew between the machines, or a new root or intermediate issued with a start time "
+      "ahead of this node's clock.",
+      "Check both machines' clocks (NTP); `weftctl proxy-config secret <server>` shows NOT "
+      "BEFORE."),
+    T("WRONG_VERSION_NUMBER", "503 UF,URX (client side)",
+      "This proxy spoke TLS and the peer answered in plaintext (BoringSSL 268435703): TLS to a "
+      "plaintext port.",
+      "A DestinationRule `tls.mode: ISTIO_MUTUAL` or `SIMPLE` towards a workload without a "
+      "sidecar, a PeerAuthentication `DISABLE` port, or a port that does not speak TLS; "
+      "auto mTLS never does this (it follows the endpoints' tlsMode label).",
+      "Check `weftctl proxy-config cluster <client> --fqdn <host> -o json` (transport_socket, "
+      "tlsMode-istio match) and the DestinationRule `trafficPolicy.tls`; remove it to let auto "
+      "mTLS decide, or set `mode: DISABLE` for a plaintext server."),
+    T("TLSV1_ALERT_UNKNOWN_CA", "503 UF,URX (client side) or a reset handshake",
+      "The peer rejected our certificate chain: it does not trust the CA that signed our "
+      "certificate (BoringSSL 268436504, the far end's root mismatch).",
+      "The two workloads' roots differ (a plug-in `cacerts` changed on one side, another "
+      "mesh or cluster, pods started before a root change).",
+      "Run `weftctl proxy-config rootca-compare <client> <server>`; give both the same root "
+      "and restart the pods still holding the old ROOTCA."),
+    T("SSLV3_ALERT_CERTIFICATE_EXPIRED", "503 UF,URX (client side) or a reset handshake",
+      "The peer rejected our certificate as expired (BoringSSL 268436501).",
+      "This proxy's workload certificate was not renewed (the CA is unreachable, its token is "
+      "refused, a root expired) or the clocks differ.",
+      "Run `weftctl proxy-config secret <this pod>` (NOT AFTER, VALID CERT); check this "
+      "proxy's log for `failed to sign CSR` and that weft-pilot's CA answers."),
+    T("SSLV3_ALERT_BAD_CERTIFICATE", "503 UF,URX (client side) or a reset handshake",
+      "The peer rejected our certificate (a bad certificate alert): not an identity it "
+      "accepts, or not verifiable for it.",
+      "The server checks client SANs or trust domains ours does not meet, or our chain is "
+      "incomplete.",
+      "Compare `weftctl proxy-config secret <this pod>` with what the server expects; check "
+      "the server's TLS settings (Gateway MUTUAL `ca.crt`, DestinationRule on the server)."),
+    T("SSLV3_ALERT_HANDSHAKE_FAILURE", "503 UF,URX (client side) or a reset handshake",
+      "The peer aborted the handshake: no protocol version, cipher or certificate both sides "
+      "accept; under TLS 1.2 also a server that requires a client certificate we did not send.",
+      "A DestinationRule `SIMPLE` towards a STRICT/MUTUAL server (no client certificate), "
+      "`minProtocolVersion` or cipher settings that do not overlap.",
+      "Use `ISTIO_MUTUAL` (or `MUTUAL` with a client certificate) towards mesh workloads; "
+      "compare TLS versions and ciphers of both sides."),
+    T("TLSV1_ALERT_CERTIFICATE_REQUIRED", "503 UF,URX (client side)",
+      "The server requires a client certificate and this proxy sent none (TLS 1.3's "
+      "certificate_required alert).",
+      "A DestinationRule `tls.mode: SIMPLE` towards a STRICT mTLS workload or a MUTUAL gateway, "
+      "or a client without its `default` certificate.",
+      "Use `ISTIO_MUTUAL` towards mesh workloads (or remove the DestinationRule `tls` to let "
+      "auto mTLS decide), `MUTUAL` with `credentialName` towards a MUTUAL gateway."),
+    T("PEER_DID_NOT_RETURN_A_CERTIFICATE", "connection reset (server side)",
+      "This proxy requires a client certificate and the client sent none.",
+      "A client outside the mesh, or a mesh client with DestinationRule `tls.mode: SIMPLE`, "
+      "calling a STRICT port or a MUTUAL gateway.",
+      "Give the client a sidecar (ISTIO_MUTUAL), fix its DestinationRule, or set the "
+      "PeerAuthentication to PERMISSIVE while clients migrate."),
+    T("peer_did_not_provide_required_client_certificate", "connection reset (server side)",
+      "This proxy requires a client certificate and the client's TLS handshake carried none "
+      "(Envoy's detail; ssl.fail_verify_no_cert counts it).",
+      "A client outside the mesh, or a mesh client with DestinationRule `tls.mode: SIMPLE`, "
+      "calling a STRICT port or a MUTUAL gateway.",
+      "Give the client a sidecar (ISTIO_MUTUAL), fix its DestinationRule, or set the "
+      "PeerAuthentication to PERMISSIVE while clients migrate."),
+    T("Secret_is_not_supplied_by_SDS", "503 UF (client) or a reset handshake (server)",
+      "The proxy has no certificate for this TLS context yet: the SDS secret (`default`, "
+      "`ROOTCA`, or a gateway's `kubernetes://<name>`) was not supplied, so Envoy's "
+      "NotReadySslSocket fails every handshake.",
+      "The proxy could not get its workload certificate (weft-pilot's CA unreachable, "
+      "`request authenticate failure`: a token refused or missing at --token-path), or a "
+      "gateway's credentialName Secret is missing, in another namespace or has the wrong keys.",
+      "Run `weftctl proxy-config secret <pod>` (rows WARMING, VALID CERT false); read the "
+      "proxy's log for `failed to sign CSR`; for a gateway check the Secret (`weftctl analyze` "
+      "IST0161)."),
+    T("HTTP_REQUEST", "connection closed (server side)",
+      "A client sent a plaintext HTTP request to this TLS port.",
+      "Plaintext to a STRICT or TLS-only port (a client outside the mesh, DestinationRule "
+      "`tls.mode: DISABLE`), or http:// to an HTTPS gateway port.",
+      "Send TLS (a sidecar, ISTIO_MUTUAL, https://), or set PERMISSIVE while clients "
+      "migrate."),
+    T("NO_SHARED_CIPHER", "connection reset",
+      "Client and server have no TLS cipher suite in common.",
+      "Gateway or DestinationRule `cipherSuites` / `minProtocolVersion` that exclude the "
+      "other side's suites.",
+      "Compare the cipher settings of both sides; use Istio's defaults unless required."),
+    T("TLSV1_ALERT_PROTOCOL_VERSION", "connection reset",
+      "The peer refused the TLS version offered.",
+      "`minProtocolVersion` / `maxProtocolVersion` (Gateway `tls`, MeshConfig "
+      "`meshMTLS.minProtocolVersion`) that do not overlap with the other side.",
+      "Align the TLS versions of both sides."),
+    T("UNSUPPORTED_PROTOCOL", "connection reset",
+      "The peer offered a TLS version this proxy does not allow.",
+      "`minProtocolVersion` above the client's maximum (e.g. TLS 1.3 only against a TLS 1.2 "
+      "client).",
+      "Align the TLS versions of both sides."),
+    T("TLS_error:*connection_error", "503 UF,URX or a reset handshake",
+      "The peer closed the connection in the middle of the TLS handshake, without a TLS "
+      "alert.",
+      "The server is not a TLS server and closed on our ClientHello, the server's STRICT "
+      "listener found no chain for the connection, or the peer crashed.",
+      "Check the server proxy's log (NR filter_chain_not_found) and that the port speaks TLS "
+      "(`openssl s_client -connect <ip>:<port>`)."),
 };
+
+/* Signatures that name one cause only together (security.md §4.3, §8.2 #6). */
+static const wf_lx_pair pairs[] = {
+    {WF_LX_RESET, "connection_termination", WF_LX_DETAIL, "filter_chain_not_found",
+     "Plaintext sent to a STRICT mTLS port: the client's proxy sent plaintext (503 UC "
+     "upstream_reset_before_response_started{connection_termination}) and the server's proxy "
+     "closed the connection because STRICT keeps only TLS filter chains (NR "
+     "filter_chain_not_found). Either alone is ambiguous (UC is also the idle-timeout race); "
+     "both together prove the mTLS mode mismatch.",
+     "A DestinationRule `trafficPolicy.tls.mode: DISABLE` (or port-level) towards a workload "
+     "whose PeerAuthentication is STRICT, or auto mTLS turned off (MeshConfig "
+     "enableAutoMtls: false) without an ISTIO_MUTUAL DestinationRule.",
+     "Remove `tls.mode: DISABLE` from the client's DestinationRule (or set ISTIO_MUTUAL); "
+     "`weftctl describe pod <server>` shows the effective PeerAuthentication, `weftctl "
+     "proxy-config cluster <client> --fqdn <host> -o json` the client's transport socket."},
+};
+
+size_t wf_lx_pair_count(void)
+{
+    return sizeof pairs / sizeof pairs[0];
+}
+
+const wf_lx_pair *wf_lx_pair_at(size_t i)
+{
+    return i < wf_lx_pair_count() ? &pairs[i] : NULL;
+}
 
 size_t wf_lx_table_count(void)
 {
@@ -456,6 +671,58 @@ const wf_lx_entry *wf_lx_find_flag(const char *flag)
 const wf_lx_entry *wf_lx_find_reset(const char *reason)
 {
     return find_exact(WF_LX_RESET, reason);
+}
+
+/* ' ' and '-' read as '_' (logs replace spaces; OpenSSL and BoringSSL spell "self-signed" and
+ * "self signed"). */
+static char tls_norm(char c)
+{
+    return c == ' ' || c == '-' ? '_' : c;
+}
+
+/* Does part (len bytes) occur in s, compared with tls_norm? */
+static bool tls_contains(const char *s, const char *part, size_t len)
+{
+    for (; *s; s++) {
+        size_t i = 0;
+        while (i < len && s[i] && tls_norm(s[i]) == tls_norm(part[i]))
+            i++;
+        if (i == len)
+            return true;
+    }
+    return len == 0;
+}
+
+/* The number of '*'-separated parts of key, all found in reason; 0 when one is missing. */
+static size_t tls_match(const char *key, const char *reason)
+{
+    size_t parts = 0;
+    for (const char *p = key;;) {
+        size_t len = strcspn(p, "*");
+        if (!tls_contains(reason, p, len))
+            return 0;
+        parts++;
+        if (!p[len])
+            return parts;
+        p += len + 1;
+    }
+}
+
+const wf_lx_entry *wf_lx_find_tls(const char *reason)
+{
+    const wf_lx_entry *best = NULL;
+    size_t best_parts = 0;
+    for (size_t i = 0; reason && i < wf_lx_table_count(); i++) {
+        if (table[i].kind != WF_LX_TLS)
+            continue;
+        size_t n = tls_match(table[i].key, reason);
+        if (n &&
+            (n > best_parts || (n == best_parts && strlen(table[i].key) > strlen(best->key)))) {
+            best = &table[i];
+            best_parts = n;
+        }
+    }
+    return best;
 }
 
 /* Local replies recognisable without %RESPONSE_CODE_DETAILS% (Envoy's default format has

@@ -182,10 +182,13 @@ static bool wants_sidecar(planner *pl, const wf_workload *w, const char *ns)
 /* The pod's labels: the template's, pod-template-hash, and for a pod with a proxy the two
  * Istio's injector adds (pod.go: service.istio.io/canonical-name from app.kubernetes.io/name,
  * else app, else the workload's name; canonical-revision from app.kubernetes.io/version, else
- * version, else "latest"), which Istio's metrics report as canonical service and revision. */
+ * version, else "latest"), which Istio's metrics report as canonical service and revision.
+ * An injected sidecar pod also gets security.istio.io/tlsMode: istio (the sidecar template's
+ * `index .ObjectMeta.Labels "security.istio.io/tlsMode" | default "istio"`), the label pilot's
+ * EDS turns into the endpoints' tlsMode for auto mTLS; the gateway template sets none. */
 static int copy_labels(planner *pl, wf_lm_pod *pod, const wf_kvs *labels, const char *hash)
 {
-    pod->labels = wf_arena_alloc(&pl->p->arena, (labels->n + 3) * sizeof *pod->labels);
+    pod->labels = wf_arena_alloc(&pl->p->arena, (labels->n + 4) * sizeof *pod->labels);
     if (!pod->labels)
         return -1;
     for (size_t i = 0; i < labels->n; i++)
@@ -204,6 +207,8 @@ static int copy_labels(planner *pl, wf_lm_pod *pod, const wf_kvs *labels, const 
     if (!wf_kvs_get(labels, "service.istio.io/canonical-revision"))
         pod->labels[pod->nlabels++] =
             (wf_lm_label){"service.istio.io/canonical-revision", rev ? rev : "latest"};
+    if (pod->sidecar && !wf_kvs_get(labels, "security.istio.io/tlsMode"))
+        pod->labels[pod->nlabels++] = (wf_lm_label){"security.istio.io/tlsMode", "istio"};
     return 0;
 }
 
@@ -493,8 +498,11 @@ static int plan_pods(planner *pl)
         if ((pod->gateway || pod->sidecar) && !pod->error)
             pod->bootstrap = wf_arena_printf(&p->arena, "%s/bootstrap/%s.%s.bootstrap", p->state,
                                              pod->name, pod->ns);
+        if ((pod->gateway || pod->sidecar) && !pod->error)
+            pod->token = wf_arena_printf(&p->arena, "%s/tokens/%s.%s/istio-token", p->state,
+                                         pod->name, pod->ns);
         if (!pod->ip || !pod->localhost || !pod->pod_file ||
-            ((pod->gateway || pod->sidecar) && !pod->error && !pod->bootstrap))
+            ((pod->gateway || pod->sidecar) && !pod->error && (!pod->bootstrap || !pod->token)))
             return -1;
         if (pod->gateway && p->gateway == SIZE_MAX)
             p->gateway = i;
@@ -642,7 +650,8 @@ static int plan_proxy(planner *pl, size_t podi)
         lm_strv_add(a, &argv, "-c") || lm_strv_add(a, &argv, pod->bootstrap) ||
         lm_strv_add(a, &argv, "--concurrency") || lm_strv_add(a, &argv, pod->gateway ? "2" : "1") ||
         lm_strv_add(a, &argv, "--file-flush-interval-msec") || lm_strv_add(a, &argv, "1000") ||
-        lm_strv_add(a, &argv, "--status-address") || lm_strv_add(a, &argv, status))
+        lm_strv_add(a, &argv, "--status-address") || lm_strv_add(a, &argv, status) ||
+        lm_strv_add(a, &argv, "--token-path") || lm_strv_add(a, &argv, pod->token))
         return -1;
     if (pod->gateway) {
         const char *health = wf_arena_printf(a, "%s:%d", pod->ip, WF_LM_HEALTH_PORT);

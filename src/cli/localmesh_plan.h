@@ -89,6 +89,8 @@ typedef struct wf_lm_pod {
                               cannot both bind it (docs/local-mesh.md "Limits"); NULL when fine */
     const char *bootstrap; /* STATE/bootstrap/<pod>.<ns>.bootstrap (JSON; NULL without proxy) */
     const char *pod_file;  /* STATE/pods/<ns>.<pod>.json: the Pod object pilot reads */
+    const char *token;     /* STATE/tokens/<pod>.<ns>/istio-token: its proxy's service-account
+                              token (--token-path; localmesh_tokens.h), NULL without proxy */
 } wf_lm_pod;
 
 typedef struct wf_lm_proc {

@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/localmesh_state.h"
+#include "cli/localmesh_tokens.h"
 #include "cli/localmesh_sys.h"
 #include "model/unimplemented.h"
 
@@ -271,7 +273,7 @@ static int make_dirs(const wf_lm_plan *p, wf_strbuf *err)
 
 int wf_lm_state_prepare(const wf_lm_plan *p, wf_strbuf *err)
 {
-    if (make_dirs(p, err) != 0)
+    if (make_dirs(p, err) != 0 || wf_lm_tokens_write(p, (int64_t)time(NULL), err) != 0)
         return -1;
     if (p->mesh_text &&
         wf_lm_write_file(p->mesh_file, p->mesh_text, strlen(p->mesh_text), err) != 0)

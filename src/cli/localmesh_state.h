@@ -4,6 +4,7 @@
  *   STATE/pods/<ns>.<pod>.json            Pod objects (labels, status.podIP), read by pilot
  *   STATE/pods/istio-system.istio-ingressgateway.service.json   (unless DIR has the Service)
  *   STATE/bootstrap/<pod>.<ns>.bootstrap  each weft-proxy's Envoy bootstrap (JSON)
+ *   STATE/tokens/<pod>.<ns>/istio-token  each proxy's service-account token (localmesh_tokens.h)
  *   STATE/meshconfig                      MeshConfig taken from a ConfigMap istio (data.mesh)
  *   STATE/logs/<process>.log              stdout and stderr of every process; supervisor.log
  *   STATE/mesh.json                       what runs (kind LocalMesh; shape below)
@@ -54,8 +55,9 @@ json_t *wf_lm_gateway_service_json(void);
 int wf_lm_remember_state(const char *state);
 char *wf_lm_recall_state(void);
 
-/* Create the state folder and write pods, bootstraps, the gateway Service and the
- * MeshConfig (old pods and bootstraps are removed first). Returns 0 or -1 with err. */
+/* Create the state folder and write pods, bootstraps, the proxies' tokens (with the CA's
+ * token key in STATE/ca, made when missing), the gateway Service and the MeshConfig (old pods,
+ * bootstraps and tokens are removed first). Returns 0 or -1 with err. */
 int wf_lm_state_prepare(const wf_lm_plan *p, wf_strbuf *err);
 
 /* When the MeshConfig came from a ConfigMap (p->mesh_cm_file): read that file again and

@@ -33,6 +33,7 @@ typedef enum field {
     FLD_DETAILS,
     FLD_CONN,
     FLD_TFR,
+    FLD_DTFR,
     FLD_CLUSTER,
     FLD_ROUTE,
     FLD_HOST,
@@ -72,6 +73,7 @@ static field op_field(const char *op, bool *spaceless)
         {"%RESPONSE_FLAGS", FLD_FLAGS, true},
         {"%CONNECTION_TERMINATION_DETAILS", FLD_CONN, true},
         {"%UPSTREAM_TRANSPORT_FAILURE_REASON", FLD_TFR, false},
+        {"%DOWNSTREAM_TRANSPORT_FAILURE_REASON", FLD_DTFR, false},
         {"%UPSTREAM_CLUSTER", FLD_CLUSTER, true},
         {"%ROUTE_NAME", FLD_ROUTE, true},
         {"%UPSTREAM_HOST", FLD_HOST, true},
@@ -241,13 +243,10 @@ void wf_lx_format_free(wf_lx_format *f)
 
 void wf_lx_record_free(wf_lx_record *r)
 {
-    char **s[] = {&r->flags,        &r->details,
-                  &r->conn_details, &r->tfr,
-                  &r->cluster,      &r->route,
-                  &r->host,         &r->method,
-                  &r->path,         &r->authority,
-                  &r->start_time,   &r->request_id,
-                  &r->duration,     &r->upstream_service_time};
+    char **s[] = {
+        &r->flags,     &r->details,    &r->conn_details, &r->tfr,      &r->dtfr,
+        &r->cluster,   &r->route,      &r->host,         &r->method,   &r->path,
+        &r->authority, &r->start_time, &r->request_id,   &r->duration, &r->upstream_service_time};
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
         free(*s[i]);
         *s[i] = NULL;
@@ -271,13 +270,21 @@ static int set_field(wf_lx_record *r, field f, const char *v, size_t len)
     }
     if (f == FLD_CLUSTER && v[len - 1] == ';')
         len--; /* %UPSTREAM_CLUSTER% prints Istio's alt_stat_name "<name>;" */
-    char **slot[] = {[FLD_FLAGS] = &r->flags,       [FLD_DETAILS] = &r->details,
-                     [FLD_CONN] = &r->conn_details, [FLD_TFR] = &r->tfr,
-                     [FLD_CLUSTER] = &r->cluster,   [FLD_ROUTE] = &r->route,
-                     [FLD_HOST] = &r->host,         [FLD_METHOD] = &r->method,
-                     [FLD_PATH] = &r->path,         [FLD_AUTHORITY] = &r->authority,
-                     [FLD_START] = &r->start_time,  [FLD_REQID] = &r->request_id,
-                     [FLD_DURATION] = &r->duration, [FLD_UST] = &r->upstream_service_time};
+    char **slot[] = {[FLD_FLAGS] = &r->flags,
+                     [FLD_DETAILS] = &r->details,
+                     [FLD_CONN] = &r->conn_details,
+                     [FLD_TFR] = &r->tfr,
+                     [FLD_DTFR] = &r->dtfr,
+                     [FLD_CLUSTER] = &r->cluster,
+                     [FLD_ROUTE] = &r->route,
+                     [FLD_HOST] = &r->host,
+                     [FLD_METHOD] = &r->method,
+                     [FLD_PATH] = &r->path,
+                     [FLD_AUTHORITY] = &r->authority,
+                     [FLD_START] = &r->start_time,
+                     [FLD_REQID] = &r->request_id,
+                     [FLD_DURATION] = &r->duration,
+                     [FLD_UST] = &r->upstream_service_time};
     if (f == FLD_NONE || f >= sizeof slot / sizeof slot[0] || !slot[f])
         return 0;
     free(*slot[f]);
@@ -387,6 +394,7 @@ static int parse_json(const wf_lx_format *f, const char *line, wf_lx_record *out
         {"response_code_details", FLD_DETAILS},
         {"connection_termination_details", FLD_CONN},
         {"upstream_transport_failure_reason", FLD_TFR},
+        {"downstream_transport_failure_reason", FLD_DTFR},
         {"upstream_cluster", FLD_CLUSTER},
         {"route_name", FLD_ROUTE},
         {"upstream_host", FLD_HOST},

@@ -6,8 +6,12 @@
  * source/common/stream_info/utility.h) and per response code details string
  * (%RESPONSE_CODE_DETAILS%, envoy/stream_info/stream_info.h ResponseCodeDetailValues and the
  * extension details Istio users meet), as listed in ../shared/reference/envoy-istio-behaviour.md
- * §1.2 and §2.1, plus the reset reasons inside upstream_reset_*{...} (§2.2). The table is
- * data (explain_table.c); values it does not hold are reported as unknown, never guessed.
+ * §1.2 and §2.1, plus the reset reasons inside upstream_reset_*{...} (§2.2), the TLS failure
+ * signatures of %UPSTREAM_TRANSPORT_FAILURE_REASON% / %DOWNSTREAM_TRANSPORT_FAILURE_REASON%
+ * (../shared/reference/security.md §3.5 and §8.2), and pairs of signatures that together name
+ * one cause (the client's UC connection_termination with the server's NR
+ * filter_chain_not_found: plaintext to a STRICT port, security.md §4.3). The table is data
+ * (explain_table.c); values it does not hold are reported as unknown, never guessed.
  *
  * Formats (envoy-istio-behaviour.md §5): Istio's default TEXT format, Envoy's default
  * format, any format string of Envoy command operators (`--format`), and JSON lines (Istio's
@@ -31,6 +35,9 @@ typedef enum wf_lx_kind {
     WF_LX_DETAIL, /* a %RESPONSE_CODE_DETAILS% value: key "cluster_not_found"; keys ending in
                      '{', '[' or '(' match details with that prefix and a parameter */
     WF_LX_RESET,  /* a reset reason inside upstream_reset_*{...}: key "connection_termination" */
+    WF_LX_TLS,    /* a TLS failure signature in a transport failure reason: key is one or more
+                     '*'-separated parts that must all occur in the reason, compared with ' '
+                     and '-' read as '_' ("CERTIFICATE_VERIFY_FAILED*certificate_has_expired") */
 } wf_lx_kind;
 
 typedef struct wf_lx_entry {
@@ -57,6 +64,26 @@ const wf_lx_entry *wf_lx_find_detail(const char *details);
 /* The entry for a reset reason written with underscores ("remote_connection_failure"). */
 const wf_lx_entry *wf_lx_find_reset(const char *reason);
 
+/* The TLS entry for a transport failure reason as logs show it ("TLS_error:|268435581:SSL_
+ * routines:OPENSSL_internal:CERTIFICATE_VERIFY_FAILED:verify_cert_failed:_SAN_matcher,..." or
+ * with spaces, old "TLS error: 268435581:..." forms too): the most specific entry whose parts
+ * all occur (most parts, then the longest key). NULL when none. */
+const wf_lx_entry *wf_lx_find_tls(const char *reason);
+
+/* Two signatures that together name one cause: when a log (or logs of both ends read
+ * together) holds an `a` and a `b`, the explanation applies. a and b are (kind, key) of the
+ * table above. */
+typedef struct wf_lx_pair {
+    wf_lx_kind kind_a;
+    const char *key_a;
+    wf_lx_kind kind_b;
+    const char *key_b;
+    const char *meaning, *causes, *next;
+} wf_lx_pair;
+
+size_t wf_lx_pair_count(void);
+const wf_lx_pair *wf_lx_pair_at(size_t i);
+
 /* ---- access log records ---- */
 
 typedef struct wf_lx_record {
@@ -66,6 +93,7 @@ typedef struct wf_lx_record {
     char *details;      /* %RESPONSE_CODE_DETAILS% */
     char *conn_details; /* %CONNECTION_TERMINATION_DETAILS% */
     char *tfr;          /* %UPSTREAM_TRANSPORT_FAILURE_REASON% */
+    char *dtfr;         /* %DOWNSTREAM_TRANSPORT_FAILURE_REASON% */
     char *cluster;      /* %UPSTREAM_CLUSTER_RAW% (or %UPSTREAM_CLUSTER% without the ';') */
     char *route;        /* %ROUTE_NAME% */
     char *host;         /* %UPSTREAM_HOST% */

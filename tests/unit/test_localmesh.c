@@ -13,12 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "cli/localmesh_plan.h"
 #include "cli/localmesh_state.h"
+#include "cli/localmesh_tokens.h"
+#include "pilot/ca_token.h"
 #include "harness.h"
 
 #define DIR   "/m"
@@ -667,6 +670,71 @@ static void last_mesh_record(void **state)
     free(old);
 }
 
+/* Each proxy gets a token for its pod's identity (namespace, the Deployment's service
+ * account or "default"; the added gateway's istio-ingressgateway-service-account), minted with
+ * the CA's token key in STATE/ca (made as pilot makes it, so pilot verifies it), mode 0600,
+ * passed as --token-path; injected pods carry security.istio.io/tlsMode: istio (not the
+ * gateway); wf_lm_tokens_remove takes them away. */
+static void tokens_and_tls_mode(void **state)
+{
+    (void)state;
+    char tmp[] = "/tmp/weft-test-tok-XXXXXX";
+    assert_non_null(mkdtemp(tmp));
+    char *yaml = concat(BOOK, IMAGES);
+    wf_lm_opts o = {.dir = DIR, .state = tmp, .bin_dir = "/nonexistent-bin"};
+    fixture f;
+    memset(&f, 0, sizeof f);
+    f.store = wf_test_load_store(NULL, yaml, NULL);
+    if (wf_lm_plan_from_store(&o, f.store, &f.plan, &f.err) != 0)
+        fail_msg("plan failed: %s", wf_strbuf_cstr(&f.err));
+    wf_lm_plan *p = f.plan;
+    const char *want_sa[] = {"istio-ingressgateway-service-account", "catalog", "default",
+                             "default"};
+    assert_int_equal(p->npods, 4);
+    assert_null(label(&p->pods[0], "security.istio.io/tlsMode"));
+    for (size_t i = 1; i < 4; i++)
+        assert_string_equal(label(&p->pods[i], "security.istio.io/tlsMode"), "istio");
+    time_t now = time(NULL);
+    if (wf_lm_tokens_write(p, (int64_t)now, &f.err) != 0)
+        fail_msg("tokens: %s", wf_strbuf_cstr(&f.err));
+    char dir[300], ebuf[256], ns[254], sa[254], pname[300];
+    snprintf(dir, sizeof dir, "%s/ca", tmp);
+    wf_ca_token_key key;
+    assert_int_equal(wf_ca_token_key_load(dir, 0, &key, ebuf, sizeof ebuf), 0);
+    for (size_t i = 0; i < 4; i++) {
+        const wf_lm_pod *pod = &p->pods[i];
+        char want[400];
+        snprintf(want, sizeof want, "%s/tokens/%s.%s/istio-token", tmp, pod->name, pod->ns);
+        assert_string_equal(pod->token, want);
+        snprintf(pname, sizeof pname, "%s.proxy", pod->name);
+        assert_true(has_arg_pair(proc_named(p, pname), "--token-path", want));
+        struct stat st;
+        assert_int_equal(stat(want, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0600);
+        FILE *fp = fopen(want, "r");
+        assert_non_null(fp);
+        char tok[4200];
+        size_t n = fread(tok, 1, sizeof tok - 1, fp);
+        fclose(fp);
+        tok[n] = '\0';
+        if (wf_ca_token_verify(&key, tok, n, (int64_t)now + 60, ns, sa, ebuf, sizeof ebuf) != 0)
+            fail_msg("%s: %s", want, ebuf);
+        assert_string_equal(ns, pod->ns);
+        assert_string_equal(sa, want_sa[i]);
+    }
+    assert_int_equal(wf_lm_tokens_remove(tmp, &f.err), 0);
+    snprintf(dir, sizeof dir, "%s/tokens", tmp);
+    struct stat st;
+    assert_int_not_equal(stat(dir, &st), 0);
+    snprintf(dir, sizeof dir, "%s/ca/token-signing-key", tmp);
+    assert_int_equal(unlink(dir), 0); /* the key stays with the CA */
+    snprintf(dir, sizeof dir, "%s/ca", tmp);
+    assert_int_equal(rmdir(dir), 0);
+    assert_int_equal(rmdir(tmp), 0);
+    done(&f);
+    free(yaml);
+}
+
 /* A Service port equal to a sidecar pod's containerPort clashes on the pod localhost (no
  * traffic capture): named from the manifests; the book's 80 -> 3000 does not clash. */
 static void port_clash_is_named(void **state)
@@ -732,6 +800,7 @@ int main(void)
         cmocka_unit_test(last_mesh_record),
         cmocka_unit_test(port_clash_is_named),
         cmocka_unit_test(proxy_config_fields_are_warned),
+        cmocka_unit_test(tokens_and_tls_mode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,43 @@
+/*
+ * localmesh_tokens.h - the service-account token of every proxy of the local mesh, as
+ * Kubernetes projects one into each pod for Istio's sidecar (the `istio-token` volume:
+ * audience istio-ca, expirationSeconds 43200, mounted at /var/run/secrets/tokens/istio-token;
+ * security.md §1.6 steps 3-4) and pilot-agent sends it as the Bearer token of its CSR.
+ *
+ *   STATE/tokens/<pod>.<ns>/istio-token   (folders 0700, the file 0600)
+ *
+ * The token is for the pod's identity: its namespace and the service account of its workload
+ * (spec.template.spec.serviceAccountName, "default" when unset, as Kubernetes assigns; the
+ * ingress gateway we add runs as istio-ingressgateway-service-account). It is minted with the
+ * mesh CA's token key (pilot/ca_token.h) in STATE/ca, the --ca-dir `up` gives weft-pilot: the
+ * key is made here the way pilot makes it (wf_ca_make_dir, then wf_ca_token_key_load with
+ * create; the key file is linked into place, so whichever of weftctl and pilot comes first
+ * makes it and the other reads that one). weftctl writes the tokens before pilot starts.
+ *
+ * Tokens live as long as Kubernetes' (12 h from `up`); they are removed by `weftctl down`
+ * and replaced on every `up`.
+ */
+#ifndef WF_CLI_LOCALMESH_TOKENS_H
+#define WF_CLI_LOCALMESH_TOKENS_H
+
+#include <stdint.h>
+
+#include "cli/localmesh_plan.h"
+#include "core/strbuf.h"
+
+#define WF_LM_TOKENS_DIR "tokens"
+#define WF_LM_TOKEN_FILE "istio-token"
+#define WF_LM_DEFAULT_SA "default"
+
+/* The service account a pod runs as: its workload's, else "default". */
+const char *wf_lm_pod_sa(const wf_lm_pod *pod);
+
+/* Removes the old tokens, then writes one token (valid from now_s) for every pod with a proxy
+ * that is started (pod->token set). Returns 0, or -1 with err naming the file. */
+int wf_lm_tokens_write(const wf_lm_plan *p, int64_t now_s, wf_strbuf *err);
+
+/* Removes STATE/tokens and everything in it (a missing folder is fine). Returns 0, or -1 with
+ * err naming what could not be removed. */
+int wf_lm_tokens_remove(const char *state, wf_strbuf *err);
+
+#endif
