@@ -251,3 +251,89 @@ void wf_peer_authn_free(wf_peer_authn *pa)
     free(pa->applied);
     *pa = (wf_peer_authn){.mode = WF_MTLS_PERMISSIVE};
 }
+
+/* ---- the inbound mTLS transport socket ---- */
+
+#define DTC_TYPE                                                                                   \
+    "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext"
+
+/* Istio's default cipher suites for ISTIO_MUTUAL servers (security.md §3.4). */
+static const char *const istio_ciphers[] = {
+    "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-ECDSA-AES128-GCM-SHA256",
+    "ECDHE-RSA-AES128-GCM-SHA256",   "AES256-GCM-SHA384",           "AES128-GCM-SHA256",
+};
+
+json_t *wf_authn_sds_secret(const char *name)
+{
+    return json_pack("{s:s,s:{s:{s:s,s:[{s:{s:s}}],s:b,s:s},s:s,s:s}}", "name", name, "sds_config",
+                     "api_config_source", "api_type", "GRPC", "grpc_services", "envoy_grpc",
+                     "cluster_name", "sds-grpc", "set_node_on_first_message_only", 1,
+                     "transport_api_version", "V3", "initial_fetch_timeout", "0s",
+                     "resource_api_version", "V3");
+}
+
+static const wf_node *mesh_get(const wf_meshcfg *mesh, const char *path)
+{
+    return mesh ? wf_meshcfg_get(mesh, path) : NULL;
+}
+
+static json_t *cipher_suites(const wf_meshcfg *mesh)
+{
+    const wf_node *cs = mesh_get(mesh, "meshMTLS.cipherSuites");
+    json_t *out = json_array();
+    size_t n = wf_seq_len(cs);
+    for (size_t i = 0; out && i < n; i++)
+        if (wf_node_str(wf_seq_at(cs, i)) &&
+            json_array_append_new(out, json_string(wf_node_str(wf_seq_at(cs, i)))) != 0) {
+            json_decref(out);
+            return NULL;
+        }
+    bool dflt = out && json_array_size(out) == 0;
+    for (size_t i = 0; dflt && i < sizeof istio_ciphers / sizeof *istio_ciphers; i++)
+        if (json_array_append_new(out, json_string(istio_ciphers[i])) != 0) {
+            json_decref(out);
+            return NULL;
+        }
+    return out;
+}
+
+/* prefix matchers spiffe://<td>/ for the trust domain and each alias (BuildInboundTLS). */
+static json_t *san_matchers(const wf_meshcfg *mesh)
+{
+    const char *td = mesh ? wf_meshcfg_str(mesh, "trustDomain") : NULL;
+    json_t *sans = json_array();
+    if (!sans)
+        return NULL;
+    json_t *m = json_pack("{s:o}", "prefix",
+                          json_sprintf("spiffe://%s/", td && *td ? td : "cluster.local"));
+    if (json_array_append_new(sans, m) != 0)
+        goto fail;
+    const wf_node *al = mesh_get(mesh, "trustDomainAliases");
+    for (size_t i = 0; i < wf_seq_len(al); i++) {
+        const char *a = wf_node_str(wf_seq_at(al, i));
+        if (a && *a &&
+            json_array_append_new(
+                sans, json_pack("{s:o}", "prefix", json_sprintf("spiffe://%s/", a))) != 0)
+            goto fail;
+    }
+    return sans;
+fail:
+    json_decref(sans);
+    return NULL;
+}
+
+json_t *wf_authn_inbound_tls(const wf_meshcfg *mesh)
+{
+    const char *minv = mesh ? wf_meshcfg_str(mesh, "meshMTLS.minProtocolVersion") : NULL;
+    const char *min = minv && strcmp(minv, "TLSV1_3") == 0 ? "TLSv1_3" : "TLSv1_2";
+    json_t *common = json_pack(
+        "{s:{s:s,s:s,s:o},s:[s],s:[o],s:{s:{s:o},s:o}}", "tls_params",
+        "tls_minimum_protocol_version", min, "tls_maximum_protocol_version", "TLSv1_3",
+        "cipher_suites", cipher_suites(mesh), "alpn_protocols", "http/1.1",
+        "tls_certificate_sds_secret_configs", wf_authn_sds_secret("default"),
+        "combined_validation_context", "default_validation_context", "match_subject_alt_names",
+        san_matchers(mesh), "validation_context_sds_secret_config", wf_authn_sds_secret("ROOTCA"));
+    return json_pack("{s:s,s:{s:s,s:o,s:b}}", "name", "envoy.transport_sockets.tls", "typed_config",
+                     "@type", DTC_TYPE, "common_tls_context", common, "require_client_certificate",
+                     1);
+}

@@ -36,6 +36,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
+#include "analysis/meshcfg.h"
 #include "model/store.h"
 
 /* Istio's model.MutualTLSMode. */
@@ -78,5 +81,35 @@ const char *wf_mtls_mode_name(wf_mtls_mode m);
 
 /* A spec.mtls / portLevelMtls value's mode ({mode: X}); UNSET when absent or unknown. */
 wf_mtls_mode wf_mtls_mode_of(const wf_node *mtls);
+
+/* ---- the inbound mTLS transport socket ----
+ *
+ * Istio's authn_utils.BuildInboundTLS for an ISTIO_MUTUAL HTTP chain (security.md §3.3, §3.4;
+ * the shape of the istioctl golden dumps' virtualInbound chains):
+ *   {"name": "envoy.transport_sockets.tls", "typed_config": {"@type": ...DownstreamTlsContext,
+ *    "common_tls_context": {
+ *      "tls_params": {"tls_minimum_protocol_version": MIN, "tls_maximum_protocol_version":
+ *                     "TLSv1_3", "cipher_suites": [Istio's six, or meshMTLS.cipherSuites]},
+ *      "alpn_protocols": ["http/1.1"],
+ *      "tls_certificate_sds_secret_configs": [SDS("default")],
+ *      "combined_validation_context": {
+ *        "default_validation_context": {"match_subject_alt_names": [{"prefix":
+ *            "spiffe://<trustDomain>/"}, one per trustDomainAliases entry]},
+ *        "validation_context_sds_secret_config": SDS("ROOTCA")}},
+ *    "require_client_certificate": true}}
+ * MIN: "TLSv1_3" when MeshConfig meshMTLS.minProtocolVersion is TLSV1_3, else "TLSv1_2"
+ * (GetMinTLSVersion). ALPN: Istio advertises ["h2", "http/1.1"] on HTTP chains; weft-proxy has
+ * no HTTP/2 codec yet (issue 19), so only "http/1.1" is offered (a client that negotiated h2
+ * would then speak a protocol the chain cannot serve). SDS(name) is Istio's SdsSecretConfig:
+ *   {"name": name, "sds_config": {"api_config_source": {"api_type": "GRPC",
+ *    "grpc_services": [{"envoy_grpc": {"cluster_name": "sds-grpc"}}],
+ *    "set_node_on_first_message_only": true, "transport_api_version": "V3"},
+ *    "initial_fetch_timeout": "0s", "resource_api_version": "V3"}}
+ * mesh NULL = MeshConfig defaults (trust domain cluster.local). Returns a new object (caller
+ * json_decrefs), NULL on out of memory. */
+json_t *wf_authn_inbound_tls(const wf_meshcfg *mesh);
+
+/* Istio's SdsSecretConfig for secret name (above). New object, NULL on out of memory. */
+json_t *wf_authn_sds_secret(const char *name);
 
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "pilot/authn.h"
 #include "pilot/cds_internal.h"
 #include "pilot/lds.h"
 #include "pilot/naming.h"
@@ -243,7 +244,94 @@ static json_t *inbound_route_config(const in_port *p, const char *cluster)
                      "default", "validate_clusters", 0);
 }
 
-static json_t *inbound_listener(const in_port *p, const char *bind)
+/* Istio's inbound mTLS ALPNs a TLS chain of an HTTP-only port matches (security.md §3.1). */
+static json_t *istio_alpns(void)
+{
+    return json_pack("[s,s,s,s,s]", "istio", "istio-peer-exchange", "istio-http/1.0",
+                     "istio-http/1.1", "istio-h2");
+}
+
+/* Istio's xdsfilters.TLSInspector (security.md §3.3). */
+static json_t *tls_inspector(void)
+{
+    return json_pack("[{s:s,s:{s:s,s:i}}]", "name", "envoy.filters.listener.tls_inspector",
+                     "typed_config", "@type",
+                     "type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3."
+                     "TlsInspector",
+                     "initial_read_buffer_size", 512);
+}
+
+/* One chain in Envoy's field order: filter_chain_match (NULL = none), filters (a deep copy),
+ * transport_socket (NULL = none), name. match and ts are consumed, even on failure. */
+static json_t *chain(json_t *match, json_t *filters, json_t *ts, const char *name)
+{
+    return json_pack("{s:o*,s:o,s:o*,s:s}", "filter_chain_match", match, "filters",
+                     json_deep_copy(filters), "transport_socket", ts, "name", name);
+}
+
+/* The chains of mode (filterchain_options.go, security.md §3.3 "HTTP" row): STRICT: tls ->
+ * mTLS+HCM; PERMISSIVE: tls + Istio ALPNs -> mTLS+HCM, raw_buffer -> HCM; DISABLE: HCM. */
+static json_t *mode_chains(wf_mtls_mode mode, json_t *filters, const char *name,
+                           const wf_meshcfg *mesh)
+{
+    json_t *out = json_array();
+    if (!out)
+        return NULL;
+    if (mode != WF_MTLS_DISABLE) {
+        json_t *m = mode == WF_MTLS_STRICT ? json_pack("{s:s}", "transport_protocol", "tls")
+                                           : json_pack("{s:s,s:o}", "transport_protocol", "tls",
+                                                       "application_protocols", istio_alpns());
+        json_t *ts = wf_authn_inbound_tls(mesh);
+        if (!m || !ts || json_array_append_new(out, chain(m, filters, ts, name)) != 0) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    if (mode != WF_MTLS_STRICT) {
+        json_t *m = mode == WF_MTLS_PERMISSIVE
+                        ? json_pack("{s:s}", "transport_protocol", "raw_buffer")
+                        : NULL;
+        if ((mode == WF_MTLS_PERMISSIVE && !m) ||
+            json_array_append_new(out, chain(m, filters, NULL, name)) != 0) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+/* Replaces l's single chain with the chains of mode, adds the TLS inspector when a chain matches
+ * on transport_protocol, and keeps traffic_direction last (Envoy's field order). l is released
+ * on failure. */
+static json_t *apply_mode(json_t *l, wf_mtls_mode mode, const wf_meshcfg *mesh)
+{
+    json_t *filters =
+        l ? json_object_get(json_array_get(json_object_get(l, "filter_chains"), 0), "filters")
+          : NULL;
+    json_t *dir = l ? json_incref(json_object_get(l, "traffic_direction")) : NULL;
+    const char *name = l ? json_string_value(json_object_get(l, "name")) : NULL;
+    json_t *chains = filters && name ? mode_chains(mode, filters, name, mesh) : NULL;
+    if (!chains || !dir) {
+        json_decref(chains);
+        json_decref(dir);
+        json_decref(l);
+        return NULL;
+    }
+    /* set_new consumes its value even on failure */
+    int err = json_object_set_new(l, "filter_chains", chains);
+    err |= json_object_del(l, "traffic_direction");
+    if (mode != WF_MTLS_DISABLE)
+        err |= json_object_set_new(l, "listener_filters", tls_inspector());
+    err |= json_object_set_new(l, "traffic_direction", dir);
+    if (err) {
+        json_decref(l);
+        return NULL;
+    }
+    return l;
+}
+
+static json_t *inbound_listener(const in_port *p, const char *bind, const wf_peer_authn *pa,
+                                const wf_meshcfg *mesh)
 {
     char name[128], prefix[48];
     char *cluster = wf_cluster_name("inbound", p->port, NULL, NULL);
@@ -258,7 +346,8 @@ static json_t *inbound_listener(const in_port *p, const char *bind)
                               .stat_prefix = prefix,
                               .route_config = inbound_route_config(p, cluster)};
     free(cluster);
-    return wf_lds_http_listener(&spec);
+    return apply_mode(wf_lds_http_listener(&spec), wf_peer_authn_port_mode(pa, (uint32_t)p->port),
+                      mesh);
 }
 
 json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *opt)
@@ -267,15 +356,22 @@ json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *op
     if (!store || !opt || collect(store, opt, &ps) != 0)
         return NULL;
     const char *bind = opt->bind && *opt->bind ? opt->bind : "0.0.0.0";
+    wf_peer_authn pa;
+    const char *root = opt->mesh ? wf_meshcfg_root_ns(opt->mesh) : NULL;
+    if (wf_peer_authn_compose(store, root, opt->ns, opt->labels, &pa) != 0) {
+        free(ps.v);
+        return NULL;
+    }
     json_t *out = json_array();
     for (size_t i = 0; out && i < ps.n; i++) {
         if (!ps.v[i].http)
             continue;
-        if (json_array_append_new(out, inbound_listener(&ps.v[i], bind)) != 0) {
+        if (json_array_append_new(out, inbound_listener(&ps.v[i], bind, &pa, opt->mesh)) != 0) {
             json_decref(out);
             out = NULL;
         }
     }
+    wf_peer_authn_free(&pa);
     free(ps.v);
     return out;
 }

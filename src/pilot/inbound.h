@@ -64,6 +64,7 @@
 
 #include <jansson.h>
 
+#include "analysis/meshcfg.h"
 #include "model/store.h"
 
 typedef struct wf_inbound_options {
@@ -73,6 +74,7 @@ typedef struct wf_inbound_options {
     const char *bind;          /* listener address: the pod IP; NULL = "0.0.0.0" */
     const char *app_address;   /* where the application listens; NULL = "127.0.0.1" */
     const char *domain_suffix; /* NULL = wf_store_domain_suffix(store) */
+    const wf_meshcfg *mesh;    /* rootNamespace, trustDomain(Aliases), meshMTLS; NULL = defaults */
 } wf_inbound_options;
 
 /* The inbound clusters, ascending by port: a new JSON array the caller json_decrefs (empty when
