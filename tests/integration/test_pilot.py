@@ -205,14 +205,14 @@ def test_parse_error_in_a_later_document_names_its_line(pilot, dirs):
     poll(lambda: get_json(pilot.mon, "/debug/config_errors") == [])
 
 
-PEER_AUTH = """apiVersion: security.istio.io/v1
-kind: PeerAuthentication
+WASM_AUTHN = """apiVersion: extensions.istio.io/v1alpha1
+kind: WasmPlugin
 metadata:
   name: default
   namespace: default
 spec:
-  mtls:
-    mode: STRICT
+  url: oci://example.com/authn:1
+  phase: AUTHN
 """
 
 
@@ -220,25 +220,25 @@ def test_not_implemented_fields_are_warnings(pilot, dirs):
     """Never accept silently: a security control weft does not enforce is listed on
     /debug/config_errors (level warning, WFT0002), counted in /metrics, logged, and served."""
     cfg, _ = dirs
-    (cfg / "pa.yaml").write_text(PEER_AUTH)
+    (cfg / "pa.yaml").write_text(WASM_AUTHN)
     errs = poll(lambda: [e for e in get_json(pilot.mon, "/debug/config_errors")
                          if e["level"] == "warning"])
     assert len(errs) == 1, errs
     w = errs[0]
     assert w["code"] == "WFT0002"
-    assert w["resource"] == "PeerAuthentication default/default"
-    assert w["kind"] == "PeerAuthentication"
-    assert w["field"] == "spec.mtls.mode"
-    assert (w["file"].endswith("pa.yaml"), w["line"], w["column"]) == (True, 8, 5)
+    assert w["resource"] == "WasmPlugin default/default"
+    assert w["kind"] == "WasmPlugin"
+    assert w["field"] == "spec.phase"
+    assert (w["file"].endswith("pa.yaml"), w["line"], w["column"]) == (True, 8, 3)
     assert "is not enforced by weft" in w["message"]
     assert w["kept_last_good"] is False
     # not an error: nothing is held back, the gauge of errors stays 0
     _, text = get(pilot.mon, "/metrics")
     assert "weft_pilot_config_errors 0" in text
     assert "weft_pilot_config_warnings 1" in text
-    assert "not implemented: %s:8:5: PeerAuthentication default/default: spec.mtls.mode" % \
+    assert "not implemented: %s:8:3: WasmPlugin default/default: spec.phase" % \
         w["file"] in pilot.stderr_text()
-    assert any(r["kind"] == "PeerAuthentication"
+    assert any(r["kind"] == "WasmPlugin"
                for r in get_json(pilot.mon, "/debug/configz")["resources"])
     # a misspelled field: served without it, said as the webhook's warning (kubectl would
     # print it), not silently dropped
