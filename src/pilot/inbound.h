@@ -51,13 +51,31 @@
  *   The inbound retry policy is Istio 1.24's (reference envoy-istio-behaviour.md §4.5), left
  *   out on gRPC ports as Istio does.
  *
+ * mTLS (reference security.md §3.3, §4.1; Istio's filterchain_options.go "HTTP" options): the
+ * port's PeerAuthentication mode (pilot/authn.h wf_peer_authn_port_mode, the target port being
+ * the container port; root namespace, trust domain and meshMTLS from opt->mesh) picks the chains,
+ * all named like the listener and holding the same connection manager:
+ *   STRICT:     [{"filter_chain_match": {"transport_protocol": "tls"}, ..., "transport_socket":
+ *                 MTLS}]
+ *   PERMISSIVE: [{"filter_chain_match": {"transport_protocol": "tls", "application_protocols":
+ *                 ["istio", "istio-peer-exchange", "istio-http/1.0", "istio-http/1.1",
+ *                 "istio-h2"]}, ..., "transport_socket": MTLS},
+ *                {"filter_chain_match": {"transport_protocol": "raw_buffer"}, ...}]
+ *   DISABLE:    [{...}] (plaintext, no filter_chain_match)
+ *  and, for STRICT and PERMISSIVE, "listener_filters": [{"name":
+ *  "envoy.filters.listener.tls_inspector", "typed_config": {"@type": ...TlsInspector,
+ *  "initial_read_buffer_size": 512}}] before traffic_direction. MTLS is pilot/authn.h
+ *  wf_authn_inbound_tls: Istio's DownstreamTlsContext except ALPN, which is "http/1.1" only
+ *  (Istio: "h2", "http/1.1"; weft-proxy has no HTTP/2 codec yet, issue 19, and must never offer
+ *  h2 until it has one). The five ALPNs are Istio's for a port known to be HTTP only.
+ *
  * Left out (Istio emits them): the route `decorator` and max_stream_duration (weft-proxy's route
  * loader does not accept them yet), forward_client_cert_details / set_current_client_cert_details,
  * tracing, request_id_extension, upgrade_configs; TCP ports' tcp_proxy chains (a TCP target port
- * gets its cluster but no listener); the mTLS filter chains, listener filters
- * (original_dst, tls_inspector, http_inspector) and the InboundPassthroughCluster chains of
- * virtualInbound; Sidecar `ingress` listeners; upstream_bind_config 127.0.0.6 (an iptables
- * detail).
+ * gets its cluster but no listener, so no PeerAuthentication mode applies to it); the listener
+ * filters original_dst and http_inspector and the InboundPassthroughCluster chains of
+ * virtualInbound; Istio's listener-level access log (NR); Sidecar `ingress` listeners;
+ * upstream_bind_config 127.0.0.6 (an iptables detail).
  */
 #ifndef WF_PILOT_INBOUND_H
 #define WF_PILOT_INBOUND_H
