@@ -64,17 +64,22 @@ def chain_matches(pod):
     return None if lst is None else [fc.get("filter_chain_match") for fc in lst["filter_chains"]]
 
 
+def get_echo(sock):
+    """Sends GET /echo on sock and reads the answer until the server closes."""
+    sock.sendall(b"GET /echo HTTP/1.1\r\nHost: web.shop\r\nConnection: close\r\n\r\n")
+    data = b""
+    while True:
+        chunk = sock.recv(4096)
+        if not chunk:
+            return data
+        data += chunk
+
+
 def plaintext(pod):
     """The status of a plaintext GET to the inbound listener, or the error that ended it."""
     try:
         with socket.create_connection((pod.ip, 8080), timeout=5) as s:
-            s.sendall(b"GET /echo HTTP/1.1\r\nHost: web.shop\r\nConnection: close\r\n\r\n")
-            data = b""
-            while True:
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
-                data += chunk
+            data = get_echo(s)
     except OSError as e:
         return type(e).__name__
     if not data:
@@ -93,13 +98,7 @@ def tls_get(pod, root, cert=None, key=None):
     try:
         with socket.create_connection((pod.ip, 8080), timeout=5) as raw:
             with ctx.wrap_socket(raw) as t:
-                t.sendall(b"GET /echo HTTP/1.1\r\nHost: web.shop\r\nConnection: close\r\n\r\n")
-                data = b""
-                while True:
-                    chunk = t.recv(4096)
-                    if not chunk:
-                        break
-                    data += chunk
+                data = get_echo(t)
                 alpn = t.selected_alpn_protocol()
     except (OSError, ssl.SSLError) as e:
         return type(e).__name__, None
