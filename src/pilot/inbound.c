@@ -375,3 +375,127 @@ json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *op
     free(ps.v);
     return out;
 }
+
+/* ---------- PeerAuthentication modes no chain carries ---------- */
+
+static bool label_or_annotation(const wf_resource *r, const char *key, const char *value)
+{
+    const char *v = wf_kvs_get(&r->labels, key);
+    if (!v)
+        v = wf_kvs_get(&r->annotations, key);
+    return v && strcmp(v, value) == 0;
+}
+
+/* Gateway pods and pods without a sidecar take no inbound PeerAuthentication chains. */
+static bool sidecar_pod(const wf_store *s, const wf_resource *pod)
+{
+    const char *istio = wf_kvs_get(&pod->labels, "istio");
+    if (label_or_annotation(pod, "sidecar.istio.io/inject", "false") ||
+        (istio && (strcmp(istio, "ingressgateway") == 0 || strcmp(istio, "egressgateway") == 0)))
+        return false;
+    size_t n = 0;
+    const wf_resource *const *gws = wf_store_kind(s, WF_KIND_GATEWAY, &n);
+    for (size_t i = 0; i < n; i++) {
+        const wf_gateway *g = gws[i]->t.gateway;
+        if (g && g->has_selector && g->selector.n && wf_kvs_subset(&g->selector, &pod->labels))
+            return false;
+    }
+    return true;
+}
+
+typedef struct gap_walk {
+    wf_inbound_gap_cb cb;
+    void *arg;
+    wf_inbound_gap *seen; /* reported (policy, port) pairs */
+    size_t n, cap;
+    bool stop;
+} gap_walk;
+
+/* Reports g unless its (policy, port) was. -1 on OOM. */
+static int report_gap(gap_walk *w, const wf_inbound_gap *g)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (w->seen[i].policy == g->policy && w->seen[i].port == g->port)
+            return 0;
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 8;
+        wf_inbound_gap *v = realloc(w->seen, cap * sizeof *v);
+        if (!v)
+            return -1;
+        w->seen = v;
+        w->cap = cap;
+    }
+    w->seen[w->n++] = *g;
+    w->stop = !w->cb(g, w->arg);
+    return 0;
+}
+
+static const in_port *find_port(const in_ports *ps, uint32_t port)
+{
+    for (size_t i = 0; i < ps->n; i++)
+        if ((uint32_t)ps->v[i].port == port)
+            return &ps->v[i];
+    return NULL;
+}
+
+/* The narrowest policy whose spec.mtls set the workload mode. */
+static const wf_resource *mode_setter(const wf_peer_authn *pa)
+{
+    const wf_resource *chain[3] = {pa->wl, pa->ns, pa->mesh};
+    for (int i = 0; i < 3; i++)
+        if (chain[i] && wf_mtls_mode_of(wf_map_get(chain[i]->spec, "mtls")) != WF_MTLS_UNSET)
+            return chain[i];
+    return NULL;
+}
+
+static int pod_gaps(const wf_store *s, const char *root, const wf_resource *pod, gap_walk *w)
+{
+    const wf_inbound_options o = {.ns = pod->ns, .labels = &pod->labels, .pod = pod};
+    in_ports ps;
+    wf_peer_authn pa;
+    if (collect(s, &o, &ps) != 0)
+        return -1;
+    if (wf_peer_authn_compose(s, root, pod->ns, &pod->labels, &pa) != 0) {
+        free(ps.v);
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && !w->stop && i < pa.nports; i++) {
+        const in_port *p = find_port(&ps, pa.ports[i].port);
+        if (!p || !p->http)
+            rc = report_gap(w, &(wf_inbound_gap){.policy = pa.wl,
+                                                 .pod = pod,
+                                                 .port = pa.ports[i].port,
+                                                 .mode = pa.ports[i].mode,
+                                                 .port_level = true});
+    }
+    const wf_resource *setter = mode_setter(&pa);
+    for (size_t i = 0; rc == 0 && !w->stop && setter && i < ps.n; i++) {
+        uint32_t port = (uint32_t)ps.v[i].port;
+        bool named = false;
+        for (size_t k = 0; k < pa.nports; k++)
+            named = named || pa.ports[k].port == port;
+        if (!ps.v[i].http && !named && pa.mode == WF_MTLS_STRICT)
+            rc = report_gap(
+                w, &(wf_inbound_gap){.policy = setter, .pod = pod, .port = port, .mode = pa.mode});
+    }
+    wf_peer_authn_free(&pa);
+    free(ps.v);
+    return rc;
+}
+
+int wf_inbound_authn_gaps(const wf_store *store, const char *root_ns, wf_inbound_gap_cb cb,
+                          void *arg)
+{
+    if (!store || !cb)
+        return -1;
+    gap_walk w = {.cb = cb, .arg = arg};
+    size_t n = 0;
+    const wf_resource *const *pods = wf_store_kind(store, WF_KIND_POD, &n);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && !w.stop && i < n; i++)
+        if (pods[i]->ns && *pods[i]->ns && sidecar_pod(store, pods[i]))
+            rc = pod_gaps(store, root_ns, pods[i], &w);
+    free(w.seen);
+    return rc == 0 ? (int)w.n : -1;
+}

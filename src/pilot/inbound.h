@@ -84,6 +84,7 @@
 
 #include "analysis/meshcfg.h"
 #include "model/store.h"
+#include "pilot/authn.h"
 
 typedef struct wf_inbound_options {
     const char *ns;            /* the pod's namespace; NULL or "" = no Service selects it */
@@ -102,5 +103,32 @@ json_t *wf_inbound_clusters(const wf_store *store, const wf_inbound_options *opt
 /* The inbound listeners of the HTTP target ports, ascending by port: a new JSON array the caller
  * json_decrefs. NULL when store or opt is NULL, or on out of memory. */
 json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *opt);
+
+/* ---- PeerAuthentication modes no inbound chain carries ("never accept silently") ----
+ *
+ * Only HTTP target ports get an inbound listener (above), so a PeerAuthentication mode meant for
+ * another port changes nothing. For every sidecar pod of the store (Pods and the pods the store
+ * makes from workload templates; not gateway pods: label istio=ingressgateway/egressgateway or
+ * selected by a Gateway, nor pods with sidecar.istio.io/inject "false" as a label or
+ * annotation) a gap is:
+ *  - a spec.portLevelMtls key of its workload policy that is not one of its HTTP target ports
+ *    (a TCP target port, or no Service targets it), whatever the mode (port_level true);
+ *  - a non-HTTP target port whose effective mode is STRICT through the policy's spec.mtls
+ *    (port_level false; policy = the narrowest one that set the mode).
+ * Each (policy, port) is reported once, with the first pod found, in store order of pods.
+ * cb returns false to stop. Returns the number of gaps reported, -1 on out of memory or a NULL
+ * store. */
+typedef struct wf_inbound_gap {
+    const wf_resource *policy; /* the PeerAuthentication */
+    const wf_resource *pod;
+    uint32_t port; /* container port */
+    wf_mtls_mode mode;
+    bool port_level;
+} wf_inbound_gap;
+
+typedef bool (*wf_inbound_gap_cb)(const wf_inbound_gap *gap, void *arg);
+
+int wf_inbound_authn_gaps(const wf_store *store, const char *root_ns, wf_inbound_gap_cb cb,
+                          void *arg);
 
 #endif

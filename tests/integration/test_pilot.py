@@ -253,6 +253,54 @@ def test_not_implemented_fields_are_warnings(pilot, dirs):
     poll(lambda: get_json(pilot.mon, "/debug/config_errors") == [])
 
 
+DB_WITH_STRICT = """apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: default}
+spec:
+  selector: {app: db}
+  ports: [{name: tcp-pg, port: 5432}, {name: http-admin, port: 8080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-1, namespace: default, labels: {app: db}}
+spec: {containers: [{name: db}]}
+status: {podIP: 10.10.0.9}
+---
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: db, namespace: default}
+spec:
+  selector: {matchLabels: {app: db}}
+  mtls: {mode: STRICT}
+  portLevelMtls:
+    9090: {mode: DISABLE}
+"""
+
+
+def test_peer_authentication_on_a_port_without_chain_is_reported(pilot, dirs):
+    """A PeerAuthentication mode that no inbound chain carries is never accepted silently: the
+    TCP target port 5432 under STRICT (WFT0002: plaintext is not refused there) and a
+    portLevelMtls key no HTTP Service port targets (WFT0001); the HTTP port 8080 has its
+    chain and is not reported."""
+    cfg, _ = dirs
+    (cfg / "db.yaml").write_text(DB_WITH_STRICT)
+    poll(lambda: len([e for e in get_json(pilot.mon, "/debug/config_errors")
+                      if e.get("resource") == "PeerAuthentication default/db"]) == 2)
+    errs = sorted((e for e in get_json(pilot.mon, "/debug/config_errors")
+                   if e.get("resource") == "PeerAuthentication default/db"),
+                  key=lambda e: e["field"])
+    strict, port = errs[0], errs[1]
+    assert (strict["code"], strict["field"], strict["level"]) == (
+        "WFT0002", "spec.mtls.mode", "warning"), strict
+    assert strict["message"].startswith(
+        "spec.mtls.mode is not enforced by weft on port 5432 of pod default/db-1: it is not an "
+        "HTTP Service target port"), strict
+    assert strict["line"] == 19, strict
+    assert (port["code"], port["field"]) == ("WFT0001", "spec.portLevelMtls[9090].mode"), port
+    assert "on port 9090 of pod default/db-1" in port["message"], port
+    assert "8080" not in strict["message"] + port["message"]
+
+
 def test_config_dump_for_pod(pilot, dirs):
     _, pods = dirs
     status, body = get(pilot.mon, "/debug/config_dump")

@@ -480,6 +480,64 @@ static void mesh_tls_settings(void **state)
     wf_meshcfg_free(mesh);
 }
 
+/* ---------- gaps: modes no inbound chain carries ---------- */
+
+typedef struct gaps {
+    char text[8][160];
+    size_t n;
+} gaps;
+
+static bool on_gap(const wf_inbound_gap *g, void *arg)
+{
+    gaps *x = arg;
+    if (x->n < 8)
+        snprintf(x->text[x->n++], sizeof x->text[0], "%s/%s %s %u %s%s", g->policy->ns,
+                 g->policy->name, g->pod->name, (unsigned)g->port, wf_mtls_mode_name(g->mode),
+                 g->port_level ? " port" : "");
+    return true;
+}
+
+/* multi's web-1 has HTTP target ports 8081 (and 9000, gRPC) and a TCP one (5432). */
+static void authn_gaps(void **state)
+{
+    (void)state;
+    static const char *const extra =
+        "---\napiVersion: security.istio.io/v1\nkind: PeerAuthentication\n"
+        "metadata: {name: web, namespace: shop}\n"
+        "spec:\n  selector: {matchLabels: {app: web}}\n"
+        "  portLevelMtls: {8081: {mode: DISABLE}, 5432: {mode: PERMISSIVE}, 7000: {mode: STRICT}}\n"
+        "---\napiVersion: security.istio.io/v1\nkind: PeerAuthentication\n"
+        "metadata: {name: default, namespace: shop}\nspec: {mtls: {mode: STRICT}}\n"
+        "---\napiVersion: v1\nkind: Pod\n"
+        "metadata: {name: gw-1, namespace: shop, labels: {app: web, istio: ingressgateway}}\n"
+        "spec: {containers: [{name: gw}]}\n";
+    char *yaml = malloc(strlen(multi) + strlen(extra) + 1);
+    assert_non_null(yaml);
+    strcpy(yaml, multi);
+    strcat(yaml, extra);
+    wf_store *s = wf_test_load_store(NULL, yaml, "default");
+    free(yaml);
+    gaps x = {0};
+    assert_int_equal(wf_inbound_authn_gaps(s, NULL, on_gap, &x), 2);
+    /* 8081 is an HTTP target port: it has its chains; the gateway pod is not a sidecar */
+    assert_string_equal(x.text[0], "shop/web web-1 5432 PERMISSIVE port");
+    assert_string_equal(x.text[1], "shop/web web-1 7000 STRICT port");
+    wf_store_free(s);
+
+    /* no port level: the namespace's STRICT reaches the TCP port 5432 */
+    char *ns_only = malloc(strlen(multi) + 200);
+    assert_non_null(ns_only);
+    strcpy(ns_only, multi);
+    strcat(ns_only, "---\napiVersion: security.istio.io/v1\nkind: PeerAuthentication\n"
+                    "metadata: {name: default, namespace: shop}\nspec: {mtls: {mode: STRICT}}\n");
+    s = wf_test_load_store(NULL, ns_only, "default");
+    free(ns_only);
+    x = (gaps){0};
+    assert_int_equal(wf_inbound_authn_gaps(s, NULL, on_gap, &x), 1);
+    assert_string_equal(x.text[0], "shop/default web-1 5432 STRICT");
+    wf_store_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -487,7 +545,7 @@ int main(void)
         cmocka_unit_test(ports_and_protocols),    cmocka_unit_test(nothing_selects),
         cmocka_unit_test(permissive_by_default),  cmocka_unit_test(strict_namespace),
         cmocka_unit_test(disable_plaintext_only), cmocka_unit_test(port_level_mode),
-        cmocka_unit_test(mesh_tls_settings),
+        cmocka_unit_test(mesh_tls_settings),      cmocka_unit_test(authn_gaps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
