@@ -18,6 +18,7 @@ import json
 import os
 import socket
 import ssl
+import subprocess
 
 import pytest
 
@@ -105,6 +106,15 @@ def tls_get(pod, root, cert=None, key=None):
     return (int(data.split(b" ", 2)[1]) if data else "closed"), alpn
 
 
+def s_client(pod, root, *args):
+    """`openssl s_client` sending a GET with Istio's client ALPNs: its output (stdout+stderr)."""
+    r = subprocess.run(["openssl", "s_client", "-connect", "%s:8080" % pod.ip, "-alpn",
+                        ",".join(ISTIO_CLIENT_ALPN), "-CAfile", str(root), "-ign_eof", *args],
+                       input=b"GET /echo HTTP/1.1\r\nHost: web.shop\r\nConnection: close\r\n\r\n",
+                       capture_output=True, timeout=30)
+    return r.stdout.decode("utf-8", "replace") + r.stderr.decode("utf-8", "replace")
+
+
 @pytest.fixture
 def setup(mesh, tmp_path):  # noqa: F811
     ca_dir = tmp_path / "ca"
@@ -156,6 +166,10 @@ def test_permissive_strict_disable(mesh, setup):  # noqa: F811
              == before + 1, what="no_filter_chain_match counted")
     status, _ = tls_get(pod, creds["root"])  # no client certificate
     assert status != 200, status
+    out = s_client(pod, creds["root"])  # the server refuses the handshake: an alert, no answer
+    assert "HTTP/1.1 200" not in out and "alert certificate required" in out, out
+    out = s_client(pod, creds["root"], "-cert", str(creds["cert"]), "-key", str(creds["key"]))
+    assert "HTTP/1.1 200" in out and "ALPN protocol: http/1.1" in out, out
     assert tls_get(pod, creds["root"], creds["cert"], creds["key"]) == (200, "http/1.1")
 
     # ---- a workload policy DISABLE over the namespace's STRICT ----
