@@ -175,7 +175,8 @@ def test_unenforced_security_control_is_an_error(tmp_path):
     assert r.returncode == 79, r.stdout + r.stderr
     assert r.stdout.splitlines() == [
         "Error [WFT0002] (WasmPlugin istio-system/default %s:6) spec.phase is not enforced by "
-        "weft: the Wasm plugin runtime is not implemented; %s" % (f, "the authentication or authorization plugin does not run")]
+        "weft: the Wasm plugin runtime is not implemented; the authentication or authorization "
+        "plugin does not run" % f]
     r = run_weftctl("analyze", "-A", "-o", "json", f)
     m = json.loads(r.stdout)[0]
     assert (m["code"], m["level"], m["documentationUrl"]) == (
