@@ -491,6 +491,9 @@ int wf_inbound_authn_gaps(const wf_store *store, const char *root_ns, wf_inbound
         return -1;
     gap_walk w = {.cb = cb, .arg = arg};
     size_t n = 0;
+    wf_store_kind(store, WF_KIND_PEERAUTHENTICATION, &n);
+    if (n == 0) /* nothing to compose: every port is PERMISSIVE (no gap), and no pod walk */
+        return 0;
     const wf_resource *const *pods = wf_store_kind(store, WF_KIND_POD, &n);
     int rc = 0;
     for (size_t i = 0; rc == 0 && !w.stop && i < n; i++)
