@@ -16,78 +16,34 @@
 #include <strings.h>
 
 #include "cli/describe.h"
+#include "pilot/authn.h"
 
 /* ---- PeerAuthentication -------------------------------------------------------------------- */
 
-static const char *pa_mode(const wf_node *mtls)
-{
-    const char *m = wf_map_str(mtls, "mode");
-    return m && strcmp(m, "UNSET") != 0 ? m : NULL;
-}
-
-static bool pa_has_selector(const wf_resource *pa)
-{
-    return pa->t.policy && pa->t.policy->has_selector && pa->t.policy->selector.n > 0;
-}
-
-static int collect_pas(const dsc_ctx *c, const char *ns, const wf_kvs *labels, dsc_pods *out)
-{
-    const char *nss[2] = {c->istio_ns, ns};
-    for (int k = 0; k < 2; k++) {
-        size_t n = 0;
-        const wf_resource *const *v =
-            wf_store_kind_ns(c->store, WF_KIND_PEERAUTHENTICATION, nss[k], &n);
-        for (size_t i = 0; i < n; i++) {
-            const wf_kvs *sel = v[i]->t.policy ? &v[i]->t.policy->selector : NULL;
-            if ((!sel || wf_kvs_subset(sel, labels)) && dsc_pods_add(out, v[i]))
-                return -1;
-        }
-    }
-    return 0;
-}
-
+/* describe.go printPeerAuthentication over authn.ComposePeerAuthentication (pilot/authn.h, the
+ * composition weft-pilot uses for the inbound chains), then printConfigs of the matched ones. */
 void dsc_print_peer_authn(const dsc_ctx *c, const char *ns, const wf_kvs *labels)
 {
-    dsc_pods matched = {0};
-    if (collect_pas(c, ns, labels, &matched)) {
+    wf_peer_authn pa;
+    if (wf_peer_authn_compose(c->store, c->istio_ns, ns, labels, &pa) != 0) {
         fprintf(stderr, "Error: out of memory\n");
-        dsc_pods_free(&matched);
         return;
     }
-    const wf_resource *mesh = NULL, *nsp = NULL, *wl = NULL;
-    for (size_t i = 0; i < matched.n; i++) {
-        const wf_resource *pa = matched.v[i];
-        bool root = strcmp(pa->ns, c->istio_ns) == 0;
-        if (!pa_has_selector(pa)) {
-            if (root && !mesh)
-                mesh = pa;
-            else if (!root && !nsp)
-                nsp = pa;
-        } else if (!root && !wl) {
-            wl = pa;
-        }
-    }
-    const char *mode = "PERMISSIVE", *m;
-    const wf_resource *chain[3] = {mesh, nsp, wl};
-    for (int i = 0; i < 3; i++)
-        if (chain[i] && (m = pa_mode(wf_map_get(chain[i]->spec, "mtls"))) != NULL)
-            mode = m;
-    fprintf(c->out, "Effective PeerAuthentication:\n   Workload mTLS mode: %s\n", mode);
-    const wf_node *plm = wl ? wf_map_get(wl->spec, "portLevelMtls") : NULL;
-    if (plm && plm->type == WF_NODE_MAP && plm->len) {
+    fprintf(c->out, "Effective PeerAuthentication:\n   Workload mTLS mode: %s\n",
+            wf_mtls_mode_name(pa.mode));
+    if (pa.nports) {
         fputs("   Port Level mTLS mode:\n", c->out);
-        for (size_t i = 0; i < plm->len; i++) {
-            const char *pm = pa_mode(plm->u.entries[i].value);
-            fprintf(c->out, "      %s: %s\n", plm->u.entries[i].key, pm ? pm : mode);
-        }
+        for (size_t i = 0; i < pa.nports; i++)
+            fprintf(c->out, "      %u: %s\n", (unsigned)pa.ports[i].port,
+                    wf_mtls_mode_name(pa.ports[i].mode));
     }
-    if (matched.n) {
+    if (pa.napplied) {
         fputs("Applied PeerAuthentication:\n   ", c->out);
-        for (size_t i = 0; i < matched.n; i++)
-            fprintf(c->out, "%s%s.%s", i ? ", " : "", matched.v[i]->name, matched.v[i]->ns);
+        for (size_t i = 0; i < pa.napplied; i++)
+            fprintf(c->out, "%s%s.%s", i ? ", " : "", pa.applied[i]->name, pa.applied[i]->ns);
         fputc('\n', c->out);
     }
-    dsc_pods_free(&matched);
+    wf_peer_authn_free(&pa);
 }
 
 /* ---- ingress ----------------------------------------------------------------------------- */

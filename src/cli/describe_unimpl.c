@@ -1,7 +1,7 @@
 /*
  * describe_unimpl.c - what `weftctl describe pod` adds to istioctl's output: the Istio fields
  * weft does not implement (model/unimplemented.h) in the config that applies to the pod, so
- * that an operator looking at one workload learns that its PeerAuthentication STRICT is not
+ * that an operator looking at one workload learns that its AuthorizationPolicy is not
  * enforced, or that its Service's tcp- port has no listener.
  *
  * "Applies to the pod" follows how Istio scopes each kind:

@@ -55,37 +55,6 @@ static bool se_resolution_absent(const wf_resource *r, const wf_node *at)
     return r->spec && (!res || res->type == WF_NODE_NULL);
 }
 
-static bool is_strict(const wf_node *mtls)
-{
-    const char *m = wf_map_str(mtls, "mode");
-    return m && strcasecmp(m, "STRICT") == 0;
-}
-
-static bool is_disable(const wf_node *mtls)
-{
-    const char *m = wf_map_str(mtls, "mode");
-    return m && strcasecmp(m, "DISABLE") == 0;
-}
-
-/* A PeerAuthentication that asks for no STRICT anywhere but for PERMISSIVE (or UNSET, which
- * inherits PERMISSIVE) somewhere: mTLS is missing, though what it asks still lets plaintext
- * through, as weft does. One that only DISABLEs mTLS is exactly what weft does: not reported. */
-static bool pa_not_strict(const wf_resource *r, const wf_node *at)
-{
-    (void)at;
-    const wf_node *top = wf_map_get(r->spec, "mtls");
-    if (is_strict(top))
-        return false;
-    bool all_disable = is_disable(top);
-    const wf_node *pl = wf_map_get(r->spec, "portLevelMtls");
-    for (size_t i = 0; pl && pl->type == WF_NODE_MAP && i < pl->len; i++) {
-        if (is_strict(pl->u.entries[i].value))
-            return false;
-        all_disable &= is_disable(pl->u.entries[i].value);
-    }
-    return !all_disable;
-}
-
 /* A rule that is an empty map matches every request. */
 static bool has_empty_rule(const wf_node *rules)
 {
@@ -167,7 +136,6 @@ static bool gateway_api_other(const wf_resource *r, const wf_node *at)
 
 /* ---- the table -------------------------------------------------------------------------- */
 
-static const char *const v_strict[] = {"STRICT", NULL};
 static const char *const v_audit[] = {"AUDIT", NULL};
 static const char *const v_auth_phase[] = {"AUTHN", "AUTHZ", NULL};
 static const char *const v_none[] = {"NONE", NULL};
@@ -218,8 +186,6 @@ static const char *const v_service_ann[] = {HONOURED_ANY, "networking.istio.io/e
         WF_KIND_##k, p, WF_UNIMPL_CUSTOM, NULL, fn, sec, f, e, x                                   \
     }
 
-#define NO_MTLS      "mutual TLS"
-#define PLAINTEXT    "traffic is plaintext"
 #define SAME         "the traffic is handled as if the field were absent"
 #define NO_TCP_PROXY "TCP proxying"
 #define NO_H2        "HTTP/2"
@@ -238,9 +204,9 @@ static const wf_unimpl_entry table[] = {
          "endpoints are used regardless of locality", "{enabled: true}"),
     MESH("h2UpgradePolicy", VALUE_IN, v_upgrade, NO_H2 " (h2 upgrade)",
          "upstream requests stay HTTP/1.1", "UPGRADE"),
-    MESH("meshMTLS", PRESENT, NULL, NO_MTLS, "no TLS settings apply",
-         "{minProtocolVersion: "
-         "TLSV1_3}"),
+    /* meshMTLS minProtocolVersion and cipherSuites are read (pilot/authn.h); ecdhCurves: */
+    MESH("meshMTLS.ecdhCurves", PRESENT, NULL, "ECDH curve settings for mutual TLS",
+         "the TLS library's default curves are offered", "[P-256]"),
     MESH("connectTimeout", PRESENT, NULL, "the mesh-wide connect timeout",
          "clusters keep Istio's default 10s unless a DestinationRule sets one", "5s"),
     MESH("tcpKeepalive", PRESENT, NULL, "TCP keepalive on upstream connections", SAME,
@@ -301,12 +267,6 @@ static const wf_unimpl_entry table[] = {
     MESH("defaultConfig.holdApplicationUntilProxyStarts", VALUE_IN, v_true,
          "holding applications until the proxy starts", "apps start beside their proxy", "true"),
     /* ---- security.istio.io ---- */
-    SEC(PEERAUTHENTICATION, "spec.mtls.mode", VALUE_IN, v_strict, NO_MTLS,
-        "plaintext requests are still accepted", "STRICT"),
-    SEC(PEERAUTHENTICATION, "spec.portLevelMtls.*.mode", VALUE_IN, v_strict, NO_MTLS,
-        "plaintext requests are still accepted on the port", "STRICT"),
-    FN(PEERAUTHENTICATION, "", pa_not_strict, false, NO_MTLS,
-       PLAINTEXT " (which PERMISSIVE and DISABLE allow)", ""),
     FN(AUTHORIZATIONPOLICY, "", authz_enforcing, true, "authorization (the RBAC filter)",
        "every request is allowed", ""),
     ROW(AUTHORIZATIONPOLICY, "spec.action", VALUE_IN, v_audit, "authorization audit logging",

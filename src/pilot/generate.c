@@ -159,7 +159,8 @@ json_t *wf_gen_inbound(const gen *g, bool listeners)
                                   .labels = &g->labels,
                                   .pod = g->pod,
                                   .bind = g->p->ip,
-                                  .app_address = g->p->localhost};
+                                  .app_address = g->p->localhost,
+                                  .mesh = g->mesh};
     return listeners ? wf_inbound_listeners(g->s, &o) : wf_inbound_clusters(g->s, &o);
 }
 

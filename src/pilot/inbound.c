@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "pilot/authn.h"
 #include "pilot/cds_internal.h"
 #include "pilot/lds.h"
 #include "pilot/naming.h"
@@ -243,7 +244,94 @@ static json_t *inbound_route_config(const in_port *p, const char *cluster)
                      "default", "validate_clusters", 0);
 }
 
-static json_t *inbound_listener(const in_port *p, const char *bind)
+/* Istio's inbound mTLS ALPNs a TLS chain of an HTTP-only port matches (security.md §3.1). */
+static json_t *istio_alpns(void)
+{
+    return json_pack("[s,s,s,s,s]", "istio", "istio-peer-exchange", "istio-http/1.0",
+                     "istio-http/1.1", "istio-h2");
+}
+
+/* Istio's xdsfilters.TLSInspector (security.md §3.3). */
+static json_t *tls_inspector(void)
+{
+    return json_pack("[{s:s,s:{s:s,s:i}}]", "name", "envoy.filters.listener.tls_inspector",
+                     "typed_config", "@type",
+                     "type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3."
+                     "TlsInspector",
+                     "initial_read_buffer_size", 512);
+}
+
+/* One chain in Envoy's field order: filter_chain_match (NULL = none), filters (a deep copy),
+ * transport_socket (NULL = none), name. match and ts are consumed, even on failure. */
+static json_t *chain(json_t *match, json_t *filters, json_t *ts, const char *name)
+{
+    return json_pack("{s:o*,s:o,s:o*,s:s}", "filter_chain_match", match, "filters",
+                     json_deep_copy(filters), "transport_socket", ts, "name", name);
+}
+
+/* The chains of mode (filterchain_options.go, security.md §3.3 "HTTP" row): STRICT: tls ->
+ * mTLS+HCM; PERMISSIVE: tls + Istio ALPNs -> mTLS+HCM, raw_buffer -> HCM; DISABLE: HCM. */
+static json_t *mode_chains(wf_mtls_mode mode, json_t *filters, const char *name,
+                           const wf_meshcfg *mesh)
+{
+    json_t *out = json_array();
+    if (!out)
+        return NULL;
+    if (mode != WF_MTLS_DISABLE) {
+        json_t *m = mode == WF_MTLS_STRICT ? json_pack("{s:s}", "transport_protocol", "tls")
+                                           : json_pack("{s:s,s:o}", "transport_protocol", "tls",
+                                                       "application_protocols", istio_alpns());
+        json_t *ts = wf_authn_inbound_tls(mesh);
+        if (!m || !ts || json_array_append_new(out, chain(m, filters, ts, name)) != 0) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    if (mode != WF_MTLS_STRICT) {
+        json_t *m = mode == WF_MTLS_PERMISSIVE
+                        ? json_pack("{s:s}", "transport_protocol", "raw_buffer")
+                        : NULL;
+        if ((mode == WF_MTLS_PERMISSIVE && !m) ||
+            json_array_append_new(out, chain(m, filters, NULL, name)) != 0) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+/* Replaces l's single chain with the chains of mode, adds the TLS inspector when a chain matches
+ * on transport_protocol, and keeps traffic_direction last (Envoy's field order). l is released
+ * on failure. */
+static json_t *apply_mode(json_t *l, wf_mtls_mode mode, const wf_meshcfg *mesh)
+{
+    json_t *filters =
+        l ? json_object_get(json_array_get(json_object_get(l, "filter_chains"), 0), "filters")
+          : NULL;
+    json_t *dir = l ? json_incref(json_object_get(l, "traffic_direction")) : NULL;
+    const char *name = l ? json_string_value(json_object_get(l, "name")) : NULL;
+    json_t *chains = filters && name ? mode_chains(mode, filters, name, mesh) : NULL;
+    if (!chains || !dir) {
+        json_decref(chains);
+        json_decref(dir);
+        json_decref(l);
+        return NULL;
+    }
+    /* set_new consumes its value even on failure */
+    int err = json_object_set_new(l, "filter_chains", chains);
+    err |= json_object_del(l, "traffic_direction");
+    if (mode != WF_MTLS_DISABLE)
+        err |= json_object_set_new(l, "listener_filters", tls_inspector());
+    err |= json_object_set_new(l, "traffic_direction", dir);
+    if (err) {
+        json_decref(l);
+        return NULL;
+    }
+    return l;
+}
+
+static json_t *inbound_listener(const in_port *p, const char *bind, const wf_peer_authn *pa,
+                                const wf_meshcfg *mesh)
 {
     char name[128], prefix[48];
     char *cluster = wf_cluster_name("inbound", p->port, NULL, NULL);
@@ -258,7 +346,8 @@ static json_t *inbound_listener(const in_port *p, const char *bind)
                               .stat_prefix = prefix,
                               .route_config = inbound_route_config(p, cluster)};
     free(cluster);
-    return wf_lds_http_listener(&spec);
+    return apply_mode(wf_lds_http_listener(&spec), wf_peer_authn_port_mode(pa, (uint32_t)p->port),
+                      mesh);
 }
 
 json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *opt)
@@ -267,15 +356,149 @@ json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *op
     if (!store || !opt || collect(store, opt, &ps) != 0)
         return NULL;
     const char *bind = opt->bind && *opt->bind ? opt->bind : "0.0.0.0";
+    wf_peer_authn pa;
+    const char *root = opt->mesh ? wf_meshcfg_root_ns(opt->mesh) : NULL;
+    if (wf_peer_authn_compose(store, root, opt->ns, opt->labels, &pa) != 0) {
+        free(ps.v);
+        return NULL;
+    }
     json_t *out = json_array();
     for (size_t i = 0; out && i < ps.n; i++) {
         if (!ps.v[i].http)
             continue;
-        if (json_array_append_new(out, inbound_listener(&ps.v[i], bind)) != 0) {
+        if (json_array_append_new(out, inbound_listener(&ps.v[i], bind, &pa, opt->mesh)) != 0) {
             json_decref(out);
             out = NULL;
         }
     }
+    wf_peer_authn_free(&pa);
     free(ps.v);
     return out;
+}
+
+/* ---------- PeerAuthentication modes no chain carries ---------- */
+
+static bool label_or_annotation(const wf_resource *r, const char *key, const char *value)
+{
+    const char *v = wf_kvs_get(&r->labels, key);
+    if (!v)
+        v = wf_kvs_get(&r->annotations, key);
+    return v && strcmp(v, value) == 0;
+}
+
+/* Gateway pods and pods without a sidecar take no inbound PeerAuthentication chains. */
+static bool sidecar_pod(const wf_store *s, const wf_resource *pod)
+{
+    const char *istio = wf_kvs_get(&pod->labels, "istio");
+    if (label_or_annotation(pod, "sidecar.istio.io/inject", "false") ||
+        (istio && (strcmp(istio, "ingressgateway") == 0 || strcmp(istio, "egressgateway") == 0)))
+        return false;
+    size_t n = 0;
+    const wf_resource *const *gws = wf_store_kind(s, WF_KIND_GATEWAY, &n);
+    for (size_t i = 0; i < n; i++) {
+        const wf_gateway *g = gws[i]->t.gateway;
+        if (g && g->has_selector && g->selector.n && wf_kvs_subset(&g->selector, &pod->labels))
+            return false;
+    }
+    return true;
+}
+
+typedef struct gap_walk {
+    wf_inbound_gap_cb cb;
+    void *arg;
+    wf_inbound_gap *seen; /* reported (policy, port) pairs */
+    size_t n, cap;
+    bool stop;
+} gap_walk;
+
+/* Reports g unless its (policy, port) was. -1 on OOM. */
+static int report_gap(gap_walk *w, const wf_inbound_gap *g)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (w->seen[i].policy == g->policy && w->seen[i].port == g->port)
+            return 0;
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 8;
+        wf_inbound_gap *v = realloc(w->seen, cap * sizeof *v);
+        if (!v)
+            return -1;
+        w->seen = v;
+        w->cap = cap;
+    }
+    w->seen[w->n++] = *g;
+    w->stop = !w->cb(g, w->arg);
+    return 0;
+}
+
+static const in_port *find_port(const in_ports *ps, uint32_t port)
+{
+    for (size_t i = 0; i < ps->n; i++)
+        if ((uint32_t)ps->v[i].port == port)
+            return &ps->v[i];
+    return NULL;
+}
+
+/* The narrowest policy whose spec.mtls set the workload mode. */
+static const wf_resource *mode_setter(const wf_peer_authn *pa)
+{
+    const wf_resource *chain[3] = {pa->wl, pa->ns, pa->mesh};
+    for (int i = 0; i < 3; i++)
+        if (chain[i] && wf_mtls_mode_of(wf_map_get(chain[i]->spec, "mtls")) != WF_MTLS_UNSET)
+            return chain[i];
+    return NULL;
+}
+
+static int pod_gaps(const wf_store *s, const char *root, const wf_resource *pod, gap_walk *w)
+{
+    const wf_inbound_options o = {.ns = pod->ns, .labels = &pod->labels, .pod = pod};
+    in_ports ps;
+    wf_peer_authn pa;
+    if (collect(s, &o, &ps) != 0)
+        return -1;
+    if (wf_peer_authn_compose(s, root, pod->ns, &pod->labels, &pa) != 0) {
+        free(ps.v);
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && !w->stop && i < pa.nports; i++) {
+        const in_port *p = find_port(&ps, pa.ports[i].port);
+        if (!p || !p->http)
+            rc = report_gap(w, &(wf_inbound_gap){.policy = pa.wl,
+                                                 .pod = pod,
+                                                 .port = pa.ports[i].port,
+                                                 .mode = pa.ports[i].mode,
+                                                 .port_level = true});
+    }
+    const wf_resource *setter = mode_setter(&pa);
+    for (size_t i = 0; rc == 0 && !w->stop && setter && i < ps.n; i++) {
+        uint32_t port = (uint32_t)ps.v[i].port;
+        bool named = false;
+        for (size_t k = 0; k < pa.nports; k++)
+            named = named || pa.ports[k].port == port;
+        if (!ps.v[i].http && !named && pa.mode == WF_MTLS_STRICT)
+            rc = report_gap(
+                w, &(wf_inbound_gap){.policy = setter, .pod = pod, .port = port, .mode = pa.mode});
+    }
+    wf_peer_authn_free(&pa);
+    free(ps.v);
+    return rc;
+}
+
+int wf_inbound_authn_gaps(const wf_store *store, const char *root_ns, wf_inbound_gap_cb cb,
+                          void *arg)
+{
+    if (!store || !cb)
+        return -1;
+    gap_walk w = {.cb = cb, .arg = arg};
+    size_t n = 0;
+    wf_store_kind(store, WF_KIND_PEERAUTHENTICATION, &n);
+    if (n == 0) /* nothing to compose: every port is PERMISSIVE (no gap), and no pod walk */
+        return 0;
+    const wf_resource *const *pods = wf_store_kind(store, WF_KIND_POD, &n);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && !w.stop && i < n; i++)
+        if (pods[i]->ns && *pods[i]->ns && sidecar_pod(store, pods[i]))
+            rc = pod_gaps(store, root_ns, pods[i], &w);
+    free(w.seen);
+    return rc == 0 ? (int)w.n : -1;
 }

@@ -51,20 +51,40 @@
  *   The inbound retry policy is Istio 1.24's (reference envoy-istio-behaviour.md §4.5), left
  *   out on gRPC ports as Istio does.
  *
+ * mTLS (reference security.md §3.3, §4.1; Istio's filterchain_options.go "HTTP" options): the
+ * port's PeerAuthentication mode (pilot/authn.h wf_peer_authn_port_mode, the target port being
+ * the container port; root namespace, trust domain and meshMTLS from opt->mesh) picks the chains,
+ * all named like the listener and holding the same connection manager:
+ *   STRICT:     [{"filter_chain_match": {"transport_protocol": "tls"}, ..., "transport_socket":
+ *                 MTLS}]
+ *   PERMISSIVE: [{"filter_chain_match": {"transport_protocol": "tls", "application_protocols":
+ *                 ["istio", "istio-peer-exchange", "istio-http/1.0", "istio-http/1.1",
+ *                 "istio-h2"]}, ..., "transport_socket": MTLS},
+ *                {"filter_chain_match": {"transport_protocol": "raw_buffer"}, ...}]
+ *   DISABLE:    [{...}] (plaintext, no filter_chain_match)
+ *  and, for STRICT and PERMISSIVE, "listener_filters": [{"name":
+ *  "envoy.filters.listener.tls_inspector", "typed_config": {"@type": ...TlsInspector,
+ *  "initial_read_buffer_size": 512}}] before traffic_direction. MTLS is pilot/authn.h
+ *  wf_authn_inbound_tls: Istio's DownstreamTlsContext except ALPN, which is "http/1.1" only
+ *  (Istio: "h2", "http/1.1"; weft-proxy has no HTTP/2 codec yet, issue 19, and must never offer
+ *  h2 until it has one). The five ALPNs are Istio's for a port known to be HTTP only.
+ *
  * Left out (Istio emits them): the route `decorator` and max_stream_duration (weft-proxy's route
  * loader does not accept them yet), forward_client_cert_details / set_current_client_cert_details,
  * tracing, request_id_extension, upgrade_configs; TCP ports' tcp_proxy chains (a TCP target port
- * gets its cluster but no listener); the mTLS filter chains, listener filters
- * (original_dst, tls_inspector, http_inspector) and the InboundPassthroughCluster chains of
- * virtualInbound; Sidecar `ingress` listeners; upstream_bind_config 127.0.0.6 (an iptables
- * detail).
+ * gets its cluster but no listener, so no PeerAuthentication mode applies to it); the listener
+ * filters original_dst and http_inspector and the InboundPassthroughCluster chains of
+ * virtualInbound; Istio's listener-level access log (NR); Sidecar `ingress` listeners;
+ * upstream_bind_config 127.0.0.6 (an iptables detail).
  */
 #ifndef WF_PILOT_INBOUND_H
 #define WF_PILOT_INBOUND_H
 
 #include <jansson.h>
 
+#include "analysis/meshcfg.h"
 #include "model/store.h"
+#include "pilot/authn.h"
 
 typedef struct wf_inbound_options {
     const char *ns;            /* the pod's namespace; NULL or "" = no Service selects it */
@@ -73,6 +93,7 @@ typedef struct wf_inbound_options {
     const char *bind;          /* listener address: the pod IP; NULL = "0.0.0.0" */
     const char *app_address;   /* where the application listens; NULL = "127.0.0.1" */
     const char *domain_suffix; /* NULL = wf_store_domain_suffix(store) */
+    const wf_meshcfg *mesh;    /* rootNamespace, trustDomain(Aliases), meshMTLS; NULL = defaults */
 } wf_inbound_options;
 
 /* The inbound clusters, ascending by port: a new JSON array the caller json_decrefs (empty when
@@ -82,5 +103,32 @@ json_t *wf_inbound_clusters(const wf_store *store, const wf_inbound_options *opt
 /* The inbound listeners of the HTTP target ports, ascending by port: a new JSON array the caller
  * json_decrefs. NULL when store or opt is NULL, or on out of memory. */
 json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *opt);
+
+/* ---- PeerAuthentication modes no inbound chain carries ("never accept silently") ----
+ *
+ * Only HTTP target ports get an inbound listener (above), so a PeerAuthentication mode meant for
+ * another port changes nothing. For every sidecar pod of the store (Pods and the pods the store
+ * makes from workload templates; not gateway pods: label istio=ingressgateway/egressgateway or
+ * selected by a Gateway, nor pods with sidecar.istio.io/inject "false" as a label or
+ * annotation) a gap is:
+ *  - a spec.portLevelMtls key of its workload policy that is not one of its HTTP target ports
+ *    (a TCP target port, or no Service targets it), whatever the mode (port_level true);
+ *  - a non-HTTP target port whose effective mode is STRICT through the policy's spec.mtls
+ *    (port_level false; policy = the narrowest one that set the mode).
+ * Each (policy, port) is reported once, with the first pod found, in store order of pods.
+ * cb returns false to stop. Returns the number of gaps reported, -1 on out of memory or a NULL
+ * store. */
+typedef struct wf_inbound_gap {
+    const wf_resource *policy; /* the PeerAuthentication */
+    const wf_resource *pod;
+    uint32_t port; /* container port */
+    wf_mtls_mode mode;
+    bool port_level;
+} wf_inbound_gap;
+
+typedef bool (*wf_inbound_gap_cb)(const wf_inbound_gap *gap, void *arg);
+
+int wf_inbound_authn_gaps(const wf_store *store, const char *root_ns, wf_inbound_gap_cb cb,
+                          void *arg);
 
 #endif

@@ -15,6 +15,7 @@
 #include "model/unimplemented.h"
 #include "model/validate.h"
 #include "pilot/generate.h"
+#include "pilot/inbound.h"
 #include "pilot/source.h"
 
 /* The MeshConfig of a snapshot: shared by snapshots while its file does not change. */
@@ -612,6 +613,59 @@ static int load_store(build *b)
     return b->snap->store ? scan_stale(b) : -1;
 }
 
+/* ---- PeerAuthentication modes no inbound chain carries (pilot/inbound.h) ------------------- */
+
+/* The node of spec.portLevelMtls[port], or of spec.mtls. */
+static const wf_node *gap_node(const wf_inbound_gap *g)
+{
+    if (!g->port_level)
+        return wf_map_get(wf_map_get(g->policy->spec, "mtls"), "mode");
+    const wf_node *plm = wf_map_get(g->policy->spec, "portLevelMtls");
+    for (size_t i = 0; plm && plm->type == WF_NODE_MAP && i < plm->len; i++) {
+        const char *k = plm->u.entries[i].key;
+        if (k && strtoul(k, NULL, 10) == g->port)
+            return plm->u.entries[i].value;
+    }
+    return NULL;
+}
+
+static bool on_gap(const wf_inbound_gap *g, void *arg)
+{
+    unimpl_arg *u = arg;
+    char res[512], field[64], msg[1024];
+    bool strict = g->mode == WF_MTLS_STRICT;
+    if (g->port_level)
+        snprintf(field, sizeof field, "spec.portLevelMtls[%u].mode", (unsigned)g->port);
+    else
+        snprintf(field, sizeof field, "spec.mtls.mode");
+    snprintf(msg, sizeof msg,
+             "%s %s on port %u of pod %s/%s: it is not an HTTP Service target port, and only those "
+             "have inbound listeners in weft (TCP ports have none yet); %s",
+             field, strict ? "is not enforced by weft" : "has no effect in weft", (unsigned)g->port,
+             g->pod->ns, g->pod->name,
+             strict ? "plaintext connections to the port are not refused by the sidecar"
+                    : "no filter chain carries the mode");
+    const wf_node *at = gap_node(g);
+    wf_config_error w = {.file = g->policy->file,
+                         .line = at ? wf_node_report_line(at) : g->policy->line,
+                         .col = at ? at->col : g->policy->col,
+                         .resource = res_label(g->policy, res, sizeof res),
+                         .field = field,
+                         .message = msg,
+                         .code = strict ? "WFT0002" : "WFT0001"};
+    if (add_warning(u->b, &w, "not implemented") != 0)
+        u->rc = -1;
+    return u->rc == 0;
+}
+
+static int report_authn_gaps(build *b)
+{
+    unimpl_arg u = {b, 0};
+    if (wf_inbound_authn_gaps(b->snap->store, wf_meshcfg_root_ns(b->snap->mesh), on_gap, &u) < 0)
+        return -1;
+    return u.rc;
+}
+
 /* ---- MeshConfig ----------------------------------------------------------------------------- */
 
 static uint64_t file_hash(const char *path)
@@ -814,7 +868,8 @@ wf_snapshot *wf_source_build(const wf_dir_source_opts *opts, const wf_snapshot *
     s->changed_at_ms = changed_at_ms ? changed_at_ms : wall_ms();
     wf_arena_init(&s->arena);
     build b = {.opts = opts, .prev = prev, .snap = s};
-    if (!(s->res = wf_strmap_new(&s->arena)) || load_mesh(&b) || load_store(&b) || classify(&b)) {
+    if (!(s->res = wf_strmap_new(&s->arena)) || load_mesh(&b) || load_store(&b) ||
+        report_authn_gaps(&b) || classify(&b)) {
         wf_snapshot_unref(s);
         return NULL;
     }

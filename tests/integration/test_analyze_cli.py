@@ -146,13 +146,13 @@ def test_json_input_has_no_line(tmp_path):
     assert "(VirtualService shop/catalog %s) " % f in r.stdout
 
 
-PEER_AUTH_STRICT = """\
-apiVersion: security.istio.io/v1
-kind: PeerAuthentication
+WASM_AUTHN = """\
+apiVersion: extensions.istio.io/v1alpha1
+kind: WasmPlugin
 metadata: {name: default, namespace: istio-system}
 spec:
-  mtls:
-    mode: STRICT
+  url: oci://example.com/authn:1
+  phase: AUTHN
 """
 
 DR_STICKY = """\
@@ -168,15 +168,15 @@ spec:
 
 
 def test_unenforced_security_control_is_an_error(tmp_path):
-    """A PeerAuthentication STRICT weft does not enforce: analyze exits 79 naming it (WFT0002),
-    until mTLS lands; a field weft ignores is a warning (WFT0001), which alone exits 0."""
-    f = write(tmp_path, "pa.yaml", PEER_AUTH_STRICT)
+    """A WasmPlugin in the AUTHN phase weft does not run: analyze exits 79 naming it (WFT0002);
+    a field weft ignores is a warning (WFT0001), which alone exits 0."""
+    f = write(tmp_path, "wasm.yaml", WASM_AUTHN)
     r = run_weftctl("analyze", "-A", f)
     assert r.returncode == 79, r.stdout + r.stderr
     assert r.stdout.splitlines() == [
-        "Error [WFT0002] (PeerAuthentication istio-system/default %s:6) spec.mtls.mode is not "
-        "enforced by weft: mutual TLS is not implemented; plaintext requests are still accepted"
-        % f]
+        "Error [WFT0002] (WasmPlugin istio-system/default %s:6) spec.phase is not enforced by "
+        "weft: the Wasm plugin runtime is not implemented; the authentication or authorization "
+        "plugin does not run" % f]
     r = run_weftctl("analyze", "-A", "-o", "json", f)
     m = json.loads(r.stdout)[0]
     assert (m["code"], m["level"], m["documentationUrl"]) == (
@@ -188,11 +188,11 @@ def test_unenforced_security_control_is_an_error(tmp_path):
             "spec.trafficPolicy.loadBalancer.consistentHash has no effect in weft: "
             "consistent-hash load balancing (sticky sessions) is not implemented" % d) in r.stdout
     # a resource that fails schema validation gets its IST0106, not also a WFT message
-    bad = write(tmp_path, "bad.yaml", PEER_AUTH_STRICT.replace("STRICT", "strict"))
+    bad = write(tmp_path, "bad.yaml", WASM_AUTHN.replace("AUTHN", "authn"))
     r = run_weftctl("analyze", "-A", bad)
     assert "IST0106" in r.stdout and "WFT" not in r.stdout, r.stdout
     # suppressible like any code
-    r = run_weftctl("analyze", "-A", "-S", "WFT0002=PeerAuthentication default.istio-system", f)
+    r = run_weftctl("analyze", "-A", "-S", "WFT0002=WasmPlugin default.istio-system", f)
     assert r.returncode == 0 and "WFT0002" not in r.stdout
 
 

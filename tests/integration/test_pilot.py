@@ -205,14 +205,14 @@ def test_parse_error_in_a_later_document_names_its_line(pilot, dirs):
     poll(lambda: get_json(pilot.mon, "/debug/config_errors") == [])
 
 
-PEER_AUTH = """apiVersion: security.istio.io/v1
-kind: PeerAuthentication
+WASM_AUTHN = """apiVersion: extensions.istio.io/v1alpha1
+kind: WasmPlugin
 metadata:
   name: default
   namespace: default
 spec:
-  mtls:
-    mode: STRICT
+  url: oci://example.com/authn:1
+  phase: AUTHN
 """
 
 
@@ -220,25 +220,25 @@ def test_not_implemented_fields_are_warnings(pilot, dirs):
     """Never accept silently: a security control weft does not enforce is listed on
     /debug/config_errors (level warning, WFT0002), counted in /metrics, logged, and served."""
     cfg, _ = dirs
-    (cfg / "pa.yaml").write_text(PEER_AUTH)
+    (cfg / "pa.yaml").write_text(WASM_AUTHN)
     errs = poll(lambda: [e for e in get_json(pilot.mon, "/debug/config_errors")
                          if e["level"] == "warning"])
     assert len(errs) == 1, errs
     w = errs[0]
     assert w["code"] == "WFT0002"
-    assert w["resource"] == "PeerAuthentication default/default"
-    assert w["kind"] == "PeerAuthentication"
-    assert w["field"] == "spec.mtls.mode"
-    assert (w["file"].endswith("pa.yaml"), w["line"], w["column"]) == (True, 8, 5)
+    assert w["resource"] == "WasmPlugin default/default"
+    assert w["kind"] == "WasmPlugin"
+    assert w["field"] == "spec.phase"
+    assert (w["file"].endswith("pa.yaml"), w["line"], w["column"]) == (True, 8, 3)
     assert "is not enforced by weft" in w["message"]
     assert w["kept_last_good"] is False
     # not an error: nothing is held back, the gauge of errors stays 0
     _, text = get(pilot.mon, "/metrics")
     assert "weft_pilot_config_errors 0" in text
     assert "weft_pilot_config_warnings 1" in text
-    assert "not implemented: %s:8:5: PeerAuthentication default/default: spec.mtls.mode" % \
+    assert "not implemented: %s:8:3: WasmPlugin default/default: spec.phase" % \
         w["file"] in pilot.stderr_text()
-    assert any(r["kind"] == "PeerAuthentication"
+    assert any(r["kind"] == "WasmPlugin"
                for r in get_json(pilot.mon, "/debug/configz")["resources"])
     # a misspelled field: served without it, said as the webhook's warning (kubectl would
     # print it), not silently dropped
@@ -251,6 +251,54 @@ def test_not_implemented_fields_are_warnings(pilot, dirs):
     (cfg / "vs.yaml").unlink()
     (cfg / "pa.yaml").unlink()
     poll(lambda: get_json(pilot.mon, "/debug/config_errors") == [])
+
+
+DB_WITH_STRICT = """apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: default}
+spec:
+  selector: {app: db}
+  ports: [{name: tcp-pg, port: 5432}, {name: http-admin, port: 8080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-1, namespace: default, labels: {app: db}}
+spec: {containers: [{name: db}]}
+status: {podIP: 10.10.0.9}
+---
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: db, namespace: default}
+spec:
+  selector: {matchLabels: {app: db}}
+  mtls: {mode: STRICT}
+  portLevelMtls:
+    9090: {mode: DISABLE}
+"""
+
+
+def test_peer_authentication_on_a_port_without_chain_is_reported(pilot, dirs):
+    """A PeerAuthentication mode that no inbound chain carries is never accepted silently: the
+    TCP target port 5432 under STRICT (WFT0002: plaintext is not refused there) and a
+    portLevelMtls key no HTTP Service port targets (WFT0001); the HTTP port 8080 has its
+    chain and is not reported."""
+    cfg, _ = dirs
+    (cfg / "db.yaml").write_text(DB_WITH_STRICT)
+    poll(lambda: len([e for e in get_json(pilot.mon, "/debug/config_errors")
+                      if e.get("resource") == "PeerAuthentication default/db"]) == 2)
+    errs = sorted((e for e in get_json(pilot.mon, "/debug/config_errors")
+                   if e.get("resource") == "PeerAuthentication default/db"),
+                  key=lambda e: e["field"])
+    strict, port = errs[0], errs[1]
+    assert (strict["code"], strict["field"], strict["level"]) == (
+        "WFT0002", "spec.mtls.mode", "warning"), strict
+    assert strict["message"].startswith(
+        "spec.mtls.mode is not enforced by weft on port 5432 of pod default/db-1: it is not an "
+        "HTTP Service target port"), strict
+    assert strict["line"] == 19, strict
+    assert (port["code"], port["field"]) == ("WFT0001", "spec.portLevelMtls[9090].mode"), port
+    assert "on port 9090 of pod default/db-1" in port["message"], port
+    assert "8080" not in strict["message"] + port["message"]
 
 
 def test_config_dump_for_pod(pilot, dirs):

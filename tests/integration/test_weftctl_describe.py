@@ -152,8 +152,9 @@ def test_describe_offline_from_files(tmp_path):
 
 def test_describe_pod_names_what_weft_does_not_implement(tmp_path):
     """describe pod lists (on stderr: stdout stays istioctl's) the fields weft ignores in the
-    config that applies to the pod: its PeerAuthentication STRICT (an error: not enforced), its
-    Service's tcp- port; not a policy for other workloads."""
+    config that applies to the pod: its AuthorizationPolicy (an error: not enforced), its
+    Service's tcp- port; not a policy for other workloads, nor its PeerAuthentication STRICT
+    (enforced on the inbound chains), which describe shows as the effective mode."""
     state, dump = golden_describe_inputs()
     empty = tmp_path / "empty.json"
     empty.write_text("{}")
@@ -171,6 +172,10 @@ def test_describe_pod_names_what_weft_does_not_implement(tmp_path):
          "metadata": {"name": "strict", "namespace": ns},
          "spec": {"selector": {"matchLabels": {"app": app}}, "mtls": {"mode": "STRICT"}}},
         {"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
+         "metadata": {"name": "allow-get", "namespace": ns},
+         "spec": {"selector": {"matchLabels": {"app": app}},
+                  "rules": [{"to": [{"operation": {"methods": ["GET"]}}]}]}},
+        {"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
          "metadata": {"name": "other", "namespace": ns},
          "spec": {"selector": {"matchLabels": {"app": "someone-else"}}}},
         {"apiVersion": "security.istio.io/v1beta2", "kind": "AuthorizationPolicy",
@@ -187,8 +192,9 @@ def test_describe_pod_names_what_weft_does_not_implement(tmp_path):
     assert "DestinationRule default/productpage" in base.stderr  # its tls.mode ISTIO_MUTUAL
     lines = r.stderr.splitlines()
     assert lines[0] == "Not implemented by weft in the config of this pod (accepted, no effect):"
-    assert any(l.startswith("   Error [WFT0002] (PeerAuthentication %s/strict" % ns) and
-               "spec.mtls.mode is not enforced by weft" in l for l in lines), r.stderr
+    assert any(l.startswith("   Error [WFT0002] (AuthorizationPolicy %s/allow-get" % ns)
+               for l in lines), r.stderr
+    assert "PeerAuthentication" not in r.stderr, r.stderr
     assert any(l.startswith("   Warning [WFT0001] (Service %s/productpage" % ns) and
                "(tcp-admin) has no effect in weft: TCP proxying" in l for l in lines), r.stderr
     assert "AuthorizationPolicy %s/other" % ns not in r.stderr

@@ -6,8 +6,9 @@ catalog example (examples/catalog):
   the pod revision `default` as istioctl prints it for an injected pod;
 - `pc bootstrap -o short` gives the proxy's version in Envoy's format
   (<x.y.z>/<Clean|Modified>/<RELEASE|DEBUG>[/<ssl>]), not `0.0.0`;
-- `pc secret` on a proxy without secrets prints istioctl's "No active or warming secrets
-  found." (-o json: {}) and exits 0;
+- `pc secret` on a proxy without secrets (the gateway) prints istioctl's "No active or warming
+  secrets found." (-o json: {}) and exits 0; a sidecar's inbound mTLS chain (PERMISSIVE by
+  default) asks for `default` and `ROOTCA` (WARMING until its pod has a token, ACTIVE then);
 - `ps --hide-disconnected` and `ps -o json` with the per-type sync fields.
 
 The local mesh binds fixed ports (15010, 15014, 30000): the test skips when one is taken, and
@@ -51,10 +52,14 @@ def test_views_of_a_local_mesh(tmp_path):
         assert re.search(r"^Envoy Version: +\d+\.\d+\.\d+/(Clean|Modified)/(RELEASE|DEBUG)"
                          r"(/\S+)?$", r.stdout, re.M), r.stdout
 
-        for target in (gw, "%s.%s" % (pod["name"], pod["namespace"])):
-            r = weftctl("pc", "secret", target)
-            assert r.returncode == 0, r.stderr
-            assert r.stdout == "No active or warming secrets found.\n"
+        r = weftctl("pc", "secret", gw)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == "No active or warming secrets found.\n"
+        r = weftctl("pc", "secret", "%s.%s" % (pod["name"], pod["namespace"]))
+        assert r.returncode == 0, r.stderr
+        rows = [ln.split() for ln in r.stdout.splitlines()[1:]]
+        assert sorted(row[0] for row in rows) == ["ROOTCA", "default"], r.stdout
+        assert all(row[1] in ("WARMING", "ACTIVE") for row in rows), r.stdout
         r = weftctl("pc", "secret", gw, "-o", "json")
         assert r.returncode == 0 and json.loads(r.stdout) == {}, (r.stdout, r.stderr)
 

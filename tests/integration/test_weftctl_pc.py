@@ -65,9 +65,14 @@ def test_clusters_routes_listeners_endpoints_live(mesh):
     side = pods[0]
     out = ok(pc(mesh, "listener", side.name, "-n", "istioinaction"))
     assert out.splitlines()[0].split() == ["ADDRESSES", "PORT", "MATCH", "DESTINATION"]
-    rows = [line.split(None, 3) for line in out.splitlines()[1:]]
-    assert [side.ip, "3000", "ALL", "Cluster: inbound|3000||"] in rows, out
-    assert [side.localhost, "80", "ALL", "Route: 80"] in rows, out
+    rows = [line.split() for line in out.splitlines()[1:]]
+    # the inbound port under the default PERMISSIVE: the mTLS chain (tls + Istio's ALPNs) and
+    # the plaintext one, as istioctl prints virtualInbound's chains
+    assert [side.ip, "3000", "Trans:", "tls;", "App:",
+            "istio,istio-peer-exchange,istio-http/1.0,istio-http/1.1,istio-h2",
+            "Cluster:", "inbound|3000||"] in rows, out
+    assert [side.ip, "3000", "Trans:", "raw_buffer", "Cluster:", "inbound|3000||"] in rows, out
+    assert [side.localhost, "80", "ALL", "Route:", "80"] in rows, out
     out = ok(pc(mesh, "listeners", "deploy/catalog", "-n", "istioinaction", "--verbose=false"))
     assert out.splitlines()[0].split() == ["ADDRESSES", "PORT", "TYPE"]
 

@@ -420,28 +420,28 @@ def test_a_large_upload_through_the_node_port_leaves_the_supervisor_running(tmp_
     assert down.returncode == 0 and not left, (down.stdout, left)
 
 
-PEER_AUTH_STRICT = """\
-apiVersion: security.istio.io/v1
-kind: PeerAuthentication
+WASM_AUTHN = """\
+apiVersion: extensions.istio.io/v1alpha1
+kind: WasmPlugin
 metadata:
   name: default
   namespace: istioinaction
 spec:
-  mtls:
-    mode: STRICT
+  url: oci://example.com/authn:1
+  phase: AUTHN
 """
 
 
 def test_an_unenforced_security_control_fails_up_and_status(tmp_path):
-    """A PeerAuthentication STRICT weft does not enforce (WFT0002): up and status exit 3 and
+    """A WasmPlugin in the AUTHN phase weft does not run (WFT0002): up and status exit 3 and
     say why, though every pod runs and every proxy is SYNCED."""
     need_fixed_ports()
     d = book_folder(tmp_path)
-    (d / "pa.yaml").write_text(PEER_AUTH_STRICT)
+    (d / "wasm.yaml").write_text(WASM_AUTHN)
     try:
         up = run(tmp_path, "up", d, "--detach", "--timeout", "40")
         assert up.returncode == 3, up.stdout + up.stderr
-        assert "PeerAuthentication istioinaction/default: spec.mtls.mode is not enforced by " \
+        assert "WasmPlugin istioinaction/default: spec.phase is not enforced by " \
             "weft" in up.stderr and "[WFT0002]" in up.stderr, up.stderr
         st = run(tmp_path, "status", d)
         assert st.returncode == 3, st.stdout + st.stderr

@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "harness.h"
 #include "model/store.h"
 #include "pilot/inbound.h"
+#include "proxy/config/config.h"
 
 #define BOOK     "../shared/corpus/istioinaction/"
 #define HCM_PATH "filter_chains.0.filters.0.typed_config"
@@ -249,13 +251,301 @@ static void nothing_selects(void **state)
     wf_store_free(s);
 }
 
+/* ---------- PeerAuthentication modes (security.md §3.3, §4.1) ---------- */
+
+#define PA_NS(mode)                                                                                \
+    "---\napiVersion: security.istio.io/v1\nkind: PeerAuthentication\n"                            \
+    "metadata: {name: default, namespace: istioinaction}\nspec: {mtls: {mode: " mode "}}\n"
+
+/* The listeners for the catalog pod with extra config (PeerAuthentications) and mesh (NULL =
+ * defaults). */
+static json_t *catalog_with(const char *extra, const wf_meshcfg *mesh, wf_store **out)
+{
+    char *yaml = malloc(strlen(catalog_pod) + strlen(extra) + 1);
+    assert_non_null(yaml);
+    strcpy(yaml, catalog_pod);
+    strcat(yaml, extra);
+    wf_store *s = wf_test_load_store(catalog_files, yaml, "istioinaction");
+    free(yaml);
+    const wf_resource *pod = wf_store_find(s, WF_KIND_POD, "istioinaction", "catalog-v1-abc");
+    assert_non_null(pod);
+    const wf_inbound_options o = {.ns = "istioinaction",
+                                  .labels = &pod->labels,
+                                  .pod = pod,
+                                  .bind = "127.10.0.3",
+                                  .mesh = mesh};
+    json_t *ls = wf_inbound_listeners(s, &o);
+    assert_non_null(ls);
+    assert_int_equal(json_array_size(ls), 1);
+    *out = s;
+    return ls;
+}
+
+/* Istio's inbound DownstreamTlsContext, field by field (the golden dumps' virtualInbound). */
+static void expect_mtls(json_t *ts, const char *min, const char *td)
+{
+    char want[128];
+    wf_test_expect_str(ts, "name", "envoy.transport_sockets.tls");
+    json_t *d = json_object_get(ts, "typed_config");
+    wf_test_expect_str(
+        d, "@type",
+        "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext");
+    assert_true(json_is_true(json_object_get(d, "require_client_certificate")));
+    json_t *c = json_object_get(d, "common_tls_context");
+    wf_test_expect_str(c, "tls_params.tls_minimum_protocol_version", min);
+    wf_test_expect_str(c, "tls_params.tls_maximum_protocol_version", "TLSv1_3");
+    static const char *const ciphers[] = {"ECDHE-ECDSA-AES256-GCM-SHA384",
+                                          "ECDHE-RSA-AES256-GCM-SHA384",
+                                          "ECDHE-ECDSA-AES128-GCM-SHA256",
+                                          "ECDHE-RSA-AES128-GCM-SHA256",
+                                          "AES256-GCM-SHA384",
+                                          "AES128-GCM-SHA256"};
+    json_t *cs = wf_test_json_at(c, "tls_params.cipher_suites");
+    assert_int_equal(json_array_size(cs), 6);
+    for (size_t i = 0; i < 6; i++)
+        assert_string_equal(json_string_value(json_array_get(cs, i)), ciphers[i]);
+    /* no h2 until weft-proxy has an HTTP/2 codec (Istio: h2, http/1.1) */
+    assert_int_equal(json_array_size(json_object_get(c, "alpn_protocols")), 1);
+    wf_test_expect_str(c, "alpn_protocols.0", "http/1.1");
+    assert_int_equal(json_array_size(json_object_get(c, "tls_certificate_sds_secret_configs")), 1);
+    json_t *sds = wf_test_json_at(c, "tls_certificate_sds_secret_configs.0");
+    wf_test_expect_str(sds, "name", "default");
+    wf_test_expect_str(sds, "sds_config.api_config_source.api_type", "GRPC");
+    wf_test_expect_str(sds, "sds_config.api_config_source.grpc_services.0.envoy_grpc.cluster_name",
+                       "sds-grpc");
+    assert_true(json_is_true(
+        wf_test_json_at(sds, "sds_config.api_config_source.set_node_on_first_message_only")));
+    wf_test_expect_str(sds, "sds_config.api_config_source.transport_api_version", "V3");
+    wf_test_expect_str(sds, "sds_config.initial_fetch_timeout", "0s");
+    wf_test_expect_str(sds, "sds_config.resource_api_version", "V3");
+    snprintf(want, sizeof want, "spiffe://%s/", td);
+    wf_test_expect_str(
+        c,
+        "combined_validation_context.default_validation_context.match_subject_alt_names.0.prefix",
+        want);
+    json_t *root =
+        wf_test_json_at(c, "combined_validation_context.validation_context_sds_secret_config");
+    wf_test_expect_str(root, "name", "ROOTCA");
+    wf_test_expect_str(root, "sds_config.api_config_source.grpc_services.0.envoy_grpc.cluster_name",
+                       "sds-grpc");
+}
+
+static void expect_inspector(json_t *l)
+{
+    json_t *lf = json_object_get(l, "listener_filters");
+    assert_int_equal(json_array_size(lf), 1);
+    wf_test_expect_str(lf, "0.name", "envoy.filters.listener.tls_inspector");
+    wf_test_expect_str(
+        lf, "0.typed_config.@type",
+        "type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector");
+}
+
+/* weft-proxy's loader takes the listener as it is (what LDS would ACK). */
+static void expect_proxy_accepts(json_t *l)
+{
+    json_t *boot = json_pack(
+        "{s:{s:[O],s:[{s:s,s:s,s:s,s:{s:s,s:[{s:[{s:{s:{s:{s:s,s:i}}}}]}]}}]}}", "static_resources",
+        "listeners", l, "clusters", "name", "inbound|3000||", "type", "STATIC", "connect_timeout",
+        "1s", "load_assignment", "cluster_name", "inbound|3000||", "endpoints", "lb_endpoints",
+        "endpoint", "address", "socket_address", "address", "127.0.0.1", "port_value", 3000);
+    assert_non_null(boot);
+    char *text = json_dumps(boot, 0);
+    json_decref(boot);
+    wf_strbuf err = WF_STRBUF_INIT;
+    struct wp_config *c = wf_test_load_bootstrap(text, &err);
+    free(text);
+    if (!c)
+        fail_msg("weft-proxy refuses the listener: %s", wf_strbuf_cstr(&err));
+    wf_strbuf_free(&err);
+    wp_config_unref(c);
+}
+
+static void permissive_by_default(void **state)
+{
+    (void)state;
+    wf_store *s;
+    json_t *ls = catalog_with("", NULL, &s);
+    json_t *l = json_array_get(ls, 0);
+    json_t *fcs = json_object_get(l, "filter_chains");
+    assert_int_equal(json_array_size(fcs), 2);
+    /* mTLS: tls + the five Istio ALPNs of an HTTP-only port */
+    json_t *t = json_array_get(fcs, 0);
+    wf_test_expect_str(t, "name", "127.10.0.3_3000");
+    wf_test_expect_str(t, "filter_chain_match.transport_protocol", "tls");
+    static const char *const alpns[] = {"istio", "istio-peer-exchange", "istio-http/1.0",
+                                        "istio-http/1.1", "istio-h2"};
+    json_t *ap = wf_test_json_at(t, "filter_chain_match.application_protocols");
+    assert_int_equal(json_array_size(ap), 5);
+    for (size_t i = 0; i < 5; i++)
+        assert_string_equal(json_string_value(json_array_get(ap, i)), alpns[i]);
+    expect_mtls(json_object_get(t, "transport_socket"), "TLSv1_2", "cluster.local");
+    wf_test_expect_str(t, "filters.0.name", "envoy.filters.network.http_connection_manager");
+    /* plaintext: raw_buffer, the same HCM, no transport socket */
+    json_t *p = json_array_get(fcs, 1);
+    wf_test_expect_str(p, "name", "127.10.0.3_3000");
+    wf_test_expect_str(p, "filter_chain_match.transport_protocol", "raw_buffer");
+    assert_null(wf_test_json_at(p, "filter_chain_match.application_protocols"));
+    assert_null(json_object_get(p, "transport_socket"));
+    assert_true(json_equal(json_object_get(t, "filters"), json_object_get(p, "filters")));
+    expect_inspector(l);
+    wf_test_expect_str(l, "traffic_direction", "INBOUND");
+    expect_proxy_accepts(l);
+    json_decref(ls);
+    wf_store_free(s);
+}
+
+static void strict_namespace(void **state)
+{
+    (void)state;
+    wf_store *s;
+    json_t *ls = catalog_with(PA_NS("STRICT"), NULL, &s);
+    json_t *l = json_array_get(ls, 0);
+    json_t *fcs = json_object_get(l, "filter_chains");
+    assert_int_equal(json_array_size(fcs), 1);
+    json_t *t = json_array_get(fcs, 0);
+    json_t *m = json_object_get(t, "filter_chain_match");
+    assert_int_equal(json_object_size(m), 1);
+    wf_test_expect_str(m, "transport_protocol", "tls");
+    expect_mtls(json_object_get(t, "transport_socket"), "TLSv1_2", "cluster.local");
+    expect_inspector(l);
+    expect_proxy_accepts(l);
+    json_decref(ls);
+    wf_store_free(s);
+}
+
+static void disable_plaintext_only(void **state)
+{
+    (void)state;
+    wf_store *s;
+    json_t *ls = catalog_with(PA_NS("DISABLE"), NULL, &s);
+    json_t *l = json_array_get(ls, 0);
+    json_t *fcs = json_object_get(l, "filter_chains");
+    assert_int_equal(json_array_size(fcs), 1);
+    assert_null(json_object_get(json_array_get(fcs, 0), "filter_chain_match"));
+    assert_null(json_object_get(json_array_get(fcs, 0), "transport_socket"));
+    assert_null(json_object_get(l, "listener_filters"));
+    expect_proxy_accepts(l);
+    json_decref(ls);
+    wf_store_free(s);
+}
+
+/* Port level: the workload DISABLEs, its port 3000 (the container port) is STRICT; a
+ * PeerAuthentication selecting another workload changes nothing. */
+static void port_level_mode(void **state)
+{
+    (void)state;
+    wf_store *s;
+    json_t *ls =
+        catalog_with("---\napiVersion: security.istio.io/v1\nkind: PeerAuthentication\n"
+                     "metadata: {name: catalog, namespace: istioinaction}\n"
+                     "spec:\n  selector: {matchLabels: {app: catalog}}\n  mtls: {mode: DISABLE}\n"
+                     "  portLevelMtls: {3000: {mode: STRICT}}\n"
+                     "---\napiVersion: security.istio.io/v1\nkind: PeerAuthentication\n"
+                     "metadata: {name: other, namespace: istioinaction}\n"
+                     "spec:\n  selector: {matchLabels: {app: webapp}}\n  mtls: {mode: DISABLE}\n",
+                     NULL, &s);
+    json_t *fcs = json_object_get(json_array_get(ls, 0), "filter_chains");
+    assert_int_equal(json_array_size(fcs), 1);
+    wf_test_expect_str(json_array_get(fcs, 0), "filter_chain_match.transport_protocol", "tls");
+    json_decref(ls);
+    wf_store_free(s);
+}
+
+/* MeshConfig: meshMTLS.minProtocolVersion TLSV1_3, trustDomain and its aliases. */
+static void mesh_tls_settings(void **state)
+{
+    (void)state;
+    char *path = wf_test_temp_file("trustDomain: example.org\n"
+                                   "trustDomainAliases: [old.example, cluster.local]\n"
+                                   "meshMTLS: {minProtocolVersion: TLSV1_3}\n");
+    wf_meshcfg *mesh = wf_meshcfg_new_default();
+    const char *err = NULL;
+    assert_non_null(mesh);
+    assert_int_equal(wf_meshcfg_load_file(mesh, path, &err), 0);
+    unlink(path);
+    free(path);
+    wf_store *s;
+    json_t *ls = catalog_with(PA_NS("STRICT"), mesh, &s);
+    json_t *ts = wf_test_json_at(json_array_get(ls, 0), "filter_chains.0.transport_socket");
+    expect_mtls(ts, "TLSv1_3", "example.org");
+    json_t *sans =
+        wf_test_json_at(ts, "typed_config.common_tls_context.combined_validation_"
+                            "context.default_validation_context.match_subject_alt_names");
+    assert_int_equal(json_array_size(sans), 3);
+    wf_test_expect_str(sans, "1.prefix", "spiffe://old.example/");
+    wf_test_expect_str(sans, "2.prefix", "spiffe://cluster.local/");
+    expect_proxy_accepts(json_array_get(ls, 0));
+    json_decref(ls);
+    wf_store_free(s);
+    wf_meshcfg_free(mesh);
+}
+
+/* ---------- gaps: modes no inbound chain carries ---------- */
+
+typedef struct gaps {
+    char text[8][160];
+    size_t n;
+} gaps;
+
+static bool on_gap(const wf_inbound_gap *g, void *arg)
+{
+    gaps *x = arg;
+    if (x->n < 8)
+        snprintf(x->text[x->n++], sizeof x->text[0], "%s/%s %s %u %s%s", g->policy->ns,
+                 g->policy->name, g->pod->name, (unsigned)g->port, wf_mtls_mode_name(g->mode),
+                 g->port_level ? " port" : "");
+    return true;
+}
+
+/* multi's web-1 has HTTP target ports 8081 (and 9000, gRPC) and a TCP one (5432). */
+static void authn_gaps(void **state)
+{
+    (void)state;
+    static const char *const extra =
+        "---\napiVersion: security.istio.io/v1\nkind: PeerAuthentication\n"
+        "metadata: {name: web, namespace: shop}\n"
+        "spec:\n  selector: {matchLabels: {app: web}}\n"
+        "  portLevelMtls: {8081: {mode: DISABLE}, 5432: {mode: PERMISSIVE}, 7000: {mode: STRICT}}\n"
+        "---\napiVersion: security.istio.io/v1\nkind: PeerAuthentication\n"
+        "metadata: {name: default, namespace: shop}\nspec: {mtls: {mode: STRICT}}\n"
+        "---\napiVersion: v1\nkind: Pod\n"
+        "metadata: {name: gw-1, namespace: shop, labels: {app: web, istio: ingressgateway}}\n"
+        "spec: {containers: [{name: gw}]}\n";
+    char *yaml = malloc(strlen(multi) + strlen(extra) + 1);
+    assert_non_null(yaml);
+    strcpy(yaml, multi);
+    strcat(yaml, extra);
+    wf_store *s = wf_test_load_store(NULL, yaml, "default");
+    free(yaml);
+    gaps x = {0};
+    assert_int_equal(wf_inbound_authn_gaps(s, NULL, on_gap, &x), 2);
+    /* 8081 is an HTTP target port: it has its chains; the gateway pod is not a sidecar */
+    assert_string_equal(x.text[0], "shop/web web-1 5432 PERMISSIVE port");
+    assert_string_equal(x.text[1], "shop/web web-1 7000 STRICT port");
+    wf_store_free(s);
+
+    /* no port level: the namespace's STRICT reaches the TCP port 5432 */
+    char *ns_only = malloc(strlen(multi) + 200);
+    assert_non_null(ns_only);
+    strcpy(ns_only, multi);
+    strcat(ns_only, "---\napiVersion: security.istio.io/v1\nkind: PeerAuthentication\n"
+                    "metadata: {name: default, namespace: shop}\nspec: {mtls: {mode: STRICT}}\n");
+    s = wf_test_load_store(NULL, ns_only, "default");
+    free(ns_only);
+    x = (gaps){0};
+    assert_int_equal(wf_inbound_authn_gaps(s, NULL, on_gap, &x), 1);
+    assert_string_equal(x.text[0], "shop/default web-1 5432 STRICT");
+    wf_store_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(catalog_cluster),
-        cmocka_unit_test(catalog_listener),
-        cmocka_unit_test(ports_and_protocols),
-        cmocka_unit_test(nothing_selects),
+        cmocka_unit_test(catalog_cluster),        cmocka_unit_test(catalog_listener),
+        cmocka_unit_test(ports_and_protocols),    cmocka_unit_test(nothing_selects),
+        cmocka_unit_test(permissive_by_default),  cmocka_unit_test(strict_namespace),
+        cmocka_unit_test(disable_plaintext_only), cmocka_unit_test(port_level_mode),
+        cmocka_unit_test(mesh_tls_settings),      cmocka_unit_test(authn_gaps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

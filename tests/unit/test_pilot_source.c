@@ -420,8 +420,9 @@ static void test_not_implemented_fields_are_warnings(void **state)
     tdir_make(&d);
     put(&d, "svc.yaml", SVC);
     put(&d, "pa.yaml",
-        "apiVersion: security.istio.io/v1\nkind: PeerAuthentication\n"
-        "metadata: {name: default, namespace: shop}\nspec:\n  mtls:\n    mode: STRICT\n");
+        "apiVersion: extensions.istio.io/v1alpha1\nkind: WasmPlugin\n"
+        "metadata: {name: default, namespace: shop}\nspec:\n  url: oci://example.com/a:1\n"
+        "  phase: AUTHN\n");
     put(&d, "dr.yaml",
         "apiVersion: networking.istio.io/v1\nkind: DestinationRule\n"
         "metadata: {name: catalog, namespace: shop}\nspec:\n  host: catalog\n"
@@ -433,12 +434,12 @@ static void test_not_implemented_fields_are_warnings(void **state)
     assert_int_equal(s1->n_warnings, 2);
     const wf_config_error *w = NULL;
     for (size_t i = 0; i < s1->n_warnings; i++)
-        if (strstr(s1->warnings[i].resource, "PeerAuthentication"))
+        if (strstr(s1->warnings[i].resource, "WasmPlugin"))
             w = &s1->warnings[i];
     assert_non_null(w);
     assert_string_equal(w->code, "WFT0002");
-    assert_string_equal(w->resource, "PeerAuthentication shop/default");
-    assert_string_equal(w->field, "spec.mtls.mode");
+    assert_string_equal(w->resource, "WasmPlugin shop/default");
+    assert_string_equal(w->field, "spec.phase");
     assert_int_equal(w->line, 6);
     assert_non_null(strstr(w->file, "pa.yaml"));
     assert_non_null(strstr(w->message, "is not enforced by weft"));
@@ -452,16 +453,17 @@ static void test_not_implemented_fields_are_warnings(void **state)
     wf_snapshot *s2 = wf_source_build(&o, s1, 0);
     assert_int_equal(s2->n_warnings, 1);
     assert_string_equal(s2->warnings[0].code, "WFT0002");
-    /* a bad edit: the last good PeerAuthentication (STRICT) is still served, and still said to
-     * be unenforced */
+    /* a bad edit: the last good WasmPlugin (AUTHN) is still served, and still said to be
+     * unenforced */
     put(&d, "pa.yaml",
-        "apiVersion: security.istio.io/v1\nkind: PeerAuthentication\n"
-        "metadata: {name: default, namespace: shop}\nspec:\n  mtls:\n    mode: STRICTEST\n");
+        "apiVersion: extensions.istio.io/v1alpha1\nkind: WasmPlugin\n"
+        "metadata: {name: default, namespace: shop}\nspec:\n  url: oci://example.com/a:1\n"
+        "  phase: AUTHNX\n");
     wf_snapshot *s3 = wf_source_build(&o, s2, 0);
     assert_int_equal(s3->n_errors, 1);
     assert_int_equal(s3->n_warnings, 1);
     assert_string_equal(s3->warnings[0].code, "WFT0002");
-    assert_string_equal(s3->warnings[0].field, "spec.mtls.mode");
+    assert_string_equal(s3->warnings[0].field, "spec.phase");
     wf_snapshot_unref(s1);
     wf_snapshot_unref(s2);
     wf_snapshot_unref(s3);
