@@ -602,10 +602,10 @@ static void test_error_not_supported_field(void **state)
                "\"address\":\"::\",\"port_value\":8080,\"ipv4_compat\":true}}}]}}"),
         "t.json: static_resources.listeners[0].address.socket_address.ipv4_compat" NOT_SUPPORTED(
             "envoy.config.core.v3.SocketAddress.ipv4_compat"));
-    /* refused by the cluster decoder itself, with the reason (auto mTLS comes with SDS) */
-    expect_error(strdup(CLUSTER_WITH("\"transport_socket_matches\":[]")),
-                 "t.json: static_resources.clusters[0].transport_socket_matches: not supported "
-                 "by weft-proxy (one transport_socket per cluster)");
+    /* a transport_socket_matches entry without its transport socket (Envoy finds no factory) */
+    expect_error(strdup(CLUSTER_WITH("\"transport_socket_matches\":[{\"name\":\"m\"}]")),
+                 "t.json: static_resources.clusters[0].transport_socket_matches[0]"
+                 ".transport_socket: missing required field");
     expect_error(strdup(CLUSTER_WITH("\"lrs_server\":{}")),
                  "t.json: static_resources.clusters[0].lrs_server" NOT_SUPPORTED(
                      "envoy.config.cluster.v3.Cluster.lrs_server"));

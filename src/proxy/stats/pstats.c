@@ -118,7 +118,7 @@ wp_pstats *wp_pstats_register(wp_stats *store, const wp_config *cfg)
         reg_table(store, scope.data, cluster_names, cluster_gauge, WP_CS_COUNT_,
                   p->clusters[i].slot);
         reg_hists(store, scope.data, cluster_hists, WP_CH_COUNT_, p->clusters[i].hist);
-        reg_ssl(store, scope.data, c->tls != NULL, p->clusters[i].ssl);
+        reg_ssl(store, scope.data, c->has_tls || c->tls, p->clusters[i].ssl);
         size_t base = scope.len;
         wf_strbuf_puts(&scope, ".upstream_rq");
         p->clusters[i].rq_codes = wp_stats_code_scope(store, scope.data);
