@@ -930,10 +930,42 @@ static void test_dump_time(void **state)
                         "2023-12-26T05:57:10.000Z");
 }
 
+/* forward_client_cert_details / set_current_client_cert_details (http/xfcc.h). */
+static void test_hcm_xfcc(void **state)
+{
+    (void)state;
+    wf_strbuf err = WF_STRBUF_INIT;
+    char *text = boot("\"forwardClientCertDetails\":\"APPEND_FORWARD\","
+                      "\"setCurrentClientCertDetails\":{\"subject\":true,\"dns\":true,"
+                      "\"uri\":true,\"cert\":false}," ROUTER_ONLY,
+                      ROUTE_OK, CLUSTER_OK);
+    wp_config *c = load_text(text, &err);
+    free(text);
+    assert_non_null(c);
+    const wp_hcm *h = c->listeners[0].chains[0].hcm;
+    assert_int_equal(h->forward_client_cert, WP_FCC_APPEND_FORWARD);
+    assert_int_equal(h->client_cert_details, WP_CCD_SUBJECT | WP_CCD_DNS | WP_CCD_URI);
+    wp_config_unref(c);
+    text = boot(ROUTER_ONLY, ROUTE_OK, CLUSTER_OK);
+    c = load_text(text, &err);
+    free(text);
+    assert_non_null(c);
+    assert_int_equal(c->listeners[0].chains[0].hcm->forward_client_cert, WP_FCC_SANITIZE);
+    wp_config_unref(c);
+    expect_error(
+        boot("\"forward_client_cert_details\":\"SANITISE\"," ROUTER_ONLY, ROUTE_OK, CLUSTER_OK),
+        "t.json: " LPFX ".forward_client_cert_details: unsupported value \"SANITISE\"");
+    expect_error(boot("\"set_current_client_cert_details\":{\"issuer\":true}," ROUTER_ONLY,
+                      ROUTE_OK, CLUSTER_OK),
+                 "t.json: " LPFX ".set_current_client_cert_details.issuer: unknown field");
+    wf_strbuf_free(&err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_snake_case),
+        cmocka_unit_test(test_hcm_xfcc),
         cmocka_unit_test(test_camel_case_same_snapshot),
         cmocka_unit_test(test_camel_case_digits),
         cmocka_unit_test(test_ref_unref),

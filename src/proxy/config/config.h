@@ -273,6 +273,18 @@ typedef struct {
     const char *format_at; /* "FILE: JSON path" of the format for errors (arena); NULL none */
 } wp_access_log;
 
+/* forward_client_cert_details (HttpConnectionManager.ForwardClientCertDetails, same order) */
+typedef enum {
+    WP_FCC_SANITIZE, /* default */
+    WP_FCC_FORWARD_ONLY,
+    WP_FCC_APPEND_FORWARD,
+    WP_FCC_SANITIZE_SET,
+    WP_FCC_ALWAYS_FORWARD_ONLY,
+} wp_fcc_mode;
+
+/* set_current_client_cert_details (HttpConnectionManager.SetCurrentClientCertDetails) */
+enum { WP_CCD_CERT = 1, WP_CCD_CHAIN = 2, WP_CCD_SUBJECT = 4, WP_CCD_URI = 8, WP_CCD_DNS = 16 };
+
 typedef struct {
     const char *stat_prefix;
     wp_route_config *route_config; /* inline route_config */
@@ -292,6 +304,10 @@ typedef struct {
     bool dynamic_stats;              /* router: per status code stats, default true */
     bool suppress_envoy_headers;     /* router: no x-envoy-* headers added, default false */
     bool use_remote_address;         /* default false */
+    /* x-forwarded-client-cert (http/xfcc.h): forward_client_cert_details and the WP_CCD_* bits
+     * of set_current_client_cert_details */
+    wp_fcc_mode forward_client_cert;
+    unsigned client_cert_details;
     uint32_t xff_num_trusted_hops;
     wp_access_log *access_logs;
     size_t naccess_logs;
