@@ -2,8 +2,9 @@
 one cluster with two endpoints, one tagged `envoy.transport_socket_match: {tlsMode: istio}`
 behind a weft-proxy whose listener requires a client certificate, one untagged plaintext
 upstream. Both are served (round robin); the access log shows %UPSTREAM_PEER_URI_SAN% only for
-the tagged host; /config_dump shows the matches as given and each host's match metadata
-(?include_eds); the debug log names the socket chosen per host, as Envoy's does.
+the tagged host; cluster.<name>.<match>.total_match_count count the hosts; /config_dump shows
+the matches as given and each host's match metadata (?include_eds); the debug log names the
+socket chosen per host, as Envoy's does.
 
 Certificates come from test_proxy_tls's fixture (the openssl CLI); every process binds
 loopback on free ports and is stopped at teardown.
@@ -65,6 +66,10 @@ def test_tagged_host_mtls_untagged_plaintext(certs, app, proxy_factory):
     st = a.stats()
     assert st["cluster.reviews.ssl.handshake"] == 1  # one kept-alive TLS connection
     assert st["cluster.reviews.upstream_cx_total"] == 2
+    # Envoy's TransportSocketMatchStats: one host resolved to each match, none to the default
+    assert st["cluster.reviews.tlsMode-istio.total_match_count"] == 1
+    assert st["cluster.reviews.tlsMode-disabled.total_match_count"] == 1
+    assert st["cluster.reviews.default.total_match_count"] == 0
     # the matches as given, the hosts' match metadata
     doc = json.loads(a.admin("/config_dump?include_eds")[2])
     clusters = [c for d in doc["configs"] if "static_clusters" in d
@@ -102,3 +107,6 @@ def test_no_match_falls_back_to_cluster_socket(certs, app, proxy_factory):
     sans = {e["host"]: e["u_peer_san"] for e in entries}
     assert sans == {"127.0.0.1:%d" % b_port: SERVER_SAN, "127.0.0.1:%d" % app: None}, entries
     assert ("socket default selected for host with address 127.0.0.1:%d" % app) in a.stderr_text()
+    st = a.stats()
+    assert st["cluster.reviews.tlsMode-istio.total_match_count"] == 1
+    assert st["cluster.reviews.default.total_match_count"] == 1
