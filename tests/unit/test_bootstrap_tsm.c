@@ -128,17 +128,16 @@ static void test_no_match_uses_cluster_socket(void **state)
         "\"transport_socket_matches\": [{\"name\": \"m\", \"match\": {\"tlsMode\": \"istio\", "
         "\"v\": 1}, \"transport_socket\": {\"name\": \"envoy.transport_sockets.raw_buffer\"}}]";
     /* lowerCamelCase JSON names, a number compared as protobuf's double, a subset match */
-    wp_config *c =
-        load_ok(cluster_text(only_istio, ",",
-                             EP("127.0.0.1", ", \"metadata\": {\"filterMetadata\": "
-                                             "{\"envoy.transport_socket_match\": "
-                                             "{\"tlsMode\": \"istio\", \"v\": 1.0, \"extra\": "
-                                             "true}}}") "," EP("127.0.0.2",
-                                                               ", \"metadata\": "
-                                                               "{\"filter_metadata\": "
-                                                               "{\"envoy.transport_socket_match\": "
-                                                               "{\"tlsMode\": \"istio\", \"v\": "
-                                                               "2}}}") "," EP("127.0.0.3", "")));
+    wp_config *c = load_ok(cluster_text(
+        only_istio, ",",
+        EP("127.0.0.1", ", \"metadata\": {\"filterMetadata\": "
+                        "{\"envoy.transport_socket_match\": "
+                        "{\"tlsMode\": \"istio\", \"v\": 1.0, \"extra\": "
+                        "true}}}") "," EP("127.0.0.2", ", \"metadata\": "
+                                                       "{\"filter_metadata\": "
+                                                       "{\"envoy.transport_socket_match\": "
+                                                       "{\"tlsMode\": \"istio\", \"v\": "
+                                                       "2}}}") "," EP("127.0.0.3", "")));
     const wp_cluster *cl = &c->clusters[0];
     assert_int_equal(cl->endpoints[0].tsm, 1);
     assert_int_equal(cl->endpoints[1].tsm, 0);
