@@ -894,3 +894,80 @@ int wf_tls_version_from_name(const char *name)
             return names[i].v;
     return -1;
 }
+
+/* ---------- the peer certificate for x-forwarded-client-cert ---------- */
+
+int wf_tls_conn_peer_sha256(const wf_tls_conn *c, wf_strbuf *out)
+{
+    X509 *peer = c->hs_done ? SSL_get0_peer_certificate(c->ssl) : NULL;
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned len = 0;
+    if (!peer || X509_digest(peer, EVP_sha256(), md, &len) != 1) {
+        ERR_clear_error();
+        return -1;
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (unsigned i = 0; i < len; i++) {
+        wf_strbuf_putc(out, hex[md[i] >> 4]);
+        wf_strbuf_putc(out, hex[md[i] & 15]);
+    }
+    return wf_strbuf_failed(out) ? -1 : 0;
+}
+
+int wf_tls_conn_peer_sans(const wf_tls_conn *c, wf_tls_san_type type, const char *sep,
+                          wf_strbuf *out)
+{
+    X509 *peer = c->hs_done ? SSL_get0_peer_certificate(c->ssl) : NULL;
+    if (!peer)
+        return -1;
+    join_arg a = {out, type, sep, 0};
+    each_san(peer, join_one, &a);
+    return wf_strbuf_failed(out) ? -1 : 0;
+}
+
+/* cert's PEM, URL-encoded as Envoy's urlEncodedPemEncodedPeerCertificate, appended to out. */
+static int append_pem(X509 *cert, wf_strbuf *out)
+{
+    BIO *m = BIO_new(BIO_s_mem());
+    char *p = NULL;
+    long n = m && PEM_write_bio_X509(m, cert) == 1 ? BIO_get_mem_data(m, &p) : -1;
+    for (long i = 0; i < n; i++) {
+        switch (p[i]) {
+        case '\n':
+            wf_strbuf_puts(out, "%0A");
+            break;
+        case ' ':
+            wf_strbuf_puts(out, "%20");
+            break;
+        case '+':
+            wf_strbuf_puts(out, "%2B");
+            break;
+        case '/':
+            wf_strbuf_puts(out, "%2F");
+            break;
+        case '=':
+            wf_strbuf_puts(out, "%3D");
+            break;
+        default:
+            wf_strbuf_putc(out, p[i]);
+        }
+    }
+    BIO_free(m);
+    ERR_clear_error();
+    return n < 0 || wf_strbuf_failed(out) ? -1 : 0;
+}
+
+int wf_tls_conn_peer_pem(const wf_tls_conn *c, bool chain, wf_strbuf *out)
+{
+    X509 *peer = c->hs_done ? SSL_get0_peer_certificate(c->ssl) : NULL;
+    if (!peer || append_pem(peer, out) != 0)
+        return -1;
+    /* OpenSSL's peer chain has the leaf first on a client, not on a server */
+    STACK_OF(X509) *sk = chain ? SSL_get_peer_cert_chain(c->ssl) : NULL;
+    for (int i = 0; sk && i < sk_X509_num(sk); i++) {
+        X509 *x = sk_X509_value(sk, i);
+        if (X509_cmp(x, peer) != 0 && append_pem(x, out) != 0)
+            return -1;
+    }
+    return 0;
+}

@@ -51,6 +51,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "core/strbuf.h"
+
 typedef struct wf_tls_ctx wf_tls_ctx;
 typedef struct wf_tls_conn wf_tls_conn;
 
@@ -168,6 +170,22 @@ typedef struct wf_tls_info {
     const char *curve;          /* key exchange group, BoringSSL's name ("X25519", "P-256") */
 } wf_tls_info;
 const wf_tls_info *wf_tls_conn_info(const wf_tls_conn *c);
+
+/* The peer certificate's facts Envoy's x-forwarded-client-cert uses (Ssl::ConnectionInfo),
+ * made on demand (not at every handshake). Each appends to out and returns 0, or -1 when
+ * there is no peer certificate or on out of memory (out may then be failed):
+ *  - wf_tls_conn_peer_sha256: sha256PeerCertificateDigest, the SHA-256 of the leaf's DER in
+ *    lower-case hex (64 characters);
+ *  - wf_tls_conn_peer_sans: the leaf's SANs of one type joined by sep (dnsSansPeerCertificate
+ *    with WF_TLS_SAN_DNS; nothing appended when it has none);
+ *  - wf_tls_conn_peer_pem: urlEncodedPemEncodedPeerCertificate (chain false: the leaf) or
+ *    urlEncodedPemEncodedPeerCertificateChain (chain true: the leaf then the certificates the
+ *    peer sent after it): PEM with "\n", " ", "+", "/", "=" written as %0A, %20, %2B, %2F,
+ *    %3D, as Envoy's ConnectionInfoImplBase does. */
+int wf_tls_conn_peer_sha256(const wf_tls_conn *c, wf_strbuf *out);
+int wf_tls_conn_peer_sans(const wf_tls_conn *c, wf_tls_san_type type, const char *sep,
+                          wf_strbuf *out);
+int wf_tls_conn_peer_pem(const wf_tls_conn *c, bool chain, wf_strbuf *out);
 
 /* "TLSv1_2" style (Envoy's TlsParameters enum names) to WF_TLS_V*, 0 for TLS_AUTO, -1
  * when unknown. */

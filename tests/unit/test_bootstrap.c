@@ -602,10 +602,10 @@ static void test_error_not_supported_field(void **state)
                "\"address\":\"::\",\"port_value\":8080,\"ipv4_compat\":true}}}]}}"),
         "t.json: static_resources.listeners[0].address.socket_address.ipv4_compat" NOT_SUPPORTED(
             "envoy.config.core.v3.SocketAddress.ipv4_compat"));
-    /* refused by the cluster decoder itself, with the reason (auto mTLS comes with SDS) */
-    expect_error(strdup(CLUSTER_WITH("\"transport_socket_matches\":[]")),
-                 "t.json: static_resources.clusters[0].transport_socket_matches: not supported "
-                 "by weft-proxy (one transport_socket per cluster)");
+    /* a transport_socket_matches entry without its transport socket (Envoy finds no factory) */
+    expect_error(strdup(CLUSTER_WITH("\"transport_socket_matches\":[{\"name\":\"m\"}]")),
+                 "t.json: static_resources.clusters[0].transport_socket_matches[0]"
+                 ".transport_socket: missing required field");
     expect_error(strdup(CLUSTER_WITH("\"lrs_server\":{}")),
                  "t.json: static_resources.clusters[0].lrs_server" NOT_SUPPORTED(
                      "envoy.config.cluster.v3.Cluster.lrs_server"));
@@ -930,10 +930,42 @@ static void test_dump_time(void **state)
                         "2023-12-26T05:57:10.000Z");
 }
 
+/* forward_client_cert_details / set_current_client_cert_details (http/xfcc.h). */
+static void test_hcm_xfcc(void **state)
+{
+    (void)state;
+    wf_strbuf err = WF_STRBUF_INIT;
+    char *text = boot("\"forwardClientCertDetails\":\"APPEND_FORWARD\","
+                      "\"setCurrentClientCertDetails\":{\"subject\":true,\"dns\":true,"
+                      "\"uri\":true,\"cert\":false}," ROUTER_ONLY,
+                      ROUTE_OK, CLUSTER_OK);
+    wp_config *c = load_text(text, &err);
+    free(text);
+    assert_non_null(c);
+    const wp_hcm *h = c->listeners[0].chains[0].hcm;
+    assert_int_equal(h->forward_client_cert, WP_FCC_APPEND_FORWARD);
+    assert_int_equal(h->client_cert_details, WP_CCD_SUBJECT | WP_CCD_DNS | WP_CCD_URI);
+    wp_config_unref(c);
+    text = boot(ROUTER_ONLY, ROUTE_OK, CLUSTER_OK);
+    c = load_text(text, &err);
+    free(text);
+    assert_non_null(c);
+    assert_int_equal(c->listeners[0].chains[0].hcm->forward_client_cert, WP_FCC_SANITIZE);
+    wp_config_unref(c);
+    expect_error(
+        boot("\"forward_client_cert_details\":\"SANITISE\"," ROUTER_ONLY, ROUTE_OK, CLUSTER_OK),
+        "t.json: " LPFX ".forward_client_cert_details: unsupported value \"SANITISE\"");
+    expect_error(boot("\"set_current_client_cert_details\":{\"issuer\":true}," ROUTER_ONLY,
+                      ROUTE_OK, CLUSTER_OK),
+                 "t.json: " LPFX ".set_current_client_cert_details.issuer: unknown field");
+    wf_strbuf_free(&err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_snake_case),
+        cmocka_unit_test(test_hcm_xfcc),
         cmocka_unit_test(test_camel_case_same_snapshot),
         cmocka_unit_test(test_camel_case_digits),
         cmocka_unit_test(test_ref_unref),

@@ -121,6 +121,7 @@ static void test_every_message_listed(void **state)
         {FILTER0 ".access_log[0].typed_config.log_format.text_format_source", "filename"},
         {FILTER0 ".common_http_protocol_options", "max_connection_duration"},
         {FILTER0 ".http_protocol_options", "header_key_format"},
+        {FILTER0 ".set_current_client_cert_details", "chain"},
         {FILTER0 ".http_filters[1]", "is_optional"},
         {FILTER0 ".route_config", "vhds"},
         {FILTER0 ".route_config.virtual_hosts[0]", "rate_limits"},

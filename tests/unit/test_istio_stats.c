@@ -169,8 +169,8 @@ static void test_labels_source(void **state)
     wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL};
     wp_istio_workload peer = sample();
     wp_istio_labels l;
-    wp_istio_labels_build(&f, &peer, S("catalog.shop.svc.cluster.local"), S("catalog"), "200", "-",
-                          &l);
+    wp_istio_labels_build(&f, &peer, NULL, S("catalog.shop.svc.cluster.local"), S("catalog"), "200",
+                          "-", &l);
     assert_true(eq(l.v[0], "source"));
     assert_true(eq(l.v[idx("source_workload")], "frontend-v1"));
     assert_true(eq(l.v[idx("destination_workload")], "catalog-v1"));
@@ -178,7 +178,7 @@ static void test_labels_source(void **state)
     assert_true(eq(l.v[idx("connection_security_policy")], "unknown"));
     assert_true(eq(l.v[idx("grpc_response_status")], ""));
     /* no peer: unknown, and latest for the canonical revision */
-    wp_istio_labels_build(&f, NULL, S(NULL), S(NULL), "504", "UT", &l);
+    wp_istio_labels_build(&f, NULL, NULL, S(NULL), S(NULL), "504", "UT", &l);
     assert_true(eq(l.v[idx("destination_workload")], "unknown"));
     assert_true(eq(l.v[idx("destination_canonical_revision")], "latest"));
     assert_true(eq(l.v[idx("destination_service")], "unknown"));
@@ -193,7 +193,7 @@ static void test_labels_destination(void **state)
     loc.w = sample();
     wp_istio_stats_filter f = {WP_ISTIO_REPORTER_DESTINATION, true, &loc, NULL};
     wp_istio_labels l;
-    wp_istio_labels_build(&f, NULL, S(NULL), S(NULL), "0", "DC", &l);
+    wp_istio_labels_build(&f, NULL, NULL, S(NULL), S(NULL), "0", "DC", &l);
     assert_true(eq(l.v[0], "destination"));
     assert_true(eq(l.v[idx("source_workload")], "unknown"));
     assert_true(eq(l.v[idx("source_canonical_revision")], "latest"));
@@ -204,6 +204,51 @@ static void test_labels_destination(void **state)
     assert_true(eq(l.v[idx("destination_service_namespace")], "shop"));
     assert_true(eq(l.v[idx("response_code")], "0"));
     assert_true(eq(l.v[idx("connection_security_policy")], "none"));
+}
+
+/* mTLS (istio_stats.cc populatePeerInfo): the connection's first URI SANs give the
+ * principals, the destination's connection_security_policy and the peer's namespace. */
+static void test_labels_mtls(void **state)
+{
+    (void)state;
+    wp_istio_local loc = {0};
+    loc.w = sample();
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_DESTINATION, false, &loc, NULL};
+    wp_istio_labels l;
+    const char *peer_sans = "spiffe://cluster.local/ns/web/sa/frontend,spiffe://x/y";
+    wp_istio_sans sans = {wp_istio_first_san(peer_sans),
+                          wp_istio_first_san("spiffe://cluster.local/ns/shop/sa/catalog")};
+    assert_true(eq(sans.peer_san, "spiffe://cluster.local/ns/web/sa/frontend"));
+    wp_istio_workload peer = sample(); /* metadata says namespace shop: the SAN wins */
+    wp_istio_labels_build(&f, &peer, &sans, S(NULL), S(NULL), "200", "-", &l);
+    assert_true(eq(l.v[idx("connection_security_policy")], "mutual_tls"));
+    assert_true(eq(l.v[idx("source_principal")], "spiffe://cluster.local/ns/web/sa/frontend"));
+    assert_true(eq(l.v[idx("destination_principal")], "spiffe://cluster.local/ns/shop/sa/catalog"));
+    assert_true(eq(l.v[idx("source_workload_namespace")], "web"));
+    /* TLS without a client certificate: no peer SAN, so none; the local SAN still shows */
+    sans.peer_san = wp_istio_first_san("");
+    wp_istio_labels_build(&f, NULL, &sans, S(NULL), S(NULL), "200", "-", &l);
+    assert_true(eq(l.v[idx("connection_security_policy")], "none"));
+    assert_true(eq(l.v[idx("source_principal")], "unknown"));
+    assert_true(eq(l.v[idx("destination_principal")], "spiffe://cluster.local/ns/shop/sa/catalog"));
+    assert_true(eq(l.v[idx("source_workload_namespace")], "unknown"));
+    /* a peer SAN without /ns/: the namespace from the metadata */
+    sans.peer_san = S("spiffe://cluster.local/other");
+    wp_istio_labels_build(&f, &peer, &sans, S(NULL), S(NULL), "200", "-", &l);
+    assert_true(eq(l.v[idx("source_workload_namespace")], "shop"));
+    assert_true(eq(l.v[idx("connection_security_policy")], "mutual_tls"));
+    /* the source: principals from the upstream connection, the policy always unknown */
+    wp_istio_local fl = local_frontend();
+    wp_istio_stats_filter src = {WP_ISTIO_REPORTER_SOURCE, false, &fl, NULL};
+    wp_istio_sans up = {S("spiffe://cluster.local/ns/shop/sa/catalog"),
+                        S("spiffe://cluster.local/ns/web/sa/frontend")};
+    wp_istio_labels_build(&src, NULL, &up, S("h"), S("h"), "200", "-", &l);
+    assert_true(eq(l.v[idx("source_principal")], "spiffe://cluster.local/ns/web/sa/frontend"));
+    assert_true(eq(l.v[idx("destination_principal")], "spiffe://cluster.local/ns/shop/sa/catalog"));
+    assert_true(eq(l.v[idx("destination_workload_namespace")], "shop"));
+    assert_true(eq(l.v[idx("destination_service_namespace")], "shop"));
+    assert_true(eq(l.v[idx("connection_security_policy")], "unknown"));
+    assert_int_equal(wp_istio_first_san(NULL).len, 0);
 }
 
 static void test_service(void **state)
@@ -236,7 +281,7 @@ static void test_suffix_and_prom_labels(void **state)
     loc.w.f[WP_WL_APP] = S("a\"b\\c");
     wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL};
     wp_istio_labels l;
-    wp_istio_labels_build(&f, NULL, S("h.x"), S("h"), "200", "-", &l);
+    wp_istio_labels_build(&f, NULL, NULL, S("h.x"), S("h"), "200", "-", &l);
     wf_strbuf b = WF_STRBUF_INIT;
     wp_istio_stats_suffix(&l, &b);
     assert_non_null(strstr(b.data, ".reporter.source.source_workload.frontend-v1."));
@@ -289,8 +334,8 @@ static void test_record_and_render(void **state)
     wp_istio_local loc = local_frontend();
     wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL};
     wp_istio_labels ok, to;
-    wp_istio_labels_build(&f, NULL, S("h"), S("h"), "200", "-", &ok);
-    wp_istio_labels_build(&f, NULL, S("h"), S("h"), "504", "UT", &to);
+    wp_istio_labels_build(&f, NULL, NULL, S("h"), S("h"), "200", "-", &ok);
+    wp_istio_labels_build(&f, NULL, NULL, S("h"), S("h"), "504", "UT", &to);
     for (int i = 0; i < 3; i++)
         assert_int_equal(wp_istio_record(rt, 0, wp_stats_get_shard(st, 0), &ok, 12, 100, 200), 0);
     assert_int_equal(wp_istio_record(rt, 1, wp_stats_get_shard(st, 1), &ok, 7, 100, 200), 0);
@@ -439,6 +484,7 @@ int main(void)
         cmocka_unit_test(test_workload_from_node),
         cmocka_unit_test(test_labels_source),
         cmocka_unit_test(test_labels_destination),
+        cmocka_unit_test(test_labels_mtls),
         cmocka_unit_test(test_service),
         cmocka_unit_test(test_suffix_and_prom_labels),
         cmocka_unit_test(test_table),

@@ -86,6 +86,74 @@ static void test_config_applied(void **state)
     wp_stats_free(st);
 }
 
+/* A cluster "m" with transport_socket_matches i (match tlsMode istio) and d (empty match
+ * when with_default) and the endpoints eps (a JSON list). */
+static wp_config *load_tsm(bool with_default, const char *eps)
+{
+    char text[2048];
+    snprintf(text, sizeof(text),
+             "{\"static_resources\":{\"clusters\":[{\"name\":\"m\",\"transport_socket_matches\":["
+             "{\"name\":\"i\",\"match\":{\"tlsMode\":\"istio\"},\"transport_socket\":{\"name\":"
+             "\"envoy.transport_sockets.raw_buffer\"}}%s],\"load_assignment\":{\"endpoints\":[{"
+             "\"lb_endpoints\":%s}]}},{\"name\":\"plain\"}]}}",
+             with_default ? ",{\"name\":\"d\",\"match\":{},\"transport_socket\":{\"name\":"
+                            "\"envoy.transport_sockets.raw_buffer\"}}"
+                          : "",
+             eps);
+    json_error_t je;
+    json_t *j = json_loads(text, 0, &je);
+    assert_non_null(j);
+    wf_strbuf err = WF_STRBUF_INIT;
+    wp_config *c = wp_bootstrap_load(j, "test", &err);
+    if (!c)
+        fail_msg("%s", wf_strbuf_cstr(&err));
+    wf_strbuf_free(&err);
+    json_decref(j);
+    return c;
+}
+
+#define EP(port, md)                                                                               \
+    "{\"endpoint\":{\"address\":{\"socket_address\":{\"address\":\"127.0.0.1\",\"port_"            \
+    "value\":" #port "}}}" md "}"
+#define TAGGED                                                                                     \
+    ",\"metadata\":{\"filter_metadata\":{\"envoy.transport_socket_match\":{\"tlsMode\":\"istio\"}" \
+    "}}"
+
+/* cluster.<name>.<match>.total_match_count and .default.total_match_count count the hosts
+ * whose transport socket is resolved (a new host, or a new choice for one). */
+static void test_tsm_match_counts(void **state)
+{
+    (void)state;
+    wp_stats *st = wp_stats_new(1);
+    wp_stats_shard *sh = wp_stats_get_shard(st, 0);
+    wp_config *c1 = load_tsm(true, "[" EP(1, TAGGED) "," EP(2, "") "]");
+    wp_pstats *p = wp_pstats_register(st, c1);
+    assert_non_null(p);
+    wp_pstats_tsm_counts(sh, p, NULL, c1);
+    assert_int_equal(val(st, "cluster.m.i.total_match_count", 0), 1);
+    assert_int_equal(val(st, "cluster.m.d.total_match_count", 0), 1);
+    assert_int_equal(val(st, "cluster.m.default.total_match_count", 0), 0);
+    assert_true(wp_stats_used(st, wp_stats_counter(st, "cluster.m.default.total_match_count")));
+    /* a cluster without matches has none of them */
+    assert_false(
+        wp_stats_used(st, wp_stats_counter(st, "cluster.plain.default.total_match_count")));
+    /* the same hosts again: nothing is resolved anew; a new host and a host whose match
+     * changed (the empty match gone) are */
+    wp_pstats_tsm_counts(sh, p, c1, c1);
+    assert_int_equal(val(st, "cluster.m.i.total_match_count", 0), 1);
+    wp_config *c2 = load_tsm(false, "[" EP(1, TAGGED) "," EP(2, "") "," EP(3, TAGGED) "]");
+    wp_pstats *p2 = wp_pstats_register(st, c2);
+    assert_non_null(p2);
+    wp_pstats_tsm_counts(sh, p2, c1, c2);
+    assert_int_equal(val(st, "cluster.m.i.total_match_count", 0), 2);
+    assert_int_equal(val(st, "cluster.m.default.total_match_count", 0), 1);
+    wp_pstats_free(p);
+    wp_pstats_free(p2);
+    wp_config_unref(c1);
+    wp_config_unref(c2);
+    wp_stats_free(st);
+}
+
 static void test_xxhash64(void **state)
 {
     (void)state;
@@ -99,6 +167,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_applied),
+        cmocka_unit_test(test_tsm_match_counts),
         cmocka_unit_test(test_xxhash64),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

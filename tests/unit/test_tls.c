@@ -7,8 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cmocka.h>
+#include <openssl/evp.h>
+#include <openssl/x509.h>
 
 #include "tls/tls.h"
 #include "tls_testcerts.h"
@@ -141,6 +144,51 @@ static void test_mutual_handshake_and_data(void **state)
     wf_tls_conn_shutdown(cl);
     pump(cl, sv);
     assert_int_equal(wf_tls_conn_read(sv, buf, sizeof(buf)), WF_TLS_EOF);
+    wf_tls_conn_free(cl);
+    wf_tls_conn_free(sv);
+    wf_tls_ctx_free(sctx);
+    wf_tls_ctx_free(cctx);
+}
+
+/* The peer certificate's XFCC facts: SHA-256 of the DER, DNS SANs, URL-encoded PEM. */
+static void test_peer_facts(void **state)
+{
+    (void)state;
+    /* roles swapped: the server serves C.server and asks for no client certificate */
+    wf_tls_ctx *sctx = ctx_of(true, &C.server, NULL, NULL);
+    wf_tls_ctx *cctx = ctx_of(false, &C.client, &C.ca, NULL);
+    wf_tls_conn *cl = wf_tls_conn_new(cctx, NULL);
+    wf_tls_conn *sv = wf_tls_conn_new(sctx, NULL);
+    wf_strbuf b = WF_STRBUF_INIT;
+    assert_int_equal(wf_tls_conn_peer_sha256(cl, &b), -1); /* before the handshake */
+    int rc, rs;
+    handshake(cl, sv, &rc, &rs);
+    assert_int_equal(rc, WF_TLS_OK);
+    unsigned char md[32];
+    unsigned len = 0;
+    assert_int_equal(X509_digest(C.server.cert, EVP_sha256(), md, &len), 1);
+    char want[65];
+    for (unsigned i = 0; i < len; i++)
+        snprintf(want + 2 * i, 3, "%02x", md[i]);
+    assert_int_equal(wf_tls_conn_peer_sha256(cl, &b), 0);
+    assert_string_equal(wf_strbuf_cstr(&b), want);
+    wf_strbuf_reset(&b);
+    assert_int_equal(wf_tls_conn_peer_sans(cl, WF_TLS_SAN_DNS, ";", &b), 0);
+    assert_string_equal(wf_strbuf_cstr(&b), "server.local");
+    wf_strbuf_reset(&b);
+    assert_int_equal(wf_tls_conn_peer_pem(cl, false, &b), 0);
+    const char *pem = wf_strbuf_cstr(&b);
+    assert_true(strncmp(pem, "-----BEGIN%20CERTIFICATE-----%0A", 32) == 0);
+    assert_null(strpbrk(pem, "\n +/="));
+    size_t leaf = b.len;
+    wf_strbuf_reset(&b);
+    assert_int_equal(wf_tls_conn_peer_pem(cl, true, &b), 0); /* one certificate was sent */
+    assert_int_equal(b.len, leaf);
+    /* the server's client sent no certificate: none of it */
+    wf_strbuf_reset(&b);
+    assert_int_equal(wf_tls_conn_peer_sha256(sv, &b), -1);
+    assert_int_equal(wf_tls_conn_peer_pem(sv, false, &b), -1);
+    wf_strbuf_free(&b);
     wf_tls_conn_free(cl);
     wf_tls_conn_free(sv);
     wf_tls_ctx_free(sctx);
@@ -468,6 +516,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mutual_handshake_and_data),
+        cmocka_unit_test(test_peer_facts),
         cmocka_unit_test(test_unknown_ca),
         cmocka_unit_test(test_san_matchers),
         cmocka_unit_test(test_client_cert_required),

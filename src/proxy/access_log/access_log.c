@@ -98,6 +98,7 @@ static const struct {
     {"DOWNSTREAM_TLS_CIPHER", OP_STR, 0, FLD(downstream_tls_cipher), 0},
     {"DOWNSTREAM_PEER_SUBJECT", OP_STR, 0, FLD(downstream_peer_subject), 0},
     {"UPSTREAM_PEER_URI_SAN", OP_STR, 0, FLD(upstream_peer_uri_san), 0},
+    {"UPSTREAM_LOCAL_URI_SAN", OP_STR, 0, FLD(upstream_local_uri_san), 0},
     {"UPSTREAM_TLS_VERSION", OP_STR, 0, FLD(upstream_tls_version), 0},
     {"DOWNSTREAM_REMOTE_ADDRESS", OP_STR, 0, FLD(downstream_remote), 0},
     {"DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT", OP_STR_NOPORT, 0, FLD(downstream_remote), 0},

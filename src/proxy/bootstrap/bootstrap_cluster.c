@@ -2,9 +2,18 @@
  * bootstrap_cluster.c - the clusters of a bootstrap (static_resources.clusters[], Envoy v3
  * envoy.config.cluster.v3.Cluster): types STATIC, STRICT_DNS, LOGICAL_DNS and ORIGINAL_DST,
  * lb_policy, connect_timeout, circuit_breakers, HttpProtocolOptions, load_assignment,
- * outlier_detection, common_lb_config, metadata, transport_socket (bootstrap_tls.c). Part
- * of the loader (bootstrap.c), same
- * rules: anything unsupported is refused naming its JSON path.
+ * outlier_detection, common_lb_config, metadata, transport_socket (bootstrap_tls.c) and
+ * transport_socket_matches. Part of the loader (bootstrap.c), same rules: anything
+ * unsupported is refused naming its JSON path.
+ *
+ * transport_socket_matches follow Envoy's TransportSocketMatcherImpl (legacy metadata
+ * matching, source/common/upstream/transport_socket_match_impl.cc): for each host the first
+ * entry whose `match` (a Struct) is a subset of the host's endpoint metadata
+ * filter_metadata["envoy.transport_socket_match"] is used (an empty match matches every host),
+ * else the cluster's transport_socket (raw_buffer when absent). The choice is made once per
+ * host at load (wp_endpoint.tsm) and logged at debug as Envoy's
+ * HostDescriptionImplBase::resolveTransportSocketFactory does ("transport socket match, socket
+ * <name> selected for host with address <ip:port>", logger upstream).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -13,6 +22,7 @@
 #include <string.h>
 #include <sys/un.h>
 
+#include "core/log.h"
 #include "core/strmap.h"
 #include "proxy/bootstrap/bootstrap_read.h"
 
@@ -184,6 +194,46 @@ static bool dec_pipe_address(bs *b, json_t *addr, wp_endpoint *e)
     return true;
 }
 
+/* Envoy's ValueUtil::equal on two google.protobuf.Value (numbers are doubles). */
+static bool value_equal(json_t *a, json_t *b)
+{
+    if (json_is_number(a) && json_is_number(b))
+        return json_number_value(a) == json_number_value(b);
+    return json_equal(a, b);
+}
+
+/* Config::Metadata::metadataLabelMatch(label_set, metadata, "envoy.transport_socket_match",
+ * false): every field of match is in md with an equal value (md NULL: match must be empty). */
+static bool tsm_matches(json_t *match, const json_t *md)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(match, k, v)
+    {
+        json_t *have = json_is_object(md) ? json_object_get(md, k) : NULL;
+        if (!have || !value_equal(v, have))
+            return false;
+    }
+    return true;
+}
+
+/* The host's transport socket (e->tsm), from its metadata o.metadata (shape checked). */
+static void resolve_tsm(bs *b, json_t *o, wp_endpoint *e)
+{
+    json_t *md = bs_get(o, "metadata");
+    json_t *fm = md ? bs_get(md, "filter_metadata") : NULL;
+    e->tsm_metadata = fm ? bs_get(fm, "envoy.transport_socket_match") : NULL;
+    const wp_cluster *cl = b->cur_cluster;
+    json_t *matches = b->tsm_json;
+    for (size_t i = 0; i < cl->ntsms; i++) {
+        json_t *m = bs_get(json_array_get(matches, i), "match");
+        if (!m || tsm_matches(m, e->tsm_metadata)) {
+            e->tsm = (uint32_t)i + 1;
+            break;
+        }
+    }
+}
+
 static bool dec_lb_endpoint(bs *b, json_t *o, void *arg)
 {
     static const char *const health[] = {"UNKNOWN", "HEALTHY",  "UNHEALTHY", "DRAINING",
@@ -216,6 +266,8 @@ static bool dec_lb_endpoint(bs *b, json_t *o, void *arg)
     if (ok && hostname)
         e->hostname = hostname;
     bs_pop(b, m);
+    if (ok)
+        resolve_tsm(b, o, e);
     return ok;
 }
 
@@ -435,6 +487,49 @@ static bool dec_common_lb_config(bs *b, json_t *o, void *arg)
     return ok;
 }
 
+/* Cluster.transport_socket_matches[i] {name, match, transport_socket}. */
+static bool dec_tsm(bs *b, json_t *o, void *arg)
+{
+    wp_tsm *t = arg;
+    json_t *match = bs_get(o, "match");
+    t->name = "";
+    if (!bs_fields(b, o, "name match transport_socket") || !bs_str(b, o, "name", &t->name))
+        return false;
+    if (match && !json_is_object(match))
+        return bs_wrong_type(b, "match", "an object");
+    if (!bs_get(o, "transport_socket"))
+        return bs_fail_at(b, "transport_socket", "missing required field");
+    return bs_transport_socket(b, o, false, &t->tls);
+}
+
+static bool dec_tsms(bs *b, json_t *o, wp_cluster *cl)
+{
+    void *arr = NULL;
+    size_t n = 0;
+    b->tsm_json = bs_get(o, "transport_socket_matches");
+    if (!bs_each(b, o, "transport_socket_matches", sizeof(wp_tsm), &arr, &n, dec_tsm))
+        return false;
+    cl->tsms = arr;
+    cl->ntsms = n;
+    cl->has_tls = cl->tls != NULL;
+    for (size_t i = 0; i < n; i++)
+        cl->has_tls = cl->has_tls || cl->tsms[i].tls;
+    return true;
+}
+
+/* Envoy's debug line for each host's transport socket (see the top). */
+static void log_tsms(const wp_cluster *cl)
+{
+    if (!wf_log_enabled(WF_LC_upstream, WF_LOG_DEBUG))
+        return;
+    for (size_t i = 0; i < cl->nendpoints; i++) {
+        const wp_endpoint *e = &cl->endpoints[i];
+        WF_LOG(WF_LC_upstream, WF_LOG_DEBUG,
+               "transport socket match, socket %s selected for host with address %s",
+               e->tsm ? cl->tsms[e->tsm - 1].name : "default", e->addr.text);
+    }
+}
+
 /* ORIGINAL_DST goes with lb_policy CLUSTER_PROVIDED and no endpoints (Envoy's rules); it is
  * kept as a STATIC cluster without endpoints marked original_dst (config.h). */
 static bool check_original_dst(bs *b, json_t *o, wp_cluster *cl, int type, int lb)
@@ -493,10 +588,7 @@ bool bs_dec_cluster(bs *b, json_t *o, void *arg)
         return false;
     if (!check_original_dst(b, o, cl, type, lb))
         return false;
-    if (bs_get(o, "transport_socket_matches"))
-        return bs_fail_at(b, "transport_socket_matches",
-                          "not supported by weft-proxy (one transport_socket per cluster)");
-    if (!bs_transport_socket(b, o, false, &cl->tls))
+    if (!bs_transport_socket(b, o, false, &cl->tls) || !dec_tsms(b, o, cl))
         return false;
     cl->type = cl->original_dst ? WP_CLUSTER_STATIC : (wp_cluster_type)type;
     cl->lb_policy = cl->original_dst ? WP_LB_ROUND_ROBIN : (wp_lb_policy)lb;
@@ -506,11 +598,15 @@ bool bs_dec_cluster(bs *b, json_t *o, void *arg)
         return bs_fail_at(b, "dns_refresh_rate", "value must be greater than 1ms");
     b->ip_msg = cl->type == WP_CLUSTER_STATIC ? STATIC_IP_MSG : NULL;
     cl->healthy_panic_threshold = 50;
-    return bs_sub(b, o, "circuit_breakers", dec_circuit_breakers, cl) &&
-           bs_sub(b, o, "outlier_detection", dec_outlier_detection, cl) &&
-           bs_sub(b, o, "common_lb_config", dec_common_lb_config, cl) &&
-           bs_cluster_metadata(b, o, cl) &&
-           bs_sub(b, o, "load_assignment", dec_load_assignment, cl);
+    bool ok = bs_sub(b, o, "circuit_breakers", dec_circuit_breakers, cl) &&
+              bs_sub(b, o, "outlier_detection", dec_outlier_detection, cl) &&
+              bs_sub(b, o, "common_lb_config", dec_common_lb_config, cl) &&
+              bs_cluster_metadata(b, o, cl) &&
+              bs_sub(b, o, "load_assignment", dec_load_assignment, cl);
+    b->tsm_json = NULL;
+    if (ok)
+        log_tsms(cl);
+    return ok;
 }
 
 /* Indexes the clusters by name (wp_config_find_cluster) and rejects duplicates, in

@@ -305,6 +305,35 @@ static bool dec_path_options(bs *b, json_t *o, wp_hcm *h)
     return true;
 }
 
+/* set_current_client_cert_details {subject, cert, chain, dns, uri} (subject a BoolValue). */
+static bool dec_client_cert_details(bs *b, json_t *o, void *arg)
+{
+    static const char *const names[] = {"cert", "chain", "subject", "uri", "dns", NULL};
+    static const unsigned bits[] = {WP_CCD_CERT, WP_CCD_CHAIN, WP_CCD_SUBJECT, WP_CCD_URI,
+                                    WP_CCD_DNS};
+    wp_hcm *h = arg;
+    if (!bs_fields(b, o, "subject cert chain dns uri"))
+        return false;
+    for (int i = 0; names[i]; i++) {
+        bool on = false;
+        if (!bs_bool(b, o, names[i], &on))
+            return false;
+        h->client_cert_details |= on ? bits[i] : 0;
+    }
+    return true;
+}
+
+static bool dec_xfcc(bs *b, json_t *o, wp_hcm *h)
+{
+    static const char *const modes[] = {"SANITIZE",     "FORWARD_ONLY",        "APPEND_FORWARD",
+                                        "SANITIZE_SET", "ALWAYS_FORWARD_ONLY", NULL};
+    int mode = WP_FCC_SANITIZE;
+    if (!bs_enum(b, o, "forward_client_cert_details", modes, &mode))
+        return false;
+    h->forward_client_cert = (wp_fcc_mode)mode;
+    return bs_sub(b, o, "set_current_client_cert_details", dec_client_cert_details, h);
+}
+
 bool bs_hcm(bs *b, json_t *o, wp_hcm *h)
 {
     static const char *const codecs[] = {"AUTO", "HTTP1", NULL};
@@ -322,8 +351,9 @@ bool bs_hcm(bs *b, json_t *o, wp_hcm *h)
             "stream_idle_timeout request_timeout common_http_protocol_options "
             "http_protocol_options max_request_headers_kb generate_request_id use_remote_address "
             "xff_num_trusted_hops access_log normalize_path merge_slashes "
-            "path_with_escaped_slashes_action") ||
-        !bs_type_is(b, o, HCM_TYPE) || !dec_path_options(b, o, h))
+            "path_with_escaped_slashes_action forward_client_cert_details "
+            "set_current_client_cert_details") ||
+        !bs_type_is(b, o, HCM_TYPE) || !dec_path_options(b, o, h) || !dec_xfcc(b, o, h))
         return false;
     if (bs_get(o, "rds"))
         return bs_fail_at(b, "rds",

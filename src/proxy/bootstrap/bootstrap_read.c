@@ -416,10 +416,28 @@ bool bs_each(bs *b, json_t *o, const char *k, size_t elem, void **out, size_t *n
 
 static json_t *norm(bs *b, json_t *v, bool map);
 
+/* Cluster.transport_socket_matches: each entry normalized, its `match` (a Struct) kept as
+ * written. */
+static json_t *norm_tsms(bs *b, json_t *v)
+{
+    json_t *out = norm(b, v, false);
+    for (size_t i = 0; out && json_is_array(v) && i < json_array_size(v); i++) {
+        json_t *m = json_object_get(json_array_get(v, i), "match");
+        json_t *o = json_array_get(out, i);
+        if (m && json_is_object(o) && json_object_set_new(o, "match", json_deep_copy(m)) != 0) {
+            json_decref(out);
+            return bs_fail(b, "out of memory"), NULL;
+        }
+    }
+    return out;
+}
+
 static json_t *norm_value(bs *b, const char *key, json_t *v)
 {
     if (word_in("metadata json_format static_layer", key))
         return json_deep_copy(v); /* google.protobuf.Struct: keys as written */
+    if (strcmp(key, "transport_socket_matches") == 0)
+        return norm_tsms(b, v);
     return norm(b, v, word_in("typed_extension_protocol_options typed_per_filter_config", key));
 }
 

@@ -37,8 +37,9 @@ typedef struct bs {
     int direction; /* current listener's traffic_direction (0, 1 INBOUND, 2 OUTBOUND) */
     struct wp_istio_local *istio_local; /* node metadata for the Istio filters, built once */
     wp_cluster *cur_cluster;            /* the cluster being decoded */
-    wp_cluster *pipe_cluster;           /* first cluster with a `pipe` endpoint, NULL = none */
-    const char *pipe_at;                /* JSON path of that pipe (arena), for the error */
+    json_t *tsm_json; /* its transport_socket_matches (for the hosts' choice), NULL = none */
+    wp_cluster *pipe_cluster; /* first cluster with a `pipe` endpoint, NULL = none */
+    const char *pipe_at;      /* JSON path of that pipe (arena), for the error */
     size_t plen;
     char path[1024];
 } bs;

@@ -285,6 +285,7 @@ static const envoy_message messages[] = {
      "proxy_status_config typed_header_validation_config append_x_forwarded_port "
      "append_local_overload add_proxy_protocol_connection_state forward_proto_config"},
     {HCM "HttpFilter", "name typed_config config_discovery is_optional disabled"},
+    {HCM "HttpConnectionManager.SetCurrentClientCertDetails", "subject cert chain dns uri"},
     {"envoy.extensions.filters.http.router.v3.Router",
      "dynamic_stats start_child_span upstream_log suppress_envoy_headers strict_check_headers "
      "respect_expected_rq_timeout suppress_grpc_request_failure_code_stats"},
@@ -429,6 +430,7 @@ static const envoy_shape shapes[] = {
     {"delay", "envoy.extensions.filters.common.fault.v3.FaultDelay"},
     {"transport_socket", CORE "TransportSocket"},
     {"transport_socket_matches", CLUSTER "Cluster.TransportSocketMatch"},
+    {"set_current_client_cert_details", HCM "HttpConnectionManager.SetCurrentClientCertDetails"},
     {"common_tls_context", TLS "CommonTlsContext"},
     {"tls_params", TLS "TlsParameters"},
     {"tls_certificates", TLS "TlsCertificate"},

@@ -273,6 +273,18 @@ typedef struct {
     const char *format_at; /* "FILE: JSON path" of the format for errors (arena); NULL none */
 } wp_access_log;
 
+/* forward_client_cert_details (HttpConnectionManager.ForwardClientCertDetails, same order) */
+typedef enum {
+    WP_FCC_SANITIZE, /* default */
+    WP_FCC_FORWARD_ONLY,
+    WP_FCC_APPEND_FORWARD,
+    WP_FCC_SANITIZE_SET,
+    WP_FCC_ALWAYS_FORWARD_ONLY,
+} wp_fcc_mode;
+
+/* set_current_client_cert_details (HttpConnectionManager.SetCurrentClientCertDetails) */
+enum { WP_CCD_CERT = 1, WP_CCD_CHAIN = 2, WP_CCD_SUBJECT = 4, WP_CCD_URI = 8, WP_CCD_DNS = 16 };
+
 typedef struct {
     const char *stat_prefix;
     wp_route_config *route_config; /* inline route_config */
@@ -292,6 +304,10 @@ typedef struct {
     bool dynamic_stats;              /* router: per status code stats, default true */
     bool suppress_envoy_headers;     /* router: no x-envoy-* headers added, default false */
     bool use_remote_address;         /* default false */
+    /* x-forwarded-client-cert (http/xfcc.h): forward_client_cert_details and the WP_CCD_* bits
+     * of set_current_client_cert_details */
+    wp_fcc_mode forward_client_cert;
+    unsigned client_cert_details;
     uint32_t xff_num_trusted_hops;
     wp_access_log *access_logs;
     size_t naccess_logs;
@@ -376,7 +392,23 @@ typedef struct {
     uint32_t port;
     uint32_t weight; /* load_balancing_weight, default 1 */
     wp_health health;
+    /* The transport socket this host's connections use (Envoy resolves it once, when the host
+     * is made): the index of the first of its cluster's transport_socket_matches whose match
+     * is a subset of the host's filter_metadata["envoy.transport_socket_match"] plus one, or 0
+     * for the cluster's own transport_socket (wp_endpoint_tls). Resolved at load. */
+    uint32_t tsm;
+    /* filter_metadata["envoy.transport_socket_match"] as given (borrowed from the snapshot's
+     * JSON, for /config_dump), NULL when absent; the rest of the metadata is not kept */
+    const json_t *tsm_metadata;
 } wp_endpoint;
+
+/* One of a cluster's transport_socket_matches (envoy.config.cluster.v3.Cluster.
+ * TransportSocketMatch {name, match, transport_socket}); the match itself is only used at
+ * load (wp_endpoint.tsm). */
+typedef struct {
+    const char *name;         /* as given ("" when absent); stats and the debug log use it */
+    const wp_tls_config *tls; /* transport_socket: TLS, NULL = raw_buffer */
+} wp_tsm;
 
 typedef struct {
     uint32_t max_connections, max_pending_requests, max_requests, max_retries;
@@ -419,8 +451,18 @@ typedef struct wp_cluster {
      * destination yet, so requests routed here fail as "no healthy upstream". */
     bool original_dst;
     const wp_tls_config *tls; /* transport_socket: TLS (UpstreamTlsContext), NULL = raw_buffer */
+    const wp_tsm *tsms;       /* transport_socket_matches, in order */
+    size_t ntsms;
+    bool has_tls; /* tls or a match's TLS socket: cluster.<name>.ssl.* exist */
     int index;
 } wp_cluster;
+
+/* The transport socket of host e of cluster c: its transport_socket_matches entry, else the
+ * cluster's transport_socket (NULL = raw_buffer). No lookup: e->tsm was resolved at load. */
+static inline const wp_tls_config *wp_endpoint_tls(const wp_cluster *c, const wp_endpoint *e)
+{
+    return e->tsm ? c->tsms[e->tsm - 1].tls : c->tls;
+}
 
 /* ---------- dynamic resources (bootstrap dynamic_resources, Envoy v3) ---------- */
 

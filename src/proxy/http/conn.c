@@ -217,6 +217,7 @@ static void closed_one(wp_dconn *d)
     if (++d->closed_handles == 3) {
         wp_wgen_release(d->w, d->wg);
         free(d->lf); /* released when the connection closed */
+        wf_strbuf_free(&d->xfcc);
         free(d);
     }
 }
@@ -682,6 +683,7 @@ static wp_stream *stream_new(wp_dconn *d)
         w->nfree_streams--;
         wf_strbuf_reset(&s->extra);
         wf_strbuf_reset(&s->xff);
+        wf_strbuf_reset(&s->xfcc);
         wf_strbuf_reset(&s->trl);
         wf_strbuf_reset(&s->up_head);
         wf_strbuf_reset(&s->resp_head);
@@ -691,6 +693,7 @@ static wp_stream *stream_new(wp_dconn *d)
     } else {
         memset(&s->extra, 0, sizeof(s->extra));
         memset(&s->xff, 0, sizeof(s->xff));
+        memset(&s->xfcc, 0, sizeof(s->xfcc));
         memset(&s->trl, 0, sizeof(s->trl));
         memset(&s->up_head, 0, sizeof(s->up_head));
         memset(&s->resp_head, 0, sizeof(s->resp_head));
@@ -724,11 +727,12 @@ static wp_stream *stream_new(wp_dconn *d)
         s->si.downstream_peer_subject = ssl->peer_subject;
     }
     /* the parser lives with the stream: an idle connection holds none */
-    /* four spare slots: a generated x-request-id, the Host of an absolute-form target, an
-     * x-forwarded-for and an x-envoy-internal the connection manager adds */
+    /* five spare slots: a generated x-request-id, the Host of an absolute-form target, an
+     * x-forwarded-for, an x-envoy-internal and an x-forwarded-client-cert the connection
+     * manager adds */
     h1_parser_init(&s->parser, H1_REQUEST, s->hdrs,
-                   d->hcm->max_headers_count < WP_MAX_HEADERS - 4 ? d->hcm->max_headers_count
-                                                                  : WP_MAX_HEADERS - 4,
+                   d->hcm->max_headers_count < WP_MAX_HEADERS - 5 ? d->hcm->max_headers_count
+                                                                  : WP_MAX_HEADERS - 5,
                    (size_t)d->hcm->max_request_headers_kb * 1024);
     /* the HCM's filters, with their slots in the stream (Envoy creates them with the stream) */
     wp_fchain_start(&s->fcs, d->hcm->filter_chain, s->fslots, s, &filter_cbs);
@@ -775,6 +779,7 @@ void wp_stream_destroy(wp_stream *s)
     wf_strbuf_free(&s->log_head);
     wf_strbuf_free(&s->extra);
     wf_strbuf_free(&s->xff);
+    wf_strbuf_free(&s->xfcc);
     wf_strbuf_free(&s->trl);
     free(s->path_buf);
     free(s);
@@ -1365,6 +1370,7 @@ static int mutate_xff(wp_stream *s)
     const wp_hcm *h = s->d->hcm;
     if (wf_strbuf_failed(&s->xff)) /* an earlier request ran out of memory */
         wf_strbuf_free(&s->xff);
+    wf_strbuf_free(&s->xfcc);
     int at = wp_xff_join(s->hdrs, &s->req.nheaders, &s->xff);
     if (at == -2) {
         wp_dconn_close(s->d);
@@ -1384,6 +1390,34 @@ static int mutate_xff(wp_stream *s)
     if (h->use_remote_address && append_peer(s, xff, ip, iplen) != 0)
         return -1;
     mark_internal(s, internal, h->use_remote_address);
+    return 0;
+}
+
+/* x-forwarded-client-cert as the HCM's forward_client_cert_details says (xfcc.h): this
+ * connection's element is built once, by its first request that needs it. Returns -1 when
+ * out of memory (the connection is closed). */
+static int mutate_xfcc(wp_stream *s)
+{
+    wp_dconn *d = s->d;
+    const wp_hcm *h = d->hcm;
+    const wp_tsock_ssl *ssl = wp_tsock_ssl_info(d->sock);
+    bool mtls = ssl && ssl->peer_certificate;
+    bool element = mtls && (h->forward_client_cert == WP_FCC_APPEND_FORWARD ||
+                            h->forward_client_cert == WP_FCC_SANITIZE_SET);
+    if (element && !d->xfcc_built) {
+        if (wp_xfcc_element(d->sock, ssl, h->client_cert_details, &d->xfcc) != 0) {
+            wp_dconn_close(d);
+            return -1;
+        }
+        d->xfcc_built = true;
+    }
+    if (wf_strbuf_failed(&s->xfcc)) /* an earlier request ran out of memory */
+        wf_strbuf_free(&s->xfcc);
+    if (wp_xfcc_mutate(h->forward_client_cert, mtls, s->hdrs, &s->req.nheaders, WP_MAX_HEADERS,
+                       d->xfcc.data, d->xfcc.len, &s->xfcc) != 0) {
+        wp_dconn_close(d);
+        return -1;
+    }
     return 0;
 }
 
@@ -1423,7 +1457,7 @@ static void on_request_headers(wp_stream *s)
         stream_local_reply(s, 400, "", "missing_host_header", -1);
         return;
     }
-    if (normalize_path(s) != 0 || mutate_xff(s) != 0)
+    if (normalize_path(s) != 0 || mutate_xff(s) != 0 || mutate_xfcc(s) != 0)
         return;
     if (s->req.expect_continue) {
         /* Envoy's HCM answers 100-continue itself and drops Expect upstream */

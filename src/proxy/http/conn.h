@@ -37,6 +37,7 @@
 #include "proxy/config/route.h"
 #include "proxy/event/worker.h"
 #include "proxy/http/filter.h"
+#include "proxy/http/xfcc.h"
 #include "proxy/http/xff.h"
 #include "proxy/net/deferred.h"
 #include "proxy/net/listener_filter.h"
@@ -49,7 +50,7 @@
 
 #define WP_MAX_TRAILERS 16           /* response trailers kept per stream for %TRAILER()% */
 #define WP_HEAD_EXTRA   (4u * 1024u) /* room past max_request_headers_kb for the request line */
-#define WP_MAX_HEADERS  103u         /* 99 parsed (conn.c), +4 added by the proxy */
+#define WP_MAX_HEADERS  104u         /* 99 parsed (conn.c), +5 added by the proxy */
 _Static_assert(WP_MAX_HEADERS == WP_UPSTREAM_MAX_HEADERS, "one header limit both ways");
 /* header-ops levels of one head: weighted cluster, route, virtual host, route configuration
  * and the HTTP filters' (proxy/http/filter.h) */
@@ -95,6 +96,10 @@ struct wp_dconn {
      * (server/conn_handler.c) only on a listener that has listener filters, NULL otherwise */
     wp_lf_conn *lf;
     wp_nf_chain nf; /* the chain's network filters (the HCM: this connection) */
+    /* this connection's x-forwarded-client-cert element (http/xfcc.h), built by its first
+     * request that needs it (a TLS connection keeps its chain and HCM) */
+    wf_strbuf xfcc;
+    bool xfcc_built;
 };
 
 typedef enum {
@@ -143,8 +148,9 @@ struct wp_stream {
     /* the filters' per-stream slots (fcs.slots): each filter's init sets its slot up */
     alignas(max_align_t) unsigned char fslots[WP_FCHAIN_SLOTS_MAX];
     wf_strbuf extra;
-    wf_strbuf xff; /* x-forwarded-for with the peer appended (use_remote_address) */
-    wf_strbuf trl; /* bytes of the upstream response's trailers (resp_trl points here) */
+    wf_strbuf xff;  /* x-forwarded-for with the peer appended (use_remote_address) */
+    wf_strbuf xfcc; /* x-forwarded-client-cert with this connection's element appended */
+    wf_strbuf trl;  /* bytes of the upstream response's trailers (resp_trl points here) */
     h1_header resp_trl[WP_MAX_TRAILERS]; /* the response trailers kept for the access log */
     wf_strbuf up_head;                   /* upstream request head */
     wf_strbuf resp_head;                 /* head sent downstream */

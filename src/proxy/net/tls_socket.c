@@ -198,8 +198,10 @@ static void handshake_done(wp_tls_socket *t)
     count_named(t, "ciphers", i->cipher);
     count_named(t, "versions", i->version);
     count_named(t, "curves", i->curve);
-    t->info = (wp_tsock_ssl){i->alpn,   i->sni,           i->peer_uri_san,   i->version,
-                             i->cipher, i->peer_uri_sans, i->local_uri_sans, i->peer_subject};
+    t->info =
+        (wp_tsock_ssl){i->alpn,           i->sni,          i->peer_uri_san,
+                       i->version,        i->cipher,       i->peer_uri_sans,
+                       i->local_uri_sans, i->peer_subject, !wf_tls_conn_no_peer_cert(t->conn)};
 }
 
 static void handshake_failed(wp_tls_socket *t)
@@ -490,6 +492,23 @@ static const char *tls_failure_reason(const wp_tsock *s)
     return t->conn ? wf_tls_conn_failure(t->conn) : WP_TLS_NOT_READY;
 }
 
+static int tls_peer_cert(const wp_tsock *s, wp_peer_fact what, const char *sep, wf_strbuf *out)
+{
+    const wp_tls_socket *t = (const wp_tls_socket *)s;
+    if (!t->conn || !t->hs_done)
+        return -1;
+    switch (what) {
+    case WP_PEER_SHA256:
+        return wf_tls_conn_peer_sha256(t->conn, out);
+    case WP_PEER_DNS_SANS:
+        return wf_tls_conn_peer_sans(t->conn, WF_TLS_SAN_DNS, sep, out);
+    case WP_PEER_PEM:
+    case WP_PEER_CHAIN_PEM:
+        return wf_tls_conn_peer_pem(t->conn, what == WP_PEER_CHAIN_PEM, out);
+    }
+    return -1;
+}
+
 static const wp_tsock_ops tls_ops = {
     .read_start = tls_read_start,
     .read_stop = tls_read_stop,
@@ -501,6 +520,7 @@ static const wp_tsock_ops tls_ops = {
     .address = tls_address,
     .ssl = tls_ssl,
     .failure_reason = tls_failure_reason,
+    .peer_cert = tls_peer_cert,
 };
 
 static void free_on_close(uv_handle_t *h)
@@ -542,7 +562,7 @@ wp_tsock *wp_tls_socket_wrap(wp_tsock *raw, uv_loop_t *loop, wf_tls_ctx *ctx, bo
         t->stats = *stats;
     if (!ctx)
         count_not_ready(stats, server);
-    t->info = (wp_tsock_ssl){"", "", "", "", "", "", "", ""};
+    t->info = (wp_tsock_ssl){"", "", "", "", "", "", "", "", false};
     raw->cbs = &raw_cbs;
     raw->owner = t;
     if (t->server) {

@@ -5,7 +5,7 @@
 
 const wp_tsock_ssl *wp_tsock_ssl_or_empty(const wp_tsock *t)
 {
-    static const wp_tsock_ssl none = {"", "", "", "", "", "", "", ""};
+    static const wp_tsock_ssl none = {"", "", "", "", "", "", "", "", false};
     const wp_tsock_ssl *s = wp_tsock_ssl_info(t);
     return s ? s : &none;
 }

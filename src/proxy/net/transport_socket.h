@@ -55,6 +55,8 @@
 
 #include <uv.h>
 
+#include "core/strbuf.h"
+
 typedef struct wp_tsock wp_tsock;
 
 /* What ssl() returns: Envoy's Ssl::ConnectionInfo fields the proxy reads. Strings are
@@ -68,7 +70,13 @@ typedef struct wp_tsock_ssl {
     /* all URI SANs joined by "," (%DOWNSTREAM_PEER_URI_SAN%, %DOWNSTREAM_LOCAL_URI_SAN%) */
     const char *peer_uri_sans, *local_uri_sans;
     const char *peer_subject; /* RFC 2253 (%DOWNSTREAM_PEER_SUBJECT%) */
+    bool peer_certificate;    /* the peer presented a certificate (peerCertificatePresented) */
 } wp_tsock_ssl;
+
+/* What peer_cert() appends (tls/tls.h wf_tls_conn_peer_*, Envoy's Ssl::ConnectionInfo):
+ * sha256PeerCertificateDigest, dnsSansPeerCertificate (joined by sep),
+ * urlEncodedPemEncodedPeerCertificate and urlEncodedPemEncodedPeerCertificateChain. */
+typedef enum { WP_PEER_SHA256, WP_PEER_DNS_SANS, WP_PEER_PEM, WP_PEER_CHAIN_PEM } wp_peer_fact;
 
 /* The owner's callbacks (TransportSocketCallbacks); owner is the pointer given at init. */
 typedef struct wp_tsock_cbs {
@@ -114,6 +122,10 @@ typedef struct wp_tsock_ops {
      * "TLS_error:|...:TLS_error_end"), NULL or "" when it did not or cannot say. May be
      * NULL in the table (a raw socket). Valid until on_closed. */
     const char *(*failure_reason)(const wp_tsock *t);
+    /* Appends a fact of the peer's certificate to out (sep: between DNS SANs): 0, or -1 when
+     * there is no peer certificate or out of memory. NULL in the table: a plain socket. Made
+     * on demand, for the connection manager's x-forwarded-client-cert. */
+    int (*peer_cert)(const wp_tsock *t, wp_peer_fact what, const char *sep, wf_strbuf *out);
 } wp_tsock_ops;
 
 struct wp_tsock {
@@ -164,6 +176,13 @@ static inline const char *wp_tsock_failure_reason(const wp_tsock *t)
 {
     const char *r = t->ops->failure_reason ? t->ops->failure_reason(t) : NULL;
     return r && *r ? r : NULL;
+}
+
+/* peer_cert(), -1 for a socket without it. */
+static inline int wp_tsock_peer_cert(const wp_tsock *t, wp_peer_fact what, const char *sep,
+                                     wf_strbuf *out)
+{
+    return t->ops->peer_cert ? t->ops->peer_cert(t, what, sep, out) : -1;
 }
 
 /* ssl(), or a wp_tsock_ssl of "" fields for a plain TCP socket (never NULL). */

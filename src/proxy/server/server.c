@@ -417,6 +417,7 @@ static void initial_gauges(wp_server *srv)
     set_gauge(srv, p->workers_started, 1);
     wp_pstats_config_applied(wp_stats_get_shard(p->store, srv->nworkers), p, NULL, srv->gen->cfg,
                              srv->nworkers);
+    wp_pstats_tsm_counts(wp_stats_get_shard(p->store, srv->nworkers), p, NULL, srv->gen->cfg);
     config_gauges(srv, srv->gen, 1);
 }
 
@@ -546,6 +547,8 @@ int wp_server_apply(wp_server *srv, wp_config *cfg, wp_listen_hold *hold, wf_str
     config_gauges(srv, g, 1);
     wp_pstats_config_applied(wp_stats_get_shard(g->pstats->store, srv->nworkers), g->pstats,
                              old->cfg, g->cfg, srv->nworkers);
+    wp_pstats_tsm_counts(wp_stats_get_shard(g->pstats->store, srv->nworkers), g->pstats, old->cfg,
+                         g->cfg);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     srv->loaded_unix = (double)now.tv_sec + now.tv_nsec / 1e9;

@@ -44,6 +44,25 @@ static void reg_ssl(wp_stats *st, const char *scope, bool on, uint32_t *slots)
     wf_strbuf_free(&b);
 }
 
+/* <scope>.<match>.total_match_count for "default" and each of c's transport_socket_matches
+ * (Envoy's generateStats: statPrefixJoin of the match name and the stat). 0 or -1. */
+static int reg_tsm(wp_stats *st, const char *scope, const wp_cluster *c, wp_cstats *cs)
+{
+    if (!c->ntsms)
+        return 0;
+    cs->tsm_match = calloc(c->ntsms + 1, sizeof(*cs->tsm_match));
+    if (!cs->tsm_match)
+        return -1;
+    wf_strbuf b = WF_STRBUF_INIT;
+    for (size_t i = 0; i <= c->ntsms; i++) {
+        wf_strbuf_reset(&b);
+        wf_strbuf_printf(&b, "%s.%s.total_match_count", scope, i ? c->tsms[i - 1].name : "default");
+        cs->tsm_match[i] = wf_strbuf_failed(&b) ? WP_STAT_INVALID : wp_stats_counter(st, b.data);
+    }
+    wf_strbuf_free(&b);
+    return 0;
+}
+
 static uint32_t reg(wp_stats *st, bool gauge, const char *scope, const char *name)
 {
     wf_strbuf b = {0};
@@ -104,6 +123,7 @@ wp_pstats *wp_pstats_register(wp_stats *store, const wp_config *cfg)
     }
     wp_stats_set_matcher(store, m);
     p->clusters = calloc(cfg->nclusters ? cfg->nclusters : 1, sizeof(*p->clusters));
+    p->nclusters = p->clusters ? cfg->nclusters : 0;
     p->hcms = calloc(cfg->nhcms ? cfg->nhcms : 1, sizeof(*p->hcms));
     p->listeners = calloc(cfg->nlisteners ? cfg->nlisteners : 1, sizeof(*p->listeners));
     if (!p->clusters || !p->hcms || !p->listeners) {
@@ -118,7 +138,12 @@ wp_pstats *wp_pstats_register(wp_stats *store, const wp_config *cfg)
         reg_table(store, scope.data, cluster_names, cluster_gauge, WP_CS_COUNT_,
                   p->clusters[i].slot);
         reg_hists(store, scope.data, cluster_hists, WP_CH_COUNT_, p->clusters[i].hist);
-        reg_ssl(store, scope.data, c->tls != NULL, p->clusters[i].ssl);
+        reg_ssl(store, scope.data, c->has_tls || c->tls, p->clusters[i].ssl);
+        if (reg_tsm(store, scope.data, c, &p->clusters[i]) != 0) {
+            wf_strbuf_free(&scope);
+            wp_pstats_free(p);
+            return NULL;
+        }
         size_t base = scope.len;
         wf_strbuf_puts(&scope, ".upstream_rq");
         p->clusters[i].rq_codes = wp_stats_code_scope(store, scope.data);
@@ -163,6 +188,8 @@ void wp_pstats_free(wp_pstats *p)
 {
     if (!p)
         return;
+    for (size_t i = 0; p->clusters && i < p->nclusters; i++)
+        free(p->clusters[i].tsm_match);
     free(p->clusters);
     free(p->hcms);
     free(p->listeners);

@@ -156,6 +156,10 @@ typedef struct {
     /* cluster.<name>.ssl.* (net/tls_socket.h WP_SSL_*), registered for a TLS cluster only
      * (WP_STAT_INVALID otherwise), as Envoy's upstream SslSocketFactory scope */
     uint32_t ssl[WP_SSL_COUNT_];
+    /* cluster.<name>.default.total_match_count then cluster.<name>.<match>.total_match_count
+     * per transport_socket_matches entry (Envoy's TransportSocketMatchStats): ntsms + 1 slots,
+     * malloc'd; NULL for a cluster without transport_socket_matches */
+    uint32_t *tsm_match;
 } wp_cstats;
 
 typedef struct {
@@ -174,7 +178,8 @@ typedef struct {
 typedef struct wp_pstats {
     wp_stats *store;
     wp_cstats *clusters; /* per config cluster */
-    wp_hstats *hcms;     /* per HTTP connection manager (wp_config.hcms, wp_hcm.index) */
+    size_t nclusters;
+    wp_hstats *hcms; /* per HTTP connection manager (wp_config.hcms, wp_hcm.index) */
     wp_lstats *listeners;
     uint32_t server_live, server_state, server_uptime, server_concurrency, server_total_connections,
         server_memory_allocated, server_memory_heap_size, workers_started, total_listeners_active,
@@ -219,6 +224,12 @@ void wp_pstats_warming_gauges(wp_stats_shard *sh, const wp_pstats *p, const wp_c
  * generation; connections finish on the old one). */
 void wp_pstats_config_applied(wp_stats_shard *sh, const wp_pstats *p, const wp_config *old,
                               const wp_config *cur, unsigned nworkers);
+/* The same step for the transport socket choices (pstats_config.c): each host of cur whose
+ * transport socket was resolved anew (a cluster or host that old did not have, or whose
+ * choice changed) counts in its match's total_match_count, as Envoy counts when it makes a
+ * host (HostDescriptionImplBase::resolveTransportSocketFactory). */
+void wp_pstats_tsm_counts(wp_stats_shard *sh, const wp_pstats *p, const wp_config *old,
+                          const wp_config *cur);
 
 /* ---- recording helpers (the worker's shard; no lock, no allocation) ---- */
 

@@ -10,7 +10,10 @@
  * compose inlines does not make a cluster or listener look modified, as in Envoy, whose
  * CDS/LDS compare the resource's hash).
  */
+#include <stdint.h>
 #include <string.h>
+
+#include "core/strmap.h"
 
 #include "proxy/stats/pstats.h"
 
@@ -163,4 +166,37 @@ void wp_pstats_warming_gauges(wp_stats_shard *sh, const wp_pstats *p, const wp_c
         json_object_get(json_object_get(cfg->xds_dump, "clusters"), "dynamic_warming_clusters");
     wp_stat_add(sh, p->cm_warming_clusters, sign * (int64_t)json_array_size(wc));
     wp_stat_add(sh, p->lm_total_warming, sign * warming_listeners(cfg));
+}
+
+/* The choice old made for a host of c at addr: its wp_endpoint.tsm + 1, 0 when old had no
+ * such cluster or host. */
+static uint32_t old_choice(const wp_config *old, const wp_cluster *c, const wp_endpoint *e)
+{
+    void **slot =
+        old && old->cluster_names ? wf_strmap_slot(old->cluster_names, c->name, false) : NULL;
+    if (!slot || !*slot)
+        return 0;
+    const wp_cluster *oc = &old->clusters[(intptr_t)*slot - 1];
+    for (size_t k = 0; k < oc->nendpoints; k++)
+        if (strcmp(oc->endpoints[k].addr.text, e->addr.text) == 0)
+            return oc->endpoints[k].tsm + 1;
+    return 0;
+}
+
+void wp_pstats_tsm_counts(wp_stats_shard *sh, const wp_pstats *p, const wp_config *old,
+                          const wp_config *cur)
+{
+    for (size_t i = 0; i < cur->nclusters && i < p->nclusters; i++) {
+        const wp_cluster *c = &cur->clusters[i];
+        const uint32_t *slots = p->clusters[i].tsm_match;
+        if (!slots)
+            continue;
+        for (size_t k = 0; k <= c->ntsms; k++) /* they exist (and read 0), as Envoy's */
+            wp_stat_add(sh, slots[k], 0);
+        for (size_t k = 0; k < c->nendpoints; k++) {
+            const wp_endpoint *e = &c->endpoints[k];
+            if (old_choice(old, c, e) != e->tsm + 1)
+                wp_stat_add(sh, slots[e->tsm], 1);
+        }
+    }
 }

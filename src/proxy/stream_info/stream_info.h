@@ -109,7 +109,7 @@ typedef struct wp_stream_info {
     const char *requested_server_name; /* SNI the client sent */
     const char *downstream_peer_uri_san, *downstream_local_uri_san, *downstream_tls_version,
         *downstream_tls_cipher, *downstream_peer_subject;
-    const char *upstream_peer_uri_san, *upstream_tls_version;
+    const char *upstream_peer_uri_san, *upstream_local_uri_san, *upstream_tls_version;
     uint32_t attempt_count; /* %UPSTREAM_REQUEST_ATTEMPT_COUNT% */
     uint64_t upstream_connection_id;
 } wp_stream_info;

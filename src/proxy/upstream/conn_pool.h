@@ -52,7 +52,7 @@
 #include "http/h1_parser.h"
 #include "proxy/net/raw_socket.h"
 
-#define WP_UPSTREAM_MAX_HEADERS 103u /* response header lines parsed per connection */
+#define WP_UPSTREAM_MAX_HEADERS 104u /* response header lines parsed per connection */
 /* the largest response head a connection buffers: 64 KiB of headers, 4 KiB of status line */
 #define WP_UPSTREAM_HEAD_MAX (68u * 1024u)
 

@@ -17,7 +17,8 @@
  *  - TLS clusters (UpstreamTlsContext): the connection's socket is a TLS one
  *    (net/tls_socket.h); it is connected once its handshake is done, and a failed handshake
  *    is a RemoteConnectionFailure whose transport failure reason is Envoy's
- *    "TLS_error:|...:TLS_error_end" (security.md §3.5).
+ *    "TLS_error:|...:TLS_error_end" (security.md §3.5). With transport_socket_matches the
+ *    socket is the one resolved for the host at load (config.h wp_endpoint_tls).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -437,11 +438,13 @@ static void connect_new(wp_pool *p, int host, wp_pool_req *rq)
     wp_raw_socket_init(&u->raw, &w->loop, &w->wreqs, &uconn_sock_cbs, u);
     u->sock = &u->raw.base;
     wp_tsock *tls = NULL; /* an UpstreamTlsContext: TLS over the raw socket */
-    if (c->tls) {
+    /* the host's transport_socket_matches entry or the cluster's transport_socket */
+    const wp_tls_config *tc = wp_endpoint_tls(c, &c->endpoints[host]);
+    if (tc) {
         wp_tls_stats st = {w->stats, wp_pool_gen(p)->pstats->clusters[p->cluster].ssl, "cluster",
                            c->alt_stat_name ? c->alt_stat_name : c->name};
-        wf_tls_ctx *ctx = wp_tls_config_acquire(c->tls); /* NULL: SDS secrets not ready */
-        if ((tls = wp_tls_socket_wrap(u->sock, &w->loop, ctx, false, c->tls->sni, &st)))
+        wf_tls_ctx *ctx = wp_tls_config_acquire(tc); /* NULL: SDS secrets not ready */
+        if ((tls = wp_tls_socket_wrap(u->sock, &w->loop, ctx, false, tc->sni, &st)))
             u->sock = tls;
         wf_tls_ctx_free(ctx);
     }
@@ -457,9 +460,9 @@ static void connect_new(wp_pool *p, int host, wp_pool_req *rq)
     rq->connecting = u;
     WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "creating a new connection to %s",
                 c->endpoints[host].addr.text);
-    int r = c->tls && !tls ? UV_ENOMEM
-                           : wp_tsock_connect(u->sock, &u->connect,
-                                              (const struct sockaddr *)&c->endpoints[host].addr.sa);
+    int r = tc && !tls ? UV_ENOMEM
+                       : wp_tsock_connect(u->sock, &u->connect,
+                                          (const struct sockaddr *)&c->endpoints[host].addr.sa);
     if (r != 0) {
         char tfr[96];
         snprintf(tfr, sizeof(tfr), "%s", uv_strerror(r));

@@ -91,8 +91,16 @@ void wp_istio_stream_done(wp_stream *s, const wp_istio_stats_filter *f,
     char code[16], flags[96];
     snprintf(code, sizeof code, "%d", s->si.response_code > 0 ? s->si.response_code : 0);
     wp_si_flags_string(&s->si, flags, sizeof flags);
+    /* the connection's identities, read once per connection after its handshake */
+    wp_istio_sans sans;
+    if (f->reporter == WP_ISTIO_REPORTER_DESTINATION)
+        sans = (wp_istio_sans){wp_istio_first_san(s->si.downstream_peer_uri_san),
+                               wp_istio_first_san(s->si.downstream_local_uri_san)};
+    else
+        sans = (wp_istio_sans){wp_istio_first_san(s->si.upstream_peer_uri_san),
+                               wp_istio_first_san(s->si.upstream_local_uri_san)};
     wp_istio_labels l;
-    wp_istio_labels_build(f, peer, svc_host, svc_name, code, flags, &l);
+    wp_istio_labels_build(f, peer, &sans, svc_host, svc_name, code, flags, &l);
     uint64_t ms = s->si.end_ns >= s->si.start_ns ? (s->si.end_ns - s->si.start_ns) / 1000000u : 0;
     wp_istio_record(rt, s->d->w->id, s->d->w->stats, &l, ms, s->si.wire_bytes_received,
                     s->si.wire_bytes_sent);

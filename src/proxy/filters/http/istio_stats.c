@@ -145,54 +145,92 @@ static void local_labels(const wp_istio_workload *w, wp_istio_str *workload, wp_
     *cluster = w->f[WP_WL_CLUSTER];
 }
 
+/* The namespace in a SPIFFE principal "<domain>/ns/<ns>/sa/<sa>" (istio_stats.cc
+ * getNamespace); empty when it has none. */
+static wp_istio_str san_namespace(wp_istio_str san)
+{
+    static const char key[] = "/ns/";
+    for (size_t i = 0; san.len >= sizeof key - 1 && i <= san.len - (sizeof key - 1); i++) {
+        if (memcmp(san.p + i, key, sizeof key - 1) != 0)
+            continue;
+        const char *b = san.p + i + sizeof key - 1, *e = san.p + san.len;
+        const char *slash = memchr(b, '/', (size_t)(e - b));
+        return (wp_istio_str){b, (size_t)((slash ? slash : e) - b)};
+    }
+    return (wp_istio_str){NULL, 0};
+}
+
+/* The peer's namespace: from the peer SAN when it has one, else the peer metadata's. */
+static wp_istio_str peer_namespace(const wp_istio_workload *peer, wp_istio_str peer_san)
+{
+    wp_istio_str ns = peer_san.len ? san_namespace(peer_san) : (wp_istio_str){NULL, 0};
+    if (!ns.len && peer)
+        ns = peer->f[WP_WL_NAMESPACE];
+    return ns;
+}
+
 static void destination_side(const wp_istio_stats_filter *f, const wp_istio_workload *peer,
-                             wp_istio_str host, wp_istio_str name, wp_istio_str *v)
+                             const wp_istio_sans *sans, wp_istio_str host, wp_istio_str name,
+                             wp_istio_str *v)
 {
     const wp_istio_workload *l = &f->local->w;
-    wp_istio_str pns = peer ? peer->f[WP_WL_NAMESPACE] : (wp_istio_str){NULL, 0};
+    wp_istio_str pns = peer_namespace(peer, sans->peer_san);
     peer_labels(peer, pns, &v[L_SRC_WORKLOAD], &v[L_SRC_CANONICAL_SERVICE],
                 &v[L_SRC_CANONICAL_REVISION], &v[L_SRC_WORKLOAD_NAMESPACE], &v[L_SRC_APP],
                 &v[L_SRC_VERSION], &v[L_SRC_CLUSTER]);
-    v[L_SRC_PRINCIPAL] = lit("unknown"); /* no mTLS: no peer SAN */
+    v[L_SRC_PRINCIPAL] = or_else(sans->peer_san, "unknown");
     local_labels(l, &v[L_DST_WORKLOAD], &v[L_DST_CANONICAL_SERVICE], &v[L_DST_CANONICAL_REVISION],
                  &v[L_DST_WORKLOAD_NAMESPACE], &v[L_DST_APP], &v[L_DST_VERSION], &v[L_DST_CLUSTER]);
-    v[L_DST_PRINCIPAL] = lit("unknown");
+    v[L_DST_PRINCIPAL] = or_else(sans->local_san, "unknown");
     v[L_DST_SERVICE] = host.len ? host : l->f[WP_WL_CANONICAL_NAME];
     v[L_DST_SERVICE_NAME] = name.len ? name : l->f[WP_WL_CANONICAL_NAME];
     v[L_DST_SERVICE_NAMESPACE] = l->f[WP_WL_NAMESPACE];
-    v[L_CONNECTION_SECURITY_POLICY] = lit("none"); /* no peer and local URI SAN */
+    /* mutual_tls: the downstream connection has both a peer and a local URI SAN */
+    v[L_CONNECTION_SECURITY_POLICY] =
+        lit(sans->peer_san.len && sans->local_san.len ? "mutual_tls" : "none");
 }
 
 static void source_side(const wp_istio_stats_filter *f, const wp_istio_workload *peer,
-                        wp_istio_str host, wp_istio_str name, wp_istio_str *v)
+                        const wp_istio_sans *sans, wp_istio_str host, wp_istio_str name,
+                        wp_istio_str *v)
 {
     const wp_istio_workload *l = &f->local->w;
-    wp_istio_str pns = peer ? peer->f[WP_WL_NAMESPACE] : (wp_istio_str){NULL, 0};
+    wp_istio_str pns = peer_namespace(peer, sans->peer_san);
     local_labels(l, &v[L_SRC_WORKLOAD], &v[L_SRC_CANONICAL_SERVICE], &v[L_SRC_CANONICAL_REVISION],
                  &v[L_SRC_WORKLOAD_NAMESPACE], &v[L_SRC_APP], &v[L_SRC_VERSION], &v[L_SRC_CLUSTER]);
-    v[L_SRC_PRINCIPAL] = lit("unknown");
+    v[L_SRC_PRINCIPAL] = or_else(sans->local_san, "unknown"); /* the upstream connection's */
     peer_labels(peer, pns, &v[L_DST_WORKLOAD], &v[L_DST_CANONICAL_SERVICE],
                 &v[L_DST_CANONICAL_REVISION], &v[L_DST_WORKLOAD_NAMESPACE], &v[L_DST_APP],
                 &v[L_DST_VERSION], &v[L_DST_CLUSTER]);
-    v[L_DST_PRINCIPAL] = lit("unknown");
+    v[L_DST_PRINCIPAL] = or_else(sans->peer_san, "unknown");
     v[L_DST_SERVICE] = or_else(host, "unknown");
     v[L_DST_SERVICE_NAME] = or_else(name, "unknown");
     v[L_DST_SERVICE_NAMESPACE] = or_else(pns, "unknown");
     v[L_CONNECTION_SECURITY_POLICY] = lit("unknown"); /* always at the source */
 }
 
-void wp_istio_labels_build(const wp_istio_stats_filter *f, const wp_istio_workload *peer,
-                           wp_istio_str svc_host, wp_istio_str svc_name, const char *code,
-                           const char *flags, wp_istio_labels *out)
+wp_istio_str wp_istio_first_san(const char *joined)
 {
+    if (!joined)
+        return (wp_istio_str){NULL, 0};
+    return (wp_istio_str){joined, strcspn(joined, ",")};
+}
+
+void wp_istio_labels_build(const wp_istio_stats_filter *f, const wp_istio_workload *peer,
+                           const wp_istio_sans *sans, wp_istio_str svc_host, wp_istio_str svc_name,
+                           const char *code, const char *flags, wp_istio_labels *out)
+{
+    static const wp_istio_sans no_sans;
     wp_istio_str *v = out->v;
+    if (!sans)
+        sans = &no_sans;
     memset(out, 0, sizeof *out);
     bool dst = f->reporter == WP_ISTIO_REPORTER_DESTINATION;
     v[L_REPORTER] = lit(dst ? "destination" : "source");
     if (dst)
-        destination_side(f, peer, svc_host, svc_name, v);
+        destination_side(f, peer, sans, svc_host, svc_name, v);
     else
-        source_side(f, peer, svc_host, svc_name, v);
+        source_side(f, peer, sans, svc_host, svc_name, v);
     v[L_REQUEST_PROTOCOL] = lit("http");
     v[L_RESPONSE_CODE] = lit(code);
     v[L_GRPC_RESPONSE_STATUS] = lit("");

@@ -132,12 +132,28 @@ typedef struct {
 void wp_istio_service(const char *route_name, const wp_cluster *cl, wp_istio_str host_header,
                       bool disable_fallback, wp_istio_str *host, wp_istio_str *name);
 
+/* The TLS identities the reporter reads (istio_stats.cc populatePeerInfo): the first URI SAN
+ * of the peer's and of our certificate on the connection it looks at, the downstream one at
+ * the destination, the upstream one at the source; empty = none (plaintext, no SAN). */
+typedef struct {
+    wp_istio_str peer_san, local_san;
+} wp_istio_sans;
+
+/* The first of URI SANs joined by "," (wp_tsock_ssl's lists); empty for NULL or "". */
+wp_istio_str wp_istio_first_san(const char *joined);
+
 /* Every label value of one stream: f's reporter and local workload, the peer (NULL: none),
- * the service from wp_istio_service, response code text ("0" when none) and flags ("-" when
- * none). out points into those inputs and static strings. */
+ * the connection's SANs (NULL: none), the service from wp_istio_service, response code text
+ * ("0" when none) and flags ("-" when none). As istio_stats.cc: at the destination
+ * source_principal = the peer SAN, destination_principal = the local SAN and
+ * connection_security_policy "mutual_tls" when both exist, else "none"; at the source
+ * source_principal = the local SAN, destination_principal = the peer SAN and the policy is
+ * always "unknown"; a missing SAN is "unknown"; the peer's namespace comes from the peer
+ * SAN's "/ns/<ns>/" when it has one, else from the peer metadata. out points into those
+ * inputs and static strings. */
 void wp_istio_labels_build(const wp_istio_stats_filter *f, const wp_istio_workload *peer,
-                           wp_istio_str svc_host, wp_istio_str svc_name, const char *code,
-                           const char *flags, wp_istio_labels *out);
+                           const wp_istio_sans *sans, wp_istio_str svc_host, wp_istio_str svc_name,
+                           const char *code, const char *flags, wp_istio_labels *out);
 
 /* Appends ".<label>.<value>" for every label with a non-empty value (the /stats suffix). */
 void wp_istio_stats_suffix(const wp_istio_labels *l, wf_strbuf *out);

@@ -543,10 +543,12 @@ static void on_connected(wp_stream *s, wp_uconn *u)
     /* TLS: the version is OpenSSL's static text; the peer's URI SANs are copied */
     const wp_tsock_ssl *ussl = wp_tsock_ssl_info(u->sock);
     s->si.upstream_tls_version = ussl ? ussl->version : NULL;
-    s->si.upstream_peer_uri_san = NULL;
+    s->si.upstream_peer_uri_san = s->si.upstream_local_uri_san = NULL;
     if (ussl) {
         snprintf(rs->up_peer_san, sizeof(rs->up_peer_san), "%s", ussl->peer_uri_sans);
         s->si.upstream_peer_uri_san = rs->up_peer_san;
+        snprintf(rs->up_local_san, sizeof(rs->up_local_san), "%s", ussl->local_uri_sans);
+        s->si.upstream_local_uri_san = rs->up_local_san;
     }
     rs->host = u->host;
     cstat(s, WP_S_upstream_rq_total, 1);

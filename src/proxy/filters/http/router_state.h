@@ -67,10 +67,11 @@ typedef struct wp_router_state {
     uint64_t timeout_ms, per_try_timeout_ms; /* 0 = none */
     bool timeout_alt_204;                    /* x-envoy-upstream-rq-timeout-alt-response */
     /* ---- from here on, not zeroed when a stream starts: written before they are read ---- */
-    char up_local[64];     /* the last attempt's local address (uconn.local; si.upstream_local) */
-    char chunk_line[24];   /* the chunk-size line of the body slices being written upstream */
-    char details_buf[192]; /* si.details of an upstream reset (upstream_reset_..._started{}) */
-    char up_peer_san[128]; /* the last attempt's upstream TLS peer URI SANs (si) */
+    char up_local[64];      /* the last attempt's local address (uconn.local; si.upstream_local) */
+    char chunk_line[24];    /* the chunk-size line of the body slices being written upstream */
+    char details_buf[192];  /* si.details of an upstream reset (upstream_reset_..._started{}) */
+    char up_peer_san[128];  /* the last attempt's upstream TLS peer URI SANs (si) */
+    char up_local_san[128]; /* and the local ones (our certificate's) */
 } wp_router_state;
 
 #define WP_ROUTER_STATE_RESET_BYTES offsetof(wp_router_state, up_local)

@@ -302,8 +302,17 @@ static json_t *lb_endpoint(const wp_endpoint *e)
         json_decref(ep);
         return NULL;
     }
-    return json_pack("{s:o,s:s,s:I}", "endpoint", ep, "health_status", health_name(e->health),
-                     "load_balancing_weight", (json_int_t)e->weight);
+    json_t *out = json_pack("{s:o,s:s,s:I}", "endpoint", ep, "health_status",
+                            health_name(e->health), "load_balancing_weight", (json_int_t)e->weight);
+    /* the host's metadata as kept: filter_metadata["envoy.transport_socket_match"] */
+    if (out && e->tsm_metadata &&
+        json_object_set_new(out, "metadata",
+                            json_pack("{s:{s:O}}", "filter_metadata",
+                                      "envoy.transport_socket_match", e->tsm_metadata)) != 0) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
 }
 
 static json_t *cluster_load_assignment(const wp_cluster *cl)
