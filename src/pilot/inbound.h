@@ -39,7 +39,9 @@
  *   traffic_direction INBOUND, one filter chain with Istio's inbound HTTP connection manager
  *   (lds.h WF_LDS_SIDECAR_INBOUND: stat_prefix "inbound_0.0.0.0_<port>", filters
  *   istio.metadata_exchange (downstream), envoy.filters.http.fault, envoy.filters.http.cors,
- *   istio.stats, envoy.filters.http.router) and an inline route_config as Istio's
+ *   istio.stats, envoy.filters.http.router; forward_client_cert_details APPEND_FORWARD and
+ *   set_current_client_cert_details {subject, dns, uri} after use_remote_address, so the app
+ *   gets x-forwarded-client-cert naming its mTLS caller) and an inline route_config as Istio's
  *   buildSidecarInboundHTTPRouteConfig / BuildDefaultHTTPInboundRoute (compare the waypoint's
  *   inbound chain in ../shared/corpus/istioctl-golden/upstream/istioctl/pkg/writer/compare/
  *   testdata/configdump.json):
@@ -70,8 +72,7 @@
  *  h2 until it has one). The five ALPNs are Istio's for a port known to be HTTP only.
  *
  * Left out (Istio emits them): the route `decorator` and max_stream_duration (weft-proxy's route
- * loader does not accept them yet), forward_client_cert_details / set_current_client_cert_details,
- * tracing, request_id_extension, upgrade_configs; TCP ports' tcp_proxy chains (a TCP target port
+ * loader does not accept them yet), tracing, request_id_extension, upgrade_configs; TCP ports' tcp_proxy chains (a TCP target port
  * gets its cluster but no listener, so no PeerAuthentication mode applies to it); the listener
  * filters original_dst and http_inspector and the InboundPassthroughCluster chains of
  * virtualInbound; Istio's listener-level access log (NR); Sidecar `ingress` listeners;

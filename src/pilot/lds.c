@@ -81,11 +81,24 @@ static json_t *hcm(const wf_lds_http *spec)
     }
     json_t *rest =
         set_routes(h, spec) == 0
-            ? json_pack("{s:o,s:s,s:b,s:s,s:b,s:s}", "http_filters", http_filters(spec->cls),
-                        "server_name", "istio-envoy", "use_remote_address",
-                        spec->cls == WF_LDS_GATEWAY, "stream_idle_timeout", "0s", "normalize_path",
-                        1, "path_with_escaped_slashes_action", "KEEP_UNCHANGED")
+            ? json_pack("{s:o,s:s,s:b}", "http_filters", http_filters(spec->cls), "server_name",
+                        "istio-envoy", "use_remote_address", spec->cls == WF_LDS_GATEWAY)
             : NULL;
+    if (rest && spec->cls == WF_LDS_SIDECAR_INBOUND && /* the app learns its caller */
+        json_object_update_missing_new(
+            rest,
+            json_pack("{s:s,s:{s:b,s:b,s:b}}", "forward_client_cert_details", "APPEND_FORWARD",
+                      "set_current_client_cert_details", "subject", 1, "dns", 1, "uri", 1)) != 0) {
+        json_decref(rest);
+        rest = NULL;
+    }
+    if (rest &&
+        json_object_update_missing_new(
+            rest, json_pack("{s:s,s:b,s:s}", "stream_idle_timeout", "0s", "normalize_path", 1,
+                            "path_with_escaped_slashes_action", "KEEP_UNCHANGED")) != 0) {
+        json_decref(rest);
+        rest = NULL;
+    }
     if (!rest || json_object_update(h, rest) != 0) {
         json_decref(rest);
         json_decref(h);

@@ -170,6 +170,10 @@ def test_permissive_strict_disable(mesh, setup):  # noqa: F811
     assert "HTTP/1.1 200" not in out and "alert certificate required" in out, out
     out = s_client(pod, creds["root"], "-cert", str(creds["cert"]), "-key", str(creds["key"]))
     assert "HTTP/1.1 200" in out and "ALPN protocol: http/1.1" in out, out
+    # the app learns its caller: Istio's inbound APPEND_FORWARD with subject, uri and dns
+    assert "x-forwarded-client-cert" in out, out
+    assert "By=spiffe://cluster.local/ns/shop/sa/web;Hash=" in out, out
+    assert "URI=spiffe://cluster.local/ns/shop/sa/client" in out, out
     assert tls_get(pod, creds["root"], creds["cert"], creds["key"]) == (200, "http/1.1")
 
     # ---- a workload policy DISABLE over the namespace's STRICT ----

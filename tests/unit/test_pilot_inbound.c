@@ -154,6 +154,10 @@ static void catalog_listener(void **state)
     wf_test_expect_str(h, "stat_prefix", "inbound_0.0.0.0_3000");
     assert_null(json_object_get(h, "rds"));
     assert_true(json_is_false(json_object_get(h, "use_remote_address")));
+    wf_test_expect_str(h, "forward_client_cert_details", "APPEND_FORWARD");
+    assert_true(json_is_true(wf_test_json_at(h, "set_current_client_cert_details.subject")));
+    assert_true(json_is_true(wf_test_json_at(h, "set_current_client_cert_details.dns")));
+    assert_true(json_is_true(wf_test_json_at(h, "set_current_client_cert_details.uri")));
     wf_test_expect_str(h, "http_filters.0.name", "istio.metadata_exchange");
     assert_non_null(wf_test_json_at(h, "http_filters.0.typed_config.value.downstream_discovery"));
     wf_test_expect_str(h, "http_filters.1.name", "envoy.filters.http.fault");

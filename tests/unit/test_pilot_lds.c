@@ -68,6 +68,7 @@ static void catalog_listener(void **state)
     wf_test_expect_str(h, "path_with_escaped_slashes_action", "KEEP_UNCHANGED");
     wf_test_expect_str(h, "server_name", "istio-envoy");
     wf_test_expect_str(h, "stream_idle_timeout", "0s");
+    assert_null(json_object_get(h, "forward_client_cert_details")); /* inbound only */
     assert_null(json_object_get(h, "access_log"));
     json_decref(out);
     wf_store_free(s);
