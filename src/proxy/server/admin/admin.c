@@ -346,9 +346,10 @@ static json_t *dump_of(wp_admin *a, const admin_req *r, const char *mask, wf_str
     const char *rs = wp_admin_qparam(r, "resource", res, sizeof(res));
     const wp_config *c = a->srv->gen->cfg;
     bool sds = c->nsds_ctxs > 0;
-    json_t *secrets = sds || wp_secrets_generation(a->srv->secrets)
-                          ? wp_secrets_dump(a->srv->secrets, sds)
-                          : NULL;
+    json_t *secrets =
+        sds || wp_secrets_generation(a->srv->secrets) || wp_secrets_n_wanted(a->srv->secrets)
+            ? wp_secrets_dump(a->srv->secrets, sds)
+            : NULL;
     json_t *d = wp_config_dump_secrets(c, secrets, rs, mask, has_param(r, "include_eds"),
                                        a->srv->loaded_unix, err, status);
     json_decref(secrets);
