@@ -346,15 +346,23 @@ static json_t *map_array(cx *c, const char *lname, json_t *arr, bool *missing,
                          json_t *(*fn)(cx *, const char *, json_t *, bool *))
 {
     json_t *out = json_array();
+    bool gap = false; /* an element is missing its route configuration: the others are still
+                       * mapped, so that every name they need is noted (one RDS request) */
     if (!out)
         return oom(c), NULL;
-    for (size_t i = 0; i < json_array_size(arr); i++) {
+    for (size_t i = 0; i < json_array_size(arr) && !c->failed; i++) {
         json_t *e = json_array_get(arr, i);
         json_t *m = json_is_object(e) ? fn(c, lname, e, missing) : json_incref(e);
-        if (!m || json_array_append_new(out, m) != 0) {
+        if (!m)
+            gap = true;
+        else if (json_array_append_new(out, m) != 0) {
             json_decref(out);
-            return m ? (oom(c), NULL) : NULL;
+            return oom(c), NULL;
         }
+    }
+    if (gap || c->failed) {
+        json_decref(out);
+        return NULL;
     }
     return out;
 }
@@ -414,7 +422,9 @@ static bool sds_secret(cx *c, const json_t *cfg, bool *missing)
         return true;
     if (!names_add(&c->dyn->sds_names, name, true))
         return oom(c);
-    uint64_t ms = duration_ms(field(src, "initial_fetch_timeout"), SDS_DEFAULT_FETCH_MS);
+    uint64_t dflt =
+        c->res->sds_default_fetch_ms ? c->res->sds_default_fetch_ms : SDS_DEFAULT_FETCH_MS;
+    uint64_t ms = duration_ms(field(src, "initial_fetch_timeout"), dflt);
     if (ms > c->dyn->sds_fetch_ms)
         c->dyn->sds_fetch_ms = ms;
     const json_t *held = c->res->set[WF_XDS_SDS];
@@ -464,10 +474,6 @@ static bool add_listener(cx *c, const char *name, const json_t *entry, bool *war
     bool no_secret = false;
     if (!listener_sds(c, r, &no_secret))
         return false;
-    if (no_secret && !c->res->placeholder_routes) {
-        *warming = true; /* waits for its secrets (or their initial fetch timeout) */
-        return true;
-    }
     if (json_is_array(chains)) {
         json_t *nch = map_array(c, name, chains, &missing, chain_inlined);
         *warming = missing && !c->failed;
@@ -485,6 +491,11 @@ static bool add_listener(cx *c, const char *name, const json_t *entry, bool *war
             json_decref(out);
             return nd ? false : !c->failed;
         }
+    }
+    if (no_secret && !c->res->placeholder_routes) {
+        json_decref(out); /* its route configurations are noted: waits for its secrets */
+        *warming = true;  /* (or their initial fetch timeout) */
+        return true;
     }
     *warming = *warming || no_secret;
     if (!out)

@@ -58,6 +58,8 @@ typedef struct wp_xds_resources {
      * until the secret arrives or initial_fetch_timeout passes (then it serves, and the chain
      * fails its handshakes: NotReadySslSocket, sds/sds_ctx.h). */
     const json_t *sds_expired;
+    uint64_t sds_default_fetch_ms; /* for an sds_config without initial_fetch_timeout; 0 =
+                                    * Envoy's 15 s */
 } wp_xds_resources;
 
 /* What compose tells the caller and /config_dump. */

@@ -134,6 +134,11 @@ bool wp_sds_ctx_is_server(const wp_sds_ctx *s)
     return s->o.server;
 }
 
+bool wp_sds_ctx_uses_default(const wp_sds_ctx *s)
+{
+    return (s->want_cert && !s->cert_name) || (s->want_ca && !s->ca_name);
+}
+
 /* A new engine context from the template and the store's secrets (mu held). */
 static void rebuild(wp_sds_ctx *s, uint64_t gen)
 {

@@ -50,4 +50,7 @@ wf_tls_ctx *wp_sds_ctx_acquire(wp_sds_ctx *s);
 
 bool wp_sds_ctx_is_server(const wp_sds_ctx *s);
 
+/* Does the context read `default` or `ROOTCA` (not only named secrets)? */
+bool wp_sds_ctx_uses_default(const wp_sds_ctx *s);
+
 #endif

@@ -367,6 +367,8 @@ static void apply_opts(wp_xds_client *c, const wp_xds_client_opts *o)
     const char *rej =
         c->opts.reject_type ? c->opts.reject_type : getenv("WEFT_PROXY_TEST_REJECT_TYPE");
     c->reject_type = -1;
+    const char *sds_ms = getenv("WEFT_PROXY_SDS_INITIAL_FETCH_TIMEOUT_MS");
+    c->sds_default_fetch_ms = sds_ms ? strtoull(sds_ms, NULL, 10) : 0;
     for (int t = 0; rej && t < XC_NTYPES; t++)
         if (strcmp(rej, wf_xds_type_short((wf_xds_type)t)) == 0)
             c->reject_type = t;

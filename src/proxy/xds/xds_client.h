@@ -88,7 +88,9 @@
  *
  * Test hook: environment WEFT_PROXY_TEST_REJECT_TYPE=CDS|LDS|RDS|EDS (read at start) makes
  * every response of that type be NACKed with "rejected by test hook
- * WEFT_PROXY_TEST_REJECT_TYPE".
+ * WEFT_PROXY_TEST_REJECT_TYPE". WEFT_PROXY_SDS_INITIAL_FETCH_TIMEOUT_MS=N (read at start)
+ * replaces Envoy's 15 s default initial fetch timeout of the SDS secrets whose sds_config has
+ * no initial_fetch_timeout (Istio writes none for credentialName secrets).
  *
  * Threads and ownership: everything runs on `loop`'s thread; the getters are for that thread
  * too. The client copies what it needs from cfg at start (cfg may be freed afterwards).

@@ -30,10 +30,12 @@ static void recompose(wp_xds_client *c)
 {
     wp_xds_dynamic dyn;
     wf_strbuf err = WF_STRBUF_INIT;
-    if (xc_compose_apply(c, WF_XDS_SDS, c->sets[WF_XDS_SDS], xc_version(c, WF_XDS_SDS), &dyn,
-                         &err) == 0)
+    const char *v = xc_version(c, WF_XDS_SDS);
+    if (xc_compose_apply(c, WF_XDS_SDS, c->sets[WF_XDS_SDS], v, &dyn, &err) == 0) {
         wp_xds_dynamic_free(&dyn);
-    else
+        if (c->cb.on_update) /* the owner re-reads the warming state (readiness) */
+            c->cb.on_update(c->cb.ud, WF_XDS_SDS, v ? v : "", true);
+    } else
         WF_LOG(WF_LC_config, WF_LOG_WARN, "after the SDS initial fetch timeout: %s",
                wf_strbuf_cstr(&err));
     wf_strbuf_free(&err);

@@ -297,6 +297,7 @@ static int compose_apply(wp_xds_client *c, int t, json_t *set, const char *versi
         res.version[i] = i == t ? version : xc_version(c, i);
     }
     res.sds_expired = c->sds_expired;
+    res.sds_default_fetch_ms = c->sds_default_fetch_ms;
     json_t *eff = NULL;
     int bad_type = -1;
     char bad_name[256];
