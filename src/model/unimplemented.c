@@ -469,8 +469,6 @@ static const wf_unimpl_entry table[] = {
         "[abc]"),
     ROW(GATEWAY, "spec.servers[].port.protocol", VALUE_IN, v_gw_h2, NO_H2,
         "the server speaks HTTP/1.1 only; HTTP/2 and gRPC clients fail", "GRPC"),
-    ROW(GATEWAY, "spec.servers[].tls.httpsRedirect", VALUE_IN, v_true, "httpsRedirect",
-        "plain HTTP requests are routed instead of redirected", "true"),
     ROW(GATEWAY, "spec.servers[].bind", PRESENT, NULL, "the Gateway server bind address",
         "the server listens on the gateway pod's address", "127.0.0.1"),
     ROW(GATEWAY, "spec.servers[].defaultEndpoint", PRESENT, NULL,

@@ -289,15 +289,28 @@ typedef struct rc_build {
     json_t *vhosts; /* object host -> virtual host */
 } rc_build;
 
-static int add_to_vhost(rc_build *b, const char *host, int32_t port, json_t *routes)
+/* tls.httpsRedirect: Istio gives the server's virtual hosts require_tls ALL (a 301 to https
+ * for every request that did not come over TLS). */
+static bool https_redirect(const wf_gateway_server *srv)
+{
+    const wf_node *r = wf_map_get(srv->tls, "httpsRedirect");
+    const char *v = wf_node_str(r);
+    return v && !strcmp(v, "true");
+}
+
+static int add_to_vhost(rc_build *b, const char *host, const wf_gateway_server *srv, json_t *routes)
 {
     json_t *v = json_object_get(b->vhosts, host);
-    if (v)
-        return json_array_extend(json_object_get(v, "routes"), routes);
-    json_t *copy = json_copy(routes);
-    v = json_pack("{s:o,s:[s],s:o,s:b}", "name", json_sprintf("%s:%d", host, (int)port), "domains",
-                  host, "routes", copy, "include_request_attempt_count", 1);
-    return json_object_set_new(b->vhosts, host, v);
+    if (!v) {
+        json_t *copy = json_copy(routes);
+        v = json_pack("{s:o,s:[s],s:o,s:b}", "name", json_sprintf("%s:%d", host, (int)srv->port),
+                      "domains", host, "routes", copy, "include_request_attempt_count", 1);
+        if (json_object_set_new(b->vhosts, host, v) != 0)
+            return -1;
+    } else if (json_array_extend(json_object_get(v, "routes"), routes) != 0) {
+        return -1;
+    }
+    return https_redirect(srv) ? json_object_set_new(v, "require_tls", json_string("ALL")) : 0;
 }
 
 /* The routes of one VirtualService on one server into its intersecting hosts. */
@@ -317,7 +330,7 @@ static int add_vs(rc_build *b, const gw_server *gs, const wf_resource *vs)
     if (rc == 0 && json_array_size(hosts) > 0)
         rc = rds_vs_routes(&rx, vs, gs->srv->port, routes);
     for (size_t i = 0; rc == 0 && json_array_size(routes) > 0 && i < json_array_size(hosts); i++)
-        rc = add_to_vhost(b, json_string_value(json_array_get(hosts, i)), gs->srv->port, routes);
+        rc = add_to_vhost(b, json_string_value(json_array_get(hosts, i)), gs->srv, routes);
     json_decref(hosts);
     json_decref(routes);
     return rc;

@@ -54,7 +54,10 @@
  *  - a port with no virtual host gets Istio's 404 virtual host {"name": "blackhole:<server
  *    port number>", "domains": ["*"], "routes": []} (every request: 404 NR).
  *
- * Left out (Istio emits them): httpsRedirect, tracing, request_id_extension,
+ *  - a server with tls.httpsRedirect true gives its virtual hosts require_tls "ALL" (Istio's
+ *    VirtualHost_ALL: weft-proxy answers a plaintext request 301 https://<host><path>).
+ *
+ * Left out (Istio emits them): tracing, request_id_extension,
  * upgrade_configs, forward_client_cert_details, xff_num_trusted_hops from ProxyConfig, route
  * decorators and max_grpc_timeout (as rds.h), Gateway API (K8S_GATEWAY) resources, delegate
  * VirtualServices.

@@ -36,6 +36,9 @@ metadata: {name: catalog-gateway, namespace: istioinaction}
 spec:
   selector: {istio: ingressgateway}
   servers:
+  - port: {number: 80, name: http, protocol: HTTP}
+    hosts: [catalog.istioinaction.io]
+    tls: {httpsRedirect: true}
   - port: {number: 443, name: https-catalog, protocol: HTTPS}
     hosts: [catalog.istioinaction.io]
     tls: {mode: SIMPLE, credentialName: catalog-credential}
@@ -170,6 +173,15 @@ def leaf_san(s_client_out):
     pem = begin + s_client_out.split(begin)[1].split(end)[0] + end + "\n"
     return subprocess.run(["openssl", "x509", "-noout", "-ext", "subjectAltName"], input=pem,
                           capture_output=True, text=True, timeout=10).stdout
+
+
+def test_https_redirect(tls_mesh):
+    """httpsRedirect: plain HTTP on the server's port is answered 301 to https (Envoy's
+    require_tls ALL: https://<Host><path>)."""
+    mesh, gw, d = tls_mesh
+    status, headers, _ = gw.request(8080, "/healthz?x=1", host="catalog.istioinaction.io")
+    assert status == 301, (status, headers)
+    assert headers.get("location") == "https://catalog.istioinaction.io/healthz?x=1", headers
 
 
 def test_missing_secret_fails_its_chain_and_shows_warming(tls_mesh):

@@ -491,6 +491,47 @@ static void tls_servers(void **state)
     wf_store_free(s);
 }
 
+/* tls.httpsRedirect: the server's virtual hosts get require_tls ALL. */
+static void https_redirect(void **state)
+{
+    (void)state;
+    static const char *const files[] = {BOOK "services/catalog/kubernetes/catalog.yaml", NULL};
+    const char *yaml = "apiVersion: networking.istio.io/v1\n"
+                       "kind: Gateway\n"
+                       "metadata: {name: gw, namespace: istioinaction}\n"
+                       "spec:\n"
+                       "  selector: {istio: ingressgateway}\n"
+                       "  servers:\n"
+                       "  - port: {number: 80, name: http, protocol: HTTP}\n"
+                       "    hosts: [catalog.istioinaction.io]\n"
+                       "    tls: {httpsRedirect: true}\n"
+                       "  - port: {number: 80, name: http2, protocol: HTTP}\n"
+                       "    hosts: [plain.istioinaction.io]\n"
+                       "---\n"
+                       "apiVersion: networking.istio.io/v1\n"
+                       "kind: VirtualService\n"
+                       "metadata: {name: vs, namespace: istioinaction}\n"
+                       "spec:\n"
+                       "  hosts: [catalog.istioinaction.io, plain.istioinaction.io]\n"
+                       "  gateways: [gw]\n"
+                       "  http:\n"
+                       "  - route: [{destination: {host: catalog}}]\n";
+    wf_store *s = load(files, yaml);
+    gw_proxy g = router(s);
+    json_t *rds = gen(&g, WF_XDS_RDS);
+    json_t *rc = by_name(rds, "http.8080");
+    assert_non_null(rc);
+    json_t *vhs = json_object_get(rc, "virtual_hosts");
+    assert_int_equal(json_array_size(vhs), 2);
+    wf_test_expect_str(vhs, "0.name", "catalog.istioinaction.io:80");
+    wf_test_expect_str(vhs, "0.require_tls", "ALL");
+    wf_test_expect_str(vhs, "1.name", "plain.istioinaction.io:80");
+    assert_null(wf_test_json_at(vhs, "1.require_tls"));
+    json_decref(rds);
+    wf_pilot_proxy_free(&g.p);
+    wf_store_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -501,6 +542,7 @@ int main(void)
         cmocka_unit_test(hosts_and_scoping),
         cmocka_unit_test(direct_api),
         cmocka_unit_test(tls_servers),
+        cmocka_unit_test(https_redirect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
