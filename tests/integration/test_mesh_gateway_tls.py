@@ -117,6 +117,10 @@ def s_client(gw, host, d):
 
 @pytest.fixture
 def tls_mesh(mesh, tmp_path):
+    return start_tls_mesh(mesh, tmp_path)
+
+
+def start_tls_mesh(mesh, tmp_path, delta=False):
     d = str(tmp_path / "certs")
     os.makedirs(d)
     make_certs(d)
@@ -129,7 +133,7 @@ def tls_mesh(mesh, tmp_path):
     mesh.start_pilot(default_ns="istioinaction")
     gw = mesh.add_pod("istio-ingressgateway-5d8f9", "istio-system",
                       {"istio": "ingressgateway", "app": "istio-ingressgateway"}, kind="router",
-                      env={"WEFT_PROXY_SDS_INITIAL_FETCH_TIMEOUT_MS": "1500"})
+                      env={"WEFT_PROXY_SDS_INITIAL_FETCH_TIMEOUT_MS": "1500"}, delta=delta)
     pod = mesh.add_pod("catalog-6cf4b97d-abcde", "istioinaction",
                        {"app": "catalog", "version": "v1"}, app_port=3000)
     try:
@@ -182,6 +186,16 @@ def test_https_redirect(tls_mesh):
     status, headers, _ = gw.request(8080, "/healthz?x=1", host="catalog.istioinaction.io")
     assert status == 301, (status, headers)
     assert headers.get("location") == "https://catalog.istioinaction.io/healthz?x=1", headers
+
+
+def test_delta_xds_gateway_serves_https(mesh, tmp_path):
+    """The same over DeltaAggregatedResources (Istio's default): Secrets subscribed by name."""
+    mesh, gw, d = start_tls_mesh(mesh, tmp_path, delta=True)
+    rc, status, err = curl(gw, "mtls.istioinaction.io", d, "--cert",
+                           os.path.join(d, "client.crt"), "--key", os.path.join(d, "client.key"))
+    assert (rc, status) == (0, "200"), err
+    rc, status, err = curl(gw, "missing.istioinaction.io", d)
+    assert rc == 35, (rc, status, err)
 
 
 def test_missing_secret_fails_its_chain_and_shows_warming(tls_mesh):

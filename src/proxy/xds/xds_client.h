@@ -39,7 +39,7 @@
  *    out (warming) until it arrives.
  *  - LDS/CDS responses replace the whole set; RDS/EDS responses update the named resources
  *    (names no longer subscribed are dropped).
- *  - SDS (SotW; delta does not subscribe it yet): after LDS the SDS subscription follows the
+ *  - SDS (SotW and delta): after LDS the SDS subscription follows the
  *    credentialName secrets (`kubernetes://...` over ads {}) the listeners' TLS contexts name
  *    (xds_compose.h sds_names); the accepted Secrets go to callbacks.secrets, which checks and
  *    stores them (a Secret Envoy could not load NACKs the response, the previous ones stay).

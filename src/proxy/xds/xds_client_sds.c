@@ -15,6 +15,12 @@
 #include "core/log.h"
 #include "proxy/xds/xds_client_state.h"
 
+/* The names subscribed (SotW or delta state). */
+static const wf_xds_names *subscribed(const wp_xds_client *c)
+{
+    return c->delta ? &c->dtypes[WF_XDS_SDS].names : &c->types[WF_XDS_SDS].names;
+}
+
 static bool held(const wp_xds_client *c, const char *name)
 {
     return c->sets[WF_XDS_SDS] && json_object_get(c->sets[WF_XDS_SDS], name);
@@ -44,7 +50,7 @@ static void recompose(wp_xds_client *c)
 static void on_sds_fetch_timeout(uv_timer_t *t)
 {
     wp_xds_client *c = t->data;
-    const wf_xds_names *want = &c->types[WF_XDS_SDS].names;
+    const wf_xds_names *want = subscribed(c);
     size_t n = 0;
     for (size_t i = 0; i < want->n; i++) {
         if (held(c, want->v[i]) || expired(c, want->v[i]))
@@ -82,5 +88,5 @@ int xc_sds_store(wp_xds_client *c, const json_t *set, wf_strbuf *err)
         wf_strbuf_puts(err, "SDS secrets are not supported by this client");
         return -1;
     }
-    return c->cb.secrets(c->cb.ud, set, &c->types[WF_XDS_SDS].names, err);
+    return c->cb.secrets(c->cb.ud, set, subscribed(c), err);
 }

@@ -15,7 +15,7 @@
 #include "xds/h2_stream.h"
 
 /* The types the client subscribes to: wf_xds_type values WF_XDS_CDS..WF_XDS_SDS (SDS: the
- * credentialName secrets the listeners name, SotW only). */
+ * credentialName secrets the listeners name). */
 #define XC_NTYPES 5
 
 enum { XC_UPD_ATTEMPT, XC_UPD_SUCCESS, XC_UPD_REJECTED, XC_UPD_FAILURE, XC_UPD_N };
@@ -142,7 +142,7 @@ void xc_send_initial(wp_xds_client *c);
 /* One DiscoveryResponse (JSON text). */
 void xc_on_response(wp_xds_client *c, const char *text, size_t len);
 
-/* xds_client_sds.c: credentialName secrets (SotW) */
+/* xds_client_sds.c: credentialName secrets (both protocols) */
 /* After an update composed into dyn: the wanted names go to callbacks.secrets and the initial
  * fetch timer is armed when a secret the listeners name is missing. */
 void xc_sds_watch(wp_xds_client *c, const wp_xds_dynamic *dyn);
