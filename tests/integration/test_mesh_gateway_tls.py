@@ -84,6 +84,13 @@ def make_certs(d):
                 cwd=d)
 
 
+def make_rogue_client(d):
+    """A client certificate the gateway's CA did not sign."""
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", "rogue.key", "-out", "rogue.crt", "-days", "2", "-subj",
+            "/O=elsewhere/CN=rogue", cwd=d)
+
+
 def read(d, name):
     with open(os.path.join(d, name), "rb") as f:
         return f.read()
@@ -167,6 +174,10 @@ def test_simple_and_mutual_servers(tls_mesh):
     rc, status, err = curl(gw, "mtls.istioinaction.io", d, "--cert",
                            os.path.join(d, "client.crt"), "--key", os.path.join(d, "client.key"))
     assert (rc, status) == (0, "200"), err
+    make_rogue_client(d)  # signed by another CA: refused
+    rc, status, err = curl(gw, "mtls.istioinaction.io", d, "--cert",
+                           os.path.join(d, "rogue.crt"), "--key", os.path.join(d, "rogue.key"))
+    assert rc != 0 or status != "200", (rc, status, err)
     # the SAN the server presents for mtls.istioinaction.io is its own
     assert "DNS:mtls.istioinaction.io" in leaf_san(s_client(gw, "mtls.istioinaction.io", d))
 
