@@ -96,10 +96,12 @@ static int check_ports(const wf_lm_plan *p)
         const char *what;
     } ports[] = {{15010, "weft-pilot's xDS"},
                  {15014, "weft-pilot's monitoring"},
-                 {WF_LM_GW_HOST_PORT, "the gateway's node port"}};
+                 {WF_LM_GW_HOST_PORT, "the gateway's node port"},
+                 {WF_LM_GW_HTTPS_HOST_PORT, "the gateway's https node port"}};
     int bad = 0;
     for (size_t i = 0; i < sizeof ports / sizeof ports[0]; i++) {
-        if (ports[i].port == WF_LM_GW_HOST_PORT && p->gateway >= p->npods)
+        if ((ports[i].port == WF_LM_GW_HOST_PORT || ports[i].port == WF_LM_GW_HTTPS_HOST_PORT) &&
+            p->gateway >= p->npods)
             continue;
         wf_strbuf err = WF_STRBUF_INIT;
         if (wf_lm_port_free("127.0.0.1", ports[i].port, &err) != 0) {
@@ -163,7 +165,8 @@ static void print_summary(const wf_lm_plan *p, pid_t sup, bool ready)
         if (host)
             printf("   e.g. curl -H \"Host: %s\" http://%s:%d/", host, WF_LM_GW_HOST_IP,
                    WF_LM_GW_HOST_PORT);
-        printf("\n");
+        printf("\n          https://%s:%d (Gateway servers on port 443)\n", WF_LM_GW_HOST_IP,
+               WF_LM_GW_HTTPS_HOST_PORT);
     }
     printf("logs:     %s/logs/ (supervisor.log, pilot.log, <pod>.proxy.log, <pod>.app.log)\n",
            p->state);

@@ -34,17 +34,19 @@
 #include "core/strbuf.h"
 #include "model/store.h"
 
-#define WF_LM_XDS_ADDR     "127.0.0.1:15010"
-#define WF_LM_MON_ADDR     "127.0.0.1:15014"
-#define WF_LM_GW_HOST_IP   "127.0.0.1"
-#define WF_LM_GW_HOST_PORT 30000 /* the book's kind cluster maps its node port here */
-#define WF_LM_GW_HTTP_PORT 8080  /* the gateway Service's targetPort for port 80 */
-#define WF_LM_ADMIN_PORT   15000
-#define WF_LM_STATUS_PORT  15020
-#define WF_LM_HEALTH_PORT  15021
-#define WF_LM_GATEWAY_NS   "istio-system"
-#define WF_LM_GATEWAY_NAME "istio-ingressgateway"
-#define WF_LM_MAX_PODS     (253u * 250u)
+#define WF_LM_XDS_ADDR           "127.0.0.1:15010"
+#define WF_LM_MON_ADDR           "127.0.0.1:15014"
+#define WF_LM_GW_HOST_IP         "127.0.0.1"
+#define WF_LM_GW_HOST_PORT       30000 /* the book's kind cluster maps its node port here */
+#define WF_LM_GW_HTTP_PORT       8080  /* the gateway Service's targetPort for port 80 */
+#define WF_LM_GW_HTTPS_HOST_PORT 30005 /* the book's kind cluster maps the https node port here */
+#define WF_LM_GW_HTTPS_PORT      8443  /* the gateway Service's targetPort for port 443 */
+#define WF_LM_ADMIN_PORT         15000
+#define WF_LM_STATUS_PORT        15020
+#define WF_LM_HEALTH_PORT        15021
+#define WF_LM_GATEWAY_NS         "istio-system"
+#define WF_LM_GATEWAY_NAME       "istio-ingressgateway"
+#define WF_LM_MAX_PODS           (253u * 250u)
 
 typedef enum wf_lm_kind { WF_LM_PILOT, WF_LM_PROXY, WF_LM_APP, WF_LM_GATEWAY } wf_lm_kind;
 

@@ -227,15 +227,16 @@ json_t *wf_lm_pod_json(const wf_lm_plan *p, const wf_lm_pod *pod)
 
 json_t *wf_lm_gateway_service_json(void)
 {
-    return json_pack(
-        "{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s},s:{s:s}},s:{s:s,s:{s:s,s:s},"
-        "s:[{s:s,s:i,s:i,s:i,s:s},{s:s,s:i,s:i,s:s}]}}",
-        "apiVersion", "v1", "kind", "Service", "metadata", "name", WF_LM_GATEWAY_NAME, "namespace",
-        WF_LM_GATEWAY_NS, "labels", "app", "istio-ingressgateway", "istio", "ingressgateway",
-        "annotations", WF_UNIMPL_GENERATED_ANNOTATION, "weftctl up", "spec", "type", "NodePort",
-        "selector", "app", "istio-ingressgateway", "istio", "ingressgateway", "ports", "name",
-        "http2", "port", 80, "targetPort", WF_LM_GW_HTTP_PORT, "nodePort", WF_LM_GW_HOST_PORT,
-        "protocol", "TCP", "name", "https", "port", 443, "targetPort", 8443, "protocol", "TCP");
+    return json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s},s:{s:s}},s:{s:s,s:{s:s,s:s},"
+                     "s:[{s:s,s:i,s:i,s:i,s:s},{s:s,s:i,s:i,s:i,s:s}]}}",
+                     "apiVersion", "v1", "kind", "Service", "metadata", "name", WF_LM_GATEWAY_NAME,
+                     "namespace", WF_LM_GATEWAY_NS, "labels", "app", "istio-ingressgateway",
+                     "istio", "ingressgateway", "annotations", WF_UNIMPL_GENERATED_ANNOTATION,
+                     "weftctl up", "spec", "type", "NodePort", "selector", "app",
+                     "istio-ingressgateway", "istio", "ingressgateway", "ports", "name", "http2",
+                     "port", 80, "targetPort", WF_LM_GW_HTTP_PORT, "nodePort", WF_LM_GW_HOST_PORT,
+                     "protocol", "TCP", "name", "https", "port", 443, "targetPort",
+                     WF_LM_GW_HTTPS_PORT, "nodePort", WF_LM_GW_HTTPS_HOST_PORT, "protocol", "TCP");
 }
 
 /* ---- writing ------------------------------------------------------------------------------ */

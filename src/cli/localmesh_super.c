@@ -52,7 +52,7 @@ struct super {
     uv_signal_t sigint, sigterm, sighup;
     uv_timer_t start_timer, kill_timer, mesh_timer;
     char *mesh_text; /* the MeshConfig last written from the ConfigMap (NULL: the plan's) */
-    wf_lm_fwd *fwd;
+    wf_lm_fwd *fwd, *fwd_https; /* node ports 30000 -> 8080, 30005 -> 8443 */
     bool stopping, killed;
 };
 
@@ -320,7 +320,8 @@ static void stop(super *s, int sig)
             s->kids[i].state = K_STOPPED;
     }
     wf_lm_fwd_close(s->fwd);
-    s->fwd = NULL;
+    wf_lm_fwd_close(s->fwd_https);
+    s->fwd = s->fwd_https = NULL;
     signal_kids(s, SIGTERM);
     publish(s);
     if (all_stopped(s))
@@ -410,6 +411,11 @@ static int start_forwarder(super *s, wf_strbuf *err)
         return -1;
     slog(s, "forwarding %s:%d to the gateway %s:%d", WF_LM_GW_HOST_IP, WF_LM_GW_HOST_PORT, ip,
          WF_LM_GW_HTTP_PORT);
+    if (wf_lm_fwd_start(&s->loop, WF_LM_GW_HOST_IP, WF_LM_GW_HTTPS_HOST_PORT, ip,
+                        WF_LM_GW_HTTPS_PORT, s->log, &s->fwd_https, err) != 0)
+        return -1;
+    slog(s, "forwarding %s:%d to the gateway %s:%d", WF_LM_GW_HOST_IP, WF_LM_GW_HTTPS_HOST_PORT, ip,
+         WF_LM_GW_HTTPS_PORT);
     return 0;
 }
 
@@ -434,6 +440,7 @@ static int run(super *s, wf_strbuf *err)
     if (start_forwarder(s, err) != 0 || write_pid_file(s->plan, false, err) != 0) {
         close_all(s);
         wf_lm_fwd_close(s->fwd);
+        wf_lm_fwd_close(s->fwd_https);
         return -1;
     }
     slog(s, "supervisor pid %d: %zu processes, %zu pods, state %s", (int)getpid(), s->nkids,

@@ -134,6 +134,21 @@ static bool gateway_api_other(const wf_resource *r, const wf_node *at)
            group_ends_with(r, "gateway.networking.x-k8s.io");
 }
 
+/* A Gateway server weft opens no listener for by its protocol: TLS, TCP, MONGO, ... (HTTP,
+ * HTTP2, GRPC and HTTPS are served; an HTTPS server's TLS settings have rows of their own). */
+static bool gw_server_protocol_unserved(const wf_resource *r, const wf_node *server)
+{
+    (void)r;
+    static const char *const served[] = {"HTTP", "HTTP2", "GRPC", "HTTPS"};
+    const char *p = wf_map_str(wf_map_get(server, "port"), "protocol");
+    if (!p)
+        return false;
+    for (size_t i = 0; i < sizeof served / sizeof served[0]; i++)
+        if (!strcasecmp(p, served[i]))
+            return false;
+    return true;
+}
+
 /* ---- the table -------------------------------------------------------------------------- */
 
 static const char *const v_audit[] = {"AUDIT", NULL};
@@ -143,7 +158,8 @@ static const char *const v_true[] = {"true", NULL};
 static const char *const v_passthrough[] = {"PASSTHROUGH", NULL};
 static const char *const v_upgrade[] = {"UPGRADE", NULL};
 static const char *const v_tls_off[] = {"DISABLE", NULL};
-static const char *const v_gw_http[] = {"HTTP", "HTTP2", "GRPC", NULL};
+static const char *const v_gw_tls_modes[] = {"PASSTHROUGH", "AUTO_PASSTHROUGH", "ISTIO_MUTUAL",
+                                             "OPTIONAL_MUTUAL", NULL};
 static const char *const v_gw_h2[] = {"HTTP2", "GRPC", NULL};
 static const char *const v_external_name[] = {"ExternalName", NULL};
 static const char *const v_capture_default[] = {"DEFAULT", NULL};
@@ -380,13 +396,39 @@ static const wf_unimpl_entry table[] = {
     ROW(VIRTUALSERVICE, "spec.http[].match[].statPrefix", PRESENT, NULL, "the route stat prefix",
         "no per-route stats are kept", "a"),
     /* ---- Gateway ---- */
-    ROW(GATEWAY, "spec.servers[].port.protocol", VALUE_NOT_IN, v_gw_http,
-        "serving HTTPS, TLS or TCP on a gateway", "the gateway opens no listener for the server",
-        "HTTPS"),
+    FN(GATEWAY, "spec.servers[]", gw_server_protocol_unserved, false,
+       "serving TLS or TCP on a gateway (HTTP and HTTPS with credentialName are implemented)",
+       "the gateway opens no listener for the server",
+       "{port: {number: 31400, name: tcp, protocol: TCP}, hosts: ['*']}"),
+    ROW(GATEWAY, "spec.servers[].tls.mode", VALUE_IN, v_gw_tls_modes,
+        "this Gateway TLS mode (SIMPLE and MUTUAL with credentialName are implemented)",
+        "the gateway opens no listener for the server", "PASSTHROUGH"),
+    ROW(GATEWAY, "spec.servers[].tls.serverCertificate", PRESENT, NULL,
+        "certificates from files on a gateway (credentialName is implemented)",
+        "the gateway opens no listener for the server", "/etc/certs/server.pem"),
+    ROW(GATEWAY, "spec.servers[].tls.caCertificates", PRESENT, NULL,
+        "a client CA from a file on a gateway (the <credentialName>-cacert Secret is implemented)",
+        "the CA comes from the credentialName Secrets", "/etc/certs/ca.pem"),
+    ROW(GATEWAY, "spec.servers[].tls.credentialNames", PRESENT, NULL,
+        "several certificates per server (credentialNames)",
+        "the gateway opens no listener for the server", "[a, b]"),
+    ROW(GATEWAY, "spec.servers[].tls.tlsCertificates", PRESENT, NULL,
+        "several certificates per server (tlsCertificates)",
+        "the gateway opens no listener for the server", "[{serverCertificate: /a.pem}]"),
+    ROW(GATEWAY, "spec.servers[].tls.caCertCredentialName", PRESENT, NULL,
+        "a separate client CA credential (caCertCredentialName)",
+        "the CA comes from <credentialName>-cacert, else the credentialName Secret's ca.crt",
+        "ca-cred"),
+    ROW(GATEWAY, "spec.servers[].tls.caCrl", PRESENT, NULL, "certificate revocation lists",
+        "revoked client certificates are accepted", "/etc/certs/crl.pem"),
+    ROW(GATEWAY, "spec.servers[].tls.verifyCertificateSpki", PRESENT, NULL,
+        "client certificate SPKI pinning", "any client certificate the CA signed is accepted",
+        "[abc]"),
+    ROW(GATEWAY, "spec.servers[].tls.verifyCertificateHash", PRESENT, NULL,
+        "client certificate hash pinning", "any client certificate the CA signed is accepted",
+        "[abc]"),
     ROW(GATEWAY, "spec.servers[].port.protocol", VALUE_IN, v_gw_h2, NO_H2,
         "the server speaks HTTP/1.1 only; HTTP/2 and gRPC clients fail", "GRPC"),
-    ROW(GATEWAY, "spec.servers[].tls.httpsRedirect", VALUE_IN, v_true, "httpsRedirect",
-        "plain HTTP requests are routed instead of redirected", "true"),
     ROW(GATEWAY, "spec.servers[].bind", PRESENT, NULL, "the Gateway server bind address",
         "the server listens on the gateway pod's address", "127.0.0.1"),
     ROW(GATEWAY, "spec.servers[].defaultEndpoint", PRESENT, NULL,

@@ -13,6 +13,7 @@
 
 #include "core/log.h"
 #include "pilot/ads_internal.h"
+#include "pilot/sds.h"
 #include "xds/grpc_frame.h"
 
 /* Istio's buckets (pilot/pkg/xds/monitoring.go). */
@@ -211,12 +212,32 @@ static wf_gen_cache *cache_of(wf_ads *a)
     return a->cache;
 }
 
+static void sds_warn(void *ud, const char *line)
+{
+    (void)ud;
+    WF_LOG(WF_LC_config, WF_LOG_WARN, "%s", line);
+}
+
+/* SDS with the real generator: istiod's SecretGen logs every failure and counts it in
+ * pilot_sds_certificate_errors_total (pilot/sds.h); wf_pilot_generate stays quiet. */
+static json_t *sds_gen(wf_ads_conn *c, const wf_xds_names *names)
+{
+    wf_ads *a = c->ads;
+    const wf_sds_report rep = {.warn = sds_warn, .errors = &a->metrics.sds_cert_errors};
+    return wf_pilot_sds_secrets(a->snap->store, c->proxy.id, c->proxy.ns, names,
+                                (int64_t)time(NULL), &rep);
+}
+
 json_t *wf_ads_gen(wf_ads_conn *c, wf_xds_type t, const wf_xds_names *names)
 {
     wf_gen_cache *gc = cache_of(c->ads);
+    if (gc && t == WF_XDS_SDS)
+        return sds_gen(c, names);
     return gc ? wf_gen_cache_json(gc, &c->proxy, t, names)
               : wf_ads_generate(c->ads, &c->proxy, t, names);
 }
+
+static int gen_text_of(json_t *res, wf_gen_text *out);
 
 /* The resources of t for c as text (gen_cache.h); with an injected generator its output,
  * serialized. 0 or -1. */
@@ -224,11 +245,20 @@ static int gen_text(wf_ads_conn *c, wf_xds_type t, const wf_xds_watch *w, wf_gen
 {
     wf_gen_cache *gc = cache_of(c->ads);
     const wf_xds_names *names = &w->names;
+    if (gc && t == WF_XDS_SDS) {
+        json_t *res = sds_gen(c, names);
+        return gen_text_of(res, out);
+    }
     if (gc) /* the watch keeps the hash of its names: not recomputed per push */
         return wf_gen_cache_text_hashed(gc, &c->proxy, t, names,
                                         w->list ? w->names_hash : wf_xds_names_hash(names), out);
+    return gen_text_of(wf_ads_generate(c->ads, &c->proxy, t, names), out);
+}
+
+/* res (released) as the text of a response; 0 or -1. */
+static int gen_text_of(json_t *res, wf_gen_text *out)
+{
     *out = (wf_gen_text){.shared = ""};
-    json_t *res = wf_ads_generate(c->ads, &c->proxy, t, names);
     char *txt = res ? json_dumps(res, JSON_COMPACT) : NULL;
     json_decref(res);
     size_t n = txt ? strlen(txt) : 0;

@@ -54,7 +54,13 @@
  * (responses sent, type "cds|eds|lds|rds"), pilot_xds_push_time{type} histogram (seconds to
  * generate and queue one response), pilot_proxy_convergence_time histogram (seconds from the
  * first config event of the change to the push to a proxy, as istiod measures it: at send),
- * pilot_xds gauge (connected proxies), pilot_total_xds_rejects{type} counter (NACKs).
+ * pilot_xds gauge (connected proxies), pilot_total_xds_rejects{type} counter (NACKs),
+ * pilot_sds_certificate_errors_total counter (pilot/sds.h).
+ *
+ * SDS (type Secret): the credentialName Secrets a proxy subscribes to (pilot/sds.h), generated
+ * with the failures logged (logger "config", warn) and counted; pushed again, as istiod's
+ * sdsNeedsPush, only when a push's changes include a Secret (or are unknown, or MeshConfig
+ * changed), and then sent only when the resources differ.
  *
  * Ownership: the server owns its connections; wf_ads_conn pointers are valid until the next
  * loop iteration (read them, do not keep them). Single-threaded (one loop). No globals.
@@ -119,6 +125,7 @@ typedef struct wf_ads_metrics {
     wf_ads_hist push_time[WF_XDS_NTYPES];
     wf_ads_hist convergence;
     uint64_t full_pushes, eds_pushes; /* wf_ads_push calls by kind */
+    uint64_t sds_cert_errors;         /* pilot_sds_certificate_errors_total (pilot/sds.h) */
 } wf_ads_metrics;
 
 /* Per type of one connection. */

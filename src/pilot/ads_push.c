@@ -165,6 +165,19 @@ static unsigned sidecar_push_types(const wf_snapshot *snap)
     return 1u << WF_XDS_RDS;
 }
 
+/* istiod's sdsNeedsPush: SDS is generated again only when a Secret changed (or the change is
+ * not known). The proxies that do not watch SDS skip it (serve). */
+static unsigned sds_push_type(const wf_snapshot *snap)
+{
+    static const char sec[] = "Secret/";
+    if (snap->mesh_changed || snap->n_changed == 0)
+        return 1u << WF_XDS_SDS;
+    for (size_t i = 0; i < snap->n_changed; i++)
+        if (strncmp(snap->changed[i], sec, sizeof sec - 1) == 0)
+            return 1u << WF_XDS_SDS;
+    return 0;
+}
+
 void wf_ads_push(wf_ads *a, wf_snapshot *snap)
 {
     bool first = a->snap == NULL;
@@ -177,7 +190,8 @@ void wf_ads_push(wf_ads *a, wf_snapshot *snap)
     eds ? a->metrics.eds_pushes++ : a->metrics.full_pushes++;
     WF_LOG(WF_LC_config, WF_LOG_INFO, "XDS: Pushing %s Version:%s ConnectedEndpoints:%zu",
            eds ? "EDS (endpoints only)" : "full", a->version, wf_ads_connected(a));
-    unsigned sidecar = eds ? PUSH_TYPES : sidecar_push_types(snap);
+    unsigned sds = eds ? 0 : sds_push_type(snap);
+    unsigned sidecar = (eds ? PUSH_TYPES : sidecar_push_types(snap)) | sds;
     for (size_t i = 0; i < a->n_conns; i++) {
         wf_ads_conn *c = a->conns[i];
         if (!c->connected || !c->call)
@@ -185,7 +199,7 @@ void wf_ads_push(wf_ads *a, wf_snapshot *snap)
         char key[512];
         snprintf(key, sizeof key, "Pod/%s/%s", c->proxy.ns, c->proxy.pod);
         bool eds_only = eds && !wf_snapshot_changed(snap, key);
-        unsigned types = c->proxy.kind == WF_PROXY_SIDECAR ? sidecar : PUSH_TYPES;
+        unsigned types = c->proxy.kind == WF_PROXY_SIDECAR ? sidecar : PUSH_TYPES | sds;
         wf_ads_enqueue(c, eds_only ? 1u << WF_XDS_EDS : types, 0, snap->changed_at_ms);
     }
 }

@@ -11,7 +11,8 @@
  *   /metrics                   Prometheus text: pilot_xds_pushes{type}, pilot_xds_push_time{type}
  *                              (histogram), pilot_proxy_convergence_time (histogram),
  *                              pilot_xds{version} (gauge), pilot_total_xds_rejects{type},
- *                              pilot_services, plus weft_pilot_config_errors and _not_implemented
+ *                              pilot_services, pilot_sds_certificate_errors_total (pilot/sds.h),
+ *                              plus weft_pilot_config_errors and _not_implemented
  *   /debug/syncz[?namespace=]  per proxy sync state (istiod's fields + weft's per-type status)
  *   /debug/adsz[?proxyID=]     connections and their watches (istiod's adsz shape)
  *   /debug/configz             resources served, config errors, last good versions kept

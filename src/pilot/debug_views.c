@@ -533,6 +533,12 @@ static void view_metrics(wf_ads *a, wf_debug_reply *r)
         wf_strbuf_printf(b, "pilot_total_xds_rejects{type=\"%s\"} %llu\n",
                          metric_type(core_types[i]), (unsigned long long)m->rejects[core_types[i]]);
     }
+    wf_strbuf_printf(b,
+                     "# HELP pilot_sds_certificate_errors_total Total number of failures to "
+                     "fetch SDS key and certificate.\n"
+                     "# TYPE pilot_sds_certificate_errors_total counter\n"
+                     "pilot_sds_certificate_errors_total %llu\n",
+                     (unsigned long long)m->sds_cert_errors);
     size_t nsvc = 0;
     if (s) {
         wf_store_kind(s->store, WF_KIND_SERVICE, &nsvc);

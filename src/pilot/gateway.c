@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "pilot/gateway_tls.h"
 #include "pilot/lds.h"
 #include "pilot/rds_internal.h"
 
@@ -21,6 +22,7 @@ typedef struct gw_server {
     const wf_resource *gw;
     const wf_gateway_server *srv;
     int32_t listen;
+    bool tls;     /* terminates TLS (gateway_tls.h) */
     size_t order; /* for a stable sort */
 } gw_server;
 
@@ -98,7 +100,8 @@ static int add_server(gw_ctx *x, const wf_resource *gw, const wf_gateway_server 
         x->v = v;
         x->cap = cap;
     }
-    x->v[x->n] = (gw_server){.gw = gw, .srv = srv, .listen = listener_port(x, srv->port)};
+    x->v[x->n] = (gw_server){
+        .gw = gw, .srv = srv, .listen = listener_port(x, srv->port), .tls = wf_gw_tls_server(srv)};
     x->v[x->n].order = x->n;
     x->n++;
     return 0;
@@ -112,7 +115,8 @@ static int cmp_server(const void *a, const void *b)
     return (x->order > y->order) - (x->order < y->order);
 }
 
-/* Fill x->v with the selected HTTP servers, by listener port then load order. */
+/* Fill x->v with the selected HTTP and TLS-terminating servers, by listener port then load
+ * order. */
 static int collect(gw_ctx *x)
 {
     size_t n = 0;
@@ -122,7 +126,8 @@ static int collect(gw_ctx *x)
             continue;
         const wf_gateway *g = gws[i]->t.gateway;
         for (size_t j = 0; j < g->nservers; j++)
-            if (http_server(&g->servers[j]) && add_server(x, gws[i], &g->servers[j]) != 0)
+            if ((http_server(&g->servers[j]) || wf_gw_tls_server(&g->servers[j])) &&
+                add_server(x, gws[i], &g->servers[j]) != 0)
                 return -1;
     }
     if (x->n > 1)
@@ -143,11 +148,54 @@ static int ctx_init(gw_ctx *x, const wf_store *s, const wf_gateway_options *o)
 
 /* ---------- listeners ---------- */
 
-static json_t *gateway_listener(int32_t port, const char *bind)
+/* The end of the group of servers sharing x->v[from].listen. */
+static size_t group_end(const gw_ctx *x, size_t from)
+{
+    size_t j = from + 1;
+    while (j < x->n && x->v[j].listen == x->v[from].listen)
+        j++;
+    return j;
+}
+
+static bool group_has_tls(const gw_ctx *x, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++)
+        if (x->v[i].tls)
+            return true;
+    return false;
+}
+
+/* A port with TLS servers: tls_inspector and one chain per TLS server (gateway_tls.h); the
+ * plain HTTP servers of that port are left out (Istio refuses to mix them on one port). */
+static json_t *tls_listener(const gw_ctx *x, size_t from, size_t to, const char *bind)
 {
     char rds[24];
-    snprintf(rds, sizeof rds, "http.%d", (int)port);
-    return wf_lds_port_listener(WF_LDS_GATEWAY, port, bind, rds);
+    snprintf(rds, sizeof rds, "http.%d", (int)x->v[from].listen);
+    json_t *l = wf_lds_port_listener(WF_LDS_GATEWAY, x->v[from].listen, bind, rds);
+    json_t *chains = json_array();
+    bool ok = l && chains;
+    for (size_t i = from; ok && i < to; i++)
+        if (x->v[i].tls)
+            ok = json_array_append_new(
+                     chains, wf_gw_tls_chain(x->v[i].gw, x->v[i].srv, x->v[i].listen)) == 0;
+    if (ok)
+        ok = json_object_set_new(l, "listener_filters", wf_gw_tls_listener_filters()) == 0 &&
+             json_object_set(l, "filter_chains", chains) == 0;
+    json_decref(chains);
+    if (!ok) {
+        json_decref(l);
+        return NULL;
+    }
+    return l;
+}
+
+static json_t *gateway_listener(const gw_ctx *x, size_t from, size_t to, const char *bind)
+{
+    if (group_has_tls(x, from, to))
+        return tls_listener(x, from, to, bind);
+    char rds[24];
+    snprintf(rds, sizeof rds, "http.%d", (int)x->v[from].listen);
+    return wf_lds_port_listener(WF_LDS_GATEWAY, x->v[from].listen, bind, rds);
 }
 
 json_t *wf_gateway_listeners(const wf_store *store, const wf_gateway_options *opt)
@@ -157,13 +205,13 @@ json_t *wf_gateway_listeners(const wf_store *store, const wf_gateway_options *op
         return NULL;
     const char *bind = opt->bind && *opt->bind ? opt->bind : "0.0.0.0";
     json_t *out = json_array();
-    for (size_t i = 0; out && i < x.n; i++) {
-        if (i > 0 && x.v[i].listen == x.v[i - 1].listen)
-            continue;
-        if (json_array_append_new(out, gateway_listener(x.v[i].listen, bind)) != 0) {
+    for (size_t i = 0; out && i < x.n;) {
+        size_t j = group_end(&x, i);
+        if (json_array_append_new(out, gateway_listener(&x, i, j, bind)) != 0) {
             json_decref(out);
             out = NULL;
         }
+        i = j;
     }
     free(x.v);
     return out;
@@ -241,15 +289,28 @@ typedef struct rc_build {
     json_t *vhosts; /* object host -> virtual host */
 } rc_build;
 
-static int add_to_vhost(rc_build *b, const char *host, int32_t port, json_t *routes)
+/* tls.httpsRedirect: Istio gives the server's virtual hosts require_tls ALL (a 301 to https
+ * for every request that did not come over TLS). */
+static bool https_redirect(const wf_gateway_server *srv)
+{
+    const wf_node *r = wf_map_get(srv->tls, "httpsRedirect");
+    const char *v = wf_node_str(r);
+    return v && !strcmp(v, "true");
+}
+
+static int add_to_vhost(rc_build *b, const char *host, const wf_gateway_server *srv, json_t *routes)
 {
     json_t *v = json_object_get(b->vhosts, host);
-    if (v)
-        return json_array_extend(json_object_get(v, "routes"), routes);
-    json_t *copy = json_copy(routes);
-    v = json_pack("{s:o,s:[s],s:o,s:b}", "name", json_sprintf("%s:%d", host, (int)port), "domains",
-                  host, "routes", copy, "include_request_attempt_count", 1);
-    return json_object_set_new(b->vhosts, host, v);
+    if (!v) {
+        json_t *copy = json_copy(routes);
+        v = json_pack("{s:o,s:[s],s:o,s:b}", "name", json_sprintf("%s:%d", host, (int)srv->port),
+                      "domains", host, "routes", copy, "include_request_attempt_count", 1);
+        if (json_object_set_new(b->vhosts, host, v) != 0)
+            return -1;
+    } else if (json_array_extend(json_object_get(v, "routes"), routes) != 0) {
+        return -1;
+    }
+    return https_redirect(srv) ? json_object_set_new(v, "require_tls", json_string("ALL")) : 0;
 }
 
 /* The routes of one VirtualService on one server into its intersecting hosts. */
@@ -269,7 +330,7 @@ static int add_vs(rc_build *b, const gw_server *gs, const wf_resource *vs)
     if (rc == 0 && json_array_size(hosts) > 0)
         rc = rds_vs_routes(&rx, vs, gs->srv->port, routes);
     for (size_t i = 0; rc == 0 && json_array_size(routes) > 0 && i < json_array_size(hosts); i++)
-        rc = add_to_vhost(b, json_string_value(json_array_get(hosts, i)), gs->srv->port, routes);
+        rc = add_to_vhost(b, json_string_value(json_array_get(hosts, i)), gs->srv, routes);
     json_decref(hosts);
     json_decref(routes);
     return rc;
@@ -349,20 +410,42 @@ static json_t *vhost_list(rc_build *b, int32_t first_port)
     return out;
 }
 
-/* The route configuration of the servers x->v[from, to) sharing one listener port. */
-static json_t *route_config(const gw_ctx *x, size_t from, size_t to)
+/* The route configuration name of the servers x->v[from, to) sharing one listener port, with
+ * tls: the TLS server x->v[from] alone (its https.* name), else the plain HTTP servers. */
+static json_t *route_config(const gw_ctx *x, size_t from, size_t to, bool tls)
 {
     rc_build b = {.x = x, .vhosts = json_object()};
     int rc = b.vhosts ? 0 : -1;
-    for (size_t i = from; rc == 0 && i < to; i++)
+    int32_t first_port = 0;
+    for (size_t i = from; rc == 0 && i < to; i++) {
+        if (x->v[i].tls != tls)
+            continue;
+        first_port = first_port ? first_port : x->v[i].srv->port;
         rc = add_server_vhosts(&b, &x->v[i]);
-    json_t *vhosts = rc == 0 ? vhost_list(&b, x->v[from].srv->port) : NULL;
+    }
+    json_t *vhosts = rc == 0 ? vhost_list(&b, first_port) : NULL;
     json_decref(b.vhosts);
     if (!vhosts)
         return NULL;
-    return json_pack("{s:s,s:o,s:o,s:b,s:b}", "@type", RC_TYPE, "name",
-                     json_sprintf("http.%d", (int)x->v[from].listen), "virtual_hosts", vhosts,
-                     "validate_clusters", 0, "ignore_port_in_host_matching", 1);
+    char name[512];
+    if (tls)
+        wf_gw_https_route_name(x->v[from].gw, x->v[from].srv, name, sizeof name);
+    else
+        snprintf(name, sizeof name, "http.%d", (int)x->v[from].listen);
+    return json_pack("{s:s,s:s,s:o,s:b,s:b}", "@type", RC_TYPE, "name", name, "virtual_hosts",
+                     vhosts, "validate_clusters", 0, "ignore_port_in_host_matching", 1);
+}
+
+/* The route configurations of one listener port: "http.<port>" for its plain HTTP servers (a
+ * port without TLS servers), one "https.*" per TLS server. 0 or -1 (OOM). */
+static int port_route_configs(const gw_ctx *x, size_t from, size_t to, json_t *out)
+{
+    if (!group_has_tls(x, from, to))
+        return json_array_append_new(out, route_config(x, from, to, false));
+    for (size_t i = from; i < to; i++)
+        if (x->v[i].tls && json_array_append_new(out, route_config(x, i, i + 1, true)) != 0)
+            return -1;
+    return 0;
 }
 
 json_t *wf_gateway_route_configs(const wf_store *store, const wf_gateway_options *opt)
@@ -372,10 +455,8 @@ json_t *wf_gateway_route_configs(const wf_store *store, const wf_gateway_options
         return NULL;
     json_t *out = json_array();
     for (size_t i = 0; out && i < x.n;) {
-        size_t j = i + 1;
-        while (j < x.n && x.v[j].listen == x.v[i].listen)
-            j++;
-        if (json_array_append_new(out, route_config(&x, i, j)) != 0) {
+        size_t j = group_end(&x, i);
+        if (port_route_configs(&x, i, j, out) != 0) {
             json_decref(out);
             out = NULL;
         }

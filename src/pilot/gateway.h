@@ -17,8 +17,15 @@
  *  - Gateways (any namespace; Istio's PILOT_SCOPE_GATEWAY_TO_NAMESPACE is off by default)
  *    whose spec.selector matches the pod's labels; a Gateway without a selector applies to
  *    every gateway workload, as Istio documents.
- *  - servers with protocol HTTP, HTTP2 or GRPC (case-insensitive). HTTPS, TLS, TCP and other
- *    servers are skipped: weft-proxy has no TLS termination or TCP proxying yet.
+ *  - servers with protocol HTTP, HTTP2 or GRPC (case-insensitive), and HTTPS servers that
+ *    terminate TLS with a credentialName (tls.mode SIMPLE or MUTUAL: pilot/gateway_tls.h). TLS,
+ *    TCP, other TLS modes and other servers are skipped (model/unimplemented.c reports them):
+ *    weft-proxy has no TCP proxying yet.
+ *  - a listener port with TLS servers gets the listener of gateway_tls.h (tls_inspector, one
+ *    filter chain per TLS server chosen by SNI, each with its own HCM and RDS name
+ *    "https.<port>.<portName>.<gatewayName>.<gatewayNamespace>"); plain HTTP servers on the
+ *    same port are left out there. Each TLS server's route configuration holds the virtual
+ *    hosts of that server alone, built as below.
  *  - the listener port of a server: the targetPort of the port numbered server.port.number on a
  *    Service in the pod's namespace that selects the pod (named targetPorts resolved against the
  *    Pod's container ports), so Gateway port 80 listens on 8080 behind istio-ingressgateway's
@@ -47,10 +54,13 @@
  *  - a port with no virtual host gets Istio's 404 virtual host {"name": "blackhole:<server
  *    port number>", "domains": ["*"], "routes": []} (every request: 404 NR).
  *
- * Left out (Istio emits them): TLS servers and httpsRedirect, tracing, request_id_extension,
+ *  - a server with tls.httpsRedirect true gives its virtual hosts require_tls "ALL" (Istio's
+ *    VirtualHost_ALL: weft-proxy answers a plaintext request 301 https://<host><path>).
+ *
+ * Left out (Istio emits them): tracing, request_id_extension,
  * upgrade_configs, forward_client_cert_details, xff_num_trusted_hops from ProxyConfig, route
  * decorators and max_grpc_timeout (as rds.h), Gateway API (K8S_GATEWAY) resources, delegate
- * VirtualServices, and Istio's server-name-based route names for HTTPS (`https.443.*`).
+ * VirtualServices.
  */
 #ifndef WF_PILOT_GATEWAY_H
 #define WF_PILOT_GATEWAY_H

@@ -121,6 +121,8 @@ typedef struct wf_pilot_env {
  *    proxy's listeners reference); names no listener references are left out.
  *  - WF_XDS_EDS: one ClusterLoadAssignment per name (names NULL or empty = every EDS cluster
  *    of the proxy), empty assignments for unknown names (as istiod).
+ *  - WF_XDS_SDS: the credentialName Secrets named in names (pilot/sds.h; none without
+ *    names), without log lines or counts.
  *  - other types: an empty array. */
 json_t *wf_pilot_generate(const wf_pilot_env *env, const wf_pilot_proxy *p, wf_xds_type t,
                           const wf_xds_names *names);

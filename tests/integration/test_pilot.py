@@ -131,7 +131,7 @@ def test_ready_syncz_metrics(pilot):
     for name in ('pilot_xds_pushes{type="cds"}', 'pilot_xds_pushes{type="eds"}',
                  'pilot_xds_push_time_bucket{type="lds",le="0.01"}',
                  "pilot_proxy_convergence_time_count", "# TYPE pilot_xds gauge",
-                 'pilot_total_xds_rejects{type="rds"}'):
+                 'pilot_total_xds_rejects{type="rds"}', "pilot_sds_certificate_errors_total 0"):
         assert name in text, name
     reg = get_json(pilot.mon, "/debug/registryz")
     assert [s["hostname"] for s in reg] == ["catalog.default.svc.cluster.local"]

@@ -190,15 +190,33 @@ static void test_not_supported(void **state)
 {
     (void)state;
     json_t *d = downstream_ctx();
-    json_object_set_new(
-        json_object_get(d, "common_tls_context"), "tls_certificate_sds_secret_configs",
-        json_pack("[{s:s, s:{s:{}}}]", "name", "kubernetes://foo", "sds_config", "ads"));
+    json_object_set_new(json_object_get(d, "common_tls_context"),
+                        "tls_certificate_sds_secret_configs",
+                        json_pack("[{s:s, s:{s:{}}}]", "name", "sds://foo", "sds_config", "ads"));
     json_object_del(json_object_get(d, "common_tls_context"), "tls_certificates");
     expect_error(tls_socket(d), NULL,
                  "t.json: " TSP ".typed_config.common_tls_context."
-                 "tls_certificate_sds_secret_configs[0].name: SDS secret \"kubernetes://foo\" is "
+                 "tls_certificate_sds_secret_configs[0].name: SDS secret \"sds://foo\" is "
                  "not supported by weft-proxy here (\"default\" is, from the agent's certificate "
-                 "provider)");
+                 "provider, and kubernetes://... over ads)");
+    /* a credentialName secret over ads is accepted, not over the agent's sds-grpc */
+    d = downstream_ctx();
+    json_object_set_new(json_object_get(d, "common_tls_context"),
+                        "tls_certificate_sds_secret_configs",
+                        json_pack("[{s:s, s:{s:{}, s:s}}]", "name", "kubernetes://foo",
+                                  "sds_config", "ads", "resource_api_version", "V3"));
+    json_object_del(json_object_get(d, "common_tls_context"), "tls_certificates");
+    {
+        wf_strbuf e2 = WF_STRBUF_INIT;
+        char *t2 = boot(tls_socket(d), NULL);
+        wp_config *ok = wf_test_load_bootstrap(t2, &e2);
+        if (!ok)
+            fail_msg("%s", wf_strbuf_cstr(&e2));
+        assert_int_equal(ok->nsds_ctxs, 1);
+        wp_config_unref(ok);
+        wf_strbuf_free(&e2);
+        free(t2);
+    }
     d = downstream_ctx();
     json_object_set_new(json_object_get(d, "common_tls_context"), "combined_validation_context",
                         json_object());
@@ -235,7 +253,7 @@ static void test_not_supported(void **state)
                  "t.json: " CTP ".typed_config.common_tls_context."
                  "validation_context_sds_secret_config.name: SDS secret \"file-root:/etc/ca.pem\" "
                  "is not supported by weft-proxy here (\"ROOTCA\" is, from the agent's "
-                 "certificate provider)");
+                 "certificate provider, and kubernetes://... over ads)");
     u = json_pack("{s:s, s:{s:{s:s, s:{s:{s:s}}}}}", "@type", UTC, "common_tls_context",
                   "validation_context_sds_secret_config", "name", "ROOTCA", "sds_config",
                   "api_config_source", "api_type", "REST");

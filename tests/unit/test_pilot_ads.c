@@ -693,6 +693,118 @@ static void test_pilot_syncz_shows_nack(void **state)
     assert_int_equal(system(path), 0);
 }
 
+/* ---- SDS with the real generator (pilot/sds.h) ---------------------------------------------- */
+
+static int setup_real(void **state)
+{
+    env *e = calloc(1, sizeof *e);
+    assert_non_null(e);
+    assert_int_equal(uv_loop_init(&e->loop), 0);
+    char err[256];
+    wf_ads_opts o = {.port = 0, .retention_ms = 60000};
+    assert_int_equal(wf_ads_start(&e->loop, &o, &e->ads, err, sizeof err), 0);
+    e->c.msgs = json_array();
+    *state = e;
+    return 0;
+}
+
+static const char *secret_yaml(const char *crt)
+{
+    static char buf[1024];
+    snprintf(buf, sizeof buf,
+             "apiVersion: v1\nkind: Secret\nmetadata: {name: cred, namespace: istio-system}\n"
+             "stringData: {tls.crt: %s, tls.key: k}\n"
+             "---\napiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: istio-system}\n"
+             "spec:\n  ports: [{port: 80}]\n",
+             crt);
+    return buf;
+}
+
+static json_t *sds_req(const char *version, const char *nonce, bool node)
+{
+    json_t *r = json_pack("{s:s,s:[s,s]}", "type_url", WF_XDS_TYPE_SECRET, "resource_names",
+                          "kubernetes://cred", "kubernetes://missing");
+    if (node)
+        json_object_set_new(r, "node",
+                            json_pack("{s:s,s:{s:s}}", "id", "gw-1.istio-system", "metadata",
+                                      "PROXY_TYPE", "router"));
+    if (version)
+        json_object_set_new(r, "version_info", json_string(version));
+    if (nonce)
+        json_object_set_new(r, "response_nonce", json_string(nonce));
+    return r;
+}
+
+static const char *sds_chain(json_t *m)
+{
+    json_t *r = json_array_get(json_object_get(m, "resources"), 0);
+    return json_string_value(wf_test_json_at(r, "tls_certificate.certificate_chain.inline_bytes"));
+}
+
+/* Only the subscribed names that resolve are sent, the failure is counted; a change of the
+ * Secret pushes SDS again, a change of anything else does not even generate it. */
+static void test_sds_subscribed_and_pushed_on_secret_change(void **state)
+{
+    env *e = *state;
+    const char *k1 = "Secret/istio-system/cred", *k2 = "Service/istio-system/a";
+    wf_snapshot *s = snap_of(e, secret_yaml("one"), WF_CHANGE_FULL);
+    wf_ads_push(e->ads, s);
+    connect_client(e, false);
+    send_json(e, sds_req(NULL, NULL, true));
+    wait_msgs(e, 1);
+    json_t *m = msg_at(e, 0);
+    assert_string_equal(jstr(m, "type_url"), WF_XDS_TYPE_SECRET);
+    assert_int_equal(json_array_size(json_object_get(m, "resources")), 1);
+    assert_string_equal(jstr(json_array_get(json_object_get(m, "resources"), 0), "name"),
+                        "kubernetes://cred");
+    assert_string_equal(sds_chain(m), "b25l"); /* "one" */
+    /* missing + "one" is not PEM */
+    assert_int_equal(wf_ads_get_metrics(e->ads)->sds_cert_errors, 2);
+    send_json(e, sds_req(jstr(m, "version_info"), jstr(m, "nonce"), false));
+    pump(e, 30);
+    assert_int_equal(wf_xds_watch_sync(&type_state(e, WF_XDS_SDS)->w), WF_XDS_SYNC_SYNCED);
+
+    s = snap_of(e, secret_yaml("two"), WF_CHANGE_FULL);
+    s->changed = &k1;
+    s->n_changed = 1;
+    wf_ads_push(e->ads, s);
+    wait_msgs(e, 2);
+    assert_string_equal(sds_chain(msg_at(e, 1)), "dHdv"); /* "two" */
+    assert_int_equal(wf_ads_get_metrics(e->ads)->sds_cert_errors, 4);
+
+    s = snap_of(e, secret_yaml("three"), WF_CHANGE_FULL); /* a Service change only */
+    s->changed = &k2;
+    s->n_changed = 1;
+    wf_ads_push(e->ads, s);
+    pump(e, 100);
+    assert_int_equal(json_array_size(e->c.msgs), 2);
+    assert_int_equal(wf_ads_get_metrics(e->ads)->sds_cert_errors, 4);
+    for (int i = e->n_snaps - 2; i < e->n_snaps; i++) {
+        e->snaps[i]->changed = NULL;
+        e->snaps[i]->n_changed = 0;
+    }
+}
+
+/* Delta: the subscribed secret only. */
+static void test_sds_delta(void **state)
+{
+    env *e = *state;
+    wf_ads_push(e->ads, snap_of(e, secret_yaml("one"), WF_CHANGE_FULL));
+    connect_client(e, true);
+    json_t *r = json_pack("{s:s,s:[s],s:{s:s,s:{s:s}}}", "type_url", WF_XDS_TYPE_SECRET,
+                          "resource_names_subscribe", "kubernetes://cred", "node", "id",
+                          "gw-1.istio-system", "metadata", "PROXY_TYPE", "router");
+    send_json(e, r);
+    wait_msgs(e, 1);
+    json_t *m = msg_at(e, 0);
+    assert_int_equal(n_res(m), 1);
+    json_t *res = json_array_get(json_object_get(m, "resources"), 0);
+    assert_string_equal(jstr(res, "name"), "kubernetes://cred");
+    assert_string_equal(json_string_value(wf_test_json_at(
+                            res, "resource.tls_certificate.certificate_chain.inline_bytes")),
+                        "b25l");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -705,6 +817,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_delta_eds_subscriptions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_both_methods_one_port, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pilot_syncz_shows_nack, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sds_subscribed_and_pushed_on_secret_change, setup_real,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_sds_delta, setup_real, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -272,7 +272,8 @@ static void blackhole_without_virtualservice(void **state)
 }
 
 /* Hosts: a wildcard server host and VirtualService hosts, "ns/host" scoping, a Gateway without
- * a Service port (listener on the number itself), an HTTPS server skipped, match gateways. */
+ * a Service port (listener on the number itself), an HTTPS server on its own listener, match
+ * gateways. */
 static const char *const more =
     "apiVersion: networking.istio.io/v1\n"
     "kind: Gateway\n"
@@ -325,11 +326,14 @@ static void hosts_and_scoping(void **state)
     wf_store *s = load(files, more);
     gw_proxy g = router(s);
     json_t *lds = gen(&g, WF_XDS_LDS);
-    assert_int_equal(json_array_size(lds), 1); /* 9000; 443 is HTTPS; 7000 not selected */
-    wf_test_expect_str(json_array_get(lds, 0), "name", "0.0.0.0_9000");
+    /* 443 (HTTPS, listening on the targetPort 8443), 9000; 7000 not selected */
+    assert_int_equal(json_array_size(lds), 2);
+    wf_test_expect_str(json_array_get(lds, 0), "name", "0.0.0.0_8443");
+    wf_test_expect_str(json_array_get(lds, 1), "name", "0.0.0.0_9000");
     json_t *rds = gen(&g, WF_XDS_RDS);
-    assert_int_equal(json_array_size(rds), 1);
-    json_t *rc = json_array_get(rds, 0);
+    assert_int_equal(json_array_size(rds), 2);
+    wf_test_expect_str(json_array_get(rds, 0), "name", "https.443.https.wild.istio-system");
+    json_t *rc = json_array_get(rds, 1);
     wf_test_expect_str(rc, "name", "http.9000");
     json_t *vhs = json_object_get(rc, "virtual_hosts");
     /* VS a (istioinaction): a.example.com and only-shop.example.com through *.example.com
@@ -386,6 +390,148 @@ static void direct_api(void **state)
     wf_store_free(s);
 }
 
+/* Gateway TLS (security.md §5.1, §5.2): SIMPLE and MUTUAL servers with credentialName on 443
+ * (listening on 8443), one chain per server chosen by SNI, tls_inspector, Istio's https route
+ * names, ALPN http/1.1 only; servers weft cannot terminate open nothing. */
+static const char *const tls_gw =
+    "apiVersion: networking.istio.io/v1\n"
+    "kind: Gateway\n"
+    "metadata: {name: catalog-gateway, namespace: istioinaction}\n"
+    "spec:\n"
+    "  selector: {istio: ingressgateway}\n"
+    "  servers:\n"
+    "  - port: {number: 443, name: https-catalog, protocol: HTTPS}\n"
+    "    hosts: [\"istioinaction/catalog.istioinaction.io\"]\n"
+    "    tls: {mode: SIMPLE, credentialName: catalog-credential, minProtocolVersion: TLSV1_2,\n"
+    "          maxProtocolVersion: TLSV1_3, cipherSuites: [ECDHE-ECDSA-AES128-GCM-SHA256]}\n"
+    "  - port: {number: 443, name: https-mtls, protocol: HTTPS}\n"
+    "    hosts: [\"mtls.istioinaction.io\"]\n"
+    "    tls: {mode: MUTUAL, credentialName: mtls-credential,\n"
+    "          subjectAltNames: [client.istioinaction.io]}\n"
+    "  - port: {number: 443, name: https-any, protocol: HTTPS}\n"
+    "    hosts: [\"*\"]\n"
+    "    tls: {mode: SIMPLE, credentialName: any-credential}\n"
+    "  - port: {number: 443, name: https-pass, protocol: HTTPS}\n"
+    "    hosts: [\"pass.istioinaction.io\"]\n"
+    "    tls: {mode: PASSTHROUGH}\n"
+    "---\n"
+    "apiVersion: networking.istio.io/v1\n"
+    "kind: VirtualService\n"
+    "metadata: {name: catalog-vs, namespace: istioinaction}\n"
+    "spec:\n"
+    "  hosts: [catalog.istioinaction.io, mtls.istioinaction.io]\n"
+    "  gateways: [catalog-gateway]\n"
+    "  http:\n"
+    "  - route: [{destination: {host: catalog}}]\n";
+
+static void tls_servers(void **state)
+{
+    (void)state;
+    static const char *const files[] = {BOOK "services/catalog/kubernetes/catalog.yaml", NULL};
+    wf_store *s = load(files, tls_gw);
+    gw_proxy g = router(s);
+    json_t *lds = gen(&g, WF_XDS_LDS);
+    assert_int_equal(json_array_size(lds), 1);
+    json_t *l = json_array_get(lds, 0);
+    wf_test_expect_str(l, "name", "0.0.0.0_8443");
+    wf_test_expect_int(l, "address.socket_address.port_value", 8443);
+    wf_test_expect_str(l, "listener_filters.0.name", "envoy.filters.listener.tls_inspector");
+    json_t *chains = json_object_get(l, "filter_chains");
+    assert_int_equal(json_array_size(chains), 3); /* PASSTHROUGH opens nothing */
+    json_t *c0 = json_array_get(chains, 0);
+    wf_test_expect_str(c0, "filter_chain_match.server_names.0", "catalog.istioinaction.io");
+    wf_test_expect_str(c0, "filters.0.typed_config.rds.route_config_name",
+                       "https.443.https-catalog.catalog-gateway.istioinaction");
+    wf_test_expect_str(c0, "transport_socket.name", "envoy.transport_sockets.tls");
+    json_t *ctc = wf_test_json_at(c0, "transport_socket.typed_config.common_tls_context");
+    assert_non_null(ctc);
+    wf_test_expect_str(ctc, "tls_certificate_sds_secret_configs.0.name",
+                       "kubernetes://catalog-credential");
+    assert_non_null(wf_test_json_at(ctc, "tls_certificate_sds_secret_configs.0.sds_config.ads"));
+    wf_test_expect_str(ctc, "tls_certificate_sds_secret_configs.0.sds_config.resource_api_version",
+                       "V3");
+    assert_int_equal(json_array_size(json_object_get(ctc, "alpn_protocols")), 1);
+    wf_test_expect_str(ctc, "alpn_protocols.0", "http/1.1");
+    wf_test_expect_str(ctc, "tls_params.tls_minimum_protocol_version", "TLSv1_2");
+    wf_test_expect_str(ctc, "tls_params.tls_maximum_protocol_version", "TLSv1_3");
+    wf_test_expect_str(ctc, "tls_params.cipher_suites.0", "ECDHE-ECDSA-AES128-GCM-SHA256");
+    assert_null(wf_test_json_at(c0, "transport_socket.typed_config.require_client_certificate"));
+    assert_null(json_object_get(ctc, "combined_validation_context"));
+
+    json_t *c1 = json_array_get(chains, 1);
+    wf_test_expect_str(c1, "filter_chain_match.server_names.0", "mtls.istioinaction.io");
+    assert_true(json_is_true(
+        wf_test_json_at(c1, "transport_socket.typed_config.require_client_certificate")));
+    json_t *cvc = wf_test_json_at(
+        c1, "transport_socket.typed_config.common_tls_context.combined_validation_context");
+    wf_test_expect_str(cvc, "validation_context_sds_secret_config.name",
+                       "kubernetes://mtls-credential-cacert");
+    wf_test_expect_str(cvc, "default_validation_context.match_subject_alt_names.0.exact",
+                       "client.istioinaction.io");
+    assert_null(wf_test_json_at(c1, "transport_socket.typed_config.common_tls_context."
+                                    "tls_params"));
+    json_t *c2 = json_array_get(chains, 2);
+    assert_null(json_object_get(c2, "filter_chain_match")); /* "*": any SNI, or none */
+
+    json_t *rds = gen(&g, WF_XDS_RDS);
+    assert_int_equal(json_array_size(rds), 3);
+    json_t *rc = by_name(rds, "https.443.https-catalog.catalog-gateway.istioinaction");
+    assert_non_null(rc);
+    wf_test_expect_str(rc, "virtual_hosts.0.name", "catalog.istioinaction.io:443");
+    rc = by_name(rds, "https.443.https-mtls.catalog-gateway.istioinaction");
+    assert_non_null(rc);
+    wf_test_expect_str(rc, "virtual_hosts.0.name", "mtls.istioinaction.io:443");
+    assert_int_equal(json_array_size(json_object_get(rc, "virtual_hosts")), 1);
+    rc = by_name(rds, "https.443.https-any.catalog-gateway.istioinaction");
+    assert_non_null(rc); /* the VirtualService binds both its hosts through "*" */
+    assert_int_equal(json_array_size(json_object_get(rc, "virtual_hosts")), 2);
+    json_decref(lds);
+    json_decref(rds);
+    wf_pilot_proxy_free(&g.p);
+    wf_store_free(s);
+}
+
+/* tls.httpsRedirect: the server's virtual hosts get require_tls ALL. */
+static void https_redirect(void **state)
+{
+    (void)state;
+    static const char *const files[] = {BOOK "services/catalog/kubernetes/catalog.yaml", NULL};
+    const char *yaml = "apiVersion: networking.istio.io/v1\n"
+                       "kind: Gateway\n"
+                       "metadata: {name: gw, namespace: istioinaction}\n"
+                       "spec:\n"
+                       "  selector: {istio: ingressgateway}\n"
+                       "  servers:\n"
+                       "  - port: {number: 80, name: http, protocol: HTTP}\n"
+                       "    hosts: [catalog.istioinaction.io]\n"
+                       "    tls: {httpsRedirect: true}\n"
+                       "  - port: {number: 80, name: http2, protocol: HTTP}\n"
+                       "    hosts: [plain.istioinaction.io]\n"
+                       "---\n"
+                       "apiVersion: networking.istio.io/v1\n"
+                       "kind: VirtualService\n"
+                       "metadata: {name: vs, namespace: istioinaction}\n"
+                       "spec:\n"
+                       "  hosts: [catalog.istioinaction.io, plain.istioinaction.io]\n"
+                       "  gateways: [gw]\n"
+                       "  http:\n"
+                       "  - route: [{destination: {host: catalog}}]\n";
+    wf_store *s = load(files, yaml);
+    gw_proxy g = router(s);
+    json_t *rds = gen(&g, WF_XDS_RDS);
+    json_t *rc = by_name(rds, "http.8080");
+    assert_non_null(rc);
+    json_t *vhs = json_object_get(rc, "virtual_hosts");
+    assert_int_equal(json_array_size(vhs), 2);
+    wf_test_expect_str(vhs, "0.name", "catalog.istioinaction.io:80");
+    wf_test_expect_str(vhs, "0.require_tls", "ALL");
+    wf_test_expect_str(vhs, "1.name", "plain.istioinaction.io:80");
+    assert_null(wf_test_json_at(vhs, "1.require_tls"));
+    json_decref(rds);
+    wf_pilot_proxy_free(&g.p);
+    wf_store_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -395,6 +541,8 @@ int main(void)
         cmocka_unit_test(blackhole_without_virtualservice),
         cmocka_unit_test(hosts_and_scoping),
         cmocka_unit_test(direct_api),
+        cmocka_unit_test(tls_servers),
+        cmocka_unit_test(https_redirect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -820,6 +820,33 @@ static void test_redirect_paths(void **state)
     wf_strbuf_free(&loc);
 }
 
+/* require_tls ALL (Envoy's SslRedirectRoute): a request not forwarded as https gets a 301 to
+ * https://<Host><path> with the Host and path as they came; an https one takes the routes. */
+static void test_require_tls_all(void **state)
+{
+    tctx *t = *state;
+    static const char *doms[] = {"a.com"};
+    wp_vhost v = vhost("a", doms, 1);
+    wp_route routes[] = {prefix_route("/")};
+    v.routes = routes;
+    v.nroutes = 1;
+    v.require_tls_all = true;
+    v.tls_redirect = (wp_route){.name = "", .action = WP_ACT_REDIRECT, .cluster = -1};
+    v.tls_redirect.redirect = (wp_redirect){.scheme = "https", .code = 301, .ssl_redirect = true};
+    wp_route_req q = request("GET", "/p?x=1", "a.com:8080", NULL, 0);
+    const wp_route *r = wp_route_match(&t->rx, &v, &q);
+    assert_ptr_equal(r, &v.tls_redirect);
+    wf_strbuf loc = WF_STRBUF_INIT;
+    assert_int_equal(wp_route_redirect(&t->rx, r, &q, false, &loc), 301);
+    assert_string_equal(wf_strbuf_cstr(&loc), "https://a.com:8080/p?x=1");
+    q.https = true;
+    assert_ptr_equal(wp_route_match(&t->rx, &v, &q), &routes[0]);
+    v.require_tls_all = false;
+    q.https = false;
+    assert_ptr_equal(wp_route_match(&t->rx, &v, &q), &routes[0]);
+    wf_strbuf_free(&loc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -843,6 +870,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rewrite_regex, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redirect_scheme_host_port, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redirect_paths, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_require_tls_all, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,7 +25,11 @@
 
 #include "harness.h"
 #include "proxy/bootstrap/bootstrap.h"
+#include "core/base64.h"
+#include "proxy/sds/ads_secrets.h"
+#include "proxy/sds/secrets.h"
 #include "proxy/xds/xds_client.h"
+#include "tls_testcerts.h"
 #include "xds/h2_stream.h"
 
 #define GUARD_MS 5000
@@ -81,6 +85,7 @@ typedef struct env {
     int holds, settled_ok, settled_bad;
     char held[256], warming[256];
     const char *hold_fail;
+    wp_secrets *secrets; /* the credentialName secrets (sds/ads_secrets.h) */
 } env;
 
 /* ---- the fake server ---- */
@@ -185,6 +190,12 @@ static void on_state(void *ud, bool up)
         e->downs++;
 }
 
+static int on_secrets(void *ud, const json_t *set, const wf_xds_names *wanted, wf_strbuf *err)
+{
+    env *e = ud;
+    return wp_ads_secrets_store(e->secrets, set, wanted, 1.0, err);
+}
+
 static void on_update(void *ud, wf_xds_type t, const char *version, bool accepted)
 {
     if (accepted)
@@ -205,8 +216,9 @@ static int setup(void **state)
         return -1;
     e->guard.data = e;
     e->store = wp_stats_new(1);
+    e->secrets = wp_secrets_new();
     *state = e;
-    return e->store ? 0 : -1;
+    return e->store && e->secrets ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -224,6 +236,7 @@ static int teardown(void **state)
     wp_config_unref(e->applied);
     json_decref(e->dump);
     wp_stats_free(e->store);
+    wp_secrets_free(e->secrets);
     if (e->sock[0])
         unlink(e->sock);
     free(e);
@@ -301,7 +314,7 @@ static void start(env *e, bool pipe, bool node_once, const char *reject)
     if (!e->boot)
         fail_msg("bootstrap: %s", wf_strbuf_cstr(&err));
     free(text);
-    wp_xds_callbacks cb = {apply, on_state, on_update, e, hold, hold_settle};
+    wp_xds_callbacks cb = {apply, on_state, on_update, e, hold, hold_settle, on_secrets};
     wp_xds_client_opts o = {.backoff_base_ms = 20,
                             .backoff_max_ms = 80,
                             .seed = 7,
@@ -777,6 +790,142 @@ static void test_delta_reconnect(void **state)
     assert_int_equal(e->ups, 2);
 }
 
+/* ---- SDS: credentialName secrets over ADS ---- */
+
+#define SDS_URL "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
+#define DTC_URL "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext"
+#define TLS_LISTENER(timeout)                                                                      \
+    "{\"@type\":\"" LDS_URL "\",\"name\":\"l443\",\"address\":{\"socket_address\":{\"address\":"   \
+    "\"127.0.0.1\",\"port_value\":18443}},\"filter_chains\":[{\"filter_chain_match\":{"            \
+    "\"server_names\":[\"a.example\"]},\"transport_socket\":{\"name\":\"envoy.transport_sockets."  \
+    "tls\",\"typed_config\":{\"@type\":\"" DTC_URL "\",\"common_tls_context\":{\"alpn_protocols\"" \
+    ":[\"http/1.1\"],\"tls_certificate_sds_secret_configs\":[{\"name\":\"kubernetes://cred\","     \
+    "\"sds_config\":{\"ads\":{},\"resource_api_version\":\"V3\"" timeout "}}]}}},\"filters\":[{"   \
+    "\"name\":\"envoy.filters.network.http_connection_manager\",\"typed_config\":{\"@type\":"      \
+    "\"type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3."           \
+    "HttpConnectionManager\",\"stat_prefix\":\"s\",\"route_config\":{\"name\":\"r\"},"             \
+    "\"http_filters\":[{\"name\":\"envoy.filters.http.router\"}]}}]}]}"
+
+static char *b64_of(const char *s)
+{
+    size_t cap = 4 * (strlen(s) / 3 + 1) + 1;
+    char *o = malloc(cap);
+    assert_non_null(o);
+    wf_base64_encode((const unsigned char *)s, strlen(s), o, cap);
+    return o;
+}
+
+/* A Secret resource array with kubernetes://cred = chain + key. */
+static char *secret_json(const char *chain, const char *key)
+{
+    char *c = b64_of(chain), *k = b64_of(key), *out = NULL;
+    assert_true(asprintf(&out,
+                         "[{\"@type\":\"" SDS_URL "\",\"name\":\"kubernetes://cred\","
+                         "\"tls_certificate\":{\"certificate_chain\":{\"inline_bytes\":\"%s\"},"
+                         "\"private_key\":{\"inline_bytes\":\"%s\"}}}]",
+                         c, k) > 0);
+    free(c);
+    free(k);
+    return out;
+}
+
+static const char *secret_state(env *e, const char *which)
+{
+    json_t *d = wp_secrets_dump(e->secrets, false);
+    json_t *arr = json_object_get(d, which);
+    const char *n = json_string_value(json_object_get(json_array_get(arr, 0), "name"));
+    static char buf[128];
+    snprintf(buf, sizeof buf, "%s", n ? n : "");
+    json_decref(d);
+    return buf;
+}
+
+/* LDS names a kubernetes:// secret: the listener waits (warming), SDS is subscribed with that
+ * name; the Secret arrives: ACK, stored, the listener serves. A Secret whose PEM does not load
+ * is NACKed and the previous one stays. */
+static void test_sds_secret_flow(void **state)
+{
+    env *e = *state;
+    start(e, false, true, NULL);
+    wait_requests(e, 2);
+    respond(e, LDS_URL, "l1", "n1", "[" TLS_LISTENER("") "]");
+    wait_requests(e, 4);
+    assert_string_equal(sval(e->req[2], "type_url"), LDS_URL); /* the ACK */
+    assert_string_equal(sval(e->req[3], "type_url"), SDS_URL);
+    assert_int_equal(nnames(e->req[3]), 1);
+    assert_string_equal(name0(e->req[3]), "kubernetes://cred");
+    assert_int_equal(e->applied->nlisteners, 0); /* warming: no secret yet */
+    assert_string_equal(secret_state(e, "dynamic_warming_secrets"), "kubernetes://cred");
+
+    tc_cert c = tc_make("a.example", NULL, "DNS:a.example", -1, 30);
+    char *res = secret_json(c.cert_pem, c.key_pem);
+    respond(e, SDS_URL, "s1", "n2", res);
+    free(res);
+    wait_requests(e, 5);
+    assert_string_equal(sval(e->req[4], "type_url"), SDS_URL);
+    assert_string_equal(sval(e->req[4], "response_nonce"), "n2");
+    assert_null(json_object_get(e->req[4], "error_detail"));
+    assert_int_equal(e->applied->nlisteners, 1);
+    assert_string_equal(secret_state(e, "dynamic_active_secrets"), "kubernetes://cred");
+    assert_string_equal(secret_state(e, "dynamic_warming_secrets"), "");
+    char *chain = NULL, *key = NULL, *ca = NULL;
+    assert_true(wp_secrets_get_named(e->secrets, "kubernetes://cred", &chain, &key, &ca));
+    assert_string_equal(chain, c.cert_pem);
+    free(chain);
+    free(key);
+    free(ca);
+
+    /* bad PEM: NACK, the previous secret stays */
+    res = secret_json("not a certificate", c.key_pem);
+    respond(e, SDS_URL, "s2", "n3", res);
+    free(res);
+    wait_requests(e, 6);
+    assert_string_equal(sval(e->req[5], "response_nonce"), "n3");
+    assert_string_equal(sval(e->req[5], "version_info"), "s1");
+    wf_test_expect_str(e->req[5], "error_detail.message",
+                       "Secret kubernetes://cred: Failed to load certificate chain from <inline>");
+    assert_true(wp_secrets_get_named(e->secrets, "kubernetes://cred", &chain, &key, &ca));
+    assert_string_equal(chain, c.cert_pem);
+    free(chain);
+    free(key);
+    free(ca);
+    /* a key that is not the certificate's */
+    tc_cert other = tc_make("b.example", NULL, NULL, -1, 30);
+    res = secret_json(c.cert_pem, other.key_pem);
+    respond(e, SDS_URL, "s3", "n4", res);
+    free(res);
+    wait_requests(e, 7);
+    wf_test_expect_str(e->req[6], "error_detail.message",
+                       "Secret kubernetes://cred: Failed to load private key from <inline>: the "
+                       "private key does not match the certificate");
+    tc_free(&c);
+    tc_free(&other);
+}
+
+static bool one_listener(env *e)
+{
+    return e->applied && e->applied->nlisteners == 1;
+}
+
+/* No Secret within initial_fetch_timeout: the listener serves anyway (its handshakes fail:
+ * NotReadySslSocket) and the secret stays warming. */
+static void test_sds_initial_fetch_timeout(void **state)
+{
+    env *e = *state;
+    start(e, false, true, NULL);
+    wait_requests(e, 2);
+    respond(e, LDS_URL, "l1", "n1", "[" TLS_LISTENER(",\"initial_fetch_timeout\":\"0.2s\"") "]");
+    wait_requests(e, 4);
+    assert_string_equal(sval(e->req[3], "type_url"), SDS_URL);
+    respond(e, SDS_URL, "s1", "n2", "[]"); /* pilot omits a Secret it cannot find */
+    wait_requests(e, 5);
+    assert_int_equal(e->applied->nlisteners, 0);
+    uint64_t t0 = uv_now(&e->loop);
+    run_until(e, one_listener);
+    assert_true(uv_now(&e->loop) - t0 >= 100);
+    assert_string_equal(secret_state(e, "dynamic_warming_secrets"), "kubernetes://cred");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -791,6 +940,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_delta_flow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delta_nack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delta_reconnect, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sds_secret_flow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sds_initial_fetch_timeout, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

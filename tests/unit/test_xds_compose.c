@@ -554,13 +554,81 @@ static void loader_ads_errors(void **state)
         "service specified");
 }
 
+/* A listener with two TLS chains (a gateway's HTTPS servers): every chain's route configuration
+ * is noted even while the first is missing (one RDS subscription for all); its credentialName
+ * secrets are noted, and it waits for them until they are held or expired. */
+#define TLS_CHAIN(sni, rc, secret, timeout)                                                        \
+    "{\"filter_chain_match\":{\"server_names\":[\"" sni "\"]},\"transport_socket\":{\"name\":"     \
+    "\"envoy.transport_sockets.tls\",\"typed_config\":{\"@type\":\"type.googleapis.com/envoy."     \
+    "extensions.transport_sockets.tls.v3.DownstreamTlsContext\",\"common_tls_context\":{"          \
+    "\"tls_certificate_sds_secret_configs\":[{\"name\":\"" secret "\",\"sds_config\":{\"ads\":"    \
+    "{}" timeout "}}]}}},\"filters\":[{\"name\":\"envoy.filters.network.http_connection_"          \
+    "manager\",\"typed_config\":{\"@type\":\"type.googleapis.com/envoy.extensions.filters."        \
+    "network.http_connection_manager.v3.HttpConnectionManager\",\"stat_prefix\":\"s\","            \
+    "\"rds\":{\"route_config_name\":\"" rc "\",\"config_source\":{\"ads\":{}}},"                   \
+    "\"http_filters\":[{\"name\":\"envoy.filters.http.router\"}]}}]}"
+
+static void tls_chains_rds_and_secrets(void **state)
+{
+    (void)state;
+    json_t *base = base_bootstrap();
+    wp_xds_resources r = {0};
+    put(&r, WF_XDS_CDS, EDS_CLUSTER("outbound|80||a", "outbound|80||a"), "c1");
+    put(&r, WF_XDS_LDS,
+        "{\"@type\":\"type.googleapis.com/envoy.config.listener.v3.Listener\",\"name\":\"l443\","
+        "\"address\":{\"socket_address\":{\"address\":\"127.0.0.1\",\"port_value\":18443}},"
+        "\"filter_chains\":[" TLS_CHAIN("a.example", "https.a", "kubernetes://a", "") "," TLS_CHAIN(
+            "b.example", "https.b", "kubernetes://b", ",\"initial_fetch_timeout\":\"2.5s\"") "]}",
+        "l1");
+    wp_xds_dynamic dyn;
+    json_t *eff = compose_ok(base, &r, &dyn);
+    assert_int_equal(dyn.rds_names.n, 2);
+    assert_string_equal(dyn.rds_names.v[0], "https.a");
+    assert_string_equal(dyn.rds_names.v[1], "https.b");
+    assert_int_equal(dyn.sds_names.n, 2);
+    assert_string_equal(dyn.sds_names.v[0], "kubernetes://a");
+    assert_string_equal(dyn.sds_names.v[1], "kubernetes://b");
+    assert_int_equal(dyn.sds_fetch_ms, 15000); /* the longest: Envoy's default for "a" */
+    assert_int_equal(dyn.warming_listeners.n, 1);
+    wp_xds_dynamic_free(&dyn);
+    json_decref(eff);
+    /* routes here, secrets not: still warming */
+    put(&r, WF_XDS_RDS, ROUTE("https.a", "outbound|80||a"), "r1");
+    put(&r, WF_XDS_RDS, ROUTE("https.b", "outbound|80||a"), "r1");
+    eff = compose_ok(base, &r, &dyn);
+    assert_int_equal(dyn.warming_listeners.n, 1);
+    assert_int_equal(dyn.dyn_listeners.n, 0);
+    wp_xds_dynamic_free(&dyn);
+    json_decref(eff);
+    /* "a" held, "b" expired: the listener serves */
+    put(&r, WF_XDS_SDS,
+        "{\"name\":\"kubernetes://a\",\"tls_certificate\":{\"certificate_chain\":{"
+        "\"inline_string\":\"x\"}}}",
+        "s1");
+    json_t *expired = json_pack("{s:b}", "kubernetes://b", 1);
+    r.sds_expired = expired;
+    eff = compose_ok(base, &r, &dyn);
+    assert_int_equal(dyn.warming_listeners.n, 0);
+    assert_int_equal(dyn.dyn_listeners.n, 1);
+    wp_xds_dynamic_free(&dyn);
+    json_decref(eff);
+    json_decref(expired);
+    res_free(&r);
+    json_decref(base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(eds_merge),         cmocka_unit_test(rds_inline_and_warming),
-        cmocka_unit_test(compose_errors),    cmocka_unit_test(locate_errors),
-        cmocka_unit_test(default_chain_rds), cmocka_unit_test(pilot_resources_load),
-        cmocka_unit_test(loader_ads_config), cmocka_unit_test(loader_ads_errors),
+        cmocka_unit_test(eds_merge),
+        cmocka_unit_test(rds_inline_and_warming),
+        cmocka_unit_test(compose_errors),
+        cmocka_unit_test(locate_errors),
+        cmocka_unit_test(default_chain_rds),
+        cmocka_unit_test(pilot_resources_load),
+        cmocka_unit_test(loader_ads_config),
+        cmocka_unit_test(loader_ads_errors),
+        cmocka_unit_test(tls_chains_rds_and_secrets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

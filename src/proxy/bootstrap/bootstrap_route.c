@@ -505,20 +505,41 @@ static bool dec_route(bs *b, json_t *o, void *arg)
 
 /* ---------- virtual hosts and the route configuration ---------- */
 
+/* require_tls (VirtualHost.TlsRequirementType): NONE, or ALL (every request that did not
+ * come over https gets a 301 to https://<host><path>); EXTERNAL_ONLY needs the internal
+ * address configuration and is refused as not supported. */
+static bool dec_require_tls(bs *b, json_t *o, wp_vhost *v)
+{
+    static const char *const kinds[] = {"NONE", "EXTERNAL_ONLY", "ALL", NULL};
+    int k = 0;
+    if (!bs_enum(b, o, "require_tls", kinds, &k))
+        return false;
+    if (k == 1)
+        return bs_fail_at(b, "require_tls", "EXTERNAL_ONLY is not supported by weft-proxy");
+    v->require_tls_all = k == 2;
+    if (v->require_tls_all) {
+        v->tls_redirect = (wp_route){.name = "", .action = WP_ACT_REDIRECT, .cluster = -1};
+        v->tls_redirect.redirect =
+            (wp_redirect){.scheme = "https", .code = 301, .ssl_redirect = true};
+    }
+    return true;
+}
+
 static bool dec_vhost(bs *b, json_t *o, void *arg)
 {
     wp_vhost *v = arg;
     json_t *d = bs_get(o, "domains");
     void *arr = NULL;
     if (!bs_fields(b, o,
-                   "name domains routes retry_policy include_request_attempt_count "
+                   "name domains routes require_tls retry_policy include_request_attempt_count "
                    "include_attempt_count_in_response request_body_buffer_limit "
                    "per_request_buffer_limit_bytes typed_per_filter_config" HEADER_OPS_FIELDS) ||
         !bs_req_str(b, o, "name", &v->name) || !bs_retry_policy(b, o, &v->retry) ||
         !bs_bool(b, o, "include_request_attempt_count", &v->include_request_attempt_count) ||
         !bs_bool(b, o, "include_attempt_count_in_response",
                  &v->include_attempt_count_in_response) ||
-        !bs_buffer_limits(b, o, &v->limits) || !bs_per_filter_config(b, o, &v->fault))
+        !bs_buffer_limits(b, o, &v->limits) || !bs_per_filter_config(b, o, &v->fault) ||
+        !dec_require_tls(b, o, v))
         return false;
     if (!json_is_array(d) || json_array_size(d) == 0)
         return bs_fail_at(b, "domains",

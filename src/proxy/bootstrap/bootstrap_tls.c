@@ -21,7 +21,9 @@
  * validation_context_sds_secret_config {name: "ROOTCA"}}; sds_config is a ConfigSource with
  * api_config_source (GRPC, envoy_grpc to Istio's `sds-grpc`) or ads {}, and
  * initial_fetch_timeout. The secrets come from weft-proxy's own certificate provider
- * (sds/cert_provider.h, pilot-agent's part), so only `default` and `ROOTCA` are accepted;
+ * (sds/cert_provider.h, pilot-agent's part), so only `default` and `ROOTCA` are accepted,
+ * and the credentialName secrets `kubernetes://...` with sds_config ads {} (Istio's
+ * SDSAdsConfig: weft-pilot serves them on the aggregated stream, the xDS client stores them);
  * another name is refused as not supported. The context is built from the secrets when they
  * arrive (sds/sds_ctx.h).
  *
@@ -178,7 +180,8 @@ typedef struct {
     wf_tls_san_matcher *sans;
     size_t cap_sans;
     char *ciphers;
-    bool sds_cert, sds_ca; /* `default` / `ROOTCA` over SDS */
+    bool sds_cert, sds_ca;           /* `default` / `ROOTCA` over SDS */
+    const char *cert_name, *ca_name; /* credentialName secrets over ADS; NULL = default */
 } tls_in;
 
 static void tls_in_free(tls_in *t)
@@ -381,16 +384,23 @@ static bool dec_sds_config(bs *b, json_t *o, void *arg)
     return true;
 }
 
-/* An SdsSecretConfig {name, sds_config}: name must be want (the provider's secrets). */
-static bool dec_sds_secret(bs *b, json_t *o, const char *want)
+/* An SdsSecretConfig {name, sds_config}: name must be want (the provider's secrets), or a
+ * credentialName secret `kubernetes://...` over ads {} (weft-pilot serves those on the
+ * aggregated stream, pilot/sds.h), then *named gets it. */
+static bool dec_sds_secret(bs *b, json_t *o, const char *want, const char **named)
 {
     const char *name = NULL;
     if (!bs_fields(b, o, "name sds_config") || !bs_req_str(b, o, "name", &name))
         return false;
-    if (strcmp(name, want) != 0)
+    json_t *src = bs_get(o, "sds_config");
+    if (strncmp(name, WP_SDS_K8S_PREFIX, sizeof WP_SDS_K8S_PREFIX - 1) == 0 &&
+        json_is_object(src) && json_is_object(json_object_get(src, "ads")))
+        *named = name;
+    else if (strcmp(name, want) != 0)
         return bs_fail_atf(b, "name",
                            "SDS secret \"%s\" is not supported by weft-proxy here (\"%s\" is, "
-                           "from the agent's certificate provider)",
+                           "from the agent's certificate provider, and kubernetes://... over "
+                           "ads)",
                            name, want);
     if (!bs_get(o, "sds_config"))
         return bs_fail_at(b, "sds_config", "missing required field");
@@ -401,14 +411,14 @@ static bool dec_sds_cert(bs *b, json_t *o, void *arg)
 {
     tls_in *t = arg;
     t->sds_cert = true;
-    return dec_sds_secret(b, o, "default");
+    return dec_sds_secret(b, o, "default", &t->cert_name);
 }
 
 static bool dec_sds_ca(bs *b, json_t *o, void *arg)
 {
     tls_in *t = arg;
     t->sds_ca = true;
-    return dec_sds_secret(b, o, "ROOTCA");
+    return dec_sds_secret(b, o, "ROOTCA", &t->ca_name);
 }
 
 /* combined_validation_context {default_validation_context, validation_context_sds_secret_
@@ -528,6 +538,10 @@ static bool dec_tls_context(bs *b, json_t *tc, bool downstream, const wp_tls_con
                                  "SAN-based verification of peer certificates without trusted CA "
                                  "is insecure and not allowed");
             wp_sds_ctx *s = ok ? wp_sds_ctx_new(&t.o, t.sds_cert, t.sds_ca) : NULL;
+            if (ok && s && !wp_sds_ctx_set_names(s, t.cert_name, t.ca_name)) {
+                wp_sds_ctx_free(s);
+                s = NULL;
+            }
             if (ok && (!s || !wp_config_add_sds_ctx(b->c, s)))
                 ok = bs_fail(b, "out of memory");
             if (ok) {

@@ -117,7 +117,7 @@ static json_t *untyped(const json_t *o)
 
 const char *wp_xds_resource_name(int t, const json_t *r)
 {
-    if (t == WF_XDS_CDS || t == WF_XDS_LDS || t == WF_XDS_RDS)
+    if (t == WF_XDS_CDS || t == WF_XDS_LDS || t == WF_XDS_RDS || t == WF_XDS_SDS)
         return str_field(r, "name");
     if (t == WF_XDS_EDS)
         return str_field(r, "cluster_name");
@@ -346,15 +346,23 @@ static json_t *map_array(cx *c, const char *lname, json_t *arr, bool *missing,
                          json_t *(*fn)(cx *, const char *, json_t *, bool *))
 {
     json_t *out = json_array();
+    bool gap = false; /* an element is missing its route configuration: the others are still
+                       * mapped, so that every name they need is noted (one RDS request) */
     if (!out)
         return oom(c), NULL;
-    for (size_t i = 0; i < json_array_size(arr); i++) {
+    for (size_t i = 0; i < json_array_size(arr) && !c->failed; i++) {
         json_t *e = json_array_get(arr, i);
         json_t *m = json_is_object(e) ? fn(c, lname, e, missing) : json_incref(e);
-        if (!m || json_array_append_new(out, m) != 0) {
+        if (!m)
+            gap = true;
+        else if (json_array_append_new(out, m) != 0) {
             json_decref(out);
-            return m ? (oom(c), NULL) : NULL;
+            return oom(c), NULL;
         }
+    }
+    if (gap || c->failed) {
+        json_decref(out);
+        return NULL;
     }
     return out;
 }
@@ -387,6 +395,73 @@ static bool set_in_copy(cx *c, json_t *r, json_t **out, const char *k, json_t *v
     return true;
 }
 
+/* ---- SDS secrets a listener waits for ---- */
+
+#define SDS_K8S_PREFIX       "kubernetes://"
+#define SDS_DEFAULT_FETCH_MS 15000u
+
+/* A protobuf JSON Duration ("15s", "0.5s") in ms; dflt when absent or not one. */
+static uint64_t duration_ms(const json_t *v, uint64_t dflt)
+{
+    const char *s = json_string_value(v);
+    char *end = NULL;
+    double d = s ? strtod(s, &end) : -1;
+    if (!s || end == s || strcmp(end, "s") != 0 || d < 0 || d > 1e9)
+        return dflt;
+    return (uint64_t)(d * 1000.0 + 0.5);
+}
+
+/* One SdsSecretConfig: a credentialName secret over ads is noted; *missing when it is neither
+ * held nor expired. */
+static bool sds_secret(cx *c, const json_t *cfg, bool *missing)
+{
+    const char *name = str_field(cfg, "name");
+    json_t *src = field(cfg, "sds_config");
+    if (!name || strncmp(name, SDS_K8S_PREFIX, sizeof SDS_K8S_PREFIX - 1) != 0 ||
+        !json_is_object(src) || !json_is_object(field(src, "ads")))
+        return true;
+    if (!names_add(&c->dyn->sds_names, name, true))
+        return oom(c);
+    uint64_t dflt =
+        c->res->sds_default_fetch_ms ? c->res->sds_default_fetch_ms : SDS_DEFAULT_FETCH_MS;
+    uint64_t ms = duration_ms(field(src, "initial_fetch_timeout"), dflt);
+    if (ms > c->dyn->sds_fetch_ms)
+        c->dyn->sds_fetch_ms = ms;
+    const json_t *held = c->res->set[WF_XDS_SDS];
+    if (!(held && json_object_get(held, name)) &&
+        !(c->res->sds_expired && json_object_get(c->res->sds_expired, name)))
+        *missing = true;
+    return true;
+}
+
+/* The SDS secrets of a filter chain's DownstreamTlsContext. */
+static bool chain_sds(cx *c, const json_t *ch, bool *missing)
+{
+    json_t *tc = field(field(ch, "transport_socket"), "typed_config");
+    json_t *ctc = field(tc, "common_tls_context");
+    json_t *certs = field(ctc, "tls_certificate_sds_secret_configs");
+    json_t *cvc = field(ctc, "combined_validation_context");
+    const json_t *vs[] = {field(ctc, "validation_context_sds_secret_config"),
+                          field(cvc, "validation_context_sds_secret_config")};
+    for (size_t i = 0; i < json_array_size(certs); i++)
+        if (!sds_secret(c, json_array_get(certs, i), missing))
+            return false;
+    for (size_t i = 0; i < 2; i++)
+        if (json_is_object(vs[i]) && !sds_secret(c, vs[i], missing))
+            return false;
+    return true;
+}
+
+/* Every chain's secrets (all noted, even after a missing one); *missing as chain_sds. */
+static bool listener_sds(cx *c, const json_t *r, bool *missing)
+{
+    json_t *chains = field(r, "filter_chains"), *dflt = field(r, "default_filter_chain");
+    for (size_t i = 0; i < json_array_size(chains); i++)
+        if (!chain_sds(c, json_array_get(chains, i), missing))
+            return false;
+    return !json_is_object(dflt) || chain_sds(c, dflt, missing);
+}
+
 static bool add_listener(cx *c, const char *name, const json_t *entry, bool *warming)
 {
     json_t *r = json_object_get(entry, "resource");
@@ -396,6 +471,9 @@ static bool add_listener(cx *c, const char *name, const json_t *entry, bool *war
     *warming = false;
     if (has_name(c->listeners, c->dyn->n_static_listeners, name))
         return fail(c, WF_XDS_LDS, name, "%s", "a static listener with that name exists");
+    bool no_secret = false;
+    if (!listener_sds(c, r, &no_secret))
+        return false;
     if (json_is_array(chains)) {
         json_t *nch = map_array(c, name, chains, &missing, chain_inlined);
         *warming = missing && !c->failed;
@@ -414,6 +492,12 @@ static bool add_listener(cx *c, const char *name, const json_t *entry, bool *war
             return nd ? false : !c->failed;
         }
     }
+    if (no_secret && !c->res->placeholder_routes) {
+        json_decref(out); /* its route configurations are noted: waits for its secrets */
+        *warming = true;  /* (or their initial fetch timeout) */
+        return true;
+    }
+    *warming = *warming || no_secret;
     if (!out)
         out = json_incref(r);
     if (json_array_append_new(c->listeners, out) != 0 ||
@@ -532,6 +616,7 @@ void wp_xds_dynamic_free(wp_xds_dynamic *d)
     json_decref(d->dump);
     wf_xds_names_free(&d->eds_names);
     wf_xds_names_free(&d->rds_names);
+    wf_xds_names_free(&d->sds_names);
     wf_xds_names_free(&d->warming_clusters);
     wf_xds_names_free(&d->warming_listeners);
     wf_xds_names_free(&d->dyn_clusters);

@@ -51,6 +51,15 @@ typedef struct wp_xds_resources {
      * listener when it arrives, before its RDS answers (and binds its address then). The
      * listeners so composed are still listed in warming_listeners. */
     bool placeholder_routes;
+    /* SDS (WF_XDS_SDS): set[WF_XDS_SDS] holds the credentialName secrets accepted so far;
+     * sds_expired (an object name -> true, may be NULL) the names whose initial fetch timed
+     * out. A listener whose transport sockets name a `kubernetes://...` secret over ads {} that
+     * is neither held nor expired is left out and listed warming, as Envoy keeps it warming
+     * until the secret arrives or initial_fetch_timeout passes (then it serves, and the chain
+     * fails its handshakes: NotReadySslSocket, sds/sds_ctx.h). */
+    const json_t *sds_expired;
+    uint64_t sds_default_fetch_ms; /* for an sds_config without initial_fetch_timeout; 0 =
+                                    * Envoy's 15 s */
 } wp_xds_resources;
 
 /* What compose tells the caller and /config_dump. */
@@ -72,6 +81,10 @@ typedef struct wp_xds_dynamic {
     wf_xds_names eds_names;         /* ClusterLoadAssignments the EDS clusters need (EDS
                                      * subscription), in cluster order, no duplicates */
     wf_xds_names rds_names;         /* route configurations the listeners need (RDS) */
+    wf_xds_names sds_names;         /* credentialName secrets the listeners need (SDS, in
+                                     * listener order, no duplicates) */
+    uint64_t sds_fetch_ms;          /* their longest sds_config.initial_fetch_timeout
+                                     * (Envoy's default 15 s when absent; 0 = wait forever) */
     wf_xds_names warming_clusters;  /* EDS clusters without their assignment */
     wf_xds_names warming_listeners; /* listeners left out: route configuration missing
                                      * (with placeholder_routes: composed with placeholders) */
@@ -116,7 +129,7 @@ int wp_xds_locate_error(const wp_xds_dynamic *dyn, const json_t *effective, cons
  * type < 0: reason alone. Appended to out. */
 void wp_xds_nack_text(int type, const char *name, const char *reason, wf_strbuf *out);
 
-/* The name of resource r of type t (Cluster/Listener/RouteConfiguration "name",
+/* The name of resource r of type t (Cluster/Listener/RouteConfiguration/Secret "name",
  * ClusterLoadAssignment "cluster_name"); NULL when absent, not a non-empty string, or t is
  * another type. Borrowed from r. */
 const char *wp_xds_resource_name(int t, const json_t *r);

@@ -133,6 +133,8 @@ typedef struct {
     const char *regex_subst; /* regex_rewrite substitution (\1 style) */
     int code;                /* 301 (default), 302, 303, 307, 308 */
     bool strip_query;
+    bool ssl_redirect; /* a virtual host's require_tls: "https://" + Host + path, verbatim
+                        * (Envoy's SslRedirector, Utility::createSslRedirectPath) */
 } wp_redirect;
 
 /* retry_policy (envoy.config.route.v3.RetryPolicy); retry_on tokens as bits. */
@@ -244,6 +246,10 @@ typedef struct wp_vhost {
     bool include_attempt_count_in_response; /* x-envoy-attempt-count downstream */
     /* typed_per_filter_config["envoy.filters.http.fault"], NULL = none */
     const struct wp_fault_config *fault;
+    /* require_tls ALL: a request whose forwarded protocol is not https gets tls_redirect, a
+     * 301 to https://<host><path> (Envoy's SslRedirectRoute) */
+    bool require_tls_all;
+    wp_route tls_redirect;
 } wp_vhost;
 
 typedef struct wp_route_index wp_route_index; /* compiled domain lookup (route.c) */

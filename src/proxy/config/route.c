@@ -562,6 +562,8 @@ const wp_route *wp_route_match(wp_regex_ctx *rx, const wp_vhost *vh, const wp_ro
 {
     if (!vh || !req)
         return NULL;
+    if (vh->require_tls_all && !req->https)
+        return &vh->tls_redirect;
     for (size_t i = 0; i < vh->nroutes; i++) {
         if (route_matches(rx, &vh->routes[i], req))
             return &vh->routes[i];
@@ -812,6 +814,12 @@ int wp_route_redirect(wp_regex_ctx *rx, const wp_route *r, const wp_route_req *r
         return -1;
     const wp_redirect *rd = &r->redirect;
     wf_strbuf_reset(location);
+    if (rd->ssl_redirect) { /* createSslRedirectPath: the Host and path as they came */
+        wf_strbuf_puts(location, "https://");
+        wf_strbuf_append(location, req->authority ? req->authority : "", req->authority_len);
+        wf_strbuf_append(location, req->path ? req->path : "", req->path_len);
+        return wf_strbuf_failed(location) ? -1 : 301;
+    }
     const char *scheme = redirect_scheme(rd, req, secure);
     wf_strbuf_puts(location, scheme);
     wf_strbuf_puts(location, "://");

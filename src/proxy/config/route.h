@@ -123,6 +123,7 @@ typedef struct {
     const char *scheme; /* NUL-terminated, e.g. "http" */
     const h1_header *headers;
     size_t nheaders;
+    bool https; /* the request's forwarded protocol is https (a virtual host's require_tls) */
 } wp_route_req;
 
 /* Builds rc->index (the domain lookup) with memory from a. Returns 0, or -1 with a message in
@@ -149,6 +150,9 @@ bool wp_regex_full_match(wp_regex_ctx *rx, const pcre2_code *re, const char *s, 
 bool wp_string_match(wp_regex_ctx *rx, const wp_string_matcher *m, const char *s, size_t len);
 
 /* The first route of vh matching req, or NULL (404 NR for the caller). vh NULL returns NULL. */
+/* The first route of vh matching req; with vh->require_tls_all and req->https false, the
+ * virtual host's TLS redirect instead (Envoy's RouteEntryImplBase for SslRequirements::All).
+ * NULL when none matches. */
 const wp_route *wp_route_match(wp_regex_ctx *rx, const wp_vhost *vh, const wp_route_req *req);
 
 /* True when every header matcher of m[0..n) matches req, with the route matcher's rules above

@@ -4,8 +4,11 @@
 #include "proxy/http/cached_route.h"
 
 #include <string.h>
+#include <strings.h>
 
 #include "proxy/http/conn.h"
+#include "proxy/http/headers.h"
+#include "proxy/net/transport_socket.h"
 
 const char *wp_cached_route_default_host(const wp_stream *s)
 {
@@ -39,6 +42,15 @@ void wp_cached_route_request(const wp_stream *s, wp_route_req *rq)
     rq->scheme = "http";
     rq->headers = s->req.headers;
     rq->nheaders = s->req.nheaders;
+    /* the forwarded protocol, as the router forwards it: the client's x-forwarded-proto,
+     * else the connection's (with use_remote_address the connection's alone, as Envoy's
+     * edge HCM overwrites the header) */
+    rq->https = s->d->sock && wp_tsock_ssl_info(s->d->sock) != NULL;
+    bool edge = s->d->hcm && s->d->hcm->use_remote_address;
+    for (size_t i = 0; !edge && i < s->req.nheaders; i++)
+        if (WP_NAME_IS(&s->req.headers[i].name, "x-forwarded-proto"))
+            rq->https = s->req.headers[i].value.len == 5 &&
+                        !strncasecmp(s->req.headers[i].value.p, "https", 5);
 }
 
 void wp_cached_route_refresh(wp_stream *s)

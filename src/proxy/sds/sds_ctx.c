@@ -19,8 +19,9 @@ struct wp_sds_ctx {
     wf_tls_san_matcher *sans;
     char *ciphers;
     bool want_cert, want_ca;
-    uint64_t gen;    /* the store generation ctx was built from (0 = none) */
-    wf_tls_ctx *ctx; /* current, NULL = not ready */
+    char *cert_name, *ca_name; /* named secrets instead of default / ROOTCA; NULL = those */
+    uint64_t gen;              /* the store generation ctx was built from (0 = none) */
+    wf_tls_ctx *ctx;           /* current, NULL = not ready */
 };
 
 wp_sds_ctx *wp_sds_ctx_new(const wf_tls_ctx_opts *o, bool want_cert, bool want_ca)
@@ -80,8 +81,47 @@ void wp_sds_ctx_free(wp_sds_ctx *s)
         free((char *)s->sans[i].value);
     free(s->sans);
     free(s->ciphers);
+    free(s->cert_name);
+    free(s->ca_name);
     pthread_mutex_destroy(&s->mu);
     free(s);
+}
+
+bool wp_sds_ctx_set_names(wp_sds_ctx *s, const char *cert_name, const char *ca_name)
+{
+    char *c = cert_name ? strdup(cert_name) : NULL, *a = ca_name ? strdup(ca_name) : NULL;
+    if ((cert_name && !c) || (ca_name && !a)) {
+        free(c);
+        free(a);
+        return false;
+    }
+    free(s->cert_name);
+    free(s->ca_name);
+    s->cert_name = c;
+    s->ca_name = a;
+    return true;
+}
+
+/* The secrets this context reads: default / ROOTCA from the provider, or the named ones. */
+static bool get_secrets(wp_sds_ctx *s, char **chain, char **key, char **root)
+{
+    uint64_t got = 0;
+    char *nc = NULL, *nk = NULL, *na = NULL;
+    if (!wp_secrets_get(s->store, chain, key, root, &got))
+        return false;
+    if (s->cert_name) {
+        free(*chain);
+        wp_wc_free_secret(*key);
+        wp_secrets_get_named(s->store, s->cert_name, chain, key, &na);
+        free(na);
+    }
+    if (s->ca_name) {
+        free(*root);
+        wp_secrets_get_named(s->store, s->ca_name, &nc, &nk, root);
+        free(nc);
+        wp_wc_free_secret(nk);
+    }
+    return true;
 }
 
 void wp_sds_ctx_attach(wp_sds_ctx *s, wp_secrets *store)
@@ -94,12 +134,16 @@ bool wp_sds_ctx_is_server(const wp_sds_ctx *s)
     return s->o.server;
 }
 
+bool wp_sds_ctx_uses_default(const wp_sds_ctx *s)
+{
+    return (s->want_cert && !s->cert_name) || (s->want_ca && !s->ca_name);
+}
+
 /* A new engine context from the template and the store's secrets (mu held). */
 static void rebuild(wp_sds_ctx *s, uint64_t gen)
 {
     char *chain = NULL, *key = NULL, *root = NULL;
-    uint64_t got = 0;
-    if (!wp_secrets_get(s->store, &chain, &key, &root, &got))
+    if (!get_secrets(s, &chain, &key, &root))
         return; /* out of memory: tried again with the next connection */
     wf_tls_ctx_opts o = s->o;
     if (s->want_cert) {

@@ -35,6 +35,11 @@ typedef struct wp_sds_ctx wp_sds_ctx;
 wp_sds_ctx *wp_sds_ctx_new(const wf_tls_ctx_opts *o, bool want_cert, bool want_ca);
 void wp_sds_ctx_free(wp_sds_ctx *s); /* NULL ok; the current context is released */
 
+/* The secrets to read instead of `default` / `ROOTCA`: a credentialName secret served over ADS
+ * (`kubernetes://<name>`, its chain and key; `kubernetes://<name>-cacert`, its CA; secrets.h
+ * named secrets). NULL keeps the default. Call before use; copied. false when out of memory. */
+bool wp_sds_ctx_set_names(wp_sds_ctx *s, const char *cert_name, const char *ca_name);
+
 /* The store the secrets come from (NULL: none, every acquire gives NULL). */
 void wp_sds_ctx_attach(wp_sds_ctx *s, wp_secrets *store);
 
@@ -44,5 +49,8 @@ void wp_sds_ctx_attach(wp_sds_ctx *s, wp_secrets *store);
 wf_tls_ctx *wp_sds_ctx_acquire(wp_sds_ctx *s);
 
 bool wp_sds_ctx_is_server(const wp_sds_ctx *s);
+
+/* Does the context read `default` or `ROOTCA` (not only named secrets)? */
+bool wp_sds_ctx_uses_default(const wp_sds_ctx *s);
 
 #endif

@@ -23,12 +23,22 @@
 #define DUMP_T     "type.googleapis.com/envoy.admin.v3.SecretsConfigDump"
 #define REDACT_B64 "W3JlZGFjdGVkXQ==" /* "[redacted]", as Envoy's MessageUtil::redact */
 
+typedef struct named {
+    char *name, *chain, *key, *ca;
+    char version[64];
+    double updated_s;
+} named;
+
 struct wp_secrets {
     pthread_mutex_t mu;
     atomic_uint_fast64_t gen;
     char *chain, *key, *root;
     char version[64];
     double updated_s;
+    named *named; /* credentialName secrets */
+    size_t n_named, cap_named;
+    char **wanted;
+    size_t n_wanted;
 };
 
 wp_secrets *wp_secrets_new(void)
@@ -51,6 +61,16 @@ void wp_secrets_free(wp_secrets *s)
     free(s->chain);
     wp_wc_free_secret(s->key);
     free(s->root);
+    for (size_t i = 0; i < s->n_named; i++) {
+        free(s->named[i].name);
+        free(s->named[i].chain);
+        wp_wc_free_secret(s->named[i].key);
+        free(s->named[i].ca);
+    }
+    free(s->named);
+    for (size_t i = 0; i < s->n_wanted; i++)
+        free(s->wanted[i]);
+    free(s->wanted);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
@@ -107,6 +127,126 @@ bool wp_secrets_get(wp_secrets *s, char **chain, char **key, char **root, uint64
         *chain = *key = *root = NULL;
     }
     return ok;
+}
+
+/* ---- named secrets ---- */
+
+static named *find_named(wp_secrets *s, const char *name)
+{
+    for (size_t i = 0; i < s->n_named; i++)
+        if (strcmp(s->named[i].name, name) == 0)
+            return &s->named[i];
+    return NULL;
+}
+
+static bool same(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static char *dup_or_null(const char *v, bool *ok)
+{
+    char *d = v ? strdup(v) : NULL;
+    if (v && !d)
+        *ok = false;
+    return d;
+}
+
+int wp_secrets_set_named(wp_secrets *s, const char *name, const char *chain, const char *key,
+                         const char *ca, const char *version, double now_s)
+{
+    bool ok = true;
+    char *c = dup_or_null(chain, &ok), *k = dup_or_null(key, &ok), *a = dup_or_null(ca, &ok);
+    pthread_mutex_lock(&s->mu);
+    named *e = find_named(s, name);
+    if (ok && e && same(e->chain, chain) && same(e->key, key) && same(e->ca, ca)) {
+        pthread_mutex_unlock(&s->mu); /* unchanged: no rebuild of the TLS contexts */
+        free(c);
+        wp_wc_free_secret(k);
+        free(a);
+        return 0;
+    }
+    if (ok && !e && s->n_named == s->cap_named) {
+        size_t cap = s->cap_named ? 2 * s->cap_named : 4;
+        named *n = realloc(s->named, cap * sizeof(*n));
+        ok = n != NULL;
+        if (n) {
+            s->named = n;
+            s->cap_named = cap;
+        }
+    }
+    if (ok && !e) {
+        e = &s->named[s->n_named];
+        *e = (named){.name = strdup(name)};
+        ok = e->name != NULL;
+        s->n_named += ok;
+    }
+    if (!ok) {
+        pthread_mutex_unlock(&s->mu);
+        free(c);
+        wp_wc_free_secret(k);
+        free(a);
+        return -1;
+    }
+    free(e->chain);
+    wp_wc_free_secret(e->key);
+    free(e->ca);
+    e->chain = c;
+    e->key = k;
+    e->ca = a;
+    snprintf(e->version, sizeof(e->version), "%s", version ? version : "");
+    e->updated_s = now_s;
+    atomic_store(&s->gen, atomic_load(&s->gen) + 1);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+bool wp_secrets_get_named(wp_secrets *s, const char *name, char **chain, char **key, char **ca)
+{
+    bool ok = true;
+    pthread_mutex_lock(&s->mu);
+    named *e = find_named(s, name);
+    *chain = e ? dup_or_null(e->chain, &ok) : NULL;
+    *key = e ? dup_or_null(e->key, &ok) : NULL;
+    *ca = e ? dup_or_null(e->ca, &ok) : NULL;
+    pthread_mutex_unlock(&s->mu);
+    if (!ok || !e) {
+        free(*chain);
+        wp_wc_free_secret(*key);
+        free(*ca);
+        *chain = *key = *ca = NULL;
+    }
+    return ok && e;
+}
+
+int wp_secrets_set_wanted(wp_secrets *s, const char *const *names, size_t n)
+{
+    char **w = calloc(n ? n : 1, sizeof(*w));
+    bool ok = w != NULL;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (w[i] = strdup(names[i])) != NULL;
+    if (!ok) {
+        for (size_t i = 0; w && i < n; i++)
+            free(w[i]);
+        free(w);
+        return -1;
+    }
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->n_wanted; i++)
+        free(s->wanted[i]);
+    free(s->wanted);
+    s->wanted = w;
+    s->n_wanted = n;
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+size_t wp_secrets_n_wanted(wp_secrets *s)
+{
+    pthread_mutex_lock(&s->mu);
+    size_t n = s->n_wanted;
+    pthread_mutex_unlock(&s->mu);
+    return n;
 }
 
 /* {"inline_bytes": base64(s)} */
@@ -179,6 +319,19 @@ json_t *wp_secrets_dump(wp_secrets *s, bool in_use)
     } else if (ok && in_use) {
         ok = add_warming(out, WP_SDS_ROOTCA);
     }
+    for (size_t i = 0; ok && i < s->n_named; i++) {
+        const named *e = &s->named[i];
+        json_t *body = e->chain
+                           ? json_pack("{s:o,s:{s:s}}", "certificate_chain", inline_bytes(e->chain),
+                                       "private_key", "inline_bytes", REDACT_B64)
+                           : json_pack("{s:o}", "trusted_ca", inline_bytes(e->ca ? e->ca : ""));
+        ok = body &&
+             add_active(out, dump_entry(e->name, e->version, e->updated_s, body,
+                                        e->chain ? "tls_certificate" : "validation_context"));
+    }
+    for (size_t i = 0; ok && i < s->n_wanted; i++)
+        if (!find_named(s, s->wanted[i]))
+            ok = add_warming(out, s->wanted[i]);
     pthread_mutex_unlock(&s->mu);
     if (!ok) {
         json_decref(out);

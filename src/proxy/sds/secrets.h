@@ -21,8 +21,9 @@
 
 #include <jansson.h>
 
-#define WP_SDS_DEFAULT "default"
-#define WP_SDS_ROOTCA  "ROOTCA"
+#define WP_SDS_DEFAULT    "default"
+#define WP_SDS_ROOTCA     "ROOTCA"
+#define WP_SDS_K8S_PREFIX "kubernetes://" /* credentialName secrets, served over ADS */
 
 typedef struct wp_secrets wp_secrets;
 
@@ -50,9 +51,30 @@ bool wp_secrets_get(wp_secrets *s, char **chain, char **key, char **root, uint64
  * {trusted_ca {inline_bytes}}}]} (base64 as protobuf's JSON, private key redacted as Envoy's
  * MessageUtil::redact). in_use: TLS contexts wait for the secrets, so those not supplied yet
  * are listed in dynamic_warming_secrets as {name, secret: {"@type", name}} (istioctl's
- * WARMING rows). Empty lists are left out (protobuf JSON). New reference; NULL when out of
- * memory. */
+ * WARMING rows). Then the named secrets: each held one active (its private key redacted
+ * too), each wanted one not held warming. Empty lists are left out (protobuf JSON). New
+ * reference; NULL when out of memory. */
 json_t *wp_secrets_dump(wp_secrets *s, bool in_use);
+
+/* ---- named secrets: the credentialName secrets weft-pilot serves over ADS ----
+ * (`kubernetes://<name>`, `kubernetes://<name>-cacert`: security.md §2.1, §5.3), stored as
+ * the xDS client accepted them (it checks the PEM first: Envoy NACKs what it cannot load). */
+
+/* Sets secret name: chain + key (a tls_certificate) or ca (a validation_context), the other
+ * NULL; version_info of the SDS response and the wall clock. Unchanged contents leave the
+ * generation alone. 0, or -1 out of memory (the old secret stays). */
+int wp_secrets_set_named(wp_secrets *s, const char *name, const char *chain, const char *key,
+                         const char *ca, const char *version, double now_s);
+
+/* Copies of secret name's parts (heap strings; NULL when absent or the secret is not held).
+ * true when held; false when not held or out of memory (everything NULL then). */
+bool wp_secrets_get_named(wp_secrets *s, const char *name, char **chain, char **key, char **ca);
+
+/* The names the listeners wait for (the SDS subscription): listed warming in the dump while
+ * not held. names: n strings, copied; replaces the previous list. 0 or -1 (out of memory). */
+int wp_secrets_set_wanted(wp_secrets *s, const char *const *names, size_t n);
+/* How many names are wanted (the dump is worth showing even before any secret arrives). */
+size_t wp_secrets_n_wanted(wp_secrets *s);
 
 /* The earliest NotAfter of the held certificates (seconds since the epoch), 0 when none:
  * server.days_until_first_cert_expiring and /certs. */

@@ -23,6 +23,7 @@
 #include "proxy/filters/http/istio_stats.h"
 #include "proxy/agent/status.h"
 #include "proxy/xds/xds_client.h"
+#include "proxy/sds/ads_secrets.h"
 #include "proxy/sds/cert_provider.h"
 #include "proxy/sds/sds_ctx.h"
 #include "proxy/server/worker.h"
@@ -737,6 +738,17 @@ static void xds_update(void *ud, wf_xds_type t, const char *version, bool accept
     xds_settle(m);
 }
 
+/* credentialName secrets from the stream (sds/ads_secrets.h); set NULL: the wanted names
+ * only. The TLS contexts naming them rebuild when the next snapshot is applied or used. */
+static int xds_secrets(void *ud, const json_t *set, const wf_xds_names *wanted, wf_strbuf *err)
+{
+    wp_main *m = ud;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return wp_ads_secrets_store(m->srv.secrets, set, wanted,
+                                (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, err);
+}
+
 static int start_xds(wp_main *m, wf_strbuf *err)
 {
     if (!m->srv.gen->cfg->ads)
@@ -745,7 +757,8 @@ static int start_xds(wp_main *m, wf_strbuf *err)
         wf_strbuf_puts(err, "out of memory");
         return -1;
     }
-    wp_xds_callbacks cb = {xds_apply, xds_state, xds_update, m, xds_hold, xds_hold_settle};
+    wp_xds_callbacks cb = {xds_apply, xds_state,       xds_update, m,
+                           xds_hold,  xds_hold_settle, xds_secrets};
     atomic_store(&m->srv.state, 3);
     set_gauge(&m->srv, m->srv.gen->pstats->server_state, 3);
     return wp_xds_client_start(m->loop, m->srv.gen->cfg, m->srv.stats_store,

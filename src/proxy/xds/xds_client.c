@@ -367,6 +367,8 @@ static void apply_opts(wp_xds_client *c, const wp_xds_client_opts *o)
     const char *rej =
         c->opts.reject_type ? c->opts.reject_type : getenv("WEFT_PROXY_TEST_REJECT_TYPE");
     c->reject_type = -1;
+    const char *sds_ms = getenv("WEFT_PROXY_SDS_INITIAL_FETCH_TIMEOUT_MS");
+    c->sds_default_fetch_ms = sds_ms ? strtoull(sds_ms, NULL, 10) : 0;
     for (int t = 0; rej && t < XC_NTYPES; t++)
         if (strcmp(rej, wf_xds_type_short((wf_xds_type)t)) == 0)
             c->reject_type = t;
@@ -391,8 +393,9 @@ static bool copy_target(wp_xds_client *c, const wp_ads_config *ads)
 
 static int start_handles(wp_xds_client *c)
 {
-    uv_timer_t *timers[] = {&c->retry, &c->tick, &c->answer, &c->init_fetch[0], &c->init_fetch[1]};
-    for (size_t i = 0; i < 5; i++) {
+    uv_timer_t *timers[] = {&c->retry,         &c->tick,          &c->answer,
+                            &c->init_fetch[0], &c->init_fetch[1], &c->sds_fetch};
+    for (size_t i = 0; i < 6; i++) {
         if (uv_timer_init(c->loop, timers[i]) != 0)
             return -1;
         timers[i]->data = c;
@@ -456,7 +459,8 @@ void wp_xds_client_stop(wp_xds_client *c)
     c->call = NULL;
     set_stream_open(c, false);
     set_connected(c, false);
-    uv_timer_t *timers[] = {&c->retry, &c->tick, &c->answer, &c->init_fetch[0], &c->init_fetch[1]};
+    uv_timer_t *timers[] = {&c->retry,         &c->tick,          &c->answer,
+                            &c->init_fetch[0], &c->init_fetch[1], &c->sds_fetch};
     int n = c->open_handles;
     for (int i = 0; i < n; i++) {
         uv_timer_stop(timers[i]);

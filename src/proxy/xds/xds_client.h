@@ -39,6 +39,13 @@
  *    out (warming) until it arrives.
  *  - LDS/CDS responses replace the whole set; RDS/EDS responses update the named resources
  *    (names no longer subscribed are dropped).
+ *  - SDS (SotW and delta): after LDS the SDS subscription follows the
+ *    credentialName secrets (`kubernetes://...` over ads {}) the listeners' TLS contexts name
+ *    (xds_compose.h sds_names); the accepted Secrets go to callbacks.secrets, which checks and
+ *    stores them (a Secret Envoy could not load NACKs the response, the previous ones stay).
+ *    A listener waits (warming) for its secrets until they arrive or their
+ *    initial_fetch_timeout (Envoy's default 15 s) passes; then it serves and the chains
+ *    without their secret fail their handshakes (xds_client_sds.c).
  *  - Reconnect after any close that was not asked for, with Envoy's
  *    JitteredExponentialBackOffStrategy: the n-th delay is uniform in [0, I_n), I_1 = 500 ms,
  *    doubling up to 30 s; reset to the base after any received message.
@@ -81,7 +88,9 @@
  *
  * Test hook: environment WEFT_PROXY_TEST_REJECT_TYPE=CDS|LDS|RDS|EDS (read at start) makes
  * every response of that type be NACKed with "rejected by test hook
- * WEFT_PROXY_TEST_REJECT_TYPE".
+ * WEFT_PROXY_TEST_REJECT_TYPE". WEFT_PROXY_SDS_INITIAL_FETCH_TIMEOUT_MS=N (read at start)
+ * replaces Envoy's 15 s default initial fetch timeout of the SDS secrets whose sds_config has
+ * no initial_fetch_timeout (Istio writes none for credentialName secrets).
  *
  * Threads and ownership: everything runs on `loop`'s thread; the getters are for that thread
  * too. The client copies what it needs from cfg at start (cfg may be freed afterwards).

@@ -2,7 +2,7 @@
  * xds_client_delta.c - the delta side of the xDS client (xds_client.h, api_type DELTA_GRPC):
  * DeltaDiscoveryRequests per type (xds/discovery.h wf_xds_delta_client_type, Envoy's
  * DeltaSubscriptionState), DeltaDiscoveryResponses applied per resource name, ACK / NACK, and
- * the EDS / RDS subscriptions that follow CDS / LDS with subscribe / unsubscribe.
+ * the EDS / RDS / SDS subscriptions that follow CDS / LDS with subscribe / unsubscribe.
  *
  * Envoy behaviour followed (NewGrpcMuxImpl, delta_subscription_state.cc; reference §8.5):
  *  - a response's resources are added or updated by name and removed_resources removed; the
@@ -68,7 +68,7 @@ static void send_delta(wp_xds_client *c, int t, const char *nonce, const char *e
 
 void xc_delta_send_initial(wp_xds_client *c)
 {
-    static const int order[] = {WF_XDS_CDS, WF_XDS_EDS, WF_XDS_LDS, WF_XDS_RDS};
+    static const int order[] = {WF_XDS_CDS, WF_XDS_EDS, WF_XDS_LDS, WF_XDS_RDS, WF_XDS_SDS};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
         int t = order[i];
         bool wanted = t == WF_XDS_CDS ? c->want_cds : t == WF_XDS_LDS ? c->want_lds : true;
@@ -226,8 +226,12 @@ static void accepted(wp_xds_client *c, int t, const wf_xds_delta_response *resp,
     }
     if (dyn && t == WF_XDS_CDS)
         follow(c, WF_XDS_EDS, &dyn->eds_names);
-    if (dyn && t == WF_XDS_LDS)
+    if (dyn && t == WF_XDS_LDS) {
         follow(c, WF_XDS_RDS, &dyn->rds_names);
+        follow(c, WF_XDS_SDS, &dyn->sds_names);
+    }
+    if (dyn)
+        xc_sds_watch(c, dyn);
     if (!partial && c->cb.on_update)
         c->cb.on_update(c->cb.ud, (wf_xds_type)t, version, true);
 }
@@ -241,6 +245,10 @@ static void handle(wp_xds_client *c, int t, const wf_xds_delta_response *resp)
     wf_strbuf err = WF_STRBUF_INIT;
     bool changed = false;
     json_t *set = build_set(c, t, resp, &changed, &err);
+    if (set && t == WF_XDS_SDS && xc_sds_store(c, set, &err) != 0) {
+        json_decref(set); /* a Secret Envoy cannot load: NACK, the previous ones stay */
+        set = NULL;
+    }
     wp_xds_dynamic dyn = {0};
     bool composed = false;
     if (set)

@@ -1,7 +1,7 @@
 /*
  * xds_client_sotw.c - the state-of-the-world side of the xDS client (xds_client.h): requests
  * with the node, responses turned into resource sets, compose + apply, ACK / NACK, and the
- * EDS / RDS subscriptions that follow CDS / LDS (Envoy's GrpcMuxImpl and
+ * EDS / RDS / SDS subscriptions that follow CDS / LDS (Envoy's GrpcMuxImpl and
  * GrpcSubscriptionImpl behaviour). The client's state and the compose / apply / outcome steps
  * it shares with the delta protocol are in xds_client_state.c.
  */
@@ -54,6 +54,8 @@ void xc_send_initial(wp_xds_client *c)
         send_request(c, WF_XDS_LDS);
     if (c->types[WF_XDS_RDS].names.n)
         send_request(c, WF_XDS_RDS);
+    if (c->types[WF_XDS_SDS].names.n)
+        send_request(c, WF_XDS_SDS);
 }
 
 /* ---- NACK ---- */
@@ -171,8 +173,12 @@ static void accepted(wp_xds_client *c, int t, const wf_xds_response *resp, json_
     }
     if (dyn && t == WF_XDS_CDS)
         follow(c, WF_XDS_EDS, &dyn->eds_names);
-    if (dyn && t == WF_XDS_LDS)
+    if (dyn && t == WF_XDS_LDS) {
         follow(c, WF_XDS_RDS, &dyn->rds_names);
+        follow(c, WF_XDS_SDS, &dyn->sds_names);
+    }
+    if (dyn)
+        xc_sds_watch(c, dyn);
     if (!partial && c->cb.on_update)
         c->cb.on_update(c->cb.ud, (wf_xds_type)t, resp->version_info ? resp->version_info : "",
                         true);
@@ -187,6 +193,10 @@ static void handle(wp_xds_client *c, int t, const wf_xds_response *resp)
     wf_strbuf err = WF_STRBUF_INIT;
     bool changed = false;
     json_t *set = build_set(c, t, resp, &changed, &err);
+    if (set && t == WF_XDS_SDS && xc_sds_store(c, set, &err) != 0) {
+        json_decref(set); /* a Secret Envoy cannot load: NACK, the previous ones stay */
+        set = NULL;
+    }
     wp_xds_dynamic dyn = {0};
     bool composed = false;
     if (set)

@@ -58,8 +58,10 @@ bool xc_state_init(wp_xds_client *c, const wp_config *cfg)
     c->node.metadata = json_is_object(md) ? json_deep_copy(md) : NULL;
     c->base = json_deep_copy(cfg->bootstrap);
     c->lds_errors = json_array();
-    bool ok = c->cluster_name && c->base && c->lds_errors && (!cfg->node_id || c->node.id) &&
-              (!cfg->node_cluster || c->node.cluster) && (!json_is_object(md) || c->node.metadata);
+    c->sds_expired = json_object();
+    bool ok = c->cluster_name && c->base && c->lds_errors && c->sds_expired &&
+              (!cfg->node_id || c->node.id) && (!cfg->node_cluster || c->node.cluster) &&
+              (!json_is_object(md) || c->node.metadata);
     for (int t = 0; ok && t < XC_NTYPES; t++) {
         const char *url = wf_xds_type_url((wf_xds_type)t);
         ok = wf_xds_client_init(&c->types[t], url) == 0 &&
@@ -79,6 +81,7 @@ void xc_state_free(wp_xds_client *c)
     wf_xds_node_free(&c->node);
     json_decref(c->base);
     json_decref(c->lds_errors);
+    json_decref(c->sds_expired);
     json_decref(c->lds_failed);
     free(c->pipe_path);
     free(c->cluster_name);
@@ -293,6 +296,8 @@ static int compose_apply(wp_xds_client *c, int t, json_t *set, const char *versi
         res.set[i] = i == t ? set : c->sets[i];
         res.version[i] = i == t ? version : xc_version(c, i);
     }
+    res.sds_expired = c->sds_expired;
+    res.sds_default_fetch_ms = c->sds_default_fetch_ms;
     json_t *eff = NULL;
     int bad_type = -1;
     char bad_name[256];

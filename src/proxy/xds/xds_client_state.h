@@ -14,8 +14,9 @@
 #include "proxy/xds/xds_client_types.h"
 #include "xds/h2_stream.h"
 
-/* The types the client subscribes to: wf_xds_type values WF_XDS_CDS..WF_XDS_EDS. */
-#define XC_NTYPES 4
+/* The types the client subscribes to: wf_xds_type values WF_XDS_CDS..WF_XDS_SDS (SDS: the
+ * credentialName secrets the listeners name). */
+#define XC_NTYPES 5
 
 enum { XC_UPD_ATTEMPT, XC_UPD_SUCCESS, XC_UPD_REJECTED, XC_UPD_FAILURE, XC_UPD_N };
 
@@ -77,6 +78,13 @@ struct wp_xds_client {
     int64_t g_version[2], g_update_time[2];
     uv_timer_t init_fetch[2];
     uint64_t init_fetch_ms[2];
+    /* SDS (credentialName secrets): the initial fetch timer of the names subscribed while
+     * missing, and the names whose fetch timed out (object name -> true; their listeners then
+     * serve, failing the handshakes of the chains without their secret, xds_compose.h) */
+    uv_timer_t sds_fetch;
+    uint64_t sds_fetch_ms;
+    json_t *sds_expired;
+    uint64_t sds_default_fetch_ms; /* WEFT_PROXY_SDS_INITIAL_FETCH_TIMEOUT_MS; 0 = 15 s */
     /* control_plane.pending_requests / rate_limit_enforced: no rate limiting, stay 0 */
     uint32_t s_pending, s_rate_limited;
 };
@@ -133,6 +141,13 @@ int xc_start_init_fetch(wp_xds_client *c);
 void xc_send_initial(wp_xds_client *c);
 /* One DiscoveryResponse (JSON text). */
 void xc_on_response(wp_xds_client *c, const char *text, size_t len);
+
+/* xds_client_sds.c: credentialName secrets (both protocols) */
+/* After an update composed into dyn: the wanted names go to callbacks.secrets and the initial
+ * fetch timer is armed when a secret the listeners name is missing. */
+void xc_sds_watch(wp_xds_client *c, const wp_xds_dynamic *dyn);
+/* A response's accepted Secret set handed to callbacks.secrets; 0 or -1 with the NACK text. */
+int xc_sds_store(wp_xds_client *c, const json_t *set, wf_strbuf *err);
 
 /* xds_client_delta.c */
 /* The requests of a new stream: CDS, EDS, LDS, RDS, each when due (wf_xds_delta_client_

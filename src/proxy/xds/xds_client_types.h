@@ -47,6 +47,12 @@ typedef struct wp_xds_callbacks {
     int (*hold)(void *ud, const wp_config *cfg, size_t first, const wf_xds_names *warming,
                 json_t *failed);
     void (*hold_settle)(void *ud, bool accepted);
+    /* SDS (credentialName secrets over ADS): set (name -> entry, borrowed, NULL when only the
+     * wanted names changed) holds every accepted Secret; wanted the names the listeners wait
+     * for. Store them (checking each Secret as Envoy loads it) before the client composes the
+     * state again. 0, or -1 with the NACK text appended to err (the response is rejected, the
+     * previous secrets stay). NULL: SDS responses are rejected. */
+    int (*secrets)(void *ud, const json_t *set, const wf_xds_names *wanted, wf_strbuf *err);
 } wp_xds_callbacks;
 
 /* Knobs for tests; zero fields take the defaults. */

@@ -17,6 +17,7 @@
 #include "proxy/server/admin/admin.h"
 #include "proxy/server/admin/admin_ops.h"
 #include "proxy/server/admin/config_dump.h"
+#include "proxy/sds/sds_ctx.h"
 #include "proxy/sds/secrets.h"
 
 #define ADMIN_MAX_BODY (64 * 1024)
@@ -345,10 +346,13 @@ static json_t *dump_of(wp_admin *a, const admin_req *r, const char *mask, wf_str
     char res[256];
     const char *rs = wp_admin_qparam(r, "resource", res, sizeof(res));
     const wp_config *c = a->srv->gen->cfg;
-    bool sds = c->nsds_ctxs > 0;
-    json_t *secrets = sds || wp_secrets_generation(a->srv->secrets)
-                          ? wp_secrets_dump(a->srv->secrets, sds)
-                          : NULL;
+    bool sds = false; /* default / ROOTCA in use: listed warming until supplied */
+    for (size_t i = 0; i < c->nsds_ctxs && !sds; i++)
+        sds = wp_sds_ctx_uses_default(c->sds_ctxs[i]);
+    json_t *secrets =
+        sds || wp_secrets_generation(a->srv->secrets) || wp_secrets_n_wanted(a->srv->secrets)
+            ? wp_secrets_dump(a->srv->secrets, sds)
+            : NULL;
     json_t *d = wp_config_dump_secrets(c, secrets, rs, mask, has_param(r, "include_eds"),
                                        a->srv->loaded_unix, err, status);
     json_decref(secrets);
