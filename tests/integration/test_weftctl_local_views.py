@@ -8,7 +8,7 @@ catalog example (examples/catalog):
   (<x.y.z>/<Clean|Modified>/<RELEASE|DEBUG>[/<ssl>]), not `0.0.0`;
 - `pc secret` on a proxy without secrets (the gateway) prints istioctl's "No active or warming
   secrets found." (-o json: {}) and exits 0; a sidecar's inbound mTLS chain (PERMISSIVE by
-  default) asks for `default` and `ROOTCA` (WARMING until its pod has a token, ACTIVE then);
+  default) asks for `default` and `ROOTCA` (ACTIVE once the pod's token got its certificate from pilot's CA);
 - `ps --hide-disconnected` and `ps -o json` with the per-type sync fields.
 
 The local mesh binds fixed ports (15010, 15014, 30000): the test skips when one is taken, and
@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import time
 
 from test_weftctl_up import ROOT, kill_leftovers, need_fixed_ports, proxy_status_synced, \
     supervisor_log, wait_for, weftctl
@@ -55,11 +56,18 @@ def test_views_of_a_local_mesh(tmp_path):
         r = weftctl("pc", "secret", gw)
         assert r.returncode == 0, r.stderr
         assert r.stdout == "No active or warming secrets found.\n"
-        r = weftctl("pc", "secret", "%s.%s" % (pod["name"], pod["namespace"]))
-        assert r.returncode == 0, r.stderr
-        rows = [ln.split() for ln in r.stdout.splitlines()[1:]]
-        assert sorted(row[0] for row in rows) == ["ROOTCA", "default"], r.stdout
-        assert all(row[1] in ("WARMING", "ACTIVE") for row in rows), r.stdout
+        # the pod's token gets its certificate from pilot's CA: both secrets turn ACTIVE
+        deadline = time.monotonic() + 30
+        while True:
+            r = weftctl("pc", "secret", "%s.%s" % (pod["name"], pod["namespace"]))
+            assert r.returncode == 0, r.stderr
+            rows = {ln.split()[0]: ln.split() for ln in r.stdout.splitlines()[1:] if ln.strip()}
+            assert sorted(rows) == ["ROOTCA", "default"], r.stdout
+            if rows["default"][3:5] == ["ACTIVE", "true"] and rows["ROOTCA"][2:4] == [
+                    "ACTIVE", "true"]:
+                break
+            assert time.monotonic() < deadline, "secrets not ACTIVE:\n" + r.stdout
+            time.sleep(0.5)
         r = weftctl("pc", "secret", gw, "-o", "json")
         assert r.returncode == 0 and json.loads(r.stdout) == {}, (r.stdout, r.stderr)
 
