@@ -11,13 +11,16 @@ SNI, and routes to the catalog app. Real clients: curl --cacert / --cert, openss
   proxy's listener serves after the initial fetch timeout (shortened with
   WEFT_PROXY_SDS_INITIAL_FETCH_TIMEOUT_MS), that chain's handshake fails
   (downstream_context_secrets_not_ready) and `weftctl pc secret` shows it WARMING;
-- a Secret whose certificate changes is pushed and served without restarting anything.
+- a Secret whose certificate changes is pushed and served without restarting anything;
+- testssl.sh against the SIMPLE and MUTUAL servers: no finding of severity HIGH or CRITICAL.
 
 Runs inside its own network namespace like every test_mesh_* (see the common brief).
 """
 import base64
+import concurrent.futures
 import json
 import os
+import shutil
 import subprocess
 import time
 
@@ -320,3 +323,81 @@ def test_weftctl_up_serves_https_on_node_port_30005(tmp_path):
     finally:
         weftctl("down", "--state", state, timeout=60, runtime_dir=rt)
         assert kill_leftovers(state) == []
+
+
+def long_lived_cert(d, name, host):
+    """A server certificate issued as a public one is (90 days, serverAuth, a CRL distribution
+    point), signed by the test CA, so that testssl.sh judges the gateway, not the test CA."""
+    with open(os.path.join(d, name + ".ext"), "w") as f:
+        f.write("basicConstraints=critical,CA:FALSE\n"
+                "keyUsage=critical,digitalSignature\n"
+                "extendedKeyUsage=serverAuth\n"
+                "subjectAltName=DNS:%s\n"
+                "crlDistributionPoints=URI:http://127.0.0.1/weft-test.crl\n" % host)
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+            name + ".key", "-out", name + ".csr", "-subj", "/O=weft-test/CN=" + host, cwd=d)
+    openssl("x509", "-req", "-in", name + ".csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", name + ".crt", "-days", "90", "-sha256", "-extfile",
+            name + ".ext", cwd=d)
+
+
+def run_testssl(gw, host, d, name):
+    out = os.path.join(d, name + ".testssl.json")
+    subprocess.run(["testssl", "--quiet", "--color", "0", "--warnings", "off", "--fast",
+                    "--nodns", "none", "--ip", gw.ip, "--add-ca", os.path.join(d, "ca.crt"),
+                    "--jsonfile", out, "%s:8443" % host],
+                   capture_output=True, text=True, timeout=400)
+    assert os.path.exists(out), "testssl wrote no report for " + host
+    with open(out) as f:
+        data = json.load(f)
+    return data if isinstance(data, list) else data.get("scanResult", [])
+
+
+def test_testssl_finds_nothing_high_on_simple_and_mutual(tls_mesh):
+    """testssl.sh (Debian's) against the gateway's SIMPLE and MUTUAL servers, chosen by SNI:
+    no finding of severity HIGH or CRITICAL (issue 17 acceptance); TLS 1.3 offered, SSLv3 and
+    TLS 1.0 not. The credentials are replaced by long-lived ones first (pushed live)."""
+    if not shutil.which("testssl"):
+        pytest.fail("testssl.sh is needed (Debian package testssl.sh; scripts/setup installs it)")
+    mesh, gw, d = tls_mesh
+    long_lived_cert(d, "catalog-90d", "catalog.istioinaction.io")
+    long_lived_cert(d, "mtls-90d", "mtls.istioinaction.io")
+    mesh.write_config("catalog-credential.json",
+                      tls_secret(d, "catalog-credential", "catalog-90d"))
+    mesh.write_config("mtls-credential.json",
+                      tls_secret(d, "mtls-credential", "mtls-90d", with_ca=True))
+    wait_for(lambda: "90" in served_days(gw, "catalog.istioinaction.io", d)
+             and "90" in served_days(gw, "mtls.istioinaction.io", d), timeout=20,
+             what="the long-lived certificates to be served")
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        results = dict(zip(("simple", "mutual"), pool.map(
+            lambda a: run_testssl(gw, a[0], d, a[1]),
+            (("catalog.istioinaction.io", "simple"), ("mtls.istioinaction.io", "mutual")))))
+    for name, found in results.items():
+        ids = {f.get("id") for f in found}
+        assert {"TLS1_2", "TLS1_3", "heartbleed"} <= ids, (name, sorted(ids))
+        bad = [(f["id"], f["severity"], f["finding"]) for f in found
+               if f.get("severity") in ("HIGH", "CRITICAL")]
+        assert not bad, (name, bad)
+        proto = {f["id"]: f["finding"] for f in found}
+        assert proto["TLS1_3"].startswith("offered"), (name, proto["TLS1_3"])
+        assert proto["TLS1"].startswith("not offered"), (name, proto["TLS1"])
+        assert proto["SSLv3"].startswith("not offered"), (name, proto["SSLv3"])
+
+
+def served_days(gw, host, d):
+    """The validity in days of the certificate the gateway serves for host (as text)."""
+    begin, end = "-----BEGIN CERTIFICATE-----", "-----END CERTIFICATE-----"
+    out = s_client(gw, host, d)
+    if begin not in out:
+        return ""
+    pem = begin + out.split(begin)[1].split(end)[0] + end + "\n"
+    r = subprocess.run(["openssl", "x509", "-noout", "-startdate", "-enddate"], input=pem,
+                       capture_output=True, text=True, timeout=10)
+    lines = dict(ln.split("=", 1) for ln in r.stdout.splitlines() if "=" in ln)
+    if not {"notBefore", "notAfter"} <= set(lines):
+        return ""
+    fmt = "%b %d %H:%M:%S %Y %Z"
+    days = (time.mktime(time.strptime(lines["notAfter"], fmt))
+            - time.mktime(time.strptime(lines["notBefore"], fmt))) / 86400
+    return str(round(days))
