@@ -90,6 +90,7 @@
 #define WF_PILOT_CDS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "model/store.h"
 #include "pilot/sidecar_scope.h"
@@ -101,6 +102,8 @@ typedef struct wf_cds_options {
     const char *domain_suffix;  /* NULL = wf_store_domain_suffix(store) */
     const char *root_namespace; /* MeshConfig rootNamespace; NULL = "istio-system" */
     const wf_scope *scope;      /* the proxy's Sidecar scope; NULL = everything visible */
+    const char *trust_domain;   /* MeshConfig trustDomain; NULL or "" = "cluster.local" */
+    bool disable_auto_mtls;     /* MeshConfig enableAutoMtls false (the default is true) */
 } wf_cds_options;
 
 /* The clusters of a sidecar in proxy_ns: a new JSON array (the caller owns it and releases it
