@@ -1,6 +1,6 @@
 /*
- * cds_internal.h - shared between cds.c (clusters) and cds_policy.c (DestinationRule lookup
- * and trafficPolicy). Not a public interface: see cds.h.
+ * cds_internal.h - shared between cds.c (clusters), cds_policy.c (DestinationRule lookup
+ * and trafficPolicy) and cds_tls.c (upstream TLS). Not a public interface: see cds.h.
  */
 #ifndef WF_PILOT_CDS_INTERNAL_H
 #define WF_PILOT_CDS_INTERNAL_H
