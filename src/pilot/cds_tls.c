@@ -311,7 +311,8 @@ static json_t *sorted_keys(json_t *set)
         if (!(v[i++] = json_string(k)))
             goto fail;
     }
-    qsort(v, n, sizeof *v, cmp_str);
+    if (n)
+        qsort(v, n, sizeof *v, cmp_str);
     for (i = 0; i < n; i++) {
         json_t *s = v[i];
         v[i] = NULL;
