@@ -13,8 +13,9 @@
 
 #define TLS_SOCKET   "envoy.transport_sockets.tls"
 #define RAW_SOCKET   "envoy.transport_sockets.raw_buffer"
-#define UTC_TYPE     "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
-#define RAW_TYPE     "type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer"
+#define TS_PKG       "type.googleapis.com/envoy.extensions.transport_sockets."
+#define UTC_TYPE     TS_PKG "tls.v3.UpstreamTlsContext"
+#define RAW_TYPE     TS_PKG "raw_buffer.v3.RawBuffer"
 #define SDS_CLUSTER  "sds-grpc" /* the agent's SDS server (security.md §2.2) */
 #define SYSTEM_ROOTS "/etc/ssl/certs/ca-certificates.crt" /* file-root:system on Debian */
 #define DEFAULT_TD   "cluster.local"
