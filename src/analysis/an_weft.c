@@ -6,7 +6,7 @@
  * model/unimplemented.h and reports WFT0001 NotImplemented (Warning) for each field that has
  * no effect in weft, and WFT0002 SecurityPolicyNotEnforced (Error) for each security control
  * weft does not enforce (AuthorizationPolicy, a WasmPlugin in the AUTHN phase,
- * RequestAuthentication, DestinationRule client TLS, ...), so that `weftctl analyze` exits
+ * RequestAuthentication, DestinationRule tls.credentialName, ...), so that `weftctl analyze` exits
  * non-zero over a mesh the operator believes protected. The message points at the field's
  * line, or the resource's for a whole resource. A resource that fails schema validation
  * (IST0106, which pilot refuses) gets none. weft-pilot reports the same rows as warnings on

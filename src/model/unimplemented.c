@@ -55,6 +55,29 @@ static bool se_resolution_absent(const wf_resource *r, const wf_node *at)
     return r->spec && (!res || res->type == WF_NODE_NULL);
 }
 
+/* A DestinationRule tls block of mode SIMPLE or MUTUAL without sni and without
+ * credentialName (its own row): Istio's setAutoSniAndAutoSanValidation sets Envoy's auto_sni
+ * (the SNI from the request's Host); weft-proxy has none. */
+static bool tls_auto_sni(const wf_resource *r, const wf_node *at)
+{
+    (void)r;
+    const char *mode = wf_map_str(at, "mode");
+    const char *sni = wf_map_str(at, "sni"), *cred = wf_map_str(at, "credentialName");
+    if (!mode || (strcmp(mode, "SIMPLE") != 0 && strcmp(mode, "MUTUAL") != 0))
+        return false;
+    return !(sni && *sni) && !(cred && *cred);
+}
+
+/* ... and, with neither subjectAltNames nor insecureSkipVerify true, auto_san_validation (the
+ * server certificate checked against the Host): a check weft-proxy does not make. */
+static bool tls_auto_san(const wf_resource *r, const wf_node *at)
+{
+    bool skip = false;
+    if (!tls_auto_sni(r, at) || wf_seq_len(wf_map_get(at, "subjectAltNames")) > 0)
+        return false;
+    return !(wf_node_bool(wf_map_get(at, "insecureSkipVerify"), &skip) && skip);
+}
+
 /* A rule that is an empty map matches every request. */
 static bool has_empty_rule(const wf_node *rules)
 {
@@ -157,7 +180,6 @@ static const char *const v_none[] = {"NONE", NULL};
 static const char *const v_true[] = {"true", NULL};
 static const char *const v_passthrough[] = {"PASSTHROUGH", NULL};
 static const char *const v_upgrade[] = {"UPGRADE", NULL};
-static const char *const v_tls_off[] = {"DISABLE", NULL};
 static const char *const v_gw_tls_modes[] = {"PASSTHROUGH", "AUTO_PASSTHROUGH", "ISTIO_MUTUAL",
                                              "OPTIONAL_MUTUAL", NULL};
 static const char *const v_gw_h2[] = {"HTTP2", "GRPC", NULL};
@@ -322,9 +344,21 @@ static const wf_unimpl_entry table[] = {
     FN(OTHER, "", gateway_api_other, false, "this Gateway API kind",
        "the route or policy is not programmed", "gateway.networking.k8s.io/v1alpha2 TCPRoute"),
     /* ---- DestinationRule ---- */
-    SEC(DESTINATIONRULE, "{tp}.tls.mode", VALUE_NOT_IN, v_tls_off,
-        "client TLS (SIMPLE, MUTUAL, ISTIO_MUTUAL)", "requests go upstream in plaintext",
-        "ISTIO_MUTUAL"),
+    SEC(DESTINATIONRULE, "{tp}.tls.credentialName", PRESENT, NULL,
+        "client TLS from a credentialName Secret (kubernetes:// SDS in weft-proxy)",
+        "the cluster gets no TLS context: requests go upstream in plaintext (as Istio does on a "
+        "sidecar for a rule without workloadSelector)",
+        "web-cred"),
+    SEC(DESTINATIONRULE, "{tp}.tls.caCrl", PRESENT, NULL, "certificate revocation lists (caCrl)",
+        "revoked server certificates are accepted", "/etc/crl.pem"),
+    FN(DESTINATIONRULE, "{tp}.tls", tls_auto_sni, false,
+       "SNI from the request's Host (Envoy's auto_sni, which Istio sets for SIMPLE and MUTUAL "
+       "without sni)",
+       "no SNI is sent", "{mode: SIMPLE, subjectAltNames: [a.example]}"),
+    FN(DESTINATIONRULE, "{tp}.tls", tls_auto_san, true,
+       "server certificate checks against the request's Host (Envoy's auto_san_validation, "
+       "which Istio sets for SIMPLE and MUTUAL without sni and subjectAltNames)",
+       "only the server certificate's chain is checked, not its name", "{mode: SIMPLE}"),
     ROW(DESTINATIONRULE, "{tp}.loadBalancer.consistentHash", PRESENT, NULL,
         "consistent-hash load balancing (sticky sessions)",
         "requests are balanced as without it (LEAST_REQUEST)", "{httpHeaderName: x-user}"),

@@ -25,7 +25,8 @@
 
 typedef struct cds_ctx {
     const wf_store *s;
-    const char *proxy_ns, *suffix, *root_ns;
+    const char *proxy_ns, *suffix, *root_ns, *trust_domain;
+    bool auto_mtls;
     json_t *out;
 } cds_ctx;
 
@@ -35,6 +36,8 @@ typedef struct cl_in {
     const wf_service_port *sp;
     const wf_resource *dr;   /* NULL when no DestinationRule applies */
     const wf_subset *subset; /* NULL for the default cluster */
+    json_t *sans;            /* the service's accounts (cds_service_accounts) */
+    bool mtls_disabled;      /* cds_service_mtls_disabled for the service */
 } cl_in;
 
 /* Istio's getDefaultCircuitBreakerThresholds. */
@@ -116,8 +119,7 @@ fail:
  * is no endpoint (Istio builds no cluster then), -1 on OOM. */
 static int add_dns(const cds_ctx *x, json_t *c, const cl_in *in, const char *name)
 {
-    json_t *eps = wf_eds_locality_endpoints(x->s, in->svc, in->sp,
-                                            in->subset ? &in->subset->labels : NULL, true);
+    json_t *eps = wf_eds_locality_endpoints(x->s, in->svc, in->sp, in->dr, in->subset, true);
     if (!eps)
         return -1;
     if (json_array_size(eps) == 0) {
@@ -132,6 +134,31 @@ static int add_dns(const cds_ctx *x, json_t *c, const cl_in *in, const char *nam
     return 1;
 }
 
+/* The cluster's upstream TLS (cds_tls.c); the ISTIO_MUTUAL SNI is Istio's BuildDNSSrvSubsetKey
+ * outbound_.<port>_.<subset>_.<host>. */
+static int apply_tls(const cds_ctx *x, json_t *c, const cl_in *in, const char *name,
+                     const wf_node *tls)
+{
+    char sni[1024];
+    int n = snprintf(sni, sizeof sni, "outbound_.%d_.%s_.%s", (int)in->sp->port,
+                     in->subset ? in->subset->name : "", in->svc->host);
+    if (n < 0 || (size_t)n >= sizeof sni)
+        return 0; /* no such long host in a valid config: no TLS rather than a cut name */
+    const char *loc = in->svc->is_se ? in->svc->res->t.se->location : NULL;
+    const cds_tls_in t = {
+        .tls = tls,
+        .name = name,
+        .sni = sni,
+        .sans = in->sans,
+        .auto_mtls = x->auto_mtls,
+        .mesh_external = in->svc->is_se && (!loc || strcmp(loc, "MESH_INTERNAL") != 0),
+        .original_dst = in->svc->resolution == WF_SVC_NONE,
+        .se_registry = in->svc->is_se,
+        .mtls_disabled = in->mtls_disabled,
+    };
+    return cds_tls_apply(c, &t);
+}
+
 /* The cluster of in, NULL when it has none to build; *oom set on OOM. */
 static json_t *outbound_cluster(const cds_ctx *x, const cl_in *in, bool *oom)
 {
@@ -142,13 +169,13 @@ static json_t *outbound_cluster(const cds_ctx *x, const cl_in *in, bool *oom)
     bool dns = in->svc->resolution == WF_SVC_DNS || in->svc->resolution == WF_SVC_DNS_RR;
     if (c && dns)
         rc = add_dns(x, c, in, name);
-    free(name);
     if (rc > 0) {
         const wf_node *top = in->dr ? in->dr->t.dr->traffic_policy : NULL;
         const wf_node *sub = in->subset ? in->subset->traffic_policy : NULL;
         cds_policy p = cds_policy_resolve(top, sub, in->sp->port);
-        rc = cds_policy_apply(c, &p) == 0 ? 1 : -1;
+        rc = cds_policy_apply(c, &p) == 0 && apply_tls(x, c, in, name, p.tls) == 0 ? 1 : -1;
     }
+    free(name);
     if (rc > 0 && in->svc->resolution == WF_SVC_NONE) /* applyLoadBalancer: ORIGINAL_DST */
         rc = json_object_set_new(c, "lb_policy", json_string("CLUSTER_PROVIDED")) == 0 ? 1 : -1;
     if (rc > 0)
@@ -185,18 +212,22 @@ static int add_port(cds_ctx *x, cl_in *in)
 
 static int add_service(cds_ctx *x, const wf_svc *svc)
 {
-    cl_in in = {.svc = svc};
+    cl_in in = {.svc = svc, .sans = cds_service_accounts(x->s, svc, x->trust_domain)};
+    if (!in.sans)
+        return -1;
+    in.mtls_disabled = cds_service_mtls_disabled(x->s, svc->ns);
     in.dr =
         wf_cds_find_destinationrule(x->s, svc->host, svc->ns, x->proxy_ns, x->root_ns, x->suffix);
-    for (size_t i = 0; i < svc->nports; i++) {
+    int rc = 0;
+    for (size_t i = 0; i < svc->nports && rc == 0; i++) {
         const wf_service_port *sp = &svc->ports[i];
         if (sp->port <= 0 || sp->port > 65535 || (sp->protocol && !strcmp(sp->protocol, "UDP")))
             continue;
         in.sp = sp;
-        if (add_port(x, &in) != 0)
-            return -1;
+        rc = add_port(x, &in);
     }
-    return 0;
+    json_decref(in.sans);
+    return rc;
 }
 
 /* Istio's buildBlackHoleCluster. */
@@ -245,6 +276,8 @@ json_t *wf_cds_sidecar_clusters(const wf_store *store, const wf_cds_options *opt
                  .proxy_ns = opt->proxy_ns && *opt->proxy_ns ? opt->proxy_ns : NULL,
                  .suffix = opt->domain_suffix ? opt->domain_suffix : wf_store_domain_suffix(store),
                  .root_ns = opt->root_namespace ? opt->root_namespace : WF_CDS_ROOT_NAMESPACE,
+                 .trust_domain = opt->trust_domain,
+                 .auto_mtls = !opt->disable_auto_mtls,
                  .out = json_array()};
     if (!x.out)
         return NULL;

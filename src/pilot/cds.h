@@ -65,6 +65,45 @@
  *    interval, baseEjectionTime; maxEjectionPercent (> 0); minHealthPercent ->
  *    common_lb_config.healthy_panic_threshold, always set when outlierDetection is (Istio
  *    cannot tell 0 from unset: an unset value writes {} = 0 %, which disables panic mode).
+ *  - Upstream TLS (cds_tls.c), following Istio's cluster_tls.go (buildUpstreamTLSSettings,
+ *    applyUpstreamTLSSettings, buildUpstreamClusterTLSContext), reference security.md §3.2,
+ *    §4.2; the trafficPolicy tls merges as the other sections (a matching portLevelSettings
+ *    entry replaces it, present or not; a subset's tls overrides). The ISTIO_MUTUAL socket
+ *    is envoy.transport_sockets.tls with an UpstreamTlsContext {common_tls_context {tls_params
+ *    {TLSv1_2, TLSv1_3}, alpn_protocols [istio-peer-exchange, istio] (weft has no HTTP/2
+ *    clusters, so never Istio's h2 variant), tls_certificate_sds_secret_configs [default],
+ *    combined_validation_context {default_validation_context {match_subject_alt_names: exact
+ *    SANs}, validation_context_sds_secret_config ROOTCA}}, sni}, both SDS configs Istio's
+ *    (api_config_source GRPC to cluster sds-grpc, set_node_on_first_message_only,
+ *    initial_fetch_timeout 0s: weft-proxy's bootstrap_tls.c takes them from its in-process
+ *    agent and does not need the sds-grpc cluster). SANs = the rule's subjectAltNames, else the
+ *    destination service accounts (cds_internal.h cds_service_accounts, MeshConfig
+ *    trustDomain via opt->trust_domain); SNI = the rule's sni, else
+ *    outbound_.<port>_.<subset>_.<host>.
+ *     - no tls in the merged policy: auto mTLS (MeshConfig enableAutoMtls, opt->
+ *       disable_auto_mtls) for a Kubernetes Service or a MESH_INTERNAL ServiceEntry whose
+ *       namespace's PeerAuthentication is not DISABLE (a hook, cds_service_mtls_disabled):
+ *       transport_socket_matches [{name tlsMode-istio, match {tlsMode: istio}, the ISTIO_MUTUAL
+ *       socket}, {name tlsMode-disabled, match {}, raw_buffer}]. None for MESH_EXTERNAL
+ *       ServiceEntries (the default location) and ORIGINAL_DST clusters (resolution NONE;
+ *       Istio would give one of them an ISTIO_MUTUAL transport_socket when every endpoint
+ *       has a sidecar), nor BlackHoleCluster and PassthroughCluster. Endpoints carry the
+ *       tlsMode tag as eds.h says.
+ *     - DISABLE (also a tls block without mode): nothing, even where auto mTLS would apply.
+ *     - ISTIO_MUTUAL: the socket above as transport_socket, on any cluster type.
+ *     - SIMPLE / MUTUAL (constructUpstreamTLS): tls_params TLSv1_2..TLSv1_3; sni only when
+ *       the rule sets one; validation_context {trusted_ca {filename: caCertificates, else
+ *       /etc/ssl/certs/ca-certificates.crt}, match_subject_alt_names: exact subjectAltNames
+ *       (a ServiceEntry without them: its service accounts)}, or an empty validation_context
+ *       with insecureSkipVerify; MUTUAL adds tls_certificates [{certificate_chain {filename},
+ *       private_key {filename}}]. Istio writes these files as SDS secrets `file-root:<path>`
+ *       (`file-root:system` = the OS roots) and `file-cert:<cert>~<key>`, which weft-proxy
+ *       does not serve, so weft writes the files inline: weft-proxy reads them at load. MUTUAL
+ *       without both files (refused by validation) and SIMPLE / MUTUAL with credentialName
+ *       get no TLS, as Istio on a sidecar for a rule without workloadSelector (weft-proxy
+ *       has no kubernetes:// SDS; model/unimplemented.c reports it). Not written: Istio's
+ *       upstream_http_protocol_options auto_sni / auto_san_validation (weft-proxy refuses
+ *       them; reported), MeshConfig tlsDefaults, caCrl (reported), the h2 ALPN.
  *  - BlackHoleCluster (type STATIC written explicitly, connect_timeout 10s, no endpoints)
  *    and PassthroughCluster (ORIGINAL_DST, CLUSTER_PROVIDED, default circuit breakers,
  *    use_downstream_protocol_config), always, whatever outboundTrafficPolicy says: it only
@@ -79,8 +118,7 @@
  * a workloadSelector are skipped (they apply only to selected workloads).
  *
  * Not translated here: headless (clusterIP None) and ExternalName Services, inbound clusters
- * (pilot/inbound.h), TLS / transport_socket_matches (MESH_EXTERNAL vs MESH_INTERNAL makes no
- * difference yet), the metadata-exchange filters, several ServiceEntries for one host merged
+ * (pilot/inbound.h), the metadata-exchange filters, several ServiceEntries for one host merged
  * (the first visible one wins, serviceentry.h), Sidecar-narrowed wildcard hosts.
  *
  * Input is expected to have passed validation; a field of the wrong type or an unparsable
@@ -90,6 +128,7 @@
 #define WF_PILOT_CDS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "model/store.h"
 #include "pilot/sidecar_scope.h"
@@ -101,6 +140,8 @@ typedef struct wf_cds_options {
     const char *domain_suffix;  /* NULL = wf_store_domain_suffix(store) */
     const char *root_namespace; /* MeshConfig rootNamespace; NULL = "istio-system" */
     const wf_scope *scope;      /* the proxy's Sidecar scope; NULL = everything visible */
+    const char *trust_domain;   /* MeshConfig trustDomain; NULL or "" = "cluster.local" */
+    bool disable_auto_mtls;     /* MeshConfig enableAutoMtls false (the default is true) */
 } wf_cds_options;
 
 /* The clusters of a sidecar in proxy_ns: a new JSON array (the caller owns it and releases it

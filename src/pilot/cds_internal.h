@@ -1,19 +1,22 @@
 /*
- * cds_internal.h - shared between cds.c (clusters) and cds_policy.c (DestinationRule lookup
- * and trafficPolicy). Not a public interface: see cds.h.
+ * cds_internal.h - shared between cds.c (clusters), cds_policy.c (DestinationRule lookup
+ * and trafficPolicy) and cds_tls.c (upstream TLS). Not a public interface: see cds.h.
  */
 #ifndef WF_PILOT_CDS_INTERNAL_H
 #define WF_PILOT_CDS_INTERNAL_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "model/node.h"
+#include "model/store.h"
+#include "pilot/serviceentry.h"
 
 /* The sections of a trafficPolicy that apply to one cluster after Istio's merge; each NULL
  * when absent. */
 typedef struct cds_policy {
-    const wf_node *pool, *lb, *outlier;
+    const wf_node *pool, *lb, *outlier, *tls;
 } cds_policy;
 
 /* MergeTrafficPolicy(top for port, subset_tp, port); either node may be NULL. */
@@ -27,6 +30,40 @@ int cds_policy_apply(json_t *c, const cds_policy *p);
  * max_pending_requests, max_requests, max_retries = 4294967295, track_remaining true}]}. A new
  * object, NULL on OOM. Shared with pilot/inbound.c. */
 json_t *cds_default_circuit_breakers(void);
+
+/* ---------- TLS (cds_tls.c) ---------- */
+
+/* What the transport socket of one outbound cluster depends on (Istio's buildClusterOpts
+ * fields read by applyUpstreamTLSSettings / buildUpstreamTLSSettings). */
+typedef struct cds_tls_in {
+    const wf_node *tls; /* the merged DestinationRule tls (cds_policy.tls); NULL = none */
+    const char *name;   /* the cluster's name (error messages) */
+    const char *sni;    /* Istio's outbound_.<port>_.<subset>_.<host> */
+    const json_t *sans; /* the destination service accounts, an array of strings (borrowed) */
+    bool auto_mtls;     /* MeshConfig enableAutoMtls */
+    bool mesh_external; /* a ServiceEntry with location MESH_EXTERNAL (or unset) */
+    bool original_dst;  /* an ORIGINAL_DST cluster: never transport_socket_matches */
+    bool se_registry;   /* a ServiceEntry host: SIMPLE / MUTUAL without SANs use sans */
+    bool mtls_disabled; /* cds_service_mtls_disabled() said DISABLE: no auto mTLS */
+} cds_tls_in;
+
+/* Writes transport_socket or transport_socket_matches into cluster c as described in cds.h.
+ * Returns 0 (also when nothing is written), -1 on out of memory. */
+int cds_tls_apply(json_t *c, const cds_tls_in *in);
+
+/* Istio's ServiceAccounts(host, ns) for svc: the SPIFFE IDs
+ * spiffe://<trust_domain>/ns/<ns>/sa/<sa> of the workloads behind every port of svc (a Pod's
+ * spec.serviceAccountName, "default" when unset as Kubernetes defaults it; a WorkloadEntry's
+ * serviceAccount when set), a Service's alpha.istio.io/kubernetes-serviceaccounts (names in
+ * its namespace) and alpha.istio.io/canonical-serviceaccounts (as written), a ServiceEntry's
+ * subjectAltNames; sorted, without duplicates. A new array, NULL on OOM. */
+json_t *cds_service_accounts(const wf_store *s, const wf_svc *svc, const char *trust_domain);
+
+/* BestEffortInferServiceMTLSMode's PeerAuthentication part (namespace, then mesh level) for a
+ * service in namespace ns: true when that mode is DISABLE (no auto mTLS). The hook for the
+ * PeerAuthentication composition (pilot/authn.h, written elsewhere): until it is connected it
+ * returns false (Istio's fallback, PERMISSIVE). */
+bool cds_service_mtls_disabled(const wf_store *s, const char *ns);
 
 /* Protobuf JSON text of a duration in nanoseconds ("10s", "0.030s"); NULL on OOM. */
 json_t *cds_duration(int64_t ns);

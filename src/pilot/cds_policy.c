@@ -105,6 +105,7 @@ static void port_override(cds_policy *p, const wf_node *tp, int32_t port)
             p->pool = wf_map_get(e, "connectionPool");
             p->lb = wf_map_get(e, "loadBalancer");
             p->outlier = wf_map_get(e, "outlierDetection");
+            p->tls = wf_map_get(e, "tls");
             return;
         }
     }
@@ -113,7 +114,7 @@ static void port_override(cds_policy *p, const wf_node *tp, int32_t port)
 cds_policy cds_policy_resolve(const wf_node *top, const wf_node *subset_tp, int32_t port)
 {
     cds_policy p = {wf_map_get(top, "connectionPool"), wf_map_get(top, "loadBalancer"),
-                    wf_map_get(top, "outlierDetection")};
+                    wf_map_get(top, "outlierDetection"), wf_map_get(top, "tls")};
     port_override(&p, top, port);
     if (!subset_tp)
         return p;
@@ -124,6 +125,8 @@ cds_policy cds_policy_resolve(const wf_node *top, const wf_node *subset_tp, int3
         p.lb = v;
     if ((v = wf_map_get(subset_tp, "outlierDetection")))
         p.outlier = v;
+    if ((v = wf_map_get(subset_tp, "tls")))
+        p.tls = v;
     port_override(&p, subset_tp, port);
     return p;
 }

@@ -23,14 +23,17 @@
 typedef struct eds_in {
     wf_svc svc;
     const wf_service_port *port;
+    const wf_resource *dr;   /* the DestinationRule that applies; NULL when none */
     const wf_subset *subset; /* NULL for the default cluster */
 } eds_in;
 
 /* The endpoints being collected. */
 typedef struct eds_fill {
-    json_t *lb;     /* lb_endpoints */
-    bool for_cds;   /* inline load_assignment of a DNS cluster: no health fields */
-    json_int_t sum; /* of the endpoint weights */
+    const wf_store *s;
+    json_t *lb;          /* lb_endpoints */
+    bool for_cds;        /* inline load_assignment of a DNS cluster: no health fields */
+    const char *dr_mode; /* mtls_checker's DestinationRule tls mode; NULL when none */
+    json_int_t sum;      /* of the endpoint weights */
     bool oom;
 } eds_fill;
 
@@ -76,12 +79,11 @@ static int resolve(const wf_store *s, const char *name, const wf_cds_options *op
     in->port = wf_svc_port(&in->svc, k.port);
     if (!in->port || in->svc.resolution != WF_SVC_EDS)
         goto none;
+    const char *root = opt->root_namespace ? opt->root_namespace : WF_CDS_ROOT_NAMESPACE;
+    in->dr = wf_cds_find_destinationrule(s, host, in->svc.ns, v.proxy_ns, root, v.suffix);
     if (k.subset_len == 0)
         return 1;
-    const char *root = opt->root_namespace ? opt->root_namespace : WF_CDS_ROOT_NAMESPACE;
-    const wf_resource *dr =
-        wf_cds_find_destinationrule(s, host, in->svc.ns, v.proxy_ns, root, v.suffix);
-    in->subset = find_subset(dr, k.subset, k.subset_len);
+    in->subset = find_subset(in->dr, k.subset, k.subset_len);
     if (in->subset)
         return 1;
 none:
@@ -139,37 +141,96 @@ static json_t *workload_string(const wf_endpoint *ep)
                         str_or_empty(wf_endpoint_label(ep, LBL_CANON_REV)), CLUSTER_ID);
 }
 
-static json_t *endpoint_metadata(const wf_endpoint *ep)
+/* ---- the tlsMode tag (Istio's pilot/pkg/xds/endpoints/mtls_checker.go) ---- */
+
+/* trafficPolicyTLSModeForPort: tls.mode of tp (absent mode = DISABLE, the enum's zero), then a
+ * portLevelSettings entry for port that has tls. NULL when neither sets tls. */
+static const char *tp_tls_mode(const wf_node *tp, int32_t port)
+{
+    const wf_node *tls = wf_map_get(tp, "tls");
+    const wf_node *pls = wf_map_get(tp, "portLevelSettings");
+    for (size_t i = 0; i < wf_seq_len(pls); i++) {
+        const wf_node *e = wf_seq_at(pls, i);
+        int64_t num = 0;
+        if (wf_node_int(wf_node_path(e, "port.number"), &num) && num == port &&
+            wf_map_get(e, "tls")) {
+            tls = wf_map_get(e, "tls");
+            break;
+        }
+    }
+    if (!tls)
+        return NULL;
+    const char *m = wf_map_str(tls, "mode");
+    return m ? m : "DISABLE";
+}
+
+/* tlsModeForDestinationRule: the default cluster reads the top-level policy, a subset cluster
+ * its subset's policy only (no merge with the top level, as Istio's checker). */
+static const char *dr_tls_mode(const wf_resource *dr, const wf_subset *subset, int32_t port)
+{
+    if (!dr || !dr->t.dr)
+        return NULL;
+    return tp_tls_mode(subset ? subset->traffic_policy : dr->t.dr->traffic_policy, port);
+}
+
+/* The hook for the PeerAuthentication composition (pilot/authn.h, written elsewhere): true when
+ * the effective PeerAuthentication mode of the endpoint's workload (ep->src, a Pod or a
+ * WorkloadEntry; NULL for a DNS host) on its port ep->port is DISABLE (Istio's
+ * NewMtlsPolicy(...).GetMutualTLSModeForPort(ep.EndpointPort) == MTLSDisable). Until it is
+ * connected it answers false: no PeerAuthentication disables mTLS. */
+static bool peer_mtls_disabled(const wf_store *s, const wf_endpoint *ep)
+{
+    (void)s;
+    (void)ep;
+    return false;
+}
+
+/* checkMtlsEnabled + AppendLbEndpointMetadata: the tlsMode value to write, NULL for none. A
+ * DestinationRule tls mode decides alone (ISTIO_MUTUAL keeps the label, any other mode drops
+ * it); else only tlsMode "istio" on a workload whose port is not DISABLE. The value written is
+ * the label's, never "disabled" or empty. */
+static const char *tls_tag(const eds_fill *f, const wf_endpoint *ep)
+{
+    const char *label = wf_endpoint_label(ep, LBL_TLS_MODE);
+    if (!label || !*label || strcmp(label, "disabled") == 0)
+        return NULL;
+    if (f->dr_mode)
+        return strcmp(f->dr_mode, "ISTIO_MUTUAL") == 0 ? label : NULL;
+    if (strcmp(label, "istio") != 0 || peer_mtls_disabled(f->s, ep))
+        return NULL;
+    return label;
+}
+
+static json_t *endpoint_metadata(const eds_fill *f, const wf_endpoint *ep)
 {
     json_t *fm = json_pack("{s:{s:o}}", "istio", "workload", workload_string(ep));
     if (!fm)
         return NULL;
-    const char *tls = wf_endpoint_label(ep, LBL_TLS_MODE);
-    if (tls && *tls && strcmp(tls, "disabled") != 0 &&
-        json_object_set_new(fm, "envoy.transport_socket_match",
-                            json_pack("{s:s}", "tlsMode", tls)) != 0) {
+    const char *tls = tls_tag(f, ep);
+    if (tls && json_object_set_new(fm, "envoy.transport_socket_match",
+                                   json_pack("{s:s}", "tlsMode", tls)) != 0) {
         json_decref(fm);
         return NULL;
     }
     return json_pack("{s:o}", "filter_metadata", fm);
 }
 
-static json_t *lb_endpoint(const wf_endpoint *ep, bool for_cds)
+static json_t *lb_endpoint(const eds_fill *f, const wf_endpoint *ep)
 {
-    if (for_cds)
+    if (f->for_cds)
         return json_pack("{s:{s:{s:{s:s,s:i}}},s:o,s:I}", "endpoint", "address", "socket_address",
                          "address", ep->address, "port_value", (int)ep->port, "metadata",
-                         endpoint_metadata(ep), "load_balancing_weight", (json_int_t)ep->weight);
+                         endpoint_metadata(f, ep), "load_balancing_weight", (json_int_t)ep->weight);
     return json_pack("{s:{s:{s:{s:s,s:i}},s:{}},s:s,s:o,s:I}", "endpoint", "address",
                      "socket_address", "address", ep->address, "port_value", (int)ep->port,
                      "health_check_config", "health_status", "HEALTHY", "metadata",
-                     endpoint_metadata(ep), "load_balancing_weight", (json_int_t)ep->weight);
+                     endpoint_metadata(f, ep), "load_balancing_weight", (json_int_t)ep->weight);
 }
 
 static bool add_endpoint(const wf_endpoint *ep, void *arg)
 {
     eds_fill *f = arg;
-    if (json_array_append_new(f->lb, lb_endpoint(ep, f->for_cds)) != 0) {
+    if (json_array_append_new(f->lb, lb_endpoint(f, ep)) != 0) {
         f->oom = true;
         return false;
     }
@@ -180,13 +241,17 @@ static bool add_endpoint(const wf_endpoint *ep, void *arg)
 /* ---- the assignment ---- */
 
 json_t *wf_eds_locality_endpoints(const wf_store *store, const wf_svc *svc,
-                                  const wf_service_port *sp, const wf_kvs *subset, bool for_cds)
+                                  const wf_service_port *sp, const wf_resource *dr,
+                                  const wf_subset *subset, bool for_cds)
 {
-    eds_fill f = {.lb = json_array(), .for_cds = for_cds};
+    eds_fill f = {.s = store,
+                  .lb = json_array(),
+                  .for_cds = for_cds,
+                  .dr_mode = dr_tls_mode(dr, subset, sp->port)};
     json_t *out = json_array();
     if (!f.lb || !out)
         goto fail;
-    wf_svc_endpoints(store, svc, sp, subset, add_endpoint, &f);
+    wf_svc_endpoints(store, svc, sp, subset ? &subset->labels : NULL, add_endpoint, &f);
     if (f.oom)
         goto fail;
     if (json_array_size(f.lb) == 0) {
@@ -213,8 +278,7 @@ static json_t *empty_assignment(const char *name)
 /* Fill an assignment whose endpoints list is still empty. Returns 0, or -1 on OOM. */
 static int fill(json_t *cla, const wf_store *s, const eds_in *in)
 {
-    json_t *eps = wf_eds_locality_endpoints(s, &in->svc, in->port,
-                                            in->subset ? &in->subset->labels : NULL, false);
+    json_t *eps = wf_eds_locality_endpoints(s, &in->svc, in->port, in->dr, in->subset, false);
     if (!eps)
         return -1;
     bool any = json_array_size(eps) > 0;
@@ -226,12 +290,13 @@ static int fill(json_t *cla, const wf_store *s, const eds_in *in)
                                json_pack("{s:i}", "overprovisioning_factor", OVERPROVISION));
 }
 
-/* The memo key of an assignment: the name and what resolve() found (the service's resource and
- * the subset), which is all fill() reads. */
+/* The memo key of an assignment: the name and what resolve() found (the service's resource,
+ * the DestinationRule, whose tls mode tags endpoints, and the subset), which is all fill()
+ * reads. */
 static void memo_key(char *buf, size_t cap, const char *name, const eds_in *in, int rc)
 {
-    snprintf(buf, cap, "%s|%p|%p", name, rc > 0 ? (const void *)in->svc.res : NULL,
-             rc > 0 ? (const void *)in->subset : NULL);
+    snprintf(buf, cap, "%s|%p|%p|%p", name, rc > 0 ? (const void *)in->svc.res : NULL,
+             rc > 0 ? (const void *)in->dr : NULL, rc > 0 ? (const void *)in->subset : NULL);
 }
 
 json_t *wf_eds_load_assignment_memo(const wf_store *store, const char *cluster_name,

@@ -42,8 +42,17 @@
  *    ServiceEntry endpoint empty; then the namespace, the labels
  *    service.istio.io/canonical-name and service.istio.io/canonical-revision (empty when
  *    absent, as in the dump for istiod) and the cluster id "Kubernetes".
- *    envoy.transport_socket_match.tlsMode is written when the endpoint carries the label
- *    security.istio.io/tlsMode with a value other than "disabled".
+ *  - envoy.transport_socket_match {tlsMode: <label>} (the tag auto mTLS's
+ *    transport_socket_matches select, cds.h), as Istio's mtls_checker.go checkMtlsEnabled and
+ *    AppendLbEndpointMetadata: never when the endpoint's label security.istio.io/tlsMode is
+ *    absent, empty or "disabled"; else, when the DestinationRule that applies sets a tls mode
+ *    for the cluster (the default cluster: trafficPolicy.tls, then a portLevelSettings entry
+ *    for the service port that has tls; a subset cluster: the same inside the subset's own
+ *    trafficPolicy only, not merged with the top level, as Istio's checker), tagged only if
+ *    that mode is ISTIO_MUTUAL; without one, tagged only if the label is "istio" and the
+ *    workload's effective PeerAuthentication mode on the endpoint port is not DISABLE. That
+ *    last check is one hook in eds.c (peer_mtls_disabled), answering "not DISABLE" until the
+ *    PeerAuthentication composition (pilot/authn.h) is connected to it.
  *  - no endpoints (a subset whose labels match no pod, a Service without ready pods, an
  *    unknown cluster name) gives {"@type", "cluster_name", "endpoints": []}: Istio's
  *    buildEmptyClusterLoadAssignment. The cluster still exists, so a request to it is
@@ -85,11 +94,14 @@ json_t *wf_eds_load_assignment_memo(const wf_store *store, const char *cluster_n
 json_t *wf_eds_sidecar_assignments(const wf_store *store, const wf_cds_options *opt);
 
 /* The "endpoints" list of a ClusterLoadAssignment for port sp of svc, keeping the endpoints
- * whose labels carry every pair of subset (NULL = all): a new array (caller json_decrefs) with
- * one locality group {"locality": {}, "lb_endpoints": [...], "load_balancing_weight": sum},
- * or empty when there is no endpoint. for_cds leaves out health_check_config and health_status
- * (the inline load_assignment of Istio's DNS clusters). NULL on OOM. */
+ * whose labels carry every label of subset (NULL = all endpoints, the default cluster): a new
+ * array (caller json_decrefs) with one locality group {"locality": {}, "lb_endpoints": [...],
+ * "load_balancing_weight": sum}, or empty when there is no endpoint. dr is the
+ * DestinationRule that applies (NULL when none; its tls mode tags endpoints, see above).
+ * for_cds leaves out health_check_config and health_status (the inline load_assignment of
+ * Istio's DNS clusters). NULL on OOM. */
 json_t *wf_eds_locality_endpoints(const wf_store *store, const wf_svc *svc,
-                                  const wf_service_port *sp, const wf_kvs *subset, bool for_cds);
+                                  const wf_service_port *sp, const wf_resource *dr,
+                                  const wf_subset *subset, bool for_cds);
 
 #endif

@@ -12,6 +12,7 @@
 #include "core/arena.h"
 #include "core/strmap.h"
 #include "pilot/generate_internal.h"
+#include "pilot/serviceentry.h"
 
 #define FNV_INIT  1469598103934665603ull
 #define FNV_PRIME 1099511628211ull
@@ -462,6 +463,9 @@ wf_gen_cache *wf_gen_cache_carry(wf_gen_cache *prev, const wf_pilot_env *env,
     bool se_sel = se_selects_workloads(prev->env.store) || se_selects_workloads(env->store);
     for (size_t i = 0; i < n_changed && drop != T_ALL; i++)
         drop |= invalidated_by(changed[i], se_sel);
+    /* workloads with other service accounts: the clusters' SAN matchers change */
+    if ((drop & T_EDS) && !(drop & T_CDS) && wf_svc_identities_added(prev->env.store, env->store))
+        drop |= T_CDS;
     unsigned keep = T_ALL & ~drop;
     for (size_t i = 0; keep && i < wf_strmap_count(prev->entries); i++) {
         void **slot = wf_strmap_slot(c->entries, wf_strmap_key(prev->entries, i), true);

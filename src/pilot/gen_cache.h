@@ -54,7 +54,9 @@ wf_gen_cache *wf_gen_cache_new(const wf_pilot_env *env);
  * the snapshot's changed keys "Kind/ns/name" (source.h). A VirtualService or Gateway change
  * drops RDS; a DestinationRule change CDS and EDS; a Pod, WorkloadEntry, Endpoints or
  * EndpointSlice change EDS (and CDS when a ServiceEntry selects workloads: its DNS clusters
- * carry them inline); any other kind, or mesh_changed (another MeshConfig), drops everything.
+ * carry them inline; or when a workload identity is new, serviceentry.h
+ * wf_svc_identities_added: clusters carry service accounts as SANs); any other kind, or
+ * mesh_changed (another MeshConfig), drops everything.
  * The entries
  * taken over are moved out of prev (free it afterwards). NULL on OOM. */
 wf_gen_cache *wf_gen_cache_carry(wf_gen_cache *prev, const wf_pilot_env *env,

@@ -60,6 +60,10 @@ int wf_gen_init(gen *g, const wf_pilot_env *env, const wf_pilot_proxy *p)
         return -1;
     g->cds.proxy_ns = p->ns;
     g->cds.root_namespace = env->mesh ? wf_meshcfg_root_ns(env->mesh) : NULL;
+    g->cds.trust_domain = env->mesh ? wf_meshcfg_str(env->mesh, "trustDomain") : NULL;
+    const wf_node *am = env->mesh ? wf_meshcfg_get(env->mesh, "enableAutoMtls") : NULL;
+    bool auto_mtls = true;
+    g->cds.disable_auto_mtls = am && wf_node_bool(am, &auto_mtls) && !auto_mtls;
     const char *mode = env->mesh ? wf_meshcfg_str(env->mesh, "outboundTrafficPolicy.mode") : NULL;
     g->registry_only = mode && strcmp(mode, "REGISTRY_ONLY") == 0;
     if (p->kind == WF_PROXY_SIDECAR && p->ns && *p->ns &&

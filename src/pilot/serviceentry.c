@@ -446,3 +446,83 @@ void wf_svc_endpoints(const wf_store *s, const wf_svc *svc, const wf_service_por
     if (!w.stop)
         workload_entries(s, &w, &k->selector);
 }
+
+/* ---- workload identities ---- */
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+    for (; s && *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ULL;
+    }
+    h ^= 0xff; /* field separator */
+    return h * 1099511628211ULL;
+}
+
+static uint64_t identity_of(const wf_resource *r)
+{
+    uint64_t h = fnv1a(14695981039346656037ULL, r->kind == WF_KIND_POD ? "Pod" : "WorkloadEntry");
+    const char *sa = NULL;
+    const wf_kvs *labels = &r->labels;
+    if (r->kind == WF_KIND_POD && r->t.pod) {
+        sa = r->t.pod->spec.service_account && *r->t.pod->spec.service_account
+                 ? r->t.pod->spec.service_account
+                 : "default";
+    } else if (r->t.we) {
+        sa = r->t.we->service_account;
+        labels = &r->t.we->labels;
+    }
+    h = fnv1a(fnv1a(h, r->ns), sa);
+    uint64_t lh = 0; /* labels in any order: a sum of their hashes */
+    for (size_t i = 0; i < labels->n; i++)
+        if (strcmp(labels->items[i].key, "pod-template-hash") != 0)
+            lh +=
+                fnv1a(fnv1a(14695981039346656037ULL, labels->items[i].key), labels->items[i].value);
+    return h ^ (lh * 1099511628211ULL);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The sorted identities of s (duplicates kept); *n set; NULL when none or out of memory
+ * (*oom set then). */
+static uint64_t *identities(const wf_store *s, size_t *n, bool *oom)
+{
+    size_t np = 0, nw = 0;
+    const wf_resource *const *pods = wf_store_kind(s, WF_KIND_POD, &np);
+    const wf_resource *const *wes = wf_store_kind(s, WF_KIND_WORKLOADENTRY, &nw);
+    *n = np + nw;
+    uint64_t *v = *n ? malloc(*n * sizeof *v) : NULL;
+    if (*n && !v) {
+        *oom = true;
+        return NULL;
+    }
+    for (size_t i = 0; i < np; i++)
+        v[i] = identity_of(pods[i]);
+    for (size_t i = 0; i < nw; i++)
+        v[np + i] = identity_of(wes[i]);
+    if (v)
+        qsort(v, *n, sizeof *v, cmp_u64);
+    return v;
+}
+
+bool wf_svc_identities_added(const wf_store *prev, const wf_store *now)
+{
+    if (!prev || !now)
+        return prev != now;
+    size_t na = 0, nb = 0;
+    bool oom = false;
+    uint64_t *a = identities(prev, &na, &oom), *b = identities(now, &nb, &oom);
+    bool added = oom;
+    for (size_t i = 0, j = 0; !added && j < nb; j++) {
+        while (i < na && a[i] < b[j])
+            i++;
+        added = i == na || a[i] != b[j];
+    }
+    free(a);
+    free(b);
+    return added;
+}

@@ -133,4 +133,17 @@ void wf_svc_endpoints(const wf_store *s, const wf_svc *svc, const wf_service_por
                       const wf_kvs *subset, bool (*cb)(const wf_endpoint *ep, void *arg),
                       void *arg);
 
+/* Whether now has a workload identity prev has not: an identity is (kind, namespace, service
+ * account, labels other than pod-template-hash) of a Pod (service account "default" when
+ * unset) or a WorkloadEntry. Replicas, IPs and phases are not identities; a new service
+ * account, or a workload with other labels (another Service may select it), is. Clusters carry
+ * the destination service accounts as SAN matchers (cds.h), so, as Istio's
+ * EndpointIndex.UpdateServiceEndpoints turns an endpoint update that changes a service's
+ * accounts into a full push, such a Pod or WorkloadEntry change is a full one
+ * (source_build.c) and drops the cached clusters (gen_cache.c). Identities that go away do
+ * not (Istio: a service left without endpoints is an incremental push; weft also keeps a
+ * shrunk account list until the next full push: extra SANs, never a refused peer). True
+ * also on out of memory, or when only one store is NULL. */
+bool wf_svc_identities_added(const wf_store *prev, const wf_store *now);
+
 #endif

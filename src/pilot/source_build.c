@@ -16,6 +16,7 @@
 #include "model/validate.h"
 #include "pilot/generate.h"
 #include "pilot/inbound.h"
+#include "pilot/serviceentry.h"
 #include "pilot/source.h"
 
 /* The MeshConfig of a snapshot: shared by snapshots while its file does not change. */
@@ -850,6 +851,9 @@ static int classify(build *b)
             return -1;
         }
     }
+    /* endpoints that change the service accounts clusters carry as SANs: a full push */
+    if (!full && s->n_changed && p && wf_svc_identities_added(p->store, s->store))
+        full = true;
     s->change = full ? WF_CHANGE_FULL : s->n_changed ? WF_CHANGE_ENDPOINTS : WF_CHANGE_NONE;
     return 0;
 }

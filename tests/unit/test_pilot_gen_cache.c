@@ -284,6 +284,42 @@ static void carry_over(void **state)
     teardown(&f);
 }
 
+/* A Pod change that brings a service account no workload had drops the clusters too: they
+ * carry the accounts as SAN matchers (serviceentry.h wf_svc_identities_added). */
+static void new_identity_drops_clusters(void **state)
+{
+    (void)state;
+    fixture f;
+    setup(&f);
+    uint64_t h;
+    char *cds = strdup(shared_of(&f, WEB1, WF_XDS_CDS, &h)); /* its text: the memory goes */
+    assert_non_null(cds);
+    assert_null(strstr(cds, "spiffe://cluster.local/ns/b/sa/api-v3"));
+    static char yaml[8192];
+    snprintf(yaml, sizeof yaml,
+             "%s---\napiVersion: v1\nkind: Pod\nmetadata: {name: api-3, namespace: b, labels: "
+             "{app: api, version: v1}}\nspec: {serviceAccountName: api-v3, containers: [{name: "
+             "a}]}\nstatus: {podIP: 10.0.1.4}\n",
+             mesh_yaml);
+    wf_store *s2 = wf_test_load_store(NULL, yaml, "default");
+    wf_pilot_env env2 = {.store = s2};
+    const char *pod[] = {"Pod/b/api-3"};
+    wf_gen_cache *next = wf_gen_cache_carry(f.c, &env2, pod, 1, false);
+    assert_non_null(next);
+    wf_gen_cache_free(f.c);
+    f.c = next;
+    const char *again = shared_of(&f, WEB1, WF_XDS_CDS, &h); /* regenerated */
+    assert_non_null(strstr(again, "spiffe://cluster.local/ns/b/sa/api-v3"));
+    free(cds);
+    /* the same store again: nothing new, the clusters stay */
+    next = wf_gen_cache_carry(f.c, &env2, pod, 1, false);
+    wf_gen_cache_free(f.c);
+    f.c = next;
+    assert_ptr_equal(shared_of(&f, WEB1, WF_XDS_CDS, &h), again);
+    teardown(&f);
+    wf_store_free(s2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -291,6 +327,7 @@ int main(void)
         cmocka_unit_test(http10_per_proxy),
         cmocka_unit_test(key_is_complete),
         cmocka_unit_test(carry_over),
+        cmocka_unit_test(new_identity_drops_clusters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -279,6 +279,45 @@ static void test_classification(void **state)
     tdir_remove(&d);
 }
 
+/* A pod with a service account no workload had is a full change: clusters carry the accounts
+ * as SAN matchers (Istio's EndpointIndex pushes full when a service's accounts change); one
+ * more replica of a known identity, or a workload going away, stays endpoints-only. */
+static void test_new_identity_is_full(void **state)
+{
+    (void)state;
+    tdir d;
+    const char *dirs[1];
+    tdir_make(&d);
+    put(&d, "svc.yaml", SVC);
+    put_pod(&d, "127.10.0.1");
+    wf_dir_source_opts o = opts_for(&d, dirs);
+    wf_snapshot *s1 = wf_source_build(&o, NULL, 0);
+    char buf[512];
+    snprintf(buf, sizeof buf, POD_FMT, "127.10.0.2");
+    char *n = strstr(buf, "catalog-1");
+    assert_non_null(n);
+    n[8] = '2'; /* catalog-2: the same identity */
+    put(&d, "pod2.yaml", buf);
+    wf_snapshot *s2 = wf_source_build(&o, s1, 0);
+    assert_int_equal(s2->change, WF_CHANGE_ENDPOINTS);
+    put(&d, "pod3.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: catalog-3, namespace: shop, labels: {app: "
+        "catalog}}\nspec: {serviceAccountName: catalog-v2}\nstatus: {podIP: 127.10.0.3, "
+        "phase: Running}\n");
+    wf_snapshot *s3 = wf_source_build(&o, s2, 0);
+    assert_int_equal(s3->change, WF_CHANGE_FULL);
+    assert_int_equal(s3->n_changed, 1);
+    char p[128];
+    snprintf(p, sizeof p, "%s/pod3.yaml", d.path);
+    unlink(p);
+    wf_snapshot *s4 = wf_source_build(&o, s3, 0);
+    assert_int_equal(s4->change, WF_CHANGE_ENDPOINTS);
+    wf_snapshot *all[] = {s1, s2, s3, s4};
+    for (int i = 0; i < 4; i++)
+        wf_snapshot_unref(all[i]);
+    tdir_remove(&d);
+}
+
 /* ---- the watching source on a loop ------------------------------------------------------- */
 
 typedef struct watch_env {
@@ -544,6 +583,7 @@ int main(void)
         cmocka_unit_test(test_meshconfig_not_implemented_is_a_warning),
         cmocka_unit_test(test_unparsable_file_keeps_resources),
         cmocka_unit_test(test_classification),
+        cmocka_unit_test(test_new_identity_is_full),
         cmocka_unit_test(test_debounce_quiet),
         cmocka_unit_test(test_debounce_max),
         cmocka_unit_test(test_fs_event_rebuilds),
