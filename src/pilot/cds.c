@@ -119,7 +119,8 @@ fail:
  * is no endpoint (Istio builds no cluster then), -1 on OOM. */
 static int add_dns(const cds_ctx *x, json_t *c, const cl_in *in, const char *name)
 {
-    json_t *eps = wf_eds_locality_endpoints(x->s, in->svc, in->sp, in->dr, in->subset, true);
+    json_t *eps =
+        wf_eds_locality_endpoints(x->s, x->root_ns, in->svc, in->sp, in->dr, in->subset, true);
     if (!eps)
         return -1;
     if (json_array_size(eps) == 0) {
@@ -215,7 +216,7 @@ static int add_service(cds_ctx *x, const wf_svc *svc)
     cl_in in = {.svc = svc, .sans = cds_service_accounts(x->s, svc, x->trust_domain)};
     if (!in.sans)
         return -1;
-    in.mtls_disabled = cds_service_mtls_disabled(x->s, svc->ns);
+    in.mtls_disabled = cds_service_mtls_disabled(x->s, x->root_ns, svc->ns);
     in.dr =
         wf_cds_find_destinationrule(x->s, svc->host, svc->ns, x->proxy_ns, x->root_ns, x->suffix);
     int rc = 0;

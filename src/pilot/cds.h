@@ -82,7 +82,8 @@
  *    outbound_.<port>_.<subset>_.<host>.
  *     - no tls in the merged policy: auto mTLS (MeshConfig enableAutoMtls, opt->
  *       disable_auto_mtls) for a Kubernetes Service or a MESH_INTERNAL ServiceEntry whose
- *       namespace's PeerAuthentication is not DISABLE (a hook, cds_service_mtls_disabled):
+ *       namespace's PeerAuthentication (namespace, else mesh level; pilot/authn.h) is not
+ *       DISABLE (Istio's BestEffortInferServiceMTLSMode):
  *       transport_socket_matches [{name tlsMode-istio, match {tlsMode: istio}, the ISTIO_MUTUAL
  *       socket}, {name tlsMode-disabled, match {}, raw_buffer}]. None for MESH_EXTERNAL
  *       ServiceEntries (the default location) and ORIGINAL_DST clusters (resolution NONE;

@@ -59,11 +59,11 @@ int cds_tls_apply(json_t *c, const cds_tls_in *in);
  * subjectAltNames; sorted, without duplicates. A new array, NULL on OOM. */
 json_t *cds_service_accounts(const wf_store *s, const wf_svc *svc, const char *trust_domain);
 
-/* BestEffortInferServiceMTLSMode's PeerAuthentication part (namespace, then mesh level) for a
- * service in namespace ns: true when that mode is DISABLE (no auto mTLS). The hook for the
- * PeerAuthentication composition (pilot/authn.h, written elsewhere): until it is connected it
- * returns false (Istio's fallback, PERMISSIVE). */
-bool cds_service_mtls_disabled(const wf_store *s, const char *ns);
+/* BestEffortInferServiceMTLSMode's PeerAuthentication part (namespace, then mesh level; no
+ * workload policy) for a service in namespace ns, composed by pilot/authn.h with root_ns the
+ * MeshConfig rootNamespace (NULL = istio-system): true when that mode is DISABLE (no auto
+ * mTLS). Out of memory answers false (PERMISSIVE, Istio's fallback). */
+bool cds_service_mtls_disabled(const wf_store *s, const char *root_ns, const char *ns);
 
 /* Protobuf JSON text of a duration in nanoseconds ("10s", "0.030s"); NULL on OOM. */
 json_t *cds_duration(int64_t ns);

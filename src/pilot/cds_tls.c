@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pilot/authn.h"
 #include "pilot/cds_internal.h"
 
 #define TLS_SOCKET   "envoy.transport_sockets.tls"
@@ -354,9 +355,12 @@ json_t *cds_service_accounts(const wf_store *s, const wf_svc *svc, const char *t
     return out;
 }
 
-bool cds_service_mtls_disabled(const wf_store *s, const char *ns)
+bool cds_service_mtls_disabled(const wf_store *s, const char *root_ns, const char *ns)
 {
-    (void)s;
-    (void)ns;
-    return false; /* to be connected to pilot/authn.h: the namespace (else mesh) mode */
+    wf_peer_authn pa; /* no labels: only the mesh and namespace policies (no selector) apply */
+    if (wf_peer_authn_compose(s, root_ns, ns, NULL, &pa) != 0)
+        return false;
+    bool off = pa.mode == WF_MTLS_DISABLE;
+    wf_peer_authn_free(&pa);
+    return off;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pilot/authn.h"
 #include "pilot/naming.h"
 
 #define CLA_TYPE       "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
@@ -25,11 +26,13 @@ typedef struct eds_in {
     const wf_service_port *port;
     const wf_resource *dr;   /* the DestinationRule that applies; NULL when none */
     const wf_subset *subset; /* NULL for the default cluster */
+    const char *root_ns;     /* MeshConfig rootNamespace (PeerAuthentication's mesh scope) */
 } eds_in;
 
 /* The endpoints being collected. */
 typedef struct eds_fill {
     const wf_store *s;
+    const char *root_ns; /* MeshConfig rootNamespace: PeerAuthentication's mesh scope */
     json_t *lb;          /* lb_endpoints */
     bool for_cds;        /* inline load_assignment of a DNS cluster: no health fields */
     const char *dr_mode; /* mtls_checker's DestinationRule tls mode; NULL when none */
@@ -80,6 +83,7 @@ static int resolve(const wf_store *s, const char *name, const wf_cds_options *op
     if (!in->port || in->svc.resolution != WF_SVC_EDS)
         goto none;
     const char *root = opt->root_namespace ? opt->root_namespace : WF_CDS_ROOT_NAMESPACE;
+    in->root_ns = root;
     in->dr = wf_cds_find_destinationrule(s, host, in->svc.ns, v.proxy_ns, root, v.suffix);
     if (k.subset_len == 0)
         return 1;
@@ -173,16 +177,21 @@ static const char *dr_tls_mode(const wf_resource *dr, const wf_subset *subset, i
     return tp_tls_mode(subset ? subset->traffic_policy : dr->t.dr->traffic_policy, port);
 }
 
-/* The hook for the PeerAuthentication composition (pilot/authn.h, written elsewhere): true when
- * the effective PeerAuthentication mode of the endpoint's workload (ep->src, a Pod or a
- * WorkloadEntry; NULL for a DNS host) on its port ep->port is DISABLE (Istio's
- * NewMtlsPolicy(...).GetMutualTLSModeForPort(ep.EndpointPort) == MTLSDisable). Until it is
- * connected it answers false: no PeerAuthentication disables mTLS. */
-static bool peer_mtls_disabled(const wf_store *s, const wf_endpoint *ep)
+/* True when the effective PeerAuthentication of the endpoint's workload (ep->src, a Pod or a
+ * WorkloadEntry; none for a DNS host) on its port ep->port is DISABLE: Istio's
+ * NewMtlsPolicy(push, ep.Namespace, ep.Labels).GetMutualTLSModeForPort(ep.EndpointPort) ==
+ * MTLSDisable, composed as pilot/authn.h does for the workload's own inbound chains. Out of
+ * memory answers false (the endpoint keeps its tag: the client tries mTLS). */
+static bool peer_mtls_disabled(const eds_fill *f, const wf_endpoint *ep)
 {
-    (void)s;
-    (void)ep;
-    return false;
+    if (!ep->src || !ep->labels || ep->src->kind == WF_KIND_SERVICEENTRY || ep->port <= 0)
+        return false;
+    wf_peer_authn pa;
+    if (wf_peer_authn_compose(f->s, f->root_ns, ep->src->ns, ep->labels, &pa) != 0)
+        return false;
+    bool off = wf_peer_authn_port_mode(&pa, (uint32_t)ep->port) == WF_MTLS_DISABLE;
+    wf_peer_authn_free(&pa);
+    return off;
 }
 
 /* checkMtlsEnabled + AppendLbEndpointMetadata: the tlsMode value to write, NULL for none. A
@@ -196,7 +205,7 @@ static const char *tls_tag(const eds_fill *f, const wf_endpoint *ep)
         return NULL;
     if (f->dr_mode)
         return strcmp(f->dr_mode, "ISTIO_MUTUAL") == 0 ? label : NULL;
-    if (strcmp(label, "istio") != 0 || peer_mtls_disabled(f->s, ep))
+    if (strcmp(label, "istio") != 0 || peer_mtls_disabled(f, ep))
         return NULL;
     return label;
 }
@@ -240,11 +249,12 @@ static bool add_endpoint(const wf_endpoint *ep, void *arg)
 
 /* ---- the assignment ---- */
 
-json_t *wf_eds_locality_endpoints(const wf_store *store, const wf_svc *svc,
+json_t *wf_eds_locality_endpoints(const wf_store *store, const char *root_ns, const wf_svc *svc,
                                   const wf_service_port *sp, const wf_resource *dr,
                                   const wf_subset *subset, bool for_cds)
 {
     eds_fill f = {.s = store,
+                  .root_ns = root_ns,
                   .lb = json_array(),
                   .for_cds = for_cds,
                   .dr_mode = dr_tls_mode(dr, subset, sp->port)};
@@ -278,7 +288,8 @@ static json_t *empty_assignment(const char *name)
 /* Fill an assignment whose endpoints list is still empty. Returns 0, or -1 on OOM. */
 static int fill(json_t *cla, const wf_store *s, const eds_in *in)
 {
-    json_t *eps = wf_eds_locality_endpoints(s, &in->svc, in->port, in->dr, in->subset, false);
+    json_t *eps =
+        wf_eds_locality_endpoints(s, in->root_ns, &in->svc, in->port, in->dr, in->subset, false);
     if (!eps)
         return -1;
     bool any = json_array_size(eps) > 0;

@@ -50,9 +50,9 @@
  *    for the service port that has tls; a subset cluster: the same inside the subset's own
  *    trafficPolicy only, not merged with the top level, as Istio's checker), tagged only if
  *    that mode is ISTIO_MUTUAL; without one, tagged only if the label is "istio" and the
- *    workload's effective PeerAuthentication mode on the endpoint port is not DISABLE. That
- *    last check is one hook in eds.c (peer_mtls_disabled), answering "not DISABLE" until the
- *    PeerAuthentication composition (pilot/authn.h) is connected to it.
+ *    workload's effective PeerAuthentication mode on the endpoint port is not DISABLE (the
+ *    composition of pilot/authn.h, workload policies and port-level modes included, as
+ *    Istio's mtls_checker.go: a workload DISABLE reaches its clients, who send plaintext).
  *  - no endpoints (a subset whose labels match no pod, a Service without ready pods, an
  *    unknown cluster name) gives {"@type", "cluster_name", "endpoints": []}: Istio's
  *    buildEmptyClusterLoadAssignment. The cluster still exists, so a request to it is
@@ -99,8 +99,9 @@ json_t *wf_eds_sidecar_assignments(const wf_store *store, const wf_cds_options *
  * "load_balancing_weight": sum}, or empty when there is no endpoint. dr is the
  * DestinationRule that applies (NULL when none; its tls mode tags endpoints, see above).
  * for_cds leaves out health_check_config and health_status (the inline load_assignment of
- * Istio's DNS clusters). NULL on OOM. */
-json_t *wf_eds_locality_endpoints(const wf_store *store, const wf_svc *svc,
+ * Istio's DNS clusters). root_ns: MeshConfig rootNamespace (NULL = istio-system), the mesh
+ * scope of the PeerAuthentications that untag a DISABLE endpoint. NULL on OOM. */
+json_t *wf_eds_locality_endpoints(const wf_store *store, const char *root_ns, const wf_svc *svc,
                                   const wf_service_port *sp, const wf_resource *dr,
                                   const wf_subset *subset, bool for_cds);
 

@@ -13,9 +13,7 @@ TLS servers answer:
 Then sidecar to sidecar with the identities pilot's CA issues (test_proxy_sds's `mesh`, server
 sidecar and tokens): auto mTLS (a Service whose pod carries security.istio.io/tlsMode: istio is
 reached over mTLS with Istio's SNI and SAN, an unlabelled one in plaintext) and a
-DestinationRule ISTIO_MUTUAL. The auto mTLS test skips, saying so, while weft-proxy refuses
-transport_socket_matches ("transport_socket_matches: not supported"); remove the skip once it
-reads them.
+DestinationRule ISTIO_MUTUAL.
 
 Certificates come from test_proxy_tls's `certs`; every process binds loopback on free ports
 and is stopped at teardown.
@@ -289,14 +287,11 @@ def sidecars(proxy_factory, mesh, app, monkeypatch, tmp_path, extra=""):  # noqa
     return server, client, sp
 
 
-def wait_ok(client, sp, host, timeout=20, may_skip=True):
-    """GETs host until 200; skips (may_skip) while weft-proxy refuses
-    transport_socket_matches."""
+def wait_ok(client, sp, host, timeout=20):
+    """GETs host until 200 (the client proxy must never refuse pilot's clusters)."""
     deadline = time.monotonic() + timeout
     while True:
-        if may_skip and NOT_SUPPORTED in client.stderr_text():
-            pytest.skip("weft-proxy refuses transport_socket_matches (%s): auto mTLS "
-                        "cannot run until the proxy reads them" % NOT_SUPPORTED)
+        assert NOT_SUPPORTED not in client.stderr_text(), client.stderr_text()[-3000:]
         try:
             status, body = get(sp, host)
             if status == 200:
@@ -330,7 +325,7 @@ def test_istio_mutual_destination_rule(proxy_factory, mesh, app, monkeypatch,  #
           "spec: {host: '*.default.svc.cluster.local', trafficPolicy: {tls: {mode: "
           "ISTIO_MUTUAL}}}\n")
     server, client, sp = sidecars(proxy_factory, mesh, app, monkeypatch, tmp_path, dr)
-    wait_ok(client, sp, HOST, may_skip=False)
+    wait_ok(client, sp, HOST)
     e = tls_log(server, 1)[0]
     assert e["d_peer_san"] == sds_t.CLIENT_ID, e
     assert e["sni"] == "outbound_.%d_._.%s" % (sp, HOST), e

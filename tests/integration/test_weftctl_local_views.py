@@ -6,9 +6,9 @@ catalog example (examples/catalog):
   the pod revision `default` as istioctl prints it for an injected pod;
 - `pc bootstrap -o short` gives the proxy's version in Envoy's format
   (<x.y.z>/<Clean|Modified>/<RELEASE|DEBUG>[/<ssl>]), not `0.0.0`;
-- `pc secret` on a proxy without secrets (the gateway) prints istioctl's "No active or warming
-  secrets found." (-o json: {}) and exits 0; a sidecar's inbound mTLS chain (PERMISSIVE by
-  default) asks for `default` and `ROOTCA` (ACTIVE once the pod's token got its certificate from pilot's CA);
+- `pc secret`: a sidecar (its PERMISSIVE inbound chain, its auto-mTLS clusters) and the gateway
+  (auto mTLS to the sidecars) hold `default` and `ROOTCA`, ACTIVE once the pod's token got its
+  certificate from pilot's CA (-o json: Envoy's SecretsConfigDump);
 - `ps --hide-disconnected` and `ps -o json` with the per-type sync fields.
 
 The local mesh binds fixed ports (15010, 15014, 30000): the test skips when one is taken, and
@@ -18,7 +18,6 @@ import json
 import os
 import re
 import shutil
-import time
 
 from test_weftctl_up import ROOT, kill_leftovers, need_fixed_ports, proxy_status_synced, \
     supervisor_log, wait_for, weftctl
@@ -53,23 +52,14 @@ def test_views_of_a_local_mesh(tmp_path):
         assert re.search(r"^Envoy Version: +\d+\.\d+\.\d+/(Clean|Modified)/(RELEASE|DEBUG)"
                          r"(/\S+)?$", r.stdout, re.M), r.stdout
 
-        r = weftctl("pc", "secret", gw)
-        assert r.returncode == 0, r.stderr
-        assert r.stdout == "No active or warming secrets found.\n"
-        # the pod's token gets its certificate from pilot's CA: both secrets turn ACTIVE
-        deadline = time.monotonic() + 30
-        while True:
-            r = weftctl("pc", "secret", "%s.%s" % (pod["name"], pod["namespace"]))
-            assert r.returncode == 0, r.stderr
-            rows = {ln.split()[0]: ln.split() for ln in r.stdout.splitlines()[1:] if ln.strip()}
-            assert sorted(rows) == ["ROOTCA", "default"], r.stdout
-            if rows["default"][3:5] == ["ACTIVE", "true"] and rows["ROOTCA"][2:4] == [
-                    "ACTIVE", "true"]:
-                break
-            assert time.monotonic() < deadline, "secrets not ACTIVE:\n" + r.stdout
-            time.sleep(0.5)
+        # every proxy's token gets its certificate from pilot's CA: default and ROOTCA turn
+        # ACTIVE on the sidecars and on the gateway (it talks mTLS to the sidecars)
+        for who in (gw, "%s.%s" % (pod["name"], pod["namespace"])):
+            wait_for(lambda: secrets_active(who), 30, "ACTIVE secrets on " + who)
         r = weftctl("pc", "secret", gw, "-o", "json")
-        assert r.returncode == 0 and json.loads(r.stdout) == {}, (r.stdout, r.stderr)
+        assert r.returncode == 0, r.stderr
+        names = sorted(s["name"] for s in json.loads(r.stdout)["dynamicActiveSecrets"])
+        assert names == ["ROOTCA", "default"], r.stdout
 
         r = weftctl("ps", "--hide-disconnected")
         assert r.returncode == 0 and len(r.stdout.splitlines()) == 1 + len(mesh["pods"])
@@ -82,3 +72,14 @@ def test_views_of_a_local_mesh(tmp_path):
         weftctl("down", "--state", state, timeout=60)
         left = kill_leftovers(state)
     assert not left, "processes left running after down: %s" % left
+
+
+def secrets_active(who):
+    """True when `pc secret WHO` lists default and ROOTCA, both ACTIVE with a valid cert."""
+    r = weftctl("pc", "secret", who)
+    assert r.returncode == 0, r.stderr
+    rows = {ln.split()[0]: ln.split() for ln in r.stdout.splitlines()[1:] if ln.strip()}
+    if sorted(rows) != ["ROOTCA", "default"]:
+        return False
+    return rows["default"][3:5] == ["ACTIVE", "true"] and rows["ROOTCA"][2:4] == ["ACTIVE",
+                                                                                  "true"]

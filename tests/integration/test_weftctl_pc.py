@@ -150,3 +150,16 @@ def test_live_dump_reads_the_same_as_a_file(mesh, tmp_path):
     live = ok(pc(mesh, "cluster", gw.name, "-n", "istio-system"))
     assert from_file == live
     assert os.path.getsize(f) > 0
+
+
+def test_secret_of_a_dump_without_secrets(tmp_path):
+    """istioctl's answer for a proxy that holds no secret: "No active or warming secrets
+    found." (-o json: {}), exit 0."""
+    dump = tmp_path / "dump.json"
+    dump.write_text(json.dumps({"configs": [{
+        "@type": "type.googleapis.com/envoy.admin.v3.BootstrapConfigDump",
+        "bootstrap": {"node": {"id": "sidecar~10.0.0.1~a.b~b.svc.cluster.local"}}}]}))
+    p = run_weftctl("pc", "secret", "-f", str(dump))
+    assert (p.returncode, p.stdout) == (0, "No active or warming secrets found.\n"), p.stderr
+    p = run_weftctl("pc", "secret", "-f", str(dump), "-o", "json")
+    assert p.returncode == 0 and json.loads(p.stdout) == {}, (p.stdout, p.stderr)
