@@ -2,8 +2,9 @@
  * test_pilot_eds_tls.c - pilot/eds's envoy.transport_socket_match tag, as Istio's
  * pilot/pkg/xds/endpoints/mtls_checker.go: the tlsMode label alone without a DestinationRule
  * tls mode, a DestinationRule mode deciding alone (ISTIO_MUTUAL tags, any other untags), the
- * port-level and subset lookups of the checker, the EDS memo keyed by the rule, and the inline
- * endpoints of DNS clusters (CDS).
+ * port-level and subset lookups of the checker, the EDS memo keyed by the rule, the inline
+ * endpoints of DNS clusters (CDS), and PeerAuthentication: a workload or port DISABLE untags,
+ * a namespace DISABLE turns the service's auto mTLS off.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -171,9 +172,70 @@ static void dns_inline_endpoints(void **state)
     wf_store_free(s);
 }
 
+#define PA(name, body)                                                                             \
+    "apiVersion: security.istio.io/v1\nkind: PeerAuthentication\nmetadata: {name: " name           \
+    ", namespace: shop}\nspec:\n" body "---\n"
+
+/* mtls_checker.go: the endpoint's workload PeerAuthentication (pilot/authn.h) on its port;
+ * DISABLE untags, a DestinationRule tls mode still decides alone. */
+static void peer_authentication_disable_untags(void **state)
+{
+    (void)state;
+    wf_store *s = load(PA("v1-off", "  selector: {matchLabels: {version: v1}}\n"
+                                    "  mtls: {mode: DISABLE}\n"));
+    expect_tags(s, WEB(80, ""), "");
+    wf_store_free(s);
+    s = load(PA("port-off", "  selector: {matchLabels: {app: web}}\n"
+                            "  portLevelMtls: {80: {mode: DISABLE}}\n"));
+    expect_tags(s, WEB(80, ""), "");
+    expect_tags(s, WEB(8080, ""), "10.0.0.1=istio");
+    wf_store_free(s);
+    s = load(PA("v1-off", "  selector: {matchLabels: {version: v1}}\n"
+                          "  mtls: {mode: DISABLE}\n") DR_HEAD
+             "  trafficPolicy: {tls: {mode: ISTIO_MUTUAL}}\n");
+    expect_tags(s, WEB(80, ""), "10.0.0.1=istio 10.0.0.4=custom"); /* every label */
+    wf_store_free(s);
+}
+
+/* A cluster's transport_socket_matches name index i, or NULL. */
+static const char *match_name(json_t *clusters, const char *cluster, size_t i)
+{
+    size_t k;
+    json_t *c;
+    json_array_foreach(clusters, k, c)
+    {
+        if (strcmp(json_string_value(json_object_get(c, "name")), cluster) == 0)
+            return json_string_value(json_object_get(
+                json_array_get(json_object_get(c, "transport_socket_matches"), i), "name"));
+    }
+    fail_msg("no cluster %s", cluster);
+    return NULL;
+}
+
+/* BestEffortInferServiceMTLSMode: a namespace (or mesh) DISABLE turns auto mTLS off for the
+ * service's clusters; a workload DISABLE does not (its endpoints are untagged instead). */
+static void namespace_disable_turns_auto_mtls_off(void **state)
+{
+    (void)state;
+    wf_cds_options o = {.proxy_ns = "shop"};
+    wf_store *s = load(PA("v1-off", "  selector: {matchLabels: {version: v1}}\n"
+                                    "  mtls: {mode: DISABLE}\n"));
+    json_t *out = wf_cds_sidecar_clusters(s, &o);
+    assert_string_equal(match_name(out, WEB(80, ""), 0), "tlsMode-istio");
+    json_decref(out);
+    wf_store_free(s);
+    s = load(PA("default", "  mtls: {mode: DISABLE}\n"));
+    out = wf_cds_sidecar_clusters(s, &o);
+    assert_null(match_name(out, WEB(80, ""), 0));
+    json_decref(out);
+    wf_store_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(peer_authentication_disable_untags),
+        cmocka_unit_test(namespace_disable_turns_auto_mtls_off),
         cmocka_unit_test(label_only_without_rule_mode),
         cmocka_unit_test(rule_mode_decides),
         cmocka_unit_test(memo_keyed_by_rule),
