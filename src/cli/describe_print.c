@@ -267,6 +267,26 @@ static const char *tls_mode(const wf_node *tls)
     return m ? m : "DISABLE";
 }
 
+/* weft's addition under a tls mode other than ISTIO_MUTUAL (security.md §4.2, §4.3): such a
+ * block replaces auto mTLS for every client of the host, which is what breaks calls to a
+ * STRICT workload (operator reports B028, B029). */
+static void tls_override_note(FILE *f, int lvl, const wf_node *tls)
+{
+    const char *m = tls_mode(tls);
+    const char *what = strcmp(m, "DISABLE") == 0
+                           ? "clients send plaintext, which a STRICT workload closes (503 UC)"
+                       : strcmp(m, "SIMPLE") == 0
+                           ? "clients originate TLS without a mesh certificate, which a STRICT "
+                             "workload refuses (503 UF,URX)"
+                       : strcmp(m, "MUTUAL") == 0
+                           ? "clients present the rule's certificate, not their mesh identity"
+                           : NULL;
+    if (!what)
+        return;
+    indent(f, lvl);
+    fprintf(f, "(weft) this tls block overrides auto mTLS: %s\n", what);
+}
+
 static void print_traffic_policy(FILE *f, int lvl, const wf_node *tp)
 {
     if (!tp || tp->type == WF_NODE_NULL) {
@@ -278,6 +298,7 @@ static void print_traffic_policy(FILE *f, int lvl, const wf_node *tp)
     if (tls) {
         indent(f, lvl + DSC_L1);
         fprintf(f, "Traffic Policy TLS Mode: %s\n", tls_mode(tls));
+        tls_override_note(f, lvl + DSC_L1, tls);
     }
     short_policies(f, lvl + DSC_L1, tp);
     const wf_node *pls = wf_map_get(tp, "portLevelSettings");
@@ -294,6 +315,7 @@ static void print_traffic_policy(FILE *f, int lvl, const wf_node *tp)
         if (ptls) {
             indent(f, lvl + DSC_L2);
             fprintf(f, "TLS Mode: %s\n", tls_mode(ptls));
+            tls_override_note(f, lvl + DSC_L2, ptls);
         }
         short_policies(f, lvl + DSC_L2, ps);
     }

@@ -23,11 +23,15 @@ the node metadata carries WEFT_LOCALHOST); a gateway binds its listeners on its 
     mesh.stop()                    # or use the `mesh` fixture, which stops at teardown
 
 - `add_pod(name, ns, labels, kind="sidecar"|"router", app_port=None, app_args=(),
-  proxy_args=(), env=None)` writes a Pod object (labels, status.podIP, a container port when
-  app_port is given) into the pods folder pilot watches, starts weft-app on the pod
-  localhost (when app_port is given) and a weft-proxy whose bootstrap points at pilot; returns
-  a Pod with .ip, .localhost, .admin (port 15000 on the pod IP), .status_port (15020),
-  .proxy (the process) and .app.
+  proxy_args=(), env=None, mtls=True, sa="default")` writes a Pod object (labels,
+  status.podIP, a container port when app_port is given, serviceAccountName sa) into the pods
+  folder pilot watches, starts weft-app on the pod localhost (when app_port is given) and a
+  weft-proxy whose bootstrap points at pilot; returns a Pod with .ip, .localhost, .admin (port
+  15000 on the pod IP), .status_port (15020), .proxy (the process) and .app. As Istio's
+  injector and Kubernetes do (mtls=True, the default), a sidecar pod carries the label
+  security.istio.io/tlsMode: istio and every proxy gets a token of pilot's CA (`weft-pilot
+  create-token`, CA in the mesh's directory unless start_pilot got --ca-dir) for ns/sa, so
+  sidecars talk mutual TLS under the default PERMISSIVE; mtls=False is a pod without them.
 - `pod.stats()`, `pod.admin(path)`: the proxy's admin API; `mesh.pilot_get(path)`: pilot's
   monitoring endpoints (JSON decoded when the answer is JSON).
 - `mesh.write_config(name, text)` / `mesh.remove_config(name)`: edit the watched folder.
@@ -41,6 +45,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import time
 
 import pytest
@@ -225,6 +230,11 @@ class Mesh:
         self.pilot_args = ["--config-dir", self.config_dir, "--config-dir", self.pods_dir,
                            "--default-namespace", default_ns, "--debounce-after-ms", "50",
                            "--disconnected-retention-s", "60"] + list(extra)
+        if "--ca-dir" in self.pilot_args:
+            self.ca_dir = self.pilot_args[self.pilot_args.index("--ca-dir") + 1]
+        else:
+            self.ca_dir = os.path.join(self.dir, "ca")
+            self.pilot_args += ["--ca-dir", self.ca_dir]
         if mesh_config:
             path = os.path.join(self.dir, "mesh.yaml")
             with open(path, "w") as f:
@@ -257,9 +267,12 @@ class Mesh:
         if app_port:
             containers[0]["ports"] = [{"containerPort": app_port, "name": "http",
                                        "protocol": "TCP"}]
+        spec = {"containers": containers}
+        if getattr(pod, "sa", "default") != "default":
+            spec["serviceAccountName"] = pod.sa
         return {"apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": pod.name, "namespace": pod.ns, "labels": pod.labels},
-                "spec": {"containers": containers},
+                "spec": spec,
                 "status": {"phase": "Running", "podIP": pod.ip}}
 
     def bootstrap(self, pod):
@@ -285,9 +298,27 @@ class Mesh:
                     "cds_config": ads, "lds_config": ads},
                 "static_resources": {"clusters": [xds]}}
 
+    def token(self, ns, sa):
+        """A token of pilot's CA for ns/sa (`weft-pilot create-token`), written to a file
+        (0600); returns its path. What Kubernetes projects into a pod for its service account."""
+        r = subprocess.run([PILOT, "create-token", sa, "-n", ns, "--ca-dir", self.ca_dir],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        path = os.path.join(self.dir, "token-%s-%s-%d" % (ns, sa, len(self.pods)))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(r.stdout.strip() + "\n")
+        return path
+
     def add_pod(self, name, ns, labels, kind="sidecar", app_port=None, app_args=(),
-                proxy_args=(), env=None, write_pod=True, delta=False):
-        pod = Pod(self, name, ns, dict(labels), kind, self.next_host)
+                proxy_args=(), env=None, write_pod=True, delta=False, mtls=True, sa="default"):
+        labels = dict(labels)
+        if mtls and kind == "sidecar":  # as Istio's injector labels a pod with a sidecar
+            labels.setdefault("security.istio.io/tlsMode", "istio")
+        if mtls and "--token-path" not in proxy_args:
+            proxy_args = list(proxy_args) + ["--token-path", self.token(ns, sa)]
+        pod = Pod(self, name, ns, labels, kind, self.next_host)
+        pod.sa = sa
         pod.app_port = app_port
         pod.delta = delta  # bootstrap api_type DELTA_GRPC (DeltaAggregatedResources)
         self.next_host += 1
