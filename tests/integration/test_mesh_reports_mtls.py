@@ -1,0 +1,207 @@
+"""Operator reports B027, B028 and B029 (../shared/cases/operator-reports.md) on a local mesh
+whose pods carry Istio's tlsMode label and a token of pilot's CA (meshfix's default), so
+sidecars talk mutual TLS as in Istio: a frontend sidecar, catalog pods, weftctl against them.
+
+- B027: PeerAuthentication STRICT in `shop`: a client without a sidecar (plaintext straight to
+  the catalog pod) gets no HTTP answer at all; the frontend's sidecar reaches catalog over mTLS
+  (200) and catalog's Istio metrics count it as mutual_tls from spiffe://.../sa/default;
+  `describe pod` prints istioctl's block; PERMISSIVE lets the plaintext client in.
+- B028: a DestinationRule `tls` block switches auto mTLS off: DISABLE gives 503 UC
+  connection_termination, SIMPLE 503 UF,URX with the TLS failure reason, and the cluster the
+  frontend holds shows which socket is used; `describe` names the rule and says it overrides
+  auto mTLS; dropping `tls` brings 200 back.
+- B029: a workload-level PeerAuthentication DISABLE: weft follows Istio's current
+  mtls_checker.go, which untags the workload's endpoints, so meshed clients send plaintext and
+  get 200 (the report's 503 WRONG_VERSION_NUMBER is Istio before that check); `describe` says so.
+"""
+import json
+import socket
+
+from conftest import run_weftctl
+from meshfix import mesh, wait_for  # noqa: F401 (fixture)
+
+SHOP = """\
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop, labels: {istio-injection: enabled}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: catalog, namespace: shop}
+spec:
+  selector: {app: catalog}
+  ports: [{name: http, port: 80, targetPort: 3000}]
+"""
+
+PA = """\
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: %s, namespace: shop}
+spec:
+%s
+"""
+STRICT = PA % ("default", "  mtls: {mode: STRICT}")
+PERMISSIVE = PA % ("default", "  mtls: {mode: PERMISSIVE}")
+CATALOG_PLAIN = PA % ("catalog-plain", "  selector: {matchLabels: {app: catalog}}\n"
+                                       "  mtls: {mode: DISABLE}")
+
+DR_TLS = """\
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: catalog, namespace: shop}
+spec:
+  host: catalog
+  trafficPolicy:
+    connectionPool: {http: {http1MaxPendingRequests: 100}}
+    tls: {mode: %s}
+"""
+DR_NO_TLS = """\
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: catalog, namespace: shop}
+spec:
+  host: catalog
+  trafficPolicy:
+    connectionPool: {http: {http1MaxPendingRequests: 100}}
+"""
+
+CATALOG = "outbound|80||catalog.shop.svc.cluster.local"
+
+
+def shop(mesh, files=None):
+    mesh.write_config("shop.yaml", SHOP)
+    for name, text in (files or {}).items():
+        mesh.write_config(name, text)
+    mesh.start_pilot(default_ns="shop")
+    fe = mesh.add_pod("frontend-1", "shop", {"app": "frontend"})
+    cat = mesh.add_pod("catalog-v1-1", "shop", {"app": "catalog", "version": "v1"},
+                       app_port=3000)
+    for p in (fe, cat):
+        mesh.wait_ready(p)
+    return fe, cat
+
+
+def call(fe, path="/healthz"):
+    """A request from the frontend's app through its sidecar to catalog."""
+    return fe.request_local(80, path, host="catalog")
+
+
+def plaintext_direct(cat, path="/healthz"):
+    """A client without a sidecar: plaintext HTTP straight to the catalog pod's port 3000.
+    Returns the status code, or None when the connection closed without any answer."""
+    with socket.create_connection((cat.ip, 3000), timeout=5) as s:
+        s.sendall(("GET %s HTTP/1.1\r\nHost: catalog\r\nConnection: close\r\n\r\n"
+                   % path).encode())
+        data = b""
+        try:
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+        except ConnectionResetError:
+            pass
+    return int(data.split(b" ", 2)[1]) if data.startswith(b"HTTP/") else None
+
+
+def prom_line(pod, metric, **labels):
+    status, _, body = pod.admin("/stats/prometheus")
+    assert status == 200
+    for line in body.decode().splitlines():
+        if line.startswith(metric + "{") and all('%s="%s"' % kv in line for kv in labels.items()):
+            return line
+    return None
+
+
+def describe(mesh, pod):
+    return run_weftctl("describe", "pod", "%s.%s" % (pod.name, pod.ns), "--pilot",
+                       "127.0.0.1:%d" % mesh.mon_port)
+
+
+def cluster_json(mesh, fe):
+    """The frontend's catalog cluster from `pc cluster -o json` (istioctl's protojson names)."""
+    r = run_weftctl("pc", "cluster", "%s.%s" % (fe.name, fe.ns), "--fqdn",
+                    "catalog.shop.svc.cluster.local", "-o", "json", "--pilot",
+                    "127.0.0.1:%d" % mesh.mon_port)
+    assert r.returncode == 0, r.stderr
+    return next(c for c in json.loads(r.stdout) if c["name"] == CATALOG)
+
+
+def test_b027_strict_refuses_a_client_without_sidecar(mesh):
+    fe, cat = shop(mesh, {"pa.yaml": STRICT})
+    wait_for(lambda: plaintext_direct(cat) is None, timeout=20,
+             what="catalog's STRICT inbound chain")
+    # the frontend's sidecar: mutual TLS, 200, counted as such at catalog
+    wait_for(lambda: call(fe)[0] == 200, timeout=20, what="frontend -> catalog over mTLS")
+    line = wait_for(lambda: prom_line(
+        cat, "istio_requests_total", reporter="destination",
+        connection_security_policy="mutual_tls",
+        source_principal="spiffe://cluster.local/ns/shop/sa/default"), timeout=10,
+        what="catalog's istio_requests_total with mutual_tls")
+    assert 'destination_principal="spiffe://cluster.local/ns/shop/sa/default"' in line, line
+    # istioctl's describe block, and weft's line on what STRICT means
+    r = describe(mesh, cat)
+    assert r.returncode == 0, r.stderr
+    assert ("Effective PeerAuthentication:\n   Workload mTLS mode: STRICT\n" in r.stdout), r.stdout
+    assert "Applied PeerAuthentication:\n   default.shop\n" in r.stdout, r.stdout
+    assert "only mutual TLS is accepted" in r.stdout, r.stdout
+    # PERMISSIVE lets the plaintext client in again
+    mesh.write_config("pa.yaml", PERMISSIVE)
+    wait_for(lambda: plaintext_direct(cat) == 200, timeout=20, what="PERMISSIVE plaintext 200")
+
+
+def test_b028_destinationrule_tls_turns_auto_mtls_off(mesh):
+    fe, cat = shop(mesh, {"pa.yaml": STRICT})
+    wait_for(lambda: call(fe)[0] == 200, timeout=20, what="frontend -> catalog over mTLS")
+    c = cluster_json(mesh, fe)
+    assert [m["name"] for m in c["transportSocketMatches"]] == ["tlsMode-istio",
+                                                                  "tlsMode-disabled"], c
+    # DISABLE: plaintext to a STRICT port, closed by the server: 503 UC
+    mesh.write_config("dr.yaml", DR_TLS % "DISABLE")
+    wait_for(lambda: call(fe)[0] == 503, timeout=20, what="503 under DISABLE")
+    assert call(fe, "/dr-disable")[0] == 503
+    e = fe.wait_log(lambda x: x.get("path") == "/dr-disable")
+    assert e["response_flags"] == "UC", e
+    assert e["response_code_details"] == \
+        "upstream_reset_before_response_started{connection_termination}", e
+    c = cluster_json(mesh, fe)
+    assert "transportSocketMatches" not in c and "transportSocket" not in c, c
+    r = describe(mesh, cat)
+    assert r.returncode == 0, r.stderr
+    assert 'DestinationRule: catalog.shop for "catalog"\n' in r.stdout, r.stdout
+    assert "   Traffic Policy TLS Mode: DISABLE\n" in r.stdout, r.stdout
+    assert "this tls block overrides auto mTLS" in r.stdout, r.stdout
+    assert "Workload mTLS mode: STRICT\n" in r.stdout, r.stdout
+    # SIMPLE: TLS without a client certificate, refused by the STRICT inbound: 503 UF,URX
+    mesh.write_config("dr.yaml", DR_TLS % "SIMPLE")
+    wait_for(lambda: "transportSocket" in cluster_json(mesh, fe), timeout=20,
+             what="the SIMPLE socket at the frontend")
+    assert call(fe, "/dr-simple")[0] == 503
+    e = fe.wait_log(lambda x: x.get("path") == "/dr-simple")
+    assert e["response_flags"] in ("UF,URX", "URX,UF"), e
+    assert "TLS_error" in e["upstream_transport_failure_reason"], e
+    c = cluster_json(mesh, fe)
+    assert c["transportSocket"]["name"] == "envoy.transport_sockets.tls", c
+    # the fix: no tls block, auto mTLS again
+    mesh.write_config("dr.yaml", DR_NO_TLS)
+    wait_for(lambda: call(fe)[0] == 200, timeout=20, what="200 without the tls block")
+
+
+def test_b029_workload_disable_untags_its_endpoints(mesh):
+    fe, cat = shop(mesh, {"pa-catalog.yaml": CATALOG_PLAIN})
+    wait_for(lambda: plaintext_direct(cat) == 200, timeout=20, what="catalog plaintext only")
+    # Istio's mtls_checker: the endpoint is untagged, the frontend sends plaintext: 200
+    wait_for(lambda: call(fe)[0] == 200, timeout=20, what="frontend -> catalog 200")
+    assert call(fe, "/healthz?t=b029")[0] == 200
+    e = fe.wait_log(lambda x: x.get("path") == "/healthz?t=b029")
+    assert e["response_flags"] == "-", e
+    status, _, body = fe.admin("/config_dump?include_eds")
+    assert status == 200
+    eds = [c for c in json.loads(body)["configs"] if "EndpointsConfigDump" in c["@type"]]
+    text = json.dumps(eds)
+    assert cat.ip in text and '"tlsMode": "istio"' not in text.split(cat.ip)[1][:600], text
+    r = describe(mesh, cat)
+    assert r.returncode == 0, r.stderr
+    assert "Workload mTLS mode: DISABLE\n" in r.stdout, r.stdout
+    assert "catalog-plain.shop" in r.stdout, r.stdout
+    assert "meshed clients send it plaintext" in r.stdout, r.stdout
