@@ -3,13 +3,13 @@
  * (describe.h), as describe.go prints them (describePeerAuthentication with
  * authn.ComposePeerAuthentication; printIngressInfo, printIngressService, getIngressIP).
  *
- * weft additions: one line under a STRICT or DISABLE workload mode saying what it means for
- * clients (security.md §4.3; the DISABLE one as Istio's mtls_checker.go untags the endpoints),
- * and the address a user can reach when the gateway has neither a load
- * balancer address nor a hostIP (weft's local mesh: no nodes, so pods carry no hostIP; the
- * node is this host). A port with a nodePort is then http://127.0.0.1:<nodePort> (the local
- * mesh's node-port forwarder, docs/local-mesh.md: 127.0.0.1:30000); one without is the gateway
- * pod's status.podIP and the port it listens on (targetPort), since the pod IP is reachable
+ * weft additions: one line on stderr (stdout stays istioctl's) under a STRICT or DISABLE
+ * workload mode saying what it means for clients (security.md §4.3; the DISABLE one as
+ * Istio's mtls_checker.go untags the endpoints), and the address a user can reach when the gateway
+ * has neither a load balancer address nor a hostIP (weft's local mesh: no nodes, so pods carry no
+ * hostIP; the node is this host). A port with a nodePort is then http://127.0.0.1:<nodePort> (the
+ * local mesh's node-port forwarder, docs/local-mesh.md: 127.0.0.1:30000); one without is the
+ * gateway pod's status.podIP and the port it listens on (targetPort), since the pod IP is reachable
  * from this host but the Service port is not. istioctl prints hostIP with the Service port.
  */
 #include <stdio.h>
@@ -39,21 +39,22 @@ void dsc_print_peer_authn(const dsc_ctx *c, const char *ns, const wf_kvs *labels
             fprintf(c->out, "      %u: %s\n", (unsigned)pa.ports[i].port,
                     wf_mtls_mode_name(pa.ports[i].mode));
     }
-    if (pa.mode == WF_MTLS_STRICT)
-        fputs("   (weft) only mutual TLS is accepted: a client without a sidecar, or one whose "
-              "DestinationRule sets tls DISABLE or SIMPLE, is closed (NR "
-              "filter_chain_not_found)\n",
-              c->out);
-    else if (pa.mode == WF_MTLS_DISABLE)
-        fputs("   (weft) plaintext only: this workload's endpoints are not tagged for auto mTLS, "
-              "so meshed clients send it plaintext\n",
-              c->out);
     if (pa.napplied) {
         fputs("Applied PeerAuthentication:\n   ", c->out);
         for (size_t i = 0; i < pa.napplied; i++)
             fprintf(c->out, "%s%s.%s", i ? ", " : "", pa.applied[i]->name, pa.applied[i]->ns);
         fputc('\n', c->out);
     }
+    fflush(c->out); /* weft's line, on stderr so that stdout stays istioctl's */
+    if (pa.mode == WF_MTLS_STRICT)
+        fputs("weft: Workload mTLS mode STRICT: only mutual TLS is accepted; a client without a "
+              "sidecar, or one whose DestinationRule sets tls DISABLE or SIMPLE, is closed (NR "
+              "filter_chain_not_found)\n",
+              stderr);
+    else if (pa.mode == WF_MTLS_DISABLE)
+        fputs("weft: Workload mTLS mode DISABLE: plaintext only; this workload's endpoints are "
+              "not tagged for auto mTLS, so meshed clients send it plaintext\n",
+              stderr);
     wf_peer_authn_free(&pa);
 }
 

@@ -2,7 +2,9 @@
  * describe_print.c - the Pod, Service, DestinationRule and VirtualService blocks of
  * `weftctl describe` (describe.h), line for line as describe.go prints them (printPod,
  * printService, findProtocolForPort, printDestinationRule, httpRouteMatchSvc,
- * tcpRouteMatchSvc, renderMatch, printVirtualService, describePodServices).
+ * tcpRouteMatchSvc, renderMatch, printVirtualService, describePodServices). weft's one
+ * addition, on stderr so that stdout stays istioctl's: a line for each DestinationRule tls
+ * block that overrides auto mTLS (mode DISABLE, SIMPLE or MUTUAL) and what it does to clients.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -267,11 +269,14 @@ static const char *tls_mode(const wf_node *tls)
     return m ? m : "DISABLE";
 }
 
-/* weft's addition under a tls mode other than ISTIO_MUTUAL (security.md §4.2, §4.3): such a
+/* weft's addition for a tls mode other than ISTIO_MUTUAL (security.md §4.2, §4.3): such a
  * block replaces auto mTLS for every client of the host, which is what breaks calls to a
- * STRICT workload (operator reports B028, B029). */
-static void tls_override_note(FILE *f, int lvl, const wf_node *tls)
+ * STRICT workload (operator reports B028, B029). On stderr, so stdout stays istioctl's. */
+static void tls_override_note(const wf_resource *dr, const char *host, int64_t port,
+                              const wf_node *tls)
 {
+    if (!tls)
+        return;
     const char *m = tls_mode(tls);
     const char *what = strcmp(m, "DISABLE") == 0
                            ? "clients send plaintext, which a STRICT workload closes (503 UC)"
@@ -283,8 +288,22 @@ static void tls_override_note(FILE *f, int lvl, const wf_node *tls)
                            : NULL;
     if (!what)
         return;
-    indent(f, lvl);
-    fprintf(f, "(weft) this tls block overrides auto mTLS: %s\n", what);
+    fprintf(stderr, "weft: DestinationRule %s/%s sets tls mode %s for \"%s\"", dr->ns, dr->name, m,
+            host);
+    if (port > 0)
+        fprintf(stderr, " port %lld", (long long)port);
+    fprintf(stderr, ": it overrides auto mTLS, %s\n", what);
+}
+
+static void tls_override_notes(const wf_resource *dr, const char *host, const wf_node *tp)
+{
+    tls_override_note(dr, host, 0, wf_map_get(tp, "tls"));
+    const wf_node *pls = wf_map_get(tp, "portLevelSettings");
+    for (size_t i = 0; i < wf_seq_len(pls); i++) {
+        int64_t num = 0;
+        wf_node_int(wf_node_path(wf_seq_at(pls, i), "port.number"), &num);
+        tls_override_note(dr, host, num, wf_map_get(wf_seq_at(pls, i), "tls"));
+    }
 }
 
 static void print_traffic_policy(FILE *f, int lvl, const wf_node *tp)
@@ -298,7 +317,6 @@ static void print_traffic_policy(FILE *f, int lvl, const wf_node *tp)
     if (tls) {
         indent(f, lvl + DSC_L1);
         fprintf(f, "Traffic Policy TLS Mode: %s\n", tls_mode(tls));
-        tls_override_note(f, lvl + DSC_L1, tls);
     }
     short_policies(f, lvl + DSC_L1, tp);
     const wf_node *pls = wf_map_get(tp, "portLevelSettings");
@@ -315,7 +333,6 @@ static void print_traffic_policy(FILE *f, int lvl, const wf_node *tp)
         if (ptls) {
             indent(f, lvl + DSC_L2);
             fprintf(f, "TLS Mode: %s\n", tls_mode(ptls));
-            tls_override_note(f, lvl + DSC_L2, ptls);
         }
         short_policies(f, lvl + DSC_L2, ps);
     }
@@ -355,6 +372,10 @@ static int print_dr(const dsc_ctx *c, int lvl, const wf_resource *dr, const dsc_
     dsc_names_free(&m);
     dsc_names_free(&nm);
     print_traffic_policy(f, lvl, dr->t.dr ? dr->t.dr->traffic_policy : NULL);
+    if (dr->t.dr && dr->t.dr->traffic_policy) {
+        fflush(f);
+        tls_override_notes(dr, host, dr->t.dr->traffic_policy);
+    }
     return 0;
 }
 

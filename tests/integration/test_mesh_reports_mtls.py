@@ -144,7 +144,7 @@ def test_b027_strict_refuses_a_client_without_sidecar(mesh):
     assert r.returncode == 0, r.stderr
     assert ("Effective PeerAuthentication:\n   Workload mTLS mode: STRICT\n" in r.stdout), r.stdout
     assert "Applied PeerAuthentication:\n   default.shop\n" in r.stdout, r.stdout
-    assert "only mutual TLS is accepted" in r.stdout, r.stdout
+    assert "only mutual TLS is accepted" in r.stderr, r.stderr  # weft's line
     # PERMISSIVE lets the plaintext client in again
     mesh.write_config("pa.yaml", PERMISSIVE)
     wait_for(lambda: plaintext_direct(cat) == 200, timeout=20, what="PERMISSIVE plaintext 200")
@@ -170,7 +170,8 @@ def test_b028_destinationrule_tls_turns_auto_mtls_off(mesh):
     assert r.returncode == 0, r.stderr
     assert 'DestinationRule: catalog.shop for "catalog"\n' in r.stdout, r.stdout
     assert "   Traffic Policy TLS Mode: DISABLE\n" in r.stdout, r.stdout
-    assert "this tls block overrides auto mTLS" in r.stdout, r.stdout
+    assert ('weft: DestinationRule shop/catalog sets tls mode DISABLE for "catalog": it '
+            "overrides auto mTLS") in r.stderr, r.stderr
     assert "Workload mTLS mode: STRICT\n" in r.stdout, r.stdout
     # SIMPLE: TLS without a client certificate, refused by the STRICT inbound: 503 UF,URX
     mesh.write_config("dr.yaml", DR_TLS % "SIMPLE")
@@ -204,4 +205,4 @@ def test_b029_workload_disable_untags_its_endpoints(mesh):
     assert r.returncode == 0, r.stderr
     assert "Workload mTLS mode: DISABLE\n" in r.stdout, r.stdout
     assert "catalog-plain.shop" in r.stdout, r.stdout
-    assert "meshed clients send it plaintext" in r.stdout, r.stdout
+    assert "meshed clients send it plaintext" in r.stderr, r.stderr
