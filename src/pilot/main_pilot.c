@@ -316,18 +316,23 @@ int main(int argc, char **argv)
         fprintf(stderr, "weft-pilot: cannot create the event loop\n");
         return 1;
     }
-    if (wf_pilot_start(&loop, &c.o, &r.pilot, err, sizeof err) != 0) {
-        fprintf(stderr, "weft-pilot: %s\n", err);
-        WF_LOG(WF_LC_main, WF_LOG_CRITICAL, "startup failed: %s", err);
-        uv_run(&loop, UV_RUN_DEFAULT);
-        uv_loop_close(&loop);
-        return 1;
-    }
+    /* Signals first: pilot announces its ports before its first snapshot (which may make the
+     * CA's root, RSA key generation included), and a SIGTERM sent once the ports are known
+     * must end it cleanly (exit 0), not kill it. libuv queues it until the loop runs. */
     uv_signal_init(&loop, &r.term);
     uv_signal_init(&loop, &r.intr);
     r.term.data = r.intr.data = &r;
     uv_signal_start(&r.term, on_signal, SIGTERM);
     uv_signal_start(&r.intr, on_signal, SIGINT);
+    if (wf_pilot_start(&loop, &c.o, &r.pilot, err, sizeof err) != 0) {
+        fprintf(stderr, "weft-pilot: %s\n", err);
+        WF_LOG(WF_LC_main, WF_LOG_CRITICAL, "startup failed: %s", err);
+        uv_close((uv_handle_t *)&r.term, NULL);
+        uv_close((uv_handle_t *)&r.intr, NULL);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        uv_loop_close(&loop);
+        return 1;
+    }
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     WF_LOG(WF_LC_main, WF_LOG_INFO, "weft-pilot exited");

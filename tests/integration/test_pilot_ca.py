@@ -409,3 +409,16 @@ def test_cacerts_secret_followed_at_runtime(pilot_exe, tmp_path):  # noqa: F811
     finally:
         stop(proc)
     assert "does not match the signing certificate" in proc.stderr_text()
+
+
+def test_sigterm_while_the_root_is_made_exits_cleanly(pilot_exe, tmp_path):  # noqa: F811
+    """Pilot prints its ports before its first snapshot, which makes a new CA root (RSA key
+    generation): a SIGTERM sent as soon as the ports are known ends it with exit 0 (it was
+    killed by the signal, -15, before the handler was installed)."""
+    for i in range(3):
+        cfg = tmp_path / ("cfg%d" % i)
+        cfg.mkdir()
+        proc, _ = start_process([pilot_exe, "--config-dir", cfg, "--ca-dir",
+                                 tmp_path / ("ca%d" % i), "--grpcAddr", "127.0.0.1:0",
+                                 "--monitoringAddr", "127.0.0.1:0"], count=2)
+        stop(proc)
