@@ -24,10 +24,11 @@ import time
 
 import pytest
 
-from procs import running_apps
+from procs import free_port, running_apps
 from proxyfix import access_log, bootstrap, cluster, listener, proxy_factory, simple_routes
 from test_pilot import get_json, pilot_exe  # noqa: F401
 from test_pilot_ca import create_certificate, make_csr, start, stop, token
+from test_proxy_agent_status import status_get
 from test_proxy_tls import DTC, TLS, TLS_LOG, UTC, port_of, s_client, tls_log
 
 assert proxy_factory  # fixture, imported for pytest
@@ -260,8 +261,10 @@ def test_secret_not_supplied(proxy_factory, mesh, app, monkeypatch, tmp_path):
     c = client_proxy(proxy_factory, mesh, b_port, monkeypatch, tok=bad)
     lst = listener(simple_routes("backend"))
     lst["filter_chains"][0]["transport_socket"] = inbound_tls()
+    d_status = free_port()
     d = proxy_factory(bootstrap([lst], [cluster("backend", [app])]),
-                      args=["--token-path", tmp_path / "missing.token"])
+                      args=["--token-path", tmp_path / "missing.token", "--status-address",
+                            "127.0.0.1:%d" % d_status])
     wait_generated(b)
     deadline = time.monotonic() + 20
     while "failed to sign CSR" not in c.stderr_text() + "" or \
@@ -298,6 +301,10 @@ def test_secret_not_supplied(proxy_factory, mesh, app, monkeypatch, tmp_path):
     assert pc_secret(body) == [["default", "WARMING", "false"], ["ROOTCA", "WARMING", "false"]]
     # Envoy lists contexts that exist: a context waiting for its secrets has none yet
     assert json.loads(d.admin("/certs")[2]) == {"certificates": []}
+    # Envoy stays INITIALIZING while its secrets (initial_fetch_timeout 0s) have not come:
+    # pilot-agent's probe says so, and the proxy gets no traffic from its Service
+    status, _, body = status_get(d_status, "/healthz/ready")
+    assert status == 503 and "server is not live, current state is: INITIALIZING" in body, body
     assert "server.days_until_first_cert_expiring" not in d.stats()
 
 

@@ -111,6 +111,14 @@ uint64_t wp_secrets_generation(const wp_secrets *s)
     return atomic_load(&((wp_secrets *)s)->gen);
 }
 
+bool wp_secrets_has_workload(wp_secrets *s)
+{
+    pthread_mutex_lock(&s->mu);
+    bool have = s->chain && s->key && s->root;
+    pthread_mutex_unlock(&s->mu);
+    return have;
+}
+
 bool wp_secrets_get(wp_secrets *s, char **chain, char **key, char **root, uint64_t *gen)
 {
     pthread_mutex_lock(&s->mu);

@@ -39,6 +39,9 @@ int wp_secrets_set(wp_secrets *s, const char *chain, const char *key, const char
 /* Increases with every wp_secrets_set; 0 = nothing yet. */
 uint64_t wp_secrets_generation(const wp_secrets *s);
 
+/* true once `default` and `ROOTCA` (wp_secrets_set) have been supplied. */
+bool wp_secrets_has_workload(wp_secrets *s);
+
 /* Copies of the current secrets (heap strings, NULL when unset) and the generation they are
  * of. false when out of memory. */
 bool wp_secrets_get(wp_secrets *s, char **chain, char **key, char **root, uint64_t *gen);

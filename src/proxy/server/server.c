@@ -562,10 +562,32 @@ int wp_server_apply(wp_server *srv, wp_config *cfg, wp_listen_hold *hold, wf_str
 
 /* ---------- status servers (status.h): readiness and merged metrics ---------- */
 
+/* Envoy stays INITIALIZING while a cluster or listener waits for an SDS secret whose
+ * initial_fetch_timeout is 0s, as Istio writes it for `default` and `ROOTCA`; pilot-agent's
+ * probe then answers "server is not live, current state is: INITIALIZING". So a proxy whose
+ * config uses the workload certificate is not ready before its first one arrived: traffic sent
+ * to it would otherwise fail with "Secret is not supplied by SDS". */
+static bool workload_secrets_pending(wp_main *m)
+{
+    const wp_config *cfg = m->srv.gen ? m->srv.gen->cfg : NULL;
+    if (!cfg || wp_secrets_has_workload(m->srv.secrets))
+        return false;
+    for (size_t i = 0; i < cfg->nsds_ctxs; i++)
+        if (wp_sds_ctx_uses_default(cfg->sds_ctxs[i]))
+            return true;
+    return false;
+}
+
 static bool st_ready(void *ud, char *reason, size_t cap)
 {
     wp_main *m = ud;
-    return wp_readiness_check(&m->readiness, uv_now(m->loop), reason, cap);
+    if (!wp_readiness_check(&m->readiness, uv_now(m->loop), reason, cap))
+        return false;
+    if (workload_secrets_pending(m)) {
+        snprintf(reason, cap, "server is not live, current state is: INITIALIZING");
+        return false;
+    }
+    return true;
 }
 
 static void st_prometheus(void *ud, wf_strbuf *out)
