@@ -24,6 +24,11 @@ every command and its real output and checking each result:
      request_payload_exceeded_retry_buffer_limit, explained
   9. pilot stopped: the gateway keeps serving, control_plane.connected_state 0, its opt-in
      readiness turns 503 and stays so through a reconnect loop; pilot back: SYNCED, ready
+ 10. mutual TLS: the gateway already reaches catalog over mTLS (SPIFFE identities in the
+     metrics); PeerAuthentication STRICT in istioinaction; a plaintext client without a
+     sidecar is refused while the gateway keeps getting 200; why, in three commands:
+     describe pod, the sidecar's NR filter_chain_not_found line through log explain, and
+     proxy-config listener
 
 The local mesh needs 127.0.0.1:15010, :15014 and :30000. When another mesh holds them, the
 demo runs in a private network namespace of its own (`unshare -n`, as root); where that is
@@ -51,7 +56,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOST = "catalog.istioinaction.io"
 GATEWAY = ("127.0.0.1", 30000)
 FIXED_PORTS = (15010, 15014, 30000)
-STEPS = 9
+STEPS = 10
 CURL_GW = "curl -s -H 'Host: %s' http://127.0.0.1:30000" % HOST
 
 
@@ -517,6 +522,58 @@ class Demo:
         self.ok("every proxy SYNCED again")
         self.sh(cstate)
 
+    def step10(self):
+        self.step(10, "mutual TLS: STRICT refuses a plaintext client, and why")
+        v1 = self.v1[0]
+        v1_log = next(pr["log"] for pr in self.mesh["processes"]
+                      if pr.get("kind") == "proxy" and pr.get("pod") == v1["name"])
+        gw = "%s.%s" % (self.gw["name"], self.gw["namespace"])
+        _, out = self.sh("weftctl proxy-config secret %s" % gw)
+        self.check(re.search(r"^default +Cert Chain +ACTIVE +true", out, re.M) and
+                   re.search(r"^ROOTCA +CA +ACTIVE +true", out, re.M),
+                   "the gateway holds its workload certificate and the mesh root (SDS)")
+        wait_for(lambda: gw_request()[0] == 200, 20, "the gateway answering 200")
+        _, out = self.sh("curl -s http://%s/stats/prometheus | grep '^istio_requests_total' | "
+                         "grep -o 'connection_security_policy=\"[a-z_]*\"\\|"
+                         "source_principal=\"[^\"]*\"' | sort -u" % v1["admin"])
+        self.check('connection_security_policy="mutual_tls"' in out and
+                   "spiffe://cluster.local/ns/istio-system/sa/" in out,
+                   "catalog counts the gateway's requests as mutual_tls from its SPIFFE identity")
+        plain = ("curl -s -o /dev/null -w '%%{http_code}\\n' http://%s:3000/items"
+                 % v1["ip"])
+        _, out = self.sh(plain, rc=None)
+        self.check(out.strip().endswith("200"),
+                   "PERMISSIVE (the default): a plaintext client without a sidecar gets 200")
+        self.sh("cat examples/catalog-steps/peerauthentication-strict.yaml")
+        self.copy("peerauthentication-strict.yaml", "peerauthentication.yaml")
+
+        def refused():
+            p = subprocess.run(["curl", "-s", "-o", "/dev/null", "--max-time", "3",
+                                "http://%s:3000/items" % v1["ip"]], timeout=10)
+            return p.returncode not in (0, 28)
+        wait_for(refused, 20, "the plaintext client refused")
+        status, out = self.sh(plain, rc=None)
+        self.check(status != 0 and not out.strip().endswith("200"),
+                   "STRICT: the plaintext client is closed without any HTTP answer (curl %d)"
+                   % status)
+        codes = collections.Counter(gw_request()[0] for _ in range(10))
+        self.check(codes == {200: 10}, "the gateway, talking mTLS, still gets 200 (%s)"
+                   % dict(codes))
+        self.say("\nwhy? three commands:")
+        _, out = self.sh("weftctl describe pod %s -n istioinaction 2>&1 | grep -A1 -i 'mTLS'"
+                         % v1["name"])
+        self.check("Workload mTLS mode: STRICT" in out, "(1) describe: the workload is STRICT")
+        wait_for(lambda: "filter_chain_not_found" in open(v1_log, "rb").read().decode(
+            "utf-8", "replace"), 15, "the refusal in the catalog sidecar's access log")
+        _, out = self.sh("grep filter_chain_not_found %s | tail -n 1 | weftctl log explain"
+                         % self.rel(v1_log))
+        self.check("NR" in out and "filter_chain_not_found" in out,
+                   "(2) the sidecar logged NR filter_chain_not_found, and log explain says why")
+        _, out = self.sh("weftctl proxy-config listener %s.istioinaction --port 3000"
+                         % v1["name"])
+        self.check("tls" in out.lower(), "(3) its inbound listener on 3000 matches TLS only")
+        self.sh("rm $DEMO/catalog/peerauthentication.yaml")
+
     # ---- pilot control ----
     # weftctl up's supervisor restarts a process that exits (after 1 s), so to keep pilot
     # down the demo pauses the supervisor first (SIGSTOP) and lets it go on (SIGCONT) to
@@ -556,7 +613,7 @@ class Demo:
     def run(self):
         failed = None
         steps = [self.step1, self.step2, self.step3, self.step4, self.step5, self.step6,
-                 self.step7, self.step8, self.step9]
+                 self.step7, self.step8, self.step9, self.step10]
         try:
             self.start()
             for i, fn in enumerate(steps, 1):
@@ -607,6 +664,8 @@ SUMMARY = [
     "2 MB upload with retries: 507 request_payload_exceeded_retry_buffer_limit, explained",
     "pilot stopped: gateway serves, connected_state 0, not ready through a reconnect loop; "
     "pilot back: SYNCED, ready",
+    "mTLS: PeerAuthentication STRICT refuses a plaintext client, the gateway's mTLS gets 200; "
+    "why in three commands",
 ]
 
 
