@@ -34,7 +34,8 @@ the node metadata carries WEFT_LOCALHOST); a gateway binds its listeners on its 
   sidecars talk mutual TLS under the default PERMISSIVE; mtls=False is a pod without them.
 - `pod.stats()`, `pod.admin(path)`: the proxy's admin API; `mesh.pilot_get(path)`: pilot's
   monitoring endpoints (JSON decoded when the answer is JSON).
-- `mesh.write_config(name, text)` / `mesh.remove_config(name)`: edit the watched folder.
+- `mesh.write_config(name, text)` / `mesh.remove_config(name)`: edit the watched folder;
+  `mesh.remove_pod(pod)` deletes a pod (scale-down).
 
 Standard library plus pytest; every wait has a timeout; every process is stopped.
 """
@@ -339,6 +340,17 @@ class Mesh:
             args += ["--health-address", "%s:15021" % pod.ip]
         pod.proxy = _start_quiet(args + list(proxy_args), env, pod.log_path)
         return pod
+
+    def remove_pod(self, pod):
+        """Deletes the pod (its Pod object, its proxy and app), as a scale-down does."""
+        os.remove(os.path.join(self.pods_dir, "%s.%s.json" % (pod.ns, pod.name)))
+        for proc, what in ((pod.proxy, "weft-proxy " + pod.name),
+                           (pod.app, "weft-app " + pod.name)):
+            if proc is not None:
+                status = stop_process(proc)
+                self._check_clean(proc, what)
+                assert status == 0, "%s exited with %s" % (what, status)
+        pod.proxy = pod.app = None
 
     def write_pod(self, pod, app_port=None):
         path = os.path.join(self.pods_dir, "%s.%s.json" % (pod.ns, pod.name))

@@ -1,4 +1,4 @@
-"""Operator reports B027, B028 and B029 (../shared/cases/operator-reports.md) on a local mesh
+"""Operator reports B025, B027, B028 and B029 (../shared/cases/operator-reports.md) on a local mesh
 whose pods carry Istio's tlsMode label and a token of pilot's CA (meshfix's default), so
 sidecars talk mutual TLS as in Istio: a frontend sidecar, catalog pods, weftctl against them.
 
@@ -10,12 +10,17 @@ sidecars talk mutual TLS as in Istio: a frontend sidecar, catalog pods, weftctl 
   connection_termination, SIMPLE 503 UF,URX with the TLS failure reason, and the cluster the
   frontend holds shows which socket is used; `describe` names the rule and says it overrides
   auto mTLS; dropping `tls` brings 200 back.
+- B025: a CA change (a plug-in cacerts root B) with pods holding certificates of both roots:
+  503 UF,URX CERTIFICATE_VERIFY_FAILED, rootca-compare names the mismatch, a restart fixes it.
 - B029: a workload-level PeerAuthentication DISABLE: weft follows Istio's current
   mtls_checker.go, which untags the workload's endpoints, so meshed clients send plaintext and
   get 200 (the report's 503 WRONG_VERSION_NUMBER is Istio before that check); `describe` says so.
 """
+import base64
 import json
+import os
 import socket
+import subprocess
 
 from conftest import run_weftctl
 from meshfix import mesh, wait_for  # noqa: F401 (fixture)
@@ -206,3 +211,83 @@ def test_b029_workload_disable_untags_its_endpoints(mesh):
     assert "Workload mTLS mode: DISABLE\n" in r.stdout, r.stdout
     assert "catalog-plain.shop" in r.stdout, r.stdout
     assert "meshed clients send it plaintext" in r.stderr, r.stderr
+
+
+def plugin_root(d):
+    """A plug-in CA as Istio's cacerts holds it: root B, an intermediate it signs (the
+    signing CA), the chain. Returns the Secret (JSON text) for istio-system/cacerts."""
+    def ossl(*args):
+        r = subprocess.run(["openssl"] + list(args), cwd=d, capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0, r.stderr
+    ossl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+         "-keyout", "root-key.pem", "-out", "root-cert.pem", "-days", "30", "-subj",
+         "/O=cluster.local/CN=Root B", "-addext", "basicConstraints=critical,CA:TRUE",
+         "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    with open(os.path.join(d, "int.ext"), "w") as f:
+        f.write("basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign,"
+                "digitalSignature\nsubjectAltName=URI:spiffe://cluster.local/ns/istio-system/"
+                "sa/istiod\n")
+    ossl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+         "ca-key.pem", "-out", "ca.csr", "-subj", "/O=cluster.local/CN=Intermediate B")
+    ossl("x509", "-req", "-in", "ca.csr", "-CA", "root-cert.pem", "-CAkey", "root-key.pem",
+         "-CAcreateserial", "-days", "20", "-extfile", "int.ext", "-out", "ca-cert.pem")
+
+    def read(name):
+        with open(os.path.join(d, name), "rb") as f:
+            return f.read()
+    data = {"ca-cert.pem": read("ca-cert.pem"), "ca-key.pem": read("ca-key.pem"),
+            "root-cert.pem": read("root-cert.pem"),
+            "cert-chain.pem": read("ca-cert.pem") + read("root-cert.pem")}
+    return json.dumps({"apiVersion": "v1", "kind": "Secret",
+                       "metadata": {"name": "cacerts", "namespace": "istio-system"},
+                       "data": {k: base64.b64encode(v).decode() for k, v in data.items()}})
+
+
+def rootca_compare(mesh, a, b):
+    return run_weftctl("pc", "rootca-compare", "%s.%s" % (a.name, a.ns), "%s.%s" % (b.name, b.ns),
+                       "--pilot", "127.0.0.1:%d" % mesh.mon_port)
+
+
+def test_b025_workloads_on_different_roots_fail_verification(mesh, tmp_path):
+    """A CA change: catalog-v2 starts with a certificate and ROOTCA from the new root while the
+    frontend still trusts only the old one: 503 UF,URX whose transport failure reason carries
+    CERTIFICATE_VERIFY_FAILED, never a plaintext fallback; rootca-compare says the roots differ
+    (non-zero exit); a restarted frontend (B material) gets 200 and identical roots."""
+    fe, v1 = shop(mesh)
+    wait_for(lambda: call(fe)[0] == 200, timeout=20, what="frontend -> catalog-v1 over mTLS")
+    status, before = mesh.pilot_get("/debug/istio-ca-root-cert?namespace=shop")
+    assert status == 200, before
+    d = str(tmp_path / "plugin")
+    os.makedirs(d)
+    mesh.write_config("cacerts.json", plugin_root(d))
+    with open(os.path.join(d, "root-cert.pem")) as f:
+        root_b = f.read()
+    wait_for(lambda: mesh.pilot_get("/debug/istio-ca-root-cert?namespace=shop")[1]
+             ["data"]["root-cert.pem"].strip() == root_b.strip(), timeout=20,
+             what="pilot signing with the plug-in root B")
+    v2 = mesh.add_pod("catalog-v2-1", "shop", {"app": "catalog", "version": "v2"},
+                      app_port=3000)
+    mesh.wait_ready(v2)
+    mesh.remove_pod(v1)  # every request must now reach the B-only pod
+    wait_for(lambda: call(fe)[0] == 503, timeout=20, what="503 once only catalog-v2 is left")
+    assert call(fe, "/healthz?t=b025")[0] == 503
+    e = fe.wait_log(lambda x: x.get("path") == "/healthz?t=b025")
+    assert e["response_flags"] in ("UF,URX", "URX,UF"), e
+    assert "CERTIFICATE_VERIFY_FAILED" in e["upstream_transport_failure_reason"], e
+    assert "CERTIFICATE_VERIFY_FAILED" in e["response_code_details"], e
+    assert v2.app_request("/count")[0] == 200
+    assert json.loads(v2.app_request("/count")[2])["requests"] == 0  # never in plaintext
+    r = rootca_compare(mesh, fe, v2)
+    assert r.returncode != 0, r.stdout
+    assert ("Both [%s.shop] and [%s.shop] have the non identical ROOTCA, theoretically the "
+            "connectivity between them is unavailable" % (fe.name, v2.name)) in r.stderr, r.stderr
+    # the way out: restart the frontend, it gets B material
+    mesh.remove_pod(fe)
+    fe2 = mesh.add_pod("frontend-2", "shop", {"app": "frontend"})
+    mesh.wait_ready(fe2)
+    wait_for(lambda: call(fe2)[0] == 200, timeout=20, what="the new frontend -> catalog-v2")
+    r = rootca_compare(mesh, fe2, v2)
+    assert r.returncode == 0, r.stderr
+    assert "have the identical ROOTCA, theoretically the connectivity between them is " \
+        "available" in r.stdout, r.stdout
