@@ -13,6 +13,7 @@ import socket
 import subprocess
 import time
 
+from conftest import run_weftctl
 from procs import running_apps
 from proxyfix import (ISTIO_JSON_FORMAT, ISTIO_TEXT_FORMAT, access_log, bootstrap,  # noqa: F401
                       cluster, listener, proxy_factory, proxy_path, route, route_config,
@@ -80,6 +81,20 @@ def test_plaintext_on_tls_only_listener_logged_nr(apps, proxy_factory):
     assert j["bytes_received"] == 0 and j["bytes_sent"] == 0
     assert j["upstream_host"] is None and j["method"] is None and j["protocol"] is None
     assert isinstance(j["duration"], int) and j["duration"] >= 0
+    # `weftctl log explain` reads both real lines: code 0, NR as the listener's, no request
+    for name in ("istio", "json"):
+        r = run_weftctl("log", "explain", proxy.access_log_path(name))
+        assert r.returncode == 0, r.stderr
+        out = r.stdout
+        assert out.startswith("line 1: 0 NR filter_chain_not_found\n"), out
+        assert "request: none (the connection closed before any was read)" in out, out
+        assert "NR (NoRouteFound): No filter chain of the listener matched the connection" in out
+        assert "filter_chain_not_found: No filter chain of the listener matched" in out
+        assert "STRICT PeerAuthentication" in out
+        r = run_weftctl("log", "explain", "-o", "json", proxy.access_log_path(name))
+        f = json.loads(r.stdout)["failures"][0]
+        assert (f["response_code"], f["response_flags"]) == (0, "NR")
+        assert f["response_code_details"] == "filter_chain_not_found"
 
 
 def test_tls_without_matching_chain_logs_sni(apps, proxy_factory):
