@@ -155,7 +155,8 @@ static int explain(const wf_lx_record *r, items *out)
         size_t len = strcspn(p, ",");
         char flag[32];
         snprintf(flag, sizeof flag, "%.*s", (int)(len < sizeof flag ? len : sizeof flag - 1), p);
-        if (len && items_add(out, "flag", p, len, wf_lx_find_flag(flag)))
+        const wf_lx_entry *e = wf_lx_find_flag_in_context(flag, r->details);
+        if (len && items_add(out, "flag", p, len, e ? e : wf_lx_find_flag(flag)))
             return -1;
         p += len + (p[len] == ',');
     }
@@ -243,8 +244,11 @@ static void print_record(FILE *f, const wf_lx_record *r, const items *its)
     char cb[16];
     fprintf(f, "line %zu: %s %s %s\n", r->line, code_text(r->code, cb), dash(r->flags),
             dash(r->details));
-    fprintf(f, "   request: %s %s%s", dash(r->method), r->authority ? r->authority : "",
-            dash(r->path));
+    if (!r->method && !r->path && r->details && !strcmp(r->details, "filter_chain_not_found"))
+        fputs("   request: none (the connection closed before any was read)", f);
+    else
+        fprintf(f, "   request: %s %s%s", dash(r->method), r->authority ? r->authority : "",
+                dash(r->path));
     if (r->request_id)
         fprintf(f, "  (x-request-id %s)", r->request_id);
     fprintf(f, "\n   upstream cluster: %s  route: %s  upstream host: %s\n", dash(r->cluster),

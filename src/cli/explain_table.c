@@ -668,6 +668,28 @@ const wf_lx_entry *wf_lx_find_flag(const char *flag)
     return find_exact(WF_LX_FLAG, flag);
 }
 
+/* NR as a listener's access log writes it (the filter chain match failed, no request). */
+static const wf_lx_entry LISTENER_NR = {
+    WF_LX_FLAG,
+    "NR",
+    "NoRouteFound",
+    "connection closed without a response (response code 0)",
+    "No filter chain of the listener matched the connection, so the listener closed it before "
+    "any HTTP was read; the listener's access log (Istio's, filtered to NR) wrote this line.",
+    "The connection's transport or SNI is one the listener has no chain for: on a sidecar's "
+    "inbound port under a STRICT PeerAuthentication, a plaintext client (no sidecar, a "
+    "DestinationRule `tls.mode: DISABLE`, auto mTLS off).",
+    "See filter_chain_not_found below: compare the chains (`weftctl proxy-config listener <pod> "
+    "--port <port> -o json`) with how the client connects (`weftctl describe pod <pod>`)."};
+
+const wf_lx_entry *wf_lx_find_flag_in_context(const char *flag, const char *details_ctx)
+{
+    if (flag && details_ctx && strcmp(flag, "NR") == 0 &&
+        strcmp(details_ctx, "filter_chain_not_found") == 0)
+        return &LISTENER_NR;
+    return NULL;
+}
+
 const wf_lx_entry *wf_lx_find_reset(const char *reason)
 {
     return find_exact(WF_LX_RESET, reason);

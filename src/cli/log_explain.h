@@ -61,6 +61,13 @@ const wf_lx_entry *wf_lx_find_flag(const char *flag);
  * "upstream_reset_before_response_started{"). NULL when unknown. */
 const wf_lx_entry *wf_lx_find_detail(const char *details);
 
+/* The entry for flag when the line's details are details_ctx and say the flag was set by a
+ * listener, not a connection manager: "NR" with "filter_chain_not_found" is a line of a
+ * Listener's access log (Envoy's ActiveStreamListenerBase::emitLogs, Istio's listener log
+ * filtered to NR): a connection no filter chain took, response code 0, no HTTP request read.
+ * NULL when flag has no such reading (the caller then uses wf_lx_find_flag). */
+const wf_lx_entry *wf_lx_find_flag_in_context(const char *flag, const char *details_ctx);
+
 /* The entry for a reset reason written with underscores ("remote_connection_failure"). */
 const wf_lx_entry *wf_lx_find_reset(const char *reason);
 

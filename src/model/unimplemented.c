@@ -278,7 +278,6 @@ static const wf_unimpl_entry table[] = {
          "no certificate is trusted or checked", "[{pem: x}]"),
     MESH("verifyCertificateAtClient", VALUE_IN, v_true, "TLS (client-side verification)",
          "no certificate is checked", "true"),
-    MESH("disableEnvoyListenerLog", VALUE_IN, v_true, "listener access logs", SAME, "true"),
     MESH("proxyListenPort", PRESENT, NULL, "traffic capture (the outbound capture port)", SAME,
          "15001"),
     MESH("proxyInboundListenPort", PRESENT, NULL, "traffic capture (the inbound capture port)",

@@ -287,15 +287,41 @@ static json_t *access_log(const wf_meshcfg *mesh, bool *oom)
     return al;
 }
 
+/* Istio's listener access log (accesslog.go buildListenerFileAccessLog): the HCM's file log
+ * with addNoRouteAccessLogFilter's {"response_flag_filter": {"flags": ["NR"]}}; NULL when
+ * accessLogFile is empty or disableEnvoyListenerLog is true (setListenerAccessLog). */
+static bool listener_log_disabled(const wf_meshcfg *mesh)
+{
+    const wf_node *off = mesh ? wf_meshcfg_get(mesh, "disableEnvoyListenerLog") : NULL;
+    bool disabled = false;
+    return off && wf_node_bool(off, &disabled) && disabled;
+}
+
+static json_t *listener_access_log(const wf_meshcfg *mesh, const json_t *al)
+{
+    if (!al || listener_log_disabled(mesh))
+        return NULL;
+    json_t *lal = json_deep_copy(al);
+    json_t *flt = json_pack("{s:{s:[s]}}", "response_flag_filter", "flags", "NR");
+    if (!lal || !flt || json_object_set_new(json_array_get(lal, 0), "filter", flt) != 0) {
+        json_decref(lal);
+        return NULL;
+    }
+    return lal;
+}
+
 int wf_gen_access_logs(json_t *listeners, const wf_meshcfg *mesh)
 {
     bool oom = false;
     json_t *al = access_log(mesh, &oom);
+    json_t *lal = listener_access_log(mesh, al);
     size_t i, j, k;
     json_t *l, *fc, *f;
-    int rc = oom ? -1 : 0;
+    int rc = oom || (al && !lal && !listener_log_disabled(mesh)) ? -1 : 0;
     json_array_foreach(listeners, i, l)
     {
+        if (lal && rc == 0)
+            rc = json_object_set_new(l, "access_log", json_deep_copy(lal));
         json_array_foreach(json_object_get(l, "filter_chains"), j, fc)
         {
             json_array_foreach(json_object_get(fc, "filters"), k, f)
@@ -308,6 +334,7 @@ int wf_gen_access_logs(json_t *listeners, const wf_meshcfg *mesh)
         }
     }
     json_decref(al);
+    json_decref(lal);
     return rc;
 }
 

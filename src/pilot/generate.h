@@ -53,7 +53,9 @@
  *    otherwise {"text_format_source": {"inline_string": accessLogFormat with "
 " appended
  *    when missing, else Istio's default text format (§5.2, %UPSTREAM_CLUSTER_RAW% as 1.24)}}.
- *    Istio's listener-level access log (NR only) is left out.
+ *    Every listener (sidecar inbound and outbound, gateway) also gets Istio's listener access
+ *    log (setListenerAccessLog / buildListenerFileAccessLog): that entry plus "filter":
+ *    {"response_flag_filter": {"flags": ["NR"]}}, unless disableEnvoyListenerLog is true.
  *
  * Local-mesh deviations from Istio's shapes (DESIGN.md "The local mesh": no iptables, every pod
  * its own loopback address):

@@ -71,11 +71,17 @@
  *  (Istio: "h2", "http/1.1"; weft-proxy has no HTTP/2 codec yet, issue 19, and must never offer
  *  h2 until it has one). The five ALPNs are Istio's for a port known to be HTTP only.
  *
+ * Access logs: with MeshConfig accessLogFile set, pilot/generate.c (wf_gen_access_logs) adds the
+ * HCM's access_log and, on each listener, Istio's listener access log (the same file logger with
+ * {"response_flag_filter": {"flags": ["NR"]}}, accesslog.go buildListenerFileAccessLog), so the
+ * sidecar logs a plaintext connection a STRICT port refuses: response code 0, NR,
+ * filter_chain_not_found (reference security.md §3.3).
+ *
  * Left out (Istio emits them): the route `decorator` and max_stream_duration (weft-proxy's route
  * loader does not accept them yet), tracing, request_id_extension, upgrade_configs; TCP ports' tcp_proxy chains (a TCP target port
  * gets its cluster but no listener, so no PeerAuthentication mode applies to it); the listener
  * filters original_dst and http_inspector and the InboundPassthroughCluster chains of
- * virtualInbound; Istio's listener-level access log (NR); Sidecar `ingress` listeners;
+ * virtualInbound; Sidecar `ingress` listeners;
  * upstream_bind_config 127.0.0.6 (an iptables detail).
  */
 #ifndef WF_PILOT_INBOUND_H

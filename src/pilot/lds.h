@@ -36,7 +36,8 @@
  * they are what Istio sends; the proxy has to learn them.
  *
  * Left out (Istio emits them): access_log (Istio writes one only when MeshConfig
- * accessLogFile is set; pilot/generate.c adds it to every HCM), tracing, request_id_extension,
+ * accessLogFile is set; pilot/generate.c adds it to every HCM and, with the NR filter, to every
+ * listener), tracing, request_id_extension,
  * upgrade_configs (websocket), envoy.filters.http.grpc_stats / grpc_web for gRPC ports,
  * istio.alpn, Istio's bind_to_port false with listener_filters (tls_inspector,
  * http_inspector), filter_chain_match and the TCP fallback chains of a port shared by HTTP

@@ -18,15 +18,15 @@ def _validate(tmp_path, bs):
 
 
 @pytest.mark.parametrize("key,message", [
-    ("access_log", "static_resources.listeners[0].access_log: not supported by weft-proxy "
-                   "(Envoy's envoy.config.listener.v3.Listener.access_log)"),
-    ("accessLog", "static_resources.listeners[0].access_log: not supported by weft-proxy "
-                  "(Envoy's envoy.config.listener.v3.Listener.access_log)"),
-    ("acess_log", "static_resources.listeners[0].acess_log: unknown field"),
+    ("tcp_backlog_size", "static_resources.listeners[0].tcp_backlog_size: not supported by "
+                         "weft-proxy (Envoy's envoy.config.listener.v3.Listener.tcp_backlog_size)"),
+    ("tcpBacklogSize", "static_resources.listeners[0].tcp_backlog_size: not supported by "
+                       "weft-proxy (Envoy's envoy.config.listener.v3.Listener.tcp_backlog_size)"),
+    ("tcp_backlog_sise", "static_resources.listeners[0].tcp_backlog_sise: unknown field"),
 ])
 def test_validate_names_unimplemented_envoy_field(tmp_path, key, message):
     lst = listener(simple_routes(), port=1)
-    lst[key] = []
+    lst[key] = 8
     bs = bootstrap([lst], [cluster("backend", [2])], admin_port=3)
     path, r = _validate(tmp_path, bs)
     assert r.returncode == 1, (r.stdout, r.stderr)

@@ -18,6 +18,7 @@
 #include "proxy/bootstrap/bootstrap.h"
 #include "proxy/server/admin/config_dump.h"
 #include "core/timefmt.h"
+#include "proxy/stream_info/stream_info.h"
 
 #define DATA "tests/data/proxy/"
 #define HCM_T                                                                                      \
@@ -472,6 +473,60 @@ static void test_error_rds_and_filters(void **state)
     "\"socket_address\":{\"address\":\"127.0.0.1\",\"port_value\":8080}},"
 #define LST_TAIL "}]}}"
 
+/* Listener.access_log with AccessLog.filter response_flag_filter (Istio's listener log shape) */
+#define LOG_FILE                                                                                   \
+    "{\"name\":\"envoy.access_loggers.file\",\"typed_config\":{\"@type\":\""                       \
+    "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog\",\"path\":"        \
+    "\"/dev/null\"}"
+
+static void test_listener_access_log(void **state)
+{
+    (void)state;
+    const char *chain = "\"filter_chains\":[{" HCM_IN("x") "}]" LST_TAIL;
+    char *text = NULL;
+    wf_strbuf err = WF_STRBUF_INIT;
+    assert_true(asprintf(&text,
+                         LST_HEAD "\"accessLog\":[" LOG_FILE
+                                  ",\"filter\":{\"response_flag_filter\":"
+                                  "{\"flags\":[\"NR\",\"UF\"]}}}," LOG_FILE ",\"filter\":{"
+                                  "\"responseFlagFilter\":{}}}," LOG_FILE "}],%s",
+                         chain) > 0);
+    wp_config *c = load_text(text, &err);
+    free(text);
+    if (!c)
+        fail_msg("%s", wf_strbuf_cstr(&err));
+    const wp_listener *l = &c->listeners[0];
+    assert_int_equal(l->naccess_logs, 3);
+    assert_string_equal(l->access_logs[0].path, "/dev/null");
+    assert_true(l->access_logs[0].has_flag_filter);
+    assert_int_equal(l->access_logs[0].flag_filter, (1u << WP_RF_NR) | (1u << WP_RF_UF));
+    assert_true(l->access_logs[1].has_flag_filter);
+    assert_int_equal(l->access_logs[1].flag_filter, 0);
+    assert_false(l->access_logs[2].has_flag_filter);
+    wp_config_unref(c);
+    wf_strbuf_free(&err);
+
+    assert_true(asprintf(&text,
+                         LST_HEAD "\"access_log\":[" LOG_FILE
+                                  ",\"filter\":{\"response_flag_filter\":"
+                                  "{\"flags\":[\"NR\",\"XX\"]}}}],%s",
+                         chain) > 0);
+    expect_error(text, "t.json: static_resources.listeners[0].access_log[0].filter."
+                       "response_flag_filter.flags[1]: value must be in the list of Envoy's "
+                       "response flags (LH, UH, UT, ..., NR, ..., UDO)");
+    assert_true(asprintf(&text,
+                         LST_HEAD "\"access_log\":[" LOG_FILE ",\"filter\":{\"duration_filter\":"
+                                  "{}}}],%s",
+                         chain) > 0);
+    expect_error(text, "t.json: static_resources.listeners[0].access_log[0].filter: unsupported "
+                       "access log filter (weft supports response_flag_filter)");
+    assert_true(asprintf(&text,
+                         LST_HEAD "\"access_log\":[" LOG_FILE ",\"filter\":{\"flagz\":{}}}],%s",
+                         chain) > 0);
+    expect_error(text, "t.json: static_resources.listeners[0].access_log[0].filter.flagz: "
+                       "unknown field");
+}
+
 static void test_filter_chains(void **state)
 {
     (void)state;
@@ -587,13 +642,13 @@ static void test_error_not_supported_field(void **state)
     (void)state;
     const char *chain = "\"filter_chains\":[{" HCM_IN("x") "}]" LST_TAIL;
     char *text = NULL;
-    assert_true(asprintf(&text, LST_HEAD "\"access_log\":[],%s", chain) > 0);
-    expect_error(text, "t.json: static_resources.listeners[0].access_log" NOT_SUPPORTED(
-                           "envoy.config.listener.v3.Listener.access_log"));
+    assert_true(asprintf(&text, LST_HEAD "\"tcp_backlog_size\":8,%s", chain) > 0);
+    expect_error(text, "t.json: static_resources.listeners[0].tcp_backlog_size" NOT_SUPPORTED(
+                           "envoy.config.listener.v3.Listener.tcp_backlog_size"));
     /* lowerCamelCase is the same field (protobuf JSON); the path names it in snake_case */
-    assert_true(asprintf(&text, LST_HEAD "\"accessLog\":[],%s", chain) > 0);
-    expect_error(text, "t.json: static_resources.listeners[0].access_log" NOT_SUPPORTED(
-                           "envoy.config.listener.v3.Listener.access_log"));
+    assert_true(asprintf(&text, LST_HEAD "\"tcpBacklogSize\":8,%s", chain) > 0);
+    expect_error(text, "t.json: static_resources.listeners[0].tcp_backlog_size" NOT_SUPPORTED(
+                           "envoy.config.listener.v3.Listener.tcp_backlog_size"));
     /* a misspelling is no field of Listener */
     assert_true(asprintf(&text, LST_HEAD "\"acessLog\":[],%s", chain) > 0);
     expect_error(text, "t.json: static_resources.listeners[0].acess_log: unknown field");
@@ -979,6 +1034,7 @@ int main(void)
         cmocka_unit_test(test_error_duplicates),
         cmocka_unit_test(test_error_rds_and_filters),
         cmocka_unit_test(test_filter_chains),
+        cmocka_unit_test(test_listener_access_log),
         cmocka_unit_test(test_filter_chain_errors),
         cmocka_unit_test(test_error_cluster_rules),
         cmocka_unit_test(test_error_route_rules),

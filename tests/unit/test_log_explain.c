@@ -207,6 +207,52 @@ static void test_istio_text_line(void **state)
     wf_lx_record_free(&r);
 }
 
+/* The lines weft-proxy's listener access log writes (Istio's text and JSON formats) for a
+ * plaintext client on a STRICT inbound port: code 0, NR, filter_chain_not_found, read as a
+ * failure, and NR explained as the listener's (no request), not as a route miss. */
+static void test_listener_nr_lines(void **state)
+{
+    (void)state;
+    wf_lx_record r;
+    parse(NULL,
+          "[2026-12-05T18:54:44.143Z] \"- - -\" 0 NR filter_chain_not_found - \"-\" 0 0 0 - \"-\" "
+          "\"-\" \"-\" \"-\" \"-\" - - 10.10.0.5:8080 10.10.0.7:51614 - -\n",
+          &r);
+    assert_int_equal(r.code, 0);
+    assert_string_equal(r.flags, "NR");
+    assert_string_equal(r.details, "filter_chain_not_found");
+    assert_null(r.method);
+    assert_null(r.path);
+    assert_null(r.cluster);
+    assert_true(wf_lx_failed(&r));
+    wf_lx_record_free(&r);
+    parse(NULL,
+          "{\"authority\":null,\"bytes_received\":0,\"bytes_sent\":0,"
+          "\"connection_termination_details\":null,\"downstream_local_address\":"
+          "\"10.10.0.5:8080\",\"downstream_remote_address\":\"10.10.0.7:51614\",\"duration\":0,"
+          "\"method\":null,\"path\":null,\"protocol\":null,\"request_id\":null,"
+          "\"requested_server_name\":null,\"response_code\":0,\"response_code_details\":"
+          "\"filter_chain_not_found\",\"response_flags\":\"NR\",\"route_name\":null,"
+          "\"start_time\":\"2026-12-05T18:54:44.143Z\",\"upstream_cluster\":null,"
+          "\"upstream_host\":null,\"upstream_local_address\":null,\"upstream_service_time\":null,"
+          "\"upstream_transport_failure_reason\":null,\"user_agent\":null,"
+          "\"x_forwarded_for\":null}",
+          &r);
+    assert_int_equal(r.code, 0);
+    assert_string_equal(r.flags, "NR");
+    assert_string_equal(r.details, "filter_chain_not_found");
+    assert_true(wf_lx_failed(&r));
+    wf_lx_record_free(&r);
+    const wf_lx_entry *e = wf_lx_find_flag_in_context("NR", "filter_chain_not_found");
+    assert_non_null(e);
+    assert_string_equal(e->name, "NoRouteFound");
+    assert_non_null(strstr(e->status, "response code 0"));
+    assert_non_null(strstr(e->meaning, "No filter chain of the listener matched"));
+    assert_null(wf_lx_find_flag_in_context("NR", "route_not_found"));
+    assert_null(wf_lx_find_flag_in_context("NR", NULL));
+    assert_null(wf_lx_find_flag_in_context("UF", "filter_chain_not_found"));
+}
+
 static void test_envoy_default_line(void **state)
 {
     (void)state;
@@ -376,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_507_without_details_is_inferred),
         cmocka_unit_test(test_custom_format_line),
         cmocka_unit_test(test_json_lines),
+        cmocka_unit_test(test_listener_nr_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

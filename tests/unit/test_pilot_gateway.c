@@ -14,9 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "analysis/meshcfg.h"
 #include "harness.h"
 #include "model/store.h"
 #include "pilot/gateway.h"
@@ -175,6 +177,37 @@ static void listener_on_target_port(void **state)
     json_decref(lds);
     wf_pilot_proxy_free(&g.p);
     wf_store_free(s);
+}
+
+/* Istio puts the NR-filtered listener access log on gateway listeners too (gateway.go
+ * buildGatewayListener: setListenerAccessLog with ListenerClassGateway). */
+static void listener_access_log(void **state)
+{
+    (void)state;
+    wf_meshcfg *m = wf_meshcfg_new_default();
+    assert_non_null(m);
+    char *path = wf_test_temp_file("accessLogFile: /dev/stdout\n");
+    const char *err = NULL;
+    assert_int_equal(wf_meshcfg_load_file(m, path, &err), 0);
+    unlink(path);
+    free(path);
+    wf_store *s = load(book_no_dr, NULL);
+    gw_proxy g = router(s);
+    g.env.mesh = m;
+    json_t *lds = gen(&g, WF_XDS_LDS);
+    json_t *l = json_array_get(lds, 0);
+    wf_test_expect_str(l, "access_log.0.name", "envoy.access_loggers.file");
+    wf_test_expect_str(l, "access_log.0.typed_config.path", "/dev/stdout");
+    wf_test_expect_str(l, "access_log.0.filter.response_flag_filter.flags.0", "NR");
+    assert_int_equal(json_array_size(wf_test_json_at(l, "access_log.0.filter.response_flag_filter"
+                                                        ".flags")),
+                     1);
+    assert_non_null(wf_test_json_at(l, HCM_PATH ".access_log.0"));
+    assert_null(wf_test_json_at(l, HCM_PATH ".access_log.0.filter"));
+    json_decref(lds);
+    wf_pilot_proxy_free(&g.p);
+    wf_store_free(s);
+    wf_meshcfg_free(m);
 }
 
 static void weighted_subset_routes(void **state)
@@ -536,6 +569,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(listener_on_target_port),
+        cmocka_unit_test(listener_access_log),
         cmocka_unit_test(weighted_subset_routes),
         cmocka_unit_test(no_destinationrule_no_subset_cluster),
         cmocka_unit_test(blackhole_without_virtualservice),

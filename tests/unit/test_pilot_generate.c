@@ -444,6 +444,58 @@ static void access_log_json(void **state)
     wf_meshcfg_free(m);
 }
 
+/* Istio's listener access log (accesslog.go setListenerAccessLog / buildListenerFileAccessLog):
+ * with accessLogFile set, every listener (inbound and outbound) carries the HCM's file log plus
+ * {"response_flag_filter": {"flags": ["NR"]}}; disableEnvoyListenerLog: true leaves it out. */
+static void listener_access_log(void **state)
+{
+    (void)state;
+    wf_meshcfg *m = mesh_of("accessLogFile: /dev/stdout\n");
+    fixture f = sidecar("127.11.0.3", m);
+    json_t *lds = gen(&f, WF_XDS_LDS, NULL);
+    size_t i;
+    json_t *l;
+    bool inbound = false, outbound = false;
+    json_array_foreach(lds, i, l)
+    {
+        const char *dir = json_string_value(json_object_get(l, "traffic_direction"));
+        inbound = inbound || (dir && !strcmp(dir, "INBOUND"));
+        outbound = outbound || (dir && !strcmp(dir, "OUTBOUND"));
+        json_t *lal = json_object_get(l, "access_log");
+        assert_int_equal(json_array_size(lal), 1);
+        json_t *want = json_deep_copy(wf_test_json_at(l, HCM_PATH ".access_log.0"));
+        assert_non_null(want);
+        assert_int_equal(
+            json_object_set_new(want, "filter",
+                                json_pack("{s:{s:[s]}}", "response_flag_filter", "flags", "NR")),
+            0);
+        assert_true(json_equal(json_array_get(lal, 0), want));
+        json_decref(want);
+    }
+    assert_true(inbound && outbound);
+    json_decref(lds);
+    fixture_done(&f);
+    wf_meshcfg_free(m);
+    m = mesh_of("accessLogFile: /dev/stdout\ndisableEnvoyListenerLog: true\n");
+    f = sidecar("127.11.0.3", m);
+    lds = gen(&f, WF_XDS_LDS, NULL);
+    json_array_foreach(lds, i, l)
+    {
+        assert_null(json_object_get(l, "access_log"));
+        assert_non_null(wf_test_json_at(l, HCM_PATH ".access_log.0"));
+    }
+    json_decref(lds);
+    fixture_done(&f);
+    wf_meshcfg_free(m);
+    m = wf_meshcfg_new_default(); /* no accessLogFile: no listener log */
+    f = sidecar("127.11.0.3", m);
+    lds = gen(&f, WF_XDS_LDS, NULL);
+    json_array_foreach(lds, i, l) assert_null(json_object_get(l, "access_log"));
+    json_decref(lds);
+    fixture_done(&f);
+    wf_meshcfg_free(m);
+}
+
 static void registry_only_and_retries(void **state)
 {
     (void)state;
@@ -492,6 +544,7 @@ int main(void)
         cmocka_unit_test(inbound_wins_name_clash),
         cmocka_unit_test(access_log_text),
         cmocka_unit_test(access_log_json),
+        cmocka_unit_test(listener_access_log),
         cmocka_unit_test(registry_only_and_retries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

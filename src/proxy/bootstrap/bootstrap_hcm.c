@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "proxy/access_log/alog_emit.h"
 #include "proxy/access_log/alog_sink.h"
 #include "proxy/bootstrap/bootstrap_read.h"
 #include "proxy/filters/http/fault.h"
@@ -107,6 +108,52 @@ static bool dec_logger_config(bs *b, json_t *tc, wp_access_log *l, bool file)
     return true;
 }
 
+/* AccessLogFilter.response_flag_filter {flags: [short names]} (Envoy's ResponseFlagFilter:
+ * the proto allows only the known flags; an empty list means any flag). */
+static bool dec_flag_filter(bs *b, json_t *o, void *arg)
+{
+    wp_access_log *l = arg;
+    if (!bs_fields(b, o, "flags"))
+        return false;
+    l->has_flag_filter = true;
+    json_t *v = bs_get(o, "flags");
+    if (!v)
+        return true;
+    if (!json_is_array(v))
+        return bs_wrong_type(b, "flags", "an array of strings");
+    size_t m = bs_push(b, "flags"), i;
+    json_t *e;
+    json_array_foreach(v, i, e)
+    {
+        size_t mi = bs_push_i(b, i);
+        int f = json_is_string(e) ? wp_alog_flag_by_short_name(json_string_value(e)) : -1;
+        if (f < 0)
+            return bs_fail(b, json_is_string(e) ? "value must be in the list of Envoy's response "
+                                                  "flags (LH, UH, UT, ..., NR, ..., UDO)"
+                                                : "wrong type: expected a string");
+        l->flag_filter |= 1u << f;
+        bs_pop(b, mi);
+    }
+    bs_pop(b, m);
+    return true;
+}
+
+/* AccessLog.filter: exactly one filter kind; weft supports response_flag_filter. */
+static bool dec_log_filter(bs *b, json_t *o, void *arg)
+{
+    static const char kinds[] =
+        "status_code_filter duration_filter not_health_check_filter traceable_filter "
+        "runtime_filter and_filter or_filter header_filter response_flag_filter "
+        "grpc_status_filter extension_filter metadata_filter log_type_filter";
+    if (!bs_fields(b, o, kinds))
+        return false;
+    if (json_object_size(o) != 1)
+        return bs_fail(b, "exactly one filter kind is required");
+    if (!bs_get(o, "response_flag_filter"))
+        return bs_fail(b, "unsupported access log filter (weft supports response_flag_filter)");
+    return bs_sub(b, o, "response_flag_filter", dec_flag_filter, arg);
+}
+
 bool bs_access_log(bs *b, json_t *o, void *arg)
 {
     static const char *const names[] = {"envoy.access_loggers.file", "envoy.access_loggers.stdout",
@@ -119,7 +166,8 @@ bool bs_access_log(bs *b, json_t *o, void *arg)
     l->kind = WP_LOG_TEXT;
     l->sink = -1;
     int name = 0, type = 0;
-    if (!bs_fields(b, o, "name typed_config") || !bs_enum(b, o, "name", names, &name))
+    if (!bs_fields(b, o, "name filter typed_config") || !bs_enum(b, o, "name", names, &name) ||
+        !bs_sub(b, o, "filter", dec_log_filter, l))
         return false;
     json_t *tc = bs_get(o, "typed_config");
     if (!tc)

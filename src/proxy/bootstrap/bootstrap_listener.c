@@ -354,7 +354,7 @@ bool bs_dec_listener(bs *b, json_t *o, void *arg)
     if (!bs_fields(b, o,
                    "@type name address per_connection_buffer_limit_bytes filter_chains "
                    "default_filter_chain listener_filters traffic_direction "
-                   "listener_filters_timeout continue_on_listener_filters_timeout") ||
+                   "listener_filters_timeout continue_on_listener_filters_timeout access_log") ||
         !bs_opt_type(b, o, WP_LISTENER_TYPE) ||
         !bs_enum(b, o, "traffic_direction", directions, &l->traffic_direction) ||
         !bs_str(b, o, "name", &l->name) ||
@@ -381,6 +381,10 @@ bool bs_dec_listener(bs *b, json_t *o, void *arg)
                  dec_filter_chain) ||
         !bs_sub(b, o, "default_filter_chain", dec_default_chain, l))
         return false;
+    void *logs = NULL;
+    if (!bs_each(b, o, "access_log", sizeof(wp_access_log), &logs, &l->naccess_logs, bs_access_log))
+        return false;
+    l->access_logs = logs;
     l->chains = chains;
     l->listener_filters = lf;
     for (size_t i = 0; i < l->nchains; i++)

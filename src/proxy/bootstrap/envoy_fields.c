@@ -39,7 +39,8 @@
  *   envoy/config/endpoint/v3/endpoint_components.proto (051dd55)  LocalityLbEndpoints,
  *                                                          LbEndpoint, Endpoint
  *                                                          (+HealthCheckConfig)
- *   envoy/config/accesslog/v3/accesslog.proto (01f134c)   AccessLog
+ *   envoy/config/accesslog/v3/accesslog.proto (01f134c)   AccessLog, AccessLogFilter,
+ *                                                          ResponseFlagFilter
  *   envoy/config/metrics/v3/stats.proto (04c3be2)         StatsConfig
  *   envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.proto
  *     (00349d9)                                           HttpConnectionManager, HttpFilter
@@ -264,6 +265,11 @@ static const envoy_message messages[] = {
     {ENDPT "Endpoint", "address health_check_config hostname"},
     {ENDPT "Endpoint.HealthCheckConfig", "port_value hostname address disable_active_health_check"},
     {"envoy.config.accesslog.v3.AccessLog", "name filter typed_config"},
+    {"envoy.config.accesslog.v3.AccessLogFilter",
+     "status_code_filter duration_filter not_health_check_filter traceable_filter runtime_filter "
+     "and_filter or_filter header_filter response_flag_filter grpc_status_filter "
+     "extension_filter metadata_filter log_type_filter"},
+    {"envoy.config.accesslog.v3.ResponseFlagFilter", "flags"},
     {"envoy.config.metrics.v3.StatsConfig",
      "stats_tags use_all_default_tags stats_matcher histogram_settings histogram_bucket_settings"},
     {HCM "HttpConnectionManager",
@@ -378,6 +384,8 @@ static const envoy_shape shapes[] = {
     {"listener_filters", LISTENR "ListenerFilter"},
     {"http_filters", HCM "HttpFilter"},
     {"access_log", "envoy.config.accesslog.v3.AccessLog"},
+    {"access_log.filter", "envoy.config.accesslog.v3.AccessLogFilter"},
+    {"response_flag_filter", "envoy.config.accesslog.v3.ResponseFlagFilter"},
     {"log_format", CORE "SubstitutionFormatString"},
     {"text_format_source", CORE "DataSource"},
     {"common_http_protocol_options", CORE "HttpProtocolOptions"},

@@ -277,6 +277,11 @@ typedef struct {
     wp_access_log_format *format; /* compiled, owned by the snapshot */
     int sink;                     /* index of the process-wide file sink */
     const char *format_at; /* "FILE: JSON path" of the format for errors (arena); NULL none */
+    /* filter (envoy.config.accesslog.v3.AccessLogFilter), access_log/alog_emit.h: only
+     * response_flag_filter so far. has_flag_filter false = no filter (every entry logged);
+     * else flag_filter is a bit set of wp_response_flag values (1u << flag), 0 = any flag. */
+    bool has_flag_filter;
+    uint32_t flag_filter;
 } wp_access_log;
 
 /* forward_client_cert_details (HttpConnectionManager.ForwardClientCertDetails, same order) */
@@ -377,6 +382,11 @@ typedef struct wp_listener {
     int traffic_direction; /* core.v3.TrafficDirection: 0 UNSPECIFIED, 1 INBOUND, 2 OUTBOUND */
     bool bound;   /* set by the server before the snapshot is published: its sockets exist */
     bool has_tls; /* a chain has a TLS transport socket: listener.<stat_name>.ssl.* exist */
+    /* access_log (Listener.access_log): written for a connection that ends before a filter
+     * chain's network filters take it (no chain matched, listener filters timed out, failed or
+     * saw the peer leave), as Envoy's ActiveStreamListenerBase::emitLogs; server/conn_handler.c */
+    wp_access_log *access_logs;
+    size_t naccess_logs;
 } wp_listener;
 
 /* ---------- clusters ---------- */

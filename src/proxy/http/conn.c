@@ -35,6 +35,7 @@
 #include "core/log.h"
 #include "http/h1_server.h"
 #include "proxy/access_log/access_log.h"
+#include "proxy/access_log/alog_emit.h"
 #include "proxy/access_log/alog_sink.h"
 #include "proxy/http/headers.h"
 #include "proxy/http/cached_route.h"
@@ -816,17 +817,7 @@ static void write_access_logs(wp_stream *s)
         return;
     /* the request as the router left it (rewritten path and Host, added fields) */
     wp_fchain_notify(&s->fcs, s, WP_FCHAIN_EV_LOG_VIEW);
-    wf_strbuf line = {0};
-    for (size_t i = 0; i < h->naccess_logs; i++) {
-        const wp_access_log *al = &h->access_logs[i];
-        if (!al->format || al->sink < 0)
-            continue;
-        wf_strbuf_reset(&line);
-        wp_alf_render(al->format, &s->si, &line);
-        if (!wf_strbuf_failed(&line))
-            wp_alog_write(s->d->w->alog, al->sink, line.data, line.len);
-    }
-    wf_strbuf_free(&line);
+    wp_alog_emit(h->access_logs, h->naccess_logs, &s->si, s->d->w->alog);
 }
 
 /* The stream ends: cancel what is left upstream, log, count; it is released (to the free

@@ -4,11 +4,49 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "proxy/access_log/alog_emit.h"
 #include "proxy/filters/network/filters.h"
 #include "proxy/http/conn.h"
+#include "proxy/net/address.h"
 #include "proxy/net/tls_socket.h"
 
 #define LF_FIRST_READ 1024u /* the listener filters' buffer starts here and doubles */
+
+/* Envoy's ActiveStreamListenerBase::emitLogs: the listener's access_log for a connection that
+ * ends before a filter chain took it (no chain matched; the listener filters timed out, failed or
+ * saw the peer leave: ActiveTcpSocket::unlink of a socket never connected). The stream info
+ * holds what exists then: the accept's start time, the duration up to now, the addresses, the
+ * SNI the tls_inspector saw, the connection id; no response (code 0), no bytes. flag_nr sets
+ * NR and details "filter_chain_not_found" (StreamInfo::ResponseCodeDetails FilterChainNotFound).
+ * Off the request path: only these closes pay for it. */
+static void emit_listener_logs(wp_dconn *d, const wp_lf_socket *sock, bool flag_nr)
+{
+    const wp_listener *l = d->listener;
+    if (!l->naccess_logs || !d->w->alog)
+        return;
+    wp_stream_info si;
+    memset(&si, 0, sizeof si);
+    uint64_t now_ms = uv_now(&d->w->loop);
+    si.connection_id = d->id;
+    si.start_time_us = wp_wall_us(d->w) - (int64_t)(now_ms - d->start_ms) * 1000;
+    si.start_ns = d->start_ms * 1000000ULL;
+    si.end_ns = now_ms * 1000000ULL;
+    char local[64];
+    si.downstream_local = d->local;
+    if (sock && sock->local_restored) { /* original_dst: the address the client dialled */
+        wp_sockaddr_text(&sock->local.sa, local, sizeof local);
+        si.downstream_local = local;
+    }
+    si.downstream_remote = d->remote;
+    si.downstream_direct_remote = d->remote;
+    if (sock && sock->det && sock->det->server_name[0])
+        si.requested_server_name = sock->det->server_name;
+    if (flag_nr) {
+        wp_si_set_flag(&si, WP_RF_NR);
+        si.details = "filter_chain_not_found";
+    }
+    wp_alog_emit(l->access_logs, l->naccess_logs, &si, d->w->alog);
+}
 
 /* Envoy's ActiveStreamListenerBase::newConnection, once the listener filters are done (ok:
  * none failed); sock: the accepted socket with what the listener filters found. */
@@ -21,6 +59,7 @@ static void new_connection(wp_dconn *d, const wp_lf_socket *sock, bool ok)
                         "closing connection from %s: no matching filter chain found", d->remote);
             wp_listener_stat(d, WP_LS_no_filter_chain_match, 1);
         }
+        emit_listener_logs(d, sock, ok);
         wp_dconn_close(d);
         return;
     }
@@ -111,6 +150,7 @@ static void lf_read(void *owner, ssize_t n)
                          1);
         if (n != UV_ENOBUFS)
             d->peer_closed = true;
+        emit_listener_logs(d, &lf->sock, false);
         wp_dconn_close(d);
         return;
     }
@@ -157,6 +197,7 @@ static void lf_timeout(uv_timer_t *t)
         return;
     }
     stop_reading(d);
+    emit_listener_logs(d, &lf->sock, false);
     wp_dconn_close(d);
 }
 

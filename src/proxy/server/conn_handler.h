@@ -10,6 +10,15 @@
  * connection no chain matches is closed and counted in listener.<address>.no_filter_chain_match
  * (logged "closing connection from ...: no matching filter chain found", as Envoy).
  *
+ * Listener access log (Listener.access_log, Envoy's ActiveStreamListenerBase::emitLogs and
+ * ActiveTcpSocket::unlink): a connection that ends before a chain's network filters take it is
+ * written to the listener's access logs (access_log/alog_emit.h, their filters applied) with
+ * what exists then: no chain matched = NR and details filter_chain_not_found; closed while the
+ * listener filters ran (listener_filters_timeout, a filter error, the peer leaving) = no flag, no
+ * details. Response code 0, bytes 0, the accept's start time, the duration up to the close, the
+ * downstream addresses (the one original_dst restored), the SNI the tls_inspector saw. Only
+ * these closes pay for it; an accepted connection's path is unchanged.
+ *
  * Memory: the listener filters' state is malloc'd only on a listener that has listener
  * filters (an idle connection of the others carries none) and freed with the connection.
  * Threads: the worker's.

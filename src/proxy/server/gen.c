@@ -19,36 +19,54 @@
 #include "proxy/upstream/lb.h"
 #include "proxy/server/gen.h"
 
-static int compile_access_logs(wp_server *srv, wp_config *cfg, wf_strbuf *err)
+static int compile_logs(wp_server *srv, wp_access_log *logs, size_t n, wf_strbuf *err)
 {
-    for (size_t i = 0; i < cfg->nhcms; i++) {
-        wp_hcm *h = cfg->hcms[i];
-        for (size_t k = 0; k < h->naccess_logs; k++) {
-            wp_access_log *al = &h->access_logs[k];
-            al->format = al->kind == WP_LOG_JSON
-                             ? wp_alf_compile_json_at(al->json_format, al->format_at, err)
-                             : wp_alf_compile_text_at(al->text_format ? al->text_format
-                                                                      : WP_ENVOY_DEFAULT_FORMAT,
-                                                      al->format_at, err);
-            if (!al->format)
-                return -1;
-            al->sink = wp_alog_files_open(srv->alog_files, al->path, err);
-            if (al->sink < 0)
-                return -1;
-        }
+    for (size_t k = 0; k < n; k++) {
+        wp_access_log *al = &logs[k];
+        al->format = al->kind == WP_LOG_JSON
+                         ? wp_alf_compile_json_at(al->json_format, al->format_at, err)
+                         : wp_alf_compile_text_at(al->text_format ? al->text_format
+                                                                  : WP_ENVOY_DEFAULT_FORMAT,
+                                                  al->format_at, err);
+        if (!al->format)
+            return -1;
+        al->sink = wp_alog_files_open(srv->alog_files, al->path, err);
+        if (al->sink < 0)
+            return -1;
     }
     return 0;
 }
 
-static void free_access_logs(wp_config *cfg)
+/* Every HCM's and every listener's access_log. */
+static int compile_access_logs(wp_server *srv, wp_config *cfg, wf_strbuf *err)
 {
     for (size_t i = 0; i < cfg->nhcms; i++) {
         wp_hcm *h = cfg->hcms[i];
-        for (size_t k = 0; k < h->naccess_logs; k++) {
-            wp_alf_free(h->access_logs[k].format);
-            h->access_logs[k].format = NULL;
-        }
+        if (compile_logs(srv, h->access_logs, h->naccess_logs, err) != 0)
+            return -1;
     }
+    for (size_t i = 0; i < cfg->nlisteners; i++) {
+        wp_listener *l = &cfg->listeners[i];
+        if (compile_logs(srv, l->access_logs, l->naccess_logs, err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void free_logs(wp_access_log *logs, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        wp_alf_free(logs[k].format);
+        logs[k].format = NULL;
+    }
+}
+
+static void free_access_logs(wp_config *cfg)
+{
+    for (size_t i = 0; i < cfg->nhcms; i++)
+        free_logs(cfg->hcms[i]->access_logs, cfg->hcms[i]->naccess_logs);
+    for (size_t i = 0; i < cfg->nlisteners; i++)
+        free_logs(cfg->listeners[i].access_logs, cfg->listeners[i].naccess_logs);
 }
 
 static void gen_free(wp_gen *g)
