@@ -560,9 +560,11 @@ class Demo:
         self.check(codes == {200: 10}, "the gateway, talking mTLS, still gets 200 (%s)"
                    % dict(codes))
         self.say("\nwhy? three commands:")
-        _, out = self.sh("weftctl describe pod %s -n istioinaction 2>&1 | grep -A1 -i 'mTLS'"
-                         % v1["name"])
-        self.check("Workload mTLS mode: STRICT" in out, "(1) describe: the workload is STRICT")
+        _, out = self.sh("weftctl describe pod %s -n istioinaction 2>&1 | "
+                         "grep -A4 'Effective PeerAuthentication'" % v1["name"])
+        self.check("Workload mTLS mode: STRICT" in out and "default.istioinaction" in out,
+                   "(1) describe: the workload is STRICT, set by PeerAuthentication "
+                   "default.istioinaction")
         wait_for(lambda: "filter_chain_not_found" in open(v1_log, "rb").read().decode(
             "utf-8", "replace"), 15, "the refusal in the catalog sidecar's access log")
         _, out = self.sh("grep filter_chain_not_found %s | tail -n 1 | weftctl log explain"
@@ -571,7 +573,8 @@ class Demo:
                    "(2) the sidecar logged NR filter_chain_not_found, and log explain says why")
         _, out = self.sh("weftctl proxy-config listener %s.istioinaction --port 3000"
                          % v1["name"])
-        self.check("tls" in out.lower(), "(3) its inbound listener on 3000 matches TLS only")
+        self.check("Trans: tls" in out and "raw_buffer" not in out,
+                   "(3) its inbound listener on 3000 has only the TLS chain")
         self.sh("rm $DEMO/catalog/peerauthentication.yaml")
 
     # ---- pilot control ----
