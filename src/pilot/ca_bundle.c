@@ -174,12 +174,28 @@ static EVP_PKEY *read_key(const char *p, size_t len)
 
 /* Signing cert + chain verify up to the root (times are not checked here: an expired signing
  * cert is refused when signing, with Istio's message). */
-static int verify_chain(wf_ca *ca, const char *where, char *err, size_t cap)
+/* Adds every certificate of root-cert.pem to st: during a root transition the file holds the
+ * old and the new root, and the signing certificate may chain to either (istiod verifies
+ * against a pool of all of them). 0, or -1. */
+static int add_roots(X509_STORE *st, const wf_ca_bundle *b)
+{
+    STACK_OF(X509) *roots = NULL;
+    if (read_certs(b->root_cert, b->root_cert_len, &roots) != 0)
+        return -1;
+    int rc = sk_X509_num(roots) > 0 ? 0 : -1;
+    for (int i = 0; rc == 0 && i < sk_X509_num(roots); i++)
+        if (X509_STORE_add_cert(st, sk_X509_value(roots, i)) != 1)
+            rc = -1;
+    sk_X509_pop_free(roots, X509_free);
+    return rc;
+}
+
+static int verify_chain(wf_ca *ca, const wf_ca_bundle *b, const char *where, char *err, size_t cap)
 {
     X509_STORE *st = X509_STORE_new();
     X509_STORE_CTX *ctx = X509_STORE_CTX_new();
     int ok = -1;
-    if (st && ctx && X509_STORE_add_cert(st, ca->root) == 1 &&
+    if (st && ctx && add_roots(st, b) == 0 &&
         X509_STORE_CTX_init(ctx, st, ca->signing, ca->chain) == 1) {
         X509_STORE_CTX_set_flags(ctx, X509_V_FLAG_NO_CHECK_TIME);
         if (X509_verify_cert(ctx) == 1) {
@@ -232,7 +248,7 @@ static int parse_bundle(wf_ca *ca, const wf_ca_bundle *b, const char *where, cha
     return 0;
 }
 
-static int check_bundle(wf_ca *ca, const char *where, char *err, size_t cap)
+static int check_bundle(wf_ca *ca, const wf_ca_bundle *b, const char *where, char *err, size_t cap)
 {
     if (X509_check_private_key(ca->signing, ca->key) != 1) {
         snprintf(err, cap,
@@ -245,7 +261,7 @@ static int check_bundle(wf_ca *ca, const char *where, char *err, size_t cap)
         snprintf(err, cap, "%s: the signing certificate (ca-cert.pem) is not a CA", where);
         return -1;
     }
-    return verify_chain(ca, where, err, cap);
+    return verify_chain(ca, b, where, err, cap);
 }
 
 int wf_ca_from_bundle(const wf_ca_bundle *b, const char *where, wf_ca **out, char *err, size_t cap)
@@ -256,7 +272,7 @@ int wf_ca_from_bundle(const wf_ca_bundle *b, const char *where, wf_ca **out, cha
         return WF_CA_E_CONFIG;
     }
     ERR_clear_error();
-    int rc = parse_bundle(ca, b, where, err, cap) || check_bundle(ca, where, err, cap);
+    int rc = parse_bundle(ca, b, where, err, cap) || check_bundle(ca, b, where, err, cap);
     ERR_clear_error();
     if (!rc) {
         ca->self_signed = X509_cmp(ca->signing, ca->root) == 0;

@@ -17,10 +17,12 @@ sidecars talk mutual TLS as in Istio: a frontend sidecar, catalog pods, weftctl 
   get 200 (the report's 503 WRONG_VERSION_NUMBER is Istio before that check); `describe` says so.
 """
 import base64
+import collections
 import json
 import os
 import socket
 import subprocess
+import time
 
 from conftest import run_weftctl
 from meshfix import mesh, wait_for  # noqa: F401 (fixture)
@@ -73,14 +75,14 @@ spec:
 CATALOG = "outbound|80||catalog.shop.svc.cluster.local"
 
 
-def shop(mesh, files=None):
+def shop(mesh, files=None, env=None):
     mesh.write_config("shop.yaml", SHOP)
     for name, text in (files or {}).items():
         mesh.write_config(name, text)
     mesh.start_pilot(default_ns="shop")
-    fe = mesh.add_pod("frontend-1", "shop", {"app": "frontend"})
+    fe = mesh.add_pod("frontend-1", "shop", {"app": "frontend"}, env=env)
     cat = mesh.add_pod("catalog-v1-1", "shop", {"app": "catalog", "version": "v1"},
-                       app_port=3000)
+                       app_port=3000, env=env)
     for p in (fe, cat):
         mesh.wait_ready(p)
     return fe, cat
@@ -213,9 +215,10 @@ def test_b029_workload_disable_untags_its_endpoints(mesh):
     assert "meshed clients send it plaintext" in r.stderr, r.stderr
 
 
-def plugin_root(d):
+def plugin_root(d, extra_roots=b""):
     """A plug-in CA as Istio's cacerts holds it: root B, an intermediate it signs (the
-    signing CA), the chain. Returns the Secret (JSON text) for istio-system/cacerts."""
+    signing CA), the chain. Returns the Secret (JSON text) for istio-system/cacerts;
+    extra_roots (PEM) go first in root-cert.pem (a root transition: old and new trusted)."""
     def ossl(*args):
         r = subprocess.run(["openssl"] + list(args), cwd=d, capture_output=True, text=True,
                            timeout=60)
@@ -237,8 +240,12 @@ def plugin_root(d):
         with open(os.path.join(d, name), "rb") as f:
             return f.read()
     data = {"ca-cert.pem": read("ca-cert.pem"), "ca-key.pem": read("ca-key.pem"),
-            "root-cert.pem": read("root-cert.pem"),
+            "root-cert.pem": extra_roots + read("root-cert.pem"),
             "cert-chain.pem": read("ca-cert.pem") + read("root-cert.pem")}
+    return cacerts_secret(data)
+
+
+def cacerts_secret(data):
     return json.dumps({"apiVersion": "v1", "kind": "Secret",
                        "metadata": {"name": "cacerts", "namespace": "istio-system"},
                        "data": {k: base64.b64encode(v).decode() for k, v in data.items()}})
@@ -291,3 +298,82 @@ def test_b025_workloads_on_different_roots_fail_verification(mesh, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "have the identical ROOTCA, theoretically the connectivity between them is " \
         "available" in r.stdout, r.stdout
+
+
+def rootca_certs(pod):
+    """The PEM certificates of the pod's ROOTCA secret (its live config dump)."""
+    status, _, body = pod.admin("/config_dump?resource=dynamic_active_secrets")
+    assert status == 200, body
+    for c in json.loads(body).get("configs", []):
+        if c.get("name") == "ROOTCA":
+            pem = base64.b64decode(c["secret"]["validation_context"]["trusted_ca"]
+                                   ["inline_bytes"]).decode()
+            return pem.count("BEGIN CERTIFICATE")
+    return 0
+
+
+def default_issuer(pod):
+    """The issuer of the pod's workload certificate (`default`), as openssl prints it."""
+    status, _, body = pod.admin("/config_dump?resource=dynamic_active_secrets")
+    assert status == 200, body
+    for c in json.loads(body).get("configs", []):
+        if c.get("name") == "default":
+            pem = base64.b64decode(c["secret"]["tls_certificate"]["certificate_chain"]
+                                   ["inline_bytes"]).decode()
+            r = subprocess.run(["openssl", "x509", "-noout", "-issuer"], input=pem,
+                               capture_output=True, text=True, timeout=10)
+            return r.stdout.strip()
+    return ""
+
+
+def test_b025_root_transition_with_overlap_fails_nothing(mesh, tmp_path):
+    """Istio's root transition: first every proxy trusts a bundle of the old root A and the
+    new root B (pilot still signing with A), then pilot signs with B's intermediate, then A
+    leaves the bundle; workload certificates rotate every few seconds (SECRET_TTL) and
+    requests flow the whole time: not one fails."""
+    fe, cat = shop(mesh, env={"SECRET_TTL": "4s"})
+    wait_for(lambda: call(fe)[0] == 200, timeout=20, what="frontend -> catalog over mTLS")
+    ca = mesh.ca_dir
+
+    def read(name):
+        with open(os.path.join(ca, name), "rb") as f:
+            return f.read()
+    root_a, key_a = read("root-cert.pem"), read("ca-key.pem")
+    d = str(tmp_path / "b")
+    os.makedirs(d)
+    plugin_root(d)  # root B and its intermediate
+    with open(os.path.join(d, "root-cert.pem"), "rb") as f:
+        root_b = f.read()
+    codes = collections.Counter()
+
+    def flowing(pred, what, timeout=30):
+        deadline = time.monotonic() + timeout
+        while True:
+            codes[call(fe)[0]] += 1
+            if pred():
+                return
+            assert time.monotonic() < deadline, "timed out waiting for " + what
+            time.sleep(0.05)
+    # 1. trust A and B, still sign with A
+    mesh.write_config("cacerts.json", cacerts_secret({
+        "ca-cert.pem": root_a, "ca-key.pem": key_a, "root-cert.pem": root_a + root_b,
+        "cert-chain.pem": b""}))
+    flowing(lambda: rootca_certs(fe) == 2 and rootca_certs(cat) == 2, "both roots everywhere")
+    # 2. sign with B (its intermediate), still trust both
+    with open(os.path.join(d, "ca-cert.pem"), "rb") as f:
+        int_b = f.read()
+    with open(os.path.join(d, "ca-key.pem"), "rb") as f:
+        key_b = f.read()
+    mesh.write_config("cacerts.json", cacerts_secret({
+        "ca-cert.pem": int_b, "ca-key.pem": key_b, "root-cert.pem": root_a + root_b,
+        "cert-chain.pem": int_b + root_b}))
+    flowing(lambda: all("Intermediate B" in default_issuer(p) for p in (fe, cat)),
+            "certificates from B on both sides")
+    # 3. A leaves the bundle
+    mesh.write_config("cacerts.json", cacerts_secret({
+        "ca-cert.pem": int_b, "ca-key.pem": key_b, "root-cert.pem": root_b,
+        "cert-chain.pem": int_b + root_b}))
+    flowing(lambda: rootca_certs(fe) == 1 and rootca_certs(cat) == 1, "only B everywhere")
+    for _ in range(20):
+        codes[call(fe)[0]] += 1
+    assert set(codes) == {200}, codes

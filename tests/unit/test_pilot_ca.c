@@ -336,11 +336,11 @@ typedef struct plugin {
     char *root_pem, *int_pem, *int_key_pem, *chain_pem;
 } plugin;
 
-static void make_plugin(plugin *p, int64_t now)
+static void make_plugin_named(plugin *p, int64_t now, const char *root_cn)
 {
     p->root_key = new_key(false);
     p->int_key = new_key(true);
-    p->root = make_ca_cert(p->root_key, "Root CA", NULL, NULL, now - 60, now + 365 * 86400);
+    p->root = make_ca_cert(p->root_key, root_cn, NULL, NULL, now - 60, now + 365 * 86400);
     p->inter = make_ca_cert(p->int_key, "Intermediate CA", p->root, p->root_key, now - 60,
                             now + 30 * 86400);
     p->root_pem = cert_pem(p->root);
@@ -349,6 +349,11 @@ static void make_plugin(plugin *p, int64_t now)
     size_t n = strlen(p->int_pem) + strlen(p->root_pem) + 1;
     p->chain_pem = malloc(n);
     snprintf(p->chain_pem, n, "%s%s", p->int_pem, p->root_pem);
+}
+
+static void make_plugin(plugin *p, int64_t now)
+{
+    make_plugin_named(p, now, "Root CA");
 }
 
 static void free_plugin(plugin *p)
@@ -445,6 +450,49 @@ static void test_plugin_bad_bundles(void **state)
     assert_null(ca);
     free_plugin(&p);
     free_plugin(&q);
+}
+
+/* A root transition (Istio's plug-in CA rotation): root-cert.pem holds the old root A first
+ * and the new root B, the signing intermediate chains to B. The bundle is accepted (istiod
+ * verifies against a pool of every root) and the workload's ROOTCA is the whole file. */
+static void test_plugin_two_roots(void **state)
+{
+    (void)state;
+    int64_t now = now_s();
+    plugin a, b;
+    make_plugin_named(&a, now, "Root A");
+    make_plugin_named(&b, now, "Root B");
+    size_t n = strlen(a.root_pem) + strlen(b.root_pem) + 1;
+    char *both = malloc(n);
+    assert_non_null(both);
+    snprintf(both, n, "%s%s", a.root_pem, b.root_pem);
+    wf_ca_bundle bb = bundle_of(&b);
+    bb.root_cert = both;
+    bb.root_cert_len = strlen(both);
+    wf_ca *ca = NULL;
+    char err[512];
+    if (wf_ca_from_bundle(&bb, "X", &ca, err, sizeof err) != WF_CA_OK)
+        fail_msg("%s", err);
+    EVP_PKEY *key = new_key(true);
+    char *csr = make_csr(key);
+    wf_ca_chain chain;
+    assert_int_equal(sign(ca, csr, 0, now, &chain, err, sizeof err), WF_CA_OK);
+    assert_string_equal(chain.pem[chain.n - 1], both);
+    wf_ca_chain_free(&chain);
+    free(csr);
+    EVP_PKEY_free(key);
+    wf_ca_free(ca);
+    /* a root file holding neither of the chain's roots is still refused */
+    plugin c;
+    make_plugin_named(&c, now, "Root C");
+    bb.root_cert = c.root_pem;
+    bb.root_cert_len = strlen(c.root_pem);
+    ca = NULL;
+    assert_int_equal(wf_ca_from_bundle(&bb, "X", &ca, err, sizeof err), WF_CA_E_CONFIG);
+    free(both);
+    free_plugin(&a);
+    free_plugin(&b);
+    free_plugin(&c);
 }
 
 /* ---- the CA directory -------------------------------------------------------------------- */
@@ -702,6 +750,7 @@ int main(void)
         cmocka_unit_test(test_bad_csr),
         cmocka_unit_test(test_plugin_chain_order),
         cmocka_unit_test(test_plugin_bad_bundles),
+        cmocka_unit_test(test_plugin_two_roots),
         cmocka_unit_test(test_dir_root_kept_across_reload),
         cmocka_unit_test(test_dir_kubernetes_tls_layout),
         cmocka_unit_test(test_dir_concurrent_creation),
