@@ -7,7 +7,8 @@
 # 2048. Backend: a plaintext nginx (bench/proxy/lib.sh) serving /128. For each key type, three
 # TLS-terminating proxies forward to it: nginx (1 worker, upstream keep-alive), HAProxy
 # (nbthread 1) and weft-proxy (--concurrency 1, a DownstreamTlsContext with the certificate
-# files); all offer TLS 1.2 and 1.3 with their default ciphers and ALPN http/1.1.
+# files); all offer TLS 1.2 and 1.3 with their default ciphers, session caches and tickets
+# (TLS 1.3 session tickets are sent by all three, as Envoy does by default) and ALPN http/1.1.
 #
 # Each round runs every phase against every target (the order rotates each round):
 #   hs   `openssl s_time -new -www /128` for -d seconds: every connection a full handshake
@@ -142,8 +143,6 @@ nginx_tls_conf() { # DIR PORT KEY
         ssl_certificate $CERTS/$key.crt;
         ssl_certificate_key $CERTS/$key.key;
         ssl_protocols TLSv1.2 TLSv1.3;
-        ssl_session_cache off;
-        ssl_session_tickets off;
         location / { proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection ""; }
     }
 }
@@ -156,8 +155,7 @@ haproxy_tls_conf() { # DIR PORT KEY
 global
     nbthread 1
     maxconn 8192
-    tune.ssl.cachesize 0
-    ssl-default-bind-options ssl-min-ver TLSv1.2 no-tls-tickets
+    ssl-default-bind-options ssl-min-ver TLSv1.2
 defaults
     mode http
     option http-keep-alive

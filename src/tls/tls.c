@@ -43,6 +43,7 @@ struct wf_tls_conn {
     SSL *ssl;
     BIO *rbio, *wbio;
     bool hs_done, failed, no_peer_cert;
+    bool rbio_small, wbio_small; /* the handshake's buffers dropped (fresh_bio) */
     int verify_kind;
     wf_tls_stat outcome;
     char *failure; /* NULL = none */
@@ -650,16 +651,25 @@ int wf_tls_conn_feed(wf_tls_conn *c, const void *data, size_t len)
 }
 
 /* A memory BIO that is empty but holds a large buffer (a burst of records) is replaced by a
- * new one, so an idle connection keeps no such buffer. Callers read SSL_get_error first: it
+ * new one, so an idle connection keeps no such buffer. Until the handshake is over and its
+ * buffers (ClientHello, the server's certificate flight, session tickets: a few KiB) have
+ * been dropped once, any buffer goes; afterwards only one above BIO_KEEP, so that small
+ * requests reuse theirs (no allocation per request). Callers read SSL_get_error first: it
  * looks at the current BIO's retry flags. */
 #define BIO_KEEP 4096
 
 static void fresh_bio(wf_tls_conn *c, bool read)
 {
     BIO *b = read ? c->rbio : c->wbio;
+    bool *small = read ? &c->rbio_small : &c->wbio_small;
     BUF_MEM *bm = NULL;
-    if (BIO_ctrl_pending(b) != 0 || BIO_get_mem_ptr(b, &bm) != 1 || !bm || bm->max <= BIO_KEEP)
+    if (BIO_ctrl_pending(b) != 0 || BIO_get_mem_ptr(b, &bm) != 1 || !bm)
         return;
+    if (*small ? bm->max <= BIO_KEEP : bm->max == 0) {
+        *small = *small || c->hs_done;
+        return;
+    }
+    *small = c->hs_done;
     BIO *nb = BIO_new(BIO_s_mem());
     if (!nb)
         return; /* keep the old one */

@@ -26,7 +26,8 @@ typedef struct wp_tls_socket {
     bool owner_wpending; /* the owner waits for on_written */
     bool connecting;     /* client: the owner waits for on_connected */
     bool hs_done, failed, closing, shut_wanted, shut_done, read_done;
-    int pending_err; /* to deliver to the owner after the plaintext (UV_EOF...) */
+    bool obuf_settled; /* the handshake's ciphertext buffer was dropped (drop_obuf) */
+    int pending_err;   /* to deliver to the owner after the plaintext (UV_EOF...) */
     int closed_handles;
     wp_tsock_ssl info;
     char *room; /* the raw socket's ciphertext room: held from its alloc to its read only */
@@ -69,13 +70,16 @@ static void raw_shutdown_if_due(wp_tls_socket *t)
     }
 }
 
-/* The ciphertext buffer of a write that is done: kept when small (handshakes, small
- * answers), freed when a burst made it large (an idle connection keeps no such buffer). */
+/* The ciphertext buffer of a write that is done: freed while the handshake runs and once
+ * after it (its flights are a few KiB an idle connection need not keep), then kept when small
+ * (small answers reuse it, no allocation per request) and freed when a burst made it large. */
 #define OBUF_KEEP 4096u
 
 static void drop_obuf(wp_tls_socket *t)
 {
-    if (t->ocap > OBUF_KEEP) {
+    bool settled = t->obuf_settled;
+    t->obuf_settled = t->hs_done;
+    if (!settled || t->ocap > OBUF_KEEP) {
         free(t->obuf);
         t->obuf = NULL;
         t->ocap = 0;
