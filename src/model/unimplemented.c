@@ -180,8 +180,7 @@ static const char *const v_none[] = {"NONE", NULL};
 static const char *const v_true[] = {"true", NULL};
 static const char *const v_passthrough[] = {"PASSTHROUGH", NULL};
 static const char *const v_upgrade[] = {"UPGRADE", NULL};
-static const char *const v_gw_tls_modes[] = {"PASSTHROUGH", "AUTO_PASSTHROUGH", "ISTIO_MUTUAL",
-                                             "OPTIONAL_MUTUAL", NULL};
+static const char *const v_gw_tls_modes[] = {"PASSTHROUGH", "AUTO_PASSTHROUGH", NULL};
 static const char *const v_gw_h2[] = {"HTTP2", "GRPC", NULL};
 static const char *const v_external_name[] = {"ExternalName", NULL};
 static const char *const v_capture_default[] = {"DEFAULT", NULL};
@@ -434,7 +433,8 @@ static const wf_unimpl_entry table[] = {
        "the gateway opens no listener for the server",
        "{port: {number: 31400, name: tcp, protocol: TCP}, hosts: ['*']}"),
     ROW(GATEWAY, "spec.servers[].tls.mode", VALUE_IN, v_gw_tls_modes,
-        "this Gateway TLS mode (SIMPLE and MUTUAL with credentialName are implemented)",
+        "this Gateway TLS mode (PASSTHROUGH routing needs the TCP proxy; SIMPLE, MUTUAL, "
+        "OPTIONAL_MUTUAL and ISTIO_MUTUAL are implemented)",
         "the gateway opens no listener for the server", "PASSTHROUGH"),
     ROW(GATEWAY, "spec.servers[].tls.serverCertificate", PRESENT, NULL,
         "certificates from files on a gateway (credentialName is implemented)",

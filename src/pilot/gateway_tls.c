@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "pilot/authn.h"
 #include "pilot/lds.h"
 
 #define TLS_SOCKET "envoy.transport_sockets.tls"
@@ -23,13 +24,26 @@ static const char *tls_str(const wf_gateway_server *srv, const char *k)
     return wf_map_str(srv->tls, k);
 }
 
+/* The server's mode: SIMPLE, MUTUAL and OPTIONAL_MUTUAL with a credentialName, or
+ * ISTIO_MUTUAL (the gateway's own workload certificate); NULL for any other. */
+static const char *terminating_mode(const wf_gateway_server *srv)
+{
+    const char *mode = tls_str(srv, "mode");
+    const char *cred = tls_str(srv, "credentialName");
+    if (!mode)
+        return NULL;
+    if (!strcmp(mode, "ISTIO_MUTUAL"))
+        return mode;
+    bool ok =
+        !strcmp(mode, "SIMPLE") || !strcmp(mode, "MUTUAL") || !strcmp(mode, "OPTIONAL_MUTUAL");
+    return ok && cred && *cred ? mode : NULL;
+}
+
 bool wf_gw_tls_server(const wf_gateway_server *srv)
 {
     const char *p = srv->protocol ? srv->protocol : "";
-    const char *mode = tls_str(srv, "mode");
-    const char *cred = tls_str(srv, "credentialName");
-    return srv->port > 0 && srv->port <= 65535 && !strcasecmp(p, "HTTPS") && mode &&
-           (!strcmp(mode, "SIMPLE") || !strcmp(mode, "MUTUAL")) && cred && *cred;
+    return srv->port > 0 && srv->port <= 65535 && !strcasecmp(p, "HTTPS") &&
+           terminating_mode(srv) != NULL;
 }
 
 const char *wf_gw_https_route_name(const wf_resource *gw, const wf_gateway_server *srv, char *buf,
@@ -111,9 +125,21 @@ static json_t *san_matchers(const wf_gateway_server *srv)
     return a;
 }
 
-static json_t *common_tls_context(const wf_gateway_server *srv, bool mutual)
+/* The certificate and CA secrets: the credentialName's (kubernetes://<cred>, its -cacert) or,
+ * for ISTIO_MUTUAL, the gateway's own workload ones (default, ROOTCA) from the agent. */
+static json_t *cert_secret(const wf_gateway_server *srv, bool istio)
 {
-    const char *cred = tls_str(srv, "credentialName");
+    return istio ? wf_authn_sds_secret("default") : sds_secret(tls_str(srv, "credentialName"), "");
+}
+
+static json_t *ca_secret(const wf_gateway_server *srv, bool istio)
+{
+    return istio ? wf_authn_sds_secret("ROOTCA")
+                 : sds_secret(tls_str(srv, "credentialName"), "-cacert");
+}
+
+static json_t *common_tls_context(const wf_gateway_server *srv, bool validate, bool istio)
+{
     bool oom = false;
     json_t *params = tls_params(srv, &oom);
     json_t *c = oom ? NULL : json_object();
@@ -121,11 +147,14 @@ static json_t *common_tls_context(const wf_gateway_server *srv, bool mutual)
         json_decref(params);
         return NULL;
     }
+    /* Istio's ALPNDownstreamWithMxc for ISTIO_MUTUAL, minus h2 (no HTTP/2 codec yet) */
+    json_t *alpn = istio ? json_pack("[s,s]", "istio-peer-exchange", "http/1.1")
+                         : json_pack("[s]", "http/1.1");
     bool ok = (!params || json_object_set_new(c, "tls_params", params) == 0) &&
-              json_object_set_new(c, "alpn_protocols", json_pack("[s]", "http/1.1")) == 0 &&
+              json_object_set_new(c, "alpn_protocols", alpn) == 0 &&
               json_object_set_new(c, "tls_certificate_sds_secret_configs",
-                                  json_pack("[o]", sds_secret(cred, ""))) == 0;
-    if (ok && mutual) {
+                                  json_pack("[o]", cert_secret(srv, istio))) == 0;
+    if (ok && validate) {
         json_t *sans = san_matchers(srv);
         json_t *dvc = sans && json_array_size(sans)
                           ? json_pack("{s:o}", "match_subject_alt_names", sans)
@@ -133,7 +162,7 @@ static json_t *common_tls_context(const wf_gateway_server *srv, bool mutual)
         ok = json_object_set_new(c, "combined_validation_context",
                                  json_pack("{s:o,s:o}", "default_validation_context", dvc,
                                            "validation_context_sds_secret_config",
-                                           sds_secret(cred, "-cacert"))) == 0;
+                                           ca_secret(srv, istio))) == 0;
     }
     if (!ok) {
         json_decref(c);
@@ -142,12 +171,17 @@ static json_t *common_tls_context(const wf_gateway_server *srv, bool mutual)
     return c;
 }
 
+/* SIMPLE: no client certificate; MUTUAL and ISTIO_MUTUAL: one required and verified;
+ * OPTIONAL_MUTUAL: verified when the client presents one (Envoy asks, but does not require). */
 static json_t *transport_socket(const wf_gateway_server *srv)
 {
-    bool mutual = !strcmp(tls_str(srv, "mode"), "MUTUAL");
+    const char *mode = terminating_mode(srv);
+    bool istio = !strcmp(mode, "ISTIO_MUTUAL");
+    bool required = istio || !strcmp(mode, "MUTUAL");
+    bool validate = required || !strcmp(mode, "OPTIONAL_MUTUAL");
     json_t *dtc = json_pack("{s:s,s:o}", "@type", DTC_TYPE, "common_tls_context",
-                            common_tls_context(srv, mutual));
-    if (dtc && mutual && json_object_set_new(dtc, "require_client_certificate", json_true())) {
+                            common_tls_context(srv, validate, istio));
+    if (dtc && required && json_object_set_new(dtc, "require_client_certificate", json_true())) {
         json_decref(dtc);
         return NULL;
     }

@@ -12,7 +12,9 @@ SNI, and routes to the catalog app. Real clients: curl --cacert / --cert, openss
   WEFT_PROXY_SDS_INITIAL_FETCH_TIMEOUT_MS), that chain's handshake fails
   (downstream_context_secrets_not_ready) and `weftctl pc secret` shows it WARMING;
 - a Secret whose certificate changes is pushed and served without restarting anything;
-- testssl.sh against the SIMPLE and MUTUAL servers: no finding of severity HIGH or CRITICAL.
+- testssl.sh against the SIMPLE and MUTUAL servers: no finding of severity HIGH or CRITICAL;
+- ISTIO_MUTUAL (the gateway's own mesh identity, a mesh client certificate required) and
+  OPTIONAL_MUTUAL (a certificate verified when presented, none accepted).
 
 Runs inside its own network namespace like every test_mesh_* (see the common brief).
 """
@@ -21,12 +23,15 @@ import concurrent.futures
 import json
 import os
 import shutil
+import socket
+import ssl
 import subprocess
 import time
 
 import pytest
 
 from meshfix import BOOK, GATEWAY_SERVICE, _bin, http_request, mesh, wait_for  # noqa: F401
+from test_pilot_ca import create_certificate, make_csr
 
 WEFTCTL = _bin("WEFTCTL", "weftctl")
 
@@ -401,3 +406,98 @@ def served_days(gw, host, d):
     days = (time.mktime(time.strptime(lines["notAfter"], fmt))
             - time.mktime(time.strptime(lines["notBefore"], fmt))) / 86400
     return str(round(days))
+
+
+MUTUAL_GATEWAY = """\
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: catalog-gateway, namespace: istioinaction}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 443, name: https-istio, protocol: HTTPS}
+    hosts: [istio.istioinaction.io]
+    tls: {mode: ISTIO_MUTUAL}
+  - port: {number: 443, name: https-optional, protocol: HTTPS}
+    hosts: [mtls.istioinaction.io]
+    tls: {mode: OPTIONAL_MUTUAL, credentialName: mtls-credential}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: catalog-vs, namespace: istioinaction}
+spec:
+  hosts: [istio.istioinaction.io, mtls.istioinaction.io]
+  gateways: [catalog-gateway]
+  http:
+  - route: [{destination: {host: catalog}}]
+"""
+
+
+def test_istio_mutual_and_optional_mutual_servers(mesh, tmp_path):
+    """ISTIO_MUTUAL: the gateway terminates with its own mesh identity and requires a client
+    certificate of the mesh's CA; OPTIONAL_MUTUAL: a client without a certificate is served,
+    one with a certificate the Secret's CA did not sign is refused, one it signed is served."""
+    d = str(tmp_path / "certs")
+    os.makedirs(d)
+    make_certs(d)
+    make_rogue_client(d)
+    mesh.add_config(os.path.join(BOOK, "services/catalog/kubernetes/catalog.yaml"))
+    mesh.write_config("gateway-service.yaml", HTTPS_SERVICE)
+    mesh.write_config("gateway.yaml", MUTUAL_GATEWAY)
+    mesh.write_config("mtls-credential.json", tls_secret(d, "mtls-credential", "mtls",
+                                                         with_ca=True))
+    mesh.start_pilot(default_ns="istioinaction")
+    gw = mesh.add_pod("istio-ingressgateway-5d8f9", "istio-system",
+                      {"istio": "ingressgateway", "app": "istio-ingressgateway"}, kind="router")
+    pod = mesh.add_pod("catalog-6cf4b97d-abcde", "istioinaction",
+                       {"app": "catalog", "version": "v1"}, app_port=3000)
+    for p in (gw, pod):
+        mesh.wait_ready(p)
+    # a client of the mesh: a certificate from pilot's CA, and the mesh root to trust
+    status, cm = mesh.pilot_get("/debug/istio-ca-root-cert?namespace=istioinaction")
+    assert status == 200, cm
+    with open(os.path.join(d, "mesh-root.pem"), "w") as f:
+        f.write(cm["data"]["root-cert.pem"])
+    chain = create_certificate(mesh.grpc_port, make_csr(tmp_path, "ecdsa"),
+                               open(mesh.token("istioinaction", "client")).read().strip(),
+                               ttl=600)
+    with open(os.path.join(d, "mesh-client.crt"), "w") as f:
+        f.write("".join(chain[:-1]))
+    key = str(tmp_path / "ecdsa.key")
+
+    def istio(cert=None, key=None):
+        """GET /healthz over TLS to the ISTIO_MUTUAL server (SNI istio.istioinaction.io): the
+        chain is verified against the mesh root, not the host name (a mesh certificate has
+        only a SPIFFE URI SAN; proxies check that, as curl cannot). Status or error name."""
+        ctx = ssl.create_default_context(cafile=os.path.join(d, "mesh-root.pem"))
+        ctx.check_hostname = False
+        if cert:
+            ctx.load_cert_chain(cert, key)
+        try:
+            with socket.create_connection((gw.ip, 8443), timeout=5) as raw:
+                with ctx.wrap_socket(raw, server_hostname="istio.istioinaction.io") as t:
+                    t.sendall(b"GET /healthz HTTP/1.1\r\nHost: istio.istioinaction.io\r\n"
+                              b"Connection: close\r\n\r\n")
+                    data = t.recv(4096)
+                    peer = t.getpeercert()
+        except (OSError, ssl.SSLError) as e:
+            return type(e).__name__, None
+        san = [v for k, v in peer.get("subjectAltName", ()) if k == "URI"]
+        return (int(data.split(b" ", 2)[1]) if data else "closed"), san
+    mesh_cert = (os.path.join(d, "mesh-client.crt"), key)
+    wait_for(lambda: istio(*mesh_cert)[0] == 200, timeout=20,
+             what="ISTIO_MUTUAL with a mesh certificate: 200")
+    # the gateway presents its own mesh identity
+    assert istio(*mesh_cert)[1] == [
+        "spiffe://cluster.local/ns/istio-system/sa/default"], istio(*mesh_cert)
+    assert istio()[0] != 200  # no client certificate: refused
+    assert istio(os.path.join(d, "client.crt"), os.path.join(d, "client.key"))[0] != 200
+    # OPTIONAL_MUTUAL
+    wait_for(lambda: curl(gw, "mtls.istioinaction.io", d)[:2] == (0, "200"), timeout=20,
+             what="OPTIONAL_MUTUAL without a client certificate: 200")
+    rc, status, err = curl(gw, "mtls.istioinaction.io", d, "--cert",
+                           os.path.join(d, "client.crt"), "--key", os.path.join(d, "client.key"))
+    assert (rc, status) == (0, "200"), err
+    rc, status, err = curl(gw, "mtls.istioinaction.io", d, "--cert",
+                           os.path.join(d, "rogue.crt"), "--key", os.path.join(d, "rogue.key"))
+    assert rc != 0 or status != "200", (rc, status, err)

@@ -524,6 +524,53 @@ static void tls_servers(void **state)
     wf_store_free(s);
 }
 
+/* ISTIO_MUTUAL terminates with the gateway's own workload identity (SDS default / ROOTCA from
+ * the agent, client certificate required, Istio's peer-exchange ALPN without h2);
+ * OPTIONAL_MUTUAL is MUTUAL without requiring the client's certificate. */
+static void mutual_modes(void **state)
+{
+    (void)state;
+    static const char *const files[] = {BOOK "services/catalog/kubernetes/catalog.yaml", NULL};
+    wf_store *s = load(files, "apiVersion: networking.istio.io/v1\n"
+                              "kind: Gateway\n"
+                              "metadata: {name: gw, namespace: istioinaction}\n"
+                              "spec:\n"
+                              "  selector: {istio: ingressgateway}\n"
+                              "  servers:\n"
+                              "  - port: {number: 443, name: https-istio, protocol: HTTPS}\n"
+                              "    hosts: [\"istio.istioinaction.io\"]\n"
+                              "    tls: {mode: ISTIO_MUTUAL}\n"
+                              "  - port: {number: 443, name: https-opt, protocol: HTTPS}\n"
+                              "    hosts: [\"opt.istioinaction.io\"]\n"
+                              "    tls: {mode: OPTIONAL_MUTUAL, credentialName: opt-cred}\n");
+    gw_proxy g = router(s);
+    json_t *lds = gen(&g, WF_XDS_LDS);
+    json_t *chains = json_object_get(json_array_get(lds, 0), "filter_chains");
+    assert_int_equal(json_array_size(chains), 2);
+    json_t *dtc = wf_test_json_at(json_array_get(chains, 0), "transport_socket.typed_config");
+    assert_true(json_is_true(json_object_get(dtc, "require_client_certificate")));
+    json_t *ctc = json_object_get(dtc, "common_tls_context");
+    wf_test_expect_str(ctc, "tls_certificate_sds_secret_configs.0.name", "default");
+    wf_test_expect_str(ctc,
+                       "tls_certificate_sds_secret_configs.0.sds_config.api_config_source."
+                       "grpc_services.0.envoy_grpc.cluster_name",
+                       "sds-grpc");
+    wf_test_expect_str(ctc, "combined_validation_context.validation_context_sds_secret_config.name",
+                       "ROOTCA");
+    assert_int_equal(json_array_size(json_object_get(ctc, "alpn_protocols")), 2);
+    wf_test_expect_str(ctc, "alpn_protocols.0", "istio-peer-exchange");
+    wf_test_expect_str(ctc, "alpn_protocols.1", "http/1.1");
+    dtc = wf_test_json_at(json_array_get(chains, 1), "transport_socket.typed_config");
+    assert_null(json_object_get(dtc, "require_client_certificate"));
+    ctc = json_object_get(dtc, "common_tls_context");
+    wf_test_expect_str(ctc, "tls_certificate_sds_secret_configs.0.name", "kubernetes://opt-cred");
+    wf_test_expect_str(ctc, "combined_validation_context.validation_context_sds_secret_config.name",
+                       "kubernetes://opt-cred-cacert");
+    json_decref(lds);
+    wf_pilot_proxy_free(&g.p);
+    wf_store_free(s);
+}
+
 /* tls.httpsRedirect: the server's virtual hosts get require_tls ALL. */
 static void https_redirect(void **state)
 {
@@ -576,6 +623,7 @@ int main(void)
         cmocka_unit_test(hosts_and_scoping),
         cmocka_unit_test(direct_api),
         cmocka_unit_test(tls_servers),
+        cmocka_unit_test(mutual_modes),
         cmocka_unit_test(https_redirect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
