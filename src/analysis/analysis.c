@@ -106,21 +106,33 @@ const char *wf_finding_reference(wf_arena *a, const wf_finding *f)
 
 /* ---- selection ---- */
 
+static bool named(const wf_analysis_opts *o, const wf_analyzer *a)
+{
+    for (size_t j = 0; j < o->nanalyzers; j++)
+        if (strcmp(a->name, o->analyzers[j]) == 0)
+            return true;
+    return false;
+}
+
+static int cmp_analyzer(const void *x, const void *y)
+{
+    return strcmp((*(const wf_analyzer *const *)x)->name, (*(const wf_analyzer *const *)y)->name);
+}
+
+/* The registry's analyzers, then the caller's extra ones, sorted by name: those --analyzer
+ * names, else the default ones. out holds n + o->nextra. */
 static size_t select_analyzers(const wf_analysis_opts *o, const wf_analyzer **out)
 {
     size_t n, k = 0;
     const wf_analyzer *const *all = wf_analyzers_all(&n);
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < o->nanalyzers; j++)
-            if (strcmp(all[i]->name, o->analyzers[j]) == 0) {
-                out[k++] = all[i];
-                break;
-            }
-    if (k)
-        return k;
-    for (size_t i = 0; i < n; i++)
-        if (all[i]->default_on)
-            out[k++] = all[i];
+    for (size_t pass = 0; pass < 2 && k == 0; pass++) {
+        for (size_t i = 0; i < n + o->nextra; i++) {
+            const wf_analyzer *a = i < n ? all[i] : o->extra[i - n];
+            if (pass == 0 ? named(o, a) : a->default_on)
+                out[k++] = a;
+        }
+    }
+    qsort(out, k, sizeof *out, cmp_analyzer);
     return k;
 }
 
@@ -324,7 +336,7 @@ wf_analysis_result *wf_analyze(const wf_store *s, const wf_meshcfg *mesh,
     size_t n;
     (void)wf_analyzers_all(&n);
     if (res)
-        res->ran = calloc(n ? n : 1, sizeof(*res->ran));
+        res->ran = calloc(n + opts->nextra + 1, sizeof(*res->ran));
     if (!res || !job || !res->ran) {
         free(job);
         wf_analysis_result_free(res);

@@ -25,6 +25,11 @@ typedef struct wf_analysis_opts {
     const char *ns_filter;       /* keep findings in this namespace only; NULL = all */
     const char *const *suppress; /* "CODE=<resource glob>" */
     size_t nsuppress;
+    /* Analyzers the caller adds to the registry's for this run (a layer above this one, e.g.
+     * weftctl's checks that need weft-pilot's translation); selected like the registry's
+     * (--analyzer names, else default_on). NULL/0 = none. */
+    const wf_analyzer *const *extra;
+    size_t nextra;
 } wf_analysis_opts;
 
 typedef struct wf_analysis_result {

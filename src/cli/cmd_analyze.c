@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "analysis/analysis.h"
+#include "cli/analyze_authn.h"
 #include "cli/analyze_scope.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
@@ -157,13 +158,24 @@ static void usage(const wf_flag *flags)
            "1 other errors.\n");
 }
 
+/* weftctl's own analyzers, handed to the framework next to the registry's (analysis.h). */
+static const wf_analyzer *const cli_analyzers[] = {&wf_cli_authn_port_analyzer};
+#define N_CLI_ANALYZERS (sizeof cli_analyzers / sizeof cli_analyzers[0])
+
 static void list_analyzers(void)
 {
     size_t n;
     const wf_analyzer *const *all = wf_analyzers_all(&n);
-    for (size_t i = 0; i < n; i++)
-        if (all[i]->default_on)
+    size_t next = 0; /* the next of cli_analyzers (sorted) to print, in name order */
+    for (size_t i = 0; i <= n; i++) {
+        while (next < N_CLI_ANALYZERS &&
+               (i == n || strcmp(cli_analyzers[next]->name, all[i]->name) < 0)) {
+            printf("* %s:\n    %s\n", cli_analyzers[next]->name, cli_analyzers[next]->description);
+            next++;
+        }
+        if (i < n && all[i]->default_on)
             printf("* %s:\n    %s\n", all[i]->name, all[i]->description);
+    }
 }
 
 static void on_skipped(const char *path, void *arg)
@@ -526,6 +538,8 @@ static int run_analysis(analyze_run *run)
         .ns_filter = run->ns,
         .suppress = flags[F_SUPPRESS].list,
         .nsuppress = flags[F_SUPPRESS].nlist,
+        .extra = cli_analyzers,
+        .nextra = N_CLI_ANALYZERS,
     };
     wf_analysis_result *res = wf_analyze(store, mesh, &opts);
     if (!res) {

@@ -502,3 +502,33 @@ int wf_inbound_authn_gaps(const wf_store *store, const char *root_ns, wf_inbound
     free(w.seen);
     return rc == 0 ? (int)w.n : -1;
 }
+
+static const wf_node *gap_node(const wf_inbound_gap *g)
+{
+    if (!g->port_level)
+        return wf_map_get(wf_map_get(g->policy->spec, "mtls"), "mode");
+    const wf_node *plm = wf_map_get(g->policy->spec, "portLevelMtls");
+    for (size_t i = 0; plm && plm->type == WF_NODE_MAP && i < plm->len; i++) {
+        const char *k = plm->u.entries[i].key;
+        if (k && strtoul(k, NULL, 10) == g->port)
+            return plm->u.entries[i].value;
+    }
+    return NULL;
+}
+
+const wf_node *wf_inbound_gap_describe(const wf_inbound_gap *g, char *field, size_t fcap,
+                                       char *detail, size_t dcap, bool *security)
+{
+    *security = g->mode == WF_MTLS_STRICT;
+    if (g->port_level)
+        snprintf(field, fcap, "spec.portLevelMtls[%u].mode", (unsigned)g->port);
+    else
+        snprintf(field, fcap, "spec.mtls.mode");
+    snprintf(detail, dcap,
+             "on port %u of pod %s/%s: it is not an HTTP Service target port, and only those "
+             "have inbound listeners in weft (TCP ports have none yet); %s",
+             (unsigned)g->port, g->pod->ns, g->pod->name,
+             *security ? "plaintext connections to the port are not refused by the sidecar"
+                       : "no filter chain carries the mode");
+    return gap_node(g);
+}

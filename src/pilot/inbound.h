@@ -138,4 +138,13 @@ typedef bool (*wf_inbound_gap_cb)(const wf_inbound_gap *gap, void *arg);
 int wf_inbound_authn_gaps(const wf_store *store, const char *root_ns, wf_inbound_gap_cb cb,
                           void *arg);
 
+/* How a gap is reported (weft-pilot's /debug/config_errors, `weftctl analyze`): the field
+ * ("spec.mtls.mode", "spec.portLevelMtls[<port>].mode") and the node it names in the policy
+ * (NULL when absent); whether it is a security control not enforced (STRICT: WFT0002) or a
+ * mode without effect (WFT0001); and the detail after "<field> is not enforced by weft: " /
+ * "<field> has no effect in weft: " ("on port P of pod NS/NAME: it is not an HTTP Service
+ * target port, ..."). Into field (fcap) and detail (dcap) bytes. */
+const wf_node *wf_inbound_gap_describe(const wf_inbound_gap *g, char *field, size_t fcap,
+                                       char *detail, size_t dcap, bool *security);
+
 #endif

@@ -617,36 +617,15 @@ static int load_store(build *b)
 /* ---- PeerAuthentication modes no inbound chain carries (pilot/inbound.h) ------------------- */
 
 /* The node of spec.portLevelMtls[port], or of spec.mtls. */
-static const wf_node *gap_node(const wf_inbound_gap *g)
-{
-    if (!g->port_level)
-        return wf_map_get(wf_map_get(g->policy->spec, "mtls"), "mode");
-    const wf_node *plm = wf_map_get(g->policy->spec, "portLevelMtls");
-    for (size_t i = 0; plm && plm->type == WF_NODE_MAP && i < plm->len; i++) {
-        const char *k = plm->u.entries[i].key;
-        if (k && strtoul(k, NULL, 10) == g->port)
-            return plm->u.entries[i].value;
-    }
-    return NULL;
-}
-
 static bool on_gap(const wf_inbound_gap *g, void *arg)
 {
     unimpl_arg *u = arg;
-    char res[512], field[64], msg[1024];
-    bool strict = g->mode == WF_MTLS_STRICT;
-    if (g->port_level)
-        snprintf(field, sizeof field, "spec.portLevelMtls[%u].mode", (unsigned)g->port);
-    else
-        snprintf(field, sizeof field, "spec.mtls.mode");
-    snprintf(msg, sizeof msg,
-             "%s %s on port %u of pod %s/%s: it is not an HTTP Service target port, and only those "
-             "have inbound listeners in weft (TCP ports have none yet); %s",
-             field, strict ? "is not enforced by weft" : "has no effect in weft", (unsigned)g->port,
-             g->pod->ns, g->pod->name,
-             strict ? "plaintext connections to the port are not refused by the sidecar"
-                    : "no filter chain carries the mode");
-    const wf_node *at = gap_node(g);
+    char res[512], field[64], detail[768], msg[1024];
+    bool strict;
+    const wf_node *at =
+        wf_inbound_gap_describe(g, field, sizeof field, detail, sizeof detail, &strict);
+    snprintf(msg, sizeof msg, "%s %s %s", field,
+             strict ? "is not enforced by weft" : "has no effect in weft", detail);
     wf_config_error w = {.file = g->policy->file,
                          .line = at ? wf_node_report_line(at) : g->policy->line,
                          .col = at ? at->col : g->policy->col,

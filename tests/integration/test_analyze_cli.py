@@ -201,8 +201,9 @@ def test_list_analyzers():
     assert r.returncode == 0
     names = [l[2:-1] for l in r.stdout.splitlines() if l.startswith("* ")]
     assert names == sorted(names)
-    assert len(names) == 54  # 36 analyzers of Istio's All() + 17 schema validators + weft's
+    assert len(names) == 55  # 36 analyzers of Istio's All() + 17 schema validators + weft's 2
     assert "weft.NotImplementedAnalyzer" in names
+    assert "weft.PeerAuthenticationPortAnalyzer" in names
     assert "virtualservice.DestinationRuleAnalyzer" in names
     assert "annotations.AlphaAnalyzer" not in names
     assert "schema.ValidationAnalyzer.VirtualService" in names
@@ -427,3 +428,53 @@ def test_no_input_is_a_usage_error():
     r = run_weftctl("analyze", "-n", "shop", "-o", "json")
     assert r.returncode == 64
     assert run_weftctl("analyze", "-L").returncode == 0  # listing needs no input
+
+
+PA_ON_TCP = """\
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: default}
+spec:
+  selector: {app: db}
+  ports: [{name: tcp-pg, port: 5432}, {name: http, port: 8080}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: db, namespace: default}
+spec:
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: db, image: pg, ports: [{containerPort: 5432}, {containerPort: 8080}]}]}
+---
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: db, namespace: default}
+spec:
+  selector: {matchLabels: {app: db}}
+  mtls: {mode: STRICT}
+  portLevelMtls:
+    9090: {mode: DISABLE}
+"""
+
+
+def test_peer_authentication_mode_without_inbound_chain(tmp_path):
+    """A PeerAuthentication whose mode reaches no inbound filter chain (weft has them for HTTP
+    Service target ports only) is reported by analyze as pilot reports it: STRICT reaching the
+    TCP port 5432 is a security control not enforced (WFT0002, exit 79), the port-level mode on
+    9090 (no Service targets it) has no effect (WFT0001); the HTTP port 8080 is enforced."""
+    f = write(tmp_path, "pa.yaml", PA_ON_TCP)
+    r = run_weftctl("analyze", f)
+    assert r.returncode == 79, r.stderr
+    lines = [ln for ln in r.stdout.splitlines() if "PeerAuthentication default/db" in ln]
+    assert len(lines) == 2, r.stdout
+    assert lines[0].startswith("Error [WFT0002] (PeerAuthentication default/db %s:22) "
+                               "spec.mtls.mode is not enforced by weft: on port 5432 of pod "
+                               "default/db" % f), lines[0]
+    assert lines[1].startswith("Warning [WFT0001] (PeerAuthentication default/db %s:24) "
+                               "spec.portLevelMtls[9090].mode has no effect in weft: on port "
+                               "9090" % f), lines[1]
+    assert "8080" not in "".join(lines)
+    r = run_weftctl("analyze", "--analyzer", "weft.PeerAuthenticationPortAnalyzer", f)
+    assert r.returncode == 79 and r.stdout.count("PeerAuthentication default/db") == 2, r.stdout
+    assert "Service default/db" not in r.stdout  # the other analyzers did not run
