@@ -5,12 +5,14 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <openssl/buffer.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -28,6 +30,10 @@
 struct wf_tls_ctx {
     atomic_uint refs; /* the creator's and each connection's */
     SSL_CTX *ssl;
+    /* client: the last session a server gave (Envoy's UpstreamTlsContext max_session_keys,
+     * default 1), offered by the next connection; under the lock (workers share contexts) */
+    pthread_mutex_t session_mu;
+    SSL_SESSION *session;
     bool server, has_ca, require_client_cert;
     wf_tls_san_matcher *sans;
     size_t nsans;
@@ -499,6 +505,54 @@ static bool set_params(wf_tls_ctx *c, const wf_tls_ctx_opts *o, char *err, size_
     return true;
 }
 
+/* A server's session id context, as Envoy's ServerContextImpl::generateHashForSessionContextId
+ * makes one from its configuration: a hash of the certificate chain and the trusted CA (and
+ * whether a client certificate is required), so a session is only resumed by a context
+ * configured alike. OpenSSL refuses (an internal_error alert) to resume a session on a server
+ * that verifies clients and has none. 1, or 0 on failure. */
+static int set_session_context(wf_tls_ctx *c, const wf_tls_ctx_opts *o)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_MD_CTX *h = EVP_MD_CTX_new();
+    unsigned char req = o->require_client_cert ? 1 : 0;
+    int ok = h && EVP_DigestInit_ex(h, EVP_sha256(), NULL) == 1 &&
+             (!o->cert_chain || EVP_DigestUpdate(h, o->cert_chain, o->cert_chain_len) == 1) &&
+             (!o->trusted_ca || EVP_DigestUpdate(h, o->trusted_ca, o->trusted_ca_len) == 1) &&
+             EVP_DigestUpdate(h, &req, 1) == 1 && EVP_DigestFinal_ex(h, md, &n) == 1;
+    EVP_MD_CTX_free(h);
+    if (n > SSL_MAX_SID_CTX_LENGTH)
+        n = SSL_MAX_SID_CTX_LENGTH;
+    return ok && SSL_CTX_set_session_id_context(c->ssl, md, n) == 1;
+}
+
+/* A server gave the client a session (a TLS 1.3 ticket, or a TLS 1.2 session): it replaces the
+ * one kept, as Envoy's ClientContextImpl keeps max_session_keys (1) sessions. Returns 1: the
+ * reference is ours. */
+static int on_new_session(SSL *ssl, SSL_SESSION *sess)
+{
+    wf_tls_conn *conn = SSL_get_app_data(ssl);
+    if (!conn)
+        return 0;
+    wf_tls_ctx *c = conn->ctx;
+    pthread_mutex_lock(&c->session_mu);
+    SSL_SESSION *old = c->session;
+    c->session = sess;
+    pthread_mutex_unlock(&c->session_mu);
+    SSL_SESSION_free(old);
+    return 1;
+}
+
+/* A new client connection offers the kept session, if any (resumption: no certificate
+ * exchange, no signature). */
+static void offer_session(wf_tls_ctx *c, SSL *ssl)
+{
+    pthread_mutex_lock(&c->session_mu);
+    if (c->session && SSL_SESSION_is_resumable(c->session))
+        SSL_set_session(ssl, c->session); /* takes its own reference */
+    pthread_mutex_unlock(&c->session_mu);
+}
+
 wf_tls_ctx *wf_tls_ctx_new(const wf_tls_ctx_opts *o, char *err, size_t errcap)
 {
     ERR_clear_error();
@@ -508,6 +562,11 @@ wf_tls_ctx *wf_tls_ctx_new(const wf_tls_ctx_opts *o, char *err, size_t errcap)
         return NULL;
     }
     atomic_init(&c->refs, 1);
+    if (pthread_mutex_init(&c->session_mu, NULL) != 0) {
+        free(c);
+        fail(err, errcap, "out of memory%s", NULL);
+        return NULL;
+    }
     c->server = o->server;
     c->require_client_cert = o->require_client_cert;
     c->ssl = SSL_CTX_new(o->server ? TLS_server_method() : TLS_client_method());
@@ -546,6 +605,16 @@ wf_tls_ctx *wf_tls_ctx_new(const wf_tls_ctx_opts *o, char *err, size_t errcap)
     /* the chain sent is the configured one, as BoringSSL sends it (OpenSSL would add CA
      * certificates of the trust store) */
     SSL_CTX_set_mode(c->ssl, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_NO_AUTO_CHAIN);
+    if (o->server && !set_session_context(c, o)) {
+        fail(err, errcap, "out of memory%s", NULL);
+        wf_tls_ctx_free(c);
+        return NULL;
+    }
+    if (!o->server) { /* keep the last session for the next connection (not OpenSSL's cache) */
+        SSL_CTX_set_session_cache_mode(c->ssl,
+                                       SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+        SSL_CTX_sess_set_new_cb(c->ssl, on_new_session);
+    }
     if (!c->local_uri_sans)
         c->local_uri_sans = strdup("");
     if (!c->local_uri_sans) {
@@ -567,6 +636,8 @@ void wf_tls_ctx_free(wf_tls_ctx *c)
 {
     if (!c || atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
         return;
+    SSL_SESSION_free(c->session);
+    pthread_mutex_destroy(&c->session_mu);
     SSL_CTX_free(c->ssl);
     for (size_t i = 0; i < c->nsans; i++)
         free((char *)c->sans[i].value);
@@ -614,6 +685,7 @@ wf_tls_conn *wf_tls_conn_new(wf_tls_ctx *ctx, const char *sni)
         SSL_set_accept_state(c->ssl);
     } else {
         SSL_set_connect_state(c->ssl);
+        offer_session(ctx, c->ssl);
         if (sni && *sni) {
             c->sni = strdup(sni);
             if (!c->sni || SSL_set_tlsext_host_name(c->ssl, sni) != 1) {

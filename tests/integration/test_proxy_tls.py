@@ -268,6 +268,31 @@ def test_s_client_session_resumption(certs, app, proxy_factory, tmp_path):
     expect_stat(proxy, "listener.127.0.0.1_%d.ssl.session_reused" % port, 1)
 
 
+def test_upstream_session_resumption(certs, app, proxy_factory):
+    """An upstream TLS cluster keeps the last session its server gave (Envoy's
+    max_session_keys, default 1) and offers it on its next connection: with one request per
+    connection, later connections resume (ssl.session_reused on both sides) and still carry the
+    server's identity to the access log."""
+    b = proxy_factory(tls_listener(certs, app, require=True,
+                                   san_prefix="spiffe://cluster.local/"))
+    b_port = port_of(b)
+    a = proxy_factory(bootstrap(
+        [listener(simple_routes("to_b"),
+                  access_logs=[access_log("@LOG:tls@", json_format=TLS_LOG)])],
+        [cluster("to_b", [b_port], transport_socket=upstream_tls(certs),
+                 max_requests_per_connection=1)]))
+    for _ in range(4):
+        status, _, body = a.request("GET", "/echo")
+        assert status == 200, body
+    expect_stat(a, "cluster.to_b.ssl.handshake", 4)
+    reused = a.wait_stat("cluster.to_b.ssl.session_reused", 3).get(
+        "cluster.to_b.ssl.session_reused")
+    assert reused == 3, reused  # the first connection had nothing to offer
+    pre = "listener.127.0.0.1_%d." % b_port
+    assert b.wait_stat(pre + "ssl.session_reused", 3).get(pre + "ssl.session_reused") == 3
+    assert all(e["u_peer_san"] == SERVER_SAN for e in tls_log(a, 4))
+
+
 # ---------- curl through a TLS listener ----------
 
 def test_curl_mtls_listener(certs, app, proxy_factory):
