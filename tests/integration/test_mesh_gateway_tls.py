@@ -188,6 +188,15 @@ def test_simple_and_mutual_servers(tls_mesh):
     assert rc != 0 or status != "200", (rc, status, err)
     # the SAN the server presents for mtls.istioinaction.io is its own
     assert "DNS:mtls.istioinaction.io" in leaf_san(s_client(gw, "mtls.istioinaction.io", d))
+    # Envoy's /certs lists the credentials per TLS context, and the 2-day test certificates
+    # are what expires first: server.days_until_first_cert_expiring
+    status, _, body = gw.admin("/certs")
+    assert status == 200, body
+    sans = [s for e in json.loads(body)["certificates"] for c in e["cert_chain"]
+            for s in c["subject_alt_names"]]
+    assert {"dns": "catalog.istioinaction.io"} in sans and \
+        {"dns": "mtls.istioinaction.io"} in sans, body
+    assert gw.stats()["server.days_until_first_cert_expiring"] <= 2
 
 
 def leaf_san(s_client_out):

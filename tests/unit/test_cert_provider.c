@@ -317,12 +317,20 @@ static void test_secrets_dump(void **state)
     free(text);
     json_decref(d);
     assert_int_equal(wp_secrets_first_expiry(s), now + 86400 * 30);
-    json_t *c = wp_secrets_certs(s, now);
-    json_t *e = json_array_get(json_object_get(c, "certificates"), 0);
+    json_t *e = wp_secrets_cert_entry(s, NULL, true, NULL, true, now);
     json_t *leaf = json_array_get(json_object_get(e, "cert_chain"), 0);
     assert_string_equal(json_string_value(json_object_get(leaf, "days_until_expiration")), "30");
     assert_string_equal(json_string_value(json_object_get(leaf, "path")), "<inline>");
-    json_decref(c);
+    assert_int_equal(json_array_size(json_object_get(e, "ca_cert")), 1);
+    json_decref(e);
+    /* a gateway's context: its named certificate, its -cacert not held (an empty list) */
+    assert_null(wp_secrets_cert_entry(s, "kubernetes://gw", true, "kubernetes://gw-cacert", true,
+                                      now)); /* nothing held yet: not listed */
+    assert_int_equal(wp_secrets_set_named(s, "kubernetes://gw", root, key, NULL, "v1", now), 0);
+    e = wp_secrets_cert_entry(s, "kubernetes://gw", true, "kubernetes://gw-cacert", true, now);
+    assert_int_equal(json_array_size(json_object_get(e, "cert_chain")), 1);
+    assert_int_equal(json_array_size(json_object_get(e, "ca_cert")), 0);
+    json_decref(e);
     wp_wc_free_secret(key);
     free(csr);
     wf_ca_free(ca);

@@ -188,3 +188,12 @@ wf_tls_ctx *wp_sds_ctx_acquire(wp_sds_ctx *s)
     pthread_mutex_unlock(&s->mu);
     return c;
 }
+
+void wp_sds_ctx_secrets(const wp_sds_ctx *s, const char **cert_name, bool *want_cert,
+                        const char **ca_name, bool *want_ca)
+{
+    *cert_name = s->cert_name;
+    *ca_name = s->ca_name;
+    *want_cert = s->want_cert;
+    *want_ca = s->want_ca;
+}

@@ -50,6 +50,11 @@ wf_tls_ctx *wp_sds_ctx_acquire(wp_sds_ctx *s);
 
 bool wp_sds_ctx_is_server(const wp_sds_ctx *s);
 
+/* The secrets the context reads: its certificate (cert_name; NULL = `default`) when want_cert,
+ * its CA (ca_name; NULL = `ROOTCA`) when want_ca. Pointers stay valid while s lives. */
+void wp_sds_ctx_secrets(const wp_sds_ctx *s, const char **cert_name, bool *want_cert,
+                        const char **ca_name, bool *want_ca);
+
 /* Does the context read `default` or `ROOTCA` (not only named secrets)? */
 bool wp_sds_ctx_uses_default(const wp_sds_ctx *s);
 

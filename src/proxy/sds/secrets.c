@@ -348,15 +348,24 @@ json_t *wp_secrets_dump(wp_secrets *s, bool in_use)
     return out;
 }
 
+static void earliest(const char *pem, int64_t *first)
+{
+    int64_t nb, na;
+    if (pem && wp_wc_cert_facts(pem, strlen(pem), &nb, &na, NULL, 0) == 0 &&
+        (*first == 0 || na < *first))
+        *first = na;
+}
+
 int64_t wp_secrets_first_expiry(wp_secrets *s)
 {
-    int64_t first = 0, nb, na;
+    int64_t first = 0;
     pthread_mutex_lock(&s->mu);
-    const char *pems[] = {s->chain, s->root};
-    for (size_t i = 0; i < 2; i++)
-        if (pems[i] && wp_wc_cert_facts(pems[i], strlen(pems[i]), &nb, &na, NULL, 0) == 0 &&
-            (first == 0 || na < first))
-            first = na;
+    earliest(s->chain, &first);
+    earliest(s->root, &first);
+    for (size_t i = 0; i < s->n_named; i++) {
+        earliest(s->named[i].chain, &first);
+        earliest(s->named[i].ca, &first);
+    }
     pthread_mutex_unlock(&s->mu);
     return first;
 }
@@ -415,19 +424,18 @@ static json_t *details_list(const char *pem, int64_t now_s, bool first_only)
     return arr;
 }
 
-json_t *wp_secrets_certs(wp_secrets *s, int64_t now_s)
+json_t *wp_secrets_cert_entry(wp_secrets *s, const char *cert_name, bool want_cert,
+                              const char *ca_name, bool want_ca, int64_t now_s)
 {
-    json_t *out = json_pack("{s:[]}", "certificates");
-    if (!out)
-        return NULL;
     pthread_mutex_lock(&s->mu);
-    if (s->chain || s->root) {
-        /* Envoy lists the leaf of each certificate chain and the CA certificates */
-        json_t *e = json_pack("{s:o,s:o}", "ca_cert", details_list(s->root, now_s, false),
-                              "cert_chain", details_list(s->chain, now_s, true));
-        if (e)
-            json_array_append_new(json_object_get(out, "certificates"), e);
-    }
+    const named *cn = want_cert && cert_name ? find_named(s, cert_name) : NULL;
+    const named *an = want_ca && ca_name ? find_named(s, ca_name) : NULL;
+    const char *chain = !want_cert ? NULL : cert_name ? (cn ? cn->chain : NULL) : s->chain;
+    const char *ca = !want_ca ? NULL : ca_name ? (an ? an->ca : NULL) : s->root;
+    json_t *e = NULL;
+    if (chain || ca) /* Envoy lists the leaf of each certificate chain and the CA certificates */
+        e = json_pack("{s:o,s:o}", "ca_cert", details_list(ca, now_s, false), "cert_chain",
+                      details_list(chain, now_s, true));
     pthread_mutex_unlock(&s->mu);
-    return out;
+    return e;
 }

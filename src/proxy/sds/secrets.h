@@ -79,13 +79,18 @@ int wp_secrets_set_wanted(wp_secrets *s, const char *const *names, size_t n);
 /* How many names are wanted (the dump is worth showing even before any secret arrives). */
 size_t wp_secrets_n_wanted(wp_secrets *s);
 
-/* The earliest NotAfter of the held certificates (seconds since the epoch), 0 when none:
- * server.days_until_first_cert_expiring and /certs. */
+/* The earliest NotAfter of the held certificates, `default`/`ROOTCA` and the named ones
+ * (seconds since the epoch), 0 when none: server.days_until_first_cert_expiring. */
 int64_t wp_secrets_first_expiry(wp_secrets *s);
 
-/* Envoy's /certs: {"certificates": [{"ca_cert": [...], "cert_chain": [...]}]} with each
- * certificate's path ("<inline>"), serial_number, subject_alt_names [{uri|dns}],
- * days_until_expiration, valid_from, expiration_time (RFC 3339). New reference or NULL. */
-json_t *wp_secrets_certs(wp_secrets *s, int64_t now_s);
+/* One entry of Envoy's /certs ({"certificates": [entry, ...]}, one per TLS context) for a
+ * context that reads certificate cert_name (NULL = `default`) when
+ * want_cert and CA ca_name (NULL = `ROOTCA`) when want_ca: {"ca_cert": [...], "cert_chain":
+ * [the leaf]} of what is held, each certificate with its path ("<inline>"), serial_number,
+ * subject_alt_names [{uri|dns}], days_until_expiration, valid_from, expiration_time (RFC
+ * 3339); or NULL when none of them is held yet (Envoy lists the
+ * contexts that exist) or out of memory. */
+json_t *wp_secrets_cert_entry(wp_secrets *s, const char *cert_name, bool want_cert,
+                              const char *ca_name, bool want_ca, int64_t now_s);
 
 #endif

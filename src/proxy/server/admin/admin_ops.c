@@ -15,8 +15,9 @@
  *                              getrusage (ru_maxrss)                               [approx.]
  *       Under AddressSanitizer mallinfo2 reads 0.
  *  GET  /certs   {"certificates":[{"ca_cert":[...],"cert_chain":[...]}]}: one entry per TLS
- *                context fed by SDS (sds/secrets.h wp_secrets_certs); contexts with static
- *                certificates are not listed yet.
+ *                context fed by SDS whose secrets are held (sds/secrets.h
+ *                wp_secrets_cert_entry: `default`/`ROOTCA`, or a gateway's credentialName);
+ *                contexts with static certificates are not listed yet.
  *  GET  /runtime {"entries":{},"layers":[]}: the bootstrap's layered_runtime is accepted only
  *       empty (bootstrap.c), so there is no layer and no value.
  *  POST /healthcheck/fail, /healthcheck/ok  "OK\n". Envoy's InstanceImpl::failHealthcheck:
@@ -49,6 +50,7 @@
 #include "core/log.h"
 #include "proxy/server/admin/admin_ops.h"
 #include "proxy/access_log/alog_sink.h"
+#include "proxy/sds/sds_ctx.h"
 #include "proxy/sds/secrets.h"
 #include "proxy/server/instance.h"
 
@@ -171,13 +173,17 @@ void wp_admin_certs(wp_admin *a, const admin_req *r, admin_resp *o)
 {
     (void)r;
     const wp_config *c = a->srv->gen->cfg;
-    json_t *one = wp_secrets_certs(a->srv->secrets, (int64_t)time(NULL));
+    int64_t now = (int64_t)time(NULL);
     json_t *out = json_pack("{s:[]}", "certificates");
-    json_t *list = json_array_get(json_object_get(one, "certificates"), 0);
-    /* one entry per TLS context fed by SDS (they all hold default / ROOTCA) */
-    for (size_t i = 0; out && list && i < c->nsds_ctxs; i++)
-        json_array_append(json_object_get(out, "certificates"), list);
-    json_decref(one);
+    /* one entry per TLS context fed by SDS: default / ROOTCA, or a gateway's credentials */
+    for (size_t i = 0; out && i < c->nsds_ctxs; i++) {
+        const char *cert, *ca;
+        bool want_cert, want_ca;
+        wp_sds_ctx_secrets(c->sds_ctxs[i], &cert, &want_cert, &ca, &want_ca);
+        json_t *e = wp_secrets_cert_entry(a->srv->secrets, cert, want_cert, ca, want_ca, now);
+        if (e)
+            json_array_append_new(json_object_get(out, "certificates"), e);
+    }
     wp_admin_put_json(o, out);
 }
 
