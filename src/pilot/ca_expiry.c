@@ -52,11 +52,10 @@ static bool check_one(const wf_ca *ca, const char *which, int64_t nb, int64_t na
     span(na - nb, life, sizeof life);
     const char *rule = self ? "Istio's CITADEL_SELF_SIGNED_ROOT_CERT_GRACE_PERIOD_PERCENTILE rule"
                             : "weft applies Istio's self-signed root rule to a plug-in CA";
-    const char *todo = self
-                           ? "weft does not rotate the root: move the CA directory's root aside "
-                             "and restart weft-pilot, or plug in a CA (Secret istio-system/cacerts)"
-                           : "replace the Secret istio-system/cacerts (keep the old root in "
-                             "root-cert.pem during the transition)";
+    const char *todo = self ? "weft-pilot re-issues a self-signed root with the same key when it "
+                              "starts (istiod rotates it hourly): restart weft-pilot"
+                            : "replace the Secret istio-system/cacerts (keep the old root in "
+                              "root-cert.pem during the transition)";
     if (na <= now_s)
         snprintf(e->message, sizeof e->message,
                  "CA %s (%s from %s) expired %s ago (NotAfter %s); %s", which,

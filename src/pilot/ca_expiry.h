@@ -5,8 +5,9 @@
  * Rule: istiod's self-signed root rotator (security/pkg/pki/ca/selfsignedcarootcertrotator.go
  * with certutil.GetWaitTime) treats the root as expiring once less than
  * CITADEL_SELF_SIGNED_ROOT_CERT_GRACE_PERIOD_PERCENTILE (default 20) percent of its lifetime
- * (NotAfter - NotBefore) is left, and then rotates it. weft does not rotate the root; it warns
- * at that same point. istiod has no such check for a plug-in CA (cacerts); weft applies the
+ * (NotAfter - NotBefore) is left, and then rotates it (hourly). weft re-issues such a root
+ * only when weft-pilot starts (pilot/ca.h wf_ca_load_dir), so a running pilot warns at that
+ * same point. istiod has no such check for a plug-in CA (cacerts); weft applies the
  * same 20 %-of-lifetime rule to a plug-in root and signing (intermediate) certificate, its own
  * choice, and says so in the message. A certificate already past NotAfter is reported as
  * expired.

@@ -209,6 +209,7 @@ def test_b030_secret_in_wrong_namespace(mesh, tmp_path):
     rows, out = pc_secret_rows(mesh, gw)
     assert "WARMING" in rows.get("kubernetes://shop-cert", ""), out
     assert "ACTIVE" in rows.get("kubernetes://admin-cert", ""), out
+    print(out)
 
     logs = mesh.pilot.stderr_text()
     assert ("failed to fetch key and certificate for kubernetes://shop-cert: secret "
@@ -232,7 +233,7 @@ def test_b030_secret_in_wrong_namespace(mesh, tmp_path):
     e = mine[0]
     assert e["level"] == "warning" and e["resource"] == "Gateway edge/public-gw", e
     assert e["field"] == "spec.servers[2].tls.credentialName", e
-    assert e["line"] == 14 and e["file"].endswith("gateway.yaml"), e
+    assert (e["line"], e["column"]) == (14, 41) and e["file"].endswith("gateway.yaml"), e
     assert 'secret "shop-cert" not found in namespace edge' in e["message"], e
 
     r = run_weftctl("analyze", "-n", "edge", mesh.config_dir, mesh.pods_dir)
@@ -250,6 +251,8 @@ def test_b030_secret_in_wrong_namespace(mesh, tmp_path):
     assert ('Gateway edge/public-gw: server https-shop (port 443): credentialName secret '
             '"shop-cert" not found in namespace edge') in r.stderr, r.stderr
     assert "weft:" not in r.stdout, r.stdout  # stdout stays istioctl's
+    print(r.stderr)
+    print("\n".join(weft_lines(mesh)))
 
     # the fix: the Secret in the gateway workload's namespace
     pushes = mesh.pilot_get("/debug/push_status")[1]["full_pushes"]
