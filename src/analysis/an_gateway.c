@@ -297,15 +297,25 @@ const wf_analyzer wf_an_gateway_IngressGatewayPortAnalyzer = {
 
 /* ==== gateway.SecretAnalyzer ==== */
 
-/* Namespace of the first pod the Gateway selects (getGatewayNamespace); "" when none. */
+/* Namespace of the first pod the Gateway selects (getGatewayNamespace); "" when none. The
+ * order of istioctl's pod lister is unspecified; weft takes a pod of the input before the
+ * istio-ingressgateway-dummypod istioctl adds offline (local/defaults.go), so that a gateway
+ * workload given in the files (`edge/ingress-...`) decides where its Secrets are looked for, not
+ * the dummy in istio-system (operator report B030). */
 static const char *gateway_namespace(wf_analysis_ctx *ctx, const wf_gateway *gw)
 {
     size_t np;
     const wf_resource *const *pv = pods(ctx, &np);
+    const char *dummy = "";
     for (size_t i = 0; i < np; i++)
-        if (wf_kvs_subset(&gw->selector, &pv[i]->labels))
-            return pv[i]->ns;
-    return "";
+        if (wf_kvs_subset(&gw->selector, &pv[i]->labels)) {
+            if (strcmp(pv[i]->name, "istio-ingressgateway-dummypod") != 0 ||
+                strcmp(pv[i]->ns, "istio-system") != 0)
+                return pv[i]->ns;
+            if (!dummy[0])
+                dummy = pv[i]->ns;
+        }
+    return dummy;
 }
 
 /* Kubernetes decodes Secret data values as base64 strings; a Secret with a value that is

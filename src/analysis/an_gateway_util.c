@@ -150,47 +150,59 @@ static bool asn1_time_to_epoch(const ASN1_TIME *t, time_t *out)
     return true;
 }
 
-static bool cert_in_validity(const X509 *x, time_t now)
-{
-    time_t not_before, not_after;
-    if (!asn1_time_to_epoch(X509_get0_notBefore(x), &not_before) ||
-        !asn1_time_to_epoch(X509_get0_notAfter(x), &not_after))
-        return false;
-    return now <= not_after && now >= not_before;
-}
-
-/* x509.ParseCertificates: consecutive DER certificates; each must parse and be current. */
-static bool der_certs_valid(const unsigned char *der, size_t len, time_t now)
+/* x509.ParseCertificates: consecutive DER certificates; each must parse and be current.
+ * *first_na: the earliest NotAfter among those parsed (0 when none). */
+static bool der_certs_valid(const unsigned char *der, size_t len, time_t now, time_t *first_na)
 {
     const unsigned char *p = der;
     size_t left = len;
+    bool ok = true;
+    *first_na = 0;
     while (left > 0) {
         const unsigned char *start = p;
         X509 *x = d2i_X509(NULL, &p, (long)left);
-        if (!x)
-            return false;
-        bool ok = cert_in_validity(x, now) && p > start;
+        time_t nb, na;
+        if (!x || p <= start)
+            ok = false;
+        else if (!asn1_time_to_epoch(X509_get0_notBefore(x), &nb) ||
+                 !asn1_time_to_epoch(X509_get0_notAfter(x), &na))
+            ok = false;
+        else {
+            if (!*first_na || na < *first_na)
+                *first_na = na;
+            ok = ok && now <= na && now >= nb;
+        }
         X509_free(x);
-        if (!ok)
+        if (!x || p <= start)
             return false;
         left -= (size_t)(p - start);
     }
-    return true;
+    return ok;
 }
 
-bool wf_gw_cert_valid(const unsigned char *data, size_t len, time_t now)
+bool wf_gw_cert_check(const unsigned char *data, size_t len, time_t now, time_t *first_not_after)
 {
+    time_t na = 0;
     unsigned char *der = malloc(len ? len : 1);
+    if (first_not_after)
+        *first_not_after = 0;
     if (!der)
         return false;
     size_t der_len;
     const unsigned char *type;
     size_t type_len;
     bool ok = wf_gw_pem_decode(data, len, der, &der_len, &type, &type_len) &&
-              der_certs_valid(der, der_len, now);
+              der_certs_valid(der, der_len, now, &na);
     free(der);
     ERR_clear_error();
+    if (first_not_after)
+        *first_not_after = na;
     return ok;
+}
+
+bool wf_gw_cert_valid(const unsigned char *data, size_t len, time_t now)
+{
+    return wf_gw_cert_check(data, len, now, NULL);
 }
 
 /* ---- Masterminds semver/v3 ---- */

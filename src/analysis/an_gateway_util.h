@@ -30,6 +30,11 @@ bool wf_gw_pem_decode(const unsigned char *data, size_t len, unsigned char *out,
 /* pilot/pkg/xds ValidateCertificate(data) == nil at time `now`. False on out of memory. */
 bool wf_gw_cert_valid(const unsigned char *data, size_t len, time_t now);
 
+/* The same check, also giving the earliest NotAfter (seconds since the epoch) of the
+ * certificates of the first PEM block that parsed, 0 when none did (first_not_after may be
+ * NULL). weft-pilot's expiry warning (pilot/gateway_secrets.h) uses it. */
+bool wf_gw_cert_check(const unsigned char *data, size_t len, time_t now, time_t *first_not_after);
+
 /* A version as Masterminds semver/v3 parses it. pre and meta point into the parsed string
  * (lengths given); empty when absent. */
 typedef struct wf_semver {

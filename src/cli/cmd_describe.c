@@ -431,6 +431,7 @@ static int describe_pod(dsc_ctx *c, const char *arg, wf_strbuf *err)
     if (rc == 0) {
         fflush(c->out);
         dsc_print_unimplemented(c, pod, svcs, ns_n, stderr);
+        dsc_print_gateway_secrets(c, pod, stderr);
     }
     dsc_pods_free(&pods);
     free(svcs);

@@ -128,6 +128,14 @@ void dsc_print_peer_authn(const dsc_ctx *c, const char *ns, const wf_kvs *labels
 size_t dsc_print_unimplemented(const dsc_ctx *c, const wf_resource *pod,
                                const wf_resource *const *svcs, size_t nsvcs, FILE *to);
 
+/* ---- describe_gwsecret.c ---- */
+
+/* Prints to `to` (stderr) the credentialName Secrets of the Gateways that select pod which the
+ * pod cannot use (missing in its namespace, invalid, expiring; pilot/gateway_secrets.h), one
+ * line each naming the Gateway, the server, the Secret and the namespace looked in, under a
+ * heading. Returns how many were printed. */
+size_t dsc_print_gateway_secrets(const dsc_ctx *c, const wf_resource *pod, FILE *to);
+
 /* printIngressInfo. Returns 0, or -1 with err (a gateway's dump could not be fetched). */
 int dsc_print_ingress(const dsc_ctx *c, const wf_resource *const *svcs, size_t nsvcs,
                       const dsc_pods *pods, wf_strbuf *err);

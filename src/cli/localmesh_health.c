@@ -110,7 +110,9 @@ size_t wf_lm_cfg_print(FILE *f, const json_t *arr)
     failing += print_block(f, arr, true,
                            "accepted with a warning: %zu field%s (WFT0001: weft does not implement "
                            "it, no effect; WFT0002: a security control weft does not enforce, a "
-                           "problem; IST0133: the validation webhook's warning)\n");
+                           "problem; IST0133: the validation webhook's warning; IST0101/IST0161: a "
+                           "gateway's credentialName Secret missing from the gateway workload's "
+                           "namespace or invalid; WFT0003: a certificate near its end)\n");
     return failing;
 }
 

@@ -126,6 +126,9 @@ void wf_ca_chain_free(wf_ca_chain *c);
 const char *wf_ca_root_pem(const wf_ca *ca);
 int64_t wf_ca_root_not_after(const wf_ca *ca);
 int64_t wf_ca_signing_not_after(const wf_ca *ca);
+/* NotBefore of the root and of the signing cert (seconds since the epoch). */
+int64_t wf_ca_root_not_before(const wf_ca *ca);
+int64_t wf_ca_signing_not_before(const wf_ca *ca);
 /* The cert chain PEM ("" for a self-signed root), owned by ca. */
 const char *wf_ca_cert_chain_pem(const wf_ca *ca);
 /* True for a self-signed root (no intermediate). */

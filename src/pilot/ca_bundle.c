@@ -309,6 +309,16 @@ int64_t wf_ca_signing_not_after(const wf_ca *ca)
     return ca->signing_not_after;
 }
 
+int64_t wf_ca_root_not_before(const wf_ca *ca)
+{
+    return wf_ca_asn1_time(X509_get0_notBefore(ca->root));
+}
+
+int64_t wf_ca_signing_not_before(const wf_ca *ca)
+{
+    return wf_ca_asn1_time(X509_get0_notBefore(ca->signing));
+}
+
 const char *wf_ca_cert_chain_pem(const wf_ca *ca)
 {
     return ca->chain_pem;

@@ -291,15 +291,42 @@ static json_t *errors_json(const wf_snapshot *s)
     return arr;
 }
 
-static void view_configz(wf_ads *a, wf_debug_reply *r, bool errors_only)
+/* The CA's certificates near their end (pilot_ca.h) as config_errors warnings (code WFT0003),
+ * appended to arr. */
+static void append_ca_expiry(wf_pilot *p, json_t *arr)
 {
+    wf_ca_expiry e[2];
+    int64_t now = (int64_t)time(NULL);
+    size_t n = wf_pilot_ca_expiry(wf_pilot_get_ca(p), now, e);
+    for (size_t i = 0; arr && i < n; i++) {
+        char na[40], res[64];
+        struct tm tm;
+        time_t t = (time_t)e[i].not_after_s;
+        if (!gmtime_r(&t, &tm) || !strftime(na, sizeof na, "%Y-%m-%dT%H:%M:%SZ", &tm))
+            snprintf(na, sizeof na, "%lld", (long long)e[i].not_after_s);
+        snprintf(res, sizeof res, "CA %s", e[i].which);
+        json_array_append_new(
+            arr, json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:I}", "level",
+                           "warning", "file",
+                           wf_ca_where(wf_ca_server_ca(wf_pilot_ca_server(wf_pilot_get_ca(p)))),
+                           "line", 0, "column", 0, "resource", res, "kind", "CA", "field", "",
+                           "message", e[i].message, "kept_last_good", false, "code", "WFT0003",
+                           "not_after", na, "days_left", (json_int_t)(e[i].left_s / 86400)));
+    }
+}
+
+static void view_configz(wf_pilot *p, wf_debug_reply *r, bool errors_only)
+{
+    wf_ads *a = wf_pilot_ads(p);
     const wf_snapshot *s = wf_ads_snapshot(a);
     if (!s) {
         reply_text(r, 503, "no config loaded yet\n");
         return;
     }
     if (errors_only) {
-        wf_debug_reply_json(r, 200, errors_json(s));
+        json_t *arr = errors_json(s);
+        append_ca_expiry(p, arr);
+        wf_debug_reply_json(r, 200, arr);
         return;
     }
     json_t *res = json_array();
@@ -314,6 +341,7 @@ static void view_configz(wf_ads *a, wf_debug_reply *r, bool errors_only)
     json_t *o = json_pack("{s:I, s:s, s:I, s:o, s:o}", "snapshot", (json_int_t)s->seq, "version",
                           wf_ads_version(a), "files", (json_int_t)s->files, "resources", res,
                           "errors", errors_json(s));
+    append_ca_expiry(p, json_object_get(o, "errors"));
     if (o && s->mesh_error) {
         json_object_set_new(o, "mesh_error", json_string(s->mesh_error));
     }
@@ -617,13 +645,13 @@ static void r_adsz(wf_pilot *p, const char *q, wf_debug_reply *r)
 static void r_configz(wf_pilot *p, const char *q, wf_debug_reply *r)
 {
     (void)q;
-    view_configz(wf_pilot_ads(p), r, false);
+    view_configz(p, r, false);
 }
 
 static void r_config_errors(wf_pilot *p, const char *q, wf_debug_reply *r)
 {
     (void)q;
-    view_configz(wf_pilot_ads(p), r, true);
+    view_configz(p, r, true);
 }
 
 static void r_registryz(wf_pilot *p, const char *q, wf_debug_reply *r)

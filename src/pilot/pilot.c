@@ -19,6 +19,7 @@ struct wf_pilot {
     wf_config_source *src;
     wf_ads *ads;
     wf_debug *debug;
+    uv_timer_t *ca_check; /* WF_PILOT_CA_CHECK_S: the CA's expiry warning */
     bool serving;
 };
 
@@ -54,6 +55,7 @@ static void on_snapshot(wf_snapshot *snap, void *ud)
     wf_pilot *p = ud;
     p->ca_err[0] = '\0';
     wf_pilot_ca_update(p->ca, snap, (int64_t)time(NULL), p->ca_err, sizeof p->ca_err);
+    wf_pilot_ca_warn_expiry(p->ca, (int64_t)time(NULL));
     wf_ads_push(p->ads, snap);
     p->serving = true;
 }
@@ -145,6 +147,32 @@ static int start_source(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t c
     return 0;
 }
 
+static void on_ca_check(uv_timer_t *t)
+{
+    wf_pilot *p = t->data;
+    wf_pilot_ca_warn_expiry(p->ca, (int64_t)time(NULL));
+}
+
+static void free_handle(uv_handle_t *h)
+{
+    free(h);
+}
+
+static int start_ca_check(wf_pilot *p, char *err, size_t cap)
+{
+    p->ca_check = malloc(sizeof *p->ca_check);
+    if (!p->ca_check) {
+        snprintf(err, cap, "out of memory");
+        return -1;
+    }
+    uv_timer_init(p->loop, p->ca_check);
+    p->ca_check->data = p;
+    uv_timer_start(p->ca_check, on_ca_check, WF_PILOT_CA_CHECK_S * 1000ull,
+                   WF_PILOT_CA_CHECK_S * 1000ull);
+    uv_unref((uv_handle_t *)p->ca_check); /* never keeps the loop alive */
+    return 0;
+}
+
 static int start_ca(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
 {
     char def[4096];
@@ -165,7 +193,8 @@ int wf_pilot_start(uv_loop_t *loop, const wf_pilot_opts *opts, wf_pilot **out, c
     }
     p->loop = loop;
     if (start_ca(p, opts, err, cap) || start_ads(p, opts, err, cap) ||
-        start_debug(p, opts, err, cap) || start_source(p, opts, err, cap)) {
+        start_debug(p, opts, err, cap) || start_source(p, opts, err, cap) ||
+        start_ca_check(p, err, cap)) {
         wf_pilot_stop(p);
         return -1;
     }
@@ -181,6 +210,8 @@ void wf_pilot_stop(wf_pilot *p)
     if (p->src) {
         p->src->stop(p->src);
     }
+    if (p->ca_check)
+        uv_close((uv_handle_t *)p->ca_check, free_handle);
     wf_debug_close(p->debug);
     wf_ads_close(p->ads);
     wf_pilot_ca_free(p->ca);

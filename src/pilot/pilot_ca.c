@@ -18,6 +18,7 @@ struct wf_pilot_ca {
     wf_ca_server *srv;
     uint64_t bundle_hash; /* of the plug-in Secret in use; 0 = the directory's CA */
     bool loaded;          /* a CA was made once */
+    int64_t warned_na[2]; /* NotAfter of the root / signing cert last warned about (0: none) */
 };
 
 const char *wf_pilot_ca_default_dir(char *buf, size_t cap)
@@ -286,4 +287,29 @@ json_t *wf_pilot_ca_root_configmaps(const wf_pilot_ca *pc, const wf_store *store
     json_decref(items);
     json_decref(set);
     return list;
+}
+
+/* ---- expiry (ca_expiry.h) ------------------------------------------------------------------- */
+
+size_t wf_pilot_ca_expiry(const wf_pilot_ca *pc, int64_t now_s, wf_ca_expiry out[2])
+{
+    return wf_ca_expiry_check(wf_ca_server_ca(pc->srv), now_s, out);
+}
+
+size_t wf_pilot_ca_warn_expiry(wf_pilot_ca *pc, int64_t now_s)
+{
+    wf_ca_expiry e[2];
+    size_t n = wf_pilot_ca_expiry(pc, now_s, e), logged = 0;
+    int64_t seen[2] = {0, 0};
+    for (size_t i = 0; i < n; i++) {
+        size_t k = e[i].which[0] == 'r' ? 0 : 1;
+        seen[k] = e[i].not_after_s;
+        if (pc->warned_na[k] == e[i].not_after_s)
+            continue;
+        WF_LOG(WF_LC_secret, WF_LOG_WARN, "%s", e[i].message);
+        logged++;
+    }
+    pc->warned_na[0] = seen[0];
+    pc->warned_na[1] = seen[1];
+    return logged;
 }

@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 
+#include "pilot/ca_expiry.h"
 #include "pilot/ca_server.h"
 #include "pilot/source.h"
 
@@ -40,6 +41,15 @@ int wf_pilot_ca_update(wf_pilot_ca *pc, const wf_snapshot *snap, int64_t now_s, 
 wf_ca_server *wf_pilot_ca_server(const wf_pilot_ca *pc);
 const char *wf_pilot_ca_dir(const wf_pilot_ca *pc);
 void wf_pilot_ca_free(wf_pilot_ca *pc);
+
+/* The CA's root / signing certificate near their end (ca_expiry.h) at now_s: how many are in
+ * out (room for 2); 0 also when there is no CA. */
+size_t wf_pilot_ca_expiry(const wf_pilot_ca *pc, int64_t now_s, wf_ca_expiry out[2]);
+/* Logs each finding of wf_pilot_ca_expiry as a warning (scope secret) once: again only when
+ * that certificate changes (a new NotAfter) and is found again. Returns how many were logged.
+ * weft-pilot calls it after every snapshot and every WF_PILOT_CA_CHECK_S seconds. */
+size_t wf_pilot_ca_warn_expiry(wf_pilot_ca *pc, int64_t now_s);
+#define WF_PILOT_CA_CHECK_S 3600 /* Istio's CITADEL_SELF_SIGNED_ROOT_CERT_CHECK_INTERVAL (1h) */
 
 /* The istio-ca-root-cert ConfigMaps for the namespaces of store (see above), as a List; only
  * namespace ns when ns is non-NULL (then NULL when ns is not a namespace of the store). A new

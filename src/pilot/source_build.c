@@ -14,6 +14,7 @@
 #include "model/store_internal.h"
 #include "model/unimplemented.h"
 #include "model/validate.h"
+#include "pilot/gateway_secrets.h"
 #include "pilot/generate.h"
 #include "pilot/inbound.h"
 #include "pilot/serviceentry.h"
@@ -646,6 +647,43 @@ static int report_authn_gaps(build *b)
     return u.rc;
 }
 
+/* ---- gateway credential Secrets (pilot/gateway_secrets.h) -------------------------------- */
+
+static const char *gwsec_code(wf_gwsec_kind k)
+{
+    return k == WF_GWSEC_NOT_FOUND ? "IST0101" : k == WF_GWSEC_INVALID ? "IST0161" : "WFT0003";
+}
+
+/* A warning for each Gateway server whose credentialName Secret the gateway workload cannot
+ * use (missing in its namespace, invalid, expiring), logged when it first appears (B030). */
+static bool on_gwsec(const wf_gwsec_problem *p, void *arg)
+{
+    unimpl_arg *u = arg;
+    char res[512], field[64], msg[1536];
+    const wf_resource *g = p->gateway;
+    size_t idx = (size_t)(p->server - g->t.gateway->servers);
+    snprintf(field, sizeof field, "spec.servers[%zu].tls.credentialName", idx);
+    const wf_node *at = wf_map_get(p->server->tls, "credentialName");
+    wf_config_error w = {.file = g->file,
+                         .line = at ? wf_node_report_line(at) : g->line,
+                         .col = at ? at->col : g->col,
+                         .resource = res_label(g, res, sizeof res),
+                         .field = field,
+                         .message = wf_gwsec_message(p, msg, sizeof msg),
+                         .code = gwsec_code(p->kind)};
+    if (add_warning(u->b, &w, "config warning") != 0)
+        u->rc = -1;
+    return u->rc == 0;
+}
+
+static int report_gateway_secrets(build *b)
+{
+    unimpl_arg u = {b, 0};
+    if (wf_gw_secret_problems(b->snap->store, (int64_t)time(NULL), on_gwsec, &u) < 0)
+        return -1;
+    return u.rc;
+}
+
 /* ---- MeshConfig ----------------------------------------------------------------------------- */
 
 static uint64_t file_hash(const char *path)
@@ -852,7 +890,7 @@ wf_snapshot *wf_source_build(const wf_dir_source_opts *opts, const wf_snapshot *
     wf_arena_init(&s->arena);
     build b = {.opts = opts, .prev = prev, .snap = s};
     if (!(s->res = wf_strmap_new(&s->arena)) || load_mesh(&b) || load_store(&b) ||
-        report_authn_gaps(&b) || classify(&b)) {
+        report_authn_gaps(&b) || report_gateway_secrets(&b) || classify(&b)) {
         wf_snapshot_unref(s);
         return NULL;
     }

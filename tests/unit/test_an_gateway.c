@@ -390,6 +390,37 @@ static void test_secret_selector(void **state)
     wf_test_done(&r);
 }
 
+/* istioctl's offline istio-ingressgateway-dummypod (istio-system) comes first in the input;
+ * the gateway workload given in the files decides the namespace (operator report B030) */
+static void test_secret_workload_before_dummy_pod(void **state)
+{
+    (void)state;
+    char *cert = make_cert(-60, 86400), *c64 = b64(cert);
+    char yaml[8192];
+    snprintf(yaml, sizeof yaml,
+             "apiVersion: v1\nkind: Pod\nmetadata: {name: istio-ingressgateway-dummypod, "
+             "namespace: istio-system, labels: {istio: ingressgateway}}\n---\n"
+             "apiVersion: v1\nkind: Pod\nmetadata: {name: ingress-1, namespace: edge, labels: "
+             "{istio: ingressgateway}}\n---\n"
+             "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {name: public-gw, "
+             "namespace: edge}\nspec:\n  selector: {istio: ingressgateway}\n  servers:\n"
+             "  - port: {number: 443, name: https-admin, protocol: HTTPS}\n    hosts: [a]\n"
+             "    tls: {mode: SIMPLE, credentialName: admin-cert}\n"
+             "  - port: {number: 443, name: https-shop, protocol: HTTPS}\n    hosts: [b]\n"
+             "    tls: {mode: SIMPLE, credentialName: shop-cert}\n---\n"
+             "apiVersion: v1\nkind: Secret\nmetadata: {name: admin-cert, namespace: edge}\n"
+             "data: {tls.crt: %s, tls.key: S0VZ}\n---\n"
+             "apiVersion: v1\nkind: Secret\nmetadata: {name: shop-cert, namespace: shop}\n"
+             "data: {tls.crt: %s, tls.key: S0VZ}\n",
+             c64, c64);
+    wf_test_run r = wf_test_analyze(SECRET, yaml);
+    assert_int_equal(wf_test_count(&r, "IST0101", "Gateway edge/public-gw", "\"shop-cert\""), 1);
+    assert_int_equal(r.res->n, 1);
+    wf_test_done(&r);
+    free(c64);
+    free(cert);
+}
+
 /* ---- gateway.ConflictingGatewayAnalyzer ---- */
 
 static const char two_pods[] = "apiVersion: v1\n"
@@ -622,6 +653,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_base64),
+        cmocka_unit_test(test_secret_workload_before_dummy_pod),
         cmocka_unit_test(test_pem_decode),
         cmocka_unit_test(test_cert_validity),
         cmocka_unit_test(test_semver),

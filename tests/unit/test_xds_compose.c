@@ -618,6 +618,106 @@ static void tls_chains_rds_and_secrets(void **state)
     json_decref(base);
 }
 
+#define L443(chains)                                                                               \
+    "{\"@type\":\"type.googleapis.com/envoy.config.listener.v3.Listener\",\"name\":\"l443\","      \
+    "\"address\":{\"socket_address\":{\"address\":\"127.0.0.1\",\"port_value\":18443}},"           \
+    "\"filter_chains\":[" chains "]}"
+
+/* Envoy's listener manager keeps a listener's serving version active while its update warms:
+ * compose puts the older version (lds_active) in its place, lists the name warming and
+ * updating, dumps both states, and serves the update once its secret is there. */
+static void update_warming_keeps_older(void **state)
+{
+    (void)state;
+    json_t *base = base_bootstrap();
+    wp_xds_resources r = {0};
+    put(&r, WF_XDS_CDS, EDS_CLUSTER("outbound|80||a", "outbound|80||a"), "c1");
+    put(&r, WF_XDS_RDS, ROUTE("https.a", "outbound|80||a"), "r1");
+    put(&r, WF_XDS_RDS, ROUTE("https.b", "outbound|80||a"), "r1");
+    put(&r, WF_XDS_SDS,
+        "{\"name\":\"kubernetes://a\",\"tls_certificate\":{\"certificate_chain\":{"
+        "\"inline_string\":\"x\"}}}",
+        "s1");
+    put(&r, WF_XDS_LDS, L443(TLS_CHAIN("a.example", "https.a", "kubernetes://a", "")), "l1");
+    wp_xds_dynamic dyn;
+    json_t *eff = compose_ok(base, &r, &dyn);
+    assert_int_equal(dyn.warming_listeners.n, 0);
+    assert_int_equal(dyn.dyn_listeners.n, 1);
+    assert_non_null(dyn.lds_served);
+    json_t *active = json_incref(dyn.lds_served); /* what the client keeps */
+    json_t *v1 = json_incref(json_object_get(json_object_get(active, "l443"), "resource"));
+    assert_non_null(v1);
+    wp_xds_dynamic_free(&dyn);
+    json_decref(eff);
+
+    /* the update adds a chain whose secret has not come: the older version keeps serving */
+    put(&r, WF_XDS_LDS,
+        L443(TLS_CHAIN("a.example", "https.a", "kubernetes://a",
+                       "") "," TLS_CHAIN("b.example", "https.b", "kubernetes://b", "")),
+        "l2");
+    r.lds_active = active;
+    eff = compose_ok(base, &r, &dyn);
+    assert_int_equal(dyn.warming_listeners.n, 1);
+    assert_int_equal(dyn.updating_listeners.n, 1);
+    assert_string_equal(dyn.updating_listeners.v[0], "l443");
+    assert_int_equal(dyn.dyn_listeners.n, 1);
+    assert_int_equal(dyn.sds_names.n, 2); /* the update's secret is still subscribed */
+    json_t *served = json_object_get(json_object_get(dyn.lds_served, "l443"), "resource");
+    assert_true(json_equal(served, v1)); /* the older version, one chain */
+    json_t *l =
+        json_array_get(json_object_get(json_object_get(eff, "static_resources"), "listeners"),
+                       dyn.n_static_listeners);
+    assert_int_equal(json_array_size(json_object_get(l, "filter_chains")), 1);
+    json_t *dl = json_array_get(
+        json_object_get(json_object_get(dyn.dump, "listeners"), "dynamic_listeners"), 0);
+    assert_non_null(json_object_get(dl, "active_state"));
+    assert_non_null(json_object_get(dl, "warming_state"));
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(dl, "active_state"), "version_info")),
+        "l1");
+    wp_xds_dynamic_free(&dyn);
+    json_decref(eff);
+
+    /* placeholder mode (the socket hold): updating, composed with placeholders */
+    r.placeholder_routes = true;
+    eff = compose_ok(base, &r, &dyn);
+    assert_int_equal(dyn.updating_listeners.n, 1);
+    assert_null(dyn.lds_served);
+    wp_xds_dynamic_free(&dyn);
+    json_decref(eff);
+    r.placeholder_routes = false;
+
+    /* without an older version (a new listener) nothing serves meanwhile */
+    r.lds_active = NULL;
+    eff = compose_ok(base, &r, &dyn);
+    assert_int_equal(dyn.warming_listeners.n, 1);
+    assert_int_equal(dyn.updating_listeners.n, 0);
+    assert_int_equal(dyn.dyn_listeners.n, 0);
+    wp_xds_dynamic_free(&dyn);
+    json_decref(eff);
+
+    /* the secret arrives: the update serves, two chains */
+    r.lds_active = active;
+    put(&r, WF_XDS_SDS,
+        "{\"name\":\"kubernetes://b\",\"tls_certificate\":{\"certificate_chain\":{"
+        "\"inline_string\":\"x\"}}}",
+        "s2");
+    eff = compose_ok(base, &r, &dyn);
+    assert_int_equal(dyn.warming_listeners.n, 0);
+    assert_int_equal(dyn.updating_listeners.n, 0);
+    l = json_array_get(json_object_get(json_object_get(eff, "static_resources"), "listeners"),
+                       dyn.n_static_listeners);
+    assert_int_equal(json_array_size(json_object_get(l, "filter_chains")), 2);
+    assert_false(
+        json_equal(json_object_get(json_object_get(dyn.lds_served, "l443"), "resource"), v1));
+    wp_xds_dynamic_free(&dyn);
+    json_decref(eff);
+    json_decref(v1);
+    json_decref(active);
+    res_free(&r);
+    json_decref(base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -630,6 +730,7 @@ int main(void)
         cmocka_unit_test(loader_ads_config),
         cmocka_unit_test(loader_ads_errors),
         cmocka_unit_test(tls_chains_rds_and_secrets),
+        cmocka_unit_test(update_warming_keeps_older),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -506,17 +506,64 @@ static bool add_listener(cx *c, const char *name, const json_t *entry, bool *war
     return true;
 }
 
-/* The DynamicListener dump element: active, or warming (route configuration missing). */
-static bool dump_listener(cx *c, const char *name, const json_t *entry, bool warming)
+/* The DynamicListener dump element: active, or warming (route configuration missing), or both
+ * (active: the older version still serving while the update warms). */
+static bool dump_listener(cx *c, const char *name, const json_t *entry, bool warming,
+                          const json_t *active)
 {
     json_t *state = dump_elem(entry, NULL, "listener");
+    json_t *old = active ? dump_elem(active, NULL, "listener") : NULL;
     json_t *e = json_object();
-    if (!state || !e || json_object_set_new(e, "name", json_string(name)) != 0 ||
+    if (!state || !e || (active && !old) ||
+        json_object_set_new(e, "name", json_string(name)) != 0 ||
+        (old && json_object_set_new(e, "active_state", old) != 0) ||
         json_object_set_new(e, warming ? "warming_state" : "active_state", state) != 0) {
         json_decref(e);
+        if (!e)
+            json_decref(old);
+        json_decref(state);
         return oom(c);
     }
     return dump_add(c, "listeners", "dynamic_listeners", e);
+}
+
+/* Records name -> entry in lds_served (the version composed to serve). */
+static bool note_served(cx *c, const char *name, const json_t *entry)
+{
+    if (c->res->placeholder_routes)
+        return true;
+    if (!c->dyn->lds_served && !(c->dyn->lds_served = json_object()))
+        return oom(c);
+    if (json_object_set(c->dyn->lds_served, name, (json_t *)entry) != 0)
+        return oom(c);
+    return true;
+}
+
+/* Listener k's update (entry) is warming: Envoy keeps the version that served before active
+ * until the update warms (ListenerManagerImpl: a warming listener replaces the active one only
+ * once warmed). The older version is composed in its place when it still composes active;
+ * *active gets it (NULL when none). Placeholder mode composes nothing more and only says
+ * whether an older version exists (the hold keeps the workers' sockets for it). */
+static bool keep_older(cx *c, const char *k, const json_t *entry, const json_t **active)
+{
+    const json_t *prev = c->res->lds_active ? json_object_get(c->res->lds_active, k) : NULL;
+    *active = NULL;
+    if (!prev || json_equal(json_object_get(prev, "resource"), json_object_get(entry, "resource")))
+        return true;
+    if (c->res->placeholder_routes) {
+        *active = prev;
+        return names_add(&c->dyn->updating_listeners, k, false) || oom(c);
+    }
+    size_t before = json_array_size(c->listeners);
+    bool warming = false;
+    if (!add_listener(c, k, prev, &warming))
+        return false;
+    if (json_array_size(c->listeners) == before)
+        return true; /* the older version cannot serve either (its routes went) */
+    *active = prev;
+    if (!names_add(&c->dyn->updating_listeners, k, false) || !note_served(c, k, prev))
+        return oom(c);
+    return true;
 }
 
 /* ---- top level ---- */
@@ -558,11 +605,18 @@ static bool compose_all(cx *c)
     json_object_foreach(lds, k, entry)
     {
         bool warming = false;
+        const json_t *active = NULL;
+        size_t before = json_array_size(c->listeners);
         if (!add_listener(c, k, entry, &warming))
             return false;
+        bool added = json_array_size(c->listeners) > before;
         if (warming && !names_add(&c->dyn->warming_listeners, k, false))
             return oom(c);
-        if (!dump_listener(c, k, entry, warming))
+        if (added && !warming && !note_served(c, k, entry))
+            return false;
+        if (warming && (!added || c->res->placeholder_routes) && !keep_older(c, k, entry, &active))
+            return false;
+        if (!dump_listener(c, k, entry, warming, active))
             return false;
     }
     json_t *rds = c->res->set[WF_XDS_RDS], *eds = c->res->set[WF_XDS_EDS];
@@ -619,6 +673,8 @@ void wp_xds_dynamic_free(wp_xds_dynamic *d)
     wf_xds_names_free(&d->sds_names);
     wf_xds_names_free(&d->warming_clusters);
     wf_xds_names_free(&d->warming_listeners);
+    wf_xds_names_free(&d->updating_listeners);
+    json_decref(d->lds_served);
     wf_xds_names_free(&d->dyn_clusters);
     wf_xds_names_free(&d->dyn_listeners);
     wf_xds_names_free(&d->dyn_cluster_eds);

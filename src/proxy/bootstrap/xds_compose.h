@@ -60,6 +60,14 @@ typedef struct wp_xds_resources {
     const json_t *sds_expired;
     uint64_t sds_default_fetch_ms; /* for an sds_config without initial_fetch_timeout; 0 =
                                     * Envoy's 15 s */
+    /* Listener updates (Envoy's ListenerManagerImpl): lds_active (name -> entry, may be NULL)
+     * holds the version of each listener that served last (wp_xds_dynamic.lds_served of the
+     * compose applied last). When a listener's new version is warming (a route configuration
+     * or a secret missing) and lds_active holds another version of it, that older version is
+     * composed in its place, so it keeps serving until the update warms; the name is listed
+     * both in warming_listeners and in updating_listeners, and its dump element carries
+     * active_state (the older version) and warming_state (the update). */
+    const json_t *lds_active;
 } wp_xds_resources;
 
 /* What compose tells the caller and /config_dump. */
@@ -78,16 +86,20 @@ typedef struct wp_xds_dynamic {
      * "listener_errors": its live array of listener error states (xds_client_state.h
      * lds_errors), which config_dump.h merges into dynamic_listeners. */
     json_t *dump;
-    wf_xds_names eds_names;         /* ClusterLoadAssignments the EDS clusters need (EDS
-                                     * subscription), in cluster order, no duplicates */
-    wf_xds_names rds_names;         /* route configurations the listeners need (RDS) */
-    wf_xds_names sds_names;         /* credentialName secrets the listeners need (SDS, in
-                                     * listener order, no duplicates) */
-    uint64_t sds_fetch_ms;          /* their longest sds_config.initial_fetch_timeout
-                                     * (Envoy's default 15 s when absent; 0 = wait forever) */
-    wf_xds_names warming_clusters;  /* EDS clusters without their assignment */
-    wf_xds_names warming_listeners; /* listeners left out: route configuration missing
-                                     * (with placeholder_routes: composed with placeholders) */
+    wf_xds_names eds_names;          /* ClusterLoadAssignments the EDS clusters need (EDS
+                                      * subscription), in cluster order, no duplicates */
+    wf_xds_names rds_names;          /* route configurations the listeners need (RDS) */
+    wf_xds_names sds_names;          /* credentialName secrets the listeners need (SDS, in
+                                      * listener order, no duplicates) */
+    uint64_t sds_fetch_ms;           /* their longest sds_config.initial_fetch_timeout
+                                      * (Envoy's default 15 s when absent; 0 = wait forever) */
+    wf_xds_names warming_clusters;   /* EDS clusters without their assignment */
+    wf_xds_names warming_listeners;  /* listeners left out: route configuration missing
+                                      * (with placeholder_routes: composed with placeholders) */
+    wf_xds_names updating_listeners; /* warming ones whose older version serves meanwhile
+                                      * (placeholder_routes: whose older version exists) */
+    json_t *lds_served; /* name -> entry of the version each dynamic listener serves (for
+                         * lds_active next time); NULL with placeholder_routes or none */
     /* Layout of the effective bootstrap: static_resources.clusters[0..n_static_clusters) come
      * from the base, then the dynamic clusters named by dyn_clusters in order; likewise
      * listeners (warming listeners are not among them, unless placeholder_routes). */

@@ -82,6 +82,7 @@ void xc_state_free(wp_xds_client *c)
     json_decref(c->base);
     json_decref(c->lds_errors);
     json_decref(c->sds_expired);
+    json_decref(c->lds_active);
     json_decref(c->lds_failed);
     free(c->pipe_path);
     free(c->cluster_name);
@@ -249,6 +250,34 @@ static int validate_warming(wp_xds_client *c, int t, wp_xds_resources *res, wf_s
  * nack and to the listener error states. Returns 1 when the placeholder state loaded (the
  * warming listeners are then checked), 0 when it did not (the checks that follow NACK the
  * update), -1 when out of memory. */
+/* callbacks.hold with the warming listeners that need sockets of their own: not those whose
+ * older version keeps serving meanwhile (its sockets stay with the workers). */
+static int hold_warming(wp_xds_client *c, const wp_config *cfg, const wp_xds_dynamic *dyn,
+                        json_t *failed)
+{
+    wf_xds_names own = {0};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < dyn->warming_listeners.n; i++) {
+        const char *n = dyn->warming_listeners.v[i];
+        bool updating = false;
+        for (size_t j = 0; j < dyn->updating_listeners.n && !updating; j++)
+            updating = strcmp(dyn->updating_listeners.v[j], n) == 0;
+        if (updating)
+            continue;
+        char **v = realloc(own.v, (own.n + 1) * sizeof *v);
+        if (!v || !(v[own.n] = strdup(n)))
+            rc = -1;
+        if (v)
+            own.v = v;
+        if (rc == 0)
+            own.n++;
+    }
+    if (rc == 0)
+        rc = c->cb.hold(c->cb.ud, cfg, dyn->n_static_listeners, &own, failed);
+    wf_xds_names_free(&own);
+    return rc;
+}
+
 static int hold_listeners(wp_xds_client *c, wp_xds_resources *res, json_t *set, wf_strbuf *nack,
                           bool *held)
 {
@@ -263,8 +292,7 @@ static int hold_listeners(wp_xds_client *c, wp_xds_resources *res, json_t *set, 
     int out = cfg ? 1 : 0;
     if (cfg && c->cb.hold) {
         *held = true;
-        if (!failed ||
-            c->cb.hold(c->cb.ud, cfg, dyn.n_static_listeners, &dyn.warming_listeners, failed) != 0)
+        if (!failed || hold_warming(c, cfg, &dyn, failed) != 0)
             out = -1;
     }
     const char *name;
@@ -297,6 +325,7 @@ static int compose_apply(wp_xds_client *c, int t, json_t *set, const char *versi
         res.version[i] = i == t ? version : xc_version(c, i);
     }
     res.sds_expired = c->sds_expired;
+    res.lds_active = c->lds_active;
     res.sds_default_fetch_ms = c->sds_default_fetch_ms;
     json_t *eff = NULL;
     int bad_type = -1;
@@ -371,6 +400,10 @@ int xc_compose_apply(wp_xds_client *c, int t, json_t *set, const char *version, 
     int rc = compose_apply(c, t, set, version, dyn, err, &held);
     if (held && c->cb.hold_settle) /* the held sockets follow the outcome */
         c->cb.hold_settle(c->cb.ud, rc == 0);
+    if (rc == 0) { /* the listener versions now serving (an update warming keeps them) */
+        json_decref(c->lds_active);
+        c->lds_active = json_incref(dyn->lds_served);
+    }
     return rc;
 }
 

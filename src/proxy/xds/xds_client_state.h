@@ -84,6 +84,8 @@ struct wp_xds_client {
     uv_timer_t sds_fetch;
     uint64_t sds_fetch_ms;
     json_t *sds_expired;
+    json_t *lds_active; /* name -> entry of the listener version serving (xds_compose.h), or
+                         * NULL: an update that warms leaves the older one serving */
     uint64_t sds_default_fetch_ms; /* WEFT_PROXY_SDS_INITIAL_FETCH_TIMEOUT_MS; 0 = 15 s */
     /* control_plane.pending_requests / rate_limit_enforced: no rate limiting, stay 0 */
     uint32_t s_pending, s_rate_limited;
