@@ -69,7 +69,8 @@ int wf_lm_clean_dir(const char *dir, const char *suffix, wf_strbuf *err)
     return rc;
 }
 
-int wf_lm_write_file(const char *path, const char *data, size_t len, wf_strbuf *err)
+int wf_lm_write_file_mode(const char *path, const char *data, size_t len, unsigned mode,
+                          wf_strbuf *err)
 {
     char tmp[PATH_MAX];
     const char *slash = strrchr(path, '/');
@@ -77,7 +78,7 @@ int wf_lm_write_file(const char *path, const char *data, size_t len, wf_strbuf *
     if (snprintf(tmp, sizeof tmp, "%.*s%s.%s.tmp", dlen, path, slash ? "/" : "",
                  slash ? slash + 1 : path) >= (int)sizeof tmp)
         return wf_strbuf_printf(err, "%s: path too long", path), -1;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, (mode_t)mode);
     if (fd < 0)
         return wf_strbuf_printf(err, "cannot write %s: %s", tmp, strerror(errno)), -1;
     size_t off = 0;
@@ -90,12 +91,17 @@ int wf_lm_write_file(const char *path, const char *data, size_t len, wf_strbuf *
         off += (size_t)n;
     }
     int saved = errno;
-    if (close(fd) != 0 || off < len || rename(tmp, path) != 0) {
+    if (fchmod(fd, (mode_t)mode) != 0 || close(fd) != 0 || off < len || rename(tmp, path) != 0) {
         wf_strbuf_printf(err, "cannot write %s: %s", path, strerror(off < len ? saved : errno));
         unlink(tmp);
         return -1;
     }
     return 0;
+}
+
+int wf_lm_write_file(const char *path, const char *data, size_t len, wf_strbuf *err)
+{
+    return wf_lm_write_file_mode(path, data, len, 0644, err);
 }
 
 pid_t wf_lm_read_pid(const char *path)

@@ -22,8 +22,13 @@ int wf_lm_mkdirs(const char *path, wf_strbuf *err);
 int wf_lm_clean_dir(const char *dir, const char *suffix, wf_strbuf *err);
 
 /* Write len bytes to path through a temporary file and rename (readers never see half a
- * file). Returns 0 or -1 with err naming the path. */
+ * file), mode 0644. Returns 0 or -1 with err naming the path. */
 int wf_lm_write_file(const char *path, const char *data, size_t len, wf_strbuf *err);
+
+/* The same with the file's mode (0600 for a secret: set on the temporary file before any byte
+ * is written, and the temporary is not followed if it is a symbolic link). */
+int wf_lm_write_file_mode(const char *path, const char *data, size_t len, unsigned mode,
+                          wf_strbuf *err);
 
 /* The PID in a PID file, or 0 when the file is missing or holds no number. */
 pid_t wf_lm_read_pid(const char *path);

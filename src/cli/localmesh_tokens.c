@@ -14,6 +14,7 @@
 
 #include <openssl/crypto.h>
 
+#include "cli/localmesh_sys.h"
 #include "pilot/ca.h"
 #include "pilot/ca_token.h"
 
@@ -28,33 +29,6 @@ static int mkdir_private(const char *path, wf_strbuf *err)
         return wf_strbuf_printf(err, "cannot create %s: %s", path, strerror(errno)), -1;
     if (chmod(path, 0700) != 0)
         return wf_strbuf_printf(err, "cannot chmod %s: %s", path, strerror(errno)), -1;
-    return 0;
-}
-
-/* Writes text to path with mode 0600 through a temporary file and rename. */
-static int write_private(const char *path, const char *text, wf_strbuf *err)
-{
-    char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return wf_strbuf_printf(err, "%s: path too long", path), -1;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        return wf_strbuf_printf(err, "cannot write %s: %s", tmp, strerror(errno)), -1;
-    size_t len = strlen(text), off = 0;
-    while (off < len) {
-        ssize_t n = write(fd, text + off, len - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        off += (size_t)n;
-    }
-    int saved = errno;
-    if (fchmod(fd, 0600) != 0 || close(fd) != 0 || off < len || rename(tmp, path) != 0) {
-        wf_strbuf_printf(err, "cannot write %s: %s", path, strerror(off < len ? saved : errno));
-        unlink(tmp);
-        return -1;
-    }
     return 0;
 }
 
@@ -115,7 +89,7 @@ static int write_token(const wf_lm_plan *p, const wf_lm_pod *pod, const wf_ca_to
         return wf_strbuf_printf(err, "pod %s/%s: cannot make its token: %s", pod->ns, pod->name,
                                 msg),
                -1;
-    int rc = write_private(pod->token, tok, err);
+    int rc = wf_lm_write_file_mode(pod->token, tok, strlen(tok), 0600, err);
     OPENSSL_cleanse(tok, strlen(tok));
     free(tok);
     return rc;

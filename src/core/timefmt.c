@@ -22,3 +22,12 @@ char *wf_timestamp_ms(double t, char *buf, size_t cap)
              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
     return buf;
 }
+
+char *wf_timestamp_s(int64_t t, char *buf, size_t cap)
+{
+    struct tm tm;
+    time_t tt = (time_t)t;
+    if (!gmtime_r(&tt, &tm) || !strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(buf, cap, "%lld", (long long)t);
+    return buf;
+}

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "core/timefmt.h"
+
 bool wf_ca_cert_expiring(int64_t not_before_s, int64_t not_after_s, int64_t now_s, int pct)
 {
     int64_t life = not_after_s - not_before_s;
@@ -13,15 +15,6 @@ bool wf_ca_cert_expiring(int64_t not_before_s, int64_t not_after_s, int64_t now_
         return true;
     /* GetWaitTime: grace = life * pct / 100; expiring once now >= NotAfter - grace */
     return now_s >= not_after_s - life * pct / 100;
-}
-
-static const char *utc(int64_t t, char *buf, size_t cap)
-{
-    struct tm tm;
-    time_t tt = (time_t)t;
-    if (!gmtime_r(&tt, &tm) || !strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm))
-        snprintf(buf, cap, "%lld", (long long)t);
-    return buf;
 }
 
 /* "N days" for a span of s seconds, or "N hours"/"N seconds" under a day (short test CAs). */
@@ -47,7 +40,7 @@ static bool check_one(const wf_ca *ca, const char *which, int64_t nb, int64_t na
     char when[40], left[32], life[32];
     *e =
         (wf_ca_expiry){.which = which, .not_before_s = nb, .not_after_s = na, .left_s = na - now_s};
-    utc(na, when, sizeof when);
+    wf_timestamp_s(na, when, sizeof when);
     span(na - now_s, left, sizeof left);
     span(na - nb, life, sizeof life);
     const char *rule = self ? "Istio's CITADEL_SELF_SIGNED_ROOT_CERT_GRACE_PERIOD_PERCENTILE rule"

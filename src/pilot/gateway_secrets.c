@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/timefmt.h"
 #include "analysis/an_gateway_util.h"
 #include "core/base64.h"
 #include "pilot/gateway_tls.h"
@@ -145,15 +146,6 @@ int wf_gw_secret_problems(const wf_store *s, int64_t now_s, wf_gwsec_fn fn, void
     return 0;
 }
 
-static const char *utc(int64_t t, char *buf, size_t cap)
-{
-    struct tm tm;
-    time_t tt = (time_t)t;
-    if (!gmtime_r(&tt, &tm) || !strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm))
-        snprintf(buf, cap, "%lld", (long long)t);
-    return buf;
-}
-
 const char *wf_gwsec_message(const wf_gwsec_problem *p, char *buf, size_t cap)
 {
     const wf_gateway_server *srv = p->server;
@@ -183,7 +175,7 @@ const char *wf_gwsec_message(const wf_gwsec_problem *p, char *buf, size_t cap)
                      "the certificate of credentialName secret %s/%s expired %lld days ago "
                      "(NotAfter %s)",
                      p->ns, p->secret, (long long)((p->now_s - p->not_after_s) / 86400),
-                     utc(p->not_after_s, na, sizeof na));
+                     wf_timestamp_s(p->not_after_s, na, sizeof na));
         else
             snprintf(b, left,
                      "the certificate of credentialName secret %s/%s is not valid (unparsable "
@@ -195,7 +187,7 @@ const char *wf_gwsec_message(const wf_gwsec_problem *p, char *buf, size_t cap)
                  "the certificate of credentialName secret %s/%s expires in %lld days (NotAfter "
                  "%s; weft warns %d days ahead)",
                  p->ns, p->secret, (long long)((p->not_after_s - p->now_s) / 86400),
-                 utc(p->not_after_s, na, sizeof na), WF_GWSEC_EXPIRY_WARN_DAYS);
+                 wf_timestamp_s(p->not_after_s, na, sizeof na), WF_GWSEC_EXPIRY_WARN_DAYS);
         break;
     }
     return buf;
