@@ -17,6 +17,8 @@
 #include "cli/localmesh_state.h"
 #include "cli/localmesh_super.h"
 #include "cli/localmesh_sys.h"
+#include "cli/localmesh_tokens.h"
+#include "pilot/ca_token.h"
 
 extern char **environ;
 
@@ -51,7 +53,8 @@ struct super {
     wf_lm_proc_status *status;
     uv_signal_t sigint, sigterm, sighup;
     uv_timer_t start_timer, kill_timer, mesh_timer;
-    char *mesh_text; /* the MeshConfig last written from the ConfigMap (NULL: the plan's) */
+    uv_timer_t token_timer; /* the kubelet's token refresh (localmesh_tokens.h) */
+    char *mesh_text;        /* the MeshConfig last written from the ConfigMap (NULL: the plan's) */
     wf_lm_fwd *fwd, *fwd_https; /* node ports 30000 -> 8080, 30005 -> 8443 */
     bool stopping, killed;
 };
@@ -349,6 +352,7 @@ static void close_all(super *s)
     close_if((uv_handle_t *)&s->start_timer);
     close_if((uv_handle_t *)&s->kill_timer);
     close_if((uv_handle_t *)&s->mesh_timer);
+    close_if((uv_handle_t *)&s->token_timer);
     for (size_t i = 0; i < s->nkids; i++)
         close_if((uv_handle_t *)&s->kids[i].timer);
 }
@@ -370,6 +374,38 @@ static void on_mesh_timer(uv_timer_t *t)
     wf_strbuf_free(&err);
 }
 
+/* ---- service-account tokens: refreshed as the kubelet refreshes projected ones ------------- */
+
+static void on_token_timer(uv_timer_t *t)
+{
+    super *s = t->data;
+    wf_strbuf err = WF_STRBUF_INIT;
+    if (wf_lm_tokens_refresh(s->plan, (int64_t)time(NULL), &err) != 0)
+        slog(s, "warning: refreshing the pods' tokens: %s", wf_strbuf_cstr(&err));
+    else
+        slog(s, "refreshed the pods' service-account tokens");
+    wf_strbuf_free(&err);
+}
+
+/* Every 80 % of a token's life (9.6 h); WEFT_LM_TOKEN_REFRESH_MS overrides it (tests). */
+static uint64_t token_refresh_ms(void)
+{
+    const char *v = getenv("WEFT_LM_TOKEN_REFRESH_MS");
+    char *end = NULL;
+    unsigned long long ms = v && *v ? strtoull(v, &end, 10) : 0;
+    if (ms > 0 && end && *end == '\0')
+        return ms;
+    return (uint64_t)WF_CA_TOKEN_DEFAULT_TTL_S * 1000u * WF_LM_TOKEN_REFRESH_PCT / 100u;
+}
+
+static bool any_token(const wf_lm_plan *p)
+{
+    for (size_t i = 0; i < p->npods; i++)
+        if (p->pods[i].token && !p->pods[i].error)
+            return true;
+    return false;
+}
+
 /* ---- setup -------------------------------------------------------------------------------- */
 
 static void on_start_rest(uv_timer_t *t)
@@ -388,13 +424,14 @@ static int init_handles(super *s)
     rc = rc ? rc : uv_timer_init(&s->loop, &s->start_timer);
     rc = rc ? rc : uv_timer_init(&s->loop, &s->kill_timer);
     rc = rc ? rc : uv_timer_init(&s->loop, &s->mesh_timer);
+    rc = rc ? rc : uv_timer_init(&s->loop, &s->token_timer);
     for (size_t i = 0; rc == 0 && i < s->nkids; i++) {
         s->kids[i] = (kid){.sup = s, .proc = &s->plan->procs[i]};
         rc = uv_timer_init(&s->loop, &s->kids[i].timer);
         s->kids[i].timer.data = &s->kids[i];
     }
     s->sigint.data = s->sigterm.data = s->start_timer.data = s->kill_timer.data = s;
-    s->mesh_timer.data = s->sighup.data = s;
+    s->mesh_timer.data = s->sighup.data = s->token_timer.data = s;
     rc = rc ? rc : uv_signal_start(&s->sigint, on_signal, SIGINT);
     rc = rc ? rc : uv_signal_start(&s->sighup, on_signal, SIGHUP);
     return rc ? rc : uv_signal_start(&s->sigterm, on_signal, SIGTERM);
@@ -452,6 +489,10 @@ static int run(super *s, wf_strbuf *err)
     uv_timer_start(&s->start_timer, on_start_rest, START_DELAY_MS, 0);
     if (s->plan->mesh_cm_file)
         uv_timer_start(&s->mesh_timer, on_mesh_timer, MESH_POLL_MS, MESH_POLL_MS);
+    if (any_token(s->plan)) {
+        uint64_t every = token_refresh_ms();
+        uv_timer_start(&s->token_timer, on_token_timer, every, every);
+    }
     return 0;
 }
 

@@ -95,13 +95,11 @@ static int write_token(const wf_lm_plan *p, const wf_lm_pod *pod, const wf_ca_to
     return rc;
 }
 
-int wf_lm_tokens_write(const wf_lm_plan *p, int64_t now_s, wf_strbuf *err)
+/* A token for every pod with a proxy, from the mesh CA's key (made when missing). */
+static int write_all(const wf_lm_plan *p, int64_t now_s, wf_strbuf *err)
 {
-    char ca_dir[4200], dir[4200], msg[512];
+    char ca_dir[4200], msg[512];
     snprintf(ca_dir, sizeof ca_dir, "%s/ca", p->state);
-    snprintf(dir, sizeof dir, "%s/%s", p->state, WF_LM_TOKENS_DIR);
-    if (wf_lm_tokens_remove(p->state, err) != 0 || mkdir_private(dir, err) != 0)
-        return -1;
     wf_ca_token_key key;
     if (wf_ca_make_dir(ca_dir, msg, sizeof msg) != 0 ||
         wf_ca_token_key_load(ca_dir, 1, &key, msg, sizeof msg) != 0)
@@ -112,4 +110,18 @@ int wf_lm_tokens_write(const wf_lm_plan *p, int64_t now_s, wf_strbuf *err)
             rc = write_token(p, &p->pods[i], &key, now_s, err);
     OPENSSL_cleanse(&key, sizeof key);
     return rc;
+}
+
+int wf_lm_tokens_write(const wf_lm_plan *p, int64_t now_s, wf_strbuf *err)
+{
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/%s", p->state, WF_LM_TOKENS_DIR);
+    if (wf_lm_tokens_remove(p->state, err) != 0 || mkdir_private(dir, err) != 0)
+        return -1;
+    return write_all(p, now_s, err);
+}
+
+int wf_lm_tokens_refresh(const wf_lm_plan *p, int64_t now_s, wf_strbuf *err)
+{
+    return write_all(p, now_s, err);
 }

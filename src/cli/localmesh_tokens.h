@@ -14,8 +14,10 @@
  * create; the key file is linked into place, so whichever of weftctl and pilot comes first
  * makes it and the other reads that one). weftctl writes the tokens before pilot starts.
  *
- * Tokens live as long as Kubernetes' (12 h from `up`); they are removed by `weftctl down`
- * and replaced on every `up`.
+ * Tokens live as long as Kubernetes' (12 h); as the kubelet refreshes a projected token once
+ * 80 % of its life has passed, the supervisor of `weftctl up` writes fresh ones every 9.6 h
+ * (wf_lm_tokens_refresh; the proxies read the file at every CSR). They are removed by
+ * `weftctl down` and replaced on every `up`.
  */
 #ifndef WF_CLI_LOCALMESH_TOKENS_H
 #define WF_CLI_LOCALMESH_TOKENS_H
@@ -35,6 +37,14 @@ const char *wf_lm_pod_sa(const wf_lm_pod *pod);
 /* Removes the old tokens, then writes one token (valid from now_s) for every pod with a proxy
  * that is started (pod->token set). Returns 0, or -1 with err naming the file. */
 int wf_lm_tokens_write(const wf_lm_plan *p, int64_t now_s, wf_strbuf *err);
+
+/* The kubelet's refresh point of a projected token: 80 % of its lifetime. */
+#define WF_LM_TOKEN_REFRESH_PCT 80
+
+/* Writes a fresh token (valid from now_s) over each existing one, each file replaced at once
+ * (a proxy reading it sees the old or the new token). Returns 0, or -1 with err naming the
+ * file. */
+int wf_lm_tokens_refresh(const wf_lm_plan *p, int64_t now_s, wf_strbuf *err);
 
 /* Removes STATE/tokens and everything in it (a missing folder is fine). Returns 0, or -1 with
  * err naming what could not be removed. */

@@ -131,3 +131,36 @@ def test_up_mints_a_token_per_pod(tmp_path):
     assert not os.path.exists(os.path.join(state, "tokens"))
     # the CA (and its token key) stays with the state folder, as the mesh's root does
     assert os.path.exists(os.path.join(state, "ca", "token-signing-key"))
+
+
+def test_supervisor_refreshes_the_tokens(tmp_path, monkeypatch):
+    """As the kubelet refreshes a projected token at 80 % of its life (9.6 h of 12 h), the
+    supervisor of `weftctl up` writes fresh tokens (WEFT_LM_TOKEN_REFRESH_MS shortens the
+    period for this test): each file changes, stays 0600, and the new token still gets the
+    pod its certificate; the supervisor log says so."""
+    need_fixed_ports()
+    d = book_folder(tmp_path)
+    state = str(tmp_path / "state")
+    rt = tmp_path / "run"
+    rt.mkdir()
+    monkeypatch.setenv("WEFT_LM_TOKEN_REFRESH_MS", "1000")
+    try:
+        up = weftctl("up", d, "--detach", "--state", state, "--timeout", "60", runtime_dir=rt)
+        assert up.returncode == 0, "up failed:\n%s\n%s\n%s" % (up.stdout, up.stderr,
+                                                                supervisor_log(state))
+        with open(os.path.join(state, "mesh.json")) as f:
+            pod = next(p for p in json.load(f)["pods"] if not p["gateway"])
+        path = os.path.join(state, "tokens", "%s.%s" % (pod["name"], pod["namespace"]),
+                            "istio-token")
+        first = open(path).read()
+        wait_for(lambda: open(path).read() != first, 10, "a refreshed token")
+        wait_for(lambda: "refreshed the pods' service-account tokens" in supervisor_log(state),
+                 10, "the supervisor's line")
+        assert os.stat(path).st_mode & 0o777 == 0o600
+        chain = create_certificate(XDS_PORT, make_csr(tmp_path, "ecdsa"),
+                                   open(path).read().strip(), ttl=600)
+        assert spiffe_of(tmp_path, chain, "refreshed") == [
+            "spiffe://cluster.local/ns/%s/sa/catalog" % pod["namespace"]]
+    finally:
+        weftctl("down", "--state", state, timeout=60, runtime_dir=rt)
+        kill_leftovers(state)
