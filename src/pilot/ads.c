@@ -600,6 +600,8 @@ void wf_ads_close(wf_ads *a)
     if (a->h2) {
         wf_h2_server_close(a->h2);
     }
+    if (a->h2_secure)
+        wf_h2_server_close(a->h2_secure);
     uv_close((uv_handle_t *)&a->reaper, on_handle_closed);
     uv_close((uv_handle_t *)&a->q_idle, on_handle_closed);
     uv_close((uv_handle_t *)&a->q_timer, on_handle_closed);
@@ -652,6 +654,43 @@ static void set_paths(wf_ads *a)
     for (size_t i = 0; i < a->opts.n_services; i++)
         a->paths[n++] = a->services[i].path;
     a->paths[n] = NULL;
+}
+
+static wf_h2_opts xds_opts(wf_ads *a)
+{
+    return (wf_h2_opts){
+        .max_msg = a->opts.max_msg,
+        .max_send_queue = (size_t)256 * 1024 * 1024,
+        .ping_interval_ms = a->opts.ping_interval_ms,
+        .ping_timeout_ms = a->opts.ping_timeout_ms,
+        .paths = a->paths,
+    };
+}
+
+int wf_ads_listen_secure(wf_ads *a, const char *ip, int port, wf_tls_ctx *tls, char *err,
+                         size_t cap)
+{
+    wf_h2_opts o = xds_opts(a);
+    wf_h2_handlers h = {.on_call = on_call, .on_message = on_message, .on_end = on_end, .ud = a};
+    if (wf_h2_server_start(a->loop, ip, port, &o, &h, &a->h2_secure) != 0) {
+        a->h2_secure = NULL;
+        snprintf(err, cap, "cannot listen for secure xDS on %s:%d: %s", ip, port,
+                 why_not(ip, port, NULL));
+        return -1;
+    }
+    wf_h2_server_set_tls(a->h2_secure, tls);
+    return 0;
+}
+
+void wf_ads_set_secure_tls(wf_ads *a, wf_tls_ctx *tls)
+{
+    if (a->h2_secure)
+        wf_h2_server_set_tls(a->h2_secure, tls);
+}
+
+int wf_ads_secure_port(const wf_ads *a)
+{
+    return a->h2_secure ? wf_h2_server_port(a->h2_secure) : -1;
 }
 
 static int listen_xds(wf_ads *a, char *err, size_t cap)

@@ -77,6 +77,7 @@
 
 #include "pilot/generate.h"
 #include "pilot/source.h"
+#include "tls/tls.h"
 #include "xds/discovery.h"
 #include "xds/h2_stream.h" /* WF_XDS_ADS_PATH, WF_XDS_DELTA_PATH */
 
@@ -165,6 +166,16 @@ typedef struct wf_ads_conn {
 int wf_ads_start(uv_loop_t *loop, const wf_ads_opts *opts, wf_ads **out, char *err, size_t cap);
 /* The bound port (host order); 0 on a Unix socket. */
 int wf_ads_port(const wf_ads *a);
+
+/* istiod's secure gRPC port (15012): the same methods and services as the xDS listener, over
+ * TLS with tls (a server context of src/tls; a reference is taken). Returns 0, or -1 with a
+ * message naming the address in err. */
+int wf_ads_listen_secure(wf_ads *a, const char *ip, int port, wf_tls_ctx *tls, char *err,
+                         size_t cap);
+/* A new serving certificate for the secure port: connections from now on use tls. */
+void wf_ads_set_secure_tls(wf_ads *a, wf_tls_ctx *tls);
+/* The secure port's bound port, -1 when there is none. */
+int wf_ads_secure_port(const wf_ads *a);
 
 /* A new snapshot: kept (one reference taken), a push version made, and every connected proxy
  * pushed according to snap->change (NONE: the snapshot is only kept, for the debug views;

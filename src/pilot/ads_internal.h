@@ -11,10 +11,11 @@
 struct wf_ads {
     uv_loop_t *loop;
     wf_ads_opts opts;
-    wf_h2_server *h2;   /* the xDS listener: SotW and delta methods */
-    uv_timer_t reaper;  /* drops disconnected proxies after retention_ms */
-    uv_idle_t q_idle;   /* serves the push queue (ads_push.c) */
-    uv_timer_t q_timer; /* resumes the queue once send queues drained */
+    wf_h2_server *h2;        /* the xDS listener: SotW and delta methods */
+    wf_h2_server *h2_secure; /* the same over TLS (istiod's 15012), NULL when not asked */
+    uv_timer_t reaper;       /* drops disconnected proxies after retention_ms */
+    uv_idle_t q_idle;        /* serves the push queue (ads_push.c) */
+    uv_timer_t q_timer;      /* resumes the queue once send queues drained */
     wf_ads_conn *q_head, *q_tail;
     int open_handles;        /* reaper, q_idle, q_timer not yet closed */
     wf_gen_cache *cache;     /* of snap; NULL until used or with an injected generator */

@@ -73,7 +73,8 @@ void wf_ads_enqueue(wf_ads_conn *c, unsigned push, unsigned force, int64_t chang
 /* Bytes waiting in the send queues of every call (kept by the transport: O(1)). */
 static size_t inflight(const wf_ads *a)
 {
-    return a->h2 ? wf_h2_server_pending(a->h2) : 0;
+    return (a->h2 ? wf_h2_server_pending(a->h2) : 0) +
+           (a->h2_secure ? wf_h2_server_pending(a->h2_secure) : 0);
 }
 
 static void observe_convergence(wf_ads_conn *c, int64_t changed_at_ms)

@@ -121,6 +121,15 @@ typedef struct wf_ca_chain {
 int wf_ca_sign(const wf_ca *ca, const wf_ca_sign_req *req, wf_ca_chain *out, char *err, size_t cap);
 void wf_ca_chain_free(wf_ca_chain *c);
 
+/* istiod's serving certificate for its secure gRPC port (15012), which proxies verify against
+ * the mesh root: a new ECDSA P-256 key and a certificate of the CA with the DNS names dns and
+ * the IP addresses ips (text) as SANs, valid ttl_s from now (clamped to the CA's chain). Out:
+ * *chain_pem = the leaf then the CA's cert-chain.pem (heap), *key_pem (heap; wipe before free).
+ * WF_CA_OK, or a wf_ca_err with err. */
+int wf_ca_issue_server(const wf_ca *ca, const char *const *dns, size_t ndns, const char *const *ips,
+                       size_t nips, int64_t now_s, int64_t ttl_s, char **chain_pem, char **key_pem,
+                       char *err, size_t cap);
+
 /* The root PEM (NUL-terminated, owned by ca), its NotAfter and the signing cert's NotAfter
  * (seconds since the epoch). */
 const char *wf_ca_root_pem(const wf_ca *ca);

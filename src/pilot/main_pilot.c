@@ -1,6 +1,6 @@
 /*
  * main_pilot.c - weft-pilot's command line (istiod's flag names where Istio has one:
- * --meshConfig, --grpcAddr, --monitoringAddr, --domain, --keepaliveInterval,
+ * --meshConfig, --grpcAddr, --secureGRPCAddr, --monitoringAddr, --domain, --keepaliveInterval,
  * --keepaliveTimeout), weft's --ca-dir, and `create-token` (ca_token.h). Exit codes: 0 clean exit
  * on SIGTERM/SIGINT, 1 start failure (a bind, an unreadable directory or MeshConfig: the message
  * names it), 2 bad command line.
@@ -49,6 +49,10 @@ static void usage(FILE *f)
            "                                   port 0 picks one; unix:PATH: a Unix socket),\n"
            "                                   serving StreamAggregatedResources (SotW) and\n"
            "                                   DeltaAggregatedResources (delta), as istiod\n"
+           "      --secureGRPCAddr ADDR        istiod's secure gRPC port over TLS, e.g.\n"
+           "                                   127.0.0.1:15012: the xDS methods and the CA's\n"
+           "                                   CreateCertificate, with a serving certificate\n"
+           "                                   from the mesh CA (default: none)\n"
            "      --monitoringAddr ADDR        debug/metrics address (default 127.0.0.1:15014)\n"
            "      --ca-dir DIR                 the CA's directory: the self-signed root\n"
            "                                   (made once and kept: ca-cert.pem, ca-key.pem,\n"
@@ -159,7 +163,8 @@ enum {
     OPT_KAT,
     OPT_RET,
     OPT_VER,
-    OPT_CADIR
+    OPT_CADIR,
+    OPT_SECURE
 };
 
 static int parse_opt(cmdline *c, int opt, const char *arg)
@@ -179,6 +184,9 @@ static int parse_opt(cmdline *c, int opt, const char *arg)
     case OPT_GRPC:
         c->o.grpc_addr = arg;
         return check_addr("--grpcAddr", arg, true);
+    case OPT_SECURE:
+        c->o.secure_grpc_addr = arg;
+        return check_addr("--secureGRPCAddr", arg, false);
     case OPT_MON:
         c->o.monitoring_addr = arg;
         return check_addr("--monitoringAddr", arg, false);
@@ -229,6 +237,7 @@ static int parse(int argc, char **argv, cmdline *c)
         {"meshConfig", required_argument, 0, OPT_MESH},
         {"grpcAddr", required_argument, 0, OPT_GRPC},
         {"monitoringAddr", required_argument, 0, OPT_MON},
+        {"secureGRPCAddr", required_argument, 0, OPT_SECURE},
         {"domain-suffix", required_argument, 0, OPT_DOMAIN},
         {"default-namespace", required_argument, 0, OPT_DEFNS},
         {"ca-dir", required_argument, 0, OPT_CADIR},

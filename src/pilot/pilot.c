@@ -11,6 +11,7 @@
 
 #include "core/log.h"
 #include "pilot/debug.h"
+#include "pilot/pilot_secure.h"
 
 struct wf_pilot {
     uv_loop_t *loop;
@@ -19,7 +20,8 @@ struct wf_pilot {
     wf_config_source *src;
     wf_ads *ads;
     wf_debug *debug;
-    uv_timer_t *ca_check; /* WF_PILOT_CA_CHECK_S: the CA's expiry warning */
+    uv_timer_t *ca_check;    /* WF_PILOT_CA_CHECK_S: the CA's expiry warning */
+    wf_pilot_secure *secure; /* the secure gRPC port, NULL when not asked */
     bool serving;
 };
 
@@ -56,6 +58,7 @@ static void on_snapshot(wf_snapshot *snap, void *ud)
     p->ca_err[0] = '\0';
     wf_pilot_ca_update(p->ca, snap, (int64_t)time(NULL), p->ca_err, sizeof p->ca_err);
     wf_pilot_ca_warn_expiry(p->ca, (int64_t)time(NULL));
+    wf_pilot_secure_refresh(p->secure, (int64_t)time(NULL)); /* a new CA: a new certificate */
     wf_ads_push(p->ads, snap);
     p->serving = true;
 }
@@ -151,6 +154,21 @@ static void on_ca_check(uv_timer_t *t)
 {
     wf_pilot *p = t->data;
     wf_pilot_ca_warn_expiry(p->ca, (int64_t)time(NULL));
+    wf_pilot_secure_refresh(p->secure, (int64_t)time(NULL));
+}
+
+static int start_secure(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
+{
+    if (!o->secure_grpc_addr)
+        return 0;
+    if (wf_pilot_secure_start(p->ads, wf_pilot_ca_server(p->ca), o->secure_grpc_addr,
+                              (int64_t)time(NULL), &p->secure, err, cap) != 0)
+        return -1;
+    char ip[64];
+    int port;
+    wf_pilot_parse_addr(o->secure_grpc_addr, ip, sizeof ip, &port);
+    announce("secure gRPC server", ip, wf_pilot_secure_port(p->secure));
+    return 0;
 }
 
 static void free_handle(uv_handle_t *h)
@@ -194,7 +212,7 @@ int wf_pilot_start(uv_loop_t *loop, const wf_pilot_opts *opts, wf_pilot **out, c
     p->loop = loop;
     if (start_ca(p, opts, err, cap) || start_ads(p, opts, err, cap) ||
         start_debug(p, opts, err, cap) || start_source(p, opts, err, cap) ||
-        start_ca_check(p, err, cap)) {
+        start_secure(p, opts, err, cap) || start_ca_check(p, err, cap)) {
         wf_pilot_stop(p);
         return -1;
     }
@@ -214,6 +232,7 @@ void wf_pilot_stop(wf_pilot *p)
         uv_close((uv_handle_t *)p->ca_check, free_handle);
     wf_debug_close(p->debug);
     wf_ads_close(p->ads);
+    wf_pilot_secure_free(p->secure);
     wf_pilot_ca_free(p->ca);
     free(p);
 }

@@ -46,6 +46,7 @@ typedef struct wf_pilot_opts {
     uint64_t retention_ms;                       /* 0 = 300000 */
     uint64_t rescan_ms;                          /* 0 = 2000 */
     const char *ca_dir; /* the CA directory (pilot_ca.h); NULL = wf_pilot_ca_default_dir */
+    const char *secure_grpc_addr; /* istiod's 15012 over TLS (pilot_secure.h); NULL = none */
 } wf_pilot_opts;
 
 typedef struct wf_pilot wf_pilot;

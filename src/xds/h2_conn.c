@@ -116,35 +116,56 @@ static wreq *collect(wf_h2_conn *c)
     return w;
 }
 
+static int submit(wf_h2_conn *c, wreq *w);
+
 static void pump(wf_h2_conn *c)
 {
+    if (c->tls) { /* handshake messages first; application data once it is done */
+        wreq *hs = c->connected ? wf_h2_tls_pending(c) : NULL;
+        if (hs && submit(c, hs) != 0)
+            return;
+        if (!wf_h2_tls_ready(c))
+            return;
+    }
     while (c->connected && c->write_inflight < WRITE_HIGH && c->pending_close == NO_CLOSE) {
         wreq *w = collect(c);
         if (w == NULL)
             return;
-        uv_buf_t small[16];
-        uv_buf_t *bufs = w->n <= 16 ? small : malloc(w->n * sizeof *bufs);
-        if (bufs == NULL) {
-            wf_h2_wreq_free(w);
+        if (c->tls && (w = wf_h2_tls_encrypt(c, w)) == NULL) {
             wf_h2_fail(c, WF_H2_END_PROTOCOL);
             return;
         }
-        for (size_t i = 0; i < w->n; i++) {
-            const wpart *pt = &w->parts[i];
-            const uint8_t *base = pt->buf ? pt->buf->data : w->scratch;
-            bufs[i] = uv_buf_init((char *)(base + pt->off), (unsigned)pt->len);
-        }
-        /* libuv copies the uv_buf_t array; the bytes stay referenced until on_write */
-        int rv = uv_write(&w->req, (uv_stream_t *)&c->tcp, bufs, (unsigned)w->n, on_write);
-        if (bufs != small)
-            free(bufs);
-        if (rv != 0) {
-            wf_h2_wreq_free(w);
-            wf_h2_fail(c, WF_H2_END_CONN_LOST);
+        if (submit(c, w) != 0)
             return;
-        }
-        c->write_inflight += w->len;
     }
+}
+
+/* Hands write w to libuv. 0, or -1 after failing the connection (w freed). */
+static int submit(wf_h2_conn *c, wreq *w)
+{
+    uv_buf_t small[16] = {{0}};
+    uv_buf_t *bufs = w->n <= 16 ? small : malloc(w->n * sizeof *bufs);
+    if (bufs == NULL) {
+        wf_h2_wreq_free(w);
+        wf_h2_fail(c, WF_H2_END_PROTOCOL);
+        return -1;
+    }
+    for (size_t i = 0; i < w->n; i++) {
+        const wpart *pt = &w->parts[i];
+        const uint8_t *base = pt->buf ? pt->buf->data : w->scratch;
+        bufs[i] = uv_buf_init((char *)(base + pt->off), (unsigned)pt->len);
+    }
+    /* libuv copies the uv_buf_t array; the bytes stay referenced until on_write */
+    int rv = uv_write(&w->req, (uv_stream_t *)&c->tcp, bufs, (unsigned)w->n, on_write);
+    if (bufs != small)
+        free(bufs);
+    if (rv != 0) {
+        wf_h2_wreq_free(w);
+        wf_h2_fail(c, WF_H2_END_CONN_LOST);
+        return -1;
+    }
+    c->write_inflight += w->len;
+    return 0;
 }
 
 static void on_handle_closed(uv_handle_t *h);
@@ -216,8 +237,9 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     if (nread < 0) {
         wf_h2_fail(c, WF_H2_END_CONN_LOST);
     } else {
-        ssize_t rv =
-            nghttp2_session_mem_recv(c->session, (const uint8_t *)buf->base, (size_t)nread);
+        ssize_t rv = c->tls ? wf_h2_tls_on_read(c, (const uint8_t *)buf->base, (size_t)nread)
+                            : nghttp2_session_mem_recv(c->session, (const uint8_t *)buf->base,
+                                                       (size_t)nread);
         if (rv < 0)
             wf_h2_fail(c, WF_H2_END_PROTOCOL);
     }
@@ -266,6 +288,7 @@ static void on_handle_closed(uv_handle_t *h)
         return;
     wf_h2_server *s = c->server;
     nghttp2_session_del(c->session);
+    wf_tls_conn_free(c->tls);
     free(c->own_rbuf);
     free(c);
     if (s) {

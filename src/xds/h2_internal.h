@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "tls/tls.h"
 #include "xds/grpc_frame.h"
 
 #define WRITE_HIGH     ((size_t)256 * 1024) /* bytes handed to libuv and not yet written */
@@ -97,6 +98,7 @@ struct wf_h2_conn {
     struct wreq *batch; /* the write being collected (send_data_cb appends to it) */
     uint8_t *own_rbuf;  /* a client's read buffer (READ_BUF bytes, lazily); server connections
                          * share their server's */
+    wf_tls_conn *tls;   /* TLS under HTTP/2 (h2_tls.c), NULL = plaintext */
 };
 
 struct wf_h2_server {
@@ -119,6 +121,7 @@ struct wf_h2_server {
      * time and nghttp2_session_mem_recv consumes the bytes before it returns, so nothing
      * refers to them afterwards (1,000 proxies would otherwise hold 64 MiB of it). */
     uint8_t rbuf[READ_BUF];
+    wf_tls_ctx *tls; /* new connections terminate TLS with it (a reference); NULL = plaintext */
 };
 
 /* One part of a write: a range of a shared buffer, or (buf NULL) of the write's scratch. */
@@ -179,6 +182,22 @@ int wf_h2_session_new(wf_h2_conn *c);
 /* Empties the call's send queue (dropping its references and byte counts). */
 void wf_h2_queue_drop(wf_h2_call *call);
 /* Appends a copy of len bytes to the write. 0 or -1 (out of memory). */
+/* ---- TLS (h2_tls.c) ---- */
+/* Makes c's TLS connection from ctx (server side). 0 or WF_H2_E_NOMEM. */
+int wf_h2_tls_start(wf_h2_conn *c, wf_tls_ctx *ctx);
+/* true when c is plaintext or its handshake is done (application data may be written). */
+bool wf_h2_tls_ready(const wf_h2_conn *c);
+/* Ciphertext read from the socket: feeds it, goes on with the handshake, hands the plaintext
+ * to nghttp2. 0, or -1 when the connection must end (TLS failure, close_notify, a protocol
+ * error). */
+int wf_h2_tls_on_read(wf_h2_conn *c, const uint8_t *p, size_t n);
+/* The engine's pending ciphertext (handshake messages, alerts) as a new write; NULL when none
+ * or on out of memory. */
+struct wreq *wf_h2_tls_pending(wf_h2_conn *c);
+/* Encrypts the plaintext write (consumed) and returns the ciphertext write; NULL on failure or
+ * when nothing came out. */
+struct wreq *wf_h2_tls_encrypt(wf_h2_conn *c, struct wreq *plain);
+
 int wf_h2_batch_copy(wreq *w, const uint8_t *p, size_t len);
 void wf_h2_wreq_free(wreq *w);
 /* nghttp2 data provider read callback of every call (NO_COPY; trailers on a server). */

@@ -36,6 +36,7 @@ static int server_paths(wf_h2_server *s)
 void wf_h2_server_maybe_free(wf_h2_server *s)
 {
     if (s->closing && s->listener_closed && s->live == 0) {
+        wf_tls_ctx_free(s->tls);
         free(s->conns);
         free(s);
     }
@@ -71,8 +72,8 @@ static void on_connection(uv_stream_t *l, int status)
         wf_h2_conn_discard(c);
         return;
     }
-    if (uv_accept(l, (uv_stream_t *)&c->tcp) != 0 || wf_h2_session_new(c) != 0 ||
-        wf_h2_start_io(c) != 0) {
+    if (uv_accept(l, (uv_stream_t *)&c->tcp) != 0 || (s->tls && wf_h2_tls_start(c, s->tls) != 0) ||
+        wf_h2_session_new(c) != 0 || wf_h2_start_io(c) != 0) {
         wf_h2_conn_discard(c);
         return;
     }
@@ -186,4 +187,11 @@ int wf_h2_server_start_pipe(uv_loop_t *loop, const char *path, const wf_h2_opts 
     }
     *out = s;
     return 0;
+}
+
+void wf_h2_server_set_tls(wf_h2_server *s, wf_tls_ctx *ctx)
+{
+    wf_tls_ctx *old = s->tls;
+    s->tls = wf_tls_ctx_ref(ctx);
+    wf_tls_ctx_free(old);
 }

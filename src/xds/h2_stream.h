@@ -59,6 +59,8 @@
 
 #include <uv.h>
 
+#include "tls/tls.h"
+
 #define WF_XDS_ADS_PATH                                                                            \
     "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
 #define WF_XDS_DELTA_PATH                                                                          \
@@ -134,6 +136,11 @@ int wf_h2_server_start(uv_loop_t *loop, const char *ip, int port, const wf_h2_op
                        const wf_h2_handlers *h, wf_h2_server **out);
 /* The bound port (host order). */
 int wf_h2_server_port(const wf_h2_server *s);
+
+/* TLS for the connections the server accepts from now on (istiod's secure gRPC port): ctx is a
+ * server context of src/tls (the server takes a reference; NULL = plaintext again).
+ * Connections already open keep what they started with. */
+void wf_h2_server_set_tls(wf_h2_server *s, wf_tls_ctx *ctx);
 /* Bytes queued on all calls of the server's connections (the sum of wf_h2_call_pending). */
 size_t wf_h2_server_pending(const wf_h2_server *s);
 /* Stops listening and closes every connection (calls end with WF_H2_END_LOCAL_CLOSE).

@@ -495,6 +495,44 @@ static void test_plugin_two_roots(void **state)
     free_plugin(&c);
 }
 
+/* istiod's serving certificate: the DNS and IP SANs asked for, serverAuth, chained to the CA,
+ * clamped to the signing chain, and a matching private key. */
+static void test_issue_server(void **state)
+{
+    (void)state;
+    int64_t now = now_s();
+    plugin p;
+    make_plugin(&p, now);
+    wf_ca_bundle b = bundle_of(&p);
+    wf_ca *ca = NULL;
+    char err[512], *chain = NULL, *key = NULL;
+    assert_int_equal(wf_ca_from_bundle(&b, "X", &ca, err, sizeof err), WF_CA_OK);
+    static const char *const dns[] = {"istiod.istio-system.svc"};
+    static const char *const ips[] = {"127.0.0.1"};
+    assert_int_equal(
+        wf_ca_issue_server(ca, dns, 1, ips, 1, now, 86400 * 365, &chain, &key, err, sizeof err),
+        WF_CA_OK);
+    X509 *leaf = parse_pem(chain);
+    assert_non_null(leaf);
+    assert_int_equal(X509_check_host(leaf, "istiod.istio-system.svc", 0, 0, NULL), 1);
+    assert_int_equal(X509_check_ip_asc(leaf, "127.0.0.1", 0), 1);
+    assert_int_equal(X509_check_host(leaf, "other.svc", 0, 0, NULL), 0);
+    /* clamped to the intermediate's 30 days */
+    assert_true(ASN1_TIME_cmp_time_t(X509_get0_notAfter(leaf), now + 31 * 86400) < 0);
+    assert_non_null(strstr(chain, p.int_pem)); /* the leaf, then the CA's chain */
+    BIO *kb = BIO_new_mem_buf(key, -1);
+    EVP_PKEY *k = PEM_read_bio_PrivateKey(kb, NULL, NULL, NULL);
+    assert_non_null(k);
+    assert_int_equal(X509_check_private_key(leaf, k), 1);
+    EVP_PKEY_free(k);
+    BIO_free(kb);
+    X509_free(leaf);
+    free(chain);
+    free(key);
+    wf_ca_free(ca);
+    free_plugin(&p);
+}
+
 /* ---- the CA directory -------------------------------------------------------------------- */
 
 static char *read_file(const char *dir, const char *name)
@@ -751,6 +789,7 @@ int main(void)
         cmocka_unit_test(test_plugin_chain_order),
         cmocka_unit_test(test_plugin_bad_bundles),
         cmocka_unit_test(test_plugin_two_roots),
+        cmocka_unit_test(test_issue_server),
         cmocka_unit_test(test_dir_root_kept_across_reload),
         cmocka_unit_test(test_dir_kubernetes_tls_layout),
         cmocka_unit_test(test_dir_concurrent_creation),

@@ -1,0 +1,110 @@
+"""istiod's secure gRPC port (--secureGRPCAddr, pilot_secure.h): the CA's CreateCertificate and
+the xDS methods over TLS, with a serving certificate weft-pilot issues itself from the mesh CA
+(SANs DNS istiod.istio-system.svc, istio-pilot.istio-system.svc and the bound IP). Real clients:
+Python grpcio with TLS credentials trusting only the mesh root, and `openssl s_client`
+(chain, SANs, ALPN h2). A plaintext client gets nothing; a client that does not trust the mesh
+root fails the handshake; a new plug-in CA gives the port a new certificate without a restart.
+"""
+import subprocess
+
+import pytest
+
+from procs import start_process
+from test_pilot import get_json, pilot_exe, poll  # noqa: F401 (pilot_exe: fixture)
+from test_pilot_ca import CSR_PATH, Req, Resp, make_csr, openssl, stop, token, x509_text
+from test_mesh_reports_mtls import plugin_root
+
+grpc = pytest.importorskip("grpc")
+
+
+def start_secure(pilot_exe, tmp_path, cfg=None):  # noqa: F811
+    cfg = cfg or tmp_path / "cfg"
+    cfg.mkdir(exist_ok=True)
+    proc, addrs = start_process([pilot_exe, "--config-dir", cfg, "--ca-dir", tmp_path / "ca",
+                                 "--grpcAddr", "127.0.0.1:0", "--monitoringAddr", "127.0.0.1:0",
+                                 "--secureGRPCAddr", "127.0.0.1:0"], count=3)
+    proc.xds, proc.mon, proc.secure = addrs[0][1], addrs[1][1], addrs[2][1]
+    return proc
+
+
+def mesh_root(proc):
+    return get_json(proc.mon, "/debug/istio-ca-root-cert?namespace=default")["data"][
+        "root-cert.pem"]
+
+
+def secure_csr(port, root, csr, tok, target="127.0.0.1"):
+    creds = grpc.ssl_channel_credentials(root_certificates=root.encode())
+    with grpc.secure_channel("%s:%d" % (target, port), creds,
+                             options=[("grpc.enable_http_proxy", 0)]) as ch:
+        call = ch.unary_unary(CSR_PATH, request_serializer=Req.SerializeToString,
+                              response_deserializer=Resp.FromString)
+        return list(call(Req(csr=csr), metadata=[("authorization", "Bearer " + tok)],
+                         timeout=20).cert_chain)
+
+
+def s_client(port, root_file, *extra):
+    r = subprocess.run(["openssl", "s_client", "-connect", "127.0.0.1:%d" % port, "-alpn", "h2",
+                        "-CAfile", str(root_file), "-showcerts"] + list(extra), input="",
+                       capture_output=True, text=True, timeout=30)
+    return r.stdout + r.stderr
+
+
+def test_csr_over_tls_with_the_mesh_root(pilot_exe, tmp_path):  # noqa: F811
+    proc = start_secure(pilot_exe, tmp_path)
+    try:
+        root = mesh_root(proc)
+        root_file = tmp_path / "root.pem"
+        root_file.write_text(root)
+        tok = token(pilot_exe, tmp_path / "ca", "shop", "web")
+        chain = secure_csr(proc.secure, root, make_csr(tmp_path, "ecdsa"), tok)
+        leaf = tmp_path / "leaf.pem"
+        leaf.write_text(chain[0])
+        assert "URI:spiffe://cluster.local/ns/shop/sa/web" in x509_text(leaf)
+        # the serving certificate: chained to the mesh root, istiod's names, ALPN h2
+        out = s_client(proc.secure, root_file)
+        assert "Verify return code: 0 (ok)" in out, out
+        assert "ALPN protocol: h2" in out, out
+        begin, end = "-----BEGIN CERTIFICATE-----", "-----END CERTIFICATE-----"
+        srv = tmp_path / "srv.pem"
+        srv.write_text(begin + out.split(begin)[1].split(end)[0] + end + "\n")
+        text = x509_text(srv)
+        assert "DNS:istiod.istio-system.svc" in text and "IP Address:127.0.0.1" in text, text
+        # a client that does not trust the mesh root fails the handshake
+        other = tmp_path / "other.pem"
+        openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                "-nodes", "-keyout", str(tmp_path / "other.key"), "-out", str(other), "-days",
+                "1", "-subj", "/CN=other")
+        with pytest.raises(grpc.RpcError) as e:
+            secure_csr(proc.secure, other.read_text(), make_csr(tmp_path, "ecdsa"), tok)
+        assert e.value.code() == grpc.StatusCode.UNAVAILABLE
+        # plaintext HTTP/2 to the TLS port gets no answer
+        with grpc.insecure_channel("127.0.0.1:%d" % proc.secure) as ch:
+            call = ch.unary_unary(CSR_PATH, request_serializer=Req.SerializeToString,
+                                  response_deserializer=Resp.FromString)
+            with pytest.raises(grpc.RpcError):
+                call(Req(csr=make_csr(tmp_path, "ecdsa")), timeout=5)
+    finally:
+        stop(proc)
+
+
+def test_new_ca_new_serving_certificate(pilot_exe, tmp_path):  # noqa: F811
+    """A plug-in cacerts Secret replaces the CA at runtime: the secure port serves a certificate
+    of the new CA to the next connection, without a restart."""
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    proc = start_secure(pilot_exe, tmp_path, cfg)
+    try:
+        d = tmp_path / "plugin"
+        d.mkdir()
+        (cfg / "cacerts.json").write_text(plugin_root(str(d)))
+        new_root = (d / "root-cert.pem").read_text()
+        poll(lambda: mesh_root(proc).strip() == new_root.strip(), timeout=20)
+        root_file = tmp_path / "new-root.pem"
+        root_file.write_text(new_root)
+        poll(lambda: "Verify return code: 0 (ok)" in s_client(proc.secure, root_file),
+             timeout=20)
+        tok = token(pilot_exe, tmp_path / "ca", "shop", "web")
+        chain = secure_csr(proc.secure, new_root, make_csr(tmp_path, "ecdsa"), tok)
+        assert chain[-1].strip() == new_root.strip()
+    finally:
+        stop(proc)
