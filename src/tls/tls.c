@@ -3,6 +3,7 @@
  */
 #include "tls/tls.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <pthread.h>
@@ -37,6 +38,7 @@ struct wf_tls_ctx {
     bool server, has_ca, require_client_cert;
     wf_tls_san_matcher *sans;
     size_t nsans;
+    char *verify_name;        /* client: the server's name or IP to check, NULL = none */
     unsigned char *alpn_wire; /* length-prefixed protocols */
     size_t alpn_len;
     char *local_uri_sans;
@@ -543,6 +545,15 @@ static int on_new_session(SSL *ssl, SSL_SESSION *sess)
     return 1;
 }
 
+/* The server's certificate must carry name: an IP address (IP SAN) or a DNS name. */
+static bool check_name(SSL *ssl, const char *name)
+{
+    unsigned char buf[16];
+    if (inet_pton(AF_INET, name, buf) == 1 || inet_pton(AF_INET6, name, buf) == 1)
+        return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name) == 1;
+    return SSL_set1_host(ssl, name) == 1;
+}
+
 /* A new client connection offers the kept session, if any (resumption: no certificate
  * exchange, no signature). */
 static void offer_session(wf_tls_ctx *c, SSL *ssl)
@@ -569,6 +580,12 @@ wf_tls_ctx *wf_tls_ctx_new(const wf_tls_ctx_opts *o, char *err, size_t errcap)
     }
     c->server = o->server;
     c->require_client_cert = o->require_client_cert;
+    if (o->verify_name && !(c->verify_name = strdup(o->verify_name))) {
+        pthread_mutex_destroy(&c->session_mu);
+        free(c);
+        fail(err, errcap, "out of memory%s", NULL);
+        return NULL;
+    }
     c->ssl = SSL_CTX_new(o->server ? TLS_server_method() : TLS_client_method());
     bool ok = c->ssl != NULL;
     if (!ok)
@@ -644,6 +661,7 @@ void wf_tls_ctx_free(wf_tls_ctx *c)
     free(c->sans);
     free(c->alpn_wire);
     free(c->local_uri_sans);
+    free(c->verify_name);
     free(c);
 }
 
@@ -686,6 +704,11 @@ wf_tls_conn *wf_tls_conn_new(wf_tls_ctx *ctx, const char *sni)
     } else {
         SSL_set_connect_state(c->ssl);
         offer_session(ctx, c->ssl);
+        if (ctx->verify_name && !check_name(c->ssl, ctx->verify_name)) {
+            wf_tls_conn_free(c);
+            ERR_clear_error();
+            return NULL;
+        }
         if (sni && *sni) {
             c->sni = strdup(sni);
             if (!c->sni || SSL_set_tlsext_host_name(c->ssl, sni) != 1) {

@@ -86,6 +86,9 @@ typedef struct wf_tls_ctx_opts {
     bool require_client_cert;     /* server: require_client_certificate */
     const wf_tls_san_matcher *sans;
     size_t nsans;
+    /* client: the DNS name or IP address (text) the server's certificate must carry, checked
+     * as OpenSSL's host / IP check (a gRPC client's server-name check); NULL = none */
+    const char *verify_name;
 } wf_tls_ctx_opts;
 
 /* Builds a context (strings copied). NULL with a message in err (capacity errcap, e.g.

@@ -34,7 +34,9 @@ int wf_h2_client_connect(uv_loop_t *loop, const char *ip, int port, const wf_h2_
         return WF_H2_E_NOMEM;
     snprintf(c->authority, sizeof c->authority, strchr(ip, ':') ? "[%s]:%d" : "%s:%d", ip, port);
     c->connect_req.data = c;
-    int rv = wf_h2_session_new(c);
+    int rv = o.tls ? wf_h2_tls_start_client(c, o.tls, o.tls_sni) : 0;
+    if (rv == 0)
+        rv = wf_h2_session_new(c);
     if (rv == 0 && uv_tcp_connect(&c->connect_req, &c->tcp, (struct sockaddr *)&ss, on_connect))
         rv = WF_H2_E_IO;
     if (rv != 0) {

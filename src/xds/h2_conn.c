@@ -121,6 +121,10 @@ static int submit(wf_h2_conn *c, wreq *w);
 static void pump(wf_h2_conn *c)
 {
     if (c->tls) { /* handshake messages first; application data once it is done */
+        if (c->connected && wf_h2_tls_step(c) != 0) {
+            wf_h2_fail(c, WF_H2_END_CONN_LOST);
+            return;
+        }
         wreq *hs = c->connected ? wf_h2_tls_pending(c) : NULL;
         if (hs && submit(c, hs) != 0)
             return;

@@ -185,6 +185,11 @@ void wf_h2_queue_drop(wf_h2_call *call);
 /* ---- TLS (h2_tls.c) ---- */
 /* Makes c's TLS connection from ctx (server side). 0 or WF_H2_E_NOMEM. */
 int wf_h2_tls_start(wf_h2_conn *c, wf_tls_ctx *ctx);
+/* The same for a client (sni: the name sent, NULL = none). */
+int wf_h2_tls_start_client(wf_h2_conn *c, wf_tls_ctx *ctx, const char *sni);
+/* Goes on with the handshake where it waits for nothing (a client's first flight). 0, or -1
+ * when it failed. */
+int wf_h2_tls_step(wf_h2_conn *c);
 /* true when c is plaintext or its handshake is done (application data may be written). */
 bool wf_h2_tls_ready(const wf_h2_conn *c);
 /* Ciphertext read from the socket: feeds it, goes on with the handshake, hands the plaintext

@@ -123,6 +123,10 @@ typedef struct wf_h2_opts {
                                   * value, name, value, ..., NULL (at most WF_H2_MAX_METADATA
                                   * pairs; lower-case names, e.g. "authorization"); the strings
                                   * must outlive the connection. Ignored by servers. */
+    wf_tls_ctx *tls;             /* client: TLS to the server with this client context (src/tls;
+                                  * borrowed, must outlive the connection); NULL = plaintext.
+                                  * Servers: wf_h2_server_set_tls. */
+    const char *tls_sni;         /* client: SNI sent with tls, NULL = none */
 } wf_h2_opts;
 
 #define WF_H2_MAX_METADATA 8

@@ -17,6 +17,19 @@ int wf_h2_tls_start(wf_h2_conn *c, wf_tls_ctx *ctx)
     return c->tls ? 0 : WF_H2_E_NOMEM;
 }
 
+int wf_h2_tls_start_client(wf_h2_conn *c, wf_tls_ctx *ctx, const char *sni)
+{
+    c->tls = wf_tls_conn_new(ctx, sni);
+    return c->tls ? 0 : WF_H2_E_NOMEM;
+}
+
+int wf_h2_tls_step(wf_h2_conn *c)
+{
+    if (wf_tls_conn_handshake_done(c->tls))
+        return 0;
+    return wf_tls_conn_handshake(c->tls) == WF_TLS_FAIL ? -1 : 0; /* a client's ClientHello */
+}
+
 bool wf_h2_tls_ready(const wf_h2_conn *c)
 {
     return !c->tls || wf_tls_conn_handshake_done(c->tls);

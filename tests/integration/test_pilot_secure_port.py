@@ -10,9 +10,12 @@ import subprocess
 import pytest
 
 from procs import start_process
+from proxyfix import proxy_factory  # noqa: F401 (fixture)
 from test_pilot import get_json, pilot_exe, poll  # noqa: F401 (pilot_exe: fixture)
 from test_pilot_ca import CSR_PATH, Req, Resp, make_csr, openssl, stop, token, x509_text
+from proxyfix import bootstrap, cluster, listener, simple_routes
 from test_mesh_reports_mtls import plugin_root
+from test_proxy_sds import GENERATED, inbound_tls, secrets_dump
 
 grpc = pytest.importorskip("grpc")
 
@@ -106,5 +109,42 @@ def test_new_ca_new_serving_certificate(pilot_exe, tmp_path):  # noqa: F811
         tok = token(pilot_exe, tmp_path / "ca", "shop", "web")
         chain = secure_csr(proc.secure, new_root, make_csr(tmp_path, "ecdsa"), tok)
         assert chain[-1].strip() == new_root.strip()
+    finally:
+        stop(proc)
+
+
+def test_proxy_gets_its_certificate_over_tls(pilot_exe, tmp_path, proxy_factory,  # noqa: F811
+                                             monkeypatch):
+    """weft-proxy's certificate provider reaches the CA on the secure port (pilot-agent's
+    CA_ROOT_CA: the root it must chain to; the CA_ADDR IP checked in its certificate): the
+    workload certificate arrives; with a root that is not the mesh's, the handshake fails, the
+    proxy logs it and holds no certificate."""
+    proc = start_secure(pilot_exe, tmp_path)
+    try:
+        root = tmp_path / "root.pem"
+        root.write_text(mesh_root(proc))
+        tok = tmp_path / "web.token"
+        tok.write_text(token(pilot_exe, tmp_path / "ca", "default", "web") + "\n")
+        monkeypatch.setenv("CA_ADDR", "127.0.0.1:%d" % proc.secure)
+        monkeypatch.setenv("ECC_SIGNATURE_ALGORITHM", "ECDSA")
+
+        def proxy():
+            lst = listener(simple_routes("backend"))
+            lst["filter_chains"][0]["transport_socket"] = inbound_tls()
+            return proxy_factory(bootstrap([lst], [cluster("backend", [1])]),
+                                 args=["--token-path", tok])
+        monkeypatch.setenv("CA_ROOT_CA", str(root))
+        good = proxy()
+        poll(lambda: GENERATED in good.stderr_text(), timeout=20)
+        sec, _ = secrets_dump(good)
+        assert [s["name"] for s in sec["dynamic_active_secrets"]] == ["default", "ROOTCA"]
+        other = tmp_path / "other.pem"
+        openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                "-nodes", "-keyout", str(tmp_path / "other.key"), "-out", str(other), "-days",
+                "1", "-subj", "/CN=other")
+        monkeypatch.setenv("CA_ROOT_CA", str(other))
+        bad = proxy()
+        poll(lambda: "failed to sign CSR" in bad.stderr_text(), timeout=20)
+        assert GENERATED not in bad.stderr_text()
     finally:
         stop(proc)

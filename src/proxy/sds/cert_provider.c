@@ -14,6 +14,7 @@
 #include "core/grpc_codes.h"
 #include "core/log.h"
 #include "proxy/sds/workload_cert.h"
+#include "tls/tls.h"
 #include "xds/h2_stream.h"
 
 #define CSR_PATH        "/istio.v1.auth.IstioCertificateService/CreateCertificate"
@@ -21,6 +22,9 @@
 #define BACKOFF_MIN_MS  1000u
 #define BACKOFF_MAX_MS  60000u
 #define MAX_TOKEN_BYTES 65536u
+#define MAX_ROOT_BYTES  (1024u * 1024u)
+#define ROOT_DEFAULT    "./var/run/secrets/istio/root-cert.pem" /* istio-ca-root-cert */
+#define SECURE_PORT     15012
 
 /* One CSR and its call (freed when its connection has closed). */
 typedef struct attempt {
@@ -30,6 +34,7 @@ typedef struct attempt {
     char err[256];
     char *auth; /* "Bearer <token>" (metadata must outlive the connection) */
     const char *md[5];
+    wf_tls_ctx *tls; /* to the CA's TLS port (it must outlive the connection); NULL = plain */
     wf_h2_conn *conn;
     bool answered;
     uint64_t start_ms;
@@ -71,6 +76,7 @@ static void maybe_free(wp_cert_provider *p)
 
 static void attempt_free(attempt *a)
 {
+    wf_tls_ctx_free(a->tls);
     wp_wc_free_secret(a->key_pem);
     free(a->csr_pem);
     free(a->auth);
@@ -80,6 +86,39 @@ static void attempt_free(attempt *a)
         p->live--;
         maybe_free(p);
     }
+}
+
+/* A client context for the CA's TLS port (istiod's 15012): the root it must chain to, read
+ * from ca_root_path now (a rotated root file is read by the next CSR), the CA address as the
+ * name its certificate must carry, ALPN h2. NULL with err. */
+static wf_tls_ctx *ca_tls(const wp_cert_provider *p, char *err, size_t cap)
+{
+    char *root = NULL;
+    size_t len = 0;
+    FILE *f = fopen(p->o.ca_root_path, "rb");
+    if (f) {
+        root = malloc(MAX_ROOT_BYTES);
+        len = root ? fread(root, 1, MAX_ROOT_BYTES, f) : 0;
+        fclose(f);
+    }
+    if (!root || len == 0) {
+        free(root);
+        snprintf(err, cap, "failed to read the CA's root certificate %s", p->o.ca_root_path);
+        return NULL;
+    }
+    static const char *const alpn[] = {"h2"};
+    wf_tls_ctx_opts o = {.trusted_ca = root,
+                         .trusted_ca_len = len,
+                         .alpn = alpn,
+                         .nalpn = 1,
+                         .min_version = WF_TLS_V1_2,
+                         .verify_name = p->o.ca_host};
+    char why[200];
+    wf_tls_ctx *ctx = wf_tls_ctx_new(&o, why, sizeof why);
+    free(root);
+    if (!ctx)
+        snprintf(err, cap, "the CA's root certificate %s: %s", p->o.ca_root_path, why);
+    return ctx;
 }
 
 static void request(wp_cert_provider *p);
@@ -216,7 +255,13 @@ static void send_csr(wp_cert_provider *p, attempt *a)
     a->md[2] = "clusterid";
     a->md[3] = p->o.cluster_id ? p->o.cluster_id : "Kubernetes";
     a->md[4] = NULL;
-    wf_h2_opts ho = {.max_msg = 1 << 20, .path = CSR_PATH, .metadata = a->md};
+    if (p->o.ca_root_path && !(a->tls = ca_tls(p, err, sizeof err))) {
+        p->cur = NULL;
+        attempt_free(a);
+        failed(p, err);
+        return;
+    }
+    wf_h2_opts ho = {.max_msg = 1 << 20, .path = CSR_PATH, .metadata = a->md, .tls = a->tls};
     wf_h2_handlers h = {NULL, on_message, on_end, on_conn_closed, a};
     wf_h2_call *call = NULL;
     wf_strbuf req = {0};
@@ -403,5 +448,12 @@ int wp_cert_provider_opts_from_env(wp_cert_provider_opts *o, const char *ca_defa
     }
     const char *cid = getenv("CLUSTER_ID");
     o->cluster_id = cid && *cid ? cid : "Kubernetes";
+    /* pilot-agent's CA_ROOT_CA: the root the CA's TLS port must chain to; istiod's secure
+     * port (15012) implies TLS with the mounted istio-ca-root-cert */
+    const char *root = getenv("CA_ROOT_CA");
+    if (root && *root)
+        o->ca_root_path = root;
+    else if (o->ca_port == SECURE_PORT)
+        o->ca_root_path = ROOT_DEFAULT;
     return 0;
 }

@@ -35,13 +35,16 @@
 typedef struct wp_cert_provider_opts {
     char ca_host[64]; /* CA_ADDR's host (an IP address) */
     int ca_port;
-    const char *token_path; /* the Bearer token's file */
-    const char *spiffe_id;  /* the CSR's URI SAN, NULL = none */
-    const char *cluster_id; /* ClusterID metadata, NULL = "Kubernetes" */
-    bool ecdsa;             /* ECC_SIGNATURE_ALGORITHM=ECDSA */
-    int64_t ttl_s;          /* SECRET_TTL in seconds */
-    double grace_ratio;     /* SECRET_GRACE_PERIOD_RATIO */
-    double grace_jitter;    /* SECRET_GRACE_PERIOD_RATIO_JITTER */
+    const char *token_path;   /* the Bearer token's file */
+    const char *spiffe_id;    /* the CSR's URI SAN, NULL = none */
+    const char *cluster_id;   /* ClusterID metadata, NULL = "Kubernetes" */
+    const char *ca_root_path; /* TLS to the CA, verified against this root file (pilot-agent's
+                               * CA_ROOT_CA; default for port 15012:
+                               * ./var/run/secrets/istio/root-cert.pem); NULL = plaintext */
+    bool ecdsa;               /* ECC_SIGNATURE_ALGORITHM=ECDSA */
+    int64_t ttl_s;            /* SECRET_TTL in seconds */
+    double grace_ratio;       /* SECRET_GRACE_PERIOD_RATIO */
+    double grace_jitter;      /* SECRET_GRACE_PERIOD_RATIO_JITTER */
     /* called on the loop after each new certificate is stored (NULL = none): the server
      * rebuilds its TLS contexts there, so no worker does it */
     void (*on_update)(void *ud);
@@ -53,7 +56,10 @@ typedef struct wp_cert_provider_opts {
  * cluster's address, NULL = none), SECRET_TTL (Go duration), SECRET_GRACE_PERIOD_RATIO,
  * SECRET_GRACE_PERIOD_RATIO_JITTER, ECC_SIGNATURE_ALGORITHM, TRUST_DOMAIN (cluster.local) with
  * POD_NAMESPACE and SERVICE_ACCOUNT (the CSR's SPIFFE ID, kept in spiffe_buf of scap bytes),
- * CLUSTER_ID. token_path: the --token-path flag, else env WEFT_TOKEN_PATH, else Istio's
+ * CLUSTER_ID, CA_ROOT_CA (a root file: TLS to the CA, whose certificate must chain to it and
+ * carry the CA_ADDR IP; without it a CA on port 15012, istiod's secure port, is reached over
+ * TLS with ./var/run/secrets/istio/root-cert.pem). token_path: the --token-path flag, else env
+ * WEFT_TOKEN_PATH, else Istio's
  * ./var/run/secrets/tokens/istio-token. 0, or -1 with the bad variable named in err. */
 int wp_cert_provider_opts_from_env(wp_cert_provider_opts *o, const char *ca_default,
                                    const char *token_path, char *spiffe_buf, size_t scap,
