@@ -148,3 +148,51 @@ def test_proxy_gets_its_certificate_over_tls(pilot_exe, tmp_path, proxy_factory,
         assert GENERATED not in bad.stderr_text()
     finally:
         stop(proc)
+
+
+def xds_bootstrap(port, root_file, san):
+    """A proxy whose ADS connection goes to pilot's secure port with a static
+    UpstreamTlsContext (the root, istiod's DNS SAN, SNI and ALPN h2, as Istio's bootstrap)."""
+    ads = {"ads": {}, "initial_fetch_timeout": "0s", "resource_api_version": "V3"}
+    tls = {"name": "envoy.transport_sockets.tls", "typed_config": {
+        "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3."
+                 "UpstreamTlsContext",
+        "sni": "istiod.istio-system.svc",
+        "common_tls_context": {
+            "alpn_protocols": ["h2"],
+            "validation_context": {
+                "trusted_ca": {"filename": str(root_file)},
+                "match_typed_subject_alt_names": [{"san_type": "DNS",
+                                                   "matcher": {"exact": san}}]}}}}
+    bs = bootstrap([], [], node_id="sidecar~127.0.0.1~web-1.default~default.svc.cluster.local")
+    bs["node"]["metadata"] = {"NAMESPACE": "default", "NAME": "web-1"}
+    bs["dynamic_resources"] = {
+        "ads_config": {"api_type": "GRPC", "transport_api_version": "V3",
+                       "grpc_services": [{"envoy_grpc": {"cluster_name": "xds-grpc"}}]},
+        "cds_config": ads, "lds_config": ads}
+    bs["static_resources"]["clusters"] = [{
+        "name": "xds-grpc", "type": "STATIC", "connect_timeout": "1s",
+        "load_assignment": {"cluster_name": "xds-grpc", "endpoints": [{"lb_endpoints": [
+            {"endpoint": {"address": {"socket_address": {"address": "127.0.0.1",
+                                                         "port_value": port}}}}]}]},
+        "transport_socket": tls}]
+    return bs
+
+
+def test_proxy_xds_over_tls(pilot_exe, tmp_path, proxy_factory):  # noqa: F811
+    """The ADS stream over istiod's secure port: the proxy verifies pilot's serving certificate
+    (root, DNS SAN istiod.istio-system.svc), gets its configuration and is SYNCED; expecting
+    another SAN, the handshake fails and the proxy never gets a configuration."""
+    proc = start_secure(pilot_exe, tmp_path)
+    try:
+        root = tmp_path / "root.pem"
+        root.write_text(mesh_root(proc))
+        good = proxy_factory(xds_bootstrap(proc.secure, root, "istiod.istio-system.svc"))
+        poll(lambda: any(e.get("connected") and e.get("cluster_status") == "SYNCED"
+                         for e in get_json(proc.mon, "/debug/syncz")), timeout=20)
+        assert good.stats().get("control_plane.connected_state") == 1
+        with pytest.raises(RuntimeError):  # never ready: no configuration arrives
+            proxy_factory(xds_bootstrap(proc.secure, root, "other.istio-system.svc"),
+                          timeout=3)
+    finally:
+        stop(proc)

@@ -16,6 +16,7 @@
 #include "proxy/bootstrap/bootstrap.h"
 #include "core/timefmt.h"
 #include "proxy/xds/xds_client_state.h"
+#include "tls/tls.h"
 
 int xc_send_json(wp_xds_client *c, json_t *j, const char *type_url)
 {
@@ -85,6 +86,8 @@ void xc_state_free(wp_xds_client *c)
     json_decref(c->lds_active);
     json_decref(c->lds_failed);
     free(c->pipe_path);
+    wf_tls_ctx_free(c->tls);
+    free(c->tls_sni);
     free(c->cluster_name);
     free(c->close_msg);
     free(c->last_nack);

@@ -28,7 +28,10 @@ struct wp_xds_client {
     /* from the bootstrap */
     char host[64];
     int port;
-    char *pipe_path;    /* NULL: host:port */
+    char *pipe_path;        /* NULL: host:port */
+    struct wf_tls_ctx *tls; /* the xDS cluster's static UpstreamTlsContext (a reference), NULL =
+                             * plaintext; its sni in tls_sni */
+    char *tls_sni;
     char *cluster_name; /* for logs */
     bool node_once;     /* set_node_on_first_message_only */
     bool delta;         /* api_type DELTA_GRPC: DeltaAggregatedResources */
