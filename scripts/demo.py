@@ -30,9 +30,9 @@ every command and its real output and checking each result:
      describe pod, the sidecar's NR filter_chain_not_found line through log explain, and
      proxy-config listener
 
-The local mesh needs 127.0.0.1:15010, :15014 and :30000. When another mesh holds them, the
+The local mesh needs 127.0.0.1:15010, :15012, :15014 and :30000. When another mesh holds them, the
 demo runs in a private network namespace of its own (`unshare -n`, as root); where that is
-not possible it prints "demo skipped: ports 15010/15014/30000 in use" and exits 0.
+not possible it prints "demo skipped: ports 15010/15012/15014/30000 in use" and exits 0.
 
 Exit status: 0 when every step showed what it should within two minutes (or skipped), 1
 otherwise. `weftctl down` always runs at the end. Standard library only.
@@ -55,7 +55,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOST = "catalog.istioinaction.io"
 GATEWAY = ("127.0.0.1", 30000)
-FIXED_PORTS = (15010, 15014, 30000)
+FIXED_PORTS = (15010, 15012, 15014, 30000)
 STEPS = 10
 CURL_GW = "curl -s -H 'Host: %s' http://127.0.0.1:30000" % HOST
 
@@ -693,7 +693,7 @@ def main():
         return subprocess.call(["unshare", "-n", "/bin/sh", "-c", script, __file__] +
                                sys.argv[1:], env=env)
     if busy:
-        print("demo skipped: ports 15010/15014/30000 in use (%s taken): the local mesh needs "
+        print("demo skipped: ports 15010/15012/15014/30000 in use (%s taken): the local mesh needs "
               "them" % ", ".join(map(str, busy)))
         return 0
     demo = Demo(args.bin, os.environ.get("DEMO_PAUSE") == "1")

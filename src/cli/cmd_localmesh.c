@@ -2,7 +2,7 @@
  * cmd_localmesh.c - `weftctl up DIR`, `weftctl down`, `weftctl status`: the local mesh
  * (DESIGN.md "The local mesh", docs/local-mesh.md).
  *
- * up: plan from the manifests (localmesh_plan.h), check the fixed ports (15010, 15014,
+ * up: plan from the manifests (localmesh_plan.h), check the fixed ports (15010, 15012, 15014,
  * 30000), write the state folder (localmesh_state.h; by default outside DIR:
  * wf_lm_default_state), fork the supervisor (localmesh_super.h), then wait, with a progress
  * line on stderr, until pilot answers /ready, every proxy is SYNCED (pilot's /debug/syncz)
@@ -95,6 +95,7 @@ static int check_ports(const wf_lm_plan *p)
         int port;
         const char *what;
     } ports[] = {{15010, "weft-pilot's xDS"},
+                 {15012, "weft-pilot's secure gRPC port (the CA over TLS)"},
                  {15014, "weft-pilot's monitoring"},
                  {WF_LM_GW_HOST_PORT, "the gateway's node port"},
                  {WF_LM_GW_HTTPS_HOST_PORT, "the gateway's https node port"}};

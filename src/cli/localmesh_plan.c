@@ -267,6 +267,17 @@ static int pod_name(planner *pl, const wf_resource *r, const char *hash, size_t 
     return pod->name ? 0 : -1;
 }
 
+/* As a pod mounts its namespace's istio-ca-root-cert and pilot-agent reaches istiod's secure
+ * port: CA_ADDR 15012, CA_ROOT_CA the root the supervisor keeps in sync from pilot. */
+static int ca_env(planner *pl, const char *ns, lm_strv *env)
+{
+    wf_arena *a = &pl->p->arena;
+    const char *addr = wf_arena_printf(a, "CA_ADDR=%s", WF_LM_SECURE_ADDR);
+    const char *root =
+        wf_arena_printf(a, "CA_ROOT_CA=%s/%s/%s/root-cert.pem", pl->p->state, WF_LM_ROOTS_DIR, ns);
+    return !addr || !root || lm_strv_add(a, env, addr) || lm_strv_add(a, env, root) ? -1 : 0;
+}
+
 static int finish_env(planner *pl, wf_lm_pod *pod, const lm_strv *env)
 {
     pod->proxy_env = env->v;
@@ -355,7 +366,8 @@ static int plan_workload(planner *pl, const wf_resource *r)
     lm_strv env = {0};
     wf_psc_in stats = {0};
     const char *error = NULL;
-    if ((gateway || sidecar) && plan_proxy_config(pl, r, &env, &stats, &error) != 0)
+    if ((gateway || sidecar) &&
+        (plan_proxy_config(pl, r, &env, &stats, &error) != 0 || ca_env(pl, ns, &env) != 0))
         return -1;
     char hash[11];
     const char *image0 = w->spec.containers[0].image;
@@ -427,7 +439,8 @@ static int plan_gateway(planner *pl)
     lm_strv env = {0};
     const char *h = wf_arena_strdup(&pl->p->arena, hash);
     if (!pod->name || !h || copy_labels(pl, pod, &labels, h) != 0 ||
-        plan_proxy_config(pl, NULL, &env, &pod->stats, &pod->error) != 0)
+        plan_proxy_config(pl, NULL, &env, &pod->stats, &pod->error) != 0 ||
+        ca_env(pl, pod->ns, &env) != 0)
         return -1;
     pl->p->gateway_service = !has_gateway_service(pl, &labels);
     return finish_env(pl, pod, &env);
@@ -537,6 +550,7 @@ static int plan_pilot(planner *pl)
         return -1;
     if (lm_strv_add(a, &argv, "--default-namespace") || lm_strv_add(a, &argv, p->default_ns) ||
         lm_strv_add(a, &argv, "--grpcAddr") || lm_strv_add(a, &argv, WF_LM_XDS_ADDR) ||
+        lm_strv_add(a, &argv, "--secureGRPCAddr") || lm_strv_add(a, &argv, WF_LM_SECURE_ADDR) ||
         lm_strv_add(a, &argv, "--monitoringAddr") || lm_strv_add(a, &argv, WF_LM_MON_ADDR))
         return -1;
     if (p->mesh_file &&

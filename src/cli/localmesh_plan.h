@@ -35,6 +35,8 @@
 #include "model/store.h"
 
 #define WF_LM_XDS_ADDR           "127.0.0.1:15010"
+#define WF_LM_SECURE_ADDR        "127.0.0.1:15012" /* istiod's secure port: the CA over TLS */
+#define WF_LM_ROOTS_DIR          "roots" /* STATE/roots/<ns>/root-cert.pem: istio-ca-root-cert */
 #define WF_LM_MON_ADDR           "127.0.0.1:15014"
 #define WF_LM_GW_HOST_IP         "127.0.0.1"
 #define WF_LM_GW_HOST_PORT       30000 /* the book's kind cluster maps its node port here */

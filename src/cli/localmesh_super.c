@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "cli/localmesh_fwd.h"
+#include "cli/localmesh_roots.h"
 #include "cli/localmesh_state.h"
 #include "cli/localmesh_super.h"
 #include "cli/localmesh_sys.h"
@@ -54,6 +55,8 @@ struct super {
     uv_signal_t sigint, sigterm, sighup;
     uv_timer_t start_timer, kill_timer, mesh_timer;
     uv_timer_t token_timer; /* the kubelet's token refresh (localmesh_tokens.h) */
+    uv_timer_t root_timer;  /* the kubelet's ConfigMap sync of the mesh root (localmesh_roots.h) */
+    unsigned root_tries;    /* before the proxies start: fetches of the root so far */
     char *mesh_text;        /* the MeshConfig last written from the ConfigMap (NULL: the plan's) */
     wf_lm_fwd *fwd, *fwd_https; /* node ports 30000 -> 8080, 30005 -> 8443 */
     bool stopping, killed;
@@ -353,6 +356,7 @@ static void close_all(super *s)
     close_if((uv_handle_t *)&s->kill_timer);
     close_if((uv_handle_t *)&s->mesh_timer);
     close_if((uv_handle_t *)&s->token_timer);
+    close_if((uv_handle_t *)&s->root_timer);
     for (size_t i = 0; i < s->nkids; i++)
         close_if((uv_handle_t *)&s->kids[i].timer);
 }
@@ -408,9 +412,46 @@ static bool any_token(const wf_lm_plan *p)
 
 /* ---- setup -------------------------------------------------------------------------------- */
 
+#define ROOT_SYNC_MS     5000u /* the root files follow pilot's within this */
+#define ROOT_FIRST_MS    200u  /* while waiting for pilot's first root */
+#define ROOT_FIRST_TRIES 100u  /* then the proxies start anyway (their CSRs retry) */
+#define ROOT_TIMEOUT_MS  1000
+
+static bool sync_roots(super *s)
+{
+    bool all = false;
+    wf_strbuf err = WF_STRBUF_INIT;
+    int rc = wf_lm_roots_sync(s->plan, WF_LM_MON_ADDR, ROOT_TIMEOUT_MS, &all, &err);
+    if (rc < 0)
+        slog(s, "warning: the mesh root for the pods: %s", wf_strbuf_cstr(&err));
+    else if (rc > 0 && s->root_tries == 0)
+        slog(s, "wrote the mesh root (root-cert.pem) for %d namespace(s)", rc);
+    wf_strbuf_free(&err);
+    return rc >= 0 && all;
+}
+
+static void on_root_timer(uv_timer_t *t)
+{
+    sync_roots(t->data);
+}
+
+/* The proxies start once their namespaces' root files exist (pilot publishes the root with its
+ * first snapshot), as a pod starts once its ConfigMap volume is mounted. */
 static void on_start_rest(uv_timer_t *t)
 {
     super *s = t->data;
+    bool ready = sync_roots(s);
+    if (!ready && ++s->root_tries < ROOT_FIRST_TRIES) {
+        uv_timer_start(&s->start_timer, on_start_rest, ROOT_FIRST_MS, 0);
+        return;
+    }
+    if (!ready)
+        slog(s,
+             "warning: no mesh root from pilot after %u tries: starting the proxies "
+             "anyway (their CSRs retry)",
+             s->root_tries);
+    s->root_tries = 0;
+    uv_timer_start(&s->root_timer, on_root_timer, ROOT_SYNC_MS, ROOT_SYNC_MS);
     for (size_t i = 0; i < s->nkids; i++)
         if (s->kids[i].proc->kind != WF_LM_PILOT)
             start_kid(&s->kids[i]);
@@ -425,13 +466,14 @@ static int init_handles(super *s)
     rc = rc ? rc : uv_timer_init(&s->loop, &s->kill_timer);
     rc = rc ? rc : uv_timer_init(&s->loop, &s->mesh_timer);
     rc = rc ? rc : uv_timer_init(&s->loop, &s->token_timer);
+    rc = rc ? rc : uv_timer_init(&s->loop, &s->root_timer);
     for (size_t i = 0; rc == 0 && i < s->nkids; i++) {
         s->kids[i] = (kid){.sup = s, .proc = &s->plan->procs[i]};
         rc = uv_timer_init(&s->loop, &s->kids[i].timer);
         s->kids[i].timer.data = &s->kids[i];
     }
     s->sigint.data = s->sigterm.data = s->start_timer.data = s->kill_timer.data = s;
-    s->mesh_timer.data = s->sighup.data = s->token_timer.data = s;
+    s->mesh_timer.data = s->sighup.data = s->token_timer.data = s->root_timer.data = s;
     rc = rc ? rc : uv_signal_start(&s->sigint, on_signal, SIGINT);
     rc = rc ? rc : uv_signal_start(&s->sighup, on_signal, SIGHUP);
     return rc ? rc : uv_signal_start(&s->sigterm, on_signal, SIGTERM);

@@ -11,7 +11,7 @@ catalog example (examples/catalog):
   certificate from pilot's CA (-o json: Envoy's SecretsConfigDump);
 - `ps --hide-disconnected` and `ps -o json` with the per-type sync fields.
 
-The local mesh binds fixed ports (15010, 15014, 30000): the test skips when one is taken, and
+The local mesh binds fixed ports (15010, 15012, 15014, 30000): the test skips when one is taken, and
 always runs `down` and then kills, by PID, anything mesh.json still lists.
 """
 import json

@@ -20,7 +20,7 @@ import pytest
 from conftest import ROOT, shared_path, weftctl_path
 from test_weftctl_up import port_taken
 
-PORTS = (8081, 10000, 15000, 15010, 15014, 30000)
+PORTS = (8081, 10000, 15000, 15010, 15012, 15014, 30000)
 
 
 def readme_commands():

@@ -31,7 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 WEFTCTL = os.path.abspath(os.environ.get("WEFTCTL") or os.path.join(ROOT, "build", "weftctl"))
 SHARED = os.path.abspath(os.environ.get("WEFT_SHARED") or os.path.join(ROOT, "..", "shared"))
 BOOK = os.path.join(SHARED, "corpus", "istioinaction")
-FIXED_PORTS = (15010, 15014, 30000)
+FIXED_PORTS = (15010, 15012, 15014, 30000)
 HOST = "catalog.istioinaction.io"
 
 NAMESPACE = """\

@@ -1,6 +1,7 @@
 """`weftctl up` gives every proxy the service-account token Kubernetes would project into its
 pod (localmesh_tokens.h; security.md §1.6): STATE/tokens/<pod>.<ns>/istio-token, mode 0600,
-passed as --token-path, for the identity namespace + the Deployment's service account
+passed as --token-path (CA_ADDR istiod's secure port 15012, CA_ROOT_CA the namespace's root
+that the supervisor keeps in sync from pilot), for the identity namespace + the Deployment's service account
 ("default" when unset). A CSR with a pod's token is accepted by the mesh's pilot, which issues
 that pod's SPIFFE ID and no other (the SAN a CSR asks for is ignored; impersonation is
 refused). Injected pods carry security.istio.io/tlsMode: istio in the Pod objects pilot reads,
@@ -72,6 +73,17 @@ def test_up_mints_a_token_per_pod(tmp_path):
             proxy = next(x for x in mesh["processes"] if x["name"] == p["name"] + ".proxy")
             argv = proxy["argv"]
             assert argv[argv.index("--token-path") + 1] == path, argv
+            # pilot-agent's CA settings: istiod's secure port, verified against the root the
+            # pod's namespace gets (the istio-ca-root-cert ConfigMap, kept in sync)
+            with open("/proc/%d/environ" % proxy["pid"], "rb") as f:
+                env = dict(kv.split("=", 1) for kv in f.read().decode().split("\0") if "=" in kv)
+            root_file = os.path.join(state, "roots", p["namespace"], "root-cert.pem")
+            assert env.get("CA_ADDR") == "127.0.0.1:15012", env
+            assert env.get("CA_ROOT_CA") == root_file, env
+            with urllib.request.urlopen("http://127.0.0.1:15014/debug/istio-ca-root-cert?"
+                                        "namespace=" + p["namespace"], timeout=5) as r:
+                published = json.load(r)["data"]["root-cert.pem"]
+            assert open(root_file).read() == published
             # what pilot reads: the injector's tlsMode label on sidecar pods only
             pod_file = os.path.join(state, "pods", "%s.%s.json" % (p["namespace"], p["name"]))
             with open(pod_file) as f:
