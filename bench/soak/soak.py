@@ -8,7 +8,7 @@ DIR holds weftctl, weft-pilot, weft-proxy and weft-app (default build/; build-as
 sanitizer run). M defaults to $SOAK_MINUTES, else 10; N to $SOAK_SEED, else 1.
 
 What runs (all inside a private network namespace: the local mesh binds the fixed ports
-15010/15014/30000 and pod addresses 127.10.x.y; as root the script re-executes itself under
+15010/15012/15014/30000 and pod addresses 127.10.x.y; as root the script re-executes itself under
 `unshare -n` with lo up; without root it prints "soak skipped: ..." and exits 0):
 
 - the local mesh (`weftctl up`) of examples/catalog plus examples/catalog-steps'
@@ -1148,7 +1148,7 @@ def main():
         why = private_net_problem()
         if why:
             print("soak skipped: %s; the soak runs the local mesh in a private network "
-                  "namespace (fixed ports 15010/15014/30000, pod addresses 127.10.x.y)" % why)
+                  "namespace (fixed ports 15010/15012/15014/30000, pod addresses 127.10.x.y)" % why)
             return 0
         env = dict(os.environ, WEFT_SOAK_NETNS="1")
         script = "ip link set lo up && exec /usr/bin/python3 \"$0\" \"$@\""
