@@ -18,6 +18,7 @@
 #include <openssl/crypto.h>
 
 #include "core/log.h"
+#include "core/timefmt.h"
 
 enum { F_CERT, F_KEY, F_ROOT, F_CHAIN, F_N };
 
@@ -216,10 +217,8 @@ static int rotate_root(const char *dir, const wf_ca *ca, int64_t now, char *err,
     if (rc)
         return -1;
     char was[40], until[40];
-    time_t t0 = (time_t)na, t1 = (time_t)(now + WF_CA_ROOT_TTL_S);
-    struct tm tm;
-    strftime(was, sizeof was, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t0, &tm));
-    strftime(until, sizeof until, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t1, &tm));
+    wf_timestamp_s(na, was, sizeof was);
+    wf_timestamp_s(now + WF_CA_ROOT_TTL_S, until, sizeof until);
     WF_LOG(WF_LC_secret, WF_LOG_INFO,
            "self-signed root in %s expires at %s (less than %d%% of its life left): re-issued "
            "with the same key until %s",

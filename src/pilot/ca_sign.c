@@ -14,6 +14,8 @@
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
+#include "core/timefmt.h"
+
 void wf_ca_chain_free(wf_ca_chain *c)
 {
     for (size_t i = 0; i < c->n; i++)
@@ -128,11 +130,8 @@ static int lifetime(const wf_ca *ca, const wf_ca_sign_req *r, int64_t *ttl, char
     }
     if (ca->chain_not_after <= r->now_s) {
         char ts[40];
-        time_t t = (time_t)ca->chain_not_after;
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-        snprintf(err, cap, "signing certificate has expired at %s", ts);
+        snprintf(err, cap, "signing certificate has expired at %s",
+                 wf_timestamp_s(ca->chain_not_after, ts, sizeof ts));
         return WF_CA_E_CERT_GEN;
     }
     *ttl = r->ttl_s > 0 ? r->ttl_s : def;

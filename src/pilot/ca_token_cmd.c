@@ -16,6 +16,7 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 
+#include "core/timefmt.h"
 #include "pilot/ca.h"
 #include "pilot/pilot_ca.h"
 
@@ -56,10 +57,7 @@ static int parse_dur(const char *s, int64_t *out)
 static int print_json(const char *tok, int64_t now, int64_t ttl)
 {
     char ts[40];
-    time_t t = (time_t)(now + ttl);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    wf_timestamp_s(now + ttl, ts, sizeof ts);
     json_t *j = json_pack("{s:s,s:s,s:{s:[s],s:I},s:{s:s,s:s}}", "kind", "TokenRequest",
                           "apiVersion", "authentication.k8s.io/v1", "spec", "audiences",
                           WF_CA_TOKEN_AUDIENCE, "expirationSeconds", (json_int_t)ttl, "status",

@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 
+#include "core/timefmt.h"
 #include "pilot/ads.h"
 #include "pilot/debug.h"
 #include "pilot/debug_internal.h"
@@ -33,10 +34,7 @@ static void text(wf_debug_reply *r, int status, const char *t)
 
 static void stamp(int64_t ms, char *buf, size_t cap)
 {
-    time_t s = (time_t)(ms > 0 ? ms / 1000 : time(NULL));
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    wf_timestamp_s(ms > 0 ? ms / 1000 : (int64_t)time(NULL), buf, cap);
 }
 
 static const wf_ads_conn *find_conn(wf_ads *a, const char *id)

@@ -44,6 +44,7 @@
 
 #include <jansson.h>
 
+#include "core/timefmt.h"
 #include "pilot/ads.h"
 #include "pilot/debug.h"
 #include "pilot/debug_internal.h"
@@ -300,10 +301,7 @@ static void append_ca_expiry(wf_pilot *p, json_t *arr)
     size_t n = wf_pilot_ca_expiry(wf_pilot_get_ca(p), now, e);
     for (size_t i = 0; arr && i < n; i++) {
         char na[40], res[64];
-        struct tm tm;
-        time_t t = (time_t)e[i].not_after_s;
-        if (!gmtime_r(&t, &tm) || !strftime(na, sizeof na, "%Y-%m-%dT%H:%M:%SZ", &tm))
-            snprintf(na, sizeof na, "%lld", (long long)e[i].not_after_s);
+        wf_timestamp_s(e[i].not_after_s, na, sizeof na);
         snprintf(res, sizeof res, "CA %s", e[i].which);
         json_array_append_new(
             arr, json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:I}", "level",

@@ -442,7 +442,7 @@ def _under_asan(exe):
 
 
 def test_idle_tls_connections_memory(certs, app, proxy_factory):
-    """300 TLS connections idle after one request each: RSS growth per connection < 26 KiB (about 21)
+    """300 TLS connections idle after one request each: RSS growth per connection < 26 KiB
     (the ciphertext room and the engine's burst buffers are not kept while idle)."""
     import ssl
     from proxyfix import proxy_path

@@ -95,11 +95,8 @@ int wp_secrets_set(wp_secrets *s, const char *chain, const char *key, const char
     s->updated_s = now_s;
     uint64_t g = atomic_load(&s->gen) + 1;
     /* Istio's SDS server: "<RFC3339>/<counter>" */
-    time_t t = (time_t)now_s;
-    struct tm tm;
-    gmtime_r(&t, &tm);
     char ts[32];
-    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    wf_timestamp_s((int64_t)now_s, ts, sizeof ts);
     snprintf(s->version, sizeof(s->version), "%s/%llu", ts, (unsigned long long)g);
     atomic_store(&s->gen, g);
     pthread_mutex_unlock(&s->mu);
