@@ -415,7 +415,9 @@ static bool any_token(const wf_lm_plan *p)
 #define ROOT_SYNC_MS     5000u /* the root files follow pilot's within this */
 #define ROOT_FIRST_MS    200u  /* while waiting for pilot's first root */
 #define ROOT_FIRST_TRIES 100u  /* then the proxies start anyway (their CSRs retry) */
-#define ROOT_TIMEOUT_MS  1000
+/* Each fetch is a blocking GET to pilot on this host, in the supervisor's loop (which also
+ * runs the node-port forwarders): kept short, so that a pilot that hangs stalls them little. */
+#define ROOT_TIMEOUT_MS  250
 
 static bool sync_roots(super *s)
 {
