@@ -267,8 +267,6 @@ static const wf_unimpl_entry table[] = {
     MESH("protocolDetectionTimeout", PRESENT, NULL, "protocol detection", SAME, "1s"),
     MESH("dnsRefreshRate", PRESENT, NULL, "DNS re-resolution (DNS clusters are resolved once)",
          SAME, "60s"),
-    MESH("pathNormalization", PRESENT, NULL, "mesh-wide path normalization settings",
-         "paths are normalized as Envoy does by default", "{normalization: NONE}"),
     MESH("enableEnvoyAccessLogService", VALUE_IN, v_true, "the Envoy access-log service",
          "no access log is streamed", "true"),
     MESH("tlsDefaults", PRESENT, NULL, "TLS (mesh-wide TLS defaults)", "no TLS settings apply",

@@ -278,14 +278,16 @@ static json_t *sidecar_listeners(wf_gen_cache *c, gen_entry *e, const wf_gen *g)
 {
     if (!e->listeners) {
         e->listeners = wf_gen_outbound_listeners(g, NULL);
-        if (!e->listeners || wf_gen_access_logs(e->listeners, c->env.mesh) != 0) {
+        if (!e->listeners || wf_gen_access_logs(e->listeners, c->env.mesh) != 0 ||
+            wf_gen_path_normalization(e->listeners, c->env.mesh) != 0) {
             json_decref(e->listeners);
             e->listeners = NULL;
             return NULL;
         }
     }
     json_t *in = wf_gen_inbound(g, true), *out = json_array(), *l;
-    if (!in || !out || wf_gen_access_logs(in, c->env.mesh) != 0)
+    if (!in || !out || wf_gen_access_logs(in, c->env.mesh) != 0 ||
+        wf_gen_path_normalization(in, c->env.mesh) != 0)
         goto fail;
     size_t i;
     json_array_foreach(e->listeners, i, l)

@@ -370,6 +370,52 @@ json_t *wf_gen_outbound_listeners(const gen *g, const char *bind)
     return wf_lds_sidecar_outbound_listeners_opt(g->s, &o);
 }
 
+/* Istio's listener builder (pilot/pkg/networking/core/listener_builder.go,
+ * buildHTTPConnectionManager): MeshConfig pathNormalization.normalization sets three HCM
+ * fields, path_with_escaped_slashes_action KEEP_UNCHANGED unless said otherwise:
+ *   NONE                      normalize_path false
+ *   BASE, DEFAULT (or unset)  normalize_path true
+ *   MERGE_SLASHES             normalize_path true, merge_slashes true
+ *   DECODE_AND_MERGE_SLASHES  normalize_path true, merge_slashes true,
+ *                             path_with_escaped_slashes_action UNESCAPE_AND_FORWARD
+ * (an unknown value is refused when the MeshConfig is loaded, source_build.c). */
+static json_t *path_normalization(const wf_meshcfg *mesh)
+{
+    const char *v = mesh ? wf_meshcfg_str(mesh, "pathNormalization.normalization") : NULL;
+    bool none = v && !strcmp(v, "NONE");
+    bool merge = v && (!strcmp(v, "MERGE_SLASHES") || !strcmp(v, "DECODE_AND_MERGE_SLASHES"));
+    bool decode = v && !strcmp(v, "DECODE_AND_MERGE_SLASHES");
+    json_t *o = json_pack("{s:b,s:s}", "normalize_path", !none, "path_with_escaped_slashes_action",
+                          decode ? "UNESCAPE_AND_FORWARD" : "KEEP_UNCHANGED");
+    if (o && merge && json_object_set_new(o, "merge_slashes", json_true()) != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+int wf_gen_path_normalization(json_t *listeners, const wf_meshcfg *mesh)
+{
+    json_t *opts = path_normalization(mesh), *l, *fc, *f;
+    size_t i, j, k;
+    int rc = opts ? 0 : -1;
+    json_array_foreach(listeners, i, l)
+    {
+        json_array_foreach(json_object_get(l, "filter_chains"), j, fc)
+        {
+            json_array_foreach(json_object_get(fc, "filters"), k, f)
+            {
+                const char *n = json_string_value(json_object_get(f, "name"));
+                json_t *tc = json_object_get(f, "typed_config");
+                if (rc == 0 && n && !strcmp(n, HCM_NAME) && json_is_object(tc))
+                    rc = json_object_update(tc, opts);
+            }
+        }
+    }
+    json_decref(opts);
+    return rc;
+}
+
 static json_t *listeners(const gen *g)
 {
     json_t *out;
@@ -380,7 +426,8 @@ static json_t *listeners(const gen *g)
         out = wf_gen_merge_listeners(wf_gen_outbound_listeners(g, g->p->localhost),
                                      wf_gen_inbound(g, true));
     }
-    if (out && wf_gen_access_logs(out, g->mesh) != 0) {
+    if (out &&
+        (wf_gen_access_logs(out, g->mesh) != 0 || wf_gen_path_normalization(out, g->mesh) != 0)) {
         json_decref(out);
         return NULL;
     }

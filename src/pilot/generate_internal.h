@@ -60,6 +60,10 @@ json_t *wf_gen_merge_listeners(json_t *out, json_t *in);
 /* MeshConfig's access log on every HTTP connection manager of listeners (changed in place).
  * 0, -1 on OOM. */
 int wf_gen_access_logs(json_t *listeners, const wf_meshcfg *mesh);
+/* MeshConfig pathNormalization on every HTTP connection manager of listeners (changed in
+ * place): normalize_path, merge_slashes, path_with_escaped_slashes_action as Istio sets them
+ * (generate.c says how). 0, -1 on OOM. */
+int wf_gen_path_normalization(json_t *listeners, const wf_meshcfg *mesh);
 
 /* Istio's buildHTTPConnectionManager for a proxy whose metadata sets HTTP10 "1": every HCM
  * gets http_protocol_options.accept_http_10 true. Takes listeners (released) and returns a

@@ -708,10 +708,15 @@ static uint64_t file_hash(const char *path)
 static const char *mesh_invalid(const wf_meshcfg *m, char *buf, size_t cap)
 {
     static const struct {
-        const char *path, *allowed[3];
+        const char *path, *allowed[6], *want;
     } enums[] = {
-        {"accessLogEncoding", {"TEXT", "JSON", NULL}},
-        {"outboundTrafficPolicy.mode", {"ALLOW_ANY", "REGISTRY_ONLY", NULL}},
+        {"accessLogEncoding", {"TEXT", "JSON", NULL}, "TEXT or JSON"},
+        {"outboundTrafficPolicy.mode",
+         {"ALLOW_ANY", "REGISTRY_ONLY", NULL},
+         "ALLOW_ANY or REGISTRY_ONLY"},
+        {"pathNormalization.normalization",
+         {"DEFAULT", "NONE", "BASE", "MERGE_SLASHES", "DECODE_AND_MERGE_SLASHES", NULL},
+         "DEFAULT, NONE, BASE, MERGE_SLASHES or DECODE_AND_MERGE_SLASHES"},
     };
     for (size_t i = 0; i < sizeof enums / sizeof enums[0]; i++) {
         const wf_node *n = wf_meshcfg_get(m, enums[i].path);
@@ -722,8 +727,8 @@ static const char *mesh_invalid(const wf_meshcfg *m, char *buf, size_t cap)
         for (size_t k = 0; v && enums[i].allowed[k]; k++)
             ok |= strcmp(v, enums[i].allowed[k]) == 0;
         if (!ok) {
-            snprintf(buf, cap, "%s: invalid value \"%s\" (want %s or %s)", enums[i].path,
-                     v ? v : "(not a string)", enums[i].allowed[0], enums[i].allowed[1]);
+            snprintf(buf, cap, "%s: invalid value \"%s\" (want %s)", enums[i].path,
+                     v ? v : "(not a string)", enums[i].want);
             return buf;
         }
     }

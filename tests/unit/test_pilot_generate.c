@@ -496,6 +496,51 @@ static void listener_access_log(void **state)
     wf_meshcfg_free(m);
 }
 
+/* MeshConfig pathNormalization on every HCM (inbound and outbound), as Istio's listener
+ * builder sets it (operator report B038): unset/BASE/DEFAULT normalize only; MERGE_SLASHES adds
+ * merge_slashes; DECODE_AND_MERGE_SLASHES also unescapes %2F/%5C; NONE turns normalizing off. */
+static void expect_path_normalization(const char *mesh_yaml, bool normalize, bool merge,
+                                      const char *action)
+{
+    wf_meshcfg *m = mesh_yaml ? mesh_of(mesh_yaml) : wf_meshcfg_new_default();
+    fixture f = sidecar("127.11.0.3", m);
+    json_t *lds = gen(&f, WF_XDS_LDS, NULL), *l;
+    size_t i, hcms = 0;
+    assert_true(json_array_size(lds) > 1);
+    json_array_foreach(lds, i, l)
+    {
+        json_t *h = wf_test_json_at(l, HCM_PATH);
+        if (!h)
+            continue;
+        hcms++;
+        assert_true(json_is_true(json_object_get(h, "normalize_path")) == normalize);
+        assert_true(json_is_true(json_object_get(h, "merge_slashes")) == merge);
+        if (!merge)
+            assert_null(json_object_get(h, "merge_slashes"));
+        wf_test_expect_str(h, "path_with_escaped_slashes_action", action);
+    }
+    assert_true(hcms > 1);
+    json_decref(lds);
+    fixture_done(&f);
+    wf_meshcfg_free(m);
+}
+
+static void path_normalization(void **state)
+{
+    (void)state;
+    expect_path_normalization(NULL, true, false, "KEEP_UNCHANGED");
+    expect_path_normalization("pathNormalization: {normalization: BASE}\n", true, false,
+                              "KEEP_UNCHANGED");
+    expect_path_normalization("pathNormalization: {normalization: DEFAULT}\n", true, false,
+                              "KEEP_UNCHANGED");
+    expect_path_normalization("pathNormalization: {normalization: NONE}\n", false, false,
+                              "KEEP_UNCHANGED");
+    expect_path_normalization("pathNormalization: {normalization: MERGE_SLASHES}\n", true, true,
+                              "KEEP_UNCHANGED");
+    expect_path_normalization("pathNormalization: {normalization: DECODE_AND_MERGE_SLASHES}\n",
+                              true, true, "UNESCAPE_AND_FORWARD");
+}
+
 static void registry_only_and_retries(void **state)
 {
     (void)state;
@@ -545,6 +590,7 @@ int main(void)
         cmocka_unit_test(access_log_text),
         cmocka_unit_test(access_log_json),
         cmocka_unit_test(listener_access_log),
+        cmocka_unit_test(path_normalization),
         cmocka_unit_test(registry_only_and_retries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

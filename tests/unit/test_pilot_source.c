@@ -201,6 +201,14 @@ static void test_invalid_meshconfig_is_reported(void **state)
     assert_false(s3->errors[0].kept_last_good);
     const char *enc = wf_meshcfg_str(s3->mesh, "accessLogEncoding"); /* Istio's defaults */
     assert_true(!enc || strcmp(enc, "XML") != 0);
+    put(&m, "mesh.yaml", "pathNormalization: {normalization: MERGE}\n");
+    wf_snapshot *s4 = wf_source_build(&o, s1, 0);
+    assert_int_equal(s4->n_errors, 1);
+    assert_string_equal(s4->errors[0].message,
+                        "pathNormalization.normalization: invalid value \"MERGE\" (want DEFAULT, "
+                        "NONE, BASE, MERGE_SLASHES or DECODE_AND_MERGE_SLASHES)");
+    assert_null(wf_meshcfg_str(s4->mesh, "pathNormalization.normalization"));
+    wf_snapshot_unref(s4);
     wf_snapshot_unref(s1);
     wf_snapshot_unref(s2);
     wf_snapshot_unref(s3);
