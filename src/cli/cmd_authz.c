@@ -18,14 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/authz_check.h"
-#include "cli/cli.h"
-#include "cli/envoy_dump.h"
-#include "cli/flags.h"
-#include "cli/http_client.h"
+#include "cli/authz_fetch.h"
 #include "cli/proxy_find.h"
-
-#define AUTHZ_ADMIN_TIMEOUT_MS 10000
+#include "cli/cli.h"
+#include "cli/flags.h"
 
 enum { F_FILE, F_NAMESPACE, F_PILOT, F_ADMIN_PORT, F_OUTPUT, F_HELP, F_COUNT };
 
@@ -70,75 +66,13 @@ static void usage_check(void)
            "  weftctl x authz check -f httpbin_config_dump.json\n\n");
 }
 
-/* The pod's live /config_dump. */
-static int dump_from_pod(const wf_flag *f, const char *name, wf_envoy_dump *d, wf_strbuf *err)
-{
-    const char *pilot = f[F_PILOT].sval ? f[F_PILOT].sval : WF_DEFAULT_PILOT;
-    wf_proxy_ref ref;
-    if (wf_proxy_find(pilot, name, f[F_NAMESPACE].sval, &ref, err) != 0)
-        return -1;
-    int rc = -1;
-    wf_http_resp r = {0};
-    wf_strbuf why = WF_STRBUF_INIT;
-    if (!ref.admin) {
-        wf_strbuf_printf(&why, "proxy %s has no admin address (WEFT_ADMIN)", ref.id);
-    } else if (wf_http_request("GET", ref.admin, "/config_dump", AUTHZ_ADMIN_TIMEOUT_MS, &r,
-                               &why) == 0) {
-        if (r.status != 200) {
-            wf_strbuf_printf(&why, "unexpected status code: %d", r.status);
-        } else {
-            char src[512];
-            snprintf(src, sizeof src, "%s (admin %s/config_dump)", ref.id, ref.admin);
-            rc = wf_envoy_dump_parse(r.body, r.len, src, d, &why);
-        }
-        wf_http_resp_free(&r);
-    }
-    if (rc != 0)
-        wf_strbuf_printf(err, "failed to get config dump from pod %s in %s: %s", ref.pod, ref.ns,
-                         wf_strbuf_cstr(&why));
-    wf_strbuf_free(&why);
-    wf_proxy_ref_free(&ref);
-    return rc;
-}
-
-/* The dynamic listeners' active state (istioctl's GetDynamicListenerDump) as a table. */
-static int build(const wf_envoy_dump *d, wf_authz_table *t, wf_strbuf *warn, wf_strbuf *err)
-{
-    size_t idx;
-    wf_strbuf why = WF_STRBUF_INIT;
-    json_t *sec = wf_envoy_dump_section(d, WF_DUMP_T_LISTENERS, &idx, &why);
-    json_t *ls = json_array();
-    int rc = -1;
-    if (!ls)
-        wf_strbuf_puts(&why, "out of memory");
-    else if (sec && wf_envoy_dump_items(d, sec, idx, "dynamic_listeners", "active_state.listener",
-                                        ls, &why) == 0)
-        rc = wf_authz_build(ls, t, warn, err);
-    if (rc != 0 && why.len)
-        wf_strbuf_printf(err, "failed to get dynamic listener dump: %s", wf_strbuf_cstr(&why));
-    json_decref(ls);
-    wf_strbuf_free(&why);
-    return rc;
-}
-
 static int check(const wf_flag *f, char **pos, wf_strbuf *out, wf_strbuf *warn, wf_strbuf *err)
 {
-    wf_envoy_dump d;
-    wf_strbuf why = WF_STRBUF_INIT;
-    if (f[F_FILE].sval) {
-        if (wf_envoy_dump_load_file(f[F_FILE].sval, &d, &why) != 0) {
-            wf_strbuf_printf(err, "failed to get config dump from file %s: %s", f[F_FILE].sval,
-                             wf_strbuf_cstr(&why));
-            wf_strbuf_free(&why);
-            return -1;
-        }
-    } else if (dump_from_pod(f, pos[0], &d, err) != 0) {
-        return -1;
-    }
-    wf_strbuf_free(&why);
     wf_authz_table t;
-    int rc = build(&d, &t, warn, err);
-    wf_envoy_dump_free(&d);
+    const char *pilot = f[F_PILOT].sval ? f[F_PILOT].sval : WF_DEFAULT_PILOT;
+    int rc = f[F_FILE].sval
+                 ? wf_authz_fetch_file(f[F_FILE].sval, &t, warn, err)
+                 : wf_authz_fetch_pod(pilot, pos[0], f[F_NAMESPACE].sval, &t, NULL, warn, err);
     if (rc != 0)
         return -1;
     bool json = f[F_OUTPUT].sval && strcmp(f[F_OUTPUT].sval, "json") == 0;

@@ -28,13 +28,16 @@
 #include "core/arena.h"
 #include "core/strmap.h"
 #include "cli/flags.h"
+#include "cli/authz_fetch.h"
 #include "cli/log_explain.h"
+#include "cli/log_explain_rbac.h"
+#include "cli/proxy_find.h"
 #include "cli/tabwriter.h"
 #include "xds/istio_log.h"
 
 #define MAX_LINE (1024u * 1024u)
 
-enum { F_FORMAT, F_SUMMARY, F_OUT, F_HELP, F_COUNT };
+enum { F_FORMAT, F_SUMMARY, F_POD, F_NAMESPACE, F_PILOT, F_CONFIG_DUMP, F_OUT, F_HELP, F_COUNT };
 
 static void init_flags(wf_flag *f)
 {
@@ -45,6 +48,15 @@ static void init_flags(wf_flag *f)
                       "string"},
         [F_SUMMARY] = {"summary", 0, WF_FLAG_BOOL,
                        "Group failures by code, flags, details, upstream cluster and route", NULL},
+        [F_POD] = {"pod", 0, WF_FLAG_STRING,
+                   "The proxy that wrote the log (POD, POD.NS or deploy/NAME): RBAC denials then "
+                   "name the policies it enforces, read from its config dump",
+                   "string"},
+        [F_NAMESPACE] = {"namespace", 'n', WF_FLAG_STRING, "Namespace of --pod", "string"},
+        [F_PILOT] = {"pilot", 0, WF_FLAG_STRING,
+                     "weft-pilot monitoring address (ip:port) used to find --pod", "string"},
+        [F_CONFIG_DUMP] = {"config-dump", 0, WF_FLAG_STRING,
+                           "As --pod, from a saved Envoy config dump of that proxy", "file"},
         [F_OUT] = {"output", 'o', WF_FLAG_STRING, "Output format: one of [text json]", "string"},
         [F_HELP] = {"help", 'h', WF_FLAG_BOOL, "Help for log explain", NULL},
     };
@@ -57,14 +69,16 @@ static void usage(const wf_flag *flags)
            "code details mean, the likely causes, and the next check or fix.\n\n"
            "Usage:\n  weftctl log explain [FILE|-] [flags]\n\n"
            "Examples:\n  kubectl logs deploy/catalog -c istio-proxy | weftctl log explain\n"
-           "  weftctl log explain gateway.log --summary\n\n");
+           "  weftctl log explain gateway.log --summary\n"
+           "  weftctl log explain catalog.log --pod deploy/catalog-v1 -n shop\n\n");
     wf_flags_usage(flags, F_COUNT);
 }
 
 /* ---- explanations ------------------------------------------------------------------------ */
 
 typedef struct item {
-    const char *kind;     /* "flag", "details", "reset_reason", "transport_failure" */
+    const char *kind;     /* "flag", "details", "reset_reason", "transport_failure",
+                             "authorization" (value: log_explain_rbac.h's lines) */
     char *value;          /* heap */
     const wf_lx_entry *e; /* NULL: unknown */
     const char *inferred; /* details the line lacks, inferred: the evidence; else NULL */
@@ -148,8 +162,23 @@ static int add_details(items *l, const char *d, const char *tfr)
     return strncmp(d, "upstream_reset_", 15) == 0 ? add_reset_parts(l, d, tfr) : 0;
 }
 
+/* The AuthorizationPolicy behind an RBAC denial in the details (log_explain_rbac.h). */
+typedef struct rbac_ctx {
+    const wf_authz_table *t; /* --pod / --config-dump's table; NULL = none given */
+    const char *pod;         /* "<pod>.<ns>", NULL for a dump file */
+} rbac_ctx;
+
+static int add_rbac(items *l, const char *details, const rbac_ctx *rc)
+{
+    wf_strbuf d = WF_STRBUF_INIT;
+    int n = wf_lx_rbac_describe(details, rc->t, rc->pod, &d);
+    int r = n > 0 ? items_add(l, "authorization", wf_strbuf_cstr(&d), d.len, NULL) : n;
+    wf_strbuf_free(&d);
+    return r;
+}
+
 /* Everything to explain about one record, in the order it is printed. */
-static int explain(const wf_lx_record *r, items *out)
+static int explain(const wf_lx_record *r, const rbac_ctx *rc, items *out)
 {
     for (const char *p = r->flags; p && *p;) {
         size_t len = strcspn(p, ",");
@@ -160,7 +189,7 @@ static int explain(const wf_lx_record *r, items *out)
             return -1;
         p += len + (p[len] == ',');
     }
-    if (add_details(out, r->details, r->tfr))
+    if (add_details(out, r->details, r->tfr) || add_rbac(out, r->details, rc))
         return -1;
     /* a transport failure the details do not carry (a TCP proxy's line, other details) */
     bool have_tfr = false;
@@ -171,7 +200,8 @@ static int explain(const wf_lx_record *r, items *out)
     if (r->dtfr && add_transport(out, "downstream_transport_failure", r->dtfr, strlen(r->dtfr)))
         return -1;
     if (r->conn_details && (!r->details || strcmp(r->conn_details, r->details) != 0))
-        return add_details(out, r->conn_details, NULL);
+        return add_details(out, r->conn_details, NULL) || add_rbac(out, r->conn_details, rc) ? -1
+                                                                                             : 0;
     const char *why;
     const wf_lx_entry *e = wf_lx_infer_details(r, &why);
     if (e) {
@@ -184,6 +214,13 @@ static int explain(const wf_lx_record *r, items *out)
 
 static void print_item(FILE *f, const item *it, int ind)
 {
+    if (strcmp(it->kind, "authorization") == 0) {
+        const char *p = it->value;
+        fprintf(f, "%*sauthorization: %.*s\n", ind, "", (int)strcspn(p, "\n"), p);
+        for (p = strchr(p, '\n'); p; p = strchr(p + 1, '\n'))
+            fprintf(f, "%*s%.*s\n", ind + 3, "", (int)strcspn(p + 1, "\n"), p + 1);
+        return;
+    }
     bool down = strcmp(it->kind, "downstream_transport_failure") == 0;
     if (down || strcmp(it->kind, "transport_failure") == 0) {
         fprintf(f, "%*s%stransport failure reason: %s\n", ind, "", down ? "downstream " : "",
@@ -265,7 +302,8 @@ static void print_record(FILE *f, const wf_lx_record *r, const items *its)
 
 static json_t *item_json(const item *it)
 {
-    bool transport = strstr(it->kind, "transport_failure") != NULL;
+    bool transport =
+        strstr(it->kind, "transport_failure") != NULL || strcmp(it->kind, "authorization") == 0;
     json_t *o = json_pack("{s:s, s:s, s:b}", "kind", it->kind, "value", it->value, "known",
                           it->e != NULL || transport);
     if (o && it->e) {
@@ -343,6 +381,7 @@ typedef struct run_state {
     items all;        /* every flag/details seen, for the summary's explanations */
     json_t *jfail;
     size_t *pair_line; /* per wf_lx_pair: first line of its a (2i) and of its b (2i + 1) */
+    rbac_ctx rbac;
 } run_state;
 
 static bool entry_is(const wf_lx_entry *e, wf_lx_kind kind, const char *key)
@@ -491,7 +530,7 @@ static int handle(run_state *s, wf_lx_record *r)
         return 0;
     s->failed++;
     items its = {0};
-    int rc = explain(r, &its);
+    int rc = explain(r, &s->rbac, &its);
     if (rc == 0)
         note_pairs(s, r, &its);
     if (rc == 0 && s->summary) {
@@ -565,6 +604,29 @@ static int finish(run_state *s, const char *src)
     return rc ? WF_EXIT_ERROR : WF_EXIT_OK;
 }
 
+/* --pod / --config-dump: the proxy's AuthorizationPolicy table. 0 (nothing asked: t->listeners
+ * stays 0 and *asked false), or -1 with the error printed. */
+static int load_authz(const wf_flag *fl, wf_authz_table *t, char **pod, bool *asked)
+{
+    wf_strbuf warn = WF_STRBUF_INIT, err = WF_STRBUF_INIT;
+    const char *pilot = fl[F_PILOT].sval ? fl[F_PILOT].sval : WF_DEFAULT_PILOT;
+    int rc = 0;
+    *pod = NULL;
+    *asked = fl[F_POD].sval || fl[F_CONFIG_DUMP].sval;
+    if (fl[F_CONFIG_DUMP].sval)
+        rc = wf_authz_fetch_file(fl[F_CONFIG_DUMP].sval, t, &warn, &err);
+    else if (fl[F_POD].sval)
+        rc = wf_authz_fetch_pod(pilot, fl[F_POD].sval, fl[F_NAMESPACE].sval, t, pod, &warn, &err);
+    fwrite(wf_strbuf_cstr(&warn), 1, warn.len, stderr);
+    if (rc != 0) {
+        fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
+        memset(t, 0, sizeof *t);
+    }
+    wf_strbuf_free(&warn);
+    wf_strbuf_free(&err);
+    return rc;
+}
+
 static int explain_cmd(wf_flag *fl, char **pos, size_t npos)
 {
     const char *out = fl[F_OUT].sval ? fl[F_OUT].sval : "text";
@@ -587,9 +649,14 @@ static int explain_cmd(wf_flag *fl, char **pos, size_t npos)
     }
     FILE *in = NULL;
     int rc = WF_EXIT_ERROR;
+    wf_authz_table authz = {0};
+    char *authz_pod = NULL;
+    bool authz_asked = false;
     if (!f.user && !f.envoy) {
         fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
         rc = WF_EXIT_USAGE;
+    } else if (load_authz(fl, &authz, &authz_pod, &authz_asked) != 0) {
+        rc = WF_EXIT_ERROR;
     } else if (!(in = strcmp(src, "-") == 0 ? stdin : fopen(src, "r")) || is_dir(in)) {
         fprintf(stderr, "Error: cannot read %s: %s\n", src,
                 in ? strerror(EISDIR) : strerror(errno));
@@ -597,7 +664,8 @@ static int explain_cmd(wf_flag *fl, char **pos, size_t npos)
         run_state s = {.json = strcmp(out, "json") == 0,
                        .summary = fl[F_SUMMARY].bval,
                        .jfail = json_array(),
-                       .pair_line = calloc(2 * wf_lx_pair_count() + 1, sizeof(size_t))};
+                       .pair_line = calloc(2 * wf_lx_pair_count() + 1, sizeof(size_t)),
+                       .rbac = {authz_asked ? &authz : NULL, authz_pod}};
         wf_arena_init(&s.arena);
         if (!s.jfail || !s.pair_line || read_all(in, &f, &s))
             fprintf(stderr, "Error: out of memory\n");
@@ -614,6 +682,9 @@ static int explain_cmd(wf_flag *fl, char **pos, size_t npos)
     }
     if (in && in != stdin)
         fclose(in);
+    if (authz_asked)
+        wf_authz_table_free(&authz);
+    free(authz_pod);
     wf_lx_format_free(f.user);
     wf_lx_format_free(f.istio);
     wf_lx_format_free(f.envoy);

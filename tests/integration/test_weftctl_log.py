@@ -6,7 +6,7 @@ undefined subsets is explained as a missing cluster with `weftctl analyze` as th
 """
 import json
 
-from conftest import run_weftctl
+from conftest import run_weftctl, shared_path
 from meshfix import mesh, wait_for  # noqa: F401 (fixture)
 from test_mesh_catalog import catalog_mesh, gateway_get
 
@@ -208,3 +208,38 @@ def test_gateway_access_log_after_503_nc(mesh):
     assert "request: GET catalog.istioinaction.io/items" in r.stdout
     r = explain(gw.log_path, "--summary")
     assert r.returncode == 0 and "cluster_not_found" in r.stdout
+
+
+RBAC_LINES = (
+    '{"response_code":403,"response_flags":"-","response_code_details":'
+    '"rbac_access_denied_matched_policy[none]","method":"GET","path":"/items"}\n'
+    '{"response_code":403,"response_flags":"-","response_code_details":'
+    '"rbac_access_denied_matched_policy[ns[default]-policy[httpbin]-rule[0]]",'
+    '"method":"GET","path":"/admin"}\n')
+AUTHZ_DUMP = shared_path() + "/corpus/istioctl-golden/upstream/istioctl/pkg/authz/testdata/configdump.yaml"
+
+
+def test_rbac_denials_name_the_policy(tmp_path):
+    """B036: `[none]` says ALLOW policies apply and none matched, and with the proxy's config
+    dump lists them; a named id becomes the policy, namespace and rule, with its action."""
+    log = tmp_path / "inbound.log"
+    log.write_text(RBAC_LINES)
+    r = explain(str(log))
+    assert r.returncode == 0, r.stderr
+    assert "authorization: no policy denied it: ALLOW policies apply to this workload" in r.stdout
+    assert "weftctl x authz check <pod>" in r.stdout
+    assert "authorization: AuthorizationPolicy httpbin in namespace default, rule 0" in r.stdout
+    r = explain(str(log), "--config-dump", AUTHZ_DUMP)
+    assert r.returncode == 0, r.stderr
+    assert "ALLOW policies on the proxy: default/httpbin (1 rule)" in r.stdout
+    assert "the proxy enforces it as ALLOW" in r.stdout
+    r = explain(str(log), "--config-dump", AUTHZ_DUMP, "-o", "json")
+    out = json.loads(r.stdout)
+    kinds = [[e["kind"] for e in f["explanations"]] for f in out["failures"]]
+    assert all("authorization" in k for k in kinds), kinds
+    # the dump cannot be read / the pod cannot be found: exit 1 naming it, nothing explained
+    r = explain(str(log), "--config-dump", str(tmp_path / "missing.json"))
+    assert r.returncode == 1 and "failed to get config dump from file" in r.stderr
+    assert r.stdout == ""
+    r = explain(str(log), "--pod", "catalog-1", "-n", "shop", "--pilot", "127.0.0.1:9")
+    assert r.returncode == 1 and r.stderr.startswith("Error: "), r.stderr
