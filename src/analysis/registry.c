@@ -47,6 +47,7 @@ extern const wf_analyzer wf_an_virtualservice_GatewayAnalyzer;
 extern const wf_analyzer wf_an_virtualservice_JWTClaimRouteAnalyzer;
 extern const wf_analyzer wf_an_webhook_Analyzer;
 extern const wf_analyzer wf_an_weft_NotImplementedAnalyzer;
+extern const wf_analyzer wf_an_weft_AuthorizationPolicyPathAnalyzer;
 extern const wf_analyzer wf_an_schema_AuthorizationPolicy;
 extern const wf_analyzer wf_an_schema_DestinationRule;
 extern const wf_analyzer wf_an_schema_EnvoyFilter;
@@ -121,6 +122,7 @@ static const wf_analyzer *const candidates[] = {
     &wf_an_virtualservice_JWTClaimRouteAnalyzer,
     &wf_an_webhook_Analyzer,
     &wf_an_weft_NotImplementedAnalyzer,
+    &wf_an_weft_AuthorizationPolicyPathAnalyzer,
 };
 
 #define NCAND (sizeof(candidates) / sizeof(candidates[0]))
