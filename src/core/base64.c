@@ -29,8 +29,16 @@ size_t wf_base64_encode(const unsigned char *in, size_t n, char *out, size_t cap
     return o;
 }
 
-static int value_of(unsigned char c)
+static int value_of(unsigned char c, unsigned flags)
 {
+    if (flags & WF_B64_URL) {
+        if (c == '-')
+            return 62;
+        if (c == '_')
+            return 63;
+        if (c == '+' || c == '/')
+            return -1;
+    }
     if (c >= 'A' && c <= 'Z')
         return c - 'A';
     if (c >= 'a' && c <= 'z')
@@ -96,7 +104,7 @@ bool wf_base64_decode(const char *in, size_t len, unsigned flags, unsigned char 
             *outlen = n;
             return true;
         }
-        int v = value_of(c);
+        int v = value_of(c, flags);
         if (v < 0)
             return false;
         q[j++] = v;

@@ -1,7 +1,8 @@
 /*
  * base64.h - base64 with the standard alphabet (RFC 4648 §4), shared by the analyzers (Go's
  * encoding/base64 StdEncoding for Secret data and PEM bodies) and the proxy (Istio's
- * x-envoy-peer-metadata header).
+ * x-envoy-peer-metadata header), and decoding with the URL-safe alphabet (RFC 4648 §5, the
+ * JWT's base64url: WF_B64_URL).
  */
 #ifndef WF_CORE_BASE64_H
 #define WF_CORE_BASE64_H
@@ -15,7 +16,9 @@ size_t wf_base64_encode(const unsigned char *in, size_t n, char *out, size_t cap
 
 enum {
     WF_B64_SKIP_BLANKS = 1, /* also skip ' ' and '\t' (pem.Decode strips them first) */
-    WF_B64_PAD_OPTIONAL = 2 /* a last quantum may lack its '=' (Envoy decodeWithoutPadding) */
+    WF_B64_PAD_OPTIONAL = 2, /* a last quantum may lack its '=' (Envoy decodeWithoutPadding) */
+    WF_B64_URL = 4 /* the URL and filename safe alphabet (RFC 4648 §5: '-' and '_' for '+' and
+                    * '/'), as JWTs use it; the standard alphabet's '+' and '/' are refused */
 };
 
 /* Decodes in[0..len) as Go's base64.StdEncoding.Decode does: '\r' and '\n' are skipped

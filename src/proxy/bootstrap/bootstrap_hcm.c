@@ -231,6 +231,8 @@ static bool dec_filter_config(bs *b, const wp_http_filter_type *t, json_t *tc, c
         *config = b->istio_mx;
         return ok;
     }
+    if (t == &wp_http_filter_jwt_authn)
+        return bs_jwt_authn_filter(b, tc, config);
     if (!tc)
         return true;
     size_t m = bs_push(b, "typed_config");

@@ -438,7 +438,8 @@ static json_t *norm_value(bs *b, const char *key, json_t *v)
         return json_deep_copy(v); /* google.protobuf.Struct: keys as written */
     if (strcmp(key, "transport_socket_matches") == 0)
         return norm_tsms(b, v);
-    return norm(b, v, word_in("typed_extension_protocol_options typed_per_filter_config", key));
+    return norm(b, v,
+                word_in("typed_extension_protocol_options typed_per_filter_config providers", key));
 }
 
 /* snake_case for a lowerCamelCase key: "_" before each capital (lowered); with digits, also

@@ -121,6 +121,10 @@ bool bs_istio_stats_filter(bs *b, json_t *tc);
 bool bs_istio_mx_filter(bs *b, json_t *tc);
 bool bs_cluster_metadata(bs *b, json_t *o, wp_cluster *cl);
 
+/* The jwt_authn filter (bootstrap_jwt.c): http_filters[i].typed_config tc (NULL = empty
+ * JwtAuthentication) into a new arena wp_jwt_authn_filter in *config. */
+bool bs_jwt_authn_filter(bs *b, json_t *tc, const void **config);
+
 /* A copy of root with every key in snake_case (protobuf JSON accepts lowerCamelCase too);
  * google.protobuf.Struct and map fields keep their keys. NULL after an error (recorded). */
 json_t *bs_normalize(bs *b, json_t *root);

@@ -34,6 +34,9 @@ void wp_config_unref(wp_config *c)
     for (size_t i = 0; i < c->nsds_ctxs; i++)
         wp_sds_ctx_free(c->sds_ctxs[i]);
     free(c->sds_ctxs);
+    for (size_t i = 0; i < c->nowned; i++)
+        c->owned[i].free_fn(c->owned[i].p);
+    free(c->owned);
     json_decref(c->bootstrap);
     json_decref(c->node);
     json_decref(c->stats_config);
@@ -63,6 +66,22 @@ int wp_config_find_cluster(const wp_config *c, const char *name)
             return (int)i;
     }
     return -1;
+}
+
+bool wp_config_own(wp_config *c, void *p, void (*free_fn)(void *))
+{
+    if (c->nowned == c->capowned) {
+        size_t cap = c->capowned ? c->capowned * 2 : 8;
+        wp_config_owned *o = realloc(c->owned, cap * sizeof(*o));
+        if (!o) {
+            free_fn(p);
+            return false;
+        }
+        c->owned = o;
+        c->capowned = cap;
+    }
+    c->owned[c->nowned++] = (wp_config_owned){p, free_fn};
+    return true;
 }
 
 static bool remember(wp_config *c, pcre2_code *code)

@@ -543,7 +543,17 @@ typedef struct wp_config {
     /* SDS-fed TLS contexts to free with the snapshot (wp_tls_config.sds) */
     struct wp_sds_ctx **sds_ctxs;
     size_t nsds_ctxs, capsds_ctxs;
+    /* other objects a filter's config owns outside the arena (the jwt_authn filter's key
+     * sets), freed with the snapshot by their free function */
+    struct wp_config_owned *owned;
+    size_t nowned, capowned;
 } wp_config;
+
+/* One object freed with the snapshot (wp_config_own). */
+typedef struct wp_config_owned {
+    void *p;
+    void (*free_fn)(void *);
+} wp_config_owned;
 
 /* Takes one more reference. */
 void wp_config_ref(wp_config *c);
@@ -565,6 +575,9 @@ int wp_config_find_cluster(const wp_config *c, const char *name);
 bool wp_config_add_tls_ctx(wp_config *c, struct wf_tls_ctx *ctx);
 /* The same for an SDS-fed context (freed with the snapshot; on false it is freed). */
 bool wp_config_add_sds_ctx(wp_config *c, struct wp_sds_ctx *s);
+/* Registers p to be freed by free_fn with the snapshot (after the arena's users are gone).
+ * false on out of memory (p is then freed). */
+bool wp_config_own(wp_config *c, void *p, void (*free_fn)(void *));
 /* The engine context a new connection of t uses: one reference (release with
  * wf_tls_ctx_free), NULL when its SDS secrets are not supplied yet. */
 struct wf_tls_ctx *wp_tls_config_acquire(const wp_tls_config *t);

@@ -9,6 +9,8 @@
  * proxy/filters/http/fault.h) envoy.filters.http.cors        registry.c      (no policy: a no-op,
  * as bootstrap.c says) istio.metadata_exchange        istio_filters.c (config: wp_istio_mx_filter)
  *   istio.stats                    istio_filters.c (config: wp_istio_stats_filter)
+ *   envoy.filters.http.jwt_authn   jwt_authn_filter.c (config: wp_jwt_authn_filter,
+ *                                  proxy/filters/http/jwt_authn.h)
  *   envoy.filters.http.router      router_filter.c (terminal; config: none, the HCM's)
  *
  * The types are immutable and shared by every thread.
@@ -25,6 +27,7 @@ extern const wp_http_filter_type wp_http_filter_fault;
 extern const wp_http_filter_type wp_http_filter_cors;
 extern const wp_http_filter_type wp_http_filter_istio_mx;
 extern const wp_http_filter_type wp_http_filter_istio_stats;
+extern const wp_http_filter_type wp_http_filter_jwt_authn;
 extern const wp_http_filter_type wp_http_filter_router;
 
 /* The filter type registered under name (exact, case-sensitive as Envoy), NULL when weft has
