@@ -946,7 +946,8 @@ static void test_loader_errors(void **state)
         text, "t.json: static_resources.listeners[0].filter_chains[0].filters[0].typed_config"
               ".http_filters[0].name: unsupported http filter \"envoy.filters.http.rbac\" "
               "(supported: envoy.filters.http.fault, envoy.filters.http.cors, "
-              "istio.metadata_exchange, istio.stats, envoy.filters.http.router)");
+              "istio.metadata_exchange, istio.stats, envoy.filters.http.jwt_authn, "
+              "envoy.filters.http.router)");
     free(text);
     text = boot("{\"name\":\"envoy.filters.http.router\"},"
                 "{\"name\":\"envoy.filters.http.cors\"}");

@@ -172,8 +172,8 @@ static bool dec_provider(bs *b, json_t *o, wp_jwt_provider *p)
     const char *fph = NULL;
     bool crc = false;
     uint64_t skew = WP_JWT_DEFAULT_SKEW_S;
-    void *arr;
-    size_t n;
+    void *arr = NULL;
+    size_t n = 0;
     if (!bs_fields(b, o,
                    "issuer audiences local_jwks remote_jwks forward from_headers from_params "
                    "from_cookies forward_payload_header pad_forward_payload_header "
@@ -202,6 +202,8 @@ static bool dec_provider(bs *b, json_t *o, wp_jwt_provider *p)
         return false;
     p->headers = arr;
     p->nheaders = n;
+    arr = NULL;
+    n = 0;
     if (!str_list(b, o, "from_params", &p->params, &p->nparams) ||
         !str_list(b, o, "from_cookies", &p->cookies, &p->ncookies) ||
         !bs_sub(b, o, "normalize_payload_in_metadata", dec_normalize, p) ||
