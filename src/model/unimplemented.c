@@ -305,8 +305,18 @@ static const wf_unimpl_entry table[] = {
        "every request is allowed", ""),
     ROW(AUTHORIZATIONPOLICY, "spec.action", VALUE_IN, v_audit, "authorization audit logging",
         "requests are not marked for audit", "AUDIT"),
-    SEC(REQUESTAUTHENTICATION, "", PRESENT, NULL, "JWT validation (the jwt_authn filter)",
-        "requests with invalid or expired tokens are accepted", ""),
+    /* RequestAuthentication: the jwt_authn filter (pilot/jwt.h); what it leaves out */
+    SEC(REQUESTAUTHENTICATION, "spec.targetRef", PRESENT, NULL,
+        "RequestAuthentication attached by targetRef (gateways, waypoints)",
+        "the policy validates no token", "{kind: Gateway, name: gw}"),
+    SEC(REQUESTAUTHENTICATION, "spec.targetRefs", PRESENT, NULL,
+        "RequestAuthentication attached by targetRefs (gateways, waypoints)",
+        "the policy validates no token", "[{kind: Gateway, name: gw}]"),
+    SEC(REQUESTAUTHENTICATION, "spec.jwtRules[].jwksUri", PRESENT, NULL,
+        "fetching JWKS from jwksUri (weft-pilot inlines only `jwks`)",
+        "tokens of this issuer are rejected (a stand-in key set fails closed); requests "
+        "without a token still pass",
+        "https://idp.example.com/jwks.json"),
     /* ---- telemetry.istio.io, extensions.istio.io, EnvoyFilter ---- */
     ROW(TELEMETRY, "", PRESENT, NULL, "the Telemetry API",
         "metrics, access logs and tracing keep their defaults", ""),

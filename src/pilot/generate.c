@@ -17,6 +17,7 @@
 #include "pilot/eds.h"
 #include "pilot/gateway.h"
 #include "pilot/inbound.h"
+#include "pilot/jwt.h"
 #include "pilot/lds.h"
 #include "pilot/naming.h"
 #include "pilot/rds.h"
@@ -159,6 +160,21 @@ json_t *wf_gen_endpoints(const gen *g, const wf_xds_names *names, json_t *memo)
 
 /* ---------- LDS, RDS ---------- */
 
+/* RequestAuthentication's jwt_authn filter for the proxy's workload, in every HTTP connection
+ * manager of listeners after istio.metadata_exchange (pilot/jwt.h). 0, -1 on OOM. */
+static int add_reqauthn(const gen *g, json_t *listeners)
+{
+    const wf_reqauthn_options ra = {.ns = g->p->ns,
+                                    .labels = &g->labels,
+                                    .root_ns = g->mesh ? wf_meshcfg_root_ns(g->mesh) : NULL};
+    int rc = 0;
+    json_t *jwt = wf_reqauthn_filter(g->s, &ra, &rc);
+    if (rc == 0)
+        rc = wf_reqauthn_insert(listeners, jwt);
+    json_decref(jwt);
+    return rc;
+}
+
 json_t *wf_gen_inbound(const gen *g, bool listeners)
 {
     const wf_inbound_options o = {.ns = g->p->ns,
@@ -167,7 +183,14 @@ json_t *wf_gen_inbound(const gen *g, bool listeners)
                                   .bind = g->p->ip,
                                   .app_address = g->p->localhost,
                                   .mesh = g->mesh};
-    return listeners ? wf_inbound_listeners(g->s, &o) : wf_inbound_clusters(g->s, &o);
+    if (!listeners)
+        return wf_inbound_clusters(g->s, &o);
+    json_t *out = wf_inbound_listeners(g->s, &o);
+    if (out && add_reqauthn(g, out) != 0) {
+        json_decref(out);
+        out = NULL;
+    }
+    return out;
 }
 
 static wf_gateway_options gateway_options(const gen *g)
@@ -422,6 +445,10 @@ static json_t *listeners(const gen *g)
     if (g->p->kind == WF_PROXY_ROUTER) {
         const wf_gateway_options o = gateway_options(g);
         out = wf_gateway_listeners(g->s, &o);
+        if (out && add_reqauthn(g, out) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
     } else {
         out = wf_gen_merge_listeners(wf_gen_outbound_listeners(g, g->p->localhost),
                                      wf_gen_inbound(g, true));
