@@ -312,11 +312,6 @@ static const wf_unimpl_entry table[] = {
     SEC(REQUESTAUTHENTICATION, "spec.targetRefs", PRESENT, NULL,
         "RequestAuthentication attached by targetRefs (gateways, waypoints)",
         "the policy validates no token", "[{kind: Gateway, name: gw}]"),
-    SEC(REQUESTAUTHENTICATION, "spec.jwtRules[].jwksUri", PRESENT, NULL,
-        "fetching JWKS from jwksUri (weft-pilot inlines only `jwks`)",
-        "tokens of this issuer are rejected (a stand-in key set fails closed); requests "
-        "without a token still pass",
-        "https://idp.example.com/jwks.json"),
     /* ---- telemetry.istio.io, extensions.istio.io, EnvoyFilter ---- */
     ROW(TELEMETRY, "", PRESENT, NULL, "the Telemetry API",
         "metrics, access logs and tracing keep their defaults", ""),

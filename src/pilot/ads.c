@@ -206,7 +206,10 @@ static wf_gen_cache *cache_of(wf_ads *a)
     if (!a->snap || a->opts.generate != wf_pilot_generate)
         return NULL;
     if (!a->cache) {
-        wf_pilot_env env = {.store = a->snap->store, .mesh = a->snap->mesh};
+        wf_pilot_env env = {.store = a->snap->store,
+                            .mesh = a->snap->mesh,
+                            .jwks_resolve = a->opts.jwks_resolve,
+                            .jwks_arg = a->opts.jwks_arg};
         a->cache = wf_gen_cache_new(&env);
     }
     return a->cache;
@@ -541,7 +544,10 @@ void wf_ads_set_snapshot(wf_ads *a, wf_snapshot *snap)
     wf_gen_cache *old = a->cache;
     a->cache = NULL;
     if (old && snap && a->opts.generate == wf_pilot_generate) {
-        wf_pilot_env env = {.store = snap->store, .mesh = snap->mesh};
+        wf_pilot_env env = {.store = snap->store,
+                            .mesh = snap->mesh,
+                            .jwks_resolve = a->opts.jwks_resolve,
+                            .jwks_arg = a->opts.jwks_arg};
         a->cache = wf_gen_cache_carry(old, &env, (const char *const *)snap->changed,
                                       snap->n_changed, snap->mesh_changed);
     }
@@ -819,7 +825,10 @@ json_t *wf_ads_generate(const wf_ads *a, const wf_pilot_proxy *p, wf_xds_type t,
     if (!a->snap) {
         return NULL;
     }
-    wf_pilot_env env = {.store = a->snap->store, .mesh = a->snap->mesh};
+    wf_pilot_env env = {.store = a->snap->store,
+                        .mesh = a->snap->mesh,
+                        .jwks_resolve = a->opts.jwks_resolve,
+                        .jwks_arg = a->opts.jwks_arg};
     return a->opts.generate(&env, p, t, names);
 }
 

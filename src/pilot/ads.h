@@ -108,6 +108,9 @@ typedef struct wf_ads_opts {
     const wf_ads_service *services; /* other methods on the listener (copied; the path
                                      * strings must outlive the server) */
     size_t n_services;              /* at most WF_ADS_MAX_SERVICES */
+    /* wf_pilot_env's jwksUri resolver for every generation (NULL = none) */
+    char *(*jwks_resolve)(void *arg, const char *jwks_uri, const char *issuer, long timeout_ms);
+    void *jwks_arg;
 } wf_ads_opts;
 
 /* Histogram with fixed upper bounds (seconds), Prometheus style. */
@@ -183,6 +186,9 @@ int wf_ads_secure_port(const wf_ads *a);
 void wf_ads_push(wf_ads *a, wf_snapshot *snap);
 /* Current snapshot (borrowed) and push version ("" before any). */
 wf_snapshot *wf_ads_snapshot(const wf_ads *a);
+/* Listeners again for every connected proxy on the current snapshot (a new version): what a
+ * RequestAuthentication jwksUri key set that pilot fetched changes (pilot/jwks_fetch.h). */
+void wf_ads_push_listeners(wf_ads *a);
 const char *wf_ads_version(const wf_ads *a);
 
 /* Connections, connected and retained, in connection order. */

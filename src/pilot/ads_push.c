@@ -204,3 +204,18 @@ void wf_ads_push(wf_ads *a, wf_snapshot *snap)
         wf_ads_enqueue(c, eds_only ? 1u << WF_XDS_EDS : types, 0, snap->changed_at_ms);
     }
 }
+
+void wf_ads_push_listeners(wf_ads *a)
+{
+    if (!a->snap)
+        return;
+    make_version(a);
+    a->metrics.full_pushes++;
+    WF_LOG(WF_LC_config, WF_LOG_INFO, "XDS: Pushing LDS (JWKS) Version:%s ConnectedEndpoints:%zu",
+           a->version, wf_ads_connected(a));
+    for (size_t i = 0; i < a->n_conns; i++) {
+        wf_ads_conn *c = a->conns[i];
+        if (c->connected && c->call)
+            wf_ads_enqueue(c, 1u << WF_XDS_LDS, 0, wf_ads_now_ms());
+    }
+}

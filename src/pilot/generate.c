@@ -55,7 +55,11 @@ static int labels_view(const json_t *labels, wf_kvs *out)
 
 int wf_gen_init(gen *g, const wf_pilot_env *env, const wf_pilot_proxy *p)
 {
-    *g = (gen){.s = env->store, .mesh = env->mesh, .p = p};
+    *g = (gen){.s = env->store,
+               .mesh = env->mesh,
+               .p = p,
+               .jwks_resolve = env->jwks_resolve,
+               .jwks_arg = env->jwks_arg};
     g->pod = p->pod && p->ns ? wf_store_find(env->store, WF_KIND_POD, p->ns, p->pod) : NULL;
     if (labels_view(p->labels, &g->labels) != 0)
         return -1;
@@ -166,7 +170,9 @@ static int add_reqauthn(const gen *g, json_t *listeners)
 {
     const wf_reqauthn_options ra = {.ns = g->p->ns,
                                     .labels = &g->labels,
-                                    .root_ns = g->mesh ? wf_meshcfg_root_ns(g->mesh) : NULL};
+                                    .root_ns = g->mesh ? wf_meshcfg_root_ns(g->mesh) : NULL,
+                                    .resolve = g->jwks_resolve,
+                                    .resolve_arg = g->jwks_arg};
     int rc = 0;
     json_t *jwt = wf_reqauthn_filter(g->s, &ra, &rc);
     if (rc == 0)

@@ -114,6 +114,10 @@ void wf_pilot_proxy_free(wf_pilot_proxy *p);
 typedef struct wf_pilot_env {
     const wf_store *store;
     const wf_meshcfg *mesh;
+    /* RequestAuthentication key sets behind jwksUri (pilot/jwt.h wf_jwks_resolve_fn; NULL =
+     * none: the fail-closed stand-in is inlined) and its argument */
+    char *(*jwks_resolve)(void *arg, const char *jwks_uri, const char *issuer, long timeout_ms);
+    void *jwks_arg;
 } wf_pilot_env;
 
 /* The resources of type t for proxy p: a new JSON array of resource objects (caller

@@ -32,6 +32,8 @@ typedef struct wf_gen {
     wf_scope *scope; /* the sidecar's Sidecar scope (owned); NULL = none, and for routers */
     bool registry_only;
     const wf_node *default_retries;
+    char *(*jwks_resolve)(void *, const char *, const char *, long); /* env's */
+    void *jwks_arg;
 } wf_gen;
 
 /* Resolves what generation for p reads from env (both borrowed; they must outlive g).

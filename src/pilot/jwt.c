@@ -198,16 +198,19 @@ static long timeout_ms(const wf_node *rule)
     return FETCH_TIMEOUT_MS;
 }
 
-/* BuildLocalJwks: the inline jwks, else the resolved document, else the stand-in. */
-static const char *jwks_for(const wf_node *rule, const char *issuer, const wf_reqauthn_options *o)
+/* BuildLocalJwks: {"inline_string": the inline jwks, else the resolved document, else the
+ * stand-in}. */
+static json_t *local_jwks(const wf_node *rule, const char *issuer, const wf_reqauthn_options *o)
 {
     const char *jwks = wf_map_str(rule, "jwks");
     if (jwks && *jwks)
-        return jwks;
+        return json_pack("{s:s}", "inline_string", jwks);
     const char *uri = wf_map_str(rule, "jwksUri");
-    const char *doc =
+    char *doc =
         o->resolve ? o->resolve(o->resolve_arg, uri ? uri : "", issuer, timeout_ms(rule)) : NULL;
-    return doc ? doc : WF_JWT_FAKE_JWKS;
+    json_t *out = json_pack("{s:s}", "inline_string", doc ? doc : WF_JWT_FAKE_JWKS);
+    free(doc);
+    return out;
 }
 
 /* Sets key to v (consumed) unless v is NULL. */
@@ -226,8 +229,7 @@ static json_t *provider(const jrule *r, const wf_reqauthn_options *o)
     wf_node_bool(wf_map_get(rule, "forwardOriginalToken"), &fwd);
     const char *out_hdr = wf_map_str(rule, "outputPayloadToHeader");
     int err = set_opt(p, "audiences", str_seq(rule, "audiences"));
-    err |= json_object_set_new(p, "local_jwks",
-                               json_pack("{s:s}", "inline_string", jwks_for(rule, r->issuer, o)));
+    err |= json_object_set_new(p, "local_jwks", local_jwks(rule, r->issuer, o));
     if (fwd)
         err |= json_object_set_new(p, "forward", json_true());
     err |= set_opt(p, "from_headers", from_headers(rule));

@@ -39,8 +39,8 @@
  * istio.metadata_exchange (so before the RBAC filters). A workload no policy selects gets no
  * filter.
  *
- * Not translated: jwtRules[].timeout changes only the fetch timeout (the resolver's); the
- * proxy-side fetch (remote_jwks, PILOT_JWT_ENABLE_REMOTE_JWKS=envoy/hybrid) is not offered.
+ * jwtRules[].timeout is the resolver's fetch timeout. Not offered: the proxy-side fetch
+ * (remote_jwks, PILOT_JWT_ENABLE_REMOTE_JWKS=envoy/hybrid).
  *
  * Ownership: results are new JSON the caller json_decrefs; the store is borrowed. No global
  * state.
@@ -63,10 +63,11 @@
 extern const char WF_JWT_FAKE_JWKS[];
 
 /* The JWKS text for a rule without inline keys: jwks_uri (may be "" = OpenID discovery from
- * issuer), timeout_ms. Returns the document (borrowed from the resolver, valid until the next
- * call), or NULL when it is not available (the caller inlines WF_JWT_FAKE_JWKS). */
-typedef const char *(*wf_jwks_resolve_fn)(void *arg, const char *jwks_uri, const char *issuer,
-                                          long timeout_ms);
+ * issuer), timeout_ms. Returns a malloc'ed copy of the document (the caller frees it), or NULL
+ * when it is not available (the caller inlines WF_JWT_FAKE_JWKS). pilot/jwks_fetch.h
+ * wf_jwks_resolve is weft-pilot's. */
+typedef char *(*wf_jwks_resolve_fn)(void *arg, const char *jwks_uri, const char *issuer,
+                                    long timeout_ms);
 
 typedef struct wf_reqauthn_options {
     const char *ns;             /* the workload's namespace */

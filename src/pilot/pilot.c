@@ -11,6 +11,7 @@
 
 #include "core/log.h"
 #include "pilot/debug.h"
+#include "pilot/jwks_fetch.h"
 #include "pilot/pilot_secure.h"
 
 struct wf_pilot {
@@ -22,6 +23,7 @@ struct wf_pilot {
     wf_debug *debug;
     uv_timer_t *ca_check;    /* WF_PILOT_CA_CHECK_S: the CA's expiry warning */
     wf_pilot_secure *secure; /* the secure gRPC port, NULL when not asked */
+    wf_jwks_resolver *jwks;  /* RequestAuthentication jwksUri key sets (pilot/jwks_fetch.h) */
     bool serving;
 };
 
@@ -70,6 +72,30 @@ static void announce(const char *what, const char *ip, int port)
     fflush(stdout);
 }
 
+/* A fetched key set changed: listeners again (istiod's JwksResolver PushFunc). */
+static void on_jwks_changed(void *arg)
+{
+    wf_pilot *p = arg;
+    if (p->ads)
+        wf_ads_push_listeners(p->ads);
+}
+
+/* istiod's PILOT_JWT_PUB_KEY_REFRESH_INTERVAL ("20m", "30s", "500ms"); 0 = the default. */
+static uint64_t jwks_refresh_ms(void)
+{
+    const char *v = getenv("PILOT_JWT_PUB_KEY_REFRESH_INTERVAL");
+    char *end = NULL;
+    double n = v ? strtod(v, &end) : 0;
+    if (!v || end == v || n <= 0)
+        return 0;
+    double unit = strcmp(end, "ms") == 0  ? 1
+                  : strcmp(end, "s") == 0 ? 1000
+                  : strcmp(end, "m") == 0 ? 60000
+                  : strcmp(end, "h") == 0 ? 3600000
+                                          : 0;
+    return (uint64_t)(n * unit);
+}
+
 static int start_ads(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
 {
     char ip[64];
@@ -95,6 +121,13 @@ static int start_ads(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
         .ping_timeout_ms = o->keepalive_timeout_ms,
         .retention_ms = o->retention_ms,
     };
+    p->jwks = wf_jwks_resolver_new(p->loop, jwks_refresh_ms(), on_jwks_changed, p);
+    if (!p->jwks) {
+        snprintf(err, cap, "cannot start the JWKS resolver: out of memory");
+        return -1;
+    }
+    ao.jwks_resolve = wf_jwks_resolve;
+    ao.jwks_arg = p->jwks;
     if (wf_ads_start(p->loop, &ao, &p->ads, err, cap)) {
         return -1;
     }
@@ -232,6 +265,8 @@ void wf_pilot_stop(wf_pilot *p)
         uv_close((uv_handle_t *)p->ca_check, free_handle);
     wf_debug_close(p->debug);
     wf_ads_close(p->ads);
+    p->ads = NULL;
+    wf_jwks_resolver_free(p->jwks);
     wf_pilot_secure_free(p->secure);
     wf_pilot_ca_free(p->ca);
     free(p);

@@ -174,14 +174,14 @@ typedef struct {
     const char *answer;
 } resolver;
 
-static const char *resolve(void *arg, const char *uri, const char *issuer, long timeout_ms)
+static char *resolve(void *arg, const char *uri, const char *issuer, long timeout_ms)
 {
     resolver *r = arg;
     r->calls++;
     snprintf(r->uri, sizeof r->uri, "%s", uri);
     snprintf(r->issuer, sizeof r->issuer, "%s", issuer);
     r->timeout = timeout_ms;
-    return r->answer;
+    return r->answer ? strdup(r->answer) : NULL;
 }
 
 static const char *inline_jwks(json_t *f)
