@@ -81,3 +81,58 @@ def test_mesh_request_authentication(mesh):  # noqa: F811
              what="the jwt_authn filter to go")
     status, _, _ = call(pod, mint(RSA_KEY, claims(iss=ISS, exp_in=-300), "rsa-1"))
     assert status == 200
+
+
+RA_URI = """apiVersion: security.istio.io/v1
+kind: RequestAuthentication
+metadata: {name: jwt-uri, namespace: shop}
+spec:
+  selector: {matchLabels: {app: web}}
+  jwtRules:
+  - issuer: %s
+    jwksUri: http://127.0.0.1:%d/jwks.json
+  - issuer: https://broken.example.com
+    jwksUri: http://127.0.0.1:%d/missing.json
+"""
+
+
+def jwks_server(doc):
+    """A loopback HTTP server answering /jwks.json with doc (404 otherwise)."""
+    import http.server
+    import threading
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            body = doc.encode() if self.path == "/jwks.json" else b"nope"
+            self.send_response(200 if self.path == "/jwks.json" else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def test_mesh_request_authentication_jwks_uri(mesh):  # noqa: F811
+    """jwksUri: pilot fetches the key set and pushes it; a set it cannot fetch fails closed."""
+    srv = jwks_server(json.dumps({"keys": [rsa_jwk(RSA_KEY, "rsa-1")]}))
+    try:
+        port = srv.server_address[1]
+        mesh.write_config("web.yaml", SERVICE)
+        mesh.write_config("ra.yaml", RA_URI % (ISS, port, port))
+        mesh.start_pilot(default_ns="shop")
+        pod = mesh.add_pod("web-1", "shop", {"app": "web"}, app_port=8080)
+        mesh.wait_ready(pod)
+        tok = mint(RSA_KEY, claims(iss=ISS), "rsa-1")
+        # fetched by pilot on its own thread, then pushed: the token passes
+        wait_for(lambda: call(pod, tok)[0] == 200, timeout=20, what="the fetched key set")
+        broken = mint(RSA_KEY, claims(iss="https://broken.example.com"), "rsa-1")
+        status, _, body = call(pod, broken)
+        assert (status, body) == (401, b"Jwt verification fails")  # the stand-in key set
+        assert call(pod)[0] == 200
+    finally:
+        srv.shutdown()
