@@ -334,6 +334,11 @@ static void test_locations_and_outputs(void **state)
     assert_string_equal(added(res, "x-n"), "42");
     assert_string_equal(added(res, "x-deep"), "deep");
     wp_jwt_result_free(res);
+    /* the token ends at the first character that is not base64url or '.' (extractJWT) */
+    snprintf(hv, sizeof hv, "Tok %s=+/junk", t);
+    req_init(&r, "/");
+    req_header(&r, "x-jwt", hv);
+    assert_int_equal(run(f, &r, NULL), WP_JWT_OK);
     /* Authorization is not a location of this provider any more */
     req_init(&r, "/");
     req_bearer(&r, t);

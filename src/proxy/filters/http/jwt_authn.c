@@ -18,10 +18,12 @@
 
 /* ---------- extraction ---------- */
 
+/* Envoy's extractJWT: the token runs over base64url characters and '.'
+ * (ConstantBase64UrlEncodingCharsPlusDot). */
 static bool jwt_char(unsigned char c)
 {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '_' || c == '.' || c == '=' || c == '+' || c == '/';
+           c == '_' || c == '.';
 }
 
 static const char *find_sub(const char *s, size_t n, const char *sub, size_t m)
