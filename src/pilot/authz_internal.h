@@ -1,0 +1,76 @@
+/*
+ * authz_internal.h - one AuthorizationPolicy rule to one Envoy RBAC Policy (authz_model.c), for
+ * the builder (authz.c) and its unit tests. Not a public interface: see authz.h.
+ *
+ * Follows Istio's pilot/pkg/security/authz/model (model.go New / Generate, generator.go,
+ * matcher/ string.go, header.go, metadata.go) and pilot/pkg/security/trustdomain/bundle.go, checked
+ * against the builder goldens of ../shared/corpus/istio-authz/:
+ *  - conditions: the `when` entries in order (unknown key: the rule is invalid, "unknown
+ *    attribute <key>", and Istio's builder skips it for every action); then per `from` the
+ *    source fields principals, requestPrincipals, serviceAccounts, namespaces, remoteIpBlocks,
+ *    ipBlocks, trustDomains before the `when` principals; per `to` hosts, methods, paths, ports
+ *    before the `when` permissions. No `from` (`to`): one principal (permission) of the `when`
+ *    conditions alone; an empty one is {"any": true}.
+ *  - each condition gives an OR of its values and a NOT(OR) of its notValues inside the
+ *    and_rules / and_ids of its permission / principal.
+ *  - a value that cannot be generated (an HTTP-only field on a TCP chain, an IP or port that
+ *    does not parse, a malformed bracketed key): for ALLOW the whole rule is dropped
+ *    (WF_AUTHZ_RULE_SKIPPED: it can never match, a smaller allow); for DENY and LOG (AUDIT and
+ *    CUSTOM) only that value is left out (a wider deny), reported through `drop`.
+ *  - trust domains: principals of the form <td>/ns/<ns>/sa/<sa> whose trust domain is the
+ *    mesh's, an alias, or cluster.local become one principal per trust domain of the bundle
+ *    (ReplaceTrustDomainAliases); trustDomains values naming one of them become all of them
+ *    (ExpandTrustDomainAliases).
+ * JSON: Envoy v3 envoy.config.rbac.v3.Policy with /config_dump's snake_case field names.
+ */
+#ifndef WF_PILOT_AUTHZ_INTERNAL_H
+#define WF_PILOT_AUTHZ_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "model/node.h"
+
+/* Envoy's RBAC actions (envoy.config.rbac.v3.RBAC.Action). */
+typedef enum wf_rbac_action {
+    WF_RBAC_ALLOW = 0,
+    WF_RBAC_DENY,
+    WF_RBAC_LOG,
+} wf_rbac_action;
+
+typedef void (*wf_authz_drop_cb)(void *arg, const char *msg);
+
+typedef struct wf_authz_gen {
+    const char *policy_ns; /* the policy's namespace: serviceAccounts without one */
+    bool for_tcp;          /* a TCP filter chain: HTTP-only fields cannot be generated */
+    wf_rbac_action action;
+    const char *const *tds; /* the trust domain bundle: the mesh's, then its aliases */
+    size_t ntds;
+    wf_authz_drop_cb drop; /* a value left out of a DENY/LOG rule (may be NULL) */
+    void *arg;
+} wf_authz_gen;
+
+enum {
+    WF_AUTHZ_RULE_OOM = -1,
+    WF_AUTHZ_RULE_OK = 0,
+    WF_AUTHZ_RULE_INVALID, /* unknown attribute or a rule that is not a map: skipped always */
+    WF_AUTHZ_RULE_SKIPPED, /* an ALLOW rule with a value that cannot be generated */
+};
+
+/* Translates rule (an item of spec.rules) into *policy, a new {"permissions": [...],
+ * "principals": [...]} object the caller json_decrefs. On INVALID and SKIPPED, *policy is
+ * NULL and msg (cap bytes) says why, as Istio's log does ("unknown attribute a.b",
+ * "\"request.headers[x]\" is HTTP only", "invalid port x"). */
+int wf_authz_rule_policy(const wf_node *rule, const wf_authz_gen *g, json_t **policy, char *msg,
+                         size_t cap);
+
+/* Istio's rbacPolicyMatchNever: {"permissions": [{"not_rule": {"any": true}}], "principals":
+ * [{"not_id": {"any": true}}]}. New object, NULL on out of memory. */
+json_t *wf_authz_policy_never(void);
+
+/* Go's regexp.QuoteMeta of s into out (cap bytes, truncated). */
+void wf_authz_quote_meta(const char *s, char *out, size_t cap);
+
+#endif
