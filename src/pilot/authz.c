@@ -23,24 +23,24 @@
 #define BAD_CUSTOM_SUFFIX "-deny-due-to-bad-CUSTOM-action"
 #define MAX_TDS           64
 
-wf_authz_action wf_authz_action_of(const wf_resource *policy)
+wf_ap_action wf_ap_action_of(const wf_resource *policy)
 {
     const char *a = wf_map_str(policy->spec, "action");
     if (!a || strcmp(a, "ALLOW") == 0)
-        return WF_AUTHZ_ALLOW;
+        return WF_AP_ALLOW;
     if (strcmp(a, "DENY") == 0)
-        return WF_AUTHZ_DENY;
+        return WF_AP_DENY;
     if (strcmp(a, "AUDIT") == 0)
-        return WF_AUTHZ_AUDIT;
+        return WF_AP_AUDIT;
     if (strcmp(a, "CUSTOM") == 0)
-        return WF_AUTHZ_CUSTOM;
-    return WF_AUTHZ_UNSUPPORTED;
+        return WF_AP_CUSTOM;
+    return WF_AP_UNSUPPORTED;
 }
 
-const char *wf_authz_action_name(wf_authz_action a)
+const char *wf_ap_action_name(wf_ap_action a)
 {
     static const char *const names[] = {"ALLOW", "DENY", "AUDIT", "CUSTOM", "UNSUPPORTED"};
-    return a <= WF_AUTHZ_UNSUPPORTED ? names[a] : "UNSUPPORTED";
+    return a <= WF_AP_UNSUPPORTED ? names[a] : "UNSUPPORTED";
 }
 
 bool wf_authz_dry_run(const wf_resource *policy, bool *bad)
@@ -348,19 +348,19 @@ static json_t *filters(const wf_store *store, const wf_authz_options *o, bool fo
     if (n < 0)
         return NULL;
     json_t *out = json_array();
-    const wf_resource **by[WF_AUTHZ_UNSUPPORTED];
-    size_t cnt[WF_AUTHZ_UNSUPPORTED] = {0};
+    const wf_resource **by[WF_AP_UNSUPPORTED];
+    size_t cnt[WF_AP_UNSUPPORTED] = {0};
     tds t;
     bundle(o->mesh, &t);
     int rc = out ? 0 : -1;
-    for (int a = 0; a < WF_AUTHZ_UNSUPPORTED; a++) {
+    for (int a = 0; a < WF_AP_UNSUPPORTED; a++) {
         by[a] = calloc(n ? (size_t)n : 1, sizeof *by[a]);
         if (!by[a])
             rc = -1;
     }
     for (long i = 0; rc == 0 && i < n; i++) {
-        wf_authz_action a = wf_authz_action_of(sel[i]);
-        if (a == WF_AUTHZ_UNSUPPORTED) {
+        wf_ap_action a = wf_ap_action_of(sel[i]);
+        if (a == WF_AP_UNSUPPORTED) {
             note(o, WF_AUTHZ_NOTE_ERROR, sel[i],
                  "ignored authorization policy %s with unsupported action: %s", sel[i]->name,
                  wf_map_str(sel[i]->spec, "action"));
@@ -368,21 +368,20 @@ static json_t *filters(const wf_store *store, const wf_authz_options *o, bool fo
         }
         by[a][cnt[a]++] = sel[i];
     }
-    if (rc == 0 && cnt[WF_AUTHZ_CUSTOM])
-        rc = custom_filters(o, &t, for_tcp, by[WF_AUTHZ_CUSTOM], cnt[WF_AUTHZ_CUSTOM], out);
+    if (rc == 0 && cnt[WF_AP_CUSTOM])
+        rc = custom_filters(o, &t, for_tcp, by[WF_AP_CUSTOM], cnt[WF_AP_CUSTOM], out);
     static const struct {
-        wf_authz_action a;
+        wf_ap_action a;
         wf_rbac_action r;
-    } order[] = {{WF_AUTHZ_AUDIT, WF_RBAC_LOG},
-                 {WF_AUTHZ_DENY, WF_RBAC_DENY},
-                 {WF_AUTHZ_ALLOW, WF_RBAC_ALLOW}};
+    } order[] = {
+        {WF_AP_AUDIT, WF_RBAC_LOG}, {WF_AP_DENY, WF_RBAC_DENY}, {WF_AP_ALLOW, WF_RBAC_ALLOW}};
     for (size_t k = 0; rc == 0 && k < 3; k++) {
         if (!cnt[order[k].a])
             continue;
         build b = {o, &t, for_tcp, order[k].r, NULL};
         rc = json_array_append_new(out, rbac_filter(&b, by[order[k].a], cnt[order[k].a]));
     }
-    for (int a = 0; a < WF_AUTHZ_UNSUPPORTED; a++)
+    for (int a = 0; a < WF_AP_UNSUPPORTED; a++)
         free(by[a]);
     free(sel);
     if (rc != 0) {
@@ -436,8 +435,8 @@ long wf_authz_policy_problems(const wf_resource *policy, const wf_meshcfg *mesh,
              "%s: targetRef(s) select Gateway API gateways and waypoints, which weft does not "
              "run: the policy applies to no proxy%s",
              policy->name, NULL);
-    wf_authz_action a = wf_authz_action_of(policy);
-    if (a == WF_AUTHZ_UNSUPPORTED) {
+    wf_ap_action a = wf_ap_action_of(policy);
+    if (a == WF_AP_UNSUPPORTED) {
         note(&o, WF_AUTHZ_NOTE_ERROR, policy,
              "ignored authorization policy %s with unsupported action: %s", policy->name,
              wf_map_str(policy->spec, "action"));
@@ -449,13 +448,13 @@ long wf_authz_policy_problems(const wf_resource *policy, const wf_meshcfg *mesh,
     if (!out)
         return -1;
     int rc;
-    if (a == WF_AUTHZ_CUSTOM) {
+    if (a == WF_AP_CUSTOM) {
         const wf_resource *one[1] = {policy};
         rc = custom_filters(&o, &t, false, one, 1, out);
     } else {
-        wf_rbac_action r = a == WF_AUTHZ_DENY    ? WF_RBAC_DENY
-                           : a == WF_AUTHZ_AUDIT ? WF_RBAC_LOG
-                                                 : WF_RBAC_ALLOW;
+        wf_rbac_action r = a == WF_AP_DENY    ? WF_RBAC_DENY
+                           : a == WF_AP_AUDIT ? WF_RBAC_LOG
+                                              : WF_RBAC_ALLOW;
         build b = {&o, &t, false, r, NULL};
         json_t *pol = json_object();
         rc = pol ? add_policy(&b, policy, pol) : -1;

@@ -52,19 +52,19 @@
 #include "analysis/meshcfg.h"
 #include "model/store.h"
 
-typedef enum wf_authz_action {
-    WF_AUTHZ_ALLOW = 0,
-    WF_AUTHZ_DENY,
-    WF_AUTHZ_AUDIT,
-    WF_AUTHZ_CUSTOM,
-    WF_AUTHZ_UNSUPPORTED, /* an action Istio does not have: the policy is ignored */
-} wf_authz_action;
+typedef enum wf_ap_action {
+    WF_AP_ALLOW = 0,
+    WF_AP_DENY,
+    WF_AP_AUDIT,
+    WF_AP_CUSTOM,
+    WF_AP_UNSUPPORTED, /* an action Istio does not have: the policy is ignored */
+} wf_ap_action;
 
 /* spec.action of an AuthorizationPolicy (absent: ALLOW; Istio's enum names, case-sensitive). */
-wf_authz_action wf_authz_action_of(const wf_resource *policy);
+wf_ap_action wf_ap_action_of(const wf_resource *policy);
 
 /* "ALLOW", "DENY", "AUDIT", "CUSTOM", "UNSUPPORTED". */
-const char *wf_authz_action_name(wf_authz_action a);
+const char *wf_ap_action_name(wf_ap_action a);
 
 /* istio.io/dry-run parsed as Go's strconv.ParseBool; *bad set when present and unparsable. */
 bool wf_authz_dry_run(const wf_resource *policy, bool *bad);
