@@ -68,13 +68,28 @@ static const char *root_ns(const wf_meshcfg *mesh)
 }
 
 static void note(const wf_authz_options *o, wf_authz_level lvl, const wf_resource *p,
-                 const char *fmt, const char *a, const char *b)
+                 const char *field, const wf_node *at, const char *fmt, const char *a,
+                 const char *b)
 {
     char msg[2560];
     if (!o->note)
         return;
     snprintf(msg, sizeof msg, fmt, a, b ? b : "");
-    o->note(o->arg, lvl, p, msg);
+    const wf_authz_note n = {lvl, p, field, at, msg};
+    o->note(o->arg, &n);
+}
+
+/* The field and node of spec.rules[i]. */
+static const wf_node *rule_field(const wf_resource *p, size_t i, char *field, size_t cap)
+{
+    snprintf(field, cap, "spec.rules[%zu]", i);
+    const wf_node *r = wf_seq_at(wf_map_get(p->spec, "rules"), i);
+    return r ? r : wf_map_get(p->spec, "rules");
+}
+
+static const char *target_field(const wf_resource *p)
+{
+    return wf_map_get(p->spec, "targetRefs") ? "spec.targetRefs" : "spec.targetRef";
 }
 
 /* ---------- selection ---------- */
@@ -106,7 +121,8 @@ long wf_authz_select(const wf_store *store, const wf_authz_options *o, const wf_
         for (size_t i = 0; i < m; i++) {
             if (!applies(v[i], o)) {
                 if (v[i]->t.policy && v[i]->t.policy->target_refs)
-                    note(o, WF_AUTHZ_NOTE_DEBUG, v[i],
+                    note(o, WF_AUTHZ_NOTE_DEBUG, v[i], target_field(v[i]),
+                         v[i]->t.policy->target_refs,
                          "%s: targetRef(s) select Gateway API gateways and waypoints, which "
                          "weft does not run: the policy does not apply to this proxy%s",
                          v[i]->name, NULL);
@@ -154,6 +170,7 @@ typedef struct drop_ctx {
     const wf_resource *policy;
     const char *name;
     bool for_tcp;
+    size_t rule;
 } drop_ctx;
 
 static void on_drop(void *arg, const char *msg)
@@ -162,8 +179,10 @@ static void on_drop(void *arg, const char *msg)
     /* HTTP-only fields on a TCP chain are Istio's design for DENY/AUDIT (debug there); other
      * values that do not translate are a warning. */
     bool http_only = strstr(msg, "is HTTP only") != NULL;
+    char field[48];
+    const wf_node *at = rule_field(d->policy, d->rule, field, sizeof field);
     note(d->o, d->for_tcp && http_only ? WF_AUTHZ_NOTE_DEBUG : WF_AUTHZ_NOTE_WARNING, d->policy,
-         "%s: value left out of the rule (it matches more): %s", d->name, msg);
+         field, at, "%s: value left out of the rule (it matches more): %s", d->name, msg);
 }
 
 typedef struct build {
@@ -188,7 +207,7 @@ static int policy_name(char *buf, size_t cap, const build *b, const wf_resource 
 /* The rules of one policy into policies (an RBAC "policies" map). */
 static int add_policy(const build *b, const wf_resource *p, json_t *policies)
 {
-    char name[1024], msg[512];
+    char name[1024], msg[512], field[48];
     const wf_node *rules = wf_map_get(p->spec, "rules");
     const wf_authz_options *o = b->o;
     size_t n = wf_seq_len(rules);
@@ -196,11 +215,12 @@ static int add_policy(const build *b, const wf_resource *p, json_t *policies)
         const wf_node *rule = wf_seq_at(rules, i);
         if (policy_name(name, sizeof name, b, p, i) != 0)
             return -1;
+        const wf_node *at = rule_field(p, i, field, sizeof field);
         if (!rule || rule->type == WF_NODE_NULL) {
-            note(o, WF_AUTHZ_NOTE_ERROR, p, "skipped nil rule %s%s", name, NULL);
+            note(o, WF_AUTHZ_NOTE_ERROR, p, field, at, "skipped nil rule %s%s", name, NULL);
             continue;
         }
-        drop_ctx d = {o, p, name, b->for_tcp};
+        drop_ctx d = {o, p, name, b->for_tcp, i};
         wf_authz_gen g = {.policy_ns = p->ns,
                           .for_tcp = b->for_tcp,
                           .action = b->action,
@@ -213,11 +233,11 @@ static int add_policy(const build *b, const wf_resource *p, json_t *policies)
         if (rc == WF_AUTHZ_RULE_OOM)
             return -1;
         if (rc == WF_AUTHZ_RULE_INVALID) {
-            note(o, WF_AUTHZ_NOTE_ERROR, p, "skipped invalid rule %s: %s", name, msg);
+            note(o, WF_AUTHZ_NOTE_ERROR, p, field, at, "skipped invalid rule %s: %s", name, msg);
             continue;
         }
         if (rc == WF_AUTHZ_RULE_SKIPPED) {
-            note(o, b->for_tcp ? WF_AUTHZ_NOTE_DEBUG : WF_AUTHZ_NOTE_ERROR, p,
+            note(o, b->for_tcp ? WF_AUTHZ_NOTE_DEBUG : WF_AUTHZ_NOTE_ERROR, p, field, at,
                  b->for_tcp ? "skipped rule %s on TCP filter chain: %s"
                             : "skipped rule %s (it can never match): %s",
                  name, msg);
@@ -318,7 +338,7 @@ static int custom_filters(const wf_authz_options *o, const tds *t, bool for_tcp,
             seen |= strcmp(prov[k], pv) == 0;
         if (!seen)
             prov[np++] = pv;
-        note(o, WF_AUTHZ_NOTE_WARNING, ps[i],
+        note(o, WF_AUTHZ_NOTE_WARNING, ps[i], "spec.action", wf_map_get(ps[i]->spec, "action"),
              "%s: action CUSTOM (provider \"%s\") is not supported by weft (no ext_authz "
              "filter): requests its rules match are denied (fail closed, as Istio does for an "
              "unusable provider)",
@@ -361,7 +381,7 @@ static json_t *filters(const wf_store *store, const wf_authz_options *o, bool fo
     for (long i = 0; rc == 0 && i < n; i++) {
         wf_ap_action a = wf_ap_action_of(sel[i]);
         if (a == WF_AP_UNSUPPORTED) {
-            note(o, WF_AUTHZ_NOTE_ERROR, sel[i],
+            note(o, WF_AUTHZ_NOTE_ERROR, sel[i], "spec.action", wf_map_get(sel[i]->spec, "action"),
                  "ignored authorization policy %s with unsupported action: %s", sel[i]->name,
                  wf_map_str(sel[i]->spec, "action"));
             continue;
@@ -409,14 +429,14 @@ typedef struct counting {
     long n;
 } counting;
 
-static void count_note(void *arg, wf_authz_level lvl, const wf_resource *p, const char *msg)
+static void count_note(void *arg, const wf_authz_note *n)
 {
     counting *c = arg;
-    if (lvl == WF_AUTHZ_NOTE_DEBUG)
+    if (n->level == WF_AUTHZ_NOTE_DEBUG)
         return;
     c->n++;
     if (c->cb)
-        c->cb(c->arg, lvl, p, msg);
+        c->cb(c->arg, n);
 }
 
 long wf_authz_policy_problems(const wf_resource *policy, const wf_meshcfg *mesh,
@@ -427,17 +447,18 @@ long wf_authz_policy_problems(const wf_resource *policy, const wf_meshcfg *mesh,
     bool bad;
     wf_authz_dry_run(policy, &bad);
     if (bad)
-        note(&o, WF_AUTHZ_NOTE_ERROR, policy,
+        note(&o, WF_AUTHZ_NOTE_ERROR, policy, "metadata.annotations[istio.io/dry-run]",
+             wf_map_get(wf_map_get(policy->metadata, "annotations"), "istio.io/dry-run"),
              "failed to parse the value of istio.io/dry-run: %s%s (the policy is enforced)",
              wf_kvs_get(&policy->annotations, "istio.io/dry-run"), NULL);
     if (policy->t.policy && policy->t.policy->target_refs)
-        note(&o, WF_AUTHZ_NOTE_WARNING, policy,
+        note(&o, WF_AUTHZ_NOTE_WARNING, policy, target_field(policy), policy->t.policy->target_refs,
              "%s: targetRef(s) select Gateway API gateways and waypoints, which weft does not "
              "run: the policy applies to no proxy%s",
              policy->name, NULL);
     wf_ap_action a = wf_ap_action_of(policy);
     if (a == WF_AP_UNSUPPORTED) {
-        note(&o, WF_AUTHZ_NOTE_ERROR, policy,
+        note(&o, WF_AUTHZ_NOTE_ERROR, policy, "spec.action", wf_map_get(policy->spec, "action"),
              "ignored authorization policy %s with unsupported action: %s", policy->name,
              wf_map_str(policy->spec, "action"));
         return c.n;

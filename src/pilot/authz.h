@@ -75,10 +75,20 @@ typedef enum wf_authz_level {
     WF_AUTHZ_NOTE_ERROR,     /* a rule or policy skipped */
 } wf_authz_level;
 
-/* A note about policy (never NULL) while building: msg names the policy rule when it is about
- * one ("ns[foo]-policy[bar]-rule[0]: unknown attribute x"). */
-typedef void (*wf_authz_note_cb)(void *arg, wf_authz_level level, const wf_resource *policy,
-                                 const char *msg);
+/* A note while building: about policy (never NULL), its field ("spec.action",
+ * "spec.rules[2]", "spec.targetRefs", "metadata.annotations[istio.io/dry-run]") and the node
+ * of that field (NULL when absent: the resource's own position then); msg names the policy
+ * rule when it is about one ("skipped invalid rule ns[foo]-policy[bar]-rule[0]: unknown
+ * attribute x"). All borrowed for the call. */
+typedef struct wf_authz_note {
+    wf_authz_level level;
+    const wf_resource *policy;
+    const char *field;
+    const wf_node *at;
+    const char *msg;
+} wf_authz_note;
+
+typedef void (*wf_authz_note_cb)(void *arg, const wf_authz_note *n);
 
 typedef struct wf_authz_options {
     const char *ns;         /* the proxy's namespace ("" / NULL: only root-namespace policies) */

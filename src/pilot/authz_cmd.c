@@ -61,11 +61,14 @@ static int parse_labels(char *s, wf_kvs *out)
     return 0;
 }
 
-static void print_note(void *arg, wf_authz_level lvl, const wf_resource *p, const char *msg)
+static void print_note(void *arg, const wf_authz_note *n)
 {
     (void)arg;
     static const char *const names[] = {"debug", "warning", "error"};
-    fprintf(stderr, "%s: AuthorizationPolicy %s/%s: %s\n", names[lvl], p->ns, p->name, msg);
+    const wf_resource *p = n->policy;
+    unsigned line = n->at ? wf_node_report_line(n->at) : p->line;
+    fprintf(stderr, "%s: %s:%u: AuthorizationPolicy %s/%s: %s: %s\n", names[n->level], p->file,
+            line, p->ns, p->name, n->field, n->msg);
 }
 
 typedef struct args {

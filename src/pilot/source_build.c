@@ -657,18 +657,18 @@ typedef struct authz_arg {
 
 /* CUSTOM (not supported: fails closed) is WFT0002, a security control not applied as written;
  * skipped rules, left-out values, ignored actions and targetRefs are WFT0004. */
-static void on_authz_problem(void *arg, wf_authz_level lvl, const wf_resource *p, const char *msg)
+static void on_authz_problem(void *arg, const wf_authz_note *n)
 {
-    (void)lvl;
     authz_arg *u = arg;
     char res[512];
-    bool custom = wf_ap_action_of(p) == WF_AP_CUSTOM && strstr(msg, "action CUSTOM") != NULL;
+    const wf_resource *p = n->policy;
+    bool custom = wf_ap_action_of(p) == WF_AP_CUSTOM && strcmp(n->field, "spec.action") == 0;
     wf_config_error w = {.file = p->file,
-                         .line = p->line,
-                         .col = p->col,
+                         .line = n->at ? wf_node_report_line(n->at) : p->line,
+                         .col = n->at ? n->at->col : p->col,
                          .resource = res_label(p, res, sizeof res),
-                         .field = custom ? "spec.action" : "spec.rules",
-                         .message = msg,
+                         .field = n->field,
+                         .message = n->msg,
                          .code = custom ? "WFT0002" : "WFT0004"};
     if (u->rc == 0 && add_warning(u->b, &w, custom ? "not implemented" : "config warning") != 0)
         u->rc = -1;

@@ -391,7 +391,7 @@ def test_authorization_policy_filters_debug_and_errors(pilot, dirs):
     errs = poll(lambda: [e for e in get_json(pilot.mon, "/debug/config_errors")
                          if e.get("resource") == "AuthorizationPolicy default/ext"
                          and e.get("field") == "spec.action"])
-    assert errs[0]["code"] == "WFT0002"
+    assert (errs[0]["code"], errs[0]["line"]) == ("WFT0002", 15), errs[0]
     assert "action CUSTOM (provider \"opa\") is not supported by weft" in errs[0]["message"]
 
 

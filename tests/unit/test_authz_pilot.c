@@ -31,13 +31,18 @@ static const wf_kvs web = {.n = 2, .items = (wf_kv *)web_kv};
 typedef struct notes {
     int n[3];
     char last[3][512];
+    char field[3][64];
+    unsigned line[3];
 } notes;
 
-static void on_note(void *arg, wf_authz_level lvl, const wf_resource *p, const char *msg)
+static void on_note(void *arg, const wf_authz_note *n)
 {
     notes *ns = arg;
-    ns->n[lvl]++;
-    snprintf(ns->last[lvl], sizeof ns->last[lvl], "%s/%s: %s", p->ns, p->name, msg);
+    ns->n[n->level]++;
+    snprintf(ns->last[n->level], sizeof ns->last[n->level], "%s/%s: %s", n->policy->ns,
+             n->policy->name, n->msg);
+    snprintf(ns->field[n->level], sizeof ns->field[n->level], "%s", n->field);
+    ns->line[n->level] = n->at ? wf_node_report_line(n->at) : 0;
 }
 
 static json_t *http(wf_store *s, const char *ns, const wf_kvs *labels, const wf_meshcfg *m,
@@ -64,24 +69,38 @@ static void selection(void **state)
     wf_store *s = wf_test_load_store(
         NULL,
         AP("istio-system", "mesh-wide") "spec: {action: DENY, rules: [{}]}\n---\n" AP(
-            "istio-system", "root-selector") "spec: {selector: {matchLabels: {app: web}}, "
-                                             "action: AUDIT, rules: [{}]}\n---\n" AP("shop", "mine") "spec: {selector: {matchLabels: {app: web, v: \"1\"}}, rules: [{}]}\n---\n" AP(
-                                                 "shop", "other-labels") "spec: {selector: "
-                                                                         "{matchLabels: {app: "
-                                                                         "db}}}\n---\n" AP("other",
-                                                                                           "other-"
-                                                                                           "ns") "s"
-                                                                                                 "p"
-                                                                                                 "e"
-                                                                                                 "c"
-                                                                                                 ":"
-                                                                                                 " "
-                                                                                                 "{"
-                                                                                                 "}"
-                                                                                                 "\n---\n" AP("shop",
-                                                                                                              "gw-ref") "spec: {targetRefs: [{kind: Gateway, "
-                                                                                                                        "group: gateway.networking.k8s.io, name: "
-                                                                                                                        "g}]}\n",
+            "istio-system",
+            "root-selector") "spec: {selector: {matchLabels: {app: web}}, "
+                             "action: AUDIT, rules: [{}]}\n---\n" AP(
+                                 "shop",
+                                 "mine") "spec: {selector: {matchLabels: {app: web, v: \"1\"}}, "
+                                         "rules: [{}]}\n---\n" AP("shop",
+                                                                  "other-labels") "spec: "
+                                                                                  "{selector: "
+                                                                                  "{matchLabels: "
+                                                                                  "{app: "
+                                                                                  "db}}}\n---\n" AP(
+                                                                                      "other",
+                                                                                      "other-"
+                                                                                      "ns") "s"
+                                                                                            "p"
+                                                                                            "e"
+                                                                                            "c"
+                                                                                            ":"
+                                                                                            " "
+                                                                                            "{"
+                                                                                            "}"
+                                                                                            "\n---"
+                                                                                            "\n" AP(
+                                                                                                "sh"
+                                                                                                "o"
+                                                                                                "p",
+                                                                                                "gw"
+                                                                                                "-r"
+                                                                                                "e"
+                                                                                                "f") "spec: {targetRefs: [{kind: Gateway, "
+                                                                                                     "group: gateway.networking.k8s.io, name: "
+                                                                                                     "g}]}\n",
         "default");
     assert_non_null(s);
     notes nt = {0};
@@ -95,6 +114,7 @@ static void selection(void **state)
     free(sel);
     assert_int_equal(nt.n[WF_AUTHZ_NOTE_DEBUG], 1); /* the targetRef policy, named */
     assert_non_null(strstr(nt.last[WF_AUTHZ_NOTE_DEBUG], "shop/gw-ref: gw-ref: targetRef(s)"));
+    assert_string_equal(nt.field[WF_AUTHZ_NOTE_DEBUG], "spec.targetRefs");
     /* no labels: only policies without selector */
     o.labels = NULL;
     n = wf_authz_select(s, &o, &sel);
@@ -187,6 +207,8 @@ static void dry_run_and_empty(void **state)
     assert_int_equal(nt.n[WF_AUTHZ_NOTE_ERROR], 1);
     assert_string_equal(nt.last[WF_AUTHZ_NOTE_ERROR],
                         "shop/nil-rule: skipped nil rule ns[shop]-policy[nil-rule]-rule[0]");
+    assert_string_equal(nt.field[WF_AUTHZ_NOTE_ERROR], "spec.rules[0]");
+    assert_int_equal(nt.line[WF_AUTHZ_NOTE_ERROR], 16); /* the "- ~" line */
     json_decref(f);
     /* the problems reported without a proxy */
     size_t n;
@@ -194,6 +216,7 @@ static void dry_run_and_empty(void **state)
     notes pn = {0};
     assert_int_equal(wf_authz_policy_problems(v[1], NULL, on_note, &pn), 1);
     assert_non_null(strstr(pn.last[WF_AUTHZ_NOTE_ERROR], "istio.io/dry-run: yes"));
+    assert_string_equal(pn.field[WF_AUTHZ_NOTE_ERROR], "metadata.annotations[istio.io/dry-run]");
     wf_store_free(s);
 }
 
