@@ -395,6 +395,34 @@ def test_authorization_policy_filters_debug_and_errors(pilot, dirs):
     assert "action CUSTOM (provider \"opa\") is not supported by weft" in errs[0]["message"]
 
 
+def test_authz_filters_command(pilot_exe, tmp_path):
+    """`weft-pilot authz-filters` prints the filters of a workload as JSON (the conformance
+    runner's entry point; tests/conformance/run_authz_cases.py covers the translation), notes
+    on stderr with file and line; exit 1 for manifests it cannot load, 2 for a bad command
+    line."""
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "authz.yaml").write_text(AUTHZ)
+    run = lambda *a: subprocess.run([pilot_exe, "authz-filters", *a], capture_output=True,
+                                    text=True, timeout=30)
+    p = run("--config-dir", str(cfg), "-n", "default", "-l", "app=catalog,version=v1")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert [f["typed_config"]["rules"]["action"] for f in out] == ["DENY", "DENY"]
+    assert "authz.yaml:15: AuthorizationPolicy default/ext: spec.action:" in p.stderr
+    p = run("--config-dir", str(cfg), "-n", "default", "-l", "app=other", "--chain", "tcp")
+    assert (p.returncode, json.loads(p.stdout)) == (0, [])
+    p = run("--config-dir", str(tmp_path / "missing"), "-n", "default")
+    assert p.returncode == 1 and "missing" in p.stderr
+    for bad in (["-n", "default"], ["--config-dir", str(cfg)],
+                ["--config-dir", str(cfg), "-n", "x", "--chain", "udp"],
+                ["--config-dir", str(cfg), "-n", "x", "-l", "novalue"]):
+        p = run(*bad)
+        assert p.returncode == 2, (bad, p.stderr)
+    p = run("--help")
+    assert p.returncode == 0 and "conformance" in p.stdout
+
+
 def test_command_line(pilot_exe, tmp_path):
     def run(*args):
         return subprocess.run([pilot_exe, *map(str, args)], capture_output=True, text=True,
