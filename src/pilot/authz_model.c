@@ -109,7 +109,7 @@ static json_t *string_matcher(const char *v, const char *prefix)
             m = sm_kind("suffix", v + 1, false);
         } else {
             int k = snprintf(buf, 2 * n + pn + 8, "%s.*", prefix);
-            wf_authz_quote_meta(v + 1, buf + k, 2 * n + 8);
+            wf_authz_quote_meta(v + 1, buf + k, 2 * n + pn + 8 - (size_t)k);
             m = sm_regex(buf);
         }
     } else if (n && v[n - 1] == '*') {
@@ -512,7 +512,7 @@ static json_t *req_principal_one(const char *v)
             mi = sm_regex(".+");
             ms = sm_kind("suffix", v + 1, false);
         }
-    } else if (v[strlen(v) - 1] == '*') {
+    } else if (*v && v[strlen(v) - 1] == '*') {
         if (slash) {
             mi = sm_kind("exact", iss, false);
             if (strcmp(sub, "*") == 0) {

@@ -141,6 +141,17 @@ static void request_principals_split_at_last_slash(void **state)
             "\"iss\"}],\"value\":{\"string_match\":{\"exact\":\"https://iss.example/a\"}}");
     has(&o, "{\"key\":\"sub\"}],\"value\":{\"string_match\":{\"exact\":\"sub1\"}}");
     free(o.json);
+    /* no '/': all issuer, empty subject; "" too (Istio's default case) */
+    o = run("  - from:\n    - source:\n        requestPrincipals: [\"\", \"iss-*\", \"*/s\"]\n",
+            WF_RBAC_ALLOW, false, NULL, 0);
+    assert_int_equal(o.rc, WF_AUTHZ_RULE_OK);
+    has(&o, "{\"key\":\"iss\"}],\"value\":{\"string_match\":{\"exact\":\"\"}}");
+    has(&o, "{\"key\":\"iss\"}],\"value\":{\"string_match\":{\"prefix\":\"iss-\"}}");
+    has(&o, "{\"key\":\"iss\"}],\"value\":{\"string_match\":{\"safe_regex\":{\"regex\":"
+            "\".+\"}}}");
+    has(&o, "{\"key\":\"sub\"}],\"value\":{\"string_match\":{\"exact\":\"s\"}}");
+    has(&o, "\"or_ids\"");
+    free(o.json);
 }
 
 static void operations(void **state)
