@@ -237,9 +237,12 @@ static int add_policy(const build *b, const wf_resource *p, json_t *policies)
             continue;
         }
         if (rc == WF_AUTHZ_RULE_SKIPPED) {
-            note(o, b->for_tcp ? WF_AUTHZ_NOTE_DEBUG : WF_AUTHZ_NOTE_ERROR, p, field, at,
-                 b->for_tcp ? "skipped rule %s on TCP filter chain: %s"
-                            : "skipped rule %s (it can never match): %s",
+            /* HTTP-only fields on a TCP chain are Istio's design (debug); anything else is an
+             * error wherever it happens */
+            bool tcp_only = b->for_tcp && strstr(msg, "is HTTP only");
+            note(o, tcp_only ? WF_AUTHZ_NOTE_DEBUG : WF_AUTHZ_NOTE_ERROR, p, field, at,
+                 tcp_only ? "skipped rule %s on TCP filter chain: %s"
+                          : "skipped rule %s (it can never match): %s",
                  name, msg);
             continue;
         }
