@@ -5,6 +5,8 @@
  * Follows Istio's pilot/pkg/security/authz/model (model.go New / Generate, generator.go,
  * matcher/ string.go, header.go, metadata.go) and pilot/pkg/security/trustdomain/bundle.go, checked
  * against the builder goldens of ../shared/corpus/istio-authz/:
+ *  - `when` keys: Istio's (model.go) plus source.trustDomain (reference security.md §6.2),
+ *    translated as the source field trustDomains.
  *  - conditions: the `when` entries in order (unknown key: the rule is invalid, "unknown
  *    attribute <key>", and Istio's builder skips it for every action); then per `from` the
  *    source fields principals, requestPrincipals, serviceAccounts, namespaces, remoteIpBlocks,

@@ -917,6 +917,7 @@ static bool when_kind(const char *k, gen_kind *g)
         {"source.namespace", G_SRC_NS},
         {"source.serviceAccount", G_SRC_SA},
         {"source.principal", G_SRC_PRINCIPAL},
+        {"source.trustDomain", G_SRC_TD},
         {"request.auth.principal", G_REQ_PRINCIPAL},
         {"request.auth.audiences", G_REQ_AUD},
         {"request.auth.presenter", G_REQ_PRESENTER},

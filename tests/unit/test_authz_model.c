@@ -182,6 +182,7 @@ static void when_keys(void **state)
                 "    - {key: source.namespace, values: [ns1]}\n"
                 "    - {key: source.principal, values: [\"*\"]}\n"
                 "    - {key: source.serviceAccount, values: [ns2/sa]}\n"
+                "    - {key: source.trustDomain, values: [\"*.corp\"]}\n"
                 "    - {key: request.auth.principal, values: [iss/sub]}\n"
                 "    - {key: request.auth.audiences, values: [aud1]}\n"
                 "    - {key: request.auth.presenter, values: [pr]}\n"
@@ -197,6 +198,7 @@ static void when_keys(void **state)
     has(&o, "{\"remote_ip\":{\"address_prefix\":\"2.2.2.0\",\"prefix_len\":24}}");
     has(&o, "\".*/ns/ns1/.*\"");
     has(&o, "\"spiffe://.+/ns/ns2/(.+/|)sa/sa(/.+)?\"");
+    has(&o, "\"spiffe://[^/]*\\\\.corp/.*\"");
     has(&o, "{\"string_match\":{\"exact\":\"iss\"}}");
     /* audiences: payload.aud equal to, or a list holding, aud1 */
     has(&o, "\"path\":[{\"key\":\"payload\"},{\"key\":\"aud\"}],\"value\":{\"or_match\":{"
