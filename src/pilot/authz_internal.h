@@ -1,5 +1,6 @@
 /*
- * authz_internal.h - one AuthorizationPolicy rule to one Envoy RBAC Policy (authz_model.c), for
+ * authz_internal.h - one AuthorizationPolicy rule to one Envoy RBAC Policy (authz_model.c; the
+ * per-value generators and Envoy matchers in authz_gen.c), for
  * the builder (authz.c) and its unit tests. Not a public interface: see authz.h.
  *
  * Follows Istio's pilot/pkg/security/authz/model (model.go New / Generate, generator.go,
@@ -60,6 +61,51 @@ enum {
     WF_AUTHZ_RULE_INVALID, /* unknown attribute or a rule that is not a map: skipped always */
     WF_AUTHZ_RULE_SKIPPED, /* an ALLOW rule with a value that cannot be generated */
 };
+
+/* Istio's generators (generator.go), by the attribute they serve. */
+typedef enum wf_authz_kind {
+    WF_AZ_DEST_IP,
+    WF_AZ_DEST_PORT,
+    WF_AZ_SNI,
+    WF_AZ_ENVOY_FILTER, /* extended */
+    WF_AZ_SRC_IP,
+    WF_AZ_REMOTE_IP,
+    WF_AZ_SRC_NS,
+    WF_AZ_SRC_SA,
+    WF_AZ_SRC_PRINCIPAL,
+    WF_AZ_SRC_TD,
+    WF_AZ_REQ_PRINCIPAL, /* extended */
+    WF_AZ_REQ_AUD,       /* extended */
+    WF_AZ_REQ_PRESENTER, /* extended */
+    WF_AZ_REQ_HEADER,
+    WF_AZ_REQ_CLAIMS, /* extended */
+    WF_AZ_HOST,
+    WF_AZ_PATH,
+    WF_AZ_METHOD,
+} wf_authz_kind;
+
+typedef struct wf_authz_cond {
+    wf_authz_kind g;
+    const char *key;             /* the attribute as written (when) or Istio's internal name */
+    json_t *values, *not_values; /* arrays of strings (owned) */
+} wf_authz_cond;
+
+/* What the generators return. */
+enum { WF_AZ_OK = 0, WF_AZ_ERR = 1, WF_AZ_OOM = -1 };
+
+/* Extended generators take all values at once (request principals, audiences, presenter,
+ * claims, experimental Envoy metadata); permission kinds build permissions, the others
+ * principals. */
+bool wf_authz_kind_extended(wf_authz_kind k);
+bool wf_authz_kind_permission(wf_authz_kind k);
+
+/* The permission or principal of one value for a non-extended condition, of all values (array
+ * of strings) for an extended one, into *out (new). WF_AZ_ERR: it cannot be generated (msg
+ * says why: an HTTP-only field on a TCP chain, a value that does not parse). */
+int wf_authz_gen_one(const wf_authz_cond *c, const char *v, const wf_authz_gen *g, json_t **out,
+                     char *msg, size_t cap);
+int wf_authz_gen_ext(const wf_authz_cond *c, json_t *values, const wf_authz_gen *g, json_t **out,
+                     char *msg, size_t cap);
 
 /* Translates rule (an item of spec.rules) into *policy, a new {"permissions": [...],
  * "principals": [...]} object the caller json_decrefs. On INVALID and SKIPPED, *policy is
