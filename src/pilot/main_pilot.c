@@ -1,7 +1,8 @@
 /*
  * main_pilot.c - weft-pilot's command line (istiod's flag names where Istio has one:
  * --meshConfig, --grpcAddr, --secureGRPCAddr, --monitoringAddr, --domain, --keepaliveInterval,
- * --keepaliveTimeout), weft's --ca-dir, and `create-token` (ca_token.h). Exit codes: 0 clean exit
+ * --keepaliveTimeout), weft's --ca-dir, `create-token` (ca_token.h) and `authz-filters`
+ * (authz_cmd.h). Exit codes: 0 clean exit
  * on SIGTERM/SIGINT, 1 start failure (a bind, an unreadable directory or MeshConfig: the message
  * names it), 2 bad command line.
  */
@@ -16,6 +17,7 @@
 
 #include "core/log.h"
 #include "model/validate.h"
+#include "pilot/authz_cmd.h"
 #include "pilot/ca_token.h"
 #include "pilot/pilot.h"
 
@@ -36,6 +38,8 @@ static void usage(FILE *f)
     fprintf(
         f, "Usage: weft-pilot --config-dir DIR [--config-dir DIR2 ...] [flags]\n"
            "       weft-pilot create-token SA [-n NS] [--ca-dir DIR] (a CSR token)\n"
+           "       weft-pilot authz-filters --config-dir DIR -n NS [-l K=V,...] (the RBAC\n"
+           "                 filters built for a workload, as JSON; for conformance tests)\n"
            "\n"
            "weft's control plane (istiod): watches manifests, validates them, translates them\n"
            "per proxy and pushes them over xDS; serves debug and metrics endpoints.\n"
@@ -304,6 +308,8 @@ int main(int argc, char **argv)
                  .o = {.keepalive_interval_ms = 30000, .keepalive_timeout_ms = 10000}};
     if (argc > 1 && strcmp(argv[1], "create-token") == 0)
         return wf_ca_token_cmd(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "authz-filters") == 0)
+        return wf_authz_cmd(argc - 1, argv + 1);
     int rc = parse(argc, argv, &c);
     if (rc) {
         if (rc < 0) {
