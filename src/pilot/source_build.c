@@ -655,22 +655,28 @@ typedef struct authz_arg {
     int rc;
 } authz_arg;
 
-/* CUSTOM (not supported: fails closed) is WFT0002, a security control not applied as written;
- * skipped rules, left-out values, ignored actions and targetRefs are WFT0004. */
+/* CUSTOM (not supported: fails closed) and a DENY policy that denies less than written (a
+ * skipped rule, an unparsable dry-run annotation, targetRef(s) that reach no proxy) are
+ * WFT0002, a security control not applied as written; the rest (a skipped ALLOW rule or a
+ * value left out of a DENY rule fail closed, AUDIT, ALLOW targetRefs) is WFT0004. */
 static void on_authz_problem(void *arg, const wf_authz_note *n)
 {
     authz_arg *u = arg;
     char res[512];
     const wf_resource *p = n->policy;
     bool custom = wf_ap_action_of(p) == WF_AP_CUSTOM && strcmp(n->field, "spec.action") == 0;
+    bool deny_gap =
+        wf_ap_action_of(p) == WF_AP_DENY &&
+        (n->level == WF_AUTHZ_NOTE_ERROR || strncmp(n->field, "spec.targetRef", 14) == 0);
+    bool security = custom || deny_gap;
     wf_config_error w = {.file = p->file,
                          .line = n->at ? wf_node_report_line(n->at) : p->line,
                          .col = n->at ? n->at->col : p->col,
                          .resource = res_label(p, res, sizeof res),
                          .field = n->field,
                          .message = n->msg,
-                         .code = custom ? "WFT0002" : "WFT0004"};
-    if (u->rc == 0 && add_warning(u->b, &w, custom ? "not implemented" : "config warning") != 0)
+                         .code = security ? "WFT0002" : "WFT0004"};
+    if (u->rc == 0 && add_warning(u->b, &w, security ? "not implemented" : "config warning") != 0)
         u->rc = -1;
 }
 

@@ -355,6 +355,18 @@ spec:
   - to: [{operation: {paths: ["/ext"]}}]
 """
 
+TARGETED = """\
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: %s, namespace: default}
+spec:
+  targetRefs: [{kind: Gateway, group: gateway.networking.k8s.io, name: web}]
+  action: %s
+  rules:
+  - to: [{operation: {paths: ["/admin"]}}]
+"""
+
+
 
 def test_authorization_policy_filters_debug_and_errors(pilot, dirs):
     """The RBAC filters of the pod's AuthorizationPolicies sit in its inbound HTTP connection
@@ -393,6 +405,15 @@ def test_authorization_policy_filters_debug_and_errors(pilot, dirs):
                          and e.get("field") == "spec.action"])
     assert (errs[0]["code"], errs[0]["line"]) == ("WFT0002", 15), errs[0]
     assert "action CUSTOM (provider \"opa\") is not supported by weft" in errs[0]["message"]
+    # targetRefs reach no proxy in weft: on a DENY policy less is denied than written (an
+    # error, WFT0002), on an ALLOW policy nothing more is allowed (WFT0004)
+    (cfg / "targeted.yaml").write_text(TARGETED % ("deny-gw", "DENY") + "---\n" +
+                                       TARGETED % ("allow-gw", "ALLOW"))
+    for name, code in (("deny-gw", "WFT0002"), ("allow-gw", "WFT0004")):
+        errs = poll(lambda: [e for e in get_json(pilot.mon, "/debug/config_errors")
+                             if e.get("resource") == "AuthorizationPolicy default/" + name
+                             and e.get("field", "").startswith("spec.targetRef")])
+        assert errs[0]["code"] == code, errs
 
 
 def test_authz_filters_command(pilot_exe, tmp_path):
