@@ -109,7 +109,7 @@ long wf_authz_select(const wf_store *store, const wf_authz_options *o, const wf_
     *out = NULL;
     if (!store || !o)
         return -1;
-    const char *root = root_ns(o->mesh);
+    const char *root = o->root_ns && *o->root_ns ? o->root_ns : root_ns(o->mesh);
     const char *nss[2] = {root, o->ns && *o->ns && strcmp(o->ns, root) != 0 ? o->ns : NULL};
     size_t n = 0, cap = 0;
     for (int k = 0; k < 2; k++) {

@@ -94,6 +94,8 @@ typedef struct wf_authz_options {
     const char *ns;         /* the proxy's namespace ("" / NULL: only root-namespace policies) */
     const wf_kvs *labels;   /* its labels; NULL = none (only policies without selector) */
     const wf_meshcfg *mesh; /* NULL = MeshConfig defaults */
+    const char *root_ns;    /* overrides the mesh's rootNamespace when not NULL (describe's
+                               --istioNamespace) */
     wf_authz_note_cb note;  /* may be NULL */
     void *arg;
 } wf_authz_options;
