@@ -1,0 +1,228 @@
+"""weft-proxy's RBAC filters as Istio configures them from AuthorizationPolicies
+(reference security.md §6.3-6.5): envoy.filters.http.rbac in the HCM (a DENY policy on a path:
+403 "RBAC: access denied" with details rbac_access_denied_matched_policy[<policy>] in the
+access log; an ALLOW policy by header: the rest denied with [none]; a dry-run policy as shadow
+rules that only counts), envoy.filters.network.rbac ahead of the HCM (a refused source IP: the
+connection is closed, counted, its termination details logged), and the loader accepting every
+filter shape of Istio's own translation tests (../shared/corpus/istio-authz).
+"""
+import glob
+import json
+import os
+import subprocess
+
+import pytest
+import yaml
+
+from procs import backend_app  # noqa: F401
+from proxyfix import (ROUTER_TYPE, access_log, bootstrap, cluster, listener, proxy_factory,  # noqa: F401
+                      proxy_path, route, route_config, vhost, write_bootstrap)
+
+RBAC = "envoy.filters.http.rbac"
+RBAC_TYPE = "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC"
+NET_RBAC = "envoy.filters.network.rbac"
+NET_RBAC_TYPE = "type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC"
+PREFIX = "http.inbound_0.0.0.0_80.rbac."
+LOG_FMT = "%RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS%\n"
+CORPUS = os.path.join(os.environ.get("WEFT_SHARED", "/work/shared"), "corpus", "istio-authz",
+                      "cases")
+
+
+@pytest.fixture
+def app(backend_app):  # noqa: F811
+    return backend_app
+
+
+def curl(port, path, headers=()):
+    """curl's status code and body (an empty code when the connection failed)."""
+    args = ["curl", "-s", "--path-as-is", "-o", "-", "-w", "\n%{http_code}", "--max-time", "5"]
+    for h in headers:
+        args += ["-H", h]
+    r = subprocess.run(args + ["http://127.0.0.1:%d%s" % (port, path)], capture_output=True,
+                       text=True, timeout=10)
+    body, _, code = r.stdout.rpartition("\n")
+    return code, body, r.returncode
+
+
+def policy(permissions, principals=None):
+    return {"permissions": permissions, "principals": principals or [{"any": True}]}
+
+
+def rbac_filter(action=None, policies=None, shadow=None, shadow_prefix="istio_dry_run_allow_"):
+    """An HTTP RBAC filter in Istio's shape (camelCase, shadowRulesStatPrefix always set)."""
+    tc = {"@type": RBAC_TYPE, "shadowRulesStatPrefix": shadow_prefix}
+    if action is not None:
+        tc["rules"] = {"action": action, "policies": policies or {}}
+    if shadow is not None:
+        tc["shadowRules"] = shadow
+    return {"name": RBAC, "typedConfig": tc}
+
+
+def rbac_bootstrap(app_port, filters, net_filters=(), listener_logs=None):
+    """Istio's inbound HCM shape: stat_prefix inbound_0.0.0.0_80, normalize_path on."""
+    rc = route_config([vhost("all", ["*"], [route(prefix="/", cluster="backend",
+                                                  name="default")])])
+    lst = listener(rc, stat_prefix="inbound_0.0.0.0_80", normalize_path=True,
+                   access_logs=[access_log(path="@LOG:hcm@", fmt=LOG_FMT)])
+    hcm = lst["filter_chains"][0]["filters"][0]["typed_config"]
+    hcm["http_filters"] = list(filters) + [
+        {"name": "envoy.filters.http.router", "typed_config": {"@type": ROUTER_TYPE}}]
+    lst["filter_chains"][0]["filters"][0:0] = list(net_filters)
+    if listener_logs:
+        lst["access_log"] = listener_logs
+    return bootstrap([lst], [cluster("backend", [app_port])])
+
+
+def path_policy(prefix):
+    return policy([{"andRules": {"rules": [{"orRules": {"rules": [
+        {"urlPath": {"path": {"prefix": prefix}}}]}}]}}])
+
+
+def test_deny_policy_on_path(app, proxy_factory):
+    name = "ns[foo]-policy[deny-admin]-rule[0]"
+    p = proxy_factory(rbac_bootstrap(app, [rbac_filter("DENY", {name: path_policy("/admin")})]))
+    code, body, _ = curl(p.port, "/admin/x?y=1")
+    assert (code, body) == ("403", "RBAC: access denied")
+    code, _, _ = curl(p.port, "/echo")
+    assert code == "200"
+    lines = p.access_log_lines(2, name="hcm")
+    assert lines[0] == "403 - rbac_access_denied_matched_policy[%s]" % name
+    assert lines[1] == "200 - via_upstream"
+    st = p.stats()
+    assert st[PREFIX + "denied"] == 1
+    assert st[PREFIX + "allowed"] == 1
+    assert st["cluster.backend.upstream_rq_total"] == 1  # the denied request never left
+    # the policy sees the normalized path: /public/../admin is /admin
+    assert curl(p.port, "/public/../admin")[0] == "403"
+    # an escaped slash stays inside a segment: not /admin (the backend answers 404)
+    assert curl(p.port, "/public/..%2Fadmin")[0] == "404"
+
+
+def test_allow_by_header_denies_the_rest(app, proxy_factory):
+    pol = policy([{"any": True}], [{"andIds": {"ids": [{"header": {
+        "name": "x-user", "stringMatch": {"exact": "alice"}}}]}}])
+    p = proxy_factory(rbac_bootstrap(app, [rbac_filter("ALLOW",
+                                                       {"ns[foo]-policy[a]-rule[0]": pol})]))
+    assert curl(p.port, "/echo", ["x-user: alice"])[0] == "200"
+    code, body, _ = curl(p.port, "/echo", ["x-user: bob"])
+    assert (code, body) == ("403", "RBAC: access denied")
+    assert curl(p.port, "/echo")[0] == "403"
+    lines = p.access_log_lines(3, name="hcm")
+    assert lines[1] == "403 - rbac_access_denied_matched_policy[none]"
+    st = p.stats()
+    assert (st[PREFIX + "allowed"], st[PREFIX + "denied"]) == (1, 2)
+
+
+def test_dry_run_policy_only_counts(app, proxy_factory):
+    shadow = {"action": "DENY", "policies": {"ns[foo]-policy[dry]-rule[0]": path_policy("/")}}
+    bs = rbac_bootstrap(app, [rbac_filter(shadow=shadow, shadow_prefix="istio_dry_run_deny_")])
+    bs["stats_config"] = {"stats_tags": [  # Istio's bootstrap tags for dry-run stats
+        {"tag_name": "authz_dry_run_action", "regex": "(\\.istio_dry_run_(allow|deny)_)"},
+        {"tag_name": "authz_dry_run_result", "regex": "(\\.shadow_(allowed|denied))"}]}
+    p = proxy_factory(bs)
+    assert curl(p.port, "/echo")[0] == "200"
+    assert curl(p.port, "/healthz")[0] == "200"
+    st = p.stats()
+    assert st[PREFIX + "istio_dry_run_deny_.shadow_denied"] == 2
+    assert st[PREFIX + "istio_dry_run_deny_.shadow_allowed"] == 0
+    assert st[PREFIX + "allowed"] == 0  # no rules: nothing enforced, nothing counted
+    assert st["cluster.backend.upstream_rq_total"] == 2
+    status, _, body = p.admin("/stats/prometheus")
+    assert status == 200
+    rbac = [line for line in body.decode().splitlines()
+            if "_rbac{" in line and 'authz_dry_run_result="denied"' in line]
+    assert len(rbac) == 1 and 'authz_dry_run_action="deny"' in rbac[0], rbac
+    assert rbac[0].endswith(" 2"), rbac
+
+
+def test_network_rbac_refuses_source_ip(app, proxy_factory):
+    net = {"name": NET_RBAC, "typed_config": {
+        "@type": NET_RBAC_TYPE, "stat_prefix": "tcp.",
+        "rules": {"action": "DENY", "policies": {"ns[foo]-policy[no-local]-rule[0]": {
+            "permissions": [{"any": True}],
+            "principals": [{"directRemoteIp": {"addressPrefix": "127.0.0.0", "prefixLen": 8}}]}}},
+    }}
+    logs = [access_log(path="@LOG:lis@", fmt="%CONNECTION_TERMINATION_DETAILS%\n")]
+    p = proxy_factory(rbac_bootstrap(app, [], [net], listener_logs=logs))
+    code, body, rc = curl(p.port, "/echo")
+    assert code == "000" and rc != 0, (code, body, rc)
+    assert p.access_log_lines(1, name="lis") == [
+        "rbac_access_denied_matched_policy[ns[foo]-policy[no-local]-rule[0]]"]
+    st = p.stats()
+    assert st["tcp.rbac.denied"] == 1
+    assert st["cluster.backend.upstream_rq_total"] == 0
+
+
+def test_network_rbac_allows_other_sources(app, proxy_factory):
+    net = {"name": NET_RBAC, "typed_config": {
+        "@type": NET_RBAC_TYPE, "stat_prefix": "tcp.",
+        "rules": {"action": "DENY", "policies": {"p": {
+            "permissions": [{"any": True}],
+            "principals": [{"directRemoteIp": {"addressPrefix": "10.0.0.0", "prefixLen": 8}}]}}},
+    }}
+    p = proxy_factory(rbac_bootstrap(app, [], [net]))
+    assert curl(p.port, "/echo")[0] == "200"
+    assert p.stats()["tcp.rbac.allowed"] == 1
+
+
+def _validate(tmp_path, bs):
+    path = write_bootstrap(bs, str(tmp_path))
+    return subprocess.run([proxy_path(), "-c", path, "--mode", "validate"],
+                          capture_output=True, text=True, timeout=30)
+
+
+def _corpus_filters():
+    out = []
+    for f in sorted(glob.glob(os.path.join(CORPUS, "*", "*-out*.yaml"))):
+        if os.path.basename(f).startswith("extended-"):
+            continue
+        with open(f) as fh:
+            out.append((f, yaml.safe_load(fh)))
+    return out
+
+
+def test_istio_corpus_shapes_load(tmp_path):
+    """Every RBAC filter of Istio's translation tests loads, in Istio's inbound order
+    (istio.metadata_exchange, the RBAC filters, fault, cors, istio.stats, router); network ones
+    ahead of the HCM."""
+    cases = _corpus_filters()
+    assert len(cases) >= 20
+    seen = 0
+    for path, flt in cases:
+        if flt["name"] not in (RBAC, NET_RBAC):
+            continue  # ext_authz of the CUSTOM cases
+        seen += 1
+        rc = route_config([vhost("all", ["*"], [route(prefix="/", cluster="backend")])])
+        lst = listener(rc, stat_prefix="inbound_0.0.0.0_80")
+        hcm = lst["filter_chains"][0]["filters"][0]["typed_config"]
+        head = [{"name": "istio.metadata_exchange"}]
+        tail = [{"name": "envoy.filters.http.fault"}, {"name": "envoy.filters.http.cors"},
+                {"name": "istio.stats"},
+                {"name": "envoy.filters.http.router", "typed_config": {"@type": ROUTER_TYPE}}]
+        if flt["name"] == RBAC:
+            hcm["http_filters"] = head + [flt] + tail
+        else:
+            lst["filter_chains"][0]["filters"].insert(0, flt)
+        r = _validate(tmp_path, bootstrap([lst], [cluster("backend", [1])], admin_port=1))
+        assert r.returncode == 0, (path, r.stderr)
+    assert seen >= 20
+
+
+def test_bad_config_names_the_field(tmp_path):
+    flt = rbac_filter("ALLOW", {"p": policy([{"urlPath": {"path": {"safeRegex": {
+        "regex": "(a)\\1"}}}}])})
+    rc = route_config([vhost("all", ["*"], [route(prefix="/", cluster="backend")])])
+    lst = listener(rc)
+    lst["filter_chains"][0]["filters"][0]["typed_config"]["http_filters"].insert(0, flt)
+    r = _validate(tmp_path, bootstrap([lst], [cluster("backend", [1])], admin_port=1))
+    assert r.returncode != 0
+    assert ("http_filters[0].typed_config.rules.policies.p.permissions[0].url_path.path."
+            "safe_regex.regex") in r.stderr, r.stderr
+    flt = rbac_filter("ALLOW", {"p": {"permissions": [{"any": True}],
+                                      "principals": [{"filterState": {"key": "x"}}]}})
+    lst = listener(rc)
+    lst["filter_chains"][0]["filters"][0]["typed_config"]["http_filters"].insert(0, flt)
+    r = _validate(tmp_path, bootstrap([lst], [cluster("backend", [1])], admin_port=1))
+    assert r.returncode != 0
+    assert "principals[0].filter_state: not supported by weft-proxy (Envoy's " \
+        "envoy.config.rbac.v3.Principal.filter_state)" in r.stderr, r.stderr
