@@ -226,3 +226,33 @@ def test_bad_config_names_the_field(tmp_path):
     assert r.returncode != 0
     assert "principals[0].filter_state: not supported by weft-proxy (Envoy's " \
         "envoy.config.rbac.v3.Principal.filter_state)" in r.stderr, r.stderr
+
+
+def test_config_dump_shows_filters_as_received(app, proxy_factory):
+    """/config_dump keeps the RBAC filters (policy names as written: a map's keys are names),
+    and the route configuration of a chain whose connection manager follows a network RBAC
+    filter."""
+    name = "ns[Foo]-policy[denyAdmin]-rule[0]"
+    net = {"name": NET_RBAC, "typed_config": {"@type": NET_RBAC_TYPE, "stat_prefix": "tcp."}}
+    p = proxy_factory(rbac_bootstrap(app, [rbac_filter("DENY", {name: path_policy("/admin")})],
+                                     [net]))
+    status, _, body = p.admin("/config_dump")
+    assert status == 200
+    dump = json.loads(body)
+    listeners = [c for c in dump["configs"]
+                 if c["@type"].endswith("ListenersConfigDump")][0]
+    lst = listeners["static_listeners"][0]["listener"]
+    filters = lst["filter_chains"][0]["filters"]
+    assert [f["name"] for f in filters] == [NET_RBAC, "envoy.filters.network.http_connection_manager"]
+    http = filters[1]["typed_config"]["http_filters"][0]
+    assert http["name"] == RBAC
+    rules = http["typed_config"]["rules"]
+    assert rules["action"] == "DENY"
+    assert list(rules["policies"]) == [name]
+    assert rules["policies"][name]["permissions"][0]["and_rules"]["rules"][0]["or_rules"]
+    assert http["typed_config"]["shadow_rules_stat_prefix"] == "istio_dry_run_allow_"
+    routes = [c for c in dump["configs"] if c["@type"].endswith("RoutesConfigDump")][0]
+    assert routes["static_route_configs"], routes
+    assert curl(p.port, "/admin")[0] == "403"  # the camelCase name still keys the policy
+    assert p.access_log_lines(1, name="hcm") == [
+        "403 - rbac_access_denied_matched_policy[%s]" % name]

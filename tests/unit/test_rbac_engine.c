@@ -367,18 +367,18 @@ static void test_actions_and_policy_order(void **state)
              "\"principals\":[{\"any\":true}]}}}");
     req r;
     mkreq(&r, &x, "GET", "/x", "h", NULL);
-    wp_rbac_verdict v = wp_rbac_check(x.rc, &r.in, x.sh, &r.si);
+    wp_rbac_verdict v = wp_rbac_check(x.rc, &r.in, x.sh, &r.si, 1, 1);
     assert_false(v.allowed);
     assert_string_equal(v.details, "rbac_access_denied_matched_policy[a_first]");
     mkreq(&r, &x, "GET", "/y", "h", NULL);
-    v = wp_rbac_check(x.rc, &r.in, x.sh, &r.si);
+    v = wp_rbac_check(x.rc, &r.in, x.sh, &r.si, 1, 1);
     assert_string_equal(v.details, "rbac_access_denied_matched_policy[z-last]");
     assert_int_equal(counter(&x, "http.inbound_0.0.0.0_80.rbac.denied"), 2);
     unload(&x);
     /* an ALLOW engine with no policy denies everything, details [none] */
     load(&x, "\"rules\":{}");
     mkreq(&r, &x, "GET", "/", "h", NULL);
-    v = wp_rbac_check(x.rc, &r.in, x.sh, &r.si);
+    v = wp_rbac_check(x.rc, &r.in, x.sh, &r.si, 1, 1);
     assert_false(v.allowed);
     assert_string_equal(v.details, "rbac_access_denied_matched_policy[none]");
     unload(&x);
@@ -386,10 +386,10 @@ static void test_actions_and_policy_order(void **state)
     load(&x, "\"rules\":{\"action\":\"LOG\",\"policies\":{\"p\":{\"permissions\":[{\"urlPath\":"
              "{\"path\":{\"exact\":\"/audit\"}}}],\"principals\":[{\"any\":true}]}}}");
     mkreq(&r, &x, "GET", "/audit", "h", NULL);
-    assert_true(wp_rbac_check(x.rc, &r.in, x.sh, &r.si).allowed);
+    assert_true(wp_rbac_check(x.rc, &r.in, x.sh, &r.si, 1, 1).allowed);
     assert_string_equal(wp_si_metadata(&r.si, "envoy.common", "access_log_hint")->str, "true");
     mkreq(&r, &x, "GET", "/other", "h", NULL);
-    assert_true(wp_rbac_check(x.rc, &r.in, x.sh, &r.si).allowed);
+    assert_true(wp_rbac_check(x.rc, &r.in, x.sh, &r.si, 1, 1).allowed);
     assert_int_equal(counter(&x, "http.inbound_0.0.0.0_80.rbac.logged"), 1);
     assert_int_equal(counter(&x, "http.inbound_0.0.0.0_80.rbac.not_logged"), 1);
     assert_int_equal(counter(&x, "http.inbound_0.0.0.0_80.rbac.allowed"), 2);
@@ -404,7 +404,7 @@ static void test_no_rules(void **state)
     load(&x, "");
     req r;
     mkreq(&r, &x, "GET", "/", "h", NULL);
-    assert_true(wp_rbac_check(x.rc, &r.in, x.sh, &r.si).allowed);
+    assert_true(wp_rbac_check(x.rc, &r.in, x.sh, &r.si, 1, 1).allowed);
     assert_int_equal(counter(&x, "http.inbound_0.0.0.0_80.rbac.allowed"), 0);
     unload(&x);
 }
@@ -419,7 +419,7 @@ static void test_shadow_never_denies(void **state)
          "\"principals\":[{\"any\":true}]}}},\"shadowRulesStatPrefix\":\"istio_dry_run_deny_\"");
     req r;
     mkreq(&r, &x, "GET", "/admin/x", "h", NULL);
-    assert_true(wp_rbac_check(x.rc, &r.in, x.sh, &r.si).allowed);
+    assert_true(wp_rbac_check(x.rc, &r.in, x.sh, &r.si, 1, 1).allowed);
     const wp_dyn_md_entry *e =
         wp_si_metadata(&r.si, "envoy.filters.http.rbac", "istio_dry_run_deny_shadow_engine_result");
     assert_non_null(e);
@@ -429,7 +429,7 @@ static void test_shadow_never_denies(void **state)
     assert_non_null(e);
     assert_string_equal(e->str, "ns[foo]-policy[dry]-rule[0]");
     mkreq(&r, &x, "GET", "/ok", "h", NULL);
-    assert_true(wp_rbac_check(x.rc, &r.in, x.sh, &r.si).allowed);
+    assert_true(wp_rbac_check(x.rc, &r.in, x.sh, &r.si, 1, 1).allowed);
     assert_string_equal(
         wp_si_metadata(&r.si, "envoy.filters.http.rbac", "istio_dry_run_deny_shadow_engine_result")
             ->str,

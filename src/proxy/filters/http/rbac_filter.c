@@ -9,8 +9,6 @@
  * "RBAC: access denied", details rbac_access_denied_matched_policy[<policy>|none], no
  * response flag; decoding stops there. No per-stream state, no allocation.
  */
-#include <string.h>
-
 #include "core/log.h"
 #include "proxy/filters/http/filters.h"
 #include "proxy/filters/rbac/rbac.h"
@@ -24,8 +22,7 @@ static wp_filter_headers_status decode_headers(const wp_filter *f, wp_filter_hea
     wp_stream_info *si = f->cb->stream_info(f->stream);
     wp_route_req rq;
     f->cb->request(f->stream, &rq);
-    wp_rbac_input in;
-    memset(&in, 0, sizeof in);
+    wp_rbac_input in; /* field by field: its address slots are written before they are read */
     in.rx = f->cb->regex(f->stream);
     in.req = &rq;
     in.local = si->downstream_local;
@@ -36,7 +33,9 @@ static wp_filter_headers_status decode_headers(const wp_filter *f, wp_filter_hea
     in.peer_uri_sans = si->downstream_peer_uri_san;
     in.peer_subject = si->downstream_peer_subject;
     in.md = &si->dynamic_metadata;
-    wp_rbac_verdict v = wp_rbac_check(c, &in, f->cb->stats(f->stream), si);
+    in.parsed = in.parsed_ok = 0;
+    wp_rbac_verdict v =
+        wp_rbac_check(c, &in, f->cb->stats(f->stream), si, si->connection_id, si->stream_id);
     if (v.allowed)
         return WP_FILTER_HEADERS_CONTINUE;
     f->cb->send_local_reply(f->stream, 403, WP_RBAC_DENIED_BODY, v.details, -1);

@@ -3,6 +3,8 @@
  */
 #include "proxy/filters/network/rbac.h"
 
+#include <string.h>
+
 #include "core/log.h"
 #include "proxy/filters/rbac/rbac.h"
 #include "proxy/http/conn.h"
@@ -48,7 +50,7 @@ static wp_nf_status on_data(wp_nf_filter *f, bool end_stream)
                 "checking connection: remoteAddress: %s, localAddress: %s, ssl: %s", d->remote,
                 d->local, in.peer_uri_sans ? in.peer_uri_sans : "none");
     /* the shadow rules are counted once per connection, like the rules */
-    wp_rbac_verdict v = wp_rbac_check(c, &in, d->w->stats, NULL);
+    wp_rbac_verdict v = wp_rbac_check(c, &in, d->w->stats, NULL, d->id, 0);
     if (v.allowed) {
         f->state = ALLOWED;
         return WP_NF_CONTINUE;

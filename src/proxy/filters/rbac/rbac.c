@@ -83,15 +83,24 @@ int wp_rbac_register_all_stats(struct wp_stats *st, const wp_config *c)
     return rc;
 }
 
+/* The rbac logger's debug line, with the connection and stream when there is one. */
+#define RBAC_DEBUG(conn_id, stream_id, ...)                                                        \
+    do {                                                                                           \
+        if (stream_id)                                                                             \
+            WF_STREAM_LOG(WF_LC_rbac, WF_LOG_DEBUG, conn_id, stream_id, __VA_ARGS__);              \
+        else                                                                                       \
+            WF_CONN_LOG(WF_LC_rbac, WF_LOG_DEBUG, conn_id, __VA_ARGS__);                           \
+    } while (0)
+
 /* The shadow rules: counted and published, never enforced. */
 static void check_shadow(const wp_rbac_config *c, wp_rbac_input *in, struct wp_stats_shard *sh,
-                         wp_stream_info *si)
+                         wp_stream_info *si, uint64_t conn_id, uint64_t stream_id)
 {
     int m = -1;
     bool ok = wp_rbac_allowed(c->shadow, in, &m);
     wp_stat_add(sh, c->st[ok ? WP_RBAC_ST_SHADOW_ALLOWED : WP_RBAC_ST_SHADOW_DENIED], 1);
-    WF_LOG(WF_LC_rbac, WF_LOG_DEBUG, "shadow %s, matched policy %s", ok ? "allowed" : "denied",
-           m >= 0 ? c->shadow->policies[m].name : "none");
+    RBAC_DEBUG(conn_id, stream_id, "shadow %s, matched policy %s", ok ? "allowed" : "denied",
+               m >= 0 ? c->shadow->policies[m].name : "none");
     if (!si)
         return;
     if (m >= 0)
@@ -100,13 +109,13 @@ static void check_shadow(const wp_rbac_config *c, wp_rbac_input *in, struct wp_s
 }
 
 wp_rbac_verdict wp_rbac_check(const wp_rbac_config *c, wp_rbac_input *in, struct wp_stats_shard *sh,
-                              wp_stream_info *si)
+                              wp_stream_info *si, uint64_t conn_id, uint64_t stream_id)
 {
     wp_rbac_verdict v = {true, NULL, -1};
     if (c->shadow)
-        check_shadow(c, in, sh, si);
+        check_shadow(c, in, sh, si, conn_id, stream_id);
     if (!c->rules) {
-        WF_LOG(WF_LC_rbac, WF_LOG_DEBUG, "no engine, allowed by default");
+        RBAC_DEBUG(conn_id, stream_id, "no engine, allowed by default");
         return v;
     }
     v.allowed = wp_rbac_allowed(c->rules, in, &v.policy);
@@ -118,12 +127,12 @@ wp_rbac_verdict wp_rbac_check(const wp_rbac_config *c, wp_rbac_input *in, struct
     }
     wp_stat_add(sh, c->st[v.allowed ? WP_RBAC_ST_ALLOWED : WP_RBAC_ST_DENIED], 1);
     if (v.allowed) {
-        WF_LOG(WF_LC_rbac, WF_LOG_DEBUG, "enforced allowed, matched policy %s",
-               v.policy >= 0 ? c->rules->policies[v.policy].name : "none");
+        RBAC_DEBUG(conn_id, stream_id, "enforced allowed, matched policy %s",
+                   v.policy >= 0 ? c->rules->policies[v.policy].name : "none");
         return v;
     }
     v.details = v.policy >= 0 ? c->rules->policies[v.policy].details : WP_RBAC_DENIED_NONE;
-    WF_LOG(WF_LC_rbac, WF_LOG_DEBUG, "enforced denied, matched policy %s",
-           v.policy >= 0 ? c->rules->policies[v.policy].name : "none");
+    RBAC_DEBUG(conn_id, stream_id, "enforced denied, matched policy %s",
+               v.policy >= 0 ? c->rules->policies[v.policy].name : "none");
     return v;
 }

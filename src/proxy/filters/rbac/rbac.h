@@ -71,11 +71,13 @@ typedef struct {
     int policy;          /* the rules' effective policy, -1 none */
 } wp_rbac_verdict;
 
-/* Runs c's shadow rules (counted, published as dynamic metadata into md when md is not NULL)
+/* Runs c's shadow rules (counted, published as dynamic metadata into si when si is not NULL)
  * then its rules (counted; a LOG engine counts logged / not_logged and sets envoy.common
- * access_log_hint). sh: the worker's stats shard. No allocation. */
+ * access_log_hint). sh: the worker's stats shard; conn_id / stream_id (0: a connection) for
+ * the rbac logger's debug lines (Envoy's "enforced denied, matched policy <id>"). No
+ * allocation. */
 wp_rbac_verdict wp_rbac_check(const wp_rbac_config *c, wp_rbac_input *in, struct wp_stats_shard *sh,
-                              wp_stream_info *md);
+                              wp_stream_info *si, uint64_t conn_id, uint64_t stream_id);
 
 /* Registers the counters of c under prefix ("http.<stat_prefix>." or the network filter's
  * stat_prefix) into c->st. Returns 0, or -1 when out of memory. Config time only. */
