@@ -283,7 +283,7 @@ static void test_authenticated(void **state)
                         "\".*/ns/foo/.*\"}}}}"));
     req r;
     mkreq(&r, &x, "GET", "/", "h", NULL);
-    r.in.tls_peer_cert = true;
+    r.in.tls = true;
     r.in.peer_uri_sans = "spiffe://other/x,spiffe://cluster.local/ns/foo/sa/a";
     assert_true(perm(&x, NULL, &r)); /* any URI SAN */
     r.in.peer_uri_sans = "spiffe://cluster.local/ns/bar/sa/a";
@@ -291,14 +291,14 @@ static void test_authenticated(void **state)
     r.in.peer_uri_sans = NULL;
     r.in.peer_subject = "CN=x/ns/foo/y"; /* then the subject */
     assert_true(perm(&x, NULL, &r));
-    r.in.tls_peer_cert = false; /* plaintext: never authenticated */
+    r.in.tls = false; /* plaintext: never authenticated */
     r.in.peer_uri_sans = "spiffe://cluster.local/ns/foo/sa/a";
     assert_false(perm(&x, NULL, &r));
     unload(&x);
     load(&x, ALLOW_PRIN("{\"authenticated\":{}}"));
     mkreq(&r, &x, "GET", "/", "h", NULL);
     assert_false(perm(&x, NULL, &r));
-    r.in.tls_peer_cert = true;
+    r.in.tls = true;
     assert_true(perm(&x, NULL, &r));
     unload(&x);
 }
@@ -543,6 +543,9 @@ static void test_loader_errors(void **state)
     expect_error(ALLOW_PERM("{\"andRules\":{\"rules\":[]}}"), "",
                  HPFX "rules.policies.p.permissions[0].and_rules.rules: value must contain at "
                       "least 1 item(s)");
+    expect_error(ALLOW_PERM("{\"destinationPortRange\":{\"start\":90,\"end\":90}}"), "",
+                 HPFX "rules.policies.p.permissions[0].destination_port_range: range start 90 "
+                      "cannot be greater or equal than range end 90");
     expect_error(ALLOW_PERM("{\"destinationPort\":70000}"), "",
                  HPFX "rules.policies.p.permissions[0].destination_port: value must be less "
                       "than or equal to 65535");

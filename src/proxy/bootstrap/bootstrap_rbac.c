@@ -176,8 +176,13 @@ static bool dec_port_range(bs *b, json_t *o, wp_rbac_node *n)
     if (ok && ((s && !json_is_integer(s)) || (e && !json_is_integer(e))))
         ok = bs_fail(b, "wrong type: start and end must be integers");
     long long lo = s ? json_integer_value(s) : 0, hi = e ? json_integer_value(e) : 0;
-    if (ok && lo > hi)
-        ok = bs_fail(b, "start must not be greater than end");
+    /* Envoy's PortRangeMatcher constructor */
+    if (ok && (lo < 0 || lo > 65536))
+        ok = bs_fail(b, "range start %lld is out of bounds", lo);
+    else if (ok && (hi < 0 || hi > 65536))
+        ok = bs_fail(b, "range end %lld is out of bounds", hi);
+    else if (ok && lo >= hi)
+        ok = bs_fail(b, "range start %lld cannot be greater or equal than range end %lld", lo, hi);
     n->kind = WP_RBAC_DEST_PORT_RANGE;
     n->u.port.lo = lo < 0 ? 0 : (uint32_t)(lo > 65536 ? 65536 : lo);
     n->u.port.hi = hi < 0 ? 0 : (uint32_t)(hi > 65536 ? 65536 : hi);

@@ -750,7 +750,6 @@ static wp_stream *stream_new(wp_dconn *d)
         s->si.downstream_tls_version = ssl->version;
         s->si.downstream_tls_cipher = ssl->cipher;
         s->si.downstream_peer_subject = ssl->peer_subject;
-        s->si.downstream_peer_certificate = ssl->peer_certificate;
     }
     /* the parser lives with the stream: an idle connection holds none */
     /* five spare slots: a generated x-request-id, the Host of an absolute-form target, an

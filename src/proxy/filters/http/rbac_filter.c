@@ -29,7 +29,7 @@ static wp_filter_headers_status decode_headers(const wp_filter *f, wp_filter_hea
     in.direct_remote = si->downstream_direct_remote;
     in.remote = si->downstream_remote;
     in.sni = si->requested_server_name;
-    in.tls_peer_cert = si->downstream_peer_certificate;
+    in.tls = si->downstream_tls_version != NULL;
     in.peer_uri_sans = si->downstream_peer_uri_san;
     in.peer_subject = si->downstream_peer_subject;
     in.md = &si->dynamic_metadata;

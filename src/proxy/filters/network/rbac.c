@@ -29,7 +29,7 @@ static void input_of(wp_dconn *d, wp_rbac_input *in)
     const wp_tsock_ssl *ssl = d->sock ? wp_tsock_ssl_info(d->sock) : NULL;
     if (ssl) {
         in->sni = ssl->sni;
-        in->tls_peer_cert = ssl->peer_certificate;
+        in->tls = true;
         in->peer_uri_sans = ssl->peer_uri_sans;
         in->peer_subject = ssl->peer_subject;
     }

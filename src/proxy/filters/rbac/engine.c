@@ -84,7 +84,7 @@ static size_t path_len(const wp_route_req *rq)
 /* Envoy's AuthenticatedMatcher: URI SANs, then the subject. */
 static bool authenticated(const wp_rbac_node *n, wp_rbac_input *in)
 {
-    if (!in->tls_peer_cert)
+    if (!in->tls)
         return false;
     if (!n->u.str.has_sm)
         return true;

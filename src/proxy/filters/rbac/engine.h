@@ -21,7 +21,8 @@
  *    (the SNI, "" when none), metadata (MetadataMatcher on the dynamic metadata);
  *  - principals: any, and_ids / or_ids / not_id, authenticated (a TLS connection whose peer
  *    certificate's URI SANs, then subject, match principal_name; without principal_name any TLS
- *    connection with a peer certificate), source_ip (deprecated: the connection's peer),
+ *    connection; DNS SANs, which Envoy tries between the two, are not consulted), source_ip
+ *    (deprecated: the connection's peer),
  *    direct_remote_ip (the connection's peer), remote_ip (the downstream remote address, which
  *    x-forwarded-for may set: proxy/http/xff.h), header, url_path, metadata;
  *  - MetadataMatcher {filter, path[].key, value, invert}: the value at path in the filter's
@@ -150,7 +151,7 @@ typedef struct wp_rbac_input {
     const char *direct_remote; /* the connection's peer */
     const char *remote;        /* the downstream remote (x-forwarded-for aware) */
     const char *sni;           /* NULL or "" when none */
-    bool tls_peer_cert;        /* TLS and the peer presented a certificate */
+    bool tls;                  /* the connection is TLS (Envoy: connection.ssl() is set) */
     const char *peer_uri_sans; /* URI SANs joined by ',' (NULL none) */
     const char *peer_subject;  /* RFC 2253 subject (NULL none) */
     const wp_dyn_md *md;       /* dynamic metadata, NULL none */
