@@ -58,12 +58,12 @@ def rbac_filter(action=None, policies=None, shadow=None, shadow_prefix="istio_dr
     return {"name": RBAC, "typedConfig": tc}
 
 
-def rbac_bootstrap(app_port, filters, net_filters=(), listener_logs=None):
+def rbac_bootstrap(app_port, filters, net_filters=(), listener_logs=None, extra_logs=()):
     """Istio's inbound HCM shape: stat_prefix inbound_0.0.0.0_80, normalize_path on."""
     rc = route_config([vhost("all", ["*"], [route(prefix="/", cluster="backend",
                                                   name="default")])])
     lst = listener(rc, stat_prefix="inbound_0.0.0.0_80", normalize_path=True,
-                   access_logs=[access_log(path="@LOG:hcm@", fmt=LOG_FMT)])
+                   access_logs=[access_log(path="@LOG:hcm@", fmt=LOG_FMT)] + list(extra_logs))
     hcm = lst["filter_chains"][0]["filters"][0]["typed_config"]
     hcm["http_filters"] = list(filters) + [
         {"name": "envoy.filters.http.router", "typed_config": {"@type": ROUTER_TYPE}}]
@@ -115,7 +115,11 @@ def test_allow_by_header_denies_the_rest(app, proxy_factory):
 
 def test_dry_run_policy_only_counts(app, proxy_factory):
     shadow = {"action": "DENY", "policies": {"ns[foo]-policy[dry]-rule[0]": path_policy("/")}}
-    bs = rbac_bootstrap(app, [rbac_filter(shadow=shadow, shadow_prefix="istio_dry_run_deny_")])
+    md = ("%DYNAMIC_METADATA(envoy.filters.http.rbac:istio_dry_run_deny_shadow_engine_result)% "
+          "%DYNAMIC_METADATA(envoy.filters.http.rbac:istio_dry_run_deny_shadow_effective_policy_id)%"
+          "\n")
+    bs = rbac_bootstrap(app, [rbac_filter(shadow=shadow, shadow_prefix="istio_dry_run_deny_")],
+                        extra_logs=[access_log(path="@LOG:md@", fmt=md)])
     bs["stats_config"] = {"stats_tags": [  # Istio's bootstrap tags for dry-run stats
         {"tag_name": "authz_dry_run_action", "regex": "(\\.istio_dry_run_(allow|deny)_)"},
         {"tag_name": "authz_dry_run_result", "regex": "(\\.shadow_(allowed|denied))"}]}
@@ -127,6 +131,8 @@ def test_dry_run_policy_only_counts(app, proxy_factory):
     assert st[PREFIX + "istio_dry_run_deny_.shadow_allowed"] == 0
     assert st[PREFIX + "allowed"] == 0  # no rules: nothing enforced, nothing counted
     assert st["cluster.backend.upstream_rq_total"] == 2
+    # the shadow result is the stream's dynamic metadata, as Envoy publishes it
+    assert p.access_log_lines(1, name="md") == ["denied ns[foo]-policy[dry]-rule[0]"]
     status, _, body = p.admin("/stats/prometheus")
     assert status == 200
     rbac = [line for line in body.decode().splitlines()
