@@ -577,7 +577,8 @@ static bool dec_engine(bs *b, json_t *o, const char *k, const wp_rbac_engine **o
     }
     bs_pop(b, mp);
     if (ok) {
-        qsort(ps, cnt, sizeof(*ps), by_name); /* Envoy's std::map order */
+        if (cnt)
+            qsort(ps, cnt, sizeof(*ps), by_name); /* Envoy's std::map order */
         e->action = (wp_rbac_action)action;
         e->policies = ps;
         e->npolicies = cnt;
