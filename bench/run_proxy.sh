@@ -42,6 +42,9 @@
 # proxy CPU-seconds and requests per proxy CPU-second of both, their per-round ratios
 # weft / weft-base medianed, and the verdict PASS when the requests-per-proxy-CPU-second ratio
 # is >= BENCH_BASELINE_MIN (default 0.97) at every body size, else FAIL (issue 16).
+# BENCH_RBAC_RULES=N gives the "weft" target (not weft-base) an N-rule ALLOW RBAC policy in
+# Istio's shape (bench/proxy/weft_bootstrap.py --rbac-rules): with --baseline HEAD the verdict
+# compares requests per proxy CPU-second with and without the policy (issue 18's 10-rule goal).
 # BENCH_ONLY_WEFT=1 (or --weft-only) leaves nginx and HAProxy out (targets: direct, weft and,
 # with a baseline, weft-base): a faster weft-only comparison; the "vs haproxy" columns are "-".
 #
@@ -200,8 +203,11 @@ start_target() {
     local exe=$WEFT
     [ "$kind" = weft ] || exe=$WEFT_BASE
     next_port
+    local rbac=()
+    # BENCH_RBAC_RULES=N: the "weft" target runs an N-rule ALLOW policy (issue 18)
+    [ "$kind" = weft ] && [ "${BENCH_RBAC_RULES:-0}" -gt 0 ] && rbac=(--rbac-rules "$BENCH_RBAC_RULES")
     "$PY" "$HERE/proxy/weft_bootstrap.py" "$d/bootstrap.json" "$port" "$NEXT_PORT" \
-      "${T_PORT[direct]}" || return 1
+      "${T_PORT[direct]}" "${rbac[@]}" || return 1
     bp_start "$name" "$PIN_PROXY" "$exe" -c "$d/bootstrap.json" --concurrency 1
     ;;
   esac

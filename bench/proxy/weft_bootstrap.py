@@ -3,6 +3,7 @@
 
 usage: weft_bootstrap.py OUT.json LISTEN_PORT ADMIN_PORT BACKEND_PORT [--retry-route]
            [--tls CERT KEY [--client-ca CA]] [--upstream-tls CERT KEY CA SAN SNI]
+           [--rbac-rules N]
 
 One listener on 127.0.0.1:LISTEN_PORT with an HTTP connection manager (stat_prefix "bench",
 inline route_config: one virtual host "*", route prefix "/" to cluster "backend") and the
@@ -21,6 +22,13 @@ require_client_certificate and the CA that verifies clients (a sidecar's inbound
 checking the exact URI SAN and sending SNI (a sidecar's ISTIO_MUTUAL cluster, security.md
 §3.2, with files instead of SDS). With --tls the connection manager also accepts HTTP/1.0
 (http_protocol_options.accept_http_10), as `openssl s_time -www` sends it.
+
+--rbac-rules N (issue 18's cost of an ALLOW policy) puts envoy.filters.http.rbac before the
+router with one ALLOW AuthorizationPolicy of N rules as Istio translates it (policies
+ns[bench]-policy[allow]-rule[i], reference security.md §6.3): rule i allows GET and POST on the
+paths /api/v<i>/ (prefix) and /api/v<i>/items (exact), except the last rule, which allows GET
+on the benchmark's paths /128 and /16k. Policies are tried in name order, so a benchmark
+request walks every rule before the last one allows it.
 """
 import argparse
 import json
@@ -71,8 +79,36 @@ def upstream_tls(cert, key, ca, san, sni):
                                    "match_subject_alt_names": [{"exact": san}]}}}}
 
 
+def _or_paths(paths):
+    return {"orRules": {"rules": [{"urlPath": {"path": p}} for p in paths]}}
+
+
+def _or_methods(methods):
+    return {"orRules": {"rules": [{"header": {"name": ":method", "stringMatch": {"exact": m}}}
+                                  for m in methods]}}
+
+
+def rbac_allow_filter(n):
+    """An ALLOW RBAC filter in Istio's shape with n rules (see the module docstring)."""
+    policies = {}
+    for i in range(n):
+        if i == n - 1:
+            perm = [_or_paths([{"exact": "/128"}, {"exact": "/16k"}]), _or_methods(["GET"])]
+        else:
+            perm = [_or_paths([{"prefix": "/api/v%d/" % i}, {"exact": "/api/v%d/items" % i}]),
+                    _or_methods(["GET", "POST"])]
+        policies["ns[bench]-policy[allow]-rule[%d]" % i] = {
+            "permissions": [{"andRules": {"rules": perm}}],
+            "principals": [{"andIds": {"ids": [{"any": True}]}}],
+        }
+    return {"name": "envoy.filters.http.rbac", "typedConfig": {
+        "@type": "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC",
+        "rules": {"policies": policies},
+        "shadowRulesStatPrefix": "istio_dry_run_allow_"}}
+
+
 def bootstrap(listen_port, admin_port, backend_port, retry_route=False, tls=None,
-              upstream=None):
+              upstream=None, rbac_rules=0):
     hcm = {
         "@type": HCM,
         "stat_prefix": "bench",
@@ -90,6 +126,8 @@ def bootstrap(listen_port, admin_port, backend_port, retry_route=False, tls=None
             "typed_config": {"@type": ROUTER, "dynamic_stats": False},
         }],
     }
+    if rbac_rules:
+        hcm["http_filters"].insert(0, rbac_allow_filter(rbac_rules))
     if tls:  # openssl s_time -www sends HTTP/1.0 requests
         hcm["http_protocol_options"] = {"accept_http_10": True}
     if retry_route:
@@ -138,13 +176,14 @@ def main(argv):
     ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     ap.add_argument("--client-ca", metavar="CA")
     ap.add_argument("--upstream-tls", nargs=5, metavar=("CERT", "KEY", "CA", "SAN", "SNI"))
+    ap.add_argument("--rbac-rules", type=int, default=0, metavar="N")
     a = ap.parse_args(argv[1:])
     if a.client_ca and not a.tls:
         ap.error("--client-ca needs --tls")
     tls = (a.tls + [a.client_ca]) if a.tls else None
     with open(a.out, "w", encoding="utf-8") as f:
         json.dump(bootstrap(*a.ports, retry_route=a.retry_route, tls=tls,
-                            upstream=a.upstream_tls), f, indent=2)
+                            upstream=a.upstream_tls, rbac_rules=a.rbac_rules), f, indent=2)
         f.write("\n")
     return 0
 
