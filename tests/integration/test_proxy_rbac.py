@@ -262,3 +262,19 @@ def test_config_dump_shows_filters_as_received(app, proxy_factory):
     assert curl(p.port, "/admin")[0] == "403"  # the camelCase name still keys the policy
     assert p.access_log_lines(1, name="hcm") == [
         "403 - rbac_access_denied_matched_policy[%s]" % name]
+
+
+def test_remote_ip_from_x_forwarded_for(app, proxy_factory):
+    """remote_ip (Istio's remoteIpBlocks) is the downstream remote address, which
+    x-forwarded-for gives when the connection manager does not use the peer's (Envoy's
+    use_remote_address false); direct_remote_ip (ipBlocks) stays the peer."""
+    allow = policy([{"any": True}], [{"orIds": {"ids": [
+        {"remoteIp": {"addressPrefix": "203.0.113.0", "prefixLen": 24}}]}}])
+    p = proxy_factory(rbac_bootstrap(app, [rbac_filter("ALLOW", {"remote": allow})]))
+    assert curl(p.port, "/echo", ["x-forwarded-for: 203.0.113.9"])[0] == "200"
+    assert curl(p.port, "/echo", ["x-forwarded-for: 198.51.100.1"])[0] == "403"
+    assert curl(p.port, "/echo")[0] == "403"  # the peer, 127.0.0.1
+    direct = policy([{"any": True}], [{"directRemoteIp": {"addressPrefix": "203.0.113.0",
+                                                          "prefixLen": 24}}])
+    p2 = proxy_factory(rbac_bootstrap(app, [rbac_filter("ALLOW", {"direct": direct})]))
+    assert curl(p2.port, "/echo", ["x-forwarded-for: 203.0.113.9"])[0] == "403"
