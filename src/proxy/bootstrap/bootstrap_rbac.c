@@ -47,10 +47,9 @@ static bool refuse(bs *b, json_t *o, const char *keys, const char *message)
     return true;
 }
 
-/* Exactly one of the keys (space-separated) is set; its name in *which. */
-static bool one_of(bs *b, json_t *o, const char *keys, const char *what, const char **which)
+/* Exactly one of the keys (space-separated) is set; its name in which (cap bytes). */
+static bool one_of(bs *b, json_t *o, const char *keys, const char *what, char *which, size_t cap)
 {
-    static char k[64];
     int n = 0;
     for (const char *p = keys; *p;) {
         size_t len = strcspn(p, " ");
@@ -58,7 +57,7 @@ static bool one_of(bs *b, json_t *o, const char *keys, const char *what, const c
         snprintf(cur, sizeof cur, "%.*s", (int)len, p);
         if (bs_get(o, cur)) {
             n++;
-            snprintf(k, sizeof k, "%s", cur);
+            snprintf(which, cap, "%s", cur);
         }
         p += len;
         while (*p == ' ')
@@ -66,8 +65,7 @@ static bool one_of(bs *b, json_t *o, const char *keys, const char *what, const c
     }
     if (n != 1)
         return bs_fail(b, "exactly one %s kind is required", what);
-    *which = bs_strdup(b, k);
-    return *which != NULL;
+    return true;
 }
 
 /* ---------- leaves ---------- */
@@ -262,14 +260,14 @@ static bool dec_or_match(bs *b, json_t *o, wp_rbac_vm *v)
 /* ValueMatcher */
 static bool dec_vm(bs *b, json_t *o, wp_rbac_vm *v)
 {
-    const char *k = NULL;
+    char k[64];
     if (!bs_fields(b, o,
                    "null_match double_match string_match bool_match present_match list_match "
                    "or_match") ||
         !one_of(b, o,
                 "null_match double_match string_match bool_match present_match list_match "
                 "or_match",
-                "match_pattern", &k))
+                "match_pattern", k, sizeof k))
         return false;
     if (strcmp(k, "null_match") == 0) {
         v->kind = WP_VM_NULL;
@@ -438,12 +436,12 @@ static bool dec_node(bs *b, json_t *o, wp_rbac_node *n, bool principal)
     const char *kinds = principal ? PRINCIPAL_KINDS : PERMISSION_KINDS;
     const char *msg =
         principal ? "envoy.config.rbac.v3.Principal" : "envoy.config.rbac.v3.Permission";
-    const char *k = NULL;
+    char k[64];
     if (!bs_fields(b, o, kinds) ||
         !refuse(b, o,
                 principal ? "filter_state sourced_metadata custom" : "matcher sourced_metadata",
                 msg) ||
-        !one_of(b, o, kinds, principal ? "principal rule" : "permission rule", &k))
+        !one_of(b, o, kinds, principal ? "principal rule" : "permission rule", k, sizeof k))
         return false;
     if (!strcmp(k, "and_rules") || !strcmp(k, "or_rules") || !strcmp(k, "not_rule") ||
         !strcmp(k, "and_ids") || !strcmp(k, "or_ids") || !strcmp(k, "not_id"))
