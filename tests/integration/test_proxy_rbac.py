@@ -85,13 +85,15 @@ def test_deny_policy_on_path(app, proxy_factory):
     assert (code, body) == ("403", "RBAC: access denied")
     code, _, _ = curl(p.port, "/echo")
     assert code == "200"
+    status, hdrs, body = p.request("GET", "/admin")
+    assert (status, body, hdrs["content-type"]) == (403, b"RBAC: access denied", "text/plain")
     lines = p.access_log_lines(2, name="hcm")
     assert lines[0] == "403 - rbac_access_denied_matched_policy[%s]" % name
     assert lines[1] == "200 - via_upstream"
     st = p.stats()
-    assert st[PREFIX + "denied"] == 1
+    assert st[PREFIX + "denied"] == 2
     assert st[PREFIX + "allowed"] == 1
-    assert st["cluster.backend.upstream_rq_total"] == 1  # the denied request never left
+    assert st["cluster.backend.upstream_rq_total"] == 1  # the denied requests never left
     # the policy sees the normalized path: /public/../admin is /admin
     assert curl(p.port, "/public/../admin")[0] == "403"
     # an escaped slash stays inside a segment: not /admin (the backend answers 404)

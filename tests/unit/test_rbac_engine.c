@@ -354,6 +354,31 @@ static void test_metadata_payload(void **state)
     unload(&x);
 }
 
+/* A string entry of the dynamic metadata (an authn filter's principal, the way Istio's
+ * istio_authn published request.auth.principal) and a header principal. */
+static void test_metadata_string_entry_and_header_principal(void **state)
+{
+    (void)state;
+    fixture x;
+    load(&x, ALLOW_PRIN("{\"metadata\":{\"filter\":\"istio_authn\",\"path\":[{\"key\":"
+                        "\"request.auth.principal\"}],\"value\":{\"stringMatch\":{\"prefix\":"
+                        "\"https://issuer/\"}}}},{\"header\":{\"name\":\"x-id\",\"stringMatch\":"
+                        "{\"exact\":\"7\"}}}"));
+    req r;
+    const char *h[] = {"x-id: 7", NULL};
+    mkreq(&r, &x, "GET", "/", "h", h);
+    assert_true(perm(&x, NULL, &r)); /* the header principal */
+    mkreq(&r, &x, "GET", "/", "h", NULL);
+    assert_false(perm(&x, NULL, &r));
+    wp_si_set_metadata(&r.si, "istio_authn", "request.auth.principal", "https://issuer/alice",
+                       NULL);
+    assert_true(perm(&x, NULL, &r));
+    wp_si_set_metadata(&r.si, "istio_authn", "request.auth.principal", "https://other/alice", NULL);
+    assert_false(perm(&x, NULL, &r)); /* replaced, not added */
+    assert_int_equal(r.si.dynamic_metadata.n, 1);
+    unload(&x);
+}
+
 /* ---------- engines ---------- */
 
 static void test_actions_and_policy_order(void **state)
@@ -624,6 +649,7 @@ int main(void)
         cmocka_unit_test(test_authenticated),
         cmocka_unit_test(test_remote_vs_direct_remote),
         cmocka_unit_test(test_metadata_payload),
+        cmocka_unit_test(test_metadata_string_entry_and_header_principal),
         cmocka_unit_test(test_actions_and_policy_order),
         cmocka_unit_test(test_no_rules),
         cmocka_unit_test(test_shadow_never_denies),
