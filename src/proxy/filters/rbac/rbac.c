@@ -36,8 +36,8 @@ static uint32_t reg(struct wp_stats *st, const char *prefix, const char *rules_p
 
 int wp_rbac_register_stats(struct wp_stats *st, wp_rbac_config *c, const char *prefix)
 {
-    static const char *const names[WP_RBAC_ST_COUNT_] = {
-        "allowed", "denied", "shadow_allowed", "shadow_denied", "logged", "not_logged"};
+    static const char *const names[WP_RBAC_ST_COUNT_] = {"allowed", "denied", "shadow_allowed",
+                                                         "shadow_denied"};
     int rc = 0;
     for (int i = 0; i < WP_RBAC_ST_COUNT_; i++) {
         bool shadow = i == WP_RBAC_ST_SHADOW_ALLOWED || i == WP_RBAC_ST_SHADOW_DENIED;
@@ -119,12 +119,9 @@ wp_rbac_verdict wp_rbac_check(const wp_rbac_config *c, wp_rbac_input *in, struct
         return v;
     }
     v.allowed = wp_rbac_allowed(c->rules, in, &v.policy);
-    if (c->rules->action == WP_RBAC_LOG) {
-        bool log = v.policy >= 0;
-        wp_stat_add(sh, c->st[log ? WP_RBAC_ST_LOGGED : WP_RBAC_ST_NOT_LOGGED], 1);
-        if (si)
-            wp_si_set_metadata(si, "envoy.common", "access_log_hint", log ? "true" : "false", NULL);
-    }
+    if (c->rules->action == WP_RBAC_LOG && si) /* Envoy's handleAction, enforced mode */
+        wp_si_set_metadata(si, "envoy.common", "access_log_hint", v.policy >= 0 ? "true" : "false",
+                           NULL);
     wp_stat_add(sh, c->st[v.allowed ? WP_RBAC_ST_ALLOWED : WP_RBAC_ST_DENIED], 1);
     if (v.allowed) {
         RBAC_DEBUG(conn_id, stream_id, "enforced allowed, matched policy %s",

@@ -7,7 +7,7 @@
  * source/extensions/filters/common/rbac/utility.cc).
  *
  * Stats (Envoy's generateStats, statPrefixJoin: a '.' is added unless the prefix ends with one):
- *   <prefix>rbac.<rules_stat_prefix>{allowed,denied}        (and logged / not_logged for LOG)
+ *   <prefix>rbac.<rules_stat_prefix>{allowed,denied}
  *   <prefix>rbac.<shadow_rules_stat_prefix>{shadow_allowed,shadow_denied}
  * with <prefix> = "http.<HCM stat_prefix>." for the HTTP filter and the filter's stat_prefix
  * for the network filter. A non-empty rules prefix is joined with '.': Istio's
@@ -19,6 +19,7 @@
  * Dynamic metadata (namespace = the filter's name): "<shadow_rules_stat_prefix>
  * shadow_effective_policy_id" (when a shadow policy matched) and "<shadow_rules_stat_prefix>
  * shadow_engine_result" ("allowed" / "denied"); a LOG engine sets envoy.common access_log_hint.
+ * Older Envoys also had rbac.logged / rbac.not_logged counters; current ones do not, nor weft.
  *
  * Denials: details "rbac_access_denied_matched_policy[<policy>]" for the effective policy of a
  * DENY engine, "rbac_access_denied_matched_policy[none]" when an ALLOW engine matched nothing
@@ -46,8 +47,6 @@ enum {
     WP_RBAC_ST_DENIED,
     WP_RBAC_ST_SHADOW_ALLOWED,
     WP_RBAC_ST_SHADOW_DENIED,
-    WP_RBAC_ST_LOGGED,
-    WP_RBAC_ST_NOT_LOGGED,
     WP_RBAC_ST_COUNT_
 };
 
@@ -72,10 +71,10 @@ typedef struct {
 } wp_rbac_verdict;
 
 /* Runs c's shadow rules (counted, published as dynamic metadata into si when si is not NULL)
- * then its rules (counted; a LOG engine counts logged / not_logged and sets envoy.common
- * access_log_hint). sh: the worker's stats shard; conn_id / stream_id (0: a connection) for
- * the rbac logger's debug lines (Envoy's "enforced denied, matched policy <id>"). No
- * allocation. */
+ * then its rules (counted as allowed / denied, Envoy's current ENFORCE_RBAC_FILTER_STATS; a
+ * LOG engine always allows and sets envoy.common access_log_hint to whether a policy matched). sh:
+ * the worker's stats shard; conn_id / stream_id (0: a connection) for the rbac logger's debug lines
+ * (Envoy's "enforced denied, matched policy <id>"). No allocation. */
 wp_rbac_verdict wp_rbac_check(const wp_rbac_config *c, wp_rbac_input *in, struct wp_stats_shard *sh,
                               wp_stream_info *si, uint64_t conn_id, uint64_t stream_id);
 
