@@ -7,6 +7,7 @@ connection is closed, counted, its termination details logged), and the loader a
 filter shape of Istio's own translation tests (../shared/corpus/istio-authz).
 """
 import glob
+import http.client
 import json
 import os
 import subprocess
@@ -280,3 +281,27 @@ def test_remote_ip_from_x_forwarded_for(app, proxy_factory):
                                                           "prefixLen": 24}}])
     p2 = proxy_factory(rbac_bootstrap(app, [rbac_filter("ALLOW", {"direct": direct})]))
     assert curl(p2.port, "/echo", ["x-forwarded-for: 203.0.113.9"])[0] == "403"
+
+
+@pytest.mark.parametrize("enforcement,checks", [(None, 1), ("CONTINUOUS", 2)])
+def test_network_rbac_enforcement_type(app, proxy_factory, enforcement, checks):
+    """ONE_TIME_ON_FIRST_BYTE (the default) checks a connection once, on its first bytes;
+    CONTINUOUS on every read: two requests on one keep-alive connection count once / twice."""
+    tc = {"@type": NET_RBAC_TYPE, "stat_prefix": "tcp.",
+          "rules": {"action": "DENY", "policies": {"p": {
+              "permissions": [{"any": True}],
+              "principals": [{"directRemoteIp": {"addressPrefix": "10.0.0.0",
+                                                 "prefixLen": 8}}]}}}}
+    if enforcement:
+        tc["enforcement_type"] = enforcement
+    p = proxy_factory(rbac_bootstrap(app, [], [{"name": NET_RBAC, "typed_config": tc}]))
+    conn = http.client.HTTPConnection("127.0.0.1", p.port, timeout=10)
+    try:
+        for _ in range(2):
+            conn.request("GET", "/healthz")
+            resp = conn.getresponse()
+            resp.read()
+            assert resp.status == 200
+    finally:
+        conn.close()
+    assert p.stats()["tcp.rbac.allowed"] == checks
