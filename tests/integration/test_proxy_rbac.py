@@ -16,6 +16,8 @@ import pytest
 import yaml
 
 from procs import backend_app  # noqa: F401
+from test_proxy_tls import CLIENT_SAN, certs, downstream_tls  # noqa: F401
+from test_proxy_tls import curl as tls_curl
 from proxyfix import (ROUTER_TYPE, access_log, bootstrap, cluster, listener, proxy_factory,  # noqa: F401
                       proxy_path, route, route_config, vhost, write_bootstrap)
 
@@ -305,3 +307,35 @@ def test_network_rbac_enforcement_type(app, proxy_factory, enforcement, checks):
     finally:
         conn.close()
     assert p.stats()["tcp.rbac.allowed"] == checks
+
+
+def test_allow_by_source_principal_over_mtls(certs, app, proxy_factory):  # noqa: F811
+    """Istio's `principals` on an mTLS inbound chain: authenticated.principal_name against the
+    client certificate's URI SAN (the SPIFFE identity); without a client certificate, or with
+    another identity, the ALLOW policy denies ([none])."""
+    def boot(regex):
+        pol = policy([{"any": True}], [{"andIds": {"ids": [{"orIds": {"ids": [
+            {"authenticated": {"principalName": {"safeRegex": {"regex": regex}}}}]}}]}}])
+        bs = rbac_bootstrap(app, [rbac_filter("ALLOW", {"ns[default]-policy[p]-rule[0]": pol})])
+        lst = bs["static_resources"]["listeners"][0]
+        # a validation context without require_client_certificate: the certificate is asked
+        # for, not required (Istio's PERMISSIVE chains differ; this isolates the RBAC check)
+        ts = downstream_tls(certs, require=True)
+        del ts["typed_config"]["require_client_certificate"]
+        lst["filter_chains"][0]["transport_socket"] = ts
+        return bs
+
+    p = proxy_factory(boot("spiffe://.+/ns/default/(.+/|)sa/client(/.+)?"))
+    port = next(iter(p.ports.values()))
+    ca = ["--cacert", certs["ca.crt"]]
+    client = ca + ["--cert", certs["client.crt"], "--key", certs["client.key"]]
+    rc, code, _, err = tls_curl(port, "/echo", *client)
+    assert (rc, code) == (0, 200), err
+    rc, code, body, err = tls_curl(port, "/echo", *ca)  # TLS, no client certificate
+    assert (rc, code, body) == (0, 403, "RBAC: access denied"), err
+    assert p.access_log_lines(2, name="hcm")[1] == \
+        "403 - rbac_access_denied_matched_policy[none]"
+    p2 = proxy_factory(boot("spiffe://.+/ns/other/.+"))
+    port2 = next(iter(p2.ports.values()))
+    assert tls_curl(port2, "/echo", *client)[1] == 403
+    assert CLIENT_SAN.startswith("spiffe://cluster.local/ns/default/")
