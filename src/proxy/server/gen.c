@@ -16,6 +16,7 @@
 #include "proxy/filters/http/fault.h"
 #include "proxy/filters/listener/tls_inspector.h"
 #include "proxy/filters/http/istio_stats.h"
+#include "proxy/filters/rbac/rbac.h"
 #include "proxy/upstream/lb.h"
 #include "proxy/server/gen.h"
 
@@ -115,6 +116,7 @@ wp_gen *wp_gen_new(wp_server *srv, wp_config *cfg, wf_strbuf *err)
     wp_stats *store = srv->stats_store;
     g->pstats = wp_pstats_register(store, cfg);
     if (!g->pstats || wp_fault_register_stats(store, cfg) != 0 ||
+        wp_rbac_register_all_stats(store, cfg) != 0 ||
         wp_tls_inspector_register_stats(store, cfg) != 0 ||
         gen_runtime(g, uv_hrtime() / 1000000u) != 0) {
         wf_strbuf_puts(err, "out of memory");

@@ -167,3 +167,31 @@ const char *wp_si_resp_trailer(const wp_stream_info *si, const char *name, size_
     const h1_header *h = h1_find_header(si->response_trailers, si->nresponse_trailers, name);
     return h ? str_or_null(h->value.p ? h->value.p : "", h->value.len, len) : NULL;
 }
+
+/* ---------- dynamic metadata ---------- */
+
+static wp_dyn_md_entry *md_find(wp_dyn_md *md, const char *ns, const char *key)
+{
+    for (uint8_t i = 0; i < md->n; i++)
+        if (strcmp(md->e[i].ns, ns) == 0 && strcmp(md->e[i].key, key) == 0)
+            return &md->e[i];
+    return NULL;
+}
+
+bool wp_si_set_metadata(wp_stream_info *si, const char *ns, const char *key, const char *str,
+                        const struct json_t *json)
+{
+    wp_dyn_md_entry *e = md_find(&si->dynamic_metadata, ns, key);
+    if (!e) {
+        if (si->dynamic_metadata.n >= WP_DYN_MD_MAX)
+            return false;
+        e = &si->dynamic_metadata.e[si->dynamic_metadata.n++];
+    }
+    *e = (wp_dyn_md_entry){ns, key, str, json};
+    return true;
+}
+
+const wp_dyn_md_entry *wp_si_metadata(const wp_stream_info *si, const char *ns, const char *key)
+{
+    return md_find((wp_dyn_md *)&si->dynamic_metadata, ns, key);
+}

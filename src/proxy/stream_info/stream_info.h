@@ -58,6 +58,24 @@ typedef enum {
 
 #define WP_MAX_FLAGS 8
 
+/* Dynamic metadata (Envoy's StreamInfo::dynamicMetadata, filter_metadata by namespace): what
+ * filters publish for later filters and the access log. An entry is one key of a namespace with
+ * a string value (static or config-owned: the RBAC filters' shadow results) or a JSON value
+ * (a google.protobuf.Struct-like tree: the JWT filter's verified `payload`), owned by whoever
+ * set it and valid until the stream ends. Fixed capacity: no allocation. */
+#define WP_DYN_MD_MAX 8
+struct json_t;
+typedef struct {
+    const char *ns;  /* e.g. "envoy.filters.http.rbac" */
+    const char *key; /* e.g. "istio_dry_run_allow_shadow_engine_result" */
+    const char *str; /* string value, or NULL when json is set */
+    const struct json_t *json;
+} wp_dyn_md_entry;
+typedef struct {
+    wp_dyn_md_entry e[WP_DYN_MD_MAX];
+    uint8_t n;
+} wp_dyn_md;
+
 typedef struct wp_stream_info {
     /* identity */
     uint64_t connection_id, stream_id;
@@ -110,9 +128,18 @@ typedef struct wp_stream_info {
     const char *downstream_peer_uri_san, *downstream_local_uri_san, *downstream_tls_version,
         *downstream_tls_cipher, *downstream_peer_subject;
     const char *upstream_peer_uri_san, *upstream_local_uri_san, *upstream_tls_version;
-    uint32_t attempt_count; /* %UPSTREAM_REQUEST_ATTEMPT_COUNT% */
+    uint32_t attempt_count;           /* %UPSTREAM_REQUEST_ATTEMPT_COUNT% */
+    wp_dyn_md dynamic_metadata;       /* filters' dynamic metadata (wp_si_set_metadata) */
     uint64_t upstream_connection_id;
 } wp_stream_info;
+
+/* Sets key of namespace ns in si's dynamic metadata to the string str or the JSON value json
+ * (one of them; both borrowed, see wp_dyn_md), replacing an entry with the same ns and key.
+ * Returns false when the metadata is full (WP_DYN_MD_MAX entries). */
+bool wp_si_set_metadata(wp_stream_info *si, const char *ns, const char *key, const char *str,
+                        const struct json_t *json);
+/* The entry for ns and key, NULL when none. */
+const wp_dyn_md_entry *wp_si_metadata(const wp_stream_info *si, const char *ns, const char *key);
 
 /* Short name ("UH") and long name ("NoHealthyUpstream") of a flag. */
 const char *wp_flag_short(wp_response_flag f);
