@@ -77,6 +77,7 @@
 
 #include "pilot/generate.h"
 #include "pilot/source.h"
+#include "pilot/xds_auth.h"
 #include "tls/tls.h"
 #include "xds/discovery.h"
 #include "xds/h2_stream.h" /* WF_XDS_ADS_PATH, WF_XDS_DELTA_PATH */
@@ -146,9 +147,12 @@ typedef struct wf_ads_conn {
     char *id; /* istiod connection id "<proxy id>-<n>" */
     bool has_proxy;
     wf_pilot_proxy proxy;
-    bool delta;        /* a DeltaAggregatedResources stream */
-    char address[128]; /* the peer, "ip:port" or "unix:path" (istiod's adsz "address");
-                        * "" when unknown */
+    bool delta;           /* a DeltaAggregatedResources stream */
+    bool authenticated;   /* caller holds the identities the secure port authenticated */
+    bool refused;         /* authentication or authorization ended the call: no more requests */
+    wf_xds_caller caller; /* (xds_auth.h); empty on the plaintext port or without XDS_AUTH */
+    char address[128];    /* the peer, "ip:port" or "unix:path" (istiod's adsz "address");
+                           * "" when unknown */
     bool connected;
     int64_t connected_at_ms, disconnected_at_ms; /* wall clock */
     wf_ads_type types[WF_XDS_NTYPES];
@@ -172,6 +176,12 @@ int wf_ads_port(const wf_ads *a);
  * message naming the address in err. */
 int wf_ads_listen_secure(wf_ads *a, const char *ip, int port, wf_tls_ctx *tls, char *err,
                          size_t cap);
+/* XDS_AUTH on the secure port (xds_auth.h): its streams are authenticated when they open, by
+ * the verified client certificate or a token of cas (its key and trust domain, read for each
+ * stream), and authorized for their node at the first request; cas NULL turns it off
+ * (XDS_AUTH=false). The plaintext listener never authenticates, as istiod's 15010. */
+struct wf_ca_server;
+void wf_ads_set_secure_auth(wf_ads *a, const struct wf_ca_server *cas);
 /* A new serving certificate for the secure port: connections from now on use tls. */
 void wf_ads_set_secure_tls(wf_ads *a, wf_tls_ctx *tls);
 /* The secure port's bound port, -1 when there is none. */

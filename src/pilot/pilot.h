@@ -47,6 +47,8 @@ typedef struct wf_pilot_opts {
     uint64_t rescan_ms;                          /* 0 = 2000 */
     const char *ca_dir; /* the CA directory (pilot_ca.h); NULL = wf_pilot_ca_default_dir */
     const char *secure_grpc_addr; /* istiod's 15012 over TLS (pilot_secure.h); NULL = none */
+    bool no_xds_auth; /* XDS_AUTH=false: the secure port's xDS streams are not authenticated
+                       * (xds_auth.h); default (false) authenticates them, as istiod */
 } wf_pilot_opts;
 
 typedef struct wf_pilot wf_pilot;
