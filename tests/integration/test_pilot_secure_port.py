@@ -404,3 +404,48 @@ def test_xds_auth_false(pilot_exe, tmp_path, proxy_factory, how):  # noqa: F811
     bad = subprocess.run([str(pilot_exe), "--config-dir", str(cfg), "--xds-auth", "maybe"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and 'invalid value "maybe" for --xds-auth' in bad.stderr
+
+
+def test_proxy_follows_a_new_root(pilot_exe, tmp_path, proxy_factory):  # noqa: F811
+    """The mesh root changes (a plug-in cacerts Secret) and pilot restarts with it: the proxy's
+    xds-grpc trusted_ca file still holds the old root, so its reconnections fail the handshake;
+    once the file holds the new root (the kubelet's sync of istio-ca-root-cert) the proxy reads
+    it again before its next connection and is SYNCED again, without a restart."""
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    ports = [free_port() for _ in range(3)]
+
+    def run():
+        proc, addrs = start_process(
+            [pilot_exe, "--config-dir", cfg, "--ca-dir", tmp_path / "ca", "--grpcAddr",
+             "127.0.0.1:%d" % ports[0], "--monitoringAddr", "127.0.0.1:%d" % ports[1],
+             "--secureGRPCAddr", "127.0.0.1:%d" % ports[2]], count=3)
+        proc.xds, proc.mon, proc.secure = ports
+        return proc
+    proc = run()
+    try:
+        root = tmp_path / "root.pem"
+        root.write_text(mesh_root(proc))
+        tok = token_file(pilot_exe, tmp_path, "default", "web")
+        px = proxy_factory(xds_bootstrap(proc.secure, root, "istiod.istio-system.svc"),
+                           args=["--token-path", tok])
+        poll(lambda: synced_nodes(proc), timeout=20)
+        d = tmp_path / "plugin"
+        d.mkdir()
+        (cfg / "cacerts.json").write_text(plugin_root(str(d)))
+        new_root = (d / "root-cert.pem").read_text()
+        poll(lambda: mesh_root(proc).strip() == new_root.strip(), timeout=20)
+        fails = px.stats().get("cluster.xds-grpc.upstream_cx_connect_fail", 0)
+        stop(proc)
+        proc = run()
+        # the old root: every new connection fails verification
+        poll(lambda: px.stats().get("cluster.xds-grpc.upstream_cx_connect_fail", 0) >=
+             fails + 3, timeout=30)
+        assert not synced_nodes(proc)
+        assert px.stats().get("cluster.xds-grpc.upstream_cx_active") == 0
+        root.write_text(new_root)
+        poll(lambda: synced_nodes(proc), timeout=40)
+        assert "xDS cluster xds-grpc: TLS files changed" in px.stderr_text()
+        assert px.stats().get("control_plane.connected_state") == 1
+    finally:
+        stop(proc)
