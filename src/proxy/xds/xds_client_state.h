@@ -33,7 +33,7 @@ struct wp_xds_client {
                              * plaintext; its sni in tls_sni */
     char *tls_sni;
     bool tls_files;          /* its DataSources name files, followed (xds_client_tls.c) */
-    uint64_t tls_files_hash; /* of their bytes when tls was built */
+    uint64_t tls_files_hash; /* of their bytes at the last check (0: none yet; 1: unreadable) */
     char *token_path;        /* opts.token_path, copied; NULL = none */
     char *auth;              /* "Bearer <token>" of the current connection */
     const char *md[3];       /* its gRPC metadata: authorization, auth, NULL */

@@ -105,10 +105,12 @@ bool xc_tls_init(wp_xds_client *c, const wp_cluster *cl, wf_strbuf *err)
         return false;
     }
     bool any = false;
-    json_t *js = xds_cluster_json(c);
-    c->tls_files_hash =
-        hash_files(json_object_get(js, "transport_socket"), 1469598103934665603ull, &any);
+    (void)hash_files(json_object_get(xds_cluster_json(c), "transport_socket"),
+                     1469598103934665603ull, &any);
     c->tls_files = any;
+    /* 0: not read yet. The first connection builds the context from the files as they are
+     * then (they may have changed since the bootstrap was loaded), without a log line. */
+    c->tls_files_hash = 0;
     return true;
 }
 
@@ -143,6 +145,8 @@ void xc_tls_refresh(wp_xds_client *c)
                             1469598103934665603ull, &any);
     if (h == c->tls_files_hash)
         return;
+    bool first = c->tls_files_hash == 0;
+    c->tls_files_hash = h; /* one attempt (and one log line) per change */
     wf_strbuf err = WF_STRBUF_INIT;
     wf_tls_ctx *ctx = h == 1 ? NULL : rebuild(c, &err);
     if (!ctx) {
@@ -156,11 +160,11 @@ void xc_tls_refresh(wp_xds_client *c)
     wf_strbuf_free(&err);
     wf_tls_ctx_free(c->tls); /* connections made with it hold their own reference */
     c->tls = ctx;
-    c->tls_files_hash = h;
-    WF_LOG(WF_LC_config, WF_LOG_INFO,
-           "xDS cluster %s: TLS files changed (trusted_ca, certificates): the next connection "
-           "uses them",
-           c->cluster_name);
+    if (!first)
+        WF_LOG(WF_LC_config, WF_LOG_INFO,
+               "xDS cluster %s: TLS files changed (trusted_ca, certificates): the next "
+               "connection uses them",
+               c->cluster_name);
 }
 
 /* The token file's text with trailing whitespace dropped, heap; NULL when unreadable or
