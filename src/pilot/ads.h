@@ -46,6 +46,13 @@
  *    response_nonce as SotW; the sync state uses the same wf_xds_watch.
  *    Both methods are served on the one listener (istiod serves both on 15010): the call's
  *    :path (xds/h2_stream.h wf_h2_call_path) says which protocol a stream speaks.
+ *  - XDS_AUTH (istiod's, xds_auth.h; ads_auth.c): streams of the secure listener (istiod's
+ *    15012, wf_ads_listen_secure) are authenticated when they open (a verified client
+ *    certificate's URI SANs, else "authorization: Bearer <token>"; none: UNAUTHENTICATED
+ *    "authentication failure") and authorized at their first request (an identity of the
+ *    node's namespace and SERVICE_ACCOUNT; else PERMISSION_DENIED "authorization failed:
+ *    ..."); both refusals are listed with the bad nodes (wf_ads_rejected_at). The plaintext
+ *    listener is never authenticated, as istiod's 15010.
  *  - keepalive: HTTP/2 PING every ping_interval_ms, connection closed when no PING ACK
  *    arrives within ping_timeout_ms (gRPC keepalive, istiod's --keepaliveInterval).
  *  - disconnected proxies stay listed (connected=false) for retention_ms, then are dropped.
@@ -196,14 +203,16 @@ wf_snapshot *wf_ads_snapshot(const wf_ads *a);
 const char *wf_ads_version(const wf_ads *a);
 
 /* Connections, connected and retained, in connection order. */
-/* The last WF_ADS_MAX_REJECTED streams refused because of their node (bad id, metadata...),
- * newest first: what the proxy was told, so /debug/adsz can show why it cannot connect. */
+/* The last WF_ADS_MAX_REJECTED streams refused because of their node (bad id, metadata...) or
+ * by XDS_AUTH, newest first: what the proxy was told, so /debug/adsz can show why it cannot
+ * connect. */
 #define WF_ADS_MAX_REJECTED 16
 typedef struct wf_ads_rejected {
     int64_t at_ms;     /* wall clock, ms */
     char node[160];    /* node.id as sent ("" when none) */
     char address[128]; /* the peer */
-    char reason[256];  /* the grpc-message sent with INVALID_ARGUMENT */
+    char reason[512];  /* the grpc-message sent: INVALID_ARGUMENT for a bad node, XDS_AUTH's
+                        * UNAUTHENTICATED / PERMISSION_DENIED on the secure port */
 } wf_ads_rejected;
 size_t wf_ads_rejected_count(const wf_ads *a);
 const wf_ads_rejected *wf_ads_rejected_at(const wf_ads *a, size_t i);

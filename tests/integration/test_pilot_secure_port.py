@@ -19,7 +19,7 @@ import subprocess
 
 import pytest
 
-from procs import start_process
+from procs import CRASH_MARKERS, start_process
 from proxyfix import proxy_factory  # noqa: F401 (fixture)
 from test_pilot import get_json, pilot_exe, poll  # noqa: F401 (pilot_exe: fixture)
 from test_pilot_ca import CSR_PATH, Req, Resp, make_csr, openssl, stop, token, x509_text
@@ -252,7 +252,9 @@ def retrying_proxy_state(tmp_path, bs):
         return out
     finally:
         p.terminate()
-        p.wait(timeout=20)
+        rc = p.wait(timeout=20)
+        log = (d / "stderr.txt").read_text()
+        assert rc == 0 and not any(m in log for m in CRASH_MARKERS), log[-3000:]
 
 
 def _quiet(fn):

@@ -21,6 +21,7 @@ import pytest
 
 from test_weftctl_up import (book_folder, kill_leftovers, need_fixed_ports, proxy_status_synced,
                              supervisor_log, wait_for, weftctl)
+from procs import CRASH_MARKERS
 from test_mesh_reports_mtls import plugin_root
 
 grpc = pytest.importorskip("grpc")
@@ -122,3 +123,8 @@ def test_proxies_use_the_secure_port_and_follow_the_root(tmp_path):
         left = kill_leftovers(state)
     assert down.returncode == 0, down.stderr
     assert not left, left
+    logs = os.path.join(state, "logs")
+    for name in os.listdir(logs):
+        with open(os.path.join(logs, name), errors="replace") as f:
+            text = f.read()
+        assert not any(m in text for m in CRASH_MARKERS), (name, text[-3000:])
