@@ -5,7 +5,7 @@ BUILD_FUZZ  ?= build-fuzz
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 60
 
-.PHONY: all setup test test-fast fuzz bench bench-proxy bench-proxy-tls bench-retry bench-pilot demo soak soak-asan clean format
+.PHONY: all setup test test-fast fuzz bench bench-proxy bench-proxy-tls bench-rbac bench-retry bench-pilot demo soak soak-asan clean format
 
 # No "Entering directory" lines from the recursive makes cmake runs.
 MAKEFLAGS += --no-print-directory
@@ -75,6 +75,14 @@ bench-pilot: all
 bench-proxy: all
 	@bench/setup.sh
 	@bench/run_proxy.sh $(BUILD) $(BENCH_ARGS)
+	@bench/run_rbac.sh $(BUILD) $(RBAC_BENCH_ARGS)
+
+# The cost of a 10-rule ALLOW AuthorizationPolicy (the RBAC filter) on the request path
+# (bench/run_rbac.sh, issue 18; also the last step of bench-proxy). RBAC_BENCH_ARGS: e.g.
+# "-r 5 -d 5".
+bench-rbac: all
+	@bench/setup.sh
+	@bench/run_rbac.sh $(BUILD) $(RBAC_BENCH_ARGS)
 
 # TLS (issue 17): weft-proxy, HAProxy and nginx terminating TLS on the same ECDSA P-256 and RSA
 # 2048 certificates (full handshakes and keep-alive requests per proxy CPU-second, memory per

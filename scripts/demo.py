@@ -123,13 +123,14 @@ def wait_for(pred, timeout, what):
 
 
 class FakePilot:
-    """A 'control plane' on 127.0.0.1:15010 that accepts every connection and closes it at
-    once: the reconnect loop of a crashing or overloaded istiod, as proxies see it."""
+    """A 'control plane' on 127.0.0.1:15012 (pilot's secure port, where the local mesh's
+    proxies stream xDS) that accepts every connection and closes it at once: the reconnect
+    loop of a crashing or overloaded istiod, as proxies see it."""
 
     def __init__(self):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 15010))
+        self.sock.bind(("127.0.0.1", 15012))
         self.sock.listen(64)
         self.sock.settimeout(0.2)
         self.accepted = 0
@@ -592,7 +593,7 @@ class Demo:
 
         def refused():
             try:
-                socket.create_connection(("127.0.0.1", 15010), timeout=1).close()
+                socket.create_connection(("127.0.0.1", 15012), timeout=1).close()
                 return False
             except ConnectionRefusedError:
                 return True

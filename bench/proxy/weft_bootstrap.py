@@ -3,6 +3,7 @@
 
 usage: weft_bootstrap.py OUT.json LISTEN_PORT ADMIN_PORT BACKEND_PORT [--retry-route]
            [--tls CERT KEY [--client-ca CA]] [--upstream-tls CERT KEY CA SAN SNI]
+           [--rbac-port PORT]
 
 One listener on 127.0.0.1:LISTEN_PORT with an HTTP connection manager (stat_prefix "bench",
 inline route_config: one virtual host "*", route prefix "/" to cluster "backend") and the
@@ -21,6 +22,14 @@ require_client_certificate and the CA that verifies clients (a sidecar's inbound
 checking the exact URI SAN and sending SNI (a sidecar's ISTIO_MUTUAL cluster, security.md
 §3.2, with files instead of SDS). With --tls the connection manager also accepts HTTP/1.0
 (http_protocol_options.accept_http_10), as `openssl s_time -www` sends it.
+
+--rbac-port PORT (bench/run_rbac.sh) adds a second listener "bench-rbac" on PORT, the same
+connection manager with, before the router, an envoy.filters.http.rbac filter holding a
+10-rule ALLOW policy as istiod translates one AuthorizationPolicy with ten rules (security.md
+§6.3; policy ids ns[bench]-policy[api]-rule[i]): rule i allows methods GET/HEAD on paths
+/api/v<i>/* and /api/v<i>/status, when header x-tenant is one of two values, from any
+principal. Rules 0-8 do not match the benchmark's GET /bench/...; rule 9 ("/bench/*", any
+x-tenant) does: every request walks all ten, the worst case of a first-match engine.
 """
 import argparse
 import json
@@ -71,8 +80,41 @@ def upstream_tls(cert, key, ca, san, sni):
                                    "match_subject_alt_names": [{"exact": san}]}}}}
 
 
+RBAC = "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC"
+
+
+def or_rules(rules):
+    return {"or_rules": {"rules": rules}}
+
+
+def header_exact(name, value):
+    return {"header": {"name": name, "string_match": {"exact": value}}}
+
+
+def path_matcher(path):
+    """Istio's path matcher: "/a/*" -> prefix "/a/", otherwise exact."""
+    m = {"prefix": path[:-1]} if path.endswith("*") else {"exact": path}
+    return {"url_path": {"path": m}}
+
+
+def rbac_rule(i):
+    paths = ["/bench/*"] if i == 9 else ["/api/v%d/*" % i, "/api/v%d/status" % i]
+    rules = [or_rules([header_exact(":method", m) for m in ("GET", "HEAD")]),
+             or_rules([path_matcher(p) for p in paths])]
+    if i != 9:
+        rules.append(or_rules([header_exact("x-tenant", t) for t in ("a%d" % i, "b%d" % i)]))
+    return {"permissions": [{"and_rules": {"rules": rules}}],
+            "principals": [{"and_ids": {"ids": [{"any": True}]}}]}
+
+
+def rbac_filter():
+    policies = {"ns[bench]-policy[api]-rule[%d]" % i: rbac_rule(i) for i in range(10)}
+    return {"name": "envoy.filters.http.rbac",
+            "typed_config": {"@type": RBAC, "rules": {"policies": policies}}}
+
+
 def bootstrap(listen_port, admin_port, backend_port, retry_route=False, tls=None,
-              upstream=None):
+              upstream=None, rbac_port=None):
     hcm = {
         "@type": HCM,
         "stat_prefix": "bench",
@@ -104,6 +146,14 @@ def bootstrap(listen_port, admin_port, backend_port, retry_route=False, tls=None
     if tls:
         chain["transport_socket"] = downstream_tls(*tls)
     listener = {"name": "bench", "address": sockaddr(listen_port), "filter_chains": [chain]}
+    listeners = [listener]
+    if rbac_port:
+        rhcm = json.loads(json.dumps(hcm))
+        rhcm["stat_prefix"] = "bench_rbac"
+        rhcm["http_filters"].insert(0, rbac_filter())
+        listeners.append({"name": "bench-rbac", "address": sockaddr(rbac_port), "filter_chains": [
+            {"filters": [{"name": "envoy.filters.network.http_connection_manager",
+                          "typed_config": rhcm}]}]})
     cluster = {
         "name": "backend",
         "type": "STATIC",
@@ -126,7 +176,7 @@ def bootstrap(listen_port, admin_port, backend_port, retry_route=False, tls=None
     return {
         "node": {"id": "bench", "cluster": "bench"},
         "admin": {"address": sockaddr(admin_port)},
-        "static_resources": {"listeners": [listener], "clusters": [cluster]},
+        "static_resources": {"listeners": listeners, "clusters": [cluster]},
     }
 
 
@@ -138,13 +188,14 @@ def main(argv):
     ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     ap.add_argument("--client-ca", metavar="CA")
     ap.add_argument("--upstream-tls", nargs=5, metavar=("CERT", "KEY", "CA", "SAN", "SNI"))
+    ap.add_argument("--rbac-port", type=int, metavar="PORT")
     a = ap.parse_args(argv[1:])
     if a.client_ca and not a.tls:
         ap.error("--client-ca needs --tls")
     tls = (a.tls + [a.client_ca]) if a.tls else None
     with open(a.out, "w", encoding="utf-8") as f:
         json.dump(bootstrap(*a.ports, retry_route=a.retry_route, tls=tls,
-                            upstream=a.upstream_tls), f, indent=2)
+                            upstream=a.upstream_tls, rbac_port=a.rbac_port), f, indent=2)
         f.write("\n")
     return 0
 

@@ -1,6 +1,6 @@
 /*
  * an_authz_paths.c - weft.AuthorizationPolicyPathAnalyzer (weft's addition; operator report
- * B038): WFT0004 PathPolicyNotNormalized for an AuthorizationPolicy that decides by request
+ * B038): WFT0005 PathPolicyNotNormalized for an AuthorizationPolicy that decides by request
  * path while MeshConfig pathNormalization.normalization leaves path variants as they are.
  *
  * Istio's "Security best practices" page (Authorization policies: understand path
@@ -64,7 +64,7 @@ static void check_policy(wf_analysis_ctx *ctx, const wf_resource *r, const char 
                      "them as the same path",
                      wf_node_str(wf_seq_at(paths, 0)) ? wf_node_str(wf_seq_at(paths, 0)) + 1 : "",
                      strcmp(field, "paths") == 0 ? "not denied by" : "allowed past");
-            WF_REPORT(ctx, WF_WFT0004, r, paths, where, mode, detail);
+            WF_REPORT(ctx, WF_WFT0005, r, paths, where, mode, detail);
         }
     }
 }
@@ -85,9 +85,9 @@ static void run(wf_analysis_ctx *ctx)
 const wf_analyzer wf_an_weft_AuthorizationPolicyPathAnalyzer = {
     .name = "weft.AuthorizationPolicyPathAnalyzer",
     .description = "Warns when an AuthorizationPolicy decides by request path while MeshConfig "
-                   "pathNormalization leaves path variants (//, %2F) unnormalized (WFT0004)",
+                   "pathNormalization leaves path variants (//, %2F) unnormalized (WFT0005)",
     .inputs = {WF_KIND_AUTHORIZATIONPOLICY, WF_KIND_OTHER},
-    .codes = {WF_WFT0004, WF_MSG_COUNT},
+    .codes = {WF_WFT0005, WF_MSG_COUNT},
     .default_on = true,
     .run = run,
 };

@@ -159,7 +159,9 @@ static void print_summary(const wf_lm_plan *p, pid_t sup, bool ready)
            ready ? "weft local mesh is up" : "weft local mesh is starting", p->state, (int)sup);
     wf_tw_flush(&tw, stdout, NULL);
     wf_tw_free(&tw);
-    printf("\npilot:    xDS %s, monitoring http://%s\n", WF_LM_XDS_ADDR, WF_LM_MON_ADDR);
+    printf("\npilot:    xDS %s (TLS: the proxies' streams and CSRs), %s (plaintext),\n"
+           "          monitoring http://%s\n",
+           WF_LM_SECURE_ADDR, WF_LM_XDS_ADDR, WF_LM_MON_ADDR);
     if (p->gateway < p->npods) {
         const char *host = gateway_host(p);
         printf("gateway:  http://%s:%d", WF_LM_GW_HOST_IP, WF_LM_GW_HOST_PORT);

@@ -118,6 +118,9 @@ int dsc_print_vs_block(const dsc_ctx *c, int lvl, const wf_resource *vs, const w
 
 /* describePeerAuthentication for a workload's namespace and labels. */
 void dsc_print_peer_authn(const dsc_ctx *c, const char *ns, const wf_kvs *labels);
+/* weft's lines on stderr: the AuthorizationPolicies that apply to a pod of ns with labels,
+ * with action, rules and mode (describe_authz.c). */
+void dsc_print_authz(const dsc_ctx *c, const char *ns, const wf_kvs *labels);
 
 /* ---- describe_unimpl.c ---- */
 

@@ -34,9 +34,11 @@
 #include "core/strbuf.h"
 #include "model/store.h"
 
-#define WF_LM_XDS_ADDR           "127.0.0.1:15010"
-#define WF_LM_SECURE_ADDR        "127.0.0.1:15012" /* istiod's secure port: the CA over TLS */
+#define WF_LM_XDS_ADDR           "127.0.0.1:15010" /* plaintext xDS (tools; istiod serves both) */
+#define WF_LM_SECURE_ADDR        "127.0.0.1:15012" /* istiod's secure port: proxies' xDS + CSRs, TLS */
 #define WF_LM_ROOTS_DIR          "roots" /* STATE/roots/<ns>/root-cert.pem: istio-ca-root-cert */
+#define WF_LM_SECURE_PORT        15012   /* WF_LM_SECURE_ADDR's port: the proxies' xDS and CSRs */
+#define WF_LM_ISTIOD_SAN         "istiod.istio-system.svc" /* what proxies verify on 15012 */
 #define WF_LM_MON_ADDR           "127.0.0.1:15014"
 #define WF_LM_GW_HOST_IP         "127.0.0.1"
 #define WF_LM_GW_HOST_PORT       30000 /* the book's kind cluster maps its node port here */

@@ -48,14 +48,29 @@ static json_t *json_object_get_address(json_t *o)
 
 /* The static cluster to pilot's xDS address (meshfix.py's shape), with Istio's
  * alt_stat_name "xds-grpc;" (envoy_bootstrap.json) so that its stats are
- * cluster.xds-grpc;.* and Istio's cluster_name extractor `^cluster(\.(.+);)` tags them. */
-static json_t *xds_cluster(void)
+ * cluster.xds-grpc;.* and Istio's cluster_name extractor `^cluster(\.(.+);)` tags them. As
+ * Istio's sidecars reach istiod: its secure port 15012 over TLS (envoy_bootstrap.json's
+ * xds-grpc transport_socket, pilot-agent's dial options): trusted_ca the root of the pod's
+ * namespace the supervisor keeps in sync (istio-ca-root-cert, localmesh_roots.h; weft-proxy
+ * reads it again before each connection), istiod's SAN and SNI istiod.istio-system.svc, ALPN
+ * h2. The stream carries the pod's token (--token-path), which pilot authenticates (XDS_AUTH). */
+static json_t *xds_cluster(const wf_lm_plan *p, const wf_lm_pod *pod)
 {
-    return json_pack("{s:s,s:s,s:s,s:s,s:{s:s,s:[{s:[{s:{s:o}}]}]}}", "name", "xds-grpc",
+    char root[4400];
+    snprintf(root, sizeof root, "%s/%s/%s/root-cert.pem", p->state, WF_LM_ROOTS_DIR, pod->ns);
+    json_t *tls = json_pack(
+        "{s:s,s:{s:s,s:s,s:{s:[s],s:{s:{s:s},s:[{s:s,s:{s:s}}]}}}}", "name",
+        "envoy.transport_sockets.tls", "typed_config", "@type",
+        "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext", "sni",
+        WF_LM_ISTIOD_SAN, "common_tls_context", "alpn_protocols", "h2", "validation_context",
+        "trusted_ca", "filename", root, "match_typed_subject_alt_names", "san_type", "DNS",
+        "matcher", "exact", WF_LM_ISTIOD_SAN);
+    return json_pack("{s:s,s:s,s:s,s:s,s:{s:s,s:[{s:[{s:{s:o}}]}]},s:o}", "name", "xds-grpc",
                      "alt_stat_name", "xds-grpc;", "type", "STATIC", "connect_timeout", "1s",
                      "load_assignment", "cluster_name", "xds-grpc", "endpoints", "lb_endpoints",
                      "endpoint", "address",
-                     json_object_get_address(socket_address("127.0.0.1", 15010)));
+                     json_object_get_address(socket_address("127.0.0.1", WF_LM_SECURE_PORT)),
+                     "transport_socket", tls);
 }
 
 /* Istio's Prometheus listener (envoy_bootstrap.json "prometheus_stats"): podIP:15090 serves
@@ -135,7 +150,6 @@ fail:
 
 json_t *wf_lm_bootstrap_json(const wf_lm_plan *p, const wf_lm_pod *pod)
 {
-    (void)p;
     char id[600];
     snprintf(id, sizeof id, "%s.%s", pod->name, pod->ns);
     json_t *ads[2];
@@ -150,7 +164,7 @@ json_t *wf_lm_bootstrap_json(const wf_lm_plan *p, const wf_lm_pod *pod)
         "ads_config", "api_type", "GRPC", "transport_api_version", "V3",
         "set_node_on_first_message_only", 1, "grpc_services", "envoy_grpc", "cluster_name",
         "xds-grpc", "cds_config", ads[0], "lds_config", ads[1], "static_resources", "listeners",
-        prometheus_listener(pod), "clusters", xds_cluster(), prometheus_cluster(pod));
+        prometheus_listener(pod), "clusters", xds_cluster(p, pod), prometheus_cluster(pod));
 }
 
 /* ---- Pod and Service objects -------------------------------------------------------------- */
@@ -418,16 +432,17 @@ json_t *wf_lm_mesh_json(const wf_lm_plan *p, const wf_lm_proc_status *status, pi
     for (size_t i = 0; procs && i < p->nprocs; i++)
         if (json_array_append_new(procs, proc_entry(p, &p->procs[i], status ? &status[i] : NULL)))
             goto fail;
-    return json_pack("{s:s,s:s,s:{s:s},s:s,s:s,s:s,s:s?,s:{s:i},s:{s:s,s:s},s:o,s:o,s:o,s:o,s:o}",
-                     "apiVersion", "weft.dev/v1", "kind", "LocalMesh", "metadata", "name",
-                     "local-mesh", "dir", p->dir, "state", p->state, "defaultNamespace",
-                     p->default_ns, "meshConfig", p->mesh_file, "supervisor", "pid",
-                     (int)supervisor_pid, "pilot", "xds", WF_LM_XDS_ADDR, "monitoring",
-                     WF_LM_MON_ADDR, "gateway", gateway_entry(p), "pods", pods, "processes", procs,
-                     "injectorWarnings", warnings, "meshConfigSource",
-                     p->mesh_cm_file ? json_pack("{s:s,s:i,s:i}", "file", p->mesh_cm_file, "line0",
-                                                 (int)p->mesh_line0, "col0", (int)p->mesh_col0)
-                                     : json_null());
+    return json_pack(
+        "{s:s,s:s,s:{s:s},s:s,s:s,s:s,s:s?,s:{s:i},s:{s:s,s:s,s:s},s:o,s:o,s:o,s:o,"
+        "s:o}",
+        "apiVersion", "weft.dev/v1", "kind", "LocalMesh", "metadata", "name", "local-mesh", "dir",
+        p->dir, "state", p->state, "defaultNamespace", p->default_ns, "meshConfig", p->mesh_file,
+        "supervisor", "pid", (int)supervisor_pid, "pilot", "xds", WF_LM_XDS_ADDR, "secureXds",
+        WF_LM_SECURE_ADDR, "monitoring", WF_LM_MON_ADDR, "gateway", gateway_entry(p), "pods", pods,
+        "processes", procs, "injectorWarnings", warnings, "meshConfigSource",
+        p->mesh_cm_file ? json_pack("{s:s,s:i,s:i}", "file", p->mesh_cm_file, "line0",
+                                    (int)p->mesh_line0, "col0", (int)p->mesh_col0)
+                        : json_null());
 fail:
     json_decref(pods);
     json_decref(procs);

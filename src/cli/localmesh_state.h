@@ -82,7 +82,8 @@ typedef struct wf_lm_proc_status {
  * {"apiVersion": "weft.dev/v1", "kind": "LocalMesh", "metadata": {"name": "local-mesh"},
  *  "dir", "state", "defaultNamespace", "meshConfig" (path or null),
  *  "supervisor": {"pid"},
- *  "pilot": {"xds": "127.0.0.1:15010", "monitoring": "127.0.0.1:15014"},
+ *  "pilot": {"xds": "127.0.0.1:15010" (plaintext), "secureXds": "127.0.0.1:15012" (TLS: the
+ *            proxies' xDS and CSRs), "monitoring": "127.0.0.1:15014"},
  *  "gateway": {"url": "http://127.0.0.1:30000", "pod", "namespace", "target": "IP:8080"} | null,
  *  "pods": [{"name", "namespace", "labels", "ip", "localhost", "admin": "IP:15000",
  *            "statusPort": 15020, "healthPort": 15021 (gateways), "sidecar", "gateway",

@@ -414,10 +414,10 @@ static bool any_token(const wf_lm_plan *p)
 
 #define ROOT_SYNC_MS     5000u /* the root files follow pilot's within this */
 #define ROOT_FIRST_MS    200u  /* while waiting for pilot's first root */
-#define ROOT_FIRST_TRIES 100u  /* then the proxies start anyway (their CSRs retry) */
+#define ROOT_FIRST_TRIES 100u  /* then the proxies start anyway (they retry) */
 /* Each fetch is a blocking GET to pilot on this host, in the supervisor's loop (which also
  * runs the node-port forwarders): kept short, so that a pilot that hangs stalls them little. */
-#define ROOT_TIMEOUT_MS  250
+#define ROOT_TIMEOUT_MS 250
 
 static bool sync_roots(super *s)
 {
@@ -450,7 +450,7 @@ static void on_start_rest(uv_timer_t *t)
     if (!ready)
         slog(s,
              "warning: no mesh root from pilot after %u tries: starting the proxies "
-             "anyway (their CSRs retry)",
+             "anyway (their xDS streams and CSRs retry)",
              s->root_tries);
     s->root_tries = 0;
     uv_timer_start(&s->root_timer, on_root_timer, ROOT_SYNC_MS, ROOT_SYNC_MS);

@@ -78,33 +78,6 @@ static bool tls_auto_san(const wf_resource *r, const wf_node *at)
     return !(wf_node_bool(wf_map_get(at, "insecureSkipVerify"), &skip) && skip);
 }
 
-/* A rule that is an empty map matches every request. */
-static bool has_empty_rule(const wf_node *rules)
-{
-    for (size_t i = 0; i < wf_seq_len(rules); i++) {
-        const wf_node *rule = wf_seq_at(rules, i);
-        if (!rule || rule->type == WF_NODE_NULL || (rule->type == WF_NODE_MAP && rule->len == 0))
-            return true;
-    }
-    return false;
-}
-
-/* An AuthorizationPolicy whose effect weft does not have (Istio's semantics,
- * security.md): ALLOW (the default) denies whatever its rules do not match, unless a rule
- * matches everything; DENY denies what its rules match (nothing without rules); CUSTOM
- * delegates to an external authorizer. AUDIT only marks requests: its own row. */
-static bool authz_enforcing(const wf_resource *r, const wf_node *at)
-{
-    (void)at;
-    const char *a = wf_map_str(r->spec, "action");
-    const wf_node *rules = wf_map_get(r->spec, "rules");
-    if (!a || strcasecmp(a, "ALLOW") == 0)
-        return !has_empty_rule(rules);
-    if (strcasecmp(a, "DENY") == 0)
-        return wf_seq_len(rules) > 0;
-    return strcasecmp(a, "AUDIT") != 0;
-}
-
 static bool wasm_not_auth(const wf_resource *r, const wf_node *at)
 {
     (void)at;
@@ -175,6 +148,7 @@ static bool gw_server_protocol_unserved(const wf_resource *r, const wf_node *ser
 /* ---- the table -------------------------------------------------------------------------- */
 
 static const char *const v_audit[] = {"AUDIT", NULL};
+static const char *const v_custom[] = {"CUSTOM", NULL};
 static const char *const v_auth_phase[] = {"AUTHN", "AUTHZ", NULL};
 static const char *const v_none[] = {"NONE", NULL};
 static const char *const v_true[] = {"true", NULL};
@@ -301,8 +275,11 @@ static const wf_unimpl_entry table[] = {
     MESH("defaultConfig.holdApplicationUntilProxyStarts", VALUE_IN, v_true,
          "holding applications until the proxy starts", "apps start beside their proxy", "true"),
     /* ---- security.istio.io ---- */
-    FN(AUTHORIZATIONPOLICY, "", authz_enforcing, true, "authorization (the RBAC filter)",
-       "every request is allowed", ""),
+    SEC(AUTHORIZATIONPOLICY, "spec.action", VALUE_IN, v_custom,
+        "CUSTOM authorization (the ext_authz filter)",
+        "the external authorizer is never asked: what the policy's rules match is denied (fail "
+        "closed)",
+        "CUSTOM"),
     ROW(AUTHORIZATIONPOLICY, "spec.action", VALUE_IN, v_audit, "authorization audit logging",
         "requests are not marked for audit", "AUDIT"),
     /* RequestAuthentication: the jwt_authn filter (pilot/jwt.h); what it leaves out */

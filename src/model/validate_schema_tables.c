@@ -257,7 +257,7 @@ MSG(m_source, false, FL("principals", S_STR), FL("notPrincipals", S_STR),
     FL("requestPrincipals", S_STR), FL("notRequestPrincipals", S_STR), FL("namespaces", S_STR),
     FL("notNamespaces", S_STR), FL("ipBlocks", S_STR), FL("notIpBlocks", S_STR),
     FL("remoteIpBlocks", S_STR), FL("notRemoteIpBlocks", S_STR), FL("serviceAccounts", S_STR),
-    FL("notServiceAccounts", S_STR))
+    FL("notServiceAccounts", S_STR), FL("trustDomains", S_STR), FL("notTrustDomains", S_STR))
 MSG(m_operation, false, FL("hosts", S_STR), FL("notHosts", S_STR), FL("ports", S_STR),
     FL("notPorts", S_STR), FL("methods", S_STR), FL("notMethods", S_STR), FL("paths", S_STR),
     FL("notPaths", S_STR))

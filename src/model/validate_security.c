@@ -218,6 +218,7 @@ static const char *attribute_error(vc *c, const char *key, const wf_node *values
         return n ? multi(c, list, n) : NULL;
     }
     static const char *const plain[] = {"source.namespace",       "source.principal",
+                                        "source.serviceAccount",  "source.trustDomain",
                                         "request.auth.principal", "request.auth.audiences",
                                         "request.auth.presenter", "connection.sni"};
     for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
@@ -238,11 +239,13 @@ static const char *attribute_error(vc *c, const char *key, const wf_node *values
 static const char *const src_lists[] = {
     "principals",     "requestPrincipals", "namespaces",           "ipBlocks",
     "remoteIpBlocks", "notPrincipals",     "notRequestPrincipals", "notNamespaces",
-    "notIpBlocks",    "notRemoteIpBlocks", "serviceAccounts",      "notServiceAccounts"};
+    "notIpBlocks",    "notRemoteIpBlocks", "serviceAccounts",      "notServiceAccounts",
+    "trustDomains",   "notTrustDomains"};
 static const char *const src_names[] = {
     "Principals",     "RequestPrincipals", "Namespaces",           "IpBlocks",
     "RemoteIpBlocks", "NotPrincipals",     "NotRequestPrincipals", "NotNamespaces",
-    "NotIpBlocks",    "NotRemoteIpBlocks", "ServiceAccounts",      "NotServiceAccounts"};
+    "NotIpBlocks",    "NotRemoteIpBlocks", "ServiceAccounts",      "NotServiceAccounts",
+    "TrustDomains",   "NotTrustDomains"};
 static const char *const op_lists[] = {"ports",    "methods",    "paths",    "hosts",
                                        "notPorts", "notMethods", "notPaths", "notHosts"};
 static const char *const op_names[] = {"Ports",    "Methods",    "Paths",    "Hosts",
@@ -281,9 +284,10 @@ static void rule_from(vc *c, const wf_node *rule, size_t i, rule_state *st)
             for (size_t k = 0; k < 10; k++)
                 empty_values(c, src, src_lists[k], src_names[k]);
             static const char *const tcp_keys[] = {
-                "notPrincipals", "principals",    "ipBlocks",       "notIpBlocks",
-                "namespaces",    "notNamespaces", "remoteIpBlocks", "notRemoteIpBlocks"};
-            for (size_t k = 0; k < 8; k++)
+                "notPrincipals",   "principals",         "ipBlocks",       "notIpBlocks",
+                "namespaces",      "notNamespaces",      "remoteIpBlocks", "notRemoteIpBlocks",
+                "serviceAccounts", "notServiceAccounts", "trustDomains",   "notTrustDomains"};
+            for (size_t k = 0; k < sizeof tcp_keys / sizeof tcp_keys[0]; k++)
                 st->tcp_from |= vc_has(src, tcp_keys[k]);
             vc_pop(c, m2);
         }

@@ -86,6 +86,7 @@ static void conn_free(wf_ads_conn *c)
     if (c->has_proxy) {
         wf_pilot_proxy_free(&c->proxy);
     }
+    wf_xds_caller_free(&c->caller);
     free(c->id);
     free(c);
 }
@@ -132,7 +133,7 @@ void wf_ads_fail(wf_ads_conn *c, int code, const char *msg)
     }
 }
 
-static void note_rejected(wf_ads *a, const char *node, const char *address, const char *reason)
+void wf_ads_note_rejected(wf_ads *a, const char *node, const char *address, const char *reason)
 {
     wf_ads_rejected *r = &a->rejected[a->next_rejected];
     a->next_rejected = (a->next_rejected + 1) % WF_ADS_MAX_REJECTED;
@@ -163,8 +164,12 @@ int wf_ads_on_node(wf_ads_conn *c, bool has_node, const wf_xds_node *node)
     char err[256] = "node is required in the first request of a stream";
     const wf_store *store = a->snap ? a->snap->store : NULL;
     if (!has_node || a->opts.proxy_from_node(node, store, &c->proxy, err, sizeof err) != 0) {
-        note_rejected(a, has_node && node->id ? node->id : "", c->address, err);
+        wf_ads_note_rejected(a, has_node && node->id ? node->id : "", c->address, err);
         wf_ads_fail(c, WF_GRPC_INVALID_ARGUMENT, err);
+        return -1;
+    }
+    if (wf_ads_authorize(c) != 0) {
+        wf_pilot_proxy_free(&c->proxy);
         return -1;
     }
     c->has_proxy = true;
@@ -444,6 +449,7 @@ static void on_call(wf_h2_call *call, void *ud)
     c->connected_at_ms = wf_ads_now_ms();
     a->live_calls++;
     wf_h2_call_set_data(call, c);
+    (void)wf_ads_authenticate(c, call); /* a refusal ends the call (XDS_AUTH, secure port) */
 }
 
 /* The ACK fast path (discovery.h): an ACK of the last response whose resource_names are the
@@ -480,7 +486,7 @@ static void on_message(wf_h2_call *call, const uint8_t *msg, size_t len, void *u
     json_t *j;
     wf_xds_err err;
     wf_xds_req_peek pk;
-    if (!c || a->closing) {
+    if (!c || a->closing || c->refused) {
         return;
     }
     if (!c->delta) {

@@ -46,6 +46,13 @@
  *    response_nonce as SotW; the sync state uses the same wf_xds_watch.
  *    Both methods are served on the one listener (istiod serves both on 15010): the call's
  *    :path (xds/h2_stream.h wf_h2_call_path) says which protocol a stream speaks.
+ *  - XDS_AUTH (istiod's, xds_auth.h; ads_auth.c): streams of the secure listener (istiod's
+ *    15012, wf_ads_listen_secure) are authenticated when they open (a verified client
+ *    certificate's URI SANs, else "authorization: Bearer <token>"; none: UNAUTHENTICATED
+ *    "authentication failure") and authorized at their first request (an identity of the
+ *    node's namespace and SERVICE_ACCOUNT; else PERMISSION_DENIED "authorization failed:
+ *    ..."); both refusals are listed with the bad nodes (wf_ads_rejected_at). The plaintext
+ *    listener is never authenticated, as istiod's 15010.
  *  - keepalive: HTTP/2 PING every ping_interval_ms, connection closed when no PING ACK
  *    arrives within ping_timeout_ms (gRPC keepalive, istiod's --keepaliveInterval).
  *  - disconnected proxies stay listed (connected=false) for retention_ms, then are dropped.
@@ -77,6 +84,7 @@
 
 #include "pilot/generate.h"
 #include "pilot/source.h"
+#include "pilot/xds_auth.h"
 #include "tls/tls.h"
 #include "xds/discovery.h"
 #include "xds/h2_stream.h" /* WF_XDS_ADS_PATH, WF_XDS_DELTA_PATH */
@@ -149,9 +157,12 @@ typedef struct wf_ads_conn {
     char *id; /* istiod connection id "<proxy id>-<n>" */
     bool has_proxy;
     wf_pilot_proxy proxy;
-    bool delta;        /* a DeltaAggregatedResources stream */
-    char address[128]; /* the peer, "ip:port" or "unix:path" (istiod's adsz "address");
-                        * "" when unknown */
+    bool delta;           /* a DeltaAggregatedResources stream */
+    bool authenticated;   /* caller holds the identities the secure port authenticated */
+    bool refused;         /* authentication or authorization ended the call: no more requests */
+    wf_xds_caller caller; /* (xds_auth.h); empty on the plaintext port or without XDS_AUTH */
+    char address[128];    /* the peer, "ip:port" or "unix:path" (istiod's adsz "address");
+                           * "" when unknown */
     bool connected;
     int64_t connected_at_ms, disconnected_at_ms; /* wall clock */
     wf_ads_type types[WF_XDS_NTYPES];
@@ -175,6 +186,12 @@ int wf_ads_port(const wf_ads *a);
  * message naming the address in err. */
 int wf_ads_listen_secure(wf_ads *a, const char *ip, int port, wf_tls_ctx *tls, char *err,
                          size_t cap);
+/* XDS_AUTH on the secure port (xds_auth.h): its streams are authenticated when they open, by
+ * the verified client certificate or a token of cas (its key and trust domain, read for each
+ * stream), and authorized for their node at the first request; cas NULL turns it off
+ * (XDS_AUTH=false). The plaintext listener never authenticates, as istiod's 15010. */
+struct wf_ca_server;
+void wf_ads_set_secure_auth(wf_ads *a, const struct wf_ca_server *cas);
 /* A new serving certificate for the secure port: connections from now on use tls. */
 void wf_ads_set_secure_tls(wf_ads *a, wf_tls_ctx *tls);
 /* The secure port's bound port, -1 when there is none. */
@@ -192,14 +209,16 @@ void wf_ads_push_listeners(wf_ads *a);
 const char *wf_ads_version(const wf_ads *a);
 
 /* Connections, connected and retained, in connection order. */
-/* The last WF_ADS_MAX_REJECTED streams refused because of their node (bad id, metadata...),
- * newest first: what the proxy was told, so /debug/adsz can show why it cannot connect. */
+/* The last WF_ADS_MAX_REJECTED streams refused because of their node (bad id, metadata...) or
+ * by XDS_AUTH, newest first: what the proxy was told, so /debug/adsz can show why it cannot
+ * connect. */
 #define WF_ADS_MAX_REJECTED 16
 typedef struct wf_ads_rejected {
     int64_t at_ms;     /* wall clock, ms */
     char node[160];    /* node.id as sent ("" when none) */
     char address[128]; /* the peer */
-    char reason[256];  /* the grpc-message sent with INVALID_ARGUMENT */
+    char reason[512];  /* the grpc-message sent: INVALID_ARGUMENT for a bad node, XDS_AUTH's
+                        * UNAUTHENTICATED / PERMISSION_DENIED on the secure port */
 } wf_ads_rejected;
 size_t wf_ads_rejected_count(const wf_ads *a);
 const wf_ads_rejected *wf_ads_rejected_at(const wf_ads *a, size_t i);

@@ -11,11 +11,13 @@
 struct wf_ads {
     uv_loop_t *loop;
     wf_ads_opts opts;
-    wf_h2_server *h2;        /* the xDS listener: SotW and delta methods */
-    wf_h2_server *h2_secure; /* the same over TLS (istiod's 15012), NULL when not asked */
-    uv_timer_t reaper;       /* drops disconnected proxies after retention_ms */
-    uv_idle_t q_idle;        /* serves the push queue (ads_push.c) */
-    uv_timer_t q_timer;      /* resumes the queue once send queues drained */
+    wf_h2_server *h2;                /* the xDS listener: SotW and delta methods */
+    wf_h2_server *h2_secure;         /* the same over TLS (istiod's 15012), NULL when not asked */
+    const struct wf_ca_server *auth; /* XDS_AUTH on the secure port: the tokens' CA server;
+                                      * NULL = off (ads_auth.c) */
+    uv_timer_t reaper;               /* drops disconnected proxies after retention_ms */
+    uv_idle_t q_idle;                /* serves the push queue (ads_push.c) */
+    uv_timer_t q_timer;              /* resumes the queue once send queues drained */
     wf_ads_conn *q_head, *q_tail;
     int open_handles;        /* reaper, q_idle, q_timer not yet closed */
     wf_gen_cache *cache;     /* of snap; NULL until used or with an injected generator */
@@ -47,6 +49,8 @@ json_t *wf_ads_gen(wf_ads_conn *c, wf_xds_type t, const wf_xds_names *names);
 /* The first request of a stream carries the node: makes the proxy and lists the connection.
  * 0, or -1 after ending the call. */
 int wf_ads_on_node(wf_ads_conn *c, bool has_node, const wf_xds_node *node);
+/* Lists a refused stream for /debug/adsz (the last WF_ADS_MAX_REJECTED). */
+void wf_ads_note_rejected(wf_ads *a, const char *node, const char *address, const char *reason);
 /* Records a NACK's metric and log line (istiod's). */
 void wf_ads_log_nack(wf_ads_conn *c, wf_xds_type t, int code, const char *msg);
 /* After a push to c of snapshot changes: observe convergence. */
@@ -67,6 +71,13 @@ void wf_ads_enqueue(wf_ads_conn *c, unsigned push, unsigned force, int64_t chang
 void wf_ads_dequeue(wf_ads_conn *c);
 /* The idle callback serving a batch of the queue. */
 void wf_ads_on_queue_turn(uv_idle_t *h);
+
+/* ads_auth.c: XDS_AUTH (xds_auth.h). At a new stream: a TLS stream is authenticated (the
+ * caller kept in c); 0, or -1 after ending the call with UNAUTHENTICATED. At its node: the
+ * caller's identities must match the proxy's namespace and service account; 0, or -1 after
+ * ending the call with PERMISSION_DENIED (the proxy not listed). */
+int wf_ads_authenticate(wf_ads_conn *c, wf_h2_call *call);
+int wf_ads_authorize(wf_ads_conn *c);
 
 /* delta.c */
 void wf_delta_on_message(wf_ads_conn *c, const json_t *j);

@@ -76,6 +76,11 @@ const wf_ca_metrics *wf_ca_server_metrics(const wf_ca_server *s)
     return &s->m;
 }
 
+const wf_ca_token_key *wf_ca_server_token_key(const wf_ca_server *s)
+{
+    return &s->key;
+}
+
 /* ---- the request ---------------------------------------------------------------------------- */
 
 typedef struct csr_req {

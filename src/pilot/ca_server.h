@@ -61,6 +61,8 @@ const wf_ca *wf_ca_server_ca(const wf_ca_server *s);
 int wf_ca_server_set_trust_domain(wf_ca_server *s, const char *td);
 const char *wf_ca_server_trust_domain(const wf_ca_server *s);
 const wf_ca_metrics *wf_ca_server_metrics(const wf_ca_server *s);
+/* The key the server verifies tokens with (xds_auth.h uses the same tokens). */
+const wf_ca_token_key *wf_ca_server_token_key(const wf_ca_server *s);
 
 /* One CreateCertificate request (req, len bytes of protobuf) with the authorization metadata
  * value (NULL when absent) from peer (for the log), at now_s. Returns the gRPC status; on 0

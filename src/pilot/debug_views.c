@@ -34,6 +34,8 @@
  *   with include_eds), ListenersConfigDump, ScopedRoutesConfigDump, RoutesConfigDump,
  *   SecretsConfigDump]} with Envoy's snake_case fields, so weftctl compares it with a proxy's
  *   /config_dump the way istioctl proxy-status <pod> does.
+ * /debug/authorizationz: istiod's {"authorization_policies": {"namespace_to_policies": {ns:
+ *   [{"name", "namespace", "annotations", "spec"}]}, "root_namespace"}} (pilot/authz.h)
  * /debug/push_status: {"version", "snapshot", "change", "changed": [keys], "build_ms",
  *   "changed_at", "full_pushes", "eds_pushes", "connected", "config_errors"}
  */
@@ -46,6 +48,7 @@
 
 #include "core/timefmt.h"
 #include "pilot/ads.h"
+#include "pilot/authz.h"
 #include "pilot/debug.h"
 #include "pilot/debug_internal.h"
 #include "pilot/eds.h"
@@ -681,6 +684,18 @@ static void r_mesh(wf_pilot *p, const char *q, wf_debug_reply *r)
     wf_debug_mesh(wf_pilot_ads(p), r);
 }
 
+/* istiod's /debug/authorizationz (pilot/authz.h wf_authz_debug). */
+static void r_authorizationz(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    (void)q;
+    const wf_snapshot *s = wf_ads_snapshot(wf_pilot_ads(p));
+    if (!s) {
+        reply_text(r, 503, "no config yet\n");
+        return;
+    }
+    wf_debug_reply_json(r, 200, wf_authz_debug(s->store, s->mesh));
+}
+
 static void r_index(wf_pilot *p, const char *q, wf_debug_reply *r);
 static void r_list(wf_pilot *p, const char *q, wf_debug_reply *r);
 
@@ -696,6 +711,7 @@ static const struct {
     {"/debug", r_index, NULL},
     {"/debug/", r_index, NULL},
     {"/debug/adsz", r_adsz, "Status and debug interface for ADS"},
+    {"/debug/authorizationz", r_authorizationz, "Internal authorization policies"},
     {"/debug/config_dump", r_config_dump,
      "ConfigDump in the form of the Envoy admin config dump API for passed in proxyID"},
     {"/debug/config_errors", r_config_errors,

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "pilot/authz.h"
 #include "pilot/gateway_tls.h"
 #include "pilot/lds.h"
 #include "pilot/rds_internal.h"
@@ -204,15 +205,25 @@ json_t *wf_gateway_listeners(const wf_store *store, const wf_gateway_options *op
     if (!store || !opt || ctx_init(&x, store, opt) != 0)
         return NULL;
     const char *bind = opt->bind && *opt->bind ? opt->bind : "0.0.0.0";
-    json_t *out = json_array();
+    /* AuthorizationPolicies whose selector matches the gateway pod apply to its listeners */
+    const wf_authz_options ao = {
+        .ns = opt->proxy_ns, .labels = opt->proxy_labels, .mesh = opt->mesh};
+    json_t *authz = wf_authz_http_filters(store, &ao);
+    json_t *out = authz ? json_array() : NULL;
     for (size_t i = 0; out && i < x.n;) {
         size_t j = group_end(&x, i);
-        if (json_array_append_new(out, gateway_listener(&x, i, j, bind)) != 0) {
+        json_t *l = gateway_listener(&x, i, j, bind);
+        if (l && wf_lds_add_http_filters(l, authz) != 0) {
+            json_decref(l);
+            l = NULL;
+        }
+        if (json_array_append_new(out, l) != 0) {
             json_decref(out);
             out = NULL;
         }
         i = j;
     }
+    json_decref(authz);
     free(x.v);
     return out;
 }

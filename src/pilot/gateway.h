@@ -57,6 +57,10 @@
  *  - a server with tls.httpsRedirect true gives its virtual hosts require_tls "ALL" (Istio's
  *    VirtualHost_ALL: weft-proxy answers a plaintext request 301 https://<host><path>).
  *
+ * AuthorizationPolicies whose selector matches the gateway pod (root namespace or its own,
+ * pilot/authz.h) put their RBAC filters after istio.metadata_exchange in every listener's HTTP
+ * connection manager, as Istio does for gateways.
+ *
  * Left out (Istio emits them): tracing, request_id_extension,
  * upgrade_configs, forward_client_cert_details, xff_num_trusted_hops from ProxyConfig, route
  * decorators and max_grpc_timeout (as rds.h), Gateway API (K8S_GATEWAY) resources, delegate
@@ -67,6 +71,7 @@
 
 #include <jansson.h>
 
+#include "analysis/meshcfg.h"
 #include "model/store.h"
 
 typedef struct wf_gateway_options {
@@ -76,6 +81,7 @@ typedef struct wf_gateway_options {
     const char *bind;               /* listener address: the pod IP; NULL = "0.0.0.0" */
     const char *domain_suffix;      /* NULL = wf_store_domain_suffix(store) */
     const wf_node *default_retries; /* MeshConfig defaultHttpRetryPolicy; NULL = Istio's */
+    const wf_meshcfg *mesh;         /* rootNamespace, trust domains (authz); NULL = defaults */
 } wf_gateway_options;
 
 /* The gateway's listeners, ascending by listener port: a new JSON array the caller

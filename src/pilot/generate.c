@@ -205,7 +205,8 @@ static wf_gateway_options gateway_options(const gen *g)
                                 .proxy_labels = &g->labels,
                                 .pod = g->pod,
                                 .bind = g->p->ip,
-                                .default_retries = g->default_retries};
+                                .default_retries = g->default_retries,
+                                .mesh = g->mesh};
 }
 
 /* Outbound listeners whose name an inbound listener took (a pod without a known IP binds

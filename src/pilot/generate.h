@@ -93,14 +93,15 @@ typedef struct wf_pilot_proxy {
     char *pod; /* pod name */
     char *ns;  /* namespace */
     wf_proxy_kind kind;
-    char *ip;         /* first INSTANCE_IPS entry, else the Istio id's ip, else the Pod's
-                       * status.podIP; NULL = unknown */
-    char *localhost;  /* WEFT_LOCALHOST; NULL = absent */
-    char *admin;      /* WEFT_ADMIN; NULL = absent */
-    char *version;    /* ISTIO_VERSION; NULL = absent */
-    char *cluster_id; /* CLUSTER_ID; NULL = "Kubernetes" */
-    json_t *labels;   /* object of string labels (own reference); never NULL */
-    bool http10;      /* metadata HTTP10 "1" (Istio's ISTIO_META_HTTP10): HCMs accept HTTP/1.0 */
+    char *ip;              /* first INSTANCE_IPS entry, else the Istio id's ip, else the Pod's
+                            * status.podIP; NULL = unknown */
+    char *localhost;       /* WEFT_LOCALHOST; NULL = absent */
+    char *admin;           /* WEFT_ADMIN; NULL = absent */
+    char *version;         /* ISTIO_VERSION; NULL = absent */
+    char *cluster_id;      /* CLUSTER_ID; NULL = "Kubernetes" */
+    char *service_account; /* SERVICE_ACCOUNT; NULL = absent (xds_auth.h checks it) */
+    json_t *labels;        /* object of string labels (own reference); never NULL */
+    bool http10; /* metadata HTTP10 "1" (Istio's ISTIO_META_HTTP10): HCMs accept HTTP/1.0 */
 } wf_pilot_proxy;
 
 /* Fills *out from node (store may be NULL: no Pod lookup). Returns 0, or -1 with a message

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "pilot/authn.h"
+#include "pilot/authz.h"
 #include "pilot/cds_internal.h"
 #include "pilot/lds.h"
 #include "pilot/naming.h"
@@ -331,7 +332,7 @@ static json_t *apply_mode(json_t *l, wf_mtls_mode mode, const wf_meshcfg *mesh)
 }
 
 static json_t *inbound_listener(const in_port *p, const char *bind, const wf_peer_authn *pa,
-                                const wf_meshcfg *mesh)
+                                const wf_meshcfg *mesh, const json_t *authz)
 {
     char name[128], prefix[48];
     char *cluster = wf_cluster_name("inbound", p->port, NULL, NULL);
@@ -346,8 +347,12 @@ static json_t *inbound_listener(const in_port *p, const char *bind, const wf_pee
                               .stat_prefix = prefix,
                               .route_config = inbound_route_config(p, cluster)};
     free(cluster);
-    return apply_mode(wf_lds_http_listener(&spec), wf_peer_authn_port_mode(pa, (uint32_t)p->port),
-                      mesh);
+    json_t *l = wf_lds_http_listener(&spec);
+    if (l && wf_lds_add_http_filters(l, authz) != 0) {
+        json_decref(l);
+        l = NULL;
+    }
+    return apply_mode(l, wf_peer_authn_port_mode(pa, (uint32_t)p->port), mesh);
 }
 
 json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *opt)
@@ -362,15 +367,19 @@ json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *op
         free(ps.v);
         return NULL;
     }
-    json_t *out = json_array();
+    const wf_authz_options ao = {.ns = opt->ns, .labels = opt->labels, .mesh = opt->mesh};
+    json_t *authz = wf_authz_http_filters(store, &ao);
+    json_t *out = authz ? json_array() : NULL;
     for (size_t i = 0; out && i < ps.n; i++) {
         if (!ps.v[i].http)
             continue;
-        if (json_array_append_new(out, inbound_listener(&ps.v[i], bind, &pa, opt->mesh)) != 0) {
+        if (json_array_append_new(out, inbound_listener(&ps.v[i], bind, &pa, opt->mesh, authz)) !=
+            0) {
             json_decref(out);
             out = NULL;
         }
     }
+    json_decref(authz);
     wf_peer_authn_free(&pa);
     free(ps.v);
     return out;

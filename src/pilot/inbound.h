@@ -38,7 +38,9 @@
  *   name "<bind>_<port>", address bind:<port> (bind = the pod IP, else 0.0.0.0),
  *   traffic_direction INBOUND, one filter chain with Istio's inbound HTTP connection manager
  *   (lds.h WF_LDS_SIDECAR_INBOUND: stat_prefix "inbound_0.0.0.0_<port>", filters
- *   istio.metadata_exchange (downstream), envoy.filters.http.fault, envoy.filters.http.cors,
+ *   istio.metadata_exchange (downstream), the pod's AuthorizationPolicy RBAC filters
+ *   (pilot/authz.h, Istio's place for them; none when no policy applies),
+ *   envoy.filters.http.fault, envoy.filters.http.cors,
  *   istio.stats, envoy.filters.http.router; forward_client_cert_details APPEND_FORWARD and
  *   set_current_client_cert_details {subject, dns, uri} after use_remote_address, so the app
  *   gets x-forwarded-client-cert naming its mTLS caller) and an inline route_config as Istio's
@@ -78,10 +80,10 @@
  * filter_chain_not_found (reference security.md §3.3).
  *
  * Left out (Istio emits them): the route `decorator` and max_stream_duration (weft-proxy's route
- * loader does not accept them yet), tracing, request_id_extension, upgrade_configs; TCP ports' tcp_proxy chains (a TCP target port
- * gets its cluster but no listener, so no PeerAuthentication mode applies to it); the listener
- * filters original_dst and http_inspector and the InboundPassthroughCluster chains of
- * virtualInbound; Sidecar `ingress` listeners;
+ * loader does not accept them yet), tracing, request_id_extension, upgrade_configs; TCP ports'
+ * tcp_proxy chains (a TCP target port gets its cluster but no listener, so no PeerAuthentication
+ * mode applies to it); the listener filters original_dst and http_inspector and the
+ * InboundPassthroughCluster chains of virtualInbound; Sidecar `ingress` listeners;
  * upstream_bind_config 127.0.0.6 (an iptables detail).
  */
 #ifndef WF_PILOT_INBOUND_H

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pilot/rds_internal.h"
 
@@ -185,4 +186,47 @@ fail:
     wf_svcs_free(&svcs);
     json_decref(out);
     return NULL;
+}
+
+/* The index after istio.metadata_exchange in http_filters (0 when absent). */
+static size_t after_mx(const json_t *hf)
+{
+    for (size_t i = 0; i < json_array_size(hf); i++) {
+        const char *n = json_string_value(json_object_get(json_array_get(hf, i), "name"));
+        if (n && strcmp(n, "istio.metadata_exchange") == 0)
+            return i + 1;
+    }
+    return 0;
+}
+
+static int add_to_hcm(json_t *tc, const json_t *filters)
+{
+    json_t *hf = json_deep_copy(json_object_get(tc, "http_filters"));
+    if (!hf)
+        return -1;
+    size_t at = after_mx(hf);
+    for (size_t i = 0; i < json_array_size(filters); i++)
+        if (json_array_insert_new(hf, at + i, json_deep_copy(json_array_get(filters, i))) != 0) {
+            json_decref(hf);
+            return -1;
+        }
+    return json_object_set_new(tc, "http_filters", hf);
+}
+
+int wf_lds_add_http_filters(json_t *listener, const json_t *filters)
+{
+    if (!json_array_size(filters))
+        return 0;
+    json_t *chains = json_object_get(listener, "filter_chains");
+    for (size_t c = 0; c < json_array_size(chains); c++) {
+        json_t *fs = json_object_get(json_array_get(chains, c), "filters");
+        for (size_t i = 0; i < json_array_size(fs); i++) {
+            json_t *f = json_array_get(fs, i);
+            const char *n = json_string_value(json_object_get(f, "name"));
+            if (n && strcmp(n, HCM_NAME) == 0 &&
+                add_to_hcm(json_object_get(f, "typed_config"), filters) != 0)
+                return -1;
+        }
+    }
+    return 0;
 }

@@ -116,4 +116,12 @@ json_t *wf_lds_http_listener(const wf_lds_http *spec);
 json_t *wf_lds_port_listener(wf_lds_class cls, int32_t port, const char *bind,
                              const char *rds_name);
 
+/* Inserts copies of filters (HTTP filters, e.g. pilot/authz.h's RBAC filters) into the
+ * http_filters of every HTTP connection manager of listener, right after
+ * istio.metadata_exchange (at the front when there is none): Istio's place for the authn and
+ * authz filters (listener_builder.go: metadata exchange, CUSTOM authz, authn, authz, ..., fault,
+ * cors, stats, router). Each connection manager gets its own copy. Returns 0, -1 on out of
+ * memory (listener is then partly changed). filters NULL or empty: nothing to do. */
+int wf_lds_add_http_filters(json_t *listener, const json_t *filters);
+
 #endif

@@ -1,7 +1,9 @@
 /*
  * main_pilot.c - weft-pilot's command line (istiod's flag names where Istio has one:
  * --meshConfig, --grpcAddr, --secureGRPCAddr, --monitoringAddr, --domain, --keepaliveInterval,
- * --keepaliveTimeout), weft's --ca-dir, and `create-token` (ca_token.h). Exit codes: 0 clean exit
+ * istiod's XDS_AUTH environment variable and weft's --xds-auth flag for it,
+ * --keepaliveTimeout), weft's --ca-dir, `create-token` (ca_token.h) and `authz-filters`
+ * (authz_cmd.h). Exit codes: 0 clean exit
  * on SIGTERM/SIGINT, 1 start failure (a bind, an unreadable directory or MeshConfig: the message
  * names it), 2 bad command line.
  */
@@ -16,6 +18,7 @@
 
 #include "core/log.h"
 #include "model/validate.h"
+#include "pilot/authz_cmd.h"
 #include "pilot/ca_token.h"
 #include "pilot/pilot.h"
 
@@ -36,6 +39,8 @@ static void usage(FILE *f)
     fprintf(
         f, "Usage: weft-pilot --config-dir DIR [--config-dir DIR2 ...] [flags]\n"
            "       weft-pilot create-token SA [-n NS] [--ca-dir DIR] (a CSR token)\n"
+           "       weft-pilot authz-filters --config-dir DIR -n NS [-l K=V,...] (the RBAC\n"
+           "                 filters built for a workload, as JSON; for conformance tests)\n"
            "\n"
            "weft's control plane (istiod): watches manifests, validates them, translates them\n"
            "per proxy and pushes them over xDS; serves debug and metrics endpoints.\n"
@@ -53,6 +58,14 @@ static void usage(FILE *f)
            "                                   127.0.0.1:15012: the xDS methods and the CA's\n"
            "                                   CreateCertificate, with a serving certificate\n"
            "                                   from the mesh CA (default: none)\n"
+           "      --xds-auth BOOL              istiod's XDS_AUTH (the environment variable is\n"
+           "                                   read too; the flag wins): true (default)\n"
+           "                                   authenticates the xDS streams of the secure\n"
+           "                                   port (a client certificate of the mesh CA, or\n"
+           "                                   'authorization: Bearer <token>') and refuses a\n"
+           "                                   proxy whose node names another namespace or\n"
+           "                                   service account; false: no authentication. The\n"
+           "                                   plaintext --grpcAddr is never authenticated\n"
            "      --monitoringAddr ADDR        debug/metrics address (default 127.0.0.1:15014)\n"
            "      --ca-dir DIR                 the CA's directory: the self-signed root\n"
            "                                   (made once and kept: ca-cert.pem, ca-key.pem,\n"
@@ -164,8 +177,38 @@ enum {
     OPT_RET,
     OPT_VER,
     OPT_CADIR,
-    OPT_SECURE
+    OPT_SECURE,
+    OPT_XDSAUTH
 };
+
+/* Go's strconv.ParseBool, as istiod reads XDS_AUTH: 0 / 1 into *out, -1 when not a boolean. */
+static int parse_go_bool(const char *s, bool *out)
+{
+    static const char *const t[] = {"1", "t", "T", "TRUE", "true", "True"};
+    static const char *const f[] = {"0", "f", "F", "FALSE", "false", "False"};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        if (strcmp(s, t[i]) == 0) {
+            *out = true;
+            return 0;
+        }
+        if (strcmp(s, f[i]) == 0) {
+            *out = false;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int set_xds_auth(cmdline *c, const char *what, const char *v)
+{
+    bool on;
+    if (parse_go_bool(v, &on) != 0) {
+        fprintf(stderr, "weft-pilot: invalid value \"%s\" for %s: want true or false\n", v, what);
+        return -1;
+    }
+    c->o.no_xds_auth = !on;
+    return 0;
+}
 
 static int parse_opt(cmdline *c, int opt, const char *arg)
 {
@@ -187,6 +230,8 @@ static int parse_opt(cmdline *c, int opt, const char *arg)
     case OPT_SECURE:
         c->o.secure_grpc_addr = arg;
         return check_addr("--secureGRPCAddr", arg, false);
+    case OPT_XDSAUTH:
+        return set_xds_auth(c, "--xds-auth", arg);
     case OPT_MON:
         c->o.monitoring_addr = arg;
         return check_addr("--monitoringAddr", arg, false);
@@ -238,6 +283,7 @@ static int parse(int argc, char **argv, cmdline *c)
         {"grpcAddr", required_argument, 0, OPT_GRPC},
         {"monitoringAddr", required_argument, 0, OPT_MON},
         {"secureGRPCAddr", required_argument, 0, OPT_SECURE},
+        {"xds-auth", required_argument, 0, OPT_XDSAUTH},
         {"domain-suffix", required_argument, 0, OPT_DOMAIN},
         {"default-namespace", required_argument, 0, OPT_DEFNS},
         {"ca-dir", required_argument, 0, OPT_CADIR},
@@ -253,6 +299,9 @@ static int parse(int argc, char **argv, cmdline *c)
         {0, 0, 0, 0},
     };
     int opt;
+    const char *env = getenv("XDS_AUTH");
+    if (env && *env && set_xds_auth(c, "XDS_AUTH", env) != 0)
+        return -1;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, ":l:h", longs, NULL)) != -1) {
         if (opt == 'h') {
@@ -304,6 +353,8 @@ int main(int argc, char **argv)
                  .o = {.keepalive_interval_ms = 30000, .keepalive_timeout_ms = 10000}};
     if (argc > 1 && strcmp(argv[1], "create-token") == 0)
         return wf_ca_token_cmd(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "authz-filters") == 0)
+        return wf_authz_cmd(argc - 1, argv + 1);
     int rc = parse(argc, argv, &c);
     if (rc) {
         if (rc < 0) {

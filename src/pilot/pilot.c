@@ -195,7 +195,7 @@ static int start_secure(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t c
     if (!o->secure_grpc_addr)
         return 0;
     if (wf_pilot_secure_start(p->ads, wf_pilot_ca_server(p->ca), o->secure_grpc_addr,
-                              (int64_t)time(NULL), &p->secure, err, cap) != 0)
+                              !o->no_xds_auth, (int64_t)time(NULL), &p->secure, err, cap) != 0)
         return -1;
     char ip[64];
     int port;

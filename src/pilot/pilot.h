@@ -10,7 +10,9 @@
  * The xDS listener (--grpcAddr) serves both StreamAggregatedResources (SotW) and
  * DeltaAggregatedResources (delta), as istiod does on 15010, and Istio's CSR service
  * istio.v1.auth.IstioCertificateService/CreateCertificate (ca_server.h; istiod serves it on
- * 15012). The CA (pilot_ca.h) is set up before the listeners, from --ca-dir, and follows
+ * 15012). With --secureGRPCAddr both are also served over TLS on istiod's secure port
+ * (pilot_secure.h), whose xDS streams are authenticated unless no_xds_auth (XDS_AUTH=false,
+ * xds_auth.h). The CA (pilot_ca.h) is set up before the listeners, from --ca-dir, and follows
  * every snapshot (trust domain, a plug-in cacerts Secret); no CA at the first snapshot is a
  * start failure, as in istiod.
  *
@@ -47,6 +49,8 @@ typedef struct wf_pilot_opts {
     uint64_t rescan_ms;                          /* 0 = 2000 */
     const char *ca_dir; /* the CA directory (pilot_ca.h); NULL = wf_pilot_ca_default_dir */
     const char *secure_grpc_addr; /* istiod's 15012 over TLS (pilot_secure.h); NULL = none */
+    bool no_xds_auth; /* XDS_AUTH=false: the secure port's xDS streams are not authenticated
+                       * (xds_auth.h); default (false) authenticates them, as istiod */
 } wf_pilot_opts;
 
 typedef struct wf_pilot wf_pilot;

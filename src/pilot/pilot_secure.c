@@ -36,11 +36,17 @@ static wf_tls_ctx *issue(wf_pilot_secure *s, int64_t now_s, char *err, size_t ca
                            cap) != WF_CA_OK)
         return NULL;
     static const char *const alpn[] = {"h2"};
+    /* the mesh roots verify a client certificate when one is given (istiod's 15012:
+     * VerifyClientCertIfGiven with the mesh roots as ClientCAs): XDS_AUTH's
+     * ClientCertAuthenticator reads its identity (xds_auth.h) */
+    const char *roots = wf_ca_root_pem(ca);
     wf_tls_ctx_opts o = {.server = true,
                          .cert_chain = chain,
                          .cert_chain_len = strlen(chain),
                          .private_key = key,
                          .private_key_len = strlen(key),
+                         .trusted_ca = roots,
+                         .trusted_ca_len = roots ? strlen(roots) : 0,
                          .alpn = alpn,
                          .nalpn = 1,
                          .min_version = WF_TLS_V1_2};
@@ -60,8 +66,8 @@ static bool unspecified(const char *ip)
     return !*ip || strcmp(ip, "0.0.0.0") == 0 || strcmp(ip, "::") == 0;
 }
 
-int wf_pilot_secure_start(wf_ads *ads, const wf_ca_server *cas, const char *addr, int64_t now_s,
-                          wf_pilot_secure **out, char *err, size_t cap)
+int wf_pilot_secure_start(wf_ads *ads, const wf_ca_server *cas, const char *addr, bool xds_auth,
+                          int64_t now_s, wf_pilot_secure **out, char *err, size_t cap)
 {
     int port;
     wf_pilot_secure *s = calloc(1, sizeof *s);
@@ -91,6 +97,7 @@ int wf_pilot_secure_start(wf_ads *ads, const wf_ca_server *cas, const char *addr
         free(s);
         return -1;
     }
+    wf_ads_set_secure_auth(ads, xds_auth ? cas : NULL);
     *out = s;
     return 0;
 }

@@ -10,13 +10,16 @@
  * client that dials the IP, as the local mesh's proxies do, can verify it); 24 h; ALPN h2; TLS
  * 1.2-1.3. It is issued again when the CA changes (a plug-in cacerts Secret, a new root) or
  * half of its life has passed (wf_pilot_secure_refresh); connections keep the one they
- * started with.
+ * started with. A client certificate is asked for and, when given, must chain to the mesh
+ * roots (istiod's VerifyClientCertIfGiven); with XDS_AUTH the xDS streams are authenticated by
+ * it or by a token and authorized for their node (xds_auth.h), the plaintext port never is.
  *
  * Ownership: the listener belongs to ads (closed with it); the rest to the returned object.
  */
 #ifndef WF_PILOT_PILOT_SECURE_H
 #define WF_PILOT_PILOT_SECURE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "pilot/ads.h"
@@ -27,10 +30,10 @@
 typedef struct wf_pilot_secure wf_pilot_secure;
 
 /* Issues the certificate from the CA of cas and listens on addr ("ip:port") over TLS through
- * ads. Returns 0 and *out, or -1 with err naming the address (or why the certificate could not
- * be made). */
-int wf_pilot_secure_start(wf_ads *ads, const wf_ca_server *cas, const char *addr, int64_t now_s,
-                          wf_pilot_secure **out, char *err, size_t cap);
+ * ads; xds_auth: istiod's XDS_AUTH (tokens of cas). Returns 0 and *out, or -1 with err naming
+ * the address (or why the certificate could not be made). */
+int wf_pilot_secure_start(wf_ads *ads, const wf_ca_server *cas, const char *addr, bool xds_auth,
+                          int64_t now_s, wf_pilot_secure **out, char *err, size_t cap);
 
 /* Issues a new certificate when the CA changed or half of the current one's life has passed.
  * A failure is logged; the current certificate stays. */

@@ -14,6 +14,7 @@
 #include "model/store_internal.h"
 #include "model/unimplemented.h"
 #include "model/validate.h"
+#include "pilot/authz.h"
 #include "pilot/gateway_secrets.h"
 #include "pilot/generate.h"
 #include "pilot/inbound.h"
@@ -647,6 +648,49 @@ static int report_authn_gaps(build *b)
     return u.rc;
 }
 
+/* ---- AuthorizationPolicy translation problems (pilot/authz.h) ---------------------------- */
+
+typedef struct authz_arg {
+    build *b;
+    int rc;
+} authz_arg;
+
+/* CUSTOM (not supported: fails closed) and a DENY policy that denies less than written (a
+ * skipped rule, an unparsable dry-run annotation, targetRef(s) that reach no proxy) are
+ * WFT0002, a security control not applied as written; the rest (a skipped ALLOW rule or a
+ * value left out of a DENY rule fail closed, AUDIT, ALLOW targetRefs) is WFT0004. */
+static void on_authz_problem(void *arg, const wf_authz_note *n)
+{
+    authz_arg *u = arg;
+    char res[512];
+    const wf_resource *p = n->policy;
+    bool custom = wf_ap_action_of(p) == WF_AP_CUSTOM && strcmp(n->field, "spec.action") == 0;
+    bool deny_gap =
+        wf_ap_action_of(p) == WF_AP_DENY &&
+        (n->level == WF_AUTHZ_NOTE_ERROR || strncmp(n->field, "spec.targetRef", 14) == 0);
+    bool security = custom || deny_gap;
+    wf_config_error w = {.file = p->file,
+                         .line = n->at ? wf_node_report_line(n->at) : p->line,
+                         .col = n->at ? n->at->col : p->col,
+                         .resource = res_label(p, res, sizeof res),
+                         .field = n->field,
+                         .message = n->msg,
+                         .code = security ? "WFT0002" : "WFT0004"};
+    if (u->rc == 0 && add_warning(u->b, &w, security ? "not implemented" : "config warning") != 0)
+        u->rc = -1;
+}
+
+static int report_authz_problems(build *b)
+{
+    authz_arg u = {b, 0};
+    size_t n;
+    const wf_resource *const *v = wf_store_kind(b->snap->store, WF_KIND_AUTHORIZATIONPOLICY, &n);
+    for (size_t i = 0; i < n && u.rc == 0; i++)
+        if (wf_authz_policy_problems(v[i], b->snap->mesh, on_authz_problem, &u) < 0)
+            return -1;
+    return u.rc;
+}
+
 /* ---- gateway credential Secrets (pilot/gateway_secrets.h) -------------------------------- */
 
 static const char *gwsec_code(wf_gwsec_kind k)
@@ -895,7 +939,8 @@ wf_snapshot *wf_source_build(const wf_dir_source_opts *opts, const wf_snapshot *
     wf_arena_init(&s->arena);
     build b = {.opts = opts, .prev = prev, .snap = s};
     if (!(s->res = wf_strmap_new(&s->arena)) || load_mesh(&b) || load_store(&b) ||
-        report_authn_gaps(&b) || report_gateway_secrets(&b) || classify(&b)) {
+        report_authn_gaps(&b) || report_authz_problems(&b) || report_gateway_secrets(&b) ||
+        classify(&b)) {
         wf_snapshot_unref(s);
         return NULL;
     }

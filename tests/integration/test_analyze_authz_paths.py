@@ -1,4 +1,4 @@
-"""weft.AuthorizationPolicyPathAnalyzer (WFT0004, operator report B038): an
+"""weft.AuthorizationPolicyPathAnalyzer (WFT0005, operator report B038): an
 AuthorizationPolicy that decides by request path (DENY/AUDIT with paths, ALLOW with notPaths)
 is flagged while MeshConfig pathNormalization leaves `//` and `%2F` variants as they are (NONE,
 BASE, DEFAULT, or unset), at the field's line; MERGE_SLASHES / DECODE_AND_MERGE_SLASHES, ALLOW
@@ -30,7 +30,7 @@ def analyze(tmp_path, action, field, mode=None):
         args += ["--meshConfigFile", m]
     r = run_weftctl(*args, f)
     assert r.returncode in (0, 79), r.stdout + r.stderr
-    return [m for m in json.loads(r.stdout) if m["code"] == "WFT0004"], f
+    return [m for m in json.loads(r.stdout) if m["code"] == "WFT0005"], f
 
 
 def test_deny_paths_under_base_is_flagged(tmp_path):
@@ -45,7 +45,7 @@ def test_deny_paths_under_base_is_flagged(tmp_path):
             "pathNormalization is %s: variants such as //admin/* " % (mode or "BASE")), m
         assert "MERGE_SLASHES" in m["message"]
     r = run_weftctl("analyze", "-n", "shop", f)
-    assert ("Warning [WFT0004] (AuthorizationPolicy shop/no-admin %s:10)" % f) in r.stdout
+    assert ("Warning [WFT0005] (AuthorizationPolicy shop/no-admin %s:10)" % f) in r.stdout
 
 
 def test_allow_not_paths_and_audit_are_flagged(tmp_path):

@@ -4,16 +4,27 @@ the xDS methods over TLS, with a serving certificate weft-pilot issues itself fr
 Python grpcio with TLS credentials trusting only the mesh root, and `openssl s_client`
 (chain, SANs, ALPN h2). A plaintext client gets nothing; a client that does not trust the mesh
 root fails the handshake; a new plug-in CA gives the port a new certificate without a restart.
+
+XDS_AUTH (xds_auth.h): weft-proxy's ADS stream over the port carries its token (as pilot-agent
+does) and syncs; without a token it is refused with UNAUTHENTICATED "authentication failure"
+(pilot logs istiod's "Failed to authenticate client from ..." line, the proxy its stream's
+close); a token of another namespace than the node's is refused with PERMISSION_DENIED
+"authorization failed: ..."; a client certificate of the mesh CA authenticates without a token;
+--xds-auth false (istiod's XDS_AUTH=false) lets an unauthenticated proxy in.
 """
+import json
+import os
+import re
 import subprocess
 
 import pytest
 
-from procs import start_process
+from procs import CRASH_MARKERS, start_process
 from proxyfix import proxy_factory  # noqa: F401 (fixture)
 from test_pilot import get_json, pilot_exe, poll  # noqa: F401 (pilot_exe: fixture)
 from test_pilot_ca import CSR_PATH, Req, Resp, make_csr, openssl, stop, token, x509_text
-from proxyfix import bootstrap, cluster, listener, simple_routes
+from proxyfix import (bootstrap, cluster, free_port, http_request, listener, proxy_path,
+                      simple_routes, write_bootstrap)
 from test_mesh_reports_mtls import plugin_root
 from test_proxy_sds import GENERATED, inbound_tls, secrets_dump
 
@@ -150,9 +161,11 @@ def test_proxy_gets_its_certificate_over_tls(pilot_exe, tmp_path, proxy_factory,
         stop(proc)
 
 
-def xds_bootstrap(port, root_file, san):
+def xds_bootstrap(port, root_file, san, cert=None, ns="default", sa=None):
     """A proxy whose ADS connection goes to pilot's secure port with a static
-    UpstreamTlsContext (the root, istiod's DNS SAN, SNI and ALPN h2, as Istio's bootstrap)."""
+    UpstreamTlsContext (the root, istiod's DNS SAN, SNI and ALPN h2, as Istio's bootstrap);
+    cert: (chain file, key file) presented as its client certificate; ns / sa: the node's
+    NAMESPACE and SERVICE_ACCOUNT metadata."""
     ads = {"ads": {}, "initial_fetch_timeout": "0s", "resource_api_version": "V3"}
     tls = {"name": "envoy.transport_sockets.tls", "typed_config": {
         "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3."
@@ -164,8 +177,14 @@ def xds_bootstrap(port, root_file, san):
                 "trusted_ca": {"filename": str(root_file)},
                 "match_typed_subject_alt_names": [{"san_type": "DNS",
                                                    "matcher": {"exact": san}}]}}}}
-    bs = bootstrap([], [], node_id="sidecar~127.0.0.1~web-1.default~default.svc.cluster.local")
-    bs["node"]["metadata"] = {"NAMESPACE": "default", "NAME": "web-1"}
+    if cert:
+        tls["typed_config"]["common_tls_context"]["tls_certificates"] = [{
+            "certificate_chain": {"filename": str(cert[0])},
+            "private_key": {"filename": str(cert[1])}}]
+    bs = bootstrap([], [], node_id="sidecar~127.0.0.1~web-1.%s~%s.svc.cluster.local" % (ns, ns))
+    bs["node"]["metadata"] = {"NAMESPACE": ns, "NAME": "web-1"}
+    if sa:
+        bs["node"]["metadata"]["SERVICE_ACCOUNT"] = sa
     bs["dynamic_resources"] = {
         "ads_config": {"api_type": "GRPC", "transport_api_version": "V3",
                        "grpc_services": [{"envoy_grpc": {"cluster_name": "xds-grpc"}}]},
@@ -179,20 +198,256 @@ def xds_bootstrap(port, root_file, san):
     return bs
 
 
+def synced_nodes(proc):
+    return [e["proxy"] for e in get_json(proc.mon, "/debug/syncz")
+            if e.get("connected") and e.get("cluster_status") == "SYNCED"]
+
+
+def token_file(pilot_exe, tmp_path, ns, sa):
+    f = tmp_path / ("%s.%s.token" % (ns, sa))
+    f.write_text(token(pilot_exe, tmp_path / "ca", ns, sa) + "\n")
+    return f
+
+
 def test_proxy_xds_over_tls(pilot_exe, tmp_path, proxy_factory):  # noqa: F811
     """The ADS stream over istiod's secure port: the proxy verifies pilot's serving certificate
-    (root, DNS SAN istiod.istio-system.svc), gets its configuration and is SYNCED; expecting
-    another SAN, the handshake fails and the proxy never gets a configuration."""
+    (root, DNS SAN istiod.istio-system.svc), sends its token, gets its configuration and is
+    SYNCED; expecting another SAN, the handshake fails and the proxy never gets a
+    configuration."""
     proc = start_secure(pilot_exe, tmp_path)
     try:
         root = tmp_path / "root.pem"
         root.write_text(mesh_root(proc))
-        good = proxy_factory(xds_bootstrap(proc.secure, root, "istiod.istio-system.svc"))
-        poll(lambda: any(e.get("connected") and e.get("cluster_status") == "SYNCED"
-                         for e in get_json(proc.mon, "/debug/syncz")), timeout=20)
+        tok = token_file(pilot_exe, tmp_path, "default", "web")
+        good = proxy_factory(xds_bootstrap(proc.secure, root, "istiod.istio-system.svc"),
+                             args=["--token-path", tok])
+        poll(lambda: synced_nodes(proc), timeout=20)
         assert good.stats().get("control_plane.connected_state") == 1
         with pytest.raises(RuntimeError):  # never ready: no configuration arrives
             proxy_factory(xds_bootstrap(proc.secure, root, "other.istio-system.svc"),
-                          timeout=3)
+                          args=["--token-path", tok], timeout=3)
+    finally:
+        stop(proc)
+
+
+def retrying_proxy_state(tmp_path, bs):
+    """Runs weft-proxy on bs without a token until its xDS client has failed twice; its
+    control-plane stats and log."""
+    port = free_port()
+    bs["admin"]["address"]["socket_address"]["port_value"] = port
+    d = tmp_path / "retrying"
+    d.mkdir()
+    path = write_bootstrap(bs, str(d))
+    with open(d / "stderr.txt", "wb") as err:
+        p = subprocess.Popen([proxy_path(), "-c", path, "--token-path", str(tmp_path / "missing")],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        def stats():
+            status, _, body = http_request("127.0.0.1", port, "GET", "/stats?format=json",
+                                           timeout=2)
+            out = {s["name"]: s["value"] for s in json.loads(body)["stats"] if "value" in s}
+            return out if out.get("cluster.xds-grpc.upstream_cx_connect_fail", 0) >= 2 else None
+        out = poll(lambda: _quiet(stats), timeout=20)
+        out["log"] = (d / "stderr.txt").read_text()
+        return out
+    finally:
+        p.terminate()
+        rc = p.wait(timeout=20)
+        log = (d / "stderr.txt").read_text()
+        assert rc == 0 and not any(m in log for m in CRASH_MARKERS), log[-3000:]
+
+
+def _quiet(fn):
+    try:
+        return fn()
+    except OSError:
+        return None
+
+
+NO_AUTH = re.compile(re.escape("Failed to authenticate client from 127.0.0.1:") + r"\d+" +
+                     re.escape(": Authenticator ClientCertAuthenticator: no verified chain is "
+                               "found; Authenticator WeftTokenAuthenticator: target JWT "
+                               "extraction error: no HTTP authorization header exists"))
+
+
+def test_xds_auth_refuses_what_istiod_refuses(pilot_exe, tmp_path, proxy_factory):  # noqa: F811
+    """XDS_AUTH (on by default): without a token the stream ends UNAUTHENTICATED
+    "authentication failure" (pilot logs istiod's line, the proxy logs the close, counts the
+    failed connections and never gets ready); a token of namespace `other` for a node of
+    `default` ends PERMISSION_DENIED with istiod's message, as does a node whose
+    SERVICE_ACCOUNT is not the token's; the same token with a node of its own namespace and
+    service account syncs. The plaintext port serves the unauthenticated proxy."""
+    proc = start_secure(pilot_exe, tmp_path)
+    try:
+        root = tmp_path / "root.pem"
+        root.write_text(mesh_root(proc))
+        san = "istiod.istio-system.svc"
+        with pytest.raises(RuntimeError) as e:
+            proxy_factory(xds_bootstrap(proc.secure, root, san),
+                          args=["--token-path", tmp_path / "missing"], timeout=4)
+        assert ("StreamAggregatedResources gRPC config stream to xds-grpc closed: 16, "
+                "authentication failure") in str(e.value), str(e.value)
+        assert NO_AUTH.search(proc.stderr_text()), proc.stderr_text()
+        rej = get_json(proc.mon, "/debug/adsz")["rejected"]
+        assert rej and rej[0]["reason"] == "authentication failure", rej
+        assert not synced_nodes(proc)
+
+        # a proxy still retrying (not ready, so started by hand): the control plane state
+        state = retrying_proxy_state(tmp_path, xds_bootstrap(proc.secure, root, san))
+        assert state["control_plane.weft.connected_seconds"] == 0, state
+        assert state["cluster.xds-grpc.upstream_cx_active"] == 0, state
+        assert state["cluster.xds-grpc.upstream_cx_connect_fail"] >= 2, state
+        assert "closed: 16, authentication failure" in state["log"]
+
+        other = token_file(pilot_exe, tmp_path, "other", "web")
+        with pytest.raises(RuntimeError) as e:
+            proxy_factory(xds_bootstrap(proc.secure, root, san), args=["--token-path", other],
+                          timeout=4)
+        want = ("authorization failed: no identities ([spiffe://cluster.local/ns/other/sa/web])"
+                " matched default/")
+        assert "config stream to xds-grpc closed: 7, " + want in str(e.value), str(e.value)
+        poll(lambda: "Unauthorized XDS: 127.0.0.1:" in proc.stderr_text(), timeout=5)
+        assert "with identity [spiffe://cluster.local/ns/other/sa/web]: no identities" in \
+            proc.stderr_text()
+        assert get_json(proc.mon, "/debug/adsz")["rejected"][0]["reason"] == want
+
+        # the node's SERVICE_ACCOUNT must be the token's service account
+        with pytest.raises(RuntimeError) as e:
+            proxy_factory(xds_bootstrap(proc.secure, root, san, ns="other", sa="db"),
+                          args=["--token-path", other], timeout=4)
+        assert "matched other/db" in str(e.value), str(e.value)
+        proxy_factory(xds_bootstrap(proc.secure, root, san, ns="other", sa="web"),
+                      args=["--token-path", other])
+        poll(lambda: synced_nodes(proc), timeout=20)
+
+        # istiod's 15010: no authentication
+        bs = xds_bootstrap(proc.xds, root, san)
+        del bs["static_resources"]["clusters"][0]["transport_socket"]
+        proxy_factory(bs, args=["--token-path", tmp_path / "missing"])
+        poll(lambda: len(synced_nodes(proc)) == 2, timeout=20)
+    finally:
+        stop(proc)
+
+
+def workload_cert(proc, pilot_exe, tmp_path, ns, sa):
+    """A workload certificate of the mesh CA for ns/sa (a CSR with that pod's token): the
+    chain and key files."""
+    csr = make_csr(tmp_path, "ecdsa")
+    chain = secure_csr(proc.secure, mesh_root(proc), csr,
+                       token(pilot_exe, tmp_path / "ca", ns, sa))
+    f = tmp_path / ("%s.%s.chain.pem" % (ns, sa))
+    f.write_text("".join(chain[:-1]))
+    return f, tmp_path / "ecdsa.key"
+
+
+def test_client_certificate_authenticates(pilot_exe, tmp_path, proxy_factory):  # noqa: F811
+    """istiod's ClientCertAuthenticator: a proxy presenting a workload certificate of the mesh
+    CA (SPIFFE ID of its namespace) syncs without any token; one whose certificate names
+    another namespace is refused (PERMISSION_DENIED); a certificate of a foreign CA fails the
+    handshake."""
+    proc = start_secure(pilot_exe, tmp_path)
+    try:
+        root = tmp_path / "root.pem"
+        root.write_text(mesh_root(proc))
+        san = "istiod.istio-system.svc"
+        cert = workload_cert(proc, pilot_exe, tmp_path, "default", "web")
+        proxy_factory(xds_bootstrap(proc.secure, root, san, cert=cert),
+                      args=["--token-path", tmp_path / "missing"])
+        poll(lambda: synced_nodes(proc), timeout=20)
+        assert "Failed to authenticate" not in proc.stderr_text()
+
+        cert = workload_cert(proc, pilot_exe, tmp_path, "shop", "web")
+        with pytest.raises(RuntimeError) as e:
+            proxy_factory(xds_bootstrap(proc.secure, root, san, cert=cert),
+                          args=["--token-path", tmp_path / "missing"], timeout=4)
+        assert "closed: 7, authorization failed: no identities " \
+               "([spiffe://cluster.local/ns/shop/sa/web]) matched default/" in str(e.value)
+
+        key = tmp_path / "foreign.key"
+        crt = tmp_path / "foreign.pem"
+        openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                "-nodes", "-keyout", str(key), "-out", str(crt), "-days", "1", "-subj",
+                "/CN=foreign", "-addext", "subjectAltName=URI:spiffe://cluster.local/ns/default"
+                "/sa/web")
+        with pytest.raises(RuntimeError):
+            proxy_factory(xds_bootstrap(proc.secure, root, san, cert=(crt, key)),
+                          args=["--token-path", tmp_path / "missing"], timeout=4)
+        assert len(synced_nodes(proc)) == 1
+    finally:
+        stop(proc)
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_xds_auth_false(pilot_exe, tmp_path, proxy_factory, how):  # noqa: F811
+    """istiod's XDS_AUTH=false (or weft-pilot --xds-auth false): the secure port's streams are
+    not authenticated, a proxy without a token syncs; --help documents the flag."""
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    argv = [pilot_exe, "--config-dir", cfg, "--ca-dir", tmp_path / "ca", "--grpcAddr",
+            "127.0.0.1:0", "--monitoringAddr", "127.0.0.1:0", "--secureGRPCAddr", "127.0.0.1:0"]
+    env = dict(os.environ)
+    if how == "flag":
+        argv += ["--xds-auth", "false"]
+        env["XDS_AUTH"] = "true"  # the flag wins
+    else:
+        env["XDS_AUTH"] = "false"
+    proc, addrs = start_process(argv, count=3, env=env)
+    proc.xds, proc.mon, proc.secure = addrs[0][1], addrs[1][1], addrs[2][1]
+    try:
+        root = tmp_path / "root.pem"
+        root.write_text(mesh_root(proc))
+        proxy_factory(xds_bootstrap(proc.secure, root, "istiod.istio-system.svc"),
+                      args=["--token-path", tmp_path / "missing"])
+        poll(lambda: synced_nodes(proc), timeout=20)
+    finally:
+        stop(proc)
+    out = subprocess.run([str(pilot_exe), "--help"], capture_output=True, text=True).stdout
+    assert "--xds-auth BOOL" in out and "XDS_AUTH" in out, out
+    bad = subprocess.run([str(pilot_exe), "--config-dir", str(cfg), "--xds-auth", "maybe"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and 'invalid value "maybe" for --xds-auth' in bad.stderr
+
+
+def test_proxy_follows_a_new_root(pilot_exe, tmp_path, proxy_factory):  # noqa: F811
+    """The mesh root changes (a plug-in cacerts Secret) and pilot restarts with it: the proxy's
+    xds-grpc trusted_ca file still holds the old root, so its reconnections fail the handshake;
+    once the file holds the new root (the kubelet's sync of istio-ca-root-cert) the proxy reads
+    it again before its next connection and is SYNCED again, without a restart."""
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    ports = [free_port() for _ in range(3)]
+
+    def run():
+        proc, addrs = start_process(
+            [pilot_exe, "--config-dir", cfg, "--ca-dir", tmp_path / "ca", "--grpcAddr",
+             "127.0.0.1:%d" % ports[0], "--monitoringAddr", "127.0.0.1:%d" % ports[1],
+             "--secureGRPCAddr", "127.0.0.1:%d" % ports[2]], count=3)
+        proc.xds, proc.mon, proc.secure = ports
+        return proc
+    proc = run()
+    try:
+        root = tmp_path / "root.pem"
+        root.write_text(mesh_root(proc))
+        tok = token_file(pilot_exe, tmp_path, "default", "web")
+        px = proxy_factory(xds_bootstrap(proc.secure, root, "istiod.istio-system.svc"),
+                           args=["--token-path", tok])
+        poll(lambda: synced_nodes(proc), timeout=20)
+        d = tmp_path / "plugin"
+        d.mkdir()
+        (cfg / "cacerts.json").write_text(plugin_root(str(d)))
+        new_root = (d / "root-cert.pem").read_text()
+        poll(lambda: mesh_root(proc).strip() == new_root.strip(), timeout=20)
+        fails = px.stats().get("cluster.xds-grpc.upstream_cx_connect_fail", 0)
+        stop(proc)
+        proc = run()
+        # the old root: every new connection fails verification
+        poll(lambda: px.stats().get("cluster.xds-grpc.upstream_cx_connect_fail", 0) >=
+             fails + 3, timeout=30)
+        assert not synced_nodes(proc)
+        assert px.stats().get("cluster.xds-grpc.upstream_cx_active") == 0
+        root.write_text(new_root)
+        poll(lambda: synced_nodes(proc), timeout=40)
+        assert "xDS cluster xds-grpc: TLS files changed" in px.stderr_text()
+        assert px.stats().get("control_plane.connected_state") == 1
     finally:
         stop(proc)

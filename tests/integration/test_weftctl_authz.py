@@ -12,8 +12,8 @@
   port, the way tests/conformance/istioctl_kinds/pc.py does) and reads its admin
   /config_dump: from a stand-in admin serving the dump, and from a real weft-proxy whose
   listeners are all static (istioctl prints nothing then: it reads dynamic listeners only).
-- In a local mesh (run inside `unshare -n`): the gateway's dynamic listeners carry no RBAC
-  filter (weft-pilot does not generate them yet), so the header alone is printed.
+- In a local mesh (run inside `unshare -n`): the catalog mesh has no AuthorizationPolicy, so
+  the listeners carry no RBAC filter and the header alone is printed.
 """
 import http.server
 import json

@@ -176,6 +176,10 @@ def test_describe_pod_names_what_weft_does_not_implement(tmp_path):
          "spec": {"selector": {"matchLabels": {"app": app}},
                   "rules": [{"to": [{"operation": {"methods": ["GET"]}}]}]}},
         {"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
+         "metadata": {"name": "try-deny", "namespace": ns,
+                      "annotations": {"istio.io/dry-run": "true"}},
+         "spec": {"action": "DENY", "rules": [{"to": [{"operation": {"paths": ["/x"]}}]}]}},
+        {"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
          "metadata": {"name": "other", "namespace": ns},
          "spec": {"selector": {"matchLabels": {"app": "someone-else"}}}},
         {"apiVersion": "security.istio.io/v1beta2", "kind": "AuthorizationPolicy",
@@ -206,6 +210,17 @@ def test_describe_pod_names_what_weft_does_not_implement(tmp_path):
     # a policy under an API version Istio does not serve, in the pod's namespace
     assert "Error [WFT0002] (AuthorizationPolicy %s/badver" % ns in r.stderr, r.stderr
     assert "Workload mTLS mode: STRICT" in r.stdout
+    # the policies that apply, as weft-pilot selects them, with action, rules and mode
+    weft = [ln for ln in r.stderr.splitlines() if "AuthorizationPolicy" in ln and
+            ln.startswith("weft: ")]
+    assert weft == [
+        "weft: AuthorizationPolicy %s/allow-get: ALLOW, 1 rule, enforced" % ns,
+        "weft: AuthorizationPolicy %s/try-deny: DENY, 1 rule, dry run (istio.io/dry-run: only "
+        "counted in rbac.istio_dry_run_deny_.shadow_allowed/shadow_denied, never denies)" % ns,
+    ], weft
+    assert ("weft: an ALLOW policy applies: a request no ALLOW rule matches is denied (403, "
+            "rbac_access_denied_matched_policy[none])") in r.stderr
+    assert "weft: AuthorizationPolicy" not in base.stderr
 
 
 def test_version_against_pilot_and_completion(mesh):

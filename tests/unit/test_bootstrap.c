@@ -438,8 +438,8 @@ static void test_error_rds_and_filters(void **state)
                       ROUTE_OK, CLUSTER_OK),
                  "t.json: " LPFX ".http_filters[0].name: unsupported http filter "
                  "\"envoy.filters.http.lua\" (supported: envoy.filters.http.fault, "
-                 "envoy.filters.http.cors, istio.metadata_exchange, istio.stats, "
-                 "envoy.filters.http.jwt_authn, envoy.filters.http.router)");
+                 "envoy.filters.http.jwt_authn, envoy.filters.http.rbac, envoy.filters.http.cors, "
+                 "istio.metadata_exchange, istio.stats, envoy.filters.http.router)");
     expect_error(boot("", ROUTE_OK, CLUSTER_OK),
                  "t.json: " LPFX ".http_filters: the http filter chain must end with "
                  "envoy.filters.http.router");
@@ -454,8 +454,8 @@ static void test_error_rds_and_filters(void **state)
                "\"address\":\"0.0.0.0\",\"port_value\":1}},\"filter_chains\":[{\"filters\":"
                "[{\"name\":\"envoy.filters.network.tcp_proxy\"}]}]}]}}"),
         "t.json: static_resources.listeners[0].filter_chains[0].filters[0].name: "
-        "unsupported network filter \"envoy.filters.network.tcp_proxy\" (only "
-        "envoy.filters.network.http_connection_manager is supported)");
+        "unsupported network filter \"envoy.filters.network.tcp_proxy\" (supported: "
+        "envoy.filters.network.rbac, envoy.filters.network.http_connection_manager)");
     expect_error(strdup("{\"dynamic_resources\":{\"lds_config\":{}}}"),
                  "t.json: dynamic_resources.lds_config.ads: missing required field (weft takes "
                  "CDS and LDS from ads_config only)");

@@ -855,7 +855,8 @@ static void test_registry(void **state)
     assert_ptr_equal(wp_http_filter_find("istio.metadata_exchange"), &wp_http_filter_istio_mx);
     assert_ptr_equal(wp_http_filter_find("envoy.filters.http.router"), &wp_http_filter_router);
     assert_null(wp_http_filter_find("envoy.filters.http.Router"));
-    assert_null(wp_http_filter_find("envoy.filters.http.rbac"));
+    assert_ptr_equal(wp_http_filter_find("envoy.filters.http.rbac"), &wp_http_filter_rbac);
+    assert_null(wp_http_filter_find("envoy.filters.http.ext_authz"));
     assert_true(wp_http_filter_router.terminal);
     assert_false(wp_http_filter_fault.terminal);
 }
@@ -940,14 +941,15 @@ static void test_loader_builds_chain(void **state)
 static void test_loader_errors(void **state)
 {
     (void)state;
-    char *text = boot("{\"name\":\"envoy.filters.http.rbac\"},"
+    char *text = boot("{\"name\":\"envoy.filters.http.ext_authz\"},"
                       "{\"name\":\"envoy.filters.http.router\"}");
     wf_test_expect_bootstrap_error(
-        text, "t.json: static_resources.listeners[0].filter_chains[0].filters[0].typed_config"
-              ".http_filters[0].name: unsupported http filter \"envoy.filters.http.rbac\" "
-              "(supported: envoy.filters.http.fault, envoy.filters.http.cors, "
-              "istio.metadata_exchange, istio.stats, envoy.filters.http.jwt_authn, "
-              "envoy.filters.http.router)");
+        text,
+        "t.json: static_resources.listeners[0].filter_chains[0].filters[0].typed_config"
+        ".http_filters[0].name: unsupported http filter \"envoy.filters.http.ext_authz\" "
+        "(supported: envoy.filters.http.fault, envoy.filters.http.jwt_authn, "
+        "envoy.filters.http.rbac, envoy.filters.http.cors, istio.metadata_exchange, istio.stats, "
+        "envoy.filters.http.router)");
     free(text);
     text = boot("{\"name\":\"envoy.filters.http.router\"},"
                 "{\"name\":\"envoy.filters.http.cors\"}");

@@ -597,7 +597,22 @@ static void bootstrap_and_pod_object(void **state)
     wf_test_expect_int(b,
                        "static_resources.clusters.0.load_assignment.endpoints.0.lb_endpoints.0."
                        "endpoint.address.socket_address.port_value",
-                       15010);
+                       15012);
+    /* as Istio's sidecars reach istiod: TLS verified with the namespace's synced root */
+    const char *tc = "static_resources.clusters.0.transport_socket.typed_config.";
+    char path[300], root[4400];
+    snprintf(path, sizeof path, "%ssni", tc);
+    wf_test_expect_str(b, path, "istiod.istio-system.svc");
+    snprintf(path, sizeof path, "%scommon_tls_context.alpn_protocols.0", tc);
+    wf_test_expect_str(b, path, "h2");
+    snprintf(path, sizeof path, "%scommon_tls_context.validation_context.trusted_ca.filename", tc);
+    snprintf(root, sizeof root, "%s/roots/istioinaction/root-cert.pem", f.plan->state);
+    wf_test_expect_str(b, path, root);
+    snprintf(path, sizeof path,
+             "%scommon_tls_context.validation_context.match_typed_subject_alt_names.0.matcher."
+             "exact",
+             tc);
+    wf_test_expect_str(b, path, "istiod.istio-system.svc");
     json_decref(b);
     b = wf_lm_bootstrap_json(f.plan, gw);
     wf_test_expect_str(b, "node.metadata.PROXY_TYPE", "router");
@@ -621,6 +636,8 @@ static void bootstrap_and_pod_object(void **state)
     wf_test_expect_str(mesh, "gateway.target", "127.10.0.2:8080");
     wf_test_expect_str(mesh, "pods.1.admin", "127.10.0.3:15000");
     wf_test_expect_str(mesh, "processes.0.kind", "pilot");
+    wf_test_expect_str(mesh, "pilot.xds", "127.0.0.1:15010");
+    wf_test_expect_str(mesh, "pilot.secureXds", "127.0.0.1:15012");
     wf_test_expect_str(mesh, "processes.0.state", "planned");
     json_decref(mesh);
     json_t *svc = wf_lm_gateway_service_json();

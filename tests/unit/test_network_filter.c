@@ -23,17 +23,17 @@ typedef struct {
 
 static char trace[256];
 
-static wp_nf_status on_new(void *self)
+static wp_nf_status on_new(wp_nf_filter *nf)
 {
-    flt *f = self;
+    flt *f = nf->self;
     strcat(trace, f->log);
     strcat(trace, "+");
     return WP_NF_CONTINUE;
 }
 
-static wp_nf_status on_data(void *self, bool end)
+static wp_nf_status on_data(wp_nf_filter *nf, bool end)
 {
-    flt *f = self;
+    flt *f = nf->self;
     strcat(trace, f->log);
     strcat(trace, end ? "!" : ".");
     return f->stop_data ? WP_NF_STOP_ITERATION : WP_NF_CONTINUE;
@@ -47,9 +47,9 @@ static void test_order_and_stop(void **state)
     flt a = {"a", false}, b = {"b", true}, c = {"c", false};
     wp_nf_chain ch;
     wp_nf_chain_init(&ch);
-    assert_int_equal(wp_nf_chain_add(&ch, &OPS, &a), 0);
-    assert_int_equal(wp_nf_chain_add(&ch, &OPS, &b), 0);
-    assert_int_equal(wp_nf_chain_add(&ch, &OPS, &c), 0);
+    assert_int_equal(wp_nf_chain_add(&ch, &OPS, &a, NULL), 0);
+    assert_int_equal(wp_nf_chain_add(&ch, &OPS, &b, NULL), 0);
+    assert_int_equal(wp_nf_chain_add(&ch, &OPS, &c, NULL), 0);
     trace[0] = '\0';
     assert_int_equal(wp_nf_chain_on_new_connection(&ch), WP_NF_CONTINUE);
     assert_string_equal(trace, "a+b+c+");
@@ -71,8 +71,8 @@ static void test_full_chain(void **state)
     wp_nf_chain ch;
     wp_nf_chain_init(&ch);
     for (int i = 0; i < WP_NF_MAX; i++)
-        assert_int_equal(wp_nf_chain_add(&ch, &OPS, &a), 0);
-    assert_int_equal(wp_nf_chain_add(&ch, &OPS, &a), -1);
+        assert_int_equal(wp_nf_chain_add(&ch, &OPS, &a, NULL), 0);
+    assert_int_equal(wp_nf_chain_add(&ch, &OPS, &a, NULL), -1);
 }
 
 /* Every kind the bootstrap can decode has its ops, under Envoy's filter name; an unknown

@@ -612,6 +612,35 @@ static void https_redirect(void **state)
     wf_store_free(s);
 }
 
+/* AuthorizationPolicies selecting the gateway pod (in its namespace or the root namespace) put
+ * their RBAC filters after istio.metadata_exchange on the gateway's listeners, as Istio does for
+ * gateways; a policy in the workloads' namespace does not reach the gateway. */
+static void authorization_policy_on_gateway(void **state)
+{
+    (void)state;
+    wf_store *s =
+        load(book_no_dr, "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\n"
+                         "metadata: {name: gw-deny, namespace: istio-system}\n"
+                         "spec:\n  selector: {matchLabels: {istio: ingressgateway}}\n"
+                         "  action: DENY\n  rules: [{to: [{operation: {paths: [/admin]}}]}]\n"
+                         "---\napiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\n"
+                         "metadata: {name: apps-only, namespace: istioinaction}\nspec: {}\n");
+    gw_proxy g = router(s);
+    json_t *lds = gen(&g, WF_XDS_LDS);
+    json_t *filters = wf_test_json_at(json_array_get(lds, 0), HCM_PATH ".http_filters");
+    assert_int_equal(json_array_size(filters), 6);
+    wf_test_expect_str(json_array_get(filters, 0), "name", "istio.metadata_exchange");
+    json_t *rbac = json_array_get(filters, 1);
+    wf_test_expect_str(rbac, "name", "envoy.filters.http.rbac");
+    wf_test_expect_str(rbac, "typed_config.rules.action", "DENY");
+    assert_non_null(wf_test_json_at(
+        rbac, "typed_config.rules.policies.ns[istio-system]-policy[gw-deny]-rule[0]"));
+    wf_test_expect_str(json_array_get(filters, 2), "name", "envoy.filters.http.fault");
+    json_decref(lds);
+    wf_pilot_proxy_free(&g.p);
+    wf_store_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -625,6 +654,7 @@ int main(void)
         cmocka_unit_test(tls_servers),
         cmocka_unit_test(mutual_modes),
         cmocka_unit_test(https_redirect),
+        cmocka_unit_test(authorization_policy_on_gateway),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

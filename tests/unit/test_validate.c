@@ -474,6 +474,17 @@ static void test_security(void **state)
            "invalid policy ap.foo: invalid `value` for `key` request.bogus: unknown attribute: "
            "request.bogus");
     free(r);
+    /* the current API's trustDomains / notTrustDomains and the source.serviceAccount and
+     * source.trustDomain keys (reference security.md §6.2) are accepted */
+    r = validate("apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\n"
+                 "metadata:\n  name: ap\n  namespace: foo\nspec:\n  rules:\n  - from:\n"
+                 "    - source:\n        trustDomains: [cluster.local]\n"
+                 "    - source:\n        notTrustDomains: [\"bad*\"]\n"
+                 "    when:\n    - key: source.serviceAccount\n      values: [foo/sa]\n"
+                 "    - key: source.trustDomain\n      values: [cluster.local]\n");
+    assert_int_equal(r->errors, 0);
+    assert_int_equal(r->n, 0);
+    free(r);
     r = validate("apiVersion: security.istio.io/v1\nkind: PeerAuthentication\nmetadata:\n"
                  "  name: pa\nspec:\n  portLevelMtls:\n    \"8080\":\n      mode: DISABLE\n");
     EXPECT(r, false, "spec.portLevelMtls",

@@ -50,6 +50,7 @@ typedef enum {
     OP_UPSTREAM_PROTOCOL, /* "HTTP/1.1" once an upstream host was chosen */
     OP_GRPC_STATUS,       /* gRPC requests: grpc-status of the trailers, headers or code */
     OP_FILTER_STATE,      /* key validated as Envoy does; no filter state: always unset */
+    OP_DYN_MD,            /* DYNAMIC_METADATA(NS:KEY): a string entry of the stream's */
     OP_UNSET,             /* operators whose source weft never sets: always unset ("-") */
 } alf_op;
 
@@ -123,7 +124,7 @@ static const struct {
     /* no virtual clusters, dynamic metadata or filter state exist in weft: Envoy prints "-"
      * (null in JSON) when they are absent, and so does weft */
     {"VIRTUAL_CLUSTER_NAME", OP_UNSET, 0, 0, 0},
-    {"DYNAMIC_METADATA", OP_UNSET, HDR, 0, 0},
+    {"DYNAMIC_METADATA", OP_DYN_MD, HDR, 0, 0},
     {"CLUSTER_METADATA", OP_UNSET, HDR, 0, 0},
     {"UPSTREAM_METADATA", OP_UNSET, HDR, 0, 0},
     {"FILTER_STATE", OP_FILTER_STATE, SYN_PARAMS_OPTIONAL | SYN_LENGTH, 0, 0},
@@ -654,6 +655,27 @@ static bool parse_filter_state_arg(const alf_cmd *c, const char *prefix, size_t 
     return true;
 }
 
+/* DYNAMIC_METADATA(NAMESPACE:KEY): namespace into p->a, key into p->b (arena). Only a
+ * namespace, or a path of more than one key, prints "-" (weft's dynamic metadata entries are
+ * one key of a namespace). */
+static bool parse_dyn_md_arg(wp_access_log_format *f, const alf_cmd *c, alf_piece *p)
+{
+    const char *colon = memchr(c->arg, ':', c->alen);
+    size_t ns_len = colon ? (size_t)(colon - c->arg) : c->alen;
+    p->a = wf_arena_strndup(&f->arena, c->arg, ns_len);
+    p->alen = ns_len;
+    bool one_key = colon && !memchr(colon + 1, ':', c->alen - ns_len - 1);
+    if (one_key) {
+        p->blen = c->alen - ns_len - 1;
+        p->b = wf_arena_strndup(&f->arena, colon + 1, p->blen);
+    }
+    if (!p->a || (one_key && !p->b)) {
+        f->oom = true;
+        return false;
+    }
+    return true;
+}
+
 static void load_hostname(wp_access_log_format *f)
 {
     char name[HOST_NAME_MAX + 1];
@@ -694,6 +716,9 @@ static bool add_command(wp_access_log_format *f, const alf_cmd *c, const char *p
             return false;
     } else if (p.op == OP_FILTER_STATE) {
         if (!parse_filter_state_arg(c, prefix, col, err))
+            return false;
+    } else if (p.op == OP_DYN_MD) {
+        if (!parse_dyn_md_arg(f, c, &p))
             return false;
     }
     return !f->oom && push_piece(f, &p);
@@ -1227,6 +1252,11 @@ static void eval_special(const wp_access_log_format *f, const alf_piece *p,
     case OP_GRPC_STATUS:
         val_grpc_status(v, p, si);
         break;
+    case OP_DYN_MD: {
+        const wp_dyn_md_entry *e = p->b ? wp_si_metadata(si, p->a, p->b) : NULL;
+        val_str(v, e ? e->str : NULL);
+        break;
+    }
     case OP_UNSET:
     case OP_FILTER_STATE:
         break;

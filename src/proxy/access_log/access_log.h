@@ -69,8 +69,11 @@
  * CONNECTION_ID, UPSTREAM_CONNECTION_ID, STREAM_ID (decimal string, unset when 0),
  * HOSTNAME (read once at compile time), REQ, RESP, TRAILER, UPSTREAM_PROTOCOL,
  * UPSTREAM_WIRE_BYTES_SENT, UPSTREAM_WIRE_BYTES_RECEIVED, GRPC_STATUS, GRPC_STATUS_NUMBER;
- * VIRTUAL_CLUSTER_NAME, DYNAMIC_METADATA, CLUSTER_METADATA, UPSTREAM_METADATA,
- * FILTER_STATE and UPSTREAM_FILTER_STATE always print "-" (weft has no such sources).
+ * DYNAMIC_METADATA(NAMESPACE:KEY) (a string value filters published in the stream's dynamic
+ * metadata, e.g. the RBAC filters' istio_dry_run_allow_shadow_engine_result under
+ * envoy.filters.http.rbac; a namespace alone, a nested key or a structured value print "-");
+ * VIRTUAL_CLUSTER_NAME, CLUSTER_METADATA, UPSTREAM_METADATA, FILTER_STATE and
+ * UPSTREAM_FILTER_STATE always print "-" (weft has no such sources).
  * [verify] resolved: %RESPONSE_FLAGS_LONG% exists in stream_info_formatter.cc and joins the
  * PascalCase names with ',' ("-" when none), like %RESPONSE_FLAGS%.
  *

@@ -226,6 +226,12 @@ static bool dec_filter_config(bs *b, const wp_http_filter_type *t, json_t *tc, c
         *config = b->istio_stats;
         return ok;
     }
+    if (t == &wp_http_filter_rbac) { /* one per action, as Istio's AUDIT, DENY, ALLOW */
+        struct wp_rbac_config *rc = NULL;
+        bool ok = bs_rbac_http_filter(b, tc, &rc);
+        *config = rc;
+        return ok;
+    }
     if (t == &wp_http_filter_istio_mx) {
         bool ok = bs_istio_mx_filter(b, tc);
         *config = b->istio_mx;
@@ -282,9 +288,10 @@ static bool dec_http_filter(bs *b, json_t *o, void *arg)
     return true;
 }
 
-/* http_filters: [envoy.filters.http.fault, envoy.filters.http.cors, istio.metadata_exchange,
- * istio.stats, in any order,] envoy.filters.http.router (last), in the HCM's filter chain in
- * their order. */
+/* http_filters: [envoy.filters.http.fault, envoy.filters.http.rbac (any number),
+ * envoy.filters.http.cors, istio.metadata_exchange, istio.stats, in any order (Istio's inbound
+ * order: istio.metadata_exchange, RBAC filters, fault, cors, istio.stats),]
+ * envoy.filters.http.router (last), in the HCM's filter chain in their order. */
 static bool dec_http_filters(bs *b, json_t *hcm)
 {
     void *arr;

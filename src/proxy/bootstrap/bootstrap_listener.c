@@ -3,8 +3,9 @@
  * received over LDS, which xds_compose.h composes into one): envoy.config.listener.v3.Listener
  *   {name, address, per_connection_buffer_limit_bytes, traffic_direction, listener_filters,
  *    filter_chains[] {name, filter_chain_match, filters[1]}, default_filter_chain}
- * with envoy.filters.network.http_connection_manager as the one network filter of a chain
- * (bootstrap.c decodes it).
+ * with envoy.filters.network.http_connection_manager as the last (terminal) network filter of a
+ * chain (bootstrap_hcm.c decodes it), after any number of envoy.filters.network.rbac
+ * (bootstrap_rbac.c; at most WP_NF_MAX filters in all).
  *
  * Envoy behaviour followed (source/common/listener_manager/listener_impl.cc and
  * filter_chain_manager_impl.cc):
@@ -21,7 +22,7 @@
  *    listener_filters_timeout (default 15 s, 0 none) and continue_on_listener_filters_timeout.
  *  - transport_socket: raw_buffer or TLS with a DownstreamTlsContext (bootstrap_tls.c).
  * Refused by name: the other listener filters (the message names the feature that brings
- * each), network filters other than the connection manager,
+ * each), network filters other than RBAC and the connection manager,
  * filter_chain_match in the default_filter_chain (Envoy ignores it; weft never ignores a field).
  */
 #include <stdio.h>
@@ -32,6 +33,7 @@
 #include "proxy/filters/listener/tls_inspector.h"
 
 #define HCM_NAME         "envoy.filters.network.http_connection_manager"
+#define RBAC_NAME        "envoy.filters.network.rbac"
 #define WP_LISTENER_TYPE "type.googleapis.com/envoy.config.listener.v3.Listener"
 
 /* ---------- filter_chain_match ---------- */
@@ -150,25 +152,16 @@ static bool dec_match(bs *b, json_t *o, void *arg)
 
 /* ---------- filter chains ---------- */
 
-static bool dec_network_filter(bs *b, json_t *f, wp_filter_chain *fc)
+/* The terminal filter: the HTTP connection manager. */
+static bool dec_hcm_filter(bs *b, json_t *f, wp_filter_chain *fc, wp_nf_config *out)
 {
-    const char *name = NULL;
-    if (!bs_fields(b, f, "name typed_config") || !bs_req_str(b, f, "name", &name))
-        return false;
-    if (strcmp(name, HCM_NAME) != 0) {
-        bs_fail_atf(b, "name", "unsupported network filter \"%s\" (only %s is supported)", name,
-                    HCM_NAME);
-        return false;
-    }
     json_t *tc = bs_get(f, "typed_config");
     if (!tc)
         return bs_fail_at(b, "typed_config", "missing required field");
     fc->hcm = bs_alloc(b, sizeof(*fc->hcm));
-    fc->filters = bs_alloc(b, sizeof(*fc->filters));
-    if (!fc->hcm || !fc->filters)
+    if (!fc->hcm)
         return false;
-    fc->filters[0] = (wp_nf_config){HCM_NAME, WP_NF_HTTP_CONNECTION_MANAGER, fc->hcm};
-    fc->nfilters = 1;
+    *out = (wp_nf_config){HCM_NAME, WP_NF_HTTP_CONNECTION_MANAGER, fc->hcm};
     size_t m = bs_push(b, "typed_config");
     bool ok =
         json_is_object(tc) ? bs_hcm(b, tc, fc->hcm) : bs_fail(b, "wrong type: expected an object");
@@ -176,22 +169,63 @@ static bool dec_network_filter(bs *b, json_t *f, wp_filter_chain *fc)
     return ok;
 }
 
-/* Enter the only element of o[k], which must be an array of one object. */
-static json_t *only_one(bs *b, json_t *o, const char *k, const char *what)
+/* One element of filters: envoy.filters.network.rbac before the terminal
+ * envoy.filters.network.http_connection_manager (last). */
+static bool dec_network_filter(bs *b, json_t *f, wp_filter_chain *fc, bool last, wp_nf_config *out)
 {
-    json_t *v = bs_get(o, k);
-    if (v && !json_is_array(v))
-        return bs_wrong_type(b, k, "an array"), NULL;
-    if (json_array_size(v) != 1) {
-        bs_fail_atf(b, k, "exactly one %s is supported (found %zu)", what, json_array_size(v));
-        return NULL;
+    const char *name = NULL;
+    if (!bs_fields(b, f, "name typed_config") || !bs_req_str(b, f, "name", &name))
+        return false;
+    if (strcmp(name, RBAC_NAME) == 0) {
+        if (last)
+            return bs_fail_at(b, "name",
+                              "the last network filter of a chain must be " HCM_NAME
+                              " (weft-proxy's only terminal filter)");
+        struct wp_rbac_config *rc = NULL;
+        *out = (wp_nf_config){RBAC_NAME, WP_NF_RBAC, NULL};
+        bool ok = bs_rbac_network_filter(b, bs_get(f, "typed_config"), &rc);
+        out->config = rc;
+        return ok;
     }
-    bs_push(b, k);
-    bs_push_i(b, 0);
-    json_t *it = json_array_get(v, 0);
-    if (!json_is_object(it))
-        return bs_fail(b, "wrong type: expected an object"), NULL;
-    return it;
+    if (strcmp(name, HCM_NAME) != 0) {
+        bs_fail_atf(b, "name", "unsupported network filter \"%s\" (supported: %s, %s)", name,
+                    RBAC_NAME, HCM_NAME);
+        return false;
+    }
+    if (!last)
+        return bs_fail_at(b, "name",
+                          "Error: terminal filter named " HCM_NAME " of type " HCM_NAME
+                          " must be the last filter in a network filter chain.");
+    return dec_hcm_filter(b, f, fc, out);
+}
+
+/* filters: [envoy.filters.network.rbac...,] envoy.filters.network.http_connection_manager. */
+static bool dec_network_filters(bs *b, json_t *o, wp_filter_chain *fc)
+{
+    json_t *v = bs_get(o, "filters");
+    if (v && !json_is_array(v))
+        return bs_wrong_type(b, "filters", "an array");
+    size_t n = json_array_size(v);
+    if (n == 0)
+        return bs_fail_at(b, "filters", "the chain needs a network filter (" HCM_NAME ")");
+    if (n > WP_NF_MAX)
+        return bs_fail_atf(b, "filters", "too many network filters (weft-proxy takes %d)",
+                           WP_NF_MAX);
+    fc->filters = bs_alloc(b, sizeof(*fc->filters) * n);
+    if (!fc->filters)
+        return false;
+    size_t m = bs_push(b, "filters");
+    bool ok = true;
+    for (size_t i = 0; ok && i < n; i++) {
+        size_t mi = bs_push_i(b, i);
+        json_t *f = json_array_get(v, i);
+        ok = json_is_object(f) ? dec_network_filter(b, f, fc, i + 1 == n, &fc->filters[i])
+                               : bs_fail(b, "wrong type: expected an object");
+        bs_pop(b, mi);
+    }
+    bs_pop(b, m);
+    fc->nfilters = n;
+    return ok;
 }
 
 static bool dec_chain_common(bs *b, json_t *o, wp_filter_chain *fc)
@@ -200,11 +234,7 @@ static bool dec_chain_common(bs *b, json_t *o, wp_filter_chain *fc)
     if (!bs_fields(b, o, "name filters filter_chain_match transport_socket") ||
         !bs_str(b, o, "name", &fc->name))
         return false;
-    size_t m = b->plen;
-    json_t *f = only_one(b, o, "filters", "network filter");
-    bool ok = f && dec_network_filter(b, f, fc);
-    bs_pop(b, m);
-    return ok && bs_transport_socket(b, o, true, &fc->tls);
+    return dec_network_filters(b, o, fc) && bs_transport_socket(b, o, true, &fc->tls);
 }
 
 /* One filter_chains element (bs_each callback). */

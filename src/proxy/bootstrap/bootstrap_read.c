@@ -432,14 +432,27 @@ static json_t *norm_tsms(bs *b, json_t *v)
     return out;
 }
 
+/* An RBAC permission's or principal's `metadata` is a MetadataMatcher {filter, path, value,
+ * invert} (normalized like any message), not a core Metadata / Struct. */
+static bool is_metadata_matcher(json_t *v)
+{
+    return json_is_object(v) && json_is_string(json_object_get(v, "filter")) &&
+           json_is_array(json_object_get(v, "path"));
+}
+
 static json_t *norm_value(bs *b, const char *key, json_t *v)
 {
-    if (word_in("metadata json_format static_layer", key))
+    if (word_in("metadata json_format static_layer", key) &&
+        !(strcmp(key, "metadata") == 0 && is_metadata_matcher(v)))
         return json_deep_copy(v); /* google.protobuf.Struct: keys as written */
     if (strcmp(key, "transport_socket_matches") == 0)
         return norm_tsms(b, v);
+    /* map fields: their keys are names (RBAC.policies: policy names; JwtAuthentication.providers:
+     * provider names) */
     return norm(b, v,
-                word_in("typed_extension_protocol_options typed_per_filter_config providers", key));
+                word_in("typed_extension_protocol_options typed_per_filter_config policies "
+                        "providers",
+                        key));
 }
 
 /* snake_case for a lowerCamelCase key: "_" before each capital (lowered); with digits, also

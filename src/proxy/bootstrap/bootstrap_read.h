@@ -91,6 +91,8 @@ bool bs_each(bs *b, json_t *o, const char *k, size_t elem, void **out, size_t *n
 /* o.metadata (core.v3.Metadata), shape only: filter_metadata must be an object;
  * bootstrap_route.c. */
 bool bs_metadata(bs *b, json_t *o);
+/* StringMatcher into the wp_string_matcher arg (bs_sub callback); bootstrap_route.c. */
+bool bs_string_matcher(bs *b, json_t *o, void *arg);
 /* HeaderMatcher into the wp_kv_matcher arg (bs_each callback); bootstrap_route.c. */
 bool bs_header_matcher(bs *b, json_t *o, void *arg);
 /* o.retry_policy (RetryPolicy) into a new arena policy in *out, left alone when absent;
@@ -120,6 +122,14 @@ bool bs_per_filter_config(bs *b, json_t *o, const struct wp_fault_config **out);
 bool bs_istio_stats_filter(bs *b, json_t *tc);
 bool bs_istio_mx_filter(bs *b, json_t *tc);
 bool bs_cluster_metadata(bs *b, json_t *o, wp_cluster *cl);
+
+/* The RBAC filters (bootstrap_rbac.c): http_filters[i].typed_config tc (NULL = an empty RBAC:
+ * no rules) of envoy.filters.http.rbac, and filters[i].typed_config of
+ * envoy.filters.network.rbac (stat_prefix required), each into a new arena wp_rbac_config
+ * (filters/rbac/rbac.h) in *out. */
+struct wp_rbac_config;
+bool bs_rbac_http_filter(bs *b, json_t *tc, struct wp_rbac_config **out);
+bool bs_rbac_network_filter(bs *b, json_t *tc, struct wp_rbac_config **out);
 
 /* The jwt_authn filter (bootstrap_jwt.c): http_filters[i].typed_config tc (NULL = empty
  * JwtAuthentication) into a new arena wp_jwt_authn_filter in *config. */

@@ -189,7 +189,7 @@ static int count_present(json_t *o, const char *const *keys)
 }
 
 /* StringMatcher {exact | prefix | suffix | contains | safe_regex, ignore_case} */
-static bool dec_string_matcher(bs *b, json_t *o, void *arg)
+bool bs_string_matcher(bs *b, json_t *o, void *arg)
 {
     static const char *const kinds[] = {"exact",    "prefix",     "suffix",
                                         "contains", "safe_regex", NULL};
@@ -264,7 +264,7 @@ bool bs_header_matcher(bs *b, json_t *o, void *arg)
         return false;
     if (!present)
         h->invert = !h->invert; /* present_match: false matches when the header is absent */
-    return bs_sub(b, o, "string_match", dec_string_matcher, &h->m);
+    return bs_sub(b, o, "string_match", bs_string_matcher, &h->m);
 }
 
 static bool dec_query_matcher(bs *b, json_t *o, void *arg)
@@ -278,7 +278,7 @@ static bool dec_query_matcher(bs *b, json_t *o, void *arg)
     if (bs_get(o, "string_match") && bs_get(o, "present_match"))
         return bs_fail(b, "only one of string_match, present_match may be set");
     q->m.kind = WP_SM_PRESENT;
-    return bs_sub(b, o, "string_match", dec_string_matcher, &q->m);
+    return bs_sub(b, o, "string_match", bs_string_matcher, &q->m);
 }
 
 /* ---------- route match ---------- */

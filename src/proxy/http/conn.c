@@ -233,6 +233,30 @@ static void on_sock_closed(void *owner)
     closed_one(owner);
 }
 
+void wp_dconn_log_close(wp_dconn *d, const char *details)
+{
+    const wp_listener *l = d->listener;
+    if (!l || !l->naccess_logs || !d->w->alog)
+        return;
+    wp_stream_info si;
+    memset(&si, 0, sizeof si);
+    uint64_t now_ms = uv_now(&d->w->loop);
+    si.connection_id = d->id;
+    si.start_time_us = wp_wall_us(d->w) - (int64_t)(now_ms - d->start_ms) * 1000;
+    si.start_ns = d->start_ms * 1000000ULL;
+    si.end_ns = now_ms * 1000000ULL;
+    si.downstream_local = d->local;
+    si.downstream_remote = d->remote;
+    si.downstream_direct_remote = d->remote;
+    const wp_tsock_ssl *ssl = d->sock ? wp_tsock_ssl_info(d->sock) : NULL;
+    if (ssl) {
+        si.requested_server_name = ssl->sni;
+        si.downstream_peer_uri_san = ssl->peer_uri_sans;
+    }
+    si.termination_details = details;
+    wp_alog_emit(l->access_logs, l->naccess_logs, &si, d->w->alog);
+}
+
 void wp_dconn_close(wp_dconn *d)
 {
     if (d->closing)

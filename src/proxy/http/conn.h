@@ -213,6 +213,11 @@ wp_nf_status wp_hcm_on_data(wp_dconn *d, bool end_stream);
 
 /* Closes d now (its socket, timers; its stream ends). */
 void wp_dconn_close(wp_dconn *d);
+/* The listener's access_log for a connection a network filter closes before any request
+ * (Envoy writes a listener's access logs when a connection ends): start time and duration,
+ * addresses, SNI, connection id and %CONNECTION_TERMINATION_DETAILS% (details, static or
+ * config-owned). Nothing when the listener has no access_log. */
+void wp_dconn_log_close(wp_dconn *d, const char *details);
 /* Drain: idle connections close, busy ones after their current request. */
 void wp_dconn_drain(wp_worker *w);
 /* Frees a stream for good (worker shutdown, or a stream the free list does not keep). */

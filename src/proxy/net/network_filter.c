@@ -9,12 +9,12 @@ void wp_nf_chain_init(wp_nf_chain *c)
     c->stopped = 0;
 }
 
-int wp_nf_chain_add(wp_nf_chain *c, const wp_nf_ops *ops, void *self)
+int wp_nf_chain_add(wp_nf_chain *c, const wp_nf_ops *ops, void *self, const void *config)
 {
     if (c->n >= WP_NF_MAX)
         return -1;
     c->f[c->n].ops = ops;
-    c->f[c->n].self = self;
+    c->f[c->n].f = (wp_nf_filter){self, config, 0};
     c->n++;
     c->stopped = c->n;
     return 0;
@@ -24,7 +24,7 @@ wp_nf_status wp_nf_chain_on_new_connection(wp_nf_chain *c)
 {
     for (uint8_t i = 0; i < c->n; i++) {
         const wp_nf_ops *o = c->f[i].ops;
-        if (o->on_new_connection && o->on_new_connection(c->f[i].self) == WP_NF_STOP_ITERATION)
+        if (o->on_new_connection && o->on_new_connection(&c->f[i].f) == WP_NF_STOP_ITERATION)
             return WP_NF_STOP_ITERATION;
     }
     return WP_NF_CONTINUE;
@@ -35,7 +35,7 @@ static wp_nf_status data_from(wp_nf_chain *c, uint8_t from, bool end_stream)
     c->stopped = c->n;
     for (uint8_t i = from; i < c->n; i++) {
         const wp_nf_ops *o = c->f[i].ops;
-        if (o->on_data && o->on_data(c->f[i].self, end_stream) == WP_NF_STOP_ITERATION) {
+        if (o->on_data && o->on_data(&c->f[i].f, end_stream) == WP_NF_STOP_ITERATION) {
             c->stopped = i;
             return WP_NF_STOP_ITERATION;
         }

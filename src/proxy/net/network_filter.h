@@ -12,10 +12,11 @@
  *
  * Filter types are decoded by the bootstrap into wp_nf_config (the chain's list, in the config
  * snapshot); the connection layer maps each kind to its ops when it builds a connection's
- * chain (no allocation: the instances live in the connection's wp_nf_chain, one `self`
- * pointer each). Registered now: envoy.filters.network.http_connection_manager (the HTTP
- * connection manager is a network filter, and the terminal one); a TCP proxy and a network
- * RBAC filter are new kinds with their own ops.
+ * chain (no allocation: the instances live in the connection's wp_nf_chain, each a wp_nf_filter
+ * with the connection (`self`), the filter's config and one byte of per-connection state).
+ * Registered now: envoy.filters.network.rbac (filters/network/rbac.h, before the terminal
+ * filter) and envoy.filters.network.http_connection_manager (the HTTP connection manager is a
+ * network filter, and the terminal one); a TCP proxy is a new kind with its own ops.
  */
 #ifndef WEFT_PROXY_NET_NETWORK_FILTER_H
 #define WEFT_PROXY_NET_NETWORK_FILTER_H
@@ -31,6 +32,7 @@ typedef enum { WP_NF_CONTINUE, WP_NF_STOP_ITERATION } wp_nf_status;
 /* The network filter types weft knows (bootstrap name -> kind). */
 typedef enum {
     WP_NF_HTTP_CONNECTION_MANAGER, /* envoy.filters.network.http_connection_manager */
+    WP_NF_RBAC,                    /* envoy.filters.network.rbac (config: wp_rbac_config) */
     WP_NF_KIND_COUNT_,
 } wp_nf_kind;
 
@@ -41,18 +43,27 @@ typedef struct wp_nf_config {
     const void *config; /* the kind's config: a wp_hcm for the connection manager */
 } wp_nf_config;
 
-/* One filter type. self: the per-connection instance the connection layer gave it. */
+/* One filter of a connection's chain: self is the connection the connection layer gave it,
+ * config the filter's wp_nf_config.config, state one byte the filter keeps per connection
+ * (0 when the chain is built). */
+typedef struct wp_nf_filter {
+    void *self;
+    const void *config;
+    uint8_t state;
+} wp_nf_filter;
+
+/* One filter type. */
 typedef struct wp_nf_ops {
     const char *name;
-    wp_nf_status (*on_new_connection)(void *self);
-    wp_nf_status (*on_data)(void *self, bool end_stream);
+    wp_nf_status (*on_new_connection)(wp_nf_filter *f);
+    wp_nf_status (*on_data)(wp_nf_filter *f, bool end_stream);
 } wp_nf_ops;
 
 /* A connection's filter chain. */
 typedef struct wp_nf_chain {
     struct {
         const wp_nf_ops *ops;
-        void *self;
+        wp_nf_filter f;
     } f[WP_NF_MAX];
     uint8_t n;
     uint8_t stopped; /* index of the filter that stopped the current event, n when none */
@@ -60,8 +71,9 @@ typedef struct wp_nf_chain {
 
 /* Empties c. */
 void wp_nf_chain_init(wp_nf_chain *c);
-/* Appends a filter; -1 when the chain is full. */
-int wp_nf_chain_add(wp_nf_chain *c, const wp_nf_ops *ops, void *self);
+/* Appends a filter (self: the connection; config: its wp_nf_config.config); -1 when the chain
+ * is full. */
+int wp_nf_chain_add(wp_nf_chain *c, const wp_nf_ops *ops, void *self, const void *config);
 /* Runs on_new_connection / on_data over the filters in order, until one stops. */
 wp_nf_status wp_nf_chain_on_new_connection(wp_nf_chain *c);
 wp_nf_status wp_nf_chain_on_data(wp_nf_chain *c, bool end_stream);

@@ -407,6 +407,12 @@ static int parse_addr(const char *v, wp_cert_provider_opts *o)
     return 0;
 }
 
+const char *wp_token_path(const char *flag)
+{
+    const char *tp = getenv("WEFT_TOKEN_PATH");
+    return flag ? flag : tp && *tp ? tp : TOKEN_DEFAULT;
+}
+
 int wp_cert_provider_opts_from_env(wp_cert_provider_opts *o, const char *ca_default,
                                    const char *token_path, char *spiffe_buf, size_t scap,
                                    wf_strbuf *err)
@@ -423,8 +429,7 @@ int wp_cert_provider_opts_from_env(wp_cert_provider_opts *o, const char *ca_defa
                          ca && *ca ? "CA_ADDR" : "the xDS cluster", addr);
         return -1;
     }
-    const char *tp = getenv("WEFT_TOKEN_PATH");
-    o->token_path = token_path ? token_path : tp && *tp ? tp : TOKEN_DEFAULT;
+    o->token_path = wp_token_path(token_path);
     const char *ttl = getenv("SECRET_TTL");
     if (ttl && *ttl) {
         int64_t ns;

@@ -65,6 +65,11 @@ int wp_cert_provider_opts_from_env(wp_cert_provider_opts *o, const char *ca_defa
                                    const char *token_path, char *spiffe_buf, size_t scap,
                                    wf_strbuf *err);
 
+/* The token file (pilot-agent's istio-token): flag (--token-path) when given, else env
+ * WEFT_TOKEN_PATH, else ./var/run/secrets/tokens/istio-token. The CSRs and the xDS stream over
+ * TLS (xds_client.h) both send it. */
+const char *wp_token_path(const char *flag);
+
 typedef struct wp_cert_provider wp_cert_provider;
 
 /* Starts the provider on loop: the first CSR is made at once. opts copied (the strings must

@@ -79,7 +79,8 @@ static void new_connection(wp_dconn *d, const wp_lf_socket *sock, bool ok)
     wp_listener_stat(d, WP_LS_downstream_cx_active, 1);
     wp_nf_chain_init(&d->nf);
     for (size_t i = 0; i < fc->nfilters; i++)
-        wp_nf_chain_add(&d->nf, wp_network_filter_ops(fc->filters[i].kind), d);
+        wp_nf_chain_add(&d->nf, wp_network_filter_ops(fc->filters[i].kind), d,
+                        fc->filters[i].config);
     wp_nf_chain_on_new_connection(&d->nf);
 }
 

@@ -17,6 +17,7 @@
 #include "proxy/filters/http/jwt_authn.h"
 #include "proxy/filters/listener/tls_inspector.h"
 #include "proxy/filters/http/istio_stats.h"
+#include "proxy/filters/rbac/rbac.h"
 #include "proxy/upstream/lb.h"
 #include "proxy/server/gen.h"
 
@@ -117,6 +118,7 @@ wp_gen *wp_gen_new(wp_server *srv, wp_config *cfg, wf_strbuf *err)
     g->pstats = wp_pstats_register(store, cfg);
     if (!g->pstats || wp_fault_register_stats(store, cfg) != 0 ||
         wp_jwt_authn_register_stats(store, cfg) != 0 ||
+        wp_rbac_register_all_stats(store, cfg) != 0 ||
         wp_tls_inspector_register_stats(store, cfg) != 0 ||
         gen_runtime(g, uv_hrtime() / 1000000u) != 0) {
         wf_strbuf_puts(err, "out of memory");

@@ -781,10 +781,12 @@ static int start_xds(wp_main *m, wf_strbuf *err)
     }
     wp_xds_callbacks cb = {xds_apply, xds_state,       xds_update, m,
                            xds_hold,  xds_hold_settle, xds_secrets};
+    /* pilot-agent's per-RPC credentials towards istiod's 15012: the pod's token */
+    wp_xds_client_opts xo = {.token_path = wp_token_path(m->opts->token_path)};
     atomic_store(&m->srv.state, 3);
     set_gauge(&m->srv, m->srv.gen->pstats->server_state, 3);
     return wp_xds_client_start(m->loop, m->srv.gen->cfg, m->srv.stats_store,
-                               wp_stats_get_shard(m->srv.stats_store, m->srv.nworkers), &cb, NULL,
+                               wp_stats_get_shard(m->srv.stats_store, m->srv.nworkers), &cb, &xo,
                                &m->xds, err);
 }
 

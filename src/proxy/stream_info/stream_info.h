@@ -128,7 +128,6 @@ typedef struct wp_stream_info {
     const char *downstream_peer_uri_san, *downstream_local_uri_san, *downstream_tls_version,
         *downstream_tls_cipher, *downstream_peer_subject;
     const char *upstream_peer_uri_san, *upstream_local_uri_san, *upstream_tls_version;
-    bool downstream_peer_certificate; /* TLS and the peer presented a certificate */
     uint32_t attempt_count;           /* %UPSTREAM_REQUEST_ATTEMPT_COUNT% */
     wp_dyn_md dynamic_metadata;       /* filters' dynamic metadata (wp_si_set_metadata) */
     uint64_t upstream_connection_id;

@@ -299,13 +299,15 @@ static void on_answer_timeout(uv_timer_t *t)
 
 static int open_conn(wp_xds_client *c)
 {
+    xc_tls_refresh(c); /* a root file that changed reaches this connection */
     wf_h2_opts o = {.max_msg = MAX_MSG,
                     .max_send_queue = MAX_MSG,
                     .ping_interval_ms = c->opts.ping_interval_ms,
                     .ping_timeout_ms = 20000,
                     .path = c->delta ? WF_XDS_DELTA_PATH : WF_XDS_ADS_PATH,
                     .tls = c->tls,
-                    .tls_sni = c->tls_sni};
+                    .tls_sni = c->tls_sni,
+                    .metadata = xc_tls_metadata(c)};
     wf_h2_handlers h = {NULL, on_message, on_end, on_conn_closed, c};
     if (c->pipe_path)
         return wf_h2_client_connect_pipe(c->loop, c->pipe_path, &o, &h, &c->conn);
@@ -378,29 +380,6 @@ static void apply_opts(wp_xds_client *c, const wp_xds_client_opts *o)
     c->opts.reject_type = NULL;
 }
 
-/* TLS to the control plane (istiod's 15012): the xDS cluster's transport_socket, with static
- * certificates (SDS on the xDS connection itself is not supported: its secrets would come over
- * that connection). true when done, false with err. */
-static bool copy_tls(wp_xds_client *c, const wp_cluster *cl, wf_strbuf *err)
-{
-    if (!cl->tls)
-        return true;
-    if (!cl->tls->ctx) {
-        wf_strbuf_printf(err,
-                         "xDS client: cluster '%s': an UpstreamTlsContext with SDS secrets on the "
-                         "xDS connection is not supported by weft-proxy (give it static "
-                         "certificates: trusted_ca, tls_certificates)",
-                         cl->name);
-        return false;
-    }
-    c->tls = wf_tls_ctx_ref(cl->tls->ctx);
-    if (cl->tls->sni && !(c->tls_sni = strdup(cl->tls->sni))) {
-        wf_strbuf_puts(err, "xDS client: out of memory");
-        return false;
-    }
-    return true;
-}
-
 /* Where to connect: an IP and port, or a Unix socket path. */
 static bool copy_target(wp_xds_client *c, const wp_ads_config *ads)
 {
@@ -452,15 +431,15 @@ int wp_xds_client_start(uv_loop_t *loop, const wp_config *cfg, wp_stats *store,
     const wp_cluster *cl = &cfg->clusters[cfg->ads->cluster];
     c->init_fetch_ms[0] = cfg->ads->cds_initial_fetch_timeout_ms;
     c->init_fetch_ms[1] = cfg->ads->lds_initial_fetch_timeout_ms;
-    if (!copy_tls(c, cl, err)) {
-        wf_tls_ctx_free(c->tls);
-        free(c->tls_sni);
+    bool ok = copy_target(c, cfg->ads) && xc_state_init(c, cfg);
+    if (ok && !xc_tls_init(c, cl, err)) {
+        xc_state_free(c);
         free(c);
         return -1;
     }
-    bool ok = copy_target(c, cfg->ads) && xc_state_init(c, cfg) &&
-              register_stats(c, store, cl->alt_stat_name ? cl->alt_stat_name : cl->name) &&
-              xc_register_more_stats(c, store);
+    ok = ok && (!c->opts.token_path || (c->token_path = strdup(c->opts.token_path))) &&
+         register_stats(c, store, cl->alt_stat_name ? cl->alt_stat_name : cl->name) &&
+         xc_register_more_stats(c, store);
     if (!ok || start_handles(c) != 0) {
         wf_strbuf_puts(err, "xDS client: out of memory or timer failure");
         c->stopping = true;

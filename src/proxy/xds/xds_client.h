@@ -62,6 +62,13 @@
  *    Updates: debug "gRPC config for <type_url> accepted with <n> resources with version
  *    <v>", warn "gRPC config for <type_url> rejected: <error>".
  *
+ * The stream over TLS (istiod's 15012: the xds-grpc cluster's static UpstreamTlsContext,
+ * xds_client_tls.c): the context's files are read again before each connection (a rotated root
+ * reaches the next one) and the stream carries "authorization: Bearer <token>" from
+ * opts.token_path, read for each connection, as pilot-agent's per-RPC credentials; istiod's
+ * XDS_AUTH refusals arrive as closes (16 "authentication failure", 7 "authorization failed:
+ * ...") logged as below.
+ *
  * Two notions of "connected":
  *  - control_plane.connected_state is Envoy's: 1 as soon as the stream is opened (before TCP
  *    even connects, before any answer), 0 when it ends. In a reconnect loop against a control

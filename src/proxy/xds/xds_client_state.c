@@ -88,6 +88,8 @@ void xc_state_free(wp_xds_client *c)
     free(c->pipe_path);
     wf_tls_ctx_free(c->tls);
     free(c->tls_sni);
+    free(c->token_path);
+    free(c->auth);
     free(c->cluster_name);
     free(c->close_msg);
     free(c->last_nack);

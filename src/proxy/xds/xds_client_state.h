@@ -32,6 +32,12 @@ struct wp_xds_client {
     struct wf_tls_ctx *tls; /* the xDS cluster's static UpstreamTlsContext (a reference), NULL =
                              * plaintext; its sni in tls_sni */
     char *tls_sni;
+    bool tls_files;          /* its DataSources name files, followed (xds_client_tls.c) */
+    uint64_t tls_files_hash; /* of their bytes at the last check (0: none yet; 1: unreadable) */
+    char *token_path;        /* opts.token_path, copied; NULL = none */
+    char *auth;              /* "Bearer <token>" of the current connection */
+    const char *md[3];       /* its gRPC metadata: authorization, auth, NULL */
+    bool token_warned;
     char *cluster_name; /* for logs */
     bool node_once;     /* set_node_on_first_message_only */
     bool delta;         /* api_type DELTA_GRPC: DeltaAggregatedResources */
@@ -93,6 +99,16 @@ struct wp_xds_client {
     /* control_plane.pending_requests / rate_limit_enforced: no rate limiting, stay 0 */
     uint32_t s_pending, s_rate_limited;
 };
+
+/* xds_client_tls.c: TLS to istiod's secure port (its header comment says how) */
+/* The xDS cluster's static TLS context (a reference) and its files' fingerprint; true, or false
+ * with err (SDS secrets on this connection, out of memory). */
+bool xc_tls_init(wp_xds_client *c, const wp_cluster *cl, wf_strbuf *err);
+/* Before a connection: the context built again when its files changed. */
+void xc_tls_refresh(wp_xds_client *c);
+/* The metadata of the next stream (the Bearer token over TLS), NULL = none; valid until the
+ * next call. */
+const char *const *xc_tls_metadata(wp_xds_client *c);
 
 /* xds_client_state.c: the state, and the steps both protocols share */
 /* update_attempt and the update_<kind> counter of type (CDS and LDS only). */

@@ -64,6 +64,8 @@ typedef struct wp_xds_client_opts {
     uint64_t ping_interval_ms;  /* HTTP/2 keepalive PINGs: 30000 (0 here = default) */
     uint64_t seed;              /* back-off jitter seed; 0 = from the clock */
     const char *reject_type;    /* as WEFT_PROXY_TEST_REJECT_TYPE (NULL = read the env) */
+    const char *token_path;     /* the Bearer token sent over a TLS stream (istiod's 15012),
+                                 * read for every connection (copied); NULL = none */
 } wp_xds_client_opts;
 
 /* For readiness (proxy/server/admin/readiness.h) and status pages. */

@@ -4,14 +4,16 @@
  * resolves each http_filters entry's name here once, and the connection manager's chain
  * (proxy/http/filter.h) calls the types it found.
  *
- * Filters (each file says which Envoy/Istio filter it follows):
- *   envoy.filters.http.fault       fault_filter.c  (config: wp_fault_filter,
- * proxy/filters/http/fault.h) envoy.filters.http.cors        registry.c      (no policy: a no-op,
- * as bootstrap.c says) istio.metadata_exchange        istio_filters.c (config: wp_istio_mx_filter)
- *   istio.stats                    istio_filters.c (config: wp_istio_stats_filter)
- *   envoy.filters.http.jwt_authn   jwt_authn_filter.c (config: wp_jwt_authn_filter,
- *                                  proxy/filters/http/jwt_authn.h)
- *   envoy.filters.http.router      router_filter.c (terminal; config: none, the HCM's)
+ * Filters (each file says which Envoy/Istio filter it follows), name: file (config):
+ *  - envoy.filters.http.fault: fault_filter.c (wp_fault_filter, proxy/filters/http/fault.h)
+ *  - envoy.filters.http.rbac: rbac_filter.c (wp_rbac_config, proxy/filters/rbac/rbac.h; one
+ *    or more per HCM, as Istio's AUDIT / DENY / ALLOW filters)
+ *  - envoy.filters.http.jwt_authn: jwt_authn_filter.c (wp_jwt_authn_filter,
+ *    proxy/filters/http/jwt_authn.h)
+ *  - envoy.filters.http.cors: registry.c (no policy: a no-op, as bootstrap.c says)
+ *  - istio.metadata_exchange: istio_filters.c (wp_istio_mx_filter)
+ *  - istio.stats: istio_filters.c (wp_istio_stats_filter)
+ *  - envoy.filters.http.router: router_filter.c (terminal; none, the HCM's)
  *
  * The types are immutable and shared by every thread.
  */
@@ -24,6 +26,7 @@
 #define WP_CORS_FILTER_NAME   "envoy.filters.http.cors"
 
 extern const wp_http_filter_type wp_http_filter_fault;
+extern const wp_http_filter_type wp_http_filter_rbac;
 extern const wp_http_filter_type wp_http_filter_cors;
 extern const wp_http_filter_type wp_http_filter_istio_mx;
 extern const wp_http_filter_type wp_http_filter_istio_stats;

@@ -2,14 +2,14 @@
 
 #include "proxy/http/conn.h"
 
-static wp_nf_status on_new_connection(void *self)
+static wp_nf_status on_new_connection(wp_nf_filter *f)
 {
-    return wp_hcm_on_new_connection(self);
+    return wp_hcm_on_new_connection(f->self);
 }
 
-static wp_nf_status on_data(void *self, bool end_stream)
+static wp_nf_status on_data(wp_nf_filter *f, bool end_stream)
 {
-    return wp_hcm_on_data(self, end_stream);
+    return wp_hcm_on_data(f->self, end_stream);
 }
 
 const wp_nf_ops wp_hcm_network_filter = {

@@ -262,7 +262,10 @@ static json_t *dump_routes(const wp_config *c, const char *ts)
             json_t *chain = k < json_array_size(chains)
                                 ? json_array_get(chains, k)
                                 : json_object_get(l, "default_filter_chain");
-            json_t *f = json_array_get(json_object_get(chain, "filters"), 0);
+            /* the connection manager is the chain's last (terminal) filter, after any
+             * network RBAC filters */
+            json_t *fs = json_object_get(chain, "filters");
+            json_t *f = json_array_get(fs, json_array_size(fs) - 1);
             json_t *rc = json_object_get(json_object_get(f, "typed_config"), "route_config");
             if (rc)
                 ok = add_elem(arr, "route_config", ROUTE_T, rc, ts);
