@@ -136,3 +136,53 @@ def test_mesh_request_authentication_jwks_uri(mesh):  # noqa: F811
         assert call(pod)[0] == 200
     finally:
         srv.shutdown()
+
+
+AUTHZ = """apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: require-jwt, namespace: shop}
+spec:
+  selector: {matchLabels: {app: web}}
+  action: ALLOW
+  rules:
+  - from: [{source: {requestPrincipals: ["%s/alice"]}}]
+    when: [{key: "request.auth.claims[groups]", values: [admins]}]
+""" % ISS
+
+
+def test_mesh_jwt_required_by_request_principals(mesh):  # noqa: F811
+    """Issue 18's acceptance: a JWT required by requestPrincipals (valid, expired, wrong issuer,
+    missing), with a request.auth.claims condition, through pilot's RBAC and JWT filters."""
+    mesh.write_config("web.yaml", SERVICE)
+    mesh.write_config("ra.yaml", RA)
+    mesh.write_config("authz.yaml", AUTHZ)
+    mesh.start_pilot(default_ns="shop")
+    pod = mesh.add_pod("web-1", "shop", {"app": "web"}, app_port=8080)
+    mesh.wait_ready(pod)
+    wait_for(lambda: "envoy.filters.http.rbac" in (http_filter_names(pod) or []),
+             what="the RBAC filter")
+    mesh.wait_synced()
+    names = http_filter_names(pod)
+    assert names.index("envoy.filters.http.jwt_authn") < names.index("envoy.filters.http.rbac")
+
+    alice = mint(RSA_KEY, claims(iss=ISS, groups=["admins"]), "rsa-1")
+    status, _, body = call(pod, alice)
+    assert status == 200, body
+    # the right principal without the claim, another principal with it
+    for tok in (mint(RSA_KEY, claims(iss=ISS, groups=["users"]), "rsa-1"),
+                mint(RSA_KEY, claims(iss=ISS, sub="bob", groups=["admins"]), "rsa-1")):
+        status, _, body = call(pod, tok)
+        assert (status, body) == (403, b"RBAC: access denied")
+    # missing: the JWT filter lets it through, the ALLOW policy denies it
+    status, _, body = call(pod)
+    assert (status, body) == (403, b"RBAC: access denied")
+    entry = pod.wait_log(lambda e: e.get("response_code") == 403 and
+                         e.get("response_code_details", "").endswith("[none]"))
+    assert entry["response_code_details"] == "rbac_access_denied_matched_policy[none]"
+    # expired and wrong issuer: the JWT filter answers first
+    status, _, body = call(pod, mint(RSA_KEY, claims(iss=ISS, exp_in=-300, groups=["admins"]),
+                                     "rsa-1"))
+    assert (status, body) == (401, b"Jwt is expired")
+    status, _, body = call(pod, mint(RSA_KEY, claims(iss="https://evil.example", sub="alice"),
+                                     "rsa-1"))
+    assert (status, body) == (401, b"Jwt issuer is not configured")
