@@ -15,8 +15,8 @@ static const char *const STATUS[WP_JWT_STATUS_COUNT_] = {
     [WP_JWT_MISSED] = "Jwt is missing",
     [WP_JWT_NOT_YET_VALID] = "Jwt not yet valid",
     [WP_JWT_EXPIRED] = "Jwt is expired",
-    [WP_JWT_BAD_FORMAT] = "Jwt is not in the form of Header.Payload.Signature with two dots and 3 "
-                          "sections",
+    [WP_JWT_BAD_FORMAT] = ("Jwt is not in the form of Header.Payload.Signature with two dots and 3 "
+                           "sections"),
     [WP_JWT_HEADER_BAD_BASE64] = "Jwt header is an invalid Base64url encoded",
     [WP_JWT_HEADER_BAD_JSON] = "Jwt header is an invalid JSON",
     [WP_JWT_HEADER_BAD_ALG] = "Jwt header [alg] field is required and must be a string",
@@ -80,8 +80,8 @@ static const char *const DETAILS[WP_JWT_STATUS_COUNT_] = {
     [WP_JWT_MISSED] = "jwt_authn_access_denied{Jwt_is_missing}",
     [WP_JWT_NOT_YET_VALID] = "jwt_authn_access_denied{Jwt_not_yet_valid}",
     [WP_JWT_EXPIRED] = "jwt_authn_access_denied{Jwt_is_expired}",
-    [WP_JWT_BAD_FORMAT] = "jwt_authn_access_denied{Jwt_is_not_in_the_form_of_Header.Payload."
-                          "Signature_with_two_dots_and_3_sections}",
+    [WP_JWT_BAD_FORMAT] = ("jwt_authn_access_denied{Jwt_is_not_in_the_form_of_Header.Payload."
+                           "Signature_with_two_dots_and_3_sections}"),
     [WP_JWT_HEADER_BAD_BASE64] =
         "jwt_authn_access_denied{Jwt_header_is_an_invalid_Base64url_encoded}",
     [WP_JWT_HEADER_BAD_JSON] = "jwt_authn_access_denied{Jwt_header_is_an_invalid_JSON}",
