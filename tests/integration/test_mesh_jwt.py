@@ -186,3 +186,51 @@ def test_mesh_jwt_required_by_request_principals(mesh):  # noqa: F811
     status, _, body = call(pod, mint(RSA_KEY, claims(iss="https://evil.example", sub="alice"),
                                      "rsa-1"))
     assert (status, body) == (401, b"Jwt issuer is not configured")
+
+
+GW_RA = """apiVersion: security.istio.io/v1
+kind: RequestAuthentication
+metadata: {name: ingress-jwt, namespace: istio-system}
+spec:
+  selector: {matchLabels: {istio: ingressgateway}}
+  jwtRules:
+  - issuer: %s
+    jwks: '%s'
+""" % (ISS, json.dumps({"keys": [rsa_jwk(RSA_KEY, "rsa-1")]}))
+
+
+def test_mesh_gateway_request_authentication(mesh):  # noqa: F811
+    """A RequestAuthentication selecting the ingress gateway: its HTTP listener gets the JWT
+    filter (Istio validates end-user tokens at the edge), the catalog sidecars do not."""
+    import os
+    from meshfix import BOOK, GATEWAY_SERVICE
+    for f in ("services/catalog/kubernetes/catalog.yaml", "ch10/catalog-deployment-v2.yaml",
+              "ch10/catalog-gateway.yaml",
+              "ch10/catalog-virtualservice-subsets-v1-v2.yaml",
+              "ch10/catalog-destinationrule-v1-v2.yaml"):
+        mesh.add_config(os.path.join(BOOK, f))
+    mesh.write_config("gateway-service.yaml", GATEWAY_SERVICE)
+    mesh.write_config("ra.yaml", GW_RA)
+    mesh.start_pilot(default_ns="istioinaction")
+    gw = mesh.add_pod("istio-ingressgateway-5d8f9", "istio-system",
+                      {"istio": "ingressgateway", "app": "istio-ingressgateway"}, kind="router")
+    cat = mesh.add_pod("catalog-6cf4b97d-abcde", "istioinaction",
+                       {"app": "catalog", "version": "v1"}, app_port=3000)
+    cat2 = mesh.add_pod("catalog-v2-7b9c8d-x7k2p", "istioinaction",
+                        {"app": "catalog", "version": "v2"}, app_port=3000)
+    for p in (gw, cat, cat2):
+        mesh.wait_ready(p)
+
+    def get(token=None, path="/healthz"):
+        h = {"Authorization": "Bearer " + token} if token else {}
+        return gw.request(8080, path, host="catalog.istioinaction.io", headers=h)
+
+    wait_for(lambda: get()[0] == 200, timeout=20, what="the gateway route")
+    assert get(mint(RSA_KEY, claims(iss=ISS), "rsa-1"))[0] == 200
+    status, hdrs, body = get(mint(RSA_KEY, claims(iss=ISS, exp_in=-300), "rsa-1"), "/items")
+    assert (status, body) == (401, b"Jwt is expired")
+    assert hdrs["www-authenticate"] == ('Bearer realm="http://catalog.istioinaction.io/items", '
+                                       'error="invalid_token"')
+    st = gw.stats()
+    assert any(k.endswith(".jwt_authn.denied") and v == 1 for k, v in st.items()), st
+    assert not any(".jwt_authn." in k for k in cat.stats())
