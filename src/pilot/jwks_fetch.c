@@ -4,6 +4,7 @@
  */
 #include "pilot/jwks_fetch.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
@@ -19,6 +20,7 @@
 #include <jansson.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "core/log.h"
 
@@ -98,8 +100,13 @@ static int ssl_wait(conn *c, int r)
 static int tls_start(conn *c, SSL_CTX *ctx, const char *host, wf_strbuf *why)
 {
     c->ssl = SSL_new(ctx);
-    if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1 || SSL_set_tlsext_host_name(c->ssl, host) != 1 ||
-        SSL_set1_host(c->ssl, host) != 1) {
+    unsigned char ip[16];
+    bool literal = inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1;
+    /* the certificate must name the host: an IP SAN for an address, else a DNS name (SNI) */
+    if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1 ||
+        (literal
+             ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), host) != 1
+             : SSL_set_tlsext_host_name(c->ssl, host) != 1 || SSL_set1_host(c->ssl, host) != 1)) {
         wf_strbuf_puts(why, "TLS setup failed");
         return -1;
     }
@@ -481,7 +488,8 @@ static void fetch_thread(void *arg)
                 free(e->doc);
                 e->doc = doc;
                 doc = NULL;
-                WF_LOG(WF_LC_jwt, WF_LOG_INFO, "Updated cached JWT public key from \"%s\"", uri);
+                WF_LOG(WF_LC_jwt, WF_LOG_INFO, "Updated cached JWT public key from \"%s\"%s",
+                       *uri ? uri : issuer, *uri ? "" : " (OpenID discovery)");
             }
             e->retry_ms = RETRY_FIRST_MS;
             e->next_ms = now_ms() + (int64_t)r->refresh_ms;

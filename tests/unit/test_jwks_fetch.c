@@ -18,6 +18,10 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <uv.h>
 
 #include "pilot/jwks_fetch.h"
@@ -121,6 +125,113 @@ static void test_get(void **state)
     wf_strbuf_free(&why);
 }
 
+/* ---------- HTTPS: a one-shot TLS server with a self-signed certificate ---------- */
+
+typedef struct {
+    server s;
+    SSL_CTX *ctx;
+    char cert_path[64];
+} tls_server;
+
+static X509 *self_signed(EVP_PKEY *k, const char *san)
+{
+    X509 *x = X509_new();
+    X509_set_version(x, 2);
+    ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+    X509_gmtime_adj(X509_getm_notBefore(x), -60);
+    X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+    X509_set_pubkey(x, k);
+    X509_NAME *n = X509_get_subject_name(x);
+    X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)"jwks", -1, -1, 0);
+    X509_set_issuer_name(x, n);
+    X509V3_CTX v3;
+    X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
+    X509_EXTENSION *e = X509V3_EXT_conf_nid(NULL, &v3, NID_subject_alt_name, san);
+    X509_add_ext(x, e, -1);
+    X509_EXTENSION_free(e);
+    e = X509V3_EXT_conf_nid(NULL, &v3, NID_basic_constraints, "critical,CA:TRUE");
+    X509_add_ext(x, e, -1);
+    X509_EXTENSION_free(e);
+    X509_sign(x, k, EVP_sha256());
+    return x;
+}
+
+static void serve_tls(void *arg)
+{
+    tls_server *t = arg;
+    for (int i = 0; i < t->s.n; i++) {
+        int c = accept(t->s.fd, NULL, NULL);
+        if (c < 0)
+            return;
+        SSL *ssl = SSL_new(t->ctx);
+        SSL_set_fd(ssl, c);
+        if (SSL_accept(ssl) == 1) {
+            char req[1024] = {0}, resp[512];
+            SSL_read(ssl, req, sizeof req - 1);
+            answer_for(req, t->s.port, resp, sizeof resp);
+            SSL_write(ssl, resp, (int)strlen(resp));
+            SSL_shutdown(ssl);
+        }
+        SSL_free(ssl);
+        close(c);
+    }
+}
+
+static void tls_start_server(tls_server *t, int n)
+{
+    memset(t, 0, sizeof(*t));
+    EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+    X509 *x = self_signed(k, "DNS:localhost");
+    t->ctx = SSL_CTX_new(TLS_server_method());
+    assert_int_equal(SSL_CTX_use_certificate(t->ctx, x), 1);
+    assert_int_equal(SSL_CTX_use_PrivateKey(t->ctx, k), 1);
+    snprintf(t->cert_path, sizeof t->cert_path, "/tmp/weft-jwks-ca-%d.pem", (int)getpid());
+    FILE *f = fopen(t->cert_path, "w");
+    assert_non_null(f);
+    PEM_write_X509(f, x);
+    fclose(f);
+    X509_free(x);
+    EVP_PKEY_free(k);
+    t->s.n = n;
+    t->s.fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof a;
+    assert_int_equal(bind(t->s.fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(t->s.fd, 8), 0);
+    getsockname(t->s.fd, (struct sockaddr *)&a, &l);
+    t->s.port = ntohs(a.sin_port);
+    assert_int_equal(uv_thread_create(&t->s.t, serve_tls, t), 0);
+}
+
+static void test_https(void **state)
+{
+    (void)state;
+    tls_server t;
+    tls_start_server(&t, 3);
+    char url[128], *body = NULL;
+    size_t len = 0;
+    wf_strbuf why = WF_STRBUF_INIT;
+    /* the certificate is not trusted */
+    snprintf(url, sizeof url, "https://localhost:%d/keys", t.s.port);
+    assert_int_equal(wf_jwks_http_get(url, 3000, &body, &len, &why), -1);
+    assert_non_null(strstr(wf_strbuf_cstr(&why), "TLS handshake with localhost failed"));
+    wf_strbuf_reset(&why);
+    /* trusted (OpenSSL's SSL_CERT_FILE names the roots), and it names localhost */
+    setenv("SSL_CERT_FILE", t.cert_path, 1);
+    assert_int_equal(wf_jwks_http_get(url, 3000, &body, &len, &why), 0);
+    assert_string_equal(body, KEYS);
+    free(body);
+    /* trusted, but it does not name 127.0.0.1 */
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/keys", t.s.port);
+    assert_int_equal(wf_jwks_http_get(url, 3000, &body, &len, &why), -1);
+    assert_non_null(strstr(wf_strbuf_cstr(&why), "TLS handshake with 127.0.0.1 failed"));
+    unsetenv("SSL_CERT_FILE");
+    wf_strbuf_free(&why);
+    server_stop(&t.s);
+    SSL_CTX_free(t.ctx);
+    unlink(t.cert_path);
+}
+
 typedef struct {
     int changes;
 } watch;
@@ -193,6 +304,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_get),
+        cmocka_unit_test(test_https),
         cmocka_unit_test(test_resolver),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
