@@ -52,6 +52,7 @@
 #include "pilot/debug.h"
 #include "pilot/debug_internal.h"
 #include "pilot/eds.h"
+#include "pilot/jwks_fetch.h"
 #include "pilot/pilot.h"
 
 #ifndef WEFT_VERSION
@@ -615,6 +616,20 @@ static void r_metrics(wf_pilot *p, const char *q, wf_debug_reply *r)
     view_metrics(wf_pilot_ads(p), r);
     wf_ca_server_metrics_text(wf_pilot_ca_server(wf_pilot_get_ca(p)), (int64_t)time(NULL),
                               &r->body);
+    /* istiod's JwksResolver counters (pilot/pkg/model/jwks_resolver.go) */
+    uint64_t ok = 0, failed = 0;
+    if (wf_pilot_jwks(p))
+        wf_jwks_resolver_counts(wf_pilot_jwks(p), &ok, &failed);
+    wf_strbuf_printf(&r->body,
+                     "# HELP pilot_jwks_resolver_network_fetch_success_total Total number of "
+                     "successfully network fetch by pilot jwks resolver\n"
+                     "# TYPE pilot_jwks_resolver_network_fetch_success_total counter\n"
+                     "pilot_jwks_resolver_network_fetch_success_total %llu\n"
+                     "# HELP pilot_jwks_resolver_network_fetch_fail_total Total number of failed "
+                     "network fetch by pilot jwks resolver\n"
+                     "# TYPE pilot_jwks_resolver_network_fetch_fail_total counter\n"
+                     "pilot_jwks_resolver_network_fetch_fail_total %llu\n",
+                     (unsigned long long)ok, (unsigned long long)failed);
 }
 
 /* The istio-ca-root-cert ConfigMaps (pilot_ca.h): all namespaces as a List, or ?namespace=. */

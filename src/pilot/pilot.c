@@ -282,6 +282,11 @@ wf_ads *wf_pilot_ads(const wf_pilot *p)
     return p->ads;
 }
 
+wf_jwks_resolver *wf_pilot_jwks(const wf_pilot *p)
+{
+    return p->jwks;
+}
+
 wf_pilot_ca *wf_pilot_get_ca(const wf_pilot *p)
 {
     return p->ca;

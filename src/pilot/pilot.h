@@ -71,5 +71,7 @@ wf_ads *wf_pilot_ads(const wf_pilot *p);
 /* The CA (root, CSR service and its metrics). */
 wf_pilot_ca *wf_pilot_get_ca(const wf_pilot *p);
 int wf_pilot_monitoring_port(const wf_pilot *p);
+/* The RequestAuthentication jwksUri resolver (pilot/jwks_fetch.h), NULL before start. */
+struct wf_jwks_resolver *wf_pilot_jwks(const wf_pilot *p);
 
 #endif

@@ -134,6 +134,16 @@ def test_mesh_request_authentication_jwks_uri(mesh):  # noqa: F811
         status, _, body = call(pod, broken)
         assert (status, body) == (401, b"Jwt verification fails")  # the stand-in key set
         assert call(pod)[0] == 200
+        # istiod's resolver counters on the monitoring port
+        def counters():
+            status, metrics = mesh.pilot_get("/metrics")
+            assert status == 200
+            vals = dict(ln.rsplit(" ", 1) for ln in metrics.splitlines()
+                        if ln.startswith("pilot_jwks_resolver_network_fetch_"))
+            return {k: int(v) for k, v in vals.items()}
+        wait_for(lambda: counters()["pilot_jwks_resolver_network_fetch_fail_total"] >= 1,
+                 what="the failed fetch counted")
+        assert counters()["pilot_jwks_resolver_network_fetch_success_total"] >= 1
     finally:
         srv.shutdown()
 
