@@ -171,6 +171,7 @@ static int add_reqauthn(const gen *g, json_t *listeners)
     const wf_reqauthn_options ra = {.ns = g->p->ns,
                                     .labels = &g->labels,
                                     .root_ns = g->mesh ? wf_meshcfg_root_ns(g->mesh) : NULL,
+                                    .gateway = g->p->kind == WF_PROXY_ROUTER,
                                     .resolve = g->jwks_resolve,
                                     .resolve_arg = g->jwks_arg};
     int rc = 0;

@@ -241,6 +241,8 @@ static json_t *provider(const jrule *r, const wf_reqauthn_options *o)
     err |= json_object_set_new(p, "normalize_payload_in_metadata",
                                json_pack("{s:o}", "space_delimited_claims", space_delimited(rule)));
     err |= set_opt(p, "claim_to_headers", claim_to_headers(rule));
+    if (o->gateway)
+        err |= json_object_set_new(p, "clear_route_cache", json_true());
     if (err) {
         json_decref(p);
         return NULL;

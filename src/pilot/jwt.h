@@ -20,7 +20,8 @@
  *    "payload_in_metadata": "payload",
  *    "normalize_payload_in_metadata": {"space_delimited_claims": spaceDelimitedClaims with
  *        "permission" and "scope" added, sorted, deduplicated},
- *    "claim_to_headers": [{"header_name", "claim_name"}] (outputClaimToHeaders)}
+ *    "claim_to_headers": [{"header_name", "claim_name"}] (outputClaimToHeaders),
+ *    "clear_route_cache": true on gateways only (Istio's JwtFilter(proxy is not a sidecar))}
  * JWKS: the rule's `jwks` when set; else the document at `jwksUri` (else at the `jwks_uri` of
  * <issuer>/.well-known/openid-configuration) as the resolver gives it (pilot/jwks_fetch.h:
  * istiod's default PILOT_JWT_ENABLE_REMOTE_JWKS=false, istiod fetches and inlines); a JWKS
@@ -73,6 +74,7 @@ typedef struct wf_reqauthn_options {
     const char *ns;             /* the workload's namespace */
     const wf_kvs *labels;       /* its labels (NULL = none) */
     const char *root_ns;        /* NULL or "" = istio-system */
+    bool gateway;               /* a gateway: providers get clear_route_cache true */
     wf_jwks_resolve_fn resolve; /* NULL: every jwksUri gets the stand-in */
     void *resolve_arg;
 } wf_reqauthn_options;

@@ -206,6 +206,7 @@ static void test_istio_one_provider(void **state)
     assert_int_equal(run(f, &r, &res), WP_JWT_OK);
     assert_non_null(res);
     assert_true(removes(res, "authorization"));
+    assert_false(res->clear_route);
     assert_string_equal(res->md_key, "payload");
     assert_string_equal(json_string_value(json_object_get(res->payload, "sub")), "alice");
     json_t *scope = json_object_get(res->payload, "scope");
@@ -307,6 +308,7 @@ static void test_locations_and_outputs(void **state)
     json_object_set_new(p, "from_params", json_pack("[s]", "jwt"));
     json_object_set_new(p, "from_cookies", json_pack("[s]", "session"));
     json_object_set_new(p, "forward_payload_header", json_string("X-Jwt-Payload"));
+    json_object_set_new(p, "clear_route_cache", json_true());
     json_object_set_new(p, "claim_to_headers",
                         json_pack("[{s:s,s:s},{s:s,s:s},{s:s,s:s}]", "header_name", "x-sub",
                                   "claim_name", "sub", "header_name", "x-n", "claim_name", "n",
@@ -333,6 +335,8 @@ static void test_locations_and_outputs(void **state)
     assert_string_equal(added(res, "x-sub"), "alice");
     assert_string_equal(added(res, "x-n"), "42");
     assert_string_equal(added(res, "x-deep"), "deep");
+    assert_true(f->providers[0].clear_route_cache);
+    assert_true(res->clear_route); /* headers were added: the route is chosen again */
     wp_jwt_result_free(res);
     /* the token ends at the first character that is not base64url or '.' (extractJWT) */
     snprintf(hv, sizeof hv, "Tok %s=+/junk", t);

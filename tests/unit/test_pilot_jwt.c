@@ -134,6 +134,13 @@ static void test_one_rule_every_field(void **state)
            "\"requires_any\":{\"requirements\":[{\"provider_name\":\"origins-0\"},"
            "{\"allow_missing\":{}}]}}}],\"bypass_cors_preflight\":true}}");
     json_decref(f);
+    /* a gateway's providers clear the route cache (Istio: JwtFilter(not a sidecar)) */
+    o.gateway = true;
+    f = filter(s, &o);
+    json_t *p0 = json_object_get(json_object_get(json_object_get(f, "typed_config"), "providers"),
+                                 "origins-0");
+    assert_true(json_is_true(json_object_get(p0, "clear_route_cache")));
+    json_decref(f);
     /* a workload no policy selects gets no filter */
     wf_reqauthn_options other = {.ns = "shop", .labels = NULL};
     assert_null(filter(s, &other));

@@ -7,7 +7,7 @@
  * filename}, forward, from_headers {name, value_prefix}, from_params, from_cookies,
  * forward_payload_header, pad_forward_payload_header, payload_in_metadata,
  * normalize_payload_in_metadata {space_delimited_claims}, claim_to_headers {header_name,
- * claim_name}, clock_skew_seconds, clear_route_cache false}), rules ({match {prefix | path},
+ * claim_name}, clock_skew_seconds, clear_route_cache}), rules ({match {prefix | path},
  * requires}), JwtRequirement {provider_name, requires_any, requires_all, and allow_missing /
  * allow_missing_or_failed inside requires_any}, bypass_cors_preflight, stat_prefix.
  * A local JWKS that does not parse is logged (Envoy's "Invalid inline jwks for issuer") and
@@ -170,7 +170,6 @@ static bool dec_provider(bs *b, json_t *o, wp_jwt_provider *p)
                                               "failed_status_in_metadata",
                                               NULL};
     const char *fph = NULL;
-    bool crc = false;
     uint64_t skew = WP_JWT_DEFAULT_SKEW_S;
     void *arr = NULL;
     size_t n = 0;
@@ -187,10 +186,8 @@ static bool dec_provider(bs *b, json_t *o, wp_jwt_provider *p)
         !bs_bool(b, o, "pad_forward_payload_header", &p->pad_forward_payload_header) ||
         !bs_str(b, o, "payload_in_metadata", &p->payload_in_metadata) ||
         !bs_u64(b, o, "clock_skew_seconds", UINT32_MAX, &skew) ||
-        !bs_bool(b, o, "clear_route_cache", &crc))
+        !bs_bool(b, o, "clear_route_cache", &p->clear_route_cache))
         return false;
-    if (crc)
-        return bs_fail_at(b, "clear_route_cache", UNSUPPORTED_MSG " (true)");
     if (!p->issuer)
         p->issuer = "";
     p->clock_skew_s = skew;

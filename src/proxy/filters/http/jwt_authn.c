@@ -343,6 +343,8 @@ static bool apply(const wp_jwt_authn_filter *f, const wp_jwt_provider *p, const 
         r->strings[r->nstrings++] = name;
         r->removes[r->ops.nremove++] = name;
     }
+    if (p->clear_route_cache && (p->forward_payload_header || p->nclaim_headers))
+        r->clear_route = true;
     if (p->payload_in_metadata) {
         json_t *md = metadata_payload(p, t);
         if (!md)

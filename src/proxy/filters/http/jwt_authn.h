@@ -35,6 +35,10 @@
  *    "envoy.filters.http.jwt_authn", key payload_in_metadata, with the claims of
  *    normalize_payload_in_metadata.space_delimited_claims split at spaces into lists (what
  *    Istio's RBAC matches `requestPrincipals` and `request.auth.claims[...]` against);
+ *  - clear_route_cache (istiod sets it on gateways): when a verified provider with it added
+ *    headers, the route is chosen again (the connection manager's clearRouteCache; weft's route
+ *    matchers see the request as received, so the choice changes only when the route depends on
+ *    something else that changed);
  *  - the headers named by forward_payload_header and claim_to_headers are removed from every
  *    request first (the extractor's sanitizeHeaders), so a client cannot forge them;
  *  - bypass_cors_preflight: OPTIONS with Origin and Access-Control-Request-Method passes;
@@ -112,6 +116,7 @@ typedef struct wp_jwt_provider {
     const wp_jwt_claim_header *claim_headers;
     size_t nclaim_headers;
     uint64_t clock_skew_s;
+    bool clear_route_cache; /* Istio sets it on gateways */
 } wp_jwt_provider;
 
 typedef enum {
@@ -172,6 +177,7 @@ typedef struct wp_jwt_result {
     size_t nstrings;
     const char *md_key; /* payload_in_metadata, NULL none */
     json_t *payload;    /* owned */
+    bool clear_route;   /* a verified provider with clear_route_cache added headers */
 } wp_jwt_result;
 void wp_jwt_result_free(wp_jwt_result *r);
 

@@ -96,6 +96,8 @@ static wp_filter_headers_status decode_headers(const wp_filter *f, wp_filter_hea
     wp_stat_add(sh, cfg->st_allowed, 1);
     if (js->res) {
         wp_filter_add_request_ops(f, &js->res->ops);
+        if (js->res->clear_route)
+            f->cb->clear_route_cache(f->stream);
         if (js->res->payload)
             wp_si_set_metadata(f->cb->stream_info(f->stream), WP_JWT_AUTHN_NAME, js->res->md_key,
                                NULL, js->res->payload);
