@@ -121,8 +121,8 @@ static const wf_analyzer *const candidates[] = {
     &wf_an_virtualservice_GatewayAnalyzer,
     &wf_an_virtualservice_JWTClaimRouteAnalyzer,
     &wf_an_webhook_Analyzer,
-    &wf_an_weft_NotImplementedAnalyzer,
     &wf_an_weft_AuthorizationPolicyPathAnalyzer,
+    &wf_an_weft_NotImplementedAnalyzer,
 };
 
 #define NCAND (sizeof(candidates) / sizeof(candidates[0]))

@@ -33,7 +33,9 @@ static const comp_cmd cmds[] = {
      "--namespace -n --istioNamespace -i --ignoreUnmeshed --pilot --file -f --config-dir "
      "--config-dump --help -h",
      ""},
-    {"log", "", "explain", "--format --summary --output -o --help -h", "text json"},
+    {"log", "", "explain",
+     "--format --summary --pod --namespace -n --pilot --config-dump --output -o --help -h",
+     "text json"},
     {"proxy-config", "pc",
      "all bootstrap cluster ecds endpoint eds listener log rootca-compare route secret",
      "--output -o --file -f --namespace -n --pilot --fqdn --port --subset --direction --address "

@@ -201,8 +201,9 @@ def test_list_analyzers():
     assert r.returncode == 0
     names = [l[2:-1] for l in r.stdout.splitlines() if l.startswith("* ")]
     assert names == sorted(names)
-    assert len(names) == 55  # 36 analyzers of Istio's All() + 17 schema validators + weft's 2
+    assert len(names) == 56  # 36 analyzers of Istio's All() + 17 schema validators + weft's 3
     assert "weft.NotImplementedAnalyzer" in names
+    assert "weft.AuthorizationPolicyPathAnalyzer" in names
     assert "weft.PeerAuthenticationPortAnalyzer" in names
     assert "virtualservice.DestinationRuleAnalyzer" in names
     assert "annotations.AlphaAnalyzer" not in names
