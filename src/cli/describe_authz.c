@@ -12,8 +12,16 @@
  *   weft: an ALLOW policy applies: a request no ALLOW rule matches is denied (403,
  *         rbac_access_denied_matched_policy[none])
  *
- * CUSTOM (weft has no ext_authz) says it fails closed. Nothing is printed when no policy
- * applies.
+ * CUSTOM (weft has no ext_authz) says it fails closed. Then the RequestAuthentications that
+ * apply (pilot/jwt.h wf_reqauthn_applied), each with its issuers, and what a request without a
+ * token meets (Istio: it passes the JWT filter; only an AuthorizationPolicy with
+ * requestPrincipals makes a token required):
+ *
+ *   weft: RequestAuthentication shop/jwt: issuers https://auth.example (a request with an
+ *         invalid token gets 401; one without a token passes unless an AuthorizationPolicy
+ *         requires requestPrincipals)
+ *
+ * Nothing is printed when no policy applies.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +29,7 @@
 #include "cli/describe.h"
 #include "model/node.h"
 #include "pilot/authz.h"
+#include "pilot/jwt.h"
 
 static const char *mode_text(const wf_resource *p, wf_ap_action a)
 {
@@ -40,6 +49,40 @@ static const char *mode_text(const wf_resource *p, wf_ap_action a)
     if (a == WF_AP_AUDIT)
         return "audit only (never denies)";
     return "enforced";
+}
+
+/* The issuers of a RequestAuthentication's jwtRules, ", "-joined into buf. */
+static const char *issuers(const wf_resource *r, char *buf, size_t cap)
+{
+    const wf_node *rules = wf_map_get(r->spec, "jwtRules");
+    size_t off = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < wf_seq_len(rules) && off < cap; i++) {
+        const char *iss = wf_map_str(wf_seq_at(rules, i), "issuer");
+        int k = snprintf(buf + off, cap - off, "%s%s", off ? ", " : "", iss ? iss : "(none)");
+        off += k > 0 ? (size_t)k : 0;
+    }
+    return off ? buf : "(no jwtRules)";
+}
+
+static void print_reqauthn(const dsc_ctx *c, const char *ns, const wf_kvs *labels)
+{
+    const wf_resource **v = NULL;
+    size_t n = 0;
+    wf_reqauthn_options o = {.ns = ns, .labels = labels, .root_ns = c->istio_ns};
+    if (wf_reqauthn_applied(c->store, &o, &v, &n) != 0) {
+        fprintf(stderr, "Error: out of memory\n");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char buf[512];
+        fprintf(stderr,
+                "weft: RequestAuthentication %s/%s: issuers %s (a request with an invalid token "
+                "gets 401; one without a token passes unless an AuthorizationPolicy requires "
+                "requestPrincipals)\n",
+                v[i]->ns, v[i]->name, issuers(v[i], buf, sizeof buf));
+    }
+    free(v);
 }
 
 void dsc_print_authz(const dsc_ctx *c, const char *ns, const wf_kvs *labels)
@@ -67,4 +110,5 @@ void dsc_print_authz(const dsc_ctx *c, const char *ns, const wf_kvs *labels)
               "rbac_access_denied_matched_policy[none])\n",
               stderr);
     free(v);
+    print_reqauthn(c, ns, labels);
 }

@@ -176,6 +176,10 @@ def test_describe_pod_names_what_weft_does_not_implement(tmp_path):
          "metadata": {"name": "allow-get", "namespace": ns},
          "spec": {"selector": {"matchLabels": {"app": app}},
                   "rules": [{"to": [{"operation": {"methods": ["GET"]}}]}]}},
+        {"apiVersion": "security.istio.io/v1", "kind": "RequestAuthentication",
+         "metadata": {"name": "jwt", "namespace": ns},
+         "spec": {"jwtRules": [{"issuer": "https://auth.example",
+                                "jwks": '{"keys": []}'}]}},
         {"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
          "metadata": {"name": "try-deny", "namespace": ns,
                       "annotations": {"istio.io/dry-run": "true"}},
@@ -212,8 +216,7 @@ def test_describe_pod_names_what_weft_does_not_implement(tmp_path):
     assert "Error [WFT0002] (AuthorizationPolicy %s/badver" % ns in r.stderr, r.stderr
     assert "Workload mTLS mode: STRICT" in r.stdout
     # the policies that apply, as weft-pilot selects them, with action, rules and mode
-    weft = [ln for ln in r.stderr.splitlines() if "AuthorizationPolicy" in ln and
-            ln.startswith("weft: ")]
+    weft = [ln for ln in r.stderr.splitlines() if ln.startswith("weft: AuthorizationPolicy")]
     assert weft == [
         "weft: AuthorizationPolicy %s/allow-get: ALLOW, 1 rule, enforced" % ns,
         "weft: AuthorizationPolicy %s/try-deny: DENY, 1 rule, dry run (istio.io/dry-run: only "
@@ -221,6 +224,9 @@ def test_describe_pod_names_what_weft_does_not_implement(tmp_path):
     ], weft
     assert ("weft: an ALLOW policy applies: a request no ALLOW rule matches is denied (403, "
             "rbac_access_denied_matched_policy[none])") in r.stderr
+    assert ("weft: RequestAuthentication %s/jwt: issuers https://auth.example (a request with "
+            "an invalid token gets 401; one without a token passes unless an "
+            "AuthorizationPolicy requires requestPrincipals)" % ns) in r.stderr, r.stderr
     assert "weft: AuthorizationPolicy" not in base.stderr
 
 
