@@ -38,6 +38,8 @@ typedef struct end {
 typedef struct env {
     uv_loop_t loop;
     wp_wreq_pool wreqs;
+    wp_buf_pool bufs;
+    wp_deferred dd;
     uv_tcp_t listener;
     end client, server;
     bool accepted;
@@ -120,7 +122,7 @@ static void on_conn(uv_stream_t *l, int status)
     s->sock = &s->rs.base;
     if (v->server_ctx) {
         wp_tls_stats st = {wp_stats_get_shard(v->stats, 0), v->sslots, "listener", "l"};
-        s->sock = wp_tls_socket_wrap(&s->rs.base, &v->loop, v->server_ctx, true, NULL, &st);
+        s->sock = wp_tls_socket_wrap(&s->rs.base, &v->bufs, &v->dd, v->server_ctx, true, NULL, &st);
         assert_non_null(s->sock);
     }
     assert_int_equal(wp_tsock_read_start(s->sock), 0);
@@ -192,7 +194,7 @@ static void start_pair(env *v, wf_tls_ctx *cctx)
     end *c = &v->client;
     assert_int_equal(wp_raw_socket_init(&c->rs, &v->loop, &v->wreqs, &cbs, c), 0);
     wp_tls_stats st = {wp_stats_get_shard(v->stats, 0), v->cslots, "cluster", "c"};
-    c->sock = wp_tls_socket_wrap(&c->rs.base, &v->loop, cctx, false, "server.local", &st);
+    c->sock = wp_tls_socket_wrap(&c->rs.base, &v->bufs, &v->dd, cctx, false, "server.local", &st);
     assert_non_null(c->sock);
     assert_int_equal(wp_tsock_connect(c->sock, &v->creq, (struct sockaddr *)&ss), 0);
     run_until_int(v, &c->connected, 1);
@@ -238,6 +240,7 @@ static int setup(void **state)
     env *v = calloc(1, sizeof(*v));
     assert_non_null(v);
     assert_int_equal(uv_loop_init(&v->loop), 0);
+    assert_int_equal(wp_deferred_init(&v->dd, &v->loop), 0);
     uv_timer_init(&v->loop, &v->guard);
     v->client.cap = v->server.cap = 256 * 1024;
     v->client.buf = malloc(v->client.cap);
@@ -269,8 +272,11 @@ static int teardown(void **state)
     if (v->listener.loop)
         uv_close((uv_handle_t *)&v->listener, NULL);
     uv_close((uv_handle_t *)&v->guard, NULL);
+    wp_deferred_close(&v->dd);
     uv_run(&v->loop, UV_RUN_DEFAULT);
+    wp_deferred_drain(&v->dd);
     assert_int_equal(uv_loop_close(&v->loop), 0);
+    wp_buf_pool_clear(&v->bufs);
     if (v->client.sock)
         assert_int_equal(v->client.closed, 1);
     wp_wreq_pool_free(&v->wreqs);
@@ -484,7 +490,7 @@ static void test_close_while_connecting(void **state)
     uv_tcp_getsockname(&v->listener, (struct sockaddr *)&ss, &len);
     end *c = &v->client;
     assert_int_equal(wp_raw_socket_init(&c->rs, &v->loop, &v->wreqs, &cbs, c), 0);
-    c->sock = wp_tls_socket_wrap(&c->rs.base, &v->loop, cctx, false, NULL, NULL);
+    c->sock = wp_tls_socket_wrap(&c->rs.base, &v->bufs, &v->dd, cctx, false, NULL, NULL);
     assert_int_equal(wp_tsock_connect(c->sock, &v->creq, (struct sockaddr *)&ss), 0);
     wp_tsock_close(c->sock);
     assert_int_equal(c->closed, 0);
