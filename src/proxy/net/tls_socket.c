@@ -413,12 +413,13 @@ static void r_on_read(void *owner, ssize_t n)
     /* end of stream or an error of the TCP connection */
     t->raw_reading = false;
     if (!t->hs_done && !t->failed) {
+        t->failed = true;
         if (t->connecting) {
             t->connecting = false;
             t->base.cbs->on_connected(t->base.owner, (int)n);
+            settle_room(t);
             return;
         }
-        t->failed = true;
     }
     if (!t->pending_err)
         t->pending_err = (int)n;
