@@ -11,7 +11,6 @@ wp_buf *wp_buf_pool_get(wp_buf_pool *p, size_t cap)
         wp_buf *b = p->free;
         p->free = b->next_free;
         p->nfree--;
-        p->nout++;
         return b;
     }
     if (cap < WP_BUF_SIZE)
@@ -21,7 +20,6 @@ wp_buf *wp_buf_pool_get(wp_buf_pool *p, size_t cap)
         return NULL;
     b->cap = cap;
     b->next_free = NULL;
-    p->nout++;
     return b;
 }
 
@@ -29,7 +27,6 @@ void wp_buf_pool_put(wp_buf_pool *p, wp_buf *b)
 {
     if (!b)
         return;
-    p->nout--;
     if (b->cap == WP_BUF_SIZE && p->nfree < WP_BUF_POOL_MAX) {
         b->next_free = p->free;
         p->free = b;

@@ -26,7 +26,6 @@ typedef struct wp_buf {
 typedef struct wp_buf_pool {
     wp_buf *free;
     size_t nfree;
-    size_t nout; /* buffers handed out and not put back yet (what connections hold) */
 } wp_buf_pool;
 
 /* A buffer of at least cap bytes (WP_BUF_SIZE at least; from the free list when cap fits),

@@ -686,3 +686,9 @@ wp_tsock *wp_tls_socket_wrap(wp_tsock *raw, wp_buf_pool *bufs, wp_deferred *dd, 
     }
     return &t->base;
 }
+
+size_t wp_tls_socket_buffers(const wp_tsock *s)
+{
+    const wp_tls_socket *t = (const wp_tls_socket *)s;
+    return (t->room != NULL) + (t->obuf != NULL) + (t->wbuf != NULL);
+}

@@ -96,4 +96,8 @@ typedef struct wp_tls_stats {
 wp_tsock *wp_tls_socket_wrap(wp_tsock *raw, wp_buf_pool *bufs, wp_deferred *dd, wf_tls_ctx *ctx,
                              bool server, const char *sni, const wp_tls_stats *stats);
 
+/* Buffers of the worker's free list s (a socket wp_tls_socket_wrap returned) holds now: its
+ * room while ciphertext is in it, ciphertext waiting and ciphertext queued. 0 when idle. */
+size_t wp_tls_socket_buffers(const wp_tsock *s);
+
 #endif
