@@ -62,10 +62,10 @@ struct wf_tls_conn {
     wf_tls_stat outcome;
     char *failure; /* NULL = none */
     char *detail;  /* the verification error (Envoy's certificate validation error) */
-    wf_tls_info info;
-    /* the facts' own strings (malloc'd; NULL = none, or the info points elsewhere: the
-     * context's ALPN names, OpenSSL's server name) */
-    char *peer_uri_sans, *peer_uri_first, *peer_subject, *sni, *alpn;
+    /* the facts that need strings of their own, made once the handshake is done (NULL =
+     * none; wf_tls_conn_info reads the others from OpenSSL and the context on demand) */
+    const char *alpn; /* the context's NUL-terminated name, or alpn_own */
+    char *alpn_own, *peer_uri_sans, *peer_uri_first, *peer_subject, *sni;
 };
 
 /* ---------- BoringSSL's names for OpenSSL's reasons ---------- */
@@ -837,7 +837,6 @@ wf_tls_conn *wf_tls_conn_new(wf_tls_ctx *ctx, const char *sni)
             }
         }
     }
-    c->info = (wf_tls_info){"", c->sni ? c->sni : "", "", "", ctx->local_uri_sans, "", "", "", ""};
     return c;
 }
 
@@ -855,7 +854,7 @@ void wf_tls_conn_free(wf_tls_conn *c)
     free(c->peer_uri_first);
     free(c->peer_subject);
     free(c->sni);
-    free(c->alpn);
+    free(c->alpn_own);
     free(c);
 }
 
@@ -917,7 +916,7 @@ static const char *curve_name(int nid)
 
 /* The negotiated ALPN protocol: the context's own NUL-terminated copy of it (a server picks
  * one of its list, a client's OpenSSL refuses a protocol it did not offer), else a copy. */
-static void set_alpn_info(wf_tls_conn *c)
+static void set_conn_alpn(wf_tls_conn *c)
 {
     const unsigned char *a = NULL;
     unsigned alen = 0;
@@ -927,43 +926,29 @@ static void set_alpn_info(wf_tls_conn *c)
     const wf_tls_ctx *x = c->ctx;
     for (size_t o = 0; o < x->alpn_len; o += 1u + x->alpn_wire[o]) {
         if (x->alpn_wire[o] == alen && memcmp(x->alpn_wire + o + 1, a, alen) == 0) {
-            c->info.alpn = x->alpn_text + o;
+            c->alpn = x->alpn_text + o;
             return;
         }
     }
-    if ((c->alpn = malloc(alen + 1u)) != NULL) {
-        memcpy(c->alpn, a, alen);
-        c->alpn[alen] = '\0';
-        c->info.alpn = c->alpn;
+    if ((c->alpn_own = malloc(alen + 1u)) != NULL) {
+        memcpy(c->alpn_own, a, alen);
+        c->alpn_own[alen] = '\0';
+        c->alpn = c->alpn_own;
     }
 }
 
-/* The peer's facts, once the handshake is done. Only what the connection's users read is
- * kept (strings); the peer certificate stays OpenSSL's (the session's). */
+/* The facts that need strings of their own, once the handshake is done: the peer's (made
+ * from its certificate, which stays OpenSSL's: the session's) and an unexpected ALPN. */
 static void fill_info(wf_tls_conn *c)
 {
-    set_alpn_info(c);
-    if (c->ctx->server) { /* OpenSSL's copy of the ClientHello's name, kept with the SSL */
-        const char *sn = SSL_get_servername(c->ssl, TLSEXT_NAMETYPE_host_name);
-        if (sn)
-            c->info.sni = sn;
-    }
-    c->info.version = SSL_get_version(c->ssl);
-    c->info.curve = curve_name(SSL_get_negotiated_group(c->ssl));
-    const SSL_CIPHER *ci = SSL_get_current_cipher(c->ssl);
-    c->info.cipher = ci ? SSL_CIPHER_get_name(ci) : "";
+    set_conn_alpn(c);
     X509 *peer = SSL_get1_peer_certificate(c->ssl);
     c->no_peer_cert = peer == NULL;
     if (peer) {
         c->peer_uri_sans = join_sans(peer, WF_TLS_SAN_URI, ",");
-        if (c->peer_uri_sans) {
-            c->info.peer_uri_sans = c->peer_uri_sans;
-            size_t n = strcspn(c->peer_uri_sans, ",");
-            if (c->peer_uri_sans[n] == '\0') /* one URI SAN (a SPIFFE identity) */
-                c->info.peer_uri_san = c->peer_uri_sans;
-            else if ((c->peer_uri_first = strndup(c->peer_uri_sans, n)) != NULL)
-                c->info.peer_uri_san = c->peer_uri_first;
-        }
+        size_t first = c->peer_uri_sans ? strcspn(c->peer_uri_sans, ",") : 0;
+        if (c->peer_uri_sans && c->peer_uri_sans[first] != '\0') /* more than one */
+            c->peer_uri_first = strndup(c->peer_uri_sans, first);
         BIO *m = BIO_new(BIO_s_mem());
         if (m && X509_NAME_print_ex(m, X509_get_subject_name(peer), 0, XN_FLAG_RFC2253) >= 0) {
             char *p = NULL;
@@ -972,7 +957,6 @@ static void fill_info(wf_tls_conn *c)
                 if (n > 0) /* an empty subject (SPIFFE certificates) leaves p NULL */
                     memcpy(c->peer_subject, p, (size_t)n);
                 c->peer_subject[n] = '\0';
-                c->info.peer_subject = c->peer_subject;
             }
         }
         BIO_free(m);
@@ -1117,9 +1101,30 @@ bool wf_tls_conn_no_peer_cert(const wf_tls_conn *c)
     return c->hs_done && c->no_peer_cert;
 }
 
-const wf_tls_info *wf_tls_conn_info(const wf_tls_conn *c)
+void wf_tls_conn_info(const wf_tls_conn *c, wf_tls_info *out)
 {
-    return &c->info;
+    *out = (wf_tls_info){"", c->sni ? c->sni : "", "", "", c->ctx->local_uri_sans, "", "", "", ""};
+    if (!c->hs_done)
+        return;
+    if (c->alpn)
+        out->alpn = c->alpn;
+    if (c->ctx->server) { /* OpenSSL's copy of the ClientHello's name, kept with the SSL */
+        const char *sn = SSL_get_servername(c->ssl, TLSEXT_NAMETYPE_host_name);
+        if (sn)
+            out->sni = sn;
+    }
+    if (c->peer_uri_sans) {
+        out->peer_uri_sans = c->peer_uri_sans;
+        out->peer_uri_san = c->peer_uri_first                ? c->peer_uri_first
+                            : !strchr(c->peer_uri_sans, ',') ? c->peer_uri_sans
+                                                             : ""; /* out of memory */
+    }
+    if (c->peer_subject)
+        out->peer_subject = c->peer_subject;
+    out->version = SSL_get_version(c->ssl);
+    out->curve = curve_name(SSL_get_negotiated_group(c->ssl));
+    const SSL_CIPHER *ci = SSL_get_current_cipher(c->ssl);
+    out->cipher = ci ? SSL_CIPHER_get_name(ci) : "";
 }
 
 int wf_tls_version_from_name(const char *name)

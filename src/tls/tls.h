@@ -191,7 +191,8 @@ bool wf_tls_conn_session_reused(const wf_tls_conn *c);
 /* The peer presented no certificate to a completed handshake (ssl.no_certificate). */
 bool wf_tls_conn_no_peer_cert(const wf_tls_conn *c);
 
-/* The connection's facts ("" when unknown; valid after the handshake). */
+/* The connection's facts ("" when unknown; known after the handshake), the strings the
+ * connection's, its context's or OpenSSL's, valid until wf_tls_conn_free. */
 typedef struct wf_tls_info {
     const char *alpn;           /* negotiated ALPN */
     const char *sni;            /* server name: sent (client) or received (server) */
@@ -203,7 +204,8 @@ typedef struct wf_tls_info {
     const char *cipher;         /* IANA / OpenSSL name ("TLS_AES_128_GCM_SHA256") */
     const char *curve;          /* key exchange group, BoringSSL's name ("X25519", "P-256") */
 } wf_tls_info;
-const wf_tls_info *wf_tls_conn_info(const wf_tls_conn *c);
+/* Fills *out (made on demand: a connection keeps only the strings that are its own). */
+void wf_tls_conn_info(const wf_tls_conn *c, wf_tls_info *out);
 
 /* The peer certificate's facts Envoy's x-forwarded-client-cert uses (Ssl::ConnectionInfo),
  * made on demand (not at every handshake). Each appends to out and returns 0, or -1 when

@@ -303,7 +303,9 @@ static void handshake_done(wp_tls_socket *t)
         count(t, WP_SSL_session_reused);
     if (t->server && wf_tls_conn_no_peer_cert(t->conn))
         count(t, WP_SSL_no_certificate);
-    const wf_tls_info *i = wf_tls_conn_info(t->conn);
+    wf_tls_info ii;
+    wf_tls_conn_info(t->conn, &ii);
+    const wf_tls_info *i = &ii;
     count_named(t, "ciphers", i->cipher);
     count_named(t, "versions", i->version);
     count_named(t, "curves", i->curve);
