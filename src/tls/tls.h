@@ -4,8 +4,9 @@
  * event loop and no proxy, so weft-proxy's transport socket (proxy/net/tls_socket.h),
  * weft-pilot's gRPC server and the agent can share it.
  *
- * Ciphertext moves through one BIO of the engine's own (BIO_meth_new, as HAProxy's and
- * Envoy's SslSocket BIO over the connection's buffers), not through memory BIOs:
+ * Ciphertext moves through one BIO of the engine's own (BIO_meth_new; HAProxy's SSL layer
+ * and Envoy's io_handle_bio.cc also give OpenSSL/BoringSSL a BIO of their own over the
+ * connection), not through memory BIOs:
  *  - in: the caller lends the bytes it read (wf_tls_conn_lend: no copy; OpenSSL reads its
  *    records straight from them) or has them copied (wf_tls_conn_feed);
  *  - out: every record OpenSSL writes goes to the caller's sink as it is written
@@ -149,9 +150,9 @@ size_t wf_tls_conn_input_left(const wf_tls_conn *c);
  * default). Set it before the ciphertext it is to take is written. */
 typedef int (*wf_tls_sink)(void *arg, const void *data, size_t len);
 void wf_tls_conn_set_sink(wf_tls_conn *c, wf_tls_sink sink, void *arg);
-/* Drives the handshake with what was fed: WF_TLS_OK (complete, also when called again),
- * WF_TLS_WANT, WF_TLS_FAIL. Output (and an alert on failure) waits in the outgoing
- * ciphertext (wf_tls_conn_out_pending). */
+/* Drives the handshake with what was given: WF_TLS_OK (complete, also when called again),
+ * WF_TLS_WANT, WF_TLS_FAIL. Output (and an alert on failure) goes to the sink or waits in
+ * the outgoing ciphertext (wf_tls_conn_out_pending). */
 int wf_tls_conn_handshake(wf_tls_conn *c);
 bool wf_tls_conn_handshake_done(const wf_tls_conn *c);
 /* Decrypts into buf: bytes (> 0), WF_TLS_WANT, WF_TLS_EOF, WF_TLS_FAIL. */
