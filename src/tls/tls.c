@@ -47,19 +47,24 @@ struct wf_tls_ctx {
 
 enum { VERIFY_NONE, VERIFY_X509, VERIFY_SAN };
 
+/* Ciphertext kept by the engine (no sink): data[off, len) waiting. */
+typedef struct out_buf {
+    size_t off, len, cap;
+    unsigned char data[];
+} out_buf;
+
 struct wf_tls_conn {
     wf_tls_ctx *ctx;
     SSL *ssl;                /* its BIO reads in[] and writes to the sink or out[] */
     const unsigned char *in; /* ciphertext given and not consumed yet: in[0, in_len) */
     size_t in_len;
     unsigned char *in_own; /* the engine's copy of fed bytes (in points into it), else NULL */
-    wf_tls_sink sink;      /* NULL: ciphertext waits in out[out_off, out_len) */
+    wf_tls_sink sink;      /* NULL: ciphertext waits in out */
     void *sink_arg;
-    unsigned char *out; /* NULL when empty */
-    size_t out_off, out_len, out_cap;
-    bool hs_done, failed, no_peer_cert;
-    int verify_kind;
+    out_buf *out; /* NULL when empty */
     wf_tls_stat outcome;
+    unsigned char verify_kind;
+    bool hs_done, failed, no_peer_cert;
     char *failure; /* NULL = none */
     char *detail;  /* the verification error (Envoy's certificate validation error) */
     /* the facts that need strings of their own, made once the handshake is done (NULL =
@@ -383,21 +388,25 @@ static int verify_cb(int ok, X509_STORE_CTX *xs)
 /* Appends to out[] (no sink). 0, or -1 on out of memory. */
 static int out_append(wf_tls_conn *c, const void *data, size_t len)
 {
-    if (c->out_off && c->out_len + len > c->out_cap) { /* room at the front first */
-        memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
-        c->out_len -= c->out_off;
-        c->out_off = 0;
+    out_buf *o = c->out;
+    if (o && o->off && o->len + len > o->cap) { /* room at the front first */
+        memmove(o->data, o->data + o->off, o->len - o->off);
+        o->len -= o->off;
+        o->off = 0;
     }
-    if (c->out_len + len > c->out_cap) {
-        size_t cap = c->out_cap * 2 > c->out_len + len ? c->out_cap * 2 : c->out_len + len;
-        unsigned char *nb = realloc(c->out, cap);
+    size_t have = o ? o->len : 0, cap = o ? o->cap : 0;
+    if (have + len > cap) {
+        cap = cap * 2 > have + len ? cap * 2 : have + len;
+        out_buf *nb = realloc(o, sizeof(*nb) + cap);
         if (!nb)
             return -1;
-        c->out = nb;
-        c->out_cap = cap;
+        if (!o)
+            nb->off = nb->len = 0;
+        nb->cap = cap;
+        c->out = o = nb;
     }
-    memcpy(c->out + c->out_len, data, len);
-    c->out_len += len;
+    memcpy(o->data + o->len, data, len);
+    o->len += len;
     return 0;
 }
 
@@ -445,7 +454,7 @@ static long conn_bio_ctrl(BIO *b, int cmd, long num, void *ptr)
     case BIO_CTRL_PENDING:
         return c ? (long)c->in_len : 0;
     case BIO_CTRL_WPENDING:
-        return c ? (long)(c->out_len - c->out_off) : 0;
+        return c && c->out ? (long)(c->out->len - c->out->off) : 0;
     default: /* no kTLS, no end of file (an empty window is a retry), ... */
         return 0;
     }
@@ -1064,19 +1073,18 @@ void wf_tls_conn_shutdown(wf_tls_conn *c)
 
 size_t wf_tls_conn_out_pending(const wf_tls_conn *c)
 {
-    return c->out_len - c->out_off;
+    return c->out ? c->out->len - c->out->off : 0;
 }
 
 size_t wf_tls_conn_out_take(wf_tls_conn *c, void *buf, size_t cap)
 {
-    size_t n = c->out_len - c->out_off < cap ? c->out_len - c->out_off : cap;
+    out_buf *o = c->out;
+    size_t left = o ? o->len - o->off : 0, n = left < cap ? left : cap;
     if (n)
-        memcpy(buf, c->out + c->out_off, n);
-    c->out_off += n;
-    if (c->out_off == c->out_len) { /* empty: the buffer goes */
-        free(c->out);
+        memcpy(buf, o->data + o->off, n);
+    if (o && (o->off += n) == o->len) { /* empty: the buffer goes */
+        free(o);
         c->out = NULL;
-        c->out_off = c->out_len = c->out_cap = 0;
     }
     return n;
 }
