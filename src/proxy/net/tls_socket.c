@@ -20,15 +20,15 @@ typedef struct wp_tls_socket {
     wp_deferred *dd;       /* the worker's: kick */
     wp_deferred_item kick; /* delivers plaintext left in the engine from the loop */
     wp_tls_stats stats;    /* stats.sh NULL: no stats */
-    /* ciphertext read and lent to the engine: room->data[rbeg, rend) not consumed yet; the
-     * room is held only while bytes are in it (or the raw socket reads into it) */
+    /* ciphertext read into room->data[0, rend) and lent to the engine: its last
+     * wf_tls_conn_input_left bytes not consumed yet; the room is held only while bytes are in
+     * it (or the raw socket reads into it) */
     wp_buf *room;
-    size_t rbeg, rend;
     wp_buf *obuf; /* ciphertext waiting for the raw socket: obuf->data[0, olen), NULL none */
-    size_t olen;
     wp_buf *wbuf; /* ciphertext the raw socket is writing (queued in libuv), NULL none */
-    int werr;     /* the raw socket failed a write: the connection writes no more */
-    bool direct;  /* the sink may write to the kernel at once (one record at a time) */
+    uint32_t rend, olen;
+    int werr;    /* the raw socket failed a write: the connection writes no more */
+    bool direct; /* the sink may write to the kernel at once (one record at a time) */
     bool server;
     bool want_read;      /* the owner reads */
     bool raw_reading;    /* the raw socket reads */
@@ -83,6 +83,8 @@ static void raw_shutdown_if_due(wp_tls_socket *t)
 static int stage(wp_tls_socket *t, const char *data, size_t len)
 {
     size_t need = t->olen + len;
+    if (need > UINT32_MAX)
+        return -1;
     if (!t->obuf || need > t->obuf->cap) {
         size_t cap = t->obuf && t->obuf->cap * 2 > need ? t->obuf->cap * 2 : need;
         wp_buf *nb = wp_buf_pool_get(t->bufs, cap);
@@ -94,7 +96,7 @@ static int stage(wp_tls_socket *t, const char *data, size_t len)
         t->obuf = nb;
     }
     memcpy(t->obuf->data + t->olen, data, len);
-    t->olen = need;
+    t->olen = (uint32_t)need;
     return 0;
 }
 
@@ -245,16 +247,14 @@ static void deliver(wp_tls_socket *t)
 }
 
 /* The room goes back to the worker once the engine consumed what it lent (the rest of it,
- * left while the owner does not read, is kept: rbeg moves up to it). */
+ * left while the owner does not read, is kept). */
 static void settle_room(wp_tls_socket *t)
 {
     if (!t->room)
         return;
     size_t left = t->conn ? wf_tls_conn_input_left(t->conn) : 0;
-    if (left && !t->closing && !t->failed && !t->read_done) {
-        t->rbeg = t->rend - left;
+    if (left && !t->closing && !t->failed && !t->read_done)
         return;
-    }
     if (t->conn)
         wf_tls_conn_lend(t->conn, NULL, 0);
     wp_buf_pool_put(t->bufs, t->room);
@@ -378,15 +378,14 @@ static void step(wp_tls_socket *t)
 static void r_alloc(void *owner, uv_buf_t *buf)
 {
     wp_tls_socket *t = owner;
+    size_t left = t->room && t->conn ? wf_tls_conn_input_left(t->conn) : 0;
     if (!t->room) {
         t->room = wp_buf_pool_get(t->bufs, TLS_ROOM);
-        t->rbeg = t->rend = 0;
-    } else if (t->rbeg > 0) {
-        memmove(t->room->data, t->room->data + t->rbeg, t->rend - t->rbeg);
-        t->rend -= t->rbeg;
-        t->rbeg = 0;
-        if (t->conn)
-            wf_tls_conn_lend(t->conn, t->room->data, t->rend);
+        t->rend = 0;
+    } else if (left < t->rend) { /* consumed bytes before the rest: it moves to the front */
+        memmove(t->room->data, t->room->data + t->rend - left, left);
+        t->rend = (uint32_t)left;
+        wf_tls_conn_lend(t->conn, t->room->data, left);
     }
     if (!t->room || t->rend == t->room->cap) { /* none, or full: the raw socket stops */
         *buf = uv_buf_init(NULL, 0);
@@ -401,9 +400,10 @@ static void r_on_read(void *owner, ssize_t n)
     if (t->closing)
         return;
     if (n > 0) { /* lent to the engine as they are: no copy */
-        t->rend += (size_t)n;
+        size_t left = t->conn ? wf_tls_conn_input_left(t->conn) : 0;
+        t->rend += (uint32_t)n;
         if (t->conn)
-            wf_tls_conn_lend(t->conn, t->room->data + t->rbeg, t->rend - t->rbeg);
+            wf_tls_conn_lend(t->conn, t->room->data + t->rend - n - left, left + (size_t)n);
         step(t);
         settle_room(t);
         return;
