@@ -973,6 +973,16 @@ static void fill_info(wf_tls_conn *c)
     }
 }
 
+/* Empties OpenSSL's thread-local error queue before a call whose SSL_get_error must see its
+ * own errors only (and after one that may leave some): looked at first, as it is empty but
+ * after a failure, and clearing its slots costs some 800 instructions, three times a
+ * keep-alive request. */
+static void clear_errors(void)
+{
+    if (ERR_peek_error() != 0)
+        ERR_clear_error();
+}
+
 /* A failed SSL call: the failure reason (a generic one when the queue is empty). */
 static int failed(wf_tls_conn *c)
 {
@@ -991,14 +1001,14 @@ int wf_tls_conn_handshake(wf_tls_conn *c)
         return WF_TLS_FAIL;
     if (c->hs_done)
         return WF_TLS_OK;
-    ERR_clear_error();
+    clear_errors();
     int r = SSL_do_handshake(c->ssl);
     int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(c->ssl, r);
     if (r == 1) {
         c->hs_done = true;
         c->outcome = WF_TLS_STAT_HANDSHAKE;
         fill_info(c);
-        ERR_clear_error();
+        clear_errors();
         return WF_TLS_OK;
     }
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
@@ -1028,7 +1038,7 @@ ssize_t wf_tls_conn_read(wf_tls_conn *c, void *buf, size_t cap)
 {
     if (c->failed)
         return WF_TLS_FAIL;
-    ERR_clear_error();
+    clear_errors();
     return read_result(c, SSL_read(c->ssl, buf, cap > 0x7fffffff ? 0x7fffffff : (int)cap));
 }
 
@@ -1036,7 +1046,7 @@ ssize_t wf_tls_conn_peek(wf_tls_conn *c)
 {
     if (c->failed)
         return WF_TLS_FAIL;
-    ERR_clear_error();
+    clear_errors();
     char one;
     return read_result(c, SSL_peek(c->ssl, &one, 1));
 }
@@ -1050,7 +1060,7 @@ int wf_tls_conn_write(wf_tls_conn *c, const void *buf, size_t len)
 {
     if (c->failed || !c->hs_done)
         return WF_TLS_FAIL;
-    ERR_clear_error();
+    clear_errors();
     const char *p = buf;
     while (len > 0) {
         int n = len > 0x40000000 ? 0x40000000 : (int)len;
@@ -1068,7 +1078,7 @@ void wf_tls_conn_shutdown(wf_tls_conn *c)
     if (c->failed || !c->hs_done)
         return;
     SSL_shutdown(c->ssl);
-    ERR_clear_error();
+    clear_errors();
 }
 
 size_t wf_tls_conn_out_pending(const wf_tls_conn *c)
