@@ -1,11 +1,17 @@
 #!/bin/bash
-# bench/proxy/count_instr.sh PROXY_BINARY [N1 N2] - user-space instructions per proxied request
-# of a weft-proxy binary (one worker, valgrind --tool=callgrind): it serves N1 and then, in a
-# second run, N2 keep-alive GETs of 128 bytes from a weft-app on one connection
+# bench/proxy/count_instr.sh [--tls] PROXY_BINARY [N1 N2] - user-space instructions per
+# proxied request of a weft-proxy binary (one worker, valgrind --tool=callgrind): it serves N1
+# and then, in a second run, N2 keep-alive GETs of 128 bytes from a weft-app on one connection
 # (serve_gets.sh); the difference of the two totals divided by N2-N1 leaves startup and
-# shutdown out. Defaults N1=1000 N2=3000. Compare two builds with it (e.g. build/weft-proxy
+# shutdown out. Defaults N1=1000 N2=3000. --tls: the downstream connection is TLS 1.3 (ECDSA
+# P-256, AES-128-GCM; the handshake left out as startup is), the keep-alive TLS requests of
+# run_proxy_tls.sh without its timing noise. Compare two builds with it (e.g. build/weft-proxy
 # and a baseline from build_baseline.sh). Needs valgrind. Prints "instructions per request: X".
 set -eu
+if [ "${1:-}" = --tls ]; then
+    export SERVE_TLS=1
+    shift
+fi
 P=$1 N1=${2:-1000} N2=${3:-3000}
 run() { # N -> total instructions (callgrind's "Collected")
     local L; L=$(mktemp)

@@ -3,7 +3,10 @@
 # worker, the bootstrap of weft_bootstrap.py) under TOOL ARGS (e.g. valgrind --tool=callgrind)
 # in front of a weft-app, sends it N keep-alive GETs of 128 bytes on one connection, stops it
 # with SIGTERM and leaves the tool's stderr in LOG. The request driver of count_allocs.sh and
-# count_instr.sh. Run from anywhere; uses build/weft-app of the project.
+# count_instr.sh. Run from anywhere; uses build/weft-app of the project. SERVE_TLS=1: the
+# listener terminates TLS (an ECDSA P-256 certificate of tls_certs.sh, as run_proxy_tls.sh)
+# and the connection is TLS 1.3 with ALPN http/1.1 (its handshake is one of the N-independent
+# costs that the callers' subtraction leaves out).
 set -eu
 P=$(readlink -f "$1") N=$2 LOG=$3
 shift 3
@@ -11,14 +14,25 @@ cd "$(dirname "$0")/../.."
 D=$(mktemp -d)
 mapfile -t PS < <(/usr/bin/python3 bench/proxy/free_ports.py 3)
 BP=${PS[0]} PP=${PS[1]} AP=${PS[2]}
+TLS_ARGS=() SCHEME=http
+if [ "${SERVE_TLS:-0}" = 1 ]; then
+  bench/proxy/tls_certs.sh "$D/certs"
+  TLS_ARGS=(--tls "$D/certs/ecdsa.crt" "$D/certs/ecdsa.key") SCHEME=https
+fi
 build/weft-app --listen 127.0.0.1:$BP --name b >/dev/null 2>&1 & APP=$!
-/usr/bin/python3 bench/proxy/weft_bootstrap.py $D/b.json $PP $AP $BP
+/usr/bin/python3 bench/proxy/weft_bootstrap.py $D/b.json $PP $AP $BP "${TLS_ARGS[@]}"
 "$@" "$P" -c $D/b.json --concurrency 1 >/dev/null 2>"$LOG" & TOOL=$!
-for _ in $(seq 100); do curl -s -o /dev/null localhost:$PP/bytes/128 && break; sleep 0.2; done
-/usr/bin/python3 - $PP $N <<'PY'
-import socket,sys
-port,n=int(sys.argv[1]),int(sys.argv[2])
+for _ in $(seq 100); do curl -sk -o /dev/null $SCHEME://localhost:$PP/bytes/128 && break; sleep 0.2; done
+/usr/bin/python3 - $PP $N "${SERVE_TLS:-0}" <<'PY'
+import socket,ssl,sys
+port,n,tls=int(sys.argv[1]),int(sys.argv[2]),sys.argv[3]=="1"
 s=socket.create_connection(("127.0.0.1",port))
+if tls:
+    ctx=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname=False
+    ctx.verify_mode=ssl.CERT_NONE
+    ctx.set_alpn_protocols(["http/1.1"])
+    s=ctx.wrap_socket(s,server_hostname="bench")
 for i in range(n):
     s.sendall(b"GET /bytes/128 HTTP/1.1\r\nHost: x\r\n\r\n")
     buf=b""

@@ -1,5 +1,5 @@
 /*
- * tls.c - the TLS engine over memory BIOs (tls.h).
+ * tls.c - the TLS engine over the caller's buffers (tls.h).
  */
 #include "tls/tls.h"
 
@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/buffer.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -40,26 +39,38 @@ struct wf_tls_ctx {
     size_t nsans;
     char *verify_name;        /* client: the server's name or IP to check, NULL = none */
     unsigned char *alpn_wire; /* length-prefixed protocols */
+    char *alpn_text;          /* the same, each protocol NUL-terminated at its wire offset */
     size_t alpn_len;
     char *local_uri_sans;
+    BIO_METHOD *bio_meth; /* the connections' BIO (conn_bio_*) */
 };
 
 enum { VERIFY_NONE, VERIFY_X509, VERIFY_SAN };
 
+/* Ciphertext kept by the engine (no sink): data[off, len) waiting. */
+typedef struct out_buf {
+    size_t off, len, cap;
+    unsigned char data[];
+} out_buf;
+
 struct wf_tls_conn {
     wf_tls_ctx *ctx;
-    SSL *ssl;
-    BIO *rbio, *wbio;
-    bool hs_done, failed, no_peer_cert;
-    bool rbio_small, wbio_small; /* the handshake's buffers dropped (fresh_bio) */
-    int verify_kind;
+    SSL *ssl;                /* its BIO reads in[] and writes to the sink or out[] */
+    const unsigned char *in; /* ciphertext given and not consumed yet: in[0, in_len) */
+    size_t in_len;
+    unsigned char *in_own; /* the engine's copy of fed bytes (in points into it), else NULL */
+    wf_tls_sink sink;      /* NULL: ciphertext waits in out */
+    void *sink_arg;
+    out_buf *out; /* NULL when empty */
     wf_tls_stat outcome;
+    unsigned char verify_kind;
+    bool hs_done, failed, no_peer_cert;
     char *failure; /* NULL = none */
     char *detail;  /* the verification error (Envoy's certificate validation error) */
-    wf_tls_info info;
-    char *peer_uri_sans, *peer_subject, *sni;
-    char peer_uri_first[256];
-    char alpn[64];
+    /* the facts that need strings of their own, made once the handshake is done (NULL =
+     * none; wf_tls_conn_info reads the others from OpenSSL and the context on demand) */
+    const char *alpn; /* the context's NUL-terminated name, or alpn_own */
+    char *alpn_own, *peer_uri_sans, *peer_uri_first, *peer_subject, *sni;
 };
 
 /* ---------- BoringSSL's names for OpenSSL's reasons ---------- */
@@ -362,6 +373,117 @@ static int verify_cb(int ok, X509_STORE_CTX *xs)
     return 0;
 }
 
+/* ---------- the connection's BIO ----------
+ *
+ * One BIO is both the read and the write BIO of a connection's SSL (as HAProxy's): it reads
+ * the ciphertext the caller gave (lent or fed) and hands every record written to the sink, or
+ * keeps it in out[] without one. Nothing is buffered twice and nothing stays allocated once
+ * it is consumed: the memory BIOs this replaces kept their buffers, and a copy was made on
+ * the way out. Reading an empty window is "retry" (SSL_ERROR_WANT_READ); writing never is. */
+
+/* A fixed type from the application range: BIO_get_new_index() would take a new number for
+ * every context (each SDS rotation makes one) until the range runs out. */
+#define CONN_BIO_TYPE ((BIO_TYPE_START + 23) | BIO_TYPE_SOURCE_SINK)
+
+/* Appends to out[] (no sink). 0, or -1 on out of memory. */
+static int out_append(wf_tls_conn *c, const void *data, size_t len)
+{
+    out_buf *o = c->out;
+    if (o && o->off && o->len + len > o->cap) { /* room at the front first */
+        memmove(o->data, o->data + o->off, o->len - o->off);
+        o->len -= o->off;
+        o->off = 0;
+    }
+    size_t have = o ? o->len : 0, cap = o ? o->cap : 0;
+    if (have + len > cap) {
+        cap = cap * 2 > have + len ? cap * 2 : have + len;
+        out_buf *nb = realloc(o, sizeof(*nb) + cap);
+        if (!nb)
+            return -1;
+        if (!o)
+            nb->off = nb->len = 0;
+        nb->cap = cap;
+        c->out = o = nb;
+    }
+    memcpy(o->data + o->len, data, len);
+    o->len += len;
+    return 0;
+}
+
+static int conn_bio_write(BIO *b, const char *data, size_t len, size_t *written)
+{
+    wf_tls_conn *c = BIO_get_data(b);
+    BIO_clear_retry_flags(b);
+    *written = 0;
+    if (!c || (c->sink ? c->sink(c->sink_arg, data, len) : out_append(c, data, len)) != 0)
+        return 0; /* an error, not a retry: the SSL call fails */
+    *written = len;
+    return 1;
+}
+
+static int conn_bio_read(BIO *b, char *buf, size_t cap, size_t *got)
+{
+    wf_tls_conn *c = BIO_get_data(b);
+    BIO_clear_retry_flags(b);
+    *got = 0;
+    if (!c || c->in_len == 0) {
+        BIO_set_retry_read(b);
+        return 0;
+    }
+    size_t n = cap < c->in_len ? cap : c->in_len;
+    memcpy(buf, c->in, n);
+    c->in += n;
+    c->in_len -= n;
+    if (c->in_len == 0) {
+        free(c->in_own); /* a fed copy goes once consumed */
+        c->in_own = NULL;
+        c->in = NULL;
+    }
+    *got = n;
+    return 1;
+}
+
+static long conn_bio_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+    wf_tls_conn *c = BIO_get_data(b);
+    (void)num;
+    (void)ptr;
+    switch (cmd) {
+    case BIO_CTRL_FLUSH: /* the sink has it already */
+        return 1;
+    case BIO_CTRL_PENDING:
+        return c ? (long)c->in_len : 0;
+    case BIO_CTRL_WPENDING:
+        return c && c->out ? (long)(c->out->len - c->out->off) : 0;
+    default: /* no kTLS, no end of file (an empty window is a retry), ... */
+        return 0;
+    }
+}
+
+static int conn_bio_create(BIO *b)
+{
+    BIO_set_init(b, 1);
+    return 1;
+}
+
+static int conn_bio_destroy(BIO *b)
+{
+    BIO_set_data(b, NULL);
+    return 1;
+}
+
+static BIO_METHOD *conn_bio_method(void)
+{
+    BIO_METHOD *m = BIO_meth_new(CONN_BIO_TYPE, "weft connection");
+    if (m && BIO_meth_set_write_ex(m, conn_bio_write) == 1 &&
+        BIO_meth_set_read_ex(m, conn_bio_read) == 1 && BIO_meth_set_ctrl(m, conn_bio_ctrl) == 1 &&
+        BIO_meth_set_create(m, conn_bio_create) == 1 &&
+        BIO_meth_set_destroy(m, conn_bio_destroy) == 1)
+        return m;
+    BIO_meth_free(m);
+    return NULL;
+}
+
 /* ---------- the context ---------- */
 
 static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
@@ -461,6 +583,12 @@ static bool set_alpn(wf_tls_ctx *c, const wf_tls_ctx_opts *o, char *err, size_t 
         p += l;
     }
     c->alpn_len = len;
+    if (!(c->alpn_text = malloc(len)))
+        return fail(err, cap, "out of memory%s", NULL);
+    for (size_t at = 0; at < len; at += 1u + c->alpn_wire[at]) {
+        memcpy(c->alpn_text + at, c->alpn_wire + at + 1, c->alpn_wire[at]);
+        c->alpn_text[at + c->alpn_wire[at]] = '\0';
+    }
     if (c->server)
         SSL_CTX_set_alpn_select_cb(c->ssl, alpn_select, c);
     else if (SSL_CTX_set_alpn_protos(c->ssl, c->alpn_wire, (unsigned)len) != 0)
@@ -587,7 +715,8 @@ wf_tls_ctx *wf_tls_ctx_new(const wf_tls_ctx_opts *o, char *err, size_t errcap)
         return NULL;
     }
     c->ssl = SSL_CTX_new(o->server ? TLS_server_method() : TLS_client_method());
-    bool ok = c->ssl != NULL;
+    c->bio_meth = conn_bio_method();
+    bool ok = c->ssl != NULL && c->bio_meth != NULL;
     if (!ok)
         fail(err, errcap, "out of memory%s", NULL);
     if (ok && o->server && !o->cert_chain)
@@ -660,7 +789,9 @@ void wf_tls_ctx_free(wf_tls_ctx *c)
         free((char *)c->sans[i].value);
     free(c->sans);
     free(c->alpn_wire);
+    free(c->alpn_text);
     free(c->local_uri_sans);
+    BIO_meth_free(c->bio_meth);
     free(c->verify_name);
     free(c);
 }
@@ -684,20 +815,17 @@ wf_tls_conn *wf_tls_conn_new(wf_tls_ctx *ctx, const char *sni)
         return NULL;
     c->ctx = ctx;
     c->ssl = SSL_new(ctx->ssl);
-    c->rbio = BIO_new(BIO_s_mem());
-    c->wbio = BIO_new(BIO_s_mem());
-    if (!c->ssl || !c->rbio || !c->wbio) {
-        BIO_free(c->rbio);
-        BIO_free(c->wbio);
+    BIO *bio = BIO_new(ctx->bio_meth);
+    if (!c->ssl || !bio) {
+        BIO_free(bio);
         SSL_free(c->ssl);
         free(c);
         ERR_clear_error();
         return NULL;
     }
     wf_tls_ctx_ref(ctx); /* the connection holds its context (rotation frees the old one) */
-    BIO_set_mem_eof_return(c->rbio, -1); /* empty = "retry", not end of file */
-    BIO_set_mem_eof_return(c->wbio, -1);
-    SSL_set_bio(c->ssl, c->rbio, c->wbio);
+    BIO_set_data(bio, c);
+    SSL_set_bio(c->ssl, bio, bio); /* one BIO both ways: one reference, freed with the SSL */
     SSL_set_app_data(c->ssl, c);
     if (ctx->server) {
         SSL_set_accept_state(c->ssl);
@@ -718,7 +846,6 @@ wf_tls_conn *wf_tls_conn_new(wf_tls_ctx *ctx, const char *sni)
             }
         }
     }
-    c->info = (wf_tls_info){"", c->sni ? c->sni : "", "", "", ctx->local_uri_sans, "", "", "", ""};
     return c;
 }
 
@@ -726,56 +853,54 @@ void wf_tls_conn_free(wf_tls_conn *c)
 {
     if (!c)
         return;
-    SSL_free(c->ssl);        /* frees the BIOs */
+    SSL_free(c->ssl);        /* frees the BIO */
     wf_tls_ctx_free(c->ctx); /* the connection's reference */
+    free(c->in_own);
+    free(c->out);
     free(c->failure);
     free(c->detail);
     free(c->peer_uri_sans);
+    free(c->peer_uri_first);
     free(c->peer_subject);
     free(c->sni);
+    free(c->alpn_own);
     free(c);
+}
+
+void wf_tls_conn_lend(wf_tls_conn *c, const void *data, size_t len)
+{
+    free(c->in_own);
+    c->in_own = NULL;
+    c->in = len ? data : NULL;
+    c->in_len = len;
 }
 
 int wf_tls_conn_feed(wf_tls_conn *c, const void *data, size_t len)
 {
-    if (len && BIO_write(c->rbio, data, (int)len) != (int)len) {
-        ERR_clear_error();
+    if (len == 0)
+        return WF_TLS_OK;
+    unsigned char *nb = malloc(c->in_len + len);
+    if (!nb)
         return WF_TLS_NOMEM;
-    }
+    if (c->in_len)
+        memcpy(nb, c->in, c->in_len);
+    memcpy(nb + c->in_len, data, len);
+    free(c->in_own);
+    c->in_own = nb;
+    c->in = nb;
+    c->in_len += len;
     return WF_TLS_OK;
 }
 
-/* A memory BIO that is empty but holds a large buffer (a burst of records) is replaced by a
- * new one, so an idle connection keeps no such buffer. Until the handshake is over and its
- * buffers (ClientHello, the server's certificate flight, session tickets: a few KiB) have
- * been dropped once, any buffer goes; afterwards only one above BIO_KEEP, so that small
- * requests reuse theirs (no allocation per request). Callers read SSL_get_error first: it
- * looks at the current BIO's retry flags. */
-#define BIO_KEEP 4096
-
-static void fresh_bio(wf_tls_conn *c, bool read)
+size_t wf_tls_conn_input_left(const wf_tls_conn *c)
 {
-    BIO *b = read ? c->rbio : c->wbio;
-    bool *small = read ? &c->rbio_small : &c->wbio_small;
-    BUF_MEM *bm = NULL;
-    if (BIO_ctrl_pending(b) != 0 || BIO_get_mem_ptr(b, &bm) != 1 || !bm)
-        return;
-    if (*small ? bm->max <= BIO_KEEP : bm->max == 0) {
-        *small = *small || c->hs_done;
-        return;
-    }
-    *small = c->hs_done;
-    BIO *nb = BIO_new(BIO_s_mem());
-    if (!nb)
-        return; /* keep the old one */
-    BIO_set_mem_eof_return(nb, -1);
-    if (read) {
-        SSL_set0_rbio(c->ssl, nb); /* frees the old one */
-        c->rbio = nb;
-    } else {
-        SSL_set0_wbio(c->ssl, nb);
-        c->wbio = nb;
-    }
+    return c->in_len;
+}
+
+void wf_tls_conn_set_sink(wf_tls_conn *c, wf_tls_sink sink, void *arg)
+{
+    c->sink = sink;
+    c->sink_arg = arg;
 }
 
 /* BoringSSL's name of a key exchange group (what Envoy's ssl.curves.<name> shows), "" when
@@ -798,39 +923,41 @@ static const char *curve_name(int nid)
     }
 }
 
-/* The peer's facts, once the handshake is done. */
-static void fill_info(wf_tls_conn *c)
+/* The negotiated ALPN protocol: the context's own NUL-terminated copy of it (a server picks
+ * one of its list, a client's OpenSSL refuses a protocol it did not offer), else a copy. */
+static void set_conn_alpn(wf_tls_conn *c)
 {
     const unsigned char *a = NULL;
     unsigned alen = 0;
     SSL_get0_alpn_selected(c->ssl, &a, &alen);
-    if (a && alen < sizeof(c->alpn)) {
-        memcpy(c->alpn, a, alen);
-        c->alpn[alen] = '\0';
-        c->info.alpn = c->alpn;
+    if (!a || alen == 0)
+        return;
+    const wf_tls_ctx *x = c->ctx;
+    for (size_t o = 0; o < x->alpn_len; o += 1u + x->alpn_wire[o]) {
+        if (x->alpn_wire[o] == alen && memcmp(x->alpn_wire + o + 1, a, alen) == 0) {
+            c->alpn = x->alpn_text + o;
+            return;
+        }
     }
-    if (c->ctx->server) {
-        const char *sn = SSL_get_servername(c->ssl, TLSEXT_NAMETYPE_host_name);
-        if (sn && (c->sni = strdup(sn)) != NULL)
-            c->info.sni = c->sni;
+    if ((c->alpn_own = malloc(alen + 1u)) != NULL) {
+        memcpy(c->alpn_own, a, alen);
+        c->alpn_own[alen] = '\0';
+        c->alpn = c->alpn_own;
     }
-    c->info.version = SSL_get_version(c->ssl);
-    c->info.curve = curve_name(SSL_get_negotiated_group(c->ssl));
-    const SSL_CIPHER *ci = SSL_get_current_cipher(c->ssl);
-    c->info.cipher = ci ? SSL_CIPHER_get_name(ci) : "";
+}
+
+/* The facts that need strings of their own, once the handshake is done: the peer's (made
+ * from its certificate, which stays OpenSSL's: the session's) and an unexpected ALPN. */
+static void fill_info(wf_tls_conn *c)
+{
+    set_conn_alpn(c);
     X509 *peer = SSL_get1_peer_certificate(c->ssl);
     c->no_peer_cert = peer == NULL;
     if (peer) {
         c->peer_uri_sans = join_sans(peer, WF_TLS_SAN_URI, ",");
-        if (c->peer_uri_sans) {
-            c->info.peer_uri_sans = c->peer_uri_sans;
-            size_t n = strcspn(c->peer_uri_sans, ",");
-            if (n < sizeof(c->peer_uri_first)) {
-                memcpy(c->peer_uri_first, c->peer_uri_sans, n);
-                c->peer_uri_first[n] = '\0';
-                c->info.peer_uri_san = c->peer_uri_first;
-            }
-        }
+        size_t first = c->peer_uri_sans ? strcspn(c->peer_uri_sans, ",") : 0;
+        if (c->peer_uri_sans && c->peer_uri_sans[first] != '\0') /* more than one */
+            c->peer_uri_first = strndup(c->peer_uri_sans, first);
         BIO *m = BIO_new(BIO_s_mem());
         if (m && X509_NAME_print_ex(m, X509_get_subject_name(peer), 0, XN_FLAG_RFC2253) >= 0) {
             char *p = NULL;
@@ -839,12 +966,21 @@ static void fill_info(wf_tls_conn *c)
                 if (n > 0) /* an empty subject (SPIFFE certificates) leaves p NULL */
                     memcpy(c->peer_subject, p, (size_t)n);
                 c->peer_subject[n] = '\0';
-                c->info.peer_subject = c->peer_subject;
             }
         }
         BIO_free(m);
         X509_free(peer);
     }
+}
+
+/* Empties OpenSSL's thread-local error queue before a call whose SSL_get_error must see its
+ * own errors only (and after one that may leave some): looked at first, as it is empty but
+ * after a failure, and clearing its slots costs some 800 instructions, three times a
+ * keep-alive request. */
+static void clear_errors(void)
+{
+    if (ERR_peek_error() != 0)
+        ERR_clear_error();
 }
 
 /* A failed SSL call: the failure reason (a generic one when the queue is empty). */
@@ -865,15 +1001,14 @@ int wf_tls_conn_handshake(wf_tls_conn *c)
         return WF_TLS_FAIL;
     if (c->hs_done)
         return WF_TLS_OK;
-    ERR_clear_error();
+    clear_errors();
     int r = SSL_do_handshake(c->ssl);
-    int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(c->ssl, r); /* before the BIO changes */
-    fresh_bio(c, true);
+    int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(c->ssl, r);
     if (r == 1) {
         c->hs_done = true;
         c->outcome = WF_TLS_STAT_HANDSHAKE;
         fill_info(c);
-        ERR_clear_error();
+        clear_errors();
         return WF_TLS_OK;
     }
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
@@ -889,8 +1024,7 @@ bool wf_tls_conn_handshake_done(const wf_tls_conn *c)
 /* What an SSL_read / SSL_peek that returned r means: bytes, WANT, EOF or a failure. */
 static ssize_t read_result(wf_tls_conn *c, int r)
 {
-    int e = r > 0 ? SSL_ERROR_NONE : SSL_get_error(c->ssl, r); /* before the BIO changes */
-    fresh_bio(c, true);
+    int e = r > 0 ? SSL_ERROR_NONE : SSL_get_error(c->ssl, r);
     if (r > 0)
         return r;
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
@@ -904,7 +1038,7 @@ ssize_t wf_tls_conn_read(wf_tls_conn *c, void *buf, size_t cap)
 {
     if (c->failed)
         return WF_TLS_FAIL;
-    ERR_clear_error();
+    clear_errors();
     return read_result(c, SSL_read(c->ssl, buf, cap > 0x7fffffff ? 0x7fffffff : (int)cap));
 }
 
@@ -912,21 +1046,21 @@ ssize_t wf_tls_conn_peek(wf_tls_conn *c)
 {
     if (c->failed)
         return WF_TLS_FAIL;
-    ERR_clear_error();
+    clear_errors();
     char one;
     return read_result(c, SSL_peek(c->ssl, &one, 1));
 }
 
 bool wf_tls_conn_readable(const wf_tls_conn *c)
 {
-    return !c->failed && (SSL_has_pending(c->ssl) || BIO_ctrl_pending(c->rbio) > 0);
+    return !c->failed && (SSL_has_pending(c->ssl) || c->in_len > 0);
 }
 
 int wf_tls_conn_write(wf_tls_conn *c, const void *buf, size_t len)
 {
     if (c->failed || !c->hs_done)
         return WF_TLS_FAIL;
-    ERR_clear_error();
+    clear_errors();
     const char *p = buf;
     while (len > 0) {
         int n = len > 0x40000000 ? 0x40000000 : (int)len;
@@ -944,19 +1078,25 @@ void wf_tls_conn_shutdown(wf_tls_conn *c)
     if (c->failed || !c->hs_done)
         return;
     SSL_shutdown(c->ssl);
-    ERR_clear_error();
+    clear_errors();
 }
 
 size_t wf_tls_conn_out_pending(const wf_tls_conn *c)
 {
-    return BIO_ctrl_pending(c->wbio);
+    return c->out ? c->out->len - c->out->off : 0;
 }
 
 size_t wf_tls_conn_out_take(wf_tls_conn *c, void *buf, size_t cap)
 {
-    int n = BIO_read(c->wbio, buf, cap > 0x7fffffff ? 0x7fffffff : (int)cap);
-    fresh_bio(c, false);
-    return n > 0 ? (size_t)n : 0;
+    out_buf *o = c->out;
+    size_t left = o ? o->len - o->off : 0, n = left < cap ? left : cap;
+    if (n)
+        memcpy(buf, o->data + o->off, n);
+    if (o && (o->off += n) == o->len) { /* empty: the buffer goes */
+        free(o);
+        c->out = NULL;
+    }
+    return n;
 }
 
 const char *wf_tls_conn_failure(const wf_tls_conn *c)
@@ -979,9 +1119,30 @@ bool wf_tls_conn_no_peer_cert(const wf_tls_conn *c)
     return c->hs_done && c->no_peer_cert;
 }
 
-const wf_tls_info *wf_tls_conn_info(const wf_tls_conn *c)
+void wf_tls_conn_info(const wf_tls_conn *c, wf_tls_info *out)
 {
-    return &c->info;
+    *out = (wf_tls_info){"", c->sni ? c->sni : "", "", "", c->ctx->local_uri_sans, "", "", "", ""};
+    if (!c->hs_done)
+        return;
+    if (c->alpn)
+        out->alpn = c->alpn;
+    if (c->ctx->server) { /* OpenSSL's copy of the ClientHello's name, kept with the SSL */
+        const char *sn = SSL_get_servername(c->ssl, TLSEXT_NAMETYPE_host_name);
+        if (sn)
+            out->sni = sn;
+    }
+    if (c->peer_uri_sans) {
+        out->peer_uri_sans = c->peer_uri_sans;
+        out->peer_uri_san = c->peer_uri_first                ? c->peer_uri_first
+                            : !strchr(c->peer_uri_sans, ',') ? c->peer_uri_sans
+                                                             : ""; /* out of memory */
+    }
+    if (c->peer_subject)
+        out->peer_subject = c->peer_subject;
+    out->version = SSL_get_version(c->ssl);
+    out->curve = curve_name(SSL_get_negotiated_group(c->ssl));
+    const SSL_CIPHER *ci = SSL_get_current_cipher(c->ssl);
+    out->cipher = ci ? SSL_CIPHER_get_name(ci) : "";
 }
 
 int wf_tls_version_from_name(const char *name)

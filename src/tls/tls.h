@@ -1,8 +1,20 @@
 /*
- * tls.h - a TLS engine over memory BIOs (OpenSSL 3): a context built from PEM and a
+ * tls.h - a TLS engine over the caller's buffers (OpenSSL 3): a context built from PEM and a
  * connection that takes ciphertext in and gives plaintext out, and the reverse. It knows no
  * event loop and no proxy, so weft-proxy's transport socket (proxy/net/tls_socket.h),
  * weft-pilot's gRPC server and the agent can share it.
+ *
+ * Ciphertext moves through one BIO of the engine's own (BIO_meth_new; HAProxy's SSL layer
+ * and Envoy's io_handle_bio.cc also give OpenSSL/BoringSSL a BIO of their own over the
+ * connection), not through memory BIOs:
+ *  - in: the caller lends the bytes it read (wf_tls_conn_lend: no copy; OpenSSL reads its
+ *    records straight from them) or has them copied (wf_tls_conn_feed);
+ *  - out: every record OpenSSL writes goes to the caller's sink as it is written
+ *    (wf_tls_conn_set_sink), or, without a sink, waits in the engine for
+ *    wf_tls_conn_out_take.
+ * Memory: the engine holds a buffer only while bytes are in it (a fed copy until consumed,
+ * ciphertext until taken) and OpenSSL's record buffers are released when empty
+ * (SSL_MODE_RELEASE_BUFFERS): an idle connection holds none of them.
  *
  * Envoy behaviour followed (envoyproxy/envoy source/common/tls/context_impl.cc,
  * ssl_socket.cc, server_ssl_socket.cc, cert_validator/default_validator.cc, utility.cc;
@@ -41,8 +53,9 @@
  * the creator holds one reference, wf_tls_ctx_ref adds one, wf_tls_ctx_free drops one, and
  * each connection holds its own from wf_tls_conn_new to wf_tls_conn_free, so a context
  * replaced by a rotation (SDS) lives on while connections made with it stay open. A
- * connection belongs to one thread. Strings a connection returns are its own, valid until
- * wf_tls_conn_free. OpenSSL's thread-local error queue is cleared around every call.
+ * connection belongs to one thread. Strings a connection returns are its own (or its
+ * context's), valid until wf_tls_conn_free. OpenSSL's thread-local error queue is cleared
+ * around every call.
  */
 #ifndef WF_TLS_TLS_H
 #define WF_TLS_TLS_H
@@ -117,11 +130,29 @@ enum {
     WF_TLS_NOMEM = -4, /* out of memory */
 };
 
-/* Ciphertext received: copied in. WF_TLS_OK or WF_TLS_NOMEM. */
+/* Ciphertext received, lent: the engine reads records from data[0, len) in the calls that
+ * follow, without copying them first. The window replaces the previous one: bytes of that one
+ * not consumed yet (wf_tls_conn_input_left) must be at the start of the new one (the caller
+ * moves them). The bytes must stay valid and unchanged until consumed or lent again; lend
+ * (NULL, 0) before freeing them early. Bytes copied in by wf_tls_conn_feed and not yet
+ * consumed are dropped. */
+void wf_tls_conn_lend(wf_tls_conn *c, const void *data, size_t len);
+/* Ciphertext received: copied in, after the bytes not yet consumed (lent or fed); the copy is
+ * freed once consumed. WF_TLS_OK or WF_TLS_NOMEM. */
 int wf_tls_conn_feed(wf_tls_conn *c, const void *data, size_t len);
-/* Drives the handshake with what was fed: WF_TLS_OK (complete, also when called again),
- * WF_TLS_WANT, WF_TLS_FAIL. Output (and an alert on failure) waits in the outgoing
- * ciphertext (wf_tls_conn_out_pending). */
+/* Ciphertext given (lent or fed) and not consumed yet. */
+size_t wf_tls_conn_input_left(const wf_tls_conn *c);
+
+/* Where outgoing ciphertext goes: sink(arg, data, len) takes each record as OpenSSL writes it
+ * (handshake flights, application data, alerts, close_notify) and returns 0, or -1 when it
+ * cannot (out of memory: the call that wrote fails, WF_TLS_FAIL). data is valid during the
+ * call only. NULL sink: the engine keeps the ciphertext for wf_tls_conn_out_take (the
+ * default). Set it before the ciphertext it is to take is written. */
+typedef int (*wf_tls_sink)(void *arg, const void *data, size_t len);
+void wf_tls_conn_set_sink(wf_tls_conn *c, wf_tls_sink sink, void *arg);
+/* Drives the handshake with what was given: WF_TLS_OK (complete, also when called again),
+ * WF_TLS_WANT, WF_TLS_FAIL. Output (and an alert on failure) goes to the sink or waits in
+ * the outgoing ciphertext (wf_tls_conn_out_pending). */
 int wf_tls_conn_handshake(wf_tls_conn *c);
 bool wf_tls_conn_handshake_done(const wf_tls_conn *c);
 /* Decrypts into buf: bytes (> 0), WF_TLS_WANT, WF_TLS_EOF, WF_TLS_FAIL. */
@@ -130,15 +161,16 @@ ssize_t wf_tls_conn_read(wf_tls_conn *c, void *buf, size_t cap);
  * taking plaintext: 1 when plaintext is ready for wf_tls_conn_read, else WF_TLS_WANT,
  * WF_TLS_EOF, WF_TLS_FAIL. */
 ssize_t wf_tls_conn_peek(wf_tls_conn *c);
-/* Plaintext ready to read without more ciphertext (decrypted, or whole records fed). */
+/* Plaintext ready to read without more ciphertext (decrypted, or ciphertext given and not
+ * consumed yet). */
 bool wf_tls_conn_readable(const wf_tls_conn *c);
-/* Encrypts all of buf into the outgoing ciphertext: WF_TLS_OK or WF_TLS_FAIL. Only after the
- * handshake. */
+/* Encrypts all of buf into the outgoing ciphertext (records of at most 16 KiB each, given to
+ * the sink as they are made): WF_TLS_OK or WF_TLS_FAIL. Only after the handshake. */
 int wf_tls_conn_write(wf_tls_conn *c, const void *buf, size_t len);
 /* Queues close_notify. */
 void wf_tls_conn_shutdown(wf_tls_conn *c);
-/* Outgoing ciphertext: bytes waiting, and taking up to cap of them into buf (returns the
- * count). */
+/* Outgoing ciphertext kept by the engine (no sink): bytes waiting, and taking up to cap of
+ * them into buf (returns the count). Always 0 with a sink. */
 size_t wf_tls_conn_out_pending(const wf_tls_conn *c);
 size_t wf_tls_conn_out_take(wf_tls_conn *c, void *buf, size_t cap);
 
@@ -160,7 +192,8 @@ bool wf_tls_conn_session_reused(const wf_tls_conn *c);
 /* The peer presented no certificate to a completed handshake (ssl.no_certificate). */
 bool wf_tls_conn_no_peer_cert(const wf_tls_conn *c);
 
-/* The connection's facts ("" when unknown; valid after the handshake). */
+/* The connection's facts ("" when unknown; known after the handshake), the strings the
+ * connection's, its context's or OpenSSL's, valid until wf_tls_conn_free. */
 typedef struct wf_tls_info {
     const char *alpn;           /* negotiated ALPN */
     const char *sni;            /* server name: sent (client) or received (server) */
@@ -172,7 +205,8 @@ typedef struct wf_tls_info {
     const char *cipher;         /* IANA / OpenSSL name ("TLS_AES_128_GCM_SHA256") */
     const char *curve;          /* key exchange group, BoringSSL's name ("X25519", "P-256") */
 } wf_tls_info;
-const wf_tls_info *wf_tls_conn_info(const wf_tls_conn *c);
+/* Fills *out (made on demand: a connection keeps only the strings that are its own). */
+void wf_tls_conn_info(const wf_tls_conn *c, wf_tls_info *out);
 
 /* The peer certificate's facts Envoy's x-forwarded-client-cert uses (Ssl::ConnectionInfo),
  * made on demand (not at every handshake). Each appends to out and returns 0, or -1 when

@@ -1,6 +1,6 @@
 /*
  * h2_tls.c - TLS under a gRPC connection (h2_internal.h): istiod's secure port 15012, where
- * proxies reach the CA and the xDS server over TLS. The TLS engine is src/tls (memory BIOs):
+ * proxies reach the CA and the xDS server over TLS. The TLS engine is src/tls (its own BIO):
  * ciphertext read from the socket is fed to it and the plaintext goes to nghttp2; nghttp2's
  * frames are written through it and the ciphertext goes to the socket. Application data waits
  * until the handshake is done (the connection's SETTINGS included).

@@ -4,7 +4,10 @@
  * through the owners' rooms, plaintext kept while the owner has no room and delivered after
  * it reads again, shutdown as end of stream, a failed handshake as a connect failure with
  * Envoy's failure reason, TLS meeting a plaintext server (WRONG_VERSION_NUMBER), a server
- * refusing a client without certificate, and the ssl.* stats counted.
+ * refusing a client without certificate, and the ssl.* stats counted. The ciphertext path:
+ * small buffers of one write as one record, writes the kernel cannot take at once (partial
+ * writes, EAGAIN) completed in order, records left in the room while the owner does not read,
+ * a peer closing mid-handshake, and no buffer of the worker's held by an idle connection.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -33,16 +36,20 @@ typedef struct end {
     int written, write_status;
     int connected, connect_status;
     int closed;
+    bool closing; /* closed by the test's own callbacks */
 } end;
 
 typedef struct env {
     uv_loop_t loop;
     wp_wreq_pool wreqs;
+    wp_buf_pool bufs;
+    wp_deferred dd;
     uv_tcp_t listener;
     end client, server;
     bool accepted;
     wf_tls_ctx *server_ctx;   /* NULL: a plaintext server */
     const char *plain_answer; /* a plaintext server writes this once it read something */
+    bool plain_close;         /* a plaintext server closes once it read something */
     uv_connect_t creq;
     uv_timer_t guard;
     wp_stats *stats;
@@ -72,6 +79,11 @@ static void e_read(void *owner, ssize_t n)
     uv_stop(&ENV->loop);
     if (n > 0) {
         e->len += (size_t)n;
+        if (e == &ENV->server && ENV->plain_close) {
+            ENV->plain_close = false;
+            e->closing = true;
+            wp_tsock_close(e->sock);
+        }
         if (e == &ENV->server && ENV->plain_answer) {
             uv_buf_t b = uv_buf_init((char *)ENV->plain_answer, strlen(ENV->plain_answer));
             wp_tsock_write(e->sock, &b, 1);
@@ -120,7 +132,7 @@ static void on_conn(uv_stream_t *l, int status)
     s->sock = &s->rs.base;
     if (v->server_ctx) {
         wp_tls_stats st = {wp_stats_get_shard(v->stats, 0), v->sslots, "listener", "l"};
-        s->sock = wp_tls_socket_wrap(&s->rs.base, &v->loop, v->server_ctx, true, NULL, &st);
+        s->sock = wp_tls_socket_wrap(&s->rs.base, &v->bufs, &v->dd, v->server_ctx, true, NULL, &st);
         assert_non_null(s->sock);
     }
     assert_int_equal(wp_tsock_read_start(s->sock), 0);
@@ -192,7 +204,7 @@ static void start_pair(env *v, wf_tls_ctx *cctx)
     end *c = &v->client;
     assert_int_equal(wp_raw_socket_init(&c->rs, &v->loop, &v->wreqs, &cbs, c), 0);
     wp_tls_stats st = {wp_stats_get_shard(v->stats, 0), v->cslots, "cluster", "c"};
-    c->sock = wp_tls_socket_wrap(&c->rs.base, &v->loop, cctx, false, "server.local", &st);
+    c->sock = wp_tls_socket_wrap(&c->rs.base, &v->bufs, &v->dd, cctx, false, "server.local", &st);
     assert_non_null(c->sock);
     assert_int_equal(wp_tsock_connect(c->sock, &v->creq, (struct sockaddr *)&ss), 0);
     run_until_int(v, &c->connected, 1);
@@ -238,6 +250,7 @@ static int setup(void **state)
     env *v = calloc(1, sizeof(*v));
     assert_non_null(v);
     assert_int_equal(uv_loop_init(&v->loop), 0);
+    assert_int_equal(wp_deferred_init(&v->dd, &v->loop), 0);
     uv_timer_init(&v->loop, &v->guard);
     v->client.cap = v->server.cap = 256 * 1024;
     v->client.buf = malloc(v->client.cap);
@@ -264,13 +277,16 @@ static int teardown(void **state)
     env *v = *state;
     if (v->client.sock && !v->client.closed)
         wp_tsock_close(v->client.sock);
-    if (v->accepted && !v->server.closed)
+    if (v->accepted && !v->server.closed && !v->server.closing)
         wp_tsock_close(v->server.sock);
     if (v->listener.loop)
         uv_close((uv_handle_t *)&v->listener, NULL);
     uv_close((uv_handle_t *)&v->guard, NULL);
+    wp_deferred_close(&v->dd);
     uv_run(&v->loop, UV_RUN_DEFAULT);
+    wp_deferred_drain(&v->dd);
     assert_int_equal(uv_loop_close(&v->loop), 0);
+    wp_buf_pool_clear(&v->bufs);
     if (v->client.sock)
         assert_int_equal(v->client.closed, 1);
     wp_wreq_pool_free(&v->wreqs);
@@ -484,13 +500,151 @@ static void test_close_while_connecting(void **state)
     uv_tcp_getsockname(&v->listener, (struct sockaddr *)&ss, &len);
     end *c = &v->client;
     assert_int_equal(wp_raw_socket_init(&c->rs, &v->loop, &v->wreqs, &cbs, c), 0);
-    c->sock = wp_tls_socket_wrap(&c->rs.base, &v->loop, cctx, false, NULL, NULL);
+    c->sock = wp_tls_socket_wrap(&c->rs.base, &v->bufs, &v->dd, cctx, false, NULL, NULL);
     assert_int_equal(wp_tsock_connect(c->sock, &v->creq, (struct sockaddr *)&ss), 0);
     wp_tsock_close(c->sock);
     assert_int_equal(c->closed, 0);
     run_until_int(v, &c->closed, 1);
     assert_int_equal(c->connected, 1);
     assert_int_equal(c->connect_status, UV_ECANCELED);
+    wf_tls_ctx_free(cctx);
+}
+
+/* Buffers of the worker's free list both TLS sockets hold. */
+static size_t held(env *v)
+{
+    size_t n = 0;
+    if (v->client.sock && !v->client.closed)
+        n += wp_tls_socket_buffers(v->client.sock);
+    if (v->accepted && v->server_ctx && !v->server.closed)
+        n += wp_tls_socket_buffers(v->server.sock);
+    return n;
+}
+
+/* Runs the loop until nothing happens for ms milliseconds' worth of turns. */
+static void settle(env *v, int ms)
+{
+    uv_timer_t t;
+    uv_timer_init(&v->loop, &t);
+    uv_timer_start(&t, on_stop, (uint64_t)ms, 0);
+    uv_run(&v->loop, UV_RUN_DEFAULT);
+    uv_close((uv_handle_t *)&t, NULL);
+    uv_run(&v->loop, UV_RUN_NOWAIT);
+}
+
+/* Three small buffers of one write travel as one record: the server's owner is asked for
+ * room once and reads all of them in one go. An idle pair then holds no buffer of the
+ * worker's (rooms and waiting ciphertext are all back on the free list). */
+static void test_small_buffers_one_record(void **state)
+{
+    env *v = *state;
+    v->server_ctx = mkctx(true, &SRV, NULL, false, NULL);
+    wf_tls_ctx *cctx = mkctx(false, NULL, &CA, false, NULL);
+    start_pair(v, cctx);
+    assert_int_equal(v->client.connect_status, 0);
+    assert_int_equal(wp_tsock_read_start(v->client.sock), 0);
+    settle(v, 50); /* the tickets */
+    int before = v->server.allocs;
+    uv_buf_t b[3] = {uv_buf_init("GET / HTTP/1.1\r\n", 16), uv_buf_init("host: a\r\n", 9),
+                     uv_buf_init("\r\n", 2)};
+    assert_int_equal(wp_tsock_write(v->client.sock, b, 3), 0);
+    run_until_len(v, &v->server, 27);
+    assert_memory_equal(v->server.buf, "GET / HTTP/1.1\r\nhost: a\r\n\r\n", 27);
+    assert_int_equal(v->server.allocs - before, 1);
+    settle(v, 20);
+    assert_int_equal(held(v), 0);
+    wf_tls_ctx_free(cctx);
+}
+
+/* The server's owner does not read while the client writes 4 MiB: the kernel takes part of
+ * it (a partial write), then nothing (EAGAIN), so the rest waits and write() says pending;
+ * once the server reads, everything arrives in order, on_written(0) comes, and the buffers
+ * go back to the free list. */
+static void test_kernel_full_then_drained(void **state)
+{
+    env *v = *state;
+    v->server_ctx = mkctx(true, &SRV, NULL, false, NULL);
+    wf_tls_ctx *cctx = mkctx(false, NULL, &CA, false, NULL);
+    start_pair(v, cctx);
+    assert_int_equal(v->client.connect_status, 0);
+    settle(v, 20);
+    wp_tsock_read_stop(v->server.sock);
+    size_t big = 4u << 20;
+    char *data = malloc(big);
+    for (size_t i = 0; i < big; i++)
+        data[i] = (char)(i * 13 + i / 4096);
+    free(v->server.buf);
+    v->server.buf = malloc(big);
+    v->server.cap = big;
+    uv_buf_t b = uv_buf_init(data, (unsigned)big);
+    assert_int_equal(wp_tsock_write(v->client.sock, &b, 1), 1); /* more than the kernel takes */
+    assert_true(held(v) >= 1);                                  /* the ciphertext waiting */
+    memset(data, 0, 64); /* the caller's buffer is free at once */
+    settle(v, 50);
+    assert_int_equal(v->client.written, 0);
+    assert_int_equal(wp_tsock_read_start(v->server.sock), 0);
+    run_until_len(v, &v->server, big);
+    run_until_int(v, &v->client.written, 1);
+    assert_int_equal(v->client.write_status, 0);
+    for (size_t i = 64; i < big; i += 4093)
+        assert_int_equal(v->server.buf[i], (char)(i * 13 + i / 4096));
+    assert_int_equal(v->server.buf[big - 1], (char)((big - 1) * 13 + (big - 1) / 4096));
+    /* and the other way right after: the client's pending write is over */
+    uv_buf_t a = uv_buf_init("ok", 2);
+    assert_int_equal(wp_tsock_read_start(v->client.sock), 0);
+    assert_true(wp_tsock_write(v->server.sock, &a, 1) >= 0);
+    run_until_len(v, &v->client, 2);
+    settle(v, 20);
+    assert_int_equal(held(v), 0);
+    free(data);
+    wf_tls_ctx_free(cctx);
+}
+
+/* Records that arrived in one read while the owner stops after the first stay in the room
+ * (held, with the raw socket stopped); read_start delivers them from the loop with no new
+ * bytes from the peer, and the room goes back once they are read. */
+static void test_records_left_in_room(void **state)
+{
+    env *v = *state;
+    v->server_ctx = mkctx(true, &SRV, NULL, false, NULL);
+    wf_tls_ctx *cctx = mkctx(false, NULL, &CA, false, NULL);
+    start_pair(v, cctx);
+    assert_int_equal(v->client.connect_status, 0);
+    settle(v, 20);
+    v->server.cap = 5; /* room for the first record only */
+    const char *words[] = {"hello", "world", "again"};
+    for (int i = 0; i < 3; i++) {
+        uv_buf_t b = uv_buf_init((char *)words[i], 5);
+        assert_int_equal(wp_tsock_write(v->client.sock, &b, 1), 0);
+    }
+    run_until_int(v, &v->server.enobufs, 1);
+    assert_int_equal(v->server.len, 5);
+    assert_memory_equal(v->server.buf, "hello", 5);
+    assert_int_equal(held(v), 1); /* the room, holding "world" and "again" */
+    v->server.cap = 256;
+    assert_int_equal(wp_tsock_read_start(v->server.sock), 0);
+    assert_int_equal(v->server.len, 5); /* never from inside read_start */
+    run_until_len(v, &v->server, 15);
+    assert_memory_equal(v->server.buf, "helloworldagain", 15);
+    assert_int_equal(held(v), 0);
+    /* reading goes on with new bytes */
+    uv_buf_t b = uv_buf_init("more", 4);
+    assert_int_equal(wp_tsock_write(v->client.sock, &b, 1), 0);
+    run_until_len(v, &v->server, 19);
+    wf_tls_ctx_free(cctx);
+}
+
+/* The peer closes after the ClientHello: a connect failure, no buffer kept. */
+static void test_peer_closes_mid_handshake(void **state)
+{
+    env *v = *state;
+    v->plain_close = true;
+    wf_tls_ctx *cctx = mkctx(false, NULL, &CA, false, NULL);
+    start_pair(v, cctx);
+    assert_true(v->client.connect_status < 0);
+    assert_int_equal(cstat(v, "cluster.c.ssl.handshake"), 0);
+    settle(v, 20);
+    assert_int_equal(held(v), 0);
     wf_tls_ctx_free(cctx);
 }
 
@@ -505,6 +659,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_plaintext_server, setup, teardown),
         cmocka_unit_test_setup_teardown(test_client_cert_required, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_while_connecting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_small_buffers_one_record, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kernel_full_then_drained, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_records_left_in_room, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_peer_closes_mid_handshake, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -4,33 +4,42 @@
 #include "proxy/net/tls_socket.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define TLS_ROOM 16384u /* one TLS record of ciphertext per raw read */
+#define TLS_ROOM   WP_BUF_SIZE /* 16 KiB: a whole TLS record of ciphertext per raw read */
+#define TLS_GATHER 16384u      /* plaintext of a write gathered into one record */
 
 typedef struct wp_tls_socket {
     wp_tsock base; /* first: a wp_tsock * to it is a wp_tls_socket * */
     wp_tsock *raw;
     wf_tls_conn *conn;
+    wp_buf_pool *bufs;     /* the worker's: rooms and ciphertext waiting */
+    wp_deferred *dd;       /* the worker's: kick */
+    wp_deferred_item kick; /* delivers plaintext left in the engine from the loop */
+    wp_tls_stats stats;    /* stats.sh NULL: no stats */
+    /* ciphertext read into room->data[0, rend) and lent to the engine: its last
+     * wf_tls_conn_input_left bytes not consumed yet; the room is held only while bytes are in
+     * it (or the raw socket reads into it) */
+    wp_buf *room;
+    wp_buf *obuf; /* ciphertext waiting for the raw socket: obuf->data[0, olen), NULL none */
+    wp_buf *wbuf; /* ciphertext the raw socket is writing (queued in libuv), NULL none */
+    uint32_t rend, olen;
+    int werr;    /* the raw socket failed a write: the connection writes no more */
+    bool direct; /* the sink may write to the kernel at once (one record at a time) */
     bool server;
-    uv_timer_t kick;    /* delivers plaintext left in the engine from the loop */
-    uv_connect_t rreq;  /* the raw socket's connect */
-    wp_tls_stats stats; /* stats.sh NULL: no stats */
-    char *obuf;         /* ciphertext the raw socket is writing */
-    size_t ocap;
     bool want_read;      /* the owner reads */
     bool raw_reading;    /* the raw socket reads */
-    bool raw_wpending;   /* the raw socket has a write pending (obuf) */
+    bool raw_wpending;   /* the raw socket has a write pending (wbuf) */
     bool owner_wpending; /* the owner waits for on_written */
     bool connecting;     /* client: the owner waits for on_connected */
     bool hs_done, failed, closing, shut_wanted, shut_done, read_done;
-    bool obuf_settled; /* the handshake's ciphertext buffer was dropped (drop_obuf) */
+    bool free_on_kick; /* closed while the kick was queued: the kick frees the socket */
     int pending_err;   /* to deliver to the owner after the plaintext (UV_EOF...) */
-    int closed_handles;
     wp_tsock_ssl info;
-    char *room; /* the raw socket's ciphertext room: held from its alloc to its read only */
+    uv_connect_t rreq[]; /* a client's: the raw socket's connect (none on a server) */
 } wp_tls_socket;
 
 static void count(wp_tls_socket *t, int which)
@@ -70,50 +79,116 @@ static void raw_shutdown_if_due(wp_tls_socket *t)
     }
 }
 
-/* The ciphertext buffer of a write that is done: freed while the handshake runs and once
- * after it (its flights are a few KiB an idle connection need not keep), then kept when small
- * (small answers reuse it, no allocation per request) and freed when a burst made it large. */
-#define OBUF_KEEP 4096u
-
-static void drop_obuf(wp_tls_socket *t)
+/* Appends ciphertext to obuf (a buffer of the worker's, doubled when it is full). 0 or -1. */
+static int stage(wp_tls_socket *t, const char *data, size_t len)
 {
-    bool settled = t->obuf_settled;
-    t->obuf_settled = t->hs_done;
-    if (!settled || t->ocap > OBUF_KEEP) {
-        free(t->obuf);
-        t->obuf = NULL;
-        t->ocap = 0;
+    size_t need = t->olen + len;
+    if (need > UINT32_MAX)
+        return -1;
+    if (!t->obuf || need > t->obuf->cap) {
+        size_t cap = t->obuf && t->obuf->cap * 2 > need ? t->obuf->cap * 2 : need;
+        wp_buf *nb = wp_buf_pool_get(t->bufs, cap);
+        if (!nb)
+            return -1;
+        if (t->olen)
+            memcpy(nb->data, t->obuf->data, t->olen);
+        wp_buf_pool_put(t->bufs, t->obuf);
+        t->obuf = nb;
     }
+    memcpy(t->obuf->data + t->olen, data, len);
+    t->olen = (uint32_t)need;
+    return 0;
 }
 
-/* Hands the engine's pending ciphertext to the raw socket (unless a write is pending there:
- * it goes after it). 0, or -1 when the raw socket failed the write. */
+/* The engine's sink: a record of ciphertext. While the socket writes the owner's data
+ * (direct) and nothing waits before it, the kernel takes it at once, with no copy; what it
+ * does not take, and every record of the handshake, waits in obuf until flush() (so that a
+ * flight goes out in one write). */
+static int on_ciphertext(void *arg, const void *data, size_t len)
+{
+    wp_tls_socket *t = arg;
+    const char *p = data;
+    if (t->werr)
+        return 0; /* the connection failed: nothing more goes out */
+    if (t->direct && t->olen == 0 && !t->raw_wpending) {
+        uv_buf_t b = uv_buf_init((char *)p, (unsigned)len);
+        int n = wp_tsock_try_write(t->raw, &b, 1);
+        if (n >= 0 && (size_t)n == len)
+            return 0;
+        if (n < 0 && n != UV_EAGAIN && n != UV_ENOSYS) {
+            t->werr = n;
+            return 0;
+        }
+        if (n > 0) {
+            p += n;
+            len -= (size_t)n;
+        }
+    }
+    return stage(t, p, len);
+}
+
+/* Hands the ciphertext waiting in obuf to the raw socket (unless a write is pending there:
+ * it goes after it). 0, or -1 when the raw socket failed a write. */
 static int flush(wp_tls_socket *t)
 {
+    if (t->werr)
+        return -1;
     if (t->raw_wpending || t->closing || !t->conn)
         return 0;
-    size_t n = wf_tls_conn_out_pending(t->conn);
-    if (n == 0) {
+    if (t->olen == 0) {
         raw_shutdown_if_due(t);
         return 0;
     }
-    if (n > t->ocap) {
-        char *nb = realloc(t->obuf, n);
-        if (!nb)
-            return -1;
-        t->obuf = nb;
-        t->ocap = n;
+    wp_buf *b = t->obuf;
+    uv_buf_t ub = uv_buf_init(b->data, (unsigned)t->olen);
+    t->obuf = NULL;
+    t->olen = 0;
+    int r = wp_tsock_write(t->raw, &ub, 1);
+    if (r == 1) {
+        t->wbuf = b; /* until on_written */
+        t->raw_wpending = true;
+    } else {
+        wp_buf_pool_put(t->bufs, b);
     }
-    n = wf_tls_conn_out_take(t->conn, t->obuf, n);
-    uv_buf_t b = uv_buf_init(t->obuf, (unsigned)n);
-    int r = wp_tsock_write(t->raw, &b, 1);
-    if (r < 0)
+    if (r < 0) {
+        t->werr = UV_EPIPE;
         return -1;
-    t->raw_wpending = r == 1;
-    if (!t->raw_wpending)
-        drop_obuf(t);
+    }
     raw_shutdown_if_due(t);
     return 0;
+}
+
+/* Encrypts the owner's buffers: small ones gathered into one record (one encryption, one
+ * record header, as one contiguous buffer would be), large ones as they are; the records go
+ * to the kernel directly when it takes them. 0, or -1 on failure. */
+static int encrypt(wp_tls_socket *t, const uv_buf_t *bufs, unsigned n)
+{
+    char gather[TLS_GATHER];
+    size_t used = 0;
+    int r = WF_TLS_OK;
+    t->direct = true;
+    for (unsigned i = 0; i < n && r == WF_TLS_OK; i++) {
+        if (bufs[i].len == 0)
+            continue;
+        if (n == 1 || bufs[i].len > TLS_GATHER / 2) {
+            if (used)
+                r = wf_tls_conn_write(t->conn, gather, used);
+            used = 0;
+            if (r == WF_TLS_OK)
+                r = wf_tls_conn_write(t->conn, bufs[i].base, bufs[i].len);
+            continue;
+        }
+        if (used + bufs[i].len > sizeof(gather)) {
+            r = wf_tls_conn_write(t->conn, gather, used);
+            used = 0;
+        }
+        memcpy(gather + used, bufs[i].base, bufs[i].len);
+        used += bufs[i].len;
+    }
+    if (used && r == WF_TLS_OK)
+        r = wf_tls_conn_write(t->conn, gather, used);
+    t->direct = false;
+    return r == WF_TLS_OK && !t->werr ? 0 : -1;
 }
 
 /* ---------- delivering plaintext ---------- */
@@ -171,9 +246,39 @@ static void deliver(wp_tls_socket *t)
     }
 }
 
-static void on_kick(uv_timer_t *tm)
+/* The room goes back to the worker once the engine consumed what it lent (the rest of it,
+ * left while the owner does not read, is kept). */
+static void settle_room(wp_tls_socket *t)
 {
-    deliver(tm->data);
+    if (!t->room)
+        return;
+    size_t left = t->conn ? wf_tls_conn_input_left(t->conn) : 0;
+    if (left && !t->closing && !t->failed && !t->read_done)
+        return;
+    if (t->conn)
+        wf_tls_conn_lend(t->conn, NULL, 0);
+    wp_buf_pool_put(t->bufs, t->room);
+    t->room = NULL;
+}
+
+static void free_socket(wp_tls_socket *t)
+{
+    wf_tls_conn_free(t->conn);
+    wp_buf_pool_put(t->bufs, t->room);
+    wp_buf_pool_put(t->bufs, t->obuf);
+    wp_buf_pool_put(t->bufs, t->wbuf);
+    free(t);
+}
+
+static void on_kick(wp_deferred_item *it)
+{
+    wp_tls_socket *t = (wp_tls_socket *)(void *)((char *)it - offsetof(wp_tls_socket, kick));
+    if (t->free_on_kick) {
+        free_socket(t);
+        return;
+    }
+    deliver(t);
+    settle_room(t);
 }
 
 /* ---------- the handshake ---------- */
@@ -198,7 +303,9 @@ static void handshake_done(wp_tls_socket *t)
         count(t, WP_SSL_session_reused);
     if (t->server && wf_tls_conn_no_peer_cert(t->conn))
         count(t, WP_SSL_no_certificate);
-    const wf_tls_info *i = wf_tls_conn_info(t->conn);
+    wf_tls_info ii;
+    wf_tls_conn_info(t->conn, &ii);
+    const wf_tls_info *i = &ii;
     count_named(t, "ciphers", i->cipher);
     count_named(t, "versions", i->version);
     count_named(t, "curves", i->curve);
@@ -266,12 +373,25 @@ static void step(wp_tls_socket *t)
 
 /* ---------- the raw socket's callbacks ---------- */
 
+/* The raw socket reads into the room, after the bytes the engine has not consumed yet (moved
+ * to its front first); a new room comes from the worker's free list. */
 static void r_alloc(void *owner, uv_buf_t *buf)
 {
     wp_tls_socket *t = owner;
-    if (!t->room)
-        t->room = malloc(TLS_ROOM);
-    *buf = t->room ? uv_buf_init(t->room, TLS_ROOM) : uv_buf_init(NULL, 0);
+    size_t left = t->room && t->conn ? wf_tls_conn_input_left(t->conn) : 0;
+    if (!t->room) {
+        t->room = wp_buf_pool_get(t->bufs, TLS_ROOM);
+        t->rend = 0;
+    } else if (left < t->rend) { /* consumed bytes before the rest: it moves to the front */
+        memmove(t->room->data, t->room->data + t->rend - left, left);
+        t->rend = (uint32_t)left;
+        wf_tls_conn_lend(t->conn, t->room->data, left);
+    }
+    if (!t->room || t->rend == t->room->cap) { /* none, or full: the raw socket stops */
+        *buf = uv_buf_init(NULL, 0);
+        return;
+    }
+    *buf = uv_buf_init(t->room->data + t->rend, (unsigned)(t->room->cap - t->rend));
 }
 
 static void r_on_read(void *owner, ssize_t n)
@@ -279,38 +399,42 @@ static void r_on_read(void *owner, ssize_t n)
     wp_tls_socket *t = owner;
     if (t->closing)
         return;
-    if (n > 0) {
-        /* the engine copies the ciphertext in: the room goes (an idle connection holds none) */
-        int r = t->conn ? wf_tls_conn_feed(t->conn, t->room, (size_t)n) : WF_TLS_OK;
-        free(t->room);
-        t->room = NULL;
-        if (r != WF_TLS_OK) {
-            n = UV_ENOMEM;
-        } else {
-            step(t);
-            return;
-        }
+    if (n > 0) { /* lent to the engine as they are: no copy */
+        size_t left = t->conn ? wf_tls_conn_input_left(t->conn) : 0;
+        t->rend += (uint32_t)n;
+        if (t->conn)
+            wf_tls_conn_lend(t->conn, t->room->data + t->rend - n - left, left + (size_t)n);
+        step(t);
+        settle_room(t);
+        return;
+    }
+    if (n == UV_ENOBUFS && t->room) { /* the room is full of records the owner has not read */
+        t->raw_reading = false;       /* the raw socket stopped: read_start starts it again */
+        return;
     }
     /* end of stream or an error of the TCP connection */
     t->raw_reading = false;
     if (!t->hs_done && !t->failed) {
+        t->failed = true;
         if (t->connecting) {
             t->connecting = false;
             t->base.cbs->on_connected(t->base.owner, (int)n);
+            settle_room(t);
             return;
         }
-        t->failed = true;
     }
     if (!t->pending_err)
         t->pending_err = (int)n;
     deliver(t);
+    settle_room(t);
 }
 
 static void r_on_written(void *owner, int status)
 {
     wp_tls_socket *t = owner;
     t->raw_wpending = false;
-    drop_obuf(t);
+    wp_buf_pool_put(t->bufs, t->wbuf);
+    t->wbuf = NULL;
     if (status == 0 && !t->closing && flush(t) < 0)
         status = UV_EPIPE;
     if (t->raw_wpending && status == 0)
@@ -336,10 +460,10 @@ static void r_on_connected(void *owner, int status)
     step(t); /* the ClientHello */
 }
 
-static void closed_one(wp_tls_socket *t)
+static void r_on_closed(void *owner)
 {
-    if (++t->closed_handles < 2)
-        return;
+    wp_tls_socket *t = owner;
+    t->closing = true;
     if (t->connecting) {
         t->connecting = false;
         t->base.cbs->on_connected(t->base.owner, UV_ECANCELED);
@@ -349,20 +473,10 @@ static void closed_one(wp_tls_socket *t)
         t->base.cbs->on_written(t->base.owner, UV_ECANCELED);
     }
     t->base.cbs->on_closed(t->base.owner);
-    wf_tls_conn_free(t->conn);
-    free(t->obuf);
-    free(t->room);
-    free(t);
-}
-
-static void r_on_closed(void *owner)
-{
-    closed_one(owner);
-}
-
-static void on_kick_closed(uv_handle_t *h)
-{
-    closed_one(h->data);
+    if (t->kick.destroy) /* queued: the deferred list still points at it */
+        t->free_on_kick = true;
+    else
+        free_socket(t);
 }
 
 static const wp_tsock_cbs raw_cbs = {
@@ -390,7 +504,7 @@ static int tls_read_start(wp_tsock *s)
         t->raw_reading = true;
     }
     if (t->pending_err || (t->hs_done && wf_tls_conn_readable(t->conn)))
-        uv_timer_start(&t->kick, on_kick, 0, 0);
+        wp_deferred_delete(t->dd, &t->kick, on_kick);
     return 0;
 }
 
@@ -405,11 +519,8 @@ static void tls_read_stop(wp_tsock *s)
 static int tls_write(wp_tsock *s, uv_buf_t *bufs, unsigned n)
 {
     wp_tls_socket *t = (wp_tls_socket *)s;
-    if (t->closing || t->failed || !t->hs_done)
+    if (t->closing || t->failed || !t->hs_done || encrypt(t, bufs, n) != 0)
         return -1;
-    for (unsigned i = 0; i < n; i++)
-        if (bufs[i].len && wf_tls_conn_write(t->conn, bufs[i].base, bufs[i].len) != WF_TLS_OK)
-            return -1;
     if (flush(t) < 0)
         return -1;
     if (!t->raw_wpending)
@@ -426,11 +537,10 @@ static int tls_try_write(wp_tsock *s, const uv_buf_t *bufs, unsigned n)
     if (!t->hs_done || t->raw_wpending)
         return UV_EAGAIN;
     size_t total = 0;
-    for (unsigned i = 0; i < n; i++) {
-        if (bufs[i].len && wf_tls_conn_write(t->conn, bufs[i].base, bufs[i].len) != WF_TLS_OK)
-            return UV_EPROTO;
+    for (unsigned i = 0; i < n; i++)
         total += bufs[i].len;
-    }
+    if (encrypt(t, bufs, n) != 0)
+        return t->werr ? UV_EPIPE : UV_EPROTO;
     if (flush(t) < 0)
         return UV_EPIPE;
     return (int)total; /* encrypted and handed on: the rest follows the raw socket's queue */
@@ -454,16 +564,16 @@ static void tls_close(wp_tsock *s)
         return;
     /* Envoy's SslSocket::closeSocket: close_notify first, as far as the kernel takes it */
     if (t->hs_done && !t->failed && !t->raw_wpending && !t->shut_wanted) {
+        t->direct = true;
         wf_tls_conn_shutdown(t->conn);
-        char note[128];
-        size_t n = wf_tls_conn_out_take(t->conn, note, sizeof(note));
-        uv_buf_t b = uv_buf_init(note, (unsigned)n);
-        if (n)
-            wp_tsock_try_write(t->raw, &b, 1);
+        t->direct = false;
     }
     t->closing = true;
     t->raw_reading = false;
-    uv_close((uv_handle_t *)&t->kick, on_kick_closed);
+    settle_room(t);
+    wp_buf_pool_put(t->bufs, t->obuf); /* what the kernel did not take */
+    t->obuf = NULL;
+    t->olen = 0;
     wp_tsock_close(t->raw);
 }
 
@@ -473,7 +583,7 @@ static int tls_connect(wp_tsock *s, uv_connect_t *req, const struct sockaddr *ad
     (void)req; /* the owner's; the TLS socket connects the raw one with its own */
     if (t->closing || t->server)
         return UV_EINVAL;
-    int r = wp_tsock_connect(t->raw, &t->rreq, addr);
+    int r = wp_tsock_connect(t->raw, t->rreq, addr);
     if (r == 0)
         t->connecting = true;
     return r;
@@ -527,11 +637,6 @@ static const wp_tsock_ops tls_ops = {
     .peer_cert = tls_peer_cert,
 };
 
-static void free_on_close(uv_handle_t *h)
-{
-    free(h->data);
-}
-
 /* <kind>.<name>.<server|client>_ssl_socket_factory.<downstream|upstream>_context_secrets_
  * not_ready, registered on first use (Envoy's SslSocketFactoryStats). */
 static void count_not_ready(const wp_tls_stats *st, bool server)
@@ -546,19 +651,21 @@ static void count_not_ready(const wp_tls_stats *st, bool server)
         wp_stat_add(st->sh, wp_stats_counter(st->sh->store, n), 1);
 }
 
-wp_tsock *wp_tls_socket_wrap(wp_tsock *raw, uv_loop_t *loop, wf_tls_ctx *ctx, bool server,
-                             const char *sni, const wp_tls_stats *stats)
+wp_tsock *wp_tls_socket_wrap(wp_tsock *raw, wp_buf_pool *bufs, wp_deferred *dd, wf_tls_ctx *ctx,
+                             bool server, const char *sni, const wp_tls_stats *stats)
 {
-    wp_tls_socket *t = calloc(1, sizeof(*t));
+    wp_tls_socket *t = calloc(1, sizeof(*t) + (server ? 0 : sizeof(uv_connect_t)));
     if (!t)
         return NULL;
     t->conn = ctx ? wf_tls_conn_new(ctx, sni) : NULL;
-    if ((ctx && !t->conn) || uv_timer_init(loop, &t->kick) != 0) {
-        wf_tls_conn_free(t->conn);
+    if (ctx && !t->conn) {
         free(t);
         return NULL;
     }
-    t->kick.data = t;
+    if (t->conn)
+        wf_tls_conn_set_sink(t->conn, on_ciphertext, t);
+    t->bufs = bufs;
+    t->dd = dd;
     t->base = (wp_tsock){.ops = &tls_ops, .cbs = raw->cbs, .owner = raw->owner};
     t->raw = raw;
     t->server = server;
@@ -574,13 +681,16 @@ wp_tsock *wp_tls_socket_wrap(wp_tsock *raw, uv_loop_t *loop, wf_tls_ctx *ctx, bo
             raw->cbs = t->base.cbs;
             raw->owner = t->base.owner;
             wf_tls_conn_free(t->conn);
-            /* the timer handle must be closed before its memory goes */
-            t->closed_handles = 1;
-            t->conn = NULL;
-            uv_close((uv_handle_t *)&t->kick, free_on_close);
+            free(t);
             return NULL;
         }
         t->raw_reading = true;
     }
     return &t->base;
+}
+
+size_t wp_tls_socket_buffers(const wp_tsock *s)
+{
+    const wp_tls_socket *t = (const wp_tls_socket *)s;
+    return (t->room != NULL) + (t->obuf != NULL) + (t->wbuf != NULL);
 }

@@ -66,7 +66,8 @@ static void new_connection(wp_dconn *d, const wp_lf_socket *sock, bool ok)
     if (fc->tls) { /* the chain's DownstreamTlsContext: TLS over the accepted socket */
         wp_tls_stats st = {d->w->stats, d->ls->ssl, "listener", d->listener->stat_name};
         wf_tls_ctx *ctx = wp_tls_config_acquire(fc->tls); /* NULL: SDS secrets not ready */
-        wp_tsock *t = wp_tls_socket_wrap(d->sock, &d->w->loop, ctx, true, NULL, &st);
+        wp_tsock *t =
+            wp_tls_socket_wrap(d->sock, &d->w->bufs, &d->w->deferred, ctx, true, NULL, &st);
         wf_tls_ctx_free(ctx);
         if (!t) {
             wp_dconn_close(d); /* before the chain: nothing was counted for it */

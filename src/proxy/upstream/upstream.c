@@ -444,7 +444,7 @@ static void connect_new(wp_pool *p, int host, wp_pool_req *rq)
         wp_tls_stats st = {w->stats, wp_pool_gen(p)->pstats->clusters[p->cluster].ssl, "cluster",
                            c->alt_stat_name ? c->alt_stat_name : c->name};
         wf_tls_ctx *ctx = wp_tls_config_acquire(tc); /* NULL: SDS secrets not ready */
-        if ((tls = wp_tls_socket_wrap(u->sock, &w->loop, ctx, false, tc->sni, &st)))
+        if ((tls = wp_tls_socket_wrap(u->sock, &w->bufs, &w->deferred, ctx, false, tc->sni, &st)))
             u->sock = tls;
         wf_tls_ctx_free(ctx);
     }
