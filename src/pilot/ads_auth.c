@@ -19,10 +19,11 @@ void wf_ads_set_secure_auth(wf_ads *a, const struct wf_ca_server *cas)
 int wf_ads_authenticate(wf_ads_conn *c, wf_h2_call *call)
 {
     wf_ads *a = c->ads;
-    const wf_tls_info *ti = wf_h2_conn_tls_info(wf_h2_call_conn(call));
-    if (!ti || !a->auth) /* the plaintext port, or XDS_AUTH=false */
+    wf_tls_info ti;
+    if (!wf_h2_conn_tls_info(wf_h2_call_conn(call), &ti) ||
+        !a->auth) /* the plaintext port, or XDS_AUTH=false */
         return 0;
-    wf_xds_authn_in in = {.peer_uri_sans = ti->peer_uri_sans,
+    wf_xds_authn_in in = {.peer_uri_sans = ti.peer_uri_sans,
                           .authorization = wf_h2_call_metadata(call, "authorization"),
                           .key = wf_ca_server_token_key(a->auth),
                           .trust_domain = wf_ca_server_trust_domain(a->auth),

@@ -240,9 +240,9 @@ const char *wf_h2_call_metadata(const wf_h2_call *call, const char *name);
 int wf_h2_conn_peer(const wf_h2_conn *conn, char *out, size_t cap);
 
 /* The connection's TLS facts (tls/tls.h wf_tls_info: the peer's verified certificate's URI SANs,
- * ALPN, ...) once its handshake is done; NULL for a plaintext connection (or before). Valid
- * until on_conn_closed. */
-const wf_tls_info *wf_h2_conn_tls_info(const wf_h2_conn *conn);
+ * ALPN, ...) into *out once its handshake is done: true; false for a plaintext connection (or
+ * before). The strings are valid until on_conn_closed. */
+bool wf_h2_conn_tls_info(const wf_h2_conn *conn, wf_tls_info *out);
 
 /* Human-readable name of a reason ("keepalive timeout", ...). */
 const char *wf_h2_end_reason_str(wf_h2_end_reason r);

@@ -94,9 +94,10 @@ wreq *wf_h2_tls_encrypt(wf_h2_conn *c, wreq *plain)
     return ok ? wf_h2_tls_pending(c) : NULL;
 }
 
-const wf_tls_info *wf_h2_conn_tls_info(const wf_h2_conn *conn)
+bool wf_h2_conn_tls_info(const wf_h2_conn *conn, wf_tls_info *out)
 {
     if (!conn || !conn->tls || !wf_tls_conn_handshake_done(conn->tls))
-        return NULL;
-    return wf_tls_conn_info(conn->tls);
+        return false;
+    wf_tls_conn_info(conn->tls, out);
+    return true;
 }
