@@ -2,7 +2,8 @@
 line-based TCP server (Python socketserver, in this process): bytes both ways, half-close, a
 100 MB transfer with the proxy's RSS bounded, weighted clusters, Istio's TCP access-log line
 with UH, UF,URX and UO, idle_timeout, network RBAC ahead of the TCP proxy, and the
-tcp.<stat_prefix>.* and cluster stats.
+tcp.<stat_prefix>.* and cluster stats, mTLS between two proxies for TCP (an UpstreamTlsContext
+to a chain that requires a client certificate), and the loader's errors.
 """
 import os
 import re
@@ -14,6 +15,7 @@ import time
 import pytest
 
 from procs import free_port
+from test_proxy_tls import CLIENT_SAN, SNI, certs, downstream_tls, upstream_tls  # noqa: F401
 from proxyfix import (ISTIO_TEXT_FORMAT, ISTIO_TEXT_RE, access_log, bootstrap, cluster,  # noqa: F401
                       proxy_factory)
 
@@ -328,3 +330,39 @@ def test_loader_errors_name_the_field(proxy_factory, tmp_path):
                            text=True, timeout=10)
         assert r.returncode != 0
         assert "typed_config." in r.stderr and want in r.stderr, r.stderr
+
+
+def test_mtls_between_two_proxies_for_tcp(certs, tcp_server, proxy_factory):  # noqa: F811
+    """A client-side proxy's cluster with an UpstreamTlsContext (client certificate, SAN check,
+    SNI) to a server-side proxy whose chain requires a client certificate; both chains are
+    tcp_proxy. The server side logs the client's SPIFFE URI SAN and the SNI."""
+    port = tcp_server()
+    fmt = "%RESPONSE_FLAGS% %DOWNSTREAM_PEER_URI_SAN% %REQUESTED_SERVER_NAME% %BYTES_RECEIVED%\n"
+    server_bs = tcp_bootstrap([cluster("app", [port])], cluster_name="app")
+    lst = server_bs["static_resources"]["listeners"][0]
+    lst["filter_chains"][0]["transport_socket"] = downstream_tls(certs, require=True,
+                                                                 alpn=("istio",))
+    lst["filter_chains"][0]["filters"][-1]["typed_config"]["access_log"] = [
+        access_log(path="@LOG:srv@", fmt=fmt)]
+    server = proxy_factory(server_bs)
+    client = proxy_factory(tcp_bootstrap([cluster("backend", [server.port],
+                                                  transport_socket=upstream_tls(certs))]))
+    s = connect(client)
+    s.sendall(b"over mtls\n")
+    assert recv_until(s, b"over mtls\n") == b"over mtls\n"
+    s.shutdown(socket.SHUT_WR)
+    assert recv_until(s, b"\n") == b"EOF 10\n"
+    s.close()
+    assert server.access_log_lines(1, name="srv")[0] == "- %s %s 10" % (CLIENT_SAN, SNI)
+    assert log_line(client)["response_flags"] == "-"
+    assert client.wait_stat("cluster.backend.ssl.handshake", 1)["cluster.backend.ssl.handshake"] == 1
+    # an upstream TLS context that does not trust the server's CA: UF with the TLS error
+    bad = proxy_factory(tcp_bootstrap([cluster("backend", [server.port],
+                                               transport_socket=upstream_tls(certs,
+                                                                             ca="other_ca.crt"))]))
+    s = connect(bad)
+    assert s.recv(10) == b""
+    s.close()
+    m = log_line(bad)
+    assert m["response_flags"] == "UF,URX"
+    assert m["upstream_transport_failure_reason"].startswith("TLS_error:"), m.group(0)
