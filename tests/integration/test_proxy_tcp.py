@@ -36,6 +36,17 @@ class _Handler(socketserver.BaseRequestHandler):
         conn.settimeout(30)
         if srv.mode == "NAME":
             conn.sendall(srv.name.encode() + b"\n")
+        if srv.mode == "FINFIRST":  # says bye and half-closes at once, then keeps reading
+            conn.sendall(b"bye\n")
+            conn.shutdown(socket.SHUT_WR)
+            n = 0
+            while True:
+                data = conn.recv(65536)
+                if not data:
+                    break
+                n += len(data)
+            srv.received.append(n)
+            return
         n = 0
         while True:
             try:
@@ -65,7 +76,7 @@ def tcp_server():
 
     def start(mode="ECHO", name="s"):
         srv = _Server(("127.0.0.1", 0), _Handler)
-        srv.mode, srv.name = mode, name
+        srv.mode, srv.name, srv.received = mode, name, []
         threading.Thread(target=srv.serve_forever, daemon=True).start()
         servers.append(srv)
         return srv.server_address[1]
@@ -149,16 +160,21 @@ def test_bytes_both_ways_and_half_close(tcp_server, proxy_factory):
 
 
 def test_upstream_half_close_keeps_the_other_direction(tcp_server, proxy_factory):
-    """The server closes its side first ("NAME" answers, then we half-close after it)."""
-    port = tcp_server()
-    p = proxy_factory(tcp_bootstrap([cluster("backend", [port])]))
+    """The server half-closes first: its end of stream reaches the client, and the client's
+    bytes sent after it still reach the server."""
+    srv_port = tcp_server(mode="FINFIRST")
+    p = proxy_factory(tcp_bootstrap([cluster("backend", [srv_port])]))
     s = connect(p)
-    s.sendall(b"a" * 1000)
-    assert len(recv_until(s, b"a" * 1000)) == 1000
+    assert recv_until(s, b"\n") == b"bye\n"
+    assert s.recv(10) == b""  # the server's FIN, passed on
+    time.sleep(0.2)
+    s.sendall(b"a" * 100000)  # the other direction is still open
     s.shutdown(socket.SHUT_WR)
-    assert recv_until(s, b"\n") == b"EOF 1000\n"
-    assert s.recv(10) == b""
     s.close()
+    st = p.wait_stat("cluster.backend.upstream_cx_tx_bytes_total", 100000)
+    assert st["cluster.backend.upstream_cx_tx_bytes_total"] == 100000
+    m = log_line(p)
+    assert (m["bytes_received"], m["bytes_sent"], m["response_flags"]) == ("100000", "4", "-")
 
 
 def rss_kb(pid):
