@@ -9,6 +9,7 @@ import os
 import re
 import socket
 import socketserver
+import struct
 import threading
 import time
 
@@ -36,6 +37,13 @@ class _Handler(socketserver.BaseRequestHandler):
         conn.settimeout(30)
         if srv.mode == "NAME":
             conn.sendall(srv.name.encode() + b"\n")
+        if srv.mode == "RESET":  # answers one chunk, then resets the connection
+            conn.recv(65536)
+            conn.sendall(b"partial\n")
+            time.sleep(0.1)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            conn.close()
+            return
         if srv.mode == "FINFIRST":  # says bye and half-closes at once, then keeps reading
             conn.sendall(b"bye\n")
             conn.shutdown(socket.SHUT_WR)
@@ -254,6 +262,54 @@ def test_connect_refused_uf_urx_and_retries(proxy_factory):
     st = p.stats()
     assert st["cluster.backend.upstream_cx_connect_fail"] == 3
     assert st["cluster.backend.upstream_cx_connect_attempts_exceeded"] == 1
+
+
+def test_upstream_reset_closes_the_downstream(tcp_server, proxy_factory):
+    port = tcp_server(mode="RESET")
+    p = proxy_factory(tcp_bootstrap([cluster("backend", [port])]))
+    s = connect(p)
+    s.sendall(b"hello\n")
+    assert recv_until(s, b"partial\n") == b"partial\n"
+    try:
+        rest = s.recv(10)
+    except ConnectionResetError:
+        rest = b""
+    assert rest == b""
+    s.close()
+    m = log_line(p)
+    assert (m["bytes_received"], m["bytes_sent"]) == ("6", "8")
+    st = p.stats()
+    assert st["cluster.backend.upstream_cx_destroy_remote"] == 1
+
+
+def test_connect_timeout_uf(proxy_factory):
+    """A listening socket whose accept queue is full leaves the SYN unanswered: the cluster's
+    connect_timeout fires (UF, upstream_cx_connect_timeout), then the attempts are used up."""
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(0)
+    fillers = []
+    try:
+        for _ in range(8):  # fill the backlog (nobody accepts)
+            f = socket.socket()
+            f.setblocking(False)
+            f.connect_ex(lsock.getsockname())
+            fillers.append(f)
+        time.sleep(0.2)
+        port = lsock.getsockname()[1]
+        p = proxy_factory(tcp_bootstrap([cluster("backend", [port], connect_timeout="0.25s")]))
+        s = connect(p)
+        t0 = time.monotonic()
+        assert s.recv(10) == b""
+        assert time.monotonic() - t0 >= 0.2
+        s.close()
+        m = log_line(p)
+        assert m["response_flags"] == "UF,URX"
+        assert p.stats()["cluster.backend.upstream_cx_connect_timeout"] == 1
+    finally:
+        for f in fillers:
+            f.close()
+        lsock.close()
 
 
 def test_missing_cluster_nc(proxy_factory):
