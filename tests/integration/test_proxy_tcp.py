@@ -162,6 +162,8 @@ def test_bytes_both_ways_and_half_close(tcp_server, proxy_factory):
     assert st["tcp.tcp_in.downstream_cx_tx_bytes_total"] == 19
     assert st["cluster.backend.upstream_cx_total"] == 1
     assert st["listener.127.0.0.1_%d.downstream_cx_total" % p.port] == 1
+    status, _, body = p.admin("/config_dump")
+    assert status == 200 and b"envoy.filters.network.tcp_proxy" in body
     # on /stats/prometheus with Envoy's default tag (envoy.tcp_prefix)
     status, _, body = p.admin("/stats/prometheus")
     assert 'envoy_tcp_downstream_cx_total{envoy_tcp_prefix="tcp_in"} 1' in body.decode()
