@@ -28,6 +28,7 @@ typedef struct wp_tcp_session {
     wp_buf *dbuf;
     size_t dlen;
     size_t ubuffered;        /* upstream bytes pinned in u->rbuf while written downstream */
+    bool down_bulk, up_bulk; /* the last read of that side filled its buffer */
     bool reading;            /* the downstream socket is read */
     bool up_writing;         /* a write of dbuf to the upstream is pending */
     bool down_writing;       /* a write of upstream bytes downstream is pending */
@@ -45,8 +46,10 @@ typedef struct wp_tcp_session {
 } wp_tcp_session;
 
 /* Bytes read per direction at a time: one read buffer per direction, held while its bytes are
- * written to the other side (the back-pressure bound). 64 KiB: a quarter of the syscalls of the
- * HTTP path's 16 KiB buffers on bulk transfers (bench/run_tcp.sh). */
+ * written to the other side (the back-pressure bound). A direction whose last read filled its
+ * buffer (a bulk transfer) reads into 64 KiB (a quarter of the syscalls of the HTTP path's
+ * 16 KiB buffers, bench/run_tcp.sh); otherwise its buffer goes back to the worker as soon as
+ * it is empty, so an idle connection holds none (and the next read takes a 16 KiB one). */
 #define WP_TCP_BUF (64u * 1024u)
 
 static void tcp_connect(wp_tcp_session *s);
@@ -65,6 +68,31 @@ static void cstat(wp_tcp_session *s, int which, int64_t delta)
 static uint64_t now_ms(const wp_tcp_session *s)
 {
     return uv_now(&s->d->w->loop);
+}
+
+/* ---------- buffers ---------- */
+
+/* dbuf is empty: kept for the next read of a bulk transfer, else back to the worker. */
+static void down_buf_drained(wp_tcp_session *s)
+{
+    s->dlen = 0;
+    if (s->dbuf && (!s->down_bulk || s->dbuf->cap < WP_TCP_BUF)) {
+        wp_buf_put(s->d->w, s->dbuf);
+        s->dbuf = NULL;
+    }
+}
+
+/* u's read buffer is empty (rstart == rlen): the same for the upstream side; a bulk transfer
+ * gets its 64 KiB buffer here (u_on_alloc would take a 16 KiB one). */
+static void up_buf_drained(wp_tcp_session *s, wp_uconn *u)
+{
+    if (!u->rbuf || u->pinned || u->rstart != u->rlen)
+        return;
+    u->rstart = u->rlen = 0;
+    if (s->up_bulk && u->rbuf->cap >= WP_TCP_BUF)
+        return;
+    wp_buf_put(s->d->w, u->rbuf);
+    u->rbuf = s->up_bulk ? wp_buf_get(s->d->w, WP_TCP_BUF) : NULL;
 }
 
 /* ---------- reading and writing ---------- */
@@ -128,7 +156,7 @@ static void forward_up(wp_tcp_session *s)
         }
         return;
     }
-    s->dlen = 0;
+    down_buf_drained(s);
 }
 
 /* ---------- the downstream socket (the session's while the connection lives) ---------- */
@@ -137,7 +165,7 @@ static void d_alloc(void *owner, uv_buf_t *buf)
 {
     wp_tcp_session *s = owner;
     if (!s->dbuf)
-        s->dbuf = wp_buf_get(s->d->w, WP_TCP_BUF);
+        s->dbuf = wp_buf_get(s->d->w, s->down_bulk ? WP_TCP_BUF : WP_BUF_SIZE);
     if (!s->dbuf || s->dlen == s->dbuf->cap) {
         *buf = uv_buf_init(NULL, 0);
         return;
@@ -168,6 +196,7 @@ static void d_read(void *owner, ssize_t n)
         return;
     }
     s->dlen += (size_t)n;
+    s->down_bulk = s->dlen == s->dbuf->cap;
     s->si.bytes_received += (uint64_t)n;
     s->si.wire_bytes_received += (uint64_t)n;
     s->last_activity = now_ms(s);
@@ -193,6 +222,7 @@ static void d_written(void *owner, int status)
     if (s->u) {
         s->u->rstart = s->u->rlen;
         s->u->pinned = false;
+        up_buf_drained(s, s->u);
         if (!s->up_eof) {
             wp_uconn_resume_read(s->u);
             cstat(s, WP_S_upstream_flow_control_resumed_reading_total, 1);
@@ -221,8 +251,8 @@ static void u_data(void *owner, wp_uconn *u, size_t n)
 {
     wp_tcp_session *s = owner;
     wp_dconn *d = s->d;
-    (void)n;
     size_t len = u->rlen - u->rstart;
+    s->up_bulk = n == u->rbuf->cap || u->rlen == u->rbuf->cap;
     s->si.bytes_sent += len;
     s->si.wire_bytes_sent += len;
     s->si.upstream_wire_bytes_received += len;
@@ -244,6 +274,7 @@ static void u_data(void *owner, wp_uconn *u, size_t n)
         return;
     }
     u->rstart = u->rlen;
+    up_buf_drained(s, u);
 }
 
 static void u_eof(void *owner, wp_uconn *u)
@@ -263,7 +294,7 @@ static void u_written(void *owner, wp_uconn *u)
     (void)u;
     s->up_writing = false;
     tstat(s, WP_TS_downstream_cx_rx_bytes_buffered, -(int64_t)s->dlen);
-    s->dlen = 0;
+    down_buf_drained(s);
     s->last_activity = now_ms(s);
     if (s->down_eof) {
         shut_upstream(s);
@@ -311,14 +342,6 @@ static void pool_ready(void *ctx, wp_uconn *u, int host)
     s->host = host;
     wp_uconn_attach(u, &tcp_up_cbs, s);
     u->half_close = true;
-    if (!u->rbuf || (u->rbuf->cap < WP_TCP_BUF && u->rlen == 0)) { /* the upstream's buffer */
-        wp_buf *nb = wp_buf_get(d->w, WP_TCP_BUF);
-        if (nb) {
-            wp_buf_put(d->w, u->rbuf);
-            u->rbuf = nb;
-            u->rlen = u->rstart = 0;
-        }
-    }
     s->si.upstream_host = c->endpoints[host].addr.text;
     snprintf(s->upstream_local, sizeof s->upstream_local, "%s", u->local);
     s->si.upstream_local = s->upstream_local;
