@@ -166,7 +166,7 @@ static void test_labels_source(void **state)
 {
     (void)state;
     wp_istio_local loc = local_frontend();
-    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL};
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL, 0};
     wp_istio_workload peer = sample();
     wp_istio_labels l;
     wp_istio_labels_build(&f, &peer, NULL, S("catalog.shop.svc.cluster.local"), S("catalog"), "200",
@@ -191,7 +191,7 @@ static void test_labels_destination(void **state)
     (void)state;
     wp_istio_local loc = {0};
     loc.w = sample();
-    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_DESTINATION, true, &loc, NULL};
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_DESTINATION, true, &loc, NULL, 0};
     wp_istio_labels l;
     wp_istio_labels_build(&f, NULL, NULL, S(NULL), S(NULL), "0", "DC", &l);
     assert_true(eq(l.v[0], "destination"));
@@ -213,7 +213,7 @@ static void test_labels_tcp(void **state)
     (void)state;
     wp_istio_local loc = {0};
     loc.w = sample();
-    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_DESTINATION, true, &loc, NULL};
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_DESTINATION, true, &loc, NULL, 0};
     wp_istio_sans sans = {S("spiffe://cluster.local/ns/web/sa/frontend"),
                           S("spiffe://cluster.local/ns/shop/sa/catalog")};
     wp_istio_labels l;
@@ -244,7 +244,7 @@ static void test_labels_mtls(void **state)
     (void)state;
     wp_istio_local loc = {0};
     loc.w = sample();
-    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_DESTINATION, false, &loc, NULL};
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_DESTINATION, false, &loc, NULL, 0};
     wp_istio_labels l;
     const char *peer_sans = "spiffe://cluster.local/ns/web/sa/frontend,spiffe://x/y";
     wp_istio_sans sans = {wp_istio_first_san(peer_sans),
@@ -270,7 +270,7 @@ static void test_labels_mtls(void **state)
     assert_true(eq(l.v[idx("connection_security_policy")], "mutual_tls"));
     /* the source: principals from the upstream connection, the policy always unknown */
     wp_istio_local fl = local_frontend();
-    wp_istio_stats_filter src = {WP_ISTIO_REPORTER_SOURCE, false, &fl, NULL};
+    wp_istio_stats_filter src = {WP_ISTIO_REPORTER_SOURCE, false, &fl, NULL, 0};
     wp_istio_sans up = {S("spiffe://cluster.local/ns/shop/sa/catalog"),
                         S("spiffe://cluster.local/ns/web/sa/frontend")};
     wp_istio_labels_build(&src, NULL, &up, S("h"), S("h"), "200", "-", &l);
@@ -310,7 +310,7 @@ static void test_suffix_and_prom_labels(void **state)
     (void)state;
     wp_istio_local loc = local_frontend();
     loc.w.f[WP_WL_APP] = S("a\"b\\c");
-    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL};
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL, 0};
     wp_istio_labels l;
     wp_istio_labels_build(&f, NULL, NULL, S("h.x"), S("h"), "200", "-", &l);
     wf_strbuf b = WF_STRBUF_INIT;
@@ -363,7 +363,7 @@ static void test_record_and_render(void **state)
     wp_istio_rt *rt = wp_istio_rt_new(st, 2);
     assert_non_null(rt);
     wp_istio_local loc = local_frontend();
-    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL};
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL, 0};
     wp_istio_labels ok, to;
     wp_istio_labels_build(&f, NULL, NULL, S("h"), S("h"), "200", "-", &ok);
     wp_istio_labels_build(&f, NULL, NULL, S("h"), S("h"), "504", "UT", &to);

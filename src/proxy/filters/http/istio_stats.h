@@ -16,8 +16,8 @@
  * udpa.type.v1.TypedStruct / xds.type.v3.TypedStruct wrapping it, as Istio writes it):
  *  - istio.stats, stats.PluginConfig: reporter UNSPECIFIED (default: from the listener's
  *    traffic_direction, INBOUND -> reporter="destination", OUTBOUND or unset ->
- *    reporter="source"), disable_host_header_fallback, tcp_reporting_duration (accepted: it
- *    paces Istio's periodic TCP reports; weft reports a TCP connection when it closes). Rejected by
+ *    reporter="source"), disable_host_header_fallback, tcp_reporting_duration (the period of
+ *    the TCP metrics' reports, default 5 s). Rejected by
  * path: reporter SERVER_GATEWAY (ambient waypoints), metrics / definitions (Telemetry API
  * overrides), the rotation settings.
  *  - istio.metadata_exchange, io.istio.http.peer_metadata.Config: downstream_discovery,
@@ -97,6 +97,9 @@ typedef struct wp_istio_stats_filter {
     /* the same HCM's istio.metadata_exchange, whose discovery feeds the peer labels; NULL
      * when it has none (set by the loader once every http_filters entry is decoded) */
     const struct wp_istio_mx_filter *mx;
+    /* tcp_reporting_duration (Istio's default 5 s; 0 = at close only): how often the network
+     * filter reports an open TCP connection (filters/network/istio_stats.h) */
+    uint64_t tcp_reporting_ms;
 } wp_istio_stats_filter;
 
 /* istio.metadata_exchange of one HTTP connection manager: which methods are on, and the
