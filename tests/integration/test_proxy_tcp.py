@@ -602,3 +602,47 @@ def test_istio_tcp_metrics_reported_while_open(tcp_server, proxy_factory):
     assert value(text, "istio_tcp_connections_closed_total") == 1
     assert value(text, "istio_tcp_connections_opened_total") == 1
     assert value(text, "istio_tcp_received_bytes_total") == 8
+
+
+def test_sigterm_drain_lets_tcp_sessions_finish(tcp_server, proxy_factory):
+    """On SIGTERM the listener stops accepting, an open TCP session goes on (it has no request
+    boundary to close at) and the proxy exits once it ended, before the drain time."""
+    import signal
+    port = tcp_server()
+    p = proxy_factory(tcp_bootstrap([cluster("backend", [port])]), args=("--drain-time-s", "30"))
+    s = connect(p)
+    s.sendall(b"one\n")
+    assert recv_until(s, b"one\n") == b"one\n"
+    p.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    s.sendall(b"two\n")  # the session still works while the proxy drains
+    assert recv_until(s, b"two\n") == b"two\n"
+    assert p.proc.poll() is None
+    t0 = time.monotonic()
+    s.shutdown(socket.SHUT_WR)
+    assert recv_until(s, b"\n") == b"EOF 8\n"
+    s.close()
+    assert p.proc.wait(timeout=10) == 0
+    assert time.monotonic() - t0 < 5
+    m = log_line(p)
+    assert (m["bytes_received"], m["response_flags"]) == ("8", "-")
+
+
+def test_inbound_drain_keeps_tcp_sessions(tcp_server, proxy_factory):
+    """POST /drain_listeners?inboundonly (pilot-agent's exit sequence): an INBOUND listener
+    stops accepting; its open TCP session goes on."""
+    port = tcp_server()
+    bs = tcp_bootstrap([cluster("backend", [port])])
+    bs["static_resources"]["listeners"][0]["traffic_direction"] = "INBOUND"
+    p = proxy_factory(bs)
+    s = connect(p)
+    s.sendall(b"one\n")
+    assert recv_until(s, b"one\n") == b"one\n"
+    status, _, _ = p.admin("/drain_listeners?inboundonly", method="POST")
+    assert status == 200
+    time.sleep(0.3)
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", p.port), timeout=2).recv(1)
+    s.sendall(b"two\n")
+    assert recv_until(s, b"two\n") == b"two\n"
+    s.close()
