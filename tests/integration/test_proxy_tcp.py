@@ -646,3 +646,23 @@ def test_inbound_drain_keeps_tcp_sessions(tcp_server, proxy_factory):
     s.sendall(b"two\n")
     assert recv_until(s, b"two\n") == b"two\n"
     s.close()
+
+
+def test_connect_failures_eject_the_host(tcp_server, proxy_factory):
+    """Connect failures are local-origin failures for outlier detection (503 without
+    split_external_local_origin_errors, Envoy's LocalOriginConnectFailed): two in a row eject
+    the dead host, and the next connections all reach the live one."""
+    live = tcp_server(mode="NAME", name="live")
+    dead = free_port()
+    od = {"interval": "0.2s", "base_ejection_time": "30s", "consecutive_5xx": 2,
+          "max_ejection_percent": 50}
+    p = proxy_factory(tcp_bootstrap([cluster("backend", [dead, live], outlier_detection=od)]))
+    answers = []
+    for _ in range(10):
+        s = connect(p)
+        answers.append(recv_until(s, b"\n"))
+        s.close()
+    assert answers.count(b"") == 2, answers  # the dead host twice, then ejected
+    assert answers[-6:] == [b"live\n"] * 6
+    st = p.stats()
+    assert st["cluster.backend.outlier_detection.ejections_enforced_consecutive_5xx"] == 1

@@ -332,6 +332,13 @@ static const wp_uconn_callbacks tcp_up_cbs = {
 
 static void arm_rq_timer(wp_tcp_session *s);
 
+/* Outlier detection hears of the attempt's host (Envoy's putResult: LocalOriginConnectFailed,
+ * LocalOriginTimeout, LocalOriginConnectSuccessFinal). */
+static void od_report(wp_tcp_session *s, wp_od_result r)
+{
+    wp_outlier_report(s->d->w, s->d->wg->gen, s->cluster, s->host, r, 0);
+}
+
 static void pool_ready(void *ctx, wp_uconn *u, int host)
 {
     wp_tcp_session *s = ctx;
@@ -340,6 +347,7 @@ static void pool_ready(void *ctx, wp_uconn *u, int host)
     s->pool_pending = false;
     s->u = u;
     s->host = host;
+    od_report(s, WP_OD_CONNECT_SUCCESS);
     wp_uconn_attach(u, &tcp_up_cbs, s);
     u->half_close = true;
     s->si.upstream_host = c->endpoints[host].addr.text;
@@ -374,8 +382,11 @@ static void pool_failure(void *ctx, wp_pool_failure reason, const char *tfr, int
     }
     /* Envoy's onGenericPoolFailure: a refused or reset connect (RemoteClose) and a connect
      * timeout are UF; an overflow or a local failure (LocalClose) sets no flag */
-    if (reason == WP_POOL_REMOTE_CONNECTION_FAILURE || reason == WP_POOL_TIMEOUT)
+    if (reason == WP_POOL_REMOTE_CONNECTION_FAILURE || reason == WP_POOL_TIMEOUT) {
         wp_si_set_flag(&s->si, WP_RF_UF);
+        s->host = host;
+        od_report(s, reason == WP_POOL_TIMEOUT ? WP_OD_TIMEOUT : WP_OD_CONNECT_FAILED);
+    }
     WF_CONN_LOG(WF_LC_filter, WF_LOG_DEBUG, d->id, "upstream connect failed (%d): %s", reason,
                 tfr ? tfr : "-");
     if (d->closing)

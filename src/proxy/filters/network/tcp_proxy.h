@@ -13,6 +13,8 @@
  *    (raw, or TLS from the cluster's UpstreamTlsContext / transport_socket_matches). A cluster
  *    the snapshot lacks: NC, downstream_cx_no_route;
  *  - downstream reads are held while connecting (Envoy's readDisable in initialize);
+ *  - outlier detection hears of each attempt (connect failure, timeout, success: Envoy's
+ *    LocalOriginConnectFailed / LocalOriginTimeout / LocalOriginConnectSuccessFinal);
  *  - a connect failure sets UF (refused/reset while connecting, connect_timeout) with the pool's
  *    %UPSTREAM_TRANSPORT_FAILURE_REASON%, a local failure none; the next attempt (a host picked
  *    again) starts on the next loop iteration while attempts < max_connect_attempts, else URX
