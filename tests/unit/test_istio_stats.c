@@ -166,7 +166,7 @@ static void test_labels_source(void **state)
 {
     (void)state;
     wp_istio_local loc = local_frontend();
-    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL};
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL, 0};
     wp_istio_workload peer = sample();
     wp_istio_labels l;
     wp_istio_labels_build(&f, &peer, NULL, S("catalog.shop.svc.cluster.local"), S("catalog"), "200",
@@ -191,7 +191,7 @@ static void test_labels_destination(void **state)
     (void)state;
     wp_istio_local loc = {0};
     loc.w = sample();
-    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_DESTINATION, true, &loc, NULL};
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_DESTINATION, true, &loc, NULL, 0};
     wp_istio_labels l;
     wp_istio_labels_build(&f, NULL, NULL, S(NULL), S(NULL), "0", "DC", &l);
     assert_true(eq(l.v[0], "destination"));
@@ -206,6 +206,37 @@ static void test_labels_destination(void **state)
     assert_true(eq(l.v[idx("connection_security_policy")], "none"));
 }
 
+/* Istio's TCP metrics: the same labels less response_code and grpc_response_status,
+ * request_protocol "tcp", in the /stats suffix and the Prometheus labels alike. */
+static void test_labels_tcp(void **state)
+{
+    (void)state;
+    wp_istio_local loc = {0};
+    loc.w = sample();
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_DESTINATION, true, &loc, NULL, 0};
+    wp_istio_sans sans = {S("spiffe://cluster.local/ns/web/sa/frontend"),
+                          S("spiffe://cluster.local/ns/shop/sa/catalog")};
+    wp_istio_labels l;
+    wp_istio_labels_build(&f, NULL, &sans, S(NULL), S(NULL), "", "UF,URX", &l);
+    wp_istio_labels_tcp(&l);
+    wf_strbuf suffix = WF_STRBUF_INIT, prom = WF_STRBUF_INIT;
+    wp_istio_stats_suffix(&l, &suffix);
+    wp_istio_prom_labels(&l, &prom);
+    const char *sx = wf_strbuf_cstr(&suffix), *px = wf_strbuf_cstr(&prom);
+    assert_null(strstr(sx, "response_code"));
+    assert_null(strstr(sx, "grpc_response_status"));
+    assert_non_null(strstr(sx, ".request_protocol.tcp.response_flags.UF,URX."));
+    assert_null(strstr(px, "response_code="));
+    assert_null(strstr(px, "grpc_response_status"));
+    assert_non_null(strstr(px, "request_protocol=\"tcp\",response_flags=\"UF,URX\","
+                               "connection_security_policy=\"mutual_tls\""));
+    assert_non_null(strstr(px, "source_workload_namespace=\"web\""));
+    assert_int_equal(strncmp(px, "reporter=\"destination\",", strlen("reporter=\"destination\",")),
+                     0);
+    wf_strbuf_free(&suffix);
+    wf_strbuf_free(&prom);
+}
+
 /* mTLS (istio_stats.cc populatePeerInfo): the connection's first URI SANs give the
  * principals, the destination's connection_security_policy and the peer's namespace. */
 static void test_labels_mtls(void **state)
@@ -213,7 +244,7 @@ static void test_labels_mtls(void **state)
     (void)state;
     wp_istio_local loc = {0};
     loc.w = sample();
-    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_DESTINATION, false, &loc, NULL};
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_DESTINATION, false, &loc, NULL, 0};
     wp_istio_labels l;
     const char *peer_sans = "spiffe://cluster.local/ns/web/sa/frontend,spiffe://x/y";
     wp_istio_sans sans = {wp_istio_first_san(peer_sans),
@@ -239,7 +270,7 @@ static void test_labels_mtls(void **state)
     assert_true(eq(l.v[idx("connection_security_policy")], "mutual_tls"));
     /* the source: principals from the upstream connection, the policy always unknown */
     wp_istio_local fl = local_frontend();
-    wp_istio_stats_filter src = {WP_ISTIO_REPORTER_SOURCE, false, &fl, NULL};
+    wp_istio_stats_filter src = {WP_ISTIO_REPORTER_SOURCE, false, &fl, NULL, 0};
     wp_istio_sans up = {S("spiffe://cluster.local/ns/shop/sa/catalog"),
                         S("spiffe://cluster.local/ns/web/sa/frontend")};
     wp_istio_labels_build(&src, NULL, &up, S("h"), S("h"), "200", "-", &l);
@@ -279,7 +310,7 @@ static void test_suffix_and_prom_labels(void **state)
     (void)state;
     wp_istio_local loc = local_frontend();
     loc.w.f[WP_WL_APP] = S("a\"b\\c");
-    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL};
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL, 0};
     wp_istio_labels l;
     wp_istio_labels_build(&f, NULL, NULL, S("h.x"), S("h"), "200", "-", &l);
     wf_strbuf b = WF_STRBUF_INIT;
@@ -332,7 +363,7 @@ static void test_record_and_render(void **state)
     wp_istio_rt *rt = wp_istio_rt_new(st, 2);
     assert_non_null(rt);
     wp_istio_local loc = local_frontend();
-    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL};
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL, 0};
     wp_istio_labels ok, to;
     wp_istio_labels_build(&f, NULL, NULL, S("h"), S("h"), "200", "-", &ok);
     wp_istio_labels_build(&f, NULL, NULL, S("h"), S("h"), "504", "UT", &to);
@@ -489,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_suffix_and_prom_labels),
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_record_and_render),
+        cmocka_unit_test(test_labels_tcp),
         cmocka_unit_test(test_bootstrap_accepts),
         cmocka_unit_test(test_bootstrap_rejects),
     };

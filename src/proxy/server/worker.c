@@ -99,7 +99,8 @@ static int open_listener(wp_worker *w, int i, int fd, wf_strbuf *err)
 }
 
 /* Closes the connections accepted by listeners the new snapshot no longer has: idle ones
- * now, busy ones after their request (the listener drains). */
+ * (and TCP proxy sessions, which have no request boundary) now, busy ones after their request
+ * (the listener drains). */
 static void drain_removed(wp_worker *w)
 {
     const wp_config *c = w->cfg;
@@ -160,8 +161,9 @@ static int install(wp_worker *w, wp_gen_post *post, wf_strbuf *err)
 }
 
 /* WP_WORKER_DRAIN_INBOUND: the listeners with traffic_direction INBOUND (core.v3, 1) stop
- * accepting, and their connections drain as wp_dconn_drain drains them all; the others keep
- * serving. Sent again after each new generation, so an inbound listener it adds stops too. */
+ * accepting, and their connections drain as wp_dconn_drain drains them all (TCP proxy sessions
+ * go on until they end or the drain time is over); the others keep serving. Sent again after each
+ * new generation, so an inbound listener it adds stops too. */
 static void drain_inbound(wp_worker *w)
 {
     for (wp_wlistener *wl = w->listeners, *next; wl; wl = next) {
@@ -173,6 +175,8 @@ static void drain_inbound(wp_worker *w)
         next = d->next;
         if (!d->listener || d->listener->traffic_direction != 1)
             continue;
+        if (d->tcp)
+            continue; /* a TCP proxy session runs until it ends or the process exits */
         if (!d->stream)
             wp_dconn_close(d);
         else
