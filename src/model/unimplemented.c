@@ -32,10 +32,12 @@ static wf_protocol port_protocol(const wf_resource *r, const wf_node *port)
                                     app && app->type == WF_NODE_SCALAR ? wf_node_str(app) : NULL);
 }
 
-static bool port_needs_tcp_proxy(const wf_resource *r, const wf_node *port)
+/* A Mongo port: Istio adds envoy.filters.network.mongo_proxy before tcp_proxy
+ * (PILOT_ENABLE_MONGO_FILTER, on by default); weft proxies it as plain TCP (pilot/tcp.h). MySQL
+ * and Redis filters are off by default in Istio: plain TCP there too. */
+static bool port_is_mongo(const wf_resource *r, const wf_node *port)
 {
-    wf_protocol p = port_protocol(r, port);
-    return p != WF_PROTO_UNSUPPORTED && p != WF_PROTO_UDP && !wf_protocol_is_http(p);
+    return port_protocol(r, port) == WF_PROTO_MONGO;
 }
 
 static bool port_needs_h2(const wf_resource *r, const wf_node *port)
@@ -198,7 +200,8 @@ static const char *const v_service_ann[] = {HONOURED_ANY, "networking.istio.io/e
     }
 
 #define SAME         "the traffic is handled as if the field were absent"
-#define NO_TCP_PROXY "TCP proxying"
+#define NO_MONGO     "Istio's Mongo filter (envoy.filters.network.mongo_proxy, Mongo statistics)"
+#define MONGO_EFFECT "the port is proxied as plain TCP, without Mongo statistics"
 #define NO_H2        "HTTP/2"
 
 static const wf_unimpl_entry table[] = {
@@ -350,7 +353,8 @@ static const wf_unimpl_entry table[] = {
     ROW(DESTINATIONRULE, "{tp}.connectionPool.tcp.maxConnectionDuration", PRESENT, NULL,
         "the maximum upstream connection duration", "connections are not closed for age", "3600s"),
     ROW(DESTINATIONRULE, "{tp}.connectionPool.tcp.idleTimeout", PRESENT, NULL,
-        NO_TCP_PROXY " (the TCP idle timeout)", SAME, "1h"),
+        "the TCP idle timeout (tcp_proxy idle_timeout)",
+        "TCP connections idle for Envoy's default 1h are closed", "1h"),
     ROW(DESTINATIONRULE, "{tp}.connectionPool.http.h2UpgradePolicy", VALUE_IN, v_upgrade,
         NO_H2 " (h2 upgrade)", "upstream requests stay HTTP/1.1", "UPGRADE"),
     ROW(DESTINATIONRULE, "{tp}.connectionPool.http.useClientProtocol", VALUE_IN, v_true,
@@ -373,11 +377,6 @@ static const wf_unimpl_entry table[] = {
     ROW(DESTINATIONRULE, "spec.workloadSelector", PRESENT, NULL, "DestinationRule workloadSelector",
         "the rule applies to every workload it is exported to", "{matchLabels: {app: a}}"),
     /* ---- VirtualService ---- */
-    ROW(VIRTUALSERVICE, "spec.tcp", PRESENT, NULL, NO_TCP_PROXY " (tcp routes)",
-        "no listener carries these routes", "[{route: [{destination: {host: a}}]}]"),
-    ROW(VIRTUALSERVICE, "spec.tls", PRESENT, NULL, "TLS passthrough routing by SNI (tls routes)",
-        "no listener carries these routes",
-        "[{match: [{sniHosts: [a.example]}], route: [{destination: {host: a}}]}]"),
     ROW(VIRTUALSERVICE, "spec.http[].delegate", PRESENT, NULL, "VirtualService delegation",
         "the route has no destination", "{name: a}"),
     ROW(VIRTUALSERVICE, "spec.http[].mirrors", PRESENT, NULL,
@@ -463,8 +462,8 @@ static const wf_unimpl_entry table[] = {
     KEYS(SERVICE, "metadata.annotations.*", v_service_ann),
     KEYS(NAMESPACE, "metadata.annotations.*", v_any_ann),
     /* ---- Service, ServiceEntry, WorkloadEntry ---- */
-    FN(SERVICE, "spec.ports[]", port_needs_tcp_proxy, false, NO_TCP_PROXY,
-       "the port gets no listener and its traffic is not proxied", "{name: tcp-db, port: 5432}"),
+    FN(SERVICE, "spec.ports[]", port_is_mongo, false, NO_MONGO, MONGO_EFFECT,
+       "{name: mongo-db, port: 27017}"),
     FN(SERVICE, "spec.ports[]", port_needs_h2, false, NO_H2,
        "the port is served as HTTP/1.1; HTTP/2 and gRPC clients fail",
        "{name: grpc-api, port: 9090}"),
@@ -476,9 +475,8 @@ static const wf_unimpl_entry table[] = {
         "the service gets no endpoints", "ExternalName"),
     ROW(SERVICE, "spec.clusterIP", VALUE_IN, v_none, "headless Service routing",
         "requests are balanced over the pods as for a ClusterIP Service", "None"),
-    FN(SERVICEENTRY, "spec.ports[]", port_needs_tcp_proxy, false, NO_TCP_PROXY,
-       "the port gets no listener and its traffic is not proxied",
-       "{name: db, number: 5432, protocol: TCP}"),
+    FN(SERVICEENTRY, "spec.ports[]", port_is_mongo, false, NO_MONGO, MONGO_EFFECT,
+       "{name: db, number: 27017, protocol: MONGO}"),
     FN(SERVICEENTRY, "spec.ports[]", port_needs_h2, false, NO_H2,
        "the port is served as HTTP/1.1; HTTP/2 and gRPC clients fail",
        "{name: api, number: 9090, protocol: GRPC}"),

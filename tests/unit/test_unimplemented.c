@@ -301,11 +301,16 @@ static void test_service_ports(void **state)
     assert_int_equal(scan_yaml(SVC_PORT("{name: dns, port: 53, protocol: UDP}"), NULL).n, 0);
     /* appProtocol wins over the name */
     assert_int_equal(scan_yaml(SVC_PORT("{name: tcp-x, port: 80, appProtocol: http}"), NULL).n, 0);
-    hits x = scan_yaml(SVC_PORT("{port: 3306}"), NULL); /* unnamed 3306: TCP, as Istio */
+    /* TCP ports are proxied (pilot/tcp.h): unnamed 3306 is TCP, as in Istio */
+    assert_int_equal(scan_yaml(SVC_PORT("{port: 3306}"), NULL).n, 0);
+    assert_int_equal(scan_yaml(SVC_PORT("{name: tcp-db, port: 5432}"), NULL).n, 0);
+    assert_int_equal(scan_yaml(SVC_PORT("{name: tls, port: 443}"), NULL).n, 0);
+    /* Mongo: plain TCP without Istio's mongo_proxy filter (unnamed 27017 is TCP, not Mongo) */
+    assert_int_equal(scan_yaml(SVC_PORT("{port: 27017}"), NULL).n, 0);
+    hits x = scan_yaml(SVC_PORT("{name: mongo-db, port: 27017}"), NULL);
     assert_int_equal(x.n, 1);
-    assert_non_null(strstr(x.message, "spec.ports[0] (3306) has no effect in weft: TCP proxying"));
-    x = scan_yaml(SVC_PORT("{name: tcp-db, port: 5432}"), NULL);
-    assert_non_null(strstr(x.message, "spec.ports[0] (tcp-db)"));
+    assert_non_null(
+        strstr(x.message, "spec.ports[0] (mongo-db) has no effect in weft: Istio's Mongo filter"));
     /* what weft writes itself (weftctl up's gateway Service) is not the user's config */
     x = scan_yaml("apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: ns, annotations: "
                   "{weft.io/generated-by: weftctl up}}\nspec:\n  ports:\n  - {name: https, port: "
