@@ -132,14 +132,20 @@ static bool gateway_api_other(const wf_resource *r, const wf_node *at)
            group_ends_with(r, "gateway.networking.x-k8s.io");
 }
 
-/* A Gateway server weft opens no listener for by its protocol: TLS, TCP, MONGO, ... (HTTP,
- * HTTP2, GRPC and HTTPS are served; an HTTPS server's TLS settings have rows of their own). */
+/* A Gateway server weft opens no listener for by its protocol: TCP, MONGO, TLS other than
+ * passthrough, ... (HTTP, HTTP2, GRPC and HTTPS are served, TLS with tls.mode PASSTHROUGH or
+ * AUTO_PASSTHROUGH too: pilot/gateway_tcp.h; an HTTPS server's TLS settings have rows of their
+ * own). */
 static bool gw_server_protocol_unserved(const wf_resource *r, const wf_node *server)
 {
     (void)r;
     static const char *const served[] = {"HTTP", "HTTP2", "GRPC", "HTTPS"};
     const char *p = wf_map_str(wf_map_get(server, "port"), "protocol");
+    const char *mode = wf_map_str(wf_map_get(server, "tls"), "mode");
     if (!p)
+        return false;
+    if (!strcasecmp(p, "TLS") && mode &&
+        (!strcmp(mode, "PASSTHROUGH") || !strcmp(mode, "AUTO_PASSTHROUGH")))
         return false;
     for (size_t i = 0; i < sizeof served / sizeof served[0]; i++)
         if (!strcasecmp(p, served[i]))
@@ -156,7 +162,6 @@ static const char *const v_none[] = {"NONE", NULL};
 static const char *const v_true[] = {"true", NULL};
 static const char *const v_passthrough[] = {"PASSTHROUGH", NULL};
 static const char *const v_upgrade[] = {"UPGRADE", NULL};
-static const char *const v_gw_tls_modes[] = {"PASSTHROUGH", "AUTO_PASSTHROUGH", NULL};
 static const char *const v_gw_h2[] = {"HTTP2", "GRPC", NULL};
 static const char *const v_external_name[] = {"ExternalName", NULL};
 static const char *const v_capture_default[] = {"DEFAULT", NULL};
@@ -403,13 +408,10 @@ static const wf_unimpl_entry table[] = {
         "no per-route stats are kept", "a"),
     /* ---- Gateway ---- */
     FN(GATEWAY, "spec.servers[]", gw_server_protocol_unserved, false,
-       "serving TLS or TCP on a gateway (HTTP and HTTPS with credentialName are implemented)",
+       "serving TCP, or TLS other than passthrough, on a gateway (HTTP, HTTPS with "
+       "credentialName and TLS PASSTHROUGH / AUTO_PASSTHROUGH are implemented)",
        "the gateway opens no listener for the server",
        "{port: {number: 31400, name: tcp, protocol: TCP}, hosts: ['*']}"),
-    ROW(GATEWAY, "spec.servers[].tls.mode", VALUE_IN, v_gw_tls_modes,
-        "this Gateway TLS mode (PASSTHROUGH routing needs the TCP proxy; SIMPLE, MUTUAL, "
-        "OPTIONAL_MUTUAL and ISTIO_MUTUAL are implemented)",
-        "the gateway opens no listener for the server", "PASSTHROUGH"),
     ROW(GATEWAY, "spec.servers[].tls.serverCertificate", PRESENT, NULL,
         "certificates from files on a gateway (credentialName is implemented)",
         "the gateway opens no listener for the server", "/etc/certs/server.pem"),

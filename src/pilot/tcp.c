@@ -105,54 +105,88 @@ typedef struct out_ctx {
     bool has_sni;
 } out_ctx;
 
-/* The cluster of a route destination: outbound|<port>|<subset>|<host>. */
-static char *dest_cluster(const out_ctx *x, const wf_resource *vs, const wf_destination *d)
+/* Istio's GetDestinationCluster port: destination.port.number, else the port of a destination
+ * service that has exactly one, else the listener's port. 0 on OOM. */
+static int32_t dest_port(const wf_tcp_route_ctx *c, const char *host, int32_t given)
 {
-    char *host = rds_resolve_host(d->host, vs->ns, x->o->suffix);
-    if (!host)
-        return NULL;
-    char *c = wf_cluster_name("outbound", d->port > 0 ? d->port : x->sp->port, d->subset, host);
+    if (given > 0)
+        return given;
+    const wf_svc_view v = {.proxy_ns = c->proxy_ns, .suffix = c->suffix};
+    wf_svc svc;
+    int found = wf_svc_find(c->s, host, &v, &svc);
+    if (found < 0)
+        return 0;
+    int32_t p = found && svc.nports == 1 && svc.ports[0].port > 0 ? svc.ports[0].port : c->port;
+    if (found)
+        wf_svc_clear(&svc);
+    return p;
+}
+
+/* The cluster of a route destination: outbound|<port>|<subset>|<host>. */
+static char *dest_cluster(const wf_tcp_route_ctx *c, const wf_resource *vs, const wf_destination *d)
+{
+    char *host = rds_resolve_host(d->host, vs->ns, c->suffix);
+    int32_t port = host ? dest_port(c, host, d->port) : 0;
+    char *name = port ? wf_cluster_name("outbound", port, d->subset, host) : NULL;
     free(host);
-    return c;
+    return name;
+}
+
+static json_t *weighted(const wf_tcp_route_ctx *c, const wf_resource *vs, const wf_route *r)
+{
+    json_t *cl = json_array();
+    for (size_t i = 0; cl && i < r->ndest; i++) {
+        const wf_route_destination *d = &r->dests[i];
+        if (!d->dest.host || d->weight <= 0)
+            continue;
+        char *name = dest_cluster(c, vs, &d->dest);
+        if (!name || json_array_append_new(
+                         cl, json_pack("{s:s,s:i}", "name", name, "weight", (int)d->weight)) != 0) {
+            free(name);
+            json_decref(cl);
+            return NULL;
+        }
+        free(name);
+    }
+    char prefix[512];
+    snprintf(prefix, sizeof prefix, "%s.%s", vs->name, vs->ns);
+    return cl ? json_pack("{s:s,s:{s:s,s:s,s:{s:o}}}", "name", TCP_NAME, "typed_config", "@type",
+                          TCP_TYPE, "stat_prefix", prefix, "weighted_clusters", "clusters", cl)
+              : NULL;
+}
+
+json_t *wf_tcp_route_filters(const wf_tcp_route_ctx *c, const wf_resource *vs, const wf_route *r)
+{
+    if (!c || !vs || !r)
+        return NULL;
+    size_t npos = 0;
+    for (size_t i = 0; i < r->ndest; i++)
+        npos += r->dests[i].weight != 0 && r->dests[i].dest.host;
+    json_t *tp = NULL;
+    if (r->ndest == 1 || npos <= 1) {
+        char *name = NULL;
+        for (size_t i = 0; i < r->ndest && !name; i++)
+            if (r->dests[i].dest.host && (r->ndest == 1 || r->dests[i].weight != 0))
+                name = dest_cluster(c, vs, &r->dests[i].dest);
+        tp = name ? wf_tcp_proxy_filter(NULL, name) : NULL;
+        free(name);
+    } else {
+        tp = weighted(c, vs, r);
+    }
+    return tp ? json_pack("[o,o]", wf_tcp_stats_filter(c->gateway), tp) : NULL;
 }
 
 /* istio.stats + tcp_proxy for route r of vs (NULL: the service's own cluster). */
 static json_t *route_filters(const out_ctx *x, const wf_resource *vs, const wf_route *r)
 {
-    json_t *tp = NULL;
-    size_t npos = 0;
-    for (size_t i = 0; r && i < r->ndest; i++)
-        npos += r->dests[i].weight != 0 && r->dests[i].dest.host;
-    if (!r || r->ndest == 1 || npos <= 1) {
-        char *c = NULL;
-        for (size_t i = 0; r && i < r->ndest && !c; i++)
-            if (r->dests[i].dest.host && (r->ndest == 1 || r->dests[i].weight != 0))
-                c = dest_cluster(x, vs, &r->dests[i].dest);
-        if (!r)
-            c = wf_cluster_name("outbound", x->sp->port, NULL, x->svc->host);
-        tp = c ? wf_tcp_proxy_filter(NULL, c) : NULL;
-        free(c);
-    } else {
-        json_t *cl = json_array();
-        for (size_t i = 0; cl && i < r->ndest; i++) {
-            const wf_route_destination *d = &r->dests[i];
-            if (!d->dest.host || d->weight <= 0)
-                continue;
-            char *c = dest_cluster(x, vs, &d->dest);
-            if (!c || json_array_append_new(
-                          cl, json_pack("{s:s,s:i}", "name", c, "weight", (int)d->weight)) != 0) {
-                free(c);
-                json_decref(cl);
-                return NULL;
-            }
-            free(c);
-        }
-        char prefix[512];
-        snprintf(prefix, sizeof prefix, "%s.%s", vs->name, vs->ns);
-        tp = cl ? json_pack("{s:s,s:{s:s,s:s,s:{s:o}}}", "name", TCP_NAME, "typed_config", "@type",
-                            TCP_TYPE, "stat_prefix", prefix, "weighted_clusters", "clusters", cl)
-                : NULL;
+    if (r) {
+        const wf_tcp_route_ctx c = {
+            .s = x->s, .proxy_ns = x->o->proxy_ns, .suffix = x->o->suffix, .port = x->sp->port};
+        return wf_tcp_route_filters(&c, vs, r);
     }
+    char *name = wf_cluster_name("outbound", x->sp->port, NULL, x->svc->host);
+    json_t *tp = name ? wf_tcp_proxy_filter(NULL, name) : NULL;
+    free(name);
     return tp ? json_pack("[o,o]", wf_tcp_stats_filter(false), tp) : NULL;
 }
 

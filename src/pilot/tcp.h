@@ -52,7 +52,11 @@
  *  - then, unless a catch-all chain exists, the default chain to "outbound|<port>||<host>".
  *  Each chain's filters: istio.stats, tcp_proxy. Destinations: "outbound|<p>|<subset>|<host>"
  *  with host resolved in the VirtualService's namespace, p = destination.port.number, else
- *  the service port.
+ *  the destination service's only port, else the service port (wf_tcp_route_filters).
+ *  A listener without VIP ("0.0.0.0_<port>") also takes the chains of the later services on
+ *  that port without VIP (TLS ServiceEntries to many hosts on 443, told apart by SNI: their
+ *  default TLS chain matches server_names [host]); a chain whose filter_chain_match equals an
+ *  earlier chain's is left out (Envoy refuses duplicates: the first service wins).
  *  prefix_ranges: [{"address_prefix": A, "prefix_len": N}] ("10.0.0.0/8"; a bare address is
  *  /32, or /128 for IPv6).
  *
@@ -106,6 +110,21 @@ json_t *wf_tcp_tls_inspector(void);
 
 /* "a.b.c.d/n" (or a bare address) as an Envoy CidrRange; NULL when unparsable or on OOM. */
 json_t *wf_tcp_cidr_range(const char *cidr);
+
+/* The filters of a VirtualService tcp or tls route r of vs: [istio.stats, tcp_proxy] as above.
+ * A destination without port goes to the port of its service when that has exactly one port
+ * (a service visible to proxy_ns), else to port (Istio's GetDestinationCluster). gateway
+ * selects the gateway (= inbound) istio.stats value. NULL on OOM or a route without
+ * destination. */
+typedef struct wf_tcp_route_ctx {
+    const wf_store *s;
+    const char *proxy_ns; /* NULL = none */
+    const char *suffix;   /* cluster DNS suffix (required) */
+    int32_t port;         /* the listener's service / server port */
+    bool gateway;
+} wf_tcp_route_ctx;
+
+json_t *wf_tcp_route_filters(const wf_tcp_route_ctx *c, const wf_resource *vs, const wf_route *r);
 
 typedef struct wf_tcp_outbound {
     const char *bind;           /* listener address; NULL = "0.0.0.0" */
