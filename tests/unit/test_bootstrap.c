@@ -453,10 +453,11 @@ static void test_error_rds_and_filters(void **state)
     expect_error(
         strdup("{\"static_resources\":{\"listeners\":[{\"address\":{\"socket_address\":{"
                "\"address\":\"0.0.0.0\",\"port_value\":1}},\"filter_chains\":[{\"filters\":"
-               "[{\"name\":\"envoy.filters.network.tcp_proxy\"}]}]}]}}"),
+               "[{\"name\":\"envoy.filters.network.mongo_proxy\"}]}]}]}}"),
         "t.json: static_resources.listeners[0].filter_chains[0].filters[0].name: "
-        "unsupported network filter \"envoy.filters.network.tcp_proxy\" (supported: "
-        "envoy.filters.network.rbac, envoy.filters.network.http_connection_manager)");
+        "unsupported network filter \"envoy.filters.network.mongo_proxy\" (supported: "
+        "envoy.filters.network.rbac, envoy.filters.network.http_connection_manager, "
+        "envoy.filters.network.tcp_proxy)");
     expect_error(strdup("{\"dynamic_resources\":{\"lds_config\":{}}}"),
                  "t.json: dynamic_resources.lds_config.ads: missing required field (weft takes "
                  "CDS and LDS from ads_config only)");

@@ -2,7 +2,8 @@
  * test_network_filter.c - a connection's network filter chain (src/proxy/net/network_filter.c),
  * as Envoy's FilterManagerImpl: on_new_connection and on_data run the filters in order until
  * one stops; continue resumes after the filter that stopped; a full chain refuses more; and
- * the network filter registry (src/proxy/filters/network/registry.c) has ops for every kind.
+ * on_close runs every filter's hook once; the network filter registry
+ * (src/proxy/filters/network/registry.c) has ops for every kind.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,7 +40,35 @@ static wp_nf_status on_data(wp_nf_filter *nf, bool end)
     return f->stop_data ? WP_NF_STOP_ITERATION : WP_NF_CONTINUE;
 }
 
-static const wp_nf_ops OPS = {"fake", on_new, on_data};
+static void on_close(wp_nf_filter *nf)
+{
+    flt *f = nf->self;
+    strcat(trace, f->log);
+    strcat(trace, "x");
+}
+
+static const wp_nf_ops OPS = {"fake", on_new, on_data, NULL};
+static const wp_nf_ops CLOSING = {"closing", on_new, on_data, on_close};
+
+/* on_close runs every filter's hook in order (none for a filter without one), once: the chain
+ * is empty afterwards, so a close from inside a hook finds no filter to run. */
+static void test_on_close(void **state)
+{
+    (void)state;
+    flt a = {"a", false}, b = {"b", false}, c = {"c", false};
+    wp_nf_chain ch;
+    wp_nf_chain_init(&ch);
+    wp_nf_chain_add(&ch, &CLOSING, &a, NULL);
+    wp_nf_chain_add(&ch, &OPS, &b, NULL);
+    wp_nf_chain_add(&ch, &CLOSING, &c, NULL);
+    trace[0] = '\0';
+    wp_nf_chain_on_close(&ch);
+    assert_string_equal(trace, "axcx");
+    trace[0] = '\0';
+    wp_nf_chain_on_close(&ch);
+    assert_int_equal(wp_nf_chain_on_data(&ch, false), WP_NF_CONTINUE);
+    assert_string_equal(trace, "");
+}
 
 static void test_order_and_stop(void **state)
 {
@@ -88,6 +117,9 @@ static void test_registry(void **state)
     }
     assert_string_equal(wp_network_filter_ops(WP_NF_HTTP_CONNECTION_MANAGER)->name,
                         "envoy.filters.network.http_connection_manager");
+    assert_string_equal(wp_network_filter_ops(WP_NF_TCP_PROXY)->name,
+                        "envoy.filters.network.tcp_proxy");
+    assert_non_null(wp_network_filter_ops(WP_NF_TCP_PROXY)->on_close);
     assert_null(wp_network_filter_ops(WP_NF_KIND_COUNT_));
 }
 
@@ -97,6 +129,7 @@ int main(void)
         cmocka_unit_test(test_order_and_stop),
         cmocka_unit_test(test_full_chain),
         cmocka_unit_test(test_registry),
+        cmocka_unit_test(test_on_close),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,9 +3,10 @@
  * received over LDS, which xds_compose.h composes into one): envoy.config.listener.v3.Listener
  *   {name, address, per_connection_buffer_limit_bytes, traffic_direction, listener_filters,
  *    filter_chains[] {name, filter_chain_match, filters[1]}, default_filter_chain}
- * with envoy.filters.network.http_connection_manager as the last (terminal) network filter of a
- * chain (bootstrap_hcm.c decodes it), after any number of envoy.filters.network.rbac
- * (bootstrap_rbac.c; at most WP_NF_MAX filters in all).
+ * with envoy.filters.network.http_connection_manager (bootstrap_hcm.c) or
+ * envoy.filters.network.tcp_proxy (bootstrap_tcp_proxy.c) as the last (terminal) network filter
+ * of a chain, after any number of envoy.filters.network.rbac (bootstrap_rbac.c; at most
+ * WP_NF_MAX filters in all).
  *
  * Envoy behaviour followed (source/common/listener_manager/listener_impl.cc and
  * filter_chain_manager_impl.cc):
@@ -34,6 +35,7 @@
 
 #define HCM_NAME         "envoy.filters.network.http_connection_manager"
 #define RBAC_NAME        "envoy.filters.network.rbac"
+#define TCP_PROXY_NAME   "envoy.filters.network.tcp_proxy"
 #define WP_LISTENER_TYPE "type.googleapis.com/envoy.config.listener.v3.Listener"
 
 /* ---------- filter_chain_match ---------- */
@@ -169,8 +171,25 @@ static bool dec_hcm_filter(bs *b, json_t *f, wp_filter_chain *fc, wp_nf_config *
     return ok;
 }
 
-/* One element of filters: envoy.filters.network.rbac before the terminal
- * envoy.filters.network.http_connection_manager (last). */
+/* The terminal filter: the TCP proxy. */
+static bool dec_tcp_proxy_filter(bs *b, json_t *f, wp_filter_chain *fc, wp_nf_config *out)
+{
+    json_t *tc = bs_get(f, "typed_config");
+    if (!tc)
+        return bs_fail_at(b, "typed_config", "missing required field");
+    fc->tcp = bs_alloc(b, sizeof(*fc->tcp));
+    if (!fc->tcp)
+        return false;
+    *out = (wp_nf_config){TCP_PROXY_NAME, WP_NF_TCP_PROXY, fc->tcp};
+    size_t m = bs_push(b, "typed_config");
+    bool ok = json_is_object(tc) ? bs_tcp_proxy(b, tc, fc->tcp)
+                                 : bs_fail(b, "wrong type: expected an object");
+    bs_pop(b, m);
+    return ok;
+}
+
+/* One element of filters: envoy.filters.network.rbac before the terminal filter (last):
+ * envoy.filters.network.http_connection_manager or envoy.filters.network.tcp_proxy. */
 static bool dec_network_filter(bs *b, json_t *f, wp_filter_chain *fc, bool last, wp_nf_config *out)
 {
     const char *name = NULL;
@@ -179,24 +198,28 @@ static bool dec_network_filter(bs *b, json_t *f, wp_filter_chain *fc, bool last,
     if (strcmp(name, RBAC_NAME) == 0) {
         if (last)
             return bs_fail_at(b, "name",
-                              "the last network filter of a chain must be " HCM_NAME
-                              " (weft-proxy's only terminal filter)");
+                              "the last network filter of a chain must be a terminal filter "
+                              "(" HCM_NAME " or " TCP_PROXY_NAME ")");
         struct wp_rbac_config *rc = NULL;
         *out = (wp_nf_config){RBAC_NAME, WP_NF_RBAC, NULL};
         bool ok = bs_rbac_network_filter(b, bs_get(f, "typed_config"), &rc);
         out->config = rc;
         return ok;
     }
-    if (strcmp(name, HCM_NAME) != 0) {
-        bs_fail_atf(b, "name", "unsupported network filter \"%s\" (supported: %s, %s)", name,
-                    RBAC_NAME, HCM_NAME);
+    bool tcp = strcmp(name, TCP_PROXY_NAME) == 0;
+    if (!tcp && strcmp(name, HCM_NAME) != 0) {
+        bs_fail_atf(b, "name", "unsupported network filter \"%s\" (supported: %s, %s, %s)", name,
+                    RBAC_NAME, HCM_NAME, TCP_PROXY_NAME);
         return false;
     }
-    if (!last)
-        return bs_fail_at(b, "name",
-                          "Error: terminal filter named " HCM_NAME " of type " HCM_NAME
-                          " must be the last filter in a network filter chain.");
-    return dec_hcm_filter(b, f, fc, out);
+    if (!last) {
+        bs_fail_atf(b, "name",
+                    "Error: terminal filter named %s of type %s must be the last filter in a "
+                    "network filter chain.",
+                    name, name);
+        return false;
+    }
+    return tcp ? dec_tcp_proxy_filter(b, f, fc, out) : dec_hcm_filter(b, f, fc, out);
 }
 
 /* filters: [envoy.filters.network.rbac...,] envoy.filters.network.http_connection_manager. */
@@ -207,7 +230,9 @@ static bool dec_network_filters(bs *b, json_t *o, wp_filter_chain *fc)
         return bs_wrong_type(b, "filters", "an array");
     size_t n = json_array_size(v);
     if (n == 0)
-        return bs_fail_at(b, "filters", "the chain needs a network filter (" HCM_NAME ")");
+        return bs_fail_at(b, "filters",
+                          "the chain needs a terminal network filter (" HCM_NAME
+                          " or " TCP_PROXY_NAME ")");
     if (n > WP_NF_MAX)
         return bs_fail_atf(b, "filters", "too many network filters (weft-proxy takes %d)",
                            WP_NF_MAX);
@@ -425,7 +450,8 @@ bool bs_dec_listener(bs *b, json_t *o, void *arg)
     return check_chains(b, o, l);
 }
 
-/* c->hcms: every chain's connection manager in order, each knowing its position. */
+/* c->hcms and c->tcps: every chain's connection manager or TCP proxy in order, each knowing its
+ * position. */
 static bool index_hcms(bs *b)
 {
     wp_config *c = b->c;
@@ -433,7 +459,8 @@ static bool index_hcms(bs *b)
     for (size_t i = 0; i < c->nlisteners; i++)
         n += c->listeners[i].nchains + (c->listeners[i].default_chain != NULL);
     c->hcms = bs_alloc(b, sizeof(*c->hcms) * (n + 1));
-    if (!c->hcms)
+    c->tcps = bs_alloc(b, sizeof(*c->tcps) * (n + 1));
+    if (!c->hcms || !c->tcps)
         return false;
     for (size_t i = 0; i < c->nlisteners; i++) {
         wp_listener *l = &c->listeners[i];
@@ -441,6 +468,11 @@ static bool index_hcms(bs *b)
             wp_filter_chain *fc = k < l->nchains ? &l->chains[k] : l->default_chain;
             if (!fc)
                 continue;
+            if (fc->tcp) {
+                fc->tcp->index = c->ntcps;
+                c->tcps[c->ntcps++] = fc->tcp;
+                continue;
+            }
             fc->hcm->index = c->nhcms;
             c->hcms[c->nhcms++] = fc->hcm;
         }

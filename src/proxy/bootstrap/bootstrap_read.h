@@ -148,6 +148,9 @@ bool bs_dynamic_resources(bs *b, json_t *o);
 bool bs_hcm(bs *b, json_t *o, wp_hcm *h);
 bool bs_access_log(bs *b, json_t *o, void *arg);
 
+/* A TcpProxy typed_config o into t (defaults set first); bootstrap_tcp_proxy.c. */
+bool bs_tcp_proxy(bs *b, json_t *o, wp_tcp_proxy *t);
+
 /* One element of static_resources.listeners (bs_each callback, arg the wp_listener: filter
  * chains, their matches and connection managers, default_filter_chain) and the checks over
  * all of them (unique names and addresses; builds wp_config.hcms); bootstrap_listener.c. */

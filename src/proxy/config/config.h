@@ -335,6 +335,31 @@ typedef struct {
     size_t index; /* position in wp_config.hcms (its http.<stat_prefix>.* stat slots) */
 } wp_hcm;
 
+/* envoy.filters.network.tcp_proxy (envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy),
+ * decoded by bootstrap_tcp_proxy.c; the filter is filters/network/tcp_proxy.h. Defaults as
+ * Envoy's: idle_timeout 1 h (0s disables), max_connect_attempts 1, no
+ * max_downstream_connection_duration. */
+typedef struct {
+    const char *name;
+    int cluster; /* index into wp_config.clusters, -1 when no such cluster (NC) */
+    uint32_t weight;
+} wp_tcp_cluster;
+
+typedef struct wp_tcp_proxy {
+    const char *stat_prefix;  /* tcp.<stat_prefix>.* */
+    const char *cluster_name; /* `cluster`; NULL when weighted_clusters */
+    int cluster;              /* index, -1 = not found (NC) */
+    wp_tcp_cluster *weighted; /* weighted_clusters.clusters */
+    size_t nweighted;
+    uint64_t total_weight;
+    uint64_t idle_timeout_ms;                       /* 3600000; 0 = none */
+    uint32_t max_connect_attempts;                  /* >= 1 */
+    uint64_t max_downstream_connection_duration_ms; /* 0 = none */
+    wp_access_log *access_logs;
+    size_t naccess_logs;
+    size_t index; /* position in wp_config.tcps (its tcp.<stat_prefix>.* stat slots) */
+} wp_tcp_proxy;
+
 /* A transport_socket of kind envoy.transport_sockets.tls (a DownstreamTlsContext on a filter
  * chain, an UpstreamTlsContext on a cluster), decoded by bootstrap_tls.c. The TLS engine's
  * context (tls/tls.h) is built when the snapshot is loaded and freed with it (wp_config
@@ -351,14 +376,15 @@ typedef struct wp_tls_config {
 } wp_tls_config;
 
 /* One filter chain of a listener (envoy.config.listener.v3.FilterChain): its
- * filter_chain_match and its network filters. The HTTP connection manager is the only
- * network filter decoded today, so every chain has one, last. */
+ * filter_chain_match and its network filters; the last (terminal) one is the HTTP connection
+ * manager (hcm) or the TCP proxy (tcp), exactly one of the two is set. */
 typedef struct wp_filter_chain {
     const char *name; /* "" when unnamed */
     wp_fcm match;     /* empty for the default_filter_chain */
     wp_nf_config *filters;
     size_t nfilters;
-    wp_hcm *hcm; /* the chain's connection manager (also filters[nfilters - 1].config) */
+    wp_hcm *hcm;       /* the chain's connection manager (also filters[nfilters - 1].config) */
+    wp_tcp_proxy *tcp; /* the chain's TCP proxy (also filters[nfilters - 1].config) */
     const wp_tls_config *tls; /* transport_socket: TLS, NULL = raw_buffer */
 } wp_filter_chain;
 
@@ -523,6 +549,9 @@ typedef struct wp_config {
      * default chain (wp_hcm.index is the position; stats and per-HCM resources follow it) */
     wp_hcm **hcms;
     size_t nhcms;
+    /* every chain's TCP proxy, in the same order (wp_tcp_proxy.index is the position) */
+    wp_tcp_proxy **tcps;
+    size_t ntcps;
     wp_cluster *clusters;
     size_t nclusters;
     struct wf_strmap *cluster_names; /* name -> index + 1 (config time only), arena */

@@ -263,6 +263,7 @@ void wp_dconn_close(wp_dconn *d)
         return;
     d->closing = true;
     wp_worker *w = d->w;
+    wp_nf_chain_on_close(&d->nf); /* a TCP proxy logs and closes its upstream here */
     if (d->stream) {
         wp_stream *s = d->stream;
         if (!s->resp_done && !d->tunnel && !s->upstream_failed) {
@@ -272,7 +273,7 @@ void wp_dconn_close(wp_dconn *d)
         }
         stream_finish(s);
     }
-    if (d->hcm) { /* a connection without a filter chain was never counted */
+    if (d->hcm) {
         wp_hcm_stat(d, WP_S_downstream_cx_destroy, 1);
         wp_hcm_stat(d,
                     d->peer_closed ? WP_S_downstream_cx_destroy_remote
@@ -280,6 +281,8 @@ void wp_dconn_close(wp_dconn *d)
                     1);
         wp_hcm_stat(d, WP_S_downstream_cx_active, -1);
         wp_hcm_stat(d, WP_S_downstream_cx_http1_active, -1);
+    }
+    if (d->chain) { /* a connection without a filter chain was never counted */
         wp_pstats_dconn_closed(w->stats, d->hs, d->ls, uv_now(&w->loop) - d->start_ms);
         wp_listener_stat(d, WP_LS_downstream_cx_destroy, 1);
         wp_listener_stat(d, WP_LS_downstream_cx_active, -1);
@@ -393,7 +396,7 @@ void wp_dconn_use_chain(wp_dconn *d, const wp_filter_chain *fc)
 {
     d->chain = fc;
     d->hcm = fc->hcm;
-    d->hs = &d->wg->gen->pstats->hcms[fc->hcm->index];
+    d->hs = fc->hcm ? &d->wg->gen->pstats->hcms[fc->hcm->index] : NULL;
 }
 
 /* The connection's socket as the listener filters left it (d->lf), or as accepted: the
@@ -676,7 +679,7 @@ static void dconn_follow_config(wp_dconn *d)
             continue;
         wp_lf_socket tmp;
         const wp_filter_chain *fc = wp_listener_find_chain(&c->listeners[i], conn_socket(d, &tmp));
-        if (!fc || fc->tls || d->chain->tls)
+        if (!fc || !fc->hcm || fc->tls || d->chain->tls)
             break; /* TLS connections keep their context: they close after this request */
         const wp_hstats *hs = &w->wg->gen->pstats->hcms[fc->hcm->index];
         const wp_lstats *ls = &w->wg->gen->pstats->listeners[i];
@@ -1752,6 +1755,8 @@ void wp_dconn_drain(wp_worker *w)
 {
     for (wp_dconn *d = w->conns, *next; d; d = next) {
         next = d->next;
+        if (d->tcp)
+            continue; /* a TCP proxy session runs until one side closes (or the worker stops) */
         if (!d->stream)
             wp_dconn_close(d);
         else

@@ -73,7 +73,7 @@ struct wp_dconn {
      * connection manager; NULL while listener filters run and for a connection no chain
      * matched (closed, counted in no_filter_chain_match). */
     const wp_filter_chain *chain;
-    const wp_hcm *hcm;
+    const wp_hcm *hcm;   /* NULL on a chain whose terminal filter is the TCP proxy */
     const wp_hstats *hs; /* its connection manager's stat slots */
     const wp_lstats *ls; /* its listener's stat slots */
     uint64_t id;
@@ -96,6 +96,12 @@ struct wp_dconn {
      * (server/conn_handler.c) only on a listener that has listener filters, NULL otherwise */
     wp_lf_conn *lf;
     wp_nf_chain nf; /* the chain's network filters (the HCM: this connection) */
+    /* the TCP proxy's session (filters/network/tcp_proxy.h) when the chain's terminal filter
+     * is envoy.filters.network.tcp_proxy: it owns the socket's callbacks and the two timers */
+    struct wp_tcp_session *tcp;
+    /* %CONNECTION_TERMINATION_DETAILS% of a network filter that closes the connection (the
+     * network RBAC filter's rbac_access_denied_matched_policy[...]), NULL none */
+    const char *termination_details;
     /* this connection's x-forwarded-client-cert element (http/xfcc.h), built by its first
      * request that needs it (a TLS connection keeps its chain and HCM) */
     wf_strbuf xfcc;
@@ -200,7 +206,7 @@ static inline wp_gen *wp_stream_gen(const wp_stream *s)
  * was counted; a half-made connection closes itself). */
 wp_dconn *wp_dconn_accept(wp_worker *w, size_t listener, uv_stream_t *server, wp_lf_socket *sock);
 /* The connection takes filter chain fc of its listener: its HTTP connection manager and stat
- * slots (before the chain's network filters run). */
+ * slots, none for a TCP proxy chain (before the chain's network filters run). */
 void wp_dconn_use_chain(wp_dconn *d, const wp_filter_chain *fc);
 
 /* The HTTP connection manager's side of its network filter (filters/network/
@@ -211,7 +217,8 @@ void wp_dconn_use_chain(wp_dconn *d, const wp_filter_chain *fc);
 wp_nf_status wp_hcm_on_new_connection(wp_dconn *d);
 wp_nf_status wp_hcm_on_data(wp_dconn *d, bool end_stream);
 
-/* Closes d now (its socket, timers; its stream ends). */
+/* Closes d now (its socket, timers; its stream ends; the network filters' on_close run
+ * first). */
 void wp_dconn_close(wp_dconn *d);
 /* The listener's access_log for a connection a network filter closes before any request
  * (Envoy writes a listener's access logs when a connection ends): start time and duration,

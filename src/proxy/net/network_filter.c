@@ -14,7 +14,7 @@ int wp_nf_chain_add(wp_nf_chain *c, const wp_nf_ops *ops, void *self, const void
     if (c->n >= WP_NF_MAX)
         return -1;
     c->f[c->n].ops = ops;
-    c->f[c->n].f = (wp_nf_filter){self, config, 0};
+    c->f[c->n].f = (wp_nf_filter){self, config, NULL, 0};
     c->n++;
     c->stopped = c->n;
     return 0;
@@ -53,4 +53,14 @@ wp_nf_status wp_nf_chain_continue(wp_nf_chain *c, bool end_stream)
     if (c->stopped >= c->n)
         return WP_NF_CONTINUE;
     return data_from(c, (uint8_t)(c->stopped + 1), end_stream);
+}
+
+void wp_nf_chain_on_close(wp_nf_chain *c)
+{
+    uint8_t n = c->n;
+    c->n = 0; /* a filter closing the connection again from on_close finds no filter */
+    c->stopped = 0;
+    for (uint8_t i = 0; i < n; i++)
+        if (c->f[i].ops->on_close)
+            c->f[i].ops->on_close(&c->f[i].f);
 }

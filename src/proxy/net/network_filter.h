@@ -15,8 +15,13 @@
  * chain (no allocation: the instances live in the connection's wp_nf_chain, each a wp_nf_filter
  * with the connection (`self`), the filter's config and one byte of per-connection state).
  * Registered now: envoy.filters.network.rbac (filters/network/rbac.h, before the terminal
- * filter) and envoy.filters.network.http_connection_manager (the HTTP connection manager is a
- * network filter, and the terminal one); a TCP proxy is a new kind with its own ops.
+ * filter), and the terminal filters envoy.filters.network.http_connection_manager (the HTTP
+ * connection manager is a network filter) and envoy.filters.network.tcp_proxy
+ * (filters/network/tcp_proxy.h).
+ *
+ * on_close (may be NULL) runs when the connection closes, whoever closes it (Envoy's
+ * ConnectionCallbacks::onEvent LocalClose / RemoteClose): a filter that holds per-connection
+ * state (ctx, its own) lets it go there; the connection is still valid during the call.
  */
 #ifndef WEFT_PROXY_NET_NETWORK_FILTER_H
 #define WEFT_PROXY_NET_NETWORK_FILTER_H
@@ -33,6 +38,7 @@ typedef enum { WP_NF_CONTINUE, WP_NF_STOP_ITERATION } wp_nf_status;
 typedef enum {
     WP_NF_HTTP_CONNECTION_MANAGER, /* envoy.filters.network.http_connection_manager */
     WP_NF_RBAC,                    /* envoy.filters.network.rbac (config: wp_rbac_config) */
+    WP_NF_TCP_PROXY,               /* envoy.filters.network.tcp_proxy (config: wp_tcp_proxy) */
     WP_NF_KIND_COUNT_,
 } wp_nf_kind;
 
@@ -45,10 +51,12 @@ typedef struct wp_nf_config {
 
 /* One filter of a connection's chain: self is the connection the connection layer gave it,
  * config the filter's wp_nf_config.config, state one byte the filter keeps per connection
- * (0 when the chain is built). */
+ * (0 when the chain is built), ctx the filter's own per-connection object (NULL when the chain
+ * is built; a filter that sets it frees it, at the latest in on_close). */
 typedef struct wp_nf_filter {
     void *self;
     const void *config;
+    void *ctx;
     uint8_t state;
 } wp_nf_filter;
 
@@ -57,6 +65,7 @@ typedef struct wp_nf_ops {
     const char *name;
     wp_nf_status (*on_new_connection)(wp_nf_filter *f);
     wp_nf_status (*on_data)(wp_nf_filter *f, bool end_stream);
+    void (*on_close)(wp_nf_filter *f);
 } wp_nf_ops;
 
 /* A connection's filter chain. */
@@ -79,5 +88,7 @@ wp_nf_status wp_nf_chain_on_new_connection(wp_nf_chain *c);
 wp_nf_status wp_nf_chain_on_data(wp_nf_chain *c, bool end_stream);
 /* Resumes on_data after the filter that stopped (a no-op when none did). */
 wp_nf_status wp_nf_chain_continue(wp_nf_chain *c, bool end_stream);
+/* Runs every filter's on_close, in order (the connection closes); then the chain is empty. */
+void wp_nf_chain_on_close(wp_nf_chain *c);
 
 #endif

@@ -46,6 +46,11 @@ static int compile_access_logs(wp_server *srv, wp_config *cfg, wf_strbuf *err)
         if (compile_logs(srv, h->access_logs, h->naccess_logs, err) != 0)
             return -1;
     }
+    for (size_t i = 0; i < cfg->ntcps; i++) {
+        wp_tcp_proxy *t = cfg->tcps[i];
+        if (compile_logs(srv, t->access_logs, t->naccess_logs, err) != 0)
+            return -1;
+    }
     for (size_t i = 0; i < cfg->nlisteners; i++) {
         wp_listener *l = &cfg->listeners[i];
         if (compile_logs(srv, l->access_logs, l->naccess_logs, err) != 0)
@@ -66,6 +71,8 @@ static void free_access_logs(wp_config *cfg)
 {
     for (size_t i = 0; i < cfg->nhcms; i++)
         free_logs(cfg->hcms[i]->access_logs, cfg->hcms[i]->naccess_logs);
+    for (size_t i = 0; i < cfg->ntcps; i++)
+        free_logs(cfg->tcps[i]->access_logs, cfg->tcps[i]->naccess_logs);
     for (size_t i = 0; i < cfg->nlisteners; i++)
         free_logs(cfg->listeners[i].access_logs, cfg->listeners[i].naccess_logs);
 }

@@ -15,6 +15,8 @@ static const bool cluster_gauge[] = {WP_CLUSTER_STATS(TYPE_)};
 static const char *const hcm_names[] = {WP_HCM_STATS(NAME_)};
 static const bool hcm_gauge[] = {WP_HCM_STATS(TYPE_)};
 static const char *const listener_names[] = {WP_LISTENER_STATS(NAME_)};
+static const char *const tcp_names[] = {WP_TCP_STATS(NAME_)};
+static const bool tcp_gauge[] = {WP_TCP_STATS(TYPE_)};
 static const bool listener_gauge[] = {WP_LISTENER_STATS(TYPE_)};
 #define HNAME_(name) #name,
 static const char *const cluster_hists[] = {WP_CLUSTER_HISTS(HNAME_)};
@@ -126,7 +128,8 @@ wp_pstats *wp_pstats_register(wp_stats *store, const wp_config *cfg)
     p->nclusters = p->clusters ? cfg->nclusters : 0;
     p->hcms = calloc(cfg->nhcms ? cfg->nhcms : 1, sizeof(*p->hcms));
     p->listeners = calloc(cfg->nlisteners ? cfg->nlisteners : 1, sizeof(*p->listeners));
-    if (!p->clusters || !p->hcms || !p->listeners) {
+    p->tcps = calloc(cfg->ntcps ? cfg->ntcps : 1, sizeof(*p->tcps));
+    if (!p->clusters || !p->hcms || !p->listeners || !p->tcps) {
         wp_pstats_free(p);
         return NULL;
     }
@@ -156,6 +159,11 @@ wp_pstats *wp_pstats_register(wp_stats *store, const wp_config *cfg)
         wf_strbuf_printf(&scope, "http.%s", cfg->hcms[i]->stat_prefix);
         reg_table(store, scope.data, hcm_names, hcm_gauge, WP_HS_COUNT_, p->hcms[i].slot);
         reg_hists(store, scope.data, hcm_hists, WP_HH_COUNT_, p->hcms[i].hist);
+    }
+    for (size_t i = 0; i < cfg->ntcps; i++) {
+        wf_strbuf_reset(&scope);
+        wf_strbuf_printf(&scope, "tcp.%s", cfg->tcps[i]->stat_prefix);
+        reg_table(store, scope.data, tcp_names, tcp_gauge, WP_TS_COUNT_, p->tcps[i].slot);
     }
     for (size_t i = 0; i < cfg->nlisteners; i++) {
         const wp_listener *l = &cfg->listeners[i];
@@ -192,6 +200,7 @@ void wp_pstats_free(wp_pstats *p)
         free(p->clusters[i].tsm_match);
     free(p->clusters);
     free(p->hcms);
+    free(p->tcps);
     free(p->listeners);
     free(p);
 }

@@ -38,6 +38,9 @@
     X(upstream_cx_destroy_local_with_active_rq, C)                                                 \
     X(upstream_cx_destroy_remote_with_active_rq, C)                                                \
     X(upstream_cx_none_healthy, C)                                                                 \
+    X(upstream_cx_connect_attempts_exceeded, C)                                                    \
+    X(upstream_flow_control_paused_reading_total, C)                                               \
+    X(upstream_flow_control_resumed_reading_total, C)                                              \
     X(upstream_cx_idle_timeout, C)                                                                 \
     X(upstream_cx_max_requests, C)                                                                 \
     X(upstream_cx_rx_bytes_total, C)                                                               \
@@ -108,6 +111,21 @@
     X(rq_total, C)                                                                                 \
     X(rq_reset_after_downstream_response_started, C)
 
+/* tcp.<stat_prefix>.* (Envoy's ALL_TCP_PROXY_STATS, source/common/tcp_proxy/tcp_proxy.h) */
+#define WP_TCP_STATS(X)                                                                            \
+    X(downstream_cx_total, C)                                                                      \
+    X(downstream_cx_no_route, C)                                                                   \
+    X(downstream_cx_tx_bytes_total, C)                                                             \
+    X(downstream_cx_tx_bytes_buffered, G)                                                          \
+    X(downstream_cx_rx_bytes_total, C)                                                             \
+    X(downstream_cx_rx_bytes_buffered, G)                                                          \
+    X(downstream_flow_control_paused_reading_total, C)                                             \
+    X(downstream_flow_control_resumed_reading_total, C)                                            \
+    X(idle_timeout, C)                                                                             \
+    X(max_downstream_connection_duration, C)                                                       \
+    X(upstream_flush_total, C)                                                                     \
+    X(upstream_flush_active, G)
+
 #define WP_LISTENER_STATS(X)                                                                       \
     X(downstream_cx_total, C)                                                                      \
     X(downstream_cx_active, G)                                                                     \
@@ -134,6 +152,9 @@
 enum { WP_CLUSTER_STATS(WP_ENUM_) WP_CS_COUNT_ };
 enum { WP_HCM_STATS(WP_ENUM_) WP_HS_COUNT_ };
 enum { WP_LISTENER_STATS(WP_LENUM_) WP_LS_COUNT_ };
+#define WP_TENUM_(name, type) WP_TS_##name,
+enum { WP_TCP_STATS(WP_TENUM_) WP_TS_COUNT_ };
+#undef WP_TENUM_
 #define WP_CHENUM_(name) WP_CH_##name,
 #define WP_HHENUM_(name) WP_HH_##name,
 #define WP_LHENUM_(name) WP_LH_##name,
@@ -167,6 +188,11 @@ typedef struct {
     uint32_t hist[WP_HH_COUNT_];
 } wp_hstats;
 
+/* A TCP proxy's tcp.<stat_prefix>.* slots (WP_TS_*). */
+typedef struct {
+    uint32_t slot[WP_TS_COUNT_];
+} wp_tstats;
+
 typedef struct {
     uint32_t slot[WP_LS_COUNT_];
     uint32_t hist[WP_LH_COUNT_];
@@ -180,6 +206,7 @@ typedef struct wp_pstats {
     wp_cstats *clusters; /* per config cluster */
     size_t nclusters;
     wp_hstats *hcms; /* per HTTP connection manager (wp_config.hcms, wp_hcm.index) */
+    wp_tstats *tcps; /* per TCP proxy (wp_config.tcps, wp_tcp_proxy.index) */
     wp_lstats *listeners;
     uint32_t server_live, server_state, server_uptime, server_concurrency, server_total_connections,
         server_memory_allocated, server_memory_heap_size, workers_started, total_listeners_active,
@@ -255,7 +282,8 @@ static inline void wp_pstats_stream_done(wp_stats_shard *sh, const wp_pstats *p,
 static inline void wp_pstats_dconn_closed(wp_stats_shard *sh, const wp_hstats *hs,
                                           const wp_lstats *ls, uint64_t ms)
 {
-    wp_hist_record(sh, hs->hist[WP_HH_downstream_cx_length_ms], ms);
+    if (hs) /* NULL: a chain without an HTTP connection manager (the TCP proxy's) */
+        wp_hist_record(sh, hs->hist[WP_HH_downstream_cx_length_ms], ms);
     wp_hist_record(sh, ls->hist[WP_LH_downstream_cx_length_ms], ms);
 }
 

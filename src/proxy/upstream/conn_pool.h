@@ -141,6 +141,11 @@ struct wp_uconn {
     bool writing, reading, pinned, closing, response_seen;
     bool peer_closed;   /* the upstream closed (or reset) its side: a remote destroy */
     bool peer_reset_rq; /* ... in the middle of a request (destroy_remote_with_active_rq) */
+    /* the owner takes the upstream's end of stream as a half-close (the TCP proxy, Envoy's
+     * enableHalfClose): on_eof comes and the connection stays open for writing; a read error
+     * (a reset) detaches the owner, closes the connection and comes as on_reset
+     * (WP_RESET_CONNECTION_TERMINATION). Set by the owner after on_ready. */
+    bool half_close;
     int closed_handles;
     char local[64];
 };
@@ -189,5 +194,8 @@ void wp_uconn_close(wp_uconn *u, bool local);
 int wp_uconn_write(wp_uconn *u, uv_buf_t *bufs, unsigned n);
 void wp_uconn_pause_read(wp_uconn *u);
 void wp_uconn_resume_read(wp_uconn *u);
+/* Shuts u's write side once its pending write is done (the upstream reads end of stream);
+ * reading goes on. 0 or UV_E*. */
+int wp_uconn_shutdown(wp_uconn *u);
 
 #endif

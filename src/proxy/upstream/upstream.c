@@ -115,6 +115,11 @@ void wp_uconn_resume_read(wp_uconn *u)
         u->reading = true;
 }
 
+int wp_uconn_shutdown(wp_uconn *u)
+{
+    return u->closing ? UV_ENOTCONN : wp_tsock_shutdown(u->sock);
+}
+
 void wp_uconn_pause_read(wp_uconn *u)
 {
     if (!u || !u->reading)
@@ -289,6 +294,17 @@ static void u_on_read(void *owner, ssize_t n)
     if (n < 0) {
         wp_uconn_pause_read(u);
         u->peer_closed = true; /* counted as Envoy's RemoteClose, whoever closes the handle */
+        if (u->half_close && u->owner) {
+            if (n == UV_EOF) { /* the owner goes on writing (half-close) */
+                u->cbs->on_eof(u->owner, u);
+                return;
+            }
+            void *o = u->owner;
+            u->owner = NULL;
+            wp_uconn_close(u, false);
+            u->cbs->on_reset(o, u, WP_RESET_CONNECTION_TERMINATION);
+            return;
+        }
         if (u->owner)
             u->cbs->on_eof(u->owner, u); /* releases the connection or resets the request */
         if (!u->closing)

@@ -16,4 +16,5 @@ const wp_nf_ops wp_hcm_network_filter = {
     "envoy.filters.network.http_connection_manager",
     on_new_connection,
     on_data,
+    NULL,
 };

@@ -58,6 +58,7 @@ static wp_nf_status on_data(wp_nf_filter *f, bool end_stream)
     f->state = DENIED;
     WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "closing connection: %s (rbac_deny_close)",
                 v.details);
+    d->termination_details = v.details; /* the TCP proxy's access log shows them too */
     wp_dconn_log_close(d, v.details);
     wp_dconn_close(d);
     return WP_NF_STOP_ITERATION;
@@ -67,4 +68,5 @@ const wp_nf_ops wp_rbac_network_filter = {
     WP_RBAC_NETWORK_NAME,
     on_new_connection,
     on_data,
+    NULL,
 };

@@ -1,0 +1,368 @@
+"""weft-proxy's envoy.filters.network.tcp_proxy (reference protocols.md §4) against a real
+line-based TCP server (Python socketserver, in this process): bytes both ways, half-close, a
+100 MB transfer with the proxy's RSS bounded, weighted clusters, Istio's TCP access-log line
+with UH, UF,URX and UO, idle_timeout, network RBAC ahead of the TCP proxy, and the
+tcp.<stat_prefix>.* and cluster stats, mTLS between two proxies for TCP (an UpstreamTlsContext
+to a chain that requires a client certificate), and the loader's errors.
+"""
+import os
+import re
+import socket
+import socketserver
+import threading
+import time
+
+import pytest
+
+from procs import free_port
+from test_proxy_tls import CLIENT_SAN, SNI, certs, downstream_tls, upstream_tls  # noqa: F401
+from proxyfix import (ISTIO_TEXT_FORMAT, ISTIO_TEXT_RE, access_log, bootstrap, cluster,  # noqa: F401
+                      proxy_factory)
+
+TCP_PROXY = "envoy.filters.network.tcp_proxy"
+TCP_PROXY_TYPE = "type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy"
+NET_RBAC = "envoy.filters.network.rbac"
+NET_RBAC_TYPE = "type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC"
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    """Line server: "ECHO" mode answers each chunk as read; at the client's end of stream it
+    writes "EOF <n>\\n" (n: bytes read) and closes. "SINK" mode only counts. "NAME" mode
+    answers the server's name first."""
+
+    def handle(self):
+        srv = self.server
+        conn = self.request
+        conn.settimeout(30)
+        if srv.mode == "NAME":
+            conn.sendall(srv.name.encode() + b"\n")
+        n = 0
+        while True:
+            try:
+                data = conn.recv(65536)
+            except OSError:
+                return
+            if not data:
+                break
+            n += len(data)
+            if srv.mode != "SINK":
+                conn.sendall(data)
+        try:
+            conn.sendall(b"EOF %d\n" % n)
+            conn.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+
+class _Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+@pytest.fixture
+def tcp_server():
+    servers = []
+
+    def start(mode="ECHO", name="s"):
+        srv = _Server(("127.0.0.1", 0), _Handler)
+        srv.mode, srv.name = mode, name
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        servers.append(srv)
+        return srv.server_address[1]
+
+    yield start
+    for srv in servers:
+        srv.shutdown()
+        srv.server_close()
+
+
+def tcp_filter(stat_prefix="tcp_in", cluster_name="backend", weighted=None, **extra):
+    tc = {"@type": TCP_PROXY_TYPE, "stat_prefix": stat_prefix}
+    if weighted:
+        tc["weighted_clusters"] = {"clusters": [{"name": n, "weight": w} for n, w in weighted]}
+    else:
+        tc["cluster"] = cluster_name
+    tc.update(extra)
+    return {"name": TCP_PROXY, "typed_config": tc}
+
+
+def tcp_bootstrap(clusters, filters=None, **tcp_extra):
+    flt = tcp_filter(access_log=[access_log(fmt=ISTIO_TEXT_FORMAT)], **tcp_extra)
+    lst = {"name": "tcp", "_weft_auto_port": True,
+           "address": {"socket_address": {"address": "127.0.0.1", "port_value": 0}},
+           "filter_chains": [{"filters": list(filters or []) + [flt]}]}
+    return bootstrap([lst], clusters)
+
+
+def connect(p):
+    s = socket.create_connection(("127.0.0.1", p.port), timeout=10)
+    s.settimeout(10)
+    return s
+
+
+def recv_until(s, marker, limit=1 << 20):
+    buf = b""
+    while marker not in buf and len(buf) < limit:
+        d = s.recv(65536)
+        if not d:
+            break
+        buf += d
+    return buf
+
+
+def log_line(p, i=0, n=1):
+    line = p.access_log_lines(n)[i]
+    m = ISTIO_TEXT_RE.match(line)
+    assert m, line
+    return m
+
+
+def test_bytes_both_ways_and_half_close(tcp_server, proxy_factory):
+    port = tcp_server()
+    p = proxy_factory(tcp_bootstrap([cluster("backend", [port])]))
+    s = connect(p)
+    s.sendall(b"hello\n")
+    assert recv_until(s, b"hello\n") == b"hello\n"
+    s.sendall(b"world\n")
+    assert recv_until(s, b"world\n") == b"world\n"
+    # half-close: our end of stream reaches the server; its answer still comes back
+    s.shutdown(socket.SHUT_WR)
+    assert recv_until(s, b"\n") == b"EOF 12\n"
+    assert s.recv(10) == b""  # then the server's end of stream
+    s.close()
+    m = log_line(p)
+    assert (m["method"], m["path"], m["protocol"]) == ("-", "-", "-")
+    assert (m["response_code"], m["response_flags"]) == ("0", "-")
+    assert (m["bytes_received"], m["bytes_sent"]) == ("12", "19")
+    assert m["upstream_host"] == "127.0.0.1:%d" % port
+    assert m["upstream_cluster"] == "backend"
+    assert m["downstream_local_address"] == "127.0.0.1:%d" % p.port
+    assert m["upstream_local_address"].startswith("127.0.0.1:")
+    st = p.wait_stat("tcp.tcp_in.downstream_cx_total", 1)
+    assert st["tcp.tcp_in.downstream_cx_rx_bytes_total"] == 12
+    assert st["tcp.tcp_in.downstream_cx_tx_bytes_total"] == 19
+    assert st["cluster.backend.upstream_cx_total"] == 1
+    assert st["listener.127.0.0.1_%d.downstream_cx_total" % p.port] == 1
+
+
+def test_upstream_half_close_keeps_the_other_direction(tcp_server, proxy_factory):
+    """The server closes its side first ("NAME" answers, then we half-close after it)."""
+    port = tcp_server()
+    p = proxy_factory(tcp_bootstrap([cluster("backend", [port])]))
+    s = connect(p)
+    s.sendall(b"a" * 1000)
+    assert len(recv_until(s, b"a" * 1000)) == 1000
+    s.shutdown(socket.SHUT_WR)
+    assert recv_until(s, b"\n") == b"EOF 1000\n"
+    assert s.recv(10) == b""
+    s.close()
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+def test_large_transfer_bounded_memory(tcp_server, proxy_factory):
+    port = tcp_server(mode="ECHO")
+    p = proxy_factory(tcp_bootstrap([cluster("backend", [port])]))
+    total = 100 * 1024 * 1024
+    chunk = os.urandom(1 << 16)
+    s = connect(p)
+    got = [0]
+    peak = [rss_kb(p.proc.pid)]
+
+    def reader():
+        while True:
+            d = s.recv(1 << 16)
+            if not d:
+                return
+            got[0] += len(d)
+
+    t = threading.Thread(target=reader)
+    t.start()
+    sent = 0
+    while sent < total:
+        s.sendall(chunk)
+        sent += len(chunk)
+        if sent % (8 << 20) == 0:
+            peak[0] = max(peak[0], rss_kb(p.proc.pid))
+    s.shutdown(socket.SHUT_WR)
+    t.join(60)
+    s.close()
+    assert got[0] == total + len(b"EOF %d\n" % total)
+    # the proxy holds at most a buffer per direction: its RSS stays far below the transfer
+    assert peak[0] < 64 * 1024, peak
+    st = p.wait_stat("tcp.tcp_in.downstream_cx_rx_bytes_total", total)
+    assert st["cluster.backend.upstream_cx_tx_bytes_total"] == total
+
+
+def test_weighted_clusters_split(tcp_server, proxy_factory):
+    a, b = tcp_server(mode="NAME", name="a"), tcp_server(mode="NAME", name="b")
+    p = proxy_factory(tcp_bootstrap([cluster("ca", [a]), cluster("cb", [b])],
+                                    weighted=[("ca", 3), ("cb", 1)]))
+    seen = {"a": 0, "b": 0}
+    for _ in range(200):
+        s = connect(p)
+        seen[recv_until(s, b"\n").strip().decode()] += 1
+        s.close()
+    assert 110 < seen["a"] < 190, seen
+    assert seen["a"] + seen["b"] == 200
+
+
+def test_no_healthy_upstream_uh(proxy_factory):
+    p = proxy_factory(tcp_bootstrap([cluster("backend", [])]))
+    s = connect(p)
+    assert s.recv(10) == b""
+    s.close()
+    m = log_line(p)
+    assert (m["response_code"], m["response_flags"]) == ("0", "UH")
+    assert (m["bytes_received"], m["bytes_sent"], m["upstream_host"]) == ("0", "0", "-")
+    assert m["upstream_cluster"] == "backend"
+    assert p.stats()["cluster.backend.upstream_cx_none_healthy"] == 1
+
+
+def test_connect_refused_uf_urx_and_retries(proxy_factory):
+    dead = free_port()
+    p = proxy_factory(tcp_bootstrap([cluster("backend", [dead])], max_connect_attempts=3))
+    s = connect(p)
+    assert s.recv(10) == b""
+    s.close()
+    m = log_line(p)
+    assert m["response_flags"] == "UF,URX"
+    assert m["upstream_host"] == "127.0.0.1:%d" % dead
+    assert "refused" in m["upstream_transport_failure_reason"].lower()
+    st = p.stats()
+    assert st["cluster.backend.upstream_cx_connect_fail"] == 3
+    assert st["cluster.backend.upstream_cx_connect_attempts_exceeded"] == 1
+
+
+def test_missing_cluster_nc(proxy_factory):
+    p = proxy_factory(tcp_bootstrap([cluster("other", [free_port()])]))
+    s = connect(p)
+    assert s.recv(10) == b""
+    s.close()
+    assert log_line(p)["response_flags"] == "NC"
+    assert p.stats()["tcp.tcp_in.downstream_cx_no_route"] == 1
+
+
+def test_circuit_breaker_uo(tcp_server, proxy_factory):
+    port = tcp_server()
+    p = proxy_factory(tcp_bootstrap([cluster("backend", [port],
+                                             circuit_breakers={"max_connections": 1})]))
+    first = connect(p)
+    first.sendall(b"x\n")
+    assert recv_until(first, b"x\n") == b"x\n"
+    second = connect(p)
+    assert second.recv(10) == b""
+    second.close()
+    m = log_line(p)
+    assert m["response_flags"] == "UO"
+    first.close()
+    assert p.stats()["cluster.backend.upstream_cx_overflow"] == 1
+
+
+def test_idle_timeout(tcp_server, proxy_factory):
+    port = tcp_server()
+    p = proxy_factory(tcp_bootstrap([cluster("backend", [port])], idle_timeout="0.3s"))
+    s = connect(p)
+    s.sendall(b"ping\n")
+    assert recv_until(s, b"ping\n") == b"ping\n"
+    t0 = time.monotonic()
+    assert s.recv(10) == b""  # closed by the proxy, no flag (Envoy's onIdleTimeout)
+    assert 0.2 < time.monotonic() - t0 < 5
+    s.close()
+    m = log_line(p)
+    assert m["response_flags"] == "-"
+    assert p.stats()["tcp.tcp_in.idle_timeout"] == 1
+
+
+def test_max_downstream_connection_duration_dt(tcp_server, proxy_factory):
+    port = tcp_server()
+    p = proxy_factory(tcp_bootstrap([cluster("backend", [port])],
+                                    max_downstream_connection_duration="0.3s"))
+    s = connect(p)
+    s.sendall(b"ping\n")
+    assert recv_until(s, b"ping\n") == b"ping\n"
+    assert s.recv(10) == b""
+    s.close()
+    assert log_line(p)["response_flags"] == "DT"
+    assert p.stats()["tcp.tcp_in.max_downstream_connection_duration"] == 1
+
+
+def test_network_rbac_denies_before_tcp_proxy(tcp_server, proxy_factory):
+    port = tcp_server()
+    rbac = {"name": NET_RBAC, "typed_config": {
+        "@type": NET_RBAC_TYPE, "stat_prefix": "tcp.",
+        "rules": {"action": "DENY", "policies": {"ns[x]-policy[deny-local]-rule[0]": {
+            "permissions": [{"any": True}],
+            "principals": [{"directRemoteIp": {"addressPrefix": "127.0.0.1", "prefixLen": 32}}]}}}}}
+    p = proxy_factory(tcp_bootstrap([cluster("backend", [port])], filters=[rbac]))
+    s = connect(p)
+    s.sendall(b"secret\n")
+    assert recv_until(s, b"\n") == b""
+    s.close()
+    m = log_line(p)
+    assert m["connection_termination_details"] == \
+        "rbac_access_denied_matched_policy[ns[x]-policy[deny-local]-rule[0]]"
+    assert m["bytes_received"] == "7"
+    st = p.stats()
+    assert st["tcp.rbac.denied"] == 1
+    assert st["cluster.backend.upstream_cx_tx_bytes_total"] == 0  # nothing reached the server
+
+
+def test_loader_errors_name_the_field(proxy_factory, tmp_path):
+    import subprocess
+
+    from proxyfix import proxy_path, write_bootstrap
+    cases = [
+        ({"hash_policy": [{"source_ip": {}}]}, "hash_policy: not supported by weft-proxy"),
+        ({"bogus": 1}, "bogus"),
+        ({"max_connect_attempts": 0}, "max_connect_attempts: value must be greater"),
+    ]
+    for extra, want in cases:
+        bs = tcp_bootstrap([cluster("backend", [free_port()])], **extra)
+        bs["static_resources"]["listeners"][0]["address"]["socket_address"]["port_value"] = \
+            free_port()
+        bs["admin"]["address"]["socket_address"]["port_value"] = free_port()
+        path = write_bootstrap(bs, str(tmp_path))
+        r = subprocess.run([proxy_path(), "--mode", "validate", "-c", path], capture_output=True,
+                           text=True, timeout=10)
+        assert r.returncode != 0
+        assert "typed_config." in r.stderr and want in r.stderr, r.stderr
+
+
+def test_mtls_between_two_proxies_for_tcp(certs, tcp_server, proxy_factory):  # noqa: F811
+    """A client-side proxy's cluster with an UpstreamTlsContext (client certificate, SAN check,
+    SNI) to a server-side proxy whose chain requires a client certificate; both chains are
+    tcp_proxy. The server side logs the client's SPIFFE URI SAN and the SNI."""
+    port = tcp_server()
+    fmt = "%RESPONSE_FLAGS% %DOWNSTREAM_PEER_URI_SAN% %REQUESTED_SERVER_NAME% %BYTES_RECEIVED%\n"
+    server_bs = tcp_bootstrap([cluster("app", [port])], cluster_name="app")
+    lst = server_bs["static_resources"]["listeners"][0]
+    lst["filter_chains"][0]["transport_socket"] = downstream_tls(certs, require=True,
+                                                                 alpn=("istio",))
+    lst["filter_chains"][0]["filters"][-1]["typed_config"]["access_log"] = [
+        access_log(path="@LOG:srv@", fmt=fmt)]
+    server = proxy_factory(server_bs)
+    client = proxy_factory(tcp_bootstrap([cluster("backend", [server.port],
+                                                  transport_socket=upstream_tls(certs))]))
+    s = connect(client)
+    s.sendall(b"over mtls\n")
+    assert recv_until(s, b"over mtls\n") == b"over mtls\n"
+    s.shutdown(socket.SHUT_WR)
+    assert recv_until(s, b"\n") == b"EOF 10\n"
+    s.close()
+    assert server.access_log_lines(1, name="srv")[0] == "- %s %s 10" % (CLIENT_SAN, SNI)
+    assert log_line(client)["response_flags"] == "-"
+    assert client.wait_stat("cluster.backend.ssl.handshake", 1)["cluster.backend.ssl.handshake"] == 1
+    # an upstream TLS context that does not trust the server's CA: UF with the TLS error
+    bad = proxy_factory(tcp_bootstrap([cluster("backend", [server.port],
+                                               transport_socket=upstream_tls(certs,
+                                                                             ca="other_ca.crt"))]))
+    s = connect(bad)
+    assert s.recv(10) == b""
+    s.close()
+    m = log_line(bad)
+    assert m["response_flags"] == "UF,URX"
+    assert m["upstream_transport_failure_reason"].startswith("TLS_error:"), m.group(0)
