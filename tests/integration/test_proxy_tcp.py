@@ -143,6 +143,9 @@ def test_bytes_both_ways_and_half_close(tcp_server, proxy_factory):
     assert st["tcp.tcp_in.downstream_cx_tx_bytes_total"] == 19
     assert st["cluster.backend.upstream_cx_total"] == 1
     assert st["listener.127.0.0.1_%d.downstream_cx_total" % p.port] == 1
+    # on /stats/prometheus with Envoy's default tag (envoy.tcp_prefix)
+    status, _, body = p.admin("/stats/prometheus")
+    assert 'envoy_tcp_downstream_cx_total{envoy_tcp_prefix="tcp_in"} 1' in body.decode()
 
 
 def test_upstream_half_close_keeps_the_other_direction(tcp_server, proxy_factory):
@@ -366,3 +369,93 @@ def test_mtls_between_two_proxies_for_tcp(certs, tcp_server, proxy_factory):  # 
     m = log_line(bad)
     assert m["response_flags"] == "UF,URX"
     assert m["upstream_transport_failure_reason"].startswith("TLS_error:"), m.group(0)
+
+
+def _istio_tcp_bs(cluster_obj, node_obj, inbound, tls=None):
+    from test_proxy_istio_metrics import stats_filter
+    bs = tcp_bootstrap([cluster_obj], filters=[stats_filter()], cluster_name=cluster_obj["name"],
+                       stat_prefix=cluster_obj["name"])
+    lst = bs["static_resources"]["listeners"][0]
+    lst["traffic_direction"] = "INBOUND" if inbound else "OUTBOUND"
+    if tls:
+        lst["filter_chains"][0]["transport_socket"] = tls
+    bs["node"] = node_obj
+    return bs
+
+
+def test_istio_tcp_metrics_over_mtls(certs, tcp_server, proxy_factory):  # noqa: F811
+    """istio.stats as a network filter before tcp_proxy on both sidecars: the four
+    istio_tcp_* counters with Istio's labels (no response_code / grpc_response_status,
+    request_protocol tcp), principals from the certificates, unknown peer workloads (no
+    metadata exchange over TCP), mutual_tls at the destination, unknown at the source."""
+    from test_proxy_istio_metrics import LABELS, SVC_HOST, node, prom, series, svc_cluster
+    port = tcp_server()
+    server = proxy_factory(_istio_tcp_bs(
+        svc_cluster("inbound|9080||", port), node("catalog-v1", "catalog", "v1"), True,
+        tls=downstream_tls(certs, require=True, alpn=("istio",))))
+    cl = svc_cluster("outbound|9080||" + SVC_HOST, server.port)
+    cl["transport_socket"] = upstream_tls(certs, sni="outbound_.9080_._." + SVC_HOST)
+    client = proxy_factory(_istio_tcp_bs(cl, node("frontend-v1", "frontend", "v2"), False))
+    for _ in range(2):
+        s = connect(client)
+        s.sendall(b"0123456789")
+        assert recv_until(s, b"9") == b"0123456789"
+        s.shutdown(socket.SHUT_WR)
+        assert recv_until(s, b"\n") == b"EOF 10\n"
+        s.close()
+    client.wait_stat("tcp.outbound|9080||%s.downstream_cx_total" % SVC_HOST, 2)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        text_s, text_c = prom(server), prom(client)
+        if "istio_tcp_connections_closed_total{" in text_s + text_c and \
+                len(series(text_s, "istio_tcp_connections_closed_total")) and \
+                len(series(text_c, "istio_tcp_connections_closed_total")) and \
+                series(text_c, "istio_tcp_connections_closed_total")[0][1] == 2 and \
+                series(text_s, "istio_tcp_connections_closed_total")[0][1] == 2:
+            break
+        time.sleep(0.05)
+    tcp_labels = [lab for lab in LABELS if lab not in ("response_code", "grpc_response_status")]
+    dst = {f: series(text_s, f) for f in ("istio_tcp_connections_opened_total",
+                                          "istio_tcp_connections_closed_total",
+                                          "istio_tcp_sent_bytes_total",
+                                          "istio_tcp_received_bytes_total")}
+    for fam, rows in dst.items():
+        assert len(rows) == 1, (fam, rows)
+        lab, value, order = rows[0]
+        assert order == tcp_labels
+        assert lab["reporter"] == "destination"
+        assert lab["request_protocol"] == "tcp"
+        assert lab["connection_security_policy"] == "mutual_tls"
+        assert lab["source_principal"] == CLIENT_SAN
+        assert lab["source_workload"] == "unknown"  # no metadata exchange over TCP
+        assert lab["source_workload_namespace"] == "default"  # from the client's SAN
+        assert lab["destination_workload"] == "catalog-v1"
+        assert lab["response_flags"] == "-"
+    assert dst["istio_tcp_connections_opened_total"][0][1] == 2
+    assert dst["istio_tcp_received_bytes_total"][0][1] == 20
+    assert dst["istio_tcp_sent_bytes_total"][0][1] == 2 * len(b"0123456789EOF 10\n")
+    (lab, value, _), = series(text_c, "istio_tcp_sent_bytes_total")
+    assert lab["reporter"] == "source" and lab["connection_security_policy"] == "unknown"
+    assert lab["destination_principal"] != "unknown"
+    assert lab["destination_service"] == SVC_HOST and lab["destination_service_name"] == "catalog"
+    assert lab["source_workload"] == "frontend-v1"
+    assert value == 2 * len(b"0123456789EOF 10\n")
+    assert "istio_build{component=\"proxy\",tag=\"1.24.0\"} 1" in text_c
+
+
+def test_istio_tcp_metrics_flags_at_the_source(proxy_factory):
+    from test_proxy_istio_metrics import node, prom, series
+    bs = _istio_tcp_bs(cluster("BlackHoleCluster", []), node("frontend-v1", "frontend", "v2"),
+                       False)
+    p = proxy_factory(bs)
+    s = connect(p)
+    assert s.recv(10) == b""
+    s.close()
+    deadline = time.monotonic() + 5
+    rows = []
+    while not rows and time.monotonic() < deadline:
+        rows = series(prom(p), "istio_tcp_connections_closed_total")
+        time.sleep(0.05)
+    (lab, value, _), = rows
+    assert (lab["response_flags"], lab["destination_service_name"], value) == \
+        ("UH", "BlackHoleCluster", 1.0)

@@ -143,6 +143,36 @@ static void test_terminal_position(void **state)
     free(text);
 }
 
+/* istio.stats goes ahead of the TCP proxy as a network filter; the TCP metadata exchange is
+ * refused by name. */
+static void test_istio_network_filters(void **state)
+{
+    (void)state;
+    char *text = bs_text("\"stat_prefix\": \"x\", \"cluster\": \"a\"",
+                         "{\"name\": \"istio.stats\", \"typed_config\": {\"@type\": "
+                         "\"type.googleapis.com/stats.PluginConfig\"}}, ");
+    wf_strbuf err = {0};
+    wp_config *c = wf_test_load_bootstrap(text, &err);
+    if (!c)
+        fail_msg("%s", wf_strbuf_cstr(&err));
+    const wp_filter_chain *fc = &c->listeners[0].chains[0];
+    assert_int_equal(fc->nfilters, 2);
+    assert_int_equal(fc->filters[0].kind, WP_NF_ISTIO_STATS);
+    assert_non_null(fc->filters[0].config);
+    assert_int_equal(fc->filters[1].kind, WP_NF_TCP_PROXY);
+    wp_config_unref(c);
+    wf_strbuf_free(&err);
+    free(text);
+    text = bs_text("\"stat_prefix\": \"x\", \"cluster\": \"a\"",
+                   "{\"name\": \"istio.metadata_exchange\"}, ");
+    wf_test_expect_bootstrap_error(
+        text, "t.json: static_resources.listeners[0].filter_chains[0].filters[0].name: network "
+              "filter \"istio.metadata_exchange\" is not supported by weft-proxy (peer metadata "
+              "over ALPN istio-peer-exchange is not implemented; istio.stats takes the peer "
+              "identity from its certificate)");
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -150,6 +180,7 @@ int main(void)
         cmocka_unit_test(test_fields),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_terminal_position),
+        cmocka_unit_test(test_istio_network_filters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -206,6 +206,37 @@ static void test_labels_destination(void **state)
     assert_true(eq(l.v[idx("connection_security_policy")], "none"));
 }
 
+/* Istio's TCP metrics: the same labels less response_code and grpc_response_status,
+ * request_protocol "tcp", in the /stats suffix and the Prometheus labels alike. */
+static void test_labels_tcp(void **state)
+{
+    (void)state;
+    wp_istio_local loc = {0};
+    loc.w = sample();
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_DESTINATION, true, &loc, NULL};
+    wp_istio_sans sans = {S("spiffe://cluster.local/ns/web/sa/frontend"),
+                          S("spiffe://cluster.local/ns/shop/sa/catalog")};
+    wp_istio_labels l;
+    wp_istio_labels_build(&f, NULL, &sans, S(NULL), S(NULL), "", "UF,URX", &l);
+    wp_istio_labels_tcp(&l);
+    wf_strbuf suffix = WF_STRBUF_INIT, prom = WF_STRBUF_INIT;
+    wp_istio_stats_suffix(&l, &suffix);
+    wp_istio_prom_labels(&l, &prom);
+    const char *sx = wf_strbuf_cstr(&suffix), *px = wf_strbuf_cstr(&prom);
+    assert_null(strstr(sx, "response_code"));
+    assert_null(strstr(sx, "grpc_response_status"));
+    assert_non_null(strstr(sx, ".request_protocol.tcp.response_flags.UF,URX."));
+    assert_null(strstr(px, "response_code="));
+    assert_null(strstr(px, "grpc_response_status"));
+    assert_non_null(strstr(px, "request_protocol=\"tcp\",response_flags=\"UF,URX\","
+                               "connection_security_policy=\"mutual_tls\""));
+    assert_non_null(strstr(px, "source_workload_namespace=\"web\""));
+    assert_int_equal(strncmp(px, "reporter=\"destination\",", strlen("reporter=\"destination\",")),
+                     0);
+    wf_strbuf_free(&suffix);
+    wf_strbuf_free(&prom);
+}
+
 /* mTLS (istio_stats.cc populatePeerInfo): the connection's first URI SANs give the
  * principals, the destination's connection_security_policy and the peer's namespace. */
 static void test_labels_mtls(void **state)
@@ -489,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_suffix_and_prom_labels),
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_record_and_render),
+        cmocka_unit_test(test_labels_tcp),
         cmocka_unit_test(test_bootstrap_accepts),
         cmocka_unit_test(test_bootstrap_rejects),
     };

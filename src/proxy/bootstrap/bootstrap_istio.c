@@ -81,7 +81,7 @@ static bool dec_plugin_config(bs *b, json_t *o, wp_istio_stats_filter *f, bool w
                                            "rescoping_duration", "scope_grace_period_duration",
                                            NULL};
     int reporter = 0;
-    uint64_t tcp_ms = 0;
+    uint64_t tcp_ms = 0; /* accepted: weft reports a TCP connection when it closes */
     const char *fields = wrapped ? "disable_host_header_fallback reporter tcp_reporting_duration "
                                    "metrics definitions rotation_interval "
                                    "graceful_deletion_interval rescoping_duration "
@@ -113,13 +113,12 @@ static bool dec_plugin_config(bs *b, json_t *o, wp_istio_stats_filter *f, bool w
     return true;
 }
 
-bool bs_istio_stats_filter(bs *b, json_t *tc)
+/* A new istio.stats config from typed_config tc (NULL = the empty PluginConfig). */
+static wp_istio_stats_filter *dec_stats_filter(bs *b, json_t *tc)
 {
-    if (b->istio_stats)
-        return bs_fail_at(b, "name", "only one " WP_ISTIO_STATS_NAME " filter is supported");
     wp_istio_stats_filter *f = bs_alloc(b, sizeof *f);
     if (!f || !(f->local = local_info(b)))
-        return false;
+        return NULL;
     f->reporter = b->direction == 1 ? WP_ISTIO_REPORTER_DESTINATION : WP_ISTIO_REPORTER_SOURCE;
     if (tc) {
         size_t m = bs_push(b, "typed_config");
@@ -130,10 +129,25 @@ bool bs_istio_stats_filter(bs *b, json_t *tc)
         bs_pop(b, mk);
         bs_pop(b, m);
         if (!ok)
-            return false;
+            return NULL;
     }
+    return f;
+}
+
+bool bs_istio_stats_filter(bs *b, json_t *tc)
+{
+    if (b->istio_stats)
+        return bs_fail_at(b, "name", "only one " WP_ISTIO_STATS_NAME " filter is supported");
+    wp_istio_stats_filter *f = dec_stats_filter(b, tc);
+    if (!f)
+        return false;
     b->istio_stats = f;
     return true;
+}
+
+bool bs_istio_network_stats(bs *b, json_t *tc, struct wp_istio_stats_filter **out)
+{
+    return (*out = dec_stats_filter(b, tc)) != NULL;
 }
 
 /* ------------------------------------------------------------------ istio.metadata_exchange */

@@ -36,6 +36,7 @@
 #define HCM_NAME         "envoy.filters.network.http_connection_manager"
 #define RBAC_NAME        "envoy.filters.network.rbac"
 #define TCP_PROXY_NAME   "envoy.filters.network.tcp_proxy"
+#define ISTIO_STATS_NAME "istio.stats"
 #define WP_LISTENER_TYPE "type.googleapis.com/envoy.config.listener.v3.Listener"
 
 /* ---------- filter_chain_match ---------- */
@@ -206,10 +207,28 @@ static bool dec_network_filter(bs *b, json_t *f, wp_filter_chain *fc, bool last,
         out->config = rc;
         return ok;
     }
+    if (strcmp(name, ISTIO_STATS_NAME) == 0) {
+        if (last || !b->tcp_chain)
+            return bs_fail_at(b, "name",
+                              "the istio.stats network filter goes before " TCP_PROXY_NAME
+                              " (the TCP metrics); an HTTP chain has it in http_filters");
+        struct wp_istio_stats_filter *sf = NULL;
+        *out = (wp_nf_config){ISTIO_STATS_NAME, WP_NF_ISTIO_STATS, NULL};
+        bool ok = bs_istio_network_stats(b, bs_get(f, "typed_config"), &sf);
+        out->config = sf;
+        return ok;
+    }
+    if (strcmp(name, "istio.metadata_exchange") == 0 ||
+        strcmp(name, "envoy.filters.network.metadata_exchange") == 0)
+        return bs_fail_atf(b, "name",
+                           "network filter \"%s\" is not supported by weft-proxy (peer metadata "
+                           "over ALPN istio-peer-exchange is not implemented; istio.stats takes "
+                           "the peer identity from its certificate)",
+                           name);
     bool tcp = strcmp(name, TCP_PROXY_NAME) == 0;
     if (!tcp && strcmp(name, HCM_NAME) != 0) {
-        bs_fail_atf(b, "name", "unsupported network filter \"%s\" (supported: %s, %s, %s)", name,
-                    RBAC_NAME, HCM_NAME, TCP_PROXY_NAME);
+        bs_fail_atf(b, "name", "unsupported network filter \"%s\" (supported: %s, %s, %s, %s)",
+                    name, RBAC_NAME, ISTIO_STATS_NAME, HCM_NAME, TCP_PROXY_NAME);
         return false;
     }
     if (!last) {
@@ -239,6 +258,9 @@ static bool dec_network_filters(bs *b, json_t *o, wp_filter_chain *fc)
     fc->filters = bs_alloc(b, sizeof(*fc->filters) * n);
     if (!fc->filters)
         return false;
+    json_t *lastf = json_array_get(v, n - 1);
+    const char *lastn = json_is_object(lastf) ? json_string_value(bs_get(lastf, "name")) : NULL;
+    b->tcp_chain = lastn && strcmp(lastn, TCP_PROXY_NAME) == 0;
     size_t m = bs_push(b, "filters");
     bool ok = true;
     for (size_t i = 0; ok && i < n; i++) {

@@ -34,7 +34,8 @@ typedef struct bs {
     struct wp_fault_filter *fault;
     struct wp_istio_stats_filter *istio_stats;
     struct wp_istio_mx_filter *istio_mx;
-    int direction; /* current listener's traffic_direction (0, 1 INBOUND, 2 OUTBOUND) */
+    int direction;  /* current listener's traffic_direction (0, 1 INBOUND, 2 OUTBOUND) */
+    bool tcp_chain; /* the current chain's terminal filter is envoy.filters.network.tcp_proxy */
     struct wp_istio_local *istio_local; /* node metadata for the Istio filters, built once */
     wp_cluster *cur_cluster;            /* the cluster being decoded */
     json_t *tsm_json; /* its transport_socket_matches (for the hosts' choice), NULL = none */
@@ -120,6 +121,10 @@ bool bs_per_filter_config(bs *b, json_t *o, const struct wp_fault_config **out);
  * istio.metadata_exchange into the current HCM (one each). bs_cluster_metadata: o.metadata
  * (filter_metadata; istio.services[0] is kept for Istio's destination_service). */
 bool bs_istio_stats_filter(bs *b, json_t *tc);
+/* istio.stats as a network filter (filters[i].typed_config tc, NULL = empty) into a new arena
+ * config in *out. */
+struct wp_istio_stats_filter;
+bool bs_istio_network_stats(bs *b, json_t *tc, struct wp_istio_stats_filter **out);
 bool bs_istio_mx_filter(bs *b, json_t *tc);
 bool bs_cluster_metadata(bs *b, json_t *o, wp_cluster *cl);
 

@@ -14,10 +14,10 @@
  * snapshot); the connection layer maps each kind to its ops when it builds a connection's
  * chain (no allocation: the instances live in the connection's wp_nf_chain, each a wp_nf_filter
  * with the connection (`self`), the filter's config and one byte of per-connection state).
- * Registered now: envoy.filters.network.rbac (filters/network/rbac.h, before the terminal
- * filter), and the terminal filters envoy.filters.network.http_connection_manager (the HTTP
- * connection manager is a network filter) and envoy.filters.network.tcp_proxy
- * (filters/network/tcp_proxy.h).
+ * Registered now: envoy.filters.network.rbac (filters/network/rbac.h) and istio.stats
+ * (filters/network/istio_stats.h), before the terminal filter, and the terminal filters
+ * envoy.filters.network.http_connection_manager (the HTTP connection manager is a network filter)
+ * and envoy.filters.network.tcp_proxy (filters/network/tcp_proxy.h).
  *
  * on_close (may be NULL) runs when the connection closes, whoever closes it (Envoy's
  * ConnectionCallbacks::onEvent LocalClose / RemoteClose): a filter that holds per-connection
@@ -39,6 +39,7 @@ typedef enum {
     WP_NF_HTTP_CONNECTION_MANAGER, /* envoy.filters.network.http_connection_manager */
     WP_NF_RBAC,                    /* envoy.filters.network.rbac (config: wp_rbac_config) */
     WP_NF_TCP_PROXY,               /* envoy.filters.network.tcp_proxy (config: wp_tcp_proxy) */
+    WP_NF_ISTIO_STATS,             /* istio.stats (config: wp_istio_stats_filter) */
     WP_NF_KIND_COUNT_,
 } wp_nf_kind;
 

@@ -237,9 +237,24 @@ void wp_istio_labels_build(const wp_istio_stats_filter *f, const wp_istio_worklo
     v[L_RESPONSE_FLAGS] = lit(flags);
 }
 
+void wp_istio_labels_tcp(wp_istio_labels *l)
+{
+    l->tcp = true;
+    l->v[L_REQUEST_PROTOCOL] = lit("tcp");
+    l->v[L_RESPONSE_CODE] = l->v[L_GRPC_RESPONSE_STATUS] = (wp_istio_str){NULL, 0};
+}
+
+/* Whether label i is one of l's (the TCP metrics have two fewer). */
+static bool has_label(const wp_istio_labels *l, int i)
+{
+    return !l->tcp || (i != L_RESPONSE_CODE && i != L_GRPC_RESPONSE_STATUS);
+}
+
 void wp_istio_stats_suffix(const wp_istio_labels *l, wf_strbuf *out)
 {
     for (int i = 0; i < WP_ISTIO_NLABELS; i++) {
+        if (!has_label(l, i))
+            continue;
         const char *n = wp_istio_label_names[i];
         wf_strbuf_putc(out, '.');
         wf_strbuf_append(out, n, strlen(n));
@@ -252,9 +267,13 @@ void wp_istio_stats_suffix(const wp_istio_labels *l, wf_strbuf *out)
 
 void wp_istio_prom_labels(const wp_istio_labels *l, wf_strbuf *out)
 {
+    bool first = true;
     for (int i = 0; i < WP_ISTIO_NLABELS; i++) {
-        if (i)
+        if (!has_label(l, i))
+            continue;
+        if (!first)
             wf_strbuf_putc(out, ',');
+        first = false;
         wf_strbuf_puts(out, wp_istio_label_names[i]);
         wf_strbuf_append(out, "=\"", 2);
         for (size_t k = 0; k < l->v[i].len; k++) {
@@ -394,10 +413,17 @@ void wp_istio_rt_free(wp_istio_rt *rt)
     free(rt);
 }
 
-/* The slow path: a label tuple this worker has not seen. Registers the four names. */
+static const char *const TCP_METRICS[WP_ISTIO_NM] = {
+    "istio_tcp_connections_opened_total", "istio_tcp_connections_closed_total",
+    "istio_tcp_sent_bytes_total", "istio_tcp_received_bytes_total"};
+
+/* The slow path: a label tuple this worker has not seen. Registers the four names (the HTTP
+ * metrics, or the TCP counters for TCP labels: their suffixes differ, so one table holds
+ * both). */
 static wp_istio_series *new_series(wp_istio_rt *rt, wp_istio_shard *sh, const wp_istio_labels *l,
                                    uint64_t hash)
 {
+    const char *const *names = l->tcp ? TCP_METRICS : METRICS;
     wp_istio_series *e = wp_istio_table_insert(&sh->table, sh->key.data, sh->key.len, hash);
     if (!e)
         return NULL;
@@ -405,19 +431,50 @@ static wp_istio_series *new_series(wp_istio_rt *rt, wp_istio_shard *sh, const wp
     wp_istio_prom_labels(l, &sh->labels);
     for (int m = 0; m < WP_ISTIO_NM && !wf_strbuf_failed(&sh->labels); m++) {
         wf_strbuf_reset(&sh->name);
-        wf_strbuf_printf(&sh->name, WP_ISTIO_NAMESPACE ".%s%s", METRICS[m], e->key);
+        wf_strbuf_printf(&sh->name, WP_ISTIO_NAMESPACE ".%s%s", names[m], e->key);
         if (wf_strbuf_failed(&sh->name))
             break;
         const char *lab = wf_strbuf_cstr(&sh->labels);
-        e->id[m] = m == WP_ISTIO_REQUESTS
-                       ? wp_stats_counter_ns(rt->store, sh->name.data, METRICS[m], lab)
-                       : wp_stats_histogram_ns(rt->store, sh->name.data, METRICS[m], lab);
+        e->id[m] = m == WP_ISTIO_REQUESTS || l->tcp
+                       ? wp_stats_counter_ns(rt->store, sh->name.data, names[m], lab)
+                       : wp_stats_histogram_ns(rt->store, sh->name.data, names[m], lab);
     }
     if (wf_strbuf_failed(&sh->name) || wf_strbuf_failed(&sh->labels)) {
         wf_strbuf_free(&sh->name); /* failed buffers stay failed: start over next time */
         wf_strbuf_free(&sh->labels);
     }
     return e;
+}
+
+/* The series of l on worker's table (registered on first sight), NULL when out of memory. */
+static wp_istio_series *series_of(wp_istio_rt *rt, unsigned worker, const wp_istio_labels *l)
+{
+    if (!rt || worker >= rt->nworkers)
+        return NULL;
+    wp_istio_shard *sh = &rt->shards[worker];
+    wf_strbuf_reset(&sh->key);
+    wp_istio_stats_suffix(l, &sh->key);
+    if (wf_strbuf_failed(&sh->key)) {
+        wf_strbuf_free(&sh->key); /* a failed buffer stays failed: start over next time */
+        return NULL;
+    }
+    uint64_t hash = wp_istio_hash(sh->key.data, sh->key.len);
+    wp_istio_series *e = wp_istio_table_find(&sh->table, sh->key.data, sh->key.len, hash);
+    return e ? e : new_series(rt, sh, l, hash);
+}
+
+int wp_istio_record_tcp(wp_istio_rt *rt, unsigned worker, wp_stats_shard *stats,
+                        const wp_istio_labels *l, uint64_t opened, uint64_t closed, uint64_t sent,
+                        uint64_t received)
+{
+    wp_istio_series *e = l->tcp ? series_of(rt, worker, l) : NULL;
+    if (!e)
+        return -1;
+    const uint64_t v[WP_ISTIO_NM] = {opened, closed, sent, received};
+    for (int m = 0; m < WP_ISTIO_NM; m++)
+        if (v[m])
+            wp_stat_add(stats, e->id[m], (int64_t)v[m]);
+    return 0;
 }
 
 int wp_istio_record(wp_istio_rt *rt, unsigned worker, wp_stats_shard *stats,
@@ -454,6 +511,15 @@ int wp_istio_register_build(wp_stats *store, const wp_config *c, wp_stats_shard 
             wp_fchain_find(c->hcms[i]->filter_chain, WP_ISTIO_STATS_NAME);
         if (f)
             local = f->local;
+    }
+    for (size_t i = 0; i < c->nlisteners && !local; i++) { /* istio.stats network filters */
+        const wp_listener *ls = &c->listeners[i];
+        for (size_t k = 0; k <= ls->nchains && !local; k++) {
+            const wp_filter_chain *fc = k < ls->nchains ? &ls->chains[k] : ls->default_chain;
+            for (size_t j = 0; fc && j < fc->nfilters && !local; j++)
+                if (fc->filters[j].kind == WP_NF_ISTIO_STATS)
+                    local = ((const wp_istio_stats_filter *)fc->filters[j].config)->local;
+        }
     }
     if (!local)
         return 0;

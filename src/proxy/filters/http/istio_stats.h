@@ -17,9 +17,9 @@
  *  - istio.stats, stats.PluginConfig: reporter UNSPECIFIED (default: from the listener's
  *    traffic_direction, INBOUND -> reporter="destination", OUTBOUND or unset ->
  *    reporter="source"), disable_host_header_fallback, tcp_reporting_duration (accepted: it
- *    paces TCP metrics and weft proxies no TCP). Rejected by path: reporter SERVER_GATEWAY
- *    (ambient waypoints), metrics / definitions (Telemetry API overrides), the rotation
- *    settings.
+ *    paces Istio's periodic TCP reports; weft reports a TCP connection when it closes). Rejected by
+ * path: reporter SERVER_GATEWAY (ambient waypoints), metrics / definitions (Telemetry API
+ * overrides), the rotation settings.
  *  - istio.metadata_exchange, io.istio.http.peer_metadata.Config: downstream_discovery,
  *    upstream_discovery ([{istio_headers: {}} | {workload_discovery: {}}]),
  *    downstream_propagation, upstream_propagation ([{istio_headers: {}}]),
@@ -42,8 +42,12 @@
  * adds no segment); /stats/prometheus: "<metric>{<label>="<value>",...}" (namespace
  * stripped, no envoy_ prefix). The stats matcher sees the /stats names. istio_build is the
  * gauge istiocustom.istio_build.component.proxy.tag.<ISTIO_VERSION | unknown> = 1.
- * TCP metrics (istio_tcp_*) and gRPC message counts are not produced: weft proxies HTTP/1.1
- * only.
+ * TCP metrics (istio.stats as a network filter ahead of envoy.filters.network.tcp_proxy,
+ * filters/network/istio_stats.h): istio_tcp_connections_opened_total,
+ * istio_tcp_connections_closed_total, istio_tcp_sent_bytes_total and
+ * istio_tcp_received_bytes_total, counters with the same labels less response_code and
+ * grpc_response_status, request_protocol "tcp" (protocols.md §4.5; wp_istio_labels_tcp,
+ * wp_istio_record_tcp). gRPC message counts are not produced.
  *
  * Threads and memory. The filter settings are part of the immutable config snapshot. Each
  * worker owns one wp_istio_shard: a hash table from the label tuple (its /stats suffix) to the
@@ -121,6 +125,7 @@ extern const char *const wp_istio_label_names[WP_ISTIO_NLABELS];
 
 typedef struct {
     wp_istio_str v[WP_ISTIO_NLABELS];
+    bool tcp; /* TCP metrics: response_code and grpc_response_status are not labels */
 } wp_istio_labels;
 
 /* destination_service (host) and destination_service_name (name) as istio_stats.cc derives
@@ -154,6 +159,10 @@ wp_istio_str wp_istio_first_san(const char *joined);
 void wp_istio_labels_build(const wp_istio_stats_filter *f, const wp_istio_workload *peer,
                            const wp_istio_sans *sans, wp_istio_str svc_host, wp_istio_str svc_name,
                            const char *code, const char *flags, wp_istio_labels *out);
+
+/* Makes l (from wp_istio_labels_build) the labels of Istio's TCP metrics: request_protocol
+ * "tcp", no response_code / grpc_response_status label. */
+void wp_istio_labels_tcp(wp_istio_labels *l);
 
 /* Appends ".<label>.<value>" for every label with a non-empty value (the /stats suffix). */
 void wp_istio_stats_suffix(const wp_istio_labels *l, wf_strbuf *out);
@@ -204,6 +213,15 @@ int wp_istio_register_build(wp_stats *store, const wp_config *c, wp_stats_shard 
  * dropped). Only the worker's own thread may call it. */
 int wp_istio_record(wp_istio_rt *rt, unsigned worker, wp_stats_shard *sh, const wp_istio_labels *l,
                     uint64_t duration_ms, uint64_t rq_bytes, uint64_t resp_bytes);
+
+/* Records TCP metrics in worker's shard for the series of l (wp_istio_labels_tcp; registered
+ * on first sight): opened / closed connections and sent / received bytes added to
+ * istio_tcp_connections_opened_total, istio_tcp_connections_closed_total,
+ * istio_tcp_sent_bytes_total and istio_tcp_received_bytes_total. 0, or -1 when out of
+ * memory. Only the worker's own thread may call it. */
+int wp_istio_record_tcp(wp_istio_rt *rt, unsigned worker, wp_stats_shard *sh,
+                        const wp_istio_labels *l, uint64_t opened, uint64_t closed, uint64_t sent,
+                        uint64_t received);
 
 /* ---- request-path work (istio_filter.c; the stream's worker thread) ----
  * The filters of the HTTP filter chain (filters/http/istio_filters.c) call these. */

@@ -39,7 +39,8 @@ typedef struct wp_tcp_session {
     const wp_tsock_cbs *saved_cbs;        /* the connection's socket callbacks */
     void *saved_owner;
     char upstream_local[64];
-    char tfr[160]; /* %UPSTREAM_TRANSPORT_FAILURE_REASON% */
+    char up_peer_san[256], up_local_san[256]; /* the upstream TLS connection's URI SANs */
+    char tfr[160];                            /* %UPSTREAM_TRANSPORT_FAILURE_REASON% */
     wp_deferred_item dd;
 } wp_tcp_session;
 
@@ -309,6 +310,14 @@ static void pool_ready(void *ctx, wp_uconn *u, int host)
     snprintf(s->upstream_local, sizeof s->upstream_local, "%s", u->local);
     s->si.upstream_local = s->upstream_local;
     s->si.upstream_connection_id = u->id;
+    const wp_tsock_ssl *ssl = wp_tsock_ssl_info(u->sock);
+    if (ssl) { /* copies: the upstream connection may go before the session */
+        snprintf(s->up_peer_san, sizeof s->up_peer_san, "%s", ssl->peer_uri_sans);
+        snprintf(s->up_local_san, sizeof s->up_local_san, "%s", ssl->local_uri_sans);
+        s->si.upstream_peer_uri_san = s->up_peer_san;
+        s->si.upstream_local_uri_san = s->up_local_san;
+        s->si.upstream_tls_version = ssl->version;
+    }
     s->si.transport_failure_reason = NULL;
     s->last_activity = now_ms(s);
     WF_CONN_LOG(WF_LC_filter, WF_LOG_DEBUG, d->id, "upstream connected to %s (cluster %s)",
@@ -577,6 +586,17 @@ static void on_close(wp_nf_filter *f)
                 "tcp proxy session closed: %llu bytes received, %llu bytes sent",
                 (unsigned long long)s->si.bytes_received, (unsigned long long)s->si.bytes_sent);
     wp_deferred_delete(&d->w->deferred, &s->dd, session_release);
+}
+
+const wp_stream_info *wp_tcp_proxy_info(const wp_dconn *d, const wp_cluster **cluster)
+{
+    const wp_tcp_session *s = d->tcp;
+    *cluster = NULL;
+    if (!s)
+        return NULL;
+    if (s->cluster >= 0)
+        *cluster = &d->wg->gen->cfg->clusters[s->cluster];
+    return &s->si;
 }
 
 const wp_nf_ops wp_tcp_proxy_network_filter = {

@@ -54,4 +54,14 @@
 
 extern const wp_nf_ops wp_tcp_proxy_network_filter;
 
+struct wp_dconn;
+struct wp_stream_info;
+struct wp_cluster;
+/* What the filters before the TCP proxy read of its connection (Envoy's shared
+ * Connection::streamInfo): the session's stream info (bytes, flags, upstream host, cluster and
+ * the upstream TLS peer's / local URI SANs) and the cluster of its last attempt (*cluster, NULL
+ * none). NULL when d has no TCP proxy session. Valid until the session's on_close ends. */
+const struct wp_stream_info *wp_tcp_proxy_info(const struct wp_dconn *d,
+                                               const struct wp_cluster **cluster);
+
 #endif
