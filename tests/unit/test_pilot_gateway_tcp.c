@@ -20,6 +20,7 @@
 #include "model/store.h"
 #include "pilot/gateway.h"
 #include "pilot/gateway_tcp.h"
+#include "proxy/config/config.h"
 
 static const char base[] =
     "apiVersion: v1\nkind: Pod\n"
@@ -58,6 +59,22 @@ static json_t *listeners(const char *extra, wf_store **sp)
     json_decref(rcs);
     *sp = s;
     return ls;
+}
+
+/* weft-proxy's loader takes the passthrough listeners. */
+static void expect_proxy_accepts(json_t *listeners)
+{
+    json_t *boot = json_pack("{s:{s:O}}", "static_resources", "listeners", listeners);
+    assert_non_null(boot);
+    char *text = json_dumps(boot, 0);
+    json_decref(boot);
+    wf_strbuf err = WF_STRBUF_INIT;
+    struct wp_config *c = wf_test_load_bootstrap(text, &err);
+    free(text);
+    if (!c)
+        fail_msg("weft-proxy refuses the listeners: %s", wf_strbuf_cstr(&err));
+    wf_strbuf_free(&err);
+    wp_config_unref(c);
 }
 
 static const char passthrough_yaml[] =
@@ -114,6 +131,7 @@ static void passthrough_chains(void **state)
     wf_test_expect_str(b, "filters.1.typed_config.stat_prefix", "nginx.shop");
     wf_test_expect_str(b, "filters.1.typed_config.weighted_clusters.clusters.1.name",
                        "outbound|5432||db.shop.svc.cluster.local");
+    expect_proxy_accepts(ls);
     json_decref(ls);
     wf_store_free(s);
 }
@@ -150,6 +168,7 @@ static void auto_passthrough_chains(void **state)
                        "outbound|5432|v1|db.shop.svc.cluster.local");
     wf_test_expect_str(json_array_get(fcs, 4), "filter_chain_match.server_names.0",
                        "outbound_.8080_.v1_.db.shop.svc.cluster.local");
+    expect_proxy_accepts(ls);
     json_decref(ls);
     wf_store_free(s);
 }

@@ -23,6 +23,7 @@
 #include "pilot/inbound.h"
 #include "pilot/lds.h"
 #include "pilot/tcp.h"
+#include "proxy/config/config.h"
 
 #define TCP_TYPE "type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy"
 
@@ -495,6 +496,63 @@ static void access_log_on_tcp_proxy(void **state)
     wf_store_free(s);
 }
 
+/* weft-proxy's loader takes every listener generated here (the tcp_proxy and istio.stats
+ * network filters, network RBAC, SNI and prefix_ranges matches). */
+static void expect_proxy_accepts(json_t *listeners)
+{
+    json_t *boot = json_pack("{s:{s:O}}", "static_resources", "listeners", listeners);
+    assert_non_null(boot);
+    char *text = json_dumps(boot, 0);
+    json_decref(boot);
+    wf_strbuf err = WF_STRBUF_INIT;
+    struct wp_config *c = wf_test_load_bootstrap(text, &err);
+    free(text);
+    if (!c)
+        fail_msg("weft-proxy refuses the listeners: %s", wf_strbuf_cstr(&err));
+    wf_strbuf_free(&err);
+    wp_config_unref(c);
+}
+
+static void proxy_accepts(void **state)
+{
+    (void)state;
+    static const char *const yamls[] = {db_yaml, tcp_vs_yaml, tls_vs_yaml, se_tls_yaml};
+    for (size_t i = 0; i < sizeof yamls / sizeof yamls[0]; i++) {
+        wf_store *s = wf_test_load_store(NULL, yamls[i], "default");
+        wf_kv item = {.key = "app", .value = "client"};
+        const wf_kvs labels = {.items = &item, .n = 1};
+        json_t *out = outbound(s, "default", &labels);
+        json_t *tcp = json_array();
+        for (size_t j = 0; j < json_array_size(out); j++) { /* HCM listeners need RDS */
+            json_t *l = json_array_get(out, j);
+            if (!wf_test_json_at(l, "filter_chains.0.filters.0.typed_config.rds"))
+                json_array_append(tcp, l);
+        }
+        expect_proxy_accepts(tcp);
+        json_decref(tcp);
+        json_decref(out);
+        wf_store_free(s);
+    }
+    static const char *const inbound_extra[] = {
+        "",
+        "---\napiVersion: security.istio.io/v1\nkind: PeerAuthentication\n"
+        "metadata: {name: default, namespace: shop}\nspec: {mtls: {mode: STRICT}}\n"
+        "---\napiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\n"
+        "metadata: {name: deny-db, namespace: shop}\n"
+        "spec: {action: DENY, rules: [{from: [{source: {principals: [a]}}]}]}\n",
+        "---\napiVersion: security.istio.io/v1\nkind: PeerAuthentication\n"
+        "metadata: {name: default, namespace: shop}\nspec: {mtls: {mode: DISABLE}}\n"};
+    for (size_t i = 0; i < 3; i++) {
+        wf_store *s;
+        json_t *ls = inbound_with(inbound_extra[i], &s);
+        json_t *one = json_pack("[O]", by_name(ls, "127.10.0.3_15432"));
+        expect_proxy_accepts(one);
+        json_decref(one);
+        json_decref(ls);
+        wf_store_free(s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -508,6 +566,7 @@ int main(void)
         cmocka_unit_test(inbound_strict_with_rbac),
         cmocka_unit_test(inbound_disable_port_level),
         cmocka_unit_test(access_log_on_tcp_proxy),
+        cmocka_unit_test(proxy_accepts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
