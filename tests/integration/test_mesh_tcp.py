@@ -5,18 +5,23 @@ its sidecar's outbound TCP listener (weft-pilot's pilot/tcp.h listeners, weft-pr
 with auto mTLS between the sidecars: the server's sidecar logs the client's SPIFFE ID; a STRICT
 PeerAuthentication refuses plaintext at the server sidecar while the mesh client still gets
 through; a DENY AuthorizationPolicy on the port closes the client's connection and the server's
-sidecar logs rbac_access_denied_matched_policy[...] as the connection termination details.
+sidecar logs rbac_access_denied_matched_policy[...] as the connection termination details;
+TLS passthrough at the ingress gateway by SNI (Gateway tls.mode PASSTHROUGH and a
+VirtualService tls route) to a TLS line server whose certificate the client checks end to end.
 
 The local mesh binds pod loopback addresses: run inside `unshare -n` (tests/README, common.md).
 """
 import json
+import os
 import socket
 import socketserver
+import ssl
+import subprocess
 import threading
 
 import pytest
 
-from meshfix import mesh, wait_for  # noqa: F401
+from meshfix import GATEWAY_SERVICE, mesh, wait_for  # noqa: F401
 
 assert mesh
 
@@ -193,3 +198,106 @@ def test_deny_policy_closes_the_connection(mesh, line_server):  # noqa: F811
     assert denied["peer"] == CLIENT_ID, denied
     # plaintext from outside the mesh has no principal: the DENY rule does not match it
     assert talk(db.ip, 15432) == b"echo: hello\n"
+
+
+# ---------- TLS passthrough at the gateway ----------
+
+PASS_CONFIG = GATEWAY_SERVICE + """  - {name: tls, port: 443, targetPort: 8443}
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: pass, namespace: istio-system}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 443, name: tls, protocol: TLS}
+    hosts: [nginx.example.com]
+    tls: {mode: PASSTHROUGH}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: nginx, namespace: shop}
+spec:
+  hosts: [nginx.example.com]
+  gateways: [istio-system/pass]
+  tls:
+  - match: [{sniHosts: [nginx.example.com], port: 443}]
+    route: [{destination: {host: nginx, port: {number: 443}}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: nginx, namespace: shop}
+spec:
+  selector: {app: nginx}
+  ports: [{name: https, port: 443, targetPort: 18443}]
+"""
+
+
+class TLSLineServer(LineServer):
+    def __init__(self, addr, ctx):
+        self.ctx = ctx
+        super().__init__(addr, LineHandler)
+
+    def get_request(self):
+        sock, addr = super().get_request()
+        return self.ctx.wrap_socket(sock, server_side=True), addr
+
+
+def make_cert(d):
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:P-256", "-nodes", "-keyout", "nginx.key", "-out",
+                    "nginx.crt", "-days", "2", "-subj", "/CN=nginx.example.com", "-addext",
+                    "subjectAltName=DNS:nginx.example.com"],
+                   cwd=d, check=True, capture_output=True, timeout=30)
+    return os.path.join(d, "nginx.crt"), os.path.join(d, "nginx.key")
+
+
+def tls_talk(addr, port, sni, cafile, line=b"hello\n"):
+    """The TLS server's answer to one line (its certificate verified for sni); b"" when the
+    connection is closed before the handshake or the answer."""
+    ctx = ssl.create_default_context(cafile=cafile)
+    try:
+        with socket.create_connection((addr, port), timeout=5) as raw:
+            with ctx.wrap_socket(raw, server_hostname=sni) as s:
+                s.sendall(line)
+                out = b""
+                while not out.endswith(b"\n"):
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    out += chunk
+                return out
+    except (ssl.SSLError, ConnectionResetError, BrokenPipeError):
+        return b""
+
+
+def test_gateway_tls_passthrough_by_sni(mesh, tmp_path):  # noqa: F811
+    """The ingress gateway picks the chain by SNI without terminating TLS: the client's own
+    handshake reaches nginx's TLS server (through nginx's sidecar, inside auto mTLS) and the
+    server certificate verifies for nginx.example.com; another SNI matches no chain."""
+    crt, key = make_cert(str(tmp_path))
+    sctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    sctx.load_cert_chain(crt, key)
+    mesh.write_config("pass.yaml", PASS_CONFIG)
+    mesh.start_pilot(default_ns="shop", mesh_config=LOG_MESH)
+    gw = mesh.add_pod("istio-ingressgateway-1", "istio-system",
+                      {"istio": "ingressgateway", "app": "istio-ingressgateway"}, kind="router")
+    nginx = mesh.add_pod("nginx-1", "shop", {"app": "nginx"}, sa="nginx")
+    srv = TLSLineServer((nginx.localhost, 18443), sctx)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        for p in (gw, nginx):
+            mesh.wait_ready(p)
+        mesh.wait_synced()
+        wait_for(lambda: tls_talk(gw.ip, 8443, "nginx.example.com", crt) == b"echo: hello\n",
+                 what="TLS through the gateway by SNI")
+        e = gw.wait_log(lambda e: e.get("upstream_cluster") ==
+                        "outbound|443||nginx.shop.svc.cluster.local")
+        assert e["response_flags"] == "-", e
+        # nginx's sidecar got it over mTLS from the gateway's identity
+        inbound = nginx.wait_log(lambda e: e.get("upstream_cluster") == "inbound|18443||")
+        assert inbound["peer"] == "spiffe://cluster.local/ns/istio-system/sa/default", inbound
+        assert tls_talk(gw.ip, 8443, "other.example.com", crt) == b""
+    finally:
+        srv.shutdown()
+        srv.server_close()
