@@ -188,6 +188,7 @@ static int vs_chains(const wf_gw_tcp_in *in, const wf_resource *vs, json_t *chai
     const wf_tcp_route_ctx c = {.s = in->s,
                                 .proxy_ns = in->proxy_ns,
                                 .suffix = in->suffix,
+                                .root_ns = in->root_ns,
                                 .port = in->srv->port,
                                 .gateway = true};
     for (size_t i = 0; i < vs->t.vs->ntls; i++) {

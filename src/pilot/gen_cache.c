@@ -444,8 +444,8 @@ static unsigned invalidated_by(const char *key, bool se_sel)
         return T_RDS | T_LDS;
     if (kind_is(key, len, "Gateway"))
         return T_RDS;
-    if (kind_is(key, len, "DestinationRule"))
-        return T_CDS | T_EDS;
+    if (kind_is(key, len, "DestinationRule")) /* and tcp_proxy's TCP settings (pilot/tcp.h) */
+        return T_CDS | T_EDS | T_LDS;
     if (kind_is(key, len, "Pod") || kind_is(key, len, "WorkloadEntry") ||
         kind_is(key, len, "Endpoints") || kind_is(key, len, "EndpointSlice"))
         return T_EDS | (se_sel ? T_CDS : 0);

@@ -369,8 +369,11 @@ json_t *wf_gen_accept_http10(json_t *listeners)
 
 json_t *wf_gen_outbound_listeners(const gen *g, const char *bind)
 {
-    const wf_lds_options o = {
-        .bind = bind, .proxy_ns = g->p->ns, .scope = g->scope, .proxy_labels = &g->labels};
+    const wf_lds_options o = {.bind = bind,
+                              .proxy_ns = g->p->ns,
+                              .scope = g->scope,
+                              .proxy_labels = &g->labels,
+                              .root_ns = g->cds.root_namespace};
     return wf_lds_sidecar_outbound_listeners_opt(g->s, &o);
 }
 

@@ -182,6 +182,7 @@ json_t *wf_lds_sidecar_outbound_listeners_opt(const wf_store *store, const wf_ld
     const wf_tcp_outbound to = {.bind = opt->bind,
                                 .proxy_ns = v.proxy_ns,
                                 .proxy_labels = opt->proxy_labels,
+                                .root_ns = opt->root_ns,
                                 .suffix = v.suffix,
                                 .scope = opt->scope};
     if (wf_tcp_outbound_listeners(store, &svcs, &to, ports, np, out) != 0)

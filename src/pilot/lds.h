@@ -74,6 +74,7 @@ typedef struct wf_lds_options {
     const char *domain_suffix;  /* NULL = wf_store_domain_suffix(store) */
     const wf_scope *scope;      /* the proxy's Sidecar scope; NULL = everything visible */
     const wf_kvs *proxy_labels; /* its labels (VirtualService tcp/tls sourceLabels); NULL = none */
+    const char *root_ns; /* MeshConfig rootNamespace (DestinationRules); NULL = istio-system */
 } wf_lds_options;
 
 /* The outbound listeners of the services a sidecar described by opt sees (opt NULL: all

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "model/protocol.h"
+#include "pilot/cds.h"
+#include "pilot/cds_internal.h"
 #include "pilot/naming.h"
 #include "pilot/rds_internal.h"
 
@@ -155,6 +157,51 @@ static json_t *weighted(const wf_tcp_route_ctx *c, const wf_resource *vs, const 
               : NULL;
 }
 
+/* The DestinationRule connectionPool.tcp of host's subset for port on tcp_proxy filter tp
+ * (tcp.h). -1 on OOM. */
+static int apply_pool(const wf_tcp_route_ctx *c, json_t *tp, const char *host, const char *subset,
+                      int32_t port)
+{
+    const wf_svc_view v = {.proxy_ns = c->proxy_ns, .suffix = c->suffix};
+    wf_svc svc;
+    int found = wf_svc_find(c->s, host, &v, &svc);
+    if (found <= 0)
+        return found;
+    const wf_resource *dr =
+        wf_cds_find_destinationrule(c->s, host, svc.ns, c->proxy_ns, c->root_ns, c->suffix);
+    wf_svc_clear(&svc);
+    if (!dr || !dr->t.dr)
+        return 0;
+    const wf_node *sub = NULL;
+    for (size_t i = 0; subset && i < dr->t.dr->nsubsets; i++)
+        if (dr->t.dr->subsets[i].name && !strcmp(dr->t.dr->subsets[i].name, subset))
+            sub = dr->t.dr->subsets[i].traffic_policy;
+    cds_policy p = cds_policy_resolve(dr->t.dr->traffic_policy, sub, port);
+    const wf_node *tcp = wf_map_get(p.pool, "tcp");
+    json_t *tc = json_object_get(tp, "typed_config");
+    json_t *idle = rds_duration_at(tcp, "idleTimeout");
+    json_t *mcd = rds_duration_at(tcp, "maxConnectionDuration");
+    int rc = 0;
+    if (idle)
+        rc |= json_object_set_new(tc, "idle_timeout", idle);
+    if (mcd)
+        rc |= json_object_set_new(tc, "max_downstream_connection_duration", mcd);
+    return rc ? -1 : 0;
+}
+
+/* tcp_proxy to one destination with its DestinationRule's TCP settings. */
+static json_t *single(const wf_tcp_route_ctx *c, const char *host, const char *subset, int32_t port)
+{
+    char *name = wf_cluster_name("outbound", port, subset, host);
+    json_t *tp = name ? wf_tcp_proxy_filter(NULL, name) : NULL;
+    free(name);
+    if (tp && apply_pool(c, tp, host, subset, port) != 0) {
+        json_decref(tp);
+        return NULL;
+    }
+    return tp;
+}
+
 json_t *wf_tcp_route_filters(const wf_tcp_route_ctx *c, const wf_resource *vs, const wf_route *r)
 {
     if (!c || !vs || !r)
@@ -164,12 +211,14 @@ json_t *wf_tcp_route_filters(const wf_tcp_route_ctx *c, const wf_resource *vs, c
         npos += r->dests[i].weight != 0 && r->dests[i].dest.host;
     json_t *tp = NULL;
     if (r->ndest == 1 || npos <= 1) {
-        char *name = NULL;
-        for (size_t i = 0; i < r->ndest && !name; i++)
+        const wf_destination *d = NULL;
+        for (size_t i = 0; i < r->ndest && !d; i++)
             if (r->dests[i].dest.host && (r->ndest == 1 || r->dests[i].weight != 0))
-                name = dest_cluster(c, vs, &r->dests[i].dest);
-        tp = name ? wf_tcp_proxy_filter(NULL, name) : NULL;
-        free(name);
+                d = &r->dests[i].dest;
+        char *host = d ? rds_resolve_host(d->host, vs->ns, c->suffix) : NULL;
+        int32_t port = host ? dest_port(c, host, d->port) : 0;
+        tp = port ? single(c, host, d->subset, port) : NULL;
+        free(host);
     } else {
         tp = weighted(c, vs, r);
     }
@@ -179,14 +228,14 @@ json_t *wf_tcp_route_filters(const wf_tcp_route_ctx *c, const wf_resource *vs, c
 /* istio.stats + tcp_proxy for route r of vs (NULL: the service's own cluster). */
 static json_t *route_filters(const out_ctx *x, const wf_resource *vs, const wf_route *r)
 {
-    if (r) {
-        const wf_tcp_route_ctx c = {
-            .s = x->s, .proxy_ns = x->o->proxy_ns, .suffix = x->o->suffix, .port = x->sp->port};
+    const wf_tcp_route_ctx c = {.s = x->s,
+                                .proxy_ns = x->o->proxy_ns,
+                                .suffix = x->o->suffix,
+                                .root_ns = x->o->root_ns,
+                                .port = x->sp->port};
+    if (r)
         return wf_tcp_route_filters(&c, vs, r);
-    }
-    char *name = wf_cluster_name("outbound", x->sp->port, NULL, x->svc->host);
-    json_t *tp = name ? wf_tcp_proxy_filter(NULL, name) : NULL;
-    free(name);
+    json_t *tp = single(&c, x->svc->host, NULL, x->sp->port);
     return tp ? json_pack("[o,o]", wf_tcp_stats_filter(false), tp) : NULL;
 }
 

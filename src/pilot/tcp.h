@@ -23,7 +23,11 @@
  *  - envoy.filters.network.tcp_proxy: {"@type": ...tcp_proxy.v3.TcpProxy, "stat_prefix": P,
  *    "cluster": C} or, for several weighted destinations, "weighted_clusters": {"clusters":
  *    [{"name", "weight"}]} with stat_prefix "<vsName>.<vsNamespace>" (only weights > 0).
- *    Single destinations: stat_prefix = cluster (Istio's default outboundClusterStatName).
+ *    Single destinations: stat_prefix = cluster (Istio's default outboundClusterStatName), and
+ *    from the DestinationRule of the destination host (pilot/cds.h, trafficPolicy merged with
+ *    the subset's and the port's, as its clusters) connectionPool.tcp.idleTimeout ->
+ *    "idle_timeout", maxConnectionDuration -> "max_downstream_connection_duration" (Istio's
+ *    buildOutboundNetworkFiltersWithSingleDestination; node metadata IDLE_TIMEOUT is not read).
  *  - MeshConfig access logging is added by pilot/generate.c to every tcp_proxy as to every
  *    HCM: Istio writes the same text format for TCP (protocols.md §4.4).
  *
@@ -120,6 +124,7 @@ typedef struct wf_tcp_route_ctx {
     const wf_store *s;
     const char *proxy_ns; /* NULL = none */
     const char *suffix;   /* cluster DNS suffix (required) */
+    const char *root_ns;  /* MeshConfig rootNamespace (DestinationRules); NULL = istio-system */
     int32_t port;         /* the listener's service / server port */
     bool gateway;
 } wf_tcp_route_ctx;
@@ -131,6 +136,7 @@ typedef struct wf_tcp_outbound {
     const char *proxy_ns;       /* NULL = none */
     const wf_kvs *proxy_labels; /* NULL = none (sourceLabels then never match) */
     const char *suffix;         /* cluster DNS suffix (required) */
+    const char *root_ns;        /* MeshConfig rootNamespace; NULL = istio-system */
     const wf_scope *scope;      /* NULL = everything visible */
 } wf_tcp_outbound;
 

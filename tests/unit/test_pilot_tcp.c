@@ -230,6 +230,48 @@ static void tcp_routes(void **state)
     wf_store_free(s);
 }
 
+/* DestinationRule connectionPool.tcp on the tcp_proxy: the default chain takes the top-level
+ * policy, port-level settings win for their port, a subset's connectionPool replaces the
+ * whole connectionPool (Istio's MergeTrafficPolicy). */
+static const char dr_yaml[] =
+    "apiVersion: v1\nkind: Service\nmetadata: {name: db, namespace: default}\n"
+    "spec: {ports: [{name: tcp-db, port: 5432}, {name: tcp-v2, port: 5433}, {name: tcp-x, port: "
+    "5434}]}\n"
+    "---\n"
+    "apiVersion: networking.istio.io/v1\nkind: DestinationRule\n"
+    "metadata: {name: db, namespace: default}\n"
+    "spec:\n  host: db\n"
+    "  trafficPolicy:\n"
+    "    connectionPool: {tcp: {idleTimeout: 30s}}\n"
+    "    portLevelSettings: [{port: {number: 5434}, connectionPool: {tcp: {idleTimeout: 0s}}}]\n"
+    "  subsets:\n"
+    "  - name: v2\n    labels: {version: v2}\n"
+    "    trafficPolicy: {connectionPool: {tcp: {maxConnectionDuration: 1h}}}\n"
+    "---\n"
+    "apiVersion: networking.istio.io/v1\nkind: VirtualService\n"
+    "metadata: {name: db, namespace: default}\n"
+    "spec:\n  hosts: [db]\n"
+    "  tcp: [{match: [{port: 5433}], route: [{destination: {host: db, subset: v2, port: "
+    "{number: 5433}}}]}]\n";
+
+static void destination_rule_tcp_settings(void **state)
+{
+    (void)state;
+    wf_store *s = wf_test_load_store(NULL, dr_yaml, "default");
+    json_t *out = outbound(s, "default", NULL);
+    json_t *tp = tcp_proxy_of(wf_test_json_at(by_name(out, "0.0.0.0_5432"), "filter_chains.0"));
+    wf_test_expect_str(tp, "idle_timeout", "30s");
+    assert_null(json_object_get(tp, "max_downstream_connection_duration"));
+    tp = tcp_proxy_of(wf_test_json_at(by_name(out, "0.0.0.0_5433"), "filter_chains.0"));
+    wf_test_expect_str(tp, "cluster", "outbound|5433|v2|db.default.svc.cluster.local");
+    assert_null(json_object_get(tp, "idle_timeout"));
+    wf_test_expect_str(tp, "max_downstream_connection_duration", "3600s");
+    tp = tcp_proxy_of(wf_test_json_at(by_name(out, "0.0.0.0_5434"), "filter_chains.0"));
+    wf_test_expect_str(tp, "idle_timeout", "0s");
+    json_decref(out);
+    wf_store_free(s);
+}
+
 /* ---------- VirtualService tls routes and TLS ports ---------- */
 
 static const char tls_vs_yaml[] =
@@ -516,7 +558,7 @@ static void expect_proxy_accepts(json_t *listeners)
 static void proxy_accepts(void **state)
 {
     (void)state;
-    static const char *const yamls[] = {db_yaml, tcp_vs_yaml, tls_vs_yaml, se_tls_yaml};
+    static const char *const yamls[] = {db_yaml, tcp_vs_yaml, dr_yaml, tls_vs_yaml, se_tls_yaml};
     for (size_t i = 0; i < sizeof yamls / sizeof yamls[0]; i++) {
         wf_store *s = wf_test_load_store(NULL, yamls[i], "default");
         wf_kv item = {.key = "app", .value = "client"};
@@ -559,6 +601,7 @@ int main(void)
         cmocka_unit_test(outbound_ports_and_names),
         cmocka_unit_test(tcp_class),
         cmocka_unit_test(tcp_routes),
+        cmocka_unit_test(destination_rule_tcp_settings),
         cmocka_unit_test(tls_routes),
         cmocka_unit_test(se_tls_wildcard),
         cmocka_unit_test(cidr_ranges),
