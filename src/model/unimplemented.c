@@ -132,14 +132,15 @@ static bool gateway_api_other(const wf_resource *r, const wf_node *at)
            group_ends_with(r, "gateway.networking.x-k8s.io");
 }
 
-/* A Gateway server weft opens no listener for by its protocol: TCP, MONGO, TLS other than
- * passthrough, ... (HTTP, HTTP2, GRPC and HTTPS are served, TLS with tls.mode PASSTHROUGH or
- * AUTO_PASSTHROUGH too: pilot/gateway_tcp.h; an HTTPS server's TLS settings have rows of their
- * own). */
+/* A Gateway server weft opens no listener for by its protocol: TLS other than passthrough (TLS
+ * terminated for TCP), UDP, an unknown protocol (HTTP, HTTP2, GRPC and HTTPS are served; TCP,
+ * MONGO, REDIS, MYSQL and TLS with tls.mode PASSTHROUGH or AUTO_PASSTHROUGH too:
+ * pilot/gateway_tcp.h; an HTTPS server's TLS settings have rows of their own). */
 static bool gw_server_protocol_unserved(const wf_resource *r, const wf_node *server)
 {
     (void)r;
-    static const char *const served[] = {"HTTP", "HTTP2", "GRPC", "HTTPS"};
+    static const char *const served[] = {"HTTP", "HTTP2", "GRPC",  "HTTPS",
+                                         "TCP",  "MONGO", "REDIS", "MYSQL"};
     const char *p = wf_map_str(wf_map_get(server, "port"), "protocol");
     const char *mode = wf_map_str(wf_map_get(server, "tls"), "mode");
     if (!p)
@@ -406,10 +407,11 @@ static const wf_unimpl_entry table[] = {
         "no per-route stats are kept", "a"),
     /* ---- Gateway ---- */
     FN(GATEWAY, "spec.servers[]", gw_server_protocol_unserved, false,
-       "serving TCP, or TLS other than passthrough, on a gateway (HTTP, HTTPS with "
-       "credentialName and TLS PASSTHROUGH / AUTO_PASSTHROUGH are implemented)",
+       "serving TLS other than passthrough (TLS terminated for TCP) on a gateway (HTTP, HTTPS "
+       "with credentialName, TCP and TLS PASSTHROUGH / AUTO_PASSTHROUGH are implemented)",
        "the gateway opens no listener for the server",
-       "{port: {number: 31400, name: tcp, protocol: TCP}, hosts: ['*']}"),
+       "{port: {number: 31443, name: tls, protocol: TLS}, hosts: ['*'], tls: {mode: SIMPLE, "
+       "credentialName: c}}"),
     ROW(GATEWAY, "spec.servers[].tls.serverCertificate", PRESENT, NULL,
         "certificates from files on a gateway (credentialName is implemented)",
         "the gateway opens no listener for the server", "/etc/certs/server.pem"),

@@ -26,7 +26,7 @@ typedef struct gw_server {
     const wf_gateway_server *srv;
     int32_t listen;
     bool tls;     /* terminates TLS (gateway_tls.h) */
-    bool pass;    /* TLS passthrough (gateway_tcp.h) */
+    bool pass;    /* TLS passthrough or TCP: network chains (gateway_tcp.h) */
     size_t order; /* for a stable sort */
 } gw_server;
 
@@ -108,7 +108,7 @@ static int add_server(gw_ctx *x, const wf_resource *gw, const wf_gateway_server 
                              .srv = srv,
                              .listen = listener_port(x, srv->port),
                              .tls = wf_gw_tls_server(srv),
-                             .pass = wf_gw_passthrough_server(srv)};
+                             .pass = wf_gw_passthrough_server(srv) || wf_gw_tcp_server(srv)};
     x->v[x->n].order = x->n;
     x->n++;
     return 0;
@@ -134,7 +134,7 @@ static int collect(gw_ctx *x)
         const wf_gateway *g = gws[i]->t.gateway;
         for (size_t j = 0; j < g->nservers; j++)
             if ((http_server(&g->servers[j]) || wf_gw_tls_server(&g->servers[j]) ||
-                 wf_gw_passthrough_server(&g->servers[j])) &&
+                 wf_gw_passthrough_server(&g->servers[j]) || wf_gw_tcp_server(&g->servers[j])) &&
                 add_server(x, gws[i], &g->servers[j]) != 0)
                 return -1;
     }
@@ -236,6 +236,12 @@ static json_t *pass_listener(const gw_ctx *x, size_t from, size_t to, const char
             l = NULL;
         }
     }
+    bool sni = group_has_tls(x, from, to);
+    for (size_t i = 0; l && !sni && i < json_array_size(chains); i++)
+        sni = json_object_get(json_object_get(json_array_get(chains, i), "filter_chain_match"),
+                              "server_names") != NULL;
+    if (l && !sni) /* a TCP server's chain: no SNI to inspect */
+        json_object_del(l, "listener_filters");
     return l;
 }
 
@@ -270,7 +276,9 @@ json_t *wf_gateway_listeners(const wf_store *store, const wf_gateway_options *op
             json_decref(l);
             l = NULL;
         }
-        if (json_array_append_new(out, l) != 0) {
+        if (l && json_array_size(json_object_get(l, "filter_chains")) == 0) {
+            json_decref(l); /* Istio omits a listener without chains (no route bound) */
+        } else if (json_array_append_new(out, l) != 0) {
             json_decref(out);
             out = NULL;
         }

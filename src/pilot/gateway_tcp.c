@@ -24,6 +24,16 @@ bool wf_gw_passthrough_server(const wf_gateway_server *srv)
            (!strcmp(mode, "PASSTHROUGH") || !strcmp(mode, "AUTO_PASSTHROUGH"));
 }
 
+bool wf_gw_tcp_server(const wf_gateway_server *srv)
+{
+    static const char *const tcp[] = {"TCP", "MONGO", "REDIS", "MYSQL"};
+    const char *p = srv->protocol ? srv->protocol : "";
+    for (size_t i = 0; srv->port > 0 && srv->port <= 65535 && i < 4; i++)
+        if (!strcasecmp(p, tcp[i]))
+            return true;
+    return false;
+}
+
 static bool has_name(const json_t *chains, const json_t *name)
 {
     size_t j, k;
@@ -210,6 +220,46 @@ static int vs_chains(const wf_gw_tcp_in *in, const wf_resource *vs, json_t *chai
     return 0;
 }
 
+/* A TCP server: the first tcp route of a bound VirtualService whose match applies (or that has
+ * none) is the server's one chain, without filter_chain_match. */
+static int tcp_server_chain(const wf_gw_tcp_in *in, json_t *chains)
+{
+    const wf_tcp_route_ctx c = {.s = in->s,
+                                .proxy_ns = in->proxy_ns,
+                                .suffix = in->suffix,
+                                .root_ns = in->root_ns,
+                                .port = in->srv->port,
+                                .gateway = true};
+    size_t n = 0;
+    const wf_resource *const *vss = wf_store_kind(in->s, WF_KIND_VIRTUALSERVICE, &n);
+    for (size_t i = 0; i < n; i++) {
+        const wf_resource *vs = vss[i];
+        if (!vs->t.vs || vs->t.vs->ntcp == 0 || !rds_vs_visible(vs, in->proxy_ns) ||
+            !vs_binds(vs, in->gw))
+            continue;
+        int meets = vs_meets(in, vs);
+        if (meets < 0)
+            return -1;
+        for (size_t j = 0; meets && j < vs->t.vs->ntcp; j++) {
+            const wf_route *r = &vs->t.vs->tcp[j];
+            bool applies = wf_seq_len(r->match) == 0;
+            for (size_t k = 0; !applies && k < wf_seq_len(r->match); k++)
+                applies = match_applies(in, wf_seq_at(r->match, k));
+            if (r->ndest == 0 || !applies)
+                continue;
+            json_t *f = wf_tcp_route_filters(&c, vs, r);
+            json_t *all = f && in->authz ? json_deep_copy(in->authz) : f ? json_array() : NULL;
+            int rc = all && json_array_extend(all, f) == 0 ? 0 : -1;
+            json_decref(f);
+            json_t *chain = rc == 0 ? json_pack("{s:o}", "filters", all) : NULL;
+            if (!chain)
+                json_decref(all);
+            return chain ? json_array_append_new(chains, chain) : -1;
+        }
+    }
+    return 0;
+}
+
 static int passthrough(const wf_gw_tcp_in *in, json_t *chains)
 {
     size_t n = 0;
@@ -278,6 +328,8 @@ int wf_gw_passthrough_chains(const wf_gw_tcp_in *in, json_t *chains)
 {
     if (!in || !in->s || !in->gw || !in->srv || !in->suffix || !chains)
         return -1;
+    if (wf_gw_tcp_server(in->srv))
+        return tcp_server_chain(in, chains);
     const char *mode = wf_map_str(in->srv->tls, "mode");
     if (mode && !strcmp(mode, "AUTO_PASSTHROUGH"))
         return auto_passthrough(in, chains);

@@ -5,8 +5,13 @@
  * (istio/istio pilot/pkg/networking/core/gateway.go; reference protocols.md §4.7).
  *
  *  - a passthrough server: port.protocol TLS or HTTPS (case-insensitive) with tls.mode
- *    PASSTHROUGH or AUTO_PASSTHROUGH, port 1..65535. (TCP servers and TLS servers terminating
- *    TLS for TCP traffic stay unimplemented: model/unimplemented.c.)
+ *    PASSTHROUGH or AUTO_PASSTHROUGH, port 1..65535; a TCP server: port.protocol TCP, MONGO,
+ *    REDIS or MYSQL (buildGatewayNetworkFiltersFromTCPRoutes). TLS servers terminating TLS for
+ *    TCP traffic stay unimplemented (model/unimplemented.c).
+ *  - TCP: the first tcp route (VirtualServices bound and meeting the hosts as below, load
+ *    order) with a destination whose match list is empty or has a match that applies (port,
+ *    gateways, sourceLabels as below) gives the server's one chain, without
+ *    filter_chain_match: [RBAC..., istio.stats, tcp_proxy]; none: no chain.
  *  - PASSTHROUGH: for each VirtualService (load order) exported to the gateway's namespace whose
  *    `gateways` names the Gateway ("ns/name", or "name" in the VirtualService's namespace) and
  *    one of whose hosts (short names resolved in its namespace) meets one of the server's hosts
@@ -46,6 +51,9 @@
 /* Is srv a passthrough server (above)? */
 bool wf_gw_passthrough_server(const wf_gateway_server *srv);
 
+/* Is srv a TCP server (above)? */
+bool wf_gw_tcp_server(const wf_gateway_server *srv);
+
 typedef struct wf_gw_tcp_in {
     const wf_store *s;
     const wf_resource *gw;
@@ -57,8 +65,8 @@ typedef struct wf_gw_tcp_in {
     const json_t *authz;        /* network RBAC filters to copy first; NULL = none */
 } wf_gw_tcp_in;
 
-/* Appends the chains of passthrough server in->srv to chains (an array, possibly holding other
- * chains of the listener). Returns 0, -1 on OOM. */
+/* Appends the chains of passthrough or TCP server in->srv to chains (an array, possibly holding
+ * other chains of the listener). Returns 0, -1 on OOM. */
 int wf_gw_passthrough_chains(const wf_gw_tcp_in *in, json_t *chains);
 
 #endif

@@ -215,6 +215,64 @@ static void mixed_port_with_rbac(void **state)
     wf_store_free(s);
 }
 
+/* A TCP server: the first tcp route that applies is its one chain, no SNI and no inspector. */
+static const char tcp_yaml[] = "---\napiVersion: networking.istio.io/v1\nkind: Gateway\n"
+                               "metadata: {name: tcp, namespace: istio-system}\n"
+                               "spec:\n  selector: {istio: ingressgateway}\n"
+                               "  servers:\n"
+                               "  - port: {number: 31400, name: tcp, protocol: TCP}\n"
+                               "    hosts: ['*']\n"
+                               "  - port: {number: 31401, name: tcp-none, protocol: TCP}\n"
+                               "    hosts: ['*']\n"
+                               "---\napiVersion: networking.istio.io/v1\nkind: VirtualService\n"
+                               "metadata: {name: db, namespace: shop}\n"
+                               "spec:\n  hosts: ['*']\n  gateways: [istio-system/tcp]\n"
+                               "  tcp:\n"
+                               "  - match: [{port: 9999}]\n"
+                               "    route: [{destination: {host: nginx}}]\n"
+                               "  - match: [{port: 31400}]\n"
+                               "    route: [{destination: {host: db, port: {number: 5432}}}]\n"
+                               "  - route: [{destination: {host: nginx}}]\n";
+
+static void tcp_server_chain(void **state)
+{
+    (void)state;
+    wf_store *s;
+    json_t *ls = listeners(tcp_yaml, &s);
+    /* 31401: the catch-all route (no match) applies to it too */
+    assert_int_equal(json_array_size(ls), 2);
+    json_t *l = json_array_get(ls, 0);
+    wf_test_expect_str(l, "name", "0.0.0.0_31400");
+    assert_null(json_object_get(l, "listener_filters"));
+    json_t *fcs = json_object_get(l, "filter_chains");
+    assert_int_equal(json_array_size(fcs), 1);
+    assert_null(json_object_get(json_array_get(fcs, 0), "filter_chain_match"));
+    wf_test_expect_str(json_array_get(fcs, 0), "filters.1.typed_config.cluster",
+                       "outbound|5432||db.shop.svc.cluster.local");
+    wf_test_expect_str(json_array_get(ls, 1), "filter_chains.0.filters.1.typed_config.cluster",
+                       "outbound|443||nginx.shop.svc.cluster.local");
+    expect_proxy_accepts(ls);
+    json_decref(ls);
+    wf_store_free(s);
+}
+
+/* A server no route binds to gets no listener (Envoy refuses one without chains). */
+static void no_route_no_listener(void **state)
+{
+    (void)state;
+    wf_store *s;
+    json_t *ls = listeners("---\napiVersion: networking.istio.io/v1\nkind: Gateway\n"
+                           "metadata: {name: lonely, namespace: istio-system}\n"
+                           "spec:\n  selector: {istio: ingressgateway}\n  servers:\n"
+                           "  - {port: {number: 31400, name: tcp, protocol: TCP}, hosts: ['*']}\n"
+                           "  - {port: {number: 443, name: tls, protocol: TLS}, hosts: ['*'], "
+                           "tls: {mode: PASSTHROUGH}}\n",
+                           &s);
+    assert_int_equal(json_array_size(ls), 0);
+    json_decref(ls);
+    wf_store_free(s);
+}
+
 static void which_servers(void **state)
 {
     (void)state;
@@ -233,18 +291,20 @@ static void which_servers(void **state)
     const wf_resource *gw = wf_store_find(s, WF_KIND_GATEWAY, "n", "g");
     assert_non_null(gw);
     const bool want[] = {true, true, false, false, false};
-    for (size_t i = 0; i < 5; i++)
+    const bool tcp[] = {false, false, false, true, false};
+    for (size_t i = 0; i < 5; i++) {
         assert_int_equal(wf_gw_passthrough_server(&gw->t.gateway->servers[i]), want[i]);
+        assert_int_equal(wf_gw_tcp_server(&gw->t.gateway->servers[i]), tcp[i]);
+    }
     wf_store_free(s);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(passthrough_chains),
-        cmocka_unit_test(auto_passthrough_chains),
-        cmocka_unit_test(mixed_port_with_rbac),
-        cmocka_unit_test(which_servers),
+        cmocka_unit_test(passthrough_chains),   cmocka_unit_test(auto_passthrough_chains),
+        cmocka_unit_test(mixed_port_with_rbac), cmocka_unit_test(tcp_server_chain),
+        cmocka_unit_test(no_route_no_listener), cmocka_unit_test(which_servers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
