@@ -6,8 +6,9 @@ with auto mTLS between the sidecars: the server's sidecar logs the client's SPIF
 PeerAuthentication refuses plaintext at the server sidecar while the mesh client still gets
 through; a DENY AuthorizationPolicy on the port closes the client's connection and the server's
 sidecar logs rbac_access_denied_matched_policy[...] as the connection termination details;
-TLS passthrough at the ingress gateway by SNI (Gateway tls.mode PASSTHROUGH and a
-VirtualService tls route) to a TLS line server whose certificate the client checks end to end.
+a Gateway TCP server with a tcp route; TLS passthrough at the ingress gateway by SNI (Gateway
+tls.mode PASSTHROUGH and a VirtualService tls route) to a TLS line server whose certificate the
+client checks end to end.
 
 The local mesh binds pod loopback addresses: run inside `unshare -n` (tests/README, common.md).
 """
@@ -301,3 +302,45 @@ def test_gateway_tls_passthrough_by_sni(mesh, tmp_path):  # noqa: F811
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+TCP_GATEWAY = GATEWAY_SERVICE + """  - {name: tcp, port: 31400}
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: tcp, namespace: istio-system}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 31400, name: tcp, protocol: TCP}
+    hosts: ['*']
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: db-gw, namespace: shop}
+spec:
+  hosts: ['*']
+  gateways: [istio-system/tcp]
+  tcp:
+  - match: [{port: 31400}]
+    route: [{destination: {host: db.shop.svc.cluster.local, port: {number: 5432}}}]
+"""
+
+
+def test_gateway_tcp_server(mesh, line_server):  # noqa: F811
+    """A Gateway TCP server on 31400 and a VirtualService tcp route bound to it: a client
+    outside the mesh reaches db's line server through the gateway and db's sidecar (mTLS)."""
+    mesh.write_config("db-svc.yaml", DB_SVC)
+    mesh.write_config("tcp-gw.yaml", TCP_GATEWAY)
+    mesh.start_pilot(default_ns="shop", mesh_config=LOG_MESH)
+    gw = mesh.add_pod("istio-ingressgateway-1", "istio-system",
+                      {"istio": "ingressgateway", "app": "istio-ingressgateway"}, kind="router")
+    db = mesh.add_pod("db-1", "shop", {"app": "db"}, sa="db")
+    line_server(db.localhost, 15432)
+    for p in (gw, db):
+        mesh.wait_ready(p)
+    mesh.wait_synced()
+    wait_for(lambda: talk(gw.ip, 31400) == b"echo: hello\n", what="TCP through the gateway")
+    gw.wait_log(lambda e: e.get("upstream_cluster") == DB_CLUSTER)
+    inbound = db.wait_log(lambda e: e.get("upstream_cluster") == "inbound|15432||")
+    assert inbound["peer"] == "spiffe://cluster.local/ns/istio-system/sa/default", inbound
