@@ -668,3 +668,67 @@ json_t *wf_tcp_inbound_listener(int32_t port, const char *bind, wf_mtls_mode mod
     }
     return l;
 }
+
+/* ---------- ports several services share ---------- */
+
+/* The first service of svcs with an HTTP port (http) or a TCP port numbered port. */
+static const wf_svc *first_with(const wf_svcs *svcs, int32_t port, bool http)
+{
+    for (size_t i = 0; i < svcs->n; i++) {
+        const wf_service_port *sp = wf_svc_port(&svcs->v[i], port);
+        if (sp && (http ? rds_http_service_port(sp) : wf_tcp_service_port(sp)))
+            return &svcs->v[i];
+    }
+    return NULL;
+}
+
+/* Does x's TCP port sp lose its listener (or its chains) to another service (tcp.h)? */
+static const wf_svc *taker_of(const wf_svcs *svcs, const wf_svc *x, const wf_service_port *sp,
+                              bool *http)
+{
+    const wf_svc *t = first_with(svcs, sp->port, true);
+    *http = t != NULL;
+    if (t)
+        return t;
+    t = first_with(svcs, sp->port, false);
+    if (!t || t == x)
+        return NULL;
+    if (svc_vip(t) || svc_vip(x))
+        return t;
+    /* both wildcard: TLS ports are told apart by SNI, others share the one catch-all */
+    return tls_port(sp) && tls_port(wf_svc_port(t, sp->port)) ? NULL : t;
+}
+
+int wf_tcp_port_clashes(const wf_store *s, const char *suffix, wf_tcp_clash_cb cb, void *arg)
+{
+    if (!s || !cb)
+        return -1;
+    const wf_svc_view v = {.suffix = suffix ? suffix : wf_store_domain_suffix(s)};
+    wf_svcs svcs;
+    if (wf_svcs_collect(s, &v, &svcs) != 0)
+        return -1;
+    int n = 0;
+    for (size_t i = 0; i < svcs.n; i++) {
+        const wf_svc *x = &svcs.v[i];
+        for (size_t j = 0; j < x->nports; j++) {
+            const wf_service_port *sp = &x->ports[j];
+            bool http, seen = false;
+            const wf_svc *t = wf_tcp_service_port(sp) ? taker_of(&svcs, x, sp, &http) : NULL;
+            for (size_t k = 0; t && k < i && !seen; k++) /* another host of one ServiceEntry */
+                seen = svcs.v[k].res == x->res &&
+                       taker_of(&svcs, &svcs.v[k], &svcs.v[k].ports[j], &(bool){false}) != NULL;
+            if (!t || seen)
+                continue;
+            const wf_tcp_clash c = {.res = x->res,
+                                    .port = sp,
+                                    .index = j,
+                                    .taker = t->res,
+                                    .taker_host = t->host,
+                                    .http = http};
+            cb(&c, arg);
+            n++;
+        }
+    }
+    wf_svcs_free(&svcs);
+    return n;
+}

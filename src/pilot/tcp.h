@@ -151,4 +151,27 @@ int wf_tcp_outbound_listeners(const wf_store *s, const wf_svcs *svcs, const wf_t
 json_t *wf_tcp_inbound_listener(int32_t port, const char *bind, wf_mtls_mode mode,
                                 const wf_meshcfg *mesh, const json_t *authz);
 
+/* ---- ports several services share ("never accept silently") ----
+ *
+ * weft-proxy binds one outbound listener per port on the pod's address (tcp.h above), where
+ * Istio gives each service VIP its own listener. So a TCP service port gets nothing in a
+ * sidecar that also sees: a service with an HTTP port of that number (the HTTP listener takes
+ * it), or an earlier TCP service on it when either has a VIP, or when neither has one and the
+ * ports are not both TLS (the earlier one's catch-all chain takes the connections; TLS ports
+ * are told apart by SNI). Checked over the services exported everywhere (every sidecar's view
+ * without Sidecar scope), in service order; cb gets each such port once. Returns the count, -1
+ * on OOM or a NULL store. */
+typedef struct wf_tcp_clash {
+    const wf_resource *res;      /* the Service or ServiceEntry that loses the port */
+    const wf_service_port *port; /* its port (node: its place in the resource) */
+    size_t index;                /* its index in spec.ports */
+    const wf_resource *taker;    /* the service that takes the port */
+    const char *taker_host;
+    bool http; /* taken by an HTTP port */
+} wf_tcp_clash;
+
+typedef void (*wf_tcp_clash_cb)(const wf_tcp_clash *c, void *arg);
+
+int wf_tcp_port_clashes(const wf_store *s, const char *suffix, wf_tcp_clash_cb cb, void *arg);
+
 #endif

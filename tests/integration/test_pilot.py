@@ -295,6 +295,43 @@ def test_peer_authentication_on_a_port_without_chain_is_reported(pilot, dirs):
     assert "5432" not in port["message"] and "8080" not in port["message"]
 
 
+TCP_PORT_CLASH = """apiVersion: v1
+kind: Service
+metadata: {name: pg, namespace: default}
+spec:
+  clusterIP: 10.96.0.7
+  ports: [{name: tcp-pg, port: 5432}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: pg-replica, namespace: default}
+spec:
+  ports:
+  - {name: tcp-pg, port: 5432}
+"""
+
+
+def test_tcp_port_another_service_takes_is_reported(pilot, dirs):
+    """Two TCP Services on one port: weft-proxy binds one outbound listener per port, so the
+    second gets no listener; pilot says so (WFT0001 on its port) instead of misrouting
+    silently."""
+    cfg, _ = dirs
+    (cfg / "pg.yaml").write_text(TCP_PORT_CLASH)
+    errs = poll(lambda: [e for e in get_json(pilot.mon, "/debug/config_errors")
+                         if e.get("resource") == "Service default/pg-replica"])
+    assert len(errs) == 1, errs
+    e = errs[0]
+    assert (e["code"], e["field"], e["line"]) == ("WFT0001", "spec.ports[0]", 13), e
+    assert e["message"].startswith(
+        "spec.ports[0] (tcp-pg) has no effect in weft: port 5432 is also "
+        "pg.default.svc.cluster.local's (TCP)"), e
+    assert not [e for e in get_json(pilot.mon, "/debug/config_errors")
+                if e.get("resource") == "Service default/pg"]
+    (cfg / "pg.yaml").unlink()
+    poll(lambda: not [e for e in get_json(pilot.mon, "/debug/config_errors")
+                      if e.get("resource") == "Service default/pg-replica"])
+
+
 def test_config_dump_for_pod(pilot, dirs):
     _, pods = dirs
     status, body = get(pilot.mon, "/debug/config_dump")

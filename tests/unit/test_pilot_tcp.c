@@ -538,6 +538,52 @@ static void access_log_on_tcp_proxy(void **state)
     wf_store_free(s);
 }
 
+/* ---------- ports several services share ---------- */
+
+typedef struct clashes {
+    char text[8][160];
+    size_t n;
+} clashes;
+
+static void on_clash(const wf_tcp_clash *c, void *arg)
+{
+    clashes *x = arg;
+    if (x->n < 8)
+        snprintf(x->text[x->n++], sizeof x->text[0], "%s[%zu] %d %s %s", c->res->name, c->index,
+                 (int)c->port->port, c->taker_host, c->http ? "HTTP" : "TCP");
+}
+
+static void port_clashes(void **state)
+{
+    (void)state;
+    wf_store *s = wf_test_load_store(NULL, db_yaml, "default");
+    clashes x = {0};
+    assert_int_equal(wf_tcp_port_clashes(s, NULL, on_clash, &x), 2);
+    /* cache's 8080 goes to db's HTTP listener, its 5432 to db's VIP listener; 6379 is its own */
+    assert_string_equal(x.text[0], "cache[1] 8080 db.default.svc.cluster.local HTTP");
+    assert_string_equal(x.text[1], "cache[2] 5432 db.default.svc.cluster.local TCP");
+    wf_store_free(s);
+    /* TLS ServiceEntries without addresses share 443 by SNI: no clash */
+    s = wf_test_load_store(NULL, se_tls_yaml, "default");
+    x = (clashes){0};
+    assert_int_equal(wf_tcp_port_clashes(s, NULL, on_clash, &x), 0);
+    wf_store_free(s);
+    /* one plain TCP ServiceEntry with two hosts: the second host's catch-all is the first's;
+     * reported once */
+    s = wf_test_load_store(NULL,
+                           "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\n"
+                           "metadata: {name: dbs, namespace: default}\n"
+                           "spec:\n  hosts: [a.db.example, b.db.example, c.db.example]\n"
+                           "  resolution: DNS\n"
+                           "  ports: [{number: 3306, name: tcp, protocol: TCP}]\n",
+                           "default");
+    x = (clashes){0};
+    assert_int_equal(wf_tcp_port_clashes(s, NULL, on_clash, &x), 1);
+    assert_string_equal(x.text[0], "dbs[0] 3306 a.db.example TCP");
+    wf_store_free(s);
+    assert_int_equal(wf_tcp_port_clashes(NULL, NULL, on_clash, &x), -1);
+}
+
 /* weft-proxy's loader takes every listener generated here (the tcp_proxy and istio.stats
  * network filters, network RBAC, SNI and prefix_ranges matches). */
 static void expect_proxy_accepts(json_t *listeners)
@@ -610,6 +656,7 @@ int main(void)
         cmocka_unit_test(inbound_disable_port_level),
         cmocka_unit_test(access_log_on_tcp_proxy),
         cmocka_unit_test(proxy_accepts),
+        cmocka_unit_test(port_clashes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
