@@ -1,8 +1,9 @@
 /*
  * analyze_authn.h - `weftctl analyze`'s check that needs weft-pilot's inbound translation: a
  * PeerAuthentication mode that no inbound filter chain carries (pilot/inbound.h
- * wf_inbound_authn_gaps: a port-level mode on a port that is not an HTTP Service target port,
- * a STRICT reaching a TCP target port). weft-pilot reports the same gaps on
+ * wf_inbound_authn_gaps: a port-level mode on a port that is not a Service target port of the
+ * pod; HTTP and TCP target ports have their chains, pilot/inbound.h, pilot/tcp.h). weft-pilot
+ * reports the same gaps on
  * /debug/config_errors; analyze reports them as WFT0002 (STRICT: a security control not
  * enforced) or WFT0001, on the policy's mode field, so that a file-based analysis never gives
  * an all-clear over a mode weft ignores ("never accept silently").

@@ -32,10 +32,12 @@ static wf_protocol port_protocol(const wf_resource *r, const wf_node *port)
                                     app && app->type == WF_NODE_SCALAR ? wf_node_str(app) : NULL);
 }
 
-static bool port_needs_tcp_proxy(const wf_resource *r, const wf_node *port)
+/* A Mongo port: Istio adds envoy.filters.network.mongo_proxy before tcp_proxy
+ * (PILOT_ENABLE_MONGO_FILTER, on by default); weft proxies it as plain TCP (pilot/tcp.h). MySQL
+ * and Redis filters are off by default in Istio: plain TCP there too. */
+static bool port_is_mongo(const wf_resource *r, const wf_node *port)
 {
-    wf_protocol p = port_protocol(r, port);
-    return p != WF_PROTO_UNSUPPORTED && p != WF_PROTO_UDP && !wf_protocol_is_http(p);
+    return port_protocol(r, port) == WF_PROTO_MONGO;
 }
 
 static bool port_needs_h2(const wf_resource *r, const wf_node *port)
@@ -130,14 +132,21 @@ static bool gateway_api_other(const wf_resource *r, const wf_node *at)
            group_ends_with(r, "gateway.networking.x-k8s.io");
 }
 
-/* A Gateway server weft opens no listener for by its protocol: TLS, TCP, MONGO, ... (HTTP,
- * HTTP2, GRPC and HTTPS are served; an HTTPS server's TLS settings have rows of their own). */
+/* A Gateway server weft opens no listener for by its protocol: TLS other than passthrough (TLS
+ * terminated for TCP), UDP, an unknown protocol (HTTP, HTTP2, GRPC and HTTPS are served; TCP,
+ * MONGO, REDIS, MYSQL and TLS with tls.mode PASSTHROUGH or AUTO_PASSTHROUGH too:
+ * pilot/gateway_tcp.h; an HTTPS server's TLS settings have rows of their own). */
 static bool gw_server_protocol_unserved(const wf_resource *r, const wf_node *server)
 {
     (void)r;
-    static const char *const served[] = {"HTTP", "HTTP2", "GRPC", "HTTPS"};
+    static const char *const served[] = {"HTTP", "HTTP2", "GRPC",  "HTTPS",
+                                         "TCP",  "MONGO", "REDIS", "MYSQL"};
     const char *p = wf_map_str(wf_map_get(server, "port"), "protocol");
+    const char *mode = wf_map_str(wf_map_get(server, "tls"), "mode");
     if (!p)
+        return false;
+    if (!strcasecmp(p, "TLS") && mode &&
+        (!strcmp(mode, "PASSTHROUGH") || !strcmp(mode, "AUTO_PASSTHROUGH")))
         return false;
     for (size_t i = 0; i < sizeof served / sizeof served[0]; i++)
         if (!strcasecmp(p, served[i]))
@@ -154,7 +163,6 @@ static const char *const v_none[] = {"NONE", NULL};
 static const char *const v_true[] = {"true", NULL};
 static const char *const v_passthrough[] = {"PASSTHROUGH", NULL};
 static const char *const v_upgrade[] = {"UPGRADE", NULL};
-static const char *const v_gw_tls_modes[] = {"PASSTHROUGH", "AUTO_PASSTHROUGH", NULL};
 static const char *const v_gw_h2[] = {"HTTP2", "GRPC", NULL};
 static const char *const v_external_name[] = {"ExternalName", NULL};
 static const char *const v_capture_default[] = {"DEFAULT", NULL};
@@ -198,7 +206,8 @@ static const char *const v_service_ann[] = {HONOURED_ANY, "networking.istio.io/e
     }
 
 #define SAME         "the traffic is handled as if the field were absent"
-#define NO_TCP_PROXY "TCP proxying"
+#define NO_MONGO     "Istio's Mongo filter (envoy.filters.network.mongo_proxy, Mongo statistics)"
+#define MONGO_EFFECT "the port is proxied as plain TCP, without Mongo statistics"
 #define NO_H2        "HTTP/2"
 
 static const wf_unimpl_entry table[] = {
@@ -353,9 +362,8 @@ static const wf_unimpl_entry table[] = {
     ROW(DESTINATIONRULE, "{tp}.connectionPool.tcp.tcpKeepalive", PRESENT, NULL,
         "TCP keepalive on upstream connections", SAME, "{time: 7200s}"),
     ROW(DESTINATIONRULE, "{tp}.connectionPool.tcp.maxConnectionDuration", PRESENT, NULL,
-        "the maximum upstream connection duration", "connections are not closed for age", "3600s"),
-    ROW(DESTINATIONRULE, "{tp}.connectionPool.tcp.idleTimeout", PRESENT, NULL,
-        NO_TCP_PROXY " (the TCP idle timeout)", SAME, "1h"),
+        "the maximum connection duration of HTTP clusters (TCP proxying applies it)",
+        "HTTP upstream connections are not closed for age", "3600s"),
     ROW(DESTINATIONRULE, "{tp}.connectionPool.http.h2UpgradePolicy", VALUE_IN, v_upgrade,
         NO_H2 " (h2 upgrade)", "upstream requests stay HTTP/1.1", "UPGRADE"),
     ROW(DESTINATIONRULE, "{tp}.connectionPool.http.useClientProtocol", VALUE_IN, v_true,
@@ -378,11 +386,6 @@ static const wf_unimpl_entry table[] = {
     ROW(DESTINATIONRULE, "spec.workloadSelector", PRESENT, NULL, "DestinationRule workloadSelector",
         "the rule applies to every workload it is exported to", "{matchLabels: {app: a}}"),
     /* ---- VirtualService ---- */
-    ROW(VIRTUALSERVICE, "spec.tcp", PRESENT, NULL, NO_TCP_PROXY " (tcp routes)",
-        "no listener carries these routes", "[{route: [{destination: {host: a}}]}]"),
-    ROW(VIRTUALSERVICE, "spec.tls", PRESENT, NULL, "TLS passthrough routing by SNI (tls routes)",
-        "no listener carries these routes",
-        "[{match: [{sniHosts: [a.example]}], route: [{destination: {host: a}}]}]"),
     ROW(VIRTUALSERVICE, "spec.http[].delegate", PRESENT, NULL, "VirtualService delegation",
         "the route has no destination", "{name: a}"),
     ROW(VIRTUALSERVICE, "spec.http[].mirrors", PRESENT, NULL,
@@ -409,13 +412,11 @@ static const wf_unimpl_entry table[] = {
         "no per-route stats are kept", "a"),
     /* ---- Gateway ---- */
     FN(GATEWAY, "spec.servers[]", gw_server_protocol_unserved, false,
-       "serving TLS or TCP on a gateway (HTTP and HTTPS with credentialName are implemented)",
+       "serving TLS other than passthrough (TLS terminated for TCP) on a gateway (HTTP, HTTPS "
+       "with credentialName, TCP and TLS PASSTHROUGH / AUTO_PASSTHROUGH are implemented)",
        "the gateway opens no listener for the server",
-       "{port: {number: 31400, name: tcp, protocol: TCP}, hosts: ['*']}"),
-    ROW(GATEWAY, "spec.servers[].tls.mode", VALUE_IN, v_gw_tls_modes,
-        "this Gateway TLS mode (PASSTHROUGH routing needs the TCP proxy; SIMPLE, MUTUAL, "
-        "OPTIONAL_MUTUAL and ISTIO_MUTUAL are implemented)",
-        "the gateway opens no listener for the server", "PASSTHROUGH"),
+       "{port: {number: 31443, name: tls, protocol: TLS}, hosts: ['*'], tls: {mode: SIMPLE, "
+       "credentialName: c}}"),
     ROW(GATEWAY, "spec.servers[].tls.serverCertificate", PRESENT, NULL,
         "certificates from files on a gateway (credentialName is implemented)",
         "the gateway opens no listener for the server", "/etc/certs/server.pem"),
@@ -468,8 +469,8 @@ static const wf_unimpl_entry table[] = {
     KEYS(SERVICE, "metadata.annotations.*", v_service_ann),
     KEYS(NAMESPACE, "metadata.annotations.*", v_any_ann),
     /* ---- Service, ServiceEntry, WorkloadEntry ---- */
-    FN(SERVICE, "spec.ports[]", port_needs_tcp_proxy, false, NO_TCP_PROXY,
-       "the port gets no listener and its traffic is not proxied", "{name: tcp-db, port: 5432}"),
+    FN(SERVICE, "spec.ports[]", port_is_mongo, false, NO_MONGO, MONGO_EFFECT,
+       "{name: mongo-db, port: 27017}"),
     FN(SERVICE, "spec.ports[]", port_needs_h2, false, NO_H2,
        "the port is served as HTTP/1.1; HTTP/2 and gRPC clients fail",
        "{name: grpc-api, port: 9090}"),
@@ -481,9 +482,8 @@ static const wf_unimpl_entry table[] = {
         "the service gets no endpoints", "ExternalName"),
     ROW(SERVICE, "spec.clusterIP", VALUE_IN, v_none, "headless Service routing",
         "requests are balanced over the pods as for a ClusterIP Service", "None"),
-    FN(SERVICEENTRY, "spec.ports[]", port_needs_tcp_proxy, false, NO_TCP_PROXY,
-       "the port gets no listener and its traffic is not proxied",
-       "{name: db, number: 5432, protocol: TCP}"),
+    FN(SERVICEENTRY, "spec.ports[]", port_is_mongo, false, NO_MONGO, MONGO_EFFECT,
+       "{name: db, number: 27017, protocol: MONGO}"),
     FN(SERVICEENTRY, "spec.ports[]", port_needs_h2, false, NO_H2,
        "the port is served as HTTP/1.1; HTTP/2 and gRPC clients fail",
        "{name: api, number: 9090, protocol: GRPC}"),

@@ -12,9 +12,11 @@
 #include <strings.h>
 
 #include "pilot/authz.h"
+#include "pilot/gateway_tcp.h"
 #include "pilot/gateway_tls.h"
 #include "pilot/lds.h"
 #include "pilot/rds_internal.h"
+#include "pilot/tcp.h"
 
 #define RC_TYPE "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
 
@@ -24,6 +26,7 @@ typedef struct gw_server {
     const wf_gateway_server *srv;
     int32_t listen;
     bool tls;     /* terminates TLS (gateway_tls.h) */
+    bool pass;    /* TLS passthrough or TCP: network chains (gateway_tcp.h) */
     size_t order; /* for a stable sort */
 } gw_server;
 
@@ -101,8 +104,11 @@ static int add_server(gw_ctx *x, const wf_resource *gw, const wf_gateway_server 
         x->v = v;
         x->cap = cap;
     }
-    x->v[x->n] = (gw_server){
-        .gw = gw, .srv = srv, .listen = listener_port(x, srv->port), .tls = wf_gw_tls_server(srv)};
+    x->v[x->n] = (gw_server){.gw = gw,
+                             .srv = srv,
+                             .listen = listener_port(x, srv->port),
+                             .tls = wf_gw_tls_server(srv),
+                             .pass = wf_gw_passthrough_server(srv) || wf_gw_tcp_server(srv)};
     x->v[x->n].order = x->n;
     x->n++;
     return 0;
@@ -127,7 +133,8 @@ static int collect(gw_ctx *x)
             continue;
         const wf_gateway *g = gws[i]->t.gateway;
         for (size_t j = 0; j < g->nservers; j++)
-            if ((http_server(&g->servers[j]) || wf_gw_tls_server(&g->servers[j])) &&
+            if ((http_server(&g->servers[j]) || wf_gw_tls_server(&g->servers[j]) ||
+                 wf_gw_passthrough_server(&g->servers[j]) || wf_gw_tcp_server(&g->servers[j])) &&
                 add_server(x, gws[i], &g->servers[j]) != 0)
                 return -1;
     }
@@ -190,8 +197,59 @@ static json_t *tls_listener(const gw_ctx *x, size_t from, size_t to, const char 
     return l;
 }
 
-static json_t *gateway_listener(const gw_ctx *x, size_t from, size_t to, const char *bind)
+static bool group_has_pass(const gw_ctx *x, size_t from, size_t to)
 {
+    for (size_t i = from; i < to; i++)
+        if (x->v[i].pass)
+            return true;
+    return false;
+}
+
+/* A port with passthrough servers: the TLS-terminating chains (if any), then the SNI chains of
+ * gateway_tcp.h with the network RBAC filters authz; plain HTTP servers left out. */
+static json_t *pass_listener(const gw_ctx *x, size_t from, size_t to, const char *bind,
+                             const json_t *authz)
+{
+    char name[32];
+    snprintf(name, sizeof name, "0.0.0.0_%d", (int)x->v[from].listen);
+    json_t *l =
+        group_has_tls(x, from, to)
+            ? tls_listener(x, from, to, bind)
+            : json_pack("{s:s,s:s,s:{s:{s:s,s:i}},s:o,s:[],s:s}", "@type",
+                        "type.googleapis.com/envoy.config.listener.v3.Listener", "name", name,
+                        "address", "socket_address", "address", bind, "port_value",
+                        (int)x->v[from].listen, "listener_filters", wf_gw_tls_listener_filters(),
+                        "filter_chains", "traffic_direction", "OUTBOUND");
+    json_t *chains = json_object_get(l, "filter_chains");
+    const char *root = x->o->mesh ? wf_meshcfg_root_ns(x->o->mesh) : NULL;
+    for (size_t i = from; l && i < to; i++) {
+        const wf_gw_tcp_in in = {.s = x->s,
+                                 .gw = x->v[i].gw,
+                                 .srv = x->v[i].srv,
+                                 .proxy_ns = x->o->proxy_ns,
+                                 .proxy_labels = x->o->proxy_labels,
+                                 .suffix = x->suffix,
+                                 .root_ns = root,
+                                 .authz = authz};
+        if (x->v[i].pass && wf_gw_passthrough_chains(&in, chains) != 0) {
+            json_decref(l);
+            l = NULL;
+        }
+    }
+    bool sni = group_has_tls(x, from, to);
+    for (size_t i = 0; l && !sni && i < json_array_size(chains); i++)
+        sni = json_object_get(json_object_get(json_array_get(chains, i), "filter_chain_match"),
+                              "server_names") != NULL;
+    if (l && !sni) /* a TCP server's chain: no SNI to inspect */
+        json_object_del(l, "listener_filters");
+    return l;
+}
+
+static json_t *gateway_listener(const gw_ctx *x, size_t from, size_t to, const char *bind,
+                                const json_t *authz_tcp)
+{
+    if (group_has_pass(x, from, to))
+        return pass_listener(x, from, to, bind, authz_tcp);
     if (group_has_tls(x, from, to))
         return tls_listener(x, from, to, bind);
     char rds[24];
@@ -209,21 +267,25 @@ json_t *wf_gateway_listeners(const wf_store *store, const wf_gateway_options *op
     const wf_authz_options ao = {
         .ns = opt->proxy_ns, .labels = opt->proxy_labels, .mesh = opt->mesh};
     json_t *authz = wf_authz_http_filters(store, &ao);
-    json_t *out = authz ? json_array() : NULL;
+    json_t *authz_tcp = authz ? wf_authz_tcp_filters(store, &ao) : NULL;
+    json_t *out = authz_tcp ? json_array() : NULL;
     for (size_t i = 0; out && i < x.n;) {
         size_t j = group_end(&x, i);
-        json_t *l = gateway_listener(&x, i, j, bind);
+        json_t *l = gateway_listener(&x, i, j, bind, authz_tcp);
         if (l && wf_lds_add_http_filters(l, authz) != 0) {
             json_decref(l);
             l = NULL;
         }
-        if (json_array_append_new(out, l) != 0) {
+        if (l && json_array_size(json_object_get(l, "filter_chains")) == 0) {
+            json_decref(l); /* Istio omits a listener without chains (no route bound) */
+        } else if (json_array_append_new(out, l) != 0) {
             json_decref(out);
             out = NULL;
         }
         i = j;
     }
     json_decref(authz);
+    json_decref(authz_tcp);
     free(x.v);
     return out;
 }
@@ -429,7 +491,7 @@ static json_t *route_config(const gw_ctx *x, size_t from, size_t to, bool tls)
     int rc = b.vhosts ? 0 : -1;
     int32_t first_port = 0;
     for (size_t i = from; rc == 0 && i < to; i++) {
-        if (x->v[i].tls != tls)
+        if (x->v[i].tls != tls || x->v[i].pass)
             continue;
         first_port = first_port ? first_port : x->v[i].srv->port;
         rc = add_server_vhosts(&b, &x->v[i]);
@@ -451,8 +513,10 @@ static json_t *route_config(const gw_ctx *x, size_t from, size_t to, bool tls)
  * port without TLS servers), one "https.*" per TLS server. 0 or -1 (OOM). */
 static int port_route_configs(const gw_ctx *x, size_t from, size_t to, json_t *out)
 {
-    if (!group_has_tls(x, from, to))
-        return json_array_append_new(out, route_config(x, from, to, false));
+    if (!group_has_tls(x, from, to)) /* a passthrough port has no HCM (gateway_tcp.h) */
+        return group_has_pass(x, from, to)
+                   ? 0
+                   : json_array_append_new(out, route_config(x, from, to, false));
     for (size_t i = from; i < to; i++)
         if (x->v[i].tls && json_array_append_new(out, route_config(x, i, i + 1, true)) != 0)
             return -1;

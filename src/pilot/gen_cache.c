@@ -67,7 +67,7 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
 }
 
-/* The label keys any VirtualService's http match reads as sourceLabels, sorted. */
+/* The label keys any VirtualService's http, tcp or tls match reads as sourceLabels, sorted. */
 static json_t *source_label_keys(const wf_store *s)
 {
     size_t n = 0;
@@ -77,6 +77,15 @@ static json_t *source_label_keys(const wf_store *s)
         for (size_t h = 0; vss[i]->t.vs && h < vss[i]->t.vs->nhttp; h++)
             if (add_src_keys(set, &vss[i]->t.vs->http[h]) != 0)
                 goto fail;
+    for (size_t i = 0; set && out && i < n; i++) { /* tcp and tls matches (pilot/tcp.h) */
+        const wf_virtualservice *v = vss[i]->t.vs;
+        for (size_t h = 0; v && h < v->ntcp; h++)
+            if (add_src_keys(set, &v->tcp[h]) != 0)
+                goto fail;
+        for (size_t h = 0; v && h < v->ntls; h++)
+            if (add_src_keys(set, &v->tls[h]) != 0)
+                goto fail;
+    }
     const char *k;
     json_t *v;
     json_object_foreach(set, k, v)
@@ -431,10 +440,12 @@ static unsigned invalidated_by(const char *key, bool se_sel)
 {
     const char *slash = strchr(key, '/');
     size_t len = slash ? (size_t)(slash - key) : strlen(key);
-    if (kind_is(key, len, "VirtualService") || kind_is(key, len, "Gateway"))
+    if (kind_is(key, len, "VirtualService")) /* tcp and tls routes are listener chains */
+        return T_RDS | T_LDS;
+    if (kind_is(key, len, "Gateway"))
         return T_RDS;
-    if (kind_is(key, len, "DestinationRule"))
-        return T_CDS | T_EDS;
+    if (kind_is(key, len, "DestinationRule")) /* and tcp_proxy's TCP settings (pilot/tcp.h) */
+        return T_CDS | T_EDS | T_LDS;
     if (kind_is(key, len, "Pod") || kind_is(key, len, "WorkloadEntry") ||
         kind_is(key, len, "Endpoints") || kind_is(key, len, "EndpointSlice"))
         return T_EDS | (se_sel ? T_CDS : 0);

@@ -11,9 +11,9 @@
  *
  * The key of a sidecar (wf_gen_cache_key): "sidecar", the proxy's namespace, the Sidecar that
  * applies to it (pilot/sidecar_scope.h; chosen by namespace and workloadSelector labels), and
- * the values of the proxy labels that some VirtualService match reads as sourceLabels (only
- * those: other labels change nothing outbound). MeshConfig is the snapshot's, so it is the
- * same for every key of a cache. What is cached per key:
+ * the values of the proxy labels that some VirtualService match (http, tcp or tls) reads as
+ * sourceLabels (only those: other labels change nothing outbound). MeshConfig is the snapshot's, so
+ * it is the same for every key of a cache. What is cached per key:
  *  - CDS: the outbound clusters (including BlackHoleCluster and PassthroughCluster), as text;
  *  - RDS: the route configurations (json), and their text per requested name list;
  *  - EDS: the text per requested name list; ClusterLoadAssignments themselves are memoized
@@ -51,14 +51,14 @@ typedef struct wf_gen_cache wf_gen_cache;
 wf_gen_cache *wf_gen_cache_new(const wf_pilot_env *env);
 /* A new cache for env (the next snapshot) that takes over from prev what the change leaves
  * alone, as istiod clears only the cache entries a push's ConfigsUpdated touch: changed holds
- * the snapshot's changed keys "Kind/ns/name" (source.h). A VirtualService or Gateway change
- * drops RDS; a DestinationRule change CDS and EDS; a Pod, WorkloadEntry, Endpoints or
- * EndpointSlice change EDS (and CDS when a ServiceEntry selects workloads: its DNS clusters
- * carry them inline; or when a workload identity is new, serviceentry.h
+ * the snapshot's changed keys "Kind/ns/name" (source.h). A VirtualService change drops RDS
+ * and LDS (its tcp and tls routes are listener chains, pilot/tcp.h), a Gateway change RDS; a
+ * DestinationRule change CDS, EDS and LDS (tcp_proxy's TCP settings); a Pod, WorkloadEntry,
+ * Endpoints or EndpointSlice change EDS (and CDS when a ServiceEntry selects workloads: its DNS
+ * clusters carry them inline; or when a workload identity is new, serviceentry.h
  * wf_svc_identities_added: clusters carry service accounts as SANs); any other kind, or
- * mesh_changed (another MeshConfig), drops everything.
- * The entries
- * taken over are moved out of prev (free it afterwards). NULL on OOM. */
+ * mesh_changed (another MeshConfig), drops everything. The entries taken over are moved out of prev
+ * (free it afterwards). NULL on OOM. */
 wf_gen_cache *wf_gen_cache_carry(wf_gen_cache *prev, const wf_pilot_env *env,
                                  const char *const *changed, size_t n_changed, bool mesh_changed);
 /* Frees the cache and everything cached (NULL is fine). */

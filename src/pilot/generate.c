@@ -25,9 +25,10 @@
 #include "pilot/sidecar_scope.h"
 #include "xds/istio_log.h"
 
-#define HCM_NAME "envoy.filters.network.http_connection_manager"
-#define FAL_NAME "envoy.access_loggers.file"
-#define FAL_TYPE "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog"
+#define HCM_NAME       "envoy.filters.network.http_connection_manager"
+#define FAL_NAME       "envoy.access_loggers.file"
+#define TCP_PROXY_NAME "envoy.filters.network.tcp_proxy"
+#define FAL_TYPE       "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog"
 
 typedef wf_gen gen;
 
@@ -359,7 +360,8 @@ int wf_gen_access_logs(json_t *listeners, const wf_meshcfg *mesh)
             {
                 const char *n = json_string_value(json_object_get(f, "name"));
                 json_t *tc = json_object_get(f, "typed_config");
-                if (al && rc == 0 && n && !strcmp(n, HCM_NAME) && json_is_object(tc))
+                if (al && rc == 0 && n && (!strcmp(n, HCM_NAME) || !strcmp(n, TCP_PROXY_NAME)) &&
+                    json_is_object(tc))
                     rc = json_object_set_new(tc, "access_log", json_deep_copy(al));
             }
         }
@@ -397,7 +399,11 @@ json_t *wf_gen_accept_http10(json_t *listeners)
 
 json_t *wf_gen_outbound_listeners(const gen *g, const char *bind)
 {
-    const wf_lds_options o = {.bind = bind, .proxy_ns = g->p->ns, .scope = g->scope};
+    const wf_lds_options o = {.bind = bind,
+                              .proxy_ns = g->p->ns,
+                              .scope = g->scope,
+                              .proxy_labels = &g->labels,
+                              .root_ns = g->cds.root_namespace};
     return wf_lds_sidecar_outbound_listeners_opt(g->s, &o);
 }
 

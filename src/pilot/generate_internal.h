@@ -59,7 +59,8 @@ json_t *wf_gen_filter_names(json_t *arr, const wf_xds_names *names);
 /* out (outbound listeners) without those whose name a listener of in took, then in; both
  * released; NULL on OOM. */
 json_t *wf_gen_merge_listeners(json_t *out, json_t *in);
-/* MeshConfig's access log on every HTTP connection manager of listeners (changed in place).
+/* MeshConfig's access log on every HTTP connection manager and TCP proxy of listeners (Istio
+ * writes the same format for both, protocols.md §4.4; changed in place).
  * 0, -1 on OOM. */
 int wf_gen_access_logs(json_t *listeners, const wf_meshcfg *mesh);
 /* MeshConfig pathNormalization on every HTTP connection manager of listeners (changed in

@@ -17,6 +17,7 @@
 #include "pilot/lds.h"
 #include "pilot/naming.h"
 #include "pilot/rds_internal.h"
+#include "pilot/tcp.h"
 
 #define CLUSTER_TYPE "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 #define CONNECT_TO   "10s" /* MeshConfig.connectTimeout default */
@@ -25,6 +26,7 @@
 typedef struct in_port {
     int32_t port;
     bool http; /* some Service port targeting it carries HTTP */
+    bool tcp;  /* some Service port targeting it is TCP (pilot/tcp.h) */
     bool grpc; /* ... and it is gRPC (no inbound retry policy) */
 } in_port;
 
@@ -97,8 +99,10 @@ static bool add_port(const wf_resource *svc, const wf_service_port *sp, int32_t 
     (void)svc;
     in_ports *ps = arg;
     bool http = rds_http_service_port(sp), grpc = http && grpc_port(sp);
+    bool tcp = wf_tcp_service_port(sp);
     for (size_t i = 0; i < ps->n; i++)
         if (ps->v[i].port == t) { /* gRPC only when every HTTP port targeting it is */
+            ps->v[i].tcp = ps->v[i].tcp || tcp;
             if (http) {
                 ps->v[i].grpc = ps->v[i].http ? ps->v[i].grpc && grpc : grpc;
                 ps->v[i].http = true;
@@ -115,7 +119,7 @@ static bool add_port(const wf_resource *svc, const wf_service_port *sp, int32_t 
         ps->v = v;
         ps->cap = cap;
     }
-    ps->v[ps->n++] = (in_port){.port = t, .http = http, .grpc = grpc};
+    ps->v[ps->n++] = (in_port){.port = t, .http = http, .tcp = tcp, .grpc = grpc};
     return true;
 }
 
@@ -369,17 +373,26 @@ json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *op
     }
     const wf_authz_options ao = {.ns = opt->ns, .labels = opt->labels, .mesh = opt->mesh};
     json_t *authz = wf_authz_http_filters(store, &ao);
-    json_t *out = authz ? json_array() : NULL;
+    json_t *authz_tcp = authz ? wf_authz_tcp_filters(store, &ao) : NULL;
+    json_t *out = authz_tcp ? json_array() : NULL;
     for (size_t i = 0; out && i < ps.n; i++) {
-        if (!ps.v[i].http)
+        const in_port *p = &ps.v[i];
+        json_t *l = NULL;
+        if (p->http) /* HTTP wins a port both kinds target, as Istio's sniffed chains would */
+            l = inbound_listener(p, bind, &pa, opt->mesh, authz);
+        else if (p->tcp)
+            l = wf_tcp_inbound_listener(p->port, bind,
+                                        wf_peer_authn_port_mode(&pa, (uint32_t)p->port), opt->mesh,
+                                        authz_tcp);
+        else
             continue;
-        if (json_array_append_new(out, inbound_listener(&ps.v[i], bind, &pa, opt->mesh, authz)) !=
-            0) {
+        if (json_array_append_new(out, l) != 0) {
             json_decref(out);
             out = NULL;
         }
     }
     json_decref(authz);
+    json_decref(authz_tcp);
     wf_peer_authn_free(&pa);
     free(ps.v);
     return out;
@@ -471,7 +484,7 @@ static int pod_gaps(const wf_store *s, const char *root, const wf_resource *pod,
     int rc = 0;
     for (size_t i = 0; rc == 0 && !w->stop && i < pa.nports; i++) {
         const in_port *p = find_port(&ps, pa.ports[i].port);
-        if (!p || !p->http)
+        if (!p || !(p->http || p->tcp))
             rc = report_gap(w, &(wf_inbound_gap){.policy = pa.wl,
                                                  .pod = pod,
                                                  .port = pa.ports[i].port,
@@ -484,7 +497,7 @@ static int pod_gaps(const wf_store *s, const char *root, const wf_resource *pod,
         bool named = false;
         for (size_t k = 0; k < pa.nports; k++)
             named = named || pa.ports[k].port == port;
-        if (!ps.v[i].http && !named && pa.mode == WF_MTLS_STRICT)
+        if (!ps.v[i].http && !ps.v[i].tcp && !named && pa.mode == WF_MTLS_STRICT)
             rc = report_gap(
                 w, &(wf_inbound_gap){.policy = setter, .pod = pod, .port = port, .mode = pa.mode});
     }
@@ -534,8 +547,8 @@ const wf_node *wf_inbound_gap_describe(const wf_inbound_gap *g, char *field, siz
     else
         snprintf(field, fcap, "spec.mtls.mode");
     snprintf(detail, dcap,
-             "on port %u of pod %s/%s: it is not an HTTP Service target port, and only those "
-             "have inbound listeners in weft (TCP ports have none yet); %s",
+             "on port %u of pod %s/%s: it is not a Service target port of the pod, and only "
+             "those have inbound listeners in weft; %s",
              (unsigned)g->port, g->pod->ns, g->pod->name,
              *security ? "plaintext connections to the port are not refused by the sidecar"
                        : "no filter chain carries the mode");

@@ -79,10 +79,14 @@
  * sidecar logs a plaintext connection a STRICT port refuses: response code 0, NR,
  * filter_chain_not_found (reference security.md §3.3).
  *
+ * TCP target ports (pilot/tcp.h wf_tcp_service_port; a port both an HTTP and a TCP Service port
+ * target is HTTP) get pilot/tcp.h's inbound listener: the same name and address, chains per
+ * mode with network RBAC (wf_authz_tcp_filters), istio.stats and tcp_proxy to
+ * "inbound|<port>||".
+ *
  * Left out (Istio emits them): the route `decorator` and max_stream_duration (weft-proxy's route
- * loader does not accept them yet), tracing, request_id_extension, upgrade_configs; TCP ports'
- * tcp_proxy chains (a TCP target port gets its cluster but no listener, so no PeerAuthentication
- * mode applies to it); the listener filters original_dst and http_inspector and the
+ * loader does not accept them yet), tracing, request_id_extension, upgrade_configs; the listener
+ * filters original_dst and http_inspector and the
  * InboundPassthroughCluster chains of virtualInbound; Sidecar `ingress` listeners;
  * upstream_bind_config 127.0.0.6 (an iptables detail).
  */
@@ -109,21 +113,22 @@ typedef struct wf_inbound_options {
  * no Service selects the pod). NULL when store or opt is NULL, or on out of memory. */
 json_t *wf_inbound_clusters(const wf_store *store, const wf_inbound_options *opt);
 
-/* The inbound listeners of the HTTP target ports, ascending by port: a new JSON array the caller
- * json_decrefs. NULL when store or opt is NULL, or on out of memory. */
+/* The inbound listeners of the HTTP and TCP target ports, ascending by port: a new JSON array the
+ * caller json_decrefs. NULL when store or opt is NULL, or on out of memory. */
 json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *opt);
 
 /* ---- PeerAuthentication modes no inbound chain carries ("never accept silently") ----
  *
- * Only HTTP target ports get an inbound listener (above), so a PeerAuthentication mode meant for
- * another port changes nothing. For every sidecar pod of the store (Pods and the pods the store
- * makes from workload templates; not gateway pods: label istio=ingressgateway/egressgateway or
- * selected by a Gateway, nor pods with sidecar.istio.io/inject "false" as a label or
- * annotation) a gap is:
- *  - a spec.portLevelMtls key of its workload policy that is not one of its HTTP target ports
- *    (a TCP target port, or no Service targets it), whatever the mode (port_level true);
- *  - a non-HTTP target port whose effective mode is STRICT through the policy's spec.mtls
- *    (port_level false; policy = the narrowest one that set the mode).
+ * HTTP target ports get the inbound listener above and TCP ones pilot/tcp.h's, so a
+ * PeerAuthentication mode meant for another port changes nothing. For every sidecar pod of the
+ * store (Pods and the pods the store makes from workload templates; not gateway pods: label
+ * istio=ingressgateway/egressgateway or selected by a Gateway, nor pods with
+ * sidecar.istio.io/inject "false" as a label or annotation) a gap is:
+ *  - a spec.portLevelMtls key of its workload policy that is not one of its HTTP or TCP target
+ *    ports (no Service targets it), whatever the mode (port_level true);
+ *  - a target port that is neither HTTP nor TCP whose effective mode is STRICT through the
+ *    policy's spec.mtls (port_level false; policy = the narrowest one that set the mode; none
+ *    today: every target port collected is one or the other, kept for new protocols).
  * Each (policy, port) is reported once, with the first pod found, in store order of pods.
  * cb returns false to stop. Returns the number of gaps reported, -1 on out of memory or a NULL
  * store. */
@@ -144,8 +149,8 @@ int wf_inbound_authn_gaps(const wf_store *store, const char *root_ns, wf_inbound
  * ("spec.mtls.mode", "spec.portLevelMtls[<port>].mode") and the node it names in the policy
  * (NULL when absent); whether it is a security control not enforced (STRICT: WFT0002) or a
  * mode without effect (WFT0001); and the detail after "<field> is not enforced by weft: " /
- * "<field> has no effect in weft: " ("on port P of pod NS/NAME: it is not an HTTP Service
- * target port, ..."). Into field (fcap) and detail (dcap) bytes. */
+ * "<field> has no effect in weft: " ("on port P of pod NS/NAME: it is not a Service target
+ * port of the pod, ..."). Into field (fcap) and detail (dcap) bytes. */
 const wf_node *wf_inbound_gap_describe(const wf_inbound_gap *g, char *field, size_t fcap,
                                        char *detail, size_t dcap, bool *security);
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "pilot/rds_internal.h"
+#include "pilot/tcp.h"
 
 #define LISTENER_TYPE "type.googleapis.com/envoy.config.listener.v3.Listener"
 #define HCM_NAME      "envoy.filters.network.http_connection_manager"
@@ -178,6 +179,14 @@ json_t *wf_lds_sidecar_outbound_listeners_opt(const wf_store *store, const wf_ld
     for (size_t i = 0; i < np; i++)
         if (json_array_append_new(out, listener(ports[i], opt->bind ? opt->bind : "0.0.0.0")) != 0)
             goto fail;
+    const wf_tcp_outbound to = {.bind = opt->bind,
+                                .proxy_ns = v.proxy_ns,
+                                .proxy_labels = opt->proxy_labels,
+                                .root_ns = opt->root_ns,
+                                .suffix = v.suffix,
+                                .scope = opt->scope};
+    if (wf_tcp_outbound_listeners(store, &svcs, &to, ports, np, out) != 0)
+        goto fail;
     free(ports);
     wf_svcs_free(&svcs);
     return out;

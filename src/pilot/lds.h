@@ -27,6 +27,10 @@
  *    normalize_path true, path_with_escaped_slashes_action KEEP_UNCHANGED (as in the
  *    golden dumps' HTTP connection managers).
  *
+ *  - then the outbound TCP listeners of pilot/tcp.h (Service and ServiceEntry ports Istio
+ *    treats as TCP, with VirtualService tcp/tls routes), in service order, on the ports no
+ *    HTTP listener took.
+ *
  * Loading into weft-proxy: the proxy's bootstrap loader (src/proxy/bootstrap/bootstrap.c) accepts a
  * static listener with name, address, traffic_direction and one filter chain, and the HCM
  * fields stat_prefix, server_name, use_remote_address, stream_idle_timeout, the fault,
@@ -53,9 +57,9 @@
 #include "model/store.h"
 #include "pilot/sidecar_scope.h"
 
-/* The outbound HTTP listeners of a sidecar: a new JSON array (the caller owns it and releases
- * it with json_decref) of Listener objects, ascending by port; empty when no Service has an
- * HTTP port. store is only read. Returns NULL on out of memory or a NULL store. */
+/* The outbound listeners of a sidecar (HTTP, then TCP): a new JSON array (the caller owns it and
+ * releases it with json_decref) of Listener objects, ascending by port; empty when no Service has
+ * an HTTP port. store is only read. Returns NULL on out of memory or a NULL store. */
 json_t *wf_lds_sidecar_outbound_listeners(const wf_store *store);
 
 /* The same listeners bound to bind:<port> instead of 0.0.0.0:<port> (bind NULL = "0.0.0.0");
@@ -65,10 +69,12 @@ json_t *wf_lds_sidecar_outbound_listeners_at(const wf_store *store, const char *
 
 /* Who the listeners are for. */
 typedef struct wf_lds_options {
-    const char *bind;          /* listener address; NULL = "0.0.0.0" (names stay 0.0.0.0_<port>) */
-    const char *proxy_ns;      /* the proxy's namespace (exportTo); NULL or "" = none */
-    const char *domain_suffix; /* NULL = wf_store_domain_suffix(store) */
-    const wf_scope *scope;     /* the proxy's Sidecar scope; NULL = everything visible */
+    const char *bind;           /* listener address; NULL = "0.0.0.0" (names stay 0.0.0.0_<port>) */
+    const char *proxy_ns;       /* the proxy's namespace (exportTo); NULL or "" = none */
+    const char *domain_suffix;  /* NULL = wf_store_domain_suffix(store) */
+    const wf_scope *scope;      /* the proxy's Sidecar scope; NULL = everything visible */
+    const wf_kvs *proxy_labels; /* its labels (VirtualService tcp/tls sourceLabels); NULL = none */
+    const char *root_ns; /* MeshConfig rootNamespace (DestinationRules); NULL = istio-system */
 } wf_lds_options;
 
 /* The outbound listeners of the services a sidecar described by opt sees (opt NULL: all

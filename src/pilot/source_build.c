@@ -20,6 +20,7 @@
 #include "pilot/inbound.h"
 #include "pilot/serviceentry.h"
 #include "pilot/source.h"
+#include "pilot/tcp.h"
 
 /* The MeshConfig of a snapshot: shared by snapshots while its file does not change. */
 typedef struct mesh_box {
@@ -648,6 +649,39 @@ static int report_authn_gaps(build *b)
     return u.rc;
 }
 
+/* ---- TCP ports another service takes (pilot/tcp.h) --------------------------------------- */
+
+static void on_clash(const wf_tcp_clash *c, void *arg)
+{
+    unimpl_arg *u = arg;
+    char res[512], field[64], msg[1024];
+    const wf_node *at = c->port->node;
+    snprintf(field, sizeof field, "spec.ports[%zu]", c->index);
+    snprintf(msg, sizeof msg,
+             "%s (%s) has no effect in weft: port %d is also %s's (%s): weft-proxy binds one "
+             "outbound listener per port (Istio's per-VIP listeners need traffic capture), so "
+             "sidecars that see both send connections to port %d to %s",
+             field, c->port->name ? c->port->name : "unnamed", (int)c->port->port, c->taker_host,
+             c->http ? "HTTP" : "TCP", (int)c->port->port, c->taker_host);
+    wf_config_error w = {.file = c->res->file,
+                         .line = at ? wf_node_report_line(at) : c->res->line,
+                         .col = at ? at->col : c->res->col,
+                         .resource = res_label(c->res, res, sizeof res),
+                         .field = field,
+                         .message = msg,
+                         .code = "WFT0001"};
+    if (u->rc == 0 && add_warning(u->b, &w, "not implemented") != 0)
+        u->rc = -1;
+}
+
+static int report_tcp_clashes(build *b)
+{
+    unimpl_arg u = {b, 0};
+    if (wf_tcp_port_clashes(b->snap->store, NULL, on_clash, &u) < 0)
+        return -1;
+    return u.rc;
+}
+
 /* ---- AuthorizationPolicy translation problems (pilot/authz.h) ---------------------------- */
 
 typedef struct authz_arg {
@@ -941,8 +975,8 @@ wf_snapshot *wf_source_build(const wf_dir_source_opts *opts, const wf_snapshot *
     wf_arena_init(&s->arena);
     build b = {.opts = opts, .prev = prev, .snap = s};
     if (!(s->res = wf_strmap_new(&s->arena)) || load_mesh(&b) || load_store(&b) ||
-        report_authn_gaps(&b) || report_authz_problems(&b) || report_gateway_secrets(&b) ||
-        classify(&b)) {
+        report_authn_gaps(&b) || report_tcp_clashes(&b) || report_authz_problems(&b) ||
+        report_gateway_secrets(&b) || classify(&b)) {
         wf_snapshot_unref(s);
         return NULL;
     }

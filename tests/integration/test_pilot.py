@@ -278,27 +278,58 @@ spec:
 
 
 def test_peer_authentication_on_a_port_without_chain_is_reported(pilot, dirs):
-    """A PeerAuthentication mode that no inbound chain carries is never accepted silently: the
-    TCP target port 5432 under STRICT (WFT0002: plaintext is not refused there) and a
-    portLevelMtls key no HTTP Service port targets (WFT0001); the HTTP port 8080 has its
-    chain and is not reported."""
+    """A PeerAuthentication mode that no inbound chain carries is never accepted silently: a
+    portLevelMtls key no Service port targets (WFT0001). The TCP target port 5432 under STRICT
+    and the HTTP port 8080 have their chains (pilot/tcp.h, inbound.h) and are not reported."""
     cfg, _ = dirs
     (cfg / "db.yaml").write_text(DB_WITH_STRICT)
     poll(lambda: len([e for e in get_json(pilot.mon, "/debug/config_errors")
-                      if e.get("resource") == "PeerAuthentication default/db"]) == 2)
-    errs = sorted((e for e in get_json(pilot.mon, "/debug/config_errors")
-                   if e.get("resource") == "PeerAuthentication default/db"),
-                  key=lambda e: e["field"])
-    strict, port = errs[0], errs[1]
-    assert (strict["code"], strict["field"], strict["level"]) == (
-        "WFT0002", "spec.mtls.mode", "warning"), strict
-    assert strict["message"].startswith(
-        "spec.mtls.mode is not enforced by weft on port 5432 of pod default/db-1: it is not an "
-        "HTTP Service target port"), strict
-    assert strict["line"] == 19, strict
+                      if e.get("resource") == "PeerAuthentication default/db"]) == 1)
+    errs = [e for e in get_json(pilot.mon, "/debug/config_errors")
+            if e.get("resource") == "PeerAuthentication default/db"]
+    port = errs[0]
     assert (port["code"], port["field"]) == ("WFT0001", "spec.portLevelMtls[9090].mode"), port
-    assert "on port 9090 of pod default/db-1" in port["message"], port
-    assert "8080" not in strict["message"] + port["message"]
+    assert port["message"].startswith(
+        "spec.portLevelMtls[9090].mode has no effect in weft on port 9090 of pod default/db-1: "
+        "it is not a Service target port of the pod"), port
+    assert "5432" not in port["message"] and "8080" not in port["message"]
+
+
+TCP_PORT_CLASH = """apiVersion: v1
+kind: Service
+metadata: {name: pg, namespace: default}
+spec:
+  clusterIP: 10.96.0.7
+  ports: [{name: tcp-pg, port: 5432}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: pg-replica, namespace: default}
+spec:
+  ports:
+  - {name: tcp-pg, port: 5432}
+"""
+
+
+def test_tcp_port_another_service_takes_is_reported(pilot, dirs):
+    """Two TCP Services on one port: weft-proxy binds one outbound listener per port, so the
+    second gets no listener; pilot says so (WFT0001 on its port) instead of misrouting
+    silently."""
+    cfg, _ = dirs
+    (cfg / "pg.yaml").write_text(TCP_PORT_CLASH)
+    errs = poll(lambda: [e for e in get_json(pilot.mon, "/debug/config_errors")
+                         if e.get("resource") == "Service default/pg-replica"])
+    assert len(errs) == 1, errs
+    e = errs[0]
+    assert (e["code"], e["field"], e["line"]) == ("WFT0001", "spec.ports[0]", 13), e
+    assert e["message"].startswith(
+        "spec.ports[0] (tcp-pg) has no effect in weft: port 5432 is also "
+        "pg.default.svc.cluster.local's (TCP)"), e
+    assert not [e for e in get_json(pilot.mon, "/debug/config_errors")
+                if e.get("resource") == "Service default/pg"]
+    (cfg / "pg.yaml").unlink()
+    poll(lambda: not [e for e in get_json(pilot.mon, "/debug/config_errors")
+                      if e.get("resource") == "Service default/pg-replica"])
 
 
 def test_config_dump_for_pod(pilot, dirs):

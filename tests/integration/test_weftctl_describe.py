@@ -152,7 +152,7 @@ def test_describe_offline_from_files(tmp_path):
 
 def test_describe_pod_names_what_weft_does_not_implement(tmp_path):
     """describe pod lists (on stderr: stdout stays istioctl's) the fields weft ignores in the
-    config that applies to the pod: its Service's tcp- port, an AuthorizationPolicy under an API
+    config that applies to the pod: its Service's mongo- port (plain TCP in weft), an AuthorizationPolicy under an API
     version Istio does not serve (an error: not enforced); not a policy for other workloads,
     nor its PeerAuthentication STRICT (enforced on the inbound chains), which describe shows as
     the effective mode."""
@@ -167,7 +167,7 @@ def test_describe_pod_names_what_weft_does_not_implement(tmp_path):
     app = pod["metadata"]["labels"]["app"]
     for o in objs["items"]:
         if o.get("kind") == "Service" and o["metadata"]["name"] == "productpage":
-            o["spec"]["ports"].append({"name": "tcp-admin", "port": 9999})
+            o["spec"]["ports"].append({"name": "mongo-admin", "port": 9999})
     objs["items"] += [
         {"apiVersion": "security.istio.io/v1", "kind": "PeerAuthentication",
          "metadata": {"name": "strict", "namespace": ns},
@@ -210,7 +210,7 @@ def test_describe_pod_names_what_weft_does_not_implement(tmp_path):
     assert not any("AuthorizationPolicy %s/allow-get" % ns in l for l in lines), r.stderr
     assert "PeerAuthentication" not in r.stderr, r.stderr
     assert any(l.startswith("   Warning [WFT0001] (Service %s/productpage" % ns) and
-               "(tcp-admin) has no effect in weft: TCP proxying" in l for l in lines), r.stderr
+               "(mongo-admin) has no effect in weft: Istio's Mongo filter" in l for l in lines), r.stderr
     assert "AuthorizationPolicy %s/other" % ns not in r.stderr
     # a policy under an API version Istio does not serve, in the pod's namespace
     assert "Error [WFT0002] (AuthorizationPolicy %s/badver" % ns in r.stderr, r.stderr

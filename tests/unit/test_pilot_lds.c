@@ -150,12 +150,19 @@ static const char tcp_yaml[] = "apiVersion: v1\n"
                                "  - {name: dns, port: 54, protocol: UDP}\n"
                                "  - {port: 3306}\n";
 
-static void tcp_ports_no_listener(void **state)
+/* TCP ports get pilot/tcp.h's listeners (no HTTP connection manager), UDP none. */
+static void tcp_ports_tcp_listeners(void **state)
 {
     (void)state;
     wf_store *s = wf_test_load_store(NULL, tcp_yaml, "default");
     json_t *out = listeners(s);
-    assert_int_equal(json_array_size(out), 0);
+    assert_int_equal(json_array_size(out), 3);
+    wf_test_expect_str(json_array_get(out, 0), "name", "0.0.0.0_5432");
+    wf_test_expect_str(json_array_get(out, 1), "name", "0.0.0.0_27018");
+    wf_test_expect_str(json_array_get(out, 2), "name", "0.0.0.0_3306");
+    for (size_t i = 0; i < 3; i++)
+        wf_test_expect_str(json_array_get(out, i), "filter_chains.0.filters.1.name",
+                           "envoy.filters.network.tcp_proxy");
     json_decref(out);
     wf_store_free(s);
     assert_null(wf_lds_sidecar_outbound_listeners(NULL));
@@ -185,7 +192,7 @@ int main(void)
         cmocka_unit_test(catalog_listener),
         cmocka_unit_test(filter_order),
         cmocka_unit_test(shared_port_one_listener),
-        cmocka_unit_test(tcp_ports_no_listener),
+        cmocka_unit_test(tcp_ports_tcp_listeners),
         cmocka_unit_test(rds_names_match_route_configs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

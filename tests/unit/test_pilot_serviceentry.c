@@ -447,8 +447,10 @@ static void routes_and_listeners(void **state)
     json_decref(rcs);
     const wf_lds_options lo = {.proxy_ns = "shop"};
     json_t *lds = wf_lds_sidecar_outbound_listeners_opt(s, &lo);
-    assert_int_equal(json_array_size(lds), 1);
+    assert_int_equal(json_array_size(lds), 2);
     wf_test_expect_str(json_array_get(lds, 0), "name", "0.0.0.0_8000");
+    /* the HTTPS port: a TCP listener named by the first address (pilot/tcp.h) */
+    wf_test_expect_str(json_array_get(lds, 1), "name", "240.0.0.1_8443");
     json_decref(lds);
     wf_store_free(s);
 }
