@@ -133,7 +133,7 @@ int wp_h2_request_head(const h1_header *in, size_t n, bool end_stream, h1_messag
  * move while it grows), then f's slices. */
 typedef struct {
     wf_strbuf b;
-    size_t n, npseudo, bytes;
+    size_t n, bytes;
     uint32_t off[WP_H2_MAX_FIELDS][2];
     h1_header f[WP_H2_MAX_FIELDS];
 } block;
@@ -213,8 +213,9 @@ static int on_begin_headers(nghttp2_session *ss, const nghttp2_frame *f, void *u
     return 0;
 }
 
-/* Keeps a field of the block being read (the head or the trailers), within Envoy's limits:
- * the block's bytes (name + value each) and its count (pseudo-fields aside). */
+/* Keeps a field of the block being read (the head or the trailers), within Envoy's limits
+ * (ConnectionImpl::onHeader: the header map's byteSize and size, pseudo-fields included):
+ * the block's bytes (name + value each) and its count. */
 static int on_header(nghttp2_session *ss, const nghttp2_frame *f, const uint8_t *name,
                      size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags, void *ud)
 {
@@ -228,10 +229,8 @@ static int on_header(nghttp2_session *ss, const nghttp2_frame *f, const uint8_t 
     }
     block *k = s->head_done ? &s->trailers : &s->head;
     k->bytes += namelen + valuelen;
-    bool pseudo = namelen && name[0] == ':';
-    k->npseudo += pseudo;
     if (k->bytes > (size_t)h->lim.max_request_headers_kb * 1024 ||
-        k->n + 1 - k->npseudo > h->lim.max_headers_count || k->n == WP_H2_MAX_FIELDS) {
+        k->n + 1 > h->lim.max_headers_count || k->n == WP_H2_MAX_FIELDS) {
         s->details = D_TOO_MANY;
         h->st->header_overflow++;
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* nghttp2 resets the stream */

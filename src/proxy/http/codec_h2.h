@@ -18,8 +18,9 @@
  *    than "trailers" are refused by nghttp2's HTTP messaging checks (a stream error with
  *    details http2.invalid.header.field / http2.violation.of.messaging.rule, stat
  *    rx_messaging_error);
- *  - a request head over max_request_headers_kb or max_headers_count resets the stream
- *    (details http2.too_many_headers, stat header_overflow);
+ *  - a request head (or trailers) over max_request_headers_kb or max_headers_count (both
+ *    counting the pseudo-fields, as Envoy's header map does) resets the stream (details
+ *    http2.too_many_headers, stat header_overflow);
  *  - a peer's RST_STREAM closes the stream with details http2.remote_reset (http2.remote_refuse
  *    for REFUSED_STREAM); a protocol error of the connection sends GOAWAY PROTOCOL_ERROR and
  *    the caller closes after flushing (details http2.unknown.nghttp2.error unless a more
