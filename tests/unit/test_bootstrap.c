@@ -978,7 +978,7 @@ static void test_camel_case_digits(void **state)
                  "snake_case and in lowerCamelCase)");
 }
 
-/* codec_type AUTO / HTTP1 (HTTP2 until the HTTP/2 codec serves connections, HTTP3 refused)
+/* codec_type AUTO / HTTP1 / HTTP2 (HTTP3 refused)
  * and http2_protocol_options: Envoy >= 1.36's defaults, the SETTINGS fields with Envoy's
  * ranges, the other fields of Http2ProtocolOptions refused by name. */
 static void test_hcm_codec_and_h2_options(void **state)
@@ -1009,6 +1009,13 @@ static void test_hcm_codec_and_h2_options(void **state)
     assert_int_equal(hcm0(c)->h2.max_concurrent_streams, 100);
     assert_int_equal(hcm0(c)->h2.initial_stream_window_size, 65535);
     assert_int_equal(hcm0(c)->h2.initial_connection_window_size, 1048576);
+    wp_config_unref(c);
+    text = boot("\"codec_type\":\"HTTP2\"," ROUTER_ONLY, ROUTE_OK, CLUSTER_OK);
+    c = load_text(text, &err);
+    free(text);
+    if (!c)
+        fail_msg("%s", wf_strbuf_cstr(&err));
+    assert_int_equal(hcm0(c)->codec_type, WP_CODEC_HTTP2);
     wp_config_unref(c);
     wf_strbuf_free(&err);
     expect_error(boot("\"codec_type\":\"HTTP3\"," ROUTER_ONLY, ROUTE_OK, CLUSTER_OK),

@@ -457,10 +457,6 @@ bool bs_hcm(bs *b, json_t *o, wp_hcm *h)
     if (codec == 3)
         return bs_fail_at(b, "codec_type",
                           "HTTP3 is not supported by weft-proxy (no QUIC listeners)");
-    if (codec == WP_CODEC_HTTP2)
-        return bs_fail_at(b, "codec_type",
-                          "HTTP2 is not supported by weft-proxy yet (its HTTP/2 codec is not "
-                          "wired into the connection manager; AUTO serves HTTP/1.1)");
     h->codec_type = (wp_codec_type)codec;
     if (h->max_request_headers_kb < 1 || h->max_request_headers_kb > 8192)
         return bs_fail_at(b, "max_request_headers_kb", "value must be inside range [1, 8192]");

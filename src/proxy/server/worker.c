@@ -110,10 +110,7 @@ static void drain_removed(wp_worker *w)
             kept = strcmp(c->listeners[i].name, d->listener->name) == 0;
         if (kept)
             continue;
-        if (!d->stream)
-            wp_dconn_close(d);
-        else
-            d->close_after = true;
+        wp_dconn_drain_one(d);
     }
 }
 
@@ -173,10 +170,7 @@ static void drain_inbound(wp_worker *w)
         next = d->next;
         if (!d->listener || d->listener->traffic_direction != 1)
             continue;
-        if (!d->stream)
-            wp_dconn_close(d);
-        else
-            d->close_after = true;
+        wp_dconn_drain_one(d);
     }
 }
 
