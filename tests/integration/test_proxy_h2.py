@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 import pytest
@@ -136,6 +137,7 @@ def test_codec_type_http1_and_http2(app, proxy_factory):
     assert r.stdout == "2"
     r = curl("--http1.1", "-o", "/dev/null", "-w", "%{http_code}", p.url("/status/200"))
     assert r.stdout == "000"  # HTTP/1 bytes on an HTTP/2-only HCM: GOAWAY, closed
+    assert goaway_code(p, b"GET / HTTP/1.1\r\nhost: x\r\n\r\n") == 1  # PROTOCOL_ERROR
     p1 = proxy_factory(h2_bootstrap(app, codec_type="HTTP1"))
     r = curl("--http2-prior-knowledge", "-o", "/dev/null", p1.url("/status/200"))
     assert r.returncode != 0  # the preface is no HTTP/1 request
@@ -233,6 +235,91 @@ def test_tiny_window_flow_control(app, proxy_factory):
     assert logs(p, 1)[0]["tx"] == 307200
 
 
+def rss_kib(proxy):
+    with open("/proc/%d/status" % proxy.proc.pid) as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+
+
+def test_slow_reader_bounded(app, proxy_factory):
+    """A client that opens no window past the first 64 KiB of a 64 MiB answer: the proxy
+    stops reading the upstream instead of buffering (its memory stays within a few MiB), and
+    the answer completes once the client reads."""
+    p = proxy_factory(h2_bootstrap(app))
+    s, c = h2_conn(p)
+    try:
+        sid = c.get_next_available_stream_id()
+        c.send_headers(sid, req_headers(p, "/status/200"), end_stream=True)
+        s.sendall(c.data_to_send())
+        pump(s, c, has(h2.events.StreamEnded, sid))
+        before = rss_kib(p)
+        size = 64 << 20
+        sid = c.get_next_available_stream_id()
+        c.send_headers(sid, req_headers(p, "/bytes/%d" % size), end_stream=True)
+        s.sendall(c.data_to_send())
+        time.sleep(1.5)  # the client reads nothing
+        grown = rss_kib(p) - before
+        assert grown < 8 * 1024, "the proxy grew by %d KiB for a stalled client" % grown
+        got, deadline = 0, time.time() + 60
+        while True:
+            assert time.time() < deadline, "got %d bytes" % got
+            ev = pump(s, c, lambda e: len(e) > 0)
+            assert "EOF" not in ev
+            for e in ev:
+                if isinstance(e, h2.events.DataReceived):
+                    got += len(e.data)
+                    c.acknowledge_received_data(e.flow_controlled_length, sid)
+            s.sendall(c.data_to_send())
+            if any(isinstance(e, h2.events.StreamEnded) for e in ev):
+                break
+        assert got == size
+    finally:
+        s.close()
+
+
+def test_slow_upstream_stops_client(proxy_factory):
+    """An upstream that reads nothing: the request body's window stays closed once the kernel's
+    and one stream's buffers are full, so the client cannot push its 64 MiB into the proxy."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    held = []
+    threading.Thread(target=lambda: held.append(srv.accept()), daemon=True).start()
+    p = proxy_factory(h2_bootstrap(srv.getsockname()[1],
+                                   http2_protocol_options={"initial_stream_window_size": 65535}))
+    s, c = h2_conn(p)
+    try:
+        before = rss_kib(p)
+        size, sent = 64 << 20, 0
+        sid = c.get_next_available_stream_id()
+        c.send_headers(sid, req_headers(p, "/upload", "POST", [("content-length", str(size))]))
+        s.sendall(c.data_to_send())
+        idle_since = time.time()
+        while time.time() - idle_since < 1.5 and sent < size:
+            n = min(c.local_flow_control_window(sid), 16384, size - sent)
+            if n > 0:
+                c.send_data(sid, b"x" * n)
+                s.sendall(c.data_to_send())
+                sent += n
+                idle_since = time.time()
+                continue
+            s.settimeout(0.2)
+            try:
+                data = s.recv(65536)
+            except socket.timeout:
+                continue
+            assert data, "the proxy closed the connection"
+            c.receive_data(data)
+            s.sendall(c.data_to_send())
+        assert sent < 32 << 20, "the client pushed %d bytes into a stalled upstream" % sent
+        grown = rss_kib(p) - before
+        assert grown < 8 * 1024, "the proxy grew by %d KiB" % grown
+    finally:
+        s.close()
+        for conn, _ in held:
+            conn.close()
+        srv.close()
+
+
 def test_rst_stream_mid_body(app, proxy_factory):
     """A client reset while the request body is arriving: flag DR, code 0, details
     http2.remote_reset (protocols.md §2.5)."""
@@ -315,12 +402,20 @@ def test_header_list_too_large(app, proxy_factory):
 
 def raw_goaway(proxy, frames):
     """Sends the preface, SETTINGS and frames (bytes) and returns the GOAWAY error code."""
+    return goaway_code(proxy, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" +
+                       b"\x00\x00\x00\x04\x00\x00\x00\x00\x00" + frames)
+
+
+def goaway_code(proxy, raw):
+    """Sends raw and returns the error code of the GOAWAY the proxy answers with."""
     s = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
-    s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00" +
-              frames)
+    s.sendall(raw)
     data, deadline = b"", time.time() + 10
     while time.time() < deadline:
-        chunk = s.recv(65536)
+        try:
+            chunk = s.recv(65536)
+        except ConnectionResetError:
+            break
         if not chunk:
             break
         data += chunk

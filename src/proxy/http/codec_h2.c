@@ -440,9 +440,8 @@ int wp_h2_server_recv(wp_h2_server *h, const char *data, size_t len, const char 
         return 0;
     *details = h->conn_details ? h->conn_details : D_UNKNOWN;
     uint32_t code = rc == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR;
-    /* nghttp2 queues its own GOAWAY for the errors it detects itself */
-    if (rc == NGHTTP2_ERR_CALLBACK_FAILURE)
-        nghttp2_session_terminate_session(h->session, code);
+    /* a GOAWAY for every error (nghttp2 has queued one for some already: then this fails) */
+    nghttp2_session_terminate_session(h->session, code);
     return -1;
 }
 
