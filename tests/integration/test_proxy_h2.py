@@ -343,7 +343,9 @@ def test_rst_stream_mid_body(app, proxy_factory):
     assert any(isinstance(e, h2.events.ResponseReceived) and dict(e.headers)[":status"] == "200"
                for e in ev)
     s.close()
-    p.wait_stat("http.ingress_http.downstream_rq_rx_reset", 1)
+    st = p.wait_stat("http.ingress_http.downstream_rq_rx_reset", 1)
+    assert st["http2.rx_reset"] == 1  # Envoy's codec stats, rooted at http2.
+    assert st["http2.streams_active"] == 0
 
 
 def test_goaway_on_drain(app, proxy_factory):
@@ -398,6 +400,8 @@ def test_header_list_too_large(app, proxy_factory):
     ev = pump(s, c, has(h2.events.StreamEnded, sid2))
     assert any(isinstance(e, h2.events.ResponseReceived) for e in ev)
     s.close()
+    st = p.wait_stat("http2.header_overflow", 1)
+    assert st["http2.tx_reset"] == 1
 
 
 def raw_goaway(proxy, frames):
@@ -444,4 +448,6 @@ def test_malformed_frames_goaway_protocol_error(app, proxy_factory):
     ev = pump(s, c, has(h2.events.ConnectionTerminated))
     assert [e.error_code for e in ev if isinstance(e, h2.events.ConnectionTerminated)] == [1]
     s.close()
-    p.wait_stat("http.ingress_http.downstream_cx_protocol_error", 2)
+    st = p.wait_stat("http.ingress_http.downstream_cx_protocol_error", 2)
+    assert st["http2.rx_messaging_error"] == 1
+    assert st["http2.goaway_sent"] == 2

@@ -325,6 +325,7 @@ static void test_round_trip(void **state)
     assert_string_equal(r.log, "req 1 POST /p http [host=svc] [te=trailers] [cookie=a=1; b=2] "
                                "framing=2\ndata xxxxx\ntrailers [x-checksum=abc]\ncomplete\n");
     assert_int_equal(wp_h2_server_streams(h), 1);
+    assert_int_equal(st.trailers, 1);
 
     wp_hdr_list l;
     wp_hdr_list_init(&l);
@@ -459,6 +460,7 @@ static void test_invalid_header_goaway(void **state)
     assert_int_equal(c.goaways, 1);
     assert_int_equal(c.goaway_code, NGHTTP2_PROTOCOL_ERROR);
     assert_int_equal(st.rx_messaging_error, 1);
+    assert_int_equal(st.goaway_sent, 1);
     assert_int_equal(r.streams, 0);
     assert_true(wp_h2_server_done(h));
     wp_h2_server_free(h);

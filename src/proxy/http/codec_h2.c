@@ -293,6 +293,7 @@ static int on_frame_recv(nghttp2_session *ss, const nghttp2_frame *f, void *ud)
             return deliver_head(h, s, end) == 0 ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
         if (s->sctx) { /* trailers (nghttp2 requires END_STREAM on them) */
             block_done(&s->trailers);
+            h->st->trailers++;
             h->cb->on_trailers(s->sctx, s->trailers.f, s->trailers.n);
             if (end)
                 h->cb->on_complete(s->sctx);
@@ -355,6 +356,8 @@ static int on_frame_send(nghttp2_session *ss, const nghttp2_frame *f, void *ud)
     wp_h2_server *h = ud;
     if (f->hd.type == NGHTTP2_RST_STREAM)
         h->st->tx_reset++;
+    else if (f->hd.type == NGHTTP2_GOAWAY)
+        h->st->goaway_sent++;
     return 0;
 }
 

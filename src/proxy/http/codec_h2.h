@@ -61,9 +61,12 @@
  * with the preface, 0 when it is a prefix of it (more bytes needed), -1 when it is not HTTP/2. */
 int wp_h2_preface_check(const char *data, size_t len);
 
-/* Envoy's HTTP/2 stats (http.<stat_prefix>.http2.*) the codec counts. */
+/* Envoy's HTTP/2 codec stats (Http2::CodecStats, rooted at "http2.") the codec counts:
+ * RST_STREAM received / sent, heads over the limits, HTTP messaging errors, header blocks for
+ * no stream, GOAWAYs sent, request trailers received. */
 typedef struct wp_h2_stats {
-    uint64_t rx_reset, tx_reset, header_overflow, rx_messaging_error, headers_cb_no_stream;
+    uint64_t rx_reset, tx_reset, header_overflow, rx_messaging_error, headers_cb_no_stream,
+        goaway_sent, trailers;
 } wp_h2_stats;
 
 /* A request head's limit (the HCM's max_request_headers_kb and max_headers_count). */

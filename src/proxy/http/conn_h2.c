@@ -13,10 +13,22 @@
 #include "proxy/http/codec.h"
 #include "proxy/http/codec_h2.h"
 
+/* Envoy's http2.* stats weft counts (Http2::CodecStats, registered on the first HTTP/2
+ * connection as Envoy does on its first HTTP/2 codec) */
+#define H2C_COUNTERS(X)                                                                            \
+    X(rx_reset)                                                                                    \
+    X(tx_reset) X(header_overflow) X(rx_messaging_error) X(headers_cb_no_stream) X(goaway_sent)    \
+        X(trailers)
+
 struct wp_h2c {
     wp_dconn *d;
     wp_h2_server *codec;
-    wp_h2_stats st;
+    wp_h2_stats st, synced; /* counted by the codec; added to the store so far */
+#define H2C_SLOT_(n) uint32_t slot_##n;
+    H2C_COUNTERS(H2C_SLOT_)
+#undef H2C_SLOT_
+    uint32_t slot_streams_active;
+    size_t streams_synced;
     wf_strbuf out; /* frames being written (d->writing) */
     struct bstream *streams;
     bool flushing, closed, draining;
@@ -537,6 +549,22 @@ static const wp_h2_server_callbacks codec_cbs = {
 
 /* ---------- the connection ---------- */
 
+/* The codec's counts since the last sync go to the worker's shard. */
+static void h2c_stats_sync(wp_h2c *c)
+{
+    wp_stats_shard *sh = c->d->w->stats;
+#define H2C_SYNC_(n)                                                                               \
+    if (c->st.n != c->synced.n)                                                                    \
+        wp_stat_add(sh, c->slot_##n, (int64_t)(c->st.n - c->synced.n));
+    H2C_COUNTERS(H2C_SYNC_)
+#undef H2C_SYNC_
+    c->synced = c->st;
+    size_t n = c->closed ? 0 : wp_h2_server_streams(c->codec);
+    if (n != c->streams_synced)
+        wp_stat_add(sh, c->slot_streams_active, (int64_t)n - (int64_t)c->streams_synced);
+    c->streams_synced = n;
+}
+
 /* The connection closes once the codec is done (GOAWAY, or an error, flushed) and the child
  * connections of the streams that ended closed (from the loop: a child finishes its request
  * first); the ones of streams an error left open close with it (DC). */
@@ -572,6 +600,7 @@ static void h2c_flush(wp_h2c *c)
         if (d->writing)
             return;
     }
+    h2c_stats_sync(c);
     h2c_maybe_finish(c);
 }
 
@@ -581,6 +610,11 @@ int wp_h2c_start(wp_dconn *d)
     if (!c)
         return -1;
     c->d = d;
+    wp_stats *store = d->w->stats->store;
+#define H2C_REG_(n) c->slot_##n = wp_stats_counter(store, "http2." #n);
+    H2C_COUNTERS(H2C_REG_)
+#undef H2C_REG_
+    c->slot_streams_active = wp_stats_gauge(store, "http2.streams_active");
     wp_h2_limits lim = {d->hcm->max_request_headers_kb, d->hcm->max_headers_count};
     c->codec = wp_h2_server_new(&d->hcm->h2, &lim, &codec_cbs, c, &c->st);
     if (!c->codec) {
@@ -633,6 +667,7 @@ void wp_h2c_close(wp_dconn *d)
         bs_maybe_free(b);
     }
     c->streams = NULL;
+    h2c_stats_sync(c); /* closed: its streams leave streams_active */
     wp_h2_server_free(c->codec);
     c->codec = NULL;
 }
