@@ -451,3 +451,18 @@ def test_malformed_frames_goaway_protocol_error(app, proxy_factory):
     st = p.wait_stat("http.ingress_http.downstream_cx_protocol_error", 2)
     assert st["http2.rx_messaging_error"] == 1
     assert st["http2.goaway_sent"] == 2
+
+
+# ---------- Istio's metrics ----------
+
+def test_istio_request_protocol_http(app, proxy_factory):
+    """Istio labels an HTTP/2 request that is not gRPC request_protocol="http" (as HTTP/1.1);
+    the access log says HTTP/2."""
+    from test_proxy_istio_metrics import count, server_bs, wait_total
+    p = proxy_factory(server_bs(app))
+    r = curl("--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_version} %{http_code}",
+             p.url("/status/201"))
+    assert r.stdout == "2 201", r.stderr
+    rows = wait_total(p, 1)
+    assert count(rows, request_protocol="http", response_code=201, reporter="destination") == 1
+    assert " HTTP/2\" 201 " in p.access_log_lines(1)[0]
