@@ -29,7 +29,7 @@ import h2.connection  # noqa: E402
 import h2.events  # noqa: E402
 import h2.settings  # noqa: E402
 
-LOG = {"protocol": "%PROTOCOL%", "code": "%RESPONSE_CODE%", "flags": "%RESPONSE_FLAGS%",
+LOG = {"protocol": "%PROTOCOL%", "up_protocol": "%UPSTREAM_PROTOCOL%", "code": "%RESPONSE_CODE%", "flags": "%RESPONSE_FLAGS%",
        "details": "%RESPONSE_CODE_DETAILS%", "authority": "%REQ(:AUTHORITY)%",
        "path": "%REQ(:PATH)%", "rx": "%BYTES_RECEIVED%", "tx": "%BYTES_SENT%"}
 DTC = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext"
@@ -121,6 +121,7 @@ def test_curl_prior_knowledge(app, proxy_factory):
     assert [(l["protocol"], l["code"], l["flags"], l["details"]) for l in lines] == \
         [("HTTP/2", 200, "-", "via_upstream")] * 2
     assert lines[1]["rx"] == 100000
+    assert {l["up_protocol"] for l in lines} == {"HTTP/1.1"}  # no HTTP/2 upstreams yet
     st = p.wait_stat("http.ingress_http.downstream_rq_http2_total", 2)
     assert st["http.ingress_http.downstream_cx_http2_total"] == 2
     assert st["http.ingress_http.downstream_rq_http1_total"] == 0
@@ -382,6 +383,22 @@ def test_goaway_on_drain(app, proxy_factory):
     assert any(f[2] == sid and f[1] & 1 for f in after)  # and its END_STREAM
     line = logs(p, 1)[0]
     assert (line["protocol"], line["code"], line["flags"]) == ("HTTP/2", 200, "-")
+
+
+def test_idle_timeout_goaway(app, proxy_factory):
+    """common_http_protocol_options.idle_timeout on an HTTP/2 connection: GOAWAY NO_ERROR, then
+    the close (downstream_cx_idle_timeout)."""
+    p = proxy_factory(h2_bootstrap(app, common_http_protocol_options={"idle_timeout": "0.3s"}))
+    s, c = h2_conn(p)
+    sid = c.get_next_available_stream_id()
+    c.send_headers(sid, req_headers(p, "/status/200"), end_stream=True)
+    s.sendall(c.data_to_send())
+    ev = pump(s, c, has(h2.events.ConnectionTerminated))
+    codes = [e.error_code for e in ev if isinstance(e, h2.events.ConnectionTerminated)]
+    assert codes and set(codes) == {0}  # the shutdown notice and the final GOAWAY
+    assert pump(s, c, lambda e: "EOF" in e)[-1] == "EOF"
+    s.close()
+    p.wait_stat("http.ingress_http.downstream_cx_idle_timeout", 1)
 
 
 def test_header_list_too_large(app, proxy_factory):

@@ -133,7 +133,10 @@ static void on_idle_timeout(uv_timer_t *t)
     if (!s) {
         WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "idle timeout");
         wp_hcm_stat(d, WP_S_downstream_cx_idle_timeout, 1);
-        wp_dconn_close(d);
+        if (d->h2) /* Envoy: GOAWAY, then the close */
+            wp_h2c_drain(d);
+        else
+            wp_dconn_close(d);
         return;
     }
     wp_hcm_stat(s->d, WP_S_downstream_rq_idle_timeout, 1);
