@@ -125,6 +125,11 @@ def test_curl_prior_knowledge(app, proxy_factory):
     st = p.wait_stat("http.ingress_http.downstream_rq_http2_total", 2)
     assert st["http.ingress_http.downstream_cx_http2_total"] == 2
     assert st["http.ingress_http.downstream_rq_http1_total"] == 0
+    assert st["http.ingress_http.downstream_cx_http1_total"] == 0
+    st = p.wait_stat("http.ingress_http.downstream_cx_http2_active", 0)  # curl closed them
+    assert st["http.ingress_http.downstream_cx_active"] == 0
+    assert st["http.ingress_http.downstream_cx_http1_active"] == 0
+    assert st["http.ingress_http.downstream_cx_destroy"] == 2
     # HTTP/1.1 on the same AUTO listener stays HTTP/1.1
     r = curl("-w", "\n%{http_version}", p.url("/status/204"))
     assert r.stdout.endswith("1.1")
