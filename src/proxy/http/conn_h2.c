@@ -17,8 +17,8 @@
  * connection as Envoy does on its first HTTP/2 codec) */
 #define H2C_COUNTERS(X)                                                                            \
     X(rx_reset)                                                                                    \
-    X(tx_reset) X(header_overflow) X(rx_messaging_error) X(headers_cb_no_stream) X(goaway_sent)    \
-        X(trailers)
+    X(tx_reset)                                                                                    \
+    X(header_overflow) X(rx_messaging_error) X(headers_cb_no_stream) X(goaway_sent) X(trailers)
 
 struct wp_h2c {
     wp_dconn *d;
@@ -128,7 +128,7 @@ static void bs_pump(uv_timer_t *t)
         wp_h2_server_consume(b->c->codec, b->id, consumed); /* the client may send more */
         h2c_flush(b->c);
     }
-    if (b->pending_close && !b->sock_closed && b->in_off == b->in.len) {
+    if (b->pending_close && !b->sock_closed) {
         b->pending_close = false;
         if (b->reset_details)
             wp_dconn_peer_reset(b->child, b->reset_details);
@@ -328,6 +328,11 @@ static void bs_close(wp_tsock *t)
     bstream *b = (bstream *)t;
     b->sock_closed = true;
     b->reading = false;
+    if (b->c && !b->c->closed && b->unconsumed) { /* never read: the connection's window */
+        wp_h2_server_consume(b->c->codec, b->id, b->unconsumed);
+        b->unconsumed = 0;
+        h2c_flush(b->c);
+    }
     if (b->c && !b->c->closed && b->h2_open && !b->end_submitted) {
         /* the child ended before its response did: the client sees the stream reset */
         wp_h2_server_reset(b->c->codec, b->id, 2 /* INTERNAL_ERROR */);
@@ -536,10 +541,9 @@ static void on_close(void *sctx, uint32_t code, const char *details)
         b->write_pending = false;
         b->notify_written = true;
     }
-    b->pending_close = true;
+    b->pending_close = true; /* the child finishes from the loop (what it still had to read
+                              * of the request is not wanted: the response is complete) */
     b->reset_details = code ? details : NULL;
-    if (code) /* the request bytes not read yet will never be wanted */
-        b->in.len = b->in_off = 0;
     bs_arm(b);
 }
 
