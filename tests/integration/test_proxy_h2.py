@@ -488,3 +488,52 @@ def test_istio_request_protocol_http(app, proxy_factory):
     rows = wait_total(p, 1)
     assert count(rows, request_protocol="http", response_code=201, reporter="destination") == 1
     assert " HTTP/2\" 201 " in p.access_log_lines(1)[0]
+
+
+# ---------- trailers both ways ----------
+
+def test_trailers_both_ways(proxy_factory):
+    """The upstream's chunked trailers reach the HTTP/2 client as a trailing HEADERS frame
+    (END_STREAM on it); the client's request trailers do not reach the HTTP/1.1 upstream (Envoy's
+    HTTP/1 codec sends trailers only with http_protocol_options.enable_trailers)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    seen = []
+
+    def serve():
+        conn, _ = srv.accept()
+        conn.settimeout(10)
+        data = b""
+        while b"\r\n0\r\n" not in data or not data.endswith(b"\r\n\r\n"):
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        seen.append(data)
+        conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n"
+                     b"transfer-encoding: chunked\r\n\r\n5\r\nhello\r\n"
+                     b"0\r\ngrpc-status: 0\r\nx-resp-trailer: t\r\n\r\n")
+        time.sleep(0.5)
+        conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    p = proxy_factory(h2_bootstrap(srv.getsockname()[1]))
+    s, c = h2_conn(p)
+    try:
+        sid = c.get_next_available_stream_id()
+        c.send_headers(sid, req_headers(p, "/t", "POST", [("te", "trailers")]))
+        c.send_data(sid, b"abc")
+        c.send_headers(sid, [("x-req-trailer", "r")], end_stream=True)
+        s.sendall(c.data_to_send())
+        ev = pump(s, c, has(h2.events.StreamEnded, sid))
+    finally:
+        s.close()
+        srv.close()
+    body = b"".join(e.data for e in ev if isinstance(e, h2.events.DataReceived))
+    trailers = [dict(e.headers) for e in ev if isinstance(e, h2.events.TrailersReceived)]
+    assert body == b"hello"
+    assert trailers == [{"grpc-status": "0", "x-resp-trailer": "t"}]
+    head, _, rest = seen[0].partition(b"\r\n\r\n")
+    assert b"transfer-encoding: chunked" in head.lower()
+    assert rest == b"3\r\nabc\r\n0\r\n\r\n"

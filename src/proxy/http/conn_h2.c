@@ -248,9 +248,16 @@ static void rc_trailers(void *ctx, const h1_header *t, size_t n)
         b->resp_error = true;
 }
 
+/* The response ended. An HTTP/1.1 client gets no trailers (Envoy's HTTP/1 codec drops them
+ * unless enable_trailers), so the child wrote none: the upstream's, as its stream kept them,
+ * go to the HTTP/2 client (gRPC's grpc-status). */
 static void rc_complete(void *ctx)
 {
-    ((bstream *)ctx)->resp_complete = true;
+    bstream *b = ctx;
+    b->resp_complete = true;
+    const wp_stream *s = b->child ? b->child->stream : NULL;
+    if (!b->ntrl && s && s->si.nresponse_trailers)
+        rc_trailers(b, s->si.response_trailers, s->si.nresponse_trailers);
 }
 
 static void rc_upgraded(void *ctx)
