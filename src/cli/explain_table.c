@@ -393,6 +393,43 @@ static const wf_lx_entry table[] = {
       "default).",
       "Very large cookies or tokens, or headers that grow with every hop.",
       "Shrink the headers, or raise max_request_headers_kb where the traffic is expected."),
+    /* the HTTP/2 codec's details (Envoy's Http2ResponseCodeDetails, source/common/http/http2/
+     * codec_impl.h; protocols.md §2.5) */
+    D("http2.remote_reset", "0 (stream reset by the client)",
+      "The client reset its HTTP/2 stream (RST_STREAM) before the response completed (flag DR).",
+      "The caller gave up: a cancelled gRPC call or fetch, a client timeout or deadline shorter "
+      "than the service's latency, a browser navigating away.",
+      "Compare the request duration with the client's timeout or gRPC deadline; look at the "
+      "upstream's latency (`%DURATION%`, `%RESPONSE_DURATION%`)."),
+    D("http2.remote_refuse", "0 (stream refused by the client)",
+      "The client refused the HTTP/2 stream (RST_STREAM REFUSED_STREAM).",
+      "A client over its own concurrency limit.", "Check the client's HTTP/2 settings."),
+    D("http2.too_many_headers", "stream reset",
+      "The HTTP/2 request's headers exceeded max_request_headers_kb (60 KiB) or "
+      "max_headers_count (100, pseudo-headers included): the proxy reset the stream "
+      "(http2.header_overflow counts it).",
+      "Very large cookies or tokens, or headers that grow with every hop.",
+      "Shrink the headers, or raise max_request_headers_kb / max_headers_count where the "
+      "traffic is expected."),
+    D("http2.invalid.header.field", "connection closed (GOAWAY PROTOCOL_ERROR)",
+      "An HTTP/2 request carried a field HTTP/2 forbids: a connection-specific one (connection, "
+      "keep-alive, proxy-connection, transfer-encoding, upgrade), te other than trailers, an "
+      "uppercase or invalid name (http2.rx_messaging_error counts it).",
+      "A client or library translating HTTP/1.1 headers to HTTP/2 without dropping the "
+      "hop-by-hop ones.",
+      "Fix the client so it does not send connection-specific headers over HTTP/2."),
+    D("http2.violation.of.messaging.rule", "connection closed (GOAWAY PROTOCOL_ERROR)",
+      "An HTTP/2 request broke HTTP's messaging rules (missing or repeated pseudo-headers, a "
+      "content-length that disagrees with the DATA).",
+      "A buggy client, or a non-HTTP/2 peer on an HTTP/2 port.",
+      "Capture the client's frames "
+      "(`nghttp -v`) and fix the client."),
+    D("http2.unknown.nghttp2.error", "connection closed (GOAWAY)",
+      "The HTTP/2 codec (nghttp2) reported a protocol error on the connection.",
+      "Malformed frames, a flow-control violation, or a non-HTTP/2 client on an HTTP/2-only "
+      "port (codec_type HTTP2).",
+      "Check what the client sends on this port; the proxy's debug log (logger http2) names "
+      "the error."),
     D("http1.too_many_headers", "431",
       "The request had more header fields than the proxy allows (max_headers_count, 100 by "
       "default).",

@@ -326,10 +326,11 @@ json_t *wf_authn_inbound_tls(const wf_meshcfg *mesh)
 {
     const char *minv = mesh ? wf_meshcfg_str(mesh, "meshMTLS.minProtocolVersion") : NULL;
     const char *min = minv && strcmp(minv, "TLSV1_3") == 0 ? "TLSv1_3" : "TLSv1_2";
+    /* ALPN: Istio's util.ALPNHttp (h2, http/1.1) for the inbound HTTP chains */
     json_t *common = json_pack(
-        "{s:{s:s,s:s,s:o},s:[s],s:[o],s:{s:{s:o},s:o}}", "tls_params",
+        "{s:{s:s,s:s,s:o},s:[s,s],s:[o],s:{s:{s:o},s:o}}", "tls_params",
         "tls_minimum_protocol_version", min, "tls_maximum_protocol_version", "TLSv1_3",
-        "cipher_suites", cipher_suites(mesh), "alpn_protocols", "http/1.1",
+        "cipher_suites", cipher_suites(mesh), "alpn_protocols", "h2", "http/1.1",
         "tls_certificate_sds_secret_configs", wf_authn_sds_secret("default"),
         "combined_validation_context", "default_validation_context", "match_subject_alt_names",
         san_matchers(mesh), "validation_context_sds_secret_config", wf_authn_sds_secret("ROOTCA"));

@@ -147,9 +147,9 @@ static json_t *common_tls_context(const wf_gateway_server *srv, bool validate, b
         json_decref(params);
         return NULL;
     }
-    /* Istio's ALPNDownstreamWithMxc for ISTIO_MUTUAL, minus h2 (no HTTP/2 codec yet) */
-    json_t *alpn = istio ? json_pack("[s,s]", "istio-peer-exchange", "http/1.1")
-                         : json_pack("[s]", "http/1.1");
+    /* Istio's ALPNDownstreamWithMxc for ISTIO_MUTUAL, else ALPNHttp */
+    json_t *alpn = istio ? json_pack("[s,s,s]", "istio-peer-exchange", "h2", "http/1.1")
+                         : json_pack("[s,s]", "h2", "http/1.1");
     bool ok = (!params || json_object_set_new(c, "tls_params", params) == 0) &&
               json_object_set_new(c, "alpn_protocols", alpn) == 0 &&
               json_object_set_new(c, "tls_certificate_sds_secret_configs",

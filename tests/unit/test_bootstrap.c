@@ -978,6 +978,76 @@ static void test_camel_case_digits(void **state)
                  "snake_case and in lowerCamelCase)");
 }
 
+/* codec_type AUTO / HTTP1 / HTTP2 (HTTP3 refused)
+ * and http2_protocol_options: Envoy >= 1.36's defaults, the SETTINGS fields with Envoy's
+ * ranges, the other fields of Http2ProtocolOptions refused by name. */
+static void test_hcm_codec_and_h2_options(void **state)
+{
+    (void)state;
+    wf_strbuf err = WF_STRBUF_INIT;
+    char *text = boot(ROUTER_ONLY, ROUTE_OK, CLUSTER_OK);
+    wp_config *c = load_text(text, &err);
+    free(text);
+    if (!c)
+        fail_msg("%s", wf_strbuf_cstr(&err));
+    assert_int_equal(hcm0(c)->codec_type, WP_CODEC_AUTO);
+    assert_int_equal(hcm0(c)->h2.hpack_table_size, 4096);
+    assert_int_equal(hcm0(c)->h2.max_concurrent_streams, 1024);
+    assert_int_equal(hcm0(c)->h2.initial_stream_window_size, 16777216);
+    assert_int_equal(hcm0(c)->h2.initial_connection_window_size, 25165824);
+    wp_config_unref(c);
+    text = boot("\"codec_type\":\"HTTP1\",\"http2ProtocolOptions\":{\"hpackTableSize\":0,"
+                "\"max_concurrent_streams\":100,\"initial_stream_window_size\":65535,"
+                "\"initial_connection_window_size\":1048576}," ROUTER_ONLY,
+                ROUTE_OK, CLUSTER_OK);
+    c = load_text(text, &err);
+    free(text);
+    if (!c)
+        fail_msg("%s", wf_strbuf_cstr(&err));
+    assert_int_equal(hcm0(c)->codec_type, WP_CODEC_HTTP1);
+    assert_int_equal(hcm0(c)->h2.hpack_table_size, 0);
+    assert_int_equal(hcm0(c)->h2.max_concurrent_streams, 100);
+    assert_int_equal(hcm0(c)->h2.initial_stream_window_size, 65535);
+    assert_int_equal(hcm0(c)->h2.initial_connection_window_size, 1048576);
+    wp_config_unref(c);
+    text = boot("\"codec_type\":\"HTTP2\"," ROUTER_ONLY, ROUTE_OK, CLUSTER_OK);
+    c = load_text(text, &err);
+    free(text);
+    if (!c)
+        fail_msg("%s", wf_strbuf_cstr(&err));
+    assert_int_equal(hcm0(c)->codec_type, WP_CODEC_HTTP2);
+    wp_config_unref(c);
+    wf_strbuf_free(&err);
+    expect_error(boot("\"codec_type\":\"HTTP3\"," ROUTER_ONLY, ROUTE_OK, CLUSTER_OK),
+                 "t.json: " LPFX ".codec_type: HTTP3 is not supported by weft-proxy (no QUIC "
+                 "listeners)");
+    expect_error(boot("\"codec_type\":\"SPDY\"," ROUTER_ONLY, ROUTE_OK, CLUSTER_OK),
+                 "t.json: " LPFX ".codec_type: unsupported value \"SPDY\"");
+    expect_error(boot("\"http2_protocol_options\":{\"max_concurrent_streams\":0}," ROUTER_ONLY,
+                      ROUTE_OK, CLUSTER_OK),
+                 "t.json: " LPFX ".http2_protocol_options.max_concurrent_streams: value must be "
+                 "inside range [1, 2147483647]");
+    expect_error(
+        boot("\"http2_protocol_options\":{\"initial_stream_window_size\":65534}," ROUTER_ONLY,
+             ROUTE_OK, CLUSTER_OK),
+        "t.json: " LPFX ".http2_protocol_options.initial_stream_window_size: value must "
+        "be inside range [65535, 2147483647]");
+    expect_error(boot("\"http2_protocol_options\":{\"initial_connection_window_size\":"
+                      "2147483648}," ROUTER_ONLY,
+                      ROUTE_OK, CLUSTER_OK),
+                 "t.json: " LPFX ".http2_protocol_options.initial_connection_window_size: value "
+                 "must be inside range [65535, 2147483647]");
+    expect_error(boot("\"http2_protocol_options\":{\"connection_keepalive\":{}}," ROUTER_ONLY,
+                      ROUTE_OK, CLUSTER_OK),
+                 "t.json: " LPFX ".http2_protocol_options.connection_keepalive: not supported by "
+                 "weft-proxy (Envoy's envoy.config.core.v3.Http2ProtocolOptions."
+                 "connection_keepalive)");
+    expect_error(boot("\"http2_protocol_options\":{\"allowConnect\":true}," ROUTER_ONLY, ROUTE_OK,
+                      CLUSTER_OK),
+                 "t.json: " LPFX ".http2_protocol_options.allow_connect: not supported by "
+                 "weft-proxy (Envoy's envoy.config.core.v3.Http2ProtocolOptions.allow_connect)");
+}
+
 static void test_dump_time(void **state)
 {
     char buf[40];
@@ -1024,6 +1094,7 @@ int main(void)
         cmocka_unit_test(test_hcm_xfcc),
         cmocka_unit_test(test_camel_case_same_snapshot),
         cmocka_unit_test(test_camel_case_digits),
+        cmocka_unit_test(test_hcm_codec_and_h2_options),
         cmocka_unit_test(test_ref_unref),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_regex_full_match),

@@ -47,7 +47,9 @@ static const char *const details[] = {
     "upstream_response_timeout",
     /* extension and codec details weft-proxy logs (test_log_explain_coverage.c walks them) */
     "fault_filter_abort", "http1.codec_error", "http1.invalid_characters", "http1.invalid_url",
-    "http1.headers_too_large", "http1.too_many_headers",
+    "http1.headers_too_large", "http1.too_many_headers", "http2.remote_reset",
+    "http2.remote_refuse", "http2.too_many_headers", "http2.invalid.header.field",
+    "http2.violation.of.messaging.rule", "http2.unknown.nghttp2.error",
     "http1.content_length_and_chunked_not_allowed", "http1.invalid_transfer_encoding",
     /* %CONNECTION_TERMINATION_DETAILS% of a listener's TLS handshake timeout */
     "transport socket timeout"};

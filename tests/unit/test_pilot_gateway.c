@@ -425,7 +425,7 @@ static void direct_api(void **state)
 
 /* Gateway TLS (security.md §5.1, §5.2): SIMPLE and MUTUAL servers with credentialName on 443
  * (listening on 8443), one chain per server chosen by SNI, tls_inspector, Istio's https route
- * names, ALPN http/1.1 only; servers weft cannot terminate open nothing. */
+ * names, ALPN h2 and http/1.1; servers weft cannot terminate open nothing. */
 static const char *const tls_gw =
     "apiVersion: networking.istio.io/v1\n"
     "kind: Gateway\n"
@@ -483,8 +483,9 @@ static void tls_servers(void **state)
     assert_non_null(wf_test_json_at(ctc, "tls_certificate_sds_secret_configs.0.sds_config.ads"));
     wf_test_expect_str(ctc, "tls_certificate_sds_secret_configs.0.sds_config.resource_api_version",
                        "V3");
-    assert_int_equal(json_array_size(json_object_get(ctc, "alpn_protocols")), 1);
-    wf_test_expect_str(ctc, "alpn_protocols.0", "http/1.1");
+    assert_int_equal(json_array_size(json_object_get(ctc, "alpn_protocols")), 2);
+    wf_test_expect_str(ctc, "alpn_protocols.0", "h2");
+    wf_test_expect_str(ctc, "alpn_protocols.1", "http/1.1");
     wf_test_expect_str(ctc, "tls_params.tls_minimum_protocol_version", "TLSv1_2");
     wf_test_expect_str(ctc, "tls_params.tls_maximum_protocol_version", "TLSv1_3");
     wf_test_expect_str(ctc, "tls_params.cipher_suites.0", "ECDHE-ECDSA-AES128-GCM-SHA256");
@@ -557,9 +558,10 @@ static void mutual_modes(void **state)
                        "sds-grpc");
     wf_test_expect_str(ctc, "combined_validation_context.validation_context_sds_secret_config.name",
                        "ROOTCA");
-    assert_int_equal(json_array_size(json_object_get(ctc, "alpn_protocols")), 2);
+    assert_int_equal(json_array_size(json_object_get(ctc, "alpn_protocols")), 3);
     wf_test_expect_str(ctc, "alpn_protocols.0", "istio-peer-exchange");
-    wf_test_expect_str(ctc, "alpn_protocols.1", "http/1.1");
+    wf_test_expect_str(ctc, "alpn_protocols.1", "h2");
+    wf_test_expect_str(ctc, "alpn_protocols.2", "http/1.1");
     dtc = wf_test_json_at(json_array_get(chains, 1), "transport_socket.typed_config");
     assert_null(json_object_get(dtc, "require_client_certificate"));
     ctc = json_object_get(dtc, "common_tls_context");

@@ -309,9 +309,10 @@ static void expect_mtls(json_t *ts, const char *min, const char *td)
     assert_int_equal(json_array_size(cs), 6);
     for (size_t i = 0; i < 6; i++)
         assert_string_equal(json_string_value(json_array_get(cs, i)), ciphers[i]);
-    /* no h2 until weft-proxy has an HTTP/2 codec (Istio: h2, http/1.1) */
-    assert_int_equal(json_array_size(json_object_get(c, "alpn_protocols")), 1);
-    wf_test_expect_str(c, "alpn_protocols.0", "http/1.1");
+    /* Istio's ALPNHttp: clients that offer h2 get HTTP/2 */
+    assert_int_equal(json_array_size(json_object_get(c, "alpn_protocols")), 2);
+    wf_test_expect_str(c, "alpn_protocols.0", "h2");
+    wf_test_expect_str(c, "alpn_protocols.1", "http/1.1");
     assert_int_equal(json_array_size(json_object_get(c, "tls_certificate_sds_secret_configs")), 1);
     json_t *sds = wf_test_json_at(c, "tls_certificate_sds_secret_configs.0");
     wf_test_expect_str(sds, "name", "default");

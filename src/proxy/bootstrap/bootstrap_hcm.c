@@ -346,6 +346,32 @@ static bool dec_hcm_h1(bs *b, json_t *o, void *arg)
            bs_str(b, o, "default_host_for_http_10", &h->default_host_for_http_10);
 }
 
+/* http2_protocol_options: the SETTINGS fields (Envoy's ranges, protocol.proto); the other
+ * fields of Http2ProtocolOptions are refused by name. */
+static bool dec_hcm_h2(bs *b, json_t *o, void *arg)
+{
+    wp_h2_options *h2 = arg;
+    if (!bs_fields(b, o,
+                   "hpack_table_size max_concurrent_streams initial_stream_window_size "
+                   "initial_connection_window_size") ||
+        !bs_u32(b, o, "hpack_table_size", &h2->hpack_table_size) ||
+        !bs_u32(b, o, "max_concurrent_streams", &h2->max_concurrent_streams) ||
+        !bs_u32(b, o, "initial_stream_window_size", &h2->initial_stream_window_size) ||
+        !bs_u32(b, o, "initial_connection_window_size", &h2->initial_connection_window_size))
+        return false;
+    if (h2->max_concurrent_streams < 1 || h2->max_concurrent_streams > 2147483647u)
+        return bs_fail_at(b, "max_concurrent_streams",
+                          "value must be inside range [1, 2147483647]");
+    if (h2->initial_stream_window_size < 65535 || h2->initial_stream_window_size > 2147483647u)
+        return bs_fail_at(b, "initial_stream_window_size",
+                          "value must be inside range [65535, 2147483647]");
+    if (h2->initial_connection_window_size < 65535 ||
+        h2->initial_connection_window_size > 2147483647u)
+        return bs_fail_at(b, "initial_connection_window_size",
+                          "value must be inside range [65535, 2147483647]");
+    return true;
+}
+
 /* normalize_path, merge_slashes and path_with_escaped_slashes_action (every value of the
  * enum; http/path_norm.h applies them). */
 static bool dec_path_options(bs *b, json_t *o, wp_hcm *h)
@@ -393,8 +419,9 @@ static bool dec_xfcc(bs *b, json_t *o, wp_hcm *h)
 
 bool bs_hcm(bs *b, json_t *o, wp_hcm *h)
 {
-    static const char *const codecs[] = {"AUTO", "HTTP1", NULL};
-    int codec = 0;
+    static const char *const codecs[] = {"AUTO", "HTTP1", "HTTP2", "HTTP3", NULL};
+    int codec = WP_CODEC_AUTO;
+    h->h2 = wp_h2_options_default();
     h->server_name = "envoy";
     h->stream_idle_timeout_ms = 300000;
     h->idle_timeout_ms = 3600000;
@@ -402,14 +429,14 @@ bool bs_hcm(bs *b, json_t *o, wp_hcm *h)
     h->max_headers_count = 100;
     h->generate_request_id = true;
     h->dynamic_stats = true;
-    if (!bs_fields(
-            b, o,
-            "@type stat_prefix codec_type route_config rds http_filters server_name "
-            "stream_idle_timeout request_timeout common_http_protocol_options "
-            "http_protocol_options max_request_headers_kb generate_request_id use_remote_address "
-            "xff_num_trusted_hops access_log normalize_path merge_slashes "
-            "path_with_escaped_slashes_action forward_client_cert_details "
-            "set_current_client_cert_details") ||
+    if (!bs_fields(b, o,
+                   "@type stat_prefix codec_type route_config rds http_filters server_name "
+                   "stream_idle_timeout request_timeout common_http_protocol_options "
+                   "http_protocol_options http2_protocol_options max_request_headers_kb "
+                   "generate_request_id use_remote_address "
+                   "xff_num_trusted_hops access_log normalize_path merge_slashes "
+                   "path_with_escaped_slashes_action forward_client_cert_details "
+                   "set_current_client_cert_details") ||
         !bs_type_is(b, o, HCM_TYPE) || !dec_path_options(b, o, h) || !dec_xfcc(b, o, h))
         return false;
     if (bs_get(o, "rds"))
@@ -423,11 +450,16 @@ bool bs_hcm(bs *b, json_t *o, wp_hcm *h)
         !bs_dur(b, o, "request_timeout", &h->request_timeout_ms, NULL) ||
         !bs_sub(b, o, "common_http_protocol_options", dec_hcm_common, h) ||
         !bs_sub(b, o, "http_protocol_options", dec_hcm_h1, h) ||
+        !bs_sub(b, o, "http2_protocol_options", dec_hcm_h2, &h->h2) ||
         !bs_u32(b, o, "max_request_headers_kb", &h->max_request_headers_kb) ||
         !bs_bool(b, o, "generate_request_id", &h->generate_request_id) ||
         !bs_bool(b, o, "use_remote_address", &h->use_remote_address) ||
         !bs_u32(b, o, "xff_num_trusted_hops", &h->xff_num_trusted_hops))
         return false;
+    if (codec == 3)
+        return bs_fail_at(b, "codec_type",
+                          "HTTP3 is not supported by weft-proxy (no QUIC listeners)");
+    h->codec_type = (wp_codec_type)codec;
     if (h->max_request_headers_kb < 1 || h->max_request_headers_kb > 8192)
         return bs_fail_at(b, "max_request_headers_kb", "value must be inside range [1, 8192]");
     void *logs = NULL;

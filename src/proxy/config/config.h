@@ -296,6 +296,25 @@ typedef enum {
 /* set_current_client_cert_details (HttpConnectionManager.SetCurrentClientCertDetails) */
 enum { WP_CCD_CERT = 1, WP_CCD_CHAIN = 2, WP_CCD_SUBJECT = 4, WP_CCD_URI = 8, WP_CCD_DNS = 16 };
 
+/* codec_type (HttpConnectionManager.CodecType, same order; HTTP3 is refused by the loader):
+ * AUTO picks HTTP/2 for ALPN "h2" or the prior-knowledge preface, else HTTP/1.1. */
+typedef enum { WP_CODEC_AUTO, WP_CODEC_HTTP1, WP_CODEC_HTTP2 } wp_codec_type;
+
+/* http2_protocol_options (envoy.config.core.v3.Http2ProtocolOptions): the SETTINGS weft
+ * advertises, with Envoy >= 1.36's defaults (protocols.md §2.2; wp_h2_options_default).
+ * The other fields of the message are refused by name by the loader. */
+typedef struct {
+    uint32_t hpack_table_size;               /* SETTINGS_HEADER_TABLE_SIZE, 4096 */
+    uint32_t max_concurrent_streams;         /* 1024, in [1, 2147483647] */
+    uint32_t initial_stream_window_size;     /* 16 MiB, in [65535, 2147483647] */
+    uint32_t initial_connection_window_size; /* 24 MiB, in [65535, 2147483647] */
+} wp_h2_options;
+
+static inline wp_h2_options wp_h2_options_default(void)
+{
+    return (wp_h2_options){4096, 1024, 16777216, 25165824};
+}
+
 typedef struct {
     const char *stat_prefix;
     wp_route_config *route_config; /* inline route_config */
@@ -311,6 +330,8 @@ typedef struct {
     uint64_t idle_timeout_ms;        /* common_http_protocol_options.idle_timeout, 3600000 */
     uint32_t max_request_headers_kb; /* default 60 */
     uint32_t max_headers_count;      /* default 100 */
+    wp_codec_type codec_type;        /* default AUTO */
+    wp_h2_options h2;                /* http2_protocol_options, Envoy's defaults */
     bool generate_request_id;        /* default true */
     bool dynamic_stats;              /* router: per status code stats, default true */
     bool suppress_envoy_headers;     /* router: no x-envoy-* headers added, default false */

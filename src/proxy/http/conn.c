@@ -41,6 +41,8 @@
 #include "proxy/http/cached_route.h"
 #include "proxy/http/codec.h"
 #include "proxy/http/conn.h"
+#include "proxy/http/codec_h2.h"
+#include "proxy/http/conn_h2.h"
 #include "proxy/http/header_list.h"
 
 static void on_read(void *owner, ssize_t n);
@@ -124,10 +126,17 @@ static void on_idle_timeout(uv_timer_t *t)
         uv_timer_start(&d->idle_timer, d->idle_timer.timer_cb, ms - idle, 0);
         return;
     }
+    if (!s && d->h2 && wp_h2c_streams(d)) { /* its streams have their own timers */
+        uv_timer_start(&d->idle_timer, d->idle_timer.timer_cb, ms, 0);
+        return;
+    }
     if (!s) {
         WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "idle timeout");
         wp_hcm_stat(d, WP_S_downstream_cx_idle_timeout, 1);
-        wp_dconn_close(d);
+        if (d->h2) /* Envoy: GOAWAY, then the close */
+            wp_h2c_drain(d);
+        else
+            wp_dconn_close(d);
         return;
     }
     wp_hcm_stat(s->d, WP_S_downstream_rq_idle_timeout, 1);
@@ -216,6 +225,8 @@ static void wp_dconn_clear_deadline(wp_dconn *d)
 static void closed_one(wp_dconn *d)
 {
     if (++d->closed_handles == 3) {
+        if (d->h2)
+            wp_h2c_free(d->h2);
         wp_wgen_release(d->w, d->wg);
         free(d->lf); /* released when the connection closed */
         wf_strbuf_free(&d->xfcc);
@@ -266,12 +277,22 @@ void wp_dconn_close(wp_dconn *d)
     wp_nf_chain_on_close(&d->nf); /* a TCP proxy logs and closes its upstream here */
     if (d->stream) {
         wp_stream *s = d->stream;
-        if (!s->resp_done && !d->tunnel && !s->upstream_failed) {
+        if (!s->resp_done && !d->tunnel && !s->upstream_failed && !d->reset_by_peer) {
             wp_si_set_flag(&s->si, WP_RF_DC);
             if (!s->si.details && d->peer_closed)
                 s->si.details = "downstream_remote_disconnect";
         }
         stream_finish(s);
+    }
+    if (d->h2)
+        wp_h2c_close(d); /* its streams (child connections) end */
+    if (d->parent) {     /* a stream of an HTTP/2 connection: no connection of its own */
+        wp_tsock_close(d->sock);
+        uv_close((uv_handle_t *)&d->idle_timer, on_timer_closed);
+        uv_close((uv_handle_t *)&d->rq_timer, on_timer_closed);
+        wp_buf_put(w, d->rbuf);
+        d->rbuf = NULL;
+        return;
     }
     if (d->hcm) {
         wp_hcm_stat(d, WP_S_downstream_cx_destroy, 1);
@@ -280,7 +301,8 @@ void wp_dconn_close(wp_dconn *d)
                                    : WP_S_downstream_cx_destroy_local,
                     1);
         wp_hcm_stat(d, WP_S_downstream_cx_active, -1);
-        wp_hcm_stat(d, WP_S_downstream_cx_http1_active, -1);
+        wp_hcm_stat(d, d->h2 ? WP_S_downstream_cx_http2_active : WP_S_downstream_cx_http1_active,
+                    -1);
     }
     if (d->chain) { /* a connection without a filter chain was never counted */
         wp_pstats_dconn_closed(w->stats, d->hs, d->ls, uv_now(&w->loop) - d->start_ms);
@@ -382,10 +404,44 @@ wp_nf_status wp_hcm_on_new_connection(wp_dconn *d)
     return WP_NF_STOP_ITERATION; /* the terminal filter */
 }
 
+/* Envoy's codec choice (codec_type; AUTO: ALPN "h2", else the prior-knowledge preface):
+ * false while the first bytes may still be the preface. */
+static bool choose_codec(wp_dconn *d)
+{
+    bool h2 = d->hcm->codec_type == WP_CODEC_HTTP2;
+    if (d->hcm->codec_type == WP_CODEC_AUTO) {
+        const wp_tsock_ssl *ssl = wp_tsock_ssl_info(d->sock);
+        if (ssl && ssl->alpn[0])
+            h2 = strcmp(ssl->alpn, "h2") == 0;
+        else if (d->rbuf) {
+            int p = wp_h2_preface_check(d->rbuf->data + d->rstart, d->rlen - d->rstart);
+            if (p == 0)
+                return false;
+            h2 = p == 1;
+        }
+    }
+    d->proto_known = true;
+    if (h2 && wp_h2c_start(d) == 0) {
+        wp_hcm_stat(d, WP_S_downstream_cx_http1_total, -1);
+        wp_hcm_stat(d, WP_S_downstream_cx_http1_active, -1);
+        wp_hcm_stat(d, WP_S_downstream_cx_http2_total, 1);
+        wp_hcm_stat(d, WP_S_downstream_cx_http2_active, 1);
+    } else if (h2) {
+        wp_dconn_close(d);
+        return false;
+    }
+    return true;
+}
+
 wp_nf_status wp_hcm_on_data(wp_dconn *d, bool end_stream)
 {
     (void)end_stream;
-    process(d);
+    if (__builtin_expect(!d->proto_known, 0) && !choose_codec(d))
+        return WP_NF_STOP_ITERATION;
+    if (d->h2)
+        wp_h2c_on_data(d);
+    else
+        process(d);
     return WP_NF_STOP_ITERATION;
 }
 
@@ -744,7 +800,7 @@ static wp_stream *stream_new(wp_dconn *d)
     s->si.downstream_direct_remote = d->remote;
     /* the codec's protocol until the request line says which (Envoy's stream info takes the
      * codec's when the stream is created, so a codec error's log line shows HTTP/1.1) */
-    s->si.protocol = "HTTP/1.1";
+    s->si.protocol = d->parent ? "HTTP/2" : "HTTP/1.1";
     const wp_tsock_ssl *ssl = wp_tsock_ssl_info(d->sock);
     if (ssl) { /* TLS: its facts for the access log (the socket outlives the stream) */
         s->si.requested_server_name = ssl->sni;
@@ -769,7 +825,7 @@ static wp_stream *stream_new(wp_dconn *d)
      * connection manager counts it and arms request_timeout (HCM docs: "activated when the
      * request is initiated") */
     wp_hcm_stat(d, WP_S_downstream_rq_total, 1);
-    wp_hcm_stat(d, WP_S_downstream_rq_http1_total, 1);
+    wp_hcm_stat(d, d->parent ? WP_S_downstream_rq_http2_total : WP_S_downstream_rq_http1_total, 1);
     wp_hcm_stat(d, WP_S_downstream_rq_active, 1);
     if (d->hcm->request_timeout_ms)
         wp_dconn_set_deadline(d, d->hcm->request_timeout_ms);
@@ -896,6 +952,10 @@ static void on_dwrite(void *owner, int status)
         wp_dconn_close(d);
         return;
     }
+    if (d->h2) {
+        wp_h2c_on_written(d);
+        return;
+    }
     wp_stream *s = d->stream;
     if (!s)
         return;
@@ -919,7 +979,8 @@ static int dwrite(wp_dconn *d, uv_buf_t *bufs, unsigned n)
             d->stream->si.first_downstream_tx_ns = now_ns(d);
         d->stream->si.wire_bytes_sent += total;
     }
-    wp_hcm_stat(d, WP_S_downstream_cx_tx_bytes_total, (int64_t)total);
+    if (!d->parent)
+        wp_hcm_stat(d, WP_S_downstream_cx_tx_bytes_total, (int64_t)total);
     d->last_activity = uv_now(&d->w->loop);
     int r = wp_tsock_write(d->sock, bufs, n);
     if (r < 0) {
@@ -1232,7 +1293,7 @@ static int keep_head(wp_stream *s, const char *buf, size_t used, const h1_messag
     s->req.trailers = NULL;
     s->req.ntrailers = 0;
     s->si.request = &s->req;
-    s->si.protocol = m->version_minor ? "HTTP/1.1" : "HTTP/1.0";
+    s->si.protocol = s->d->parent ? "HTTP/2" : m->version_minor ? "HTTP/1.1" : "HTTP/1.0";
     return 0;
 }
 
@@ -1699,11 +1760,15 @@ static void on_read(void *owner, ssize_t n)
         return;
     }
     d->rlen += (size_t)n;
-    wp_hcm_stat(d, WP_S_downstream_cx_rx_bytes_total, n);
     if (d->stream && d->tunnel) /* HTTP bytes are counted as the parser consumes them */
         d->stream->si.wire_bytes_received += (uint64_t)n;
     d->last_activity = uv_now(&d->w->loop);
-    wp_nf_chain_on_data(&d->nf, false);
+    if (__builtin_expect(d->parent != NULL, 0)) { /* a stream: the HCM directly */
+        process(d);
+    } else {
+        wp_hcm_stat(d, WP_S_downstream_cx_rx_bytes_total, n);
+        wp_nf_chain_on_data(&d->nf, false);
+    }
     if (!d->closing && d->rbuf && d->rlen == d->rbuf->cap && d->rstart == 0) {
         /* full: a head still arriving makes the buffer grow (on_alloc, up to the limit);
          * otherwise wait until the buffered bytes are consumed */
@@ -1751,15 +1816,79 @@ static void dconn_kick(wp_dconn *d)
 
 /* ---------- draining ---------- */
 
+void wp_dconn_drain_one(wp_dconn *d)
+{
+    if (d->h2)
+        wp_h2c_drain(d); /* GOAWAY; it closes when its streams are done */
+    else if (!d->stream)
+        wp_dconn_close(d);
+    else
+        d->close_after = true;
+}
+
 void wp_dconn_drain(wp_worker *w)
 {
     for (wp_dconn *d = w->conns, *next; d; d = next) {
         next = d->next;
         if (d->tcp)
             continue; /* a TCP proxy session runs until one side closes (or the worker stops) */
-        if (!d->stream)
-            wp_dconn_close(d);
-        else
-            d->close_after = true;
+        wp_dconn_drain_one(d);
     }
+}
+
+/* ---------- HTTP/2 streams as child connections (http/conn_h2.c) ---------- */
+
+wp_dconn *wp_dconn_child(wp_dconn *parent,
+                         wp_tsock *(*init)(void *arg, const wp_tsock_cbs *cbs, void *owner),
+                         void *arg)
+{
+    wp_worker *w = parent->w;
+    wp_dconn *d = calloc(1, sizeof(*d));
+    if (!d)
+        return NULL;
+    d->sock = init(arg, &dconn_sock_cbs, d);
+    if (!d->sock) {
+        free(d);
+        return NULL;
+    }
+    d->w = w;
+    d->wg = parent->wg;
+    wp_wgen_use(d->wg);
+    d->listener = parent->listener;
+    d->chain = parent->chain;
+    d->hcm = parent->hcm;
+    d->hs = parent->hs;
+    d->ls = parent->ls;
+    d->parent = parent;
+    d->proto_known = true;
+    d->id = parent->id;
+    d->start_ms = uv_now(&w->loop);
+    memcpy(d->remote, parent->remote, sizeof(d->remote));
+    memcpy(d->local, parent->local, sizeof(d->local));
+    uv_timer_init(&w->loop, &d->idle_timer);
+    uv_timer_init(&w->loop, &d->rq_timer);
+    d->idle_timer.data = d->rq_timer.data = d;
+    d->idle_timer.timer_cb = on_idle_timeout;
+    d->rq_timer.timer_cb = on_rq_timeout;
+    arm_idle(d);
+    start_reading(d);
+    return d;
+}
+
+void wp_dconn_peer_reset(wp_dconn *d, const char *details)
+{
+    wp_stream *s = d->stream;
+    if (s && !s->resp_done) {
+        wp_si_set_flag(&s->si, WP_RF_DR);
+        s->si.details = details;
+        wp_hcm_stat(d, WP_S_downstream_rq_rx_reset, 1);
+        d->reset_by_peer = true;
+    }
+    d->peer_closed = true;
+    wp_dconn_close(d);
+}
+
+int wp_dconn_write(wp_dconn *d, uv_buf_t *bufs, unsigned n)
+{
+    return dwrite(d, bufs, n);
 }

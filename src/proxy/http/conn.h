@@ -106,6 +106,13 @@ struct wp_dconn {
      * request that needs it (a TLS connection keeps its chain and HCM) */
     wf_strbuf xfcc;
     bool xfcc_built;
+    /* HTTP/2 (http/conn_h2.h): proto_known once the codec was chosen (codec_type, ALPN, the
+     * preface); h2 the HTTP/2 side of a connection that speaks it; parent set on the child
+     * connection that carries one of its streams (its socket is the stream); reset_by_peer:
+     * the client reset that stream (DR, not DC) */
+    bool proto_known, reset_by_peer;
+    struct wp_h2c *h2;
+    wp_dconn *parent;
 };
 
 typedef enum {
@@ -217,6 +224,21 @@ void wp_dconn_use_chain(wp_dconn *d, const wp_filter_chain *fc);
 wp_nf_status wp_hcm_on_new_connection(wp_dconn *d);
 wp_nf_status wp_hcm_on_data(wp_dconn *d, bool end_stream);
 
+/* HTTP/2 (http/conn_h2.c carries each stream of an HTTP/2 connection as a child connection
+ * whose transport socket is the stream): a child of parent over socket sock, which
+ * init sets up with the connection's callbacks and owner (it returns NULL on failure). The
+ * child shares the parent's listener, chain, HCM, addresses and connection id, is not counted
+ * as a connection and reads at once. NULL when out of memory. */
+wp_dconn *wp_dconn_child(wp_dconn *parent,
+                         wp_tsock *(*init)(void *arg, const wp_tsock_cbs *cbs, void *owner),
+                         void *arg);
+/* The client reset the child's stream: its request ends with flag DR and details (static),
+ * and the child closes. */
+void wp_dconn_peer_reset(wp_dconn *d, const char *details);
+/* Writes bufs on d's socket (one write at a time): 0 written, 1 pending (the connection's
+ * on_written follows), -1 failed (d closed). */
+int wp_dconn_write(wp_dconn *d, uv_buf_t *bufs, unsigned n);
+
 /* Closes d now (its socket, timers; its stream ends; the network filters' on_close run
  * first). */
 void wp_dconn_close(wp_dconn *d);
@@ -225,8 +247,11 @@ void wp_dconn_close(wp_dconn *d);
  * addresses, SNI, connection id and %CONNECTION_TERMINATION_DETAILS% (details, static or
  * config-owned). Nothing when the listener has no access_log. */
 void wp_dconn_log_close(wp_dconn *d, const char *details);
-/* Drain: idle connections close, busy ones after their current request. */
+/* Drain: idle connections close, busy ones after their current request; an HTTP/2 one
+ * sends GOAWAY and closes once its streams are done. */
 void wp_dconn_drain(wp_worker *w);
+/* The same for one connection. */
+void wp_dconn_drain_one(wp_dconn *d);
 /* Frees a stream for good (worker shutdown, or a stream the free list does not keep). */
 void wp_stream_destroy(wp_stream *s);
 

@@ -111,10 +111,7 @@ static void drain_removed(wp_worker *w)
             kept = strcmp(c->listeners[i].name, d->listener->name) == 0;
         if (kept)
             continue;
-        if (!d->stream)
-            wp_dconn_close(d);
-        else
-            d->close_after = true;
+        wp_dconn_drain_one(d);
     }
 }
 
@@ -177,10 +174,7 @@ static void drain_inbound(wp_worker *w)
             continue;
         if (d->tcp)
             continue; /* a TCP proxy session runs until it ends or the process exits */
-        if (!d->stream)
-            wp_dconn_close(d);
-        else
-            d->close_after = true;
+        wp_dconn_drain_one(d);
     }
 }
 

@@ -78,6 +78,8 @@
     X(downstream_cx_active, G)                                                                     \
     X(downstream_cx_http1_total, C)                                                                \
     X(downstream_cx_http1_active, G)                                                               \
+    X(downstream_cx_http2_total, C)                                                                \
+    X(downstream_cx_http2_active, G)                                                               \
     X(downstream_cx_destroy, C)                                                                    \
     X(downstream_cx_destroy_remote, C)                                                             \
     X(downstream_cx_destroy_local, C)                                                              \
@@ -89,6 +91,7 @@
     X(downstream_cx_upgrades_active, G)                                                            \
     X(downstream_rq_total, C)                                                                      \
     X(downstream_rq_http1_total, C)                                                                \
+    X(downstream_rq_http2_total, C)                                                                \
     X(downstream_rq_active, G)                                                                     \
     X(downstream_rq_completed, C)                                                                  \
     X(downstream_rq_1xx, C)                                                                        \
