@@ -26,7 +26,7 @@ static char trace[256];
 
 static wp_nf_status on_new(wp_nf_filter *nf)
 {
-    flt *f = nf->self;
+    const flt *f = nf->config;
     strcat(trace, f->log);
     strcat(trace, "+");
     return WP_NF_CONTINUE;
@@ -34,7 +34,7 @@ static wp_nf_status on_new(wp_nf_filter *nf)
 
 static wp_nf_status on_data(wp_nf_filter *nf, bool end)
 {
-    flt *f = nf->self;
+    const flt *f = nf->config;
     strcat(trace, f->log);
     strcat(trace, end ? "!" : ".");
     return f->stop_data ? WP_NF_STOP_ITERATION : WP_NF_CONTINUE;
@@ -42,7 +42,7 @@ static wp_nf_status on_data(wp_nf_filter *nf, bool end)
 
 static void on_close(wp_nf_filter *nf)
 {
-    flt *f = nf->self;
+    const flt *f = nf->config;
     strcat(trace, f->log);
     strcat(trace, "x");
 }
@@ -58,9 +58,9 @@ static void test_on_close(void **state)
     flt a = {"a", false}, b = {"b", false}, c = {"c", false};
     wp_nf_chain ch;
     wp_nf_chain_init(&ch);
-    wp_nf_chain_add(&ch, &CLOSING, &a, NULL);
-    wp_nf_chain_add(&ch, &OPS, &b, NULL);
-    wp_nf_chain_add(&ch, &CLOSING, &c, NULL);
+    wp_nf_chain_add(&ch, &CLOSING, &ch, &a);
+    wp_nf_chain_add(&ch, &OPS, &ch, &b);
+    wp_nf_chain_add(&ch, &CLOSING, &ch, &c);
     trace[0] = '\0';
     wp_nf_chain_on_close(&ch);
     assert_string_equal(trace, "axcx");
@@ -70,15 +70,48 @@ static void test_on_close(void **state)
     assert_string_equal(trace, "");
 }
 
+/* A filter's ctx is stored in the chain at once: a close its own on_new_connection causes
+ * (a connect that fails at once) finds it in on_close, which frees it. */
+static wp_nf_status on_new_closing(wp_nf_filter *nf)
+{
+    static int session;
+    *nf->ctx = &session;
+    *nf->state = 7;
+    wp_nf_chain_on_close(nf->self);
+    return WP_NF_STOP_ITERATION;
+}
+
+static void on_close_ctx(wp_nf_filter *nf)
+{
+    assert_non_null(*nf->ctx);
+    assert_int_equal(*nf->state, 7);
+    assert_ptr_equal(((wp_nf_chain *)nf->self)->self, nf->self);
+    *nf->ctx = NULL;
+    strcat(trace, "freed");
+}
+
+static void test_ctx_seen_by_a_nested_close(void **state)
+{
+    (void)state;
+    static const wp_nf_ops SESSION = {"session", on_new_closing, NULL, on_close_ctx};
+    wp_nf_chain ch;
+    wp_nf_chain_init(&ch);
+    wp_nf_chain_add(&ch, &SESSION, &ch, NULL);
+    trace[0] = '\0';
+    assert_int_equal(wp_nf_chain_on_new_connection(&ch), WP_NF_STOP_ITERATION);
+    assert_string_equal(trace, "freed");
+    assert_null(ch.ctx[0]);
+}
+
 static void test_order_and_stop(void **state)
 {
     (void)state;
     flt a = {"a", false}, b = {"b", true}, c = {"c", false};
     wp_nf_chain ch;
     wp_nf_chain_init(&ch);
-    assert_int_equal(wp_nf_chain_add(&ch, &OPS, &a, NULL), 0);
-    assert_int_equal(wp_nf_chain_add(&ch, &OPS, &b, NULL), 0);
-    assert_int_equal(wp_nf_chain_add(&ch, &OPS, &c, NULL), 0);
+    assert_int_equal(wp_nf_chain_add(&ch, &OPS, &ch, &a), 0);
+    assert_int_equal(wp_nf_chain_add(&ch, &OPS, &ch, &b), 0);
+    assert_int_equal(wp_nf_chain_add(&ch, &OPS, &ch, &c), 0);
     trace[0] = '\0';
     assert_int_equal(wp_nf_chain_on_new_connection(&ch), WP_NF_CONTINUE);
     assert_string_equal(trace, "a+b+c+");
@@ -100,8 +133,8 @@ static void test_full_chain(void **state)
     wp_nf_chain ch;
     wp_nf_chain_init(&ch);
     for (int i = 0; i < WP_NF_MAX; i++)
-        assert_int_equal(wp_nf_chain_add(&ch, &OPS, &a, NULL), 0);
-    assert_int_equal(wp_nf_chain_add(&ch, &OPS, &a, NULL), -1);
+        assert_int_equal(wp_nf_chain_add(&ch, &OPS, &ch, &a), 0);
+    assert_int_equal(wp_nf_chain_add(&ch, &OPS, &ch, &a), -1);
 }
 
 /* Every kind the bootstrap can decode has its ops, under Envoy's filter name; an unknown
@@ -130,6 +163,7 @@ int main(void)
         cmocka_unit_test(test_full_chain),
         cmocka_unit_test(test_registry),
         cmocka_unit_test(test_on_close),
+        cmocka_unit_test(test_ctx_seen_by_a_nested_close),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@
 
 void wp_nf_chain_init(wp_nf_chain *c)
 {
+    c->self = NULL;
     c->n = 0;
     c->stopped = 0;
 }
@@ -13,18 +14,31 @@ int wp_nf_chain_add(wp_nf_chain *c, const wp_nf_ops *ops, void *self, const void
 {
     if (c->n >= WP_NF_MAX)
         return -1;
-    c->f[c->n].ops = ops;
-    c->f[c->n].f = (wp_nf_filter){self, config, NULL, 0};
+    c->self = self;
+    c->ops[c->n] = ops;
+    c->config[c->n] = config;
+    c->ctx[c->n] = NULL;
+    c->state[c->n] = 0;
     c->n++;
     c->stopped = c->n;
     return 0;
 }
 
+/* Filter i as its callbacks see it. */
+static wp_nf_filter filter_at(wp_nf_chain *c, uint8_t i)
+{
+    return (wp_nf_filter){c->self, c->config[i], &c->ctx[i], &c->state[i]};
+}
+
 wp_nf_status wp_nf_chain_on_new_connection(wp_nf_chain *c)
 {
     for (uint8_t i = 0; i < c->n; i++) {
-        const wp_nf_ops *o = c->f[i].ops;
-        if (o->on_new_connection && o->on_new_connection(&c->f[i].f) == WP_NF_STOP_ITERATION)
+        const wp_nf_ops *o = c->ops[i];
+        if (!o->on_new_connection)
+            continue;
+        wp_nf_filter f = filter_at(c, i);
+        wp_nf_status st = o->on_new_connection(&f);
+        if (st == WP_NF_STOP_ITERATION)
             return WP_NF_STOP_ITERATION;
     }
     return WP_NF_CONTINUE;
@@ -34,8 +48,12 @@ static wp_nf_status data_from(wp_nf_chain *c, uint8_t from, bool end_stream)
 {
     c->stopped = c->n;
     for (uint8_t i = from; i < c->n; i++) {
-        const wp_nf_ops *o = c->f[i].ops;
-        if (o->on_data && o->on_data(&c->f[i].f, end_stream) == WP_NF_STOP_ITERATION) {
+        const wp_nf_ops *o = c->ops[i];
+        if (!o->on_data)
+            continue;
+        wp_nf_filter f = filter_at(c, i);
+        wp_nf_status st = o->on_data(&f, end_stream);
+        if (st == WP_NF_STOP_ITERATION) {
             c->stopped = i;
             return WP_NF_STOP_ITERATION;
         }
@@ -60,7 +78,10 @@ void wp_nf_chain_on_close(wp_nf_chain *c)
     uint8_t n = c->n;
     c->n = 0; /* a filter closing the connection again from on_close finds no filter */
     c->stopped = 0;
-    for (uint8_t i = 0; i < n; i++)
-        if (c->f[i].ops->on_close)
-            c->f[i].ops->on_close(&c->f[i].f);
+    for (uint8_t i = 0; i < n; i++) {
+        if (!c->ops[i]->on_close)
+            continue;
+        wp_nf_filter f = filter_at(c, i);
+        c->ops[i]->on_close(&f);
+    }
 }

@@ -12,8 +12,8 @@
  *
  * Filter types are decoded by the bootstrap into wp_nf_config (the chain's list, in the config
  * snapshot); the connection layer maps each kind to its ops when it builds a connection's
- * chain (no allocation: the instances live in the connection's wp_nf_chain, each a wp_nf_filter
- * with the connection (`self`), the filter's config and one byte of per-connection state).
+ * chain (no allocation: the instances live in the connection's wp_nf_chain: the connection
+ * (`self`), each filter's config, its ctx and one byte of per-connection state).
  * Registered now: envoy.filters.network.rbac (filters/network/rbac.h) and istio.stats
  * (filters/network/istio_stats.h), before the terminal filter, and the terminal filters
  * envoy.filters.network.http_connection_manager (the HTTP connection manager is a network filter)
@@ -50,15 +50,17 @@ typedef struct wp_nf_config {
     const void *config; /* the kind's config: a wp_hcm for the connection manager */
 } wp_nf_config;
 
-/* One filter of a connection's chain: self is the connection the connection layer gave it,
- * config the filter's wp_nf_config.config, state one byte the filter keeps per connection
- * (0 when the chain is built), ctx the filter's own per-connection object (NULL when the chain
- * is built; a filter that sets it frees it, at the latest in on_close). */
+/* One filter of a connection's chain as its callbacks see it (made for the call): self is the
+ * connection the connection layer gave it, config the filter's wp_nf_config.config, *state one
+ * byte the filter keeps per connection (0 when the chain is built), *ctx the filter's own
+ * per-connection object (NULL when the chain is built; a filter that sets it frees it, at the
+ * latest in on_close). ctx and state point into the chain, so what a filter stores there is
+ * seen at once, also by a callback its own call leads to (a close from on_new_connection). */
 typedef struct wp_nf_filter {
     void *self;
     const void *config;
-    void *ctx;
-    uint8_t state;
+    void **ctx;
+    uint8_t *state;
 } wp_nf_filter;
 
 /* One filter type. */
@@ -69,20 +71,24 @@ typedef struct wp_nf_ops {
     void (*on_close)(wp_nf_filter *f);
 } wp_nf_ops;
 
-/* A connection's filter chain. */
+/* A connection's filter chain, in every connection (memory per idle connection counts): the
+ * connection once, and per filter its ops, config, ctx and state byte in arrays; the
+ * wp_nf_filter a callback gets is made for the call and its ctx and state kept after it (a
+ * filter never keeps the pointer). */
 typedef struct wp_nf_chain {
-    struct {
-        const wp_nf_ops *ops;
-        wp_nf_filter f;
-    } f[WP_NF_MAX];
+    void *self;
+    const wp_nf_ops *ops[WP_NF_MAX];
+    const void *config[WP_NF_MAX];
+    void *ctx[WP_NF_MAX];
+    uint8_t state[WP_NF_MAX];
     uint8_t n;
     uint8_t stopped; /* index of the filter that stopped the current event, n when none */
 } wp_nf_chain;
 
 /* Empties c. */
 void wp_nf_chain_init(wp_nf_chain *c);
-/* Appends a filter (self: the connection; config: its wp_nf_config.config); -1 when the chain
- * is full. */
+/* Appends a filter (self: the connection, the same for every filter of c; config: its
+ * wp_nf_config.config); -1 when the chain is full. */
 int wp_nf_chain_add(wp_nf_chain *c, const wp_nf_ops *ops, void *self, const void *config);
 /* Runs on_new_connection / on_data over the filters in order, until one stops. */
 wp_nf_status wp_nf_chain_on_new_connection(wp_nf_chain *c);

@@ -82,7 +82,7 @@ static wp_nf_status on_new_connection(wp_nf_filter *f)
     uv_timer_init(&d->w->loop, &st->timer);
     st->timer.data = st;
     uv_timer_start(&st->timer, on_timer, cfg->tcp_reporting_ms, cfg->tcp_reporting_ms);
-    f->ctx = st;
+    *f->ctx = st;
     return WP_NF_CONTINUE;
 }
 
@@ -95,10 +95,10 @@ static wp_nf_status on_data(wp_nf_filter *f, bool end_stream)
 
 static void on_close(wp_nf_filter *f)
 {
-    istio_tcp *st = f->ctx;
+    istio_tcp *st = *f->ctx;
     report(f->self, f->config, st, true);
     if (st) {
-        f->ctx = NULL;
+        *f->ctx = NULL;
         uv_close((uv_handle_t *)&st->timer, on_timer_closed);
     }
 }

@@ -14,7 +14,7 @@ enum { UNKNOWN, ALLOWED, DENIED };
 
 static wp_nf_status on_new_connection(wp_nf_filter *f)
 {
-    f->state = UNKNOWN;
+    *f->state = UNKNOWN;
     return WP_NF_CONTINUE;
 }
 
@@ -40,9 +40,9 @@ static wp_nf_status on_data(wp_nf_filter *f, bool end_stream)
     (void)end_stream;
     wp_dconn *d = f->self;
     const wp_rbac_config *c = f->config;
-    if (f->state == ALLOWED && !c->continuous)
+    if (*f->state == ALLOWED && !c->continuous)
         return WP_NF_CONTINUE;
-    if (f->state == DENIED)
+    if (*f->state == DENIED)
         return WP_NF_STOP_ITERATION;
     wp_rbac_input in;
     input_of(d, &in);
@@ -52,10 +52,10 @@ static wp_nf_status on_data(wp_nf_filter *f, bool end_stream)
     /* the shadow rules are counted once per connection, like the rules */
     wp_rbac_verdict v = wp_rbac_check(c, &in, d->w->stats, NULL, d->id, 0);
     if (v.allowed) {
-        f->state = ALLOWED;
+        *f->state = ALLOWED;
         return WP_NF_CONTINUE;
     }
-    f->state = DENIED;
+    *f->state = DENIED;
     WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "closing connection: %s (rbac_deny_close)",
                 v.details);
     d->termination_details = v.details; /* the TCP proxy's access log shows them too */

@@ -545,7 +545,7 @@ static wp_nf_status on_new_connection(wp_nf_filter *f)
     s->cfg = t;
     s->ts = &d->wg->gen->pstats->tcps[t->index];
     s->cluster = s->host = -1;
-    f->ctx = s;
+    *f->ctx = s;
     d->tcp = s;
     /* the downstream socket's callbacks are the session's until the connection closes */
     s->saved_cbs = d->sock->cbs;
@@ -568,7 +568,7 @@ static wp_nf_status on_new_connection(wp_nf_filter *f)
 static wp_nf_status on_data(wp_nf_filter *f, bool end_stream)
 {
     (void)end_stream;
-    forward_up(f->ctx);
+    forward_up(*f->ctx);
     return WP_NF_STOP_ITERATION;
 }
 
@@ -600,11 +600,11 @@ static void finish_info(wp_tcp_session *s)
 /* The connection closes (whoever closes it): log, give the upstream up, hand the socket back. */
 static void on_close(wp_nf_filter *f)
 {
-    wp_tcp_session *s = f->ctx;
+    wp_tcp_session *s = *f->ctx;
     if (!s)
         return;
     wp_dconn *d = s->d;
-    f->ctx = NULL;
+    *f->ctx = NULL;
     if (s->pool_pending) {
         wp_pool_cancel(&s->preq);
         s->pool_pending = false;
