@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/proxy/count_instr.sh [--tls] PROXY_BINARY [N1 N2] - user-space instructions per
+# bench/proxy/count_instr.sh [--tls] [--rbac] PROXY_BINARY [N1 N2] - user-space instructions per
 # proxied request of a weft-proxy binary (one worker, valgrind --tool=callgrind): it serves N1
 # and then, in a second run, N2 keep-alive GETs of 128 bytes from a weft-app on one connection
 # (serve_gets.sh); the difference of the two totals divided by N2-N1 leaves startup and
@@ -10,6 +10,10 @@
 set -eu
 if [ "${1:-}" = --tls ]; then
     export SERVE_TLS=1
+    shift
+fi
+if [ "${1:-}" = --rbac ]; then # through the 10-rule ALLOW RBAC filter (serve_gets.sh)
+    export SERVE_RBAC=1
     shift
 fi
 P=$1 N1=${2:-1000} N2=${3:-3000}

@@ -6,13 +6,15 @@
 # count_instr.sh. Run from anywhere; uses build/weft-app of the project. SERVE_TLS=1: the
 # listener terminates TLS (an ECDSA P-256 certificate of tls_certs.sh, as run_proxy_tls.sh)
 # and the connection is TLS 1.3 with ALPN http/1.1 (its handshake is one of the N-independent
-# costs that the callers' subtraction leaves out).
+# costs that the callers' subtraction leaves out). SERVE_RBAC=1: the requests go to a second
+# listener whose connection manager runs the 10-rule ALLOW RBAC filter of weft_bootstrap.py
+# --rbac-port (the last rule allows them).
 set -eu
 P=$(readlink -f "$1") N=$2 LOG=$3
 shift 3
 cd "$(dirname "$0")/../.."
 D=$(mktemp -d)
-mapfile -t PS < <(/usr/bin/python3 bench/proxy/free_ports.py 3)
+mapfile -t PS < <(/usr/bin/python3 bench/proxy/free_ports.py 4)
 BP=${PS[0]} PP=${PS[1]} AP=${PS[2]}
 TLS_ARGS=() SCHEME=http
 if [ "${SERVE_TLS:-0}" = 1 ]; then
@@ -20,7 +22,10 @@ if [ "${SERVE_TLS:-0}" = 1 ]; then
   TLS_ARGS=(--tls "$D/certs/ecdsa.crt" "$D/certs/ecdsa.key") SCHEME=https
 fi
 build/weft-app --listen 127.0.0.1:$BP --name b >/dev/null 2>&1 & APP=$!
-/usr/bin/python3 bench/proxy/weft_bootstrap.py $D/b.json $PP $AP $BP "${TLS_ARGS[@]}"
+RBAC_ARGS=()
+if [ "${SERVE_RBAC:-0}" = 1 ]; then RBAC_ARGS=(--rbac-port "${PS[3]}"); fi
+/usr/bin/python3 bench/proxy/weft_bootstrap.py $D/b.json $PP $AP $BP "${TLS_ARGS[@]}" "${RBAC_ARGS[@]}"
+if [ "${SERVE_RBAC:-0}" = 1 ]; then PP=${PS[3]}; fi
 "$@" "$P" -c $D/b.json --concurrency 1 >/dev/null 2>"$LOG" & TOOL=$!
 for _ in $(seq 100); do curl -sk -o /dev/null $SCHEME://localhost:$PP/bytes/128 && break; sleep 0.2; done
 /usr/bin/python3 - $PP $N "${SERVE_TLS:-0}" <<'PY'

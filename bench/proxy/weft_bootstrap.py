@@ -28,8 +28,8 @@ connection manager with, before the router, an envoy.filters.http.rbac filter ho
 10-rule ALLOW policy as istiod translates one AuthorizationPolicy with ten rules (security.md
 §6.3; policy ids ns[bench]-policy[api]-rule[i]): rule i allows methods GET/HEAD on paths
 /api/v<i>/* and /api/v<i>/status, when header x-tenant is one of two values, from any
-principal. Rules 0-8 do not match the benchmark's GET /bench/...; rule 9 ("/bench/*", any
-x-tenant) does: every request walks all ten, the worst case of a first-match engine.
+principal. Rules 0-8 do not match the benchmark's GET /bench/... (count_instr.sh's /bytes/...);
+rule 9 ("/bench/*", "/bytes/*", any x-tenant) does: every request walks all ten, the worst case of a first-match engine.
 """
 import argparse
 import json
@@ -98,7 +98,7 @@ def path_matcher(path):
 
 
 def rbac_rule(i):
-    paths = ["/bench/*"] if i == 9 else ["/api/v%d/*" % i, "/api/v%d/status" % i]
+    paths = ["/bench/*", "/bytes/*"] if i == 9 else ["/api/v%d/*" % i, "/api/v%d/status" % i]
     rules = [or_rules([header_exact(":method", m) for m in ("GET", "HEAD")]),
              or_rules([path_matcher(p) for p in paths])]
     if i != 9:

@@ -168,6 +168,19 @@ static void test_header_pseudo_and_ignore_case(void **state)
     mkreq(&r, &x, "GET", "/", "example.org", h1);
     assert_false(perm(&x, NULL, &r));
     unload(&x);
+    /* :path as a header matcher sees the query (url_path does not); invert_match holds for the
+     * pseudo-headers read straight from the request too */
+    load(&x, ALLOW_PERM(
+                 "{\"andRules\":{\"rules\":[{\"header\":{\"name\":\":path\","
+                 "\"stringMatch\":{\"suffix\":\"?debug=1\"}}},{\"header\":{\"name\":"
+                 "\":method\",\"stringMatch\":{\"exact\":\"DELETE\"},\"invertMatch\":true}}]}}"));
+    mkreq(&r, &x, "GET", "/a?debug=1", "h", NULL);
+    assert_true(perm(&x, NULL, &r));
+    mkreq(&r, &x, "DELETE", "/a?debug=1", "h", NULL);
+    assert_false(perm(&x, NULL, &r));
+    mkreq(&r, &x, "GET", "/a", "h", NULL);
+    assert_false(perm(&x, NULL, &r));
+    unload(&x);
 }
 
 static void test_url_path_kinds_without_query(void **state)

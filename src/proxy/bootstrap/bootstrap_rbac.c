@@ -402,6 +402,12 @@ static bool dec_header(bs *b, json_t *o, wp_rbac_node *n)
     size_t m = bs_push(b, "header");
     bool ok = bs_header_matcher(b, x, &n->u.header);
     n->kind = WP_RBAC_HEADER;
+    const char *name = ok ? n->u.header.name : NULL;
+    n->hdr = !name                                                      ? WP_RBAC_H_OTHER
+             : strcmp(name, ":method") == 0                             ? WP_RBAC_H_METHOD
+             : strcmp(name, ":path") == 0                               ? WP_RBAC_H_PATH
+             : strcmp(name, ":authority") == 0 || !strcmp(name, "host") ? WP_RBAC_H_AUTHORITY
+                                                                        : WP_RBAC_H_OTHER;
     bs_pop(b, m);
     return ok;
 }

@@ -34,6 +34,7 @@ static wp_filter_headers_status decode_headers(const wp_filter *f, wp_filter_hea
     in.peer_subject = si->downstream_peer_subject;
     in.md = &si->dynamic_metadata;
     in.parsed = in.parsed_ok = 0;
+    in.path_known = false;
     wp_rbac_verdict v =
         wp_rbac_check(c, &in, f->cb->stats(f->stream), si, si->connection_id, si->stream_id);
     if (v.allowed)

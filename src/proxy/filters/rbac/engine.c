@@ -73,12 +73,19 @@ static uint32_t port_of(const struct sockaddr *sa)
 /* ---------- request pieces ---------- */
 
 /* The path without query and fragment (Http::PathUtil::removeQueryAndFragment). */
-static size_t path_len(const wp_route_req *rq)
+/* The path without query and fragment (url_path and uri_template see that), measured once per
+ * evaluation. */
+static size_t path_len(wp_rbac_input *in)
 {
-    size_t n = 0;
-    while (n < rq->path_len && rq->path[n] != '?' && rq->path[n] != '#')
-        n++;
-    return n;
+    if (!in->path_known) {
+        const wp_route_req *rq = in->req;
+        size_t n = 0;
+        while (n < rq->path_len && rq->path[n] != '?' && rq->path[n] != '#')
+            n++;
+        in->path_only = n;
+        in->path_known = true;
+    }
+    return in->path_only;
 }
 
 /* Envoy's AuthenticatedMatcher: URI SANs, then the subject. */
@@ -103,7 +110,21 @@ static bool authenticated(const wp_rbac_node *n, wp_rbac_input *in)
 static bool header(const wp_rbac_node *n, wp_rbac_input *in)
 {
     static const wp_route_req none; /* a connection has no headers */
-    return wp_route_headers_match(in->rx, in->req ? in->req : &none, &n->u.header, 1);
+    const wp_kv_matcher *km = &n->u.header;
+    const wp_route_req *rq = in->req;
+    const char *v = NULL;
+    size_t len = 0;
+    if (rq && km->m.kind != WP_SM_PRESENT) { /* a pseudo-header: no lookup by name */
+        if (n->hdr == WP_RBAC_H_METHOD)
+            v = rq->method, len = rq->method_len;
+        else if (n->hdr == WP_RBAC_H_PATH)
+            v = rq->path, len = rq->path_len;
+        else if (n->hdr == WP_RBAC_H_AUTHORITY)
+            v = rq->authority, len = rq->authority_len;
+    }
+    if (v)
+        return wp_string_match(in->rx, &km->m, v, len) != km->invert;
+    return wp_route_headers_match(in->rx, rq ? rq : &none, km, 1);
 }
 
 /* ---------- metadata ---------- */
@@ -203,9 +224,9 @@ bool wp_rbac_node_match(const wp_rbac_node *n, wp_rbac_input *in)
     case WP_RBAC_HEADER:
         return header(n, in);
     case WP_RBAC_URL_PATH:
-        return in->req && wp_string_match(in->rx, &n->u.str.sm, in->req->path, path_len(in->req));
+        return in->req && wp_string_match(in->rx, &n->u.str.sm, in->req->path, path_len(in));
     case WP_RBAC_URI_TEMPLATE:
-        return in->req && wp_regex_full_match(in->rx, n->u.tpl, in->req->path, path_len(in->req));
+        return in->req && wp_regex_full_match(in->rx, n->u.tpl, in->req->path, path_len(in));
     case WP_RBAC_DEST_IP: {
         const struct sockaddr *sa = addr_of(in, 0);
         return sa && wp_cidr_contains(&n->u.cidr, sa);

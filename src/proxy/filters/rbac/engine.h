@@ -104,8 +104,18 @@ typedef struct {
 } wp_rbac_md;
 
 /* One node of a permission or principal tree. */
+/* A HEADER node's name when it is a pseudo-header read straight from the request (no lookup by
+ * name on the request path): set when the config is compiled. */
+typedef enum {
+    WP_RBAC_H_OTHER,
+    WP_RBAC_H_METHOD,    /* :method */
+    WP_RBAC_H_PATH,      /* :path (query included, as Envoy's header matcher sees it) */
+    WP_RBAC_H_AUTHORITY, /* :authority (or host) */
+} wp_rbac_hdr;
+
 typedef struct wp_rbac_node {
     wp_rbac_kind kind;
+    uint8_t hdr; /* wp_rbac_hdr of a HEADER node */
     union {
         struct {
             const struct wp_rbac_node *kids; /* AND / OR: n children; NOT: one */
@@ -157,6 +167,8 @@ typedef struct wp_rbac_input {
     const wp_dyn_md *md;       /* dynamic metadata, NULL none */
     /* parsed on first use: 0 local, 1 direct remote, 2 remote */
     uint8_t parsed, parsed_ok;
+    bool path_known; /* path_only holds the length of req->path before '?' or '#' (first use) */
+    size_t path_only;
     struct sockaddr_storage sa[3];
 } wp_rbac_input;
 
