@@ -417,7 +417,13 @@ def test_authorization_policy_filters_debug_and_errors(pilot, dirs):
                 if lst.get("traffic_direction") == "INBOUND":
                     return lst
         return None
-    lst = poll(inbound)
+
+    def with_rbac():  # the pod's listener may be built before pilot has read the policies
+        lst = inbound()
+        hcm = lst and lst["filter_chains"][0]["filters"][0]["typed_config"]
+        names = [f["name"] for f in hcm["http_filters"]] if hcm else []
+        return lst if "envoy.filters.http.rbac" in names else None
+    lst = poll(with_rbac, timeout=15)
     hcm = lst["filter_chains"][0]["filters"][0]["typed_config"]
     names = [f["name"] for f in hcm["http_filters"]]
     assert names[:4] == ["istio.metadata_exchange", "envoy.filters.http.rbac",
