@@ -42,7 +42,6 @@
 #include "proxy/http/codec.h"
 #include "proxy/http/conn.h"
 #include "proxy/http/codec_h2.h"
-#include "proxy/http/conn_h2.h"
 #include "proxy/http/header_list.h"
 
 static void on_read(void *owner, ssize_t n);
@@ -126,15 +125,15 @@ static void on_idle_timeout(uv_timer_t *t)
         uv_timer_start(&d->idle_timer, d->idle_timer.timer_cb, ms - idle, 0);
         return;
     }
-    if (!s && d->h2 && wp_h2c_streams(d)) { /* its streams have their own timers */
+    if (!s && d->mux && d->mux->streams(d)) { /* its streams have their own timers */
         uv_timer_start(&d->idle_timer, d->idle_timer.timer_cb, ms, 0);
         return;
     }
     if (!s) {
         WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id, "idle timeout");
         wp_hcm_stat(d, WP_S_downstream_cx_idle_timeout, 1);
-        if (d->h2) /* Envoy: GOAWAY, then the close */
-            wp_h2c_drain(d);
+        if (d->mux) /* Envoy: GOAWAY, then the close */
+            d->mux->drain(d);
         else
             wp_dconn_close(d);
         return;
@@ -225,8 +224,8 @@ static void wp_dconn_clear_deadline(wp_dconn *d)
 static void closed_one(wp_dconn *d)
 {
     if (++d->closed_handles == 3) {
-        if (d->h2)
-            wp_h2c_free(d->h2);
+        if (d->mux)
+            d->mux->free(d->h2);
         wp_wgen_release(d->w, d->wg);
         free(d->lf); /* released when the connection closed */
         wf_strbuf_free(&d->xfcc);
@@ -284,9 +283,9 @@ void wp_dconn_close(wp_dconn *d)
         }
         stream_finish(s);
     }
-    if (d->h2)
-        wp_h2c_close(d); /* its streams (child connections) end */
-    if (d->parent) {     /* a stream of an HTTP/2 connection: no connection of its own */
+    if (d->mux)
+        d->mux->close(d); /* its streams (child connections) end */
+    if (d->parent) {      /* a stream of an HTTP/2 connection: no connection of its own */
         wp_tsock_close(d->sock);
         uv_close((uv_handle_t *)&d->idle_timer, on_timer_closed);
         uv_close((uv_handle_t *)&d->rq_timer, on_timer_closed);
@@ -404,9 +403,7 @@ wp_nf_status wp_hcm_on_new_connection(wp_dconn *d)
     return WP_NF_STOP_ITERATION; /* the terminal filter */
 }
 
-/* Envoy's codec choice (codec_type; AUTO: ALPN "h2", else the prior-knowledge preface):
- * false while the first bytes may still be the preface. */
-static bool choose_codec(wp_dconn *d)
+wp_dconn_codec wp_hcm_choose_codec(wp_dconn *d)
 {
     bool h2 = d->hcm->codec_type == WP_CODEC_HTTP2;
     if (d->hcm->codec_type == WP_CODEC_AUTO) {
@@ -416,30 +413,29 @@ static bool choose_codec(wp_dconn *d)
         else if (d->rbuf) {
             int p = wp_h2_preface_check(d->rbuf->data + d->rstart, d->rlen - d->rstart);
             if (p == 0)
-                return false;
+                return WP_DCONN_CODEC_WAIT;
             h2 = p == 1;
         }
     }
     d->proto_known = true;
-    if (h2 && wp_h2c_start(d) == 0) {
-        wp_hcm_stat(d, WP_S_downstream_cx_http1_total, -1);
-        wp_hcm_stat(d, WP_S_downstream_cx_http1_active, -1);
-        wp_hcm_stat(d, WP_S_downstream_cx_http2_total, 1);
-        wp_hcm_stat(d, WP_S_downstream_cx_http2_active, 1);
-    } else if (h2) {
-        wp_dconn_close(d);
-        return false;
-    }
-    return true;
+    return h2 ? WP_DCONN_CODEC_H2 : WP_DCONN_CODEC_H1;
+}
+
+void wp_dconn_set_mux(wp_dconn *d, const wp_dconn_mux_ops *ops, struct wp_h2c *state)
+{
+    d->mux = ops;
+    d->h2 = state;
+    wp_hcm_stat(d, WP_S_downstream_cx_http1_total, -1);
+    wp_hcm_stat(d, WP_S_downstream_cx_http1_active, -1);
+    wp_hcm_stat(d, WP_S_downstream_cx_http2_total, 1);
+    wp_hcm_stat(d, WP_S_downstream_cx_http2_active, 1);
 }
 
 wp_nf_status wp_hcm_on_data(wp_dconn *d, bool end_stream)
 {
     (void)end_stream;
-    if (__builtin_expect(!d->proto_known, 0) && !choose_codec(d))
-        return WP_NF_STOP_ITERATION;
-    if (d->h2)
-        wp_h2c_on_data(d);
+    if (d->mux)
+        d->mux->on_data(d);
     else
         process(d);
     return WP_NF_STOP_ITERATION;
@@ -952,8 +948,8 @@ static void on_dwrite(void *owner, int status)
         wp_dconn_close(d);
         return;
     }
-    if (d->h2) {
-        wp_h2c_on_written(d);
+    if (d->mux) {
+        d->mux->on_written(d);
         return;
     }
     wp_stream *s = d->stream;
@@ -1818,8 +1814,8 @@ static void dconn_kick(wp_dconn *d)
 
 void wp_dconn_drain_one(wp_dconn *d)
 {
-    if (d->h2)
-        wp_h2c_drain(d); /* GOAWAY; it closes when its streams are done */
+    if (d->mux)
+        d->mux->drain(d); /* GOAWAY; it closes when its streams are done */
     else if (!d->stream)
         wp_dconn_close(d);
     else

@@ -57,6 +57,19 @@ _Static_assert(WP_MAX_HEADERS == WP_UPSTREAM_MAX_HEADERS, "one header limit both
 #define WP_HOPS_LEVELS (4 + WP_FILTER_MAX_OPS)
 
 typedef struct wp_dconn wp_dconn;
+struct wp_h2c;
+
+/* A connection that multiplexes streams (HTTP/2: http/conn_h2.h) plugs its side into the
+ * connection manager with these, as an Envoy codec sits behind its connection: this layer
+ * calls them and never names the module above it that provides them. */
+typedef struct wp_dconn_mux_ops {
+    void (*on_data)(wp_dconn *d);         /* the bytes d buffered (d->rbuf) */
+    void (*on_written)(wp_dconn *d);      /* d's pending write finished */
+    void (*close)(wp_dconn *d);           /* d closes: its streams end */
+    void (*free)(struct wp_h2c *state);   /* from d's last close callback */
+    void (*drain)(wp_dconn *d);           /* GOAWAY; d closes when its streams are done */
+    size_t (*streams)(const wp_dconn *d); /* open streams */
+} wp_dconn_mux_ops;
 typedef struct wp_stream wp_stream;
 
 /* ---------- downstream ---------- */
@@ -107,10 +120,12 @@ struct wp_dconn {
     wf_strbuf xfcc;
     bool xfcc_built;
     /* HTTP/2 (http/conn_h2.h): proto_known once the codec was chosen (codec_type, ALPN, the
-     * preface); h2 the HTTP/2 side of a connection that speaks it; parent set on the child
+     * preface); mux and h2 the HTTP/2 side of a connection that speaks it (NULL for HTTP/1:
+     * the HTTP/1 path is this file's own); parent set on the child
      * connection that carries one of its streams (its socket is the stream); reset_by_peer:
      * the client reset that stream (DR, not DC) */
     bool proto_known, reset_by_peer;
+    const wp_dconn_mux_ops *mux;
     struct wp_h2c *h2;
     wp_dconn *parent;
 };
@@ -223,6 +238,15 @@ void wp_dconn_use_chain(wp_dconn *d, const wp_filter_chain *fc);
  * filter. */
 wp_nf_status wp_hcm_on_new_connection(wp_dconn *d);
 wp_nf_status wp_hcm_on_data(wp_dconn *d, bool end_stream);
+
+/* Envoy's codec choice for the HCM's codec_type (AUTO: ALPN "h2", else the prior-knowledge
+ * preface in the first bytes): WAIT while those bytes may still be the preface. Once it
+ * decided, d->proto_known is set; the HCM network filter starts HTTP/2 (conn_h2.h) for H2. */
+typedef enum { WP_DCONN_CODEC_WAIT, WP_DCONN_CODEC_H1, WP_DCONN_CODEC_H2 } wp_dconn_codec;
+wp_dconn_codec wp_hcm_choose_codec(wp_dconn *d);
+/* d speaks the multiplexed protocol of ops from now on, with state (freed by ops->free); it
+ * is counted as HTTP/2, no longer as HTTP/1 (downstream_cx_http2_*). */
+void wp_dconn_set_mux(wp_dconn *d, const wp_dconn_mux_ops *ops, struct wp_h2c *state);
 
 /* HTTP/2 (http/conn_h2.c carries each stream of an HTTP/2 connection as a child connection
  * whose transport socket is the stream): a child of parent over socket sock, which

@@ -615,6 +615,8 @@ static void h2c_flush(wp_h2c *c)
     h2c_maybe_finish(c);
 }
 
+static const wp_dconn_mux_ops h2c_ops;
+
 int wp_h2c_start(wp_dconn *d)
 {
     wp_h2c *c = calloc(1, sizeof(*c));
@@ -632,7 +634,7 @@ int wp_h2c_start(wp_dconn *d)
         free(c);
         return -1;
     }
-    d->h2 = c;
+    wp_dconn_set_mux(d, &h2c_ops, c);
     return 0;
 }
 
@@ -705,3 +707,7 @@ size_t wp_h2c_streams(const wp_dconn *d)
     const wp_h2c *c = d->h2;
     return c->closed ? 0 : wp_h2_server_streams(c->codec);
 }
+
+static const wp_dconn_mux_ops h2c_ops = {
+    wp_h2c_on_data, wp_h2c_on_written, wp_h2c_close, wp_h2c_free, wp_h2c_drain, wp_h2c_streams,
+};

@@ -1,7 +1,8 @@
 /*
  * conn_h2.h - HTTP/2 downstream connections (conn_h2.c): the connection manager's side of
  * the HTTP/2 server codec (http/codec_h2.h). A connection that speaks HTTP/2 (codec_type
- * HTTP2, ALPN "h2", or AUTO's prior-knowledge preface: conn.c chooses) carries each of its
+ * HTTP2, ALPN "h2", or AUTO's prior-knowledge preface: conn.h wp_hcm_choose_codec decides,
+ * the HCM network filter starts it) carries each of its
  * streams as a child connection (conn.h wp_dconn_child) whose transport socket is the
  * stream: the child reads the request translated to HTTP/1.1 (protocols.md §2.8) and the
  * HTTP/1.1 response it writes goes out as HEADERS, DATA and trailers. So each stream has the
@@ -35,7 +36,9 @@
 
 typedef struct wp_h2c wp_h2c;
 
-/* d speaks HTTP/2 from now on (its SETTINGS are queued). 0, or -1 when out of memory. */
+/* d speaks HTTP/2 from now on (its SETTINGS are queued; it plugs its side into the connection
+ * manager, conn.h wp_dconn_set_mux, and the calls below reach it through those ops). 0, or -1
+ * when out of memory. */
 int wp_h2c_start(wp_dconn *d);
 /* The bytes d buffered (d->rbuf) go to the codec; the buffer is given back. */
 void wp_h2c_on_data(wp_dconn *d);
