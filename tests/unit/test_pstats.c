@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "proxy/bootstrap/bootstrap.h"
-#include "proxy/stats/pstats.h"
+#include "proxy/pstats/pstats.h"
 #include "proxy/xds/xds_client_state.h"
 
 #define ADDR "{\"socket_address\":{\"address\":\"127.0.0.1\",\"port_value\":%d}}"

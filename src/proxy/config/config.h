@@ -37,8 +37,7 @@
 #include "proxy/net/listener_filter.h"
 #include "proxy/net/network_filter.h"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
+#include "proxy/regex/regex.h"
 
 #define WP_NO_TIMEOUT           0
 #define WP_DEFAULT_BUFFER_LIMIT (1024u * 1024u)
@@ -55,24 +54,6 @@ typedef struct {
     socklen_t len;
     char text[64]; /* "127.0.0.1:8080" / "[::1]:8080", as Envoy prints addresses */
 } wp_addr;
-
-/* A string matcher (envoy.type.matcher.v3.StringMatcher and route HeaderMatcher kinds). */
-typedef enum {
-    WP_SM_EXACT,
-    WP_SM_PREFIX,
-    WP_SM_SUFFIX,
-    WP_SM_CONTAINS,
-    WP_SM_REGEX,   /* safe_regex, full match, RE2 syntax checked at load */
-    WP_SM_PRESENT, /* header/query parameter present (present_match: true) */
-} wp_sm_kind;
-
-typedef struct {
-    wp_sm_kind kind;
-    const char *value; /* NUL-terminated; lower-cased when ignore_case */
-    size_t value_len;
-    pcre2_code *re; /* WP_SM_REGEX */
-    bool ignore_case;
-} wp_string_matcher;
 
 typedef struct {
     const char *name; /* lower-case header name, or query parameter name as written */

@@ -11,48 +11,10 @@
 
 /* ---------- small string helpers ---------- */
 
-static inline unsigned char lower(unsigned char c)
-{
-    return (c >= 'A' && c <= 'Z') ? (unsigned char)(c + ('a' - 'A')) : c;
-}
-
-/* n bytes of a and b equal, ASCII case-insensitively when ci. */
-static bool bytes_eq(const char *a, const char *b, size_t n, bool ci)
-{
-    if (n == 0)
-        return true;
-    if (!ci)
-        return memcmp(a, b, n) == 0;
-    for (size_t i = 0; i < n; i++) {
-        if (lower((unsigned char)a[i]) != lower((unsigned char)b[i]))
-            return false;
-    }
-    return true;
-}
-
 static bool name_is(const char *name, size_t len, const char *lit)
 {
     size_t n = strlen(lit);
-    return len == n && bytes_eq(name, lit, n, true);
-}
-
-/* Position of needle in hay, or SIZE_MAX. */
-static size_t find_sub(const char *hay, size_t hlen, const char *needle, size_t nlen, bool ci)
-{
-    if (nlen == 0)
-        return 0;
-    if (nlen > hlen)
-        return SIZE_MAX;
-    if (!ci) {
-        const char *p = memmem(hay, hlen, needle, nlen);
-        return p ? (size_t)(p - hay) : SIZE_MAX;
-    }
-    unsigned char first = lower((unsigned char)needle[0]);
-    for (size_t i = 0; i + nlen <= hlen; i++) {
-        if (lower((unsigned char)hay[i]) == first && bytes_eq(hay + i, needle, nlen, true))
-            return i;
-    }
-    return SIZE_MAX;
+    return len == n && wp_bytes_eq(name, lit, n, true);
 }
 
 /* Length of the path part of a request-target (up to the first '?' or '#'). */
@@ -92,7 +54,7 @@ static uint64_t ri_hash(int kind, const char *s, size_t len)
     uint64_t h = 1469598103934665603ull;
     h = (h ^ (uint64_t)kind) * 1099511628211ull;
     for (size_t i = 0; i < len; i++)
-        h = (h ^ lower((unsigned char)s[i])) * 1099511628211ull;
+        h = (h ^ wp_ascii_lower((unsigned char)s[i])) * 1099511628211ull;
     return h;
 }
 
@@ -103,7 +65,8 @@ static const ri_slot *ri_find(const struct wp_route_index *ix, int kind, const c
         const ri_slot *sl = &ix->slots[i];
         if (!sl->key)
             return NULL;
-        if (sl->hash == h && sl->kind == kind && sl->len == len && bytes_eq(sl->key, s, len, true))
+        if (sl->hash == h && sl->kind == kind && sl->len == len &&
+            wp_bytes_eq(sl->key, s, len, true))
             return sl;
     }
 }
@@ -226,7 +189,7 @@ int wp_route_index_build(wf_arena *a, wp_route_config *rc, wf_strbuf *err)
                 return -1;
             }
             for (char *p = d; *p; p++)
-                *p = (char)lower((unsigned char)*p);
+                *p = (char)wp_ascii_lower((unsigned char)*p);
             if (ri_add_domain(ix, rc, vh, d, err) != 0)
                 return -1;
         }
@@ -290,100 +253,6 @@ const wp_vhost *wp_route_find_vhost(const wp_route_config *rc, const char *host,
 
 /* ---------- regex ---------- */
 
-int wp_regex_ctx_init(wp_regex_ctx *rx)
-{
-    memset(rx, 0, sizeof(*rx));
-    rx->md = pcre2_match_data_create(WP_REGEX_OVECTOR_PAIRS, NULL);
-    rx->mctx = pcre2_match_context_create(NULL);
-    rx->join = malloc(WP_ROUTE_JOIN_MAX);
-    if (!rx->md || !rx->mctx || !rx->join) {
-        wp_regex_ctx_free(rx);
-        return -1;
-    }
-    uint32_t jit = 0;
-    if (pcre2_config(PCRE2_CONFIG_JIT, &jit) >= 0 && jit) {
-        rx->jit_stack = pcre2_jit_stack_create(32 * 1024, 512 * 1024, NULL);
-        if (!rx->jit_stack) {
-            wp_regex_ctx_free(rx);
-            return -1;
-        }
-        pcre2_jit_stack_assign(rx->mctx, NULL, rx->jit_stack);
-    }
-    if (pcre2_set_match_limit(rx->mctx, WP_REGEX_MATCH_LIMIT) != 0 ||
-        pcre2_set_depth_limit(rx->mctx, WP_REGEX_DEPTH_LIMIT) != 0 ||
-        pcre2_set_heap_limit(rx->mctx, WP_REGEX_HEAP_LIMIT_KB) != 0) {
-        wp_regex_ctx_free(rx);
-        return -1;
-    }
-    return 0;
-}
-
-void wp_regex_ctx_free(wp_regex_ctx *rx)
-{
-    if (!rx)
-        return;
-    pcre2_match_data_free(rx->md);
-    pcre2_match_context_free(rx->mctx);
-    pcre2_jit_stack_free(rx->jit_stack);
-    free(rx->join);
-    rx->md = NULL;
-    rx->mctx = NULL;
-    rx->jit_stack = NULL;
-    rx->join = NULL;
-}
-
-static bool is_limit_error(int rc)
-{
-    return rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
-           rc == PCRE2_ERROR_HEAPLIMIT || rc == PCRE2_ERROR_JIT_STACKLIMIT;
-}
-
-/* pcre2_match with the worker's limits; counts limit hits. Returns pcre2_match's result. */
-static int rx_match(wp_regex_ctx *rx, const pcre2_code *re, const char *s, size_t len, size_t start,
-                    uint32_t opts)
-{
-    int rc = pcre2_match(re, (PCRE2_SPTR)(s ? s : ""), len, start, opts, rx->md, rx->mctx);
-    if (rc < 0 && is_limit_error(rc))
-        rx->limit_hits++;
-    return rc;
-}
-
-bool wp_regex_full_match(wp_regex_ctx *rx, const pcre2_code *re, const char *s, size_t len)
-{
-    if (!re)
-        return false;
-    uint32_t all = 0;
-    if (pcre2_pattern_info(re, PCRE2_INFO_ALLOPTIONS, &all) != 0)
-        all = 0;
-    uint32_t opts = 0;
-    if (!(all & PCRE2_ANCHORED))
-        opts |= PCRE2_ANCHORED;
-    if (!(all & PCRE2_ENDANCHORED))
-        opts |= PCRE2_ENDANCHORED;
-    return rx_match(rx, re, s, len, 0, opts) >= 0; /* 0: matched, ovector too small */
-}
-
-bool wp_string_match(wp_regex_ctx *rx, const wp_string_matcher *m, const char *s, size_t len)
-{
-    bool ci = m->ignore_case;
-    size_t vl = m->value_len;
-    switch (m->kind) {
-    case WP_SM_EXACT:
-        return len == vl && bytes_eq(s, m->value, vl, ci);
-    case WP_SM_PREFIX:
-        return len >= vl && bytes_eq(s, m->value, vl, ci);
-    case WP_SM_SUFFIX:
-        return len >= vl && bytes_eq(s + (len - vl), m->value, vl, ci);
-    case WP_SM_CONTAINS:
-        return find_sub(s, len, m->value, vl, ci) != SIZE_MAX;
-    case WP_SM_REGEX:
-        return wp_regex_full_match(rx, m->re, s, len);
-    case WP_SM_PRESENT:
-        return true;
-    }
-    return false;
-}
-
 /* ---------- header and query parameter matchers ---------- */
 
 typedef struct {
@@ -415,7 +284,7 @@ static hvalue header_values(wp_regex_ctx *rx, const wp_route_req *req, const cha
     size_t used = 0, count = 0;
     for (size_t i = 0; i < req->nheaders; i++) {
         const h1_header *h = &req->headers[i];
-        if (h->name.len != nlen || !bytes_eq(h->name.p, name, nlen, true))
+        if (h->name.len != nlen || !wp_bytes_eq(h->name.p, name, nlen, true))
             continue;
         count++;
         if (count == 1) {
@@ -520,13 +389,13 @@ static bool path_matches(wp_regex_ctx *rx, const wp_route *r, const char *path, 
     size_t l = r->path_len;
     switch (r->path_kind) {
     case WP_PATH_PREFIX:
-        return plen >= l && bytes_eq(path, r->path, l, ci);
+        return plen >= l && wp_bytes_eq(path, r->path, l, ci);
     case WP_PATH_EXACT:
-        return plen == l && bytes_eq(path, r->path, l, ci);
+        return plen == l && wp_bytes_eq(path, r->path, l, ci);
     case WP_PATH_REGEX:
         return wp_regex_full_match(rx, r->path_re, path, plen);
     case WP_PATH_SEPARATED_PREFIX:
-        return plen >= l && bytes_eq(path, r->path, l, ci) && (plen == l || path[l] == '/');
+        return plen >= l && wp_bytes_eq(path, r->path, l, ci) && (plen == l || path[l] == '/');
     }
     return false;
 }
@@ -652,7 +521,7 @@ static int replace_all(wp_regex_ctx *rx, const pcre2_code *re, const char *subst
     size_t p = 0, lastend = SIZE_MAX;
     int count = 0;
     while (p <= len) {
-        int rc = rx_match(rx, re, s, len, p, 0);
+        int rc = wp_regex_match(rx, re, s, len, p, 0);
         if (rc == PCRE2_ERROR_NOMATCH)
             break;
         if (rc < 0)
@@ -684,7 +553,7 @@ static size_t matched_len(const wp_route *r, const char *t, size_t len)
     if (r->path_kind == WP_PATH_REGEX)
         return path_only_len(t, len);
     size_t l = r->path_len;
-    if (len < l || !bytes_eq(t, r->path, l, !r->case_sensitive))
+    if (len < l || !wp_bytes_eq(t, r->path, l, !r->case_sensitive))
         return SIZE_MAX;
     return l;
 }

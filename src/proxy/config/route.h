@@ -87,27 +87,7 @@
 #include "core/strbuf.h"
 #include "http/h1_parser.h"
 #include "proxy/config/config.h"
-
-/* PCRE2 limits per pcre2_match call (match_limit counts internal match() calls, depth_limit
- * backtracking depth, heap_limit KiB of backtracking memory). Generous for real routes, small
- * enough that one call stays in the low milliseconds. */
-#define WP_REGEX_MATCH_LIMIT   200000u
-#define WP_REGEX_DEPTH_LIMIT   10000u
-#define WP_REGEX_HEAP_LIMIT_KB 8192u
-/* Capture pairs in the match data (group 0 + 63 groups). */
-#define WP_REGEX_OVECTOR_PAIRS 64u
-/* Bytes available to join the values of a repeated header; larger joins do not match. */
-#define WP_ROUTE_JOIN_MAX (64u * 1024u)
-
-/* Per-worker regex state. Not shared between threads. */
-typedef struct {
-    pcre2_match_data *md;
-    pcre2_match_context *mctx;
-    pcre2_jit_stack *jit_stack;
-    char *join;              /* WP_ROUTE_JOIN_MAX bytes, for repeated headers */
-    uint64_t limit_hits;     /* pcre2_match calls stopped by a limit (counted as non-match) */
-    uint64_t join_overflows; /* repeated headers too long to join (header matcher failed) */
-} wp_regex_ctx;
+#include "proxy/regex/regex.h"
 
 /* The request as the router sees it. Strings are not NUL-terminated; they stay owned by the
  * caller. path is the origin-form request-target ("/a/b?x=1"); for an absolute-form request
@@ -135,19 +115,6 @@ int wp_route_index_build(wf_arena *a, wp_route_config *rc, wf_strbuf *err);
  * header, which only finds a route configuration whose sole domain is "*"). Returns NULL when
  * nothing matches or rc->index was not built. No allocation. */
 const wp_vhost *wp_route_find_vhost(const wp_route_config *rc, const char *host, size_t len);
-
-/* Allocates the match data, match context (limits above) and JIT stack. Returns 0, or -1 when
- * out of memory (rx is then left freed). */
-int wp_regex_ctx_init(wp_regex_ctx *rx);
-/* Frees what wp_regex_ctx_init allocated; safe on a zeroed or already freed ctx. */
-void wp_regex_ctx_free(wp_regex_ctx *rx);
-
-/* Full match of s[0..len) against re (RE2 FullMatch semantics). A limit hit returns false and
- * increments rx->limit_hits. re NULL returns false. */
-bool wp_regex_full_match(wp_regex_ctx *rx, const pcre2_code *re, const char *s, size_t len);
-
-/* Applies one string matcher to s[0..len) (WP_SM_PRESENT is true for any value). */
-bool wp_string_match(wp_regex_ctx *rx, const wp_string_matcher *m, const char *s, size_t len);
 
 /* The first route of vh matching req, or NULL (404 NR for the caller). vh NULL returns NULL. */
 /* The first route of vh matching req; with vh->require_tls_all and req->https false, the

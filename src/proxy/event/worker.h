@@ -38,7 +38,7 @@
 #include "proxy/net/buf_pool.h"
 #include "proxy/net/deferred.h"
 #include "proxy/net/raw_socket.h"
-#include "proxy/stats/pstats.h"
+#include "proxy/pstats/pstats.h"
 
 typedef struct wp_worker wp_worker;
 

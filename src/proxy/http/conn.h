@@ -43,7 +43,7 @@
 #include "proxy/net/listener_filter.h"
 #include "proxy/net/network_filter.h"
 #include "proxy/net/raw_socket.h"
-#include "proxy/stats/pstats.h"
+#include "proxy/pstats/pstats.h"
 #include "proxy/stream_info/stream_info.h"
 #include "proxy/upstream/cluster_manager.h"
 #include "proxy/upstream/conn_pool.h"

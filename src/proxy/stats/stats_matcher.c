@@ -12,7 +12,7 @@
 
 #include "core/arena.h"
 #include "model/re2_check.h"
-#include "proxy/config/route.h"
+#include "proxy/regex/regex.h"
 
 const double wp_hist_default_bounds[] = {0.5,   1,      5,      10,      25,     50,    100,
                                          250,   500,    1000,   2500,    5000,   10000, 30000,

@@ -30,7 +30,7 @@
 
 #include "proxy/config/config.h"
 #include "proxy/event/worker.h"
-#include "proxy/stats/pstats.h"
+#include "proxy/pstats/pstats.h"
 #include "proxy/upstream/conn_pool.h"
 #include "proxy/upstream/outlier.h"
 

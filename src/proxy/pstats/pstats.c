@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/strbuf.h"
-#include "proxy/stats/pstats.h"
+#include "proxy/pstats/pstats.h"
 
 #define NAME_(name, type) #name,
 #define TYPE_(name, type) (#type[0] == 'G'),

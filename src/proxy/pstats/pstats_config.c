@@ -15,7 +15,7 @@
 
 #include "core/strmap.h"
 
-#include "proxy/stats/pstats.h"
+#include "proxy/pstats/pstats.h"
 
 /* name -> resource (borrowed) of the n first entries of arr (all when n is SIZE_MAX). */
 static void add_named(json_t *map, const json_t *arr, size_t n)
