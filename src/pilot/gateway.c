@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "pilot/authz.h"
+#include "pilot/gateway_hosts.h"
 #include "pilot/gateway_tcp.h"
 #include "pilot/gateway_tls.h"
 #include "pilot/lds.h"
@@ -292,57 +293,19 @@ json_t *wf_gateway_listeners(const wf_store *store, const wf_gateway_options *op
 
 /* ---------- which VirtualServices and hosts ---------- */
 
-/* Does the VirtualService's `gateways` name gw? */
-static bool vs_binds(const wf_resource *vs, const wf_resource *gw)
-{
-    const wf_strs *g = &vs->t.vs->gateways;
-    for (size_t i = 0; i < g->n; i++) {
-        const char *e = g->v[i], *slash = strchr(e, '/');
-        const char *ns = slash ? e : vs->ns;
-        size_t nl = slash ? (size_t)(slash - e) : strlen(vs->ns);
-        const char *name = slash ? slash + 1 : e;
-        if (strlen(gw->ns) == nl && !strncmp(ns, gw->ns, nl) && !strcmp(name, gw->name))
-            return true;
-    }
-    return false;
-}
-
-/* host.Name.SubsetOf: is a covered by b? */
-static bool host_subset(const char *a, const char *b)
-{
-    if (!strcmp(a, b) || !strcmp(b, "*"))
-        return true;
-    if (b[0] != '*' || !strcmp(a, "*"))
-        return false;
-    size_t al = strlen(a), sl = strlen(b + 1); /* b + 1 = ".example.com" */
-    return al > sl && !strcmp(a + al - sl, b + 1);
-}
-
-/* The server host h (maybe "ns/host") as seen from a VirtualService in vs_ns; NULL = hidden. */
-static const char *server_host(const char *h, const char *vs_ns, const char *gw_ns)
-{
-    const char *slash = strchr(h, '/');
-    if (!slash)
-        return h;
-    size_t nl = (size_t)(slash - h);
-    if (nl == 1 && h[0] == '*')
-        return slash + 1;
-    if (nl == 1 && h[0] == '.')
-        return !strcmp(vs_ns, gw_ns) ? slash + 1 : NULL;
-    return strlen(vs_ns) == nl && !strncmp(h, vs_ns, nl) ? slash + 1 : NULL;
-}
-
 /* Names.Intersection of the server's and the VirtualService's hosts into hosts (an array of
  * strings, no duplicates). Returns 0, -1 on OOM. */
 static int intersect(const gw_ctx *x, const gw_server *gs, const wf_resource *vs, json_t *hosts)
 {
     for (size_t i = 0; i < gs->srv->hosts.n; i++) {
-        const char *sh = server_host(gs->srv->hosts.v[i], vs->ns, gs->gw->ns);
+        const char *sh = wf_gw_server_host(gs->srv->hosts.v[i], vs->ns, gs->gw->ns);
         for (size_t j = 0; sh && j < vs->t.vs->hosts.n; j++) {
             char *vh = rds_resolve_host(vs->t.vs->hosts.v[j], vs->ns, x->suffix);
             if (!vh)
                 return -1;
-            const char *pick = host_subset(sh, vh) ? sh : host_subset(vh, sh) ? vh : NULL;
+            const char *pick = wf_gw_host_subset(sh, vh)   ? sh
+                               : wf_gw_host_subset(vh, sh) ? vh
+                                                           : NULL;
             bool seen = false;
             for (size_t k = 0; pick && k < json_array_size(hosts) && !seen; k++)
                 seen = !strcmp(json_string_value(json_array_get(hosts, k)), pick);
@@ -416,7 +379,7 @@ static int add_server_vhosts(rc_build *b, const gw_server *gs)
     const wf_resource *const *vss = wf_store_kind(b->x->s, WF_KIND_VIRTUALSERVICE, &n);
     for (size_t i = 0; i < n; i++) {
         const wf_resource *vs = vss[i];
-        if (!vs->t.vs || !rds_vs_visible(vs, pns) || !vs_binds(vs, gs->gw))
+        if (!vs->t.vs || !rds_vs_visible(vs, pns) || !wf_gw_vs_binds(vs, gs->gw))
             continue;
         if (add_vs(b, gs, vs) != 0)
             return -1;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "pilot/gateway_hosts.h"
 #include "pilot/cds.h"
 #include "pilot/naming.h"
 #include "pilot/rds_internal.h"
@@ -91,50 +92,11 @@ static int add_chain(const wf_gw_tcp_in *in, json_t *chains, json_t *match, json
 
 /* ---------- PASSTHROUGH ---------- */
 
-static bool vs_binds(const wf_resource *vs, const wf_resource *gw)
-{
-    const wf_strs *g = &vs->t.vs->gateways;
-    for (size_t i = 0; i < g->n; i++) {
-        const char *e = g->v[i], *slash = strchr(e, '/');
-        const char *ns = slash ? e : vs->ns;
-        size_t nl = slash ? (size_t)(slash - e) : strlen(vs->ns);
-        const char *name = slash ? slash + 1 : e;
-        if (strlen(gw->ns) == nl && !strncmp(ns, gw->ns, nl) && !strcmp(name, gw->name))
-            return true;
-    }
-    return false;
-}
-
-/* Does wildcard-or-exact host b cover a? */
-static bool covers(const char *b, const char *a)
-{
-    if (!strcmp(a, b) || !strcmp(b, "*"))
-        return true;
-    if (b[0] != '*' || b[1] != '.')
-        return false;
-    size_t al = strlen(a), sl = strlen(b + 1);
-    return al > sl && !strcmp(a + al - sl, b + 1);
-}
-
-/* The server host h ("ns/host" or "host") as seen from namespace ns; NULL = hidden. */
-static const char *server_host(const char *h, const char *ns, const char *gw_ns)
-{
-    const char *slash = strchr(h, '/');
-    if (!slash)
-        return h;
-    size_t nl = (size_t)(slash - h);
-    if (nl == 1 && h[0] == '*')
-        return slash + 1;
-    if (nl == 1 && h[0] == '.')
-        return !strcmp(ns, gw_ns) ? slash + 1 : NULL;
-    return strlen(ns) == nl && !strncmp(h, ns, nl) ? slash + 1 : NULL;
-}
-
 static bool server_meets(const wf_gw_tcp_in *in, const char *ns, const char *host)
 {
     for (size_t i = 0; i < in->srv->hosts.n; i++) {
-        const char *sh = server_host(in->srv->hosts.v[i], ns, in->gw->ns);
-        if (sh && (covers(sh, host) || covers(host, sh)))
+        const char *sh = wf_gw_server_host(in->srv->hosts.v[i], ns, in->gw->ns);
+        if (sh && (wf_gw_host_subset(host, sh) || wf_gw_host_subset(sh, host)))
             return true;
     }
     return false;
@@ -235,7 +197,7 @@ static int tcp_server_chain(const wf_gw_tcp_in *in, json_t *chains)
     for (size_t i = 0; i < n; i++) {
         const wf_resource *vs = vss[i];
         if (!vs->t.vs || vs->t.vs->ntcp == 0 || !rds_vs_visible(vs, in->proxy_ns) ||
-            !vs_binds(vs, in->gw))
+            !wf_gw_vs_binds(vs, in->gw))
             continue;
         int meets = vs_meets(in, vs);
         if (meets < 0)
@@ -267,7 +229,7 @@ static int passthrough(const wf_gw_tcp_in *in, json_t *chains)
     for (size_t i = 0; i < n; i++) {
         const wf_resource *vs = vss[i];
         if (!vs->t.vs || vs->t.vs->ntls == 0 || !rds_vs_visible(vs, in->proxy_ns) ||
-            !vs_binds(vs, in->gw))
+            !wf_gw_vs_binds(vs, in->gw))
             continue;
         int meets = vs_meets(in, vs);
         if (meets < 0 || (meets && vs_chains(in, vs, chains) != 0))
