@@ -39,23 +39,10 @@ done
 [[ $DUR =~ ^[1-9][0-9]*$ ]] || usage
 PROXY=$BUILD/weft-proxy
 [ -x "$PROXY" ] || { echo "run_rbac.sh: $PROXY is not built" >&2; exit 1; }
-for exe in nginx wrk taskset curl; do
-  command -v "$exe" >/dev/null || { echo "run_rbac.sh: $exe missing (make bench-proxy installs it)" >&2; exit 1; }
-done
 PY=/usr/bin/python3
-BP_DIR=$(mktemp -d /tmp/weft-rbac-bench.XXXXXX)
 # shellcheck source=proxy/lib.sh
 . "$HERE/proxy/lib.sh"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$BP_DIR"
-}
-trap cleanup EXIT
-bp_sleep_init
-PIN_PROXY="" PIN_LOAD=""
-if [ "$(nproc)" -ge 2 ]; then PIN_PROXY="taskset -c 1" PIN_LOAD="taskset -c 0"; fi
+bp_setup rbac nginx wrk taskset curl
 mapfile -t PORTS < <("$PY" "$HERE/proxy/free_ports.py" 4)
 BPORT=${PORTS[0]} LPORT=${PORTS[1]} APORT=${PORTS[2]} RPORT=${PORTS[3]}
 

@@ -34,23 +34,10 @@ done
 [[ $DUR =~ ^[1-9][0-9]*$ ]] || usage
 PROXY=$BUILD/weft-proxy
 [ -x "$PROXY" ] || { echo "run_retry.sh: $PROXY is not built" >&2; exit 1; }
-for exe in nginx wrk taskset; do
-  command -v "$exe" >/dev/null || { echo "run_retry.sh: $exe missing (make bench-proxy installs it)" >&2; exit 1; }
-done
 PY=/usr/bin/python3
-BP_DIR=$(mktemp -d /tmp/weft-retry-bench.XXXXXX)
 # shellcheck source=proxy/lib.sh
 . "$HERE/proxy/lib.sh"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$BP_DIR"
-}
-trap cleanup EXIT
-bp_sleep_init
-PIN_PROXY="" PIN_LOAD=""
-if [ "$(nproc)" -ge 2 ]; then PIN_PROXY="taskset -c 1" PIN_LOAD="taskset -c 0"; fi
+bp_setup retry nginx wrk taskset
 mapfile -t PORTS < <("$PY" "$HERE/proxy/free_ports.py" 3)
 BPORT=${PORTS[0]} LPORT=${PORTS[1]} APORT=${PORTS[2]}
 

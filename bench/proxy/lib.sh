@@ -11,6 +11,33 @@
 # Globals the caller sets: BP_DIR (temporary directory), BP_SLEEP_FD (a FIFO opened
 # read-write, see bp_sleep_init), BP_PIN_PROXY / BP_PIN_LOAD (taskset prefixes, may be empty).
 
+# bp_setup NAME TOOL...: what the one-proxy benches (run_retry.sh, run_rbac.sh, run_tcp.sh)
+# share: each TOOL installed (else exit 1 naming it), BP_DIR (/tmp/weft-NAME-bench.XXXXXX),
+# PIDS=() with an EXIT trap that stops them and removes BP_DIR, the sleep FIFO, and PIN_PROXY /
+# PIN_LOAD (the proxy on CPU 1, load and backend on CPU 0, with 2 CPUs or more).
+bp_setup() {
+  local name=$1 exe
+  shift
+  for exe in "$@"; do
+    command -v "$exe" >/dev/null ||
+      { echo "run_$name.sh: $exe missing (make bench-proxy installs it)" >&2; exit 1; }
+  done
+  BP_DIR=$(mktemp -d "/tmp/weft-$name-bench.XXXXXX")
+  PIDS=()
+  trap bp_cleanup EXIT
+  bp_sleep_init
+  PIN_PROXY="" PIN_LOAD=""
+  if [ "$(nproc)" -ge 2 ]; then PIN_PROXY="taskset -c 1" PIN_LOAD="taskset -c 0"; fi
+}
+
+# bp_cleanup: the EXIT trap of bp_setup.
+bp_cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$BP_DIR"
+}
+
 # bp_sleep_init: opens the FIFO bp_sleep waits on.
 bp_sleep_init() {
   mkfifo "$BP_DIR/sleep.fifo"
