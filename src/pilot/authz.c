@@ -10,6 +10,7 @@
 
 #include "model/node_json.h"
 #include "pilot/authz_internal.h"
+#include "pilot/policy_select.h"
 
 #define ROOT_NS_DEFAULT   "istio-system"
 #define TD_DEFAULT        "cluster.local"
@@ -94,53 +95,16 @@ static const char *target_field(const wf_resource *p)
 
 /* ---------- selection ---------- */
 
-static bool applies(const wf_resource *r, const wf_authz_options *o)
-{
-    const wf_policy *p = r->t.policy;
-    if (p && p->target_refs)
-        return false; /* Gateway API gateways and waypoints only */
-    if (!p || !p->has_selector || p->selector.n == 0)
-        return true;
-    return o->labels && wf_kvs_subset(&p->selector, o->labels);
-}
-
 long wf_authz_select(const wf_store *store, const wf_authz_options *o, const wf_resource ***out)
 {
     *out = NULL;
     if (!store || !o)
         return -1;
     const char *root = o->root_ns && *o->root_ns ? o->root_ns : root_ns(o->mesh);
-    const char *nss[2] = {root, o->ns && *o->ns && strcmp(o->ns, root) != 0 ? o->ns : NULL};
-    size_t n = 0, cap = 0;
-    for (int k = 0; k < 2; k++) {
-        size_t m;
-        if (!nss[k])
-            continue;
-        const wf_resource *const *v =
-            wf_store_kind_ns(store, WF_KIND_AUTHORIZATIONPOLICY, nss[k], &m);
-        for (size_t i = 0; i < m; i++) {
-            if (!applies(v[i], o)) {
-                if (v[i]->t.policy && v[i]->t.policy->target_refs)
-                    note(o, WF_AUTHZ_NOTE_DEBUG, v[i], target_field(v[i]),
-                         v[i]->t.policy->target_refs,
-                         "%s: targetRef(s) select Gateway API gateways and waypoints, which "
-                         "weft does not run: the policy does not apply to this proxy%s",
-                         v[i]->name, NULL);
-                continue;
-            }
-            if (n == cap) {
-                cap = cap ? 2 * cap : 8;
-                const wf_resource **nv = realloc(*out, cap * sizeof *nv);
-                if (!nv) {
-                    free(*out);
-                    *out = NULL;
-                    return -1;
-                }
-                *out = nv;
-            }
-            (*out)[n++] = v[i];
-        }
-    }
+    size_t n = 0;
+    if (wf_policy_select(store, WF_KIND_AUTHORIZATIONPOLICY, o->ns, o->labels, root, true, out,
+                         &n) != 0)
+        return -1;
     return (long)n;
 }
 

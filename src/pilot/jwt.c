@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ROOT_NS_DEFAULT  "istio-system"
+#include "pilot/policy_select.h"
+
 #define HCM_NAME         "envoy.filters.network.http_connection_manager"
 #define MX_NAME          "istio.metadata_exchange"
 #define FETCH_TIMEOUT_MS 5000 /* JWTRule.timeout's default */
@@ -22,51 +23,11 @@ const char WF_JWT_FAKE_JWKS[] =
 
 /* ---------- selection ---------- */
 
-static bool selects(const wf_resource *r, const wf_kvs *labels)
-{
-    const wf_policy *p = r->t.policy;
-    if (!p)
-        return true;
-    if (p->target_refs)
-        return false; /* gateways and waypoints only */
-    if (!p->has_selector || p->selector.n == 0)
-        return true;
-    static const wf_kvs none = {0};
-    return wf_kvs_subset(&p->selector, labels ? labels : &none);
-}
-
 int wf_reqauthn_applied(const wf_store *s, const wf_reqauthn_options *o, const wf_resource ***out,
                         size_t *n)
 {
-    *out = NULL;
-    *n = 0;
-    const char *root = o->root_ns && *o->root_ns ? o->root_ns : ROOT_NS_DEFAULT;
-    const char *nss[2] = {o->ns, root};
-    size_t cap = 0;
-    for (int k = 0; k < 2; k++) {
-        if (!nss[k] || !*nss[k] || (k == 1 && o->ns && strcmp(o->ns, root) == 0))
-            continue;
-        size_t m = 0;
-        const wf_resource *const *v =
-            wf_store_kind_ns(s, WF_KIND_REQUESTAUTHENTICATION, nss[k], &m);
-        for (size_t i = 0; i < m; i++) {
-            if (!selects(v[i], o->labels))
-                continue;
-            if (*n == cap) {
-                cap = cap ? cap * 2 : 4;
-                const wf_resource **nv = realloc(*out, cap * sizeof(*nv));
-                if (!nv) {
-                    free(*out);
-                    *out = NULL;
-                    *n = 0;
-                    return -1;
-                }
-                *out = nv;
-            }
-            (*out)[(*n)++] = v[i];
-        }
-    }
-    return 0;
+    return wf_policy_select(s, WF_KIND_REQUESTAUTHENTICATION, o->ns, o->labels, o->root_ns, false,
+                            out, n);
 }
 
 /* ---------- translation ---------- */
