@@ -4,6 +4,8 @@
  * and log lines (xds_auth.h).
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "core/log.h"
@@ -59,4 +61,37 @@ int wf_ads_authorize(wf_ads_conn *c)
     c->refused = true;
     wf_ads_fail(c, WF_GRPC_PERMISSION_DENIED, msg);
     return -1;
+}
+
+int wf_ads_on_node(wf_ads_conn *c, bool has_node, const wf_xds_node *node)
+{
+    wf_ads *a = c->ads;
+    char err[256] = "node is required in the first request of a stream";
+    const wf_store *store = a->snap ? a->snap->store : NULL;
+    if (!has_node || a->opts.proxy_from_node(node, store, &c->proxy, err, sizeof err) != 0) {
+        wf_ads_note_rejected(a, has_node && node->id ? node->id : "", c->address, err);
+        wf_ads_fail(c, WF_GRPC_INVALID_ARGUMENT, err);
+        return -1;
+    }
+    if (wf_ads_authorize(c) != 0) {
+        wf_pilot_proxy_free(&c->proxy);
+        return -1;
+    }
+    c->has_proxy = true;
+    size_t n = strlen(c->proxy.id) + 24;
+    c->id = malloc(n);
+    if (!c->id || wf_ads_list_add(a, c)) {
+        free(c->id);
+        c->id = NULL;
+        wf_pilot_proxy_free(&c->proxy);
+        c->has_proxy = false;
+        wf_ads_fail(c, WF_GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        return -1;
+    }
+    snprintf(c->id, n, "%s-%llu", c->proxy.id, (unsigned long long)++a->conn_seq);
+    wf_ads_drop_retained(a, c->proxy.id);
+    /* drop_retained never removes c: it is connected */
+    WF_LOG(WF_LC_config, WF_LOG_INFO, "ADS: new %sconnection for node:%s", c->delta ? "delta " : "",
+           c->id);
+    return 0;
 }

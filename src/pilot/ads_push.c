@@ -27,49 +27,6 @@
 static const wf_xds_type serve_order[WF_XDS_NTYPES] = {WF_XDS_CDS, WF_XDS_EDS, WF_XDS_LDS,
                                                        WF_XDS_RDS, WF_XDS_SDS, WF_XDS_ECDS};
 
-void wf_ads_dequeue(wf_ads_conn *c)
-{
-    wf_ads *a = c->ads;
-    if (!c->q_in)
-        return;
-    if (c->q_prev)
-        c->q_prev->q_next = c->q_next;
-    else
-        a->q_head = c->q_next;
-    if (c->q_next)
-        c->q_next->q_prev = c->q_prev;
-    else
-        a->q_tail = c->q_prev;
-    c->q_next = c->q_prev = NULL;
-    c->q_in = false;
-}
-
-static void kick(wf_ads *a)
-{
-    if (!a->closing && !uv_is_active((uv_handle_t *)&a->q_timer))
-        uv_idle_start(&a->q_idle, wf_ads_on_queue_turn);
-}
-
-void wf_ads_enqueue(wf_ads_conn *c, unsigned push, unsigned force, int64_t changed_at_ms)
-{
-    wf_ads *a = c->ads;
-    c->q_push |= push;
-    c->q_force |= force;
-    if (changed_at_ms && (!c->q_changed_at_ms || changed_at_ms < c->q_changed_at_ms))
-        c->q_changed_at_ms = changed_at_ms;
-    if (!c->q_in) {
-        c->q_prev = a->q_tail;
-        c->q_next = NULL;
-        if (a->q_tail)
-            a->q_tail->q_next = c;
-        else
-            a->q_head = c;
-        a->q_tail = c;
-        c->q_in = true;
-    }
-    kick(a);
-}
-
 /* Bytes waiting in the send queues of every call (kept by the transport: O(1)). */
 static size_t inflight(const wf_ads *a)
 {
@@ -114,7 +71,7 @@ static void on_retry(uv_timer_t *t)
 {
     wf_ads *a = t->data;
     if (a->q_head)
-        kick(a);
+        wf_ads_kick(a);
 }
 
 void wf_ads_on_queue_turn(uv_idle_t *h)

@@ -1,7 +1,7 @@
 /*
- * delta.c - delta xDS (DeltaAggregatedResources) on top of ads.c: subscriptions,
- * per-resource versions, removed_resources. The delta bookkeeping discovery_state.c does not
- * have. See ads.h for the behaviour followed.
+ * delta.c - delta xDS (DeltaAggregatedResources) on the xDS server's connections (ads_conn.c):
+ * subscriptions, per-resource versions, removed_resources. The delta bookkeeping discovery_state.c
+ * does not have. See ads.h for the behaviour followed.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,14 +10,6 @@
 #include "core/log.h"
 #include "pilot/ads_internal.h"
 #include "xds/grpc_frame.h"
-
-void wf_delta_type_free(wf_ads_type *t)
-{
-    json_decref(t->subscribed);
-    json_decref(t->versions);
-    t->subscribed = t->versions = NULL;
-    t->wildcard = false;
-}
 
 static const char *res_name(const json_t *r)
 {
