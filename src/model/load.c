@@ -15,9 +15,6 @@
 
 #define MAX_DIR_DEPTH 64
 
-static const char *const ignored_namespaces[] = {"kube-system", "kube-public", "kube-node-lease",
-                                                 "local-path-storage"};
-
 static bool has_ext(const char *path, const char *ext)
 {
     size_t lp = strlen(path), le = strlen(ext);
@@ -286,12 +283,4 @@ int wf_store_load_path(wf_store *s, const char *path, void (*skipped_cb)(const c
         return 0;
     }
     return load_file(s, path, false);
-}
-
-bool wf_is_system_namespace(const char *ns)
-{
-    for (size_t i = 0; i < sizeof(ignored_namespaces) / sizeof(ignored_namespaces[0]); i++)
-        if (strcmp(ns, ignored_namespaces[i]) == 0)
-            return true;
-    return false;
 }

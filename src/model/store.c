@@ -452,3 +452,15 @@ int wf_store_finalize(wf_store *s, const char *default_ns, bool synth_pods)
         return -1;
     return index_flatten(&s->arena, &s->hosts);
 }
+
+/* Istio's ignored namespaces (analyzers and istiod skip them). */
+static const char *const ignored_namespaces[] = {"kube-system", "kube-public", "kube-node-lease",
+                                                 "local-path-storage"};
+
+bool wf_is_system_namespace(const char *ns)
+{
+    for (size_t i = 0; i < sizeof(ignored_namespaces) / sizeof(ignored_namespaces[0]); i++)
+        if (strcmp(ns, ignored_namespaces[i]) == 0)
+            return true;
+    return false;
+}
