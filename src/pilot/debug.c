@@ -9,10 +9,13 @@
  * request head) is closed.
  */
 #include "pilot/debug.h"
+#include "pilot/debug_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "core/log.h"
 #include "http/h1_server.h"
@@ -25,6 +28,7 @@
 struct wf_debug {
     h1s_server *srv;
     wf_pilot *pilot;
+    wf_debug_route_fn route;
 };
 
 static const char *reason(int status)
@@ -80,10 +84,46 @@ static void on_request(void *ud, h1s_conn *c, const h1s_request *req)
         *q++ = '\0';
     }
     wf_debug_reply r = {.status = 200, .ctype = "application/json", .body = WF_STRBUF_INIT};
-    wf_debug_route(d->pilot, target, q ? q : "", &r);
+    if (d->route)
+        d->route(d->pilot, target, q ? q : "", &r);
+    else
+        wf_debug_reply_json(&r, 404, json_pack("{s:s}", "error", "no debug views"));
     WF_LOG(WF_LC_admin, WF_LOG_DEBUG, "debug: GET %s -> %d", target, r.status);
     respond(c, r.status, r.ctype, &r.body);
     wf_strbuf_free(&r.body);
+}
+
+/* ---- what the views answer with (debug.h, debug_internal.h) ---- */
+
+/* Query parameter value (not decoded beyond %2E/%2F-free ids), "" when present without value,
+ * NULL when absent. Copies into buf. */
+const char *wf_debug_query_get(const char *q, const char *key, char *buf, size_t cap)
+{
+    size_t kl = strlen(key);
+    for (const char *p = q; p && *p;) {
+        const char *amp = strchr(p, '&');
+        size_t n = amp ? (size_t)(amp - p) : strlen(p);
+        if (n >= kl && strncmp(p, key, kl) == 0 && (n == kl || p[kl] == '=')) {
+            size_t vl = n > kl ? n - kl - 1 : 0;
+            vl = vl < cap - 1 ? vl : cap - 1;
+            memcpy(buf, p + n - vl, vl);
+            buf[vl] = '\0';
+            return buf;
+        }
+        p = amp ? amp + 1 : NULL;
+    }
+    return NULL;
+}
+
+void wf_debug_reply_json(wf_debug_reply *r, int status, json_t *j)
+{
+    char *txt = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+    json_decref(j);
+    r->status = txt ? status : 500;
+    r->ctype = "application/json";
+    wf_strbuf_puts(&r->body, txt ? txt : "{\"error\": \"out of memory\"}");
+    wf_strbuf_putc(&r->body, '\n');
+    free(txt);
 }
 
 static void on_error(void *ud, h1s_conn *c, int status, const char *details)
@@ -109,6 +149,7 @@ int wf_debug_start(uv_loop_t *loop, const wf_debug_opts *opts, wf_debug **out, c
         return -1;
     }
     d->pilot = opts->pilot;
+    d->route = opts->route;
     int rc = strchr(ip, ':') ? uv_ip6_addr(ip, opts->port, (struct sockaddr_in6 *)&sa)
                              : uv_ip4_addr(ip, opts->port, (struct sockaddr_in *)&sa);
     h1s_opts ho = {.body = H1S_BODY_SKIP,

@@ -47,10 +47,16 @@
 typedef struct wf_pilot wf_pilot;
 typedef struct wf_debug wf_debug;
 
+typedef struct wf_debug_reply wf_debug_reply;
+/* What answers a GET: the views (wf_debug_route below); the server never names them itself. */
+typedef void (*wf_debug_route_fn)(wf_pilot *p, const char *path, const char *query,
+                                  wf_debug_reply *r);
+
 typedef struct wf_debug_opts {
-    const char *ip;  /* NULL = 127.0.0.1 */
-    int port;        /* 0 = pick */
-    wf_pilot *pilot; /* where the views read from; must outlive wf_debug_close */
+    const char *ip;          /* NULL = 127.0.0.1 */
+    int port;                /* 0 = pick */
+    wf_pilot *pilot;         /* where the views read from; must outlive wf_debug_close */
+    wf_debug_route_fn route; /* NULL: every path answers 404 */
 } wf_debug_opts;
 
 /* Returns 0 and *out, or -1 with a message naming the address in err. */
@@ -61,11 +67,11 @@ int wf_debug_port(const wf_debug *d);
 void wf_debug_close(wf_debug *d);
 
 /* A response: status, content type (static string) and body. */
-typedef struct wf_debug_reply {
+struct wf_debug_reply {
     int status;
     const char *ctype;
     wf_strbuf body;
-} wf_debug_reply;
+};
 
 /* Answers one GET (path without query; query without '?', may be ""). Used by the server and
  * by tests. r->body must be initialised by the caller. */

@@ -1,6 +1,7 @@
 /*
- * debug_internal.h - what the debug server's view files (debug_views.c, debug_dump.c,
- * debug_mesh.c) share. Not for use outside src/pilot/debug*.c and their tests.
+ * debug_internal.h - what the debug server (debug.c: the reply helpers) and its view files
+ * (debug_views.c, debug_dump.c, debug_mesh.c) share. Not for use outside src/pilot/debug*.c
+ * and their tests.
  */
 #ifndef WF_PILOT_DEBUG_INTERNAL_H
 #define WF_PILOT_DEBUG_INTERNAL_H

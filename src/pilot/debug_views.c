@@ -79,42 +79,11 @@ static void rfc3339(int64_t ms, char *buf, size_t cap)
     snprintf(buf + n, cap - n, ".%03dZ", (int)(ms % 1000));
 }
 
-/* Query parameter value (not decoded beyond %2E/%2F-free ids), "" when present without value,
- * NULL when absent. Copies into buf. */
-const char *wf_debug_query_get(const char *q, const char *key, char *buf, size_t cap)
-{
-    size_t kl = strlen(key);
-    for (const char *p = q; p && *p;) {
-        const char *amp = strchr(p, '&');
-        size_t n = amp ? (size_t)(amp - p) : strlen(p);
-        if (n >= kl && strncmp(p, key, kl) == 0 && (n == kl || p[kl] == '=')) {
-            size_t vl = n > kl ? n - kl - 1 : 0;
-            vl = vl < cap - 1 ? vl : cap - 1;
-            memcpy(buf, p + n - vl, vl);
-            buf[vl] = '\0';
-            return buf;
-        }
-        p = amp ? amp + 1 : NULL;
-    }
-    return NULL;
-}
-
 static void set_str(json_t *o, const char *k, const char *v)
 {
     if (v && *v) {
         json_object_set_new(o, k, json_string(v));
     }
-}
-
-void wf_debug_reply_json(wf_debug_reply *r, int status, json_t *j)
-{
-    char *txt = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
-    json_decref(j);
-    r->status = txt ? status : 500;
-    r->ctype = "application/json";
-    wf_strbuf_puts(&r->body, txt ? txt : "{\"error\": \"out of memory\"}");
-    wf_strbuf_putc(&r->body, '\n');
-    free(txt);
 }
 
 static void reply_text(wf_debug_reply *r, int status, const char *text)

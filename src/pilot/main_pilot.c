@@ -384,6 +384,7 @@ int main(int argc, char **argv)
     r.term.data = r.intr.data = &r;
     uv_signal_start(&r.term, on_signal, SIGTERM);
     uv_signal_start(&r.intr, on_signal, SIGINT);
+    c.o.debug_route = wf_debug_route;
     if (wf_pilot_start(&loop, &c.o, &r.pilot, err, sizeof err) != 0) {
         fprintf(stderr, "weft-pilot: %s\n", err);
         WF_LOG(WF_LC_main, WF_LOG_CRITICAL, "startup failed: %s", err);

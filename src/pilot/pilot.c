@@ -27,33 +27,6 @@ struct wf_pilot {
     bool serving;
 };
 
-int wf_pilot_parse_addr(const char *s, char *ip, size_t cap, int *port)
-{
-    const char *colon = s ? strrchr(s, ':') : NULL;
-    if (!colon || !colon[1]) {
-        return -1;
-    }
-    const char *h = s;
-    size_t hl = (size_t)(colon - s);
-    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
-        h++;
-        hl -= 2;
-    }
-    char *end;
-    long p = strtol(colon + 1, &end, 10);
-    if (*end || p < 0 || p > 65535 || hl + 1 > cap) {
-        return -1;
-    }
-    if (hl == 0) {
-        snprintf(ip, cap, "0.0.0.0");
-    } else {
-        memcpy(ip, h, hl);
-        ip[hl] = '\0';
-    }
-    *port = (int)p;
-    return 0;
-}
-
 static void on_snapshot(wf_snapshot *snap, void *ud)
 {
     wf_pilot *p = ud;
@@ -148,7 +121,7 @@ static int start_debug(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t ca
         snprintf(err, cap, "bad --monitoringAddr %s: want ip:port", addr);
         return -1;
     }
-    wf_debug_opts d = {.ip = ip, .port = port, .pilot = p};
+    wf_debug_opts d = {.ip = ip, .port = port, .pilot = p, .route = o->debug_route};
     if (wf_debug_start(p->loop, &d, &p->debug, err, cap)) {
         return -1;
     }

@@ -31,6 +31,8 @@
 #include <uv.h>
 
 #include "pilot/ads.h"
+#include "pilot/debug.h"
+#include "pilot/listen_addr.h"
 #include "pilot/pilot_ca.h"
 #include "pilot/source.h"
 
@@ -49,15 +51,14 @@ typedef struct wf_pilot_opts {
     uint64_t rescan_ms;                          /* 0 = 2000 */
     const char *ca_dir; /* the CA directory (pilot_ca.h); NULL = wf_pilot_ca_default_dir */
     const char *secure_grpc_addr; /* istiod's 15012 over TLS (pilot_secure.h); NULL = none */
+    /* what answers the debug endpoints: wf_debug_route (debug.h) from the program; NULL =
+     * every path 404 */
+    wf_debug_route_fn debug_route;
     bool no_xds_auth; /* XDS_AUTH=false: the secure port's xDS streams are not authenticated
                        * (xds_auth.h); default (false) authenticates them, as istiod */
 } wf_pilot_opts;
 
 typedef struct wf_pilot wf_pilot;
-
-/* Parses "ip:port", "[ipv6]:port" or ":port" (all interfaces, 0.0.0.0) into ip (cap bytes)
- * and port 0..65535. Returns 0 or -1. */
-int wf_pilot_parse_addr(const char *s, char *ip, size_t cap, int *port);
 
 /* Starts everything. Returns 0 and *out, or -1 with a message naming the address or path at
  * fault in err (what was started is closed; run the loop to release it). */

@@ -604,7 +604,8 @@ static void test_pilot_syncz_shows_nack(void **state)
                        .n_dirs = 1,
                        .grpc_addr = "127.0.0.1:0",
                        .monitoring_addr = "127.0.0.1:0",
-                       .keepalive_interval_ms = 30000};
+                       .keepalive_interval_ms = 30000,
+                       .debug_route = wf_debug_route};
     wf_pilot *p;
     assert_int_equal(wf_pilot_start(&e->loop, &o, &p, err, sizeof err), 0);
     int status;
