@@ -18,11 +18,12 @@
  *    request named a grpc-encoding X other than identity, else 13 INTERNAL `grpc: compressed
  *    flag set with identity or empty encoding` (grpc-go's texts); a flag above 1 is 13
  *    INTERNAL; a message above 4 MiB (grpc's default maximum) is 8 RESOURCE_EXHAUSTED.
- *  - Request checks, on the request HEADERS: a :method other than POST resets the stream with
- *    PROTOCOL_ERROR (grpc-go); a content-type that is not gRPC is answered :status 415 with
- *    grpc-status 13 and `transport: received unexpected content-type "X"`; a :path served by
- *    nobody is answered at once 12 UNIMPLEMENTED, `unknown service S` or `unknown method M for
- *    service S` (`malformed method name` without a '/' between them).
+ *  - Request checks, on the request HEADERS, as grpc-go's server answers them: a :method other
+ *    than POST gets :status 405, grpc-status 13 `Received a HEADERS frame with :method "GET"
+ *    which should be POST`; a content-type that is not gRPC :status 415, grpc-status 3
+ *    `invalid gRPC request content-type "X"` (both with content-type application/grpc and
+ *    END_STREAM); a :path served by nobody is answered at once 12 UNIMPLEMENTED, `unknown
+ *    service S` or `unknown method M for service S` (`malformed method name` without a '/').
  *  - Unary and server-streaming methods answer once the request stream ended (END_STREAM);
  *    the first request message is the request: none is 13 INTERNAL `grpc: no request
  *    message`, a second 13 INTERNAL `grpc: too many request messages`, one that does not

@@ -142,7 +142,8 @@ static void call_finish(struct gcall *call, int status, const char *msg)
     call_push(call);
 }
 
-/* An answer that is not gRPC's 200 (415 for a bad content-type), Trailers-Only style. */
+/* An answer that is not gRPC's 200 (405 for a method, 415 for a content-type), Trailers-Only
+ * style, as grpc-go's early aborts. */
 static void call_reject(struct gcall *call, const char *http_status, int status, const char *msg)
 {
     nghttp2_nv nv[8];
@@ -384,6 +385,7 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
         return 0;
     if (IS(n, nl, ":method")) {
         call->post = IS(v, vl, "POST");
+        keep(call->http_method, sizeof call->http_method, v, vl);
     } else if (IS(n, nl, ":path")) {
         call->path_long = vl >= sizeof call->path;
         keep(call->path, sizeof call->path, v, vl);
@@ -419,15 +421,15 @@ static void request_head(struct gcall *call)
 {
     char text[512];
     if (!call->post) {
-        nghttp2_submit_rst_stream(call->conn->session, NGHTTP2_FLAG_NONE, call->id,
-                                  NGHTTP2_PROTOCOL_ERROR);
-        call->done = call->headers_sent = true;
+        snprintf(text, sizeof text,
+                 "Received a HEADERS frame with :method \"%s\" which should be POST",
+                 call->http_method);
+        call_reject(call, "405", 13, text);
         return;
     }
     if (!app_grpc_content_type_ok(call->ctype, strlen(call->ctype))) {
-        snprintf(text, sizeof text, "transport: received unexpected content-type \"%s\"",
-                 call->ctype);
-        call_reject(call, "415", 13, text);
+        snprintf(text, sizeof text, "invalid gRPC request content-type \"%s\"", call->ctype);
+        call_reject(call, "415", 3, text);
         return;
     }
     call->method = method_of(call);

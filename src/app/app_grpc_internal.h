@@ -40,6 +40,7 @@ struct gcall {
     bool headers_sent, deferred, done, lazy;
     bool path_long;
     char path[128];
+    char http_method[GRPC_HDR_SMALL];
     char ctype[96];
     char encoding[GRPC_HDR_SMALL];
     char x_delay[GRPC_HDR_SMALL], x_status[GRPC_HDR_SMALL];

@@ -4,7 +4,7 @@ Python grpcio (Debian's python3-grpcio) calls shop.Echo/Echo, shop.Echo/EchoStre
 grpc.health.v1.Health/Check through generic stubs; the messages are built with Debian's
 python3-protobuf (a dependency of python3-grpcio) from descriptors made here, so the
 encoding is protobuf's own, not ours. curl --http2-prior-knowledge and Python's h2 check
-what grpcio hides: Trailers-Only answers, the 415 answer, compressed flags, stream resets,
+what grpcio hides: Trailers-Only answers, the 405 and 415 answers, compressed flags, stream resets,
 and the GOAWAY an HTTP/1.1 client gets.
 
 Every app is started on 127.0.0.1 port 0 and stopped with SIGTERM by the fixture, which then
@@ -432,8 +432,18 @@ def test_request_checks(raw):
     sid = r.call("/shop.Echo/Echo", b"{}", ctype="application/json")
     r.pump(r.finished(sid))
     h = dict(r.of(sid, h2.events.ResponseReceived)[0].headers)
-    assert h[":status"] == "415" and h["grpc-status"] == "13"
-    assert "application/json" in h["grpc-message"]
+    assert (h[":status"], h["grpc-status"]) == ("415", "3")
+    assert h["grpc-message"] == 'invalid gRPC request content-type "application/json"'
+    r.conn.send_headers(r.conn.get_next_available_stream_id(), [
+        (":method", "GET"), (":scheme", "http"), (":path", "/shop.Echo/Echo"),
+        (":authority", "echo"), ("content-type", "application/grpc")], end_stream=True)
+    r.flush()
+    sid = r.conn.highest_outbound_stream_id
+    r.pump(r.finished(sid))
+    h = dict(r.of(sid, h2.events.ResponseReceived)[0].headers)
+    assert (h[":status"], h["grpc-status"]) == ("405", "13")
+    assert h["grpc-message"] == \
+        'Received a HEADERS frame with :method "GET" which should be POST'
     for body, text in ((b"", "grpc: no request message"),
                        (framed(b"") + framed(b""), "grpc: too many request messages"),
                        (framed(b"\x0a\x05a"), "grpc: error unmarshalling request"),
