@@ -119,7 +119,8 @@ void app_grpc_conn_flush(struct gconn *c)
         c->writing = true;
         return;
     }
-    if (!nghttp2_session_want_read(c->session) && !nghttp2_session_want_write(c->session))
+    if ((c->failed || !nghttp2_session_want_read(c->session)) &&
+        !nghttp2_session_want_write(c->session))
         conn_linger(c);
 }
 
@@ -138,13 +139,14 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         conn_close(c); /* EOF or error: the calls are dropped */
         return;
     }
-    if (c->lingering)
+    if (c->lingering || c->failed)
         return;
     ssize_t rv = nghttp2_session_mem_recv(c->session, (const uint8_t *)buf->base, (size_t)nread);
     if (rv < 0) {
         /* not HTTP/2 (an HTTP/1.1 request line fails the preface) or a connection error:
          * a GOAWAY (nghttp2 may have queued one already: then this does nothing) */
-        nghttp2_session_terminate_session(c->session, NGHTTP2_PROTOCOL_ERROR);
+        (void)nghttp2_session_terminate_session(c->session, NGHTTP2_PROTOCOL_ERROR);
+        c->failed = true;
     }
     app_grpc_conn_flush(c);
 }
@@ -183,8 +185,8 @@ static void on_connection(uv_stream_t *l, int status)
         conn_close(c);
         return;
     }
-    uv_tcp_nodelay(&c->tcp, 1);
-    app_grpc_conn_flush(c); /* our SETTINGS: the server connection preface */
+    (void)uv_tcp_nodelay(&c->tcp, 1); /* latency only */
+    app_grpc_conn_flush(c);           /* our SETTINGS: the server connection preface */
 }
 
 /* ---- the server ----------------------------------------------------------------------- */
@@ -257,9 +259,4 @@ void app_grpc_free(struct app_grpc *g)
         return;
     nghttp2_session_callbacks_del(g->cbs);
     free(g);
-}
-
-uint64_t app_grpc_calls(const struct app_grpc *g)
-{
-    return g->calls;
 }

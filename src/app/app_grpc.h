@@ -181,7 +181,4 @@ void app_grpc_stop(struct app_grpc *g);
  * NULL is accepted. */
 void app_grpc_free(struct app_grpc *g);
 
-/* Calls accepted since start (a served :path, after the request checks). */
-uint64_t app_grpc_calls(const struct app_grpc *g);
-
 #endif

@@ -124,12 +124,14 @@ static void call_push(struct gcall *call)
         size_t n = response_nva(call, nv, "200", only ? call->status : -1, num);
         call->headers_sent = true;
         if (nghttp2_submit_response(s, call->id, nv, n, only ? NULL : &dp) != 0)
-            nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, call->id, NGHTTP2_INTERNAL_ERROR);
+            (void)nghttp2_submit_rst_stream(
+                s, NGHTTP2_FLAG_NONE, call->id,
+                NGHTTP2_INTERNAL_ERROR); /* fails only with the session */
         return;
     }
     if (call->deferred) {
         call->deferred = false;
-        nghttp2_session_resume_data(s, call->id);
+        (void)nghttp2_session_resume_data(s, call->id); /* fails only for a closed stream */
     }
 }
 
@@ -151,7 +153,9 @@ static void call_reject(struct gcall *call, const char *http_status, int status,
     call_set_status(call, status, msg, strlen(msg));
     call->headers_sent = true;
     size_t n = response_nva(call, nv, http_status, status, num);
-    nghttp2_submit_response(call->conn->session, call->id, nv, n, NULL);
+    if (nghttp2_submit_response(call->conn->session, call->id, nv, n, NULL) != 0)
+        (void)nghttp2_submit_rst_stream(call->conn->session, NGHTTP2_FLAG_NONE, call->id,
+                                        NGHTTP2_INTERNAL_ERROR); /* fails only with the session */
 }
 
 /* ---- Echo, EchoStream, Health --------------------------------------------------------- */
@@ -439,7 +443,6 @@ static void request_head(struct gcall *call)
         return;
     }
     call->accepted = true;
-    call->conn->g->calls++;
 }
 
 static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *ud)
@@ -471,7 +474,7 @@ static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t error_code, 
     struct gcall *call = stream_call(s, id);
     if (!call)
         return 0;
-    nghttp2_session_set_stream_user_data(s, id, NULL);
+    (void)nghttp2_session_set_stream_user_data(s, id, NULL); /* the stream exists here */
     app_grpc_call_release(call); /* stops its timer: a reset cancels the delay */
     return 0;
 }
@@ -481,7 +484,8 @@ static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *ud)
 {
     if (f->hd.type == NGHTTP2_HEADERS && (f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
         nghttp2_session_get_stream_remote_close(s, f->hd.stream_id) == 0)
-        nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR);
+        (void)nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, f->hd.stream_id,
+                                        NGHTTP2_NO_ERROR); /* best effort, as the trailers went */
     return 0;
 }
 

@@ -68,6 +68,7 @@ struct gconn {
     struct gcall *calls;
     wf_strbuf wbuf;
     bool writing, lingering, closing;
+    bool failed; /* the session refused input: flush what it has, then end */
     int handles; /* open uv handles; the connection is freed when the last one closed */
     char rbuf[GRPC_READ_BUF];
 };
@@ -85,7 +86,6 @@ struct app_grpc {
     struct glistener *listeners[16];
     size_t nlisteners;
     struct gconn *conns;
-    uint64_t calls;
 };
 
 /* ---- app_grpc.c ---- */
