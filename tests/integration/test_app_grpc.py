@@ -557,3 +557,27 @@ def test_stop_with_calls_in_flight(app_factory):
             f.result()
         assert ei.value.code() == grpc.StatusCode.UNAVAILABLE
     ch.close()
+
+
+def test_http2_connection_error_gets_goaway(app, channel):
+    """After the preface, a frame HTTP/2 forbids (DATA on stream 0): GOAWAY PROTOCOL_ERROR and
+    the connection ends; other connections are unaffected."""
+    s = socket.create_connection(("127.0.0.1", app[1]), timeout=TIMEOUT)
+    s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+              + b"\x00\x00\x02\x00\x00\x00\x00\x00\x00hi")
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    frames = []
+    while data:
+        n = int.from_bytes(data[:3], "big")
+        frames.append((data[3], data[9:9 + n]))
+        data = data[9 + n:]
+    goaway = [p for t, p in frames if t == 7]
+    assert goaway and goaway[-1][4:8] == struct.pack(">I", 1)  # PROTOCOL_ERROR
+    echo, _ = stubs(channel)
+    assert echo(EchoRequest(message="fine"), timeout=TIMEOUT).message == "fine"
