@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/app_grpc.h"
 #include "app/app_internal.h"
 #include "app/catalog.h"
 
@@ -285,6 +286,20 @@ int wf_app_listen(struct wf_app *app, const char *addr, char *bound, size_t boun
     return 0;
 }
 
+int wf_app_listen_grpc(struct wf_app *app, const char *addr, char *bound, size_t boundlen)
+{
+    struct sockaddr_storage ss;
+    if (wf_app_parse_addr(addr, &ss) != 0)
+        return UV_EINVAL;
+    if (!app->grpc) {
+        struct app_grpc_config gc = {
+            .name = app->cfg.name, .pod = app->cfg.pod, .version = app->cfg.version};
+        if (!(app->grpc = app_grpc_new(app->loop, &gc)))
+            return UV_ENOMEM;
+    }
+    return app_grpc_listen(app->grpc, (struct sockaddr *)&ss, bound, boundlen);
+}
+
 /* "x-weft-app: NAME\r\n", "x-weft-pod: POD\r\n" and "x-weft-version: VERSION\r\n", as configured.
  */
 static int make_fixed(struct wf_app *app)
@@ -379,6 +394,8 @@ void wf_app_stop(struct wf_app *app)
     for (size_t i = 0; i < app->nservers; i++)
         h1s_close(app->servers[i]);
     app->nservers = 0;
+    if (app->grpc)
+        app_grpc_stop(app->grpc);
 }
 
 void wf_app_free(struct wf_app *app)
@@ -392,6 +409,7 @@ void wf_app_free(struct wf_app *app)
         free(x);
     }
     wf_catalog_free(app->catalog);
+    app_grpc_free(app->grpc);
     free_heads(app);
     free(app);
 }

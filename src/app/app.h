@@ -65,6 +65,11 @@
  * stream; a partly received head does not count as active; WebSocket connections are never
  * idle).
  *
+ * gRPC (app_grpc.h): listeners opened with wf_app_listen_grpc serve HTTP/2 with prior
+ * knowledge only, the shop.Echo service (Echo, EchoStream: delays and status codes on request)
+ * and grpc.health.v1.Health/Check; --hangup-first, --latency-ms, --idle-timeout-ms, /count and
+ * the catalog apply to the HTTP/1.1 listeners only.
+ *
  * An answer that ends the connection is followed by shutdown of the write side and up to
  * 2 s of reading and discarding (so the peer sees the answer or a clean EOF, not a reset).
  * Memory: an idle connection holds about 1 KiB; a busy one borrows a ~64 KiB block (read
@@ -90,6 +95,10 @@
 struct wf_app_config {
     const char *listen[WF_APP_MAX_LISTEN]; /* "ADDR:PORT" or "[IPv6]:PORT" */
     size_t nlisten;
+    const char *grpc_listen[WF_APP_MAX_LISTEN]; /* --grpc-listen: gRPC listeners */
+    size_t ngrpc_listen;
+    uint16_t grpc_port[WF_APP_MAX_LISTEN]; /* --grpc-port: a --listen on it serves gRPC */
+    size_t ngrpc_port;
     const char *name;         /* x-weft-app value (no CR, LF or other CTL), NULL: header not sent */
     const char *pod;          /* x-weft-pod value, NULL: header not sent */
     const char *version;      /* x-weft-version value, NULL: header not sent */
@@ -125,6 +134,10 @@ struct wf_app *wf_app_new(uv_loop_t *loop, const struct wf_app_config *cfg);
  * bound[boundlen]. On failure returns a negative libuv error (UV_EINVAL for bad text,
  * UV_EADDRINUSE, UV_EACCES, ...; UV_ENOMEM) and closes what it opened. */
 int wf_app_listen(struct wf_app *app, const char *addr, char *bound, size_t boundlen);
+
+/* Binds and listens for gRPC (app_grpc.h: h2c, shop.Echo and grpc.health.v1.Health) on addr, as
+ * wf_app_listen does for HTTP/1.1 (same address text, bound text and errors). */
+int wf_app_listen_grpc(struct wf_app *app, const char *addr, char *bound, size_t boundlen);
 
 /* Closes listeners and every connection (pending responses are dropped). The loop's uv_run
  * returns once the close callbacks have run, unless other handles keep it alive. */

@@ -81,6 +81,7 @@ struct wf_app {
     struct app_aux *free_aux;
     size_t nfree;
     struct wf_catalog *catalog; /* --catalog, else NULL */
+    struct app_grpc *grpc;      /* gRPC listeners (app_grpc.h), made by the first one */
     char *fixed; /* preformatted "x-weft-app: ..\r\nx-weft-pod: ..\r\nx-weft-version: ..\r\n" */
     size_t fixed_len;
     /* "Content-Type: <type>\r\n" + fixed, per content type (enum app_ctype) */

@@ -4,8 +4,10 @@
  * Exit status: 0 after --help, --version or SIGTERM/SIGINT; 2 for a bad command line (the
  * message names the flag); 1 when a listener cannot be opened (the message names the
  * address and the error text) or memory runs out at start. Prints "listening on ADDR:PORT"
- * on stdout (flushed) for each listener once it accepts connections.
+ * on stdout (flushed) for each listener once it accepts connections: the --listen ones in
+ * order (those whose port is a --grpc-port serve gRPC), then the --grpc-listen ones.
  */
+#include <arpa/inet.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -21,16 +23,24 @@ enum app_args { ARGS_OK, ARGS_HELP, ARGS_VERSION, ARGS_ERROR };
 
 static const char usage[] =
     "Usage: weft-app --listen ADDR:PORT [options]\n"
+    "       weft-app --grpc-listen ADDR:PORT [options]\n"
     "\n"
     "A small HTTP/1.1 test backend: /healthz, /status/<code>, /delay/<ms>, /hangup,\n"
     "/upload, /bytes/<n>, /chunked/<n>, /reset/<n> (n bytes of 2n, then a TCP\n"
     "reset), /echo, /ws (WebSocket echo), /count,\n"
     "/count/reset; with --catalog the book's catalog API: GET|POST /items,\n"
     "GET /items/{id}, GET|POST /blowup (fault injection: latency, 500, drop).\n"
+    "gRPC listeners (HTTP/2 prior knowledge) serve shop.Echo/Echo and EchoStream\n"
+    "(delay_ms, status, count in the request) and grpc.health.v1.Health/Check.\n"
     "\n"
     "Options:\n"
     "  --listen ADDR:PORT     listen address, repeatable; IPv6 as [::1]:8080;\n"
     "                         port 0 picks a free port (printed on stdout)\n"
+    "  --grpc-listen ADDR:PORT  gRPC listen address, repeatable (printed after\n"
+    "                         the --listen ones)\n"
+    "  --grpc-port PORT       a --listen address with this port serves gRPC instead\n"
+    "                         of HTTP/1.1, repeatable (for weftctl up, which adds\n"
+    "                         --listen for each containerPort)\n"
     "  --name NAME            send \"x-weft-app: NAME\" on every response\n"
     "  --pod POD              send \"x-weft-pod: POD\" on every response\n"
     "  --version-label V      send \"x-weft-version: V\" on every response (default:\n"
@@ -73,6 +83,33 @@ static int set_flag(struct wf_app_config *cfg, const char *flag, const char *v, 
             return -1;
         }
         cfg->listen[cfg->nlisten++] = v;
+        return 0;
+    }
+    if (strcmp(flag, "--grpc-listen") == 0) {
+        struct sockaddr_storage ss;
+        if (wf_app_parse_addr(v, &ss) != 0) {
+            snprintf(err, errlen,
+                     "invalid address \"%s\" for --grpc-listen: want ADDR:PORT or [IPv6]:PORT", v);
+            return -1;
+        }
+        if (cfg->ngrpc_listen >= WF_APP_MAX_LISTEN) {
+            snprintf(err, errlen, "too many --grpc-listen flags (at most %d)", WF_APP_MAX_LISTEN);
+            return -1;
+        }
+        cfg->grpc_listen[cfg->ngrpc_listen++] = v;
+        return 0;
+    }
+    if (strcmp(flag, "--grpc-port") == 0) {
+        uint64_t port;
+        if (!wf_app_parse_u64(v, strlen(v), 65535, &port) || port == 0) {
+            snprintf(err, errlen, "invalid value \"%s\" for --grpc-port: want a port 1..65535", v);
+            return -1;
+        }
+        if (cfg->ngrpc_port >= WF_APP_MAX_LISTEN) {
+            snprintf(err, errlen, "too many --grpc-port flags (at most %d)", WF_APP_MAX_LISTEN);
+            return -1;
+        }
+        cfg->grpc_port[cfg->ngrpc_port++] = (uint16_t)port;
         return 0;
     }
     if (strcmp(flag, "--name") == 0 || strcmp(flag, "--pod") == 0 ||
@@ -118,10 +155,30 @@ static int set_flag(struct wf_app_config *cfg, const char *flag, const char *v, 
 static bool known_flag(const char *f)
 {
     static const char *const flags[] = {
-        "--listen",       "--name",       "--pod",  "--idle-timeout-ms",
-        "--hangup-first", "--latency-ms", "--seed", "--version-label"};
+        "--listen",     "--name", "--pod",           "--idle-timeout-ms", "--hangup-first",
+        "--latency-ms", "--seed", "--version-label", "--grpc-listen",     "--grpc-port"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (strcmp(f, flags[i]) == 0)
+            return true;
+    return false;
+}
+
+/* The port of a --listen address (already checked by set_flag). */
+static unsigned listen_port(const char *addr)
+{
+    struct sockaddr_storage ss;
+    if (wf_app_parse_addr(addr, &ss) != 0)
+        return 0;
+    return ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                    : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+/* True when --listen address addr serves gRPC (its port was given to --grpc-port). */
+static bool listen_is_grpc(const struct wf_app_config *cfg, const char *addr)
+{
+    unsigned port = listen_port(addr);
+    for (size_t i = 0; i < cfg->ngrpc_port; i++)
+        if (cfg->grpc_port[i] == port)
             return true;
     return false;
 }
@@ -179,9 +236,19 @@ static enum app_args parse_args(struct wf_app_config *cfg, int argc, char **argv
         }
         cfg->version = env_version;
     }
-    if (cfg->nlisten == 0) {
-        snprintf(err, errlen, "--listen ADDR:PORT is required");
+    if (cfg->nlisten == 0 && cfg->ngrpc_listen == 0) {
+        snprintf(err, errlen, "--listen ADDR:PORT (or --grpc-listen ADDR:PORT) is required");
         return ARGS_ERROR;
+    }
+    for (size_t i = 0; i < cfg->ngrpc_port; i++) {
+        size_t j = 0;
+        while (j < cfg->nlisten && listen_port(cfg->listen[j]) != cfg->grpc_port[i])
+            j++;
+        if (j == cfg->nlisten) {
+            snprintf(err, errlen, "--grpc-port %u: no --listen address has this port",
+                     (unsigned)cfg->grpc_port[i]);
+            return ARGS_ERROR;
+        }
     }
     return ARGS_OK;
 }
@@ -207,19 +274,32 @@ static void on_signal(uv_signal_t *s, int signum)
     uv_close((uv_handle_t *)&m->sigint, NULL);
 }
 
-/* Opens every listener and prints its address; returns 0, or 1 after printing the error. */
-static int open_listeners(struct app_main *m, const struct wf_app_config *cfg)
+/* Opens one listener and prints its address; returns 0, or 1 after printing the error. */
+static int open_one(struct app_main *m, const char *addr, bool grpc)
 {
     char bound[96];
-    for (size_t i = 0; i < cfg->nlisten; i++) {
-        int r = wf_app_listen(m->app, cfg->listen[i], bound, sizeof bound);
-        if (r < 0) {
-            fprintf(stderr, "weft-app: cannot listen on %s: %s\n", cfg->listen[i], uv_strerror(r));
-            return 1;
-        }
-        printf("listening on %s\n", bound);
-        fflush(stdout);
+    int r = grpc ? wf_app_listen_grpc(m->app, addr, bound, sizeof bound)
+                 : wf_app_listen(m->app, addr, bound, sizeof bound);
+    if (r < 0) {
+        fprintf(stderr, "weft-app: cannot listen%s on %s: %s\n", grpc ? " (gRPC)" : "", addr,
+                uv_strerror(r));
+        return 1;
     }
+    printf("listening on %s\n", bound);
+    fflush(stdout);
+    return 0;
+}
+
+/* Opens every listener, the --listen ones (HTTP/1.1, or gRPC for a --grpc-port) in order,
+ * then the --grpc-listen ones; returns 0, or 1 after printing the error. */
+static int open_listeners(struct app_main *m, const struct wf_app_config *cfg)
+{
+    for (size_t i = 0; i < cfg->nlisten; i++)
+        if (open_one(m, cfg->listen[i], listen_is_grpc(cfg, cfg->listen[i])) != 0)
+            return 1;
+    for (size_t i = 0; i < cfg->ngrpc_listen; i++)
+        if (open_one(m, cfg->grpc_listen[i], true) != 0)
+            return 1;
     return 0;
 }
 
