@@ -29,7 +29,9 @@
 #include "core/strmap.h"
 #include "cli/flags.h"
 #include "cli/authz_fetch.h"
+#include "cli/envoy_dump.h"
 #include "cli/log_explain.h"
+#include "cli/log_explain_proto.h"
 #include "cli/log_explain_rbac.h"
 #include "cli/proxy_find.h"
 #include "cli/tabwriter.h"
@@ -78,7 +80,8 @@ static void usage(const wf_flag *flags)
 
 typedef struct item {
     const char *kind;     /* "flag", "details", "reset_reason", "transport_failure",
-                             "authorization" (value: log_explain_rbac.h's lines) */
+                             "authorization" (value: log_explain_rbac.h's lines), "grpc",
+                             "protocol", "tcp" (value: log_explain_proto.h's lines) */
     char *value;          /* heap */
     const wf_lx_entry *e; /* NULL: unknown */
     const char *inferred; /* details the line lacks, inferred: the evidence; else NULL */
@@ -166,6 +169,7 @@ static int add_details(items *l, const char *d, const char *tfr)
 typedef struct rbac_ctx {
     const wf_authz_table *t; /* --pod / --config-dump's table; NULL = none given */
     const char *pod;         /* "<pod>.<ns>", NULL for a dump file */
+    const wf_lx_routes *rt;  /* the same dump's route timeouts; NULL = none given */
 } rbac_ctx;
 
 static int add_rbac(items *l, const char *details, const rbac_ctx *rc)
@@ -177,8 +181,8 @@ static int add_rbac(items *l, const char *details, const rbac_ctx *rc)
     return r;
 }
 
-/* Everything to explain about one record, in the order it is printed. */
-static int explain(const wf_lx_record *r, const rbac_ctx *rc, items *out)
+/* The flag, details, reset, transport and authorization items of one record. */
+static int explain_tables(const wf_lx_record *r, const rbac_ctx *rc, items *out)
 {
     for (const char *p = r->flags; p && *p;) {
         size_t len = strcspn(p, ",");
@@ -212,11 +216,40 @@ static int explain(const wf_lx_record *r, const rbac_ctx *rc, items *out)
     return 0;
 }
 
+/* The HTTP/2, gRPC and TCP readings (log_explain_proto.h), one item each. */
+static int add_proto(items *l, const wf_lx_record *r, const rbac_ctx *rc)
+{
+    wf_strbuf b[3] = {WF_STRBUF_INIT, WF_STRBUF_INIT, WF_STRBUF_INIT};
+    static const char *const kinds[3] = {"grpc", "protocol", "tcp"};
+    int ret = wf_lx_proto_read(r, rc->rt, &b[0], &b[1], &b[2]);
+    for (int i = 0; i < 3; i++) {
+        if (ret == 0 && b[i].len)
+            ret = items_add(l, kinds[i], wf_strbuf_cstr(&b[i]), b[i].len, NULL);
+        wf_strbuf_free(&b[i]);
+    }
+    return ret;
+}
+
+/* Everything to explain about one record, in the order it is printed. */
+static int explain(const wf_lx_record *r, const rbac_ctx *rc, items *out)
+{
+    return explain_tables(r, rc, out) ? -1 : add_proto(out, r, rc);
+}
+
+static bool is_text_kind(const char *kind)
+{
+    return strcmp(kind, "authorization") == 0 || strcmp(kind, "grpc") == 0 ||
+           strcmp(kind, "protocol") == 0 || strcmp(kind, "tcp") == 0;
+}
+
 static void print_item(FILE *f, const item *it, int ind)
 {
-    if (strcmp(it->kind, "authorization") == 0) {
+    if (is_text_kind(it->kind)) {
         const char *p = it->value;
-        fprintf(f, "%*sauthorization: %.*s\n", ind, "", (int)strcspn(p, "\n"), p);
+        const char *label = strcmp(it->kind, "grpc") == 0  ? "gRPC"
+                            : strcmp(it->kind, "tcp") == 0 ? "TCP"
+                                                           : it->kind;
+        fprintf(f, "%*s%s: %.*s\n", ind, "", label, (int)strcspn(p, "\n"), p);
         for (p = strchr(p, '\n'); p; p = strchr(p + 1, '\n'))
             fprintf(f, "%*s%.*s\n", ind + 3, "", (int)strcspn(p + 1, "\n"), p + 1);
         return;
@@ -302,8 +335,7 @@ static void print_record(FILE *f, const wf_lx_record *r, const items *its)
 
 static json_t *item_json(const item *it)
 {
-    bool transport =
-        strstr(it->kind, "transport_failure") != NULL || strcmp(it->kind, "authorization") == 0;
+    bool transport = strstr(it->kind, "transport_failure") != NULL || is_text_kind(it->kind);
     json_t *o = json_pack("{s:s, s:s, s:b}", "kind", it->kind, "value", it->value, "known",
                           it->e != NULL || transport);
     if (o && it->e) {
@@ -351,6 +383,9 @@ static json_t *record_json(const wf_lx_record *r, const items *its)
     json_object_set_new(o, "authority", nstr(r->authority));
     json_object_set_new(o, "path", nstr(r->path));
     json_object_set_new(o, "request_id", nstr(r->request_id));
+    json_object_set_new(o, "protocol", nstr(r->protocol));
+    json_object_set_new(o, "grpc_status", nstr(r->grpc_status));
+    json_object_set_new(o, "duration", nstr(r->duration));
     json_object_set_new(o, "explanations", items_json(its));
     return o;
 }
@@ -604,26 +639,50 @@ static int finish(run_state *s, const char *src)
     return rc ? WF_EXIT_ERROR : WF_EXIT_OK;
 }
 
-/* --pod / --config-dump: the proxy's AuthorizationPolicy table. 0 (nothing asked: t->listeners
- * stays 0 and *asked false), or -1 with the error printed. */
-static int load_authz(const wf_flag *fl, wf_authz_table *t, char **pod, bool *asked)
+/* --pod / --config-dump: the proxy's AuthorizationPolicy table and route timeouts, from one
+ * read of its config dump. 0 (nothing asked: *asked false), or -1 with the error printed. */
+static int load_dump(const wf_flag *fl, wf_authz_table *t, wf_lx_routes *rt, char **pod,
+                     bool *asked)
 {
-    wf_strbuf warn = WF_STRBUF_INIT, err = WF_STRBUF_INIT;
+    wf_strbuf warn = WF_STRBUF_INIT, err = WF_STRBUF_INIT, why = WF_STRBUF_INIT;
     const char *pilot = fl[F_PILOT].sval ? fl[F_PILOT].sval : WF_DEFAULT_PILOT;
     int rc = 0;
     *pod = NULL;
     *asked = fl[F_POD].sval || fl[F_CONFIG_DUMP].sval;
-    if (fl[F_CONFIG_DUMP].sval)
-        rc = wf_authz_fetch_file(fl[F_CONFIG_DUMP].sval, t, &warn, &err);
-    else if (fl[F_POD].sval)
-        rc = wf_authz_fetch_pod(pilot, fl[F_POD].sval, fl[F_NAMESPACE].sval, t, pod, &warn, &err);
+    wf_envoy_dump d = {0};
+    if (fl[F_CONFIG_DUMP].sval) {
+        rc = wf_envoy_dump_load_file(fl[F_CONFIG_DUMP].sval, &d, &why);
+        if (rc != 0)
+            wf_strbuf_printf(&err, "failed to get config dump from file %s: %s",
+                             fl[F_CONFIG_DUMP].sval, wf_strbuf_cstr(&why));
+    } else if (fl[F_POD].sval) {
+        rc = wf_authz_dump_pod(pilot, fl[F_POD].sval, fl[F_NAMESPACE].sval, &d, pod, &err);
+    }
+    if (rc == 0 && *asked) {
+        rc = wf_authz_from_dump(&d, t, &warn, &err);
+        /* route timeouts: optional (a dump of listeners only still explains RBAC) */
+        json_t *sec = wf_envoy_dump_section(&d, WF_DUMP_T_ROUTES, NULL, &why);
+        json_t *rcs = json_array();
+        if (rc == 0 && sec && rcs &&
+            (wf_envoy_dump_items(&d, sec, 0, "dynamic_route_configs", "route_config", rcs, &why) ||
+             wf_envoy_dump_items(&d, sec, 0, "static_route_configs", "route_config", rcs, &why) ||
+             wf_lx_routes_add(rt, rcs)))
+            wf_strbuf_printf(&warn, "warning: route timeouts not read: %s\n",
+                             why.len ? wf_strbuf_cstr(&why) : "out of memory");
+        json_decref(rcs);
+    }
+    if (*asked && d.root)
+        wf_envoy_dump_free(&d);
     fwrite(wf_strbuf_cstr(&warn), 1, warn.len, stderr);
     if (rc != 0) {
         fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
         memset(t, 0, sizeof *t);
+        free(*pod);
+        *pod = NULL;
     }
     wf_strbuf_free(&warn);
     wf_strbuf_free(&err);
+    wf_strbuf_free(&why);
     return rc;
 }
 
@@ -650,22 +709,24 @@ static int explain_cmd(wf_flag *fl, char **pos, size_t npos)
     FILE *in = NULL;
     int rc = WF_EXIT_ERROR;
     wf_authz_table authz = {0};
+    wf_lx_routes routes = {0};
     char *authz_pod = NULL;
     bool authz_asked = false;
     if (!f.user && !f.envoy) {
         fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
         rc = WF_EXIT_USAGE;
-    } else if (load_authz(fl, &authz, &authz_pod, &authz_asked) != 0) {
+    } else if (load_dump(fl, &authz, &routes, &authz_pod, &authz_asked) != 0) {
         rc = WF_EXIT_ERROR;
     } else if (!(in = strcmp(src, "-") == 0 ? stdin : fopen(src, "r")) || is_dir(in)) {
         fprintf(stderr, "Error: cannot read %s: %s\n", src,
                 in ? strerror(EISDIR) : strerror(errno));
     } else {
-        run_state s = {.json = strcmp(out, "json") == 0,
-                       .summary = fl[F_SUMMARY].bval,
-                       .jfail = json_array(),
-                       .pair_line = calloc(2 * wf_lx_pair_count() + 1, sizeof(size_t)),
-                       .rbac = {authz_asked ? &authz : NULL, authz_pod}};
+        run_state s = {
+            .json = strcmp(out, "json") == 0,
+            .summary = fl[F_SUMMARY].bval,
+            .jfail = json_array(),
+            .pair_line = calloc(2 * wf_lx_pair_count() + 1, sizeof(size_t)),
+            .rbac = {authz_asked ? &authz : NULL, authz_pod, authz_asked ? &routes : NULL}};
         wf_arena_init(&s.arena);
         if (!s.jfail || !s.pair_line || read_all(in, &f, &s))
             fprintf(stderr, "Error: out of memory\n");
@@ -684,6 +745,7 @@ static int explain_cmd(wf_flag *fl, char **pos, size_t npos)
         fclose(in);
     if (authz_asked)
         wf_authz_table_free(&authz);
+    wf_lx_routes_free(&routes);
     free(authz_pod);
     wf_lx_format_free(f.user);
     wf_lx_format_free(f.istio);
