@@ -518,5 +518,8 @@ bool wf_lx_failed(const wf_lx_record *r)
         return true;
     if (!r->method && !r->path && !r->protocol && r->code <= 0 && r->cluster)
         return r->conn_details != NULL; /* a TCP connection's line */
+    /* a denial answered to a gRPC request logs the gRPC reply's 200, and RBAC sets no flag */
+    if (r->details && strncmp(r->details, "rbac_access_denied", 18) == 0)
+        return true;
     return r->code == 0 || r->code >= 400 || (r->grpc_status && !grpc_ok(r->grpc_status));
 }

@@ -137,7 +137,8 @@ extern const char WF_LX_ENVOY_DEFAULT_FORMAT[];
  * (line number not set), or -1 when the line is not an access log line in that format. */
 int wf_lx_parse_line(const wf_lx_format *fmt, const char *line, wf_lx_record *out);
 
-/* Did the request fail? Code 0 or >= 400, any response flag, or a gRPC status other than OK.
+/* Did the request fail? Code 0 or >= 400, any response flag, an RBAC denial in the details
+ * (a gRPC request's denial logs 200 and no flag), or a gRPC status other than OK.
  * A TCP connection's line (no method, no path, code 0; Istio's "- - -") fails only with a
  * response flag or connection termination details. */
 bool wf_lx_failed(const wf_lx_record *r);
