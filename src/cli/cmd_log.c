@@ -9,7 +9,9 @@
  * (explain_table.c), and signatures that only together name a cause (wf_lx_pair: the
  * client's UC connection_termination and the server's NR filter_chain_not_found) are
  * reported when both occur in the input ("Together, line A (...) and line B (...)"; -o json:
- * "together").
+ * "together"). HTTP/2, gRPC and TCP lines are also read as a whole (log_explain_proto.h:
+ * items "grpc", "protocol", "tcp"; the per-line gRPC and TCP readings stay out of --summary),
+ * with the route timeouts of --pod / --config-dump's dump for gRPC timeouts.
  *
  * Lines that are not access log lines (application output mixed in) are skipped and counted
  * on stderr. Exit 0; 1 when the input cannot be read or holds lines but none parses; 64 for
@@ -52,7 +54,8 @@ static void init_flags(wf_flag *f)
                        "Group failures by code, flags, details, upstream cluster and route", NULL},
         [F_POD] = {"pod", 0, WF_FLAG_STRING,
                    "The proxy that wrote the log (POD, POD.NS or deploy/NAME): RBAC denials then "
-                   "name the policies it enforces, read from its config dump",
+                   "name the policies it enforces, and gRPC timeouts whether the route's timeout "
+                   "or the client's grpc-timeout fired, read from its config dump",
                    "string"},
         [F_NAMESPACE] = {"namespace", 'n', WF_FLAG_STRING, "Namespace of --pod", "string"},
         [F_PILOT] = {"pilot", 0, WF_FLAG_STRING,
@@ -72,7 +75,10 @@ static void usage(const wf_flag *flags)
            "Usage:\n  weftctl log explain [FILE|-] [flags]\n\n"
            "Examples:\n  kubectl logs deploy/catalog -c istio-proxy | weftctl log explain\n"
            "  weftctl log explain gateway.log --summary\n"
-           "  weftctl log explain catalog.log --pod deploy/catalog-v1 -n shop\n\n");
+           "  weftctl log explain catalog.log --pod deploy/catalog-v1 -n shop\n"
+           "  weftctl log explain frontend.log --config-dump frontend-dump.json\n\n"
+           "HTTP/2 resets, GOAWAY, protocol errors (with the likely port-naming cause), gRPC\n"
+           "status codes and TCP proxy lines are read too.\n\n");
     wf_flags_usage(flags, F_COUNT);
 }
 
@@ -571,8 +577,9 @@ static int handle(run_state *s, wf_lx_record *r)
     if (rc == 0 && s->summary) {
         rc = add_group(s, r);
         for (size_t i = 0; rc == 0 && i < its.n; i++)
-            rc = items_add(&s->all, its.v[i].kind, its.v[i].value, strlen(its.v[i].value),
-                           its.v[i].e);
+            if (strcmp(its.v[i].kind, "grpc") != 0 && strcmp(its.v[i].kind, "tcp") != 0)
+                rc = items_add(&s->all, its.v[i].kind, its.v[i].value, strlen(its.v[i].value),
+                               its.v[i].e); /* per-line readings (durations, bytes) stay out */
     } else if (rc == 0 && s->json) {
         rc = json_array_append_new(s->jfail, record_json(r, &its));
     } else if (rc == 0) {

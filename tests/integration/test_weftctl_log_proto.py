@@ -183,3 +183,15 @@ def test_tcp_lines_are_read_as_connections():
                        "bytes_received": 0, "bytes_sent": 0, "duration": 2})
     doc = json.loads(explain(line + "\n", "-o", "json"))
     assert "UF: the TCP proxy" in items(doc)["tcp"]["value"]
+
+
+def test_summary_keeps_the_protocol_reading_once_and_leaves_per_line_readings_out():
+    bad = "upstream_reset_before_response_started{protocol_error}"
+    text = (istio_line(200, "UPE", bad, duration=3) + istio_line(200, "UPE", bad, duration=5)
+            + istio_line(200, "UT", "response_timeout", duration=1001))
+    out = explain(text, "--summary")
+    assert out.count("protocol: Protocol error from the upstream") == 1, out
+    assert "gRPC:" not in out and "2       200    UPE" in out
+    doc = json.loads(explain(text, "--summary", "-o", "json"))
+    kinds = [e["kind"] for e in doc["explanations"]]
+    assert kinds.count("protocol") == 1 and "grpc" not in kinds
