@@ -160,7 +160,7 @@ static int route_add(wf_lx_routes *rt, const json_t *r)
     return 0;
 }
 
-int wf_lx_routes_add(wf_lx_routes *rt, const void *route_configs)
+int wf_lx_routes_add(wf_lx_routes *rt, const json_t *route_configs)
 {
     size_t i, j, k;
     json_t *rc, *vh, *r;
@@ -168,7 +168,11 @@ int wf_lx_routes_add(wf_lx_routes *rt, const void *route_configs)
     {
         json_array_foreach(json_object_get(rc, "virtual_hosts"), j, vh)
         {
-            json_array_foreach(json_object_get(vh, "routes"), k, r) if (route_add(rt, r)) return -1;
+            json_array_foreach(json_object_get(vh, "routes"), k, r)
+            {
+                if (route_add(rt, r))
+                    return -1;
+            }
         }
     }
     return 0;
@@ -557,14 +561,12 @@ int wf_lx_proto_read(const wf_lx_record *r, const wf_lx_routes *rt, wf_strbuf *g
 {
     if (wf_lx_is_tcp(r)) {
         read_tcp(r, tcp);
-        return 0;
+    } else if (r->method || r->path || r->protocol) { /* else a listener's line: the tables */
+        const char *why = NULL;
+        bool g = wf_lx_is_grpc(r, &why);
+        if (g)
+            read_grpc(r, rt, why, grpc);
+        read_proto(r, g, proto);
     }
-    if (!r->method && !r->path && !r->protocol)
-        return 0; /* a listener's line: the tables say it all */
-    const char *why = NULL;
-    bool g = wf_lx_is_grpc(r, &why);
-    if (g)
-        read_grpc(r, rt, why, grpc);
-    read_proto(r, g, proto);
-    return 0;
+    return wf_strbuf_failed(grpc) || wf_strbuf_failed(proto) || wf_strbuf_failed(tcp) ? -1 : 0;
 }

@@ -35,6 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "cli/log_explain.h"
 #include "core/strbuf.h"
 
@@ -68,7 +70,7 @@ typedef struct wf_lx_routes {
 
 /* Adds every route of a RoutesConfigDump-like array of route configurations (snake_case,
  * as wf_envoy_dump normalizes). Returns 0, or -1 when out of memory. */
-int wf_lx_routes_add(wf_lx_routes *rt, const void *route_configs /* json_t array */);
+int wf_lx_routes_add(wf_lx_routes *rt, const json_t *route_configs);
 void wf_lx_routes_free(wf_lx_routes *rt);
 
 /* The route named name; NULL when none or when routes of that name disagree on timeouts. */
