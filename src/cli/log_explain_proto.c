@@ -395,6 +395,16 @@ static void read_grpc(const wf_lx_record *r, const wf_lx_routes *rt, const char 
                          why);
         return;
     }
+    if (code < 0 && r->details &&
+        strncmp(r->details, "upstream_reset_after_response_started", 37) == 0) {
+        wf_strbuf_printf(b,
+                         "gRPC request (%s) whose stream was reset after the response had "
+                         "started: the proxy could not send a status, so the client sees the "
+                         "stream end without grpc-status and reports INTERNAL (13) or "
+                         "UNAVAILABLE (14) itself.",
+                         why);
+        return;
+    }
     int http = r->code >= 400 ? r->code : local_reply_http(r);
     if (code < 0 && http > 0 && (r->flags || (r->details && strcmp(r->details, "via_upstream")))) {
         local = true;

@@ -158,6 +158,10 @@ def test_http2_resets_and_goaway():
     # a client that cancels a gRPC call: DR http2.remote_reset, code 0
     out = explain(istio_line(0, "DR", "http2.remote_reset", duration=250))
     assert "that the client cancelled" in out and "CANCELLED (1)" in out, out
+    # a reset after the response started is no local reply: no status was sent
+    out = explain(istio_line(200, "UR", "upstream_reset_after_response_started{remote_reset}"))
+    assert "whose stream was reset after the response had started" in out, out
+    assert "grpc-status: 14" not in out and "truncated response" in out
     # downstream HTTP/2 protocol error
     out = explain(istio_line(400, "DPE", "http2.violation.of.messaging.rule", method="GET",
                              path="/", ua="nghttp2/1"))
