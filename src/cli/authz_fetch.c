@@ -69,6 +69,19 @@ static int build(const wf_envoy_dump *d, wf_authz_table *t, wf_strbuf *warn, wf_
     return rc;
 }
 
+int wf_authz_dump_pod(const char *pilot, const char *name, const char *ns, wf_envoy_dump *d,
+                      char **pod_id, wf_strbuf *err)
+{
+    if (pod_id)
+        *pod_id = NULL;
+    return dump_from_pod(pilot, name, ns, d, pod_id, err);
+}
+
+int wf_authz_from_dump(const wf_envoy_dump *d, wf_authz_table *t, wf_strbuf *warn, wf_strbuf *err)
+{
+    return build(d, t, warn, err);
+}
+
 int wf_authz_fetch_pod(const char *pilot, const char *name, const char *ns, wf_authz_table *t,
                        char **pod_id, wf_strbuf *warn, wf_strbuf *err)
 {

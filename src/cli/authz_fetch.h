@@ -18,7 +18,15 @@
 #define WF_CLI_AUTHZ_FETCH_H
 
 #include "cli/authz_check.h"
+#include "cli/envoy_dump.h"
 #include "core/strbuf.h"
+
+/* The pieces of the two calls below, for commands that read more of the same dump (`log
+ * explain` also reads route timeouts): the live dump of a pod (errors as above; *pod_id as
+ * above), and the table of an already loaded dump. */
+int wf_authz_dump_pod(const char *pilot, const char *name, const char *ns, wf_envoy_dump *d,
+                      char **pod_id, wf_strbuf *err);
+int wf_authz_from_dump(const wf_envoy_dump *d, wf_authz_table *t, wf_strbuf *warn, wf_strbuf *err);
 
 int wf_authz_fetch_pod(const char *pilot, const char *name, const char *ns, wf_authz_table *t,
                        char **pod_id, wf_strbuf *warn, wf_strbuf *err);

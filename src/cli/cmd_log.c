@@ -9,7 +9,9 @@
  * (explain_table.c), and signatures that only together name a cause (wf_lx_pair: the
  * client's UC connection_termination and the server's NR filter_chain_not_found) are
  * reported when both occur in the input ("Together, line A (...) and line B (...)"; -o json:
- * "together").
+ * "together"). HTTP/2, gRPC and TCP lines are also read as a whole (log_explain_proto.h:
+ * items "grpc", "protocol", "tcp"; the per-line gRPC and TCP readings stay out of --summary),
+ * with the route timeouts of --pod / --config-dump's dump for gRPC timeouts.
  *
  * Lines that are not access log lines (application output mixed in) are skipped and counted
  * on stderr. Exit 0; 1 when the input cannot be read or holds lines but none parses; 64 for
@@ -29,7 +31,9 @@
 #include "core/strmap.h"
 #include "cli/flags.h"
 #include "cli/authz_fetch.h"
+#include "cli/envoy_dump.h"
 #include "cli/log_explain.h"
+#include "cli/log_explain_proto.h"
 #include "cli/log_explain_rbac.h"
 #include "cli/proxy_find.h"
 #include "cli/tabwriter.h"
@@ -50,7 +54,8 @@ static void init_flags(wf_flag *f)
                        "Group failures by code, flags, details, upstream cluster and route", NULL},
         [F_POD] = {"pod", 0, WF_FLAG_STRING,
                    "The proxy that wrote the log (POD, POD.NS or deploy/NAME): RBAC denials then "
-                   "name the policies it enforces, read from its config dump",
+                   "name the policies it enforces, and gRPC timeouts whether the route's timeout "
+                   "or the client's grpc-timeout fired, read from its config dump",
                    "string"},
         [F_NAMESPACE] = {"namespace", 'n', WF_FLAG_STRING, "Namespace of --pod", "string"},
         [F_PILOT] = {"pilot", 0, WF_FLAG_STRING,
@@ -70,7 +75,10 @@ static void usage(const wf_flag *flags)
            "Usage:\n  weftctl log explain [FILE|-] [flags]\n\n"
            "Examples:\n  kubectl logs deploy/catalog -c istio-proxy | weftctl log explain\n"
            "  weftctl log explain gateway.log --summary\n"
-           "  weftctl log explain catalog.log --pod deploy/catalog-v1 -n shop\n\n");
+           "  weftctl log explain catalog.log --pod deploy/catalog-v1 -n shop\n"
+           "  weftctl log explain frontend.log --config-dump frontend-dump.json\n\n"
+           "HTTP/2 resets, GOAWAY, protocol errors (with the likely port-naming cause), gRPC\n"
+           "status codes and TCP proxy lines are read too.\n\n");
     wf_flags_usage(flags, F_COUNT);
 }
 
@@ -78,7 +86,8 @@ static void usage(const wf_flag *flags)
 
 typedef struct item {
     const char *kind;     /* "flag", "details", "reset_reason", "transport_failure",
-                             "authorization" (value: log_explain_rbac.h's lines) */
+                             "authorization" (value: log_explain_rbac.h's lines), "grpc",
+                             "protocol", "tcp" (value: log_explain_proto.h's lines) */
     char *value;          /* heap */
     const wf_lx_entry *e; /* NULL: unknown */
     const char *inferred; /* details the line lacks, inferred: the evidence; else NULL */
@@ -166,6 +175,7 @@ static int add_details(items *l, const char *d, const char *tfr)
 typedef struct rbac_ctx {
     const wf_authz_table *t; /* --pod / --config-dump's table; NULL = none given */
     const char *pod;         /* "<pod>.<ns>", NULL for a dump file */
+    const wf_lx_routes *rt;  /* the same dump's route timeouts; NULL = none given */
 } rbac_ctx;
 
 static int add_rbac(items *l, const char *details, const rbac_ctx *rc)
@@ -177,8 +187,8 @@ static int add_rbac(items *l, const char *details, const rbac_ctx *rc)
     return r;
 }
 
-/* Everything to explain about one record, in the order it is printed. */
-static int explain(const wf_lx_record *r, const rbac_ctx *rc, items *out)
+/* The flag, details, reset, transport and authorization items of one record. */
+static int explain_tables(const wf_lx_record *r, const rbac_ctx *rc, items *out)
 {
     for (const char *p = r->flags; p && *p;) {
         size_t len = strcspn(p, ",");
@@ -212,11 +222,40 @@ static int explain(const wf_lx_record *r, const rbac_ctx *rc, items *out)
     return 0;
 }
 
+/* The HTTP/2, gRPC and TCP readings (log_explain_proto.h), one item each. */
+static int add_proto(items *l, const wf_lx_record *r, const rbac_ctx *rc)
+{
+    wf_strbuf b[3] = {WF_STRBUF_INIT, WF_STRBUF_INIT, WF_STRBUF_INIT};
+    static const char *const kinds[3] = {"grpc", "protocol", "tcp"};
+    int ret = wf_lx_proto_read(r, rc->rt, &b[0], &b[1], &b[2]);
+    for (int i = 0; i < 3; i++) {
+        if (ret == 0 && b[i].len)
+            ret = items_add(l, kinds[i], wf_strbuf_cstr(&b[i]), b[i].len, NULL);
+        wf_strbuf_free(&b[i]);
+    }
+    return ret;
+}
+
+/* Everything to explain about one record, in the order it is printed. */
+static int explain(const wf_lx_record *r, const rbac_ctx *rc, items *out)
+{
+    return explain_tables(r, rc, out) ? -1 : add_proto(out, r, rc);
+}
+
+static bool is_text_kind(const char *kind)
+{
+    return strcmp(kind, "authorization") == 0 || strcmp(kind, "grpc") == 0 ||
+           strcmp(kind, "protocol") == 0 || strcmp(kind, "tcp") == 0;
+}
+
 static void print_item(FILE *f, const item *it, int ind)
 {
-    if (strcmp(it->kind, "authorization") == 0) {
+    if (is_text_kind(it->kind)) {
         const char *p = it->value;
-        fprintf(f, "%*sauthorization: %.*s\n", ind, "", (int)strcspn(p, "\n"), p);
+        const char *label = strcmp(it->kind, "grpc") == 0  ? "gRPC"
+                            : strcmp(it->kind, "tcp") == 0 ? "TCP"
+                                                           : it->kind;
+        fprintf(f, "%*s%s: %.*s\n", ind, "", label, (int)strcspn(p, "\n"), p);
         for (p = strchr(p, '\n'); p; p = strchr(p + 1, '\n'))
             fprintf(f, "%*s%.*s\n", ind + 3, "", (int)strcspn(p + 1, "\n"), p + 1);
         return;
@@ -302,8 +341,7 @@ static void print_record(FILE *f, const wf_lx_record *r, const items *its)
 
 static json_t *item_json(const item *it)
 {
-    bool transport =
-        strstr(it->kind, "transport_failure") != NULL || strcmp(it->kind, "authorization") == 0;
+    bool transport = strstr(it->kind, "transport_failure") != NULL || is_text_kind(it->kind);
     json_t *o = json_pack("{s:s, s:s, s:b}", "kind", it->kind, "value", it->value, "known",
                           it->e != NULL || transport);
     if (o && it->e) {
@@ -351,6 +389,9 @@ static json_t *record_json(const wf_lx_record *r, const items *its)
     json_object_set_new(o, "authority", nstr(r->authority));
     json_object_set_new(o, "path", nstr(r->path));
     json_object_set_new(o, "request_id", nstr(r->request_id));
+    json_object_set_new(o, "protocol", nstr(r->protocol));
+    json_object_set_new(o, "grpc_status", nstr(r->grpc_status));
+    json_object_set_new(o, "duration", nstr(r->duration));
     json_object_set_new(o, "explanations", items_json(its));
     return o;
 }
@@ -536,8 +577,9 @@ static int handle(run_state *s, wf_lx_record *r)
     if (rc == 0 && s->summary) {
         rc = add_group(s, r);
         for (size_t i = 0; rc == 0 && i < its.n; i++)
-            rc = items_add(&s->all, its.v[i].kind, its.v[i].value, strlen(its.v[i].value),
-                           its.v[i].e);
+            if (strcmp(its.v[i].kind, "grpc") != 0 && strcmp(its.v[i].kind, "tcp") != 0)
+                rc = items_add(&s->all, its.v[i].kind, its.v[i].value, strlen(its.v[i].value),
+                               its.v[i].e); /* per-line readings (durations, bytes) stay out */
     } else if (rc == 0 && s->json) {
         rc = json_array_append_new(s->jfail, record_json(r, &its));
     } else if (rc == 0) {
@@ -604,26 +646,50 @@ static int finish(run_state *s, const char *src)
     return rc ? WF_EXIT_ERROR : WF_EXIT_OK;
 }
 
-/* --pod / --config-dump: the proxy's AuthorizationPolicy table. 0 (nothing asked: t->listeners
- * stays 0 and *asked false), or -1 with the error printed. */
-static int load_authz(const wf_flag *fl, wf_authz_table *t, char **pod, bool *asked)
+/* --pod / --config-dump: the proxy's AuthorizationPolicy table and route timeouts, from one
+ * read of its config dump. 0 (nothing asked: *asked false), or -1 with the error printed. */
+static int load_dump(const wf_flag *fl, wf_authz_table *t, wf_lx_routes *rt, char **pod,
+                     bool *asked)
 {
-    wf_strbuf warn = WF_STRBUF_INIT, err = WF_STRBUF_INIT;
+    wf_strbuf warn = WF_STRBUF_INIT, err = WF_STRBUF_INIT, why = WF_STRBUF_INIT;
     const char *pilot = fl[F_PILOT].sval ? fl[F_PILOT].sval : WF_DEFAULT_PILOT;
     int rc = 0;
     *pod = NULL;
     *asked = fl[F_POD].sval || fl[F_CONFIG_DUMP].sval;
-    if (fl[F_CONFIG_DUMP].sval)
-        rc = wf_authz_fetch_file(fl[F_CONFIG_DUMP].sval, t, &warn, &err);
-    else if (fl[F_POD].sval)
-        rc = wf_authz_fetch_pod(pilot, fl[F_POD].sval, fl[F_NAMESPACE].sval, t, pod, &warn, &err);
+    wf_envoy_dump d = {0};
+    if (fl[F_CONFIG_DUMP].sval) {
+        rc = wf_envoy_dump_load_file(fl[F_CONFIG_DUMP].sval, &d, &why);
+        if (rc != 0)
+            wf_strbuf_printf(&err, "failed to get config dump from file %s: %s",
+                             fl[F_CONFIG_DUMP].sval, wf_strbuf_cstr(&why));
+    } else if (fl[F_POD].sval) {
+        rc = wf_authz_dump_pod(pilot, fl[F_POD].sval, fl[F_NAMESPACE].sval, &d, pod, &err);
+    }
+    if (rc == 0 && *asked) {
+        rc = wf_authz_from_dump(&d, t, &warn, &err);
+        /* route timeouts: optional (a dump of listeners only still explains RBAC) */
+        json_t *sec = wf_envoy_dump_section(&d, WF_DUMP_T_ROUTES, NULL, &why);
+        json_t *rcs = json_array();
+        if (rc == 0 && sec && rcs &&
+            (wf_envoy_dump_items(&d, sec, 0, "dynamic_route_configs", "route_config", rcs, &why) ||
+             wf_envoy_dump_items(&d, sec, 0, "static_route_configs", "route_config", rcs, &why) ||
+             wf_lx_routes_add(rt, rcs)))
+            wf_strbuf_printf(&warn, "warning: route timeouts not read: %s\n",
+                             why.len ? wf_strbuf_cstr(&why) : "out of memory");
+        json_decref(rcs);
+    }
+    if (*asked && d.root)
+        wf_envoy_dump_free(&d);
     fwrite(wf_strbuf_cstr(&warn), 1, warn.len, stderr);
     if (rc != 0) {
         fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
         memset(t, 0, sizeof *t);
+        free(*pod);
+        *pod = NULL;
     }
     wf_strbuf_free(&warn);
     wf_strbuf_free(&err);
+    wf_strbuf_free(&why);
     return rc;
 }
 
@@ -650,22 +716,24 @@ static int explain_cmd(wf_flag *fl, char **pos, size_t npos)
     FILE *in = NULL;
     int rc = WF_EXIT_ERROR;
     wf_authz_table authz = {0};
+    wf_lx_routes routes = {0};
     char *authz_pod = NULL;
     bool authz_asked = false;
     if (!f.user && !f.envoy) {
         fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
         rc = WF_EXIT_USAGE;
-    } else if (load_authz(fl, &authz, &authz_pod, &authz_asked) != 0) {
+    } else if (load_dump(fl, &authz, &routes, &authz_pod, &authz_asked) != 0) {
         rc = WF_EXIT_ERROR;
     } else if (!(in = strcmp(src, "-") == 0 ? stdin : fopen(src, "r")) || is_dir(in)) {
         fprintf(stderr, "Error: cannot read %s: %s\n", src,
                 in ? strerror(EISDIR) : strerror(errno));
     } else {
-        run_state s = {.json = strcmp(out, "json") == 0,
-                       .summary = fl[F_SUMMARY].bval,
-                       .jfail = json_array(),
-                       .pair_line = calloc(2 * wf_lx_pair_count() + 1, sizeof(size_t)),
-                       .rbac = {authz_asked ? &authz : NULL, authz_pod}};
+        run_state s = {
+            .json = strcmp(out, "json") == 0,
+            .summary = fl[F_SUMMARY].bval,
+            .jfail = json_array(),
+            .pair_line = calloc(2 * wf_lx_pair_count() + 1, sizeof(size_t)),
+            .rbac = {authz_asked ? &authz : NULL, authz_pod, authz_asked ? &routes : NULL}};
         wf_arena_init(&s.arena);
         if (!s.jfail || !s.pair_line || read_all(in, &f, &s))
             fprintf(stderr, "Error: out of memory\n");
@@ -684,6 +752,7 @@ static int explain_cmd(wf_flag *fl, char **pos, size_t npos)
         fclose(in);
     if (authz_asked)
         wf_authz_table_free(&authz);
+    wf_lx_routes_free(&routes);
     free(authz_pod);
     wf_lx_format_free(f.user);
     wf_lx_format_free(f.istio);

@@ -2,9 +2,12 @@
  * describe_print.c - the Pod, Service, DestinationRule and VirtualService blocks of
  * `weftctl describe` (describe.h), line for line as describe.go prints them (printPod,
  * printService, findProtocolForPort, printDestinationRule, httpRouteMatchSvc,
- * tcpRouteMatchSvc, renderMatch, printVirtualService, describePodServices). weft's one
- * addition, on stderr so that stdout stays istioctl's: a line for each DestinationRule tls
- * block that overrides auto mTLS (mode DISABLE, SIMPLE or MUTUAL) and what it does to clients.
+ * tcpRouteMatchSvc, renderMatch, printVirtualService, describePodServices). weft's additions,
+ * on stderr so that stdout stays istioctl's: a line for each DestinationRule tls block that
+ * overrides auto mTLS (mode DISABLE, SIMPLE or MUTUAL) and what it does to clients; and after
+ * each `Port:` line, where the port's protocol came from (port name prefix, appProtocol,
+ * well-known port number, or not declared: sniffed), from model/protocol.h (operator report
+ * B032: a gRPC server behind a port named http).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -13,6 +16,7 @@
 #include <strings.h>
 
 #include "cli/describe.h"
+#include "model/protocol.h"
 
 #define K8S_SUFFIX ".svc.cluster.local"
 
@@ -198,6 +202,52 @@ void dsc_print_pod(const dsc_ctx *c, const wf_resource *pod, const char *revisio
                 req);
 }
 
+/* weft's line after a Port line: where its protocol came from (stderr, see the top). */
+static void print_port_source(const dsc_ctx *c, const wf_resource *svc, const wf_service_port *p)
+{
+    wf_protocol_source src;
+    const char *name = p->name && *p->name ? p->name : NULL;
+    wf_protocol pr = wf_protocol_of_kube_port_src(p->port, name, dsc_literal_protocol(svc, p->node),
+                                                  p->app_protocol, &src);
+    fflush(c->out); /* keep the line under its Port line on a terminal */
+    fprintf(stderr, "weft: port %s %d: ", name ? name : "(unnamed)", p->port);
+    switch (src) {
+    case WF_PROTO_SRC_APP_PROTOCOL:
+        fprintf(stderr, "protocol %s from appProtocol \"%s\"", wf_protocol_name(pr),
+                p->app_protocol);
+        if (name)
+            fprintf(stderr, " (it wins over the port name)");
+        break;
+    case WF_PROTO_SRC_NAME:
+        fprintf(stderr, "protocol %s from the port name prefix \"%.*s\"", wf_protocol_name(pr),
+                strncasecmp(name, "grpc-web", 8) == 0 ? 8 : (int)strcspn(name, "-"), name);
+        break;
+    case WF_PROTO_SRC_WELL_KNOWN:
+        fprintf(stderr,
+                "protocol TCP from the well-known port number %d (a server-first "
+                "protocol: not sniffed)",
+                p->port);
+        break;
+    case WF_PROTO_SRC_UDP:
+        fprintf(stderr, "protocol UDP from the port's protocol (not proxied)");
+        break;
+    default:
+        if (p->app_protocol)
+            fprintf(stderr, "appProtocol \"%s\" names no protocol Istio knows: ", p->app_protocol);
+        else if (name)
+            fprintf(stderr, "port name \"%s\" names no protocol Istio knows: ", name);
+        fprintf(stderr, "not declared: sniffed (auto-detection): HTTP/1.1 and HTTP/2 (h2c) are "
+                        "detected, anything else is TCP");
+        break;
+    }
+    if (pr == WF_PROTO_HTTP)
+        fprintf(stderr, "; HTTP/1.1 toward the app: an HTTP/2-only (gRPC) server needs the name "
+                        "grpc or http2, or appProtocol: grpc");
+    else if (wf_protocol_is_h2(pr))
+        fprintf(stderr, "; HTTP/2 toward the app");
+    fputc('\n', stderr);
+}
+
 static void print_service(const dsc_ctx *c, const wf_resource *svc, const wf_resource *pod)
 {
     char kn[512], pbuf[32];
@@ -210,9 +260,11 @@ static void print_service(const dsc_ctx *c, const wf_resource *svc, const wf_res
         int np = find_port(pod, svc, p);
         if (np < 0)
             fputs("   no suitable port for manifest: \n", c->out);
-        else
+        else {
             fprintf(c->out, "   Port: %s %d/%s targets pod port %d\n", p->name ? p->name : "",
                     p->port, dsc_port_protocol(svc, p, pbuf, sizeof pbuf), np);
+            print_port_source(c, svc, p);
+        }
     }
 }
 

@@ -169,9 +169,13 @@ static const wf_lx_entry table[] = {
       "A max connection duration is configured.",
       "Expected for long-lived connections; clients should reconnect."),
     F("UPE", "UpstreamProtocolError", "502", "The upstream's response broke the HTTP protocol.",
-      "The upstream speaks another protocol than the port declares (e.g. the port is named "
-      "http2 but the app speaks HTTP/1), or sent a malformed response.",
-      "Check the Service port's name/appProtocol against what the application speaks."),
+      "The upstream speaks another protocol than the port declares: most often an HTTP/2-only "
+      "server (gRPC) behind a port Istio treats as HTTP/1.1 (named http, or unnamed), or the "
+      "reverse (a port named http2/grpc in front of an HTTP/1-only app); or a malformed "
+      "response.",
+      "Check the Service port's name/appProtocol against what the application speaks "
+      "(`weftctl describe pod <server>` says where the protocol came from); for a gRPC server "
+      "name the port grpc or http2, or set appProtocol: grpc (operator report B032)."),
     F("NC", "NoClusterFound", "503, empty body",
       "The route names a cluster that does not exist in this proxy.",
       "Usually a subset without a DestinationRule: the VirtualService routes to a subset no "
@@ -483,19 +487,26 @@ static const wf_lx_entry table[] = {
       "Stream limits on the connection.", "Check connection pool settings."),
     R("overflow", "A circuit breaker overflowed.", "DestinationRule connectionPool limits.",
       "Raise the limits or add capacity."),
-    R("remote_reset", "The upstream reset the stream.", "An upstream abort or crash.",
-      "Check the upstream's logs."),
-    R("remote_refused_stream_reset", "The upstream refused the stream (REFUSED_STREAM).",
-      "The upstream's concurrent stream limit.",
-      "Retry on `refused-stream`; check upstream "
-      "limits."),
+    R("remote_reset", "The upstream reset the stream (HTTP/2 RST_STREAM, not REFUSED_STREAM).",
+      "An upstream abort or crash, an overload limit, or a cancelled call on the server.",
+      "Check the upstream's logs; VirtualService retries.retryOn `reset` retries it."),
+    R("remote_refused_stream_reset",
+      "The upstream refused the HTTP/2 stream (RST_STREAM REFUSED_STREAM) without processing "
+      "it.",
+      "The upstream is draining after a GOAWAY (shutdown, restart, max connection age): "
+      "streams above its last stream id are refused; or the connection is over the upstream's "
+      "max_concurrent_streams.",
+      "It is safe to retry: Istio's default retry_on has `refused-stream`; seeing it means "
+      "retries were used up or disabled. Check the upstream's restarts and stream limits."),
     R("remote_error_with_CONNECT_request",
       "The upstream answered a CONNECT request with an "
       "error.",
       "The tunnel target refused.", "Check the CONNECT target."),
     R("protocol_error", "The upstream's response broke the protocol (502).",
-      "A port protocol mismatch (e.g. declared http2, app speaks HTTP/1).",
-      "Check the Service port name/appProtocol."),
+      "A port protocol mismatch: an HTTP/2-only (gRPC) server behind a port treated as "
+      "HTTP/1.1, or a port declared http2/grpc in front of an HTTP/1 app.",
+      "Check the Service port name/appProtocol (`weftctl describe pod <server>`); for gRPC "
+      "name the port grpc or http2, or set appProtocol: grpc."),
     R("overload_manager_reset", "The overload manager reset the stream.",
       "The proxy is short of resources.", "Check the proxy's resources."),
 

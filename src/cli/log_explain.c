@@ -44,6 +44,15 @@ typedef enum field {
     FLD_REQID,
     FLD_DURATION,
     FLD_UST,
+    FLD_PROTO,
+    FLD_UPROTO,
+    FLD_UA,
+    FLD_CT,
+    FLD_GRPC,
+    FLD_GRPC_TIMEOUT,
+    FLD_BRX,
+    FLD_BTX,
+    FLD_SNI,
 } field;
 
 typedef struct segment {
@@ -85,17 +94,22 @@ static field op_field(const char *op, bool *spaceless)
         {"%START_TIME", FLD_START, false},
         {"%REQ(X-REQUEST-ID)", FLD_REQID, true},
         {"%DURATION", FLD_DURATION, true},
+        {"%BYTES_RECEIVED%", FLD_BRX, true},
+        {"%BYTES_SENT%", FLD_BTX, true},
         {"%BYTES_", FLD_NONE, true},
-        {"%PROTOCOL", FLD_NONE, true},
-        {"%UPSTREAM_PROTOCOL", FLD_NONE, true},
+        {"%PROTOCOL", FLD_PROTO, true},
+        {"%UPSTREAM_PROTOCOL", FLD_UPROTO, true},
+        {"%REQ(USER-AGENT)", FLD_UA, false},
+        {"%REQ(CONTENT-TYPE)", FLD_CT, true},
+        {"%REQ(GRPC-TIMEOUT)", FLD_GRPC_TIMEOUT, true},
         {"%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)", FLD_UST, true},
         {"%UPSTREAM_LOCAL_ADDRESS", FLD_NONE, true},
         {"%DOWNSTREAM_", FLD_NONE, true},
-        {"%REQUESTED_SERVER_NAME", FLD_NONE, true},
+        {"%REQUESTED_SERVER_NAME", FLD_SNI, true},
         {"%UPSTREAM_REQUEST_ATTEMPT_COUNT", FLD_NONE, true},
         {"%REQUEST_DURATION", FLD_NONE, true},
         {"%RESPONSE_DURATION", FLD_NONE, true},
-        {"%GRPC_STATUS", FLD_NONE, true},
+        {"%GRPC_STATUS", FLD_GRPC, true},
         {"%CONNECTION_ID", FLD_NONE, true},
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
@@ -243,10 +257,30 @@ void wf_lx_format_free(wf_lx_format *f)
 
 void wf_lx_record_free(wf_lx_record *r)
 {
-    char **s[] = {
-        &r->flags,     &r->details,    &r->conn_details, &r->tfr,      &r->dtfr,
-        &r->cluster,   &r->route,      &r->host,         &r->method,   &r->path,
-        &r->authority, &r->start_time, &r->request_id,   &r->duration, &r->upstream_service_time};
+    char **s[] = {&r->flags,
+                  &r->details,
+                  &r->conn_details,
+                  &r->tfr,
+                  &r->dtfr,
+                  &r->cluster,
+                  &r->route,
+                  &r->host,
+                  &r->method,
+                  &r->path,
+                  &r->authority,
+                  &r->start_time,
+                  &r->request_id,
+                  &r->duration,
+                  &r->upstream_service_time,
+                  &r->protocol,
+                  &r->upstream_protocol,
+                  &r->user_agent,
+                  &r->content_type,
+                  &r->grpc_status,
+                  &r->grpc_timeout,
+                  &r->bytes_received,
+                  &r->bytes_sent,
+                  &r->sni};
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
         free(*s[i]);
         *s[i] = NULL;
@@ -284,7 +318,16 @@ static int set_field(wf_lx_record *r, field f, const char *v, size_t len)
                      [FLD_START] = &r->start_time,
                      [FLD_REQID] = &r->request_id,
                      [FLD_DURATION] = &r->duration,
-                     [FLD_UST] = &r->upstream_service_time};
+                     [FLD_UST] = &r->upstream_service_time,
+                     [FLD_PROTO] = &r->protocol,
+                     [FLD_UPROTO] = &r->upstream_protocol,
+                     [FLD_UA] = &r->user_agent,
+                     [FLD_CT] = &r->content_type,
+                     [FLD_GRPC] = &r->grpc_status,
+                     [FLD_GRPC_TIMEOUT] = &r->grpc_timeout,
+                     [FLD_BRX] = &r->bytes_received,
+                     [FLD_BTX] = &r->bytes_sent,
+                     [FLD_SNI] = &r->sni};
     if (f == FLD_NONE || f >= sizeof slot / sizeof slot[0] || !slot[f])
         return 0;
     free(*slot[f]);
@@ -405,6 +448,15 @@ static int parse_json(const wf_lx_format *f, const char *line, wf_lx_record *out
         {"request_id", FLD_REQID},
         {"duration", FLD_DURATION},
         {"upstream_service_time", FLD_UST},
+        {"protocol", FLD_PROTO},
+        {"upstream_protocol", FLD_UPROTO},
+        {"user_agent", FLD_UA},
+        {"content_type", FLD_CT},
+        {"grpc_status", FLD_GRPC},
+        {"grpc_timeout", FLD_GRPC_TIMEOUT},
+        {"bytes_received", FLD_BRX},
+        {"bytes_sent", FLD_BTX},
+        {"requested_server_name", FLD_SNI},
     };
     json_t *o = json_loads(line, 0, NULL);
     int rc = json_is_object(o) ? 0 : -1;
@@ -455,7 +507,19 @@ int wf_lx_parse_line(const wf_lx_format *fmt, const char *line, wf_lx_record *ou
     return rc;
 }
 
+static bool grpc_ok(const char *s)
+{
+    return strcmp(s, "0") == 0 || strcmp(s, "OK") == 0 || strcmp(s, "Ok") == 0;
+}
+
 bool wf_lx_failed(const wf_lx_record *r)
 {
-    return r->code == 0 || r->code >= 400 || (r->flags && *r->flags);
+    if (r->flags && *r->flags)
+        return true;
+    if (!r->method && !r->path && !r->protocol && r->code <= 0 && r->cluster)
+        return r->conn_details != NULL; /* a TCP connection's line */
+    /* a denial answered to a gRPC request logs the gRPC reply's 200, and RBAC sets no flag */
+    if (r->details && strncmp(r->details, "rbac_access_denied", 18) == 0)
+        return true;
+    return r->code == 0 || r->code >= 400 || (r->grpc_status && !grpc_ok(r->grpc_status));
 }

@@ -108,6 +108,15 @@ typedef struct wf_lx_record {
     /* %RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)% (Istio's JSON: upstream_service_time): set only
      * when an upstream answered; NULL for "-" or when the format has no such field */
     char *upstream_service_time;
+    /* protocol, gRPC and TCP readings (log_explain_proto.h) */
+    char *protocol;          /* %PROTOCOL% ("HTTP/2"); NULL on a TCP line */
+    char *upstream_protocol; /* %UPSTREAM_PROTOCOL% */
+    char *user_agent;        /* %REQ(USER-AGENT)% */
+    char *content_type;      /* %REQ(CONTENT-TYPE)% */
+    char *grpc_status;  /* %GRPC_STATUS(...)% / %GRPC_STATUS_NUMBER% ("4", "DeadlineExceeded") */
+    char *grpc_timeout; /* %REQ(GRPC-TIMEOUT)% ("300m") */
+    char *bytes_received, *bytes_sent;
+    char *sni; /* %REQUESTED_SERVER_NAME% */
 } wf_lx_record;
 
 void wf_lx_record_free(wf_lx_record *r);
@@ -128,7 +137,10 @@ extern const char WF_LX_ENVOY_DEFAULT_FORMAT[];
  * (line number not set), or -1 when the line is not an access log line in that format. */
 int wf_lx_parse_line(const wf_lx_format *fmt, const char *line, wf_lx_record *out);
 
-/* Did the request fail (code 0 or >= 400, or any response flag)? */
+/* Did the request fail? Code 0 or >= 400, any response flag, an RBAC denial in the details
+ * (a gRPC request's denial logs 200 and no flag), or a gRPC status other than OK.
+ * A TCP connection's line (no method, no path, code 0; Istio's "- - -") fails only with a
+ * response flag or connection termination details. */
 bool wf_lx_failed(const wf_lx_record *r);
 
 /* The details a record without any (Envoy's default format has no %RESPONSE_CODE_DETAILS%)

@@ -28,11 +28,13 @@ wf_protocol wf_protocol_parse(const char *s, size_t len)
     return WF_PROTO_UNSUPPORTED;
 }
 
-wf_protocol wf_protocol_of_kube_port(int64_t port, const char *name, const char *proto,
-                                     const char *app_protocol)
+wf_protocol wf_protocol_of_kube_port_src(int64_t port, const char *name, const char *proto,
+                                         const char *app_protocol, wf_protocol_source *src)
 {
+    *src = WF_PROTO_SRC_UDP;
     if (proto && strcmp(proto, "UDP") == 0)
         return WF_PROTO_UDP;
+    *src = app_protocol ? WF_PROTO_SRC_APP_PROTOCOL : WF_PROTO_SRC_NAME;
     const char *s = name ? name : "";
     if (app_protocol) {
         if (strcmp(app_protocol, "kubernetes.io/h2c") == 0)
@@ -43,12 +45,24 @@ wf_protocol wf_protocol_of_kube_port(int64_t port, const char *name, const char 
             return WF_PROTO_HTTPS;
         s = app_protocol;
     }
-    wf_protocol p = app_protocol                         ? wf_protocol_parse(s, strlen(s))
-                    : strncasecmp(s, "grpc-web", 8) == 0 ? WF_PROTO_GRPC_WEB
-                                                         : wf_protocol_parse(s, strcspn(s, "-"));
-    if (p == WF_PROTO_UNSUPPORTED && (port == 25 || port == 53 || port == 3306 || port == 27017))
+    /* appProtocol replaces the name and is then read like one (ConvertProtocol) */
+    wf_protocol p = strncasecmp(s, "grpc-web", 8) == 0 ? WF_PROTO_GRPC_WEB
+                                                       : wf_protocol_parse(s, strcspn(s, "-"));
+    if (p != WF_PROTO_UNSUPPORTED)
+        return p;
+    *src = WF_PROTO_SRC_NONE;
+    if (port == 25 || port == 53 || port == 3306 || port == 27017) {
+        *src = WF_PROTO_SRC_WELL_KNOWN;
         return WF_PROTO_TCP;
+    }
     return p;
+}
+
+wf_protocol wf_protocol_of_kube_port(int64_t port, const char *name, const char *proto,
+                                     const char *app_protocol)
+{
+    wf_protocol_source src;
+    return wf_protocol_of_kube_port_src(port, name, proto, app_protocol, &src);
 }
 
 const char *wf_protocol_name(wf_protocol p)

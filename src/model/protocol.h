@@ -3,7 +3,8 @@
  *
  * Follows Istio's protocol selection (pkg/config/protocol Parse and kube.ConvertProtocol;
  * ../shared/reference/protocols.md): a Kubernetes port's `appProtocol` wins (with
- * Kubernetes' `kubernetes.io/h2c`, `kubernetes.io/ws` and `kubernetes.io/wss`), else the port
+ * Kubernetes' `kubernetes.io/h2c`, `kubernetes.io/ws` and `kubernetes.io/wss`) and is read
+ * as a name would be; else the port
  * name's prefix before the first '-' ("http", "http-web", "grpc-web", "tcp-db"),
  * case-insensitively; a UDP port is UDP. Anything else is UNSUPPORTED, which Istio treats as
  * "auto" (protocol sniffing) except on ports 25, 53, 3306 and 27017, which are TCP.
@@ -42,6 +43,19 @@ wf_protocol wf_protocol_parse(const char *s, size_t len);
  * NULL), protocol ("TCP" when NULL) and appProtocol (NULL when absent). */
 wf_protocol wf_protocol_of_kube_port(int64_t port, const char *name, const char *proto,
                                      const char *app_protocol);
+
+/* Where wf_protocol_of_kube_port took the protocol from (for weftctl describe). */
+typedef enum wf_protocol_source {
+    WF_PROTO_SRC_NONE = 0,     /* not declared (or not a protocol Istio knows): sniffed */
+    WF_PROTO_SRC_UDP,          /* the port's protocol: UDP */
+    WF_PROTO_SRC_APP_PROTOCOL, /* appProtocol */
+    WF_PROTO_SRC_NAME,         /* the port name's prefix */
+    WF_PROTO_SRC_WELL_KNOWN,   /* not declared, on a server-first port (25, 53, 3306, 27017) */
+} wf_protocol_source;
+
+/* wf_protocol_of_kube_port, also saying where the protocol came from (*src). */
+wf_protocol wf_protocol_of_kube_port_src(int64_t port, const char *name, const char *proto,
+                                         const char *app_protocol, wf_protocol_source *src);
 
 /* Istio's name ("HTTP", "GRPC-Web", "UnsupportedProtocol"). */
 const char *wf_protocol_name(wf_protocol p);
