@@ -445,7 +445,7 @@ gid:
 }
 
 /* getLocalIP: IPv6 when the first usable address is IPv6 (dual stack: when any is). */
-static int detect_ipv6(cfg *c)
+static int detect_ipv6(cfg *c, bool report)
 {
     struct ifaddrs *ifa = NULL;
     if (getifaddrs(&ifa) != 0) {
@@ -477,6 +477,8 @@ static int detect_ipv6(cfg *c)
     }
     freeifaddrs(ifa);
     if (!any) {
+        if (!report)
+            return -1;
         fprintf(stderr,
                 "%s: no valid local IP address found (Istio decides IPv6 from the pod's "
                 "addresses)\n",
@@ -567,7 +569,9 @@ static int configure(cfg *c, int argc, char **argv, bool clean)
     if (validate(c) != 0)
         return 2;
     default_uid(c);
-    if (detect_ipv6(c) != 0)
+    /* Cleaning needs no pod address: ip6tables is cleaned whenever it has ISTIO_ chains. */
+    bool cleaning = clean || c->cleanup_only;
+    if (detect_ipv6(c, !cleaning) != 0 && !cleaning)
         return 1;
     if (c->o.redirect_dns && !c->o.capture_all_dns && read_resolv(c) != 0)
         return 1;
