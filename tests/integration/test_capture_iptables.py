@@ -198,6 +198,32 @@ def test_dns_capture_and_drop_invalid_install_and_clean(netns):
     assert "ISTIO" not in in_ns(netns, ["iptables-save"]).stdout
 
 
+@needs_root
+@needs_iptables
+def test_dual_stack_installs_ip6tables(netns):
+    """With an IPv6 pod address and --dual-stack the rules go to ip6tables too (Istio's
+    getLocalIP), ::6/128 is added to lo, and clean removes the IPv6 rules as well."""
+    if not shutil.which("ip6tables-restore"):
+        pytest.skip("needs ip6tables-restore")
+    r = in_ns(netns, ["ip", "addr", "add", "2001:db8::1/64", "dev", "v0", "nodad"])
+    assert r.returncode == 0, r.stderr
+    v4only = proxy(netns, "istio-iptables", "-n", *INJECTOR_ARGS)
+    assert v4only.returncode == 0 and "ip6tables" not in v4only.stdout  # first address: IPv4
+    dry = proxy(netns, "istio-iptables", "-n", "--dual-stack", *INJECTOR_ARGS)
+    assert dry.returncode == 0, dry.stderr
+    v6_dry = dry.stdout.split("# ip6tables-restore --noflush\n", 1)[1]
+    assert "-A ISTIO_OUTPUT -o lo -s ::6/128 -j RETURN" in v6_dry
+    r = proxy(netns, "istio-iptables", "--dual-stack", *INJECTOR_ARGS)
+    assert r.returncode == 0, r.stderr
+    saved6 = in_ns(netns, ["ip6tables-save", "-t", "nat"]).stdout
+    assert istio_rules(saved6) == istio_rules(v6_dry), saved6
+    assert "::6/128" in in_ns(netns, ["ip", "-6", "addr", "show", "dev", "lo"]).stdout
+    c = proxy(netns, "istio-clean-iptables")
+    assert c.returncode == 0, c.stderr
+    assert "ISTIO" not in in_ns(netns, ["ip6tables-save"]).stdout
+    assert "ISTIO" not in in_ns(netns, ["iptables-save"]).stdout
+
+
 CAPTURE_SCRIPT = textwrap.dedent("""
     import json, os, socket, struct
     res = {}
