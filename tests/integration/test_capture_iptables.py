@@ -224,6 +224,44 @@ def test_dual_stack_installs_ip6tables(netns):
     assert "ISTIO" not in in_ns(netns, ["iptables-save"]).stdout
 
 
+@needs_root
+@needs_iptables
+def test_tproxy_install_and_clean(netns):
+    """-m TPROXY: the mangle chains (ISTIO_DIVERT, ISTIO_TPROXY, ISTIO_INBOUND) as the dry run
+    prints them and Istio's policy routing (fwmark 1337 -> table 133); clean with the same
+    flags removes both."""
+    args = [a if a != "REDIRECT" else "TPROXY" for a in INJECTOR_ARGS]
+    dry = proxy(netns, "istio-iptables", "-n", *args)
+    assert dry.returncode == 0, dry.stderr
+    r = proxy(netns, "istio-iptables", *args)
+    if r.returncode == 1 and "TPROXY" in r.stderr:
+        pytest.skip("the kernel has no TPROXY target: " + r.stderr.strip())
+    assert r.returncode == 0, r.stderr
+    saved = in_ns(netns, ["iptables-save"]).stdout
+    want_rules, want_chains = istio_rules(dry.stdout)
+    got_rules, got_chains = istio_rules(saved)
+    assert got_chains["mangle"] == {"ISTIO_DIVERT", "ISTIO_TPROXY", "ISTIO_INBOUND"}
+    assert got_chains == want_chains
+    assert got_rules["nat"] == want_rules["nat"]
+    # iptables-save spells marks in hex and adds masks: compare mangle by shape
+    for chain, rules in want_rules["mangle"].items():
+        assert len(got_rules["mangle"][chain]) == len(rules), chain
+    # the "-I ISTIO_INBOUND 1/2/3" rules end up first, in that order
+    inbound = got_rules["mangle"]["ISTIO_INBOUND"]
+    assert inbound[0] == units("-A X -p tcp -m mark --mark 0x539 -j RETURN")
+    assert inbound[1] == units("-A X -p tcp -s 127.0.0.6/32 -i lo -j RETURN")
+    assert inbound[2] == units("-A X -p tcp -i lo -m mark ! --mark 0x53a -j RETURN")
+    assert units("-A X -p tcp -m conntrack --ctstate RELATED,ESTABLISHED -j ISTIO_DIVERT") \
+        in inbound
+    assert "--on-port 15006" in saved and "-j TPROXY" in saved
+    assert "fwmark 0x539 lookup 133" in in_ns(netns, ["ip", "rule"]).stdout
+    assert "local default dev lo" in in_ns(netns, ["ip", "route", "show", "table", "133"]).stdout
+    c = proxy(netns, "istio-clean-iptables", *args)
+    assert c.returncode == 0, c.stderr
+    assert "ISTIO" not in in_ns(netns, ["iptables-save"]).stdout
+    assert "lookup 133" not in in_ns(netns, ["ip", "rule"]).stdout
+
+
 CAPTURE_SCRIPT = textwrap.dedent("""
     import json, os, socket, struct
     res = {}
