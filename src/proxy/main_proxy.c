@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture/iptables_cmd.h"
 #include "core/log.h"
 #include "core/strbuf.h"
 #include "proxy/server/server.h"
@@ -23,6 +24,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "Usage: weft-proxy -c BOOTSTRAP.json [flags]\n"
+            "       weft-proxy istio-iptables|istio-clean-iptables [flags]  (--help: capture "
+            "rules)\n"
             "\n"
             "weft's data plane: an HTTP/1.1 proxy configured with an Envoy v3 bootstrap (JSON).\n"
             "\n"
@@ -334,6 +337,11 @@ static int parse(int argc, char **argv, wp_server_opts *o)
 
 int main(int argc, char **argv)
 {
+    /* pilot-agent's capture subcommands (src/capture/iptables_cmd.h) */
+    if (argc > 1 && strcmp(argv[1], "istio-iptables") == 0)
+        return wf_istio_iptables_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "istio-clean-iptables") == 0)
+        return wf_istio_clean_iptables_main(argc - 1, argv + 1);
     wp_server_opts o = {
         .drain_time_s = 600, .flush_interval_ms = 10000, .argc = argc, .argv = argv};
     wp_readiness_policy_default(&o.readiness);
