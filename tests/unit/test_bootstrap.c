@@ -251,6 +251,37 @@ static void test_ref_unref(void **state)
     wp_config_unref(NULL);
 }
 
+/* RouteAction max_grpc_timeout and grpc_timeout_offset (as istiod writes them, B034). */
+static void test_route_max_grpc_timeout(void **state)
+{
+    (void)state;
+    wf_strbuf err = WF_STRBUF_INIT;
+    char *t = boot(ROUTER_ONLY,
+                   "{\"match\":{\"prefix\":\"/a\"},\"route\":{\"cluster\":\"c\",\"timeout\":\"1s\","
+                   "\"max_grpc_timeout\":\"1s\",\"grpc_timeout_offset\":\"0.010s\"}},"
+                   "{\"match\":{\"prefix\":\"/b\"},\"route\":{\"cluster\":\"c\",\"timeout\":\"0s\","
+                   "\"max_grpc_timeout\":\"0s\"}}," ROUTE_OK,
+                   CLUSTER_OK);
+    wp_config *c = load_text(t, &err);
+    free(t);
+    assert_non_null(c);
+    const wp_route *r = hcm0(c)->route_config->vhosts[0].routes;
+    assert_true(r[0].has_max_grpc_timeout);
+    assert_int_equal(r[0].max_grpc_timeout_ms, 1000);
+    assert_int_equal(r[0].grpc_timeout_offset_ms, 10);
+    assert_true(r[1].has_max_grpc_timeout); /* 0s: set, no cap */
+    assert_int_equal(r[1].max_grpc_timeout_ms, 0);
+    assert_false(r[2].has_max_grpc_timeout); /* absent: grpc-timeout is ignored */
+    wp_config_unref(c);
+    expect_error(boot(ROUTER_ONLY,
+                      "{\"match\":{\"prefix\":\"/\"},\"route\":{\"cluster\":\"c\","
+                      "\"max_grpc_timeout\":\"soon\"}}",
+                      CLUSTER_OK),
+                 "t.json: " RPFX ".route.max_grpc_timeout: invalid duration (expected a string "
+                 "like \"5s\" or \"0.250s\")");
+    wf_strbuf_free(&err);
+}
+
 static void test_defaults(void **state)
 {
     wf_strbuf err = WF_STRBUF_INIT;
@@ -1097,6 +1128,7 @@ int main(void)
         cmocka_unit_test(test_hcm_codec_and_h2_options),
         cmocka_unit_test(test_ref_unref),
         cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_route_max_grpc_timeout),
         cmocka_unit_test(test_regex_full_match),
         cmocka_unit_test(test_error_unknown_field),
         cmocka_unit_test(test_error_not_supported_field),
