@@ -33,9 +33,9 @@ static void test_content_type(void **state)
 static void test_http_to_status(void **state)
 {
     (void)state;
-    static const int t[][2] = {{400, 13}, {401, 16}, {403, 7},  {404, 12}, {429, 14}, {502, 14},
-                               {503, 14}, {504, 14}, {500, 2},  {200, 2},  {418, 2},  {501, 2},
-                               {307, 2},  {408, 2},  {505, 2}};
+    static const int t[][2] = {{400, 13}, {401, 16}, {403, 7},  {404, 12}, {429, 14},
+                               {502, 14}, {503, 14}, {504, 14}, {500, 2},  {200, 2},
+                               {418, 2},  {501, 2},  {307, 2},  {408, 2},  {505, 2}};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         assert_int_equal(wf_grpc_http_to_status(t[i][0]), t[i][1]);
 }
@@ -54,7 +54,7 @@ static void test_timeout_parse(void **state)
 {
     (void)state;
     expect_timeout("0n", 1, 0);
-    expect_timeout("1n", 1, 1);    /* rounded up */
+    expect_timeout("1n", 1, 1); /* rounded up */
     expect_timeout("1000000n", 1, 1);
     expect_timeout("1000001n", 1, 2);
     expect_timeout("0u", 1, 0);
@@ -155,8 +155,8 @@ static void test_status_parse(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_content_type),   cmocka_unit_test(test_http_to_status),
-        cmocka_unit_test(test_timeout_parse),  cmocka_unit_test(test_timeout_format),
+        cmocka_unit_test(test_content_type),    cmocka_unit_test(test_http_to_status),
+        cmocka_unit_test(test_timeout_parse),   cmocka_unit_test(test_timeout_format),
         cmocka_unit_test(test_message_percent), cmocka_unit_test(test_status_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

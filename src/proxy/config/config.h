@@ -204,8 +204,9 @@ typedef struct wp_route {
     /* max_grpc_timeout (set: a gRPC request's grpc-timeout, capped by it unless 0, replaces
      * timeout) and grpc_timeout_offset (subtracted from grpc-timeout when smaller), router.c */
     bool has_max_grpc_timeout;
-    uint64_t max_grpc_timeout_ms;   /* 0 = no cap */
+    uint64_t max_grpc_timeout_ms;    /* 0 = no cap */
     uint64_t grpc_timeout_offset_ms; /* 0 = none */
+
     wp_redirect redirect; /* WP_ACT_REDIRECT */
     int direct_status;    /* WP_ACT_DIRECT */
     const char *direct_body;

@@ -9,7 +9,8 @@
  *    removes them, downstream propagation answers with this workload's); both are applied as
  *    the least specific level, after the route's;
  *  - istio.stats: encode_headers keeps the upstream peer that discovery finds in the
- *    response and its grpc-status (in its slot), on_log records the metrics once the access logs are written.
+ *    response and its grpc-status (in its slot), on_log records the metrics once the access
+ *    logs are written.
  * Neither stops iteration. The order of the two in http_filters does not matter.
  */
 #include <string.h>

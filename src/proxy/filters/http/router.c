@@ -188,8 +188,9 @@ static uint64_t grpc_timeout_ms(const wp_stream *s)
  * x-envoy-upstream-rq-per-try-timeout-ms override (a value that is not a number is ignored),
  * and x-envoy-upstream-rq-timeout-alt-response (any value: 204 instead of 504 on a route
  * timeout). A gRPC request on a route with max_grpc_timeout takes grpc_timeout_ms instead of
- * the route's timeout. A per-try timeout not below a non-zero route timeout is dropped. The connection
- * manager removed these headers from external requests (conn.c); they are never forwarded. */
+ * the route's timeout. A per-try timeout not below a non-zero route timeout is dropped. The
+ * connection manager removed these headers from external requests (conn.c); they are never
+ * forwarded. */
 static void final_timeout(wp_stream *s)
 {
     wp_router_state *rs = wp_rs(s);
