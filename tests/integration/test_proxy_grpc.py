@@ -311,3 +311,25 @@ def test_istio_metrics_grpc_labels(proxy_factory, upstreams):
     assert count(rows, request_protocol="grpc", response_code=200, grpc_response_status=4,
                  response_flags="UT") == 1
     assert count(rows, request_protocol="http", grpc_response_status="") == 1
+
+
+def test_fault_abort_grpc_status(proxy_factory, upstreams):
+    """HTTPFault abort.grpc_status (Istio's fault.abort.grpcStatus): a gRPC request gets that
+    status trailers-only; another request a plain 200 "fault filter abort" (Envoy's
+    abortStatus: HTTP 200 with the gRPC status)."""
+    up = upstreams([("grpc", b"ok")])
+    bs = bs_for([grpc_route()], [cluster("backend", [up.port])])
+    hcm = bs["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    hcm["http_filters"][0:0] = [{"name": "envoy.filters.http.fault", "typed_config": {
+        "@type": "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault",
+        "abort": {"grpc_status": 8, "percentage": {"numerator": 100}}}}]
+    p = proxy_factory(bs)
+    assert call(p)[:2] == (grpc.StatusCode.RESOURCE_EXHAUSTED, "fault filter abort")
+    r = subprocess.run(["curl", "-sS", "-w", "\n%{http_code}", p.url("/plain")],
+                       capture_output=True, text=True, timeout=20)
+    assert r.stdout == "fault filter abort\n200"
+    assert up.count() == 0
+    lines = logs(p, 2)
+    assert [(l["code"], l["flags"], l["details"], l["grpc"]) for l in lines] == \
+        [(200, "FI", "fault_filter_abort", "ResourceExhausted"),
+         (200, "FI", "fault_filter_abort", None)]
