@@ -333,3 +333,55 @@ def test_fault_abort_grpc_status(proxy_factory, upstreams):
     assert [(l["code"], l["flags"], l["details"], l["grpc"]) for l in lines] == \
         [(200, "FI", "fault_filter_abort", "ResourceExhausted"),
          (200, "FI", "fault_filter_abort", None)]
+
+
+# ---------- max_stream_duration (Istio's inbound route) ----------
+
+def msd_route(msd=None, header_max=None, timeout=None):
+    r = route(prefix="/", cluster="backend", timeout=timeout)
+    m = {}
+    if msd is not None:
+        m["max_stream_duration"] = msd
+    if header_max is not None:
+        m["grpc_timeout_header_max"] = header_max
+    r["route"]["max_stream_duration"] = m
+    return r
+
+
+def test_inbound_grpc_timeout_header_max(proxy_factory, upstreams):
+    """Istio's inbound default route (timeout 0s, max_stream_duration {0s,
+    grpc_timeout_header_max 0s}): the client's grpc-timeout bounds the stream (Envoy's
+    refreshDurationTimeout), answered 4 "downstream duration timeout", max_duration_timeout."""
+    up = upstreams([("delay", 3000, 200)])
+    p = proxy_factory(bs_for([msd_route("0s", "0s", timeout="0s")],
+                             [cluster("backend", [up.port])]))
+    status, h, _, took = curl(p, "-H", "grpc-timeout: 300m")
+    assert (status, h["grpc-status"], h["grpc-message"]) == \
+        (200, "4", "downstream duration timeout")
+    assert 0.25 < took < 1.5
+    assert up.requests[0][2]["grpc-timeout"] == "300m"  # forwarded as sent
+    l = logs(p, 1)[0]
+    assert (l["code"], l["flags"], l["details"], l["grpc"]) == \
+        (200, "-", "max_duration_timeout", "DeadlineExceeded")
+    assert p.stats()["http.ingress_http.downstream_rq_max_duration_reached"] == 1
+
+
+def test_max_stream_duration_replaces_route_timeout(proxy_factory, upstreams):
+    """With max_stream_duration on the route (Envoy's usingNewTimeouts) the router ignores
+    the route timeout; the stream's max duration applies to any request."""
+    up = upstreams([("delay", 500, 200)])
+    p = proxy_factory(bs_for([msd_route(header_max="0s", timeout="0.1s")],
+                             [cluster("backend", [up.port])]))
+    r = subprocess.run(["curl", "-sS", "-w", "\n%{http_code}", p.url("/plain")],
+                       capture_output=True, text=True, timeout=20)
+    assert r.stdout == "status=200\n200"  # the 0.1 s route timeout did not fire
+    up2 = upstreams([("delay", 2000, 200)])
+    p2 = proxy_factory(bs_for([msd_route(msd="0.5s", timeout="10s")],
+                              [cluster("backend", [up2.port])]))
+    t0 = time.monotonic()
+    r = subprocess.run(["curl", "-sS", "-w", "\n%{http_code}", p2.url("/plain")],
+                       capture_output=True, text=True, timeout=20)
+    assert r.stdout == "downstream duration timeout\n504"
+    assert 0.4 < time.monotonic() - t0 < 1.8
+    l = logs(p2, 1)[0]
+    assert (l["code"], l["details"], l["grpc"]) == (504, "max_duration_timeout", None)

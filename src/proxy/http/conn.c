@@ -53,6 +53,7 @@ static void stream_local_reply(wp_stream *s, int status, const char *body, const
 static void stream_local_reply_grpc(wp_stream *s, int status, int grpc_status, const char *body,
                                     const char *details, int flag);
 static void dconn_kick(wp_dconn *d);
+static void refresh_duration(wp_stream *s);
 static const wp_filter_callbacks filter_cbs;
 
 /* ---------- small helpers ---------- */
@@ -163,15 +164,31 @@ static void request_timeout(wp_stream *s)
                        -1);
 }
 
-/* One timer serves two deadlines: the stream's deadline (the HCM's request_timeout, or the
- * route timeout of the filter that took it over: the router) and the stream's filter timer
- * (a fault delay, the router's per-try timeout or back-off). It fires at the earlier one; the
- * deadline wins when both are due. */
+/* Envoy's onStreamMaxDurationReached: 504 (408 while the request is not read whole)
+ * "downstream duration timeout", gRPC status 4 DEADLINE_EXCEEDED, details
+ * max_duration_timeout; after the response started the stream is reset. */
+static void duration_reached(wp_stream *s)
+{
+    WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
+                  "Stream max duration time reached");
+    wp_hcm_stat(s->d, WP_S_downstream_rq_max_duration_reached, 1);
+    stream_local_reply_grpc(s, s->req_complete ? 504 : 408, WF_GRPC_STATUS_DEADLINE_EXCEEDED,
+                            "downstream duration timeout", "max_duration_timeout", -1);
+}
+
+/* One timer serves three deadlines: the stream's deadline (the HCM's request_timeout, or the
+ * route timeout of the filter that took it over: the router), the stream's max duration
+ * (refresh_duration) and the stream's filter timer (a fault delay, the router's per-try
+ * timeout or back-off). It fires at the earliest; when several are due, in that order. */
 static void on_rq_timeout(uv_timer_t *t)
 {
     wp_dconn *d = t->data;
     uint64_t now = uv_now(&d->w->loop);
-    if (d->rq_deadline && now >= d->rq_deadline) {
+    if (d->dur_deadline && now >= d->dur_deadline && !(d->rq_deadline && now >= d->rq_deadline)) {
+        d->dur_deadline = 0;
+        if (d->stream)
+            duration_reached(d->stream);
+    } else if (d->rq_deadline && now >= d->rq_deadline) {
         d->rq_deadline = 0;
         wp_stream *s = d->stream;
         if (s && wp_fchain_deadline_armed(&s->fcs))
@@ -188,6 +205,8 @@ static void on_rq_timeout(uv_timer_t *t)
     uint64_t next = d->rq_deadline;
     if (d->try_deadline && (!next || d->try_deadline < next))
         next = d->try_deadline;
+    if (d->dur_deadline && (!next || d->dur_deadline < next))
+        next = d->dur_deadline;
     if (next) /* a deadline still ahead (cleared ones are 0) */
         uv_timer_start(&d->rq_timer, d->rq_timer.timer_cb, next > now ? next - now : 0, 0);
 }
@@ -971,6 +990,7 @@ static void stream_finish(wp_stream *s)
                           &s->si);
     wp_dconn_clear_deadline(d);
     wp_dconn_clear_try_deadline(d);
+    d->dur_deadline = 0;
     /* the router (last) gives its upstream request up, ends its retry state, logs URX */
     wp_fchain_stream_complete(&s->fcs, s, &filter_cbs);
     wp_hcm_stat(s->d, WP_S_downstream_rq_active, -1);
@@ -1624,10 +1644,43 @@ static void on_request_headers(wp_stream *s)
         }
     }
     wp_cached_route_refresh(s); /* the route, before any filter (Envoy's cached route) */
+    refresh_duration(s);
     /* the HTTP filters in order, the router last; a filter may stop (the fault filter's delay)
      * or answer instead (the stream then ended; net/deferred.h frees it after this pass). */
     wp_filter_headers h = request_headers(s);
     wp_fchain_decode_headers(&s->fcs, s, &filter_cbs, &h, request_received(s));
+}
+
+/* Envoy's ActiveStream::refreshDurationTimeout for s's route (one with max_stream_duration;
+ * weft has no HCM-level max_stream_duration to fall back to): the request's grpc-timeout
+ * when grpc_timeout_header_max is set (capped by it unless 0, less
+ * grpc_timeout_header_offset, 0 at least), else max_stream_duration (0 or unset: none),
+ * counted from the stream's start. */
+static void refresh_duration(wp_stream *s)
+{
+    wp_dconn *d = s->d;
+    const wp_route *r = s->route;
+    d->dur_deadline = 0;
+    if (!r || r->action != WP_ACT_ROUTE || !r->has_max_stream_duration)
+        return;
+    uint64_t t = 0;
+    const h1_header *h = h1_find_header(s->req.headers, s->req.nheaders, "grpc-timeout");
+    bool hdr = h && wf_grpc_timeout_parse(h->value.p, h->value.len, &t);
+    if (!hdr || !r->has_grpc_timeout_header_max) {
+        if (!r->has_msd_value || r->msd_ms == 0)
+            return;
+        t = r->msd_ms;
+    } else {
+        if (r->grpc_timeout_header_max_ms && t > r->grpc_timeout_header_max_ms)
+            t = r->grpc_timeout_header_max_ms;
+        if (t && r->grpc_timeout_header_offset_ms)
+            t = r->grpc_timeout_header_offset_ms < t ? t - r->grpc_timeout_header_offset_ms : 0;
+    }
+    uint64_t now = uv_now(&d->w->loop), start = s->si.start_ns / 1000000u;
+    d->dur_deadline = start + t > now ? start + t : now;
+    if (!d->dur_deadline)
+        d->dur_deadline = 1; /* 0 means none */
+    arm_deadline(d, d->dur_deadline - now);
 }
 
 static void on_request_complete(wp_stream *s)

@@ -100,6 +100,8 @@ struct wp_dconn {
     uint64_t start_ms;            /* loop time (ms) of the accept (downstream_cx_length_ms) */
     uint64_t rq_deadline;         /* loop time (ms) of the route/request timeout, 0 = none */
     uint64_t try_deadline;        /* loop time (ms) of the per-try timeout or back-off, 0 = none */
+    /* loop time (ms) when the stream's max_stream_duration ends (conn.c refresh_duration) */
+    uint64_t dur_deadline;
     bool writing, reading, peer_closed, closing, close_after;
     bool tunnel;
     bool in_process; /* parsing: upstream writes wait until the pass ends */

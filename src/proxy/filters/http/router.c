@@ -195,8 +195,12 @@ static void final_timeout(wp_stream *s)
 {
     wp_router_state *rs = wp_rs(s);
     const wp_route *r = s->route;
-    rs->grpc_timeout = grpc_request(s) && r->has_max_grpc_timeout;
-    rs->timeout_ms = rs->grpc_timeout ? grpc_timeout_ms(s) : r->timeout_ms;
+    /* usingNewTimeouts (a max_stream_duration on the route): no route timeout here, the
+     * connection manager times the stream (conn.c) */
+    rs->grpc_timeout = !r->has_max_stream_duration && grpc_request(s) && r->has_max_grpc_timeout;
+    rs->timeout_ms = r->has_max_stream_duration ? 0
+                     : rs->grpc_timeout         ? grpc_timeout_ms(s)
+                                                : r->timeout_ms;
     rs->per_try_timeout_ms = r->retry ? r->retry->per_try_timeout_ms : 0;
     for (size_t i = 0; i < s->req.nheaders; i++) {
         const h1_header *h = &s->req.headers[i];
