@@ -63,7 +63,7 @@
  *
  * Left out (Istio emits them): tracing, request_id_extension,
  * upgrade_configs, forward_client_cert_details, xff_num_trusted_hops from ProxyConfig, route
- * decorators and max_grpc_timeout (as rds.h), Gateway API (K8S_GATEWAY) resources, delegate
+ * decorators (as rds.h), Gateway API (K8S_GATEWAY) resources, delegate
  * VirtualServices.
  */
 #ifndef WF_PILOT_GATEWAY_H

@@ -383,13 +383,16 @@ static json_t *vhost_domains(rc_build *b, const wf_svc *svc)
     return NULL;
 }
 
-/* Istio's default route of a Service without a VirtualService: the retry policy is
- * ConvertPolicy(MeshConfig defaultHttpRetryPolicy), Istio's default when that is unset. */
+/* Istio's default route of a Service without a VirtualService (BuildDefaultHTTPOutboundRoute):
+ * the retry policy is ConvertPolicy(MeshConfig defaultHttpRetryPolicy), Istio's default when
+ * that is unset; setTimeout(nil): timeout and max_grpc_timeout "0s" (a gRPC client's
+ * grpc-timeout applies uncapped). */
 static json_t *default_route(const rds_ctx *x, const char *cluster)
 {
     json_t *retry = NULL;
-    json_t *r = json_pack("{s:{s:s},s:{s:s,s:s},s:s}", "match", "prefix", "/", "route", "cluster",
-                          cluster, "timeout", "0s", "name", "default");
+    json_t *r =
+        json_pack("{s:{s:s},s:{s:s,s:s,s:s},s:s}", "match", "prefix", "/", "route", "cluster",
+                  cluster, "timeout", "0s", "max_grpc_timeout", "0s", "name", "default");
     if (!r || rds_retry_policy(x->default_retries, &retry) != 0 ||
         (retry && json_object_set_new(json_object_get(r, "route"), "retry_policy", retry) != 0)) {
         json_decref(r);
@@ -456,11 +459,12 @@ static int add_services(rc_build *b, const rds_bind *bind)
 static json_t *catch_all_vhost(bool registry_only)
 {
     const char *name = registry_only ? "block_all" : "allow_any";
-    json_t *route =
-        registry_only ? json_pack("{s:{s:s},s:{s:i},s:s}", "match", "prefix", "/",
-                                  "direct_response", "status", 502, "name", name)
-                      : json_pack("{s:{s:s},s:{s:s,s:s},s:s}", "match", "prefix", "/", "route",
-                                  "cluster", WF_CLUSTER_PASSTHROUGH, "timeout", "0s", "name", name);
+    json_t *route = registry_only
+                        ? json_pack("{s:{s:s},s:{s:i},s:s}", "match", "prefix", "/",
+                                    "direct_response", "status", 502, "name", name)
+                        : json_pack("{s:{s:s},s:{s:s,s:s,s:s},s:s}", "match", "prefix", "/",
+                                    "route", "cluster", WF_CLUSTER_PASSTHROUGH, "timeout", "0s",
+                                    "max_grpc_timeout", "0s", "name", name);
     return json_pack("{s:s,s:[s],s:[o],s:b}", "name", name, "domains", "*", "routes", route,
                      "include_request_attempt_count", 1);
 }

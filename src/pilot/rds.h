@@ -31,10 +31,12 @@
  *    host of the same configuration is dropped (Envoy rejects duplicates). Virtual hosts
  *    carry include_request_attempt_count true. Services bound by a VirtualService come
  *    first (VirtualService load order), then the others (load order), then `allow_any`
- *    (domains ["*"], prefix "/" to PassthroughCluster, timeout 0s, route name allow_any) or,
+ *    (domains ["*"], prefix "/" to PassthroughCluster, timeout and max_grpc_timeout 0s, route
+ *    name allow_any) or,
  *    with opt->registry_only, `block_all` (direct_response 502, route name block_all).
  *  - without a VirtualService: route `default`, match prefix "/", cluster
- *    `outbound|<port>||<fqdn>`, timeout "0s", Istio's default retry policy (retry_on
+ *    `outbound|<port>||<fqdn>`, timeout and max_grpc_timeout "0s", Istio's default retry
+ *    policy (retry_on
  *    "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes",
  *    num_retries 2, retry_host_predicate previous_hosts, host_selection_retry_max_attempts
  *    "5", no retriable_status_codes since Istio 1.24). MeshConfig defaultHttpRetryPolicy
@@ -54,7 +56,7 @@
  * host covers it. Istio merges several VirtualServices for one host; weft takes one.
  *
  * Left out (Istio emits them; weft-proxy's route loader does not accept them yet):
- * route `decorator`, `max_grpc_timeout` / `max_stream_duration`, and
+ * route `decorator`, `max_stream_duration` (proxyless gRPC), and
  * max_direct_response_body_size_bytes. metadata.filter_metadata.istio.config on
  * VirtualService routes IS written (the issue requires it), so loading these configurations
  * into weft-proxy needs `metadata` accepted on routes first. Not translated: delegate

@@ -297,7 +297,9 @@ static int mirror(json_t *a, const vs_in *in, const wf_route *r)
     return rc;
 }
 
-/* applyHTTPRouteDestination + setTimeout (max_grpc_timeout left out, see rds.h). */
+/* applyHTTPRouteDestination + setTimeout: timeout and max_grpc_timeout both the
+ * VirtualService timeout, "0s" when it has none (route.go: "Use deprecated value for now as the
+ * replacement MaxStreamDuration has some regressions"). */
 static json_t *route_action(const vs_in *in, const wf_route *r)
 {
     json_t *a = json_object(), *retry = NULL;
@@ -308,7 +310,7 @@ static json_t *route_action(const vs_in *in, const wf_route *r)
                      ? cds_duration(ns)
                      : json_string("0s");
     if (!a || !to || destinations(a, in, r) != 0 || rewrite(a, rw) != 0 ||
-        json_object_set(a, "timeout", to) != 0 ||
+        json_object_set(a, "timeout", to) != 0 || json_object_set(a, "max_grpc_timeout", to) != 0 ||
         rds_retry_policy(retries ? retries : in->x->default_retries, &retry) != 0 ||
         (retry && json_object_set_new(a, "retry_policy", retry) != 0) || mirror(a, in, r) != 0 ||
         regex_rewrite(a, rw) != 0) {

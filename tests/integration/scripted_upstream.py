@@ -12,6 +12,11 @@ Actions:
   ("stall", MS)  read the body, send a 200 head and half of a 10-byte body, wait MS
                  milliseconds, send the rest
   ("trailers", N, {name: value})  read the body, answer N chunked with these trailer fields
+  ("grpc", PAYLOAD)  read the body, answer a gRPC call the HTTP/1.1 way: 200,
+                 content-type application/grpc, chunked, one length-prefixed message
+                 PAYLOAD (bytes), trailer grpc-status: 0
+  ("grpc-only", CODE, MESSAGE)  read the body, answer trailers-only: 200, content-type
+                 application/grpc, grpc-status CODE, grpc-message MESSAGE, no body
 
 `up.requests` lists (method, target, headers dict, body bytes or None) per request;
 `up.early` is set once a "503-early" answer went out. Binds 127.0.0.1 on a free port.
@@ -141,6 +146,15 @@ class ScriptedUpstream:
                                       for k, v in act[2].items())
                     c.sendall(b"HTTP/1.1 %d X\r\ntransfer-encoding: chunked\r\n\r\n"
                               b"5\r\nhello\r\n0\r\n%s\r\n" % (act[1], fields))
+                elif act[0] == "grpc":
+                    frame = b"\x00" + len(act[1]).to_bytes(4, "big") + act[1]
+                    c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/grpc\r\n"
+                              b"transfer-encoding: chunked\r\n\r\n%x\r\n%s\r\n"
+                              b"0\r\ngrpc-status: 0\r\n\r\n" % (len(frame), frame))
+                elif act[0] == "grpc-only":
+                    c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/grpc\r\n"
+                              b"grpc-status: %d\r\ngrpc-message: %s\r\n"
+                              b"content-length: 0\r\n\r\n" % (act[1], act[2].encode()))
                 elif act[0] == "stall":
                     c.sendall(b"HTTP/1.1 200 X\r\ncontent-length: 10\r\n\r\nhello")
                     time.sleep(act[1] / 1000.0)

@@ -45,15 +45,15 @@ def _lines(proxy, n):
 
 
 def test_grpc_request_to_missing_cluster_logs_unavailable(app, proxy_factory):
-    """A gRPC request answered 503 NC has no grpc-status: Envoy maps 503 to UNAVAILABLE.
-    A plain request to the same route logs '-'."""
+    """A gRPC request answered 503 NC gets Envoy's gRPC local reply: :status 200 (logged),
+    grpc-status 14 UNAVAILABLE. A plain request to the same route logs '-' and 503."""
     rc = route_config([vhost("all", ["*"], [route(prefix="/", cluster="missing")])])
     proxy = proxy_factory(_log_bs(app, rc=rc))
-    status, _, _ = proxy.request("POST", "/pkg.Svc/Call", headers=GRPC, body=b"")
-    assert status == 503
+    status, hdrs, _ = proxy.request("POST", "/pkg.Svc/Call", headers=GRPC, body=b"")
+    assert (status, hdrs["grpc-status"]) == (200, "14")
     status, _, _ = proxy.request("GET", "/plain")
     assert status == 503
-    assert _lines(proxy, 2) == ["Unavailable UNAVAILABLE 14 503", "- - - 503"]
+    assert _lines(proxy, 2) == ["Unavailable UNAVAILABLE 14 200", "- - - 503"]
 
 
 def test_grpc_status_from_the_response_code(app, proxy_factory):

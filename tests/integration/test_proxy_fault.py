@@ -273,14 +273,14 @@ def test_request_timeout_applies_during_delay(app, proxy_factory):
 
 
 def test_bad_fault_config_names_path(tmp_path):
-    bs = fault_bootstrap(1, {"@type": FAULT_TYPE, "abort": {"grpc_status": 14}})
+    bs = fault_bootstrap(1, {"@type": FAULT_TYPE, "abort": {"header_abort": {}}})
     bs["static_resources"]["listeners"][0]["address"]["socket_address"]["port_value"] = 1
     bs["admin"]["address"]["socket_address"]["port_value"] = 2
     path = write_bootstrap(bs, str(tmp_path))
     r = subprocess.run([proxy_path(), "--mode", "validate", "-c", path], capture_output=True,
                        text=True, timeout=30)
     assert r.returncode == 1, r.stdout
-    assert ("http_filters[0].typed_config.abort.grpc_status: not supported by weft-proxy's "
+    assert ("http_filters[0].typed_config.abort.header_abort: not supported by weft-proxy's "
             "fault filter") in r.stderr
 
 

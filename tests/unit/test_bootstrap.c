@@ -251,6 +251,72 @@ static void test_ref_unref(void **state)
     wp_config_unref(NULL);
 }
 
+/* RouteAction max_grpc_timeout and grpc_timeout_offset (as istiod writes them, B034). */
+static void test_route_max_grpc_timeout(void **state)
+{
+    (void)state;
+    wf_strbuf err = WF_STRBUF_INIT;
+    char *t = boot(ROUTER_ONLY,
+                   "{\"match\":{\"prefix\":\"/a\"},\"route\":{\"cluster\":\"c\",\"timeout\":\"1s\","
+                   "\"max_grpc_timeout\":\"1s\",\"grpc_timeout_offset\":\"0.010s\"}},"
+                   "{\"match\":{\"prefix\":\"/b\"},\"route\":{\"cluster\":\"c\",\"timeout\":\"0s\","
+                   "\"max_grpc_timeout\":\"0s\"}}," ROUTE_OK,
+                   CLUSTER_OK);
+    wp_config *c = load_text(t, &err);
+    free(t);
+    assert_non_null(c);
+    const wp_route *r = hcm0(c)->route_config->vhosts[0].routes;
+    assert_true(r[0].has_max_grpc_timeout);
+    assert_int_equal(r[0].max_grpc_timeout_ms, 1000);
+    assert_int_equal(r[0].grpc_timeout_offset_ms, 10);
+    assert_true(r[1].has_max_grpc_timeout); /* 0s: set, no cap */
+    assert_int_equal(r[1].max_grpc_timeout_ms, 0);
+    assert_false(r[2].has_max_grpc_timeout); /* absent: grpc-timeout is ignored */
+    assert_false(r[2].has_max_stream_duration);
+    wp_config_unref(c);
+    expect_error(boot(ROUTER_ONLY,
+                      "{\"match\":{\"prefix\":\"/\"},\"route\":{\"cluster\":\"c\","
+                      "\"max_grpc_timeout\":\"soon\"}}",
+                      CLUSTER_OK),
+                 "t.json: " RPFX ".route.max_grpc_timeout: invalid duration (expected a string "
+                 "like \"5s\" or \"0.250s\")");
+    wf_strbuf_free(&err);
+}
+
+/* RouteAction max_stream_duration as Istio's inbound route has it. */
+static void test_route_max_stream_duration(void **state)
+{
+    (void)state;
+    wf_strbuf err = WF_STRBUF_INIT;
+    char *t = boot(ROUTER_ONLY,
+                   "{\"match\":{\"prefix\":\"/a\"},\"route\":{\"cluster\":\"c\",\"timeout\":\"0s\","
+                   "\"max_stream_duration\":{\"max_stream_duration\":\"0s\","
+                   "\"grpc_timeout_header_max\":\"0s\"}}},"
+                   "{\"match\":{\"prefix\":\"/b\"},\"route\":{\"cluster\":\"c\","
+                   "\"maxStreamDuration\":{\"maxStreamDuration\":\"2s\","
+                   "\"grpcTimeoutHeaderOffset\":\"0.1s\"}}}",
+                   CLUSTER_OK);
+    wp_config *c = load_text(t, &err);
+    free(t);
+    assert_non_null(c);
+    const wp_route *r = hcm0(c)->route_config->vhosts[0].routes;
+    assert_true(r[0].has_max_stream_duration && r[0].has_msd_value);
+    assert_true(r[0].has_grpc_timeout_header_max);
+    assert_int_equal(r[0].msd_ms, 0);
+    assert_int_equal(r[0].grpc_timeout_header_max_ms, 0);
+    assert_true(r[1].has_max_stream_duration && r[1].has_msd_value);
+    assert_false(r[1].has_grpc_timeout_header_max);
+    assert_int_equal(r[1].msd_ms, 2000);
+    assert_int_equal(r[1].grpc_timeout_header_offset_ms, 100);
+    wp_config_unref(c);
+    expect_error(boot(ROUTER_ONLY,
+                      "{\"match\":{\"prefix\":\"/\"},\"route\":{\"cluster\":\"c\","
+                      "\"max_stream_duration\":{\"bogus\":1}}}",
+                      CLUSTER_OK),
+                 "t.json: " RPFX ".route.max_stream_duration.bogus: unknown field");
+    wf_strbuf_free(&err);
+}
+
 static void test_defaults(void **state)
 {
     wf_strbuf err = WF_STRBUF_INIT;
@@ -749,12 +815,11 @@ static void test_error_route_rules(void **state)
                  "t.json: " RPFX ": exactly one of route, redirect, direct_response is required");
     expect_error(boot(ROUTER_ONLY,
                       ROUTE_OK ",{\"match\":{\"prefix\":\"/\"},\"route\":{"
-                               "\"cluster\":\"c\",\"max_stream_duration\":{}}}",
+                               "\"cluster\":\"c\",\"hash_policy\":[]}}",
                       CLUSTER_OK),
-                 "t.json: " LPFX
-                 ".route_config.virtual_hosts[0].routes[1].route.max_stream_duration: "
+                 "t.json: " LPFX ".route_config.virtual_hosts[0].routes[1].route.hash_policy: "
                  "not supported by weft-proxy (Envoy's "
-                 "envoy.config.route.v3.RouteAction.max_stream_duration)");
+                 "envoy.config.route.v3.RouteAction.hash_policy)");
 }
 
 static void test_validate_clusters_explicit(void **state)
@@ -1097,6 +1162,8 @@ int main(void)
         cmocka_unit_test(test_hcm_codec_and_h2_options),
         cmocka_unit_test(test_ref_unref),
         cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_route_max_grpc_timeout),
+        cmocka_unit_test(test_route_max_stream_duration),
         cmocka_unit_test(test_regex_full_match),
         cmocka_unit_test(test_error_unknown_field),
         cmocka_unit_test(test_error_not_supported_field),

@@ -307,12 +307,34 @@ static void test_parse_per_route(void **state)
     wp_config_unref(c);
 }
 
+/* abort.grpc_status (FaultFilter::abortStatus): HTTP 200 carrying the gRPC status. */
+static void test_parse_grpc_abort(void **state)
+{
+    (void)state;
+    wp_config *c = load_ok(
+        boot(FAULT_FILTERS(",\"abort\":{\"grpc_status\":14,\"percentage\":{\"numerator\":100}}"),
+             "", ROUTE_OK));
+    wp_fault_filter *f = filter0(c);
+    assert_true(f->cfg.has_abort);
+    assert_int_equal(f->cfg.abort_status, 200);
+    assert_int_equal(f->cfg.abort_grpc_status, 14);
+    wp_config_unref(c);
+    c = load_ok(
+        boot(FAULT_FILTERS(",\"abort\":{\"http_status\":503,\"percentage\":{\"numerator\":100}}"),
+             "", ROUTE_OK));
+    f = filter0(c);
+    assert_int_equal(f->cfg.abort_status, 503);
+    assert_int_equal(f->cfg.abort_grpc_status, -1);
+    wp_config_unref(c);
+}
+
 static void test_parse_errors(void **state)
 {
     (void)state;
-    expect_error(boot(FAULT_FILTERS(",\"abort\":{\"grpc_status\":14}"), "", ROUTE_OK),
-                 "t.json: " LPFX ".http_filters[0].typed_config.abort.grpc_status: not supported "
-                 "by weft-proxy's fault filter");
+    expect_error(
+        boot(FAULT_FILTERS(",\"abort\":{\"grpc_status\":14,\"http_status\":503}"), "", ROUTE_OK),
+        "t.json: " LPFX ".http_filters[0].typed_config.abort: only one of http_status, "
+        "grpc_status may be set (oneof error_type)");
     expect_error(boot(FAULT_FILTERS(",\"abort\":{\"header_abort\":{}}"), "", ROUTE_OK),
                  "t.json: " LPFX ".http_filters[0].typed_config.abort.header_abort: not supported "
                  "by weft-proxy's fault filter");
@@ -386,9 +408,9 @@ static void test_parse_chain_errors(void **state)
                  "takes per-route config)");
     expect_error(boot(EMPTY_FAULT, "",
                       "{\"match\":{\"prefix\":\"/\"},\"route\":{\"cluster\":\"c\"}," PF_FAULT(
-                          ",\"abort\":{\"grpc_status\":2}") "}"),
+                          ",\"abort\":{\"header_abort\":{}}") "}"),
                  "t.json: " VPFX ".routes[0].typed_per_filter_config.envoy.filters.http.fault."
-                 "abort.grpc_status: not supported by weft-proxy's fault filter");
+                 "abort.header_abort: not supported by weft-proxy's fault filter");
     expect_error(boot(EMPTY_FAULT, PF_FAULT(",\"delay\":{\"fixed_delay\":\"-1s\"}") ",", ROUTE_OK),
                  "t.json: " VPFX ".typed_per_filter_config.envoy.filters.http.fault.delay."
                  "fixed_delay: value must be a non-negative duration");
@@ -477,6 +499,7 @@ int main(void)
         cmocka_unit_test(test_parse_camel_case_and_absent_percentage),
         cmocka_unit_test(test_parse_per_route),
         cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_parse_grpc_abort),
         cmocka_unit_test(test_parse_chain_errors),
         cmocka_unit_test(test_headers_match),
         cmocka_unit_test(test_register_stats),

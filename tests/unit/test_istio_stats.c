@@ -237,6 +237,26 @@ static void test_labels_tcp(void **state)
     wf_strbuf_free(&prom);
 }
 
+/* A gRPC request (istio_stats.cc): request_protocol "grpc" and its grpc_response_status. */
+static void test_labels_grpc(void **state)
+{
+    (void)state;
+    wp_istio_local loc = local_frontend();
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL, 0};
+    wp_istio_labels l;
+    wp_istio_labels_build(&f, NULL, NULL, S("h.x"), S("h"), "200", "UT", &l);
+    wp_istio_labels_grpc(&l, "4");
+    wf_strbuf b = WF_STRBUF_INIT;
+    wp_istio_stats_suffix(&l, &b);
+    assert_non_null(strstr(b.data, ".request_protocol.grpc.response_code.200."
+                                   "grpc_response_status.4.response_flags.UT."));
+    wf_strbuf_reset(&b);
+    wp_istio_prom_labels(&l, &b);
+    assert_non_null(strstr(b.data, "request_protocol=\"grpc\",response_code=\"200\","
+                                   "grpc_response_status=\"4\",response_flags=\"UT\""));
+    wf_strbuf_free(&b);
+}
+
 /* mTLS (istio_stats.cc populatePeerInfo): the connection's first URI SANs give the
  * principals, the destination's connection_security_policy and the peer's namespace. */
 static void test_labels_mtls(void **state)
@@ -521,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_record_and_render),
         cmocka_unit_test(test_labels_tcp),
+        cmocka_unit_test(test_labels_grpc),
         cmocka_unit_test(test_bootstrap_accepts),
         cmocka_unit_test(test_bootstrap_rejects),
     };

@@ -92,6 +92,8 @@ static void catalog_default_route(void **state)
     assert_null(wf_test_json_at(r, "match.case_sensitive"));
     wf_test_expect_str(r, "route.cluster", "outbound|80||" CATALOG);
     wf_test_expect_str(r, "route.timeout", "0s");
+    /* B034: istiod's setTimeout(nil) writes max_grpc_timeout 0s (grpc-timeout uncapped) */
+    wf_test_expect_str(r, "route.max_grpc_timeout", "0s");
     wf_test_expect_str(r, "route.retry_policy.retry_on", RETRY_ON);
     wf_test_expect_int(r, "route.retry_policy.num_retries", 2);
     wf_test_expect_str(r, "route.retry_policy.retry_host_predicate.0.name",
@@ -106,6 +108,7 @@ static void catalog_default_route(void **state)
     wf_test_expect_str(any, "routes.0.name", "allow_any");
     wf_test_expect_str(any, "routes.0.route.cluster", "PassthroughCluster");
     wf_test_expect_str(any, "routes.0.route.timeout", "0s");
+    wf_test_expect_str(any, "routes.0.route.max_grpc_timeout", "0s");
     assert_null(wf_test_json_at(any, "routes.0.route.retry_policy"));
     json_decref(out);
     wf_store_free(s);
@@ -214,6 +217,7 @@ static void weighted_subsets(void **state)
     wf_test_expect_str(wc, "1.name", "outbound|80|version-v2|" CATALOG);
     wf_test_expect_int(wc, "1.weight", 80);
     wf_test_expect_str(r, "route.timeout", "0s");
+    wf_test_expect_str(r, "route.max_grpc_timeout", "0s"); /* a VS without timeout */
     wf_test_expect_str(r, "route.retry_policy.retry_on", RETRY_ON);
     wf_test_expect_str(r, "metadata.filter_metadata.istio.config", VS_PREFIX "catalog-v1-v2");
     assert_null(json_object_get(r, "name"));
@@ -260,6 +264,7 @@ static void book_retries_and_timeout(void **state)
 
     r = backend_route("simple-backend-vs-timeout.yaml", &s);
     wf_test_expect_str(r, "route.timeout", "0.500s");
+    wf_test_expect_str(r, "route.max_grpc_timeout", "0.500s"); /* = the VS timeout (B034) */
     wf_test_expect_str(r, "route.retry_policy.retry_on", RETRY_ON);
     json_decref(r);
     wf_store_free(s);
@@ -282,6 +287,7 @@ static void retry_on_codes(void **state)
     json_t *out = routes(s, "istioinaction");
     json_t *r = wf_test_json_at(vhost(json_array_get(out, 0), BACKEND ":80"), "routes.0");
     wf_test_expect_str(r, "route.timeout", "2s");
+    wf_test_expect_str(r, "route.max_grpc_timeout", "2s");
     wf_test_expect_str(r, "route.retry_policy.retry_on", "gateway-error,retriable-status-codes");
     wf_test_expect_int(r, "route.retry_policy.num_retries", 3);
     wf_test_expect_str(r, "route.retry_policy.per_try_timeout", "0.250s");

@@ -21,6 +21,7 @@
 #include <uv.h>
 
 #include "core/grpc_codes.h"
+#include "http/grpc_http.h"
 
 #define ALF_MAX_DEPTH    32
 #define ALF_TIME_FMT_MAX 64
@@ -1100,12 +1101,11 @@ static void val_header(alf_val *v, const alf_piece *p, const wp_stream_info *si)
  * "application/grpc" or starting with "application/grpc+" (not "application/grpc-web"). */
 static bool is_grpc_request(const wp_stream_info *si)
 {
-    static const char grpc[] = "application/grpc";
-    size_t len = 0, n = sizeof grpc - 1;
+    size_t len = 0;
     if (!wp_si_req_header(si, ":path", NULL))
         return false;
     const char *ct = wp_si_req_header(si, "content-type", &len);
-    return ct && len >= n && memcmp(ct, grpc, n) == 0 && (len == n || ct[n] == '+');
+    return wf_grpc_content_type(ct, len);
 }
 
 /* Grpc::Common::getGrpcStatus of one header map (allow_user_defined): absent or empty =
@@ -1133,28 +1133,6 @@ static bool grpc_status_of(const char *h, size_t len, int64_t *code)
     return true;
 }
 
-/* Grpc::Utility::httpToGrpcStatus (grpc/doc/http-grpc-status-mapping.md). */
-static int64_t http_to_grpc_status(int code)
-{
-    switch (code) {
-    case 400:
-        return 13; /* Internal */
-    case 401:
-        return 16; /* Unauthenticated */
-    case 403:
-        return 7; /* PermissionDenied */
-    case 404:
-        return 12; /* Unimplemented */
-    case 429:
-    case 502:
-    case 503:
-    case 504:
-        return 14; /* Unavailable */
-    default:
-        return 2; /* Unknown */
-    }
-}
-
 /* Envoy's GrpcStatusFormatter: unset unless the request is gRPC; the status from the
  * response trailers, else the response headers, else mapped from the response code; the
  * name in CamelCase or SNAKE_CASE (a code without a name prints its number, as a string),
@@ -1171,7 +1149,7 @@ static void val_grpc_status(alf_val *v, const alf_piece *p, const wp_stream_info
         if (!grpc_status_of(h, len, &code)) {
             if (si->response_code == 0)
                 return;
-            code = http_to_grpc_status(si->response_code);
+            code = wf_grpc_http_to_status(si->response_code);
         }
     }
     if (p->off2 == 1) {

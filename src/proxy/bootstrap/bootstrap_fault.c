@@ -3,7 +3,8 @@
  * .HTTPFault) for the listener's http_filters and for typed_per_filter_config on routes and
  * virtual hosts (see fault.h for the behaviour).
  *
- * Supported: HTTPFault {delay {fixed_delay, percentage}, abort {http_status, percentage},
+ * Supported: HTTPFault {delay {fixed_delay, percentage}, abort {http_status | grpc_status,
+ * percentage},
  * headers (route HeaderMatcher), max_active_faults}; FractionalPercent {numerator,
  * denominator HUNDRED | TEN_THOUSAND | MILLION}. The other HTTPFault fields are rejected by
  * path as unsupported. Validation messages copy protoc-gen-validate's wording for the rules of
@@ -71,12 +72,24 @@ static bool dec_delay(bs *b, json_t *o, void *arg)
 /* FaultAbort */
 static bool dec_abort(bs *b, json_t *o, void *arg)
 {
-    static const char *const unsupported[] = {"grpc_status", "header_abort", NULL};
+    static const char *const unsupported[] = {"header_abort", NULL};
     wp_fault_config *c = arg;
+    uint32_t grpc = 0;
+    c->abort_grpc_status = -1;
     if (!bs_fields(b, o, "http_status grpc_status header_abort percentage") ||
         !reject_unsupported(b, o, unsupported) || !bs_u32(b, o, "http_status", &c->abort_status) ||
-        !dec_percent(b, o, "percentage", &c->abort_pct))
+        !bs_u32(b, o, "grpc_status", &grpc) || !dec_percent(b, o, "percentage", &c->abort_pct))
         return false;
+    if (bs_get(o, "http_status") && bs_get(o, "grpc_status"))
+        return bs_fail(b, "only one of http_status, grpc_status may be set (oneof error_type)");
+    if (bs_get(o, "grpc_status")) { /* FaultFilter::abortStatus: HTTP 200 and the gRPC status */
+        if (grpc > INT16_MAX)
+            return bs_fail_at(b, "grpc_status", "value must be at most 32767");
+        c->abort_grpc_status = (int)grpc;
+        c->abort_status = 200;
+        c->has_abort = true;
+        return true;
+    }
     if (!bs_get(o, "http_status"))
         return bs_fail_at(b, "http_status", "missing required field");
     if (c->abort_status < 200 || c->abort_status >= 600)

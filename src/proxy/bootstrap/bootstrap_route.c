@@ -11,9 +11,10 @@
  * (only envoy.filters.http.fault, bootstrap_fault.c);
  * RouteMatch {prefix | path | safe_regex | path_separated_prefix, case_sensitive, headers,
  * query_parameters}; RouteAction {cluster | weighted_clusters, prefix_rewrite, regex_rewrite,
- * host_rewrite_literal, timeout, idle_timeout, retry_policy and request_mirror_policies
- * (bootstrap_retry.c)}. Messages for
- * rules Envoy enforces copy Envoy's wording (source/common/router/config_impl.cc,
+ * host_rewrite_literal, timeout, idle_timeout, max_grpc_timeout, grpc_timeout_offset,
+ * max_stream_duration {max_stream_duration, grpc_timeout_header_max,
+ * grpc_timeout_header_offset}, retry_policy and request_mirror_policies (bootstrap_retry.c)}.
+ * Messages for rules Envoy enforces copy Envoy's wording (source/common/router/config_impl.cc,
  * header_parser.cc) or protoc-gen-validate's.
  */
 #include "proxy/bootstrap/bootstrap_read.h"
@@ -386,15 +387,33 @@ static bool dec_regex_rewrite(bs *b, json_t *o, pcre2_code **re, const char **su
     return ok;
 }
 
+/* RouteAction.MaxStreamDuration (Envoy's usingNewTimeouts once present). */
+static bool dec_max_stream_duration(bs *b, json_t *o, void *arg)
+{
+    wp_route *r = arg;
+    bool has_msd = false, has_max = false;
+    if (!bs_fields(b, o,
+                   "max_stream_duration grpc_timeout_header_max grpc_timeout_header_offset") ||
+        !bs_dur(b, o, "max_stream_duration", &r->msd_ms, &has_msd) ||
+        !bs_dur(b, o, "grpc_timeout_header_max", &r->grpc_timeout_header_max_ms, &has_max) ||
+        !bs_dur(b, o, "grpc_timeout_header_offset", &r->grpc_timeout_header_offset_ms, NULL))
+        return false;
+    r->has_max_stream_duration = true;
+    r->has_msd_value = has_msd;
+    r->has_grpc_timeout_header_max = has_max;
+    return true;
+}
+
 static bool dec_route_action(bs *b, json_t *o, void *arg)
 {
     wp_route *r = arg;
-    bool has_idle = false;
+    bool has_idle = false, has_max_grpc = false;
     r->action = WP_ACT_ROUTE;
     r->timeout_ms = 15000;
     if (!bs_fields(b, o,
                    "cluster weighted_clusters prefix_rewrite regex_rewrite host_rewrite_literal "
-                   "timeout idle_timeout retry_policy request_mirror_policies"))
+                   "timeout idle_timeout retry_policy request_mirror_policies max_grpc_timeout "
+                   "grpc_timeout_offset max_stream_duration"))
         return false;
     if (!!bs_get(o, "cluster") + !!bs_get(o, "weighted_clusters") != 1)
         return bs_fail(b, "exactly one of cluster, weighted_clusters is required");
@@ -413,9 +432,13 @@ static bool dec_route_action(bs *b, json_t *o, void *arg)
         !dec_regex_rewrite(b, o, &r->regex_rewrite, &r->regex_rewrite_subst) ||
         !bs_str(b, o, "host_rewrite_literal", &r->host_rewrite_literal) ||
         !bs_dur(b, o, "timeout", &r->timeout_ms, NULL) ||
-        !bs_dur(b, o, "idle_timeout", &r->idle_timeout_ms, &has_idle))
+        !bs_dur(b, o, "idle_timeout", &r->idle_timeout_ms, &has_idle) ||
+        !bs_dur(b, o, "max_grpc_timeout", &r->max_grpc_timeout_ms, &has_max_grpc) ||
+        !bs_dur(b, o, "grpc_timeout_offset", &r->grpc_timeout_offset_ms, NULL) ||
+        !bs_sub(b, o, "max_stream_duration", dec_max_stream_duration, r))
         return false;
     r->has_idle_timeout = has_idle;
+    r->has_max_grpc_timeout = has_max_grpc;
     return true;
 }
 

@@ -201,6 +201,19 @@ typedef struct wp_route {
     uint64_t timeout_ms;              /* default 15000; 0 = none */
     uint64_t idle_timeout_ms;         /* 0 = inherit stream_idle_timeout */
     bool has_idle_timeout;
+    /* max_grpc_timeout (set: a gRPC request's grpc-timeout, capped by it unless 0, replaces
+     * timeout) and grpc_timeout_offset (subtracted from grpc-timeout when smaller), router.c */
+    bool has_max_grpc_timeout;
+    uint64_t max_grpc_timeout_ms;    /* 0 = no cap */
+    uint64_t grpc_timeout_offset_ms; /* 0 = none */
+    /* max_stream_duration (RouteAction.MaxStreamDuration; Envoy's usingNewTimeouts: the
+     * router then ignores timeout and max_grpc_timeout, the connection manager times the
+     * stream, conn.c refresh_duration): its max_stream_duration (has_: set; 0 = none),
+     * grpc_timeout_header_max (has_: a gRPC request's grpc-timeout, capped by it unless 0,
+     * replaces max_stream_duration) and grpc_timeout_header_offset */
+    bool has_max_stream_duration, has_msd_value, has_grpc_timeout_header_max;
+    uint64_t msd_ms, grpc_timeout_header_max_ms, grpc_timeout_header_offset_ms;
+
     wp_redirect redirect; /* WP_ACT_REDIRECT */
     int direct_status;    /* WP_ACT_DIRECT */
     const char *direct_body;

@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "core/log.h"
+#include "http/grpc_http.h"
 #include "http/h1_server.h"
 #include "proxy/access_log/access_log.h"
 #include "proxy/access_log/alog_emit.h"
@@ -49,7 +50,10 @@ static void process(wp_dconn *d);
 static void stream_finish(wp_stream *s);
 static void stream_local_reply(wp_stream *s, int status, const char *body, const char *details,
                                int flag);
+static void stream_local_reply_grpc(wp_stream *s, int status, int grpc_status, const char *body,
+                                    const char *details, int flag);
 static void dconn_kick(wp_dconn *d);
+static void refresh_duration(wp_stream *s);
 static const wp_filter_callbacks filter_cbs;
 
 /* ---------- small helpers ---------- */
@@ -160,15 +164,31 @@ static void request_timeout(wp_stream *s)
                        -1);
 }
 
-/* One timer serves two deadlines: the stream's deadline (the HCM's request_timeout, or the
- * route timeout of the filter that took it over: the router) and the stream's filter timer
- * (a fault delay, the router's per-try timeout or back-off). It fires at the earlier one; the
- * deadline wins when both are due. */
+/* Envoy's onStreamMaxDurationReached: 504 (408 while the request is not read whole)
+ * "downstream duration timeout", gRPC status 4 DEADLINE_EXCEEDED, details
+ * max_duration_timeout; after the response started the stream is reset. */
+static void duration_reached(wp_stream *s)
+{
+    WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, s->d->id, s->si.stream_id,
+                  "Stream max duration time reached");
+    wp_hcm_stat(s->d, WP_S_downstream_rq_max_duration_reached, 1);
+    stream_local_reply_grpc(s, s->req_complete ? 504 : 408, WF_GRPC_STATUS_DEADLINE_EXCEEDED,
+                            "downstream duration timeout", "max_duration_timeout", -1);
+}
+
+/* One timer serves three deadlines: the stream's deadline (the HCM's request_timeout, or the
+ * route timeout of the filter that took it over: the router), the stream's max duration
+ * (refresh_duration) and the stream's filter timer (a fault delay, the router's per-try
+ * timeout or back-off). It fires at the earliest; when several are due, in that order. */
 static void on_rq_timeout(uv_timer_t *t)
 {
     wp_dconn *d = t->data;
     uint64_t now = uv_now(&d->w->loop);
-    if (d->rq_deadline && now >= d->rq_deadline) {
+    if (d->dur_deadline && now >= d->dur_deadline && !(d->rq_deadline && now >= d->rq_deadline)) {
+        d->dur_deadline = 0;
+        if (d->stream)
+            duration_reached(d->stream);
+    } else if (d->rq_deadline && now >= d->rq_deadline) {
         d->rq_deadline = 0;
         wp_stream *s = d->stream;
         if (s && wp_fchain_deadline_armed(&s->fcs))
@@ -185,6 +205,8 @@ static void on_rq_timeout(uv_timer_t *t)
     uint64_t next = d->rq_deadline;
     if (d->try_deadline && (!next || d->try_deadline < next))
         next = d->try_deadline;
+    if (d->dur_deadline && (!next || d->dur_deadline < next))
+        next = d->dur_deadline;
     if (next) /* a deadline still ahead (cleared ones are 0) */
         uv_timer_start(&d->rq_timer, d->rq_timer.timer_cb, next > now ? next - now : 0, 0);
 }
@@ -650,6 +672,7 @@ static void fcb_drain_decoding_buffer(wp_stream *s);
 
 static const wp_filter_callbacks filter_cbs = {
     .send_local_reply = stream_local_reply,
+    .send_local_reply_grpc = stream_local_reply_grpc,
     .continue_decoding = fcb_continue_decoding,
     .continue_encoding = fcb_continue_encoding,
     .route = fcb_route,
@@ -687,17 +710,72 @@ static void encode_stopped(wp_stream *s)
     wp_dconn_close(s->d);
 }
 
+/* The gRPC form of a local reply (Envoy's Utility::prepareLocalReply for a gRPC request,
+ * http/grpc_http.h): content-type, grpc-status and grpc-message (n fields, their bytes in
+ * the stream's buffers, which outlive the reply for the access log); n = 0 for a request
+ * that is not gRPC. */
+typedef struct lr_grpc {
+    h1_header f[3];
+    size_t n;
+} lr_grpc;
+
+/* Whether s's request is gRPC (Grpc::Common::isGrpcRequestHeaders: its head was parsed and
+ * its content-type is application/grpc[+...]). */
+static bool is_grpc(const wp_stream *s)
+{
+    if (!s->si.request)
+        return false;
+    const h1_header *h = h1_find_header(s->req.headers, s->req.nheaders, "content-type");
+    return h && wf_grpc_content_type(h->value.p, h->value.len);
+}
+
+/* Fills g for s's local reply (status, explicit grpc_status or -1, body of blen bytes);
+ * returns -1 when out of memory. grpc-message: the body percent-encoded without one trailing
+ * '\n', only when it is not empty and the request is not a HEAD. */
+static int lr_grpc_fields(wp_stream *s, int status, int grpc_status, const char *body, size_t blen,
+                          lr_grpc *g)
+{
+    g->n = 0;
+    if (!is_grpc(s))
+        return 0;
+    int code = grpc_status >= 0 ? grpc_status : wf_grpc_http_to_status(status);
+    int len = snprintf(s->grpc_status_buf, sizeof s->grpc_status_buf, "%d", code);
+    g->f[g->n++] = (h1_header){{"content-type", 12}, {"application/grpc", 16}};
+    g->f[g->n++] = (h1_header){{"grpc-status", 11}, {s->grpc_status_buf, (size_t)len}};
+    if (blen && body[blen - 1] == '\n')
+        blen--;
+    if (!blen || wp_stream_is_head(s))
+        return 0;
+    wf_strbuf_reset(&s->grpc_msg);
+    char chunk[3 * 256 + 1];
+    for (size_t off = 0; off < blen; off += 256) {
+        size_t n = blen - off < 256 ? blen - off : 256;
+        size_t e = wf_grpc_message_percent(body + off, n, chunk, sizeof chunk);
+        wf_strbuf_append(&s->grpc_msg, chunk, e);
+    }
+    if (wf_strbuf_failed(&s->grpc_msg))
+        return -1;
+    g->f[g->n++] = (h1_header){{"grpc-message", 12}, {s->grpc_msg.data, s->grpc_msg.len}};
+    return 0;
+}
+
 /* A local reply's head through the encoder filters (Envoy's sendLocalReply encodes through the
- * whole encoder chain): they see its content-type and content-length. Returns -1 when one
- * stopped (the connection is closed). */
-static int local_reply_encode(wp_stream *s, int status, size_t blen)
+ * whole encoder chain): they see its content-type and content-length, or a gRPC reply's
+ * fields (g) with :status 200 and the end of the stream. Returns -1 when one stopped (the
+ * connection is closed). */
+static int local_reply_encode(wp_stream *s, int status, size_t blen, const lr_grpc *g)
 {
     char clen[24];
-    h1_header h[2];
+    h1_header h[3];
     size_t n = 0;
-    if (blen)
-        h[n++] = (h1_header){{"content-type", 12}, {"text/plain", 10}};
-    h[n++] = (h1_header){{"content-length", 14}, {clen, wp_u64_str(clen, blen)}};
+    if (g->n) {
+        memcpy(h, g->f, g->n * sizeof(h[0]));
+        n = g->n;
+    } else {
+        if (blen)
+            h[n++] = (h1_header){{"content-type", 12}, {"text/plain", 10}};
+        h[n++] = (h1_header){{"content-length", 14}, {clen, wp_u64_str(clen, blen)}};
+    }
     wp_filter_headers fh = {h, n, status};
     if (wp_fchain_local_reply(&s->fcs, s, &filter_cbs, &fh, blen == 0) == WP_FCHAIN_DONE)
         return 0;
@@ -762,6 +840,7 @@ static wp_stream *stream_new(wp_dconn *d)
         w->free_streams = s->next_free;
         w->nfree_streams--;
         wf_strbuf_reset(&s->extra);
+        wf_strbuf_reset(&s->grpc_msg);
         wf_strbuf_reset(&s->xff);
         wf_strbuf_reset(&s->xfcc);
         wf_strbuf_reset(&s->trl);
@@ -772,6 +851,7 @@ static wp_stream *stream_new(wp_dconn *d)
         return NULL;
     } else {
         memset(&s->extra, 0, sizeof(s->extra));
+        memset(&s->grpc_msg, 0, sizeof(s->grpc_msg));
         memset(&s->xff, 0, sizeof(s->xff));
         memset(&s->xfcc, 0, sizeof(s->xfcc));
         memset(&s->trl, 0, sizeof(s->trl));
@@ -858,6 +938,7 @@ void wp_stream_destroy(wp_stream *s)
     wf_strbuf_free(&s->resp_head);
     wf_strbuf_free(&s->log_head);
     wf_strbuf_free(&s->extra);
+    wf_strbuf_free(&s->grpc_msg);
     wf_strbuf_free(&s->xff);
     wf_strbuf_free(&s->xfcc);
     wf_strbuf_free(&s->trl);
@@ -909,6 +990,7 @@ static void stream_finish(wp_stream *s)
                           &s->si);
     wp_dconn_clear_deadline(d);
     wp_dconn_clear_try_deadline(d);
+    d->dur_deadline = 0;
     /* the router (last) gives its upstream request up, ends its retry state, logs URX */
     wp_fchain_stream_complete(&s->fcs, s, &filter_cbs);
     wp_hcm_stat(s->d, WP_S_downstream_rq_active, -1);
@@ -1048,10 +1130,12 @@ static int encode_head(wp_stream *s, int status, wp_hdr_list *l, size_t framing_
     return 0;
 }
 
-/* Envoy's sendLocalReply on stream s: status, body (may be ""), details (static), flag
- * (wp_response_flag) or -1. */
-static void stream_local_reply(wp_stream *s, int status, const char *body, const char *details,
-                               int flag)
+/* Envoy's sendLocalReply on stream s: status, explicit gRPC status (-1: mapped from status),
+ * body (may be ""), details (static), flag (wp_response_flag) or -1. A gRPC request gets the
+ * trailers-only gRPC form (lr_grpc_fields): :status 200 (also the access log's response_code,
+ * as in Envoy), no body. */
+static void local_reply(wp_stream *s, int status, int grpc_status, const char *body,
+                        const char *details, int flag)
 {
     wp_dconn *d = s->d;
     if (flag >= 0)
@@ -1066,19 +1150,32 @@ static void stream_local_reply(wp_stream *s, int status, const char *body, const
     wp_fchain_notify(&s->fcs, s, WP_FCHAIN_EV_LOCAL_REPLY); /* the router cancels upstream */
     s->local_reply = true;
     s->resp_started = true;
-    s->si.response_code = status;
     /* the connection closes after the answer when the request was not read whole, and after
      * any 400 (Envoy's ActiveStream::onLocalReply on HTTP/1: saw_connection_close_, since
      * stream_error_on_invalid_http_message is off) */
     if (!request_received(s) || d->peer_closed || status == 400)
         d->close_after = true;
     size_t blen = body ? strlen(body) : 0;
-    if (local_reply_encode(s, status, blen) != 0)
+    lr_grpc g;
+    if (lr_grpc_fields(s, status, grpc_status, body, blen, &g) != 0) {
+        wp_dconn_close(d);
+        return;
+    }
+    if (g.n) { /* trailers-only: the body went into grpc-message */
+        status = 200;
+        blen = 0;
+    }
+    s->si.response_code = status;
+    if (local_reply_encode(s, status, blen, &g) != 0)
         return;
     wp_hdr_list l;
     wp_hdr_list_init(&l);
+    for (size_t i = 0; i < g.n; i++)
+        wp_hdr_list_add_field(&l, &g.f[i]);
     if (blen)
         WP_HDR_LIST_ADD_LIT(&l, "content-type", "text/plain", 10);
+    /* a gRPC reply too: Envoy's HTTP/1 codec adds content-length: 0 to a headers-only
+     * response (the HTTP/2 side turns it into one HEADERS frame with END_STREAM) */
     char clen[WP_U64_STR_MAX], attempts[WP_U64_STR_MAX];
     WP_HDR_LIST_ADD_LIT(&l, "content-length", clen, wp_u64_str(clen, blen));
     if (s->extra_resp.name.p)
@@ -1094,8 +1191,9 @@ static void stream_local_reply(wp_stream *s, int status, const char *body, const
     size_t nops;
     resp_ops(s, ops, &nops);
     wp_hops_add(&l, ops, nops, NULL, 0);
-    if (nops && d->hcm->naccess_logs) { /* %RESP()% sees the added fields too */
-        s->nresp_hdrs = wp_hops_view(s->resp_hdrs, 0, WP_MAX_HEADERS, ops, nops);
+    if ((nops || g.n) && d->hcm->naccess_logs) { /* %RESP()%, %GRPC_STATUS% see them too */
+        memcpy(s->resp_hdrs, g.f, g.n * sizeof(g.f[0]));
+        s->nresp_hdrs = wp_hops_view(s->resp_hdrs, g.n, WP_MAX_HEADERS, ops, nops);
         s->si.response_headers = s->resp_hdrs;
         s->si.nresponse_headers = s->nresp_hdrs;
     }
@@ -1112,6 +1210,18 @@ static void stream_local_reply(wp_stream *s, int status, const char *body, const
     int r = dwrite(d, bufs, blen ? 2 : 1);
     if (r == 0)
         stream_complete(s);
+}
+
+static void stream_local_reply(wp_stream *s, int status, const char *body, const char *details,
+                               int flag)
+{
+    local_reply(s, status, -1, body, details, flag);
+}
+
+static void stream_local_reply_grpc(wp_stream *s, int status, int grpc_status, const char *body,
+                                    const char *details, int flag)
+{
+    local_reply(s, status, grpc_status, body, details, flag);
 }
 
 static int resp_headers(wp_stream *s, const h1_message *m, const char *raw, size_t raw_len)
@@ -1294,15 +1404,6 @@ static int keep_head(wp_stream *s, const char *buf, size_t used, const h1_messag
 }
 
 /* ---------- path normalization (ConnectionManagerUtility::maybeNormalizePath) ---------- */
-
-/* Grpc::Common::hasGrpcContentType: "application/grpc", alone or followed by '+' or ';'. */
-static bool is_grpc(const wp_stream *s)
-{
-    const h1_header *h = h1_find_header(s->req.headers, s->req.nheaders, "content-type");
-    if (!h || h->value.len < 16 || memcmp(h->value.p, "application/grpc", 16) != 0)
-        return false;
-    return h->value.len == 16 || h->value.p[16] == '+' || h->value.p[16] == ';';
-}
 
 /* The stream's path buffer with room for need bytes (kept while the stream is reused, so a
  * worker in steady state does not allocate); NULL when out of memory. */
@@ -1543,10 +1644,43 @@ static void on_request_headers(wp_stream *s)
         }
     }
     wp_cached_route_refresh(s); /* the route, before any filter (Envoy's cached route) */
+    refresh_duration(s);
     /* the HTTP filters in order, the router last; a filter may stop (the fault filter's delay)
      * or answer instead (the stream then ended; net/deferred.h frees it after this pass). */
     wp_filter_headers h = request_headers(s);
     wp_fchain_decode_headers(&s->fcs, s, &filter_cbs, &h, request_received(s));
+}
+
+/* Envoy's ActiveStream::refreshDurationTimeout for s's route (one with max_stream_duration;
+ * weft has no HCM-level max_stream_duration to fall back to): the request's grpc-timeout
+ * when grpc_timeout_header_max is set (capped by it unless 0, less
+ * grpc_timeout_header_offset, 0 at least), else max_stream_duration (0 or unset: none),
+ * counted from the stream's start. */
+static void refresh_duration(wp_stream *s)
+{
+    wp_dconn *d = s->d;
+    const wp_route *r = s->route;
+    d->dur_deadline = 0;
+    if (!r || r->action != WP_ACT_ROUTE || !r->has_max_stream_duration)
+        return;
+    uint64_t t = 0;
+    const h1_header *h = h1_find_header(s->req.headers, s->req.nheaders, "grpc-timeout");
+    bool hdr = h && wf_grpc_timeout_parse(h->value.p, h->value.len, &t);
+    if (!hdr || !r->has_grpc_timeout_header_max) {
+        if (!r->has_msd_value || r->msd_ms == 0)
+            return;
+        t = r->msd_ms;
+    } else {
+        if (r->grpc_timeout_header_max_ms && t > r->grpc_timeout_header_max_ms)
+            t = r->grpc_timeout_header_max_ms;
+        if (t && r->grpc_timeout_header_offset_ms)
+            t = r->grpc_timeout_header_offset_ms < t ? t - r->grpc_timeout_header_offset_ms : 0;
+    }
+    uint64_t now = uv_now(&d->w->loop), start = s->si.start_ns / 1000000u;
+    d->dur_deadline = start + t > now ? start + t : now;
+    if (!d->dur_deadline)
+        d->dur_deadline = 1; /* 0 means none */
+    arm_deadline(d, d->dur_deadline - now);
 }
 
 static void on_request_complete(wp_stream *s)

@@ -100,6 +100,8 @@ struct wp_dconn {
     uint64_t start_ms;            /* loop time (ms) of the accept (downstream_cx_length_ms) */
     uint64_t rq_deadline;         /* loop time (ms) of the route/request timeout, 0 = none */
     uint64_t try_deadline;        /* loop time (ms) of the per-try timeout or back-off, 0 = none */
+    /* loop time (ms) when the stream's max_stream_duration ends (conn.c refresh_duration) */
+    uint64_t dur_deadline;
     bool writing, reading, peer_closed, closing, close_after;
     bool tunnel;
     bool in_process; /* parsing: upstream writes wait until the pass ends */
@@ -168,6 +170,8 @@ struct wp_stream {
     bool head_unsent;     /* response head built, not yet written */
     bool upstream_failed; /* the upstream failed after the response started (not DC) */
     bool local_reply;
+    /* grpc-status of a gRPC local reply (conn.c local_reply) */
+    char grpc_status_buf[4];
     wp_fchain_state fcs; /* the HTTP filter chain's state (proxy/http/filter.h) */
     wp_deferred_item dd; /* on the worker's deferred-delete list once ended (stream_finish) */
     /* ---- from here on, kept when a stream is reused (not zeroed per request): buffers that
@@ -176,6 +180,8 @@ struct wp_stream {
     /* the filters' per-stream slots (fcs.slots): each filter's init sets its slot up */
     alignas(max_align_t) unsigned char fslots[WP_FCHAIN_SLOTS_MAX];
     wf_strbuf extra;
+    /* grpc-message of a gRPC local reply (its body percent-encoded) */
+    wf_strbuf grpc_msg;
     wf_strbuf xff;  /* x-forwarded-for with the peer appended (use_remote_address) */
     wf_strbuf xfcc; /* x-forwarded-client-cert with this connection's element appended */
     wf_strbuf trl;  /* bytes of the upstream response's trailers (resp_trl points here) */

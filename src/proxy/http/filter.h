@@ -111,6 +111,14 @@ typedef struct wp_filter_callbacks {
      * (wp_response_flag) or -1. The stream has ended afterwards: return StopIteration. */
     void (*send_local_reply)(struct wp_stream *s, int status, const char *body, const char *details,
                              int flag);
+    /* The same with an explicit gRPC status (Envoy's sendLocalReply grpc_status argument): a
+     * gRPC request's trailers-only answer carries grpc_status instead of the one mapped from
+     * status (the router's timeouts: 4 DEADLINE_EXCEEDED); -1 = mapped. Every local reply to a
+     * gRPC request (content-type application/grpc[+...]) is sent as gRPC: :status 200,
+     * content-type application/grpc, grpc-status, grpc-message = the body percent-encoded, no
+     * body (conn.c local_reply; Envoy's Utility::prepareLocalReply). */
+    void (*send_local_reply_grpc)(struct wp_stream *s, int status, int grpc_status,
+                                  const char *body, const char *details, int flag);
     /* continueDecoding / continueEncoding: resume after the filter that stopped. The stream
      * may have ended afterwards (still valid memory until the end of the loop iteration). */
     void (*continue_decoding)(struct wp_stream *s);

@@ -103,6 +103,7 @@
     X(downstream_rq_tx_reset, C)                                                                   \
     X(downstream_rq_response_before_rq_complete, C)                                                \
     X(downstream_rq_timeout, C)                                                                    \
+    X(downstream_rq_max_duration_reached, C)                                                       \
     X(downstream_rq_idle_timeout, C)                                                               \
     X(downstream_rq_too_large, C)                                                                  \
     X(downstream_rq_failed_path_normalization, C)                                                  \

@@ -20,6 +20,9 @@
  *    `http.<stat_prefix>.fault.delays_injected` when the delay starts.
  *  - Abort (http_status in [200, 600)): local reply with that status, body
  *    "fault filter abort", details fault_filter_abort, flag FI, stat fault.aborts_injected.
+ *    grpc_status instead (FaultFilter::abortStatus): the local reply is a 200 carrying that
+ *    gRPC status, which a gRPC request gets as grpc-status (trailers-only, conn.c); another
+ *    request gets a plain 200 "fault filter abort".
  *  - max_active_faults: a request that would start a fault while `fault.active_faults` (a gauge
  *    over all workers) is at the limit counts fault.faults_overflow and gets no fault; a
  *    request counts as one active fault from the first fault it starts until it ends. Like
@@ -28,7 +31,7 @@
  *    still run; a reply or a client disconnect cancels the delay (the filter's on_destroy).
  *
  * Not supported (the loader rejects them by JSON path): header_delay, header_abort,
- * grpc_status, upstream_cluster, downstream_nodes, response_rate_limit, the *_runtime keys,
+ * upstream_cluster, downstream_nodes, response_rate_limit, the *_runtime keys,
  * disable_downstream_cluster_stats, filter_metadata; per-route FilterConfig wrappers.
  * Downstream-cluster stats (<downstream_cluster>.delays_injected) are not produced.
  *
@@ -69,7 +72,8 @@ typedef struct wp_fault_config {
     uint64_t delay_ms; /* fixed_delay, truncated to ms */
     wp_fault_percent delay_pct;
     bool has_abort;
-    uint32_t abort_status; /* abort.http_status, 200..599 */
+    uint32_t abort_status; /* abort.http_status, 200..599 (200 with grpc_status) */
+    int abort_grpc_status; /* abort.grpc_status, -1 none */
     wp_fault_percent abort_pct;
     bool has_max_active;
     uint32_t max_active; /* max_active_faults */
@@ -93,6 +97,7 @@ typedef struct {
     bool active;      /* counted in the filter's active faults */
     bool abort_after; /* abort when the delay ends */
     uint16_t abort_status;
+    int16_t abort_grpc_status; /* -1 none (0 when zeroed: set with abort_status) */
 } wp_fault_stream;
 
 /* What the percentages decided for one request. */

@@ -46,14 +46,19 @@ static bool try_inc_active(const wp_filter *f, wp_fault_stream *fs, const wp_fau
     return true;
 }
 
-/* FaultFilter::abortWithStatus: the stream is answered and ends. */
-static void abort_stream(const wp_filter *f, int status)
+/* FaultFilter::abortWithStatus: the stream is answered (with grpc_status for a gRPC
+ * request when not -1) and ends. */
+static void abort_stream(const wp_filter *f, int status, int grpc_status)
 {
     wp_stat_add(f->cb->stats(f->stream), filter_of(f)->st_aborts, 1);
     WF_STREAM_LOG(WF_LC_filter, WF_LOG_DEBUG, f->cb->connection_id(f->stream), stream_id(f),
                   "fault: aborting request with status %d", status);
-    f->cb->send_local_reply(f->stream, status, WP_FAULT_ABORT_BODY, WP_FAULT_ABORT_DETAILS,
-                            WP_RF_FI);
+    if (grpc_status >= 0 && f->cb->send_local_reply_grpc)
+        f->cb->send_local_reply_grpc(f->stream, status, grpc_status, WP_FAULT_ABORT_BODY,
+                                     WP_FAULT_ABORT_DETAILS, WP_RF_FI);
+    else
+        f->cb->send_local_reply(f->stream, status, WP_FAULT_ABORT_BODY, WP_FAULT_ABORT_DETAILS,
+                                WP_RF_FI);
 }
 
 static void start_delay(const wp_filter *f, wp_fault_stream *fs, uint64_t ms)
@@ -93,11 +98,12 @@ static wp_filter_headers_status decode_headers(const wp_filter *f, wp_filter_hea
     if (dec.delay && try_inc_active(f, fs, c)) {
         fs->abort_after = dec.abort;
         fs->abort_status = (uint16_t)c->abort_status;
+        fs->abort_grpc_status = (int16_t)c->abort_grpc_status;
         start_delay(f, fs, c->delay_ms);
         return WP_FILTER_HEADERS_STOP_ITERATION;
     }
     if (dec.abort && try_inc_active(f, fs, c)) {
-        abort_stream(f, (int)c->abort_status);
+        abort_stream(f, (int)c->abort_status, c->abort_grpc_status);
         return WP_FILTER_HEADERS_STOP_ITERATION;
     }
     return WP_FILTER_HEADERS_CONTINUE;
@@ -123,7 +129,7 @@ static void on_timer(const wp_filter *f)
         return;
     fs->state = WP_FAULT_RESUMED;
     if (fs->abort_after) {
-        abort_stream(f, fs->abort_status);
+        abort_stream(f, fs->abort_status, fs->abort_grpc_status);
         return;
     }
     WF_STREAM_LOG(WF_LC_filter, WF_LOG_DEBUG, f->cb->connection_id(f->stream), stream_id(f),

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "http/grpc_http.h"
 #include "proxy/http/headers.h"
 #include "proxy/filters/http/istio_stats.h"
 #include "proxy/http/conn.h"
@@ -65,8 +66,27 @@ static bool downstream_peer(const wp_stream *s, const wp_istio_mx_filter *mx, ui
     return h && wp_istio_peer_decode(h->value.p, h->value.len, scratch, cap, w) == 0;
 }
 
+/* Istio's grpc_response_status of s (Grpc::Common::getGrpcStatus(trailers, headers, info)):
+ * the trailers' grpc-status, else the headers' (hdr, -1 none), else the HTTP status mapped;
+ * false when there is none. */
+static bool grpc_status(const wp_stream *s, int hdr, int *code)
+{
+    size_t len = 0;
+    const char *t = wp_si_resp_trailer(&s->si, "grpc-status", &len);
+    if (wf_grpc_status_parse(t, len, code))
+        return true;
+    if (hdr >= 0) {
+        *code = hdr;
+        return true;
+    }
+    if (s->si.response_code <= 0)
+        return false;
+    *code = wf_grpc_http_to_status(s->si.response_code);
+    return true;
+}
+
 void wp_istio_stream_done(wp_stream *s, const wp_istio_stats_filter *f,
-                          const wp_istio_workload *upstream_peer)
+                          const wp_istio_workload *upstream_peer, int header_grpc_status)
 {
     wp_istio_rt *rt = s->d->w->istio;
     if (!f || !rt || (!s->si.request && !s->si.response_code))
@@ -101,6 +121,15 @@ void wp_istio_stream_done(wp_stream *s, const wp_istio_stats_filter *f,
                                wp_istio_first_san(s->si.upstream_local_uri_san)};
     wp_istio_labels l;
     wp_istio_labels_build(f, peer, &sans, svc_host, svc_name, code, flags, &l);
+    const h1_header *ct =
+        s->si.request ? h1_find_header(s->req.headers, s->req.nheaders, "content-type") : NULL;
+    char gs[16] = "";
+    int g;
+    if (ct && wf_grpc_content_type(ct->value.p, ct->value.len)) {
+        if (grpc_status(s, header_grpc_status, &g))
+            snprintf(gs, sizeof gs, "%d", g);
+        wp_istio_labels_grpc(&l, gs);
+    }
     uint64_t ms = s->si.end_ns >= s->si.start_ns ? (s->si.end_ns - s->si.start_ns) / 1000000u : 0;
     wp_istio_record(rt, s->d->w->id, s->d->w->stats, &l, ms, s->si.wire_bytes_received,
                     s->si.wire_bytes_sent);

@@ -9,11 +9,13 @@
  *    removes them, downstream propagation answers with this workload's); both are applied as
  *    the least specific level, after the route's;
  *  - istio.stats: encode_headers keeps the upstream peer that discovery finds in the
- *    response (in its slot), on_log records the metrics once the access logs are written.
+ *    response and its grpc-status (in its slot), on_log records the metrics once the access
+ *    logs are written.
  * Neither stops iteration. The order of the two in http_filters does not matter.
  */
 #include <string.h>
 
+#include "http/grpc_http.h"
 #include "proxy/filters/http/filters.h"
 #include "proxy/filters/http/istio_stats.h"
 
@@ -49,6 +51,7 @@ const wp_http_filter_type wp_http_filter_istio_mx = {
 
 typedef struct {
     bool has_peer;        /* peer holds the upstream peer */
+    int grpc_status;      /* grpc-status of the response headers, -1 none */
     wp_istio_stream peer; /* written before it is read: not zeroed per stream */
 } stats_slot;
 
@@ -56,6 +59,7 @@ static void stats_init(const wp_filter *f)
 {
     stats_slot *st = f->slot;
     st->has_peer = false;
+    st->grpc_status = -1;
 }
 
 static wp_filter_headers_status stats_encode_headers(const wp_filter *f, wp_filter_headers *h,
@@ -64,13 +68,17 @@ static wp_filter_headers_status stats_encode_headers(const wp_filter *f, wp_filt
     (void)end_stream;
     stats_slot *st = f->slot;
     st->has_peer = wp_istio_upstream_peer(f->config, h->headers, h->nheaders, &st->peer);
+    const h1_header *g = h1_find_header(h->headers, h->nheaders, "grpc-status");
+    if (!g || !wf_grpc_status_parse(g->value.p, g->value.len, &st->grpc_status))
+        st->grpc_status = -1;
     return WP_FILTER_HEADERS_CONTINUE;
 }
 
 static void stats_on_log(const wp_filter *f)
 {
     const stats_slot *st = f->slot;
-    wp_istio_stream_done(f->stream, f->config, st->has_peer ? &st->peer.peer : NULL);
+    wp_istio_stream_done(f->stream, f->config, st->has_peer ? &st->peer.peer : NULL,
+                         st->grpc_status);
 }
 
 const wp_http_filter_type wp_http_filter_istio_stats = {

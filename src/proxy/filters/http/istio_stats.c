@@ -237,6 +237,12 @@ void wp_istio_labels_build(const wp_istio_stats_filter *f, const wp_istio_worklo
     v[L_RESPONSE_FLAGS] = lit(flags);
 }
 
+void wp_istio_labels_grpc(wp_istio_labels *l, const char *grpc_status)
+{
+    l->v[L_REQUEST_PROTOCOL] = lit("grpc");
+    l->v[L_GRPC_RESPONSE_STATUS] = lit(grpc_status);
+}
+
 void wp_istio_labels_tcp(wp_istio_labels *l)
 {
     l->tcp = true;

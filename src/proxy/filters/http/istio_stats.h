@@ -47,7 +47,12 @@
  * istio_tcp_connections_closed_total, istio_tcp_sent_bytes_total and
  * istio_tcp_received_bytes_total, counters with the same labels less response_code and
  * grpc_response_status, request_protocol "tcp" (protocols.md §4.5; wp_istio_labels_tcp,
- * wp_istio_record_tcp). gRPC message counts are not produced.
+ * wp_istio_record_tcp). A gRPC request (content-type application/grpc[+...]) has
+ * request_protocol "grpc" and grpc_response_status from the response trailers' grpc-status,
+ * else the response headers' (a trailers-only answer, a gRPC local reply), else mapped from
+ * the HTTP status (Grpc::Common::getGrpcStatus(trailers, headers, info)); "" for other
+ * requests. gRPC message counts (istio_request_messages_total,
+ * istio_response_messages_total) are not produced.
  *
  * Threads and memory. The filter settings are part of the immutable config snapshot. Each
  * worker owns one wp_istio_shard: a hash table from the label tuple (its /stats suffix) to the
@@ -163,6 +168,11 @@ void wp_istio_labels_build(const wp_istio_stats_filter *f, const wp_istio_worklo
                            const wp_istio_sans *sans, wp_istio_str svc_host, wp_istio_str svc_name,
                            const char *code, const char *flags, wp_istio_labels *out);
 
+/* Makes l (from wp_istio_labels_build) the labels of a gRPC request (istio_stats.cc: the
+ * request's content-type is gRPC): request_protocol "grpc", grpc_response_status the status
+ * (static or caller-owned, outliving l's use; "" when none). */
+void wp_istio_labels_grpc(wp_istio_labels *l, const char *grpc_status);
+
 /* Makes l (from wp_istio_labels_build) the labels of Istio's TCP metrics: request_protocol
  * "tcp", no response_code / grpc_response_status label. */
 void wp_istio_labels_tcp(wp_istio_labels *l);
@@ -236,9 +246,11 @@ struct wp_stream;
 bool wp_istio_upstream_peer(const wp_istio_stats_filter *f, const h1_header *hdrs, size_t n,
                             wp_istio_stream *out);
 /* The stream ends (next to the access log): records the Istio metrics of s with f's labels;
- * upstream_peer is what upstream discovery found (NULL: none; a source reporter's peer). */
+ * upstream_peer is what upstream discovery found (NULL: none; a source reporter's peer);
+ * header_grpc_status the grpc-status of the response headers the encoder filters saw (-1
+ * none). */
 void wp_istio_stream_done(struct wp_stream *s, const wp_istio_stats_filter *f,
-                          const wp_istio_workload *upstream_peer);
+                          const wp_istio_workload *upstream_peer, int header_grpc_status);
 /* The exchange's header operations for the downstream response of a request (req NULL: no
  * request head): by which exchange headers the request carried (downstream_propagation). */
 const wp_header_ops *wp_istio_mx_resp_ops(const wp_istio_mx_filter *mx, const h1_message *req);

@@ -40,6 +40,7 @@
 #include <strings.h>
 
 #include "core/log.h"
+#include "http/grpc_http.h"
 #include "proxy/http/headers.h"
 #include "proxy/http/cached_route.h"
 #include "proxy/http/codec.h"
@@ -158,17 +159,48 @@ static void header_ms(const h1_str *v, uint64_t *out)
     *out = n;
 }
 
+/* Grpc::Common::isGrpcRequestHeaders (http/grpc_http.h). */
+static bool grpc_request(const wp_stream *s)
+{
+    const h1_header *h = h1_find_header(s->req.headers, s->req.nheaders, "content-type");
+    return h && wf_grpc_content_type(h->value.p, h->value.len);
+}
+
+/* FilterUtility::finalTimeout for a gRPC request on a route with max_grpc_timeout: the
+ * request's grpc-timeout (0 when absent or not valid), less grpc_timeout_offset when that
+ * leaves more than 0, capped by max_grpc_timeout unless that is 0 (0 = no timeout). */
+static uint64_t grpc_timeout_ms(const wp_stream *s)
+{
+    const wp_route *r = s->route;
+    uint64_t t = 0;
+    const h1_header *h = h1_find_header(s->req.headers, s->req.nheaders, "grpc-timeout");
+    if (h && !wf_grpc_timeout_parse(h->value.p, h->value.len, &t))
+        t = 0;
+    if (r->grpc_timeout_offset_ms && r->grpc_timeout_offset_ms < t)
+        t -= r->grpc_timeout_offset_ms;
+    if (r->max_grpc_timeout_ms && (t == 0 || t > r->max_grpc_timeout_ms))
+        t = r->max_grpc_timeout_ms;
+    return t;
+}
+
 /* Envoy's FilterUtility::finalTimeout and the router's alternate timeout response: the
  * route's timeout and per-try timeout, which x-envoy-upstream-rq-timeout-ms and
  * x-envoy-upstream-rq-per-try-timeout-ms override (a value that is not a number is ignored),
  * and x-envoy-upstream-rq-timeout-alt-response (any value: 204 instead of 504 on a route
- * timeout). A per-try timeout not below a non-zero route timeout is dropped. The connection
- * manager removed these headers from external requests (conn.c); they are never forwarded. */
+ * timeout). A gRPC request on a route with max_grpc_timeout takes grpc_timeout_ms instead of
+ * the route's timeout. A per-try timeout not below a non-zero route timeout is dropped. The
+ * connection manager removed these headers from external requests (conn.c); they are never
+ * forwarded. */
 static void final_timeout(wp_stream *s)
 {
     wp_router_state *rs = wp_rs(s);
     const wp_route *r = s->route;
-    rs->timeout_ms = r->timeout_ms;
+    /* usingNewTimeouts (a max_stream_duration on the route): no route timeout here, the
+     * connection manager times the stream (conn.c) */
+    rs->grpc_timeout = !r->has_max_stream_duration && grpc_request(s) && r->has_max_grpc_timeout;
+    rs->timeout_ms = r->has_max_stream_duration ? 0
+                     : rs->grpc_timeout         ? grpc_timeout_ms(s)
+                                                : r->timeout_ms;
     rs->per_try_timeout_ms = r->retry ? r->retry->per_try_timeout_ms : 0;
     for (size_t i = 0; i < s->req.nheaders; i++) {
         const h1_header *h = &s->req.headers[i];
@@ -262,6 +294,8 @@ static size_t req_ops(const wp_stream *s, const wp_header_ops *ops[WP_HOPS_LEVEL
     return wp_hops_compact(ops, n);
 }
 
+static uint64_t expected_timeout_ms(const wp_stream *s);
+
 static bool skip_request_header(const wp_stream *s, const h1_str *n)
 {
     if (wp_h1_request_field_hop_by_hop(n, s->upgrade)) /* the codec's own (codec.h) */
@@ -282,6 +316,8 @@ static bool skip_request_header(const wp_stream *s, const h1_str *n)
         return s->vhost && s->vhost->include_request_attempt_count;
     if (WP_NAME_IS(n, "host"))
         return s->route->host_rewrite_literal != NULL;
+    if (wp_rs(s)->grpc_timeout && WP_NAME_IS(n, "grpc-timeout"))
+        return expected_timeout_ms(s) != 0; /* upstream_head writes the expected timeout */
     return false;
 }
 
@@ -310,6 +346,7 @@ typedef struct up_head {
     wp_codec_request_head req;
     wp_hdr_list l;
     char expected[WP_U64_STR_MAX], attempts[WP_U64_STR_MAX];
+    char grpc_timeout[WF_GRPC_TIMEOUT_STR_MAX];
     char path[8192];
 } up_head;
 
@@ -357,6 +394,11 @@ static void upstream_head(wp_stream *s, up_head *u)
     if (expected && !h->suppress_envoy_headers)
         WP_HDR_LIST_ADD_LIT(l, "x-envoy-expected-rq-timeout-ms", u->expected,
                             wp_u64_str(u->expected, expected));
+    /* Envoy's finalTimeout with max_grpc_timeout: grpc-timeout becomes the expected timeout
+     * (the per-try timeout shows), so the server knows the real deadline */
+    if (wp_rs(s)->grpc_timeout && expected)
+        WP_HDR_LIST_ADD_LIT(l, "grpc-timeout", u->grpc_timeout,
+                            wf_grpc_timeout_format(expected, u->grpc_timeout));
     if (s->vhost && s->vhost->include_request_attempt_count)
         WP_HDR_LIST_ADD_LIT(l, "x-envoy-attempt-count", u->attempts,
                             wp_u64_str(u->attempts, s->si.attempt_count ? s->si.attempt_count : 1));
@@ -815,8 +857,8 @@ void wp_router_timeout(wp_stream *s)
     int code = rs->timeout_alt_204 ? 204 : 504;
     count_code(s, code);
     cstat(s, WP_S_upstream_rq_completed, 1);
-    wp_router_local_reply(s, code, code == 204 ? "" : "upstream request timeout",
-                          "response_timeout", WP_RF_UT);
+    wp_router_timeout_reply(s, code, code == 204 ? "" : "upstream request timeout",
+                            "response_timeout", WP_RF_UT);
 }
 
 /* A per-try (idle) timeout expired (Envoy onPerTryTimeout / onPerTryIdleTimeout): the try
@@ -852,9 +894,9 @@ static void per_try_timeout(wp_stream *s, bool idle)
     }
     count_code(s, 504);
     cstat(s, WP_S_upstream_rq_completed, 1);
-    wp_router_local_reply(s, 504, "upstream request timeout",
-                          idle ? "upstream_per_try_idle_timeout" : "upstream_per_try_timeout",
-                          WP_RF_UT);
+    wp_router_timeout_reply(s, 504, "upstream request timeout",
+                            idle ? "upstream_per_try_idle_timeout" : "upstream_per_try_timeout",
+                            WP_RF_UT);
 }
 
 void wp_router_try_timer(wp_stream *s)

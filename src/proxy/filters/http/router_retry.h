@@ -28,6 +28,18 @@ static inline void wp_router_local_reply(wp_stream *s, int status, const char *b
 {
     s->fcs.cb->send_local_reply(s, status, body, details, flag);
 }
+/* The same for the router's own timeouts: a gRPC request gets grpc-status 4
+ * DEADLINE_EXCEEDED instead of the status mapped from the 504 (Envoy PR #44479, runtime guard
+ * envoy.reloadable_features.grpc_timeout_returns_deadline_exceeded, on by default; an older
+ * Envoy answers 14 UNAVAILABLE). */
+static inline void wp_router_timeout_reply(wp_stream *s, int status, const char *body,
+                                           const char *details, int flag)
+{
+    if (s->fcs.cb->send_local_reply_grpc)
+        s->fcs.cb->send_local_reply_grpc(s, status, status == 504 ? 4 : -1, body, details, flag);
+    else
+        s->fcs.cb->send_local_reply(s, status, body, details, flag);
+}
 
 /* Sets up the retry state when the route has a policy (call once the cluster is known). */
 void wp_retry_begin(wp_stream *s);

@@ -66,6 +66,8 @@ typedef struct wp_router_state {
      * x-envoy-* headers made of them (router.c, FilterUtility::finalTimeout) */
     uint64_t timeout_ms, per_try_timeout_ms; /* 0 = none */
     bool timeout_alt_204;                    /* x-envoy-upstream-rq-timeout-alt-response */
+    bool grpc_timeout;                       /* a gRPC request on a route with max_grpc_timeout:
+                                                grpc-timeout upstream is the expected timeout */
     /* ---- from here on, not zeroed when a stream starts: written before they are read ---- */
     char up_local[64];      /* the last attempt's local address (uconn.local; si.upstream_local) */
     char chunk_line[24];    /* the chunk-size line of the body slices being written upstream */
