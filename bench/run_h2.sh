@@ -106,10 +106,13 @@ OUT="$HERE/results/h2-$(date +%Y%m%d-%H%M%S).txt"
 run() {
   local t=$1 url="http://127.0.0.1:${PORT_OF[$1]}$2" out c0 n ok bad
   $PIN_LOAD h2load -t1 -c"$CONNS" -m"$STREAMS" -D1 "$url" >/dev/null 2>&1 || true
+  bp_cpu_ticks ${PIDS_OF[$t]}
+  local u0=$BP_UTICKS s0=$BP_STICKS
   bp_cpu_ns ${PIDS_OF[$t]}
   c0=$BP_CPU_NS
   out=$($PIN_LOAD h2load -t1 -c"$CONNS" -m"$STREAMS" -D"$DUR" "$url" 2>&1) || true
   bp_cpu_ns ${PIDS_OF[$t]}
+  bp_cpu_ticks ${PIDS_OF[$t]}
   printf '### %s %s cpu_ns=%d\n%s\n' "$t" "$url" $((BP_CPU_NS - c0)) "$out" >>"$OUT"
   n=$(awk '/^requests:/ {print $6}' <<<"$out")
   # a response whose head arrived as the time ran out counts in the status codes, not as done
@@ -124,7 +127,10 @@ run() {
   fi
   RPS=$(awk '/^finished in/ {print $4}' <<<"$out")
   RPC=$(awk -v n="$n" -v c=$((BP_CPU_NS - c0)) 'BEGIN {printf "%.0f", (c > 0) ? n / (c / 1e9) : 0}')
+  USR=$(awk -v n="$n" -v u=$((BP_UTICKS - u0)) -v hz="$HZ" 'BEGIN {printf "%.2f", u * 1e6 / hz / n}')
+  SYS=$(awk -v n="$n" -v u=$((BP_STICKS - s0)) -v hz="$HZ" 'BEGIN {printf "%.2f", u * 1e6 / hz / n}')
 }
+HZ=$(getconf CLK_TCK)
 
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 range() { printf '%s\n' "$@" | sort -g | awk 'NR == 1 {lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
@@ -146,6 +152,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
       run "$t" "$path"
       S_RPS[$t]=$RPS S_RPC[$t]=$RPC
       ALL[$body.$t]="${ALL[$body.$t]:-} $RPC"
+      ALL[$body.$t.u]="${ALL[$body.$t.u]:-} $USR" ALL[$body.$t.k]="${ALL[$body.$t.k]:-} $SYS"
     done
     rh=$(awk -v a="${S_RPC[weft]}" -v b="${S_RPC[haproxy]}" 'BEGIN {printf "%.3f", a / b}')
     rn=$(awk -v a="${S_RPC[weft]}" -v b="${S_RPC[nginx]}" 'BEGIN {printf "%.3f", a / b}')
@@ -166,6 +173,11 @@ for body in 128 16384; do
   printf '  %5s B: weft %.0f, haproxy %.0f, nginx %.0f; weft/haproxy %.3f [%s], weft/nginx %.3f [%s]\n' \
     "$body" "$(median "${w[@]}")" "$(median "${h[@]}")" "$(median "${n[@]}")" \
     "$(median "${rh[@]}")" "$(range "${rh[@]}")" "$(median "${rn[@]}")" "$(range "${rn[@]}")"
+  line=""
+  for t in "${TARGETS[@]}"; do
+    line="$line, $t $(median ${ALL[$body.$t.u]}) + $(median ${ALL[$body.$t.k]})"
+  done
+  printf '         proxy CPU per request, user + kernel (us; /proc/PID/stat, 10 ms ticks): %s\n' "${line#, }"
 done
 echo "(goal: weft/haproxy >= 1.2; weft downstream_cx_http2_total $h2; raw h2load output in $OUT)"
 echo "$(haproxy -v 2>&1 | head -n 1 | cut -d' ' -f1-3); $(nginx -v 2>&1 | sed 's/.*: //'); $(h2load --version 2>&1 | head -n 1)"

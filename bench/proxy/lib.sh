@@ -76,6 +76,17 @@ bp_cpu_ns() {
   BP_CPU_NS=$total
 }
 
+# bp_cpu_ticks PID...: sets BP_UTICKS and BP_STICKS, the user and kernel CPU time of the PIDs
+# (all their threads) in clock ticks (CLK_TCK, 100 a second), utime and stime of /proc/PID/stat.
+bp_cpu_ticks() {
+  local pid a u=0 s=0
+  for pid in "$@"; do
+    read -r -a a <"/proc/$pid/stat" 2>/dev/null || continue
+    u=$((u + a[13])) s=$((s + a[14]))
+  done
+  BP_UTICKS=$u BP_STICKS=$s
+}
+
 # bp_cpu_stat: sets BP_BUSY0 BP_TOT0 BP_BUSY1 BP_TOT1, the busy and total jiffies of CPU 0
 # and CPU 1 from /proc/stat (busy = user + nice + system + irq + softirq; total adds idle,
 # iowait and steal).
