@@ -5,7 +5,7 @@ BUILD_FUZZ  ?= build-fuzz
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 60
 
-.PHONY: all setup test test-fast fuzz bench bench-proxy bench-proxy-tls bench-rbac bench-retry bench-pilot demo soak soak-asan clean format
+.PHONY: all setup test test-fast fuzz bench bench-proxy bench-proxy-tls bench-rbac bench-h2 bench-tcp bench-retry bench-pilot demo soak soak-asan clean format
 
 # No "Entering directory" lines from the recursive makes cmake runs.
 MAKEFLAGS += --no-print-directory
@@ -71,18 +71,34 @@ bench-pilot: all
 # (a git revision, e.g. 872295f or HEAD~3) also builds weft-proxy at REV (cached in
 # build/bench-baseline/) and measures it as "weft-base" in the same interleaved run, with the
 # verdict weft / weft-base >= 0.97 requests per proxy CPU-second (exit 3 when it fails);
-# BENCH_ONLY_WEFT=1 leaves nginx and HAProxy out. See bench/README.md.
+# BENCH_ONLY_WEFT=1 leaves nginx and HAProxy out. Then the RBAC, HTTP/2 and TCP benches below
+# (their own *_BENCH_ARGS). See bench/README.md.
 bench-proxy: all
 	@bench/setup.sh
 	@bench/run_proxy.sh $(BUILD) $(BENCH_ARGS)
 	@bench/run_rbac.sh $(BUILD) $(RBAC_BENCH_ARGS)
+	@bench/run_h2.sh $(BUILD) $(H2_BENCH_ARGS)
+	@bench/run_tcp.sh $(BUILD) $(TCP_BENCH_ARGS)
 
 # The cost of a 10-rule ALLOW AuthorizationPolicy (the RBAC filter) on the request path
-# (bench/run_rbac.sh, issue 18; also the last step of bench-proxy). RBAC_BENCH_ARGS: e.g.
+# (bench/run_rbac.sh, issue 18; also a step of bench-proxy). RBAC_BENCH_ARGS: e.g.
 # "-r 5 -d 5".
 bench-rbac: all
 	@bench/setup.sh
 	@bench/run_rbac.sh $(BUILD) $(RBAC_BENCH_ARGS)
+
+# HTTP/2 downstream (issue 19): requests per proxy CPU-second of weft-proxy, HAProxy and nginx
+# as h2c proxies under h2load, to the HTTP/1.1 backend (bench/run_h2.sh; also a step of
+# bench-proxy). H2_BENCH_ARGS: e.g. "-r 5 -d 5 -c 8 -m 8".
+bench-h2: all
+	@bench/setup.sh
+	@bench/run_h2.sh $(BUILD) $(H2_BENCH_ARGS)
+
+# The TCP proxy's CPU per GiB forwarded against HAProxy mode tcp (issue 19; bench/run_tcp.sh,
+# also the last step of bench-proxy). TCP_BENCH_ARGS: e.g. "-r 5 -m 256 -c 8".
+bench-tcp: all
+	@bench/setup.sh
+	@bench/run_tcp.sh $(BUILD) $(TCP_BENCH_ARGS)
 
 # TLS (issue 17): weft-proxy, HAProxy and nginx terminating TLS on the same ECDSA P-256 and RSA
 # 2048 certificates (full handshakes and keep-alive requests per proxy CPU-second, memory per

@@ -5,11 +5,18 @@
 # (serve_gets.sh); the difference of the two totals divided by N2-N1 leaves startup and
 # shutdown out. Defaults N1=1000 N2=3000. --tls: the downstream connection is TLS 1.3 (ECDSA
 # P-256, AES-128-GCM; the handshake left out as startup is), the keep-alive TLS requests of
-# run_proxy_tls.sh without its timing noise. Compare two builds with it (e.g. build/weft-proxy
-# and a baseline from build_baseline.sh). Needs valgrind. Prints "instructions per request: X".
+# run_proxy_tls.sh without its timing noise. --h2: the GETs are h2c streams from h2load on one
+# connection (serve_gets.sh SERVE_H2; SERVE_H2_STREAMS=M in the environment for M concurrent
+# streams, default 1), the downstream of bench/run_h2.sh without its timing noise. Options in
+# this order: --tls, --h2, --rbac. Compare two builds with it (e.g. build/weft-proxy and a
+# baseline from build_baseline.sh). Needs valgrind. Prints "instructions per request: X".
 set -eu
 if [ "${1:-}" = --tls ]; then
     export SERVE_TLS=1
+    shift
+fi
+if [ "${1:-}" = --h2 ]; then
+    export SERVE_H2=1
     shift
 fi
 if [ "${1:-}" = --rbac ]; then # through the 10-rule ALLOW RBAC filter (serve_gets.sh)

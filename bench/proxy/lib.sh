@@ -76,6 +76,17 @@ bp_cpu_ns() {
   BP_CPU_NS=$total
 }
 
+# bp_cpu_ticks PID...: sets BP_UTICKS and BP_STICKS, the user and kernel CPU time of the PIDs
+# (all their threads) in clock ticks (CLK_TCK, 100 a second), utime and stime of /proc/PID/stat.
+bp_cpu_ticks() {
+  local pid a u=0 s=0
+  for pid in "$@"; do
+    read -r -a a <"/proc/$pid/stat" 2>/dev/null || continue
+    u=$((u + a[13])) s=$((s + a[14]))
+  done
+  BP_UTICKS=$u BP_STICKS=$s
+}
+
 # bp_cpu_stat: sets BP_BUSY0 BP_TOT0 BP_BUSY1 BP_TOT1, the busy and total jiffies of CPU 0
 # and CPU 1 from /proc/stat (busy = user + nice + system + irq + softirq; total adds idle,
 # iowait and steal).
@@ -214,9 +225,19 @@ EOF
   } >"$d/nginx.conf"
 }
 
-# bp_write_nginx_proxy DIR PORT BACKEND_PORT: nginx as a reverse proxy, upstream keep-alive.
+# bp_write_nginx_proxy DIR PORT BACKEND_PORT [h2]: nginx as a reverse proxy, upstream keep-alive.
+# h2: the listener speaks HTTP/2 with prior knowledge (h2c) downstream, in the syntax of the
+# installed nginx (`http2 on;` from 1.25.1, the `listen ... http2` parameter before).
 bp_write_nginx_proxy() {
-  local d=$1 port=$2 bport=$3
+  local d=$1 port=$2 bport=$3 lopt="" sopt="" v
+  if [ "${4:-}" = h2 ]; then
+    v=$(nginx -v 2>&1 | sed -n 's|.*nginx/\([0-9.]*\).*|\1|p')
+    if [ "$(printf '%s\n' 1.25.1 "$v" | sort -V | head -n 1)" = 1.25.1 ]; then
+      sopt="http2 on;"
+    else
+      lopt=" http2"
+    fi
+  fi
   {
     bp_nginx_common "$d"
     echo "http {"
@@ -229,7 +250,8 @@ bp_write_nginx_proxy() {
         keepalive_timeout 300s;
     }
     server {
-        listen 127.0.0.1:$port backlog=4096;
+        listen 127.0.0.1:$port backlog=4096$lopt;
+        $sopt
         location / {
             proxy_pass http://backend;
             proxy_http_version 1.1;
@@ -241,10 +263,11 @@ EOF
   } >"$d/nginx.conf"
 }
 
-# bp_write_haproxy DIR PORT BACKEND_PORT: HAProxy, 1 thread, mode http, keep-alive on both
-# sides, idle server connections shared (http-reuse always).
+# bp_write_haproxy DIR PORT BACKEND_PORT [BIND_OPTIONS]: HAProxy, 1 thread, mode http, keep-alive
+# on both sides, idle server connections shared (http-reuse always). BIND_OPTIONS are appended
+# to the bind line (e.g. "proto h2": HTTP/2 with prior knowledge downstream).
 bp_write_haproxy() {
-  local d=$1 port=$2 bport=$3
+  local d=$1 port=$2 bport=$3 bopt=${4:+ $4}
   cat >"$d/haproxy.cfg" <<EOF
 global
     nbthread 1
@@ -261,7 +284,7 @@ defaults
     timeout http-keep-alive 300s
 
 frontend bench
-    bind 127.0.0.1:$port
+    bind 127.0.0.1:$port$bopt
     default_backend backend
 
 backend backend

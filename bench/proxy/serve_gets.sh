@@ -8,7 +8,9 @@
 # and the connection is TLS 1.3 with ALPN http/1.1 (its handshake is one of the N-independent
 # costs that the callers' subtraction leaves out). SERVE_RBAC=1: the requests go to a second
 # listener whose connection manager runs the 10-rule ALLOW RBAC filter of weft_bootstrap.py
-# --rbac-port (the last rule allows them).
+# --rbac-port (the last rule allows them). SERVE_H2=1: the GETs are HTTP/2 with prior knowledge
+# (h2c; the listener's codec_type AUTO sees the preface) from h2load on one connection with
+# SERVE_H2_STREAMS (default 1) concurrent streams; h2load must report N 2xx, else exit 1.
 set -eu
 P=$(readlink -f "$1") N=$2 LOG=$3
 shift 3
@@ -28,6 +30,11 @@ if [ "${SERVE_RBAC:-0}" = 1 ]; then RBAC_ARGS=(--rbac-port "${PS[3]}"); fi
 if [ "${SERVE_RBAC:-0}" = 1 ]; then PP=${PS[3]}; fi
 "$@" "$P" -c $D/b.json --concurrency 1 >/dev/null 2>"$LOG" & TOOL=$!
 for _ in $(seq 100); do curl -sk -o /dev/null $SCHEME://localhost:$PP/bytes/128 && break; sleep 0.2; done
+if [ "${SERVE_H2:-0}" = 1 ]; then
+  H2OUT=$(h2load -n "$N" -c1 -m "${SERVE_H2_STREAMS:-1}" "http://127.0.0.1:$PP/bytes/128" 2>&1) || true
+  grep -q "^status codes: $N 2xx" <<<"$H2OUT" ||
+    { echo "serve_gets.sh: h2load did not get $N 2xx: $H2OUT" >&2; H2FAIL=1; }
+else
 /usr/bin/python3 - $PP $N "${SERVE_TLS:-0}" <<'PY'
 import socket,ssl,sys
 port,n,tls=int(sys.argv[1]),int(sys.argv[2]),sys.argv[3]=="1"
@@ -44,5 +51,7 @@ for i in range(n):
     while b"\r\n\r\n" not in buf or len(buf.split(b"\r\n\r\n",1)[1])<128: buf+=s.recv(65536)
 s.close()
 PY
+fi
 kill -TERM $TOOL; wait $TOOL || true; kill $APP; wait 2>/dev/null || true
 rm -rf "$D"
+[ -z "${H2FAIL:-}" ]
