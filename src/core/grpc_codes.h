@@ -44,13 +44,20 @@ static inline const char *wf_grpc_code_name(unsigned code, bool snake)
     return snake ? s[code] : c[code];
 }
 
+/* The code of a SNAKE_CASE name ("UNAVAILABLE" -> 14: Istio's grpc.SupportedGRPCStatus), -1
+ * when name is NULL or not one of them. */
+static inline int wf_grpc_code_of(const char *name)
+{
+    for (unsigned i = 0; name && i <= WF_GRPC_CODE_MAX; i++)
+        if (strcmp(name, wf_grpc_code_name(i, true)) == 0)
+            return (int)i;
+    return -1;
+}
+
 /* True when name is one of the SNAKE_CASE names. */
 static inline bool wf_grpc_code_known(const char *name)
 {
-    for (unsigned i = 0; i <= WF_GRPC_CODE_MAX; i++)
-        if (strcmp(name, wf_grpc_code_name(i, true)) == 0)
-            return true;
-    return false;
+    return wf_grpc_code_of(name) >= 0;
 }
 
 #endif

@@ -399,8 +399,6 @@ static const wf_unimpl_entry table[] = {
         "the headers are not changed", "{request: {set: {x-a: b}}}"),
     ROW(VIRTUALSERVICE, "spec.http[].retries.retryRemoteLocalities", PRESENT, NULL,
         "retryRemoteLocalities", SAME, "true"),
-    ROW(VIRTUALSERVICE, "spec.http[].fault.abort.grpcStatus", PRESENT, NULL, "gRPC fault injection",
-        "no request is aborted", "UNAVAILABLE"),
     ROW(VIRTUALSERVICE, "spec.http[].fault.abort.http2Error", PRESENT, NULL,
         "HTTP/2 fault injection", "no request is aborted", "REFUSED_STREAM"),
     ROW(VIRTUALSERVICE, "spec.http[].fault.delay.exponentialDelay", PRESENT, NULL,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/grpc_codes.h"
 #include "core/gofmt.h"
 #include "model/validate.h"
 #include "pilot/cds_internal.h"
@@ -151,12 +152,19 @@ static int fault_delay(json_t *f, const wf_node *d)
                   percent(wf_map_get(d, "percentage"), wf_map_get(d, "percent"))));
 }
 
+/* Istio's translateFault abort: httpStatus, or grpcStatus by name (grpc.SupportedGRPCStatus);
+ * any other error type (http2Error) skips the abort, as istiod does. */
 static int fault_abort(json_t *f, const wf_node *a)
 {
     int64_t status = 0;
-    if (!wf_node_int(wf_map_get(a, "httpStatus"), &status))
-        return 0; /* grpcStatus: weft-proxy cannot load it yet */
-    json_t *ab = json_pack("{s:I}", "http_status", (json_int_t)status);
+    int grpc = wf_grpc_code_of(wf_map_str(a, "grpcStatus"));
+    json_t *ab;
+    if (wf_node_int(wf_map_get(a, "httpStatus"), &status))
+        ab = json_pack("{s:I}", "http_status", (json_int_t)status);
+    else if (grpc >= 0)
+        ab = json_pack("{s:i}", "grpc_status", grpc);
+    else
+        return 0;
     const wf_node *pct = wf_map_get(a, "percentage");
     if (ab && pct && json_object_set_new(ab, "percentage", percent(pct, NULL)) != 0) {
         json_decref(ab);

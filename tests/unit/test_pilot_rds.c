@@ -297,6 +297,33 @@ static void retry_on_codes(void **state)
     wf_store_free(s);
 }
 
+/* Istio's translateFault: abort.grpcStatus by name (grpc.SupportedGRPCStatus) becomes Envoy's
+ * abort.grpc_status, with the percentage as for httpStatus. */
+static void fault_grpc_status(void **state)
+{
+    (void)state;
+    static const char yaml[] =
+        "apiVersion: networking.istio.io/v1\n"
+        "kind: VirtualService\n"
+        "metadata: {name: g}\n"
+        "spec:\n"
+        "  hosts: [catalog.istioinaction.svc.cluster.local]\n"
+        "  http:\n"
+        "  - fault: {abort: {grpcStatus: UNAVAILABLE, percentage: {value: 20}}}\n"
+        "    route: [{destination: {host: catalog}}]\n";
+    wf_store *s = wf_test_load_store(catalog_files, yaml, "istioinaction");
+    json_t *out = routes(s, "istioinaction");
+    json_t *r =
+        json_array_get(json_object_get(vhost(json_array_get(out, 0), CATALOG ":80"), "routes"), 0);
+    json_t *f =
+        json_object_get(json_object_get(r, "typed_per_filter_config"), "envoy.filters.http.fault");
+    wf_test_expect_int(f, "abort.grpc_status", 14);
+    assert_null(json_object_get(json_object_get(f, "abort"), "http_status"));
+    wf_test_expect_int(f, "abort.percentage.numerator", 200000);
+    json_decref(out);
+    wf_store_free(s);
+}
+
 static const char full_yaml[] =
     "apiVersion: networking.istio.io/v1\n"
     "kind: VirtualService\n"
@@ -444,15 +471,11 @@ static void vs_first_wildcard_export(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(catalog_default_route),
-        cmocka_unit_test(other_namespace_and_options),
-        cmocka_unit_test(ports_and_vip),
-        cmocka_unit_test(gateway_vs_not_applied),
-        cmocka_unit_test(weighted_subsets),
-        cmocka_unit_test(book_retries_and_timeout),
-        cmocka_unit_test(retry_on_codes),
-        cmocka_unit_test(full_route),
-        cmocka_unit_test(vs_first_wildcard_export),
+        cmocka_unit_test(catalog_default_route), cmocka_unit_test(other_namespace_and_options),
+        cmocka_unit_test(ports_and_vip),         cmocka_unit_test(gateway_vs_not_applied),
+        cmocka_unit_test(weighted_subsets),      cmocka_unit_test(book_retries_and_timeout),
+        cmocka_unit_test(retry_on_codes),        cmocka_unit_test(full_route),
+        cmocka_unit_test(fault_grpc_status),     cmocka_unit_test(vs_first_wildcard_export),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
