@@ -1,0 +1,225 @@
+"""A prior-knowledge HTTP/2 server (Python's h2, which nobody on the project wrote) for
+weft-proxy's upstream HTTP/2 tests. Behaviour per path:
+
+  /echo          200, JSON {method, path, authority, headers, body_bytes, conn, stream},
+                 trailers x-trl: yes
+  /slow?ms=N     /echo after N ms (streams stay open concurrently)
+  /big?n=N       200 with N bytes (content-length), sent as the client's window allows
+  /rst           RST_STREAM INTERNAL_ERROR before any header
+  /refuse        RST_STREAM REFUSED_STREAM before any header
+  /goaway-once   the first time: GOAWAY(last_stream_id below this stream), then the
+                 connection closes; later: /echo
+  /trailers-only 200 HEADERS with END_STREAM, grpc-status 14 in them
+  /h1            (server mode "h1") any request is answered with HTTP/1.1 bytes
+
+Stats: conns (connections accepted), max_active (most streams open at once on one
+connection), active.
+"""
+import json
+import socket
+import threading
+import time
+from urllib.parse import parse_qs, urlparse
+
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+import h2.settings
+
+
+class H2Server:
+    def __init__(self, max_streams=None, mode="h2"):
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.max_streams = max_streams
+        self.mode = mode
+        self.lock = threading.Lock()
+        self.conns = 0
+        self.max_active = 0
+        self.goaway_done = False
+        self.received = 0
+        self.stop = False
+        self.threads = []
+        t = threading.Thread(target=self._accept, daemon=True)
+        t.start()
+
+    def close(self):
+        self.stop = True
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def _accept(self):
+        while not self.stop:
+            try:
+                s, _ = self.sock.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.conns += 1
+                n = self.conns
+            t = threading.Thread(target=self._serve, args=(s, n), daemon=True)
+            t.start()
+
+    def _serve(self, s, n):
+        if self.mode == "h1":
+            s.recv(65536)
+            s.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+            time.sleep(0.5)
+            s.close()
+            return
+        Conn(self, s, n).run()
+
+
+class Conn:
+    def __init__(self, srv, s, n):
+        self.srv, self.s, self.n = srv, s, n
+        self.c = h2.connection.H2Connection(h2.config.H2Configuration(
+            client_side=False, header_encoding="utf-8"))
+        self.wlock = threading.Lock()
+        self.streams = {}  # id -> [headers, body bytes]
+        self.pending = {}  # id -> (data, offset) responses waiting for window
+        self.active = 0
+
+    def send(self):
+        with self.wlock:
+            out = self.c.data_to_send()
+            if out:
+                try:
+                    self.s.sendall(out)
+                except OSError:
+                    pass
+
+    def run(self):
+        settings = {}
+        if self.srv.max_streams:
+            settings[h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS] = self.srv.max_streams
+        with self.wlock:
+            self.c.initiate_connection()
+            if settings:
+                self.c.update_settings(settings)
+        self.send()
+        try:
+            while True:
+                data = self.s.recv(65536)
+                if not data:
+                    break
+                with self.wlock:
+                    events = self.c.receive_data(data)
+                for e in events:
+                    self.handle(e)
+                self.send()
+        except (OSError, h2.exceptions.ProtocolError) as e:
+            self.error = e
+        finally:
+            self.s.close()
+
+    def handle(self, e):
+        if isinstance(e, h2.events.RequestReceived):
+            self.streams[e.stream_id] = [dict(e.headers), 0, list(e.headers)]
+            self.active += 1
+            with self.srv.lock:
+                self.srv.max_active = max(self.srv.max_active, self.active)
+        elif isinstance(e, h2.events.DataReceived):
+            self.streams[e.stream_id][1] += len(e.data)
+            with self.srv.lock:
+                self.srv.received += len(e.data)
+            with self.wlock:
+                self.c.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+        elif isinstance(e, h2.events.StreamEnded):
+            self.dispatch(e.stream_id)
+        elif isinstance(e, h2.events.WindowUpdated):
+            self.flush_pending()
+        elif isinstance(e, h2.events.StreamReset):
+            self.pending.pop(e.stream_id, None)
+
+    def dispatch(self, sid):
+        hdrs = self.streams[sid][0]
+        u = urlparse(hdrs[":path"])
+        q = parse_qs(u.query)
+        path = u.path
+        if path == "/slow":
+            ms = int(q.get("ms", ["500"])[0])
+            threading.Timer(ms / 1000.0, self.later, args=(sid,)).start()
+            return
+        if path == "/rst":
+            self.reset(sid, h2.errors.ErrorCodes.INTERNAL_ERROR)
+        elif path == "/refuse":
+            self.reset(sid, h2.errors.ErrorCodes.REFUSED_STREAM)
+        elif path == "/goaway-once":
+            with self.srv.lock:
+                first = not self.srv.goaway_done
+                self.srv.goaway_done = True
+            if first:
+                with self.wlock:
+                    self.c.close_connection(last_stream_id=max(0, sid - 2))
+                self.send()
+                time.sleep(0.2)
+                self.s.shutdown(socket.SHUT_RDWR)
+                return
+            self.echo(sid)
+        elif path == "/trailers-only":
+            with self.wlock:
+                self.c.send_headers(sid, [(":status", "200"), ("content-type", "application/grpc"),
+                                          ("grpc-status", "14"), ("grpc-message", "gone")],
+                                    end_stream=True)
+            self.done(sid)
+        elif path == "/big":
+            n = int(q.get("n", ["1000000"])[0])
+            with self.wlock:
+                self.c.send_headers(sid, [(":status", "200"), ("content-length", str(n))])
+            self.pending[sid] = [b"b" * n, 0]
+            self.flush_pending()
+        else:
+            self.echo(sid)
+
+    def later(self, sid):
+        self.echo(sid)
+        self.send()
+
+    def reset(self, sid, code):
+        with self.wlock:
+            self.c.reset_stream(sid, error_code=code)
+        self.done(sid)
+
+    def done(self, sid):
+        self.active -= 1
+
+    def echo(self, sid):
+        hdrs, nbytes, raw = self.streams[sid]
+        body = json.dumps({"method": hdrs.get(":method"), "path": hdrs.get(":path"),
+                           "authority": hdrs.get(":authority"), "scheme": hdrs.get(":scheme"),
+                           "headers": raw, "body_bytes": nbytes, "conn": self.n,
+                           "stream": sid}).encode()
+        with self.wlock:
+            self.c.send_headers(sid, [(":status", "200"), ("content-type", "application/json")])
+            self.c.send_data(sid, body)
+            self.c.send_headers(sid, [("x-trl", "yes")], end_stream=True)
+        self.done(sid)
+
+    def flush_pending(self):
+        with self.wlock:
+            for sid in list(self.pending):
+                data, off = self.pending[sid]
+                while off < len(data):
+                    try:
+                        w = min(self.c.local_flow_control_window(sid),
+                                self.c.max_outbound_frame_size, len(data) - off)
+                    except Exception:
+                        self.pending.pop(sid, None)
+                        break
+                    if w <= 0:
+                        break
+                    self.c.send_data(sid, data[off:off + w], end_stream=off + w == len(data))
+                    off += w
+                if sid in self.pending:
+                    self.pending[sid][1] = off
+                    if off == len(data):
+                        del self.pending[sid]
+                        self.active -= 1
+        self.send()
