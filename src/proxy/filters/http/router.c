@@ -343,7 +343,13 @@ static void upstream_head(wp_stream *s, up_head *u)
     bool has_xfp = false;
     for (size_t i = 0; i < s->req.nheaders; i++) {
         const h1_header *hd = &s->req.headers[i];
-        if (skip_request_header(s, &hd->name) || wp_hops_drops(ops, nops, &hd->name))
+        /* "te: trailers" goes to an HTTP/2 upstream (gRPC needs it; Envoy's sanitizeTEHeader
+         * keeps the trailers token) */
+        bool te_trailers = WP_NAME_IS(&hd->name, "te") && hd->value.len == 8 &&
+                           strncasecmp(hd->value.p, "trailers", 8) == 0 && wp_rs(s)->up &&
+                           wp_rs(s)->up->stream;
+        if ((skip_request_header(s, &hd->name) && !te_trailers) ||
+            wp_hops_drops(ops, nops, &hd->name))
             continue;
         if (WP_NAME_IS(&hd->name, "x-forwarded-proto"))
             has_xfp = true;
