@@ -42,6 +42,7 @@ class H2Server:
         self.max_active = 0
         self.goaway_done = False
         self.received = 0
+        self.big_sent = 0
         self.stop = False
         self.threads = []
         t = threading.Thread(target=self._accept, daemon=True)
@@ -217,6 +218,7 @@ class Conn:
                         break
                     self.c.send_data(sid, data[off:off + w], end_stream=off + w == len(data))
                     off += w
+                    self.srv.big_sent += w
                 if sid in self.pending:
                     self.pending[sid][1] = off
                     if off == len(data):

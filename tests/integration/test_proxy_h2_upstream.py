@@ -87,3 +87,183 @@ def test_h1_downstream_to_h2_upstream_with_trailers(srv, proxy_factory):
     st = p.stats()
     assert st["cluster.h2be.upstream_cx_http2_total"] == 1
     assert logs(p, 1)[0]["code"] == 200
+
+
+def parallel(fns):
+    out = [None] * len(fns)
+
+    def run(i):
+        out[i] = fns[i]()
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(len(fns))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(40)
+    return out
+
+
+def get(p, path, *extra):
+    def f():
+        r = curl("-w", "\n%{http_code}", *extra, p.url(path))
+        body, _, code = r.stdout.rpartition("\n")
+        return code, body
+    return f
+
+
+def test_streams_multiplexed_on_one_connection(srv, proxy_factory):
+    p = proxy_factory(boot(h2_cluster("h2be", srv.port)))
+    res = parallel([get(p, "/slow?ms=700")] * 5)
+    assert [r[0] for r in res] == ["200"] * 5
+    assert len({json.loads(r[1])["conn"] for r in res}) == 1
+    assert srv.max_active >= 2  # they ran concurrently
+    st = p.stats()
+    assert st["cluster.h2be.upstream_cx_total"] == 1
+    assert st["cluster.h2be.upstream_rq_total"] == 5
+
+
+def test_max_concurrent_streams_opens_another_connection(srv, proxy_factory):
+    p = proxy_factory(boot(h2_cluster("h2be", srv.port, {"max_concurrent_streams": 2})))
+    res = parallel([get(p, "/slow?ms=800")] * 4)
+    assert [r[0] for r in res] == ["200"] * 4
+    st = p.stats()
+    assert st["cluster.h2be.upstream_cx_total"] == 2
+    assert st["cluster.h2be.upstream_cx_http2_total"] == 2
+
+
+def test_peer_max_concurrent_streams_is_the_limit(proxy_factory):
+    s = H2Server(max_streams=1)
+    try:
+        p = proxy_factory(boot(h2_cluster("h2be", s.port)))
+        assert get(p, "/echo")()[0] == "200"  # the peer's SETTINGS are known now
+        res = parallel([get(p, "/slow?ms=600")] * 3)
+        assert [r[0] for r in res] == ["200"] * 3
+        assert s.max_active == 1
+        assert p.stats()["cluster.h2be.upstream_cx_total"] >= 2
+    finally:
+        s.close()
+
+
+def test_max_requests_per_connection(srv, proxy_factory):
+    p = proxy_factory(boot(h2_cluster("h2be", srv.port,
+                                      common={"max_requests_per_connection": 2})))
+    conns = [json.loads(get(p, "/echo")()[1])["conn"] for _ in range(3)]
+    assert conns[0] == conns[1] != conns[2]
+    st = p.stats()
+    assert st["cluster.h2be.upstream_cx_total"] == 2
+    assert st["cluster.h2be.upstream_cx_max_requests"] >= 1
+
+
+def test_goaway_refused_stream_retried(srv, proxy_factory):
+    retry = {"retry_on": "refused-stream", "num_retries": 2}
+    p = proxy_factory(boot(h2_cluster("h2be", srv.port), retry=retry))
+    code, body = get(p, "/goaway-once")()
+    assert code == "200", body
+    assert json.loads(body)["conn"] == 2  # the retry went to a new connection
+    st = p.stats()
+    assert st["cluster.h2be.upstream_rq_retry"] == 1
+    assert st["cluster.h2be.upstream_cx_close_notify"] == 1
+    line = logs(p, 1)[0]
+    assert line["code"] == 200 and line["attempts"] == 2
+
+
+def test_goaway_without_retry_is_refused_stream_reset(srv, proxy_factory):
+    p = proxy_factory(boot(h2_cluster("h2be", srv.port)))
+    code, body = get(p, "/goaway-once")()
+    assert code == "503"
+    assert body.endswith("reset reason: remote refused stream reset")
+    line = logs(p, 1)[0]
+    assert line["flags"] == "UR"
+    assert line["details"] == \
+        "upstream_reset_before_response_started{remote_refused_stream_reset}"
+
+
+@pytest.mark.parametrize("path,reason", [("/rst", "remote_reset"),
+                                         ("/refuse", "remote_refused_stream_reset")])
+def test_rst_stream_mapped(srv, proxy_factory, path, reason):
+    p = proxy_factory(boot(h2_cluster("h2be", srv.port)))
+    code, _ = get(p, path)()
+    assert code == "503"
+    line = logs(p, 1)[0]
+    assert line["flags"] == "UR"
+    assert line["details"] == "upstream_reset_before_response_started{%s}" % reason
+    assert p.stats()["cluster.h2be.http2.rx_reset"] == 1
+
+
+def test_http1_answer_on_http2_cluster_is_protocol_error(proxy_factory):
+    s = H2Server(mode="h1")
+    try:
+        p = proxy_factory(boot(h2_cluster("h2be", s.port)))
+        code, _ = get(p, "/x")()
+        assert code == "502"
+        line = logs(p, 1)[0]
+        assert line["flags"] == "UPE"
+        assert line["details"] == "upstream_reset_before_response_started{protocol_error}"
+    finally:
+        s.close()
+
+
+def test_http2_answer_on_http1_cluster_is_protocol_error(srv, proxy_factory):
+    p = proxy_factory(boot(cluster("h1be", [srv.port])))
+    code, _ = get(p, "/x")()
+    assert code == "502"
+    line = logs(p, 1)[0]
+    assert line["flags"] == "UPE"
+    assert line["details"] == "upstream_reset_before_response_started{protocol_error}"
+
+
+def test_use_downstream_protocol(srv, proxy_factory):
+    p = proxy_factory(boot(h2_cluster("auto", srv.port, downstream=True)))
+    code, body = get(p, "/echo", "--http2-prior-knowledge")()
+    assert code == "200", body
+    assert p.stats()["cluster.auto.upstream_cx_http2_total"] == 1
+    # an HTTP/1.1 request goes upstream as HTTP/1.1: the h2-only server answers with frames
+    code, _ = get(p, "/echo")()
+    assert code == "502"
+    assert p.stats()["cluster.auto.upstream_cx_http2_total"] == 1
+
+
+def test_legacy_cluster_http2_protocol_options(srv, proxy_factory):
+    p = proxy_factory(boot(h2_cluster("h2be", srv.port, legacy=True)))
+    assert get(p, "/echo")()[0] == "200"
+    assert p.stats()["cluster.h2be.upstream_cx_http2_total"] == 1
+
+
+def test_trailers_reach_http2_client(srv, proxy_factory):
+    p = proxy_factory(boot(h2_cluster("h2be", srv.port)))
+    r = curl("--http2-prior-knowledge", "-v", p.url("/echo"))
+    assert "x-trl: yes" in r.stderr.lower(), r.stderr  # curl -v prints trailers
+    r = curl("--http2-prior-knowledge", "-v", p.url("/trailers-only"))
+    assert "grpc-status: 14" in r.stderr.lower()
+
+
+def test_unsupported_h2_field_refused(srv, tmp_path):
+    from proxyfix import proxy_path, write_bootstrap
+    bs = boot(h2_cluster("h2be", srv.port, {"allow_connect": True}))
+    bs["static_resources"]["listeners"][0]["address"]["socket_address"]["port_value"] = 1
+    path = write_bootstrap(bs, str(tmp_path))
+    r = subprocess.run([proxy_path(), "-c", path, "--mode", "validate"], capture_output=True,
+                       text=True, timeout=20)
+    assert r.returncode != 0
+    assert "http2_protocol_options" in r.stderr and "allow_connect" in r.stderr, r.stderr
+
+
+def test_slow_reader_bounded(proxy_factory):
+    s = H2Server()
+    try:
+        p = proxy_factory(boot(h2_cluster("h2be", s.port, {"initial_stream_window_size": 65535,
+                                                           "initial_connection_window_size": 65535})))
+        c = socket.create_connection(("127.0.0.1", p.port))
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        c.sendall(b"GET /big?n=200000000 HTTP/1.1\r\nhost: x\r\n\r\n")
+        time.sleep(2)  # nobody reads
+        # the proxy holds at most a window and its socket buffers of the 200 MB
+        assert s.big_sent < 16 * 1024 * 1024, s.big_sent
+        got = 0
+        while got < 3 * 1024 * 1024:
+            d = c.recv(1 << 20)
+            assert d
+            got += len(d)
+        assert s.big_sent > 3 * 1024 * 1024 - 65535  # reading lets it flow again
+        c.close()
+    finally:
+        s.close()
