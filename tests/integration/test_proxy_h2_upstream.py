@@ -267,3 +267,57 @@ def test_slow_reader_bounded(proxy_factory):
         c.close()
     finally:
         s.close()
+
+
+# ---------- gRPC (grpcio client -> weft-proxy h2c -> HTTP/2 cluster -> grpcio server) ----------
+
+@pytest.fixture
+def grpc_server():
+    grpc = pytest.importorskip("grpc", reason="python3-grpcio (scripts/setup installs it)")
+    from concurrent import futures
+
+    def unary(req, ctx):
+        if req == b"fail":
+            ctx.abort(grpc.StatusCode.NOT_FOUND, "no such thing")
+        ctx.set_trailing_metadata((("x-served", "yes"),))
+        return b"echo:" + req
+
+    def stream(req, ctx):
+        for i in range(int(req or b"3")):
+            yield b"msg%d" % i
+
+    handler = grpc.method_handlers_generic_handler("weft.Test", {
+        "Unary": grpc.unary_unary_rpc_method_handler(unary),
+        "Stream": grpc.unary_stream_rpc_method_handler(stream)})
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
+                         options=[("grpc.so_reuseport", 0)])
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield port
+    server.stop(0)
+
+
+def test_grpc_unary_and_server_streaming(grpc_server, proxy_factory):
+    import grpc
+    p = proxy_factory(boot(h2_cluster("grpc", grpc_server)))
+    ch = grpc.insecure_channel("127.0.0.1:%d" % p.port, options=[("grpc.enable_http_proxy", 0)])
+    try:
+        unary = ch.unary_unary("/weft.Test/Unary")
+        resp, call = unary.with_call(b"hello", timeout=10)
+        assert resp == b"echo:hello"
+        assert call.code() == grpc.StatusCode.OK
+        assert ("x-served", "yes") in call.trailing_metadata()  # trailers came through
+        with pytest.raises(grpc.RpcError) as ei:
+            unary(b"fail", timeout=10)
+        assert ei.value.code() == grpc.StatusCode.NOT_FOUND
+        assert ei.value.details() == "no such thing"
+        msgs = list(ch.unary_stream("/weft.Test/Stream")(b"5", timeout=10))
+        assert msgs == [b"msg%d" % i for i in range(5)]
+    finally:
+        ch.close()
+    st = p.stats()
+    assert st["cluster.grpc.upstream_cx_http2_total"] == 1
+    assert st["cluster.grpc.upstream_rq_total"] == 3
+    lines = logs(p, 3)
+    assert [line["protocol"] for line in lines] == ["HTTP/2"] * 3
