@@ -321,3 +321,11 @@ def test_grpc_unary_and_server_streaming(grpc_server, proxy_factory):
     assert st["cluster.grpc.upstream_rq_total"] == 3
     lines = logs(p, 3)
     assert [line["protocol"] for line in lines] == ["HTTP/2"] * 3
+
+
+def test_idle_timeout_closes_http2_connection(srv, proxy_factory):
+    p = proxy_factory(boot(h2_cluster("h2be", srv.port, common={"idle_timeout": "0.3s"})))
+    assert get(p, "/echo")()[0] == "200"
+    p.wait_stat("cluster.h2be.upstream_cx_idle_timeout", 1, timeout=5)
+    p.wait_stat("cluster.h2be.upstream_cx_active", 0, timeout=5)
+    assert json.loads(get(p, "/echo")()[1])["conn"] == 2

@@ -42,6 +42,7 @@ struct wp_h2conn {
     wp_pool_req *wait_head, *wait_tail;
     ustream *streams;
     uint32_t active, opened;
+    uint64_t idle_since; /* uv_now when its last stream ended (idle_timeout) */
     bool up, draining, closed, writing, flushing, proto_error;
     wf_strbuf out;
 };
@@ -131,8 +132,8 @@ static void us_h2_closed(ustream *s)
     if (!s->h2_open)
         return;
     s->h2_open = false;
-    if (s->c && s->c->active)
-        s->c->active--;
+    if (s->c && s->c->active && --s->c->active == 0)
+        s->c->idle_since = uv_now(&s->c->p->w->loop);
     if (s->c)
         conn_arm(s->c); /* a slot opened, or the connection may close */
 }
@@ -811,10 +812,23 @@ static void conn_pump(uv_timer_t *t)
     if (c->closed)
         return;
     conn_dispatch(c);
-    if (!c->closed && c->draining && c->active == 0 && !c->wait_head)
+    if (!c->closed && c->draining && c->active == 0 && !c->wait_head) {
         conn_fail(c, WP_RESET_CONNECTION_TERMINATION); /* drained: closes (no stream left) */
-    else
-        conn_flush(c);
+        return;
+    }
+    conn_flush(c);
+    /* the cluster's idle_timeout (common_http_protocol_options) once no stream is open */
+    uint64_t limit = wp_pool_gen(c->p)->cfg->clusters[c->p->cluster].idle_timeout_ms;
+    if (c->closed || !c->up || c->active || c->wait_head || !limit)
+        return;
+    uint64_t idle = uv_now(&c->p->w->loop) - c->idle_since;
+    if (idle >= limit) {
+        wp_cluster_stat(c->p->w, wp_pool_gen(c->p), c->p->cluster, WP_S_upstream_cx_idle_timeout,
+                        1);
+        conn_fail(c, WP_RESET_CONNECTION_TERMINATION);
+        return;
+    }
+    uv_timer_start(&c->timer, conn_pump, limit - idle, 0);
 }
 
 static void conn_arm(wp_h2conn *c)
@@ -954,6 +968,7 @@ static void cp_ready(void *ctx, wp_uconn *u, int host)
         return;
     }
     c->up = true;
+    c->idle_since = uv_now(&c->p->w->loop);
     wp_cluster_stat(c->p->w, wp_pool_gen(c->p), c->p->cluster, WP_S_upstream_cx_http2_total, 1);
     WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "HTTP/2 connection up");
     conn_dispatch(c);
