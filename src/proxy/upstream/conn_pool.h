@@ -85,6 +85,7 @@ enum {
      * GOAWAY's last stream id; any other RST_STREAM from the upstream */
     WP_RESET_REMOTE_REFUSED_STREAM_RESET,
     WP_RESET_REMOTE_RESET,
+    WP_RESET_COUNT_ /* the number of reasons (tests iterate them) */
 };
 
 /* The pool's answer to one request (Envoy's ConnectionPool::Callbacks). */
