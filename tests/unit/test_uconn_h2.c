@@ -16,7 +16,10 @@
 
 #include "proxy/upstream/uconn_h2.h"
 
-#define S(lit) {lit, sizeof(lit) - 1}
+#define S(lit)                                                                                     \
+    {                                                                                              \
+        lit, sizeof(lit) - 1                                                                       \
+    }
 
 static h1_message head(const char *method, const char *target, h1_header *f, size_t n)
 {
@@ -40,10 +43,14 @@ static void test_request_fields(void **state)
 {
     (void)state;
     h1_header f[] = {
-        {S("Host"), S("svc.ns:8080")},      {S("Connection"), S("keep-alive")},
-        {S("TE"), S("trailers")},           {S("Content-Type"), S("application/grpc")},
-        {S("Transfer-Encoding"), S("chunked")}, {S("Keep-Alive"), S("5")},
-        {S("Upgrade"), S("h2c")},           {S("X-Custom"), S("Mixed Case")},
+        {S("Host"), S("svc.ns:8080")},
+        {S("Connection"), S("keep-alive")},
+        {S("TE"), S("trailers")},
+        {S("Content-Type"), S("application/grpc")},
+        {S("Transfer-Encoding"), S("chunked")},
+        {S("Keep-Alive"), S("5")},
+        {S("Upgrade"), S("h2c")},
+        {S("X-Custom"), S("Mixed Case")},
     };
     h1_message m = head("POST", "/pkg.Svc/Call?x=1", f, 8);
     wp_h2up_field out[16];
@@ -63,7 +70,8 @@ static void test_request_fields(void **state)
 static void test_request_scheme_and_te(void **state)
 {
     (void)state;
-    h1_header f[] = {{S("host"), S("a")}, {S("te"), S("gzip")}, {S("x-forwarded-proto"), S("https")}};
+    h1_header f[] = {
+        {S("host"), S("a")}, {S("te"), S("gzip")}, {S("x-forwarded-proto"), S("https")}};
     h1_message m = head("GET", "/", f, 3);
     wp_h2up_field out[8];
     wf_strbuf names = WF_STRBUF_INIT;

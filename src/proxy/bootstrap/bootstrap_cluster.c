@@ -545,8 +545,9 @@ static bool legacy_h2(bs *b, json_t *o, wp_cluster *cl)
     if (!bs_get(o, "http2_protocol_options"))
         return true;
     if (cl->proto != WP_UP_HTTP1)
-        return bs_fail_at(b, "http2_protocol_options",
-                          "the cluster's typed_extension_protocol_options already set the protocol");
+        return bs_fail_at(
+            b, "http2_protocol_options",
+            "the cluster's typed_extension_protocol_options already set the protocol");
     cl->proto = WP_UP_HTTP2;
     return bs_sub(b, o, "http2_protocol_options", bs_h2_options, &cl->h2);
 }
@@ -606,8 +607,7 @@ bool bs_dec_cluster(bs *b, json_t *o, void *arg)
         !bs_u32(b, o, "max_requests_per_connection", &cl->max_requests_per_connection) ||
         !bs_sub(b, o, "common_http_protocol_options", dec_upstream_common, cl) ||
         !bs_sub(b, o, "typed_extension_protocol_options", dec_protocol_options, cl) ||
-        !legacy_h2(b, o, cl) ||
-        !bs_dur(b, o, "dns_refresh_rate", &cl->dns_refresh_rate_ms, NULL))
+        !legacy_h2(b, o, cl) || !bs_dur(b, o, "dns_refresh_rate", &cl->dns_refresh_rate_ms, NULL))
         return false;
     if (!check_original_dst(b, o, cl, type, lb))
         return false;

@@ -491,8 +491,8 @@ typedef struct wp_cluster {
     uint32_t per_connection_buffer_limit_bytes;
     uint64_t dns_refresh_rate_ms; /* default 5000 */
     wp_upstream_proto proto;      /* WP_UP_HTTP1 unless configured */
-    bool h2_allowed; /* use_downstream_protocol_config gave http2_protocol_options */
-    wp_h2_options h2; /* the HTTP/2 options of an HTTP/2 (or use-downstream) cluster */
+    bool h2_allowed;              /* use_downstream_protocol_config gave http2_protocol_options */
+    wp_h2_options h2;             /* the HTTP/2 options of an HTTP/2 (or use-downstream) cluster */
     wp_endpoint *endpoints;
     size_t nendpoints;
     wp_outlier_config outlier;

@@ -15,9 +15,9 @@
 #include "proxy/upstream/cluster_manager.h"
 #include "proxy/upstream/uconn_h2.h"
 
-#define H2UP_MAX_FIELDS   128u
-#define H2UP_MAX_HEAD     (64u * 1024u)
-#define H2UP_REQ_HEADERS  WP_UPSTREAM_MAX_HEADERS
+#define H2UP_MAX_FIELDS  128u
+#define H2UP_MAX_HEAD    (64u * 1024u)
+#define H2UP_REQ_HEADERS WP_UPSTREAM_MAX_HEADERS
 
 /* cluster.<name>.http2.* counters weft counts (Envoy's Http2::CodecStats) */
 #define H2UP_COUNTERS(X) X(rx_reset) X(tx_reset) X(trailers) X(stream_refused_errors)
@@ -665,8 +665,8 @@ static uint32_t conn_limit(const wp_h2conn *c)
 {
     uint32_t lim = wp_pool_gen(c->p)->cfg->clusters[c->p->cluster].h2.max_concurrent_streams;
     if (c->ss) {
-        uint32_t peer = nghttp2_session_get_remote_settings(
-            c->ss, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+        uint32_t peer =
+            nghttp2_session_get_remote_settings(c->ss, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
         lim = peer < lim ? peer : lim;
     }
     return lim;
@@ -906,8 +906,7 @@ static void conn_flush(wp_h2conn *c)
     }
     if (!c->closed && c->ss && !nghttp2_session_want_read(c->ss) &&
         !nghttp2_session_want_write(c->ss) && !c->writing)
-        conn_fail(c, c->proto_error ? WP_RESET_PROTOCOL_ERROR
-                                    : WP_RESET_CONNECTION_TERMINATION);
+        conn_fail(c, c->proto_error ? WP_RESET_PROTOCOL_ERROR : WP_RESET_CONNECTION_TERMINATION);
 }
 
 /* ---- the connection's callbacks (conn_pool.h wp_uconn_callbacks) ---- */

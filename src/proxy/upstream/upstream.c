@@ -50,8 +50,7 @@ int wp_pools_init(wp_worker *w, wp_wgen *wg)
         p->idle = calloc(nh ? nh : 1, sizeof(*p->idle));
         if (!p->idle)
             return -1;
-        if (cfg->clusters[i].proto != WP_UP_HTTP1 &&
-            !(p->h2 = calloc(nh ? nh : 1, sizeof(*p->h2))))
+        if (cfg->clusters[i].proto != WP_UP_HTTP1 && !(p->h2 = calloc(nh ? nh : 1, sizeof(*p->h2))))
             return -1;
     }
     return 0;
