@@ -8,6 +8,7 @@ reset reasons, flags and details, trailers through, flow control bounded.
 """
 import json
 import os
+import shutil
 import socket
 import subprocess
 import threading
@@ -329,3 +330,15 @@ def test_idle_timeout_closes_http2_connection(srv, proxy_factory):
     p.wait_stat("cluster.h2be.upstream_cx_idle_timeout", 1, timeout=5)
     p.wait_stat("cluster.h2be.upstream_cx_active", 0, timeout=5)
     assert json.loads(get(p, "/echo")()[1])["conn"] == 2
+
+
+@pytest.mark.skipif(not shutil.which("h2load"), reason="h2load (nghttp2-client)")
+def test_h2load_many_streams_both_sides(srv, proxy_factory):
+    p = proxy_factory(boot(h2_cluster("h2be", srv.port)))
+    r = subprocess.run(["h2load", "-n", "200", "-c", "2", "-m", "20", p.url("/slow?ms=50")],
+                       capture_output=True, text=True, timeout=60)
+    assert "200 succeeded" in r.stdout and "status codes: 200 2xx" in r.stdout, r.stdout
+    st = p.stats()
+    assert st["cluster.h2be.upstream_rq_total"] == 200
+    assert st["cluster.h2be.upstream_cx_total"] == 1  # two clients' streams share it
+    assert srv.max_active >= 2
