@@ -10,6 +10,7 @@ weft-proxy's upstream HTTP/2 tests. Behaviour per path:
   /goaway-once   the first time: GOAWAY(last_stream_id below this stream), then the
                  connection closes; later: /echo
   /trailers-only 200 HEADERS with END_STREAM, grpc-status 14 in them
+  /sink          reads a request body without ever opening the window again
   /h1            (server mode "h1") any request is answered with HTTP/1.1 bytes
 
 Stats: conns (connections accepted), max_active (most streams open at once on one
@@ -44,7 +45,7 @@ class H2Server:
         self.received = 0
         self.big_sent = 0
         self.stop = False
-        self.threads = []
+        self.socks = []
         t = threading.Thread(target=self._accept, daemon=True)
         t.start()
 
@@ -55,6 +56,14 @@ class H2Server:
         except OSError:
             pass
 
+    def drop(self):
+        """Closes every connection (the proxy reads end of stream)."""
+        for s in list(self.socks):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
     def _accept(self):
         while not self.stop:
             try:
@@ -62,6 +71,7 @@ class H2Server:
             except OSError:
                 return
             with self.lock:
+                self.socks.append(s)
                 self.conns += 1
                 n = self.conns
             t = threading.Thread(target=self._serve, args=(s, n), daemon=True)
@@ -130,8 +140,9 @@ class Conn:
             self.streams[e.stream_id][1] += len(e.data)
             with self.srv.lock:
                 self.srv.received += len(e.data)
-            with self.wlock:
-                self.c.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+            if self.streams[e.stream_id][0].get(":path") != "/sink":  # /sink never reads
+                with self.wlock:
+                    self.c.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
         elif isinstance(e, h2.events.StreamEnded):
             self.dispatch(e.stream_id)
         elif isinstance(e, h2.events.WindowUpdated):

@@ -342,3 +342,27 @@ def test_h2load_many_streams_both_sides(srv, proxy_factory):
     assert st["cluster.h2be.upstream_rq_total"] == 200
     assert st["cluster.h2be.upstream_cx_total"] == 1  # two clients' streams share it
     assert srv.max_active >= 2
+
+
+def test_slow_upstream_reader_bounds_upload(srv, proxy_factory):
+    p = proxy_factory(boot(h2_cluster("h2be", srv.port)))
+    c = socket.create_connection(("127.0.0.1", p.port))
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 65536)
+    total = 200 * 1024 * 1024
+    c.sendall(b"POST /sink HTTP/1.1\r\nhost: x\r\ncontent-length: %d\r\n\r\n" % total)
+    c.settimeout(0.5)
+    sent, chunk = 0, b"u" * 65536
+    deadline = time.time() + 3
+    while time.time() < deadline:
+        try:
+            sent += c.send(chunk)
+        except socket.timeout:
+            continue
+    # the upstream's window (65535) and the proxy's per-stream queue hold it back
+    assert srv.received <= 65535
+    assert sent < 16 * 1024 * 1024, sent
+    srv.drop()  # the upstream goes away: the request ends (503 UC), the proxy can drain
+    c.settimeout(10)
+    assert c.recv(100).startswith(b"HTTP/1.1 503")
+    c.close()
+    assert logs(p, 1)[0]["flags"] == "UC"
