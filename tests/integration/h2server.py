@@ -30,7 +30,7 @@ import h2.settings
 
 
 class H2Server:
-    def __init__(self, max_streams=None, mode="h2"):
+    def __init__(self, max_streams=None, mode="h2", tls=None):
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -38,6 +38,13 @@ class H2Server:
         self.port = self.sock.getsockname()[1]
         self.max_streams = max_streams
         self.mode = mode
+        self.alpn = []  # per TLS connection: the protocol ALPN chose
+        self.ctx = None
+        if tls:  # (certificate file, key file): TLS with ALPN h2 only
+            import ssl
+            self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self.ctx.load_cert_chain(tls[0], tls[1])
+            self.ctx.set_alpn_protocols(["h2"])
         self.lock = threading.Lock()
         self.conns = 0
         self.max_active = 0
@@ -78,6 +85,13 @@ class H2Server:
             t.start()
 
     def _serve(self, s, n):
+        if self.ctx:
+            try:
+                s = self.ctx.wrap_socket(s, server_side=True)
+            except OSError:
+                s.close()
+                return
+            self.alpn.append(s.selected_alpn_protocol())
         if self.mode == "h1":
             s.recv(65536)
             s.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")

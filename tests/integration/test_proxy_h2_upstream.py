@@ -366,3 +366,27 @@ def test_slow_upstream_reader_bounds_upload(srv, proxy_factory):
     assert c.recv(100).startswith(b"HTTP/1.1 503")
     c.close()
     assert logs(p, 1)[0]["flags"] == "UC"
+
+
+def test_tls_alpn_h2(proxy_factory):
+    from test_proxy_tls import certs as _certs, upstream_tls  # noqa: F401 (fixture body)
+    gen = _certs.__wrapped__() if hasattr(_certs, "__wrapped__") else None
+    if gen is None:
+        pytest.skip("certs fixture not reusable")
+    c = next(gen)
+    s = H2Server(tls=(c["server.crt"], c["server.key"]))
+    try:
+        cl = h2_cluster("h2tls", s.port)
+        ts = upstream_tls(c)
+        ts["typed_config"]["common_tls_context"]["alpn_protocols"] = ["istio-h2", "istio", "h2"]
+        cl["transport_socket"] = ts
+        p = proxy_factory(boot(cl))
+        code, body = get(p, "/echo")()
+        assert code == "200", body
+        # :scheme stays the downstream's (x-forwarded-proto http), as Envoy keeps it
+        assert json.loads(body)["scheme"] == "http"
+        assert s.alpn == ["h2"]
+        assert p.stats()["cluster.h2tls.upstream_cx_http2_total"] == 1
+    finally:
+        s.close()
+        next(gen, None)
