@@ -7,8 +7,8 @@ weft-proxy's upstream HTTP/2 tests. Behaviour per path:
   /big?n=N       200 with N bytes (content-length), sent as the client's window allows
   /rst           RST_STREAM INTERNAL_ERROR before any header
   /refuse        RST_STREAM REFUSED_STREAM before any header
-  /goaway-once   the first time: GOAWAY(last_stream_id below this stream), then the
-                 connection closes; later: /echo
+  /goaway-once   the first time: GOAWAY(last_stream_id below this stream); the streams
+                 below it finish, then the connection closes; later: /echo
   /trailers-only 200 HEADERS with END_STREAM, grpc-status 14 in them
   /sink          reads a request body without ever opening the window again
   /h1            (server mode "h1") any request is answered with HTTP/1.1 bytes
@@ -18,6 +18,7 @@ connection), active.
 """
 import json
 import socket
+import struct
 import threading
 import time
 from urllib.parse import parse_qs, urlparse
@@ -48,6 +49,7 @@ class H2Server:
         self.lock = threading.Lock()
         self.conns = 0
         self.max_active = 0
+        self.max_by_conn = {}  # connection number -> most streams open at once on it
         self.goaway_done = False
         self.received = 0
         self.big_sent = 0
@@ -110,6 +112,7 @@ class Conn:
         self.streams = {}  # id -> [headers, body bytes]
         self.pending = {}  # id -> (data, offset) responses waiting for window
         self.active = 0
+        self.closing = False
 
     def send(self):
         with self.wlock:
@@ -150,6 +153,8 @@ class Conn:
             self.active += 1
             with self.srv.lock:
                 self.srv.max_active = max(self.srv.max_active, self.active)
+                self.srv.max_by_conn[self.n] = max(self.srv.max_by_conn.get(self.n, 0),
+                                                   self.active)
         elif isinstance(e, h2.events.DataReceived):
             self.streams[e.stream_id][1] += len(e.data)
             with self.srv.lock:
@@ -181,12 +186,16 @@ class Conn:
             with self.srv.lock:
                 first = not self.srv.goaway_done
                 self.srv.goaway_done = True
-            if first:
-                with self.wlock:
-                    self.c.close_connection(last_stream_id=max(0, sid - 2))
+            if first:  # streams below this one finish, then the connection closes
+                # the GOAWAY frame by hand: h2's state machine would refuse to answer the
+                # streams below it afterwards
+                last = max(0, sid - 2)
+                frame = struct.pack(">I", 8)[1:] + b"\x07\x00" + struct.pack(">III", 0, last, 0)
                 self.send()
-                time.sleep(0.2)
-                self.s.shutdown(socket.SHUT_RDWR)
+                with self.wlock:
+                    self.s.sendall(frame)
+                self.closing = True
+                self.done(sid)
                 return
             self.echo(sid)
         elif path == "/trailers-only":
@@ -215,6 +224,14 @@ class Conn:
 
     def done(self, sid):
         self.active -= 1
+        if self.closing and self.active <= 0:
+            threading.Timer(0.2, self.shut).start()
+
+    def shut(self):
+        try:
+            self.s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     def echo(self, sid):
         hdrs, nbytes, raw = self.streams[sid]
@@ -222,11 +239,11 @@ class Conn:
                            "authority": hdrs.get(":authority"), "scheme": hdrs.get(":scheme"),
                            "headers": raw, "body_bytes": nbytes, "conn": self.n,
                            "stream": sid}).encode()
+        self.done(sid)  # before the frames can go out (the next stream may follow at once)
         with self.wlock:
             self.c.send_headers(sid, [(":status", "200"), ("content-type", "application/json")])
             self.c.send_data(sid, body)
             self.c.send_headers(sid, [("x-trl", "yes")], end_stream=True)
-        self.done(sid)
 
     def flush_pending(self):
         with self.wlock:
