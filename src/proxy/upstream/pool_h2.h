@@ -37,6 +37,9 @@
  * wait in the stream until nghttp2 frames them as the peer's window allows, and the router's
  * write stays pending while more than WP_H2UP_BUFFER wait (the downstream read pauses).
  *
+ * Implemented in pool_h2.c (the nghttp2 session, connections, waiting requests) and
+ * stream_h2.c (a stream's transport socket); pool_h2_int.h is what they share.
+ *
  * Ownership: connections and streams belong to the pool's worker; a stream's memory lives
  * until both its socket closed and nghttp2 forgot it. Errors: out of memory fails a request
  * as a LocalConnectionFailure ("out of memory") or resets its stream (local reset).
