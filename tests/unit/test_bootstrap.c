@@ -732,9 +732,10 @@ static void test_error_not_supported_field(void **state)
                  "t.json: static_resources.clusters[0].lrs_server" NOT_SUPPORTED(
                      "envoy.config.cluster.v3.Cluster.lrs_server"));
     /* a JSON name with two snake_case readings is named as written, the field as Envoy's */
-    expect_error(strdup(CLUSTER_WITH("\"http2ProtocolOptions\":{}")),
-                 "t.json: static_resources.clusters[0].http2ProtocolOptions" NOT_SUPPORTED(
-                     "envoy.config.cluster.v3.Cluster.http2_protocol_options"));
+    expect_error(boot("\"http3ProtocolOptions\":{}," ROUTER_ONLY, ROUTE_OK, CLUSTER_OK),
+                 "t.json: " LPFX ".http3ProtocolOptions" NOT_SUPPORTED(
+                     "envoy.extensions.filters.network.http_connection_manager.v3."
+                     "HttpConnectionManager.http3_protocol_options"));
     expect_error(strdup(CLUSTER_WITH("\"upstream_bind_confg\":{}")),
                  "t.json: static_resources.clusters[0].upstream_bind_confg: unknown field");
     /* the connection manager is known by its @type */

@@ -46,7 +46,7 @@ static void test_codec_error_details(void **state)
 static void test_reset_reasons(void **state)
 {
     (void)state;
-    for (int r = WP_RESET_LOCAL_CONNECTION_FAILURE; r <= WP_RESET_PROTOCOL_ERROR; r++) {
+    for (int r = WP_RESET_LOCAL_CONNECTION_FAILURE; r < WP_RESET_COUNT_; r++) {
         char reason[96], detail[160];
         snprintf(reason, sizeof reason, "%s", wp_reset_reason_string(r));
         for (char *p = reason; *p; p++)

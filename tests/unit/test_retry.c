@@ -67,6 +67,15 @@ static void test_resets(void **state)
     }
     p = policy("refused-stream,connect-failure,retriable-status-codes");
     assert_false(wp_retry_on_per_try_timeout(&p));
+    /* refused-stream: an HTTP/2 upstream's REFUSED_STREAM (or a stream past its GOAWAY) only */
+    p = policy("refused-stream");
+    assert_true(wp_retry_on_reset(&p, WP_RESET_REMOTE_REFUSED_STREAM_RESET, true));
+    assert_false(wp_retry_on_reset(&p, WP_RESET_REMOTE_RESET, false));
+    assert_false(wp_retry_on_reset(&p, WP_RESET_CONNECTION_TERMINATION, false));
+    p = policy("reset");
+    assert_true(wp_retry_on_reset(&p, WP_RESET_REMOTE_RESET, true));
+    p = policy("connect-failure");
+    assert_false(wp_retry_on_reset(&p, WP_RESET_REMOTE_REFUSED_STREAM_RESET, false));
 }
 
 static bool on_response(const char *retry_on, int status, const h1_header *h, size_t n)

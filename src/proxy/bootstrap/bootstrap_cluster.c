@@ -85,34 +85,40 @@ static bool dec_upstream_common(bs *b, json_t *o, void *arg)
            bs_u32(b, o, "max_requests_per_connection", &cl->max_requests_per_connection);
 }
 
-static bool dec_explicit_http(bs *b, json_t *o, void *arg)
+/* http_protocol_options (empty: no field of Http1ProtocolOptions is implemented upstream) */
+static bool dec_empty_h1(bs *b, json_t *o, void *arg)
 {
     (void)arg;
-    json_t *h1 = bs_get(o, "http_protocol_options");
-    if (!bs_fields(b, o, "http_protocol_options"))
-        return false;
-    if (h1 && !json_is_object(h1))
-        return bs_wrong_type(b, "http_protocol_options", "an object");
-    size_t m = bs_push(b, "http_protocol_options");
-    bool ok = !h1 || bs_fields(b, h1, "");
-    bs_pop(b, m);
-    return ok;
+    return bs_fields(b, o, "");
 }
 
-/* use_downstream_protocol_config (Istio's PassthroughCluster): weft speaks HTTP/1.1 on both
- * sides, so the upstream protocol always equals the downstream one; only empty
- * http_protocol_options / http2_protocol_options are accepted. */
-static bool dec_downstream_proto(bs *b, json_t *o, void *arg)
+/* explicit_http_config: one of http_protocol_options / http2_protocol_options (Envoy's
+ * oneof; http3_protocol_options is refused by name). */
+static bool dec_explicit_http(bs *b, json_t *o, void *arg)
 {
-    static const char *const keys[] = {"http_protocol_options", "http2_protocol_options", NULL};
+    wp_cluster *cl = arg;
     if (!bs_fields(b, o, "http_protocol_options http2_protocol_options"))
         return false;
-    for (int i = 0; keys[i]; i++) {
-        json_t *v = bs_get(o, keys[i]);
-        if (v && (!json_is_object(v) || json_object_size(v) != 0))
-            return bs_fail_at(b, keys[i], "only an empty object is supported");
-    }
-    return true;
+    if (bs_get(o, "http_protocol_options") && bs_get(o, "http2_protocol_options"))
+        return bs_fail(b, "only one of http_protocol_options, http2_protocol_options");
+    if (bs_get(o, "http2_protocol_options"))
+        cl->proto = WP_UP_HTTP2;
+    return bs_sub(b, o, "http_protocol_options", dec_empty_h1, cl) &&
+           bs_sub(b, o, "http2_protocol_options", bs_h2_options, &cl->h2);
+}
+
+/* use_downstream_protocol_config (Istio's auto ports, PassthroughCluster): the upstream
+ * speaks the downstream request's protocol; HTTP/2 only when http2_protocol_options is
+ * given (Envoy's ClusterInfoImpl::upstreamHttpProtocol). */
+static bool dec_downstream_proto(bs *b, json_t *o, void *arg)
+{
+    wp_cluster *cl = arg;
+    if (!bs_fields(b, o, "http_protocol_options http2_protocol_options"))
+        return false;
+    cl->proto = WP_UP_DOWNSTREAM;
+    cl->h2_allowed = bs_get(o, "http2_protocol_options") != NULL;
+    return bs_sub(b, o, "http_protocol_options", dec_empty_h1, cl) &&
+           bs_sub(b, o, "http2_protocol_options", bs_h2_options, &cl->h2);
 }
 
 static bool dec_protocol_options(bs *b, json_t *o, void *arg)
@@ -125,6 +131,8 @@ static bool dec_protocol_options(bs *b, json_t *o, void *arg)
         int n = snprintf(b->path + m, sizeof(b->path) - m, "[%s]", k);
         b->plen = n > 0 && m + (size_t)n < sizeof(b->path) ? m + (size_t)n : m;
         bool ok = strcmp(k, HPO_NAME) == 0 ? true : bs_fail(b, "unsupported protocol options");
+        if (ok && bs_get(v, "explicit_http_config") && bs_get(v, "use_downstream_protocol_config"))
+            ok = bs_fail(b, "only one of explicit_http_config, use_downstream_protocol_config");
         ok = ok &&
              bs_fields(b, v,
                        "@type common_http_protocol_options explicit_http_config "
@@ -530,6 +538,20 @@ static void log_tsms(const wp_cluster *cl)
     }
 }
 
+/* The deprecated cluster-level http2_protocol_options (Envoy v3 Cluster field 14): an HTTP/2
+ * cluster unless typed_extension_protocol_options chose already. */
+static bool legacy_h2(bs *b, json_t *o, wp_cluster *cl)
+{
+    if (!bs_get(o, "http2_protocol_options"))
+        return true;
+    if (cl->proto != WP_UP_HTTP1)
+        return bs_fail_at(
+            b, "http2_protocol_options",
+            "the cluster's typed_extension_protocol_options already set the protocol");
+    cl->proto = WP_UP_HTTP2;
+    return bs_sub(b, o, "http2_protocol_options", bs_h2_options, &cl->h2);
+}
+
 /* ORIGINAL_DST goes with lb_policy CLUSTER_PROVIDED and no endpoints (Envoy's rules); it is
  * kept as a STATIC cluster without endpoints marked original_dst (config.h). */
 static bool check_original_dst(bs *b, json_t *o, wp_cluster *cl, int type, int lb)
@@ -566,6 +588,7 @@ bool bs_dec_cluster(bs *b, json_t *o, void *arg)
     cl->idle_timeout_ms = 3600000;
     cl->per_connection_buffer_limit_bytes = WP_DEFAULT_BUFFER_LIMIT;
     cl->dns_refresh_rate_ms = 5000;
+    cl->h2 = wp_h2_options_default();
     b->cur_cluster = cl;
     if (!bs_fields(
             b, o,
@@ -573,7 +596,7 @@ bool bs_dec_cluster(bs *b, json_t *o, void *arg)
             "per_connection_buffer_limit_bytes circuit_breakers common_http_protocol_options "
             "typed_extension_protocol_options max_requests_per_connection dns_refresh_rate "
             "dns_lookup_family load_assignment outlier_detection common_lb_config metadata "
-            "transport_socket transport_socket_matches") ||
+            "transport_socket transport_socket_matches http2_protocol_options") ||
         !bs_opt_type(b, o, WP_CLUSTER_TYPE) || !bs_req_str(b, o, "name", &cl->name) ||
         !bs_str(b, o, "alt_stat_name", &cl->alt_stat_name) ||
         !bs_enum(b, o, "type", types, &type) || !bs_enum(b, o, "lb_policy", lbs, &lb) ||
@@ -584,7 +607,7 @@ bool bs_dec_cluster(bs *b, json_t *o, void *arg)
         !bs_u32(b, o, "max_requests_per_connection", &cl->max_requests_per_connection) ||
         !bs_sub(b, o, "common_http_protocol_options", dec_upstream_common, cl) ||
         !bs_sub(b, o, "typed_extension_protocol_options", dec_protocol_options, cl) ||
-        !bs_dur(b, o, "dns_refresh_rate", &cl->dns_refresh_rate_ms, NULL))
+        !legacy_h2(b, o, cl) || !bs_dur(b, o, "dns_refresh_rate", &cl->dns_refresh_rate_ms, NULL))
         return false;
     if (!check_original_dst(b, o, cl, type, lb))
         return false;

@@ -348,7 +348,7 @@ static bool dec_hcm_h1(bs *b, json_t *o, void *arg)
 
 /* http2_protocol_options: the SETTINGS fields (Envoy's ranges, protocol.proto); the other
  * fields of Http2ProtocolOptions are refused by name. */
-static bool dec_hcm_h2(bs *b, json_t *o, void *arg)
+bool bs_h2_options(bs *b, json_t *o, void *arg)
 {
     wp_h2_options *h2 = arg;
     if (!bs_fields(b, o,
@@ -450,7 +450,7 @@ bool bs_hcm(bs *b, json_t *o, wp_hcm *h)
         !bs_dur(b, o, "request_timeout", &h->request_timeout_ms, NULL) ||
         !bs_sub(b, o, "common_http_protocol_options", dec_hcm_common, h) ||
         !bs_sub(b, o, "http_protocol_options", dec_hcm_h1, h) ||
-        !bs_sub(b, o, "http2_protocol_options", dec_hcm_h2, &h->h2) ||
+        !bs_sub(b, o, "http2_protocol_options", bs_h2_options, &h->h2) ||
         !bs_u32(b, o, "max_request_headers_kb", &h->max_request_headers_kb) ||
         !bs_bool(b, o, "generate_request_id", &h->generate_request_id) ||
         !bs_bool(b, o, "use_remote_address", &h->use_remote_address) ||

@@ -183,6 +183,9 @@ bool bs_transport_socket(bs *b, json_t *o, bool downstream, const wp_tls_config 
 /* One element of static_resources.clusters (bs_each callback, arg the wp_cluster) and the
  * checks over all of them (unique names); bootstrap_cluster.c. */
 bool bs_dec_cluster(bs *b, json_t *o, void *arg);
+/* http2_protocol_options (HCM and cluster): the SETTINGS fields into arg (a wp_h2_options
+ * holding the defaults), Envoy's ranges; the other fields of Http2ProtocolOptions refused. */
+bool bs_h2_options(bs *b, json_t *o, void *arg);
 bool bs_check_clusters(bs *b);
 
 #endif

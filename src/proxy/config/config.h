@@ -485,6 +485,13 @@ typedef struct {
     bool split_external_local_origin_errors, always_eject_one_host;
 } wp_outlier_config;
 
+/* The protocol a cluster speaks upstream (envoy.extensions.upstreams.http.v3.
+ * HttpProtocolOptions, protocols.md §1.5, §2.6): explicit_http_config http_protocol_options
+ * (the default) or http2_protocol_options (also the legacy cluster-level
+ * http2_protocol_options), or use_downstream_protocol_config (HTTP/2 upstream when the
+ * downstream request is HTTP/2 and http2_protocol_options is given). */
+typedef enum { WP_UP_HTTP1, WP_UP_HTTP2, WP_UP_DOWNSTREAM } wp_upstream_proto;
+
 typedef struct wp_cluster {
     const char *name;
     const char *alt_stat_name; /* NULL = name */
@@ -496,6 +503,9 @@ typedef struct wp_cluster {
     uint32_t max_requests_per_connection; /* 0 = unlimited */
     uint32_t per_connection_buffer_limit_bytes;
     uint64_t dns_refresh_rate_ms; /* default 5000 */
+    wp_upstream_proto proto;      /* WP_UP_HTTP1 unless configured */
+    bool h2_allowed;              /* use_downstream_protocol_config gave http2_protocol_options */
+    wp_h2_options h2;             /* the HTTP/2 options of an HTTP/2 (or use-downstream) cluster */
     wp_endpoint *endpoints;
     size_t nendpoints;
     wp_outlier_config outlier;

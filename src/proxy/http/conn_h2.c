@@ -617,17 +617,39 @@ static void h2c_flush(wp_h2c *c)
 
 static const wp_dconn_mux_ops h2c_ops;
 
+/* The http2.* slots: looked up by name on the worker's first HTTP/2 connection of a
+ * generation, cached in it (wg->h2c_slots, in H2C_COUNTERS order then streams_active). */
+#define H2C_ONE_(n) +1
+_Static_assert(0 H2C_COUNTERS(H2C_ONE_) + 1 <= sizeof(((wp_wgen *)0)->h2c_slots) / sizeof(uint32_t),
+               "wp_wgen.h2c_slots holds the http2.* counters and streams_active");
+#undef H2C_ONE_
+
+static void h2c_slots(wp_h2c *c, wp_wgen *wg)
+{
+    uint32_t *sl = wg->h2c_slots;
+    if (!wg->h2c_slots_set) {
+        wp_stats *store = c->d->w->stats->store;
+        size_t i = 0;
+#define H2C_REG_(n) sl[i++] = wp_stats_counter(store, "http2." #n);
+        H2C_COUNTERS(H2C_REG_)
+#undef H2C_REG_
+        sl[i] = wp_stats_gauge(store, "http2.streams_active");
+        wg->h2c_slots_set = true;
+    }
+    size_t i = 0;
+#define H2C_SET_(n) c->slot_##n = sl[i++];
+    H2C_COUNTERS(H2C_SET_)
+#undef H2C_SET_
+    c->slot_streams_active = sl[i];
+}
+
 int wp_h2c_start(wp_dconn *d)
 {
     wp_h2c *c = calloc(1, sizeof(*c));
     if (!c)
         return -1;
     c->d = d;
-    wp_stats *store = d->w->stats->store;
-#define H2C_REG_(n) c->slot_##n = wp_stats_counter(store, "http2." #n);
-    H2C_COUNTERS(H2C_REG_)
-#undef H2C_REG_
-    c->slot_streams_active = wp_stats_gauge(store, "http2.streams_active");
+    h2c_slots(c, d->wg);
     wp_h2_limits lim = {d->hcm->max_request_headers_kb, d->hcm->max_headers_count};
     c->codec = wp_h2_server_new(&d->hcm->h2, &lim, &codec_cbs, c, &c->st);
     if (!c->codec) {

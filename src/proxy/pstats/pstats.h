@@ -28,6 +28,7 @@
 
 #define WP_CLUSTER_STATS(X)                                                                        \
     X(upstream_cx_total, C)                                                                        \
+    X(upstream_cx_http2_total, C)                                                                  \
     X(upstream_cx_active, G)                                                                       \
     X(upstream_cx_connect_fail, C)                                                                 \
     X(upstream_cx_connect_timeout, C)                                                              \

@@ -65,6 +65,10 @@ struct wp_wgen {
     wp_lb *lbs;     /* per cluster of gen->cfg: the worker's load balancers */
     size_t users;
     bool retired;
+    /* the downstream http2.* stat slots (http/conn_h2.c), registered by name once per
+     * worker and generation, not per connection */
+    uint32_t h2c_slots[8];
+    bool h2c_slots_set;
     struct wp_wgen *next; /* the worker's retired generations */
     /* frees a retired generation once its last user is gone (its maker's, server/gen.c) */
     void (*free_retired)(wp_worker *w, wp_wgen *wg);

@@ -81,6 +81,11 @@ enum {
     WP_RESET_LOCAL_RESET,
     WP_RESET_OVERFLOW,
     WP_RESET_PROTOCOL_ERROR,
+    /* HTTP/2 upstreams (upstream/pool_h2.h): RST_STREAM(REFUSED_STREAM) or a stream above a
+     * GOAWAY's last stream id; any other RST_STREAM from the upstream */
+    WP_RESET_REMOTE_REFUSED_STREAM_RESET,
+    WP_RESET_REMOTE_RESET,
+    WP_RESET_COUNT_ /* the number of reasons (tests iterate them) */
 };
 
 /* The pool's answer to one request (Envoy's ConnectionPool::Callbacks). */
@@ -99,6 +104,8 @@ struct wp_pool_req {
     int host;
     bool pending; /* counted in rq_pending (no connection yet) */
     bool queued;  /* waiting in the pool's queue for a max_connections slot */
+    bool mux;     /* the connection is for an HTTP/2 connection (pool_h2.c), not a request */
+    struct wp_h2conn *h2wait; /* waiting for a stream of this HTTP/2 connection */
 };
 
 /* What a connection tells the owner of the request on it (set with wp_uconn_attach). */
@@ -146,6 +153,10 @@ struct wp_uconn {
      * (a reset) detaches the owner, closes the connection and comes as on_reset
      * (WP_RESET_CONNECTION_TERMINATION). Set by the owner after on_ready. */
     bool half_close;
+    /* HTTP/2 (upstream/pool_h2.h): mux, the connection carries an HTTP/2 session (its owner
+     * is the session, never a request); stream, this is one stream of such a session handed
+     * to a request (its socket is the stream: no connection stats, never pooled) */
+    bool mux, stream;
     int closed_handles;
     char local[64];
 };
@@ -157,6 +168,9 @@ struct wp_pool {
     int cluster;
     wp_uconn **idle;                          /* per host: LIFO list of idle connections */
     wp_pool_req *pending_head, *pending_tail; /* waiting for a max_connections slot */
+    struct wp_h2conn **h2; /* per host: HTTP/2 connections (pool_h2.c), NULL for HTTP/1 */
+    uint32_t h2_slots[4];  /* cluster.<name>.http2.* (pool_h2.c), once h2_slots_set */
+    bool h2_slots_set;
 };
 
 /* The pools of wg's clusters (wg->pools); each connection of them is a user of wg
@@ -171,6 +185,13 @@ void wp_pools_free(wp_wgen *wg);
  * when a callback already ran. */
 bool wp_pool_newstream(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_callbacks *cb,
                        void *ctx);
+/* The same for an HTTP request (the router): on a cluster whose upstream protocol is HTTP/2
+ * (explicit, or use_downstream_protocol_config with downstream_h2) the request gets a stream
+ * of a shared HTTP/2 connection (upstream/pool_h2.h), handed over as a wp_uconn like an
+ * HTTP/1 connection (u->stream). wp_pool_newstream always gives a connection of its own
+ * (the TCP proxy's). */
+bool wp_pool_newstream_http(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_callbacks *cb,
+                            void *ctx, bool downstream_h2);
 /* Cancels a pending request (stat upstream_rq_cancelled when it was waiting): no callback
  * comes; a connection being opened for it joins the pool when it is up. No-op when rq is
  * not pending. */
@@ -194,6 +215,22 @@ void wp_uconn_close(wp_uconn *u, bool local);
 int wp_uconn_write(wp_uconn *u, uv_buf_t *bufs, unsigned n);
 void wp_uconn_pause_read(wp_uconn *u);
 void wp_uconn_resume_read(wp_uconn *u);
+/* For pool_h2.c. wp_pool_connect: opens a connection for an HTTP/2 session (rq->mux; no
+ * pending request is counted; the callbacks answer as for a request). wp_uconn_stream_new:
+ * a wp_uconn for one stream of a session on pool p's host, whose transport socket init
+ * makes from arg (the socket reports to the connection's callbacks); counted as a request of
+ * the host; id and local are the session connection's. NULL when out of memory.
+ * wp_uconn_stream_reset: the stream failed (reason WP_RESET_*): its owner is detached and
+ * told (on_reset), the stream closes. wp_pool_pending_end: rq, waiting for a session, got a
+ * stream or a failure (its pending count ends). */
+void wp_pool_connect(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_callbacks *cb, void *ctx);
+wp_uconn *wp_uconn_stream_new(wp_pool *p, int host, uint64_t id, const char *local,
+                              wp_tsock *(*init)(void *arg, const wp_tsock_cbs *cbs, void *owner),
+                              void *arg);
+void wp_uconn_stream_reset(wp_uconn *u, int reason);
+void wp_pool_pending_end(wp_pool_req *rq);
+bool wp_pool_pending_begin(wp_pool *p, wp_pool_req *rq);
+
 /* Shuts u's write side once its pending write is done (the upstream reads end of stream);
  * reading goes on. 0 or UV_E*. */
 int wp_uconn_shutdown(wp_uconn *u);

@@ -27,6 +27,7 @@
 #include "core/log.h"
 #include "proxy/net/tls_socket.h"
 #include "proxy/upstream/cluster_manager.h"
+#include "proxy/upstream/pool_h2.h"
 
 static wp_host_rt *host_rt(wp_uconn *u)
 {
@@ -49,6 +50,8 @@ int wp_pools_init(wp_worker *w, wp_wgen *wg)
         p->idle = calloc(nh ? nh : 1, sizeof(*p->idle));
         if (!p->idle)
             return -1;
+        if (cfg->clusters[i].proto != WP_UP_HTTP1 && !(p->h2 = calloc(nh ? nh : 1, sizeof(*p->h2))))
+            return -1;
     }
     return 0;
 }
@@ -61,6 +64,8 @@ void wp_pools_close_idle(wp_wgen *wg)
         for (size_t h = 0; h < cfg->clusters[i].nendpoints; h++)
             while (p->idle[h])
                 wp_uconn_close(p->idle[h], true);
+        if (p->h2)
+            wp_h2pool_close_idle(p);
     }
 }
 
@@ -68,8 +73,10 @@ void wp_pools_free(wp_wgen *wg)
 {
     if (!wg->pools)
         return;
-    for (size_t i = 0; i < wg->gen->cfg->nclusters; i++)
+    for (size_t i = 0; i < wg->gen->cfg->nclusters; i++) {
         free(wg->pools[i].idle);
+        free(wg->pools[i].h2);
+    }
     free(wg->pools);
     wg->pools = NULL;
 }
@@ -165,6 +172,20 @@ void wp_uconn_close(wp_uconn *u, bool local)
         return;
     wp_worker *w = u->w;
     int c = u->pool->cluster;
+    if (u->stream) { /* one stream of an HTTP/2 connection: no connection of its own */
+        if (u->state == WP_UC_BUSY) /* not released: reset under its request */
+            atomic_fetch_sub_explicit(&host_rt(u)->rq_active, 1, memory_order_relaxed);
+        u->closing = true;
+        u->state = WP_UC_CLOSING;
+        if (u->owner) {
+            void *owner = u->owner;
+            u->owner = NULL;
+            u->cbs->on_reset(owner, u, WP_RESET_LOCAL_RESET);
+        }
+        wp_tsock_close(u->sock);
+        uv_close((uv_handle_t *)&u->timer, u_on_timer_closed);
+        return;
+    }
     if (u->state == WP_UC_IDLE)
         idle_remove(u);
     bool active_rq = u->owner != NULL || u->preq != NULL || u->peer_reset_rq;
@@ -273,8 +294,9 @@ int wp_uconn_write(wp_uconn *u, uv_buf_t *bufs, unsigned n)
     size_t total = 0;
     for (unsigned i = 0; i < n; i++)
         total += bufs[i].len;
-    wp_cluster_stat(u->w, wp_pool_gen(u->pool), u->pool->cluster, WP_S_upstream_cx_tx_bytes_total,
-                    (int64_t)total);
+    if (!u->stream)
+        wp_cluster_stat(u->w, wp_pool_gen(u->pool), u->pool->cluster,
+                        WP_S_upstream_cx_tx_bytes_total, (int64_t)total);
     int r = wp_tsock_write(u->sock, bufs, n);
     if (r < 0) {
         write_failed(u);
@@ -312,8 +334,9 @@ static void u_on_read(void *owner, ssize_t n)
         return;
     }
     u->rlen += (size_t)n;
-    wp_cluster_stat(u->w, wp_pool_gen(u->pool), u->pool->cluster, WP_S_upstream_cx_rx_bytes_total,
-                    n);
+    if (!u->stream)
+        wp_cluster_stat(u->w, wp_pool_gen(u->pool), u->pool->cluster,
+                        WP_S_upstream_cx_rx_bytes_total, n);
     if (!u->owner) {
         wp_uconn_close(u, false); /* data on an idle connection */
         return;
@@ -428,9 +451,11 @@ static void pool_assign(wp_uconn *u, wp_pool_req *rq)
     pending_done(rq);
     u->state = WP_UC_BUSY;
     u->requests++;
-    wp_host_rt *h = host_rt(u);
-    atomic_fetch_add_explicit(&h->rq_active, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&h->rq_total, 1, memory_order_relaxed);
+    if (!u->mux) {
+        wp_host_rt *h = host_rt(u);
+        atomic_fetch_add_explicit(&h->rq_active, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&h->rq_total, 1, memory_order_relaxed);
+    }
     rq->host = u->host;
     rq->cb->on_ready(rq->ctx, u, u->host);
 }
@@ -448,6 +473,7 @@ static void connect_new(wp_pool *p, int host, wp_pool_req *rq)
     u->pool = p;
     wp_wgen_use(p->wg);
     u->host = host;
+    u->mux = rq->mux;
     u->id = atomic_fetch_add(w->conn_ids, 1);
     u->state = WP_UC_CONNECTING;
     u->start_ms = uv_now(&w->loop);
@@ -492,6 +518,87 @@ static void connect_new(wp_pool *p, int host, wp_pool_req *rq)
     }
     if (c->connect_timeout_ms)
         uv_timer_start(&u->timer, u_on_timer, c->connect_timeout_ms, 0);
+}
+
+bool wp_pool_newstream_http(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_callbacks *cb,
+                            void *ctx, bool downstream_h2)
+{
+    if (p->h2) { /* the cluster may speak HTTP/2 (one test per request on HTTP/1 clusters) */
+        const wp_cluster *c = &wp_pool_gen(p)->cfg->clusters[p->cluster];
+        if (c->proto == WP_UP_HTTP2 || (downstream_h2 && c->h2_allowed))
+            return wp_h2pool_newstream(p, host, rq, cb, ctx);
+    }
+    return wp_pool_newstream(p, host, rq, cb, ctx);
+}
+
+/* rq starts waiting (rq_pending, max_pending_requests): false when it overflowed (the
+ * failure callback ran). */
+bool wp_pool_pending_begin(wp_pool *p, wp_pool_req *rq)
+{
+    wp_worker *w = p->w;
+    const wp_gen *g = wp_pool_gen(p);
+    wp_cluster_rt *rt = &g->crt[p->cluster];
+    if (atomic_load_explicit(&rt->rq_pending, memory_order_relaxed) >=
+        g->cfg->clusters[p->cluster].cb.max_pending_requests) {
+        wp_cluster_stat(w, g, p->cluster, WP_S_upstream_rq_pending_overflow, 1);
+        rq->cb->on_failure(rq->ctx, WP_POOL_OVERFLOW, NULL, rq->host);
+        return false;
+    }
+    rq->pending = true;
+    atomic_fetch_add_explicit(&rt->rq_pending, 1, memory_order_relaxed);
+    wp_cluster_stat(w, g, p->cluster, WP_S_upstream_rq_pending_total, 1);
+    wp_cluster_stat(w, g, p->cluster, WP_S_upstream_rq_pending_active, 1);
+    return true;
+}
+
+void wp_pool_pending_end(wp_pool_req *rq)
+{
+    pending_done(rq);
+}
+
+void wp_pool_connect(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_callbacks *cb, void *ctx)
+{
+    *rq = (wp_pool_req){.pool = p, .cb = cb, .ctx = ctx, .host = host, .mux = true};
+    connect_new(p, host, rq);
+}
+
+wp_uconn *wp_uconn_stream_new(wp_pool *p, int host, uint64_t id, const char *local,
+                              wp_tsock *(*init)(void *arg, const wp_tsock_cbs *cbs, void *owner),
+                              void *arg)
+{
+    wp_worker *w = p->w;
+    wp_uconn *u = calloc(1, sizeof(*u));
+    if (!u)
+        return NULL;
+    u->w = w;
+    u->pool = p;
+    wp_wgen_use(p->wg);
+    u->host = host;
+    u->id = id;
+    u->stream = true;
+    u->state = WP_UC_BUSY;
+    u->requests = 1;
+    u->start_ms = uv_now(&w->loop);
+    snprintf(u->local, sizeof(u->local), "%s", local);
+    uv_timer_init(&w->loop, &u->timer);
+    u->timer.data = u;
+    h1_parser_init(&u->parser, H1_RESPONSE, u->hdrs, WP_UPSTREAM_MAX_HEADERS, 64 * 1024);
+    u->sock = init(arg, &uconn_sock_cbs, u);
+    wp_host_rt *h = host_rt(u);
+    atomic_fetch_add_explicit(&h->rq_active, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->rq_total, 1, memory_order_relaxed);
+    u->reading = wp_tsock_read_start(u->sock) == 0;
+    return u;
+}
+
+void wp_uconn_stream_reset(wp_uconn *u, int reason)
+{
+    void *owner = u->owner;
+    u->owner = NULL;
+    if (!u->closing)
+        wp_uconn_close(u, false);
+    if (owner)
+        u->cbs->on_reset(owner, u, reason);
 }
 
 bool wp_pool_newstream(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_callbacks *cb,
@@ -544,11 +651,16 @@ void wp_uconn_release(wp_uconn *u, bool reusable)
     wp_pool *p = u->pool;
     wp_worker *w = u->w;
     const wp_cluster *c = &wp_pool_gen(p)->cfg->clusters[p->cluster];
-    if (u->state == WP_UC_BUSY)
+    if (u->state == WP_UC_BUSY && !u->mux)
         atomic_fetch_sub_explicit(&host_rt(u)->rq_active, 1, memory_order_relaxed);
     u->owner = NULL;
     if (u->closing)
         return;
+    if (u->stream) { /* the stream ends (reset when it has not, pool_h2.c) */
+        u->state = WP_UC_CLOSING;
+        wp_uconn_close(u, true);
+        return;
+    }
     if (c->max_requests_per_connection && u->requests >= c->max_requests_per_connection) {
         wp_cluster_stat(w, wp_pool_gen(p), p->cluster, WP_S_upstream_cx_max_requests, 1);
         reusable = false;
@@ -580,6 +692,8 @@ void wp_pool_cancel(wp_pool_req *rq)
 {
     if (!rq->pool)
         return;
+    if (rq->h2wait)
+        wp_h2pool_cancel(rq);
     if (rq->queued)
         pending_remove(rq->pool, rq);
     if (rq->connecting) {

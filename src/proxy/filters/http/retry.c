@@ -18,6 +18,8 @@ bool wp_retry_on_reset(const wp_retry_policy *p, int reason, bool request_sent)
         return true;
     if ((p->retry_on & WP_RETRY_RESET_BEFORE_REQUEST) && !request_sent)
         return true;
+    if (reason == WP_RESET_REMOTE_REFUSED_STREAM_RESET && (p->retry_on & WP_RETRY_REFUSED_STREAM))
+        return true;
     bool connect = reason == WP_RESET_LOCAL_CONNECTION_FAILURE ||
                    reason == WP_RESET_REMOTE_CONNECTION_FAILURE ||
                    reason == WP_RESET_CONNECTION_TIMEOUT;

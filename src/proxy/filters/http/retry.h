@@ -9,8 +9,9 @@
  *  - resets: 5xx, gateway-error and reset retry any reset or connection failure;
  *    connect-failure retries connection failures and connect timeouts;
  *    reset-before-request retries a reset only when no request byte went upstream;
- *    refused-stream never matches on HTTP/1.1 (there is no REFUSED_STREAM); an overflow is
- *    never retried;
+ *    refused-stream retries remote_refused_stream_reset (an HTTP/2 upstream's REFUSED_STREAM
+ *    or a stream its GOAWAY did not process; never on HTTP/1.1); an overflow is never
+ *    retried;
  *  - responses: 5xx any status >= 500; gateway-error 502, 503, 504; retriable-4xx 409;
  *    retriable-status-codes the configured list; retriable-headers a configured matcher;
  *    envoy-ratelimited a response carrying x-envoy-ratelimited; the gRPC tokens a

@@ -67,6 +67,10 @@ const char *wp_reset_reason_string(int reason)
         return "overflow";
     case WP_RESET_PROTOCOL_ERROR:
         return "protocol error";
+    case WP_RESET_REMOTE_REFUSED_STREAM_RESET:
+        return "remote refused stream reset";
+    case WP_RESET_REMOTE_RESET:
+        return "remote reset";
     default:
         return "local reset";
     }
@@ -376,7 +380,13 @@ static void upstream_head(wp_stream *s, up_head *u)
     bool has_xfp = false;
     for (size_t i = 0; i < s->req.nheaders; i++) {
         const h1_header *hd = &s->req.headers[i];
-        if (skip_request_header(s, &hd->name) || wp_hops_drops(ops, nops, &hd->name))
+        /* "te: trailers" goes to an HTTP/2 upstream (gRPC needs it; Envoy's sanitizeTEHeader
+         * keeps the trailers token) */
+        bool te_trailers = WP_NAME_IS(&hd->name, "te") && hd->value.len == 8 &&
+                           strncasecmp(hd->value.p, "trailers", 8) == 0 && wp_rs(s)->up &&
+                           wp_rs(s)->up->stream;
+        if ((skip_request_header(s, &hd->name) && !te_trailers) ||
+            wp_hops_drops(ops, nops, &hd->name))
             continue;
         if (WP_NAME_IS(&hd->name, "x-forwarded-proto"))
             has_xfp = true;
@@ -676,7 +686,9 @@ void wp_router_upstream_request(wp_stream *s)
     atomic_fetch_add_explicit(&rt->rq_active, 1, memory_order_relaxed);
     rs->counted_cb = true;
     rs->host = host;
-    wp_pool_newstream(&s->d->wg->pools[s->cluster], host, &rs->preq, &pool_cbs, s);
+    /* an HTTP/2 downstream (a stream's child connection) may get an HTTP/2 upstream */
+    wp_pool_newstream_http(&s->d->wg->pools[s->cluster], host, &rs->preq, &pool_cbs, s,
+                           s->d->parent != NULL);
 }
 
 void wp_router_pool_done(wp_stream *s)
@@ -750,7 +762,10 @@ static void reset_after_response_started(wp_stream *s, int reason)
     s->si.details = details;
     wp_si_set_flag(&s->si, reason == WP_RESET_PROTOCOL_ERROR           ? WP_RF_UPE
                            : reason == WP_RESET_CONNECTION_TERMINATION ? WP_RF_UC
-                                                                       : WP_RF_LR);
+                           : reason == WP_RESET_REMOTE_RESET ||
+                                   reason == WP_RESET_REMOTE_REFUSED_STREAM_RESET
+                               ? WP_RF_UR
+                               : WP_RF_LR);
     s->upstream_failed = true;
     wp_router_cm(s)->reset_stream(s);
 }
@@ -785,6 +800,10 @@ void wp_router_on_reset(wp_stream *s, int reason, const char *tfr)
     case WP_RESET_PROTOCOL_ERROR:
         flag = WP_RF_UPE;
         status = 502;
+        break;
+    case WP_RESET_REMOTE_REFUSED_STREAM_RESET: /* an HTTP/2 upstream's RST_STREAM / GOAWAY */
+    case WP_RESET_REMOTE_RESET:
+        flag = WP_RF_UR;
         break;
     default:
         break;
