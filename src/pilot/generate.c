@@ -70,6 +70,9 @@ int wf_gen_init(gen *g, const wf_pilot_env *env, const wf_pilot_proxy *p)
     const wf_node *am = env->mesh ? wf_meshcfg_get(env->mesh, "enableAutoMtls") : NULL;
     bool auto_mtls = true;
     g->cds.disable_auto_mtls = am && wf_node_bool(am, &auto_mtls) && !auto_mtls;
+    const char *h2u = env->mesh ? wf_meshcfg_str(env->mesh, "h2UpgradePolicy") : NULL;
+    g->cds.mesh_h2_upgrade = h2u && strcmp(h2u, "UPGRADE") == 0;
+    g->cds.router = p->kind == WF_PROXY_ROUTER;
     const char *mode = env->mesh ? wf_meshcfg_str(env->mesh, "outboundTrafficPolicy.mode") : NULL;
     g->registry_only = mode && strcmp(mode, "REGISTRY_ONLY") == 0;
     if (p->kind == WF_PROXY_SIDECAR && p->ns && *p->ns &&

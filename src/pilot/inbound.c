@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "model/protocol.h"
 #include "pilot/authn.h"
 #include "pilot/authz.h"
 #include "pilot/cds_internal.h"
@@ -25,9 +26,11 @@
 /* One target port of the pod. */
 typedef struct in_port {
     int32_t port;
-    bool http; /* some Service port targeting it carries HTTP */
-    bool tcp;  /* some Service port targeting it is TCP (pilot/tcp.h) */
-    bool grpc; /* ... and it is gRPC (no inbound retry policy) */
+    bool http;  /* some Service port targeting it declares an HTTP protocol */
+    bool sniff; /* some Service port targeting it declares none (Istio sniffs it) */
+    bool tcp;   /* some Service port targeting it is TCP (pilot/tcp.h) */
+    bool grpc;  /* every HTTP one is gRPC (no inbound retry policy) */
+    bool h2;    /* every HTTP one is HTTP2, GRPC or GRPC-Web (an HTTP/2 inbound cluster) */
 } in_port;
 
 typedef struct in_ports {
@@ -98,13 +101,19 @@ static bool add_port(const wf_resource *svc, const wf_service_port *sp, int32_t 
 {
     (void)svc;
     in_ports *ps = arg;
-    bool http = rds_http_service_port(sp), grpc = http && grpc_port(sp);
+    wf_protocol pr = wf_protocol_of_kube_port(sp->port, sp->name, sp->protocol, sp->app_protocol);
+    bool valid = sp->port > 0 && sp->port <= 65535;
+    bool http = valid && wf_protocol_is_http(pr), grpc = http && grpc_port(sp);
+    bool sniff = valid && pr == WF_PROTO_UNSUPPORTED;
+    bool h2 = pr == WF_PROTO_HTTP2 || pr == WF_PROTO_GRPC || pr == WF_PROTO_GRPC_WEB;
     bool tcp = wf_tcp_service_port(sp);
     for (size_t i = 0; i < ps->n; i++)
         if (ps->v[i].port == t) { /* gRPC only when every HTTP port targeting it is */
             ps->v[i].tcp = ps->v[i].tcp || tcp;
+            ps->v[i].sniff = ps->v[i].sniff || sniff;
             if (http) {
                 ps->v[i].grpc = ps->v[i].http ? ps->v[i].grpc && grpc : grpc;
+                ps->v[i].h2 = ps->v[i].http ? ps->v[i].h2 && h2 : h2;
                 ps->v[i].http = true;
             }
             return true;
@@ -119,7 +128,8 @@ static bool add_port(const wf_resource *svc, const wf_service_port *sp, int32_t 
         ps->v = v;
         ps->cap = cap;
     }
-    ps->v[ps->n++] = (in_port){.port = t, .http = http, .tcp = tcp, .grpc = grpc};
+    ps->v[ps->n++] = (in_port){
+        .port = t, .http = http, .sniff = sniff, .tcp = tcp, .grpc = grpc, .h2 = http && h2};
     return true;
 }
 
@@ -198,9 +208,22 @@ static json_t *load_assignment(const char *name, const char *addr, int32_t port)
                      "port_value", (int)port);
 }
 
-static json_t *inbound_cluster(const wf_store *s, const wf_inbound_options *o, int32_t port,
+/* setUpstreamProtocol for an inbound cluster: HTTP/2 to the app on an HTTP/2-class port, the
+ * downstream's protocol on a sniffed one (cds_internal.h), else nothing; never an h2 upgrade. */
+static int inbound_protocol(json_t *c, const in_port *p)
+{
+    int rc = 0;
+    if (p->http && p->h2)
+        rc = cds_set_h2(c);
+    else if (!p->http && p->sniff)
+        rc = cds_set_use_downstream(c);
+    return rc == 0 ? cds_finish_protocol(c) : -1;
+}
+
+static json_t *inbound_cluster(const wf_store *s, const wf_inbound_options *o, const in_port *p,
                                const char *suffix)
 {
+    int32_t port = p->port;
     char *name = wf_cluster_name("inbound", port, NULL, NULL);
     if (!name)
         return NULL;
@@ -211,6 +234,10 @@ static json_t *inbound_cluster(const wf_store *s, const wf_inbound_options *o, i
                           cds_default_circuit_breakers(), "common_lb_config", "metadata",
                           cluster_metadata(s, o, port, suffix));
     free(name);
+    if (c && inbound_protocol(c, p) != 0) {
+        json_decref(c);
+        return NULL;
+    }
     return c;
 }
 
@@ -222,7 +249,7 @@ json_t *wf_inbound_clusters(const wf_store *store, const wf_inbound_options *opt
     const char *suffix = opt->domain_suffix ? opt->domain_suffix : wf_store_domain_suffix(store);
     json_t *out = json_array();
     for (size_t i = 0; out && i < ps.n; i++)
-        if (json_array_append_new(out, inbound_cluster(store, opt, ps.v[i].port, suffix)) != 0) {
+        if (json_array_append_new(out, inbound_cluster(store, opt, &ps.v[i], suffix)) != 0) {
             json_decref(out);
             out = NULL;
         }
@@ -378,7 +405,7 @@ json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *op
     for (size_t i = 0; out && i < ps.n; i++) {
         const in_port *p = &ps.v[i];
         json_t *l = NULL;
-        if (p->http) /* HTTP wins a port both kinds target, as Istio's sniffed chains would */
+        if (p->http || p->sniff) /* HTTP wins a port both kinds target */
             l = inbound_listener(p, bind, &pa, opt->mesh, authz);
         else if (p->tcp)
             l = wf_tcp_inbound_listener(p->port, bind,
@@ -484,7 +511,7 @@ static int pod_gaps(const wf_store *s, const char *root, const wf_resource *pod,
     int rc = 0;
     for (size_t i = 0; rc == 0 && !w->stop && i < pa.nports; i++) {
         const in_port *p = find_port(&ps, pa.ports[i].port);
-        if (!p || !(p->http || p->tcp))
+        if (!p || !(p->http || p->sniff || p->tcp))
             rc = report_gap(w, &(wf_inbound_gap){.policy = pa.wl,
                                                  .pod = pod,
                                                  .port = pa.ports[i].port,
@@ -497,7 +524,7 @@ static int pod_gaps(const wf_store *s, const char *root, const wf_resource *pod,
         bool named = false;
         for (size_t k = 0; k < pa.nports; k++)
             named = named || pa.ports[k].port == port;
-        if (!ps.v[i].http && !ps.v[i].tcp && !named && pa.mode == WF_MTLS_STRICT)
+        if (!ps.v[i].http && !ps.v[i].sniff && !ps.v[i].tcp && !named && pa.mode == WF_MTLS_STRICT)
             rc = report_gap(
                 w, &(wf_inbound_gap){.policy = setter, .pod = pod, .port = port, .mode = pa.mode});
     }
