@@ -18,6 +18,7 @@
 #include "pilot/lds.h"
 #include "pilot/naming.h"
 #include "pilot/rds_internal.h"
+#include "pilot/sniff.h"
 #include "pilot/tcp.h"
 
 #define CLUSTER_TYPE "type.googleapis.com/envoy.config.cluster.v3.Cluster"
@@ -362,8 +363,91 @@ static json_t *apply_mode(json_t *l, wf_mtls_mode mode, const wf_meshcfg *mesh)
     return l;
 }
 
+/* ---------- sniffed target ports (Istio's ListenerProtocolAuto chains) ---------- */
+
+static json_t *alpn_match(const char *transport, json_t *alpns)
+{
+    return alpns ? json_pack("{s:s,s:o}", "transport_protocol", transport, "application_protocols",
+                             alpns)
+                 : json_pack("{s:s}", "transport_protocol", transport);
+}
+
+static int add(json_t *out, json_t *c)
+{
+    return c ? json_array_append_new(out, c) : -1;
+}
+
+/* filterchain_options.go inboundPermissiveFilterChainMatchWithMxcOptions,
+ * inboundStrictFilterChainMatchOptions, inboundPlainTextFilterChainMatchOptions (inbound.h). */
+static json_t *sniff_chains(wf_mtls_mode mode, json_t *http, json_t *tcp, const char *name,
+                            const wf_meshcfg *mesh)
+{
+    json_t *out = json_array();
+    int rc = out ? 0 : -1;
+    if (rc == 0 && mode != WF_MTLS_DISABLE)
+        rc = add(out, chain(alpn_match("tls", json_pack("[s,s,s]", "istio-http/1.0",
+                                                        "istio-http/1.1", "istio-h2")),
+                            http, wf_authn_inbound_tls(mesh), name));
+    if (rc == 0 && mode != WF_MTLS_STRICT)
+        rc = add(out, chain(wf_sniff_http_match(), http, NULL, name));
+    if (rc == 0 && mode == WF_MTLS_PERMISSIVE)
+        rc = add(out, chain(alpn_match("tls", json_pack("[s,s]", "istio-peer-exchange", "istio")),
+                            tcp, wf_tcp_inbound_tls(mesh), name));
+    if (rc == 0 && mode != WF_MTLS_STRICT)
+        rc = add(out, chain(alpn_match("raw_buffer", NULL), tcp, NULL, name));
+    if (rc == 0 && mode != WF_MTLS_DISABLE) /* STRICT: mTLS; PERMISSIVE: the client's own TLS */
+        rc = add(out, chain(alpn_match("tls", NULL), tcp,
+                            mode == WF_MTLS_STRICT ? wf_tcp_inbound_tls(mesh) : NULL, name));
+    if (rc != 0) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* l (the port's HTTP listener, released on failure) with the sniffed chains of mode around
+ * the HCM and the TCP filters tcp, the TLS inspector (not DISABLE) and the HTTP inspector (not
+ * STRICT: only TLS arrives), and Istio's virtualInbound listener_filters_timeout
+ * (protocolDetectionTimeout) and continue_on_listener_filters_timeout true. */
+static json_t *apply_sniff(json_t *l, wf_mtls_mode mode, const wf_meshcfg *mesh, const json_t *tcp)
+{
+    json_t *http =
+        l ? json_object_get(json_array_get(json_object_get(l, "filter_chains"), 0), "filters")
+          : NULL;
+    const char *name = l ? json_string_value(json_object_get(l, "name")) : NULL;
+    if (mode == WF_MTLS_UNSET)
+        mode = WF_MTLS_PERMISSIVE;
+    json_t *chains =
+        http && tcp && name ? sniff_chains(mode, http, (json_t *)tcp, name, mesh) : NULL;
+    json_t *lf = mode != WF_MTLS_DISABLE ? tls_inspector() : json_array();
+    int err = chains && lf ? 0 : -1;
+    if (err == 0 && mode != WF_MTLS_STRICT)
+        err = json_array_append_new(lf, wf_sniff_http_inspector());
+    if (err == 0) {
+        err = json_object_set_new(l, "filter_chains", chains);
+        chains = NULL;
+    }
+    if (err == 0) {
+        err = json_object_set_new(l, "listener_filters", lf);
+        lf = NULL;
+    }
+    if (err == 0)
+        err = json_object_set_new(l, "listener_filters_timeout", wf_sniff_timeout(mesh));
+    if (err == 0)
+        err = json_object_set_new(l, "continue_on_listener_filters_timeout", json_true());
+    if (err == 0)
+        err = wf_sniff_order(l);
+    json_decref(chains);
+    json_decref(lf);
+    if (err != 0) {
+        json_decref(l);
+        return NULL;
+    }
+    return l;
+}
+
 static json_t *inbound_listener(const in_port *p, const char *bind, const wf_peer_authn *pa,
-                                const wf_meshcfg *mesh, const json_t *authz)
+                                const wf_meshcfg *mesh, const json_t *authz, const json_t *tcp)
 {
     char name[128], prefix[48];
     char *cluster = wf_cluster_name("inbound", p->port, NULL, NULL);
@@ -383,7 +467,8 @@ static json_t *inbound_listener(const in_port *p, const char *bind, const wf_pee
         json_decref(l);
         l = NULL;
     }
-    return apply_mode(l, wf_peer_authn_port_mode(pa, (uint32_t)p->port), mesh);
+    wf_mtls_mode mode = wf_peer_authn_port_mode(pa, (uint32_t)p->port);
+    return tcp ? apply_sniff(l, mode, mesh, tcp) : apply_mode(l, mode, mesh);
 }
 
 json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *opt)
@@ -405,9 +490,13 @@ json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *op
     for (size_t i = 0; out && i < ps.n; i++) {
         const in_port *p = &ps.v[i];
         json_t *l = NULL;
-        if (p->http || p->sniff) /* HTTP wins a port both kinds target */
-            l = inbound_listener(p, bind, &pa, opt->mesh, authz);
-        else if (p->tcp)
+        if (p->http) { /* a declared HTTP protocol wins the port, then sniffing, then TCP */
+            l = inbound_listener(p, bind, &pa, opt->mesh, authz, NULL);
+        } else if (p->sniff) {
+            json_t *tcp = wf_tcp_inbound_filters(p->port, authz_tcp);
+            l = tcp ? inbound_listener(p, bind, &pa, opt->mesh, authz, tcp) : NULL;
+            json_decref(tcp);
+        } else if (p->tcp)
             l = wf_tcp_inbound_listener(p->port, bind,
                                         wf_peer_authn_port_mode(&pa, (uint32_t)p->port), opt->mesh,
                                         authz_tcp);

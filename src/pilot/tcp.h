@@ -146,6 +146,20 @@ typedef struct wf_tcp_outbound {
 int wf_tcp_outbound_listeners(const wf_store *s, const wf_svcs *svcs, const wf_tcp_outbound *o,
                               const int32_t *taken, size_t ntaken, json_t *out);
 
+/* The chains of one service's TCP port on an outbound listener (the chains above: tls routes,
+ * the default TLS chain, tcp routes, the catch-all to outbound|<port>||<host>), for the sniffed
+ * listeners of pilot/sniff.h. *has_sni (may be NULL) tells whether a chain matches
+ * server_names. A new array, NULL on OOM. */
+json_t *wf_tcp_service_chains(const wf_store *s, const wf_tcp_outbound *o, const wf_svc *svc,
+                              const wf_service_port *sp, bool *has_sni);
+
+/* wf_authn_inbound_tls with Istio's TCP ALPNs [istio-peer-exchange, h2, http/1.1]. */
+json_t *wf_tcp_inbound_tls(const wf_meshcfg *mesh);
+
+/* The network filters of an inbound TCP chain of port: authz (copied; NULL = none), istio.stats
+ * (inbound), tcp_proxy to inbound|<port>||. NULL on OOM. */
+json_t *wf_tcp_inbound_filters(int32_t port, const json_t *authz);
+
 /* The inbound listener of TCP target port port (above): authz is wf_authz_tcp_filters' array
  * (copied; NULL or empty = none). NULL on OOM. */
 json_t *wf_tcp_inbound_listener(int32_t port, const char *bind, wf_mtls_mode mode,
