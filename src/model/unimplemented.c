@@ -45,11 +45,6 @@ static bool port_needs_h2(const wf_resource *r, const wf_node *port)
     return wf_protocol_is_h2(port_protocol(r, port));
 }
 
-static bool port_needs_sniffing(const wf_resource *r, const wf_node *port)
-{
-    return port_protocol(r, port) == WF_PROTO_UNSUPPORTED;
-}
-
 static bool se_resolution_absent(const wf_resource *r, const wf_node *at)
 {
     (void)at;
@@ -247,7 +242,6 @@ static const wf_unimpl_entry table[] = {
          "[{settings: {clusterLocal: true}, hosts: ['*']}]"),
     MESH("inboundTrafficPolicy", PRESENT, NULL, "the inbound traffic policy", SAME,
          "{mode: LOCALHOST}"),
-    MESH("protocolDetectionTimeout", PRESENT, NULL, "protocol detection", SAME, "1s"),
     MESH("dnsRefreshRate", PRESENT, NULL, "DNS re-resolution (DNS clusters are resolved once)",
          SAME, "60s"),
     MESH("enableEnvoyAccessLogService", VALUE_IN, v_true, "the Envoy access-log service",
@@ -474,10 +468,6 @@ static const wf_unimpl_entry table[] = {
     FN(SERVICE, "spec.ports[]", port_needs_h2, false, NO_H2,
        "the port is served as HTTP/1.1; HTTP/2 and gRPC clients fail",
        "{name: grpc-api, port: 9090}"),
-    FN(SERVICE, "spec.ports[]", port_needs_sniffing, false,
-       "protocol detection (the port's name or appProtocol names no protocol)",
-       "the port is served as HTTP/1.1; name it http-, tcp-, grpc-... as Istio asks",
-       "{name: web, port: 8080}"),
     ROW(SERVICE, "spec.type", VALUE_IN, v_external_name, "the ExternalName Service type",
         "the service gets no endpoints", "ExternalName"),
     ROW(SERVICE, "spec.clusterIP", VALUE_IN, v_none, "headless Service routing",
@@ -487,9 +477,6 @@ static const wf_unimpl_entry table[] = {
     FN(SERVICEENTRY, "spec.ports[]", port_needs_h2, false, NO_H2,
        "the port is served as HTTP/1.1; HTTP/2 and gRPC clients fail",
        "{name: api, number: 9090, protocol: GRPC}"),
-    FN(SERVICEENTRY, "spec.ports[]", port_needs_sniffing, false,
-       "protocol detection (the port names no protocol)", "the port is served as HTTP/1.1",
-       "{name: web, number: 8080}"),
     ROW(SERVICEENTRY, "spec.resolution", VALUE_IN, v_none,
         "resolution NONE (original-destination forwarding)", "requests get 503 UH", "NONE"),
     FN(SERVICEENTRY, "", se_resolution_absent, false,

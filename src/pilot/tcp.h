@@ -11,7 +11,8 @@
  *
  * Which ports are TCP (wf_tcp_service_port): Istio's protocol of the port (model/protocol.h:
  * appProtocol, else the name's prefix; 25, 53, 3306, 27017 unnamed) is TCP, TLS, HTTPS, Mongo,
- * Redis or MySQL. Undeclared ports stay HTTP in weft (no sniffing: rds.h). Mongo, MySQL and
+ * Redis or MySQL. Undeclared ports are sniffed (pilot/sniff.h): their listener is the HTTP
+ * one, whose default chain comes from wf_tcp_service_chains. Mongo, MySQL and
  * Redis get plain TCP proxying (Istio's mongo_proxy filter, on by default for Mongo, is left
  * out).
  *
