@@ -20,6 +20,7 @@
 #include "analysis/meshcfg.h"
 #include "harness.h"
 #include "model/store.h"
+#include "pilot/generate_internal.h"
 #include "pilot/inbound.h"
 #include "pilot/lds.h"
 
@@ -200,6 +201,34 @@ static void detection_timeout(void **state)
     wf_meshcfg_free(mesh);
 }
 
+/* An HTTP/1.0 proxy's sniffed chains also match "http/1.0" (first); MeshConfig access logs
+ * reach the TCP proxy of the default chain. */
+static void http10_and_access_log(void **state)
+{
+    (void)state;
+    wf_store *s;
+    const wf_lds_options o = {.proxy_ns = "shop"};
+    json_t *out = wf_gen_accept_http10(outbound(NULL, &o, &s));
+    assert_non_null(out);
+    json_t *l = by_name(out, "0.0.0.0_7000");
+    expect_json(wf_test_json_at(l, "filter_chains.0.filter_chain_match.application_protocols"),
+                "[\"http/1.0\",\"http/1.1\",\"h2c\"]");
+    wf_meshcfg *mesh = wf_meshcfg_new_default();
+    char *path = wf_test_temp_file("accessLogFile: /dev/stdout\n");
+    const char *err = NULL;
+    assert_int_equal(wf_meshcfg_load_file(mesh, path, &err), 0);
+    free(path);
+    assert_int_equal(wf_gen_access_logs(out, mesh), 0);
+    wf_test_expect_str(l, "default_filter_chain.filters.1.typed_config.access_log.0.name",
+                       "envoy.access_loggers.file");
+    wf_test_expect_str(by_name(out, "0.0.0.0_80"),
+                       "default_filter_chain.filters.1.typed_config.access_log.0.name",
+                       "envoy.access_loggers.file");
+    json_decref(out);
+    wf_store_free(s);
+    wf_meshcfg_free(mesh);
+}
+
 /* ---- inbound ---- */
 
 static json_t *inbound_7000(const char *extra, wf_store **s)
@@ -298,9 +327,13 @@ static void inbound_strict_and_disable(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(unnamed_port_outbound), cmocka_unit_test(http_port_passthrough),
-        cmocka_unit_test(vs_tcp_route),          cmocka_unit_test(detection_timeout),
-        cmocka_unit_test(inbound_permissive),    cmocka_unit_test(inbound_strict_and_disable),
+        cmocka_unit_test(unnamed_port_outbound),
+        cmocka_unit_test(http_port_passthrough),
+        cmocka_unit_test(vs_tcp_route),
+        cmocka_unit_test(detection_timeout),
+        cmocka_unit_test(inbound_permissive),
+        cmocka_unit_test(http10_and_access_log),
+        cmocka_unit_test(inbound_strict_and_disable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
