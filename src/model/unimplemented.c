@@ -40,16 +40,6 @@ static bool port_is_mongo(const wf_resource *r, const wf_node *port)
     return port_protocol(r, port) == WF_PROTO_MONGO;
 }
 
-static bool port_needs_h2(const wf_resource *r, const wf_node *port)
-{
-    return wf_protocol_is_h2(port_protocol(r, port));
-}
-
-static bool port_needs_sniffing(const wf_resource *r, const wf_node *port)
-{
-    return port_protocol(r, port) == WF_PROTO_UNSUPPORTED;
-}
-
 static bool se_resolution_absent(const wf_resource *r, const wf_node *at)
 {
     (void)at;
@@ -162,7 +152,6 @@ static const char *const v_auth_phase[] = {"AUTHN", "AUTHZ", NULL};
 static const char *const v_none[] = {"NONE", NULL};
 static const char *const v_true[] = {"true", NULL};
 static const char *const v_passthrough[] = {"PASSTHROUGH", NULL};
-static const char *const v_upgrade[] = {"UPGRADE", NULL};
 static const char *const v_gw_h2[] = {"HTTP2", "GRPC", NULL};
 static const char *const v_external_name[] = {"ExternalName", NULL};
 static const char *const v_capture_default[] = {"DEFAULT", NULL};
@@ -222,8 +211,6 @@ static const wf_unimpl_entry table[] = {
          "nothing is sent to them", "{tracing: [zipkin]}"),
     MESH("localityLbSetting", PRESENT, NULL, "locality load balancing and failover",
          "endpoints are used regardless of locality", "{enabled: true}"),
-    MESH("h2UpgradePolicy", VALUE_IN, v_upgrade, NO_H2 " (h2 upgrade)",
-         "upstream requests stay HTTP/1.1", "UPGRADE"),
     /* meshMTLS minProtocolVersion and cipherSuites are read (pilot/authn.h); ecdhCurves: */
     MESH("meshMTLS.ecdhCurves", PRESENT, NULL, "ECDH curve settings for mutual TLS",
          "the TLS library's default curves are offered", "[P-256]"),
@@ -247,7 +234,6 @@ static const wf_unimpl_entry table[] = {
          "[{settings: {clusterLocal: true}, hosts: ['*']}]"),
     MESH("inboundTrafficPolicy", PRESENT, NULL, "the inbound traffic policy", SAME,
          "{mode: LOCALHOST}"),
-    MESH("protocolDetectionTimeout", PRESENT, NULL, "protocol detection", SAME, "1s"),
     MESH("dnsRefreshRate", PRESENT, NULL, "DNS re-resolution (DNS clusters are resolved once)",
          SAME, "60s"),
     MESH("enableEnvoyAccessLogService", VALUE_IN, v_true, "the Envoy access-log service",
@@ -364,12 +350,6 @@ static const wf_unimpl_entry table[] = {
     ROW(DESTINATIONRULE, "{tp}.connectionPool.tcp.maxConnectionDuration", PRESENT, NULL,
         "the maximum connection duration of HTTP clusters (TCP proxying applies it)",
         "HTTP upstream connections are not closed for age", "3600s"),
-    ROW(DESTINATIONRULE, "{tp}.connectionPool.http.h2UpgradePolicy", VALUE_IN, v_upgrade,
-        NO_H2 " (h2 upgrade)", "upstream requests stay HTTP/1.1", "UPGRADE"),
-    ROW(DESTINATIONRULE, "{tp}.connectionPool.http.useClientProtocol", VALUE_IN, v_true,
-        NO_H2 " (useClientProtocol)", "upstream requests are HTTP/1.1", "true"),
-    ROW(DESTINATIONRULE, "{tp}.connectionPool.http.maxConcurrentStreams", PRESENT, NULL,
-        NO_H2 " (maxConcurrentStreams)", SAME, "100"),
     ROW(DESTINATIONRULE, "{tp}.outlierDetection.splitExternalLocalOriginErrors", VALUE_IN, v_true,
         "local-origin outlier detection", "local-origin failures count as 5xx", "true"),
     ROW(DESTINATIONRULE, "{tp}.outlierDetection.consecutiveLocalOriginFailures", PRESENT, NULL,
@@ -469,25 +449,12 @@ static const wf_unimpl_entry table[] = {
     /* ---- Service, ServiceEntry, WorkloadEntry ---- */
     FN(SERVICE, "spec.ports[]", port_is_mongo, false, NO_MONGO, MONGO_EFFECT,
        "{name: mongo-db, port: 27017}"),
-    FN(SERVICE, "spec.ports[]", port_needs_h2, false, NO_H2,
-       "the port is served as HTTP/1.1; HTTP/2 and gRPC clients fail",
-       "{name: grpc-api, port: 9090}"),
-    FN(SERVICE, "spec.ports[]", port_needs_sniffing, false,
-       "protocol detection (the port's name or appProtocol names no protocol)",
-       "the port is served as HTTP/1.1; name it http-, tcp-, grpc-... as Istio asks",
-       "{name: web, port: 8080}"),
     ROW(SERVICE, "spec.type", VALUE_IN, v_external_name, "the ExternalName Service type",
         "the service gets no endpoints", "ExternalName"),
     ROW(SERVICE, "spec.clusterIP", VALUE_IN, v_none, "headless Service routing",
         "requests are balanced over the pods as for a ClusterIP Service", "None"),
     FN(SERVICEENTRY, "spec.ports[]", port_is_mongo, false, NO_MONGO, MONGO_EFFECT,
        "{name: db, number: 27017, protocol: MONGO}"),
-    FN(SERVICEENTRY, "spec.ports[]", port_needs_h2, false, NO_H2,
-       "the port is served as HTTP/1.1; HTTP/2 and gRPC clients fail",
-       "{name: api, number: 9090, protocol: GRPC}"),
-    FN(SERVICEENTRY, "spec.ports[]", port_needs_sniffing, false,
-       "protocol detection (the port names no protocol)", "the port is served as HTTP/1.1",
-       "{name: web, number: 8080}"),
     ROW(SERVICEENTRY, "spec.resolution", VALUE_IN, v_none,
         "resolution NONE (original-destination forwarding)", "requests get 503 UH", "NONE"),
     FN(SERVICEENTRY, "", se_resolution_absent, false,

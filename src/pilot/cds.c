@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/protocol.h"
 #include "pilot/cds_internal.h"
 #include "pilot/eds.h"
 #include "pilot/naming.h"
@@ -27,6 +28,8 @@ typedef struct cds_ctx {
     const wf_store *s;
     const char *proxy_ns, *suffix, *root_ns, *trust_domain;
     bool auto_mtls;
+    bool router;          /* a gateway: no use_downstream_protocol_config for sniffed ports */
+    bool mesh_h2_upgrade; /* MeshConfig h2UpgradePolicy UPGRADE */
     json_t *out;
 } cds_ctx;
 
@@ -156,8 +159,40 @@ static int apply_tls(const cds_ctx *x, json_t *c, const cl_in *in, const char *n
         .original_dst = in->svc->resolution == WF_SVC_NONE,
         .se_registry = in->svc->is_se,
         .mtls_disabled = in->mtls_disabled,
+        .h2 = cds_is_h2(c),
     };
     return cds_tls_apply(c, &t);
+}
+
+static wf_protocol port_protocol(const wf_service_port *sp)
+{
+    return wf_protocol_of_kube_port(sp->port, sp->name, sp->protocol, sp->app_protocol);
+}
+
+/* Istio's IsHTTP2: HTTP2, GRPC, GRPC-Web. */
+static bool http2_protocol(wf_protocol p)
+{
+    return p == WF_PROTO_HTTP2 || p == WF_PROTO_GRPC || p == WF_PROTO_GRPC_WEB;
+}
+
+/* setUpstreamProtocol (before the traffic policy): HTTP/2-class ports speak h2 to the upstream;
+ * a sniffed port on a sidecar copies the downstream protocol (gateways stay HTTP/1.1). */
+static int upstream_protocol(const cds_ctx *x, json_t *c, const wf_service_port *sp)
+{
+    wf_protocol p = port_protocol(sp);
+    if (http2_protocol(p))
+        return cds_set_h2(c);
+    if (p == WF_PROTO_UNSUPPORTED && !x->router)
+        return cds_set_use_downstream(c);
+    return 0;
+}
+
+/* applyH2Upgrade (outbound clusters, after the connection pool). */
+static int h2_upgrade(const cds_ctx *x, json_t *c, const wf_service_port *sp, const wf_node *pool)
+{
+    if (!cds_should_h2_upgrade(pool, wf_protocol_is_http(port_protocol(sp)), x->mesh_h2_upgrade))
+        return 0;
+    return cds_set_h2(c);
 }
 
 /* The cluster of in, NULL when it has none to build; *oom set on OOM. */
@@ -174,7 +209,11 @@ static json_t *outbound_cluster(const cds_ctx *x, const cl_in *in, bool *oom)
         const wf_node *top = in->dr ? in->dr->t.dr->traffic_policy : NULL;
         const wf_node *sub = in->subset ? in->subset->traffic_policy : NULL;
         cds_policy p = cds_policy_resolve(top, sub, in->sp->port);
-        rc = cds_policy_apply(c, &p) == 0 && apply_tls(x, c, in, name, p.tls) == 0 ? 1 : -1;
+        rc = upstream_protocol(x, c, in->sp) == 0 && cds_policy_apply(c, &p) == 0 &&
+                     h2_upgrade(x, c, in->sp, p.pool) == 0 && cds_finish_protocol(c) == 0 &&
+                     apply_tls(x, c, in, name, p.tls) == 0
+                 ? 1
+                 : -1;
     }
     free(name);
     if (rc > 0 && in->svc->resolution == WF_SVC_NONE) /* applyLoadBalancer: ORIGINAL_DST */
@@ -279,6 +318,8 @@ json_t *wf_cds_sidecar_clusters(const wf_store *store, const wf_cds_options *opt
                  .root_ns = opt->root_namespace ? opt->root_namespace : WF_CDS_ROOT_NAMESPACE,
                  .trust_domain = opt->trust_domain,
                  .auto_mtls = !opt->disable_auto_mtls,
+                 .router = opt->router,
+                 .mesh_h2_upgrade = opt->mesh_h2_upgrade,
                  .out = json_array()};
     if (!x.out)
         return NULL;

@@ -58,7 +58,22 @@
  *    connect_timeout, http.http1MaxPendingRequests -> max_pending_requests,
  *    http.http2MaxRequests -> max_requests, http.maxRetries -> max_retries (each only when
  *    > 0); http.maxRequestsPerConnection (> 0) and http.idleTimeout -> the
- *    envoy.extensions.upstreams.http.v3.HttpProtocolOptions common_http_protocol_options.
+ *    envoy.extensions.upstreams.http.v3.HttpProtocolOptions common_http_protocol_options;
+ *    http.maxConcurrentStreams (> 0) -> http2_protocol_options.max_concurrent_streams of a
+ *    cluster already explicit HTTP/2 (and an empty common_http_protocol_options);
+ *    http.useClientProtocol true -> use_downstream_protocol_config.
+ *  - Upstream protocol (Istio's setUpstreamProtocol, applyH2Upgrade and clusterWrapper.build;
+ *    reference protocols.md §1.5, §2.6), in that order around the connectionPool above:
+ *    a port of protocol HTTP2, GRPC or GRPC-Web (model/protocol.h) gets "typed_extension_
+ *    protocol_options" {"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {"@type",
+ *    "explicit_http_config": {"http2_protocol_options": {}}}}; a sniffed port (no declared
+ *    protocol) on a sidecar "use_downstream_protocol_config": {"http_protocol_options": {},
+ *    "http2_protocol_options": {}} (gateways, opt->router: nothing); then the upgrade to
+ *    explicit HTTP/2: never with useClientProtocol true; with h2UpgradePolicy UPGRADE on any
+ *    port, DO_NOT_UPGRADE never; else HTTP-class ports follow MeshConfig h2UpgradePolicy
+ *    (opt->mesh_h2_upgrade); last, options without a protocol choice (idleTimeout alone) get
+ *    "explicit_http_config": {"http_protocol_options": {}}, as Envoy requires one. Istio's own
+ *    quirk is kept: an upgrade rewrites the h2 options, dropping a maxConcurrentStreams.
  *    outlierDetection: enforcing_success_rate 0; consecutive5xxErrors -> consecutive_5xx with
  *    enforcing_consecutive_5xx 100 (0 when the value is 0); consecutiveGatewayErrors ->
  *    consecutive_gateway_failure with enforcing_consecutive_gateway_failure likewise;
@@ -70,8 +85,8 @@
  *    §4.2; the trafficPolicy tls merges as the other sections (a matching portLevelSettings
  *    entry replaces it, present or not; a subset's tls overrides). The ISTIO_MUTUAL socket
  *    is envoy.transport_sockets.tls with an UpstreamTlsContext {common_tls_context {tls_params
- *    {TLSv1_2, TLSv1_3}, alpn_protocols [istio-peer-exchange, istio] (weft has no HTTP/2
- *    clusters, so never Istio's h2 variant), tls_certificate_sds_secret_configs [default],
+ *    {TLSv1_2, TLSv1_3}, alpn_protocols [istio-peer-exchange, istio] (plus h2 on an explicit
+ *    HTTP/2 cluster, Istio's ALPNInMeshH2WithMxc), tls_certificate_sds_secret_configs [default],
  *    combined_validation_context {default_validation_context {match_subject_alt_names: exact
  *    SANs}, validation_context_sds_secret_config ROOTCA}}, sni}, both SDS configs Istio's
  *    (api_config_source GRPC to cluster sds-grpc, set_node_on_first_message_only,
@@ -104,7 +119,8 @@
  *       get no TLS, as Istio on a sidecar for a rule without workloadSelector (weft-proxy
  *       has no kubernetes:// SDS; model/unimplemented.c reports it). Not written: Istio's
  *       upstream_http_protocol_options auto_sni / auto_san_validation (weft-proxy refuses
- *       them; reported), MeshConfig tlsDefaults, caCrl (reported), the h2 ALPN.
+ *       them; reported), MeshConfig tlsDefaults, caCrl (reported). SIMPLE / MUTUAL on an explicit
+ * HTTP/2 cluster advertise alpn_protocols [h2] (ALPNH2Only).
  *  - BlackHoleCluster (type STATIC written explicitly, connect_timeout 10s, no endpoints)
  *    and PassthroughCluster (ORIGINAL_DST, CLUSTER_PROVIDED, default circuit breakers,
  *    use_downstream_protocol_config), always, whatever outboundTrafficPolicy says: it only
@@ -143,6 +159,8 @@ typedef struct wf_cds_options {
     const wf_scope *scope;      /* the proxy's Sidecar scope; NULL = everything visible */
     const char *trust_domain;   /* MeshConfig trustDomain; NULL or "" = "cluster.local" */
     bool disable_auto_mtls;     /* MeshConfig enableAutoMtls false (the default is true) */
+    bool mesh_h2_upgrade;       /* MeshConfig h2UpgradePolicy UPGRADE (default DO_NOT_UPGRADE) */
+    bool router;                /* clusters for a gateway (no use_downstream on sniffed ports) */
 } wf_cds_options;
 
 /* The clusters of a sidecar in proxy_ns: a new JSON array (the caller owns it and releases it

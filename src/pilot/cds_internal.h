@@ -26,6 +26,33 @@ cds_policy cds_policy_resolve(const wf_node *top, const wf_node *subset_tp, int3
  * circuit_breakers.thresholds[0]). Returns 0, or -1 on out of memory. */
 int cds_policy_apply(json_t *c, const cds_policy *p);
 
+/* ---------- upstream protocol (Istio's cluster_builder.go setUpstreamProtocol, setH2Options,
+ * setUseDownstreamProtocol, clusterWrapper.build; cluster_traffic_policy.go shouldH2Upgrade;
+ * reference protocols.md §1.5, §2.6) ----------
+ * All write typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.
+ * HttpProtocolOptions"] (created on first use) and return 0, or -1 on out of memory. */
+
+/* setH2Options: explicit_http_config {http2_protocol_options {}} (replaces a
+ * use_downstream_protocol_config). */
+int cds_set_h2(json_t *c);
+
+/* setUseDownstreamProtocol: use_downstream_protocol_config {http_protocol_options (the explicit
+ * HTTP/1 options, else {}), http2_protocol_options {}} (replaces explicit_http_config). */
+int cds_set_use_downstream(json_t *c);
+
+/* isHttp2Cluster: explicit_http_config.http2_protocol_options is set. */
+bool cds_is_h2(const json_t *c);
+
+/* clusterWrapper.build: options without a protocol choice get explicit_http_config
+ * {http_protocol_options {}} (Envoy requires one); fields put in Envoy's order. */
+int cds_finish_protocol(json_t *c);
+
+/* shouldH2Upgrade for an outbound cluster: the merged connectionPool (NULL = none) says
+ * useClientProtocol true -> no; h2UpgradePolicy UPGRADE -> yes (any port), DO_NOT_UPGRADE -> no;
+ * else only an HTTP-class port (http_port) follows MeshConfig h2UpgradePolicy UPGRADE
+ * (mesh_upgrade). */
+bool cds_should_h2_upgrade(const wf_node *pool, bool http_port, bool mesh_upgrade);
+
 /* Istio's getDefaultCircuitBreakerThresholds: {"thresholds": [{max_connections,
  * max_pending_requests, max_requests, max_retries = 4294967295, track_remaining true}]}. A new
  * object, NULL on OOM. Shared with pilot/inbound.c. */
@@ -45,6 +72,7 @@ typedef struct cds_tls_in {
     bool original_dst;  /* an ORIGINAL_DST cluster: never transport_socket_matches */
     bool se_registry;   /* a ServiceEntry host: SIMPLE / MUTUAL without SANs use sans */
     bool mtls_disabled; /* cds_service_mtls_disabled() said DISABLE: no auto mTLS */
+    bool h2;            /* the cluster is explicit HTTP/2 (Istio's isHttp2Cluster): ALPN h2 */
 } cds_tls_in;
 
 /* Writes transport_socket or transport_socket_matches into cluster c as described in cds.h.

@@ -189,8 +189,8 @@ static int apply_lb(json_t *c, const wf_node *lb)
 
 /* ---------- connectionPool ---------- */
 
-/* The HttpProtocolOptions' common_http_protocol_options, created on first use. */
-static json_t *common_http(json_t *c)
+/* The cluster's envoy.extensions.upstreams.http.v3.HttpProtocolOptions, created on first use. */
+static json_t *hpo_of(json_t *c)
 {
     json_t *teo = json_object_get(c, "typed_extension_protocol_options");
     if (!teo && json_object_set_new(c, "typed_extension_protocol_options", json_object()) != 0)
@@ -204,6 +204,15 @@ static json_t *common_http(json_t *c)
         if (json_object_set_new(hpo, "@type", json_string(HPO_TYPE)) != 0)
             return NULL;
     }
+    return hpo;
+}
+
+/* The HttpProtocolOptions' common_http_protocol_options, created on first use. */
+static json_t *common_http(json_t *c)
+{
+    json_t *hpo = hpo_of(c);
+    if (!hpo)
+        return NULL;
     json_t *chpo = json_object_get(hpo, "common_http_protocol_options");
     if (chpo)
         return chpo;
@@ -212,19 +221,106 @@ static json_t *common_http(json_t *c)
     return json_object_get(hpo, "common_http_protocol_options");
 }
 
+/* The explicit HTTP/2 options when the cluster has them (Istio's isHttp2Cluster), else NULL. */
+static json_t *explicit_h2(json_t *c)
+{
+    json_t *hpo = json_object_get(json_object_get(c, "typed_extension_protocol_options"), HPO_NAME);
+    return json_object_get(json_object_get(hpo, "explicit_http_config"), "http2_protocol_options");
+}
+
+bool cds_is_h2(const json_t *c)
+{
+    return explicit_h2((json_t *)c) != NULL;
+}
+
+int cds_set_h2(json_t *c)
+{
+    json_t *hpo = hpo_of(c);
+    if (!hpo)
+        return -1;
+    json_object_del(hpo, "use_downstream_protocol_config");
+    return json_object_set_new(hpo, "explicit_http_config",
+                               json_pack("{s:{}}", "http2_protocol_options"));
+}
+
+int cds_set_use_downstream(json_t *c)
+{
+    json_t *hpo = hpo_of(c);
+    if (!hpo)
+        return -1;
+    /* the explicit HTTP/1 options are inherited (Istio's setUseDownstreamProtocol) */
+    json_t *h1 =
+        json_object_get(json_object_get(hpo, "explicit_http_config"), "http_protocol_options");
+    json_t *udp = json_pack("{s:o,s:{}}", "http_protocol_options",
+                            h1 ? json_deep_copy(h1) : json_object(), "http2_protocol_options");
+    if (!udp)
+        return -1;
+    json_object_del(hpo, "explicit_http_config");
+    return json_object_set_new(hpo, "use_downstream_protocol_config", udp);
+}
+
+int cds_finish_protocol(json_t *c)
+{
+    json_t *hpo = json_object_get(json_object_get(c, "typed_extension_protocol_options"), HPO_NAME);
+    if (!hpo)
+        return 0;
+    if (!json_object_get(hpo, "explicit_http_config") &&
+        !json_object_get(hpo, "use_downstream_protocol_config") &&
+        json_object_set_new(hpo, "explicit_http_config",
+                            json_pack("{s:{}}", "http_protocol_options")) != 0)
+        return -1;
+    /* Envoy's field order: @type, common_http_protocol_options, then the protocol choice */
+    static const char *const order[] = {"@type", "common_http_protocol_options",
+                                        "explicit_http_config", "use_downstream_protocol_config"};
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < sizeof order / sizeof order[0]; i++) {
+        json_t *v = json_object_get(hpo, order[i]);
+        if (v && json_object_set(o, order[i], v) != 0) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    if (!o)
+        return -1;
+    return json_object_set_new(json_object_get(c, "typed_extension_protocol_options"), HPO_NAME, o);
+}
+
+bool cds_should_h2_upgrade(const wf_node *pool, bool http_port, bool mesh_upgrade)
+{
+    const wf_node *http = wf_map_get(pool, "http");
+    bool client = false;
+    if (wf_node_bool(wf_map_get(http, "useClientProtocol"), &client) && client)
+        return false;
+    const char *policy = wf_map_str(http, "h2UpgradePolicy");
+    if (policy && strcmp(policy, "UPGRADE") == 0)
+        return true; /* even on a port that is not HTTP (a sniffed one) */
+    if (policy && strcmp(policy, "DO_NOT_UPGRADE") == 0)
+        return false;
+    return http_port && mesh_upgrade;
+}
+
 static int apply_http_options(json_t *c, const wf_node *http)
 {
-    int64_t v = 0;
+    int64_t v = 0, streams = 0;
     bool mrpc = get_u32(http, "maxRequestsPerConnection", 1, &v);
+    bool mcs = get_u32(http, "maxConcurrentStreams", 1, &streams);
     const char *idle = wf_map_str(http, "idleTimeout");
-    if (!mrpc && !idle)
-        return 0;
-    json_t *chpo = common_http(c);
-    if (!chpo)
-        return -1;
-    if (mrpc && json_object_set_new(chpo, "max_requests_per_connection", json_integer(v)) != 0)
-        return -1;
-    return put_duration(chpo, "idle_timeout", http, "idleTimeout");
+    bool client = false;
+    int rc = 0;
+    if (mrpc || idle || mcs) {
+        json_t *chpo = common_http(c);
+        if (!chpo)
+            return -1;
+        if (mrpc && json_object_set_new(chpo, "max_requests_per_connection", json_integer(v)) != 0)
+            return -1;
+        rc = put_duration(chpo, "idle_timeout", http, "idleTimeout");
+        json_t *h2 = explicit_h2(c);
+        if (rc == 0 && mcs && h2)
+            rc = json_object_set_new(h2, "max_concurrent_streams", json_integer(streams));
+    }
+    if (rc == 0 && wf_node_bool(wf_map_get(http, "useClientProtocol"), &client) && client)
+        rc = cds_set_use_downstream(c);
+    return rc;
 }
 
 static int apply_pool(json_t *c, const wf_node *pool)

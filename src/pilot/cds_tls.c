@@ -123,14 +123,16 @@ static json_t *tls_socket(json_t *common, const char *sni)
 /* ---------- ISTIO_MUTUAL ---------- */
 
 /* The ISTIO_MUTUAL socket: SDS `default`, combined validation (exact SANs + ROOTCA), ALPN
- * istio-peer-exchange, istio (HTTP/1 and TCP clusters: weft has no HTTP/2 clusters), sni. */
-static json_t *istio_mutual_socket(const json_t *sans, const char *sni)
+ * istio-peer-exchange, istio (Istio's ALPNInMeshWithMxc), plus h2 for an explicit HTTP/2
+ * cluster (ALPNInMeshH2WithMxc), sni. */
+static json_t *istio_mutual_socket(const json_t *sans, const char *sni, bool h2)
 {
     json_t *common = common_context();
     if (!common)
         return NULL;
-    if (json_object_set_new(common, "alpn_protocols",
-                            json_pack("[s,s]", "istio-peer-exchange", "istio")) != 0 ||
+    json_t *alpn = h2 ? json_pack("[s,s,s]", "istio-peer-exchange", "istio", "h2")
+                      : json_pack("[s,s]", "istio-peer-exchange", "istio");
+    if (json_object_set_new(common, "alpn_protocols", alpn) != 0 ||
         json_object_set_new(common, "tls_certificate_sds_secret_configs",
                             json_pack("[o]", sds_secret("default"))) != 0 ||
         json_object_set_new(common, "combined_validation_context",
@@ -186,6 +188,11 @@ static json_t *user_tls_socket(const cds_tls_in *in, bool mutual)
         return NULL;
     }
     json_decref(sans);
+    /* constructUpstreamTLS: an HTTP/2 cluster advertises h2 (ALPNH2Only) */
+    if (in->h2 && json_object_set_new(common, "alpn_protocols", json_pack("[s]", "h2")) != 0) {
+        json_decref(common);
+        return NULL;
+    }
     return tls_socket(common, nonempty(in->tls, "sni"));
 }
 
@@ -213,7 +220,8 @@ static int apply_user(json_t *c, const cds_tls_in *in)
         if (!sans)
             return -1;
         const char *sni = nonempty(in->tls, "sni");
-        ts = istio_mutual_socket(json_array_size(sans) ? sans : in->sans, sni ? sni : in->sni);
+        ts = istio_mutual_socket(json_array_size(sans) ? sans : in->sans, sni ? sni : in->sni,
+                                 in->h2);
         json_decref(sans);
         break;
     }
@@ -242,7 +250,7 @@ int cds_tls_apply(json_t *c, const cds_tls_in *in)
         return apply_user(c, in);
     if (in->mesh_external || !in->auto_mtls || in->mtls_disabled || in->original_dst)
         return 0;
-    json_t *mtls = istio_mutual_socket(in->sans, in->sni);
+    json_t *mtls = istio_mutual_socket(in->sans, in->sni, in->h2);
     return mtls ? set_matches(c, mtls) : -1;
 }
 

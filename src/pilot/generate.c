@@ -70,6 +70,9 @@ int wf_gen_init(gen *g, const wf_pilot_env *env, const wf_pilot_proxy *p)
     const wf_node *am = env->mesh ? wf_meshcfg_get(env->mesh, "enableAutoMtls") : NULL;
     bool auto_mtls = true;
     g->cds.disable_auto_mtls = am && wf_node_bool(am, &auto_mtls) && !auto_mtls;
+    const char *h2u = env->mesh ? wf_meshcfg_str(env->mesh, "h2UpgradePolicy") : NULL;
+    g->cds.mesh_h2_upgrade = h2u && strcmp(h2u, "UPGRADE") == 0;
+    g->cds.router = p->kind == WF_PROXY_ROUTER;
     const char *mode = env->mesh ? wf_meshcfg_str(env->mesh, "outboundTrafficPolicy.mode") : NULL;
     g->registry_only = mode && strcmp(mode, "REGISTRY_ONLY") == 0;
     if (p->kind == WF_PROXY_SIDECAR && p->ns && *p->ns &&
@@ -342,13 +345,30 @@ static json_t *listener_access_log(const wf_meshcfg *mesh, const json_t *al)
     return lal;
 }
 
+/* The access log al on the HCM or tcp_proxy of chain fc. */
+static int log_chain(json_t *fc, const json_t *al)
+{
+    size_t k;
+    json_t *f;
+    int rc = 0;
+    json_array_foreach(json_object_get(fc, "filters"), k, f)
+    {
+        const char *n = json_string_value(json_object_get(f, "name"));
+        json_t *tc = json_object_get(f, "typed_config");
+        if (rc == 0 && n && (!strcmp(n, HCM_NAME) || !strcmp(n, TCP_PROXY_NAME)) &&
+            json_is_object(tc))
+            rc = json_object_set_new(tc, "access_log", json_deep_copy(al));
+    }
+    return rc;
+}
+
 int wf_gen_access_logs(json_t *listeners, const wf_meshcfg *mesh)
 {
     bool oom = false;
     json_t *al = access_log(mesh, &oom);
     json_t *lal = listener_access_log(mesh, al);
-    size_t i, j, k;
-    json_t *l, *fc, *f;
+    size_t i, j;
+    json_t *l, *fc;
     int rc = oom || (al && !lal && !listener_log_disabled(mesh)) ? -1 : 0;
     json_array_foreach(listeners, i, l)
     {
@@ -356,19 +376,30 @@ int wf_gen_access_logs(json_t *listeners, const wf_meshcfg *mesh)
             rc = json_object_set_new(l, "access_log", json_deep_copy(lal));
         json_array_foreach(json_object_get(l, "filter_chains"), j, fc)
         {
-            json_array_foreach(json_object_get(fc, "filters"), k, f)
-            {
-                const char *n = json_string_value(json_object_get(f, "name"));
-                json_t *tc = json_object_get(f, "typed_config");
-                if (al && rc == 0 && n && (!strcmp(n, HCM_NAME) || !strcmp(n, TCP_PROXY_NAME)) &&
-                    json_is_object(tc))
-                    rc = json_object_set_new(tc, "access_log", json_deep_copy(al));
-            }
+            if (al && rc == 0)
+                rc = log_chain(fc, al);
         }
+        fc = json_object_get(l, "default_filter_chain"); /* sniffed listeners (pilot/sniff.h) */
+        if (al && rc == 0 && fc)
+            rc = log_chain(fc, al);
     }
     json_decref(al);
     json_decref(lal);
     return rc;
+}
+
+/* A sniffed HCM chain of an HTTP/1.0 proxy also matches the inspector's "http/1.0", first
+ * (protocols.md §1.2; Istio's plaintextHTTPALPNs with PILOT_HTTP10). */
+static int alpn_http10(json_t *fc)
+{
+    json_t *a = json_object_get(json_object_get(fc, "filter_chain_match"), "application_protocols");
+    bool h11 = false, h10 = false;
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        const char *v = json_string_value(json_array_get(a, i));
+        h11 = h11 || (v && !strcmp(v, "http/1.1"));
+        h10 = h10 || (v && !strcmp(v, "http/1.0"));
+    }
+    return h11 && !h10 ? json_array_insert_new(a, 0, json_string("http/1.0")) : 0;
 }
 
 json_t *wf_gen_accept_http10(json_t *listeners)
@@ -381,6 +412,10 @@ json_t *wf_gen_accept_http10(json_t *listeners)
     {
         json_array_foreach(json_object_get(l, "filter_chains"), j, fc)
         {
+            if (alpn_http10(fc) != 0) {
+                json_decref(out);
+                return NULL;
+            }
             json_array_foreach(json_object_get(fc, "filters"), k, f)
             {
                 const char *n = json_string_value(json_object_get(f, "name"));
@@ -403,7 +438,9 @@ json_t *wf_gen_outbound_listeners(const gen *g, const char *bind)
                               .proxy_ns = g->p->ns,
                               .scope = g->scope,
                               .proxy_labels = &g->labels,
-                              .root_ns = g->cds.root_namespace};
+                              .root_ns = g->cds.root_namespace,
+                              .mesh = g->mesh,
+                              .registry_only = g->registry_only};
     return wf_lds_sidecar_outbound_listeners_opt(g->s, &o);
 }
 

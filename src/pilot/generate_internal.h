@@ -59,8 +59,9 @@ json_t *wf_gen_filter_names(json_t *arr, const wf_xds_names *names);
 /* out (outbound listeners) without those whose name a listener of in took, then in; both
  * released; NULL on OOM. */
 json_t *wf_gen_merge_listeners(json_t *out, json_t *in);
-/* MeshConfig's access log on every HTTP connection manager and TCP proxy of listeners (Istio
- * writes the same format for both, protocols.md §4.4; changed in place).
+/* MeshConfig's access log on every HTTP connection manager and TCP proxy of listeners, their
+ * default_filter_chain's too (Istio writes the same format for both, protocols.md §4.4;
+ * changed in place).
  * 0, -1 on OOM. */
 int wf_gen_access_logs(json_t *listeners, const wf_meshcfg *mesh);
 /* MeshConfig pathNormalization on every HTTP connection manager of listeners (changed in
@@ -69,7 +70,8 @@ int wf_gen_access_logs(json_t *listeners, const wf_meshcfg *mesh);
 int wf_gen_path_normalization(json_t *listeners, const wf_meshcfg *mesh);
 
 /* Istio's buildHTTPConnectionManager for a proxy whose metadata sets HTTP10 "1": every HCM
- * gets http_protocol_options.accept_http_10 true. Takes listeners (released) and returns a
+ * gets http_protocol_options.accept_http_10 true, and a sniffed chain matching "http/1.1" also
+ * matches "http/1.0", first (protocols.md §1.2; Istio's PILOT_HTTP10). Takes listeners (released) and returns a
  * deep copy with the field set, NULL on out of memory or when listeners is NULL. */
 json_t *wf_gen_accept_http10(json_t *listeners);
 

@@ -11,12 +11,14 @@
 #include <string.h>
 #include <strings.h>
 
+#include "model/protocol.h"
 #include "pilot/authn.h"
 #include "pilot/authz.h"
 #include "pilot/cds_internal.h"
 #include "pilot/lds.h"
 #include "pilot/naming.h"
 #include "pilot/rds_internal.h"
+#include "pilot/sniff.h"
 #include "pilot/tcp.h"
 
 #define CLUSTER_TYPE "type.googleapis.com/envoy.config.cluster.v3.Cluster"
@@ -25,9 +27,11 @@
 /* One target port of the pod. */
 typedef struct in_port {
     int32_t port;
-    bool http; /* some Service port targeting it carries HTTP */
-    bool tcp;  /* some Service port targeting it is TCP (pilot/tcp.h) */
-    bool grpc; /* ... and it is gRPC (no inbound retry policy) */
+    bool http;  /* some Service port targeting it declares an HTTP protocol */
+    bool sniff; /* some Service port targeting it declares none (Istio sniffs it) */
+    bool tcp;   /* some Service port targeting it is TCP (pilot/tcp.h) */
+    bool grpc;  /* every HTTP one is gRPC (no inbound retry policy) */
+    bool h2;    /* every HTTP one is HTTP2, GRPC or GRPC-Web (an HTTP/2 inbound cluster) */
 } in_port;
 
 typedef struct in_ports {
@@ -98,13 +102,19 @@ static bool add_port(const wf_resource *svc, const wf_service_port *sp, int32_t 
 {
     (void)svc;
     in_ports *ps = arg;
-    bool http = rds_http_service_port(sp), grpc = http && grpc_port(sp);
+    wf_protocol pr = wf_protocol_of_kube_port(sp->port, sp->name, sp->protocol, sp->app_protocol);
+    bool valid = sp->port > 0 && sp->port <= 65535;
+    bool http = valid && wf_protocol_is_http(pr), grpc = http && grpc_port(sp);
+    bool sniff = valid && pr == WF_PROTO_UNSUPPORTED;
+    bool h2 = pr == WF_PROTO_HTTP2 || pr == WF_PROTO_GRPC || pr == WF_PROTO_GRPC_WEB;
     bool tcp = wf_tcp_service_port(sp);
     for (size_t i = 0; i < ps->n; i++)
         if (ps->v[i].port == t) { /* gRPC only when every HTTP port targeting it is */
             ps->v[i].tcp = ps->v[i].tcp || tcp;
+            ps->v[i].sniff = ps->v[i].sniff || sniff;
             if (http) {
                 ps->v[i].grpc = ps->v[i].http ? ps->v[i].grpc && grpc : grpc;
+                ps->v[i].h2 = ps->v[i].http ? ps->v[i].h2 && h2 : h2;
                 ps->v[i].http = true;
             }
             return true;
@@ -119,7 +129,8 @@ static bool add_port(const wf_resource *svc, const wf_service_port *sp, int32_t 
         ps->v = v;
         ps->cap = cap;
     }
-    ps->v[ps->n++] = (in_port){.port = t, .http = http, .tcp = tcp, .grpc = grpc};
+    ps->v[ps->n++] = (in_port){
+        .port = t, .http = http, .sniff = sniff, .tcp = tcp, .grpc = grpc, .h2 = http && h2};
     return true;
 }
 
@@ -198,9 +209,22 @@ static json_t *load_assignment(const char *name, const char *addr, int32_t port)
                      "port_value", (int)port);
 }
 
-static json_t *inbound_cluster(const wf_store *s, const wf_inbound_options *o, int32_t port,
+/* setUpstreamProtocol for an inbound cluster: HTTP/2 to the app on an HTTP/2-class port, the
+ * downstream's protocol on a sniffed one (cds_internal.h), else nothing; never an h2 upgrade. */
+static int inbound_protocol(json_t *c, const in_port *p)
+{
+    int rc = 0;
+    if (p->http && p->h2)
+        rc = cds_set_h2(c);
+    else if (!p->http && p->sniff)
+        rc = cds_set_use_downstream(c);
+    return rc == 0 ? cds_finish_protocol(c) : -1;
+}
+
+static json_t *inbound_cluster(const wf_store *s, const wf_inbound_options *o, const in_port *p,
                                const char *suffix)
 {
+    int32_t port = p->port;
     char *name = wf_cluster_name("inbound", port, NULL, NULL);
     if (!name)
         return NULL;
@@ -211,6 +235,10 @@ static json_t *inbound_cluster(const wf_store *s, const wf_inbound_options *o, i
                           cds_default_circuit_breakers(), "common_lb_config", "metadata",
                           cluster_metadata(s, o, port, suffix));
     free(name);
+    if (c && inbound_protocol(c, p) != 0) {
+        json_decref(c);
+        return NULL;
+    }
     return c;
 }
 
@@ -222,7 +250,7 @@ json_t *wf_inbound_clusters(const wf_store *store, const wf_inbound_options *opt
     const char *suffix = opt->domain_suffix ? opt->domain_suffix : wf_store_domain_suffix(store);
     json_t *out = json_array();
     for (size_t i = 0; out && i < ps.n; i++)
-        if (json_array_append_new(out, inbound_cluster(store, opt, ps.v[i].port, suffix)) != 0) {
+        if (json_array_append_new(out, inbound_cluster(store, opt, &ps.v[i], suffix)) != 0) {
             json_decref(out);
             out = NULL;
         }
@@ -335,8 +363,91 @@ static json_t *apply_mode(json_t *l, wf_mtls_mode mode, const wf_meshcfg *mesh)
     return l;
 }
 
+/* ---------- sniffed target ports (Istio's ListenerProtocolAuto chains) ---------- */
+
+static json_t *alpn_match(const char *transport, json_t *alpns)
+{
+    return alpns ? json_pack("{s:s,s:o}", "transport_protocol", transport, "application_protocols",
+                             alpns)
+                 : json_pack("{s:s}", "transport_protocol", transport);
+}
+
+static int add(json_t *out, json_t *c)
+{
+    return c ? json_array_append_new(out, c) : -1;
+}
+
+/* filterchain_options.go inboundPermissiveFilterChainMatchWithMxcOptions,
+ * inboundStrictFilterChainMatchOptions, inboundPlainTextFilterChainMatchOptions (inbound.h). */
+static json_t *sniff_chains(wf_mtls_mode mode, json_t *http, json_t *tcp, const char *name,
+                            const wf_meshcfg *mesh)
+{
+    json_t *out = json_array();
+    int rc = out ? 0 : -1;
+    if (rc == 0 && mode != WF_MTLS_DISABLE)
+        rc = add(out, chain(alpn_match("tls", json_pack("[s,s,s]", "istio-http/1.0",
+                                                        "istio-http/1.1", "istio-h2")),
+                            http, wf_authn_inbound_tls(mesh), name));
+    if (rc == 0 && mode != WF_MTLS_STRICT)
+        rc = add(out, chain(wf_sniff_http_match(), http, NULL, name));
+    if (rc == 0 && mode == WF_MTLS_PERMISSIVE)
+        rc = add(out, chain(alpn_match("tls", json_pack("[s,s]", "istio-peer-exchange", "istio")),
+                            tcp, wf_tcp_inbound_tls(mesh), name));
+    if (rc == 0 && mode != WF_MTLS_STRICT)
+        rc = add(out, chain(alpn_match("raw_buffer", NULL), tcp, NULL, name));
+    if (rc == 0 && mode != WF_MTLS_DISABLE) /* STRICT: mTLS; PERMISSIVE: the client's own TLS */
+        rc = add(out, chain(alpn_match("tls", NULL), tcp,
+                            mode == WF_MTLS_STRICT ? wf_tcp_inbound_tls(mesh) : NULL, name));
+    if (rc != 0) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* l (the port's HTTP listener, released on failure) with the sniffed chains of mode around
+ * the HCM and the TCP filters tcp, the TLS inspector (not DISABLE) and the HTTP inspector (not
+ * STRICT: only TLS arrives), and Istio's virtualInbound listener_filters_timeout
+ * (protocolDetectionTimeout) and continue_on_listener_filters_timeout true. */
+static json_t *apply_sniff(json_t *l, wf_mtls_mode mode, const wf_meshcfg *mesh, const json_t *tcp)
+{
+    json_t *http =
+        l ? json_object_get(json_array_get(json_object_get(l, "filter_chains"), 0), "filters")
+          : NULL;
+    const char *name = l ? json_string_value(json_object_get(l, "name")) : NULL;
+    if (mode == WF_MTLS_UNSET)
+        mode = WF_MTLS_PERMISSIVE;
+    json_t *chains =
+        http && tcp && name ? sniff_chains(mode, http, (json_t *)tcp, name, mesh) : NULL;
+    json_t *lf = mode != WF_MTLS_DISABLE ? tls_inspector() : json_array();
+    int err = chains && lf ? 0 : -1;
+    if (err == 0 && mode != WF_MTLS_STRICT)
+        err = json_array_append_new(lf, wf_sniff_http_inspector());
+    if (err == 0) {
+        err = json_object_set_new(l, "filter_chains", chains);
+        chains = NULL;
+    }
+    if (err == 0) {
+        err = json_object_set_new(l, "listener_filters", lf);
+        lf = NULL;
+    }
+    if (err == 0)
+        err = json_object_set_new(l, "listener_filters_timeout", wf_sniff_timeout(mesh));
+    if (err == 0)
+        err = json_object_set_new(l, "continue_on_listener_filters_timeout", json_true());
+    if (err == 0)
+        err = wf_sniff_order(l);
+    json_decref(chains);
+    json_decref(lf);
+    if (err != 0) {
+        json_decref(l);
+        return NULL;
+    }
+    return l;
+}
+
 static json_t *inbound_listener(const in_port *p, const char *bind, const wf_peer_authn *pa,
-                                const wf_meshcfg *mesh, const json_t *authz)
+                                const wf_meshcfg *mesh, const json_t *authz, const json_t *tcp)
 {
     char name[128], prefix[48];
     char *cluster = wf_cluster_name("inbound", p->port, NULL, NULL);
@@ -356,7 +467,8 @@ static json_t *inbound_listener(const in_port *p, const char *bind, const wf_pee
         json_decref(l);
         l = NULL;
     }
-    return apply_mode(l, wf_peer_authn_port_mode(pa, (uint32_t)p->port), mesh);
+    wf_mtls_mode mode = wf_peer_authn_port_mode(pa, (uint32_t)p->port);
+    return tcp ? apply_sniff(l, mode, mesh, tcp) : apply_mode(l, mode, mesh);
 }
 
 json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *opt)
@@ -378,9 +490,13 @@ json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *op
     for (size_t i = 0; out && i < ps.n; i++) {
         const in_port *p = &ps.v[i];
         json_t *l = NULL;
-        if (p->http) /* HTTP wins a port both kinds target, as Istio's sniffed chains would */
-            l = inbound_listener(p, bind, &pa, opt->mesh, authz);
-        else if (p->tcp)
+        if (p->http) { /* a declared HTTP protocol wins the port, then sniffing, then TCP */
+            l = inbound_listener(p, bind, &pa, opt->mesh, authz, NULL);
+        } else if (p->sniff) {
+            json_t *tcp = wf_tcp_inbound_filters(p->port, authz_tcp);
+            l = tcp ? inbound_listener(p, bind, &pa, opt->mesh, authz, tcp) : NULL;
+            json_decref(tcp);
+        } else if (p->tcp)
             l = wf_tcp_inbound_listener(p->port, bind,
                                         wf_peer_authn_port_mode(&pa, (uint32_t)p->port), opt->mesh,
                                         authz_tcp);
@@ -484,7 +600,7 @@ static int pod_gaps(const wf_store *s, const char *root, const wf_resource *pod,
     int rc = 0;
     for (size_t i = 0; rc == 0 && !w->stop && i < pa.nports; i++) {
         const in_port *p = find_port(&ps, pa.ports[i].port);
-        if (!p || !(p->http || p->tcp))
+        if (!p || !(p->http || p->sniff || p->tcp))
             rc = report_gap(w, &(wf_inbound_gap){.policy = pa.wl,
                                                  .pod = pod,
                                                  .port = pa.ports[i].port,
@@ -497,7 +613,7 @@ static int pod_gaps(const wf_store *s, const char *root, const wf_resource *pod,
         bool named = false;
         for (size_t k = 0; k < pa.nports; k++)
             named = named || pa.ports[k].port == port;
-        if (!ps.v[i].http && !ps.v[i].tcp && !named && pa.mode == WF_MTLS_STRICT)
+        if (!ps.v[i].http && !ps.v[i].sniff && !ps.v[i].tcp && !named && pa.mode == WF_MTLS_STRICT)
             rc = report_gap(
                 w, &(wf_inbound_gap){.policy = setter, .pod = pod, .port = port, .mode = pa.mode});
     }

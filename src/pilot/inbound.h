@@ -84,6 +84,26 @@
  * mode with network RBAC (wf_authz_tcp_filters), istio.stats and tcp_proxy to
  * "inbound|<port>||".
  *
+ * Sniffed target ports (only Service ports without a declared protocol target them, Istio's
+ * ListenerProtocolAuto; a declared HTTP protocol wins, sniffing beats TCP) get the same listener
+ * with Istio's auto chains (filterchain_options.go; protocols.md §1.2), each named like the
+ * listener, HCM chains holding the connection manager above and TCP chains the network RBAC,
+ * istio.stats and tcp_proxy to "inbound|<port>||":
+ *   PERMISSIVE: tls + [istio-http/1.0, istio-http/1.1, istio-h2] -> HCM (mTLS);
+ *               raw_buffer + [http/1.1, h2c] -> HCM; tls + [istio-peer-exchange, istio] -> TCP
+ *               (mTLS, pilot/tcp.h wf_tcp_inbound_tls); raw_buffer -> TCP; tls -> TCP (the
+ *               client's own TLS, passed through)
+ *   STRICT:     tls + [istio-http/1.0, istio-http/1.1, istio-h2] -> HCM (mTLS); tls -> TCP (mTLS)
+ *   DISABLE:    raw_buffer + [http/1.1, h2c] -> HCM; raw_buffer -> TCP
+ * and listener_filters tls_inspector (not DISABLE) then http_inspector (not STRICT),
+ * listener_filters_timeout MeshConfig protocolDetectionTimeout ("0s" = none: a server-first
+ * protocol waits for its client forever, as in Istio), continue_on_listener_filters_timeout
+ * true (pilot/sniff.h).
+ *
+ * Inbound clusters speak HTTP/2 to the app on ports whose HTTP Service ports are all HTTP2, GRPC
+ * or GRPC-Web, and the downstream's protocol on sniffed ones (cds_internal.h; Istio's
+ * setUpstreamProtocol, never an h2 upgrade).
+ *
  * Left out (Istio emits them): the route `decorator` and max_stream_duration (weft-proxy's route
  * loader does not accept them yet), tracing, request_id_extension, upgrade_configs; the listener
  * filters original_dst and http_inspector and the

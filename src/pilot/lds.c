@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/protocol.h"
 #include "pilot/rds_internal.h"
+#include "pilot/sniff.h"
 #include "pilot/tcp.h"
 
 #define LISTENER_TYPE "type.googleapis.com/envoy.config.listener.v3.Listener"
@@ -146,6 +148,46 @@ static json_t *listener(int32_t port, const char *bind)
     return wf_lds_port_listener(WF_LDS_SIDECAR_OUTBOUND, port, bind, rds);
 }
 
+/* The first service (service order) whose port port is sniffed (no declared protocol). */
+static const wf_svc *sniffed_service(const wf_svcs *svcs, int32_t port, const wf_service_port **sp)
+{
+    for (size_t i = 0; i < svcs->n; i++) {
+        const wf_service_port *p = wf_svc_port(&svcs->v[i], port);
+        if (p && wf_protocol_of_kube_port(p->port, p->name, p->protocol, p->app_protocol) ==
+                     WF_PROTO_UNSUPPORTED) {
+            *sp = p;
+            return &svcs->v[i];
+        }
+    }
+    return NULL;
+}
+
+/* The HTTP listener of port, sniffed (pilot/sniff.h). */
+static json_t *sniffed_listener(const wf_store *s, const wf_svcs *svcs, const wf_tcp_outbound *to,
+                                const wf_lds_options *opt, int32_t port)
+{
+    json_t *l = listener(port, opt->bind ? opt->bind : "0.0.0.0");
+    const wf_service_port *sp = NULL;
+    const wf_svc *svc = l ? sniffed_service(svcs, port, &sp) : NULL;
+    bool has_sni = false;
+    json_t *tcp = svc ? wf_tcp_service_chains(s, to, svc, sp, &has_sni) : NULL;
+    if (!l || (svc && !tcp) ||
+        wf_sniff_outbound(l, tcp, has_sni, opt->registry_only, wf_sniff_timeout(opt->mesh)) != 0) {
+        json_decref(l);
+        return NULL;
+    }
+    return l;
+}
+
+/* Istio's outbound TCP listener fields: no detection timeout, go on when a filter waits. */
+static int tcp_timeouts(json_t *l)
+{
+    if (json_object_set_new(l, "listener_filters_timeout", json_string("0s")) != 0 ||
+        json_object_set_new(l, "continue_on_listener_filters_timeout", json_true()) != 0)
+        return -1;
+    return wf_sniff_order(l);
+}
+
 json_t *wf_lds_sidecar_outbound_listeners(const wf_store *store)
 {
     return wf_lds_sidecar_outbound_listeners_at(store, NULL);
@@ -176,17 +218,21 @@ json_t *wf_lds_sidecar_outbound_listeners_opt(const wf_store *store, const wf_ld
     if (!out || !ports)
         goto fail;
     size_t np = rds_http_ports(&svcs, ports);
-    for (size_t i = 0; i < np; i++)
-        if (json_array_append_new(out, listener(ports[i], opt->bind ? opt->bind : "0.0.0.0")) != 0)
-            goto fail;
     const wf_tcp_outbound to = {.bind = opt->bind,
                                 .proxy_ns = v.proxy_ns,
                                 .proxy_labels = opt->proxy_labels,
                                 .root_ns = opt->root_ns,
                                 .suffix = v.suffix,
                                 .scope = opt->scope};
+    for (size_t i = 0; i < np; i++)
+        if (json_array_append_new(out, sniffed_listener(store, &svcs, &to, opt, ports[i])) != 0)
+            goto fail;
+    size_t nhttp = json_array_size(out);
     if (wf_tcp_outbound_listeners(store, &svcs, &to, ports, np, out) != 0)
         goto fail;
+    for (size_t i = nhttp; i < json_array_size(out); i++)
+        if (tcp_timeouts(json_array_get(out, i)) != 0)
+            goto fail;
     free(ports);
     wf_svcs_free(&svcs);
     return out;

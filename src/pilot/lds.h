@@ -27,9 +27,18 @@
  *    normalize_path true, path_with_escaped_slashes_action KEEP_UNCHANGED (as in the
  *    golden dumps' HTTP connection managers).
  *
+ *  - each of them sniffed as Istio's wildcard HTTP listeners are (pilot/sniff.h): the HCM
+ *    chain matches transport_protocol raw_buffer and application_protocols [http/1.1, h2c]
+ *    found by the envoy.filters.listener.http_inspector listener filter; the
+ *    default_filter_chain is the TCP chain of the first service whose port is sniffed (no
+ *    declared protocol), else Istio's PassthroughFilterChain; listener_filters_timeout is
+ *    MeshConfig protocolDetectionTimeout ("0s" = none), continue_on_listener_filters_timeout
+ *    true.
+ *
  *  - then the outbound TCP listeners of pilot/tcp.h (Service and ServiceEntry ports Istio
  *    treats as TCP, with VirtualService tcp/tls routes), in service order, on the ports no
- *    HTTP listener took.
+ *    HTTP listener took, with Istio's listener_filters_timeout "0s" and
+ *    continue_on_listener_filters_timeout true.
  *
  * Loading into weft-proxy: the proxy's bootstrap loader (src/proxy/bootstrap/bootstrap.c) accepts a
  * static listener with name, address, traffic_direction and one filter chain, and the HCM
@@ -43,9 +52,8 @@
  * accessLogFile is set; pilot/generate.c adds it to every HCM and, with the NR filter, to every
  * listener), tracing, request_id_extension,
  * upgrade_configs (websocket), envoy.filters.http.grpc_stats / grpc_web for gRPC ports,
- * istio.alpn, Istio's bind_to_port false with listener_filters (tls_inspector,
- * http_inspector), filter_chain_match and the TCP fallback chains of a port shared by HTTP
- * and TCP services, the virtualOutbound (15001) listener, the listeners of a Sidecar's egress
+ * istio.alpn, Istio's bind_to_port false, per-VIP "<VIP>_<port>" listeners of sniffed services
+ * (pilot/sniff.h), the virtualOutbound (15001) listener, the listeners of a Sidecar's egress
  * `port` / `bind` and its ingress listeners (pilot/sidecar_scope.h).
  */
 #ifndef WF_PILOT_LDS_H
@@ -54,6 +62,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "analysis/meshcfg.h"
 #include "model/store.h"
 #include "pilot/sidecar_scope.h"
 
@@ -74,7 +83,9 @@ typedef struct wf_lds_options {
     const char *domain_suffix;  /* NULL = wf_store_domain_suffix(store) */
     const wf_scope *scope;      /* the proxy's Sidecar scope; NULL = everything visible */
     const wf_kvs *proxy_labels; /* its labels (VirtualService tcp/tls sourceLabels); NULL = none */
-    const char *root_ns; /* MeshConfig rootNamespace (DestinationRules); NULL = istio-system */
+    const char *root_ns;    /* MeshConfig rootNamespace (DestinationRules); NULL = istio-system */
+    const wf_meshcfg *mesh; /* protocolDetectionTimeout (pilot/sniff.h); NULL = defaults */
+    bool registry_only;     /* outboundTrafficPolicy REGISTRY_ONLY: BlackHoleCluster fallthrough */
 } wf_lds_options;
 
 /* The outbound listeners of the services a sidecar described by opt sees (opt NULL: all

@@ -41,8 +41,8 @@ json_t *rds_default_retry_policy(void)
 /* ---------- which Services and ports ---------- */
 
 /* Istio's protocol of a Service port (model/protocol.h), reduced to "gets an HTTP route
- * configuration": the HTTP family, and undeclared protocols (which Istio sniffs and weft serves
- * as HTTP/1.1). */
+ * configuration": the HTTP family, and undeclared protocols (sniffed: their HTTP chain uses
+ * these routes, pilot/sniff.h). */
 bool rds_http_service_port(const wf_service_port *sp)
 {
     if (sp->port <= 0 || sp->port > 65535)

@@ -492,6 +492,21 @@ static int service_chains(out_ctx *x, bool wildcard)
     return rc;
 }
 
+json_t *wf_tcp_service_chains(const wf_store *s, const wf_tcp_outbound *o, const wf_svc *svc,
+                              const wf_service_port *sp, bool *has_sni)
+{
+    if (!s || !o || !o->suffix || !svc || !sp)
+        return NULL;
+    out_ctx x = {.s = s, .o = o, .svc = svc, .sp = sp, .chains = json_array()};
+    if (!x.chains || service_chains(&x, svc_vip(svc) == NULL) != 0) {
+        json_decref(x.chains);
+        return NULL;
+    }
+    if (has_sni)
+        *has_sni = x.has_sni;
+    return x.chains;
+}
+
 /* The listener of port sp->port: services from svcs->v[first] on (tcp.h). */
 static json_t *outbound_listener(const wf_store *s, const wf_tcp_outbound *o, const wf_svcs *svcs,
                                  size_t first, int32_t port)
@@ -581,7 +596,7 @@ static json_t *istio_alpns(void)
 }
 
 /* wf_authn_inbound_tls with Istio's TCP ALPNs (ALPNDownstreamWithMxc). */
-static json_t *inbound_tcp_tls(const wf_meshcfg *mesh)
+json_t *wf_tcp_inbound_tls(const wf_meshcfg *mesh)
 {
     json_t *ts = wf_authn_inbound_tls(mesh);
     json_t *common = json_object_get(json_object_get(ts, "typed_config"), "common_tls_context");
@@ -609,12 +624,12 @@ static json_t *inbound_chains(wf_mtls_mode mode, const json_t *filters, const ch
     int rc = out ? 0 : -1;
     if (rc == 0 && mode == WF_MTLS_STRICT)
         rc = add_in_chain(out, json_pack("{s:s}", "transport_protocol", "tls"), filters,
-                          inbound_tcp_tls(mesh), name);
+                          wf_tcp_inbound_tls(mesh), name);
     if (rc == 0 && mode == WF_MTLS_PERMISSIVE) {
         rc = add_in_chain(out,
                           json_pack("{s:s,s:o}", "transport_protocol", "tls",
                                     "application_protocols", istio_alpns()),
-                          filters, inbound_tcp_tls(mesh), name);
+                          filters, wf_tcp_inbound_tls(mesh), name);
         if (rc == 0)
             rc = add_in_chain(out, json_pack("{s:s}", "transport_protocol", "tls"), filters, NULL,
                               name);
@@ -631,12 +646,9 @@ static json_t *inbound_chains(wf_mtls_mode mode, const json_t *filters, const ch
     return out;
 }
 
-json_t *wf_tcp_inbound_listener(int32_t port, const char *bind, wf_mtls_mode mode,
-                                const wf_meshcfg *mesh, const json_t *authz)
+json_t *wf_tcp_inbound_filters(int32_t port, const json_t *authz)
 {
-    char name[128], cluster[32];
-    bind = bind && *bind ? bind : "0.0.0.0";
-    snprintf(name, sizeof name, "%s_%d", bind, (int)port);
+    char cluster[32];
     snprintf(cluster, sizeof cluster, "inbound|%d||", (int)port);
     json_t *filters = authz ? json_deep_copy(authz) : json_array();
     if (!filters || json_array_append_new(filters, wf_tcp_stats_filter(true)) != 0 ||
@@ -644,6 +656,18 @@ json_t *wf_tcp_inbound_listener(int32_t port, const char *bind, wf_mtls_mode mod
         json_decref(filters);
         return NULL;
     }
+    return filters;
+}
+
+json_t *wf_tcp_inbound_listener(int32_t port, const char *bind, wf_mtls_mode mode,
+                                const wf_meshcfg *mesh, const json_t *authz)
+{
+    char name[128];
+    bind = bind && *bind ? bind : "0.0.0.0";
+    snprintf(name, sizeof name, "%s_%d", bind, (int)port);
+    json_t *filters = wf_tcp_inbound_filters(port, authz);
+    if (!filters)
+        return NULL;
     if (mode == WF_MTLS_UNSET)
         mode = WF_MTLS_PERMISSIVE;
     json_t *chains = inbound_chains(mode, filters, name, mesh);

@@ -11,7 +11,8 @@
  *
  * Which ports are TCP (wf_tcp_service_port): Istio's protocol of the port (model/protocol.h:
  * appProtocol, else the name's prefix; 25, 53, 3306, 27017 unnamed) is TCP, TLS, HTTPS, Mongo,
- * Redis or MySQL. Undeclared ports stay HTTP in weft (no sniffing: rds.h). Mongo, MySQL and
+ * Redis or MySQL. Undeclared ports are sniffed (pilot/sniff.h): their listener is the HTTP
+ * one, whose default chain comes from wf_tcp_service_chains. Mongo, MySQL and
  * Redis get plain TCP proxying (Istio's mongo_proxy filter, on by default for Mongo, is left
  * out).
  *
@@ -145,6 +146,20 @@ typedef struct wf_tcp_outbound {
  * changed. Returns 0, -1 on out of memory (out may then hold some of them). */
 int wf_tcp_outbound_listeners(const wf_store *s, const wf_svcs *svcs, const wf_tcp_outbound *o,
                               const int32_t *taken, size_t ntaken, json_t *out);
+
+/* The chains of one service's TCP port on an outbound listener (the chains above: tls routes,
+ * the default TLS chain, tcp routes, the catch-all to outbound|<port>||<host>), for the sniffed
+ * listeners of pilot/sniff.h. *has_sni (may be NULL) tells whether a chain matches
+ * server_names. A new array, NULL on OOM. */
+json_t *wf_tcp_service_chains(const wf_store *s, const wf_tcp_outbound *o, const wf_svc *svc,
+                              const wf_service_port *sp, bool *has_sni);
+
+/* wf_authn_inbound_tls with Istio's TCP ALPNs [istio-peer-exchange, h2, http/1.1]. */
+json_t *wf_tcp_inbound_tls(const wf_meshcfg *mesh);
+
+/* The network filters of an inbound TCP chain of port: authz (copied; NULL = none), istio.stats
+ * (inbound), tcp_proxy to inbound|<port>||. NULL on OOM. */
+json_t *wf_tcp_inbound_filters(int32_t port, const json_t *authz);
 
 /* The inbound listener of TCP target port port (above): authz is wf_authz_tcp_filters' array
  * (copied; NULL or empty = none). NULL on OOM. */

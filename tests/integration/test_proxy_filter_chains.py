@@ -185,7 +185,6 @@ def test_two_chains_without_match_are_duplicates(tmp_path):
 
 
 @pytest.mark.parametrize("name,feature", [
-    ("envoy.filters.listener.http_inspector", "it comes with HTTP protocol detection"),
     ("envoy.filters.listener.original_dst", "it comes with transparent capture"),
 ])
 def test_listener_filters_refused_by_name(tmp_path, name, feature):

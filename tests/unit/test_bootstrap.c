@@ -666,7 +666,8 @@ static void test_filter_chain_errors(void **state)
                       "envoy.config.listener.v3.FilterChainMatch.address_suffix)");
     expect_error(
         strdup(LST_HEAD
-               "\"default_filter_chain\":{\"filter_chain_match\":{}," HCM_IN("d") "}" LST_TAIL),
+               "\"default_filter_chain\":{\"filter_chain_match\":{\"source_ports\":[1]}," HCM_IN(
+                   "d") "}" LST_TAIL),
         "t.json: static_resources.listeners[0].default_filter_chain.filter_chain_match: "
         "filter_chain_match has no effect in default_filter_chain (the chain of connections no "
         "filter chain matches)");
@@ -674,13 +675,13 @@ static void test_filter_chain_errors(void **state)
                                  "\"filter_chains\":[{" HCM_IN("x") "}]" LST_TAIL),
                  "t.json: static_resources.listeners[0].listener_filters[0].name: unsupported "
                  "listener filter \"my.filter\" (weft-proxy implements "
-                 "envoy.filters.listener.tls_inspector)");
+                 "envoy.filters.listener.tls_inspector and envoy.filters.listener.http_inspector)");
     expect_error(strdup(LST_HEAD
                         "\"listener_filters\":[{\"name\":\"envoy.filters.listener."
-                        "http_inspector\"}],\"filter_chains\":[{" HCM_IN("x") "}]" LST_TAIL),
-                 "t.json: static_resources.listeners[0].listener_filters[0].name: listener filter "
-                 "\"envoy.filters.listener.http_inspector\" is not supported yet: it comes with "
-                 "HTTP protocol detection (HTTP/2)");
+                        "http_inspector\",\"typed_config\":{\"x\":1}}],\"filter_chains\":[{" HCM_IN(
+                            "x") "}]" LST_TAIL),
+                 "t.json: static_resources.listeners[0].listener_filters[0].typed_config.x: "
+                 "unknown field");
     expect_error(strdup(LST_HEAD "\"listener_filters\":[{\"name\":\"envoy.filters.listener."
                                  "tls_inspector\",\"typed_config\":{\"max_client_hello_size\":"
                                  "70000}}],\"filter_chains\":[{" HCM_IN("x") "}]" LST_TAIL),

@@ -317,9 +317,11 @@ static void test_service_ports(void **state)
                   "443}\n",
                   NULL);
     assert_int_equal(x.n, 0);
-    x = scan_yaml(SVC_PORT("{name: x, port: 80, appProtocol: kubernetes.io/h2c}"), NULL);
-    assert_int_equal(x.n, 1);
-    assert_non_null(strstr(x.message, "HTTP/2 is not implemented"));
+    /* HTTP/2 ports and undeclared ones are generated as istiod does (pilot/cds.h, sniff.h) */
+    assert_int_equal(
+        scan_yaml(SVC_PORT("{name: x, port: 80, appProtocol: kubernetes.io/h2c}"), NULL).n, 0);
+    assert_int_equal(scan_yaml(SVC_PORT("{name: grpc-api, port: 9090}"), NULL).n, 0);
+    assert_int_equal(scan_yaml(SVC_PORT("{name: web, port: 8080}"), NULL).n, 0);
 }
 
 /* A TLS server that terminates TLS for TCP traffic opens no listener: reported. */
@@ -340,8 +342,8 @@ static void test_values_that_are_implemented_are_quiet(void **state)
     static const char *const quiet[] = {
         "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: d, "
         "namespace: ns}\nspec: {host: a, trafficPolicy: {tls: {mode: DISABLE}, loadBalancer: "
-        "{simple: ROUND_ROBIN}, connectionPool: {http: {h2UpgradePolicy: DO_NOT_UPGRADE, "
-        "http1MaxPendingRequests: 1}}}}\n",
+        "{simple: ROUND_ROBIN}, connectionPool: {http: {h2UpgradePolicy: UPGRADE, "
+        "useClientProtocol: true, maxConcurrentStreams: 9, http1MaxPendingRequests: 1}}}}\n",
         "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {name: g, namespace: "
         "ns}\nspec: {servers: [{port: {number: 80, name: http, protocol: http}, hosts: ['*'], "
         "tls: {httpsRedirect: false}}]}\n",

@@ -20,17 +20,21 @@
  *  - a listener with neither filter_chains nor default_filter_chain: "error adding listener
  *    'ADDR': no filter chains specified".
  *  - listener_filters: envoy.filters.listener.tls_inspector (filters/listener/tls_inspector.h),
- *    listener_filters_timeout (default 15 s, 0 none) and continue_on_listener_filters_timeout.
+ *    envoy.filters.listener.http_inspector (filters/listener/http_inspector.h; its HttpInspector
+ *    config has no fields), listener_filters_timeout (default 15 s, 0 none) and
+ *    continue_on_listener_filters_timeout.
  *  - transport_socket: raw_buffer or TLS with a DownstreamTlsContext (bootstrap_tls.c).
  * Refused by name: the other listener filters (the message names the feature that brings
  * each), network filters other than RBAC and the connection manager,
- * filter_chain_match in the default_filter_chain (Envoy ignores it; weft never ignores a field).
+ * a non-empty filter_chain_match in the default_filter_chain (Envoy ignores it; weft never
+ * ignores a field; Istio's PassthroughFilterChain carries an empty one, accepted).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "proxy/bootstrap/bootstrap_read.h"
+#include "proxy/filters/listener/http_inspector.h"
 #include "proxy/filters/listener/tls_inspector.h"
 
 #define HCM_NAME         "envoy.filters.network.http_connection_manager"
@@ -294,7 +298,8 @@ static bool dec_filter_chain(bs *b, json_t *o, void *arg)
 static bool dec_default_chain(bs *b, json_t *o, void *arg)
 {
     wp_listener *l = arg;
-    if (bs_get(o, "filter_chain_match"))
+    json_t *fcm = bs_get(o, "filter_chain_match");
+    if (fcm && !(json_is_object(fcm) && json_object_size(fcm) == 0))
         return bs_fail_at(b, "filter_chain_match",
                           "filter_chain_match has no effect in default_filter_chain (the chain "
                           "of connections no filter chain matches)");
@@ -343,14 +348,26 @@ static bool dec_tls_inspector(bs *b, json_t *tc, wp_listener_filter *lf)
     return true;
 }
 
-/* listener_filters: tls_inspector; the others are refused with the feature that brings
- * them. */
+/* HttpInspector: an empty message. */
+static bool dec_http_inspector(bs *b, json_t *tc, wp_listener_filter *lf)
+{
+    wp_http_inspector *f = bs_alloc(b, sizeof(*f));
+    if (!f)
+        return false;
+    if (tc && (!bs_fields(b, tc, "@type") || !bs_opt_type(b, tc, WP_HTTP_INSPECTOR_TYPE)))
+        return false;
+    lf->ops = &wp_http_inspector_ops;
+    lf->config = f;
+    return true;
+}
+
+/* listener_filters: tls_inspector, http_inspector; the others are refused with the feature
+ * that brings them. */
 static bool dec_listener_filter(bs *b, json_t *o, void *arg)
 {
     static const struct {
         const char *name, *feature;
     } known[] = {
-        {"envoy.filters.listener.http_inspector", "HTTP protocol detection (HTTP/2)"},
         {"envoy.filters.listener.original_dst",
          "transparent capture (the original destination of redirected connections)"},
         {"envoy.filters.listener.proxy_protocol", "the PROXY protocol"},
@@ -370,6 +387,13 @@ static bool dec_listener_filter(bs *b, json_t *o, void *arg)
         bs_pop(b, m);
         return ok;
     }
+    if (strcmp(name, WP_HTTP_INSPECTOR_NAME) == 0 || strcmp(name, "http_inspector") == 0 ||
+        (type && strcmp(type, WP_HTTP_INSPECTOR_TYPE) == 0)) {
+        size_t m = bs_push(b, "typed_config");
+        bool ok = dec_http_inspector(b, tc, lf);
+        bs_pop(b, m);
+        return ok;
+    }
     size_t m = bs_push(b, "name");
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
         if (strcmp(name, known[i].name) == 0) {
@@ -381,7 +405,7 @@ static bool dec_listener_filter(bs *b, json_t *o, void *arg)
     }
     bs_fail(b,
             "unsupported listener filter \"%s\" (weft-proxy implements "
-            "envoy.filters.listener.tls_inspector)",
+            "envoy.filters.listener.tls_inspector and envoy.filters.listener.http_inspector)",
             name);
     bs_pop(b, m);
     return false;

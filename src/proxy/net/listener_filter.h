@@ -25,9 +25,9 @@
  * of stream or the listener's listener_filters_timeout while a filter waits closes the
  * connection, or, with continue_on_listener_filters_timeout, the chain goes on without it.
  *
- * Registered filters: envoy.filters.listener.tls_inspector (filters/listener/). The
- * bootstrap refuses the others by name (.http_inspector, .original_dst come with HTTP/2
- * detection and transparent capture).
+ * Registered filters: envoy.filters.listener.tls_inspector and .http_inspector
+ * (filters/listener/). The bootstrap refuses the others by name (.original_dst comes with
+ * transparent capture).
  *
  * Memory: a wp_lf_socket lives in the downstream connection (its addresses only: no
  * allocation per accept). What a filter detects is kept in a wp_lf_detected allocated by the

@@ -15,6 +15,7 @@
 #include "proxy/access_log/alog_sink.h"
 #include "proxy/filters/http/fault.h"
 #include "proxy/filters/http/jwt_authn.h"
+#include "proxy/filters/listener/http_inspector.h"
 #include "proxy/filters/listener/tls_inspector.h"
 #include "proxy/filters/http/istio_stats.h"
 #include "proxy/filters/rbac/rbac.h"
@@ -127,6 +128,7 @@ wp_gen *wp_gen_new(wp_server *srv, wp_config *cfg, wf_strbuf *err)
         wp_jwt_authn_register_stats(store, cfg) != 0 ||
         wp_rbac_register_all_stats(store, cfg) != 0 ||
         wp_tls_inspector_register_stats(store, cfg) != 0 ||
+        wp_http_inspector_register_stats(store, cfg) != 0 ||
         gen_runtime(g, uv_hrtime() / 1000000u) != 0) {
         wf_strbuf_puts(err, "out of memory");
         gen_free(g);
