@@ -26,7 +26,6 @@ h2 = pytest.importorskip("h2", reason="python3-h2 (scripts/setup installs it)")
 import h2.config  # noqa: E402
 import h2.connection  # noqa: E402
 import h2.events  # noqa: E402
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory  # noqa: E402
 
 TIMEOUT = 10
 POD = "echo-pod-1"
@@ -35,36 +34,9 @@ NAME = "catalog-grpc"
 CODES = {c.value[0]: c for c in grpc.StatusCode}
 
 
-# ---- the messages, from the .proto in src/app/app_grpc.h ----
+# ---- the messages, from the .proto in src/app/app_grpc.h (grpcmsg.py) ----
 
-def _messages():
-    F = descriptor_pb2.FieldDescriptorProto
-    fdp = descriptor_pb2.FileDescriptorProto(name="weft_test_shop.proto", package="shop",
-                                             syntax="proto3")
-
-    def msg(name, *fields):
-        m = fdp.message_type.add(name=name)
-        for fname, num, ftype in fields:
-            m.field.add(name=fname, number=num, type=ftype, label=F.LABEL_OPTIONAL)
-
-    msg("EchoRequest", ("message", 1, F.TYPE_STRING), ("delay_ms", 2, F.TYPE_INT32),
-        ("status", 3, F.TYPE_INT32), ("status_message", 4, F.TYPE_STRING),
-        ("count", 5, F.TYPE_INT32))
-    msg("EchoResponse", ("message", 1, F.TYPE_STRING), ("hostname", 2, F.TYPE_STRING),
-        ("index", 3, F.TYPE_INT32))
-    # grpc.health.v1 (status is an enum there; int32 is the same varint on the wire)
-    msg("HealthCheckRequest", ("service", 1, F.TYPE_STRING))
-    msg("HealthCheckResponse", ("status", 1, F.TYPE_INT32))
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(fdp)
-    factory = message_factory.MessageFactory(pool)
-    return {n: factory.GetPrototype(pool.FindMessageTypeByName("shop." + n))
-            for n in ("EchoRequest", "EchoResponse", "HealthCheckRequest",
-                      "HealthCheckResponse")}
-
-
-MSG = _messages()
-EchoRequest, EchoResponse = MSG["EchoRequest"], MSG["EchoResponse"]
+from grpcmsg import MSG, EchoRequest, EchoResponse  # noqa: E402
 SERVING, NOT_FOUND = 1, grpc.StatusCode.NOT_FOUND
 
 

@@ -249,6 +249,8 @@ static void closed_one(wp_dconn *d)
         if (d->mux)
             d->mux->free(d->h2);
         wp_wgen_release(d->w, d->wg);
+        if (d->sock_wg)
+            wp_wgen_release(d->w, d->sock_wg);
         free(d->lf); /* released when the connection closed */
         wf_strbuf_free(&d->xfcc);
         free(d);
@@ -797,8 +799,11 @@ static void move_gauge(wp_dconn *d, uint32_t from, uint32_t to)
 
 /* A new config was applied since the connection's last request: its next request uses the
  * listener of the same name in the new snapshot, and the chain the connection matches there
- * (route and connection manager updates reach open connections, as RDS updates do in Envoy).
- * When the listener is gone, or no chain of it matches the connection any more, the
+ * (route, cluster, endpoint and connection manager updates reach open connections, as RDS,
+ * CDS and EDS updates do in Envoy). The transport socket (a TLS session, its stats slots) and
+ * the network filters keep the snapshot they were made from: the connection holds it
+ * (sock_wg) until it closes. When the listener is gone, or no chain of it matches the
+ * connection any more (or one whose transport differs: plaintext against TLS), the
  * connection stays on its old snapshot and closes after this request (it drains). */
 static void dconn_follow_config(wp_dconn *d)
 {
@@ -809,13 +814,13 @@ static void dconn_follow_config(wp_dconn *d)
             continue;
         wp_lf_socket tmp;
         const wp_filter_chain *fc = wp_listener_find_chain(&c->listeners[i], conn_socket(d, &tmp));
-        if (!fc || !fc->hcm || fc->tls || d->chain->tls)
-            break; /* TLS connections keep their context: they close after this request */
+        if (!fc || !fc->hcm || (fc->tls != NULL) != (d->chain->tls != NULL))
+            break; /* the connection's transport no longer fits a chain: it drains */
         const wp_hstats *hs = &w->wg->gen->pstats->hcms[fc->hcm->index];
         const wp_lstats *ls = &w->wg->gen->pstats->listeners[i];
+        int active = d->h2 ? WP_S_downstream_cx_http2_active : WP_S_downstream_cx_http1_active;
         move_gauge(d, d->hs->slot[WP_S_downstream_cx_active], hs->slot[WP_S_downstream_cx_active]);
-        move_gauge(d, d->hs->slot[WP_S_downstream_cx_http1_active],
-                   hs->slot[WP_S_downstream_cx_http1_active]);
+        move_gauge(d, d->hs->slot[active], hs->slot[active]);
         move_gauge(d, d->ls->slot[WP_LS_downstream_cx_active],
                    ls->slot[WP_LS_downstream_cx_active]);
         d->listener = &c->listeners[i];
@@ -826,7 +831,10 @@ static void dconn_follow_config(wp_dconn *d)
         wp_wgen *old = d->wg;
         d->wg = w->wg;
         wp_wgen_use(d->wg);
-        wp_wgen_release(w, old);
+        if (!d->sock_wg)
+            d->sock_wg = old; /* the transport's generation: its reference is kept */
+        else
+            wp_wgen_release(w, old);
         return;
     }
     d->close_after = true;
@@ -1973,6 +1981,11 @@ wp_dconn *wp_dconn_child(wp_dconn *parent,
                          void *arg)
 {
     wp_worker *w = parent->w;
+    /* the stream is served on the current config: the HTTP/2 connection follows it first (a
+     * long-lived connection would otherwise route every new stream on the snapshot it was
+     * accepted with) */
+    if (parent->wg != w->wg)
+        dconn_follow_config(parent);
     wp_dconn *d = calloc(1, sizeof(*d));
     if (!d)
         return NULL;

@@ -81,6 +81,10 @@ struct wp_dconn {
     uv_timer_t rq_timer;   /* route timeout (or request_timeout) */
     wp_worker *w;
     wp_wgen *wg; /* the generation of listener, hs, ls (one use of it) */
+    /* the generation the transport socket and the network filters were made from, once the
+     * connection followed a newer config (conn.c dconn_follow_config; one use of it); NULL
+     * while it is wg */
+    wp_wgen *sock_wg;
     const wp_listener *listener;
     /* The filter chain the connection matched (net/filter_chain_match.h) and its HTTP
      * connection manager; NULL while listener filters run and for a connection no chain
