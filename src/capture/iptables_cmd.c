@@ -569,6 +569,20 @@ static int configure(cfg *c, int argc, char **argv, bool clean)
     if (validate(c) != 0)
         return 2;
     default_uid(c);
+    /* Bad flag values (CIDRs, port lists) are usage errors (2) whatever the pod's addresses:
+     * a trial build with both families checks them before the addresses are looked at. */
+    bool v6 = c->o.enable_ipv6;
+    c->o.enable_ipv6 = true;
+    wf_ipt_plan trial;
+    char err[1024];
+    int b = wf_ipt_build(&c->o, &trial, err, sizeof err);
+    c->o.enable_ipv6 = v6;
+    if (b == 0)
+        wf_ipt_plan_free(&trial);
+    else if (b == -1) {
+        fprintf(stderr, "%s: %s\n", c->prog, err);
+        return 2;
+    }
     /* Cleaning needs no pod address: ip6tables is cleaned whenever it has ISTIO_ chains. */
     bool cleaning = clean || c->cleanup_only;
     if (detect_ipv6(c, !cleaning) != 0 && !cleaning)

@@ -72,7 +72,11 @@ def test_clusters_routes_listeners_endpoints_live(mesh):
             "istio,istio-peer-exchange,istio-http/1.0,istio-http/1.1,istio-h2",
             "Cluster:", "inbound|3000||"] in rows, out
     assert [side.ip, "3000", "Trans:", "raw_buffer", "Cluster:", "inbound|3000||"] in rows, out
-    assert [side.localhost, "80", "ALL", "Route:", "80"] in rows, out
+    # the outbound port 80 (an HTTP port, so sniffed as istiod builds it: the HTTP chain for
+    # what the HTTP inspector recognises, the passthrough chain for the rest)
+    assert [side.localhost, "80", "Trans:", "raw_buffer;", "App:", "http/1.1,h2c",
+            "Route:", "80"] in rows, out
+    assert [side.localhost, "80", "ALL", "PassthroughCluster"] in rows, out
     out = ok(pc(mesh, "listeners", "deploy/catalog", "-n", "istioinaction", "--verbose=false"))
     assert out.splitlines()[0].split() == ["ADDRESSES", "PORT", "TYPE"]
 
