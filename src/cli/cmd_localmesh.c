@@ -381,8 +381,8 @@ static const char *const CAPTURE_ARGS[] = {
     "15090,15021,15020"};
 #define NCAPTURE_ARGS (sizeof CAPTURE_ARGS / sizeof CAPTURE_ARGS[0])
 
-/* --capture: the rules in every sidecar pod's namespace, and its token readable by the proxy
- * that runs as uid 1337. */
+/* --capture: the rules in every sidecar pod's namespace (the proxy runs as uid 1337: its
+ * files are checked in pod_network_up, its token is its own: localmesh_tokens.c). */
 static int capture_pod(const wf_lm_plan *p, const wf_lm_pod *pod, wf_strbuf *err)
 {
     const char *proxy = NULL;
@@ -396,19 +396,12 @@ static int capture_pod(const wf_lm_plan *p, const wf_lm_pod *pod, wf_strbuf *err
     for (size_t i = 0; i < NCAPTURE_ARGS; i++)
         argv[i + 1] = CAPTURE_ARGS[i];
     argv[NCAPTURE_ARGS + 1] = NULL;
-    if (wf_lm_netns_run(pod->netns, argv, err) != 0)
-        return -1;
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s", pod->token);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    if (chown(dir, WF_LM_CAPTURE_UID, WF_LM_CAPTURE_UID) != 0 ||
-        chown(pod->token, WF_LM_CAPTURE_UID, WF_LM_CAPTURE_UID) != 0)
-        return wf_strbuf_printf(err, "chown %s to uid %d: %s", pod->token, WF_LM_CAPTURE_UID,
-                                strerror(errno)),
-               -1;
-    return 0;
+    /* and, as Istio's injector sets in the pod's securityContext, ports below 1024 for the
+     * proxy's listeners (its outbound listener on Service port 80) */
+    return wf_lm_netns_sysctl(pod->netns, "net/ipv4/ip_unprivileged_port_start", "0", err) ||
+                   wf_lm_netns_run(pod->netns, argv, err)
+               ? -1
+               : 0;
 }
 
 static int pod_network_up(const wf_lm_plan *p, wf_strbuf *err)
@@ -422,7 +415,11 @@ static int pod_network_up(const wf_lm_plan *p, wf_strbuf *err)
     free(pods);
     for (size_t i = 0; rc == 0 && p->capture && i < p->npods; i++)
         if (p->pods[i].sidecar && !p->pods[i].error)
-            rc = capture_pod(p, &p->pods[i], err);
+            rc = wf_lm_netns_uid_can_read(WF_LM_CAPTURE_UID, p->pods[i].bootstrap, err) ||
+                         wf_lm_netns_uid_can_read(WF_LM_CAPTURE_UID, p->pods[i].token, err) ||
+                         capture_pod(p, &p->pods[i], err)
+                     ? -1
+                     : 0;
     if (rc == 0)
         printf("pod network: %s, a network namespace per pod (%s...), pilot at %s for them\n",
                WF_LM_NETNS_CIDR, p->netns_prefix, p->pilot_ip);

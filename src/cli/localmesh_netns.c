@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <net/if.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -155,6 +156,66 @@ int wf_lm_netns_run(const char *netns, const char *const *argv, wf_strbuf *err)
     }
     wf_strbuf_free(&why);
     return rc == 0 ? 0 : -1;
+}
+
+int wf_lm_netns_sysctl(const char *netns, const char *key, const char *value, wf_strbuf *err)
+{
+    char nspath[300], path[300];
+    snprintf(nspath, sizeof nspath, "%s/%s", WF_LM_NETNS_RUN_DIR, netns);
+    snprintf(path, sizeof path, "/proc/sys/%s", key);
+    pid_t pid = fork();
+    if (pid < 0)
+        return wf_strbuf_printf(err, "fork: %s", strerror(errno)), -1;
+    if (pid == 0) { /* /proc/sys/net shows the namespace of the process that opens it */
+        int nfd = open(nspath, O_RDONLY | O_CLOEXEC);
+        if (nfd < 0 || setns(nfd, CLONE_NEWNET) != 0)
+            _exit(100);
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        size_t n = strlen(value);
+        _exit(fd < 0 || write(fd, value, n) != (ssize_t)n || close(fd) != 0
+                  ? (errno < 98 ? errno + 1 : 99)
+                  : 0);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return wf_strbuf_printf(err, "waitpid: %s", strerror(errno)), -1;
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+    if (code != 0)
+        wf_strbuf_printf(err, "in network namespace %s: cannot write %s to %s: %s", netns, value,
+                         path,
+                         code == 100 ? "cannot enter the namespace"
+                         : code < 99 ? strerror(code - 1)
+                                     : "failed");
+    return code == 0 ? 0 : -1;
+}
+
+int wf_lm_netns_uid_can_read(int uid, const char *path, wf_strbuf *err)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return wf_strbuf_printf(err, "fork: %s", strerror(errno)), -1;
+    if (pid == 0) {
+        if (setgroups(0, NULL) != 0 || setgid((gid_t)uid) != 0 || setuid((uid_t)uid) != 0)
+            _exit(100);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        _exit(fd < 0 ? (errno < 98 ? errno + 1 : 99) : 0);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return wf_strbuf_printf(err, "waitpid: %s", strerror(errno)), -1;
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+    if (code == 0)
+        return 0;
+    wf_strbuf_printf(err, "uid %d (the proxy with --capture) cannot read %s: %s", uid, path,
+                     code == 100 ? "cannot switch to that uid"
+                     : code < 99 ? strerror(code - 1)
+                                 : "failed");
+    if (code == EACCES + 1)
+        wf_strbuf_puts(err, " (a folder on the way is closed to others: choose a state folder "
+                            "others may pass through with --state)");
+    return -1;
 }
 
 static bool on_path(const char *name)

@@ -80,6 +80,15 @@ int wf_lm_netns_up(const char *state, const wf_lm_netns_pod *pods, size_t npods,
  * and its output. */
 int wf_lm_netns_run(const char *netns, const char *const *argv, wf_strbuf *err);
 
+/* Write value to /proc/sys/<key path> as seen inside namespace netns (the per-namespace
+ * sysctls under net/: "net/ipv4/ip_unprivileged_port_start"). 0, or -1 with err. */
+int wf_lm_netns_sysctl(const char *netns, const char *key, const char *value, wf_strbuf *err);
+
+/* Whether uid (and gid uid) can open path for reading (a child process switches to it and
+ * tries): 0, or -1 with err naming the path and why ("... permission denied: a folder on the way
+ * is not open to uid 1337; choose --state elsewhere"). */
+int wf_lm_netns_uid_can_read(int uid, const char *path, wf_strbuf *err);
+
 /* Remove every namespace whose name starts with the mesh's prefix (listed in /run/netns) and
  * the host link, and STATE/netns. Processes still inside must be stopped first. *removed (may
  * be NULL) gets the number of namespaces and links removed. Returns 0, or -1 with err naming

@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import signal
+import tempfile
 import subprocess
 import time
 import urllib.request
@@ -207,12 +208,32 @@ def test_netns_down_after_supervisor_killed(tmp_path, mesh_state):
     assert_clean(net)
 
 
-def test_netns_capture_rules_and_proxy_uid(tmp_path, mesh_state):
+def test_netns_capture_rules_and_proxy_uid(tmp_path):
     need_netns()
     if not shutil.which("iptables-save"):
         pytest.skip("--capture needs Debian's iptables package")
     d = catalog_folder(tmp_path)
-    state = mesh_state
+    # the sidecars run as uid 1337: a state folder it cannot reach is refused, naming the file
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    p = up(d, str(closed / "state"), "--capture")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "uid 1337 (the proxy with --capture) cannot read %s/state/bootstrap/" % closed \
+        in p.stderr, p.stderr
+    net = mesh_json(str(closed / "state"))["podNetwork"]
+    assert_clean(net)  # what up had made is gone again
+    # one it can pass through (pytest's own folder is 0700)
+    base = tempfile.mkdtemp(prefix="weft-netns-capture-", dir="/tmp")
+    os.chmod(base, 0o711)
+    try:
+        capture_mesh(d, os.path.join(base, "state"))
+    finally:
+        weftctl("down", "--state", os.path.join(base, "state"), timeout=60)
+        kill_leftovers(os.path.join(base, "state"))
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def capture_mesh(d, state):
     p = up(d, state, "--capture")
     # capture sends the apps' traffic to 15001/15006, where the proxy does not listen yet:
     # the mesh may report problems (exit 3), but it runs

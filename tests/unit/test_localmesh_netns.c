@@ -66,9 +66,8 @@ static void pod_names(void **state)
     wf_lm_netns_names n;
     wf_lm_netns_names_of("/s", &n);
     char out[300], want[300];
-    assert_int_equal(wf_lm_netns_pod_name(&n, "catalog-6d8f4bc9fb-x2k7q", "istioinaction", out,
-                                          sizeof out),
-                     0);
+    assert_int_equal(
+        wf_lm_netns_pod_name(&n, "catalog-6d8f4bc9fb-x2k7q", "istioinaction", out, sizeof out), 0);
     snprintf(want, sizeof want, "%scatalog-6d8f4bc9fb-x2k7q.istioinaction", n.prefix);
     assert_string_equal(out, want);
     /* not a file name under /run/netns, or too long */
