@@ -374,11 +374,26 @@ static bool supervisor_alive(const wf_lm_plan *p)
 
 /* Istio's injector's istio-init arguments (pkg/kube/inject, the default sidecar template):
  * outbound TCP to 15001, inbound to 15006, uid 1337 let through, every inbound port
- * captured except the agent's 15090, 15021, 15020. */
-static const char *const CAPTURE_ARGS[] = {
-    "istio-iptables",   "-p", "15001", "-z", "15006", "-u", "1337", "-m",
-    "REDIRECT",         "-i", "*",     "-x", "",      "-b", "*",    "-d",
-    "15090,15021,15020"};
+ * captured except the agent's 15090, 15021, 15020; and port 53 to the agent's DNS proxy
+ * (15053), as istio-init does when ISTIO_META_DNS_CAPTURE is on, which netns pods have. */
+static const char *const CAPTURE_ARGS[] = {"istio-iptables",
+                                           "-p",
+                                           "15001",
+                                           "-z",
+                                           "15006",
+                                           "-u",
+                                           "1337",
+                                           "-m",
+                                           "REDIRECT",
+                                           "-i",
+                                           "*",
+                                           "-x",
+                                           "",
+                                           "-b",
+                                           "*",
+                                           "-d",
+                                           "15090,15021,15020",
+                                           "--redirect-dns"};
 #define NCAPTURE_ARGS (sizeof CAPTURE_ARGS / sizeof CAPTURE_ARGS[0])
 
 /* --capture: the rules in every sidecar pod's namespace (the proxy runs as uid 1337: its

@@ -305,6 +305,30 @@ static int pod_up(const wf_lm_netns_names *n, size_t i, const wf_lm_netns_pod *p
                : 0;
 }
 
+/* The host must not route any part of 10.10.0.0/16 already: the host link's connected route
+ * would take that traffic into the mesh. */
+static int check_host_routes(const wf_lm_netns_names *n, wf_strbuf *err)
+{
+    const char *argv[] = {"ip", "-4", "route", "show", "root", WF_LM_NETNS_CIDR, NULL};
+    char out[2048];
+    wf_strbuf why = WF_STRBUF_INIT;
+    int rc = run_capture(NULL, argv, out, sizeof out, &why);
+    if (rc != 0)
+        describe(err, argv, out, rc < 0 ? wf_strbuf_cstr(&why) : NULL);
+    wf_strbuf_free(&why);
+    if (rc != 0)
+        return -1;
+    char *save = NULL;
+    for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        if (!strstr(line, n->host_link))
+            return wf_strbuf_printf(err,
+                                    "this host already routes into the pod network %s (`%s`): "
+                                    "use --pod-network explicit here",
+                                    WF_LM_NETNS_CIDR, line),
+                   -1;
+    return 0;
+}
+
 int wf_lm_netns_up(const char *state, const wf_lm_netns_pod *pods, size_t npods, wf_strbuf *err)
 {
     wf_lm_netns_names n;
@@ -312,6 +336,8 @@ int wf_lm_netns_up(const char *state, const wf_lm_netns_pod *pods, size_t npods,
     wf_strbuf ignored = WF_STRBUF_INIT;
     wf_lm_netns_down(state, NULL, &ignored); /* what a crashed run left, if anything */
     wf_strbuf_free(&ignored);
+    if (check_host_routes(&n, err) != 0)
+        return -1;
     if (write_record(state, &n, err) != 0)
         return -1;
     size_t before = err->len;

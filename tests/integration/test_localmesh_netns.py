@@ -281,3 +281,22 @@ def test_netns_refused_without_root(tmp_path):
                        env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)})
     assert p.returncode == 1, p.stdout + p.stderr
     assert "needs root (CAP_NET_ADMIN" in p.stderr and "--pod-network explicit" in p.stderr
+
+
+def test_netns_refused_when_host_routes_pod_network(tmp_path):
+    need_netns()
+    link = "weftt%d" % (os.getpid() % 100000)
+    sh("ip", "link", "add", link, "type", "veth", "peer", "name", link + "p")
+    try:
+        sh("ip", "addr", "add", "10.10.5.1/24", "dev", link)
+        sh("ip", "link", "set", link + "p", "up")
+        sh("ip", "link", "set", link, "up")
+        d = catalog_folder(tmp_path)
+        state = str(tmp_path / "state")
+        p = up(d, state)
+        assert p.returncode == 1, p.stdout + p.stderr
+        assert "this host already routes into the pod network 10.10.0.0/16" in p.stderr, p.stderr
+        assert "10.10.5.0/24 dev %s" % link in p.stderr, p.stderr
+        assert_clean(mesh_json(state)["podNetwork"])
+    finally:
+        sh("ip", "link", "del", link, check=False)
