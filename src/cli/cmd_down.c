@@ -218,6 +218,8 @@ static int down(const char *state)
     json_t *mesh = load_mesh_json(state);
     size_t left = mesh ? stop_leftovers(mesh) : 0;
     json_decref(mesh);
+    if (left)
+        printf("stopped %zu process%s the supervisor left behind\n", left, left == 1 ? "" : "es");
     /* the pods' service-account tokens go with the pods (as Kubernetes' projected volumes) */
     wf_strbuf err = WF_STRBUF_INIT;
     if (wf_lm_tokens_remove(state, &err) != 0)
@@ -230,16 +232,13 @@ static int down(const char *state)
         fprintf(stderr, "Error: removing the pod network: %s\n", wf_strbuf_cstr(&err));
         net_rc = WF_EXIT_ERROR;
     } else if (removed)
-        printf("removed the pod network the supervisor left behind (%zu network namespace%s "
-               "and links)\n",
-               removed, removed == 1 ? "" : "s");
+        printf("removed the pod network the supervisor left behind (%zu namespaces and links)\n",
+               removed);
     wf_strbuf_free(&err);
-    if (!sup && !left && net_rc == WF_EXIT_OK) {
+    if (!sup && !left && !removed && net_rc == WF_EXIT_OK) {
         printf("no local mesh is running from %s\n", state);
         return WF_EXIT_OK;
     }
-    if (left)
-        printf("stopped %zu process%s the supervisor left behind\n", left, left == 1 ? "" : "es");
     char *pidfile = join(state, WF_LM_SUPERVISOR_PID);
     if (pidfile)
         unlink(pidfile);
