@@ -16,6 +16,11 @@
  * running). Without it, up stays in the foreground, printing config errors pilot reports
  * for later edits as they appear, until Ctrl-C or SIGTERM, which stop everything (exit 0).
  *
+ * With --pod-network netns (root; auto: when possible) up builds the pod network
+ * (localmesh_netns.h) after writing the state folder and before forking the supervisor, which
+ * removes it when it stops; with --capture it also installs Istio's capture rules in every
+ * sidecar pod. A failure before the supervisor runs removes it again.
+ *
  * `down` and `status` are in cmd_down.c. Exit codes: 0, 1 errors (nothing started), 3 the
  * mesh runs with problems, 64 bad flags.
  */
