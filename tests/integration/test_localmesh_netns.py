@@ -281,6 +281,15 @@ def test_netns_refused_without_root(tmp_path):
                        env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)})
     assert p.returncode == 1, p.stdout + p.stderr
     assert "needs root (CAP_NET_ADMIN" in p.stderr and "--pod-network explicit" in p.stderr
+    assert "no such" not in p.stderr.lower()  # refused before reading the folder
+    # auto falls back to explicit with the reason (here it then fails on a folder that is
+    # not there, before starting anything)
+    cmd[-4:] = ["up", str(tmp_path / "missing"), "--pod-network", "auto"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=30,
+                       env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)})
+    assert "note: pods run on loopback addresses (--pod-network explicit): --pod-network " \
+        "netns needs root" in p.stderr, p.stderr
+    assert "missing" in p.stderr and p.returncode == 1, p.stderr
 
 
 def test_netns_refused_when_host_routes_pod_network(tmp_path):
