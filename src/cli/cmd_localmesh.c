@@ -433,6 +433,7 @@ static int pod_network_up(const wf_lm_plan *p, wf_strbuf *err)
         pods[i] = (wf_lm_netns_pod){.netns = p->pods[i].netns, .ip = p->pods[i].ip};
     int rc = wf_lm_netns_up(p->state, pods, p->npods, err);
     free(pods);
+    bool built = rc == 0;
     for (size_t i = 0; rc == 0 && p->capture && i < p->npods; i++)
         if (p->pods[i].sidecar && !p->pods[i].error)
             rc = wf_lm_netns_uid_can_read(WF_LM_CAPTURE_UID, p->pods[i].bootstrap, err) ||
@@ -440,6 +441,12 @@ static int pod_network_up(const wf_lm_plan *p, wf_strbuf *err)
                          capture_pod(p, &p->pods[i], err)
                      ? -1
                      : 0;
+    if (rc != 0 && built) { /* the capture step failed: remove what was built */
+        wf_strbuf undo = WF_STRBUF_INIT;
+        if (wf_lm_netns_down(p->state, NULL, &undo) != 0)
+            wf_strbuf_printf(err, "; removing the pod network: %s", wf_strbuf_cstr(&undo));
+        wf_strbuf_free(&undo);
+    }
     if (rc == 0)
         printf("pod network: %s, a network namespace per pod (%s...), pilot at %s for them\n",
                WF_LM_NETNS_CIDR, p->netns_prefix, p->pilot_ip);
@@ -639,6 +646,11 @@ int wf_cmd_up(int argc, char **argv)
     wf_strbuf err = WF_STRBUF_INIT;
     if (rc < 0 && (check_not_running(p) != 0 || check_ports(p) != 0))
         rc = WF_EXIT_ERROR;
+    if (rc < 0 && p->podnet == WF_LM_PODNET_NETNS &&
+        wf_lm_netns_check_leftovers(p->state, &err) != 0) { /* before the state is rewritten */
+        fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
+        rc = WF_EXIT_ERROR;
+    }
     if (rc < 0 && wf_lm_state_prepare(p, &err) != 0) {
         fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
         rc = WF_EXIT_ERROR;
@@ -647,13 +659,13 @@ int wf_cmd_up(int argc, char **argv)
         fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
         rc = WF_EXIT_ERROR;
     }
-    bool netns = false;
+    bool netns = false; /* built here: removed again when the supervisor did not take it */
     if (rc < 0 && p->podnet == WF_LM_PODNET_NETNS) {
-        netns = true;
         if (pod_network_up(p, &err) != 0) {
             fprintf(stderr, "Error: building the pod network: %s\n", wf_strbuf_cstr(&err));
             rc = WF_EXIT_ERROR;
-        }
+        } else
+            netns = true;
     }
     if (rc < 0)
         rc = launch(p, flags[U_DETACH].bval, timeout);

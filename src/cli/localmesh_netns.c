@@ -329,10 +329,63 @@ static int check_host_routes(const wf_lm_netns_names *n, wf_strbuf *err)
     return 0;
 }
 
+/* A process inside network namespace path (/proc/PID/ns/net is that inode), 0 when none. */
+static pid_t process_inside(const char *path)
+{
+    struct stat ns;
+    if (stat(path, &ns) != 0)
+        return 0;
+    DIR *d = opendir("/proc");
+    pid_t found = 0;
+    struct dirent *e;
+    while (d && !found && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        char link[300];
+        struct stat st;
+        snprintf(link, sizeof link, "/proc/%s/ns/net", e->d_name);
+        if (stat(link, &st) == 0 && st.st_ino == ns.st_ino && st.st_dev == ns.st_dev)
+            found = (pid_t)atoi(e->d_name);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* What an earlier run left: fine when nothing runs inside it any more (up removes it), refused
+ * when a process still does (its pod would be cut off and out of `down`'s reach). */
+int wf_lm_netns_check_leftovers(const char *state, wf_strbuf *err)
+{
+    wf_lm_netns_names names;
+    wf_lm_netns_names_of(state, &names);
+    const wf_lm_netns_names *n = &names;
+    DIR *d = opendir(WF_LM_NETNS_RUN_DIR);
+    struct dirent *e;
+    int rc = 0;
+    while (d && rc == 0 && (e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, n->prefix, strlen(n->prefix)) != 0)
+            continue;
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", WF_LM_NETNS_RUN_DIR, e->d_name);
+        pid_t pid = process_inside(path);
+        if (pid)
+            rc = (wf_strbuf_printf(err,
+                                   "network namespace %s of an earlier run still has processes "
+                                   "(pid %d): run `weftctl down --state %s` first",
+                                   e->d_name, (int)pid, state),
+                  -1);
+    }
+    if (d)
+        closedir(d);
+    return rc;
+}
+
 int wf_lm_netns_up(const char *state, const wf_lm_netns_pod *pods, size_t npods, wf_strbuf *err)
 {
     wf_lm_netns_names n;
     wf_lm_netns_names_of(state, &n);
+    if (wf_lm_netns_check_leftovers(state, err) != 0)
+        return -1;
     wf_strbuf ignored = WF_STRBUF_INIT;
     wf_lm_netns_down(state, NULL, &ignored); /* what a crashed run left, if anything */
     wf_strbuf_free(&ignored);

@@ -69,9 +69,15 @@ typedef struct wf_lm_netns_pod {
     const char *ip;    /* 10.10.x.y */
 } wf_lm_netns_pod;
 
+/* Whether an earlier run of this state folder left a namespace with a process still inside
+ * (its pod would be cut off and out of `down`'s reach): 0 when not, else -1 with err naming
+ * the namespace and a PID and saying to run `weftctl down --state STATE` first. */
+int wf_lm_netns_check_leftovers(const char *state, wf_strbuf *err);
+
 /* Build the node namespace, the host link and every pod's namespace (state: absolute). Writes
  * STATE/netns (the prefix and host link) first. Anything left from an earlier run of the same
- * state folder is removed before. On failure, what was made is removed again and err names the
+ * state folder is removed before; refused (nothing changed) while a process still runs in one
+ * of those namespaces. On failure, what was made is removed again and err names the
  * failed operation. Returns 0 or -1. */
 int wf_lm_netns_up(const char *state, const wf_lm_netns_pod *pods, size_t npods, wf_strbuf *err);
 

@@ -193,6 +193,19 @@ def test_netns_down_after_supervisor_killed(tmp_path, mesh_state):
     # a second up refuses while the first mesh's processes hold the ports
     again = up(d, state)
     assert again.returncode == 1, again.stdout + again.stderr
+    # ... and, with pilot gone too, while processes still run in the pods' namespaces (their
+    # pods would be cut off), changing nothing
+    pilot = next(x for x in mesh["processes"] if x["kind"] == "pilot")
+    os.kill(pilot["pid"], signal.SIGKILL)
+    wait_for(lambda: not os.path.exists("/proc/%d/status" % pilot["pid"]) or
+             "State:\tZ" in open("/proc/%d/status" % pilot["pid"]).read(), 5, "pilot gone")
+    mesh = mesh_json(state)
+    again = up(d, state)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "of an earlier run still has processes" in again.stderr, again.stderr
+    assert "weftctl down --state %s" % state in again.stderr
+    assert len([n for n in netns_list() if n.startswith(net["prefix"])]) == 5
+    assert mesh_json(state)["processes"] == mesh["processes"]  # down still finds them
     dn = weftctl("down", "--state", state, timeout=60)
     assert dn.returncode == 0, dn.stdout + dn.stderr
     assert "removed the pod network the supervisor left behind" in dn.stdout, dn.stdout
