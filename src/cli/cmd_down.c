@@ -10,8 +10,10 @@
  *
  * down: SIGTERM to the supervisor (which stops every process: SIGTERM, SIGKILL after 10 s),
  * SIGKILL if it is still there after 15 s, then whatever mesh.json still lists as running (a
- * supervisor that was killed leaves its processes behind). Exit 0, also when nothing runs
- * (with a note).
+ * supervisor that was killed leaves its processes behind), then the pod network of
+ * --pod-network netns (localmesh_netns.h: every namespace named with the mesh's prefix, the
+ * host link), found from the state folder alone. Exit 0, also when nothing runs (with a
+ * note); 1 when a namespace or link could not be removed.
  *
  * status: mesh.json's processes as a table (NAME KIND POD IP PID STATE RESTARTS LAST EXIT:
  * the supervisor's state, "crash-looping" for a process restarted and waiting again) or with
@@ -37,6 +39,7 @@
 #include "cli/localmesh_health.h"
 #include "cli/localmesh_report.h"
 #include "cli/localmesh_state.h"
+#include "cli/localmesh_netns.h"
 #include "cli/localmesh_tokens.h"
 #include "cli/localmesh_super.h"
 #include "cli/localmesh_sys.h"
@@ -215,23 +218,33 @@ static int down(const char *state)
     json_t *mesh = load_mesh_json(state);
     size_t left = mesh ? stop_leftovers(mesh) : 0;
     json_decref(mesh);
+    if (left)
+        printf("stopped %zu process%s the supervisor left behind\n", left, left == 1 ? "" : "es");
     /* the pods' service-account tokens go with the pods (as Kubernetes' projected volumes) */
     wf_strbuf err = WF_STRBUF_INIT;
     if (wf_lm_tokens_remove(state, &err) != 0)
         fprintf(stderr, "warning: %s\n", wf_strbuf_cstr(&err));
+    /* the pod network (--pod-network netns): what the supervisor did not remove (it died) */
+    size_t removed = 0;
+    int net_rc = WF_EXIT_OK;
+    wf_strbuf_reset(&err);
+    if (wf_lm_netns_down(state, &removed, &err) != 0) {
+        fprintf(stderr, "Error: removing the pod network: %s\n", wf_strbuf_cstr(&err));
+        net_rc = WF_EXIT_ERROR;
+    } else if (removed)
+        printf("removed the pod network the supervisor left behind (%zu namespaces and links)\n",
+               removed);
     wf_strbuf_free(&err);
-    if (!sup && !left) {
+    if (!sup && !left && !removed && net_rc == WF_EXIT_OK) {
         printf("no local mesh is running from %s\n", state);
         return WF_EXIT_OK;
     }
-    if (left)
-        printf("stopped %zu process%s the supervisor left behind\n", left, left == 1 ? "" : "es");
     char *pidfile = join(state, WF_LM_SUPERVISOR_PID);
     if (pidfile)
         unlink(pidfile);
     free(pidfile);
     printf("the local mesh is stopped\n");
-    return WF_EXIT_OK;
+    return net_rc;
 }
 
 enum { D_STATE, D_HELP, D_COUNT };
@@ -442,6 +455,11 @@ static int status_table(const json_t *mesh, bool supervised, const report *rep)
     const json_t *gw = json_object_get(mesh, "gateway");
     if (json_is_object(gw))
         printf("\ngateway: %s -> %s\n", str_or(gw, "url", "?"), str_or(gw, "target", "?"));
+    const json_t *net = json_object_get(mesh, "podNetwork");
+    if (json_is_object(net) && !strcmp(str_or(net, "mode", ""), "netns"))
+        printf("pods:    network namespaces %s* on %s (node %s, host link %s %s)\n",
+               str_or(net, "prefix", "?"), str_or(net, "cidr", "?"), str_or(net, "node", "?"),
+               str_or(net, "hostLink", "?"), str_or(net, "hostIP", "?"));
     printf("logs:    %s/logs/\n", str_or(mesh, "state", "?"));
     if (!supervised)
         return rc == 0 ? report_rc(rep) : WF_EXIT_ERROR;
@@ -490,6 +508,8 @@ static int status_json(const json_t *mesh, const char *state, pid_t sup, const r
                   rep->cfg ? rep->cfg : json_null(), "problems", rep->problems);
     if (out && !sup)
         json_object_set_new(out, "processesLeft", json_integer((json_int_t)rep->left));
+    if (out && json_object_get(mesh, "podNetwork"))
+        json_object_set(out, "podNetwork", json_object_get(mesh, "podNetwork"));
     if (!out)
         return fprintf(stderr, "Error: out of memory\n"), WF_EXIT_ERROR;
     json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

@@ -16,6 +16,11 @@
  * running). Without it, up stays in the foreground, printing config errors pilot reports
  * for later edits as they appear, until Ctrl-C or SIGTERM, which stop everything (exit 0).
  *
+ * With --pod-network netns (root; auto: when possible) up builds the pod network
+ * (localmesh_netns.h) after writing the state folder and before forking the supervisor, which
+ * removes it when it stops; with --capture it also installs Istio's capture rules in every
+ * sidecar pod. A failure before the supervisor runs removes it again.
+ *
  * `down` and `status` are in cmd_down.c. Exit codes: 0, 1 errors (nothing started), 3 the
  * mesh runs with problems, 64 bad flags.
  */
@@ -33,6 +38,7 @@
 
 #include "cli/cli.h"
 #include "cli/flags.h"
+#include "cli/localmesh_netns.h"
 #include "cli/localmesh_report.h"
 #include "cli/localmesh_plan.h"
 #include "cli/localmesh_state.h"
@@ -161,7 +167,7 @@ static void print_summary(const wf_lm_plan *p, pid_t sup, bool ready)
     wf_tw_free(&tw);
     printf("\npilot:    xDS %s (TLS: the proxies' streams and CSRs), %s (plaintext),\n"
            "          monitoring http://%s\n",
-           WF_LM_SECURE_ADDR, WF_LM_XDS_ADDR, WF_LM_MON_ADDR);
+           p->secure_addr, WF_LM_XDS_ADDR, WF_LM_MON_ADDR);
     if (p->gateway < p->npods) {
         const char *host = gateway_host(p);
         printf("gateway:  http://%s:%d", WF_LM_GW_HOST_IP, WF_LM_GW_HOST_PORT);
@@ -361,9 +367,106 @@ static int launch(wf_lm_plan *p, bool detach, long timeout)
     return rc;
 }
 
+/* ---- up: the pod network (netns) -------------------------------------------------------- */
+
+static bool supervisor_alive(const wf_lm_plan *p)
+{
+    char *pidfile = state_file(p->state, WF_LM_SUPERVISOR_PID);
+    pid_t pid = pidfile ? wf_lm_read_pid(pidfile) : 0;
+    free(pidfile);
+    return pid && wf_lm_pid_alive(pid, "weftctl");
+}
+
+/* Istio's injector's istio-init arguments (pkg/kube/inject, the default sidecar template):
+ * outbound TCP to 15001, inbound to 15006, uid 1337 let through, every inbound port
+ * captured except the agent's 15090, 15021, 15020; and port 53 to the agent's DNS proxy
+ * (15053), as istio-init does when ISTIO_META_DNS_CAPTURE is on, which netns pods have. */
+static const char *const CAPTURE_ARGS[] = {"istio-iptables",
+                                           "-p",
+                                           "15001",
+                                           "-z",
+                                           "15006",
+                                           "-u",
+                                           "1337",
+                                           "-m",
+                                           "REDIRECT",
+                                           "-i",
+                                           "*",
+                                           "-x",
+                                           "",
+                                           "-b",
+                                           "*",
+                                           "-d",
+                                           "15090,15021,15020",
+                                           "--redirect-dns"};
+#define NCAPTURE_ARGS (sizeof CAPTURE_ARGS / sizeof CAPTURE_ARGS[0])
+
+/* --capture: the rules in every sidecar pod's namespace (the proxy runs as uid 1337: its
+ * files are checked in pod_network_up, its token is its own: localmesh_tokens.c). */
+static int capture_pod(const wf_lm_plan *p, const wf_lm_pod *pod, wf_strbuf *err)
+{
+    const char *proxy = NULL;
+    for (size_t i = 0; i < p->nprocs && !proxy; i++)
+        if (p->procs[i].pod < p->npods && &p->pods[p->procs[i].pod] == pod &&
+            p->procs[i].kind == WF_LM_PROXY)
+            proxy = p->procs[i].argv[0];
+    if (!proxy)
+        return 0;
+    const char *argv[NCAPTURE_ARGS + 2] = {proxy};
+    for (size_t i = 0; i < NCAPTURE_ARGS; i++)
+        argv[i + 1] = CAPTURE_ARGS[i];
+    argv[NCAPTURE_ARGS + 1] = NULL;
+    /* and, as Istio's injector sets in the pod's securityContext, ports below 1024 for the
+     * proxy's listeners (its outbound listener on Service port 80) */
+    return wf_lm_netns_sysctl(pod->netns, "net/ipv4/ip_unprivileged_port_start", "0", err) ||
+                   wf_lm_netns_run(pod->netns, argv, err)
+               ? -1
+               : 0;
+}
+
+static int pod_network_up(const wf_lm_plan *p, wf_strbuf *err)
+{
+    wf_lm_netns_pod *pods = calloc(p->npods ? p->npods : 1, sizeof *pods);
+    if (!pods)
+        return wf_strbuf_puts(err, "out of memory"), -1;
+    for (size_t i = 0; i < p->npods; i++)
+        pods[i] = (wf_lm_netns_pod){.netns = p->pods[i].netns, .ip = p->pods[i].ip};
+    int rc = wf_lm_netns_up(p->state, pods, p->npods, err);
+    free(pods);
+    bool built = rc == 0;
+    for (size_t i = 0; rc == 0 && p->capture && i < p->npods; i++)
+        if (p->pods[i].sidecar && !p->pods[i].error)
+            rc = wf_lm_netns_uid_can_read(WF_LM_CAPTURE_UID, p->pods[i].bootstrap, err) ||
+                         wf_lm_netns_uid_can_read(WF_LM_CAPTURE_UID, p->pods[i].token, err) ||
+                         capture_pod(p, &p->pods[i], err)
+                     ? -1
+                     : 0;
+    if (rc != 0 && built) { /* the capture step failed: remove what was built */
+        wf_strbuf undo = WF_STRBUF_INIT;
+        if (wf_lm_netns_down(p->state, NULL, &undo) != 0)
+            wf_strbuf_printf(err, "; removing the pod network: %s", wf_strbuf_cstr(&undo));
+        wf_strbuf_free(&undo);
+    }
+    if (rc == 0)
+        printf("pod network: %s, a network namespace per pod (%s...), pilot at %s for them\n",
+               WF_LM_NETNS_CIDR, p->netns_prefix, p->pilot_ip);
+    return rc;
+}
+
 /* ---- up ----------------------------------------------------------------------------------- */
 
-enum { U_STATE, U_DETACH, U_TIMEOUT, U_NS, U_MESH, U_PRINT_BOOTSTRAP, U_HELP, U_COUNT };
+enum {
+    U_STATE,
+    U_DETACH,
+    U_TIMEOUT,
+    U_NS,
+    U_MESH,
+    U_PRINT_BOOTSTRAP,
+    U_PODNET,
+    U_CAPTURE,
+    U_HELP,
+    U_COUNT
+};
 
 static void up_usage(const wf_flag *flags)
 {
@@ -399,12 +502,55 @@ static void up_flags(wf_flag *f)
                                "Print the pod's proxy bootstrap (JSON) as up writes it, and "
                                "exit: nothing is started or written",
                                "pod"},
+        [U_PODNET] = {"pod-network", 0, WF_FLAG_STRING,
+                      "explicit (default: pods on loopback addresses), netns (a network "
+                      "namespace per pod on 10.10.0.0/16; root), or auto (netns when root)",
+                      "mode"},
+        [U_CAPTURE] = {"capture", 0, WF_FLAG_BOOL,
+                       "With netns: install Istio's capture rules in every sidecar pod and run "
+                       "its proxy as uid 1337 (experimental: needs the proxy's virtual "
+                       "listeners)",
+                       NULL},
         [U_HELP] = {"help", 'h', WF_FLAG_BOOL, "Help for up", NULL},
     };
     memcpy(f, defs, sizeof defs);
 }
 
-static int up_plan(const wf_flag *flags, const char *dir, wf_lm_plan **p)
+/* --pod-network: explicit, netns (refused without root: exit 1 naming the privilege), or
+ * auto (netns when possible, else explicit with a note). Returns 0, WF_EXIT_USAGE or
+ * WF_EXIT_ERROR. */
+static int pod_network(const wf_flag *flags, wf_lm_podnet *out)
+{
+    const char *mode = flags[U_PODNET].set ? flags[U_PODNET].sval : "explicit";
+    *out = WF_LM_PODNET_EXPLICIT;
+    if (strcmp(mode, "explicit") != 0 && strcmp(mode, "netns") != 0 && strcmp(mode, "auto")) {
+        fprintf(stderr, "Error: invalid --pod-network \"%s\": want explicit, netns or auto\n",
+                mode);
+        return WF_EXIT_USAGE;
+    }
+    if (flags[U_CAPTURE].bval && strcmp(mode, "explicit") == 0) {
+        fprintf(stderr, "Error: --capture needs --pod-network netns (the rules go into each "
+                        "pod's own network namespace)\n");
+        return WF_EXIT_USAGE;
+    }
+    if (strcmp(mode, "explicit") == 0)
+        return 0;
+    wf_strbuf why = WF_STRBUF_INIT;
+    bool ok = wf_lm_netns_possible(&why);
+    if (!ok && strcmp(mode, "netns") == 0) {
+        fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&why));
+        wf_strbuf_free(&why);
+        return WF_EXIT_ERROR;
+    }
+    if (!ok)
+        fprintf(stderr, "note: pods run on loopback addresses (--pod-network explicit): %s\n",
+                wf_strbuf_cstr(&why));
+    wf_strbuf_free(&why);
+    *out = ok ? WF_LM_PODNET_NETNS : WF_LM_PODNET_EXPLICIT;
+    return 0;
+}
+
+static int up_plan(const wf_flag *flags, const char *dir, wf_lm_podnet podnet, wf_lm_plan **p)
 {
     char *self = wf_lm_self_dir();
     wf_lm_opts o = {.dir = dir,
@@ -414,7 +560,9 @@ static int up_plan(const wf_flag *flags, const char *dir, wf_lm_plan **p)
                     .bin_dir = self,
                     .env_pilot = getenv("WEFT_PILOT"),
                     .env_proxy = getenv("WEFT_PROXY"),
-                    .env_app = getenv("WEFT_APP")};
+                    .env_app = getenv("WEFT_APP"),
+                    .podnet = podnet,
+                    .capture = flags[U_CAPTURE].bval};
     wf_strbuf err = WF_STRBUF_INIT;
     int rc = wf_lm_plan_build(&o, p, &err);
     if (rc != 0)
@@ -484,14 +632,25 @@ int wf_cmd_up(int argc, char **argv)
             rc = WF_EXIT_USAGE;
         }
     }
+    wf_lm_podnet podnet = WF_LM_PODNET_EXPLICIT;
+    if (rc < 0 && !flags[U_PRINT_BOOTSTRAP].set) {
+        int prc = pod_network(flags, &podnet);
+        rc = prc ? prc : rc;
+    } else if (rc < 0 && flags[U_PODNET].set && strcmp(flags[U_PODNET].sval, "explicit") != 0)
+        podnet = WF_LM_PODNET_NETNS; /* only printed: nothing is created */
     wf_lm_plan *p = NULL;
-    if (rc < 0 && up_plan(flags, pos[0], &p) != 0)
+    if (rc < 0 && up_plan(flags, pos[0], podnet, &p) != 0)
         rc = WF_EXIT_ERROR;
     if (rc < 0 && flags[U_PRINT_BOOTSTRAP].set)
         rc = print_bootstrap(p, flags[U_PRINT_BOOTSTRAP].sval);
     wf_strbuf err = WF_STRBUF_INIT;
     if (rc < 0 && (check_not_running(p) != 0 || check_ports(p) != 0))
         rc = WF_EXIT_ERROR;
+    if (rc < 0 && p->podnet == WF_LM_PODNET_NETNS &&
+        wf_lm_netns_check_leftovers(p->state, &err) != 0) { /* before the state is rewritten */
+        fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
+        rc = WF_EXIT_ERROR;
+    }
     if (rc < 0 && wf_lm_state_prepare(p, &err) != 0) {
         fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
         rc = WF_EXIT_ERROR;
@@ -500,8 +659,21 @@ int wf_cmd_up(int argc, char **argv)
         fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
         rc = WF_EXIT_ERROR;
     }
+    bool netns = false; /* built here: removed again when the supervisor did not take it */
+    if (rc < 0 && p->podnet == WF_LM_PODNET_NETNS) {
+        if (pod_network_up(p, &err) != 0) {
+            fprintf(stderr, "Error: building the pod network: %s\n", wf_strbuf_cstr(&err));
+            rc = WF_EXIT_ERROR;
+        } else
+            netns = true;
+    }
     if (rc < 0)
         rc = launch(p, flags[U_DETACH].bval, timeout);
+    if (netns && !supervisor_alive(p)) { /* the supervisor removes it; this is for a failure */
+        wf_strbuf_reset(&err);
+        if (wf_lm_netns_down(p->state, NULL, &err) != 0)
+            fprintf(stderr, "warning: removing the pod network: %s\n", wf_strbuf_cstr(&err));
+    }
     wf_strbuf_free(&err);
     wf_lm_plan_free(p);
     free(pos);

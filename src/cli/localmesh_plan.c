@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/localmesh_internal.h"
+#include "cli/localmesh_netns.h"
 #include "cli/localmesh_sys.h"
 #include "model/protocol.h"
 #include "model/unimplemented.h"
@@ -88,6 +89,7 @@ typedef struct planner {
     const wf_node *mesh;
     size_t cap_pods, cap_procs;
     wf_strbuf *err;
+    wf_lm_netns_names names; /* pod network netns: the mesh's namespace names */
 } planner;
 
 static wf_lm_pod *new_pod(planner *pl)
@@ -131,6 +133,7 @@ static wf_lm_proc *new_proc(planner *pl)
     wf_lm_proc *proc = &p->procs[p->nprocs++];
     memset(proc, 0, sizeof *proc);
     proc->pod = SIZE_MAX;
+    proc->uid = -1;
     return proc;
 }
 
@@ -272,7 +275,7 @@ static int pod_name(planner *pl, const wf_resource *r, const char *hash, size_t 
 static int ca_env(planner *pl, const char *ns, lm_strv *env)
 {
     wf_arena *a = &pl->p->arena;
-    const char *addr = wf_arena_printf(a, "CA_ADDR=%s", WF_LM_SECURE_ADDR);
+    const char *addr = wf_arena_printf(a, "CA_ADDR=%s:%d", pl->p->pilot_ip, WF_LM_SECURE_PORT);
     const char *root =
         wf_arena_printf(a, "CA_ROOT_CA=%s/%s/%s/root-cert.pem", pl->p->state, WF_LM_ROOTS_DIR, ns);
     return !addr || !root || lm_strv_add(a, env, addr) || lm_strv_add(a, env, root) ? -1 : 0;
@@ -500,10 +503,19 @@ static int plan_pods(planner *pl)
     }
     p->gateway = SIZE_MAX;
     for (size_t i = 0; i < p->npods; i++) {
-        char ip[16], lh[16];
+        char ip[16], lh[16], netns[300];
         wf_lm_pod_ip(i, false, ip);
         wf_lm_pod_ip(i, true, lh);
         wf_lm_pod *pod = &p->pods[i];
+        if (p->podnet == WF_LM_PODNET_NETNS) {
+            wf_lm_netns_pod_ip(i, ip);
+            if (wf_lm_netns_pod_name(&pl->names, pod->name, pod->ns, netns, sizeof netns) != 0)
+                return wf_strbuf_printf(pl->err, "pod %s.%s: no network namespace name for it",
+                                        pod->name, pod->ns),
+                       -1;
+            if (!(pod->netns = wf_arena_strdup(&p->arena, netns)))
+                return -1;
+        }
         pod->ip = wf_arena_strdup(&p->arena, ip);
         pod->localhost = wf_arena_strdup(&p->arena, lh);
         pod->pod_file =
@@ -550,7 +562,7 @@ static int plan_pilot(planner *pl)
         return -1;
     if (lm_strv_add(a, &argv, "--default-namespace") || lm_strv_add(a, &argv, p->default_ns) ||
         lm_strv_add(a, &argv, "--grpcAddr") || lm_strv_add(a, &argv, WF_LM_XDS_ADDR) ||
-        lm_strv_add(a, &argv, "--secureGRPCAddr") || lm_strv_add(a, &argv, WF_LM_SECURE_ADDR) ||
+        lm_strv_add(a, &argv, "--secureGRPCAddr") || lm_strv_add(a, &argv, p->secure_addr) ||
         lm_strv_add(a, &argv, "--monitoringAddr") || lm_strv_add(a, &argv, WF_LM_MON_ADDR))
         return -1;
     if (p->mesh_file &&
@@ -626,6 +638,7 @@ static int plan_app(planner *pl, size_t podi, size_t ci, const wf_container *spe
                                        : wf_arena_printf(a, "%s.%s", pod->name, c->name);
     proc->kind = WF_LM_APP;
     proc->pod = podi;
+    proc->netns = pod->netns;
     proc->argv = argv.v;
     proc->env = env.v;
     proc->nenv = env.n;
@@ -645,6 +658,10 @@ static int proxy_env(planner *pl, const wf_lm_pod *pod, lm_strv *env)
             return -1;
     /* the injector's downward-API env: the pod IP (pilot-agent's appProbersDestination) */
     if (lm_strv_setenv(a, env, "INSTANCE_IP", pod->ip) != 0)
+        return -1;
+    /* in its own network namespace port 53 goes to the agent's DNS proxy, as Istio's
+     * ISTIO_META_DNS_CAPTURE (the proxy's metadata DNS_CAPTURE) turns on */
+    if (pod->netns && lm_strv_setenv(a, env, "ISTIO_META_DNS_CAPTURE", "true") != 0)
         return -1;
     if (!pod->sidecar)
         return 0;
@@ -676,6 +693,9 @@ static int plan_proxy(planner *pl, size_t podi)
     proc->kind = pod->gateway ? WF_LM_GATEWAY : WF_LM_PROXY;
     proc->pod = podi;
     proc->argv = argv.v;
+    proc->netns = pod->netns;
+    if (p->capture && pod->sidecar) /* Istio's proxy uid, which the capture rules let through */
+        proc->uid = WF_LM_CAPTURE_UID;
     lm_strv env = {0};
     if (proxy_env(pl, pod, &env) != 0)
         return -1;
@@ -741,6 +761,14 @@ static int plan_paths(wf_lm_plan *p, const wf_lm_opts *o)
         return -1;
     p->pods_dir = wf_arena_printf(&p->arena, "%s/pods", p->state);
     p->pods_dir_watched = p->pods_dir && !path_inside(p->pods_dir, p->dir);
+    p->podnet = o->podnet;
+    p->capture = o->podnet == WF_LM_PODNET_NETNS && o->capture;
+    p->pilot_ip = o->podnet == WF_LM_PODNET_NETNS ? WF_LM_NETNS_HOST_IP : "127.0.0.1";
+    /* pilot's secure port where the proxies reach it: its certificate carries that IP as a SAN,
+     * which the proxies' CA client verifies (CA_ADDR) */
+    p->secure_addr = wf_arena_printf(&p->arena, "%s:%d", p->pilot_ip, WF_LM_SECURE_PORT);
+    if (!p->secure_addr)
+        return -1;
     return p->pods_dir ? 0 : -1;
 }
 
@@ -754,6 +782,10 @@ int wf_lm_plan_from_store(const wf_lm_opts *o, const wf_store *s, wf_lm_plan **o
     planner pl = {.p = p, .o = o, .s = s, .err = err};
     size_t before = err->len;
     int rc = plan_paths(p, o);
+    if (rc == 0 && p->podnet == WF_LM_PODNET_NETNS) {
+        wf_lm_netns_names_of(p->state, &pl.names);
+        rc = (p->netns_prefix = wf_arena_strdup(&p->arena, pl.names.prefix)) ? 0 : -1;
+    }
     if (rc == 0)
         rc = lm_images_load(p, s, &pl.images, err);
     if (rc == 0)

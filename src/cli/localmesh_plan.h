@@ -2,11 +2,12 @@
  * localmesh_plan.h - what `weftctl up DIR` runs, decided from the manifests in DIR
  * (DESIGN.md "The local mesh", docs/local-mesh.md).
  *
- * The plan is pure data: pods (name, namespace, labels, pod IP 127.10.x.y, pod localhost
- * 127.11.x.y, containers and the local command each runs, whether a weft-proxy runs beside
- * them) and the processes to start (weft-pilot, each application container, each proxy),
- * with argv, extra environment and log file. Nothing is written or started here: the state
- * module (localmesh_state.h) writes the files, the supervisor (localmesh_super.h) runs it.
+ * The plan is pure data: pods (name, namespace, labels, pod IP 127.10.x.y — 10.10.x.y and a
+ * network namespace each with --pod-network netns —, pod localhost 127.11.x.y, containers and the
+ * local command each runs, whether a weft-proxy runs beside them) and the processes to start
+ * (weft-pilot, each application container, each proxy), with argv, extra environment and log file.
+ * Nothing is written or started here: the state module (localmesh_state.h) writes the files, the
+ * supervisor (localmesh_super.h) runs it.
  *
  * Inputs: the manifests are loaded with the same loader as `weftctl analyze`
  * (model/store.h). Files under the state folder are ignored (they are what an earlier run
@@ -97,6 +98,7 @@ typedef struct wf_lm_pod {
     const char *pod_file;  /* STATE/pods/<ns>.<pod>.json: the Pod object pilot reads */
     const char *token;     /* STATE/tokens/<pod>.<ns>/istio-token: its proxy's service-account
                               token (--token-path; localmesh_tokens.h), NULL without proxy */
+    const char *netns;     /* its network namespace (pod network netns), NULL in explicit mode */
 } wf_lm_pod;
 
 typedef struct wf_lm_proc {
@@ -105,9 +107,16 @@ typedef struct wf_lm_proc {
     size_t pod;        /* index into pods, SIZE_MAX for pilot */
     const char **argv; /* NULL-terminated; argv[0] is a path or a name looked up in PATH */
     size_t nenv;
-    const char **env; /* "K=V" added to (or replacing in) the supervisor's environment */
-    const char *log;  /* absolute path: STATE/logs/<name>.log */
+    const char **env;  /* "K=V" added to (or replacing in) the supervisor's environment */
+    const char *log;   /* absolute path: STATE/logs/<name>.log */
+    const char *netns; /* run inside this network namespace (/run/netns/NAME); NULL: the host */
+    int uid;           /* run as this uid and gid (the proxy with capture: 1337); -1: as we run */
 } wf_lm_proc;
+
+/* How pods are networked (docs/local-mesh.md): loopback addresses in the host's namespace
+ * (explicit, the default and the fallback without root), or a network namespace per pod on
+ * the pod network 10.10.0.0/16 (localmesh_netns.h). */
+typedef enum wf_lm_podnet { WF_LM_PODNET_EXPLICIT, WF_LM_PODNET_NETNS } wf_lm_podnet;
 
 typedef struct wf_lm_plan {
     wf_arena arena;
@@ -136,6 +145,11 @@ typedef struct wf_lm_plan {
      * "FILE:LINE:COL: Kind ns/name: FIELD has no effect in weft: ... [WFT0001]" */
     size_t nwarnings;
     const char **warnings;
+    wf_lm_podnet podnet;     /* explicit or netns */
+    bool capture;            /* netns: Istio's capture rules in every sidecar pod, proxy uid 1337 */
+    const char *pilot_ip;    /* where the proxies reach pilot: 127.0.0.1, or the host link's IP */
+    const char *secure_addr; /* pilot's --secureGRPCAddr: pilot_ip:15012 */
+    const char *netns_prefix; /* netns: "weft-<hash>-" (localmesh_netns.h), else NULL */
 } wf_lm_plan;
 
 typedef struct wf_lm_opts {
@@ -145,6 +159,9 @@ typedef struct wf_lm_opts {
     const char *mesh_config; /* NULL: looked for in DIR */
     const char *bin_dir;     /* where weftctl lives (weft-pilot etc. are looked up there) */
     const char *env_pilot, *env_proxy, *env_app; /* $WEFT_PILOT, $WEFT_PROXY, $WEFT_APP */
+    wf_lm_podnet podnet;                         /* default explicit */
+    bool capture; /* with netns: install the capture rules (off until the proxy's
+                     virtualOutbound/virtualInbound exist) */
 } wf_lm_opts;
 
 /* Load DIR and plan the mesh. The state folder is made absolute but not created. Returns

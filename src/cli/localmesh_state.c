@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/localmesh_netns.h"
 #include "cli/localmesh_state.h"
 #include "cli/localmesh_tokens.h"
 #include "cli/localmesh_sys.h"
@@ -69,7 +70,8 @@ static json_t *xds_cluster(const wf_lm_plan *p, const wf_lm_pod *pod)
                      "alt_stat_name", "xds-grpc;", "type", "STATIC", "connect_timeout", "1s",
                      "load_assignment", "cluster_name", "xds-grpc", "endpoints", "lb_endpoints",
                      "endpoint", "address",
-                     json_object_get_address(socket_address("127.0.0.1", WF_LM_SECURE_PORT)),
+                     json_object_get_address(socket_address(p->pilot_ip ? p->pilot_ip : "127.0.0.1",
+                                                            WF_LM_SECURE_PORT)),
                      "transport_socket", tls);
 }
 
@@ -381,6 +383,10 @@ static json_t *pod_entry(const wf_lm_plan *p, const wf_lm_pod *pod)
         json_decref(e);
         return NULL;
     }
+    if (e && pod->netns && json_object_set_new(e, "netns", json_string(pod->netns)) != 0) {
+        json_decref(e);
+        return NULL;
+    }
     return e;
 }
 
@@ -400,6 +406,10 @@ static json_t *proc_entry(const wf_lm_plan *p, const wf_lm_proc *proc, const wf_
         st && st->state ? st->state : "planned", "restarts", st ? (int)st->restarts : 0, "log",
         proc->log, "argv", argv, "startedAt", (json_int_t)(st ? st->started_ms : 0), "startTicks",
         (json_int_t)(st ? st->start_ticks : 0));
+    if (e && proc->netns && json_object_set_new(e, "netns", json_string(proc->netns)) != 0) {
+        json_decref(e);
+        return NULL;
+    }
     if (e && st && st->last_exit &&
         json_object_set_new(e, "lastExit", json_string(st->last_exit)) != 0) {
         json_decref(e);
@@ -420,6 +430,19 @@ static json_t *gateway_entry(const wf_lm_plan *p)
                      "target", target);
 }
 
+/* How the pods are networked: {"mode": "explicit"}, or netns with the namespace prefix, the
+ * node namespace, the host link and the CIDR (localmesh_netns.h). */
+static json_t *pod_network(const wf_lm_plan *p)
+{
+    if (p->podnet != WF_LM_PODNET_NETNS)
+        return json_pack("{s:s}", "mode", "explicit");
+    wf_lm_netns_names n;
+    wf_lm_netns_names_of(p->state, &n);
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:b}", "mode", "netns", "cidr", WF_LM_NETNS_CIDR,
+                     "prefix", n.prefix, "node", n.node, "hostLink", n.host_link, "hostIP",
+                     WF_LM_NETNS_HOST_IP, "capture", p->capture);
+}
+
 json_t *wf_lm_mesh_json(const wf_lm_plan *p, const wf_lm_proc_status *status, pid_t supervisor_pid)
 {
     json_t *pods = json_array(), *procs = json_array(), *warnings = json_array();
@@ -432,17 +455,19 @@ json_t *wf_lm_mesh_json(const wf_lm_plan *p, const wf_lm_proc_status *status, pi
     for (size_t i = 0; procs && i < p->nprocs; i++)
         if (json_array_append_new(procs, proc_entry(p, &p->procs[i], status ? &status[i] : NULL)))
             goto fail;
-    return json_pack(
-        "{s:s,s:s,s:{s:s},s:s,s:s,s:s,s:s?,s:{s:i},s:{s:s,s:s,s:s},s:o,s:o,s:o,s:o,"
-        "s:o}",
-        "apiVersion", "weft.dev/v1", "kind", "LocalMesh", "metadata", "name", "local-mesh", "dir",
-        p->dir, "state", p->state, "defaultNamespace", p->default_ns, "meshConfig", p->mesh_file,
-        "supervisor", "pid", (int)supervisor_pid, "pilot", "xds", WF_LM_XDS_ADDR, "secureXds",
-        WF_LM_SECURE_ADDR, "monitoring", WF_LM_MON_ADDR, "gateway", gateway_entry(p), "pods", pods,
-        "processes", procs, "injectorWarnings", warnings, "meshConfigSource",
-        p->mesh_cm_file ? json_pack("{s:s,s:i,s:i}", "file", p->mesh_cm_file, "line0",
-                                    (int)p->mesh_line0, "col0", (int)p->mesh_col0)
-                        : json_null());
+    return json_pack("{s:s,s:s,s:{s:s},s:s,s:s,s:s,s:s?,s:{s:i},s:{s:s,s:s,s:s},s:o,s:o,s:o,s:o,"
+                     "s:o,s:o}",
+                     "apiVersion", "weft.dev/v1", "kind", "LocalMesh", "metadata", "name",
+                     "local-mesh", "dir", p->dir, "state", p->state, "defaultNamespace",
+                     p->default_ns, "meshConfig", p->mesh_file, "supervisor", "pid",
+                     (int)supervisor_pid, "pilot", "xds", WF_LM_XDS_ADDR, "secureXds",
+                     p->secure_addr ? p->secure_addr : WF_LM_SECURE_ADDR, "monitoring",
+                     WF_LM_MON_ADDR, "gateway", gateway_entry(p), "pods", pods, "processes", procs,
+                     "injectorWarnings", warnings, "meshConfigSource",
+                     p->mesh_cm_file ? json_pack("{s:s,s:i,s:i}", "file", p->mesh_cm_file, "line0",
+                                                 (int)p->mesh_line0, "col0", (int)p->mesh_col0)
+                                     : json_null(),
+                     "podNetwork", pod_network(p));
 fail:
     json_decref(pods);
     json_decref(procs);

@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "cli/localmesh_fwd.h"
+#include "cli/localmesh_netns.h"
 #include "cli/localmesh_roots.h"
 #include "cli/localmesh_state.h"
 #include "cli/localmesh_super.h"
@@ -59,6 +60,7 @@ struct super {
     unsigned root_tries;    /* before the proxies start: fetches of the root so far */
     char *mesh_text;        /* the MeshConfig last written from the ConfigMap (NULL: the plan's) */
     wf_lm_fwd *fwd, *fwd_https; /* node ports 30000 -> 8080, 30005 -> 8443 */
+    wf_lm_fwd *fwd_pilot[2];    /* pod network netns: host link IP:15010 -> 127.0.0.1 */
     bool stopping, killed;
 };
 
@@ -124,6 +126,38 @@ static bool env_overridden(const char *entry, const wf_lm_proc *proc)
     return false;
 }
 
+/* The argv that runs proc: its own, or, in a pod's network namespace, util-linux's
+ * `nsenter --net=/run/netns/NAME [--setuid U --setgid U] -- argv...` (nsenter execs the
+ * program: the PID and the start time are the program's). malloc'd, strings borrowed
+ * except netns_arg and uid (filled). */
+static char **build_argv(const wf_lm_proc *proc, char *netns_arg, size_t cap, char uid[16])
+{
+    size_t n = 0;
+    while (proc->argv[n])
+        n++;
+    char **v = malloc((n + 8) * sizeof *v);
+    if (!v)
+        return NULL;
+    size_t k = 0;
+    if (proc->netns) {
+        snprintf(netns_arg, cap, "--net=%s/%s", WF_LM_NETNS_RUN_DIR, proc->netns);
+        v[k++] = "nsenter";
+        v[k++] = netns_arg;
+        if (proc->uid >= 0) {
+            snprintf(uid, 16, "%d", proc->uid);
+            v[k++] = "--setuid";
+            v[k++] = uid;
+            v[k++] = "--setgid";
+            v[k++] = uid;
+        }
+        v[k++] = "--";
+    }
+    for (size_t i = 0; i < n; i++)
+        v[k++] = (char *)proc->argv[i];
+    v[k] = NULL;
+    return v;
+}
+
 /* environ with proc->env added or replacing; the array is malloc'd, the strings borrowed. */
 static char **build_env(const wf_lm_proc *proc)
 {
@@ -173,15 +207,17 @@ static void start_kid(kid *k)
         return;
     int fd = open(k->proc->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     char **env = build_env(k->proc);
+    char netns_arg[400], uid[16];
+    char **argv = build_argv(k->proc, netns_arg, sizeof netns_arg, uid);
     int rc = UV_ENOMEM;
-    if (fd >= 0 && env) {
+    if (fd >= 0 && env && argv) {
         log_start(k, fd);
         uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
                                          {.flags = UV_INHERIT_FD, .data.fd = fd},
                                          {.flags = UV_INHERIT_FD, .data.fd = fd}};
         uv_process_options_t opts = {.exit_cb = kid_exited,
-                                     .file = k->proc->argv[0],
-                                     .args = (char **)k->proc->argv,
+                                     .file = argv[0],
+                                     .args = argv,
                                      .env = env,
                                      .cwd = s->plan->dir,
                                      .flags = UV_PROCESS_DETACHED,
@@ -192,6 +228,7 @@ static void start_kid(kid *k)
         k->handle_open = true;
     }
     free(env);
+    free(argv);
     if (fd >= 0)
         close(fd);
     if (rc != 0) {
@@ -328,6 +365,10 @@ static void stop(super *s, int sig)
     wf_lm_fwd_close(s->fwd);
     wf_lm_fwd_close(s->fwd_https);
     s->fwd = s->fwd_https = NULL;
+    for (size_t i = 0; i < 2; i++) {
+        wf_lm_fwd_close(s->fwd_pilot[i]);
+        s->fwd_pilot[i] = NULL;
+    }
     signal_kids(s, SIGTERM);
     publish(s);
     if (all_stopped(s))
@@ -481,9 +522,27 @@ static int init_handles(super *s)
     return rc ? rc : uv_signal_start(&s->sigterm, on_signal, SIGTERM);
 }
 
+/* Pod network netns: the pods reach pilot's plaintext xDS (on the host's 127.0.0.1) at the host
+ * link's IP, as pods reach istiod's 15010. */
+static int start_pilot_forwarders(super *s, wf_strbuf *err)
+{
+    const wf_lm_plan *p = s->plan;
+    const int ports[1] = {15010}; /* 15012 pilot binds on pilot_ip itself (its cert's SAN) */
+    for (size_t i = 0; p->podnet == WF_LM_PODNET_NETNS && i < 1; i++) {
+        if (wf_lm_fwd_start(&s->loop, p->pilot_ip, ports[i], "127.0.0.1", ports[i], s->log,
+                            &s->fwd_pilot[i], err) != 0)
+            return -1;
+        slog(s, "forwarding %s:%d (the pods' way to pilot) to 127.0.0.1:%d", p->pilot_ip, ports[i],
+             ports[i]);
+    }
+    return 0;
+}
+
 static int start_forwarder(super *s, wf_strbuf *err)
 {
     const wf_lm_plan *p = s->plan;
+    if (start_pilot_forwarders(s, err) != 0)
+        return -1;
     if (p->gateway >= p->npods)
         return 0;
     const char *ip = p->pods[p->gateway].ip;
@@ -522,6 +581,8 @@ static int run(super *s, wf_strbuf *err)
         close_all(s);
         wf_lm_fwd_close(s->fwd);
         wf_lm_fwd_close(s->fwd_https);
+        wf_lm_fwd_close(s->fwd_pilot[0]);
+        wf_lm_fwd_close(s->fwd_pilot[1]);
         return -1;
     }
     slog(s, "supervisor pid %d: %zu processes, %zu pods, state %s", (int)getpid(), s->nkids,
@@ -564,6 +625,15 @@ int wf_lm_supervise(const wf_lm_plan *p, FILE *log, wf_strbuf *err)
     int closed = uv_loop_close(&s.loop);
     if (closed != 0)
         slog(&s, "warning: loop not closed: %s", uv_strerror(closed));
+    if (p->podnet == WF_LM_PODNET_NETNS) { /* the supervisor owns the pod network */
+        size_t removed = 0;
+        wf_strbuf nerr = WF_STRBUF_INIT;
+        if (wf_lm_netns_down(p->state, &removed, &nerr) != 0)
+            slog(&s, "warning: removing the pod network: %s", wf_strbuf_cstr(&nerr));
+        else
+            slog(&s, "removed the pod network (%zu namespaces and links)", removed);
+        wf_strbuf_free(&nerr);
+    }
     free(s.kids);
     free(s.status);
     free(s.mesh_text);

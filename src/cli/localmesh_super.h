@@ -16,6 +16,10 @@
  *   STATE/supervisor.pid holds the supervisor's PID while it runs.
  * - SIGINT, SIGTERM or SIGHUP (the terminal went away) stops everything: SIGTERM to each process
  * group, SIGKILL to what is left after 10 s; a second signal sends SIGKILL at once.
+ * - Pod network netns (localmesh_netns.h): a process with a namespace runs through `nsenter
+ *   --net=/run/netns/NAME [--setuid U --setgid U] --` (which execs it), pilot's plaintext xDS
+ *   is forwarded from the host link's IP for the pods, and once everything stopped the pod
+ *   network is removed (up built it before starting the supervisor).
  */
 #ifndef WF_CLI_LOCALMESH_SUPER_H
 #define WF_CLI_LOCALMESH_SUPER_H

@@ -1,6 +1,7 @@
 /*
  * localmesh_tokens.c - per-pod service-account tokens of the local mesh (localmesh_tokens.h).
  */
+#include "cli/localmesh_netns.h"
 #include "cli/localmesh_tokens.h"
 
 #include <dirent.h>
@@ -92,6 +93,14 @@ static int write_token(const wf_lm_plan *p, const wf_lm_pod *pod, const wf_ca_to
     int rc = wf_lm_write_file_mode(pod->token, tok, strlen(tok), 0600, err);
     OPENSSL_cleanse(tok, strlen(tok));
     free(tok);
+    /* --capture: the sidecar runs as Istio's proxy uid 1337, and the token is its own (as
+     * Kubernetes gives the istio-token volume the pod's fsGroup 1337) */
+    if (rc == 0 && p->capture && pod->sidecar &&
+        (chown(dir, WF_LM_CAPTURE_UID, WF_LM_CAPTURE_UID) != 0 ||
+         chown(pod->token, WF_LM_CAPTURE_UID, WF_LM_CAPTURE_UID) != 0))
+        return wf_strbuf_printf(err, "chown %s to uid %d: %s", pod->token, WF_LM_CAPTURE_UID,
+                                strerror(errno)),
+               -1;
     return rc;
 }
 
@@ -118,6 +127,9 @@ int wf_lm_tokens_write(const wf_lm_plan *p, int64_t now_s, wf_strbuf *err)
     snprintf(dir, sizeof dir, "%s/%s", p->state, WF_LM_TOKENS_DIR);
     if (wf_lm_tokens_remove(p->state, err) != 0 || mkdir_private(dir, err) != 0)
         return -1;
+    /* --capture: uid 1337 must pass through STATE/tokens to its pod's folder (not list it) */
+    if (p->capture && chmod(dir, 0711) != 0)
+        return wf_strbuf_printf(err, "chmod %s: %s", dir, strerror(errno)), -1;
     return write_all(p, now_s, err);
 }
 
