@@ -457,7 +457,7 @@ static void view_endpointz(wf_ads *a, wf_debug_reply *r)
 
 static const char *metric_type(wf_xds_type t)
 {
-    static const char *const n[] = {"cds", "lds", "rds", "eds", "sds", "ecds"};
+    static const char *const n[] = {"cds", "lds", "rds", "eds", "sds", "ecds", "nds"};
     return (unsigned)t < WF_XDS_NTYPES ? n[t] : "unknown";
 }
 
@@ -656,6 +656,11 @@ static void r_config_dump(wf_pilot *p, const char *q, wf_debug_reply *r)
     wf_debug_config_dump(wf_pilot_ads(p), q, r);
 }
 
+static void r_ndsz(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    wf_debug_ndsz(wf_pilot_ads(p), q, r);
+}
+
 static void r_push_status(wf_pilot *p, const char *q, wf_debug_reply *r)
 {
     (void)q;
@@ -709,6 +714,7 @@ static const struct {
      "(?namespace=NS: one)"},
     {"/debug/list", r_list, "List all supported debug commands in json"},
     {"/debug/mesh", r_mesh, "Active mesh config"},
+    {"/debug/ndsz", r_ndsz, "Status and debug interface for NDS"},
     {"/debug/push_status", r_push_status, "Last PushContext Details"},
     {"/debug/registryz", r_registryz, "Debug support for registry"},
     {"/debug/syncz", r_syncz,
