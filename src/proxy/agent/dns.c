@@ -15,10 +15,10 @@
 #include "proxy/agent/dns_table.h"
 #include "proxy/agent/status.h"
 
-#define MAX_SEARCH      6
-#define TCP_IDLE_MS     30000u
-#define TCP_MSG_MAX     (2u + 65535u)
-#define MAX_LISTEN      2
+#define MAX_SEARCH  6
+#define TCP_IDLE_MS 30000u
+#define TCP_MSG_MAX (2u + 65535u)
+#define MAX_LISTEN  2
 
 typedef struct tcp_client tcp_client;
 typedef struct fwd fwd;
@@ -36,7 +36,7 @@ struct wp_dns {
     uv_tcp_t tcp[MAX_LISTEN];
     size_t nlisten;
     int port;
-    size_t live;  /* listener handles, clients and forwards not yet freed */
+    size_t live; /* listener handles, clients and forwards not yet freed */
     size_t inflight;
     bool closing;
     tcp_client *clients;
@@ -333,8 +333,7 @@ static void on_udp_up_recv(uv_udp_t *h, ssize_t n, const uv_buf_t *b, const stru
         return;
     }
     const uint8_t *r = (const uint8_t *)b->base;
-    if (!same_addr(from, &f->d->up[f->next_up - 1]) || n < 12 || r[0] != f->q[0] ||
-        r[1] != f->q[1])
+    if (!same_addr(from, &f->d->up[f->next_up - 1]) || n < 12 || r[0] != f->q[0] || r[1] != f->q[1])
         return; /* not the upstream's reply to this query */
     uint8_t *copy = dup_bytes(r, (size_t)n);
     finish(f, copy, copy ? (size_t)n : 0);
@@ -760,15 +759,17 @@ wp_dns *wp_dns_start(uv_loop_t *loop, const wp_dns_opts *o, wf_strbuf *err)
         wp_dns_close(d);
         return NULL;
     }
-    WF_LOG(WF_LC_dns, WF_LOG_INFO, "Starting local DNS server on port %d (%zu upstreams, %zu search "
-           "domains)", d->port, d->nup, d->nsearch);
+    WF_LOG(WF_LC_dns, WF_LOG_INFO,
+           "Starting local DNS server on port %d (%zu upstreams, %zu search "
+           "domains)",
+           d->port, d->nup, d->nsearch);
     return d;
 }
 
 bool wp_dns_capture_enabled(const json_t *node)
 {
-    const char *v = json_string_value(json_object_get(json_object_get(node, "metadata"),
-                                                      "DNS_CAPTURE"));
+    const char *v =
+        json_string_value(json_object_get(json_object_get(node, "metadata"), "DNS_CAPTURE"));
     return v && strcasecmp(v, "true") == 0;
 }
 

@@ -40,21 +40,21 @@
 
 #include "core/strbuf.h"
 
-#define WP_DNS_DEFAULT_ADDR       "127.0.0.1:15053"
+#define WP_DNS_DEFAULT_ADDR        "127.0.0.1:15053"
 #define WP_DNS_UPSTREAM_TIMEOUT_MS 5000u
-#define WP_DNS_MAX_FORWARDS       1024u
-#define WP_DNS_MAX_UPSTREAMS      8u
+#define WP_DNS_MAX_FORWARDS        1024u
+#define WP_DNS_MAX_UPSTREAMS       8u
 
 typedef struct wp_dns wp_dns;
 
 typedef struct wp_dns_opts {
-    const char *address;       /* "IP:PORT" / "[IPv6]:PORT"; NULL = env DNS_PROXY_ADDR, else
-                                * WP_DNS_DEFAULT_ADDR (and ::1 as above) */
-    const char *resolv_conf;   /* NULL = env WEFT_DNS_RESOLV_CONF, else /etc/resolv.conf */
-    const char *upstreams;     /* "IP:PORT,..." NULL = env WEFT_DNS_UPSTREAMS, else resolv.conf */
-    const char *ns;            /* the proxy's namespace (short names); NULL = none */
-    const char *domain;        /* the proxy's DNS domain ("<ns>.svc.cluster.local" or
-                                * "svc.cluster.local"); NULL = "svc.cluster.local" */
+    const char *address;     /* "IP:PORT" / "[IPv6]:PORT"; NULL = env DNS_PROXY_ADDR, else
+                              * WP_DNS_DEFAULT_ADDR (and ::1 as above) */
+    const char *resolv_conf; /* NULL = env WEFT_DNS_RESOLV_CONF, else /etc/resolv.conf */
+    const char *upstreams;   /* "IP:PORT,..." NULL = env WEFT_DNS_UPSTREAMS, else resolv.conf */
+    const char *ns;          /* the proxy's namespace (short names); NULL = none */
+    const char *domain;      /* the proxy's DNS domain ("<ns>.svc.cluster.local" or
+                              * "svc.cluster.local"); NULL = "svc.cluster.local" */
     uint64_t upstream_timeout_ms; /* 0 = WP_DNS_UPSTREAM_TIMEOUT_MS */
 } wp_dns_opts;
 

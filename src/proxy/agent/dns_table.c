@@ -118,10 +118,9 @@ static int add_answers(wp_dns_table *t, const json_t *set, json_t *v4, json_t *v
         const char *s = sc->search[0];
         snprintf(exp, sizeof exp, "%s%s%s", h, s, has_suffix(s, ".") ? "" : ".");
         char *l = lower_dup(exp, false);
-        int rc = !l ? -1
-                 : json_object_get(set, l)
-                     ? 0
-                     : json_object_set_new(t->cname, l, json_string(h));
+        int rc = !l                        ? -1
+                 : json_object_get(set, l) ? 0
+                                           : json_object_set_new(t->cname, l, json_string(h));
         free(l);
         if (rc != 0)
             return -1;
@@ -149,9 +148,8 @@ static int build(wp_dns_table *t, const json_t *table, const wp_dns_scope *sc)
         json_t *set = json_object(), *v4 = json_array(), *v6 = json_array();
         int rc = set && v4 && v6 ? 0 : -1;
         if (rc == 0)
-            rc = reg && strcmp(reg, "Kubernetes") == 0
-                     ? alt_hosts(set, host, ni, sc, domain, first)
-                     : set_add(set, host);
+            rc = reg && strcmp(reg, "Kubernetes") == 0 ? alt_hosts(set, host, ni, sc, domain, first)
+                                                       : set_add(set, host);
         if (rc == 0)
             rc = split_ips(json_object_get(ni, "ips"), v4, v6);
         if (rc == 0 && (json_array_size(v4) || json_array_size(v6)))
@@ -274,8 +272,8 @@ static int lookup(const wp_dns_table *t, ldns_rr_type qt, const char *qname, ldn
         return -1;
     for (size_t i = 0; i < json_array_size(ips); i++) {
         const char *ip = json_string_value(json_array_get(ips, i));
-        ldns_rdf *d = ldns_rdf_new_frm_str(
-            qt == LDNS_RR_TYPE_A ? LDNS_RDF_TYPE_A : LDNS_RDF_TYPE_AAAA, ip);
+        ldns_rdf *d =
+            ldns_rdf_new_frm_str(qt == LDNS_RR_TYPE_A ? LDNS_RDF_TYPE_A : LDNS_RDF_TYPE_AAAA, ip);
         if (push(p, make_rr(wildcard ? qname : host, qt, d)) != 0)
             return -1;
     }

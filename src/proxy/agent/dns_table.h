@@ -40,9 +40,9 @@
 
 #include <jansson.h>
 
-#define WP_DNS_TTL         30    /* seconds: Istio's defaultTTLInSeconds */
-#define WP_DNS_UDP_MIN     512   /* dns.MinMsgSize */
-#define WP_DNS_TCP_MAX     65535 /* dns.MaxMsgSize */
+#define WP_DNS_TTL     30    /* seconds: Istio's defaultTTLInSeconds */
+#define WP_DNS_UDP_MIN 512   /* dns.MinMsgSize */
+#define WP_DNS_TCP_MAX 65535 /* dns.MaxMsgSize */
 
 typedef struct wp_dns_table wp_dns_table;
 

@@ -91,8 +91,8 @@ static void handle_nds(wp_xds_client *c, const json_t *j)
                resp.version_info ? resp.version_info : "");
         send_req(c, &req);
     } else if (rc != 0) {
-        WF_LOG(WF_LC_config, WF_LOG_WARN, "gRPC config for %s rejected: %s",
-               WF_XDS_TYPE_NAME_TABLE, wf_strbuf_cstr(&err));
+        WF_LOG(WF_LC_config, WF_LOG_WARN, "gRPC config for %s rejected: %s", WF_XDS_TYPE_NAME_TABLE,
+               wf_strbuf_cstr(&err));
         if (wf_xds_client_nack(&c->nds, &resp, wf_strbuf_cstr(&err), &req) == 0)
             send_req(c, &req);
     }
