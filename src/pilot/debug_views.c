@@ -515,6 +515,9 @@ static void view_metrics(wf_ads *a, wf_debug_reply *r)
         wf_strbuf_printf(b, "pilot_xds_pushes{type=\"%s\"} %llu\n", metric_type(core_types[i]),
                          (unsigned long long)m->pushes[core_types[i]]);
     }
+    /* istiod counts NDS pushes under the same metric (type "nds") */
+    wf_strbuf_printf(b, "pilot_xds_pushes{type=\"nds\"} %llu\n",
+                     (unsigned long long)m->pushes[WF_XDS_NDS]);
     wf_strbuf_puts(b, "# HELP pilot_xds_push_time Total time in seconds Pilot takes to push lds, "
                       "rds, cds and eds.\n# TYPE pilot_xds_push_time histogram\n");
     for (int i = 0; i < 4; i++) {
