@@ -53,6 +53,7 @@
 #include "pilot/debug_internal.h"
 #include "pilot/eds.h"
 #include "pilot/jwks_fetch.h"
+#include "pilot/nds.h"
 #include "pilot/pilot.h"
 
 #ifndef WEFT_VERSION
@@ -367,7 +368,9 @@ static json_t *service_json(const wf_store *st, const wf_resource *res)
                      "namespace", res->ns, "kind", "Service", "ports", ports, "selector", sel);
 }
 
-static json_t *se_json(const wf_resource *res, const char *host)
+/* alloc: pilot/nds.h wf_nds_auto_allocate (istiod's model.Service shows the addresses it
+ * auto-allocated as autoAllocatedIPv4Address / autoAllocatedIPv6Address). */
+static json_t *se_json(const wf_resource *res, const char *host, const json_t *alloc)
 {
     const wf_serviceentry *se = res->t.se;
     json_t *ports = json_array();
@@ -377,9 +380,17 @@ static json_t *se_json(const wf_resource *res, const char *host)
                                                se->ports[i].number, "protocol",
                                                se->ports[i].protocol ? se->ports[i].protocol : ""));
     }
-    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s}", "hostname", host, "name", res->name,
-                     "namespace", res->ns, "kind", "ServiceEntry", "ports", ports, "resolution",
-                     se && se->resolution ? se->resolution : "");
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s}", "hostname", host, "name", res->name,
+                          "namespace", res->ns, "kind", "ServiceEntry", "ports", ports,
+                          "resolution", se && se->resolution ? se->resolution : "");
+    char key[512];
+    snprintf(key, sizeof key, "%s/%s", res->ns ? res->ns : "", host);
+    const json_t *a = json_object_get(alloc, key);
+    if (o && a) {
+        json_object_set(o, "autoAllocatedIPv4Address", json_object_get(a, "ipv4"));
+        json_object_set(o, "autoAllocatedIPv6Address", json_object_get(a, "ipv6"));
+    }
+    return o;
 }
 
 static void view_registryz(wf_ads *a, wf_debug_reply *r)
@@ -392,11 +403,13 @@ static void view_registryz(wf_ads *a, wf_debug_reply *r)
         json_array_append_new(arr, service_json(s->store, svcs[i]));
     }
     const wf_resource *const *ses = s ? wf_store_kind(s->store, WF_KIND_SERVICEENTRY, &n) : NULL;
+    json_t *alloc = ses && n ? wf_nds_auto_allocate(s->store) : NULL;
     for (size_t i = 0; arr && ses && i < n; i++) {
         for (size_t h = 0; ses[i]->t.se && h < ses[i]->t.se->hosts.n; h++) {
-            json_array_append_new(arr, se_json(ses[i], ses[i]->t.se->hosts.v[h]));
+            json_array_append_new(arr, se_json(ses[i], ses[i]->t.se->hosts.v[h], alloc));
         }
     }
+    json_decref(alloc);
     wf_debug_reply_json(r, 200, arr);
 }
 

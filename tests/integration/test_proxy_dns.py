@@ -297,6 +297,13 @@ def test_dnspython_search_aaaa_serviceentries(agent, pilot, upstream):
     nt = json.loads(http_get(pilot.mon, "/debug/ndsz?proxyID=sleep-1.istioinaction")[1])
     assert nt["resource"]["table"]["db.internal.test"] == {"ips": [want],
                                                            "registry": "External"}
+    # istiod's registryz shows the allocation on the service
+    reg = json.loads(http_get(pilot.mon, "/debug/registryz")[1])
+    db = [s for s in reg if s["hostname"] == "db.internal.test"][0]
+    assert db["autoAllocatedIPv4Address"] == want
+    assert db["autoAllocatedIPv6Address"].startswith("2001:2::f0f0:")
+    api = [s for s in reg if s["hostname"] == "api.example.test"][0]
+    assert "autoAllocatedIPv4Address" not in api
 
 
 def test_forwarding_udp_tcp(agent, upstream):
