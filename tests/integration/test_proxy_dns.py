@@ -327,6 +327,11 @@ def test_next_upstream_and_servfail(proxy_factory, pilot, upstream, monkeypatch,
                     "127.0.0.1:%d,127.0.0.1:%d" % (dead, upstream.port))
     assert records(tcp(p, "example.org.")) == [("example.org.", "A", 300, UPSTREAM_IP)]
     assert "upstream failure: connection refused" in p.stderr_text()
+    # over UDP nothing refuses: the first upstream times out (Istio's 5 s), then the next
+    t0 = time.monotonic()
+    assert records(udp(p, "example.org.")) == [("example.org.", "A", 300, UPSTREAM_IP)]
+    assert 4.5 < time.monotonic() - t0 < 8
+    assert "upstream failure: i/o timeout" in p.stderr_text()
     upstream.close()  # now none answers over TCP: SERVFAIL
     upstream.udp = upstream.tcp = _Closed()
     assert tcp(p, "example.org.").rcode() == dns.rcode.SERVFAIL
@@ -338,6 +343,32 @@ class _Closed:
 
     def server_close(self):
         pass
+
+
+def test_tcp_several_queries_one_connection(agent, upstream):
+    """A TCP client may send queries back to back on one connection; each is answered (a mesh
+    name at once, a forwarded one when the upstream answers), matched by id."""
+    names = ["catalog.", "example.org.", "api.example.test.", "nowhere.example."]
+    msgs = [dns.message.make_query(n, "A") for n in names]
+    with socket.create_connection(("127.0.0.1", agent.dns), timeout=8) as s:
+        s.sendall(b"".join(len(w).to_bytes(2, "big") + w for w in (m.to_wire() for m in msgs)))
+        got = {}
+        buf = b""
+        while len(got) < len(msgs):
+            chunk = s.recv(65536)
+            assert chunk, "connection closed after %d answers" % len(got)
+            buf += chunk
+            while len(buf) >= 2 and len(buf) >= 2 + int.from_bytes(buf[:2], "big"):
+                n = int.from_bytes(buf[:2], "big")
+                r = dns.message.from_wire(buf[2:2 + n])
+                got[r.id] = r
+                buf = buf[2 + n:]
+    want = {"catalog.": ["10.96.0.20"], "example.org.": [UPSTREAM_IP],
+            "api.example.test.": ["192.0.2.10"], "nowhere.example.": []}
+    for m in msgs:
+        r = got[m.id]
+        name = m.question[0].name.to_text()
+        assert [d for _, _, _, d in records(r)] == want[name], name
 
 
 def test_push_updates_table(agent, pilot, upstream):
