@@ -1,96 +1,22 @@
 /*
- * dns.c - the agent's DNS proxy server: UDP and TCP listeners, upstream forwarding with
- * timeouts, the resolver configuration. See dns.h; answers come from dns_table.h.
+ * dns.c - the agent's DNS proxy server: UDP and TCP listeners, TCP client connections,
+ * answers from the lookup table (dns_table.h), the server's life. Forwarding is in
+ * dns_forward.c, the configuration in dns_conf.c. See dns.h.
  */
 #include "proxy/agent/dns.h"
 
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "core/log.h"
-#include "proxy/agent/dns_table.h"
+#include "proxy/agent/dns_internal.h"
 #include "proxy/agent/status.h"
-
-#define MAX_SEARCH  6
-#define TCP_IDLE_MS 30000u
-#define TCP_MSG_MAX (2u + 65535u)
-#define MAX_LISTEN  2
-
-typedef struct tcp_client tcp_client;
-typedef struct fwd fwd;
-
-struct wp_dns {
-    uv_loop_t *loop;
-    wp_dns_table *table;
-    char *ns, *domain;
-    char *search[MAX_SEARCH];
-    size_t nsearch;
-    struct sockaddr_storage up[WP_DNS_MAX_UPSTREAMS];
-    size_t nup;
-    uint64_t timeout_ms;
-    uv_udp_t udp[MAX_LISTEN];
-    uv_tcp_t tcp[MAX_LISTEN];
-    size_t nlisten;
-    int port;
-    size_t live; /* listener handles, clients and forwards not yet freed */
-    size_t inflight;
-    bool closing;
-    tcp_client *clients;
-    fwd *fwds;
-    uint8_t rbuf[65536]; /* UDP receive buffer (one loop thread) */
-};
-
-struct tcp_client {
-    uv_tcp_t h;
-    uv_timer_t idle;
-    wp_dns *d;
-    uint8_t *buf;
-    size_t len;
-    int refs; /* handles open + forwards + writes pending */
-    bool closed;
-    tcp_client *next, *prev;
-};
-
-/* One try at one upstream; freed from its handle's close callback. */
-typedef struct attempt {
-    union {
-        uv_udp_t udp;
-        uv_tcp_t tcp;
-        uv_handle_t any;
-    } h;
-    fwd *f;
-    bool tcp;
-    uv_connect_t conn;
-    uv_write_t wr;
-    uv_udp_send_t us;
-    uint8_t pfx[2];
-    uint8_t *rbuf;
-    size_t rlen, rcap;
-} attempt;
-
-struct fwd {
-    wp_dns *d;
-    uint8_t *q;
-    size_t qlen;
-    bool tcp, finished;
-    size_t next_up;
-    attempt *cur;
-    int pending; /* the timer and attempts not yet closed */
-    uv_timer_t timer;
-    uv_udp_t *srv; /* UDP: the listener and the client's address */
-    struct sockaddr_storage client;
-    tcp_client *tc; /* TCP: the client connection (a reference) */
-    char qname[256];
-    fwd *next, *prev;
-};
 
 /* ---- lifetime ---- */
 
-static void dns_unlive(wp_dns *d)
+void dns_unlive(wp_dns *d)
 {
     if (--d->live == 0 && d->closing) {
         wp_dns_table_free(d->table);
@@ -109,7 +35,7 @@ static void on_listener_closed(uv_handle_t *h)
 
 /* ---- TCP clients ---- */
 
-static void tc_unref(tcp_client *tc)
+void dns_tc_unref(tcp_client *tc)
 {
     if (--tc->refs > 0)
         return;
@@ -127,7 +53,7 @@ static void tc_unref(tcp_client *tc)
 
 static void on_tc_handle_closed(uv_handle_t *h)
 {
-    tc_unref(h->data);
+    dns_tc_unref(h->data);
 }
 
 static void tc_close(tcp_client *tc)
@@ -151,12 +77,12 @@ static void on_tc_written(uv_write_t *w, int status)
     if (status < 0)
         tc_close(r->tc);
     free(r->data);
-    tc_unref(r->tc);
+    dns_tc_unref(r->tc);
     free(r);
 }
 
 /* Sends msg (taken over) to a TCP client with its length prefix. */
-static void tc_send(tcp_client *tc, uint8_t *msg, size_t len)
+void dns_tc_send(tcp_client *tc, uint8_t *msg, size_t len)
 {
     wreq *r = tc->closed || len > 65535 ? NULL : calloc(1, sizeof *r);
     uint8_t *data = r ? malloc(len + 2) : NULL;
@@ -183,309 +109,11 @@ static void tc_send(tcp_client *tc, uint8_t *msg, size_t len)
 
 /* ---- replies ---- */
 
-static void udp_reply(uv_udp_t *srv, const struct sockaddr *to, uint8_t *msg, size_t len)
+void dns_udp_reply(uv_udp_t *srv, const struct sockaddr *to, uint8_t *msg, size_t len)
 {
     uv_buf_t b = uv_buf_init((char *)msg, (unsigned)len);
     (void)uv_udp_try_send(srv, &b, 1, to); /* a full socket drops it: DNS clients retry */
     free(msg);
-}
-
-/* ---- forwarding ---- */
-
-static void try_next(fwd *f);
-
-static void fwd_maybe_free(fwd *f)
-{
-    if (!f->finished || f->pending > 0)
-        return;
-    wp_dns *d = f->d;
-    if (f->tc)
-        tc_unref(f->tc);
-    free(f->q);
-    free(f);
-    dns_unlive(d);
-}
-
-static void on_attempt_closed(uv_handle_t *h)
-{
-    attempt *a = h->data;
-    fwd *f = a->f;
-    free(a->rbuf);
-    free(a);
-    f->pending--;
-    fwd_maybe_free(f);
-}
-
-static void on_timer_closed(uv_handle_t *h)
-{
-    fwd *f = h->data;
-    f->pending--;
-    fwd_maybe_free(f);
-}
-
-static void attempt_close(attempt *a)
-{
-    if (a && !uv_is_closing(&a->h.any))
-        uv_close(&a->h.any, on_attempt_closed);
-}
-
-/* The forward ends: reply (taken over; NULL = SERVFAIL) goes to the client. */
-static void finish(fwd *f, uint8_t *reply, size_t len)
-{
-    if (f->finished) {
-        free(reply);
-        return;
-    }
-    wp_dns *d = f->d;
-    f->finished = true;
-    d->inflight--;
-    if (f->prev)
-        f->prev->next = f->next;
-    else
-        d->fwds = f->next;
-    if (f->next)
-        f->next->prev = f->prev;
-    attempt_close(f->cur);
-    f->cur = NULL;
-    uv_close((uv_handle_t *)&f->timer, on_timer_closed);
-    if (!reply && !d->closing && wp_dns_servfail(f->q, f->qlen, &reply, &len) != WP_DNS_ANSWER)
-        reply = NULL;
-    if (reply && !d->closing &&
-        wp_dns_truncate(&reply, &len, wp_dns_max_size(f->q, f->qlen, f->tcp)) == 0) {
-        if (f->tcp)
-            tc_send(f->tc, reply, len);
-        else
-            udp_reply(f->srv, (const struct sockaddr *)&f->client, reply, len);
-    } else {
-        free(reply);
-    }
-}
-
-static void attempt_failed(attempt *a, const char *why)
-{
-    fwd *f = a->f;
-    if (f->cur != a || f->finished)
-        return;
-    WF_LOG(WF_LC_dns, WF_LOG_INFO, "upstream failure: %s", why);
-    f->cur = NULL;
-    attempt_close(a);
-    try_next(f);
-}
-
-static void on_timeout(uv_timer_t *t)
-{
-    fwd *f = t->data;
-    if (f->cur)
-        attempt_failed(f->cur, "i/o timeout");
-}
-
-static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
-{
-    attempt *a = h->data;
-    (void)hint;
-    if (!a->tcp) {
-        wp_dns *d = a->f->d;
-        *b = uv_buf_init((char *)d->rbuf, sizeof d->rbuf);
-        return;
-    }
-    if (a->rcap - a->rlen < 4096 && a->rcap < TCP_MSG_MAX) {
-        size_t nc = a->rcap ? a->rcap * 2 : 4096;
-        nc = nc > TCP_MSG_MAX ? TCP_MSG_MAX : nc;
-        uint8_t *nb = realloc(a->rbuf, nc);
-        if (nb) {
-            a->rbuf = nb;
-            a->rcap = nc;
-        }
-    }
-    *b = uv_buf_init((char *)a->rbuf + a->rlen, (unsigned)(a->rcap - a->rlen));
-}
-
-static bool same_addr(const struct sockaddr *x, const struct sockaddr_storage *y)
-{
-    if (!x || x->sa_family != y->ss_family)
-        return false;
-    if (x->sa_family == AF_INET) {
-        const struct sockaddr_in *a = (const void *)x, *b = (const void *)y;
-        return a->sin_port == b->sin_port && a->sin_addr.s_addr == b->sin_addr.s_addr;
-    }
-    const struct sockaddr_in6 *a = (const void *)x, *b = (const void *)y;
-    return a->sin6_port == b->sin6_port && memcmp(&a->sin6_addr, &b->sin6_addr, 16) == 0;
-}
-
-static uint8_t *dup_bytes(const void *p, size_t n)
-{
-    uint8_t *o = malloc(n ? n : 1);
-    if (o)
-        memcpy(o, p, n);
-    return o;
-}
-
-static void on_udp_up_recv(uv_udp_t *h, ssize_t n, const uv_buf_t *b, const struct sockaddr *from,
-                           unsigned flags)
-{
-    attempt *a = h->data;
-    fwd *f = a->f;
-    (void)flags;
-    if (f->cur != a || f->finished || n == 0)
-        return;
-    if (n < 0) {
-        attempt_failed(a, uv_strerror((int)n));
-        return;
-    }
-    const uint8_t *r = (const uint8_t *)b->base;
-    if (!same_addr(from, &f->d->up[f->next_up - 1]) || n < 12 || r[0] != f->q[0] || r[1] != f->q[1])
-        return; /* not the upstream's reply to this query */
-    uint8_t *copy = dup_bytes(r, (size_t)n);
-    finish(f, copy, copy ? (size_t)n : 0);
-}
-
-static void on_udp_sent(uv_udp_send_t *s, int status)
-{
-    attempt *a = s->handle->data;
-    if (status < 0)
-        attempt_failed(a, uv_strerror(status));
-}
-
-static void on_tcp_up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
-{
-    attempt *a = s->data;
-    fwd *f = a->f;
-    (void)b;
-    if (f->cur != a || f->finished)
-        return;
-    if (n < 0) {
-        attempt_failed(a, n == UV_EOF ? "EOF" : uv_strerror((int)n));
-        return;
-    }
-    a->rlen += (size_t)n;
-    if (a->rlen < 2)
-        return;
-    size_t want = ((size_t)a->rbuf[0] << 8 | a->rbuf[1]) + 2;
-    if (a->rlen >= want) {
-        uint8_t *copy = dup_bytes(a->rbuf + 2, want - 2);
-        finish(f, copy, copy ? want - 2 : 0);
-    } else if (a->rlen >= a->rcap && a->rcap >= TCP_MSG_MAX) {
-        attempt_failed(a, "reply too long");
-    }
-}
-
-static void on_tcp_up_written(uv_write_t *w, int status)
-{
-    attempt *a = w->handle->data;
-    if (status < 0)
-        attempt_failed(a, uv_strerror(status));
-}
-
-static void on_tcp_up_connect(uv_connect_t *c, int status)
-{
-    attempt *a = c->handle->data;
-    fwd *f = a->f;
-    if (f->cur != a || f->finished)
-        return;
-    if (status < 0) {
-        attempt_failed(a, uv_strerror(status));
-        return;
-    }
-    a->pfx[0] = (uint8_t)(f->qlen >> 8);
-    a->pfx[1] = (uint8_t)f->qlen;
-    uv_buf_t bufs[2] = {uv_buf_init((char *)a->pfx, 2),
-                        uv_buf_init((char *)f->q, (unsigned)f->qlen)};
-    int rc = uv_write(&a->wr, (uv_stream_t *)&a->h.tcp, bufs, 2, on_tcp_up_written);
-    if (rc == 0)
-        rc = uv_read_start((uv_stream_t *)&a->h.tcp, on_alloc, on_tcp_up_read);
-    if (rc != 0)
-        attempt_failed(a, uv_strerror(rc));
-}
-
-static int start_attempt(fwd *f, attempt *a, const struct sockaddr *up)
-{
-    uv_loop_t *loop = f->d->loop;
-    if (a->tcp) {
-        if (uv_tcp_init(loop, &a->h.tcp) != 0)
-            return -1;
-        a->h.any.data = a;
-        f->pending++;
-        return uv_tcp_connect(&a->conn, &a->h.tcp, up, on_tcp_up_connect);
-    }
-    if (uv_udp_init(loop, &a->h.udp) != 0)
-        return -1;
-    a->h.any.data = a;
-    f->pending++;
-    uv_buf_t b = uv_buf_init((char *)f->q, (unsigned)f->qlen);
-    int rc = uv_udp_send(&a->us, &a->h.udp, &b, 1, up, on_udp_sent);
-    return rc == 0 ? uv_udp_recv_start(&a->h.udp, on_alloc, on_udp_up_recv) : rc;
-}
-
-static void try_next(fwd *f)
-{
-    wp_dns *d = f->d;
-    while (!f->finished && f->next_up < d->nup) {
-        attempt *a = calloc(1, sizeof *a);
-        if (!a)
-            break;
-        a->f = f;
-        a->tcp = f->tcp;
-        const struct sockaddr *up = (const struct sockaddr *)&d->up[f->next_up++];
-        int before = f->pending;
-        f->cur = a;
-        int rc = start_attempt(f, a, up);
-        if (rc == 0) {
-            uv_timer_start(&f->timer, on_timeout, d->timeout_ms, 0);
-            return;
-        }
-        WF_LOG(WF_LC_dns, WF_LOG_INFO, "upstream failure: %s", uv_strerror(rc));
-        f->cur = NULL;
-        if (f->pending > before)
-            attempt_close(a); /* initialised: freed from its close callback */
-        else
-            free(a);
-    }
-    finish(f, NULL, 0);
-}
-
-/* Forwards q upstream for a client; answers SERVFAIL when it cannot. */
-static void forward(wp_dns *d, const uint8_t *q, size_t len, uv_udp_t *srv,
-                    const struct sockaddr *client, tcp_client *tc, const char *qname)
-{
-    fwd *f = d->inflight < WP_DNS_MAX_FORWARDS && d->nup ? calloc(1, sizeof *f) : NULL;
-    uint8_t *copy = f ? dup_bytes(q, len) : NULL;
-    if (!copy || uv_timer_init(d->loop, &f->timer) != 0) {
-        free(copy);
-        free(f);
-        uint8_t *r = NULL;
-        size_t n = 0;
-        if (wp_dns_servfail(q, len, &r, &n) != WP_DNS_ANSWER)
-            return;
-        if (tc)
-            tc_send(tc, r, n);
-        else
-            udp_reply(srv, client, r, n);
-        return;
-    }
-    WF_LOG(WF_LC_dns, WF_LOG_DEBUG,
-           "response for hostname \"%s\" not found in dns proxy, querying upstream", qname);
-    f->d = d;
-    f->q = copy;
-    f->qlen = len;
-    f->tcp = tc != NULL;
-    f->timer.data = f;
-    f->pending = 1;
-    f->srv = srv;
-    if (client)
-        memcpy(&f->client, client,
-               client->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                             : sizeof(struct sockaddr_in));
-    f->tc = tc;
-    if (tc)
-        tc->refs++;
-    snprintf(f->qname, sizeof f->qname, "%s", qname);
-    f->next = d->fwds;
-    if (d->fwds)
-        d->fwds->prev = f;
-    d->fwds = f;
-    d->inflight++;
-    d->live++;
-    try_next(f);
 }
 
 /* ---- queries ---- */
@@ -500,11 +128,11 @@ static void handle_query(wp_dns *d, const uint8_t *q, size_t len, uv_udp_t *srv,
     if (rc == WP_DNS_ANSWER) {
         WF_LOG(WF_LC_dns, WF_LOG_DEBUG, "response for hostname \"%s\" (found=true)", qname);
         if (tc)
-            tc_send(tc, out, n);
+            dns_tc_send(tc, out, n);
         else
-            udp_reply(srv, client, out, n);
+            dns_udp_reply(srv, client, out, n);
     } else if (rc == WP_DNS_FORWARD) {
-        forward(d, q, len, srv, client, tc, qname);
+        dns_forward(d, q, len, srv, client, tc, qname);
     }
 }
 
@@ -553,7 +181,7 @@ static void on_tc_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
         memmove(tc->buf, tc->buf + m + 2, tc->len - m - 2);
         tc->len -= m + 2;
     }
-    tc_unref(tc);
+    dns_tc_unref(tc);
 }
 
 static void on_tc_idle(uv_timer_t *t)
@@ -587,79 +215,6 @@ static void on_tcp_conn(uv_stream_t *srv, int status)
         uv_read_start((uv_stream_t *)&tc->h, on_tc_alloc, on_tc_read) != 0 ||
         uv_timer_start(&tc->idle, on_tc_idle, TCP_IDLE_MS, TCP_IDLE_MS) != 0)
         tc_close(tc);
-}
-
-/* ---- configuration ---- */
-
-static int add_upstream(wp_dns *d, const char *ip, int port)
-{
-    if (d->nup >= WP_DNS_MAX_UPSTREAMS)
-        return 0;
-    struct sockaddr_storage *sa = &d->up[d->nup];
-    if (uv_ip4_addr(ip, port, (struct sockaddr_in *)sa) == 0 ||
-        uv_ip6_addr(ip, port, (struct sockaddr_in6 *)sa) == 0) {
-        d->nup++;
-        return 0;
-    }
-    return -1;
-}
-
-static int parse_upstreams(wp_dns *d, const char *list, wf_strbuf *err)
-{
-    char *copy = strdup(list), *save = NULL;
-    if (!copy)
-        return -1;
-    for (char *t = strtok_r(copy, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
-        struct sockaddr_storage sa;
-        if (wp_status_parse_address(t, &sa, NULL) != 0) {
-            wf_strbuf_printf(err, "WEFT_DNS_UPSTREAMS: \"%s\" is not IP:PORT", t);
-            free(copy);
-            return -1;
-        }
-        if (d->nup < WP_DNS_MAX_UPSTREAMS)
-            d->up[d->nup++] = sa;
-    }
-    free(copy);
-    return 0;
-}
-
-static void set_search(wp_dns *d, char *rest)
-{
-    for (size_t i = 0; i < d->nsearch; i++)
-        free(d->search[i]);
-    d->nsearch = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(rest, " \t\r\n", &save); t && d->nsearch < MAX_SEARCH;
-         t = strtok_r(NULL, " \t\r\n", &save))
-        if ((d->search[d->nsearch] = strdup(t)))
-            d->nsearch++;
-}
-
-/* dns.ClientConfigFromFile: nameserver (port 53), search / domain (the last line wins). */
-static int read_resolv_conf(wp_dns *d, const char *path, bool servers, bool *v6, wf_strbuf *err)
-{
-    FILE *fp = fopen(path, "r");
-    if (!fp) {
-        wf_strbuf_printf(err, "resolv.conf %s: cannot read it", path);
-        return -1;
-    }
-    char line[1024];
-    while (fgets(line, sizeof line, fp)) {
-        char *p = line + strspn(line, " \t");
-        size_t k = strcspn(p, " \t\r\n");
-        char *rest = p + k + strspn(p + k, " \t");
-        if (k == 10 && strncmp(p, "nameserver", 10) == 0 && servers) {
-            char ip[64];
-            snprintf(ip, sizeof ip, "%.*s", (int)strcspn(rest, " \t\r\n%"), rest);
-            if (add_upstream(d, ip, 53) == 0 && strchr(ip, ':'))
-                *v6 = true;
-        } else if ((k == 6 && strncmp(p, "search", 6) == 0) ||
-                   (k == 6 && strncmp(p, "domain", 6) == 0)) {
-            set_search(d, rest);
-        }
-    }
-    fclose(fp);
-    return 0;
 }
 
 static int listen_on(wp_dns *d, const char *addr, wf_strbuf *err)
@@ -739,9 +294,9 @@ wp_dns *wp_dns_start(uv_loop_t *loop, const wp_dns_opts *o, wf_strbuf *err)
     bool v6 = false;
     int rc = d->domain ? 0 : -1;
     if (rc == 0)
-        rc = read_resolv_conf(d, rc_path, ups == NULL, &v6, err);
+        rc = dns_read_resolv_conf(d, rc_path, ups == NULL, &v6, err);
     if (rc == 0 && ups)
-        rc = parse_upstreams(d, ups, err);
+        rc = dns_parse_upstreams(d, ups, err);
     if (rc == 0 && d->nup == 0)
         WF_LOG(WF_LC_dns, WF_LOG_WARN, "no upstream nameserver in %s: unknown names get SERVFAIL",
                rc_path);
@@ -764,38 +319,6 @@ wp_dns *wp_dns_start(uv_loop_t *loop, const wp_dns_opts *o, wf_strbuf *err)
            "domains)",
            d->port, d->nup, d->nsearch);
     return d;
-}
-
-bool wp_dns_capture_enabled(const json_t *node)
-{
-    const char *v =
-        json_string_value(json_object_get(json_object_get(node, "metadata"), "DNS_CAPTURE"));
-    return v && strcasecmp(v, "true") == 0;
-}
-
-void wp_dns_scope_from_node(const json_t *node, char *ns, size_t ns_cap, char *domain,
-                            size_t domain_cap)
-{
-    const char *id = json_string_value(json_object_get(node, "id"));
-    const char *mns =
-        json_string_value(json_object_get(json_object_get(node, "metadata"), "NAMESPACE"));
-    snprintf(ns, ns_cap, "%s", "");
-    snprintf(domain, domain_cap, "%s", "");
-    const char *t1 = id ? strchr(id, '~') : NULL;
-    const char *t2 = t1 ? strchr(t1 + 1, '~') : NULL;
-    const char *t3 = t2 ? strchr(t2 + 1, '~') : NULL;
-    if (t3) { /* Istio's id: the pod part "pod.ns", the domain part */
-        const char *dot = memchr(t2 + 1, '.', (size_t)(t3 - t2 - 1));
-        if (dot)
-            snprintf(ns, ns_cap, "%.*s", (int)(t3 - dot - 1), dot + 1);
-        snprintf(domain, domain_cap, "%s", t3 + 1);
-    } else if (id && strrchr(id, '.')) {
-        snprintf(ns, ns_cap, "%s", strrchr(id, '.') + 1);
-    }
-    if (mns && *mns)
-        snprintf(ns, ns_cap, "%s", mns);
-    if (!*domain && *ns)
-        snprintf(domain, domain_cap, "%s.svc.cluster.local", ns);
 }
 
 int wp_dns_update(wp_dns *d, const json_t *name_table)
@@ -834,8 +357,7 @@ void wp_dns_close(wp_dns *d)
         uv_close((uv_handle_t *)&d->udp[i], on_listener_closed);
         uv_close((uv_handle_t *)&d->tcp[i], on_listener_closed);
     }
-    while (d->fwds)
-        finish(d->fwds, NULL, 0);
+    dns_forward_abort_all(d);
     for (tcp_client *tc = d->clients; tc; tc = tc->next)
         tc_close(tc);
     dns_unlive(d);
