@@ -307,7 +307,7 @@ wp_dns *wp_dns_start(uv_loop_t *loop, const wp_dns_opts *o, wf_strbuf *err)
         snprintf(a6, sizeof a6, "[::1]:%d", d->port);
         if (listen_on(d, a6, err) != 0) { /* no IPv6 loopback: IPv4 only */
             WF_LOG(WF_LC_dns, WF_LOG_WARN, "%s", wf_strbuf_cstr(err));
-            err->len = 0;
+            wf_strbuf_reset(err);
         }
     }
     if (rc != 0) {
