@@ -24,8 +24,8 @@
 #define PUSH_RETRY_MS     2
 
 /* Istio's full-push order, then the other types (requests only). */
-static const wf_xds_type serve_order[WF_XDS_NTYPES] = {WF_XDS_CDS, WF_XDS_EDS, WF_XDS_LDS,
-                                                       WF_XDS_RDS, WF_XDS_SDS, WF_XDS_ECDS};
+static const wf_xds_type serve_order[WF_XDS_NTYPES] = {
+    WF_XDS_CDS, WF_XDS_EDS, WF_XDS_LDS, WF_XDS_RDS, WF_XDS_SDS, WF_XDS_ECDS, WF_XDS_NDS};
 
 /* Bytes waiting in the send queues of every call (kept by the transport: O(1)). */
 static size_t inflight(const wf_ads *a)
@@ -103,9 +103,11 @@ static void make_version(wf_ads *a)
     snprintf(a->version, sizeof a->version, "%s/%llu", ts, (unsigned long long)++a->push_seq);
 }
 
-/* The types a push covers (Istio's full push: CDS, EDS, LDS, RDS). */
+/* The types a push covers (Istio's full push: CDS, EDS, LDS, RDS, and NDS for the proxies
+ * that watch it: nds.go ndsNeedsPush is true on every full push). */
 #define PUSH_TYPES                                                                                 \
-    ((1u << WF_XDS_CDS) | (1u << WF_XDS_EDS) | (1u << WF_XDS_LDS) | (1u << WF_XDS_RDS))
+    ((1u << WF_XDS_CDS) | (1u << WF_XDS_EDS) | (1u << WF_XDS_LDS) | (1u << WF_XDS_RDS) |           \
+     (1u << WF_XDS_NDS))
 
 /* The types a change can alter for a sidecar. Only RDS reads VirtualServices for a sidecar
  * (rds*.c; CDS, EDS and LDS never do, and gen_cache.c drops only RDS for them), so a change of

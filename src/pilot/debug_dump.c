@@ -177,3 +177,41 @@ void wf_debug_config_dump(wf_ads *a, const char *query, wf_debug_reply *r)
     wf_strbuf_putc(&r->body, '\n');
     free(txt);
 }
+
+/* istiod's ndsz (pilot/pkg/xds/debug.go): the NameTable NDS would send a connected proxy, as
+ * the Resource {"resource": NameTable}; 400 when the proxy did not ask for DNS capture. */
+void wf_debug_ndsz(wf_ads *a, const char *query, wf_debug_reply *r)
+{
+    char id[512];
+    if (!wf_debug_query_get(query, "proxyID", id, sizeof id) || !*id) {
+        text(r, 400, "You must provide a proxyID in the query string\n");
+        return;
+    }
+    const wf_ads_conn *c = find_conn(a, id);
+    if (!c) {
+        text(r, 404,
+             "Proxy not connected to this Pilot instance. It may be connected to another "
+             "instance.\n");
+        return;
+    }
+    if (!c->proxy.dns_capture) {
+        text(r, 400, "DNS capture is not enabled in the proxy\n");
+        return;
+    }
+    json_t *res = wf_ads_generate(a, &c->proxy, WF_XDS_NDS, NULL);
+    json_t *nt = json_array_get(res, 0);
+    if (!nt) {
+        json_decref(res);
+        text(r, res ? 200 : 500, res ? "" : "out of memory\n");
+        return;
+    }
+    json_t *j = json_pack("{s:O}", "resource", nt);
+    json_decref(res);
+    char *txt = j ? json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
+    json_decref(j);
+    r->status = txt ? 200 : 500;
+    r->ctype = "application/json";
+    wf_strbuf_puts(&r->body, txt ? txt : "out of memory");
+    wf_strbuf_putc(&r->body, '\n');
+    free(txt);
+}

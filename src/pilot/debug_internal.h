@@ -18,6 +18,9 @@ void wf_debug_reply_json(wf_debug_reply *r, int status, json_t *j);
 
 /* /debug/config_dump (debug_dump.c). */
 void wf_debug_config_dump(wf_ads *a, const char *query, wf_debug_reply *r);
+/* istiod's /debug/ndsz?proxyID=: {"resource": NameTable} of a connected proxy (pilot/nds.h);
+ * 400 without proxyID or when the proxy has no DNS_CAPTURE, 404 when not connected. */
+void wf_debug_ndsz(wf_ads *a, const char *query, wf_debug_reply *r);
 
 /* The MeshConfig istiod's /debug/mesh answers for mesh (NULL = Istio's defaults only): a new
  * object, or NULL when out of memory (debug_mesh.c). */

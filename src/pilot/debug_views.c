@@ -53,6 +53,7 @@
 #include "pilot/debug_internal.h"
 #include "pilot/eds.h"
 #include "pilot/jwks_fetch.h"
+#include "pilot/nds.h"
 #include "pilot/pilot.h"
 
 #ifndef WEFT_VERSION
@@ -367,7 +368,9 @@ static json_t *service_json(const wf_store *st, const wf_resource *res)
                      "namespace", res->ns, "kind", "Service", "ports", ports, "selector", sel);
 }
 
-static json_t *se_json(const wf_resource *res, const char *host)
+/* alloc: pilot/nds.h wf_nds_auto_allocate (istiod's model.Service shows the addresses it
+ * auto-allocated as autoAllocatedIPv4Address / autoAllocatedIPv6Address). */
+static json_t *se_json(const wf_resource *res, const char *host, const json_t *alloc)
 {
     const wf_serviceentry *se = res->t.se;
     json_t *ports = json_array();
@@ -377,9 +380,17 @@ static json_t *se_json(const wf_resource *res, const char *host)
                                                se->ports[i].number, "protocol",
                                                se->ports[i].protocol ? se->ports[i].protocol : ""));
     }
-    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s}", "hostname", host, "name", res->name,
-                     "namespace", res->ns, "kind", "ServiceEntry", "ports", ports, "resolution",
-                     se && se->resolution ? se->resolution : "");
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s}", "hostname", host, "name", res->name,
+                          "namespace", res->ns, "kind", "ServiceEntry", "ports", ports,
+                          "resolution", se && se->resolution ? se->resolution : "");
+    char key[512];
+    snprintf(key, sizeof key, "%s/%s", res->ns ? res->ns : "", host);
+    const json_t *a = json_object_get(alloc, key);
+    if (o && a) {
+        json_object_set(o, "autoAllocatedIPv4Address", json_object_get(a, "ipv4"));
+        json_object_set(o, "autoAllocatedIPv6Address", json_object_get(a, "ipv6"));
+    }
+    return o;
 }
 
 static void view_registryz(wf_ads *a, wf_debug_reply *r)
@@ -392,11 +403,13 @@ static void view_registryz(wf_ads *a, wf_debug_reply *r)
         json_array_append_new(arr, service_json(s->store, svcs[i]));
     }
     const wf_resource *const *ses = s ? wf_store_kind(s->store, WF_KIND_SERVICEENTRY, &n) : NULL;
+    json_t *alloc = ses && n ? wf_nds_auto_allocate(s->store) : NULL;
     for (size_t i = 0; arr && ses && i < n; i++) {
         for (size_t h = 0; ses[i]->t.se && h < ses[i]->t.se->hosts.n; h++) {
-            json_array_append_new(arr, se_json(ses[i], ses[i]->t.se->hosts.v[h]));
+            json_array_append_new(arr, se_json(ses[i], ses[i]->t.se->hosts.v[h], alloc));
         }
     }
+    json_decref(alloc);
     wf_debug_reply_json(r, 200, arr);
 }
 
@@ -457,7 +470,7 @@ static void view_endpointz(wf_ads *a, wf_debug_reply *r)
 
 static const char *metric_type(wf_xds_type t)
 {
-    static const char *const n[] = {"cds", "lds", "rds", "eds", "sds", "ecds"};
+    static const char *const n[] = {"cds", "lds", "rds", "eds", "sds", "ecds", "nds"};
     return (unsigned)t < WF_XDS_NTYPES ? n[t] : "unknown";
 }
 
@@ -515,6 +528,9 @@ static void view_metrics(wf_ads *a, wf_debug_reply *r)
         wf_strbuf_printf(b, "pilot_xds_pushes{type=\"%s\"} %llu\n", metric_type(core_types[i]),
                          (unsigned long long)m->pushes[core_types[i]]);
     }
+    /* istiod counts NDS pushes under the same metric (type "nds") */
+    wf_strbuf_printf(b, "pilot_xds_pushes{type=\"nds\"} %llu\n",
+                     (unsigned long long)m->pushes[WF_XDS_NDS]);
     wf_strbuf_puts(b, "# HELP pilot_xds_push_time Total time in seconds Pilot takes to push lds, "
                       "rds, cds and eds.\n# TYPE pilot_xds_push_time histogram\n");
     for (int i = 0; i < 4; i++) {
@@ -656,6 +672,11 @@ static void r_config_dump(wf_pilot *p, const char *q, wf_debug_reply *r)
     wf_debug_config_dump(wf_pilot_ads(p), q, r);
 }
 
+static void r_ndsz(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    wf_debug_ndsz(wf_pilot_ads(p), q, r);
+}
+
 static void r_push_status(wf_pilot *p, const char *q, wf_debug_reply *r)
 {
     (void)q;
@@ -709,6 +730,7 @@ static const struct {
      "(?namespace=NS: one)"},
     {"/debug/list", r_list, "List all supported debug commands in json"},
     {"/debug/mesh", r_mesh, "Active mesh config"},
+    {"/debug/ndsz", r_ndsz, "Status and debug interface for NDS"},
     {"/debug/push_status", r_push_status, "Last PushContext Details"},
     {"/debug/registryz", r_registryz, "Debug support for registry"},
     {"/debug/syncz", r_syncz,

@@ -367,7 +367,7 @@ int wf_gen_cache_text_hashed(wf_gen_cache *c, const wf_pilot_proxy *p, wf_xds_ty
     *out = (wf_gen_text){.shared = "", .hash = FNV_INIT};
     if (!c || !p)
         return -1;
-    if (!cached_kind(p) || t >= WF_XDS_NTYPES || (int)t < 0) {
+    if (!cached_kind(p) || t >= WF_XDS_NTYPES || (int)t < 0 || t == WF_XDS_NDS) {
         json_t *arr = wf_gen_cache_json(c, p, t, names);
         if (!arr || !(out->own = dump_elems(arr, &out->own_len)))
             return -1;

@@ -14,6 +14,7 @@
 
 #include "pilot/cds.h"
 #include "pilot/generate_internal.h"
+#include "pilot/nds.h"
 #include "pilot/eds.h"
 #include "pilot/gateway.h"
 #include "pilot/inbound.h"
@@ -534,6 +535,9 @@ json_t *wf_pilot_generate(const wf_pilot_env *env, const wf_pilot_proxy *p, wf_x
         break;
     case WF_XDS_SDS: /* quiet: the ADS server calls pilot/sds.h itself to log and count */
         out = wf_pilot_sds_secrets(g.s, p->id, p->ns, names, (int64_t)time(NULL), NULL);
+        break;
+    case WF_XDS_NDS:
+        out = wf_nds_generate(g.s, p, g.scope);
         break;
     default:
         out = json_array();

@@ -12,7 +12,9 @@
  *    WEFT_LOCALHOST (the pod's own loopback address in the local mesh, where the application
  *    listens and where outbound listeners bind; default absent = Istio's shapes: inbound
  *    clusters send to 127.0.0.1 and outbound listeners are 0.0.0.0),
- *    WEFT_ADMIN ("ip:port" of the proxy's admin server, for weftctl).
+ *    WEFT_ADMIN ("ip:port" of the proxy's admin server, for weftctl),
+ *    DNS_CAPTURE / DNS_AUTO_ALLOCATE ("true": Istio's ISTIO_META_DNS_CAPTURE /
+ *    ISTIO_META_DNS_AUTO_ALLOCATE, pilot/nds.h).
  *    A Pod object NAME/NAMESPACE in the store fills labels and the IP when metadata lacks them.
  *  - precedence: the pod and namespace come from metadata NAME / NAMESPACE, else the id's
  *    "<pod>.<namespace>" (split at the last dot), else (namespace only) the first label of the
@@ -101,7 +103,10 @@ typedef struct wf_pilot_proxy {
     char *cluster_id;      /* CLUSTER_ID; NULL = "Kubernetes" */
     char *service_account; /* SERVICE_ACCOUNT; NULL = absent (xds_auth.h checks it) */
     json_t *labels;        /* object of string labels (own reference); never NULL */
-    bool http10; /* metadata HTTP10 "1" (Istio's ISTIO_META_HTTP10): HCMs accept HTTP/1.0 */
+    bool http10;      /* metadata HTTP10 "1" (Istio's ISTIO_META_HTTP10): HCMs accept HTTP/1.0 */
+    bool dns_capture; /* metadata DNS_CAPTURE "true" (ISTIO_META_DNS_CAPTURE): NDS */
+    bool dns_auto_allocate; /* metadata DNS_AUTO_ALLOCATE "true": ServiceEntry addresses
+                             * allocated for NDS (pilot/nds.h) */
 } wf_pilot_proxy;
 
 /* Fills *out from node (store may be NULL: no Pod lookup). Returns 0, or -1 with a message
@@ -130,6 +135,8 @@ typedef struct wf_pilot_env {
  *    of the proxy), empty assignments for unknown names (as istiod).
  *  - WF_XDS_SDS: the credentialName Secrets named in names (pilot/sds.h; none without
  *    names), without log lines or counts.
+ *  - WF_XDS_NDS: Istio's NameTable for a sidecar with DNS capture (pilot/nds.h), one
+ *    resource; an empty array for other proxies.
  *  - other types: an empty array. */
 json_t *wf_pilot_generate(const wf_pilot_env *env, const wf_pilot_proxy *p, wf_xds_type t,
                           const wf_xds_names *names);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "pilot/generate.h"
 
@@ -199,6 +200,17 @@ static int from_pod(const wf_store *store, wf_pilot_proxy *p)
     return p->labels ? 0 : -1;
 }
 
+/* Istio's StringBool metadata: "true" (any case) is true, anything else false. */
+static int md_flag(const json_t *md, const char *key, bool *out, char *err, size_t cap)
+{
+    char *v = NULL;
+    if (md_str(md, key, &v, err, cap) != 0)
+        return -1;
+    *out = v && strcasecmp(v, "true") == 0;
+    free(v);
+    return 0;
+}
+
 static int fill(const wf_xds_node *node, const wf_store *store, wf_pilot_proxy *p, char *err,
                 size_t cap)
 {
@@ -232,6 +244,9 @@ static int fill(const wf_xds_node *node, const wf_store *store, wf_pilot_proxy *
         return -1;
     p->http10 = h10 && strcmp(h10, "1") == 0;
     free(h10);
+    if (md_flag(md, "DNS_CAPTURE", &p->dns_capture, err, cap) != 0 ||
+        md_flag(md, "DNS_AUTO_ALLOCATE", &p->dns_auto_allocate, err, cap) != 0)
+        return -1;
     if (p->localhost && !is_ip(p->localhost))
         return fail(err, cap, "node.metadata.WEFT_LOCALHOST: \"%s\" is not an IP address",
                     p->localhost);

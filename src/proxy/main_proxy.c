@@ -87,7 +87,14 @@ static void usage(FILE *f)
             "  SECRET_GRACE_PERIOD_RATIO_JITTER=J  +- J on the ratio (default 0.01)\n"
             "  ECC_SIGNATURE_ALGORITHM=ECDSA   ECDSA P-256 key (default RSA 2048)\n"
             "  TRUST_DOMAIN, POD_NAMESPACE, SERVICE_ACCOUNT  the CSR's SPIFFE ID\n"
-            "  CLUSTER_ID                      ClusterID metadata (default Kubernetes)\n");
+            "  CLUSTER_ID                      ClusterID metadata (default Kubernetes)\n"
+            "\n"
+            "pilot-agent's DNS proxy (when the node metadata has DNS_CAPTURE \"true\"):\n"
+            "  DNS_PROXY_ADDR=IP:PORT          where it answers, UDP and TCP (default\n"
+            "                                  127.0.0.1:15053)\n"
+            "  WEFT_DNS_RESOLV_CONF=FILE       upstream nameservers and search domains (default\n"
+            "                                  /etc/resolv.conf)\n"
+            "  WEFT_DNS_UPSTREAMS=IP:PORT,...  test hook: these upstreams instead\n");
 }
 
 static int parse_uint(const char *flag, const char *s, uint64_t max, uint64_t *out)

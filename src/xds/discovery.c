@@ -15,10 +15,11 @@
 /* ---- type URLs ------------------------------------------------------------------------ */
 
 static const char *const type_urls[WF_XDS_NTYPES] = {
-    WF_XDS_TYPE_CLUSTER,  WF_XDS_TYPE_LISTENER, WF_XDS_TYPE_ROUTE,
-    WF_XDS_TYPE_ENDPOINT, WF_XDS_TYPE_SECRET,   WF_XDS_TYPE_EXTENSION,
+    WF_XDS_TYPE_CLUSTER, WF_XDS_TYPE_LISTENER,  WF_XDS_TYPE_ROUTE,      WF_XDS_TYPE_ENDPOINT,
+    WF_XDS_TYPE_SECRET,  WF_XDS_TYPE_EXTENSION, WF_XDS_TYPE_NAME_TABLE,
 };
-static const char *const type_shorts[WF_XDS_NTYPES] = {"CDS", "LDS", "RDS", "EDS", "SDS", "ECDS"};
+static const char *const type_shorts[WF_XDS_NTYPES] = {"CDS", "LDS",  "RDS", "EDS",
+                                                       "SDS", "ECDS", "NDS"};
 
 const char *wf_xds_type_url(wf_xds_type t)
 {

@@ -52,6 +52,9 @@ enum {
 #define WF_XDS_TYPE_ENDPOINT  "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
 #define WF_XDS_TYPE_SECRET    "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
 #define WF_XDS_TYPE_EXTENSION "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig"
+/* Istio's NDS (pilot/pkg/xds/nds.go, v3.NameTableType): one istio.networking.nds.v1.NameTable
+ * for the agent's DNS proxy, sent to proxies whose node metadata has DNS_CAPTURE "true". */
+#define WF_XDS_TYPE_NAME_TABLE "type.googleapis.com/istio.networking.nds.v1.NameTable"
 
 typedef enum wf_xds_type {
     WF_XDS_CDS = 0,
@@ -60,12 +63,13 @@ typedef enum wf_xds_type {
     WF_XDS_EDS,
     WF_XDS_SDS,
     WF_XDS_ECDS,
+    WF_XDS_NDS,
     WF_XDS_NTYPES,
 } wf_xds_type;
 
 /* Type URL of t (static string), NULL when t is out of range. */
 const char *wf_xds_type_url(wf_xds_type t);
-/* Short table name: "CDS", "LDS", "RDS", "EDS", "SDS", "ECDS"; NULL when out of range. */
+/* Short table name: "CDS", "LDS", "RDS", "EDS", "SDS", "ECDS", "NDS"; NULL when out of range. */
 const char *wf_xds_type_short(wf_xds_type t);
 /* The type whose URL is url, or -1 when none (NULL url included). */
 int wf_xds_type_from_url(const char *url);

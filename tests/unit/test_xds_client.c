@@ -314,7 +314,7 @@ static void start(env *e, bool pipe, bool node_once, const char *reject)
     if (!e->boot)
         fail_msg("bootstrap: %s", wf_strbuf_cstr(&err));
     free(text);
-    wp_xds_callbacks cb = {apply, on_state, on_update, e, hold, hold_settle, on_secrets};
+    wp_xds_callbacks cb = {apply, on_state, on_update, e, hold, hold_settle, on_secrets, NULL};
     wp_xds_client_opts o = {.backoff_base_ms = 20,
                             .backoff_max_ms = 80,
                             .seed = 7,

@@ -336,6 +336,25 @@ static void h_lifecycle(h1s_conn *c, const h1s_request *m, bool quit, st_resp *o
     h1s_after_answer(c, quit ? s->cb.quit : s->cb.drain, s->cb.ud); /* may close this server */
 }
 
+/* pilot-agent's handleNdsz: the DNS proxy's NameTable as JSON (writeJSONProto, no @type). */
+static void h_ndsz(h1s_conn *c, st_resp *o)
+{
+    wp_status *s = ((st_conn *)h1s_data(c))->s;
+    if (!peer_is_loopback(c)) {
+        set_text(o, 403, "Only requests from localhost are allowed\n");
+        return;
+    }
+    const json_t *nt = s->cb.name_table(s->cb.ud);
+    json_t *copy = nt ? json_deep_copy(nt) : NULL;
+    if (copy)
+        json_object_del(copy, "@type");
+    char *txt = copy ? json_dumps(copy, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
+    json_decref(copy);
+    set_text(o, txt ? 200 : 404, txt ? txt : "{}");
+    o->content_type = "application/json";
+    free(txt);
+}
+
 static void dispatch(h1s_conn *c, const h1s_request *m, st_resp *o)
 {
     wp_status *s = ((st_conn *)h1s_data(c))->s;
@@ -347,7 +366,10 @@ static void dispatch(h1s_conn *c, const h1s_request *m, st_resp *o)
     bool quit = full && s->cb.quit && str_is(path, "/quitquitquit");
     bool drain = full && s->cb.drain && str_is(path, "/drain");
     bool probe = full && (has_prefix(path, "/app-health/") || has_prefix(path, "/app-lifecycle/"));
-    if (quit || drain) {
+    bool ndsz = full && s->cb.name_table && str_is(path, "/debug/ndsz");
+    if (ndsz) {
+        h_ndsz(c, o);
+    } else if (quit || drain) {
         h_lifecycle(c, m, quit, o);
     } else if (probe) {
         h_app_probe(c, m, path, o);

@@ -36,6 +36,11 @@
  *                      localhost are allowed"), POST only (else 405 "Method Not Allowed"); 200
  *                      "OK", then the quit / drain callback runs. 404 when the callback is NULL
  *                      or opts.readiness_only is set.
+ *   /debug/ndsz        pilot-agent's handleNdsz: from a loopback peer only (else 403 "Only
+ *                      requests from localhost are allowed"); 200 application/json with the
+ *                      DNS proxy's NameTable ({"table": {...}}, dns.h) when it has one, else
+ *                      404 "{}". 404 "404 page not found" when name_table is NULL or
+ *                      readiness_only is set.
  *   anything else      404 "404 page not found"; on GET-only paths other methods are 405
  *                      (Allow: GET, HEAD). A HEAD gets the GET's status and headers only.
  * Served by the shared HTTP/1 server (http/h1_server.h, SKIP mode) with the project's parser
@@ -61,6 +66,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <jansson.h>
 #include <uv.h>
 
 #include "core/strbuf.h"
@@ -84,6 +90,9 @@ typedef struct {
      * is queued. */
     void (*quit)(void *ud);
     void (*drain)(void *ud);
+    /* Optional. pilot-agent's /debug/ndsz: the DNS proxy's NameTable (borrowed), NULL when it
+     * has none (no DNS capture, or no NDS push yet). */
+    const json_t *(*name_table)(void *ud);
     void *ud; /* handed to every callback, borrowed */
 } wp_status_callbacks;
 

@@ -29,6 +29,7 @@
 #include "proxy/server/worker.h"
 #include "proxy/server/listen_socket.h"
 #include "proxy/server/gen.h"
+#include "proxy/agent/dns.h"
 
 typedef struct {
     wp_server srv;
@@ -54,6 +55,7 @@ typedef struct {
     bool warming_clusters, warming_listeners; /* in the snapshot applied last */
     wp_status *status[2 * WP_MAX_STATUS_ADDRS];
     size_t nstatus;
+    wp_dns *dns; /* the agent's DNS proxy (agent/dns.h) when DNS_CAPTURE is on; else NULL */
     wp_cert_provider *certs; /* started by the first snapshot that uses SDS */
     char spiffe[512];        /* the provider's CSR identity */
     int64_t last_cert_days;  /* server.days_until_first_cert_expiring as last set */
@@ -89,6 +91,8 @@ static void stop_all(wp_main *m)
     m->nstatus = 0;
     wp_xds_client_stop(m->xds);
     m->xds = NULL;
+    wp_dns_close(m->dns);
+    m->dns = NULL;
     wp_cert_provider_close(m->certs);
     m->certs = NULL;
     wp_listen_hold_free(m->hold); /* warming listeners' sockets: no callback uses them now */
@@ -630,6 +634,12 @@ static const char *app_address(const wp_main *m)
     return lh && *lh ? lh : m->opts->app_ip;
 }
 
+/* pilot-agent's /debug/ndsz: the DNS proxy's NameTable. */
+static const json_t *st_name_table(void *ud)
+{
+    return wp_dns_name_table(((wp_main *)ud)->dns);
+}
+
 static int start_one_status(wp_main *m, const char *addr, bool readiness_only, wf_strbuf *err)
 {
     wp_status_opts opts = {.address = addr,
@@ -641,6 +651,7 @@ static int start_one_status(wp_main *m, const char *addr, bool readiness_only, w
                               .render_prometheus = st_prometheus,
                               .quit = st_quit,
                               .drain = st_drain,
+                              .name_table = st_name_table,
                               .ud = m};
     wp_status *s = wp_status_start(m->loop, &opts, &cb, err);
     if (!s)
@@ -771,6 +782,30 @@ static int xds_secrets(void *ud, const json_t *set, const wf_xds_names *wanted, 
                                 (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, err);
 }
 
+/* NDS: the NameTable goes to the DNS proxy. */
+static int xds_name_table(void *ud, const json_t *nt, wf_strbuf *err)
+{
+    wp_main *m = ud;
+    if (m->dns && wp_dns_update(m->dns, nt) != 0) {
+        wf_strbuf_puts(err, "out of memory building the DNS lookup table");
+        return -1;
+    }
+    return 0;
+}
+
+/* pilot-agent's DNS proxy (agent/dns.h) when the node asks for DNS capture. */
+static int start_dns(wp_main *m, wf_strbuf *err)
+{
+    const json_t *node = m->srv.gen->cfg->node;
+    if (!wp_dns_capture_enabled(node))
+        return 0;
+    char ns[256], domain[512];
+    wp_dns_scope_from_node(node, ns, sizeof ns, domain, sizeof domain);
+    wp_dns_opts o = {.ns = *ns ? ns : NULL, .domain = *domain ? domain : NULL};
+    m->dns = wp_dns_start(m->loop, &o, err);
+    return m->dns ? 0 : -1;
+}
+
 static int start_xds(wp_main *m, wf_strbuf *err)
 {
     if (!m->srv.gen->cfg->ads)
@@ -779,8 +814,8 @@ static int start_xds(wp_main *m, wf_strbuf *err)
         wf_strbuf_puts(err, "out of memory");
         return -1;
     }
-    wp_xds_callbacks cb = {xds_apply, xds_state,       xds_update, m,
-                           xds_hold,  xds_hold_settle, xds_secrets};
+    wp_xds_callbacks cb = {xds_apply, xds_state,       xds_update,  m,
+                           xds_hold,  xds_hold_settle, xds_secrets, xds_name_table};
     /* pilot-agent's per-RPC credentials towards istiod's 15012: the pod's token */
     wp_xds_client_opts xo = {.token_path = wp_token_path(m->opts->token_path)};
     atomic_store(&m->srv.state, 3);
@@ -974,7 +1009,11 @@ int wp_server_run(const wp_server_opts *o)
     atomic_store(&m.srv.workers_started, 1);
     wp_readiness_workers_started(&m.readiness, uv_now(&loop));
     ensure_cert_provider(&m, m.srv.gen->cfg);
-    if (start_xds(&m, &err) != 0) {
+    if (start_dns(&m, &err) != 0) {
+        WF_LOG(WF_LC_main, WF_LOG_CRITICAL, "failed to start local DNS server: %s",
+               wf_strbuf_cstr(&err));
+        stop_all(&m);
+    } else if (start_xds(&m, &err) != 0) {
         WF_LOG(WF_LC_main, WF_LOG_CRITICAL, "cannot start the xDS client: %s",
                wf_strbuf_cstr(&err));
         stop_all(&m);

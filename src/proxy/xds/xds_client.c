@@ -210,6 +210,7 @@ static void stream_failed(wp_xds_client *c, int status, const char *msg)
         wf_xds_client_stream_reset(&c->types[t]);
         wf_xds_delta_client_stream_reset(&c->dtypes[t]);
     }
+    wf_xds_client_stream_reset(&c->nds);
     schedule_retry(c);
 }
 

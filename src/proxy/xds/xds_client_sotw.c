@@ -56,6 +56,48 @@ void xc_send_initial(wp_xds_client *c)
         send_request(c, WF_XDS_RDS);
     if (c->types[WF_XDS_SDS].names.n)
         send_request(c, WF_XDS_SDS);
+    if (c->want_nds) { /* pilot-agent asks for NDS when DNS capture is on */
+        wf_xds_request req = {0};
+        if (wf_xds_client_request(&c->nds, NULL, &req) == 0)
+            send_req(c, &req);
+    }
+}
+
+/* An NDS response: the NameTable (its one resource) goes to the DNS proxy, not into the
+ * bootstrap; ACK, or NACK with the callback's reason. */
+static void handle_nds(wp_xds_client *c, const json_t *j)
+{
+    wf_xds_response resp = {0};
+    wf_xds_err xe;
+    wf_strbuf err = WF_STRBUF_INIT;
+    wf_xds_request req = {0};
+    if (wf_xds_response_decode(j, &resp, &xe) != 0) {
+        resp.type_url = (char *)WF_XDS_TYPE_NAME_TABLE;
+        resp.nonce = (char *)json_string_value(json_object_get(j, "nonce"));
+        if (wf_xds_client_nack(&c->nds, &resp, xe.text, &req) == 0)
+            send_req(c, &req);
+        return;
+    }
+    json_t *empty = json_object(); /* no resource: an empty table */
+    const json_t *nt = json_array_get(resp.resources, 0);
+    int rc = nt || empty ? c->cb.name_table(c->cb.ud, nt ? nt : empty, &err) : -1;
+    if (rc != 0 && err.len == 0)
+        wf_strbuf_puts(&err, "out of memory");
+    json_decref(empty);
+    if (rc == 0 && wf_xds_client_ack(&c->nds, &resp, &req) == 0) {
+        WF_LOG(WF_LC_config, WF_LOG_DEBUG,
+               "gRPC config for %s accepted with %zu resources with version %s",
+               WF_XDS_TYPE_NAME_TABLE, json_array_size(resp.resources),
+               resp.version_info ? resp.version_info : "");
+        send_req(c, &req);
+    } else if (rc != 0) {
+        WF_LOG(WF_LC_config, WF_LOG_WARN, "gRPC config for %s rejected: %s", WF_XDS_TYPE_NAME_TABLE,
+               wf_strbuf_cstr(&err));
+        if (wf_xds_client_nack(&c->nds, &resp, wf_strbuf_cstr(&err), &req) == 0)
+            send_req(c, &req);
+    }
+    wf_strbuf_free(&err);
+    wf_xds_response_free(&resp);
 }
 
 /* ---- NACK ---- */
@@ -222,7 +264,9 @@ void xc_on_response(wp_xds_client *c, const char *text, size_t len)
     int rc = wf_xds_response_decode(j, &resp, &xe);
     const char *url = rc == 0 ? resp.type_url : json_string_value(json_object_get(j, "type_url"));
     int t = wf_xds_type_from_url(url);
-    if (t < 0 || t >= XC_NTYPES) {
+    if (t == WF_XDS_NDS && c->want_nds) {
+        handle_nds(c, j);
+    } else if (t < 0 || t >= XC_NTYPES) {
         WF_LOG(WF_LC_config, WF_LOG_WARN,
                "Ignoring the message for type URL %s as it has no current subscribers",
                url ? url : "(none)");

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "core/log.h"
@@ -63,6 +64,9 @@ bool xc_state_init(wp_xds_client *c, const wp_config *cfg)
     bool ok = c->cluster_name && c->base && c->lds_errors && c->sds_expired &&
               (!cfg->node_id || c->node.id) && (!cfg->node_cluster || c->node.cluster) &&
               (!json_is_object(md) || c->node.metadata);
+    const char *dc = json_string_value(json_object_get(md, "DNS_CAPTURE"));
+    c->want_nds = !c->delta && c->cb.name_table && dc && strcasecmp(dc, "true") == 0;
+    ok = ok && wf_xds_client_init(&c->nds, WF_XDS_TYPE_NAME_TABLE) == 0;
     for (int t = 0; ok && t < XC_NTYPES; t++) {
         const char *url = wf_xds_type_url((wf_xds_type)t);
         ok = wf_xds_client_init(&c->types[t], url) == 0 &&
@@ -79,6 +83,7 @@ void xc_state_free(wp_xds_client *c)
         wf_xds_delta_client_free(&c->dtypes[t]);
         json_decref(c->sets[t]);
     }
+    wf_xds_client_free(&c->nds);
     wf_xds_node_free(&c->node);
     json_decref(c->base);
     json_decref(c->lds_errors);

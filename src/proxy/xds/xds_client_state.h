@@ -42,6 +42,8 @@ struct wp_xds_client {
     bool node_once;     /* set_node_on_first_message_only */
     bool delta;         /* api_type DELTA_GRPC: DeltaAggregatedResources */
     bool want_cds, want_lds;
+    bool want_nds;          /* DNS_CAPTURE "true" and a name_table callback (SotW only) */
+    wf_xds_client_type nds; /* NDS state: outside types[] (not composed into the bootstrap) */
     wf_xds_node node;
     json_t *base; /* the bootstrap the resources are added to (own reference) */
     /* protocol state (kept across streams): SotW, or delta (dtypes) when c->delta; the SotW

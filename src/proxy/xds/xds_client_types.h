@@ -53,6 +53,11 @@ typedef struct wp_xds_callbacks {
      * state again. 0, or -1 with the NACK text appended to err (the response is rejected, the
      * previous secrets stay). NULL: SDS responses are rejected. */
     int (*secrets)(void *ud, const json_t *set, const wf_xds_names *wanted, wf_strbuf *err);
+    /* NDS (Istio's name table, pilot/nds.h): with node metadata DNS_CAPTURE "true" the client
+     * subscribes to WF_XDS_NDS on the SotW stream, as pilot-agent does on its upstream
+     * connection, and hands each NameTable (borrowed) to this callback instead of composing
+     * it into the bootstrap. 0 ACKs; -1 with a message in err NACKs. NULL: no subscription. */
+    int (*name_table)(void *ud, const json_t *name_table, wf_strbuf *err);
 } wp_xds_callbacks;
 
 /* Knobs for tests; zero fields take the defaults. */
