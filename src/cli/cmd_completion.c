@@ -49,7 +49,9 @@ static const comp_cmd cmds[] = {
     {"remote-clusters", "", "", "--pilot --from-file --revision -r --help -h", ""},
     {"status", "", "", "--state --output -o --help -h", "json"},
     {"up", "", "",
-     "--state --detach -d --timeout --namespace -n --mesh-config --print-bootstrap --help -h", ""},
+     "--state --detach -d --timeout --namespace -n --mesh-config --print-bootstrap --pod-network "
+     "--capture --help -h",
+     ""},
     {"version", "", "", "--remote --short -s --output -o --pilot --help -h", "json yaml"},
     {"x", "experimental", "describe authz", "--help -h", ""},
 };

@@ -140,10 +140,22 @@ class Upstream:
                 outer.asked.append((name, "tcp"))
                 self.request.sendall(len(wire).to_bytes(2, "big") + wire)
 
-        self.udp = socketserver.ThreadingUDPServer(("127.0.0.1", 0), U)
-        port = self.udp.server_address[1]
-        socketserver.ThreadingTCPServer.allow_reuse_address = True
-        self.tcp = socketserver.ThreadingTCPServer(("127.0.0.1", port), T)
+        class TCP(socketserver.ThreadingTCPServer):
+            allow_reuse_address = True
+            daemon_threads = True
+
+        # one port for both protocols: the UDP one the kernel picks may be taken for TCP by a
+        # test running beside this one, so try again with another
+        for attempt in range(20):
+            self.udp = socketserver.ThreadingUDPServer(("127.0.0.1", 0), U)
+            port = self.udp.server_address[1]
+            try:
+                self.tcp = TCP(("127.0.0.1", port), T)
+                break
+            except OSError:
+                self.udp.server_close()
+                if attempt == 19:
+                    raise
         self.port = port
         for s in (self.udp, self.tcp):
             threading.Thread(target=s.serve_forever, daemon=True).start()
