@@ -31,7 +31,8 @@ struct wp_h2c {
     size_t streams_synced;
     wf_strbuf out; /* frames being written (d->writing) */
     struct bstream *streams;
-    bool flushing, closed, draining;
+    wp_deferred_item flush_item; /* on the worker's deferred list while a flush is wanted */
+    bool flushing, closed, draining, free_on_flush;
 };
 
 /* One stream: its transport socket (the child connection's), the request bytes for the
@@ -62,6 +63,7 @@ typedef struct bstream {
 } bstream;
 
 static void h2c_flush(wp_h2c *c);
+static void h2c_want_flush(wp_h2c *c);
 static void h2c_maybe_finish(wp_h2c *c);
 
 /* ---------- the socket a child connection reads and writes (transport_socket.h) ---------- */
@@ -126,7 +128,7 @@ static void bs_pump(uv_timer_t *t)
         b->in.len = b->in_off = 0;
     if (consumed && b->c && !b->c->closed) {
         wp_h2_server_consume(b->c->codec, b->id, consumed); /* the client may send more */
-        h2c_flush(b->c);
+        h2c_want_flush(b->c);
     }
     if (b->pending_close && !b->sock_closed) {
         b->pending_close = false;
@@ -296,11 +298,11 @@ static int bs_write(wp_tsock *t, uv_buf_t *bufs, unsigned n)
         b->rin.len = b->roff = 0;
     if (b->resp_error) {
         wp_h2_server_reset(b->c->codec, b->id, 2 /* INTERNAL_ERROR */);
-        h2c_flush(b->c);
+        h2c_want_flush(b->c);
         return -1;
     }
     bs_submit(b);
-    h2c_flush(b->c);
+    h2c_want_flush(b->c);
     if (bs_buffered(b) <= WP_H2C_BUFFER || !b->h2_open)
         return 0;
     b->write_pending = true; /* on_written once the client took enough */
@@ -338,12 +340,12 @@ static void bs_close(wp_tsock *t)
     if (b->c && !b->c->closed && b->unconsumed) { /* never read: the connection's window */
         wp_h2_server_consume(b->c->codec, b->id, b->unconsumed);
         b->unconsumed = 0;
-        h2c_flush(b->c);
+        h2c_want_flush(b->c);
     }
     if (b->c && !b->c->closed && b->h2_open && !b->end_submitted) {
         /* the child ended before its response did: the client sees the stream reset */
         wp_h2_server_reset(b->c->codec, b->id, 2 /* INTERNAL_ERROR */);
-        h2c_flush(b->c);
+        h2c_want_flush(b->c);
     }
     uv_close((uv_handle_t *)&b->timer, bs_timer_closed);
     if (b->c)
@@ -615,6 +617,26 @@ static void h2c_flush(wp_h2c *c)
     h2c_maybe_finish(c);
 }
 
+static void h2c_deferred_flush(wp_deferred_item *it)
+{
+    wp_h2c *c = (wp_h2c *)(void *)((char *)it - offsetof(wp_h2c, flush_item));
+    if (c->free_on_flush) {
+        wp_h2c_free(c);
+        return;
+    }
+    h2c_flush(c);
+}
+
+/* The frames of every stream go out together, once per loop iteration (nghttp2's
+ * session_send once per turn, as Envoy's dispatcher does): the flush runs from the worker's
+ * deferred list (net/deferred.h), after the iteration's timer and I/O callbacks, so the
+ * responses that the upstream reads of one poll phase produced share one write. */
+static void h2c_want_flush(wp_h2c *c)
+{
+    if (!c->closed)
+        wp_deferred_delete(&c->d->w->deferred, &c->flush_item, h2c_deferred_flush);
+}
+
 static const wp_dconn_mux_ops h2c_ops;
 
 /* The http2.* slots: looked up by name on the worker's first HTTP/2 connection of a
@@ -676,12 +698,12 @@ void wp_h2c_on_data(wp_dconn *d)
         wp_hcm_stat(d, WP_S_downstream_cx_protocol_error, 1);
         WF_CONN_LOG(WF_LC_http2, WF_LOG_DEBUG, d->id, "protocol error: %s", details);
     }
-    h2c_flush(c);
+    h2c_want_flush(c);
 }
 
 void wp_h2c_on_written(wp_dconn *d)
 {
-    h2c_flush(d->h2);
+    h2c_want_flush(d->h2);
 }
 
 void wp_h2c_close(wp_dconn *d)
@@ -709,6 +731,10 @@ void wp_h2c_close(wp_dconn *d)
 
 void wp_h2c_free(wp_h2c *c)
 {
+    if (c->flush_item.destroy) { /* queued: the deferred list still points at it */
+        c->free_on_flush = true;
+        return;
+    }
     wf_strbuf_free(&c->out);
     free(c);
 }
@@ -721,7 +747,7 @@ void wp_h2c_drain(wp_dconn *d)
     c->draining = true;
     wp_h2_server_goaway(c->codec, true);
     wp_h2_server_goaway(c->codec, false);
-    h2c_flush(c);
+    h2c_want_flush(c);
 }
 
 size_t wp_h2c_streams(const wp_dconn *d)

@@ -22,6 +22,11 @@
  * so the upstream read pauses (HTTP/1's back-pressure); nothing is framed while the socket's
  * write is pending.
  *
+ * Writes: the frames of all streams go out together, once per loop iteration (from the
+ * worker's deferred list, net/deferred.h, after the iteration's timer and I/O callbacks), as
+ * nghttp2's session_send once per turn: one write carries the responses that the upstream
+ * reads of one poll phase completed.
+ *
  * Memory: the codec and one state per stream (queues grow to the window / WP_H2C_BUFFER).
  * Threads: the connection's worker.
  */
