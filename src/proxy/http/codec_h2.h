@@ -37,8 +37,11 @@
  * copied into frames as the peer's window allows); on_data_sent says when the slice has been
  * framed, so a slow client stops the upstream read.
  *
- * Memory: one malloc'd state per stream (its header bytes grow in a strbuf, capped by
- * max_request_headers_kb); the nghttp2 session. Errors: functions return 0 or -1 (out of memory,
+ * Memory: one state per stream (its header bytes grow in a strbuf, capped by
+ * max_request_headers_kb; its field arrays grow with the fields, up to WP_H2_MAX_FIELDS); an
+ * ended stream's state is kept for the next stream of the connection (at most 16, none
+ * holding more than 8 KiB of header bytes), so the steady state allocates no stream state;
+ * the nghttp2 session. Errors: functions return 0 or -1 (out of memory,
  * or the stream or session is gone). Threads: a codec belongs to its connection's worker.
  */
 #ifndef WEFT_PROXY_HTTP_CODEC_H2_H

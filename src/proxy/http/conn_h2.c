@@ -30,19 +30,21 @@ struct wp_h2c {
     uint32_t slot_streams_active;
     size_t streams_synced;
     wf_strbuf out; /* frames being written (d->writing) */
-    struct bstream *streams;
+    struct wp_h2_bstream *streams;
     wp_deferred_item flush_item; /* on the worker's deferred list while a flush is wanted */
     bool flushing, closed, draining, free_on_flush;
 };
 
 /* One stream: its transport socket (the child connection's), the request bytes for the
  * child, the response parser and body buffers. Lives until both the socket closed (its
- * timer's close callback) and the codec forgot the stream. */
-typedef struct bstream {
+ * timer's close callback) and the codec forgot the stream; then it goes back to the worker's
+ * free ones (w->free_h2_streams, its buffers' room kept) or is freed. */
+typedef struct wp_h2_bstream {
     wp_tsock base;
     uv_timer_t timer; /* deliveries to the child from the loop; its close ends the socket */
     wp_h2c *c;        /* NULL once the connection closed */
-    struct bstream *prev, *next;
+    wp_worker *w;
+    struct wp_h2_bstream *prev, *next;
     wp_dconn *child;
     int32_t id;
     bool reading, sock_closed, timer_closed, h2_open;
@@ -51,8 +53,7 @@ typedef struct bstream {
     wf_strbuf in;              /* request bytes (HTTP/1.1) not yet read by the child */
     size_t in_off, unconsumed; /* unconsumed: body bytes whose window is still closed */
     /* response */
-    h1_parser rp;
-    h1_header rh[WP_MAX_HEADERS];
+    h1_parser rp; /* fields in rh */
     wf_strbuf rin;
     size_t roff;
     wf_strbuf body[2];
@@ -60,7 +61,73 @@ typedef struct bstream {
     wf_strbuf trl;    /* trailers: name\0value\0 pairs */
     size_t ntrl;
     bool resp_complete, end_submitted, resp_error;
+    struct wp_h2_bstream *next_free;
+    h1_header rh[WP_MAX_HEADERS]; /* last: not zeroed (the parser fills what it uses) */
 } bstream;
+
+#define BS_FREE_MAX 64u    /* stream states a worker keeps (as its HTTP/1 streams) */
+#define BS_KEEP     16384u /* buffer room a kept state may hold on to */
+
+static bool bs_keepable(const wf_strbuf *b)
+{
+    return !b->failed && b->cap <= BS_KEEP;
+}
+
+static void bs_destroy(bstream *b)
+{
+    wf_strbuf_free(&b->in);
+    wf_strbuf_free(&b->rin);
+    wf_strbuf_free(&b->body[0]);
+    wf_strbuf_free(&b->body[1]);
+    wf_strbuf_free(&b->trl);
+    free(b);
+}
+
+/* A stream state with everything before rh zeroed: one of the worker's free ones (its
+ * buffers emptied, their room kept) or new. NULL when out of memory. */
+static bstream *bs_get(wp_worker *w)
+{
+    bstream *b = w->free_h2_streams;
+    if (!b) {
+        b = malloc(sizeof(*b));
+        if (b)
+            memset(b, 0, offsetof(bstream, rh));
+        return b;
+    }
+    w->free_h2_streams = b->next_free;
+    w->nfree_h2_streams--;
+    wf_strbuf keep[5] = {b->in, b->rin, b->body[0], b->body[1], b->trl};
+    memset(b, 0, offsetof(bstream, rh));
+    b->in = keep[0];
+    b->rin = keep[1];
+    b->body[0] = keep[2];
+    b->body[1] = keep[3];
+    b->trl = keep[4];
+    b->in.len = b->rin.len = b->body[0].len = b->body[1].len = b->trl.len = 0;
+    return b;
+}
+
+static void bs_put(wp_worker *w, bstream *b)
+{
+    if (w->nfree_h2_streams >= BS_FREE_MAX || !bs_keepable(&b->in) || !bs_keepable(&b->rin) ||
+        !bs_keepable(&b->body[0]) || !bs_keepable(&b->body[1]) || !bs_keepable(&b->trl)) {
+        bs_destroy(b);
+        return;
+    }
+    b->next_free = w->free_h2_streams;
+    w->free_h2_streams = b;
+    w->nfree_h2_streams++;
+}
+
+void wp_h2c_worker_free(wp_worker *w)
+{
+    while (w->free_h2_streams) {
+        bstream *b = w->free_h2_streams;
+        w->free_h2_streams = b->next_free;
+        bs_destroy(b);
+    }
+    w->nfree_h2_streams = 0;
+}
 
 static void h2c_flush(wp_h2c *c);
 static void h2c_want_flush(wp_h2c *c);
@@ -80,12 +147,7 @@ static void bs_maybe_free(bstream *b)
         if (b->next)
             b->next->prev = b->prev;
     }
-    wf_strbuf_free(&b->in);
-    wf_strbuf_free(&b->rin);
-    wf_strbuf_free(&b->body[0]);
-    wf_strbuf_free(&b->body[1]);
-    wf_strbuf_free(&b->trl);
-    free(b);
+    bs_put(b->w, b);
 }
 
 static void bs_arm(bstream *b);
@@ -433,16 +495,17 @@ static void request_text(bstream *b, const h1_message *m)
 
 static void free_on_close(uv_handle_t *h)
 {
-    free(h->data);
+    bs_destroy(h->data);
 }
 
 static void *on_request(void *ctx, int32_t id, const h1_message *m, h1_str scheme)
 {
     (void)scheme;
     wp_h2c *c = ctx;
-    bstream *b = calloc(1, sizeof(*b));
+    bstream *b = bs_get(c->d->w);
     if (!b)
         return NULL;
+    b->w = c->d->w;
     b->c = c;
     b->id = id;
     b->h2_open = true;
@@ -454,7 +517,6 @@ static void *on_request(void *ctx, int32_t id, const h1_message *m, h1_str schem
     uv_timer_init(&c->d->w->loop, &b->timer);
     b->timer.data = b;
     if (wf_strbuf_failed(&b->in)) {
-        wf_strbuf_free(&b->in);
         uv_close((uv_handle_t *)&b->timer, free_on_close);
         return NULL;
     }
@@ -473,7 +535,6 @@ static void *on_request(void *ctx, int32_t id, const h1_message *m, h1_str schem
             c->streams = b->next;
         if (b->next)
             b->next->prev = b->prev;
-        wf_strbuf_free(&b->in);
         return NULL;
     }
     return b;

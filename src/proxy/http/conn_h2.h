@@ -28,6 +28,9 @@
  * reads of one poll phase completed.
  *
  * Memory: the codec and one state per stream (queues grow to the window / WP_H2C_BUFFER).
+ * An ended stream's state goes back to its worker's free ones (at most 64, each keeping
+ * buffers of at most 16 KiB, as the HTTP/1 streams of conn.c), so a stream in the steady
+ * state allocates nothing here.
  * Threads: the connection's worker.
  */
 #ifndef WEFT_PROXY_HTTP_CONN_H2_H
@@ -58,5 +61,7 @@ void wp_h2c_free(wp_h2c *c);
 void wp_h2c_drain(wp_dconn *d);
 /* Open streams. */
 size_t wp_h2c_streams(const wp_dconn *d);
+/* The stream states w keeps for its next HTTP/2 streams go (worker shutdown). */
+void wp_h2c_worker_free(wp_worker *w);
 
 #endif
