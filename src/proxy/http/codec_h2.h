@@ -34,8 +34,9 @@
  * slices of the caller's read bytes; the stream's window opens again only when the caller says
  * it consumed them (wp_h2_server_consume, after the upstream write completed), so a slow
  * upstream stops the client. Response DATA is taken one slice at a time (wp_h2_server_data,
- * copied into frames as the peer's window allows); on_data_sent says when the slice has been
- * framed, so a slow client stops the upstream read.
+ * framed as the peer's window allows: each DATA frame's header and bytes are appended to
+ * wp_h2_server_flush's output straight from the slice, nghttp2's NGHTTP2_DATA_FLAG_NO_COPY);
+ * on_data_sent says when the slice has been framed, so a slow client stops the upstream read.
  *
  * Memory: one state per stream (its header bytes grow in a strbuf, capped by
  * max_request_headers_kb; its field arrays grow with the fields, up to WP_H2_MAX_FIELDS); an

@@ -350,11 +350,21 @@ static int bs_write(wp_tsock *t, uv_buf_t *bufs, unsigned n)
     bstream *b = (bstream *)t;
     if (!b->c || b->c->closed || !b->h2_open)
         return -1;
-    for (unsigned i = 0; i < n; i++)
+    unsigned i = 0;
+    /* parsed where the child wrote them while nothing waits; what the parser leaves (a part
+     * of a head or of a chunk line) and what follows goes through rin */
+    for (; i < n && b->rin.len == 0 && !b->resp_error && !b->end_submitted; i++) {
+        b->roff = 0;
+        wp_h1_client_dispatch(&b->rp, bufs[i].base, bufs[i].len, &resp_cbs, b);
+        if (b->roff < bufs[i].len)
+            wf_strbuf_append(&b->rin, bufs[i].base + b->roff, bufs[i].len - b->roff);
+        b->roff = 0;
+    }
+    for (; i < n; i++)
         wf_strbuf_append(&b->rin, bufs[i].base, bufs[i].len);
     if (wf_strbuf_failed(&b->rin))
         return -1;
-    if (b->roff < b->rin.len)
+    if (b->roff < b->rin.len && !b->resp_error && !b->end_submitted)
         wp_h1_client_dispatch(&b->rp, b->rin.data + b->roff, b->rin.len - b->roff, &resp_cbs, b);
     if (b->roff == b->rin.len)
         b->rin.len = b->roff = 0;
