@@ -456,12 +456,20 @@ static int on_invalid_frame(nghttp2_session *ss, const nghttp2_frame *f, int err
 
 static int on_frame_send(nghttp2_session *ss, const nghttp2_frame *f, void *ud)
 {
-    (void)ss;
     wp_h2_server *h = ud;
     if (f->hd.type == NGHTTP2_RST_STREAM)
         h->st->tx_reset++;
     else if (f->hd.type == NGHTTP2_GOAWAY)
         h->st->goaway_sent++;
+    else if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) &&
+             (f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
+             !nghttp2_session_get_stream_remote_close(ss, f->hd.stream_id))
+        /* the response is complete while the request still arrives: Envoy's doEndStream
+         * resets the stream, RST_STREAM NO_ERROR (RFC 9113 §8.1), so the client stops sending */
+        return nghttp2_submit_rst_stream(ss, NGHTTP2_FLAG_NONE, f->hd.stream_id,
+                                         NGHTTP2_NO_ERROR) == 0
+                   ? 0
+                   : NGHTTP2_ERR_CALLBACK_FAILURE;
     return 0;
 }
 

@@ -27,6 +27,10 @@
  *    precise one is known);
  *  - response fields: names lowercased, the connection-specific ones (connection, keep-alive,
  *    proxy-connection, transfer-encoding, upgrade) dropped;
+ *  - a response that ends (END_STREAM sent) while the request has not ended is followed by
+ *    RST_STREAM NO_ERROR (Envoy's ConnectionManagerImpl::doEndStream resets such a stream,
+ *    LocalReset being NO_ERROR in its HTTP/2 codec; RFC 9113 §8.1), so the client stops
+ *    sending a body nobody reads (counted in tx_reset);
  *  - drain: wp_h2_server_goaway(graceful) sends the shutdown notice (last stream id
  *    2^31-1), then the final GOAWAY with the last stream id processed.
  *

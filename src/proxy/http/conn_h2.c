@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/log.h"
 #include "proxy/http/codec.h"
@@ -280,11 +281,18 @@ static void rc_headers(void *ctx, const h1_message *m, const char *raw, size_t r
     bstream *b = ctx;
     if (m->status < 200)
         return; /* 1xx: not relayed */
+    bool end = m->framing == H1_BODY_NONE;
+    /* a trailers-only gRPC reply is one HEADERS frame without the content-length: 0 that the
+     * child's HTTP/1.1 codec added (Envoy's HTTP/2 codec has none: protocols.md §3.2) */
+    bool trailers_only = end && h1_find_header(m->headers, m->nheaders, "grpc-status");
     wp_hdr_list l;
     wp_hdr_list_init(&l);
-    for (size_t i = 0; i < m->nheaders; i++)
-        wp_hdr_list_add_field(&l, &m->headers[i]);
-    bool end = m->framing == H1_BODY_NONE;
+    for (size_t i = 0; i < m->nheaders; i++) {
+        const h1_header *f = &m->headers[i];
+        if (trailers_only && f->name.len == 14 && strncasecmp(f->name.p, "content-length", 14) == 0)
+            continue;
+        wp_hdr_list_add_field(&l, f);
+    }
     if (wp_h2_server_respond(b->c->codec, b->id, m->status, &l, end) != 0)
         b->resp_error = true;
     b->resp_complete = b->end_submitted = end;

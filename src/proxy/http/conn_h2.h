@@ -9,7 +9,9 @@
  * connection manager's whole per-request path (filters, router, timeouts, access log with
  * %PROTOCOL% HTTP/2) and HTTP/1 connections are untouched.
  *
- * Envoy behaviour followed: the codec's (codec_h2.h); a client's RST_STREAM ends the
+ * Envoy behaviour followed: the codec's (codec_h2.h); a trailers-only gRPC response (no body,
+ * grpc-status in its head) goes without the content-length: 0 the child's HTTP/1.1 codec
+ * gave it, as Envoy's HTTP/2 codec sends it (protocols.md §3.2); a client's RST_STREAM ends the
  * stream's request with flag DR and details http2.remote_reset (protocols.md §2.5); drain
  * sends the shutdown notice and the final GOAWAY, lets the streams in flight finish and then
  * closes (Envoy waits drain_timeout between the two GOAWAYs: weft sends both at once).
