@@ -38,17 +38,19 @@ struct wp_h2c {
 
 /* One stream: its transport socket (the child connection's), the request bytes for the
  * child, the response parser and body buffers. Lives until both the socket closed (its
- * timer's close callback) and the codec forgot the stream; then it goes back to the worker's
- * free ones (w->free_h2_streams, its buffers' room kept) or is freed. */
+ * close reported, from the worker's deferred list) and the codec forgot the stream; then it goes
+ * back to the worker's free ones (w->free_h2_streams, its buffers' room kept) or is freed. */
 typedef struct wp_h2_bstream {
     wp_tsock base;
-    uv_timer_t timer; /* deliveries to the child from the loop; its close ends the socket */
-    wp_h2c *c;        /* NULL once the connection closed */
+    /* deliveries to the child from the loop (the worker's deferred list, net/deferred.h: the
+     * end of this loop iteration); after the socket's close, its on_closed */
+    wp_deferred_item pump;
+    wp_h2c *c; /* NULL once the connection closed */
     wp_worker *w;
     struct wp_h2_bstream *prev, *next;
     wp_dconn *child;
     int32_t id;
-    bool reading, sock_closed, timer_closed, h2_open;
+    bool reading, sock_closed, closed_told, h2_open;
     bool req_chunked, notify_written, write_pending, pending_close;
     const char *reset_details; /* the client reset the stream (pending_close) */
     wf_strbuf in;              /* request bytes (HTTP/1.1) not yet read by the child */
@@ -138,7 +140,7 @@ static void h2c_maybe_finish(wp_h2c *c);
 
 static void bs_maybe_free(bstream *b)
 {
-    if (!b->timer_closed || b->h2_open)
+    if (!b->closed_told || b->h2_open)
         return;
     if (b->c) {
         if (b->prev)
@@ -155,11 +157,17 @@ static void bs_arm(bstream *b);
 
 /* From the loop: the pending write's completion, the request bytes the child has room for,
  * then the end the codec reported. */
-static void bs_pump(uv_timer_t *t)
+static void bs_pump(wp_deferred_item *it)
 {
-    bstream *b = t->data;
-    if (b->sock_closed)
+    bstream *b = (bstream *)(void *)((char *)it - offsetof(bstream, pump));
+    if (b->sock_closed) { /* closed since: the owner hears it now, after bs_close returned */
+        if (!b->closed_told) {
+            b->closed_told = true;
+            b->base.cbs->on_closed(b->base.owner);
+            bs_maybe_free(b);
+        }
         return;
+    }
     void *owner = b->base.owner;
     const wp_tsock_cbs *cbs = b->base.cbs;
     if (b->notify_written) {
@@ -205,7 +213,7 @@ static void bs_pump(uv_timer_t *t)
 static void bs_arm(bstream *b)
 {
     if (!b->sock_closed)
-        uv_timer_start(&b->timer, bs_pump, 0, 0);
+        wp_deferred_delete(&b->w->deferred, &b->pump, bs_pump);
 }
 
 static int bs_read_start(wp_tsock *t)
@@ -404,14 +412,6 @@ static int bs_shutdown(wp_tsock *t)
     return 0;
 }
 
-static void bs_timer_closed(uv_handle_t *h)
-{
-    bstream *b = h->data;
-    b->timer_closed = true;
-    b->base.cbs->on_closed(b->base.owner);
-    bs_maybe_free(b);
-}
-
 static void bs_close(wp_tsock *t)
 {
     bstream *b = (bstream *)t;
@@ -427,7 +427,7 @@ static void bs_close(wp_tsock *t)
         wp_h2_server_reset(b->c->codec, b->id, 2 /* INTERNAL_ERROR */);
         h2c_want_flush(b->c);
     }
-    uv_close((uv_handle_t *)&b->timer, bs_timer_closed);
+    wp_deferred_delete(&b->w->deferred, &b->pump, bs_pump); /* on_closed from there */
     if (b->c)
         h2c_maybe_finish(b->c);
 }
@@ -511,11 +511,6 @@ static void request_text(bstream *b, const h1_message *m)
     wf_strbuf_append(o, "\r\n", 2);
 }
 
-static void free_on_close(uv_handle_t *h)
-{
-    bs_destroy(h->data);
-}
-
 static void *on_request(void *ctx, int32_t id, const h1_message *m, h1_str scheme)
 {
     (void)scheme;
@@ -532,10 +527,8 @@ static void *on_request(void *ctx, int32_t id, const h1_message *m, h1_str schem
     if (m->method.len == 4 && memcmp(m->method.p, "HEAD", 4) == 0)
         h1_parser_set_answers(&b->rp, H1_ANSWERS_HEAD);
     request_text(b, m);
-    uv_timer_init(&c->d->w->loop, &b->timer);
-    b->timer.data = b;
     if (wf_strbuf_failed(&b->in)) {
-        uv_close((uv_handle_t *)&b->timer, free_on_close);
+        bs_destroy(b);
         return NULL;
     }
     b->next = c->streams;
@@ -544,15 +537,13 @@ static void *on_request(void *ctx, int32_t id, const h1_message *m, h1_str schem
     c->streams = b;
     b->child = wp_dconn_child(c->d, bs_init, b);
     if (!b->child) { /* the codec refuses the stream; the socket never opened */
-        b->h2_open = false;
-        b->sock_closed = true;
-        uv_close((uv_handle_t *)&b->timer, free_on_close);
         if (b->prev)
             b->prev->next = b->next;
         else
             c->streams = b->next;
         if (b->next)
             b->next->prev = b->prev;
+        bs_destroy(b);
         return NULL;
     }
     return b;
