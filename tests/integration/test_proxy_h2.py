@@ -538,3 +538,78 @@ def test_trailers_both_ways(proxy_factory):
     head, _, rest = seen[0].partition(b"\r\n\r\n")
     assert b"transfer-encoding: chunked" in head.lower()
     assert rest == b"3\r\nabc\r\n0\r\n\r\n"
+
+
+def grpc_miss_bootstrap(app_port):
+    """Only host "other" has routes: a request for any other authority gets the 404 NR local
+    reply, in its trailers-only gRPC form for a gRPC request."""
+    rc = route_config([vhost("other", ["other"], [route(prefix="/", cluster="backend")])])
+    lst = listener(rc, access_logs=[access_log(json_format=LOG)])
+    return bootstrap([lst], [cluster("backend", [app_port])])
+
+
+def test_grpc_local_reply_to_upload_resets_no_error(app, proxy_factory):
+    """Envoy ends a stream whose response is complete while its request body still arrives with
+    RST_STREAM(NO_ERROR) (its doEndStream; RFC 9113 §8.1), so the client stops sending: curl
+    7.88, uploading 4 MiB, no longer waits for a window that never opens (it ends at once; it
+    reports its cut upload as error 92, as it does behind Envoy). A request that ended before
+    the reply gets no reset."""
+    p = proxy_factory(grpc_miss_bootstrap(app))
+    with tempfile.NamedTemporaryFile() as f:
+        f.write(b"x" * (4 << 20))
+        f.flush()
+        t0 = time.time()
+        r = curl("--http2-prior-knowledge", "-H", "content-type: application/grpc",
+                 "--data-binary", "@" + f.name, "-o", "/dev/null", p.url("/pkg.Svc/Call"))
+    assert r.returncode in (0, 92), r.stderr  # 28 (timed out) before
+    assert time.time() - t0 < 5
+    # the frames (Python's h2): open is still sending when the trailers-only HEADERS (END_STREAM)
+    # goes out, then RST_STREAM NO_ERROR; done sent its END_STREAM with its head (one write,
+    # read before any reply is made): no reset
+    s, c = h2_conn(p)
+    head = req_headers(p, "/pkg.Svc/Call", "POST", [("content-type", "application/grpc")])
+    try:
+        done = c.get_next_available_stream_id()
+        c.send_headers(done, head)
+        c.send_data(done, b"\0\0\0\0\5hello", end_stream=True)
+        s.sendall(c.data_to_send())
+        ev = pump(s, c, has(h2.events.StreamEnded, done))
+        open_ = c.get_next_available_stream_id()
+        c.send_headers(open_, head)
+        c.send_data(open_, b"\0\0\0\0\5hello")
+        s.sendall(c.data_to_send())
+        ev += pump(s, c, has(h2.events.StreamReset, open_))
+        c.ping(b"12345678")  # anything more for done would come before the PING's answer
+        s.sendall(c.data_to_send())
+        ev += pump(s, c, has(h2.events.PingAckReceived))
+    finally:
+        s.close()
+    resets = [(e.stream_id, e.error_code) for e in ev if isinstance(e, h2.events.StreamReset)]
+    assert resets == [(open_, 0)]
+    ended = [e.stream_id for e in ev if isinstance(e, h2.events.StreamEnded)]
+    assert ended == [done, open_]
+    assert [l["code"] for l in logs(p, 3)] == [200, 200, 200]
+
+
+def test_grpc_trailers_only_has_no_content_length(app, proxy_factory):
+    """A trailers-only gRPC reply over HTTP/2 is one HEADERS frame without content-length, as
+    Envoy's (protocols.md §3.2; the child connection's HTTP/1.1 reply has content-length: 0,
+    as Envoy's HTTP/1 codec adds it)."""
+    p = proxy_factory(grpc_miss_bootstrap(app))
+    s, c = h2_conn(p)
+    try:
+        grpc_sid = c.get_next_available_stream_id()
+        c.send_headers(grpc_sid, req_headers(p, "/pkg.Svc/Call", "POST",
+                                             [("content-type", "application/grpc")]),
+                       end_stream=True)
+        plain_sid = c.get_next_available_stream_id()
+        c.send_headers(plain_sid, req_headers(p, "/x"), end_stream=True)
+        s.sendall(c.data_to_send())
+        ev = pump(s, c, lambda evs: has(h2.events.StreamEnded, grpc_sid)(evs) and
+                  has(h2.events.StreamEnded, plain_sid)(evs))
+    finally:
+        s.close()
+    heads = {e.stream_id: dict(e.headers) for e in ev if isinstance(e, h2.events.ResponseReceived)}
+    assert heads[grpc_sid]["grpc-status"] == "12"
+    assert "content-length" not in heads[grpc_sid]
+    assert heads[plain_sid][":status"] == "404"

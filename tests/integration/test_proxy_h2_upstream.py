@@ -27,7 +27,8 @@ from h2server import H2Server  # noqa: E402
 HPO = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 LOG = {"code": "%RESPONSE_CODE%", "flags": "%RESPONSE_FLAGS%",
        "details": "%RESPONSE_CODE_DETAILS%", "path": "%REQ(:PATH)%",
-       "attempts": "%UPSTREAM_REQUEST_ATTEMPT_COUNT%", "protocol": "%PROTOCOL%"}
+       "attempts": "%UPSTREAM_REQUEST_ATTEMPT_COUNT%", "protocol": "%PROTOCOL%",
+       "up": "%UPSTREAM_PROTOCOL%"}
 
 
 def h2_cluster(name, port, h2opts=None, common=None, downstream=False, legacy=False, **kw):
@@ -223,6 +224,9 @@ def test_use_downstream_protocol(srv, proxy_factory):
     code, _ = get(p, "/echo")()
     assert code == "502"
     assert p.stats()["cluster.auto.upstream_cx_http2_total"] == 1
+    # %UPSTREAM_PROTOCOL% is the upstream connection's (Envoy's upstream stream info)
+    assert [(l["protocol"], l["up"]) for l in logs(p, 2)] == [("HTTP/2", "HTTP/2"),
+                                                             ("HTTP/1.1", "HTTP/1.1")]
 
 
 def test_legacy_cluster_http2_protocol_options(srv, proxy_factory):

@@ -248,6 +248,9 @@ static void test_more_operators(void **state)
     check_json("{\"up\":\"%UPSTREAM_PROTOCOL%\",\"tx\":\"%UPSTREAM_WIRE_BYTES_SENT%\","
                "\"vc\":\"%VIRTUAL_CLUSTER_NAME%\",\"md\":\"%DYNAMIC_METADATA(a:b)%\"}",
                &fx.si, "{\"md\":null,\"tx\":180,\"up\":\"HTTP/1.1\",\"vc\":null}\n");
+    fx.si.upstream_protocol = "HTTP/2"; /* the attempt went to an HTTP/2 upstream */
+    check_text("%UPSTREAM_PROTOCOL%", &fx.si, "HTTP/2");
+    fx.si.upstream_protocol = NULL;
     add_req(&fx, "content-type", "application/grpc"); /* GRPC_STATUS: gRPC requests only */
     fx.resp_h[2] = (h1_header){S("grpc-status"), S("14")};
     fx.si.nresponse_headers = 3;

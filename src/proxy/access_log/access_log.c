@@ -48,7 +48,8 @@ typedef enum {
     OP_REQ,
     OP_RESP,
     OP_TRAILER,
-    OP_UPSTREAM_PROTOCOL, /* "HTTP/1.1" once an upstream host was chosen */
+    OP_UPSTREAM_PROTOCOL, /* the upstream connection's ("HTTP/1.1", "HTTP/2") once a host was
+                           * chosen */
     OP_GRPC_STATUS,       /* gRPC requests: grpc-status of the trailers, headers or code */
     OP_FILTER_STATE,      /* key validated as Envoy does; no filter state: always unset */
     OP_DYN_MD,            /* DYNAMIC_METADATA(NS:KEY): a string entry of the stream's */
@@ -1225,7 +1226,9 @@ static void eval_special(const wp_access_log_format *f, const alf_piece *p,
         val_str(v, f->hostname);
         break;
     case OP_UPSTREAM_PROTOCOL:
-        val_str(v, si->upstream_host ? "HTTP/1.1" : NULL);
+        val_str(v, si->upstream_protocol ? si->upstream_protocol
+                   : si->upstream_host   ? "HTTP/1.1"
+                                         : NULL);
         break;
     case OP_GRPC_STATUS:
         val_grpc_status(v, p, si);

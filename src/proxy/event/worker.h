@@ -74,6 +74,8 @@ struct wp_worker {
     time_t date_sec;
     struct wp_stream *free_streams; /* reused streams (http/conn.h; buffers keep capacity) */
     size_t nfree_streams;
+    struct wp_h2_bstream *free_h2_streams; /* reused HTTP/2 stream states (http/conn_h2.c) */
+    size_t nfree_h2_streams;
     wp_wreq_pool wreqs;             /* write requests, held only while a write is pending */
     wp_deferred deferred;           /* ended streams, destroyed at the end of the loop iteration */
     struct wp_dconn *conns;         /* downstream connections (http/conn.h) */

@@ -132,14 +132,19 @@ int wp_h2_request_head(const h1_header *in, size_t n, bool end_stream, h1_messag
 
 /* ---------- the session ---------- */
 
-/* A header block as received: name\0value\0 pairs in b; offsets until the block ends (b may
- * move while it grows), then f's slices. */
+/* A header block as received: name\0value\0 pairs in b; offsets (off[2i], off[2i+1]) until
+ * the block ends (b may move while it grows), then f's slices. off and f grow with the
+ * fields (cap of each, up to WP_H2_MAX_FIELDS). */
 typedef struct {
     wf_strbuf b;
-    size_t n, bytes;
-    uint32_t off[WP_H2_MAX_FIELDS][2];
-    h1_header f[WP_H2_MAX_FIELDS];
+    size_t n, bytes, cap;
+    uint32_t *off;
+    h1_header *f;
 } block;
+
+#define H2S_FIELDS0   16u   /* a block's first room for fields */
+#define H2S_FREE_MAX  16u   /* stream states a session keeps for its next streams */
+#define H2S_KEEP_HEAD 8192u /* header bytes a kept state may hold on to */
 
 typedef struct h2s {
     int32_t id;
@@ -148,11 +153,13 @@ typedef struct h2s {
     const char *details;
     bool head_done;
     block head, trailers;
-    h1_header out[WP_H2_MAX_FIELDS];
+    h1_header *out; /* the translated fields (out_cap) */
+    size_t out_cap;
     wf_strbuf cookie;
     h1_message m;
-    /* the response body slice being framed */
-    const char *out_data;
+    /* the response body slice being framed; frame_data: the bytes of the DATA frame being sent
+     * (read_body took them, send_data appends them) */
+    const char *out_data, *frame_data;
     size_t out_len;
     bool have_data, out_end, sent_pending;
     /* trailers to send at the body's end (nv copies in trl) */
@@ -170,12 +177,81 @@ struct wp_h2_server {
     wp_h2_limits lim;
     h2s *streams;
     size_t nstreams;
+    h2s *free; /* ended streams' states, for the next ones (nfree <= H2S_FREE_MAX) */
+    size_t nfree;
+    wf_strbuf names;      /* a response's lowercased names (nghttp2 copies them) */
+    wf_strbuf *flush_out; /* wp_h2_server_flush's out while it runs (send_data appends there) */
     const char *conn_details;
 };
 
 static h2s *stream_of(wp_h2_server *h, int32_t id)
 {
     return id > 0 ? nghttp2_session_get_stream_user_data(h->session, id) : NULL;
+}
+
+static void block_free(block *k)
+{
+    wf_strbuf_free(&k->b);
+    free(k->off);
+    free(k->f);
+}
+
+static void state_free(h2s *s)
+{
+    block_free(&s->head);
+    block_free(&s->trailers);
+    free(s->out);
+    wf_strbuf_free(&s->cookie);
+    wf_strbuf_free(&s->trl);
+    free(s->trl_nv);
+    free(s);
+}
+
+static bool keepable(const wf_strbuf *b)
+{
+    return !b->failed && b->cap <= H2S_KEEP_HEAD;
+}
+
+/* An emptied block that keeps its room. */
+static block block_reuse(const block *k)
+{
+    block r = {.b = k->b, .cap = k->cap, .off = k->off, .f = k->f};
+    r.b.len = 0;
+    return r;
+}
+
+/* A zeroed stream state: from the session's free ones (their room kept) or new. */
+static h2s *state_get(wp_h2_server *h)
+{
+    h2s *s = h->free;
+    if (!s)
+        return calloc(1, sizeof(*s));
+    h->free = s->next;
+    h->nfree--;
+    s->next = NULL;
+    return s;
+}
+
+/* s's stream ended: its state goes back to the session's free ones (emptied, its buffers'
+ * room kept) unless enough wait there or it holds big buffers. */
+static void state_put(wp_h2_server *h, h2s *s)
+{
+    if (h->nfree >= H2S_FREE_MAX || s->trl_nv || !keepable(&s->head.b) ||
+        !keepable(&s->trailers.b) || !keepable(&s->cookie) || !keepable(&s->trl)) {
+        state_free(s);
+        return;
+    }
+    h2s r = {.head = block_reuse(&s->head),
+             .trailers = block_reuse(&s->trailers),
+             .out = s->out,
+             .out_cap = s->out_cap,
+             .cookie = s->cookie,
+             .trl = s->trl};
+    r.cookie.len = r.trl.len = 0;
+    *s = r;
+    s->next = h->free;
+    h->free = s;
+    h->nfree++;
 }
 
 static void stream_free(wp_h2_server *h, h2s *s)
@@ -187,12 +263,7 @@ static void stream_free(wp_h2_server *h, h2s *s)
     if (s->next)
         s->next->prev = s->prev;
     h->nstreams--;
-    wf_strbuf_free(&s->head.b);
-    wf_strbuf_free(&s->trailers.b);
-    wf_strbuf_free(&s->cookie);
-    wf_strbuf_free(&s->trl);
-    free(s->trl_nv);
-    free(s);
+    state_put(h, s);
 }
 
 static int on_begin_headers(nghttp2_session *ss, const nghttp2_frame *f, void *ud)
@@ -200,12 +271,12 @@ static int on_begin_headers(nghttp2_session *ss, const nghttp2_frame *f, void *u
     wp_h2_server *h = ud;
     if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
-    h2s *s = calloc(1, sizeof(*s));
+    h2s *s = state_get(h);
     if (!s)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     s->id = f->hd.stream_id;
     if (nghttp2_session_set_stream_user_data(ss, s->id, s) != 0) {
-        free(s);
+        state_free(s);
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
     s->next = h->streams;
@@ -213,6 +284,25 @@ static int on_begin_headers(nghttp2_session *ss, const nghttp2_frame *f, void *u
         h->streams->prev = s;
     h->streams = s;
     h->nstreams++;
+    return 0;
+}
+
+/* Room for one more field in k (twice as much, up to WP_H2_MAX_FIELDS). 0, or -1 when out
+ * of memory. */
+static int block_grow(block *k)
+{
+    size_t cap = k->cap ? k->cap * 2 : H2S_FIELDS0;
+    if (cap > WP_H2_MAX_FIELDS)
+        cap = WP_H2_MAX_FIELDS;
+    uint32_t *off = realloc(k->off, cap * 2 * sizeof(*off));
+    if (!off)
+        return -1;
+    k->off = off;
+    h1_header *f = realloc(k->f, cap * sizeof(*f));
+    if (!f)
+        return -1;
+    k->f = f;
+    k->cap = cap;
     return 0;
 }
 
@@ -238,10 +328,12 @@ static int on_header(nghttp2_session *ss, const nghttp2_frame *f, const uint8_t 
         h->st->header_overflow++;
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* nghttp2 resets the stream */
     }
-    k->off[k->n][0] = (uint32_t)k->b.len;
+    if (k->n == k->cap && block_grow(k) != 0)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    k->off[2 * k->n] = (uint32_t)k->b.len;
     wf_strbuf_append(&k->b, (const char *)name, namelen);
     wf_strbuf_putc(&k->b, '\0');
-    k->off[k->n][1] = (uint32_t)k->b.len;
+    k->off[2 * k->n + 1] = (uint32_t)k->b.len;
     wf_strbuf_append(&k->b, (const char *)value, valuelen);
     wf_strbuf_putc(&k->b, '\0');
     if (wf_strbuf_failed(&k->b))
@@ -256,8 +348,8 @@ static int on_header(nghttp2_session *ss, const nghttp2_frame *f, const uint8_t 
 static void block_done(block *k)
 {
     for (size_t i = 0; i < k->n; i++) {
-        k->f[i].name.p = k->b.data + k->off[i][0];
-        k->f[i].value.p = k->b.data + k->off[i][1];
+        k->f[i].name.p = k->b.data + k->off[2 * i];
+        k->f[i].value.p = k->b.data + k->off[2 * i + 1];
     }
 }
 
@@ -267,8 +359,17 @@ static int deliver_head(wp_h2_server *h, h2s *s, bool end_stream)
     h1_str scheme;
     const char *details;
     s->head_done = true;
-    if (wp_h2_request_head(s->head.f, s->head.n, end_stream, &s->m, s->out, WP_H2_MAX_FIELDS,
-                           &s->cookie, &scheme, &details) != 0) {
+    /* the translation has at most as many fields as the block (Host takes :authority's place) */
+    size_t need = s->head.n ? s->head.n : 1;
+    if (s->out_cap < need) {
+        h1_header *out = realloc(s->out, need * sizeof(*out));
+        if (!out)
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+        s->out = out;
+        s->out_cap = need;
+    }
+    if (wp_h2_request_head(s->head.f, s->head.n, end_stream, &s->m, s->out, s->out_cap, &s->cookie,
+                           &scheme, &details) != 0) {
         s->details = details;
         return nghttp2_submit_rst_stream(h->session, NGHTTP2_FLAG_NONE, s->id,
                                          NGHTTP2_PROTOCOL_ERROR);
@@ -355,12 +456,20 @@ static int on_invalid_frame(nghttp2_session *ss, const nghttp2_frame *f, int err
 
 static int on_frame_send(nghttp2_session *ss, const nghttp2_frame *f, void *ud)
 {
-    (void)ss;
     wp_h2_server *h = ud;
     if (f->hd.type == NGHTTP2_RST_STREAM)
         h->st->tx_reset++;
     else if (f->hd.type == NGHTTP2_GOAWAY)
         h->st->goaway_sent++;
+    else if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) &&
+             (f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
+             !nghttp2_session_get_stream_remote_close(ss, f->hd.stream_id))
+        /* the response is complete while the request still arrives: Envoy's doEndStream
+         * resets the stream, RST_STREAM NO_ERROR (RFC 9113 §8.1), so the client stops sending */
+        return nghttp2_submit_rst_stream(ss, NGHTTP2_FLAG_NONE, f->hd.stream_id,
+                                         NGHTTP2_NO_ERROR) == 0
+                   ? 0
+                   : NGHTTP2_ERR_CALLBACK_FAILURE;
     return 0;
 }
 
@@ -379,6 +488,9 @@ static int on_stream_close(nghttp2_session *ss, int32_t id, uint32_t code, void 
     stream_free(h, s);
     return 0;
 }
+
+static int send_data(nghttp2_session *ss, nghttp2_frame *f, const uint8_t *framehd, size_t length,
+                     nghttp2_data_source *src, void *ud);
 
 wp_h2_server *wp_h2_server_new(const wp_h2_options *opts, const wp_h2_limits *lim,
                                const wp_h2_server_callbacks *cb, void *ctx, wp_h2_stats *st)
@@ -399,6 +511,7 @@ wp_h2_server *wp_h2_server_new(const wp_h2_options *opts, const wp_h2_limits *li
     nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cbs, on_invalid_frame);
     nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+    nghttp2_session_callbacks_set_send_data_callback(cbs, send_data);
     nghttp2_option_set_no_auto_window_update(opt, 1);
     /* the peer's header table may not exceed ours (HPACK decoder side) */
     nghttp2_option_set_max_deflate_dynamic_table_size(opt, opts->hpack_table_size);
@@ -436,6 +549,12 @@ void wp_h2_server_free(wp_h2_server *h)
         nghttp2_session_del(h->session); /* no close callbacks: the streams are freed here */
     while (h->streams)
         stream_free(h, h->streams);
+    while (h->free) {
+        h2s *s = h->free;
+        h->free = s->next;
+        state_free(s);
+    }
+    wf_strbuf_free(&h->names);
     free(h);
 }
 
@@ -457,8 +576,10 @@ long wp_h2_server_flush(wp_h2_server *h, wf_strbuf *out)
     for (;;) {
         const uint8_t *p;
         ssize_t n;
+        h->flush_out = out;
         while ((n = nghttp2_session_mem_send(h->session, &p)) > 0)
             wf_strbuf_append(out, (const char *)p, (size_t)n);
+        h->flush_out = NULL;
         if (n < 0 || wf_strbuf_failed(out))
             return -1;
         /* slices framed in this pass: their owners may give the next ones */
@@ -524,9 +645,10 @@ static ssize_t read_body(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t l
     h2s *s = src->ptr;
     if (!s->have_data)
         return NGHTTP2_ERR_DEFERRED;
+    (void)buf;
     size_t n = s->out_len < length ? s->out_len : length;
-    if (n)
-        memcpy(buf, s->out_data, n);
+    *flags |= NGHTTP2_DATA_FLAG_NO_COPY; /* send_data appends the bytes to the output at once */
+    s->frame_data = s->out_data;
     s->out_data += n;
     s->out_len -= n;
     if (s->out_len == 0) {
@@ -544,6 +666,22 @@ static ssize_t read_body(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t l
     return (ssize_t)n;
 }
 
+/* A DATA frame of the slice read_body took (NO_COPY): its header and its bytes go straight
+ * to the flush's output, one copy fewer than through nghttp2's frame buffer. No padding. */
+static int send_data(nghttp2_session *ss, nghttp2_frame *f, const uint8_t *framehd, size_t length,
+                     nghttp2_data_source *src, void *ud)
+{
+    (void)ss;
+    (void)f;
+    wp_h2_server *h = ud;
+    h2s *s = src->ptr;
+    if (!h->flush_out)
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    wf_strbuf_append(h->flush_out, (const char *)framehd, 9);
+    wf_strbuf_append(h->flush_out, s->frame_data, length);
+    return wf_strbuf_failed(h->flush_out) ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
+}
+
 int wp_h2_server_respond(wp_h2_server *h, int32_t id, int status, const wp_hdr_list *l,
                          bool end_stream)
 {
@@ -553,13 +691,13 @@ int wp_h2_server_respond(wp_h2_server *h, int32_t id, int status, const wp_hdr_l
     char st[4] = {(char)('0' + status / 100), (char)('0' + status / 10 % 10),
                   (char)('0' + status % 10), 0};
     nghttp2_nv nv[WP_HDR_LIST_MAX + 1];
-    wf_strbuf names = WF_STRBUF_INIT;
-    long n = to_nv(l, nv, WP_HDR_LIST_MAX + 1, &names, st);
+    long n = to_nv(l, nv, WP_HDR_LIST_MAX + 1, &h->names, st);
     nghttp2_data_provider prd = {.source.ptr = s, .read_callback = read_body};
     int rc = n < 0
                  ? -1
                  : nghttp2_submit_response(h->session, id, nv, (size_t)n, end_stream ? NULL : &prd);
-    wf_strbuf_free(&names); /* nghttp2 copied the pairs */
+    if (h->names.cap > H2S_KEEP_HEAD || h->names.failed) /* nghttp2 copied the pairs */
+        wf_strbuf_free(&h->names);
     return rc == 0 ? 0 : -1;
 }
 

@@ -27,6 +27,10 @@
  *    precise one is known);
  *  - response fields: names lowercased, the connection-specific ones (connection, keep-alive,
  *    proxy-connection, transfer-encoding, upgrade) dropped;
+ *  - a response that ends (END_STREAM sent) while the request has not ended is followed by
+ *    RST_STREAM NO_ERROR (Envoy's ConnectionManagerImpl::doEndStream resets such a stream,
+ *    LocalReset being NO_ERROR in its HTTP/2 codec; RFC 9113 §8.1), so the client stops
+ *    sending a body nobody reads (counted in tx_reset);
  *  - drain: wp_h2_server_goaway(graceful) sends the shutdown notice (last stream id
  *    2^31-1), then the final GOAWAY with the last stream id processed.
  *
@@ -34,11 +38,15 @@
  * slices of the caller's read bytes; the stream's window opens again only when the caller says
  * it consumed them (wp_h2_server_consume, after the upstream write completed), so a slow
  * upstream stops the client. Response DATA is taken one slice at a time (wp_h2_server_data,
- * copied into frames as the peer's window allows); on_data_sent says when the slice has been
- * framed, so a slow client stops the upstream read.
+ * framed as the peer's window allows: each DATA frame's header and bytes are appended to
+ * wp_h2_server_flush's output straight from the slice, nghttp2's NGHTTP2_DATA_FLAG_NO_COPY);
+ * on_data_sent says when the slice has been framed, so a slow client stops the upstream read.
  *
- * Memory: one malloc'd state per stream (its header bytes grow in a strbuf, capped by
- * max_request_headers_kb); the nghttp2 session. Errors: functions return 0 or -1 (out of memory,
+ * Memory: one state per stream (its header bytes grow in a strbuf, capped by
+ * max_request_headers_kb; its field arrays grow with the fields, up to WP_H2_MAX_FIELDS); an
+ * ended stream's state is kept for the next stream of the connection (at most 16, none
+ * holding more than 8 KiB of header bytes), so the steady state allocates no stream state;
+ * the nghttp2 session. Errors: functions return 0 or -1 (out of memory,
  * or the stream or session is gone). Threads: a codec belongs to its connection's worker.
  */
 #ifndef WEFT_PROXY_HTTP_CODEC_H2_H

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/log.h"
 #include "proxy/http/codec.h"
@@ -30,28 +31,32 @@ struct wp_h2c {
     uint32_t slot_streams_active;
     size_t streams_synced;
     wf_strbuf out; /* frames being written (d->writing) */
-    struct bstream *streams;
-    bool flushing, closed, draining;
+    struct wp_h2_bstream *streams;
+    wp_deferred_item flush_item; /* on the worker's deferred list while a flush is wanted */
+    bool flushing, closed, draining, free_on_flush;
 };
 
 /* One stream: its transport socket (the child connection's), the request bytes for the
  * child, the response parser and body buffers. Lives until both the socket closed (its
- * timer's close callback) and the codec forgot the stream. */
-typedef struct bstream {
+ * close reported, from the worker's deferred list) and the codec forgot the stream; then it goes
+ * back to the worker's free ones (w->free_h2_streams, its buffers' room kept) or is freed. */
+typedef struct wp_h2_bstream {
     wp_tsock base;
-    uv_timer_t timer; /* deliveries to the child from the loop; its close ends the socket */
-    wp_h2c *c;        /* NULL once the connection closed */
-    struct bstream *prev, *next;
+    /* deliveries to the child from the loop (the worker's deferred list, net/deferred.h: the
+     * end of this loop iteration); after the socket's close, its on_closed */
+    wp_deferred_item pump;
+    wp_h2c *c; /* NULL once the connection closed */
+    wp_worker *w;
+    struct wp_h2_bstream *prev, *next;
     wp_dconn *child;
     int32_t id;
-    bool reading, sock_closed, timer_closed, h2_open;
+    bool reading, sock_closed, closed_told, h2_open;
     bool req_chunked, notify_written, write_pending, pending_close;
     const char *reset_details; /* the client reset the stream (pending_close) */
     wf_strbuf in;              /* request bytes (HTTP/1.1) not yet read by the child */
     size_t in_off, unconsumed; /* unconsumed: body bytes whose window is still closed */
     /* response */
-    h1_parser rp;
-    h1_header rh[WP_MAX_HEADERS];
+    h1_parser rp; /* fields in rh */
     wf_strbuf rin;
     size_t roff;
     wf_strbuf body[2];
@@ -59,16 +64,83 @@ typedef struct bstream {
     wf_strbuf trl;    /* trailers: name\0value\0 pairs */
     size_t ntrl;
     bool resp_complete, end_submitted, resp_error;
+    struct wp_h2_bstream *next_free;
+    h1_header rh[WP_MAX_HEADERS]; /* last: not zeroed (the parser fills what it uses) */
 } bstream;
 
+#define BS_FREE_MAX 64u    /* stream states a worker keeps (as its HTTP/1 streams) */
+#define BS_KEEP     16384u /* buffer room a kept state may hold on to */
+
+static bool bs_keepable(const wf_strbuf *b)
+{
+    return !b->failed && b->cap <= BS_KEEP;
+}
+
+static void bs_destroy(bstream *b)
+{
+    wf_strbuf_free(&b->in);
+    wf_strbuf_free(&b->rin);
+    wf_strbuf_free(&b->body[0]);
+    wf_strbuf_free(&b->body[1]);
+    wf_strbuf_free(&b->trl);
+    free(b);
+}
+
+/* A stream state with everything before rh zeroed: one of the worker's free ones (its
+ * buffers emptied, their room kept) or new. NULL when out of memory. */
+static bstream *bs_get(wp_worker *w)
+{
+    bstream *b = w->free_h2_streams;
+    if (!b) {
+        b = malloc(sizeof(*b));
+        if (b)
+            memset(b, 0, offsetof(bstream, rh));
+        return b;
+    }
+    w->free_h2_streams = b->next_free;
+    w->nfree_h2_streams--;
+    wf_strbuf keep[5] = {b->in, b->rin, b->body[0], b->body[1], b->trl};
+    memset(b, 0, offsetof(bstream, rh));
+    b->in = keep[0];
+    b->rin = keep[1];
+    b->body[0] = keep[2];
+    b->body[1] = keep[3];
+    b->trl = keep[4];
+    b->in.len = b->rin.len = b->body[0].len = b->body[1].len = b->trl.len = 0;
+    return b;
+}
+
+static void bs_put(wp_worker *w, bstream *b)
+{
+    if (w->nfree_h2_streams >= BS_FREE_MAX || !bs_keepable(&b->in) || !bs_keepable(&b->rin) ||
+        !bs_keepable(&b->body[0]) || !bs_keepable(&b->body[1]) || !bs_keepable(&b->trl)) {
+        bs_destroy(b);
+        return;
+    }
+    b->next_free = w->free_h2_streams;
+    w->free_h2_streams = b;
+    w->nfree_h2_streams++;
+}
+
+void wp_h2c_worker_free(wp_worker *w)
+{
+    while (w->free_h2_streams) {
+        bstream *b = w->free_h2_streams;
+        w->free_h2_streams = b->next_free;
+        bs_destroy(b);
+    }
+    w->nfree_h2_streams = 0;
+}
+
 static void h2c_flush(wp_h2c *c);
+static void h2c_want_flush(wp_h2c *c);
 static void h2c_maybe_finish(wp_h2c *c);
 
 /* ---------- the socket a child connection reads and writes (transport_socket.h) ---------- */
 
 static void bs_maybe_free(bstream *b)
 {
-    if (!b->timer_closed || b->h2_open)
+    if (!b->closed_told || b->h2_open)
         return;
     if (b->c) {
         if (b->prev)
@@ -78,23 +150,24 @@ static void bs_maybe_free(bstream *b)
         if (b->next)
             b->next->prev = b->prev;
     }
-    wf_strbuf_free(&b->in);
-    wf_strbuf_free(&b->rin);
-    wf_strbuf_free(&b->body[0]);
-    wf_strbuf_free(&b->body[1]);
-    wf_strbuf_free(&b->trl);
-    free(b);
+    bs_put(b->w, b);
 }
 
 static void bs_arm(bstream *b);
 
 /* From the loop: the pending write's completion, the request bytes the child has room for,
  * then the end the codec reported. */
-static void bs_pump(uv_timer_t *t)
+static void bs_pump(wp_deferred_item *it)
 {
-    bstream *b = t->data;
-    if (b->sock_closed)
+    bstream *b = (bstream *)(void *)((char *)it - offsetof(bstream, pump));
+    if (b->sock_closed) { /* closed since: the owner hears it now, after bs_close returned */
+        if (!b->closed_told) {
+            b->closed_told = true;
+            b->base.cbs->on_closed(b->base.owner);
+            bs_maybe_free(b);
+        }
         return;
+    }
     void *owner = b->base.owner;
     const wp_tsock_cbs *cbs = b->base.cbs;
     if (b->notify_written) {
@@ -126,7 +199,7 @@ static void bs_pump(uv_timer_t *t)
         b->in.len = b->in_off = 0;
     if (consumed && b->c && !b->c->closed) {
         wp_h2_server_consume(b->c->codec, b->id, consumed); /* the client may send more */
-        h2c_flush(b->c);
+        h2c_want_flush(b->c);
     }
     if (b->pending_close && !b->sock_closed) {
         b->pending_close = false;
@@ -140,7 +213,7 @@ static void bs_pump(uv_timer_t *t)
 static void bs_arm(bstream *b)
 {
     if (!b->sock_closed)
-        uv_timer_start(&b->timer, bs_pump, 0, 0);
+        wp_deferred_delete(&b->w->deferred, &b->pump, bs_pump);
 }
 
 static int bs_read_start(wp_tsock *t)
@@ -216,11 +289,18 @@ static void rc_headers(void *ctx, const h1_message *m, const char *raw, size_t r
     bstream *b = ctx;
     if (m->status < 200)
         return; /* 1xx: not relayed */
+    bool end = m->framing == H1_BODY_NONE;
+    /* a trailers-only gRPC reply is one HEADERS frame without the content-length: 0 that the
+     * child's HTTP/1.1 codec added (Envoy's HTTP/2 codec has none: protocols.md §3.2) */
+    bool trailers_only = end && h1_find_header(m->headers, m->nheaders, "grpc-status");
     wp_hdr_list l;
     wp_hdr_list_init(&l);
-    for (size_t i = 0; i < m->nheaders; i++)
-        wp_hdr_list_add_field(&l, &m->headers[i]);
-    bool end = m->framing == H1_BODY_NONE;
+    for (size_t i = 0; i < m->nheaders; i++) {
+        const h1_header *f = &m->headers[i];
+        if (trailers_only && f->name.len == 14 && strncasecmp(f->name.p, "content-length", 14) == 0)
+            continue;
+        wp_hdr_list_add_field(&l, f);
+    }
     if (wp_h2_server_respond(b->c->codec, b->id, m->status, &l, end) != 0)
         b->resp_error = true;
     b->resp_complete = b->end_submitted = end;
@@ -286,21 +366,31 @@ static int bs_write(wp_tsock *t, uv_buf_t *bufs, unsigned n)
     bstream *b = (bstream *)t;
     if (!b->c || b->c->closed || !b->h2_open)
         return -1;
-    for (unsigned i = 0; i < n; i++)
+    unsigned i = 0;
+    /* parsed where the child wrote them while nothing waits; what the parser leaves (a part
+     * of a head or of a chunk line) and what follows goes through rin */
+    for (; i < n && b->rin.len == 0 && !b->resp_error && !b->end_submitted; i++) {
+        b->roff = 0;
+        wp_h1_client_dispatch(&b->rp, bufs[i].base, bufs[i].len, &resp_cbs, b);
+        if (b->roff < bufs[i].len)
+            wf_strbuf_append(&b->rin, bufs[i].base + b->roff, bufs[i].len - b->roff);
+        b->roff = 0;
+    }
+    for (; i < n; i++)
         wf_strbuf_append(&b->rin, bufs[i].base, bufs[i].len);
     if (wf_strbuf_failed(&b->rin))
         return -1;
-    if (b->roff < b->rin.len)
+    if (b->roff < b->rin.len && !b->resp_error && !b->end_submitted)
         wp_h1_client_dispatch(&b->rp, b->rin.data + b->roff, b->rin.len - b->roff, &resp_cbs, b);
     if (b->roff == b->rin.len)
         b->rin.len = b->roff = 0;
     if (b->resp_error) {
         wp_h2_server_reset(b->c->codec, b->id, 2 /* INTERNAL_ERROR */);
-        h2c_flush(b->c);
+        h2c_want_flush(b->c);
         return -1;
     }
     bs_submit(b);
-    h2c_flush(b->c);
+    h2c_want_flush(b->c);
     if (bs_buffered(b) <= WP_H2C_BUFFER || !b->h2_open)
         return 0;
     b->write_pending = true; /* on_written once the client took enough */
@@ -322,14 +412,6 @@ static int bs_shutdown(wp_tsock *t)
     return 0;
 }
 
-static void bs_timer_closed(uv_handle_t *h)
-{
-    bstream *b = h->data;
-    b->timer_closed = true;
-    b->base.cbs->on_closed(b->base.owner);
-    bs_maybe_free(b);
-}
-
 static void bs_close(wp_tsock *t)
 {
     bstream *b = (bstream *)t;
@@ -338,14 +420,14 @@ static void bs_close(wp_tsock *t)
     if (b->c && !b->c->closed && b->unconsumed) { /* never read: the connection's window */
         wp_h2_server_consume(b->c->codec, b->id, b->unconsumed);
         b->unconsumed = 0;
-        h2c_flush(b->c);
+        h2c_want_flush(b->c);
     }
     if (b->c && !b->c->closed && b->h2_open && !b->end_submitted) {
         /* the child ended before its response did: the client sees the stream reset */
         wp_h2_server_reset(b->c->codec, b->id, 2 /* INTERNAL_ERROR */);
-        h2c_flush(b->c);
+        h2c_want_flush(b->c);
     }
-    uv_close((uv_handle_t *)&b->timer, bs_timer_closed);
+    wp_deferred_delete(&b->w->deferred, &b->pump, bs_pump); /* on_closed from there */
     if (b->c)
         h2c_maybe_finish(b->c);
 }
@@ -429,18 +511,14 @@ static void request_text(bstream *b, const h1_message *m)
     wf_strbuf_append(o, "\r\n", 2);
 }
 
-static void free_on_close(uv_handle_t *h)
-{
-    free(h->data);
-}
-
 static void *on_request(void *ctx, int32_t id, const h1_message *m, h1_str scheme)
 {
     (void)scheme;
     wp_h2c *c = ctx;
-    bstream *b = calloc(1, sizeof(*b));
+    bstream *b = bs_get(c->d->w);
     if (!b)
         return NULL;
+    b->w = c->d->w;
     b->c = c;
     b->id = id;
     b->h2_open = true;
@@ -449,11 +527,8 @@ static void *on_request(void *ctx, int32_t id, const h1_message *m, h1_str schem
     if (m->method.len == 4 && memcmp(m->method.p, "HEAD", 4) == 0)
         h1_parser_set_answers(&b->rp, H1_ANSWERS_HEAD);
     request_text(b, m);
-    uv_timer_init(&c->d->w->loop, &b->timer);
-    b->timer.data = b;
     if (wf_strbuf_failed(&b->in)) {
-        wf_strbuf_free(&b->in);
-        uv_close((uv_handle_t *)&b->timer, free_on_close);
+        bs_destroy(b);
         return NULL;
     }
     b->next = c->streams;
@@ -462,16 +537,13 @@ static void *on_request(void *ctx, int32_t id, const h1_message *m, h1_str schem
     c->streams = b;
     b->child = wp_dconn_child(c->d, bs_init, b);
     if (!b->child) { /* the codec refuses the stream; the socket never opened */
-        b->h2_open = false;
-        b->sock_closed = true;
-        uv_close((uv_handle_t *)&b->timer, free_on_close);
         if (b->prev)
             b->prev->next = b->next;
         else
             c->streams = b->next;
         if (b->next)
             b->next->prev = b->prev;
-        wf_strbuf_free(&b->in);
+        bs_destroy(b);
         return NULL;
     }
     return b;
@@ -615,6 +687,26 @@ static void h2c_flush(wp_h2c *c)
     h2c_maybe_finish(c);
 }
 
+static void h2c_deferred_flush(wp_deferred_item *it)
+{
+    wp_h2c *c = (wp_h2c *)(void *)((char *)it - offsetof(wp_h2c, flush_item));
+    if (c->free_on_flush) {
+        wp_h2c_free(c);
+        return;
+    }
+    h2c_flush(c);
+}
+
+/* The frames of every stream go out together, once per loop iteration (nghttp2's
+ * session_send once per turn, as Envoy's dispatcher does): the flush runs from the worker's
+ * deferred list (net/deferred.h), after the iteration's timer and I/O callbacks, so the
+ * responses that the upstream reads of one poll phase produced share one write. */
+static void h2c_want_flush(wp_h2c *c)
+{
+    if (!c->closed)
+        wp_deferred_delete(&c->d->w->deferred, &c->flush_item, h2c_deferred_flush);
+}
+
 static const wp_dconn_mux_ops h2c_ops;
 
 /* The http2.* slots: looked up by name on the worker's first HTTP/2 connection of a
@@ -676,12 +768,12 @@ void wp_h2c_on_data(wp_dconn *d)
         wp_hcm_stat(d, WP_S_downstream_cx_protocol_error, 1);
         WF_CONN_LOG(WF_LC_http2, WF_LOG_DEBUG, d->id, "protocol error: %s", details);
     }
-    h2c_flush(c);
+    h2c_want_flush(c);
 }
 
 void wp_h2c_on_written(wp_dconn *d)
 {
-    h2c_flush(d->h2);
+    h2c_want_flush(d->h2);
 }
 
 void wp_h2c_close(wp_dconn *d)
@@ -709,6 +801,10 @@ void wp_h2c_close(wp_dconn *d)
 
 void wp_h2c_free(wp_h2c *c)
 {
+    if (c->flush_item.destroy) { /* queued: the deferred list still points at it */
+        c->free_on_flush = true;
+        return;
+    }
     wf_strbuf_free(&c->out);
     free(c);
 }
@@ -721,7 +817,7 @@ void wp_h2c_drain(wp_dconn *d)
     c->draining = true;
     wp_h2_server_goaway(c->codec, true);
     wp_h2_server_goaway(c->codec, false);
-    h2c_flush(c);
+    h2c_want_flush(c);
 }
 
 size_t wp_h2c_streams(const wp_dconn *d)

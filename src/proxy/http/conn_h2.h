@@ -9,7 +9,9 @@
  * connection manager's whole per-request path (filters, router, timeouts, access log with
  * %PROTOCOL% HTTP/2) and HTTP/1 connections are untouched.
  *
- * Envoy behaviour followed: the codec's (codec_h2.h); a client's RST_STREAM ends the
+ * Envoy behaviour followed: the codec's (codec_h2.h); a trailers-only gRPC response (no body,
+ * grpc-status in its head) goes without the content-length: 0 the child's HTTP/1.1 codec
+ * gave it, as Envoy's HTTP/2 codec sends it (protocols.md §3.2); a client's RST_STREAM ends the
  * stream's request with flag DR and details http2.remote_reset (protocols.md §2.5); drain
  * sends the shutdown notice and the final GOAWAY, lets the streams in flight finish and then
  * closes (Envoy waits drain_timeout between the two GOAWAYs: weft sends both at once).
@@ -22,7 +24,15 @@
  * so the upstream read pauses (HTTP/1's back-pressure); nothing is framed while the socket's
  * write is pending.
  *
+ * Writes: the frames of all streams go out together, once per loop iteration (from the
+ * worker's deferred list, net/deferred.h, after the iteration's timer and I/O callbacks), as
+ * nghttp2's session_send once per turn: one write carries the responses that the upstream
+ * reads of one poll phase completed.
+ *
  * Memory: the codec and one state per stream (queues grow to the window / WP_H2C_BUFFER).
+ * An ended stream's state goes back to its worker's free ones (at most 64, each keeping
+ * buffers of at most 16 KiB, as the HTTP/1 streams of conn.c), so a stream in the steady
+ * state allocates nothing here.
  * Threads: the connection's worker.
  */
 #ifndef WEFT_PROXY_HTTP_CONN_H2_H
@@ -53,5 +63,7 @@ void wp_h2c_free(wp_h2c *c);
 void wp_h2c_drain(wp_dconn *d);
 /* Open streams. */
 size_t wp_h2c_streams(const wp_dconn *d);
+/* The stream states w keeps for its next HTTP/2 streams go (worker shutdown). */
+void wp_h2c_worker_free(wp_worker *w);
 
 #endif

@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "proxy/access_log/alog_sink.h"
 #include "proxy/http/conn.h"
+#include "proxy/http/conn_h2.h"
 #include "proxy/server/instance.h"
 #include "proxy/filters/http/retry.h"
 #include "proxy/filters/http/shadow.h"
@@ -367,6 +368,7 @@ void wp_worker_free(wp_worker *w)
         w->free_streams = s->next_free;
         wp_stream_destroy(s);
     }
+    wp_h2c_worker_free(w);
     wp_wreq_pool_free(&w->wreqs);
     wp_regex_ctx_free(&w->rx);
     uv_loop_close(&w->loop);

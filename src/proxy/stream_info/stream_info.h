@@ -113,6 +113,9 @@ typedef struct wp_stream_info {
     const char *upstream_cluster;      /* cluster name (%UPSTREAM_CLUSTER_RAW%), NULL = none */
     const char *upstream_cluster_stat; /* alt_stat_name or name (%UPSTREAM_CLUSTER%) */
     const char *upstream_host;         /* "ip:port", NULL = none */
+    /* the protocol of the attempt's upstream connection ("HTTP/1.1", "HTTP/2"; static), NULL
+     * until one connected (%UPSTREAM_PROTOCOL% then says HTTP/1.1, the chosen host's default) */
+    const char *upstream_protocol;
     const char *upstream_local;        /* "ip:port", NULL = none */
     const char *downstream_local;      /* "ip:port" */
     const char *downstream_remote;     /* "ip:port"; from x-forwarded-for when it applies (xff.h) */

@@ -588,6 +588,7 @@ static void on_connected(wp_stream *s, wp_uconn *u)
     wp_uconn_attach(u, &uconn_cbs, s);
     /* the snapshot outlives the stream (it holds a reference) */
     s->si.upstream_host = s->cfg->clusters[s->cluster].endpoints[u->host].addr.text;
+    s->si.upstream_protocol = u->stream ? "HTTP/2" : "HTTP/1.1"; /* a stream of pool_h2.c */
     /* copied: an attempt's connection may be gone before the access log is written */
     memcpy(rs->up_local, u->local, sizeof(rs->up_local));
     s->si.upstream_local = rs->up_local;
