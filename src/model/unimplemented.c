@@ -40,6 +40,14 @@ static bool port_is_mongo(const wf_resource *r, const wf_node *port)
     return port_protocol(r, port) == WF_PROTO_MONGO;
 }
 
+/* A gRPC-Web port (name prefix or appProtocol grpc-web): Istio gives it the
+ * envoy.filters.http.grpc_web filter, which weft-proxy does not have; the port is served as
+ * HTTP/2 gRPC (pilot/cds.c) and a browser's gRPC-Web request reaches the server untranslated. */
+static bool port_is_grpc_web(const wf_resource *r, const wf_node *port)
+{
+    return port_protocol(r, port) == WF_PROTO_GRPC_WEB;
+}
+
 static bool se_resolution_absent(const wf_resource *r, const wf_node *at)
 {
     (void)at;
@@ -197,7 +205,11 @@ static const char *const v_service_ann[] = {HONOURED_ANY, "networking.istio.io/e
 #define SAME         "the traffic is handled as if the field were absent"
 #define NO_MONGO     "Istio's Mongo filter (envoy.filters.network.mongo_proxy, Mongo statistics)"
 #define MONGO_EFFECT "the port is proxied as plain TCP, without Mongo statistics"
-#define NO_H2        "HTTP/2"
+#define NO_GRPC_WEB  "gRPC-Web translation (envoy.filters.http.grpc_web)"
+#define GRPC_WEB_EFFECT                                                                            \
+    "the port is served as gRPC over HTTP/2; a browser's gRPC-Web request reaches the server "     \
+    "untranslated"
+#define NO_H2 "HTTP/2"
 
 static const wf_unimpl_entry table[] = {
     /* ---- MeshConfig (the --meshConfig file, or the istio ConfigMap's mesh key) ---- */
@@ -449,12 +461,16 @@ static const wf_unimpl_entry table[] = {
     /* ---- Service, ServiceEntry, WorkloadEntry ---- */
     FN(SERVICE, "spec.ports[]", port_is_mongo, false, NO_MONGO, MONGO_EFFECT,
        "{name: mongo-db, port: 27017}"),
+    FN(SERVICE, "spec.ports[]", port_is_grpc_web, false, NO_GRPC_WEB, GRPC_WEB_EFFECT,
+       "{name: grpc-web, port: 8080}"),
     ROW(SERVICE, "spec.type", VALUE_IN, v_external_name, "the ExternalName Service type",
         "the service gets no endpoints", "ExternalName"),
     ROW(SERVICE, "spec.clusterIP", VALUE_IN, v_none, "headless Service routing",
         "requests are balanced over the pods as for a ClusterIP Service", "None"),
     FN(SERVICEENTRY, "spec.ports[]", port_is_mongo, false, NO_MONGO, MONGO_EFFECT,
        "{name: db, number: 27017, protocol: MONGO}"),
+    FN(SERVICEENTRY, "spec.ports[]", port_is_grpc_web, false, NO_GRPC_WEB, GRPC_WEB_EFFECT,
+       "{name: web, number: 8080, protocol: GRPC-WEB}"),
     ROW(SERVICEENTRY, "spec.resolution", VALUE_IN, v_none,
         "resolution NONE (original-destination forwarding)", "requests get 503 UH", "NONE"),
     FN(SERVICEENTRY, "", se_resolution_absent, false,

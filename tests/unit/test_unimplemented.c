@@ -297,7 +297,6 @@ static void test_service_ports(void **state)
     (void)state;
     assert_int_equal(scan_yaml(SVC_PORT("{name: http, port: 80}"), NULL).n, 0);
     assert_int_equal(scan_yaml(SVC_PORT("{name: http-web, port: 80}"), NULL).n, 0);
-    assert_int_equal(scan_yaml(SVC_PORT("{name: grpc-web, port: 80}"), NULL).n, 0);
     assert_int_equal(scan_yaml(SVC_PORT("{name: dns, port: 53, protocol: UDP}"), NULL).n, 0);
     /* appProtocol wins over the name */
     assert_int_equal(scan_yaml(SVC_PORT("{name: tcp-x, port: 80, appProtocol: http}"), NULL).n, 0);
@@ -322,6 +321,12 @@ static void test_service_ports(void **state)
         scan_yaml(SVC_PORT("{name: x, port: 80, appProtocol: kubernetes.io/h2c}"), NULL).n, 0);
     assert_int_equal(scan_yaml(SVC_PORT("{name: grpc-api, port: 9090}"), NULL).n, 0);
     assert_int_equal(scan_yaml(SVC_PORT("{name: web, port: 8080}"), NULL).n, 0);
+    /* gRPC-Web: no envoy.filters.http.grpc_web in weft-proxy, by name or appProtocol */
+    x = scan_yaml(SVC_PORT("{name: grpc-web, port: 80}"), NULL);
+    assert_int_equal(x.n, 1);
+    assert_non_null(strstr(x.message, "gRPC-Web translation"));
+    assert_int_equal(scan_yaml(SVC_PORT("{name: web, port: 80, appProtocol: grpc-web}"), NULL).n,
+                     1);
 }
 
 /* A TLS server that terminates TLS for TCP traffic opens no listener: reported. */
