@@ -580,12 +580,19 @@ static bool dec_bind_config(bs *b, json_t *o, void *arg)
     wp_cluster *cl = arg;
     if (!bs_fields(b, o, "source_address freebind socket_options extra_source_addresses"))
         return false;
-    if (bs_get(o, "freebind") || bs_get(o, "socket_options") ||
-        bs_get(o, "extra_source_addresses"))
+    if (bs_get(o, "freebind") || bs_get(o, "socket_options") || bs_get(o, "extra_source_addresses"))
         return bs_fail(b, "only source_address is supported by weft-proxy");
     json_t *sa = bs_get(o, "source_address");
     if (!sa)
         return bs_fail(b, "source_address is required");
+    const char *ip = json_string_value(bs_get(sa, "address"));
+    unsigned char buf[sizeof(struct in6_addr)];
+    if (ip && inet_pton(AF_INET, ip, buf) != 1 && inet_pton(AF_INET6, ip, buf) != 1) {
+        size_t m = bs_push(b, "source_address");
+        bs_fail_atf(b, "address", "malformed IP address: %s", ip);
+        bs_pop(b, m);
+        return false;
+    }
     wp_addr *a = bs_alloc(b, sizeof(*a));
     if (!a)
         return false;

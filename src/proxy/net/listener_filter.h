@@ -75,7 +75,7 @@ typedef struct wp_lf_socket {
     wp_lf_addr remote;        /* source; proxy_protocol may override it */
     wp_lf_addr direct_remote; /* the socket's peer, never overridden */
     bool local_restored;
-    int fd; /* the accepted socket's descriptor (original_dst asks it), -1 unknown */
+    int fd;              /* the accepted socket's descriptor (original_dst asks it), -1 unknown */
     wp_lf_detected *det; /* NULL: nothing detected (raw_buffer, no SNI, no ALPN) */
 } wp_lf_socket;
 

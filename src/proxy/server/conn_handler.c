@@ -63,8 +63,7 @@ static bool hand_off(wp_dconn *d, const wp_lf_socket *sock)
     if (li < 0 || &cfg->listeners[li] == d->listener)
         return false;
     WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id,
-                "handing off connection to %s to listener %s", d->local,
-                cfg->listeners[li].name);
+                "handing off connection to %s to listener %s", d->local, cfg->listeners[li].name);
     d->lf->handed_off = true;
     d->listener = &cfg->listeners[li];
     d->ls = &d->wg->gen->pstats->listeners[li];

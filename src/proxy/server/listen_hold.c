@@ -68,8 +68,7 @@ void wp_listen_hold_free(wp_listen_hold *h)
 bool wp_listener_same(const wp_listener *a, const wp_listener *b)
 {
     return strcmp(a->name, b->name) == 0 && a->addr.len == b->addr.len &&
-           a->bind_to_port == b->bind_to_port &&
-           memcmp(&a->addr.sa, &b->addr.sa, a->addr.len) == 0;
+           a->bind_to_port == b->bind_to_port && memcmp(&a->addr.sa, &b->addr.sa, a->addr.len) == 0;
 }
 
 const char *wp_listen_error_reason(const char *err, const char *name)

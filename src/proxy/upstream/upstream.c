@@ -624,8 +624,8 @@ static bool same_dst(const wp_uconn *u, const struct sockaddr *dst)
 {
     if (!u->has_dst || u->dst.ss_family != dst->sa_family)
         return false;
-    size_t n = dst->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                          : sizeof(struct sockaddr_in);
+    size_t n =
+        dst->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
     return memcmp(&u->dst, dst, n) == 0;
 }
 

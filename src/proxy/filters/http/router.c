@@ -676,8 +676,8 @@ void wp_router_upstream_request(wp_stream *s)
     const struct sockaddr *dst = NULL;
     if (c->original_dst)
         dst = wp_lf_conn_original_dst(s->d->parent ? s->d->parent->lf : s->d->lf);
-    int host = c->original_dst ? (dst ? 0 : -1)
-                               : wp_lb_choose_host(&s->d->wg->lbs[s->cluster], &lbc);
+    int host =
+        c->original_dst ? (dst ? 0 : -1) : wp_lb_choose_host(&s->d->wg->lbs[s->cluster], &lbc);
     if (host < 0) {
         cstat(s, WP_S_upstream_cx_none_healthy, 1);
         wp_code_stat_add(
