@@ -102,6 +102,9 @@ typedef struct wf_pilot_proxy {
     char *service_account; /* SERVICE_ACCOUNT; NULL = absent (xds_auth.h checks it) */
     json_t *labels;        /* object of string labels (own reference); never NULL */
     bool http10; /* metadata HTTP10 "1" (Istio's ISTIO_META_HTTP10): HCMs accept HTTP/1.0 */
+    /* Istio's capture layout (pilot/capture.h): metadata INTERCEPTION_MODE "REDIRECT" (Istio's
+     * ISTIO_META_INTERCEPTION_MODE) and no WEFT_LOCALHOST (the local mesh's explicit mode) */
+    bool captured;
 } wf_pilot_proxy;
 
 /* Fills *out from node (store may be NULL: no Pod lookup). Returns 0, or -1 with a message

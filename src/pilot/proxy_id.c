@@ -232,6 +232,11 @@ static int fill(const wf_xds_node *node, const wf_store *store, wf_pilot_proxy *
         return -1;
     p->http10 = h10 && strcmp(h10, "1") == 0;
     free(h10);
+    char *mode = NULL;
+    if (md_str(md, "INTERCEPTION_MODE", &mode, err, cap) != 0)
+        return -1;
+    p->captured = mode && strcmp(mode, "REDIRECT") == 0 && !p->localhost;
+    free(mode);
     if (p->localhost && !is_ip(p->localhost))
         return fail(err, cap, "node.metadata.WEFT_LOCALHOST: \"%s\" is not an IP address",
                     p->localhost);
