@@ -45,7 +45,6 @@
 #include "proxy/http/cached_route.h"
 #include "proxy/http/codec.h"
 #include "proxy/http/conn.h"
-#include "proxy/net/address.h"
 #include "proxy/filters/http/retry.h"
 #include "proxy/filters/http/shadow.h"
 #include "proxy/upstream/lb.h"
@@ -589,8 +588,8 @@ static void on_connected(wp_stream *s, wp_uconn *u)
     wp_uconn_attach(u, &uconn_cbs, s);
     /* the snapshot outlives the stream (it holds a reference) */
     const wp_cluster *uc = &s->cfg->clusters[s->cluster];
-    if (u->has_dst) /* ORIGINAL_DST: rs->odst, written when the attempt began */
-        s->si.upstream_host = rs->odst;
+    if (u->has_dst) /* ORIGINAL_DST: the connection's restored local address (conn_handler) */
+        s->si.upstream_host = s->d->local;
     else
         s->si.upstream_host = uc->endpoints[u->host].addr.text;
     /* copied: an attempt's connection may be gone before the access log is written */
@@ -687,9 +686,8 @@ void wp_router_upstream_request(wp_stream *s)
         return;
     }
     /* the attempt is logged against its host even if it never connects */
-    if (dst) {
-        wp_sockaddr_text(dst, rs->odst, sizeof rs->odst);
-        s->si.upstream_host = rs->odst;
+    if (dst) { /* the downstream local address, restored to dst (server/conn_handler.c) */
+        s->si.upstream_host = s->d->local;
     } else {
         s->si.upstream_host = c->endpoints[host].addr.text;
     }
