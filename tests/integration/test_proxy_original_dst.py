@@ -40,7 +40,7 @@ pytestmark = [
         reason="needs Debian's iptables package, iproute2 and util-linux's setpriv"),
 ]
 
-# Servers: "http NAME PORT" answers any request with JSON {server, peer, host, path};
+# Servers ("http6"/"tcp6": on [::]): "http NAME PORT" answers any request with JSON {server, peer, host, path};
 # "tcp NAME PORT" writes "NAME PEER\n" and closes. Prints "ready" once all listen.
 SERVER = r"""
 import json, socket, sys, threading
@@ -67,9 +67,12 @@ def tcp(name, s):
 args = sys.argv[1:]
 for i in range(0, len(args), 3):
     kind, name, port = args[i], args[i + 1], int(args[i + 2])
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("0.0.0.0", port)); s.listen(16)
-    threading.Thread(target=http if kind == "http" else tcp, args=(name, s), daemon=True).start()
+    v6 = kind.endswith("6")
+    s = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("::" if v6 else "0.0.0.0", port)); s.listen(16)
+    threading.Thread(target=http if kind.startswith("http") else tcp, args=(name, s),
+                     daemon=True).start()
 print("ready", flush=True)
 sys.stdin.read()
 """
@@ -215,11 +218,11 @@ class Env:
             argv += list(s)
         self.spawn(argv, ns, ready="ready")
 
-    def start_proxy(self, mode):
+    def start_proxy(self, mode, bootstrap=None):
         self.log = os.path.join(self.dir, "access.log")
         path = os.path.join(self.dir, "bootstrap.json")
         with open(path, "w") as f:
-            json.dump(capture_bootstrap(mode, self.log), f)
+            json.dump((bootstrap or capture_bootstrap)(mode, self.log), f)
         os.chmod(path, 0o644)
         self.err = open(os.path.join(self.dir, "proxy.err"), "w")
         p = subprocess.Popen(["ip", "netns", "exec", self.pod, "setpriv", "--reuid", "1337",
@@ -362,3 +365,50 @@ def test_registry_only_blackhole(env):
     lines = env.log_lines(3)
     assert lines[1].split()[2:5] == ["-", "502", "direct_response"]
     assert lines[2].split()[:3] == ["BlackHoleCluster", "-", "UH"]
+
+
+def ipv6_bootstrap(mode, logpath):
+    """The IPv6 half of the layout: virtualOutbound on [::]:15001 (catch-all without a prefix
+    range) and virtualInbound on [::]:15006 (a chain for port 8080, else
+    InboundPassthroughCluster from ::6)."""
+    bs = capture_bootstrap(mode, logpath)
+    ls = bs["static_resources"]["listeners"]
+    vo, vi = ls[0], ls[2]
+    for l in (vo, vi):
+        l["address"]["socket_address"]["address"] = "::"
+        for fc in l["filter_chains"]:
+            fc.get("filter_chain_match", {}).pop("prefix_ranges", None)
+            if fc.get("filter_chain_match") == {}:
+                del fc["filter_chain_match"]
+    cl = bs["static_resources"]["clusters"]
+    for c in cl:
+        if "upstream_bind_config" in c:
+            c["upstream_bind_config"]["source_address"]["address"] = "::6"
+    bs["static_resources"]["listeners"] = [vo, vi]
+    return bs
+
+
+def test_ipv6_original_dst(env):
+    """IP6T_SO_ORIGINAL_DST: outbound passthrough to an IPv6 address and inbound to the pod's
+    IPv6 address, with istio-iptables --dual-stack."""
+    if not shutil.which("ip6tables-restore"):
+        pytest.skip("needs ip6tables-restore")
+    for ns, addr in ((env.pod, "2001:db8::1/64"), (env.ext, "2001:db8::50/64")):
+        r = run(["ip", "-n", ns, "addr", "add", addr, "dev", "v0" if ns == env.pod else "v1",
+                 "nodad"])
+        assert r.returncode == 0, r.stderr
+    env.servers(env.ext, ("tcp6", "ext9090", "9090"))
+    env.servers(env.pod, ("tcp6", "app8080", "8080"), ("tcp6", "app9999", "9999"))
+    r = env.ns(env.pod, [proxy_bin(), "istio-iptables", "--dual-stack"] + INJECTOR_ARGS)
+    assert r.returncode == 0, r.stderr
+    env.start_proxy("ALLOW_ANY", bootstrap=ipv6_bootstrap)
+    read6 = TCP_READ
+    assert env.client(env.pod, read6.format(ip="2001:db8::50", port=9090)) == \
+        '"ext9090 2001:db8::1\\n"'
+    assert env.client(env.ext, read6.format(ip="2001:db8::1", port=8080)) == '"app8080 ::6\\n"'
+    assert env.client(env.ext, read6.format(ip="2001:db8::1", port=9999)) == '"app9999 ::6\\n"'
+    lines = env.log_lines(3)
+    assert lines[0].split()[:2] == ["PassthroughCluster", "[2001:db8::50]:9090"]
+    assert lines[0].split()[-1] == "[2001:db8::50]:9090"
+    assert lines[1].split()[:2] == ["inbound|8080||", "[2001:db8::1]:8080"]
+    assert lines[2].split()[:2] == ["InboundPassthroughCluster", "[2001:db8::1]:9999"]
