@@ -181,6 +181,7 @@ class Env:
         tag = "%d-%s" % (os.getpid(), uuid.uuid4().hex[:6])
         self.pod, self.ext = "wodp-" + tag, "wode-" + tag
         self.procs = []
+        self.err_text = ""
         self.dir = tempfile.mkdtemp(prefix="weft-odst-")
         os.chmod(self.dir, 0o777)  # the proxy (uid 1337) writes its access log here
 
@@ -271,6 +272,8 @@ class Env:
                     p.wait()
         for n in (self.pod, self.ext):
             run(["ip", "netns", "del", n])
+        errf = os.path.join(self.dir, "proxy.err")
+        self.err_text = open(errf).read() if os.path.exists(errf) else ""
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -282,8 +285,7 @@ def env():
         yield e
     finally:
         e.close()
-    err = open(os.path.join(e.dir, "proxy.err")).read() if os.path.exists(e.dir) else ""
-    assert "Sanitizer" not in err
+    assert "Sanitizer" not in e.err_text, e.err_text  # the proxy stopped cleanly
 
 
 HTTP_GET = """
