@@ -62,7 +62,8 @@ void wp_pools_close_idle(wp_wgen *wg)
     const wp_config *cfg = wg->gen->cfg;
     for (size_t i = 0; wg->pools && i < cfg->nclusters; i++) {
         wp_pool *p = &wg->pools[i];
-        for (size_t h = 0; h < cfg->clusters[i].nendpoints; h++)
+        size_t nh = cfg->clusters[i].nendpoints;
+        for (size_t h = 0; h < (nh ? nh : 1); h++) /* ORIGINAL_DST: host 0 without endpoints */
             while (p->idle[h])
                 wp_uconn_close(p->idle[h], true);
         if (p->h2)
