@@ -298,6 +298,21 @@ static json_t *sidecar_listeners(wf_gen_cache *c, gen_entry *e, const wf_gen *g)
     if (!in || !out || wf_gen_access_logs(in, c->env.mesh) != 0 ||
         wf_gen_path_normalization(in, c->env.mesh) != 0)
         goto fail;
+    if (g->p->captured) { /* Istio's capture layout: the outbound ones stay on 0.0.0.0 */
+        json_decref(out);
+        out = wf_gen_capture_listeners(json_incref(e->listeners), in, g);
+        /* the two new listeners get the access logs the others already have */
+        json_t *two = out ? json_pack("[O,O]", json_array_get(out, 0),
+                                      json_array_get(out, json_array_size(out) - 1))
+                          : NULL;
+        if (!two || wf_gen_access_logs(two, c->env.mesh) != 0) {
+            json_decref(two);
+            json_decref(out);
+            return NULL;
+        }
+        json_decref(two);
+        return out;
+    }
     size_t i;
     json_array_foreach(e->listeners, i, l)
     {

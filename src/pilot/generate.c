@@ -6,6 +6,7 @@
  * accesslog.go for the file access log.
  */
 #include "pilot/generate.h"
+#include "pilot/capture.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -195,8 +196,14 @@ json_t *wf_gen_inbound(const gen *g, bool listeners)
                                   .bind = g->p->ip,
                                   .app_address = g->p->localhost,
                                   .mesh = g->mesh};
-    if (!listeners)
-        return wf_inbound_clusters(g->s, &o);
+    if (!listeners) {
+        json_t *cl = wf_inbound_clusters(g->s, &o);
+        if (cl && g->p->captured && wf_capture_inbound_clusters(cl) != 0) {
+            json_decref(cl);
+            return NULL;
+        }
+        return cl;
+    }
     json_t *out = wf_inbound_listeners(g->s, &o);
     if (out && add_reqauthn(g, out) != 0) {
         json_decref(out);
@@ -491,6 +498,19 @@ int wf_gen_path_normalization(json_t *listeners, const wf_meshcfg *mesh)
     return rc;
 }
 
+json_t *wf_gen_capture_listeners(json_t *outbound, json_t *inbound, const gen *g)
+{
+    json_t *out = outbound && inbound ? wf_capture_listeners(outbound, inbound) : NULL;
+    json_t *vo = out ? wf_capture_virtual_outbound(g->registry_only) : NULL;
+    json_decref(outbound);
+    json_decref(inbound);
+    if (!vo || json_array_insert_new(out, 0, vo) != 0) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
 static json_t *listeners(const gen *g)
 {
     json_t *out;
@@ -501,6 +521,9 @@ static json_t *listeners(const gen *g)
             json_decref(out);
             out = NULL;
         }
+    } else if (g->p->captured) {
+        out = wf_gen_capture_listeners(wf_gen_outbound_listeners(g, NULL), wf_gen_inbound(g, true),
+                                       g);
     } else {
         out = wf_gen_merge_listeners(wf_gen_outbound_listeners(g, g->p->localhost),
                                      wf_gen_inbound(g, true));

@@ -107,6 +107,9 @@ typedef struct wf_pilot_proxy {
     bool dns_capture; /* metadata DNS_CAPTURE "true" (ISTIO_META_DNS_CAPTURE): NDS */
     bool dns_auto_allocate; /* metadata DNS_AUTO_ALLOCATE "true": ServiceEntry addresses
                              * allocated for NDS (pilot/nds.h) */
+    /* Istio's capture layout (pilot/capture.h): metadata INTERCEPTION_MODE "REDIRECT" (Istio's
+     * ISTIO_META_INTERCEPTION_MODE) and no WEFT_LOCALHOST (the local mesh's explicit mode) */
+    bool captured;
 } wf_pilot_proxy;
 
 /* Fills *out from node (store may be NULL: no Pod lookup). Returns 0, or -1 with a message

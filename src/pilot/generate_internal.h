@@ -71,8 +71,12 @@ int wf_gen_path_normalization(json_t *listeners, const wf_meshcfg *mesh);
 
 /* Istio's buildHTTPConnectionManager for a proxy whose metadata sets HTTP10 "1": every HCM
  * gets http_protocol_options.accept_http_10 true, and a sniffed chain matching "http/1.1" also
- * matches "http/1.0", first (protocols.md §1.2; Istio's PILOT_HTTP10). Takes listeners (released) and returns a
- * deep copy with the field set, NULL on out of memory or when listeners is NULL. */
+ * matches "http/1.0", first (protocols.md §1.2; Istio's PILOT_HTTP10). Takes listeners (released)
+ * and returns a deep copy with the field set, NULL on out of memory or when listeners is NULL. */
 json_t *wf_gen_accept_http10(json_t *listeners);
+/* Istio's capture layout (pilot/capture.h) from the outbound listeners (bound on 0.0.0.0) and
+ * the per-port inbound ones (both references taken): [virtualOutbound, outbound with
+ * bind_to_port false..., virtualInbound]; NULL on out of memory (or a NULL input). */
+json_t *wf_gen_capture_listeners(json_t *outbound, json_t *inbound, const wf_gen *g);
 
 #endif

@@ -247,6 +247,11 @@ static int fill(const wf_xds_node *node, const wf_store *store, wf_pilot_proxy *
     if (md_flag(md, "DNS_CAPTURE", &p->dns_capture, err, cap) != 0 ||
         md_flag(md, "DNS_AUTO_ALLOCATE", &p->dns_auto_allocate, err, cap) != 0)
         return -1;
+    char *mode = NULL;
+    if (md_str(md, "INTERCEPTION_MODE", &mode, err, cap) != 0)
+        return -1;
+    p->captured = mode && strcmp(mode, "REDIRECT") == 0 && !p->localhost;
+    free(mode);
     if (p->localhost && !is_ip(p->localhost))
         return fail(err, cap, "node.metadata.WEFT_LOCALHOST: \"%s\" is not an IP address",
                     p->localhost);

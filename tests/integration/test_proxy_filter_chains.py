@@ -185,7 +185,7 @@ def test_two_chains_without_match_are_duplicates(tmp_path):
 
 
 @pytest.mark.parametrize("name,feature", [
-    ("envoy.filters.listener.original_dst", "it comes with transparent capture"),
+    ("envoy.filters.listener.proxy_protocol", "it comes with the PROXY protocol"),
 ])
 def test_listener_filters_refused_by_name(tmp_path, name, feature):
     lst = multi_listener([chain("a", "x")], port=18126)
@@ -194,6 +194,15 @@ def test_listener_filters_refused_by_name(tmp_path, name, feature):
     assert r.returncode == 1, r
     assert ("%s: static_resources.listeners[0].listener_filters[0].name: listener filter "
             "\"%s\" is not supported yet: %s" % (path, name, feature)) in r.stderr, r.stderr
+
+
+def test_original_dst_listener_filter_accepted(tmp_path):
+    """original_dst (transparent capture, test_proxy_original_dst.py) validates."""
+    lst = multi_listener([chain("a", "x")], port=18126)
+    lst["listener_filters"] = [{"name": "envoy.filters.listener.original_dst"}]
+    lst["use_original_dst"] = True
+    _, r = validate(tmp_path, lst)
+    assert r.returncode == 0, r.stderr
 
 
 def test_partial_wildcard_and_no_chain_refused(tmp_path):

@@ -405,9 +405,9 @@ static void test_error_unknown_field(void **state)
                  "t.json: static_resources.clusters[0].bogus: unknown field");
     expect_error(
         strdup(
-            "{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"upstream_bind_config\":{}}]}}"),
-        "t.json: static_resources.clusters[0].upstream_bind_config: not supported by weft-proxy "
-        "(Envoy's envoy.config.cluster.v3.Cluster.upstream_bind_config)");
+            "{\"static_resources\":{\"clusters\":[{\"name\":\"c\",\"cleanup_interval\":\"5s\"}]}}"),
+        "t.json: static_resources.clusters[0].cleanup_interval: not supported by weft-proxy "
+        "(Envoy's envoy.config.cluster.v3.Cluster.cleanup_interval)");
 }
 
 static void test_error_wrong_type(void **state)
@@ -675,7 +675,8 @@ static void test_filter_chain_errors(void **state)
                                  "\"filter_chains\":[{" HCM_IN("x") "}]" LST_TAIL),
                  "t.json: static_resources.listeners[0].listener_filters[0].name: unsupported "
                  "listener filter \"my.filter\" (weft-proxy implements "
-                 "envoy.filters.listener.tls_inspector and envoy.filters.listener.http_inspector)");
+                 "envoy.filters.listener.tls_inspector, envoy.filters.listener.http_inspector and "
+                 "envoy.filters.listener.original_dst)");
     expect_error(strdup(LST_HEAD
                         "\"listener_filters\":[{\"name\":\"envoy.filters.listener."
                         "http_inspector\",\"typed_config\":{\"x\":1}}],\"filter_chains\":[{" HCM_IN(

@@ -18,6 +18,7 @@
 #include "harness.h"
 #include "pilot/cds.h"
 #include "pilot/eds.h"
+#include "pilot/generate.h"
 #include "pilot/lds.h"
 #include "pilot/rds.h"
 #include "proxy/bootstrap/bootstrap.h"
@@ -718,6 +719,69 @@ static void update_warming_keeps_older(void **state)
     json_decref(base);
 }
 
+/* A captured sidecar's resources (pilot/capture.h: virtualOutbound, bind_to_port false,
+ * virtualInbound, ORIGINAL_DST inbound clusters) load into weft-proxy. */
+static void pilot_capture_resources_load(void **state)
+{
+    (void)state;
+    static const char *const files[] = {BOOK "services/catalog/kubernetes/catalog.yaml", NULL};
+    const char *pods = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: catalog-1\n"
+                       "  namespace: istioinaction\n  labels:\n    app: catalog\n"
+                       "status:\n  podIP: 10.10.0.5\n  phase: Running\n"
+                       "spec:\n  containers:\n  - name: catalog\n    image: x\n"
+                       "    ports: [{name: http, containerPort: 3000}]\n";
+    wf_store *s = wf_test_load_store(files, pods, "istioinaction");
+    json_t *md = json_pack("{s:s}", "INTERCEPTION_MODE", "REDIRECT");
+    char id[] = "catalog-1.istioinaction", perr[256] = "";
+    wf_xds_node node = {.id = id, .metadata = md};
+    wf_pilot_proxy p;
+    assert_int_equal(wf_pilot_proxy_from_node(&node, s, &p, perr, sizeof perr), 0);
+    json_decref(md);
+    assert_true(p.captured);
+    wf_pilot_env env = {.store = s};
+    wp_xds_resources r = {0};
+    add_all(&r, WF_XDS_CDS, wf_pilot_generate(&env, &p, WF_XDS_CDS, NULL));
+    add_all(&r, WF_XDS_LDS, wf_pilot_generate(&env, &p, WF_XDS_LDS, NULL));
+    add_all(&r, WF_XDS_RDS, wf_pilot_generate(&env, &p, WF_XDS_RDS, NULL));
+    add_all(&r, WF_XDS_EDS, wf_pilot_generate(&env, &p, WF_XDS_EDS, NULL));
+    json_t *base = base_bootstrap();
+    wp_xds_dynamic dyn;
+    json_t *eff = compose_ok(base, &r, &dyn);
+    wf_strbuf err = WF_STRBUF_INIT;
+    wp_config *c = load(eff, &err);
+    if (!c)
+        fail_msg("%s", wf_strbuf_cstr(&err));
+    const wp_listener *vo = NULL, *vi = NULL, *l80 = NULL;
+    for (size_t i = 0; i < c->nlisteners; i++) {
+        const wp_listener *l = &c->listeners[i];
+        if (!strcmp(l->name, "virtualOutbound"))
+            vo = l;
+        else if (!strcmp(l->name, "virtualInbound"))
+            vi = l;
+        else if (!strcmp(l->name, "0.0.0.0_80"))
+            l80 = l;
+    }
+    assert_non_null(vo);
+    assert_non_null(vi);
+    assert_non_null(l80);
+    assert_true(vo->use_original_dst && vo->bind_to_port);
+    assert_false(l80->bind_to_port);
+    assert_true(vi->nlistener_filters >= 1);
+    int in = wp_config_find_cluster(c, "inbound|3000||");
+    int ip = wp_config_find_cluster(c, "InboundPassthroughCluster");
+    assert_true(in >= 0 && ip >= 0);
+    assert_true(c->clusters[in].original_dst && c->clusters[ip].original_dst);
+    assert_string_equal(c->clusters[ip].bind_source->text, "127.0.0.6:0");
+    wp_config_unref(c);
+    wf_strbuf_free(&err);
+    wp_xds_dynamic_free(&dyn);
+    json_decref(eff);
+    json_decref(base);
+    res_free(&r);
+    wf_pilot_proxy_free(&p);
+    wf_store_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -727,6 +791,7 @@ int main(void)
         cmocka_unit_test(locate_errors),
         cmocka_unit_test(default_chain_rds),
         cmocka_unit_test(pilot_resources_load),
+        cmocka_unit_test(pilot_capture_resources_load),
         cmocka_unit_test(loader_ads_config),
         cmocka_unit_test(loader_ads_errors),
         cmocka_unit_test(tls_chains_rds_and_secrets),

@@ -574,6 +574,39 @@ static bool check_original_dst(bs *b, json_t *o, wp_cluster *cl, int type, int l
     return true;
 }
 
+/* upstream_bind_config (core.v3.BindConfig): source_address only. */
+static bool dec_bind_config(bs *b, json_t *o, void *arg)
+{
+    wp_cluster *cl = arg;
+    if (!bs_fields(b, o, "source_address freebind socket_options extra_source_addresses"))
+        return false;
+    if (bs_get(o, "freebind") || bs_get(o, "socket_options") || bs_get(o, "extra_source_addresses"))
+        return bs_fail(b, "only source_address is supported by weft-proxy");
+    json_t *sa = bs_get(o, "source_address");
+    if (!sa)
+        return bs_fail(b, "source_address is required");
+    const char *ip = json_string_value(bs_get(sa, "address"));
+    unsigned char buf[sizeof(struct in6_addr)];
+    if (ip && inet_pton(AF_INET, ip, buf) != 1 && inet_pton(AF_INET6, ip, buf) != 1) {
+        size_t m = bs_push(b, "source_address");
+        bs_fail_atf(b, "address", "malformed IP address: %s", ip);
+        bs_pop(b, m);
+        return false;
+    }
+    wp_addr *a = bs_alloc(b, sizeof(*a));
+    if (!a)
+        return false;
+    /* decoded as an Address {socket_address} */
+    json_t *o2 = json_pack("{s:{s:O}}", "address", "socket_address", sa);
+    if (!o2)
+        return bs_fail(b, "out of memory");
+    bool ok = bs_req_address(b, o2, a, NULL, NULL, "malformed IP address: %s");
+    json_decref(o2);
+    if (ok)
+        cl->bind_source = a;
+    return ok;
+}
+
 bool bs_dec_cluster(bs *b, json_t *o, void *arg)
 {
     static const char *const types[] = {"STATIC", "STRICT_DNS", "LOGICAL_DNS", "ORIGINAL_DST",
@@ -596,7 +629,8 @@ bool bs_dec_cluster(bs *b, json_t *o, void *arg)
             "per_connection_buffer_limit_bytes circuit_breakers common_http_protocol_options "
             "typed_extension_protocol_options max_requests_per_connection dns_refresh_rate "
             "dns_lookup_family load_assignment outlier_detection common_lb_config metadata "
-            "transport_socket transport_socket_matches http2_protocol_options") ||
+            "transport_socket transport_socket_matches http2_protocol_options "
+            "upstream_bind_config") ||
         !bs_opt_type(b, o, WP_CLUSTER_TYPE) || !bs_req_str(b, o, "name", &cl->name) ||
         !bs_str(b, o, "alt_stat_name", &cl->alt_stat_name) ||
         !bs_enum(b, o, "type", types, &type) || !bs_enum(b, o, "lb_policy", lbs, &lb) ||
@@ -609,7 +643,8 @@ bool bs_dec_cluster(bs *b, json_t *o, void *arg)
         !bs_sub(b, o, "typed_extension_protocol_options", dec_protocol_options, cl) ||
         !legacy_h2(b, o, cl) || !bs_dur(b, o, "dns_refresh_rate", &cl->dns_refresh_rate_ms, NULL))
         return false;
-    if (!check_original_dst(b, o, cl, type, lb))
+    if (!check_original_dst(b, o, cl, type, lb) ||
+        !bs_sub(b, o, "upstream_bind_config", dec_bind_config, cl))
         return false;
     if (!bs_transport_socket(b, o, false, &cl->tls) || !dec_tsms(b, o, cl))
         return false;

@@ -35,6 +35,7 @@
 
 #include "proxy/bootstrap/bootstrap_read.h"
 #include "proxy/filters/listener/http_inspector.h"
+#include "proxy/filters/listener/original_dst.h"
 #include "proxy/filters/listener/tls_inspector.h"
 
 #define HCM_NAME         "envoy.filters.network.http_connection_manager"
@@ -361,15 +362,23 @@ static bool dec_http_inspector(bs *b, json_t *tc, wp_listener_filter *lf)
     return true;
 }
 
-/* listener_filters: tls_inspector, http_inspector; the others are refused with the feature
- * that brings them. */
+/* OriginalDst: an empty message. */
+static bool dec_original_dst(bs *b, json_t *tc, wp_listener_filter *lf)
+{
+    if (tc && (!bs_fields(b, tc, "@type") || !bs_opt_type(b, tc, WP_ORIGINAL_DST_TYPE)))
+        return false;
+    lf->ops = &wp_original_dst_ops;
+    lf->config = NULL;
+    return true;
+}
+
+/* listener_filters: tls_inspector, http_inspector, original_dst; the others are refused with
+ * the feature that brings them. */
 static bool dec_listener_filter(bs *b, json_t *o, void *arg)
 {
     static const struct {
         const char *name, *feature;
     } known[] = {
-        {"envoy.filters.listener.original_dst",
-         "transparent capture (the original destination of redirected connections)"},
         {"envoy.filters.listener.proxy_protocol", "the PROXY protocol"},
     };
     wp_listener_filter *lf = arg;
@@ -394,6 +403,13 @@ static bool dec_listener_filter(bs *b, json_t *o, void *arg)
         bs_pop(b, m);
         return ok;
     }
+    if (strcmp(name, WP_ORIGINAL_DST_NAME) == 0 || strcmp(name, "original_dst") == 0 ||
+        (type && strcmp(type, WP_ORIGINAL_DST_TYPE) == 0)) {
+        size_t m = bs_push(b, "typed_config");
+        bool ok = dec_original_dst(b, tc, lf);
+        bs_pop(b, m);
+        return ok;
+    }
     size_t m = bs_push(b, "name");
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
         if (strcmp(name, known[i].name) == 0) {
@@ -405,7 +421,8 @@ static bool dec_listener_filter(bs *b, json_t *o, void *arg)
     }
     bs_fail(b,
             "unsupported listener filter \"%s\" (weft-proxy implements "
-            "envoy.filters.listener.tls_inspector and envoy.filters.listener.http_inspector)",
+            "envoy.filters.listener.tls_inspector, envoy.filters.listener.http_inspector and "
+            "envoy.filters.listener.original_dst)",
             name);
     bs_pop(b, m);
     return false;
@@ -447,6 +464,38 @@ static bool check_chains(bs *b, json_t *o, wp_listener *l)
     return false;
 }
 
+/* use_original_dst, bind_to_port (BoolValue, default true) and transparent (only false:
+ * TPROXY is not supported, Istio sets it for TPROXY interception only). use_original_dst
+ * appends the original_dst listener filter unless one is configured (Envoy's
+ * ListenerImpl::buildOriginalDstListenerFilter). *lf: the decoded listener filters (grown). */
+static bool dec_capture(bs *b, json_t *o, wp_listener *l, void **lf)
+{
+    bool transparent = false;
+    l->bind_to_port = true;
+    if (!bs_bool(b, o, "use_original_dst", &l->use_original_dst) ||
+        !bs_bool(b, o, "bind_to_port", &l->bind_to_port) ||
+        !bs_bool(b, o, "transparent", &transparent))
+        return false;
+    if (transparent)
+        return bs_fail_at(b, "transparent",
+                          "transparent listeners (TPROXY interception) are not supported by "
+                          "weft-proxy; use REDIRECT");
+    if (!l->use_original_dst)
+        return true;
+    wp_listener_filter *v = *lf;
+    for (size_t i = 0; i < l->nlistener_filters; i++)
+        if (v[i].ops == &wp_original_dst_ops)
+            return true;
+    wp_listener_filter *nv = bs_alloc(b, sizeof(*nv) * (l->nlistener_filters + 1));
+    if (!nv)
+        return false;
+    if (l->nlistener_filters)
+        memcpy(nv, v, sizeof(*nv) * l->nlistener_filters);
+    nv[l->nlistener_filters++] = (wp_listener_filter){&wp_original_dst_ops, NULL};
+    *lf = nv;
+    return true;
+}
+
 bool bs_dec_listener(bs *b, json_t *o, void *arg)
 {
     static const char *const directions[] = {"UNSPECIFIED", "INBOUND", "OUTBOUND", NULL};
@@ -455,7 +504,8 @@ bool bs_dec_listener(bs *b, json_t *o, void *arg)
     if (!bs_fields(b, o,
                    "@type name address per_connection_buffer_limit_bytes filter_chains "
                    "default_filter_chain listener_filters traffic_direction "
-                   "listener_filters_timeout continue_on_listener_filters_timeout access_log") ||
+                   "listener_filters_timeout continue_on_listener_filters_timeout access_log "
+                   "use_original_dst bind_to_port transparent") ||
         !bs_opt_type(b, o, WP_LISTENER_TYPE) ||
         !bs_enum(b, o, "traffic_direction", directions, &l->traffic_direction) ||
         !bs_str(b, o, "name", &l->name) ||
@@ -484,6 +534,8 @@ bool bs_dec_listener(bs *b, json_t *o, void *arg)
         return false;
     void *logs = NULL;
     if (!bs_each(b, o, "access_log", sizeof(wp_access_log), &logs, &l->naccess_logs, bs_access_log))
+        return false;
+    if (!dec_capture(b, o, l, &lf))
         return false;
     l->access_logs = logs;
     l->chains = chains;

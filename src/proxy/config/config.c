@@ -8,6 +8,8 @@
 
 #include "model/re2_check.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -51,6 +53,39 @@ const wp_filter_chain *wp_listener_find_chain(const wp_listener *l, const wp_lf_
     wp_lf_match_input(sock, &in);
     int i = wp_fcm_select(l->fcms, l->nchains, &in);
     return i >= 0 ? &l->chains[i] : l->default_chain;
+}
+
+/* Same IP and port (families equal). */
+static bool same_ip_port(const struct sockaddr *a, const struct sockaddr *b, bool wildcard_a)
+{
+    if (a->sa_family != b->sa_family)
+        return false;
+    if (a->sa_family == AF_INET) {
+        const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+        return x->sin_port == y->sin_port &&
+               (wildcard_a ? x->sin_addr.s_addr == htonl(INADDR_ANY)
+                           : x->sin_addr.s_addr == y->sin_addr.s_addr);
+    }
+    if (a->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+        return x->sin6_port == y->sin6_port &&
+               memcmp(&x->sin6_addr, wildcard_a ? &in6addr_any : &y->sin6_addr,
+                      sizeof x->sin6_addr) == 0;
+    }
+    return false;
+}
+
+int wp_listener_find_by_address(const wp_config *c, const struct sockaddr *sa)
+{
+    if (!c || !sa || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6))
+        return -1;
+    for (int pass = 0; pass < 2; pass++) /* exact, then 0.0.0.0:port / [::]:port */
+        for (size_t i = 0; i < c->nlisteners; i++) {
+            const wp_listener *l = &c->listeners[i];
+            if (l->bound && same_ip_port((const struct sockaddr *)&l->addr.sa, sa, pass == 1))
+                return (int)i;
+        }
+    return -1;
 }
 
 int wp_config_find_cluster(const wp_config *c, const char *name)

@@ -421,6 +421,14 @@ typedef struct wp_listener {
     bool continue_on_listener_filters_timeout; /* default false: the connection closes */
     const char *stat_name; /* "0.0.0.0_15001" style (address with ':' replaced by '_') */
     int traffic_direction; /* core.v3.TrafficDirection: 0 UNSPECIFIED, 1 INBOUND, 2 OUTBOUND */
+    /* use_original_dst (Envoy's Listener.use_original_dst, protocols.md §5.3): the original_dst
+     * listener filter is appended and a connection whose local address it restored is handed
+     * to the listener owning that address (wp_listener_find_by_address), else served here */
+    bool use_original_dst;
+    /* bind_to_port (default true): false = no socket of its own; it only receives connections
+     * handed over by a use_original_dst listener (Istio's outbound 0.0.0.0_<port> listeners
+     * under capture) */
+    bool bind_to_port;
     bool bound;   /* set by the server before the snapshot is published: its sockets exist */
     bool has_tls; /* a chain has a TLS transport socket: listener.<stat_name>.ssl.* exist */
     /* access_log (Listener.access_log): written for a connection that ends before a filter
@@ -513,10 +521,17 @@ typedef struct wp_cluster {
     /* metadata.filter_metadata.istio.services[0] (Istio's destination_service), when given */
     bool istio_services;
     const char *istio_svc_host, *istio_svc_name, *istio_svc_namespace; /* NULL = absent */
-    /* type ORIGINAL_DST (lb_policy CLUSTER_PROVIDED; Istio's PassthroughCluster). Decoded as a
-     * STATIC cluster without endpoints: the data plane does not forward to the original
-     * destination yet, so requests routed here fail as "no healthy upstream". */
+    /* type ORIGINAL_DST (lb_policy CLUSTER_PROVIDED; Istio's PassthroughCluster and
+     * InboundPassthroughCluster). Decoded as a STATIC cluster without endpoints: the router
+     * and the TCP proxy connect to the downstream connection's original destination (the local
+     * address original_dst restored, Envoy's OriginalDstCluster without use_http_header)
+     * through upstream/conn_pool.h wp_pool_newstream_dst, as host 0; a connection whose local
+     * address was not restored finds no host (UH, as Envoy's "original_dst_load_balancer: No
+     * downstream connection or no original_dst"). */
     bool original_dst;
+    /* upstream_bind_config.source_address (core.v3.BindConfig): the upstream connections'
+     * source (Istio's InboundPassthroughCluster binds 127.0.0.6), NULL none */
+    const wp_addr *bind_source;
     const wp_tls_config *tls; /* transport_socket: TLS (UpstreamTlsContext), NULL = raw_buffer */
     const wp_tsm *tsms;       /* transport_socket_matches, in order */
     size_t ntsms;
@@ -620,6 +635,11 @@ void wp_config_unref(wp_config *c);
  * Envoy's filter chain match over l's filter_chains, else its default_filter_chain, else
  * NULL (the connection is closed and counted in no_filter_chain_match). */
 const wp_filter_chain *wp_listener_find_chain(const wp_listener *l, const wp_lf_socket *sock);
+/* Envoy's ConnectionHandlerImpl::getBalancedHandlerByAddress for a connection whose local
+ * address original_dst restored to sa: the index of c's listener on exactly sa, else of the
+ * one on the wildcard address of sa's family (0.0.0.0 or ::) and sa's port; only listeners in
+ * service (bound). -1 none (the use_original_dst listener keeps the connection). */
+int wp_listener_find_by_address(const wp_config *c, const struct sockaddr *sa);
 
 /* Index of the cluster named name, or -1. Config-time only (linear scan). */
 int wp_config_find_cluster(const wp_config *c, const char *name);

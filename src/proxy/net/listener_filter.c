@@ -25,6 +25,7 @@ void wp_lf_socket_init(wp_lf_socket *s, const struct sockaddr *local, const stru
     sa_copy(&s->remote, peer);
     sa_copy(&s->direct_remote, peer);
     s->local_restored = false;
+    s->fd = -1;
     s->det = NULL;
 }
 
@@ -160,6 +161,11 @@ void wp_lf_on_data(wp_lf_callbacks *cb, const unsigned char *data, size_t len)
     wp_lf_status st = f->ops->on_data(f->config, cb, data, len);
     if (st != WP_LF_STOP_ITERATION)
         continue_chain(cb, st == WP_LF_CONTINUE);
+}
+
+const struct sockaddr *wp_lf_conn_original_dst(const wp_lf_conn *c)
+{
+    return c && c->sock.local_restored ? &c->sock.local.sa : NULL;
 }
 
 void wp_lf_conn_release(wp_lf_conn *c)

@@ -25,9 +25,8 @@
  * of stream or the listener's listener_filters_timeout while a filter waits closes the
  * connection, or, with continue_on_listener_filters_timeout, the chain goes on without it.
  *
- * Registered filters: envoy.filters.listener.tls_inspector and .http_inspector
- * (filters/listener/). The bootstrap refuses the others by name (.original_dst comes with
- * transparent capture).
+ * Registered filters: envoy.filters.listener.tls_inspector, .http_inspector and .original_dst
+ * (filters/listener/). The bootstrap refuses the others by name (.proxy_protocol).
  *
  * Memory: a wp_lf_socket lives in the downstream connection (its addresses only: no
  * allocation per accept). What a filter detects is kept in a wp_lf_detected allocated by the
@@ -76,6 +75,7 @@ typedef struct wp_lf_socket {
     wp_lf_addr remote;        /* source; proxy_protocol may override it */
     wp_lf_addr direct_remote; /* the socket's peer, never overridden */
     bool local_restored;
+    int fd;              /* the accepted socket's descriptor (original_dst asks it), -1 unknown */
     wp_lf_detected *det; /* NULL: nothing detected (raw_buffer, no SNI, no ALPN) */
 } wp_lf_socket;
 
@@ -129,10 +129,14 @@ typedef struct wp_lf_conn {
     void *saved_owner;
     void (*saved_timer_cb)(struct uv_timer_s *);
     bool reading;
+    /* handed over by a use_original_dst listener to the listener owning its original
+     * destination: never handed over again (Envoy's hand_off_restored_destination_connections
+     * false) */
+    bool handed_off;
 } wp_lf_conn;
 
 /* Fills s from the accepted socket's addresses (peer = source = direct source), nothing
- * detected. */
+ * detected, fd -1 (the owner sets it). */
 void wp_lf_socket_init(wp_lf_socket *s, const struct sockaddr *local, const struct sockaddr *peer);
 /* Frees what the filters detected (s stays usable, as after init without addresses). */
 void wp_lf_socket_release(wp_lf_socket *s);
@@ -166,6 +170,10 @@ size_t wp_lf_max_read_bytes(const wp_lf_callbacks *cb);
  * run ends). The waiting filter's on_data runs; when it continues, the rest of the chain runs
  * and cb->done follows (true, or false when a filter failed); while it needs more, nothing. */
 void wp_lf_on_data(wp_lf_callbacks *cb, const unsigned char *data, size_t len);
+
+/* The original destination original_dst restored on c's socket (an ORIGINAL_DST cluster's
+ * upstream host), NULL when c is NULL or nothing was restored. */
+const struct sockaddr *wp_lf_conn_original_dst(const wp_lf_conn *c);
 
 /* Frees c's buffer and what its filters detected (c itself is the caller's). */
 void wp_lf_conn_release(wp_lf_conn *c);

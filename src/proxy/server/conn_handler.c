@@ -48,10 +48,37 @@ static void emit_listener_logs(wp_dconn *d, const wp_lf_socket *sock, bool flag_
     wp_alog_emit(l->access_logs, l->naccess_logs, &si, d->w->alog);
 }
 
+static void run_listener_filters(wp_dconn *d);
+
+/* Envoy's ActiveTcpSocket::newConnection with hand_off_restored_destination_connections: a
+ * use_original_dst listener whose original_dst restored the local address hands the
+ * connection to the listener owning that address (exact, then the wildcard one on its port);
+ * that listener's own listener filters run next on the same socket. true: handed over. */
+static bool hand_off(wp_dconn *d, const wp_lf_socket *sock)
+{
+    if (!d->listener->use_original_dst || !sock->local_restored || !d->lf || d->lf->handed_off)
+        return false;
+    const wp_config *cfg = d->wg->gen->cfg;
+    int li = wp_listener_find_by_address(cfg, &sock->local.sa);
+    if (li < 0 || &cfg->listeners[li] == d->listener)
+        return false;
+    WF_CONN_LOG(WF_LC_connection, WF_LOG_DEBUG, d->id,
+                "handing off connection to %s to listener %s", d->local, cfg->listeners[li].name);
+    d->lf->handed_off = true;
+    d->listener = &cfg->listeners[li];
+    d->ls = &d->wg->gen->pstats->listeners[li];
+    run_listener_filters(d);
+    return true;
+}
+
 /* Envoy's ActiveStreamListenerBase::newConnection, once the listener filters are done (ok:
  * none failed); sock: the accepted socket with what the listener filters found. */
 static void new_connection(wp_dconn *d, const wp_lf_socket *sock, bool ok)
 {
+    if (ok && sock->local_restored) /* the downstream local address is the one dialled */
+        wp_sockaddr_text(&sock->local.sa, d->local, sizeof d->local);
+    if (ok && hand_off(d, sock))
+        return;
     const wp_filter_chain *fc = ok ? wp_listener_find_chain(d->listener, sock) : NULL;
     if (!fc) {
         if (ok) {
@@ -223,26 +250,18 @@ static void start_reading(wp_dconn *d)
     }
 }
 
-void wp_conn_handler_accept(wp_worker *w, size_t listener, uv_stream_t *server)
+/* Runs d->listener's listener filters on d->lf's socket (none: the chain is chosen now). */
+static void run_listener_filters(wp_dconn *d)
 {
-    wp_lf_socket sock;
-    wp_dconn *d = wp_dconn_accept(w, listener, server, &sock);
-    if (!d)
-        return;
     const wp_listener *l = d->listener;
-    if (!l->nlistener_filters) {
-        new_connection(d, &sock, true);
-        return;
-    }
-    if (!(d->lf = calloc(1, sizeof(*d->lf)))) {
-        wp_dconn_close(d);
-        return;
-    }
     wp_lf_conn *lf = d->lf;
-    lf->sock = sock;
+    if (!l->nlistener_filters) {
+        new_connection(d, &lf->sock, true);
+        return;
+    }
     wp_lf_callbacks_init(&lf->cb, &lf->sock, l->listener_filters, l->nlistener_filters,
                          listener_filters_done, d);
-    lf->cb.stats = w->stats;
+    lf->cb.stats = d->w->stats;
     wp_lf_status st = wp_lf_run(&lf->cb);
     if (st == WP_LF_CONTINUE)
         new_connection(d, &lf->sock, true);
@@ -250,4 +269,25 @@ void wp_conn_handler_accept(wp_worker *w, size_t listener, uv_stream_t *server)
         listener_filters_done(&lf->cb, false);
     else if (wp_lf_wants_data(&lf->cb))
         start_reading(d);
+}
+
+void wp_conn_handler_accept(wp_worker *w, size_t listener, uv_stream_t *server)
+{
+    wp_lf_socket sock;
+    wp_dconn *d = wp_dconn_accept(w, listener, server, &sock);
+    if (!d)
+        return;
+    if (!d->listener->nlistener_filters) {
+        new_connection(d, &sock, true);
+        return;
+    }
+    if (!(d->lf = calloc(1, sizeof(*d->lf)))) {
+        wp_dconn_close(d);
+        return;
+    }
+    d->lf->sock = sock;
+    uv_os_fd_t fd;
+    if (uv_fileno((const uv_handle_t *)&d->raw.tcp, &fd) == 0)
+        d->lf->sock.fd = fd; /* original_dst asks the socket */
+    run_listener_filters(d);
 }

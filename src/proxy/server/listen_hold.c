@@ -68,7 +68,7 @@ void wp_listen_hold_free(wp_listen_hold *h)
 bool wp_listener_same(const wp_listener *a, const wp_listener *b)
 {
     return strcmp(a->name, b->name) == 0 && a->addr.len == b->addr.len &&
-           memcmp(&a->addr.sa, &b->addr.sa, a->addr.len) == 0;
+           a->bind_to_port == b->bind_to_port && memcmp(&a->addr.sa, &b->addr.sa, a->addr.len) == 0;
 }
 
 const char *wp_listen_error_reason(const char *err, const char *name)
@@ -151,6 +151,8 @@ int wp_listen_hold_add(wp_listen_hold *h, const wp_config *cfg, size_t first,
 {
     for (size_t i = first; i < cfg->nlisteners; i++) {
         const wp_listener *l = &cfg->listeners[i];
+        if (!l->bind_to_port)
+            continue; /* no socket: it takes connections a use_original_dst listener hands over */
         if (serves(serving, l) && !named(warming, l->name))
             continue; /* the workers' sockets stay with the next snapshot */
         held *e = find(h, l);

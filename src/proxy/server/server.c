@@ -495,8 +495,8 @@ static int bind_all(wp_server *srv, wp_config *cfg, const wp_config *cur, int **
     for (size_t i = 0; i < cfg->nlisteners; i++) {
         wp_listener *l = &cfg->listeners[i];
         l->bound = true;
-        if (has_listener(cur, l))
-            continue;
+        if (!l->bind_to_port || has_listener(cur, l))
+            continue; /* bind_to_port false: in service without a socket (handed connections) */
         wf_strbuf why = WF_STRBUF_INIT;
         if (bind_one(srv, cfg, i, fdsv, hold, &why) == 0) {
             wf_strbuf_free(&why);

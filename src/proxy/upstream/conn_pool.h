@@ -62,6 +62,7 @@ typedef struct wp_wgen wp_wgen;
 typedef struct wp_uconn wp_uconn;
 typedef struct wp_pool wp_pool;
 typedef struct wp_pool_req wp_pool_req;
+struct wp_cluster;
 
 /* Why a request got no connection (Envoy's ConnectionPool::PoolFailureReason). */
 typedef enum {
@@ -105,6 +106,9 @@ struct wp_pool_req {
     bool pending; /* counted in rq_pending (no connection yet) */
     bool queued;  /* waiting in the pool's queue for a max_connections slot */
     bool mux;     /* the connection is for an HTTP/2 connection (pool_h2.c), not a request */
+    /* ORIGINAL_DST clusters (config.h original_dst): the address to connect to, the downstream
+     * connection's original destination (borrowed: valid while the request is pending) */
+    const struct sockaddr *dst;
     struct wp_h2conn *h2wait; /* waiting for a stream of this HTTP/2 connection */
 };
 
@@ -159,6 +163,11 @@ struct wp_uconn {
     bool mux, stream;
     int closed_handles;
     char local[64];
+    /* ORIGINAL_DST: the address this connection went to (its host is the cluster's single
+     * placeholder host 0); dst_text "ip:port" as the access log prints upstream hosts */
+    bool has_dst;
+    struct sockaddr_storage dst;
+    char dst_text[64];
 };
 
 /* Per worker and cluster: idle connections and waiting requests. */
@@ -185,6 +194,16 @@ void wp_pools_free(wp_wgen *wg);
  * when a callback already ran. */
 bool wp_pool_newstream(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_callbacks *cb,
                        void *ctx);
+/* The same for an ORIGINAL_DST cluster (Envoy's OriginalDstCluster, protocols.md §5.3): the
+ * connection goes to dst (the downstream's original destination; borrowed while pending),
+ * host is 0; only an idle connection to the same dst is reused. The cluster's
+ * upstream_bind_config source address, when set, is bound first (InboundPassthroughCluster's
+ * 127.0.0.6). HTTP/1 and TCP only: an HTTP/2 downstream gets an HTTP/1 upstream. */
+bool wp_pool_newstream_dst(wp_pool *p, const struct sockaddr *dst, wp_pool_req *rq,
+                           const wp_pool_callbacks *cb, void *ctx);
+/* The upstream host text of connection u of cluster c: its original destination on an
+ * ORIGINAL_DST cluster, else the host's address. */
+const char *wp_uconn_host_text(const wp_uconn *u, const struct wp_cluster *c);
 /* The same for an HTTP request (the router): on a cluster whose upstream protocol is HTTP/2
  * (explicit, or use_downstream_protocol_config with downstream_h2) the request gets a stream
  * of a shared HTTP/2 connection (upstream/pool_h2.h), handed over as a wp_uconn like an

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "proxy/net/address.h"
 #include "proxy/net/tls_socket.h"
 #include "proxy/upstream/cluster_manager.h"
 #include "proxy/upstream/pool_h2.h"
@@ -61,7 +62,8 @@ void wp_pools_close_idle(wp_wgen *wg)
     const wp_config *cfg = wg->gen->cfg;
     for (size_t i = 0; wg->pools && i < cfg->nclusters; i++) {
         wp_pool *p = &wg->pools[i];
-        for (size_t h = 0; h < cfg->clusters[i].nendpoints; h++)
+        size_t nh = cfg->clusters[i].nendpoints;
+        for (size_t h = 0; h < (nh ? nh : 1); h++) /* ORIGINAL_DST: host 0 without endpoints */
             while (p->idle[h])
                 wp_uconn_close(p->idle[h], true);
         if (p->h2)
@@ -385,7 +387,7 @@ static void u_on_connect(void *owner, int status)
     wp_tsock_address(u->sock, false, u->local, sizeof(u->local));
     u->state = WP_UC_BUSY;
     WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "connected to %s",
-                wp_pool_gen(u->pool)->cfg->clusters[c].endpoints[u->host].addr.text);
+                wp_uconn_host_text(u, &wp_pool_gen(u->pool)->cfg->clusters[c]));
     wp_uconn_resume_read(u);
     wp_pool_req *rq = u->preq;
     if (rq) {
@@ -480,8 +482,19 @@ static void connect_new(wp_pool *p, int host, wp_pool_req *rq)
     wp_raw_socket_init(&u->raw, &w->loop, &w->wreqs, &uconn_sock_cbs, u);
     u->sock = &u->raw.base;
     wp_tsock *tls = NULL; /* an UpstreamTlsContext: TLS over the raw socket */
+    const struct sockaddr *to = NULL;
+    if (rq->dst) { /* ORIGINAL_DST: no endpoints, the downstream's original destination */
+        size_t n = rq->dst->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                  : sizeof(struct sockaddr_in);
+        memcpy(&u->dst, rq->dst, n);
+        u->has_dst = true;
+        wp_sockaddr_text(rq->dst, u->dst_text, sizeof u->dst_text);
+        to = rq->dst;
+    } else {
+        to = (const struct sockaddr *)&c->endpoints[host].addr.sa;
+    }
     /* the host's transport_socket_matches entry or the cluster's transport_socket */
-    const wp_tls_config *tc = wp_endpoint_tls(c, &c->endpoints[host]);
+    const wp_tls_config *tc = rq->dst ? c->tls : wp_endpoint_tls(c, &c->endpoints[host]);
     if (tc) {
         wp_tls_stats st = {w->stats, wp_pool_gen(p)->pstats->clusters[p->cluster].ssl, "cluster",
                            c->alt_stat_name ? c->alt_stat_name : c->name};
@@ -501,10 +514,12 @@ static void connect_new(wp_pool *p, int host, wp_pool_req *rq)
     u->preq = rq;
     rq->connecting = u;
     WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "creating a new connection to %s",
-                c->endpoints[host].addr.text);
-    int r = tc && !tls ? UV_ENOMEM
-                       : wp_tsock_connect(u->sock, &u->connect,
-                                          (const struct sockaddr *)&c->endpoints[host].addr.sa);
+                wp_uconn_host_text(u, c));
+    int r = tc && !tls ? UV_ENOMEM : 0;
+    if (r == 0 && c->bind_source) /* upstream_bind_config.source_address */
+        r = uv_tcp_bind(&u->raw.tcp, (const struct sockaddr *)&c->bind_source->sa, 0);
+    if (r == 0)
+        r = wp_tsock_connect(u->sock, &u->connect, to);
     if (r != 0) {
         char tfr[96];
         snprintf(tfr, sizeof(tfr), "%s", uv_strerror(r));
@@ -601,15 +616,38 @@ void wp_uconn_stream_reset(wp_uconn *u, int reason)
         u->cbs->on_reset(owner, u, reason);
 }
 
-bool wp_pool_newstream(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_callbacks *cb,
-                       void *ctx)
+const char *wp_uconn_host_text(const wp_uconn *u, const wp_cluster *c)
+{
+    return u->has_dst ? u->dst_text : c->endpoints[u->host].addr.text;
+}
+
+static bool same_dst(const wp_uconn *u, const struct sockaddr *dst)
+{
+    if (!u->has_dst || u->dst.ss_family != dst->sa_family)
+        return false;
+    size_t n =
+        dst->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    return memcmp(&u->dst, dst, n) == 0;
+}
+
+/* The idle connection to take for rq: the latest to the host, or to rq->dst. */
+static wp_uconn *idle_for(wp_pool *p, int host, const struct sockaddr *dst)
+{
+    wp_uconn *u = p->idle[host];
+    while (u && dst && !same_dst(u, dst))
+        u = u->next;
+    return u;
+}
+
+static bool newstream(wp_pool *p, int host, const struct sockaddr *dst, wp_pool_req *rq,
+                      const wp_pool_callbacks *cb, void *ctx)
 {
     wp_worker *w = p->w;
     const wp_gen *g = wp_pool_gen(p);
     const wp_cluster *c = &g->cfg->clusters[p->cluster];
     wp_cluster_rt *rt = &g->crt[p->cluster];
-    *rq = (wp_pool_req){.pool = p, .cb = cb, .ctx = ctx, .host = host};
-    wp_uconn *u = p->idle[host];
+    *rq = (wp_pool_req){.pool = p, .cb = cb, .ctx = ctx, .host = host, .dst = dst};
+    wp_uconn *u = idle_for(p, host, dst);
     if (u) {
         idle_remove(u);
         WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "using existing connection");
@@ -632,6 +670,18 @@ bool wp_pool_newstream(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_call
     wp_cluster_stat(w, g, p->cluster, WP_S_upstream_cx_overflow, 1);
     pending_push(p, rq);
     return true;
+}
+
+bool wp_pool_newstream(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_callbacks *cb,
+                       void *ctx)
+{
+    return newstream(p, host, NULL, rq, cb, ctx);
+}
+
+bool wp_pool_newstream_dst(wp_pool *p, const struct sockaddr *dst, wp_pool_req *rq,
+                           const wp_pool_callbacks *cb, void *ctx)
+{
+    return newstream(p, 0, dst, rq, cb, ctx);
 }
 
 static void pool_dispatch_pending(wp_pool *p)
@@ -673,7 +723,7 @@ void wp_uconn_release(wp_uconn *u, bool reusable)
     wp_buf_put(w, u->rbuf);
     u->rbuf = NULL;
     h1_parser_reset(&u->parser);
-    if (p->pending_head) {
+    if (p->pending_head && !u->has_dst) { /* (an ORIGINAL_DST request wants its own dst) */
         wp_pool_req *rq = p->pending_head;
         pending_remove(p, rq);
         pool_assign(u, rq);

@@ -587,7 +587,11 @@ static void on_connected(wp_stream *s, wp_uconn *u)
     rs->up = u;
     wp_uconn_attach(u, &uconn_cbs, s);
     /* the snapshot outlives the stream (it holds a reference) */
-    s->si.upstream_host = s->cfg->clusters[s->cluster].endpoints[u->host].addr.text;
+    const wp_cluster *uc = &s->cfg->clusters[s->cluster];
+    if (u->has_dst) /* ORIGINAL_DST: the connection's restored local address (conn_handler) */
+        s->si.upstream_host = s->d->local;
+    else
+        s->si.upstream_host = uc->endpoints[u->host].addr.text;
     s->si.upstream_protocol = u->stream ? "HTTP/2" : "HTTP/1.1"; /* a stream of pool_h2.c */
     /* copied: an attempt's connection may be gone before the access log is written */
     memcpy(rs->up_local, u->local, sizeof(rs->up_local));
@@ -667,7 +671,13 @@ void wp_router_upstream_request(wp_stream *s)
                                         ? s->route->retry->host_selection_max_attempts
                                         : 0,
     };
-    int host = wp_lb_choose_host(&s->d->wg->lbs[s->cluster], &lbc);
+    /* ORIGINAL_DST: the host is the downstream connection's original destination (Envoy's
+     * OriginalDstCluster load balancer, the connection's restored local address) */
+    const struct sockaddr *dst = NULL;
+    if (c->original_dst)
+        dst = wp_lf_conn_original_dst(s->d->parent ? s->d->parent->lf : s->d->lf);
+    int host =
+        c->original_dst ? (dst ? 0 : -1) : wp_lb_choose_host(&s->d->wg->lbs[s->cluster], &lbc);
     if (host < 0) {
         cstat(s, WP_S_upstream_cx_none_healthy, 1);
         wp_code_stat_add(
@@ -677,7 +687,11 @@ void wp_router_upstream_request(wp_stream *s)
         return;
     }
     /* the attempt is logged against its host even if it never connects */
-    s->si.upstream_host = c->endpoints[host].addr.text;
+    if (dst) { /* the downstream local address, restored to dst (server/conn_handler.c) */
+        s->si.upstream_host = s->d->local;
+    } else {
+        s->si.upstream_host = c->endpoints[host].addr.text;
+    }
     s->si.attempt_count++;
     if (atomic_load_explicit(&rt->rq_active, memory_order_relaxed) >= c->cb.max_requests) {
         cstat(s, WP_S_upstream_rq_pending_overflow, 1); /* Envoy counts max_requests here too */
@@ -688,8 +702,11 @@ void wp_router_upstream_request(wp_stream *s)
     rs->counted_cb = true;
     rs->host = host;
     /* an HTTP/2 downstream (a stream's child connection) may get an HTTP/2 upstream */
-    wp_pool_newstream_http(&s->d->wg->pools[s->cluster], host, &rs->preq, &pool_cbs, s,
-                           s->d->parent != NULL);
+    if (dst)
+        wp_pool_newstream_dst(&s->d->wg->pools[s->cluster], dst, &rs->preq, &pool_cbs, s);
+    else
+        wp_pool_newstream_http(&s->d->wg->pools[s->cluster], host, &rs->preq, &pool_cbs, s,
+                               s->d->parent != NULL);
 }
 
 void wp_router_pool_done(wp_stream *s)

@@ -69,7 +69,7 @@ typedef struct wp_router_state {
     bool grpc_timeout;                       /* a gRPC request on a route with max_grpc_timeout:
                                                 grpc-timeout upstream is the expected timeout */
     /* ---- from here on, not zeroed when a stream starts: written before they are read ---- */
-    char up_local[64];      /* the last attempt's local address (uconn.local; si.upstream_local) */
+    char up_local[64]; /* the last attempt's local address (uconn.local; si.upstream_local) */
     char chunk_line[24];    /* the chunk-size line of the body slices being written upstream */
     char details_buf[192];  /* si.details of an upstream reset (upstream_reset_..._started{}) */
     char up_peer_san[128];  /* the last attempt's upstream TLS peer URI SANs (si) */

@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "proxy/access_log/alog_emit.h"
 #include "proxy/http/conn.h"
+#include "proxy/net/address.h"
 #include "proxy/upstream/lb.h"
 
 typedef struct wp_tcp_session {
@@ -40,6 +41,7 @@ typedef struct wp_tcp_session {
     const wp_tsock_cbs *saved_cbs;        /* the connection's socket callbacks */
     void *saved_owner;
     char upstream_local[64];
+    char odst[64]; /* ORIGINAL_DST: the original destination tried, as text */
     char up_peer_san[256], up_local_san[256]; /* the upstream TLS connection's URI SANs */
     char tfr[160];                            /* %UPSTREAM_TRANSPORT_FAILURE_REASON% */
     wp_deferred_item dd;
@@ -350,7 +352,11 @@ static void pool_ready(void *ctx, wp_uconn *u, int host)
     od_report(s, WP_OD_CONNECT_SUCCESS);
     wp_uconn_attach(u, &tcp_up_cbs, s);
     u->half_close = true;
-    s->si.upstream_host = c->endpoints[host].addr.text;
+    s->si.upstream_host = c->endpoints ? c->endpoints[host].addr.text : NULL;
+    if (u->has_dst) { /* ORIGINAL_DST: copied, the connection may go before the session */
+        snprintf(s->odst, sizeof s->odst, "%s", u->dst_text);
+        s->si.upstream_host = s->odst;
+    }
     snprintf(s->upstream_local, sizeof s->upstream_local, "%s", u->local);
     s->si.upstream_local = s->upstream_local;
     s->si.upstream_connection_id = u->id;
@@ -374,8 +380,14 @@ static void pool_failure(void *ctx, wp_pool_failure reason, const char *tfr, int
     wp_tcp_session *s = ctx;
     wp_dconn *d = s->d;
     s->pool_pending = false;
-    if (host >= 0 && s->cluster >= 0)
-        s->si.upstream_host = d->wg->gen->cfg->clusters[s->cluster].endpoints[host].addr.text;
+    const wp_cluster *c = s->cluster >= 0 ? &d->wg->gen->cfg->clusters[s->cluster] : NULL;
+    const struct sockaddr *dst = wp_lf_conn_original_dst(d->lf);
+    if (c && c->original_dst && dst) { /* ORIGINAL_DST: the destination it tried */
+        wp_sockaddr_text(dst, s->odst, sizeof s->odst);
+        s->si.upstream_host = s->odst;
+    } else if (host >= 0 && c) {
+        s->si.upstream_host = c->endpoints[host].addr.text;
+    }
     if (tfr) {
         snprintf(s->tfr, sizeof s->tfr, "%s", tfr);
         s->si.transport_failure_reason = s->tfr;
@@ -455,7 +467,9 @@ static void tcp_connect(wp_tcp_session *s)
         wp_dconn_close(d);
         return;
     }
-    int host = wp_lb_choose_host(&d->wg->lbs[ci], NULL);
+    /* ORIGINAL_DST: the downstream's original destination is the host (none: no host) */
+    const struct sockaddr *dst = c->original_dst ? wp_lf_conn_original_dst(d->lf) : NULL;
+    int host = c->original_dst ? (dst ? 0 : -1) : wp_lb_choose_host(&d->wg->lbs[ci], NULL);
     if (host < 0) {
         wp_si_set_flag(&s->si, WP_RF_UH);
         cstat(s, WP_S_upstream_cx_none_healthy, 1);
@@ -466,7 +480,10 @@ static void tcp_connect(wp_tcp_session *s)
     s->si.attempt_count = s->attempts;
     s->pool_pending = true;
     WF_CONN_LOG(WF_LC_filter, WF_LOG_DEBUG, d->id, "Creating connection to cluster %s", c->name);
-    wp_pool_newstream(&d->wg->pools[ci], host, &s->preq, &tcp_pool_cbs, s);
+    if (dst)
+        wp_pool_newstream_dst(&d->wg->pools[ci], dst, &s->preq, &tcp_pool_cbs, s);
+    else
+        wp_pool_newstream(&d->wg->pools[ci], host, &s->preq, &tcp_pool_cbs, s);
 }
 
 /* ---------- timers (the connection's: idle_timer, rq_timer) ---------- */

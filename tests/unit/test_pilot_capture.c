@@ -1,0 +1,284 @@
+/*
+ * test_pilot_capture.c - pilot/capture: a sidecar whose node metadata says INTERCEPTION_MODE
+ * REDIRECT (and no WEFT_LOCALHOST) gets istiod's capture layout: virtualOutbound (15001,
+ * use_original_dst, blackhole and catch-all chains, PassthroughCluster or BlackHoleCluster under
+ * REGISTRY_ONLY), the outbound 0.0.0.0_<port> listeners with bind_to_port false, virtualInbound
+ * (15006, original_dst, a chain per port by destination_port, InboundPassthroughCluster), the
+ * inbound clusters as ORIGINAL_DST from 127.0.0.6; both generation paths (wf_pilot_generate and
+ * the gen cache) agree; explicit mode is unchanged. The book's catalog
+ * (../shared/corpus/istioinaction/), shapes as in istioctl's authz testdata configdump.yaml.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "model/store.h"
+#include "pilot/gen_cache.h"
+#include "pilot/generate.h"
+
+#define BOOK "../shared/corpus/istioinaction/"
+
+static const char *const catalog_files[] = {BOOK "services/catalog/kubernetes/catalog.yaml", NULL};
+static const char *const catalog_pod = "apiVersion: v1\n"
+                                       "kind: Pod\n"
+                                       "metadata:\n"
+                                       "  name: catalog-v1-abc\n"
+                                       "  namespace: istioinaction\n"
+                                       "  labels: {app: catalog, version: v1}\n"
+                                       "spec:\n"
+                                       "  containers:\n"
+                                       "  - name: catalog\n"
+                                       "    ports: [{name: http, containerPort: 3000}]\n"
+                                       "status: {podIP: 10.10.0.3, phase: Running}\n";
+
+typedef struct fixture {
+    wf_store *s;
+    wf_pilot_proxy p;
+    wf_pilot_env env;
+    wf_meshcfg *mesh;
+} fixture;
+
+/* The catalog pod's sidecar with metadata md (taken). */
+static void setup(fixture *f, json_t *md, const char *mesh_yaml)
+{
+    *f = (fixture){.s = wf_test_load_store(catalog_files, catalog_pod, "istioinaction")};
+    assert_non_null(f->s);
+    if (mesh_yaml) {
+        f->mesh = wf_meshcfg_new_default();
+        char *path = wf_test_temp_file(mesh_yaml);
+        const char *err = NULL;
+        assert_int_equal(wf_meshcfg_load_file(f->mesh, path, &err), 0);
+        remove(path);
+        free(path);
+    }
+    char *id = strdup("catalog-v1-abc.istioinaction"), err[256] = "";
+    wf_xds_node node = {.id = id, .metadata = md};
+    assert_int_equal(wf_pilot_proxy_from_node(&node, f->s, &f->p, err, sizeof err), 0);
+    free(id);
+    json_decref(md);
+    f->env = (wf_pilot_env){.store = f->s, .mesh = f->mesh};
+}
+
+static void teardown(fixture *f)
+{
+    wf_pilot_proxy_free(&f->p);
+    wf_store_free(f->s);
+    wf_meshcfg_free(f->mesh);
+}
+
+static json_t *by_name(json_t *arr, const char *name)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v)
+    {
+        const char *n = json_string_value(json_object_get(v, "name"));
+        if (n && strcmp(n, name) == 0)
+            return v;
+    }
+    return NULL;
+}
+
+static const char *tcp_cluster(json_t *fc)
+{
+    json_t *f = json_array_get(json_object_get(fc, "filters"), 0);
+    assert_string_equal(json_string_value(json_object_get(f, "name")),
+                        "envoy.filters.network.tcp_proxy");
+    return json_string_value(json_object_get(json_object_get(f, "typed_config"), "cluster"));
+}
+
+static json_int_t dport(json_t *fc)
+{
+    return json_integer_value(
+        json_object_get(json_object_get(fc, "filter_chain_match"), "destination_port"));
+}
+
+static void detection(void **state)
+{
+    (void)state;
+    fixture f;
+    setup(&f, json_pack("{s:s}", "INTERCEPTION_MODE", "REDIRECT"), NULL);
+    assert_true(f.p.captured);
+    teardown(&f);
+    /* the local mesh's explicit mode wins; other modes and none are not captured */
+    setup(&f,
+          json_pack("{s:s,s:s}", "INTERCEPTION_MODE", "REDIRECT", "WEFT_LOCALHOST", "127.11.0.3"),
+          NULL);
+    assert_false(f.p.captured);
+    teardown(&f);
+    setup(&f, json_pack("{s:s}", "INTERCEPTION_MODE", "NONE"), NULL);
+    assert_false(f.p.captured);
+    teardown(&f);
+    setup(&f, NULL, NULL);
+    assert_false(f.p.captured);
+    teardown(&f);
+}
+
+static void check_listeners(json_t *lds, const char *catchall)
+{
+    json_t *vo = json_array_get(lds, 0);
+    assert_string_equal(json_string_value(json_object_get(vo, "name")), "virtualOutbound");
+    assert_true(json_is_true(json_object_get(vo, "use_original_dst")));
+    assert_int_equal(
+        json_integer_value(json_object_get(
+            json_object_get(json_object_get(vo, "address"), "socket_address"), "port_value")),
+        15001);
+    json_t *vc = json_object_get(vo, "filter_chains");
+    assert_int_equal(json_array_size(vc), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(vc, 0), "name")),
+                        "virtualOutbound-blackhole");
+    assert_int_equal(dport(json_array_get(vc, 0)), 15001);
+    assert_string_equal(tcp_cluster(json_array_get(vc, 0)), "BlackHoleCluster");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(vc, 1), "name")),
+                        "virtualOutbound-catchall-tcp");
+    assert_null(json_object_get(json_array_get(vc, 1), "filter_chain_match"));
+    assert_string_equal(tcp_cluster(json_array_get(vc, 1)), catchall);
+    /* the outbound listener for catalog's port 80: 0.0.0.0, not bound */
+    json_t *o80 = by_name(lds, "0.0.0.0_80");
+    assert_non_null(o80);
+    assert_true(json_is_false(json_object_get(o80, "bind_to_port")));
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(o80, "address"), "socket_address"), "address")),
+        "0.0.0.0");
+    /* inbound: no per-port listener of its own, a chain of virtualInbound instead */
+    assert_null(by_name(lds, "10.10.0.3_3000"));
+    json_t *vi = json_array_get(lds, json_array_size(lds) - 1);
+    assert_string_equal(json_string_value(json_object_get(vi, "name")), "virtualInbound");
+    assert_string_equal(json_string_value(json_object_get(vi, "traffic_direction")), "INBOUND");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(vi, "listener_filters"), 0), "name")),
+                        "envoy.filters.listener.original_dst");
+    json_t *ic = json_object_get(vi, "filter_chains");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ic, 0), "name")),
+                        "virtualInbound-blackhole");
+    assert_int_equal(dport(json_array_get(ic, 0)), 15006);
+    size_t n = json_array_size(ic), port_chains = 0;
+    for (size_t i = 1; i + 1 < n; i++) {
+        assert_int_equal(dport(json_array_get(ic, i)), 3000);
+        port_chains++;
+    }
+    assert_true(port_chains >= 1);
+    json_t *last = json_array_get(ic, n - 1);
+    assert_string_equal(json_string_value(json_object_get(last, "name")), "virtualInbound");
+    assert_string_equal(tcp_cluster(last), "InboundPassthroughCluster");
+}
+
+static void captured_layout(void **state)
+{
+    (void)state;
+    fixture f;
+    setup(&f, json_pack("{s:s}", "INTERCEPTION_MODE", "REDIRECT"), NULL);
+    json_t *lds = wf_pilot_generate(&f.env, &f.p, WF_XDS_LDS, NULL);
+    assert_non_null(lds);
+    check_listeners(lds, "PassthroughCluster");
+    json_decref(lds);
+    json_t *cds = wf_pilot_generate(&f.env, &f.p, WF_XDS_CDS, NULL);
+    assert_non_null(cds);
+    json_t *in = by_name(cds, "inbound|3000||");
+    assert_non_null(in);
+    assert_string_equal(json_string_value(json_object_get(in, "type")), "ORIGINAL_DST");
+    assert_string_equal(json_string_value(json_object_get(in, "lb_policy")), "CLUSTER_PROVIDED");
+    assert_null(json_object_get(in, "load_assignment"));
+    json_t *src = json_object_get(json_object_get(in, "upstream_bind_config"), "source_address");
+    assert_string_equal(json_string_value(json_object_get(src, "address")), "127.0.0.6");
+    json_t *ip = by_name(cds, "InboundPassthroughCluster");
+    assert_non_null(ip);
+    assert_string_equal(json_string_value(json_object_get(ip, "type")), "ORIGINAL_DST");
+    assert_non_null(by_name(cds, "PassthroughCluster"));
+    assert_non_null(by_name(cds, "BlackHoleCluster"));
+    json_decref(cds);
+    teardown(&f);
+}
+
+static void registry_only(void **state)
+{
+    (void)state;
+    fixture f;
+    setup(&f, json_pack("{s:s}", "INTERCEPTION_MODE", "REDIRECT"),
+          "outboundTrafficPolicy:\n  mode: REGISTRY_ONLY\n");
+    json_t *lds = wf_pilot_generate(&f.env, &f.p, WF_XDS_LDS, NULL);
+    assert_non_null(lds);
+    check_listeners(lds, "BlackHoleCluster");
+    json_decref(lds);
+    teardown(&f);
+}
+
+/* "[" shared "," own "]" of the cached text. */
+static char *whole(const wf_gen_text *t)
+{
+    size_t n = t->shared_len + t->own_len + 4;
+    char *s = malloc(n);
+    assert_non_null(s);
+    snprintf(s, n, "[%s%s%s]", t->shared, t->shared_len && t->own_len ? "," : "",
+             t->own ? t->own : "");
+    return s;
+}
+
+static void cache_agrees(void **state)
+{
+    (void)state;
+    fixture f;
+    setup(&f, json_pack("{s:s}", "INTERCEPTION_MODE", "REDIRECT"), "accessLogFile: /dev/stdout\n");
+    wf_gen_cache *c = wf_gen_cache_new(&f.env);
+    assert_non_null(c);
+    for (int t = 0; t < 2; t++) {
+        wf_xds_type type = t ? WF_XDS_CDS : WF_XDS_LDS;
+        json_t *want = wf_pilot_generate(&f.env, &f.p, type, NULL);
+        assert_non_null(want);
+        wf_gen_text txt;
+        assert_int_equal(wf_gen_cache_text(c, &f.p, type, NULL, &txt), 0);
+        char *got = whole(&txt);
+        json_error_t e;
+        json_t *g = json_loads(got, 0, &e);
+        assert_non_null(g);
+        if (!json_equal(g, want)) {
+            char *w = json_dumps(want, JSON_COMPACT);
+            fail_msg("type %d:\n got %s\nwant %s", (int)type, got, w);
+        }
+        json_decref(g);
+        json_decref(want);
+        free(got);
+        wf_gen_text_free(&txt);
+    }
+    wf_gen_cache_free(c);
+    teardown(&f);
+}
+
+/* Explicit mode (WEFT_LOCALHOST) keeps its per-port listeners on the pod's addresses. */
+static void explicit_unchanged(void **state)
+{
+    (void)state;
+    fixture f;
+    setup(&f, json_pack("{s:s}", "WEFT_LOCALHOST", "127.11.0.3"), NULL);
+    json_t *lds = wf_pilot_generate(&f.env, &f.p, WF_XDS_LDS, NULL);
+    assert_null(by_name(lds, "virtualOutbound"));
+    assert_null(by_name(lds, "virtualInbound"));
+    json_t *o80 = by_name(lds, "0.0.0.0_80");
+    assert_non_null(o80);
+    assert_null(json_object_get(o80, "bind_to_port"));
+    json_decref(lds);
+    json_t *cds = wf_pilot_generate(&f.env, &f.p, WF_XDS_CDS, NULL);
+    assert_string_equal(json_string_value(json_object_get(by_name(cds, "inbound|3000||"), "type")),
+                        "STATIC");
+    assert_null(by_name(cds, "InboundPassthroughCluster"));
+    json_decref(cds);
+    teardown(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(detection),          cmocka_unit_test(captured_layout),
+        cmocka_unit_test(registry_only),      cmocka_unit_test(cache_agrees),
+        cmocka_unit_test(explicit_unchanged),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
