@@ -149,7 +149,13 @@ def test_histogram_interval_after_flush_interval(app, proxy_factory):
     """The interval column becomes a number once a flush interval (5 s) has passed."""
     p = proxy_factory(_bs(app))
     _traffic(p, ["/status/200"])
-    line = _lines(p)["http.ingress_http.downstream_rq_time"]
+    # the stream's time is recorded as it is freed, a loop turn after downstream_rq_completed
+    deadline = time.monotonic() + 3
+    while True:
+        line = _lines(p)["http.ingress_http.downstream_rq_time"]
+        if SUMMARY_RE.match("x: " + line) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert SUMMARY_RE.match("x: " + line), line
     time.sleep(5.2)
     q = _summary(_lines(p)["http.ingress_http.downstream_rq_time"])
