@@ -596,7 +596,7 @@ bool bs_dec_cluster(bs *b, json_t *o, void *arg)
             "per_connection_buffer_limit_bytes circuit_breakers common_http_protocol_options "
             "typed_extension_protocol_options max_requests_per_connection dns_refresh_rate "
             "dns_lookup_family load_assignment outlier_detection common_lb_config metadata "
-            "transport_socket transport_socket_matches http2_protocol_options") ||
+            "transport_socket transport_socket_matches http2_protocol_options filters") ||
         !bs_opt_type(b, o, WP_CLUSTER_TYPE) || !bs_req_str(b, o, "name", &cl->name) ||
         !bs_str(b, o, "alt_stat_name", &cl->alt_stat_name) ||
         !bs_enum(b, o, "type", types, &type) || !bs_enum(b, o, "lb_policy", lbs, &lb) ||
@@ -611,7 +611,8 @@ bool bs_dec_cluster(bs *b, json_t *o, void *arg)
         return false;
     if (!check_original_dst(b, o, cl, type, lb))
         return false;
-    if (!bs_transport_socket(b, o, false, &cl->tls) || !dec_tsms(b, o, cl))
+    if (!bs_transport_socket(b, o, false, &cl->tls) || !dec_tsms(b, o, cl) ||
+        !bs_cluster_filters(b, o, cl))
         return false;
     cl->type = cl->original_dst ? WP_CLUSTER_STATIC : (wp_cluster_type)type;
     cl->lb_policy = cl->original_dst ? WP_LB_ROUND_ROBIN : (wp_lb_policy)lb;

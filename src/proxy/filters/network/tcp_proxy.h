@@ -50,6 +50,7 @@
 #ifndef WEFT_PROXY_FILTERS_NETWORK_TCP_PROXY_H
 #define WEFT_PROXY_FILTERS_NETWORK_TCP_PROXY_H
 
+#include "proxy/filters/http/istio_peer.h"
 #include "proxy/net/network_filter.h"
 
 #define WP_TCP_PROXY_NAME "envoy.filters.network.tcp_proxy"
@@ -65,5 +66,9 @@ struct wp_cluster;
  * none). NULL when d has no TCP proxy session. Valid until the session's on_close ends. */
 const struct wp_stream_info *wp_tcp_proxy_info(const struct wp_dconn *d,
                                                const struct wp_cluster **cluster);
+
+/* The upstream peer's workload the cluster's istio.metadata_exchange read (Istio's filter
+ * state upstream_peer), NULL none (yet). Valid until the session's on_close ends. */
+const wp_istio_workload *wp_tcp_proxy_upstream_peer(const struct wp_dconn *d);
 
 #endif
