@@ -399,8 +399,8 @@ static bool dec_cluster_filter(bs *b, json_t *f, wp_cluster *cl)
         return false;
     if (strcmp(name, WP_TCP_MX_NAME) != 0 && strcmp(name, WP_TCP_MX_UPSTREAM_NAME) != 0)
         return bs_fail_atf(b, "name",
-                           "unsupported upstream network filter \"%s\" (supported: %s, %s)",
-                           name, WP_TCP_MX_NAME, WP_TCP_MX_UPSTREAM_NAME);
+                           "unsupported upstream network filter \"%s\" (supported: %s, %s)", name,
+                           WP_TCP_MX_NAME, WP_TCP_MX_UPSTREAM_NAME);
     if (cl->mx)
         return bs_fail_at(b, "name", "only one " WP_TCP_MX_NAME " filter is supported");
     return bs_tcp_mx_config(b, bs_get(f, "typed_config"), &cl->mx);

@@ -225,9 +225,10 @@ static bool dec_network_filter(bs *b, json_t *f, wp_filter_chain *fc, bool last,
     }
     if (strcmp(name, WP_TCP_MX_NAME) == 0 || strcmp(name, WP_TCP_MX_NAME_LEGACY) == 0) {
         if (last || !b->tcp_chain)
-            return bs_fail_at(b, "name",
-                              "the istio.metadata_exchange network filter goes before " TCP_PROXY_NAME
-                              " (TCP peer metadata); an HTTP chain has it in http_filters");
+            return bs_fail_at(
+                b, "name",
+                "the istio.metadata_exchange network filter goes before " TCP_PROXY_NAME
+                " (TCP peer metadata); an HTTP chain has it in http_filters");
         const struct wp_tcp_mx_config *mc = NULL;
         *out = (wp_nf_config){WP_TCP_MX_NAME, WP_NF_METADATA_EXCHANGE, NULL};
         bool ok = bs_tcp_mx_config(b, bs_get(f, "typed_config"), &mc);

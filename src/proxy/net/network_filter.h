@@ -30,7 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WP_NF_MAX 6 /* network filters per chain (Istio's inbound TCP chains: MX, RBACs, stats, tcp_proxy) */
+#define WP_NF_MAX                                                                                  \
+    6 /* network filters per chain (Istio's inbound TCP chains: MX, RBACs, stats, tcp_proxy) */
 
 typedef enum { WP_NF_CONTINUE, WP_NF_STOP_ITERATION } wp_nf_status;
 

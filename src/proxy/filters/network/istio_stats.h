@@ -17,8 +17,8 @@
  * (metadata_exchange.h): the downstream peer (filter state downstream_peer) at the destination,
  * the upstream peer (upstream_peer, the cluster's exchange) at the source; without one they
  * are `unknown` (revision `latest`), as Istio's without a discovery match; the principals
- * and the peer's namespace come from the TLS peer certificate's SPIFFE URI SAN (the downstream's at the
- * destination, the upstream's at the source), connection_security_policy is mutual_tls or none
+ * and the peer's namespace come from the TLS peer certificate's SPIFFE URI SAN (the downstream's at
+ * the destination, the upstream's at the source), connection_security_policy is mutual_tls or none
  * at the destination and unknown at the source; destination_service from the upstream
  * cluster's istio.services metadata.
  *

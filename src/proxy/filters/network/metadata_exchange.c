@@ -172,8 +172,7 @@ int wp_tcp_mx_decode(const uint8_t *p, size_t len, wp_tcp_mx_peer *peer, size_t 
 bool wp_tcp_mx_begin(wp_tcp_mx *m, const char *alpn)
 {
     if (m->state == WP_TCP_MX_PROTOCOL_NOT_READ)
-        m->state = alpn && strcmp(alpn, m->cfg->protocol) == 0 ? WP_TCP_MX_READING
-                                                               : WP_TCP_MX_OFF;
+        m->state = alpn && strcmp(alpn, m->cfg->protocol) == 0 ? WP_TCP_MX_READING : WP_TCP_MX_OFF;
     return m->state == WP_TCP_MX_READING;
 }
 
@@ -188,8 +187,7 @@ bool wp_tcp_mx_take_preamble(wp_tcp_mx *m, const uint8_t **p, size_t *n)
     return true;
 }
 
-size_t wp_tcp_mx_on_bytes(wp_tcp_mx *m, const uint8_t *p, size_t len, bool end_stream,
-                          bool *hold)
+size_t wp_tcp_mx_on_bytes(wp_tcp_mx *m, const uint8_t *p, size_t len, bool end_stream, bool *hold)
 {
     *hold = false;
     if (m->state != WP_TCP_MX_READING)

@@ -98,8 +98,7 @@ bool wp_tcp_mx_take_preamble(wp_tcp_mx *m, const uint8_t **p, size_t *n);
 /* The peer's preamble from the front of the received bytes p (len): how many leading bytes to
  * drain; *hold is set when nothing may be forwarded yet (more bytes needed). end_stream: the
  * peer ended its stream (an incomplete preamble is given up, Istio's "closed early"). */
-size_t wp_tcp_mx_on_bytes(wp_tcp_mx *m, const uint8_t *p, size_t len, bool end_stream,
-                          bool *hold);
+size_t wp_tcp_mx_on_bytes(wp_tcp_mx *m, const uint8_t *p, size_t len, bool end_stream, bool *hold);
 /* The peer's workload, NULL when there is none (yet). */
 const wp_istio_workload *wp_tcp_mx_peer_workload(const wp_tcp_mx *m);
 
