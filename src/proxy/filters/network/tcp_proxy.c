@@ -208,9 +208,10 @@ static bool mx_down_bytes(wp_tcp_session *s, bool end_stream)
         return false;
     bool hold;
     size_t k = wp_tcp_mx_on_bytes(m, (const uint8_t *)s->dbuf->data, s->dlen, end_stream, &hold);
-    if (k) {
+    if (k) { /* the TCP proxy's byte counts are past the filter (Envoy's addBytesReceived) */
         memmove(s->dbuf->data, s->dbuf->data + k, s->dlen - k);
         s->dlen -= k;
+        s->si.bytes_received -= k;
     }
     if (hold)
         return false;
