@@ -60,6 +60,7 @@ typedef struct wp_tcp_session {
 
 static void tcp_connect(wp_tcp_session *s);
 static const wp_uconn_callbacks tcp_up_cbs;
+static void u_data(void *owner, wp_uconn *u, size_t n);
 
 static void tstat(wp_tcp_session *s, int which, int64_t delta)
 {
@@ -124,7 +125,8 @@ static void down_read_stop(wp_tcp_session *s)
 /* Both directions ended and nothing is pending: the connection closes. */
 static void maybe_finish(wp_tcp_session *s)
 {
-    if (s->down_eof && s->up_eof && !s->up_writing && !s->down_writing && !s->d->closing)
+    if (s->down_eof && s->up_eof && !s->up_writing && !s->down_writing && !s->up_held &&
+        !s->d->closing)
         wp_dconn_close(s->d);
 }
 
@@ -356,6 +358,22 @@ static void d_written(void *owner, int status)
     maybe_finish(s);
 }
 
+/* The downstream TLS handshake is done: upstream bytes that came first go now. */
+static void d_handshake(void *owner, int status)
+{
+    wp_tcp_session *s = owner;
+    if (status < 0 || s->d->closing || s->down_writing || !s->up_held || !s->u)
+        return;
+    s->up_held = false;
+    s->u->pinned = false;
+    if (!s->up_eof)
+        wp_uconn_resume_read(s->u);
+    u_data(s, s->u, 0);
+    if (s->up_eof && !s->down_writing)
+        shut_downstream(s);
+    maybe_finish(s);
+}
+
 static void d_closed(void *owner)
 {
     (void)owner; /* never: the callbacks go back to the connection before it closes */
@@ -365,6 +383,7 @@ static const wp_tsock_cbs tcp_down_cbs = {
     .alloc = d_alloc,
     .on_read = d_read,
     .on_written = d_written,
+    .on_connected = d_handshake,
     .on_closed = d_closed,
 };
 
@@ -376,7 +395,10 @@ static void u_data(void *owner, wp_uconn *u, size_t n)
     wp_dconn *d = s->d;
     if (!mx_up_bytes(s, u, false))
         return;
-    if (s->down_writing) { /* our preamble is being written downstream: these bytes wait */
+    const wp_tsock_ssl *dssl = wp_tsock_ssl_info(d->sock);
+    if (s->down_writing || (dssl && (!dssl->version || !*dssl->version))) {
+        /* our preamble is being written downstream, or the downstream TLS handshake is not
+         * done (a server-first protocol): these bytes wait (d_written / d_handshake) */
         s->up_held = true;
         u->pinned = true;
         wp_uconn_pause_read(u);
@@ -424,7 +446,7 @@ static void u_eof(void *owner, wp_uconn *u)
     s->up_eof = true;
     if (u->rbuf && u->rstart < u->rlen && !s->down_writing && mx_up_bytes(s, u, true))
         u_data(s, u, 0); /* an incomplete preamble goes on unchanged */
-    if (!s->down_writing)
+    if (!s->down_writing && !s->up_held)
         shut_downstream(s);
     maybe_finish(s);
 }
