@@ -22,8 +22,10 @@
  * data length over WP_TCP_MX_MAX_DATA (Istio has no limit; its buffer grows).
  *
  * The bytes are handled where they are buffered: the TCP proxy (tcp_proxy.c) owns the
- * connection's sockets and calls the wp_tcp_mx_* functions below on its read buffers; the
- * network filter only holds the downstream state (wp_dconn.mx). Pure functions besides the
+ * downstream socket and calls the wp_tcp_mx_* functions below on its read buffer (the network
+ * filter only holds the downstream state, wp_dconn.mx); the cluster's half lives on the
+ * upstream connection (upstream/upstream.c drains the peer's preamble for every owner; the TCP
+ * proxy writes ours, an HTTP upstream connection does not). Pure functions besides the
  * filter's allocation; no global state.
  */
 #ifndef WEFT_PROXY_FILTERS_NETWORK_METADATA_EXCHANGE_H

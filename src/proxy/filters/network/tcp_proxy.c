@@ -43,10 +43,12 @@ typedef struct wp_tcp_session {
     char upstream_local[64];
     char up_peer_san[256], up_local_san[256]; /* the upstream TLS connection's URI SANs */
     char tfr[160];                            /* %UPSTREAM_TRANSPORT_FAILURE_REASON% */
-    /* Istio's TCP metadata exchange (metadata_exchange.h): the upstream half (the cluster's
-     * filters; malloc'd when connected), our preamble alone being written downstream, and
-     * upstream bytes held (unread) until that write is done */
-    wp_tcp_mx *mx_up;
+    /* Istio's TCP metadata exchange (metadata_exchange.h): the upstream peer (a copy: the
+     * upstream connection, whose exchange drains the peer's preamble, may go first), our
+     * preamble alone being written downstream, and upstream bytes held (unread) until that
+     * write or the downstream TLS handshake is done */
+    wp_tcp_mx_peer up_peer; /* the upstream peer the connection's exchange read */
+    bool have_up_peer;
     bool mx_down_writing, up_held;
     wp_deferred_item dd;
 } wp_tcp_session;
@@ -224,37 +226,31 @@ static bool mx_down_bytes(wp_tcp_session *s, bool end_stream)
     return true;
 }
 
-/* The upstream peer's preamble is drained from the front of u's read buffer. false: nothing
- * to forward now. */
-static bool mx_up_bytes(wp_tcp_session *s, wp_uconn *u, bool end_stream)
+/* Keeps the upstream peer the connection's exchange read (Istio's upstream_peer). */
+static void keep_up_peer(wp_tcp_session *s)
 {
-    if (!s->mx_up || s->mx_up->state != WP_TCP_MX_READING)
-        return true;
-    bool hold;
-    u->rstart += wp_tcp_mx_on_bytes(s->mx_up, (const uint8_t *)u->rbuf->data + u->rstart,
-                                    u->rlen - u->rstart, end_stream, &hold);
-    if (hold)
-        return false;
-    if (u->rstart == u->rlen) {
-        up_buf_drained(s, u);
-        return false;
+    if (!s->have_up_peer && s->u && s->u->mx && s->u->mx->have_peer) {
+        s->up_peer = s->u->mx->peer;
+        s->up_peer.w = (wp_istio_workload){0};
+        for (int i = 0; i < WP_WL_COUNT_; i++) { /* rebase the views on the copy */
+            const wp_istio_str *f = &s->u->mx->peer.w.f[i];
+            if (f->len)
+                s->up_peer.w.f[i] = (wp_istio_str){(const char *)s->up_peer.buf +
+                                                       ((const uint8_t *)f->p - s->u->mx->peer.buf),
+                                                   f->len};
+        }
+        s->have_up_peer = true;
     }
-    return true;
 }
 
-/* The upstream half starts when the connection is up: on the cluster's ALPN it writes our
- * preamble first (the downstream is read once it is out). */
-static void mx_up_start(wp_tcp_session *s, wp_uconn *u, const wp_cluster *c)
+/* The upstream half (the connection's, upstream.c, on the cluster's ALPN): our preamble goes
+ * first (the downstream is read once it is out). */
+static void mx_up_start(wp_tcp_session *s, wp_uconn *u)
 {
-    if (!c->mx || !(s->mx_up = calloc(1, sizeof *s->mx_up)))
-        return; /* no exchange: the labels stay unknown */
-    s->mx_up->cfg = c->mx;
-    const wp_tsock_ssl *ssl = wp_tsock_ssl_info(u->sock);
     const uint8_t *p;
     size_t n;
-    if (!wp_tcp_mx_begin(s->mx_up, ssl ? ssl->alpn : NULL) ||
-        !wp_tcp_mx_take_preamble(s->mx_up, &p, &n))
-        return;
+    if (!u->mx || !wp_tcp_mx_take_preamble(u->mx, &p, &n))
+        return; /* no exchange on this connection */
     uv_buf_t b = uv_buf_init((char *)(uintptr_t)p, (unsigned)n);
     if (wp_uconn_write(u, &b, 1) == 1)
         s->up_writing = true; /* u_written: dlen is 0 */
@@ -393,8 +389,7 @@ static void u_data(void *owner, wp_uconn *u, size_t n)
 {
     wp_tcp_session *s = owner;
     wp_dconn *d = s->d;
-    if (!mx_up_bytes(s, u, false))
-        return;
+    keep_up_peer(s);
     const wp_tsock_ssl *dssl = wp_tsock_ssl_info(d->sock);
     if (s->down_writing || (dssl && (!dssl->version || !*dssl->version))) {
         /* our preamble is being written downstream, or the downstream TLS handshake is not
@@ -444,8 +439,9 @@ static void u_eof(void *owner, wp_uconn *u)
     wp_tcp_session *s = owner;
     WF_CONN_LOG(WF_LC_filter, WF_LOG_DEBUG, s->d->id, "upstream half-closed");
     s->up_eof = true;
-    if (u->rbuf && u->rstart < u->rlen && !s->down_writing && mx_up_bytes(s, u, true))
-        u_data(s, u, 0); /* an incomplete preamble goes on unchanged */
+    keep_up_peer(s);
+    if (u->rbuf && u->rstart < u->rlen && !s->down_writing && !s->up_held)
+        u_data(s, u, 0); /* an incomplete preamble the connection gave up goes on unchanged */
     if (!s->down_writing && !s->up_held)
         shut_downstream(s);
     maybe_finish(s);
@@ -476,6 +472,7 @@ static void u_reset(void *owner, wp_uconn *u, int reason)
 {
     wp_tcp_session *s = owner;
     (void)u;
+    keep_up_peer(s);
     WF_CONN_LOG(WF_LC_filter, WF_LOG_DEBUG, s->d->id, "upstream connection closed (reset %d)",
                 reason);
     s->u = NULL;
@@ -527,7 +524,7 @@ static void pool_ready(void *ctx, wp_uconn *u, int host)
     }
     s->si.transport_failure_reason = NULL;
     s->last_activity = now_ms(s);
-    mx_up_start(s, u, c);
+    mx_up_start(s, u);
     WF_CONN_LOG(WF_LC_filter, WF_LOG_DEBUG, d->id, "upstream connected to %s (cluster %s)",
                 s->si.upstream_host, c->name);
     down_read_start(s); /* the downstream is read from now on (Envoy's readDisable(false)) */
@@ -693,7 +690,6 @@ static void session_release(wp_deferred_item *it)
 {
     wp_tcp_session *s = (wp_tcp_session *)(void *)((char *)it - offsetof(wp_tcp_session, dd));
     wp_buf_put(s->d->w, s->dbuf);
-    free(s->mx_up);
     free(s);
 }
 
@@ -813,8 +809,11 @@ const wp_stream_info *wp_tcp_proxy_info(const wp_dconn *d, const wp_cluster **cl
 
 const wp_istio_workload *wp_tcp_proxy_upstream_peer(const wp_dconn *d)
 {
-    const wp_tcp_session *s = d->tcp;
-    return s ? wp_tcp_mx_peer_workload(s->mx_up) : NULL;
+    wp_tcp_session *s = d->tcp;
+    if (!s)
+        return NULL;
+    keep_up_peer(s);
+    return s->have_up_peer ? &s->up_peer.w : NULL;
 }
 
 const wp_nf_ops wp_tcp_proxy_network_filter = {
