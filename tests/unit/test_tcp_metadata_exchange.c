@@ -148,6 +148,14 @@ static void test_malformed_any(void **state)
     /* a well-formed Any of another type */
     uint8_t other[] = {0x3D, 0x23, 0x04, 0x67, 0, 0, 0, 5, 0x0a, 0x03, 'a', '/', 'b'};
     assert_int_equal(wp_tcp_mx_decode(other, sizeof other, &peer, &used), WP_TCP_MX_INVALID);
+    /* a Struct Any without its value (fuzz_tcp_mx): the empty Struct, no peer fields */
+    uint8_t novalue[8 + 2 + 42];
+    memcpy(novalue, "\x3d\x23\x04\x67\x00\x00\x00\x2c\x0a\x2a", 10);
+    memcpy(novalue + 10, WP_TCP_MX_STRUCT_URL, 42);
+    assert_int_equal(wp_tcp_mx_decode(novalue, sizeof novalue, &peer, &used), WP_TCP_MX_DONE);
+    assert_int_equal(used, sizeof novalue);
+    for (int i = 0; i < WP_WL_COUNT_; i++)
+        assert_int_equal(peer.w.f[i].len, 0);
 }
 
 static void test_connection_side(void **state)

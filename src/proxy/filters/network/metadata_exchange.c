@@ -91,6 +91,8 @@ static int find_peer_struct(const uint8_t *p, size_t n, const uint8_t **sp, size
             return -1;
         if (!key || klen != strlen(KEY_MD) || memcmp(key, KEY_MD, klen) != 0)
             continue;
+        if (!val) /* an absent Value: the empty message */
+            return 0;
         wf_pb_reader vr;
         wf_pb_field vf;
         int vrc;
@@ -155,7 +157,7 @@ int wp_tcp_mx_decode(const uint8_t *p, size_t len, wp_tcp_mx_peer *peer, size_t 
         return WP_TCP_MX_INVALID;
     const uint8_t *sp = NULL;
     size_t sn = 0;
-    int found = find_peer_struct(value, vlen, &sp, &sn);
+    int found = value ? find_peer_struct(value, vlen, &sp, &sn) : 0; /* absent: empty Struct */
     if (found < 0)
         return WP_TCP_MX_INVALID;
     wp_istio_workload w;
