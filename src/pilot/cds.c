@@ -12,6 +12,7 @@
 #include "pilot/cds_internal.h"
 #include "pilot/eds.h"
 #include "pilot/naming.h"
+#include "pilot/tcp.h"
 
 #define CLUSTER_TYPE   "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 #define HPO_NAME       "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
@@ -218,6 +219,8 @@ static json_t *outbound_cluster(const cds_ctx *x, const cl_in *in, bool *oom)
     free(name);
     if (rc > 0 && in->svc->resolution == WF_SVC_NONE) /* applyLoadBalancer: ORIGINAL_DST */
         rc = json_object_set_new(c, "lb_policy", json_string("CLUSTER_PROVIDED")) == 0 ? 1 : -1;
+    if (rc > 0) /* applyMetadataExchange: every outbound cluster and subset cluster */
+        rc = json_object_set_new(c, "filters", wf_tcp_cluster_mx()) == 0 ? 1 : -1;
     if (rc > 0)
         return c;
     json_decref(c);
@@ -277,16 +280,17 @@ static json_t *blackhole_cluster(void)
                      "type", "STATIC", "connect_timeout", CONNECT_TO);
 }
 
-/* Istio's buildDefaultPassthroughCluster (without the metadata-exchange filters). */
+/* Istio's buildDefaultPassthroughCluster (applyMetadataExchange included). */
 static json_t *passthrough_cluster(void)
 {
     json_t *hpo = json_pack("{s:{s:s,s:{s:{},s:{}}}}", HPO_NAME, "@type", HPO_TYPE,
                             "use_downstream_protocol_config", "http_protocol_options",
                             "http2_protocol_options");
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o}", "@type", CLUSTER_TYPE, "name",
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o}", "@type", CLUSTER_TYPE, "name",
                      WF_CLUSTER_PASSTHROUGH, "type", "ORIGINAL_DST", "connect_timeout", CONNECT_TO,
                      "lb_policy", "CLUSTER_PROVIDED", "circuit_breakers",
-                     cds_default_circuit_breakers(), "typed_extension_protocol_options", hpo);
+                     cds_default_circuit_breakers(), "typed_extension_protocol_options", hpo,
+                     "filters", wf_tcp_cluster_mx());
 }
 
 static int add_all(cds_ctx *x, const wf_scope *scope)

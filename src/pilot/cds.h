@@ -134,8 +134,12 @@
  * loaded rule wins (Istio merges several rules for one host; weft does not yet). Rules with
  * a workloadSelector are skipped (they apply only to selected workloads).
  *
+ * Every outbound cluster (subsets too) and the PassthroughCluster carry Istio's cluster
+ * `filters` [istio.metadata_exchange] (xdsfilters.TCPClusterMx, pilot/tcp.h: the upstream half
+ * of the TCP metadata exchange; BlackHoleCluster and inbound clusters have none).
+ *
  * Not translated here: headless (clusterIP None) and ExternalName Services, inbound clusters
- * (pilot/inbound.h), the metadata-exchange filters, several ServiceEntries for one host merged
+ * (pilot/inbound.h), several ServiceEntries for one host merged
  * (the first visible one wins, serviceentry.h), Sidecar-narrowed wildcard hosts.
  *
  * Input is expected to have passed validation; a field of the wrong type or an unparsable

@@ -20,6 +20,8 @@
 #define TCP_NAME      "envoy.filters.network.tcp_proxy"
 #define TCP_TYPE      "type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy"
 #define TYPED_STRUCT  "type.googleapis.com/udpa.type.v1.TypedStruct"
+#define MX_NAME       "istio.metadata_exchange"
+#define MX_URL        "type.googleapis.com/envoy.tcp.metadataexchange.config.MetadataExchange"
 #define STATS_URL     "type.googleapis.com/stats.PluginConfig"
 #define TLSI_TYPE                                                                                  \
     "type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector"
@@ -53,6 +55,23 @@ json_t *wf_tcp_stats_filter(bool inbound)
     json_t *value = inbound ? json_pack("{s:b}", "disable_host_header_fallback", 1) : json_object();
     return json_pack("{s:s,s:{s:s,s:s,s:o}}", "name", "istio.stats", "typed_config", "@type",
                      TYPED_STRUCT, "type_url", STATS_URL, "value", value);
+}
+
+/* xdsfilters.tcpMx: MetadataExchange {protocol, enable_discovery} in a TypedStruct. */
+static json_t *tcp_mx_config(void)
+{
+    return json_pack("{s:s,s:s,s:{s:s,s:b}}", "@type", TYPED_STRUCT, "type_url", MX_URL, "value",
+                     "protocol", "istio-peer-exchange", "enable_discovery", 1);
+}
+
+json_t *wf_tcp_listener_mx(void)
+{
+    return json_pack("{s:s,s:o}", "name", MX_NAME, "typed_config", tcp_mx_config());
+}
+
+json_t *wf_tcp_cluster_mx(void)
+{
+    return json_pack("[{s:s,s:o}]", "name", MX_NAME, "typed_config", tcp_mx_config());
 }
 
 json_t *wf_tcp_proxy_filter(const char *stat_prefix, const char *cluster)
@@ -650,8 +669,10 @@ json_t *wf_tcp_inbound_filters(int32_t port, const json_t *authz)
 {
     char cluster[32];
     snprintf(cluster, sizeof cluster, "inbound|%d||", (int)port);
-    json_t *filters = authz ? json_deep_copy(authz) : json_array();
-    if (!filters || json_array_append_new(filters, wf_tcp_stats_filter(true)) != 0 ||
+    json_t *filters = json_array();
+    if (!filters || json_array_append_new(filters, wf_tcp_listener_mx()) != 0 ||
+        (authz && json_array_extend(filters, (json_t *)authz) != 0) ||
+        json_array_append_new(filters, wf_tcp_stats_filter(true)) != 0 ||
         json_array_append_new(filters, wf_tcp_proxy_filter(NULL, cluster)) != 0) {
         json_decref(filters);
         return NULL;

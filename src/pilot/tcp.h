@@ -78,8 +78,11 @@
  *   DISABLE:    one chain without filter_chain_match
  * and the tls_inspector listener filter for STRICT and PERMISSIVE. MTLS is pilot/authn.h
  * wf_authn_inbound_tls with Istio's TCP ALPNs ["istio-peer-exchange", "h2", "http/1.1"]
- * (ALPNDownstreamWithMxc; on a TCP chain h2 is opaque bytes). Left out: the
- * istio.metadata_exchange network filter (TCP peer metadata exchange; weft-proxy has none).
+ * (ALPNDownstreamWithMxc; on a TCP chain h2 is opaque bytes). Every inbound chain starts
+ * with the istio.metadata_exchange network filter (xdsfilters.TCPListenerMx: TypedStruct of
+ * envoy.tcp.metadataexchange.config.MetadataExchange {protocol: istio-peer-exchange,
+ * enable_discovery: true}), as buildCompleteNetworkFilters puts it ahead of the authz and
+ * stats filters; it acts only on ALPN istio-peer-exchange.
  *
  * Ownership: every result is new JSON the caller json_decrefs; inputs are only read. Errors:
  * NULL on out of memory (and on NULL required arguments). No global state.
@@ -104,6 +107,11 @@ bool wf_tcp_service_port(const wf_service_port *sp);
 
 /* istio.stats as a network filter; inbound selects the inbound value. */
 json_t *wf_tcp_stats_filter(bool inbound);
+/* Istio's TCP metadata exchange filters: xdsfilters.TCPListenerMx (a listener network
+ * filter) and [xdsfilters.TCPClusterMx] (a cluster's `filters`, what applyMetadataExchange
+ * appends to outbound clusters and the PassthroughCluster). New JSON, NULL on OOM. */
+json_t *wf_tcp_listener_mx(void);
+json_t *wf_tcp_cluster_mx(void);
 
 /* tcp_proxy to one cluster (stat_prefix NULL = cluster). */
 json_t *wf_tcp_proxy_filter(const char *stat_prefix, const char *cluster);

@@ -8,7 +8,8 @@ through; a DENY AuthorizationPolicy on the port closes the client's connection a
 sidecar logs rbac_access_denied_matched_policy[...] as the connection termination details;
 a Gateway TCP server with a tcp route; TLS passthrough at the ingress gateway by SNI (Gateway
 tls.mode PASSTHROUGH and a VirtualService tls route) to a TLS line server whose certificate the
-client checks end to end.
+client checks end to end; Istio's TCP metadata exchange between the sidecars fills the peer
+workload labels of the istio_tcp_* metrics on both sides.
 
 The local mesh binds pod loopback addresses: run inside `unshare -n` (tests/README, common.md).
 """
@@ -167,6 +168,31 @@ def test_tcp_through_sidecars_with_mtls(mesh, line_server):  # noqa: F811
                for ln in opened), opened
     # PERMISSIVE: plaintext straight to the server's sidecar is served too
     assert talk(db.ip, 15432) == b"echo: hello\n"
+
+
+def test_tcp_peer_labels_via_metadata_exchange(mesh, line_server):  # noqa: F811
+    """Istio's TCP metadata exchange (ALPN istio-peer-exchange between the sidecars: pilot's
+    TCPListenerMx on the inbound chains, TCPClusterMx on the outbound cluster): db's sidecar
+    names the client pod's workload in its istio_tcp_* labels and the client's sidecar names
+    db's; the line server still reads only the client's line."""
+    db, client = start(mesh, line_server)
+    assert talk(client.localhost, 5432, b"peer labels\n") == b"echo: peer labels\n"
+    il = listener(db, "%s_15432" % db.ip)
+    assert il["filter_chains"][0]["filters"][0]["name"] == "istio.metadata_exchange", il
+
+    def has(pod, family, *want):
+        rows = tcp_series(pod, family)
+        return [ln for ln in rows if all(w in ln for w in want)]
+    # the local mesh's sidecars send the pod's LABELS (app) but no WORKLOAD_NAME or canonical
+    # labels in their node metadata, so source_app / destination_app are what the exchange
+    # carries here (without it they are "unknown")
+    got = wait_for(lambda: has(db, "istio_tcp_connections_closed_total",
+                               'reporter="destination"', 'source_app="client"'),
+                   what="db's TCP series naming the client's app")
+    assert 'source_principal="%s"' % CLIENT_ID in got[0], got
+    wait_for(lambda: has(client, "istio_tcp_connections_closed_total",
+                         'reporter="source"', 'destination_app="db"'),
+             what="client's TCP series naming db's app")
 
 
 def test_strict_refuses_plaintext(mesh, line_server):  # noqa: F811

@@ -493,7 +493,8 @@ def test_istio_tcp_metrics_over_mtls(certs, tcp_server, proxy_factory):  # noqa:
     """istio.stats as a network filter before tcp_proxy on both sidecars: the four
     istio_tcp_* counters with Istio's labels (no response_code / grpc_response_status,
     request_protocol tcp), principals from the certificates, unknown peer workloads (no
-    metadata exchange over TCP), mutual_tls at the destination, unknown at the source."""
+    istio.metadata_exchange on these chains; ALPN "istio"), mutual_tls at the destination,
+    unknown at the source."""
     from test_proxy_istio_metrics import LABELS, SVC_HOST, node, prom, series, svc_cluster
     port = tcp_server()
     server = proxy_factory(_istio_tcp_bs(
@@ -533,7 +534,7 @@ def test_istio_tcp_metrics_over_mtls(certs, tcp_server, proxy_factory):  # noqa:
         assert lab["request_protocol"] == "tcp"
         assert lab["connection_security_policy"] == "mutual_tls"
         assert lab["source_principal"] == CLIENT_SAN
-        assert lab["source_workload"] == "unknown"  # no metadata exchange over TCP
+        assert lab["source_workload"] == "unknown"  # no exchange configured (test_proxy_tcp_mx.py)
         assert lab["source_workload_namespace"] == "default"  # from the client's SAN
         assert lab["destination_workload"] == "catalog-v1"
         assert lab["response_flags"] == "-"

@@ -521,8 +521,8 @@ static void test_error_rds_and_filters(void **state)
                "[{\"name\":\"envoy.filters.network.mongo_proxy\"}]}]}]}}"),
         "t.json: static_resources.listeners[0].filter_chains[0].filters[0].name: "
         "unsupported network filter \"envoy.filters.network.mongo_proxy\" (supported: "
-        "envoy.filters.network.rbac, istio.stats, envoy.filters.network.http_connection_manager, "
-        "envoy.filters.network.tcp_proxy)");
+        "envoy.filters.network.rbac, istio.metadata_exchange, istio.stats, "
+        "envoy.filters.network.http_connection_manager, envoy.filters.network.tcp_proxy)");
     expect_error(strdup("{\"dynamic_resources\":{\"lds_config\":{}}}"),
                  "t.json: dynamic_resources.lds_config.ads: missing required field (weft takes "
                  "CDS and LDS from ads_config only)");

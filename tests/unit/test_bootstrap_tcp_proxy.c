@@ -16,6 +16,7 @@
 
 #include "harness.h"
 #include "proxy/config/config.h"
+#include "proxy/filters/network/metadata_exchange.h"
 
 #define TP_TYPE "type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy"
 #define FPATH   "t.json: static_resources.listeners[0].filter_chains[0].filters[0].typed_config"
@@ -144,7 +145,7 @@ static void test_terminal_position(void **state)
 }
 
 /* istio.stats goes ahead of the TCP proxy as a network filter; the TCP metadata exchange is
- * refused by name. */
+ * istio.metadata_exchange (TCP) before them. */
 static void test_istio_network_filters(void **state)
 {
     (void)state;
@@ -163,14 +164,67 @@ static void test_istio_network_filters(void **state)
     wp_config_unref(c);
     wf_strbuf_free(&err);
     free(text);
+    /* the TCP metadata exchange as istiod writes it (TCPListenerMx: a TypedStruct) */
+    text = bs_text("\"stat_prefix\": \"x\", \"cluster\": \"a\"",
+                   "{\"name\": \"istio.metadata_exchange\", \"typed_config\": {\"@type\": "
+                   "\"type.googleapis.com/udpa.type.v1.TypedStruct\", \"type_url\": "
+                   "\"type.googleapis.com/envoy.tcp.metadataexchange.config.MetadataExchange\", "
+                   "\"value\": {\"protocol\": \"istio-peer-exchange\", \"enable_discovery\": "
+                   "true}}}, ");
+    c = wf_test_load_bootstrap(text, &err);
+    if (!c)
+        fail_msg("%s", wf_strbuf_cstr(&err));
+    fc = &c->listeners[0].chains[0];
+    assert_int_equal(fc->nfilters, 2);
+    assert_int_equal(fc->filters[0].kind, WP_NF_METADATA_EXCHANGE);
+    const wp_tcp_mx_config *mc = fc->filters[0].config;
+    assert_string_equal(mc->protocol, "istio-peer-exchange");
+    assert_true(mc->preamble_len > 8); /* this node's header and Any */
+    assert_int_equal(mc->preamble[0], 0x3D);
+    wp_config_unref(c);
+    free(text);
     text = bs_text("\"stat_prefix\": \"x\", \"cluster\": \"a\"",
                    "{\"name\": \"istio.metadata_exchange\"}, ");
     wf_test_expect_bootstrap_error(
-        text, "t.json: static_resources.listeners[0].filter_chains[0].filters[0].name: network "
-              "filter \"istio.metadata_exchange\" is not supported by weft-proxy (peer metadata "
-              "over ALPN istio-peer-exchange is not implemented; istio.stats takes the peer "
-              "identity from its certificate)");
+        text, "t.json: static_resources.listeners[0].filter_chains[0].filters[0].typed_config: "
+              "missing required field");
     free(text);
+    text =
+        bs_text("\"stat_prefix\": \"x\", \"cluster\": \"a\"",
+                "{\"name\": \"istio.metadata_exchange\", \"typed_config\": {\"@type\": "
+                "\"type.googleapis.com/envoy.tcp.metadataexchange.config.MetadataExchange\"}}, ");
+    wf_test_expect_bootstrap_error(
+        text, "t.json: static_resources.listeners[0].filter_chains[0].filters[0].typed_config."
+              "protocol: value length must be at least 1 characters");
+    free(text);
+    wf_strbuf_free(&err);
+}
+
+/* A cluster's filters: its upstream istio.metadata_exchange (istiod's TCPClusterMx). */
+static void test_cluster_mx(void **state)
+{
+    (void)state;
+    const char *text =
+        "{\"static_resources\": {\"clusters\": [{\"name\": \"a\", \"type\": \"STATIC\", "
+        "\"load_assignment\": {\"cluster_name\": \"a\"}, \"filters\": [{\"name\": "
+        "\"istio.metadata_exchange\", \"typed_config\": {\"@type\": "
+        "\"type.googleapis.com/envoy.tcp.metadataexchange.config.MetadataExchange\", "
+        "\"protocol\": \"istio-peer-exchange\"}}]}]}}";
+    wf_strbuf err = {0};
+    wp_config *c = wf_test_load_bootstrap(text, &err);
+    if (!c)
+        fail_msg("%s", wf_strbuf_cstr(&err));
+    assert_non_null(c->clusters[0].mx);
+    assert_string_equal(c->clusters[0].mx->protocol, "istio-peer-exchange");
+    wp_config_unref(c);
+    wf_strbuf_free(&err);
+    wf_test_expect_bootstrap_error(
+        "{\"static_resources\": {\"clusters\": [{\"name\": \"a\", \"type\": \"STATIC\", "
+        "\"load_assignment\": {\"cluster_name\": \"a\"}, \"filters\": [{\"name\": "
+        "\"envoy.filters.network.rbac\"}]}]}}",
+        "t.json: static_resources.clusters[0].filters[0].name: unsupported upstream network "
+        "filter \"envoy.filters.network.rbac\" (supported: istio.metadata_exchange, "
+        "envoy.filters.network.upstream.metadata_exchange)");
 }
 
 int main(void)
@@ -181,6 +235,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_terminal_position),
         cmocka_unit_test(test_istio_network_filters),
+        cmocka_unit_test(test_cluster_mx),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

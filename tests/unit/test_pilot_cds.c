@@ -72,6 +72,13 @@ static void catalog_without_dr(void **state)
     assert_null(find(out, "outbound|80|version-v1|" CATALOG));
     assert_null(find(out, "outbound|80|version-v2|" CATALOG));
     assert_null(wf_test_json_at(json_array_get(out, 0), "metadata.filter_metadata.istio.config"));
+    /* applyMetadataExchange: the upstream istio.metadata_exchange (TCPClusterMx) */
+    json_t *mx = wf_test_json_at(json_array_get(out, 0), "filters");
+    assert_int_equal(json_array_size(mx), 1);
+    wf_test_expect_str(mx, "0.name", "istio.metadata_exchange");
+    wf_test_expect_str(mx, "0.typed_config.type_url",
+                       "type.googleapis.com/envoy.tcp.metadataexchange.config.MetadataExchange");
+    wf_test_expect_str(mx, "0.typed_config.value.protocol", "istio-peer-exchange");
     json_decref(out);
     wf_store_free(s);
 }
@@ -135,6 +142,8 @@ static void blackhole_passthrough(void **state)
     wf_test_expect_str(bh, "type", "STATIC");
     wf_test_expect_str(bh, "connect_timeout", "10s");
     assert_null(json_object_get(bh, "load_assignment"));
+    assert_null(json_object_get(bh, "filters"));
+    wf_test_expect_str(pt, "filters.0.name", "istio.metadata_exchange");
     wf_test_expect_str(pt, "type", "ORIGINAL_DST");
     wf_test_expect_str(pt, "lb_policy", "CLUSTER_PROVIDED");
     wf_test_expect_int(pt, "circuit_breakers.thresholds.0.max_requests", 4294967295LL);

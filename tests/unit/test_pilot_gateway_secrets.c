@@ -190,9 +190,8 @@ static void test_ca_root_expiry(void **state)
     (void)state;
     wf_ca *ca = NULL;
     char err[256];
-    assert_int_equal(wf_ca_new_self_signed("cluster.local", NOW - 90, NOW + 10, &ca, err,
-                                           sizeof err),
-                     0);
+    assert_int_equal(
+        wf_ca_new_self_signed("cluster.local", NOW - 90, NOW + 10, &ca, err, sizeof err), 0);
     wf_ca_expiry e[2];
     assert_int_equal(wf_ca_expiry_check(ca, NOW, e), 1);
     assert_string_equal(e[0].which, "root certificate");
@@ -206,8 +205,8 @@ static void test_ca_root_expiry(void **state)
     assert_non_null(strstr(e[0].message, "expired 10 seconds ago"));
     assert_int_equal(wf_ca_expiry_check(ca, NOW - 80, e), 0);
     wf_ca_free(ca);
-    assert_int_equal(wf_ca_new_self_signed("cluster.local", NOW - 10 * DAY, NOW + 3640 * DAY,
-                                           &ca, err, sizeof err),
+    assert_int_equal(wf_ca_new_self_signed("cluster.local", NOW - 10 * DAY, NOW + 3640 * DAY, &ca,
+                                           err, sizeof err),
                      0);
     assert_int_equal(wf_ca_expiry_check(ca, NOW, e), 0);
     wf_ca_free(ca);
@@ -216,8 +215,8 @@ static void test_ca_root_expiry(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_wrong_namespace),  cmocka_unit_test(test_expiry),
-        cmocka_unit_test(test_no_workload),      cmocka_unit_test(test_ca_expiring_rule),
+        cmocka_unit_test(test_wrong_namespace), cmocka_unit_test(test_expiry),
+        cmocka_unit_test(test_no_workload),     cmocka_unit_test(test_ca_expiring_rule),
         cmocka_unit_test(test_ca_root_expiry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -210,7 +210,7 @@ static void ports_and_protocols(void **state)
     json_decref(cl);
     json_t *ls = wf_inbound_listeners(s, &o);
     assert_int_equal(json_array_size(ls), 3); /* the TCP port's is pilot/tcp.h's */
-    wf_test_expect_str(by_name(ls, "0.0.0.0_5432"), "filter_chains.0.filters.1.name",
+    wf_test_expect_str(by_name(ls, "0.0.0.0_5432"), "filter_chains.0.filters.2.name",
                        "envoy.filters.network.tcp_proxy");
     json_t *web = by_name(ls, "0.0.0.0_8081");
     json_t *grpc = by_name(ls, "0.0.0.0_9000");

@@ -289,7 +289,8 @@ static void inbound_permissive(void **state)
     wf_test_expect_str(l, "listener_filters.1.name", "envoy.filters.listener.http_inspector");
     wf_test_expect_str(l, "listener_filters_timeout", "0s");
     assert_true(json_is_true(json_object_get(l, "continue_on_listener_filters_timeout")));
-    wf_test_expect_str(l, "filter_chains.3.filters.1.typed_config.cluster", "inbound|7000||");
+    wf_test_expect_str(l, "filter_chains.3.filters.0.name", "istio.metadata_exchange");
+    wf_test_expect_str(l, "filter_chains.3.filters.2.typed_config.cluster", "inbound|7000||");
     json_decref(l);
     wf_store_free(s);
 }

@@ -402,15 +402,23 @@ static json_t *inbound_with(const char *extra, wf_store **sp)
 static void expect_inbound_filters(json_t *chain, size_t nrbac)
 {
     json_t *fs = json_object_get(chain, "filters");
-    assert_int_equal(json_array_size(fs), nrbac + 2);
-    for (size_t i = 0; i < nrbac; i++)
+    assert_int_equal(json_array_size(fs), nrbac + 3);
+    /* Istio's TCPListenerMx first (buildCompleteNetworkFilters) */
+    json_t *mx = json_array_get(fs, 0);
+    wf_test_expect_str(mx, "name", "istio.metadata_exchange");
+    wf_test_expect_str(mx, "typed_config.@type", "type.googleapis.com/udpa.type.v1.TypedStruct");
+    wf_test_expect_str(mx, "typed_config.type_url",
+                       "type.googleapis.com/envoy.tcp.metadataexchange.config.MetadataExchange");
+    wf_test_expect_str(mx, "typed_config.value.protocol", "istio-peer-exchange");
+    assert_true(json_is_true(wf_test_json_at(mx, "typed_config.value.enable_discovery")));
+    for (size_t i = 1; i <= nrbac; i++)
         assert_string_equal(json_string_value(json_object_get(json_array_get(fs, i), "name")),
                             "envoy.filters.network.rbac");
-    json_t *st = json_array_get(fs, nrbac);
+    json_t *st = json_array_get(fs, nrbac + 1);
     wf_test_expect_str(st, "name", "istio.stats");
     assert_true(
         json_is_true(wf_test_json_at(st, "typed_config.value.disable_host_header_fallback")));
-    json_t *tp = json_array_get(fs, nrbac + 1);
+    json_t *tp = json_array_get(fs, nrbac + 2);
     wf_test_expect_str(tp, "name", "envoy.filters.network.tcp_proxy");
     wf_test_expect_str(tp, "typed_config.cluster", "inbound|15432||");
     wf_test_expect_str(tp, "typed_config.stat_prefix", "inbound|15432||");
@@ -482,7 +490,7 @@ static void inbound_strict_with_rbac(void **state)
     assert_null(wf_test_json_at(c, "filter_chain_match.application_protocols"));
     expect_tcp_mtls(c);
     expect_inbound_filters(c, 1);
-    json_t *rbac = wf_test_json_at(c, "filters.0.typed_config");
+    json_t *rbac = wf_test_json_at(c, "filters.1.typed_config");
     wf_test_expect_str(rbac, "stat_prefix", "tcp.");
     wf_test_expect_str(rbac, "rules.action", "DENY");
     assert_non_null(wf_test_json_at(rbac, "rules.policies.ns[shop]-policy[deny-db]-rule[0]"));

@@ -630,7 +630,7 @@ bool bs_dec_cluster(bs *b, json_t *o, void *arg)
             "typed_extension_protocol_options max_requests_per_connection dns_refresh_rate "
             "dns_lookup_family load_assignment outlier_detection common_lb_config metadata "
             "transport_socket transport_socket_matches http2_protocol_options "
-            "upstream_bind_config") ||
+            "upstream_bind_config filters") ||
         !bs_opt_type(b, o, WP_CLUSTER_TYPE) || !bs_req_str(b, o, "name", &cl->name) ||
         !bs_str(b, o, "alt_stat_name", &cl->alt_stat_name) ||
         !bs_enum(b, o, "type", types, &type) || !bs_enum(b, o, "lb_policy", lbs, &lb) ||
@@ -646,7 +646,8 @@ bool bs_dec_cluster(bs *b, json_t *o, void *arg)
     if (!check_original_dst(b, o, cl, type, lb) ||
         !bs_sub(b, o, "upstream_bind_config", dec_bind_config, cl))
         return false;
-    if (!bs_transport_socket(b, o, false, &cl->tls) || !dec_tsms(b, o, cl))
+    if (!bs_transport_socket(b, o, false, &cl->tls) || !dec_tsms(b, o, cl) ||
+        !bs_cluster_filters(b, o, cl))
         return false;
     cl->type = cl->original_dst ? WP_CLUSTER_STATIC : (wp_cluster_type)type;
     cl->lb_policy = cl->original_dst ? WP_LB_ROUND_ROBIN : (wp_lb_policy)lb;

@@ -13,6 +13,7 @@
 
 #include "proxy/bootstrap/bootstrap_read.h"
 #include "proxy/filters/http/istio_stats.h"
+#include "proxy/filters/network/metadata_exchange.h"
 
 #define TYPED_STRUCT_V1 "type.googleapis.com/udpa.type.v1.TypedStruct"
 #define TYPED_STRUCT_V3 "type.googleapis.com/xds.type.v3.TypedStruct"
@@ -337,6 +338,87 @@ bool bs_cluster_metadata(bs *b, json_t *o, wp_cluster *cl)
             ok = dec_istio_service(b, json_array_get(svcs, 0), cl);
         }
         bs_pop(b, ms);
+    }
+    bs_pop(b, m);
+    return ok;
+}
+
+/* ------------------------------------------------------------------ TCP metadata exchange */
+
+/* A MetadataExchange message (protocol; enable_discovery and additional_labels are accepted:
+ * weft has no workload discovery, so without an exchange the labels stay unknown). */
+static bool dec_tcp_mx(bs *b, json_t *msg, wp_tcp_mx_config *c)
+{
+    if (msg && (!bs_fields(b, msg, "@type protocol enable_discovery additional_labels") ||
+                !bs_str(b, msg, "protocol", &c->protocol)))
+        return false;
+    if (!c->protocol || !*c->protocol)
+        return bs_fail_at(b, "protocol", "value length must be at least 1 characters");
+    return true;
+}
+
+bool bs_tcp_mx_config(bs *b, json_t *tc, const wp_tcp_mx_config **out)
+{
+    if (!tc)
+        return bs_fail_at(b, "typed_config", "missing required field");
+    wp_tcp_mx_config *c = bs_alloc(b, sizeof *c);
+    const wp_istio_local *l = local_info(b);
+    if (!c || !l)
+        return false;
+    size_t m = bs_push(b, "typed_config");
+    const char *key;
+    json_t *msg = json_is_object(tc) ? unwrap(b, tc, WP_TCP_MX_TYPE, &key)
+                                     : (bs_fail(b, "wrong type: expected an object"), NULL);
+    size_t mk = key ? bs_push(b, key) : b->plen;
+    bool ok = !b->failed && dec_tcp_mx(b, msg, c);
+    bs_pop(b, mk);
+    bs_pop(b, m);
+    if (!ok)
+        return false;
+    wf_strbuf pre = WF_STRBUF_INIT;
+    wp_tcp_mx_encode(&l->w, l->node_id, &pre);
+    uint8_t *bytes = wf_strbuf_failed(&pre) ? NULL : bs_alloc(b, pre.len);
+    if (bytes)
+        memcpy(bytes, pre.data, pre.len);
+    c->preamble = bytes;
+    c->preamble_len = bytes ? pre.len : 0;
+    wf_strbuf_free(&pre);
+    if (!bytes)
+        return bs_fail(b, "out of memory");
+    *out = c;
+    return true;
+}
+
+/* One element of a cluster's filters: its upstream istio.metadata_exchange. */
+static bool dec_cluster_filter(bs *b, json_t *f, wp_cluster *cl)
+{
+    const char *name = NULL;
+    if (!json_is_object(f))
+        return bs_fail(b, "wrong type: expected an object");
+    if (!bs_fields(b, f, "name typed_config") || !bs_req_str(b, f, "name", &name))
+        return false;
+    if (strcmp(name, WP_TCP_MX_NAME) != 0 && strcmp(name, WP_TCP_MX_UPSTREAM_NAME) != 0)
+        return bs_fail_atf(b, "name",
+                           "unsupported upstream network filter \"%s\" (supported: %s, %s)", name,
+                           WP_TCP_MX_NAME, WP_TCP_MX_UPSTREAM_NAME);
+    if (cl->mx)
+        return bs_fail_at(b, "name", "only one " WP_TCP_MX_NAME " filter is supported");
+    return bs_tcp_mx_config(b, bs_get(f, "typed_config"), &cl->mx);
+}
+
+bool bs_cluster_filters(bs *b, json_t *o, wp_cluster *cl)
+{
+    json_t *v = bs_get(o, "filters");
+    if (!v)
+        return true;
+    if (!json_is_array(v))
+        return bs_wrong_type(b, "filters", "an array");
+    size_t m = bs_push(b, "filters");
+    bool ok = true;
+    for (size_t i = 0; ok && i < json_array_size(v); i++) {
+        size_t mi = bs_push_i(b, i);
+        ok = dec_cluster_filter(b, json_array_get(v, i), cl);
+        bs_pop(b, mi);
     }
     bs_pop(b, m);
     return ok;

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "proxy/bootstrap/bootstrap_read.h"
+#include "proxy/filters/network/metadata_exchange.h"
 #include "proxy/filters/listener/http_inspector.h"
 #include "proxy/filters/listener/original_dst.h"
 #include "proxy/filters/listener/tls_inspector.h"
@@ -223,17 +224,22 @@ static bool dec_network_filter(bs *b, json_t *f, wp_filter_chain *fc, bool last,
         out->config = sf;
         return ok;
     }
-    if (strcmp(name, "istio.metadata_exchange") == 0 ||
-        strcmp(name, "envoy.filters.network.metadata_exchange") == 0)
-        return bs_fail_atf(b, "name",
-                           "network filter \"%s\" is not supported by weft-proxy (peer metadata "
-                           "over ALPN istio-peer-exchange is not implemented; istio.stats takes "
-                           "the peer identity from its certificate)",
-                           name);
+    if (strcmp(name, WP_TCP_MX_NAME) == 0 || strcmp(name, WP_TCP_MX_NAME_LEGACY) == 0) {
+        if (last || !b->tcp_chain)
+            return bs_fail_at(
+                b, "name",
+                "the istio.metadata_exchange network filter goes before " TCP_PROXY_NAME
+                " (TCP peer metadata); an HTTP chain has it in http_filters");
+        const struct wp_tcp_mx_config *mc = NULL;
+        *out = (wp_nf_config){WP_TCP_MX_NAME, WP_NF_METADATA_EXCHANGE, NULL};
+        bool ok = bs_tcp_mx_config(b, bs_get(f, "typed_config"), &mc);
+        out->config = mc;
+        return ok;
+    }
     bool tcp = strcmp(name, TCP_PROXY_NAME) == 0;
     if (!tcp && strcmp(name, HCM_NAME) != 0) {
-        bs_fail_atf(b, "name", "unsupported network filter \"%s\" (supported: %s, %s, %s, %s)",
-                    name, RBAC_NAME, ISTIO_STATS_NAME, HCM_NAME, TCP_PROXY_NAME);
+        bs_fail_atf(b, "name", "unsupported network filter \"%s\" (supported: %s, %s, %s, %s, %s)",
+                    name, RBAC_NAME, WP_TCP_MX_NAME, ISTIO_STATS_NAME, HCM_NAME, TCP_PROXY_NAME);
         return false;
     }
     if (!last) {

@@ -126,6 +126,13 @@ bool bs_istio_stats_filter(bs *b, json_t *tc);
 struct wp_istio_stats_filter;
 bool bs_istio_network_stats(bs *b, json_t *tc, struct wp_istio_stats_filter **out);
 bool bs_istio_mx_filter(bs *b, json_t *tc);
+/* Istio's TCP metadata exchange (filters/network/metadata_exchange.h): the typed_config tc
+ * of a listener's istio.metadata_exchange network filter into a new arena config in *out;
+ * bs_cluster_filters: a cluster's `filters` (its upstream istio.metadata_exchange) into
+ * cl->mx. */
+struct wp_tcp_mx_config;
+bool bs_tcp_mx_config(bs *b, json_t *tc, const struct wp_tcp_mx_config **out);
+bool bs_cluster_filters(bs *b, json_t *o, wp_cluster *cl);
 bool bs_cluster_metadata(bs *b, json_t *o, wp_cluster *cl);
 
 /* The RBAC filters (bootstrap_rbac.c): http_filters[i].typed_config tc (NULL = an empty RBAC:

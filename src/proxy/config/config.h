@@ -533,6 +533,8 @@ typedef struct wp_cluster {
      * source (Istio's InboundPassthroughCluster binds 127.0.0.6), NULL none */
     const wp_addr *bind_source;
     const wp_tls_config *tls; /* transport_socket: TLS (UpstreamTlsContext), NULL = raw_buffer */
+    /* filters: the upstream istio.metadata_exchange (Istio's TCPClusterMx), NULL = none */
+    const struct wp_tcp_mx_config *mx;
     const wp_tsm *tsms;       /* transport_socket_matches, in order */
     size_t ntsms;
     bool has_tls; /* tls or a match's TLS socket: cluster.<name>.ssl.* exist */

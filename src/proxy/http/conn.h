@@ -118,6 +118,9 @@ struct wp_dconn {
     /* the TCP proxy's session (filters/network/tcp_proxy.h) when the chain's terminal filter
      * is envoy.filters.network.tcp_proxy: it owns the socket's callbacks and the two timers */
     struct wp_tcp_session *tcp;
+    /* the istio.metadata_exchange network filter's state (filters/network/metadata_exchange.h)
+     * when the chain has one: the downstream peer's workload (filter state downstream_peer) */
+    struct wp_tcp_mx *mx;
     /* %CONNECTION_TERMINATION_DETAILS% of a network filter that closes the connection (the
      * network RBAC filter's rbac_access_denied_matched_policy[...]), NULL none */
     const char *termination_details;

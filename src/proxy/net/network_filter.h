@@ -30,7 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WP_NF_MAX 4 /* network filters per chain (Istio's inbound chains have 2-4) */
+#define WP_NF_MAX                                                                                  \
+    6 /* network filters per chain (Istio's inbound TCP chains: MX, RBACs, stats, tcp_proxy) */
 
 typedef enum { WP_NF_CONTINUE, WP_NF_STOP_ITERATION } wp_nf_status;
 
@@ -40,6 +41,7 @@ typedef enum {
     WP_NF_RBAC,                    /* envoy.filters.network.rbac (config: wp_rbac_config) */
     WP_NF_TCP_PROXY,               /* envoy.filters.network.tcp_proxy (config: wp_tcp_proxy) */
     WP_NF_ISTIO_STATS,             /* istio.stats (config: wp_istio_stats_filter) */
+    WP_NF_METADATA_EXCHANGE,       /* istio.metadata_exchange (config: wp_tcp_mx_config) */
     WP_NF_KIND_COUNT_,
 } wp_nf_kind;
 

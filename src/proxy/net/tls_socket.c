@@ -364,6 +364,10 @@ static void step(wp_tls_socket *t)
             t->base.cbs->on_connected(t->base.owner, 0);
             if (t->closing)
                 return;
+        } else if (t->base.cbs->on_connected) { /* a server socket: writes may start now */
+            t->base.cbs->on_connected(t->base.owner, 0);
+            if (t->closing)
+                return;
         }
         if (!t->want_read)
             stop_raw(t);

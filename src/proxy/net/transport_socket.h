@@ -88,7 +88,9 @@ typedef struct wp_tsock_cbs {
     void (*on_read)(void *owner, ssize_t n);
     /* The pending write finished (status 0) or failed (< 0). */
     void (*on_written)(void *owner, int status);
-    /* Client sockets: the connection is up (0) or failed (< 0). NULL for server sockets. */
+    /* Client sockets: the connection is up (0) or failed (< 0). Server sockets: may be NULL;
+     * when set, a TLS server socket calls it (0) once its handshake is done (before that it
+     * refuses writes; the TCP proxy waits for it, Envoy buffers them). */
     void (*on_connected)(void *owner, int status);
     /* After close(): the socket is finished and its memory may go. Exactly once. */
     void (*on_closed)(void *owner);

@@ -162,6 +162,11 @@ struct wp_uconn {
      * to a request (its socket is the stream: no connection stats, never pooled) */
     bool mux, stream;
     int closed_handles;
+    /* the cluster's istio.metadata_exchange (filters/network/metadata_exchange.h: Envoy's
+     * upstream network filter on this connection), malloc'd on connect when the cluster has
+     * one: on its ALPN the peer's preamble is drained here before the owner sees any byte
+     * (the TCP proxy also writes ours); NULL none */
+    struct wp_tcp_mx *mx;
     char local[64];
     /* ORIGINAL_DST: the address this connection went to (its host is the cluster's single
      * placeholder host 0); dst_text "ip:port" as the access log prints upstream hosts */

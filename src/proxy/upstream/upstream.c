@@ -26,6 +26,7 @@
 
 #include "core/log.h"
 #include "proxy/net/address.h"
+#include "proxy/filters/network/metadata_exchange.h"
 #include "proxy/net/tls_socket.h"
 #include "proxy/upstream/cluster_manager.h"
 #include "proxy/upstream/pool_h2.h"
@@ -144,6 +145,7 @@ static void u_closed_one(wp_uconn *u)
     if (++u->closed_handles == 2) {
         wp_buf_put(u->w, u->rbuf);
         wp_wgen_release(u->w, u->pool->wg); /* may free the pool */
+        free(u->mx);
         free(u);
     }
 }
@@ -317,6 +319,11 @@ static void u_on_read(void *owner, ssize_t n)
     }
     if (n < 0) {
         wp_uconn_pause_read(u);
+        if (u->mx && u->mx->state == WP_TCP_MX_READING) { /* an incomplete preamble: given up */
+            bool hold;
+            wp_tcp_mx_on_bytes(u->mx, u->rbuf ? (const uint8_t *)u->rbuf->data + u->rstart : NULL,
+                               u->rbuf ? u->rlen - u->rstart : 0, true, &hold);
+        }
         u->peer_closed = true; /* counted as Envoy's RemoteClose, whoever closes the handle */
         if (u->half_close && u->owner) {
             if (n == UV_EOF) { /* the owner goes on writing (half-close) */
@@ -339,6 +346,20 @@ static void u_on_read(void *owner, ssize_t n)
     if (!u->stream)
         wp_cluster_stat(u->w, wp_pool_gen(u->pool), u->pool->cluster,
                         WP_S_upstream_cx_rx_bytes_total, n);
+    if (u->mx && u->mx->state == WP_TCP_MX_READING) { /* the peer's preamble first */
+        bool hold;
+        u->rstart += wp_tcp_mx_on_bytes(u->mx, (const uint8_t *)u->rbuf->data + u->rstart,
+                                        u->rlen - u->rstart, false, &hold);
+        if (hold)
+            return; /* read on: the next bytes land after these */
+        if (u->rstart == u->rlen) {
+            if (!u->pinned)
+                u->rstart = u->rlen = 0;
+            return;
+        }
+        if ((size_t)n > u->rlen - u->rstart)
+            n = (ssize_t)(u->rlen - u->rstart);
+    }
     if (!u->owner) {
         wp_uconn_close(u, false); /* data on an idle connection */
         return;
@@ -385,6 +406,12 @@ static void u_on_connect(void *owner, int status)
     wp_pstats_cluster_hist(w->stats, wp_pool_gen(u->pool)->pstats, c, WP_CH_upstream_cx_connect_ms,
                            uv_now(&w->loop) - u->start_ms);
     wp_tsock_address(u->sock, false, u->local, sizeof(u->local));
+    const wp_cluster *cl = &wp_pool_gen(u->pool)->cfg->clusters[c];
+    if (cl->mx && (u->mx = calloc(1, sizeof *u->mx))) { /* no memory: no exchange */
+        u->mx->cfg = cl->mx;
+        const wp_tsock_ssl *ssl = wp_tsock_ssl_info(u->sock);
+        wp_tcp_mx_begin(u->mx, ssl ? ssl->alpn : NULL);
+    }
     u->state = WP_UC_BUSY;
     WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "connected to %s",
                 wp_uconn_host_text(u, &wp_pool_gen(u->pool)->cfg->clusters[c]));

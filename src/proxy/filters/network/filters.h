@@ -2,7 +2,7 @@
  * filters.h - the network filters weft implements, by kind (net/network_filter.h): the
  * bootstrap decodes a chain's filters into kinds (wp_nf_config), and a new connection's
  * chain is built from their ops (server/conn_handler.c). Registered:
- * envoy.filters.network.rbac, istio.stats, envoy.filters.network.http_connection_manager and
+ * envoy.filters.network.rbac, istio.metadata_exchange (TCP), istio.stats, envoy.filters.network.http_connection_manager and
  * envoy.filters.network.tcp_proxy.
  */
 #ifndef WEFT_PROXY_FILTERS_NETWORK_FILTERS_H

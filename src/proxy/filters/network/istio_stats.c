@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "proxy/filters/http/istio_stats.h"
+#include "proxy/filters/network/metadata_exchange.h"
 #include "proxy/filters/network/tcp_proxy.h"
 #include "proxy/http/conn.h"
 
@@ -32,11 +33,14 @@ static void report(wp_dconn *d, const wp_istio_stats_filter *cfg, istio_tcp *st,
     if (!closing && !opened && !sent && !received)
         return;
     wp_istio_sans sans;
+    const wp_istio_workload *peer; /* Istio's downstream_peer / upstream_peer filter state */
     if (cfg->reporter == WP_ISTIO_REPORTER_DESTINATION) {
+        peer = wp_tcp_mx_peer_workload(d->mx);
         const wp_tsock_ssl *ssl = wp_tsock_ssl_info(d->sock);
         sans = (wp_istio_sans){wp_istio_first_san(ssl ? ssl->peer_uri_sans : NULL),
                                wp_istio_first_san(ssl ? ssl->local_uri_sans : NULL)};
     } else {
+        peer = wp_tcp_proxy_upstream_peer(d);
         sans = (wp_istio_sans){wp_istio_first_san(si->upstream_peer_uri_san),
                                wp_istio_first_san(si->upstream_local_uri_san)};
     }
@@ -46,7 +50,7 @@ static void report(wp_dconn *d, const wp_istio_stats_filter *cfg, istio_tcp *st,
     char flags[96];
     wp_si_flags_string(si, flags, sizeof flags);
     wp_istio_labels l;
-    wp_istio_labels_build(cfg, NULL, &sans, host, name, "", flags, &l);
+    wp_istio_labels_build(cfg, peer, &sans, host, name, "", flags, &l);
     wp_istio_labels_tcp(&l);
     wp_istio_record_tcp(d->w->istio, d->w->id, d->w->stats, &l, opened, closing, sent, received);
     if (st) {

@@ -13,11 +13,12 @@
  * bytes read from the downstream since the last report, istio_tcp_sent_bytes_total += bytes
  * written to it, istio_tcp_connections_closed_total +1 on the last; response_flags the TCP
  * proxy's (so a connection's opened count may sit under "-" and its close under its flags, as
- * in Istio). There is no peer metadata exchange
- * over TCP in weft (istio.metadata_exchange / ALPN istio-peer-exchange is not implemented), so
- * the peer's workload labels are `unknown` (revision `latest`); the principals and the peer's
- * namespace come from the TLS peer certificate's SPIFFE URI SAN (the downstream's at the
- * destination, the upstream's at the source), connection_security_policy is mutual_tls or none
+ * in Istio). The peer's workload labels come from Istio's TCP metadata exchange
+ * (metadata_exchange.h): the downstream peer (filter state downstream_peer) at the destination,
+ * the upstream peer (upstream_peer, the cluster's exchange) at the source; without one they
+ * are `unknown` (revision `latest`), as Istio's without a discovery match; the principals
+ * and the peer's namespace come from the TLS peer certificate's SPIFFE URI SAN (the downstream's at
+ * the destination, the upstream's at the source), connection_security_policy is mutual_tls or none
  * at the destination and unknown at the source; destination_service from the upstream
  * cluster's istio.services metadata.
  *

@@ -9,6 +9,7 @@
 
 #include "core/log.h"
 #include "proxy/access_log/alog_emit.h"
+#include "proxy/filters/network/metadata_exchange.h"
 #include "proxy/http/conn.h"
 #include "proxy/net/address.h"
 #include "proxy/upstream/lb.h"
@@ -44,6 +45,13 @@ typedef struct wp_tcp_session {
     char odst[64]; /* ORIGINAL_DST: the original destination tried, as text */
     char up_peer_san[256], up_local_san[256]; /* the upstream TLS connection's URI SANs */
     char tfr[160];                            /* %UPSTREAM_TRANSPORT_FAILURE_REASON% */
+    /* Istio's TCP metadata exchange (metadata_exchange.h): the upstream peer (a copy: the
+     * upstream connection, whose exchange drains the peer's preamble, may go first), our
+     * preamble alone being written downstream, and upstream bytes held (unread) until that
+     * write or the downstream TLS handshake is done */
+    wp_tcp_mx_peer up_peer; /* the upstream peer the connection's exchange read */
+    bool have_up_peer;
+    bool mx_down_writing, up_held;
     wp_deferred_item dd;
 } wp_tcp_session;
 
@@ -55,6 +63,8 @@ typedef struct wp_tcp_session {
 #define WP_TCP_BUF (64u * 1024u)
 
 static void tcp_connect(wp_tcp_session *s);
+static const wp_uconn_callbacks tcp_up_cbs;
+static void u_data(void *owner, wp_uconn *u, size_t n);
 
 static void tstat(wp_tcp_session *s, int which, int64_t delta)
 {
@@ -119,7 +129,8 @@ static void down_read_stop(wp_tcp_session *s)
 /* Both directions ended and nothing is pending: the connection closes. */
 static void maybe_finish(wp_tcp_session *s)
 {
-    if (s->down_eof && s->up_eof && !s->up_writing && !s->down_writing && !s->d->closing)
+    if (s->down_eof && s->up_eof && !s->up_writing && !s->down_writing && !s->up_held &&
+        !s->d->closing)
         wp_dconn_close(s->d);
 }
 
@@ -161,6 +172,92 @@ static void forward_up(wp_tcp_session *s)
     down_buf_drained(s);
 }
 
+/* ---------- Istio's TCP metadata exchange (metadata_exchange.h) ---------- */
+
+/* The downstream exchange's ALPN check, once (its TLS handshake is done by the first byte). */
+static wp_tcp_mx *mx_down(wp_tcp_session *s)
+{
+    wp_tcp_mx *m = s->d->mx;
+    if (m && m->state == WP_TCP_MX_PROTOCOL_NOT_READ)
+        wp_tcp_mx_begin(m, wp_tsock_ssl_or_empty(s->d->sock)->alpn);
+    return m;
+}
+
+/* Our preamble alone to the downstream (Istio writes it on the first byte either way) when
+ * nothing is being written there; upstream bytes wait for it (u_data). */
+static void mx_down_preamble(wp_tcp_session *s)
+{
+    wp_tcp_mx *m = mx_down(s);
+    const uint8_t *p;
+    size_t n;
+    if (!m || s->down_writing || !wp_tcp_mx_take_preamble(m, &p, &n))
+        return;
+    uv_buf_t b = uv_buf_init((char *)(uintptr_t)p, (unsigned)n);
+    int r = wp_tsock_write(s->d->sock, &b, 1);
+    if (r < 0) {
+        wp_dconn_close(s->d);
+        return;
+    }
+    if (r == 1)
+        s->down_writing = s->mx_down_writing = true;
+}
+
+/* The downstream peer's preamble is drained from the front of dbuf. false: nothing to
+ * forward now (held for more bytes, or all drained). */
+static bool mx_down_bytes(wp_tcp_session *s, bool end_stream)
+{
+    wp_tcp_mx *m = mx_down(s);
+    if (!m || m->state != WP_TCP_MX_READING)
+        return true;
+    mx_down_preamble(s);
+    if (s->d->closing)
+        return false;
+    bool hold;
+    size_t k = wp_tcp_mx_on_bytes(m, (const uint8_t *)s->dbuf->data, s->dlen, end_stream, &hold);
+    if (k) { /* the TCP proxy's byte counts are past the filter (Envoy's addBytesReceived) */
+        memmove(s->dbuf->data, s->dbuf->data + k, s->dlen - k);
+        s->dlen -= k;
+        s->si.bytes_received -= k;
+    }
+    if (hold)
+        return false;
+    if (s->dlen == 0) {
+        down_buf_drained(s);
+        return false;
+    }
+    return true;
+}
+
+/* Keeps the upstream peer the connection's exchange read (Istio's upstream_peer). */
+static void keep_up_peer(wp_tcp_session *s)
+{
+    if (!s->have_up_peer && s->u && s->u->mx && s->u->mx->have_peer) {
+        s->up_peer = s->u->mx->peer;
+        s->up_peer.w = (wp_istio_workload){0};
+        for (int i = 0; i < WP_WL_COUNT_; i++) { /* rebase the views on the copy */
+            const wp_istio_str *f = &s->u->mx->peer.w.f[i];
+            if (f->len)
+                s->up_peer.w.f[i] = (wp_istio_str){(const char *)s->up_peer.buf +
+                                                       ((const uint8_t *)f->p - s->u->mx->peer.buf),
+                                                   f->len};
+        }
+        s->have_up_peer = true;
+    }
+}
+
+/* The upstream half (the connection's, upstream.c, on the cluster's ALPN): our preamble goes
+ * first (the downstream is read once it is out). */
+static void mx_up_start(wp_tcp_session *s, wp_uconn *u)
+{
+    const uint8_t *p;
+    size_t n;
+    if (!u->mx || !wp_tcp_mx_take_preamble(u->mx, &p, &n))
+        return; /* no exchange on this connection */
+    uv_buf_t b = uv_buf_init((char *)(uintptr_t)p, (unsigned)n);
+    if (wp_uconn_write(u, &b, 1) == 1)
+        s->up_writing = true; /* u_written: dlen is 0 */
+}
+
 /* ---------- the downstream socket (the session's while the connection lives) ---------- */
 
 static void d_alloc(void *owner, uv_buf_t *buf)
@@ -192,6 +289,8 @@ static void d_read(void *owner, ssize_t n)
         }
         WF_CONN_LOG(WF_LC_filter, WF_LOG_DEBUG, d->id, "downstream half-closed");
         s->down_eof = true;
+        if (s->dlen && mx_down_bytes(s, true)) /* an incomplete preamble goes on unchanged */
+            forward_up(s);
         if (!s->up_writing)
             shut_upstream(s);
         maybe_finish(s);
@@ -203,6 +302,8 @@ static void d_read(void *owner, ssize_t n)
     s->si.wire_bytes_received += (uint64_t)n;
     s->last_activity = now_ms(s);
     tstat(s, WP_TS_downstream_cx_rx_bytes_total, n);
+    if (!mx_down_bytes(s, false))
+        return;
     /* the filters before the TCP proxy (network RBAC) see the bytes first */
     wp_nf_chain_on_data(&d->nf, false);
 }
@@ -212,6 +313,26 @@ static void d_written(void *owner, int status)
     wp_tcp_session *s = owner;
     wp_dconn *d = s->d;
     s->down_writing = false;
+    if (s->mx_down_writing) { /* our preamble alone is out: the held upstream bytes go */
+        s->mx_down_writing = false;
+        if (d->closing)
+            return;
+        if (status < 0) {
+            wp_dconn_close(d);
+            return;
+        }
+        if (s->up_held && s->u) {
+            s->up_held = false;
+            s->u->pinned = false;
+            if (!s->up_eof)
+                wp_uconn_resume_read(s->u);
+            tcp_up_cbs.on_data(s, s->u, 0);
+        }
+        if (s->up_eof && !s->down_writing)
+            shut_downstream(s);
+        maybe_finish(s);
+        return;
+    }
     tstat(s, WP_TS_downstream_cx_tx_bytes_buffered, -(int64_t)s->ubuffered);
     s->ubuffered = 0;
     if (d->closing)
@@ -235,6 +356,22 @@ static void d_written(void *owner, int status)
     maybe_finish(s);
 }
 
+/* The downstream TLS handshake is done: upstream bytes that came first go now. */
+static void d_handshake(void *owner, int status)
+{
+    wp_tcp_session *s = owner;
+    if (status < 0 || s->d->closing || s->down_writing || !s->up_held || !s->u)
+        return;
+    s->up_held = false;
+    s->u->pinned = false;
+    if (!s->up_eof)
+        wp_uconn_resume_read(s->u);
+    u_data(s, s->u, 0);
+    if (s->up_eof && !s->down_writing)
+        shut_downstream(s);
+    maybe_finish(s);
+}
+
 static void d_closed(void *owner)
 {
     (void)owner; /* never: the callbacks go back to the connection before it closes */
@@ -244,6 +381,7 @@ static const wp_tsock_cbs tcp_down_cbs = {
     .alloc = d_alloc,
     .on_read = d_read,
     .on_written = d_written,
+    .on_connected = d_handshake,
     .on_closed = d_closed,
 };
 
@@ -253,15 +391,34 @@ static void u_data(void *owner, wp_uconn *u, size_t n)
 {
     wp_tcp_session *s = owner;
     wp_dconn *d = s->d;
+    keep_up_peer(s);
+    const wp_tsock_ssl *dssl = wp_tsock_ssl_info(d->sock);
+    if (s->down_writing || (dssl && (!dssl->version || !*dssl->version))) {
+        /* our preamble is being written downstream, or the downstream TLS handshake is not
+         * done (a server-first protocol): these bytes wait (d_written / d_handshake) */
+        s->up_held = true;
+        u->pinned = true;
+        wp_uconn_pause_read(u);
+        return;
+    }
     size_t len = u->rlen - u->rstart;
+    if (len == 0)
+        return;
     s->up_bulk = n == u->rbuf->cap || u->rlen == u->rbuf->cap;
     s->si.bytes_sent += len;
     s->si.wire_bytes_sent += len;
     s->si.upstream_wire_bytes_received += len;
     s->last_activity = now_ms(s);
     tstat(s, WP_TS_downstream_cx_tx_bytes_total, (int64_t)len);
-    uv_buf_t b = uv_buf_init(u->rbuf->data + u->rstart, (unsigned)len);
-    int r = wp_tsock_write(d->sock, &b, 1);
+    uv_buf_t b[2];
+    unsigned nb = 0;
+    wp_tcp_mx *m = mx_down(s);
+    const uint8_t *pre;
+    size_t pn;
+    if (m && wp_tcp_mx_take_preamble(m, &pre, &pn)) /* ours ahead of the first bytes */
+        b[nb++] = uv_buf_init((char *)(uintptr_t)pre, (unsigned)pn);
+    b[nb++] = uv_buf_init(u->rbuf->data + u->rstart, (unsigned)len);
+    int r = wp_tsock_write(d->sock, b, nb);
     if (r < 0) {
         wp_dconn_close(d);
         return;
@@ -282,10 +439,12 @@ static void u_data(void *owner, wp_uconn *u, size_t n)
 static void u_eof(void *owner, wp_uconn *u)
 {
     wp_tcp_session *s = owner;
-    (void)u;
     WF_CONN_LOG(WF_LC_filter, WF_LOG_DEBUG, s->d->id, "upstream half-closed");
     s->up_eof = true;
-    if (!s->down_writing)
+    keep_up_peer(s);
+    if (u->rbuf && u->rstart < u->rlen && !s->down_writing && !s->up_held)
+        u_data(s, u, 0); /* an incomplete preamble the connection gave up goes on unchanged */
+    if (!s->down_writing && !s->up_held)
         shut_downstream(s);
     maybe_finish(s);
 }
@@ -315,6 +474,7 @@ static void u_reset(void *owner, wp_uconn *u, int reason)
 {
     wp_tcp_session *s = owner;
     (void)u;
+    keep_up_peer(s);
     WF_CONN_LOG(WF_LC_filter, WF_LOG_DEBUG, s->d->id, "upstream connection closed (reset %d)",
                 reason);
     s->u = NULL;
@@ -370,6 +530,7 @@ static void pool_ready(void *ctx, wp_uconn *u, int host)
     }
     s->si.transport_failure_reason = NULL;
     s->last_activity = now_ms(s);
+    mx_up_start(s, u);
     WF_CONN_LOG(WF_LC_filter, WF_LOG_DEBUG, d->id, "upstream connected to %s (cluster %s)",
                 s->si.upstream_host, c->name);
     down_read_start(s); /* the downstream is read from now on (Envoy's readDisable(false)) */
@@ -661,6 +822,15 @@ const wp_stream_info *wp_tcp_proxy_info(const wp_dconn *d, const wp_cluster **cl
     if (s->cluster >= 0)
         *cluster = &d->wg->gen->cfg->clusters[s->cluster];
     return &s->si;
+}
+
+const wp_istio_workload *wp_tcp_proxy_upstream_peer(const wp_dconn *d)
+{
+    wp_tcp_session *s = d->tcp;
+    if (!s)
+        return NULL;
+    keep_up_peer(s);
+    return s->have_up_peer ? &s->up_peer.w : NULL;
 }
 
 const wp_nf_ops wp_tcp_proxy_network_filter = {

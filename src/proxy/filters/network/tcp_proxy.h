@@ -37,6 +37,13 @@
  *    fields, response code 0, %BYTES_RECEIVED% / %BYTES_SENT% the downstream bytes read / written,
  *    %UPSTREAM_HOST% / %UPSTREAM_CLUSTER% / %UPSTREAM_LOCAL_ADDRESS%, SNI and peer URI SAN of a
  *    TLS downstream, %CONNECTION_TERMINATION_DETAILS% a network filter set (RBAC's).
+ *  - Istio's TCP metadata exchange (metadata_exchange.h) runs on the session's buffers: with
+ *    the chain's istio.metadata_exchange (wp_dconn.mx) the downstream peer's preamble is
+ *    drained from the first downstream bytes and ours written ahead of the first bytes sent
+ *    downstream (alone, on the first downstream read, when nothing else is being written;
+ *    upstream bytes then wait for it); with the cluster's `filters` the upstream half writes
+ *    ours when the upstream connects (the downstream is read once it is out) and drains the
+ *    upstream peer's; %BYTES_RECEIVED% / %BYTES_SENT% and istio.stats count past the exchange;
  * Not implemented (refused at load): hash_policy, metadata_match, tunneling_config, on_demand,
  * backoff_options, access_log_options. An upstream's pending bytes are not flushed after the
  * downstream went away (no upstream_flush_* drainer: the counters stay 0).
@@ -50,6 +57,7 @@
 #ifndef WEFT_PROXY_FILTERS_NETWORK_TCP_PROXY_H
 #define WEFT_PROXY_FILTERS_NETWORK_TCP_PROXY_H
 
+#include "proxy/filters/http/istio_peer.h"
 #include "proxy/net/network_filter.h"
 
 #define WP_TCP_PROXY_NAME "envoy.filters.network.tcp_proxy"
@@ -65,5 +73,9 @@ struct wp_cluster;
  * none). NULL when d has no TCP proxy session. Valid until the session's on_close ends. */
 const struct wp_stream_info *wp_tcp_proxy_info(const struct wp_dconn *d,
                                                const struct wp_cluster **cluster);
+
+/* The upstream peer's workload the cluster's istio.metadata_exchange read (Istio's filter
+ * state upstream_peer), NULL none (yet). Valid until the session's on_close ends. */
+const wp_istio_workload *wp_tcp_proxy_upstream_peer(const struct wp_dconn *d);
 
 #endif
