@@ -18,7 +18,7 @@
 #include "harness.h"
 
 #include "proxy/bootstrap/bootstrap.h"
-#include "proxy/filters/http/istio_peer.h"
+#include "proxy/stream_info/istio_peer.h"
 #include "proxy/http/filter.h"
 #include "proxy/filters/http/istio_stats.h"
 #include "proxy/stats/stats.h"

@@ -162,7 +162,7 @@ struct wp_uconn {
      * to a request (its socket is the stream: no connection stats, never pooled) */
     bool mux, stream;
     int closed_handles;
-    /* the cluster's istio.metadata_exchange (filters/network/metadata_exchange.h: Envoy's
+    /* the cluster's istio.metadata_exchange (net/peer_exchange.h: Envoy's
      * upstream network filter on this connection), malloc'd on connect when the cluster has
      * one: on its ALPN the peer's preamble is drained here before the owner sees any byte
      * (the TCP proxy also writes ours); NULL none */

@@ -26,7 +26,7 @@
 
 #include "core/log.h"
 #include "proxy/net/address.h"
-#include "proxy/filters/network/metadata_exchange.h"
+#include "proxy/net/peer_exchange.h"
 #include "proxy/net/tls_socket.h"
 #include "proxy/upstream/cluster_manager.h"
 #include "proxy/upstream/pool_h2.h"

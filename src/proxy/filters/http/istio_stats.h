@@ -75,7 +75,7 @@
 #include "core/strbuf.h"
 #include "http/h1_parser.h"
 #include "proxy/config/config.h"
-#include "proxy/filters/http/istio_peer.h"
+#include "proxy/stream_info/istio_peer.h"
 #include "proxy/stats/stats.h"
 
 #define WP_ISTIO_STATS_NAME "istio.stats"

@@ -31,78 +31,12 @@
 #ifndef WEFT_PROXY_FILTERS_NETWORK_METADATA_EXCHANGE_H
 #define WEFT_PROXY_FILTERS_NETWORK_METADATA_EXCHANGE_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#include "core/strbuf.h"
-#include "proxy/filters/http/istio_peer.h"
-#include "proxy/net/deferred.h"
 #include "proxy/net/network_filter.h"
+#include "proxy/net/peer_exchange.h"
 
 #define WP_TCP_MX_NAME          "istio.metadata_exchange"
 #define WP_TCP_MX_NAME_LEGACY   "envoy.filters.network.metadata_exchange"
 #define WP_TCP_MX_UPSTREAM_NAME "envoy.filters.network.upstream.metadata_exchange"
-#define WP_TCP_MX_TYPE          "type.googleapis.com/envoy.tcp.metadataexchange.config.MetadataExchange"
-#define WP_TCP_MX_PROTOCOL      "istio-peer-exchange"
-#define WP_TCP_MX_MAGIC         0x3D230467u
-#define WP_TCP_MX_HEADER_LEN    8u
-#define WP_TCP_MX_MAX_DATA      8192u /* bytes after the header weft accepts */
-#define WP_TCP_MX_STRUCT_URL    "type.googleapis.com/google.protobuf.Struct"
-
-/* One filter's config (bootstrap-decoded; arena-owned). */
-typedef struct wp_tcp_mx_config {
-    const char *protocol;    /* the ALPN that turns the exchange on */
-    const uint8_t *preamble; /* this node's header + Any, written to the peer */
-    size_t preamble_len;
-} wp_tcp_mx_config;
-
-/* Appends this workload's preamble (header + Any) to out; check wf_strbuf_failed(out). */
-void wp_tcp_mx_encode(const wp_istio_workload *w, const char *node_id, wf_strbuf *out);
-
-/* The peer read from the wire: the workload's fields point into buf. */
-typedef struct wp_tcp_mx_peer {
-    wp_istio_workload w;
-    uint8_t buf[1024];
-} wp_tcp_mx_peer;
-
-enum { WP_TCP_MX_MORE = 0, WP_TCP_MX_DONE = 1, WP_TCP_MX_INVALID = -1 };
-
-/* Reads a preamble from the front of p (len bytes): WP_TCP_MX_MORE (not all there yet;
- * *consumed 0), WP_TCP_MX_DONE (*consumed = its length; *peer filled, its workload empty when
- * the Struct lacks x-envoy-peer-metadata), WP_TCP_MX_INVALID (*consumed: 0 for a wrong magic,
- * the header's 8 bytes for a data length over WP_TCP_MX_MAX_DATA or an Any / Struct that does
- * not parse). */
-int wp_tcp_mx_decode(const uint8_t *p, size_t len, wp_tcp_mx_peer *peer, size_t *consumed);
-
-/* One connection side's exchange (Istio's conn_state_). */
-typedef enum {
-    WP_TCP_MX_PROTOCOL_NOT_READ, /* ALPN not looked at yet */
-    WP_TCP_MX_READING,           /* our preamble is due / out; reading the peer's */
-    WP_TCP_MX_FINISHED,          /* the peer's was read (have_peer) */
-    WP_TCP_MX_OFF,               /* Istio's Invalid: another ALPN or a bad preamble */
-} wp_tcp_mx_state;
-
-typedef struct wp_tcp_mx {
-    const wp_tcp_mx_config *cfg;
-    wp_tcp_mx_state state;
-    bool written;   /* our preamble was handed to the socket */
-    bool have_peer; /* peer holds the peer's workload */
-    wp_tcp_mx_peer peer;
-    wp_deferred_item dd; /* the downstream filter's deferred free */
-} wp_tcp_mx;
-
-/* Looks at the negotiated ALPN once (NULL = none): READING when it is cfg->protocol, else
- * OFF. Returns true while the exchange is on (READING). */
-bool wp_tcp_mx_begin(wp_tcp_mx *m, const char *alpn);
-/* Our preamble when it is still to be written (marks it written): true and *p, *n. */
-bool wp_tcp_mx_take_preamble(wp_tcp_mx *m, const uint8_t **p, size_t *n);
-/* The peer's preamble from the front of the received bytes p (len): how many leading bytes to
- * drain; *hold is set when nothing may be forwarded yet (more bytes needed). end_stream: the
- * peer ended its stream (an incomplete preamble is given up, Istio's "closed early"). */
-size_t wp_tcp_mx_on_bytes(wp_tcp_mx *m, const uint8_t *p, size_t len, bool end_stream, bool *hold);
-/* The peer's workload, NULL when there is none (yet). */
-const wp_istio_workload *wp_tcp_mx_peer_workload(const wp_tcp_mx *m);
 
 /* The downstream filter (config wp_tcp_mx_config): allocates the connection's wp_tcp_mx
  * (wp_dconn.mx, freed at the end of the loop iteration the connection closed in). */

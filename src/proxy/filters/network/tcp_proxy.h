@@ -57,7 +57,7 @@
 #ifndef WEFT_PROXY_FILTERS_NETWORK_TCP_PROXY_H
 #define WEFT_PROXY_FILTERS_NETWORK_TCP_PROXY_H
 
-#include "proxy/filters/http/istio_peer.h"
+#include "proxy/stream_info/istio_peer.h"
 #include "proxy/net/network_filter.h"
 
 #define WP_TCP_PROXY_NAME "envoy.filters.network.tcp_proxy"

@@ -7,7 +7,7 @@
  * { null_value = 1 (varint), number_value = 2 (fixed64), string_value = 3, bool_value = 4
  * (varint), struct_value = 5, list_value = 6 }.
  */
-#include "proxy/filters/http/istio_peer.h"
+#include "proxy/stream_info/istio_peer.h"
 
 #include <stdlib.h>
 #include <string.h>
