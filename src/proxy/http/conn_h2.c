@@ -71,12 +71,12 @@ typedef struct wp_h2_bstream {
 #define BS_FREE_MAX 64u    /* stream states a worker keeps (as its HTTP/1 streams) */
 #define BS_KEEP     16384u /* buffer room a kept state may hold on to */
 
-static bool bs_keepable(const wf_strbuf *b)
+static bool bst_keepable(const wf_strbuf *b)
 {
     return !b->failed && b->cap <= BS_KEEP;
 }
 
-static void bs_destroy(bstream *b)
+static void bst_destroy(bstream *b)
 {
     wf_strbuf_free(&b->in);
     wf_strbuf_free(&b->rin);
@@ -88,7 +88,7 @@ static void bs_destroy(bstream *b)
 
 /* A stream state with everything before rh zeroed: one of the worker's free ones (its
  * buffers emptied, their room kept) or new. NULL when out of memory. */
-static bstream *bs_get(wp_worker *w)
+static bstream *bst_get(wp_worker *w)
 {
     bstream *b = w->free_h2_streams;
     if (!b) {
@@ -110,11 +110,11 @@ static bstream *bs_get(wp_worker *w)
     return b;
 }
 
-static void bs_put(wp_worker *w, bstream *b)
+static void bst_put(wp_worker *w, bstream *b)
 {
-    if (w->nfree_h2_streams >= BS_FREE_MAX || !bs_keepable(&b->in) || !bs_keepable(&b->rin) ||
-        !bs_keepable(&b->body[0]) || !bs_keepable(&b->body[1]) || !bs_keepable(&b->trl)) {
-        bs_destroy(b);
+    if (w->nfree_h2_streams >= BS_FREE_MAX || !bst_keepable(&b->in) || !bst_keepable(&b->rin) ||
+        !bst_keepable(&b->body[0]) || !bst_keepable(&b->body[1]) || !bst_keepable(&b->trl)) {
+        bst_destroy(b);
         return;
     }
     b->next_free = w->free_h2_streams;
@@ -127,7 +127,7 @@ void wp_h2c_worker_free(wp_worker *w)
     while (w->free_h2_streams) {
         bstream *b = w->free_h2_streams;
         w->free_h2_streams = b->next_free;
-        bs_destroy(b);
+        bst_destroy(b);
     }
     w->nfree_h2_streams = 0;
 }
@@ -138,7 +138,7 @@ static void h2c_maybe_finish(wp_h2c *c);
 
 /* ---------- the socket a child connection reads and writes (transport_socket.h) ---------- */
 
-static void bs_maybe_free(bstream *b)
+static void bst_maybe_free(bstream *b)
 {
     if (!b->closed_told || b->h2_open)
         return;
@@ -150,21 +150,21 @@ static void bs_maybe_free(bstream *b)
         if (b->next)
             b->next->prev = b->prev;
     }
-    bs_put(b->w, b);
+    bst_put(b->w, b);
 }
 
-static void bs_arm(bstream *b);
+static void bst_arm(bstream *b);
 
 /* From the loop: the pending write's completion, the request bytes the child has room for,
  * then the end the codec reported. */
-static void bs_pump(wp_deferred_item *it)
+static void bst_pump(wp_deferred_item *it)
 {
     bstream *b = (bstream *)(void *)((char *)it - offsetof(bstream, pump));
-    if (b->sock_closed) { /* closed since: the owner hears it now, after bs_close returned */
+    if (b->sock_closed) { /* closed since: the owner hears it now, after bst_close returned */
         if (!b->closed_told) {
             b->closed_told = true;
             b->base.cbs->on_closed(b->base.owner);
-            bs_maybe_free(b);
+            bst_maybe_free(b);
         }
         return;
     }
@@ -210,29 +210,29 @@ static void bs_pump(wp_deferred_item *it)
     }
 }
 
-static void bs_arm(bstream *b)
+static void bst_arm(bstream *b)
 {
     if (!b->sock_closed)
-        wp_deferred_delete(&b->w->deferred, &b->pump, bs_pump);
+        wp_deferred_delete(&b->w->deferred, &b->pump, bst_pump);
 }
 
-static int bs_read_start(wp_tsock *t)
+static int bst_read_start(wp_tsock *t)
 {
     bstream *b = (bstream *)t;
     b->reading = true;
     if (b->in_off < b->in.len)
-        bs_arm(b);
+        bst_arm(b);
     return 0;
 }
 
-static void bs_read_stop(wp_tsock *t)
+static void bst_read_stop(wp_tsock *t)
 {
     ((bstream *)t)->reading = false;
 }
 
 /* ---- the child's response (HTTP/1.1 bytes) to frames ---- */
 
-static size_t bs_buffered(const bstream *b)
+static size_t bst_buffered(const bstream *b)
 {
     return b->body[0].len + b->body[1].len;
 }
@@ -251,7 +251,7 @@ static void trailers_list(const bstream *b, wp_hdr_list *l)
 }
 
 /* Gives the codec the filled body buffer (when none is being framed) and the end. */
-static void bs_submit(bstream *b)
+static void bst_submit(bstream *b)
 {
     if (!b->c || b->c->closed || !b->h2_open || b->framing >= 0 || b->end_submitted)
         return;
@@ -361,7 +361,7 @@ static const wp_codec_client_callbacks resp_cbs = {
     rc_consumed, rc_headers, rc_data, rc_trailers, rc_complete, rc_upgraded, rc_error, rc_continue,
 };
 
-static int bs_write(wp_tsock *t, uv_buf_t *bufs, unsigned n)
+static int bst_write(wp_tsock *t, uv_buf_t *bufs, unsigned n)
 {
     bstream *b = (bstream *)t;
     if (!b->c || b->c->closed || !b->h2_open)
@@ -389,15 +389,15 @@ static int bs_write(wp_tsock *t, uv_buf_t *bufs, unsigned n)
         h2c_want_flush(b->c);
         return -1;
     }
-    bs_submit(b);
+    bst_submit(b);
     h2c_want_flush(b->c);
-    if (bs_buffered(b) <= WP_H2C_BUFFER || !b->h2_open)
+    if (bst_buffered(b) <= WP_H2C_BUFFER || !b->h2_open)
         return 0;
     b->write_pending = true; /* on_written once the client took enough */
     return 1;
 }
 
-static int bs_try_write(wp_tsock *t, const uv_buf_t *bufs, unsigned n)
+static int bst_try_write(wp_tsock *t, const uv_buf_t *bufs, unsigned n)
 {
     (void)t;
     size_t total = 0; /* "100 Continue": HTTP/2 clients are not told */
@@ -406,13 +406,13 @@ static int bs_try_write(wp_tsock *t, const uv_buf_t *bufs, unsigned n)
     return (int)total;
 }
 
-static int bs_shutdown(wp_tsock *t)
+static int bst_shutdown(wp_tsock *t)
 {
     (void)t;
     return 0;
 }
 
-static void bs_close(wp_tsock *t)
+static void bst_close(wp_tsock *t)
 {
     bstream *b = (bstream *)t;
     b->sock_closed = true;
@@ -427,12 +427,12 @@ static void bs_close(wp_tsock *t)
         wp_h2_server_reset(b->c->codec, b->id, 2 /* INTERNAL_ERROR */);
         h2c_want_flush(b->c);
     }
-    wp_deferred_delete(&b->w->deferred, &b->pump, bs_pump); /* on_closed from there */
+    wp_deferred_delete(&b->w->deferred, &b->pump, bst_pump); /* on_closed from there */
     if (b->c)
         h2c_maybe_finish(b->c);
 }
 
-static int bs_connect(wp_tsock *t, uv_connect_t *req, const struct sockaddr *addr)
+static int bst_connect(wp_tsock *t, uv_connect_t *req, const struct sockaddr *addr)
 {
     (void)t;
     (void)req;
@@ -440,7 +440,7 @@ static int bs_connect(wp_tsock *t, uv_connect_t *req, const struct sockaddr *add
     return UV_ENOTSUP;
 }
 
-static int bs_address(const wp_tsock *t, bool peer, char *out, size_t cap)
+static int bst_address(const wp_tsock *t, bool peer, char *out, size_t cap)
 {
     const bstream *b = (const bstream *)t;
     if (b->c)
@@ -449,36 +449,36 @@ static int bs_address(const wp_tsock *t, bool peer, char *out, size_t cap)
     return 0;
 }
 
-static const wp_tsock_ssl *bs_ssl(const wp_tsock *t)
+static const wp_tsock_ssl *bst_ssl(const wp_tsock *t)
 {
     const bstream *b = (const bstream *)t;
     return b->c ? wp_tsock_ssl_info(b->c->d->sock) : NULL;
 }
 
-static int bs_peer_cert(const wp_tsock *t, wp_peer_fact what, const char *sep, wf_strbuf *out)
+static int bst_peer_cert(const wp_tsock *t, wp_peer_fact what, const char *sep, wf_strbuf *out)
 {
     const bstream *b = (const bstream *)t;
     return b->c ? wp_tsock_peer_cert(b->c->d->sock, what, sep, out) : -1;
 }
 
-static const wp_tsock_ops bs_ops = {
-    .read_start = bs_read_start,
-    .read_stop = bs_read_stop,
-    .write = bs_write,
-    .try_write = bs_try_write,
-    .shutdown = bs_shutdown,
-    .close = bs_close,
-    .connect = bs_connect,
-    .address = bs_address,
-    .ssl = bs_ssl,
+static const wp_tsock_ops bst_ops = {
+    .read_start = bst_read_start,
+    .read_stop = bst_read_stop,
+    .write = bst_write,
+    .try_write = bst_try_write,
+    .shutdown = bst_shutdown,
+    .close = bst_close,
+    .connect = bst_connect,
+    .address = bst_address,
+    .ssl = bst_ssl,
     .failure_reason = NULL,
-    .peer_cert = bs_peer_cert,
+    .peer_cert = bst_peer_cert,
 };
 
-static wp_tsock *bs_init(void *arg, const wp_tsock_cbs *cbs, void *owner)
+static wp_tsock *bst_init(void *arg, const wp_tsock_cbs *cbs, void *owner)
 {
     bstream *b = arg;
-    b->base.ops = &bs_ops;
+    b->base.ops = &bst_ops;
     b->base.cbs = cbs;
     b->base.owner = owner;
     return &b->base;
@@ -515,7 +515,7 @@ static void *on_request(void *ctx, int32_t id, const h1_message *m, h1_str schem
 {
     (void)scheme;
     wp_h2c *c = ctx;
-    bstream *b = bs_get(c->d->w);
+    bstream *b = bst_get(c->d->w);
     if (!b)
         return NULL;
     b->w = c->d->w;
@@ -528,14 +528,14 @@ static void *on_request(void *ctx, int32_t id, const h1_message *m, h1_str schem
         h1_parser_set_answers(&b->rp, H1_ANSWERS_HEAD);
     request_text(b, m);
     if (wf_strbuf_failed(&b->in)) {
-        bs_destroy(b);
+        bst_destroy(b);
         return NULL;
     }
     b->next = c->streams;
     if (c->streams)
         c->streams->prev = b;
     c->streams = b;
-    b->child = wp_dconn_child(c->d, bs_init, b);
+    b->child = wp_dconn_child(c->d, bst_init, b);
     if (!b->child) { /* the codec refuses the stream; the socket never opened */
         if (b->prev)
             b->prev->next = b->next;
@@ -543,7 +543,7 @@ static void *on_request(void *ctx, int32_t id, const h1_message *m, h1_str schem
             c->streams = b->next;
         if (b->next)
             b->next->prev = b->prev;
-        bs_destroy(b);
+        bst_destroy(b);
         return NULL;
     }
     return b;
@@ -565,7 +565,7 @@ static void on_data(void *sctx, const char *data, size_t len)
         wf_strbuf_append(&b->in, "\r\n", 2);
     b->unconsumed += len;
     if (b->reading)
-        bs_arm(b);
+        bst_arm(b);
 }
 
 static void on_trailers(void *sctx, const h1_header *t, size_t n)
@@ -579,7 +579,7 @@ static void on_trailers(void *sctx, const h1_header *t, size_t n)
     wf_strbuf_append(&b->in, "\r\n", 2);
     b->req_chunked = false; /* ended */
     if (b->reading)
-        bs_arm(b);
+        bst_arm(b);
 }
 
 static void on_complete(void *sctx)
@@ -589,7 +589,7 @@ static void on_complete(void *sctx)
         wf_strbuf_append(&b->in, WP_H1_LAST_CHUNK, WP_H1_LAST_CHUNK_LEN);
         b->req_chunked = false;
         if (b->reading)
-            bs_arm(b);
+            bst_arm(b);
     }
 }
 
@@ -600,11 +600,11 @@ static void on_data_sent(void *sctx)
         b->body[b->framing].len = 0;
         b->framing = -1;
     }
-    bs_submit(b);
-    if (b->write_pending && bs_buffered(b) <= WP_H2C_BUFFER) {
+    bst_submit(b);
+    if (b->write_pending && bst_buffered(b) <= WP_H2C_BUFFER) {
         b->write_pending = false;
         b->notify_written = true;
-        bs_arm(b);
+        bst_arm(b);
     }
 }
 
@@ -613,7 +613,7 @@ static void on_close(void *sctx, uint32_t code, const char *details)
     bstream *b = sctx;
     b->h2_open = false;
     if (b->sock_closed) {
-        bs_maybe_free(b);
+        bst_maybe_free(b);
         return;
     }
     if (b->write_pending) { /* what the child wrote will never go out: it ends anyway */
@@ -623,7 +623,7 @@ static void on_close(void *sctx, uint32_t code, const char *details)
     b->pending_close = true; /* the child finishes from the loop (what it still had to read
                               * of the request is not wanted: the response is complete) */
     b->reset_details = code ? details : NULL;
-    bs_arm(b);
+    bst_arm(b);
 }
 
 static const wp_h2_server_callbacks codec_cbs = {
@@ -791,7 +791,7 @@ void wp_h2c_close(wp_dconn *d)
         }
         b->c = NULL;
         b->prev = b->next = NULL;
-        bs_maybe_free(b);
+        bst_maybe_free(b);
     }
     c->streams = NULL;
     h2c_stats_sync(c); /* closed: its streams leave streams_active */
