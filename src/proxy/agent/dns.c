@@ -1,7 +1,8 @@
 /*
  * dns.c - the agent's DNS proxy server: UDP and TCP listeners, TCP client connections,
  * answers from the lookup table (dns_table.h), the server's life. Forwarding is in
- * dns_forward.c, the configuration in dns_conf.c. See dns.h.
+ * dns_forward.c, replies and the objects' lifetimes in dns_io.c (below both), the
+ * configuration in dns_conf.c. See dns.h.
  */
 #include "proxy/agent/dns.h"
 
@@ -16,104 +17,9 @@
 
 /* ---- lifetime ---- */
 
-void dns_unlive(wp_dns *d)
-{
-    if (--d->live == 0 && d->closing) {
-        wp_dns_table_free(d->table);
-        free(d->ns);
-        free(d->domain);
-        for (size_t i = 0; i < d->nsearch; i++)
-            free(d->search[i]);
-        free(d);
-    }
-}
-
 static void on_listener_closed(uv_handle_t *h)
 {
     dns_unlive(h->data);
-}
-
-/* ---- TCP clients ---- */
-
-void dns_tc_unref(tcp_client *tc)
-{
-    if (--tc->refs > 0)
-        return;
-    wp_dns *d = tc->d;
-    if (tc->prev)
-        tc->prev->next = tc->next;
-    else
-        d->clients = tc->next;
-    if (tc->next)
-        tc->next->prev = tc->prev;
-    free(tc->buf);
-    free(tc);
-    dns_unlive(d);
-}
-
-static void on_tc_handle_closed(uv_handle_t *h)
-{
-    dns_tc_unref(h->data);
-}
-
-static void tc_close(tcp_client *tc)
-{
-    if (tc->closed)
-        return;
-    tc->closed = true;
-    uv_close((uv_handle_t *)&tc->h, on_tc_handle_closed);
-    uv_close((uv_handle_t *)&tc->idle, on_tc_handle_closed);
-}
-
-typedef struct wreq {
-    uv_write_t w;
-    tcp_client *tc;
-    uint8_t *data;
-} wreq;
-
-static void on_tc_written(uv_write_t *w, int status)
-{
-    wreq *r = (wreq *)w;
-    if (status < 0)
-        tc_close(r->tc);
-    free(r->data);
-    dns_tc_unref(r->tc);
-    free(r);
-}
-
-/* Sends msg (taken over) to a TCP client with its length prefix. */
-void dns_tc_send(tcp_client *tc, uint8_t *msg, size_t len)
-{
-    wreq *r = tc->closed || len > 65535 ? NULL : calloc(1, sizeof *r);
-    uint8_t *data = r ? malloc(len + 2) : NULL;
-    if (!data) {
-        free(r);
-        free(msg);
-        return;
-    }
-    data[0] = (uint8_t)(len >> 8);
-    data[1] = (uint8_t)len;
-    memcpy(data + 2, msg, len);
-    free(msg);
-    r->tc = tc;
-    r->data = data;
-    uv_buf_t b = uv_buf_init((char *)data, (unsigned)(len + 2));
-    if (uv_write(&r->w, (uv_stream_t *)&tc->h, &b, 1, on_tc_written) != 0) {
-        free(data);
-        free(r);
-        tc_close(tc);
-        return;
-    }
-    tc->refs++;
-}
-
-/* ---- replies ---- */
-
-void dns_udp_reply(uv_udp_t *srv, const struct sockaddr *to, uint8_t *msg, size_t len)
-{
-    uv_buf_t b = uv_buf_init((char *)msg, (unsigned)len);
-    (void)uv_udp_try_send(srv, &b, 1, to); /* a full socket drops it: DNS clients retry */
-    free(msg);
 }
 
 /* ---- queries ---- */
@@ -167,7 +73,7 @@ static void on_tc_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     tcp_client *tc = s->data;
     (void)b;
     if (n < 0) {
-        tc_close(tc);
+        dns_tc_close(tc);
         return;
     }
     uv_timer_again(&tc->idle);
@@ -186,7 +92,7 @@ static void on_tc_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 
 static void on_tc_idle(uv_timer_t *t)
 {
-    tc_close(t->data);
+    dns_tc_close(t->data);
 }
 
 static void on_tcp_conn(uv_stream_t *srv, int status)
@@ -214,7 +120,7 @@ static void on_tcp_conn(uv_stream_t *srv, int status)
     if (uv_accept(srv, (uv_stream_t *)&tc->h) != 0 ||
         uv_read_start((uv_stream_t *)&tc->h, on_tc_alloc, on_tc_read) != 0 ||
         uv_timer_start(&tc->idle, on_tc_idle, TCP_IDLE_MS, TCP_IDLE_MS) != 0)
-        tc_close(tc);
+        dns_tc_close(tc);
 }
 
 static int listen_on(wp_dns *d, const char *addr, wf_strbuf *err)
@@ -359,6 +265,6 @@ void wp_dns_close(wp_dns *d)
     }
     dns_forward_abort_all(d);
     for (tcp_client *tc = d->clients; tc; tc = tc->next)
-        tc_close(tc);
+        dns_tc_close(tc);
     dns_unlive(d);
 }

@@ -20,10 +20,9 @@
  *    the client's size (dns_table.h).
  *  - TCP clients may send several length-prefixed queries on one connection; answers go back
  *    as they complete. Connections idle for 30 s are closed.
- *  - nothing blocks the loop; at most WP_DNS_MAX_FORWARDS forwards are in flight (more:
- *    SERVFAIL at once).
- * Logs (logger "dns"): debug "response for hostname %q not found in dns proxy, querying
- * upstream" and "upstream failure: ..." (info), as Istio's.
+ *  - nothing blocks the loop; at most 1024 forwards are in flight (dns_internal.h
+ * WP_DNS_MAX_FORWARDS) (more: SERVFAIL at once). Logs (logger "dns"): debug "response for hostname
+ * %q not found in dns proxy, querying upstream" and "upstream failure: ..." (info), as Istio's.
  *
  * Threads and ownership: everything on the loop given to wp_dns_start. wp_dns_update copies
  * what it needs. wp_dns_close frees from libuv close callbacks: run the loop afterwards.
@@ -42,8 +41,6 @@
 
 #define WP_DNS_DEFAULT_ADDR        "127.0.0.1:15053"
 #define WP_DNS_UPSTREAM_TIMEOUT_MS 5000u
-#define WP_DNS_MAX_FORWARDS        1024u
-#define WP_DNS_MAX_UPSTREAMS       8u
 
 typedef struct wp_dns wp_dns;
 

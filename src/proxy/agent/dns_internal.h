@@ -17,10 +17,12 @@
 #include "proxy/agent/dns.h"
 #include "proxy/agent/dns_table.h"
 
-#define MAX_SEARCH  6
-#define TCP_IDLE_MS 30000u
-#define TCP_MSG_MAX (2u + 65535u)
-#define MAX_LISTEN  2
+#define WP_DNS_MAX_FORWARDS  1024u /* forwards in flight (dns.h) */
+#define WP_DNS_MAX_UPSTREAMS 8u    /* upstream resolvers kept */
+#define MAX_SEARCH           6
+#define TCP_IDLE_MS          30000u
+#define TCP_MSG_MAX          (2u + 65535u)
+#define MAX_LISTEN           2
 
 typedef struct tcp_client tcp_client;
 typedef struct fwd fwd;
@@ -57,13 +59,15 @@ struct tcp_client {
     tcp_client *next, *prev;
 };
 
-/* dns.c: one live object less (listener handle, client, forward); frees d when closing and
+/* dns_io.c: one live object less (listener handle, client, forward); frees d when closing and
  * none is left. */
 void dns_unlive(wp_dns *d);
-/* dns.c: replies. msg is taken over (freed). A TCP client gets the length prefix; a UDP
+/* dns_io.c: replies. msg is taken over (freed). A TCP client gets the length prefix; a UDP
  * reply that cannot be sent at once is dropped (clients retry). */
 void dns_tc_send(tcp_client *tc, uint8_t *msg, size_t len);
 void dns_tc_unref(tcp_client *tc);
+/* dns_io.c: closes a TCP client's handles (its references go as they close). */
+void dns_tc_close(tcp_client *tc);
 void dns_udp_reply(uv_udp_t *srv, const struct sockaddr *to, uint8_t *msg, size_t len);
 
 /* dns_forward.c: forwards query q (copied) upstream for a UDP client (srv, client) or a TCP

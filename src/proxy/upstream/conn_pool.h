@@ -2,7 +2,8 @@
  * upstream/conn_pool.h - the HTTP/1 connection pool of one cluster on one worker (Envoy's
  * ConnectionPool::Instance, source/common/http/http1/conn_pool.cc and
  * source/common/conn_pool/conn_pool_base.cc; docs intro/arch_overview/upstream/
- * connection_pooling and circuit_breaking). Implemented in upstream.c.
+ * connection_pooling and circuit_breaking). Implemented in upstream.c; the choice between
+ * it and the HTTP/2 pool (wp_pool_newstream_http, wp_pools_close_idle) in pools.c.
  *
  * The pool hands connections to requests; it never sees a stream and never answers a
  * client. A caller (the router) has chosen a host with the load balancer (lb.h) and asks
@@ -110,6 +111,9 @@ struct wp_pool_req {
      * connection's original destination (borrowed: valid while the request is pending) */
     const struct sockaddr *dst;
     struct wp_h2conn *h2wait; /* waiting for a stream of this HTTP/2 connection */
+    /* takes rq out of that connection's queue (set with h2wait by pool_h2.c, which is above
+     * this file: wp_pool_cancel calls it without naming it) */
+    void (*unwait)(struct wp_pool_req *rq);
 };
 
 /* What a connection tells the owner of the request on it (set with wp_uconn_attach). */
@@ -190,8 +194,11 @@ struct wp_pool {
 /* The pools of wg's clusters (wg->pools); each connection of them is a user of wg
  * (upstream/cluster_manager.h wp_wgen_use / wp_wgen_release). -1 on out of memory. */
 int wp_pools_init(wp_worker *w, wp_wgen *wg);
-/* Closes the idle connections of wg's pools (the generation is retired). */
+/* Closes the idle connections of wg's pools, HTTP/1 and HTTP/2 (the generation is retired;
+ * pools.c). */
 void wp_pools_close_idle(wp_wgen *wg);
+/* The same for the HTTP/1 connections only (upstream.c). */
+void wp_pools_close_idle_h1(wp_wgen *wg);
 void wp_pools_free(wp_wgen *wg);
 
 /* Asks p for a connection to host for one request (see above). rq: the caller's handle,
@@ -213,7 +220,7 @@ const char *wp_uconn_host_text(const wp_uconn *u, const struct wp_cluster *c);
  * (explicit, or use_downstream_protocol_config with downstream_h2) the request gets a stream
  * of a shared HTTP/2 connection (upstream/pool_h2.h), handed over as a wp_uconn like an
  * HTTP/1 connection (u->stream). wp_pool_newstream always gives a connection of its own
- * (the TCP proxy's). */
+ * (the TCP proxy's). pools.c. */
 bool wp_pool_newstream_http(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_callbacks *cb,
                             void *ctx, bool downstream_h2);
 /* Cancels a pending request (stat upstream_rq_cancelled when it was waiting): no callback

@@ -16,6 +16,8 @@
 #include "proxy/upstream/uconn_h2.h"
 
 static void conn_fail(wp_h2conn *c, int reason);
+static void conn_arm(wp_h2conn *c);
+static void conn_flush(wp_h2conn *c);
 
 _Static_assert(H2UP_NCOUNTERS <= sizeof(((wp_pool *)0)->h2_slots) / sizeof(uint32_t),
                "wp_pool.h2_slots holds the cluster's http2.* counters");
@@ -141,10 +143,10 @@ static int on_frame_recv(nghttp2_session *ss, const nghttp2_frame *f, void *ud)
             wp_cluster_stat(c->p->w, wp_pool_gen(c->p), c->p->cluster,
                             WP_S_upstream_cx_close_notify, 1);
         c->draining = true; /* streams above last_stream_id close as REFUSED_STREAM */
-        wp_h2conn_arm(c);
+        conn_arm(c);
         return 0;
     case NGHTTP2_SETTINGS:
-        wp_h2conn_arm(c); /* the peer's limit may let waiting requests in */
+        conn_arm(c); /* the peer's limit may let waiting requests in */
         return 0;
     default:
         return 0;
@@ -292,6 +294,7 @@ static void wait_push(wp_h2conn *c, wp_pool_req *rq)
 {
     rq->next = NULL;
     rq->h2wait = c;
+    rq->unwait = wp_h2pool_cancel;
     if (c->wait_tail)
         c->wait_tail->next = rq;
     else
@@ -309,6 +312,7 @@ static wp_pool_req *wait_pop(wp_h2conn *c)
         c->wait_tail = NULL;
     rq->next = NULL;
     rq->h2wait = NULL;
+    rq->unwait = NULL;
     return rq;
 }
 
@@ -327,6 +331,7 @@ void wp_h2pool_cancel(wp_pool_req *rq)
     }
     rq->next = NULL;
     rq->h2wait = NULL;
+    rq->unwait = NULL;
 }
 
 static void free_data(uv_handle_t *h)
@@ -424,7 +429,7 @@ static void conn_pump(uv_timer_t *t)
         conn_fail(c, WP_RESET_CONNECTION_TERMINATION); /* drained: closes (no stream left) */
         return;
     }
-    wp_h2conn_flush(c);
+    conn_flush(c);
     /* the cluster's idle_timeout (common_http_protocol_options) once no stream is open */
     uint64_t limit = wp_pool_gen(c->p)->cfg->clusters[c->p->cluster].idle_timeout_ms;
     if (c->closed || !c->up || c->active || c->wait_head || !limit)
@@ -439,7 +444,7 @@ static void conn_pump(uv_timer_t *t)
     uv_timer_start(&c->timer, conn_pump, limit - idle, 0);
 }
 
-void wp_h2conn_arm(wp_h2conn *c)
+static void conn_arm(wp_h2conn *c)
 {
     if (!c->closed)
         uv_timer_start(&c->timer, conn_pump, 0, 0);
@@ -486,7 +491,7 @@ static void conn_fail(wp_h2conn *c, int reason)
 
 /* Frames out while no write is pending (a pending one holds them in nghttp2: the
  * back-pressure of a slow upstream). */
-void wp_h2conn_flush(wp_h2conn *c)
+static void conn_flush(wp_h2conn *c)
 {
     while (!c->closed && c->u && c->ss && !c->writing && !c->flushing) {
         c->flushing = true;
@@ -534,7 +539,7 @@ static void cu_data(void *owner, wp_uconn *u, size_t n)
         conn_fail(c, WP_RESET_PROTOCOL_ERROR);
         return;
     }
-    wp_h2conn_flush(c);
+    conn_flush(c);
 }
 
 static void cu_eof(void *owner, wp_uconn *u)
@@ -548,7 +553,7 @@ static void cu_written(void *owner, wp_uconn *u)
     (void)u;
     wp_h2conn *c = owner;
     c->writing = false;
-    wp_h2conn_flush(c);
+    conn_flush(c);
 }
 
 static void cu_reset(void *owner, wp_uconn *u, int reason)
@@ -579,7 +584,7 @@ static void cp_ready(void *ctx, wp_uconn *u, int host)
     wp_cluster_stat(c->p->w, wp_pool_gen(c->p), c->p->cluster, WP_S_upstream_cx_http2_total, 1);
     WF_CONN_LOG(WF_LC_pool, WF_LOG_DEBUG, u->id, "HTTP/2 connection up");
     conn_dispatch(c);
-    wp_h2conn_flush(c);
+    conn_flush(c);
 }
 
 static void cp_failure(void *ctx, wp_pool_failure reason, const char *tfr, int host)
@@ -596,6 +601,7 @@ static void cp_failure(void *ctx, wp_pool_failure reason, const char *tfr, int h
 }
 
 static const wp_pool_callbacks conn_pool_cbs = {cp_ready, cp_failure};
+static const wp_h2conn_ops conn_ops = {conn_flush, conn_arm};
 
 bool wp_h2pool_newstream(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_callbacks *cb,
                          void *ctx)
@@ -628,6 +634,8 @@ bool wp_h2pool_newstream(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_ca
         }
     }
     c = calloc(1, sizeof(*c));
+    if (c)
+        c->ops = &conn_ops;
     if (!c) {
         wp_pool_pending_end(rq);
         cb->on_failure(ctx, WP_POOL_LOCAL_CONNECTION_FAILURE, "out of memory", host);

@@ -28,7 +28,16 @@ enum {
 
 typedef struct ustream ustream;
 
+/* What a stream asks of its connection (pool_h2.c provides them; stream_h2.c, below it, calls
+ * them through this table and never names the file above it): frames out now, and the
+ * connection's work (waiting requests, drain, idle) from the loop. */
+typedef struct wp_h2conn_ops {
+    void (*flush)(wp_h2conn *c);
+    void (*arm)(wp_h2conn *c);
+} wp_h2conn_ops;
+
 struct wp_h2conn {
+    const wp_h2conn_ops *ops;
     wp_pool *p;
     int host;
     wp_uconn *u; /* the connection: NULL until it is up, and once it closed */
@@ -77,10 +86,5 @@ wp_tsock *wp_h2s_init(void *arg, const wp_tsock_cbs *cbs, void *owner);
 void wp_h2s_maybe_free(ustream *s);
 void wp_h2s_h2_closed(ustream *s);
 void wp_h2s_arm(ustream *s);
-
-/* pool_h2.c: frames out on the connection; its work (waiting requests, drain, idle) from
- * the loop. */
-void wp_h2conn_flush(wp_h2conn *c);
-void wp_h2conn_arm(wp_h2conn *c);
 
 #endif

@@ -44,7 +44,7 @@ void wp_h2s_h2_closed(ustream *s)
     if (s->c && s->c->active && --s->c->active == 0)
         s->c->idle_since = uv_now(&s->c->p->w->loop);
     if (s->c)
-        wp_h2conn_arm(s->c); /* a slot opened, or the connection may close */
+        s->c->ops->arm(s->c); /* a slot opened, or the connection may close */
 }
 
 /* From the loop: the write completion, the response bytes the router has room for, then a
@@ -88,7 +88,7 @@ static void us_pump(uv_timer_t *t)
             nghttp2_session_consume(s->c->ss, s->id, consumed);
         else
             nghttp2_session_consume_connection(s->c->ss, consumed);
-        wp_h2conn_flush(s->c);
+        s->c->ops->flush(s->c);
     }
     if (s->reset && !s->sock_closed && s->in_off == s->in.len) {
         int reason = s->reset - 1;
@@ -252,7 +252,7 @@ static int us_write(wp_tsock *t, uv_buf_t *bufs, unsigned n)
         return -1;
     if (more && s->id && s->h2_open)
         nghttp2_session_resume_data(s->c->ss, s->id);
-    wp_h2conn_flush(s->c);
+    s->c->ops->flush(s->c);
     if (us_queued(s) <= WP_H2UP_BUFFER)
         return 0;
     s->write_pending = true; /* on_written once nghttp2 framed enough */
@@ -294,7 +294,7 @@ static void us_close(wp_tsock *t)
     s->unconsumed = 0;
     if (c && c->ss && s->h2_open && s->id) {
         nghttp2_submit_rst_stream(c->ss, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_CANCEL);
-        wp_h2conn_flush(c);
+        c->ops->flush(c);
     } else if (s->h2_open && !s->id) {
         wp_h2s_h2_closed(s); /* never submitted */
     }

@@ -29,7 +29,6 @@
 #include "proxy/net/peer_exchange.h"
 #include "proxy/net/tls_socket.h"
 #include "proxy/upstream/cluster_manager.h"
-#include "proxy/upstream/pool_h2.h"
 
 static wp_host_rt *host_rt(wp_uconn *u)
 {
@@ -58,7 +57,7 @@ int wp_pools_init(wp_worker *w, wp_wgen *wg)
     return 0;
 }
 
-void wp_pools_close_idle(wp_wgen *wg)
+void wp_pools_close_idle_h1(wp_wgen *wg)
 {
     const wp_config *cfg = wg->gen->cfg;
     for (size_t i = 0; wg->pools && i < cfg->nclusters; i++) {
@@ -67,8 +66,6 @@ void wp_pools_close_idle(wp_wgen *wg)
         for (size_t h = 0; h < (nh ? nh : 1); h++) /* ORIGINAL_DST: host 0 without endpoints */
             while (p->idle[h])
                 wp_uconn_close(p->idle[h], true);
-        if (p->h2)
-            wp_h2pool_close_idle(p);
     }
 }
 
@@ -562,17 +559,6 @@ static void connect_new(wp_pool *p, int host, wp_pool_req *rq)
         uv_timer_start(&u->timer, u_on_timer, c->connect_timeout_ms, 0);
 }
 
-bool wp_pool_newstream_http(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_callbacks *cb,
-                            void *ctx, bool downstream_h2)
-{
-    if (p->h2) { /* the cluster may speak HTTP/2 (one test per request on HTTP/1 clusters) */
-        const wp_cluster *c = &wp_pool_gen(p)->cfg->clusters[p->cluster];
-        if (c->proto == WP_UP_HTTP2 || (downstream_h2 && c->h2_allowed))
-            return wp_h2pool_newstream(p, host, rq, cb, ctx);
-    }
-    return wp_pool_newstream(p, host, rq, cb, ctx);
-}
-
 /* rq starts waiting (rq_pending, max_pending_requests): false when it overflowed (the
  * failure callback ran). */
 bool wp_pool_pending_begin(wp_pool *p, wp_pool_req *rq)
@@ -769,8 +755,8 @@ void wp_pool_cancel(wp_pool_req *rq)
 {
     if (!rq->pool)
         return;
-    if (rq->h2wait)
-        wp_h2pool_cancel(rq);
+    if (rq->unwait) /* waiting in an HTTP/2 connection's queue (pool_h2.c) */
+        rq->unwait(rq);
     if (rq->queued)
         pending_remove(rq->pool, rq);
     if (rq->connecting) {
