@@ -54,3 +54,16 @@ json_t *wf_node_to_json(const wf_node *n)
         return json_null();
     }
 }
+
+json_t *wf_node_json_strings(const wf_node *seq)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < wf_seq_len(seq); i++) {
+        const char *v = wf_node_str(wf_seq_at(seq, i));
+        if (v && json_array_append_new(a, json_string(v)) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}

@@ -15,5 +15,8 @@
 
 /* A new reference (the caller decrefs), json null for NULL, or NULL when out of memory. */
 json_t *wf_node_to_json(const wf_node *n);
+/* The scalars of a sequence node as a new array of strings (anything else left out; an empty
+ * array for NULL or a non-sequence), or NULL when out of memory. */
+json_t *wf_node_json_strings(const wf_node *seq);
 
 #endif

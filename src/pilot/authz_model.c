@@ -3,6 +3,7 @@
  * pilot/pkg/security/authz/model/model.go and trustdomain/bundle.go (see authz_internal.h;
  * the per-value generators are authz_gen.c).
  */
+#include "model/node_json.h"
 #include "pilot/authz_internal.h"
 
 #include <stdio.h>
@@ -241,20 +242,6 @@ static void conds_free(conds *cs)
     free(cs->v);
 }
 
-/* The strings of a sequence node (scalars; anything else is left out). */
-static json_t *strings(const wf_node *seq)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; a && i < wf_seq_len(seq); i++) {
-        const char *s = wf_node_str(wf_seq_at(seq, i));
-        if (s && json_array_append_new(a, json_string(s)) != 0) {
-            json_decref(a);
-            return NULL;
-        }
-    }
-    return a;
-}
-
 /* Adds a condition when it has values or notValues (Istio's appendLast / insertFront skip empty
  * ones). Returns its index, -2 when empty, -1 on out of memory. */
 static long add(conds *cs, wf_authz_kind g, const char *key, const wf_node *vals,
@@ -271,7 +258,10 @@ static long add(conds *cs, wf_authz_kind g, const char *key, const wf_node *vals
         cs->cap = nc;
     }
     wf_authz_cond *c = &cs->v[cs->n];
-    *c = (wf_authz_cond){.g = g, .key = key, .values = strings(vals), .not_values = strings(nvals)};
+    *c = (wf_authz_cond){.g = g,
+                         .key = key,
+                         .values = wf_node_json_strings(vals),
+                         .not_values = wf_node_json_strings(nvals)};
     if (!c->values || !c->not_values || migrate(c, ctx) != 0) {
         json_decref(c->values);
         json_decref(c->not_values);

@@ -2,6 +2,7 @@
  * gateway_tcp.c - TLS passthrough on a gateway: PASSTHROUGH chains from VirtualService tls
  * routes, AUTO_PASSTHROUGH chains per mesh service and subset (see gateway_tcp.h).
  */
+#include "model/node_json.h"
 #include "pilot/gateway_tcp.h"
 
 #include <stdio.h>
@@ -142,19 +143,6 @@ static bool match_applies(const wf_gw_tcp_in *in, const wf_node *m)
     return named;
 }
 
-static json_t *strings(const wf_node *seq)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; a && i < wf_seq_len(seq); i++) {
-        const char *v = wf_node_str(wf_seq_at(seq, i));
-        if (v && json_array_append_new(a, json_string(v)) != 0) {
-            json_decref(a);
-            return NULL;
-        }
-    }
-    return a;
-}
-
 static int vs_chains(const wf_gw_tcp_in *in, const wf_resource *vs, json_t *chains)
 {
     const wf_tcp_route_ctx c = {.s = in->s,
@@ -169,7 +157,7 @@ static int vs_chains(const wf_gw_tcp_in *in, const wf_resource *vs, json_t *chai
             const wf_node *m = wf_seq_at(r->match, j);
             if (!match_applies(in, m))
                 continue;
-            json_t *sn = strings(wf_map_get(m, "sniHosts"));
+            json_t *sn = wf_node_json_strings(wf_map_get(m, "sniHosts"));
             if (sn && json_array_size(sn) == 0) { /* validation requires sniHosts */
                 json_decref(sn);
                 continue;

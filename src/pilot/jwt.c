@@ -1,6 +1,7 @@
 /*
  * jwt.c - RequestAuthentication selection and its jwt_authn filter (pilot/jwt.h).
  */
+#include "model/node_json.h"
 #include "pilot/jwt.h"
 
 #include <stdbool.h>
@@ -55,18 +56,7 @@ static void sort_rules(jrule *r, size_t n)
 static json_t *str_seq(const wf_node *rule, const char *key)
 {
     const wf_node *seq = wf_map_get(rule, key);
-    size_t n = wf_seq_len(seq);
-    if (n == 0)
-        return NULL;
-    json_t *a = json_array();
-    for (size_t i = 0; a && i < n; i++) {
-        const char *v = wf_node_str(wf_seq_at(seq, i));
-        if (v && json_array_append_new(a, json_string(v)) != 0) {
-            json_decref(a);
-            a = NULL;
-        }
-    }
-    return a;
+    return wf_seq_len(seq) ? wf_node_json_strings(seq) : NULL;
 }
 
 static int cmp_str(const void *a, const void *b)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/node_json.h"
 #include "model/protocol.h"
 #include "pilot/cds.h"
 #include "pilot/cds_internal.h"
@@ -332,19 +333,6 @@ static json_t *subnets(const wf_node *m, bool *oom)
     return out;
 }
 
-static json_t *sequence_strings(const wf_node *seq)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; a && i < wf_seq_len(seq); i++) {
-        const char *v = wf_node_str(wf_seq_at(seq, i));
-        if (v && json_array_append_new(a, json_string(v)) != 0) {
-            json_decref(a);
-            return NULL;
-        }
-    }
-    return a;
-}
-
 static int tls_routes(out_ctx *x, const wf_resource *vs)
 {
     const wf_virtualservice *v = vs->t.vs;
@@ -357,7 +345,7 @@ static int tls_routes(out_ctx *x, const wf_resource *vs)
             if (!static_match(x, m))
                 continue;
             bool oom;
-            json_t *sn = sequence_strings(wf_map_get(m, "sniHosts"));
+            json_t *sn = wf_node_json_strings(wf_map_get(m, "sniHosts"));
             json_t *pr = subnets(m, &oom);
             json_t *k = sn && !oom ? json_pack("[O,O*]", sn, pr) : NULL;
             char *key = k ? json_dumps(k, JSON_COMPACT) : NULL;
