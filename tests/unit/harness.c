@@ -105,6 +105,17 @@ wf_store *wf_test_load_store(const char *const *paths, const char *yaml, const c
     return s;
 }
 
+wf_store *wf_test_load_store_cat(const char *base, const char *extra, const char *ns)
+{
+    size_t n = strlen(base) + strlen(extra) + 1;
+    char *yaml = malloc(n);
+    assert_non_null(yaml);
+    snprintf(yaml, n, "%s%s", base, extra);
+    wf_store *s = wf_test_load_store(NULL, yaml, ns);
+    free(yaml);
+    return s;
+}
+
 json_t *wf_test_json_at(json_t *v, const char *path)
 {
     char buf[256];

@@ -37,6 +37,9 @@ uint32_t wf_test_line_of(const wf_test_run *r, const char *code, const char *ori
 /* A finalized store of the files at paths (NULL-terminated, may be NULL) and of yaml (as file
  * "t.yaml", may be NULL), with ns as the default namespace. Free with wf_store_free. */
 wf_store *wf_test_load_store(const char *const *paths, const char *yaml, const char *ns);
+/* The same for the documents of base followed by those of extra (a test's shared fixtures and
+ * its own). */
+wf_store *wf_test_load_store_cat(const char *base, const char *extra, const char *ns);
 
 /* JSON checks for translated Envoy resources: the value at a dotted path of object keys (a
  * numeric step indexes an array; NULL when absent), and assertions that it is the string /

@@ -39,12 +39,7 @@ static const char base[] =
 
 static json_t *listeners(const char *extra, wf_store **sp)
 {
-    size_t n = strlen(base) + strlen(extra) + 1;
-    char *yaml = malloc(n);
-    assert_non_null(yaml);
-    snprintf(yaml, n, "%s%s", base, extra);
-    wf_store *s = wf_test_load_store(NULL, yaml, "shop");
-    free(yaml);
+    wf_store *s = wf_test_load_store_cat(base, extra, "shop");
     const wf_resource *pod = wf_store_find(s, WF_KIND_POD, "istio-system", "gw-1");
     assert_non_null(pod);
     const wf_gateway_options o = {

@@ -382,12 +382,7 @@ static const char pod_yaml[] =
 
 static json_t *inbound_with(const char *extra, wf_store **sp)
 {
-    size_t n = strlen(pod_yaml) + strlen(extra) + 1;
-    char *yaml = malloc(n);
-    assert_non_null(yaml);
-    snprintf(yaml, n, "%s%s", pod_yaml, extra);
-    wf_store *s = wf_test_load_store(NULL, yaml, "shop");
-    free(yaml);
+    wf_store *s = wf_test_load_store_cat(pod_yaml, extra, "shop");
     const wf_resource *pod = wf_store_find(s, WF_KIND_POD, "shop", "db-1");
     assert_non_null(pod);
     const wf_inbound_options o = {
