@@ -379,27 +379,46 @@ static bool supervisor_alive(const wf_lm_plan *p)
 
 /* Istio's injector's istio-init arguments (pkg/kube/inject, the default sidecar template):
  * outbound TCP to 15001, inbound to 15006, uid 1337 let through, every inbound port
- * captured except the agent's 15090, 15021, 15020; and port 53 to the agent's DNS proxy
- * (15053), as istio-init does when ISTIO_META_DNS_CAPTURE is on, which netns pods have. */
-static const char *const CAPTURE_ARGS[] = {"istio-iptables",
-                                           "-p",
-                                           "15001",
-                                           "-z",
-                                           "15006",
-                                           "-u",
-                                           "1337",
-                                           "-m",
-                                           "REDIRECT",
-                                           "-i",
-                                           "*",
-                                           "-x",
-                                           "",
-                                           "-b",
-                                           "*",
-                                           "-d",
-                                           "15090,15021,15020",
-                                           "--redirect-dns"};
-#define NCAPTURE_ARGS (sizeof CAPTURE_ARGS / sizeof CAPTURE_ARGS[0])
+ * captured except the agent's 15090, 15021, 15020; the pod's traffic.sidecar.istio.io
+ * annotations (-i, -x, -b, -d, -o, -q, localmesh_plan.h wf_lm_capture_ann); and port 53 to the
+ * agent's DNS proxy (15053), as istio-init does when ISTIO_META_DNS_CAPTURE is on, which netns
+ * pods have. Fills argv (cap entries, NULL-terminated) from argv[1]; returns -1 when too many. */
+static int capture_args(const wf_lm_pod *pod, const char *excl_in, const char **argv, size_t cap)
+{
+    const wf_lm_capture_ann *c = &pod->capture;
+    const char *v[] = {"istio-iptables",
+                       "-p",
+                       "15001",
+                       "-z",
+                       "15006",
+                       "-u",
+                       "1337",
+                       "-m",
+                       "REDIRECT",
+                       "-i",
+                       c->include_out_cidrs ? c->include_out_cidrs : "*",
+                       "-x",
+                       c->exclude_out_cidrs ? c->exclude_out_cidrs : "",
+                       "-b",
+                       c->include_in_ports ? c->include_in_ports : "*",
+                       "-d",
+                       excl_in,
+                       c->exclude_out_ports ? "-o" : NULL,
+                       c->exclude_out_ports,
+                       c->include_out_ports ? "-q" : NULL,
+                       c->include_out_ports,
+                       "--redirect-dns"};
+    size_t n = 1;
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        if (!v[i])
+            continue;
+        if (n + 1 >= cap)
+            return -1;
+        argv[n++] = v[i];
+    }
+    argv[n] = NULL;
+    return 0;
+}
 
 /* --capture: the rules in every sidecar pod's namespace (the proxy runs as uid 1337: its
  * files are checked in pod_network_up, its token is its own: localmesh_tokens.c). */
@@ -412,10 +431,13 @@ static int capture_pod(const wf_lm_plan *p, const wf_lm_pod *pod, wf_strbuf *err
             proxy = p->procs[i].argv[0];
     if (!proxy)
         return 0;
-    const char *argv[NCAPTURE_ARGS + 2] = {proxy};
-    for (size_t i = 0; i < NCAPTURE_ARGS; i++)
-        argv[i + 1] = CAPTURE_ARGS[i];
-    argv[NCAPTURE_ARGS + 1] = NULL;
+    char excl_in[512];
+    const char *user = pod->capture.exclude_in_ports;
+    snprintf(excl_in, sizeof excl_in, "15090,15021,15020%s%s", user && *user ? "," : "",
+             user ? user : "");
+    const char *argv[32] = {proxy};
+    if (capture_args(pod, excl_in, argv, sizeof argv / sizeof argv[0]) != 0)
+        return wf_strbuf_puts(err, "too many istio-iptables arguments"), -1;
     /* and, as Istio's injector sets in the pod's securityContext, ports below 1024 for the
      * proxy's listeners (its outbound listener on Service port 80) */
     return wf_lm_netns_sysctl(pod->netns, "net/ipv4/ip_unprivileged_port_start", "0", err) ||

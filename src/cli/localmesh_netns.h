@@ -37,6 +37,9 @@
 #define WF_LM_NETNS_GW      "10.10.0.1"     /* the node's bridge: the pods' default route */
 #define WF_LM_NETNS_HOST_IP "10.10.255.254" /* the host's end of the host link */
 #define WF_LM_NETNS_PLEN    16
+/* the Services' clusterIPs (kubeadm's and kind's default --service-cluster-ip-range), which
+ * weft-pilot hands out as the API server would (model/cluster_ip.h) */
+#define WF_LM_NETNS_SERVICE_CIDR "10.96.0.0/12"
 #define WF_LM_NETNS_RUN_DIR "/run/netns" /* where `ip netns add` puts named namespaces */
 #define WF_LM_NETNS_FILE    "netns"      /* STATE/netns: what up created (for down) */
 #define WF_LM_CAPTURE_UID   1337         /* Istio's proxy uid and gid (istio-iptables -u) */

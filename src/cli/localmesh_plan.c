@@ -345,6 +345,20 @@ static int plan_proxy_config(planner *pl, const wf_resource *r, lm_strv *env, wf
     return lm_proxy_stats(pl->p, pl->mesh, r, annotations, pc, env, stats, error, pl->err);
 }
 
+static void capture_annotations(const wf_kvs *a, wf_lm_capture_ann *out)
+{
+#define TS "traffic.sidecar.istio.io/"
+    *out = (wf_lm_capture_ann){
+        .include_out_cidrs = wf_kvs_get(a, TS "includeOutboundIPRanges"),
+        .exclude_out_cidrs = wf_kvs_get(a, TS "excludeOutboundIPRanges"),
+        .include_in_ports = wf_kvs_get(a, TS "includeInboundPorts"),
+        .exclude_in_ports = wf_kvs_get(a, TS "excludeInboundPorts"),
+        .exclude_out_ports = wf_kvs_get(a, TS "excludeOutboundPorts"),
+        .include_out_ports = wf_kvs_get(a, TS "includeOutboundPorts"),
+    };
+#undef TS
+}
+
 static int plan_workload(planner *pl, const wf_resource *r)
 {
     const wf_workload *w = r->t.workload;
@@ -393,6 +407,7 @@ static int plan_workload(planner *pl, const wf_resource *r)
         const char *h = r->kind == WF_KIND_DEPLOYMENT ? wf_arena_strdup(&pl->p->arena, hash) : NULL;
         pod->stats = stats;
         pod->error = error;
+        capture_annotations(&w->template_annotations, &pod->capture);
         if (!pod->cluster || copy_labels(pl, pod, &w->template_labels, h) != 0 ||
             finish_env(pl, pod, &env) != 0 || (!gateway && plan_containers(pl, r, ns, pod) != 0))
             return -1;
@@ -531,7 +546,7 @@ static int plan_pods(planner *pl)
             return -1;
         if (pod->gateway && p->gateway == SIZE_MAX)
             p->gateway = i;
-        if (pod->sidecar && !pod->error && find_clash(pl, pod) != 0)
+        if (pod->sidecar && !pod->error && !p->capture && find_clash(pl, pod) != 0)
             return -1;
     }
     return 0;
@@ -567,6 +582,10 @@ static int plan_pilot(planner *pl)
         return -1;
     if (p->mesh_file &&
         (lm_strv_add(a, &argv, "--meshConfig") || lm_strv_add(a, &argv, p->mesh_file)))
+        return -1;
+    /* pods in namespaces reach Services by name: the DNS proxy answers their clusterIPs */
+    if (p->podnet == WF_LM_PODNET_NETNS && (lm_strv_add(a, &argv, "--service-cluster-ip-range") ||
+                                            lm_strv_add(a, &argv, WF_LM_NETNS_SERVICE_CIDR)))
         return -1;
     proc->name = "pilot";
     proc->kind = WF_LM_PILOT;
@@ -620,7 +639,13 @@ static int plan_app(planner *pl, size_t podi, size_t ci, const wf_container *spe
     for (size_t i = 1; i < img->ncmd; i++)
         if (lm_strv_add(a, &argv, img->cmd[i]))
             return -1;
-    const char *listen_ip = pod->sidecar ? pod->localhost : pod->ip;
+    /* explicit mode: a sidecar pod's app listens on the pod's localhost, where its sidecar's
+     * inbound cluster sends; captured, on every address of its own namespace, as a container
+     * does (the inbound ORIGINAL_DST cluster sends to the pod IP) */
+    const char *listen_ip = p->capture && pod->sidecar ? "0.0.0.0"
+                            : pod->sidecar             ? pod->localhost
+                                                       : pod->ip;
+    const char *localhost = p->capture && pod->sidecar ? "127.0.0.1" : listen_ip;
     for (size_t i = 0; i < c->nports; i++)
         if (add_port_arg(a, &argv, listen_ip, c->ports[i].port))
             return -1;
@@ -629,7 +654,7 @@ static int plan_app(planner *pl, size_t podi, size_t ci, const wf_container *spe
         lm_strv_setenv(a, &env, "POD_NAME", pod->name) ||
         lm_strv_setenv(a, &env, "POD_NAMESPACE", pod->ns) ||
         lm_strv_setenv(a, &env, "POD_IP", pod->ip) ||
-        lm_strv_setenv(a, &env, "POD_LOCALHOST", listen_ip))
+        lm_strv_setenv(a, &env, "POD_LOCALHOST", localhost))
         return -1;
     for (size_t i = 0; i < img->env.n; i++)
         if (lm_strv_add(a, &env, img->env.v[i]))
@@ -665,7 +690,10 @@ static int proxy_env(planner *pl, const wf_lm_pod *pod, lm_strv *env)
         return -1;
     if (!pod->sidecar)
         return 0;
-    return lm_inject_env(pl->p, pl->mesh, owner_resource(pl, pod), pod->localhost, env);
+    /* where the agent's probers reach the app: captured, 127.0.0.1, which the capture rules
+     * leave alone for the proxy's uid */
+    const char *app = pl->p->capture ? "127.0.0.1" : pod->localhost;
+    return lm_inject_env(pl->p, pl->mesh, owner_resource(pl, pod), app, env);
 }
 
 static int plan_proxy(planner *pl, size_t podi)

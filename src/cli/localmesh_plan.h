@@ -74,6 +74,15 @@ typedef struct wf_lm_container {
     wf_lm_port *ports;
 } wf_lm_container;
 
+/* The pod template's traffic.sidecar.istio.io annotations that Istio's injector turns into
+ * istio-init's arguments (NULL when absent): includeOutboundIPRanges (-i), excludeOutboundIPRanges
+ * (-x), includeInboundPorts (-b), excludeInboundPorts (-d, after the agent's own ports),
+ * excludeOutboundPorts (-o), includeOutboundPorts (-q). */
+typedef struct wf_lm_capture_ann {
+    const char *include_out_cidrs, *exclude_out_cidrs, *include_in_ports, *exclude_in_ports,
+        *exclude_out_ports, *include_out_ports;
+} wf_lm_capture_ann;
+
 typedef struct wf_lm_pod {
     const char *name, *ns;
     const char *owner_kind, *owner; /* "Deployment", "catalog"; "" for the gateway we add */
@@ -99,6 +108,7 @@ typedef struct wf_lm_pod {
     const char *token;     /* STATE/tokens/<pod>.<ns>/istio-token: its proxy's service-account
                               token (--token-path; localmesh_tokens.h), NULL without proxy */
     const char *netns;     /* its network namespace (pod network netns), NULL in explicit mode */
+    wf_lm_capture_ann capture; /* with --capture: what its istio-init gets */
 } wf_lm_pod;
 
 typedef struct wf_lm_proc {

@@ -113,7 +113,39 @@ static json_t *stats_config(const wf_lm_pod *pod)
     return wf_psc_stats_config(&in);
 }
 
-static json_t *node_metadata(const wf_lm_pod *pod)
+/* pilot-agent's ISTIO_META_* environment (here the pod's proxyMetadata) as node metadata, the
+ * prefix dropped, as pilot-agent builds its bootstrap (pkg/bootstrap: getNodeMetaData). */
+static int istio_meta_env(json_t *m, const wf_lm_pod *pod)
+{
+    static const char prefix[] = "ISTIO_META_";
+    for (size_t i = 0; i < pod->nproxy_env; i++) {
+        const char *kv = pod->proxy_env[i];
+        const char *eq = strchr(kv, '=');
+        size_t plen = sizeof prefix - 1;
+        if (!eq || strncmp(kv, prefix, plen) != 0 || eq == kv + plen)
+            continue;
+        char key[256];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - kv - plen), kv + plen);
+        if (json_object_set_new(m, key, json_string(eq + 1)) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* How the pod's traffic reaches its sidecar. With --capture: Istio's REDIRECT mode
+ * (INTERCEPTION_MODE, istio-init's rules), the app knowing nothing of the sidecar; otherwise
+ * weft's explicit mode, outbound listeners on the pod's localhost (WEFT_LOCALHOST). In a
+ * network namespace the agent's DNS proxy runs (DNS_CAPTURE, as ISTIO_META_DNS_CAPTURE). */
+static int traffic_metadata(json_t *m, const wf_lm_plan *p, const wf_lm_pod *pod)
+{
+    if (pod->gateway)
+        return 0;
+    if (p->capture)
+        return json_object_set_new(m, "INTERCEPTION_MODE", json_string("REDIRECT"));
+    return json_object_set_new(m, "WEFT_LOCALHOST", json_string(pod->localhost));
+}
+
+static json_t *node_metadata(const wf_lm_plan *p, const wf_lm_pod *pod)
 {
     char admin[40];
     snprintf(admin, sizeof admin, "%s:%d", pod->ip, WF_LM_ADMIN_PORT);
@@ -124,8 +156,8 @@ static json_t *node_metadata(const wf_lm_pod *pod)
     if (m && pod->service_account &&
         json_object_set_new(m, "SERVICE_ACCOUNT", json_string(pod->service_account)) != 0)
         goto fail;
-    if (m && !pod->gateway &&
-        json_object_set_new(m, "WEFT_LOCALHOST", json_string(pod->localhost)) != 0)
+    if (m && (istio_meta_env(m, pod) != 0 || traffic_metadata(m, p, pod) != 0 ||
+              (pod->netns && json_object_set_new(m, "DNS_CAPTURE", json_string("true")) != 0)))
         goto fail;
     /* what istiod's injector puts in the proxy's metadata for Istio's metrics (source_workload,
      * the peer's OWNER): the workload and its Kubernetes owner reference */
@@ -161,7 +193,7 @@ json_t *wf_lm_bootstrap_json(const wf_lm_plan *p, const wf_lm_pod *pod)
     return json_pack(
         "{s:{s:s,s:s,s:o},s:o,s:o,s:{s:{s:s,s:s,s:b,s:[{s:{s:s}}]},s:o,s:o},"
         "s:{s:[o],s:[o,o]}}",
-        "node", "id", id, "cluster", pod->cluster, "metadata", node_metadata(pod), "stats_config",
+        "node", "id", id, "cluster", pod->cluster, "metadata", node_metadata(p, pod), "stats_config",
         stats_config(pod), "admin", socket_address(pod->ip, WF_LM_ADMIN_PORT), "dynamic_resources",
         "ads_config", "api_type", "GRPC", "transport_api_version", "V3",
         "set_node_on_first_message_only", 1, "grpc_services", "envoy_grpc", "cluster_name",

@@ -85,6 +85,12 @@ static void usage(FILE *f)
            "                                   (default 30s; 0 = off)\n"
            "      --keepaliveTimeout D         PING ACK timeout (default 10s)\n"
            "      --disconnected-retention-s N keep disconnected proxies listed (default 300)\n"
+           "      --service-cluster-ip-range CIDR\n"
+           "                                   give Services without a clusterIP one from\n"
+           "                                   CIDR, as the API server's flag of that name\n"
+           "                                   (stable per namespace/name; the local mesh\n"
+           "                                   passes 10.96.0.0/12 with --pod-network netns).\n"
+           "                                   Default: none, such Services have no address\n"
            "  -l, --log-level LEVEL            trace, debug, info, warning, error, critical, off\n"
            "  -h, --help                       show this help\n"
            "      --version                    print the version\n"
@@ -175,6 +181,7 @@ enum {
     OPT_KA,
     OPT_KAT,
     OPT_RET,
+    OPT_SVCIPS,
     OPT_VER,
     OPT_CADIR,
     OPT_SECURE,
@@ -262,6 +269,16 @@ static int parse_opt(cmdline *c, int opt, const char *arg)
         }
         c->o.retention_ms = v ? v * 1000 : 1;
         return 0;
+    case OPT_SVCIPS: {
+        const char *why;
+        if (wf_ip_range_parse(arg, &c->o.service_ips, &why) != 0) {
+            fprintf(stderr,
+                    "weft-pilot: invalid value \"%s\" for --service-cluster-ip-range: %s\n", arg,
+                    why);
+            return -1;
+        }
+        return 0;
+    }
     case 'l':
         c->level = wf_log_level_from_name(arg, strlen(arg));
         if (c->level < 0) {
@@ -293,6 +310,7 @@ static int parse(int argc, char **argv, cmdline *c)
         {"keepaliveInterval", required_argument, 0, OPT_KA},
         {"keepaliveTimeout", required_argument, 0, OPT_KAT},
         {"disconnected-retention-s", required_argument, 0, OPT_RET},
+        {"service-cluster-ip-range", required_argument, 0, OPT_SVCIPS},
         {"log-level", required_argument, 0, 'l'},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, OPT_VER},

@@ -140,6 +140,7 @@ static int start_source(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t c
         .debounce_after_ms = o->debounce_after_ms,
         .debounce_max_ms = o->debounce_max_ms,
         .rescan_ms = o->rescan_ms,
+        .service_ips = o->service_ips,
     };
     if (wf_dir_source_new(p->loop, &so, &p->src)) {
         snprintf(err, cap, "out of memory");

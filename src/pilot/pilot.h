@@ -54,6 +54,7 @@ typedef struct wf_pilot_opts {
     /* what answers the debug endpoints: wf_debug_route (debug.h) from the program; NULL =
      * every path 404 */
     wf_debug_route_fn debug_route;
+    wf_ip_range service_ips; /* --service-cluster-ip-range (source.h); prefix 0 = none */
     bool no_xds_auth; /* XDS_AUTH=false: the secure port's xDS streams are not authenticated
                        * (xds_auth.h); default (false) authenticates them, as istiod */
 } wf_pilot_opts;

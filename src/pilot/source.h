@@ -48,6 +48,7 @@
 #include "analysis/meshcfg.h"
 #include "core/arena.h"
 #include "core/strmap.h"
+#include "model/cluster_ip.h"
 #include "model/store.h"
 
 /* One problem in the input. Strings owned by the snapshot. */
@@ -152,6 +153,9 @@ typedef struct wf_dir_source_opts {
     uint64_t debounce_after_ms; /* 0 = 100 (PILOT_DEBOUNCE_AFTER) */
     uint64_t debounce_max_ms;   /* 0 = 10000 (PILOT_DEBOUNCE_MAX) */
     uint64_t rescan_ms;         /* 0 = 2000; the cheap mtime/size rescan */
+    /* the API server's --service-cluster-ip-range this source stands in for: Services without
+     * a clusterIP get one (model/cluster_ip.h); prefix_len 0 = none (they keep none) */
+    wf_ip_range service_ips;
 } wf_dir_source_opts;
 
 /* Makes a directory source on loop. Returns 0 and *out, or -1 (out of memory). */

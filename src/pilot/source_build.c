@@ -524,7 +524,8 @@ static wf_store *rebuild_store(build *b)
             return NULL;
         }
     }
-    if (f && wf_store_finalize(f, default_ns(b), false) < 0) {
+    if (f && (wf_store_finalize(f, default_ns(b), false) < 0 ||
+              wf_store_allocate_cluster_ips(f, &b->opts->service_ips) < 0)) {
         wf_store_free(f);
         return NULL;
     }
@@ -588,7 +589,8 @@ static int load_store(build *b)
             return -1;
         }
     }
-    if (wf_store_finalize(c, default_ns(b), false) < 0 || collect_load_errors(b, c)) {
+    if (wf_store_finalize(c, default_ns(b), false) < 0 ||
+        wf_store_allocate_cluster_ips(c, &b->opts->service_ips) < 0 || collect_load_errors(b, c)) {
         wf_store_free(c);
         return -1;
     }

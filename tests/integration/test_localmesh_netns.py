@@ -248,10 +248,8 @@ def test_netns_capture_rules_and_proxy_uid(tmp_path):
 
 def capture_mesh(d, state):
     p = up(d, state, "--capture")
-    # capture sends the apps' traffic to 15001/15006, where the proxy does not listen yet:
-    # the mesh may report problems (exit 3), but it runs
-    assert p.returncode in (0, 3), "up failed:\n%s\n%s\n%s" % (p.stdout, p.stderr,
-                                                               supervisor_log(state))
+    assert p.returncode == 0, "up failed:\n%s\n%s\n%s" % (p.stdout, p.stderr,
+                                                          supervisor_log(state))
     mesh = mesh_json(state)
     assert mesh["podNetwork"]["capture"] is True
     for proc in mesh["processes"]:

@@ -546,6 +546,8 @@ def test_bad_command_line_values_exit_2(pilot_exe, dirs):
                        (["--grpcAddr", "127.0.0.1:99999"], "--grpcAddr"),
                        (["--monitoringAddr", "nope"], "--monitoringAddr"),
                        (["--default-namespace", "Bad_NS"], "--default-namespace"),
+                       (["--service-cluster-ip-range", "10.96.0.1/12"], "host bits are set"),
+                       (["--service-cluster-ip-range", "fd00::/108"], "want an IPv4 CIDR"),
                        (["--debounce-max-ms", "1", "--debounce-after-ms", "1000"],
                         "--debounce-max-ms")):
         r = subprocess.run([pilot_exe, "--config-dir", cfg] + args, capture_output=True,

@@ -73,6 +73,8 @@ static int plan_opts(fixture *f, const char *yaml, const wf_lm_opts *extra)
     if (extra) {
         o.ns = extra->ns;
         o.env_pilot = extra->env_pilot;
+        o.podnet = extra->podnet;
+        o.capture = extra->capture;
     }
     memset(&f->err, 0, sizeof f->err);
     f->store = wf_test_load_store(NULL, yaml, NULL);
@@ -778,6 +780,85 @@ static void port_clash_is_named(void **state)
     free(y);
 }
 
+/* --pod-network netns --capture: the sidecars get Istio's REDIRECT mode (no WEFT_LOCALHOST),
+ * the DNS proxy, ISTIO_META_* proxyMetadata as metadata; apps listen on every address of their
+ * pod; the pod's traffic.sidecar.istio.io annotations are kept for istio-init; pilot hands out
+ * clusterIPs from 10.96.0.0/12; no port clash (nothing binds the Service port). */
+static void capture_mode(void **state)
+{
+    (void)state;
+    fixture f;
+    char *y = concat(BOOK, "---\napiVersion: v1\nkind: Service\nmetadata: {name: other, "
+                           "namespace: istioinaction}\nspec:\n  selector: {app: other}\n"
+                           "  ports: [{name: http, port: 3000}]\n"
+                           "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: istio, "
+                           "namespace: istio-system}\ndata:\n  mesh: |-\n"
+                           "    defaultConfig:\n      proxyMetadata:\n"
+                           "        ISTIO_META_DNS_AUTO_ALLOCATE: \"true\"\n");
+    char *yaml = concat(y, IMAGES);
+    wf_lm_opts o = {.podnet = WF_LM_PODNET_NETNS, .capture = true};
+    plan_ok(&f, yaml, &o);
+    const wf_lm_pod *v1 = &f.plan->pods[1];
+    assert_null(v1->clash);
+    json_t *b = wf_lm_bootstrap_json(f.plan, v1);
+    wf_test_expect_str(b, "node.metadata.INTERCEPTION_MODE", "REDIRECT");
+    assert_null(wf_test_json_at(b, "node.metadata.WEFT_LOCALHOST"));
+    wf_test_expect_str(b, "node.metadata.DNS_CAPTURE", "true");
+    wf_test_expect_str(b, "node.metadata.DNS_AUTO_ALLOCATE", "true");
+    json_decref(b);
+    /* the gateway: neither mode, its own listeners */
+    b = wf_lm_bootstrap_json(f.plan, &f.plan->pods[0]);
+    assert_null(wf_test_json_at(b, "node.metadata.INTERCEPTION_MODE"));
+    assert_null(wf_test_json_at(b, "node.metadata.WEFT_LOCALHOST"));
+    json_decref(b);
+    char app[300];
+    snprintf(app, sizeof app, "%s.app", v1->name);
+    const wf_lm_proc *a = proc_named(f.plan, app);
+    assert_true(has_arg_pair(a, "--listen", "0.0.0.0:3000"));
+    assert_true(has_env(a, "POD_LOCALHOST=127.0.0.1"));
+    assert_true(has_arg_pair(proc_named(f.plan, "pilot"), "--service-cluster-ip-range",
+                             "10.96.0.0/12"));
+    done(&f);
+    /* the explicit mode of the same pods: WEFT_LOCALHOST, the pod's localhost, no range */
+    plan_ok(&f, yaml, NULL);
+    b = wf_lm_bootstrap_json(f.plan, &f.plan->pods[1]);
+    wf_test_expect_str(b, "node.metadata.WEFT_LOCALHOST", "127.11.0.3");
+    assert_null(wf_test_json_at(b, "node.metadata.INTERCEPTION_MODE"));
+    assert_null(wf_test_json_at(b, "node.metadata.DNS_CAPTURE"));
+    json_decref(b);
+    assert_false(has_arg_pair(proc_named(f.plan, "pilot"), "--service-cluster-ip-range",
+                              "10.96.0.0/12"));
+    done(&f);
+    free(y);
+    free(yaml);
+    /* the injector's annotations for istio-init */
+    y = concat(BOOK, IMAGES);
+    const char *plain = "    metadata: {labels: {app: catalog, version: v1}}\n";
+    char *ann = strstr(y, plain);
+    assert_non_null(ann);
+    size_t at = (size_t)(ann - y);
+    const char *repl = "    metadata:\n      labels: {app: catalog, version: v1}\n"
+                       "      annotations:\n"
+                       "        traffic.sidecar.istio.io/excludeOutboundPorts: \"5432\"\n"
+                       "        traffic.sidecar.istio.io/excludeInboundPorts: \"9000\"\n"
+                       "        traffic.sidecar.istio.io/includeOutboundIPRanges: 10.0.0.0/8\n";
+    char *z = malloc(strlen(y) + strlen(repl) + 1);
+    assert_non_null(z);
+    memcpy(z, y, at);
+    strcpy(z + at, repl);
+    strcat(z, ann + strlen(plain));
+    plan_ok(&f, z, &o);
+    const wf_lm_capture_ann *c = &f.plan->pods[1].capture;
+    assert_string_equal(c->exclude_out_ports, "5432");
+    assert_string_equal(c->exclude_in_ports, "9000");
+    assert_string_equal(c->include_out_cidrs, "10.0.0.0/8");
+    assert_null(c->exclude_out_cidrs);
+    assert_null(f.plan->pods[2].capture.exclude_out_ports);
+    done(&f);
+    free(y);
+    free(z);
+}
+
 /* ProxyConfig fields of the proxy.istio.io/config annotation weft's injector does not
  * implement are plan warnings at the annotation (proxyMetadata, which it does, is not). */
 static void proxy_config_fields_are_warned(void **state)
@@ -817,6 +898,7 @@ int main(void)
         cmocka_unit_test(last_mesh_record),
         cmocka_unit_test(port_clash_is_named),
         cmocka_unit_test(proxy_config_fields_are_warned),
+        cmocka_unit_test(capture_mode),
         cmocka_unit_test(tokens_and_tls_mode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
