@@ -40,9 +40,9 @@
 /* the Services' clusterIPs (kubeadm's and kind's default --service-cluster-ip-range), which
  * weft-pilot hands out as the API server would (model/cluster_ip.h) */
 #define WF_LM_NETNS_SERVICE_CIDR "10.96.0.0/12"
-#define WF_LM_NETNS_RUN_DIR "/run/netns" /* where `ip netns add` puts named namespaces */
-#define WF_LM_NETNS_FILE    "netns"      /* STATE/netns: what up created (for down) */
-#define WF_LM_CAPTURE_UID   1337         /* Istio's proxy uid and gid (istio-iptables -u) */
+#define WF_LM_NETNS_RUN_DIR      "/run/netns" /* where `ip netns add` puts named namespaces */
+#define WF_LM_NETNS_FILE         "netns"      /* STATE/netns: what up created (for down) */
+#define WF_LM_CAPTURE_UID        1337         /* Istio's proxy uid and gid (istio-iptables -u) */
 
 /* The names of a mesh's namespaces and links, from its absolute state folder. */
 typedef struct wf_lm_netns_names {

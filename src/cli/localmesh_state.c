@@ -193,9 +193,9 @@ json_t *wf_lm_bootstrap_json(const wf_lm_plan *p, const wf_lm_pod *pod)
     return json_pack(
         "{s:{s:s,s:s,s:o},s:o,s:o,s:{s:{s:s,s:s,s:b,s:[{s:{s:s}}]},s:o,s:o},"
         "s:{s:[o],s:[o,o]}}",
-        "node", "id", id, "cluster", pod->cluster, "metadata", node_metadata(p, pod), "stats_config",
-        stats_config(pod), "admin", socket_address(pod->ip, WF_LM_ADMIN_PORT), "dynamic_resources",
-        "ads_config", "api_type", "GRPC", "transport_api_version", "V3",
+        "node", "id", id, "cluster", pod->cluster, "metadata", node_metadata(p, pod),
+        "stats_config", stats_config(pod), "admin", socket_address(pod->ip, WF_LM_ADMIN_PORT),
+        "dynamic_resources", "ads_config", "api_type", "GRPC", "transport_api_version", "V3",
         "set_node_on_first_message_only", 1, "grpc_services", "envoy_grpc", "cluster_name",
         "xds-grpc", "cds_config", ads[0], "lds_config", ads[1], "static_resources", "listeners",
         prometheus_listener(pod), "clusters", xds_cluster(p, pod), prometheus_cluster(pod));

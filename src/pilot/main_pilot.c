@@ -272,9 +272,8 @@ static int parse_opt(cmdline *c, int opt, const char *arg)
     case OPT_SVCIPS: {
         const char *why;
         if (wf_ip_range_parse(arg, &c->o.service_ips, &why) != 0) {
-            fprintf(stderr,
-                    "weft-pilot: invalid value \"%s\" for --service-cluster-ip-range: %s\n", arg,
-                    why);
+            fprintf(stderr, "weft-pilot: invalid value \"%s\" for --service-cluster-ip-range: %s\n",
+                    arg, why);
             return -1;
         }
         return 0;

@@ -55,8 +55,8 @@ typedef struct wf_pilot_opts {
      * every path 404 */
     wf_debug_route_fn debug_route;
     wf_ip_range service_ips; /* --service-cluster-ip-range (source.h); prefix 0 = none */
-    bool no_xds_auth; /* XDS_AUTH=false: the secure port's xDS streams are not authenticated
-                       * (xds_auth.h); default (false) authenticates them, as istiod */
+    bool no_xds_auth;        /* XDS_AUTH=false: the secure port's xDS streams are not authenticated
+                              * (xds_auth.h); default (false) authenticates them, as istiod */
 } wf_pilot_opts;
 
 typedef struct wf_pilot wf_pilot;

@@ -31,10 +31,10 @@ import h2.settings
 
 
 class H2Server:
-    def __init__(self, max_streams=None, mode="h2", tls=None):
+    def __init__(self, max_streams=None, mode="h2", tls=None, host="127.0.0.1", port=0):
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind((host, port))
         self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
         self.max_streams = max_streams

@@ -66,6 +66,27 @@ spec:
         image: test/urllib-webapp
         ports: [{containerPort: 8080}]
 ---
+apiVersion: v1
+kind: Service
+metadata: {name: echo, namespace: istioinaction, labels: {app: echo}}
+spec:
+  selector: {app: echo}
+  ports: [{name: grpc, port: 9090, targetPort: 9090}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: echo, namespace: istioinaction}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: echo}}
+  template:
+    metadata: {labels: {app: echo}}
+    spec:
+      containers:
+      - name: echo
+        image: test/grpc-echo
+        ports: [{containerPort: 9090}]
+---
 apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: partner-api, namespace: istioinaction}
@@ -143,6 +164,7 @@ def mesh():
     write_mesh(d, None)
     with open(d / "weft-local.yaml", "a") as f:
         f.write('  test/urllib-webapp: {command: ["/usr/bin/python3", "%s"]}\n' % WEBAPP)
+        f.write('  test/grpc-echo: {command: ["weft-app", "--grpc-port", "9090"]}\n')
     state = os.path.join(base, "state")
     servers = []
     try:
@@ -241,6 +263,44 @@ def test_unmodified_app_calls_catalog_by_name(mesh):
     # the short name of the same namespace, as Kubernetes' search path gives it
     code, body = fetch(mesh, "http://catalog/items/1")
     assert code == 200 and json.loads(body)["id"] == 1, (code, body)
+
+
+GRPC_CALL = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import grpc
+from grpcmsg import EchoRequest, EchoResponse
+with grpc.insecure_channel("echo.istioinaction:9090") as ch:
+    call = ch.unary_unary("/shop.Echo/Echo", request_serializer=EchoRequest.SerializeToString,
+                          response_deserializer=EchoResponse.FromString)
+    r = call(EchoRequest(message="hi"), timeout=10)
+    stream = ch.unary_stream("/shop.Echo/EchoStream",
+                             request_serializer=EchoRequest.SerializeToString,
+                             response_deserializer=EchoResponse.FromString)
+    n = len(list(stream(EchoRequest(message="s", count=3), timeout=10)))
+print(r.message, n)
+"""
+
+
+def test_grpc_by_name_through_capture(mesh):
+    """grpcio, unmodified, calls echo.istioinaction:9090 (a port named grpc): HTTP/2 from the
+    client's sidecar, and from the server's sidecar to the app through its ORIGINAL_DST inbound
+    cluster (a stream of a shared HTTP/2 connection to the pod's address)."""
+    pytest.importorskip("grpc", reason="python3-grpcio (scripts/setup installs it)")
+    w = pod(mesh, "webapp")
+    here = os.path.dirname(os.path.abspath(__file__))
+
+    def call():
+        r = sh("ip", "netns", "exec", w["netns"], "/usr/bin/python3", "-c", GRPC_CALL, here,
+               check=False)
+        return r.stdout.split() if r.returncode == 0 else None
+
+    assert wait_for(call, 30, "the gRPC call through capture") == ["hi", "3"]
+    e = wait_log(mesh, "echo", lambda e: e.get("path") == "/shop.Echo/Echo" and
+                 (e.get("upstream_cluster") or "").startswith("inbound|9090|"),
+                 "the echo sidecar's inbound line")
+    assert e["protocol"] == "HTTP/2" and e["response_code"] == 200, e
+    assert e.get("grpc_status", "0") in ("0", 0, None, "OK"), e
 
 
 def test_dns_proxy_answers_the_cluster_ip(mesh):

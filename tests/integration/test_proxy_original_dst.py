@@ -414,3 +414,57 @@ def test_ipv6_original_dst(env):
     assert lines[0].split()[-1] == "[2001:db8::50]:9090"
     assert lines[1].split()[:2] == ["inbound|8080||", "[2001:db8::1]:8080"]
     assert lines[2].split()[:2] == ["InboundPassthroughCluster", "[2001:db8::1]:9999"]
+
+
+H2_SERVER = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import h2server
+s = h2server.H2Server(host=sys.argv[2], port=int(sys.argv[3]))
+print("ready", flush=True)
+time.sleep(3600)
+"""
+
+HPO = {"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
+    "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+    "use_downstream_protocol_config": {"http_protocol_options": {},
+                                       "http2_protocol_options": {}}}}
+
+
+def h2_bootstrap(mode, logpath):
+    """capture_bootstrap with istiod's PassthroughCluster protocol options: the upstream speaks
+    the downstream's protocol (buildDefaultPassthroughCluster)."""
+    bs = capture_bootstrap(mode, logpath)
+    for c in bs["static_resources"]["clusters"]:
+        if c["name"] == "PassthroughCluster":
+            c["typed_extension_protocol_options"] = HPO
+    return bs
+
+
+def test_original_dst_http2_upstream(env):
+    """ALLOW_ANY to an HTTP/2-only server outside the registry: an h2c client's requests go
+    through PassthroughCluster as HTTP/2 (use-downstream protocol), streams of one shared
+    connection to the original destination; an HTTP/1.1 client to the same place stays
+    HTTP/1.1. Before, ORIGINAL_DST clusters spoke HTTP/1.1 only (the server answered a GOAWAY:
+    503 UPE)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env.spawn(["/usr/bin/python3", "-c", H2_SERVER, here, "10.1.2.50", "80"], env.ext,
+              ready="ready")
+    r = env.ns(env.pod, [proxy_bin(), "istio-iptables"] + INJECTOR_ARGS)
+    assert r.returncode == 0, r.stderr
+    env.start_proxy("ALLOW_ANY", h2_bootstrap)
+    for _ in range(2):
+        r = env.ns(env.pod, ["curl", "-s", "--http2-prior-knowledge", "-m", "10",
+                             "http://10.1.2.50/echo"])
+        assert r.returncode == 0, r.stderr
+        body = json.loads(r.stdout)
+        assert body["method"] == "GET" and body["path"] == "/echo", body
+        assert body["authority"] == "10.1.2.50", body
+    lines = env.log_lines(2)
+    assert lines[0].split()[:5] == ["PassthroughCluster", "10.1.2.50:80", "-", "200",
+                                    "via_upstream"], lines
+    # both requests on one upstream HTTP/2 connection of the pool (keyed by the destination)
+    assert body["conn"] == 1, body
+    r = env.ns(env.pod, ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "10",
+                         "http://10.1.2.50/echo"])
+    assert r.stdout == "502" or r.stdout == "503", r.stdout  # HTTP/1.1 to an h2-only server

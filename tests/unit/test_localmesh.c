@@ -816,8 +816,8 @@ static void capture_mode(void **state)
     const wf_lm_proc *a = proc_named(f.plan, app);
     assert_true(has_arg_pair(a, "--listen", "0.0.0.0:3000"));
     assert_true(has_env(a, "POD_LOCALHOST=127.0.0.1"));
-    assert_true(has_arg_pair(proc_named(f.plan, "pilot"), "--service-cluster-ip-range",
-                             "10.96.0.0/12"));
+    assert_true(
+        has_arg_pair(proc_named(f.plan, "pilot"), "--service-cluster-ip-range", "10.96.0.0/12"));
     done(&f);
     /* the explicit mode of the same pods: WEFT_LOCALHOST, the pod's localhost, no range */
     plan_ok(&f, yaml, NULL);
@@ -826,8 +826,8 @@ static void capture_mode(void **state)
     assert_null(wf_test_json_at(b, "node.metadata.INTERCEPTION_MODE"));
     assert_null(wf_test_json_at(b, "node.metadata.DNS_CAPTURE"));
     json_decref(b);
-    assert_false(has_arg_pair(proc_named(f.plan, "pilot"), "--service-cluster-ip-range",
-                              "10.96.0.0/12"));
+    assert_false(
+        has_arg_pair(proc_named(f.plan, "pilot"), "--service-cluster-ip-range", "10.96.0.0/12"));
     done(&f);
     free(y);
     free(yaml);

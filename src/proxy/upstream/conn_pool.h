@@ -210,9 +210,13 @@ bool wp_pool_newstream(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_call
  * connection goes to dst (the downstream's original destination; borrowed while pending),
  * host is 0; only an idle connection to the same dst is reused. The cluster's
  * upstream_bind_config source address, when set, is bound first (InboundPassthroughCluster's
- * 127.0.0.6). HTTP/1 and TCP only: an HTTP/2 downstream gets an HTTP/1 upstream. */
+ * 127.0.0.6). A connection of its own (HTTP/1, TCP). */
 bool wp_pool_newstream_dst(wp_pool *p, const struct sockaddr *dst, wp_pool_req *rq,
                            const wp_pool_callbacks *cb, void *ctx);
+/* The router's: an HTTP request to dst on an ORIGINAL_DST cluster, as wp_pool_newstream_http
+ * (an HTTP/2 upstream gets a stream of a shared connection to the same dst, pools.c). */
+bool wp_pool_newstream_http_dst(wp_pool *p, const struct sockaddr *dst, wp_pool_req *rq,
+                                const wp_pool_callbacks *cb, void *ctx, bool downstream_h2);
 /* The upstream host text of connection u of cluster c: its original destination on an
  * ORIGINAL_DST cluster, else the host's address. */
 const char *wp_uconn_host_text(const wp_uconn *u, const struct wp_cluster *c);
@@ -247,15 +251,19 @@ int wp_uconn_write(wp_uconn *u, uv_buf_t *bufs, unsigned n);
 void wp_uconn_pause_read(wp_uconn *u);
 void wp_uconn_resume_read(wp_uconn *u);
 /* For pool_h2.c. wp_pool_connect: opens a connection for an HTTP/2 session (rq->mux; no
- * pending request is counted; the callbacks answer as for a request). wp_uconn_stream_new:
+ * pending request is counted; the callbacks answer as for a request); wp_pool_connect_dst
+ * the same to dst on an ORIGINAL_DST cluster (host 0; dst copied). wp_uconn_stream_new:
  * a wp_uconn for one stream of a session on pool p's host, whose transport socket init
  * makes from arg (the socket reports to the connection's callbacks); counted as a request of
- * the host; id and local are the session connection's. NULL when out of memory.
+ * the host; its id, local address and original destination are the session connection's
+ * (session). NULL when out of memory.
  * wp_uconn_stream_reset: the stream failed (reason WP_RESET_*): its owner is detached and
  * told (on_reset), the stream closes. wp_pool_pending_end: rq, waiting for a session, got a
  * stream or a failure (its pending count ends). */
 void wp_pool_connect(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_callbacks *cb, void *ctx);
-wp_uconn *wp_uconn_stream_new(wp_pool *p, int host, uint64_t id, const char *local,
+void wp_pool_connect_dst(wp_pool *p, const struct sockaddr *dst, wp_pool_req *rq,
+                         const wp_pool_callbacks *cb, void *ctx);
+wp_uconn *wp_uconn_stream_new(wp_pool *p, int host, const wp_uconn *session,
                               wp_tsock *(*init)(void *arg, const wp_tsock_cbs *cbs, void *owner),
                               void *arg);
 void wp_uconn_stream_reset(wp_uconn *u, int reason);

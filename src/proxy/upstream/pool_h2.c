@@ -351,7 +351,7 @@ static void assign_stream(wp_h2conn *c, wp_pool_req *rq)
         h1_parser_init(&s->qp, H1_REQUEST, s->qh, H2UP_REQ_HEADERS, H2UP_MAX_HEAD);
         uv_timer_init(&p->w->loop, &s->timer);
         s->timer.data = s;
-        u = wp_uconn_stream_new(p, c->host, c->u->id, c->u->local, wp_h2s_init, s);
+        u = wp_uconn_stream_new(p, c->host, c->u, wp_h2s_init, s);
         if (!u)
             uv_close((uv_handle_t *)&s->timer, free_data);
     }
@@ -603,13 +603,63 @@ static void cp_failure(void *ctx, wp_pool_failure reason, const char *tfr, int h
 static const wp_pool_callbacks conn_pool_cbs = {cp_ready, cp_failure};
 static const wp_h2conn_ops conn_ops = {conn_flush, conn_arm};
 
-bool wp_h2pool_newstream(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_callbacks *cb,
-                         void *ctx)
+static size_t dst_len(const struct sockaddr *dst)
+{
+    return dst->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+/* Is c a connection for host (or, on an ORIGINAL_DST cluster, for dst)? */
+static bool conn_for(const wp_h2conn *c, const struct sockaddr *dst)
+{
+    if (!dst)
+        return !c->has_dst;
+    return c->has_dst && c->dst.ss_family == dst->sa_family &&
+           memcmp(&c->dst, dst, dst_len(dst)) == 0;
+}
+
+/* A connection with room for one more stream, or NULL. */
+static wp_h2conn *find_conn(wp_pool *p, int host, const struct sockaddr *dst)
+{
+    wp_h2conn *c = p->h2[host];
+    while (c && (!conn_for(c, dst) || !has_room(c)))
+        c = c->next;
+    return c;
+}
+
+/* A new connection for rq (rq waits on it), or false when out of memory (rq failed). */
+static bool open_conn(wp_pool *p, int host, const struct sockaddr *dst, wp_pool_req *rq)
+{
+    wp_h2conn *c = calloc(1, sizeof(*c));
+    if (!c) {
+        wp_pool_pending_end(rq);
+        rq->cb->on_failure(rq->ctx, WP_POOL_LOCAL_CONNECTION_FAILURE, "out of memory", host);
+        return false;
+    }
+    c->ops = &conn_ops;
+    register_slots(p);
+    c->p = p;
+    c->host = host;
+    if (dst) {
+        c->has_dst = true;
+        memcpy(&c->dst, dst, dst_len(dst));
+    }
+    uv_timer_init(&p->w->loop, &c->timer);
+    c->timer.data = c;
+    c->next = p->h2[host];
+    p->h2[host] = c;
+    wait_push(c, rq);
+    if (dst) /* may fail at once */
+        wp_pool_connect_dst(p, (const struct sockaddr *)&c->dst, &c->creq, &conn_pool_cbs, c);
+    else
+        wp_pool_connect(p, host, &c->creq, &conn_pool_cbs, c);
+    return true;
+}
+
+static bool newstream(wp_pool *p, int host, const struct sockaddr *dst, wp_pool_req *rq,
+                      const wp_pool_callbacks *cb, void *ctx)
 {
     *rq = (wp_pool_req){.pool = p, .cb = cb, .ctx = ctx, .host = host};
-    wp_h2conn *c = p->h2[host];
-    while (c && !has_room(c))
-        c = c->next;
+    wp_h2conn *c = find_conn(p, host, dst);
     if (c && c->up) {
         rq->pending = false;
         assign_stream(c, rq);
@@ -625,7 +675,7 @@ bool wp_h2pool_newstream(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_ca
     const wp_cluster *cl = &g->cfg->clusters[p->cluster];
     if (atomic_load_explicit(&g->crt[p->cluster].cx_open, memory_order_relaxed) >=
         cl->cb.max_connections) {
-        for (c = p->h2[host]; c && (c->closed || c->draining); c = c->next)
+        for (c = p->h2[host]; c && (c->closed || c->draining || !conn_for(c, dst)); c = c->next)
             ;
         if (c) { /* max_connections: the request waits for a stream of this one */
             wp_cluster_stat(p->w, g, p->cluster, WP_S_upstream_cx_overflow, 1);
@@ -633,30 +683,25 @@ bool wp_h2pool_newstream(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_ca
             return true;
         }
     }
-    c = calloc(1, sizeof(*c));
-    if (c)
-        c->ops = &conn_ops;
-    if (!c) {
-        wp_pool_pending_end(rq);
-        cb->on_failure(ctx, WP_POOL_LOCAL_CONNECTION_FAILURE, "out of memory", host);
-        return false;
-    }
-    register_slots(p);
-    c->p = p;
-    c->host = host;
-    uv_timer_init(&p->w->loop, &c->timer);
-    c->timer.data = c;
-    c->next = p->h2[host];
-    p->h2[host] = c;
-    wait_push(c, rq);
-    wp_pool_connect(p, host, &c->creq, &conn_pool_cbs, c); /* may fail at once */
-    return rq->pending;
+    return open_conn(p, host, dst, rq) && rq->pending;
+}
+
+bool wp_h2pool_newstream(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_callbacks *cb,
+                         void *ctx)
+{
+    return newstream(p, host, NULL, rq, cb, ctx);
+}
+
+bool wp_h2pool_newstream_dst(wp_pool *p, const struct sockaddr *dst, wp_pool_req *rq,
+                             const wp_pool_callbacks *cb, void *ctx)
+{
+    return newstream(p, 0, dst, rq, cb, ctx);
 }
 
 void wp_h2pool_close_idle(wp_pool *p)
 {
     size_t nh = wp_pool_gen(p)->cfg->clusters[p->cluster].nendpoints;
-    for (size_t h = 0; h < nh; h++) {
+    for (size_t h = 0; h < (nh ? nh : 1); h++) { /* ORIGINAL_DST: host 0 without endpoints */
         for (wp_h2conn *c = p->h2[h], *next; c; c = next) {
             next = c->next;
             c->draining = true;

@@ -13,7 +13,9 @@
  * stays the same for both protocols and HTTP/1 clusters pay nothing.
  *
  * Envoy behaviour followed (protocols.md §2.2, §2.4, §2.5, §2.7):
- *  - one connection per (worker, cluster, host) carries streams up to the lower of the
+ *  - one connection per (worker, cluster, host), or per original destination on an
+ *    ORIGINAL_DST cluster (PassthroughCluster with use-downstream protocol options, the
+ *    inbound clusters of a captured sidecar), carries streams up to the lower of the
  *    cluster's max_concurrent_streams and the peer's SETTINGS_MAX_CONCURRENT_STREAMS; when
  *    every connection is full another opens (a request over max_connections waits for a
  *    stream of an existing one, stat upstream_cx_overflow); prior knowledge (h2c) on plain
@@ -58,6 +60,10 @@ typedef struct wp_h2conn wp_h2conn;
 /* A stream for rq on host (see above); the contract of wp_pool_newstream. */
 bool wp_h2pool_newstream(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_callbacks *cb,
                          void *ctx);
+/* The same on an ORIGINAL_DST cluster: a stream of a connection to dst (host 0; dst is
+ * borrowed for the call, a new connection keeps its own copy). */
+bool wp_h2pool_newstream_dst(wp_pool *p, const struct sockaddr *dst, wp_pool_req *rq,
+                             const wp_pool_callbacks *cb, void *ctx);
 /* rq (waiting for an HTTP/2 connection, rq->h2wait) is cancelled. */
 void wp_h2pool_cancel(wp_pool_req *rq);
 /* The generation retires: idle HTTP/2 connections close, busy ones drain. */

@@ -49,6 +49,9 @@ struct wp_h2conn {
     ustream *streams;
     uint32_t active, opened;
     uint64_t idle_since; /* uv_now when its last stream ended (idle_timeout) */
+    /* ORIGINAL_DST: where the connection goes (host is 0) */
+    bool has_dst;
+    struct sockaddr_storage dst;
     bool up, draining, closed, writing, flushing, proto_error;
     wf_strbuf out;
 };

@@ -19,6 +19,17 @@ bool wp_pool_newstream_http(wp_pool *p, int host, wp_pool_req *rq, const wp_pool
     return wp_pool_newstream(p, host, rq, cb, ctx);
 }
 
+bool wp_pool_newstream_http_dst(wp_pool *p, const struct sockaddr *dst, wp_pool_req *rq,
+                                const wp_pool_callbacks *cb, void *ctx, bool downstream_h2)
+{
+    if (p->h2) {
+        const wp_cluster *c = &wp_pool_gen(p)->cfg->clusters[p->cluster];
+        if (c->proto == WP_UP_HTTP2 || (downstream_h2 && c->h2_allowed))
+            return wp_h2pool_newstream_dst(p, dst, rq, cb, ctx);
+    }
+    return wp_pool_newstream_dst(p, dst, rq, cb, ctx);
+}
+
 void wp_pools_close_idle(wp_wgen *wg)
 {
     wp_pools_close_idle_h1(wg);

@@ -590,7 +590,14 @@ void wp_pool_connect(wp_pool *p, int host, wp_pool_req *rq, const wp_pool_callba
     connect_new(p, host, rq);
 }
 
-wp_uconn *wp_uconn_stream_new(wp_pool *p, int host, uint64_t id, const char *local,
+void wp_pool_connect_dst(wp_pool *p, const struct sockaddr *dst, wp_pool_req *rq,
+                         const wp_pool_callbacks *cb, void *ctx)
+{
+    *rq = (wp_pool_req){.pool = p, .cb = cb, .ctx = ctx, .host = 0, .mux = true, .dst = dst};
+    connect_new(p, 0, rq);
+}
+
+wp_uconn *wp_uconn_stream_new(wp_pool *p, int host, const wp_uconn *session,
                               wp_tsock *(*init)(void *arg, const wp_tsock_cbs *cbs, void *owner),
                               void *arg)
 {
@@ -602,12 +609,17 @@ wp_uconn *wp_uconn_stream_new(wp_pool *p, int host, uint64_t id, const char *loc
     u->pool = p;
     wp_wgen_use(p->wg);
     u->host = host;
-    u->id = id;
+    u->id = session->id;
     u->stream = true;
     u->state = WP_UC_BUSY;
     u->requests = 1;
     u->start_ms = uv_now(&w->loop);
-    snprintf(u->local, sizeof(u->local), "%s", local);
+    memcpy(u->local, session->local, sizeof u->local);
+    if (session->has_dst) { /* a stream of a connection to an original destination */
+        u->has_dst = true;
+        u->dst = session->dst;
+        memcpy(u->dst_text, session->dst_text, sizeof u->dst_text);
+    }
     uv_timer_init(&w->loop, &u->timer);
     u->timer.data = u;
     h1_parser_init(&u->parser, H1_RESPONSE, u->hdrs, WP_UPSTREAM_MAX_HEADERS, 64 * 1024);

@@ -703,7 +703,8 @@ void wp_router_upstream_request(wp_stream *s)
     rs->host = host;
     /* an HTTP/2 downstream (a stream's child connection) may get an HTTP/2 upstream */
     if (dst)
-        wp_pool_newstream_dst(&s->d->wg->pools[s->cluster], dst, &rs->preq, &pool_cbs, s);
+        wp_pool_newstream_http_dst(&s->d->wg->pools[s->cluster], dst, &rs->preq, &pool_cbs, s,
+                                   s->d->parent != NULL);
     else
         wp_pool_newstream_http(&s->d->wg->pools[s->cluster], host, &rs->preq, &pool_cbs, s,
                                s->d->parent != NULL);
