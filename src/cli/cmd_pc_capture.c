@@ -156,9 +156,9 @@ static void outbound_note(const json_t *ls, const json_t *vo, long port, wf_strb
         wildcard |= strcmp(a, "0.0.0.0") == 0 || strcmp(a, "::") == 0;
     }
     if (owners)
-        wf_strbuf_puts(b, "; its chains are the rows above (a connection none of them matches is "
-                          "closed: NR filter_chain_not_found, unless the listener has a default "
-                          "chain)");
+        wf_strbuf_puts(b, "; its chains are the rows above (the one matching the connection's "
+                          "SNI, ALPN and address takes it; with none and no default chain it is "
+                          "closed: NR filter_chain_not_found)");
     if (wildcard) {
         wf_strbuf_puts(b, "\n");
         return;
