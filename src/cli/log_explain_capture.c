@@ -131,7 +131,7 @@ static void read_blackhole(const wf_lx_record *r, const char *dst, wf_strbuf *b)
     if (r->sni)
         wf_strbuf_printf(b, " (SNI %s)", r->sni);
     else if (!is_http(r))
-        wf_strbuf_puts(b, " (no SNI: not TLS, or the client sent none)");
+        wf_strbuf_puts(b, " (no SNI logged: not TLS, or no TLS inspector ran where it was taken)");
     wf_strbuf_puts(b, " is not in the mesh registry, so the capture listener sent it to "
                       "BlackHoleCluster, which has no endpoints (UH): the proxy closed it and "
                       "the destination saw no connection (a TLS client sees a reset during "
