@@ -201,6 +201,11 @@ class Captured:
         return subprocess.run(["ip", "netns", "exec", self.env.pod] + argv, input=stdin,
                               capture_output=True, text=True, timeout=60)
 
+    def describe(self):
+        p = self.weftctl("describe", "pod", POD, "-n", NS)
+        assert p.returncode == 0 and "Sanitizer" not in p.stderr, p.stderr
+        return p
+
     def ok(self, *args):
         p = self.weftctl(*args)
         assert p.returncode == 0, p.stderr
@@ -282,7 +287,7 @@ def test_b039_registry_only_three_commands(env):
     assert SE_CLUSTER not in names
 
     # describe pod: capture on, the excluded ports, the policy
-    p = c.weftctl("describe", "pod", POD, "-n", NS)
+    p = c.describe()
     assert "weft: capture: on (virtualOutbound 0.0.0.0:15001 with use_original_dst, " \
            "virtualInbound 0.0.0.0:15006; node metadata INTERCEPTION_MODE REDIRECT)" \
            in p.stderr, p.stdout + p.stderr
@@ -339,6 +344,6 @@ def test_b039_allow_any_passthrough_and_inbound(env):
            "outboundTrafficPolicy ALLOW_ANY" in p.stderr, p.stderr
     full = rows(c.ok("pc", "listener", POD, "-n", NS).stdout)
     assert ["0.0.0.0", "15001", "ALL", "PassthroughCluster"] in full, full
-    p = c.weftctl("describe", "pod", POD, "-n", NS)
+    p = c.describe()
     assert "weft: outboundTrafficPolicy: ALLOW_ANY (virtualOutbound's catch-all chain goes to " \
            "PassthroughCluster)" in p.stderr, p.stderr
