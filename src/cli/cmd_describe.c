@@ -427,6 +427,7 @@ static int describe_pod(dsc_ctx *c, const char *arg, wf_strbuf *err)
         fputs("--------------------\n", c->out);
         dsc_print_peer_authn(c, ns, &pod->labels);
         dsc_print_authz(c, ns, &pod->labels);
+        dsc_print_capture(c, pod);
         rc = dsc_print_ingress(c, svcs, ns_n, &pods, err);
     }
     if (rc == 0) {

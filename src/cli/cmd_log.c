@@ -11,7 +11,11 @@
  * reported when both occur in the input ("Together, line A (...) and line B (...)"; -o json:
  * "together"). HTTP/2, gRPC and TCP lines are also read as a whole (log_explain_proto.h:
  * items "grpc", "protocol", "tcp"; the per-line gRPC and TCP readings stay out of --summary),
- * with the route timeouts of --pod / --config-dump's dump for gRPC timeouts.
+ * with the route timeouts of --pod / --config-dump's dump for gRPC timeouts. Transparent
+ * capture outcomes (log_explain_capture.h, item "capture"): block_all, BlackHoleCluster,
+ * PassthroughCluster / allow_any, InboundPassthroughCluster, with the original destination and
+ * SNI; lines through the passthrough clusters that did not fail are shown too, marked "(not a
+ * failure)" (-o json: "passthrough"), never in --summary.
  *
  * Lines that are not access log lines (application output mixed in) are skipped and counted
  * on stderr. Exit 0; 1 when the input cannot be read or holds lines but none parses; 64 for
@@ -33,6 +37,7 @@
 #include "cli/authz_fetch.h"
 #include "cli/envoy_dump.h"
 #include "cli/log_explain.h"
+#include "cli/log_explain_capture.h"
 #include "cli/log_explain_proto.h"
 #include "cli/log_explain_rbac.h"
 #include "cli/proxy_find.h"
@@ -87,7 +92,8 @@ static void usage(const wf_flag *flags)
 typedef struct item {
     const char *kind;     /* "flag", "details", "reset_reason", "transport_failure",
                              "authorization" (value: log_explain_rbac.h's lines), "grpc",
-                             "protocol", "tcp" (value: log_explain_proto.h's lines) */
+                             "protocol", "tcp" (value: log_explain_proto.h's lines),
+                             "capture" (log_explain_capture.h's lines) */
     char *value;          /* heap */
     const wf_lx_entry *e; /* NULL: unknown */
     const char *inferred; /* details the line lacks, inferred: the evidence; else NULL */
@@ -195,6 +201,8 @@ static int explain_tables(const wf_lx_record *r, const rbac_ctx *rc, items *out)
         char flag[32];
         snprintf(flag, sizeof flag, "%.*s", (int)(len < sizeof flag ? len : sizeof flag - 1), p);
         const wf_lx_entry *e = wf_lx_find_flag_in_context(flag, r->details);
+        if (strcmp(flag, "UH") == 0 && wf_lx_capture_of(r) == WF_LX_CAP_BLACKHOLE)
+            e = wf_lx_capture_uh_blackhole();
         if (len && items_add(out, "flag", p, len, e ? e : wf_lx_find_flag(flag)))
             return -1;
         p += len + (p[len] == ',');
@@ -225,10 +233,12 @@ static int explain_tables(const wf_lx_record *r, const rbac_ctx *rc, items *out)
 /* The HTTP/2, gRPC and TCP readings (log_explain_proto.h), one item each. */
 static int add_proto(items *l, const wf_lx_record *r, const rbac_ctx *rc)
 {
-    wf_strbuf b[3] = {WF_STRBUF_INIT, WF_STRBUF_INIT, WF_STRBUF_INIT};
-    static const char *const kinds[3] = {"grpc", "protocol", "tcp"};
+    wf_strbuf b[4] = {WF_STRBUF_INIT, WF_STRBUF_INIT, WF_STRBUF_INIT, WF_STRBUF_INIT};
+    static const char *const kinds[4] = {"grpc", "protocol", "tcp", "capture"};
     int ret = wf_lx_proto_read(r, rc->rt, &b[0], &b[1], &b[2]);
-    for (int i = 0; i < 3; i++) {
+    if (ret == 0)
+        ret = wf_lx_capture_read(r, &b[3]);
+    for (int i = 0; i < 4; i++) {
         if (ret == 0 && b[i].len)
             ret = items_add(l, kinds[i], wf_strbuf_cstr(&b[i]), b[i].len, NULL);
         wf_strbuf_free(&b[i]);
@@ -245,7 +255,8 @@ static int explain(const wf_lx_record *r, const rbac_ctx *rc, items *out)
 static bool is_text_kind(const char *kind)
 {
     return strcmp(kind, "authorization") == 0 || strcmp(kind, "grpc") == 0 ||
-           strcmp(kind, "protocol") == 0 || strcmp(kind, "tcp") == 0;
+           strcmp(kind, "protocol") == 0 || strcmp(kind, "tcp") == 0 ||
+           strcmp(kind, "capture") == 0;
 }
 
 static void print_item(FILE *f, const item *it, int ind)
@@ -329,6 +340,9 @@ static void print_record(FILE *f, const wf_lx_record *r, const items *its)
         fprintf(f, "  (x-request-id %s)", r->request_id);
     fprintf(f, "\n   upstream cluster: %s  route: %s  upstream host: %s\n", dash(r->cluster),
             dash(r->route), dash(r->host));
+    const char *dst = wf_lx_original_destination(r);
+    if (dst || r->sni)
+        fprintf(f, "   original destination: %s  SNI: %s\n", dash(dst), dash(r->sni));
     for (size_t i = 0; i < its->n; i++)
         print_item(f, &its->v[i], 3);
     if (!its->n)
@@ -392,6 +406,11 @@ static json_t *record_json(const wf_lx_record *r, const items *its)
     json_object_set_new(o, "protocol", nstr(r->protocol));
     json_object_set_new(o, "grpc_status", nstr(r->grpc_status));
     json_object_set_new(o, "duration", nstr(r->duration));
+    json_object_set_new(o, "requested_server_name", nstr(r->sni));
+    json_object_set_new(o, "original_destination", nstr(wf_lx_original_destination(r)));
+    wf_lx_capture cap = wf_lx_capture_of(r);
+    json_object_set_new(o, "capture",
+                        cap == WF_LX_CAP_NONE ? json_null() : json_string(wf_lx_capture_name(cap)));
     json_object_set_new(o, "explanations", items_json(its));
     return o;
 }
@@ -421,6 +440,8 @@ typedef struct run_state {
     wf_strmap *index; /* "code\x1fflags\x1fdetails\x1fcluster\x1froute" -> group number + 1 */
     items all;        /* every flag/details seen, for the summary's explanations */
     json_t *jfail;
+    json_t *jpass; /* -o json: lines through the capture clusters that did not fail */
+    size_t passed;
     size_t *pair_line; /* per wf_lx_pair: first line of its a (2i) and of its b (2i + 1) */
     rbac_ctx rbac;
 } run_state;
@@ -564,11 +585,35 @@ static int parse_any(const formats *f, const char *line, wf_lx_record *r)
     return wf_lx_parse_line(f->istio, line, r) == 0 ? 0 : wf_lx_parse_line(f->envoy, line, r);
 }
 
+/* A line that did not fail but went through a capture cluster (PassthroughCluster,
+ * InboundPassthroughCluster, the allow_any route): said as such, since it left the mesh's
+ * policy (B039: ALLOW_ANY "logged as such"). Not in --summary. */
+static int handle_passed(run_state *s, const wf_lx_record *r)
+{
+    if (s->summary || wf_lx_capture_of(r) == WF_LX_CAP_NONE)
+        return 0;
+    s->passed++;
+    wf_strbuf b = WF_STRBUF_INIT;
+    items its = {0};
+    int rc = wf_lx_capture_read(r, &b);
+    if (rc == 0 && b.len)
+        rc = items_add(&its, "capture", wf_strbuf_cstr(&b), b.len, NULL);
+    wf_strbuf_free(&b);
+    if (rc == 0 && s->json) {
+        rc = json_array_append_new(s->jpass, record_json(r, &its));
+    } else if (rc == 0) {
+        fputs("(not a failure) ", stdout);
+        print_record(stdout, r, &its);
+    }
+    items_free(&its);
+    return rc;
+}
+
 static int handle(run_state *s, wf_lx_record *r)
 {
     s->parsed++;
     if (!wf_lx_failed(r))
-        return 0;
+        return handle_passed(s, r);
     s->failed++;
     items its = {0};
     int rc = explain(r, &s->rbac, &its);
@@ -577,7 +622,8 @@ static int handle(run_state *s, wf_lx_record *r)
     if (rc == 0 && s->summary) {
         rc = add_group(s, r);
         for (size_t i = 0; rc == 0 && i < its.n; i++)
-            if (strcmp(its.v[i].kind, "grpc") != 0 && strcmp(its.v[i].kind, "tcp") != 0)
+            if (strcmp(its.v[i].kind, "grpc") != 0 && strcmp(its.v[i].kind, "tcp") != 0 &&
+                strcmp(its.v[i].kind, "capture") != 0)
                 rc = items_add(&s->all, its.v[i].kind, its.v[i].value, strlen(its.v[i].value),
                                its.v[i].e); /* per-line readings (durations, bytes) stay out */
     } else if (rc == 0 && s->json) {
@@ -628,9 +674,10 @@ static int finish(run_state *s, const char *src)
     if (s->summary) {
         rc = print_summary(s);
     } else if (s->json) {
-        json_t *o = json_pack("{s:O, s:o, s:I, s:I, s:I}", "failures", s->jfail, "together",
-                              print_pairs(s, NULL), "lines", (json_int_t)s->lines, "parsed",
-                              (json_int_t)s->parsed, "failed", (json_int_t)s->failed);
+        json_t *o =
+            json_pack("{s:O, s:o, s:O, s:I, s:I, s:I}", "failures", s->jfail, "together",
+                      print_pairs(s, NULL), "passthrough", s->jpass, "lines", (json_int_t)s->lines,
+                      "parsed", (json_int_t)s->parsed, "failed", (json_int_t)s->failed);
         rc = o ? json_dumpf(o, stdout, JSON_INDENT(2)) : -1;
         fputc('\n', stdout);
         json_decref(o);
@@ -732,10 +779,11 @@ static int explain_cmd(wf_flag *fl, char **pos, size_t npos)
             .json = strcmp(out, "json") == 0,
             .summary = fl[F_SUMMARY].bval,
             .jfail = json_array(),
+            .jpass = json_array(),
             .pair_line = calloc(2 * wf_lx_pair_count() + 1, sizeof(size_t)),
             .rbac = {authz_asked ? &authz : NULL, authz_pod, authz_asked ? &routes : NULL}};
         wf_arena_init(&s.arena);
-        if (!s.jfail || !s.pair_line || read_all(in, &f, &s))
+        if (!s.jfail || !s.jpass || !s.pair_line || read_all(in, &f, &s))
             fprintf(stderr, "Error: out of memory\n");
         else
             rc = finish(&s, strcmp(src, "-") == 0 ? "stdin" : src);
@@ -746,6 +794,7 @@ static int explain_cmd(wf_flag *fl, char **pos, size_t npos)
         wf_arena_destroy(&s.arena);
         items_free(&s.all);
         json_decref(s.jfail);
+        json_decref(s.jpass);
         free(s.pair_line);
     }
     if (in && in != stdin)

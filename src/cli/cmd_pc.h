@@ -43,6 +43,9 @@ typedef struct pc_opts {
      * <RELEASE|DEBUG>/<ssl lib>"), fetched for `pc bootstrap -o short` when its bootstrap
      * node has no user_agent_build_version (weft-proxy's does not yet); NULL otherwise. */
     const char *server_version;
+    /* weft's notes beside istioctl's table (printed on stderr after it, so stdout stays
+     * istioctl's): pc listener --port N on a captured sidecar (cmd_pc_capture.c). NULL: none. */
+    wf_strbuf *notes;
 } pc_opts;
 
 /* ---- output (cmd_pc_output.c) ---- */
@@ -117,6 +120,21 @@ int pc_cmp_cluster_names(const char *a, const char *b);
 /* Management metadata column (§1.4) of an object with metadata.filter_metadata.istio.config:
  * "name.ns", "", or "<unknown>". Written into buf. */
 void pc_mgmt_metadata(const json_t *obj, char *buf, size_t size);
+/* The MATCH text of a listener's filter chain (§2.3), into sb (cmd_pc_listener.c). */
+void pc_chain_match(const json_t *chain, wf_strbuf *sb);
+
+/* weft's note for `pc listener --port N` on a sidecar with Istio's capture layout
+ * (cmd_pc_capture.c; protocols.md §5.3-5.4, operator report B039): where a captured
+ * connection to port N goes. Outbound: virtualOutbound (the listener with use_original_dst)
+ * hands it to the listeners of port N (named, with bind_to_port false shown), else it stays
+ * in virtualOutbound and takes the chain for destination port N or its catch-all, named with
+ * its real cluster (BlackHoleCluster: outboundTrafficPolicy REGISTRY_ONLY; PassthroughCluster:
+ * ALLOW_ANY; port 15001: the loop guard). Inbound: virtualInbound's chains for port N, else
+ * its catch-all (InboundPassthroughCluster: no Service declares the port). Lines start with
+ * "weft: ". listeners: every listener of the dump. Appends nothing when the dump has no
+ * capture listener. Returns 0, or -1 when out of memory. */
+int pc_capture_port_note(const json_t *listeners, long port, wf_strbuf *note);
+
 /* The route MATCH text (§2.4): "<prefix>*", "PathPrefix:/x", "regex ...", into sb. */
 void pc_route_match(const json_t *match, wf_strbuf *sb);
 /* A stable sort of an array of json_t* (insertion order kept between equals). */

@@ -181,7 +181,7 @@ static void part_sep(wf_strbuf *sb, size_t start)
         wf_strbuf_puts(sb, "; ");
 }
 
-static void chain_match(const json_t *chain, wf_strbuf *sb)
+void pc_chain_match(const json_t *chain, wf_strbuf *sb)
 {
     size_t start = sb->len;
     const json_t *m = json_object_get(chain, "filter_chain_match");
@@ -335,7 +335,7 @@ static int listener_rows(wf_tw *tw, const json_t *l, const pc_opts *o)
         rc = -1;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         wf_strbuf m = WF_STRBUF_INIT, d = WF_STRBUF_INIT;
-        chain_match(json_array_get(chains, i), &m);
+        pc_chain_match(json_array_get(chains, i), &m);
         chain_destination(json_array_get(chains, i), &d);
         rows[i].match = wf_strbuf_take(&m);
         rows[i].dest = wf_strbuf_take(&d);
@@ -400,6 +400,8 @@ int pc_listeners(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_st
     if (rc == 0)
         rc = wf_tw_flush(&tw, NULL, out);
     wf_tw_free(&tw);
+    if (rc == 0 && o->port && o->notes && !o->all)
+        rc = pc_capture_port_note(s.all, o->port, o->notes);
     if (rc != 0 && !err->len)
         wf_strbuf_puts(err, "out of memory");
     pc_sel_free(&s);

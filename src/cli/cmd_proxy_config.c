@@ -532,7 +532,7 @@ int wf_cmd_proxy_config(int argc, char **argv)
     init_flags(f);
     char **pos = NULL, ebuf[256];
     size_t npos = 0;
-    wf_strbuf out = WF_STRBUF_INIT, err = WF_STRBUF_INIT;
+    wf_strbuf out = WF_STRBUF_INIT, err = WF_STRBUF_INIT, notes = WF_STRBUF_INIT;
     int rc = WF_EXIT_OK;
     pc_opts o;
     int prc = wf_flags_parse(f, F_COUNT, argc - 1, argv + 1, &pos, &npos, ebuf, sizeof ebuf);
@@ -549,6 +549,7 @@ int wf_cmd_proxy_config(int argc, char **argv)
         wf_flags_usage(f, F_COUNT);
     } else if ((rc = check_args(sub, what, f, npos, &err)) == 0 &&
                (rc = make_opts(sub, f, &o, &err)) == 0) {
+        o.notes = &notes;
         int e = execute(sub, f, pos, &o, &out, &err);
         rc = e == 0 ? WF_EXIT_OK : e == PC_E_USAGE ? WF_EXIT_USAGE : WF_EXIT_ERROR;
     }
@@ -560,11 +561,16 @@ int wf_cmd_proxy_config(int argc, char **argv)
     /* rootca-compare -o json prints the comparison also when the roots differ (exit 1) */
     if (rc == WF_EXIT_OK || (sub == SUB_ROOTCA && rc == WF_EXIT_ERROR))
         fwrite(wf_strbuf_cstr(&out), 1, out.len, stdout);
+    if (rc == WF_EXIT_OK && notes.len) { /* weft's notes: stdout stays istioctl's */
+        fflush(stdout);
+        fwrite(wf_strbuf_cstr(&notes), 1, notes.len, stderr);
+    }
     if (rc != WF_EXIT_OK)
         fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
     free(pos);
     wf_flags_free(f, F_COUNT);
     wf_strbuf_free(&out);
     wf_strbuf_free(&err);
+    wf_strbuf_free(&notes);
     return rc;
 }

@@ -122,6 +122,21 @@ void dsc_print_peer_authn(const dsc_ctx *c, const char *ns, const wf_kvs *labels
  * with action, rules and mode (describe_authz.c). */
 void dsc_print_authz(const dsc_ctx *c, const char *ns, const wf_kvs *labels);
 
+/* ---- describe_capture.c ---- */
+
+/* weft's transparent-capture lines for a pod's dump (each "weft: ...\n"): capture on or off
+ * (a virtualOutbound listener with use_original_dst; node metadata INTERCEPTION_MODE /
+ * WEFT_LOCALHOST), the captured and excluded outbound IP ranges and ports and inbound ports
+ * (Istio's istio-iptables defaults, the agent's 15090,15021,15020, and the pod's
+ * traffic.sidecar.istio.io annotations), and the outboundTrafficPolicy mode in effect
+ * (virtualOutbound's catch-all cluster, else allow_any/block_all routes). Returns 0, or -1
+ * when out of memory. */
+int dsc_capture_lines(json_t *dump, const wf_kvs *annotations, wf_strbuf *out);
+
+/* The same for pod, fetched through dsc_fetch_dump, printed on stderr (nothing for a pod
+ * without a sidecar or when the dump cannot be fetched: the services part reports that). */
+void dsc_print_capture(const dsc_ctx *c, const wf_resource *pod);
+
 /* ---- describe_unimpl.c ---- */
 
 /* Prints to `to` (stderr: stdout stays istioctl's) the Istio fields weft does not implement

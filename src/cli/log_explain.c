@@ -53,6 +53,7 @@ typedef enum field {
     FLD_BRX,
     FLD_BTX,
     FLD_SNI,
+    FLD_DLOCAL,
 } field;
 
 typedef struct segment {
@@ -104,6 +105,7 @@ static field op_field(const char *op, bool *spaceless)
         {"%REQ(GRPC-TIMEOUT)", FLD_GRPC_TIMEOUT, true},
         {"%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)", FLD_UST, true},
         {"%UPSTREAM_LOCAL_ADDRESS", FLD_NONE, true},
+        {"%DOWNSTREAM_LOCAL_ADDRESS%", FLD_DLOCAL, true},
         {"%DOWNSTREAM_", FLD_NONE, true},
         {"%REQUESTED_SERVER_NAME", FLD_SNI, true},
         {"%UPSTREAM_REQUEST_ATTEMPT_COUNT", FLD_NONE, true},
@@ -280,7 +282,8 @@ void wf_lx_record_free(wf_lx_record *r)
                   &r->grpc_timeout,
                   &r->bytes_received,
                   &r->bytes_sent,
-                  &r->sni};
+                  &r->sni,
+                  &r->downstream_local};
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
         free(*s[i]);
         *s[i] = NULL;
@@ -327,7 +330,8 @@ static int set_field(wf_lx_record *r, field f, const char *v, size_t len)
                      [FLD_GRPC_TIMEOUT] = &r->grpc_timeout,
                      [FLD_BRX] = &r->bytes_received,
                      [FLD_BTX] = &r->bytes_sent,
-                     [FLD_SNI] = &r->sni};
+                     [FLD_SNI] = &r->sni,
+                     [FLD_DLOCAL] = &r->downstream_local};
     if (f == FLD_NONE || f >= sizeof slot / sizeof slot[0] || !slot[f])
         return 0;
     free(*slot[f]);
@@ -457,6 +461,7 @@ static int parse_json(const wf_lx_format *f, const char *line, wf_lx_record *out
         {"bytes_received", FLD_BRX},
         {"bytes_sent", FLD_BTX},
         {"requested_server_name", FLD_SNI},
+        {"downstream_local_address", FLD_DLOCAL},
     };
     json_t *o = json_loads(line, 0, NULL);
     int rc = json_is_object(o) ? 0 : -1;

@@ -117,6 +117,8 @@ typedef struct wf_lx_record {
     char *grpc_timeout; /* %REQ(GRPC-TIMEOUT)% ("300m") */
     char *bytes_received, *bytes_sent;
     char *sni; /* %REQUESTED_SERVER_NAME% */
+    /* %DOWNSTREAM_LOCAL_ADDRESS%: under transparent capture the original destination */
+    char *downstream_local;
 } wf_lx_record;
 
 void wf_lx_record_free(wf_lx_record *r);

@@ -547,9 +547,9 @@ static void read_tcp(const wf_lx_record *r, wf_strbuf *b)
                "connectionPool.tcp.maxConnectionDuration)."},
     };
     if (has_flag(r, "UH"))
-        wf_strbuf_puts(b, blackhole ? "\nUH to BlackHoleCluster: the destination is not in the "
-                                      "mesh registry and outboundTrafficPolicy is REGISTRY_ONLY; "
-                                      "add a ServiceEntry for it (or use ALLOW_ANY)."
+        wf_strbuf_puts(b, blackhole ? "\nUH to BlackHoleCluster: refused on purpose, the cluster "
+                                      "has no endpoints (the capture reading below says why: "
+                                      "outboundTrafficPolicy REGISTRY_ONLY, or the loop guard)."
                                     : "\nUH: the cluster had no healthy endpoint (no pod selected, "
                                       "none ready, or all ejected): `weftctl proxy-config "
                                       "endpoint <pod> --cluster <cluster>`.");
