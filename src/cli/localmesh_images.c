@@ -147,6 +147,13 @@ static int parse_image(wf_lm_plan *p, const wf_resource *r, const wf_map_entry *
         img->cmd[i] = s;
     }
     img->ncmd = cmd->len;
+    img->weft_args = true;
+    const wf_node *wa = wf_map_get(e->value, "weftArgs");
+    snprintf(field, sizeof field, "images.%s.weftArgs", e->key);
+    if (wa && !wf_node_bool(wa, &img->weft_args))
+        return images_error(err, r, wa, field,
+                            "want true (add --listen and --pod) or false (run as the image: "
+                            "nothing added, the container's command and args used)");
     return parse_env(p, r, e->key, wf_map_get(e->value, "env"), img, err);
 }
 
@@ -163,7 +170,7 @@ static int default_images(wf_lm_plan *p, lm_images *out)
     if (!out->v || !cmd)
         return -1;
     cmd[0] = "weft-app";
-    out->v[0] = (lm_image){.key = "*", .cmd = cmd, .ncmd = 1};
+    out->v[0] = (lm_image){.key = "*", .cmd = cmd, .ncmd = 1, .weft_args = true};
     out->n = 1;
     return 0;
 }

@@ -38,6 +38,11 @@ typedef struct lm_image {
     size_t ncmd;
     lm_strv env;
     const wf_node *node;
+    /* weftArgs (default true): weftctl adds --listen <addr>:<containerPort> and --pod <name>
+     * (a stand-in such as weft-app; the container's command and args are not used). false:
+     * the command runs as the image would, with nothing added: the container's `command`
+     * replaces it and its `args` follow, $(VAR) expanded (docs/local-mesh.md). */
+    bool weft_args;
 } lm_image;
 
 typedef struct lm_images {

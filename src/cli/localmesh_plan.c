@@ -16,6 +16,7 @@
 #include "cli/localmesh_internal.h"
 #include "cli/localmesh_netns.h"
 #include "cli/localmesh_sys.h"
+#include "model/kube_expand.h"
 #include "model/protocol.h"
 #include "model/unimplemented.h"
 
@@ -600,13 +601,16 @@ static int add_port_arg(wf_arena *a, lm_strv *argv, const char *ip, int port)
     return !addr || lm_strv_add(a, argv, "--listen") || lm_strv_add(a, argv, addr) ? -1 : 0;
 }
 
-/* The container's env: value and the downward-API fields a local pod has. */
+/* The container's env: value ($(VAR) expanded with the entries before it, as the kubelet
+ * does) and the downward-API fields a local pod has. */
 static int manifest_env(wf_arena *a, const wf_lm_pod *pod, const wf_node *env, lm_strv *out)
 {
     for (size_t i = 0; i < wf_seq_len(env); i++) {
         const wf_node *e = wf_seq_at(env, i);
         const char *name = wf_map_str(e, "name");
         const char *value = wf_map_str(e, "value");
+        if (value && !(value = wf_kube_expand(a, value, out->v, out->n)))
+            return -1;
         const char *field = wf_node_str(wf_node_path(e, "valueFrom.fieldRef.fieldPath"));
         if (!value && field) {
             value = !strcmp(field, "metadata.name")             ? pod->name
@@ -621,6 +625,76 @@ static int manifest_env(wf_arena *a, const wf_lm_pod *pod, const wf_node *env, l
     return 0;
 }
 
+static const wf_resource *owner_resource(planner *pl, const wf_lm_pod *pod);
+
+/* argv[0] of an app: weft-app as $WEFT_APP names it, others as lm_resolve_bin finds them. */
+static const char *app_bin(planner *pl, const char *name)
+{
+    return lm_resolve_bin(pl->p, pl->o, name,
+                          strcmp(name, "weft-app") == 0 ? pl->o->env_app : NULL);
+}
+
+/* The manifest container's `command` or `args` (key), each item $(VAR) expanded with env as
+ * the kubelet does, appended to argv (the first one found as a program when bin). Absent,
+ * null or empty: nothing. Items must be strings, as the API server wants. */
+static int add_manifest_list(planner *pl, const wf_lm_pod *pod, const wf_container *c,
+                             const char *key, bool bin, const lm_strv *env, lm_strv *argv)
+{
+    wf_arena *a = &pl->p->arena;
+    const wf_node *list = wf_map_get(c->node, key);
+    for (size_t i = 0; list && list->type == WF_NODE_SEQ && i < list->len; i++) {
+        const wf_node *item = list->u.items[i];
+        const char *s = wf_node_is_string(item) ? wf_node_str(item) : NULL;
+        if (s && !(s = wf_kube_expand(a, s, env->v, env->n)))
+            return -1;
+        if (s && lm_strv_add(a, argv, i == 0 && bin ? app_bin(pl, s) : s))
+            return -1;
+        if (s)
+            continue;
+        const wf_resource *r = owner_resource(pl, pod);
+        lm_where(pl->err, r, item);
+        wf_strbuf_printf(pl->err,
+                         ": %s %s/%s: container %s: %s[%zu]: want a string, not %s (the API "
+                         "server refuses it: quote it)",
+                         r->kind_name, pod->ns, r->name, c->name ? c->name : "(unnamed)", key, i,
+                         wf_node_kind_name(item));
+        return -1;
+    }
+    if (list && list->type != WF_NODE_SEQ && list->type != WF_NODE_NULL) {
+        const wf_resource *r = owner_resource(pl, pod);
+        lm_where(pl->err, r, list);
+        wf_strbuf_printf(pl->err, ": %s %s/%s: container %s: %s: want a list of strings",
+                         r->kind_name, pod->ns, r->name, c->name ? c->name : "(unnamed)", key);
+        return -1;
+    }
+    return 0;
+}
+
+/* The app's command line before weftctl's own arguments: the image map's command; with
+ * weftArgs false, as a container runtime starts an image (Kubernetes' Container.command
+ * and args): the container's `command` in place of the image map's command (its
+ * "entrypoint"), then the container's `args`. */
+static int app_argv(planner *pl, const wf_lm_pod *pod, const lm_image *img, const wf_container *c,
+                    const lm_strv *env, lm_strv *argv)
+{
+    wf_arena *a = &pl->p->arena;
+    if (!img->weft_args && c && wf_seq_len(wf_map_get(c->node, "command")) > 0)
+        return add_manifest_list(pl, pod, c, "command", true, env, argv) ||
+                       add_manifest_list(pl, pod, c, "args", false, env, argv)
+                   ? -1
+                   : 0;
+    if (lm_strv_add(a, argv, app_bin(pl, img->cmd[0])))
+        return -1;
+    for (size_t i = 1; i < img->ncmd; i++)
+        if (lm_strv_add(a, argv, img->cmd[i]))
+            return -1;
+    if (!img->weft_args && c &&
+        (add_manifest_list(pl, pod, c, "command", true, env, argv) ||
+         add_manifest_list(pl, pod, c, "args", false, env, argv)))
+        return -1;
+    return 0;
+}
+
 static int plan_app(planner *pl, size_t podi, size_t ci, const wf_container *spec_c)
 {
     wf_lm_plan *p = pl->p;
@@ -632,29 +706,24 @@ static int plan_app(planner *pl, size_t podi, size_t ci, const wf_container *spe
     lm_strv argv = {0}, env = {0};
     if (!proc || !img)
         return -1;
-    if (lm_strv_add(a, &argv,
-                    lm_resolve_bin(p, pl->o, img->cmd[0],
-                                   strcmp(img->cmd[0], "weft-app") == 0 ? pl->o->env_app : NULL)))
-        return -1;
-    for (size_t i = 1; i < img->ncmd; i++)
-        if (lm_strv_add(a, &argv, img->cmd[i]))
-            return -1;
-    /* explicit mode: a sidecar pod's app listens on the pod's localhost, where its sidecar's
-     * inbound cluster sends; captured, on every address of its own namespace, as a container
-     * does (the inbound ORIGINAL_DST cluster sends to the pod IP) */
+    /* where the app listens (POD_LOCALHOST): explicit mode, a sidecar pod's app on the pod's
+     * localhost, where its sidecar's inbound cluster sends; captured, on every address of its
+     * own namespace, as a container does (the inbound ORIGINAL_DST cluster sends to the pod
+     * IP) */
     const char *listen_ip = p->capture && pod->sidecar ? "0.0.0.0"
                             : pod->sidecar             ? pod->localhost
                                                        : pod->ip;
-    const char *localhost = p->capture && pod->sidecar ? "127.0.0.1" : listen_ip;
-    for (size_t i = 0; i < c->nports; i++)
-        if (add_port_arg(a, &argv, listen_ip, c->ports[i].port))
-            return -1;
-    if (lm_strv_add(a, &argv, "--pod") || lm_strv_add(a, &argv, pod->name) ||
-        manifest_env(a, pod, spec_c ? wf_map_get(spec_c->node, "env") : NULL, &env) ||
+    if (manifest_env(a, pod, spec_c ? wf_map_get(spec_c->node, "env") : NULL, &env) ||
         lm_strv_setenv(a, &env, "POD_NAME", pod->name) ||
         lm_strv_setenv(a, &env, "POD_NAMESPACE", pod->ns) ||
         lm_strv_setenv(a, &env, "POD_IP", pod->ip) ||
-        lm_strv_setenv(a, &env, "POD_LOCALHOST", localhost))
+        lm_strv_setenv(a, &env, "POD_LOCALHOST", listen_ip) ||
+        app_argv(pl, pod, img, spec_c, &env, &argv))
+        return -1;
+    for (size_t i = 0; img->weft_args && i < c->nports; i++)
+        if (add_port_arg(a, &argv, listen_ip, c->ports[i].port))
+            return -1;
+    if (img->weft_args && (lm_strv_add(a, &argv, "--pod") || lm_strv_add(a, &argv, pod->name)))
         return -1;
     for (size_t i = 0; i < img->env.n; i++)
         if (lm_strv_add(a, &env, img->env.v[i]))
@@ -670,8 +739,6 @@ static int plan_app(planner *pl, size_t podi, size_t ci, const wf_container *spe
     proc->log = proc->name ? log_path(pl, proc->name) : NULL;
     return proc->log ? 0 : -1;
 }
-
-static const wf_resource *owner_resource(planner *pl, const wf_lm_pod *pod);
 
 /* The pod's proxy: MeshConfig's and the annotation's proxyMetadata, then what Istio's
  * injector adds for a sidecar (probers, Prometheus merge: localmesh_inject.c). */

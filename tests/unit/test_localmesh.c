@@ -815,7 +815,7 @@ static void capture_mode(void **state)
     snprintf(app, sizeof app, "%s.app", v1->name);
     const wf_lm_proc *a = proc_named(f.plan, app);
     assert_true(has_arg_pair(a, "--listen", "0.0.0.0:3000"));
-    assert_true(has_env(a, "POD_LOCALHOST=127.0.0.1"));
+    assert_true(has_env(a, "POD_LOCALHOST=0.0.0.0"));
     assert_true(
         has_arg_pair(proc_named(f.plan, "pilot"), "--service-cluster-ip-range", "10.96.0.0/12"));
     done(&f);
