@@ -443,6 +443,7 @@ json_t *wf_gen_accept_http10(json_t *listeners)
 json_t *wf_gen_outbound_listeners(const gen *g, const char *bind)
 {
     const wf_lds_options o = {.bind = bind,
+                              .per_vip = g->p->captured && !bind,
                               .proxy_ns = g->p->ns,
                               .scope = g->scope,
                               .proxy_labels = &g->labels,

@@ -223,7 +223,8 @@ json_t *wf_lds_sidecar_outbound_listeners_opt(const wf_store *store, const wf_ld
                                 .proxy_labels = opt->proxy_labels,
                                 .root_ns = opt->root_ns,
                                 .suffix = v.suffix,
-                                .scope = opt->scope};
+                                .scope = opt->scope,
+                                .per_vip = opt->per_vip};
     for (size_t i = 0; i < np; i++)
         if (json_array_append_new(out, sniffed_listener(store, &svcs, &to, opt, ports[i])) != 0)
             goto fail;

@@ -86,6 +86,7 @@ typedef struct wf_lds_options {
     const char *root_ns;    /* MeshConfig rootNamespace (DestinationRules); NULL = istio-system */
     const wf_meshcfg *mesh; /* protocolDetectionTimeout (pilot/sniff.h); NULL = defaults */
     bool registry_only;     /* outboundTrafficPolicy REGISTRY_ONLY: BlackHoleCluster fallthrough */
+    bool per_vip; /* a captured sidecar (bind NULL): TCP listeners per clusterIP (tcp.h) */
 } wf_lds_options;
 
 /* The outbound listeners of the services a sidecar described by opt sees (opt NULL: all

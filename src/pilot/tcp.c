@@ -514,6 +514,13 @@ json_t *wf_tcp_service_chains(const wf_store *s, const wf_tcp_outbound *o, const
     return x.chains;
 }
 
+/* Does service i share the listener the service first names? A service with a clusterIP has
+ * one of its own; the others share 0.0.0.0_<port>. */
+static bool shares(const wf_svcs *svcs, size_t first, size_t i)
+{
+    return i == first || (!svc_vip(&svcs->v[first]) && !svc_vip(&svcs->v[i]));
+}
+
 /* The listener of port sp->port: services from svcs->v[first] on (tcp.h). */
 static json_t *outbound_listener(const wf_store *s, const wf_tcp_outbound *o, const wf_svcs *svcs,
                                  size_t first, int32_t port)
@@ -523,7 +530,7 @@ static json_t *outbound_listener(const wf_store *s, const wf_tcp_outbound *o, co
     int rc = x.chains ? 0 : -1;
     for (size_t i = first; rc == 0 && i < svcs->n; i++) {
         const wf_service_port *sp = wf_svc_port(&svcs->v[i], port);
-        if (!sp || !wf_tcp_service_port(sp) || (i > first && (vip || svc_vip(&svcs->v[i]))))
+        if (!sp || !wf_tcp_service_port(sp) || !shares(svcs, first, i))
             continue;
         x.svc = &svcs->v[i];
         x.sp = sp;
@@ -531,7 +538,7 @@ static json_t *outbound_listener(const wf_store *s, const wf_tcp_outbound *o, co
     }
     char name[128];
     snprintf(name, sizeof name, "%s_%d", vip ? vip : "0.0.0.0", (int)port);
-    const char *bind = o->bind ? o->bind : "0.0.0.0";
+    const char *bind = o->bind ? o->bind : o->per_vip && vip ? vip : "0.0.0.0";
     json_t *l =
         rc == 0 ? json_pack("{s:s,s:s,s:{s:{s:s,s:i}}}", "@type", LISTENER_TYPE, "name", name,
                             "address", "socket_address", "address", bind, "port_value", (int)port)
@@ -574,7 +581,13 @@ int wf_tcp_outbound_listeners(const wf_store *s, const wf_svcs *svcs, const wf_t
     for (size_t i = 0; rc == 0 && i < svcs->n; i++) {
         for (size_t j = 0; rc == 0 && j < svcs->v[i].nports; j++) {
             const wf_service_port *sp = &svcs->v[i].ports[j];
-            if (!wf_tcp_service_port(sp) || port_taken(taken, ntaken, mine, nmine, sp->port))
+            if (!wf_tcp_service_port(sp))
+                continue;
+            if (o->per_vip && svc_vip(&svcs->v[i])) { /* <vip>_<port>, its own address */
+                rc = json_array_append_new(out, outbound_listener(s, o, svcs, i, sp->port));
+                continue;
+            }
+            if (port_taken(taken, ntaken, mine, nmine, sp->port))
                 continue;
             if (nmine == cap) {
                 cap = cap ? cap * 2 : 8;

@@ -147,6 +147,12 @@ typedef struct wf_tcp_outbound {
     const char *suffix;         /* cluster DNS suffix (required) */
     const char *root_ns;        /* MeshConfig rootNamespace; NULL = istio-system */
     const wf_scope *scope;      /* NULL = everything visible */
+    /* a captured sidecar's listeners, as istiod's: each TCP port of a service with a clusterIP
+     * gets a listener of its own, named and bound <clusterIP>_<port> (bind_to_port false once
+     * capture.h has them), so virtualOutbound hands it only connections to that address; the
+     * services without one share 0.0.0.0_<port>. false (explicit mode, every listener on the
+     * pod's one address): one listener per port, the first service with a clusterIP naming it */
+    bool per_vip;
 } wf_tcp_outbound;
 
 /* The outbound TCP listeners of svcs (the services the proxy sees, serviceentry.h) as above,

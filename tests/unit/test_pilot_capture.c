@@ -273,12 +273,126 @@ static void explicit_unchanged(void **state)
     teardown(&f);
 }
 
+/* TCP Services with clusterIPs on one port (two databases on 5432) and a ServiceEntry without
+ * addresses on it: a captured sidecar gets istiod's <clusterIP>_5432 listener per Service,
+ * bound at that address, and 0.0.0.0_5432 for the ServiceEntry, so virtualOutbound hands each
+ * its own connections (a connection to another address on 5432 goes to 0.0.0.0_5432 or the
+ * catch-all); explicit mode keeps one listener per port on the pod's address. The cache
+ * serves each mode its own. */
+static const char *const two_dbs =
+    "---\napiVersion: v1\nkind: Service\nmetadata: {name: db-a, namespace: istioinaction}\n"
+    "spec: {clusterIP: 10.96.0.20, ports: [{name: tcp-pg, port: 5432}], selector: {app: a}}\n"
+    "---\napiVersion: v1\nkind: Service\nmetadata: {name: db-b, namespace: istioinaction}\n"
+    "spec: {clusterIP: 10.96.0.21, ports: [{name: tcp-pg, port: 5432}], selector: {app: b}}\n"
+    "---\napiVersion: networking.istio.io/v1\nkind: ServiceEntry\n"
+    "metadata: {name: ext-pg, namespace: istioinaction}\n"
+    "spec: {hosts: [pg.example.com], location: MESH_EXTERNAL, resolution: DNS,\n"
+    "  ports: [{number: 5432, name: tcp, protocol: TCP}]}\n";
+
+static void setup_dbs(fixture *f, json_t *md)
+{
+    size_t n = strlen(catalog_pod) + strlen(two_dbs) + 1;
+    char *y = malloc(n);
+    assert_non_null(y);
+    snprintf(y, n, "%s%s", catalog_pod, two_dbs);
+    *f = (fixture){.s = wf_test_load_store(catalog_files, y, "istioinaction")};
+    free(y);
+    assert_non_null(f->s);
+    char *id = strdup("catalog-v1-abc.istioinaction"), err[256] = "";
+    wf_xds_node node = {.id = id, .metadata = md};
+    assert_int_equal(wf_pilot_proxy_from_node(&node, f->s, &f->p, err, sizeof err), 0);
+    free(id);
+    json_decref(md);
+    f->env = (wf_pilot_env){.store = f->s};
+}
+
+/* The cluster of the last chain's tcp_proxy (after istio.stats and the like). */
+static const char *last_tcp_cluster(json_t *l)
+{
+    json_t *fcs = json_object_get(l, "filter_chains");
+    json_t *fl = json_object_get(json_array_get(fcs, json_array_size(fcs) - 1), "filters");
+    size_t i;
+    json_t *x;
+    json_array_foreach(fl, i, x)
+    {
+        if (!strcmp(json_string_value(json_object_get(x, "name")),
+                    "envoy.filters.network.tcp_proxy"))
+            return json_string_value(
+                json_object_get(json_object_get(x, "typed_config"), "cluster"));
+    }
+    fail_msg("no tcp_proxy");
+    return NULL;
+}
+
+static const char *listener_addr(json_t *l)
+{
+    return json_string_value(json_object_get(
+        json_object_get(json_object_get(l, "address"), "socket_address"), "address"));
+}
+
+static void per_vip_tcp_listeners(void **state)
+{
+    (void)state;
+    fixture f;
+    setup_dbs(&f, json_pack("{s:s}", "INTERCEPTION_MODE", "REDIRECT"));
+    json_t *lds = wf_pilot_generate(&f.env, &f.p, WF_XDS_LDS, NULL);
+    assert_non_null(lds);
+    json_t *a = by_name(lds, "10.96.0.20_5432"), *b = by_name(lds, "10.96.0.21_5432");
+    json_t *any = by_name(lds, "0.0.0.0_5432");
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_non_null(any);
+    assert_string_equal(listener_addr(a), "10.96.0.20");
+    assert_string_equal(listener_addr(b), "10.96.0.21");
+    assert_string_equal(listener_addr(any), "0.0.0.0");
+    assert_true(json_is_false(json_object_get(a, "bind_to_port")));
+    assert_string_equal(last_tcp_cluster(a), "outbound|5432||db-a.istioinaction.svc.cluster.local");
+    assert_string_equal(last_tcp_cluster(b), "outbound|5432||db-b.istioinaction.svc.cluster.local");
+    assert_string_equal(last_tcp_cluster(any), "outbound|5432||pg.example.com");
+    json_decref(lds);
+    /* the cache gives the captured sidecar the same, and an explicit one its own */
+    wf_gen_cache *c = wf_gen_cache_new(&f.env);
+    assert_non_null(c);
+    wf_gen_text txt;
+    assert_int_equal(wf_gen_cache_text(c, &f.p, WF_XDS_LDS, NULL, &txt), 0);
+    char *got = whole(&txt);
+    assert_non_null(strstr(got, "\"10.96.0.21_5432\""));
+    free(got);
+    wf_gen_text_free(&txt);
+    fixture g;
+    setup_dbs(&g, json_pack("{s:s}", "WEFT_LOCALHOST", "127.11.0.3"));
+    g.env = f.env;
+    assert_int_equal(wf_gen_cache_text(c, &g.p, WF_XDS_LDS, NULL, &txt), 0);
+    got = whole(&txt);
+    json_error_t e;
+    json_t *el = json_loads(got, 0, &e);
+    assert_non_null(el);
+    size_t n5432 = 0, i;
+    json_t *l;
+    json_array_foreach(el, i, l)
+    {
+        const char *nm = json_string_value(json_object_get(l, "name"));
+        if (strstr(nm, "_5432")) {
+            n5432++;
+            assert_string_equal(listener_addr(l), "127.11.0.3");
+        }
+    }
+    assert_int_equal(n5432, 1); /* one address, one listener per port */
+    json_decref(el);
+    free(got);
+    wf_gen_text_free(&txt);
+    wf_gen_cache_free(c);
+    wf_pilot_proxy_free(&g.p);
+    wf_store_free(g.s);
+    teardown(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(detection),          cmocka_unit_test(captured_layout),
         cmocka_unit_test(registry_only),      cmocka_unit_test(cache_agrees),
-        cmocka_unit_test(explicit_unchanged),
+        cmocka_unit_test(explicit_unchanged), cmocka_unit_test(per_vip_tcp_listeners),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
