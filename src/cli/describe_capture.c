@@ -206,8 +206,8 @@ int dsc_capture_lines(json_t *dump, const wf_kvs *annotations, wf_strbuf *out)
             wf_strbuf_printf(out, "; node metadata INTERCEPTION_MODE %s", mode);
         wf_strbuf_puts(out, ")\n");
         wf_strbuf_puts(out, "weft: capture: the rules Istio's injector asks istio-iptables for "
-                            "(its defaults and the pod's traffic.sidecar.istio.io annotations; "
-                            "an annotation weft does not apply is listed as not implemented):\n");
+                            "(its defaults and the pod's traffic.sidecar.istio.io annotations, "
+                            "which `weftctl up --capture` passes to it):\n");
         outbound_lines(annotations, out);
         inbound_lines(annotations, out);
     } else if (local) {

@@ -163,8 +163,10 @@ static const char *const v_passthrough[] = {"PASSTHROUGH", NULL};
 static const char *const v_gw_h2[] = {"HTTP2", "GRPC", NULL};
 static const char *const v_external_name[] = {"ExternalName", NULL};
 static const char *const v_capture_default[] = {"DEFAULT", NULL};
-/* The Istio annotations weft honours: the local mesh's injector (docs/local-mesh.md), the
- * analyzer's suppressions, the Service's exportTo, and what the injector writes itself. */
+/* The Istio annotations weft honours: the local mesh's injector (docs/local-mesh.md; the
+ * traffic.sidecar.istio.io ones become istio-init's arguments wherever it installs capture,
+ * `weftctl up --capture`), the analyzer's suppressions, the Service's exportTo, and what the
+ * injector writes itself. */
 #define HONOURED_ANY "galley.istio.io/analyze-suppress", "istio.io/rev"
 static const char *const v_any_ann[] = {HONOURED_ANY, NULL};
 static const char *const v_pod_ann[] = {HONOURED_ANY,
@@ -176,6 +178,12 @@ static const char *const v_pod_ann[] = {HONOURED_ANY,
                                         "sidecar.istio.io/statsInclusionRegexps",
                                         "proxy.istio.io/config",
                                         "prometheus.istio.io/merge-metrics",
+                                        "traffic.sidecar.istio.io/includeOutboundIPRanges",
+                                        "traffic.sidecar.istio.io/excludeOutboundIPRanges",
+                                        "traffic.sidecar.istio.io/includeInboundPorts",
+                                        "traffic.sidecar.istio.io/excludeInboundPorts",
+                                        "traffic.sidecar.istio.io/excludeOutboundPorts",
+                                        "traffic.sidecar.istio.io/includeOutboundPorts",
                                         NULL};
 static const char *const v_service_ann[] = {HONOURED_ANY, "networking.istio.io/exportTo", NULL};
 

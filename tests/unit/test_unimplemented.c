@@ -401,6 +401,13 @@ static void test_annotations(void **state)
     assert_int_equal(scan_yaml(buf, NULL).n, 0);
     snprintf(buf, sizeof buf, fmt, "Pod", "sidecar.istio.io/inject");
     assert_int_equal(scan_yaml(buf, NULL).n, 0);
+    /* istio-init's arguments, which the local mesh's capture applies; not the interfaces */
+    snprintf(buf, sizeof buf, fmt, "Pod", "traffic.sidecar.istio.io/excludeOutboundPorts");
+    assert_int_equal(scan_yaml(buf, NULL).n, 0);
+    snprintf(buf, sizeof buf, fmt, "Pod", "traffic.sidecar.istio.io/includeOutboundIPRanges");
+    assert_int_equal(scan_yaml(buf, NULL).n, 0);
+    snprintf(buf, sizeof buf, fmt, "Pod", "traffic.sidecar.istio.io/excludeInterfaces");
+    assert_int_equal(scan_yaml(buf, NULL).n, 1);
 }
 
 static void test_protocol_selection(void **state)
