@@ -9,6 +9,7 @@
 
 #include "core/log.h"
 #include "proxy/access_log/alog_emit.h"
+#include "proxy/filters/listener/tls_inspector.h"
 #include "proxy/filters/network/metadata_exchange.h"
 #include "proxy/http/conn.h"
 #include "proxy/net/address.h"
@@ -52,8 +53,21 @@ typedef struct wp_tcp_session {
     wp_tcp_mx_peer up_peer; /* the upstream peer the connection's exchange read */
     bool have_up_peer;
     bool mx_down_writing, up_held;
+    /* the SNI the listener filters found (Envoy's requestedServerName), or, on a connection
+     * refused for want of a host, the one its ClientHello named (peeking, below); "" none */
+    char sni[WP_LF_SNI_MAX];
+    bool peeking;
+    uint64_t peek_deadline; /* loop time (ms) the peek gives up, 0 none */
     wp_deferred_item dd;
 } wp_tcp_session;
+
+/* weft's addition for operator report B039: a connection the TCP proxy refuses because its
+ * cluster has no host (UH: BlackHoleCluster under REGISTRY_ONLY, a cluster without endpoints)
+ * whose server name nothing detected waits up to this long for the client's first bytes; a
+ * TLS ClientHello among them gives %REQUESTED_SERVER_NAME% to the access log, which then names
+ * the host that was blocked, where Envoy's line has only the address. Only refused
+ * connections wait; nothing is sent upstream. */
+#define WP_TCP_SNI_PEEK_MS 250
 
 /* Bytes read per direction at a time: one read buffer per direction, held while its bytes are
  * written to the other side (the back-pressure bound). A direction whose last read filled its
@@ -272,12 +286,52 @@ static void d_alloc(void *owner, uv_buf_t *buf)
     *buf = uv_buf_init(s->dbuf->data + s->dlen, (unsigned)(s->dbuf->cap - s->dlen));
 }
 
+/* The refused connection's bytes so far: a whole ClientHello (its SNI kept), or anything else,
+ * ends the wait and the connection. */
+static void peek_bytes(wp_tcp_session *s)
+{
+    wp_client_hello ch;
+    wp_client_hello_result r =
+        wp_client_hello_parse((const unsigned char *)s->dbuf->data, s->dlen, &ch);
+    if (r == WP_CH_NEED_MORE && s->dlen < s->dbuf->cap)
+        return;
+    if (r == WP_CH_FOUND)
+        snprintf(s->sni, sizeof s->sni, "%s", ch.sni);
+    s->peeking = false;
+    down_read_stop(s);
+    wp_dconn_close(s->d);
+}
+
+static void arm_rq_timer(wp_tcp_session *s);
+
+/* Starts the wait for a refused connection's ClientHello (see WP_TCP_SNI_PEEK_MS); false
+ * when there is nothing to learn (a server name known, TLS terminated here, no reading). */
+static bool peek_start(wp_tcp_session *s)
+{
+    wp_dconn *d = s->d;
+    if (s->sni[0] || wp_tsock_ssl_info(d->sock) || d->peer_closed ||
+        wp_tsock_read_start(d->sock) != 0)
+        return false;
+    s->reading = true;
+    s->peeking = true;
+    s->peek_deadline = now_ms(s) + WP_TCP_SNI_PEEK_MS;
+    arm_rq_timer(s);
+    return true;
+}
+
 static void d_read(void *owner, ssize_t n)
 {
     wp_tcp_session *s = owner;
     wp_dconn *d = s->d;
     if (n == UV_ENOBUFS) {
         down_read_stop(s);
+        return;
+    }
+    if (n < 0 && s->peeking) { /* the refused client went first */
+        s->peeking = false;
+        down_read_stop(s);
+        d->peer_closed = true;
+        wp_dconn_close(d);
         return;
     }
     if (n < 0) {
@@ -300,6 +354,10 @@ static void d_read(void *owner, ssize_t n)
     s->down_bulk = s->dlen == s->dbuf->cap;
     s->si.bytes_received += (uint64_t)n;
     s->si.wire_bytes_received += (uint64_t)n;
+    if (s->peeking) {
+        peek_bytes(s);
+        return;
+    }
     s->last_activity = now_ms(s);
     tstat(s, WP_TS_downstream_cx_rx_bytes_total, n);
     if (!mx_down_bytes(s, false))
@@ -634,7 +692,8 @@ static void tcp_connect(wp_tcp_session *s)
     if (host < 0) {
         wp_si_set_flag(&s->si, WP_RF_UH);
         cstat(s, WP_S_upstream_cx_none_healthy, 1);
-        wp_dconn_close(d);
+        if (!peek_start(s))
+            wp_dconn_close(d);
         return;
     }
     s->attempts++;
@@ -672,6 +731,12 @@ static void on_rq_timer(uv_timer_t *t)
     if (!s || d->closing)
         return;
     uint64_t now = now_ms(s);
+    if (s->peeking && now >= s->peek_deadline) { /* no ClientHello came in time */
+        s->peeking = false;
+        down_read_stop(s);
+        wp_dconn_close(d);
+        return;
+    }
     if (s->duration_deadline && now >= s->duration_deadline) {
         WF_CONN_LOG(WF_LC_filter, WF_LOG_DEBUG, d->id, "max connection duration reached");
         wp_si_set_flag(&s->si, WP_RF_DT);
@@ -693,6 +758,8 @@ static void arm_rq_timer(wp_tcp_session *s)
     uint64_t next = s->retry_pending ? s->retry_at : 0;
     if (s->duration_deadline && (!next || s->duration_deadline < next))
         next = s->duration_deadline;
+    if (s->peeking && (!next || s->peek_deadline < next))
+        next = s->peek_deadline;
     if (!next) {
         uv_timer_stop(&s->d->rq_timer);
         return;
@@ -723,6 +790,8 @@ static wp_nf_status on_new_connection(wp_nf_filter *f)
     s->cfg = t;
     s->ts = &d->wg->gen->pstats->tcps[t->index];
     s->cluster = s->host = -1;
+    if (d->lf && d->lf->sock.det && d->lf->sock.det->server_name[0])
+        snprintf(s->sni, sizeof s->sni, "%s", d->lf->sock.det->server_name);
     *f->ctx = s;
     d->tcp = s;
     /* the downstream socket's callbacks are the session's until the connection closes */
@@ -765,8 +834,11 @@ static void finish_info(wp_tcp_session *s)
     si->downstream_direct_remote = d->remote;
     si->termination_details = d->termination_details;
     const wp_tsock_ssl *ssl = d->sock ? wp_tsock_ssl_info(d->sock) : NULL;
+    if (s->sni[0]) /* the listener filters' (or the peek's) */
+        si->requested_server_name = s->sni;
     if (ssl) {
-        si->requested_server_name = ssl->sni;
+        if (ssl->sni && *ssl->sni)
+            si->requested_server_name = ssl->sni;
         si->downstream_peer_uri_san = ssl->peer_uri_sans;
         si->downstream_local_uri_san = ssl->local_uri_sans;
         si->downstream_tls_version = ssl->version;
