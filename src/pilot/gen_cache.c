@@ -172,8 +172,9 @@ static int key_of(const wf_gen_cache *c, const wf_gen *g, char *buf, size_t cap)
 {
     const wf_resource *sc = wf_scope_sidecar(g->scope);
     /* captured sidecars get other outbound listeners (per-clusterIP TCP ones, tcp.h per_vip) */
-    int n = snprintf(buf, cap, "sidecar|%s|%s/%s|%s", g->p->ns ? g->p->ns : "", sc ? sc->ns : "",
-                     sc ? sc->name : "", g->p->captured ? "captured|" : "");
+    int n = snprintf(buf, cap, "sidecar|%s|%s/%s|%s%s", g->p->ns ? g->p->ns : "", sc ? sc->ns : "",
+                     sc ? sc->name : "", g->p->captured ? "captured|" : "",
+                     g->p->dns_auto_allocate ? "auto|" : "");
     size_t i;
     json_t *k;
     json_array_foreach(c->src_keys, i, k)

@@ -444,6 +444,7 @@ json_t *wf_gen_outbound_listeners(const gen *g, const char *bind)
 {
     const wf_lds_options o = {.bind = bind,
                               .per_vip = g->p->captured && !bind,
+                              .auto_allocate = g->p->dns_auto_allocate,
                               .proxy_ns = g->p->ns,
                               .scope = g->scope,
                               .proxy_labels = &g->labels,

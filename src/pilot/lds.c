@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "model/protocol.h"
+#include "pilot/nds.h"
 #include "pilot/rds_internal.h"
 #include "pilot/sniff.h"
 #include "pilot/tcp.h"
@@ -199,6 +200,24 @@ json_t *wf_lds_sidecar_outbound_listeners_at(const wf_store *store, const char *
     return wf_lds_sidecar_outbound_listeners_opt(store, &o);
 }
 
+/* The auto-allocated addresses (alloc: nds.h, kept alive by the caller) as the VIPs of the
+ * ServiceEntry hosts that have none. */
+static int auto_vips(wf_svcs *svcs, const json_t *alloc)
+{
+    for (size_t i = 0; i < svcs->n; i++) {
+        wf_svc *v = &svcs->v[i];
+        const wf_strs *a = wf_svc_addresses(v);
+        if (!v->is_se || (a && a->n) || v->resolution == WF_SVC_NONE)
+            continue;
+        char key[512];
+        snprintf(key, sizeof key, "%s/%s", v->ns ? v->ns : "", v->host);
+        const json_t *e = json_object_get(alloc, key);
+        if (e)
+            v->vip = json_string_value(json_object_get(e, "ipv4"));
+    }
+    return 0;
+}
+
 json_t *wf_lds_sidecar_outbound_listeners_opt(const wf_store *store, const wf_lds_options *opt)
 {
     static const wf_lds_options none = {0};
@@ -215,7 +234,8 @@ json_t *wf_lds_sidecar_outbound_listeners_opt(const wf_store *store, const wf_ld
         return NULL;
     json_t *out = json_array();
     int32_t *ports = calloc(RDS_MAX_PORTS, sizeof *ports);
-    if (!out || !ports)
+    json_t *alloc = opt->auto_allocate ? wf_nds_auto_allocate(store) : NULL;
+    if (!out || !ports || (opt->auto_allocate && (!alloc || auto_vips(&svcs, alloc) != 0)))
         goto fail;
     size_t np = rds_http_ports(&svcs, ports);
     const wf_tcp_outbound to = {.bind = opt->bind,
@@ -235,9 +255,11 @@ json_t *wf_lds_sidecar_outbound_listeners_opt(const wf_store *store, const wf_ld
         if (tcp_timeouts(json_array_get(out, i)) != 0)
             goto fail;
     free(ports);
+    json_decref(alloc);
     wf_svcs_free(&svcs);
     return out;
 fail:
+    json_decref(alloc);
     free(ports);
     wf_svcs_free(&svcs);
     json_decref(out);

@@ -87,6 +87,11 @@ typedef struct wf_lds_options {
     const wf_meshcfg *mesh; /* protocolDetectionTimeout (pilot/sniff.h); NULL = defaults */
     bool registry_only;     /* outboundTrafficPolicy REGISTRY_ONLY: BlackHoleCluster fallthrough */
     bool per_vip; /* a captured sidecar (bind NULL): TCP listeners per clusterIP (tcp.h) */
+    /* the proxy's DNS_AUTO_ALLOCATE: a ServiceEntry host without addresses that Istio
+     * allocates one for (nds.h) has its listener named and, with per_vip, bound at it
+     * (240.240.x.y_<port>), as istiod does, so TCP ServiceEntries on one port do not share a
+     * listener */
+    bool auto_allocate;
 } wf_lds_options;
 
 /* The outbound listeners of the services a sidecar described by opt sees (opt NULL: all

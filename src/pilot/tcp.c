@@ -462,7 +462,8 @@ static const wf_resource *find_vs(const out_ctx *x, bool *oom)
 }
 
 /* The listener address Istio names a service's listener by: a Service's clusterIP, a
- * ServiceEntry's first plain address; NULL when none (a wildcard listener). */
+ * ServiceEntry's first plain address, else its auto-allocated one; NULL when none (a wildcard
+ * listener). */
 static const char *svc_vip(const wf_svc *svc)
 {
     if (!svc->is_se)
@@ -471,7 +472,7 @@ static const char *svc_vip(const wf_svc *svc)
     for (size_t i = 0; a && i < a->n; i++)
         if (!strchr(a->v[i], '/'))
             return a->v[i];
-    return NULL;
+    return svc->vip; /* the auto-allocated one (lds.h auto_allocate), NULL none */
 }
 
 /* The chains of x->svc on x->sp into x->chains (tcp.h). -1 on OOM. */

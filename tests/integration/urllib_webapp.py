@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A web application that knows nothing of weft, for the capture tests (test_mesh_capture.py).
+"""A web application that knows nothing of weft, for the capture tests (test_localmesh_capture.py).
 
 It uses plain urllib with no proxy settings: GET /fetch?URL fetches URL and answers with the
 status and body it got (599 and the error text when the fetch itself failed: refused, reset,

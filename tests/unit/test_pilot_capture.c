@@ -385,6 +385,26 @@ static void per_vip_tcp_listeners(void **state)
     wf_pilot_proxy_free(&g.p);
     wf_store_free(g.s);
     teardown(&f);
+    /* DNS_AUTO_ALLOCATE: the ServiceEntry's listener is named and bound at its auto-allocated
+     * address (the one the DNS proxy answers), as istiod does */
+    setup_dbs(&f, json_pack("{s:s,s:s}", "INTERCEPTION_MODE", "REDIRECT", "DNS_AUTO_ALLOCATE",
+                            "true"));
+    lds = wf_pilot_generate(&f.env, &f.p, WF_XDS_LDS, NULL);
+    assert_non_null(lds);
+    assert_null(by_name(lds, "0.0.0.0_5432"));
+    json_t *se = NULL;
+    json_array_foreach(lds, i, l)
+    {
+        const char *nm = json_string_value(json_object_get(l, "name"));
+        if (strncmp(nm, "240.240.", 8) == 0 && strstr(nm, "_5432"))
+            se = l;
+    }
+    assert_non_null(se);
+    assert_true(strncmp(listener_addr(se), "240.240.", 8) == 0);
+    assert_string_equal(last_tcp_cluster(se), "outbound|5432||pg.example.com");
+    assert_non_null(by_name(lds, "10.96.0.20_5432"));
+    json_decref(lds);
+    teardown(&f);
 }
 
 int main(void)
