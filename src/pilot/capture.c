@@ -3,10 +3,9 @@
  */
 #include "pilot/capture.h"
 
-#include <string.h>
-
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pilot/naming.h"
 #include "pilot/sniff.h"
