@@ -102,7 +102,11 @@ static void chain_target(const json_t *c, wf_strbuf *b, const char **cluster)
         }
         if (strcmp(name, HCM_NAME) == 0) {
             const char *rds = json_string_value(wf_jpath(tc, "rds.route_config_name"));
-            wf_strbuf_printf(b, "HTTP (%s%s)", rds ? "route " : "inline route", rds ? rds : "");
+            const char *in = json_string_value(wf_jpath(tc, "route_config.name"));
+            wf_strbuf_printf(b, "HTTP (%s%s)", rds ? "route " : "inline route ",
+                             rds  ? rds
+                             : in ? in
+                                  : "");
             return;
         }
     }
@@ -200,16 +204,33 @@ static void inbound_note(const json_t *vi, long port, wf_strbuf *b)
                          n, n == 1 ? "" : "s", port, port_of(vi), wf_jstr_or(vi, "name", ""));
         return;
     }
-    c = (json_t *)chain_for_port(vi, port);
     wf_strbuf_printf(b, "weft: an inbound connection to this pod's port %ld reaches %s (%s:%ld): ",
                      port, wf_jstr_or(vi, "name", "virtualInbound"), addr_of(vi), port_of(vi));
-    if (!c) {
+    /* no chain names the port: the passthrough chains (Istio's virtualInbound-catchall-http
+     * and virtualInbound, one per transport and ALPN the workload's mTLS mode accepts) */
+    size_t k = 0;
+    bool passthrough = false;
+    json_array_foreach((json_t *)chains, i, c)
+    {
+        const json_t *m = json_object_get(c, "filter_chain_match");
+        if (json_object_get(m, "destination_port"))
+            continue;
+        const char *cluster;
+        wf_strbuf_puts(b, k++ ? "; " : "");
+        chain_line(c, b, &cluster);
+        passthrough |= strcmp(cluster, "InboundPassthroughCluster") == 0;
+    }
+    const json_t *def = json_object_get(vi, "default_filter_chain");
+    if (!k && json_is_object(def)) {
+        const char *cluster;
+        chain_line(def, b, &cluster);
+        k++;
+    }
+    if (!k) {
         wf_strbuf_puts(b, "no chain matches, the connection is closed (NR)\n");
         return;
     }
-    const char *cluster;
-    chain_line(c, b, &cluster);
-    if (strcmp(cluster, "InboundPassthroughCluster") == 0)
+    if (passthrough)
         wf_strbuf_printf(b,
                          ": no Service declares port %ld of this pod, passed to the "
                          "application from 127.0.0.6",

@@ -17,13 +17,32 @@
  *    cluster name. (Istio also puts istio.stats before tcp_proxy.)
  *  - the outbound listeners (lds.h) unchanged but for "bind_to_port": false; the proxy hands
  *    them connections whose original destination port is theirs.
- *  - virtualInbound: 0.0.0.0:15006, listener_filters [original_dst, then tls_inspector when a
- *    port's chains needed it], traffic_direction INBOUND; chains "virtualInbound-blackhole"
- *    (destination_port 15006 -> BlackHoleCluster), each per-port inbound listener's chains
- *    (inbound.h) with filter_chain_match.destination_port = the port added, and the catch-all
- *    "virtualInbound" (prefix_ranges 0.0.0.0/0 -> tcp_proxy InboundPassthroughCluster).
- *    Simplified from Istio: no http_inspector / virtualInbound-catchall-http chains, no
- *    per-mTLS-mode passthrough chains, no filter_disabled on the listener filters.
+ *  - virtualInbound (Istio's inboundVirtualListener; protocols.md §1.2): 0.0.0.0:15006, chains in
+ *    Istio's order:
+ *     "virtualInbound-blackhole" (destination_port 15006 -> istio.metadata_exchange,
+ *       istio.stats, tcp_proxy BlackHoleCluster: the loop guard, buildInboundBlackhole);
+ *     the passthrough chains (buildInboundPassthroughChains) pilot/inbound.h builds with
+ *       opt->capture: the sniffed chains of the workload's PeerAuthentication mode (the same
+ *       chains, matches and filters as a sniffed target port's) for any destination port, the
+ *       HTTP ones named "virtualInbound-catchall-http" (HCM stat_prefix and route_config
+ *       "InboundPassthroughCluster", vhost "inbound|http|0", route "default" to
+ *       InboundPassthroughCluster with timeout 0s, the workload's HTTP filters) and the TCP
+ *       ones "virtualInbound" (istio.metadata_exchange, network RBAC, istio.stats, tcp_proxy
+ *       InboundPassthroughCluster); then the same for each portLevelMtls port no target port
+ *       has, matching destination_port (authn ForPassthrough);
+ *     each per-port inbound listener's chains (inbound.h) with filter_chain_match
+ *       destination_port = the port, first.
+ *    listener_filters (populateListenerFilters): original_dst; tls_inspector when a chain
+ *    matches transport_protocol "tls", with filter_disabled {destination_port_range [p, p+1)}
+ *    (an or_match of them when several) for the ports whose chains need no TLS (15006), or,
+ *    when the catch-all needs none (DISABLE), {not_match: ...} of the ports that need it;
+ *    http_inspector when a chain matches "http/1.1"/"h2c", disabled on every port whose chains
+ *    match neither (explicit HTTP and TCP ports, 15006; port 0 = the catch-all under STRICT).
+ *    Then listener_filters_timeout (MeshConfig protocolDetectionTimeout), traffic_direction
+ *    INBOUND, continue_on_listener_filters_timeout true.
+ *    Istio 1.10-1.22 also set prefix_ranges 0.0.0.0/0 (or ::/0) on the passthrough chains,
+ *    one per IP family with clusters InboundPassthroughClusterIpv4/Ipv6 (the istioctl golden
+ *    dump above shows that); 1.23+ has neither, as here.
  *  - clusters: inbound|<port>|| become ORIGINAL_DST (lb_policy CLUSTER_PROVIDED, no
  *    load_assignment, upstream_bind_config source 127.0.0.6, which the iptables rules exempt),
  *    and InboundPassthroughCluster is added (ORIGINAL_DST, 127.0.0.6, connect_timeout 10s).
@@ -35,21 +54,33 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
-#define WF_CLUSTER_INBOUND_PASSTHROUGH "InboundPassthroughCluster"
-#define WF_CAPTURE_INBOUND_SOURCE      "127.0.0.6"
+#include "pilot/naming.h"
+
+#define WF_CAPTURE_INBOUND_SOURCE "127.0.0.6"
+/* virtualInbound's passthrough chain names (Istio's model.VirtualInboundListenerName,
+ * VirtualInboundCatchAllHTTPFilterChainName) */
+#define WF_CHAIN_VIRTUAL_INBOUND      "virtualInbound"
+#define WF_CHAIN_VIRTUAL_INBOUND_HTTP "virtualInbound-catchall-http"
 
 /* The virtualOutbound listener (new reference). */
 json_t *wf_capture_virtual_outbound(bool registry_only);
 
 /* The capture layout from the explicit-mode listeners: outbound (0.0.0.0_<port>, only read:
- * copies get bind_to_port false) and inbound (per-port listeners, only read). Returns a new
- * array [virtualOutbound-less: outbound copies..., virtualInbound]; the caller adds
- * virtualOutbound (wf_capture_virtual_outbound) first. */
+ * copies get bind_to_port false) and inbound (per-port listeners and the passthrough one,
+ * pilot/inbound.h with capture; only read). Returns a new array [virtualOutbound-less:
+ * outbound copies..., virtualInbound]; the caller adds virtualOutbound
+ * (wf_capture_virtual_outbound) first. */
 json_t *wf_capture_listeners(const json_t *outbound, const json_t *inbound);
 
 /* Rewrites the inbound|* clusters of clusters (an array, changed in place) to Istio's
  * ORIGINAL_DST shape and appends InboundPassthroughCluster. 0, -1 out of memory. */
 int wf_capture_inbound_clusters(json_t *clusters);
+
+/* Makes chain (a FilterChain object) match destination_port port: filter_chain_match gets
+ * destination_port first (Envoy's field order), filter_chain_match is added first when
+ * absent. 0, -1 out of memory. */
+int wf_capture_match_port(json_t *chain, uint32_t port);
 
 #endif

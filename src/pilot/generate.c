@@ -193,9 +193,11 @@ json_t *wf_gen_inbound(const gen *g, bool listeners)
     const wf_inbound_options o = {.ns = g->p->ns,
                                   .labels = &g->labels,
                                   .pod = g->pod,
-                                  .bind = g->p->ip,
+                                  /* captured: Istio's chain names "0.0.0.0_<port>" */
+                                  .bind = g->p->captured ? NULL : g->p->ip,
                                   .app_address = g->p->localhost,
-                                  .mesh = g->mesh};
+                                  .mesh = g->mesh,
+                                  .capture = g->p->captured};
     if (!listeners) {
         json_t *cl = wf_inbound_clusters(g->s, &o);
         if (cl && g->p->captured && wf_capture_inbound_clusters(cl) != 0) {

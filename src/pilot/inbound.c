@@ -14,6 +14,7 @@
 #include "model/protocol.h"
 #include "pilot/authn.h"
 #include "pilot/authz.h"
+#include "pilot/capture.h"
 #include "pilot/cds_internal.h"
 #include "pilot/lds.h"
 #include "pilot/naming.h"
@@ -379,25 +380,25 @@ static int add(json_t *out, json_t *c)
 
 /* filterchain_options.go inboundPermissiveFilterChainMatchWithMxcOptions,
  * inboundStrictFilterChainMatchOptions, inboundPlainTextFilterChainMatchOptions (inbound.h). */
-static json_t *sniff_chains(wf_mtls_mode mode, json_t *http, json_t *tcp, const char *name,
-                            const wf_meshcfg *mesh)
+static json_t *sniff_chains(wf_mtls_mode mode, json_t *http, json_t *tcp, const char *http_name,
+                            const char *tcp_name, const wf_meshcfg *mesh)
 {
     json_t *out = json_array();
     int rc = out ? 0 : -1;
     if (rc == 0 && mode != WF_MTLS_DISABLE)
         rc = add(out, chain(alpn_match("tls", json_pack("[s,s,s]", "istio-http/1.0",
                                                         "istio-http/1.1", "istio-h2")),
-                            http, wf_authn_inbound_tls(mesh), name));
+                            http, wf_authn_inbound_tls(mesh), http_name));
     if (rc == 0 && mode != WF_MTLS_STRICT)
-        rc = add(out, chain(wf_sniff_http_match(), http, NULL, name));
+        rc = add(out, chain(wf_sniff_http_match(), http, NULL, http_name));
     if (rc == 0 && mode == WF_MTLS_PERMISSIVE)
         rc = add(out, chain(alpn_match("tls", json_pack("[s,s]", "istio-peer-exchange", "istio")),
-                            tcp, wf_tcp_inbound_tls(mesh), name));
+                            tcp, wf_tcp_inbound_tls(mesh), tcp_name));
     if (rc == 0 && mode != WF_MTLS_STRICT)
-        rc = add(out, chain(alpn_match("raw_buffer", NULL), tcp, NULL, name));
+        rc = add(out, chain(alpn_match("raw_buffer", NULL), tcp, NULL, tcp_name));
     if (rc == 0 && mode != WF_MTLS_DISABLE) /* STRICT: mTLS; PERMISSIVE: the client's own TLS */
         rc = add(out, chain(alpn_match("tls", NULL), tcp,
-                            mode == WF_MTLS_STRICT ? wf_tcp_inbound_tls(mesh) : NULL, name));
+                            mode == WF_MTLS_STRICT ? wf_tcp_inbound_tls(mesh) : NULL, tcp_name));
     if (rc != 0) {
         json_decref(out);
         return NULL;
@@ -418,7 +419,7 @@ static json_t *apply_sniff(json_t *l, wf_mtls_mode mode, const wf_meshcfg *mesh,
     if (mode == WF_MTLS_UNSET)
         mode = WF_MTLS_PERMISSIVE;
     json_t *chains =
-        http && tcp && name ? sniff_chains(mode, http, (json_t *)tcp, name, mesh) : NULL;
+        http && tcp && name ? sniff_chains(mode, http, (json_t *)tcp, name, name, mesh) : NULL;
     json_t *lf = mode != WF_MTLS_DISABLE ? tls_inspector() : json_array();
     int err = chains && lf ? 0 : -1;
     if (err == 0 && mode != WF_MTLS_STRICT)
@@ -471,6 +472,103 @@ static json_t *inbound_listener(const in_port *p, const char *bind, const wf_pee
     return tcp ? apply_sniff(l, mode, mesh, tcp) : apply_mode(l, mode, mesh);
 }
 
+/* ---------- virtualInbound's passthrough chains (capture) ---------- */
+
+static const in_port *find_port(const in_ports *ps, uint32_t port);
+
+/* Appends the passthrough chains of mode to out, matching destination_port port (0 = any
+ * port): sniff_chains around the HCM of http and the TCP filters tcp. 0, -1 on OOM. */
+static int passthrough_port(json_t *out, wf_mtls_mode mode, uint32_t port, json_t *http,
+                            json_t *tcp, const wf_meshcfg *mesh)
+{
+    json_t *chains = sniff_chains(mode == WF_MTLS_UNSET ? WF_MTLS_PERMISSIVE : mode, http, tcp,
+                                  WF_CHAIN_VIRTUAL_INBOUND_HTTP, WF_CHAIN_VIRTUAL_INBOUND, mesh);
+    int rc = chains ? 0 : -1;
+    size_t i;
+    json_t *fc;
+    json_array_foreach(chains, i, fc)
+    {
+        if (rc == 0 && port)
+            rc = wf_capture_match_port(fc, port);
+    }
+    if (rc == 0)
+        rc = json_array_extend(out, chains);
+    json_decref(chains);
+    return rc;
+}
+
+static int cmp_mtls_port(const void *a, const void *b)
+{
+    uint32_t x = ((const wf_mtls_port *)a)->port, y = ((const wf_mtls_port *)b)->port;
+    return (x > y) - (x < y);
+}
+
+/* Istio's buildInboundPassthroughChains without the blackhole (capture.c adds it): the chains
+ * of authn ForPassthrough's settings, the workload's mode on any port, then each port-level
+ * mode of a port no target port has, ascending, on that port. */
+static int passthrough_chains(json_t *out, const in_ports *ps, const wf_peer_authn *pa,
+                              const wf_meshcfg *mesh, json_t *http, json_t *tcp)
+{
+    if (passthrough_port(out, pa->mode, 0, http, tcp, mesh) != 0)
+        return -1;
+    wf_mtls_port *ports = pa->nports ? malloc(pa->nports * sizeof *ports) : NULL;
+    if (pa->nports && !ports)
+        return -1;
+    if (pa->nports) {
+        memcpy(ports, pa->ports, pa->nports * sizeof *ports);
+        qsort(ports, pa->nports, sizeof *ports, cmp_mtls_port);
+    }
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < pa->nports; i++)
+        if (!find_port(ps, ports[i].port))
+            rc = passthrough_port(out, ports[i].mode, ports[i].port, http, tcp, mesh);
+    free(ports);
+    return rc;
+}
+
+/* The listener carrying virtualInbound's passthrough chains (inbound.h, capture). */
+static json_t *passthrough_listener(const in_ports *ps, const wf_peer_authn *pa,
+                                    const wf_meshcfg *mesh, const json_t *authz,
+                                    const json_t *authz_tcp)
+{
+    const in_port any = {.port = 0};
+    const wf_lds_http spec = {.cls = WF_LDS_SIDECAR_INBOUND,
+                              .name = WF_CHAIN_VIRTUAL_INBOUND,
+                              .address = "0.0.0.0",
+                              .port = 15006,
+                              .stat_prefix = WF_CLUSTER_INBOUND_PASSTHROUGH,
+                              .route_config =
+                                  inbound_route_config(&any, WF_CLUSTER_INBOUND_PASSTHROUGH)};
+    json_t *l = wf_lds_http_listener(&spec);
+    if (l && wf_lds_add_http_filters(l, authz) != 0) {
+        json_decref(l);
+        l = NULL;
+    }
+    json_t *http =
+        l ? json_object_get(json_array_get(json_object_get(l, "filter_chains"), 0), "filters")
+          : NULL;
+    json_t *tcp = wf_tcp_inbound_cluster_filters(WF_CLUSTER_INBOUND_PASSTHROUGH, authz_tcp);
+    json_t *chains = json_array();
+    int err = http && tcp && chains ? passthrough_chains(chains, ps, pa, mesh, http, tcp) : -1;
+    json_decref(tcp);
+    if (err == 0) {
+        err = json_object_set_new(l, "filter_chains", chains);
+        chains = NULL;
+    }
+    if (err == 0)
+        err = json_object_set_new(l, "listener_filters_timeout", wf_sniff_timeout(mesh));
+    if (err == 0)
+        err = json_object_set_new(l, "continue_on_listener_filters_timeout", json_true());
+    if (err == 0)
+        err = wf_sniff_order(l);
+    json_decref(chains);
+    if (err != 0) {
+        json_decref(l);
+        return NULL;
+    }
+    return l;
+}
+
 json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *opt)
 {
     in_ports ps;
@@ -506,6 +604,12 @@ json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *op
             json_decref(out);
             out = NULL;
         }
+    }
+    if (out && opt->capture &&
+        json_array_append_new(out, passthrough_listener(&ps, &pa, opt->mesh, authz, authz_tcp)) !=
+            0) {
+        json_decref(out);
+        out = NULL;
     }
     json_decref(authz);
     json_decref(authz_tcp);

@@ -105,10 +105,9 @@
  * setUpstreamProtocol, never an h2 upgrade).
  *
  * Left out (Istio emits them): the route `decorator` and max_stream_duration (weft-proxy's route
- * loader does not accept them yet), tracing, request_id_extension, upgrade_configs; the listener
- * filters original_dst and http_inspector and the
- * InboundPassthroughCluster chains of virtualInbound; Sidecar `ingress` listeners;
- * upstream_bind_config 127.0.0.6 (an iptables detail).
+ * loader does not accept them yet), tracing, request_id_extension, upgrade_configs; Sidecar
+ * `ingress` listeners. (The capture layout, pilot/capture.h, adds original_dst, the
+ * inspectors, the passthrough chains and upstream_bind_config 127.0.0.6.)
  */
 #ifndef WF_PILOT_INBOUND_H
 #define WF_PILOT_INBOUND_H
@@ -127,6 +126,7 @@ typedef struct wf_inbound_options {
     const char *app_address;   /* where the application listens; NULL = "127.0.0.1" */
     const char *domain_suffix; /* NULL = wf_store_domain_suffix(store) */
     const wf_meshcfg *mesh;    /* rootNamespace, trustDomain(Aliases), meshMTLS; NULL = defaults */
+    bool capture;              /* Istio's capture layout: the passthrough listener (below) too */
 } wf_inbound_options;
 
 /* The inbound clusters, ascending by port: a new JSON array the caller json_decrefs (empty when
@@ -134,7 +134,23 @@ typedef struct wf_inbound_options {
 json_t *wf_inbound_clusters(const wf_store *store, const wf_inbound_options *opt);
 
 /* The inbound listeners of the HTTP and TCP target ports, ascending by port: a new JSON array the
- * caller json_decrefs. NULL when store or opt is NULL, or on out of memory. */
+ * caller json_decrefs. NULL when store or opt is NULL, or on out of memory.
+ * With opt->capture, last, the listener that carries virtualInbound's passthrough chains
+ * (pilot/capture.h; Istio's buildInboundPassthroughChains without the blackhole), which
+ * pilot/capture.c folds into virtualInbound: {"@type": Listener, "name": "virtualInbound",
+ * "address": 0.0.0.0:15006, "filter_chains": [...], "listener_filters_timeout":
+ * protocolDetectionTimeout, "continue_on_listener_filters_timeout": true, "traffic_direction":
+ * "INBOUND"}. Its chains are the sniffed ones above for the workload's mode (wf_peer_authn mode)
+ * on any port, then for each spec.portLevelMtls port of the workload policy that no Service
+ * targets, ascending, that port's mode matching destination_port: HCM chains named
+ * "virtualInbound-catchall-http" (the inbound connection manager above with stat_prefix
+ * "InboundPassthroughCluster" and route_config {"name": "InboundPassthroughCluster",
+ * "virtual_hosts": [{"name": "inbound|http|0", "domains": ["*"], "routes": [{..., "route":
+ * {"cluster": "InboundPassthroughCluster", "timeout": "0s", retry_policy}, "name":
+ * "default"}]}]}, the workload's RBAC filters), TCP chains named "virtualInbound" (metadata
+ * exchange, network RBAC, istio.stats, tcp_proxy InboundPassthroughCluster). Being a listener of
+ * the array, it gets the access logs, RequestAuthentication and path normalization that
+ * pilot/generate.c gives every inbound listener. */
 json_t *wf_inbound_listeners(const wf_store *store, const wf_inbound_options *opt);
 
 /* ---- PeerAuthentication modes no inbound chain carries ("never accept silently") ----

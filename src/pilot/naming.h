@@ -17,6 +17,11 @@
 
 #define WF_CLUSTER_BLACKHOLE   "BlackHoleCluster"
 #define WF_CLUSTER_PASSTHROUGH "PassthroughCluster"
+/* virtualInbound's passthrough cluster (pilot/capture.h). Istio's name since 1.23
+ * (istio/istio#51503 "collapse to single inbound passthrough", util.InboundPassthroughCluster);
+ * Istio 1.10-1.22 had one per IP family, "InboundPassthroughClusterIpv4" / "...Ipv6", which
+ * older config dumps and logs show. */
+#define WF_CLUSTER_INBOUND_PASSTHROUGH "InboundPassthroughCluster"
 
 /* The parts of a subset key. Pointers point into the parsed name (not NUL-terminated at the
  * part's end: use the lengths). */

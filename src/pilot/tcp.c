@@ -671,7 +671,12 @@ json_t *wf_tcp_inbound_filters(int32_t port, const json_t *authz)
 {
     char cluster[32];
     snprintf(cluster, sizeof cluster, "inbound|%d||", (int)port);
-    json_t *filters = json_array();
+    return wf_tcp_inbound_cluster_filters(cluster, authz);
+}
+
+json_t *wf_tcp_inbound_cluster_filters(const char *cluster, const json_t *authz)
+{
+    json_t *filters = cluster ? json_array() : NULL;
     if (!filters || json_array_append_new(filters, wf_tcp_listener_mx()) != 0 ||
         (authz && json_array_extend(filters, (json_t *)authz) != 0) ||
         json_array_append_new(filters, wf_tcp_stats_filter(true)) != 0 ||

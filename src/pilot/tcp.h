@@ -171,9 +171,11 @@ json_t *wf_tcp_service_chains(const wf_store *s, const wf_tcp_outbound *o, const
 /* wf_authn_inbound_tls with Istio's TCP ALPNs [istio-peer-exchange, h2, http/1.1]. */
 json_t *wf_tcp_inbound_tls(const wf_meshcfg *mesh);
 
-/* The network filters of an inbound TCP chain of port: authz (copied; NULL = none), istio.stats
- * (inbound), tcp_proxy to inbound|<port>||. NULL on OOM. */
+/* The network filters of an inbound TCP chain of port: istio.metadata_exchange, authz (copied;
+ * NULL = none), istio.stats (inbound), tcp_proxy to inbound|<port>||. NULL on OOM. */
 json_t *wf_tcp_inbound_filters(int32_t port, const json_t *authz);
+/* The same to cluster (stat_prefix = cluster): virtualInbound's InboundPassthroughCluster. */
+json_t *wf_tcp_inbound_cluster_filters(const char *cluster, const json_t *authz);
 
 /* The inbound listener of TCP target port port (above): authz is wf_authz_tcp_filters' array
  * (copied; NULL or empty = none). NULL on OOM. */

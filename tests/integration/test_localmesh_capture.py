@@ -366,6 +366,125 @@ def test_excluded_port_bypasses_the_sidecar(mesh):
     assert "-A ISTIO_OUTPUT -p tcp -m tcp --dport 18083 -j RETURN" in rules, rules
 
 
+PASSTHROUGH_SERVER = r"""
+import http.server, socketserver, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = ("undeclared " + self.path).encode()
+        self.send_response(200)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+srv = S(("0.0.0.0", int(sys.argv[1])), H)
+print("ready", flush=True)
+srv.serve_forever()
+"""
+
+UNDECLARED = 9999  # a port of the catalog pod no Service declares
+
+DENY_POLICY = """\
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: deny-passthrough, namespace: istioinaction}
+spec:
+  selector: {matchLabels: {app: catalog}}
+  action: DENY
+  rules:
+  - to:
+    - operation: {paths: [/denied]}
+"""
+
+STRICT_POLICY = """\
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: catalog-strict, namespace: istioinaction}
+spec:
+  selector: {matchLabels: {app: catalog}}
+  mtls: {mode: STRICT}
+"""
+
+
+def host_get(url, timeout=5):
+    """GET url from the test's own namespace (outside the mesh, plaintext): (code, body), 599
+    when the connection itself failed."""
+    import urllib.error
+    import urllib.request
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except Exception as e:  # reset, refused, timeout
+        return 599, str(e)
+
+
+def pod_stats(p):
+    return sh("ip", "netns", "exec", p["netns"], "curl", "-s", "-m", "5",
+              "http://%s:15000/stats/prometheus" % p["ip"]).stdout
+
+
+def test_inbound_passthrough_to_an_undeclared_port(mesh):
+    """virtualInbound's passthrough chains (pilot/capture.h): HTTP to a pod port no Service
+    declares goes through virtualInbound-catchall-http (route default, InboundPassthroughCluster,
+    Istio metrics); an AuthorizationPolicy of the workload applies to it; under STRICT a
+    plaintext client is refused (NR filter_chain_not_found)."""
+    import subprocess
+    cat = pod(mesh, "catalog")
+    srv = subprocess.Popen(["ip", "netns", "exec", cat["netns"], "/usr/bin/python3", "-c",
+                            PASSTHROUGH_SERVER, str(UNDECLARED)],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+    policy = mesh["dir"] / "passthrough-policy.yaml"
+    url = "http://%s:%d" % (cat["ip"], UNDECLARED)
+    try:
+        assert srv.stdout.readline().strip() == "ready"
+        code, body = host_get(url + "/hello")
+        assert (code, body) == (200, "undeclared /hello"), (code, body)
+        e = wait_log(mesh, "catalog", lambda e: e.get("path") == "/hello",
+                     "the catalog sidecar's line for /hello")
+        assert e["upstream_cluster"] == "InboundPassthroughCluster", e
+        assert e["route_name"] == "default" and e["response_code"] == 200, e
+        assert e["upstream_host"] == "%s:%d" % (cat["ip"], UNDECLARED), e
+        m = wait_for(lambda: next((l for l in pod_stats(cat).splitlines()
+                                   if l.startswith("istio_requests_total{")
+                                   and 'destination_service_name="InboundPassthroughCluster"' in l
+                                   and 'response_code="200"' in l), None),
+                     15, "istio_requests_total for the passthrough request")
+        assert 'reporter="destination"' in m, m
+        # an AuthorizationPolicy DENY of the workload applies to passthrough HTTP
+        policy.write_text(DENY_POLICY)
+        code, body = wait_for(lambda: (lambda r: r if r[0] == 403 else None)(
+            host_get(url + "/denied")), 30, "403 from the DENY policy on the undeclared port")
+        assert body == "RBAC: access denied", body
+        e = wait_log(mesh, "catalog",
+                     lambda e: e.get("path") == "/denied" and e.get("response_code") == 403,
+                     "the catalog sidecar's 403 line for /denied")
+        assert e["response_code_details"] == (
+            "rbac_access_denied_matched_policy[ns[istioinaction]-policy[deny-passthrough]"
+            "-rule[0]]"), e
+        assert e["upstream_cluster"] in (None, "InboundPassthroughCluster"), e
+        assert host_get(url + "/allowed") == (200, "undeclared /allowed")
+        # STRICT: a plaintext client gets no filter chain
+        policy.write_text(STRICT_POLICY)
+        code, body = wait_for(lambda: (lambda r: r if r[0] == 599 else None)(
+            host_get(url + "/strict")), 30, "the plaintext connection refused under STRICT")
+        e = wait_log(mesh, "catalog",
+                     lambda e: e.get("response_code_details") == "filter_chain_not_found"
+                     and e.get("downstream_local_address") == "%s:%d" % (cat["ip"], UNDECLARED),
+                     "the catalog sidecar's NR line")
+        assert e["response_flags"] == "NR" and e["response_code"] == 0, e
+    finally:
+        srv.kill()
+        srv.wait()
+        if policy.exists():
+            policy.unlink()
+
+
 def test_registry_only_blocks_unknown_destinations(mesh):
     write_mesh(mesh["dir"], "REGISTRY_ONLY")
     # HTTP to an unknown host: 502 from Istio's block_all virtual host

@@ -320,8 +320,11 @@ def test_b039_allow_any_passthrough_and_inbound(env):
     c = Captured(env, "ALLOW_ANY")
     assert c.https() == "ok partner-tls"
     assert c.http() == 200
-    # inbound to a port no Service declares (from the ext namespace: captured to 15006)
+    # inbound to a port no Service declares (from the ext namespace: captured to 15006). The
+    # client speaks first: virtualInbound's passthrough chains sniff the protocol (Istio's
+    # http_inspector), so a server-first protocol on an undeclared port waits, as in Istio
     assert env.client(env.ext, "s = socket.create_connection(('10.1.2.1', 9999), timeout=10)\n"
+                               "s.sendall(b'hello\\n')\n"
                                "print(json.dumps(s.recv(100).decode()))") == '"app9999 127.0.0.6\\n"'
     env.log_lines(3)
     p = subprocess.run([weftctl_path(), "log", "explain", env.log], capture_output=True,

@@ -695,6 +695,20 @@ static void test_filter_chain_errors(void **state)
                  "t.json: static_resources.listeners[0].listener_filters[0].typed_config."
                  "enable_ja3_fingerprinting: TLS fingerprinting (JA3/JA4) is not supported by "
                  "weft-proxy");
+#define LFD(pred)                                                                                  \
+    LST_HEAD "\"listener_filters\":[{\"name\":\"envoy.filters.listener.http_inspector\","          \
+             "\"filter_disabled\":" pred "}],\"filter_chains\":[{" HCM_IN("x") "}]" LST_TAIL
+#define LFDPFX "t.json: static_resources.listeners[0].listener_filters[0].filter_disabled"
+    expect_error(strdup(LFD("{\"or_match\":{\"rules\":[{\"any_match\":true}]}}")),
+                 LFDPFX ".or_match.rules: value must contain at least 2 item(s)");
+    expect_error(strdup(LFD("{\"any_match\":false}")), LFDPFX ".any_match: value must equal true");
+    expect_error(strdup(LFD("{}")), LFDPFX ": exactly one rule of or_match, and_match, not_match, "
+                                           "any_match, destination_port_range is required");
+    expect_error(strdup(LFD("{\"not_match\":{\"destination_port_range\":{\"start\":\"a\"}}}")),
+                 LFDPFX ".not_match.destination_port_range: wrong type: start and end must be "
+                        "integers");
+    expect_error(strdup(LFD("{\"header\":{}}")), LFDPFX ".header: unknown field");
+#undef LFDPFX
 #undef FCM
 #undef FPFX
 }
@@ -1155,9 +1169,35 @@ static void test_hcm_xfcc(void **state)
     wf_strbuf_free(&err);
 }
 
+/* Istio's virtualInbound http_inspector: filter_disabled or_match of destination_port_range */
+static void test_listener_filter_disabled(void **state)
+{
+    (void)state;
+    wf_strbuf err = WF_STRBUF_INIT;
+    wp_config *c =
+        load_text(LFD("{\"or_match\":{\"rules\":[{\"destination_port_range\":{\"start\":80,\"end\":"
+                      "81}},{\"not_match\":{\"destination_port_range\":{\"start\":15006,\"end\":"
+                      "15007}}}]}}"),
+                  &err);
+    if (!c)
+        fail_msg("%s", wf_strbuf_cstr(&err));
+    const wp_lf_pred *p = c->listeners[0].listener_filters[0].disabled;
+    assert_non_null(p);
+    assert_int_equal(p->kind, WP_LF_PRED_OR);
+    assert_int_equal(p->nkids, 2);
+    assert_int_equal(p->kids[0].kind, WP_LF_PRED_PORT_RANGE);
+    assert_int_equal(p->kids[0].start, 80);
+    assert_int_equal(p->kids[0].end, 81);
+    assert_int_equal(p->kids[1].kind, WP_LF_PRED_NOT);
+    assert_int_equal(p->kids[1].kids[0].start, 15006);
+    wp_config_unref(c);
+    wf_strbuf_free(&err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_listener_filter_disabled),
         cmocka_unit_test(test_full_snake_case),
         cmocka_unit_test(test_hcm_xfcc),
         cmocka_unit_test(test_camel_case_same_snapshot),

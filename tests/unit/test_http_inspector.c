@@ -101,7 +101,7 @@ static int setup(void **state)
     x->f.st_http2_found = wp_stats_counter(x->st, "http_inspector.http2_found");
     x->f.st_http_not_found = wp_stats_counter(x->st, "http_inspector.http_not_found");
     wp_lf_socket_init(&x->sock, NULL, NULL);
-    x->lf = (wp_listener_filter){&wp_http_inspector_ops, &x->f};
+    x->lf = (wp_listener_filter){&wp_http_inspector_ops, &x->f, NULL};
     wp_lf_callbacks_init(&x->cb, &x->sock, &x->lf, 1, done_cb, x);
     x->cb.stats = (struct wp_stats_shard *)wp_stats_get_shard(x->st, 0);
     *state = x;

@@ -93,7 +93,7 @@ static void test_annotations_reach_the_match(void **state)
     wp_lf_socket s;
     wp_lf_callbacks cb;
     rec r = {0};
-    wp_listener_filter f[1] = {{&TLS, NULL}};
+    wp_listener_filter f[1] = {{&TLS, NULL, NULL}};
     init_socket(&s);
     wp_lf_callbacks_init(&cb, &s, f, 1, on_done, &r);
     assert_int_equal(wp_lf_run(&cb), WP_LF_CONTINUE);
@@ -117,7 +117,7 @@ static void test_stop_and_continue(void **state)
     wp_lf_socket s;
     wp_lf_callbacks cb;
     rec r = {0};
-    wp_listener_filter f[2] = {{&WAIT, NULL}, {&TLS, NULL}};
+    wp_listener_filter f[2] = {{&WAIT, NULL, NULL}, {&TLS, NULL, NULL}};
     init_socket(&s);
     wp_lf_callbacks_init(&cb, &s, f, 2, on_done, &r);
     assert_int_equal(wp_lf_run(&cb), WP_LF_STOP_ITERATION);
@@ -201,7 +201,8 @@ static void test_reading_filters(void **state)
 {
     (void)state;
     reader_cfg three = {3, 0}, two = {2, 0};
-    const wp_listener_filter f[] = {{&READER, &three}, {&READER, &two}, {&TLS, NULL}};
+    const wp_listener_filter f[] = {
+        {&READER, &three, NULL}, {&READER, &two, NULL}, {&TLS, NULL, NULL}};
     wp_lf_socket s;
     init_socket(&s);
     rec r = {0};
@@ -228,7 +229,7 @@ static void test_reading_filter_fails(void **state)
 {
     (void)state;
     reader_cfg three = {3, 0};
-    const wp_listener_filter f[] = {{&READER, &three}, {&TLS, NULL}};
+    const wp_listener_filter f[] = {{&READER, &three, NULL}, {&TLS, NULL, NULL}};
     wp_lf_socket s;
     init_socket(&s);
     rec r = {0};
@@ -242,10 +243,57 @@ static void test_reading_filter_fails(void **state)
     wp_lf_socket_release(&s);
 }
 
+/* filter_disabled: the filter is skipped when the predicate matches the (restored) local
+ * port; Istio's virtualInbound shape: tls_inspector disabled on 15006, http_inspector on
+ * or([80,81), [15006,15007)), a not_match, any_match. */
+static void test_filter_disabled(void **state)
+{
+    (void)state;
+    const wp_lf_pred r15006 = {.kind = WP_LF_PRED_PORT_RANGE, .start = 15006, .end = 15007};
+    const wp_lf_pred ranges[2] = {{.kind = WP_LF_PRED_PORT_RANGE, .start = 80, .end = 81}, r15006};
+    const wp_lf_pred or = {.kind = WP_LF_PRED_OR, .kids = ranges, .nkids = 2};
+    const wp_lf_pred and = {.kind = WP_LF_PRED_AND, .kids = ranges, .nkids = 2};
+    const wp_lf_pred not = {.kind = WP_LF_PRED_NOT, .kids = &r15006, .nkids = 1};
+    const wp_lf_pred any = {.kind = WP_LF_PRED_ANY};
+    wp_lf_socket s;
+    init_socket(&s); /* local port 15006 */
+    assert_true(wp_lf_pred_match(&r15006, &s));
+    assert_true(wp_lf_pred_match(& or, &s));
+    assert_false(wp_lf_pred_match(&and, &s));
+    assert_false(wp_lf_pred_match(&not, &s));
+    assert_true(wp_lf_pred_match(&any, &s));
+    /* original_dst restored port 80: the range matches the restored port */
+    struct sockaddr_in od = {.sin_family = AF_INET, .sin_port = htons(80)};
+    inet_pton(AF_INET, "10.1.2.3", &od.sin_addr);
+    wp_lf_restore_local_address(&s, (struct sockaddr *)&od);
+    assert_false(wp_lf_pred_match(&r15006, &s));
+    assert_true(wp_lf_pred_match(& or, &s));
+    assert_true(wp_lf_pred_match(&not, &s));
+    /* the run skips a disabled filter and runs the others */
+    rec r = {0};
+    wp_lf_callbacks cb;
+    wp_listener_filter f[2] = {{&WAIT, NULL, & or }, {&TLS, NULL, &r15006}};
+    wp_lf_callbacks_init(&cb, &s, f, 2, on_done, &r);
+    assert_int_equal(wp_lf_run(&cb), WP_LF_CONTINUE);
+    assert_int_equal(r.calls, 1); /* WAIT skipped (port 80), TLS ran */
+    assert_string_equal(wp_lf_transport_protocol(&s), "tls");
+    wp_lf_socket_release(&s);
+    /* port 8080: WAIT runs and stops */
+    od.sin_port = htons(8080);
+    init_socket(&s);
+    wp_lf_restore_local_address(&s, (struct sockaddr *)&od);
+    r = (rec){0};
+    wp_lf_callbacks_init(&cb, &s, f, 2, on_done, &r);
+    assert_int_equal(wp_lf_run(&cb), WP_LF_STOP_ITERATION);
+    assert_int_equal(r.calls, 1);
+    wp_lf_socket_release(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_filters),
+        cmocka_unit_test(test_filter_disabled),
         cmocka_unit_test(test_annotations_reach_the_match),
         cmocka_unit_test(test_stop_and_continue),
         cmocka_unit_test(test_restore_and_truncate),

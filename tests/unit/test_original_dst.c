@@ -228,7 +228,7 @@ static void test_filter_not_redirected(void **state)
     wp_lf_socket_init(&sock, (struct sockaddr *)&a, (struct sockaddr *)&a);
     assert_int_equal(sock.fd, -1);
     sock.fd = s;
-    wp_listener_filter f = {&wp_original_dst_ops, NULL};
+    wp_listener_filter f = {&wp_original_dst_ops, NULL, NULL};
     wp_lf_callbacks cb;
     wp_lf_callbacks_init(&cb, &sock, &f, 1, NULL, NULL);
     assert_int_equal(wp_lf_run(&cb), WP_LF_CONTINUE);

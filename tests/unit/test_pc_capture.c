@@ -31,7 +31,13 @@ static json_t *tls_listener_443(void)
 /* virtualOutbound, the outbound listeners made unbound, virtualInbound (pilot's functions). */
 static json_t *captured(bool registry_only, bool with_443)
 {
-    json_t *outbound = json_array(), *inbound = json_array();
+    json_t *outbound = json_array();
+    /* pilot/inbound.h's passthrough listener (folded into virtualInbound): the TCP catch-all */
+    json_t *inbound = json_pack(
+        "[{s:s,s:[{s:s,s:{s:s},s:[{s:s,s:{s:s,s:s}}]}]}]", "name", "virtualInbound",
+        "filter_chains", "name", "virtualInbound", "filter_chain_match", "transport_protocol",
+        "raw_buffer", "filters", "name", "envoy.filters.network.tcp_proxy", "typed_config",
+        "stat_prefix", "InboundPassthroughCluster", "cluster", "InboundPassthroughCluster");
     if (with_443)
         json_array_append_new(outbound, tls_listener_443());
     json_t *rest = wf_capture_listeners(outbound, inbound);

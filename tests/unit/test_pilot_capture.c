@@ -45,10 +45,13 @@ typedef struct fixture {
     wf_meshcfg *mesh;
 } fixture;
 
-/* The catalog pod's sidecar with metadata md (taken). */
-static void setup(fixture *f, json_t *md, const char *mesh_yaml)
+/* The catalog pod's sidecar with metadata md (taken), the catalog Pod followed by extra
+ * documents (NULL none). */
+static void setup_with(fixture *f, json_t *md, const char *mesh_yaml, const char *extra)
 {
-    *f = (fixture){.s = wf_test_load_store(catalog_files, catalog_pod, "istioinaction")};
+    char yaml[4096];
+    snprintf(yaml, sizeof yaml, "%s%s%s", catalog_pod, extra ? "---\n" : "", extra ? extra : "");
+    *f = (fixture){.s = wf_test_load_store(catalog_files, yaml, "istioinaction")};
     assert_non_null(f->s);
     if (mesh_yaml) {
         f->mesh = wf_meshcfg_new_default();
@@ -64,6 +67,11 @@ static void setup(fixture *f, json_t *md, const char *mesh_yaml)
     free(id);
     json_decref(md);
     f->env = (wf_pilot_env){.store = f->s, .mesh = f->mesh};
+}
+
+static void setup(fixture *f, json_t *md, const char *mesh_yaml)
+{
+    setup_with(f, md, mesh_yaml, NULL);
 }
 
 static void teardown(fixture *f)
@@ -86,9 +94,11 @@ static json_t *by_name(json_t *arr, const char *name)
     return NULL;
 }
 
+/* The tcp_proxy's cluster of a chain (its last filter). */
 static const char *tcp_cluster(json_t *fc)
 {
-    json_t *f = json_array_get(json_object_get(fc, "filters"), 0);
+    json_t *fs = json_object_get(fc, "filters");
+    json_t *f = json_array_get(fs, json_array_size(fs) - 1);
     assert_string_equal(json_string_value(json_object_get(f, "name")),
                         "envoy.filters.network.tcp_proxy");
     return json_string_value(json_object_get(json_object_get(f, "typed_config"), "cluster"));
@@ -160,15 +170,19 @@ static void check_listeners(json_t *lds, const char *catchall)
     assert_string_equal(json_string_value(json_object_get(json_array_get(ic, 0), "name")),
                         "virtualInbound-blackhole");
     assert_int_equal(dport(json_array_get(ic, 0)), 15006);
-    size_t n = json_array_size(ic), port_chains = 0;
-    for (size_t i = 1; i + 1 < n; i++) {
+    /* the passthrough chains, then the port's */
+    size_t n = json_array_size(ic), port_chains = 0, i = 1;
+    for (; i < n && dport(json_array_get(ic, i)) == 0; i++)
+        assert_non_null(strstr(json_string_value(json_object_get(json_array_get(ic, i), "name")),
+                               "virtualInbound"));
+    assert_true(i > 1);
+    for (; i < n; i++) {
         assert_int_equal(dport(json_array_get(ic, i)), 3000);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(ic, i), "name")),
+                            "0.0.0.0_3000");
         port_chains++;
     }
     assert_true(port_chains >= 1);
-    json_t *last = json_array_get(ic, n - 1);
-    assert_string_equal(json_string_value(json_object_get(last, "name")), "virtualInbound");
-    assert_string_equal(tcp_cluster(last), "InboundPassthroughCluster");
 }
 
 static void captured_layout(void **state)
@@ -387,8 +401,8 @@ static void per_vip_tcp_listeners(void **state)
     teardown(&f);
     /* DNS_AUTO_ALLOCATE: the ServiceEntry's listener is named and bound at its auto-allocated
      * address (the one the DNS proxy answers), as istiod does */
-    setup_dbs(&f, json_pack("{s:s,s:s}", "INTERCEPTION_MODE", "REDIRECT", "DNS_AUTO_ALLOCATE",
-                            "true"));
+    setup_dbs(&f,
+              json_pack("{s:s,s:s}", "INTERCEPTION_MODE", "REDIRECT", "DNS_AUTO_ALLOCATE", "true"));
     lds = wf_pilot_generate(&f.env, &f.p, WF_XDS_LDS, NULL);
     assert_non_null(lds);
     assert_null(by_name(lds, "0.0.0.0_5432"));
@@ -407,12 +421,290 @@ static void per_vip_tcp_listeners(void **state)
     teardown(&f);
 }
 
+/* ---------- virtualInbound per PeerAuthentication mode, against istiod's layout ----------
+ * The golden (istioctl/pkg/authz/testdata/configdump.yaml, PERMISSIVE, HTTP port 80):
+ * virtualInbound-blackhole; virtualInbound-catchall-http tls + istio-http/1.0,istio-http/1.1,
+ * istio-h2 (mTLS) and raw_buffer + http/1.1,h2c; virtualInbound tls + istio-peer-exchange,istio
+ * (mTLS), raw_buffer, tls; the port's chains; listener filters original_dst, tls_inspector
+ * disabled on 15006, http_inspector disabled on 80 and 15006. */
+
+/* "<name> <dport> <transport|-> <alpn,...|-> <hcm|tcp>:<cluster> <mtls|plain>" */
+static void chain_line(json_t *fc, char *out, size_t cap)
+{
+    json_t *m = json_object_get(fc, "filter_chain_match");
+    char alpn[256] = "";
+    size_t i;
+    json_t *a;
+    json_array_foreach(json_object_get(m, "application_protocols"), i, a)
+    {
+        strcat(alpn, i ? "," : "");
+        strcat(alpn, json_string_value(a));
+    }
+    json_t *fs = json_object_get(fc, "filters");
+    json_t *last = json_array_get(fs, json_array_size(fs) - 1);
+    const char *fname = json_string_value(json_object_get(last, "name"));
+    json_t *tc = json_object_get(last, "typed_config");
+    const char *cluster;
+    bool hcm = strcmp(fname, "envoy.filters.network.http_connection_manager") == 0;
+    if (hcm)
+        cluster = json_string_value(json_object_get(
+            json_object_get(
+                json_array_get(
+                    json_object_get(
+                        json_array_get(
+                            json_object_get(json_object_get(tc, "route_config"), "virtual_hosts"),
+                            0),
+                        "routes"),
+                    0),
+                "route"),
+            "cluster"));
+    else
+        cluster = json_string_value(json_object_get(tc, "cluster"));
+    const char *tp = json_string_value(json_object_get(m, "transport_protocol"));
+    snprintf(out, cap, "%s %d %s %s %s:%s %s", json_string_value(json_object_get(fc, "name")),
+             (int)dport(fc), tp ? tp : "-", alpn[0] ? alpn : "-", hcm ? "hcm" : "tcp",
+             cluster ? cluster : "?", json_object_get(fc, "transport_socket") ? "mtls" : "plain");
+}
+
+/* A listener filter predicate as text: [s,e) ranges, or(...), not(...). */
+static void pred_text(json_t *p, char *out, size_t cap)
+{
+    json_t *r = json_object_get(p, "destination_port_range");
+    if (r) {
+        snprintf(out, cap, "[%d,%d)", (int)json_integer_value(json_object_get(r, "start")),
+                 (int)json_integer_value(json_object_get(r, "end")));
+        return;
+    }
+    json_t *n = json_object_get(p, "not_match");
+    if (n) {
+        char in[200];
+        pred_text(n, in, sizeof in);
+        snprintf(out, cap, "not(%s)", in);
+        return;
+    }
+    json_t *rules = json_object_get(json_object_get(p, "or_match"), "rules");
+    size_t i;
+    json_t *e;
+    snprintf(out, cap, "or(");
+    json_array_foreach(rules, i, e)
+    {
+        char in[64];
+        pred_text(e, in, sizeof in);
+        strcat(out, i ? "," : "");
+        strcat(out, in);
+    }
+    strcat(out, ")");
+}
+
+/* "original_dst; tls_inspector!<pred>; http_inspector!<pred>" (no "!" when always on). */
+static void filters_line(json_t *vi, char *out, size_t cap)
+{
+    size_t i;
+    json_t *f;
+    out[0] = '\0';
+    json_array_foreach(json_object_get(vi, "listener_filters"), i, f)
+    {
+        const char *n = json_string_value(json_object_get(f, "name"));
+        strcat(out, i ? "; " : "");
+        strcat(out, n + strlen("envoy.filters.listener."));
+        json_t *d = json_object_get(f, "filter_disabled");
+        if (d) {
+            char p[256];
+            pred_text(d, p, sizeof p);
+            strcat(out, "!");
+            strcat(out, p);
+        }
+    }
+    (void)cap;
+}
+
+static json_t *virtual_inbound(const char *extra)
+{
+    fixture f;
+    setup_with(&f, json_pack("{s:s}", "INTERCEPTION_MODE", "REDIRECT"), NULL, extra);
+    json_t *lds = wf_pilot_generate(&f.env, &f.p, WF_XDS_LDS, NULL);
+    assert_non_null(lds);
+    json_t *vi = json_incref(by_name(lds, "virtualInbound"));
+    assert_non_null(vi);
+    json_decref(lds);
+    teardown(&f);
+    return vi;
+}
+
+static void expect_layout(const char *extra, const char *const *want, const char *want_filters)
+{
+    json_t *vi = virtual_inbound(extra);
+    json_t *ic = json_object_get(vi, "filter_chains");
+    size_t n = 0;
+    while (want[n])
+        n++;
+    char line[512];
+    for (size_t i = 0; i < json_array_size(ic); i++) {
+        chain_line(json_array_get(ic, i), line, sizeof line);
+        if (i >= n)
+            fail_msg("unexpected chain %zu: %s", i, line);
+        if (strcmp(line, want[i]) != 0)
+            fail_msg("chain %zu:\n got %s\nwant %s", i, line, want[i]);
+    }
+    assert_int_equal(json_array_size(ic), n);
+    filters_line(vi, line, sizeof line);
+    assert_string_equal(line, want_filters);
+    assert_string_equal(json_string_value(json_object_get(vi, "listener_filters_timeout")), "0s");
+    assert_true(json_is_true(json_object_get(vi, "continue_on_listener_filters_timeout")));
+    json_decref(vi);
+}
+
+#define BH  "virtualInbound-blackhole 15006 - - tcp:BlackHoleCluster plain"
+#define IPC "InboundPassthroughCluster"
+#define PA(mode)                                                                                   \
+    "apiVersion: security.istio.io/v1\nkind: PeerAuthentication\nmetadata: {name: default, "       \
+    "namespace: istioinaction}\nspec:\n  mtls: {mode: " mode "}\n"
+
+static void vi_permissive(void **state)
+{
+    (void)state;
+    static const char *const want[] = {
+        BH,
+        "virtualInbound-catchall-http 0 tls istio-http/1.0,istio-http/1.1,istio-h2 hcm:" IPC
+        " mtls",
+        "virtualInbound-catchall-http 0 raw_buffer http/1.1,h2c hcm:" IPC " plain",
+        "virtualInbound 0 tls istio-peer-exchange,istio tcp:" IPC " mtls",
+        "virtualInbound 0 raw_buffer - tcp:" IPC " plain",
+        "virtualInbound 0 tls - tcp:" IPC " plain",
+        "0.0.0.0_3000 3000 tls istio,istio-peer-exchange,istio-http/1.0,istio-http/1.1,istio-h2 "
+        "hcm:inbound|3000|| mtls",
+        "0.0.0.0_3000 3000 raw_buffer - hcm:inbound|3000|| plain",
+        NULL};
+    const char *filters =
+        "original_dst; tls_inspector![15006,15007); http_inspector!or([3000,3001),[15006,15007))";
+    expect_layout(NULL, want, filters); /* no policy: PERMISSIVE */
+    expect_layout(PA("PERMISSIVE"), want, filters);
+}
+
+static void vi_strict(void **state)
+{
+    (void)state;
+    static const char *const want[] = {
+        BH,
+        "virtualInbound-catchall-http 0 tls istio-http/1.0,istio-http/1.1,istio-h2 hcm:" IPC
+        " mtls",
+        "virtualInbound 0 tls - tcp:" IPC " mtls",
+        "0.0.0.0_3000 3000 tls - hcm:inbound|3000|| mtls", NULL};
+    /* only TLS arrives: no http_inspector at all */
+    expect_layout(PA("STRICT"), want, "original_dst; tls_inspector![15006,15007)");
+}
+
+static void vi_disable(void **state)
+{
+    (void)state;
+    static const char *const want[] = {
+        BH, "virtualInbound-catchall-http 0 raw_buffer http/1.1,h2c hcm:" IPC " plain",
+        "virtualInbound 0 raw_buffer - tcp:" IPC " plain",
+        "0.0.0.0_3000 3000 - - hcm:inbound|3000|| plain", NULL};
+    /* no TLS chain: no tls_inspector */
+    expect_layout(PA("DISABLE"), want,
+                  "original_dst; http_inspector!or([3000,3001),[15006,15007))");
+}
+
+/* A portLevelMtls port no Service targets gets passthrough chains of its own mode (authn
+ * ForPassthrough); the port a Service targets keeps its chains. */
+static void vi_port_level(void **state)
+{
+    (void)state;
+    static const char *const want[] = {
+        BH,
+        "virtualInbound-catchall-http 0 tls istio-http/1.0,istio-http/1.1,istio-h2 hcm:" IPC
+        " mtls",
+        "virtualInbound 0 tls - tcp:" IPC " mtls",
+        "virtualInbound-catchall-http 9999 raw_buffer http/1.1,h2c hcm:" IPC " plain",
+        "virtualInbound 9999 raw_buffer - tcp:" IPC " plain",
+        "0.0.0.0_3000 3000 tls - hcm:inbound|3000|| mtls",
+        NULL};
+    expect_layout("apiVersion: security.istio.io/v1\nkind: PeerAuthentication\nmetadata: {name: "
+                  "catalog, namespace: istioinaction}\nspec:\n  selector: {matchLabels: {app: "
+                  "catalog}}\n  mtls: {mode: STRICT}\n  portLevelMtls:\n    9999: {mode: "
+                  "DISABLE}\n",
+                  want,
+                  "original_dst; tls_inspector!or([9999,10000),[15006,15007)); "
+                  "http_inspector!or([0,1),[3000,3001),[15006,15007))");
+}
+
+/* The catch-all chains' filters: HCM as istiod's (stat_prefix, route_config, vhost, route,
+ * the workload's HTTP filters with the AuthorizationPolicy's RBAC), TCP with metadata exchange
+ * first, network RBAC, istio.stats, tcp_proxy. */
+static void vi_filters(void **state)
+{
+    (void)state;
+    json_t *vi = virtual_inbound(
+        "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\nmetadata: {name: deny-admin, "
+        "namespace: istioinaction}\nspec:\n  selector: {matchLabels: {app: catalog}}\n  action: "
+        "DENY\n  rules:\n  - to:\n    - operation: {paths: [/admin]}\n");
+    json_t *ic = json_object_get(vi, "filter_chains");
+    json_t *http = NULL, *tcp = NULL;
+    for (size_t i = 0; i < json_array_size(ic); i++) {
+        json_t *fc = json_array_get(ic, i);
+        const char *n = json_string_value(json_object_get(fc, "name"));
+        if (!http && !strcmp(n, "virtualInbound-catchall-http"))
+            http = fc;
+        if (!tcp && !strcmp(n, "virtualInbound"))
+            tcp = fc;
+    }
+    assert_non_null(http);
+    assert_non_null(tcp);
+    json_t *hf = json_object_get(http, "filters");
+    json_t *hcm = json_object_get(json_array_get(hf, json_array_size(hf) - 1), "typed_config");
+    assert_string_equal(json_string_value(json_object_get(hcm, "stat_prefix")), IPC);
+    json_t *rc = json_object_get(hcm, "route_config");
+    assert_string_equal(json_string_value(json_object_get(rc, "name")), IPC);
+    json_t *vh = json_array_get(json_object_get(rc, "virtual_hosts"), 0);
+    assert_string_equal(json_string_value(json_object_get(vh, "name")), "inbound|http|0");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(vh, "domains"), 0)), "*");
+    json_t *r = json_array_get(json_object_get(vh, "routes"), 0);
+    assert_string_equal(json_string_value(json_object_get(r, "name")), "default");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "route"), "timeout")),
+                        "0s");
+    static const char *const hnames[] = {"istio.metadata_exchange",
+                                         "envoy.filters.http.rbac",
+                                         "envoy.filters.http.fault",
+                                         "envoy.filters.http.cors",
+                                         "istio.stats",
+                                         "envoy.filters.http.router"};
+    json_t *hfs = json_object_get(hcm, "http_filters");
+    assert_int_equal(json_array_size(hfs), 6);
+    for (size_t i = 0; i < 6; i++)
+        assert_string_equal(json_string_value(json_object_get(json_array_get(hfs, i), "name")),
+                            hnames[i]);
+    json_t *rbac = json_object_get(json_array_get(hfs, 1), "typed_config");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(rbac, "rules"), "action")), "DENY");
+    assert_non_null(json_object_get(json_object_get(json_object_get(rbac, "rules"), "policies"),
+                                    "ns[istioinaction]-policy[deny-admin]-rule[0]"));
+    static const char *const tnames[] = {"istio.metadata_exchange", "envoy.filters.network.rbac",
+                                         "istio.stats", "envoy.filters.network.tcp_proxy"};
+    json_t *tf = json_object_get(tcp, "filters");
+    assert_int_equal(json_array_size(tf), 4);
+    for (size_t i = 0; i < 4; i++)
+        assert_string_equal(json_string_value(json_object_get(json_array_get(tf, i), "name")),
+                            tnames[i]);
+    json_t *tp = json_object_get(json_array_get(tf, 3), "typed_config");
+    assert_string_equal(json_string_value(json_object_get(tp, "stat_prefix")), IPC);
+    json_decref(vi);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(detection),          cmocka_unit_test(captured_layout),
-        cmocka_unit_test(registry_only),      cmocka_unit_test(cache_agrees),
-        cmocka_unit_test(explicit_unchanged), cmocka_unit_test(per_vip_tcp_listeners),
+        cmocka_unit_test(detection),
+        cmocka_unit_test(captured_layout),
+        cmocka_unit_test(registry_only),
+        cmocka_unit_test(cache_agrees),
+        cmocka_unit_test(explicit_unchanged),
+        cmocka_unit_test(vi_permissive),
+        cmocka_unit_test(vi_strict),
+        cmocka_unit_test(vi_disable),
+        cmocka_unit_test(vi_port_level),
+        cmocka_unit_test(vi_filters),
+        cmocka_unit_test(per_vip_tcp_listeners),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -148,7 +148,7 @@ static int setup(void **state)
     x->f.st_bytes_processed = wp_stats_histogram(x->st, "tls_inspector.bytes_processed");
     wp_lf_socket_init(&x->sock, NULL, NULL);
     static wp_listener_filter lf;
-    lf = (wp_listener_filter){&wp_tls_inspector_ops, &x->f};
+    lf = (wp_listener_filter){&wp_tls_inspector_ops, &x->f, NULL};
     wp_lf_callbacks_init(&x->cb, &x->sock, &lf, 1, done_cb, x);
     x->cb.stats = (struct wp_stats_shard *)wp_stats_get_shard(x->st, 0);
     *state = x;

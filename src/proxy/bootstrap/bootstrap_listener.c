@@ -21,7 +21,10 @@
  *    'ADDR': no filter chains specified".
  *  - listener_filters: envoy.filters.listener.tls_inspector (filters/listener/tls_inspector.h),
  *    envoy.filters.listener.http_inspector (filters/listener/http_inspector.h; its HttpInspector
- *    config has no fields), listener_filters_timeout (default 15 s, 0 none) and
+ *    config has no fields), envoy.filters.listener.original_dst, each with an optional
+ *    filter_disabled predicate (net/listener_filter.h wp_lf_pred: or_match, and_match,
+ *    not_match, any_match, destination_port_range; Istio's virtualInbound disables its
+ *    inspectors per port), listener_filters_timeout (default 15 s, 0 none) and
  *    continue_on_listener_filters_timeout.
  *  - transport_socket: raw_buffer or TLS with a DownstreamTlsContext (bootstrap_tls.c).
  * Refused by name: the other listener filters (the message names the feature that brings
@@ -378,6 +381,93 @@ static bool dec_original_dst(bs *b, json_t *tc, wp_listener_filter *lf)
     return true;
 }
 
+/* ListenerFilterChainMatchPredicate (listener_filter.h): exactly one rule; a MatchSet has at
+ * least two rules; any_match must be true (Envoy's proto validation). */
+static bool dec_pred(bs *b, json_t *o, wp_lf_pred *p);
+
+static bool dec_match_set(bs *b, json_t *o, const char *k, wp_lf_pred *p)
+{
+    json_t *set = bs_get(o, k);
+    if (!json_is_object(set))
+        return bs_wrong_type(b, k, "an object");
+    size_t m = bs_push(b, k);
+    json_t *rules = bs_get(set, "rules");
+    size_t n = json_array_size(rules);
+    bool ok = bs_fields(b, set, "rules");
+    if (ok && (!json_is_array(rules) || n < 2))
+        ok = bs_fail_at(b, "rules", "value must contain at least 2 item(s)");
+    wp_lf_pred *kids = ok ? bs_alloc(b, n * sizeof(*kids)) : NULL;
+    ok = ok && kids;
+    size_t mr = bs_push(b, "rules");
+    for (size_t i = 0; ok && i < n; i++) {
+        size_t mi = bs_push_i(b, i);
+        json_t *e = json_array_get(rules, i);
+        ok = json_is_object(e) ? dec_pred(b, e, &kids[i])
+                               : bs_fail(b, "wrong type: expected an object");
+        bs_pop(b, mi);
+    }
+    bs_pop(b, mr);
+    bs_pop(b, m);
+    p->kind = k[0] == 'o' ? WP_LF_PRED_OR : WP_LF_PRED_AND;
+    p->kids = kids;
+    p->nkids = n;
+    return ok;
+}
+
+static bool dec_pred(bs *b, json_t *o, wp_lf_pred *p)
+{
+    static const char *const rules[] = {"or_match", "and_match", "not_match", "any_match",
+                                        "destination_port_range"};
+    const char *rule = NULL;
+    int n = 0;
+    if (!bs_fields(b, o, "or_match and_match not_match any_match destination_port_range"))
+        return false;
+    for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
+        if (bs_get(o, rules[i])) {
+            rule = rules[i];
+            n++;
+        }
+    if (n != 1)
+        return bs_fail(b, "exactly one rule of or_match, and_match, not_match, any_match, "
+                          "destination_port_range is required");
+    if (!strcmp(rule, "or_match") || !strcmp(rule, "and_match"))
+        return dec_match_set(b, o, rule, p);
+    if (!strcmp(rule, "any_match")) {
+        bool any = false;
+        if (!bs_bool(b, o, rule, &any))
+            return false;
+        if (!any)
+            return bs_fail_at(b, rule, "value must equal true");
+        p->kind = WP_LF_PRED_ANY;
+        return true;
+    }
+    json_t *v = bs_get(o, rule);
+    if (!json_is_object(v))
+        return bs_wrong_type(b, rule, "an object");
+    size_t m = bs_push(b, rule);
+    bool ok;
+    if (!strcmp(rule, "not_match")) {
+        wp_lf_pred *kid = bs_alloc(b, sizeof(*kid));
+        ok = kid && dec_pred(b, v, kid);
+        p->kind = WP_LF_PRED_NOT;
+        p->kids = kid;
+        p->nkids = 1;
+    } else { /* type.v3.Int32Range [start, end) */
+        json_t *st = bs_get(v, "start"), *en = bs_get(v, "end");
+        ok = bs_fields(b, v, "start end");
+        if (ok && ((st && !json_is_integer(st)) || (en && !json_is_integer(en))))
+            ok = bs_fail(b, "wrong type: start and end must be integers");
+        json_int_t lo = st ? json_integer_value(st) : 0, hi = en ? json_integer_value(en) : 0;
+        if (ok && (lo < INT32_MIN || lo > INT32_MAX || hi < INT32_MIN || hi > INT32_MAX))
+            ok = bs_fail(b, "start and end must be 32-bit integers");
+        p->kind = WP_LF_PRED_PORT_RANGE;
+        p->start = (int32_t)(ok ? lo : 0);
+        p->end = (int32_t)(ok ? hi : 0);
+    }
+    bs_pop(b, m);
+    return ok;
+}
+
 /* listener_filters: tls_inspector, http_inspector, original_dst; the others are refused with
  * the feature that brings them. */
 static bool dec_listener_filter(bs *b, json_t *o, void *arg)
@@ -391,8 +481,18 @@ static bool dec_listener_filter(bs *b, json_t *o, void *arg)
     const char *name = NULL;
     if (!bs_fields(b, o, "name typed_config filter_disabled") || !bs_req_str(b, o, "name", &name))
         return false;
-    if (bs_get(o, "filter_disabled"))
-        return bs_fail_at(b, "filter_disabled", "not supported by weft-proxy");
+    json_t *fd = bs_get(o, "filter_disabled");
+    if (fd) {
+        if (!json_is_object(fd))
+            return bs_wrong_type(b, "filter_disabled", "an object");
+        wp_lf_pred *p = bs_alloc(b, sizeof(*p));
+        size_t m = bs_push(b, "filter_disabled");
+        bool ok = p && dec_pred(b, fd, p);
+        bs_pop(b, m);
+        if (!ok)
+            return false;
+        lf->disabled = p;
+    }
     json_t *tc = bs_get(o, "typed_config");
     const char *type = json_is_object(tc) ? json_string_value(json_object_get(tc, "@type")) : NULL;
     if (strcmp(name, WP_TLS_INSPECTOR_NAME) == 0 || strcmp(name, "tls_inspector") == 0 ||
@@ -497,7 +597,7 @@ static bool dec_capture(bs *b, json_t *o, wp_listener *l, void **lf)
         return false;
     if (l->nlistener_filters)
         memcpy(nv, v, sizeof(*nv) * l->nlistener_filters);
-    nv[l->nlistener_filters++] = (wp_listener_filter){&wp_original_dst_ops, NULL};
+    nv[l->nlistener_filters++] = (wp_listener_filter){&wp_original_dst_ops, NULL, NULL};
     *lf = nv;
     return true;
 }

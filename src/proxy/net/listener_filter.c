@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <stdlib.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
 
@@ -124,10 +125,48 @@ size_t wp_lf_max_read_bytes(const wp_lf_callbacks *cb)
     return f && f->ops->on_data && f->ops->max_read_bytes ? f->ops->max_read_bytes(f->config) : 0;
 }
 
+/* The socket's local (possibly restored) port; -1 when it is not an IP address (Envoy's
+ * ListenerFilterDstPortMatcher then does not match). */
+static int local_port(const wp_lf_socket *s)
+{
+    if (s->local.sa.sa_family == AF_INET)
+        return ntohs(s->local.in.sin_port);
+    if (s->local.sa.sa_family == AF_INET6)
+        return ntohs(s->local.in6.sin6_port);
+    return -1;
+}
+
+bool wp_lf_pred_match(const wp_lf_pred *p, const wp_lf_socket *s)
+{
+    switch (p->kind) {
+    case WP_LF_PRED_ANY:
+        return true;
+    case WP_LF_PRED_PORT_RANGE: {
+        int port = local_port(s);
+        return port >= 0 && p->start <= port && port < p->end;
+    }
+    case WP_LF_PRED_OR:
+        for (size_t i = 0; i < p->nkids; i++)
+            if (wp_lf_pred_match(&p->kids[i], s))
+                return true;
+        return false;
+    case WP_LF_PRED_AND:
+        for (size_t i = 0; i < p->nkids; i++)
+            if (!wp_lf_pred_match(&p->kids[i], s))
+                return false;
+        return true;
+    case WP_LF_PRED_NOT:
+        return !wp_lf_pred_match(p->kids, s);
+    }
+    return false;
+}
+
 wp_lf_status wp_lf_run(wp_lf_callbacks *cb)
 {
     while (cb->next < cb->nfilters) {
         const wp_listener_filter *f = &cb->filters[cb->next++];
+        if (f->disabled && wp_lf_pred_match(f->disabled, cb->socket))
+            continue;
         wp_lf_status st = f->ops->on_accept(f->config, cb);
         /* a reading filter is given what earlier filters read at once (Envoy's
          * ActiveTcpSocket::continueFilterChain with a non-empty listener filter buffer) */

@@ -40,6 +40,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -95,10 +96,39 @@ typedef struct wp_listener_filter_ops {
     size_t (*max_read_bytes)(const void *self);
 } wp_listener_filter_ops;
 
-/* A listener's filter: its type and config (owned by the config snapshot). */
+/* Envoy's ListenerFilterChainMatchPredicate (config.listener.v3.ListenerFilterChainMatchPredicate),
+ * a listener filter's filter_disabled: when it matches the accepted socket, the filter is
+ * skipped (ActiveTcpSocket::continueFilterChain's isDisabled, source/common/listener_manager/
+ * active_tcp_socket.cc, with ListenerFilterMatcherBuilder's matchers,
+ * source/common/network/filter_matcher.cc). destination_port_range [start, end) matches the
+ * socket's local port as it is when the filter's turn comes (after original_dst restored it;
+ * never a socket without an IP local address); or_match / and_match any / all of kids (at
+ * least two); not_match the opposite of its one kid; any_match always. Istio's virtualInbound
+ * disables its inspectors per port with it. */
+typedef enum {
+    WP_LF_PRED_ANY,
+    WP_LF_PRED_PORT_RANGE,
+    WP_LF_PRED_OR,
+    WP_LF_PRED_AND,
+    WP_LF_PRED_NOT,
+} wp_lf_pred_kind;
+
+typedef struct wp_lf_pred {
+    wp_lf_pred_kind kind;
+    int32_t start, end;            /* PORT_RANGE */
+    const struct wp_lf_pred *kids; /* OR, AND: nkids of them; NOT: one */
+    size_t nkids;
+} wp_lf_pred;
+
+/* Whether p matches socket s (above). */
+bool wp_lf_pred_match(const wp_lf_pred *p, const struct wp_lf_socket *s);
+
+/* A listener's filter: its type, config and filter_disabled (all owned by the config
+ * snapshot; disabled NULL = always runs). */
 typedef struct wp_listener_filter {
     const wp_listener_filter_ops *ops;
     const void *config;
+    const wp_lf_pred *disabled;
 } wp_listener_filter;
 
 /* What a filter sees: the socket, and the way to resume after WP_LF_STOP_ITERATION. */
@@ -153,11 +183,11 @@ void wp_lf_restore_local_address(wp_lf_socket *s, const struct sockaddr *sa);
 const char *wp_lf_server_name(const wp_lf_socket *s);
 const char *wp_lf_transport_protocol(const wp_lf_socket *s);
 
-/* Runs cb's filters from cb->next. Returns WP_LF_CONTINUE when all continued (cb->done is
- * not called then; the caller goes on), WP_LF_STOP_ITERATION when one stopped (the rest runs
- * from continue_filter_chain or wp_lf_on_data, which end with cb->done), WP_LF_FAILED when
- * one failed (cb->done is not called: the caller closes the connection).
- * wp_lf_callbacks_init sets continue_filter_chain. */
+/* Runs cb's filters from cb->next (a filter whose filter_disabled matches is skipped). Returns
+ * WP_LF_CONTINUE when all continued (cb->done is not called then; the caller goes on),
+ * WP_LF_STOP_ITERATION when one stopped (the rest runs from continue_filter_chain or wp_lf_on_data,
+ * which end with cb->done), WP_LF_FAILED when one failed (cb->done is not called: the caller closes
+ * the connection). wp_lf_callbacks_init sets continue_filter_chain. */
 void wp_lf_callbacks_init(wp_lf_callbacks *cb, wp_lf_socket *s, const wp_listener_filter *f,
                           size_t n, void (*done)(wp_lf_callbacks *, bool), void *owner);
 wp_lf_status wp_lf_run(wp_lf_callbacks *cb);
