@@ -13,7 +13,9 @@ Prints "kubeapi listening on http[s]://ADDR:PORT" on stdout once it serves. SIGT
 it (saving --state when given, reloaded at the next start: a restarted server keeps its objects
 and resourceVersion but has no watch history). Test-only endpoints (no auth): POST
 /_test/compact (forget all history: older watches and continue tokens get 410), POST
-/_test/close-watches (end every open watch stream cleanly).
+/_test/close-watches (end every open watch stream cleanly), POST /_test/expire (the
+resourceVersion moves on, history is compacted and open watches end: watching again from an
+older resourceVersion gets the in-stream ERROR 410 Expired).
 """
 
 import argparse
@@ -169,6 +171,8 @@ class Handler(BaseHTTPRequestHandler):
             st.compact()
         elif self.command == "POST" and parts == ["close-watches"]:
             st.close_watches()
+        elif self.command == "POST" and parts == ["expire"]:
+            st.expire()
         elif self.command == "GET" and parts == ["rv"]:
             pass
         else:

@@ -100,6 +100,18 @@ class Store:
             self.snaps = {}
             self.cond.notify_all()
 
+    def expire(self):
+        """As if other writes (to a kind nobody watches, a Lease renewal) moved the
+        resourceVersion on and etcd compacted: every open watch ends, and a client that watches
+        again from the resourceVersion it had gets the in-stream ERROR 410 Expired."""
+        with self.cond:
+            self.rv += 1
+            self.history = []
+            self.compacted = self.rv + 1
+            self.snaps = {}
+            self.closed_gen += 1
+            self.cond.notify_all()
+
     def close_watches(self):
         with self.cond:
             self.closed_gen += 1
