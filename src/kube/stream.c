@@ -43,7 +43,10 @@ static int size_line(wf_kube_chunked *d, wf_strbuf *why)
         }
         v = v * 16 + (size_t)x;
     }
-    if (i == 0 || (d->line[i] && d->line[i] != ';' && d->line[i] != ' ' && d->line[i] != '\t')) {
+    size_t j = i;
+    while (d->line[j] == ' ' || d->line[j] == '\t') /* BWS before a chunk extension */
+        j++;
+    if (i == 0 || (d->line[j] && d->line[j] != ';')) {
         wf_strbuf_printf(why, "chunked body: bad chunk-size line \"%s\"", d->line);
         return -1;
     }
@@ -71,6 +74,10 @@ long wf_kube_chunked_feed(wf_kube_chunked *d, const char *in, size_t n, wf_strbu
                 d->line_len = 0;
             }
             continue;
+        }
+        if (d->state == CH_DATA_CRLF && in[i] != '\r' && in[i] != '\n') {
+            wf_strbuf_puts(why, "chunked body: chunk data not followed by CRLF");
+            return -1;
         }
         int r = line_byte(d, in[i++], why);
         if (r < 0)
