@@ -299,8 +299,10 @@ def test_python_client_incluster_and_bad_token(api, certs, tmp_path):
         del os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"]
     core = kclient.CoreV1Api(kclient.ApiClient(cfg))
     assert "default" in [n.metadata.name for n in core.list_namespace().items]
-    cfg.api_key = {"authorization": "Bearer wrong"}
-    core = kclient.CoreV1Api(kclient.ApiClient(cfg))
+    bad = kclient.Configuration()
+    bad.host, bad.ssl_ca_cert = cfg.host, cfg.ssl_ca_cert
+    bad.api_key = {"authorization": "Bearer wrong"}
+    core = kclient.CoreV1Api(kclient.ApiClient(bad))
     with pytest.raises(ApiException) as e:
         core.list_namespace()
     assert e.value.status == 401 and json.loads(e.value.body)["reason"] == "Unauthorized"
@@ -317,3 +319,47 @@ def test_python_client_custom_objects(api):
                                            "authorizationpolicies")
     assert [(i["apiVersion"], i["metadata"]["name"]) for i in got["items"]] == [
         ("security.istio.io/v1beta1", "deny-all")]
+
+
+# ---- wire details no client above exercises ----------------------------------------------------
+
+def raw_watch(api, certs, path, timeout=10):
+    """The event lines of one watch request (until the server ends it)."""
+    import ssl
+    import urllib.request
+    ctx = ssl.create_default_context(cafile=certs["ca.crt"])
+    req = urllib.request.Request(api.url + path, headers={"Authorization": "Bearer " + TOKEN})
+    with urllib.request.urlopen(req, timeout=timeout, context=ctx) as r:
+        assert r.headers["Transfer-Encoding"] == "chunked"
+        assert r.headers["Content-Type"] == "application/json"
+        return [json.loads(ln) for ln in r.read().decode().splitlines()]
+
+
+def test_watch_list_selector_transitions_and_in_stream_410(api, certs):
+    core, _ = core_api(api)
+    core.create_namespaced_config_map("default", cm("w1", {"app": "x"}))
+    # watch-list: initial ADDED events, then the bookmark marking their end, then changes
+    evs = raw_watch(api, certs, "/api/v1/namespaces/default/configmaps?watch=true&"
+                    "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&"
+                    "allowWatchBookmarks=true&timeoutSeconds=1")
+    assert evs[0]["type"] == "ADDED" and evs[0]["object"]["metadata"]["name"] == "w1"
+    assert evs[1]["type"] == "BOOKMARK"
+    assert evs[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    with pytest.raises(Exception) as e:
+        raw_watch(api, certs, "/api/v1/configmaps?watch=true&sendInitialEvents=true")
+    assert getattr(e.value, "code", None) == 422
+    # an object that stops matching the selector arrives as DELETED, one that starts as ADDED
+    rv = core.list_namespaced_config_map("default").metadata.resource_version
+    core.patch_namespaced_config_map("w1", "default", {"metadata": {"labels": {"app": "y"}}})
+    core.patch_namespaced_config_map("w1", "default", {"metadata": {"labels": {"app": "x"}}})
+    evs = raw_watch(api, certs, "/api/v1/namespaces/default/configmaps?watch=1&"
+                    "labelSelector=app%%3Dx&resourceVersion=%s&timeoutSeconds=1" % rv)
+    assert [e["type"] for e in evs] == ["DELETED", "ADDED"]
+    assert int(evs[0]["object"]["metadata"]["resourceVersion"]) > int(rv)
+    # a resourceVersion older than the history: 200, one ERROR event, end of stream
+    api.control("compact")
+    evs = raw_watch(api, certs, "/api/v1/configmaps?watch=1&resourceVersion=%s" % rv)
+    assert evs == [{"type": "ERROR", "object": {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": evs[0]["object"]["message"], "reason": "Expired", "code": 410}}]
+    assert evs[0]["object"]["message"].startswith("too old resource version: %s (" % rv)
