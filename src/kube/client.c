@@ -202,10 +202,11 @@ static int list_page(wf_kube_client *c, const wf_kube_kind *k, const char *base,
     if (!*rv)
         *rv = strdup(lrv);
     const char *ct = json_string_value(json_object_get(md, "continue"));
-    if (ct && *ct)
+    bool more = ct && *ct;
+    if (more)
         *cont = strdup(ct);
     json_decref(j);
-    rc = *rv && (!ct || !*ct || *cont) ? 0 : -1;
+    rc = *rv && (!more || *cont) ? 0 : -1;
     if (rc != 0)
         wf_strbuf_puts(why, "out of memory");
 out:

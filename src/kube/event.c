@@ -111,7 +111,8 @@ int wf_kube_event_parse(const char *line, size_t len, wf_kube_event *ev, wf_strb
     }
     ev->rv = wf_kube_obj_rv(ev->object);
     if (!ev->rv[0]) {
-        wf_strbuf_printf(why, "watch event: %s object without metadata.resourceVersion", type);
+        wf_strbuf_printf(why, "watch event: %s object without metadata.resourceVersion",
+                         wf_kube_event_type_name(ev->type));
         wf_kube_event_clear(ev);
         return -1;
     }

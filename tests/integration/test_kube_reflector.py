@@ -104,11 +104,15 @@ class Watcher:
                              % (what, self.last, self.stderr_now()))
 
     def stderr_now(self):
-        if self.proc.poll() is None:
+        try:
+            self.proc.wait(2)  # stdout closed: the process is ending
+        except subprocess.TimeoutExpired:
             return "(running)"
-        return self.proc.stderr.read()
+        return "exit %s: %s" % (self.proc.returncode, self.proc.stderr.read()[-4000:])
 
     def stop(self):
+        """SIGTERM; returns the exit code (0 by design; a sanitizer report or leak makes it
+        non-zero)."""
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -131,8 +135,8 @@ def watchers():
         started.append(w)
         return w
     yield start
-    for w in started:
-        w.stop()
+    codes = [w.stop() for w in started]
+    assert codes == [0] * len(codes), "weft-kube-watch exit codes %s" % codes
 
 
 def kubeconfig(tmp_path, api, **kw):
