@@ -316,3 +316,56 @@ def test_config_errors_exit_1(tmp_path):
         "defined" in r.stderr
     r = subprocess.run([WATCH, "nosuchkind"], capture_output=True, text=True, timeout=20)
     assert r.returncode == 2 and "unknown kind nosuchkind" in r.stderr
+
+
+def test_expired_continue_token_restarts_the_list(certs, watchers, tmp_path):
+    a = Api(certs, tmp_path, extra=["--expire-continue", "1"])
+    try:
+        for i in range(5):
+            a.cm("p-%d" % i)
+        kc = kubeconfig(tmp_path, a, token=TOKEN, ca=certs["ca.crt"])
+        w = watchers(["--kubeconfig", kc, "--page-size", "2", "configmaps"])
+        st = w.until(lambda s: s["synced"], what="synced")
+        # page 2's token answered 410: the list started again without it (client-go's pager)
+        assert a.req("GET", "/_test/stats")["continue_expired"] == 1
+        assert st["lists"] == 1 and st["pages"] == 3 and st["errors"] == 0
+        assert sorted(st["objects"]) == ["default/p-%d" % i for i in range(5)]
+    finally:
+        a.stop()
+
+
+def write_kc(path, server, cluster_extra, token=TOKEN):
+    cluster = dict({"server": server}, **cluster_extra)
+    with open(path, "w") as f:
+        json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "t",
+                   "clusters": [{"name": "c", "cluster": cluster}],
+                   "users": [{"name": "u", "user": {"token": token}}],
+                   "contexts": [{"name": "t", "context": {"cluster": "c", "user": "u"}}]}, f)
+    return path
+
+
+def test_tls_server_name_and_plain_http(api, watchers, tmp_path):
+    ca = {"certificate-authority": api.certs["ca.crt"]}  # the file form this time
+    # the certificate names kubernetes.default.svc (a DNS SAN) besides 127.0.0.1
+    kc = write_kc(str(tmp_path / "sni-ok"), api.url,
+                  dict(ca, **{"tls-server-name": "kubernetes.default.svc"}))
+    w = watchers(["--kubeconfig", kc, "namespaces"])
+    w.until(lambda s: s["synced"], what="synced with tls-server-name")
+    kc = write_kc(str(tmp_path / "sni-bad"), api.url,
+                  dict(ca, **{"tls-server-name": "other.example"}))
+    w = watchers(["--kubeconfig", kc, "namespaces"])
+    st = w.until(lambda s: s["errors"] >= 1, what="a name mismatch")
+    assert "certificate verify failed: hostname mismatch" in st["last_error"]
+    # insecure-skip-tls-verify: no CA needed
+    kc = write_kc(str(tmp_path / "insecure"), api.url, {"insecure-skip-tls-verify": True})
+    w = watchers(["--kubeconfig", kc, "namespaces"])
+    w.until(lambda s: s["synced"], what="synced without verification")
+    # plain HTTP
+    plain = fixture.KubeApi(["--token", TOKEN], log=str(tmp_path / "plain.log")).start()
+    try:
+        kc = write_kc(str(tmp_path / "plain"), plain.url, {})
+        w = watchers(["--kubeconfig", kc, "namespaces"])
+        st = w.until(lambda s: s["phase"] == "watching", what="watching over http")
+        assert "kube-system" in st["objects"]
+    finally:
+        plain.stop()

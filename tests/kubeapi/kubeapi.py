@@ -15,7 +15,8 @@ and resourceVersion but has no watch history). Test-only endpoints (no auth): PO
 /_test/compact (forget all history: older watches and continue tokens get 410), POST
 /_test/close-watches (end every open watch stream cleanly), POST /_test/expire (the
 resourceVersion moves on, history is compacted and open watches end: watching again from an
-older resourceVersion gets the in-stream ERROR 410 Expired).
+older resourceVersion gets the in-stream ERROR 410 Expired), GET /_test/stats (continue tokens
+refused as expired, the resourceVersion).
 """
 
 import argparse
@@ -173,6 +174,9 @@ class Handler(BaseHTTPRequestHandler):
             st.close_watches()
         elif self.command == "POST" and parts == ["expire"]:
             st.expire()
+        elif self.command == "GET" and parts == ["stats"]:
+            self.read_body_quietly()
+            return self.send_json(200, dict(st.stats, resourceVersion=str(st.rv)))
         elif self.command == "GET" and parts == ["rv"]:
             pass
         else:
@@ -471,6 +475,9 @@ def main(argv=None):
                     help="seconds between bookmarks of an idle watch")
     ap.add_argument("--max-watch-seconds", type=float, default=1800.0,
                     help="a watch's length when the client sets no timeoutSeconds")
+    ap.add_argument("--expire-continue", type=int, default=0,
+                    help="the first N continue tokens used answer 410 Expired (as after an etcd "
+                    "compaction between two pages)")
     ap.add_argument("--state", help="JSON file: loaded at start when present, saved at exit")
     ap.add_argument("--incluster-root", help="write the service-account token, ca.crt and "
                     "namespace files under DIR/var/run/secrets/kubernetes.io/serviceaccount")
@@ -491,6 +498,7 @@ def main(argv=None):
         return toks
 
     srv.tokens = tokens
+    srv.store.expire_continues = opts.expire_continue
     if opts.state and os.path.exists(opts.state):
         with open(opts.state) as f:
             srv.store.load(json.load(f))

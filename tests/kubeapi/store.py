@@ -57,6 +57,8 @@ class Store:
         self.snaps = {}  # list RV -> {gr: sorted [(key, obj)]}
         self.max_snaps = snapshots
         self.closed_gen = 0  # bumped to end every open watch (tests: /_test/close-watches)
+        self.expire_continues = 0  # the next N continue tokens answer 410 (--expire-continue)
+        self.stats = {"continue_expired": 0}
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.create(resources.find("", "v1", "namespaces"), None,
                         {"metadata": {"name": ns}, "spec": {"finalizers": ["kubernetes"]},
@@ -149,7 +151,11 @@ class Store:
                 except Exception:
                     raise ApiError(400, "BadRequest", "continue key is not valid: %s" % cont)
                 snap = self.snaps.get(srv)
+                if self.expire_continues > 0:  # as if etcd compacted since the first page
+                    self.expire_continues -= 1
+                    snap = None
                 if snap is None or srv < self.compacted:
+                    self.stats["continue_expired"] += 1
                     raise ApiError(410, "Expired", "The provided continue parameter is too old "
                                    "to display a consistent list result. You can start a new list "
                                    "without the continue parameter.")
