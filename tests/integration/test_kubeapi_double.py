@@ -150,6 +150,20 @@ def test_kubectl_paging(kc, api, tmp_path):
     pages = [ln for ln in r.stderr.splitlines() if "/configmaps?" in ln and " 200 OK" in ln]
     assert len(pages) == 3, r.stderr
     assert sum("continue=" in ln for ln in pages) == 2
+    # 410: a continue token and a watch from before a compaction
+    first = json.loads(kubectl(k, api, tmp_path, "get", "--raw",
+                               "/api/v1/namespaces/default/configmaps?limit=2").stdout)
+    token, rv = first["metadata"]["continue"], first["metadata"]["resourceVersion"]
+    kubectl(k, api, tmp_path, "create", "configmap", "later")  # history moves past rv
+    api.control("compact")
+    r = kubectl(k, api, tmp_path, "get", "--raw",
+                "/api/v1/namespaces/default/configmaps?limit=2&continue=" + token, check=False)
+    assert r.returncode != 0 and "Error from server (Expired)" in r.stderr, r.stderr
+    r = kubectl(k, api, tmp_path, "get", "--raw",
+                "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" + rv)
+    ev = json.loads(r.stdout)
+    assert ev["type"] == "ERROR" and ev["object"]["code"] == 410
+    assert ev["object"]["reason"] == "Expired"
 
 
 def reader(proc, q):
