@@ -3,6 +3,7 @@
  */
 #include "kube/client.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +14,18 @@
 
 #define MAX_BODY (256u << 20) /* a list response */
 
+/* client-go's cached file token source (transport/token_source.go NewCachedFileTokenSource):
+ * the file's token is kept for a minute less 10 s of leeway, and dropped after a 401 so that
+ * the next request reads the file again (tokenSourceTransport's ResetTokenOlderThan). */
+#define TOKEN_PERIOD_MS (60000 - 10000)
+
 struct wf_kube_client {
     wf_kube_config *cfg;
     wf_kube_url url;
-    SSL_CTX *ctx; /* NULL for http:// */
+    SSL_CTX *ctx;          /* NULL for http:// */
+    pthread_mutex_t mu;    /* guards the cached token file content */
+    char *file_token;      /* last read of cfg->token_file, or NULL */
+    int64_t file_token_at; /* when it was read (monotonic ms) */
 };
 
 int wf_kube_client_new(wf_kube_config *cfg, wf_kube_client **out, wf_strbuf *why)
@@ -28,6 +37,7 @@ int wf_kube_client_new(wf_kube_config *cfg, wf_kube_client **out, wf_strbuf *why
         return -1;
     }
     c->cfg = cfg;
+    pthread_mutex_init(&c->mu, NULL);
     if (wf_kube_url_parse(cfg->server, &c->url, why) != 0 ||
         (c->url.https && !(c->ctx = wf_kube_tls_ctx(cfg, why)))) {
         wf_kube_client_free(c);
@@ -43,6 +53,8 @@ void wf_kube_client_free(wf_kube_client *c)
         return;
     SSL_CTX_free(c->ctx);
     wf_kube_config_free(c->cfg);
+    free(c->file_token);
+    pthread_mutex_destroy(&c->mu);
     free(c);
 }
 
@@ -66,12 +78,49 @@ void wf_kube_query_escape(wf_strbuf *out, const char *s)
     }
 }
 
+/* The bearer token for a request now (malloc'ed, or NULL for none). 0 or -1 with why. */
+static int bearer(wf_kube_client *c, char **token, wf_strbuf *why)
+{
+    if (c->cfg->token || !c->cfg->token_file)
+        return wf_kube_config_token(c->cfg, token, why);
+    int rc = 0;
+    int64_t now = wf_kube_now_ms();
+    pthread_mutex_lock(&c->mu);
+    if (!c->file_token || now - c->file_token_at >= TOKEN_PERIOD_MS) {
+        char *t = NULL;
+        rc = wf_kube_config_token(c->cfg, &t, why);
+        if (rc == 0) {
+            free(c->file_token);
+            c->file_token = t;
+            c->file_token_at = now;
+        }
+    }
+    *token = rc == 0 && c->file_token ? strdup(c->file_token) : NULL;
+    if (rc == 0 && c->file_token && !*token) {
+        wf_strbuf_puts(why, "out of memory");
+        rc = -1;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+/* After a 401: the next request reads the token file again. */
+static void unauthorized(wf_kube_client *c, int status)
+{
+    if (status != 401)
+        return;
+    pthread_mutex_lock(&c->mu);
+    free(c->file_token);
+    c->file_token = NULL;
+    pthread_mutex_unlock(&c->mu);
+}
+
 /* Connects and sends the request; on success the caller reads the head. */
 static int start(wf_kube_client *c, wf_kube_conn *conn, const char *method, const char *path,
                  const char *body, int cancel_fd, int64_t deadline, wf_strbuf *why)
 {
     char *token = NULL;
-    if (wf_kube_config_token(c->cfg, &token, why) != 0)
+    if (bearer(c, &token, why) != 0)
         return -1;
     wf_strbuf req = WF_STRBUF_INIT;
     bool v6 = strchr(c->url.host, ':') != NULL;
@@ -122,6 +171,7 @@ int wf_kube_request(wf_kube_client *c, const char *method, const char *path, con
             if (dst == resp)
                 rc = 0;
             else {
+                unauthorized(c, h.status);
                 wf_kube_status_from_body(h.status, tmp.data, tmp.len, st);
                 wf_kube_status_format(st, &err);
             }
@@ -306,6 +356,7 @@ int wf_kube_watch_open(wf_kube_client *c, const wf_kube_kind *k, const char *ns,
     if (wf_kube_read_head(&w->conn, &w->head, &err) != 0)
         goto out;
     if (w->head.status != 200) {
+        unauthorized(c, w->head.status);
         wf_strbuf body = WF_STRBUF_INIT;
         if (wf_kube_read_body(&w->conn, &w->head, 1 << 20, &body, &err) == 0) {
             wf_kube_status_from_body(w->head.status, body.data, body.len, st);

@@ -5,7 +5,9 @@
  *
  * Behaviour followed (client-go's rest client and pager):
  *  - every request carries `Accept: application/json` and, when the config has one, the bearer
- *    token, read again from tokenFile for every request (client-go's BearerTokenFile);
+ *    token; a tokenFile is read again once its copy is 50 s old (client-go's cached file token
+ *    source: a one-minute period less 10 s leeway) and at once after a 401 (client-go resets
+ *    the token source on 401), so rotated projected tokens are picked up;
  *    `User-Agent: weft/<version>`. One connection per request (no keep-alive yet).
  *  - a status outside 2xx is an error whose text is the Status body (§1.7):
  *    "GET /api/v1/pods: 403 Forbidden: pods is forbidden: ...".

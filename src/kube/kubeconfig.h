@@ -15,8 +15,9 @@
  *    `-data` form wins over the file form, as in client-go. Relative file paths are resolved
  *    against the directory of the kubeconfig file that names them.
  *  - the namespace is the context's `namespace`, else "default".
- *  - `tokenFile` (and the in-cluster token) is kept as a path and re-read when used
- *    (wf_kube_config_token), as client-go's BearerTokenFile is, so rotated projected tokens work;
+ *  - `tokenFile` (and the in-cluster token) is kept as a path, as client-go's BearerTokenFile,
+ *    and read by wf_kube_config_token (kube/client.h caches it as client-go does), so rotated
+ *    projected tokens work;
  *    a static `token` wins over `tokenFile` (client-go: "token" takes precedence).
  *  - not supported, and refused with an error naming the field (never ignored silently):
  *    `exec`, `auth-provider`, `username`/`password`, `proxy-url`.
