@@ -278,14 +278,20 @@ class Handler(BaseHTTPRequestHandler):
             if q.get("dryRun") == "All":
                 return self.send_json(201, _versioned(obj, res, version))
             return self.send_json(201, _versioned(st.create(res, ns, obj), res, version))
+        dry = q.get("dryRun") == "All"  # validated and answered, never stored
         if m == "PUT" and name:
             obj = self.body_json()
+            if dry:
+                st.get(res, ns, name)
+                return self.send_json(200, _versioned(obj, res, version))
             return self.send_json(200, _versioned(st.update(res, ns, name, obj, sub), res,
                                                   version))
         if m == "PATCH" and name:
             return self.patch(res, version, ns, name, sub, q)
         if m == "DELETE" and name:
             self.read_body_quietly()
+            if dry:
+                return self.send_json(200, _versioned(st.get(res, ns, name), res, version))
             return self.send_json(200, _versioned(st.delete(res, ns, name), res, version))
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the "
                        "requested resource")
@@ -350,6 +356,9 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: '
                            'fieldManager: Required value: is required for apply patch')
         new = patch.apply(ctype, cur, raw, res)
+        if q.get("dryRun") == "All":
+            new.setdefault("metadata", {}).setdefault("name", name)
+            return self.send_json(200 if exists else 201, _versioned(new, res, version))
         if not exists:
             new.setdefault("metadata", {})["name"] = name
             return self.send_json(201, _versioned(st.create(res, ns, new), res, version))
