@@ -246,7 +246,15 @@ static int load_cluster(kc_ctx *k, const char *name, const kc_file *cf, const wf
         return -1;
     }
     o->tls_server_name = dup_str(wf_map_str(c, "tls-server-name"));
-    return load_pem(k, f, c, base, "certificate-authority", &o->ca_pem, &o->ca_len);
+    if (load_pem(k, f, c, base, "certificate-authority", &o->ca_pem, &o->ca_len) != 0)
+        return -1;
+    if (o->insecure && o->ca_pem) { /* client-go's clientcmd validation refuses the pair */
+        snprintf(field, sizeof field, "%s.insecure-skip-tls-verify", base);
+        fail(k, f, ins, field,
+             "specifying a root certificates file with the insecure flag is not allowed");
+        return -1;
+    }
+    return 0;
 }
 
 static int load_user(kc_ctx *k, const char *name, const kc_file *cf, const wf_node *ctxn,

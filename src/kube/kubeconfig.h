@@ -14,6 +14,9 @@
  *    `client-certificate` | `client-certificate-data`, `client-key` | `client-key-data`); the
  *    `-data` form wins over the file form, as in client-go. Relative file paths are resolved
  *    against the directory of the kubeconfig file that names them.
+ *  - `insecure-skip-tls-verify: true` together with a certificate authority is refused, as
+ *    clientcmd's validation does ("specifying a root certificates file with the insecure flag
+ *    is not allowed").
  *  - the namespace is the context's `namespace`, else "default".
  *  - `tokenFile` (and the in-cluster token) is kept as a path, as client-go's BearerTokenFile,
  *    and read by wf_kube_config_token (kube/client.h caches it as client-go does), so rotated

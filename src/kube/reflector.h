@@ -19,7 +19,10 @@
  *    watch watches again from the same resourceVersion (a 410 then turns it into a relist), as
  *    client-go does; a 410 relist also waits one back-off step, as client-go's BackoffUntil
  *    does between two ListAndWatch runs;
- *  - while the API server is unreachable the cache keeps the last good state.
+ *  - while the API server is unreachable the cache keeps the last good state;
+ *  - every list is a consistent read (no resourceVersion), as client-go's relist after Expired;
+ *    client-go's first list asks resourceVersion "0" (the API server's watch cache, possibly
+ *    stale): weft prefers a fresh state over that saving.
  *
  * Threads: the list/watch loop runs on the reflector's own thread (blocking HTTP, kube/client.h),
  * the cache is guarded by a mutex, and `changed` runs on the loop's thread (uv_async, so

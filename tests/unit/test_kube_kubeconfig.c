@@ -138,6 +138,15 @@ static void errors_name_file_line_and_field(void **state)
     free(e);
     free(t);
 
+    t = replace(KC, "    insecure-skip-tls-verify: true\n",
+                "    insecure-skip-tls-verify: true\n    certificate-authority-data: aGVsbG8=\n");
+    e = parse_err(t, "other");
+    assert_string_equal(e, "kubeconfig /x/kc:12: clusters[1].cluster.insecure-skip-tls-verify: "
+                           "specifying a root certificates file with the insecure flag is not "
+                           "allowed");
+    free(e);
+    free(t);
+
     e = parse_err("clusters: [\n", NULL);
     assert_non_null(strstr(e, "kubeconfig /x/kc:"));
     free(e);
