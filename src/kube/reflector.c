@@ -26,6 +26,7 @@ struct wf_kube_reflector {
     void *ud;
     wf_kube_backoff backoff; /* the thread's */
     uv_mutex_t mu;           /* guards cache and st */
+    uv_cond_t synced;        /* signalled when st.synced becomes true */
     json_t *cache;
     wf_kube_reflector_state st;
 };
@@ -133,6 +134,7 @@ static int relist(wf_kube_reflector *r)
     r->cache = cache;
     set_rv(r, rv);
     r->st.synced = true;
+    uv_cond_broadcast(&r->synced);
     r->st.objects = json_object_size(cache);
     r->st.generation++;
     r->st.lists++;
@@ -282,6 +284,7 @@ static void free_reflector(wf_kube_reflector *r)
     free((char *)r->opts.label_selector);
     free((char *)r->opts.field_selector);
     json_decref(r->cache);
+    uv_cond_destroy(&r->synced);
     uv_mutex_destroy(&r->mu);
     free(r);
 }
@@ -314,6 +317,12 @@ wf_kube_reflector *wf_kube_reflector_start(uv_loop_t *loop, wf_kube_client *clie
     if (uv_mutex_init(&r->mu) != 0) {
         free(r);
         wf_strbuf_puts(why, "cannot create a mutex");
+        return NULL;
+    }
+    if (uv_cond_init(&r->synced) != 0) {
+        uv_mutex_destroy(&r->mu);
+        free(r);
+        wf_strbuf_puts(why, "cannot create a condition variable");
         return NULL;
     }
     bool oom = false;
@@ -372,6 +381,20 @@ json_t *wf_kube_reflector_snapshot(wf_kube_reflector *r)
     json_t *c = json_copy(r->cache); /* shallow: values are shared references */
     uv_mutex_unlock(&r->mu);
     return c;
+}
+
+bool wf_kube_reflector_wait_synced(wf_kube_reflector *r, int64_t timeout_ms)
+{
+    int64_t until = wf_kube_now_ms() + timeout_ms;
+    uv_mutex_lock(&r->mu);
+    while (!r->st.synced) {
+        int64_t left = until - wf_kube_now_ms();
+        if (left <= 0 || uv_cond_timedwait(&r->synced, &r->mu, (uint64_t)left * 1000000u) != 0)
+            break;
+    }
+    bool ok = r->st.synced;
+    uv_mutex_unlock(&r->mu);
+    return ok;
 }
 
 void wf_kube_reflector_state_get(wf_kube_reflector *r, wf_kube_reflector_state *out)

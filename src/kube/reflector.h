@@ -97,6 +97,11 @@ void wf_kube_reflector_stop(wf_kube_reflector *r);
  * never to be modified). NULL on out of memory. */
 json_t *wf_kube_reflector_snapshot(wf_kube_reflector *r);
 
+/* Blocks the calling thread until the first list completed (synced) or timeout_ms passed
+ * (istiod's cache sync wait before it serves: a config source's start() can call it on the loop
+ * thread, as the reflector's thread never waits for the loop). Returns true when synced. */
+bool wf_kube_reflector_wait_synced(wf_kube_reflector *r, int64_t timeout_ms);
+
 /* The state now (copied). */
 void wf_kube_reflector_state_get(wf_kube_reflector *r, wf_kube_reflector_state *out);
 

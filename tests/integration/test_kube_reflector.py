@@ -81,11 +81,16 @@ class Watcher:
                                      stderr=subprocess.PIPE, text=True, env=env)
         self.q = queue.Queue()
         self.last = None
+        self.waited = None
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
         for line in self.proc.stdout:
-            self.q.put(json.loads(line))
+            doc = json.loads(line)
+            if list(doc) == ["synced"]:
+                self.waited = doc["synced"]
+            else:
+                self.q.put(doc)
         self.q.put(None)
 
     def until(self, pred, timeout=20, what=""):
@@ -149,8 +154,10 @@ def test_list_pages_watch_events_and_renewal(api, watchers, tmp_path):
         api.cm("cm-%d" % i)
     api.cm("other", ns="kube-system")
     kc = kubeconfig(tmp_path, api, token=TOKEN, ca=api.certs["ca.crt"])
-    w = watchers(["--kubeconfig", kc, "--page-size", "2", "--watch-timeout", "2", "configmaps"])
+    w = watchers(["--kubeconfig", kc, "--page-size", "2", "--watch-timeout", "2",
+                  "--wait-synced", "10000", "configmaps"])
     st = w.until(lambda s: s["phase"] == "watching", what="watching")
+    assert w.waited is True
     assert st["synced"] and st["lists"] == 1 and st["pages"] == 3  # 6 objects, 2 a page
     assert sorted(st["objects"]) == ["default/cm-%d" % i for i in range(5)] + \
         ["kube-system/other"]
@@ -253,8 +260,9 @@ def test_token_file_reread_and_unauthorized_backoff(api, watchers, tmp_path):
                    "users": [{"name": "u", "user": {"tokenFile": "token"}}],
                    "contexts": [{"name": "t", "context": {"cluster": "c", "user": "u"}}]}, f)
     api.cm("visible")
-    w = watchers(["--kubeconfig", kc, "--seed", "5", "configmaps"])
+    w = watchers(["--kubeconfig", kc, "--seed", "5", "--wait-synced", "300", "configmaps"])
     st = w.until(lambda s: s["phase"] == "backing-off", what="backing off on 401")
+    assert w.waited is False  # the wait timed out: never synced
     assert st["last_error"].startswith("list: GET /api/v1/configmaps?limit=500: ")
     assert st["last_error"].endswith("401 Unauthorized: Unauthorized")
     assert not st["synced"]

@@ -37,6 +37,9 @@ static const char USAGE[] =
     "  --watch-timeout S            timeoutSeconds of each watch (default random 300-600)\n"
     "  --seed N                     random seed for back-off jitter\n"
     "  --duration S                 stop after S seconds (default: run until SIGTERM)\n"
+    "  --wait-synced MS             first wait up to MS ms for the first list (the way a\n"
+    "                               config source's start() will) and print\n"
+    "                               {\"synced\":true|false} before the state lines\n"
     "Exit codes: 0 stopped, 1 configuration error, 2 usage error.\n";
 
 typedef struct app {
@@ -106,7 +109,7 @@ int main(int argc, char **argv)
 {
     const char *kubeconfig = NULL, *context = NULL, *incluster = NULL, *kind_name = NULL;
     wf_kube_reflector_opts o = {0};
-    long duration = 0;
+    long duration = 0, wait_synced = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -138,6 +141,8 @@ int main(int argc, char **argv)
             o.seed = strtoull(argv[++i], NULL, 10);
         else if (strcmp(a, "--duration") == 0)
             duration = atol(argv[++i]);
+        else if (strcmp(a, "--wait-synced") == 0)
+            wait_synced = atol(argv[++i]);
         else if (a[0] == '-') {
             fprintf(stderr, "weft-kube-watch: unknown option %s\n%s", a, USAGE);
             return 2;
@@ -179,6 +184,11 @@ int main(int argc, char **argv)
         uv_timer_start(&a.timer, on_timer, (uint64_t)duration * 1000, 0);
     a.r = wf_kube_reflector_start(a.loop, client, &o, print_state, &a, &err);
     int rc = 0;
+    if (a.r && wait_synced >= 0) {
+        printf("{\"synced\":%s}\n",
+               wf_kube_reflector_wait_synced(a.r, wait_synced) ? "true" : "false");
+        fflush(stdout);
+    }
     if (!a.r) {
         fprintf(stderr, "weft-kube-watch: %s\n", wf_strbuf_cstr(&err));
         uv_close((uv_handle_t *)&a.sigterm, NULL);
