@@ -290,13 +290,20 @@ def test_tls_verification_and_client_certificate(certs, watchers, tmp_path):
         a.stop()
 
 
-def test_in_cluster(api, watchers, tmp_path):
+def test_in_cluster(certs, watchers, tmp_path):
     root = tmp_path / "root"
+    # the test API server writes the service-account files a pod would have
+    api = Api(certs, tmp_path, extra=["--incluster-root", str(root), "--incluster-ca",
+                                      certs["ca.crt"]])
+    try:
+        in_cluster(api, root, watchers)
+    finally:
+        api.stop()
+
+
+def in_cluster(api, root, watchers):
     sa = root / "var/run/secrets/kubernetes.io/serviceaccount"
-    sa.mkdir(parents=True)
-    (sa / "token").write_text(TOKEN)
-    (sa / "ca.crt").write_text(open(api.certs["ca.crt"]).read())
-    (sa / "namespace").write_text("default")
+    assert (sa / "token").read_text() == TOKEN and (sa / "namespace").read_text() == "default"
     host, port = api.url[len("https://"):].rsplit(":", 1)
     env = dict(os.environ, KUBERNETES_SERVICE_HOST=host, KUBERNETES_SERVICE_PORT=port)
     w = watchers(["--in-cluster", str(root), "nodes"], env=env)
