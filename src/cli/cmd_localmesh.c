@@ -431,10 +431,12 @@ static int capture_pod(const wf_lm_plan *p, const wf_lm_pod *pod, wf_strbuf *err
             proxy = p->procs[i].argv[0];
     if (!proxy)
         return 0;
+    /* and the local mesh's own: the proxy's admin on the pod IP (WEFT_ADMIN), which weftctl
+     * reaches from the host where istioctl port-forwards to Istio's 127.0.0.1:15000 */
     char excl_in[512];
     const char *user = pod->capture.exclude_in_ports;
-    snprintf(excl_in, sizeof excl_in, "15090,15021,15020%s%s", user && *user ? "," : "",
-             user ? user : "");
+    snprintf(excl_in, sizeof excl_in, "15090,15021,15020,%d%s%s", WF_LM_ADMIN_PORT,
+             user && *user ? "," : "", user ? user : "");
     const char *argv[32] = {proxy};
     if (capture_args(pod, excl_in, argv, sizeof argv / sizeof argv[0]) != 0)
         return wf_strbuf_puts(err, "too many istio-iptables arguments"), -1;

@@ -140,7 +140,7 @@ static void outbound_lines(const wf_kvs *a, wf_strbuf *out)
                      excp ? " (excludeOutboundPorts: the application reaches them directly)" : "");
 }
 
-static void inbound_lines(const wf_kvs *a, wf_strbuf *out)
+static void inbound_lines(const wf_kvs *a, const char *admin, wf_strbuf *out)
 {
     const char *incb = wf_kvs_get(a, ANN "includeInboundPorts"); /* "" = no inbound capture */
     const char *excb = ann(a, "excludeInboundPorts");
@@ -148,11 +148,15 @@ static void inbound_lines(const wf_kvs *a, wf_strbuf *out)
         wf_strbuf_puts(out, "weft: capture: inbound: none (includeInboundPorts is empty)\n");
         return;
     }
+    const char *aport = admin ? strrchr(admin, ':') : NULL;
     wf_strbuf_printf(out,
                      "weft: capture: inbound ports %s%s; excluded 15090,15021,15020 (the "
-                     "agent's: Envoy's Prometheus, health and the agent's status port)%s%s%s\n",
+                     "agent's: Envoy's Prometheus, health and the agent's status port)%s%s%s%s%s",
                      incb ? incb : "*", incb ? " (includeInboundPorts)" : " (all)",
-                     excb ? " and " : "", excb ? excb : "", excb ? " (excludeInboundPorts)" : "");
+                     aport ? ", " : "", aport ? aport + 1 : "",
+                     aport ? " (the local mesh's admin on the pod IP, WEFT_ADMIN)" : "",
+                     excb ? " and " : "", excb ? excb : "");
+    wf_strbuf_puts(out, excb ? " (excludeInboundPorts)\n" : "\n");
 }
 
 static void policy_line(json_t *dump, const json_t *vo, wf_strbuf *out)
@@ -209,7 +213,7 @@ int dsc_capture_lines(json_t *dump, const wf_kvs *annotations, wf_strbuf *out)
                             "(its defaults and the pod's traffic.sidecar.istio.io annotations, "
                             "which `weftctl up --capture` passes to it):\n");
         outbound_lines(annotations, out);
-        inbound_lines(annotations, out);
+        inbound_lines(annotations, node_meta(dump, "WEFT_ADMIN"), out);
     } else if (local) {
         wf_strbuf_printf(out,
                          "weft: capture: off (explicit mode: node metadata WEFT_LOCALHOST %s; the "

@@ -25,8 +25,8 @@ import urllib.request
 
 import pytest
 
-from test_weftctl_up import (ROOT, kill_leftovers, need_fixed_ports, proxy_status_synced,
-                             request, supervisor_log, wait_for, weftctl)
+from test_weftctl_up import (ROOT, kill_leftovers, need_fixed_ports, port_taken,
+                             proxy_status_synced, request, supervisor_log, wait_for, weftctl)
 
 EXAMPLE = os.path.join(ROOT, "examples", "catalog")
 FIX = os.path.join(ROOT, "examples", "catalog-steps", "fix-destinationrule.yaml")
@@ -197,8 +197,10 @@ def test_netns_down_after_supervisor_killed(tmp_path, mesh_state):
     # pods would be cut off), changing nothing
     pilot = next(x for x in mesh["processes"] if x["kind"] == "pilot")
     os.kill(pilot["pid"], signal.SIGKILL)
-    wait_for(lambda: not os.path.exists("/proc/%d/status" % pilot["pid"]) or
-             "State:\tZ" in open("/proc/%d/status" % pilot["pid"]).read(), 5, "pilot gone")
+    # gone with all its threads: a zombie leader may still have threads closing its sockets
+    wait_for(lambda: (not os.path.exists("/proc/%d/status" % pilot["pid"]) or
+                      "State:\tZ" in open("/proc/%d/status" % pilot["pid"]).read()) and
+             not port_taken(15010) and not port_taken(15014), 5, "pilot gone")
     mesh = mesh_json(state)
     again = up(d, state)
     assert again.returncode == 1, again.stdout + again.stderr
