@@ -77,7 +77,14 @@ def test_proxy_status_synced_disconnected_and_error(mesh):
     assert lds["configStatus"] == "ERROR"
     assert "WEFT_PROXY_TEST_REJECT_TYPE" in lds["errorState"]["details"]
     # per type: the nonces and versions sent and acked, so a script can tell STALE from SYNCED
-    good = [c for c in doc["resources"] if c["node"]["id"] == gw.node_id][0]
+    # (the new pod's push reaches the gateway too: wait for its acknowledgement)
+    def gateway_synced():
+        rc, out, _ = ps(mesh, "-o", "json")
+        d = json.loads(out) if rc == 0 else {"resources": []}
+        c = [x for x in d["resources"] if x["node"]["id"] == gw.node_id]
+        ok = c and all(g["configStatus"] == "SYNCED" for g in c[0]["genericXdsConfigs"])
+        return c[0] if ok else None
+    good = wait_for(gateway_synced, what="the gateway SYNCED after the new pod's push")
     for g in good["genericXdsConfigs"]:
         assert g["configStatus"] == "SYNCED", g
         assert g["sent"] == g["acked"] and g["versionInfo"] == g["versionSent"], g
