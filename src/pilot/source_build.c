@@ -589,6 +589,13 @@ static int load_store(build *b)
             return -1;
         }
     }
+    for (size_t i = 0; i < b->opts->n_docs; i++) {
+        const wf_source_doc *d = &b->opts->docs[i];
+        if (wf_store_load_buffer(c, d->name, d->json, d->len, true) < 0) {
+            wf_store_free(c);
+            return -1;
+        }
+    }
     if (wf_store_finalize(c, default_ns(b), false) < 0 ||
         wf_store_allocate_cluster_ips(c, &b->opts->service_ips) < 0 || collect_load_errors(b, c)) {
         wf_store_free(c);
@@ -863,11 +870,13 @@ static int load_mesh(build *b)
         return -1;
     }
     box->refs = 1;
-    const char *path = b->opts->mesh_file;
+    const char *text = b->opts->mesh_text;
+    const char *path = text ? b->opts->mesh_name : b->opts->mesh_file;
     if (path && *path) {
-        box->hash = file_hash(path);
+        box->hash = text ? fnv1a(text, b->opts->mesh_len) : file_hash(path);
         char why[512];
-        int bad = wf_meshcfg_load_file(box->mesh, path, &err) != 0;
+        int bad = (text ? wf_meshcfg_load_text(box->mesh, path, text, b->opts->mesh_len, &err)
+                        : wf_meshcfg_load_file(box->mesh, path, &err)) != 0;
         if (!bad && (err = mesh_invalid(box->mesh, why, sizeof why)) != NULL)
             bad = 1;
         if (bad) {
