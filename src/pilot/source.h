@@ -28,7 +28,8 @@
  *  - "never accept silently": every served resource is scanned for the Istio fields weft does
  *    not implement (model/unimplemented.h); each is a warning (wf_snapshot.warnings, logged
  *    once when it first appears: "not implemented: FILE:LINE:COL: Kind ns/name: MESSAGE
- *    [WFT0001]", the message starting with the field).
+ *    [WFT0001]", the message starting with the field). ":LINE:COL" is left out when the
+ *    line is unknown (JSON input, a Kubernetes object "kube:Kind/ns/name").
  *  - classifies each new snapshot against the previous one per resource (hash of its
  *    canonical JSON): NONE (nothing changed: no delivery), ENDPOINTS (only Pod, WorkloadEntry,
  *    Endpoints or EndpointSlice objects changed: Istio's incremental EDS push) or FULL.

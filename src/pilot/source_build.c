@@ -166,15 +166,26 @@ static int add_error(build *b, const wf_config_error *e)
     return push_error(s, &s->errors, &s->n_errors, &b->cap_errors, e);
 }
 
+/* "FILE:LINE:COL", or "FILE" alone when the line is unknown (a Kubernetes object, JSON). */
+static const char *where(const wf_config_error *e, char *buf, size_t cap)
+{
+    if (e->line)
+        snprintf(buf, cap, "%s:%u:%u", e->file, e->line, e->col);
+    else
+        snprintf(buf, cap, "%s", e->file);
+    return buf;
+}
+
 static void log_error(const wf_config_error *e)
 {
-    WF_LOG(WF_LC_config, WF_LOG_WARN, "config error: %s:%u:%u: %s%s%s%s%s (%s)", e->file, e->line,
-           e->col, e->resource, *e->resource ? ": " : "", e->field, *e->field ? ": " : "",
-           e->message,
+    char at[1024];
+    WF_LOG(WF_LC_config, WF_LOG_WARN, "config error: %s: %s%s%s%s%s (%s)", where(e, at, sizeof at),
+           e->resource, *e->resource ? ": " : "", e->field, *e->field ? ": " : "", e->message,
            e->kept_last_good ? "keeping the last good version" : "no good version to keep");
 }
 
 static bool warned_before(const build *b, const wf_config_error *w);
+static const char *where(const wf_config_error *e, char *buf, size_t cap);
 
 /* "Kind ns/name", or the kind alone for MeshConfig (not a resource of the store). */
 static const char *res_label(const wf_resource *r, char *buf, size_t cap)
@@ -198,9 +209,9 @@ static int add_warning(build *b, const wf_config_error *w, const char *what)
         return 0;
     size_t fl = strlen(w->field);
     bool say_field = fl && strncmp(w->message, w->field, fl) != 0;
-    WF_LOG(WF_LC_config, WF_LOG_WARN, "%s: %s:%u:%u: %s: %s%s%s [%s]", what, w->file, w->line,
-           w->col, w->resource, say_field ? w->field : "", say_field ? ": " : "", w->message,
-           w->code);
+    char at[1024];
+    WF_LOG(WF_LC_config, WF_LOG_WARN, "%s: %s: %s: %s%s%s [%s]", what, where(w, at, sizeof at),
+           w->resource, say_field ? w->field : "", say_field ? ": " : "", w->message, w->code);
     return 0;
 }
 

@@ -346,7 +346,8 @@ def test_invalid_object_keeps_last_good(api, pilot):
     assert e["file"] == "kube:VirtualService/%s/%s" % (NS, name), e
     assert e["resource"] == "VirtualService %s/%s" % (NS, name)
     assert e["field"] == "spec.http[0].route[0].weight" and e["kept_last_good"] is True
-    assert "config error: kube:VirtualService/%s/%s" % (NS, name) in pilot.proc.stderr_text()
+    assert "config error: kube:VirtualService/%s/%s: VirtualService %s/%s: spec.http[0]" % (
+        NS, name, NS, name) in pilot.proc.stderr_text()  # no line: an object, not a file
     assert pilot.routes() == before
     kept = [r for r in get_json(pilot.mon, "/debug/configz")["resources"] if r["name"] == name]
     assert kept and kept[0]["last_good"] is True
@@ -399,6 +400,19 @@ def test_command_line_and_unreachable_api(tmp_path):
     pilot = exe("WEFT_PILOT", "weft-pilot")
     env = dict(os.environ)
     env.pop("KUBERNETES_SERVICE_HOST", None)
+    r = subprocess.run([pilot, "--help"], capture_output=True, text=True, env=env, timeout=10)
+    assert r.returncode == 0 and "--kubeconfig FILE" in r.stdout and "--context NAME" in r.stdout
+    r = subprocess.run([pilot, "--kubeconfig", "x", "--meshConfig", "m"], capture_output=True,
+                       text=True, env=env, timeout=10)
+    assert r.returncode == 2 and "istio ConfigMap" in r.stderr
+    r = subprocess.run([pilot, "--config-dir", str(tmp_path), "--context", "c"],
+                       capture_output=True, text=True, env=env, timeout=10)
+    assert r.returncode == 2 and "--context needs the Kubernetes API" in r.stderr
+    kc = fixture.write_kubeconfig(str(tmp_path / "bad"), "https://127.0.0.1:1", token="t")
+    r = subprocess.run([pilot, "--kubeconfig", kc, "--context", "nope", "--grpcAddr",
+                        "127.0.0.1:0", "--monitoringAddr", "127.0.0.1:0"], capture_output=True,
+                       text=True, timeout=10, env=dict(env, XDG_STATE_HOME=str(tmp_path / "st")))
+    assert r.returncode == 1 and "nope" in r.stderr, r.stderr
     r = subprocess.run([pilot, "--config-dir", str(tmp_path), "--kubeconfig", "x"],
                        capture_output=True, text=True, env=env, timeout=10)
     assert r.returncode == 2 and "cannot be combined" in r.stderr
