@@ -426,3 +426,42 @@ def test_command_line_and_unreachable_api(tmp_path):
     assert r.returncode == 1, r.stderr
     assert "https://127.0.0.1:1: not synced after 2000 ms" in r.stderr
     assert "Connection refused" in r.stderr
+
+
+def test_in_cluster_by_default(certs, tmp_path):
+    """No --config-dir, no --kubeconfig, KUBERNETES_SERVICE_HOST set: in cluster, as istiod.
+    MeshConfig discoverySelectors are not implemented: a WFT0001 warning, never silent."""
+    root = tmp_path / "root"
+    a = Api(certs, tmp_path)
+    a.stop()
+    a.args += ["--incluster-root", str(root), "--incluster-ca", certs["ca.crt"]]
+    a.srv = fixture.KubeApi(a.args, log=str(tmp_path / "kubeapi.log")).start()
+    try:
+        a.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "istio-system"}})
+        a.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+        a.create({"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": {"name": "istio", "namespace": "istio-system"},
+                  "data": {"mesh": "discoverySelectors:\n- matchLabels: {mesh: weft}\n"}})
+        host, port = a.srv.url[len("https://"):].rsplit(":", 1)
+        env = dict(os.environ, KUBERNETES_SERVICE_HOST=host, KUBERNETES_SERVICE_PORT=port,
+                   XDG_STATE_HOME=str(tmp_path / "state"))
+        proc, addrs = start_process(
+            [exe("WEFT_PILOT", "weft-pilot"), "--in-cluster-root", str(root), "--grpcAddr",
+             "127.0.0.1:0", "--monitoringAddr", "127.0.0.1:0"], count=2, env=env, timeout=40)
+        try:
+            mon = addrs[1][1]
+            kz = get_json(mon, "/debug/kubez")
+            assert kz["origin"] == "in-cluster" and kz["server"] == a.srv.url, kz
+            ws = [e for e in get_json(mon, "/debug/config_errors") if e["level"] == "warning"]
+            ds = [w for w in ws if w["field"] == "discoverySelectors"]
+            assert ds and ds[0]["code"] == "WFT0001", ws
+            assert ds[0]["file"] == "kube:ConfigMap/istio-system/istio"
+            a.create(pod("catalog-v1-a", "v1", "10.10.0.5"))
+            poll(lambda: any(r["name"] == "catalog-v1-a"
+                             for r in get_json(mon, "/debug/configz")["resources"]),
+                 what="a Pod in cluster")
+        finally:
+            rc = stop_process(proc)
+            assert crash_report(proc) is None and rc == 0, proc.stderr_text()
+    finally:
+        a.stop()
