@@ -353,32 +353,51 @@ def test_invalid_object_keeps_last_good(api, pilot):
     assert kept and kept[0]["last_good"] is True
 
 
-def test_api_server_away_keeps_serving_and_resyncs(api, pilot):
+def synced(pilot):
+    sz = get_json(pilot.mon, "/debug/syncz")
+    return len(sz) == 1 and all(sz[0][t + "_status"] == "SYNCED"
+                                for t in ("cluster", "listener", "route", "endpoint"))
+
+
+def test_api_server_away_keeps_serving_and_resyncs(api, pilot, tmp_path):
     poll(lambda: pilot.endpoints() == ["10.10.0.5", "10.10.0.6"], what="endpoints")
     routes = pilot.routes()
-    port = api.srv.port
-    api.srv.stop()
-    kz = poll(lambda: (lambda k: k if all(w["state"] == "backing-off" for w in k["watches"])
-                       else None)(pilot.kubez()), what="every watch backing off")
-    for w in kz["watches"]:  # refused, or cut during a TLS handshake at the stop
-        assert w["errors"] >= 1 and w["last_error"], w
-    assert get(pilot.mon, "/ready")[0] == 200
-    assert pilot.endpoints() == ["10.10.0.5", "10.10.0.6"] and pilot.routes() == routes
-    # while it was away the cluster changed: catalog-v2-b went not ready
-    state = json.load(open(api.state))
-    state["rv"] += 3
-    for o in state["objs"]:
-        if o[1] == "endpointslices":
-            o[2]["endpoints"][1]["conditions"]["ready"] = False
-            o[2]["metadata"]["resourceVersion"] = str(state["rv"])
-    json.dump(state, open(api.state, "w"))
-    api.srv = fixture.KubeApi(api.args, port=port, log=api.srv.log).start()
-    poll(lambda: pilot.endpoints() == ["10.10.0.5"], timeout=60, what="resynced")
-    kz = poll(lambda: (lambda k: k if all(w["state"] == "watching" for w in k["watches"])
-                       else None)(pilot.kubez()), timeout=60, what="every watch watching again")
-    assert all(w["lists"] >= 2 for w in kz["watches"]), kz  # relisted after the restart
-    assert pilot.routes() == routes
-    assert get_json(pilot.mon, "/debug/config_errors") == []
+    x = XdsClient(pilot, tmp_path)
+    try:
+        poll(lambda: synced(pilot), what="the ADS client SYNCED")
+        port = api.srv.port
+        api.srv.stop()
+        kz = poll(lambda: (lambda k: k if all(w["state"] == "backing-off" for w in k["watches"])
+                           else None)(pilot.kubez()), what="every watch backing off")
+        for w in kz["watches"]:  # refused, or cut during a TLS handshake at the stop
+            assert w["errors"] >= 1 and w["last_error"], w
+        assert get(pilot.mon, "/ready")[0] == 200
+        assert pilot.endpoints() == ["10.10.0.5", "10.10.0.6"] and pilot.routes() == routes
+        time.sleep(2)  # back-offs come and go: nothing is rebuilt, the proxy stays SYNCED
+        assert synced(pilot)
+        assert "snapshot 2:" not in pilot.proc.stderr_text()
+
+        # while it was away the cluster changed: catalog-v2-b went not ready
+        def restart():
+            state = json.load(open(api.state))
+            state["rv"] += 3
+            for o in state["objs"]:
+                if o[1] == "endpointslices":
+                    o[2]["endpoints"][1]["conditions"]["ready"] = False
+                    o[2]["metadata"]["resourceVersion"] = str(state["rv"])
+            json.dump(state, open(api.state, "w"))
+            api.srv = fixture.KubeApi(api.args, port=port, log=api.srv.log).start()
+        r = x.change(restart)
+        assert r["converged"] == 1 and r["new_version"]["eds"] == 1, r
+        assert pilot.endpoints() == ["10.10.0.5"]
+        kz = poll(lambda: (lambda k: k if all(w["state"] == "watching" for w in k["watches"])
+                           else None)(pilot.kubez()), timeout=60, what="every watch watching")
+        assert all(w["lists"] >= 2 for w in kz["watches"]), kz  # relisted after the restart
+        assert pilot.routes() == routes
+        assert get_json(pilot.mon, "/debug/config_errors") == []
+        poll(lambda: synced(pilot), what="SYNCED again")
+    finally:
+        x.close()
 
 
 def test_expired_relist_is_survived(api, pilot):
