@@ -178,6 +178,9 @@ typedef struct wf_dir_source_opts {
     const char *mesh_text;
     size_t mesh_len;
     const char *mesh_name;
+    /* the source applies MeshConfig discoverySelectors itself (the Kubernetes source): they
+     * are not reported as not implemented (WFT0001) */
+    bool discovery_selectors;
 } wf_dir_source_opts;
 
 /* Makes a directory source on loop. Returns 0 and *out, or -1 (out of memory). */
@@ -186,9 +189,9 @@ int wf_dir_source_new(uv_loop_t *loop, const wf_dir_source_opts *opts, wf_config
 /* Test hook and the rescan's path: behaves as if an fs event arrived now (debounced). */
 void wf_dir_source_poke(wf_config_source *src);
 
-/* Builds one snapshot from the inputs now (directories, then opts->docs), against prev (may be NULL: no last good versions,
- * change FULL). Pure apart from reading files and logging. Returns the snapshot (one
- * reference, caller owns) or NULL on out of memory. */
+/* Builds one snapshot from the inputs now (directories, then opts->docs), against prev (may be
+ * NULL: no last good versions, change FULL). Pure apart from reading files and logging. Returns the
+ * snapshot (one reference, caller owns) or NULL on out of memory. */
 wf_snapshot *wf_source_build(const wf_dir_source_opts *opts, const wf_snapshot *prev,
                              int64_t changed_at_ms);
 

@@ -282,6 +282,9 @@ typedef struct unimpl_arg {
 static bool on_unimpl(const wf_unimpl_hit *h, void *arg)
 {
     unimpl_arg *u = arg;
+    if (u->b->opts->discovery_selectors && h->res->kind == WF_UNIMPL_MESHCONFIG &&
+        strcmp(h->field, "discoverySelectors") == 0)
+        return true; /* applied by the source */
     char res[512];
     wf_strbuf msg = WF_STRBUF_INIT;
     wf_unimpl_message(h, &msg);

@@ -40,7 +40,7 @@ typedef struct kube_src {
     int64_t first_wall_ms;
     uint64_t built_gen; /* sum of the reflectors' generations at the last build */
     wf_snapshot *cur;
-    json_t *not_ready, *ignored; /* of the last build */
+    json_t *not_ready, *ignored, *discovery; /* of the last build */
     bool started, stopping, timer_open;
 } kube_src;
 
@@ -111,13 +111,16 @@ static void rebuild(kube_src *k)
                             .n_docs = docs.n,
                             .mesh_text = docs.mesh_text,
                             .mesh_len = docs.mesh_len,
-                            .mesh_name = docs.mesh_name};
+                            .mesh_name = docs.mesh_name,
+                            .discovery_selectors = true};
     int64_t changed_at = k->first_wall_ms ? k->first_wall_ms : wall_ms();
     wf_snapshot *s = wf_source_build(&o, k->cur, changed_at);
     k->first_wall_ms = 0;
     log_ignored(k, docs.ignored);
     json_decref(k->not_ready);
     json_decref(k->ignored);
+    json_decref(k->discovery);
+    k->discovery = json_incref(docs.discovery);
     k->not_ready = json_incref(docs.not_ready);
     k->ignored = json_incref(docs.ignored);
     wf_kube_docs_free(&docs);
@@ -181,6 +184,32 @@ static json_t *watch_json(const watch *w)
                      (json_int_t)st.backoff_ms);
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The keys of obj as a sorted JSON array; NULL on OOM. */
+static json_t *sorted_names(json_t *obj)
+{
+    size_t n = json_object_size(obj), i = 0;
+    const char **v = malloc((n ? n : 1) * sizeof *v);
+    json_t *arr = json_array();
+    const char *key;
+    json_t *val;
+    if (!v || !arr) {
+        free(v);
+        json_decref(arr);
+        return NULL;
+    }
+    json_object_foreach(obj, key, val) v[i++] = key;
+    qsort(v, n, sizeof *v, cmp_str);
+    for (i = 0; i < n; i++)
+        json_array_append_new(arr, json_string(v[i]));
+    free(v);
+    return arr;
+}
+
 static json_t *src_debug(wf_config_source *src)
 {
     kube_src *k = src->impl;
@@ -193,10 +222,12 @@ static json_t *src_debug(wf_config_source *src)
         }
     if (!ws)
         return NULL;
-    return json_pack("{s:s,s:s?,s:s?,s:s?,s:I,s:o,s:O?,s:O?}", "source", "kubernetes", "server",
-                     c ? c->server : NULL, "context", c ? c->context : NULL, "origin",
+    json_t *disc = k->discovery ? sorted_names(k->discovery) : NULL; /* null = every one */
+    return json_pack("{s:s,s:s?,s:s?,s:s?,s:I,s:o,s:O?,s:O?,s:o?}", "source", "kubernetes",
+                     "server", c ? c->server : NULL, "context", c ? c->context : NULL, "origin",
                      c ? c->origin : NULL, "snapshot", (json_int_t)(k->cur ? k->cur->seq : 0),
-                     "watches", ws, "pods_not_endpoints", k->not_ready, "ignored", k->ignored);
+                     "watches", ws, "pods_not_endpoints", k->not_ready, "ignored", k->ignored,
+                     "discovery_namespaces", disc);
 }
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
@@ -214,6 +245,7 @@ static void free_src(kube_src *k)
     wf_snapshot_unref(k->cur);
     json_decref(k->not_ready);
     json_decref(k->ignored);
+    json_decref(k->discovery);
     free(k);
 }
 

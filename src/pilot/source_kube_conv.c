@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/meshcfg.h"
 #include "kube/kinds.h"
+#include "model/types.h"
 
 #define LBL_SERVICE_NAME "kubernetes.io/service-name"
 #define LBL_MULTICLUSTER "multicluster.kubernetes.io/service-name"
@@ -25,6 +27,7 @@ void wf_kube_docs_free(wf_kube_docs *d)
     free(d->docs);
     free(d->mesh_text);
     free(d->mesh_name);
+    json_decref(d->discovery);
     json_decref(d->not_ready);
     json_decref(d->ignored);
     memset(d, 0, sizeof *d);
@@ -221,6 +224,77 @@ static const char *pod_not_endpoint(const slice_view *v, const char *key, const 
     return "no Ready condition";
 }
 
+/* ---- discovery selectors (§2.5) ------------------------------------------------------------ */
+
+/* The kinds discoverySelectors filter: istiod's registry and config kinds; Namespaces and
+ * Nodes are cluster-scoped, Secrets and the mesh ConfigMap are read regardless (§2.1). */
+static bool filtered_kind(const wf_kube_kind *k)
+{
+    return k->namespaced && strcmp(k->kind, "Secret") != 0 && strcmp(k->kind, "ConfigMap") != 0;
+}
+
+/* Does any selector of the sequence sel match the Namespace ns's labels? */
+static bool ns_selected(const wf_node *sel, const json_t *ns)
+{
+    const json_t *labels = json_object_get(json_object_get(ns, "metadata"), "labels");
+    wf_kv kv[256];
+    wf_kvs kvs = {0, kv};
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)labels, k, v)
+    {
+        if (kvs.n < sizeof kv / sizeof kv[0] && json_is_string(v))
+            kv[kvs.n++] = (wf_kv){.key = k, .value = json_string_value(v)};
+    }
+    for (size_t i = 0; i < wf_seq_len(sel); i++)
+        if (wf_label_selector_matches(wf_seq_at(sel, i), &kvs))
+            return true;
+    return false;
+}
+
+/* out->discovery: the namespaces discoverySelectors select ({"ns": true}), or NULL when the
+ * MeshConfig sets none (every namespace). A MeshConfig that does not load selects everything
+ * here: source_build.c reports it and keeps the last good one. */
+static int take_discovery(wf_kube_docs *d, const json_t *namespaces)
+{
+    if (!d->mesh_text)
+        return 0;
+    wf_meshcfg *m = wf_meshcfg_new_default();
+    const char *err = NULL;
+    if (!m)
+        return -1;
+    const wf_node *sel = NULL;
+    if (wf_meshcfg_load_text(m, d->mesh_name, d->mesh_text, d->mesh_len, &err) == 0)
+        sel = wf_meshcfg_get(m, "discoverySelectors");
+    int rc = 0;
+    if (wf_seq_len(sel) > 0) {
+        d->discovery = json_object();
+        const char *k;
+        json_t *ns;
+        json_object_foreach((json_t *)namespaces, k, ns)
+        {
+            if (rc == 0 && d->discovery && ns_selected(sel, ns))
+                rc = json_object_set_new(d->discovery, k, json_true());
+        }
+        rc = d->discovery ? rc : -1;
+    }
+    wf_meshcfg_free(m);
+    return rc;
+}
+
+/* Is the object (key "ns/name") of kind k discovered? */
+static bool discovered(const wf_kube_docs *d, const wf_kube_kind *k, const char *key)
+{
+    if (!d->discovery || !filtered_kind(k))
+        return true;
+    const char *slash = strchr(key, '/');
+    char ns[256];
+    if (!slash || (size_t)(slash - key) >= sizeof ns)
+        return true;
+    snprintf(ns, sizeof ns, "%.*s", (int)(slash - key), key);
+    return json_object_get(d->discovery, ns) != NULL;
+}
+
 /* ---- documents ----------------------------------------------------------------------------- */
 
 static int push_doc(wf_kube_docs *d, size_t *cap, const wf_kube_kind *k, const char *key,
@@ -275,6 +349,8 @@ static int take_kind(wf_kube_docs *d, size_t *cap, const wf_kube_kind *k, const 
     const char **keys = sorted_keys(objs, &n, &oom);
     int rc = oom ? -1 : 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (!discovered(d, k, keys[i]))
+            continue;
         json_t *c = clean_copy(k, json_object_get(objs, keys[i]));
         char why[768];
         const char *no = c && strcmp(k->kind, "Pod") == 0
@@ -302,15 +378,19 @@ int wf_kube_docs_make(const json_t *in, const char *system_ns, wf_kube_docs *out
     const json_t *pods = json_object_get(in, "Pod");
     const json_t *slices = json_object_get(in, "EndpointSlice");
     bool oom = false;
-    size_t ns_;
-    const char **skeys = sorted_keys(slices, &ns_, &oom);
-    rc |= oom ? -1 : 0;
-    for (size_t i = 0; rc == 0 && i < ns_; i++)
-        rc = read_slice(&v, skeys[i], json_object_get(slices, skeys[i]), pods, out->ignored);
-    free(skeys);
     if (rc == 0)
         rc = take_mesh(out, json_object_get(in, "ConfigMap"),
                        system_ns ? system_ns : "istio-system");
+    if (rc == 0)
+        rc = take_discovery(out, json_object_get(in, "Namespace"));
+    size_t ns_;
+    const char **skeys = sorted_keys(slices, &ns_, &oom);
+    rc |= oom ? -1 : 0;
+    const wf_kube_kind *slice_kind = wf_kube_kind_find("EndpointSlice");
+    for (size_t i = 0; rc == 0 && i < ns_; i++)
+        if (discovered(out, slice_kind, skeys[i]))
+            rc = read_slice(&v, skeys[i], json_object_get(slices, skeys[i]), pods, out->ignored);
+    free(skeys);
     const wf_kube_kind *kinds = wf_kube_kinds(&nk);
     for (size_t i = 0; rc == 0 && i < nk; i++) {
         const wf_kube_kind *k = &kinds[i];

@@ -24,6 +24,10 @@
  *    an endpoint is served without status.podIP (so no Service lists it) and reported in
  *    out->not_ready. Slice addresses that name no Pod are not served (weft builds Kubernetes
  *    endpoints from Pods only) and are reported in out->ignored.
+ *  - MeshConfig discoverySelectors (§2.5: LabelSelectors on Namespaces, OR-ed; none = every
+ *    namespace): the namespaced objects of Services, EndpointSlices, Pods and the Istio kinds
+ *    pass only when their namespace is selected (out->discovery); Namespaces, Nodes, Secrets
+ *    and the mesh ConfigMap always pass. A selector with an unknown operator selects nothing.
  *
  * Input: a JSON object {"Kind": {"ns/name": object}} (the reflectors' snapshots; borrowed).
  * Output: owned by out; free with wf_kube_docs_free. Documents are ordered by kind (the order of
@@ -44,6 +48,7 @@ typedef struct wf_kube_docs {
     char *mesh_text; /* the istio ConfigMap as JSON, or NULL when there is none */
     size_t mesh_len;
     char *mesh_name;   /* "kube:ConfigMap/istio-system/istio", or NULL */
+    json_t *discovery; /* {"ns": true} the discoverySelectors select; NULL = no selectors */
     json_t *not_ready; /* {"ns/name": "why"}: Pods served without their IP */
     json_t *ignored;   /* ["EndpointSlice ns/name: endpoints[0].addresses[0] 10.0.0.9: why"] */
 } wf_kube_docs;

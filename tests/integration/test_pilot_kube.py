@@ -449,7 +449,8 @@ def test_command_line_and_unreachable_api(tmp_path):
 
 def test_in_cluster_by_default(certs, tmp_path):
     """No --config-dir, no --kubeconfig, KUBERNETES_SERVICE_HOST set: in cluster, as istiod.
-    MeshConfig discoverySelectors are not implemented: a WFT0001 warning, never silent."""
+    MeshConfig discoverySelectors: only the Pods of selected namespaces are seen, and labelling
+    a namespace brings its objects in."""
     root = tmp_path / "root"
     a = Api(certs, tmp_path)
     a.stop()
@@ -471,14 +472,21 @@ def test_in_cluster_by_default(certs, tmp_path):
             mon = addrs[1][1]
             kz = get_json(mon, "/debug/kubez")
             assert kz["origin"] == "in-cluster" and kz["server"] == a.srv.url, kz
-            ws = [e for e in get_json(mon, "/debug/config_errors") if e["level"] == "warning"]
-            ds = [w for w in ws if w["field"] == "discoverySelectors"]
-            assert ds and ds[0]["code"] == "WFT0001", ws
-            assert ds[0]["file"] == "kube:ConfigMap/istio-system/istio"
+            assert kz["discovery_namespaces"] == [], kz
+            ws = get_json(mon, "/debug/config_errors")
+            assert not [w for w in ws if w["field"] == "discoverySelectors"], ws
             a.create(pod("catalog-v1-a", "v1", "10.10.0.5"))
-            poll(lambda: any(r["name"] == "catalog-v1-a"
-                             for r in get_json(mon, "/debug/configz")["resources"]),
-                 what="a Pod in cluster")
+            a.create(pod("other", "v1", "10.10.0.9"))
+
+            def pods():
+                return sorted(r["name"] for r in get_json(mon, "/debug/configz")["resources"]
+                              if r["kind"] == "Pod")
+            time.sleep(1)
+            assert pods() == []  # istioinaction is not selected
+            a.update({"apiVersion": "v1", "kind": "Namespace",
+                      "metadata": {"name": NS, "labels": {"mesh": "weft"}}})
+            poll(lambda: pods() == ["catalog-v1-a", "other"], what="the labelled namespace")
+            assert get_json(mon, "/debug/kubez")["discovery_namespaces"] == [NS]
         finally:
             rc = stop_process(proc)
             assert crash_report(proc) is None and rc == 0, proc.stderr_text()

@@ -3,7 +3,8 @@
  * kube:Kind/ns/name (kind and apiVersion set, bookkeeping and Istio status left out, sorted),
  * the istio ConfigMap becomes the MeshConfig text, EndpointSlice conditions decide which Pods
  * are endpoints (ready nil/true, false, a ready slice wins, ignored slices, Pods without a
- * slice, terminating Pods, addresses naming no Pod); and wf_source_build on those documents:
+ * slice, terminating Pods, addresses naming no Pod), discoverySelectors filter namespaced
+ * objects; and wf_source_build on those documents:
  * validation errors name the document (no line), the last good version keeps serving, the
  * MeshConfig comes from the ConfigMap, an endpoint-only change is ENDPOINTS.
  */
@@ -218,6 +219,44 @@ static void test_pods_without_slices(void **state)
     json_decref(in);
 }
 
+static void test_discovery_selectors(void **state)
+{
+    (void)state;
+    json_t *in = input(
+        "{'Namespace':{'a':{'metadata':{'name':'a','labels':{'mesh':'weft'}}},"
+        "'b':{'metadata':{'name':'b'}},'c':{'metadata':{'name':'c','labels':{'team':'x'}}}},"
+        "'Service':{'a/s':{'metadata':{'name':'s','namespace':'a'}},"
+        "'b/s':{'metadata':{'name':'s','namespace':'b'}},"
+        "'c/s':{'metadata':{'name':'s','namespace':'c'}}},"
+        "'Pod':{'b/p':{'metadata':{'name':'p','namespace':'b'},'status':{'podIP':'10.0.0.1'}}},"
+        "'Secret':{'b/cred':{'metadata':{'name':'cred','namespace':'b'}}},"
+        "'ConfigMap':{'istio-system/istio':{'metadata':{'name':'istio','namespace':"
+        "'istio-system'},'data':{'mesh':'discoverySelectors:\\n- matchLabels: {mesh: weft}\\n"
+        "- matchExpressions: [{key: team, operator: Exists}]\\n'}}}}");
+    wf_kube_docs d;
+    assert_int_equal(wf_kube_docs_make(in, NULL, &d), 0);
+    assert_non_null(d.discovery);
+    assert_int_equal(json_object_size(d.discovery), 2); /* a (matchLabels) or c (Exists) */
+    assert_non_null(doc(&d, "kube:Service/a/s"));
+    assert_non_null(doc(&d, "kube:Service/c/s"));
+    assert_null(doc(&d, "kube:Service/b/s"));
+    assert_null(doc(&d, "kube:Pod/b/p"));
+    assert_non_null(doc(&d, "kube:Secret/b/cred")); /* Secrets are read regardless */
+    assert_non_null(doc(&d, "kube:Namespace/b"));   /* cluster-scoped */
+    wf_kube_docs_free(&d);
+    json_decref(in);
+    /* no selectors: every namespace */
+    in =
+        input("{'Namespace':{'b':{'metadata':{'name':'b'}}},'Service':{'b/s':{'metadata':{"
+              "'name':'s','namespace':'b'}}},'ConfigMap':{'istio-system/istio':{'metadata':{"
+              "'name':'istio','namespace':'istio-system'},'data':{'mesh':'rootNamespace: x\\n'}}}}");
+    assert_int_equal(wf_kube_docs_make(in, NULL, &d), 0);
+    assert_null(d.discovery);
+    assert_non_null(doc(&d, "kube:Service/b/s"));
+    wf_kube_docs_free(&d);
+    json_decref(in);
+}
+
 /* ---- wf_source_build on the documents ---------------------------------------------------- */
 
 static const char *const CAT =
@@ -231,6 +270,36 @@ static const char *const CAT =
                       "'VirtualService':{'shop/"
                       "v':{'metadata':{'name':'v','namespace':'shop'},'spec':{'hosts':["
                       "'c'],'http':[{'route':[{'destination':{'host':'c'},'weight':%s}]}]}}}}";
+
+/* The MeshConfig's discoverySelectors: a WFT0001 warning unless the source applies them. */
+static void test_discovery_selectors_warning(void **state)
+{
+    (void)state;
+    json_t *in = input("{'ConfigMap':{'istio-system/istio':{'metadata':{'name':'istio',"
+                       "'namespace':'istio-system'},'data':{'mesh':'discoverySelectors:\\n- "
+                       "matchLabels: {a: b}\\n'}}}}");
+    wf_kube_docs d;
+    assert_int_equal(wf_kube_docs_make(in, NULL, &d), 0);
+    for (int applied = 0; applied < 2; applied++) {
+        wf_dir_source_opts o = {.mesh_text = d.mesh_text,
+                                .mesh_len = d.mesh_len,
+                                .mesh_name = d.mesh_name,
+                                .discovery_selectors = applied};
+        wf_snapshot *s = wf_source_build(&o, NULL, 0);
+        assert_non_null(s);
+        size_t hits = 0;
+        for (size_t i = 0; i < s->n_warnings; i++)
+            if (strcmp(s->warnings[i].field, "discoverySelectors") == 0) {
+                hits++;
+                assert_string_equal(s->warnings[i].file, "kube:ConfigMap/istio-system/istio");
+                assert_string_equal(s->warnings[i].code, "WFT0001");
+            }
+        assert_int_equal(hits, applied ? 0 : 1);
+        wf_snapshot_unref(s);
+    }
+    wf_kube_docs_free(&d);
+    json_decref(in);
+}
 
 static wf_snapshot *build(const char *ip, const char *weight, const wf_snapshot *prev)
 {
@@ -287,6 +356,8 @@ int main(void)
         cmocka_unit_test(test_documents),
         cmocka_unit_test(test_endpoint_slices),
         cmocka_unit_test(test_pods_without_slices),
+        cmocka_unit_test(test_discovery_selectors),
+        cmocka_unit_test(test_discovery_selectors_warning),
         cmocka_unit_test(test_build_from_documents),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
