@@ -403,6 +403,7 @@ def test_api_server_away_keeps_serving_and_resyncs(api, pilot, tmp_path):
 def test_expired_relist_is_survived(api, pilot):
     poll(lambda: pilot.endpoints() == ["10.10.0.5", "10.10.0.6"], what="endpoints")
     poll(lambda: all(w["state"] == "watching" for w in pilot.kubez()["watches"]), what="watching")
+    before = get_json(pilot.mon, "/debug/push_status")
     api.srv.control("expire")
     kz = poll(lambda: (lambda k: k if all(w["relists_expired"] >= 1 and w["state"] == "watching"
                                           for w in k["watches"]) else None)(pilot.kubez()),
@@ -410,6 +411,11 @@ def test_expired_relist_is_survived(api, pilot):
     assert "410" in kz["watches"][0]["last_error"]
     assert pilot.endpoints() == ["10.10.0.5", "10.10.0.6"]
     assert get_json(pilot.mon, "/debug/config_errors") == []
+    # the relist found what the caches held: nothing to push (a build, if any, is NONE)
+    time.sleep(0.5)
+    after = get_json(pilot.mon, "/debug/push_status")
+    assert after["snapshot"] == before["snapshot"] or after["change"] == "NONE", (before, after)
+    assert after["version"] == before["version"], (before, after)
     api.create(pod("catalog-v1-c", "v1", "10.10.0.7"))
     poll(lambda: pilot.endpoints() == ["10.10.0.5", "10.10.0.6", "10.10.0.7"],
          what="a Pod after the relist")
