@@ -41,7 +41,10 @@ PATHS = {"Namespace": "/api/v1/namespaces", "Service": "/api/v1/namespaces/%s/se
 
 
 def exe(var, name):
-    p = os.environ.get(var) or os.path.join(ROOT, "build", name)
+    """$var, else name next to $WEFT_PILOT (ctest's build tree), else build/name."""
+    pilot = os.environ.get("WEFT_PILOT")
+    p = os.environ.get(var) or (os.path.join(os.path.dirname(os.path.abspath(pilot)), name)
+                                if pilot else os.path.join(ROOT, "build", name))
     if not os.access(p, os.X_OK):
         pytest.fail("%s is missing: build it or set %s" % (p, var))
     return os.path.abspath(p)
