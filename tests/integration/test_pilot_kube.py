@@ -2,7 +2,8 @@
 (tests/kubeapi): the book's catalog objects created through the API (Namespace, Service, Pods,
 EndpointSlice, DestinationRule, VirtualService, Gateway) reach a proxy's clusters, endpoints and
 routes; an EndpointSlice scaled and a VirtualService edited are pushed (a real ADS client,
-weft-xds-load, sees the new EDS/RDS versions); an invalid VirtualService is reported with its
+weft-xds-load, sees the new EDS/RDS versions, and weftctl proxy-status shows it SYNCED); an
+invalid VirtualService is reported with its
 last good version still served; the API server going away keeps the last config serving
 (/debug/kubez shows the watches backing off) and coming back resyncs; a 410 relist is survived.
 """
@@ -333,6 +334,15 @@ def test_catalog_reaches_the_proxy_and_updates_are_pushed(api, pilot, tmp_path):
         r = x.change(lambda: api.update(mesh_vs(50, 50)))
         assert r["converged"] == 1 and r["new_version"].get("rds", 0) == 1, r
         assert [(subset("v1"), 50), (subset("v2"), 50)] in pilot.routes().values()
+        # weftctl proxy-status sees the proxy SYNCED on what came from the API server
+        ps = subprocess.run([exe("WEFTCTL", "weftctl"), "proxy-status", "--pilot",
+                             "127.0.0.1:%d" % pilot.mon, "-o", "json"],
+                            capture_output=True, text=True, timeout=20)
+        assert ps.returncode == 0, ps.stderr
+        res = json.loads(ps.stdout)["resources"]
+        assert [c["node"]["id"] for c in res] == [PROXY], res
+        for g in res[0]["genericXdsConfigs"]:
+            assert g["configStatus"] == "SYNCED", g
     finally:
         x.close()
 
