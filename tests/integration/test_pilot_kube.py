@@ -3,9 +3,9 @@
 EndpointSlice, DestinationRule, VirtualService, Gateway) reach a proxy's clusters, endpoints and
 routes; an EndpointSlice scaled and a VirtualService edited are pushed (a real ADS client,
 weft-xds-load, sees the new EDS/RDS versions, and weftctl proxy-status shows it SYNCED); an
-invalid VirtualService is reported with its
-last good version still served; the API server going away keeps the last config serving
-(/debug/kubez shows the watches backing off) and coming back resyncs; a 410 relist is survived.
+invalid VirtualService is reported with its last good version still served; the API server going
+away keeps the last config serving (/debug/kubez shows the watches backing off, the client stays
+SYNCED) and coming back resyncs; a 410 relist is survived; in cluster with discoverySelectors.
 """
 import json
 import os
