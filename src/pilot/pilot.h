@@ -62,8 +62,8 @@ typedef struct wf_pilot_opts {
     bool kube_in_cluster;
     const char *kubeconfig, *kube_context, *kube_incluster_root;
     int64_t kube_sync_timeout_ms; /* 0 = 30000 */
-    bool no_xds_auth;        /* XDS_AUTH=false: the secure port's xDS streams are not authenticated
-                              * (xds_auth.h); default (false) authenticates them, as istiod */
+    bool no_xds_auth; /* XDS_AUTH=false: the secure port's xDS streams are not authenticated
+                       * (xds_auth.h); default (false) authenticates them, as istiod */
 } wf_pilot_opts;
 
 typedef struct wf_pilot wf_pilot;

@@ -246,10 +246,10 @@ static void test_discovery_selectors(void **state)
     wf_kube_docs_free(&d);
     json_decref(in);
     /* no selectors: every namespace */
-    in =
-        input("{'Namespace':{'b':{'metadata':{'name':'b'}}},'Service':{'b/s':{'metadata':{"
-              "'name':'s','namespace':'b'}}},'ConfigMap':{'istio-system/istio':{'metadata':{"
-              "'name':'istio','namespace':'istio-system'},'data':{'mesh':'rootNamespace: x\\n'}}}}");
+    in = input(
+        "{'Namespace':{'b':{'metadata':{'name':'b'}}},'Service':{'b/s':{'metadata':{"
+        "'name':'s','namespace':'b'}}},'ConfigMap':{'istio-system/istio':{'metadata':{"
+        "'name':'istio','namespace':'istio-system'},'data':{'mesh':'rootNamespace: x\\n'}}}}");
     assert_int_equal(wf_kube_docs_make(in, NULL, &d), 0);
     assert_null(d.discovery);
     assert_non_null(doc(&d, "kube:Service/b/s"));
