@@ -398,6 +398,21 @@ int wf_meshcfg_load_file(wf_meshcfg *m, const char *path, const char **err)
     return 0;
 }
 
+int wf_meshcfg_load_text(wf_meshcfg *m, const char *name, const char *text, size_t len,
+                         const char **err)
+{
+    if (m->nfiles == sizeof(m->files) / sizeof(m->files[0])) {
+        *err = "too many mesh config files";
+        return -1;
+    }
+    const wf_node *root = NULL;
+    if (parse_text(m, name, text, len, &root, err))
+        return -1;
+    if (root)
+        m->files[m->nfiles++] = root;
+    return 0;
+}
+
 int wf_meshcfg_load_networks(wf_meshcfg *m, const char *path, const char **err)
 {
     char *buf;

@@ -29,6 +29,11 @@ wf_meshcfg *wf_meshcfg_new_default(void);
  * Returns 0, or -1 with *err set to a static or meshcfg-owned message naming file:line:column. */
 int wf_meshcfg_load_file(wf_meshcfg *m, const char *path, const char **err);
 
+/* The same for text in memory named name in errors (weft-pilot's Kubernetes source: the
+ * `istio` ConfigMap as JSON, whose data.mesh holds the MeshConfig). Same return. */
+int wf_meshcfg_load_text(wf_meshcfg *m, const char *name, const char *text, size_t len,
+                         const char **err);
+
 /* Load a MeshNetworks YAML file (`networks:` map). Same return as above. */
 int wf_meshcfg_load_networks(wf_meshcfg *m, const char *path, const char **err);
 

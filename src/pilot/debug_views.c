@@ -701,6 +701,20 @@ static void r_authorizationz(wf_pilot *p, const char *q, wf_debug_reply *r)
     wf_debug_reply_json(r, 200, wf_authz_debug(s->store, s->mesh));
 }
 
+/* weft: the Kubernetes source's watches (pilot/source_kube.h): each kind's state, last
+ * resourceVersion, counters and last error; the Pods served without their IP. The directory
+ * source has none: {"source": "directory", "watches": []}. */
+static void r_kubez(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    (void)q;
+    wf_config_source *src = wf_pilot_source(p);
+    if (!src || !src->debug) { /* the directory source (--config-dir): no watches */
+        wf_debug_reply_json(r, 200, json_pack("{s:s,s:[]}", "source", "directory", "watches"));
+        return;
+    }
+    wf_debug_reply_json(r, 200, src->debug(src));
+}
+
 static void r_index(wf_pilot *p, const char *q, wf_debug_reply *r);
 static void r_list(wf_pilot *p, const char *q, wf_debug_reply *r);
 
@@ -728,6 +742,9 @@ static const struct {
     {"/debug/istio-ca-root-cert", r_ca_root,
      "weft: the istio-ca-root-cert ConfigMap (root-cert.pem) of every namespace "
      "(?namespace=NS: one)"},
+    {"/debug/kubez", r_kubez,
+     "weft: the Kubernetes API watches (state, last resourceVersion, errors) of the Kubernetes "
+     "config source"},
     {"/debug/list", r_list, "List all supported debug commands in json"},
     {"/debug/mesh", r_mesh, "Active mesh config"},
     {"/debug/ndsz", r_ndsz, "Status and debug interface for NDS"},

@@ -2,10 +2,11 @@
  * main_pilot.c - weft-pilot's command line (istiod's flag names where Istio has one:
  * --meshConfig, --grpcAddr, --secureGRPCAddr, --monitoringAddr, --domain, --keepaliveInterval,
  * istiod's XDS_AUTH environment variable and weft's --xds-auth flag for it,
- * --keepaliveTimeout), weft's --ca-dir, `create-token` (ca_token.h) and `authz-filters`
+ * --keepaliveTimeout), weft's --ca-dir, the Kubernetes source's --kubeconfig/--context (and the
+ * in-cluster configuration: source_kube.h), `create-token` (ca_token.h) and `authz-filters`
  * (authz_cmd.h). Exit codes: 0 clean exit
- * on SIGTERM/SIGINT, 1 start failure (a bind, an unreadable directory or MeshConfig: the message
- * names it), 2 bad command line.
+ * on SIGTERM/SIGINT, 1 start failure (a bind, an unreadable directory or MeshConfig, a bad
+ * kubeconfig, an API server not synced in time: the message names it), 2 bad command line.
  */
 #include <getopt.h>
 #include <malloc.h>
@@ -38,6 +39,8 @@ static void usage(FILE *f)
 {
     fprintf(
         f, "Usage: weft-pilot --config-dir DIR [--config-dir DIR2 ...] [flags]\n"
+           "       weft-pilot --kubeconfig FILE [--context NAME] [flags] (the Kubernetes API)\n"
+           "       weft-pilot [flags] (in a Pod: KUBERNETES_SERVICE_HOST set, in-cluster)\n"
            "       weft-pilot create-token SA [-n NS] [--ca-dir DIR] (a CSR token)\n"
            "       weft-pilot authz-filters --config-dir DIR -n NS [-l K=V,...] (the RBAC\n"
            "                 filters built for a workload, as JSON; for conformance tests)\n"
@@ -48,7 +51,17 @@ static void usage(FILE *f)
            "Flags:\n"
            "      --config-dir DIR             manifests to watch (repeatable: the user's files,\n"
            "                                   the local mesh's Pod state folder)\n"
-           "      --meshConfig FILE            MeshConfig YAML (watched)\n"
+           "      --meshConfig FILE            MeshConfig YAML (watched; --config-dir only)\n"
+           "      --kubeconfig FILE[:FILE...]  watch the Kubernetes API instead of directories:\n"
+           "                                   Namespaces, Services, EndpointSlices, Pods,\n"
+           "                                   Nodes, Secrets, the istio ConfigMap of\n"
+           "                                   istio-system (MeshConfig) and the Istio kinds\n"
+           "                                   (docs/kubernetes.md; state at /debug/kubez)\n"
+           "      --context NAME               kubeconfig context (default current-context)\n"
+           "      --in-cluster-root DIR        where the service-account files are read in\n"
+           "                                   cluster (default /; for tests)\n"
+           "      --kube-sync-timeout-s N      wait at most N s for the first lists (default\n"
+           "                                   30), then fail naming what did not list\n"
            "      --grpcAddr ADDR              xDS listen address ip:port (default "
            "127.0.0.1:15010;\n"
            "                                   port 0 picks one; unix:PATH: a Unix socket),\n"
@@ -185,7 +198,11 @@ enum {
     OPT_VER,
     OPT_CADIR,
     OPT_SECURE,
-    OPT_XDSAUTH
+    OPT_XDSAUTH,
+    OPT_KUBECONFIG,
+    OPT_CONTEXT,
+    OPT_INCLUSTER_ROOT,
+    OPT_KUBE_SYNC
 };
 
 /* Go's strconv.ParseBool, as istiod reads XDS_AUTH: 0 / 1 into *out, -1 when not a boolean. */
@@ -278,6 +295,24 @@ static int parse_opt(cmdline *c, int opt, const char *arg)
         }
         return 0;
     }
+    case OPT_KUBECONFIG:
+        c->o.kube = true;
+        c->o.kubeconfig = arg;
+        return 0;
+    case OPT_CONTEXT:
+        c->o.kube_context = arg;
+        return 0;
+    case OPT_INCLUSTER_ROOT:
+        c->o.kube_incluster_root = arg;
+        return 0;
+    case OPT_KUBE_SYNC:
+        if (parse_uint("--kube-sync-timeout-s", arg, &v) || v == 0 || v > 86400) {
+            if (v == 0 || v > 86400)
+                fprintf(stderr, "weft-pilot: --kube-sync-timeout-s must be 1..86400\n");
+            return -1;
+        }
+        c->o.kube_sync_timeout_ms = (int64_t)v * 1000;
+        return 0;
     case 'l':
         c->level = wf_log_level_from_name(arg, strlen(arg));
         if (c->level < 0) {
@@ -289,6 +324,8 @@ static int parse_opt(cmdline *c, int opt, const char *arg)
         return -1;
     }
 }
+
+static int check_source(wf_pilot_opts *o);
 
 /* 0 = run, 1 = printed help/version (exit 0), -1 = bad command line. */
 static int parse(int argc, char **argv, cmdline *c)
@@ -310,6 +347,10 @@ static int parse(int argc, char **argv, cmdline *c)
         {"keepaliveTimeout", required_argument, 0, OPT_KAT},
         {"disconnected-retention-s", required_argument, 0, OPT_RET},
         {"service-cluster-ip-range", required_argument, 0, OPT_SVCIPS},
+        {"kubeconfig", required_argument, 0, OPT_KUBECONFIG},
+        {"context", required_argument, 0, OPT_CONTEXT},
+        {"in-cluster-root", required_argument, 0, OPT_INCLUSTER_ROOT},
+        {"kube-sync-timeout-s", required_argument, 0, OPT_KUBE_SYNC},
         {"log-level", required_argument, 0, 'l'},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, OPT_VER},
@@ -342,11 +383,38 @@ static int parse(int argc, char **argv, cmdline *c)
         fprintf(stderr, "weft-pilot: unexpected argument %s\n", argv[optind]);
         return -1;
     }
-    if (c->o.n_dirs == 0) {
-        fprintf(stderr, "weft-pilot: --config-dir is required\n");
+    return check_source(&c->o) ? -1 : check_values(&c->o);
+}
+
+/* --config-dir, --kubeconfig, or in cluster (istiod's default: KUBERNETES_SERVICE_HOST set and
+ * neither given); the two sources are not combined. */
+static int check_source(wf_pilot_opts *o)
+{
+    const char *host = getenv("KUBERNETES_SERVICE_HOST");
+    if (o->n_dirs && o->kube) {
+        fprintf(stderr, "weft-pilot: --config-dir and --kubeconfig cannot be combined\n");
         return -1;
     }
-    return check_values(&c->o);
+    if (!o->n_dirs && !o->kube && host && *host)
+        o->kube = o->kube_in_cluster = true;
+    if (!o->n_dirs && !o->kube) {
+        fprintf(stderr, "weft-pilot: --config-dir or --kubeconfig is required (or run in a Pod: "
+                        "KUBERNETES_SERVICE_HOST)\n");
+        return -1;
+    }
+    if (o->kube && o->mesh_file) {
+        fprintf(stderr, "weft-pilot: --meshConfig is for --config-dir: with the Kubernetes API "
+                        "the MeshConfig is the istio ConfigMap's data.mesh in istio-system\n");
+        return -1;
+    }
+    if (!o->kube && (o->kube_context || o->kube_incluster_root)) {
+        fprintf(stderr,
+                "weft-pilot: --%s needs the Kubernetes API (--kubeconfig, or in "
+                "cluster)\n",
+                o->kube_context ? "context" : "in-cluster-root");
+        return -1;
+    }
+    return 0;
 }
 
 typedef struct run {

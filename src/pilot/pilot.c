@@ -3,6 +3,7 @@
  * See pilot.h.
  */
 #include "pilot/pilot.h"
+#include "pilot/source_kube.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,7 +143,19 @@ static int start_source(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t c
         .rescan_ms = o->rescan_ms,
         .service_ips = o->service_ips,
     };
-    if (wf_dir_source_new(p->loop, &so, &p->src)) {
+    wf_kube_source_opts ko = {
+        .kubeconfig = o->kubeconfig,
+        .context = o->kube_context,
+        .in_cluster = o->kube_in_cluster,
+        .incluster_root = o->kube_incluster_root,
+        .domain_suffix = o->domain_suffix,
+        .debounce_after_ms = o->debounce_after_ms,
+        .debounce_max_ms = o->debounce_max_ms,
+        .sync_timeout_ms = o->kube_sync_timeout_ms,
+        .service_ips = o->service_ips,
+    };
+    if (o->kube ? wf_kube_source_new(p->loop, &ko, &p->src)
+                : wf_dir_source_new(p->loop, &so, &p->src)) {
         snprintf(err, cap, "out of memory");
         return -1;
     }
@@ -249,6 +262,11 @@ void wf_pilot_stop(wf_pilot *p)
 bool wf_pilot_ready(const wf_pilot *p)
 {
     return p->serving && p->ads && wf_ads_snapshot(p->ads) != NULL;
+}
+
+wf_config_source *wf_pilot_source(const wf_pilot *p)
+{
+    return p->src;
 }
 
 wf_ads *wf_pilot_ads(const wf_pilot *p)

@@ -55,8 +55,15 @@ typedef struct wf_pilot_opts {
      * every path 404 */
     wf_debug_route_fn debug_route;
     wf_ip_range service_ips; /* --service-cluster-ip-range (source.h); prefix 0 = none */
-    bool no_xds_auth;        /* XDS_AUTH=false: the secure port's xDS streams are not authenticated
-                              * (xds_auth.h); default (false) authenticates them, as istiod */
+    /* The Kubernetes source (source_kube.h) instead of the directories: kubeconfig paths
+     * (NULL = $KUBECONFIG / ~/.kube/config) or the in-cluster configuration; kube = false keeps
+     * the directory source. */
+    bool kube;
+    bool kube_in_cluster;
+    const char *kubeconfig, *kube_context, *kube_incluster_root;
+    int64_t kube_sync_timeout_ms; /* 0 = 30000 */
+    bool no_xds_auth; /* XDS_AUTH=false: the secure port's xDS streams are not authenticated
+                       * (xds_auth.h); default (false) authenticates them, as istiod */
 } wf_pilot_opts;
 
 typedef struct wf_pilot wf_pilot;
@@ -70,6 +77,8 @@ void wf_pilot_stop(wf_pilot *p);
 
 bool wf_pilot_ready(const wf_pilot *p);
 wf_ads *wf_pilot_ads(const wf_pilot *p);
+/* The config source (its debug() for /debug/kubez); NULL before start. */
+wf_config_source *wf_pilot_source(const wf_pilot *p);
 /* The CA (root, CSR service and its metrics). */
 wf_pilot_ca *wf_pilot_get_ca(const wf_pilot *p);
 int wf_pilot_monitoring_port(const wf_pilot *p);

@@ -28,7 +28,8 @@
  *  - "never accept silently": every served resource is scanned for the Istio fields weft does
  *    not implement (model/unimplemented.h); each is a warning (wf_snapshot.warnings, logged
  *    once when it first appears: "not implemented: FILE:LINE:COL: Kind ns/name: MESSAGE
- *    [WFT0001]", the message starting with the field).
+ *    [WFT0001]", the message starting with the field). ":LINE:COL" is left out when the
+ *    line is unknown (JSON input, a Kubernetes object "kube:Kind/ns/name").
  *  - classifies each new snapshot against the previous one per resource (hash of its
  *    canonical JSON): NONE (nothing changed: no delivery), ENDPOINTS (only Pod, WorkloadEntry,
  *    Endpoints or EndpointSlice objects changed: Istio's incremental EDS push) or FULL.
@@ -43,6 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
 #include <uv.h>
 
 #include "analysis/meshcfg.h"
@@ -135,6 +137,9 @@ struct wf_config_source {
     void (*stop)(wf_config_source *src);
     /* The latest snapshot delivered (borrowed), NULL before start. */
     wf_snapshot *(*current)(wf_config_source *src);
+    /* The source's own state for /debug (a new JSON value), or NULL: the directory source has
+     * none (the member is NULL); the Kubernetes source's is /debug/kubez (source_kube.h). */
+    json_t *(*debug)(wf_config_source *src);
     /* Set by the user before start. */
     wf_source_change_fn on_change;
     void *on_change_ud;
@@ -142,6 +147,14 @@ struct wf_config_source {
 };
 
 /* ---- the directory source ------------------------------------------------------------------ */
+
+/* A document in memory (the Kubernetes source's objects): JSON text named name, which stands
+ * for its file in errors and in wf_snap_res.file ("kube:Kind/ns/name"; no line numbers). */
+typedef struct wf_source_doc {
+    const char *name;
+    const char *json;
+    size_t len;
+} wf_source_doc;
 
 typedef struct wf_dir_source_opts {
     const char *const *dirs; /* directories (or files) of manifests; copied */
@@ -156,6 +169,18 @@ typedef struct wf_dir_source_opts {
     /* the API server's --service-cluster-ip-range this source stands in for: Services without
      * a clusterIP get one (model/cluster_ip.h); prefix_len 0 = none (they keep none) */
     wf_ip_range service_ips;
+    /* wf_source_build only (the Kubernetes source, source_kube.h): documents loaded after the
+     * directories, and the MeshConfig as text (mesh_name names it; used instead of mesh_file
+     * when mesh_text is not NULL: the `istio` ConfigMap as JSON, its data.mesh read). Borrowed
+     * for the build. */
+    const wf_source_doc *docs;
+    size_t n_docs;
+    const char *mesh_text;
+    size_t mesh_len;
+    const char *mesh_name;
+    /* the source applies MeshConfig discoverySelectors itself (the Kubernetes source): they
+     * are not reported as not implemented (WFT0001) */
+    bool discovery_selectors;
 } wf_dir_source_opts;
 
 /* Makes a directory source on loop. Returns 0 and *out, or -1 (out of memory). */
@@ -164,9 +189,9 @@ int wf_dir_source_new(uv_loop_t *loop, const wf_dir_source_opts *opts, wf_config
 /* Test hook and the rescan's path: behaves as if an fs event arrived now (debounced). */
 void wf_dir_source_poke(wf_config_source *src);
 
-/* Builds one snapshot from the inputs now, against prev (may be NULL: no last good versions,
- * change FULL). Pure apart from reading files and logging. Returns the snapshot (one
- * reference, caller owns) or NULL on out of memory. */
+/* Builds one snapshot from the inputs now (directories, then opts->docs), against prev (may be
+ * NULL: no last good versions, change FULL). Pure apart from reading files and logging. Returns the
+ * snapshot (one reference, caller owns) or NULL on out of memory. */
 wf_snapshot *wf_source_build(const wf_dir_source_opts *opts, const wf_snapshot *prev,
                              int64_t changed_at_ms);
 

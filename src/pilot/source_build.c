@@ -166,15 +166,26 @@ static int add_error(build *b, const wf_config_error *e)
     return push_error(s, &s->errors, &s->n_errors, &b->cap_errors, e);
 }
 
+/* "FILE:LINE:COL", or "FILE" alone when the line is unknown (a Kubernetes object, JSON). */
+static const char *where(const wf_config_error *e, char *buf, size_t cap)
+{
+    if (e->line)
+        snprintf(buf, cap, "%s:%u:%u", e->file, e->line, e->col);
+    else
+        snprintf(buf, cap, "%s", e->file);
+    return buf;
+}
+
 static void log_error(const wf_config_error *e)
 {
-    WF_LOG(WF_LC_config, WF_LOG_WARN, "config error: %s:%u:%u: %s%s%s%s%s (%s)", e->file, e->line,
-           e->col, e->resource, *e->resource ? ": " : "", e->field, *e->field ? ": " : "",
-           e->message,
+    char at[1024];
+    WF_LOG(WF_LC_config, WF_LOG_WARN, "config error: %s: %s%s%s%s%s (%s)", where(e, at, sizeof at),
+           e->resource, *e->resource ? ": " : "", e->field, *e->field ? ": " : "", e->message,
            e->kept_last_good ? "keeping the last good version" : "no good version to keep");
 }
 
 static bool warned_before(const build *b, const wf_config_error *w);
+static const char *where(const wf_config_error *e, char *buf, size_t cap);
 
 /* "Kind ns/name", or the kind alone for MeshConfig (not a resource of the store). */
 static const char *res_label(const wf_resource *r, char *buf, size_t cap)
@@ -198,9 +209,9 @@ static int add_warning(build *b, const wf_config_error *w, const char *what)
         return 0;
     size_t fl = strlen(w->field);
     bool say_field = fl && strncmp(w->message, w->field, fl) != 0;
-    WF_LOG(WF_LC_config, WF_LOG_WARN, "%s: %s:%u:%u: %s: %s%s%s [%s]", what, w->file, w->line,
-           w->col, w->resource, say_field ? w->field : "", say_field ? ": " : "", w->message,
-           w->code);
+    char at[1024];
+    WF_LOG(WF_LC_config, WF_LOG_WARN, "%s: %s: %s: %s%s%s [%s]", what, where(w, at, sizeof at),
+           w->resource, say_field ? w->field : "", say_field ? ": " : "", w->message, w->code);
     return 0;
 }
 
@@ -271,6 +282,9 @@ typedef struct unimpl_arg {
 static bool on_unimpl(const wf_unimpl_hit *h, void *arg)
 {
     unimpl_arg *u = arg;
+    if (u->b->opts->discovery_selectors && h->res->kind == WF_UNIMPL_MESHCONFIG &&
+        strcmp(h->field, "discoverySelectors") == 0)
+        return true; /* applied by the source */
     char res[512];
     wf_strbuf msg = WF_STRBUF_INIT;
     wf_unimpl_message(h, &msg);
@@ -589,6 +603,13 @@ static int load_store(build *b)
             return -1;
         }
     }
+    for (size_t i = 0; i < b->opts->n_docs; i++) {
+        const wf_source_doc *d = &b->opts->docs[i];
+        if (wf_store_load_buffer(c, d->name, d->json, d->len, true) < 0) {
+            wf_store_free(c);
+            return -1;
+        }
+    }
     if (wf_store_finalize(c, default_ns(b), false) < 0 ||
         wf_store_allocate_cluster_ips(c, &b->opts->service_ips) < 0 || collect_load_errors(b, c)) {
         wf_store_free(c);
@@ -863,11 +884,13 @@ static int load_mesh(build *b)
         return -1;
     }
     box->refs = 1;
-    const char *path = b->opts->mesh_file;
+    const char *text = b->opts->mesh_text;
+    const char *path = text ? b->opts->mesh_name : b->opts->mesh_file;
     if (path && *path) {
-        box->hash = file_hash(path);
+        box->hash = text ? fnv1a(text, b->opts->mesh_len) : file_hash(path);
         char why[512];
-        int bad = wf_meshcfg_load_file(box->mesh, path, &err) != 0;
+        int bad = (text ? wf_meshcfg_load_text(box->mesh, path, text, b->opts->mesh_len, &err)
+                        : wf_meshcfg_load_file(box->mesh, path, &err)) != 0;
         if (!bad && (err = mesh_invalid(box->mesh, why, sizeof why)) != NULL)
             bad = 1;
         if (bad) {
