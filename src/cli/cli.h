@@ -35,6 +35,10 @@ int wf_cmd_remote_clusters(int argc, char **argv); /* cmd_remote_clusters.c */
 int wf_cmd_version(int argc, char **argv);         /* cmd_version.c */
 int wf_cmd_up(int argc, char **argv);              /* cmd_localmesh.c: the local mesh */
 int wf_cmd_down(int argc, char **argv);            /* cmd_down.c */
+/* `weftctl down --state STATE` without the command line: stops the supervisor and every
+ * process mesh.json lists, removes the pods' tokens and the pod network; prints what it did.
+ * Returns a WF_EXIT_* code (cmd_down.c; also `up`'s clean-up when its supervisor died). */
+int wf_lm_down_state(const char *state);
 int wf_cmd_status(int argc, char **argv);          /* cmd_down.c */
 
 /* Append a Go-json-escaped string (json.Marshal: \u003c \u003e \u0026, \u2028 \u2029) with

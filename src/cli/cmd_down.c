@@ -247,6 +247,11 @@ static int down(const char *state)
     return net_rc;
 }
 
+int wf_lm_down_state(const char *state)
+{
+    return down(state);
+}
+
 enum { D_STATE, D_HELP, D_COUNT };
 
 static void down_usage(const wf_flag *flags)
@@ -477,10 +482,25 @@ static int status_table(const json_t *mesh, bool supervised, const report *rep)
         printf("\nproblems:\n");
         json_array_foreach(rep->problems, i, proc) printf("  %s\n", json_string_value(proc));
     }
-    if (rep->cfg_failing) /* say why the exit status is 3 when no problem line does */
-        printf("\n%zu security control%s weft does not enforce (WFT0002, above): the mesh is "
+    /* say why the exit status is 3 when no problem line does: rejected resources, security
+     * controls weft does not enforce */
+    size_t unenforced = 0, rejected = 0;
+    json_array_foreach(rep->cfg, i, proc)
+    {
+        if (!wf_lm_cfg_fails(proc))
+            continue;
+        if (wf_lm_cfg_is_warning(proc))
+            unenforced++;
+        else
+            rejected++;
+    }
+    if (rejected)
+        printf("\n%zu resource%s pilot rejected (above): %s its last good version or left out\n",
+               rejected, rejected == 1 ? "" : "s", rejected == 1 ? "it keeps" : "each keeps");
+    if (unenforced)
+        printf("%s%zu security control%s weft does not enforce (WFT0002, above): the mesh is "
                "not protected as its config says\n",
-               rep->cfg_failing, rep->cfg_failing == 1 ? "" : "s");
+               rejected ? "" : "\n", unenforced, unenforced == 1 ? "" : "s");
     return rc == 0 ? report_rc(rep) : WF_EXIT_ERROR;
 }
 

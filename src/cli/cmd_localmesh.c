@@ -292,11 +292,7 @@ static int foreground(const wf_lm_plan *p, pid_t child, const sigset_t *set, jso
                 fprintf(stderr, "weftctl up: the supervisor exited with status %d (see its log)\n",
                         WEXITSTATUS(status));
             print_log_tail(p->state);
-            fprintf(stderr,
-                    "the mesh's processes may still run, unsupervised: `weftctl status "
-                    "--state %s` lists them, `weftctl down --state %s` stops them\n",
-                    p->state, p->state);
-            return WF_EXIT_ERROR;
+            return WF_EXIT_ERROR; /* up stops what it left (wf_cmd_up) */
         }
         if (tick % 2 == 1)
             wf_lm_follow_config(p, seen);
@@ -675,10 +671,12 @@ int wf_cmd_up(int argc, char **argv)
         fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
         rc = WF_EXIT_ERROR;
     }
+    bool prepared = false; /* this run wrote the state folder: a failure cleans it up */
     if (rc < 0 && wf_lm_state_prepare(p, &err) != 0) {
         fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
         rc = WF_EXIT_ERROR;
-    }
+    } else if (rc < 0)
+        prepared = true;
     if (rc < 0 && wf_lm_write_mesh_json(p, NULL, 0, &err) != 0) {
         fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
         rc = WF_EXIT_ERROR;
@@ -693,7 +691,14 @@ int wf_cmd_up(int argc, char **argv)
     }
     if (rc < 0)
         rc = launch(p, flags[U_DETACH].bval, timeout);
-    if (netns && !supervisor_alive(p)) { /* the supervisor removes it; this is for a failure */
+    if (prepared && rc != WF_EXIT_OK && rc != WF_EXIT_MESH && !supervisor_alive(p)) {
+        /* nothing supervises this run: stop what it started and remove what it made (its
+         * processes, their tokens, the pod network), as `down` does, so a failed or crashed
+         * start leaves nothing behind */
+        fprintf(stderr, "cleaning up what this run started:\n");
+        fflush(stderr);
+        wf_lm_down_state(p->state);
+    } else if (netns && !supervisor_alive(p)) { /* (a signal during the start) */
         wf_strbuf_reset(&err);
         if (wf_lm_netns_down(p->state, NULL, &err) != 0)
             fprintf(stderr, "warning: removing the pod network: %s\n", wf_strbuf_cstr(&err));

@@ -223,6 +223,43 @@ def test_netns_down_after_supervisor_killed(tmp_path, mesh_state):
     assert_clean(net)
 
 
+def test_netns_supervisor_killed_while_up_waits(tmp_path, mesh_state):
+    """The supervisor dies while `up --detach` waits for the pods: up exits 1 and leaves
+    nothing behind (no process of the run, no namespace, link or token)."""
+    need_netns()
+    d = catalog_folder(tmp_path)
+    state = mesh_state
+    cmd = [os.environ.get("WEFTCTL", os.path.join(ROOT, "build", "weftctl")), "up", str(d),
+           "--detach", "--state", state, "--timeout", "60", "--pod-network", "netns"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def supervisor():
+            try:
+                m = mesh_json(state)
+            except (OSError, ValueError):
+                return None
+            pid = m.get("supervisor", {}).get("pid")
+            started = [x for x in m.get("processes", []) if x.get("pid")]
+            return (pid, m) if pid and len(started) > 2 else None
+        pid, _ = wait_for(supervisor, 20, "the supervisor's pid in mesh.json")
+        os.kill(pid, signal.SIGKILL)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 1, out + err
+    assert "the supervisor exited while starting" in err, err
+    assert "cleaning up what this run started" in err, err
+    mesh = mesh_json(state)
+    assert len([x for x in mesh["processes"] if x.get("pid")]) > 2
+    for proc in [x for x in mesh["processes"] if x.get("pid")]:
+        assert not os.path.exists("/proc/%d" % proc["pid"]) or \
+            "State:\tZ" in open("/proc/%d/status" % proc["pid"]).read(), proc
+    assert [n for n in netns_list() if n.startswith(mesh["podNetwork"]["prefix"])] == []
+    assert not os.listdir(os.path.join(state, "tokens")) if os.path.isdir(
+        os.path.join(state, "tokens")) else True
+
+
 def test_netns_capture_rules_and_proxy_uid(tmp_path):
     need_netns()
     if not shutil.which("iptables-save"):

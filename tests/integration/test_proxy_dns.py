@@ -427,3 +427,29 @@ def test_no_capture_no_dns(proxy_factory, pilot, monkeypatch):  # noqa: F811
         assert s.connect_ex(("127.0.0.1", port)) != 0
     assert http_get(status, "/debug/ndsz")[0] == 404
     assert p.proc.poll() is None
+
+
+def test_dns_address_taken_exits_1(pilot, tmp_path):
+    """The DNS proxy's address is taken (another pod's agent on a shared loopback): the proxy
+    logs it as critical and exits 1, a start failure a supervisor can tell from a clean stop
+    (it exited 0 before)."""
+    from proxyfix import proxy_path
+    taken = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    taken.bind(("127.0.0.1", 0))
+    try:
+        port = taken.getsockname()[1]
+        resolv = tmp_path / "resolv.conf"
+        resolv.write_text("nameserver 192.0.2.53\n")
+        bs = sidecar_bootstrap(pilot.xds)
+        bs.pop("_weft_auto_admin", None)
+        bs["admin"]["address"]["socket_address"]["port_value"] = free_port()
+        cfg = tmp_path / "bootstrap.json"
+        cfg.write_text(json.dumps(bs))
+        env = dict(os.environ, DNS_PROXY_ADDR="127.0.0.1:%d" % port,
+                   WEFT_DNS_RESOLV_CONF=str(resolv))
+        p = subprocess.run([proxy_path(), "-c", str(cfg), "--concurrency", "1"],
+                           capture_output=True, text=True, timeout=30, env=env)
+    finally:
+        taken.close()
+    assert p.returncode == 1, (p.returncode, p.stderr[-2000:])
+    assert "failed to start local DNS server" in p.stderr, p.stderr[-2000:]

@@ -1009,14 +1009,17 @@ int wp_server_run(const wp_server_opts *o)
     atomic_store(&m.srv.workers_started, 1);
     wp_readiness_workers_started(&m.readiness, uv_now(&loop));
     ensure_cert_provider(&m, m.srv.gen->cfg);
+    int exit_rc = 0; /* 1: a part the proxy needs could not start (it stopped at once) */
     if (start_dns(&m, &err) != 0) {
         WF_LOG(WF_LC_main, WF_LOG_CRITICAL, "failed to start local DNS server: %s",
                wf_strbuf_cstr(&err));
         stop_all(&m);
+        exit_rc = 1;
     } else if (start_xds(&m, &err) != 0) {
         WF_LOG(WF_LC_main, WF_LOG_CRITICAL, "cannot start the xDS client: %s",
                wf_strbuf_cstr(&err));
         stop_all(&m);
+        exit_rc = 1;
     }
     WF_LOG(WF_LC_main, WF_LOG_INFO, "starting main dispatch loop (%u workers)", m.srv.nworkers);
     uv_run(&loop, UV_RUN_DEFAULT);
@@ -1031,5 +1034,5 @@ int wp_server_run(const wp_server_opts *o)
     free_server(&m, ninit);
     wf_strbuf_free(&err);
     WF_LOG(WF_LC_main, WF_LOG_INFO, "exiting");
-    return 0;
+    return exit_rc;
 }
