@@ -527,9 +527,9 @@ static void up_flags(wf_flag *f)
                       "namespace per pod on 10.10.0.0/16; root), or auto (netns when root)",
                       "mode"},
         [U_CAPTURE] = {"capture", 0, WF_FLAG_BOOL,
-                       "With netns: install Istio's capture rules in every sidecar pod and run "
-                       "its proxy as uid 1337 (experimental: needs the proxy's virtual "
-                       "listeners)",
+                       "With netns: transparent capture as Istio's REDIRECT mode: Istio's "
+                       "iptables rules in every sidecar pod, its proxy as uid 1337, the apps "
+                       "unmodified reaching Services by name (docs/local-mesh.md)",
                        NULL},
         [U_HELP] = {"help", 'h', WF_FLAG_BOOL, "Help for up", NULL},
     };
@@ -563,7 +563,9 @@ static int pod_network(const wf_flag *flags, wf_lm_podnet *out)
         return WF_EXIT_ERROR;
     }
     if (!ok)
-        fprintf(stderr, "note: pods run on loopback addresses (--pod-network explicit): %s\n",
+        fprintf(stderr, "note: pods run on loopback addresses (--pod-network explicit)%s: %s\n",
+                flags[U_CAPTURE].bval ? ", without transparent capture (--capture needs netns)"
+                                      : "",
                 wf_strbuf_cstr(&why));
     wf_strbuf_free(&why);
     *out = ok ? WF_LM_PODNET_NETNS : WF_LM_PODNET_EXPLICIT;

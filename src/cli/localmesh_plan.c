@@ -15,6 +15,7 @@
 
 #include "cli/localmesh_internal.h"
 #include "cli/localmesh_netns.h"
+#include "analysis/an_annotations_util.h"
 #include "cli/localmesh_sys.h"
 #include "model/kube_expand.h"
 #include "model/protocol.h"
@@ -346,6 +347,35 @@ static int plan_proxy_config(planner *pl, const wf_resource *r, lm_strv *env, wf
     return lm_proxy_stats(pl->p, pl->mesh, r, annotations, pc, env, stats, error, pl->err);
 }
 
+/* A traffic.sidecar.istio.io annotation of the template whose value Istio's injector refuses
+ * (its validators, analysis/an_annotations_util.h: the injector refuses the pod, as for
+ * proxy.istio.io/config): "FILE:LINE:COL: Kind ns/name: field: problem (...)" in the plan's
+ * arena, NULL when all are valid. *oom on out of memory. */
+static const char *capture_annotation_error(planner *pl, const wf_resource *r, const char *ns,
+                                            bool *oom)
+{
+    const wf_kvs *a = &r->t.workload->template_annotations;
+    wf_arena *arena = &pl->p->arena;
+    *oom = false;
+    for (size_t i = 0; i < a->n; i++) {
+        const char *problem = NULL;
+        if (strncmp(a->items[i].key, "traffic.sidecar.istio.io/", 25) != 0 ||
+            !wf_inject_annotation_invalid(arena, a->items[i].key, a->items[i].value, &problem))
+            continue;
+        wf_strbuf b = WF_STRBUF_INIT;
+        lm_where(&b, r, a->items[i].node);
+        wf_strbuf_printf(&b,
+                         ": %s %s/%s: spec.template.metadata.annotations[%s]: %s (Istio's "
+                         "sidecar injector refuses the pod)",
+                         r->kind_name, ns, r->name, a->items[i].key, problem);
+        const char *out = wf_strbuf_failed(&b) ? NULL : wf_arena_strdup(arena, wf_strbuf_cstr(&b));
+        wf_strbuf_free(&b);
+        *oom = out == NULL;
+        return out;
+    }
+    return NULL;
+}
+
 static void capture_annotations(const wf_kvs *a, wf_lm_capture_ann *out)
 {
 #define TS "traffic.sidecar.istio.io/"
@@ -386,6 +416,9 @@ static int plan_workload(planner *pl, const wf_resource *r)
     const char *error = NULL;
     if ((gateway || sidecar) &&
         (plan_proxy_config(pl, r, &env, &stats, &error) != 0 || ca_env(pl, ns, &env) != 0))
+        return -1;
+    bool oom = false;
+    if (sidecar && !error && (error = capture_annotation_error(pl, r, ns, &oom), oom))
         return -1;
     char hash[11];
     const char *image0 = w->spec.containers[0].image;

@@ -254,16 +254,38 @@ fail:
     return NULL;
 }
 
+/* The pod's annotations: what the injector writes (sidecar.istio.io/status) and the template's
+ * traffic.sidecar.istio.io ones istio-init got (as a Pod carries its template's), which
+ * `describe pod` reads. */
+static json_t *pod_annotations(const wf_lm_pod *pod)
+{
+#define TS "traffic.sidecar.istio.io/"
+    const struct {
+        const char *key, *value;
+    } t[] = {{TS "includeOutboundIPRanges", pod->capture.include_out_cidrs},
+             {TS "excludeOutboundIPRanges", pod->capture.exclude_out_cidrs},
+             {TS "includeInboundPorts", pod->capture.include_in_ports},
+             {TS "excludeInboundPorts", pod->capture.exclude_in_ports},
+             {TS "excludeOutboundPorts", pod->capture.exclude_out_ports},
+             {TS "includeOutboundPorts", pod->capture.include_out_ports}};
+#undef TS
+    json_t *a = json_pack("{s:s}", "sidecar.istio.io/status",
+                          "{\"containers\":[\"istio-proxy\"],\"revision\":\"default\"}");
+    for (size_t i = 0; a && i < sizeof t / sizeof t[0]; i++)
+        if (t[i].value && json_object_set_new(a, t[i].key, json_string(t[i].value)) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
 json_t *wf_lm_pod_json(const wf_lm_plan *p, const wf_lm_pod *pod)
 {
     (void)p;
     json_t *meta = json_pack("{s:s,s:s,s:o}", "name", pod->name, "namespace", pod->ns, "labels",
                              labels_json(pod));
     if (meta && (pod->sidecar || pod->gateway) &&
-        json_object_set_new(
-            meta, "annotations",
-            json_pack("{s:s}", "sidecar.istio.io/status",
-                      "{\"containers\":[\"istio-proxy\"],\"revision\":\"default\"}")) != 0) {
+        json_object_set_new(meta, "annotations", pod_annotations(pod)) != 0) {
         json_decref(meta);
         return NULL;
     }

@@ -474,17 +474,25 @@ static const wf_unimpl_entry table[] = {
     ROW(SERVICE, "spec.type", VALUE_IN, v_external_name, "the ExternalName Service type",
         "the service gets no endpoints", "ExternalName"),
     ROW(SERVICE, "spec.clusterIP", VALUE_IN, v_none, "headless Service routing",
-        "requests are balanced over the pods as for a ClusterIP Service", "None"),
+        "explicit-mode sidecars balance requests over the pods as for a ClusterIP Service; "
+        "captured ones have no listener for it (the DNS proxy answers the pod IPs: the "
+        "passthrough chains take the connections)",
+        "None"),
     FN(SERVICEENTRY, "spec.ports[]", port_is_mongo, false, NO_MONGO, MONGO_EFFECT,
        "{name: db, number: 27017, protocol: MONGO}"),
     FN(SERVICEENTRY, "spec.ports[]", port_is_grpc_web, false, NO_GRPC_WEB, GRPC_WEB_EFFECT,
        "{name: web, number: 8080, protocol: GRPC-WEB}"),
     ROW(SERVICEENTRY, "spec.resolution", VALUE_IN, v_none,
-        "resolution NONE (original-destination forwarding)", "requests get 503 UH", "NONE"),
+        "resolution NONE (original-destination forwarding) without traffic capture",
+        "explicit-mode requests get 503 UH (no original destination); captured sidecars "
+        "forward them to it",
+        "NONE"),
     FN(SERVICEENTRY, "", se_resolution_absent, false,
        "resolution NONE, the default when spec.resolution is absent (original-destination "
-       "forwarding)",
-       "requests get 503 UH", ""),
+       "forwarding) without traffic capture",
+       "explicit-mode requests get 503 UH (no original destination); captured sidecars "
+       "forward them to it",
+       ""),
     ROW(SERVICEENTRY, "spec.endpoints[].locality", PRESENT, NULL, "endpoint locality", SAME, "r/z"),
     ROW(SERVICEENTRY, "spec.endpoints[].network", PRESENT, NULL, "multi-network routing", SAME,
         "n1"),

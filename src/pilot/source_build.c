@@ -681,9 +681,10 @@ static void on_clash(const wf_tcp_clash *c, void *arg)
     const wf_node *at = c->port->node;
     snprintf(field, sizeof field, "spec.ports[%zu]", c->index);
     snprintf(msg, sizeof msg,
-             "%s (%s) has no effect in weft: port %d is also %s's (%s): weft-proxy binds one "
-             "outbound listener per port (Istio's per-VIP listeners need traffic capture), so "
-             "sidecars that see both send connections to port %d to %s",
+             "%s (%s) has no effect in weft's explicit mode: port %d is also %s's (%s): there "
+             "weft-proxy binds one outbound listener per port on the pod's address, so sidecars "
+             "that see both send connections to port %d to %s (captured sidecars get Istio's "
+             "listener per service address)",
              field, c->port->name ? c->port->name : "unnamed", (int)c->port->port, c->taker_host,
              c->http ? "HTTP" : "TCP", (int)c->port->port, c->taker_host);
     wf_config_error w = {.file = c->res->file,

@@ -364,6 +364,10 @@ def test_excluded_port_bypasses_the_sidecar(mesh):
     w = pod(mesh, "webapp")
     rules = sh("ip", "netns", "exec", w["netns"], "iptables-save", "-t", "nat").stdout
     assert "-A ISTIO_OUTPUT -p tcp -m tcp --dport 18083 -j RETURN" in rules, rules
+    # describe pod names the exclusion (the Pod carries its template's annotations)
+    d = weftctl("describe", "pod", w["name"], "-n", "istioinaction")
+    assert d.returncode == 0, d.stdout + d.stderr
+    assert "capture: on" in d.stderr and "18083 (excludeOutboundPorts" in d.stderr, d.stderr
 
 
 PASSTHROUGH_SERVER = r"""

@@ -855,6 +855,22 @@ static void capture_mode(void **state)
     assert_null(c->exclude_out_cidrs);
     assert_null(f.plan->pods[2].capture.exclude_out_ports);
     done(&f);
+    /* a value Istio's injector refuses: that pod is not started, the error names the place */
+    char *bad = strstr(z, "\"5432\"");
+    assert_non_null(bad);
+    memcpy(bad, "\"abcd\"", 6);
+    plan_ok(&f, z, &o);
+    const char *e = f.plan->pods[1].error;
+    assert_non_null(e);
+    assert_non_null(strstr(
+        e, "spec.template.metadata.annotations[traffic.sidecar.istio.io/excludeOutboundPorts]"));
+    assert_non_null(strstr(e, "refuses the pod"));
+    assert_non_null(strstr(e, "t.yaml:"));
+    assert_null(f.plan->pods[2].error); /* the other workload's pods run */
+    done(&f);
+    plan_ok(&f, z, NULL); /* the injector refuses it in explicit mode too */
+    assert_non_null(f.plan->pods[1].error);
+    done(&f);
     free(y);
     free(z);
 }
