@@ -323,7 +323,7 @@ def test_tcp_port_another_service_takes_is_reported(pilot, dirs):
     e = errs[0]
     assert (e["code"], e["field"], e["line"]) == ("WFT0001", "spec.ports[0]", 13), e
     assert e["message"].startswith(
-        "spec.ports[0] (tcp-pg) has no effect in weft: port 5432 is also "
+        "spec.ports[0] (tcp-pg) has no effect in weft's explicit mode: port 5432 is also "
         "pg.default.svc.cluster.local's (TCP)"), e
     assert not [e for e in get_json(pilot.mon, "/debug/config_errors")
                 if e.get("resource") == "Service default/pg"]

@@ -78,8 +78,11 @@ static void stop_all(wp_main *m)
     m->stopping = true;
     for (unsigned i = 0; i < m->srv.nworkers; i++)
         wp_worker_command(&m->srv.workers[i], WP_WORKER_STOP);
-    uv_close((uv_handle_t *)&m->sigterm, NULL);
-    uv_close((uv_handle_t *)&m->sigint, NULL);
+    /* SIGTERM/SIGINT stay handled (a second one during shutdown is logged and changes
+     * nothing, as Envoy's handlers stay until it exits) but no longer keep the loop running:
+     * stop_signals closes them once the workers are joined */
+    uv_unref((uv_handle_t *)&m->sigterm);
+    uv_unref((uv_handle_t *)&m->sigint);
     uv_close((uv_handle_t *)&m->drain_timer, NULL);
     uv_close((uv_handle_t *)&m->stop_timer, NULL);
     uv_close((uv_handle_t *)&m->gauge_timer, NULL);
@@ -162,7 +165,8 @@ static void start_drain(wp_main *m)
 static void on_signal(uv_signal_t *s, int signum)
 {
     wp_main *m = s->data;
-    WF_LOG(WF_LC_main, WF_LOG_WARN, "caught %s", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    WF_LOG(WF_LC_main, WF_LOG_WARN, "caught %s%s", signum == SIGTERM ? "SIGTERM" : "SIGINT",
+           m->stopping ? " (already shutting down)" : "");
     start_drain(m);
 }
 
@@ -846,12 +850,16 @@ static void start_signals(wp_main *m, uv_loop_t *loop)
     uv_unref((uv_handle_t *)&m->sigusr1);
 }
 
-/* Closes the SIGHUP and SIGUSR1 handles; libuv then restores the default action, so they are
- * ignored again until the process exits. */
+/* Closes the signal handles; libuv then restores the default actions, so the four are ignored
+ * until the process exits (a late SIGTERM does not turn a clean exit into death by signal). */
 static void stop_signals(wp_main *m)
 {
+    uv_close((uv_handle_t *)&m->sigterm, NULL);
+    uv_close((uv_handle_t *)&m->sigint, NULL);
     uv_close((uv_handle_t *)&m->sighup, NULL);
     uv_close((uv_handle_t *)&m->sigusr1, NULL);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
     signal(SIGUSR1, SIG_IGN);
 }
