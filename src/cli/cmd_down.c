@@ -548,10 +548,22 @@ static int status(const char *state, const char *format)
         fprintf(stderr, "Error: out of memory\n");
         rc = WF_EXIT_ERROR;
     } else if (!mesh || (!sup && !rep.left)) {
+        /* nothing runs, but a pod network a crash left behind is still there: say so (down
+         * removes it), exit 3 as for any problem */
+        size_t nets = wf_lm_netns_count(state);
         if (strcmp(format, "json") == 0)
-            printf("{\"running\": false, \"state\": \"%s\", \"processes\": []}\n", state);
+            printf("{\"running\": false, \"state\": \"%s\", \"processes\": [], "
+                   "\"podNetworkLeft\": %zu}\n",
+                   state, nets);
         else
             printf("no local mesh is running from %s\n", state);
+        if (nets) {
+            if (strcmp(format, "json") != 0)
+                printf("its pod network is still there (%zu network namespace%s): `weftctl down "
+                       "--state %s` removes it\n",
+                       nets, nets == 1 ? "" : "s", state);
+            rc = WF_EXIT_MESH;
+        }
     } else if (strcmp(format, "json") == 0) {
         rc = status_json(mesh, state, sup, &rep);
     } else {

@@ -788,6 +788,11 @@ static int proxy_env(planner *pl, const wf_lm_pod *pod, lm_strv *env)
      * ISTIO_META_DNS_CAPTURE (the proxy's metadata DNS_CAPTURE) turns on */
     if (pod->netns && lm_strv_setenv(a, env, "ISTIO_META_DNS_CAPTURE", "true") != 0)
         return -1;
+    /* explicit mode shares the host's loopback: a DNS proxy (proxyMetadata
+     * ISTIO_META_DNS_CAPTURE) answers on the pod's own localhost, not every pod's 127.0.0.1 */
+    const char *dns = pod->netns ? NULL : wf_arena_printf(a, "%s:15053", pod->localhost);
+    if (!pod->netns && (!dns || lm_strv_setenv(a, env, "DNS_PROXY_ADDR", dns) != 0))
+        return -1;
     if (!pod->sidecar)
         return 0;
     /* where the agent's probers reach the app: captured, 127.0.0.1, which the capture rules

@@ -260,6 +260,32 @@ def test_netns_supervisor_killed_while_up_waits(tmp_path, mesh_state):
         os.path.join(state, "tokens")) else True
 
 
+def test_netns_status_names_a_leftover_pod_network(tmp_path, mesh_state):
+    """Everything of a mesh killed with SIGKILL: nothing runs, but the namespaces stay;
+    `status` says so (exit 3) and `down` removes them."""
+    need_netns()
+    d = catalog_folder(tmp_path)
+    state = mesh_state
+    p = up(d, state)
+    assert p.returncode == 0, p.stdout + p.stderr
+    mesh = mesh_json(state)
+    os.kill(mesh["supervisor"]["pid"], signal.SIGKILL)
+    for proc in mesh["processes"]:
+        os.kill(proc["pid"], signal.SIGKILL)
+    wait_for(lambda: all(not os.path.exists("/proc/%d/status" % x["pid"]) or
+                         "State:\tZ" in open("/proc/%d/status" % x["pid"]).read()
+                         for x in mesh["processes"]), 10, "every process gone")
+    st = weftctl("status", "--state", state)
+    assert st.returncode == 3, st.stdout + st.stderr
+    assert "its pod network is still there (5 network namespaces)" in st.stdout, st.stdout
+    js = json.loads(weftctl("status", "--state", state, "-o", "json").stdout)
+    assert js["running"] is False and js["podNetworkLeft"] == 5, js
+    dn = weftctl("down", "--state", state, timeout=60)
+    assert dn.returncode == 0, dn.stdout + dn.stderr
+    assert_clean(mesh["podNetwork"])
+    assert weftctl("status", "--state", state).returncode == 0
+
+
 def test_netns_capture_rules_and_proxy_uid(tmp_path):
     need_netns()
     if not shutil.which("iptables-save"):

@@ -828,6 +828,10 @@ static void capture_mode(void **state)
     json_decref(b);
     assert_false(
         has_arg_pair(proc_named(f.plan, "pilot"), "--service-cluster-ip-range", "10.96.0.0/12"));
+    /* a DNS proxy (proxyMetadata ISTIO_META_DNS_CAPTURE) answers on the pod's own localhost */
+    char px[300];
+    snprintf(px, sizeof px, "%s.proxy", f.plan->pods[1].name);
+    assert_true(has_env(proc_named(f.plan, px), "DNS_PROXY_ADDR=127.11.0.3:15053"));
     done(&f);
     free(y);
     free(yaml);
