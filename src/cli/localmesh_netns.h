@@ -99,7 +99,9 @@ int wf_lm_netns_sysctl(const char *netns, const char *key, const char *value, wf
 int wf_lm_netns_uid_can_read(int uid, const char *path, wf_strbuf *err);
 
 /* Remove every namespace whose name starts with the mesh's prefix (listed in /run/netns) and
- * the host link, and STATE/netns. Processes still inside must be stopped first. *removed (may
+ * the host link, and STATE/netns. Processes still inside (stop those mesh.json lists first,
+ * gracefully) are killed with SIGKILL: a process the supervisor started but did not record
+ * would keep its namespace alive out of everyone's reach. *removed (may
  * be NULL) gets the number of namespaces and links removed. Returns 0, or -1 with err naming
  * what could not be removed (the others are still removed). */
 int wf_lm_netns_down(const char *state, size_t *removed, wf_strbuf *err);

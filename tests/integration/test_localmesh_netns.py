@@ -256,6 +256,21 @@ def test_netns_supervisor_killed_while_up_waits(tmp_path, mesh_state):
         assert not os.path.exists("/proc/%d" % proc["pid"]) or \
             "State:\tZ" in open("/proc/%d/status" % proc["pid"]).read(), proc
     assert [n for n in netns_list() if n.startswith(mesh["podNetwork"]["prefix"])] == []
+    # nor a process the supervisor started without recording it (it dies with its namespace)
+    def of_this_mesh():
+        left = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    cmd = f.read().decode("utf-8", "replace")
+                with open("/proc/%s/status" % pid) as f:
+                    zombie = "State:\tZ" in f.read()
+            except OSError:
+                continue
+            if state in cmd and not zombie and int(pid) != os.getpid():
+                left.append(cmd.replace("\0", " ")[:200])
+        return left
+    wait_for(lambda: not of_this_mesh(), 5, "no process of this mesh")
     assert not os.listdir(os.path.join(state, "tokens")) if os.path.isdir(
         os.path.join(state, "tokens")) else True
 
