@@ -683,13 +683,9 @@ int wf_cmd_up(int argc, char **argv)
         fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
         rc = WF_EXIT_ERROR;
     }
-    bool netns = false; /* built here: removed again when the supervisor did not take it */
-    if (rc < 0 && p->podnet == WF_LM_PODNET_NETNS) {
-        if (pod_network_up(p, &err) != 0) {
-            fprintf(stderr, "Error: building the pod network: %s\n", wf_strbuf_cstr(&err));
-            rc = WF_EXIT_ERROR;
-        } else
-            netns = true;
+    if (rc < 0 && p->podnet == WF_LM_PODNET_NETNS && pod_network_up(p, &err) != 0) {
+        fprintf(stderr, "Error: building the pod network: %s\n", wf_strbuf_cstr(&err));
+        rc = WF_EXIT_ERROR;
     }
     if (rc < 0)
         rc = launch(p, flags[U_DETACH].bval, timeout);
@@ -700,10 +696,6 @@ int wf_cmd_up(int argc, char **argv)
         fprintf(stderr, "cleaning up what this run started:\n");
         fflush(stderr);
         wf_lm_down_state(p->state);
-    } else if (netns && !supervisor_alive(p)) { /* (a signal during the start) */
-        wf_strbuf_reset(&err);
-        if (wf_lm_netns_down(p->state, NULL, &err) != 0)
-            fprintf(stderr, "warning: removing the pod network: %s\n", wf_strbuf_cstr(&err));
     }
     wf_strbuf_free(&err);
     wf_lm_plan_free(p);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fnv.h"
 #include "model/store_internal.h"
 
 int wf_ip_range_parse(const char *s, wf_ip_range *out, const char **why)
@@ -35,17 +36,6 @@ int wf_ip_range_parse(const char *s, wf_ip_range *out, const char **why)
     }
     *out = (wf_ip_range){.base = base, .prefix_len = (int)len};
     return 0;
-}
-
-static uint32_t fnv32a(const char *a, const char *b)
-{
-    uint32_t h = 2166136261u;
-    for (const char *p = a; *p; p++)
-        h = (h ^ (uint8_t)*p) * 16777619u;
-    h = (h ^ '/') * 16777619u;
-    for (const char *p = b; *p; p++)
-        h = (h ^ (uint8_t)*p) * 16777619u;
-    return h;
 }
 
 static bool wants_ip(const wf_resource *r)
@@ -109,7 +99,7 @@ static void reserve(taken *t, const wf_resource *const *svcs, size_t n, const wf
 static int assign(wf_store *s, const wf_resource *r, const wf_ip_range *range, uint32_t size,
                   taken *t)
 {
-    uint32_t off = fnv32a(r->ns ? r->ns : "", r->name ? r->name : "") % size;
+    uint32_t off = wf_fnv32a(wf_fnv32a(wf_fnv32a(WF_FNV32_OFFSET, r->ns), "/"), r->name) % size;
     while (taken_has(t, off))
         off = (off + 1) % size;
     taken_add(t, off);

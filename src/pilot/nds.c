@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fnv.h"
 #include "pilot/serviceentry.h"
 #include "xds/discovery.h"
 
@@ -29,18 +30,6 @@ static bool is_ip(const char *s, bool *v6)
         return true;
     }
     return false;
-}
-
-static uint32_t fnv32a(const char *a, const char *b, const char *c)
-{
-    uint32_t h = 2166136261u;
-    const char *parts[] = {a, b, c};
-    for (size_t i = 0; i < 3; i++)
-        for (const char *p = parts[i]; p && *p; p++) {
-            h ^= (unsigned char)*p;
-            h *= 16777619u;
-        }
-    return h;
 }
 
 /* ---- auto-allocation ---- */
@@ -65,7 +54,8 @@ static int allocate_slots(const wf_store *s, const wf_resource **slots, size_t *
                 continue;
             if (j++ >= MAX_IPS)
                 return 0; /* Istio: "out of IPs to allocate for service entries" */
-            uint32_t hv = fnv32a(ses[i]->ns, "/", ses[i]->t.se->hosts.v[h]);
+            uint32_t hv = wf_fnv32a(wf_fnv32a(wf_fnv32a(WF_FNV32_OFFSET, ses[i]->ns), "/"),
+                                    ses[i]->t.se->hosts.v[h]);
             uint32_t slot = hv % MAX_IPS;
             if (slots[slot]) { /* double hashing, as Istio (uint32 arithmetic) */
                 uint32_t second = PRIME - (hv % PRIME);

@@ -271,8 +271,8 @@ def test_netns_supervisor_killed_while_up_waits(tmp_path, mesh_state):
                 left.append(cmd.replace("\0", " ")[:200])
         return left
     wait_for(lambda: not of_this_mesh(), 5, "no process of this mesh")
-    assert not os.listdir(os.path.join(state, "tokens")) if os.path.isdir(
-        os.path.join(state, "tokens")) else True
+    tokens = os.path.join(state, "tokens")
+    assert not os.path.isdir(tokens) or not os.listdir(tokens), os.listdir(tokens)
 
 
 def test_netns_status_names_a_leftover_pod_network(tmp_path, mesh_state):

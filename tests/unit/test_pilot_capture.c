@@ -294,7 +294,7 @@ static void explicit_unchanged(void **state)
  * catch-all); explicit mode keeps one listener per port on the pod's address. The cache
  * serves each mode its own. */
 static const char *const two_dbs =
-    "---\napiVersion: v1\nkind: Service\nmetadata: {name: db-a, namespace: istioinaction}\n"
+    "apiVersion: v1\nkind: Service\nmetadata: {name: db-a, namespace: istioinaction}\n"
     "spec: {clusterIP: 10.96.0.20, ports: [{name: tcp-pg, port: 5432}], selector: {app: a}}\n"
     "---\napiVersion: v1\nkind: Service\nmetadata: {name: db-b, namespace: istioinaction}\n"
     "spec: {clusterIP: 10.96.0.21, ports: [{name: tcp-pg, port: 5432}], selector: {app: b}}\n"
@@ -305,19 +305,7 @@ static const char *const two_dbs =
 
 static void setup_dbs(fixture *f, json_t *md)
 {
-    size_t n = strlen(catalog_pod) + strlen(two_dbs) + 1;
-    char *y = malloc(n);
-    assert_non_null(y);
-    snprintf(y, n, "%s%s", catalog_pod, two_dbs);
-    *f = (fixture){.s = wf_test_load_store(catalog_files, y, "istioinaction")};
-    free(y);
-    assert_non_null(f->s);
-    char *id = strdup("catalog-v1-abc.istioinaction"), err[256] = "";
-    wf_xds_node node = {.id = id, .metadata = md};
-    assert_int_equal(wf_pilot_proxy_from_node(&node, f->s, &f->p, err, sizeof err), 0);
-    free(id);
-    json_decref(md);
-    f->env = (wf_pilot_env){.store = f->s};
+    setup_with(f, md, NULL, two_dbs);
 }
 
 /* The cluster of the last chain's tcp_proxy (after istio.stats and the like). */
