@@ -24,6 +24,25 @@ RESOURCES = [
     Res("", ("v1",), "secrets", "Secret", True, (), ("type",)),
     Res("", ("v1",), "serviceaccounts", "ServiceAccount", True, ("sa",), ()),
     Res("discovery.k8s.io", ("v1",), "endpointslices", "EndpointSlice", True, (), ()),
+    Res("admissionregistration.k8s.io", ("v1",), "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration", False, (), ()),
+    Res("admissionregistration.k8s.io", ("v1",), "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration", False, (), ()),
+    Res("apps", ("v1",), "deployments", "Deployment", True, ("deploy",), ()),
+    Res("apps", ("v1",), "replicasets", "ReplicaSet", True, ("rs",), ()),
+    Res("apps", ("v1",), "statefulsets", "StatefulSet", True, ("sts",), ()),
+    Res("apps", ("v1",), "daemonsets", "DaemonSet", True, ("ds",), ()),
+    Res("batch", ("v1",), "jobs", "Job", True, (), ()),
+    Res("batch", ("v1",), "cronjobs", "CronJob", True, ("cj",), ()),
+    Res("rbac.authorization.k8s.io", ("v1",), "clusterroles", "ClusterRole", False, (), ()),
+    Res("rbac.authorization.k8s.io", ("v1",), "clusterrolebindings", "ClusterRoleBinding", False,
+        (), ()),
+    Res("rbac.authorization.k8s.io", ("v1",), "roles", "Role", True, (), ()),
+    Res("rbac.authorization.k8s.io", ("v1",), "rolebindings", "RoleBinding", True, (), ()),
+    Res("apiextensions.k8s.io", ("v1",), "customresourcedefinitions", "CustomResourceDefinition",
+        False, ("crd", "crds"), ()),
+    Res("policy", ("v1",), "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",), ()),
+    Res("coordination.k8s.io", ("v1",), "leases", "Lease", True, (), ()),
     Res("networking.istio.io", ("v1", "v1beta1", "v1alpha3"), "virtualservices",
         "VirtualService", True, ("vs",), ()),
     Res("networking.istio.io", ("v1", "v1beta1", "v1alpha3"), "destinationrules",
@@ -49,7 +68,9 @@ RESOURCES = [
         ("telemetry",), ()),
 ]
 
-BUILTIN_GROUPS = {"", "discovery.k8s.io"}
+BUILTIN_GROUPS = {"", "discovery.k8s.io", "admissionregistration.k8s.io", "apps", "batch",
+                  "rbac.authorization.k8s.io", "apiextensions.k8s.io", "policy",
+                  "coordination.k8s.io"}
 
 
 def find(group, version, resource):

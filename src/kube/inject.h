@@ -1,0 +1,48 @@
+/*
+ * inject.h - Istio's sidecar injector (pkg/kube/inject: webhook.go, inject.go, app_probe.go;
+ * the default injection template; ../shared/reference/kubernetes.md §3): the decision whether
+ * a pod gets a sidecar, the injected pod (weft-proxy as istio-proxy, the istio-init capture
+ * container running `weft-proxy istio-iptables`, Istio's labels, annotations, environment,
+ * volumes, probe rewriting and Prometheus merge), and the AdmissionReview v1 exchange of the
+ * `/inject` webhook (a JSON Patch from the original pod to the injected one).
+ *
+ * Users: weft-pilot's webhook server (pilot/webhook.h) and `weftctl kube-inject` (offline).
+ *
+ * Config: Istio's injector ConfigMap `istio-sidecar-injector` as istiod mounts it, the files
+ * `config` (policy, alwaysInjectSelector, neverInjectSelector, injectedAnnotations, ...) and
+ * `values` (JSON: global.hub/tag/proxy..., sidecarInjectorWebhook...) in one folder, plus the
+ * mesh config. Fields weft does not implement (custom `templates`) are reported, never
+ * silently ignored (wf_inject_config_unimplemented).
+ *
+ * Threads: a config is read-only once loaded (shared by threads). No global state.
+ */
+#ifndef WF_KUBE_INJECT_H
+#define WF_KUBE_INJECT_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "core/strbuf.h"
+
+typedef struct wf_inject_config wf_inject_config;
+
+/* Loads the injector config from dir (files `config` and `values`, either may be absent: the
+ * defaults of Istio's chart) and mesh_file (MeshConfig YAML; NULL = defaults). Returns 0 and
+ * *out, or -1 with why naming file, line and field. */
+int wf_inject_config_load(const char *dir, const char *mesh_file, wf_inject_config **out,
+                          wf_strbuf *why);
+/* The built-in defaults (Istio's chart values). Returns NULL only when out of memory. */
+wf_inject_config *wf_inject_config_default(void);
+void wf_inject_config_free(wf_inject_config *c);
+
+/* One `/inject` request: the HTTP path ("/inject", "/inject/", "/inject/cluster/c1/net/n1"),
+ * Content-Type and body of an AdmissionReview v1. Writes the response body (an AdmissionReview
+ * with the request's uid, apiVersion and kind; allowed true with a base64 JSONPatch, allowed
+ * true without patch for a skipped pod, allowed false with status.message for an injection
+ * error) or, for a bad request, Istio's error text. Returns the HTTP status: 200, 400 ("no
+ * body found", bad JSON), 415 ("invalid Content-Type, want `application/json`"). */
+int wf_inject_review(const wf_inject_config *cfg, const char *path, const char *content_type,
+                     const char *body, size_t len, wf_strbuf *out);
+
+#endif
