@@ -390,6 +390,42 @@ static void capture_annotations(const wf_kvs *a, wf_lm_capture_ann *out)
 #undef TS
 }
 
+/* What the API server's validation refuses (apps/v1 and core/v1 ValidateDeployment,
+ * validateContainerPorts) among the fields the local mesh uses: a negative replicas and a
+ * containerPort outside 1..65535, worded as kube-apiserver's field errors. */
+static int api_validation(planner *pl, const wf_resource *r, const char *ns)
+{
+    const wf_node *rep = wf_node_path(r->root, "spec.replicas");
+    int64_t v;
+    char msg[200], field[200];
+    if (rep && wf_node_int(rep, &v) && v < 0) {
+        snprintf(msg, sizeof msg, "Invalid value: %lld: must be greater than or equal to 0",
+                 (long long)v);
+        return container_error(pl, r, ns, rep, "spec.replicas", msg);
+    }
+    const wf_pod_spec *spec = &r->t.workload->spec;
+    for (size_t i = 0; i < spec->ncontainers; i++) {
+        const wf_node *ports = wf_map_get(spec->containers[i].node, "ports");
+        for (size_t k = 0; k < wf_seq_len(ports); k++) {
+            const wf_node *pn = ports->u.items[k];
+            const wf_node *at = wf_map_get(pn, "containerPort");
+            bool ok = at && wf_node_int(at, &v);
+            if (ok && v >= 1 && v <= 65535)
+                continue;
+            snprintf(field, sizeof field,
+                     "spec.template.spec.containers[%zu].ports[%zu].containerPort", i, k);
+            if (ok)
+                snprintf(msg, sizeof msg,
+                         "Invalid value: %lld: must be between 1 and 65535, inclusive",
+                         (long long)v);
+            else
+                snprintf(msg, sizeof msg, "Required value");
+            return container_error(pl, r, ns, at ? at : pn, field, msg);
+        }
+    }
+    return 0;
+}
+
 static int plan_workload(planner *pl, const wf_resource *r)
 {
     const wf_workload *w = r->t.workload;
@@ -401,6 +437,8 @@ static int plan_workload(planner *pl, const wf_resource *r)
                                    : wf_node_path(r->root, "spec.template"),
                                "spec.template.spec.containers",
                                "a workload needs at least one container");
+    if (api_validation(pl, r, ns) != 0)
+        return -1;
     if (w->selector && w->selector->type == WF_NODE_MAP &&
         !wf_label_selector_matches(w->selector, &w->template_labels)) {
         /* the Kubernetes API server refuses such a workload (apps/v1 validation) */
