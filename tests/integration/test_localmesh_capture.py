@@ -508,3 +508,14 @@ def test_registry_only_blocks_unknown_destinations(mesh):
     # the ServiceEntry host is in the registry; the excluded port never meets the sidecar
     assert fetch(mesh, "http://api.partner.internal:18082/") == (200, "partner")
     assert fetch(mesh, "http://%s:18083/" % HOST_IP) == (200, "excluded")
+
+
+def test_status_says_capture_is_on_and_where_each_process_runs(mesh):
+    st = weftctl("status", "--state", mesh["state"], timeout=30)
+    assert "transparent capture on (REDIRECT)" in st.stdout, st.stdout
+    js = weftctl("status", "--state", mesh["state"], "-o", "json", timeout=30)
+    doc = json.loads(js.stdout)
+    assert doc["podNetwork"]["capture"] is True
+    for p in mesh["mesh"]["pods"]:
+        procs = [q for q in doc["processes"] if q.get("pod") == p["name"]]
+        assert procs and all(q.get("netns") == p["netns"] for q in procs), (p, procs)
