@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/localmesh_dns_relay.h"
 #include "cli/localmesh_internal.h"
 #include "cli/localmesh_netns.h"
 #include "analysis/an_annotations_util.h"
@@ -826,6 +827,12 @@ static int proxy_env(planner *pl, const wf_lm_pod *pod, lm_strv *env)
      * ISTIO_META_DNS_CAPTURE (the proxy's metadata DNS_CAPTURE) turns on */
     if (pod->netns && lm_strv_setenv(a, env, "ISTIO_META_DNS_CAPTURE", "true") != 0)
         return -1;
+    /* the host's nameserver is out of a pod's reach: its DNS proxy asks the supervisor's relay
+     * on the host link instead (localmesh_dns_relay.h), as pods ask the node's DNS */
+    const char *up =
+        pod->netns && pl->p->dns_upstream ? wf_arena_printf(a, "%s:53", pl->p->pilot_ip) : NULL;
+    if (up && lm_strv_setenv(a, env, "WEFT_DNS_UPSTREAMS", up) != 0)
+        return -1;
     /* explicit mode shares the host's loopback: a DNS proxy (proxyMetadata
      * ISTIO_META_DNS_CAPTURE) answers on the pod's own localhost, not every pod's 127.0.0.1 */
     const char *dns = pod->netns ? NULL : wf_arena_printf(a, "%s:15053", pod->localhost);
@@ -939,6 +946,12 @@ static int plan_paths(wf_lm_plan *p, const wf_lm_opts *o)
      * which the proxies' CA client verifies (CA_ADDR) */
     p->secure_addr = wf_arena_printf(&p->arena, "%s:%d", p->pilot_ip, WF_LM_SECURE_PORT);
     if (!p->secure_addr)
+        return -1;
+    const char *rc = getenv("WEFT_DNS_RESOLV_CONF");
+    char ns_ip[64];
+    if (o->podnet == WF_LM_PODNET_NETNS &&
+        wf_lm_resolv_first_ipv4(rc && *rc ? rc : "/etc/resolv.conf", ns_ip, sizeof ns_ip) == 0 &&
+        !(p->dns_upstream = wf_arena_strdup(&p->arena, ns_ip)))
         return -1;
     return p->pods_dir ? 0 : -1;
 }
