@@ -86,6 +86,17 @@ static char *dir_state(const char *dir)
     if (!abs || !state)
         fprintf(stderr, "Error: %s: %s\n", dir, abs ? wf_strbuf_cstr(&err) : strerror(errno));
     wf_strbuf_free(&err);
+    if (abs && state && !has_mesh(state)) { /* where `up --capture` puts it as root */
+        wf_strbuf cerr = WF_STRBUF_INIT;
+        char *cap = wf_lm_capture_state(abs, &cerr);
+        if (cap && has_mesh(cap)) {
+            free(state);
+            state = cap;
+        } else {
+            free(cap);
+        }
+        wf_strbuf_free(&cerr);
+    }
     char *old = abs && state && !has_mesh(state) ? join(abs, ".weft") : NULL;
     free(abs);
     if (old && has_mesh(old)) {

@@ -1073,7 +1073,8 @@ int wf_lm_plan_build(const wf_lm_opts *o, wf_lm_plan **out, wf_strbuf *err)
     char *dir = realpath(o->dir, NULL), *state = NULL;
     if (dir && o->state)
         state = absolute(o->state);
-    else if (dir && !(state = wf_lm_default_state(dir, err)))
+    else if (dir &&
+             !(state = o->capture ? wf_lm_capture_state(dir, err) : wf_lm_default_state(dir, err)))
         return free(dir), -1;
     wf_store *s = NULL;
     int rc = dir && state ? load_dir(dir, state, &s, err) : -1;
