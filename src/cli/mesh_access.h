@@ -88,6 +88,8 @@ int wf_mesh_open(const wf_mesh_opts *o, wf_mesh **out, wf_strbuf *err);
  * ~/.kube/config. */
 int wf_mesh_open_kube(const wf_mesh_opts *o, wf_mesh **out, wf_strbuf *err);
 void wf_mesh_free(wf_mesh *m);
+/* The cluster's API client (owned by m), or NULL for the local mesh. */
+struct wf_kube_client *wf_mesh_kube_client(wf_mesh *m);
 
 int wf_mesh_pilots_get(wf_mesh *m, const char *path, wf_mesh_answer **out, size_t *n,
                        wf_strbuf *err);

@@ -326,6 +326,11 @@ static int admin_port(const char *s, int *port, wf_strbuf *err)
     return 0;
 }
 
+struct wf_kube_client *wf_mesh_kube_client(wf_mesh *m)
+{
+    return m && m->mode == WF_MESH_CLUSTER ? km(m)->client : NULL;
+}
+
 int wf_mesh_open_kube(const wf_mesh_opts *o, wf_mesh **out, wf_strbuf *err)
 {
     *out = NULL;

@@ -3,7 +3,7 @@
 `/api/v1/namespaces/<ns>/pods/<name>[:<port>]/proxy/<path>` and
 `/api/v1/namespaces/<ns>/services/<name>[:<port>]/proxy/<path>` forward the request (method,
 the path after `proxy`, the query, the body and its Content-Type) over plain HTTP and send back
-the answer's status, Content-Type and body unchanged.
+the answer's status, headers (less hop-by-hop ones) and body unchanged.
 
 Where the request goes, as kube-apiserver's proxy REST handlers resolve it:
   - pods: `status.podIP` and the port (a number, or the name of a container port; the first
@@ -26,6 +26,8 @@ import resources
 from store import ApiError
 
 TIMEOUT_S = 30
+HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "upgrade",
+              "proxy-connection", "te", "trailer", "date", "server"}
 
 
 def _not_found():
@@ -147,15 +149,15 @@ def handle(h, parts, query):
         conn.request(h.command, rest, body=body or None, headers=headers)
         resp = conn.getresponse()
         data = resp.read()
-        ctype = resp.getheader("Content-Type")
+        hdrs = [(k, v) for k, v in resp.getheaders() if k.lower() not in HOP_BY_HOP]
         status = resp.status
         conn.close()
     except OSError as e:
         raise ApiError(503, "ServiceUnavailable", "error trying to reach service: dial tcp "
                        "%s:%d: %s" % (ip, num, e.strerror or e))
     h.send_response(status)
-    if ctype:
-        h.send_header("Content-Type", ctype)
+    for k, v in hdrs:
+        h.send_header(k, v)
     h.send_header("Content-Length", str(len(data)))
     h.end_headers()
     if h.command != "HEAD":
