@@ -342,7 +342,9 @@ static int load_state(dsc_ctx *c, const wf_flag *fl, wf_strbuf *err)
         wf_strbuf_puts(err, "out of memory");
         return -1;
     }
-    if (c->mesh) {
+    /* pilot's proxies tell which pods of the local mesh carry a sidecar; a cluster's pods say
+     * it themselves (an istio-proxy container), and istioctl's describe needs no istiod */
+    if (c->mesh && c->mesh->mode == WF_MESH_LOCAL) {
         c->syncz = pilot_get_json(c->mesh, "/debug/syncz", err);
         if (!c->syncz)
             return -1;

@@ -32,6 +32,9 @@ static int load_items(wf_store *store, const wf_kube_kind *k, const json_t *item
         const char *ns = json_string_value(json_object_get(md, "namespace"));
         if (strcmp(k->kind, "ConfigMap") == 0 && (!name || strncmp(name, "istio", 5) != 0))
             continue;
+        /* istioctl lists Namespaces with metadata.name!= each ignored namespace */
+        if (strcmp(k->kind, "Namespace") == 0 && name && wf_is_system_namespace(name))
+            continue;
         char *text = json_dumps(o, JSON_COMPACT);
         char label[600];
         snprintf(label, sizeof label, "%s %s%s%s", k->kind, ns ? ns : "", ns ? "/" : "",

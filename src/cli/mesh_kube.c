@@ -23,8 +23,10 @@ static kube_mesh *km(wf_mesh *m)
     return m->priv;
 }
 
-/* GET path from the API server as JSON. Returns the document, or NULL with err (prefix, then
- * the client's error: "GET /api/v1/...: 404 NotFound: pods \"x\" not found"); *st when st. */
+/* GET path from the API server as JSON. Returns the document, or NULL with err: without prefix
+ * an API error is its Status message, as client-go's errors read (`pods "x" not found`); with
+ * prefix, the prefix and the client's whole error ("GET /api/v1/...: 401 Unauthorized: ...");
+ * network errors always in full. *st when st. */
 static json_t *api_get(wf_mesh *m, const char *path, const char *prefix, wf_kube_status *st,
                        wf_strbuf *err)
 {
@@ -38,7 +40,9 @@ static json_t *api_get(wf_mesh *m, const char *path, const char *prefix, wf_kube
         if (!doc)
             wf_strbuf_printf(&why, "GET %s: not JSON: %s", path, je.text);
     }
-    if (!doc)
+    if (!doc && s.reason[0] && !prefix) /* the API server's Status: its message, as client-go */
+        wf_strbuf_puts(err, s.message);
+    else if (!doc)
         wf_strbuf_printf(err, "%s%s", prefix ? prefix : "", wf_strbuf_cstr(&why));
     if (st)
         *st = s;

@@ -86,7 +86,9 @@ def pod_object(pod, containers=("app", "istio-proxy"), phase="Running"):
                                                 "protocol": "TCP"}]
                                      if c == "app" else []} for c in containers]},
             "status": {"phase": phase, "podIP": pod.ip,
-                       "conditions": [{"type": "Ready", "status": "True"}]}}
+                       "conditions": [{"type": "Ready", "status": "True"}],
+                       "containerStatuses": [{"name": c, "ready": True, "restartCount": 0}
+                                             for c in containers]}}
 
 
 def book(rel):
@@ -233,6 +235,12 @@ def test_describe_pod_through_the_api_server(cluster):
     # a service: its pods' dumps through the API server
     rc, out, err = weftctl("describe", "svc", "catalog." + NS, "--kubeconfig", api.kubeconfig)
     assert rc == 0 and "Service: catalog" in out, (out, err)
+    # describe needs no istiod (istioctl reads the pod and its proxy only)
+    rc, out, err = weftctl("describe", "pod", v2.name, "--kubeconfig", api.kubeconfig, "-i",
+                           "elsewhere")
+    assert rc == 0 and "Matching subsets: version-v2" in out, err
+    rc, out, err = weftctl("describe", "pod", "nope", "--kubeconfig", api.kubeconfig)
+    assert rc == 1 and err == 'Error: pods "nope" not found\n', err
 
 
 def test_errors_name_what_failed(cluster, tmp_path):
@@ -249,7 +257,10 @@ def test_errors_name_what_failed(cluster, tmp_path):
     assert rc == 1 and "pod is not running. Status=Pending" in err, err
     # no such Deployment, no pod it selects
     rc, _, err = weftctl("pc", "cluster", "deploy/nothing", "--kubeconfig", kc)
-    assert rc == 1 and 'failed retrieving:' in err and 'in the "%s" namespace' % NS in err, err
+    assert err == ('Error: failed retrieving: deployments.apps "nothing" not found in the "%s" '
+                   'namespace\n' % NS) and rc == 1, err
+    rc, _, err = weftctl("pc", "cluster", "nothing", "--kubeconfig", kc)
+    assert rc == 1 and err == 'Error: pods "nothing" not found\n', err
     api.create({"apiVersion": "apps/v1", "kind": "Deployment",
                 "metadata": {"name": "empty", "namespace": NS},
                 "spec": {"selector": {"matchLabels": {"app": "empty"}},
