@@ -429,7 +429,8 @@ static int find_sub(const char *name, pc_sub *sub, const char **what)
 static int check_args(pc_sub sub, const char *what, const wf_flag *f, size_t npos, wf_strbuf *err)
 {
     if (f[F_SELECTOR].sval && sub != SUB_LOG) {
-        wf_strbuf_printf(err, "unknown shorthand flag or flag: --selector is for proxy-config log");
+        wf_strbuf_puts(err,
+                       "unknown flag: --selector (only proxy-config log takes a label selector)");
         return WF_EXIT_USAGE;
     }
     if (sub == SUB_LOG) {
