@@ -220,6 +220,10 @@ def test_proxy_config_by_deployment_pod_and_selector(cluster):
     rc, out, err = weftctl("pc", "log", "-l", "app=catalog", "--kubeconfig", kc)
     assert rc == 0, err
     assert "%s:\n" % v1.node_id in out and "%s:\n" % v2.node_id in out, out
+    # a level change is a POST through the proxy subresource
+    rc, out, err = weftctl("pc", "log", "deploy/catalog", "-n", NS, "--level", "upstream:debug",
+                           "--kubeconfig", kc)
+    assert rc == 0 and out.startswith(v1.node_id + ":\n") and "upstream: debug" in out, (out, err)
     rc, out, err = weftctl("pc", "log", "-l", "app=nothing", "--kubeconfig", kc)
     assert rc == 1 and "Error: no pods found" in err, err
 
