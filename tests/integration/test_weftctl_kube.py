@@ -324,4 +324,5 @@ def test_api_server_proxy_subresource_with_kubectl(cluster, tmp_path):
         assert r.returncode == 0, r.stderr
         # a pod that does not exist: the API server's 404
         r = raw("/api/v1/namespaces/%s/pods/nope:15000/proxy/server_info" % NS)
-        assert r.returncode != 0 and "NotFound" in r.stderr or "not found" in r.stderr, r.stderr
+        assert r.returncode != 0 and ("NotFound" in r.stderr or "not found" in r.stderr), \
+            r.stderr
