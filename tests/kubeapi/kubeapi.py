@@ -5,7 +5,7 @@ resources.py, a global strictly increasing resourceVersion, paging with 410 for 
 tokens, watch (§1.4: chunked newline-delimited events, synthetic ADDED, bookmarks,
 timeoutSeconds, a bounded history and the in-stream ERROR 410 Expired, watch-list), label and
 field selectors, Status bodies for every error, bearer-token and client-certificate auth, TLS,
-and the in-cluster files.
+the in-cluster files, and the pods/services `proxy` subresource (proxy.py).
 
 Usage: kubeapi.py [--port N] [--bind ADDR] [--token T]... [--tls-cert F --tls-key F]
                   [--client-ca F] [--history N] [--state FILE] [--incluster-root DIR]
@@ -34,6 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import patch  # noqa: E402
+import proxy  # noqa: E402
 import resources  # noqa: E402
 import labelsel as ksel  # noqa: E402
 from store import ApiError, Store  # noqa: E402
@@ -150,6 +151,8 @@ class Handler(BaseHTTPRequestHandler):
             if not self.authenticated():
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             if self.command == "GET" and self.discovery(parts):
+                return
+            if proxy.handle(self, parts, u.query):  # pods|services/NAME[:PORT]/proxy/...
                 return
             self.resource_request(parts, q)
         except ApiError as e:
