@@ -67,7 +67,7 @@ def test_missing_or_extra_argument(args):
     ["analyze", "--failure-threshold", "fatal", "-"],
     ["analyze", "--timeout", "soon", "-"],
     ["analyze", "-S", "no-equals-sign", "-"],
-    ["analyze", "--use-kube=true", "-"],
+    ["analyze", "--use-kube=maybe", "-"],
     ["log", "explain", "-o", "xml", "-"],
     ["pc", "cluster", "-o", "xml", "--file", "dump.json"],
     ["pc", "cluster", "--port", "eighty", "--file", "dump.json"],
