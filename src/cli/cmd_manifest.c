@@ -54,7 +54,8 @@ static void help(const wf_flag *fl)
            "Keys of --set: hub, tag, namespace (values.global.istioNamespace), revision,\n"
            "  meshConfig.trustDomain, meshConfig.accessLogFile,\n"
            "  meshConfig.outboundTrafficPolicy.mode, components.ingressGateways[0].enabled\n"
-           "  (values.gateways.istio-ingressgateway.enabled)\n\nFlags:\n");
+           "  (values.gateways.istio-ingressgateway.enabled), components.base.enabled\n"
+           "  (false: leave out the CRDs, for a cluster that has Istio's)\n\nFlags:\n");
     wf_flags_usage(fl, F_COUNT);
     printf("\nExit codes: 0 written, 1 a file that cannot be read or written, 64 a bad command "
            "line (an unknown --set key or bad value).\n");

@@ -41,6 +41,7 @@ typedef struct wf_manifest_opts {
     char *access_log_file; /* meshConfig.accessLogFile: "" */
     char *outbound_mode;   /* meshConfig.outboundTrafficPolicy.mode: "ALLOW_ANY" */
     bool ingress;          /* components.ingressGateways[0].enabled: true */
+    bool crds;             /* components.base.enabled: true (false: the cluster has Istio's) */
 } wf_manifest_opts;
 
 /* Defaults (above). Returns 0, -1 when out of memory (free with wf_manifest_opts_free). */
@@ -50,7 +51,8 @@ void wf_manifest_opts_free(wf_manifest_opts *o);
 /* One `--set key=value` (istioctl's keys: hub, tag, revision, namespace,
  * values.global.istioNamespace, values.global.hub, values.global.tag, meshConfig.trustDomain,
  * meshConfig.accessLogFile, meshConfig.outboundTrafficPolicy.mode,
- * components.ingressGateways[0].enabled, values.gateways.istio-ingressgateway.enabled; the
+ * components.ingressGateways[0].enabled, values.gateways.istio-ingressgateway.enabled,
+ * components.base.enabled (the CRDs); the
  * "spec." prefix is accepted as istioctl does). Returns 0, or -1 with why ("unknown key
  * \"x\"", "invalid value ... for revision: ...") appended. */
 int wf_manifest_set(wf_manifest_opts *o, const char *key, const char *value, wf_strbuf *why);

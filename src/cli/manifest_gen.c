@@ -196,7 +196,7 @@ json_t *wf_manifest_generate(const wf_manifest_opts *o)
     int rc = wf_manifest_push(docs, json_pack("{s:s,s:s,s:{s:s,s:{s:s}}}", "apiVersion", "v1",
                                               "kind", "Namespace", "metadata", "name", o->ns,
                                               "labels", "kubernetes.io/metadata.name", o->ns));
-    if (rc || wf_manifest_crds(docs) || wf_manifest_rbac_docs(o, docs) ||
+    if (rc || (o->crds && wf_manifest_crds(docs)) || wf_manifest_rbac_docs(o, docs) ||
         wf_manifest_pilot_docs(o, docs) || wf_manifest_webhook_docs(o, docs) ||
         (o->ingress && wf_manifest_gateway_docs(o, docs))) {
         json_decref(docs);

@@ -29,6 +29,7 @@ int wf_manifest_opts_init(wf_manifest_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->ingress = true;
+    o->crds = true;
     if (set_str(&o->hub, "localhost/weft") || set_str(&o->image, "weft") ||
         set_str(&o->tag, WEFT_VERSION) || set_str(&o->ns, "istio-system") ||
         set_str(&o->revision, "") || set_str(&o->trust_domain, "cluster.local") ||
@@ -95,6 +96,12 @@ int wf_manifest_set(wf_manifest_opts *o, const char *key, const char *v, wf_strb
         o->ingress = !strcmp(v, "true");
         return 0;
     }
+    if (!strcmp(key, "components.base.enabled")) { /* Istio's base component: the CRDs */
+        if (strcmp(v, "true") && strcmp(v, "false"))
+            return bad(why, key, v, "true or false");
+        o->crds = !strcmp(v, "true");
+        return 0;
+    }
     if (!strcmp(key, "components.ingressGateways[0].name"))
         return !strcmp(v, "istio-ingressgateway")
                    ? 0
@@ -103,7 +110,8 @@ int wf_manifest_set(wf_manifest_opts *o, const char *key, const char *v, wf_strb
                      "unknown key \"%s\" (weft knows hub, tag, namespace, revision, "
                      "meshConfig.trustDomain, meshConfig.accessLogFile, "
                      "meshConfig.outboundTrafficPolicy.mode, "
-                     "components.ingressGateways[0].enabled: docs/weftctl.md)",
+                     "components.ingressGateways[0].enabled, components.base.enabled: "
+                     "docs/weftctl.md)",
                      key);
     return -1;
 }

@@ -5,7 +5,8 @@ resources.py, a global strictly increasing resourceVersion, paging with 410 for 
 tokens, watch (§1.4: chunked newline-delimited events, synthetic ADDED, bookmarks,
 timeoutSeconds, a bounded history and the in-stream ERROR 410 Expired, watch-list), label and
 field selectors, Status bodies for every error, bearer-token and client-certificate auth, TLS,
-and the in-cluster files.
+the in-cluster files; /openapi/v2 for kubectl (openapi.py), dryRun=All (dryrun.py) and CRDs
+that make their kind servable (crd.py).
 
 Usage: kubeapi.py [--port N] [--bind ADDR] [--token T]... [--tls-cert F --tls-key F]
                   [--client-ca F] [--history N] [--state FILE] [--incluster-root DIR]

@@ -286,6 +286,16 @@ static void default_and_revision_naming(void **state)
     const char *const noingress[] = {"components.ingressGateways[0].enabled", "false", NULL};
     docs = gen(noingress);
     assert_null(find(docs, "Deployment", "istio-ingressgateway"));
+    size_t nk, istio = 0;
+    const wf_kube_kind *k = wf_kube_kinds(&nk);
+    for (size_t i = 0; i < nk; i++)
+        istio += strstr(k[i].group, "istio.io") != NULL;
+    assert_int_equal(count_kind(docs, "CustomResourceDefinition"), istio);
+    json_decref(docs);
+    const char *const nobase[] = {"components.base.enabled", "false", NULL};
+    docs = gen(nobase);
+    assert_int_equal(count_kind(docs, "CustomResourceDefinition"), 0);
+    assert_non_null(find(docs, "Namespace", "istio-system"));
     json_decref(docs);
 }
 
