@@ -288,8 +288,8 @@ static void default_and_revision_naming(void **state)
     assert_null(find(docs, "Deployment", "istio-ingressgateway"));
     size_t nk, istio = 0;
     const wf_kube_kind *k = wf_kube_kinds(&nk);
-    for (size_t i = 0; i < nk; i++)
-        istio += strstr(k[i].group, "istio.io") != NULL;
+    for (size_t j = 0; j < nk; j++)
+        istio += strstr(k[j].group, "istio.io") != NULL;
     assert_int_equal(count_kind(docs, "CustomResourceDefinition"), istio);
     json_decref(docs);
     const char *const nobase[] = {"components.base.enabled", "false", NULL};
