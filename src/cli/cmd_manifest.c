@@ -176,7 +176,9 @@ static int generate(wf_flag *fl)
 
 int wf_cmd_manifest(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    if (argc < 2) /* a parent command without its subcommand, as pc and log */
+        return wf_usage_error("manifest", "a subcommand is required: generate");
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         printf("The manifest command generates Istio (weft) install manifests.\n\nUsage:\n"
                "  weftctl manifest [command]\n\nAvailable Commands:\n"
                "  generate    Generates an Istio install manifest\n");
