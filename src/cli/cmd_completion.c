@@ -36,6 +36,7 @@ static const comp_cmd cmds[] = {
     {"log", "", "explain",
      "--format --summary --pod --namespace -n --pilot --config-dump --output -o --help -h",
      "text json"},
+    {"manifest", "", "generate", "--set --filename -f --output -o --help -h", ""},
     {"proxy-config", "pc",
      "all bootstrap cluster ecds endpoint eds listener log rootca-compare route secret",
      "--output -o --file -f --namespace -n --pilot --fqdn --port --subset --direction --address "

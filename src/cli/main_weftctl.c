@@ -22,6 +22,7 @@ static void usage(FILE *f)
                "  describe         Describe a pod or service and the config that applies to it\n"
                "  down             Stop the local mesh weftctl up started\n"
                "  log              Explain access log lines (log explain)\n"
+               "  manifest         Generate the install manifests (manifest generate)\n"
                "  proxy-config     Retrieve information about proxy configuration (alias: pc)\n"
                "  proxy-status     Retrieve the synchronization status of each proxy (alias: "
                "ps)\n"
@@ -44,6 +45,7 @@ static const struct {
     {"describe", NULL, wf_cmd_describe},
     {"down", NULL, wf_cmd_down},
     {"log", NULL, wf_cmd_log},
+    {"manifest", NULL, wf_cmd_manifest},
     {"proxy-config", "pc", wf_cmd_proxy_config},
     {"proxy-status", "ps", wf_cmd_proxy_status},
     {"remote-clusters", NULL, wf_cmd_remote_clusters},

@@ -5,7 +5,8 @@ resources.py, a global strictly increasing resourceVersion, paging with 410 for 
 tokens, watch (§1.4: chunked newline-delimited events, synthetic ADDED, bookmarks,
 timeoutSeconds, a bounded history and the in-stream ERROR 410 Expired, watch-list), label and
 field selectors, Status bodies for every error, bearer-token and client-certificate auth, TLS,
-the in-cluster files, and the pods/services `proxy` subresource (proxy.py).
+the in-cluster files, the pods/services `proxy` subresource (proxy.py); /openapi/v2 for
+kubectl (openapi.py), dryRun=All (dryrun.py) and CRDs that make their kind servable (crd.py).
 
 Usage: kubeapi.py [--port N] [--bind ADDR] [--token T]... [--tls-cert F --tls-key F]
                   [--client-ca F] [--history N] [--state FILE] [--incluster-root DIR]
@@ -33,6 +34,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import crd  # noqa: E402
+import dryrun  # noqa: E402
+import openapi  # noqa: E402
 import patch  # noqa: E402
 import proxy  # noqa: E402
 import resources  # noqa: E402
@@ -218,6 +222,8 @@ class Handler(BaseHTTPRequestHandler):
         elif len(parts) == 3 and parts[0] == "apis" and \
                 parts[2] in resources.groups().get(parts[1], []):
             self.send_json(200, self.resource_list(parts[1], parts[2]))
+        elif openapi.serve(self, parts, GIT_VERSION):
+            pass
         elif parts[:1] in (["openapi"], ["swagger.json"]):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         else:
@@ -279,8 +285,12 @@ class Handler(BaseHTTPRequestHandler):
         if m == "POST" and name is None:
             obj = self.body_json()
             if q.get("dryRun") == "All":
-                return self.send_json(201, _versioned(obj, res, version))
-            return self.send_json(201, _versioned(st.create(res, ns, obj), res, version))
+                return self.send_json(201, _versioned(dryrun.create(st, res, ns, obj), res,
+                                                      version))
+            created = st.create(res, ns, obj)
+            if res.resource == "customresourcedefinitions":
+                crd.register(created)
+            return self.send_json(201, _versioned(created, res, version))
         dry = q.get("dryRun") == "All"  # validated and answered, never stored
         if m == "PUT" and name:
             obj = self.body_json()
@@ -364,7 +374,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200 if exists else 201, _versioned(new, res, version))
         if not exists:
             new.setdefault("metadata", {})["name"] = name
-            return self.send_json(201, _versioned(st.create(res, ns, new), res, version))
+            created = st.create(res, ns, new)
+            if res.resource == "customresourcedefinitions":
+                crd.register(created)
+            return self.send_json(201, _versioned(created, res, version))
         new.setdefault("metadata", {}).pop("resourceVersion", None)
         if sub == "status":
             new = {"metadata": {}, "status": new.get("status")}
@@ -514,6 +527,9 @@ def main(argv=None):
     if opts.state and os.path.exists(opts.state):
         with open(opts.state) as f:
             srv.store.load(json.load(f))
+        for o in srv.store.objs.get(("apiextensions.k8s.io", "customresourcedefinitions"),
+                                    {}).values():
+            crd.register(o)
     if tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(opts.tls_cert, opts.tls_key)
