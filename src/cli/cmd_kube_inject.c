@@ -89,27 +89,36 @@ static bool separator(const char *p, const char *end)
     return p == end || *p == '\n';
 }
 
+static int push_doc(doc **v, size_t *n, size_t *cap, doc d)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 8;
+        doc *nv = realloc(*v, nc * sizeof *nv);
+        if (!nv)
+            return -1;
+        *v = nv, *cap = nc;
+    }
+    (*v)[(*n)++] = d;
+    return 0;
+}
+
+/* The documents of text (*out malloc'd; NULL when out of memory): split at "---" lines. */
 static size_t split(const char *text, size_t len, doc **out)
 {
-    size_t n = 0, cap = 8;
-    doc *v = malloc(cap * sizeof *v);
+    doc *v = NULL;
+    size_t n = 0, cap = 0;
     const char *p = text, *end = text + len, *start = text;
     uint32_t line = 0, start_line = 0;
-    while (v && p <= end) {
+    for (;;) {
         const char *eol = memchr(p, '\n', (size_t)(end - p));
-        const char *le = eol ? eol : end;
-        bool sep = separator(p, le);
-        if (sep || p == end) {
-            if (n == cap) {
-                doc *nv = realloc(v, (cap *= 2) * sizeof *v);
-                if (!nv) {
-                    free(v);
-                    v = NULL;
-                    break;
-                }
-                v = nv;
+        bool sep = separator(p, eol ? eol : end);
+        if (sep || !eol) {
+            const char *stop = sep ? p : end;
+            if (push_doc(&v, &n, &cap, (doc){start, (size_t)(stop - start), start_line}) != 0) {
+                free(v);
+                *out = NULL;
+                return 0;
             }
-            v[n++] = (doc){start, (size_t)(p - start), start_line};
             start = eol ? eol + 1 : end;
             start_line = line + 1;
         }
@@ -117,22 +126,9 @@ static size_t split(const char *text, size_t len, doc **out)
             break;
         p = eol + 1;
         line++;
-        if (p == end) {
-            if (n == cap) {
-                doc *nv = realloc(v, (cap *= 2) * sizeof *v);
-                if (!nv) {
-                    free(v);
-                    v = NULL;
-                    break;
-                }
-                v = nv;
-            }
-            v[n++] = (doc){start, (size_t)(end - start), start_line};
-            break;
-        }
     }
     *out = v;
-    return v ? n : 0;
+    return n;
 }
 
 static int first_root(wf_node *root, uint32_t line, uint32_t col, void *arg)
