@@ -197,16 +197,15 @@ static int inject_object(run *r, json_t *obj, uint32_t line)
     if (strcmp(kind, "Pod") == 0) {
         pod = json_incref(obj);
     } else if ((templ = pod_template(obj, kind))) {
+        json_t *tmd = json_object_get(templ, "metadata"), *tspec = json_object_get(templ, "spec");
         pod = json_object();
         if (!pod ||
-            json_object_set(pod, "metadata",
-                            json_is_object(json_object_get(templ, "metadata"))
-                                ? json_object_get(templ, "metadata")
-                                : json_object()) ||
-            json_object_set(pod, "spec",
-                            json_object_get(templ, "spec") ? json_object_get(templ, "spec")
-                                                           : json_object())) {
+            json_object_set_new(pod, "metadata",
+                                json_is_object(tmd) ? json_deep_copy(tmd) : json_object()) ||
+            json_object_set_new(pod, "spec",
+                                json_is_object(tspec) ? json_deep_copy(tspec) : json_object())) {
             json_decref(pod);
+            fprintf(stderr, "Error: out of memory\n");
             return -1;
         }
     } else {
