@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kube/inject_internal.h"
+#include "kube/inject_iptables.h"
 
 static const char *ann(const inj_ctx *x, const char *key)
 {
@@ -78,27 +79,6 @@ static json_t *resources(const inj_ctx *x)
     return r;
 }
 
-/* istio-iptables' -d: the agent's ports plus the pod's exclusions (excludeInboundPort). */
-static void exclude_inbound(const inj_ctx *x, char *buf, size_t cap)
-{
-    const char *user = ann_or(x, "traffic.sidecar.istio.io/excludeInboundPorts",
-                              "global.proxy.excludeInboundPorts", "");
-    char sp[16];
-    snprintf(sp, sizeof sp, "%d", x->status_port);
-    bool listed = false;
-    const char *p = user;
-    while (*p) {
-        size_t n = strcspn(p, ",");
-        if (n == strlen(sp) && strncmp(p, sp, n) == 0)
-            listed = true;
-        p += n + (p[n] == ',');
-    }
-    if (x->status_port == 0 || listed)
-        snprintf(buf, cap, "15090,15021%s%s", *user ? "," : "", user);
-    else
-        snprintf(buf, cap, "15090,15021,%s%s%s", sp, *user ? "," : "", user);
-}
-
 static json_t *proxy_metadata_env(const inj_ctx *x)
 {
     json_t *env = json_array();
@@ -118,48 +98,31 @@ json_t *wf_inj_init_container(inj_ctx *x)
 {
     json_t *args = json_array();
     char excl[512];
-    exclude_inbound(x, excl, sizeof excl);
-    const char *v[] = {
-        "istio-iptables",
-        "-p",
-        "15001",
-        "-z",
-        "15006",
-        "-u",
-        "1337",
-        "-m",
-        "REDIRECT",
-        "-i",
-        ann_or(x, "traffic.sidecar.istio.io/includeOutboundIPRanges",
-               "global.proxy.includeIPRanges", "*"),
-        "-x",
-        ann_or(x, "traffic.sidecar.istio.io/excludeOutboundIPRanges",
-               "global.proxy.excludeIPRanges", ""),
-        "-b",
-        ann_or(x, "traffic.sidecar.istio.io/includeInboundPorts",
-               "global.proxy.includeInboundPorts", "*"),
-        "-d",
-        excl,
-    };
-    int rc = args ? 0 : -1;
-    for (size_t i = 0; rc == 0 && i < sizeof v / sizeof v[0]; i++)
-        rc = push(args, v[i]);
-    const char *q = ann_or(x, "traffic.sidecar.istio.io/includeOutboundPorts",
-                           "global.proxy.includeOutboundPorts", "");
-    const char *o = ann_or(x, "traffic.sidecar.istio.io/excludeOutboundPorts",
-                           "global.proxy.excludeOutboundPorts", "");
+    wf_inject_exclude_inbound(x->status_port,
+                              ann_or(x, "traffic.sidecar.istio.io/excludeInboundPorts",
+                                     "global.proxy.excludeInboundPorts", ""),
+                              excl, sizeof excl);
     const char *k = ann(x, "istio.io/reroute-virtual-interfaces");
-    if (!k)
-        k = ann(x, "traffic.sidecar.istio.io/kubevirtInterfaces");
-    const char *c = ann(x, "traffic.sidecar.istio.io/excludeInterfaces");
-    if (rc == 0 && *q)
-        rc = push(args, "-q") || push(args, q);
-    if (rc == 0 && *o)
-        rc = push(args, "-o") || push(args, o);
-    if (rc == 0 && k)
-        rc = push(args, "-k") || push(args, k);
-    if (rc == 0 && c)
-        rc = push(args, "-c") || push(args, c);
+    wf_inject_capture cap = {
+        .include_out_cidrs = ann_or(x, "traffic.sidecar.istio.io/includeOutboundIPRanges",
+                                    "global.proxy.includeIPRanges", "*"),
+        .exclude_out_cidrs = ann_or(x, "traffic.sidecar.istio.io/excludeOutboundIPRanges",
+                                    "global.proxy.excludeIPRanges", ""),
+        .include_in_ports = ann_or(x, "traffic.sidecar.istio.io/includeInboundPorts",
+                                   "global.proxy.includeInboundPorts", "*"),
+        .exclude_in_ports = excl,
+        .include_out_ports = ann_or(x, "traffic.sidecar.istio.io/includeOutboundPorts",
+                                    "global.proxy.includeOutboundPorts", ""),
+        .exclude_out_ports = ann_or(x, "traffic.sidecar.istio.io/excludeOutboundPorts",
+                                    "global.proxy.excludeOutboundPorts", ""),
+        .reroute_ifaces = k ? k : ann(x, "traffic.sidecar.istio.io/kubevirtInterfaces"),
+        .exclude_ifaces = ann(x, "traffic.sidecar.istio.io/excludeInterfaces"),
+    };
+    const char *argv[32];
+    int n = wf_inject_iptables_argv(&cap, argv, sizeof argv / sizeof argv[0]);
+    int rc = args && n > 0 ? 0 : -1;
+    for (int i = 0; rc == 0 && i < n; i++)
+        rc = push(args, argv[i]);
     char lvl[256];
     snprintf(lvl, sizeof lvl, "--log_output_level=%s",
              ann_or(x, "sidecar.istio.io/agentLogLevel", "global.logging.level", "default:info"));

@@ -412,6 +412,43 @@ static void test_annotations_and_values(void **state)
     wf_strbuf_free(&why);
 }
 
+static void test_capture_interfaces_and_status_port(void **state)
+{
+    (void)state;
+    wf_inject_config *c = wf_inject_config_default();
+    wf_strbuf why = WF_STRBUF_INIT;
+    json_t *pod = pod_with(NULL,
+                           "{\"traffic.sidecar.istio.io/kubevirtInterfaces\":\"net1\","
+                           "\"traffic.sidecar.istio.io/excludeInterfaces\":\"eth9\","
+                           "\"traffic.sidecar.istio.io/excludeInboundPorts\":\"15021,8443\","
+                           "\"status.sidecar.istio.io/port\":\"15999\"}",
+                           NULL),
+           *out = NULL;
+    assert_int_equal(inject(c, pod, NULL, &out, NULL, &why), 1);
+    char *a = args_line(container(out, "initContainers", "istio-init"));
+    assert_string_equal(a, "istio-iptables -p 15001 -z 15006 -u 1337 -m REDIRECT -i * -x  -b * -d "
+                           "15090,15021,15999,15021,8443 -k net1 -c eth9 "
+                           "--log_output_level=default:info");
+    free(a);
+    /* the agent's status port moved: the probes and the Prometheus merge follow */
+    json_decref(out);
+    json_decref(pod);
+    pod = J("{\"metadata\":{\"name\":\"p\",\"annotations\":{\"status.sidecar.istio.io/port\":"
+            "\"0\",\"istio.io/reroute-virtual-interfaces\":\"v0\","
+            "\"traffic.sidecar.istio.io/kubevirtInterfaces\":\"net1\"}},\"spec\":{"
+            "\"containers\":[{\"name\":\"web\"}]}}");
+    assert_int_equal(inject(c, pod, NULL, &out, NULL, &why), 1);
+    a = args_line(container(out, "initContainers", "istio-init"));
+    assert_non_null(strstr(a, "-d 15090,15021 -k v0 --log"));
+    free(a);
+    /* status port 0: no readiness probe on the proxy */
+    assert_null(json_object_get(container(out, "containers", "istio-proxy"), "readinessProbe"));
+    json_decref(out);
+    json_decref(pod);
+    wf_inject_config_free(c);
+    wf_strbuf_free(&why);
+}
+
 static void test_native_sidecar(void **state)
 {
     (void)state;
@@ -785,11 +822,17 @@ static void test_review(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_decision_table),   cmocka_unit_test(test_decision_selectors),
-        cmocka_unit_test(test_injected_pod),     cmocka_unit_test(test_annotations_and_values),
-        cmocka_unit_test(test_native_sidecar),   cmocka_unit_test(test_probe_rewriting),
-        cmocka_unit_test(test_config_errors),    cmocka_unit_test(test_jsonpatch),
-        cmocka_unit_test(test_patch_round_trip), cmocka_unit_test(test_review),
+        cmocka_unit_test(test_decision_table),
+        cmocka_unit_test(test_decision_selectors),
+        cmocka_unit_test(test_injected_pod),
+        cmocka_unit_test(test_annotations_and_values),
+        cmocka_unit_test(test_capture_interfaces_and_status_port),
+        cmocka_unit_test(test_native_sidecar),
+        cmocka_unit_test(test_probe_rewriting),
+        cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_jsonpatch),
+        cmocka_unit_test(test_patch_round_trip),
+        cmocka_unit_test(test_review),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     if (tmpdir[0]) {
