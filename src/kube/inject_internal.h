@@ -41,6 +41,15 @@ bool wf_inj_wanted(const wf_inject_config *c, const char *ns, const json_t *pod,
  * selector matches nothing here, as Istio's injector skips empty selectors. */
 bool wf_inj_selector_matches(const json_t *selector, const json_t *labels);
 
+/* inject_annotations.c: Istio's validation of the pod's annotations (-1 with why, "injection
+ * failed: invalid annotation ..."); the injector annotations weft does not implement, as
+ * warnings; the pod's ProxyConfig (MeshConfig defaultConfig merged with proxy.istio.io/config;
+ * NULL with why when the annotation is not a ProxyConfig or out of memory). */
+int wf_inj_validate_annotations(const json_t *pod, wf_strbuf *why);
+void wf_inj_report_annotations(const json_t *pod, json_t *warnings);
+json_t *wf_inj_proxy_config(const wf_inject_config *c, const json_t *pod, json_t *warnings,
+                            wf_strbuf *why);
+
 /* Everything inject_pod.c and inject_proxy.c share about one pod being injected. */
 typedef struct inj_ctx {
     const wf_inject_config *cfg;
