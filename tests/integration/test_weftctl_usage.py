@@ -13,10 +13,10 @@ CLOSED = "127.0.0.1:9"  # discard port: nothing listens
 
 SUBCOMMANDS = [
     ["analyze"], ["completion"], ["describe"], ["describe", "pod"], ["describe", "svc"],
-    ["down"], ["kube-inject"], ["log"], ["log", "explain"], ["pc"], ["pc", "all"], ["pc", "bootstrap"],
+    ["down"], ["log"], ["log", "explain"], ["pc"], ["pc", "all"], ["pc", "bootstrap"],
     ["pc", "cluster"], ["pc", "endpoint"], ["pc", "listener"], ["pc", "log"], ["pc", "route"],
     ["pc", "secret"], ["proxy-config", "cluster"], ["ps"], ["proxy-status"], ["remote-clusters"],
-    ["status"], ["up"], ["version"],
+    ["status"], ["up"], ["version"], ["kube-inject"],
 ]
 
 
@@ -56,9 +56,9 @@ def test_unknown_flag(cmd):
     ["status", "a", "b"],
     ["up"],                               # no folder
     ["down", "a", "b"],
+    ["version", "extra"],
     ["kube-inject"],                      # no -f
     ["kube-inject", "-f", "x.yaml", "extra"],
-    ["version", "extra"],
 ], ids=lambda a: " ".join(a) or "(none)")
 def test_missing_or_extra_argument(args):
     assert_usage(run_weftctl(*args), args)
