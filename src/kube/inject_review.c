@@ -12,7 +12,8 @@
  *     status.message; warnings (what weft does not implement) go in response.warnings;
  *   - /inject/<k>/<v>/... sets istio-proxy's environment (cluster → ISTIO_META_CLUSTER_ID,
  *     net → ISTIO_META_NETWORK, other keys upper-cased; "--slash--" is "/"; the deprecated
- *     /inject/:ENV:K=V form too); dryRun changes nothing (the injector has no side effects).
+ *     /inject/:ENV:K=V form too, its values taken as written); dryRun changes nothing (the
+ *     injector has no side effects).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -83,7 +84,7 @@ static json_t *path_envs(const char *path)
             if (eq && eq > p) {
                 char *k = strndup(p, (size_t)(eq - p)),
                      *v = strndup(eq + 1, (size_t)(next - eq - 1));
-                if (!k || !v || json_object_set_new(envs, k, json_string(v)) != 0) {
+                if (!k || !v || set_env(envs, k, v) != 0) {
                     free(k), free(v);
                     json_decref(envs);
                     return NULL;

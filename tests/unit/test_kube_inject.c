@@ -755,6 +755,12 @@ static void test_review(void **state)
     assert_int_equal(wf_inject_review(c, "/inject", "text/plain", "{}", 2, &out), 415);
     assert_string_equal(wf_strbuf_cstr(&out), "invalid Content-Type, want `application/json`\n");
     wf_strbuf_reset(&out);
+    /* Istio compares the header exactly */
+    assert_int_equal(
+        wf_inject_review(c, "/inject", "application/json; charset=utf-8", "{}", 2, &out), 415);
+    wf_strbuf_reset(&out);
+    assert_int_equal(wf_inject_review(c, "/inject", NULL, "{}", 2, &out), 415);
+    wf_strbuf_reset(&out);
     assert_int_equal(wf_inject_review(c, "/inject", "application/json", "{nope", 5, &out), 400);
     assert_non_null(strstr(wf_strbuf_cstr(&out), "could not decode body"));
     wf_strbuf_free(&out);
@@ -805,6 +811,25 @@ static void test_review(void **state)
     assert_null(json_object_get(r, "patchType"));
     json_decref(resp);
     json_decref(pod);
+
+    /* the deprecated :ENV: form, and a last key without value ignored */
+    json_decref(pod);
+    pod = pod_with(NULL, NULL, NULL);
+    resp =
+        review(c, "/inject/:ENV:cluster=c2:ENV:FOO_BAR=x--slash--y", pod, "default", false, &code);
+    patched = apply_response(pod, resp);
+    proxy = container(patched, "containers", "istio-proxy");
+    assert_string_equal(env(proxy, "ISTIO_META_CLUSTER_ID"), "c2");
+    assert_string_equal(env(proxy, "FOO_BAR"), "x--slash--y"); /* :ENV: values are not decoded */
+    json_decref(patched);
+    json_decref(resp);
+    resp = review(c, "/inject/net/n2/odd", pod, "default", false, &code);
+    patched = apply_response(pod, resp);
+    proxy = container(patched, "containers", "istio-proxy");
+    assert_string_equal(env(proxy, "ISTIO_META_NETWORK"), "n2");
+    assert_null(env(proxy, "ODD"));
+    json_decref(patched);
+    json_decref(resp);
 
     /* refused: allowed false with the reason */
     pod = pod_with(NULL, "{\"status.sidecar.istio.io/port\":\"abc\"}", NULL);
