@@ -333,6 +333,86 @@ static json_t *to_json_or_empty(const wf_node *n, bool array)
     return wf_node_to_json(n);
 }
 
+static int cfg_policy(wf_inject_config *c, const char *file, const wf_node *v, wf_strbuf *why)
+{
+    const char *p = wf_node_str(v);
+    if (!p || (strcmp(p, "enabled") != 0 && strcmp(p, "disabled") != 0))
+        return field_error(why, file, v, "policy", "want enabled or disabled");
+    c->policy_enabled = strcmp(p, "enabled") == 0;
+    return 0;
+}
+
+static int cfg_selectors(wf_inject_config *c, const char *file, const char *k, const wf_node *v,
+                         wf_strbuf *why)
+{
+    if (check_selectors(file, v, k, why) != 0)
+        return -1;
+    json_t **dst = k[0] == 'a' ? &c->always : &c->never;
+    json_decref(*dst);
+    *dst = to_json_or_empty(v, true);
+    return *dst ? 0 : -1;
+}
+
+/* injectedAnnotations: a map of strings (whatever YAML typed the scalars). */
+static int cfg_annotations(wf_inject_config *c, const char *file, const char *k, const wf_node *v,
+                           wf_strbuf *why)
+{
+    if (v->type != WF_NODE_MAP && v->type != WF_NODE_NULL)
+        return field_error(why, file, v, k, "want a map of annotations");
+    json_t *o = json_object();
+    for (size_t j = 0; o && v->type == WF_NODE_MAP && j < v->len; j++) {
+        const char *val = wf_node_str(v->u.entries[j].value);
+        if (!val) {
+            json_decref(o);
+            return field_error(why, file, v->u.entries[j].value, k, "want string values");
+        }
+        if (json_object_set_new(o, v->u.entries[j].key, json_string(val)) != 0)
+            json_decref(o), o = NULL;
+    }
+    json_decref(c->injected_annotations);
+    c->injected_annotations = o;
+    return o ? 0 : -1;
+}
+
+static int cfg_default_templates(wf_inject_config *c, const char *file, uint32_t line,
+                                 const wf_node *v, wf_strbuf *why)
+{
+    if (v->type != WF_NODE_SEQ && v->type != WF_NODE_NULL)
+        return field_error(why, file, v, "defaultTemplates", "want a list of template names");
+    bool only_sidecar =
+        v->type == WF_NODE_NULL || (wf_seq_len(v) == 1 && wf_node_str(wf_seq_at(v, 0)) &&
+                                    strcmp(wf_node_str(wf_seq_at(v, 0)), "sidecar") == 0);
+    if (!only_sidecar)
+        wf_inj_warn(c->unimplemented,
+                    "%s:%u: defaultTemplates: only the built-in \"sidecar\" template is "
+                    "implemented (the others are ignored)",
+                    file, line);
+    return 0;
+}
+
+static int cfg_field(wf_inject_config *c, const char *file, const wf_map_entry *e, wf_strbuf *why)
+{
+    const char *k = e->key;
+    if (strcmp(k, "policy") == 0)
+        return cfg_policy(c, file, e->value, why);
+    if (strcmp(k, "alwaysInjectSelector") == 0 || strcmp(k, "neverInjectSelector") == 0)
+        return cfg_selectors(c, file, k, e->value, why);
+    if (strcmp(k, "injectedAnnotations") == 0)
+        return cfg_annotations(c, file, k, e->value, why);
+    if (strcmp(k, "defaultTemplates") == 0)
+        return cfg_default_templates(c, file, e->key_line, e->value, why);
+    if (strcmp(k, "templates") == 0 || strcmp(k, "template") == 0 || strcmp(k, "aliases") == 0)
+        wf_inj_warn(c->unimplemented,
+                    "%s:%u: %s: custom injection templates (Go templates) are not "
+                    "implemented: weft injects its built-in equivalent of Istio's default "
+                    "\"sidecar\" template",
+                    file, e->key_line, k);
+    else
+        wf_inj_warn(c->unimplemented, "%s:%u: %s: not implemented by weft's injector (ignored)",
+                    file, e->key_line, k);
+    return 0;
+}
+
 static int load_config(wf_inject_config *c, const char *file, wf_strbuf *why)
 {
     wf_arena a;
@@ -341,68 +421,10 @@ static int load_config(wf_inject_config *c, const char *file, wf_strbuf *why)
     int rc = parse_yaml_file(&a, file, &root, why);
     if (rc == 0 && root && root->type != WF_NODE_MAP && root->type != WF_NODE_NULL)
         rc = field_error(why, file, root, "config", "want a mapping");
-    for (size_t i = 0; rc == 0 && root && root->type == WF_NODE_MAP && i < root->len; i++) {
-        const char *k = root->u.entries[i].key;
-        const wf_node *v = root->u.entries[i].value;
-        uint32_t line = root->u.entries[i].key_line;
-        if (strcmp(k, "policy") == 0) {
-            const char *p = wf_node_str(v);
-            if (!p || (strcmp(p, "enabled") != 0 && strcmp(p, "disabled") != 0))
-                rc = field_error(why, file, v, "policy", "want enabled or disabled");
-            else
-                c->policy_enabled = strcmp(p, "enabled") == 0;
-        } else if (strcmp(k, "alwaysInjectSelector") == 0 ||
-                   strcmp(k, "neverInjectSelector") == 0) {
-            if ((rc = check_selectors(file, v, k, why)) == 0) {
-                json_t **dst = k[0] == 'a' ? &c->always : &c->never;
-                json_decref(*dst);
-                if (!(*dst = to_json_or_empty(v, true)))
-                    rc = -1;
-            }
-        } else if (strcmp(k, "injectedAnnotations") == 0) {
-            if (v->type != WF_NODE_MAP && v->type != WF_NODE_NULL)
-                rc = field_error(why, file, v, k, "want a map of annotations");
-            for (size_t j = 0; rc == 0 && v->type == WF_NODE_MAP && j < v->len; j++)
-                if (!wf_node_str(v->u.entries[j].value))
-                    rc = field_error(why, file, v->u.entries[j].value, k, "want string values");
-            if (rc == 0) {
-                json_decref(c->injected_annotations);
-                json_t *o = to_json_or_empty(v, false);
-                /* values are strings whatever YAML typed them */
-                c->injected_annotations = json_object();
-                for (size_t j = 0;
-                     o && c->injected_annotations && v->type == WF_NODE_MAP && j < v->len; j++)
-                    json_object_set_new(c->injected_annotations, v->u.entries[j].key,
-                                        json_string(wf_node_str(v->u.entries[j].value)));
-                json_decref(o);
-            }
-        } else if (strcmp(k, "defaultTemplates") == 0) {
-            bool only_sidecar =
-                v->type == WF_NODE_NULL || (wf_seq_len(v) == 1 && wf_node_str(wf_seq_at(v, 0)) &&
-                                            strcmp(wf_node_str(wf_seq_at(v, 0)), "sidecar") == 0);
-            if (v->type != WF_NODE_SEQ && v->type != WF_NODE_NULL)
-                rc = field_error(why, file, v, k, "want a list of template names");
-            else if (!only_sidecar)
-                wf_inj_warn(c->unimplemented,
-                            "%s:%u: defaultTemplates: only the built-in \"sidecar\" template is "
-                            "implemented (the others are ignored)",
-                            file, line);
-        } else if (strcmp(k, "templates") == 0 || strcmp(k, "template") == 0 ||
-                   strcmp(k, "aliases") == 0) {
-            wf_inj_warn(c->unimplemented,
-                        "%s:%u: %s: custom injection templates (Go templates) are not "
-                        "implemented: weft injects its built-in equivalent of Istio's default "
-                        "\"sidecar\" template",
-                        file, line, k);
-        } else {
-            wf_inj_warn(c->unimplemented, "%s:%u: %s: not implemented by weft's injector (ignored)",
-                        file, line, k);
-        }
-    }
-    if (rc == 0 && (!c->always || !c->never || !c->injected_annotations)) {
+    for (size_t i = 0; rc == 0 && root && root->type == WF_NODE_MAP && i < root->len; i++)
+        rc = cfg_field(c, file, &root->u.entries[i], why);
+    if (rc != 0 && why->len == 0)
         wf_strbuf_puts(why, "out of memory");
-        rc = -1;
-    }
     wf_arena_destroy(&a);
     return rc;
 }
