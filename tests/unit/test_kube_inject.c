@@ -396,6 +396,7 @@ static void test_annotations_and_values(void **state)
     assert_non_null(json_object_get(json_object_get(proxy, "lifecycle"), "postStart"));
     /* not implemented: reported */
     assert_true(has_warning(w, "sidecar.istio.io/bootstrapOverride is not implemented"));
+    assert_true(has_warning(w, "`weft-proxy wait`"));
     json_decref(out);
     json_decref(pod);
     json_decref(w);
