@@ -814,7 +814,6 @@ static void test_review(void **state)
     json_decref(pod);
 
     /* the deprecated :ENV: form, and a last key without value ignored */
-    json_decref(pod);
     pod = pod_with(NULL, NULL, NULL);
     resp =
         review(c, "/inject/:ENV:cluster=c2:ENV:FOO_BAR=x--slash--y", pod, "default", false, &code);
