@@ -830,6 +830,7 @@ static void test_review(void **state)
     assert_null(env(proxy, "ODD"));
     json_decref(patched);
     json_decref(resp);
+    json_decref(pod);
 
     /* refused: allowed false with the reason */
     pod = pod_with(NULL, "{\"status.sidecar.istio.io/port\":\"abc\"}", NULL);
