@@ -158,8 +158,9 @@ def check_injected(obj, workload, kind_path, ns="default"):
     assert env["ISTIO_META_APP_CONTAINERS"]["value"] == \
         ",".join(c["name"] for c in spec["containers"][:-1])
     ports = json.loads(env["ISTIO_META_POD_PORTS"]["value"])
-    assert ports == [p for c in spec["containers"][:-1] for p in c.get("ports", [])] or \
-        all("containerPort" in p for p in ports)
+    fields = ("name", "hostPort", "containerPort", "protocol", "hostIP")  # Go's, omitempty
+    assert ports == [{k: p[k] for k in fields if p.get(k)}
+                     for c in spec["containers"][:-1] for p in c.get("ports", [])]
     assert proxy["ports"] == [{"containerPort": 15090, "name": "http-envoy-prom",
                                "protocol": "TCP"}]
     assert proxy["readinessProbe"]["httpGet"] == {"path": "/healthz/ready", "port": 15021}
