@@ -33,6 +33,8 @@ static const comp_cmd cmds[] = {
      "--namespace -n --istioNamespace -i --ignoreUnmeshed --pilot --kubeconfig -c --context "
      "--proxy-admin-port --file -f --config-dir --config-dump --help -h",
      ""},
+    {"kube-inject", "", "",
+     "--filename -f --output -o --injectConfigFile --meshConfigFile --valuesFile --help -h", ""},
     {"log", "", "explain",
      "--format --summary --pod --namespace -n --pilot --config-dump --output -o --help -h",
      "text json"},

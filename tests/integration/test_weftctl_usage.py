@@ -16,7 +16,7 @@ SUBCOMMANDS = [
     ["down"], ["log"], ["log", "explain"], ["manifest"], ["manifest", "generate"], ["pc"], ["pc", "all"], ["pc", "bootstrap"],
     ["pc", "cluster"], ["pc", "endpoint"], ["pc", "listener"], ["pc", "log"], ["pc", "route"],
     ["pc", "secret"], ["proxy-config", "cluster"], ["ps"], ["proxy-status"], ["remote-clusters"],
-    ["status"], ["up"], ["version"],
+    ["status"], ["up"], ["version"], ["kube-inject"],
 ]
 
 
@@ -60,6 +60,8 @@ def test_unknown_flag(cmd):
     ["up"],                               # no folder
     ["down", "a", "b"],
     ["version", "extra"],
+    ["kube-inject"],                      # no -f
+    ["kube-inject", "-f", "x.yaml", "extra"],
 ], ids=lambda a: " ".join(a) or "(none)")
 def test_missing_or_extra_argument(args):
     assert_usage(run_weftctl(*args), args)
