@@ -146,6 +146,64 @@ def test_validate_over_https(pilot, tmp_path):
     assert sum_metric(pilot.mon, "galley_validation_http_error") == 2
 
 
+def test_keepalive_pipelining_and_large_bodies(pilot, tmp_path):
+    """HTTPS on the shared HTTP/1 server: two requests on one connection, two requests sent in
+    one TLS write (the second waits decrypted in the TLS engine), and a 2 MiB AdmissionReview
+    (many TLS records, beyond the request-head buffer)."""
+    import http.client
+    import socket
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+              "request": {"uid": "big", "operation": "CREATE", "namespace": "default",
+                          "object": yaml_json(VS_OK)}}
+    review["request"]["object"]["metadata"]["annotations"] = {"pad": "x" * (2 << 20)}
+    body = json.dumps(review)
+    ctx = ssl._create_unverified_context()
+    c = http.client.HTTPSConnection("127.0.0.1", pilot.webhook, context=ctx, timeout=20)
+    for _ in range(2):
+        c.request("POST", "/validate", body=body, headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        out = json.loads(r.read())
+        assert r.status == 200 and out["response"] == {"uid": "big", "allowed": True}
+    c.close()
+    raw = ctx.wrap_socket(socket.create_connection(("127.0.0.1", pilot.webhook), timeout=20))
+    small = json.dumps(dict(review, request=dict(review["request"], uid="s",
+                                                 object=yaml_json(VS_BAD))))
+    one = ("POST /validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+           "Content-Length: %d\r\n\r\n%s" % (len(small), small))
+    raw.sendall((one + one.replace("Host: x", "Host: y")).encode())
+    got = b""
+    while got.count(b"HTTP/1.1 200 OK") < 2 or not got.endswith(b"}}"):
+        chunk = raw.recv(65536)
+        assert chunk, got
+        got += chunk
+    assert got.count(b"weight -15 < 0") == 2, got
+    raw.close()
+
+
+def test_new_ca_new_certificate(pilot_exe, tmp_path):  # noqa: F811
+    """A plug-in cacerts Secret replaces the CA at runtime: the webhook port serves a
+    certificate of the new CA to the next connection, without a restart."""
+    from test_mesh_reports_mtls import plugin_root
+    from test_pilot import poll
+    proc = start_pilot(pilot_exe, tmp_path)
+    try:
+        d = tmp_path / "plugin"
+        d.mkdir()
+        (tmp_path / "cfg" / "cacerts.json").write_text(plugin_root(str(d)))
+        new_root = (d / "root-cert.pem").read_text()
+
+        def verifies():
+            try:
+                return https(proc.webhook, "/httpsReady", root=new_root)[0] == 200
+            except ssl.SSLError:
+                return False
+        poll(verifies, timeout=20)
+        with pytest.raises(ssl.SSLError):
+            https(proc.webhook, "/httpsReady", root=root_pem(tmp_path))
+    finally:
+        stop(proc)
+
+
 def yaml_json(text):
     import yaml
     return yaml.safe_load(text)
