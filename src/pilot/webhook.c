@@ -155,7 +155,7 @@ static void on_request(void *ud, h1s_conn *c, const h1s_request *req)
         status =
             wf_inject_review(w->inject, path, ct ? ctype : NULL, req->body, req->body_len, &out);
         count_injection(w, status, &out);
-    } else if (path_under(req->path, "/validate") || path_is(req->path, "/admitpilot")) {
+    } else if (path_under(req->path, "/validate")) {
         wf_whv_outcome oc;
         status = wf_webhook_validate(ct ? ctype : NULL, req->body, req->body_len, &out, &oc);
         count_validation(w, status, &oc);

@@ -8,7 +8,7 @@
  *   POST /inject, /inject/...   the sidecar injector (kube/inject.h wf_inject_review;
  *                               Istio's pkg/kube/inject/webhook.go serves "/inject" and
  *                               "/inject/" with its cluster/network path segments)
- *   POST /validate, /validate/..., /admitpilot
+ *   POST /validate, /validate/...
  *                               the validating webhook (webhook_validate.h; Istio's
  *                               pkg/webhooks/validation/server/server.go)
  *   GET  /httpsReady            200 (istiod's HTTPSHandlerReadyPath)

@@ -44,9 +44,12 @@ static int http_error(wf_strbuf *out, wf_whv_outcome *oc, int status, const char
     return status;
 }
 
-/* A group Istio's schema has kinds of. */
-static bool istio_schema_group(const char *group)
+/* A kind weft does not model that Istio's schema may know: Kubernetes' built-in and Gateway
+ * API groups (istiod validates those with no rules), and the Istio kinds weft has no model of.
+ * Any other kind of an *.istio.io group, or of another group, is unknown to istiod. */
+static bool istio_schema_kind(const char *group, const char *kind)
 {
+    static const char *const istio_only[] = {"TrafficExtension", "MeshConfig", "MeshNetworks"};
     size_t n = strlen(group);
     static const char *const builtin[] = {"",
                                           "apps",
@@ -61,8 +64,12 @@ static bool istio_schema_group(const char *group)
                                           "certificates.k8s.io",
                                           "gateway.networking.k8s.io",
                                           "gateway.networking.x-k8s.io"};
-    if (n >= 8 && strcmp(group + n - 8, "istio.io") == 0)
-        return true;
+    if (n >= 8 && strcmp(group + n - 8, "istio.io") == 0) {
+        for (size_t i = 0; i < sizeof istio_only / sizeof istio_only[0]; i++)
+            if (strcmp(kind, istio_only[i]) == 0)
+                return true;
+        return false;
+    }
     for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
         if (strcmp(group, builtin[i]) == 0)
             return true;
@@ -167,7 +174,7 @@ static int admit(const json_t *req, wf_whv_outcome *oc, answer *a)
         snprintf(group, sizeof group, "%.*s", (int)(slash - av), av);
     copy(version, sizeof version, slash ? slash + 1 : av);
     wf_kind k = wf_kind_lookup(av, kind);
-    if (k == WF_KIND_OTHER && !istio_schema_group(group)) {
+    if (k == WF_KIND_OTHER && !istio_schema_kind(group, kind)) {
         oc->result = WF_WHV_FAILED;
         oc->reason = R_UNKNOWN;
         wf_strbuf_printf(&a->msg, "unrecognized type %s%s%s, Kind=%s", group, *group ? "/" : "",
@@ -224,7 +231,7 @@ static int respond(const json_t *review, const json_t *req, const answer *a, wf_
         json_object_set_new(
             resp, "status",
             json_pack("{s:{}, s:s}", "metadata", "message", wf_strbuf_cstr(&a->msg)));
-    if (resp && json_array_size(a->warnings))
+    if (resp && a->allowed && json_array_size(a->warnings)) /* refusals carry none (istiod) */
         json_object_set(resp, "warnings", a->warnings);
     const char *av = str(review, "apiVersion");
     json_t *top = resp
@@ -274,8 +281,6 @@ int wf_webhook_validate(const char *content_type, const char *body, size_t len, 
     } else if (admit(req, oc, &a) != 0) {
         goto done;
     }
-    if (a.msg.len && json_is_true(json_object_get(req, "dryRun")))
-        wf_strbuf_puts(&a.msg, " (dry run)");
     status = respond(review, req, &a, out);
 done:
     json_decref(review);

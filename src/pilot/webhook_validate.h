@@ -14,16 +14,19 @@
  *  - operations other than CREATE and UPDATE (DELETE, CONNECT): allowed;
  *  - an object that is not JSON: "cannot decode configuration: <why>" (reason
  *    yaml_decode_error);
- *  - a kind of no Istio schema (a group that is neither *.istio.io, gateway.networking.k8s.io
- *    nor a Kubernetes built-in): "unrecognized type <group>/<version>, Kind=<Kind>"
- *    (unknown_type); Istio kinds and Gateway API or Kubernetes kinds weft has no rules for are
- *    allowed (istiod validates Gateway API and built-in kinds with no rules either);
+ *  - a kind of no Istio schema (istiod's FindByGroupVersionAliasesKind fails): an *.istio.io
+ *    kind weft does not know, or a group neither Istio's, Gateway API's nor a Kubernetes
+ *    built-in: "unrecognized type <group>/<version>, Kind=<Kind>" (Go's GroupVersionKind
+ *    text; unknown_type); Gateway API and Kubernetes kinds are allowed (istiod has no rules
+ *    for them), as are the few Istio kinds weft does not model (TrafficExtension, MeshConfig,
+ *    MeshNetworks: weft cannot check them);
  *  - errors: "configuration is invalid: <error>" for one, "configuration is invalid: N errors
  *    occurred:\n\t* a\n\t* b\n\n" for several (hashicorp/go-multierror's list, which Istio's
- *    validation appends to), with Istio's warnings in response.warnings (invalid_resource);
+ *    validation appends to) (invalid_resource), without warnings; an allowed object carries
+ *    Istio's warnings in response.warnings;
  *  - a top-level field other than apiVersion, kind, metadata, spec, status: `unknown field
  *    "<f>" on <Kind> resource <ns>/<name>` (invalid_resource);
- *  - a dry-run request's messages end in " (dry run)".
+ *  - a dry run is answered as any request (istiod adds " (dry run)" to its log line only).
  * The response: {"apiVersion", "kind": "AdmissionReview" as asked, "response": {"uid" of the
  * request, "allowed", "status": {"metadata": {}, "message"} when refused, "warnings"}}.
  *

@@ -7,7 +7,7 @@ when kubectl creates or updates objects through it.
  * a ValidatingWebhookConfiguration as Istio installs it (service istio-system/istiod:443, path
    /validate, caBundle the mesh root), the service reached through the API server's
    --service-proxy: `kubectl apply` of an invalid VirtualService is refused with istiod's
-   message, a valid one is stored, a server-side dry run says "(dry run)"; the counters
+   message, a valid one is stored, a server-side dry run is refused the same way; the counters
    galley_validation_* move on pilot's /metrics;
  * pilot down: failurePolicy Fail refuses with kube-apiserver's "Internal error occurred:
    failed calling webhook", Ignore lets the object in;
@@ -285,7 +285,7 @@ def test_kubectl_apply_validated(pilot, api, tmp_path):
                     "?dryRun=All", yaml_json(VS_BAD))
     assert st == 400, body
     assert body["message"] == ('admission webhook "rev.validation.istio.io" denied the request: '
-                               'configuration is invalid: weight -15 < 0 (dry run)'), body
+                               'configuration is invalid: weight -15 < 0'), body
     assert calls(api)[-1]["dryRun"] is True
     apply(api, tmp_path, VS_OK)
     got = json.loads(kubectl(api, tmp_path, "get", "virtualservices.networking.istio.io",
