@@ -198,24 +198,24 @@ static int start_secure(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t c
     return 0;
 }
 
-/* The injector's config: the folder's files, Istio's chart defaults when it is absent. */
+/* The injector's config: the folder's files (Istio's chart defaults for those absent) and the
+ * mesh file; what weft does not implement in them is logged, never silently ignored. */
 static int load_inject(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
 {
     const char *dir = o->inject_config_dir ? o->inject_config_dir : WF_PILOT_INJECT_DIR;
     struct stat st;
-    if (stat(dir, &st) != 0) {
+    if (stat(dir, &st) != 0)
         WF_LOG(WF_LC_main, WF_LOG_INFO, "injector config %s absent: Istio's defaults", dir);
-        p->inject = wf_inject_config_default();
-        if (!p->inject)
-            snprintf(err, cap, "out of memory");
-        return p->inject ? 0 : -1;
-    }
     wf_strbuf why = WF_STRBUF_INIT;
     int rc = wf_inject_config_load(dir, o->mesh_file, &p->inject, &why);
     if (rc != 0)
         snprintf(err, cap, "--injectConfigDir %s: %s", dir,
                  why.len ? wf_strbuf_cstr(&why) : "cannot be read");
     wf_strbuf_free(&why);
+    size_t i;
+    json_t *m;
+    json_array_foreach(rc == 0 ? wf_inject_config_unimplemented(p->inject) : NULL, i, m)
+        WF_LOG(WF_LC_main, WF_LOG_WARN, "injector config: %s", json_string_value(m));
     return rc;
 }
 
