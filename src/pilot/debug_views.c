@@ -53,6 +53,7 @@
 #include "pilot/debug_internal.h"
 #include "pilot/eds.h"
 #include "pilot/jwks_fetch.h"
+#include "pilot/kube_writer.h"
 #include "pilot/nds.h"
 #include "pilot/pilot.h"
 
@@ -615,6 +616,8 @@ static void r_metrics(wf_pilot *p, const char *q, wf_debug_reply *r)
                      "# TYPE pilot_jwks_resolver_network_fetch_fail_total counter\n"
                      "pilot_jwks_resolver_network_fetch_fail_total %llu\n",
                      (unsigned long long)ok, (unsigned long long)failed);
+    if (wf_pilot_kube_writer(p))
+        wf_kube_writer_metrics_text(wf_pilot_kube_writer(p), &r->body);
 }
 
 /* The istio-ca-root-cert ConfigMaps (pilot_ca.h): all namespaces as a List, or ?namespace=. */
@@ -712,7 +715,11 @@ static void r_kubez(wf_pilot *p, const char *q, wf_debug_reply *r)
         wf_debug_reply_json(r, 200, json_pack("{s:s,s:[]}", "source", "directory", "watches"));
         return;
     }
-    wf_debug_reply_json(r, 200, src->debug(src));
+    json_t *j = src->debug(src);
+    wf_kube_writer *w = wf_pilot_kube_writer(p);
+    if (j && w) /* what pilot writes back (kube_writer.h) */
+        json_object_set_new(j, "writer", wf_kube_writer_debug(w));
+    wf_debug_reply_json(r, 200, j);
 }
 
 static void r_index(wf_pilot *p, const char *q, wf_debug_reply *r);

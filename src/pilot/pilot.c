@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "pilot/debug.h"
 #include "pilot/jwks_fetch.h"
+#include "pilot/kube_writer.h"
 #include "pilot/pilot_secure.h"
 
 struct wf_pilot {
@@ -25,8 +26,16 @@ struct wf_pilot {
     uv_timer_t *ca_check;    /* WF_PILOT_CA_CHECK_S: the CA's expiry warning */
     wf_pilot_secure *secure; /* the secure gRPC port, NULL when not asked */
     wf_jwks_resolver *jwks;  /* RequestAuthentication jwksUri key sets (pilot/jwks_fetch.h) */
+    wf_kube_writer *writer;  /* the Kubernetes write-back (kube_writer.h), NULL without */
     bool serving;
 };
+
+/* The mesh root bundle as the root ConfigMap publishes it (pilot_ca.h), NULL without a CA. */
+static const char *root_pem(const wf_pilot *p)
+{
+    const wf_ca *ca = wf_ca_server_ca(wf_pilot_ca_server(p->ca));
+    return ca ? wf_ca_root_pem(ca) : NULL;
+}
 
 static void on_snapshot(wf_snapshot *snap, void *ud)
 {
@@ -37,6 +46,8 @@ static void on_snapshot(wf_snapshot *snap, void *ud)
     wf_pilot_secure_refresh(p->secure, (int64_t)time(NULL)); /* a new CA: a new certificate */
     wf_ads_push(p->ads, snap);
     p->serving = true;
+    if (p->writer)
+        wf_kube_writer_set_config(p->writer, snap->store, snap->mesh, root_pem(p));
 }
 
 static void announce(const char *what, const char *ip, int port)
@@ -130,6 +141,26 @@ static int start_debug(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t ca
     return 0;
 }
 
+/* The Kubernetes write-back, fed the first snapshot at once (it came during start()). */
+static int start_writer(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
+{
+    const char *cm = getenv("PILOT_CA_CERT_CONFIGMAP");
+    wf_kube_writer_opts wo = {.cm_name = cm && *cm ? cm : NULL,
+                              .revision = o->revision,
+                              .webhook_ready = !o->webhook_pending};
+    wf_strbuf why = WF_STRBUF_INIT;
+    p->writer = wf_kube_writer_start(p->loop, wf_kube_source_client(p->src), &wo, &why);
+    if (!p->writer)
+        snprintf(err, cap, "cannot start the Kubernetes write-back: %s", wf_strbuf_cstr(&why));
+    wf_strbuf_free(&why);
+    if (!p->writer)
+        return -1;
+    wf_snapshot *s = p->src->current(p->src);
+    if (s)
+        wf_kube_writer_set_config(p->writer, s->store, s->mesh, root_pem(p));
+    return 0;
+}
+
 static int start_source(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
 {
     wf_dir_source_opts so = {
@@ -167,7 +198,7 @@ static int start_source(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t c
         snprintf(err, cap, "cannot set up the CA: %s", p->ca_err[0] ? p->ca_err : "no snapshot");
         return -1;
     }
-    return 0;
+    return o->kube ? start_writer(p, o, err, cap) : 0;
 }
 
 static void on_ca_check(uv_timer_t *t)
@@ -245,6 +276,8 @@ void wf_pilot_stop(wf_pilot *p)
     if (!p) {
         return;
     }
+    wf_kube_writer_stop(p->writer); /* before the source: it uses the source's client */
+    p->writer = NULL;
     if (p->src) {
         p->src->stop(p->src);
     }
@@ -277,6 +310,17 @@ wf_ads *wf_pilot_ads(const wf_pilot *p)
 wf_jwks_resolver *wf_pilot_jwks(const wf_pilot *p)
 {
     return p->jwks;
+}
+
+wf_kube_writer *wf_pilot_kube_writer(const wf_pilot *p)
+{
+    return p->writer;
+}
+
+void wf_pilot_set_webhook_ready(wf_pilot *p, bool ready)
+{
+    if (p->writer)
+        wf_kube_writer_set_webhook_ready(p->writer, ready);
 }
 
 wf_pilot_ca *wf_pilot_get_ca(const wf_pilot *p)
