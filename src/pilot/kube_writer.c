@@ -18,9 +18,8 @@
 #include "pilot/kube_writer_plan.h"
 #include "pilot/kube_writer_sync.h"
 
-static const char *const GROUP_RESOURCE[WF_KW_GROUPS] = {"configmaps",
-                                                         "mutatingwebhookconfigurations",
-                                                         "validatingwebhookconfigurations"};
+static const char *const GROUP_RESOURCE[WF_KW_GROUPS] = {
+    "configmaps", "mutatingwebhookconfigurations", "validatingwebhookconfigurations"};
 
 struct wf_kube_writer {
     uv_loop_t *loop;
@@ -61,8 +60,8 @@ static int request(void *ud, const char *method, const char *path, const char *c
 {
     wf_kube_writer *w = ud;
     wf_strbuf resp = WF_STRBUF_INIT;
-    int rc = wf_kube_request_ct(w->client, method, path, ctype, body, w->cancel_fd,
-                                w->timeout_ms, &resp, st, why);
+    int rc = wf_kube_request_ct(w->client, method, path, ctype, body, w->cancel_fd, w->timeout_ms,
+                                &resp, st, why);
     wf_strbuf_free(&resp);
     return rc;
 }
@@ -162,9 +161,9 @@ static int start_reflectors(wf_kube_writer *w, const wf_kube_writer_opts *o, wf_
                                      .label_selector = g == WF_KW_CM ? NULL : w->label_sel,
                                      .page_size = o->page_size,
                                      .seed = o->seed ? o->seed + (uint64_t)g : 0};
-        w->r[g] = ro.kind ? wf_kube_reflector_start(w->loop, w->client, &ro, on_cache_changed, w,
-                                                    why)
-                          : NULL;
+        w->r[g] = ro.kind
+                      ? wf_kube_reflector_start(w->loop, w->client, &ro, on_cache_changed, w, why)
+                      : NULL;
         if (!w->r[g]) {
             if (!ro.kind)
                 wf_strbuf_printf(why, "unknown kind %s", GROUP_RESOURCE[g]);
@@ -285,8 +284,8 @@ static json_t *watch_json(wf_kube_reflector *r, const char *resource, const char
     return json_pack("{s:s,s:s?,s:s?,s:s,s:s,s:b,s:I,s:I,s:s}", "resource", resource,
                      "labelSelector", label, "fieldSelector", field, "state",
                      wf_kube_reflector_phase_name(st.phase), "resourceVersion", st.rv, "synced",
-                     st.synced, "objects", (json_int_t)st.objects, "errors",
-                     (json_int_t)st.errors, "last_error", st.last_error);
+                     st.synced, "objects", (json_int_t)st.objects, "errors", (json_int_t)st.errors,
+                     "last_error", st.last_error);
 }
 
 json_t *wf_kube_writer_debug(wf_kube_writer *w)
@@ -294,9 +293,9 @@ json_t *wf_kube_writer_debug(wf_kube_writer *w)
     json_t *out = wf_kw_sync_debug(w->sync, wf_kube_now_ms());
     json_t *ws = json_array();
     for (int g = 0; ws && g < WF_KW_GROUPS; g++)
-        if (json_array_append_new(ws, watch_json(w->r[g], GROUP_RESOURCE[g],
-                                                 g ? w->label_sel : NULL,
-                                                 g ? NULL : w->field_sel)) != 0) {
+        if (json_array_append_new(ws,
+                                  watch_json(w->r[g], GROUP_RESOURCE[g], g ? w->label_sel : NULL,
+                                             g ? NULL : w->field_sel)) != 0) {
             json_decref(ws);
             ws = NULL;
         }
@@ -309,11 +308,10 @@ json_t *wf_kube_writer_debug(wf_kube_writer *w)
         json_decref(ws);
         return NULL;
     }
-    if (json_object_update_new(out, json_pack("{s:s,s:s,s:b,s:b,s:I,s:o}", "configMapName",
-                                              w->cm_name, "revision", w->revision,
-                                              "webhookReady", ready, "root", root,
-                                              "namespacesWanted", (json_int_t)nns, "watches",
-                                              ws)) != 0) {
+    if (json_object_update_new(out, json_pack("{s:s,s:s,s:b,s:b,s:I,s:o}", "configmap_name",
+                                              w->cm_name, "revision", w->revision, "webhook_ready",
+                                              ready, "root", root, "namespaces_wanted",
+                                              (json_int_t)nns, "watches", ws)) != 0) {
         json_decref(out);
         return NULL;
     }

@@ -64,8 +64,9 @@ void wf_kube_writer_set_config(wf_kube_writer *w, const wf_store *store, const w
 /* Pilot's webhook server serves (validating webhooks: failurePolicy Fail from then on). */
 void wf_kube_writer_set_webhook_ready(wf_kube_writer *w, bool ready);
 
-/* For /debug/kubez (a new object): {"configMapName", "revision", "webhookReady", "watches":
- * [reflector states], and wf_kw_sync_debug's tables and counters}. NULL on OOM. */
+/* For /debug/kubez (a new object): {"configmap_name", "revision", "webhook_ready", "root" (a
+ * root bundle is known), "namespaces_wanted" (how many get the ConfigMap), "watches": [the
+ * reflectors' states], and wf_kw_sync_debug's tables and counters}. NULL on OOM. */
 json_t *wf_kube_writer_debug(wf_kube_writer *w);
 
 /* Appends the writer's metrics (kube_writer_sync.h wf_kw_sync_metrics_text). */

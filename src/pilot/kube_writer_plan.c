@@ -88,8 +88,8 @@ int wf_kw_plan_configmap(const char *cm_name, const char *ns, const json_t *exis
     if (!existing) {
         out->op = WF_KW_CREATE;
         out->method = "POST";
-        return take_body(out, json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:{s:s}}", "apiVersion",
-                                        "v1", "kind", "ConfigMap", "metadata", "name", cm_name,
+        return take_body(out, json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:{s:s}}", "apiVersion", "v1",
+                                        "kind", "ConfigMap", "metadata", "name", cm_name,
                                         "namespace", ns, "labels", WF_KW_CM_LABEL, "true", "data",
                                         WF_KW_CM_KEY, root_pem));
     }
@@ -163,8 +163,8 @@ static int plan_webhooks(const json_t *cfg, const char *resource, const char *re
     memset(out, 0, sizeof *out);
     const json_t *md = json_object_get(cfg, "metadata");
     const char *name = json_string_value(json_object_get(md, "name"));
-    const char *have = json_string_value(json_object_get(json_object_get(md, "labels"),
-                                                         WF_KW_REV_LABEL));
+    const char *have =
+        json_string_value(json_object_get(json_object_get(md, "labels"), WF_KW_REV_LABEL));
     if (!name || !have || strcmp(have, rev) != 0) {
         out->note = "wrong revision"; /* istiod's errWrongRevision */
         return 0;
@@ -202,8 +202,7 @@ static int plan_webhooks(const json_t *cfg, const char *resource, const char *re
     return take_body(out, ops);
 }
 
-int wf_kw_plan_mutating(const json_t *cfg, const char *rev, const char *root_pem,
-                        wf_kw_action *out)
+int wf_kw_plan_mutating(const json_t *cfg, const char *rev, const char *root_pem, wf_kw_action *out)
 {
     return plan_webhooks(cfg, "mutatingwebhookconfigurations", rev, root_pem, false, false, out);
 }

@@ -14,8 +14,8 @@
 
 static const char *const GROUP_KIND[WF_KW_GROUPS] = {"ConfigMap", "MutatingWebhookConfiguration",
                                                      "ValidatingWebhookConfiguration"};
-static const char *const GROUP_JSON[WF_KW_GROUPS] = {"configMaps", "mutatingWebhookConfigurations",
-                                                     "validatingWebhookConfigurations"};
+static const char *const GROUP_JSON[WF_KW_GROUPS] = {"configmaps", "mutatingwebhookconfigurations",
+                                                     "validatingwebhookconfigurations"};
 
 typedef struct kw_item {
     int group;
@@ -204,8 +204,7 @@ static int one(pass_ctx *c, int group, const char *key, const json_t *obj)
         return 0; /* our write's event has not come back yet */
     it->waiting = false;
     wf_kw_action a;
-    int rc = group == WF_KW_CM
-                 ? wf_kw_plan_configmap(in->cm_name, key, obj, in->root_pem, &a)
+    int rc = group == WF_KW_CM ? wf_kw_plan_configmap(in->cm_name, key, obj, in->root_pem, &a)
              : group == WF_KW_MWC
                  ? wf_kw_plan_mutating(obj, in->revision, in->root_pem, &a)
                  : wf_kw_plan_validating(obj, in->revision, in->root_pem, in->webhook_ready, &a);
@@ -290,9 +289,9 @@ void wf_kw_sync_counts(wf_kw_sync *s, wf_kw_counts *out)
 static json_t *item_json(const kw_item *it, int64_t now_ms)
 {
     int64_t left = it->retry_at > now_ms ? it->retry_at - now_ms : 0;
-    return json_pack("{s:s,s:s,s:I,s:I,s:I,s:I}", "state", it->state, "lastError",
-                     it->last_error, "writes", (json_int_t)it->writes, "errors",
-                     (json_int_t)it->errors, "conflicts", (json_int_t)it->conflicts, "retryInMs",
+    return json_pack("{s:s,s:s,s:I,s:I,s:I,s:I}", "state", it->state, "last_error", it->last_error,
+                     "writes", (json_int_t)it->writes, "errors", (json_int_t)it->errors,
+                     "conflicts", (json_int_t)it->conflicts, "retry_in_ms",
                      (json_int_t)(it->retry_at ? left : 0));
 }
 
@@ -314,12 +313,11 @@ json_t *wf_kw_sync_debug(wf_kw_sync *s, int64_t now_ms)
     wf_kw_counts k = s->counts;
     pthread_mutex_unlock(&s->mu);
     if (rc == 0)
-        rc = json_object_set_new(out, "counters",
-                                 json_pack("{s:I,s:I,s:I,s:I,s:I}", "creates",
-                                           (json_int_t)k.creates, "updates", (json_int_t)k.updates,
-                                           "patches", (json_int_t)k.patches, "errors",
-                                           (json_int_t)k.errors, "conflicts",
-                                           (json_int_t)k.conflicts));
+        rc = json_object_set_new(
+            out, "counters",
+            json_pack("{s:I,s:I,s:I,s:I,s:I}", "creates", (json_int_t)k.creates, "updates",
+                      (json_int_t)k.updates, "patches", (json_int_t)k.patches, "errors",
+                      (json_int_t)k.errors, "conflicts", (json_int_t)k.conflicts));
     if (rc != 0) {
         json_decref(out);
         return NULL;

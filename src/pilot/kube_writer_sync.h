@@ -73,10 +73,11 @@ typedef struct wf_kw_counts {
 } wf_kw_counts;
 void wf_kw_sync_counts(wf_kw_sync *s, wf_kw_counts *out);
 
-/* The table for /debug/kubez (a new object): {"configMaps": {ns: item}, "mutatingWebhook
- * Configurations": {name: item}, "validatingWebhookConfigurations": {name: item}, "counters":
- * {...}} with item {"state", "lastError", "writes", "errors", "conflicts", "retryInMs"}; at
- * now_ms. NULL on OOM. */
+/* The table for /debug/kubez (a new object): {"configmaps": {ns: item},
+ * "mutatingwebhookconfigurations": {name: item}, "validatingwebhookconfigurations": {name:
+ * item}, "counters": {"creates", "updates", "patches", "errors", "conflicts"}} with item
+ * {"state", "last_error", "writes", "errors", "conflicts", "retry_in_ms"}; at now_ms. NULL on
+ * OOM. */
 json_t *wf_kw_sync_debug(wf_kw_sync *s, int64_t now_ms);
 
 /* Appends Istio's webhook patch metrics in Prometheus text format (pkg/webhooks/monitoring.go:
