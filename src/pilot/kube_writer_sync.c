@@ -161,8 +161,9 @@ static void execute(pass_ctx *c, int group, const char *key, const wf_kw_action 
                    GROUP_KIND[group], key, wf_kw_op_name(a->op));
             s->logged[group][0] = '\0';
         }
-        WF_LOG(WF_LC_config, WF_LOG_DEBUG, "kubernetes: %s %s %s", wf_kw_op_name(a->op),
-               GROUP_KIND[group], key);
+        /* istiod logs its webhook updates ("Successfully updated ..."), not the ConfigMaps */
+        WF_LOG(WF_LC_config, group == WF_KW_CM ? WF_LOG_DEBUG : WF_LOG_INFO, "kubernetes: %s %s %s",
+               wf_kw_op_name(a->op), GROUP_KIND[group], key);
     } else {
         char cause[256];
         cause_of(&st, wf_strbuf_cstr(&why), cause, sizeof cause);
