@@ -18,7 +18,7 @@
 #include "pilot/kube_writer_plan.h"
 #include "pilot/kube_writer_sync.h"
 
-static const char *const GROUP_RESOURCE[WF_KW_GROUPS] = {
+static const char *const GROUP_RESOURCE[WF_KW_WATCHED] = {
     "configmaps", "mutatingwebhookconfigurations", "validatingwebhookconfigurations"};
 
 struct wf_kube_writer {
@@ -26,7 +26,7 @@ struct wf_kube_writer {
     wf_kube_client *client;
     char *cm_name, *revision, *field_sel, *label_sel;
     long timeout_ms;
-    wf_kube_reflector *r[WF_KW_GROUPS];
+    wf_kube_reflector *r[WF_KW_WATCHED];
     wf_kw_sync *sync;
     int cancel_fd; /* eventfd: readable = stop (cancels a request in flight) */
     atomic_bool stop;
@@ -35,6 +35,8 @@ struct wf_kube_writer {
     uv_mutex_t mu; /* guards the inputs below and dirty/next_at */
     uv_cond_t wake;
     json_t *namespaces; /* wanted; NULL before the first snapshot */
+    bool analysis;      /* PILOT_ENABLE_ANALYSIS */
+    json_t *status;     /* wf_kw_status_wanted of the last snapshot; NULL without analysis */
     char *root_pem;
     bool ready;
     bool dirty;
@@ -67,16 +69,18 @@ static int request(void *ud, const char *method, const char *path, const char *c
 }
 
 /* One pass over the current inputs and caches; the lock is not held. */
-static int64_t pass(wf_kube_writer *w, json_t *namespaces, const char *root, bool ready)
+static int64_t pass(wf_kube_writer *w, json_t *namespaces, json_t *status, const char *root,
+                    bool ready)
 {
     wf_kw_inputs in = {.namespaces = namespaces,
+                       .status = status,
                        .root_pem = root,
                        .cm_name = w->cm_name,
                        .revision = w->revision,
                        .webhook_ready = ready,
                        .stop = &w->stop};
-    json_t *caches[WF_KW_GROUPS] = {NULL, NULL, NULL};
-    for (int g = 0; g < WF_KW_GROUPS; g++) {
+    json_t *caches[WF_KW_WATCHED] = {NULL, NULL, NULL};
+    for (int g = 0; g < WF_KW_WATCHED; g++) {
         wf_kube_reflector_state st;
         wf_kube_reflector_state_get(w->r[g], &st); /* the generation first: never newer */
         in.gen[g] = st.generation;
@@ -86,7 +90,7 @@ static int64_t pass(wf_kube_writer *w, json_t *namespaces, const char *root, boo
     }
     in.now_ms = wf_kube_now_ms();
     int64_t next = wf_kw_sync_pass(w->sync, &in, request, w);
-    for (int g = 0; g < WF_KW_GROUPS; g++)
+    for (int g = 0; g < WF_KW_WATCHED; g++)
         json_decref(caches[g]);
     return next < 0 ? in.now_ms + 1000 : next; /* out of memory: try again in a second */
 }
@@ -105,12 +109,13 @@ static void run(void *arg)
             continue;
         }
         w->dirty = false;
-        json_t *ns = json_incref(w->namespaces);
+        json_t *ns = json_incref(w->namespaces), *status = json_incref(w->status);
         char *root = w->root_pem ? strdup(w->root_pem) : NULL;
         bool ready = w->ready, oom = w->root_pem && !root;
         uv_mutex_unlock(&w->mu);
-        int64_t next = oom ? wf_kube_now_ms() + 1000 : pass(w, ns, root, ready);
+        int64_t next = oom ? wf_kube_now_ms() + 1000 : pass(w, ns, status, root, ready);
         json_decref(ns);
+        json_decref(status);
         free(root);
         uv_mutex_lock(&w->mu);
         w->next_at = next;
@@ -126,6 +131,7 @@ static void free_writer(wf_kube_writer *w)
     if (w->cancel_fd >= 0)
         close(w->cancel_fd);
     json_decref(w->namespaces);
+    json_decref(w->status);
     free(w->root_pem);
     free(w->cm_name);
     free(w->revision);
@@ -148,14 +154,14 @@ void wf_kube_writer_stop(wf_kube_writer *w)
     kick(w);
     if (w->thread_started)
         uv_thread_join(&w->thread);
-    for (int g = 0; g < WF_KW_GROUPS; g++)
+    for (int g = 0; g < WF_KW_WATCHED; g++)
         wf_kube_reflector_stop(w->r[g]);
     free_writer(w);
 }
 
 static int start_reflectors(wf_kube_writer *w, const wf_kube_writer_opts *o, wf_strbuf *why)
 {
-    for (int g = 0; g < WF_KW_GROUPS; g++) {
+    for (int g = 0; g < WF_KW_WATCHED; g++) {
         wf_kube_reflector_opts ro = {.kind = wf_kube_kind_find(GROUP_RESOURCE[g]),
                                      .field_selector = g == WF_KW_CM ? w->field_sel : NULL,
                                      .label_selector = g == WF_KW_CM ? NULL : w->label_sel,
@@ -200,6 +206,7 @@ wf_kube_writer *wf_kube_writer_start(uv_loop_t *loop, wf_kube_client *client,
     w->loop = loop;
     w->client = client;
     w->ready = opts->webhook_ready;
+    w->analysis = opts->analysis;
     w->next_at = INT64_MAX;
     w->timeout_ms = opts->request_timeout_ms > 0 ? opts->request_timeout_ms : 10000;
     w->cm_name = strdup(opts->cm_name && *opts->cm_name ? opts->cm_name : WF_KW_CM_NAME);
@@ -235,11 +242,20 @@ void wf_kube_writer_set_config(wf_kube_writer *w, const wf_store *store, const w
                                const char *root_pem)
 {
     json_t *ns = wf_kw_wanted_namespaces(store, mesh);
-    if (!ns) {
+    json_t *status = w->analysis ? wf_kw_status_wanted(store, mesh) : NULL;
+    if (!ns || (w->analysis && !status)) {
         WF_LOG(WF_LC_config, WF_LOG_ERROR, "kubernetes: out of memory listing namespaces");
+        json_decref(ns);
+        json_decref(status);
         return;
     }
     uv_mutex_lock(&w->mu);
+    bool same_status = !w->analysis || (w->status && json_equal(w->status, status));
+    if (!same_status) {
+        json_decref(w->status);
+        w->status = status;
+        status = NULL;
+    }
     bool same_ns = w->namespaces && json_equal(w->namespaces, ns);
     bool same_root = (!w->root_pem && !root_pem) ||
                      (w->root_pem && root_pem && strcmp(w->root_pem, root_pem) == 0);
@@ -255,12 +271,13 @@ void wf_kube_writer_set_config(wf_kube_writer *w, const wf_store *store, const w
         w->namespaces = ns;
         ns = NULL;
     }
-    if (!same_ns || !same_root) {
+    if (!same_ns || !same_root || !same_status) {
         w->dirty = true;
         uv_cond_signal(&w->wake);
     }
     uv_mutex_unlock(&w->mu);
     json_decref(ns);
+    json_decref(status);
 }
 
 void wf_kube_writer_set_webhook_ready(wf_kube_writer *w, bool ready)
@@ -292,7 +309,7 @@ json_t *wf_kube_writer_debug(wf_kube_writer *w)
 {
     json_t *out = wf_kw_sync_debug(w->sync, wf_kube_now_ms());
     json_t *ws = json_array();
-    for (int g = 0; ws && g < WF_KW_GROUPS; g++)
+    for (int g = 0; ws && g < WF_KW_WATCHED; g++)
         if (json_array_append_new(ws,
                                   watch_json(w->r[g], GROUP_RESOURCE[g], g ? w->label_sel : NULL,
                                              g ? NULL : w->field_sel)) != 0) {

@@ -1,9 +1,10 @@
 /*
  * kube_writer.h - what weft-pilot writes back to the Kubernetes API, as istiod does
  * (../shared/reference/kubernetes.md §2.8): the root ConfigMap `istio-ca-root-cert` in every
- * discovered namespace, and the CA bundle (and, once ready, failurePolicy Fail) of its
- * revision's webhook configurations. What is written and when: kube_writer_plan.h; retries,
- * back-off, logging and counters: kube_writer_sync.h.
+ * discovered namespace, the CA bundle (and, once ready, failurePolicy Fail) of its
+ * revision's webhook configurations, and with PILOT_ENABLE_ANALYSIS the analyzers' messages in
+ * the Istio resources' status.validationMessages. What is written and when: kube_writer_plan.h;
+ * retries, back-off, logging and counters: kube_writer_sync.h.
  *
  * Inputs:
  *  - the Kubernetes client of the config source (borrowed: it must outlive the writer);
@@ -40,6 +41,7 @@ typedef struct wf_kube_writer_opts {
     const char *cm_name;     /* the root ConfigMap's name; NULL = "istio-ca-root-cert" */
     const char *revision;    /* istio.io/rev; NULL = "default" */
     bool webhook_ready;      /* the initial value (see wf_kube_writer_set_webhook_ready) */
+    bool analysis;           /* PILOT_ENABLE_ANALYSIS: analysis messages into status */
     long page_size;          /* the reflectors' list limit; 0 = 500 */
     long request_timeout_ms; /* per write; 0 = 10000 */
     uint64_t seed;           /* back-off jitter; 0 = from the clock */
@@ -56,8 +58,9 @@ wf_kube_writer *wf_kube_writer_start(uv_loop_t *loop, wf_kube_client *client,
 void wf_kube_writer_stop(wf_kube_writer *w);
 
 /* The namespaces that get the ConfigMap, from store and mesh (kube_writer_plan.h
- * wf_kw_wanted_namespaces), and the root bundle root_pem (copied; NULL = no CA yet). Wakes the
- * thread when either changed. */
+ * wf_kw_wanted_namespaces), the root bundle root_pem (copied; NULL = no CA yet) and, with
+ * analysis, the analysis messages (wf_kw_status_wanted: the analyzers run here, on the
+ * caller's thread). Wakes the thread when any changed. */
 void wf_kube_writer_set_config(wf_kube_writer *w, const wf_store *store, const wf_meshcfg *mesh,
                                const char *root_pem);
 

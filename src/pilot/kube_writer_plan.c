@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/analysis.h"
 #include "core/base64.h"
+#include "kube/kinds.h"
 #include "model/node.h"
 #include "model/types.h"
 
@@ -26,6 +28,7 @@ const char *wf_kw_op_name(wf_kw_op op)
 void wf_kw_action_clear(wf_kw_action *a)
 {
     free(a->body);
+    free(a->written);
     memset(a, 0, sizeof *a);
 }
 
@@ -211,4 +214,104 @@ int wf_kw_plan_validating(const json_t *cfg, const char *rev, const char *root_p
                           wf_kw_action *out)
 {
     return plan_webhooks(cfg, "validatingwebhookconfigurations", rev, root_pem, true, ready, out);
+}
+
+/* ---- analysis status ------------------------------------------------------------------------ */
+
+static bool istio_group(const char *g)
+{
+    return !strcmp(g, "networking.istio.io") || !strcmp(g, "security.istio.io") ||
+           !strcmp(g, "telemetry.istio.io");
+}
+
+/* The /status path of r when it is an Istio resource read from the API, else "" (buf). */
+static const char *status_path(const wf_resource *r, char *buf, size_t cap)
+{
+    const wf_kube_kind *k = r->kind_name ? wf_kube_kind_find(r->kind_name) : NULL;
+    buf[0] = '\0';
+    if (!k || !istio_group(k->group) || !r->file || strncmp(r->file, "kube:", 5) != 0 || !r->ns ||
+        !r->ns[0] || !r->name[0])
+        return buf;
+    int n = snprintf(buf, cap, "/apis/%s/%s/namespaces/%s/%s/%s/status", k->group, k->version,
+                     r->ns, k->resource, r->name);
+    if (n < 0 || (size_t)n >= cap)
+        buf[0] = '\0';
+    return buf;
+}
+
+static json_t *message_json(const wf_finding *f)
+{
+    static const char *const levels[] = {"ERROR", "WARNING", "INFO"};
+    const wf_msg_type *t = wf_msg_type_get(f->id);
+    char url[160], lower[16];
+    size_t i;
+    if (!t)
+        return NULL;
+    for (i = 0; t->code[i] && i < sizeof lower - 1; i++)
+        lower[i] = (char)(t->code[i] >= 'A' && t->code[i] <= 'Z' ? t->code[i] + 32 : t->code[i]);
+    lower[i] = '\0';
+    snprintf(url, sizeof url, "https://istio.io/latest/docs/reference/config/analysis/%s/", lower);
+    return json_pack("{s:s,s:s,s:{s:s,s:s}}", "documentationUrl", url, "level",
+                     levels[t->level <= WF_LEVEL_INFO ? t->level : 0], "type", "code", t->code,
+                     "name", t->name);
+}
+
+/* *e = out["Kind/ns/name"] for r, made with messages [] when absent; *e NULL when r is not
+ * written to. 0, or -1 on OOM. */
+static int status_entry(json_t *out, const wf_resource *r, json_t **e)
+{
+    char path[768], key[768];
+    *e = NULL;
+    if (!r || !status_path(r, path, sizeof path)[0])
+        return 0;
+    snprintf(key, sizeof key, "%s/%s/%s", r->kind_name, r->ns, r->name);
+    *e = json_object_get(out, key);
+    if (!*e &&
+        json_object_set_new(out, key, json_pack("{s:s,s:[]}", "path", path, "messages")) == 0)
+        *e = json_object_get(out, key);
+    return *e ? 0 : -1;
+}
+
+json_t *wf_kw_status_wanted(const wf_store *store, const wf_meshcfg *mesh)
+{
+    json_t *out = json_object(), *e;
+    wf_analysis_opts o = {0};
+    wf_analysis_result *res = out ? wf_analyze(store, mesh, &o) : NULL;
+    int rc = res ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < wf_store_count(store); i++)
+        rc = status_entry(out, wf_store_at(store, i), &e);
+    for (size_t i = 0; rc == 0 && i < res->n; i++) {
+        rc = status_entry(out, res->findings[i].res, &e);
+        if (rc == 0 && e)
+            rc = json_array_append_new(json_object_get(e, "messages"),
+                                       message_json(&res->findings[i]));
+    }
+    wf_analysis_result_free(res);
+    if (rc != 0) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+int wf_kw_plan_status(const json_t *want, const char *last, wf_kw_action *out)
+{
+    memset(out, 0, sizeof *out);
+    const json_t *msgs = json_object_get(want, "messages");
+    char *text = json_dumps(msgs, JSON_COMPACT);
+    if (!text)
+        return -1;
+    if ((!last && json_array_size(msgs) == 0) || (last && strcmp(last, text) == 0)) {
+        free(text);
+        out->note = last ? "in sync" : "no messages";
+        return 0;
+    }
+    snprintf(out->path, sizeof out->path, "%s", json_string_value(json_object_get(want, "path")));
+    out->op = WF_KW_PATCH;
+    out->method = "PATCH";
+    out->content_type = WF_KW_MERGE_PATCH;
+    out->written = text;
+    json_t *body = json_pack("{s:{s:O}}", "status", "validationMessages",
+                             json_array_size(msgs) ? (json_t *)msgs : json_null());
+    return take_body(out, body);
 }

@@ -23,6 +23,15 @@
  *    istiod-default-validator): every webhook gets the caBundle and, once pilot's webhook
  *    server is ready, failurePolicy Fail (before that the installed failurePolicy, Ignore in
  *    Istio's charts, is left as it is).
+ *  - analysis status (PILOT_ENABLE_ANALYSIS=true; pkg/config/analysis/incluster, pilot/pkg/
+ *    status): the Istio resources read from the API get the analyzers' findings (analysis/
+ *    analysis.h, all default analyzers) as status.validationMessages, each
+ *    {"documentationUrl": "https://istio.io/latest/docs/reference/config/analysis/<code>/",
+ *    "level": "ERROR"|"WARNING"|"INFO", "type": {"code", "name"}} (istio.analysis.v1alpha1.
+ *    AnalysisMessageBase in JSON: the level by its enum name), with a JSON merge patch of the
+ *    /status subresource: {"status": {"validationMessages": [...]}}; when the findings are gone,
+ *    validationMessages null (removed). Written when the messages differ from those last
+ *    written (a resource never written and without findings is left alone).
  * The webhook changes are one JSON patch (RFC 6902, application/json-patch+json) per
  * configuration: for each webhook changed a `test` of /webhooks/<i>/name (so a reordered list
  * fails with 422 instead of patching the wrong entry) then `add` of the fields ("add" replaces
@@ -46,6 +55,7 @@
 #define WF_KW_REV_LABEL       "istio.io/rev"
 #define WF_KW_INJECTOR_SUFFIX "sidecar-injector.istio.io"
 #define WF_KW_JSON_PATCH      "application/json-patch+json"
+#define WF_KW_MERGE_PATCH     "application/merge-patch+json"
 
 /* True for kube-public, kube-node-lease and local-path-storage (not kube-system). */
 bool wf_kw_ns_ignored(const char *ns);
@@ -71,6 +81,7 @@ typedef struct wf_kw_action {
     const char *content_type; /* NULL = application/json */
     char *body;               /* malloc'ed JSON; NULL for NONE */
     const char *note;         /* NONE: "in sync", "wrong revision", ... (static text) */
+    char *written;            /* status: the messages (JSON text) to remember once written */
 } wf_kw_action;
 
 void wf_kw_action_clear(wf_kw_action *a);
@@ -88,6 +99,15 @@ int wf_kw_plan_mutating(const json_t *cfg, const char *rev, const char *root_pem
  * Fail). 0 or -1 (OOM). */
 int wf_kw_plan_validating(const json_t *cfg, const char *rev, const char *root_pem, bool ready,
                           wf_kw_action *out);
+
+/* The analysis messages of the store's Istio resources that came from the API (documents
+ * "kube:Kind/ns/name"): a new object {"Kind/ns/name": {"path": the /status subresource's path,
+ * "messages": [...]}} with every such resource (messages [] without findings); NULL on OOM. */
+json_t *wf_kw_status_wanted(const wf_store *store, const wf_meshcfg *mesh);
+
+/* want: one entry of wf_kw_status_wanted; last: the messages last written (JSON text), NULL =
+ * never. 0 or -1 (OOM). */
+int wf_kw_plan_status(const json_t *want, const char *last, wf_kw_action *out);
 
 /* base64 of root_pem (a webhook's caBundle), malloc'ed; NULL on OOM. */
 char *wf_kw_ca_bundle(const char *root_pem);

@@ -13,9 +13,9 @@
 #include "pilot/kube_writer_plan.h"
 
 static const char *const GROUP_KIND[WF_KW_GROUPS] = {"ConfigMap", "MutatingWebhookConfiguration",
-                                                     "ValidatingWebhookConfiguration"};
+                                                     "ValidatingWebhookConfiguration", "status of"};
 static const char *const GROUP_JSON[WF_KW_GROUPS] = {"configmaps", "mutatingwebhookconfigurations",
-                                                     "validatingwebhookconfigurations"};
+                                                     "validatingwebhookconfigurations", "status"};
 
 typedef struct kw_item {
     int group;
@@ -27,7 +27,8 @@ typedef struct kw_item {
     int64_t retry_at; /* 0 = no retry pending */
     bool waiting;     /* written at cache generation wrote_gen, its event not seen yet */
     uint64_t wrote_gen;
-    bool seen; /* in the current pass */
+    bool seen;       /* in the current pass */
+    char *last_body; /* status: the messages last written (JSON text), NULL = never */
 } kw_item;
 
 struct wf_kw_sync {
@@ -53,8 +54,10 @@ void wf_kw_sync_free(wf_kw_sync *s)
 {
     if (!s)
         return;
-    for (size_t i = 0; i < s->n; i++)
+    for (size_t i = 0; i < s->n; i++) {
         free(s->items[i].key);
+        free(s->items[i].last_body);
+    }
     free(s->items);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -95,6 +98,7 @@ static void drop_unseen(wf_kw_sync *s, const bool done[WF_KW_GROUPS])
         kw_item *it = &s->items[i];
         if (done[it->group] && !it->seen) {
             free(it->key);
+            free(it->last_body);
             continue;
         }
         it->seen = false;
@@ -153,8 +157,13 @@ static void execute(pass_ctx *c, int group, const char *key, const wf_kw_action 
         it->writes++;
         it->retry_at = 0;
         it->bo.next_ms = 0;
-        it->waiting = true;
+        it->waiting = group != WF_KW_STATUS; /* status: compared with last_body instead */
         it->wrote_gen = c->in->gen[group];
+        char *w = a->written ? strdup(a->written) : NULL;
+        if (w) {
+            free(it->last_body);
+            it->last_body = w;
+        }
         count_write(s, a->op);
         if (s->logged[group][0]) {
             WF_LOG(WF_LC_config, WF_LOG_INFO, "kubernetes: %s %s written again (%s)",
@@ -205,10 +214,11 @@ static int one(pass_ctx *c, int group, const char *key, const json_t *obj)
         return 0; /* our write's event has not come back yet */
     it->waiting = false;
     wf_kw_action a;
-    int rc = group == WF_KW_CM ? wf_kw_plan_configmap(in->cm_name, key, obj, in->root_pem, &a)
-             : group == WF_KW_MWC
-                 ? wf_kw_plan_mutating(obj, in->revision, in->root_pem, &a)
-                 : wf_kw_plan_validating(obj, in->revision, in->root_pem, in->webhook_ready, &a);
+    int rc = group == WF_KW_CM    ? wf_kw_plan_configmap(in->cm_name, key, obj, in->root_pem, &a)
+             : group == WF_KW_MWC ? wf_kw_plan_mutating(obj, in->revision, in->root_pem, &a)
+             : group == WF_KW_VWC
+                 ? wf_kw_plan_validating(obj, in->revision, in->root_pem, in->webhook_ready, &a)
+                 : wf_kw_plan_status(obj, it->last_body, &a);
     if (rc != 0)
         return -1;
     if (a.op == WF_KW_NONE) {
@@ -229,12 +239,12 @@ static bool stopped(const wf_kw_inputs *in)
     return in->stop && atomic_load(in->stop);
 }
 
-/* The webhook configurations of one group. */
-static int webhooks(pass_ctx *c, int group)
+/* The objects of one group: the webhook configurations of a cache, or the status entries. */
+static int webhooks(pass_ctx *c, int group, const json_t *objs)
 {
     const char *name;
     json_t *obj;
-    json_object_foreach((json_t *)c->in->cache[group], name, obj)
+    json_object_foreach((json_t *)objs, name, obj)
     {
         if (stopped(c->in) || one(c, group, name, obj) != 0)
             return -1;
@@ -260,20 +270,22 @@ static int configmaps(pass_ctx *c)
 int64_t wf_kw_sync_pass(wf_kw_sync *s, const wf_kw_inputs *in, wf_kw_request_fn fn, void *ud)
 {
     pass_ctx c = {.s = s, .in = in, .fn = fn, .ud = ud, .next = INT64_MAX};
-    bool done[WF_KW_GROUPS] = {false, false, false};
+    bool done[WF_KW_GROUPS] = {false, false, false, false};
     int rc = 0;
-    if (!in->root_pem)
-        return INT64_MAX;
     pthread_mutex_lock(&s->mu);
-    for (int g = WF_KW_MWC; rc == 0 && g <= WF_KW_VWC; g++) {
+    for (int g = WF_KW_MWC; in->root_pem && rc == 0 && g <= WF_KW_VWC; g++) {
         if (!in->cache[g])
             continue;
-        rc = webhooks(&c, g);
+        rc = webhooks(&c, g, in->cache[g]);
         done[g] = rc == 0;
     }
-    if (rc == 0 && in->cache[WF_KW_CM] && in->namespaces) {
+    if (in->root_pem && rc == 0 && in->cache[WF_KW_CM] && in->namespaces) {
         rc = configmaps(&c);
         done[WF_KW_CM] = rc == 0;
+    }
+    if (rc == 0 && in->status) {
+        rc = webhooks(&c, WF_KW_STATUS, in->status);
+        done[WF_KW_STATUS] = rc == 0;
     }
     drop_unseen(s, done);
     pthread_mutex_unlock(&s->mu);

@@ -5,7 +5,8 @@
  * client, or a fake in tests). Level-triggered, as istiod's controllers' queues are: a pass
  * reconsiders every object, so a missed event costs nothing but the next pass.
  *
- * Per object ("ConfigMap ns", "MutatingWebhookConfiguration name", "Validating... name"):
+ * Per object ("ConfigMap ns", "MutatingWebhookConfiguration name", "Validating... name",
+ * "Kind/ns/name" for the analysis status):
  *  - the state shown by /debug/kubez: "in sync", "created", "updated", "patched", "error",
  *    "waiting" (a write done, its watch event not seen yet), or a planner note ("wrong
  *    revision", "no webhook to patch"); the last error; counters writes, errors, conflicts;
@@ -40,7 +41,9 @@ typedef int (*wf_kw_request_fn)(void *ud, const char *method, const char *path,
                                 const char *content_type, const char *body, wf_kube_status *st,
                                 wf_strbuf *why);
 
-enum { WF_KW_CM = 0, WF_KW_MWC, WF_KW_VWC, WF_KW_GROUPS };
+/* The groups of objects written; the first WF_KW_WATCHED have a cache (a reflector). */
+enum { WF_KW_CM = 0, WF_KW_MWC, WF_KW_VWC, WF_KW_STATUS, WF_KW_GROUPS };
+#define WF_KW_WATCHED WF_KW_STATUS
 
 typedef struct wf_kw_inputs {
     const json_t *namespaces; /* {"ns": true} that get the ConfigMap; NULL = not known yet */
@@ -48,10 +51,13 @@ typedef struct wf_kw_inputs {
     const char *cm_name;      /* the ConfigMap's name */
     const char *revision;     /* istio.io/rev of the webhook configurations */
     bool webhook_ready;       /* pilot's webhook server serves: validating failurePolicy Fail */
+    /* analysis status (kube_writer_plan.h wf_kw_status_wanted); NULL = PILOT_ENABLE_ANALYSIS
+     * off. Compared with what was last written (no cache): one write per change. */
+    const json_t *status;
     /* the caches by group: {"ns/name": obj} for ConfigMaps, {"name": obj} for the webhook
      * configurations; NULL = not listed yet (the group is skipped) */
-    const json_t *cache[WF_KW_GROUPS];
-    uint64_t gen[WF_KW_GROUPS]; /* the caches' generations */
+    const json_t *cache[WF_KW_WATCHED];
+    uint64_t gen[WF_KW_GROUPS]; /* the caches' generations (status: unused) */
     int64_t now_ms;             /* monotonic */
     const atomic_bool *stop;    /* set: end the pass at once; NULL = never */
 } wf_kw_inputs;
@@ -75,7 +81,8 @@ void wf_kw_sync_counts(wf_kw_sync *s, wf_kw_counts *out);
 
 /* The table for /debug/kubez (a new object): {"configmaps": {ns: item},
  * "mutatingwebhookconfigurations": {name: item}, "validatingwebhookconfigurations": {name:
- * item}, "counters": {"creates", "updates", "patches", "errors", "conflicts"}} with item
+ * item}, "status": {"Kind/ns/name": item}, "counters": {"creates", "updates", "patches", "errors",
+ * "conflicts"}} with item
  * {"state", "last_error", "writes", "errors", "conflicts", "retry_in_ms"}; at now_ms. NULL on
  * OOM. */
 json_t *wf_kw_sync_debug(wf_kw_sync *s, int64_t now_ms);

@@ -145,9 +145,13 @@ static int start_debug(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t ca
 static int start_writer(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
 {
     const char *cm = getenv("PILOT_CA_CERT_CONFIGMAP");
+    const char *an = getenv("PILOT_ENABLE_ANALYSIS"); /* istiod's: Go bool, default false */
     wf_kube_writer_opts wo = {.cm_name = cm && *cm ? cm : NULL,
                               .revision = o->revision,
-                              .webhook_ready = !o->webhook_pending};
+                              .webhook_ready = !o->webhook_pending,
+                              .analysis = an && (!strcmp(an, "true") || !strcmp(an, "1") ||
+                                                 !strcmp(an, "t") || !strcmp(an, "T") ||
+                                                 !strcmp(an, "TRUE") || !strcmp(an, "True"))};
     wf_strbuf why = WF_STRBUF_INIT;
     p->writer = wf_kube_writer_start(p->loop, wf_kube_source_client(p->src), &wo, &why);
     if (!p->writer)

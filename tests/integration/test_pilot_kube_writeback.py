@@ -291,3 +291,43 @@ def test_revision_flag(tmp_path):
     r = subprocess.run([pilot, "--config-dir", str(tmp_path), "--revision", "Bad_Rev"],
                        capture_output=True, text=True, timeout=10)
     assert r.returncode == 2 and 'invalid value "Bad_Rev" for --revision' in r.stderr
+
+
+VSP = "/apis/networking.istio.io/v1/namespaces/team-a/virtualservices"
+
+
+def messages(api, name):
+    return api.req("GET", VSP + "/" + name).get("status", {}).get("validationMessages")
+
+
+def test_analysis_status(api, tmp_path):
+    """PILOT_ENABLE_ANALYSIS=true: the analyzers' findings become status.validationMessages of
+    the Istio resources (through /status), and go away when fixed."""
+    ns(api, "istio-system")
+    ns(api, "team-a")
+    vs = {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+          "metadata": {"name": "reviews", "namespace": "team-a"},
+          "spec": {"hosts": ["reviews"], "gateways": ["no-such-gateway"],
+                   "http": [{"route": [{"destination": {"host": "reviews"}}]}]}}
+    api.req("POST", VSP, vs)
+    api.req("POST", "/api/v1/namespaces/team-a/services",
+            {"apiVersion": "v1", "kind": "Service",
+             "metadata": {"name": "reviews", "namespace": "team-a"},
+             "spec": {"selector": {"app": "reviews"}, "ports": [{"name": "http", "port": 9080}]}})
+    pilot = start_pilot(api, tmp_path, env={"PILOT_ENABLE_ANALYSIS": "true"})
+    try:
+        msgs = poll(lambda: messages(api, "reviews"), what="validationMessages")
+        want = {"documentationUrl":
+                "https://istio.io/latest/docs/reference/config/analysis/ist0101/",
+                "level": "ERROR",
+                "type": {"code": "IST0101", "name": "ReferencedResourceNotFound"}}
+        assert want in msgs, msgs
+        assert writer(pilot)["status"]["VirtualService/team-a/reviews"]["writes"] == 1
+        # fixed (the status sent back as read): pilot removes the messages
+        cur = api.req("GET", VSP + "/reviews")
+        del cur["spec"]["gateways"]
+        api.req("PUT", VSP + "/reviews", cur)
+        poll(lambda: messages(api, "reviews") is None, what="the messages removed")
+        assert writer(pilot)["status"]["VirtualService/team-a/reviews"]["writes"] == 2
+    finally:
+        pilot.stop()

@@ -232,6 +232,71 @@ static void validating_patch(void **state)
     free(ca);
 }
 
+/* ---- analysis status ----------------------------------------------------------------------- */
+
+static void status_plans(void **state)
+{
+    (void)state;
+    const char *vs = "{\"apiVersion\":\"networking.istio.io/v1\",\"kind\":\"VirtualService\","
+                     "\"metadata\":{\"name\":\"reviews\",\"namespace\":\"team-a\"},"
+                     "\"spec\":{\"hosts\":[\"reviews\"],\"gateways\":[\"nope\"],\"http\":"
+                     "[{\"route\":[{\"destination\":{\"host\":\"reviews\"}}]}]}}";
+    const char *ok = "{\"apiVersion\":\"security.istio.io/v1\",\"kind\":\"PeerAuthentication\","
+                     "\"metadata\":{\"name\":\"x\",\"namespace\":\"team-a\"},"
+                     "\"spec\":{\"mtls\":{\"mode\":\"STRICT\"}}}";
+    wf_store *s = wf_store_new();
+    assert_int_equal(
+        wf_store_load_buffer(s, "kube:VirtualService/team-a/reviews", vs, strlen(vs), true), 0);
+    assert_int_equal(
+        wf_store_load_buffer(s, "kube:PeerAuthentication/team-a/x", ok, strlen(ok), true), 0);
+    /* a file's resource is not the API's: never written */
+    const char *file = "{\"apiVersion\":\"networking.istio.io/v1\",\"kind\":\"DestinationRule\","
+                       "\"metadata\":{\"name\":\"y\",\"namespace\":\"team-a\"},"
+                       "\"spec\":{\"host\":\"x.example.com\"}}";
+    assert_int_equal(wf_store_load_buffer(s, "dr.json", file, strlen(file), true), 0);
+    assert_int_equal(wf_store_finalize(s, "default", false), 0);
+    wf_meshcfg *m = wf_meshcfg_new_default();
+    json_t *want = wf_kw_status_wanted(s, m);
+    assert_int_equal(json_object_size(want), 2);
+    json_t *e = json_object_get(want, "VirtualService/team-a/reviews");
+    assert_string_equal(json_string_value(json_object_get(e, "path")),
+                        "/apis/networking.istio.io/v1/namespaces/team-a/virtualservices/reviews/"
+                        "status");
+    json_t *msg =
+        json_pack("{s:s,s:s,s:{s:s,s:s}}", "documentationUrl",
+                  "https://istio.io/latest/docs/reference/config/analysis/ist0101/", "level",
+                  "ERROR", "type", "code", "IST0101", "name", "ReferencedResourceNotFound");
+    size_t i;
+    json_t *v;
+    bool found = false;
+    json_array_foreach(json_object_get(e, "messages"), i, v) found |= json_equal(v, msg);
+    assert_true(found);
+    json_decref(msg);
+    /* never written: a merge patch of /status; written the same: nothing */
+    wf_kw_action a;
+    assert_int_equal(wf_kw_plan_status(e, NULL, &a), 0);
+    assert_int_equal(a.op, WF_KW_PATCH);
+    assert_string_equal(a.content_type, "application/merge-patch+json");
+    assert_non_null(strstr(a.body, "{\"status\":{\"validationMessages\":[{"));
+    char *written = strdup(a.written);
+    wf_kw_action_clear(&a);
+    assert_int_equal(wf_kw_plan_status(e, written, &a), 0);
+    assert_int_equal(a.op, WF_KW_NONE);
+    /* no findings: nothing when never written, null (removed) once written */
+    json_t *clean = json_object_get(want, "PeerAuthentication/team-a/x");
+    assert_int_equal(json_array_size(json_object_get(clean, "messages")), 0);
+    assert_int_equal(wf_kw_plan_status(clean, NULL, &a), 0);
+    assert_int_equal(a.op, WF_KW_NONE);
+    assert_int_equal(wf_kw_plan_status(clean, written, &a), 0);
+    assert_int_equal(a.op, WF_KW_PATCH);
+    assert_string_equal(a.body, "{\"status\":{\"validationMessages\":null}}");
+    wf_kw_action_clear(&a);
+    free(written);
+    json_decref(want);
+    wf_meshcfg_free(m);
+    wf_store_free(s);
+}
+
 /* ---- the reconciler with a fake API --------------------------------------------------------- */
 
 typedef struct fake {
@@ -399,9 +464,10 @@ static void reconcile_api_away(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(wanted_namespaces),    cmocka_unit_test(configmap_plans),
-        cmocka_unit_test(mutating_patch),       cmocka_unit_test(validating_patch),
-        cmocka_unit_test(reconcile_configmaps), cmocka_unit_test(reconcile_api_away),
+        cmocka_unit_test(wanted_namespaces),  cmocka_unit_test(configmap_plans),
+        cmocka_unit_test(mutating_patch),     cmocka_unit_test(validating_patch),
+        cmocka_unit_test(status_plans),       cmocka_unit_test(reconcile_configmaps),
+        cmocka_unit_test(reconcile_api_away),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
