@@ -153,7 +153,10 @@ static int start_writer(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t c
                                                  !strcmp(an, "t") || !strcmp(an, "T") ||
                                                  !strcmp(an, "TRUE") || !strcmp(an, "True"))};
     wf_strbuf why = WF_STRBUF_INIT;
-    p->writer = wf_kube_writer_start(p->loop, wf_kube_source_client(p->src), &wo, &why);
+    wf_kube_client *client = wf_kube_source_client(p->src);
+    p->writer = client ? wf_kube_writer_start(p->loop, client, &wo, &why) : NULL;
+    if (!client)
+        wf_strbuf_puts(&why, "the config source has no client");
     if (!p->writer)
         snprintf(err, cap, "cannot start the Kubernetes write-back: %s", wf_strbuf_cstr(&why));
     wf_strbuf_free(&why);

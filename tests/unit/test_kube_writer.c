@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "core/base64.h"
+#include "core/log.h"
 #include "pilot/kube_writer_plan.h"
 #include "pilot/kube_writer_sync.h"
 
@@ -416,11 +417,22 @@ static void reconcile_configmaps(void **state)
     wf_kw_sync_free(s);
 }
 
+static size_t count(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
 /* The API server away: every object retries with growing back-offs; the cause is logged once
- * per group (the log is not captured here: the counters and states are checked). */
+ * per group, and the recovery once. */
 static void reconcile_api_away(void **state)
 {
     (void)state;
+    FILE *log = tmpfile();
+    assert_non_null(log);
+    wf_log_init(fileno(log), WF_LOG_INFO, NULL);
     wf_kw_sync *s = wf_kw_sync_new(9);
     json_t *nss = json_pack("{s:b}", "team-a", 1), *cache = json_object();
     json_t *mwcs = json_pack(
@@ -449,6 +461,16 @@ static void reconcile_api_away(void **state)
     in.now_ms = n2 + 3200;
     assert_int_equal(wf_kw_sync_pass(s, &in, fake_request, &f), INT64_MAX);
     assert_int_equal(f.calls, 6); /* both written at their third attempt */
+    wf_log_init(2, WF_LOG_INFO, NULL);
+    char text[8192];
+    size_t got = fread(text, 1, sizeof text - 1, (rewind(log), log));
+    text[got] = '\0';
+    fclose(log);
+    /* two refusals each, one line each; then one "written again" each */
+    assert_int_equal(count(text, "cannot patch MutatingWebhookConfiguration inj: PATCH"), 1);
+    assert_int_equal(count(text, "cannot create ConfigMap team-a: POST"), 1);
+    assert_int_equal(count(text, "Connection refused"), 2);
+    assert_int_equal(count(text, "written again"), 2);
     wf_strbuf m = WF_STRBUF_INIT;
     wf_kw_sync_metrics_text(s, &m);
     assert_non_null(strstr(wf_strbuf_cstr(&m), "webhook_patch_attempts_total{name=\"inj\"} 3\n"));
