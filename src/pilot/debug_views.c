@@ -705,8 +705,9 @@ static void r_authorizationz(wf_pilot *p, const char *q, wf_debug_reply *r)
 }
 
 /* weft: the Kubernetes source's watches (pilot/source_kube.h): each kind's state, last
- * resourceVersion, counters and last error; the Pods served without their IP. The directory
- * source has none: {"source": "directory", "watches": []}. */
+ * resourceVersion, counters and last error; the Pods served without their IP; under "writer"
+ * what pilot writes back (pilot/kube_writer.h). The directory source has none: {"source":
+ * "directory", "watches": []}. */
 static void r_kubez(wf_pilot *p, const char *q, wf_debug_reply *r)
 {
     (void)q;
