@@ -46,7 +46,9 @@ static void on_snapshot(wf_snapshot *snap, void *ud)
     wf_pilot_secure_refresh(p->secure, (int64_t)time(NULL)); /* a new CA: a new certificate */
     wf_ads_push(p->ads, snap);
     p->serving = true;
-    if (p->writer)
+    /* a snapshot with nothing changed changes no namespace, root or finding: the writer's
+     * inputs (and the analyzers' run) are only recomputed for the others */
+    if (p->writer && (snap->change != WF_CHANGE_NONE || snap->mesh_changed))
         wf_kube_writer_set_config(p->writer, snap->store, snap->mesh, root_pem(p));
 }
 
