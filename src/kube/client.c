@@ -117,7 +117,8 @@ static void unauthorized(wf_kube_client *c, int status)
 
 /* Connects and sends the request; on success the caller reads the head. */
 static int start(wf_kube_client *c, wf_kube_conn *conn, const char *method, const char *path,
-                 const char *body, int cancel_fd, int64_t deadline, wf_strbuf *why)
+                 const char *ctype, const char *body, int cancel_fd, int64_t deadline,
+                 wf_strbuf *why)
 {
     char *token = NULL;
     if (bearer(c, &token, why) != 0)
@@ -133,8 +134,8 @@ static int start(wf_kube_client *c, wf_kube_conn *conn, const char *method, cons
         wf_strbuf_printf(&req, "Authorization: Bearer %s\r\n", token);
     free(token);
     if (body)
-        wf_strbuf_printf(&req, "Content-Type: application/json\r\nContent-Length: %zu\r\n",
-                         strlen(body));
+        wf_strbuf_printf(&req, "Content-Type: %s\r\nContent-Length: %zu\r\n",
+                         ctype ? ctype : "application/json", strlen(body));
     wf_strbuf_puts(&req, "Connection: close\r\n\r\n");
     if (body)
         wf_strbuf_puts(&req, body);
@@ -155,13 +156,20 @@ int wf_kube_request(wf_kube_client *c, const char *method, const char *path, con
                     int cancel_fd, long timeout_ms, wf_strbuf *resp, wf_kube_status *st,
                     wf_strbuf *why)
 {
+    return wf_kube_request_ct(c, method, path, NULL, body, cancel_fd, timeout_ms, resp, st, why);
+}
+
+int wf_kube_request_ct(wf_kube_client *c, const char *method, const char *path,
+                       const char *content_type, const char *body, int cancel_fd, long timeout_ms,
+                       wf_strbuf *resp, wf_kube_status *st, wf_strbuf *why)
+{
     memset(st, 0, sizeof *st);
     int64_t deadline = timeout_ms > 0 ? wf_kube_now_ms() + timeout_ms : 0;
     wf_kube_conn conn;
     wf_strbuf err = WF_STRBUF_INIT, tmp = WF_STRBUF_INIT;
     wf_kube_head h;
     int rc = -1;
-    if (start(c, &conn, method, path, body, cancel_fd, deadline, &err) != 0)
+    if (start(c, &conn, method, path, content_type, body, cancel_fd, deadline, &err) != 0)
         goto out;
     wf_strbuf *dst = resp;
     if (wf_kube_read_head(&conn, &h, &err) == 0) {
@@ -350,7 +358,7 @@ int wf_kube_watch_open(wf_kube_client *c, const wf_kube_kind *k, const char *ns,
     /* the connect and the head within 30 s; then data within the server's timeout + 30 s */
     int64_t deadline = wf_kube_now_ms() + 30000;
     int rc = -1;
-    if (start(c, &w->conn, "GET", path.data, NULL, cancel_fd, deadline, &err) != 0)
+    if (start(c, &w->conn, "GET", path.data, NULL, NULL, cancel_fd, deadline, &err) != 0)
         goto out;
     w->conn.deadline_ms = deadline;
     if (wf_kube_read_head(&w->conn, &w->head, &err) != 0)

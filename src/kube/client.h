@@ -52,6 +52,12 @@ int wf_kube_request(wf_kube_client *c, const char *method, const char *path, con
                     int cancel_fd, long timeout_ms, wf_strbuf *resp, wf_kube_status *st,
                     wf_strbuf *why);
 
+/* The same with the body's Content-Type (NULL = "application/json"): PATCH takes
+ * "application/json-patch+json", "application/merge-patch+json", ... (§1.6). */
+int wf_kube_request_ct(wf_kube_client *c, const char *method, const char *path,
+                       const char *content_type, const char *body, int cancel_fd, long timeout_ms,
+                       wf_strbuf *resp, wf_kube_status *st, wf_strbuf *why);
+
 typedef struct wf_kube_list_opts {
     const char *label_selector; /* NULL = none */
     const char *field_selector; /* NULL = none */

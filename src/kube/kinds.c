@@ -33,6 +33,13 @@ static const wf_kube_kind KINDS[] = {
     {"Telemetry", "telemetry.istio.io", "v1", "telemetries", true},
 };
 
+/* Kinds weft-pilot writes (kube_writer.h) but the config source does not read. */
+#define ADM "admissionregistration.k8s.io"
+static const wf_kube_kind WRITE_KINDS[] = {
+    {"MutatingWebhookConfiguration", ADM, "v1", "mutatingwebhookconfigurations", false},
+    {"ValidatingWebhookConfiguration", ADM, "v1", "validatingwebhookconfigurations", false},
+};
+
 const wf_kube_kind *wf_kube_kinds(size_t *n)
 {
     *n = sizeof KINDS / sizeof KINDS[0];
@@ -41,8 +48,9 @@ const wf_kube_kind *wf_kube_kinds(size_t *n)
 
 const wf_kube_kind *wf_kube_kind_find(const char *name)
 {
-    for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++) {
-        const wf_kube_kind *k = &KINDS[i];
+    size_t nk = sizeof KINDS / sizeof KINDS[0], nw = sizeof WRITE_KINDS / sizeof WRITE_KINDS[0];
+    for (size_t i = 0; i < nk + nw; i++) {
+        const wf_kube_kind *k = i < nk ? &KINDS[i] : &WRITE_KINDS[i - nk];
         size_t rl = strlen(k->resource);
         if (strcasecmp(name, k->kind) == 0 || strcasecmp(name, k->resource) == 0)
             return k;

@@ -20,7 +20,9 @@ typedef struct wf_kube_kind {
     bool namespaced;
 } wf_kube_kind;
 
-/* The table, n entries. */
+/* The table the config source watches, n entries. The admission kinds weft-pilot writes
+ * (MutatingWebhookConfiguration, ValidatingWebhookConfiguration, admissionregistration.k8s.io
+ * v1: pilot/kube_writer.h) are not in it: wf_kube_kind_find knows them too. */
 const wf_kube_kind *wf_kube_kinds(size_t *n);
 
 /* By Kind ("Pod"), plural resource ("pods") or "resource.group" ("virtualservices.networking.

@@ -54,6 +54,7 @@
 #include "pilot/webhook.h"
 #include "pilot/eds.h"
 #include "pilot/jwks_fetch.h"
+#include "pilot/kube_writer.h"
 #include "pilot/nds.h"
 #include "pilot/pilot.h"
 
@@ -617,6 +618,8 @@ static void r_metrics(wf_pilot *p, const char *q, wf_debug_reply *r)
                      "# TYPE pilot_jwks_resolver_network_fetch_fail_total counter\n"
                      "pilot_jwks_resolver_network_fetch_fail_total %llu\n",
                      (unsigned long long)ok, (unsigned long long)failed);
+    if (wf_pilot_kube_writer(p))
+        wf_kube_writer_metrics_text(wf_pilot_kube_writer(p), &r->body);
 }
 
 /* The istio-ca-root-cert ConfigMaps (pilot_ca.h): all namespaces as a List, or ?namespace=. */
@@ -704,8 +707,9 @@ static void r_authorizationz(wf_pilot *p, const char *q, wf_debug_reply *r)
 }
 
 /* weft: the Kubernetes source's watches (pilot/source_kube.h): each kind's state, last
- * resourceVersion, counters and last error; the Pods served without their IP. The directory
- * source has none: {"source": "directory", "watches": []}. */
+ * resourceVersion, counters and last error; the Pods served without their IP; under "writer"
+ * what pilot writes back (pilot/kube_writer.h). The directory source has none: {"source":
+ * "directory", "watches": []}. */
 static void r_kubez(wf_pilot *p, const char *q, wf_debug_reply *r)
 {
     (void)q;
@@ -714,7 +718,11 @@ static void r_kubez(wf_pilot *p, const char *q, wf_debug_reply *r)
         wf_debug_reply_json(r, 200, json_pack("{s:s,s:[]}", "source", "directory", "watches"));
         return;
     }
-    wf_debug_reply_json(r, 200, src->debug(src));
+    json_t *j = src->debug(src);
+    wf_kube_writer *w = wf_pilot_kube_writer(p);
+    if (j && w) /* what pilot writes back (kube_writer.h) */
+        json_object_set_new(j, "writer", wf_kube_writer_debug(w));
+    wf_debug_reply_json(r, 200, j);
 }
 
 static void r_index(wf_pilot *p, const char *q, wf_debug_reply *r);

@@ -3,10 +3,10 @@
  * --meshConfig, --grpcAddr, --secureGRPCAddr, --monitoringAddr, --webhookAddr,
  * --injectConfigDir, --domain, --keepaliveInterval,
  * istiod's XDS_AUTH environment variable and weft's --xds-auth flag for it,
- * --keepaliveTimeout), weft's --ca-dir, the Kubernetes source's --kubeconfig/--context (and the
- * in-cluster configuration: source_kube.h), `create-token` (ca_token.h) and `authz-filters`
- * (authz_cmd.h). Exit codes: 0 clean exit
- * on SIGTERM/SIGINT, 1 start failure (a bind, an unreadable directory or MeshConfig, a bad
+ * --keepaliveTimeout, --revision and istiod's REVISION variable), weft's --ca-dir, the
+ * Kubernetes source's --kubeconfig/--context (and the in-cluster configuration: source_kube.h),
+ * `create-token` (ca_token.h) and `authz-filters` (authz_cmd.h). Exit codes: 0 clean exit on
+ * SIGTERM/SIGINT, 1 start failure (a bind, an unreadable directory or MeshConfig, a bad
  * kubeconfig, an API server not synced in time: the message names it), 2 bad command line.
  */
 #include <getopt.h>
@@ -63,6 +63,12 @@ static void usage(FILE *f)
            "                                   cluster (default /; for tests)\n"
            "      --kube-sync-timeout-s N      wait at most N s for the first lists (default\n"
            "                                   30), then fail naming what did not list\n"
+           "      --revision REV               istiod's revision (default: $REVISION, else\n"
+           "                                   default): with the Kubernetes API, the webhook\n"
+           "                                   configurations labelled istio.io/rev=REV get\n"
+           "                                   the mesh root as caBundle; every discovered\n"
+           "                                   namespace gets the istio-ca-root-cert ConfigMap\n"
+           "                                   ($PILOT_CA_CERT_CONFIGMAP renames it)\n"
            "      --grpcAddr ADDR              xDS listen address ip:port (default "
            "127.0.0.1:15010;\n"
            "                                   port 0 picks one; unix:PATH: a Unix socket),\n"
@@ -218,7 +224,8 @@ enum {
     OPT_INCLUSTER_ROOT,
     OPT_KUBE_SYNC,
     OPT_WEBHOOK,
-    OPT_INJECTDIR
+    OPT_INJECTDIR,
+    OPT_REVISION
 };
 
 /* Go's strconv.ParseBool, as istiod reads XDS_AUTH: 0 / 1 into *out, -1 when not a boolean. */
@@ -340,6 +347,16 @@ static int parse_opt(cmdline *c, int opt, const char *arg)
         }
         c->o.kube_sync_timeout_ms = (int64_t)v * 1000;
         return 0;
+    case OPT_REVISION:
+        if (!wf_is_dns1123_label(arg)) {
+            fprintf(stderr,
+                    "weft-pilot: invalid value \"%s\" for --revision: want a label value "
+                    "(lower-case letters, digits, '-')\n",
+                    arg);
+            return -1;
+        }
+        c->o.revision = arg;
+        return 0;
     case 'l':
         c->level = wf_log_level_from_name(arg, strlen(arg));
         if (c->level < 0) {
@@ -380,6 +397,7 @@ static int parse(int argc, char **argv, cmdline *c)
         {"kube-sync-timeout-s", required_argument, 0, OPT_KUBE_SYNC},
         {"webhookAddr", required_argument, 0, OPT_WEBHOOK},
         {"injectConfigDir", required_argument, 0, OPT_INJECTDIR},
+        {"revision", required_argument, 0, OPT_REVISION},
         {"log-level", required_argument, 0, 'l'},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, OPT_VER},
@@ -388,6 +406,9 @@ static int parse(int argc, char **argv, cmdline *c)
     int opt;
     const char *env = getenv("XDS_AUTH");
     if (env && *env && set_xds_auth(c, "XDS_AUTH", env) != 0)
+        return -1;
+    env = getenv("REVISION"); /* istiod's deployment sets it; --revision wins */
+    if (env && *env && parse_opt(c, OPT_REVISION, env) != 0)
         return -1;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, ":l:h", longs, NULL)) != -1) {

@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "pilot/debug.h"
 #include "pilot/jwks_fetch.h"
+#include "pilot/kube_writer.h"
 #include "pilot/pilot_secure.h"
 #include "pilot/webhook.h"
 
@@ -30,8 +31,16 @@ struct wf_pilot {
     wf_jwks_resolver *jwks;   /* RequestAuthentication jwksUri key sets (pilot/jwks_fetch.h) */
     wf_webhook *webhook;      /* the admission webhook port, NULL when off */
     wf_inject_config *inject; /* the injector's config (kube/inject.h) */
+    wf_kube_writer *writer;   /* the Kubernetes write-back (kube_writer.h), NULL without */
     bool serving;
 };
+
+/* The mesh root bundle as the root ConfigMap publishes it (pilot_ca.h), NULL without a CA. */
+static const char *root_pem(const wf_pilot *p)
+{
+    const wf_ca *ca = wf_ca_server_ca(wf_pilot_ca_server(p->ca));
+    return ca ? wf_ca_root_pem(ca) : NULL;
+}
 
 static void on_snapshot(wf_snapshot *snap, void *ud)
 {
@@ -43,6 +52,10 @@ static void on_snapshot(wf_snapshot *snap, void *ud)
     wf_webhook_refresh(p->webhook, (int64_t)time(NULL));
     wf_ads_push(p->ads, snap);
     p->serving = true;
+    /* a snapshot with nothing changed changes no namespace, root or finding: the writer's
+     * inputs (and the analyzers' run) are only recomputed for the others */
+    if (p->writer && (snap->change != WF_CHANGE_NONE || snap->mesh_changed))
+        wf_kube_writer_set_config(p->writer, snap->store, snap->mesh, root_pem(p));
 }
 
 static void announce(const char *what, const char *ip, int port)
@@ -136,6 +149,33 @@ static int start_debug(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t ca
     return 0;
 }
 
+/* The Kubernetes write-back, fed the first snapshot at once (it came during start()). */
+static int start_writer(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
+{
+    const char *cm = getenv("PILOT_CA_CERT_CONFIGMAP");
+    const char *an = getenv("PILOT_ENABLE_ANALYSIS"); /* istiod's: Go bool, default false */
+    wf_kube_writer_opts wo = {.cm_name = cm && *cm ? cm : NULL,
+                              .revision = o->revision,
+                              .webhook_ready = false, /* until start_webhook serves */
+                              .analysis = an && (!strcmp(an, "true") || !strcmp(an, "1") ||
+                                                 !strcmp(an, "t") || !strcmp(an, "T") ||
+                                                 !strcmp(an, "TRUE") || !strcmp(an, "True"))};
+    wf_strbuf why = WF_STRBUF_INIT;
+    wf_kube_client *client = wf_kube_source_client(p->src);
+    p->writer = client ? wf_kube_writer_start(p->loop, client, &wo, &why) : NULL;
+    if (!client)
+        wf_strbuf_puts(&why, "the config source has no client");
+    if (!p->writer)
+        snprintf(err, cap, "cannot start the Kubernetes write-back: %s", wf_strbuf_cstr(&why));
+    wf_strbuf_free(&why);
+    if (!p->writer)
+        return -1;
+    wf_snapshot *s = p->src->current(p->src);
+    if (s)
+        wf_kube_writer_set_config(p->writer, s->store, s->mesh, root_pem(p));
+    return 0;
+}
+
 static int start_source(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
 {
     wf_dir_source_opts so = {
@@ -173,7 +213,7 @@ static int start_source(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t c
         snprintf(err, cap, "cannot set up the CA: %s", p->ca_err[0] ? p->ca_err : "no snapshot");
         return -1;
     }
-    return 0;
+    return o->kube ? start_writer(p, o, err, cap) : 0;
 }
 
 static void on_ca_check(uv_timer_t *t)
@@ -289,6 +329,8 @@ int wf_pilot_start(uv_loop_t *loop, const wf_pilot_opts *opts, wf_pilot **out, c
         wf_pilot_stop(p);
         return -1;
     }
+    /* the validating webhook is switched to failurePolicy Fail only while pilot serves it */
+    wf_pilot_set_webhook_ready(p, p->webhook != NULL);
     *out = p;
     return 0;
 }
@@ -298,6 +340,8 @@ void wf_pilot_stop(wf_pilot *p)
     if (!p) {
         return;
     }
+    wf_kube_writer_stop(p->writer); /* before the source: it uses the source's client */
+    p->writer = NULL;
     if (p->src) {
         p->src->stop(p->src);
     }
@@ -337,6 +381,17 @@ wf_webhook *wf_pilot_webhook(const wf_pilot *p)
 wf_jwks_resolver *wf_pilot_jwks(const wf_pilot *p)
 {
     return p->jwks;
+}
+
+wf_kube_writer *wf_pilot_kube_writer(const wf_pilot *p)
+{
+    return p->writer;
+}
+
+void wf_pilot_set_webhook_ready(wf_pilot *p, bool ready)
+{
+    if (p->writer)
+        wf_kube_writer_set_webhook_ready(p->writer, ready);
 }
 
 wf_pilot_ca *wf_pilot_get_ca(const wf_pilot *p)

@@ -75,6 +75,12 @@ typedef struct wf_pilot_opts {
     const char *inject_config_dir;
     bool no_xds_auth; /* XDS_AUTH=false: the secure port's xDS streams are not authenticated
                        * (xds_auth.h); default (false) authenticates them, as istiod */
+    /* Write-back with the Kubernetes source (kube_writer.h): istiod's revision (istio.io/rev
+     * of the webhook configurations patched; NULL = "default"); the root ConfigMap's name is
+     * $PILOT_CA_CERT_CONFIGMAP, else istio-ca-root-cert. The validating webhooks get
+     * failurePolicy Fail only while pilot serves its webhook port (wf_pilot_set_webhook_ready
+     * after the start). */
+    const char *revision;
 } wf_pilot_opts;
 
 #define WF_PILOT_WEBHOOK_ADDR "127.0.0.1:15017"
@@ -93,6 +99,11 @@ bool wf_pilot_ready(const wf_pilot *p);
 wf_ads *wf_pilot_ads(const wf_pilot *p);
 /* The config source (its debug() for /debug/kubez); NULL before start. */
 wf_config_source *wf_pilot_source(const wf_pilot *p);
+/* The Kubernetes write-back (kube_writer.h), NULL with the directory source. */
+struct wf_kube_writer *wf_pilot_kube_writer(const wf_pilot *p);
+/* Pilot's webhook server serves (or no longer does): the validating webhook configurations'
+ * failurePolicy becomes Fail once ready (kube_writer.h). */
+void wf_pilot_set_webhook_ready(wf_pilot *p, bool ready);
 /* The CA (root, CSR service and its metrics). */
 wf_pilot_ca *wf_pilot_get_ca(const wf_pilot *p);
 int wf_pilot_monitoring_port(const wf_pilot *p);

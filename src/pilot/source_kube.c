@@ -384,6 +384,12 @@ static int src_start(wf_config_source *src, char *err, size_t cap)
     return 0;
 }
 
+wf_kube_client *wf_kube_source_client(wf_config_source *src)
+{
+    kube_src *k = src->impl;
+    return k->started && !k->stopping ? k->client : NULL;
+}
+
 static char *dup_or_null(const char *s, bool *oom)
 {
     char *c = s ? strdup(s) : NULL;

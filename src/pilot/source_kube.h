@@ -53,4 +53,9 @@ typedef struct wf_kube_source_opts {
  * memory). */
 int wf_kube_source_new(uv_loop_t *loop, const wf_kube_source_opts *opts, wf_config_source **out);
 
+struct wf_kube_client;
+/* The source's API client (borrowed: valid from a successful start() until stop()), for what
+ * pilot writes back (kube_writer.h); NULL before start. src must be a Kubernetes source. */
+struct wf_kube_client *wf_kube_source_client(wf_config_source *src);
+
 #endif
