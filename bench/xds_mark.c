@@ -1,5 +1,4 @@
 /* xds_mark.c - marked changes under churn for weft-xds-load (see xds_mark.h). */
-#define _GNU_SOURCE /* memmem */
 #include "xds_mark.h"
 
 #include <stdlib.h>
