@@ -441,7 +441,7 @@ def test_kept_alive_requests_are_not_held_by_nagle(tmp_path):
     """Requests on one kept-alive connection answer without the client's delayed-ACK wait: the
     server sends headers and body in two writes, so without TCP_NODELAY (which kube-apiserver,
     a Go program, always has) every answer waited 40 ms for the ACK of the first write. 25
-    requests then take over 1 s; with it a few ms each (the bound leaves a loaded machine 4x)."""
+    requests then take over 1 s; with it a few ms each (the 0.9 s bound leaves room)."""
     import http.client
     srv = fixture.KubeApi([], log=str(tmp_path / "kubeapi.log")).start()
     try:
