@@ -30,7 +30,8 @@
 # comes and pushes wait for the 10 s maximum; bursts leave quiet time between them.
 # Pinning: with 2+ CPUs pilot runs on CPU 1; the load client, API server and driver on CPU 0.
 # Output: a summary on stdout; the raw lines and figures as JSON in
-# bench/results/pilot-kube-YYYYmmdd-HHMMSS.json. --keep keeps the temporary directory.
+# bench/results/pilot-kube-YYYYmmdd-HHMMSS.json ($BENCH_RESULTS_DIR instead of bench/results when
+# set). --keep keeps the temporary directory.
 # Exit: 0; 1 on a start failure or a timeout; 2 on a bad command line.
 # shellcheck disable=SC2086
 set -euo pipefail
@@ -79,7 +80,7 @@ PY=/usr/bin/python3
 NMARKS=$((CHURN_S * MARKS + 2))
 [ "$NMARKS" -lt "$SERVICES" ] || { echo "run_pilot_kube.sh: -s $SERVICES is too few for $NMARKS marked changes" >&2; exit 2; }
 
-DIR=$(mktemp -d /tmp/weft-pilot-kube.XXXXXX)
+DIR=$(mktemp -d "${TMPDIR:-/tmp}/weft-pilot-kube.XXXXXX")
 PILOT_PID="" LOAD_PID="" API_PID=""
 stop_all() {
   exec 3>&- 2>/dev/null || true
@@ -231,8 +232,9 @@ for src in $SOURCES; do
   run_one "$src"
 done
 
-mkdir -p "$HERE/results"
-OUT="$HERE/results/pilot-kube-$(date +%Y%m%d-%H%M%S).json"
+RESULTS=${BENCH_RESULTS_DIR:-$HERE/results}
+mkdir -p "$RESULTS"
+OUT="$RESULTS/pilot-kube-$(date +%Y%m%d-%H%M%S).json"
 $PY - "$DIR" "$OUT" "$CLIENTS" "$SERVICES" "$PODS" "$RATE" "$BATCH" "$CHURN_S" "$MARKS" \
   "$BULK_S" $SOURCES <<'EOF'
 import json, os, sys
