@@ -115,8 +115,10 @@ die() {
 }
 # wait_line FILE PATTERN COUNT TIMEOUT_S: until FILE has COUNT lines matching PATTERN.
 wait_line() {
-  local deadline=$((SECONDS + $4))
-  while [ "$(grep -c -- "$2" "$1" 2>/dev/null || true)" -lt "$3" ]; do
+  local deadline=$((SECONDS + $4)) n
+  for (( ; ; )); do
+    n=$(grep -c -- "$2" "$1" 2>/dev/null || true)
+    [ "${n:-0}" -lt "$3" ] || break
     kill -0 "$PILOT_PID" 2>/dev/null || die "weft-pilot died"
     [ -z "$API_PID" ] || kill -0 "$API_PID" 2>/dev/null || die "the API server died"
     [ $SECONDS -lt $deadline ] || die "timed out waiting for '$2' in $1"
@@ -248,10 +250,12 @@ med = lambda v: sorted(v)[len(v) // 2] if v else -1
 for src in sources:
     run = os.path.join(d, src)
     f = open(os.path.join(run, "figures")).read().split()
-    ready, mk, churn = None, [], None
+    ready, mk, churn, done = None, [], None, {}
     for line in open(os.path.join(run, "load.out")):
         if line.startswith("READY "):
             ready = json.loads(line[6:])
+        elif line.startswith("MARKS_DONE "):
+            done = json.loads(line[11:])
         elif line.startswith("MARK "):
             mk.append(json.loads(line[5:]))
     for line in open(os.path.join(run, "churn.out")):
@@ -269,6 +273,9 @@ for src in sources:
                    "rss_after_churn_mb": int(f[7]) / 1024, "cpu_initial_s": float(f[5]),
                    "cpu_churn_s": float(f[8])},
          "api_cpu_churn_s": float(f[9]) if float(f[9]) >= 0 else None}
+    if ready and "bytes" in done:  # what each client received from the churn's start on
+        s["churn_mb_per_client"] = (done["bytes"] - ready["bytes"]) / clients / 1e6
+        s["churn_eds_per_client"] = (done["eds_responses"] - ready["responses"]["eds"]) / clients
     doc["sources"][src] = s
 json.dump(doc, open(out, "w"), indent=1)
 print("%-6s %7s %22s %24s %9s %9s %9s %9s %8s %16s %9s" % (
@@ -288,6 +295,9 @@ for src, s in doc["sources"].items():
     extra = ""
     if s["api_cpu_churn_s"] is not None:
         extra = "; API server CPU %.2f s during the churn" % s["api_cpu_churn_s"]
+    if "churn_mb_per_client" in s:
+        extra += "; each client received %.1f EDS responses, %.1f MB" % (
+            s["churn_eds_per_client"], s["churn_mb_per_client"])
     print("%s: %d writes in %.1f s (target %d/s; the latest burst started %.0f ms late), write "
           "latency p50 %.1f ms, max %.1f ms, %d errors%s" % (
               src, c.get("writes", 0), c.get("seconds", 0), rate, c.get("behind_ms", 0),

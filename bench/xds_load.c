@@ -42,7 +42,9 @@
  *                              its quotes: an endpoint that appears). Marks overlap and do not
  *                              touch the change phase; each is reported as "MARK {json}" once
  *                              every live client converged, or after --timeout-s.
- *       marks-wait             print "MARKS_DONE {json}" once every mark is reported.
+ *       marks-wait             print "MARKS_DONE {json}" once every mark is reported (with the
+ *                              bytes and responses received since the start, for the churn's
+ *                              share: minus READY's).
  *       quit                   (or EOF) close every stream and exit 0 (open marks are reported
  *                              as timed out).
  *     The client performs the change itself so that t0 and the ACK times come from one clock
@@ -890,7 +892,11 @@ static void marks_tick(xl_ctx *x, uint64_t now)
     }
     if (x->marks_wait && !x->marks.open) {
         x->marks_wait = false;
-        printf("MARKS_DONE {\"marks\":%zu,\"errors\":%llu}\n", x->marks.n,
+        printf("MARKS_DONE {\"marks\":%zu,\"bytes\":%llu,\"eds_responses\":%llu,"
+               "\"responses\":%llu,\"errors\":%llu}\n",
+               x->marks.n, (unsigned long long)x->bytes, (unsigned long long)x->responses[3],
+               (unsigned long long)(x->responses[0] + x->responses[1] + x->responses[2] +
+                                    x->responses[3]),
                (unsigned long long)x->errors);
         fflush(stdout);
     }
