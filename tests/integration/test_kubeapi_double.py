@@ -459,3 +459,39 @@ def test_kept_alive_requests_are_not_held_by_nagle(tmp_path):
         assert took < 0.9, "25 requests took %.2f s" % took
     finally:
         srv.stop()
+
+
+def test_bulkload_state_is_served(tmp_path):
+    """tests/kubeapi/bulkload.py: objects become a --state file the server serves at start, each
+    as a POST would have made it (uid, resourceVersion), Namespaces first; an object in a
+    namespace that does not exist is refused naming it."""
+    import urllib.request
+    objs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bulk"}},
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}},
+            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "bulk"},
+             "spec": {"ports": [{"port": 80}]}},
+            {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+             "metadata": {"name": "s-1", "namespace": "bulk",
+                          "labels": {"kubernetes.io/service-name": "s"}},
+             "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}]}]
+    src, state = tmp_path / "objs.json", tmp_path / "state.json"
+    src.write_text(json.dumps(objs))
+    bulk = os.path.join(fixture.HERE, "bulkload.py")
+    subprocess.run([fixture.PY, bulk, str(src), str(state)], check=True, timeout=30)
+    srv = fixture.KubeApi(["--state", str(state)], log=str(tmp_path / "kubeapi.log")).start()
+    try:
+        def get(path):
+            with urllib.request.urlopen(srv.url + path, timeout=10) as r:
+                return json.loads(r.read())
+        sl = get("/apis/discovery.k8s.io/v1/namespaces/bulk/endpointslices")
+        assert [i["metadata"]["name"] for i in sl["items"]] == ["s-1"]
+        svc = get("/api/v1/namespaces/bulk/services/s")
+        assert svc["metadata"]["uid"] and int(svc["metadata"]["resourceVersion"]) < \
+            int(sl["items"][0]["metadata"]["resourceVersion"]) <= int(sl["metadata"]["resourceVersion"])
+        assert "default" in [n["metadata"]["name"] for n in get("/api/v1/namespaces")["items"]]
+    finally:
+        srv.stop()
+    src.write_text(json.dumps([objs[2]]))
+    r = subprocess.run([fixture.PY, bulk, str(src), str(state)], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 1 and 'object 0 (Service/s): namespaces "bulk" not found' in r.stderr

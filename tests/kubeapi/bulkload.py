@@ -70,7 +70,10 @@ def build(objs):
 
 
 def main(argv):
-    if len(argv) != 3 or argv[1] in ("-h", "--help"):
+    if len(argv) == 2 and argv[1] in ("-h", "--help"):
+        sys.stdout.write(__doc__)
+        return 0
+    if len(argv) != 3:
         sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
         return 2
     try:
