@@ -21,9 +21,9 @@ it is written as a "mark" command to FIFO (weft-xds-load's stdin, bench/xds_load
 the load client starts its clock and makes the change itself (one clock with the ACKs).
 
 Output (stdout): one line "CHURN {json}": writes, marks, seconds, achieved rate, write latency
-p50/p99/max (ms; the API server's answer, or the rename), behind (ms: how late the latest
-burst started against the schedule), errors. Exit 0, 1 when a write failed or marks ran out, 2 on a bad
-command line.
+p50/p99/max (ms; the API server's answer, or the rename), behind (ms: the latest a burst
+started against the schedule), errors. Exit 0, 1 when a write failed or marks ran out, 2 on a
+bad command line.
 """
 import argparse
 import http.client

@@ -486,8 +486,10 @@ def test_bulkload_state_is_served(tmp_path):
         sl = get("/apis/discovery.k8s.io/v1/namespaces/bulk/endpointslices")
         assert [i["metadata"]["name"] for i in sl["items"]] == ["s-1"]
         svc = get("/api/v1/namespaces/bulk/services/s")
-        assert svc["metadata"]["uid"] and int(svc["metadata"]["resourceVersion"]) < \
-            int(sl["items"][0]["metadata"]["resourceVersion"]) <= int(sl["metadata"]["resourceVersion"])
+        rvs = [int(svc["metadata"]["resourceVersion"]),
+               int(sl["items"][0]["metadata"]["resourceVersion"]),
+               int(sl["metadata"]["resourceVersion"])]
+        assert svc["metadata"]["uid"] and rvs[0] < rvs[1] <= rvs[2], rvs
         assert "default" in [n["metadata"]["name"] for n in get("/api/v1/namespaces")["items"]]
     finally:
         srv.stop()
