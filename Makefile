@@ -5,7 +5,7 @@ BUILD_FUZZ  ?= build-fuzz
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 60
 
-.PHONY: all setup test test-fast fuzz bench bench-proxy bench-proxy-tls bench-rbac bench-h2 bench-tcp bench-retry bench-pilot demo soak soak-asan clean format
+.PHONY: all setup test test-fast fuzz bench bench-proxy bench-proxy-tls bench-rbac bench-h2 bench-tcp bench-retry bench-pilot bench-pilot-kube demo soak soak-asan clean format
 
 # No "Entering directory" lines from the recursive makes cmake runs.
 MAKEFLAGS += --no-print-directory
@@ -66,6 +66,14 @@ bench-retry: all
 # BENCH_ARGS: e.g. "-n 300 -r 3" (clients, rounds of changes).
 bench-pilot: all
 	@bench/run_pilot_scale.sh $(BUILD) $(BENCH_ARGS)
+
+# The same at Kubernetes scale (issue 21): weft-pilot with its Kubernetes source against the test
+# API server (tests/kubeapi) holding 1,000 Services, 5,000 Pods and their EndpointSlices, 1,000
+# simulated sidecars, then 50 endpoint changes per second for 20 s: convergence p50/p99 of marked
+# changes, pilot RSS and CPU; the folder source on the same mesh in the same run.
+# BENCH_ARGS: e.g. "-n 300 --churn-s 10", "--source kube", "--batch 1" (bench/run_pilot_kube.sh).
+bench-pilot-kube: all
+	@bench/run_pilot_kube.sh $(BUILD) $(BENCH_ARGS)
 
 # weft-proxy against nginx and HAProxy on this machine (installs them, wrk and h2load first).
 # BENCH_ARGS: e.g. "-r 5 -d 5" (rounds, seconds per run) or "--quick". BENCH_BASELINE=REV

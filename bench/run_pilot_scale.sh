@@ -26,6 +26,8 @@
 # Output: a summary on stdout; the client's raw lines and the figures as JSON go to
 # bench/results/pilot-scale-YYYYmmdd-HHMMSS.json. --keep keeps the temporary directory.
 # --pilot PATH runs another weft-pilot binary (e.g. a patched build) against the same setup.
+# The Kubernetes mode (issue 21: the test API server, 5,000 Pods, endpoint churn, the folder
+# source in the same run) is bench/run_pilot_kube.sh (make bench-pilot-kube).
 # shellcheck disable=SC2086
 set -euo pipefail
 export LC_ALL=C

@@ -33,7 +33,20 @@
  *                              or after --timeout-s (default 120). RESULT: converged clients,
  *                              p50/p99/max from t0 (ms), the first response after t0, and per
  *                              type how many clients got a new version.
- *       quit                   (or EOF) close every stream and exit 0.
+ *       mark LABEL MARKER http IP:PORT METHOD PATH CTYPE FILE
+ *       mark LABEL MARKER rename SRC DST
+ *                              a marked change under churn (xds_mark.h): t0 = now, then the
+ *                              HTTP request (body FILE; e.g. an EndpointSlice merge patch to the
+ *                              test API server) or the rename; a client converged at its first
+ *                              ACK of an EDS response containing MARKER (e.g. "10.10.3.7" with
+ *                              its quotes: an endpoint that appears). Marks overlap and do not
+ *                              touch the change phase; each is reported as "MARK {json}" once
+ *                              every live client converged, or after --timeout-s.
+ *       marks-wait             print "MARKS_DONE {json}" once every mark is reported (with the
+ *                              bytes and responses received since the start, for the churn's
+ *                              share: minus READY's).
+ *       quit                   (or EOF) close every stream and exit 0 (open marks are reported
+ *                              as timed out).
  *     The client performs the change itself so that t0 and the ACK times come from one clock
  *     (CLOCK_MONOTONIC); the time includes pilot's fs event, its debounce
  *     (PILOT_DEBOUNCE_AFTER, 100 ms by default), the rebuild and the pushes. "ACKed" is when the
@@ -63,6 +76,7 @@
 
 #include "xds/discovery.h"
 #include "xds/h2_stream.h"
+#include "xds_mark.h"
 
 #define NT 4 /* CDS, LDS, RDS, EDS: wf_xds_type 0..3 */
 
@@ -518,6 +532,8 @@ struct xl_ctx {
     size_t line_len;
     bool ready_printed, quitting, stdin_open;
     xl_phase ph;
+    xm_marks marks;  /* marked changes under churn (xds_mark.h) */
+    bool marks_wait; /* "marks-wait": print MARKS_DONE once every mark is reported */
 };
 
 static const wf_xds_type kTypes[NT] = {WF_XDS_CDS, WF_XDS_LDS, WF_XDS_RDS, WF_XDS_EDS};
@@ -701,6 +717,8 @@ static void on_message(wf_h2_call *call, const uint8_t *msg, size_t len, void *u
     }
     if (x->ph.active)
         x->ph.last_resp_ns = now;
+    if (t == 3)
+        xm_on_eds(&x->marks, c->idx, b, len, uv_hrtime());
     if (t == 0) {
         if (set_names(c, 3, sub) != 0)
             return;
@@ -849,6 +867,41 @@ static void phase_end(xl_ctx *x, bool timed_out)
 
 static void shutdown_all(xl_ctx *x);
 
+static size_t live_clients(const xl_ctx *x)
+{
+    size_t live = 0;
+    for (size_t i = 0; i < x->n; i++)
+        live += !x->clients[i].ended;
+    return live;
+}
+
+/* Reports the marks every live client converged on, and those older than --timeout-s. */
+static void marks_tick(xl_ctx *x, uint64_t now)
+{
+    if (x->marks.open) {
+        size_t live = live_clients(x);
+        for (size_t i = 0; i < x->marks.n; i++) {
+            xm_mark *k = &x->marks.v[i];
+            if (k->done)
+                continue;
+            if (live && k->n_conv >= live)
+                xm_report(&x->marks, i, live, false, stdout);
+            else if (now - k->t0 > x->timeout_s * 1000000000ull)
+                xm_report(&x->marks, i, live, true, stdout);
+        }
+    }
+    if (x->marks_wait && !x->marks.open) {
+        x->marks_wait = false;
+        printf("MARKS_DONE {\"marks\":%zu,\"bytes\":%llu,\"eds_responses\":%llu,"
+               "\"responses\":%llu,\"errors\":%llu}\n",
+               x->marks.n, (unsigned long long)x->bytes, (unsigned long long)x->responses[3],
+               (unsigned long long)(x->responses[0] + x->responses[1] + x->responses[2] +
+                                    x->responses[3]),
+               (unsigned long long)x->errors);
+        fflush(stdout);
+    }
+}
+
 static void on_tick(uv_timer_t *t)
 {
     xl_ctx *x = t->data;
@@ -864,6 +917,7 @@ static void on_tick(uv_timer_t *t)
         }
         return;
     }
+    marks_tick(x, now);
     if (!x->ph.active)
         return;
     size_t conv = 0, live = 0;
@@ -895,6 +949,96 @@ static void on_connect_timer(uv_timer_t *t)
 
 /* ---- stdin commands ------------------------------------------------------------------------- */
 
+static void on_mark_http(void *ud, long tag, int status)
+{
+    xl_ctx *x = ud;
+    if (tag >= 0 && (size_t)tag < x->marks.n)
+        x->marks.v[tag].http_status = status;
+    if (status < 200 || status > 299) {
+        x->errors++;
+        fprintf(stderr, "xds-load: mark %ld: the API request answered %d\n", tag, status);
+    }
+}
+
+/* The whole file at path (NUL-terminated), NULL on error. */
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t cap = 0, n = 0, r;
+    if (!f)
+        return NULL;
+    do {
+        if (n + 4096 + 1 > cap) {
+            char *b = realloc(buf, cap = (cap ? cap * 2 : 8192));
+            if (!b) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = b;
+        }
+        r = fread(buf + n, 1, cap - n - 1, f);
+        n += r;
+    } while (r > 0);
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* mark LABEL MARKER http IP:PORT METHOD PATH CTYPE BODYFILE
+ * mark LABEL MARKER rename SRC DST */
+static void cmd_mark(xl_ctx *x, char **save)
+{
+    char *a[8] = {0};
+    size_t n = 0;
+    while (n < 8 && (a[n] = strtok_r(NULL, " \t", save)) != NULL)
+        n++;
+    bool http = n == 8 && strcmp(a[2], "http") == 0;
+    bool ren = n == 5 && strcmp(a[2], "rename") == 0;
+    char *colon = http ? strrchr(a[3], ':') : NULL;
+    if ((!http && !ren) || (http && !colon)) {
+        fprintf(stderr, "xds-load: usage: mark LABEL MARKER http IP:PORT METHOD PATH CTYPE FILE"
+                        " | mark LABEL MARKER rename SRC DST\n");
+        x->errors++;
+        return;
+    }
+    size_t len = 0;
+    char *body = http ? read_file(a[7], &len) : NULL;
+    if (http && !body) {
+        fprintf(stderr, "xds-load: mark %s: %s: %s\n", a[0], a[7], strerror(errno));
+        x->errors++;
+        return;
+    }
+    long i = xm_add(&x->marks, a[0], a[1], uv_hrtime());
+    if (i < 0) {
+        free(body);
+        x->errors++;
+        return;
+    }
+    int rc;
+    if (http) {
+        *colon = '\0';
+        rc = xm_http_send(x->loop, a[3], atoi(colon + 1), a[4], a[5], a[6], body, len, on_mark_http,
+                          x, i);
+    } else {
+        rc = rename(a[3], a[4]);
+    }
+    free(body);
+    if (rc != 0) {
+        fprintf(stderr, "xds-load: mark %s: the change failed (%s)\n", a[0],
+                http ? "connect" : strerror(errno));
+        x->marks.v[i].http_status = -1;
+        x->errors++;
+    }
+}
+
 static void command(xl_ctx *x, char *line)
 {
     char *save = NULL, *verb = strtok_r(line, " \t", &save);
@@ -902,6 +1046,14 @@ static void command(xl_ctx *x, char *line)
         return;
     if (strcmp(verb, "quit") == 0) {
         shutdown_all(x);
+        return;
+    }
+    if (strcmp(verb, "mark") == 0) {
+        cmd_mark(x, &save);
+        return;
+    }
+    if (strcmp(verb, "marks-wait") == 0) {
+        x->marks_wait = true;
         return;
     }
     if (strcmp(verb, "change") == 0) {
@@ -968,6 +1120,9 @@ static void shutdown_all(xl_ctx *x)
     x->quitting = true;
     if (x->ph.active)
         phase_end(x, true);
+    for (size_t i = 0; i < x->marks.n; i++)
+        if (!x->marks.v[i].done)
+            xm_report(&x->marks, i, live_clients(x), true, stdout);
     uv_timer_stop(&x->connect_timer);
     uv_timer_stop(&x->tick);
     uv_close((uv_handle_t *)&x->connect_timer, NULL);
@@ -1070,6 +1225,7 @@ static void free_ctx(xl_ctx *x)
         }
     }
     free(x->clients);
+    xm_marks_free(&x->marks);
 }
 
 int main(int argc, char **argv)
@@ -1109,6 +1265,7 @@ int main(int argc, char **argv)
     memcpy(x->ip, addr, (size_t)(colon - addr));
     x->port = (int)num_arg(colon + 1);
     x->clients = calloc(x->n, sizeof *x->clients);
+    x->marks.n_clients = x->n;
     if (!x->clients || load_proxies(x, proxies) != 0) {
         free_ctx(x);
         free(x);

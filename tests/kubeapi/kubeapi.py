@@ -75,6 +75,10 @@ def _versioned(obj, res, version):
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "weft-kubeapi"
+    # TCP_NODELAY, as Go's net package sets on every connection kube-apiserver accepts: headers
+    # and body go out in two writes, and Nagle held the body for the client's delayed ACK (40 ms
+    # a request on a kept-alive connection; watch events waited likewise)
+    disable_nagle_algorithm = True
 
     def setup(self):
         if isinstance(self.request, ssl.SSLSocket):

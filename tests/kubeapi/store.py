@@ -54,7 +54,7 @@ class Store:
         self.history = []  # Events, oldest first, at most `history`
         self.max_history = history
         self.compacted = 1  # watches from an RV below this get 410 Expired
-        self.snaps = {}  # list RV -> {gr: sorted [(key, obj)]}
+        self.snaps = {}  # (list RV, group, resource, ns or "") -> sorted [(key, obj)]
         self.max_snaps = snapshots
         self.closed_gen = 0  # bumped to end every open watch (tests: /_test/close-watches)
         self.expire_continues = 0  # the next N continue tokens answer 410 (--expire-continue)
@@ -150,7 +150,7 @@ class Store:
                     srv, start = int(tok["rv"]), tok["start"]
                 except Exception:
                     raise ApiError(400, "BadRequest", "continue key is not valid: %s" % cont)
-                snap = self.snaps.get(srv)
+                snap = self.snaps.get((srv, res.group, res.resource, ns or ""))
                 if self.expire_continues > 0:  # as if etcd compacted since the first page
                     self.expire_continues -= 1
                     snap = None
@@ -171,7 +171,9 @@ class Store:
                 page = sel[:limit]
                 last = page[-1][0]
                 if not cont:
-                    self.snaps[lrv] = items
+                    # per resource (and namespace): lists of other kinds at the same RV (a
+                    # controller starting its informers at once) must not share a snapshot
+                    self.snaps[(lrv, res.group, res.resource, ns or "")] = items
                     while len(self.snaps) > self.max_snaps:
                         self.snaps.pop(min(self.snaps))
                 token = _b64e(json.dumps({"rv": lrv, "start": list(last)}))
