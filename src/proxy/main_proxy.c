@@ -418,7 +418,10 @@ static int agent_main(int argc, char **argv)
     }
     const char *k;
     json_t *v;
-    json_object_foreach(c.proxy_metadata, k, v) setenv(k, json_string_value(v), 1);
+    json_object_foreach(c.proxy_metadata, k, v)
+    {
+        setenv(k, json_string_value(v), 1); /* pilot-agent's os.Setenv of proxyMetadata */
+    }
     if (f.print_bootstrap) {
         r = print_bootstrap(&c);
         wp_agent_config_free(&c);

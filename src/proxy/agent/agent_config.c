@@ -273,10 +273,12 @@ static int pc_field(const char *k, const json_t *v, pcfg *p, wp_agent_config *c,
         const json_t *mv;
         if (!json_is_object(v))
             return wf_strbuf_puts(err, "PROXY_CONFIG: proxyMetadata: want an object"), -1;
-        json_object_foreach((json_t *)v, mk, mv) if (!json_is_string(mv))
+        json_object_foreach((json_t *)v, mk, mv)
         {
-            wf_strbuf_printf(err, "PROXY_CONFIG: proxyMetadata.%s: want a string", mk);
-            return -1;
+            if (!json_is_string(mv)) {
+                wf_strbuf_printf(err, "PROXY_CONFIG: proxyMetadata.%s: want a string", mk);
+                return -1;
+            }
         }
     } else {
         warn(c, "PROXY_CONFIG: %s%s: not implemented by weft-proxy, ignored", k, "");
@@ -303,7 +305,11 @@ static int proxy_config(const env *e, json_t **pc, pcfg *p, wp_agent_config *c, 
         return wf_strbuf_puts(err, "PROXY_CONFIG: want a JSON object (ProxyConfig)"), -1;
     const char *k;
     json_t *v;
-    json_object_foreach(*pc, k, v) if (pc_field(k, v, p, c, err) != 0) return -1;
+    json_object_foreach(*pc, k, v)
+    {
+        if (pc_field(k, v, p, c, err) != 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -486,7 +492,6 @@ static int str_list(const json_t *a, const char *field, const char **store, wf_p
 static json_t *stats_config(const env *e, const pcfg *p, const pod *pd, wp_agent_config *c,
                             wf_strbuf *err)
 {
-    static const char *const ok = "inclusionPrefixes inclusionSuffixes inclusionRegexps";
     const char *ips[] = {pd->ip};
     const char *store[WF_PSC_NKINDS][MAX_PATTERNS];
     wf_psc_in in = {.ips = {ips, 1}};
@@ -502,7 +507,10 @@ static json_t *stats_config(const env *e, const pcfg *p, const pod *pd, wp_agent
     json_t *v;
     json_object_foreach((json_t *)p->stats_matcher, k, v)
     {
-        if (!strstr(ok, k))
+        bool known = false;
+        for (int f = 0; f < WF_PSC_NKINDS; f++)
+            known = known || strcmp(k, wf_psc_field[f]) == 0;
+        if (!known)
             warn(c, "PROXY_CONFIG: proxyStatsMatcher.%s%s: not implemented by weft-proxy, ignored",
                  k, "");
     }
