@@ -71,8 +71,7 @@ static void log_levels(const char *text)
         while (*p) {
             size_t n = strcspn(p, ",");
             const char *colon = memchr(p, ':', n);
-            if (!colon ||
-                wf_log_level_from_name(colon + 1, n - (size_t)(colon + 1 - p)) < 0)
+            if (!colon || wf_log_level_from_name(colon + 1, n - (size_t)(colon + 1 - p)) < 0)
                 abort();
             p += n + (p[n] == ',');
         }
