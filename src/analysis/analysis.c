@@ -97,7 +97,7 @@ const char *wf_finding_origin(wf_arena *a, const wf_finding *f)
 const char *wf_finding_reference(wf_arena *a, const wf_finding *f)
 {
     const wf_resource *r = f->res;
-    if (!r || !r->file || r->synthetic)
+    if (!r || !r->file || r->synthetic || r->live)
         return NULL;
     if (f->line == 0)
         return r->file;

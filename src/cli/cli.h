@@ -28,7 +28,9 @@ int wf_cmd_analyze(int argc, char **argv);
 int wf_cmd_authz(int argc, char **argv);           /* cmd_authz.c: x authz check */
 int wf_cmd_completion(int argc, char **argv);      /* cmd_completion.c */
 int wf_cmd_describe(int argc, char **argv);        /* cmd_describe.c */
+int wf_cmd_kube_inject(int argc, char **argv);     /* cmd_kube_inject.c */
 int wf_cmd_log(int argc, char **argv);             /* cmd_log.c: log explain */
+int wf_cmd_manifest(int argc, char **argv);        /* cmd_manifest.c: manifest generate */
 int wf_cmd_proxy_config(int argc, char **argv);    /* cmd_proxy_config.c */
 int wf_cmd_proxy_status(int argc, char **argv);    /* cmd_proxy_status.c */
 int wf_cmd_remote_clusters(int argc, char **argv); /* cmd_remote_clusters.c */
@@ -39,7 +41,7 @@ int wf_cmd_down(int argc, char **argv);            /* cmd_down.c */
  * process mesh.json lists, removes the pods' tokens and the pod network; prints what it did.
  * Returns a WF_EXIT_* code (cmd_down.c; also `up`'s clean-up when its supervisor died). */
 int wf_lm_down_state(const char *state);
-int wf_cmd_status(int argc, char **argv);          /* cmd_down.c */
+int wf_cmd_status(int argc, char **argv); /* cmd_down.c */
 
 /* Append a Go-json-escaped string (json.Marshal: \u003c \u003e \u0026, \u2028 \u2029) with
  * quotes to f. */

@@ -3,9 +3,16 @@
  * (istioctl/pkg/analyze/analyze.go; ../shared/reference/istio-analyze.md §2-3): flags, line
  * format, ordering, JSON/YAML shapes, "No validation issues" lines and exit codes.
  *
- * Differences by design: weft has no cluster, so it always analyzes files (`--use-kube` is
- * accepted and must be false) and no file at all is a usage error (64); stdout is istioctl's,
- * but stderr says which namespaces -n left out (analyze_scope.h) and never prints the
+ * Live cluster (istio-analyze.md §3): `--use-kube` (-k) reads the cluster's resources through
+ * its API server (kube_live.h) and lays the files over them; it defaults to true when a
+ * kubeconfig is chosen as weftctl chooses the cluster (mesh_access.h: --kubeconfig, --context
+ * or $KUBECONFIG), else false (files only, weft's local use). Without -n the namespace is the
+ * kubeconfig context's; a namespace that does not exist prints `namespace "x" not found` and
+ * exits 0; the mesh config is the `istio` ConfigMap's unless --meshConfigFile; the default
+ * ingress gateway resources are added only without the cluster, as istioctl does.
+ *
+ * Differences by design: without the cluster, no file at all is a usage error (64); stdout is
+ * istioctl's, but stderr says which namespaces -n left out (analyze_scope.h) and never prints the
  * "No validation issues" all-clear when no resource was in scope; Pod, Service, Namespace, Node and
  * Secret documents are read from the files; a workload controller stands for the pods of its
  * template; the default ingress gateway Pod and Service that istioctl adds offline are added here
@@ -24,6 +31,9 @@
 #include "cli/analyze_scope.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
+#include "cli/kube_live.h"
+#include "cli/mesh_access.h"
+#include "kube/client.h"
 
 #define DOC_BASE "https://istio.io/latest/docs/reference/config/analysis"
 
@@ -84,6 +94,8 @@ enum {
     F_NETWORKS,
     F_RECURSIVE,
     F_USEKUBE,
+    F_KUBECONFIG,
+    F_CONTEXT,
     F_COLOR,
     F_VERBOSE,
     F_ISTIONS,
@@ -121,8 +133,11 @@ static void init_flags(wf_flag *f)
         [F_RECURSIVE] = {"recursive", 'R', WF_FLAG_BOOL,
                          "Obsolete: directories are always walked recursively", NULL},
         [F_USEKUBE] = {"use-kube", 'k', WF_FLAG_BOOL,
-                       "Accepted for istioctl compatibility; weft analyzes files only (false)",
+                       "Use the live Kubernetes cluster (default true when --kubeconfig, "
+                       "--context or $KUBECONFIG is given); --use-kube=false: files only",
                        NULL},
+        [F_KUBECONFIG] = WF_MESH_FLAG_KUBECONFIG,
+        [F_CONTEXT] = WF_MESH_FLAG_CONTEXT,
         [F_COLOR] = {"color", 0, WF_FLAG_BOOL, "Colour the level (default: when stdout is a TTY)",
                      NULL},
         [F_VERBOSE] = {"verbose", 'v', WF_FLAG_BOOL, "List executed and skipped analyzers", NULL},
@@ -146,11 +161,16 @@ static void usage(const wf_flag *flags)
            "Examples:\n"
            "  # Analyze a folder of manifests\n"
            "  weftctl analyze -A manifests/\n\n"
+           "  # Analyze the live cluster, simulating the effect of applying more files\n"
+           "  weftctl analyze --kubeconfig ~/.kube/config a.yaml my-config/\n\n"
            "  # Analyze files in one namespace, JSON output\n"
            "  weftctl analyze -n istioinaction vs.yaml dr.yaml -o json\n\n"
            "  # Suppress a finding\n"
            "  weftctl analyze -S \"IST0102=Namespace default\" manifests/\n\n");
     wf_flags_usage(flags, F_COUNT);
+    printf("\nThe live cluster is read (--use-kube defaults to true) when --kubeconfig, "
+           "--context or\n$KUBECONFIG is given; --use-kube=true alone reads ~/.kube/config. "
+           "Files are laid\nover the cluster's resources.\n");
     printf("\nResources outside the analyzed namespace (-n, default \"default\") are not "
            "reported;\nstderr names their namespaces: include them with -A or -n NAMESPACE.\n"
            "\nExit codes: 0 no issues, 79 issues at or above --failure-threshold (log output),\n"
@@ -344,14 +364,28 @@ typedef struct analyze_run {
     char ns_label[300];
     int fail_th, out_th;
     const char *fmt;
+    wf_kube_client *kube; /* the live cluster (--use-kube), else NULL */
+    const char *istio_ns;
+    char *kube_ns; /* -n, else the kubeconfig context's namespace (malloc'd) */
 } analyze_run;
 
-static int load_inputs(analyze_run *run, wf_store *store)
+/* Returns 0, -1 out of memory, -2 with the cluster error printed. */
+static int load_inputs(analyze_run *run, wf_store *store, wf_meshcfg *mesh)
 {
-    /* the defaults first, so that the user's own gateway Pod or Service replaces them */
-    if (wf_store_load_buffer(store, WF_ANALYZE_DEFAULTS_NAME, default_resources,
-                             sizeof(default_resources) - 1, false) < 0)
+    if (run->kube) { /* the cluster first: the files are laid over it */
+        wf_strbuf err = WF_STRBUF_INIT;
+        long n = wf_kube_live_load(run->kube, run->istio_ns, store,
+                                   run->flags[F_MESH].sval ? NULL : mesh, &err);
+        if (n < 0)
+            fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
+        wf_strbuf_free(&err);
+        if (n < 0)
+            return -2;
+    } else if (wf_store_load_buffer(store, WF_ANALYZE_DEFAULTS_NAME, default_resources,
+                                    sizeof(default_resources) - 1, false) < 0) {
+        /* the defaults first, so that the user's own gateway Pod or Service replaces them */
         return -1;
+    }
     for (size_t i = 0; i < run->nfiles; i++)
         if (wf_store_load_path(store, run->files[i], on_skipped, NULL) < 0)
             return -1;
@@ -528,8 +562,10 @@ static int run_analysis(analyze_run *run)
         fprintf(stderr, "Error: %s\n", err);
         goto out;
     }
-    if (load_inputs(run, store)) {
-        fprintf(stderr, "Error: out of memory\n");
+    int lrc = load_inputs(run, store, mesh);
+    if (lrc) {
+        if (lrc == -1)
+            fprintf(stderr, "Error: out of memory\n");
         goto out;
     }
     wf_analysis_opts opts = {
@@ -571,6 +607,40 @@ out:
     return rc;
 }
 
+/* --use-kube: the client, the namespace (-n, else the context's) and istioctl's check that it
+ * exists. Returns 0 with *ns; 1 when the namespace does not exist (printed; exit 0, as
+ * istioctl); -1 after printing the error. */
+static int open_cluster(analyze_run *run, const char **ns)
+{
+    wf_kube_config *cfg = NULL;
+    wf_strbuf err = WF_STRBUF_INIT;
+    int rc =
+        wf_kubeconfig_load(run->flags[F_KUBECONFIG].sval, run->flags[F_CONTEXT].sval, &cfg, &err);
+    if (rc == 0 &&
+        !(run->kube_ns = strdup(
+              run->flags[F_NS].sval && *run->flags[F_NS].sval ? run->flags[F_NS].sval : cfg->ns))) {
+        wf_kube_config_free(cfg);
+        wf_strbuf_puts(&err, "out of memory");
+        rc = -1;
+    }
+    if (rc == 0)
+        rc = wf_kube_client_new(cfg, &run->kube, &err); /* takes cfg */
+    if (rc == 0 && !run->flags[F_ALL].bval) {
+        int ex = wf_kube_namespace_exists(run->kube, run->kube_ns, &err);
+        if (ex == 0) {
+            fprintf(stderr, "namespace \"%s\" not found\n", run->kube_ns);
+            rc = 1;
+        } else if (ex < 0) {
+            rc = -1;
+        }
+    }
+    if (rc < 0)
+        fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
+    wf_strbuf_free(&err);
+    *ns = run->kube_ns;
+    return rc;
+}
+
 int wf_cmd_analyze(int argc, char **argv)
 {
     wf_flag flags[F_COUNT];
@@ -598,14 +668,14 @@ int wf_cmd_analyze(int argc, char **argv)
         rc = WF_EXIT_OK;
         goto out;
     }
-    if (flags[F_USEKUBE].set && flags[F_USEKUBE].bval) {
-        rc = wf_usage_error("analyze", "--use-kube=true is not supported: weft analyzes files "
-                                       "only (there is no cluster connection yet)");
-        goto out;
-    }
-    if (run.nfiles == 0) {
+    bool use_kube = flags[F_USEKUBE].set
+                        ? flags[F_USEKUBE].bval
+                        : wf_mesh_choose(NULL, flags[F_KUBECONFIG].sval, flags[F_CONTEXT].sval,
+                                         getenv("KUBECONFIG")) == WF_MESH_CLUSTER;
+    if (!use_kube && run.nfiles == 0) {
         rc = wf_usage_error("analyze", "nothing to analyze: give manifest files, folders or - "
-                                       "(stdin); weft has no cluster to read from");
+                                       "(stdin), or a cluster to read (--kubeconfig, --context, "
+                                       "$KUBECONFIG)");
         goto out;
     }
     if (check_suppressions(flags) || check_timeout(flags) || parse_levels(&run)) {
@@ -614,15 +684,27 @@ int wf_cmd_analyze(int argc, char **argv)
     }
     if (check_paths(&run))
         goto out;
+    run.istio_ns =
+        flags[F_ISTIONS].sval && *flags[F_ISTIONS].sval ? flags[F_ISTIONS].sval : "istio-system";
+    const char *dflt_ns = flags[F_NS].sval ? flags[F_NS].sval : "default";
+    if (use_kube) {
+        int krc = open_cluster(&run, &dflt_ns);
+        if (krc != 0) {
+            rc = krc > 0 ? WF_EXIT_OK : WF_EXIT_ERROR;
+            goto out;
+        }
+    }
     if (flags[F_ALL].bval) {
         run.ns = NULL;
         snprintf(run.ns_label, sizeof(run.ns_label), "all namespaces");
     } else {
-        run.ns = flags[F_NS].sval ? flags[F_NS].sval : "default";
+        run.ns = dflt_ns;
         snprintf(run.ns_label, sizeof(run.ns_label), "namespace: %s", run.ns);
     }
     rc = run_analysis(&run);
 out:
+    wf_kube_client_free(run.kube);
+    free(run.kube_ns);
     wf_flags_free(flags, F_COUNT);
     free(run.files);
     return rc;

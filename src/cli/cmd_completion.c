@@ -25,26 +25,30 @@ static const comp_cmd cmds[] = {
      "--all-namespaces -A --namespace -n --output -o --failure-threshold --output-threshold "
      "--list-analyzers -L --analyzer --suppress -S --meshConfigFile --meshNetworksFile "
      "--recursive -R --use-kube -k --color --verbose -v --istioNamespace -i --ignore-unknown "
-     "--timeout --revision --help -h",
+     "--timeout --revision --kubeconfig -c --context --help -h",
      "log json yaml"},
     {"completion", "", "bash", "--help -h", ""},
     {"down", "", "", "--state --help -h", ""},
     {"describe", "", "pod po service svc",
-     "--namespace -n --istioNamespace -i --ignoreUnmeshed --pilot --file -f --config-dir "
-     "--config-dump --help -h",
+     "--namespace -n --istioNamespace -i --ignoreUnmeshed --pilot --kubeconfig -c --context "
+     "--proxy-admin-port --file -f --config-dir --config-dump --help -h",
      ""},
+    {"kube-inject", "", "",
+     "--filename -f --output -o --injectConfigFile --meshConfigFile --valuesFile --help -h", ""},
     {"log", "", "explain",
      "--format --summary --pod --namespace -n --pilot --config-dump --output -o --help -h",
      "text json"},
+    {"manifest", "", "generate", "--set --filename -f --output -o --help -h", ""},
     {"proxy-config", "pc",
      "all bootstrap cluster ecds endpoint eds listener log rootca-compare route secret",
      "--output -o --file -f --namespace -n --pilot --fqdn --port --subset --direction --address "
      "--type --name --status --cluster --verbose --level --reset -r --with-headers "
-     "--proxy-admin-port --help -h",
+     "--proxy-admin-port --kubeconfig -c --context --istioNamespace -i --selector -l --help -h",
      "json yaml short"},
     {"proxy-status", "ps", "",
      "--namespace -n --output -o --pilot --file -f --verbosity -v --table-format --from-file "
-     "--revision -r --hide-disconnected --help -h",
+     "--revision -r --hide-disconnected --kubeconfig -c --context --istioNamespace -i "
+     "--proxy-admin-port --help -h",
      "table json yaml"},
     {"remote-clusters", "", "", "--pilot --from-file --revision -r --help -h", ""},
     {"status", "", "", "--state --output -o --help -h", "json"},
@@ -102,8 +106,8 @@ static void print_script(void)
            "    if [[ \"$cmd\" == x || \"$cmd\" == experimental ]] && "
            "[[ \" ${COMP_WORDS[*]} \" == *\" describe \"* ]]; then\n"
            "        subs=\"pod po service svc\"\n"
-           "        flags=\"--namespace -n --istioNamespace -i --ignoreUnmeshed --pilot --file -f "
-           "--config-dir --config-dump --help -h\"\n"
+           "        flags=\"--namespace -n --istioNamespace -i --ignoreUnmeshed --pilot --kubeconfig "
+           "-c --context --proxy-admin-port --file -f --config-dir --config-dump --help -h\"\n"
            "    elif [[ \"$cmd\" == x || \"$cmd\" == experimental ]] && "
            "[[ \" ${COMP_WORDS[*]} \" == *\" authz \"* ]]; then\n"
            "        subs=\"check\"\n"
@@ -116,7 +120,8 @@ static void print_script(void)
            "            COMPREPLY=($(compgen -W \"$outputs\" -- \"$cur\"))\n"
            "            return 0\n"
            "            ;;\n"
-           "        -f|--file|--config-dir|--from-file|--meshConfigFile|--meshNetworksFile)\n"
+           "        -f|--file|--config-dir|--from-file|--meshConfigFile|--meshNetworksFile|-c|"
+           "--kubeconfig)\n"
            "            COMPREPLY=($(compgen -f -- \"$cur\"))\n"
            "            return 0\n"
            "            ;;\n"

@@ -4,13 +4,16 @@
  *
  * Where the inputs come from:
  *  - Kubernetes and Istio objects: `-f FILE` / `--config-dir DIR` (repeatable; the loader of
- *    `weftctl analyze`: YAML or JSON, `kind: List`, directories). Without them, the files
+ *    `weftctl analyze`: YAML or JSON, `kind: List`, directories). In a cluster
+ *    (--kubeconfig, --context, $KUBECONFIG: mesh_access.h) the API server's objects
+ *    (kube_live.h), as istioctl reads them. Otherwise the files
  *    weft-pilot reports serving in /debug/configz (`--pilot ADDR`), read from this host: pilot
  *    has no endpoint that returns whole resources, so describe must run next to the mesh.
  *    JSON objects are taken as the API server returns them (fields literal); a YAML manifest
  *    gets the API server's default `protocol: TCP`.
  *  - each pod's /config_dump: `--config-dump POD[.NS]=FILE` (repeatable), else the proxy's
- *    admin API found through pilot (wf_proxy_find) when `--pilot` is given or no files are.
+ *    admin API (mesh_access.h: found through pilot locally, through the API server's pod
+ *    proxy subresource in a cluster) when `--pilot` is given, a cluster chosen, or no files.
  *
  * Output goes to stdout in istioctl's layout; errors to stderr as "Error: ..." with exit 1.
  */
@@ -23,11 +26,26 @@
 #include "cli/describe.h"
 #include "cli/flags.h"
 #include "cli/http_client.h"
+#include "cli/kube_live.h"
+#include "cli/mesh_access.h"
 #include "cli/proxy_find.h"
 
 #define TIMEOUT_MS 5000
 
-enum { F_NS, F_ISTIONS, F_IGNORE, F_PILOT, F_FILE, F_DIR, F_DUMP, F_HELP, F_COUNT };
+enum {
+    F_NS,
+    F_ISTIONS,
+    F_IGNORE,
+    F_PILOT,
+    F_KUBECONFIG,
+    F_CONTEXT,
+    F_ADMIN_PORT,
+    F_FILE,
+    F_DIR,
+    F_DUMP,
+    F_HELP,
+    F_COUNT
+};
 
 static void init_flags(wf_flag *f)
 {
@@ -43,6 +61,10 @@ static void init_flags(wf_flag *f)
                       NULL},
         [F_PILOT] = {"pilot", 0, WF_FLAG_STRING,
                      "weft-pilot monitoring address (default " WF_DEFAULT_PILOT ")", "addr"},
+        [F_KUBECONFIG] = WF_MESH_FLAG_KUBECONFIG,
+        [F_CONTEXT] = WF_MESH_FLAG_CONTEXT,
+        [F_ADMIN_PORT] = {"proxy-admin-port", 0, WF_FLAG_STRING,
+                          "Cluster: the proxies' admin port (default 15000)", "int"},
         [F_FILE] = {"file", 'f', WF_FLAG_LIST, "Kubernetes/Istio manifests to read (repeatable)",
                     "file"},
         [F_DIR] = {"config-dir", 0, WF_FLAG_LIST, "Directory of manifests to read (repeatable)",
@@ -63,7 +85,7 @@ static void usage(const wf_flag *flags)
            "  weftctl describe service <svc>[.<namespace>] [flags]   (alias: svc)\n\n"
            "Examples:\n  weftctl describe pod catalog-v2-7b9c8d-x7k2p -n istioinaction\n"
            "  weftctl describe svc productpage -f cluster.json --config-dump "
-           "productpage-v1=dump.json\n\n");
+           "productpage-v1=dump.json\n\n" WF_MESH_MODE_HELP "\n");
     wf_flags_usage(flags, F_COUNT);
 }
 
@@ -185,13 +207,11 @@ static json_t *dump_from_proxy(const dsc_ctx *c, const wf_resource *pod, wf_strb
     char id[600];
     snprintf(id, sizeof id, "%s.%s", pod->name, pod->ns);
     wf_proxy_ref ref = {0};
-    if (wf_proxy_find(c->pilot, id, NULL, &ref, err))
+    if (wf_mesh_find_proxy(c->mesh, id, NULL, &ref, err))
         return NULL;
     json_t *d = NULL;
     wf_http_resp r = {0};
-    if (!ref.admin)
-        wf_strbuf_printf(err, "proxy %s has no admin address (WEFT_ADMIN)", id);
-    else if (wf_http_request("GET", ref.admin, "/config_dump", TIMEOUT_MS, &r, err) == 0) {
+    if (wf_mesh_proxy_do(c->mesh, &ref, "GET", "/config_dump", TIMEOUT_MS, &r, err) == 0) {
         if (r.status != 200)
             wf_strbuf_printf(err, "unexpected status code: %d", r.status);
         else
@@ -207,7 +227,7 @@ json_t *dsc_fetch_dump(const dsc_ctx *c, const wf_resource *pod, wf_strbuf *err)
     const char *file = dump_file_for(c, pod);
     if (file)
         return dump_from_file(file, err);
-    if (c->pilot)
+    if (c->mesh)
         return dump_from_proxy(c, pod, err);
     wf_strbuf_printf(err, "no config dump for pod %s.%s (give --config-dump %s=FILE or --pilot)",
                      pod->name, pod->ns, pod->name);
@@ -216,21 +236,11 @@ json_t *dsc_fetch_dump(const dsc_ctx *c, const wf_resource *pod, wf_strbuf *err)
 
 /* ---- loading the cluster state ------------------------------------------------------------ */
 
-static json_t *pilot_get_json(const char *pilot, const char *path, wf_strbuf *err)
+/* pilot's answer to GET path (the first control plane's in a cluster), or NULL with err. */
+static json_t *pilot_get_json(wf_mesh *m, const char *path, wf_strbuf *err)
 {
-    wf_http_resp r = {0};
-    wf_strbuf e = WF_STRBUF_INIT;
     json_t *j = NULL;
-    if (wf_http_request("GET", pilot, path, TIMEOUT_MS, &r, &e)) {
-        wf_strbuf_printf(err, "cannot reach weft-pilot at %s: %s", pilot, wf_strbuf_cstr(&e));
-    } else if (r.status != 200) {
-        wf_strbuf_printf(err, "weft-pilot at %s answered %d to %s", pilot, r.status, path);
-    } else if (!(j = json_loadb(r.body, r.len, 0, NULL))) {
-        wf_strbuf_printf(err, "weft-pilot at %s sent invalid JSON for %s", pilot, path);
-    }
-    wf_http_resp_free(&r);
-    wf_strbuf_free(&e);
-    return j;
+    return wf_mesh_pilot_get_json(m, path, &j, err) == 0 ? j : NULL;
 }
 
 /* Loads the files pilot serves from (/debug/configz "resources[].file"), once each. */
@@ -291,7 +301,7 @@ static const char *pilot_default_ns(json_t *cz, wf_store *st)
  * first finds which namespace pilot gave the resources their files leave without one). */
 static int load_from_pilot(dsc_ctx *c, wf_strbuf *err)
 {
-    json_t *cz = pilot_get_json(c->pilot, "/debug/configz", err);
+    json_t *cz = pilot_get_json(c->mesh, "/debug/configz", err);
     if (!cz)
         return -1;
     wf_store *probe = wf_store_new();
@@ -313,6 +323,18 @@ static int load_from_pilot(dsc_ctx *c, wf_strbuf *err)
     return rc;
 }
 
+/* The cluster's objects, as istioctl's describe reads them from the API server. */
+static int load_from_cluster(dsc_ctx *c, wf_strbuf *err)
+{
+    if (wf_kube_live_load(wf_mesh_kube_client(c->mesh), c->istio_ns, c->store, NULL, err) < 0)
+        return -1;
+    if (wf_store_finalize(c->store, c->ns, false)) {
+        wf_strbuf_puts(err, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 static int load_state(dsc_ctx *c, const wf_flag *fl, wf_strbuf *err)
 {
     c->store = wf_store_new();
@@ -320,12 +342,16 @@ static int load_state(dsc_ctx *c, const wf_flag *fl, wf_strbuf *err)
         wf_strbuf_puts(err, "out of memory");
         return -1;
     }
-    if (c->pilot) {
-        c->syncz = pilot_get_json(c->pilot, "/debug/syncz", err);
+    /* pilot's proxies tell which pods of the local mesh carry a sidecar; a cluster's pods say
+     * it themselves (an istio-proxy container), and istioctl's describe needs no istiod */
+    if (c->mesh && c->mesh->mode == WF_MESH_LOCAL) {
+        c->syncz = pilot_get_json(c->mesh, "/debug/syncz", err);
         if (!c->syncz)
             return -1;
     }
     size_t nfiles = fl[F_FILE].nlist + fl[F_DIR].nlist;
+    if (nfiles == 0 && c->mesh && c->mesh->mode == WF_MESH_CLUSTER)
+        return load_from_cluster(c, err);
     if (nfiles == 0)
         return load_from_pilot(c, err);
     for (size_t i = 0; i < nfiles; i++) {
@@ -527,17 +553,28 @@ static int run(wf_flag *fl, char **pos, size_t npos)
     bool files = fl[F_FILE].nlist || fl[F_DIR].nlist;
     dsc_ctx c = {
         .out = stdout,
-        .ns = fl[F_NS].sval && *fl[F_NS].sval ? fl[F_NS].sval : "default",
         .istio_ns = fl[F_ISTIONS].sval && *fl[F_ISTIONS].sval ? fl[F_ISTIONS].sval : "istio-system",
         .ignore_unmeshed = fl[F_IGNORE].bval,
-        .pilot = fl[F_PILOT].sval ? fl[F_PILOT].sval
-                 : files          ? NULL
-                                  : WF_DEFAULT_PILOT,
         .dump_arg = fl[F_DUMP].list,
         .ndump_arg = fl[F_DUMP].nlist,
     };
+    wf_mesh_opts mo = {.pilot = fl[F_PILOT].sval,
+                       .kubeconfig = fl[F_KUBECONFIG].sval,
+                       .context = fl[F_CONTEXT].sval,
+                       .istio_ns = c.istio_ns,
+                       .admin_port = fl[F_ADMIN_PORT].sval};
+    bool cluster = wf_mesh_choose(mo.pilot, mo.kubeconfig, mo.context, getenv("KUBECONFIG")) ==
+                   WF_MESH_CLUSTER;
     wf_strbuf err = WF_STRBUF_INIT;
-    int rc = load_state(&c, fl, &err);
+    int rc = 0;
+    if ((fl[F_PILOT].sval || cluster || !files) && wf_mesh_open(&mo, &c.mesh, &err) != 0)
+        rc = -1;
+    /* -n, else the kubeconfig context's namespace in a cluster, else "default" */
+    c.ns = fl[F_NS].sval && *fl[F_NS].sval ? fl[F_NS].sval
+           : c.mesh                        ? c.mesh->default_ns
+                                           : "default";
+    if (rc == 0)
+        rc = load_state(&c, fl, &err);
     if (rc == 0)
         rc = is_pod ? describe_pod(&c, pos[1], &err) : describe_service(&c, pos[1], &err);
     fflush(stdout);
@@ -546,6 +583,7 @@ static int run(wf_flag *fl, char **pos, size_t npos)
     wf_strbuf_free(&err);
     json_decref(c.syncz);
     wf_store_free(c.store);
+    wf_mesh_free(c.mesh);
     return rc ? WF_EXIT_ERROR : WF_EXIT_OK;
 }
 

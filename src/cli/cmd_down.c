@@ -86,6 +86,17 @@ static char *dir_state(const char *dir)
     if (!abs || !state)
         fprintf(stderr, "Error: %s: %s\n", dir, abs ? wf_strbuf_cstr(&err) : strerror(errno));
     wf_strbuf_free(&err);
+    if (abs && state && !has_mesh(state)) { /* where `up --capture` puts it as root */
+        wf_strbuf cerr = WF_STRBUF_INIT;
+        char *cap = wf_lm_capture_state(abs, &cerr);
+        if (cap && has_mesh(cap)) {
+            free(state);
+            state = cap;
+        } else {
+            free(cap);
+        }
+        wf_strbuf_free(&cerr);
+    }
     char *old = abs && state && !has_mesh(state) ? join(abs, ".weft") : NULL;
     free(abs);
     if (old && has_mesh(old)) {
@@ -462,9 +473,11 @@ static int status_table(const json_t *mesh, bool supervised, const report *rep)
         printf("\ngateway: %s -> %s\n", str_or(gw, "url", "?"), str_or(gw, "target", "?"));
     const json_t *net = json_object_get(mesh, "podNetwork");
     if (json_is_object(net) && !strcmp(str_or(net, "mode", ""), "netns"))
-        printf("pods:    network namespaces %s* on %s (node %s, host link %s %s)\n",
+        printf("pods:    network namespaces %s* on %s (node %s, host link %s %s); "
+               "transparent capture %s\n",
                str_or(net, "prefix", "?"), str_or(net, "cidr", "?"), str_or(net, "node", "?"),
-               str_or(net, "hostLink", "?"), str_or(net, "hostIP", "?"));
+               str_or(net, "hostLink", "?"), str_or(net, "hostIP", "?"),
+               json_is_true(json_object_get(net, "capture")) ? "on (REDIRECT)" : "off");
     printf("logs:    %s/logs/\n", str_or(mesh, "state", "?"));
     if (!supervised)
         return rc == 0 ? report_rc(rep) : WF_EXIT_ERROR;
@@ -518,6 +531,8 @@ static int status_json(const json_t *mesh, const char *state, pid_t sup, const r
             json_object_get(proc, "pid"), "state", proc_state(proc, sup != 0), "restarts",
             json_object_get(proc, "restarts"), "log", json_object_get(proc, "log"), "startedAt",
             json_object_get(proc, "startedAt"), "lastExit", json_object_get(proc, "lastExit"));
+        if (e && json_object_get(proc, "netns"))
+            json_object_set(e, "netns", json_object_get(proc, "netns"));
         if (!e || json_array_append_new(procs, e) != 0)
             break;
     }

@@ -45,6 +45,8 @@
 #include "cli/localmesh_super.h"
 #include "cli/localmesh_sys.h"
 #include "cli/tabwriter.h"
+#include "kube/inject_iptables.h"
+#include "kube/inject_probes.h"
 
 #define POLL_MS 250
 
@@ -382,37 +384,17 @@ static bool supervisor_alive(const wf_lm_plan *p)
 static int capture_args(const wf_lm_pod *pod, const char *excl_in, const char **argv, size_t cap)
 {
     const wf_lm_capture_ann *c = &pod->capture;
-    const char *v[] = {"istio-iptables",
-                       "-p",
-                       "15001",
-                       "-z",
-                       "15006",
-                       "-u",
-                       "1337",
-                       "-m",
-                       "REDIRECT",
-                       "-i",
-                       c->include_out_cidrs ? c->include_out_cidrs : "*",
-                       "-x",
-                       c->exclude_out_cidrs ? c->exclude_out_cidrs : "",
-                       "-b",
-                       c->include_in_ports ? c->include_in_ports : "*",
-                       "-d",
-                       excl_in,
-                       c->exclude_out_ports ? "-o" : NULL,
-                       c->exclude_out_ports,
-                       c->include_out_ports ? "-q" : NULL,
-                       c->include_out_ports,
-                       "--redirect-dns"};
-    size_t n = 1;
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
-        if (!v[i])
-            continue;
-        if (n + 1 >= cap)
-            return -1;
-        argv[n++] = v[i];
-    }
-    argv[n] = NULL;
+    wf_inject_capture ic = {.include_out_cidrs = c->include_out_cidrs,
+                            .exclude_out_cidrs = c->exclude_out_cidrs,
+                            .include_in_ports = c->include_in_ports,
+                            .exclude_in_ports = excl_in,
+                            .include_out_ports = c->include_out_ports,
+                            .exclude_out_ports = c->exclude_out_ports};
+    int n = cap > 2 ? wf_inject_iptables_argv(&ic, argv + 1, cap - 2) : -1;
+    if (n < 0)
+        return -1;
+    argv[1 + n] = "--redirect-dns";
+    argv[2 + n] = NULL;
     return 0;
 }
 
@@ -429,10 +411,10 @@ static int capture_pod(const wf_lm_plan *p, const wf_lm_pod *pod, wf_strbuf *err
         return 0;
     /* and the local mesh's own: the proxy's admin on the pod IP (WEFT_ADMIN), which weftctl
      * reaches from the host where istioctl port-forwards to Istio's 127.0.0.1:15000 */
-    char excl_in[512];
-    const char *user = pod->capture.exclude_in_ports;
-    snprintf(excl_in, sizeof excl_in, "15090,15021,15020,%d%s%s", WF_LM_ADMIN_PORT,
-             user && *user ? "," : "", user ? user : "");
+    char user[512], excl_in[600];
+    const char *ann = pod->capture.exclude_in_ports;
+    snprintf(user, sizeof user, "%d%s%s", WF_LM_ADMIN_PORT, ann && *ann ? "," : "", ann ? ann : "");
+    wf_inject_exclude_inbound(WF_INJECT_STATUS_PORT, user, excl_in, sizeof excl_in);
     const char *argv[32] = {proxy};
     if (capture_args(pod, excl_in, argv, sizeof argv / sizeof argv[0]) != 0)
         return wf_strbuf_puts(err, "too many istio-iptables arguments"), -1;

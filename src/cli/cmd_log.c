@@ -168,11 +168,15 @@ static int add_reset_parts(items *l, const char *details, const char *tfr)
     return 0;
 }
 
-static int add_details(items *l, const char *d, const char *tfr)
+/* blocked: the line is block_all's (its direct_response has its own entry). */
+static int add_details(items *l, const char *d, const char *tfr, bool blocked)
 {
     if (!d)
         return 0;
-    if (items_add(l, "details", d, strlen(d), wf_lx_find_detail(d)))
+    const wf_lx_entry *e = blocked && strcmp(d, "direct_response") == 0
+                               ? wf_lx_capture_blocked_direct_response()
+                               : wf_lx_find_detail(d);
+    if (items_add(l, "details", d, strlen(d), e))
         return -1;
     return strncmp(d, "upstream_reset_", 15) == 0 ? add_reset_parts(l, d, tfr) : 0;
 }
@@ -207,7 +211,8 @@ static int explain_tables(const wf_lx_record *r, const rbac_ctx *rc, items *out)
             return -1;
         p += len + (p[len] == ',');
     }
-    if (add_details(out, r->details, r->tfr) || add_rbac(out, r->details, rc))
+    if (add_details(out, r->details, r->tfr, wf_lx_capture_of(r) == WF_LX_CAP_BLOCKED) ||
+        add_rbac(out, r->details, rc))
         return -1;
     /* a transport failure the details do not carry (a TCP proxy's line, other details) */
     bool have_tfr = false;
@@ -218,8 +223,9 @@ static int explain_tables(const wf_lx_record *r, const rbac_ctx *rc, items *out)
     if (r->dtfr && add_transport(out, "downstream_transport_failure", r->dtfr, strlen(r->dtfr)))
         return -1;
     if (r->conn_details && (!r->details || strcmp(r->conn_details, r->details) != 0))
-        return add_details(out, r->conn_details, NULL) || add_rbac(out, r->conn_details, rc) ? -1
-                                                                                             : 0;
+        return add_details(out, r->conn_details, NULL, false) || add_rbac(out, r->conn_details, rc)
+                   ? -1
+                   : 0;
     const char *why;
     const wf_lx_entry *e = wf_lx_infer_details(r, &why);
     if (e) {

@@ -84,9 +84,13 @@ int pc_endpoints(const wf_envoy_dump *d, const pc_opts *o, wf_strbuf *out, wf_st
 
 /* ---- live proxies (cmd_proxy_config.c, cmd_pc_log.c) ---- */
 
+typedef struct wf_mesh wf_mesh;
+
 typedef struct pc_live {
     char id[300];    /* "<pod>.<ns>" */
-    char admin[128]; /* the proxy's admin address, "ip:port" */
+    char admin[128]; /* the proxy's admin address, "ip:port" (for messages) */
+    char pod[256], ns[256];
+    wf_mesh *mesh; /* how it is reached (mesh_access.h): directly or through the API server */
     long timeout_ms;
 } pc_live;
 

@@ -18,6 +18,7 @@
 #include "cli/cmd_pc.h"
 #include "cli/flags.h"
 #include "cli/http_client.h"
+#include "cli/mesh_access.h"
 #include "cli/proxy_find.h"
 
 #define PC_ADMIN_TIMEOUT_MS 10000
@@ -58,6 +59,10 @@ enum {
     F_FILE,
     F_NAMESPACE,
     F_PILOT,
+    F_KUBECONFIG,
+    F_CONTEXT,
+    F_ISTIONS,
+    F_SELECTOR,
     F_FQDN,
     F_PORT,
     F_SUBSET,
@@ -86,6 +91,11 @@ static void init_flags(wf_flag *f)
                     "string"},
         [F_NAMESPACE] = {"namespace", 'n', WF_FLAG_STRING, "Namespace of the pod"},
         [F_PILOT] = {"pilot", 0, WF_FLAG_STRING, "weft-pilot monitoring address (ip:port)"},
+        [F_KUBECONFIG] = WF_MESH_FLAG_KUBECONFIG,
+        [F_CONTEXT] = WF_MESH_FLAG_CONTEXT,
+        [F_ISTIONS] = WF_MESH_FLAG_ISTIONS,
+        [F_SELECTOR] = {"selector", 'l', WF_FLAG_STRING,
+                        "pc log: every pod the label selector matches (cluster only)", "string"},
         [F_FQDN] = {"fqdn", 0, WF_FLAG_STRING, "Filter clusters by substring of FQDN field"},
         [F_PORT] = {"port", 0, WF_FLAG_STRING, "Filter by port", "int"},
         [F_SUBSET] = {"subset", 0, WF_FLAG_STRING, "Filter clusters by substring of subset"},
@@ -100,7 +110,8 @@ static void init_flags(wf_flag *f)
         [F_RESET] = {"reset", 'r', WF_FLAG_BOOL, "pc log: reset levels to the default"},
         [F_HEADERS] = {"with-headers", 0, WF_FLAG_BOOL, "pc all: a banner before each section"},
         [F_ADMIN_PORT] = {"proxy-admin-port", 0, WF_FLAG_STRING,
-                          "Accepted for istioctl compatibility (weft-pilot knows the address)",
+                          "Cluster: Envoy proxy admin port (default 15000); locally weft-pilot "
+                          "knows the address",
                           "int"},
         [F_HELP] = {"help", 'h', WF_FLAG_BOOL, "help for proxy-config"},
     };
@@ -116,7 +127,9 @@ static void usage(FILE *f)
                "  weftctl proxy-config rootca-compare POD1[.NS1] POD2[.NS2] [-f DUMP1 -f DUMP2] "
                "[flags]\n\n"
                "Aliases: proxy-config, pc; c/clusters, l/listeners, r/routes, ep/endpoints, b, "
-               "s/secrets, ec, a/all, o/log, rc\n\n");
+               "s/secrets, ec, a/all, o/log, rc\n\n"
+               "  weftctl proxy-config log -l <label selector> [--level ...]   "
+               "(cluster)\n\n" WF_MESH_MODE_HELP "\n");
 }
 
 static void rootca_usage(FILE *f)
@@ -178,7 +191,11 @@ int pc_live_fetch(const pc_live *live, const char *method, const char *path, cha
     wf_http_resp r;
     wf_strbuf e2 = WF_STRBUF_INIT;
     *body = NULL;
-    if (wf_http_request(method, live->admin, path, live->timeout_ms, &r, &e2) != 0) {
+    wf_proxy_ref ref = {.id = (char *)live->id,
+                        .pod = (char *)live->pod,
+                        .ns = (char *)live->ns,
+                        .admin = (char *)live->admin};
+    if (wf_mesh_proxy_do(live->mesh, &ref, method, path, live->timeout_ms, &r, &e2) != 0) {
         wf_strbuf_printf(err, "proxy %s (admin %s) did not answer: %s", live->id, live->admin,
                          wf_strbuf_cstr(&e2));
         wf_strbuf_free(&e2);
@@ -201,20 +218,27 @@ int pc_live_fetch(const pc_live *live, const char *method, const char *path, cha
     return 0;
 }
 
-static int find_proxy(const wf_flag *f, const char *name, pc_live *live, wf_strbuf *err)
+static void live_from_ref(wf_mesh *m, const wf_proxy_ref *ref, pc_live *live)
 {
-    const char *pilot = f[F_PILOT].sval ? f[F_PILOT].sval : WF_DEFAULT_PILOT;
+    snprintf(live->id, sizeof live->id, "%s", ref->id);
+    snprintf(live->admin, sizeof live->admin, "%s", ref->admin);
+    snprintf(live->pod, sizeof live->pod, "%s", ref->pod);
+    snprintf(live->ns, sizeof live->ns, "%s", ref->ns);
+    live->mesh = m;
+    live->timeout_ms = PC_ADMIN_TIMEOUT_MS;
+}
+
+static int find_proxy(wf_mesh *m, const wf_flag *f, const char *name, pc_live *live, wf_strbuf *err)
+{
     wf_proxy_ref ref;
-    if (wf_proxy_find(pilot, name, f[F_NAMESPACE].sval, &ref, err) != 0)
+    if (wf_mesh_find_proxy(m, name, f[F_NAMESPACE].sval, &ref, err) != 0)
         return -1;
     int rc = 0;
     if (!ref.admin) {
         wf_strbuf_printf(err, "proxy %s has no admin address (WEFT_ADMIN)", ref.id);
         rc = -1;
     } else {
-        snprintf(live->id, sizeof live->id, "%s", ref.id);
-        snprintf(live->admin, sizeof live->admin, "%s", ref.admin);
-        live->timeout_ms = PC_ADMIN_TIMEOUT_MS;
+        live_from_ref(m, &ref, live);
     }
     wf_proxy_ref_free(&ref);
     return rc;
@@ -249,17 +273,24 @@ static char *server_version(const pc_live *live, const wf_envoy_dump *d)
 
 /* Reads the input document: the -f file, or the proxy's admin path (for the short bootstrap
  * also its /server_info version, *sv, malloc'd, may stay NULL). */
-static int load_input(const wf_flag *f, const char *pod, const char *path, wf_envoy_dump *d,
-                      char **sv, wf_strbuf *err)
+static int load_input(wf_mesh *m, const wf_flag *f, const char *pod, const char *path,
+                      wf_envoy_dump *d, char **sv, wf_strbuf *err)
 {
     if (f[F_FILE].sval)
         return wf_envoy_dump_load_file(f[F_FILE].sval, d, err);
     pc_live live;
-    if (find_proxy(f, pod, &live, err) != 0)
+    if (find_proxy(m, f, pod, &live, err) != 0)
         return -1;
     char *body = NULL;
-    if (pc_live_fetch(&live, "GET", path, &body, err) != 0)
+    wf_strbuf e = WF_STRBUF_INIT;
+    if (pc_live_fetch(&live, "GET", path, &body, &e) != 0) {
+        /* istioctl: "failed to execute command on POD.NS sidecar: ..." */
+        wf_strbuf_printf(err, "failed to execute command on %s sidecar: %s", live.id,
+                         wf_strbuf_cstr(&e));
+        wf_strbuf_free(&e);
         return -1;
+    }
+    wf_strbuf_free(&e);
     char src[512];
     snprintf(src, sizeof src, "%s (admin %s%s)", live.id, live.admin, path);
     int rc = wf_envoy_dump_parse(body, strlen(body), src, d, err);
@@ -397,9 +428,17 @@ static int find_sub(const char *name, pc_sub *sub, const char **what)
 /* Checks the arguments of one subcommand. Returns 0 or an exit code with err set. */
 static int check_args(pc_sub sub, const char *what, const wf_flag *f, size_t npos, wf_strbuf *err)
 {
+    if (f[F_SELECTOR].sval && sub != SUB_LOG) {
+        wf_strbuf_puts(err,
+                       "unknown flag: --selector (only proxy-config log takes a label selector)");
+        return WF_EXIT_USAGE;
+    }
     if (sub == SUB_LOG) {
-        if (npos != 1) {
-            wf_strbuf_puts(err, "log requires pod name or --selector");
+        if (f[F_SELECTOR].sval ? npos != 0 : npos != 1) {
+            wf_strbuf_puts(err, f[F_SELECTOR].sval
+                                    ? "name cannot be provided when the label selector is "
+                                      "specified"
+                                    : "log requires pod name or --selector");
             return WF_EXIT_USAGE;
         }
         if (f[F_RESET].bval && f[F_LEVEL].sval) {
@@ -447,8 +486,8 @@ static void dump_proxy_id(const wf_envoy_dump *d, const char *file, char *buf, s
 
 /* rootca-compare: both ROOTCA bundles, from two proxies or two dump files. Returns 0 when
  * identical, 1 when not (err holds istioctl's error; out may hold -o json), -1 with err. */
-static int rootca_compare(const wf_flag *f, char **pos, const pc_opts *o, wf_strbuf *out,
-                          wf_strbuf *err)
+static int rootca_compare(wf_mesh *m, const wf_flag *f, char **pos, const pc_opts *o,
+                          wf_strbuf *out, wf_strbuf *err)
 {
     char ids[2][300];
     char *pems[2] = {NULL, NULL};
@@ -462,7 +501,7 @@ static int rootca_compare(const wf_flag *f, char **pos, const pc_opts *o, wf_str
             dump_proxy_id(&d, f[F_FILE].list[i], ids[i], sizeof ids[i]);
         } else {
             char *body = NULL, src[512];
-            if (find_proxy(f, pos[i], &live, err) != 0 ||
+            if (find_proxy(m, f, pos[i], &live, err) != 0 ||
                 pc_live_fetch(&live, "GET", "/config_dump", &body, err) != 0)
                 goto done;
             snprintf(src, sizeof src, "%s (admin %s/config_dump)", live.id, live.admin);
@@ -488,22 +527,43 @@ done:
     return rc;
 }
 
-static int execute(pc_sub sub, const wf_flag *f, char **pos, const pc_opts *opts, wf_strbuf *out,
-                   wf_strbuf *err)
+/* pc log -l SELECTOR: every pod it matches, one after the other (istioctl's logCmd). */
+static int log_selected(wf_mesh *m, const wf_flag *f, wf_strbuf *out, wf_strbuf *err)
+{
+    wf_proxy_ref *refs = NULL;
+    size_t n = 0;
+    if (wf_mesh_select_proxies(m, f[F_SELECTOR].sval, f[F_NAMESPACE].sval, &refs, &n, err) != 0)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        pc_live live;
+        live_from_ref(m, &refs[i], &live);
+        rc = pc_log(&live, f[F_LEVEL].sval, f[F_RESET].bval, out, err);
+    }
+    for (size_t i = 0; i < n; i++)
+        wf_proxy_ref_free(&refs[i]);
+    free(refs);
+    return rc;
+}
+
+static int execute(wf_mesh *m, pc_sub sub, const wf_flag *f, char **pos, const pc_opts *opts,
+                   wf_strbuf *out, wf_strbuf *err)
 {
     pc_opts o = *opts;
     if (sub == SUB_ROOTCA)
-        return rootca_compare(f, pos, &o, out, err) == 0 ? 0 : -1;
+        return rootca_compare(m, f, pos, &o, out, err) == 0 ? 0 : -1;
+    if (sub == SUB_LOG && f[F_SELECTOR].sval)
+        return log_selected(m, f, out, err);
     if (sub == SUB_LOG) {
         pc_live live;
-        if (find_proxy(f, pos[0], &live, err) != 0)
+        if (find_proxy(m, f, pos[0], &live, err) != 0)
             return -1;
         return pc_log(&live, f[F_LEVEL].sval, f[F_RESET].bval, out, err);
     }
     wf_envoy_dump d;
     char *sv = NULL;
     bool want_sv = (sub == SUB_BOOTSTRAP || sub == SUB_ALL) && o.out == PC_OUT_SHORT;
-    if (load_input(f, pos ? pos[0] : NULL, admin_path(sub), &d, want_sv ? &sv : NULL, err) != 0)
+    if (load_input(m, f, pos ? pos[0] : NULL, admin_path(sub), &d, want_sv ? &sv : NULL, err) != 0)
         return -1;
     o.server_version = sv;
     int rc = run_sub(sub, &d, &o, f[F_HEADERS].bval, out, err);
@@ -550,7 +610,16 @@ int wf_cmd_proxy_config(int argc, char **argv)
     } else if ((rc = check_args(sub, what, f, npos, &err)) == 0 &&
                (rc = make_opts(sub, f, &o, &err)) == 0) {
         o.notes = &notes;
-        int e = execute(sub, f, pos, &o, &out, &err);
+        wf_mesh *m = NULL;
+        wf_mesh_opts mo = {.pilot = f[F_PILOT].sval,
+                           .kubeconfig = f[F_KUBECONFIG].sval,
+                           .context = f[F_CONTEXT].sval,
+                           .istio_ns = f[F_ISTIONS].sval,
+                           .admin_port = f[F_ADMIN_PORT].sval};
+        int e = f[F_FILE].nlist == 0 && wf_mesh_open(&mo, &m, &err) != 0
+                    ? -1
+                    : execute(m, sub, f, pos, &o, &out, &err);
+        wf_mesh_free(m);
         rc = e == 0 ? WF_EXIT_OK : e == PC_E_USAGE ? WF_EXIT_USAGE : WF_EXIT_ERROR;
     }
     if (wf_strbuf_failed(&out)) {

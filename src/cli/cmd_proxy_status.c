@@ -9,7 +9,8 @@
  * Offline/testing: --from-file reads the control plane's answer(s) from a file instead of
  * asking weft-pilot (a /debug/syncz array, or {"<istiod>": DiscoveryResponse | syncz array});
  * then PROXY filters rows by substring as istioctl <= 1.21 did. $WEFTCTL_NOW (RFC 3339) fixes
- * the clock for ages. Exit: 0, 1 errors, 64 bad flags or -o value (cli.h).
+ * the clock for ages. Where pilot and the proxies are (local mesh or a cluster through its API
+ * server, --kubeconfig/--context): mesh_access.h. Exit: 0, 1 errors, 64 bad flags or -o value.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +19,29 @@
 #include "cli/cli.h"
 #include "cli/flags.h"
 #include "cli/http_client.h"
+#include "cli/mesh_access.h"
 #include "cli/proxy_find.h"
 #include "cli/proxy_status.h"
 
 #define ADMIN_TIMEOUT_MS 5000
 
-enum { F_NS, F_OUT, F_PILOT, F_FILE, F_VERB, F_TABLE, F_FROM, F_REV, F_HIDE, F_HELP, F_COUNT };
+enum {
+    F_NS,
+    F_OUT,
+    F_PILOT,
+    F_KUBECONFIG,
+    F_CONTEXT,
+    F_ISTIONS,
+    F_ADMIN_PORT,
+    F_FILE,
+    F_VERB,
+    F_TABLE,
+    F_FROM,
+    F_REV,
+    F_HIDE,
+    F_HELP,
+    F_COUNT
+};
 
 static void init_flags(wf_flag *f)
 {
@@ -34,6 +52,11 @@ static void init_flags(wf_flag *f)
                    "string"},
         [F_PILOT] = {"pilot", 0, WF_FLAG_STRING,
                      "weft-pilot monitoring address (default " WF_DEFAULT_PILOT ")", "addr"},
+        [F_KUBECONFIG] = WF_MESH_FLAG_KUBECONFIG,
+        [F_CONTEXT] = WF_MESH_FLAG_CONTEXT,
+        [F_ISTIONS] = WF_MESH_FLAG_ISTIONS,
+        [F_ADMIN_PORT] = {"proxy-admin-port", 0, WF_FLAG_STRING,
+                          "Cluster: the proxies' admin port (default 15000)", "int"},
         [F_FILE] = {"file", 'f', WF_FLAG_STRING,
                     "Envoy config dump to compare with (PROXY given; instead of its /config_dump)",
                     "file"},
@@ -77,7 +100,8 @@ static void usage(const wf_flag *flags)
            "DISCONNECTED (time since the stream ended;\nweft's rows, --hide-disconnected leaves "
            "them out). -o json carries per type the status, the\nnonces sent and acked, the "
            "versions sent and acked and when the status last changed.\n"
-           "$WEFTCTL_NOW (RFC 3339) fixes the clock used for ages (testing).\n\n");
+           "$WEFTCTL_NOW (RFC 3339) fixes the clock used for ages (testing).\n\n" WF_MESH_MODE_HELP
+           "In a cluster the ISTIOD column names the istiod pod that answered.\n\n");
     wf_flags_usage(flags, F_COUNT);
     printf("\nExit codes: 0 success, 64 bad flag or output format, 1 other errors.\n");
 }
@@ -103,7 +127,8 @@ static json_t *load_json_file(const char *path, wf_strbuf *err)
 }
 
 typedef struct ps_opts {
-    const char *pilot, *ns, *out, *file, *from, *table;
+    wf_mesh *mesh; /* NULL with --from-file */
+    const char *ns, *out, *file, *from, *table;
     bool verbose, hide_disconnected;
     const char *verbosity; /* -v value as given, NULL when absent */
     const char *proxy;     /* positional, NULL when none */
@@ -136,9 +161,12 @@ static int status_all(const ps_opts *o, wf_strbuf *err)
         if (rc == 0 && o->proxy)
             ps_filter_substring(&st, o->proxy); /* istioctl <= 1.21 `ps <pod>` */
     } else {
-        rc = wf_pilot_get_json(o->pilot, "/debug/syncz", &doc, err);
-        if (rc == 0)
-            rc = ps_add_syncz(&st, "weft-pilot", doc, err);
+        wf_mesh_answer *a = NULL;
+        size_t n = 0;
+        rc = wf_mesh_pilots_get(o->mesh, "/debug/syncz", &a, &n, err);
+        for (size_t i = 0; rc == 0 && i < n; i++)
+            rc = ps_add_syncz(&st, a[i].istiod, a[i].doc, err);
+        wf_mesh_answers_free(a, n);
     }
     if (rc == 0 && render(&st, o) != 0) {
         wf_strbuf_puts(err, "cannot write the output");
@@ -150,12 +178,12 @@ static int status_all(const ps_opts *o, wf_strbuf *err)
 }
 
 /* GET a JSON document from a proxy's admin API (istioctl: non-200 -> unexpected status). */
-static json_t *admin_get(const wf_proxy_ref *ref, const char *path, wf_strbuf *err)
+static json_t *admin_get(wf_mesh *m, const wf_proxy_ref *ref, const char *path, wf_strbuf *err)
 {
     wf_http_resp r = {0};
     wf_strbuf e = WF_STRBUF_INIT;
     json_t *v = NULL;
-    if (wf_http_request("GET", ref->admin, path, ADMIN_TIMEOUT_MS, &r, &e) != 0) {
+    if (wf_mesh_proxy_do(m, ref, "GET", path, ADMIN_TIMEOUT_MS, &r, &e) != 0) {
         wf_strbuf_printf(err, "proxy %s does not answer at %s: %s", ref->id, ref->admin,
                          wf_strbuf_cstr(&e));
     } else if (r.status != 200) {
@@ -176,7 +204,7 @@ static json_t *admin_get(const wf_proxy_ref *ref, const char *path, wf_strbuf *e
 static int resolve(const ps_opts *o, wf_proxy_ref *ref, wf_strbuf *err)
 {
     if (!o->file || strchr(o->proxy, '/'))
-        return wf_proxy_find(o->pilot, o->proxy, o->ns, ref, err);
+        return wf_mesh_find_proxy(o->mesh, o->proxy, o->ns, ref, err);
     memset(ref, 0, sizeof *ref);
     const char *dot = strrchr(o->proxy, '.');
     ref->pod = dot ? strndup(o->proxy, (size_t)(dot - o->proxy)) : strdup(o->proxy);
@@ -195,13 +223,14 @@ static int status_diff(const ps_opts *o, wf_strbuf *err)
     wf_proxy_ref ref;
     if (resolve(o, &ref, err) != 0)
         return -1;
-    json_t *envoy = o->file ? load_json_file(o->file, err) : admin_get(&ref, "/config_dump", err);
+    json_t *envoy =
+        o->file ? load_json_file(o->file, err) : admin_get(o->mesh, &ref, "/config_dump", err);
     json_t *pilot = NULL;
     int rc = envoy ? 0 : -1;
     if (rc == 0) {
         char path[600];
         snprintf(path, sizeof path, "/debug/config_dump?proxyID=%s", ref.id);
-        rc = wf_pilot_get_json(o->pilot, path, &pilot, err);
+        rc = wf_mesh_pilot_get_json(o->mesh, path, &pilot, err);
     }
     if (rc == 0)
         rc = ps_compare_dumps(pilot, envoy, stdout, err);
@@ -259,7 +288,6 @@ int wf_cmd_proxy_status(int argc, char **argv)
         goto out;
     }
     ps_opts o = {
-        .pilot = flags[F_PILOT].sval ? flags[F_PILOT].sval : WF_DEFAULT_PILOT,
         .ns = flags[F_NS].sval,
         .out = flags[F_OUT].sval && *flags[F_OUT].sval ? flags[F_OUT].sval : "table",
         .file = flags[F_FILE].sval,
@@ -271,8 +299,15 @@ int wf_cmd_proxy_status(int argc, char **argv)
         .proxy = npos ? pos[0] : NULL,
     };
     wf_strbuf err = WF_STRBUF_INIT;
+    wf_mesh_opts mo = {.pilot = flags[F_PILOT].sval,
+                       .kubeconfig = flags[F_KUBECONFIG].sval,
+                       .context = flags[F_CONTEXT].sval,
+                       .istio_ns = flags[F_ISTIONS].sval,
+                       .admin_port = flags[F_ADMIN_PORT].sval};
     if (check_opts(&o, npos, &err) != 0) {
         rc = WF_EXIT_USAGE;
+    } else if (!o.from && wf_mesh_open(&mo, &o.mesh, &err) != 0) {
+        rc = WF_EXIT_ERROR;
     } else if (o.proxy && !o.from) {
         rc = status_diff(&o, &err) == 0 ? WF_EXIT_OK : WF_EXIT_ERROR;
     } else {
@@ -281,6 +316,7 @@ int wf_cmd_proxy_status(int argc, char **argv)
     if (rc != WF_EXIT_OK)
         fprintf(stderr, "Error: %s\n", wf_strbuf_cstr(&err));
     wf_strbuf_free(&err);
+    wf_mesh_free(o.mesh);
 out:
     free(pos);
     wf_flags_free(flags, F_COUNT);

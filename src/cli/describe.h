@@ -56,7 +56,7 @@ typedef struct dsc_ctx {
     const char *istio_ns; /* root namespace for PeerAuthentication (istio-system) */
     bool ignore_unmeshed;
     /* where dumps come from */
-    const char *pilot;     /* pilot address when live, else NULL */
+    struct wf_mesh *mesh;  /* pilot and proxies when live (mesh_access.h), else NULL */
     const char **dump_arg; /* --config-dump POD[.NS]=FILE values */
     size_t ndump_arg;
     json_t *syncz; /* live: pilot's /debug/syncz array (proxies pilot knows), else NULL */

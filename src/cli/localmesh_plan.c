@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/localmesh_dns_relay.h"
 #include "cli/localmesh_internal.h"
 #include "cli/localmesh_netns.h"
 #include "analysis/an_annotations_util.h"
@@ -390,6 +391,42 @@ static void capture_annotations(const wf_kvs *a, wf_lm_capture_ann *out)
 #undef TS
 }
 
+/* What the API server's validation refuses (apps/v1 and core/v1 ValidateDeployment,
+ * validateContainerPorts) among the fields the local mesh uses: a negative replicas and a
+ * containerPort outside 1..65535, worded as kube-apiserver's field errors. */
+static int api_validation(planner *pl, const wf_resource *r, const char *ns)
+{
+    const wf_node *rep = wf_node_path(r->root, "spec.replicas");
+    int64_t v;
+    char msg[200], field[200];
+    if (rep && wf_node_int(rep, &v) && v < 0) {
+        snprintf(msg, sizeof msg, "Invalid value: %lld: must be greater than or equal to 0",
+                 (long long)v);
+        return container_error(pl, r, ns, rep, "spec.replicas", msg);
+    }
+    const wf_pod_spec *spec = &r->t.workload->spec;
+    for (size_t i = 0; i < spec->ncontainers; i++) {
+        const wf_node *ports = wf_map_get(spec->containers[i].node, "ports");
+        for (size_t k = 0; k < wf_seq_len(ports); k++) {
+            const wf_node *pn = ports->u.items[k];
+            const wf_node *at = wf_map_get(pn, "containerPort");
+            bool ok = at && wf_node_int(at, &v);
+            if (ok && v >= 1 && v <= 65535)
+                continue;
+            snprintf(field, sizeof field,
+                     "spec.template.spec.containers[%zu].ports[%zu].containerPort", i, k);
+            if (ok)
+                snprintf(msg, sizeof msg,
+                         "Invalid value: %lld: must be between 1 and 65535, inclusive",
+                         (long long)v);
+            else
+                snprintf(msg, sizeof msg, "Required value");
+            return container_error(pl, r, ns, at ? at : pn, field, msg);
+        }
+    }
+    return 0;
+}
+
 static int plan_workload(planner *pl, const wf_resource *r)
 {
     const wf_workload *w = r->t.workload;
@@ -401,6 +438,8 @@ static int plan_workload(planner *pl, const wf_resource *r)
                                    : wf_node_path(r->root, "spec.template"),
                                "spec.template.spec.containers",
                                "a workload needs at least one container");
+    if (api_validation(pl, r, ns) != 0)
+        return -1;
     if (w->selector && w->selector->type == WF_NODE_MAP &&
         !wf_label_selector_matches(w->selector, &w->template_labels)) {
         /* the Kubernetes API server refuses such a workload (apps/v1 validation) */
@@ -788,6 +827,12 @@ static int proxy_env(planner *pl, const wf_lm_pod *pod, lm_strv *env)
      * ISTIO_META_DNS_CAPTURE (the proxy's metadata DNS_CAPTURE) turns on */
     if (pod->netns && lm_strv_setenv(a, env, "ISTIO_META_DNS_CAPTURE", "true") != 0)
         return -1;
+    /* the host's nameserver is out of a pod's reach: its DNS proxy asks the supervisor's relay
+     * on the host link instead (localmesh_dns_relay.h), as pods ask the node's DNS */
+    const char *up =
+        pod->netns && pl->p->dns_upstream ? wf_arena_printf(a, "%s:53", pl->p->pilot_ip) : NULL;
+    if (up && lm_strv_setenv(a, env, "WEFT_DNS_UPSTREAMS", up) != 0)
+        return -1;
     /* explicit mode shares the host's loopback: a DNS proxy (proxyMetadata
      * ISTIO_META_DNS_CAPTURE) answers on the pod's own localhost, not every pod's 127.0.0.1 */
     const char *dns = pod->netns ? NULL : wf_arena_printf(a, "%s:15053", pod->localhost);
@@ -901,6 +946,12 @@ static int plan_paths(wf_lm_plan *p, const wf_lm_opts *o)
      * which the proxies' CA client verifies (CA_ADDR) */
     p->secure_addr = wf_arena_printf(&p->arena, "%s:%d", p->pilot_ip, WF_LM_SECURE_PORT);
     if (!p->secure_addr)
+        return -1;
+    const char *rc = getenv("WEFT_DNS_RESOLV_CONF");
+    char ns_ip[64];
+    if (o->podnet == WF_LM_PODNET_NETNS &&
+        wf_lm_resolv_first_ipv4(rc && *rc ? rc : "/etc/resolv.conf", ns_ip, sizeof ns_ip) == 0 &&
+        !(p->dns_upstream = wf_arena_strdup(&p->arena, ns_ip)))
         return -1;
     return p->pods_dir ? 0 : -1;
 }
@@ -1022,7 +1073,8 @@ int wf_lm_plan_build(const wf_lm_opts *o, wf_lm_plan **out, wf_strbuf *err)
     char *dir = realpath(o->dir, NULL), *state = NULL;
     if (dir && o->state)
         state = absolute(o->state);
-    else if (dir && !(state = wf_lm_default_state(dir, err)))
+    else if (dir &&
+             !(state = o->capture ? wf_lm_capture_state(dir, err) : wf_lm_default_state(dir, err)))
         return free(dir), -1;
     wf_store *s = NULL;
     int rc = dir && state ? load_dir(dir, state, &s, err) : -1;

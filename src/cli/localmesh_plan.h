@@ -160,6 +160,10 @@ typedef struct wf_lm_plan {
     const char *pilot_ip;    /* where the proxies reach pilot: 127.0.0.1, or the host link's IP */
     const char *secure_addr; /* pilot's --secureGRPCAddr: pilot_ip:15012 */
     const char *netns_prefix; /* netns: "weft-<hash>-" (localmesh_netns.h), else NULL */
+    /* netns: the host's nameserver (the first IPv4 one of $WEFT_DNS_RESOLV_CONF, else
+     * /etc/resolv.conf), which the supervisor relays to at pilot_ip:53 for the pods' DNS
+     * proxies (localmesh_dns_relay.h); NULL when there is none or in explicit mode */
+    const char *dns_upstream;
 } wf_lm_plan;
 
 typedef struct wf_lm_opts {

@@ -13,6 +13,7 @@
 
 #include <uv.h>
 
+#include "cli/localmesh_dns_relay.h"
 #include "cli/localmesh_fwd.h"
 #include "cli/localmesh_netns.h"
 #include "cli/localmesh_roots.h"
@@ -61,6 +62,8 @@ struct super {
     char *mesh_text;        /* the MeshConfig last written from the ConfigMap (NULL: the plan's) */
     wf_lm_fwd *fwd, *fwd_https; /* node ports 30000 -> 8080, 30005 -> 8443 */
     wf_lm_fwd *fwd_pilot[2];    /* pod network netns: host link IP:15010 -> 127.0.0.1 */
+    wf_lm_fwd *fwd_dns;         /* netns: host link IP:53 (TCP) -> the host's nameserver */
+    wf_lm_dns_relay *dns_relay; /* the same for UDP */
     bool stopping, killed;
 };
 
@@ -369,6 +372,10 @@ static void stop(super *s, int sig)
         wf_lm_fwd_close(s->fwd_pilot[i]);
         s->fwd_pilot[i] = NULL;
     }
+    wf_lm_fwd_close(s->fwd_dns);
+    wf_lm_dns_relay_close(s->dns_relay);
+    s->fwd_dns = NULL;
+    s->dns_relay = NULL;
     signal_kids(s, SIGTERM);
     publish(s);
     if (all_stopped(s))
@@ -538,11 +545,32 @@ static int start_pilot_forwarders(super *s, wf_strbuf *err)
     return 0;
 }
 
+/* Pod network netns: the pods' DNS proxies reach the host's nameserver through the host link
+ * (localmesh_dns_relay.h). Not fatal: a host DNS server already bound to port 53 of every
+ * address answers there itself. */
+static void start_dns_relay(super *s)
+{
+    const wf_lm_plan *p = s->plan;
+    if (p->podnet != WF_LM_PODNET_NETNS || !p->dns_upstream)
+        return;
+    wf_strbuf err = WF_STRBUF_INIT;
+    if (wf_lm_dns_relay_start(&s->loop, p->pilot_ip, 53, p->dns_upstream, 53, &s->dns_relay,
+                              &err) != 0 ||
+        wf_lm_fwd_start(&s->loop, p->pilot_ip, 53, p->dns_upstream, 53, s->log, &s->fwd_dns,
+                        &err) != 0)
+        slog(s, "warning: DNS relay for the pods: %s", wf_strbuf_cstr(&err));
+    else
+        slog(s, "relaying DNS %s:53 (the pods' upstream) to the host's nameserver %s:53",
+             p->pilot_ip, p->dns_upstream);
+    wf_strbuf_free(&err);
+}
+
 static int start_forwarder(super *s, wf_strbuf *err)
 {
     const wf_lm_plan *p = s->plan;
     if (start_pilot_forwarders(s, err) != 0)
         return -1;
+    start_dns_relay(s);
     if (p->gateway >= p->npods)
         return 0;
     const char *ip = p->pods[p->gateway].ip;
@@ -583,6 +611,8 @@ static int run(super *s, wf_strbuf *err)
         wf_lm_fwd_close(s->fwd_https);
         wf_lm_fwd_close(s->fwd_pilot[0]);
         wf_lm_fwd_close(s->fwd_pilot[1]);
+        wf_lm_fwd_close(s->fwd_dns);
+        wf_lm_dns_relay_close(s->dns_relay);
         return -1;
     }
     slog(s, "supervisor pid %d: %zu processes, %zu pods, state %s", (int)getpid(), s->nkids,

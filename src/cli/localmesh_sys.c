@@ -352,6 +352,47 @@ static char *tmp_base(wf_strbuf *err)
     return strdup(path);
 }
 
+/* /run/weft: made 0711 if missing (others may pass, not list or write); refused unless a real
+ * folder of root that nobody else may write. */
+static char *run_base(wf_strbuf *err)
+{
+    const char *path = "/run/weft";
+    struct stat st;
+    if (mkdir(path, 0711) != 0 && errno != EEXIST) {
+        wf_strbuf_printf(err, "cannot create %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) ||
+        (st.st_mode & 011) != 011) {
+        wf_strbuf_printf(err,
+                         "%s is not a folder of root that others may pass through and only root "
+                         "can write: name a state folder with --state",
+                         path);
+        return NULL;
+    }
+    return strdup(path);
+}
+
+char *wf_lm_capture_state(const char *absdir, wf_strbuf *err)
+{
+    const char *xdg = getenv("XDG_STATE_HOME");
+    if (geteuid() != 0 || (xdg && xdg[0] == '/'))
+        return wf_lm_default_state(absdir, err);
+    char *base = run_base(err);
+    if (!base)
+        return NULL;
+    char name[128];
+    state_name(absdir, name, sizeof name);
+    size_t len = strlen(base) + strlen(name) + 2;
+    char *out = malloc(len);
+    if (out)
+        snprintf(out, len, "%s/%s", base, name);
+    else
+        wf_strbuf_puts(err, "out of memory");
+    free(base);
+    return out;
+}
+
 char *wf_lm_default_state(const char *absdir, wf_strbuf *err)
 {
     char *base = usable_base(getenv("XDG_STATE_HOME"), "");

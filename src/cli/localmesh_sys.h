@@ -62,6 +62,12 @@ int wf_lm_port_free(const char *ip, int port, wf_strbuf *err);
  * Returns a malloc'd path (the caller frees), or NULL with err. */
 char *wf_lm_default_state(const char *absdir, wf_strbuf *err);
 
+/* The default state folder of `up --capture`, whose proxies run as uid 1337 and must pass
+ * through every folder above their bootstraps: as root without $XDG_STATE_HOME,
+ * /run/weft/<NAME>-<HASH> (/run/weft made 0711, root's; root's home is closed to others);
+ * otherwise wf_lm_default_state. Returns a malloc'd path, or NULL with err. */
+char *wf_lm_capture_state(const char *absdir, wf_strbuf *err);
+
 /* The folder of the running executable (for programs installed next to weftctl), or NULL.
  * The caller frees. */
 char *wf_lm_self_dir(void);

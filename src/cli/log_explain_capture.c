@@ -216,6 +216,23 @@ const wf_lx_entry *wf_lx_capture_uh_blackhole(void)
     return &e;
 }
 
+const wf_lx_entry *wf_lx_capture_blocked_direct_response(void)
+{
+    static const wf_lx_entry e = {
+        WF_LX_DETAIL,
+        "direct_response",
+        "",
+        "HTTP 502 from the proxy itself",
+        "Istio's `block_all` virtual host answered: the request's Host matched no virtual host "
+        "of its port's route, so the proxy refused it (nothing was sent upstream).",
+        "outboundTrafficPolicy REGISTRY_ONLY (MeshConfig outboundTrafficPolicy.mode, or the "
+        "pod's Sidecar) and a Host in no Service or ServiceEntry.",
+        "Add a ServiceEntry for the Host (location: MESH_EXTERNAL, the port with protocol HTTP), "
+        "or set outboundTrafficPolicy ALLOW_ANY; `weftctl proxy-config route <pod>` shows the "
+        "block_all virtual host."};
+    return &e;
+}
+
 int wf_lx_capture_read(const wf_lx_record *r, wf_strbuf *out)
 {
     const char *dst = wf_lx_original_destination(r);

@@ -48,6 +48,10 @@ const char *wf_lx_original_destination(const wf_lx_record *r);
  * a Service without endpoints): static. */
 const wf_lx_entry *wf_lx_capture_uh_blackhole(void);
 
+/* The table entry for details direct_response on a block_all line (the usual entry calls a
+ * direct response expected): static. */
+const wf_lx_entry *wf_lx_capture_blocked_direct_response(void);
+
 /* Appends the reading of r to out (first line the verdict, further lines after '\n'); out
  * stays empty when r is no capture outcome. Returns 0, or -1 when out of memory. */
 int wf_lx_capture_read(const wf_lx_record *r, wf_strbuf *out);

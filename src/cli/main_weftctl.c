@@ -21,7 +21,9 @@ static void usage(FILE *f)
                "  completion       Generate the bash completion script\n"
                "  describe         Describe a pod or service and the config that applies to it\n"
                "  down             Stop the local mesh weftctl up started\n"
+               "  kube-inject      Inject the weft-proxy sidecar into Kubernetes workloads\n"
                "  log              Explain access log lines (log explain)\n"
+               "  manifest         Generate the install manifests (manifest generate)\n"
                "  proxy-config     Retrieve information about proxy configuration (alias: pc)\n"
                "  proxy-status     Retrieve the synchronization status of each proxy (alias: "
                "ps)\n"
@@ -43,7 +45,9 @@ static const struct {
     {"completion", NULL, wf_cmd_completion},
     {"describe", NULL, wf_cmd_describe},
     {"down", NULL, wf_cmd_down},
+    {"kube-inject", NULL, wf_cmd_kube_inject},
     {"log", NULL, wf_cmd_log},
+    {"manifest", NULL, wf_cmd_manifest},
     {"proxy-config", "pc", wf_cmd_proxy_config},
     {"proxy-status", "ps", wf_cmd_proxy_status},
     {"remote-clusters", NULL, wf_cmd_remote_clusters},

@@ -16,8 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tls/tls.h"
+
 #define H1S_FREE_MAX 64u           /* blocks kept on a server's free list */
 #define H1S_OUT_KEEP (256u * 1024) /* larger output buffers are freed on release */
+#define H1S_TLS_READ (16u * 1024)  /* TLS: ciphertext read per libuv read (one record) */
 
 enum { T_NONE, T_IDLE, T_DEFER, T_LINGER };
 
@@ -41,6 +44,7 @@ struct h1s_server {
     blk *free_blocks;
     size_t nfree;
     bool closing, listener_open;
+    wf_tls_ctx *tls; /* HTTPS: the context new connections use (a reference), NULL = plain */
     int port;
     char bound[80];
 };
@@ -70,6 +74,9 @@ struct h1s_conn {
     bool started, ended, chunked, head_only;
     bool close_after, writing, reading, closing, lingering, raw, listed;
     bool reset_after;   /* h1s_conn_reset: a TCP RST once the queued output is written */
+    wf_tls_conn *tls;   /* HTTPS: the connection's TLS session, else NULL */
+    char *cbuf;         /* HTTPS: ciphertext read (H1S_TLS_READ bytes) */
+    wf_strbuf tout;     /* HTTPS: ciphertext made and not yet queued for writing */
     max_align_t data[]; /* opts.conn_data bytes */
 };
 
@@ -182,6 +189,7 @@ static void maybe_free_server(h1s_server *s)
     }
     void (*fn)(void *) = s->o.on_closed;
     void *arg = s->o.closed_arg;
+    wf_tls_ctx_free(s->tls);
     free(s);
     if (fn)
         fn(arg);
@@ -195,6 +203,9 @@ static void conn_handle_closed(uv_handle_t *h)
     h1s_server *s = c->s;
     if (c->b)
         block_put(s, c->b);
+    wf_tls_conn_free(c->tls);
+    free(c->cbuf);
+    wf_strbuf_free(&c->tout);
     free(c);
     s->live--;
     maybe_free_server(s);
@@ -237,6 +248,40 @@ static void close_now(h1s_conn *c)
 
 static void on_write(uv_write_t *req, int status);
 
+/* HTTPS: OpenSSL's records go to c->tout as they are made. */
+static int tls_sink(void *arg, const void *data, size_t len)
+{
+    h1s_conn *c = arg;
+    wf_strbuf_append(&c->tout, data, len);
+    return wf_strbuf_failed(&c->tout) ? -1 : 0;
+}
+
+/* HTTPS: encrypts the plaintext of o and extra (once the handshake is done; before, it waits
+ * in o) and leaves in o the ciphertext to write (handshake records first). Returns 0, or -1
+ * when the engine failed or memory ran out. */
+static int tls_seal(h1s_conn *c, wf_strbuf *o, const uv_buf_t *extra, unsigned ne)
+{
+    if (!wf_tls_conn_handshake_done(c->tls)) {
+        for (unsigned i = 0; i < ne; i++)
+            wf_strbuf_append(o, extra[i].base, extra[i].len);
+        if (!c->tout.len)
+            return 0;
+        if (o->len) /* plaintext before the handshake ended: nothing writes it yet */
+            return -1;
+    } else {
+        if (o->len && wf_tls_conn_write(c->tls, o->data, o->len) != WF_TLS_OK)
+            return -1;
+        for (unsigned i = 0; i < ne; i++)
+            if (extra[i].len && wf_tls_conn_write(c->tls, extra[i].base, extra[i].len) != WF_TLS_OK)
+                return -1;
+    }
+    wf_strbuf_reset(o);
+    wf_strbuf t = *o; /* the buffers swap: o takes the ciphertext, tout o's memory */
+    *o = c->tout;
+    c->tout = t;
+    return wf_strbuf_failed(o) ? -1 : 0;
+}
+
 /* Writes out[cur] then extra; while a write is in flight extra is copied behind it. Returns
  * 0 when everything went out at once, 1 when a write is pending, -1 when the connection was
  * closed. */
@@ -251,6 +296,13 @@ static int write_out(h1s_conn *c, const uv_buf_t *extra, unsigned ne)
         for (unsigned i = 0; i < ne; i++)
             wf_strbuf_append(o, extra[i].base, extra[i].len);
         return 1;
+    }
+    if (c->tls) {
+        if (tls_seal(c, o, extra, ne) != 0) {
+            close_now(c);
+            return -1;
+        }
+        ne = 0; /* o holds the ciphertext of everything now */
     }
     if (wf_strbuf_failed(o)) {
         close_now(c);
@@ -302,7 +354,7 @@ static void on_write(uv_write_t *req, int status)
         close_now(c);
         return;
     }
-    if (c->b->out[c->cur].len && write_out(c, NULL, 0) != 0)
+    if ((c->b->out[c->cur].len || c->tout.len) && write_out(c, NULL, 0) != 0)
         return; /* more queued meanwhile: sent_fn waits for it */
     if (c->sent_fn) {
         void (*fn)(h1s_conn *, void *) = c->sent_fn;
@@ -383,9 +435,42 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     }
     if (c->lingering)
         c->roff = c->rlen = 0;
+    if (c->tls) { /* ciphertext first; tls_pull decrypts it into rbuf */
+        if (!c->cbuf && !(c->cbuf = malloc(H1S_TLS_READ)))
+            return;
+        *buf = uv_buf_init(c->cbuf, H1S_TLS_READ);
+        return;
+    }
     compact(c);
     if (c->rlen < s->o.max_head)
         *buf = uv_buf_init(c->b->rbuf + c->rlen, (unsigned)(s->o.max_head - c->rlen));
+}
+
+/* HTTPS: drives the handshake, then decrypts what fits into rbuf. Returns 0, or -1 when the
+ * session failed. */
+static int tls_pull(h1s_conn *c)
+{
+    if (!wf_tls_conn_handshake_done(c->tls)) {
+        int hs = wf_tls_conn_handshake(c->tls);
+        if (hs == WF_TLS_FAIL || hs == WF_TLS_NOMEM)
+            return -1;
+        if (hs != WF_TLS_OK)
+            return 0;
+    }
+    if (!c->b)
+        return 0;
+    compact(c);
+    size_t cap = c->s->o.max_head;
+    while (c->rlen < cap) {
+        ssize_t r = wf_tls_conn_read(c->tls, c->b->rbuf + c->rlen, cap - c->rlen);
+        if (r > 0)
+            c->rlen += (size_t)r;
+        else if (r == WF_TLS_WANT || r == WF_TLS_EOF) /* EOF: the TCP close follows */
+            return 0;
+        else
+            return -1;
+    }
+    return 0;
 }
 
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
@@ -400,6 +485,16 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
     }
     if (c->lingering) {
         c->roff = c->rlen = 0; /* dropped */
+        return;
+    }
+    if (c->tls) {
+        if (n > 0 &&
+            (wf_tls_conn_feed(c->tls, c->cbuf, (size_t)n) != WF_TLS_OK || tls_pull(c) != 0)) {
+            close_now(c);
+            return;
+        }
+        if (n > 0)
+            pump(c);
         return;
     }
     c->rlen += (size_t)n;
@@ -584,6 +679,15 @@ static bool parse_step(h1s_conn *c)
         return true;
     case H1_EV_NEED_MORE:
         compact(c);
+        if (c->tls && wf_tls_conn_readable(c->tls)) { /* decrypted bytes left in the engine */
+            size_t had = c->rlen;
+            if (tls_pull(c) != 0) {
+                close_now(c);
+                return false;
+            }
+            if (c->rlen > had)
+                return true;
+        }
         if (c->rlen == s->o.max_head)
             fail(c, 431, "request too large");
         return false;
@@ -637,7 +741,8 @@ static void settle(h1s_conn *c)
         return;
     bool waiting = c->in_req && (c->complete || c->ended || s->o.body == H1S_BODY_SKIP);
     if (c->b && !c->in_req && !c->writing && !c->raw && c->roff == c->rlen && c->keep == 0 &&
-        c->b->out[0].len == 0 && c->b->out[1].len == 0) {
+        c->b->out[0].len == 0 && c->b->out[1].len == 0 &&
+        (!c->tls || (!c->tout.len && !wf_tls_conn_readable(c->tls)))) {
         block_put(s, c->b);
         c->b = NULL;
         c->parser.hdr_array = NULL;
@@ -770,6 +875,13 @@ static void on_connection(uv_stream_t *server, int status)
         close_now(c);
         return;
     }
+    if (s->tls) {
+        if (!(c->tls = wf_tls_conn_new(s->tls, NULL))) {
+            close_now(c);
+            return;
+        }
+        wf_tls_conn_set_sink(c->tls, tls_sink, c);
+    }
     uv_tcp_nodelay(&c->tcp, 1);
     settle(c);
 }
@@ -811,6 +923,7 @@ h1s_server *h1s_listen(uv_loop_t *loop, const struct sockaddr *sa, const h1s_opt
         s->loop = loop;
         s->o = *opts;
         s->cb = *cb;
+        s->tls = wf_tls_ctx_ref(opts->tls);
         apply_defaults(&s->o);
         s->listener.data = s;
         s->listener_open = true;
@@ -848,6 +961,15 @@ int h1s_port(const h1s_server *s)
 const char *h1s_bound(const h1s_server *s)
 {
     return s->bound;
+}
+
+void h1s_set_tls(h1s_server *s, wf_tls_ctx *ctx)
+{
+    if (!s || !ctx)
+        return;
+    wf_tls_ctx *old = s->tls;
+    s->tls = wf_tls_ctx_ref(ctx);
+    wf_tls_ctx_free(old);
 }
 
 size_t h1s_connections(const h1s_server *s)

@@ -65,6 +65,11 @@
  * rest is offered again with more input or after a write completed); h1s_raw_write /
  * h1s_raw_send write, h1s_conn_close ends it. No idle timeout applies to raw connections.
  *
+ * HTTPS: with opts.tls every connection is a TLS session (tls/tls.h, the engine weft-proxy
+ * and weft-pilot's gRPC port use): ciphertext read is fed to it and the plaintext parsed as
+ * above; answers are encrypted as they are queued. A failed handshake closes the connection.
+ * weft-pilot's admission webhook port (pilot/webhook.h) serves over it.
+ *
  * Thread-safety: none; everything runs on the loop given to h1s_listen.
  */
 #ifndef WEFT_HTTP_H1_SERVER_H
@@ -123,19 +128,22 @@ typedef struct {
 
 typedef struct {
     h1s_body_mode body;
-    size_t max_body;              /* BUFFER: 0 = 1 MiB */
-    size_t max_head;              /* request head bytes = read buffer; 0 = 60 KiB, min 256 */
-    size_t max_headers;           /* header fields; 0 = 100 (Envoy's max_headers_count) */
-    size_t max_connections;       /* 0 = no limit */
-    h1s_limit_policy limit;       /* what happens beyond max_connections */
-    uint64_t idle_timeout_ms;     /* 0 = never */
-    uint64_t linger_ms;           /* 0 = close once the last answer is written */
-    bool keep_alive;              /* false: every answer closes its connection */
-    bool lower_case;              /* the module's field names in lower case */
-    bool echo_version;            /* "HTTP/1.0" status line to HTTP/1.0 requests */
-    size_t conn_data;             /* bytes of per-connection user data (h1s_data), zeroed */
-    const char *error_head;       /* header lines of the default error answers (see above) */
-    int backlog;                  /* 0 = 128 */
+    size_t max_body;          /* BUFFER: 0 = 1 MiB */
+    size_t max_head;          /* request head bytes = read buffer; 0 = 60 KiB, min 256 */
+    size_t max_headers;       /* header fields; 0 = 100 (Envoy's max_headers_count) */
+    size_t max_connections;   /* 0 = no limit */
+    h1s_limit_policy limit;   /* what happens beyond max_connections */
+    uint64_t idle_timeout_ms; /* 0 = never */
+    uint64_t linger_ms;       /* 0 = close once the last answer is written */
+    bool keep_alive;          /* false: every answer closes its connection */
+    bool lower_case;          /* the module's field names in lower case */
+    bool echo_version;        /* "HTTP/1.0" status line to HTTP/1.0 requests */
+    size_t conn_data;         /* bytes of per-connection user data (h1s_data), zeroed */
+    const char *error_head;   /* header lines of the default error answers (see above) */
+    int backlog;              /* 0 = 128 */
+    /* HTTPS (tls/tls.h): the server context connections use (the server takes a reference;
+     * h1s_set_tls replaces it for connections accepted later); NULL = plain HTTP */
+    struct wf_tls_ctx *tls;
     void (*on_closed)(void *arg); /* optional: h1s_close finished, the server is freed */
     void *closed_arg;
 } h1s_opts;
@@ -153,6 +161,9 @@ h1s_server *h1s_listen(uv_loop_t *loop, const struct sockaddr *sa, const h1s_opt
 /* The bound port (the picked one when sa said 0) and address ("IP:PORT"). */
 int h1s_port(const h1s_server *s);
 const char *h1s_bound(const h1s_server *s);
+/* HTTPS: the context of connections accepted from now on (a rotated certificate); open ones
+ * keep theirs. The server takes a reference; NULL ctx or s is ignored. */
+void h1s_set_tls(h1s_server *s, struct wf_tls_ctx *ctx);
 /* Open connections (closing ones not counted). */
 size_t h1s_connections(const h1s_server *s);
 /* Stops listening and closes every connection (answers being written are cut; on_abort runs

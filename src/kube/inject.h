@@ -45,4 +45,32 @@ void wf_inject_config_free(wf_inject_config *c);
 int wf_inject_review(const wf_inject_config *cfg, const char *path, const char *content_type,
                      const char *body, size_t len, wf_strbuf *out);
 
+/* ---- offline injection (`weftctl kube-inject`, istioctl/pkg/kubeinject) and the config's
+ * own files ---------------------------------------------------------------------------------- */
+
+/* As wf_inject_config_load from the three files istioctl kube-inject takes
+ * (--injectConfigFile: the `config` text, --valuesFile: the `values` JSON/YAML,
+ * --meshConfigFile: MeshConfig YAML); NULL = that part's defaults. */
+int wf_inject_config_load_files(const char *config_file, const char *values_file,
+                                const char *mesh_file, wf_inject_config **out, wf_strbuf *why);
+
+/* The config fields weft does not implement, one message each ("config: templates: custom
+ * injection templates are not implemented (ignored)"); an array owned by the config. */
+const json_t *wf_inject_config_unimplemented(const wf_inject_config *c);
+
+/* The workload a pod belongs to, as Istio's DeploymentMeta/TypeMeta (ISTIO_META_WORKLOAD_NAME,
+ * ISTIO_META_OWNER): for kube-inject the Deployment (etc.) the template comes from. */
+typedef struct wf_inject_owner {
+    const char *api_version, *kind, *name; /* "apps/v1", "Deployment", "hello" */
+} wf_inject_owner;
+
+/* Injects one pod (a Pod JSON object; borrowed) in namespace ns (NULL: the pod's, else
+ * "default"). owner NULL: derived from the pod (its ownerReferences, as the webhook does).
+ * Returns 1 and *out (a new pod) when injected; 0 when the decision (§3.3) skips it, with the
+ * reason in why; -1 when injection fails (why: Istio's refusal, e.g. an invalid annotation).
+ * Each annotation or field of the pod that weft does not implement is appended to warnings (an
+ * array of strings; may be NULL). */
+int wf_inject_pod(const wf_inject_config *cfg, const json_t *pod, const char *ns,
+                  const wf_inject_owner *owner, json_t **out, json_t *warnings, wf_strbuf *why);
+
 #endif

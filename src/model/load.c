@@ -79,6 +79,15 @@ int wf_store_load_buffer(wf_store *s, const char *name, const char *buf, size_t 
     return rc;
 }
 
+int wf_store_load_live(wf_store *s, const char *name, const char *buf, size_t len)
+{
+    size_t before = s->all.n;
+    int rc = wf_store_load_buffer(s, name, buf, len, true);
+    for (size_t i = before; rc >= 0 && i < s->all.n; i++)
+        ((wf_resource *)s->all.v[i])->live = true;
+    return rc;
+}
+
 size_t wf_store_file_count(const wf_store *s)
 {
     return s->nfiles;

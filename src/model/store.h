@@ -46,6 +46,7 @@ struct wf_resource {
     uint32_t line, col;       /* where the document starts; line 0 for JSON */
     bool json;                /* read from a JSON file (findings carry no line) */
     bool synthetic;           /* a Pod the store made from a workload controller's template */
+    bool live;                /* read from a live cluster (wf_store_load_live): no file reference */
     const wf_resource *owner; /* for synthetic pods: the controller */
     size_t index;             /* position in load order */
     union {
@@ -87,6 +88,11 @@ int wf_store_load_path(wf_store *s, const char *path,
 /* Load one buffer as if read from a file named `name`; `json` selects the JSON parser.
  * Same return as wf_store_load_path. The buffer is not kept. */
 int wf_store_load_buffer(wf_store *s, const char *name, const char *buf, size_t len, bool json);
+
+/* wf_store_load_buffer (JSON) for objects read from a Kubernetes API server: their resources
+ * are marked live, and findings on them carry no file reference (istioctl analyze prints none
+ * for resources of a live cluster, istio-analyze.md §2). name is for load errors only. */
+int wf_store_load_live(wf_store *s, const char *name, const char *buf, size_t len);
 
 /* Apply default_ns (may be NULL or "" for none) to namespaced resources without one, make
  * one synthetic Pod per workload controller whose template no Pod matches (when

@@ -51,6 +51,7 @@
 #include "pilot/authz.h"
 #include "pilot/debug.h"
 #include "pilot/debug_internal.h"
+#include "pilot/webhook.h"
 #include "pilot/eds.h"
 #include "pilot/jwks_fetch.h"
 #include "pilot/nds.h"
@@ -601,6 +602,7 @@ static void r_metrics(wf_pilot *p, const char *q, wf_debug_reply *r)
     view_metrics(wf_pilot_ads(p), r);
     wf_ca_server_metrics_text(wf_pilot_ca_server(wf_pilot_get_ca(p)), (int64_t)time(NULL),
                               &r->body);
+    wf_webhook_metrics_text(wf_pilot_webhook(p), &r->body); /* the webhooks' counters */
     /* istiod's JwksResolver counters (pilot/pkg/model/jwks_resolver.go) */
     uint64_t ok = 0, failed = 0;
     if (wf_pilot_jwks(p))

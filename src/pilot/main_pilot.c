@@ -1,6 +1,7 @@
 /*
  * main_pilot.c - weft-pilot's command line (istiod's flag names where Istio has one:
- * --meshConfig, --grpcAddr, --secureGRPCAddr, --monitoringAddr, --domain, --keepaliveInterval,
+ * --meshConfig, --grpcAddr, --secureGRPCAddr, --monitoringAddr, --webhookAddr,
+ * --injectConfigDir, --domain, --keepaliveInterval,
  * istiod's XDS_AUTH environment variable and weft's --xds-auth flag for it,
  * --keepaliveTimeout), weft's --ca-dir, the Kubernetes source's --kubeconfig/--context (and the
  * in-cluster configuration: source_kube.h), `create-token` (ca_token.h) and `authz-filters`
@@ -80,6 +81,19 @@ static void usage(FILE *f)
            "                                   service account; false: no authentication. The\n"
            "                                   plaintext --grpcAddr is never authenticated\n"
            "      --monitoringAddr ADDR        debug/metrics address (default 127.0.0.1:15014)\n"
+           "      --webhookAddr ADDR           istiod's admission webhook port (HTTPS with a\n"
+           "                                   certificate from the mesh CA; default\n"
+           "                                   127.0.0.1:15017, skipped with a warning when\n"
+           "                                   that port is taken; off = none): POST /inject\n"
+           "                                   (sidecar injection), /validate (Istio\n"
+           "                                   resources refused as istiod's validating\n"
+           "                                   webhook does), GET /httpsReady; counters\n"
+           "                                   galley_validation_* and sidecar_injection_*\n"
+           "                                   on /metrics (docs/pilot.md)\n"
+           "      --injectConfigDir DIR        the injector's config (files config and values\n"
+           "                                   of the istio-sidecar-injector ConfigMap; default\n"
+           "                                   ./var/lib/istio/inject as istiod; absent: Istio's\n"
+           "                                   defaults; a bad file is a start failure)\n"
            "      --ca-dir DIR                 the CA's directory: the self-signed root\n"
            "                                   (made once and kept: ca-cert.pem, ca-key.pem,\n"
            "                                   root-cert.pem, cert-chain.pem) and the CSR\n"
@@ -202,7 +216,9 @@ enum {
     OPT_KUBECONFIG,
     OPT_CONTEXT,
     OPT_INCLUSTER_ROOT,
-    OPT_KUBE_SYNC
+    OPT_KUBE_SYNC,
+    OPT_WEBHOOK,
+    OPT_INJECTDIR
 };
 
 /* Go's strconv.ParseBool, as istiod reads XDS_AUTH: 0 / 1 into *out, -1 when not a boolean. */
@@ -305,6 +321,17 @@ static int parse_opt(cmdline *c, int opt, const char *arg)
     case OPT_INCLUSTER_ROOT:
         c->o.kube_incluster_root = arg;
         return 0;
+    case OPT_WEBHOOK:
+        c->o.webhook_addr = arg;
+        c->o.webhook_addr_given = true;
+        return strcmp(arg, "off") == 0 ? 0 : check_addr("--webhookAddr", arg, false);
+    case OPT_INJECTDIR:
+        if (!*arg) {
+            fprintf(stderr, "weft-pilot: --injectConfigDir must not be empty\n");
+            return -1;
+        }
+        c->o.inject_config_dir = arg;
+        return 0;
     case OPT_KUBE_SYNC:
         if (parse_uint("--kube-sync-timeout-s", arg, &v) || v == 0 || v > 86400) {
             if (v == 0 || v > 86400)
@@ -351,6 +378,8 @@ static int parse(int argc, char **argv, cmdline *c)
         {"context", required_argument, 0, OPT_CONTEXT},
         {"in-cluster-root", required_argument, 0, OPT_INCLUSTER_ROOT},
         {"kube-sync-timeout-s", required_argument, 0, OPT_KUBE_SYNC},
+        {"webhookAddr", required_argument, 0, OPT_WEBHOOK},
+        {"injectConfigDir", required_argument, 0, OPT_INJECTDIR},
         {"log-level", required_argument, 0, 'l'},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, OPT_VER},

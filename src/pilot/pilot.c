@@ -14,6 +14,9 @@
 #include "pilot/debug.h"
 #include "pilot/jwks_fetch.h"
 #include "pilot/pilot_secure.h"
+#include "pilot/webhook.h"
+
+#include <sys/stat.h>
 
 struct wf_pilot {
     uv_loop_t *loop;
@@ -22,9 +25,11 @@ struct wf_pilot {
     wf_config_source *src;
     wf_ads *ads;
     wf_debug *debug;
-    uv_timer_t *ca_check;    /* WF_PILOT_CA_CHECK_S: the CA's expiry warning */
-    wf_pilot_secure *secure; /* the secure gRPC port, NULL when not asked */
-    wf_jwks_resolver *jwks;  /* RequestAuthentication jwksUri key sets (pilot/jwks_fetch.h) */
+    uv_timer_t *ca_check;     /* WF_PILOT_CA_CHECK_S: the CA's expiry warning */
+    wf_pilot_secure *secure;  /* the secure gRPC port, NULL when not asked */
+    wf_jwks_resolver *jwks;   /* RequestAuthentication jwksUri key sets (pilot/jwks_fetch.h) */
+    wf_webhook *webhook;      /* the admission webhook port, NULL when off */
+    wf_inject_config *inject; /* the injector's config (kube/inject.h) */
     bool serving;
 };
 
@@ -35,6 +40,7 @@ static void on_snapshot(wf_snapshot *snap, void *ud)
     wf_pilot_ca_update(p->ca, snap, (int64_t)time(NULL), p->ca_err, sizeof p->ca_err);
     wf_pilot_ca_warn_expiry(p->ca, (int64_t)time(NULL));
     wf_pilot_secure_refresh(p->secure, (int64_t)time(NULL)); /* a new CA: a new certificate */
+    wf_webhook_refresh(p->webhook, (int64_t)time(NULL));
     wf_ads_push(p->ads, snap);
     p->serving = true;
 }
@@ -175,6 +181,7 @@ static void on_ca_check(uv_timer_t *t)
     wf_pilot *p = t->data;
     wf_pilot_ca_warn_expiry(p->ca, (int64_t)time(NULL));
     wf_pilot_secure_refresh(p->secure, (int64_t)time(NULL));
+    wf_webhook_refresh(p->webhook, (int64_t)time(NULL));
 }
 
 static int start_secure(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
@@ -188,6 +195,51 @@ static int start_secure(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t c
     int port;
     wf_pilot_parse_addr(o->secure_grpc_addr, ip, sizeof ip, &port);
     announce("secure gRPC server", ip, wf_pilot_secure_port(p->secure));
+    return 0;
+}
+
+/* The injector's config: the folder's files (Istio's chart defaults for those absent) and the
+ * mesh file; what weft does not implement in them is logged, never silently ignored. */
+static int load_inject(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
+{
+    const char *dir = o->inject_config_dir ? o->inject_config_dir : WF_PILOT_INJECT_DIR;
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        WF_LOG(WF_LC_main, WF_LOG_INFO, "injector config %s absent: Istio's defaults", dir);
+    wf_strbuf why = WF_STRBUF_INIT;
+    int rc = wf_inject_config_load(dir, o->mesh_file, &p->inject, &why);
+    if (rc != 0)
+        snprintf(err, cap, "--injectConfigDir %s: %s", dir,
+                 why.len ? wf_strbuf_cstr(&why) : "cannot be read");
+    wf_strbuf_free(&why);
+    size_t i;
+    json_t *m;
+    json_array_foreach(rc == 0 ? wf_inject_config_unimplemented(p->inject) : NULL, i, m)
+        WF_LOG(WF_LC_main, WF_LOG_WARN, "injector config: %s", json_string_value(m));
+    return rc;
+}
+
+static int start_webhook(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
+{
+    const char *addr = o->webhook_addr ? o->webhook_addr : WF_PILOT_WEBHOOK_ADDR;
+    if (strcmp(addr, "off") == 0)
+        return 0;
+    if (load_inject(p, o, err, cap) != 0)
+        return -1;
+    wf_webhook_opts wo = {.addr = addr, .cas = wf_pilot_ca_server(p->ca), .inject = p->inject};
+    int uv_err;
+    if (wf_webhook_start(p->loop, &wo, (int64_t)time(NULL), &p->webhook, &uv_err, err, cap) != 0) {
+        if (uv_err && !o->webhook_addr_given) { /* the default port taken: go on without */
+            WF_LOG(WF_LC_main, WF_LOG_WARN, "%s; the webhooks are not served", err);
+            err[0] = '\0';
+            return 0;
+        }
+        return -1;
+    }
+    char ip[64];
+    int port;
+    wf_pilot_parse_addr(addr, ip, sizeof ip, &port);
+    announce("webhook server", ip, wf_webhook_port(p->webhook));
     return 0;
 }
 
@@ -232,7 +284,8 @@ int wf_pilot_start(uv_loop_t *loop, const wf_pilot_opts *opts, wf_pilot **out, c
     p->loop = loop;
     if (start_ca(p, opts, err, cap) || start_ads(p, opts, err, cap) ||
         start_debug(p, opts, err, cap) || start_source(p, opts, err, cap) ||
-        start_secure(p, opts, err, cap) || start_ca_check(p, err, cap)) {
+        start_secure(p, opts, err, cap) || start_webhook(p, opts, err, cap) ||
+        start_ca_check(p, err, cap)) {
         wf_pilot_stop(p);
         return -1;
     }
@@ -251,6 +304,8 @@ void wf_pilot_stop(wf_pilot *p)
     if (p->ca_check)
         uv_close((uv_handle_t *)p->ca_check, free_handle);
     wf_debug_close(p->debug);
+    wf_webhook_close(p->webhook);
+    wf_inject_config_free(p->inject);
     wf_ads_close(p->ads);
     p->ads = NULL;
     wf_jwks_resolver_free(p->jwks);
@@ -272,6 +327,11 @@ wf_config_source *wf_pilot_source(const wf_pilot *p)
 wf_ads *wf_pilot_ads(const wf_pilot *p)
 {
     return p->ads;
+}
+
+wf_webhook *wf_pilot_webhook(const wf_pilot *p)
+{
+    return p->webhook;
 }
 
 wf_jwks_resolver *wf_pilot_jwks(const wf_pilot *p)

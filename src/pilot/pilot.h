@@ -17,7 +17,10 @@
  * start failure, as in istiod.
  *
  * Each listener that comes up logs "<what> listening on IP:PORT" (WF_LC_main, info) and, for
- * scripts and tests, prints "listening on IP:PORT" on stdout: xDS first, then monitoring.
+ * scripts and tests, prints "listening on IP:PORT" on stdout: xDS first, then monitoring, then the
+ * secure gRPC port and the webhook port when they are on.
+ * The admission webhook port (--webhookAddr, istiod's 15017: webhook.h) comes up after the
+ * first snapshot (its certificate is the CA's) and follows the CA as the secure port does.
  * An xDS Unix socket (--grpcAddr unix:PATH) is only logged ("xDS server listening on
  * unix:PATH"), not printed.
  */
@@ -62,9 +65,20 @@ typedef struct wf_pilot_opts {
     bool kube_in_cluster;
     const char *kubeconfig, *kube_context, *kube_incluster_root;
     int64_t kube_sync_timeout_ms; /* 0 = 30000 */
+    /* istiod's webhook port (webhook.h): NULL = WF_PILOT_WEBHOOK_ADDR, "off" = none; a bind
+     * failure of the default address is logged and the port left out, of an address given
+     * (webhook_addr_given) a start failure */
+    const char *webhook_addr;
+    bool webhook_addr_given;
+    /* the injector's config folder (kube/inject.h: files config and values); NULL =
+     * WF_PILOT_INJECT_DIR; an absent folder means Istio's chart defaults */
+    const char *inject_config_dir;
     bool no_xds_auth; /* XDS_AUTH=false: the secure port's xDS streams are not authenticated
                        * (xds_auth.h); default (false) authenticates them, as istiod */
 } wf_pilot_opts;
+
+#define WF_PILOT_WEBHOOK_ADDR "127.0.0.1:15017"
+#define WF_PILOT_INJECT_DIR   "./var/lib/istio/inject" /* istiod's mount, relative */
 
 typedef struct wf_pilot wf_pilot;
 
@@ -82,6 +96,8 @@ wf_config_source *wf_pilot_source(const wf_pilot *p);
 /* The CA (root, CSR service and its metrics). */
 wf_pilot_ca *wf_pilot_get_ca(const wf_pilot *p);
 int wf_pilot_monitoring_port(const wf_pilot *p);
+/* The admission webhook port (webhook.h), NULL when off. */
+struct wf_webhook *wf_pilot_webhook(const wf_pilot *p);
 /* The RequestAuthentication jwksUri resolver (pilot/jwks_fetch.h), NULL before start. */
 struct wf_jwks_resolver *wf_pilot_jwks(const wf_pilot *p);
 

@@ -5,14 +5,15 @@
  * certcontroller.go: the DNS names istiod.<ns>.svc and istio-pilot.<ns>.svc). Proxies verify
  * it against the mesh root (the istio-ca-root-cert ConfigMap).
  *
- * The certificate: ECDSA P-256, SANs DNS istiod.istio-system.svc, istio-pilot.istio-system.svc
- * and, when the port is bound to an IP address other than 0.0.0.0 / ::, that address (so a
- * client that dials the IP, as the local mesh's proxies do, can verify it); 24 h; ALPN h2; TLS
- * 1.2-1.3. It is issued again when the CA changes (a plug-in cacerts Secret, a new root) or
- * half of its life has passed (wf_pilot_secure_refresh); connections keep the one they
- * started with. A client certificate is asked for and, when given, must chain to the mesh
- * roots (istiod's VerifyClientCertIfGiven); with XDS_AUTH the xDS streams are authenticated by
- * it or by a token and authorized for their node (xds_auth.h), the plaintext port never is.
+ * The certificate (serving_cert.h, shared with the webhook port): ECDSA P-256, SANs DNS
+ * istiod.istio-system.svc, istio-pilot.istio-system.svc and, when the port is bound to an IP
+ * address other than 0.0.0.0 / ::, that address (so a client that dials the IP, as the local mesh's
+ * proxies do, can verify it); 24 h; ALPN h2; TLS 1.2-1.3. It is issued again when the CA changes (a
+ * plug-in cacerts Secret, a new root) or half of its life has passed (wf_pilot_secure_refresh);
+ * connections keep the one they started with. A client certificate is asked for and, when given,
+ * must chain to the mesh roots (istiod's VerifyClientCertIfGiven); with XDS_AUTH the xDS streams
+ * are authenticated by it or by a token and authorized for their node (xds_auth.h), the plaintext
+ * port never is.
  *
  * Ownership: the listener belongs to ads (closed with it); the rest to the returned object.
  */
@@ -24,8 +25,9 @@
 
 #include "pilot/ads.h"
 #include "pilot/ca_server.h"
+#include "pilot/serving_cert.h"
 
-#define WF_PILOT_SECURE_TTL_S (24 * 3600)
+#define WF_PILOT_SECURE_TTL_S WF_SERVING_CERT_TTL_S
 
 typedef struct wf_pilot_secure wf_pilot_secure;
 

@@ -216,11 +216,18 @@ def test_analyzer_selection(tmp_path):
     assert "IST0102" in r.stdout and "IST0101" not in r.stdout
 
 
-def test_help_and_use_kube():
+def test_help_and_use_kube(tmp_path):
     r = run_weftctl("analyze", "--help")
     assert r.returncode == 0 and "--failure-threshold" in r.stdout
-    r = run_weftctl("analyze", "--use-kube=true", "-")
-    assert r.returncode == 64 and "not supported" in r.stderr
+    # --use-kube=true reads the cluster (test_weftctl_kube.py); without a kubeconfig it says
+    # which file it looked for; without one chosen, --use-kube stays off (files only)
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env["HOME"] = str(tmp_path)
+    r = run_weftctl("analyze", "--use-kube=true", "-", env=env)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr == "Error: kubeconfig %s/.kube/config: no such file\n" % tmp_path, r.stderr
+    r = run_weftctl("analyze", "-", stdin="", env=env)
+    assert r.returncode == 0, r.stderr
 
 
 # ---- behaviour found by a new user's review (each failed before its fix) ----
@@ -423,8 +430,8 @@ def test_no_input_is_a_usage_error():
     r = run_weftctl("analyze")
     assert r.returncode == 64
     assert r.stdout == ""
-    assert r.stderr == ("Error: nothing to analyze: give manifest files, folders or - (stdin); "
-                        "weft has no cluster to read from\n"
+    assert r.stderr == ("Error: nothing to analyze: give manifest files, folders or - (stdin), "
+                        "or a cluster to read (--kubeconfig, --context, $KUBECONFIG)\n"
                         "Run 'weftctl analyze --help' for usage.\n")
     r = run_weftctl("analyze", "-n", "shop", "-o", "json")
     assert r.returncode == 64

@@ -151,12 +151,57 @@ def write_mesh(d, policy):
     (d / "mesh.yaml").write_text(MESH_YAML % extra)
 
 
+NS_IP = "127.0.0.99"  # the host's nameserver as the test's resolv.conf names it
+NS_ANSWER = "192.0.2.7"
+
+
+def start_nameserver():
+    """A nameserver on the host's NS_IP:53 answering every A question with NS_ANSWER (a name
+    no mesh knows): what pods could not reach before the supervisor's DNS relay. None when
+    port 53 there cannot be bound."""
+    import socket
+    import struct
+    try:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.bind((NS_IP, 53))
+    except OSError:
+        return None
+    asked = []
+
+    def serve():
+        while True:
+            try:
+                q, addr = sock.recvfrom(4096)
+            except OSError:
+                return
+            if len(q) < 12:
+                continue
+            end = 12
+            while end < len(q) and q[end]:
+                end += 1 + q[end]
+            question = q[12:end + 5]
+            asked.append(addr)
+            ans = (q[:2] + b"\x81\x80" + struct.pack(">HHHH", 1, 1, 0, 0) + question +
+                   b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 30, 4) + socket.inet_aton(NS_ANSWER))
+            sock.sendto(ans, addr)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return sock, asked
+
+
 @pytest.fixture(scope="module")
 def mesh():
     need_capture()
     # the proxies run as uid 1337 and read their bootstrap and token from the state folder
     base = tempfile.mkdtemp(prefix="weft-capture-", dir="/tmp")
     os.chmod(base, 0o711)
+    nameserver = start_nameserver()
+    if nameserver:
+        rc = os.path.join(base, "resolv.conf")
+        with open(rc, "w") as f:
+            f.write("nameserver %s\n" % NS_IP)
+        os.chmod(rc, 0o644)
+        os.environ["WEFT_DNS_RESOLV_CONF"] = rc
     d = pathlib.Path(base) / "mesh"
     shutil.copytree(EXAMPLE, d)
     shutil.copy(FIX, d)
@@ -176,8 +221,11 @@ def mesh():
         for port, name in ((80, "ext-80"), (18080, "ext-18080"), (18082, "partner"),
                            (18083, "excluded")):
             servers.append(start_server(port, name, hits))
-        yield {"dir": d, "state": state, "mesh": m, "hits": hits}
+        yield {"dir": d, "state": state, "mesh": m, "hits": hits, "nameserver": nameserver}
     finally:
+        os.environ.pop("WEFT_DNS_RESOLV_CONF", None)
+        if nameserver:
+            nameserver[0].close()
         for s in servers:
             s.shutdown()
             s.server_close()
@@ -508,3 +556,34 @@ def test_registry_only_blocks_unknown_destinations(mesh):
     # the ServiceEntry host is in the registry; the excluded port never meets the sidecar
     assert fetch(mesh, "http://api.partner.internal:18082/") == (200, "partner")
     assert fetch(mesh, "http://%s:18083/" % HOST_IP) == (200, "excluded")
+
+
+def test_status_says_capture_is_on_and_where_each_process_runs(mesh):
+    st = weftctl("status", "--state", mesh["state"], timeout=30)
+    assert "transparent capture on (REDIRECT)" in st.stdout, st.stdout
+    js = weftctl("status", "--state", mesh["state"], "-o", "json", timeout=30)
+    doc = json.loads(js.stdout)
+    assert doc["podNetwork"]["capture"] is True
+    for p in mesh["mesh"]["pods"]:
+        procs = [q for q in doc["processes"] if q.get("pod") == p["name"]]
+        assert procs and all(q.get("netns") == p["netns"] for q in procs), (p, procs)
+
+
+def test_names_outside_the_mesh_resolve_through_the_hosts_nameserver(mesh):
+    """The host's nameserver is out of a pod's reach (here a loopback address, as
+    systemd-resolved's 127.0.0.53): the pod's DNS proxy asks the supervisor's relay on the host
+    link, which asks the host's nameserver, so an outside name resolves at once instead of
+    failing after the resolver's timeouts."""
+    if not mesh["nameserver"]:
+        pytest.skip("cannot bind %s:53 for the test's nameserver" % NS_IP)
+    w = pod(mesh, "webapp")
+    t0 = time.monotonic()
+    r = sh("ip", "netns", "exec", w["netns"], "/usr/bin/python3", "-c",
+           "import socket; print(socket.gethostbyname('outside.weft-test.example'))",
+           check=False)
+    took = time.monotonic() - t0
+    assert r.returncode == 0 and r.stdout.strip() == NS_ANSWER, r.stdout + r.stderr
+    assert took < 5, took  # no resolver timeout on the way
+    assert mesh["nameserver"][1], "the test's nameserver was never asked"
+    log = supervisor_log(mesh["state"])
+    assert "relaying DNS %s:53" % HOST_IP in log, log

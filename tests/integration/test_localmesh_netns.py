@@ -25,7 +25,7 @@ import urllib.request
 
 import pytest
 
-from test_weftctl_up import (ROOT, kill_leftovers, need_fixed_ports, port_taken,
+from test_weftctl_up import (ROOT, WEFTCTL, kill_leftovers, need_fixed_ports, port_taken,
                              proxy_status_synced, request, supervisor_log, wait_for, weftctl)
 
 EXAMPLE = os.path.join(ROOT, "examples", "catalog")
@@ -324,6 +324,42 @@ def test_netns_capture_rules_and_proxy_uid(tmp_path):
         weftctl("down", "--state", os.path.join(base, "state"), timeout=60)
         kill_leftovers(os.path.join(base, "state"))
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_netns_capture_default_state_is_passable(tmp_path):
+    """As root, `up --capture` without --state must not pick a state folder under root's home,
+    which uid 1337 (the proxies) cannot pass through: it goes to /run/weft/<name>-<hash>, and
+    `status DIR` / `down DIR` find it there."""
+    need_netns()
+    if not shutil.which("iptables-save"):
+        pytest.skip("--capture needs Debian's iptables package")
+    d = catalog_folder(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    env = {k: v for k, v in os.environ.items() if k != "XDG_STATE_HOME"}
+    env.update(HOME=str(home), XDG_RUNTIME_DIR=str(tmp_path / "rt"))
+
+    def run(*args):
+        return subprocess.run([WEFTCTL] + [str(a) for a in args], capture_output=True, text=True,
+                              timeout=120, env=env)
+
+    state = None
+    try:
+        p = run("up", d, "--detach", "--timeout", "60", "--pod-network", "netns", "--capture")
+        st = run("status", d, "-o", "json")
+        state = json.loads(st.stdout).get("state") if st.stdout.startswith("{") else None
+        assert p.returncode == 0, "up failed:\n%s\n%s" % (p.stdout, p.stderr)
+        assert state and state.startswith("/run/weft/catalog-"), st.stdout
+        assert json.loads(st.stdout)["running"] is True
+        assert (os.stat("/run/weft").st_mode & 0o777) == 0o711
+        dn = run("down", d)
+        assert dn.returncode == 0, dn.stdout + dn.stderr
+        assert json.loads(run("status", d, "-o", "json").stdout)["running"] is False
+    finally:
+        if state:
+            weftctl("down", "--state", state, timeout=60)
+            kill_leftovers(state)
+            shutil.rmtree(state, ignore_errors=True)
 
 
 def capture_mesh(d, state):

@@ -199,3 +199,21 @@ def test_summary_keeps_the_protocol_reading_once_and_leaves_per_line_readings_ou
     doc = json.loads(explain(text, "--summary", "-o", "json"))
     kinds = [e["kind"] for e in doc["explanations"]]
     assert kinds.count("protocol") == 1 and "grpc" not in kinds
+
+
+def test_summary_of_block_all_names_registry_only_not_an_expected_direct_response():
+    """A 502 from Istio's block_all virtual host (REGISTRY_ONLY) is a refused request, not the
+    'expected' direct response of a configured route: --summary, which leaves out the per-line
+    capture reading, must still say so (both modes use the same entry)."""
+    text = "".join(istio_line(502, "-", "direct_response", method="GET", path="/",
+                              proto="HTTP/1.1", ua="curl/7.88.1", host="-", cluster="-",
+                              route="block_all") for _ in range(2))
+    out = explain(text, "--summary")
+    assert "2       502    -       direct_response" in out, out
+    assert "block_all" in out and "REGISTRY_ONLY" in out and "ServiceEntry" in out, out
+    assert "Expected" not in out, out
+    # an ordinary route's direct response keeps the usual reading
+    plain = explain(istio_line(503, "-", "direct_response", method="GET", path="/",
+                               proto="HTTP/1.1", host="-", cluster="-", route="maint"),
+                    "--summary")
+    assert "Expected" in plain and "REGISTRY_ONLY" not in plain, plain

@@ -13,10 +13,10 @@ CLOSED = "127.0.0.1:9"  # discard port: nothing listens
 
 SUBCOMMANDS = [
     ["analyze"], ["completion"], ["describe"], ["describe", "pod"], ["describe", "svc"],
-    ["down"], ["log"], ["log", "explain"], ["pc"], ["pc", "all"], ["pc", "bootstrap"],
+    ["down"], ["log"], ["log", "explain"], ["manifest"], ["manifest", "generate"], ["pc"], ["pc", "all"], ["pc", "bootstrap"],
     ["pc", "cluster"], ["pc", "endpoint"], ["pc", "listener"], ["pc", "log"], ["pc", "route"],
     ["pc", "secret"], ["proxy-config", "cluster"], ["ps"], ["proxy-status"], ["remote-clusters"],
-    ["status"], ["up"], ["version"],
+    ["status"], ["up"], ["version"], ["kube-inject"],
 ]
 
 
@@ -48,6 +48,9 @@ def test_unknown_flag(cmd):
     ["describe", "deployment", "x"],      # unknown resource type
     ["log", "no-such-subcommand"],
     ["log", "explain", "a.log", "b.log"],
+    ["manifest"],                         # no subcommand
+    ["manifest", "no-such-subcommand"],
+    ["manifest", "generate", "extra"],
     ["pc", "cluster"],                    # no pod and no --file
     ["pc", "log"],
     ["pc", "no-such-subcommand", "x"],
@@ -57,6 +60,8 @@ def test_unknown_flag(cmd):
     ["up"],                               # no folder
     ["down", "a", "b"],
     ["version", "extra"],
+    ["kube-inject"],                      # no -f
+    ["kube-inject", "-f", "x.yaml", "extra"],
 ], ids=lambda a: " ".join(a) or "(none)")
 def test_missing_or_extra_argument(args):
     assert_usage(run_weftctl(*args), args)
@@ -67,8 +72,10 @@ def test_missing_or_extra_argument(args):
     ["analyze", "--failure-threshold", "fatal", "-"],
     ["analyze", "--timeout", "soon", "-"],
     ["analyze", "-S", "no-equals-sign", "-"],
-    ["analyze", "--use-kube=true", "-"],
+    ["analyze", "--use-kube=maybe", "-"],
     ["log", "explain", "-o", "xml", "-"],
+    ["manifest", "generate", "--set", "no.such.key=1"],
+    ["manifest", "generate", "--set", "revision=Not_A_Label"],
     ["pc", "cluster", "-o", "xml", "--file", "dump.json"],
     ["pc", "cluster", "--port", "eighty", "--file", "dump.json"],
     ["pc", "log", "pod.ns", "--level", "loud", "--pilot", CLOSED],

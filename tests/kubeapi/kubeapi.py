@@ -5,7 +5,9 @@ resources.py, a global strictly increasing resourceVersion, paging with 410 for 
 tokens, watch (§1.4: chunked newline-delimited events, synthetic ADDED, bookmarks,
 timeoutSeconds, a bounded history and the in-stream ERROR 410 Expired, watch-list), label and
 field selectors, Status bodies for every error, bearer-token and client-certificate auth, TLS,
-and the in-cluster files.
+the in-cluster files, the pods/services `proxy` subresource (proxy.py); /openapi/v2 for
+kubectl (openapi.py), dryRun=All (dryrun.py), CRDs that make their kind servable (crd.py) and
+the admission webhooks called as kube-apiserver calls them (admission.py).
 
 Usage: kubeapi.py [--port N] [--bind ADDR] [--token T]... [--tls-cert F --tls-key F]
                   [--client-ca F] [--history N] [--state FILE] [--incluster-root DIR]
@@ -33,7 +35,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import admission  # noqa: E402
+import crd  # noqa: E402
+import dryrun  # noqa: E402
+import openapi  # noqa: E402
 import patch  # noqa: E402
+import proxy  # noqa: E402
 import resources  # noqa: E402
 import labelsel as ksel  # noqa: E402
 from store import ApiError, Store  # noqa: E402
@@ -53,6 +60,8 @@ class Server(ThreadingHTTPServer):
         self.opts = opts
         self.store = Store(history=opts.history)
         self.bookmark_s = opts.bookmark_interval
+        self.admission = admission.Admission(self.store,
+                                             admission.parse_proxies(opts.service_proxy))
         super().__init__(addr, Handler)
 
 
@@ -151,6 +160,8 @@ class Handler(BaseHTTPRequestHandler):
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             if self.command == "GET" and self.discovery(parts):
                 return
+            if proxy.handle(self, parts, u.query):  # pods|services/NAME[:PORT]/proxy/...
+                return
             self.resource_request(parts, q)
         except ApiError as e:
             self.read_body_quietly()
@@ -177,6 +188,10 @@ class Handler(BaseHTTPRequestHandler):
         elif self.command == "GET" and parts == ["stats"]:
             self.read_body_quietly()
             return self.send_json(200, dict(st.stats, resourceVersion=str(st.rv)))
+        elif self.command == "GET" and parts == ["admission-calls"]:
+            self.read_body_quietly()
+            with self.server.admission.lock:
+                return self.send_json(200, {"calls": list(self.server.admission.calls)})
         elif self.command == "GET" and parts == ["rv"]:
             pass
         else:
@@ -215,6 +230,8 @@ class Handler(BaseHTTPRequestHandler):
         elif len(parts) == 3 and parts[0] == "apis" and \
                 parts[2] in resources.groups().get(parts[1], []):
             self.send_json(200, self.resource_list(parts[1], parts[2]))
+        elif openapi.serve(self, parts, GIT_VERSION):
+            pass
         elif parts[:1] in (["openapi"], ["swagger.json"]):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         else:
@@ -273,19 +290,24 @@ class Handler(BaseHTTPRequestHandler):
             return self.list(res, version, ns, q)
         if m == "GET":
             return self.send_json(200, _versioned(st.get(res, ns, name), res, version))
-        if m == "POST" and name is None:
-            obj = self.body_json()
-            if q.get("dryRun") == "All":
-                return self.send_json(201, _versioned(obj, res, version))
-            return self.send_json(201, _versioned(st.create(res, ns, obj), res, version))
         dry = q.get("dryRun") == "All"  # validated and answered, never stored
+        if m == "POST" and name is None:
+            obj, warn = self.admit("CREATE", res, version, ns, self.body_json(), None, None, dry)
+            if dry:
+                return self.send_json(201, _versioned(dryrun.create(st, res, ns, obj), res,
+                                                      version), warn)
+            created = st.create(res, ns, obj)
+            if res.resource == "customresourcedefinitions":
+                crd.register(created)
+            return self.send_json(201, _versioned(created, res, version), warn)
         if m == "PUT" and name:
             obj = self.body_json()
+            obj, warn = self.admit("UPDATE", res, version, ns, obj, st.get(res, ns, name), sub,
+                                   dry)
             if dry:
-                st.get(res, ns, name)
-                return self.send_json(200, _versioned(obj, res, version))
+                return self.send_json(200, _versioned(obj, res, version), warn)
             return self.send_json(200, _versioned(st.update(res, ns, name, obj, sub), res,
-                                                  version))
+                                                  version), warn)
         if m == "PATCH" and name:
             return self.patch(res, version, ns, name, sub, q)
         if m == "DELETE" and name:
@@ -295,6 +317,13 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, _versioned(st.delete(res, ns, name), res, version))
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the "
                        "requested resource")
+
+    def admit(self, op, res, version, ns, obj, old, sub, dry):
+        """The admission webhooks (admission.py): (object to store, Warning headers)."""
+        if res.namespaced and ns:
+            obj.setdefault("metadata", {}).setdefault("namespace", ns)
+        obj, warnings = self.server.admission.admit(op, res, version, ns, obj, old, sub, dry)
+        return obj, admission.warning_header(warnings)
 
     def body_json(self):
         raw = self.read_body()
@@ -356,16 +385,22 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: '
                            'fieldManager: Required value: is required for apply patch')
         new = patch.apply(ctype, cur, raw, res)
+        new.setdefault("metadata", {}).setdefault("name", name)
+        new, warn = self.admit("UPDATE" if exists else "CREATE", res, version, ns, new,
+                               cur if exists else None, sub, q.get("dryRun") == "All")
         if q.get("dryRun") == "All":
             new.setdefault("metadata", {}).setdefault("name", name)
-            return self.send_json(200 if exists else 201, _versioned(new, res, version))
+            return self.send_json(200 if exists else 201, _versioned(new, res, version), warn)
         if not exists:
             new.setdefault("metadata", {})["name"] = name
-            return self.send_json(201, _versioned(st.create(res, ns, new), res, version))
+            created = st.create(res, ns, new)
+            if res.resource == "customresourcedefinitions":
+                crd.register(created)
+            return self.send_json(201, _versioned(created, res, version), warn)
         new.setdefault("metadata", {}).pop("resourceVersion", None)
         if sub == "status":
             new = {"metadata": {}, "status": new.get("status")}
-        self.send_json(200, _versioned(st.update(res, ns, name, new, sub), res, version))
+        self.send_json(200, _versioned(st.update(res, ns, name, new, sub), res, version), warn)
 
     # ---- watch (§1.4) ------------------------------------------------------------------------
     def watch(self, res, version, ns, q):
@@ -491,6 +526,9 @@ def main(argv=None):
     ap.add_argument("--incluster-root", help="write the service-account token, ca.crt and "
                     "namespace files under DIR/var/run/secrets/kubernetes.io/serviceaccount")
     ap.add_argument("--incluster-ca", help="the CA file written as ca.crt there")
+    ap.add_argument("--service-proxy", action="append", default=[], metavar="NS/NAME:PORT=IP:PORT",
+                    help="where a webhook's clientConfig.service is reached (repeatable), e.g. "
+                    "istio-system/istiod:443=127.0.0.1:15017")
     ap.add_argument("-v", "--verbose", action="store_true")
     opts = ap.parse_args(argv)
     if opts.token_file:
@@ -511,6 +549,9 @@ def main(argv=None):
     if opts.state and os.path.exists(opts.state):
         with open(opts.state) as f:
             srv.store.load(json.load(f))
+        for o in srv.store.objs.get(("apiextensions.k8s.io", "customresourcedefinitions"),
+                                    {}).values():
+            crd.register(o)
     if tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(opts.tls_cert, opts.tls_key)

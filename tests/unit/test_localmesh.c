@@ -413,6 +413,22 @@ static void image_map_errors(void **state)
                "    spec: {containers: [{name: s, image: x, ports: [{containerPort: 1}]}]}\n",
                "t.yaml:7:24: Deployment default/s: spec.template.metadata.labels: `selector` does "
                "not match template `labels`");
+    /* and what its field validation refuses among the fields the local mesh uses */
+    plan_fails("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: r}\nspec:\n"
+               "  replicas: -1\n  template:\n"
+               "    spec: {containers: [{name: r, image: x}]}\n",
+               "t.yaml:5:13: Deployment default/r: spec.replicas: Invalid value: -1: must be "
+               "greater than or equal to 0");
+    plan_fails("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: p}\nspec:\n"
+               "  template:\n    spec:\n      containers:\n      - name: p\n        image: x\n"
+               "        ports: [{containerPort: 80}, {containerPort: 70000}]\n",
+               "t.yaml:10:54: Deployment default/p: "
+               "spec.template.spec.containers[0].ports[1].containerPort: Invalid value: 70000: "
+               "must be between 1 and 65535, inclusive");
+    plan_fails("apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: q}\nspec:\n"
+               "  template:\n    spec: {containers: [{name: q, image: x, ports: [{name: a}]}]}\n",
+               "StatefulSet default/q: spec.template.spec.containers[0].ports[0].containerPort: "
+               "Required value");
 }
 
 /* ---- MeshConfig and proxyMetadata ---- */

@@ -366,7 +366,7 @@ bool bs_tcp_mx_config(bs *b, json_t *tc, const wp_tcp_mx_config **out)
     if (!c || !l)
         return false;
     size_t m = bs_push(b, "typed_config");
-    const char *key;
+    const char *key = NULL;
     json_t *msg = json_is_object(tc) ? unwrap(b, tc, WP_TCP_MX_TYPE, &key)
                                      : (bs_fail(b, "wrong type: expected an object"), NULL);
     size_t mk = key ? bs_push(b, key) : b->plen;

@@ -1,0 +1,217 @@
+/*
+ * inject_annotations.c - the pod annotations Istio's injector reads (inject_internal.h):
+ * validated with Istio's validators (pkg/kube/inject/validate.go, analysis/an_annotations_util.h:
+ * a bad value refuses the pod), reported when weft's injector does not implement them (the
+ * injector's own annotation prefixes; the agent's stats annotations are not the injector's), and
+ * proxy.istio.io/config merged over MeshConfig defaultConfig (mesh.ApplyProxyConfig), its fields
+ * weft does not implement reported (model/unimplemented.h).
+ */
+#include <string.h>
+
+#include "analysis/an_annotations_util.h"
+#include "core/arena.h"
+#include "kube/inject_internal.h"
+#include "model/node_json.h"
+#include "model/parse.h"
+#include "model/unimplemented.h"
+
+/* The injector annotations weft implements. */
+static const char *const IMPLEMENTED[] = {"sidecar.istio.io/inject",
+                                          "sidecar.istio.io/status",
+                                          "sidecar.istio.io/rewriteAppHTTPProbers",
+                                          "sidecar.istio.io/proxyImage",
+                                          "sidecar.istio.io/proxyCPU",
+                                          "sidecar.istio.io/proxyMemory",
+                                          "sidecar.istio.io/proxyCPULimit",
+                                          "sidecar.istio.io/proxyMemoryLimit",
+                                          "sidecar.istio.io/logLevel",
+                                          "sidecar.istio.io/componentLogLevel",
+                                          "sidecar.istio.io/agentLogLevel",
+                                          "sidecar.istio.io/nativeSidecar",
+                                          "sidecar.istio.io/userVolume",
+                                          "sidecar.istio.io/userVolumeMount",
+                                          "sidecar.istio.io/interceptionMode",
+                                          "traffic.sidecar.istio.io/includeOutboundIPRanges",
+                                          "traffic.sidecar.istio.io/excludeOutboundIPRanges",
+                                          "traffic.sidecar.istio.io/includeInboundPorts",
+                                          "traffic.sidecar.istio.io/excludeInboundPorts",
+                                          "traffic.sidecar.istio.io/includeOutboundPorts",
+                                          "traffic.sidecar.istio.io/excludeOutboundPorts",
+                                          "traffic.sidecar.istio.io/kubevirtInterfaces",
+                                          "traffic.sidecar.istio.io/excludeInterfaces",
+                                          "status.sidecar.istio.io/port",
+                                          "readiness.status.sidecar.istio.io/initialDelaySeconds",
+                                          "readiness.status.sidecar.istio.io/periodSeconds",
+                                          "readiness.status.sidecar.istio.io/failureThreshold",
+                                          "proxy.istio.io/config",
+                                          "prometheus.istio.io/merge-metrics",
+                                          NULL};
+
+/* Annotations of those prefixes that the injector does not read (the agent, pilot or the
+ * bootstrap do, from the pod's annotations): not the injector's to report. */
+static const char *const NOT_INJECTOR[] = {"sidecar.istio.io/statsInclusionPrefixes",
+                                           "sidecar.istio.io/statsInclusionSuffixes",
+                                           "sidecar.istio.io/statsInclusionRegexps",
+                                           "sidecar.istio.io/statsHistogramBuckets",
+                                           "sidecar.istio.io/extraStatTags",
+                                           "sidecar.istio.io/statsEvictionInterval",
+                                           "sidecar.istio.io/statsFlushInterval",
+                                           "sidecar.istio.io/dnsCapture",
+                                           NULL};
+
+static const char *const INJECTOR_PREFIXES[] = {"sidecar.istio.io/",
+                                                "traffic.sidecar.istio.io/",
+                                                "status.sidecar.istio.io/",
+                                                "readiness.status.sidecar.istio.io/",
+                                                "proxy.istio.io/",
+                                                "inject.istio.io/",
+                                                NULL};
+
+static bool listed(const char *const *list, const char *s)
+{
+    for (size_t i = 0; list[i]; i++)
+        if (strcmp(list[i], s) == 0)
+            return true;
+    return false;
+}
+
+static bool injector_annotation(const char *k)
+{
+    for (size_t i = 0; INJECTOR_PREFIXES[i]; i++)
+        if (strncmp(k, INJECTOR_PREFIXES[i], strlen(INJECTOR_PREFIXES[i])) == 0)
+            return true;
+    return strcmp(k, "istio.io/reroute-virtual-interfaces") == 0;
+}
+
+void wf_inj_report_annotations(const json_t *pod, json_t *warnings)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(json_object_get((json_t *)pod, "metadata"), "annotations"),
+                        k, v)
+    {
+        const char *s = json_string_value(v);
+        if (strcmp(k, "sidecar.istio.io/interceptionMode") == 0 && s &&
+            strcmp(s, "REDIRECT") != 0) {
+            wf_inj_warn(warnings,
+                        "annotation sidecar.istio.io/interceptionMode: \"%s\" is not implemented "
+                        "by weft's injector: the pod gets REDIRECT",
+                        s);
+        } else if (strcmp(k, "inject.istio.io/templates") == 0 && s && strcmp(s, "sidecar") == 0) {
+            continue;
+        } else if (injector_annotation(k) && !listed(IMPLEMENTED, k) && !listed(NOT_INJECTOR, k) &&
+                   strcmp(k, "istio.io/reroute-virtual-interfaces")) {
+            wf_inj_warn(warnings, "annotation %s is not implemented by weft's injector (ignored)",
+                        k);
+        }
+    }
+}
+
+/* Istio's validate.go on every annotation; -1 with why for the first invalid one. */
+int wf_inj_validate_annotations(const json_t *pod, wf_strbuf *why)
+{
+    wf_arena a;
+    wf_arena_init(&a);
+    int rc = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(json_object_get((json_t *)pod, "metadata"), "annotations"),
+                        k, v)
+    {
+        const char *problem = NULL;
+        if (json_is_string(v) &&
+            wf_inject_annotation_invalid(&a, k, json_string_value(v), &problem)) {
+            wf_strbuf_printf(why, "injection failed: invalid annotation %s=\"%s\": %s", k,
+                             json_string_value(v), problem);
+            rc = -1;
+            break;
+        }
+    }
+    const char *uv[] = {"sidecar.istio.io/userVolume", "sidecar.istio.io/userVolumeMount"};
+    for (size_t i = 0; rc == 0 && i < 2; i++) {
+        const char *s = wf_inj_annotation(pod, uv[i]);
+        json_t *j = s ? json_loads(s, 0, NULL) : NULL;
+        const char *name;
+        json_t *e;
+        bool ok = !s || json_is_object(j);
+        json_object_foreach(j, name, e) ok = ok && json_is_object(e);
+        if (!ok) {
+            wf_strbuf_printf(why,
+                             "injection failed: annotation %s: want a JSON object of %s by name",
+                             uv[i], i ? "volume mounts" : "volumes");
+            rc = -1;
+        }
+        json_decref(j);
+    }
+    wf_arena_destroy(&a);
+    return rc;
+}
+
+/* Overlays src onto dst (objects merged, the rest replaced: proto MergeFrom for ProxyConfig's
+ * scalar and message fields). */
+static int merge(json_t *dst, const json_t *src)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)src, k, v)
+    {
+        json_t *d = json_object_get(dst, k);
+        if (json_is_object(d) && json_is_object(v)) {
+            if (merge(d, v) != 0)
+                return -1;
+        } else if (json_object_set_new(dst, k, json_deep_copy(v)) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int first_doc(wf_node *root, uint32_t line, uint32_t col, void *arg)
+{
+    (void)line, (void)col;
+    if (!*(wf_node **)arg)
+        *(wf_node **)arg = root;
+    return 0;
+}
+
+static bool unimpl_cb(const wf_unimpl_hit *hit, void *arg)
+{
+    wf_strbuf b = WF_STRBUF_INIT;
+    wf_unimpl_message(hit, &b);
+    if (!wf_strbuf_failed(&b))
+        wf_inj_warn(arg, "annotation proxy.istio.io/config: %s", wf_strbuf_cstr(&b));
+    wf_strbuf_free(&b);
+    return true;
+}
+
+/* MeshConfig defaultConfig merged with the pod's proxy.istio.io/config (Istio's
+ * mesh.ApplyProxyConfig); NULL with why when the annotation is not a ProxyConfig. */
+json_t *wf_inj_proxy_config(const wf_inject_config *c, const json_t *pod, json_t *warnings,
+                            wf_strbuf *why)
+{
+    const json_t *dc = json_object_get(c->mesh, "defaultConfig");
+    json_t *pc = json_is_object(dc) ? json_deep_copy(dc) : json_object();
+    const char *text = wf_inj_annotation(pod, "proxy.istio.io/config");
+    if (!pc || !text)
+        return pc;
+    wf_arena a;
+    wf_arena_init(&a);
+    wf_node *root = NULL;
+    wf_parse_error e = {0};
+    int rc = wf_parse_yaml(&a, text, strlen(text), first_doc, &root, &e);
+    if (rc != 0 || (root && root->type != WF_NODE_MAP && root->type != WF_NODE_NULL)) {
+        wf_strbuf_printf(why, "injection failed: annotation proxy.istio.io/config: %s",
+                         rc ? e.message : "want a ProxyConfig mapping");
+        json_decref(pc);
+        pc = NULL;
+    } else if (root && root->type == WF_NODE_MAP) {
+        json_t *ov = wf_node_to_json(root);
+        if (!ov || merge(pc, ov) != 0)
+            json_decref(pc), pc = NULL;
+        json_decref(ov);
+        if (pc && warnings)
+            wf_unimpl_scan_proxyconfig(root, "proxy.istio.io/config", unimpl_cb, warnings);
+    }
+    wf_arena_destroy(&a);
+    return pc;
+}
