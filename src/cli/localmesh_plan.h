@@ -31,7 +31,7 @@
 #include <stddef.h>
 
 #include "core/arena.h"
-#include "cli/proxy_stats_config.h"
+#include "proxy/agent/proxy_stats_config.h"
 #include "core/strbuf.h"
 #include "model/store.h"
 

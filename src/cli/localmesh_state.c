@@ -15,6 +15,7 @@
 #include "cli/localmesh_tokens.h"
 #include "cli/localmesh_sys.h"
 #include "model/unimplemented.h"
+#include "proxy/agent/agent_bootstrap.h"
 
 #define ISTIO_VERSION "weft-" WEFT_VERSION
 #define PROXY_IMAGE   "docker.io/istio/proxyv2:weft"
@@ -30,78 +31,6 @@ static json_t *labels_json(const wf_lm_pod *pod)
             return NULL;
         }
     return o;
-}
-
-/* {"address": {"socket_address": {...}}} (an admin block, or an endpoint). */
-static json_t *socket_address(const char *ip, int port)
-{
-    return json_pack("{s:{s:{s:s,s:i}}}", "address", "socket_address", "address", ip, "port_value",
-                     port);
-}
-
-/* The "address" member of o, with its own reference; o is released. NULL passes through. */
-static json_t *json_object_get_address(json_t *o)
-{
-    json_t *a = json_incref(json_object_get(o, "address"));
-    json_decref(o);
-    return a;
-}
-
-/* The static cluster to pilot's xDS address (meshfix.py's shape), with Istio's
- * alt_stat_name "xds-grpc;" (envoy_bootstrap.json) so that its stats are
- * cluster.xds-grpc;.* and Istio's cluster_name extractor `^cluster(\.(.+);)` tags them. As
- * Istio's sidecars reach istiod: its secure port 15012 over TLS (envoy_bootstrap.json's
- * xds-grpc transport_socket, pilot-agent's dial options): trusted_ca the root of the pod's
- * namespace the supervisor keeps in sync (istio-ca-root-cert, localmesh_roots.h; weft-proxy
- * reads it again before each connection), istiod's SAN and SNI istiod.istio-system.svc, ALPN
- * h2. The stream carries the pod's token (--token-path), which pilot authenticates (XDS_AUTH). */
-static json_t *xds_cluster(const wf_lm_plan *p, const wf_lm_pod *pod)
-{
-    char root[4400];
-    snprintf(root, sizeof root, "%s/%s/%s/root-cert.pem", p->state, WF_LM_ROOTS_DIR, pod->ns);
-    json_t *tls = json_pack(
-        "{s:s,s:{s:s,s:s,s:{s:[s],s:{s:{s:s},s:[{s:s,s:{s:s}}]}}}}", "name",
-        "envoy.transport_sockets.tls", "typed_config", "@type",
-        "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext", "sni",
-        WF_LM_ISTIOD_SAN, "common_tls_context", "alpn_protocols", "h2", "validation_context",
-        "trusted_ca", "filename", root, "match_typed_subject_alt_names", "san_type", "DNS",
-        "matcher", "exact", WF_LM_ISTIOD_SAN);
-    return json_pack("{s:s,s:s,s:s,s:s,s:{s:s,s:[{s:[{s:{s:o}}]}]},s:o}", "name", "xds-grpc",
-                     "alt_stat_name", "xds-grpc;", "type", "STATIC", "connect_timeout", "1s",
-                     "load_assignment", "cluster_name", "xds-grpc", "endpoints", "lb_endpoints",
-                     "endpoint", "address",
-                     json_object_get_address(socket_address(p->pilot_ip ? p->pilot_ip : "127.0.0.1",
-                                                            WF_LM_SECURE_PORT)),
-                     "transport_socket", tls);
-}
-
-/* Istio's Prometheus listener (envoy_bootstrap.json "prometheus_stats"): podIP:15090 serves
- * /stats/prometheus from the admin API through the STATIC cluster prometheus_stats (Istio binds
- * 0.0.0.0; here each pod has its own address). */
-static json_t *prometheus_listener(const wf_lm_pod *pod)
-{
-    json_t *hcm = json_pack(
-        "{s:s,s:s,s:s,s:{s:[{s:s,s:[s],s:[{s:{s:s},s:{s:s}}]}]},s:[{s:s,s:{s:s}}]}", "@type",
-        "type.googleapis.com/"
-        "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
-        "codec_type", "AUTO", "stat_prefix", "stats", "route_config", "virtual_hosts", "name",
-        "backend", "domains", "*", "routes", "match", "prefix", "/stats/prometheus", "route",
-        "cluster", "prometheus_stats", "http_filters", "name", "envoy.filters.http.router",
-        "typed_config", "@type",
-        "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router");
-    return json_pack("{s:s,s:o,s:[{s:[{s:s,s:o}]}]}", "name", "prometheus_stats", "address",
-                     json_object_get_address(socket_address(pod->ip, 15090)), "filter_chains",
-                     "filters", "name", "envoy.filters.network.http_connection_manager",
-                     "typed_config", hcm);
-}
-
-static json_t *prometheus_cluster(const wf_lm_pod *pod)
-{
-    return json_pack("{s:s,s:s,s:s,s:s,s:{s:s,s:[{s:[{s:{s:o}}]}]}}", "name", "prometheus_stats",
-                     "type", "STATIC", "connect_timeout", "0.250s", "lb_policy", "ROUND_ROBIN",
-                     "load_assignment", "cluster_name", "prometheus_stats", "endpoints",
-                     "lb_endpoints", "endpoint", "address",
-                     json_object_get_address(socket_address(pod->ip, WF_LM_ADMIN_PORT)));
 }
 
 /* Istio's stats_config for the pod (proxy_stats_config.h), INSTANCE_IPS = the pod IP. */
@@ -182,23 +111,29 @@ fail:
     return NULL;
 }
 
+/* The pod's pilot-agent bootstrap (agent_bootstrap.h): admin and the Prometheus listener on the
+ * pod IP (Istio binds 0.0.0.0; here each pod has its own address); xds-grpc to pilot's secure
+ * port 15012 over TLS, as Istio's sidecars reach istiod: trusted_ca the root of the pod's
+ * namespace the supervisor keeps in sync (istio-ca-root-cert, localmesh_roots.h; weft-proxy
+ * reads it again before each connection), istiod's SAN and SNI istiod.istio-system.svc. The
+ * stream carries the pod's token (--token-path), which pilot authenticates (XDS_AUTH). */
 json_t *wf_lm_bootstrap_json(const wf_lm_plan *p, const wf_lm_pod *pod)
 {
-    char id[600];
+    char id[600], root[4400];
     snprintf(id, sizeof id, "%s.%s", pod->name, pod->ns);
-    json_t *ads[2];
-    for (int i = 0; i < 2; i++)
-        ads[i] = json_pack("{s:{},s:s,s:s}", "ads", "initial_fetch_timeout", "0s",
-                           "resource_api_version", "V3");
-    return json_pack(
-        "{s:{s:s,s:s,s:o},s:o,s:o,s:{s:{s:s,s:s,s:b,s:[{s:{s:s}}]},s:o,s:o},"
-        "s:{s:[o],s:[o,o]}}",
-        "node", "id", id, "cluster", pod->cluster, "metadata", node_metadata(p, pod),
-        "stats_config", stats_config(pod), "admin", socket_address(pod->ip, WF_LM_ADMIN_PORT),
-        "dynamic_resources", "ads_config", "api_type", "GRPC", "transport_api_version", "V3",
-        "set_node_on_first_message_only", 1, "grpc_services", "envoy_grpc", "cluster_name",
-        "xds-grpc", "cds_config", ads[0], "lds_config", ads[1], "static_resources", "listeners",
-        prometheus_listener(pod), "clusters", xds_cluster(p, pod), prometheus_cluster(pod));
+    snprintf(root, sizeof root, "%s/%s/%s/root-cert.pem", p->state, WF_LM_ROOTS_DIR, pod->ns);
+    wp_agent_bootstrap b = {.node_id = id,
+                            .cluster = pod->cluster,
+                            .metadata = node_metadata(p, pod),
+                            .stats_config = stats_config(pod),
+                            .admin_ip = pod->ip,
+                            .admin_port = WF_LM_ADMIN_PORT,
+                            .prom_ip = pod->ip,
+                            .xds_ip = p->pilot_ip ? p->pilot_ip : "127.0.0.1",
+                            .xds_port = WF_LM_SECURE_PORT,
+                            .xds_root = root,
+                            .xds_san = WF_LM_ISTIOD_SAN};
+    return wp_agent_bootstrap_json(&b);
 }
 
 /* ---- Pod and Service objects -------------------------------------------------------------- */

@@ -13,8 +13,11 @@
 #include "capture/iptables_cmd.h"
 #include "core/log.h"
 #include "core/strbuf.h"
+#include "proxy/agent/agent_config.h"
 #include "proxy/server/server.h"
 #include "proxy/agent/status.h"
+
+extern char **environ;
 
 #ifndef WEFT_VERSION
 #define WEFT_VERSION "0.1.0"
@@ -24,6 +27,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "Usage: weft-proxy -c BOOTSTRAP.json [flags]\n"
+            "       weft-proxy proxy sidecar|router [flags]  pilot-agent's command: the bootstrap\n"
+            "                                                from Istio's environment (--help)\n"
             "       weft-proxy istio-iptables|istio-clean-iptables [flags]  (--help: capture "
             "rules)\n"
             "\n"
@@ -342,8 +347,119 @@ static int parse(int argc, char **argv, wp_server_opts *o)
     return 0;
 }
 
+/* Log levels of the agent mode: --proxyLogLevel, --proxyComponentLogLevel, then the loggers
+ * playing pilot-agent's --log_output_level scopes. 0, or -1 (printed). */
+static int agent_logging(const wp_agent_flags *f, wp_agent_config *c)
+{
+    const char *l = f->proxy_log_level;
+    wf_log_init(2, (wf_log_level)wf_log_level_from_name(l, strlen(l)), NULL);
+    wf_strbuf spec = {0}, unmapped = {0}, err = {0};
+    int rc = wf_log_apply_component_levels(f->proxy_component_log_level, &err);
+    if (rc != 0)
+        fprintf(stderr, "weft-proxy: --proxyComponentLogLevel: %s\n", wf_strbuf_cstr(&err));
+    else if (f->log_output_level &&
+             (wp_agent_log_output_level(f->log_output_level, &spec, &unmapped, &err) != 0 ||
+              wf_log_apply_component_levels(wf_strbuf_cstr(&spec), &err) != 0)) {
+        fprintf(stderr, "weft-proxy: %s\n", wf_strbuf_cstr(&err));
+        rc = -1;
+    }
+    if (rc == 0 && unmapped.len) {
+        if (c->warnings.len)
+            wf_strbuf_putc(&c->warnings, '\n');
+        wf_strbuf_printf(&c->warnings,
+                         "--log_output_level: scopes %s: weft-proxy has no logger of theirs, "
+                         "not applied",
+                         wf_strbuf_cstr(&unmapped));
+    }
+    wf_strbuf_free(&spec);
+    wf_strbuf_free(&unmapped);
+    wf_strbuf_free(&err);
+    return rc;
+}
+
+/* What the agent mode does not implement, one warning each (never silently ignored). */
+static void agent_warnings(const wp_agent_config *c, bool print)
+{
+    const char *p = wf_strbuf_cstr(&c->warnings);
+    while (*p) {
+        size_t n = strcspn(p, "\n");
+        if (print)
+            fprintf(stderr, "weft-proxy: warning: %.*s\n", (int)n, p);
+        else
+            WF_LOG(WF_LC_main, WF_LOG_WARN, "%.*s", (int)n, p);
+        p += n + (p[n] == '\n');
+    }
+}
+
+static int print_bootstrap(const wp_agent_config *c)
+{
+    agent_warnings(c, true);
+    char *text = json_dumps(c->bootstrap, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    if (!text)
+        return 1;
+    puts(text);
+    free(text);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* `weft-proxy proxy sidecar|router`: pilot-agent (agent_config.h). Exit 2 for a bad command
+ * line, 1 for a missing or invalid environment. */
+static int agent_main(int argc, char **argv)
+{
+    wp_agent_flags f;
+    wp_agent_config c;
+    wf_strbuf err = {0};
+    int r = wp_agent_parse_flags(argc, argv, &f, &err);
+    if (r != 0 || wp_agent_config_build(&f, environ, &c, &err) != 0) {
+        if (r <= 0)
+            fprintf(stderr, "weft-proxy proxy: %s\n", wf_strbuf_cstr(&err));
+        wf_strbuf_free(&err);
+        return r == 1 ? 0 : r < 0 ? 2 : 1;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(c.proxy_metadata, k, v)
+    {
+        setenv(k, json_string_value(v), 1); /* pilot-agent's os.Setenv of proxyMetadata */
+    }
+    if (f.print_bootstrap) {
+        r = print_bootstrap(&c);
+        wp_agent_config_free(&c);
+        return r;
+    }
+    wp_server_opts o = {.config_path = "bootstrap (pilot-agent)",
+                        .bootstrap = c.bootstrap,
+                        .ca_name = c.xds_san,
+                        .concurrency = c.concurrency,
+                        .drain_time_s = c.drain_s,
+                        .flush_interval_ms = 1000, /* pilot-agent's --file-flush-interval-msec */
+                        .status_addrs = {c.status_addr},
+                        .nstatus = 1,
+                        .health_addrs = {c.health_addr},
+                        .nhealth = 1,
+                        .argc = argc,
+                        .argv = argv};
+    wp_readiness_policy_default(&o.readiness);
+    wp_app_probers probers = {0};
+    wp_prom_scrape scrape = {0};
+    if (agent_logging(&f, &c) != 0 || readiness_env(&o) != 0 ||
+        agent_env(&o, &probers, &scrape) != 0) {
+        wp_agent_config_free(&c);
+        return 1;
+    }
+    agent_warnings(&c, false);
+    WF_LOG(WF_LC_main, WF_LOG_INFO, "pilot-agent mode: node %s, istiod SAN %s", c.node_id,
+           c.xds_san);
+    r = wp_server_run(&o);
+    wp_app_probers_free(&probers);
+    wp_agent_config_free(&c);
+    return r;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "proxy") == 0)
+        return agent_main(argc - 1, argv + 1);
     /* pilot-agent's capture subcommands (src/capture/iptables_cmd.h) */
     if (argc > 1 && strcmp(argv[1], "istio-iptables") == 0)
         return wf_istio_iptables_main(argc - 1, argv + 1);

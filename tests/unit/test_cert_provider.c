@@ -337,14 +337,53 @@ static void test_secrets_dump(void **state)
     wp_secrets_free(s);
 }
 
+/* CA_ADDR may be a DNS name (resolved at start, kept as the name to verify); without CA_ADDR
+ * the default address is verified as ISTIOD_SAN, else the caller's name, else its IP. */
+static void test_ca_addr_names(void **state)
+{
+    (void)state;
+    wp_cert_provider_opts o;
+    char spiffe[256];
+    wf_strbuf err = {0};
+    unsetenv("ISTIOD_SAN");
+    setenv("CA_ADDR", "localhost:15012", 1);
+    assert_int_equal(
+        wp_cert_provider_opts_from_env(&o, NULL, NULL, NULL, spiffe, sizeof spiffe, &err), 0);
+    assert_true(!strcmp(o.ca_host, "127.0.0.1") || !strcmp(o.ca_host, "::1"));
+    assert_string_equal(o.ca_name, "localhost");
+    assert_int_equal(o.ca_port, 15012);
+    assert_string_equal(o.ca_root_path, "./var/run/secrets/istio/root-cert.pem");
+    setenv("CA_ADDR", "istiod.nosuch.invalid:15012", 1);
+    assert_int_equal(
+        wp_cert_provider_opts_from_env(&o, NULL, NULL, NULL, spiffe, sizeof spiffe, &err), -1);
+    assert_non_null(strstr(wf_strbuf_cstr(&err), "CA_ADDR: invalid address"));
+    assert_non_null(strstr(wf_strbuf_cstr(&err), "cannot resolve"));
+    wf_strbuf_reset(&err);
+    unsetenv("CA_ADDR");
+    assert_int_equal(wp_cert_provider_opts_from_env(&o, "10.1.2.3:15012", NULL, NULL, spiffe,
+                                                    sizeof spiffe, &err),
+                     0);
+    assert_string_equal(o.ca_host, "10.1.2.3");
+    assert_string_equal(o.ca_name, "10.1.2.3");
+    assert_int_equal(wp_cert_provider_opts_from_env(&o, "10.1.2.3:15012", "istiod.istio-system.svc",
+                                                    NULL, spiffe, sizeof spiffe, &err),
+                     0);
+    assert_string_equal(o.ca_name, "istiod.istio-system.svc");
+    setenv("ISTIOD_SAN", "istiod.other.svc", 1);
+    assert_int_equal(wp_cert_provider_opts_from_env(&o, "10.1.2.3:15012", "istiod.istio-system.svc",
+                                                    NULL, spiffe, sizeof spiffe, &err),
+                     0);
+    assert_string_equal(o.ca_name, "istiod.other.svc");
+    unsetenv("ISTIOD_SAN");
+    wf_strbuf_free(&err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rotate_delay),
-        cmocka_unit_test(test_csr),
-        cmocka_unit_test(test_messages),
-        cmocka_unit_test(test_secrets_dump),
-        cmocka_unit_test(test_provider_end_to_end),
+        cmocka_unit_test(test_rotate_delay), cmocka_unit_test(test_ca_addr_names),
+        cmocka_unit_test(test_csr),          cmocka_unit_test(test_messages),
+        cmocka_unit_test(test_secrets_dump), cmocka_unit_test(test_provider_end_to_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /*
- * test_proxy_stats_config.c - Istio's bootstrap stats_config (cli/proxy_stats_config.h): the
+ * test_proxy_stats_config.c - Istio's bootstrap stats_config (proxy/agent/proxy_stats_config.h): the
  * default inclusion list, ProxyConfig lists merged in, annotations that replace them list by
  * list, "{pod_ip}", pattern checks, and what weft-proxy's matcher and tag extraction make of
  * the result (operator report B016: Prometheus names match nothing).
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "cli/proxy_stats_config.h"
+#include "proxy/agent/proxy_stats_config.h"
 #include "harness.h"
 #include "proxy/stats/stats.h"
 #include "proxy/stats/stats_matcher.h"

@@ -5,6 +5,8 @@
 #include "proxy/sds/cert_provider.h"
 
 #include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,7 +114,7 @@ static wf_tls_ctx *ca_tls(const wp_cert_provider *p, char *err, size_t cap)
                          .alpn = alpn,
                          .nalpn = 1,
                          .min_version = WF_TLS_V1_2,
-                         .verify_name = p->o.ca_host};
+                         .verify_name = *p->o.ca_name ? p->o.ca_name : p->o.ca_host};
     char why[200];
     wf_tls_ctx *ctx = wf_tls_ctx_new(&o, why, sizeof why);
     free(root);
@@ -384,26 +386,44 @@ static int env_ratio(const char *name, double *out, wf_strbuf *err)
     return 0;
 }
 
-static int parse_addr(const char *v, wp_cert_provider_opts *o)
+/* host:port ([v6]:port); a DNS name is resolved (first address), and kept as the name the
+ * certificate must carry. 0, or -1 with why in err. */
+static int parse_addr(const char *v, wp_cert_provider_opts *o, wf_strbuf *err)
 {
     const char *colon = strrchr(v, ':');
-    if (!colon || colon == v || (size_t)(colon - v) >= sizeof(o->ca_host))
-        return -1;
+    char host[256];
+    if (!colon || colon == v || (size_t)(colon - v) >= sizeof host)
+        return wf_strbuf_puts(err, "want HOST:PORT"), -1;
     size_t hl = (size_t)(colon - v);
     if (v[0] == '[' && v[hl - 1] == ']') {
-        memcpy(o->ca_host, v + 1, hl - 2);
-        o->ca_host[hl - 2] = '\0';
+        memcpy(host, v + 1, hl - 2);
+        host[hl - 2] = '\0';
     } else {
-        memcpy(o->ca_host, v, hl);
-        o->ca_host[hl] = '\0';
+        memcpy(host, v, hl);
+        host[hl] = '\0';
     }
     char *end;
     long port = strtol(colon + 1, &end, 10);
-    unsigned char buf[16];
-    if (*end || port <= 0 || port > 65535 ||
-        (inet_pton(AF_INET, o->ca_host, buf) != 1 && inet_pton(AF_INET6, o->ca_host, buf) != 1))
-        return -1;
+    if (*end || port <= 0 || port > 65535)
+        return wf_strbuf_puts(err, "want HOST:PORT"), -1;
     o->ca_port = (int)port;
+    snprintf(o->ca_name, sizeof o->ca_name, "%s", host);
+    unsigned char buf[16];
+    if (inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1) {
+        if (strlen(host) >= sizeof o->ca_host)
+            return wf_strbuf_puts(err, "want HOST:PORT"), -1;
+        snprintf(o->ca_host, sizeof o->ca_host, "%s", host);
+        return 0;
+    }
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+    if (rc != 0 || !res)
+        return wf_strbuf_printf(err, "cannot resolve \"%s\": %s", host, gai_strerror(rc)), -1;
+    const void *a = res->ai_family == AF_INET6
+                        ? (const void *)&((struct sockaddr_in6 *)res->ai_addr)->sin6_addr
+                        : (const void *)&((struct sockaddr_in *)res->ai_addr)->sin_addr;
+    inet_ntop(res->ai_family, a, o->ca_host, sizeof o->ca_host);
+    freeaddrinfo(res);
     return 0;
 }
 
@@ -414,8 +434,8 @@ const char *wp_token_path(const char *flag)
 }
 
 int wp_cert_provider_opts_from_env(wp_cert_provider_opts *o, const char *ca_default,
-                                   const char *token_path, char *spiffe_buf, size_t scap,
-                                   wf_strbuf *err)
+                                   const char *ca_default_name, const char *token_path,
+                                   char *spiffe_buf, size_t scap, wf_strbuf *err)
 {
     *o = (wp_cert_provider_opts){.ttl_s = 86400, .grace_ratio = 0.5, .grace_jitter = 0.01};
     const char *ca = getenv("CA_ADDR");
@@ -424,11 +444,17 @@ int wp_cert_provider_opts_from_env(wp_cert_provider_opts *o, const char *ca_defa
         wf_strbuf_puts(err, "CA_ADDR is not set and the bootstrap has no xDS cluster address");
         return -1;
     }
-    if (parse_addr(addr, o) != 0) {
-        wf_strbuf_printf(err, "%s: invalid address \"%s\": want IP:PORT",
-                         ca && *ca ? "CA_ADDR" : "the xDS cluster", addr);
+    wf_strbuf why = {0};
+    if (parse_addr(addr, o, &why) != 0) {
+        wf_strbuf_printf(err, "%s: invalid address \"%s\": %s",
+                         ca && *ca ? "CA_ADDR" : "the xDS cluster", addr, wf_strbuf_cstr(&why));
+        wf_strbuf_free(&why);
         return -1;
     }
+    wf_strbuf_free(&why);
+    const char *san = getenv("ISTIOD_SAN");
+    if (!(ca && *ca) && ((san && *san) || ca_default_name))
+        snprintf(o->ca_name, sizeof o->ca_name, "%s", san && *san ? san : ca_default_name);
     o->token_path = wp_token_path(token_path);
     const char *ttl = getenv("SECRET_TTL");
     if (ttl && *ttl) {

@@ -33,11 +33,12 @@
 #include "proxy/sds/secrets.h"
 
 typedef struct wp_cert_provider_opts {
-    char ca_host[64]; /* CA_ADDR's host (an IP address) */
+    char ca_host[64]; /* CA_ADDR's host (an IP address: a DNS name is resolved at start) */
     int ca_port;
-    const char *token_path;   /* the Bearer token's file */
-    const char *spiffe_id;    /* the CSR's URI SAN, NULL = none */
-    const char *cluster_id;   /* ClusterID metadata, NULL = "Kubernetes" */
+    char ca_name[256];      /* the name (DNS or IP) the CA's certificate must carry; "" = ca_host */
+    const char *token_path; /* the Bearer token's file */
+    const char *spiffe_id;  /* the CSR's URI SAN, NULL = none */
+    const char *cluster_id; /* ClusterID metadata, NULL = "Kubernetes" */
     const char *ca_root_path; /* TLS to the CA, verified against this root file (pilot-agent's
                                * CA_ROOT_CA; default for port 15012:
                                * ./var/run/secrets/istio/root-cert.pem); NULL = plaintext */
@@ -52,18 +53,23 @@ typedef struct wp_cert_provider_opts {
 } wp_cert_provider_opts;
 
 /* Istio's defaults (TTL 24 h, ratio 0.5, jitter 0.01, RSA, "Kubernetes") over which the
- * environment applies: CA_ADDR (host:port; when unset ca_default is used, the ADS
- * cluster's address, NULL = none), SECRET_TTL (Go duration), SECRET_GRACE_PERIOD_RATIO,
+ * environment applies: CA_ADDR (host:port, the host an IP address or a DNS name resolved now,
+ * once, to its first address; its certificate must carry that host, as the citadel client's
+ * ServerName); when CA_ADDR is unset ca_default is used (the ADS cluster's IP:PORT, NULL =
+ * none) and the certificate must carry ISTIOD_SAN when set, else ca_default_name when not
+ * NULL (`weft-proxy proxy`: discoveryAddress's host), else ca_default's IP (pilot-agent's
+ * CAEndpointSAN = ISTIOD_SAN for the discovery address). SECRET_TTL (Go duration),
+ * SECRET_GRACE_PERIOD_RATIO,
  * SECRET_GRACE_PERIOD_RATIO_JITTER, ECC_SIGNATURE_ALGORITHM, TRUST_DOMAIN (cluster.local) with
  * POD_NAMESPACE and SERVICE_ACCOUNT (the CSR's SPIFFE ID, kept in spiffe_buf of scap bytes),
  * CLUSTER_ID, CA_ROOT_CA (a root file: TLS to the CA, whose certificate must chain to it and
- * carry the CA_ADDR IP; without it a CA on port 15012, istiod's secure port, is reached over
+ * carry the name above; without it a CA on port 15012, istiod's secure port, is reached over
  * TLS with ./var/run/secrets/istio/root-cert.pem). token_path: the --token-path flag, else env
  * WEFT_TOKEN_PATH, else Istio's
  * ./var/run/secrets/tokens/istio-token. 0, or -1 with the bad variable named in err. */
 int wp_cert_provider_opts_from_env(wp_cert_provider_opts *o, const char *ca_default,
-                                   const char *token_path, char *spiffe_buf, size_t scap,
-                                   wf_strbuf *err);
+                                   const char *ca_default_name, const char *token_path,
+                                   char *spiffe_buf, size_t scap, wf_strbuf *err);
 
 /* The token file (pilot-agent's istio-token): flag (--token-path) when given, else env
  * WEFT_TOKEN_PATH, else ./var/run/secrets/tokens/istio-token. The CSRs and the xDS stream over

@@ -354,8 +354,8 @@ static void ensure_cert_provider(wp_main *m, const wp_config *cfg)
     wp_cert_provider_opts po;
     wf_strbuf err = {0};
     const char *ca = cfg->ads && !cfg->ads->pipe_path ? cfg->ads->addr.text : NULL;
-    if (wp_cert_provider_opts_from_env(&po, ca, m->opts->token_path, m->spiffe, sizeof(m->spiffe),
-                                       &err) != 0) {
+    if (wp_cert_provider_opts_from_env(&po, ca, m->opts->ca_name, m->opts->token_path, m->spiffe,
+                                       sizeof(m->spiffe), &err) != 0) {
         WF_LOG(WF_LC_secret, WF_LOG_CRITICAL,
                "cannot start the certificate provider: %s (SDS secrets stay not ready)",
                wf_strbuf_cstr(&err));
@@ -372,7 +372,8 @@ static void ensure_cert_provider(wp_main *m, const wp_config *cfg)
 
 static wp_config *load(const wp_server_opts *o, wf_strbuf *err)
 {
-    wp_config *cfg = wp_bootstrap_load_file(o->config_path, err);
+    wp_config *cfg = o->bootstrap ? wp_bootstrap_load(o->bootstrap, o->config_path, err)
+                                  : wp_bootstrap_load_file(o->config_path, err);
     if (!cfg)
         return NULL;
     override_node(o, cfg);
@@ -616,13 +617,15 @@ static void st_quit(void *ud)
 }
 
 /* pilot-agent's POST /drain: Envoy's drain_listeners?inboundonly&graceful for a sidecar (every
- * listener for a gateway), the process stays up (the agent's DrainNow). */
+ * listener for a gateway: metadata PROXY_TYPE router, else a node id of type router), the
+ * process stays up (the agent's DrainNow). */
 static void st_drain(void *ud)
 {
     wp_main *m = ud;
     json_t *md = json_object_get(m->srv.gen->cfg->node, "metadata");
     const char *type = json_string_value(json_object_get(md, "PROXY_TYPE"));
-    bool router = type && strcmp(type, "router") == 0;
+    const char *id = m->srv.gen->cfg->node_id; /* Istio's "router~<ip>~<pod>.<ns>~<domain>" */
+    bool router = type ? strcmp(type, "router") == 0 : id && strncmp(id, "router~", 7) == 0;
     request_drain(m, !router, true, true);
 }
 

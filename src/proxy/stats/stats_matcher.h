@@ -12,7 +12,7 @@
  *    `inclusion_list: {patterns: [StringMatcher]}` (only names matched by a pattern exist),
  *    `exclusion_list: {patterns: [...]}` (names matched by a pattern do not exist). Absent:
  *    every stat exists (Envoy's default; Istio's default inclusion list comes with the
- *    bootstrap Istio's agent writes, as weftctl up writes it: src/cli/proxy_stats_config.h).
+ *    bootstrap Istio's agent writes, as weftctl up writes it: src/proxy/agent/proxy_stats_config.h).
  *  - Names are Envoy's internal dotted names ("cluster.outbound|80||x.svc.cluster.local.
  *    upstream_rq_total", "server.state"), before tag extraction, never the Prometheus
  *    names: a pattern written as "envoy_cluster_upstream_rq_total" matches nothing.

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "proxy/agent/app_probe.h"
 #include "proxy/server/admin/readiness.h"
 #include "proxy/agent/status_metrics.h"
@@ -38,7 +40,12 @@ typedef struct {
     const char *app_ip;
     const wp_prom_scrape *app_metrics;
     const char *token_path; /* --token-path: the CA token file (NULL = env / Istio's path) */
-    int argc;               /* for /server_info command_line_options */
+    /* `weft-proxy proxy` (agent_config.h): the bootstrap built in memory (borrowed; NULL = read
+     * config_path, which then only names it in messages), and the name the CA's certificate
+     * must carry when CA_ADDR is unset (discoveryAddress's host; NULL = its IP) */
+    json_t *bootstrap;
+    const char *ca_name;
+    int argc; /* for /server_info command_line_options */
     char **argv;
 } wp_server_opts;
 

@@ -1,7 +1,7 @@
 /*
  * proxy_stats_config.c - Istio's bootstrap stats_config (proxy_stats_config.h).
  */
-#include "cli/proxy_stats_config.h"
+#include "proxy/agent/proxy_stats_config.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,8 @@
 /*
  * proxy_stats_config.h - the Envoy bootstrap `stats_config` that Istio gives every proxy
- * (sidecar and gateway), for the local mesh's bootstraps (localmesh_state.c). weft-proxy
- * reads it as Envoy does (docs/proxy.md "Stats"): stats not on the inclusion list are never
+ * (sidecar and gateway), for the bootstraps agent_bootstrap.h builds (the local mesh's and
+ * `weft-proxy proxy`'s). weft-proxy reads it as Envoy does (docs/proxy.md "Stats"): stats not
+ * on the inclusion list are never
  * created, and /stats/prometheus labels come from Istio's tag extractors.
  *
  * Followed (reference §6.4–6.5; istio/istio pkg/bootstrap/config.go getStatsOptions and
@@ -30,8 +31,8 @@
  * Ownership: builders return new jansson references (json_decref) or NULL when out of
  * memory; inputs are borrowed and not kept.
  */
-#ifndef WF_CLI_PROXY_STATS_CONFIG_H
-#define WF_CLI_PROXY_STATS_CONFIG_H
+#ifndef WF_PROXY_AGENT_STATS_CONFIG_H
+#define WF_PROXY_AGENT_STATS_CONFIG_H
 
 #include <stdbool.h>
 #include <stddef.h>
