@@ -29,17 +29,20 @@ static json_t *env_field(const char *name, const char *path)
 
 static json_t *env(const wf_manifest_opts *o)
 {
-    char istiod[128], ca[256], owner[256];
+    char istiod[128], ca[256], owner[256], pc[320];
     wf_manifest_rev_name(o, "istiod", istiod, sizeof istiod);
     snprintf(ca, sizeof ca, "%s.%s.svc:15012", istiod, o->ns);
+    /* the gateway reads no mounted mesh config: its discovery address (the revision's istiod
+     * in the install namespace) comes as pilot-agent's PROXY_CONFIG */
+    snprintf(pc, sizeof pc, "{\"discoveryAddress\":\"%s\"}", ca);
     snprintf(owner, sizeof owner, "kubernetes://apis/apps/v1/namespaces/%s/deployments/%s", o->ns,
              GW);
     return json_pack(
-        "[{s:s,s:s},{s:s,s:s},o,o,o,o,o,o,{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s}]", "name",
-        "PILOT_CERT_PROVIDER", "value", "istiod", "name", "CA_ADDR", "value", ca,
-        env_field("NODE_NAME", "spec.nodeName"), env_field("POD_NAME", "metadata.name"),
-        env_field("POD_NAMESPACE", "metadata.namespace"), env_field("INSTANCE_IP", "status.podIP"),
-        env_field("HOST_IP", "status.hostIP"),
+        "[{s:s,s:s},{s:s,s:s},{s:s,s:s},o,o,o,o,o,o,{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s}]",
+        "name", "PILOT_CERT_PROVIDER", "value", "istiod", "name", "CA_ADDR", "value", ca, "name",
+        "PROXY_CONFIG", "value", pc, env_field("NODE_NAME", "spec.nodeName"),
+        env_field("POD_NAME", "metadata.name"), env_field("POD_NAMESPACE", "metadata.namespace"),
+        env_field("INSTANCE_IP", "status.podIP"), env_field("HOST_IP", "status.hostIP"),
         env_field("SERVICE_ACCOUNT", "spec.serviceAccountName"), "name", "ISTIO_META_WORKLOAD_NAME",
         "value", GW, "name", "ISTIO_META_OWNER", "value", owner, "name", "ISTIO_META_CLUSTER_ID",
         "value", "Kubernetes", "name", "ISTIO_META_ROUTER_MODE", "value", "standard");

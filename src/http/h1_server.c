@@ -943,8 +943,9 @@ h1s_server *h1s_listen(uv_loop_t *loop, const struct sockaddr *sa, const h1s_opt
         }
         s->closing = true;
         s->o.on_closed = NULL;
+        /* listener_closed frees s when the caller's loop next runs: running the loop here
+         * would also run the caller's other pending callbacks (a signal) under it */
         uv_close((uv_handle_t *)&s->listener, listener_closed);
-        uv_run(loop, UV_RUN_NOWAIT); /* runs listener_closed, which frees s */
         s = NULL;
     }
     free(s);

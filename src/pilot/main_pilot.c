@@ -470,16 +470,23 @@ static int check_source(wf_pilot_opts *o)
 typedef struct run {
     uv_signal_t term, intr;
     wf_pilot *pilot;
+    bool starting, stop_pending; /* a signal during wf_pilot_start: stop once it returns */
 } run;
 
 static void on_signal(uv_signal_t *s, int signum)
 {
     run *r = s->data;
     WF_LOG(WF_LC_main, WF_LOG_INFO, "caught signal %d, shutting down", signum);
+    if (r->starting) { /* something in the start ran the loop: stop when it returns */
+        r->stop_pending = true;
+        return;
+    }
     wf_pilot_stop(r->pilot);
     r->pilot = NULL;
-    uv_close((uv_handle_t *)&r->term, NULL);
-    uv_close((uv_handle_t *)&r->intr, NULL);
+    if (!uv_is_closing((uv_handle_t *)&r->term)) {
+        uv_close((uv_handle_t *)&r->term, NULL);
+        uv_close((uv_handle_t *)&r->intr, NULL);
+    }
 }
 
 int main(int argc, char **argv)
@@ -520,7 +527,12 @@ int main(int argc, char **argv)
     uv_signal_start(&r.term, on_signal, SIGTERM);
     uv_signal_start(&r.intr, on_signal, SIGINT);
     c.o.debug_route = wf_debug_route;
-    if (wf_pilot_start(&loop, &c.o, &r.pilot, err, sizeof err) != 0) {
+    r.starting = true;
+    int started = wf_pilot_start(&loop, &c.o, &r.pilot, err, sizeof err);
+    r.starting = false;
+    if (started == 0 && r.stop_pending)
+        on_signal(&r.term, SIGTERM);
+    if (started != 0) {
         fprintf(stderr, "weft-pilot: %s\n", err);
         WF_LOG(WF_LC_main, WF_LOG_CRITICAL, "startup failed: %s", err);
         uv_close((uv_handle_t *)&r.term, NULL);

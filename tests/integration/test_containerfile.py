@@ -6,6 +6,7 @@ of every shared library the built weft-pilot, weft-proxy and weftctl link (ldd +
 package of the iptables-restore the capture code runs, and no -dev package; the three programs
 are copied and the image runs as uid 1337."""
 
+import json
 import os
 import re
 import shutil
@@ -140,3 +141,15 @@ def test_runtime_copies_the_programs_and_runs_as_1337():
     assert copies and all(("/build/%s" % p) in copies[0] for p in PROGRAMS)
     assert "USER 1337:1337" in runtime
     assert any("useradd --uid 1337" in ins for ins in runtime)
+
+
+def test_entrypoint_and_workdir_fit_the_injected_sidecar():
+    """The injected istio-proxy container gives only `proxy sidecar ...` (Istio's proxyv2 image
+    runs pilot-agent by default) and pilot-agent's file paths are relative to /: the image's
+    ENTRYPOINT must be weft-proxy and its last WORKDIR /."""
+    lines = [l.strip() for l in open(CONTAINERFILE) if l.strip() and not l.startswith("#")]
+    runtime = lines[max(i for i, l in enumerate(lines) if l.startswith("FROM ")):]
+    workdirs = [l.split(None, 1)[1] for l in runtime if l.startswith("WORKDIR ")]
+    assert workdirs and workdirs[-1] == "/", workdirs
+    entry = [l for l in runtime if l.startswith("ENTRYPOINT ")]
+    assert entry and json.loads(entry[-1].split(None, 1)[1]) == ["/usr/local/bin/weft-proxy"]

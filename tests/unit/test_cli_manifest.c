@@ -273,6 +273,23 @@ static void default_and_revision_naming(void **state)
     json_t *ml =
         json_object_get(json_object_get(json_object_get(dep, "spec"), "selector"), "matchLabels");
     assert_string_equal(json_string_value(json_object_get(ml, "istio.io/rev")), "canary");
+    /* the gateway reaches that istiod: its PROXY_CONFIG discoveryAddress */
+    json_t *gw = find(docs, "Deployment", "istio-ingressgateway");
+    json_t *c0 = json_array_get(
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(gw, "spec"), "template"), "spec"),
+            "containers"),
+        0);
+    const char *pc = NULL;
+    size_t e;
+    json_t *ev;
+    json_array_foreach(json_object_get(c0, "env"), e, ev)
+    {
+        if (!strcmp(json_string_value(json_object_get(ev, "name")), "PROXY_CONFIG"))
+            pc = json_string_value(json_object_get(ev, "value"));
+    }
+    assert_non_null(pc);
+    assert_string_equal(pc, "{\"discoveryAddress\":\"istiod-canary.mesh.svc:15012\"}");
     size_t i;
     json_t *d;
     json_array_foreach(docs, i, d)

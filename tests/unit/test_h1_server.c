@@ -716,9 +716,48 @@ static void test_addresses(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+static void count_timer(uv_timer_t *t)
+{
+    (*(int *)t->data)++;
+}
+
+/* A listener that cannot bind must not run the caller's loop (weft-pilot's SIGTERM handler ran
+ * inside its start that way, before the pilot existed, and pilot then never stopped): the
+ * failed server is freed when the caller's loop next runs. */
+static void test_failed_bind_leaves_the_loop_alone(void **state)
+{
+    (void)state;
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    h1s_callbacks cb = {.on_request = on_request};
+    h1s_opts o = {0};
+    int err = 0, fired = 0;
+    struct sockaddr_storage sa;
+    h1s_parse_address("127.0.0.1:0", &sa);
+    h1s_server *s = h1s_listen(&loop, (struct sockaddr *)&sa, &o, &cb, &err);
+    assert_non_null(s);
+    char buf[64];
+    snprintf(buf, sizeof buf, "127.0.0.1:%d", h1s_port(s));
+    h1s_parse_address(buf, &sa);
+    uv_timer_t t;
+    uv_timer_init(&loop, &t);
+    t.data = &fired;
+    uv_timer_start(&t, count_timer, 0, 0); /* due at once: any loop run fires it */
+    uv_update_time(&loop);
+    usleep(2000);
+    assert_null(h1s_listen(&loop, (struct sockaddr *)&sa, &o, &cb, &err));
+    assert_int_equal(err, UV_EADDRINUSE);
+    assert_int_equal(fired, 0);
+    h1s_close(s);
+    uv_close((uv_handle_t *)&t, NULL);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_failed_bind_leaves_the_loop_alone),
         cmocka_unit_test(test_keep_alive),
         cmocka_unit_test(test_pipelined_in_order),
         cmocka_unit_test(test_body_limit),
