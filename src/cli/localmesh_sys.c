@@ -373,14 +373,9 @@ static char *run_base(wf_strbuf *err)
     return strdup(path);
 }
 
-char *wf_lm_capture_state(const char *absdir, wf_strbuf *err)
+/* base/<NAME>-<HASH> of absdir (base is freed). */
+static char *state_in(char *base, const char *absdir, wf_strbuf *err)
 {
-    const char *xdg = getenv("XDG_STATE_HOME");
-    if (geteuid() != 0 || (xdg && xdg[0] == '/'))
-        return wf_lm_default_state(absdir, err);
-    char *base = run_base(err);
-    if (!base)
-        return NULL;
     char name[128];
     state_name(absdir, name, sizeof name);
     size_t len = strlen(base) + strlen(name) + 2;
@@ -393,6 +388,17 @@ char *wf_lm_capture_state(const char *absdir, wf_strbuf *err)
     return out;
 }
 
+char *wf_lm_capture_state(const char *absdir, wf_strbuf *err)
+{
+    const char *xdg = getenv("XDG_STATE_HOME");
+    if (geteuid() != 0 || (xdg && xdg[0] == '/'))
+        return wf_lm_default_state(absdir, err);
+    char *base = run_base(err);
+    if (!base)
+        return NULL;
+    return state_in(base, absdir, err);
+}
+
 char *wf_lm_default_state(const char *absdir, wf_strbuf *err)
 {
     char *base = usable_base(getenv("XDG_STATE_HOME"), "");
@@ -402,14 +408,5 @@ char *wf_lm_default_state(const char *absdir, wf_strbuf *err)
         base = tmp_base(err);
     if (!base)
         return NULL;
-    char name[128];
-    state_name(absdir, name, sizeof name);
-    size_t len = strlen(base) + strlen(name) + 2;
-    char *out = malloc(len);
-    if (out)
-        snprintf(out, len, "%s/%s", base, name);
-    else
-        wf_strbuf_puts(err, "out of memory");
-    free(base);
-    return out;
+    return state_in(base, absdir, err);
 }

@@ -10,6 +10,7 @@
 
 #include "analysis/an_annotations_util.h"
 #include "core/arena.h"
+#include "core/json_util.h"
 #include "kube/inject_internal.h"
 #include "model/node_json.h"
 #include "model/parse.h"
@@ -147,25 +148,6 @@ int wf_inj_validate_annotations(const json_t *pod, wf_strbuf *why)
     return rc;
 }
 
-/* Overlays src onto dst (objects merged, the rest replaced: proto MergeFrom for ProxyConfig's
- * scalar and message fields). */
-static int merge(json_t *dst, const json_t *src)
-{
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)src, k, v)
-    {
-        json_t *d = json_object_get(dst, k);
-        if (json_is_object(d) && json_is_object(v)) {
-            if (merge(d, v) != 0)
-                return -1;
-        } else if (json_object_set_new(dst, k, json_deep_copy(v)) != 0) {
-            return -1;
-        }
-    }
-    return 0;
-}
-
 static int first_doc(wf_node *root, uint32_t line, uint32_t col, void *arg)
 {
     (void)line, (void)col;
@@ -206,7 +188,7 @@ json_t *wf_inj_proxy_config(const wf_inject_config *c, const json_t *pod, json_t
         pc = NULL;
     } else if (root && root->type == WF_NODE_MAP) {
         json_t *ov = wf_node_to_json(root);
-        if (!ov || merge(pc, ov) != 0)
+        if (!ov || wf_json_overlay(pc, ov) != 0)
             json_decref(pc), pc = NULL;
         json_decref(ov);
         if (pc && warnings)

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "core/arena.h"
+#include "core/json_util.h"
 #include "kube/inject_internal.h"
 #include "model/node.h"
 #include "model/node_json.h"
@@ -150,24 +151,6 @@ json_int_t wf_inj_value_int(const wf_inject_config *c, const char *path, json_in
     if (json_is_string(v) && *json_string_value(v))
         return strtoll(json_string_value(v), NULL, 10);
     return def;
-}
-
-/* Overlays src onto dst (objects merged key by key, anything else replaced). */
-static int merge(json_t *dst, const json_t *src)
-{
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)src, k, v)
-    {
-        json_t *d = json_object_get(dst, k);
-        if (json_is_object(d) && json_is_object(v)) {
-            if (merge(d, v) != 0)
-                return -1;
-        } else if (json_object_set_new(dst, k, json_deep_copy(v)) != 0) {
-            return -1;
-        }
-    }
-    return 0;
 }
 
 static bool implemented_value(const char *path)
@@ -461,7 +444,7 @@ static int load_values(wf_inject_config *c, const char *file, wf_strbuf *why)
             const wf_node *tn = wf_node_path(root, "global.tag");
             json_object_set_new(g, "tag", json_string(wf_node_str(tn) ? wf_node_str(tn) : ""));
         }
-        rc = merge(c->values, v);
+        rc = wf_json_overlay(c->values, v);
         if (rc == 0)
             unimplemented_values(c, file, v);
         else
