@@ -773,26 +773,11 @@ static int open_client(xl_ctx *x, xl_client *c)
 
 /* ---- reporting ------------------------------------------------------------------------------ */
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of n sorted values. */
-static uint64_t pct(const uint64_t *v, size_t n, double p)
-{
-    if (!n)
-        return 0;
-    size_t k = (size_t)(p / 100.0 * (double)n + 0.999999);
-    return v[(k ? k : 1) - 1];
-}
-
 static void print_stats(const char *name, uint64_t *v, size_t n)
 {
-    qsort(v, n, sizeof *v, cmp_u64);
-    printf("\"%s_p50_ms\":%.1f,\"%s_p99_ms\":%.1f,\"%s_max_ms\":%.1f", name, ms(pct(v, n, 50)),
-           name, ms(pct(v, n, 99)), name, ms(n ? v[n - 1] : 0));
+    xm_sort_u64(v, n);
+    printf("\"%s_p50_ms\":%.1f,\"%s_p99_ms\":%.1f,\"%s_max_ms\":%.1f", name, ms(xm_pct(v, n, 50)),
+           name, ms(xm_pct(v, n, 99)), name, ms(n ? v[n - 1] : 0));
 }
 
 static void print_ready(xl_ctx *x)

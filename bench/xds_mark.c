@@ -53,8 +53,12 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Nearest-rank percentile of n sorted values. */
-static uint64_t pct(const uint64_t *v, size_t n, double p)
+void xm_sort_u64(uint64_t *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_u64);
+}
+
+uint64_t xm_pct(const uint64_t *v, size_t n, double p)
 {
     if (!n)
         return 0;
@@ -69,14 +73,14 @@ void xm_report(xm_marks *m, size_t i, size_t live, bool timed_out, FILE *out)
     for (size_t c = 0; c < m->n_clients; c++)
         if (k->conv[c])
             k->conv[n++] = k->conv[c] - k->t0;
-    qsort(k->conv, n, sizeof *k->conv, cmp_u64);
+    xm_sort_u64(k->conv, n);
     fprintf(out,
             "MARK {\"label\":\"%s\",\"clients\":%zu,\"live\":%zu,\"converged\":%zu,"
             "\"timed_out\":%s,\"http_status\":%d,\"first_ms\":%.1f,\"conv_p50_ms\":%.1f,"
             "\"conv_p99_ms\":%.1f,\"conv_max_ms\":%.1f}\n",
             k->label, m->n_clients, live, n, timed_out ? "true" : "false", k->http_status,
             k->first_ns ? (double)(k->first_ns - k->t0) / 1e6 : -1.0,
-            (double)pct(k->conv, n, 50) / 1e6, (double)pct(k->conv, n, 99) / 1e6,
+            (double)xm_pct(k->conv, n, 50) / 1e6, (double)xm_pct(k->conv, n, 99) / 1e6,
             n ? (double)k->conv[n - 1] / 1e6 : 0.0);
     fflush(out);
     k->done = true;

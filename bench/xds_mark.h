@@ -62,6 +62,11 @@ void xm_report(xm_marks *m, size_t i, size_t live, bool timed_out, FILE *out);
 
 void xm_marks_free(xm_marks *m);
 
+/* Sorts n values ascending; the nearest-rank percentile p (0-100) of n sorted values (0 when
+ * n is 0). Shared with weft-xds-load's own reports. */
+void xm_sort_u64(uint64_t *v, size_t n);
+uint64_t xm_pct(const uint64_t *v, size_t n, double p);
+
 /* Sends METHOD PATH to ip:port with body (copied) and calls done(ud, tag, status) once: the
  * HTTP status code, or -1 when connecting, writing or reading failed. Returns 0, or -1 when the
  * request could not start (done is then not called). */
