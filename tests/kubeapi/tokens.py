@@ -3,7 +3,7 @@ TokenRequest (POST /api/v1/namespaces/NS/serviceaccounts/SA/token, the `token` s
 what kubelet asks for a projected token and `kubectl create token` calls) and TokenReview
 (POST /apis/authentication.k8s.io/v1/tokenreviews, what istiod's KubeJWTAuthenticator calls).
 
-Tokens are JWTs signed with HS256 under a secret made at start (kube-apiserver signs RS256
+Tokens are JWTs signed with HS256 under a secret made at start (or $KUBEAPI_TOKEN_KEY) (kube-apiserver signs RS256
 with its service-account key; the signature is only ever checked here). Claims as
 kube-apiserver issues them: iss, sub system:serviceaccount:NS:SA, aud (spec.audiences, default
 the server's audience), iat, nbf, exp (spec.expirationSeconds, default 3600, at least 600) and
@@ -30,7 +30,9 @@ from store import ApiError
 GROUP = "authentication.k8s.io"
 ISSUER = "https://kubernetes.default.svc.cluster.local"
 API_AUDIENCES = [ISSUER]
-SECRET = os.urandom(32)
+# $KUBEAPI_TOKEN_KEY (hex) keeps the key across restarts (as kube-apiserver's key file does)
+SECRET = bytes.fromhex(os.environ["KUBEAPI_TOKEN_KEY"]) if os.environ.get("KUBEAPI_TOKEN_KEY") \
+    else os.urandom(32)
 _clock = {"offset": 0.0}
 
 
