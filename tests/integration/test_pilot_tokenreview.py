@@ -12,10 +12,11 @@ import pytest
 
 from conftest import ROOT
 from procs import crash_report, start_process, stop_process
-from test_pilot import get, poll
+from proxyfix import proxy_factory  # noqa: F401 (fixture)
+from test_pilot import get, get_json, poll
 from test_pilot_ca import create_certificate, make_csr, metric, rpc_error, token, x509_text
 from test_pilot_kube import exe
-from test_pilot_secure_port import mesh_root, secure_csr
+from test_pilot_secure_port import mesh_root, secure_csr, synced_nodes, xds_bootstrap
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "kubeapi"))
 import fixture  # noqa: E402
@@ -194,3 +195,37 @@ def test_api_server_away_refuses_then_recovers(cluster, pilot, tmp_path):
     chain = create_certificate(pilot.xds, make_csr(tmp_path, "rsa"), tok)
     assert CATALOG_ID in leaf_text(tmp_path, chain)
     assert pilot.poll() is None
+
+
+def test_xds_auth_with_a_service_account_token(cluster, pilot, tmp_path, proxy_factory):  # noqa: F811
+    """XDS_AUTH on the secure port: weft-proxy's stream carries a TokenRequest token; the
+    TokenReview authenticates it (its first request waits for the answer), the node of its own
+    service account syncs, another service account's node is refused with istiod's message, a
+    token for another audience is refused UNAUTHENTICATED."""
+    root = tmp_path / "root.pem"
+    root.write_text(mesh_root(pilot))
+    san = "istiod.istio-system.svc"
+    tok = tmp_path / "istio-token"
+    tok.write_text(cluster.token("catalog") + "\n")
+    with pytest.raises(RuntimeError) as e:
+        proxy_factory(xds_bootstrap(pilot.secure, root, san, ns="shop", sa="webapp"),
+                      args=["--token-path", tok], timeout=4)
+    assert ("closed: 7, authorization failed: no identities "
+            "([spiffe://cluster.local/ns/shop/sa/catalog]) matched shop/webapp") in str(e.value)
+    bad = tmp_path / "bad-token"
+    bad.write_text(cluster.token("catalog", audiences=["other"]) + "\n")
+    with pytest.raises(RuntimeError) as e:
+        proxy_factory(xds_bootstrap(pilot.secure, root, san, ns="shop", sa="catalog"),
+                      args=["--token-path", bad], timeout=4)
+    assert "closed: 16, authentication failure" in str(e.value), str(e.value)
+    assert ("Authenticator WeftTokenAuthenticator: failed to validate the JWT: ") in \
+        pilot.stderr_text()
+    assert ('; Authenticator KubeJWTAuthenticator: failed to validate the JWT from cluster '
+            '"Kubernetes": the service account authentication returns an error: [invalid '
+            'bearer token, token audiences ["other"] is invalid') in pilot.stderr_text()
+    proxy_factory(xds_bootstrap(pilot.secure, root, san, ns="shop", sa="catalog"),
+                  args=["--token-path", tok])
+    poll(lambda: get_json(pilot.mon, "/debug/syncz") and synced_nodes(pilot), timeout=20)
+    # the good token was reviewed once (then cached); refusals are never cached
+    assert metric(pilot.mon, "weft_pilot_tokenreview_authenticated_total") == 1
+    assert metric(pilot.mon, "weft_pilot_tokenreview_cache_hits_total") >= 1
