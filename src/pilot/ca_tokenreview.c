@@ -286,6 +286,7 @@ struct wf_tokenreview {
     bool stopping;                           /* under mu */
     pthread_t th[WF_TR_WORKERS];
     size_t n_th;
+    size_t inflight; /* reviews not yet delivered (loop only): they keep the loop alive */
     wf_tr_stats stats;
 };
 
@@ -350,6 +351,8 @@ static void *worker(void *arg)
 
 static void deliver(wf_tokenreview *tr, wf_tr_pending *p)
 {
+    if (--tr->inflight == 0)
+        uv_unref((uv_handle_t *)tr->async);
     if (p->ok) {
         tr->stats.authenticated++;
         wf_tr_cache_put(tr->cache, p->token, p->now_s, p->exp, p->ns, p->sa);
@@ -435,9 +438,10 @@ wf_tokenreview *wf_tokenreview_start(uv_loop_t *loop, struct wf_kube_client *cli
     return tr;
 }
 
-static void answer_stopped(wf_tr_pending *p)
+static void answer_stopped(wf_tokenreview *tr, wf_tr_pending *p)
 {
     while (p) {
+        tr->inflight--;
         wf_tr_pending *n = p->next;
         p->ok = false;
         snprintf(p->why, sizeof p->why,
@@ -466,7 +470,7 @@ void wf_tokenreview_stop(wf_tokenreview *tr)
     for (size_t i = 0; i < tr->n_th; i++)
         pthread_join(tr->th[i], NULL);
     on_async(tr->async); /* the answers that came in: delivered as they are */
-    answer_stopped(tr->todo);
+    answer_stopped(tr, tr->todo);
     tr->todo = NULL;
     uv_close((uv_handle_t *)tr->async, on_async_closed);
 }
@@ -506,6 +510,8 @@ int wf_tokenreview_check(wf_tokenreview *tr, const char *token, int64_t now_s, c
         return -1;
     }
     tr->stats.requests++;
+    if (tr->inflight++ == 0)
+        uv_ref((uv_handle_t *)tr->async);
     *out = p;
     return 0;
 }

@@ -27,7 +27,8 @@
  * that was away answers the next call.
  *
  * Threads: the requests are blocking (kube/client.h) and run on the reviewer's worker threads
- * (WF_TR_WORKERS), never on the loop; answers come back on the loop (a uv_async). Everything
+ * (WF_TR_WORKERS), never on the loop; answers come back on the loop (a uv_async, which keeps
+ * the loop alive only while reviews are pending). Everything
  * below except the pure helpers is for the loop's thread. No globals.
  */
 #ifndef WF_PILOT_CA_TOKENREVIEW_H
