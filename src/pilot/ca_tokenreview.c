@@ -320,6 +320,8 @@ static void review(wf_tokenreview *tr, wf_tr_pending *p)
                  WF_TR_CLUSTER_ID, why);
     if (body.data)
         OPENSSL_cleanse(body.data, body.len);
+    if (resp.data) /* the answer echoes spec.token */
+        OPENSSL_cleanse(resp.data, resp.len);
     wf_strbuf_free(&body);
     wf_strbuf_free(&resp);
     wf_strbuf_free(&err);
