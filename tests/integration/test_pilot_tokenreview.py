@@ -197,7 +197,8 @@ def test_api_server_away_refuses_then_recovers(cluster, pilot, tmp_path):
     assert pilot.poll() is None
 
 
-def test_xds_auth_with_a_service_account_token(cluster, pilot, tmp_path, proxy_factory):  # noqa: F811
+def test_xds_auth_with_a_service_account_token(cluster, pilot, tmp_path,
+                                               proxy_factory):  # noqa: F811
     """XDS_AUTH on the secure port: weft-proxy's stream carries a TokenRequest token; the
     TokenReview authenticates it (its first request waits for the answer), the node of its own
     service account syncs, another service account's node is refused with istiod's message, a

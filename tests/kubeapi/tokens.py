@@ -3,8 +3,9 @@ TokenRequest (POST /api/v1/namespaces/NS/serviceaccounts/SA/token, the `token` s
 what kubelet asks for a projected token and `kubectl create token` calls) and TokenReview
 (POST /apis/authentication.k8s.io/v1/tokenreviews, what istiod's KubeJWTAuthenticator calls).
 
-Tokens are JWTs signed with HS256 under a secret made at start (or $KUBEAPI_TOKEN_KEY) (kube-apiserver signs RS256
-with its service-account key; the signature is only ever checked here). Claims as
+Tokens are JWTs signed with HS256 under a secret made at start or $KUBEAPI_TOKEN_KEY (hex)
+(kube-apiserver signs RS256 with its service-account key; the signature is only ever checked
+here). Claims as
 kube-apiserver issues them: iss, sub system:serviceaccount:NS:SA, aud (spec.audiences, default
 the server's audience), iat, nbf, exp (spec.expirationSeconds, default 3600, at least 600) and
 kubernetes.io {namespace, serviceaccount {name, uid}}.
