@@ -5,6 +5,7 @@ gets a certificate for its own ServiceAccount; the wrong audience, an expired to
 ServiceAccount, an impersonation and an API server that is away are refused; pilot's own
 tokens still work."""
 import os
+import socket
 import sys
 import time
 
@@ -14,7 +15,8 @@ from conftest import ROOT
 from procs import crash_report, start_process, stop_process
 from proxyfix import proxy_factory  # noqa: F401 (fixture)
 from test_pilot import get, get_json, poll
-from test_pilot_ca import create_certificate, make_csr, metric, rpc_error, token, x509_text
+from test_pilot_ca import (CSR_PATH, Req, Resp, create_certificate, make_csr, metric, rpc_error,
+                          token, x509_text)
 from test_pilot_kube import exe
 from test_pilot_secure_port import mesh_root, secure_csr, synced_nodes, xds_bootstrap
 
@@ -230,3 +232,36 @@ def test_xds_auth_with_a_service_account_token(cluster, pilot, tmp_path,
     # the good token was reviewed once (then cached); refusals are never cached
     assert metric(pilot.mon, "weft_pilot_tokenreview_authenticated_total") == 1
     assert metric(pilot.mon, "weft_pilot_tokenreview_cache_hits_total") >= 1
+
+
+def test_call_gone_before_its_review(cluster, pilot, tmp_path):
+    """A CSR call that ends (its deadline) while its TokenReview hangs: the late answer is
+    dropped, pilot goes on and serves the token once the API server answers again."""
+    tok = cluster.token("catalog")
+
+    def hanging():
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", cluster.srv.port))
+        s.listen(8)  # connections wait in the backlog, never answered
+        try:
+            req = Req(csr=make_csr(tmp_path, "rsa"))
+            with grpc.insecure_channel("127.0.0.1:%d" % pilot.xds,
+                                       options=[("grpc.enable_http_proxy", 0)]) as ch:
+                call = ch.unary_unary(CSR_PATH, request_serializer=Req.SerializeToString,
+                                      response_deserializer=Resp.FromString)
+                with pytest.raises(grpc.RpcError) as e:
+                    call(req, metadata=[("authorization", "Bearer " + tok)], timeout=1)
+            assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+            poll(lambda: metric(pilot.mon, "weft_pilot_tokenreview_requests_total") == 1,
+                 timeout=5)
+            time.sleep(0.5)
+        finally:
+            s.close()  # the review in flight fails now: its answer has no call any more
+        time.sleep(0.5)
+
+    cluster.restart(down=hanging)
+    chain = create_certificate(pilot.xds, make_csr(tmp_path, "rsa"), tok)
+    assert CATALOG_ID in leaf_text(tmp_path, chain)
+    assert metric(pilot.mon, "citadel_server_success_cert_issuance_count") == 1
+    assert metric(pilot.mon, "citadel_server_authentication_failure_count") == 0
