@@ -26,6 +26,9 @@ static const double conv_buckets[] = {.1, .5, 1, 3, 5, 10, 20, 30};
  */
 
 /* The other service a call was opened for, NULL for ADS. */
+static void on_reviewed(void *arg, bool ok, const char *ns, const char *sa, const char *why);
+
+/* The other service a call was opened for, NULL for ADS. */
 static const wf_ads_service *service_of(const wf_ads *a, wf_h2_call *call)
 {
     const char *path = wf_h2_call_path(call);
@@ -60,7 +63,25 @@ static void on_call(wf_h2_call *call, void *ud)
     c->connected_at_ms = wf_ads_now_ms();
     a->live_calls++;
     wf_h2_call_set_data(call, c);
-    (void)wf_ads_authenticate(c, call); /* a refusal ends the call (XDS_AUTH, secure port) */
+    /* a refusal ends the call (XDS_AUTH, secure port); a TokenReview answers later */
+    (void)wf_ads_authenticate(c, call, on_reviewed);
+}
+
+/* One request of an ADS stream. */
+static void conn_message(wf_ads_conn *c, const uint8_t *msg, size_t len)
+{
+    if (!c->delta) {
+        wf_ads_sotw_on_message(c, msg, len);
+        return;
+    }
+    json_t *j;
+    wf_xds_err err;
+    if (wf_xds_parse_text((const char *)msg, len, &j, &err) != 0) {
+        wf_ads_fail(c, WF_GRPC_INVALID_ARGUMENT, err.text);
+        return;
+    }
+    wf_delta_on_message(c, j);
+    json_decref(j);
 }
 
 static void on_message(wf_h2_call *call, const uint8_t *msg, size_t len, void *ud)
@@ -75,18 +96,30 @@ static void on_message(wf_h2_call *call, const uint8_t *msg, size_t len, void *u
     wf_ads_conn *c = wf_h2_call_data(call);
     if (!c || a->closing || c->refused)
         return;
-    if (!c->delta) {
-        wf_ads_sotw_on_message(c, msg, len);
+    if (c->review) { /* XDS_AUTH: the stream's TokenReview has not answered yet */
+        (void)wf_ads_hold(c, msg, len);
         return;
     }
-    json_t *j;
-    wf_xds_err err;
-    if (wf_xds_parse_text((const char *)msg, len, &j, &err) != 0) {
-        wf_ads_fail(c, WF_GRPC_INVALID_ARGUMENT, err.text);
-        return;
+    conn_message(c, msg, len);
+}
+
+/* The stream's TokenReview answered (XDS_AUTH in Kubernetes mode): the requests that waited
+ * are served in order, unless the stream was refused. */
+static void on_reviewed(void *arg, bool ok, const char *ns, const char *sa, const char *why)
+{
+    wf_ads_conn *c = arg;
+    wf_ads_held *h = c->held;
+    c->held = NULL;
+    c->held_tail = &c->held;
+    c->held_bytes = 0;
+    bool go = wf_ads_reviewed(c, ok, ns, sa, why) == 0;
+    while (h) {
+        wf_ads_held *n = h->next;
+        if (go && c->call && !c->refused && !c->ads->closing)
+            conn_message(c, h->data, h->len);
+        free(h);
+        h = n;
     }
-    wf_delta_on_message(c, j);
-    json_decref(j);
 }
 
 static void maybe_free(wf_ads *a);

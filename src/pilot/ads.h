@@ -161,8 +161,12 @@ typedef struct wf_ads_conn {
     bool authenticated;   /* caller holds the identities the secure port authenticated */
     bool refused;         /* authentication or authorization ended the call: no more requests */
     wf_xds_caller caller; /* (xds_auth.h); empty on the plaintext port or without XDS_AUTH */
-    char address[128];    /* the peer, "ip:port" or "unix:path" (istiod's adsz "address");
-                           * "" when unknown */
+    struct wf_tr_pending *review; /* XDS_AUTH: a TokenReview in flight (ca_tokenreview.h);
+                                   * the stream's requests wait in held until it answers */
+    struct wf_ads_held *held, **held_tail;
+    size_t held_bytes;
+    char address[128]; /* the peer, "ip:port" or "unix:path" (istiod's adsz "address");
+                        * "" when unknown */
     bool connected;
     int64_t connected_at_ms, disconnected_at_ms; /* wall clock */
     wf_ads_type types[WF_XDS_NTYPES];

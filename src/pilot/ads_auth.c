@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "pilot/ads_internal.h"
 #include "pilot/ca_server.h"
+#include "pilot/ca_tokenreview.h"
 #include "xds/grpc_frame.h"
 
 void wf_ads_set_secure_auth(wf_ads *a, const struct wf_ca_server *cas)
@@ -18,31 +19,127 @@ void wf_ads_set_secure_auth(wf_ads *a, const struct wf_ca_server *cas)
     a->auth = cas;
 }
 
-int wf_ads_authenticate(wf_ads_conn *c, wf_h2_call *call)
+static void authenticated(wf_ads_conn *c)
+{
+    char ids[1024];
+    c->authenticated = true;
+    wf_xds_caller_ids_text(&c->caller, ids, sizeof ids);
+    WF_LOG(WF_LC_config, WF_LOG_DEBUG, "Authenticated XDS: %s with identity %s (%s)", c->address,
+           ids, c->caller.source);
+}
+
+static void unauthenticated(wf_ads_conn *c, const char *fail)
+{
+    WF_LOG(WF_LC_secret, WF_LOG_ERROR, "Failed to authenticate client from %s: %s",
+           *c->address ? c->address : "unknown", fail);
+    wf_ads_note_rejected(c->ads, "", c->address, WF_XDS_AUTH_FAILURE);
+    c->refused = true;
+    if (c->call)
+        wf_h2_call_finish(c->call, WF_GRPC_UNAUTHENTICATED, WF_XDS_AUTH_FAILURE);
+}
+
+/* The first authenticators' (wf_xds_authn) inputs for the stream of c. */
+static wf_xds_authn_in authn_in(const wf_ads_conn *c, wf_h2_call *call)
+{
+    wf_tls_info ti;
+    bool tls = call && wf_h2_conn_tls_info(wf_h2_call_conn(call), &ti);
+    wf_xds_authn_in in = {.peer_uri_sans = tls ? ti.peer_uri_sans : NULL,
+                          .authorization = call ? wf_h2_call_metadata(call, "authorization") : NULL,
+                          .key = wf_ca_server_token_key(c->ads->auth),
+                          .trust_domain = wf_ca_server_trust_domain(c->ads->auth),
+                          .now_s = (int64_t)time(NULL)};
+    return in;
+}
+
+/* Kubernetes mode: the bearer token through a TokenReview. 1 authenticated from the cache, 0
+ * pending (c->review), -1 with the KubeJWTAuthenticator's message in why. */
+static int review(wf_ads_conn *c, wf_tokenreview *tr, const char *auth, wf_tr_done cb, char *why,
+                  size_t cap)
+{
+    char ns[WF_TR_NAME_MAX], sa[WF_TR_NAME_MAX];
+    if (!auth || strncmp(auth, "Bearer ", 7) != 0 || !auth[7]) {
+        snprintf(why, cap, "target JWT extraction error: %s",
+                 !auth ? "no HTTP authorization header exists"
+                       : "no bearer token exists in HTTP authorization header");
+        return -1;
+    }
+    int r = wf_tokenreview_check(tr, auth + 7, (int64_t)time(NULL), ns, sa, cb, c, &c->review, why,
+                                 cap);
+    if (r != 1)
+        return r;
+    if (wf_xds_caller_set_sa(&c->caller, wf_ca_server_trust_domain(c->ads->auth), ns, sa,
+                             WF_TR_AUTHENTICATOR) != 0) {
+        snprintf(why, cap, "out of memory");
+        return -1;
+    }
+    return 1;
+}
+
+int wf_ads_authenticate(wf_ads_conn *c, wf_h2_call *call,
+                        void (*on_reviewed)(void *c, bool ok, const char *ns, const char *sa,
+                                            const char *why))
 {
     wf_ads *a = c->ads;
     wf_tls_info ti;
     if (!wf_h2_conn_tls_info(wf_h2_call_conn(call), &ti) ||
         !a->auth) /* the plaintext port, or XDS_AUTH=false */
         return 0;
-    wf_xds_authn_in in = {.peer_uri_sans = ti.peer_uri_sans,
-                          .authorization = wf_h2_call_metadata(call, "authorization"),
-                          .key = wf_ca_server_token_key(a->auth),
-                          .trust_domain = wf_ca_server_trust_domain(a->auth),
-                          .now_s = (int64_t)time(NULL)};
-    char fail[1024], ids[1024];
+    wf_xds_authn_in in = authn_in(c, call);
+    char fail[1800], why[700];
     if (wf_xds_authn(&in, &c->caller, fail, sizeof fail) == 0) {
-        c->authenticated = true;
-        wf_xds_caller_ids_text(&c->caller, ids, sizeof ids);
-        WF_LOG(WF_LC_config, WF_LOG_DEBUG, "Authenticated XDS: %s with identity %s (%s)",
-               c->address, ids, c->caller.source);
+        authenticated(c);
         return 0;
     }
-    WF_LOG(WF_LC_secret, WF_LOG_ERROR, "Failed to authenticate client from %s: %s",
-           *c->address ? c->address : "unknown", fail);
-    wf_ads_note_rejected(a, "", c->address, WF_XDS_AUTH_FAILURE);
-    c->refused = true;
-    wf_h2_call_finish(call, WF_GRPC_UNAUTHENTICATED, WF_XDS_AUTH_FAILURE);
+    wf_tokenreview *tr = wf_ca_server_review(a->auth);
+    if (tr) {
+        c->held_tail = &c->held;
+        int r = review(c, tr, in.authorization, on_reviewed, why, sizeof why);
+        if (r == 1)
+            authenticated(c);
+        if (r >= 0)
+            return 0;
+        size_t n = strlen(fail);
+        snprintf(fail + n, sizeof fail - n, "; Authenticator %s: %s", WF_TR_AUTHENTICATOR, why);
+    }
+    unauthenticated(c, fail);
+    return -1;
+}
+
+int wf_ads_hold(wf_ads_conn *c, const uint8_t *msg, size_t len)
+{
+    wf_ads_held *h = c->held_bytes + len <= WF_ADS_HELD_MAX ? malloc(sizeof *h + len) : NULL;
+    if (!h) {
+        c->refused = true;
+        wf_ads_fail(c, WF_GRPC_RESOURCE_EXHAUSTED, "too many requests before authentication");
+        return -1;
+    }
+    h->next = NULL;
+    h->len = len;
+    memcpy(h->data, msg, len);
+    *c->held_tail = h;
+    c->held_tail = &h->next;
+    c->held_bytes += len;
+    return 0;
+}
+
+int wf_ads_reviewed(wf_ads_conn *c, bool ok, const char *ns, const char *sa, const char *why)
+{
+    char fail[1800];
+    c->review = NULL;
+    if (ok && wf_xds_caller_set_sa(&c->caller, wf_ca_server_trust_domain(c->ads->auth), ns, sa,
+                                   WF_TR_AUTHENTICATOR) == 0) {
+        authenticated(c);
+        return 0;
+    }
+    /* the first authenticators' messages again, as wf_xds_authn gave them at the start */
+    wf_xds_authn_in in = authn_in(c, c->call);
+    wf_xds_caller none = {0};
+    if (wf_xds_authn(&in, &none, fail, sizeof fail) == 0)
+        wf_xds_caller_free(&none);
+    size_t n = strlen(fail);
+    snprintf(fail + n, sizeof fail - n, "; Authenticator %s: %s", WF_TR_AUTHENTICATOR,
+             ok ? "out of memory" : why);
+    unauthenticated(c, fail);
     return -1;
 }
 

@@ -12,6 +12,7 @@
 
 #include "core/log.h"
 #include "pilot/ads_internal.h"
+#include "pilot/ca_tokenreview.h"
 #include "xds/grpc_frame.h"
 
 int64_t wf_ads_now_ms(void)
@@ -83,6 +84,11 @@ void wf_ads_conn_free(wf_ads_conn *c)
         wf_pilot_proxy_free(&c->proxy);
     }
     wf_xds_caller_free(&c->caller);
+    wf_tokenreview_cancel(c->review); /* the stream went before its review answered */
+    for (wf_ads_held *h = c->held, *n; h; h = n) {
+        n = h->next;
+        free(h);
+    }
     free(c->id);
     free(c);
 }

@@ -109,7 +109,27 @@ int wf_ads_on_node(wf_ads_conn *c, bool has_node, const wf_xds_node *node);
  * caller kept in c); 0, or -1 after ending the call with UNAUTHENTICATED. At its node: the
  * caller's identities must match the proxy's namespace and service account; 0, or -1 after
  * ending the call with PERMISSION_DENIED (the proxy not listed). */
-int wf_ads_authenticate(wf_ads_conn *c, wf_h2_call *call);
+/* In Kubernetes mode a bearer token that is not pilot's own goes to a TokenReview: 0 with
+ * c->review pending, answered through on_reviewed(c, ...) (the caller's: it calls
+ * wf_ads_reviewed, then replays the held requests). */
+int wf_ads_authenticate(wf_ads_conn *c, wf_h2_call *call,
+                        void (*on_reviewed)(void *c, bool ok, const char *ns, const char *sa,
+                                            const char *why));
+/* A request that came while the stream's TokenReview is pending, kept (copied) until it
+ * answers. */
+typedef struct wf_ads_held {
+    struct wf_ads_held *next;
+    size_t len;
+    uint8_t data[];
+} wf_ads_held;
+#define WF_ADS_HELD_MAX (8u << 20) /* bytes held per stream; beyond: RESOURCE_EXHAUSTED */
+/* Keeps msg while c->review is pending. 0, or -1 after ending the call. */
+int wf_ads_hold(wf_ads_conn *c, const uint8_t *msg, size_t len);
+/* The stream's TokenReview answered (ca_tokenreview.h wf_tr_done): ok adds the identity
+ * spiffe://<td>/ns/<ns>/sa/<sa> (the stream is authenticated; 0: the caller replays c->held),
+ * else the call ends with UNAUTHENTICATED and istiod's log line naming every authenticator
+ * (-1). */
+int wf_ads_reviewed(wf_ads_conn *c, bool ok, const char *ns, const char *sa, const char *why);
 int wf_ads_authorize(wf_ads_conn *c);
 
 /* ---- delta.c ---- */

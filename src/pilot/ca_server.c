@@ -13,11 +13,14 @@
 #include "xds/grpc_frame.h"
 #include "xds/protowire.h"
 
+#include "pilot/ca_tokenreview.h"
+
 struct wf_ca_server {
     wf_ca_token_key key;
     char *trust_domain;
     wf_ca *ca;
     wf_ca_metrics m;
+    wf_tokenreview *review; /* Kubernetes tokens (borrowed), NULL outside Kubernetes mode */
 };
 
 wf_ca_server *wf_ca_server_new(const wf_ca_token_key *key, const char *trust_domain)
@@ -79,6 +82,16 @@ const wf_ca_metrics *wf_ca_server_metrics(const wf_ca_server *s)
 const wf_ca_token_key *wf_ca_server_token_key(const wf_ca_server *s)
 {
     return &s->key;
+}
+
+void wf_ca_server_set_review(wf_ca_server *s, wf_tokenreview *tr)
+{
+    s->review = tr;
+}
+
+wf_tokenreview *wf_ca_server_review(const wf_ca_server *s)
+{
+    return s->review;
 }
 
 /* ---- the request ---------------------------------------------------------------------------- */
@@ -180,27 +193,35 @@ static void encode_response(const wf_ca_chain *chain, wf_strbuf *resp)
         wf_pb_put_bytes(resp, 1, chain->pem[i], strlen(chain->pem[i]));
 }
 
-int wf_ca_server_handle(wf_ca_server *s, const char *authorization, const char *peer,
-                        const uint8_t *req, size_t len, int64_t now_s, wf_strbuf *resp, char *msg,
-                        size_t cap)
+static int parse_or_fail(wf_ca_server *s, const uint8_t *req, size_t len, csr_req *r, char *msg,
+                         size_t cap)
 {
-    char id[600], why[256], detail[512];
-    csr_req r;
     s->m.csr++;
-    if (parse_request(req, len, &r) != 0) {
-        snprintf(msg, cap,
-                 "grpc: error unmarshalling request: proto: cannot parse invalid "
-                 "wire-format data");
-        return WF_GRPC_INTERNAL;
-    }
-    if (authenticate(s, authorization, now_s, id, sizeof id, why, sizeof why) != 0) {
-        s->m.authn_fail++;
-        WF_LOG(WF_LC_secret, WF_LOG_WARN,
-               "Failed to authenticate client from %s: Authenticator WeftTokenAuthenticator: %s",
-               peer && *peer ? peer : "unknown", why);
-        snprintf(msg, cap, "request authenticate failure");
-        return WF_GRPC_UNAUTHENTICATED;
-    }
+    if (parse_request(req, len, r) == 0)
+        return 0;
+    snprintf(msg, cap,
+             "grpc: error unmarshalling request: proto: cannot parse invalid "
+             "wire-format data");
+    return WF_GRPC_INTERNAL;
+}
+
+/* istiod's log line and status for a caller no authenticator accepted; fail is the
+ * authenticators' messages ("Authenticator X: ...; Authenticator Y: ..."). */
+static int authn_failed(wf_ca_server *s, const char *peer, const char *fail, char *msg, size_t cap)
+{
+    s->m.authn_fail++;
+    WF_LOG(WF_LC_secret, WF_LOG_WARN, "Failed to authenticate client from %s: %s",
+           peer && *peer ? peer : "unknown", fail);
+    snprintf(msg, cap, "request authenticate failure");
+    return WF_GRPC_UNAUTHENTICATED;
+}
+
+/* The authenticated part of a call: the caller is id. */
+static int sign_for(wf_ca_server *s, const csr_req *rq, const char *id, int64_t now_s,
+                    wf_strbuf *resp, char *msg, size_t cap)
+{
+    char detail[512];
+    csr_req r = *rq;
     if (r.impersonate) {
         s->m.authn_fail++;
         snprintf(msg, cap, "request impersonation authentication failure");
@@ -231,7 +252,122 @@ int wf_ca_server_handle(wf_ca_server *s, const char *authorization, const char *
     return WF_GRPC_OK;
 }
 
+int wf_ca_server_handle(wf_ca_server *s, const char *authorization, const char *peer,
+                        const uint8_t *req, size_t len, int64_t now_s, wf_strbuf *resp, char *msg,
+                        size_t cap)
+{
+    char id[600], why[256], fail[400];
+    csr_req r;
+    int st = parse_or_fail(s, req, len, &r, msg, cap);
+    if (st != 0)
+        return st;
+    if (authenticate(s, authorization, now_s, id, sizeof id, why, sizeof why) != 0) {
+        snprintf(fail, sizeof fail, "Authenticator %s: %s", WF_CA_TOKEN_AUTHENTICATOR, why);
+        return authn_failed(s, peer, fail, msg, cap);
+    }
+    return sign_for(s, &r, id, now_s, resp, msg, cap);
+}
+
 /* ---- the gRPC handlers ------------------------------------------------------------------- */
+
+/* A call's state (wf_h2_call_data): NULL until its first message, the server once answered,
+ * else a review_call while a TokenReview is pending. */
+typedef struct review_call {
+    wf_ca_server *s;
+    wf_h2_call *call;
+    wf_tr_pending *pending;
+    uint8_t *req; /* a copy of the request */
+    size_t len;
+    char peer[128];
+    char local_why[256]; /* why pilot's own token check refused it */
+} review_call;
+
+static void answer(wf_h2_call *call, int st, const wf_strbuf *resp, char *text, size_t cap)
+{
+    if (st == WF_GRPC_OK && wf_h2_call_send(call, resp->data ? resp->data : "", resp->len) != 0) {
+        st = WF_GRPC_INTERNAL;
+        snprintf(text, cap, "cannot send the response");
+    }
+    wf_h2_call_finish(call, st, st == WF_GRPC_OK ? NULL : text);
+}
+
+static void review_call_free(review_call *rc)
+{
+    free(rc->req);
+    free(rc);
+}
+
+/* The TokenReview's answer (ca_tokenreview.h), on the loop. */
+static void on_reviewed(void *ud, bool ok, const char *ns, const char *sa, const char *why)
+{
+    review_call *rc = ud;
+    wf_ca_server *s = rc->s;
+    char text[768], id[600], fail[1200];
+    wf_strbuf resp = WF_STRBUF_INIT;
+    csr_req r;
+    wf_h2_call_set_data(rc->call, s); /* answered */
+    int st;
+    if (parse_request(rc->req, rc->len, &r) != 0) { /* parsed once already: cannot fail */
+        st = WF_GRPC_INTERNAL;
+        snprintf(text, sizeof text, "cannot parse the request again");
+    } else if (!ok) {
+        snprintf(fail, sizeof fail, "Authenticator %s: %s; Authenticator %s: %s",
+                 WF_CA_TOKEN_AUTHENTICATOR, rc->local_why, WF_TR_AUTHENTICATOR, why);
+        st = authn_failed(s, rc->peer, fail, text, sizeof text);
+    } else {
+        snprintf(id, sizeof id, "spiffe://%s/ns/%s/sa/%s", s->trust_domain, ns, sa);
+        st = sign_for(s, &r, id, (int64_t)time(NULL), &resp, text, sizeof text);
+    }
+    answer(rc->call, st, &resp, text, sizeof text);
+    wf_strbuf_free(&resp);
+    review_call_free(rc);
+}
+
+/* Pilot's own token refused (why): a TokenReview in Kubernetes mode. Returns 1 when answered
+ * from the cache (id filled), 0 when the review is pending (the call's data is set), or -1
+ * with fail (the authenticators' messages). */
+static int start_review(wf_ca_server *s, wf_h2_call *call, const char *auth, const char *peer,
+                        const uint8_t *msg, size_t len, const char *why, char *id, size_t idcap,
+                        char *fail, size_t cap)
+{
+    char ns[WF_TR_NAME_MAX], sa[WF_TR_NAME_MAX], rwhy[700];
+    review_call *rc = NULL;
+    if (!auth || strncmp(auth, "Bearer ", 7) != 0 || !auth[7]) {
+        snprintf(fail, cap, "Authenticator %s: %s; Authenticator %s: %s", WF_CA_TOKEN_AUTHENTICATOR,
+                 why, WF_TR_AUTHENTICATOR,
+                 !auth ? "target JWT extraction error: no HTTP authorization header exists"
+                       : "target JWT extraction error: no bearer token exists in HTTP "
+                         "authorization header");
+        return -1;
+    }
+    rc = calloc(1, sizeof *rc);
+    if (rc && (rc->req = malloc(len ? len : 1)) != NULL) {
+        memcpy(rc->req, msg, len);
+        rc->len = len;
+        rc->s = s;
+        rc->call = call;
+        snprintf(rc->peer, sizeof rc->peer, "%s", peer);
+        snprintf(rc->local_why, sizeof rc->local_why, "%s", why);
+        int r = wf_tokenreview_check(s->review, auth + 7, (int64_t)time(NULL), ns, sa, on_reviewed,
+                                     rc, &rc->pending, rwhy, sizeof rwhy);
+        if (r == 0) {
+            wf_h2_call_set_data(call, rc);
+            return 0;
+        }
+        review_call_free(rc);
+        if (r == 1) {
+            snprintf(id, idcap, "spiffe://%s/ns/%s/sa/%s", s->trust_domain, ns, sa);
+            return 1;
+        }
+    } else {
+        if (rc)
+            free(rc);
+        snprintf(rwhy, sizeof rwhy, "out of memory");
+    }
+    snprintf(fail, cap, "Authenticator %s: %s; Authenticator %s: %s", WF_CA_TOKEN_AUTHENTICATOR,
+             why, WF_TR_AUTHENTICATOR, rwhy);
+    return -1;
+}
 
 static void on_call(wf_h2_call *call, void *ud)
 {
@@ -243,26 +379,42 @@ static void on_message(wf_h2_call *call, const uint8_t *msg, size_t len, void *u
 {
     wf_ca_server *s = ud;
     if (wf_h2_call_data(call) != NULL)
-        return; /* unary: only the first message is answered */
+        return; /* unary: only the first message is answered (or is being reviewed) */
     wf_h2_call_set_data(call, s);
-    char peer[128] = "", text[768];
+    char peer[128] = "", text[768], id[600], why[256], fail[1200];
     wf_strbuf resp = WF_STRBUF_INIT;
+    csr_req r;
+    const char *auth = wf_h2_call_metadata(call, "authorization");
+    int64_t now_s = (int64_t)time(NULL);
     (void)wf_h2_conn_peer(wf_h2_call_conn(call), peer, sizeof peer);
-    int st = wf_ca_server_handle(s, wf_h2_call_metadata(call, "authorization"), peer, msg, len,
-                                 (int64_t)time(NULL), &resp, text, sizeof text);
-    if (st == WF_GRPC_OK && wf_h2_call_send(call, resp.data ? resp.data : "", resp.len) != 0) {
-        st = WF_GRPC_INTERNAL;
-        snprintf(text, sizeof text, "cannot send the response");
+    int st = parse_or_fail(s, msg, len, &r, text, sizeof text);
+    if (st == WF_GRPC_OK) {
+        if (authenticate(s, auth, now_s, id, sizeof id, why, sizeof why) == 0) {
+            st = sign_for(s, &r, id, now_s, &resp, text, sizeof text);
+        } else if (!s->review) {
+            snprintf(fail, sizeof fail, "Authenticator %s: %s", WF_CA_TOKEN_AUTHENTICATOR, why);
+            st = authn_failed(s, peer, fail, text, sizeof text);
+        } else {
+            int rv =
+                start_review(s, call, auth, peer, msg, len, why, id, sizeof id, fail, sizeof fail);
+            if (rv == 0)
+                return; /* answered by on_reviewed */
+            st = rv == 1 ? sign_for(s, &r, id, now_s, &resp, text, sizeof text)
+                         : authn_failed(s, peer, fail, text, sizeof text);
+        }
     }
-    wf_h2_call_finish(call, st, st == WF_GRPC_OK ? NULL : text);
+    answer(call, st, &resp, text, sizeof text);
     wf_strbuf_free(&resp);
 }
 
 static void on_end(wf_h2_call *call, const wf_h2_end *end, void *ud)
 {
-    (void)call;
     (void)end;
-    (void)ud;
+    review_call *rc = wf_h2_call_data(call);
+    if (!rc || (void *)rc == ud)
+        return;
+    wf_tokenreview_cancel(rc->pending); /* the call went before its review came back */
+    review_call_free(rc);
 }
 
 wf_h2_handlers wf_ca_server_handlers(wf_ca_server *s)
@@ -299,6 +451,15 @@ void wf_ca_server_metrics_text(const wf_ca_server *s, int64_t now_s, wf_strbuf *
                              wf_ca_err_name((wf_ca_err)e), (unsigned long long)m->sign_err[e]);
     counter(b, "citadel_server_success_cert_issuance_count",
             "The number of certificates issuances that have succeeded.", m->success);
+    if (s->review) { /* weft's own: not in istiod */
+        wf_tr_stats t = wf_tokenreview_stats(s->review);
+        counter(b, "weft_pilot_tokenreview_requests_total",
+                "TokenReviews sent to the Kubernetes API server.", t.requests);
+        counter(b, "weft_pilot_tokenreview_authenticated_total",
+                "TokenReviews that authenticated a service account.", t.authenticated);
+        counter(b, "weft_pilot_tokenreview_cache_hits_total",
+                "Service-account tokens authenticated from the TokenReview cache.", t.cache_hits);
+    }
     if (!s->ca)
         return;
     int64_t root = wf_ca_root_not_after(s->ca), chain = wf_ca_signing_not_after(s->ca);

@@ -24,9 +24,11 @@
  *    timestamp (seconds since the epoch of the root's and the signing cert's NotAfter), and
  *    the newer citadel_server_root_cert_expiry_seconds / citadel_server_cert_chain_expiry_
  *    seconds (seconds left; negative once expired).
+ *  - with a TokenReview authenticator (Kubernetes mode; weft's own counters):
+ *    weft_pilot_tokenreview_requests_total, _authenticated_total, _cache_hits_total.
  *
  * Ownership: the server owns its CA (wf_ca_server_set_ca takes it) and copies the trust domain.
- * Single-threaded (pilot's loop). No globals.
+ * Single-threaded (pilot's loop; the TokenReview's requests run on its own threads). No globals.
  */
 #ifndef WF_PILOT_CA_SERVER_H
 #define WF_PILOT_CA_SERVER_H
@@ -39,7 +41,8 @@
 #include "pilot/ca_token.h"
 #include "xds/h2_stream.h"
 
-#define WF_CA_CSR_PATH "/istio.v1.auth.IstioCertificateService/CreateCertificate"
+#define WF_CA_CSR_PATH            "/istio.v1.auth.IstioCertificateService/CreateCertificate"
+#define WF_CA_TOKEN_AUTHENTICATOR "WeftTokenAuthenticator"
 
 typedef struct wf_ca_server wf_ca_server;
 
@@ -64,9 +67,18 @@ const wf_ca_metrics *wf_ca_server_metrics(const wf_ca_server *s);
 /* The key the server verifies tokens with (xds_auth.h uses the same tokens). */
 const wf_ca_token_key *wf_ca_server_token_key(const wf_ca_server *s);
 
+/* Kubernetes mode: service-account tokens that are not pilot's own are authenticated with a
+ * TokenReview (ca_tokenreview.h; borrowed, NULL = off). The call is then answered once the
+ * review comes back; the log names both authenticators ("Authenticator WeftTokenAuthenticator:
+ * <why>; Authenticator KubeJWTAuthenticator: <why>"). */
+struct wf_tokenreview;
+void wf_ca_server_set_review(wf_ca_server *s, struct wf_tokenreview *tr);
+struct wf_tokenreview *wf_ca_server_review(const wf_ca_server *s);
+
 /* One CreateCertificate request (req, len bytes of protobuf) with the authorization metadata
  * value (NULL when absent) from peer (for the log), at now_s. Returns the gRPC status; on 0
- * *resp holds the serialized response; otherwise msg (cap bytes) the grpc-message. */
+ * *resp holds the serialized response; otherwise msg (cap bytes) the grpc-message. Pilot's
+ * own tokens only (synchronous); the gRPC handlers add the TokenReview. */
 int wf_ca_server_handle(wf_ca_server *s, const char *authorization, const char *peer,
                         const uint8_t *req, size_t len, int64_t now_s, wf_strbuf *resp, char *msg,
                         size_t cap);

@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "pilot/debug.h"
 #include "pilot/jwks_fetch.h"
+#include "pilot/ca_tokenreview.h"
 #include "pilot/kube_writer.h"
 #include "pilot/pilot_secure.h"
 #include "pilot/webhook.h"
@@ -32,6 +33,7 @@ struct wf_pilot {
     wf_webhook *webhook;      /* the admission webhook port, NULL when off */
     wf_inject_config *inject; /* the injector's config (kube/inject.h) */
     wf_kube_writer *writer;   /* the Kubernetes write-back (kube_writer.h), NULL without */
+    wf_tokenreview *review;   /* service-account tokens (ca_tokenreview.h), NULL without */
     bool serving;
 };
 
@@ -176,6 +178,24 @@ static int start_writer(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t c
     return 0;
 }
 
+/* Kubernetes mode: the CSR service and XDS_AUTH also take service-account tokens, checked with
+ * a TokenReview (istiod's KubeJWTAuthenticator). */
+static int start_review(wf_pilot *p, char *err, size_t cap)
+{
+    wf_strbuf why = WF_STRBUF_INIT;
+    wf_kube_client *client = wf_kube_source_client(p->src);
+    p->review = client ? wf_tokenreview_start(p->loop, client, NULL, &why) : NULL;
+    if (!p->review) {
+        snprintf(err, cap, "cannot start the TokenReview authenticator: %s",
+                 client ? wf_strbuf_cstr(&why) : "the config source has no client");
+        wf_strbuf_free(&why);
+        return -1;
+    }
+    wf_strbuf_free(&why);
+    wf_ca_server_set_review(wf_pilot_ca_server(p->ca), p->review);
+    return 0;
+}
+
 static int start_source(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
 {
     wf_dir_source_opts so = {
@@ -213,7 +233,7 @@ static int start_source(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t c
         snprintf(err, cap, "cannot set up the CA: %s", p->ca_err[0] ? p->ca_err : "no snapshot");
         return -1;
     }
-    return o->kube ? start_writer(p, o, err, cap) : 0;
+    return o->kube ? start_review(p, err, cap) || start_writer(p, o, err, cap) : 0;
 }
 
 static void on_ca_check(uv_timer_t *t)
@@ -342,6 +362,11 @@ void wf_pilot_stop(wf_pilot *p)
     }
     wf_kube_writer_stop(p->writer); /* before the source: it uses the source's client */
     p->writer = NULL;
+    if (p->review) { /* before the source: it uses the source's client */
+        wf_ca_server_set_review(wf_pilot_ca_server(p->ca), NULL);
+        wf_tokenreview_stop(p->review); /* pending calls are answered (refused) */
+        p->review = NULL;
+    }
     if (p->src) {
         p->src->stop(p->src);
     }

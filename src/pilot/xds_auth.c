@@ -74,16 +74,25 @@ static int token_authn(const wf_xds_authn_in *in, wf_xds_caller *out, char *why,
         snprintf(why, cap, "failed to validate the JWT: %s", in->key ? err : "no token key");
         return -1;
     }
-    char id[600];
-    int n = snprintf(id, sizeof id, "spiffe://%s/ns/%s/sa/%s",
-                     in->trust_domain && *in->trust_domain ? in->trust_domain : "cluster.local", ns,
-                     sa);
-    if (n < 0 || (size_t)n >= sizeof id || add_id(out, id, (size_t)n) != 0) {
-        wf_xds_caller_free(out);
+    if (wf_xds_caller_set_sa(out, in->trust_domain, ns, sa, WF_XDS_JWT_AUTHENTICATOR) != 0) {
         snprintf(why, cap, "out of memory");
         return -1;
     }
-    out->source = WF_XDS_JWT_AUTHENTICATOR;
+    return 0;
+}
+
+int wf_xds_caller_set_sa(wf_xds_caller *out, const char *td, const char *ns, const char *sa,
+                         const char *source)
+{
+    char id[600];
+    int n = snprintf(id, sizeof id, "spiffe://%s/ns/%s/sa/%s", td && *td ? td : "cluster.local", ns,
+                     sa);
+    wf_xds_caller_free(out);
+    if (n < 0 || (size_t)n >= sizeof id || add_id(out, id, (size_t)n) != 0) {
+        wf_xds_caller_free(out);
+        return -1;
+    }
+    out->source = source;
     return 0;
 }
 

@@ -16,7 +16,9 @@
  *    named WeftTokenAuthenticator as the CSR service names it): gRPC metadata
  *    "authorization: Bearer <token>", identity spiffe://<trust domain>/ns/<ns>/sa/<sa>
  *    ("target JWT extraction error: no HTTP authorization header exists" / "... no bearer token
- *    exists in HTTP authorization header", "failed to validate the JWT: <why>").
+ *    exists in HTTP authorization header", "failed to validate the JWT: <why>"); in Kubernetes
+ *    mode then KubeJWTAuthenticator, a TokenReview (ca_tokenreview.h; ads_auth.c runs it and
+ *    the stream's requests wait for its answer).
  *  - All failing: the stream ends with UNAUTHENTICATED "authentication failure"; istiod logs
  *    "Failed to authenticate client from <peer>: Authenticator ClientCertAuthenticator: <err>;
  *    Authenticator WeftTokenAuthenticator: <err>" (wf_xds_authn's fail text is the part after
@@ -65,6 +67,10 @@ typedef struct wf_xds_authn_in {
  * Out of memory counts as a failure of the authenticator it hit. */
 int wf_xds_authn(const wf_xds_authn_in *in, wf_xds_caller *out, char *fail, size_t cap);
 void wf_xds_caller_free(wf_xds_caller *c);
+/* Makes c (emptied first) the caller spiffe://<td>/ns/<ns>/sa/<sa> (td NULL = cluster.local)
+ * authenticated by source (a static string). 0, or -1 (out of memory; c is empty). */
+int wf_xds_caller_set_sa(wf_xds_caller *c, const char *td, const char *ns, const char *sa,
+                         const char *source);
 
 /* The caller's identities as Go prints a []string: "[a b]", into buf (cap bytes). */
 void wf_xds_caller_ids_text(const wf_xds_caller *c, char *buf, size_t cap);

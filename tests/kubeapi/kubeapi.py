@@ -7,7 +7,8 @@ timeoutSeconds, a bounded history and the in-stream ERROR 410 Expired, watch-lis
 field selectors, Status bodies for every error, bearer-token and client-certificate auth, TLS,
 the in-cluster files, the pods/services `proxy` subresource (proxy.py); /openapi/v2 for
 kubectl (openapi.py), dryRun=All (dryrun.py), CRDs that make their kind servable (crd.py) and
-the admission webhooks called as kube-apiserver calls them (admission.py).
+the admission webhooks called as kube-apiserver calls them (admission.py), TokenRequest and
+TokenReview (tokens.py).
 
 Usage: kubeapi.py [--port N] [--bind ADDR] [--token T]... [--tls-cert F --tls-key F]
                   [--client-ca F] [--history N] [--state FILE] [--incluster-root DIR]
@@ -42,6 +43,7 @@ import openapi  # noqa: E402
 import patch  # noqa: E402
 import proxy  # noqa: E402
 import resources  # noqa: E402
+import tokens  # noqa: E402
 import labelsel as ksel  # noqa: E402
 from store import ApiError, Store  # noqa: E402
 
@@ -159,12 +161,16 @@ class Handler(BaseHTTPRequestHandler):
         parts = [p for p in u.path.split("/") if p]
         try:
             if parts[:1] == ["_test"]:
+                if tokens.test_control(self, parts[1:], q):
+                    return
                 return self.test_control(parts[1:])
             if not self.authenticated():
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             if self.command == "GET" and self.discovery(parts):
                 return
             if proxy.handle(self, parts, u.query):  # pods|services/NAME[:PORT]/proxy/...
+                return
+            if tokens.handle(self, parts):  # serviceaccounts/SA/token, tokenreviews
                 return
             self.resource_request(parts, q)
         except ApiError as e:
@@ -207,6 +213,8 @@ class Handler(BaseHTTPRequestHandler):
     def discovery(self, parts):
         # Aggregated-discovery Accept headers get plain JSON: clients check Content-Type and
         # fall back to per-group discovery.
+        if tokens.discovery(self, parts):
+            return True
         if parts == ["version"]:
             self.send_json(200, {"major": "1", "minor": "30", "gitVersion": GIT_VERSION,
                                  "gitCommit": "0", "gitTreeState": "clean",
@@ -219,7 +227,7 @@ class Handler(BaseHTTPRequestHandler):
                                       "serverAddress": self.server.opts.advertise}]})
         elif parts == ["apis"]:
             groups = []
-            for g, vs in resources.groups().items():
+            for g, vs in list(resources.groups().items()) + list(tokens.groups().items()):
                 gvs = [{"groupVersion": "%s/%s" % (g, v), "version": v} for v in vs]
                 groups.append({"name": g, "versions": gvs, "preferredVersion": gvs[0]})
             self.send_json(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
@@ -258,6 +266,7 @@ class Handler(BaseHTTPRequestHandler):
                 out.append({"name": r.resource + "/status", "singularName": "",
                             "namespaced": r.namespaced, "kind": r.kind,
                             "verbs": ["get", "patch", "update"]})
+        out += tokens.resource_list(group, version)
         return {"kind": "APIResourceList", "apiVersion": "v1",
                 "groupVersion": resources.api_version(group, version), "resources": out}
 

@@ -143,6 +143,24 @@ static void test_authz(void **state)
     wf_xds_caller_free(&c);
 }
 
+/* The TokenReview's caller (ads_auth.c): replaces what was there, then authorizes as any. */
+static void test_caller_set_sa(void **state)
+{
+    (void)state;
+    wf_xds_caller c = {0};
+    assert_int_equal(wf_xds_caller_set_sa(&c, "example.org", "old", "x", "A"), 0);
+    assert_int_equal(wf_xds_caller_set_sa(&c, NULL, "shop", "catalog", "KubeJWTAuthenticator"), 0);
+    assert_int_equal(c.n, 1);
+    assert_string_equal(c.ids[0], "spiffe://cluster.local/ns/shop/sa/catalog");
+    assert_string_equal(c.source, "KubeJWTAuthenticator");
+    char err[512];
+    assert_int_equal(wf_xds_authz(&c, "shop", "catalog", err, sizeof err), 0);
+    assert_int_equal(wf_xds_authz(&c, "shop", "webapp", err, sizeof err), -1);
+    assert_string_equal(err, "no identities ([spiffe://cluster.local/ns/shop/sa/catalog]) "
+                             "matched shop/webapp");
+    wf_xds_caller_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -150,6 +168,7 @@ int main(void)
         cmocka_unit_test(test_token),
         cmocka_unit_test(test_failures),
         cmocka_unit_test(test_authz),
+        cmocka_unit_test(test_caller_set_sa),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
