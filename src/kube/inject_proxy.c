@@ -420,14 +420,6 @@ json_t *wf_inj_proxy_container(inj_ctx *x)
     char sp[16];
     snprintf(sp, sizeof sp, "--debug-port=%d", x->status_port);
     if (wf_inj_hold_application(x))
-        wf_inj_warn(x->warnings, "holdApplicationUntilProxyStarts: istio-proxy's postStart hook "
-                                 "runs `weft-proxy wait` (pilot-agent wait), which weft-proxy "
-                                 "does not implement yet: the hook fails");
-    else if (x->native)
-        wf_inj_warn(x->warnings, "native sidecar: istio-proxy's preStop hook runs `weft-proxy "
-                                 "request POST drain` (pilot-agent request), which weft-proxy "
-                                 "does not implement yet: the drain is not started early");
-    if (wf_inj_hold_application(x))
         rc |= json_object_set_new(
             c, "lifecycle",
             json_pack("{s:{s:{s:[s,s]}}}", "postStart", "exec", "command", "weft-proxy", "wait"));

@@ -13,6 +13,7 @@
 #include "capture/iptables_cmd.h"
 #include "core/log.h"
 #include "core/strbuf.h"
+#include "proxy/agent/agent_cmd.h"
 #include "proxy/agent/agent_config.h"
 #include "proxy/server/server.h"
 #include "proxy/agent/status.h"
@@ -31,6 +32,8 @@ static void usage(FILE *f)
             "                                                from Istio's environment (--help)\n"
             "       weft-proxy istio-iptables|istio-clean-iptables [flags]  (--help: capture "
             "rules)\n"
+            "       weft-proxy wait | request METHOD PATH  pilot-agent's lifecycle-hook commands "
+            "(--help)\n"
             "\n"
             "weft's data plane: an HTTP/1.1 proxy configured with an Envoy v3 bootstrap (JSON).\n"
             "\n"
@@ -460,6 +463,11 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "proxy") == 0)
         return agent_main(argc - 1, argv + 1);
+    /* pilot-agent's lifecycle-hook subcommands (proxy/agent/agent_cmd.h) */
+    if (argc > 1 && strcmp(argv[1], "wait") == 0)
+        return wp_agent_wait_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "request") == 0)
+        return wp_agent_request_main(argc - 1, argv + 1);
     /* pilot-agent's capture subcommands (src/capture/iptables_cmd.h) */
     if (argc > 1 && strcmp(argv[1], "istio-iptables") == 0)
         return wf_istio_iptables_main(argc - 1, argv + 1);

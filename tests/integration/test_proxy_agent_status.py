@@ -255,3 +255,42 @@ def test_app_address_follows_weft_localhost(proxy_factory, monkeypatch, app):
         p = proxy_factory(bs, args=["--status-address", "127.0.0.1:%d" % sport])
         assert status_get(sport, "/app-health/web/livez")[0] == want, meta
         p.stop()
+
+
+def test_lifecycle_hook_commands_wait_and_request(proxy_factory, monkeypatch):
+    """The injected istio-proxy container's hooks, as pilot-agent's: `weft-proxy wait` (the
+    postStart of holdApplicationUntilProxyStarts) until /healthz/ready answers 200, and
+    `weft-proxy request --debug-port=<status> POST drain` (the native sidecar's preStop), which
+    starts the drain."""
+    p = start(proxy_factory, monkeypatch)
+    ready = "http://127.0.0.1:%d/healthz/ready" % p.status_port
+    w = subprocess.run([proxy_path(), "wait", "--url", ready, "--timeoutSeconds", "20",
+                        "--periodMillis", "100"], capture_output=True, text=True, timeout=30)
+    assert w.returncode == 0, w.stdout + w.stderr
+    assert w.stdout == ("Waiting for Envoy proxy to be ready (timeout: 20 seconds)...\n"
+                        "Envoy is ready!\n"), w.stdout
+    r = subprocess.run([proxy_path(), "request", "--debug-port=%d" % p.status_port, "POST",
+                        "drain"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and r.stdout == "OK", (r.stdout, r.stderr)
+    deadline = time.monotonic() + 5
+    while status_get(p.status_port, "/healthz/ready")[0] != 503:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    # draining: wait now times out with the last error; a GET of /drain is refused (405)
+    w = subprocess.run([proxy_path(), "wait", "--url", ready, "--timeoutSeconds", "1",
+                        "--periodMillis", "200"], capture_output=True, text=True, timeout=30)
+    assert w.returncode == 1
+    assert "timeout waiting for Envoy proxy to become ready. Last error: HTTP status code 503" \
+        in w.stderr, w.stderr
+    r = subprocess.run([proxy_path(), "request", "--debug-port", str(p.status_port), "GET",
+                        "/drain"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1 and "received unsuccessful status code 405" in r.stderr, r.stderr
+    # nothing listening; bad command lines
+    port = free_port()
+    w = subprocess.run([proxy_path(), "wait", "--url", "http://127.0.0.1:%d/" % port,
+                        "--timeoutSeconds", "1"], capture_output=True, text=True, timeout=30)
+    assert w.returncode == 1 and "Connection refused" in w.stderr, w.stderr
+    for bad in (["wait", "--timeoutSeconds", "soon"], ["wait", "--url", "ftp://x/"],
+                ["request", "POST"], ["request", "--debug-port", "0", "GET", "x"]):
+        assert subprocess.run([proxy_path()] + bad, capture_output=True, text=True,
+                              timeout=10).returncode == 2, bad

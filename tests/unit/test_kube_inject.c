@@ -396,7 +396,13 @@ static void test_annotations_and_values(void **state)
     assert_non_null(json_object_get(json_object_get(proxy, "lifecycle"), "postStart"));
     /* not implemented: reported */
     assert_true(has_warning(w, "sidecar.istio.io/bootstrapOverride is not implemented"));
-    assert_true(has_warning(w, "`weft-proxy wait`"));
+    /* `weft-proxy wait` exists (pilot-agent wait): the hook is no longer reported */
+    assert_false(has_warning(w, "`weft-proxy wait`"));
+    json_t *cmd = json_object_get(
+        json_object_get(json_object_get(json_object_get(proxy, "lifecycle"), "postStart"), "exec"),
+        "command");
+    assert_string_equal(json_string_value(json_array_get(cmd, 0)), "weft-proxy");
+    assert_string_equal(json_string_value(json_array_get(cmd, 1)), "wait");
     json_decref(out);
     json_decref(pod);
     json_decref(w);
