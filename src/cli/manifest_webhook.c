@@ -5,9 +5,11 @@
  * with their namespace and object selectors) and ValidatingWebhookConfiguration
  * istio-validator[-<rev>]-<ns> (validatingwebhookconfiguration.yaml: CREATE and UPDATE of the
  * Istio groups at /validate, failurePolicy Ignore until istiod patches it to Fail with the
- * caBundle, §2.8). Both call the istiod Service on 443 (container port 15017). weft's webhook
- * server answers AdmissionReview v1 only, so admissionReviewVersions is ["v1"] in both (Istio
- * lists "v1beta1" first in the validator). See manifest.h.
+ * caBundle, §2.8), and for the default revision istiod-default-validator (the same without an
+ * object selector: objects without istio.io/rev are validated too). All call the istiod Service on
+ * 443 (container port 15017). weft's webhook server answers AdmissionReview v1 only, so
+ * admissionReviewVersions is ["v1"] in both (Istio lists "v1beta1" first in the validator). See
+ * manifest.h.
  */
 #include <stdio.h>
 #include <string.h>
@@ -101,7 +103,28 @@ static int validating(const wf_manifest_opts *o, json_t *docs)
                   "objectSelector", "matchExpressions", expr("istio.io/rev", "In", rev)));
 }
 
+/* istiod-default-validator (the istiod chart's, for the default revision): the same webhook
+ * without an object selector, so objects without an istio.io/rev label are validated too. */
+static int default_validator(const wf_manifest_opts *o, json_t *docs)
+{
+    if (o->revision[0])
+        return 0;
+    return wf_manifest_push(
+        docs,
+        json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s,s:s,s:s}},s:[{s:s,s:{s:{s:s,s:s,s:s,s:i}},"
+                  "s:[{s:[s,s],s:[s,s,s,s],s:[s],s:[s]}],s:s,s:s,s:[s]}]}",
+                  "apiVersion", "admissionregistration.k8s.io/v1", "kind",
+                  "ValidatingWebhookConfiguration", "metadata", "name", "istiod-default-validator",
+                  "labels", "app", "istiod", "istio", "istiod", "release", "istio", "istio.io/rev",
+                  "default", "webhooks", "name", "validation.istio.io", "clientConfig", "service",
+                  "name", "istiod", "namespace", o->ns, "path", "/validate", "port", 443, "rules",
+                  "operations", "CREATE", "UPDATE", "apiGroups", "security.istio.io",
+                  "networking.istio.io", "telemetry.istio.io", "extensions.istio.io", "apiVersions",
+                  "*", "resources", "*", "failurePolicy", "Ignore", "sideEffects", "None",
+                  "admissionReviewVersions", "v1"));
+}
+
 int wf_manifest_webhook_docs(const wf_manifest_opts *o, json_t *docs)
 {
-    return mutating(o, docs) || validating(o, docs) ? -1 : 0;
+    return mutating(o, docs) || validating(o, docs) || default_validator(o, docs) ? -1 : 0;
 }

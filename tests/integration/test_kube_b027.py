@@ -6,7 +6,9 @@ with kubectl to the test API server (tests/kubeapi), weft-pilot watching that AP
 kube-apiserver does:
 
   - pilot patches the generated MutatingWebhookConfiguration's caBundle (istiod's webhook
-    controller), so the API server trusts its webhook port;
+    controller), so the API server trusts its webhook port, and switches the validators to
+    failurePolicy Fail: an invalid VirtualService without an istio.io/rev label is refused
+    (istiod-default-validator);
   - a Pod created in a namespace without `istio-injection` gets no sidecar, and
     `weftctl analyze --use-kube -n reports` says IST0102 (namespace not enabled for injection);
   - labelling the namespace does not touch the running pod (injection happens at creation):
@@ -120,6 +122,21 @@ def test_b027_injection_labels_through_the_api_server(env):
         mwc = env.get("mutatingwebhookconfigurations", "istio-sidecar-injector")
         return all(w["clientConfig"].get("caBundle") == want for w in mwc["webhooks"])
     poll(patched, timeout=30, what="pilot patching the injector's caBundle")
+
+    # config validation of the same install: an invalid VirtualService without any istio.io/rev
+    # label (istiod-default-validator) is refused with istiod's message once pilot made the
+    # validators failurePolicy Fail
+    def failing():
+        vwc = env.get("validatingwebhookconfigurations", "istiod-default-validator")
+        return all(w.get("failurePolicy") == "Fail" for w in vwc["webhooks"])
+    poll(failing, timeout=30, what="the default validator switched to Fail")
+    vs = {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+          "metadata": {"name": "bad", "namespace": "default"},
+          "spec": {"hosts": ["reviews"], "http": [{"route": [{"destination": {}}]}]}}
+    r = env.kubectl("create", "--validate=false", "-f", "-", stdin=json.dumps(vs), check=False)
+    assert r.returncode != 0, r.stdout
+    assert 'admission webhook "validation.istio.io" denied the request: configuration is ' \
+           'invalid:' in r.stderr, r.stderr
 
     # a namespace never labelled: the pod starts without a sidecar
     env.kubectl("create", "namespace", "reports")

@@ -242,6 +242,12 @@ static void default_and_revision_naming(void **state)
     assert_string_equal(json_string_value(json_object_get(
                             json_array_get(json_object_get(vwc, "webhooks"), 0), "failurePolicy")),
                         "Ignore");
+    /* the default revision also validates objects without istio.io/rev */
+    json_t *dv = find(docs, "ValidatingWebhookConfiguration", "istiod-default-validator");
+    assert_non_null(dv);
+    json_t *dw = json_array_get(json_object_get(dv, "webhooks"), 0);
+    assert_string_equal(json_string_value(json_object_get(dw, "name")), "validation.istio.io");
+    assert_null(json_object_get(dw, "objectSelector"));
     assert_non_null(find(docs, "Deployment", "istiod"));
     assert_non_null(find(docs, "Deployment", "istio-ingressgateway"));
     json_t *svc = find(docs, "Service", "istiod");
@@ -261,6 +267,7 @@ static void default_and_revision_naming(void **state)
     assert_non_null(find(docs, "ClusterRole", "istiod-clusterrole-canary-mesh"));
     assert_non_null(find(docs, "ValidatingWebhookConfiguration", "istio-validator-canary-mesh"));
     assert_null(find(docs, "Deployment", "istiod"));
+    assert_null(find(docs, "ValidatingWebhookConfiguration", "istiod-default-validator"));
     /* not in istio-system: the namespace is appended */
     mwc = find(docs, "MutatingWebhookConfiguration", "istio-sidecar-injector-canary-mesh");
     assert_non_null(mwc);
