@@ -26,9 +26,8 @@ static void init_flags(wf_flag *f)
 {
     wf_flag defs[F_COUNT] = {
         [F_SET] = {"set", 0, WF_FLAG_LIST,
-                   "Override an IstioOperator value, e.g. to choose a profile\n"
-                   "(--set hub=localhost/weft), or override profile values (--set\n"
-                   "meshConfig.trustDomain=example.org). Repeatable",
+                   "Override an IstioOperator value (--set hub=localhost/weft, --set "
+                   "meshConfig.trustDomain=example.org); repeatable",
                    "stringArray"},
         [F_FILE] = {"filename", 'f', WF_FLAG_STRING,
                     "Path to a file containing an IstioOperator custom resource", "string"},
@@ -55,7 +54,7 @@ static void help(const wf_flag *fl)
            "  meshConfig.trustDomain, meshConfig.accessLogFile,\n"
            "  meshConfig.outboundTrafficPolicy.mode, components.ingressGateways[0].enabled\n"
            "  (values.gateways.istio-ingressgateway.enabled), components.base.enabled\n"
-           "  (false: leave out the CRDs, for a cluster that has Istio's)\n\nFlags:\n");
+           "  (false: leave out the CRDs, for a cluster that has Istio's)\n\n");
     wf_flags_usage(fl, F_COUNT);
     printf("\nExit codes: 0 written, 1 a file that cannot be read or written, 64 a bad command "
            "line (an unknown --set key or bad value).\n");

@@ -162,7 +162,10 @@ int wf_manifest_values(wf_manifest_opts *o, const char *path, wf_strbuf *why)
     if (wf_parsed_file_read(&pf) != 0) {
         wf_strbuf_printf(why, "%s: out of memory", path);
     } else if (pf.failed) {
-        wf_strbuf_printf(why, "%s:%u: %s", path, pf.err_line, pf.err);
+        if (pf.err_line)
+            wf_strbuf_printf(why, "%s:%u: %s", path, pf.err_line, pf.err);
+        else
+            wf_strbuf_printf(why, "%s: %s", path, pf.err);
     } else if (pf.ndocs != 1 || !pf.docs[0].root || pf.docs[0].root->type != WF_NODE_MAP) {
         wf_strbuf_printf(why, "%s: want one IstioOperator document", path);
     } else {

@@ -91,6 +91,9 @@ def test_help_and_errors(tmp_path):
     missing = tmp_path / "missing.yaml"
     r = run_weftctl("manifest", "generate", "-f", missing)
     assert r.returncode == 1 and str(missing) in r.stderr, r.stderr
+    assert "Error: %s: No such file or directory" % missing in r.stderr, r.stderr  # no ":0:"
+    assert r.stdout.count("Flags:") == 0
+    assert run_weftctl("manifest", "generate", "--help").stdout.count("Flags:") == 1
     bad = tmp_path / "iop.yaml"
     bad.write_text("apiVersion: install.istio.io/v1alpha1\nkind: IstioOperator\nspec:\n"
                    "  tag: 1.2.3\n  values:\n    global:\n      nope: 1\n")
