@@ -81,6 +81,11 @@ typedef struct wf_pilot_opts {
      * failurePolicy Fail only while pilot serves its webhook port (wf_pilot_set_webhook_ready
      * after the start). */
     const char *revision;
+    /* istiod's namespace (POD_NAMESPACE; NULL = istio-system): where the Kubernetes source
+     * reads the `istio` ConfigMap, and the serving certificate's DNS names (serving_cert.h,
+     * with revision and custom_host, ISTIOD_CUSTOM_HOST's value, NULL = none) */
+    const char *system_ns;
+    const char *custom_host;
 } wf_pilot_opts;
 
 #define WF_PILOT_WEBHOOK_ADDR "127.0.0.1:15017"
