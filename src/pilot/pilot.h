@@ -20,7 +20,10 @@
  * scripts and tests, prints "listening on IP:PORT" on stdout: xDS first, then monitoring, then the
  * secure gRPC port and the webhook port when they are on.
  * The admission webhook port (--webhookAddr, istiod's 15017: webhook.h) comes up after the
- * first snapshot (its certificate is the CA's) and follows the CA as the secure port does.
+ * first snapshot (its certificate is the CA's) and follows the CA as the secure port does;
+ * its injector config is rebuilt with each snapshot's new MeshConfig (istiod's injector follows
+ * the mesh watcher). Both TLS ports carry istiod's DNS names (serving_cert.h: system_ns,
+ * revision, custom_host).
  * An xDS Unix socket (--grpcAddr unix:PATH) is only logged ("xDS server listening on
  * unix:PATH"), not printed.
  */
