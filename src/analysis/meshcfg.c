@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "core/arena.h"
+#include "model/node_json.h"
 #include "model/parse.h"
 
 static const char default_mesh[] = "rootNamespace: istio-system\n"
@@ -437,6 +438,21 @@ const wf_node *wf_meshcfg_get(const wf_meshcfg *m, const char *path)
 const char *wf_meshcfg_str(const wf_meshcfg *m, const char *path)
 {
     return wf_node_str(wf_meshcfg_get(m, path));
+}
+
+json_t *wf_meshcfg_user_json(const wf_meshcfg *m)
+{
+    json_t *out = json_object();
+    for (size_t i = 0; out && i < m->nfiles; i++) {
+        json_t *f = m->files[i] ? wf_node_to_json(m->files[i]) : json_object();
+        int rc = f && json_is_object(f) ? json_object_update_recursive(out, f) : f ? 0 : -1;
+        json_decref(f);
+        if (rc != 0) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
 }
 
 const char *wf_meshcfg_root_ns(const wf_meshcfg *m)

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "core/arena.h"
 #include "model/node.h"
 #include "model/store.h"
@@ -70,6 +72,11 @@ const wf_node *wf_meshcfg_get(const wf_meshcfg *m, const char *path);
 
 /* Scalar string at path, or NULL. */
 const char *wf_meshcfg_str(const wf_meshcfg *m, const char *path);
+
+/* The MeshConfig fields the loaded files set (not the defaults) as one JSON object, a later
+ * file's values over an earlier one's (objects merged key by key, as wf_meshcfg_get reads
+ * them); {} when no file. The caller owns it; NULL when out of memory. */
+json_t *wf_meshcfg_user_json(const wf_meshcfg *m);
 
 /* The root config namespace ("istio-system" by default). */
 const char *wf_meshcfg_root_ns(const wf_meshcfg *m);

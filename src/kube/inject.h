@@ -32,6 +32,13 @@ typedef struct wf_inject_config wf_inject_config;
  * *out, or -1 with why naming file, line and field. */
 int wf_inject_config_load(const char *dir, const char *mesh_file, wf_inject_config **out,
                           wf_strbuf *why);
+/* A copy of base whose MeshConfig is mesh (a JSON object of MeshConfig fields, the `istio`
+ * ConfigMap's data.mesh as weft-pilot watches it; copied) instead of base's: istiod's injector
+ * follows the watched MeshConfig (pkg/kube/inject/webhook.go, Webhook.meshConfig from the mesh
+ * watcher). name names the mesh in why. Returns 0 and *out, or -1 with why (mesh not an object,
+ * defaultConfig not an object, trustDomain not a string, out of memory). */
+int wf_inject_config_with_mesh(const wf_inject_config *base, const json_t *mesh, const char *name,
+                               wf_inject_config **out, wf_strbuf *why);
 /* The built-in defaults (Istio's chart values). Returns NULL only when out of memory. */
 wf_inject_config *wf_inject_config_default(void);
 void wf_inject_config_free(wf_inject_config *c);

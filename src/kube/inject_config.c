@@ -566,6 +566,46 @@ int wf_inject_config_load_files(const char *config_file, const char *values_file
     return 0;
 }
 
+static int mesh_json_error(wf_strbuf *why, const char *name, const char *field, const char *want)
+{
+    wf_strbuf_printf(why, "%s: %s: %s", name ? name : "MeshConfig", field, want);
+    return -1;
+}
+
+int wf_inject_config_with_mesh(const wf_inject_config *base, const json_t *mesh, const char *name,
+                               wf_inject_config **out, wf_strbuf *why)
+{
+    *out = NULL;
+    const json_t *dc = json_object_get(mesh, "defaultConfig");
+    const json_t *td = json_object_get(mesh, "trustDomain");
+    if (!json_is_object(mesh))
+        return mesh_json_error(why, name, "mesh", "want a MeshConfig mapping");
+    if (dc && !json_is_object(dc) && !json_is_null(dc))
+        return mesh_json_error(why, name, "defaultConfig", "want a ProxyConfig mapping");
+    if (td && !json_is_string(td))
+        return mesh_json_error(why, name, "trustDomain", "want a string");
+    wf_inject_config *c = calloc(1, sizeof *c);
+    if (!c) {
+        wf_strbuf_puts(why, "out of memory");
+        return -1;
+    }
+    *c = *base;
+    c->always = json_deep_copy(base->always);
+    c->never = json_deep_copy(base->never);
+    c->injected_annotations = json_deep_copy(base->injected_annotations);
+    c->values = json_deep_copy(base->values);
+    c->mesh = json_deep_copy(mesh);
+    c->unimplemented = json_deep_copy(base->unimplemented);
+    if (!c->always || !c->never || !c->injected_annotations || !c->values || !c->mesh ||
+        !c->unimplemented) {
+        wf_inject_config_free(c);
+        wf_strbuf_puts(why, "out of memory");
+        return -1;
+    }
+    *out = c;
+    return 0;
+}
+
 static char *join(const char *dir, const char *name)
 {
     size_t n = strlen(dir) + strlen(name) + 2;

@@ -3,7 +3,8 @@
  * --meshConfig, --grpcAddr, --secureGRPCAddr, --monitoringAddr, --webhookAddr,
  * --injectConfigDir, --domain, --keepaliveInterval,
  * istiod's XDS_AUTH environment variable and weft's --xds-auth flag for it,
- * --keepaliveTimeout, --revision and istiod's REVISION variable), weft's --ca-dir, the
+ * --keepaliveTimeout, --revision and istiod's REVISION variable; istiod's POD_NAMESPACE and
+ * ISTIOD_CUSTOM_HOST for the serving certificate's DNS names), weft's --ca-dir, the
  * Kubernetes source's --kubeconfig/--context (and the in-cluster configuration: source_kube.h),
  * `create-token` (ca_token.h) and `authz-filters` (authz_cmd.h). Exit codes: 0 clean exit on
  * SIGTERM/SIGINT, 1 start failure (a bind, an unreadable directory or MeshConfig, a bad
@@ -34,6 +35,7 @@ typedef struct cmdline {
     const char *dirs[MAX_DIRS];
     wf_pilot_opts o;
     int level;
+    bool from_env; /* the value parse_opt checks came from the environment (its messages) */
 } cmdline;
 
 static void usage(FILE *f)
@@ -129,6 +131,12 @@ static void usage(FILE *f)
            "  -l, --log-level LEVEL            trace, debug, info, warning, error, critical, off\n"
            "  -h, --help                       show this help\n"
            "      --version                    print the version\n"
+           "\n"
+           "Environment (istiod's): REVISION (--revision), XDS_AUTH (--xds-auth),\n"
+           "POD_NAMESPACE (istiod's namespace, default istio-system: the istio ConfigMap's\n"
+           "namespace and, with the revision, the serving certificate's DNS names\n"
+           "istiod[-REV].NS.svc, istiod-remote.NS.svc, istio-pilot.NS.svc), ISTIOD_CUSTOM_HOST\n"
+           "(more DNS names, comma-separated), PILOT_CA_CERT_CONFIGMAP.\n"
            "\n"
            "Exit codes: 0 clean shutdown (SIGTERM/SIGINT), 1 start failure, 2 bad command line.\n");
 }
@@ -352,9 +360,9 @@ static int parse_opt(cmdline *c, int opt, const char *arg)
     case OPT_REVISION:
         if (!wf_is_dns1123_label(arg)) {
             fprintf(stderr,
-                    "weft-pilot: invalid value \"%s\" for --revision: want a label value "
+                    "weft-pilot: invalid value \"%s\" for %s: want a label value "
                     "(lower-case letters, digits, '-')\n",
-                    arg);
+                    arg, c->from_env ? "REVISION (environment)" : "--revision");
             return -1;
         }
         c->o.revision = arg;
@@ -410,8 +418,21 @@ static int parse(int argc, char **argv, cmdline *c)
     if (env && *env && set_xds_auth(c, "XDS_AUTH", env) != 0)
         return -1;
     env = getenv("REVISION"); /* istiod's deployment sets it; --revision wins */
+    c->from_env = true;
     if (env && *env && parse_opt(c, OPT_REVISION, env) != 0)
         return -1;
+    c->from_env = false;
+    env = getenv("POD_NAMESPACE"); /* istiod's namespace */
+    if (env && *env && !wf_is_dns1123_label(env)) {
+        fprintf(stderr,
+                "weft-pilot: invalid value \"%s\" for POD_NAMESPACE (environment): want a "
+                "namespace name (lower-case letters, digits, '-')\n",
+                env);
+        return -1;
+    }
+    c->o.system_ns = env && *env ? env : NULL;
+    env = getenv("ISTIOD_CUSTOM_HOST");
+    c->o.custom_host = env && *env ? env : NULL;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, ":l:h", longs, NULL)) != -1) {
         if (opt == 'h') {

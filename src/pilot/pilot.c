@@ -27,13 +27,16 @@ struct wf_pilot {
     wf_config_source *src;
     wf_ads *ads;
     wf_debug *debug;
-    uv_timer_t *ca_check;     /* WF_PILOT_CA_CHECK_S: the CA's expiry warning */
-    wf_pilot_secure *secure;  /* the secure gRPC port, NULL when not asked */
-    wf_jwks_resolver *jwks;   /* RequestAuthentication jwksUri key sets (pilot/jwks_fetch.h) */
-    wf_webhook *webhook;      /* the admission webhook port, NULL when off */
-    wf_inject_config *inject; /* the injector's config (kube/inject.h) */
-    wf_kube_writer *writer;   /* the Kubernetes write-back (kube_writer.h), NULL without */
-    wf_tokenreview *review;   /* service-account tokens (ca_tokenreview.h), NULL without */
+    uv_timer_t *ca_check;          /* WF_PILOT_CA_CHECK_S: the CA's expiry warning */
+    wf_pilot_secure *secure;       /* the secure gRPC port, NULL when not asked */
+    wf_jwks_resolver *jwks;        /* RequestAuthentication jwksUri key sets (pilot/jwks_fetch.h) */
+    wf_webhook *webhook;           /* the admission webhook port, NULL when off */
+    wf_inject_config *inject;      /* the injector's config as loaded (kube/inject.h) */
+    wf_inject_config *inject_mesh; /* inject with the watched MeshConfig; what the webhook
+                                    * uses, NULL before the first snapshot served */
+    wf_kube_writer *writer;        /* the Kubernetes write-back (kube_writer.h), NULL without */
+    wf_tokenreview *review;        /* service-account tokens (ca_tokenreview.h), NULL without */
+    wf_serving_names names;        /* the serving certificates' DNS names (serving_cert.h) */
     bool serving;
 };
 
@@ -42,6 +45,34 @@ static const char *root_pem(const wf_pilot *p)
 {
     const wf_ca *ca = wf_ca_server_ca(wf_pilot_ca_server(p->ca));
     return ca ? wf_ca_root_pem(ca) : NULL;
+}
+
+/* The injector follows the watched MeshConfig, as istiod's (its Webhook takes the mesh
+ * watcher's config): a config rebuilt with the snapshot's mesh goes to the webhook. A mesh the
+ * injector cannot take keeps the current one (logged). */
+static void inject_follow_mesh(wf_pilot *p, const wf_snapshot *snap)
+{
+    if (!p->webhook || !p->inject || !snap->mesh)
+        return;
+    json_t *mesh = wf_meshcfg_user_json(snap->mesh);
+    wf_inject_config *next = NULL;
+    wf_strbuf why = WF_STRBUF_INIT;
+    if (!mesh)
+        wf_strbuf_puts(&why, "out of memory");
+    else if (json_object_size(mesh) == 0) /* no MeshConfig file: the injector's own */
+        next = NULL;
+    else
+        wf_inject_config_with_mesh(p->inject, mesh, "MeshConfig", &next, &why);
+    json_decref(mesh);
+    if (why.len) {
+        WF_LOG(WF_LC_main, WF_LOG_WARN, "injector keeps its MeshConfig: %s", wf_strbuf_cstr(&why));
+        wf_strbuf_free(&why);
+        return;
+    }
+    wf_strbuf_free(&why);
+    wf_webhook_set_inject(p->webhook, next ? next : p->inject);
+    wf_inject_config_free(p->inject_mesh); /* no request holds it (webhook.h) */
+    p->inject_mesh = next;
 }
 
 static void on_snapshot(wf_snapshot *snap, void *ud)
@@ -53,6 +84,8 @@ static void on_snapshot(wf_snapshot *snap, void *ud)
     wf_pilot_secure_refresh(p->secure, (int64_t)time(NULL)); /* a new CA: a new certificate */
     wf_webhook_refresh(p->webhook, (int64_t)time(NULL));
     wf_ads_push(p->ads, snap);
+    if (snap->mesh_changed)
+        inject_follow_mesh(p, snap);
     p->serving = true;
     /* a snapshot with nothing changed changes no namespace, root or finding: the writer's
      * inputs (and the analyzers' run) are only recomputed for the others */
@@ -219,6 +252,7 @@ static int start_source(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t c
         .debounce_max_ms = o->debounce_max_ms,
         .sync_timeout_ms = o->kube_sync_timeout_ms,
         .service_ips = o->service_ips,
+        .system_ns = o->system_ns,
     };
     if (o->kube ? wf_kube_source_new(p->loop, &ko, &p->src)
                 : wf_dir_source_new(p->loop, &so, &p->src)) {
@@ -248,7 +282,7 @@ static int start_secure(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t c
 {
     if (!o->secure_grpc_addr)
         return 0;
-    if (wf_pilot_secure_start(p->ads, wf_pilot_ca_server(p->ca), o->secure_grpc_addr,
+    if (wf_pilot_secure_start(p->ads, wf_pilot_ca_server(p->ca), &p->names, o->secure_grpc_addr,
                               !o->no_xds_auth, (int64_t)time(NULL), &p->secure, err, cap) != 0)
         return -1;
     char ip[64];
@@ -259,13 +293,23 @@ static int start_secure(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t c
 }
 
 /* The injector's config: the folder's files (Istio's chart defaults for those absent) and the
- * mesh file; what weft does not implement in them is logged, never silently ignored. */
+ * mesh file; what weft does not implement in them is logged, never silently ignored. A path
+ * that is not a folder is an error; a folder given (--injectConfigDir) and absent a warning,
+ * the default one absent is normal (info). */
 static int load_inject(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
 {
     const char *dir = o->inject_config_dir ? o->inject_config_dir : WF_PILOT_INJECT_DIR;
     struct stat st;
-    if (stat(dir, &st) != 0)
-        WF_LOG(WF_LC_main, WF_LOG_INFO, "injector config %s absent: Istio's defaults", dir);
+    if (stat(dir, &st) != 0) {
+        WF_LOG(WF_LC_main, o->inject_config_dir ? WF_LOG_WARN : WF_LOG_INFO,
+               "injector config %s absent: Istio's defaults", dir);
+    } else if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, cap,
+                 "--injectConfigDir %s: not a folder (want the folder of the files config and "
+                 "values, as istiod mounts the istio-sidecar-injector ConfigMap)",
+                 dir);
+        return -1;
+    }
     wf_strbuf why = WF_STRBUF_INIT;
     int rc = wf_inject_config_load(dir, o->mesh_file, &p->inject, &why);
     if (rc != 0)
@@ -286,7 +330,8 @@ static int start_webhook(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t 
         return 0;
     if (load_inject(p, o, err, cap) != 0)
         return -1;
-    wf_webhook_opts wo = {.addr = addr, .cas = wf_pilot_ca_server(p->ca), .inject = p->inject};
+    wf_webhook_opts wo = {
+        .addr = addr, .cas = wf_pilot_ca_server(p->ca), .names = &p->names, .inject = p->inject};
     int uv_err;
     if (wf_webhook_start(p->loop, &wo, (int64_t)time(NULL), &p->webhook, &uv_err, err, cap) != 0) {
         if (uv_err && !o->webhook_addr_given) { /* the default port taken: go on without */
@@ -299,6 +344,9 @@ static int start_webhook(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t 
     char ip[64];
     int port;
     wf_pilot_parse_addr(addr, ip, sizeof ip, &port);
+    wf_snapshot *s = p->src->current(p->src); /* the first snapshot came before */
+    if (s)
+        inject_follow_mesh(p, s);
     announce("webhook server", ip, wf_webhook_port(p->webhook));
     return 0;
 }
@@ -342,6 +390,11 @@ int wf_pilot_start(uv_loop_t *loop, const wf_pilot_opts *opts, wf_pilot **out, c
         return -1;
     }
     p->loop = loop;
+    if (wf_serving_names_make(opts->system_ns, opts->revision, opts->custom_host, &p->names)) {
+        snprintf(err, cap, "out of memory");
+        free(p);
+        return -1;
+    }
     if (start_ca(p, opts, err, cap) || start_ads(p, opts, err, cap) ||
         start_debug(p, opts, err, cap) || start_source(p, opts, err, cap) ||
         start_secure(p, opts, err, cap) || start_webhook(p, opts, err, cap) ||
@@ -374,12 +427,14 @@ void wf_pilot_stop(wf_pilot *p)
         uv_close((uv_handle_t *)p->ca_check, free_handle);
     wf_debug_close(p->debug);
     wf_webhook_close(p->webhook);
+    wf_inject_config_free(p->inject_mesh);
     wf_inject_config_free(p->inject);
     wf_ads_close(p->ads);
     p->ads = NULL;
     wf_jwks_resolver_free(p->jwks);
     wf_pilot_secure_free(p->secure);
     wf_pilot_ca_free(p->ca);
+    wf_serving_names_free(&p->names);
     free(p);
 }
 

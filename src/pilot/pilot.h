@@ -20,7 +20,10 @@
  * scripts and tests, prints "listening on IP:PORT" on stdout: xDS first, then monitoring, then the
  * secure gRPC port and the webhook port when they are on.
  * The admission webhook port (--webhookAddr, istiod's 15017: webhook.h) comes up after the
- * first snapshot (its certificate is the CA's) and follows the CA as the secure port does.
+ * first snapshot (its certificate is the CA's) and follows the CA as the secure port does;
+ * its injector config is rebuilt with each snapshot's new MeshConfig (istiod's injector follows
+ * the mesh watcher). Both TLS ports carry istiod's DNS names (serving_cert.h: system_ns,
+ * revision, custom_host).
  * An xDS Unix socket (--grpcAddr unix:PATH) is only logged ("xDS server listening on
  * unix:PATH"), not printed.
  */
@@ -81,6 +84,11 @@ typedef struct wf_pilot_opts {
      * failurePolicy Fail only while pilot serves its webhook port (wf_pilot_set_webhook_ready
      * after the start). */
     const char *revision;
+    /* istiod's namespace (POD_NAMESPACE; NULL = istio-system): where the Kubernetes source
+     * reads the `istio` ConfigMap, and the serving certificate's DNS names (serving_cert.h,
+     * with revision and custom_host, ISTIOD_CUSTOM_HOST's value, NULL = none) */
+    const char *system_ns;
+    const char *custom_host;
 } wf_pilot_opts;
 
 #define WF_PILOT_WEBHOOK_ADDR "127.0.0.1:15017"

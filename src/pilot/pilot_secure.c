@@ -22,8 +22,9 @@ struct wf_pilot_secure {
  * ClientCertAuthenticator reads its identity (xds_auth.h) */
 static const char *const alpn[] = {"h2"};
 
-int wf_pilot_secure_start(wf_ads *ads, const wf_ca_server *cas, const char *addr, bool xds_auth,
-                          int64_t now_s, wf_pilot_secure **out, char *err, size_t cap)
+int wf_pilot_secure_start(wf_ads *ads, const wf_ca_server *cas, const wf_serving_names *names,
+                          const char *addr, bool xds_auth, int64_t now_s, wf_pilot_secure **out,
+                          char *err, size_t cap)
 {
     int port;
     wf_pilot_secure *s = calloc(1, sizeof *s);
@@ -38,7 +39,7 @@ int wf_pilot_secure_start(wf_ads *ads, const wf_ca_server *cas, const char *addr
         free(s);
         return -1;
     }
-    wf_serving_cert_init(&s->cert, cas, ip, alpn, 1, true);
+    wf_serving_cert_init(&s->cert, cas, names, ip, alpn, 1, true);
     char why[256];
     wf_tls_ctx *ctx = wf_serving_cert_issue(&s->cert, now_s, why, sizeof why);
     if (!ctx) {

@@ -216,7 +216,7 @@ int wf_webhook_start(uv_loop_t *loop, const wf_webhook_opts *o, int64_t now_s, w
         return -1;
     }
     w->inject = o->inject;
-    wf_serving_cert_init(&w->cert, o->cas, ip, alpn, 1, false);
+    wf_serving_cert_init(&w->cert, o->cas, o->names, ip, alpn, 1, false);
     char why[256];
     wf_tls_ctx *ctx = wf_serving_cert_issue(&w->cert, now_s, why, sizeof why);
     if (!ctx) {
@@ -264,6 +264,12 @@ void wf_webhook_refresh(wf_webhook *w, int64_t now_s)
     h1s_set_tls(w->srv, ctx);
     wf_tls_ctx_free(ctx);
     WF_LOG(WF_LC_secret, WF_LOG_INFO, "webhook port: new serving certificate (%s)", why);
+}
+
+void wf_webhook_set_inject(wf_webhook *w, const wf_inject_config *inject)
+{
+    if (w)
+        w->inject = inject;
 }
 
 int wf_webhook_port(const wf_webhook *w)

@@ -505,3 +505,96 @@ def test_unimplemented_injector_config_is_logged(pilot_exe, tmp_path):  # noqa: 
         stop(proc)
     err = proc.stderr_text()
     assert "injector config: %s/config:2: templates: custom injection templates" % inj in err, err
+
+
+def leaf_text(port, root, host, tmp_path):
+    """(verified, `openssl x509 -text` of the leaf) of the TLS port, checking host."""
+    r = subprocess.run(["openssl", "s_client", "-connect", "127.0.0.1:%d" % port, "-CAfile",
+                        str(root), "-servername", host, "-verify_hostname", host, "-showcerts"],
+                       input="", capture_output=True, text=True, timeout=30)
+    out = r.stdout + r.stderr
+    begin, end = "-----BEGIN CERTIFICATE-----", "-----END CERTIFICATE-----"
+    leaf = tmp_path / ("leaf-%d.pem" % port)
+    leaf.write_text(begin + out.split(begin)[1].split(end)[0] + end + "\n")
+    text = subprocess.run(["openssl", "x509", "-in", str(leaf), "-noout", "-text"],
+                          capture_output=True, text=True, check=True).stdout
+    return "Verify return code: 0 (ok)" in out, text
+
+
+@pytest.mark.parametrize("ns,rev", [("istio-system", None), ("istio-system", "canary"),
+                                    ("mesh-cp", None), ("mesh-cp", "1-20")])
+def test_certificate_names_follow_namespace_and_revision(pilot_exe, tmp_path, ns, rev):  # noqa: F811
+    """istiod's DNS names (getDNSNames) on both TLS ports: istiod, istiod-remote and istio-pilot
+    in istiod's namespace (POD_NAMESPACE) and istiod-REV for a revision (REVISION), so a
+    revision install's Service istiod-REV.NS.svc verifies."""
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    env = dict(os.environ, POD_NAMESPACE=ns)
+    env.pop("REVISION", None)
+    args = [pilot_exe, "--config-dir", cfg, "--ca-dir", tmp_path / "ca", "--grpcAddr",
+            "127.0.0.1:0", "--monitoringAddr", "127.0.0.1:0", "--secureGRPCAddr",
+            "127.0.0.1:0", "--webhookAddr", "127.0.0.1:0"]
+    if rev:
+        env["REVISION"] = rev
+    proc, addrs = start_process(args, count=4, timeout=30, env=env)
+    try:
+        root = tmp_path / "ca" / "root-cert.pem"
+        want = ["istiod.%s.svc" % ns, "istiod-remote.%s.svc" % ns, "istio-pilot.%s.svc" % ns]
+        if rev:
+            want.append("istiod-%s.%s.svc" % (rev, ns))
+        for port in (addrs[2][1], addrs[3][1]):  # the secure gRPC port, the webhook port
+            for host in want:
+                ok, text = leaf_text(port, root, host, tmp_path)
+                assert ok, (host, text)
+            sans = sorted(s.strip()[4:] for s in text.split("Subject Alternative Name:")[1]
+                          .splitlines()[1].split(",") if s.strip().startswith("DNS:"))
+            assert sans == sorted(want), text
+            if ns != "istio-system":
+                bad, _ = leaf_text(port, root, "istiod.istio-system.svc", tmp_path)
+                assert not bad
+    finally:
+        stop(proc)
+
+
+def test_bad_revision_from_the_environment_names_it(pilot_exe, tmp_path):  # noqa: F811
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    env = dict(os.environ, REVISION="Bad_Rev")
+    r = subprocess.run([pilot_exe, "--config-dir", cfg], capture_output=True, text=True,
+                       timeout=30, env=env)
+    assert r.returncode == 2, r.stderr
+    assert 'invalid value "Bad_Rev" for REVISION (environment)' in r.stderr, r.stderr
+    r = subprocess.run([pilot_exe, "--config-dir", cfg, "--revision", "Bad_Rev"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and 'for --revision:' in r.stderr, r.stderr
+    env = dict(os.environ, POD_NAMESPACE="Istio_System")
+    r = subprocess.run([pilot_exe, "--config-dir", cfg], capture_output=True, text=True,
+                       timeout=30, env=env)
+    assert r.returncode == 2, r.stderr
+    assert 'invalid value "Istio_System" for POD_NAMESPACE (environment)' in r.stderr, r.stderr
+
+
+def test_inject_config_dir_not_a_folder_or_missing(pilot_exe, tmp_path):  # noqa: F811
+    """--injectConfigDir naming a file is a start failure naming it; a folder given and absent
+    is a warning (the chart's defaults), the default folder absent is not."""
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    f = tmp_path / "inject.yaml"
+    f.write_text("policy: enabled\n")
+    base = [pilot_exe, "--config-dir", cfg, "--ca-dir", tmp_path / "ca", "--grpcAddr",
+            "127.0.0.1:0", "--monitoringAddr", "127.0.0.1:0", "--webhookAddr", "127.0.0.1:0"]
+    r = subprocess.run(base + ["--injectConfigDir", f], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 1, r.stderr
+    assert "--injectConfigDir %s: not a folder" % f in r.stderr, r.stderr
+    for given in (True, False):
+        missing = tmp_path / "nowhere"
+        proc, _ = start_process(base + (["--injectConfigDir", missing] if given else []),
+                                count=3, timeout=30, cwd=str(tmp_path))
+        stop(proc)
+        err = proc.stderr_text()
+        line = [ln for ln in err.splitlines() if "injector config" in ln and "absent" in ln]
+        if given:
+            assert line and "warn" in line[0].lower() and str(missing) in line[0], err
+        else:
+            assert not any("warn" in ln.lower() for ln in line), err

@@ -851,6 +851,54 @@ static void test_review(void **state)
     wf_inject_config_free(c);
 }
 
+/* weft-pilot's injector follows the watched MeshConfig: a copy of the loaded config with
+ * another mesh (wf_inject_config_with_mesh) injects that mesh's trust domain and defaultConfig;
+ * the loaded one is unchanged; a mesh of the wrong shape is refused naming the field. */
+static void test_with_mesh(void **state)
+{
+    (void)state;
+    wf_inject_config *base = NULL, *c = NULL;
+    wf_strbuf why = WF_STRBUF_INIT;
+    assert_int_equal(wf_inject_config_load_files(NULL, NULL, NULL, &base, &why), 0);
+    json_t *mesh = J("{\"trustDomain\":\"td.example\","
+                     "\"defaultConfig\":{\"proxyMetadata\":{\"FOO\":\"bar\"}}}");
+    assert_int_equal(wf_inject_config_with_mesh(base, mesh, "m", &c, &why), 0);
+    json_decref(mesh);
+    json_t *pod = pod_with(NULL, NULL, NULL), *out = NULL;
+    assert_int_equal(inject(c, pod, NULL, &out, NULL, &why), 1);
+    json_t *proxy = container(out, "containers", "istio-proxy");
+    assert_string_equal(env(proxy, "TRUST_DOMAIN"), "td.example");
+    assert_string_equal(env(proxy, "FOO"), "bar");
+    json_t *pc = J(env(proxy, "PROXY_CONFIG"));
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(pc, "proxyMetadata"), "FOO")), "bar");
+    json_decref(pc);
+    json_decref(out);
+    out = NULL;
+    assert_int_equal(inject(base, pod, NULL, &out, NULL, &why), 1);
+    proxy = container(out, "containers", "istio-proxy");
+    assert_string_equal(env(proxy, "TRUST_DOMAIN"), "cluster.local");
+    assert_null(env(proxy, "FOO"));
+    json_decref(out);
+    json_decref(pod);
+    wf_inject_config_free(c);
+    static const char *const bad[][2] = {
+        {"[]", "m: mesh: want a MeshConfig mapping"},
+        {"{\"trustDomain\":1}", "m: trustDomain: want a string"},
+        {"{\"defaultConfig\":\"x\"}", "m: defaultConfig: want a ProxyConfig mapping"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *m = J(bad[i][0]);
+        wf_strbuf_reset(&why);
+        c = NULL;
+        assert_int_equal(wf_inject_config_with_mesh(base, m, "m", &c, &why), -1);
+        assert_null(c);
+        assert_string_equal(wf_strbuf_cstr(&why), bad[i][1]);
+        json_decref(m);
+    }
+    wf_strbuf_free(&why);
+    wf_inject_config_free(base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -865,6 +913,7 @@ int main(void)
         cmocka_unit_test(test_jsonpatch),
         cmocka_unit_test(test_patch_round_trip),
         cmocka_unit_test(test_review),
+        cmocka_unit_test(test_with_mesh),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     if (tmpdir[0]) {
