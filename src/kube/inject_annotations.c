@@ -16,37 +16,8 @@
 #include "model/parse.h"
 #include "model/unimplemented.h"
 
-/* The injector annotations weft implements. */
-static const char *const IMPLEMENTED[] = {"sidecar.istio.io/inject",
-                                          "sidecar.istio.io/status",
-                                          "sidecar.istio.io/rewriteAppHTTPProbers",
-                                          "sidecar.istio.io/proxyImage",
-                                          "sidecar.istio.io/proxyCPU",
-                                          "sidecar.istio.io/proxyMemory",
-                                          "sidecar.istio.io/proxyCPULimit",
-                                          "sidecar.istio.io/proxyMemoryLimit",
-                                          "sidecar.istio.io/logLevel",
-                                          "sidecar.istio.io/componentLogLevel",
-                                          "sidecar.istio.io/agentLogLevel",
-                                          "sidecar.istio.io/nativeSidecar",
-                                          "sidecar.istio.io/userVolume",
-                                          "sidecar.istio.io/userVolumeMount",
-                                          "sidecar.istio.io/interceptionMode",
-                                          "traffic.sidecar.istio.io/includeOutboundIPRanges",
-                                          "traffic.sidecar.istio.io/excludeOutboundIPRanges",
-                                          "traffic.sidecar.istio.io/includeInboundPorts",
-                                          "traffic.sidecar.istio.io/excludeInboundPorts",
-                                          "traffic.sidecar.istio.io/includeOutboundPorts",
-                                          "traffic.sidecar.istio.io/excludeOutboundPorts",
-                                          "traffic.sidecar.istio.io/kubevirtInterfaces",
-                                          "traffic.sidecar.istio.io/excludeInterfaces",
-                                          "status.sidecar.istio.io/port",
-                                          "readiness.status.sidecar.istio.io/initialDelaySeconds",
-                                          "readiness.status.sidecar.istio.io/periodSeconds",
-                                          "readiness.status.sidecar.istio.io/failureThreshold",
-                                          "proxy.istio.io/config",
-                                          "prometheus.istio.io/merge-metrics",
-                                          NULL};
+/* The injector annotations weft implements: wf_unimpl_injector_annotations()
+ * (model/unimplemented.h), which the table's Kubernetes rows share. */
 
 /* Annotations of those prefixes that the injector does not read (the agent, pilot or the
  * bootstrap do, from the pod's annotations): not the injector's to report. */
@@ -100,8 +71,8 @@ void wf_inj_report_annotations(const json_t *pod, json_t *warnings)
                         s);
         } else if (strcmp(k, "inject.istio.io/templates") == 0 && s && strcmp(s, "sidecar") == 0) {
             continue;
-        } else if (injector_annotation(k) && !listed(IMPLEMENTED, k) && !listed(NOT_INJECTOR, k) &&
-                   strcmp(k, "istio.io/reroute-virtual-interfaces")) {
+        } else if (injector_annotation(k) && !listed(wf_unimpl_injector_annotations(), k) &&
+                   !listed(NOT_INJECTOR, k) && strcmp(k, "istio.io/reroute-virtual-interfaces")) {
             wf_inj_warn(warnings, "annotation %s is not implemented by weft's injector (ignored)",
                         k);
         }
@@ -192,7 +163,8 @@ json_t *wf_inj_proxy_config(const wf_inject_config *c, const json_t *pod, json_t
             json_decref(pc), pc = NULL;
         json_decref(ov);
         if (pc && warnings)
-            wf_unimpl_scan_proxyconfig(root, "proxy.istio.io/config", unimpl_cb, warnings);
+            wf_unimpl_scan_proxyconfig(root, "proxy.istio.io/config", WF_UNIMPL_KUBERNETES,
+                                       unimpl_cb, warnings);
     }
     wf_arena_destroy(&a);
     return pc;

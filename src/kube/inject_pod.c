@@ -150,9 +150,11 @@ static json_t *volumes(const inj_ctx *x)
         "istio-data", "emptyDir", "name", "istio-podinfo", "downwardAPI", "items", "path", "labels",
         "fieldRef", "fieldPath", "metadata.labels", "path", "annotations", "fieldRef", "fieldPath",
         "metadata.annotations", "name", "istio-token", "projected", "sources",
-        "serviceAccountToken", "audience", "istio-ca", "expirationSeconds", 43200, "path",
-        "istio-token", "name", "istiod-ca-cert", "configMap", "name", "istio-ca-root-cert", "name",
-        "istio-ca-crl", "configMap", "name", "istio-ca-crl", "optional", 1);
+        "serviceAccountToken", "audience",
+        /* Istio's template: audience {{ .Values.global.sds.token.aud }} (chart default) */
+        wf_inj_value_str(x->cfg, "global.sds.token.aud", "istio-ca"), "expirationSeconds", 43200,
+        "path", "istio-token", "name", "istiod-ca-cert", "configMap", "name", "istio-ca-root-cert",
+        "name", "istio-ca-crl", "configMap", "name", "istio-ca-crl", "optional", 1);
     const char *s = wf_inj_annotation(x->pod, "sidecar.istio.io/userVolume");
     json_t *user = s ? json_loads(s, 0, NULL) : NULL;
     const char *k;

@@ -419,6 +419,64 @@ static void test_annotations_and_values(void **state)
     wf_strbuf_free(&why);
 }
 
+/* The ProxyConfig fields `weft-proxy proxy sidecar` reads (discoveryAddress, concurrency, ...)
+ * have effect on injected pods: not reported from the mesh file nor the annotation; one it
+ * does not read is. global.sds.token.aud is the istio-token volume's audience (Istio's
+ * template). */
+static void test_kubernetes_effect(void **state)
+{
+    (void)state;
+    wf_inject_config *c = NULL;
+    wf_strbuf why = WF_STRBUF_INIT;
+    const char *mesh = "defaultConfig:\n  discoveryAddress: istiod.istio-system.svc:15012\n"
+                       "  concurrency: 2\n  drainDuration: 45s\n  statusPort: 15020\n"
+                       "  proxyAdminPort: 15000\n  terminationDrainDuration: 5s\n";
+    const char *values = "{\"global\":{\"sds\":{\"token\":{\"aud\":\"my-aud\"}}}}";
+    assert_int_equal(wf_inject_config_load_files(NULL, write_tmp("values", values),
+                                                 write_tmp("mesh", mesh), &c, &why),
+                     0);
+    const json_t *u = wf_inject_config_unimplemented(c);
+    assert_false(has_warning(u, "discoveryAddress"));
+    assert_false(has_warning(u, "concurrency"));
+    assert_false(has_warning(u, "statusPort"));
+    assert_false(has_warning(u, "global.sds"));
+    assert_true(has_warning(u, "defaultConfig.terminationDrainDuration has no effect in weft"));
+    json_t *pod = pod_with(NULL,
+                           "{\"proxy.istio.io/config\":\"concurrency: 4\\nproxyAdminPort: "
+                           "15001\\n\",\"sidecar.istio.io/proxyCPU\":\"100m\"}",
+                           NULL);
+    json_t *out = NULL, *w = json_array();
+    assert_int_equal(inject(c, pod, NULL, &out, w, &why), 1);
+    assert_int_equal(json_array_size(w), 0);
+    size_t i;
+    json_t *v, *aud = NULL;
+    json_array_foreach(json_object_get(json_object_get(out, "spec"), "volumes"), i, v)
+    {
+        if (strcmp(json_string_value(json_object_get(v, "name")), "istio-token") == 0)
+            aud = json_object_get(
+                json_object_get(
+                    json_array_get(json_object_get(json_object_get(v, "projected"), "sources"), 0),
+                    "serviceAccountToken"),
+                "audience");
+    }
+    assert_string_equal(json_string_value(aud), "my-aud");
+    json_decref(out);
+    json_decref(pod);
+    json_decref(w);
+    wf_inject_config_free(c);
+    /* the chart's default audience */
+    assert_int_equal(wf_inject_config_load_files(NULL, NULL, NULL, &c, &why), 0);
+    pod = pod_with(NULL, NULL, NULL);
+    assert_int_equal(inject(c, pod, NULL, &out, NULL, &why), 1);
+    char *d = json_dumps(out, JSON_COMPACT);
+    assert_non_null(strstr(d, "\"audience\":\"istio-ca\""));
+    free(d);
+    json_decref(out);
+    json_decref(pod);
+    wf_inject_config_free(c);
+    wf_strbuf_free(&why);
+}
+
 static void test_capture_interfaces_and_status_port(void **state)
 {
     (void)state;
@@ -858,6 +916,7 @@ int main(void)
         cmocka_unit_test(test_decision_selectors),
         cmocka_unit_test(test_injected_pod),
         cmocka_unit_test(test_annotations_and_values),
+        cmocka_unit_test(test_kubernetes_effect),
         cmocka_unit_test(test_capture_interfaces_and_status_port),
         cmocka_unit_test(test_native_sidecar),
         cmocka_unit_test(test_probe_rewriting),
