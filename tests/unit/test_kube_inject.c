@@ -477,6 +477,64 @@ static void test_kubernetes_effect(void **state)
     wf_strbuf_free(&why);
 }
 
+/* Bad values refuse the pod: a resource annotation that is not a Kubernetes quantity (the
+ * rendered pod would not decode), a ProxyConfig value of the wrong type (protomarshal.ApplyYAML
+ * fails); an unknown ProxyConfig field is ignored as Istio does, and said. */
+static void test_bad_annotation_values(void **state)
+{
+    (void)state;
+    wf_inject_config *c = NULL;
+    wf_strbuf why = WF_STRBUF_INIT;
+    assert_int_equal(wf_inject_config_load_files(NULL, NULL, NULL, &c, &why), 0);
+    static const struct {
+        const char *ann, *want;
+    } bad[] = {
+        {"{\"sidecar.istio.io/proxyCPU\":\"lots\"}",
+         "invalid annotation sidecar.istio.io/proxyCPU=\"lots\": quantities must match the "
+         "regular expression"},
+        {"{\"sidecar.istio.io/proxyMemoryLimit\":\"1.2.3Gi\"}", "quantities must match"},
+        {"{\"sidecar.istio.io/proxyMemory\":\"10mi\"}", "unable to parse quantity's suffix"},
+        {"{\"proxy.istio.io/config\":\"concurrency: abc\"}",
+         "failed to convert to apply proxy config: concurrency: \"abc\" is not an integer"},
+        {"{\"proxy.istio.io/config\":\"holdApplicationUntilProxyStarts: maybe\"}",
+         "holdApplicationUntilProxyStarts: \"maybe\" is not true or false"},
+        {"{\"proxy.istio.io/config\":\"proxyMetadata: {A: [1]}\"}",
+         "proxyMetadata: an object is not a map of strings"},
+        {"{\"proxy.istio.io/config\":\"terminationDrainDuration: 1m\"}",
+         "terminationDrainDuration: \"1m\" is not a duration"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *pod = pod_with(NULL, bad[i].ann, NULL), *out = NULL;
+        assert_int_equal(inject(c, pod, NULL, &out, NULL, &why), -1);
+        if (!strstr(wf_strbuf_cstr(&why), bad[i].want))
+            fail_msg("case %zu: \"%s\" lacks \"%s\"", i, wf_strbuf_cstr(&why), bad[i].want);
+        json_decref(pod);
+    }
+    static const char *const good[] = {
+        "{\"sidecar.istio.io/proxyCPU\":\"100m\",\"sidecar.istio.io/proxyMemory\":\"1.5Gi\","
+        "\"sidecar.istio.io/proxyCPULimit\":\"2\",\"sidecar.istio.io/proxyMemoryLimit\":\"1e9\"}",
+        "{\"proxy.istio.io/config\":\"concurrency: '4'\\nholdApplicationUntilProxyStarts: "
+        "true\\ndrainDuration: 1.5s\\ncontrolPlaneAuthPolicy: NONE\"}",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        json_t *pod = pod_with(NULL, good[i], NULL), *out = NULL;
+        if (inject(c, pod, NULL, &out, NULL, &why) != 1)
+            fail_msg("good %zu refused: %s", i, wf_strbuf_cstr(&why));
+        json_decref(out);
+        json_decref(pod);
+    }
+    /* unknown field: Istio's ApplyYAML retries with AllowUnknownFields; weft says so */
+    json_t *pod = pod_with(NULL, "{\"proxy.istio.io/config\":\"{bogusField: 1}\"}", NULL);
+    json_t *out = NULL, *w = json_array();
+    assert_int_equal(inject(c, pod, NULL, &out, w, &why), 1);
+    assert_true(has_warning(w, "annotation proxy.istio.io/config: unknown field \"bogusField\""));
+    json_decref(out);
+    json_decref(pod);
+    json_decref(w);
+    wf_inject_config_free(c);
+    wf_strbuf_free(&why);
+}
+
 static void test_capture_interfaces_and_status_port(void **state)
 {
     (void)state;
@@ -917,6 +975,7 @@ int main(void)
         cmocka_unit_test(test_injected_pod),
         cmocka_unit_test(test_annotations_and_values),
         cmocka_unit_test(test_kubernetes_effect),
+        cmocka_unit_test(test_bad_annotation_values),
         cmocka_unit_test(test_capture_interfaces_and_status_port),
         cmocka_unit_test(test_native_sidecar),
         cmocka_unit_test(test_probe_rewriting),
