@@ -535,6 +535,57 @@ static void test_bad_annotation_values(void **state)
     wf_strbuf_free(&why);
 }
 
+/* A pod that already has istio-proxy and istio-init (no status annotation): Istio applies them
+ * as overrides of the template's (strategic merge: env by name); never two of one name. */
+static void test_existing_sidecar_overrides(void **state)
+{
+    (void)state;
+    wf_inject_config *c = NULL;
+    wf_strbuf why = WF_STRBUF_INIT;
+    assert_int_equal(wf_inject_config_load_files(NULL, NULL, NULL, &c, &why), 0);
+    json_t *pod = J("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"h\","
+                    "\"namespace\":\"default\"},\"spec\":{\"containers\":[{\"name\":\"app\","
+                    "\"image\":\"app:1\"},{\"name\":\"istio-proxy\",\"image\":\"mine:1\","
+                    "\"env\":[{\"name\":\"TRUST_DOMAIN\",\"value\":\"x.org\"},{\"name\":"
+                    "\"EXTRA\",\"value\":\"1\"}]}],\"initContainers\":[{\"name\":"
+                    "\"istio-init\",\"image\":\"init:1\"}]}}");
+    json_t *out = NULL, *w = json_array();
+    assert_int_equal(inject(c, pod, NULL, &out, w, &why), 1);
+    const json_t *spec = json_object_get(out, "spec");
+    const char *lists[] = {"containers", "initContainers"};
+    int proxies = 0, inits = 0;
+    for (size_t l = 0; l < 2; l++) {
+        size_t i;
+        json_t *ct;
+        json_array_foreach(json_object_get(spec, lists[l]), i, ct)
+        {
+            const char *n = json_string_value(json_object_get(ct, "name"));
+            proxies += strcmp(n, "istio-proxy") == 0;
+            inits += strcmp(n, "istio-init") == 0;
+        }
+    }
+    assert_int_equal(proxies, 1);
+    assert_int_equal(inits, 1);
+    json_t *proxy = container(out, "containers", "istio-proxy");
+    assert_string_equal(json_string_value(json_object_get(proxy, "image")), "mine:1");
+    assert_string_equal(env(proxy, "TRUST_DOMAIN"), "x.org");
+    assert_string_equal(env(proxy, "EXTRA"), "1");
+    assert_non_null(env(proxy, "PROXY_CONFIG")); /* the template's, kept */
+    assert_string_equal(env(proxy, "ISTIO_META_APP_CONTAINERS"), "app");
+    /* the template's position: last */
+    json_t *cs = json_object_get(spec, "containers");
+    assert_ptr_equal(json_array_get(cs, json_array_size(cs) - 1), proxy);
+    json_t *init = container(out, "initContainers", "istio-init");
+    assert_string_equal(json_string_value(json_object_get(init, "image")), "init:1");
+    assert_non_null(json_object_get(init, "args"));
+    assert_true(has_warning(w, "the pod already has a container istio-proxy"));
+    json_decref(out);
+    json_decref(pod);
+    json_decref(w);
+    wf_inject_config_free(c);
+    wf_strbuf_free(&why);
+}
+
 static void test_capture_interfaces_and_status_port(void **state)
 {
     (void)state;
@@ -976,6 +1027,7 @@ int main(void)
         cmocka_unit_test(test_annotations_and_values),
         cmocka_unit_test(test_kubernetes_effect),
         cmocka_unit_test(test_bad_annotation_values),
+        cmocka_unit_test(test_existing_sidecar_overrides),
         cmocka_unit_test(test_capture_interfaces_and_status_port),
         cmocka_unit_test(test_native_sidecar),
         cmocka_unit_test(test_probe_rewriting),
