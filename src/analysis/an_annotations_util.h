@@ -20,4 +20,9 @@
 bool wf_inject_annotation_invalid(wf_arena *a, const char *name, const char *value,
                                   const char **problem);
 
+/* Whether name is a field of Istio's ProxyConfig (istio/api mesh/v1alpha1/proxy.proto, JSON
+ * names). proxy.istio.io/config's values are checked against the fields' types (a wrong type
+ * fails as Istio's protomarshal.ApplyYAML does); an unknown field Istio ignores. */
+bool wf_proxy_config_field_known(const char *name);
+
 #endif

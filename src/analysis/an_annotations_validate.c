@@ -392,8 +392,201 @@ static bool auth_policy_ok(const wf_node *n, wf_strbuf *err)
     return false;
 }
 
+/* ---- ProxyConfig's JSON types (istio/api mesh/v1alpha1/proxy.proto), as jsonpb decodes them:
+ * a value of the wrong type fails protomarshal.ApplyYAML, unknown fields do not (it retries
+ * with AllowUnknownFields). */
+
+typedef enum pc_type {
+    PC_STRING,
+    PC_INT32, /* int32 and google.protobuf.Int32Value: a number or a numeric string */
+    PC_UINT32,
+    PC_BOOL,     /* google.protobuf.BoolValue: true or false */
+    PC_DURATION, /* google.protobuf.Duration: "1.5s" */
+    PC_ENUM,     /* a value name of enum_values, or its number */
+    PC_STRMAP,   /* map<string,string> */
+    PC_STRLIST,  /* repeated string */
+    PC_MESSAGE,  /* an object */
+} pc_type;
+
+static const char *const auth_policy_names[] = {"NONE", "MUTUAL_TLS", "INHERIT", NULL};
+static const char *const interception_names[] = {"REDIRECT", "TPROXY", "NONE", NULL};
+static const char *const tracing_service_names[] = {
+    "APP_LABEL_AND_NAMESPACE", "CANONICAL_NAME_ONLY", "CANONICAL_NAME_AND_NAMESPACE", NULL};
+
+static const struct pc_field {
+    const char *name;
+    pc_type type;
+    const char *const *enum_values;
+} pc_fields[] = {
+    {"configPath", PC_STRING, NULL},
+    {"binaryPath", PC_STRING, NULL},
+    {"serviceCluster", PC_STRING, NULL},
+    {"tracingServiceName", PC_ENUM, tracing_service_names},
+    {"drainDuration", PC_DURATION, NULL},
+    {"parentShutdownDuration", PC_DURATION, NULL},
+    {"discoveryAddress", PC_STRING, NULL},
+    {"discoveryRefreshDelay", PC_DURATION, NULL},
+    {"zipkinAddress", PC_STRING, NULL},
+    {"statsdUdpAddress", PC_STRING, NULL},
+    {"envoyMetricsServiceAddress", PC_STRING, NULL},
+    {"proxyAdminPort", PC_INT32, NULL},
+    {"availabilityZone", PC_STRING, NULL},
+    {"controlPlaneAuthPolicy", PC_ENUM, auth_policy_names},
+    {"customConfigFile", PC_STRING, NULL},
+    {"statNameLength", PC_INT32, NULL},
+    {"concurrency", PC_INT32, NULL},
+    {"proxyBootstrapTemplatePath", PC_STRING, NULL},
+    {"interceptionMode", PC_ENUM, interception_names},
+    {"tracing", PC_MESSAGE, NULL},
+    {"sds", PC_MESSAGE, NULL},
+    {"envoyAccessLogService", PC_MESSAGE, NULL},
+    {"envoyMetricsService", PC_MESSAGE, NULL},
+    {"proxyMetadata", PC_STRMAP, NULL},
+    {"runtimeValues", PC_STRMAP, NULL},
+    {"statusPort", PC_INT32, NULL},
+    {"extraStatTags", PC_STRLIST, NULL},
+    {"gatewayTopology", PC_MESSAGE, NULL},
+    {"terminationDrainDuration", PC_DURATION, NULL},
+    {"meshId", PC_STRING, NULL},
+    {"readinessProbe", PC_MESSAGE, NULL},
+    {"proxyStatsMatcher", PC_MESSAGE, NULL},
+    {"holdApplicationUntilProxyStarts", PC_BOOL, NULL},
+    {"caCertificatesPem", PC_STRLIST, NULL},
+    {"image", PC_MESSAGE, NULL},
+    {"privateKeyProvider", PC_MESSAGE, NULL},
+    {"proxyHeaders", PC_MESSAGE, NULL},
+    {"fileFlushInterval", PC_DURATION, NULL},
+    {"fileFlushMinSizeKb", PC_UINT32, NULL},
+};
+
+static const struct pc_field *pc_field_def(const char *name)
+{
+    for (size_t i = 0; i < sizeof pc_fields / sizeof pc_fields[0]; i++)
+        if (strcmp(pc_fields[i].name, name) == 0)
+            return &pc_fields[i];
+    return NULL;
+}
+
+bool wf_proxy_config_field_known(const char *name)
+{
+    return pc_field_def(name) != NULL;
+}
+
+static bool scalar_is_string(const wf_node *n)
+{
+    return n->type == WF_NODE_SCALAR && wf_node_is_string(n);
+}
+
+/* An integer in lo..hi, written as a number or a string of one (jsonpb takes both). */
+static bool pc_int_ok(const wf_node *n, long long lo, long long hi)
+{
+    if (n->type != WF_NODE_SCALAR)
+        return false;
+    const char *s = wf_node_str(n);
+    char *end = NULL;
+    long long v = s && *s ? strtoll(s, &end, 10) : 0;
+    return s && *s && end && !*end && v >= lo && v <= hi;
+}
+
+static bool pc_enum_ok(const wf_node *n, const char *const *names)
+{
+    const char *s = n->type == WF_NODE_SCALAR ? wf_node_str(n) : NULL;
+    for (size_t i = 0; s && names[i]; i++)
+        if (strcmp(s, names[i]) == 0)
+            return true;
+    return !n->quoted && pc_int_ok(n, INT32_MIN, INT32_MAX);
+}
+
+static bool pc_strings_ok(const wf_node *n, bool map)
+{
+    if (n->type != (map ? WF_NODE_MAP : WF_NODE_SEQ))
+        return false;
+    for (size_t i = 0; i < n->len; i++) {
+        const wf_node *v = map ? n->u.entries[i].value : wf_seq_at(n, i);
+        if (v && v->type != WF_NODE_NULL && !scalar_is_string(v))
+            return false;
+    }
+    return true;
+}
+
+static bool pc_value_ok(const struct pc_field *f, const wf_node *n)
+{
+    if (!n || n->type == WF_NODE_NULL)
+        return true;
+    switch (f->type) {
+    case PC_STRING:
+        return scalar_is_string(n);
+    case PC_INT32:
+        return pc_int_ok(n, INT32_MIN, INT32_MAX);
+    case PC_UINT32:
+        return pc_int_ok(n, 0, UINT32_MAX);
+    case PC_BOOL: {
+        bool b;
+        return n->type == WF_NODE_SCALAR && !n->quoted && wf_node_bool(n, &b);
+    }
+    case PC_DURATION: {
+        const char *s = n->type == WF_NODE_SCALAR ? wf_node_str(n) : NULL;
+        size_t len = s ? strlen(s) : 0;
+        if (len < 2 || s[len - 1] != 's')
+            return false;
+        size_t i = s[0] == '-' ? 1 : 0, ip = strspn(s + i, "0123456789");
+        i += ip;
+        if (s[i] == '.')
+            i += 1 + strspn(s + i + 1, "0123456789");
+        return ip > 0 && i == len - 1;
+    }
+    case PC_ENUM:
+        return pc_enum_ok(n, f->enum_values);
+    case PC_STRMAP:
+        return pc_strings_ok(n, true);
+    case PC_STRLIST:
+        return pc_strings_ok(n, false);
+    case PC_MESSAGE:
+        return n->type == WF_NODE_MAP;
+    }
+    return false;
+}
+
+static const char *pc_type_name(const struct pc_field *f)
+{
+    static const char *const names[] = {
+        [PC_STRING] = "a string",
+        [PC_INT32] = "an integer (int32)",
+        [PC_UINT32] = "an integer (uint32)",
+        [PC_BOOL] = "true or false",
+        [PC_DURATION] = "a duration in seconds (\"5s\")",
+        [PC_ENUM] = "one of the enum's names",
+        [PC_STRMAP] = "a map of strings",
+        [PC_STRLIST] = "a list of strings",
+        [PC_MESSAGE] = "an object",
+    };
+    return names[f->type];
+}
+
+/* Every known field's value has its proto type (ApplyYAML fails otherwise). */
+static bool proxy_config_types_ok(const wf_node *cfg, wf_strbuf *err)
+{
+    for (size_t i = 0; i < cfg->len; i++) {
+        const wf_map_entry *e = &cfg->u.entries[i];
+        const struct pc_field *f = pc_field_def(e->key);
+        if (!f || pc_value_ok(f, e->value))
+            continue;
+        const char *s = e->value && e->value->type == WF_NODE_SCALAR ? wf_node_str(e->value) : NULL;
+        wf_strbuf_printf(err, "failed to convert to apply proxy config: %s: ", e->key);
+        if (s)
+            wf_go_quote(err, s);
+        else
+            wf_strbuf_puts(err, e->value && e->value->type == WF_NODE_MAP ? "an object" : "a list");
+        wf_strbuf_printf(err, " is not %s", pc_type_name(f));
+        return false;
+    }
+    return true;
+}
+
 static bool proxy_config_fields_ok(const wf_node *cfg, wf_strbuf *err)
 {
+    if (!proxy_config_types_ok(cfg, err))
+        return false;
     if (string_field_set_empty(cfg, "configPath")) {
         wf_strbuf_puts(err, "config path must be set");
         return false;

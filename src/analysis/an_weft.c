@@ -59,7 +59,8 @@ static void run_not_implemented(wf_analysis_ctx *ctx)
         if (r->synthetic || !r->file || r->file[0] == '<')
             continue;
         weft_run w = {ctx, -1};
-        if (wf_unimpl_scan(r, on_hit, &w) < 0)
+        if (wf_unimpl_scan(r, wf_ctx_kubernetes(ctx) ? WF_UNIMPL_KUBERNETES : WF_UNIMPL_LOCAL_MESH,
+                           on_hit, &w) < 0)
             return;
     }
 }

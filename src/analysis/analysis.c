@@ -24,11 +24,17 @@ struct wf_analysis_ctx {
     size_t n, cap;
     size_t text_bytes; /* rendered text collected so far */
     bool oom, truncated;
+    bool kubernetes;
 };
 
 const wf_store *wf_ctx_store(const wf_analysis_ctx *ctx)
 {
     return ctx->store;
+}
+
+bool wf_ctx_kubernetes(const wf_analysis_ctx *ctx)
+{
+    return ctx->kubernetes;
 }
 
 const wf_meshcfg *wf_ctx_mesh(const wf_analysis_ctx *ctx)
@@ -353,6 +359,7 @@ wf_analysis_result *wf_analyze(const wf_store *s, const wf_meshcfg *mesh,
         job->ctx[w] = (wf_analysis_ctx){.store = s,
                                         .mesh = mesh,
                                         .arena = &job->arenas[w],
+                                        .kubernetes = opts->kubernetes,
                                         .text_limit = WF_ANALYSIS_MAX_TEXT_BYTES / workers};
     }
     run_analyzers(job, workers);

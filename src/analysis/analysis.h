@@ -30,6 +30,9 @@ typedef struct wf_analysis_opts {
      * (--analyzer names, else default_on). NULL/0 = none. */
     const wf_analyzer *const *extra;
     size_t nextra;
+    /* The resources are a Kubernetes cluster's (`--use-kube`): what lacks effect in the local
+     * mesh only is not reported (model/unimplemented.h WF_UNIMPL_KUBERNETES). */
+    bool kubernetes;
 } wf_analysis_opts;
 
 typedef struct wf_analysis_result {

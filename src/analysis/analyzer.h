@@ -39,6 +39,8 @@ typedef struct wf_finding {
 /* Read-only inputs of a run. */
 const wf_store *wf_ctx_store(const wf_analysis_ctx *ctx);
 const wf_meshcfg *wf_ctx_mesh(const wf_analysis_ctx *ctx);
+/* The run reads a Kubernetes cluster (wf_analysis_opts.kubernetes). */
+bool wf_ctx_kubernetes(const wf_analysis_ctx *ctx);
 /* Arena for scratch data that lives as long as the run. */
 wf_arena *wf_ctx_arena(wf_analysis_ctx *ctx);
 
@@ -54,7 +56,7 @@ void wf_report_line(wf_analysis_ctx *ctx, wf_msg_id id, const wf_resource *res, 
 
 #define WF_NARGS(...) (sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *))
 /* WF_REPORT(ctx, WF_IST0101, res, node, "host", "reviews") */
-#define WF_REPORT(ctx, id, res, at, ...)                                                        \
+#define WF_REPORT(ctx, id, res, at, ...)                                                           \
     wf_report((ctx), (id), (res), (at), (const char *[]){__VA_ARGS__}, WF_NARGS(__VA_ARGS__))
 #define WF_REPORT0(ctx, id, res, at) wf_report((ctx), (id), (res), (at), NULL, 0)
 

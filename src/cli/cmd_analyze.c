@@ -576,6 +576,7 @@ static int run_analysis(analyze_run *run)
         .nsuppress = flags[F_SUPPRESS].nlist,
         .extra = cli_analyzers,
         .nextra = N_CLI_ANALYZERS,
+        .kubernetes = run->kube != NULL,
     };
     wf_analysis_result *res = wf_analyze(store, mesh, &opts);
     if (!res) {

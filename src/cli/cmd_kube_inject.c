@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -148,11 +149,36 @@ typedef struct run {
     int rc;
 } run;
 
-static void print_warnings(const json_t *w)
+/* "Warning: [PREFIX: ]TEXT" per warning; prefix names the file, line and workload. */
+static void print_warnings(const json_t *w, const char *prefix)
 {
     size_t i;
     json_t *s;
-    json_array_foreach(w, i, s) fprintf(stderr, "Warning: %s\n", json_string_value(s));
+    json_array_foreach(w, i, s) fprintf(stderr, "Warning: %s%s%s\n", prefix ? prefix : "",
+                                        prefix ? ": " : "", json_string_value(s));
+}
+
+/* The line of the annotation the injector's message names ("annotation KEY..."), found in
+ * node (the object's, or NULL) under the pod's metadata path; else line. */
+static uint32_t annotation_line(const wf_node *node, const char *kind, const char *why,
+                                uint32_t line)
+{
+    const char *path = strcmp(kind, "Pod") == 0       ? "metadata.annotations"
+                       : strcmp(kind, "CronJob") == 0 ? "spec.jobTemplate.spec.template.metadata."
+                                                        "annotations"
+                                                      : "spec.template.metadata.annotations";
+    const wf_node *an = node ? wf_node_path(node, path) : NULL;
+    for (size_t i = 0; an && an->type == WF_NODE_MAP && i < an->len; i++) {
+        const wf_map_entry *e = &an->u.entries[i];
+        const char *at = strstr(why, "annotation ");
+        for (; at; at = strstr(at + 1, "annotation ")) {
+            size_t k = strlen(e->key);
+            const char *after = at + 11;
+            if (strncmp(after, e->key, k) == 0 && strchr("=: \"", after[k]) && after[k])
+                return e->key_line ? e->key_line : line;
+        }
+    }
+    return line;
 }
 
 /* Where a workload keeps its pod template. */
@@ -171,8 +197,9 @@ static json_t *pod_template(json_t *obj, const char *kind)
     return NULL;
 }
 
-/* Injects obj in place: 1 changed, 0 not a workload or skipped, -1 refused (reported). */
-static int inject_object(run *r, json_t *obj, uint32_t line)
+/* Injects obj in place: 1 changed, 0 not a workload or skipped, -1 refused (reported). node
+ * is obj's YAML (for the lines of its fields), NULL when unknown. */
+static int inject_object(run *r, json_t *obj, const wf_node *node, uint32_t line)
 {
     const char *kind = json_string_value(json_object_get(obj, "kind"));
     const json_t *md = json_object_get(obj, "metadata");
@@ -186,7 +213,8 @@ static int inject_object(run *r, json_t *obj, uint32_t line)
         json_t *item;
         json_array_foreach(json_object_get(obj, "items"), i, item)
         {
-            int rc = inject_object(r, item, line);
+            const wf_node *in = node ? wf_seq_at(wf_map_get(node, "items"), i) : NULL;
+            int rc = inject_object(r, item, in, in ? in->line : line);
             if (rc < 0)
                 return -1;
             changed |= rc;
@@ -217,7 +245,10 @@ static int inject_object(run *r, json_t *obj, uint32_t line)
     wf_strbuf why = WF_STRBUF_INIT;
     int rc =
         wf_inject_pod(r->cfg, pod, ns && *ns ? ns : "default", &owner, &injected, warnings, &why);
-    print_warnings(warnings);
+    char where[1024];
+    snprintf(where, sizeof where, "%s:%u: %s %s/%s", r->file, line, kind,
+             ns && *ns ? ns : "default", name ? name : "");
+    print_warnings(warnings, where);
     json_decref(warnings);
     if (rc == 0)
         fprintf(stderr,
@@ -225,8 +256,9 @@ static int inject_object(run *r, json_t *obj, uint32_t line)
                 "(%s)\n",
                 name ? name : "", wf_strbuf_cstr(&why));
     if (rc < 0)
-        fprintf(stderr, "Error: %s:%u: %s %s: %s\n", r->file, line, kind, name ? name : "",
-                wf_strbuf_cstr(&why));
+        fprintf(stderr, "Error: %s:%u: %s %s/%s: %s\n", r->file,
+                annotation_line(node, kind, wf_strbuf_cstr(&why), line), kind,
+                ns && *ns ? ns : "default", name ? name : "", wf_strbuf_cstr(&why));
     if (rc == 1 && templ) {
         json_object_set(templ, "metadata", json_object_get(injected, "metadata"));
         json_object_set(templ, "spec", json_object_get(injected, "spec"));
@@ -254,6 +286,17 @@ static bool blank(const char *s, size_t n)
     return true;
 }
 
+/* istioctl decodes every document's TypeMeta first (inject.go FromRawToObject): a document that
+ * is not a mapping fails there, with encoding/json's words. */
+static const char *json_type_word(const json_t *v)
+{
+    return json_is_string(v)    ? "string"
+           : json_is_array(v)   ? "array"
+           : json_is_number(v)  ? "number"
+           : json_is_boolean(v) ? "bool"
+                                : NULL;
+}
+
 static int one_doc(run *r, const doc *d)
 {
     if (blank(d->text, d->len))
@@ -271,17 +314,29 @@ static int one_doc(run *r, const doc *d)
     }
     json_t *obj = root ? wf_node_to_json(root) : NULL;
     uint32_t line = root ? root->line : d->line0 + 1;
-    wf_arena_destroy(&a);
-    if (!json_is_object(obj)) {
-        /* not a Kubernetes object: passes through */
+    const char *word = json_type_word(obj);
+    if (word) {
+        fprintf(stderr,
+                "Error: %s:%u: error unmarshaling JSON: while decoding JSON: json: cannot "
+                "unmarshal %s into Go value of type v1.TypeMeta (a document must be a "
+                "Kubernetes object)\n",
+                r->file, line, word);
         json_decref(obj);
+        wf_arena_destroy(&a);
+        return -1;
+    }
+    if (!json_is_object(obj)) {
+        /* an empty (null) document: passes through */
+        json_decref(obj);
+        wf_arena_destroy(&a);
         wf_strbuf_append(r->out, d->text, d->len);
         if (d->len && d->text[d->len - 1] != '\n')
             wf_strbuf_putc(r->out, '\n');
         wf_strbuf_puts(r->out, "---\n");
         return 0;
     }
-    int rc = inject_object(r, obj, line);
+    int rc = inject_object(r, obj, root, line);
+    wf_arena_destroy(&a);
     if (rc == 1) {
         pc_yaml_write(r->out, obj);
     } else if (rc == 0) {
@@ -382,8 +437,18 @@ int wf_cmd_kube_inject(int argc, char **argv)
         goto done;
     }
     wf_strbuf_free(&why);
-    print_warnings(wf_inject_config_unimplemented(cfg));
+    print_warnings(wf_inject_config_unimplemented(cfg), NULL);
     bool is_stdin = strcmp(file, "-") == 0;
+    struct stat st;
+    if (!is_stdin && stat(file, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr,
+                "Error: %s: is a directory (kube-inject reads one file, or - for "
+                "stdin)\n",
+                file);
+        wf_inject_config_free(cfg);
+        rc = WF_EXIT_ERROR;
+        goto done;
+    }
     FILE *in = is_stdin ? stdin : fopen(file, "rb");
     size_t len = 0;
     char *text = in ? read_all(in, &len) : NULL;

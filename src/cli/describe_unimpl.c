@@ -151,7 +151,7 @@ size_t dsc_print_unimplemented(const dsc_ctx *c, const wf_resource *pod,
     for (size_t i = 0; i < wf_store_count(c->store); i++) {
         const wf_resource *r = wf_store_at(c->store, i);
         if (!r->synthetic && applies(c, r, pod, svcs, nsvcs))
-            wf_unimpl_scan(r, print_hit, &p);
+            wf_unimpl_scan(r, WF_UNIMPL_LOCAL_MESH, print_hit, &p);
     }
     return p.n;
 }

@@ -341,7 +341,8 @@ static int plan_proxy_config(planner *pl, const wf_resource *r, lm_strv *env, wf
     if (*error) /* not started: Istio's injector refuses the pod */
         return 0;
     pc_warn w = {pl, r, r && *r->ns ? r->ns : pl->p->default_ns, 0};
-    if (pc && (wf_unimpl_scan_proxyconfig(pc, r->file, on_pc_field, &w) < 0 || w.rc != 0))
+    if (pc && (wf_unimpl_scan_proxyconfig(pc, r->file, WF_UNIMPL_LOCAL_MESH, on_pc_field, &w) < 0 ||
+               w.rc != 0))
         return -1;
     if (lm_proxy_env(pl->p, pl->mesh, pc, env) != 0)
         return -1;

@@ -16,37 +16,8 @@
 #include "model/parse.h"
 #include "model/unimplemented.h"
 
-/* The injector annotations weft implements. */
-static const char *const IMPLEMENTED[] = {"sidecar.istio.io/inject",
-                                          "sidecar.istio.io/status",
-                                          "sidecar.istio.io/rewriteAppHTTPProbers",
-                                          "sidecar.istio.io/proxyImage",
-                                          "sidecar.istio.io/proxyCPU",
-                                          "sidecar.istio.io/proxyMemory",
-                                          "sidecar.istio.io/proxyCPULimit",
-                                          "sidecar.istio.io/proxyMemoryLimit",
-                                          "sidecar.istio.io/logLevel",
-                                          "sidecar.istio.io/componentLogLevel",
-                                          "sidecar.istio.io/agentLogLevel",
-                                          "sidecar.istio.io/nativeSidecar",
-                                          "sidecar.istio.io/userVolume",
-                                          "sidecar.istio.io/userVolumeMount",
-                                          "sidecar.istio.io/interceptionMode",
-                                          "traffic.sidecar.istio.io/includeOutboundIPRanges",
-                                          "traffic.sidecar.istio.io/excludeOutboundIPRanges",
-                                          "traffic.sidecar.istio.io/includeInboundPorts",
-                                          "traffic.sidecar.istio.io/excludeInboundPorts",
-                                          "traffic.sidecar.istio.io/includeOutboundPorts",
-                                          "traffic.sidecar.istio.io/excludeOutboundPorts",
-                                          "traffic.sidecar.istio.io/kubevirtInterfaces",
-                                          "traffic.sidecar.istio.io/excludeInterfaces",
-                                          "status.sidecar.istio.io/port",
-                                          "readiness.status.sidecar.istio.io/initialDelaySeconds",
-                                          "readiness.status.sidecar.istio.io/periodSeconds",
-                                          "readiness.status.sidecar.istio.io/failureThreshold",
-                                          "proxy.istio.io/config",
-                                          "prometheus.istio.io/merge-metrics",
-                                          NULL};
+/* The injector annotations weft implements: wf_unimpl_injector_annotations()
+ * (model/unimplemented.h), which the table's Kubernetes rows share. */
 
 /* Annotations of those prefixes that the injector does not read (the agent, pilot or the
  * bootstrap do, from the pod's annotations): not the injector's to report. */
@@ -100,12 +71,62 @@ void wf_inj_report_annotations(const json_t *pod, json_t *warnings)
                         s);
         } else if (strcmp(k, "inject.istio.io/templates") == 0 && s && strcmp(s, "sidecar") == 0) {
             continue;
-        } else if (injector_annotation(k) && !listed(IMPLEMENTED, k) && !listed(NOT_INJECTOR, k) &&
-                   strcmp(k, "istio.io/reroute-virtual-interfaces")) {
+        } else if (injector_annotation(k) && !listed(wf_unimpl_injector_annotations(), k) &&
+                   !listed(NOT_INJECTOR, k) && strcmp(k, "istio.io/reroute-virtual-interfaces")) {
             wf_inj_warn(warnings, "annotation %s is not implemented by weft's injector (ignored)",
                         k);
         }
     }
+}
+
+/* Kubernetes' resource.ParseQuantity: NULL when s is a quantity, else its error. */
+static const char *quantity_problem(const char *s)
+{
+    static const char *const format = "quantities must match the regular expression "
+                                      "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+    static const char *const suffixes[] = {"",  "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n",
+                                           "u", "m",  "k",  "M",  "G",  "T",  "P",  "E"};
+    const char *p = s + (*s == '+' || *s == '-');
+    size_t digits = strspn(p, "0123456789."), ndig = 0;
+    for (size_t i = 0; i < digits; i++)
+        ndig += p[i] != '.';
+    const char *dot = memchr(p, '.', digits);
+    if (ndig == 0 || (dot && memchr(dot + 1, '.', digits - (size_t)(dot + 1 - p))))
+        return format;
+    const char *suf = p + digits;
+    size_t letters = strspn(suf, "eEinumkKMGTP");
+    const char *rest = suf + letters;
+    rest += (*rest == '+' || *rest == '-');
+    if (rest[strspn(rest, "0123456789")] != '\0')
+        return format;
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++)
+        if (strcmp(suf, suffixes[i]) == 0)
+            return NULL;
+    /* a decimal exponent: e or E and a signed integer */
+    if ((suf[0] == 'e' || suf[0] == 'E') && letters == 1) {
+        const char *x = suf + 1 + (suf[1] == '+' || suf[1] == '-');
+        if (*x && x[strspn(x, "0123456789")] == '\0')
+            return NULL;
+    }
+    return "unable to parse quantity's suffix";
+}
+
+/* The resource annotations become the istio-proxy container's resources: a value that is not
+ * a quantity fails the rendered pod's decoding in Istio's injector. */
+static int validate_quantities(const json_t *pod, wf_strbuf *why)
+{
+    static const char *const names[] = {"sidecar.istio.io/proxyCPU", "sidecar.istio.io/proxyMemory",
+                                        "sidecar.istio.io/proxyCPULimit",
+                                        "sidecar.istio.io/proxyMemoryLimit"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = wf_inj_annotation(pod, names[i]), *problem = v ? quantity_problem(v) : NULL;
+        if (problem) {
+            wf_strbuf_printf(why, "injection failed: invalid annotation %s=\"%s\": %s", names[i], v,
+                             problem);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* Istio's validate.go on every annotation; -1 with why for the first invalid one. */
@@ -128,6 +149,8 @@ int wf_inj_validate_annotations(const json_t *pod, wf_strbuf *why)
             break;
         }
     }
+    if (rc == 0)
+        rc = validate_quantities(pod, why);
     const char *uv[] = {"sidecar.istio.io/userVolume", "sidecar.istio.io/userVolumeMount"};
     for (size_t i = 0; rc == 0 && i < 2; i++) {
         const char *s = wf_inj_annotation(pod, uv[i]);
@@ -191,8 +214,15 @@ json_t *wf_inj_proxy_config(const wf_inject_config *c, const json_t *pod, json_t
         if (!ov || wf_json_overlay(pc, ov) != 0)
             json_decref(pc), pc = NULL;
         json_decref(ov);
+        for (size_t i = 0; pc && warnings && i < root->len; i++)
+            if (!wf_proxy_config_field_known(root->u.entries[i].key))
+                wf_inj_warn(warnings,
+                            "annotation proxy.istio.io/config: unknown field \"%s\": not a "
+                            "ProxyConfig field; ignored (as Istio's injector does)",
+                            root->u.entries[i].key);
         if (pc && warnings)
-            wf_unimpl_scan_proxyconfig(root, "proxy.istio.io/config", unimpl_cb, warnings);
+            wf_unimpl_scan_proxyconfig(root, "proxy.istio.io/config", WF_UNIMPL_KUBERNETES,
+                                       unimpl_cb, warnings);
     }
     wf_arena_destroy(&a);
     return pc;

@@ -85,6 +85,7 @@ static const char *const IMPLEMENTED_VALUES[] = {"global.hub",
                                                  "global.proxy.resources",
                                                  "global.proxy_init.image",
                                                  "global.trustDomain",
+                                                 "global.sds.token.aud",
                                                  "sidecarInjectorWebhook.rewriteAppHTTPProbe",
                                                  "sidecarInjectorWebhook.injectedAnnotations",
                                                  "sidecarInjectorWebhook.enableNamespacesByDefault",
@@ -494,7 +495,7 @@ static int load_mesh(wf_inject_config *c, const char *file, wf_strbuf *why)
     }
     if (rc == 0 && root && root->type == WF_NODE_MAP) {
         unimpl_arg arg = {c->unimplemented, file, ""};
-        wf_unimpl_scan_mesh(root, file, unimpl_cb, &arg);
+        wf_unimpl_scan_mesh(root, file, WF_UNIMPL_KUBERNETES, unimpl_cb, &arg);
     }
     wf_arena_destroy(&a);
     return rc;

@@ -6,7 +6,10 @@
  * template's containers and volumes are added (inject_proxy.c), app probes are rewritten
  * (inject_probes.h), labels and annotations set, and the containers ordered:
  * istio-init first among the init containers; istio-proxy right after it as a native sidecar,
- * else last among the containers (first with holdApplicationUntilProxyStarts).
+ * else last among the containers (first with holdApplicationUntilProxyStarts). A pod's own
+ * istio-proxy or istio-init container (without the status annotation: not injected yet)
+ * overrides the template's fields (Istio's reinsertOverrides: strategic merge by name); the
+ * pod never gets two containers of one name.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -150,9 +153,11 @@ static json_t *volumes(const inj_ctx *x)
         "istio-data", "emptyDir", "name", "istio-podinfo", "downwardAPI", "items", "path", "labels",
         "fieldRef", "fieldPath", "metadata.labels", "path", "annotations", "fieldRef", "fieldPath",
         "metadata.annotations", "name", "istio-token", "projected", "sources",
-        "serviceAccountToken", "audience", "istio-ca", "expirationSeconds", 43200, "path",
-        "istio-token", "name", "istiod-ca-cert", "configMap", "name", "istio-ca-root-cert", "name",
-        "istio-ca-crl", "configMap", "name", "istio-ca-crl", "optional", 1);
+        "serviceAccountToken", "audience",
+        /* Istio's template: audience {{ .Values.global.sds.token.aud }} (chart default) */
+        wf_inj_value_str(x->cfg, "global.sds.token.aud", "istio-ca"), "expirationSeconds", 43200,
+        "path", "istio-token", "name", "istiod-ca-cert", "configMap", "name", "istio-ca-root-cert",
+        "name", "istio-ca-crl", "configMap", "name", "istio-ca-crl", "optional", 1);
     const char *s = wf_inj_annotation(x->pod, "sidecar.istio.io/userVolume");
     json_t *user = s ? json_loads(s, 0, NULL) : NULL;
     const char *k;
@@ -299,6 +304,111 @@ static int apply_path_env(json_t *proxy, const json_t *path_env)
     return 0;
 }
 
+/* ---- the pod's own istio-proxy / istio-init: overrides (Istio's reinsertOverrides) ---------- */
+
+/* The strategic-merge key of a container list field (Kubernetes' patchMergeKey), NULL for a
+ * list that is replaced. */
+static const char *merge_key(const char *field)
+{
+    static const char *const keys[][2] = {{"env", "name"},
+                                          {"ports", "containerPort"},
+                                          {"volumeMounts", "mountPath"},
+                                          {"volumeDevices", "devicePath"}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strcmp(field, keys[i][0]) == 0)
+            return keys[i][1];
+    return NULL;
+}
+
+static int overlay(json_t *dst, const json_t *src);
+
+static int overlay_list(json_t *dst, const json_t *src, const char *key)
+{
+    size_t i, j;
+    json_t *s, *d;
+    json_array_foreach(src, i, s)
+    {
+        json_t *found = NULL, *sk = json_object_get(s, key);
+        json_array_foreach(dst, j, d) if (!found && sk && json_equal(json_object_get(d, key), sk))
+            found = d;
+        int rc = found && json_is_object(s) ? overlay(found, s)
+                                            : json_array_append_new(dst, json_deep_copy(s));
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* src strategic-merged over dst (corev1.Container's patch strategy): maps merged, the keyed
+ * lists merged by their key, other values replaced; null deletes. */
+static int overlay(json_t *dst, const json_t *src)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)src, k, v)
+    {
+        json_t *d = json_object_get(dst, k);
+        const char *key = merge_key(k);
+        int rc;
+        if (json_is_null(v))
+            rc = json_object_del(dst, k) == 0 || !d ? 0 : -1;
+        else if (json_is_object(v) && json_is_object(d))
+            rc = overlay(d, v);
+        else if (key && json_is_array(v) && json_is_array(d))
+            rc = overlay_list(d, v, key);
+        else
+            rc = json_object_set_new(dst, k, json_deep_copy(v));
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The pod's containers named name (in containers or initContainers) leave the pod; the first
+ * is laid over the template's container tmpl, as Istio's injector applies a pod's own
+ * istio-proxy / istio-init as overrides of the template's (never two of one name). */
+static void warn_override(json_t *warnings, const char *name, const json_t *c)
+{
+    char keys[512] = "";
+    size_t n = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)c, k, v)
+    {
+        if (strcmp(k, "name") != 0 && n < sizeof keys)
+            n += (size_t)snprintf(keys + n, sizeof keys - n, "%s%s", n ? ", " : "", k);
+    }
+    wf_inj_warn(warnings,
+                "the pod already has a container %s (and no sidecar.istio.io/status annotation): "
+                "its fields override the injected one's, as Istio's injector does (%s)",
+                name, n ? keys : "no fields");
+}
+
+static int take_override(json_t *spec, const char *name, json_t *tmpl, json_t *warnings)
+{
+    static const char *const lists[] = {"initContainers", "containers"};
+    bool applied = false;
+    for (size_t l = 0; l < 2; l++) {
+        json_t *arr = json_object_get(spec, lists[l]);
+        for (size_t i = json_array_size(arr); i-- > 0;) {
+            json_t *c = json_array_get(arr, i);
+            const char *n = json_string_value(json_object_get(c, "name"));
+            if (!n || strcmp(n, name) != 0)
+                continue;
+            json_incref(c);
+            json_array_remove(arr, i);
+            if (!applied)
+                warn_override(warnings, name, c);
+            int rc = applied ? 0 : overlay(tmpl, c);
+            applied = true;
+            json_decref(c);
+            if (rc != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
 static int build(inj_ctx *x, const json_t *path_env)
 {
     json_t *md = obj_at(x->out, "metadata"), *spec = obj_at(x->out, "spec");
@@ -306,6 +416,10 @@ static int build(inj_ctx *x, const json_t *path_env)
     json_t *proxy = wf_inj_proxy_container(x), *init = wf_inj_init_container(x);
     json_t *vols = volumes(x);
     int rc = md && spec && containers && proxy && init && vols ? 0 : -1;
+    if (rc == 0)
+        rc = take_override(spec, "istio-proxy", proxy, x->warnings);
+    if (rc == 0)
+        rc = take_override(spec, "istio-init", init, x->warnings);
     if (rc == 0)
         rc = probes(x, proxy, containers);
     if (rc == 0)

@@ -163,21 +163,44 @@ static const char *const v_passthrough[] = {"PASSTHROUGH", NULL};
 static const char *const v_gw_h2[] = {"HTTP2", "GRPC", NULL};
 static const char *const v_external_name[] = {"ExternalName", NULL};
 static const char *const v_capture_default[] = {"DEFAULT", NULL};
-/* The Istio annotations weft honours: the local mesh's injector (docs/local-mesh.md; the
- * traffic.sidecar.istio.io ones become istio-init's arguments wherever it installs capture,
- * `weftctl up --capture`), the analyzer's suppressions, the Service's exportTo, and what the
- * injector writes itself. */
+/* The Istio annotations weft honours everywhere: the analyzer's suppressions, the revision. */
 #define HONOURED_ANY "galley.istio.io/analyze-suppress", "istio.io/rev"
+/* The pod annotations weft-proxy's agent reads from the pod (its stats inclusions), in the
+ * local mesh and in Kubernetes alike. */
+#define HONOURED_AGENT                                                                             \
+    "sidecar.istio.io/statsInclusionPrefixes", "sidecar.istio.io/statsInclusionSuffixes",          \
+        "sidecar.istio.io/statsInclusionRegexps", "prometheus.istio.io/merge-metrics"
+/* What weft's Kubernetes injector implements (kube/inject_annotations.c, docs/kubernetes.md). */
+#define INJECTOR_ANN                                                                               \
+    "sidecar.istio.io/inject", "sidecar.istio.io/status",                                          \
+        "sidecar.istio.io/rewriteAppHTTPProbers", "sidecar.istio.io/proxyImage",                   \
+        "sidecar.istio.io/proxyCPU", "sidecar.istio.io/proxyMemory",                               \
+        "sidecar.istio.io/proxyCPULimit", "sidecar.istio.io/proxyMemoryLimit",                     \
+        "sidecar.istio.io/logLevel", "sidecar.istio.io/componentLogLevel",                         \
+        "sidecar.istio.io/agentLogLevel", "sidecar.istio.io/nativeSidecar",                        \
+        "sidecar.istio.io/userVolume", "sidecar.istio.io/userVolumeMount",                         \
+        "sidecar.istio.io/interceptionMode", "traffic.sidecar.istio.io/includeOutboundIPRanges",   \
+        "traffic.sidecar.istio.io/excludeOutboundIPRanges",                                        \
+        "traffic.sidecar.istio.io/includeInboundPorts",                                            \
+        "traffic.sidecar.istio.io/excludeInboundPorts",                                            \
+        "traffic.sidecar.istio.io/includeOutboundPorts",                                           \
+        "traffic.sidecar.istio.io/excludeOutboundPorts",                                           \
+        "traffic.sidecar.istio.io/kubevirtInterfaces",                                             \
+        "traffic.sidecar.istio.io/excludeInterfaces", "status.sidecar.istio.io/port",              \
+        "readiness.status.sidecar.istio.io/initialDelaySeconds",                                   \
+        "readiness.status.sidecar.istio.io/periodSeconds",                                         \
+        "readiness.status.sidecar.istio.io/failureThreshold", "proxy.istio.io/config",             \
+        "prometheus.istio.io/merge-metrics"
+static const char *const v_injector_ann[] = {INJECTOR_ANN, NULL};
 static const char *const v_any_ann[] = {HONOURED_ANY, NULL};
+/* The local mesh: its injector (docs/local-mesh.md; the traffic.sidecar.istio.io ones become
+ * istio-init's arguments wherever it installs capture, `weftctl up --capture`). */
 static const char *const v_pod_ann[] = {HONOURED_ANY,
+                                        HONOURED_AGENT,
                                         "sidecar.istio.io/inject",
                                         "sidecar.istio.io/status",
                                         "sidecar.istio.io/rewriteAppHTTPProbers",
-                                        "sidecar.istio.io/statsInclusionPrefixes",
-                                        "sidecar.istio.io/statsInclusionSuffixes",
-                                        "sidecar.istio.io/statsInclusionRegexps",
                                         "proxy.istio.io/config",
-                                        "prometheus.istio.io/merge-metrics",
                                         "traffic.sidecar.istio.io/includeOutboundIPRanges",
                                         "traffic.sidecar.istio.io/excludeOutboundIPRanges",
                                         "traffic.sidecar.istio.io/includeInboundPorts",
@@ -185,29 +208,38 @@ static const char *const v_pod_ann[] = {HONOURED_ANY,
                                         "traffic.sidecar.istio.io/excludeOutboundPorts",
                                         "traffic.sidecar.istio.io/includeOutboundPorts",
                                         NULL};
+/* Kubernetes: the injector's, and the agent's. */
+static const char *const v_pod_ann_kube[] = {HONOURED_ANY, HONOURED_AGENT, INJECTOR_ANN, NULL};
 static const char *const v_service_ann[] = {HONOURED_ANY, "networking.istio.io/exportTo", NULL};
 
 #define ROW(k, p, w, v, f, e, x)                                                                   \
     {                                                                                              \
-        WF_KIND_##k, p, WF_UNIMPL_##w, v, NULL, false, f, e, x                                     \
+        WF_KIND_##k, p, WF_UNIMPL_##w, v, NULL, false, f, e, x, WF_UNIMPL_BOTH                     \
     }
 #define SEC(k, p, w, v, f, e, x)                                                                   \
     {                                                                                              \
-        WF_KIND_##k, p, WF_UNIMPL_##w, v, NULL, true, f, e, x                                      \
+        WF_KIND_##k, p, WF_UNIMPL_##w, v, NULL, true, f, e, x, WF_UNIMPL_BOTH                      \
     }
-/* An annotation map: Istio annotations other than those weft honours. */
-#define KEYS(k, p, honoured)                                                                       \
+/* An annotation map: Istio annotations other than those weft honours (where: BOTH,
+ * LOCAL_ONLY, KUBE_ONLY). */
+#define KEYS(k, p, honoured, where)                                                                \
     {                                                                                              \
         WF_KIND_##k, p, WF_UNIMPL_ISTIO_KEY_NOT_IN, honoured, NULL, false, "this annotation",      \
-            "it is ignored", "x"                                                                   \
+            "it is ignored", "x", WF_UNIMPL_##where                                                \
     }
 #define MESH(p, w, v, f, e, x)                                                                     \
     {                                                                                              \
-        WF_UNIMPL_MESHCONFIG, p, WF_UNIMPL_##w, v, NULL, false, f, e, x                            \
+        WF_UNIMPL_MESHCONFIG, p, WF_UNIMPL_##w, v, NULL, false, f, e, x, WF_UNIMPL_BOTH            \
+    }
+/* A ProxyConfig field `weft-proxy proxy` (the injected istio-proxy, agent_config.h) or the
+ * injector honours: without effect in the local mesh only. */
+#define MESH_LOCAL(p, w, v, f, e, x)                                                               \
+    {                                                                                              \
+        WF_UNIMPL_MESHCONFIG, p, WF_UNIMPL_##w, v, NULL, false, f, e, x, WF_UNIMPL_LOCAL_ONLY      \
     }
 #define FN(k, p, fn, sec, f, e, x)                                                                 \
     {                                                                                              \
-        WF_KIND_##k, p, WF_UNIMPL_CUSTOM, NULL, fn, sec, f, e, x                                   \
+        WF_KIND_##k, p, WF_UNIMPL_CUSTOM, NULL, fn, sec, f, e, x, WF_UNIMPL_BOTH                   \
     }
 
 #define SAME         "the traffic is handled as if the field were absent"
@@ -269,26 +301,27 @@ static const wf_unimpl_entry table[] = {
     MESH("proxyInboundListenPort", PRESENT, NULL, "traffic capture (the inbound capture port)",
          SAME, "15006"),
     MESH("proxyHttpPort", PRESENT, NULL, "the HTTP proxy port", SAME, "15080"),
-    MESH("defaultConfig.concurrency", PRESENT, NULL, "ProxyConfig concurrency",
-         "sidecars run one worker thread, gateways two", "2"),
-    MESH("defaultConfig.drainDuration", PRESENT, NULL, "ProxyConfig drain durations",
-         "proxies drain for weft's default", "45s"),
+    MESH_LOCAL("defaultConfig.concurrency", PRESENT, NULL, "ProxyConfig concurrency",
+               "sidecars run one worker thread, gateways two", "2"),
+    MESH_LOCAL("defaultConfig.drainDuration", PRESENT, NULL, "ProxyConfig drain durations",
+               "proxies drain for weft's default", "45s"),
     MESH("defaultConfig.terminationDrainDuration", PRESENT, NULL, "ProxyConfig drain durations",
          "proxies drain for weft's default", "5s"),
-    MESH("defaultConfig.discoveryAddress", PRESENT, NULL, "ProxyConfig discoveryAddress",
-         "proxies use the local mesh's pilot", "istiod.istio-system.svc:15012"),
-    MESH("defaultConfig.statusPort", PRESENT, NULL, "ProxyConfig statusPort",
-         "the status port stays 15020", "15021"),
-    MESH("defaultConfig.proxyAdminPort", PRESENT, NULL, "ProxyConfig proxyAdminPort",
-         "the admin port stays 15000", "15001"),
+    MESH_LOCAL("defaultConfig.discoveryAddress", PRESENT, NULL, "ProxyConfig discoveryAddress",
+               "proxies use the local mesh's pilot", "istiod.istio-system.svc:15012"),
+    MESH_LOCAL("defaultConfig.statusPort", PRESENT, NULL, "ProxyConfig statusPort",
+               "the status port stays 15020", "15021"),
+    MESH_LOCAL("defaultConfig.proxyAdminPort", PRESENT, NULL, "ProxyConfig proxyAdminPort",
+               "the admin port stays 15000", "15001"),
     MESH("defaultConfig.envoyAccessLogService", PRESENT, NULL, "the Envoy access-log service",
          "no access log is streamed", "{address: als:9000}"),
     MESH("defaultConfig.envoyMetricsService", PRESENT, NULL, "the Envoy metrics service",
          "no metrics are streamed", "{address: ms:9000}"),
     MESH("defaultConfig.proxyBootstrapTemplatePath", PRESENT, NULL, "bootstrap templates",
          "proxies get weft's bootstrap", "/etc/b.json"),
-    MESH("defaultConfig.holdApplicationUntilProxyStarts", VALUE_IN, v_true,
-         "holding applications until the proxy starts", "apps start beside their proxy", "true"),
+    MESH_LOCAL("defaultConfig.holdApplicationUntilProxyStarts", VALUE_IN, v_true,
+               "holding applications until the proxy starts", "apps start beside their proxy",
+               "true"),
     /* ---- security.istio.io ---- */
     SEC(AUTHORIZATIONPOLICY, "spec.action", VALUE_IN, v_custom,
         "CUSTOM authorization (the ext_authz filter)",
@@ -459,13 +492,18 @@ static const wf_unimpl_entry table[] = {
     ROW(SIDECAR, "spec.outboundTrafficPolicy.egressProxy", PRESENT, NULL, "the egress proxy",
         "unknown destinations are not sent to the egress proxy", "{host: egress.example}"),
     /* ---- annotations Istio's injector or istiod read ---- */
-    KEYS(POD, "metadata.annotations.*", v_pod_ann),
-    KEYS(DEPLOYMENT, "spec.template.metadata.annotations.*", v_pod_ann),
-    KEYS(STATEFULSET, "spec.template.metadata.annotations.*", v_pod_ann),
-    KEYS(DAEMONSET, "spec.template.metadata.annotations.*", v_pod_ann),
-    KEYS(REPLICASET, "spec.template.metadata.annotations.*", v_pod_ann),
-    KEYS(SERVICE, "metadata.annotations.*", v_service_ann),
-    KEYS(NAMESPACE, "metadata.annotations.*", v_any_ann),
+    KEYS(POD, "metadata.annotations.*", v_pod_ann, LOCAL_ONLY),
+    KEYS(DEPLOYMENT, "spec.template.metadata.annotations.*", v_pod_ann, LOCAL_ONLY),
+    KEYS(STATEFULSET, "spec.template.metadata.annotations.*", v_pod_ann, LOCAL_ONLY),
+    KEYS(DAEMONSET, "spec.template.metadata.annotations.*", v_pod_ann, LOCAL_ONLY),
+    KEYS(REPLICASET, "spec.template.metadata.annotations.*", v_pod_ann, LOCAL_ONLY),
+    KEYS(POD, "metadata.annotations.*", v_pod_ann_kube, KUBE_ONLY),
+    KEYS(DEPLOYMENT, "spec.template.metadata.annotations.*", v_pod_ann_kube, KUBE_ONLY),
+    KEYS(STATEFULSET, "spec.template.metadata.annotations.*", v_pod_ann_kube, KUBE_ONLY),
+    KEYS(DAEMONSET, "spec.template.metadata.annotations.*", v_pod_ann_kube, KUBE_ONLY),
+    KEYS(REPLICASET, "spec.template.metadata.annotations.*", v_pod_ann_kube, KUBE_ONLY),
+    KEYS(SERVICE, "metadata.annotations.*", v_service_ann, BOTH),
+    KEYS(NAMESPACE, "metadata.annotations.*", v_any_ann, BOTH),
     /* ---- Service, ServiceEntry, WorkloadEntry ---- */
     FN(SERVICE, "spec.ports[]", port_is_mongo, false, NO_MONGO, MONGO_EFFECT,
        "{name: mongo-db, port: 27017}"),
@@ -509,6 +547,17 @@ const wf_unimpl_entry *wf_unimpl_table(size_t *n)
 {
     *n = sizeof table / sizeof table[0];
     return table;
+}
+
+bool wf_unimpl_holds(const wf_unimpl_entry *e, wf_unimpl_target t)
+{
+    return e->where == WF_UNIMPL_BOTH ||
+           (e->where == WF_UNIMPL_LOCAL_ONLY) == (t == WF_UNIMPL_LOCAL_MESH);
+}
+
+const char *const *wf_unimpl_injector_annotations(void)
+{
+    return v_injector_ann;
 }
 
 const char *wf_unimpl_code(const wf_unimpl_entry *e)
@@ -725,13 +774,13 @@ static void scan_row(scan *sc)
         walk(sc, sc->r->root, tp_places[i], path + 5, 0, sc->r->line, sc->r->col);
 }
 
-int wf_unimpl_scan(const wf_resource *r, wf_unimpl_cb cb, void *arg)
+int wf_unimpl_scan(const wf_resource *r, wf_unimpl_target t, wf_unimpl_cb cb, void *arg)
 {
     scan sc = {.r = r, .cb = cb, .arg = arg};
     if (wf_kvs_get(&r->annotations, WF_UNIMPL_GENERATED_ANNOTATION))
         return 0;
     for (size_t i = 0; i < sizeof table / sizeof table[0] && !sc.stop; i++) {
-        if (table[i].kind != r->kind)
+        if (table[i].kind != r->kind || !wf_unimpl_holds(&table[i], t))
             continue;
         sc.e = &table[i];
         scan_row(&sc);
@@ -753,22 +802,25 @@ static wf_resource config_doc(const char *kind_name, const wf_node *root, const 
                          .col = root->col};
 }
 
-int wf_unimpl_scan_mesh(const wf_node *root, const char *file, wf_unimpl_cb cb, void *arg)
+int wf_unimpl_scan_mesh(const wf_node *root, const char *file, wf_unimpl_target t, wf_unimpl_cb cb,
+                        void *arg)
 {
     if (!root || root->type != WF_NODE_MAP)
         return 0;
     wf_resource r = config_doc("MeshConfig", root, file);
-    return wf_unimpl_scan(&r, cb, arg);
+    return wf_unimpl_scan(&r, t, cb, arg);
 }
 
-int wf_unimpl_scan_proxyconfig(const wf_node *root, const char *file, wf_unimpl_cb cb, void *arg)
+int wf_unimpl_scan_proxyconfig(const wf_node *root, const char *file, wf_unimpl_target t,
+                               wf_unimpl_cb cb, void *arg)
 {
     if (!root || root->type != WF_NODE_MAP)
         return 0;
     wf_resource r = config_doc("ProxyConfig", root, file);
     scan sc = {.r = &r, .cb = cb, .arg = arg};
     for (size_t i = 0; i < sizeof table / sizeof table[0] && !sc.stop; i++) {
-        if (table[i].kind != WF_UNIMPL_MESHCONFIG || strncmp(table[i].path, "defaultConfig.", 14))
+        if (table[i].kind != WF_UNIMPL_MESHCONFIG || !wf_unimpl_holds(&table[i], t) ||
+            strncmp(table[i].path, "defaultConfig.", 14))
             continue;
         sc.e = &table[i];
         walk(&sc, root, table[i].path + 14, "", 0, r.line, r.col);

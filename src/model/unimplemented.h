@@ -45,6 +45,23 @@ typedef enum wf_unimpl_when {
     WF_UNIMPL_ISTIO_KEY_NOT_IN,
 } wf_unimpl_when;
 
+/* Where the config runs: the local mesh (`weftctl up`: weft-proxy started from a plan, the
+ * local injector) or Kubernetes (weft-pilot's Kubernetes source, `weftctl analyze --use-kube`,
+ * `weftctl kube-inject` and the webhook: pods injected with Istio's template, whose istio-proxy
+ * runs `weft-proxy proxy sidecar` and reads PROXY_CONFIG, proxy/agent/agent_config.h). Some
+ * fields have effect in one and not the other. */
+typedef enum wf_unimpl_target {
+    WF_UNIMPL_LOCAL_MESH = 0,
+    WF_UNIMPL_KUBERNETES,
+} wf_unimpl_target;
+
+/* Which targets a row holds for. */
+typedef enum wf_unimpl_where {
+    WF_UNIMPL_BOTH = 0,
+    WF_UNIMPL_LOCAL_ONLY, /* has effect in Kubernetes (the agent, the injector honour it) */
+    WF_UNIMPL_KUBE_ONLY,  /* has effect in the local mesh */
+} wf_unimpl_where;
+
 typedef struct wf_unimpl_entry {
     wf_kind kind;
     const char *path; /* see above; "" = the whole resource */
@@ -58,6 +75,7 @@ typedef struct wf_unimpl_entry {
     /* For the table's own test: a YAML flow value that, put at path in an otherwise empty
      * resource of kind, makes the row report ("" = the bare resource does). */
     const char *example; /* for kind WF_KIND_OTHER rows: "apiVersion Kind" of the example */
+    wf_unimpl_where where;
 } wf_unimpl_entry;
 
 /* One finding. Strings and pointers are valid during the callback only. */
@@ -84,21 +102,31 @@ const wf_unimpl_entry *wf_unimpl_table(size_t *n);
  * config, so nothing is reported about them. */
 #define WF_UNIMPL_GENERATED_ANNOTATION "weft.io/generated-by"
 
-/* Calls cb for every row that applies to r, in table order, and in document order within a
- * row; nothing for an object carrying WF_UNIMPL_GENERATED_ANNOTATION. Returns the number of
- * hits reported, or -1 on out of memory. */
-int wf_unimpl_scan(const wf_resource *r, wf_unimpl_cb cb, void *arg);
+/* Whether row e holds for target t. */
+bool wf_unimpl_holds(const wf_unimpl_entry *e, wf_unimpl_target t);
+
+/* The pod annotations weft's Kubernetes injector (kube/inject.h) implements, NULL-terminated:
+ * the injector and the table's Kubernetes rows share the list. */
+const char *const *wf_unimpl_injector_annotations(void);
+
+/* Calls cb for every row that applies to r and holds for target t, in table order, and in
+ * document order within a row; nothing for an object carrying
+ * WF_UNIMPL_GENERATED_ANNOTATION. Returns the number of hits reported, or -1 on out of
+ * memory. */
+int wf_unimpl_scan(const wf_resource *r, wf_unimpl_target t, wf_unimpl_cb cb, void *arg);
 
 /* Scans a MeshConfig document (root: its top-level map; file: where it came from) against the
  * MeshConfig rows; hits carry a resource of kind WF_UNIMPL_MESHCONFIG named "MeshConfig", valid
  * during the callback only. Returns as wf_unimpl_scan. */
-int wf_unimpl_scan_mesh(const wf_node *root, const char *file, wf_unimpl_cb cb, void *arg);
+int wf_unimpl_scan_mesh(const wf_node *root, const char *file, wf_unimpl_target t, wf_unimpl_cb cb,
+                        void *arg);
 
 /* Scans a ProxyConfig document (the proxy.istio.io/config annotation's, or a ProxyConfig
  * resource's spec) against the MeshConfig rows under defaultConfig (paths without that
  * prefix: "concurrency"); hits carry a resource of kind WF_UNIMPL_MESHCONFIG named
  * "ProxyConfig", valid during the callback only. Returns as wf_unimpl_scan. */
-int wf_unimpl_scan_proxyconfig(const wf_node *root, const char *file, wf_unimpl_cb cb, void *arg);
+int wf_unimpl_scan_proxyconfig(const wf_node *root, const char *file, wf_unimpl_target t,
+                               wf_unimpl_cb cb, void *arg);
 
 /* The message text of a hit, appended to out:
  *   "spec.trafficPolicy.tls.mode is not enforced by weft: <feature> is not implemented;

@@ -181,6 +181,10 @@ typedef struct wf_dir_source_opts {
     /* the source applies MeshConfig discoverySelectors itself (the Kubernetes source): they
      * are not reported as not implemented (WFT0001) */
     bool discovery_selectors;
+    /* the config is a Kubernetes cluster's (the Kubernetes source): its pods are injected with
+     * Istio's template and run `weft-proxy proxy`, so the fields that lack effect in the local
+     * mesh only are not reported (model/unimplemented.h WF_UNIMPL_KUBERNETES) */
+    bool kubernetes;
 } wf_dir_source_opts;
 
 /* Makes a directory source on loop. Returns 0 and *out, or -1 (out of memory). */

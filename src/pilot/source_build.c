@@ -301,11 +301,16 @@ static bool on_unimpl(const wf_unimpl_hit *h, void *arg)
     return u->rc == 0;
 }
 
+static wf_unimpl_target unimpl_target(const build *b)
+{
+    return b->opts->kubernetes ? WF_UNIMPL_KUBERNETES : WF_UNIMPL_LOCAL_MESH;
+}
+
 /* Warnings for the Istio fields of r that weft does not implement. */
 static int scan_unimplemented(build *b, const wf_resource *r)
 {
     unimpl_arg u = {b, 0};
-    if (wf_unimpl_scan(r, on_unimpl, &u) < 0)
+    if (wf_unimpl_scan(r, unimpl_target(b), on_unimpl, &u) < 0)
         return -1;
     return u.rc;
 }
@@ -918,7 +923,8 @@ static int load_mesh(build *b)
     /* the MeshConfig fields weft does not implement (a file's, not Istio's defaults) */
     unimpl_arg u = {b, 0};
     if (box->hash && path && *path &&
-        wf_unimpl_scan_mesh(wf_meshcfg_get(box->mesh, ""), path, on_unimpl, &u) < 0)
+        wf_unimpl_scan_mesh(wf_meshcfg_get(box->mesh, ""), path, unimpl_target(b), on_unimpl, &u) <
+            0)
         return -1;
     return u.rc;
 }

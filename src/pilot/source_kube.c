@@ -112,7 +112,8 @@ static void rebuild(kube_src *k)
                             .mesh_text = docs.mesh_text,
                             .mesh_len = docs.mesh_len,
                             .mesh_name = docs.mesh_name,
-                            .discovery_selectors = true};
+                            .discovery_selectors = true,
+                            .kubernetes = true};
     int64_t changed_at = k->first_wall_ms ? k->first_wall_ms : wall_ms();
     wf_snapshot *s = wf_source_build(&o, k->cur, changed_at);
     k->first_wall_ms = 0;

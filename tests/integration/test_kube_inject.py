@@ -352,8 +352,8 @@ def test_skip_warnings_and_output_file(tmp_path):
     r = inject("-f", "-", "-o", str(out), stdin=src)
     assert r.returncode == 0, r.stderr
     assert r.stdout == ""
-    assert "Warning: annotation sidecar.istio.io/bootstrapOverride is not implemented" in \
-        r.stderr
+    assert ("Warning: stdin:1: Deployment default/hello: annotation "
+            "sidecar.istio.io/bootstrapOverride is not implemented") in r.stderr, r.stderr
     assert "name: istio-proxy" in out.read_text()
 
 
@@ -399,7 +399,11 @@ def test_input_errors_and_usage(tmp_path):
                             "      labels:", 1)
     r = inject("-f", "-", stdin=refused)
     assert r.returncode == 1
-    assert "stdin:1: Deployment hello:" in r.stderr and "excludeInboundPorts" in r.stderr
+    # the error points at the annotation's line
+    line = refused.splitlines().index(
+        '        traffic.sidecar.istio.io/excludeInboundPorts: "70000"') + 1
+    assert "Error: stdin:%d: Deployment default/hello: " % line in r.stderr, r.stderr
+    assert "excludeInboundPorts" in r.stderr
     r = inject("-f", str(tmp_path / "nope.yaml"))
     assert r.returncode == 1 and "nope.yaml" in r.stderr
     assert inject().returncode == 64
@@ -409,3 +413,93 @@ def test_input_errors_and_usage(tmp_path):
     assert r.returncode == 0 and "--injectConfigFile" in r.stdout and "Exit codes" in r.stdout
     r = subprocess.run([WEFTCTL, "completion", "bash"], capture_output=True, text=True)
     assert "kube-inject" in r.stdout
+
+
+def annotated(*lines):
+    return HELLO.replace("    metadata:\n      labels:",
+                         "    metadata:\n      annotations:\n" +
+                         "".join("        %s\n" % l for l in lines) + "      labels:", 1)
+
+
+def test_bad_annotation_values_are_refused(tmp_path):
+    """A resource annotation that is not a quantity and a ProxyConfig value of the wrong type
+    refuse the pod, the error at the annotation's line; an unknown ProxyConfig field is ignored
+    (as Istio's ApplyYAML does) and warned about."""
+    for ann, want in (('sidecar.istio.io/proxyCPU: "lots"', "quantities must match"),
+                      ('proxy.istio.io/config: "concurrency: abc"',
+                       'concurrency: "abc" is not an integer')):
+        src = annotated(ann)
+        r = inject("-f", "-", stdin=src)
+        line = src.splitlines().index("        " + ann) + 1
+        assert r.returncode == 1 and r.stdout == "", r
+        assert "Error: stdin:%d: Deployment default/hello: injection failed" % line in r.stderr, \
+            r.stderr
+        assert want in r.stderr, r.stderr
+    r = inject("-f", "-", stdin=annotated('proxy.istio.io/config: "{bogusField: 1}"',
+                                          'sidecar.istio.io/proxyCPU: 250m'))
+    assert r.returncode == 0, r.stderr
+    assert ('Warning: stdin:1: Deployment default/hello: annotation proxy.istio.io/config: '
+            'unknown field "bogusField"') in r.stderr, r.stderr
+    assert "cpu: 250m" in r.stdout
+    assert "bogusField" in r.stdout  # PROXY_CONFIG keeps it, as Istio's does not parse it away
+
+
+def test_existing_sidecar_container_is_merged_not_duplicated():
+    """istioinaction's httpbin-with-sidecar.yaml (istio-proxy and istio-init, no status
+    annotation): one of each, the pod's fields over the template's (Istio's overrides)."""
+    path = os.path.join(CORPUS, "appendices", "httpbin-with-sidecar.yaml")
+    if not os.path.exists(path):
+        pytest.skip("istioinaction corpus not found")
+    r = inject("-f", path)
+    assert r.returncode == 0, r.stderr
+    dep = [d for d in yaml.safe_load_all(r.stdout) if d][0]
+    spec = dep["spec"]["template"]["spec"]
+    names = [c["name"] for c in spec["containers"]] + [c["name"] for c in spec["initContainers"]]
+    assert sorted(names) == ["httpbin", "istio-init", "istio-proxy"], names
+    proxy = by_name(spec["containers"])["istio-proxy"]
+    assert proxy["image"] == "docker.io/istio/proxyv2:1.11.0"  # the pod's
+    assert "PROXY_CONFIG" in [e["name"] for e in proxy["env"]]  # the template's
+    assert "the pod already has a container istio-proxy" in r.stderr, r.stderr
+
+
+def test_kubernetes_effect_and_manifest_values(tmp_path):
+    """The istio ConfigMap's mesh and the injector's values that `weftctl manifest generate`
+    writes: discoveryAddress, concurrency and global.sds.token.aud have effect on injected
+    pods, so nothing is warned about them; the token's audience is the values'."""
+    gen = subprocess.run([WEFTCTL, "manifest", "generate"], capture_output=True, text=True,
+                         timeout=30)
+    assert gen.returncode == 0, gen.stderr
+    docs = [d for d in yaml.safe_load_all(gen.stdout) if d]
+    cms = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "ConfigMap"}
+    mesh = tmp_path / "mesh.yaml"
+    mesh.write_text(cms["istio"]["data"]["mesh"] + "defaultConfig:\n  concurrency: 2\n"
+                    if "defaultConfig" not in cms["istio"]["data"]["mesh"]
+                    else cms["istio"]["data"]["mesh"].replace("defaultConfig:\n",
+                                                              "defaultConfig:\n  concurrency: 2\n",
+                                                              1))
+    vals = json.loads(cms["istio-sidecar-injector"]["data"]["values"])
+    vals["global"].setdefault("sds", {}).setdefault("token", {})["aud"] = "my-aud"
+    values = tmp_path / "values.json"
+    values.write_text(json.dumps(vals))
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(cms["istio-sidecar-injector"]["data"]["config"])
+    r = inject("-f", "-", "--meshConfigFile", str(mesh), "--valuesFile", str(values),
+               stdin=annotated("sidecar.istio.io/proxyMemory: 64Mi"))
+    assert r.returncode == 0, r.stderr
+    assert "discoveryAddress" not in r.stderr and "concurrency" not in r.stderr, r.stderr
+    assert "global.sds" not in r.stderr and "proxyMemory" not in r.stderr, r.stderr
+    dep = [d for d in yaml.safe_load_all(r.stdout) if d][0]
+    vols = by_name(dep["spec"]["template"]["spec"]["volumes"])
+    tok = vols["istio-token"]["projected"]["sources"][0]["serviceAccountToken"]
+    assert tok["audience"] == "my-aud", tok
+
+
+def test_documents_that_are_not_objects_and_directories(tmp_path):
+    for text, word in (("hello\n", "string"), ("- a\n- b\n", "array")):
+        r = inject("-f", "-", stdin=HELLO + "---\n" + text)
+        assert r.returncode == 1, r
+        assert ("Error: stdin:%d: error unmarshaling JSON: while decoding JSON: json: cannot "
+                "unmarshal %s into Go value of type v1.TypeMeta" %
+                (HELLO.count("\n") + 2, word)) in r.stderr, r.stderr
+    r = inject("-f", str(tmp_path))
+    assert r.returncode == 1 and "Error: %s: is a directory" % tmp_path in r.stderr, r.stderr

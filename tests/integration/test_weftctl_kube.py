@@ -326,3 +326,28 @@ def test_api_server_proxy_subresource_with_kubectl(cluster, tmp_path):
         r = raw("/api/v1/namespaces/%s/pods/nope:15000/proxy/server_info" % NS)
         assert r.returncode != 0 and ("NotFound" in r.stderr or "not found" in r.stderr), \
             r.stderr
+
+
+def test_analyze_use_kube_honours_what_the_injector_implements(certs, tmp_path):
+    """--use-kube: the pods are injected by Istio's template (weft's injector honours
+    sidecar.istio.io/proxyCPU): no WFT0001 for it; one the injector ignores is still reported;
+    files alone (the local mesh) report both."""
+    api = Api(certs, tmp_path)
+    try:
+        api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+        dep = tmp_path / "dep.yaml"
+        dep.write_text(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: %s}\n"
+            "spec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata:\n"
+            "      labels: {app: web}\n      annotations:\n"
+            "        sidecar.istio.io/proxyCPU: 100m\n"
+            "        sidecar.istio.io/bootstrapOverride: x\n"
+            "    spec:\n      containers: [{name: web, image: web}]\n" % NS)
+        rc, out, err = weftctl("analyze", "--kubeconfig", api.kubeconfig, str(dep))
+        assert "sidecar.istio.io/bootstrapOverride] has no effect in weft" in out, (out, err)
+        assert "proxyCPU" not in out, out
+        rc, out, err = weftctl("analyze", "--use-kube=false", "-A", str(dep))
+        assert "sidecar.istio.io/bootstrapOverride] has no effect in weft" in out, (out, err)
+        assert "sidecar.istio.io/proxyCPU] has no effect in weft" in out, out
+    finally:
+        api.srv.stop()

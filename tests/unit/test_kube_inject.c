@@ -419,6 +419,173 @@ static void test_annotations_and_values(void **state)
     wf_strbuf_free(&why);
 }
 
+/* The ProxyConfig fields `weft-proxy proxy sidecar` reads (discoveryAddress, concurrency, ...)
+ * have effect on injected pods: not reported from the mesh file nor the annotation; one it
+ * does not read is. global.sds.token.aud is the istio-token volume's audience (Istio's
+ * template). */
+static void test_kubernetes_effect(void **state)
+{
+    (void)state;
+    wf_inject_config *c = NULL;
+    wf_strbuf why = WF_STRBUF_INIT;
+    const char *mesh = "defaultConfig:\n  discoveryAddress: istiod.istio-system.svc:15012\n"
+                       "  concurrency: 2\n  drainDuration: 45s\n  statusPort: 15020\n"
+                       "  proxyAdminPort: 15000\n  terminationDrainDuration: 5s\n";
+    const char *values = "{\"global\":{\"sds\":{\"token\":{\"aud\":\"my-aud\"}}}}";
+    assert_int_equal(wf_inject_config_load_files(NULL, write_tmp("values", values),
+                                                 write_tmp("mesh", mesh), &c, &why),
+                     0);
+    const json_t *u = wf_inject_config_unimplemented(c);
+    assert_false(has_warning(u, "discoveryAddress"));
+    assert_false(has_warning(u, "concurrency"));
+    assert_false(has_warning(u, "statusPort"));
+    assert_false(has_warning(u, "global.sds"));
+    assert_true(has_warning(u, "defaultConfig.terminationDrainDuration has no effect in weft"));
+    json_t *pod = pod_with(NULL,
+                           "{\"proxy.istio.io/config\":\"concurrency: 4\\nproxyAdminPort: "
+                           "15001\\n\",\"sidecar.istio.io/proxyCPU\":\"100m\"}",
+                           NULL);
+    json_t *out = NULL, *w = json_array();
+    assert_int_equal(inject(c, pod, NULL, &out, w, &why), 1);
+    assert_int_equal(json_array_size(w), 0);
+    size_t i;
+    json_t *v, *aud = NULL;
+    json_array_foreach(json_object_get(json_object_get(out, "spec"), "volumes"), i, v)
+    {
+        if (strcmp(json_string_value(json_object_get(v, "name")), "istio-token") == 0)
+            aud = json_object_get(
+                json_object_get(
+                    json_array_get(json_object_get(json_object_get(v, "projected"), "sources"), 0),
+                    "serviceAccountToken"),
+                "audience");
+    }
+    assert_string_equal(json_string_value(aud), "my-aud");
+    json_decref(out);
+    json_decref(pod);
+    json_decref(w);
+    wf_inject_config_free(c);
+    /* the chart's default audience */
+    assert_int_equal(wf_inject_config_load_files(NULL, NULL, NULL, &c, &why), 0);
+    pod = pod_with(NULL, NULL, NULL);
+    assert_int_equal(inject(c, pod, NULL, &out, NULL, &why), 1);
+    char *d = json_dumps(out, JSON_COMPACT);
+    assert_non_null(strstr(d, "\"audience\":\"istio-ca\""));
+    free(d);
+    json_decref(out);
+    json_decref(pod);
+    wf_inject_config_free(c);
+    wf_strbuf_free(&why);
+}
+
+/* Bad values refuse the pod: a resource annotation that is not a Kubernetes quantity (the
+ * rendered pod would not decode), a ProxyConfig value of the wrong type (protomarshal.ApplyYAML
+ * fails); an unknown ProxyConfig field is ignored as Istio does, and said. */
+static void test_bad_annotation_values(void **state)
+{
+    (void)state;
+    wf_inject_config *c = NULL;
+    wf_strbuf why = WF_STRBUF_INIT;
+    assert_int_equal(wf_inject_config_load_files(NULL, NULL, NULL, &c, &why), 0);
+    static const struct {
+        const char *ann, *want;
+    } bad[] = {
+        {"{\"sidecar.istio.io/proxyCPU\":\"lots\"}",
+         "invalid annotation sidecar.istio.io/proxyCPU=\"lots\": quantities must match the "
+         "regular expression"},
+        {"{\"sidecar.istio.io/proxyMemoryLimit\":\"1.2.3Gi\"}", "quantities must match"},
+        {"{\"sidecar.istio.io/proxyMemory\":\"10mi\"}", "unable to parse quantity's suffix"},
+        {"{\"proxy.istio.io/config\":\"concurrency: abc\"}",
+         "failed to convert to apply proxy config: concurrency: \"abc\" is not an integer"},
+        {"{\"proxy.istio.io/config\":\"holdApplicationUntilProxyStarts: maybe\"}",
+         "holdApplicationUntilProxyStarts: \"maybe\" is not true or false"},
+        {"{\"proxy.istio.io/config\":\"proxyMetadata: {A: [1]}\"}",
+         "proxyMetadata: an object is not a map of strings"},
+        {"{\"proxy.istio.io/config\":\"terminationDrainDuration: 1m\"}",
+         "terminationDrainDuration: \"1m\" is not a duration"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *pod = pod_with(NULL, bad[i].ann, NULL), *out = NULL;
+        assert_int_equal(inject(c, pod, NULL, &out, NULL, &why), -1);
+        if (!strstr(wf_strbuf_cstr(&why), bad[i].want))
+            fail_msg("case %zu: \"%s\" lacks \"%s\"", i, wf_strbuf_cstr(&why), bad[i].want);
+        json_decref(pod);
+    }
+    static const char *const good[] = {
+        "{\"sidecar.istio.io/proxyCPU\":\"100m\",\"sidecar.istio.io/proxyMemory\":\"1.5Gi\","
+        "\"sidecar.istio.io/proxyCPULimit\":\"2\",\"sidecar.istio.io/proxyMemoryLimit\":\"1e9\"}",
+        "{\"proxy.istio.io/config\":\"concurrency: '4'\\nholdApplicationUntilProxyStarts: "
+        "true\\ndrainDuration: 1.5s\\ncontrolPlaneAuthPolicy: NONE\"}",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        json_t *pod = pod_with(NULL, good[i], NULL), *out = NULL;
+        if (inject(c, pod, NULL, &out, NULL, &why) != 1)
+            fail_msg("good %zu refused: %s", i, wf_strbuf_cstr(&why));
+        json_decref(out);
+        json_decref(pod);
+    }
+    /* unknown field: Istio's ApplyYAML retries with AllowUnknownFields; weft says so */
+    json_t *pod = pod_with(NULL, "{\"proxy.istio.io/config\":\"{bogusField: 1}\"}", NULL);
+    json_t *out = NULL, *w = json_array();
+    assert_int_equal(inject(c, pod, NULL, &out, w, &why), 1);
+    assert_true(has_warning(w, "annotation proxy.istio.io/config: unknown field \"bogusField\""));
+    json_decref(out);
+    json_decref(pod);
+    json_decref(w);
+    wf_inject_config_free(c);
+    wf_strbuf_free(&why);
+}
+
+/* A pod that already has istio-proxy and istio-init (no status annotation): Istio applies them
+ * as overrides of the template's (strategic merge: env by name); never two of one name. */
+static void test_existing_sidecar_overrides(void **state)
+{
+    (void)state;
+    wf_inject_config *c = NULL;
+    wf_strbuf why = WF_STRBUF_INIT;
+    assert_int_equal(wf_inject_config_load_files(NULL, NULL, NULL, &c, &why), 0);
+    json_t *pod = J("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"h\","
+                    "\"namespace\":\"default\"},\"spec\":{\"containers\":[{\"name\":\"app\","
+                    "\"image\":\"app:1\"},{\"name\":\"istio-proxy\",\"image\":\"mine:1\","
+                    "\"env\":[{\"name\":\"TRUST_DOMAIN\",\"value\":\"x.org\"},{\"name\":"
+                    "\"EXTRA\",\"value\":\"1\"}]}],\"initContainers\":[{\"name\":"
+                    "\"istio-init\",\"image\":\"init:1\"}]}}");
+    json_t *out = NULL, *w = json_array();
+    assert_int_equal(inject(c, pod, NULL, &out, w, &why), 1);
+    const json_t *spec = json_object_get(out, "spec");
+    const char *lists[] = {"containers", "initContainers"};
+    int proxies = 0, inits = 0;
+    for (size_t l = 0; l < 2; l++) {
+        size_t i;
+        json_t *ct;
+        json_array_foreach(json_object_get(spec, lists[l]), i, ct)
+        {
+            const char *n = json_string_value(json_object_get(ct, "name"));
+            proxies += strcmp(n, "istio-proxy") == 0;
+            inits += strcmp(n, "istio-init") == 0;
+        }
+    }
+    assert_int_equal(proxies, 1);
+    assert_int_equal(inits, 1);
+    json_t *proxy = container(out, "containers", "istio-proxy");
+    assert_string_equal(json_string_value(json_object_get(proxy, "image")), "mine:1");
+    assert_string_equal(env(proxy, "TRUST_DOMAIN"), "x.org");
+    assert_string_equal(env(proxy, "EXTRA"), "1");
+    assert_non_null(env(proxy, "PROXY_CONFIG")); /* the template's, kept */
+    assert_string_equal(env(proxy, "ISTIO_META_APP_CONTAINERS"), "app");
+    /* the template's position: last */
+    json_t *cs = json_object_get(spec, "containers");
+    assert_ptr_equal(json_array_get(cs, json_array_size(cs) - 1), proxy);
+    json_t *init = container(out, "initContainers", "istio-init");
+    assert_string_equal(json_string_value(json_object_get(init, "image")), "init:1");
+    assert_non_null(json_object_get(init, "args"));
+    assert_true(has_warning(w, "the pod already has a container istio-proxy"));
+    json_decref(out);
+    json_decref(pod);
+    json_decref(w);
+    wf_inject_config_free(c);
+    wf_strbuf_free(&why);
+}
+
 static void test_capture_interfaces_and_status_port(void **state)
 {
     (void)state;
@@ -906,6 +1073,9 @@ int main(void)
         cmocka_unit_test(test_decision_selectors),
         cmocka_unit_test(test_injected_pod),
         cmocka_unit_test(test_annotations_and_values),
+        cmocka_unit_test(test_kubernetes_effect),
+        cmocka_unit_test(test_bad_annotation_values),
+        cmocka_unit_test(test_existing_sidecar_overrides),
         cmocka_unit_test(test_capture_interfaces_and_status_port),
         cmocka_unit_test(test_native_sidecar),
         cmocka_unit_test(test_probe_rewriting),

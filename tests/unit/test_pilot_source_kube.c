@@ -301,6 +301,51 @@ static void test_discovery_selectors_warning(void **state)
     json_decref(in);
 }
 
+/* Kubernetes: the ProxyConfig fields the injected `weft-proxy proxy` reads and the annotations
+ * the injector implements have effect; the local mesh's WFT0001 rows about them are not
+ * reported, the others are. */
+static void test_kubernetes_not_implemented(void **state)
+{
+    (void)state;
+    json_t *in =
+        input("{'ConfigMap':{'istio-system/istio':{'metadata':{'name':'istio','namespace':"
+              "'istio-system'},'data':{'mesh':'defaultConfig:\\n  discoveryAddress: "
+              "istiod.istio-system.svc:15012\\n  concurrency: 2\\n  terminationDrainDuration: "
+              "5s\\n'}}},'Pod':{" POD("p1", "10.0.0.1",
+                                      ",'annotations':{'sidecar.istio.io/proxyCPU':'100m',"
+                                      "'sidecar.istio.io/bootstrapOverride':'x'}") "}}");
+    wf_kube_docs d;
+    assert_int_equal(wf_kube_docs_make(in, NULL, &d), 0);
+    for (int kube = 0; kube < 2; kube++) {
+        wf_dir_source_opts o = {.docs = d.docs,
+                                .n_docs = d.n,
+                                .mesh_text = d.mesh_text,
+                                .mesh_len = d.mesh_len,
+                                .mesh_name = d.mesh_name,
+                                .kubernetes = kube};
+        wf_snapshot *s = wf_source_build(&o, NULL, 0);
+        assert_non_null(s);
+        int seen[5] = {0};
+        static const char *const fields[] = {
+            "defaultConfig.discoveryAddress", "defaultConfig.concurrency",
+            "defaultConfig.terminationDrainDuration",
+            "metadata.annotations[sidecar.istio.io/proxyCPU]",
+            "metadata.annotations[sidecar.istio.io/bootstrapOverride]"};
+        for (size_t i = 0; i < s->n_warnings; i++)
+            for (size_t f = 0; f < 5; f++)
+                if (s->warnings[i].field && strcmp(s->warnings[i].field, fields[f]) == 0)
+                    seen[f]++;
+        assert_int_equal(seen[0], !kube);
+        assert_int_equal(seen[1], !kube);
+        assert_int_equal(seen[2], 1);
+        assert_int_equal(seen[3], !kube);
+        assert_int_equal(seen[4], 1);
+        wf_snapshot_unref(s);
+    }
+    wf_kube_docs_free(&d);
+    json_decref(in);
+}
+
 static wf_snapshot *build(const char *ip, const char *weight, const wf_snapshot *prev)
 {
     char txt[4096];
@@ -358,6 +403,7 @@ int main(void)
         cmocka_unit_test(test_pods_without_slices),
         cmocka_unit_test(test_discovery_selectors),
         cmocka_unit_test(test_discovery_selectors_warning),
+        cmocka_unit_test(test_kubernetes_not_implemented),
         cmocka_unit_test(test_build_from_documents),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

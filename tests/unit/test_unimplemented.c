@@ -17,6 +17,8 @@
 
 #include "core/strbuf.h"
 #include "harness.h"
+#include "core/arena.h"
+#include "model/parse.h"
 #include "model/protocol.h"
 #include "model/unimplemented.h"
 
@@ -57,7 +59,8 @@ static const char *star_key(const wf_unimpl_entry *e)
         return "8080";
     return e->kind == WF_KIND_SERVICE     ? "traffic.istio.io/nodeSelector"
            : e->kind == WF_KIND_NAMESPACE ? "topology.istio.io/controlPlaneClusters"
-                                          : "sidecar.istio.io/logLevel";
+           : e->where == WF_UNIMPL_KUBE_ONLY ? "sidecar.istio.io/bootstrapOverride"
+                                              : "sidecar.istio.io/logLevel";
 }
 
 /* "{a: {b: [X]}}" for the path steps after the first, X the example. */
@@ -156,6 +159,14 @@ static void want_field(const wf_unimpl_entry *e, char *out, size_t cap)
     wf_strbuf_free(&b);
 }
 
+static int first_root(wf_node *root, uint32_t line, uint32_t col, void *arg)
+{
+    (void)line, (void)col;
+    if (!*(wf_node **)arg)
+        *(wf_node **)arg = root;
+    return 0;
+}
+
 typedef struct hits {
     const wf_unimpl_entry *want; /* count only this row's hits (NULL: all) */
     size_t n;
@@ -182,8 +193,9 @@ static bool collect(const wf_unimpl_hit *h, void *arg)
     return true;
 }
 
-/* Scans the first resource of yaml, counting the hits of row `only` (NULL: every row). */
-static hits scan_yaml(const char *yaml, const wf_unimpl_entry *only)
+/* Scans the first resource of yaml for target t, counting the hits of row `only` (NULL: every
+ * row). */
+static hits scan_yaml_in(const char *yaml, const wf_unimpl_entry *only, wf_unimpl_target t)
 {
     wf_store *s = wf_test_load_store(NULL, yaml, "default");
     assert_non_null(s);
@@ -192,11 +204,23 @@ static hits scan_yaml(const char *yaml, const wf_unimpl_entry *only)
     hits x = {.want = only};
     const wf_resource *r = wf_store_at(s, 0);
     if (only && only->kind == WF_UNIMPL_MESHCONFIG)
-        assert_true(wf_unimpl_scan_mesh(r->root, r->file, collect, &x) >= 0);
+        assert_true(wf_unimpl_scan_mesh(r->root, r->file, t, collect, &x) >= 0);
     else
-        assert_true(wf_unimpl_scan(r, collect, &x) >= 0);
+        assert_true(wf_unimpl_scan(r, t, collect, &x) >= 0);
     wf_store_free(s);
     return x;
+}
+
+/* ... in the local mesh */
+static hits scan_yaml(const char *yaml, const wf_unimpl_entry *only)
+{
+    return scan_yaml_in(yaml, only, WF_UNIMPL_LOCAL_MESH);
+}
+
+/* The target a row holds for (the local mesh when both). */
+static wf_unimpl_target row_target(const wf_unimpl_entry *e)
+{
+    return e->where == WF_UNIMPL_KUBE_ONLY ? WF_UNIMPL_KUBERNETES : WF_UNIMPL_LOCAL_MESH;
 }
 
 static void test_every_row_reports_its_example(void **state)
@@ -211,7 +235,7 @@ static void test_every_row_reports_its_example(void **state)
         assert_non_null(e->effect);
         assert_non_null(e->example);
         char *yaml = doc_for(e, e->example);
-        hits x = scan_yaml(yaml, e);
+        hits x = scan_yaml_in(yaml, e, row_target(e));
         char want[512];
         want_field(e, want, sizeof want);
         if (x.n != 1 || strcmp(x.field, want) != 0)
@@ -225,7 +249,7 @@ static void test_every_row_reports_its_example(void **state)
         free(yaml);
         /* the bare resource: only whole-resource rows report */
         yaml = doc_for(e, NULL);
-        x = scan_yaml(yaml, e);
+        x = scan_yaml_in(yaml, e, row_target(e));
         if (x.n != (*e->path || e->kind == WF_KIND_OTHER ? 0u : 1u))
             fail_msg("row %zu (%s %s): %zu hits on the bare resource", i, wf_kind_name(e->kind),
                      e->path, x.n);
@@ -410,6 +434,69 @@ static void test_annotations(void **state)
     assert_int_equal(scan_yaml(buf, NULL).n, 1);
 }
 
+/* Kubernetes: what weft's injector implements (docs/kubernetes.md) has effect there; the local
+ * mesh still reports what it does not honour. */
+static void test_annotations_kubernetes(void **state)
+{
+    (void)state;
+    static const char *const fmt = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a\n"
+                                   "spec:\n  template:\n    metadata:\n      annotations: "
+                                   "{'%s': x}\n";
+    static const char *const honoured[] = {"sidecar.istio.io/proxyCPU",
+                                           "sidecar.istio.io/proxyMemory",
+                                           "sidecar.istio.io/proxyCPULimit",
+                                           "sidecar.istio.io/proxyMemoryLimit",
+                                           "sidecar.istio.io/logLevel",
+                                           "sidecar.istio.io/componentLogLevel",
+                                           "sidecar.istio.io/userVolume",
+                                           "traffic.sidecar.istio.io/excludeInterfaces",
+                                           "sidecar.istio.io/statsInclusionPrefixes"};
+    char buf[512];
+    for (size_t i = 0; i < sizeof honoured / sizeof honoured[0]; i++) {
+        snprintf(buf, sizeof buf, fmt, honoured[i]);
+        if (scan_yaml_in(buf, NULL, WF_UNIMPL_KUBERNETES).n != 0)
+            fail_msg("%s reported in Kubernetes", honoured[i]);
+        if (strcmp(honoured[i], "sidecar.istio.io/statsInclusionPrefixes") != 0)
+            assert_int_equal(scan_yaml_in(buf, NULL, WF_UNIMPL_LOCAL_MESH).n, 1);
+    }
+    /* an Istio annotation the injector does not implement is still reported there */
+    snprintf(buf, sizeof buf, fmt, "sidecar.istio.io/bootstrapOverride");
+    assert_int_equal(scan_yaml_in(buf, NULL, WF_UNIMPL_KUBERNETES).n, 1);
+    /* the injector's list is the table's */
+    const char *const *inj = wf_unimpl_injector_annotations();
+    size_t n = 0;
+    for (; inj[n]; n++) {
+        snprintf(buf, sizeof buf, fmt, inj[n]);
+        assert_int_equal(scan_yaml_in(buf, NULL, WF_UNIMPL_KUBERNETES).n, 0);
+    }
+    assert_true(n >= 25);
+}
+
+/* The ProxyConfig fields `weft-proxy proxy sidecar` reads from PROXY_CONFIG (agent_config.h)
+ * have effect on injected pods: reported in the local mesh only. */
+static void test_proxyconfig_kubernetes(void **state)
+{
+    (void)state;
+    static const char *const mesh =
+        "defaultConfig:\n  discoveryAddress: istiod.istio-system.svc:15012\n  concurrency: 2\n"
+        "  drainDuration: 45s\n  statusPort: 15020\n  proxyAdminPort: 15000\n"
+        "  holdApplicationUntilProxyStarts: true\n  terminationDrainDuration: 5s\n";
+    wf_arena a;
+    wf_arena_init(&a);
+    wf_node *root = NULL;
+    wf_parse_error pe = {0};
+    assert_int_equal(wf_parse_yaml(&a, mesh, strlen(mesh), first_root, &root, &pe), 0);
+    hits k = {0}, l = {0};
+    assert_int_equal(wf_unimpl_scan_mesh(root, "m.yaml", WF_UNIMPL_KUBERNETES, collect, &k), 1);
+    assert_string_equal(k.field, "defaultConfig.terminationDrainDuration");
+    assert_int_equal(wf_unimpl_scan_mesh(root, "m.yaml", WF_UNIMPL_LOCAL_MESH, collect, &l), 7);
+    const wf_node *dc = wf_map_get(root, "defaultConfig");
+    hits pk = {0};
+    assert_int_equal(wf_unimpl_scan_proxyconfig(dc, "a", WF_UNIMPL_KUBERNETES, collect, &pk), 1);
+    assert_string_equal(pk.field, "terminationDrainDuration");
+    wf_arena_destroy(&a);
+}
+
 static void test_protocol_selection(void **state)
 {
     (void)state;
@@ -508,6 +595,8 @@ int main(void)
         cmocka_unit_test(test_gateway_tls_for_tcp),
         cmocka_unit_test(test_destinationrule_tls),
         cmocka_unit_test(test_annotations),
+        cmocka_unit_test(test_annotations_kubernetes),
+        cmocka_unit_test(test_proxyconfig_kubernetes),
         cmocka_unit_test(test_protocol_selection),
         cmocka_unit_test(test_docs_list_every_row),
     };
