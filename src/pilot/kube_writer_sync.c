@@ -151,6 +151,17 @@ static void execute(pass_ctx *c, int group, const char *key, const wf_kw_action 
         return;
     }
     it->seen = true;
+    if (rc != 0 && a->op == WF_KW_CREATE && st.code == 409 &&
+        strcmp(st.reason, "AlreadyExists") == 0) {
+        /* it exists and our watch has not told us yet (an earlier create of ours, or
+         * someone's): wait for its event, then compare as for any object; not an error */
+        it->state = "exists (waiting for its watch event)";
+        it->waiting = group != WF_KW_STATUS;
+        it->wrote_gen = c->in->gen[group];
+        it->retry_at = group == WF_KW_STATUS ? c->in->now_ms + 1000 : 0;
+        wf_strbuf_free(&why);
+        return;
+    }
     if (rc == 0) {
         static const char *const done[] = {"in sync", "created", "updated", "patched"};
         it->state = done[a->op];

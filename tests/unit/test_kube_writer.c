@@ -323,7 +323,10 @@ static int fake_request(void *ud, const char *method, const char *path, const ch
     }
     if (f->fail_code) {
         st->code = f->fail_code;
-        snprintf(st->reason, sizeof st->reason, "%s", f->fail_code == 409 ? "Conflict" : "");
+        snprintf(st->reason, sizeof st->reason, "%s",
+                 f->fail_code == 409 && !strncmp(method, "POST", 4) ? "AlreadyExists"
+                 : f->fail_code == 409                              ? "Conflict"
+                                                                    : "");
         wf_strbuf_printf(why, "%s %s: %d %s: the object has been modified", method, path,
                          f->fail_code, st->reason);
         return -1;
@@ -337,6 +340,47 @@ static json_t *item(wf_kw_sync *s, const char *group, const char *key)
     json_t *it = json_incref(json_object_get(json_object_get(d, group), key));
     json_decref(d);
     return it;
+}
+
+/* A create refused because the object already exists (the watch had not shown it yet, e.g.
+ * our own earlier create): not an error, no back-off; its watch event then decides. */
+static void create_already_exists(void **state)
+{
+    (void)state;
+    wf_kw_sync *s = wf_kw_sync_new(7);
+    json_t *nss = json_pack("{s:b}", "team-a", 1);
+    json_t *cache = json_object();
+    fake f = {.fail_code = 409};
+    wf_kw_inputs in = {.namespaces = nss,
+                       .root_pem = ROOT,
+                       .cm_name = WF_KW_CM_NAME,
+                       .revision = "default",
+                       .cache = {cache, NULL, NULL},
+                       .gen = {1, 0, 0},
+                       .now_ms = 1000};
+    assert_int_equal(wf_kw_sync_pass(s, &in, fake_request, &f), INT64_MAX);
+    assert_int_equal(f.calls, 1);
+    json_t *it = item(s, "configmaps", "team-a");
+    assert_string_equal(json_string_value(json_object_get(it, "state")),
+                        "exists (waiting for its watch event)");
+    assert_int_equal(json_integer_value(json_object_get(it, "errors")), 0);
+    json_decref(it);
+    /* no second create before its event */
+    assert_int_equal(wf_kw_sync_pass(s, &in, fake_request, &f), INT64_MAX);
+    assert_int_equal(f.calls, 1);
+    /* the event: someone else's content, so one update */
+    f.fail_code = 0;
+    json_object_set_new(cache, "team-a/istio-ca-root-cert", cm("team-a", "x", "9"));
+    in.gen[WF_KW_CM] = 2;
+    wf_kw_sync_pass(s, &in, fake_request, &f);
+    assert_int_equal(f.calls, 2);
+    assert_string_equal(f.last, "PUT /api/v1/namespaces/team-a/configmaps/istio-ca-root-cert");
+    wf_kw_counts k;
+    wf_kw_sync_counts(s, &k);
+    assert_int_equal(k.errors, 0);
+    json_decref(nss);
+    json_decref(cache);
+    wf_kw_sync_free(s);
 }
 
 static void reconcile_configmaps(void **state)
@@ -486,10 +530,10 @@ static void reconcile_api_away(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(wanted_namespaces),  cmocka_unit_test(configmap_plans),
-        cmocka_unit_test(mutating_patch),     cmocka_unit_test(validating_patch),
-        cmocka_unit_test(status_plans),       cmocka_unit_test(reconcile_configmaps),
-        cmocka_unit_test(reconcile_api_away),
+        cmocka_unit_test(wanted_namespaces),     cmocka_unit_test(configmap_plans),
+        cmocka_unit_test(mutating_patch),        cmocka_unit_test(validating_patch),
+        cmocka_unit_test(status_plans),          cmocka_unit_test(reconcile_configmaps),
+        cmocka_unit_test(create_already_exists), cmocka_unit_test(reconcile_api_away),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
