@@ -2,7 +2,8 @@
  * worker.h - a worker's context: the libuv loop of one worker thread and what every layer
  * running on it shares (Envoy's Event::Dispatcher and the thread-local parts the layers
  * reach through it): read buffers, write requests, the deferred-delete list, random numbers,
- * the wall clock, the stats shard, the regex scratch, the access-log writer and the
+ * the wall clock, the stats shard, the regex scratch, the access-log writer, the ring of
+ * recent failed requests and the
  * process-wide id counters. The thread, its listening sockets and the hand-over of
  * generations are server/worker.h's.
  *
@@ -39,6 +40,7 @@
 #include "proxy/net/deferred.h"
 #include "proxy/net/raw_socket.h"
 #include "proxy/pstats/pstats.h"
+#include "proxy/stream_info/failed_ring.h"
 
 typedef struct wp_worker wp_worker;
 
@@ -87,6 +89,9 @@ struct wp_worker {
     int backoff_jitter;   /* wp_jitter_mode (retry.h); a test hook, uniform by default */
     atomic_int cmd;       /* 0 none, 1 drain, 2 stop */
     atomic_size_t nconns; /* open downstream connections (read by the main thread) */
+    /* the last failed HTTP requests (written on this thread only, read by the admin's:
+     * stream_info/failed_ring.h); fixed size, zeroed = empty */
+    wp_failed_ring failed;
     bool draining;
 };
 

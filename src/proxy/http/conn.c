@@ -1002,8 +1002,10 @@ static void stream_finish(wp_stream *s)
     /* the router (last) gives its upstream request up, ends its retry state, logs URX */
     wp_fchain_stream_complete(&s->fcs, s, &filter_cbs);
     wp_hcm_stat(s->d, WP_S_downstream_rq_active, -1);
-    if (s->si.request || s->si.response_code)
+    if (s->si.request || s->si.response_code) {
         write_access_logs(s);
+        wp_fring_record(&d->w->failed, &s->si, wp_wall_us(d->w)); /* admin /failed_requests */
+    }
     wp_fchain_log(&s->fcs, s, &filter_cbs); /* the filters' access-log hand-off (istio.stats) */
     wp_fchain_destroy(&s->fcs, s, &filter_cbs);
     WF_STREAM_LOG(WF_LC_http, WF_LOG_DEBUG, d->id, s->si.stream_id, "stream complete (%d)",

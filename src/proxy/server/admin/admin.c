@@ -557,6 +557,8 @@ static const struct {
     {"/clusters", false, h_clusters, "upstream cluster status"},
     {"/config_dump", false, h_config_dump, "dump current Envoy configs"},
     {"/drain_listeners", true, h_drain, "drain listeners"},
+    {"/failed_requests", false, wp_admin_failed_requests,
+     "print the last failed requests of every worker, newest first (?limit=N)"},
     {"/healthcheck/fail", true, h_hc_fail, "cause the server to fail health checks"},
     {"/healthcheck/ok", true, h_hc_ok, "cause the server to pass health checks"},
     {"/help", false, h_help, "print out list of admin commands"},

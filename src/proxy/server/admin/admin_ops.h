@@ -85,6 +85,8 @@ void wp_admin_init_dump(wp_admin *a, const admin_req *r, admin_resp *o);
 void wp_admin_hot_restart_version(wp_admin *a, const admin_req *r, admin_resp *o);
 void wp_admin_reopen_logs(wp_admin *a, const admin_req *r, admin_resp *o);
 void wp_admin_recent_lookups(wp_admin *a, const admin_req *r, admin_resp *o);
+/* failed_requests.c: GET /failed_requests[?limit=N] (the workers' failed-request rings) */
+void wp_admin_failed_requests(wp_admin *a, const admin_req *r, admin_resp *o);
 
 /* /config_dump's name_regex (Envoy's ConfigDumpHandler::buildNameMatcher): keeps in dump (the
  * answer built with the same resource/mask) only the elements whose resource name fully
