@@ -85,12 +85,18 @@ static void test_failure_rule(void **state)
     make(&fx, "/", 200);
     fx.si.details = "rbac_access_denied_matched_policy[none]";
     assert_true(wp_fring_failed(&fx.si));
+    /* gRPC (HTTP/2): a grpc-status other than 0 is a failure */
     make(&fx, "/", 200);
+    fx.si.protocol = "HTTP/2";
     fx.resp_h[0] = (h1_header){S("grpc-status"), S("14")};
     fx.si.response_headers = fx.resp_h;
     fx.si.nresponse_headers = 1;
     assert_true(wp_fring_failed(&fx.si));
     fx.resp_h[0] = (h1_header){S("grpc-status"), S("0")};
+    assert_false(wp_fring_failed(&fx.si));
+    /* over HTTP/1 there is no gRPC: a success is not looked into (no header lookup) */
+    fx.resp_h[0] = (h1_header){S("grpc-status"), S("14")};
+    fx.si.protocol = "HTTP/1.1";
     assert_false(wp_fring_failed(&fx.si));
 }
 

@@ -29,6 +29,9 @@ bool wp_fring_failed(const wp_stream_info *si)
         return true;
     if (si->response_code == 0 || si->response_code >= 400)
         return true;
+    /* gRPC runs over HTTP/2 only: no header lookups for an HTTP/1 success (the hot path) */
+    if (!si->protocol || strcmp(si->protocol, "HTTP/2") != 0)
+        return false;
     size_t n = 0;
     const char *g = wp_si_resp_trailer(si, "grpc-status", &n);
     if (!g)
