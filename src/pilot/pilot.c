@@ -377,6 +377,7 @@ static int start_ca(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
     const char *dir = o->ca_dir ? o->ca_dir : wf_pilot_ca_default_dir(def, sizeof def);
     if (wf_pilot_ca_new(dir, &p->ca, err, cap) != 0)
         return -1;
+    wf_pilot_ca_set_namespace(p->ca, o->system_ns);
     WF_LOG(WF_LC_main, WF_LOG_INFO, "CA directory %s", dir);
     return 0;
 }

@@ -15,6 +15,7 @@
 
 struct wf_pilot_ca {
     char *dir;
+    char ns[64]; /* istiod's namespace: where the plug-in cacerts Secret is read */
     wf_ca_server *srv;
     uint64_t bundle_hash; /* of the plug-in Secret in use; 0 = the directory's CA */
     bool loaded;          /* a CA was made once */
@@ -41,6 +42,7 @@ int wf_pilot_ca_new(const char *dir, wf_pilot_ca **out, char *err, size_t cap)
     wf_pilot_ca *pc = calloc(1, sizeof *pc);
     if (pc) {
         pc->dir = strdup(dir);
+        snprintf(pc->ns, sizeof pc->ns, "%s", WF_CA_SECRET_NS);
         pc->srv = wf_ca_server_new(&key, NULL);
     }
     OPENSSL_cleanse(&key, sizeof key);
@@ -51,6 +53,11 @@ int wf_pilot_ca_new(const char *dir, wf_pilot_ca **out, char *err, size_t cap)
     }
     *out = pc;
     return 0;
+}
+
+void wf_pilot_ca_set_namespace(wf_pilot_ca *pc, const char *ns)
+{
+    snprintf(pc->ns, sizeof pc->ns, "%s", ns && *ns ? ns : WF_CA_SECRET_NS);
 }
 
 void wf_pilot_ca_free(wf_pilot_ca *pc)
@@ -146,7 +153,8 @@ static int secret_bundle(const wf_resource *r, const char *where, secret_file f[
 
 static int secret_ca(const wf_resource *r, wf_ca **out, char *err, size_t cap)
 {
-    const char *where = "Secret " WF_CA_SECRET_NS "/" WF_CA_SECRET_NAME;
+    char where[128];
+    snprintf(where, sizeof where, "Secret %s/%s", r->ns, WF_CA_SECRET_NAME);
     secret_file f[K_N] = {{0}};
     int rc = -1;
     if (secret_bundle(r, where, f, err, cap) == 0) {
@@ -194,8 +202,7 @@ int wf_pilot_ca_update(wf_pilot_ca *pc, const wf_snapshot *snap, int64_t now_s, 
         snprintf(err, cap, "out of memory");
         return pc->loaded ? 0 : -1;
     }
-    const wf_resource *r =
-        wf_store_find(snap->store, WF_KIND_SECRET, WF_CA_SECRET_NS, WF_CA_SECRET_NAME);
+    const wf_resource *r = wf_store_find(snap->store, WF_KIND_SECRET, pc->ns, WF_CA_SECRET_NAME);
     uint64_t h = secret_hash(r);
     if (pc->loaded && h == pc->bundle_hash)
         return 0;
@@ -230,7 +237,7 @@ static json_t *root_configmap(const char *ns, const char *pem)
 }
 
 /* Every namespace of the store, as the keys of a new object. */
-static json_t *namespaces(const wf_store *store)
+static json_t *namespaces(const wf_store *store, const char *system_ns)
 {
     json_t *set = json_object();
     size_t n;
@@ -238,7 +245,7 @@ static json_t *namespaces(const wf_store *store)
     if (!set)
         return NULL;
     json_object_set_new(set, "default", json_true());
-    json_object_set_new(set, WF_CA_SECRET_NS, json_true());
+    json_object_set_new(set, system_ns, json_true());
     for (size_t i = 0; i < n; i++)
         if (nss[i]->name[0])
             json_object_set_new(set, nss[i]->name, json_true());
@@ -258,7 +265,7 @@ static int cmp_str(const void *a, const void *b)
 json_t *wf_pilot_ca_root_configmaps(const wf_pilot_ca *pc, const wf_store *store, const char *ns)
 {
     const wf_ca *ca = wf_ca_server_ca(pc->srv);
-    json_t *set = ca ? namespaces(store) : NULL;
+    json_t *set = ca ? namespaces(store, pc->ns) : NULL;
     if (!set)
         return NULL;
     if (ns) {

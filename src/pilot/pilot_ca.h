@@ -38,6 +38,9 @@ int wf_pilot_ca_new(const char *dir, wf_pilot_ca **out, char *err, size_t cap);
  * no CA at all afterwards (the first load failed). */
 int wf_pilot_ca_update(wf_pilot_ca *pc, const wf_snapshot *snap, int64_t now_s, char *err,
                        size_t cap);
+/* istiod's namespace (POD_NAMESPACE; NULL or "" = istio-system): where the plug-in cacerts
+ * Secret is read, as istiod reads it from its own namespace. */
+void wf_pilot_ca_set_namespace(wf_pilot_ca *pc, const char *ns);
 wf_ca_server *wf_pilot_ca_server(const wf_pilot_ca *pc);
 const char *wf_pilot_ca_dir(const wf_pilot_ca *pc);
 void wf_pilot_ca_free(wf_pilot_ca *pc);

@@ -66,12 +66,13 @@ def make_csr(tmp_path, kind):
     return csr.read_text()
 
 
-def start(pilot_exe, tmp_path, ca_dir, extra=(), cfg=None):  # noqa: F811
+def start(pilot_exe, tmp_path, ca_dir, extra=(), cfg=None, env=None):  # noqa: F811
     cfg = cfg or tmp_path / "cfg"
     cfg.mkdir(exist_ok=True)
     proc, addrs = start_process([pilot_exe, "--config-dir", cfg, "--ca-dir", ca_dir,
                                  "--grpcAddr", "127.0.0.1:0", "--monitoringAddr", "127.0.0.1:0",
-                                 *extra], count=2)
+                                 *extra], count=2,
+                                env=dict(os.environ, **env) if env else None)
     proc.xds, proc.mon = addrs[0][1], addrs[1][1]
     try:  # the CA is set up with the first snapshot, after the listeners
         poll(lambda: get(proc.mon, "/ready")[0] == 200, timeout=20)
@@ -308,6 +309,30 @@ def test_plugin_cacerts_secret(pilot_exe, tmp_path):  # noqa: F811
     for item in lst["items"]:
         assert item["kind"] == "ConfigMap" and item["metadata"]["name"] == "istio-ca-root-cert"
         assert item["data"] == {"root-cert.pem": root}
+
+
+def test_plugin_cacerts_secret_in_pilots_namespace(pilot_exe, tmp_path):  # noqa: F811
+    """istiod reads the plug-in cacerts Secret from its own namespace (POD_NAMESPACE): installed
+    in `mesh`, the Secret there is the CA and one in istio-system is not; the root ConfigMaps
+    cover that namespace."""
+    d = make_plugin_ca(tmp_path)
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    keys = [(k, k) for k in ("ca-cert.pem", "ca-key.pem", "root-cert.pem", "cert-chain.pem")]
+    (cfg / "cacerts.yaml").write_text(secret_yaml(d, keys).replace("namespace: istio-system",
+                                                                   "namespace: mesh"))
+    other = tmp_path / "other"
+    other.mkdir()
+    (cfg / "ignored.yaml").write_text(secret_yaml(make_plugin_ca(other), keys))
+    proc = start(pilot_exe, tmp_path, tmp_path / "ca", cfg=cfg, env={"POD_NAMESPACE": "mesh"})
+    try:
+        tok = token(pilot_exe, tmp_path / "ca", "shop", "cart")
+        chain = create_certificate(proc.xds, make_csr(tmp_path, "ecdsa"), tok)
+        lst = get_json(proc.mon, "/debug/istio-ca-root-cert")
+    finally:
+        stop(proc)
+    assert chain[-1] == (d / "root-cert.pem").read_text()
+    assert "mesh" in [i["metadata"]["namespace"] for i in lst["items"]]
 
 
 def test_incomplete_plugin_bundle_refuses_to_start(pilot_exe, tmp_path):  # noqa: F811
