@@ -352,11 +352,7 @@ static int one_doc(run *r, const doc *d)
 static char *read_all(FILE *f, size_t *len)
 {
     wf_strbuf b = WF_STRBUF_INIT;
-    char buf[8192];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        wf_strbuf_append(&b, buf, n);
-    if (ferror(f) || wf_strbuf_failed(&b)) {
+    if (wf_strbuf_read_stream(&b, f) != 0) {
         wf_strbuf_free(&b);
         return NULL;
     }

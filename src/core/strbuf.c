@@ -100,3 +100,12 @@ void wf_strbuf_free(wf_strbuf *b)
     b->len = b->cap = 0;
     b->failed = false;
 }
+
+int wf_strbuf_read_stream(wf_strbuf *b, FILE *f)
+{
+    char buf[8192];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        wf_strbuf_append(b, buf, n);
+    return ferror(f) || wf_strbuf_failed(b) ? -1 : 0;
+}

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 typedef struct wf_strbuf {
@@ -50,6 +51,10 @@ static inline bool wf_strbuf_failed(const wf_strbuf *b)
 /* Hand the heap string to the caller (who frees it with free()); b becomes empty.
  * Returns NULL if an allocation failed earlier. */
 char *wf_strbuf_take(wf_strbuf *b);
+
+/* Appends everything f still holds (read to its end; f is not closed). Returns 0, or -1 on a
+ * read error or when out of memory (b then holds what was read). */
+int wf_strbuf_read_stream(wf_strbuf *b, FILE *f);
 void wf_strbuf_free(wf_strbuf *b);
 
 #endif

@@ -231,13 +231,9 @@ static char *read_file(const char *path, size_t *len, wf_strbuf *why)
         return NULL;
     }
     wf_strbuf b = WF_STRBUF_INIT;
-    char buf[8192];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        wf_strbuf_append(&b, buf, n);
-    bool err = ferror(f);
+    int rc = wf_strbuf_read_stream(&b, f);
     fclose(f);
-    if (err || wf_strbuf_failed(&b)) {
+    if (rc != 0) {
         wf_strbuf_printf(why, "%s: cannot read", path);
         wf_strbuf_free(&b);
         return NULL;

@@ -36,28 +36,33 @@ static int op(json_t *patch, const char *name, const wf_strbuf *path, const json
 
 static int diff(json_t *patch, wf_strbuf *path, const json_t *a, const json_t *b);
 
-/* path + "/" + token as a new buffer state; restores path->len afterwards. */
+/* Back to len bytes after a child's token was appended. */
+static void path_cut(wf_strbuf *path, size_t len)
+{
+    path->len = len;
+    if (path->data)
+        path->data[len] = '\0';
+}
+
+/* diff of a and b at path + "/" + token. */
 static int diff_child(json_t *patch, wf_strbuf *path, const char *token, const json_t *a,
                       const json_t *b)
 {
     size_t len = path->len;
     wf_jsonpointer_append(path, token);
     int rc = wf_strbuf_failed(path) ? -1 : diff(patch, path, a, b);
-    path->len = len;
-    if (path->data)
-        path->data[len] = '\0';
+    path_cut(path, len);
     return rc;
 }
 
+/* One operation at path + "/" + token. */
 static int child_op(json_t *patch, wf_strbuf *path, const char *name, const char *token,
                     const json_t *value)
 {
     size_t len = path->len;
     wf_jsonpointer_append(path, token);
     int rc = wf_strbuf_failed(path) ? -1 : op(patch, name, path, value);
-    path->len = len;
-    if (path->data)
-        path->data[len] = '\0';
+    path_cut(path, len);
     return rc;
 }
 

@@ -6,7 +6,7 @@ tokens, watch (§1.4: chunked newline-delimited events, synthetic ADDED, bookmar
 timeoutSeconds, a bounded history and the in-stream ERROR 410 Expired, watch-list), label and
 field selectors, Status bodies for every error, bearer-token and client-certificate auth, TLS,
 the in-cluster files, the pods/services `proxy` subresource (proxy.py); /openapi/v2 for
-kubectl (openapi.py), dryRun=All (dryrun.py), CRDs that make their kind servable (crd.py) and
+kubectl (openapi.py), dryRun=All (Store.create's dry_run), CRDs that make their kind servable (crd.py) and
 the admission webhooks called as kube-apiserver calls them (admission.py), TokenRequest and
 TokenReview (tokens.py).
 
@@ -38,7 +38,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import admission  # noqa: E402
 import crd  # noqa: E402
-import dryrun  # noqa: E402
 import openapi  # noqa: E402
 import patch  # noqa: E402
 import proxy  # noqa: E402
@@ -306,11 +305,8 @@ class Handler(BaseHTTPRequestHandler):
         dry = q.get("dryRun") == "All"  # validated and answered, never stored
         if m == "POST" and name is None:
             obj, warn = self.admit("CREATE", res, version, ns, self.body_json(), None, None, dry)
-            if dry:
-                return self.send_json(201, _versioned(dryrun.create(st, res, ns, obj), res,
-                                                      version), warn)
-            created = st.create(res, ns, obj)
-            if res.resource == "customresourcedefinitions":
+            created = st.create(res, ns, obj, dry_run=dry)
+            if not dry and res.resource == "customresourcedefinitions":
                 crd.register(created)
             return self.send_json(201, _versioned(created, res, version), warn)
         if m == "PUT" and name:

@@ -181,7 +181,11 @@ class Store:
             return [copy.deepcopy(o) for _, o in sel], str(lrv), "", 0
 
     # ---- writes ------------------------------------------------------------------------------
-    def create(self, res, ns, obj):
+    def create(self, res, ns, obj, dry_run=False):
+        """Creates obj; dry_run (dryRun=All): the same checks and defaults, the object answered
+        without a resourceVersion, nothing stored and no watch event."""
+        if dry_run:
+            obj = copy.deepcopy(obj)
         with self.cond:
             md = obj.setdefault("metadata", {})
             if not md.get("name") and md.get("generateName"):
@@ -211,8 +215,11 @@ class Store:
             md["creationTimestamp"] = now_ts()
             md.pop("deletionTimestamp", None)
             md["generation"] = 1
-            md["resourceVersion"] = self._bump()
             obj["kind"] = res.kind
+            if dry_run:
+                md.pop("resourceVersion", None)
+                return obj
+            md["resourceVersion"] = self._bump()
             m[key] = obj
             self._record((res.group, res.resource), "ADDED", copy.deepcopy(obj), None)
             return copy.deepcopy(obj)
