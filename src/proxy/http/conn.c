@@ -1004,7 +1004,8 @@ static void stream_finish(wp_stream *s)
     wp_hcm_stat(s->d, WP_S_downstream_rq_active, -1);
     if (s->si.request || s->si.response_code) {
         write_access_logs(s);
-        wp_fring_record(&d->w->failed, &s->si, wp_wall_us(d->w)); /* admin /failed_requests */
+        if (wp_fring_failed(&s->si)) /* admin /failed_requests; a success reads no clock */
+            wp_fring_record(&d->w->failed, &s->si, wp_wall_us(d->w));
     }
     wp_fchain_log(&s->fcs, s, &filter_cbs); /* the filters' access-log hand-off (istio.stats) */
     wp_fchain_destroy(&s->fcs, s, &filter_cbs);
