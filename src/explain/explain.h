@@ -122,7 +122,10 @@ typedef struct wf_explain_out {
     char *causes;  /* that value's likely causes; "" when no value is known */
     char *next;    /* that value's next check or fix; "" when no value is known */
     char *text;    /* everything `weftctl log explain` prints under the request, '\n'-separated
-                      lines (first lines unindented, theirs indented by 3) */
+                      lines (first lines unindented, theirs indented by 3), except the
+                      "authorization:" lines weftctl adds for an RBAC denial (its hook: the
+                      policy id read by cli/log_explain_rbac.h, with --pod the proxy's
+                      policies) and the route timeouts of --pod */
 } wf_explain_out;
 
 /* Explains one failed request (in: see wf_explain_input) into *out (all strings owned, free
