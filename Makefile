@@ -134,7 +134,9 @@ soak-asan: setup
 	@bench/soak/run.sh $(BUILD_ASAN)
 
 # The book's catalog example on the local mesh, broken and fixed with weft's tools
-# (scripts/demo.py, docs/getting-started.md). DEMO_PAUSE=1 waits for Enter between steps.
+# (scripts/demo.py, docs/getting-started.md). It prints the web view's URL
+# (http://127.0.0.1:15014/ui/, docs/web-view.md) and what each step shows there.
+# DEMO_PAUSE=1 waits for Enter between steps.
 demo: all
 	@/usr/bin/python3 scripts/demo.py --bin $(BUILD)
 
