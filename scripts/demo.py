@@ -195,7 +195,7 @@ class Demo:
         self.say("\n" + "=" * 100)
         self.say("Step %d/%d: %s   (t=%.1fs)" % (n, STEPS, title, time.monotonic() - self.t0))
         self.say("=" * 100)
-        self.say("web view (%s): %s" % (VIEW_URL, VIEW[n - 1]))
+        self.say("in the web view: %s" % VIEW[n - 1])
 
     def ok(self, what):
         self.say("   ok: " + what)
