@@ -3,7 +3,8 @@
  * istioctl; docs/log-explain.md). Reads access log lines (Istio TEXT, Envoy default, a
  * --format string of command operators, or JSON lines), and for every failed request (code 0
  * or >= 400, or any response flag) says what its flags and details mean, the likely causes
- * and the next check, from the table in explain_table.c. Unknown values are reported as
+ * and the next check, from the table in src/explain/explain_table.c (explain.h builds and
+ * prints every explanation: weft-pilot's web view uses the same). Unknown values are reported as
  * unknown. --summary groups failures by code, flags, details, upstream cluster and route.
  * Transport failure reasons (upstream and downstream) are explained by their TLS signature
  * (explain_table.c), and signatures that only together name a cause (wf_lx_pair: the
