@@ -172,7 +172,7 @@ void wf_ads_note_ack(wf_ads_conn *c, wf_xds_type t)
         return;
     c->acked_once |= 1u << t;
     const char *v = c->types[t].w.version_acked;
-    wf_ads_history_add(c, WF_ADS_EV_ACK, "%s %s", wf_xds_type_short(t), v ? v : "");
+    wf_ads_history_add(c, WF_ADS_EV_ACK, "%s%s%s", wf_xds_type_short(t), v ? " " : "", v ? v : "");
 }
 
 void wf_ads_history_inherit(wf_ads *a, wf_ads_conn *c)

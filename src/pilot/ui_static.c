@@ -32,7 +32,7 @@ static int exe_dir(const char *exe, char *out, size_t cap)
     }
     char res[PATH_MAX];
     if (!realpath(exe, res))
-        return -1;
+        snprintf(res, sizeof res, "%s", exe); /* as given */
     char *slash = strrchr(res, '/');
     if (!slash)
         return -1;
@@ -126,8 +126,8 @@ static bool answer_missing(const char *dir, wf_debug_reply *r)
         r->status = 503;
         r->ctype = "text/plain; charset=utf-8";
         wf_strbuf_printf(&r->body,
-                         "weft-pilot's web view is not installed: the folder %s is missing.\n"
-                         "Run scripts/setup in the weft repository (it installs the view's "
+                         "weft-pilot's web view is not installed: the folder %s is missing; "
+                         "run scripts/setup in the weft repository (it installs the view's "
                          "libraries into ui/node_modules), or give weft-pilot --uiDir DIR "
                          "(or $WEFT_UI_DIR).\n",
                          dir ? dir : "(none)");
@@ -139,7 +139,7 @@ static bool answer_missing(const char *dir, wf_debug_reply *r)
         r->ctype = "text/plain; charset=utf-8";
         wf_strbuf_printf(&r->body,
                          "weft-pilot's web view is not installed: %s is missing (the view's "
-                         "libraries from npm, e.g. cytoscape).\nRun scripts/setup in the weft "
+                         "libraries from npm, e.g. cytoscape); run scripts/setup in the weft "
                          "repository (npm ci in ui/).\n",
                          nm);
         return true;
