@@ -89,12 +89,15 @@ static json_t *proxy_json(const wf_ads *a, const wf_ca_server *cas, const wf_ads
     snprintf(identity, sizeof identity, "spiffe://%s/ns/%s/sa/%s",
              cas ? wf_ca_server_trust_domain(cas) : "cluster.local", p->ns ? p->ns : "",
              service_account(a, p));
+    char pid[512];
+    snprintf(pid, sizeof pid, "%s.%s", p->pod ? p->pod : "", p->ns ? p->ns : "");
     json_t *o = json_pack(
-        "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:s, s:o, s:o, s:o}", "proxy_id",
-        p->id, "connection_id", c->id ? c->id : "", "namespace", p->ns ? p->ns : "", "pod",
-        p->pod ? p->pod : "", "workload", p->workload ? p->workload : (p->pod ? p->pod : ""),
-        "type", p->kind == WF_PROXY_ROUTER ? "router" : "sidecar", "ip", p->ip ? p->ip : "",
-        "address", c->address, "identity", identity, "connected", c->connected, "connected_at_ms",
+        "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:s, s:o, s:o, s:o}",
+        "proxy_id", pid, "node_id", p->id, "connection_id", c->id ? c->id : "", "namespace",
+        p->ns ? p->ns : "", "pod", p->pod ? p->pod : "", "workload",
+        p->workload ? p->workload : (p->pod ? p->pod : ""), "type",
+        p->kind == WF_PROXY_ROUTER ? "router" : "sidecar", "ip", p->ip ? p->ip : "", "address",
+        c->address, "identity", identity, "connected", c->connected, "connected_at_ms",
         (json_int_t)c->connected_at_ms, "istio_version", p->version ? p->version : "", "sync",
         sync_json(c), "certificate", cert_json(cas, identity, c), "history", history_json(c));
     if (o && !c->connected)

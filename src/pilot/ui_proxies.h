@@ -4,7 +4,8 @@
  * CA last issued to it.
  *
  * One entry per connection the xDS server lists (connected and retained, ads.h), in connection
- * order: {"proxy_id": node id "<pod>.<ns>", "connection_id", "namespace", "pod", "workload"
+ * order: {"proxy_id": "<pod>.<ns>" (istioctl proxy-status's NAME), "node_id" (as the proxy
+ * sent it), "connection_id", "namespace", "pod", "workload"
  * (the node's WORKLOAD_NAME, else the pod's name), "type": "sidecar"|"router", "ip",
  * "address" (the stream's peer), "identity" (spiffe://<trust domain>/ns/<ns>/sa/<sa>: the
  * node's SERVICE_ACCOUNT, else the Pod's serviceAccountName, else "default"), "connected",
