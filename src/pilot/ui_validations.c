@@ -117,6 +117,29 @@ static void serving(const wf_ui_validations *v, const wf_snapshot *s, const wf_c
     snprintf(out, cap, "last good version kept%s%s", ver ? ": " : "", ver ? ver : "");
 }
 
+/* The resources an error is about: its own ("Kind/ns/name"), or every resource of a file
+ * rejected as a whole that pilot serves at its last good version. */
+static json_t *rejected_resources(const wf_snapshot *s, const wf_config_error *e, const char *key)
+{
+    json_t *arr = json_array();
+    if (arr && *e->resource) {
+        if (json_array_append_new(arr, json_string(key)) != 0) {
+            json_decref(arr);
+            return NULL;
+        }
+        return arr;
+    }
+    for (size_t i = 0; arr && s->res && i < wf_strmap_count(s->res); i++) {
+        const wf_snap_res *r = wf_strmap_value(s->res, i);
+        if (r->stale && r->file && strcmp(r->file, e->file) == 0 &&
+            json_array_append_new(arr, json_string(wf_strmap_key(s->res, i))) != 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
 static json_t *rejected_json(const wf_ui_validations *v, const wf_snapshot *s)
 {
     json_t *arr = json_array();
@@ -131,9 +154,10 @@ static json_t *rejected_json(const wf_ui_validations *v, const wf_snapshot *s)
         if (*e->field)
             wf_strbuf_printf(&m, "%s: ", e->field);
         wf_strbuf_puts(&m, e->message);
-        json_t *o = json_pack("{s:s, s:I, s:s, s:s, s:s, s:s}", "origin", e->file, "line",
+        json_t *o = json_pack("{s:s, s:I, s:s, s:s, s:s, s:s, s:o}", "origin", e->file, "line",
                               (json_int_t)e->line, "message", wf_strbuf_cstr(&m), "serving", srv,
-                              "resource", e->resource, "namespace", ns);
+                              "resource", e->resource, "namespace", ns, "resources",
+                              rejected_resources(s, e, key));
         wf_strbuf_free(&m);
         if (json_array_append_new(arr, o) != 0) {
             json_decref(arr);

@@ -226,12 +226,42 @@ static void test_once_per_snapshot_and_rejected(void **state)
                            "VirtualService shop/catalog: spec.http[0].route[0].weight: "));
     assert_string_equal(json_string_value(json_object_get(rej, "serving")),
                         "last good version kept: V1");
+    assert_int_equal(json_array_size(json_object_get(rej, "resources")), 1);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(rej, "resources"), 0)),
+                        "VirtualService/shop/catalog");
     /* ?namespace=other leaves the shop namespace's rejection out */
     json_t *other = wf_ui_validations_json(v, s2, "V2", "other");
     assert_int_equal(json_array_size(json_object_get(other, "rejected")), 0);
     json_decref(other);
     json_decref(ans);
+
+    /* the whole file unparsable: every resource of it kept, listed with the file's error */
+    char p[128];
+    snprintf(p, sizeof p, "%s/app.yaml", d.path);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs("apiVersion: v1\nkind: Service\nmetadata: {name: [unclosed\n", f);
+    fclose(f);
+    wf_snapshot *s3 = wf_source_build(&o, s2, 0);
+    assert_int_equal(wf_ui_validations_note(v, s3, "V3"), 0);
+    ans = wf_ui_validations_json(v, s3, "V3", NULL);
+    assert_int_equal(wf_ui_validations_runs(v), 3);
+    json_t *file = NULL;
+    size_t i;
+    json_array_foreach(json_object_get(ans, "rejected"), i, rej)
+    {
+        if (!*json_string_value(json_object_get(rej, "resource")))
+            file = rej;
+    }
+    assert_non_null(file);
+    assert_string_equal(json_string_value(json_object_get(file, "serving")),
+                        "last good version kept: V1");
+    json_t *kept = json_object_get(file, "resources");
+    assert_int_equal(json_array_size(kept), 3);
+    assert_string_equal(json_string_value(json_array_get(kept, 0)), "Service/shop/catalog");
+    json_decref(ans);
     wf_ui_validations_free(v);
+    wf_snapshot_unref(s3);
     wf_snapshot_unref(s2);
     wf_snapshot_unref(s1);
     tdir_rm(&d);
