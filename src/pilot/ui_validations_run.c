@@ -130,17 +130,32 @@ static json_t *doc_slice(const char *text, size_t len, uint32_t start, uint32_t 
     return json_stringn(p, (size_t)(q - p));
 }
 
+/* A Secret's values are never shown: each of data and stringData becomes "<redacted>". */
+static void redact(json_t *j)
+{
+    static const char *const keys[] = {"data", "stringData"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *k;
+        json_t *v, *m = json_object_get(j, keys[i]);
+        json_object_foreach(m, k, v) json_object_set_new(m, k, json_string("<redacted>"));
+    }
+}
+
 /* The resource's YAML text into e ("yaml") and the first line of it in its file (*first; 0 when
- * the text is rendered from JSON, whose findings carry no line). */
+ * the text is rendered from JSON, whose findings carry no line, and for a Secret, shown
+ * rendered with its values redacted). */
 static int set_yaml(run *r, const wf_resource *res, json_t *e, uint32_t *first)
 {
     const wf_resource *doc = res->synthetic && res->owner ? res->owner : res;
+    bool secret = doc->kind == WF_KIND_SECRET;
     size_t len = 0;
-    const char *text = doc->json || !doc->file ? NULL : file_text(r, doc->file, &len);
+    const char *text = doc->json || !doc->file || secret ? NULL : file_text(r, doc->file, &len);
     *first = 0;
     if (text && doc->line > 0)
         return json_object_set_new(e, "yaml", doc_slice(text, len, doc->line, first));
-    json_t *j = wf_node_to_json(doc->root); /* a JSON file: its document as YAML */
+    json_t *j = wf_node_to_json(doc->root); /* a JSON file, a Secret: the document as YAML */
+    if (j && secret)
+        redact(j);
     wf_strbuf y = WF_STRBUF_INIT;
     int rc = j ? wf_ui_json_to_yaml(j, &y) : -1;
     json_decref(j);
