@@ -34,6 +34,8 @@
  *                              the istio-ca-root-cert ConfigMaps (data root-cert.pem) of every
  *                              namespace, or the one of NS (404 "namespace not found")
  *   /metrics also carries the CA's citadel_server_* metrics (ca_server.h)
+ *   /ui, /ui/, /ui/<path>      the web view's files (ui_static.h); not in the /debug index
+ *   /ui/api/validations, /ui/api/proxies  its JSON (ui_validations.h, ui_proxies.h)
  */
 #ifndef WF_PILOT_DEBUG_H
 #define WF_PILOT_DEBUG_H

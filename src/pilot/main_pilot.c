@@ -104,6 +104,12 @@ static void usage(FILE *f)
            "                                   of the istio-sidecar-injector ConfigMap; default\n"
            "                                   ./var/lib/istio/inject as istiod; absent: Istio's\n"
            "                                   defaults; a bad file is a start failure)\n"
+           "      --uiDir DIR                  the web view's files, served on the monitoring\n"
+           "                                   port under /ui/ (default: $WEFT_UI_DIR, else\n"
+           "                                   <program dir>/../ui, else <program dir>/../share/\n"
+           "                                   weft/ui; scripts/setup installs its libraries\n"
+           "                                   into ui/node_modules); its JSON is /ui/api/\n"
+           "                                   validations and /ui/api/proxies\n"
            "      --ca-dir DIR                 the CA's directory: the self-signed root\n"
            "                                   (made once and kept: ca-cert.pem, ca-key.pem,\n"
            "                                   root-cert.pem, cert-chain.pem) and the CSR\n"
@@ -138,7 +144,8 @@ static void usage(FILE *f)
            "POD_NAMESPACE (istiod's namespace, default istio-system: the istio ConfigMap's\n"
            "namespace and, with the revision, the serving certificate's DNS names\n"
            "istiod[-REV].NS.svc, istiod-remote.NS.svc, istio-pilot.NS.svc), ISTIOD_CUSTOM_HOST\n"
-           "(more DNS names, comma-separated), PILOT_CA_CERT_CONFIGMAP.\n"
+           "(more DNS names, comma-separated), PILOT_CA_CERT_CONFIGMAP; weft's WEFT_UI_DIR "
+           "(--uiDir).\n"
            "\n"
            "Exit codes: 0 clean shutdown (SIGTERM/SIGINT), 1 start failure, 2 bad command line.\n");
 }
@@ -237,6 +244,7 @@ enum {
     OPT_KUBE_SYNC,
     OPT_WEBHOOK,
     OPT_INJECTDIR,
+    OPT_UIDIR,
     OPT_REVISION
 };
 
@@ -351,6 +359,13 @@ static int parse_opt(cmdline *c, int opt, const char *arg)
         }
         c->o.inject_config_dir = arg;
         return 0;
+    case OPT_UIDIR:
+        if (!*arg) {
+            fprintf(stderr, "weft-pilot: --uiDir must not be empty\n");
+            return -1;
+        }
+        c->o.ui_dir = arg;
+        return 0;
     case OPT_KUBE_SYNC:
         if (parse_uint("--kube-sync-timeout-s", arg, &v) || v == 0 || v > 86400) {
             if (v == 0 || v > 86400)
@@ -409,6 +424,7 @@ static int parse(int argc, char **argv, cmdline *c)
         {"kube-sync-timeout-s", required_argument, 0, OPT_KUBE_SYNC},
         {"webhookAddr", required_argument, 0, OPT_WEBHOOK},
         {"injectConfigDir", required_argument, 0, OPT_INJECTDIR},
+        {"uiDir", required_argument, 0, OPT_UIDIR},
         {"revision", required_argument, 0, OPT_REVISION},
         {"log-level", required_argument, 0, 'l'},
         {"help", no_argument, 0, 'h'},
