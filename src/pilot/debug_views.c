@@ -57,6 +57,7 @@
 #include "pilot/kube_writer.h"
 #include "pilot/nds.h"
 #include "pilot/pilot.h"
+#include "pilot/ui_graph.h"
 
 #ifndef WEFT_VERSION
 #define WEFT_VERSION "0.1.0"
@@ -725,6 +726,17 @@ static void r_kubez(wf_pilot *p, const char *q, wf_debug_reply *r)
     wf_debug_reply_json(r, 200, j);
 }
 
+/* The web view's metrics endpoints (ui_graph.h). */
+static void r_ui_graph(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    wf_ui_graph_serve(wf_pilot_ui_graph(p), q, r);
+}
+
+static void r_ui_scrape(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    wf_ui_scrape_serve(wf_pilot_ui_graph(p), q, r);
+}
+
 static void r_index(wf_pilot *p, const char *q, wf_debug_reply *r);
 static void r_list(wf_pilot *p, const char *q, wf_debug_reply *r);
 
@@ -765,6 +777,8 @@ static const struct {
     {"/metrics", r_metrics, NULL},
     {"/ready", r_ready, NULL},
     {"/stats/prometheus", r_metrics, NULL},
+    {"/ui/api/graph", r_ui_graph, NULL},
+    {"/ui/api/scrape", r_ui_scrape, NULL},
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 

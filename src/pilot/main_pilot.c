@@ -124,6 +124,11 @@ static void usage(FILE *f)
            "                                   (default 30s; 0 = off)\n"
            "      --keepaliveTimeout D         PING ACK timeout (default 10s)\n"
            "      --disconnected-retention-s N keep disconnected proxies listed (default 300)\n"
+           "      --uiScrapeInterval D         how often the web view's scrape loop reads every\n"
+           "                                   connected proxy's http://IP:15020/stats/prometheus\n"
+           "                                   (default 15s, Istio's Prometheus interval; 0 = off)\n"
+           "      --uiScrapeAddr IP:PORT       bench only: send every scrape there, the proxy's\n"
+           "                                   IP:15020 as Host (weft-xds-load --serve-metrics)\n"
            "      --service-cluster-ip-range CIDR\n"
            "                                   give Services without a clusterIP one from\n"
            "                                   CIDR, as the API server's flag of that name\n"
@@ -237,7 +242,9 @@ enum {
     OPT_KUBE_SYNC,
     OPT_WEBHOOK,
     OPT_INJECTDIR,
-    OPT_REVISION
+    OPT_REVISION,
+    OPT_UI_SCRAPE,
+    OPT_UI_SCRAPE_ADDR
 };
 
 /* Go's strconv.ParseBool, as istiod reads XDS_AUTH: 0 / 1 into *out, -1 when not a boolean. */
@@ -359,6 +366,11 @@ static int parse_opt(cmdline *c, int opt, const char *arg)
         }
         c->o.kube_sync_timeout_ms = (int64_t)v * 1000;
         return 0;
+    case OPT_UI_SCRAPE: /* the web view's scrape loop (scrape.h) */
+        return parse_duration_ms("--uiScrapeInterval", arg, &c->o.ui_scrape.interval_ms);
+    case OPT_UI_SCRAPE_ADDR:
+        c->o.ui_scrape.override_addr = arg;
+        return check_addr("--uiScrapeAddr", arg, false);
     case OPT_REVISION:
         if (!wf_is_dns1123_label(arg)) {
             fprintf(stderr,
@@ -410,6 +422,8 @@ static int parse(int argc, char **argv, cmdline *c)
         {"webhookAddr", required_argument, 0, OPT_WEBHOOK},
         {"injectConfigDir", required_argument, 0, OPT_INJECTDIR},
         {"revision", required_argument, 0, OPT_REVISION},
+        {"uiScrapeInterval", required_argument, 0, OPT_UI_SCRAPE},
+        {"uiScrapeAddr", required_argument, 0, OPT_UI_SCRAPE_ADDR},
         {"log-level", required_argument, 0, 'l'},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, OPT_VER},
@@ -517,7 +531,9 @@ static void on_signal(uv_signal_t *s, int signum)
 int main(int argc, char **argv)
 {
     cmdline c = {.level = WF_LOG_INFO,
-                 .o = {.keepalive_interval_ms = 30000, .keepalive_timeout_ms = 10000}};
+                 .o = {.keepalive_interval_ms = 30000,
+                       .keepalive_timeout_ms = 10000,
+                       .ui_scrape = {.interval_ms = WF_SCRAPE_INTERVAL_MS}}};
     if (argc > 1 && strcmp(argv[1], "create-token") == 0)
         return wf_ca_token_cmd(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "authz-filters") == 0)

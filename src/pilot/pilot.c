@@ -16,6 +16,7 @@
 #include "pilot/ca_tokenreview.h"
 #include "pilot/kube_writer.h"
 #include "pilot/pilot_secure.h"
+#include "pilot/ui_graph.h"
 #include "pilot/webhook.h"
 
 #include <sys/stat.h>
@@ -37,6 +38,7 @@ struct wf_pilot {
     wf_kube_writer *writer;        /* the Kubernetes write-back (kube_writer.h), NULL without */
     wf_tokenreview *review;        /* service-account tokens (ca_tokenreview.h), NULL without */
     wf_serving_names names;        /* the serving certificates' DNS names (serving_cert.h) */
+    struct wf_ui_graph *ui_graph;  /* the web view's scrape loop and graph (ui_graph.h) */
     bool serving;
 };
 
@@ -382,6 +384,15 @@ static int start_ca(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
     return 0;
 }
 
+/* The web view's scrape loop (ui_graph.h), when its interval is not 0. */
+static int start_ui_graph(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
+{
+    if (!o->ui_scrape.interval_ms)
+        return 0;
+    p->ui_graph = wf_ui_graph_new(p->loop, p->ads, &o->ui_scrape, err, cap);
+    return p->ui_graph ? 0 : -1;
+}
+
 int wf_pilot_start(uv_loop_t *loop, const wf_pilot_opts *opts, wf_pilot **out, char *err,
                    size_t cap)
 {
@@ -399,7 +410,7 @@ int wf_pilot_start(uv_loop_t *loop, const wf_pilot_opts *opts, wf_pilot **out, c
     if (start_ca(p, opts, err, cap) || start_ads(p, opts, err, cap) ||
         start_debug(p, opts, err, cap) || start_source(p, opts, err, cap) ||
         start_secure(p, opts, err, cap) || start_webhook(p, opts, err, cap) ||
-        start_ca_check(p, err, cap)) {
+        start_ca_check(p, err, cap) || start_ui_graph(p, opts, err, cap)) {
         wf_pilot_stop(p);
         return -1;
     }
@@ -427,6 +438,7 @@ void wf_pilot_stop(wf_pilot *p)
     if (p->ca_check)
         uv_close((uv_handle_t *)p->ca_check, free_handle);
     wf_debug_close(p->debug);
+    wf_ui_graph_free(p->ui_graph); /* before the xDS server it reads from */
     wf_webhook_close(p->webhook);
     wf_inject_config_free(p->inject_mesh);
     wf_inject_config_free(p->inject);
@@ -457,6 +469,11 @@ wf_ads *wf_pilot_ads(const wf_pilot *p)
 wf_webhook *wf_pilot_webhook(const wf_pilot *p)
 {
     return p->webhook;
+}
+
+struct wf_ui_graph *wf_pilot_ui_graph(const wf_pilot *p)
+{
+    return p->ui_graph;
 }
 
 wf_jwks_resolver *wf_pilot_jwks(const wf_pilot *p)
