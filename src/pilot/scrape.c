@@ -191,7 +191,7 @@ static void on_fetched(void *ud, const wp_fetch_result *r)
     t->fetch = NULL;
     s->inflight--;
     char why[160] = "";
-    bool ok = false;
+    bool ok = false, state_changed = false;
     if (!r->ok) {
         snprintf(why, sizeof why, "%s", r->error ? r->error : "failed");
     } else if (r->status != 200) {
@@ -205,18 +205,18 @@ static void on_fetched(void *ud, const wp_fetch_result *r)
                          sizeof err) != 0) {
             snprintf(why, sizeof why, "bad metrics text: %s", err);
         } else {
-            bool had = t->info.has_state;
-            double before = t->info.server_state;
+            state_changed =
+                info.has_state && (!t->info.has_state || t->info.server_state != info.server_state);
             t->info = info;
             ok = true;
-            if (info.has_state && (!had || before != info.server_state)) {
-                char ev[40];
-                snprintf(ev, sizeof ev, "state %s", wf_mm_server_state_name(info.server_state));
-                record(t, wall_ms(), ev, "");
-            }
         }
     }
     scrape_ended(s, t, ok, why);
+    if (state_changed) { /* after "scrape ok": the scrape is what told */
+        char ev[40];
+        snprintf(ev, sizeof ev, "state %s", wf_mm_server_state_name(t->info.server_state));
+        record(t, t->last_ms, ev, "");
+    }
     start_some(s);
 }
 
