@@ -737,6 +737,11 @@ static void r_ui_scrape(wf_pilot *p, const char *q, wf_debug_reply *r)
     wf_ui_scrape_serve(wf_pilot_ui_graph(p), q, r);
 }
 
+static void r_ui_failed(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    wf_ui_failed_serve(wf_pilot_ui_graph(p), q, r);
+}
+
 static void r_index(wf_pilot *p, const char *q, wf_debug_reply *r);
 static void r_list(wf_pilot *p, const char *q, wf_debug_reply *r);
 
@@ -777,6 +782,7 @@ static const struct {
     {"/metrics", r_metrics, NULL},
     {"/ready", r_ready, NULL},
     {"/stats/prometheus", r_metrics, NULL},
+    {"/ui/api/failed", r_ui_failed, NULL},
     {"/ui/api/graph", r_ui_graph, NULL},
     {"/ui/api/scrape", r_ui_scrape, NULL},
 };

@@ -429,6 +429,11 @@ static void account(wf_mm_store *s, const wf_mm_target *t, bool router, const mm
     }
 }
 
+static bool known(const char *s)
+{
+    return s[0] && strcmp(s, "unknown") != 0;
+}
+
 /* The workload the target itself is (mesh_metrics.h wf_mm_scrape_info.workload). */
 static void own_workload(const mm_entry *e, size_t n, wf_mm_scrape_info *info)
 {
@@ -440,10 +445,15 @@ static void own_workload(const mm_entry *e, size_t n, wf_mm_scrape_info *info)
         const char *wl = t->lab[src ? WF_MM_SOURCE_WORKLOAD : WF_MM_DESTINATION_WORKLOAD];
         const char *ns =
             t->lab[src ? WF_MM_SOURCE_WORKLOAD_NAMESPACE : WF_MM_DESTINATION_WORKLOAD_NAMESPACE];
-        if (wl[0] && strcmp(wl, "unknown") != 0) {
+        const char *app = t->lab[src ? WF_MM_SOURCE_APP : WF_MM_DESTINATION_APP];
+        const char *ver = t->lab[src ? WF_MM_SOURCE_VERSION : WF_MM_DESTINATION_VERSION];
+        if (known(wl))
             snprintf(info->workload, sizeof info->workload, "%s", wl);
+        else if (known(app)) /* no WORKLOAD_NAME: named as the graph names it (ui_graph.h) */
+            snprintf(info->workload, sizeof info->workload, "%s%s%s", app, known(ver) ? "-" : "",
+                     known(ver) ? ver : "");
+        if (info->workload[0])
             snprintf(info->workload_ns, sizeof info->workload_ns, "%s", ns);
-        }
         tuple_free(t);
     }
 }

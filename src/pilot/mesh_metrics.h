@@ -111,7 +111,8 @@ typedef struct {
     size_t ignored_buckets; /* bucket lines whose le is not one of wf_mm_bounds */
     /* the target's own workload and namespace as its metrics name it (source_workload of a
      * tuple it reports as source, else destination_workload of one it reports as
-     * destination); "" when it reported none */
+     * destination; without one, "<app>-<version>" as ui_graph.h names such workloads); ""
+     * when it reported none */
     char workload[128], workload_ns[64];
 } wf_mm_scrape_info;
 

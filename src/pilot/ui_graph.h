@@ -10,9 +10,9 @@
  *    known; a workload whose name the series do not carry (a proxy without WORKLOAD_NAME
  *    metadata: "" or "unknown") is named after its app and version ("<app>-<version>"), as
  *    Kiali's versioned-app nodes are keyed; a service node per destination_service; "unknown"
- *    for a source with neither (traffic from outside the mesh, Kiali's unknown node). A workload is is_gateway when a
- *    router proxy (a gateway) reported it as source, or its name is istio-ingressgateway or
- *    istio-egressgateway (Istio's default gateway deployments).
+ *    for a source with neither (traffic from outside the mesh, Kiali's unknown node). A workload is
+ * is_gateway when a router proxy (a gateway) reported it as source, or its name is
+ * istio-ingressgateway or istio-egressgateway (Istio's default gateway deployments).
  *  - edges: source workload -> service and service -> destination workload, from every series
  *    of istio_requests_total / _duration / istio_tcp_*; each edge carries the two views of
  *    Istio's reporter label side by side: source_view (reporter="source", the client's
@@ -101,5 +101,7 @@ wf_scrape *wf_ui_graph_scrape(const wf_ui_graph *g);
 void wf_ui_graph_serve(wf_ui_graph *g, const char *query, wf_debug_reply *r);
 /* GET /ui/api/scrape: the targets (contract's shape). */
 void wf_ui_scrape_serve(wf_ui_graph *g, const char *query, wf_debug_reply *r);
+/* GET /ui/api/failed (scrape_failed.h; may set r->retry_ms while proxies are asked). */
+void wf_ui_failed_serve(wf_ui_graph *g, const char *query, wf_debug_reply *r);
 
 #endif

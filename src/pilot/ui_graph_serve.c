@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pilot/debug_internal.h"
+#include "pilot/scrape_failed.h"
 #include "pilot/ui_graph.h"
 
 typedef struct {
@@ -17,6 +18,7 @@ typedef struct {
 
 struct wf_ui_graph {
     wf_scrape *scrape;
+    wf_failed *failed;   /* GET /ui/api/failed (scrape_failed.h) */
     uint64_t generation; /* of the cached answers */
     graph_entry cache[WF_UI_GRAPH_CACHE];
     size_t n_cache;
@@ -42,6 +44,11 @@ wf_ui_graph *wf_ui_graph_new(uv_loop_t *loop, wf_ads *ads, const wf_scrape_opts 
         free(g);
         return NULL;
     }
+    if (!(g->failed = wf_failed_new(loop, g->scrape))) {
+        snprintf(err, cap, "out of memory");
+        wf_ui_graph_free(g);
+        return NULL;
+    }
     return g;
 }
 
@@ -50,6 +57,7 @@ void wf_ui_graph_free(wf_ui_graph *g)
     if (!g)
         return;
     cache_clear(g);
+    wf_failed_free(g->failed);
     wf_scrape_free(g->scrape);
     free(g);
 }
@@ -190,6 +198,11 @@ static json_t *target_json(const wf_scrape_target *t)
     }
     json_object_set_new(o, "history", h ? h : json_array());
     return o;
+}
+
+void wf_ui_failed_serve(wf_ui_graph *g, const char *query, wf_debug_reply *r)
+{
+    wf_failed_serve(g ? g->failed : NULL, query, r);
 }
 
 void wf_ui_scrape_serve(wf_ui_graph *g, const char *query, wf_debug_reply *r)
