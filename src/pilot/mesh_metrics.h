@@ -37,9 +37,9 @@
  * wf_mm_quantile is Prometheus's histogram_quantile (promql/quantile.go bucketQuantile).
  *
  * Bounds: at most WF_MM_MAX_TARGET_TUPLES tuples per scrape (more are dropped and counted),
- * WF_MM_MAX_TUPLES in the store. Memory per tuple: sizeof(wf_mm_tuple) (about 3.5 KB) plus its
- * key; per target: its last values (about 300 bytes per tuple).
- * Threads: none; one loop thread owns a store and its targets.
+ * WF_MM_MAX_TUPLES in the store. Memory per tuple: about 2.3 KB (the rings as floats) plus twice
+ * its key; per target: its last values (about 300 bytes per tuple). Threads: none; one loop thread
+ * owns a store and its targets.
  */
 #ifndef WF_PILOT_MESH_METRICS_H
 #define WF_PILOT_MESH_METRICS_H
@@ -85,8 +85,8 @@ enum {
 #define WF_MM_NV      (WF_MM_V_BUCKET0 + WF_MM_NBOUNDS)
 
 #define WF_MM_FINE_SLOTS        12
-#define WF_MM_COARSE_SLOTS      13
-#define WF_MM_COARSE_MS         300000
+#define WF_MM_COARSE_SLOTS      7
+#define WF_MM_COARSE_MS         600000
 #define WF_MM_MAX_WINDOW_S      3600
 #define WF_MM_MAX_TARGET_TUPLES 512
 #define WF_MM_MAX_TUPLES        200000

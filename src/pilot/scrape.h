@@ -25,7 +25,7 @@
  *  0.5 KB of request and 10-50 KB of answer each (weft-proxy's text with its Envoy stats),
  *  parsed at a few hundred MB/s. Memory: per proxy its last values (about 300 bytes per series
  *  it reports, a few series per edge) and the store's history per series (mesh_metrics.h:
- *  about 3.5 KB per series, summed over a workload's replicas).
+ *  about 2.3 KB per series, summed over a workload's replicas).
  *
  * Everything runs on pilot's loop: the GETs are proxy/agent/status_fetch.h (one HTTP/1.1 GET
  * without blocking the loop: the client pilot-agent's status server uses for app probes and

@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "pilot/debug_internal.h"
 #include "pilot/scrape_failed.h"
@@ -145,6 +148,11 @@ void wf_ui_graph_serve(wf_ui_graph *g, const char *query, wf_debug_reply *r)
     }
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
+#ifdef __GLIBC__
+    /* the graph's JSON tree (tens of MB on a 1,000-service mesh) is gone: give its pages back
+     * (glibc keeps freed small blocks otherwise, and pilot's RSS would keep the peak) */
+    malloc_trim(0);
+#endif
     if (!text) {
         reply_text(r, 500, "out of memory\n");
         return;
