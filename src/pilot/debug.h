@@ -34,6 +34,9 @@
  *                              the istio-ca-root-cert ConfigMaps (data root-cert.pem) of every
  *                              namespace, or the one of NS (404 "namespace not found")
  *   /metrics also carries the CA's citadel_server_* metrics (ca_server.h)
+ *   /ui/api/graph, /ui/api/scrape   the web view's traffic graph and scrape targets
+ *                              (ui_graph.h), /ui/api/failed the proxies' failed requests
+ *                              (scrape_failed.h: answered later, see retry_ms below)
  */
 #ifndef WF_PILOT_DEBUG_H
 #define WF_PILOT_DEBUG_H
