@@ -37,7 +37,8 @@ test-fast: all
 FUZZ_PAIRS = loader:loader h1_request:h1 h1_response:h1 path_norm:path_norm bootstrap:bootstrap \
 	xds_compose:xds_compose grpc_frame:grpc_frame discovery:discovery access_log:access_log \
 	stats_matcher:stats_matcher ca_request:ca_request jwt:jwt h2:h2 dns:dns \
-	http_inspector:http_inspector tcp_mx:tcp_mx kube_stream:kube_stream agent_env:agent_env
+	http_inspector:http_inspector tcp_mx:tcp_mx kube_stream:kube_stream agent_env:agent_env \
+	prom_text:prom_text
 FUZZ_TARGETS = $(foreach t,$(FUZZ_PAIRS),$(firstword $(subst :, ,$(t))))
 
 fuzz: setup

@@ -60,6 +60,7 @@
 #include "pilot/ui_proxies.h"
 #include "pilot/ui_static.h"
 #include "pilot/ui_validations.h"
+#include "pilot/ui_graph.h"
 
 #ifndef WEFT_VERSION
 #define WEFT_VERSION "0.1.0"
@@ -747,6 +748,22 @@ static void r_ui_proxies(wf_pilot *p, const char *q, wf_debug_reply *r)
         r, 200, wf_ui_proxies_json(wf_pilot_ads(p), wf_pilot_ca_server(wf_pilot_get_ca(p)), want));
 }
 
+/* The web view's metrics endpoints (ui_graph.h). */
+static void r_ui_graph(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    wf_ui_graph_serve(wf_pilot_ui_graph(p), q, r);
+}
+
+static void r_ui_scrape(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    wf_ui_scrape_serve(wf_pilot_ui_graph(p), q, r);
+}
+
+static void r_ui_failed(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    wf_ui_failed_serve(wf_pilot_ui_graph(p), q, r);
+}
+
 static void r_index(wf_pilot *p, const char *q, wf_debug_reply *r);
 static void r_list(wf_pilot *p, const char *q, wf_debug_reply *r);
 
@@ -790,6 +807,9 @@ static const struct {
     /* the web view's JSON (issue 22): served, not listed (not under /debug) */
     {"/ui/api/proxies", r_ui_proxies, NULL},
     {"/ui/api/validations", r_ui_validations, NULL},
+    {"/ui/api/failed", r_ui_failed, NULL},
+    {"/ui/api/graph", r_ui_graph, NULL},
+    {"/ui/api/scrape", r_ui_scrape, NULL},
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 

@@ -18,6 +18,7 @@
 #include "pilot/pilot_secure.h"
 #include "pilot/ui_static.h"
 #include "pilot/ui_validations.h"
+#include "pilot/ui_graph.h"
 #include "pilot/webhook.h"
 
 #include <sys/stat.h>
@@ -39,6 +40,7 @@ struct wf_pilot {
     wf_kube_writer *writer;        /* the Kubernetes write-back (kube_writer.h), NULL without */
     wf_tokenreview *review;        /* service-account tokens (ca_tokenreview.h), NULL without */
     wf_serving_names names;        /* the serving certificates' DNS names (serving_cert.h) */
+    struct wf_ui_graph *ui_graph;  /* the web view's scrape loop and graph (ui_graph.h) */
     bool serving;
     char *ui_dir;              /* the web view's folder (ui_static.h) */
     wf_ui_validations *ui_val; /* the web view's validations (ui_validations.h) */
@@ -415,6 +417,15 @@ static int start_ui(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
     return 0;
 }
 
+/* The web view's scrape loop (ui_graph.h), when its interval is not 0. */
+static int start_ui_graph(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
+{
+    if (!o->ui_scrape.interval_ms)
+        return 0;
+    p->ui_graph = wf_ui_graph_new(p->loop, p->ads, &o->ui_scrape, err, cap);
+    return p->ui_graph ? 0 : -1;
+}
+
 int wf_pilot_start(uv_loop_t *loop, const wf_pilot_opts *opts, wf_pilot **out, char *err,
                    size_t cap)
 {
@@ -432,7 +443,8 @@ int wf_pilot_start(uv_loop_t *loop, const wf_pilot_opts *opts, wf_pilot **out, c
     if (start_ui(p, opts, err, cap) || start_ca(p, opts, err, cap) ||
         start_ads(p, opts, err, cap) || start_debug(p, opts, err, cap) ||
         start_source(p, opts, err, cap) || start_secure(p, opts, err, cap) ||
-        start_webhook(p, opts, err, cap) || start_ca_check(p, err, cap)) {
+        start_webhook(p, opts, err, cap) || start_ca_check(p, err, cap) ||
+        start_ui_graph(p, opts, err, cap)) {
         wf_pilot_stop(p);
         return -1;
     }
@@ -460,6 +472,7 @@ void wf_pilot_stop(wf_pilot *p)
     if (p->ca_check)
         uv_close((uv_handle_t *)p->ca_check, free_handle);
     wf_debug_close(p->debug);
+    wf_ui_graph_free(p->ui_graph); /* before the xDS server it reads from */
     wf_webhook_close(p->webhook);
     wf_inject_config_free(p->inject_mesh);
     wf_inject_config_free(p->inject);
@@ -506,6 +519,11 @@ wf_ui_validations *wf_pilot_ui_validations(const wf_pilot *p)
 wf_webhook *wf_pilot_webhook(const wf_pilot *p)
 {
     return p->webhook;
+}
+
+struct wf_ui_graph *wf_pilot_ui_graph(const wf_pilot *p)
+{
+    return p->ui_graph;
 }
 
 wf_jwks_resolver *wf_pilot_jwks(const wf_pilot *p)
