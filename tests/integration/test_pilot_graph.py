@@ -206,5 +206,7 @@ def test_bench_serve_metrics_graph_at_small_scale(tmp_path):
     finally:
         load.stdin.write("quit\n")
         load.stdin.flush()
-        load.wait(timeout=30)
+        err = load.communicate(timeout=30)[1]
         assert stop_process(pilot) == 0
+    assert load.returncode == 0, err
+    assert "Sanitizer" not in err and "runtime error" not in err, err
