@@ -68,11 +68,13 @@ int wf_debug_port(const wf_debug *d);
 /* Stops listening, closes open connections; freed once handles closed. NULL is fine. */
 void wf_debug_close(wf_debug *d);
 
-/* A response: status, content type (static string) and body. */
+/* A response: status, content type (static string) and body; location (a static string, NULL =
+ * none) becomes a Location header (a redirect). */
 struct wf_debug_reply {
     int status;
     const char *ctype;
     wf_strbuf body;
+    const char *location;
 };
 
 /* Answers one GET (path without query; query without '?', may be ""). Used by the server and

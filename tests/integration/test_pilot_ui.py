@@ -1,5 +1,5 @@
 """weft-pilot's web view endpoints (issue 22) on a real weft-pilot process: the static files
-from --uiDir (index at /ui/, content types, 404, traversal refused, 503 naming node_modules and
+from --uiDir (index at /ui/, /ui redirected there, content types, 404, traversal refused, 503 naming node_modules and
 scripts/setup), /ui/api/validations on the book's catalog example whose VirtualService routes to
 subsets no DestinationRule defines (IST0101 on the VirtualService at the line weftctl analyze
 reports, every message weftctl analyze prints for the same config, the broken file pilot
@@ -80,10 +80,15 @@ def raw_get(port, path):
 
 
 def test_static_files(pilot, ui_dir):
-    for path in ("/ui", "/ui/"):
-        status, ctype, body = raw_get(pilot.mon, path)
-        assert status == 200 and ctype == "text/html; charset=utf-8", body
-        assert "<title>weft</title>" in body
+    status, ctype, body = raw_get(pilot.mon, "/ui/")
+    assert status == 200 and ctype == "text/html; charset=utf-8", body
+    assert "<title>weft</title>" in body
+    c = http.client.HTTPConnection("127.0.0.1", pilot.mon, timeout=5)
+    c.request("GET", "/ui")  # to /ui/, where the page's relative links resolve
+    r = c.getresponse()
+    assert (r.status, r.getheader("Location")) == (301, "/ui/")
+    c.close()
+    assert get(pilot.mon, "/ui") == (200, "<!DOCTYPE html>\n<title>weft</title>\n")
     assert raw_get(pilot.mon, "/ui/app.js") == (200, "text/javascript; charset=utf-8",
                                                 "export const view = 1;\n")
     status, ctype, _ = raw_get(pilot.mon, "/ui/node_modules/cytoscape/dist/cytoscape.esm.mjs")
