@@ -193,8 +193,9 @@ ui_get() { # ui_get NAME PATH: sets UI_CODE and UI_MS; the answer goes to $DIR/u
 UI_LINES=()
 for step in "validations_first /ui/api/validations" "validations_cached /ui/api/validations" \
   "proxies /ui/api/proxies" "graph /ui/api/graph"; do
-  ui_get ${step%% *} ${step#* }
-  UI_LINES+=("${step%% *} $UI_CODE $UI_MS $(stat -c %s "$DIR/ui-${step%% *}.json" 2>/dev/null || echo 0)")
+  name=${step%% *}
+  ui_get "$name" "${step#* }"
+  UI_LINES+=("$name $UI_CODE $UI_MS $(stat -c %s "$DIR/ui-$name.json" 2>/dev/null || echo 0)")
 done
 pilot_sample
 UI_RSS1=$RSS_KB
