@@ -32,7 +32,8 @@
 # growth be < 50 MB, else the bench exits 1.
 # Pinning: with 2+ CPUs pilot runs on CPU 1 and the load client on CPU 0.
 # Output: a summary on stdout; the client's raw lines and the figures as JSON go to
-# bench/results/pilot-scale-YYYYmmdd-HHMMSS.json. --keep keeps the temporary directory.
+# bench/results/pilot-scale-YYYYmmdd-HHMMSS.json ($BENCH_RESULTS_DIR instead when set).
+# --keep keeps the temporary directory.
 # --pilot PATH runs another weft-pilot binary (e.g. a patched build) against the same setup.
 # The Kubernetes mode (issue 21: the test API server, 5,000 Pods, endpoint churn, the folder
 # source in the same run) is bench/run_pilot_kube.sh (make bench-pilot-kube).
@@ -237,8 +238,9 @@ exec 3>&-
 wait "$LOAD_PID" 2>/dev/null || true
 LOAD_PID=""
 
-mkdir -p "$HERE/results"
-OUT="$HERE/results/pilot-scale-$(date +%Y%m%d-%H%M%S).json"
+RESULTS=${BENCH_RESULTS_DIR:-$HERE/results}
+mkdir -p "$RESULTS"
+OUT="$RESULTS/pilot-scale-$(date +%Y%m%d-%H%M%S).json"
 SUMMARY_RC=0
 UI_STEPS=$(printf '%s\n' "${UI_LINES[@]}") UI_RSS0=$UI_RSS0 UI_RSS1=$UI_RSS1 \
 UI_LIMIT_MS=$UI_LIMIT_MS UI_LIMIT_MB=$UI_LIMIT_MB \
