@@ -185,6 +185,22 @@ static void add_rate(json_t *o, const char *k, double v)
 }
 
 /* A series' increase added into view v. */
+
+/* An application error by Kiali's default rate tolerances (kiali.io/docs/configuration/health):
+ * http codes matching ^5\d\d$; grpc statuses matching ^[1-9]$|^1[0-6]$ (a gRPC series without
+ * a status falls back to its HTTP code). No code at all ("0": the caller went away, as the
+ * server's sidecar reports a request the gateway timed out) matches neither rule, so it is not
+ * an error, as in Kiali and in Istio's Grafana dashboards (success = not 5xx). */
+static bool app_error(const char *code, bool grpc, const char *gs)
+{
+    if (grpc && gs[0]) {
+        char *end = NULL;
+        long v = strtol(gs, &end, 10);
+        return end != gs && !*end && v >= 1 && v <= 16;
+    }
+    return code[0] == '5' && code[1] >= '0' && code[1] <= '9' && code[2] >= '0' && code[2] <= '9' &&
+           !code[3];
+}
 static void view_add(gbuild *b, gview *v, const char *const *l, const wf_mm_values *inc)
 {
     const double *x = inc->v;
@@ -198,10 +214,7 @@ static void view_add(gbuild *b, gview *v, const char *const *l, const wf_mm_valu
         b->oom = true;
     v->any = true;
     v->req += req;
-    bool err = grpc ? (gs[0] && strcmp(gs, "0") != 0) : (code[0] == '5' || !strcmp(code, "0"));
-    if (grpc && !gs[0])
-        err = code[0] == '5' || !strcmp(code, "0");
-    if (err)
+    if (app_error(code, grpc, gs))
         v->err += req;
     if (!grpc && code[0] == '4')
         v->c4xx += req;
@@ -233,8 +246,7 @@ static void sums_add(gview *v, const char *const *l, const wf_mm_values *inc)
     double req = inc->v[WF_MM_V_REQUESTS];
     v->any = true;
     v->req += req;
-    bool err = grpc && gs[0] ? strcmp(gs, "0") != 0 : (code[0] == '5' || !strcmp(code, "0"));
-    v->err += err ? req : 0;
+    v->err += app_error(code, grpc, gs) ? req : 0;
     v->c4xx += !grpc && code[0] == '4' ? req : 0;
 }
 

@@ -24,11 +24,11 @@
  *    1 percentage point or their request rates by more than 10 %.
  *  - a view: rps = increase of istio_requests_total / covered seconds (mesh_metrics.h
  *    wf_mm_window: Prometheus's rate() over the window); codes and flags (response_flags other
- *    than "-") as rates; error_rate = share of requests answered 5xx or with no code (0), or,
- *    for gRPC, with a grpc_response_status other than 0; success_rate = 1 - error_rate; p50_ms
- *    and p99_ms = histogram_quantile(0.5 / 0.99) over istio_request_duration_milliseconds'
- *    buckets (null without observations); tcp_sent_bps / tcp_received_bps from the
- *    istio_tcp_*_bytes_total counters.
+ *    than "-") as rates; error_rate = share of requests answered 5xx, or, for gRPC, with a
+ *    grpc_response_status 1-16 (a request with no code, "0", is not an error: see health);
+ * success_rate = 1 - error_rate; p50_ms and p99_ms = histogram_quantile(0.5 / 0.99) over
+ * istio_request_duration_milliseconds' buckets (null without observations); tcp_sent_bps /
+ * tcp_received_bps from the istio_tcp_*_bytes_total counters.
  *  - mtls_percent: the share of requests (TCP: of connections opened) whose
  *    connection_security_policy is "mutual_tls", from the destination reporter's series: Istio's
  *    source-reported series say "unknown" there (only the server side knows whether the
@@ -38,11 +38,13 @@
  *  - health (edges, nodes): Kiali's default traffic health (kiali.io/docs/configuration/health,
  *    health_config.rate defaults): for http, 5xx errors degraded above 0 % and failure above
  *    10 %, 4xx degraded above 10 % and failure above 20 %; for grpc, statuses 1-16 degraded
- *    above 0 % and failure above 10 % (here: "no code" counts as an application error, as a
- *    503 would); "idle" without requests in the window. An edge takes the worse of its two
- *    views (a failure only the client sees still colours the edge); a node takes the worse of
- *    its inbound edges, or of its outbound ones when it has no inbound traffic; an app node
- *    the worst of its workloads.
+ *    above 0 % and failure above 10 %; a request with no response code ("0", e.g. what the
+ *    server's sidecar reports when the caller timed out and went away) matches none of these
+ *    codes and is not an error, so a gateway timeout shows as the gateway's (source) lower
+ *    success rate beside the destination's own; "idle" without requests in the window. An edge
+ * takes the worse of its two views (a failure only the client sees still colours the edge); a node
+ * takes the worse of its inbound edges, or of its outbound ones when it has no inbound traffic; an
+ * app node the worst of its workloads.
  *  - namespace=NS keeps the edges with an end in NS (and their nodes); window is 10..3600 s,
  *    default 60.
  *
@@ -80,7 +82,7 @@
 #define WF_UI_GRPC_FAILURE      10.0
 
 /* "healthy", "degraded", "failure" or "idle" for requests with the given error shares
- * (percent): errors_pct = 5xx or no code (http) or grpc statuses 1-16 (grpc); client_pct =
+ * (percent): errors_pct = 5xx (http) or grpc statuses 1-16 (grpc); client_pct =
  * 4xx (http only). */
 const char *wf_ui_health(double requests, double errors_pct, double client_pct, bool grpc);
 
