@@ -7,8 +7,9 @@ Serves, on 127.0.0.1 (port 0 = any free one, printed as "listening PORT" on stdo
   leaving the folder is 404), with the content types weft-pilot's ui_static.c gives;
 - /ui/api/<name>: --fixtures/<name>.json (graph, validations, proxies, scrape, failed), as the
   contract in docs describes them;
-- /debug/config_dump?proxyID=ID[&include_eds]: the --config-dump file (400 without proxyID,
-  as istiod answers);
+- /debug/config_dump?proxyID=ID[&include_eds]: the --config-dump-for ID=FILE file of that proxy,
+  else the --config-dump file (a .yaml dump is answered as JSON; 400 without proxyID, as istiod
+  answers);
 - test controls: /__test/fail?path=P&status=N&body=TEXT makes path P answer N with TEXT (text/
   plain), /__test/reset undoes it, /__test/requests lists the requests served so far (JSON).
 Exits on SIGTERM/SIGINT.
@@ -28,11 +29,22 @@ TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=u
          ".png": "image/png", ".ico": "image/x-icon"}
 
 
+def load_dump(path):
+    """The dump's JSON bytes (a YAML dump, as some of Istio's test data is, converted)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if path.endswith((".yaml", ".yml")):
+        import yaml
+        data = json.dumps(yaml.safe_load(data)).encode()
+    return data
+
+
 class State:
-    def __init__(self, ui, fixtures, dump):
+    def __init__(self, ui, fixtures, dump, dump_for):
         self.ui = os.path.realpath(ui)
         self.fixtures = os.path.realpath(fixtures)
-        self.dump = dump
+        self.dump = load_dump(dump)
+        self.dump_for = {k: load_dump(v) for k, v in dump_for.items()}
         self.fail = {}
         self.requests = []
         self.lock = threading.Lock()
@@ -75,10 +87,10 @@ def make_handler(st):
                 with open(f, "rb") as fh:
                     return self.send(200, fh.read(), "application/json")
             if path == "/debug/config_dump":
-                if not q.get("proxyID", [""])[0]:
+                pid = q.get("proxyID", [""])[0]
+                if not pid:
                     return self.send(400, "You must provide a proxyID in the query string\n")
-                with open(st.dump, "rb") as fh:
-                    return self.send(200, fh.read(), "application/json")
+                return self.send(200, st.dump_for.get(pid, st.dump), "application/json")
             if path.startswith("/ui/"):
                 rel = path[len("/ui/"):] or "index.html"
                 f = os.path.realpath(os.path.join(st.ui, rel))
@@ -109,9 +121,13 @@ def main():
     ap.add_argument("--ui", required=True, help="the ui/ folder")
     ap.add_argument("--fixtures", required=True, help="folder of <name>.json for /ui/api/<name>")
     ap.add_argument("--config-dump", required=True, help="file answered on /debug/config_dump")
+    ap.add_argument("--config-dump-for", action="append", default=[], metavar="ID=FILE",
+                    help="the dump answered for proxyID ID (repeatable)")
     ap.add_argument("--port", type=int, default=0)
     a = ap.parse_args()
-    srv = ThreadingHTTPServer(("127.0.0.1", a.port), make_handler(State(a.ui, a.fixtures, a.config_dump)))
+    dump_for = dict(x.split("=", 1) for x in a.config_dump_for)
+    st = State(a.ui, a.fixtures, a.config_dump, dump_for)
+    srv = ThreadingHTTPServer(("127.0.0.1", a.port), make_handler(st))
     srv.daemon_threads = True
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=srv.shutdown).start())
     print("listening %d" % srv.server_address[1], flush=True)
