@@ -217,6 +217,7 @@ export class GraphView {
           if (cur.nonempty()) {
             const {parent, source, target, ...rest} = x.data;
             cur.data(rest);
+            if (x.group === 'nodes' && (cur.data('parent') || undefined) !== parent) cur.move({parent: parent ?? null});
           } else {
             this.cy.add(x);
           }
