@@ -72,7 +72,11 @@ export class ValidationsView {
         el('span', {class: 'badge badge-Warning'}, `${s.warning || 0} warnings`), ' ',
         el('span', {class: 'badge badge-Info'}, `${s.info || 0} info`),
         ` · config version ${v.version || '-'}`),
-      res.length ? null : notice('info', 'No analyzer message for the config pilot serves.'),
+      res.length || (v.mesh_messages || []).length ? null
+        : notice('info', 'No analyzer message for the config pilot serves.'),
+      (v.mesh_messages || []).length ? el('section', {class: 'ns-group', id: 'mesh-messages'},
+        el('h2', {}, 'mesh-wide (no resource)'), el('ul', {class: 'messages'}, v.mesh_messages.map(messageItem)))
+        : null,
       [...byNs.keys()].sort().map((ns) => el('section', {class: 'ns-group', dataset: {namespace: ns}},
         el('h2', {}, `namespace ${ns}`), byNs.get(ns).map(resourceCard))),
       el('section', {class: 'rejected', id: 'rejected'}, el('h2', {}, 'Rejected by pilot'),
