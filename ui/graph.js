@@ -46,6 +46,16 @@ export function messagesForService(validations, svc) {
   return out;
 }
 
+// The service an edge's requests are for: the service node it leads into, or the service node
+// it leaves (service -> workload, in Kiali's graph with service nodes), else the target's service.
+export function edgeService(e, byId) {
+  const t = byId.get(e.target) || {}, s = byId.get(e.source) || {};
+  const svcOf = (n) => n.service || (n.id && n.id.startsWith('svc:') ? n.id.slice(4) : '');
+  if (t.kind === 'service') return svcOf(t);
+  if (s.kind === 'service') return svcOf(s);
+  return t.service || '';
+}
+
 function nodeLabel(n) {
   if (n.kind === 'app') return n.app || n.name;
   if (n.kind === 'service') return n.name;
@@ -86,7 +96,7 @@ function elementsOf(graph, validations) {
   }
   for (const e of graph.edges || []) {
     if (!byId.has(e.source) || !byId.has(e.target)) continue;
-    const svc = byId.get(e.target).service || '';
+    const svc = edgeService(e, byId);
     const msgs = messagesForService(validations, svc);
     const errors = msgs.filter((m) => m.message.level === 'Error');
     const codes = [...new Set(errors.map((m) => m.message.code))];
@@ -301,7 +311,7 @@ export class GraphView {
     if (!e) return;
     this.selectedEdge = id;
     const nodes = new Map((this.lastGraph.nodes || []).map((n) => [n.id, n]));
-    const svc = (nodes.get(e.target) || {}).service || '';
+    const svc = edgeService(e, nodes);
     const rows = [
       ['requests/s', (v) => fmtRate(v.rps)], ['success', (v) => fmtPct(v.success_rate)],
       ['errors', (v) => fmtPct(v.error_rate)], ['p50', (v) => fmtMs(v.p50_ms)], ['p99', (v) => fmtMs(v.p99_ms)],

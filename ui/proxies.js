@@ -23,6 +23,14 @@ function certDays(cert, now) {
   return (cert.not_after_ms - now) / DAY_MS;
 }
 
+// expired: bad; less than a fifth of its lifetime left (the agent rotates at about half, so
+// a certificate this close to its end was not renewed): warn.
+function certClass(cert, now) {
+  if (cert.not_after_ms <= now) return 'bad';
+  const life = cert.not_after_ms - (cert.not_before_ms || cert.issued_ms || cert.not_after_ms);
+  return life > 0 && cert.not_after_ms - now < life / 5 ? 'warn' : '';
+}
+
 export class ProxiesView {
   constructor(root, app) {
     this.root = root;
@@ -72,7 +80,7 @@ export class ProxiesView {
           : el('span', {class: 'muted'}, s.ok ? 'not scraped' : '-'),
         t ? (t.server_state || '-') : '-',
         d === null ? el('span', {class: 'muted'}, agentDays === null ? '-' : `${agentDays} d (agent)`)
-          : el('span', {class: d < 1 ? 'warn' : '', title: `not after ${fmtTime(x.certificate.not_after_ms)}` +
+          : el('span', {class: certClass(x.certificate, now), title: `not after ${fmtTime(x.certificate.not_after_ms)}` +
             (agentDays !== null ? `; the agent reports ${agentDays} d until its first certificate expires` : '')},
           `${d.toFixed(1)} d`),
         !x.connected ? el('span', {class: 'bad'}, 'disconnected')
@@ -115,6 +123,7 @@ export class ProxiesView {
     }
     const t = this.scrape.get(x.proxy_id);
     const c = x.certificate;
+    const expired = c && c.not_after_ms && c.not_after_ms <= Date.now();
     const hist = [...(x.history || []).map((h) => ({...h, from: 'pilot'})),
       ...((t && t.history) || []).map((h) => ({...h, from: 'scrape'}))].sort((a, b) => b.t_ms - a.t_ms);
     const ds = this.dumpState || {};
@@ -125,7 +134,7 @@ export class ProxiesView {
         .flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)])),
       el('section', {class: 'cert', id: 'proxy-cert'}, el('h3', {}, 'Certificate'), c
         ? el('dl', {class: 'kv'}, [['serial', c.serial], ['issued', `${fmtTime(c.issued_ms)} (${fmtAgo(c.issued_ms)})`],
-          ['not before', fmtTime(c.not_before_ms)], ['not after', `${fmtTime(c.not_after_ms)} (${fmtAgo(c.not_after_ms)})`]]
+          ['not before', fmtTime(c.not_before_ms)], ['not after', `${fmtTime(c.not_after_ms)} (${expired ? 'expired ' : ''}${fmtAgo(c.not_after_ms)})`]]
           .flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]))
         : el('p', {class: 'hint'}, 'pilot\'s CA has issued no certificate for this proxy (no mTLS identity yet, or ' +
           'certificates come from another CA).')),

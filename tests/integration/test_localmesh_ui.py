@@ -237,9 +237,12 @@ def test_web_view_on_the_catalog_mesh(tmp_path):
         shutil.copy(os.path.join(STEPS, "virtualservice-timeout.yaml"), d / "virtualservice.yaml")
         wait_for(lambda: not ist0101(), 30, "IST0101 gone with the timeout VirtualService")
 
+        last = {}
+
         def timeouts():
             g = api("/ui/api/graph?namespace=istioinaction")
             e = g and edge(g, gw, SVC)
+            last["edge"] = e
             if not e or not e["source_view"] or not e["destination_view"]:
                 return None
             sv, dv = e["source_view"], e["destination_view"]
@@ -248,7 +251,10 @@ def test_web_view_on_the_catalog_mesh(tmp_path):
                     and sv["success_rate"] < dv["success_rate"]:
                 return e
             return None
-        e = wait_for(timeouts, 150, "the gateway's 504 UT in the source view only")
+        try:
+            e = wait_for(timeouts, 150, "the gateway's 504 UT in the source view only")
+        except AssertionError as ex:
+            raise AssertionError("%s; the edge: %s" % (ex, json.dumps(last.get("edge"))))
         rep = plan([
             {"goto": "?namespace=istioinaction#graph"},
             {"wait": edge_label_is(ids["gw"], "l => / src .* \\| dst /.test(l) && !l.startsWith('IST')"),

@@ -179,11 +179,14 @@ def pct(rate):
 
 def test_validation_errors_and_health_colour_the_edges(graph_report):
     g, v = fixture("graph"), fixture("validations")
-    service = {n["id"]: n.get("service", "") for n in g["nodes"]}
+    nodes = {n["id"]: n for n in g["nodes"]}
     got = {e["id"]: e for e in graph_report["results"]["edges"]}
     red_with_code = 0
     for e in g["edges"]:
-        svc = service[e["target"]]
+        # an edge's service: the service node it enters or leaves, else its target's service
+        src, dst = nodes[e["source"]], nodes[e["target"]]
+        svc = dst["service"] if dst["kind"] == "service" else \
+            src["service"] if src["kind"] == "service" else dst.get("service", "")
         codes = sorted({m["code"] for res in v["resources"] if svc in res["services"]
                         for m in res["messages"] if m["level"] == "Error"})
         label, colour = got[e["id"]]["label"], got[e["id"]]["colour"]
