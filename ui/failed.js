@@ -53,6 +53,9 @@ export class FailedView {
     clear(this.status);
     window.weftView = window.weftView || {};
     window.weftView.lastFailed = r.data;
+    const key = JSON.stringify(r.data);
+    if (key === this.lastKey && this.body.childElementCount) return;
+    this.lastKey = key;
     const ws = r.data.workloads || [];
     this.app.noteNamespaces(ws.map((w) => w.namespace));
     // keep the <details> the reader opened across refreshes

@@ -113,7 +113,7 @@ function elementsOf(graph, validations) {
 const STYLE = [
   {selector: 'node', style: {
     'label': 'data(label)', 'font-size': 11, 'font-family': 'DejaVu Sans, sans-serif',
-    'text-valign': 'bottom', 'text-margin-y': 4, 'background-color': '#fff', 'border-width': 3,
+    'text-valign': 'bottom', 'text-margin-y': 4, 'min-zoomed-font-size': 7, 'background-color': '#fff', 'border-width': 3,
     'border-color': 'data(colour)', 'width': 30, 'height': 30, 'color': '#151515'}},
   {selector: 'node[kind = "service"]', style: {'shape': 'round-triangle', 'width': 32, 'height': 28}},
   {selector: 'node[kind = "unknown"]', style: {'shape': 'diamond', 'border-style': 'dashed'}},
@@ -127,7 +127,7 @@ const STYLE = [
     'target-arrow-shape': 'triangle', 'curve-style': 'bezier', 'label': 'data(label)',
     'font-size': 10, 'font-family': 'DejaVu Sans, sans-serif', 'text-rotation': 'none',
     'text-background-color': '#fff', 'text-background-opacity': 0.85, 'text-background-padding': 2,
-    'text-margin-y': -9, 'color': '#151515'}},
+    'text-margin-y': -9, 'color': '#151515', 'min-zoomed-font-size': 7}},
   {selector: 'edge[?validation_error]', style: {'width': 3, 'color': ERROR_RED}},
   {selector: 'edge[?disagree]', style: {'line-style': 'solid', 'width': 3}},
   {selector: 'edge[health = "idle"]', style: {'line-style': 'dashed'}},
@@ -210,8 +210,10 @@ export class GraphView {
     const els = elementsOf(graph, validations);
     const key = els.map((x) => x.data.id + '>' + (x.data.parent || '')).sort().join('\n');
     if (!this.cy) {
+      // a large mesh (make bench-pilot's 1,000 services): draw a texture while panning
+      const big = els.length > 600;
       this.cy = cytoscape({container: this.canvas, elements: els, style: STYLE, wheelSensitivity: 0.3,
-        minZoom: 0.2, maxZoom: 3});
+        minZoom: 0.05, maxZoom: 3, textureOnViewport: big, hideEdgesOnViewport: big});
       this.cy.on('tap', 'edge', (ev) => this.showEdge(ev.target.id()));
       this.cy.on('tap', 'node', (ev) => this.showNode(ev.target.id()));
       this.cy.on('tap', (ev) => { if (ev.target === this.cy) this.hideSide(); });
@@ -250,6 +252,9 @@ export class GraphView {
     this.lockFrame = requestAnimationFrame(() => {
       this.lockFrame = 0;
       if (!this.cy) return;
+      // locks are unreadable when zoomed far out (and thousands of them cost): hide them
+      this.locks.hidden = this.cy.zoom() < 0.45;
+      if (this.locks.hidden) return;
       const have = new Map([...this.locks.children].map((c) => [c.dataset.edge, c]));
       for (const e of this.cy.edges('[?mtls]')) {
         let lock = have.get(e.id());

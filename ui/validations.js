@@ -60,6 +60,11 @@ export class ValidationsView {
     const v = r.data;
     window.weftView = window.weftView || {};
     window.weftView.lastValidations = v;
+    // the same answer as last time (pilot analyzes once per config version): keep the page as
+    // it is, with what the reader opened or scrolled to
+    const key = JSON.stringify(v);
+    if (key === this.lastKey && this.body.childElementCount) return;
+    this.lastKey = key;
     const res = v.resources || [];
     this.app.noteNamespaces(res.map((x) => x.namespace));
     const s = v.summary || {};
