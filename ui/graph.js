@@ -8,7 +8,7 @@
 // A lock is drawn on every edge with mtls_percent > 0 (a DOM overlay: the canvas has no emoji
 // font to rely on). When pilot says the source and destination views disagree, the label shows
 // both ("src 70% | dst 100%").
-import {el, clear, notice, fmtRate, fmtPct, fmtMs, fmtBytes} from './util.js';
+import {el, clear, notice, fmtRate, fmtPct, fmtMs, fmtBytes, fmtAgo} from './util.js';
 
 export const HEALTH_COLOURS = {healthy: '#3e8635', degraded: '#ec7a08', failure: '#c9190b', idle: '#8a8d90'};
 const ERROR_RED = HEALTH_COLOURS.failure;
@@ -202,8 +202,11 @@ export class GraphView {
   infoText(g) {
     const s = g.scrape || {};
     const t = g.timestamp_ms ? new Date(g.timestamp_ms).toISOString().replace(/\.\d+Z/, 'Z') : '-';
-    return `window ${g.window_s || this.app.window} s · at ${t} · scrape every ${s.interval_s ?? '-'} s: ` +
-      `${s.ok ?? '-'}/${s.targets ?? '-'} targets ok${s.failed ? `, ${s.failed} failed` : ''}`;
+    const covered = typeof g.covered_s === 'number' && g.covered_s < (g.window_s || 0)
+      ? ` (${Math.round(g.covered_s)} s of it scraped)` : '';
+    const last = s.last_round_ms ? `, last round ${fmtAgo(s.last_round_ms)}` : '';
+    return `window ${g.window_s || this.app.window} s${covered} · at ${t} · scrape every ${s.interval_s ?? '-'} s: ` +
+      `${s.ok ?? '-'}/${s.targets ?? '-'} targets ok${s.failed ? `, ${s.failed} failed` : ''}${last}`;
   }
 
   draw(cytoscape, graph, validations) {
