@@ -206,7 +206,8 @@ def test_web_view_on_the_catalog_mesh(tmp_path):
                                and any(m["code"] == "IST0101" for m in res["messages"])), None)
         res = wait_for(ist0101, 30, "IST0101 in /ui/api/validations")
         assert "catalog.istioinaction.svc.cluster.local" in res["services"], res
-        fault = [m["line"] for m in res["messages"] if m["code"] == "IST0101" and m["line"] > 0]
+        assert any(m["line"] > 0 for m in res["messages"] if m["code"] == "IST0101"), res
+        fault = [m["line"] for m in res["messages"] if m["line"] > 0]
         rep = plan([
             {"goto": "?namespace=istioinaction#graph"},
             {"wait": edge_label_is(ids["gw"], "l => l.startsWith('IST0101')"), "timeout": 30000},
