@@ -79,9 +79,9 @@ export class ProxiesView {
         t ? el('span', {class: t.ok ? 'ok' : 'bad', title: t.error || t.url}, t.ok ? 'ok' : `failed: ${t.error}`)
           : el('span', {class: 'muted'}, s.ok ? 'not scraped' : '-'),
         t ? (t.server_state || '-') : '-',
-        d === null ? el('span', {class: 'muted'}, agentDays === null ? '-' : `${agentDays} d (agent)`)
+        d === null ? el('span', {class: 'muted'}, agentDays === null ? '-' : `${agentDays.toFixed(1)} d (agent)`)
           : el('span', {class: certClass(x.certificate, now), title: `not after ${fmtTime(x.certificate.not_after_ms)}` +
-            (agentDays !== null ? `; the agent reports ${agentDays} d until its first certificate expires` : '')},
+            (agentDays !== null ? `; the proxy reports ${agentDays.toFixed(1)} d until its first certificate expires` : '')},
           `${d.toFixed(1)} d`),
         !x.connected ? el('span', {class: 'bad'}, 'disconnected')
           : t && t.control_plane_connected === false ? el('span', {class: 'warn'}, 'agent: not connected')
