@@ -226,7 +226,7 @@ def test_disagreeing_views_are_both_shown(graph_report):
 def test_locks_on_mtls_edges(graph_report):
     g = fixture("graph")
     locks = graph_report["results"]["locks"]
-    assert sorted(l["edge"] for l in locks) == sorted(e["id"] for e in g["edges"] if e["mtls_percent"] > 0)
+    assert sorted(l["edge"] for l in locks) == sorted(e["id"] for e in g["edges"] if (e["mtls_percent"] or 0) > 0)
     assert all(l["inside"] for l in locks), locks
 
 
