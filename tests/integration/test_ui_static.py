@@ -15,7 +15,8 @@ computed from the fixtures:
   documentation, lists what pilot rejected and what weft does not implement;
 - the Proxies view has proxy-status's columns per proxy joined with the scrape state; a click
   loads /debug/config_dump?proxyID=<id>&include_eds and shows the same cluster, listener,
-  route and EDS tables as `weftctl proxy-config ... -f` prints from that dump;
+  route and EDS tables as `weftctl proxy-config ... -f` prints from that dump (three real
+  dumps), and the DOMAINS column follows istioctl's own unit cases;
 - the Failed requests view lists the requests with their explanation;
 - an endpoint answering an error shows its message in its view; the URL hash opens a tab;
   auto refresh re-fetches every 5 s and can be paused; the page fetches nothing from outside.
@@ -447,3 +448,18 @@ def test_auto_refresh_and_pause(server):
     assert r["after"] == r["paused_at"], "refreshed while paused"
     graph_reqs = [u for u in served(server) if u.startswith("/ui/api/graph?")]
     assert any("namespace=istioinaction" in u and "window=300" in u for u in graph_reqs), graph_reqs
+
+
+def test_route_domains_column_cases():
+    """configdump.js's DOMAINS column on istioctl's own unit cases (TestDescribeRouteDomains)."""
+    if not shutil.which("node"):
+        pytest.skip("node is not installed (run scripts/setup)")
+    with open(os.path.join(shared_path(), "corpus/istioctl-golden/unit/route-domains.json")) as f:
+        cases = json.load(f)["cases"]
+    js = ("import(process.argv[1]).then(m => process.stdout.write(JSON.stringify("
+          "JSON.parse(process.argv[2]).map(d => m.routeDomains(d)))))")
+    p = subprocess.run(["node", "-e", js, "file://" + os.path.join(UI, "configdump.js"),
+                        json.dumps([c["domains"] for c in cases])],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == [c["expected"] for c in cases]
