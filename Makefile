@@ -37,7 +37,8 @@ test-fast: all
 FUZZ_PAIRS = loader:loader h1_request:h1 h1_response:h1 path_norm:path_norm bootstrap:bootstrap \
 	xds_compose:xds_compose grpc_frame:grpc_frame discovery:discovery access_log:access_log \
 	stats_matcher:stats_matcher ca_request:ca_request jwt:jwt h2:h2 dns:dns \
-	http_inspector:http_inspector tcp_mx:tcp_mx kube_stream:kube_stream agent_env:agent_env
+	http_inspector:http_inspector tcp_mx:tcp_mx kube_stream:kube_stream agent_env:agent_env \
+	prom_text:prom_text
 FUZZ_TARGETS = $(foreach t,$(FUZZ_PAIRS),$(firstword $(subst :, ,$(t))))
 
 fuzz: setup
@@ -134,7 +135,9 @@ soak-asan: setup
 	@bench/soak/run.sh $(BUILD_ASAN)
 
 # The book's catalog example on the local mesh, broken and fixed with weft's tools
-# (scripts/demo.py, docs/getting-started.md). DEMO_PAUSE=1 waits for Enter between steps.
+# (scripts/demo.py, docs/getting-started.md). It prints the web view's URL
+# (http://127.0.0.1:15014/ui/, docs/web-view.md) and what each step shows there.
+# DEMO_PAUSE=1 waits for Enter between steps.
 demo: all
 	@/usr/bin/python3 scripts/demo.py --bin $(BUILD)
 

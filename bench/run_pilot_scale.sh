@@ -22,6 +22,10 @@
 #    phase; needs to own the process); pilot CPU seconds (utime+stime, /proc/PID/stat) for the
 #    initial phase and per change.
 # Targets (issue 5): <= 1 s to converge every proxy after one change, <= 200 MB RSS.
+# The web view (issue 22), after the changes with every client still connected: the time of
+# /ui/api/validations (first: the analysis of the snapshot; second: from its cache),
+# /ui/api/proxies and /ui/api/graph (skipped on 404), and pilot's RSS growth over them; each
+# answer must take < 500 ms and the growth be < 50 MB, else the bench exits 1.
 # Pinning: with 2+ CPUs pilot runs on CPU 1 and the load client on CPU 0.
 # Output: a summary on stdout; the client's raw lines and the figures as JSON go to
 # bench/results/pilot-scale-YYYYmmdd-HHMMSS.json. --keep keeps the temporary directory.
@@ -170,6 +174,30 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 pilot_sample
 CHG_HWM=$HWM_KB
+
+# ---- the web view (issue 22) ----
+# With the mesh loaded and every client still connected: /ui/api/validations twice (the first
+# runs the analyzers on this snapshot, the second is answered from the cache), /ui/api/proxies,
+# and /ui/api/graph when this pilot serves it (skipped with a note on 404); pilot's RSS before
+# and after. Limits (issue 22): each answer < UI_LIMIT_MS, RSS growth < UI_LIMIT_MB; over them
+# the bench fails (exit 1) after its summary.
+UI_LIMIT_MS=500 UI_LIMIT_MB=50
+pilot_sample
+UI_RSS0=$RSS_KB
+ui_get() { # ui_get NAME PATH: sets UI_CODE and UI_MS; the answer goes to $DIR/ui-NAME.json
+  local r
+  r=$(curl -s -o "$DIR/ui-$1.json" -w '%{http_code} %{time_total}' "http://$MON$2" || echo "000 0")
+  UI_CODE=${r%% *}
+  UI_MS=$(awk -v t="${r##* }" 'BEGIN {printf "%.1f", t * 1000}')
+}
+UI_LINES=()
+for step in "validations_first /ui/api/validations" "validations_cached /ui/api/validations" \
+  "proxies /ui/api/proxies" "graph /ui/api/graph"; do
+  ui_get ${step%% *} ${step#* }
+  UI_LINES+=("${step%% *} $UI_CODE $UI_MS $(stat -c %s "$DIR/ui-${step%% *}.json" 2>/dev/null || echo 0)")
+done
+pilot_sample
+UI_RSS1=$RSS_KB
 echo quit >&3
 exec 3>&-
 wait "$LOAD_PID" 2>/dev/null || true
@@ -177,9 +205,12 @@ LOAD_PID=""
 
 mkdir -p "$HERE/results"
 OUT="$HERE/results/pilot-scale-$(date +%Y%m%d-%H%M%S).json"
+SUMMARY_RC=0
+UI_STEPS=$(printf '%s\n' "${UI_LINES[@]}") UI_RSS0=$UI_RSS0 UI_RSS1=$UI_RSS1 \
+UI_LIMIT_MS=$UI_LIMIT_MS UI_LIMIT_MB=$UI_LIMIT_MB \
 /usr/bin/python3 - "$DIR/load.out" "$OUT" "$CLIENTS" "$SERVICES" "$BASE_RSS" "$INIT_RSS" \
-  "$INIT_HWM" "$CHG_HWM" "$INIT_CPU" "${CHG_CPU[@]}" <<'EOF'
-import json, sys
+  "$INIT_HWM" "$CHG_HWM" "$INIT_CPU" "${CHG_CPU[@]}" <<'EOF' || SUMMARY_RC=$?
+import json, os, sys
 load_out, out, clients, services = sys.argv[1:5]
 base_rss, init_rss, init_hwm, chg_hwm = (int(v) / 1024 for v in sys.argv[5:9])
 init_cpu = float(sys.argv[9])
@@ -197,6 +228,20 @@ doc = {"clients": int(clients), "services": int(services), "initial": ready, "ch
        "pilot": {"rss_start_mb": base_rss, "rss_after_initial_mb": init_rss,
                  "hwm_initial_mb": init_hwm, "hwm_changes_mb": chg_hwm, "rss_peak_mb": peak,
                  "cpu_initial_s": init_cpu}}
+ui = {"steps": {}, "rss_before_mb": int(os.environ["UI_RSS0"]) / 1024,
+      "rss_after_mb": int(os.environ["UI_RSS1"]) / 1024,
+      "limit_ms": float(os.environ["UI_LIMIT_MS"]), "limit_mb": float(os.environ["UI_LIMIT_MB"])}
+for line in os.environ["UI_STEPS"].splitlines():
+    name, code, ms, size = line.split()
+    ui["steps"][name] = {"status": int(code), "ms": float(ms), "bytes": int(size)}
+ui["rss_growth_mb"] = ui["rss_after_mb"] - ui["rss_before_mb"]
+ui_fail = [n for n, st in ui["steps"].items()
+           if not (st["status"] == 404 and n == "graph")
+           and (st["status"] != 200 or st["ms"] >= ui["limit_ms"])]
+if ui["rss_growth_mb"] >= ui["limit_mb"]:
+    ui_fail.append("rss")
+ui["ok"] = not ui_fail
+doc["ui"] = ui
 json.dump(doc, open(out, "w"), indent=1)
 i = ready or {}
 print("initial: first response on every client after %.0f ms; all ACKed: p50 %.0f ms, "
@@ -227,9 +272,24 @@ for k, w in worst.items():
           % (k, med(w["p50"]), med(w["p99"]), med(w["max"]), med(w["max"]) / 1000,
              "" if w["ok"] else " (NOT every client converged)"))
 print("  RSS peak %.1f MB -> %.2f of target" % (peak, peak / 200))
+print("web view (issue 22): limits < %.0f ms per answer, RSS growth < %.0f MB"
+      % (ui["limit_ms"], ui["limit_mb"]))
+for n, st in ui["steps"].items():
+    if n == "graph" and st["status"] == 404:
+        print("  %-19s skipped: this pilot does not serve /ui/api/graph (404)" % n)
+        continue
+    print("  %-19s %3d %8.1f ms %9d bytes%s" % (n, st["status"], st["ms"], st["bytes"],
+                                               "" if n not in ui_fail else "  OVER LIMIT"))
+print("  RSS %.1f MB -> %.1f MB: growth %.1f MB%s" % (ui["rss_before_mb"], ui["rss_after_mb"],
+      ui["rss_growth_mb"], "  OVER LIMIT" if "rss" in ui_fail else ""))
 print("raw: %s" % out)
+sys.exit(0 if ui["ok"] else 3)
 EOF
 if grep -q 'stream ended\|undecodable\|bad ' "$DIR/load.err"; then
   echo "load client errors (first lines):" >&2
   head -5 "$DIR/load.err" >&2
+fi
+if [ "$SUMMARY_RC" != 0 ]; then
+  echo "run_pilot_scale.sh: the web view's endpoints are over their limits (issue 22)" >&2
+  exit 1
 fi

@@ -4,6 +4,13 @@
  *
  * Usage: weft-xds-load --addr IP:PORT --proxies FILE [-n N] [--connect-batch B]
  *                      [--connect-interval-ms MS] [--settle-ms MS] [--timeout-s S]
+ *                      [--serve-metrics IP:PORT [--metrics-filler N]]
+ *
+ * --serve-metrics IP:PORT: the simulated proxies also answer GET /stats/prometheus there, one
+ * server for all, told apart by the Host "<pod ip>:15020" weft-pilot sends when it runs with
+ * `--uiScrapeAddr IP:PORT` (synthetic Istio metrics, a few edges per proxy: bench/xds_metrics.h;
+ * --metrics-filler N lines of other Envoy stats per answer, default 1000). For the web view's
+ * graph at scale (pilot/ui_graph.h).
  *
  * FILE (bench/gen_mesh.py proxies.txt) has one line per pod: "<pod> <ns> <podIP> <labels JSON>";
  * the first N lines become clients. Each client is one HTTP/2 connection (xds/h2_stream.h)
@@ -77,6 +84,7 @@
 #include "xds/discovery.h"
 #include "xds/h2_stream.h"
 #include "xds_mark.h"
+#include "xds_metrics.h"
 
 #define NT 4 /* CDS, LDS, RDS, EDS: wf_xds_type 0..3 */
 
@@ -527,6 +535,11 @@ struct xl_ctx {
     uint64_t start_ns;
     uint64_t bytes, responses[NT], errors;
     uv_timer_t connect_timer, tick;
+    /* --serve-metrics (xds_metrics.h) */
+    const char *serve_metrics;
+    size_t metrics_filler;
+    xmet_proxy *mp; /* while loading: the proxies' strings (owned until the server copied) */
+    xmet_server *metrics;
     uv_pipe_t in;
     char line[4096];
     size_t line_len;
@@ -1108,6 +1121,8 @@ static void shutdown_all(xl_ctx *x)
     for (size_t i = 0; i < x->marks.n; i++)
         if (!x->marks.v[i].done)
             xm_report(&x->marks, i, live_clients(x), true, stdout);
+    xmet_close(x->metrics);
+    x->metrics = NULL;
     uv_timer_stop(&x->connect_timer);
     uv_timer_stop(&x->tick);
     uv_close((uv_handle_t *)&x->connect_timer, NULL);
@@ -1164,6 +1179,12 @@ static int load_proxies(xl_ctx *x, const char *path)
         xl_client *c = &x->clients[k];
         c->ctx = x;
         c->idx = k;
+        if (x->mp) {
+            const char *app = json_string_value(json_object_get(labels, "app"));
+            const char *ver = json_string_value(json_object_get(labels, "version"));
+            x->mp[k] = (xmet_proxy){strdup(pod), strdup(ns), strdup(ip), strdup(app ? app : pod),
+                                    strdup(ver ? ver : "")};
+        }
         c->node_json = node_json(pod, ns, ip, labels, k);
         json_decref(labels);
         if (!c->node_json) {
@@ -1183,7 +1204,8 @@ static int load_proxies(xl_ctx *x, const char *path)
 static void usage(void)
 {
     fprintf(stderr, "usage: weft-xds-load --addr IP:PORT --proxies FILE [-n N] [--connect-batch B]"
-                    " [--connect-interval-ms MS] [--settle-ms MS] [--timeout-s S]\n");
+                    " [--connect-interval-ms MS] [--settle-ms MS] [--timeout-s S]"
+                    " [--serve-metrics IP:PORT [--metrics-filler N]]\n");
     exit(2);
 }
 
@@ -1195,6 +1217,19 @@ static uint64_t num_arg(const char *s)
     if (!s || errno || *end || end == s)
         usage();
     return v;
+}
+
+static void free_mp(xl_ctx *x)
+{
+    for (size_t i = 0; x->mp && i < x->n; i++) {
+        free((char *)x->mp[i].pod);
+        free((char *)x->mp[i].ns);
+        free((char *)x->mp[i].ip);
+        free((char *)x->mp[i].app);
+        free((char *)x->mp[i].version);
+    }
+    free(x->mp);
+    x->mp = NULL;
 }
 
 static void free_ctx(xl_ctx *x)
@@ -1224,6 +1259,7 @@ int main(int argc, char **argv)
     x->connect_interval_ms = 10;
     x->settle_ms = 1500;
     x->timeout_s = 120;
+    x->metrics_filler = 1000;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--addr") && v)
@@ -1240,6 +1276,10 @@ int main(int argc, char **argv)
             x->settle_ms = num_arg(v), i++;
         else if (!strcmp(a, "--timeout-s"))
             x->timeout_s = num_arg(v), i++;
+        else if (!strcmp(a, "--serve-metrics") && v)
+            x->serve_metrics = argv[++i];
+        else if (!strcmp(a, "--metrics-filler"))
+            x->metrics_filler = num_arg(v), i++;
         else
             usage();
     }
@@ -1251,12 +1291,30 @@ int main(int argc, char **argv)
     x->port = (int)num_arg(colon + 1);
     x->clients = calloc(x->n, sizeof *x->clients);
     x->marks.n_clients = x->n;
+    if (x->serve_metrics && !(x->mp = calloc(x->n, sizeof *x->mp))) {
+        free_ctx(x);
+        free(x);
+        return 1;
+    }
     if (!x->clients || load_proxies(x, proxies) != 0) {
+        free_mp(x);
         free_ctx(x);
         free(x);
         return 1;
     }
     x->loop = uv_default_loop();
+    if (x->serve_metrics) {
+        char err[256];
+        x->metrics =
+            xmet_start(x->loop, x->serve_metrics, x->mp, x->n, x->metrics_filler, err, sizeof err);
+        free_mp(x);
+        if (!x->metrics) {
+            fprintf(stderr, "xds-load: %s\n", err);
+            free_ctx(x);
+            free(x);
+            return 1;
+        }
+    }
     x->start_ns = uv_hrtime();
     uv_timer_init(x->loop, &x->connect_timer);
     uv_timer_init(x->loop, &x->tick);

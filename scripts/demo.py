@@ -10,6 +10,9 @@ The demo copies examples/catalog into a scratch folder ($DEMO, so the repository
 edited), starts `weftctl up $DEMO/catalog --detach --state $DEMO/state` and runs, printing
 every command and its real output and checking each result:
 
+The URL of weft-pilot's web view (http://127.0.0.1:15014/ui/, checked with `weftctl dashboard
+weft`) is printed after the mesh starts, and each step says what the view shows then.
+
   1. a request through the gateway: 503, the gateway's access log says NC cluster_not_found
   2. weftctl proxy-status: every proxy SYNCED (so it is not a delivery problem)
   3. weftctl analyze: IST0101 for both subsets
@@ -192,6 +195,7 @@ class Demo:
         self.say("\n" + "=" * 100)
         self.say("Step %d/%d: %s   (t=%.1fs)" % (n, STEPS, title, time.monotonic() - self.t0))
         self.say("=" * 100)
+        self.say("in the web view: %s" % VIEW[n - 1])
 
     def ok(self, what):
         self.say("   ok: " + what)
@@ -303,6 +307,23 @@ class Demo:
             self.sh("weftctl up $DEMO/catalog --detach --state $DEMO/state", timeout=90)
         self.load_mesh()
         self.sh("weftctl status --state $DEMO/state")
+        self.web_view()
+
+    def web_view(self):
+        """weft-pilot's web view (docs/web-view.md): its URL, checked by weftctl dashboard. A
+        view that is not installed (503: run scripts/setup) is said, not a failure: the story
+        is told by the commands."""
+        rc, out = self.sh("weftctl dashboard weft --browser=false --state $DEMO/state", rc=None)
+        url = out.splitlines()[0] if rc == 0 and out.startswith("http") else VIEW_URL
+        self.say("\nweb view: %s   (each step below says what it shows there)" % url)
+        if os.environ.get("WEFT_DEMO_NETNS") == "1":
+            self.say("   (this demo runs in a private network namespace: the URL is not "
+                     "reachable from this host's browser)")
+        if rc == 0:
+            self.ok("the web view answers at %s" % url)
+        else:
+            self.say("   (not available now: see weftctl dashboard's message above and "
+                     "docs/web-view.md, Troubleshooting)")
 
     def step1(self):
         self.step(1, "a request through the ingress gateway fails")
@@ -680,6 +701,26 @@ class Demo:
                     tail = f.read()[-3000:].decode("utf-8", "replace")
                 self.say("\n--- tail of %s ---\n%s" % (name, tail))
 
+
+# weft-pilot's web view (docs/web-view.md) in the local mesh, and what each step shows there
+VIEW_URL = "http://127.0.0.1:15014/ui/"
+VIEW = [
+    "Graph: the edge istio-ingressgateway -> catalog turns red (503); Failed requests: the "
+    "gateway's 503 NC cluster_not_found with log explain's explanation",
+    "Proxies: every proxy SYNCED for CDS, LDS, EDS and RDS",
+    "Validations: IST0101 on VirtualService catalog-v1-v2, its destination line marked; the same "
+    "message on the graph's catalog edge",
+    "Graph: gateway -> catalog v1 and v2 (grouped under app catalog) green, about 20/80 of the "
+    "requests; Validations: nothing for istioinaction",
+    "Proxies: the gateway's clusters (version-v1, version-v2) and routes, istioctl's columns",
+    "Graph: the gateway -> catalog v2 edge shows the gateway's (source) success rate below "
+    "catalog's own (destination), side by side; Failed requests: 504 UT explained",
+    "Failed requests: the gateway's recent failures, each with its explanation",
+    "Failed requests: 507 request_payload_exceeded_retry_buffer_limit explained",
+    "Proxies: the gateway's control-plane history (disconnected, then connected) and sync states",
+    "Graph: a lock on the gateway -> catalog edges (mutual TLS); Proxies: each proxy's "
+    "certificate and its expiry",
+]
 
 SUMMARY = [
     "503 at the gateway; its access log says NC cluster_not_found",

@@ -60,6 +60,20 @@ bool wf_resource_in_namespace(const wf_resource *r, const char *ns);
  * "<Kind> [<ns>/]<name>" (the caller adds the file reference). Arena string. */
 const char *wf_finding_origin(wf_arena *a, const wf_finding *f);
 
+/* The ingress gateway Pod and Service `istioctl analyze` adds to an analysis of files
+ * (pkg/config/analysis/local/defaults.go: the default MeshConfig's ingressControllerMode
+ * STRICT and ingressService istio-ingressgateway), YAML to load under
+ * WF_ANALYSIS_DEFAULTS_NAME before the files (so that the user's own replace them). */
+#define WF_ANALYSIS_DEFAULTS_NAME "<defaults>"
+extern const char wf_analysis_offline_defaults[];
+
+/* Istio's analysis message documentation. */
+#define WF_ANALYSIS_DOC_BASE "https://istio.io/latest/docs/reference/config/analysis"
+/* A message code's documentationUrl as istioctl analyze prints it
+ * (WF_ANALYSIS_DOC_BASE/<code>/?ref=istioctl-analyze); weft's own WFT codes link to
+ * docs/analyze.md#<code>. Written into buf (cap bytes); returns buf. */
+const char *wf_analysis_doc_url(const char *code, char *buf, size_t cap);
+
 /* The file reference "<file>:<line>" (or "<file>" for JSON input); NULL when none. */
 const char *wf_finding_reference(wf_arena *a, const wf_finding *f);
 

@@ -22,10 +22,11 @@
 
 #include <stddef.h>
 
+#include "analysis/analysis.h"
 #include "model/store.h"
 
 /* The name the defaults buffer is loaded under (cmd_analyze.c). */
-#define WF_ANALYZE_DEFAULTS_NAME "<defaults>"
+#define WF_ANALYZE_DEFAULTS_NAME WF_ANALYSIS_DEFAULTS_NAME
 
 typedef struct wf_ns_count {
     const char *ns; /* borrowed from the store */

@@ -27,6 +27,7 @@
 int wf_cmd_analyze(int argc, char **argv);
 int wf_cmd_authz(int argc, char **argv);           /* cmd_authz.c: x authz check */
 int wf_cmd_completion(int argc, char **argv);      /* cmd_completion.c */
+int wf_cmd_dashboard(int argc, char **argv);       /* cmd_dashboard.c */
 int wf_cmd_describe(int argc, char **argv);        /* cmd_describe.c */
 int wf_cmd_kube_inject(int argc, char **argv);     /* cmd_kube_inject.c */
 int wf_cmd_log(int argc, char **argv);             /* cmd_log.c: log explain */

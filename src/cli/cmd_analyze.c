@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "analysis/analysis.h"
-#include "cli/analyze_authn.h"
+#include "pilot/analyze_authn.h"
 #include "cli/analyze_scope.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
@@ -35,51 +35,7 @@
 #include "cli/mesh_access.h"
 #include "kube/client.h"
 
-#define DOC_BASE "https://istio.io/latest/docs/reference/config/analysis"
-
-/* istioctl adds these offline because the default MeshConfig has ingressControllerMode
- * STRICT and ingressService istio-ingressgateway (pkg/config/analysis/local/defaults.go). */
-static const char default_resources[] = "apiVersion: v1\n"
-                                        "kind: Pod\n"
-                                        "metadata:\n"
-                                        "  labels:\n"
-                                        "    istio: ingressgateway\n"
-                                        "  name: istio-ingressgateway-dummypod\n"
-                                        "  namespace: istio-system\n"
-                                        "spec:\n"
-                                        "  containers:\n"
-                                        "    - args:\n"
-                                        "      name: istio-proxy\n"
-                                        "---\n"
-                                        "apiVersion: v1\n"
-                                        "kind: Service\n"
-                                        "metadata:\n"
-                                        "  name: istio-ingressgateway\n"
-                                        "  namespace: istio-system\n"
-                                        "spec:\n"
-                                        "  ports:\n"
-                                        "  - name: http2\n"
-                                        "    nodePort: 31380\n"
-                                        "    port: 80\n"
-                                        "    protocol: TCP\n"
-                                        "    targetPort: 80\n"
-                                        "  - name: https\n"
-                                        "    nodePort: 31390\n"
-                                        "    port: 443\n"
-                                        "    protocol: TCP\n"
-                                        "    targetPort: 443\n"
-                                        "  - name: tcp\n"
-                                        "    nodePort: 31400\n"
-                                        "    port: 31400\n"
-                                        "    protocol: TCP\n"
-                                        "    targetPort: 31400\n"
-                                        "  - name: tls\n"
-                                        "    nodePort: 31447\n"
-                                        "    port: 15443\n"
-                                        "    protocol: TCP\n"
-                                        "    targetPort: 15443\n"
-                                        "  selector:\n"
-                                        "    istio: ingressgateway\n";
+#define DOC_BASE WF_ANALYSIS_DOC_BASE
 
 enum {
     F_ALL,
@@ -179,7 +135,7 @@ static void usage(const wf_flag *flags)
 }
 
 /* weftctl's own analyzers, handed to the framework next to the registry's (analysis.h). */
-static const wf_analyzer *const cli_analyzers[] = {&wf_cli_authn_port_analyzer};
+static const wf_analyzer *const cli_analyzers[] = {&wf_pilot_authn_port_analyzer};
 #define N_CLI_ANALYZERS (sizeof cli_analyzers / sizeof cli_analyzers[0])
 
 static void list_analyzers(void)
@@ -205,16 +161,7 @@ static void on_skipped(const char *path, void *arg)
 
 static const char *doc_url(char *buf, size_t cap, const char *code)
 {
-    char lower[16];
-    size_t i;
-    for (i = 0; code[i] && i < sizeof(lower) - 1; i++)
-        lower[i] = (char)(code[i] >= 'A' && code[i] <= 'Z' ? code[i] + 32 : code[i]);
-    lower[i] = '\0';
-    if (strncmp(code, "WFT", 3) == 0) /* weft's own codes are documented with weft */
-        snprintf(buf, cap, "docs/analyze.md#%s", lower);
-    else
-        snprintf(buf, cap, DOC_BASE "/%s/?ref=istioctl-analyze", lower);
-    return buf;
+    return wf_analysis_doc_url(code, buf, cap);
 }
 
 static void print_log(wf_analysis_result *res, int out_threshold, bool color)
@@ -381,8 +328,8 @@ static int load_inputs(analyze_run *run, wf_store *store, wf_meshcfg *mesh)
         wf_strbuf_free(&err);
         if (n < 0)
             return -2;
-    } else if (wf_store_load_buffer(store, WF_ANALYZE_DEFAULTS_NAME, default_resources,
-                                    sizeof(default_resources) - 1, false) < 0) {
+    } else if (wf_store_load_buffer(store, WF_ANALYZE_DEFAULTS_NAME, wf_analysis_offline_defaults,
+                                    strlen(wf_analysis_offline_defaults), false) < 0) {
         /* the defaults first, so that the user's own gateway Pod or Service replaces them */
         return -1;
     }

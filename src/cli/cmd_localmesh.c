@@ -170,6 +170,8 @@ static void print_summary(const wf_lm_plan *p, pid_t sup, bool ready)
     printf("\npilot:    xDS %s (TLS: the proxies' streams and CSRs), %s (plaintext),\n"
            "          monitoring http://%s\n",
            p->secure_addr, WF_LM_XDS_ADDR, WF_LM_MON_ADDR);
+    printf("view:     http://%s/ui/   (weft-pilot's web view: weftctl dashboard weft)\n",
+           WF_LM_MON_ADDR);
     if (p->gateway < p->npods) {
         const char *host = gateway_host(p);
         printf("gateway:  http://%s:%d", WF_LM_GW_HOST_IP, WF_LM_GW_HOST_PORT);

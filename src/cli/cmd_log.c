@@ -3,7 +3,8 @@
  * istioctl; docs/log-explain.md). Reads access log lines (Istio TEXT, Envoy default, a
  * --format string of command operators, or JSON lines), and for every failed request (code 0
  * or >= 400, or any response flag) says what its flags and details mean, the likely causes
- * and the next check, from the table in explain_table.c. Unknown values are reported as
+ * and the next check, from the table in src/explain/explain_table.c (explain.h builds and
+ * prints every explanation: weft-pilot's web view uses the same). Unknown values are reported as
  * unknown. --summary groups failures by code, flags, details, upstream cluster and route.
  * Transport failure reasons (upstream and downstream) are explained by their TLS signature
  * (explain_table.c), and signatures that only together name a cause (wf_lx_pair: the
@@ -39,6 +40,7 @@
 #include "cli/log_explain.h"
 #include "cli/log_explain_capture.h"
 #include "cli/log_explain_proto.h"
+#include "explain/explain.h"
 #include "cli/log_explain_rbac.h"
 #include "cli/proxy_find.h"
 #include "cli/tabwriter.h"
@@ -87,99 +89,7 @@ static void usage(const wf_flag *flags)
     wf_flags_usage(flags, F_COUNT);
 }
 
-/* ---- explanations ------------------------------------------------------------------------ */
-
-typedef struct item {
-    const char *kind;     /* "flag", "details", "reset_reason", "transport_failure",
-                             "authorization" (value: log_explain_rbac.h's lines), "grpc",
-                             "protocol", "tcp" (value: log_explain_proto.h's lines),
-                             "capture" (log_explain_capture.h's lines) */
-    char *value;          /* heap */
-    const wf_lx_entry *e; /* NULL: unknown */
-    const char *inferred; /* details the line lacks, inferred: the evidence; else NULL */
-} item;
-
-typedef struct items {
-    size_t n, cap;
-    item *v;
-} items;
-
-static int items_add(items *l, const char *kind, const char *v, size_t len, const wf_lx_entry *e)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (strcmp(l->v[i].kind, kind) == 0 && strlen(l->v[i].value) == len &&
-            strncmp(l->v[i].value, v, len) == 0)
-            return 0;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        item *nv = realloc(l->v, cap * sizeof *nv);
-        if (!nv)
-            return -1;
-        l->v = nv;
-        l->cap = cap;
-    }
-    char *s = strndup(v, len);
-    if (!s)
-        return -1;
-    l->v[l->n++] = (item){kind, s, e, NULL};
-    return 0;
-}
-
-static void items_free(items *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        free(l->v[i].value);
-    free(l->v);
-    memset(l, 0, sizeof *l);
-}
-
-/* A transport failure reason (kind "transport_failure" for the upstream's, or
- * "downstream_transport_failure"), explained by its TLS signature when it has one. */
-static int add_transport(items *l, const char *kind, const char *v, size_t len)
-{
-    char *z = strndup(v, len);
-    if (!z)
-        return -1;
-    int rc = items_add(l, kind, v, len, wf_lx_find_tls(z));
-    free(z);
-    return rc;
-}
-
-/* upstream_reset_*{reason|transport failure}: the reason and the transport part (older
- * Envoy: {reason,transport failure}). */
-static int add_reset_parts(items *l, const char *details, const char *tfr)
-{
-    const char *open = strchr(details, '{'), *close = open ? strrchr(open, '}') : NULL;
-    if (!open || !close)
-        return 0;
-    const char *r = open + 1;
-    size_t rl = strcspn(r, "|,");
-    if (rl > (size_t)(close - r))
-        rl = (size_t)(close - r);
-    const char *bar = r + rl < close ? r + rl : NULL;
-    char reason[128];
-    snprintf(reason, sizeof reason, "%.*s", (int)(rl < sizeof reason ? rl : sizeof reason - 1), r);
-    if (items_add(l, "reset_reason", r, rl, wf_lx_find_reset(reason)))
-        return -1;
-    if (tfr) /* %UPSTREAM_TRANSPORT_FAILURE_REASON% is the same text */
-        return add_transport(l, "transport_failure", tfr, strlen(tfr));
-    if (bar && close > bar + 1)
-        return add_transport(l, "transport_failure", bar + 1, (size_t)(close - bar - 1));
-    return 0;
-}
-
-/* blocked: the line is block_all's (its direct_response has its own entry). */
-static int add_details(items *l, const char *d, const char *tfr, bool blocked)
-{
-    if (!d)
-        return 0;
-    const wf_lx_entry *e = blocked && strcmp(d, "direct_response") == 0
-                               ? wf_lx_capture_blocked_direct_response()
-                               : wf_lx_find_detail(d);
-    if (items_add(l, "details", d, strlen(d), e))
-        return -1;
-    return strncmp(d, "upstream_reset_", 15) == 0 ? add_reset_parts(l, d, tfr) : 0;
-}
+/* ---- explanations (explain/explain.h builds and prints them) ------------------------------ */
 
 /* The AuthorizationPolicy behind an RBAC denial in the details (log_explain_rbac.h). */
 typedef struct rbac_ctx {
@@ -188,128 +98,29 @@ typedef struct rbac_ctx {
     const wf_lx_routes *rt;  /* the same dump's route timeouts; NULL = none given */
 } rbac_ctx;
 
-static int add_rbac(items *l, const char *details, const rbac_ctx *rc)
+/* wf_explain_details_hook: the authorization item after a details value's items. */
+static int add_rbac(void *ctx, const char *details, wf_explain_items *l)
 {
+    const rbac_ctx *rc = ctx;
     wf_strbuf d = WF_STRBUF_INIT;
     int n = wf_lx_rbac_describe(details, rc->t, rc->pod, &d);
-    int r = n > 0 ? items_add(l, "authorization", wf_strbuf_cstr(&d), d.len, NULL) : n;
+    int r = n > 0 ? wf_explain_items_add(l, "authorization", wf_strbuf_cstr(&d), d.len, NULL) : n;
     wf_strbuf_free(&d);
     return r;
 }
 
-/* The flag, details, reset, transport and authorization items of one record. */
-static int explain_tables(const wf_lx_record *r, const rbac_ctx *rc, items *out)
-{
-    for (const char *p = r->flags; p && *p;) {
-        size_t len = strcspn(p, ",");
-        char flag[32];
-        snprintf(flag, sizeof flag, "%.*s", (int)(len < sizeof flag ? len : sizeof flag - 1), p);
-        const wf_lx_entry *e = wf_lx_find_flag_in_context(flag, r->details);
-        if (strcmp(flag, "UH") == 0 && wf_lx_capture_of(r) == WF_LX_CAP_BLACKHOLE)
-            e = wf_lx_capture_uh_blackhole();
-        if (len && items_add(out, "flag", p, len, e ? e : wf_lx_find_flag(flag)))
-            return -1;
-        p += len + (p[len] == ',');
-    }
-    if (add_details(out, r->details, r->tfr, wf_lx_capture_of(r) == WF_LX_CAP_BLOCKED) ||
-        add_rbac(out, r->details, rc))
-        return -1;
-    /* a transport failure the details do not carry (a TCP proxy's line, other details) */
-    bool have_tfr = false;
-    for (size_t i = 0; i < out->n; i++)
-        have_tfr = have_tfr || strcmp(out->v[i].kind, "transport_failure") == 0;
-    if (r->tfr && !have_tfr && add_transport(out, "transport_failure", r->tfr, strlen(r->tfr)))
-        return -1;
-    if (r->dtfr && add_transport(out, "downstream_transport_failure", r->dtfr, strlen(r->dtfr)))
-        return -1;
-    if (r->conn_details && (!r->details || strcmp(r->conn_details, r->details) != 0))
-        return add_details(out, r->conn_details, NULL, false) || add_rbac(out, r->conn_details, rc)
-                   ? -1
-                   : 0;
-    const char *why;
-    const wf_lx_entry *e = wf_lx_infer_details(r, &why);
-    if (e) {
-        if (items_add(out, "details", e->key, strlen(e->key), e))
-            return -1;
-        out->v[out->n - 1].inferred = why;
-    }
-    return 0;
-}
-
-/* The HTTP/2, gRPC and TCP readings (log_explain_proto.h), one item each. */
-static int add_proto(items *l, const wf_lx_record *r, const rbac_ctx *rc)
-{
-    wf_strbuf b[4] = {WF_STRBUF_INIT, WF_STRBUF_INIT, WF_STRBUF_INIT, WF_STRBUF_INIT};
-    static const char *const kinds[4] = {"grpc", "protocol", "tcp", "capture"};
-    int ret = wf_lx_proto_read(r, rc->rt, &b[0], &b[1], &b[2]);
-    if (ret == 0)
-        ret = wf_lx_capture_read(r, &b[3]);
-    for (int i = 0; i < 4; i++) {
-        if (ret == 0 && b[i].len)
-            ret = items_add(l, kinds[i], wf_strbuf_cstr(&b[i]), b[i].len, NULL);
-        wf_strbuf_free(&b[i]);
-    }
-    return ret;
-}
-
 /* Everything to explain about one record, in the order it is printed. */
-static int explain(const wf_lx_record *r, const rbac_ctx *rc, items *out)
+static int explain(const wf_lx_record *r, const rbac_ctx *rc, wf_explain_items *out)
 {
-    return explain_tables(r, rc, out) ? -1 : add_proto(out, r, rc);
+    return wf_explain_record(r, rc->rt, add_rbac, (void *)rc, out);
 }
 
-static bool is_text_kind(const char *kind)
+static void print_item(FILE *f, const wf_explain_item *it, int ind)
 {
-    return strcmp(kind, "authorization") == 0 || strcmp(kind, "grpc") == 0 ||
-           strcmp(kind, "protocol") == 0 || strcmp(kind, "tcp") == 0 ||
-           strcmp(kind, "capture") == 0;
-}
-
-static void print_item(FILE *f, const item *it, int ind)
-{
-    if (is_text_kind(it->kind)) {
-        const char *p = it->value;
-        const char *label = strcmp(it->kind, "grpc") == 0  ? "gRPC"
-                            : strcmp(it->kind, "tcp") == 0 ? "TCP"
-                                                           : it->kind;
-        fprintf(f, "%*s%s: %.*s\n", ind, "", label, (int)strcspn(p, "\n"), p);
-        for (p = strchr(p, '\n'); p; p = strchr(p + 1, '\n'))
-            fprintf(f, "%*s%.*s\n", ind + 3, "", (int)strcspn(p + 1, "\n"), p + 1);
-        return;
-    }
-    bool down = strcmp(it->kind, "downstream_transport_failure") == 0;
-    if (down || strcmp(it->kind, "transport_failure") == 0) {
-        fprintf(f, "%*s%stransport failure reason: %s\n", ind, "", down ? "downstream " : "",
-                it->value);
-        if (it->e) {
-            fprintf(f, "%*s%s\n", ind + 3, "", it->e->meaning);
-            fprintf(f, "%*sLikely causes: %s\n", ind + 3, "", it->e->causes);
-            fprintf(f, "%*sNext: %s\n", ind + 3, "", it->e->next);
-        }
-        return;
-    }
-    const char *what = strcmp(it->kind, "flag") == 0      ? "response flag"
-                       : strcmp(it->kind, "details") == 0 ? "response code details"
-                                                          : "reset reason";
-    if (!it->e) {
-        fprintf(f,
-                "%*s%s: unknown %s (weft's table does not describe it; see "
-                "docs/log-explain.md)\n",
-                ind, "", it->value, what);
-        return;
-    }
-    if (it->inferred)
-        fprintf(f, "%*s%s (inferred: %s): %s\n", ind, "", it->value, it->inferred, it->e->meaning);
-    else if (*it->e->name)
-        fprintf(f, "%*s%s (%s): %s\n", ind, "", it->value, it->e->name, it->e->meaning);
-    else if (strcmp(it->kind, "reset_reason") == 0)
-        fprintf(f, "%*sreset reason %s: %s\n", ind, "", it->value, it->e->meaning);
-    else
-        fprintf(f, "%*s%s: %s\n", ind, "", it->value, it->e->meaning);
-    if (strcmp(it->e->causes, "See the reset reason below.") != 0) {
-        fprintf(f, "%*sLikely causes: %s\n", ind + 3, "", it->e->causes);
-        fprintf(f, "%*sNext: %s\n", ind + 3, "", it->e->next);
-    }
+    wf_strbuf b = WF_STRBUF_INIT;
+    wf_explain_item_print(it, ind, &b);
+    fwrite(wf_strbuf_cstr(&b), 1, b.len, f);
+    wf_strbuf_free(&b);
 }
 
 static const char *dash(const char *s)
@@ -332,7 +143,7 @@ static json_t *code_json(int code)
     return code < 0 ? json_null() : json_integer(code);
 }
 
-static void print_record(FILE *f, const wf_lx_record *r, const items *its)
+static void print_record(FILE *f, const wf_lx_record *r, const wf_explain_items *its)
 {
     char cb[16];
     fprintf(f, "line %zu: %s %s %s\n", r->line, code_text(r->code, cb), dash(r->flags),
@@ -352,36 +163,15 @@ static void print_record(FILE *f, const wf_lx_record *r, const items *its)
     for (size_t i = 0; i < its->n; i++)
         print_item(f, &its->v[i], 3);
     if (!its->n)
-        fputs("   No response flags and no response code details: the proxy flagged nothing, so "
-              "the status most likely came from the upstream application; check its logs (log "
-              "%RESPONSE_CODE_DETAILS% to be sure).\n",
-              f);
+        fprintf(f, "   %s\n", WF_EXPLAIN_NOTHING_FLAGGED);
     fputc('\n', f);
 }
 
-static json_t *item_json(const item *it)
-{
-    bool transport = strstr(it->kind, "transport_failure") != NULL || is_text_kind(it->kind);
-    json_t *o = json_pack("{s:s, s:s, s:b}", "kind", it->kind, "value", it->value, "known",
-                          it->e != NULL || transport);
-    if (o && it->e) {
-        if (*it->e->name)
-            json_object_set_new(o, "name", json_string(it->e->name));
-        json_object_set_new(o, "status", json_string(it->e->status));
-        json_object_set_new(o, "meaning", json_string(it->e->meaning));
-        json_object_set_new(o, "causes", json_string(it->e->causes));
-        json_object_set_new(o, "next", json_string(it->e->next));
-    }
-    if (o && it->inferred)
-        json_object_set_new(o, "inferred_from", json_string(it->inferred));
-    return o;
-}
-
-static json_t *items_json(const items *its)
+static json_t *items_json(const wf_explain_items *its)
 {
     json_t *a = json_array();
     for (size_t i = 0; a && i < its->n; i++)
-        json_array_append_new(a, item_json(&its->v[i]));
+        json_array_append_new(a, wf_explain_item_json(&its->v[i]));
     return a;
 }
 
@@ -390,7 +180,7 @@ static json_t *nstr(const char *s)
     return s ? json_string(s) : json_null();
 }
 
-static json_t *record_json(const wf_lx_record *r, const items *its)
+static json_t *record_json(const wf_lx_record *r, const wf_explain_items *its)
 {
     json_t *o = json_object();
     if (!o)
@@ -442,9 +232,9 @@ typedef struct run_state {
     size_t blank; /* empty or white-space lines: neither access log lines nor skipped */
     group *g;
     size_t ng;
-    wf_arena arena;   /* the group index's keys */
-    wf_strmap *index; /* "code\x1fflags\x1fdetails\x1fcluster\x1froute" -> group number + 1 */
-    items all;        /* every flag/details seen, for the summary's explanations */
+    wf_arena arena;       /* the group index's keys */
+    wf_strmap *index;     /* "code\x1fflags\x1fdetails\x1fcluster\x1froute" -> group number + 1 */
+    wf_explain_items all; /* every flag/details seen, for the summary's explanations */
     json_t *jfail;
     json_t *jpass; /* -o json: lines through the capture clusters that did not fail */
     size_t passed;
@@ -458,7 +248,7 @@ static bool entry_is(const wf_lx_entry *e, wf_lx_kind kind, const char *key)
 }
 
 /* Notes the first line of each pair's signatures among a record's items. */
-static void note_pairs(run_state *s, const wf_lx_record *r, const items *its)
+static void note_pairs(run_state *s, const wf_lx_record *r, const wf_explain_items *its)
 {
     for (size_t p = 0; p < wf_lx_pair_count(); p++) {
         const wf_lx_pair *pr = wf_lx_pair_at(p);
@@ -600,10 +390,10 @@ static int handle_passed(run_state *s, const wf_lx_record *r)
         return 0;
     s->passed++;
     wf_strbuf b = WF_STRBUF_INIT;
-    items its = {0};
+    wf_explain_items its = {0};
     int rc = wf_lx_capture_read(r, &b);
     if (rc == 0 && b.len)
-        rc = items_add(&its, "capture", wf_strbuf_cstr(&b), b.len, NULL);
+        rc = wf_explain_items_add(&its, "capture", wf_strbuf_cstr(&b), b.len, NULL);
     wf_strbuf_free(&b);
     if (rc == 0 && s->json) {
         rc = json_array_append_new(s->jpass, record_json(r, &its));
@@ -611,7 +401,7 @@ static int handle_passed(run_state *s, const wf_lx_record *r)
         fputs("(not a failure) ", stdout);
         print_record(stdout, r, &its);
     }
-    items_free(&its);
+    wf_explain_items_free(&its);
     return rc;
 }
 
@@ -621,7 +411,7 @@ static int handle(run_state *s, wf_lx_record *r)
     if (!wf_lx_failed(r))
         return handle_passed(s, r);
     s->failed++;
-    items its = {0};
+    wf_explain_items its = {0};
     int rc = explain(r, &s->rbac, &its);
     if (rc == 0)
         note_pairs(s, r, &its);
@@ -630,14 +420,15 @@ static int handle(run_state *s, wf_lx_record *r)
         for (size_t i = 0; rc == 0 && i < its.n; i++)
             if (strcmp(its.v[i].kind, "grpc") != 0 && strcmp(its.v[i].kind, "tcp") != 0 &&
                 strcmp(its.v[i].kind, "capture") != 0)
-                rc = items_add(&s->all, its.v[i].kind, its.v[i].value, strlen(its.v[i].value),
-                               its.v[i].e); /* per-line readings (durations, bytes) stay out */
+                rc = wf_explain_items_add(
+                    &s->all, its.v[i].kind, its.v[i].value, strlen(its.v[i].value),
+                    its.v[i].e); /* per-line readings (durations, bytes) stay out */
     } else if (rc == 0 && s->json) {
         rc = json_array_append_new(s->jfail, record_json(r, &its));
     } else if (rc == 0) {
         print_record(stdout, r, &its);
     }
-    items_free(&its);
+    wf_explain_items_free(&its);
     return rc;
 }
 
@@ -798,7 +589,7 @@ static int explain_cmd(wf_flag *fl, char **pos, size_t npos)
                 free(s.g[i].key[k]);
         free(s.g);
         wf_arena_destroy(&s.arena);
-        items_free(&s.all);
+        wf_explain_items_free(&s.all);
         json_decref(s.jfail);
         json_decref(s.jpass);
         free(s.pair_line);

@@ -257,39 +257,6 @@ void wf_lx_format_free(wf_lx_format *f)
     free(f);
 }
 
-void wf_lx_record_free(wf_lx_record *r)
-{
-    char **s[] = {&r->flags,
-                  &r->details,
-                  &r->conn_details,
-                  &r->tfr,
-                  &r->dtfr,
-                  &r->cluster,
-                  &r->route,
-                  &r->host,
-                  &r->method,
-                  &r->path,
-                  &r->authority,
-                  &r->start_time,
-                  &r->request_id,
-                  &r->duration,
-                  &r->upstream_service_time,
-                  &r->protocol,
-                  &r->upstream_protocol,
-                  &r->user_agent,
-                  &r->content_type,
-                  &r->grpc_status,
-                  &r->grpc_timeout,
-                  &r->bytes_received,
-                  &r->bytes_sent,
-                  &r->sni,
-                  &r->downstream_local};
-    for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
-        free(*s[i]);
-        *s[i] = NULL;
-    }
-}
-
 /* Stores a value ("-" and "" mean absent). Returns -1 when a numeric field is not a number. */
 static int set_field(wf_lx_record *r, field f, const char *v, size_t len)
 {
@@ -510,21 +477,4 @@ int wf_lx_parse_line(const wf_lx_format *fmt, const char *line, wf_lx_record *ou
     if (rc)
         wf_lx_record_free(out);
     return rc;
-}
-
-static bool grpc_ok(const char *s)
-{
-    return strcmp(s, "0") == 0 || strcmp(s, "OK") == 0 || strcmp(s, "Ok") == 0;
-}
-
-bool wf_lx_failed(const wf_lx_record *r)
-{
-    if (r->flags && *r->flags)
-        return true;
-    if (!r->method && !r->path && !r->protocol && r->code <= 0 && r->cluster)
-        return r->conn_details != NULL; /* a TCP connection's line */
-    /* a denial answered to a gRPC request logs the gRPC reply's 200, and RBAC sets no flag */
-    if (r->details && strncmp(r->details, "rbac_access_denied", 18) == 0)
-        return true;
-    return r->code == 0 || r->code >= 400 || (r->grpc_status && !grpc_ok(r->grpc_status));
 }

@@ -1,10 +1,9 @@
 /*
  * weftctl - weft's command-line tool (the role istioctl plays for Istio). Command names and
- * aliases follow istioctl: proxy-config (pc), proxy-status (ps), describe (istioctl's
- * `experimental describe`, also reachable as `x describe`), remote-clusters, and
- * `x authz check` (`experimental authz check`).
- * Usage errors (unknown command or flag, missing or extra argument, bad flag value) exit 64 in
- * every command (cli.h, docs/weftctl.md "Exit codes").
+ * aliases follow istioctl: proxy-config (pc), proxy-status (ps), dashboard (dash, d), describe
+ * (istioctl's `experimental describe`, also reachable as `x describe`), remote-clusters, and `x
+ * authz check` (`experimental authz check`). Usage errors (unknown command or flag, missing or
+ * extra argument, bad flag value) exit 64 in every command (cli.h, docs/weftctl.md "Exit codes").
  */
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +18,7 @@ static void usage(FILE *f)
                "Available Commands:\n"
                "  analyze          Analyze Istio configuration and report problems (IST codes)\n"
                "  completion       Generate the bash completion script\n"
+               "  dashboard        Open weft's web view (dashboard weft; aliases: dash, d)\n"
                "  describe         Describe a pod or service and the config that applies to it\n"
                "  down             Stop the local mesh weftctl up started\n"
                "  kube-inject      Inject the weft-proxy sidecar into Kubernetes workloads\n"
@@ -43,6 +43,8 @@ static const struct {
 } commands[] = {
     {"analyze", NULL, wf_cmd_analyze},
     {"completion", NULL, wf_cmd_completion},
+    {"dashboard", "dash", wf_cmd_dashboard},
+    {"d", NULL, wf_cmd_dashboard}, /* istioctl's second alias of dashboard */
     {"describe", NULL, wf_cmd_describe},
     {"down", NULL, wf_cmd_down},
     {"kube-inject", NULL, wf_cmd_kube_inject},

@@ -71,13 +71,23 @@ static int local_select(wf_mesh *m, const char *selector, const char *ns, wf_pro
     return -1;
 }
 
+static int local_pilot_do(wf_mesh *m, const char *method, const char *path, long timeout_ms,
+                          wf_http_resp *out, wf_mesh_pilot *who, wf_strbuf *err)
+{
+    if (!(who->addr = strdup(local_pilot(m)))) {
+        wf_strbuf_puts(err, "out of memory");
+        return -1;
+    }
+    return wf_http_request(method, who->addr, path, timeout_ms, out, err);
+}
+
 static void local_free(wf_mesh *m)
 {
     free(m->priv);
 }
 
-static const wf_mesh_impl LOCAL = {local_pilots_get, local_find_proxy, local_select, local_proxy_do,
-                                   local_free};
+static const wf_mesh_impl LOCAL = {local_pilots_get, local_find_proxy, local_select,
+                                   local_proxy_do,   local_pilot_do,   local_free};
 
 static int open_local(const wf_mesh_opts *o, wf_mesh **out, wf_strbuf *err)
 {
@@ -157,6 +167,22 @@ int wf_mesh_select_proxies(wf_mesh *m, const char *selector, const char *ns, wf_
     *out = NULL;
     *n = 0;
     return m->impl->select_proxies(m, selector, ns, out, n, err);
+}
+
+int wf_mesh_pilot_do(wf_mesh *m, const char *method, const char *path, long timeout_ms,
+                     wf_http_resp *out, wf_mesh_pilot *who, wf_strbuf *err)
+{
+    memset(out, 0, sizeof *out);
+    memset(who, 0, sizeof *who);
+    return m->impl->pilot_do(m, method, path, timeout_ms, out, who, err);
+}
+
+void wf_mesh_pilot_free(wf_mesh_pilot *who)
+{
+    free(who->addr);
+    free(who->pod);
+    free(who->ns);
+    memset(who, 0, sizeof *who);
 }
 
 int wf_mesh_proxy_do(wf_mesh *m, const wf_proxy_ref *ref, const char *method, const char *path,

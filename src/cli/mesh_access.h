@@ -56,6 +56,15 @@ typedef struct wf_mesh_answer {
     json_t *doc;  /* the JSON answer (owned) */
 } wf_mesh_answer;
 
+/* The control plane one request went to (wf_mesh_pilot_do): locally weft-pilot at addr; in a
+ * cluster the istiod pod ns/pod and its monitoring port. Strings owned (wf_mesh_pilot_free). */
+typedef struct wf_mesh_pilot {
+    char *addr; /* local: "ip:port"; cluster: NULL */
+    char *pod;  /* cluster: the istiod pod's name; local: NULL */
+    char *ns;   /* cluster: its namespace; local: NULL */
+    int port;   /* cluster: its monitoring port (prometheus.io/port, else 15014); local: 0 */
+} wf_mesh_pilot;
+
 typedef struct wf_mesh_impl {
     /* GET path (JSON) from every control plane: *out an array of n answers (n >= 1). */
     int (*pilots_get)(wf_mesh *m, const char *path, wf_mesh_answer **out, size_t *n,
@@ -70,6 +79,10 @@ typedef struct wf_mesh_impl {
     /* One request to the proxy's admin API; *out filled for any answer the proxy gave. */
     int (*proxy_do)(wf_mesh *m, const wf_proxy_ref *ref, const char *method, const char *path,
                     long timeout_ms, wf_http_resp *out, wf_strbuf *err);
+    /* One request to the first control plane's monitoring port, any answer in *out; *who is
+     * filled once the control plane is known (also when the request then fails). */
+    int (*pilot_do)(wf_mesh *m, const char *method, const char *path, long timeout_ms,
+                    wf_http_resp *out, wf_mesh_pilot *who, wf_strbuf *err);
     void (*free)(wf_mesh *m);
 } wf_mesh_impl;
 
@@ -105,6 +118,14 @@ int wf_mesh_select_proxies(wf_mesh *m, const char *selector, const char *ns, wf_
                            size_t *n, wf_strbuf *err);
 int wf_mesh_proxy_do(wf_mesh *m, const wf_proxy_ref *ref, const char *method, const char *path,
                      long timeout_ms, wf_http_resp *out, wf_strbuf *err);
+/* One request (any content) to the control plane's monitoring port: locally weft-pilot's
+ * address, in a cluster the first running istiod pod through the pod proxy subresource. Returns
+ * 0 with *out filled for any answer (the caller frees it with wf_http_resp_free), or -1 with err
+ * (not reachable, no istiod pod). *who (zeroed first) names where it went whenever that is known;
+ * free with wf_mesh_pilot_free. */
+int wf_mesh_pilot_do(wf_mesh *m, const char *method, const char *path, long timeout_ms,
+                     wf_http_resp *out, wf_mesh_pilot *who, wf_strbuf *err);
+void wf_mesh_pilot_free(wf_mesh_pilot *who);
 
 /* The flags every command that reaches the mesh adds (help texts in one place). */
 #define WF_MESH_FLAG_KUBECONFIG                                                                    \

@@ -302,6 +302,26 @@ static int kube_proxy_do(wf_mesh *m, const wf_proxy_ref *ref, const char *method
     return pod_proxy(m, ref->ns, ref->pod, km(m)->admin_port, method, path, timeout_ms, out, err);
 }
 
+static int kube_pilot_do(wf_mesh *m, const char *method, const char *path, long timeout_ms,
+                         wf_http_resp *out, wf_mesh_pilot *who, wf_strbuf *err)
+{
+    json_t *pods = istiods(m, err);
+    if (!pods)
+        return -1;
+    const json_t *pod = json_array_get(pods, 0);
+    const char *name = jstr2(pod, "metadata", "name"), *ns = jstr2(pod, "metadata", "namespace");
+    int rc = -1;
+    if (!name || !ns)
+        wf_strbuf_puts(err, "istiod pod without metadata.name or namespace");
+    else if (!(who->pod = strdup(name)) || !(who->ns = strdup(ns)))
+        wf_strbuf_puts(err, "out of memory");
+    else if (pod_proxy(m, ns, name, who->port = wf_kube_monitoring_port(pod), method, path,
+                       timeout_ms, out, err) == 0)
+        rc = 0;
+    json_decref(pods);
+    return rc;
+}
+
 static void kube_free(wf_mesh *m)
 {
     kube_mesh *k = km(m);
@@ -312,8 +332,8 @@ static void kube_free(wf_mesh *m)
     free(k);
 }
 
-static const wf_mesh_impl KUBE = {kube_pilots_get, kube_find_proxy, kube_select, kube_proxy_do,
-                                  kube_free};
+static const wf_mesh_impl KUBE = {kube_pilots_get, kube_find_proxy, kube_select,
+                                  kube_proxy_do,   kube_pilot_do,   kube_free};
 
 static int admin_port(const char *s, int *port, wf_strbuf *err)
 {

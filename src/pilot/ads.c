@@ -145,6 +145,8 @@ static void on_end(wf_h2_call *call, const wf_h2_end *end, void *ud)
         WF_LOG(WF_LC_config, WF_LOG_INFO, "ADS: %s terminated (%s%s%s)", c->id,
                wf_h2_end_reason_str(end->reason), *end->grpc_message ? ": " : "",
                end->grpc_message);
+        wf_ads_history_add(c, WF_ADS_EV_DISCONNECTED, "%s%s%s", wf_h2_end_reason_str(end->reason),
+                           *end->grpc_message ? ": " : "", end->grpc_message);
     }
     if (!c->has_proxy || a->closing) {
         for (size_t i = 0; i < a->n_conns; i++) {

@@ -153,6 +153,29 @@ typedef struct wf_ads_type {
 
 typedef struct wf_ads wf_ads;
 
+/* A proxy's control-plane history (weft-pilot's web view, ui_proxies.h): its streams
+ * connected (detail: the connection id and peer) and disconnected (the reason), the NACKs
+ * ("<TYPE>: <code>: <message>") and the first ACK of each type per stream ("<TYPE> <version>").
+ * The last WF_ADS_HISTORY events are kept per proxy, with the retained (disconnected) entry; a
+ * reconnecting proxy's new entry takes over the history of the one it replaces. */
+#define WF_ADS_HISTORY        32
+#define WF_ADS_HISTORY_DETAIL 512 /* bytes of detail kept per event, at most */
+typedef enum wf_ads_event_kind {
+    WF_ADS_EV_CONNECTED,
+    WF_ADS_EV_DISCONNECTED,
+    WF_ADS_EV_NACK,
+    WF_ADS_EV_ACK,
+} wf_ads_event_kind;
+typedef struct wf_ads_event {
+    int64_t t_ms; /* wall clock */
+    wf_ads_event_kind kind;
+    char *detail; /* heap, NULL = none */
+} wf_ads_event;
+typedef struct wf_ads_history {
+    wf_ads_event ev[WF_ADS_HISTORY]; /* a ring: next is the slot written next */
+    uint8_t n, next;
+} wf_ads_history;
+
 typedef struct wf_ads_conn {
     char *id; /* istiod connection id "<proxy id>-<n>" */
     bool has_proxy;
@@ -178,6 +201,8 @@ typedef struct wf_ads_conn {
     unsigned q_push;         /* pushes: sent only when the resources changed */
     unsigned q_force;        /* requests: answered even when unchanged */
     int64_t q_changed_at_ms; /* first config event of the merged pushes; 0 = requests only */
+    wf_ads_history history;  /* the proxy's control-plane events (the web view) */
+    unsigned acked_once;     /* types ACKed on this stream, bit 1 << wf_xds_type */
 } wf_ads_conn;
 
 /* Starts listening. Returns 0 and *out, or -1 with a message naming the address in err. */
@@ -229,6 +254,14 @@ const wf_ads_rejected *wf_ads_rejected_at(const wf_ads *a, size_t i);
 
 size_t wf_ads_conn_count(const wf_ads *a);
 const wf_ads_conn *wf_ads_conn_at(const wf_ads *a, size_t i);
+/* The history of c (wf_ads_history): count, and event i, 0 the oldest. */
+size_t wf_ads_history_count(const wf_ads_conn *c);
+const wf_ads_event *wf_ads_history_at(const wf_ads_conn *c, size_t i);
+/* "connected", "disconnected", "nack", "ack". */
+const char *wf_ads_event_name(wf_ads_event_kind k);
+/* The sync state of type t of c, as /debug/syncz and proxy-status show it: "IGNORED" when not
+ * watched, else wf_xds_sync_name ("SYNCED", "NOT SENT", "STALE", "ERROR"). */
+const char *wf_ads_type_status(const wf_ads_conn *c, wf_xds_type t);
 /* Connected proxies (the pilot_xds gauge). */
 size_t wf_ads_connected(const wf_ads *a);
 const wf_ads_metrics *wf_ads_get_metrics(const wf_ads *a);

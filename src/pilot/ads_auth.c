@@ -186,8 +186,11 @@ int wf_ads_on_node(wf_ads_conn *c, bool has_node, const wf_xds_node *node)
         return -1;
     }
     snprintf(c->id, n, "%s-%llu", c->proxy.id, (unsigned long long)++a->conn_seq);
+    wf_ads_history_inherit(a, c);
     wf_ads_drop_retained(a, c->proxy.id);
     /* drop_retained never removes c: it is connected */
+    wf_ads_history_add(c, WF_ADS_EV_CONNECTED, "%s%s%s%s", c->id, c->address[0] ? " from " : "",
+                       c->address, c->delta ? " (delta)" : "");
     WF_LOG(WF_LC_config, WF_LOG_INFO, "ADS: new %sconnection for node:%s", c->delta ? "delta " : "",
            c->id);
     return 0;

@@ -5,6 +5,7 @@
  * the identity checks (ads_auth.c), generation (ads_gen.c), the push queue (ads_push.c) and
  * the server (ads.c) build on it; it calls none of them.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,9 +75,17 @@ static void type_free(wf_ads_type *t)
     t->wildcard = false;
 }
 
+static void history_free(wf_ads_history *h)
+{
+    for (size_t i = 0; i < WF_ADS_HISTORY; i++)
+        free(h->ev[i].detail);
+    memset(h, 0, sizeof *h);
+}
+
 void wf_ads_conn_free(wf_ads_conn *c)
 {
     wf_ads_dequeue(c);
+    history_free(&c->history);
     for (int t = 0; t < WF_XDS_NTYPES; t++) {
         type_free(&c->types[t]);
     }
@@ -112,6 +121,77 @@ int wf_ads_list_add(wf_ads *a, wf_ads_conn *c)
     }
     a->conns[a->n_conns++] = c;
     return 0;
+}
+
+/* ---- the control-plane history ----------------------------------------------------------------
+ */
+
+void wf_ads_history_add(wf_ads_conn *c, wf_ads_event_kind k, const char *fmt, ...)
+{
+    wf_ads_history *h = &c->history;
+    wf_ads_event *e = &h->ev[h->next];
+    free(e->detail);
+    e->detail = NULL;
+    if (fmt) {
+        char buf[WF_ADS_HISTORY_DETAIL];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof buf, fmt, ap);
+        va_end(ap);
+        e->detail = strdup(buf);
+    }
+    e->t_ms = wf_ads_now_ms();
+    e->kind = k;
+    h->next = (uint8_t)((h->next + 1) % WF_ADS_HISTORY);
+    if (h->n < WF_ADS_HISTORY)
+        h->n++;
+}
+
+size_t wf_ads_history_count(const wf_ads_conn *c)
+{
+    return c->history.n;
+}
+
+const wf_ads_event *wf_ads_history_at(const wf_ads_conn *c, size_t i)
+{
+    const wf_ads_history *h = &c->history;
+    if (i >= h->n)
+        return NULL;
+    return &h->ev[(h->next + WF_ADS_HISTORY - h->n + i) % WF_ADS_HISTORY];
+}
+
+const char *wf_ads_event_name(wf_ads_event_kind k)
+{
+    static const char *const n[] = {"connected", "disconnected", "nack", "ack"};
+    return (unsigned)k < sizeof n / sizeof n[0] ? n[k] : "unknown";
+}
+
+void wf_ads_note_ack(wf_ads_conn *c, wf_xds_type t)
+{
+    if (c->acked_once & (1u << t))
+        return;
+    c->acked_once |= 1u << t;
+    const char *v = c->types[t].w.version_acked;
+    wf_ads_history_add(c, WF_ADS_EV_ACK, "%s%s%s", wf_xds_type_short(t), v ? " " : "", v ? v : "");
+}
+
+void wf_ads_history_inherit(wf_ads *a, wf_ads_conn *c)
+{
+    for (size_t i = a->n_conns; i-- > 0;) {
+        wf_ads_conn *o = a->conns[i];
+        if (o != c && !o->connected && strcmp(o->proxy.id, c->proxy.id) == 0) {
+            history_free(&c->history);
+            c->history = o->history; /* moved: o is freed without it */
+            memset(&o->history, 0, sizeof o->history);
+            return;
+        }
+    }
+}
+
+const char *wf_ads_type_status(const wf_ads_conn *c, wf_xds_type t)
+{
+    const wf_xds_watch *w = &c->types[t].w;
+    return w->watched ? wf_xds_sync_name(wf_xds_watch_sync(w)) : "IGNORED";
 }
 
 /* A reconnecting proxy replaces its retained (disconnected) entries. */
@@ -176,6 +256,7 @@ int wf_ads_send(wf_ads_conn *c, const char *text, size_t len)
 void wf_ads_log_nack(wf_ads_conn *c, wf_xds_type t, int code, const char *msg)
 {
     c->ads->metrics.rejects[t]++;
+    wf_ads_history_add(c, WF_ADS_EV_NACK, "%s: %d: %s", wf_xds_type_short(t), code, msg ? msg : "");
     WF_LOG(WF_LC_config, WF_LOG_WARN, "ADS:%s: ACK ERROR %s %d:%s", wf_xds_type_short(t), c->id,
            code, msg ? msg : "");
 }

@@ -66,6 +66,16 @@ void wf_ads_note_rejected(wf_ads *a, const char *node, const char *address, cons
 /* Records a NACK's metric and log line (istiod's). */
 void wf_ads_log_nack(wf_ads_conn *c, wf_xds_type t, int code, const char *msg);
 uint64_t wf_ads_hash(const char *s, size_t n);
+/* Adds an event to c's history (ads.h wf_ads_history; the oldest goes when full); detail
+ * printf-style, cut at WF_ADS_HISTORY_DETAIL bytes (fmt NULL = none). Out of memory drops
+ * the detail. */
+void wf_ads_history_add(wf_ads_conn *c, wf_ads_event_kind k, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The first ACK of type t on c's stream goes to its history. */
+void wf_ads_note_ack(wf_ads_conn *c, wf_xds_type t);
+/* c (just listed for its proxy) takes over the history of the newest retained entry of the
+ * same proxy, which drop_retained then frees. */
+void wf_ads_history_inherit(wf_ads *a, wf_ads_conn *c);
 /* The push queue's links (served by ads_push.c). Queues c (at the tail unless already
  * waiting) for the types in push (sent when changed) and force (answered anyway), bits
  * 1 << wf_xds_type; changed_at_ms: the config event a push answers (0 = none), the earliest

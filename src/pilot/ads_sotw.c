@@ -107,6 +107,8 @@ static void sotw_request(wf_ads_conn *c, const wf_xds_request *req, const wf_xds
            wf_xds_type_short(t), c->id, wf_xds_req_kind_name(kind), req->resource_names.n,
            req->response_nonce ? req->response_nonce : "",
            req->version_info ? req->version_info : "");
+    if (kind == WF_XDS_REQ_ACK || kind == WF_XDS_REQ_RESOURCE_CHANGE)
+        wf_ads_note_ack(c, (wf_xds_type)t);
     if (kind == WF_XDS_REQ_NACK) {
         wf_ads_log_nack(c, t, req->error_detail.code, req->error_detail.message);
     } else if (kind == WF_XDS_REQ_INITIAL || kind == WF_XDS_REQ_RESOURCE_CHANGE) {
@@ -142,10 +144,12 @@ static int sotw_fast_ack(wf_ads_conn *c, const wf_xds_req_peek *pk)
         wf_ads_fail(c, WF_GRPC_RESOURCE_EXHAUSTED, "out of memory");
         return 1;
     }
-    if (rc > 0)
+    if (rc > 0) {
         WF_LOG(WF_LC_config, WF_LOG_DEBUG, "ADS:%s: REQ %s ACK resources:%zu nonce:%s version:%s",
                wf_xds_type_short(t), c->id, w->names.n, w->nonce_acked,
                w->version_acked ? w->version_acked : "");
+        wf_ads_note_ack(c, (wf_xds_type)t);
+    }
     return rc;
 }
 

@@ -114,6 +114,10 @@ typedef struct wf_ca_sign_req {
 typedef struct wf_ca_chain {
     char *pem[3];
     size_t n;
+    /* the leaf's serial number (lowercase hex, as Envoy's certs admin shows it) and validity
+     * (seconds since the epoch) */
+    char serial[48];
+    int64_t not_before_s, not_after_s;
 } wf_ca_chain;
 
 /* Issues a workload certificate. Returns WF_CA_OK and *out, or a wf_ca_err with Istio's

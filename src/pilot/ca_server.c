@@ -21,6 +21,8 @@ struct wf_ca_server {
     wf_ca *ca;
     wf_ca_metrics m;
     wf_tokenreview *review; /* Kubernetes tokens (borrowed), NULL outside Kubernetes mode */
+    wf_ca_issued *issued;   /* a ring of up to WF_CA_ISSUED_MAX (wf_ca_server_note_issued) */
+    size_t n_issued, next_issued;
 };
 
 wf_ca_server *wf_ca_server_new(const wf_ca_token_key *key, const char *trust_domain)
@@ -42,6 +44,7 @@ void wf_ca_server_free(wf_ca_server *s)
         return;
     wf_ca_free(s->ca);
     free(s->trust_domain);
+    free(s->issued);
     free(s);
 }
 
@@ -92,6 +95,61 @@ void wf_ca_server_set_review(wf_ca_server *s, wf_tokenreview *tr)
 wf_tokenreview *wf_ca_server_review(const wf_ca_server *s)
 {
     return s->review;
+}
+
+/* ---- certificates issued --------------------------------------------------------------------- */
+
+/* "ip:port", "[ip6]:port" -> ip. */
+static void peer_ip(const char *peer, char *out, size_t cap)
+{
+    const char *colon = peer ? strrchr(peer, ':') : NULL;
+    if (!peer || strncmp(peer, "unix:", 5) == 0 || !colon) {
+        snprintf(out, cap, "%s", peer && strncmp(peer, "unix:", 5) != 0 ? peer : "");
+        return;
+    }
+    const char *b = peer[0] == '[' ? peer + 1 : peer;
+    size_t n = (size_t)(colon - b) - (peer[0] == '[' && colon > b && colon[-1] == ']');
+    snprintf(out, cap, "%.*s", (int)n, b);
+}
+
+void wf_ca_server_note_issued(wf_ca_server *s, const char *identity, const char *peer,
+                              const wf_ca_chain *chain, int64_t now_s)
+{
+    char ip[64];
+    peer_ip(peer, ip, sizeof ip);
+    wf_ca_issued *slot = NULL;
+    for (size_t i = 0; i < s->n_issued && !slot; i++)
+        if (strcmp(s->issued[i].identity, identity) == 0 && strcmp(s->issued[i].ip, ip) == 0)
+            slot = &s->issued[i];
+    if (!slot && !s->issued && !(s->issued = calloc(WF_CA_ISSUED_MAX, sizeof *s->issued)))
+        return; /* out of memory: not recorded */
+    if (!slot) {
+        slot = &s->issued[s->next_issued];
+        s->next_issued = (s->next_issued + 1) % WF_CA_ISSUED_MAX;
+        if (s->n_issued < WF_CA_ISSUED_MAX)
+            s->n_issued++;
+    }
+    snprintf(slot->identity, sizeof slot->identity, "%s", identity);
+    snprintf(slot->ip, sizeof slot->ip, "%s", ip);
+    snprintf(slot->serial, sizeof slot->serial, "%s", chain->serial);
+    slot->not_before_s = chain->not_before_s;
+    slot->not_after_s = chain->not_after_s;
+    slot->issued_s = now_s;
+}
+
+const wf_ca_issued *wf_ca_server_issued(const wf_ca_server *s, const char *identity, const char *ip)
+{
+    const wf_ca_issued *best = NULL;
+    for (size_t i = 0; i < s->n_issued; i++) {
+        const wf_ca_issued *e = &s->issued[i];
+        if (strcmp(e->identity, identity) != 0)
+            continue;
+        if (ip && *ip && strcmp(e->ip, ip) == 0)
+            return e;
+        if (!best || e->issued_s >= best->issued_s)
+            best = e;
+    }
+    return best;
 }
 
 /* ---- the request ---------------------------------------------------------------------------- */
@@ -217,8 +275,8 @@ static int authn_failed(wf_ca_server *s, const char *peer, const char *fail, cha
 }
 
 /* The authenticated part of a call: the caller is id. */
-static int sign_for(wf_ca_server *s, const csr_req *rq, const char *id, int64_t now_s,
-                    wf_strbuf *resp, char *msg, size_t cap)
+static int sign_for(wf_ca_server *s, const csr_req *rq, const char *id, const char *peer,
+                    int64_t now_s, wf_strbuf *resp, char *msg, size_t cap)
 {
     char detail[512];
     csr_req r = *rq;
@@ -241,6 +299,7 @@ static int sign_for(wf_ca_server *s, const csr_req *rq, const char *id, int64_t 
         return sign_status((wf_ca_err)e);
     }
     encode_response(&chain, resp);
+    wf_ca_server_note_issued(s, id, peer, &chain, now_s);
     wf_ca_chain_free(&chain);
     if (wf_strbuf_failed(resp)) {
         snprintf(msg, cap, "out of memory");
@@ -265,7 +324,7 @@ int wf_ca_server_handle(wf_ca_server *s, const char *authorization, const char *
         snprintf(fail, sizeof fail, "Authenticator %s: %s", WF_CA_TOKEN_AUTHENTICATOR, why);
         return authn_failed(s, peer, fail, msg, cap);
     }
-    return sign_for(s, &r, id, now_s, resp, msg, cap);
+    return sign_for(s, &r, id, peer, now_s, resp, msg, cap);
 }
 
 /* ---- the gRPC handlers ------------------------------------------------------------------- */
@@ -316,7 +375,7 @@ static void on_reviewed(void *ud, bool ok, const char *ns, const char *sa, const
         st = authn_failed(s, rc->peer, fail, text, sizeof text);
     } else {
         snprintf(id, sizeof id, "spiffe://%s/ns/%s/sa/%s", s->trust_domain, ns, sa);
-        st = sign_for(s, &r, id, (int64_t)time(NULL), &resp, text, sizeof text);
+        st = sign_for(s, &r, id, rc->peer, (int64_t)time(NULL), &resp, text, sizeof text);
     }
     answer(rc->call, st, &resp, text, sizeof text);
     wf_strbuf_free(&resp);
@@ -390,7 +449,7 @@ static void on_message(wf_h2_call *call, const uint8_t *msg, size_t len, void *u
     int st = parse_or_fail(s, msg, len, &r, text, sizeof text);
     if (st == WF_GRPC_OK) {
         if (authenticate(s, auth, now_s, id, sizeof id, why, sizeof why) == 0) {
-            st = sign_for(s, &r, id, now_s, &resp, text, sizeof text);
+            st = sign_for(s, &r, id, peer, now_s, &resp, text, sizeof text);
         } else if (!s->review) {
             snprintf(fail, sizeof fail, "Authenticator %s: %s", WF_CA_TOKEN_AUTHENTICATOR, why);
             st = authn_failed(s, peer, fail, text, sizeof text);
@@ -399,7 +458,7 @@ static void on_message(wf_h2_call *call, const uint8_t *msg, size_t len, void *u
                 start_review(s, call, auth, peer, msg, len, why, id, sizeof id, fail, sizeof fail);
             if (rv == 0)
                 return; /* answered by on_reviewed */
-            st = rv == 1 ? sign_for(s, &r, id, now_s, &resp, text, sizeof text)
+            st = rv == 1 ? sign_for(s, &r, id, peer, now_s, &resp, text, sizeof text)
                          : authn_failed(s, peer, fail, text, sizeof text);
         }
     }

@@ -83,6 +83,23 @@ int wf_ca_server_handle(wf_ca_server *s, const char *authorization, const char *
                         const uint8_t *req, size_t len, int64_t now_s, wf_strbuf *resp, char *msg,
                         size_t cap);
 
+/* The certificates issued (weft-pilot's web view, ui_proxies.h): per identity and caller IP
+ * the last one, at most WF_CA_ISSUED_MAX (the oldest forgotten first). */
+#define WF_CA_ISSUED_MAX 4096
+typedef struct wf_ca_issued {
+    char identity[256]; /* the URI SAN, spiffe://<td>/ns/<ns>/sa/<sa> */
+    char ip[64];        /* the caller's IP ("" when unknown) */
+    char serial[48];    /* lowercase hex */
+    int64_t not_before_s, not_after_s, issued_s;
+} wf_ca_issued;
+/* Records one (also called by the CSR handling on success). */
+void wf_ca_server_note_issued(wf_ca_server *s, const char *identity, const char *peer,
+                              const wf_ca_chain *chain, int64_t now_s);
+/* The last issued for identity, the one asked for from ip when there is one (ip NULL or "":
+ * any); NULL when none. Valid until the next note. */
+const wf_ca_issued *wf_ca_server_issued(const wf_ca_server *s, const char *identity,
+                                        const char *ip);
+
 /* The h2 handlers of the service (ud = s), for the gRPC server that hosts it. */
 wf_h2_handlers wf_ca_server_handlers(wf_ca_server *s);
 

@@ -155,10 +155,27 @@ static int fill_chain(const wf_ca *ca, X509 *leaf, wf_ca_chain *out, char *err, 
     return WF_CA_OK;
 }
 
+/* The leaf's serial (lowercase hex) and validity into out. */
+static void leaf_facts(X509 *leaf, int64_t nb, int64_t na, wf_ca_chain *out)
+{
+    BIGNUM *bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(leaf), NULL);
+    char *hex = bn ? BN_bn2hex(bn) : NULL;
+    size_t i = 0;
+    for (; hex && hex[i] && i < sizeof out->serial - 1; i++)
+        out->serial[i] = (char)(hex[i] >= 'A' && hex[i] <= 'F' ? hex[i] + 32 : hex[i]);
+    out->serial[i] = '\0';
+    OPENSSL_free(hex);
+    BN_free(bn);
+    out->not_before_s = nb;
+    out->not_after_s = na;
+}
+
 int wf_ca_sign(const wf_ca *ca, const wf_ca_sign_req *r, wf_ca_chain *out, char *err, size_t cap)
 {
     int64_t ttl = 0;
     out->n = 0;
+    out->serial[0] = '\0';
+    out->not_before_s = out->not_after_s = 0;
     if (!ca) {
         snprintf(err, cap, "CA is not ready");
         return WF_CA_E_NOT_READY;
@@ -190,6 +207,8 @@ int wf_ca_sign(const wf_ca *ca, const wf_ca_sign_req *r, wf_ca_chain *out, char 
         return WF_CA_E_CERT_GEN;
     }
     rc = fill_chain(ca, leaf, out, err, cap);
+    if (rc == WF_CA_OK)
+        leaf_facts(leaf, r->now_s - WF_CA_CLOCK_SKEW_S, na, out);
     X509_free(leaf);
     return rc;
 }

@@ -27,9 +27,17 @@
 
 struct wf_debug {
     h1s_server *srv;
+    uv_loop_t *loop;
     wf_pilot *pilot;
     wf_debug_route_fn route;
 };
+
+/* A connection's request kept while its view waits (debug.h retry_ms). */
+typedef struct {
+    wf_debug *d;
+    char target[2048];
+    uint64_t arrived_ms;
+} dbg_conn;
 
 static const char *reason(int status)
 {
@@ -59,11 +67,44 @@ static void respond_text(h1s_conn *c, int status, const char *text)
     wf_strbuf_free(&b);
 }
 
+static void again(h1s_conn *c, void *arg);
+
+/* Routes the kept request (target split at '?') and answers, or waits again. */
+static void route_and_answer(wf_debug *d, h1s_conn *c)
+{
+    dbg_conn *dc = h1s_data(c);
+    char target[sizeof dc->target];
+    memcpy(target, dc->target, sizeof target);
+    char *q = strchr(target, '?');
+    if (q) {
+        *q++ = '\0';
+    }
+    wf_debug_reply r = {.status = 200,
+                        .ctype = "application/json",
+                        .body = WF_STRBUF_INIT,
+                        .waited_ms = uv_now(d->loop) - dc->arrived_ms};
+    if (d->route)
+        d->route(d->pilot, target, q ? q : "", &r);
+    else
+        wf_debug_reply_json(&r, 404, json_pack("{s:s}", "error", "no debug views"));
+    if (r.retry_ms && h1s_defer(c, r.retry_ms, again, d) == 0) {
+        wf_strbuf_free(&r.body);
+        return;
+    }
+    WF_LOG(WF_LC_admin, WF_LOG_DEBUG, "debug: GET %s -> %d", target, r.status);
+    respond(c, r.status, r.ctype, &r.body);
+    wf_strbuf_free(&r.body);
+}
+
+static void again(h1s_conn *c, void *arg)
+{
+    route_and_answer(arg, c);
+}
+
 static void on_request(void *ud, h1s_conn *c, const h1s_request *req)
 {
     wf_debug *d = ud;
     const h1_message *m = req->msg;
-    char target[2048];
     bool get = m->method.len == 3 && memcmp(m->method.p, "GET", 3) == 0;
     if (!get && !req->head) {
         respond_text(c, 405, "only GET is served here\n");
@@ -73,24 +114,15 @@ static void on_request(void *ud, h1s_conn *c, const h1s_request *req)
         respond_text(c, 400, "a request body is not accepted\n");
         return;
     }
-    if (m->target.len >= sizeof target) {
+    if (m->target.len >= sizeof((dbg_conn *)0)->target) {
         respond_text(c, 400, "request target too long\n");
         return;
     }
-    memcpy(target, m->target.p, m->target.len);
-    target[m->target.len] = '\0';
-    char *q = strchr(target, '?');
-    if (q) {
-        *q++ = '\0';
-    }
-    wf_debug_reply r = {.status = 200, .ctype = "application/json", .body = WF_STRBUF_INIT};
-    if (d->route)
-        d->route(d->pilot, target, q ? q : "", &r);
-    else
-        wf_debug_reply_json(&r, 404, json_pack("{s:s}", "error", "no debug views"));
-    WF_LOG(WF_LC_admin, WF_LOG_DEBUG, "debug: GET %s -> %d", target, r.status);
-    respond(c, r.status, r.ctype, &r.body);
-    wf_strbuf_free(&r.body);
+    dbg_conn *dc = h1s_data(c);
+    memcpy(dc->target, m->target.p, m->target.len);
+    dc->target[m->target.len] = '\0';
+    dc->arrived_ms = uv_now(d->loop);
+    route_and_answer(d, c);
 }
 
 /* ---- what the views answer with (debug.h, debug_internal.h) ---- */
@@ -149,6 +181,7 @@ int wf_debug_start(uv_loop_t *loop, const wf_debug_opts *opts, wf_debug **out, c
         return -1;
     }
     d->pilot = opts->pilot;
+    d->loop = loop;
     d->route = opts->route;
     int rc = strchr(ip, ':') ? uv_ip6_addr(ip, opts->port, (struct sockaddr_in6 *)&sa)
                              : uv_ip4_addr(ip, opts->port, (struct sockaddr_in *)&sa);
@@ -158,6 +191,7 @@ int wf_debug_start(uv_loop_t *loop, const wf_debug_opts *opts, wf_debug **out, c
                    .max_connections = DBG_MAX_CONNS,
                    .limit = H1S_LIMIT_CLOSE_OLDEST,
                    .idle_timeout_ms = DBG_DEADLINE_MS,
+                   .conn_data = sizeof(dbg_conn),
                    .on_closed = server_closed,
                    .closed_arg = d};
     h1s_callbacks cb = {.on_request = on_request, .on_error = on_error, .ud = d};

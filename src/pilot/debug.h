@@ -34,6 +34,11 @@
  *                              the istio-ca-root-cert ConfigMaps (data root-cert.pem) of every
  *                              namespace, or the one of NS (404 "namespace not found")
  *   /metrics also carries the CA's citadel_server_* metrics (ca_server.h)
+ *   /ui, /ui/, /ui/<path>      the web view's files (ui_static.h); not in the /debug index
+ *   /ui/api/validations, /ui/api/proxies  its JSON (ui_validations.h, ui_proxies.h)
+ *   /ui/api/graph, /ui/api/scrape   the web view's traffic graph and scrape targets
+ *                              (ui_graph.h), /ui/api/failed the proxies' failed requests
+ *                              (scrape_failed.h: answered later, see retry_ms below)
  */
 #ifndef WF_PILOT_DEBUG_H
 #define WF_PILOT_DEBUG_H
@@ -66,11 +71,17 @@ int wf_debug_port(const wf_debug *d);
 /* Stops listening, closes open connections; freed once handles closed. NULL is fine. */
 void wf_debug_close(wf_debug *d);
 
-/* A response: status, content type (static string) and body. */
+/* A response: status, content type (static string) and body.
+ * A view that waits for something (GET /ui/api/failed fetches from proxies: scrape_failed.h)
+ * may set retry_ms instead of answering: the server then answers nothing yet and routes the
+ * same request again after retry_ms with a fresh reply whose waited_ms says how long the
+ * request has waited so far (0 the first time); the view bounds its own wait with it. */
 struct wf_debug_reply {
     int status;
     const char *ctype;
     wf_strbuf body;
+    uint64_t retry_ms;  /* set by the view: route again after this long (0 = answer now) */
+    uint64_t waited_ms; /* set by the server: time since the request arrived */
 };
 
 /* Answers one GET (path without query; query without '?', may be ""). Used by the server and

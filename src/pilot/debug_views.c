@@ -57,6 +57,10 @@
 #include "pilot/kube_writer.h"
 #include "pilot/nds.h"
 #include "pilot/pilot.h"
+#include "pilot/ui_proxies.h"
+#include "pilot/ui_static.h"
+#include "pilot/ui_validations.h"
+#include "pilot/ui_graph.h"
 
 #ifndef WEFT_VERSION
 #define WEFT_VERSION "0.1.0"
@@ -110,17 +114,16 @@ static void syncz_type(json_t *o, json_t *res, const wf_ads_conn *c, int i, int6
     const wf_ads_type *ty = &c->types[t];
     char k[64], ts[40];
     const char *pre = syncz_prefix[i];
-    if (!ty->w.watched) {
-        snprintf(k, sizeof k, "%s_status", pre);
-        json_object_set_new(o, k, json_string("IGNORED"));
-        return;
+    if (ty->w.watched) {
+        snprintf(k, sizeof k, "%s_sent", pre);
+        set_str(o, k, ty->w.nonce_sent);
+        snprintf(k, sizeof k, "%s_acked", pre);
+        set_str(o, k, ty->w.nonce_acked);
     }
-    snprintf(k, sizeof k, "%s_sent", pre);
-    set_str(o, k, ty->w.nonce_sent);
-    snprintf(k, sizeof k, "%s_acked", pre);
-    set_str(o, k, ty->w.nonce_acked);
-    snprintf(k, sizeof k, "%s_status", pre);
-    json_object_set_new(o, k, json_string(wf_xds_sync_name(wf_xds_watch_sync(&ty->w))));
+    snprintf(k, sizeof k, "%s_status", pre); /* the status proxy-status and the web view show */
+    json_object_set_new(o, k, json_string(wf_ads_type_status(c, t)));
+    if (!ty->w.watched)
+        return;
     int64_t since = ty->w.sync_since_ms ? ty->w.sync_since_ms : c->connected_at_ms;
     snprintf(k, sizeof k, "%s_since_s", pre);
     json_object_set_new(o, k, json_integer((now - since) / 1000));
@@ -725,6 +728,42 @@ static void r_kubez(wf_pilot *p, const char *q, wf_debug_reply *r)
     wf_debug_reply_json(r, 200, j);
 }
 
+/* ---- the web view's endpoints (issue 22; ui_*.h) ---- */
+
+static void r_ui_validations(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    char ns[256];
+    const char *want = wf_debug_query_get(q, "namespace", ns, sizeof ns);
+    wf_ads *a = wf_pilot_ads(p);
+    wf_debug_reply_json(r, 200,
+                        wf_ui_validations_json(wf_pilot_ui_validations(p), wf_ads_snapshot(a),
+                                               wf_ads_version(a), want));
+}
+
+static void r_ui_proxies(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    char ns[256];
+    const char *want = wf_debug_query_get(q, "namespace", ns, sizeof ns);
+    wf_debug_reply_json(
+        r, 200, wf_ui_proxies_json(wf_pilot_ads(p), wf_pilot_ca_server(wf_pilot_get_ca(p)), want));
+}
+
+/* The web view's metrics endpoints (ui_graph.h). */
+static void r_ui_graph(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    wf_ui_graph_serve(wf_pilot_ui_graph(p), q, r);
+}
+
+static void r_ui_scrape(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    wf_ui_scrape_serve(wf_pilot_ui_graph(p), q, r);
+}
+
+static void r_ui_failed(wf_pilot *p, const char *q, wf_debug_reply *r)
+{
+    wf_ui_failed_serve(wf_pilot_ui_graph(p), q, r);
+}
+
 static void r_index(wf_pilot *p, const char *q, wf_debug_reply *r);
 static void r_list(wf_pilot *p, const char *q, wf_debug_reply *r);
 
@@ -765,6 +804,12 @@ static const struct {
     {"/metrics", r_metrics, NULL},
     {"/ready", r_ready, NULL},
     {"/stats/prometheus", r_metrics, NULL},
+    /* the web view's JSON (issue 22): served, not listed (not under /debug) */
+    {"/ui/api/proxies", r_ui_proxies, NULL},
+    {"/ui/api/validations", r_ui_validations, NULL},
+    {"/ui/api/failed", r_ui_failed, NULL},
+    {"/ui/api/graph", r_ui_graph, NULL},
+    {"/ui/api/scrape", r_ui_scrape, NULL},
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 
@@ -829,5 +874,8 @@ void wf_debug_route(wf_pilot *p, const char *path, const char *query, wf_debug_r
             routes[i].fn(p, query ? query : "", r);
             return;
         }
-    reply_text(r, 404, "404 page not found\n");
+    if (strcmp(path, "/ui") == 0 || strncmp(path, "/ui/", 4) == 0) /* the view's files */
+        wf_ui_static_serve(p ? wf_pilot_ui_dir(p) : NULL, path, r);
+    else
+        reply_text(r, 404, "404 page not found\n");
 }

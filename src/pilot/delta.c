@@ -247,6 +247,8 @@ static int delta_request(wf_ads_conn *c, wf_xds_type t, const wf_xds_delta_reque
                c->id, wf_xds_req_kind_name(kind), req->response_nonce);
         if (kind == WF_XDS_REQ_NACK) {
             wf_ads_log_nack(c, t, req->error_detail.code, req->error_detail.message);
+        } else if (kind == WF_XDS_REQ_ACK || kind == WF_XDS_REQ_RESOURCE_CHANGE) {
+            wf_ads_note_ack(c, t);
         }
         if (kind == WF_XDS_REQ_STALE_NONCE) {
             return 0;

@@ -41,106 +41,119 @@ typedef struct cmdline {
 static void usage(FILE *f)
 {
     fprintf(
-        f, "Usage: weft-pilot --config-dir DIR [--config-dir DIR2 ...] [flags]\n"
-           "       weft-pilot --kubeconfig FILE [--context NAME] [flags] (the Kubernetes API)\n"
-           "       weft-pilot [flags] (in a Pod: KUBERNETES_SERVICE_HOST set, in-cluster)\n"
-           "       weft-pilot create-token SA [-n NS] [--ca-dir DIR] (a CSR token)\n"
-           "       weft-pilot authz-filters --config-dir DIR -n NS [-l K=V,...] (the RBAC\n"
-           "                 filters built for a workload, as JSON; for conformance tests)\n"
-           "\n"
-           "weft's control plane (istiod): watches manifests, validates them, translates them\n"
-           "per proxy and pushes them over xDS; serves debug and metrics endpoints.\n"
-           "\n"
-           "Flags:\n"
-           "      --config-dir DIR             manifests to watch (repeatable: the user's files,\n"
-           "                                   the local mesh's Pod state folder)\n"
-           "      --meshConfig FILE            MeshConfig YAML (watched; --config-dir only)\n"
-           "      --kubeconfig FILE[:FILE...]  watch the Kubernetes API instead of directories:\n"
-           "                                   Namespaces, Services, EndpointSlices, Pods,\n"
-           "                                   Nodes, Secrets, the istio ConfigMap of\n"
-           "                                   istio-system (MeshConfig) and the Istio kinds\n"
-           "                                   (docs/kubernetes.md; state at /debug/kubez);\n"
-           "                                   CSR and XDS_AUTH callers' service-account\n"
-           "                                   tokens are checked with TokenReviews\n"
-           "      --context NAME               kubeconfig context (default current-context)\n"
-           "      --in-cluster-root DIR        where the service-account files are read in\n"
-           "                                   cluster (default /; for tests)\n"
-           "      --kube-sync-timeout-s N      wait at most N s for the first lists (default\n"
-           "                                   30), then fail naming what did not list\n"
-           "      --revision REV               istiod's revision (default: $REVISION, else\n"
-           "                                   default): with the Kubernetes API, the webhook\n"
-           "                                   configurations labelled istio.io/rev=REV get\n"
-           "                                   the mesh root as caBundle; every discovered\n"
-           "                                   namespace gets the istio-ca-root-cert ConfigMap\n"
-           "                                   ($PILOT_CA_CERT_CONFIGMAP renames it)\n"
-           "      --grpcAddr ADDR              xDS listen address ip:port (default "
-           "127.0.0.1:15010;\n"
-           "                                   port 0 picks one; unix:PATH: a Unix socket),\n"
-           "                                   serving StreamAggregatedResources (SotW) and\n"
-           "                                   DeltaAggregatedResources (delta), as istiod\n"
-           "      --secureGRPCAddr ADDR        istiod's secure gRPC port over TLS, e.g.\n"
-           "                                   127.0.0.1:15012: the xDS methods and the CA's\n"
-           "                                   CreateCertificate, with a serving certificate\n"
-           "                                   from the mesh CA (default: none)\n"
-           "      --xds-auth BOOL              istiod's XDS_AUTH (the environment variable is\n"
-           "                                   read too; the flag wins): true (default)\n"
-           "                                   authenticates the xDS streams of the secure\n"
-           "                                   port (a client certificate of the mesh CA, or\n"
-           "                                   'authorization: Bearer <token>') and refuses a\n"
-           "                                   proxy whose node names another namespace or\n"
-           "                                   service account; false: no authentication. The\n"
-           "                                   plaintext --grpcAddr is never authenticated\n"
-           "      --monitoringAddr ADDR        debug/metrics address (default 127.0.0.1:15014)\n"
-           "      --webhookAddr ADDR           istiod's admission webhook port (HTTPS with a\n"
-           "                                   certificate from the mesh CA; default\n"
-           "                                   127.0.0.1:15017, skipped with a warning when\n"
-           "                                   that port is taken; off = none): POST /inject\n"
-           "                                   (sidecar injection), /validate (Istio\n"
-           "                                   resources refused as istiod's validating\n"
-           "                                   webhook does), GET /httpsReady; counters\n"
-           "                                   galley_validation_* and sidecar_injection_*\n"
-           "                                   on /metrics (docs/pilot.md)\n"
-           "      --injectConfigDir DIR        the injector's config (files config and values\n"
-           "                                   of the istio-sidecar-injector ConfigMap; default\n"
-           "                                   ./var/lib/istio/inject as istiod; absent: Istio's\n"
-           "                                   defaults; a bad file is a start failure)\n"
-           "      --ca-dir DIR                 the CA's directory: the self-signed root\n"
-           "                                   (made once and kept: ca-cert.pem, ca-key.pem,\n"
-           "                                   root-cert.pem, cert-chain.pem) and the CSR\n"
-           "                                   token key (default $XDG_STATE_HOME/weft-pilot/\n"
-           "                                   ca, else ~/.local/state/weft-pilot/ca); a\n"
-           "                                   cacerts Secret in pilot's namespace\n"
-           "                                   ($POD_NAMESPACE, default istio-system) is a\n"
-           "                                   plug-in CA\n"
-           "      --domain-suffix S            cluster DNS suffix (default cluster.local;\n"
-           "                                   --domain is accepted too)\n"
-           "      --default-namespace NS       namespace of resources that name none (default\n"
-           "                                   default; as kubectl apply -n NS)\n"
-           "      --debounce-after-ms N        quiet time before a push (default 100,\n"
-           "                                   PILOT_DEBOUNCE_AFTER)\n"
-           "      --debounce-max-ms N          longest delay of a push (default 10000,\n"
-           "                                   PILOT_DEBOUNCE_MAX)\n"
-           "      --keepaliveInterval D        HTTP/2 PING interval: 30s, 500ms, or seconds\n"
-           "                                   (default 30s; 0 = off)\n"
-           "      --keepaliveTimeout D         PING ACK timeout (default 10s)\n"
-           "      --disconnected-retention-s N keep disconnected proxies listed (default 300)\n"
-           "      --service-cluster-ip-range CIDR\n"
-           "                                   give Services without a clusterIP one from\n"
-           "                                   CIDR, as the API server's flag of that name\n"
-           "                                   (stable per namespace/name; the local mesh\n"
-           "                                   passes 10.96.0.0/12 with --pod-network netns).\n"
-           "                                   Default: none, such Services have no address\n"
-           "  -l, --log-level LEVEL            trace, debug, info, warning, error, critical, off\n"
-           "  -h, --help                       show this help\n"
-           "      --version                    print the version\n"
-           "\n"
-           "Environment (istiod's): REVISION (--revision), XDS_AUTH (--xds-auth),\n"
-           "POD_NAMESPACE (istiod's namespace, default istio-system: the istio ConfigMap's\n"
-           "namespace and, with the revision, the serving certificate's DNS names\n"
-           "istiod[-REV].NS.svc, istiod-remote.NS.svc, istio-pilot.NS.svc), ISTIOD_CUSTOM_HOST\n"
-           "(more DNS names, comma-separated), PILOT_CA_CERT_CONFIGMAP.\n"
-           "\n"
-           "Exit codes: 0 clean shutdown (SIGTERM/SIGINT), 1 start failure, 2 bad command line.\n");
+        f,
+        "Usage: weft-pilot --config-dir DIR [--config-dir DIR2 ...] [flags]\n"
+        "       weft-pilot --kubeconfig FILE [--context NAME] [flags] (the Kubernetes API)\n"
+        "       weft-pilot [flags] (in a Pod: KUBERNETES_SERVICE_HOST set, in-cluster)\n"
+        "       weft-pilot create-token SA [-n NS] [--ca-dir DIR] (a CSR token)\n"
+        "       weft-pilot authz-filters --config-dir DIR -n NS [-l K=V,...] (the RBAC\n"
+        "                 filters built for a workload, as JSON; for conformance tests)\n"
+        "\n"
+        "weft's control plane (istiod): watches manifests, validates them, translates them\n"
+        "per proxy and pushes them over xDS; serves debug and metrics endpoints.\n"
+        "\n"
+        "Flags:\n"
+        "      --config-dir DIR             manifests to watch (repeatable: the user's files,\n"
+        "                                   the local mesh's Pod state folder)\n"
+        "      --meshConfig FILE            MeshConfig YAML (watched; --config-dir only)\n"
+        "      --kubeconfig FILE[:FILE...]  watch the Kubernetes API instead of directories:\n"
+        "                                   Namespaces, Services, EndpointSlices, Pods,\n"
+        "                                   Nodes, Secrets, the istio ConfigMap of\n"
+        "                                   istio-system (MeshConfig) and the Istio kinds\n"
+        "                                   (docs/kubernetes.md; state at /debug/kubez);\n"
+        "                                   CSR and XDS_AUTH callers' service-account\n"
+        "                                   tokens are checked with TokenReviews\n"
+        "      --context NAME               kubeconfig context (default current-context)\n"
+        "      --in-cluster-root DIR        where the service-account files are read in\n"
+        "                                   cluster (default /; for tests)\n"
+        "      --kube-sync-timeout-s N      wait at most N s for the first lists (default\n"
+        "                                   30), then fail naming what did not list\n"
+        "      --revision REV               istiod's revision (default: $REVISION, else\n"
+        "                                   default): with the Kubernetes API, the webhook\n"
+        "                                   configurations labelled istio.io/rev=REV get\n"
+        "                                   the mesh root as caBundle; every discovered\n"
+        "                                   namespace gets the istio-ca-root-cert ConfigMap\n"
+        "                                   ($PILOT_CA_CERT_CONFIGMAP renames it)\n"
+        "      --grpcAddr ADDR              xDS listen address ip:port (default "
+        "127.0.0.1:15010;\n"
+        "                                   port 0 picks one; unix:PATH: a Unix socket),\n"
+        "                                   serving StreamAggregatedResources (SotW) and\n"
+        "                                   DeltaAggregatedResources (delta), as istiod\n"
+        "      --secureGRPCAddr ADDR        istiod's secure gRPC port over TLS, e.g.\n"
+        "                                   127.0.0.1:15012: the xDS methods and the CA's\n"
+        "                                   CreateCertificate, with a serving certificate\n"
+        "                                   from the mesh CA (default: none)\n"
+        "      --xds-auth BOOL              istiod's XDS_AUTH (the environment variable is\n"
+        "                                   read too; the flag wins): true (default)\n"
+        "                                   authenticates the xDS streams of the secure\n"
+        "                                   port (a client certificate of the mesh CA, or\n"
+        "                                   'authorization: Bearer <token>') and refuses a\n"
+        "                                   proxy whose node names another namespace or\n"
+        "                                   service account; false: no authentication. The\n"
+        "                                   plaintext --grpcAddr is never authenticated\n"
+        "      --monitoringAddr ADDR        debug/metrics address (default 127.0.0.1:15014)\n"
+        "      --webhookAddr ADDR           istiod's admission webhook port (HTTPS with a\n"
+        "                                   certificate from the mesh CA; default\n"
+        "                                   127.0.0.1:15017, skipped with a warning when\n"
+        "                                   that port is taken; off = none): POST /inject\n"
+        "                                   (sidecar injection), /validate (Istio\n"
+        "                                   resources refused as istiod's validating\n"
+        "                                   webhook does), GET /httpsReady; counters\n"
+        "                                   galley_validation_* and sidecar_injection_*\n"
+        "                                   on /metrics (docs/pilot.md)\n"
+        "      --injectConfigDir DIR        the injector's config (files config and values\n"
+        "                                   of the istio-sidecar-injector ConfigMap; default\n"
+        "                                   ./var/lib/istio/inject as istiod; absent: Istio's\n"
+        "                                   defaults; a bad file is a start failure)\n"
+        "      --uiDir DIR                  the web view's files, served on the monitoring\n"
+        "                                   port under /ui/ (default: $WEFT_UI_DIR, else\n"
+        "                                   <program dir>/../ui, else <program dir>/../share/\n"
+        "                                   weft/ui; scripts/setup installs its libraries\n"
+        "                                   into ui/node_modules); its JSON is /ui/api/\n"
+        "                                   validations and /ui/api/proxies\n"
+        "      --ca-dir DIR                 the CA's directory: the self-signed root\n"
+        "                                   (made once and kept: ca-cert.pem, ca-key.pem,\n"
+        "                                   root-cert.pem, cert-chain.pem) and the CSR\n"
+        "                                   token key (default $XDG_STATE_HOME/weft-pilot/\n"
+        "                                   ca, else ~/.local/state/weft-pilot/ca); a\n"
+        "                                   cacerts Secret in pilot's namespace\n"
+        "                                   ($POD_NAMESPACE, default istio-system) is a\n"
+        "                                   plug-in CA\n"
+        "      --domain-suffix S            cluster DNS suffix (default cluster.local;\n"
+        "                                   --domain is accepted too)\n"
+        "      --default-namespace NS       namespace of resources that name none (default\n"
+        "                                   default; as kubectl apply -n NS)\n"
+        "      --debounce-after-ms N        quiet time before a push (default 100,\n"
+        "                                   PILOT_DEBOUNCE_AFTER)\n"
+        "      --debounce-max-ms N          longest delay of a push (default 10000,\n"
+        "                                   PILOT_DEBOUNCE_MAX)\n"
+        "      --keepaliveInterval D        HTTP/2 PING interval: 30s, 500ms, or seconds\n"
+        "                                   (default 30s; 0 = off)\n"
+        "      --keepaliveTimeout D         PING ACK timeout (default 10s)\n"
+        "      --disconnected-retention-s N keep disconnected proxies listed (default 300)\n"
+        "      --uiScrapeInterval D         how often the web view's scrape loop reads every\n"
+        "                                   connected proxy's http://IP:15020/stats/prometheus\n"
+        "                                   (default 15s, Istio's Prometheus interval; 0 = off)\n"
+        "      --uiScrapeAddr IP:PORT       bench only: send every scrape there, the proxy's\n"
+        "                                   IP:15020 as Host (weft-xds-load --serve-metrics)\n"
+        "      --service-cluster-ip-range CIDR\n"
+        "                                   give Services without a clusterIP one from\n"
+        "                                   CIDR, as the API server's flag of that name\n"
+        "                                   (stable per namespace/name; the local mesh\n"
+        "                                   passes 10.96.0.0/12 with --pod-network netns).\n"
+        "                                   Default: none, such Services have no address\n"
+        "  -l, --log-level LEVEL            trace, debug, info, warning, error, critical, off\n"
+        "  -h, --help                       show this help\n"
+        "      --version                    print the version\n"
+        "\n"
+        "Environment (istiod's): REVISION (--revision), XDS_AUTH (--xds-auth),\n"
+        "POD_NAMESPACE (istiod's namespace, default istio-system: the istio ConfigMap's\n"
+        "namespace and, with the revision, the serving certificate's DNS names\n"
+        "istiod[-REV].NS.svc, istiod-remote.NS.svc, istio-pilot.NS.svc), ISTIOD_CUSTOM_HOST\n"
+        "(more DNS names, comma-separated), PILOT_CA_CERT_CONFIGMAP; weft's WEFT_UI_DIR "
+        "(--uiDir).\n"
+        "\n"
+        "Exit codes: 0 clean shutdown (SIGTERM/SIGINT), 1 start failure, 2 bad command line.\n");
 }
 
 static int parse_uint(const char *flag, const char *s, uint64_t *out)
@@ -237,7 +250,10 @@ enum {
     OPT_KUBE_SYNC,
     OPT_WEBHOOK,
     OPT_INJECTDIR,
-    OPT_REVISION
+    OPT_UIDIR,
+    OPT_REVISION,
+    OPT_UI_SCRAPE,
+    OPT_UI_SCRAPE_ADDR
 };
 
 /* Go's strconv.ParseBool, as istiod reads XDS_AUTH: 0 / 1 into *out, -1 when not a boolean. */
@@ -351,6 +367,13 @@ static int parse_opt(cmdline *c, int opt, const char *arg)
         }
         c->o.inject_config_dir = arg;
         return 0;
+    case OPT_UIDIR:
+        if (!*arg) {
+            fprintf(stderr, "weft-pilot: --uiDir must not be empty\n");
+            return -1;
+        }
+        c->o.ui_dir = arg;
+        return 0;
     case OPT_KUBE_SYNC:
         if (parse_uint("--kube-sync-timeout-s", arg, &v) || v == 0 || v > 86400) {
             if (v == 0 || v > 86400)
@@ -359,6 +382,11 @@ static int parse_opt(cmdline *c, int opt, const char *arg)
         }
         c->o.kube_sync_timeout_ms = (int64_t)v * 1000;
         return 0;
+    case OPT_UI_SCRAPE: /* the web view's scrape loop (scrape.h) */
+        return parse_duration_ms("--uiScrapeInterval", arg, &c->o.ui_scrape.interval_ms);
+    case OPT_UI_SCRAPE_ADDR:
+        c->o.ui_scrape.override_addr = arg;
+        return check_addr("--uiScrapeAddr", arg, false);
     case OPT_REVISION:
         if (!wf_is_dns1123_label(arg)) {
             fprintf(stderr,
@@ -409,7 +437,10 @@ static int parse(int argc, char **argv, cmdline *c)
         {"kube-sync-timeout-s", required_argument, 0, OPT_KUBE_SYNC},
         {"webhookAddr", required_argument, 0, OPT_WEBHOOK},
         {"injectConfigDir", required_argument, 0, OPT_INJECTDIR},
+        {"uiDir", required_argument, 0, OPT_UIDIR},
         {"revision", required_argument, 0, OPT_REVISION},
+        {"uiScrapeInterval", required_argument, 0, OPT_UI_SCRAPE},
+        {"uiScrapeAddr", required_argument, 0, OPT_UI_SCRAPE_ADDR},
         {"log-level", required_argument, 0, 'l'},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, OPT_VER},
@@ -517,7 +548,9 @@ static void on_signal(uv_signal_t *s, int signum)
 int main(int argc, char **argv)
 {
     cmdline c = {.level = WF_LOG_INFO,
-                 .o = {.keepalive_interval_ms = 30000, .keepalive_timeout_ms = 10000}};
+                 .o = {.keepalive_interval_ms = 30000,
+                       .keepalive_timeout_ms = 10000,
+                       .ui_scrape = {.interval_ms = WF_SCRAPE_INTERVAL_MS}}};
     if (argc > 1 && strcmp(argv[1], "create-token") == 0)
         return wf_ca_token_cmd(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "authz-filters") == 0)

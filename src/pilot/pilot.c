@@ -16,6 +16,9 @@
 #include "pilot/ca_tokenreview.h"
 #include "pilot/kube_writer.h"
 #include "pilot/pilot_secure.h"
+#include "pilot/ui_static.h"
+#include "pilot/ui_validations.h"
+#include "pilot/ui_graph.h"
 #include "pilot/webhook.h"
 
 #include <sys/stat.h>
@@ -37,7 +40,13 @@ struct wf_pilot {
     wf_kube_writer *writer;        /* the Kubernetes write-back (kube_writer.h), NULL without */
     wf_tokenreview *review;        /* service-account tokens (ca_tokenreview.h), NULL without */
     wf_serving_names names;        /* the serving certificates' DNS names (serving_cert.h) */
+    struct wf_ui_graph *ui_graph;  /* the web view's scrape loop and graph (ui_graph.h) */
     bool serving;
+    char *ui_dir;              /* the web view's folder (ui_static.h) */
+    wf_ui_validations *ui_val; /* the web view's validations (ui_validations.h) */
+    char **dirs;               /* the config folders (a copy of opts) */
+    size_t n_dirs;
+    char *default_ns;
 };
 
 /* The mesh root bundle as the root ConfigMap publishes it (pilot_ca.h), NULL without a CA. */
@@ -84,6 +93,10 @@ static void on_snapshot(wf_snapshot *snap, void *ud)
     wf_pilot_secure_refresh(p->secure, (int64_t)time(NULL)); /* a new CA: a new certificate */
     wf_webhook_refresh(p->webhook, (int64_t)time(NULL));
     wf_ads_push(p->ads, snap);
+    /* what each resource's last good version is, for the web view's "rejected" */
+    if (wf_ui_validations_note(p->ui_val, snap, wf_ads_version(p->ads)) != 0)
+        WF_LOG(WF_LC_main, WF_LOG_WARN, "web view: out of memory noting snapshot %llu",
+               (unsigned long long)snap->seq);
     if (snap->mesh_changed)
         inject_follow_mesh(p, snap);
     p->serving = true;
@@ -382,6 +395,37 @@ static int start_ca(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
     return 0;
 }
 
+/* The web view's folder and validations cache (ui_static.h, ui_validations.h). */
+static int start_ui(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
+{
+    char dir[4096];
+    wf_ui_dir_resolve(o->ui_dir, getenv("WEFT_UI_DIR"), NULL, dir, sizeof dir);
+    p->ui_dir = strdup(dir);
+    p->n_dirs = o->kube ? 0 : o->n_dirs;
+    p->dirs = p->n_dirs ? calloc(p->n_dirs, sizeof *p->dirs) : NULL;
+    p->default_ns = strdup(o->default_ns && *o->default_ns ? o->default_ns : "default");
+    bool ok = p->ui_dir && p->default_ns && (!p->n_dirs || p->dirs);
+    for (size_t i = 0; ok && i < p->n_dirs; i++)
+        ok = (p->dirs[i] = strdup(o->config_dirs[i])) != NULL;
+    wf_ui_val_source vs = {
+        .dirs = (const char *const *)p->dirs, .n_dirs = p->n_dirs, .default_ns = p->default_ns};
+    if (!ok || !(p->ui_val = wf_ui_validations_new(&vs))) {
+        snprintf(err, cap, "out of memory");
+        return -1;
+    }
+    WF_LOG(WF_LC_main, WF_LOG_INFO, "web view folder %s", p->ui_dir);
+    return 0;
+}
+
+/* The web view's scrape loop (ui_graph.h), when its interval is not 0. */
+static int start_ui_graph(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
+{
+    if (!o->ui_scrape.interval_ms)
+        return 0;
+    p->ui_graph = wf_ui_graph_new(p->loop, p->ads, &o->ui_scrape, err, cap);
+    return p->ui_graph ? 0 : -1;
+}
+
 int wf_pilot_start(uv_loop_t *loop, const wf_pilot_opts *opts, wf_pilot **out, char *err,
                    size_t cap)
 {
@@ -396,10 +440,11 @@ int wf_pilot_start(uv_loop_t *loop, const wf_pilot_opts *opts, wf_pilot **out, c
         free(p);
         return -1;
     }
-    if (start_ca(p, opts, err, cap) || start_ads(p, opts, err, cap) ||
-        start_debug(p, opts, err, cap) || start_source(p, opts, err, cap) ||
-        start_secure(p, opts, err, cap) || start_webhook(p, opts, err, cap) ||
-        start_ca_check(p, err, cap)) {
+    if (start_ui(p, opts, err, cap) || start_ca(p, opts, err, cap) ||
+        start_ads(p, opts, err, cap) || start_debug(p, opts, err, cap) ||
+        start_source(p, opts, err, cap) || start_secure(p, opts, err, cap) ||
+        start_webhook(p, opts, err, cap) || start_ca_check(p, err, cap) ||
+        start_ui_graph(p, opts, err, cap)) {
         wf_pilot_stop(p);
         return -1;
     }
@@ -427,6 +472,7 @@ void wf_pilot_stop(wf_pilot *p)
     if (p->ca_check)
         uv_close((uv_handle_t *)p->ca_check, free_handle);
     wf_debug_close(p->debug);
+    wf_ui_graph_free(p->ui_graph); /* before the xDS server it reads from */
     wf_webhook_close(p->webhook);
     wf_inject_config_free(p->inject_mesh);
     wf_inject_config_free(p->inject);
@@ -436,6 +482,12 @@ void wf_pilot_stop(wf_pilot *p)
     wf_pilot_secure_free(p->secure);
     wf_pilot_ca_free(p->ca);
     wf_serving_names_free(&p->names);
+    wf_ui_validations_free(p->ui_val);
+    for (size_t i = 0; p->dirs && i < p->n_dirs; i++)
+        free(p->dirs[i]);
+    free(p->dirs);
+    free(p->default_ns);
+    free(p->ui_dir);
     free(p);
 }
 
@@ -454,9 +506,24 @@ wf_ads *wf_pilot_ads(const wf_pilot *p)
     return p->ads;
 }
 
+const char *wf_pilot_ui_dir(const wf_pilot *p)
+{
+    return p->ui_dir;
+}
+
+wf_ui_validations *wf_pilot_ui_validations(const wf_pilot *p)
+{
+    return p->ui_val;
+}
+
 wf_webhook *wf_pilot_webhook(const wf_pilot *p)
 {
     return p->webhook;
+}
+
+struct wf_ui_graph *wf_pilot_ui_graph(const wf_pilot *p)
+{
+    return p->ui_graph;
 }
 
 wf_jwks_resolver *wf_pilot_jwks(const wf_pilot *p)

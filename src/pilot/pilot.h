@@ -40,6 +40,7 @@
 #include "pilot/debug.h"
 #include "pilot/listen_addr.h"
 #include "pilot/pilot_ca.h"
+#include "pilot/scrape.h"
 #include "pilot/source.h"
 
 typedef struct wf_pilot_opts {
@@ -89,6 +90,12 @@ typedef struct wf_pilot_opts {
      * with revision and custom_host, ISTIOD_CUSTOM_HOST's value, NULL = none) */
     const char *system_ns;
     const char *custom_host;
+    /* the web view's folder (--uiDir; NULL = $WEFT_UI_DIR, else next to the program:
+     * ui_static.h wf_ui_dir_resolve) */
+    const char *ui_dir;
+    /* the web view's scrape loop (scrape.h); interval_ms 0 = off (the graph endpoints then
+     * answer 503). weft-pilot's default is WF_SCRAPE_INTERVAL_MS (--uiScrapeInterval). */
+    wf_scrape_opts ui_scrape;
 } wf_pilot_opts;
 
 #define WF_PILOT_WEBHOOK_ADDR "127.0.0.1:15017"
@@ -117,6 +124,13 @@ wf_pilot_ca *wf_pilot_get_ca(const wf_pilot *p);
 int wf_pilot_monitoring_port(const wf_pilot *p);
 /* The admission webhook port (webhook.h), NULL when off. */
 struct wf_webhook *wf_pilot_webhook(const wf_pilot *p);
+/* The web view's folder (ui_static.h), resolved at start. */
+const char *wf_pilot_ui_dir(const wf_pilot *p);
+/* The web view's validations cache (ui_validations.h). */
+struct wf_ui_validations *wf_pilot_ui_validations(const wf_pilot *p);
+/* The web view's metrics (ui_graph.h: the scrape loop and the graph cache), NULL when the
+ * scrape loop is off. */
+struct wf_ui_graph *wf_pilot_ui_graph(const wf_pilot *p);
 /* The RequestAuthentication jwksUri resolver (pilot/jwks_fetch.h), NULL before start. */
 struct wf_jwks_resolver *wf_pilot_jwks(const wf_pilot *p);
 

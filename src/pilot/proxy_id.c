@@ -237,7 +237,8 @@ static int fill(const wf_xds_node *node, const wf_store *store, wf_pilot_proxy *
         md_str(md, "WEFT_ADMIN", &p->admin, err, cap) != 0 ||
         md_str(md, "ISTIO_VERSION", &p->version, err, cap) != 0 ||
         md_str(md, "CLUSTER_ID", &p->cluster_id, err, cap) != 0 ||
-        md_str(md, "SERVICE_ACCOUNT", &p->service_account, err, cap) != 0)
+        md_str(md, "SERVICE_ACCOUNT", &p->service_account, err, cap) != 0 ||
+        md_str(md, "WORKLOAD_NAME", &p->workload, err, cap) != 0)
         return -1;
     char *h10 = NULL;
     if (md_str(md, "HTTP10", &h10, err, cap) != 0)
@@ -290,6 +291,7 @@ void wf_pilot_proxy_free(wf_pilot_proxy *p)
     free(p->version);
     free(p->cluster_id);
     free(p->service_account);
+    free(p->workload);
     json_decref(p->labels);
     *p = (wf_pilot_proxy){0};
 }

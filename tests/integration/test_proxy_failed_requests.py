@@ -7,8 +7,8 @@ import json
 import pytest
 
 from procs import free_port
-from proxyfix import (bootstrap, cluster, listener, proxy_factory, route,  # noqa: F401
-                      route_config, vhost)
+from proxyfix import (bootstrap, cluster, http_request, listener, proxy_factory,  # noqa: F401
+                      route, route_config, vhost)
 
 
 def _bs():
@@ -103,3 +103,19 @@ def test_ring_is_bounded(proxy_factory):  # noqa: F811
     for w in {e["worker"] for e in got}:
         mine = [i for i, e in zip(idx, got) if e["worker"] == w]
         assert mine == sorted(mine, reverse=True) and len(mine) <= 64
+
+
+def test_relayed_on_the_status_port(proxy_factory):  # noqa: F811
+    """The status port (pilot-agent's 15020) relays the admin's /failed_requests: in Istio the
+    admin binds loopback only, so that is where weft-pilot's web view reads them."""
+    sport = free_port()
+    p = proxy_factory(_bs(), args=["--status-address", "127.0.0.1:%d" % sport])
+    st, _, _ = p.request("GET", "/dead/x", headers={"x-request-id": "rid-relay"})
+    assert st == 503
+    status, hdrs, body = http_request("127.0.0.1", sport, "GET", "/failed_requests?limit=5")
+    assert status == 200, body
+    assert hdrs["content-type"].startswith("application/json")
+    relayed = json.loads(body)
+    assert relayed == {"failed_requests": _failed(p, "?limit=5")}
+    assert relayed["failed_requests"][0]["x_request_id"] == "rid-relay"
+    assert http_request("127.0.0.1", sport, "GET", "/failed_requests?limit=x")[0] == 400

@@ -12,7 +12,7 @@ EXIT_USAGE = 64
 CLOSED = "127.0.0.1:9"  # discard port: nothing listens
 
 SUBCOMMANDS = [
-    ["analyze"], ["completion"], ["describe"], ["describe", "pod"], ["describe", "svc"],
+    ["analyze"], ["completion"], ["dashboard"], ["dashboard", "weft"], ["describe"], ["describe", "pod"], ["describe", "svc"],
     ["down"], ["log"], ["log", "explain"], ["manifest"], ["manifest", "generate"], ["pc"], ["pc", "all"], ["pc", "bootstrap"],
     ["pc", "cluster"], ["pc", "endpoint"], ["pc", "listener"], ["pc", "log"], ["pc", "route"],
     ["pc", "secret"], ["proxy-config", "cluster"], ["ps"], ["proxy-status"], ["remote-clusters"],
@@ -38,6 +38,8 @@ def test_unknown_flag(cmd):
     ["completion"],
     ["completion", "zsh"],
     ["describe"],                         # no subcommand
+    ["dashboard", "no-such-dashboard"],
+    ["dashboard", "weft", "extra"],
     ["x"],
     ["x", "no-such-subcommand"],
     ["x", "authz"],                       # a parent command without its subcommand
@@ -73,6 +75,8 @@ def test_missing_or_extra_argument(args):
     ["analyze", "--timeout", "soon", "-"],
     ["analyze", "-S", "no-equals-sign", "-"],
     ["analyze", "--use-kube=maybe", "-"],
+    ["dashboard", "weft", "-o", "xml", "--pilot", CLOSED],
+    ["dashboard", "weft", "--port", "eighty", "--pilot", CLOSED],
     ["log", "explain", "-o", "xml", "-"],
     ["manifest", "generate", "--set", "no.such.key=1"],
     ["manifest", "generate", "--set", "revision=Not_A_Label"],

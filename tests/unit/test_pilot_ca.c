@@ -213,6 +213,16 @@ static void issue_for(bool ec)
     check_leaf(leaf, key, root);
     assert_int_equal(t64(X509_get0_notBefore(leaf)), now - 120);
     assert_int_equal(t64(X509_get0_notAfter(leaf)), now + 3600);
+    /* the leaf's serial and validity come back with the chain (the web view's record) */
+    BIGNUM *bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(leaf), NULL);
+    char *hex = BN_bn2hex(bn);
+    for (char *h = hex; *h; h++)
+        *h = (char)(*h >= 'A' && *h <= 'F' ? *h + 32 : *h);
+    assert_string_equal(chain.serial, hex);
+    OPENSSL_free(hex);
+    BN_free(bn);
+    assert_int_equal(chain.not_before_s, now - 120);
+    assert_int_equal(chain.not_after_s, now + 3600);
     assert_int_equal(EVP_PKEY_get_base_id(X509_get0_pubkey(leaf)), ec ? EVP_PKEY_EC : EVP_PKEY_RSA);
     X509_free(leaf);
     X509_free(root);

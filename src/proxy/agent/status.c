@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <strings.h>
 
 #include "core/log.h"
@@ -355,6 +356,38 @@ static void h_ndsz(h1s_conn *c, st_resp *o)
     free(txt);
 }
 
+/* The admin's /failed_requests relayed (status.h): ?limit=N as the admin reads it. */
+static void h_failed_requests(wp_status *s, const h1s_request *m, st_resp *o)
+{
+    size_t limit = SIZE_MAX;
+    const char *q = m->query.p, *end = m->query.p + m->query.len;
+    while (q && q < end) {
+        const char *amp = memchr(q, '&', (size_t)(end - q));
+        const char *e = amp ? amp : end;
+        if ((size_t)(e - q) >= 6 && memcmp(q, "limit=", 6) == 0) {
+            char v[24];
+            size_t n = (size_t)(e - q - 6);
+            char *stop = NULL;
+            if (n == 0 || n >= sizeof v || q[6] == '-' || q[6] == '+') {
+                set_text(o, 400, "usage: /failed_requests?limit=N\n");
+                return;
+            }
+            memcpy(v, q + 6, n);
+            v[n] = '\0';
+            unsigned long long x = strtoull(v, &stop, 10);
+            if (*stop) {
+                set_text(o, 400, "usage: /failed_requests?limit=N\n");
+                return;
+            }
+            limit = (size_t)x;
+        }
+        q = amp ? amp + 1 : NULL;
+    }
+    o->content_type = "application/json";
+    if (s->cb.failed_requests(s->cb.ud, limit, &o->body) != 0 || wf_strbuf_failed(&o->body))
+        set_text(o, 500, "out of memory\n");
+}
+
 static void dispatch(h1s_conn *c, const h1s_request *m, st_resp *o)
 {
     wp_status *s = ((st_conn *)h1s_data(c))->s;
@@ -367,19 +400,22 @@ static void dispatch(h1s_conn *c, const h1s_request *m, st_resp *o)
     bool drain = full && s->cb.drain && str_is(path, "/drain");
     bool probe = full && (has_prefix(path, "/app-health/") || has_prefix(path, "/app-lifecycle/"));
     bool ndsz = full && s->cb.name_table && str_is(path, "/debug/ndsz");
+    bool failed = full && s->cb.failed_requests && str_is(path, "/failed_requests");
     if (ndsz) {
         h_ndsz(c, o);
     } else if (quit || drain) {
         h_lifecycle(c, m, quit, o);
     } else if (probe) {
         h_app_probe(c, m, path, o);
-    } else if (!ready && !prom) {
+    } else if (!ready && !prom && !failed) {
         set_text(o, 404, "404 page not found\n");
     } else if (!str_is(m->method, "GET") && !m->head) {
         set_text(o, 405, "method not allowed\n");
         o->extra = "allow: GET, HEAD\r\n";
     } else if (ready) {
         h_ready(s, o);
+    } else if (failed) {
+        h_failed_requests(s, m, o);
     } else {
         h_prometheus(c, m, o);
     }

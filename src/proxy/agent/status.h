@@ -41,6 +41,13 @@
  *                      DNS proxy's NameTable ({"table": {...}}, dns.h) when it has one, else
  *                      404 "{}". 404 "404 page not found" when name_table is NULL or
  *                      readiness_only is set.
+ *   /failed_requests[?limit=N]
+ *                      GET/HEAD (weft): the proxy's admin GET /failed_requests (its recent
+ *                      failed requests, server/admin/admin.h) relayed, from any peer: as in
+ *                      Istio the admin port binds loopback, so the status port is where the
+ *                      control plane reads a proxy (weft-pilot's web view, pilot/scrape_failed.h).
+ *                      ?limit=N as the admin's (400 "usage: /failed_requests?limit=N" for a bad
+ *                      value). 404 when failed_requests is NULL or readiness_only is set.
  *   anything else      404 "404 page not found"; on GET-only paths other methods are 405
  *                      (Allow: GET, HEAD). A HEAD gets the GET's status and headers only.
  * Served by the shared HTTP/1 server (http/h1_server.h, SKIP mode) with the project's parser
@@ -93,6 +100,9 @@ typedef struct {
     /* Optional. pilot-agent's /debug/ndsz: the DNS proxy's NameTable (borrowed), NULL when it
      * has none (no DNS capture, or no NDS push yet). */
     const json_t *(*name_table)(void *ud);
+    /* Optional. /failed_requests: the admin's answer for at most limit entries (SIZE_MAX =
+     * all), appended to out as JSON text; returns 0, or -1 when out of memory (500). */
+    int (*failed_requests)(void *ud, size_t limit, wf_strbuf *out);
     void *ud; /* handed to every callback, borrowed */
 } wp_status_callbacks;
 

@@ -647,6 +647,20 @@ static const json_t *st_name_table(void *ud)
     return wp_dns_name_table(((wp_main *)ud)->dns);
 }
 
+/* The admin's /failed_requests, relayed by the status port (agent/status.h). */
+static int st_failed_requests(void *ud, size_t limit, wf_strbuf *out)
+{
+    json_t *j = wp_failed_requests_json(&((wp_main *)ud)->srv, limit);
+    char *txt = j ? json_dumps(j, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(j);
+    if (!txt)
+        return -1;
+    wf_strbuf_puts(out, txt);
+    wf_strbuf_putc(out, '\n');
+    free(txt);
+    return 0;
+}
+
 static int start_one_status(wp_main *m, const char *addr, bool readiness_only, wf_strbuf *err)
 {
     wp_status_opts opts = {.address = addr,
@@ -659,6 +673,7 @@ static int start_one_status(wp_main *m, const char *addr, bool readiness_only, w
                               .quit = st_quit,
                               .drain = st_drain,
                               .name_table = st_name_table,
+                              .failed_requests = st_failed_requests,
                               .ud = m};
     wp_status *s = wp_status_start(m->loop, &opts, &cb, err);
     if (!s)

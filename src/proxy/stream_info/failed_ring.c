@@ -3,6 +3,8 @@
  */
 #include "proxy/stream_info/failed_ring.h"
 
+#include "explain/explain.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -14,29 +16,28 @@ void wp_fring_init(wp_failed_ring *r)
         atomic_store_explicit(&r->slot[i].seq, 0, memory_order_relaxed);
 }
 
-static bool grpc_ok(const char *s, size_t n)
-{
-    return (n == 1 && s[0] == '0') ||
-           (n == 2 && (memcmp(s, "OK", 2) == 0 || memcmp(s, "Ok", 2) == 0));
-}
-
-/* The rule of wf_lx_failed (src/cli/log_explain.c) for an HTTP stream. */
+/* The rule of explain/explain.h (wf_explain_input_failed), shared with `weftctl log explain`
+ * and weft-pilot's view. */
 bool wp_fring_failed(const wp_stream_info *si)
 {
-    if (si->nflags)
-        return true;
-    if (si->details && strncmp(si->details, "rbac_access_denied", 18) == 0)
-        return true;
-    if (si->response_code == 0 || si->response_code >= 400)
-        return true;
-    /* gRPC runs over HTTP/2 only: no header lookups for an HTTP/1 success (the hot path) */
-    if (!si->protocol || strcmp(si->protocol, "HTTP/2") != 0)
-        return false;
-    size_t n = 0;
-    const char *g = wp_si_resp_trailer(si, "grpc-status", &n);
-    if (!g)
-        g = wp_si_resp_header(si, "grpc-status", &n);
-    return g && !grpc_ok(g, n);
+    char flags[64], grpc[16];
+    flags[0] = grpc[0] = '\0';
+    if (si->nflags) /* the failure path only */
+        wp_si_flags_string(si, flags, sizeof flags);
+    /* gRPC runs over HTTP/2 only: no header lookups for an HTTP/1 stream (the hot path) */
+    if (si->protocol && strcmp(si->protocol, "HTTP/2") == 0) {
+        size_t n = 0;
+        const char *g = wp_si_resp_trailer(si, "grpc-status", &n);
+        if (!g)
+            g = wp_si_resp_header(si, "grpc-status", &n);
+        if (g) /* a status too long for grpc[] is cut, and is no OK status either way */
+            snprintf(grpc, sizeof grpc, "%.*s", (int)n, g);
+    }
+    wf_explain_input in = {.response_code = si->response_code,
+                           .response_flags = flags,
+                           .response_code_details = si->details,
+                           .grpc_status = grpc};
+    return wf_explain_input_failed(&in);
 }
 
 /* Copies s[0..n) into out (cap bytes, NUL-terminated), bytes outside printable ASCII as %XX,

@@ -11,11 +11,10 @@
  * loses its query string (it may carry secrets) and is cut to WP_FRING_PATH_MAX bytes. Bytes
  * outside printable ASCII are kept as %XX so that every field is valid JSON text.
  *
- * "Failed" is wp_fring_failed's rule, the same as `weftctl log explain`'s (src/cli/
- * log_explain.c wf_lx_failed; the proxy cannot link the CLI, so the rule is repeated there
- * and both must change together): any response flag, a response code of 0 (none sent) or
- * >= 400, a response code details starting with "rbac_access_denied", or a gRPC status
- * (trailer or header grpc-status) other than 0.
+ * "Failed" is wp_fring_failed's rule, which is explain/explain.h's wf_explain_input_failed (the
+ * rule `weftctl log explain` and weft-pilot's view apply): any response flag, a response code
+ * of 0 (none sent) or >= 400, a response code details starting with "rbac_access_denied", or a
+ * gRPC status (trailer or header grpc-status, looked up on HTTP/2 streams only) other than 0.
  *
  * Memory: fixed; WP_FRING_SLOTS slots of fixed-size text fields, no allocation ever.
  * Threads: one writer (the worker's loop thread: wp_fring_record) and any number of readers

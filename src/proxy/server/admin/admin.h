@@ -29,6 +29,10 @@ wp_admin *wp_admin_start(uv_loop_t *loop, wp_server *srv, const wp_admin_actions
 void wp_admin_close(wp_admin *a);
 /* True after POST /healthcheck/fail until POST /healthcheck/ok (a NULL admin: false). */
 bool wp_admin_hc_failed(const wp_admin *a);
+/* GET /failed_requests' answer (failed_requests.c): {"failed_requests": [...]} of srv's
+ * workers' rings, newest first, at most limit entries (SIZE_MAX = all). A new object, NULL when
+ * out of memory. Also what the status port relays (agent/status.h). Main thread only. */
+json_t *wp_failed_requests_json(const wp_server *srv, size_t limit);
 /* Frees the admin after its loop has run the close callbacks. */
 void wp_admin_free(wp_admin *a);
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proxy/server/admin/admin.h"
 #include "proxy/server/admin/admin_ops.h"
 #include "proxy/stream_info/failed_ring.h"
 
@@ -78,15 +79,8 @@ static bool parse_limit(const admin_req *r, size_t *limit)
     return true;
 }
 
-void wp_admin_failed_requests(wp_admin *a, const admin_req *r, admin_resp *o)
+json_t *wp_failed_requests_json(const wp_server *srv, size_t limit)
 {
-    size_t limit = SIZE_MAX;
-    if (!parse_limit(r, &limit)) {
-        o->status = 400;
-        wf_strbuf_puts(&o->body, "usage: /failed_requests?limit=N\n");
-        return;
-    }
-    const wp_server *srv = a->srv;
     size_t cap = (size_t)srv->nworkers * WP_FRING_SLOTS;
     fr_item *items = cap ? calloc(cap, sizeof *items) : NULL;
     wp_failed_entry *buf = malloc(WP_FRING_SLOTS * sizeof *buf);
@@ -97,9 +91,7 @@ void wp_admin_failed_requests(wp_admin *a, const admin_req *r, admin_resp *o)
         free(buf);
         json_decref(list);
         json_decref(root);
-        o->status = 500;
-        wf_strbuf_puts(&o->body, "out of memory\n");
-        return;
+        return NULL;
     }
     size_t n = 0;
     for (unsigned w = 0; srv->workers && w < srv->nworkers; w++) {
@@ -115,5 +107,22 @@ void wp_admin_failed_requests(wp_admin *a, const admin_req *r, admin_resp *o)
     json_object_set_new(root, "failed_requests", list);
     free(items);
     free(buf);
+    return root;
+}
+
+void wp_admin_failed_requests(wp_admin *a, const admin_req *r, admin_resp *o)
+{
+    size_t limit = SIZE_MAX;
+    if (!parse_limit(r, &limit)) {
+        o->status = 400;
+        wf_strbuf_puts(&o->body, "usage: /failed_requests?limit=N\n");
+        return;
+    }
+    json_t *root = wp_failed_requests_json(a->srv, limit);
+    if (!root) {
+        o->status = 500;
+        wf_strbuf_puts(&o->body, "out of memory\n");
+        return;
+    }
     wp_admin_put_json(o, root);
 }

@@ -1,5 +1,5 @@
 /*
- * explain_table.c - the knowledge behind `weftctl log explain` (log_explain.h): one entry per
+ * explain_table.c - the knowledge behind `weftctl log explain` (explain_table.h): one entry per
  * Envoy response flag, per response code details string and per upstream reset reason, from
  * ../shared/reference/envoy-istio-behaviour.md §1.2, §2.1-2.3 and §3, and the operator
  * reports in ../shared/cases/operator-reports.md (B001 NC, B003 NR, B005 507, B008/B009 UT,
@@ -13,7 +13,7 @@
  */
 #include <string.h>
 
-#include "cli/log_explain.h"
+#include "explain/explain_table.h"
 
 #define F(k, n, st, m, c, x)                                                                       \
     {                                                                                              \

@@ -9,13 +9,14 @@
  * an all-clear over a mode weft ignores ("never accept silently").
  *
  * The analyzer is handed to the analysis framework as an extra analyzer
- * (analysis.h wf_analysis_opts.extra): the analysis layer does not call pilot, weftctl does.
+ * (analysis.h wf_analysis_opts.extra): the analysis layer does not call pilot; weftctl analyze
+ * and weft-pilot's web view (ui_validations.h, which reports what analyze prints) do.
  */
-#ifndef WF_CLI_ANALYZE_AUTHN_H
-#define WF_CLI_ANALYZE_AUTHN_H
+#ifndef WF_PILOT_ANALYZE_AUTHN_H
+#define WF_PILOT_ANALYZE_AUTHN_H
 
 #include "analysis/analyzer.h"
 
-extern const wf_analyzer wf_cli_authn_port_analyzer; /* "weft.PeerAuthenticationPortAnalyzer" */
+extern const wf_analyzer wf_pilot_authn_port_analyzer; /* "weft.PeerAuthenticationPortAnalyzer" */
 
 #endif

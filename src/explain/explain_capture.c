@@ -1,7 +1,7 @@
 /*
- * log_explain_capture.c - capture outcomes of access log lines (log_explain_capture.h).
+ * explain_capture.c - capture outcomes of access log lines (explain_capture.h).
  */
-#include "cli/log_explain_capture.h"
+#include "explain/explain_capture.h"
 
 #include <stdlib.h>
 #include <string.h>

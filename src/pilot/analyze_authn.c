@@ -1,7 +1,7 @@
 /*
  * analyze_authn.c - see analyze_authn.h.
  */
-#include "cli/analyze_authn.h"
+#include "pilot/analyze_authn.h"
 
 #include "analysis/meshcfg.h"
 #include "pilot/inbound.h"
@@ -23,7 +23,7 @@ static void run(wf_analysis_ctx *ctx)
     wf_inbound_authn_gaps(wf_ctx_store(ctx), mesh ? wf_meshcfg_root_ns(mesh) : NULL, on_gap, ctx);
 }
 
-const wf_analyzer wf_cli_authn_port_analyzer = {
+const wf_analyzer wf_pilot_authn_port_analyzer = {
     .name = "weft.PeerAuthenticationPortAnalyzer",
     .description = "Checks that every PeerAuthentication mode reaches an inbound filter chain "
                    "(weft builds them for HTTP Service target ports only)",

@@ -1,6 +1,6 @@
 /*
- * log_explain_proto.c - HTTP/2, gRPC and TCP readings of an access log record for `weftctl
- * log explain` (log_explain_proto.h). Sentences stay plain and name what an operator can
+ * explain_proto.c - HTTP/2, gRPC and TCP readings of an access log record for `weftctl
+ * log explain` (explain_proto.h). Sentences stay plain and name what an operator can
  * change (Service port name or appProtocol, VirtualService timeout, DestinationRule
  * connectionPool) and the weftctl command that shows it.
  */
@@ -11,8 +11,7 @@
 
 #include <jansson.h>
 
-#include "cli/envoy_dump.h"
-#include "cli/log_explain_proto.h"
+#include "explain/explain_proto.h"
 
 /* ---- gRPC status codes ------------------------------------------------------------------- */
 
@@ -138,18 +137,24 @@ static int64_t dur_ms(const json_t *v, int64_t dflt)
     return end != s && strcmp(end, "s") == 0 ? (int64_t)(d * 1000.0 + 0.5) : dflt;
 }
 
+/* o[k1][k2] through objects; NULL when absent. */
+static const json_t *get2(const json_t *o, const char *k1, const char *k2)
+{
+    return json_object_get(json_object_get(o, k1), k2);
+}
+
 static int route_add(wf_lx_routes *rt, const json_t *r)
 {
-    const char *name = wf_jstr(r, "name");
+    const char *name = json_string_value(json_object_get(r, "name"));
     const json_t *a = json_object_get(r, "route");
     if (!name || !json_is_object(a))
         return 0;
     wf_lx_route_timeout t = {0};
     t.timeout_ms = dur_ms(json_object_get(a, "timeout"), 15000);
     const json_t *mg = json_object_get(a, "max_grpc_timeout");
-    const json_t *hm = wf_jpath(a, "max_stream_duration.grpc_timeout_header_max");
+    const json_t *hm = get2(a, "max_stream_duration", "grpc_timeout_header_max");
     t.max_grpc_ms = mg ? dur_ms(mg, 0) : hm ? dur_ms(hm, 0) : -1;
-    t.per_try_ms = dur_ms(wf_jpath(a, "retry_policy.per_try_timeout"), 0);
+    t.per_try_ms = dur_ms(get2(a, "retry_policy", "per_try_timeout"), 0);
     wf_lx_route_timeout *v = realloc(rt->v, (rt->n + 1) * sizeof *v);
     if (!v)
         return -1;
