@@ -89,10 +89,15 @@ function elementsOf(graph, validations) {
   const byId = new Map(nodes.map((n) => [n.id, n]));
   const els = [];
   for (const n of nodes) {
+    // a service node carries the codes of its configuration's Error messages, as its edges do
+    const codes = n.kind === 'service' ? [...new Set(messagesForService(validations, n.service)
+      .filter((m) => m.message.level === 'Error').map((m) => m.message.code))] : [];
     els.push({group: 'nodes', data: {
-      id: n.id, parent: n.parent && byId.has(n.parent) ? n.parent : undefined, label: nodeLabel(n),
+      id: n.id, parent: n.parent && byId.has(n.parent) ? n.parent : undefined,
+      label: (codes.length ? codes.join(' ') + ' ' : '') + nodeLabel(n),
       kind: n.kind, health: n.health || 'idle', gateway: !!n.is_gateway, namespace: n.namespace,
-      name: n.name, service: n.service || '', colour: HEALTH_COLOURS[n.health] || HEALTH_COLOURS.idle}});
+      name: n.name, service: n.service || '', codes: codes.join(' '), validation_error: codes.length > 0,
+      colour: codes.length ? ERROR_RED : HEALTH_COLOURS[n.health] || HEALTH_COLOURS.idle}});
   }
   for (const e of graph.edges || []) {
     if (!byId.has(e.source) || !byId.has(e.target)) continue;
@@ -129,6 +134,7 @@ const STYLE = [
     'text-background-color': '#fff', 'text-background-opacity': 0.85, 'text-background-padding': 2,
     'text-margin-y': -9, 'color': '#151515', 'min-zoomed-font-size': 7}},
   {selector: 'edge[?validation_error]', style: {'width': 3, 'color': ERROR_RED}},
+  {selector: 'node[?validation_error]', style: {'color': ERROR_RED}},
   {selector: 'edge[?disagree]', style: {'line-style': 'solid', 'width': 3}},
   {selector: 'edge[health = "idle"]', style: {'line-style': 'dashed'}},
   {selector: ':selected', style: {'overlay-color': '#0066cc', 'overlay-opacity': 0.15}},

@@ -130,7 +130,8 @@ GRAPH_READY = "window.weftView && window.weftView.cy && window.weftView.cy.edges
 EDGES_JS = """window.weftView.cy.edges().map(e => ({id: e.id(), source: e.data('source'),
   target: e.data('target'), label: e.data('label'), colour: e.style('line-color')}))"""
 NODES_JS = """window.weftView.cy.nodes().map(n => ({id: n.id(),
-  parent: n.parent().nonempty() ? n.parent().id() : null}))"""
+  parent: n.parent().nonempty() ? n.parent().id() : null, label: n.data('label'),
+  colour: n.style('border-color')}))"""
 LOCKS_JS = """[...document.querySelectorAll('#lock-layer .mtls-lock')].map(l => {
   const r = l.getBoundingClientRect(), s = document.querySelector('#graph-canvas').getBoundingClientRect();
   return {edge: l.dataset.edge, inside: r.left >= s.left && r.right <= s.right && r.top >= s.top
@@ -199,6 +200,20 @@ def test_validation_errors_and_health_colour_the_edges(graph_report):
             assert colour == COLOURS[e["health"]], e["id"]
             assert "IST" not in label, label
     assert red_with_code >= 1, "the fixture must put IST0101 on an edge"
+    # service nodes carry their configuration's Error codes too; other nodes their health
+    shown = {n["id"]: n for n in graph_report["results"]["nodes"]}
+    for n in g["nodes"]:
+        codes = sorted({m["code"] for res in v["resources"] if n["kind"] == "service"
+                        and n["service"] in res["services"] for m in res["messages"]
+                        if m["level"] == "Error"})
+        if n["kind"] == "app":
+            continue  # the app box is drawn grey, its workloads carry the colours
+        if codes:
+            assert shown[n["id"]]["label"].startswith(" ".join(codes) + " ")
+            assert shown[n["id"]]["colour"] == COLOURS["failure"], n["id"]
+        else:
+            assert "IST" not in shown[n["id"]]["label"]
+            assert shown[n["id"]]["colour"] == COLOURS[n["health"]], n["id"]
     gw = got["e:wl:istio-system/istio-ingressgateway->svc:webapp.istioinaction.svc.cluster.local"]
     assert gw["label"] == "IST0101 · 12.5 rps 100%"
 
