@@ -353,7 +353,9 @@ export class GraphView {
         el('span', {class: `badge badge-${m.level}`}, m.level), ' ',
         m.documentation_url ? el('a', {href: m.documentation_url, target: '_blank', rel: 'noopener'}, m.code) : m.code,
         ` ${r.kind} ${r.namespace}/${r.name}${m.line ? ':' + m.line : ''}: ${m.message} `,
-        el('a', {href: `#validations`, class: 'jump'}, 'show YAML')))));
+        el('a', {href: '#validations', class: 'jump',
+          onclick: () => { this.app.focus = {kind: r.kind, namespace: r.namespace, name: r.name}; }},
+        'show YAML')))));
   }
 }
 

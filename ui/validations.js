@@ -63,7 +63,7 @@ export class ValidationsView {
     // the same answer as last time (pilot analyzes once per config version): keep the page as
     // it is, with what the reader opened or scrolled to
     const key = JSON.stringify(v);
-    if (key === this.lastKey && this.body.childElementCount) return;
+    if (key === this.lastKey && this.body.childElementCount) return this.showFocus();
     this.lastKey = key;
     const res = v.resources || [];
     this.app.noteNamespaces(res.map((x) => x.namespace));
@@ -96,5 +96,18 @@ export class ValidationsView {
           x.field ? ` ${x.field}` : '', `: ${x.message}`)))
           : el('p', {class: 'hint'}, 'Every field in use is implemented.')));
     window.scrollTo(0, scrollY);
+    this.showFocus();
+  }
+
+  // The resource the graph's "show YAML" asked for: scrolled to and outlined, once.
+  showFocus() {
+    const f = this.app.focus;
+    if (!f) return;
+    this.app.focus = null;
+    for (const a of this.body.querySelectorAll('article.resource')) {
+      const hit = a.dataset.kind === f.kind && a.dataset.namespace === f.namespace && a.dataset.name === f.name;
+      a.classList.toggle('focused', hit);
+      if (hit) a.scrollIntoView({block: 'start'});
+    }
   }
 }

@@ -154,6 +154,10 @@ def graph_report(server):
         {"eval": "panel_views", "js": ROWS_JS % "#edge-views"},
         {"eval": "panel_text", "js": "document.querySelector('#side-panel').textContent"},
         {"screenshot": "graph-edge-panel.png"},
+        {"click": "#side-panel a.jump"},
+        {"wait": "document.querySelector('article.resource.focused')"},
+        {"eval": "focused", "js": "(a => [a.dataset.kind, a.dataset.namespace, a.dataset.name, "
+                                  "location.hash])(document.querySelector('article.resource.focused'))"},
     ], "static")
 
 
@@ -237,6 +241,9 @@ def test_disagreeing_views_are_both_shown(graph_report):
     text = graph_report["results"]["panel_text"]
     assert "the two views disagree" in text
     assert "IST0160" in text and "DestinationRule istioinaction/catalog:11" in text
+    # "show YAML" opens the Validations tab at that resource
+    assert graph_report["results"]["focused"] == ["DestinationRule", "istioinaction", "catalog",
+                                                  "#validations"]
 
 
 def test_locks_on_mtls_edges(graph_report):
