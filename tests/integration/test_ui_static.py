@@ -461,6 +461,7 @@ def test_auto_refresh_and_pause(server):
         {"eval": "ns", "js": "document.querySelector('#namespace').value"},
         {"eval": "win", "js": "document.querySelector('#window').value"},
         {"click": "#auto-refresh"},
+        {"sleep": 500},  # a refresh already under way when paused ends first
         {"eval": "paused_at", "js": "window.weftView.refreshes"},
         {"sleep": 6500},
         {"eval": "after", "js": "window.weftView.refreshes"},
