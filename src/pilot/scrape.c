@@ -122,7 +122,8 @@ static void sync_targets(wf_scrape *s)
         const wf_ads_conn *c = wf_ads_conn_at(s->ads, i);
         if (!c->connected || !c->has_proxy || !c->proxy.ip || !c->proxy.id)
             continue;
-        wf_scrape_target **f = bsearch(c->proxy.id, s->t, old, sizeof *s->t, id_cmp);
+        /* no targets yet: s->t is NULL, which bsearch must not be given (UBSan's nonnull) */
+        wf_scrape_target **f = old ? bsearch(c->proxy.id, s->t, old, sizeof *s->t, id_cmp) : NULL;
         if (f) {
             (*f)->seen = true;
             continue;
@@ -154,7 +155,8 @@ static void sync_targets(wf_scrape *s)
             target_free(s->t[i]);
     }
     s->n = kept;
-    qsort(s->t, s->n, sizeof *s->t, target_cmp);
+    if (s->n > 1)
+        qsort(s->t, s->n, sizeof *s->t, target_cmp);
 }
 
 static void start_some(wf_scrape *s);
