@@ -18,8 +18,9 @@ Chromium driven by tests/browser/view_check.mjs (puppeteer-core), as an operator
    than catalog's is pilot's reading of catalog's "0"/DC series: ui_graph.h counts a request
    with no response code as an error on both sides, so today the two rates are equal.)
 
-Screenshots go to $WEFT_TEST_ARTIFACTS (default build/test-artifacts/ui/localmesh/); the graph
-of step 3 (localmesh-timeout.png) is the README's. The mesh binds fixed ports: run it, like the
+Screenshots go to $WEFT_TEST_ARTIFACTS (default build/test-artifacts/ui/), under localmesh/:
+localmesh-graph.png, -proxies, -ist0101 (the graph with IST0101 on the edges, the locks and the
+edge's panel), -validations, -timeout, -failed. The mesh binds fixed ports: run it, like the
 other local-mesh tests, as root in a network namespace of your own
 (`unshare -n sh -c 'ip link set lo up && ...'`). Skipped, with the reason, without Chromium or
 ui/node_modules (scripts/setup), or when the ports are taken.
