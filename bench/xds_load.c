@@ -4,13 +4,15 @@
  *
  * Usage: weft-xds-load --addr IP:PORT --proxies FILE [-n N] [--connect-batch B]
  *                      [--connect-interval-ms MS] [--settle-ms MS] [--timeout-s S]
- *                      [--serve-metrics IP:PORT [--metrics-filler N]]
+ *                      [--serve-metrics IP:PORT [--metrics-filler N] [--metrics-on-command]]
  *
  * --serve-metrics IP:PORT: the simulated proxies also answer GET /stats/prometheus there, one
  * server for all, told apart by the Host "<pod ip>:15020" weft-pilot sends when it runs with
  * `--uiScrapeAddr IP:PORT` (synthetic Istio metrics, a few edges per proxy: bench/xds_metrics.h;
  * --metrics-filler N lines of other Envoy stats per answer, default 1000). For the web view's
- * graph at scale (pilot/ui_graph.h).
+ * graph at scale (pilot/ui_graph.h). With --metrics-on-command the server starts only at the
+ * command "metrics" (answered "METRICS serving on IP:PORT"), so that the bench can sample
+ * pilot's memory before the scrape loop has anything to keep.
  *
  * FILE (bench/gen_mesh.py proxies.txt) has one line per pod: "<pod> <ns> <podIP> <labels JSON>";
  * the first N lines become clients. Each client is one HTTP/2 connection (xds/h2_stream.h)
@@ -540,6 +542,7 @@ struct xl_ctx {
     size_t metrics_filler;
     xmet_proxy *mp; /* while loading: the proxies' strings (owned until the server copied) */
     xmet_server *metrics;
+    bool metrics_deferred; /* --metrics-on-command: the server starts at the "metrics" command */
     uv_pipe_t in;
     char line[4096];
     size_t line_len;
@@ -1037,6 +1040,23 @@ static void cmd_mark(xl_ctx *x, char **save)
     }
 }
 
+static void free_mp(xl_ctx *x);
+
+/* The --serve-metrics server (xds_metrics.h) on x->serve_metrics; the proxies' strings are
+ * released (the server copied them). 0, or -1 with the reason on stderr. */
+static int start_metrics(xl_ctx *x)
+{
+    char err[256];
+    x->metrics =
+        xmet_start(x->loop, x->serve_metrics, x->mp, x->n, x->metrics_filler, err, sizeof err);
+    free_mp(x);
+    if (!x->metrics) {
+        fprintf(stderr, "xds-load: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
 static void command(xl_ctx *x, char *line)
 {
     char *save = NULL, *verb = strtok_r(line, " \t", &save);
@@ -1048,6 +1068,12 @@ static void command(xl_ctx *x, char *line)
     }
     if (strcmp(verb, "mark") == 0) {
         cmd_mark(x, &save);
+        return;
+    }
+    if (strcmp(verb, "metrics") == 0) { /* --metrics-on-command: serve from now on */
+        if (x->serve_metrics && !x->metrics && start_metrics(x) == 0)
+            printf("METRICS serving on %s\n", x->serve_metrics);
+        fflush(stdout);
         return;
     }
     if (strcmp(verb, "marks-wait") == 0) {
@@ -1205,7 +1231,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: weft-xds-load --addr IP:PORT --proxies FILE [-n N] [--connect-batch B]"
                     " [--connect-interval-ms MS] [--settle-ms MS] [--timeout-s S]"
-                    " [--serve-metrics IP:PORT [--metrics-filler N]]\n");
+                    " [--serve-metrics IP:PORT [--metrics-filler N] [--metrics-on-command]]\n");
     exit(2);
 }
 
@@ -1278,6 +1304,8 @@ int main(int argc, char **argv)
             x->timeout_s = num_arg(v), i++;
         else if (!strcmp(a, "--serve-metrics") && v)
             x->serve_metrics = argv[++i];
+        else if (!strcmp(a, "--metrics-on-command"))
+            x->metrics_deferred = true;
         else if (!strcmp(a, "--metrics-filler"))
             x->metrics_filler = num_arg(v), i++;
         else
@@ -1303,17 +1331,10 @@ int main(int argc, char **argv)
         return 1;
     }
     x->loop = uv_default_loop();
-    if (x->serve_metrics) {
-        char err[256];
-        x->metrics =
-            xmet_start(x->loop, x->serve_metrics, x->mp, x->n, x->metrics_filler, err, sizeof err);
-        free_mp(x);
-        if (!x->metrics) {
-            fprintf(stderr, "xds-load: %s\n", err);
-            free_ctx(x);
-            free(x);
-            return 1;
-        }
+    if (x->serve_metrics && !x->metrics_deferred && start_metrics(x) != 0) {
+        free_ctx(x);
+        free(x);
+        return 1;
     }
     x->start_ns = uv_hrtime();
     uv_timer_init(x->loop, &x->connect_timer);

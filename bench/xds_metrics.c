@@ -82,9 +82,9 @@ static void edge(wf_strbuf *o, const char *reporter, const xmet_server *s, size_
 {
     double rps = 1 + (double)(src % 4);
     bool errors = src % 10 == 0;
-    series(o, reporter, &s->p[src], &s->p[dst], "200", "-", rps * secs * (errors ? 0.98 : 1));
+    series(o, reporter, &s->p[src], &s->p[dst], "200", "-", rps * secs * (errors ? 0.95 : 1));
     if (errors)
-        series(o, reporter, &s->p[src], &s->p[dst], "503", "UF", rps * secs * 0.02);
+        series(o, reporter, &s->p[src], &s->p[dst], "503", "UF", rps * secs * 0.05);
 }
 
 static void render(const xmet_server *s, size_t i, wf_strbuf *o)

@@ -13,7 +13,7 @@
  * version labels, namespace); reporter="source" series for 3 outbound edges (to the proxies
  * i+1, i+17 and i+101 mod n: their services and workloads) and reporter="destination" series
  * for the 3 matching inbound ones; each edge 1 + i % 4 requests per second answered 200, and
- * on every tenth proxy also 2 % 503 UF; an istio_request_duration_milliseconds histogram with
+ * on every tenth proxy also 5 % 503 UF; an istio_request_duration_milliseconds histogram with
  * Envoy's default buckets (half the requests within 5 ms, 90 % within 25, 99 % within 100,
  * all within 250); counters are rate x seconds since the start. Plus envoy_server_state 0,
  * envoy_control_plane_connected_state 1, envoy_server_days_until_first_cert_expiring 365 and

@@ -654,6 +654,11 @@ static int plan_pilot(planner *pl)
         lm_strv_add(a, &argv, "--secureGRPCAddr") || lm_strv_add(a, &argv, p->secure_addr) ||
         lm_strv_add(a, &argv, "--monitoringAddr") || lm_strv_add(a, &argv, WF_LM_MON_ADDR))
         return -1;
+    /* the web view's scrape loop (pilot/scrape.h): a few pods on one machine, so every
+     * WF_LM_UI_SCRAPE_INTERVAL rather than Prometheus's 15 s, and a graph shows within seconds */
+    if (lm_strv_add(a, &argv, "--uiScrapeInterval") ||
+        lm_strv_add(a, &argv, WF_LM_UI_SCRAPE_INTERVAL))
+        return -1;
     if (p->mesh_file &&
         (lm_strv_add(a, &argv, "--meshConfig") || lm_strv_add(a, &argv, p->mesh_file)))
         return -1;

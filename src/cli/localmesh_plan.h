@@ -46,6 +46,7 @@
 #define WF_LM_GW_HTTP_PORT       8080  /* the gateway Service's targetPort for port 80 */
 #define WF_LM_GW_HTTPS_HOST_PORT 30005 /* the book's kind cluster maps the https node port here */
 #define WF_LM_GW_HTTPS_PORT      8443  /* the gateway Service's targetPort for port 443 */
+#define WF_LM_UI_SCRAPE_INTERVAL "5s"  /* pilot's --uiScrapeInterval in the local mesh */
 #define WF_LM_ADMIN_PORT         15000
 #define WF_LM_STATUS_PORT        15020
 #define WF_LM_HEALTH_PORT        15021

@@ -46,16 +46,19 @@ static const char *reason(int status)
 }
 
 /* Writes the reply (Connection: close: the server does not keep connections). */
-static void respond(h1s_conn *c, int status, const char *ctype, wf_strbuf *body)
+static void respond(h1s_conn *c, int status, const char *ctype, wf_strbuf *body,
+                    const char *location)
 {
     if (wf_strbuf_failed(body)) {
         wf_strbuf_free(body);
         status = 500;
         ctype = "text/plain; charset=utf-8";
+        location = NULL;
         wf_strbuf_puts(body, "out of memory\n");
     }
-    char head[128];
-    snprintf(head, sizeof head, "Content-Type: %s\r\n", ctype);
+    char head[256];
+    snprintf(head, sizeof head, "Content-Type: %s\r\n%s%s%s", ctype, location ? "Location: " : "",
+             location ? location : "", location ? "\r\n" : "");
     h1s_respond(c, status, reason(status), head, body->data, body->len);
 }
 
@@ -63,7 +66,7 @@ static void respond_text(h1s_conn *c, int status, const char *text)
 {
     wf_strbuf b = WF_STRBUF_INIT;
     wf_strbuf_puts(&b, text);
-    respond(c, status, "text/plain; charset=utf-8", &b);
+    respond(c, status, "text/plain; charset=utf-8", &b, NULL);
     wf_strbuf_free(&b);
 }
 
@@ -92,7 +95,7 @@ static void route_and_answer(wf_debug *d, h1s_conn *c)
         return;
     }
     WF_LOG(WF_LC_admin, WF_LOG_DEBUG, "debug: GET %s -> %d", target, r.status);
-    respond(c, r.status, r.ctype, &r.body);
+    respond(c, r.status, r.ctype, &r.body, r.location);
     wf_strbuf_free(&r.body);
 }
 

@@ -71,7 +71,8 @@ int wf_debug_port(const wf_debug *d);
 /* Stops listening, closes open connections; freed once handles closed. NULL is fine. */
 void wf_debug_close(wf_debug *d);
 
-/* A response: status, content type (static string) and body.
+/* A response: status, content type (static string) and body; location (a static string, NULL =
+ * none) becomes a Location header (a redirect).
  * A view that waits for something (GET /ui/api/failed fetches from proxies: scrape_failed.h)
  * may set retry_ms instead of answering: the server then answers nothing yet and routes the
  * same request again after retry_ms with a fresh reply whose waited_ms says how long the
@@ -82,6 +83,7 @@ struct wf_debug_reply {
     wf_strbuf body;
     uint64_t retry_ms;  /* set by the view: route again after this long (0 = answer now) */
     uint64_t waited_ms; /* set by the server: time since the request arrived */
+    const char *location;
 };
 
 /* Answers one GET (path without query; query without '?', may be ""). Used by the server and

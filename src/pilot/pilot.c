@@ -44,9 +44,6 @@ struct wf_pilot {
     bool serving;
     char *ui_dir;              /* the web view's folder (ui_static.h) */
     wf_ui_validations *ui_val; /* the web view's validations (ui_validations.h) */
-    char **dirs;               /* the config folders (a copy of opts) */
-    size_t n_dirs;
-    char *default_ns;
 };
 
 /* The mesh root bundle as the root ConfigMap publishes it (pilot_ca.h), NULL without a CA. */
@@ -400,16 +397,12 @@ static int start_ui(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
 {
     char dir[4096];
     wf_ui_dir_resolve(o->ui_dir, getenv("WEFT_UI_DIR"), NULL, dir, sizeof dir);
-    p->ui_dir = strdup(dir);
-    p->n_dirs = o->kube ? 0 : o->n_dirs;
-    p->dirs = p->n_dirs ? calloc(p->n_dirs, sizeof *p->dirs) : NULL;
-    p->default_ns = strdup(o->default_ns && *o->default_ns ? o->default_ns : "default");
-    bool ok = p->ui_dir && p->default_ns && (!p->n_dirs || p->dirs);
-    for (size_t i = 0; ok && i < p->n_dirs; i++)
-        ok = (p->dirs[i] = strdup(o->config_dirs[i])) != NULL;
-    wf_ui_val_source vs = {
-        .dirs = (const char *const *)p->dirs, .n_dirs = p->n_dirs, .default_ns = p->default_ns};
-    if (!ok || !(p->ui_val = wf_ui_validations_new(&vs))) {
+    /* the validations read the folders again as weftctl analyze does; with the Kubernetes
+     * source, the snapshot's documents (n_dirs 0) */
+    wf_ui_val_source vs = {.dirs = o->config_dirs,
+                           .n_dirs = o->kube ? 0 : o->n_dirs,
+                           .default_ns = o->default_ns && *o->default_ns ? o->default_ns : NULL};
+    if (!(p->ui_dir = strdup(dir)) || !(p->ui_val = wf_ui_validations_new(&vs))) {
         snprintf(err, cap, "out of memory");
         return -1;
     }
@@ -483,10 +476,6 @@ void wf_pilot_stop(wf_pilot *p)
     wf_pilot_ca_free(p->ca);
     wf_serving_names_free(&p->names);
     wf_ui_validations_free(p->ui_val);
-    for (size_t i = 0; p->dirs && i < p->n_dirs; i++)
-        free(p->dirs[i]);
-    free(p->dirs);
-    free(p->default_ns);
     free(p->ui_dir);
     free(p);
 }

@@ -10,7 +10,7 @@
 #include <sys/time.h>
 
 #include "core/log.h"
-#include "proxy/agent/status_fetch.h"
+#include "http/http_fetch.h"
 
 struct wf_scrape {
     uv_loop_t *loop;
@@ -41,7 +41,7 @@ static void target_free(wf_scrape_target *t)
 {
     if (!t)
         return;
-    wp_fetch_cancel(t->fetch);
+    wf_http_fetch_cancel(t->fetch);
     wf_mm_target_free(t->mm);
     free(t->proxy_id);
     free(t->ns);
@@ -122,7 +122,6 @@ static void sync_targets(wf_scrape *s)
         const wf_ads_conn *c = wf_ads_conn_at(s->ads, i);
         if (!c->connected || !c->has_proxy || !c->proxy.ip || !c->proxy.id)
             continue;
-        /* no targets yet: s->t is NULL, which bsearch must not be given (UBSan's nonnull) */
         wf_scrape_target **f = old ? bsearch(c->proxy.id, s->t, old, sizeof *s->t, id_cmp) : NULL;
         if (f) {
             (*f)->seen = true;
@@ -186,7 +185,7 @@ static void scrape_ended(wf_scrape *s, wf_scrape_target *t, bool ok, const char 
     t->duration_ms = uv_now(s->loop) - t->started_ms;
 }
 
-static void on_fetched(void *ud, const wp_fetch_result *r)
+static void on_fetched(void *ud, const wf_http_fetch_result *r)
 {
     wf_scrape_target *t = ud;
     wf_scrape *s = t->owner;
@@ -226,18 +225,18 @@ static void start_one(wf_scrape *s, wf_scrape_target *t)
 {
     const char *host = NULL;
     const struct sockaddr *dest = wf_scrape_target_addr(s, t, &host);
-    wp_fetch_req req = {.dest = dest,
-                        .target = WF_SCRAPE_PATH,
-                        .host = host,
-                        /* what Prometheus sends (its scrape timeout, seconds) */
-                        .headers = "Accept: text/plain;version=0.0.4\r\n"
-                                   "User-Agent: weft-pilot\r\n",
-                        .timeout_ms = s->o.timeout_ms,
-                        .max_body = s->o.max_body,
-                        .body_limit_fails = true};
+    wf_http_fetch_req req = {.dest = dest,
+                             .target = WF_SCRAPE_PATH,
+                             .host = host,
+                             /* what Prometheus sends (its scrape timeout, seconds) */
+                             .headers = "Accept: text/plain;version=0.0.4\r\n"
+                                        "User-Agent: weft-pilot\r\n",
+                             .timeout_ms = s->o.timeout_ms,
+                             .max_body = s->o.max_body,
+                             .body_limit_fails = true};
     t->started_ms = uv_now(s->loop);
     t->owner = s;
-    t->fetch = wp_fetch_start(s->loop, &req, on_fetched, t);
+    t->fetch = wf_http_fetch_start(s->loop, &req, on_fetched, t);
     if (!t->fetch) {
         scrape_ended(s, t, false, "cannot start the request (out of memory)");
         return;
@@ -333,7 +332,7 @@ void wf_scrape_free(wf_scrape *s)
         return;
     s->active = false;
     for (size_t i = 0; i < s->n; i++) { /* their callbacks must not run any more */
-        wp_fetch_cancel(s->t[i]->fetch);
+        wf_http_fetch_cancel(s->t[i]->fetch);
         s->t[i]->fetch = NULL;
     }
     uv_timer_stop(&s->timer);

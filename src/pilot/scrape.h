@@ -27,7 +27,7 @@
  *  it reports, a few series per edge) and the store's history per series (mesh_metrics.h:
  *  about 2.3 KB per series, summed over a workload's replicas).
  *
- * Everything runs on pilot's loop: the GETs are proxy/agent/status_fetch.h (one HTTP/1.1 GET
+ * Everything runs on pilot's loop: the GETs are http/http_fetch.h (one HTTP/1.1 GET
  * without blocking the loop: the client pilot-agent's status server uses for app probes and
  * the application scrape). A round ends once every GET of the round ended; its increases then
  * become one round of the store (wf_mm_round_end) and wf_scrape_generation moves on, which
@@ -100,7 +100,7 @@ typedef struct {
     struct sockaddr_storage addr;
     char host[80];
     wf_mm_target *mm;
-    struct wp_fetch *fetch;
+    struct wf_http_fetch *fetch;
     void *owner; /* the wf_scrape */
     uint64_t started_ms;
     bool seen;

@@ -11,15 +11,15 @@
 
 #include "explain/explain.h"
 #include "pilot/debug_internal.h"
-#include "proxy/agent/status_fetch.h"
+#include "http/http_fetch.h"
 
 typedef struct fp_entry {
     char *proxy_id;
     uint64_t fetched_ms; /* loop time of the answer; 0 = never */
     bool ok;
     char error[160];
-    json_t *requests; /* the proxy's "failed_requests" array */
-    wp_fetch *fetch;  /* in flight */
+    json_t *requests;     /* the proxy's "failed_requests" array */
+    wf_http_fetch *fetch; /* in flight */
     struct wf_failed *owner;
     struct fp_entry *next;
 } fp_entry;
@@ -44,7 +44,7 @@ wf_failed *wf_failed_new(uv_loop_t *loop, wf_scrape *scrape)
 
 static void entry_free(fp_entry *e)
 {
-    wp_fetch_cancel(e->fetch);
+    wf_http_fetch_cancel(e->fetch);
     json_decref(e->requests);
     free(e->proxy_id);
     free(e);
@@ -94,7 +94,7 @@ static fp_entry *entry_get(wf_failed *f, const char *proxy_id)
     return e;
 }
 
-static void on_fetched(void *ud, const wp_fetch_result *r)
+static void on_fetched(void *ud, const wf_http_fetch_result *r)
 {
     fp_entry *e = ud;
     wf_failed *f = e->owner;
@@ -130,14 +130,14 @@ static void start_fetch(wf_failed *f, fp_entry *e, const wf_scrape_target *t, un
     const char *host = NULL;
     const struct sockaddr *dest = wf_scrape_target_addr(f->scrape, t, &host);
     snprintf(target, sizeof target, "/failed_requests?limit=%u", limit);
-    wp_fetch_req req = {.dest = dest,
-                        .target = target,
-                        .host = host,
-                        .headers = "Accept: application/json\r\nUser-Agent: weft-pilot\r\n",
-                        .timeout_ms = WF_FAILED_TIMEOUT_MS,
-                        .max_body = WF_FAILED_MAX_BODY,
-                        .body_limit_fails = true};
-    e->fetch = wp_fetch_start(f->loop, &req, on_fetched, e);
+    wf_http_fetch_req req = {.dest = dest,
+                             .target = target,
+                             .host = host,
+                             .headers = "Accept: application/json\r\nUser-Agent: weft-pilot\r\n",
+                             .timeout_ms = WF_FAILED_TIMEOUT_MS,
+                             .max_body = WF_FAILED_MAX_BODY,
+                             .body_limit_fails = true};
+    e->fetch = wf_http_fetch_start(f->loop, &req, on_fetched, e);
     if (e->fetch) {
         f->inflight++;
     } else {

@@ -291,6 +291,8 @@ static void on_series(void *ud, const wf_mm_series_view *sv)
     gnode *dst = workload_node(b, l, false, false);
     if (!src || !svc)
         return;
+    if (dst && !dst->service) /* the service the workload serves (the contract's node field) */
+        dst->service = svc->service;
     gedge *e1 = edge_get(b, src, svc, proto);
     gedge *e2 = dst ? edge_get(b, svc, dst, proto) : NULL;
     if (e1)

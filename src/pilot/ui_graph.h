@@ -10,9 +10,11 @@
  *    known; a workload whose name the series do not carry (a proxy without WORKLOAD_NAME
  *    metadata: "" or "unknown") is named after its app and version ("<app>-<version>"), as
  *    Kiali's versioned-app nodes are keyed; a service node per destination_service; "unknown"
- *    for a source with neither (traffic from outside the mesh, Kiali's unknown node). A workload is
- * is_gateway when a router proxy (a gateway) reported it as source, or its name is
- * istio-ingressgateway or istio-egressgateway (Istio's default gateway deployments).
+ *    for a source with neither (traffic from outside the mesh, Kiali's unknown node). A
+ *    workload is is_gateway when a router proxy (a gateway) reported it as source, or its
+ *    name is istio-ingressgateway or istio-egressgateway (Istio's default gateway
+ *    deployments). A destination workload's "service" is the first destination_service it
+ *    was seen serving.
  *  - edges: source workload -> service and service -> destination workload, from every series
  *    of istio_requests_total / _duration / istio_tcp_*; each edge carries the two views of
  *    Istio's reporter label side by side: source_view (reporter="source", the client's

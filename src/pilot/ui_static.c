@@ -191,7 +191,14 @@ static void serve_file(const char *path, const char *name, wf_debug_reply *r)
 void wf_ui_static_serve(const char *dir, const char *path, wf_debug_reply *r)
 {
     const char *rel;
-    if (strcmp(path, "/ui") == 0 || strcmp(path, "/ui/") == 0)
+    if (strcmp(path, "/ui") == 0) { /* the view's relative links resolve under /ui/ */
+        r->status = 301;
+        r->ctype = "text/html; charset=utf-8";
+        r->location = "/ui/";
+        wf_strbuf_puts(&r->body, "<a href=\"/ui/\">Moved Permanently</a>.\n");
+        return;
+    }
+    if (strcmp(path, "/ui/") == 0)
         rel = "index.html";
     else if (strncmp(path, "/ui/", 4) == 0)
         rel = path + 4;

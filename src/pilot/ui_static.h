@@ -1,6 +1,8 @@
 /*
  * ui_static.h - the web view's static files (issue 22), served by weft-pilot's monitoring
- * server (debug.h) under /ui: GET /ui and /ui/ answer ui/index.html, GET /ui/<path> the file
+ * server (debug.h) under /ui: GET /ui/ answers ui/index.html (GET /ui is redirected there, 301
+ * Location /ui/, so that the page's relative links resolve under /ui/, as Go's FileServer and
+ * Kiali's /kiali do), GET /ui/<path> the file
  * <path> of the UI folder (ui/app.js, ui/style.css, ui/node_modules/cytoscape/dist/...). The
  * view's JSON endpoints (/ui/api/...) are routes of their own (debug_views.c); an /ui/api/ path
  * that no route serves is 404 here, never a file.
@@ -45,7 +47,7 @@ bool wf_ui_path_safe(const char *rel);
 const char *wf_ui_content_type(const char *name);
 
 /* Answers GET path ("/ui", "/ui/" or "/ui/<rel>") from the UI folder dir (NULL: answered as a
- * missing folder). r->body must be initialised by the caller. */
+ * missing folder). r->body must be initialised by the caller, r->location NULL. */
 void wf_ui_static_serve(const char *dir, const char *path, wf_debug_reply *r);
 
 #endif

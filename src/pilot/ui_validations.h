@@ -32,9 +32,9 @@
  * "rejected": /debug/config_errors's errors of the snapshot ("origin" the file, "line", "message"
  * "Kind ns/name: field: message", "resource" "Kind ns/name" or "" for a whole file, its
  * "namespace", "resources": the "Kind/ns/name" it is about, for a file rejected as a whole every
- * resource of it pilot keeps serving), with "serving": "last good version kept: <push version>" (the push version that
- * first served the content now kept: wf_ui_validations_note) or "nothing served: no good version
- * yet". "not_implemented": the snapshot's WFT warnings (model/unimplemented.h), {code,
+ * resource of it pilot keeps serving), with "serving": "last good version kept: <push
+ * version>" (the push version that first served the content now kept: wf_ui_validations_note)
+ * or "nothing served: no good version yet". "not_implemented": the snapshot's WFT warnings (model/unimplemented.h), {code,
  * resource "Kind/ns/name", field, message}.
  *
  * ?namespace=NS keeps what belongs to NS (analysis.h wf_resource_in_namespace: cluster-scoped

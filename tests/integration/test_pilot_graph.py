@@ -153,3 +153,60 @@ def test_graph_shows_503_nc_failure_and_failed_requests_explained(mesh):
     status, _, relay = http_request(gw.ip, 15020, "/failed_requests?limit=1")
     assert status == 200
     assert len(json.loads(relay)["failed_requests"]) == 1
+
+
+def test_bench_serve_metrics_graph_at_small_scale(tmp_path):
+    """The bench's path (bench/README.md "Pilot's web view at scale"): weft-xds-load's
+    simulated proxies answer /stats/prometheus (--serve-metrics) for pilot run with
+    --uiScrapeAddr; 30 generated services: every proxy scraped, the synthetic edges in the graph
+    with their rates, every tenth proxy's 503 UF, mTLS from the destination reporter."""
+    import subprocess
+    import sys
+    from procs import free_port, start_process, stop_process
+    from test_pilot_kube import exe
+    mesh_dir = tmp_path / "mesh"
+    subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "..", "..", "bench",
+                                                 "gen_mesh.py"), "-n", "30", "-s", "2",
+                    str(mesh_dir)], check=True, stdout=subprocess.DEVNULL)
+    maddr = "127.0.0.1:%d" % free_port()
+    pilot, addrs = start_process(
+        [exe("WEFT_PILOT", "weft-pilot"), "--config-dir", str(mesh_dir / "config"),
+         "--config-dir", str(mesh_dir / "pods"), "--grpcAddr", "127.0.0.1:0",
+         "--monitoringAddr", "127.0.0.1:0", "--ca-dir", str(tmp_path / "ca"),
+         "--uiScrapeInterval", "300ms", "--uiScrapeAddr", maddr], count=2, timeout=20)
+    xds, mon = addrs
+    n = len((mesh_dir / "proxies.txt").read_text().splitlines())
+    load = subprocess.Popen(
+        [exe("WEFT_XDS_LOAD", "weft-xds-load"), "--addr", "%s:%d" % xds,
+         "--proxies", str(mesh_dir / "proxies.txt"), "-n", str(n), "--serve-metrics", maddr,
+         "--metrics-filler", "50"],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        def get(path):
+            status, _, body = http_request(mon[0], mon[1], path)
+            assert status == 200, body
+            return json.loads(body)
+
+        def graph_ready():
+            s = get("/ui/api/scrape")
+            if sum(1 for t in s["targets"] if t["ok"]) < n:
+                return None
+            g = get("/ui/api/graph?window=60")
+            # the 5 % of 503s of the slowest erring proxy (1 request/s) take 20 s to count one
+            uf = any((e["source_view"] or {}).get("flags", {}).get("UF", 0) > 0
+                     for e in g["edges"])
+            return g if g["covered_s"] > 0 and uf else None
+        g = wait_for(graph_ready, timeout=90, interval=0.5, what="every proxy scraped, a UF")
+        wl = [x for x in g["nodes"] if x["kind"] == "workload"]
+        assert len(wl) == n, [x["id"] for x in wl]
+        views = [e["source_view"] for e in g["edges"] if e["source_view"]]
+        assert views and all(v["rps"] > 0 for v in views)
+        assert any(v["flags"].get("UF", 0) > 0 for v in views)
+        assert all(e["mtls_percent"] == 100.0 for e in g["edges"] if e["destination_view"])
+    finally:
+        load.stdin.write("quit\n")
+        load.stdin.flush()
+        err = load.communicate(timeout=30)[1]
+        assert stop_process(pilot) == 0
+    assert load.returncode == 0, err
+    assert "Sanitizer" not in err and "runtime error" not in err, err

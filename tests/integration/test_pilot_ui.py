@@ -1,11 +1,12 @@
 """weft-pilot's web view endpoints (issue 22) on a real weft-pilot process: the static files
-from --uiDir (index at /ui/, content types, 404, traversal refused, 503 naming node_modules and
+from --uiDir (index at /ui/, /ui redirected there, content types, 404, traversal refused, 503 naming node_modules and
 scripts/setup), /ui/api/validations on the book's catalog example whose VirtualService routes to
 subsets no DestinationRule defines (IST0101 on the VirtualService at the line weftctl analyze
 reports, every message weftctl analyze prints for the same config, the broken file pilot
 rejects with the last good version it keeps serving), and /ui/api/proxies with a weft-proxy
 connected (proxy-status columns, its control-plane history, the certificate pilot's CA issued
-it).
+it); with the Kubernetes source (the test API server), the objects rendered as YAML with the
+line at fault marked in the rendering.
 
 The book's files are copied from the shared corpus into tmp_path (never into the repo); the UI
 folder is a temporary one (the view's real files come with scripts/setup)."""
@@ -16,6 +17,7 @@ import shutil
 import subprocess
 
 import pytest
+import yaml
 
 from conftest import shared_path
 from procs import CRASH_MARKERS, crash_report, free_port, start_process, stop_process
@@ -24,6 +26,8 @@ from proxyfix import (bootstrap, cluster, http_request, listener, proxy_path, si
 from test_pilot import BOOK, get, get_json, pilot_exe, poll  # noqa: F401 (pilot_exe: fixture)
 from test_pilot_ca import token
 from test_proxy_sds import GENERATED, inbound_tls
+from test_pilot_kube import NS as KNS, Pilot as KubePilot, api, book_docs, certs  # noqa: F401
+from test_pilot_kube import pod as kube_pod
 
 VS_FILE = "catalog-virtualservice-subsets-v1-v2.yaml"
 
@@ -76,10 +80,15 @@ def raw_get(port, path):
 
 
 def test_static_files(pilot, ui_dir):
-    for path in ("/ui", "/ui/"):
-        status, ctype, body = raw_get(pilot.mon, path)
-        assert status == 200 and ctype == "text/html; charset=utf-8", body
-        assert "<title>weft</title>" in body
+    status, ctype, body = raw_get(pilot.mon, "/ui/")
+    assert status == 200 and ctype == "text/html; charset=utf-8", body
+    assert "<title>weft</title>" in body
+    c = http.client.HTTPConnection("127.0.0.1", pilot.mon, timeout=5)
+    c.request("GET", "/ui")  # to /ui/, where the page's relative links resolve
+    r = c.getresponse()
+    assert (r.status, r.getheader("Location")) == (301, "/ui/")
+    c.close()
+    assert get(pilot.mon, "/ui") == (200, "<!DOCTYPE html>\n<title>weft</title>\n")
     assert raw_get(pilot.mon, "/ui/app.js") == (200, "text/javascript; charset=utf-8",
                                                 "export const view = 1;\n")
     status, ctype, _ = raw_get(pilot.mon, "/ui/node_modules/cytoscape/dist/cytoscape.esm.mjs")
@@ -279,3 +288,34 @@ def check_proxy(pilot, proxy):
     serials = [c["serial_number"] for e in json.loads(body)["certificates"]
                for c in e.get("cert_chain", [])]
     assert cert["serial"] in serials, (cert, serials)
+
+
+def test_validations_kubernetes(api, tmp_path):  # noqa: F811
+    """The Kubernetes source: the objects pilot serves, rendered as YAML, with the line at
+    fault marked in the rendering."""
+    for ns in (KNS, "istio-system"):
+        api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    for d in book_docs("services/catalog/kubernetes/catalog.yaml"):
+        if d["kind"] == "Service":
+            api.create(d)
+    api.create(kube_pod("catalog-v1-a", "v1", "10.10.0.5"))
+    for rel in ("ch10/catalog-gateway.yaml", "ch10/catalog-virtualservice-subsets-v1-v2.yaml"):
+        for d in book_docs(rel):
+            api.create(d)
+    p = KubePilot(api, tmp_path, extra=["--webhookAddr", "off"])
+    try:
+        def vs_entry():
+            v = get_json(p.mon, "/ui/api/validations?namespace=%s" % KNS)
+            return next((r for r in v["resources"] if r["kind"] == "VirtualService"), None)
+        vs = poll(vs_entry, timeout=20)
+        assert vs["origin"] == "kubernetes" and vs["name"] == "catalog-v1-v2"
+        doc = yaml.safe_load(vs["yaml"])  # the object as pilot holds it, as YAML
+        assert doc["kind"] == "VirtualService" and doc["metadata"]["name"] == "catalog-v1-v2"
+        assert doc["spec"]["http"][0]["route"][1]["destination"]["subset"] == "version-v2"
+        lines = vs["yaml"].split("\n")
+        ist0101 = [m for m in vs["messages"] if m["code"] == "IST0101"]
+        assert len(ist0101) == 2, vs["messages"]
+        for m in ist0101:
+            assert "host: catalog.istioinaction.svc.cluster.local" in lines[m["line"] - 1], m
+    finally:
+        p.stop()

@@ -3,6 +3,7 @@ server/admin/failed_requests.c): the workers' bounded rings of recent failed req
 newest first, with flags, details, route, cluster and upstream host; no query string; 200s
 absent; ?limit=N; the ring is fixed size."""
 import json
+import time
 
 import pytest
 
@@ -112,6 +113,10 @@ def test_relayed_on_the_status_port(proxy_factory):  # noqa: F811
     p = proxy_factory(_bs(), args=["--status-address", "127.0.0.1:%d" % sport])
     st, _, _ = p.request("GET", "/dead/x", headers={"x-request-id": "rid-relay"})
     assert st == 503
+    # the worker records the request when its stream ends, which may follow the answer
+    deadline = time.monotonic() + 5
+    while not _failed(p) and time.monotonic() < deadline:
+        time.sleep(0.02)
     status, hdrs, body = http_request("127.0.0.1", sport, "GET", "/failed_requests?limit=5")
     assert status == 200, body
     assert hdrs["content-type"].startswith("application/json")

@@ -150,6 +150,8 @@ static void test_gateway_timeout_disagree(void **state)
     assert_non_null(svc);
     assert_true(json_is_true(json_object_get(gwn, "is_gateway")));
     assert_string_equal(json_string_value(json_object_get(v1, "parent")), "app:shop/catalog");
+    assert_string_equal(json_string_value(json_object_get(v1, "service")),
+                        "catalog.shop.svc.cluster.local");
     assert_string_equal(json_string_value(json_object_get(svc, "kind")), "service");
     assert_string_equal(json_string_value(json_object_get(svc, "namespace")), "shop");
     json_t *app = find(nodes, "app:shop/catalog");

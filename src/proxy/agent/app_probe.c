@@ -10,7 +10,7 @@
 
 #include "core/log.h"
 #include "proxy/agent/app_probe.h"
-#include "proxy/agent/status_fetch.h"
+#include "http/http_fetch.h"
 
 #define MAX_REDIRECTS 10 /* Kubernetes' prober and pilot-agent's redirectChecker */
 #define PATH_PATTERN                                                                               \
@@ -194,7 +194,7 @@ struct wp_app_probe {
     char *headers; /* forwarded + the prober's, header lines */
     char target[1024];
     int redirects;
-    wp_fetch *fetch;
+    wf_http_fetch *fetch;
     wp_app_probe_cb cb;
     void *ud;
 };
@@ -252,7 +252,7 @@ static int follow(wp_app_probe *pr, const char *loc)
     return start_fetch(pr) == 0 ? 1 : -1;
 }
 
-static void on_fetched(void *ud, const wp_fetch_result *r)
+static void on_fetched(void *ud, const wf_http_fetch_result *r)
 {
     wp_app_probe *pr = ud;
     pr->fetch = NULL;
@@ -282,15 +282,15 @@ static void on_fetched(void *ud, const wp_fetch_result *r)
 
 static int start_fetch(wp_app_probe *pr)
 {
-    wp_fetch_req req = {.dest = (struct sockaddr *)&pr->dest,
-                        .source = pr->has_source ? (struct sockaddr *)&pr->source : NULL,
-                        .connect_only = pr->p->kind == WP_PROBE_TCP,
-                        .target = pr->target,
-                        .host = pr->host,
-                        .headers = pr->headers,
-                        .timeout_ms = pr->p->timeout_ms,
-                        .max_body = WP_APP_PROBE_MAX_BODY};
-    pr->fetch = wp_fetch_start(pr->loop, &req, on_fetched, pr);
+    wf_http_fetch_req req = {.dest = (struct sockaddr *)&pr->dest,
+                             .source = pr->has_source ? (struct sockaddr *)&pr->source : NULL,
+                             .connect_only = pr->p->kind == WP_PROBE_TCP,
+                             .target = pr->target,
+                             .host = pr->host,
+                             .headers = pr->headers,
+                             .timeout_ms = pr->p->timeout_ms,
+                             .max_body = WP_APP_PROBE_MAX_BODY};
+    pr->fetch = wf_http_fetch_start(pr->loop, &req, on_fetched, pr);
     return pr->fetch ? 0 : -1;
 }
 
@@ -385,6 +385,6 @@ void wp_app_probe_cancel(wp_app_probe *pr)
 {
     if (!pr)
         return;
-    wp_fetch_cancel(pr->fetch);
+    wf_http_fetch_cancel(pr->fetch);
     probe_free(pr);
 }

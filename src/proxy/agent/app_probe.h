@@ -19,7 +19,7 @@
  * tcpSocket port that is an integer ("invalid prober config for <path>, the port must be int
  * type"); ports 1..65535. pilot-agent then does not start; weft-proxy exits 2.
  *
- * Each probe runs on the caller's loop (status_fetch.h) against the application's address
+ * Each probe runs on the caller's loop (http_fetch.h) against the application's address
  * (INSTANCE_IP, the pod IP, as pilot-agent's appProbersDestination; 127.0.0.1 without it), as
  * Kubernetes' prober does and pilot-agent copies:
  *   httpGet    GET http://<dest>:<port><path> (scheme HTTPS is not supported: weft has no TLS

@@ -11,7 +11,7 @@
 #include "core/log.h"
 #include "http/h1_server.h"
 #include "proxy/agent/status.h"
-#include "proxy/agent/status_fetch.h"
+#include "http/http_fetch.h"
 
 #define ST_MAX_HEADERS 32
 #define ST_REASON_MAX  512
@@ -37,7 +37,7 @@ struct wp_status {
 typedef struct {
     wp_status *s;
     wp_app_probe *probe;
-    wp_fetch *scrape;
+    wf_http_fetch *scrape;
 } st_conn;
 
 typedef struct {
@@ -139,7 +139,7 @@ static void render_local(wp_status *s, wf_strbuf *out)
     s->cb.render_prometheus(s->cb.ud, out);
 }
 
-static void on_scraped(void *ud, const wp_fetch_result *r)
+static void on_scraped(void *ud, const wf_http_fetch_result *r)
 {
     h1s_conn *c = ud;
     st_conn *sc = h1s_data(c);
@@ -215,14 +215,14 @@ static void h_prometheus(h1s_conn *c, const h1s_request *m, st_resp *o)
     char host[96];
     snprintf(host, sizeof host, strchr(s->app_ip, ':') ? "[%s]:%d" : "%s:%d", s->app_ip,
              s->app_metrics.port);
-    wp_fetch_req req = {.dest = (struct sockaddr *)&dest,
-                        .target = s->app_metrics.path,
-                        .host = host,
-                        .headers = wf_strbuf_cstr(&hdrs),
-                        .timeout_ms = timeout,
-                        .max_body = WP_STATUS_APP_METRICS_MAX,
-                        .body_limit_fails = true};
-    sc->scrape = wf_strbuf_failed(&hdrs) ? NULL : wp_fetch_start(s->loop, &req, on_scraped, c);
+    wf_http_fetch_req req = {.dest = (struct sockaddr *)&dest,
+                             .target = s->app_metrics.path,
+                             .host = host,
+                             .headers = wf_strbuf_cstr(&hdrs),
+                             .timeout_ms = timeout,
+                             .max_body = WP_STATUS_APP_METRICS_MAX,
+                             .body_limit_fails = true};
+    sc->scrape = wf_strbuf_failed(&hdrs) ? NULL : wf_http_fetch_start(s->loop, &req, on_scraped, c);
     wf_strbuf_free(&hdrs);
     if (!sc->scrape) {
         set_text(o, 500, "out of memory\n");
@@ -442,7 +442,7 @@ static void on_abort(void *ud, h1s_conn *c)
     st_conn *sc = h1s_data(c);
     (void)ud;
     wp_app_probe_cancel(sc->probe);
-    wp_fetch_cancel(sc->scrape);
+    wf_http_fetch_cancel(sc->scrape);
     sc->probe = NULL;
     sc->scrape = NULL;
 }

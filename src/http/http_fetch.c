@@ -1,5 +1,5 @@
 /*
- * status_fetch.c - one outgoing HTTP/1.1 GET or TCP connect (status_fetch.h).
+ * http_fetch.c - one outgoing HTTP/1.1 GET or TCP connect (http_fetch.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,20 +7,20 @@
 
 #include "core/strbuf.h"
 #include "http/h1_parser.h"
-#include "proxy/agent/status_fetch.h"
+#include "http/http_fetch.h"
 
 #define FETCH_MAX_HEAD    (64u * 1024u)
 #define FETCH_MAX_HEADERS 64
 #define FETCH_READ_CHUNK  16384u
 
-struct wp_fetch {
+struct wf_http_fetch {
     uv_loop_t *loop;
     uv_tcp_t tcp;
     uv_timer_t timer;
     uv_connect_t creq;
     uv_write_t wreq;
-    wp_fetch_req req;
-    wp_fetch_cb cb;
+    wf_http_fetch_req req;
+    wf_http_fetch_cb cb;
     void *ud;
     int handles; /* open libuv handles; freed at 0 */
     bool done;   /* the callback ran, or was cancelled, or is due from the timer */
@@ -40,7 +40,7 @@ struct wp_fetch {
 
 static void on_closed(uv_handle_t *h)
 {
-    wp_fetch *f = h->data;
+    wf_http_fetch *f = h->data;
     if (--f->handles > 0)
         return;
     wf_strbuf_free(&f->out);
@@ -49,7 +49,7 @@ static void on_closed(uv_handle_t *h)
     free(f);
 }
 
-static void finish_handles(wp_fetch *f)
+static void finish_handles(wf_http_fetch *f)
 {
     f->done = true;
     if (!uv_is_closing((uv_handle_t *)&f->tcp))
@@ -59,18 +59,18 @@ static void finish_handles(wp_fetch *f)
 }
 
 /* Reports (once) and closes. error NULL = success. */
-static void finish(wp_fetch *f, const char *error)
+static void finish(wf_http_fetch *f, const char *error)
 {
     if (f->done)
         return;
-    wp_fetch_result r = {.ok = error == NULL,
-                         .error = error ? error : "",
-                         .status = f->status,
-                         .content_type = f->ctype,
-                         .location = f->location,
-                         .body = f->body.data ? f->body.data : "",
-                         .body_len = f->body.len,
-                         .truncated = f->truncated};
+    wf_http_fetch_result r = {.ok = error == NULL,
+                              .error = error ? error : "",
+                              .status = f->status,
+                              .content_type = f->ctype,
+                              .location = f->location,
+                              .body = f->body.data ? f->body.data : "",
+                              .body_len = f->body.len,
+                              .truncated = f->truncated};
     if (wf_strbuf_failed(&f->body)) {
         r.ok = false;
         r.error = "out of memory";
@@ -92,7 +92,7 @@ static void copy_header(const h1_message *m, const char *name, char *buf, size_t
 }
 
 /* Adds body bytes, keeping at most max_body. Returns true when the limit was passed. */
-static bool add_body(wp_fetch *f, const char *p, size_t n)
+static bool add_body(wf_http_fetch *f, const char *p, size_t n)
 {
     size_t room = f->req.max_body > f->body.len ? f->req.max_body - f->body.len : 0;
     wf_strbuf_append(&f->body, p, n < room ? n : room);
@@ -103,7 +103,7 @@ static bool add_body(wp_fetch *f, const char *p, size_t n)
 
 /* Parses what was read since the last call; reports when the response is complete (or the
  * body limit is reached). eof: the peer closed. */
-static void parse(wp_fetch *f, bool eof)
+static void parse(wf_http_fetch *f, bool eof)
 {
     for (;;) {
         h1_event ev;
@@ -152,7 +152,7 @@ static void parse(wp_fetch *f, bool eof)
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-    wp_fetch *f = h->data;
+    wf_http_fetch *f = h->data;
     (void)suggested;
     if (f->cap - f->len < FETCH_READ_CHUNK) {
         size_t ncap = f->cap ? f->cap * 2 : 2 * FETCH_READ_CHUNK;
@@ -169,7 +169,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
-    wp_fetch *f = s->data;
+    wf_http_fetch *f = s->data;
     (void)buf;
     if (f->done)
         return;
@@ -190,7 +190,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 
 static void on_written(uv_write_t *w, int status)
 {
-    wp_fetch *f = w->data;
+    wf_http_fetch *f = w->data;
     if (f->done)
         return;
     if (status < 0)
@@ -199,7 +199,7 @@ static void on_written(uv_write_t *w, int status)
 
 static void on_connect(uv_connect_t *c, int status)
 {
-    wp_fetch *f = c->data;
+    wf_http_fetch *f = c->data;
     if (f->done)
         return;
     if (status < 0) {
@@ -222,7 +222,7 @@ static void on_connect(uv_connect_t *c, int status)
 
 static void on_timer(uv_timer_t *t)
 {
-    wp_fetch *f = t->data;
+    wf_http_fetch *f = t->data;
     char why[64];
     if (f->error[0]) {
         finish(f, f->error);
@@ -232,7 +232,7 @@ static void on_timer(uv_timer_t *t)
     finish(f, why);
 }
 
-static int build_request(wp_fetch *f, const wp_fetch_req *req)
+static int build_request(wf_http_fetch *f, const wf_http_fetch_req *req)
 {
     if (req->connect_only)
         return 0;
@@ -242,9 +242,10 @@ static int build_request(wp_fetch *f, const wp_fetch_req *req)
     return wf_strbuf_failed(&f->out) ? -1 : 0;
 }
 
-wp_fetch *wp_fetch_start(uv_loop_t *loop, const wp_fetch_req *req, wp_fetch_cb cb, void *ud)
+wf_http_fetch *wf_http_fetch_start(uv_loop_t *loop, const wf_http_fetch_req *req,
+                                   wf_http_fetch_cb cb, void *ud)
 {
-    wp_fetch *f = calloc(1, sizeof(*f));
+    wf_http_fetch *f = calloc(1, sizeof(*f));
     if (!f)
         return NULL;
     f->loop = loop;
@@ -278,7 +279,7 @@ wp_fetch *wp_fetch_start(uv_loop_t *loop, const wp_fetch_req *req, wp_fetch_cb c
     return f;
 }
 
-void wp_fetch_cancel(wp_fetch *f)
+void wf_http_fetch_cancel(wf_http_fetch *f)
 {
     if (!f || f->done)
         return;

@@ -1,6 +1,7 @@
 /*
- * status_fetch.h - one outgoing HTTP/1.1 GET (or a bare TCP connect) on a libuv loop, for the
- * status server's app probes and the application scrape of the merged metrics (status.h).
+ * http_fetch.h - one outgoing HTTP/1.1 GET (or a bare TCP connect) on a libuv loop, for the
+ * status server's app probes and the application scrape of the merged metrics (proxy/agent/
+ * status.h), and for weft-pilot's scrape of the proxies (pilot/scrape.h, scrape_failed.h).
  * Never blocks the loop: connect, write and read are libuv requests, bounded by a timer.
  *
  * The request: "GET <target> HTTP/1.1", Host, "Connection: close" (Kubernetes' prober
@@ -10,12 +11,12 @@
  * read: the connection is closed), and a head larger than 64 KiB is a failure.
  *
  * Inputs are copied at start. The callback runs once on the loop (never inside
- * wp_fetch_start), unless the fetch was cancelled first; the result and its strings are only
+ * wf_http_fetch_start), unless the fetch was cancelled first; the result and its strings are only
  * valid during the callback. The fetch frees itself after its callback or its cancellation
  * (once libuv has closed its handles, so the loop must keep running).
  */
-#ifndef WEFT_PROXY_STATUS_FETCH_H
-#define WEFT_PROXY_STATUS_FETCH_H
+#ifndef WF_HTTP_HTTP_FETCH_H
+#define WF_HTTP_HTTP_FETCH_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -33,7 +34,7 @@ typedef struct {
     uint64_t timeout_ms;           /* for the whole exchange; 0 = 1000 */
     size_t max_body;               /* body bytes kept; more is "truncated" (not an error) */
     bool body_limit_fails;         /* a body beyond max_body is a failure, not a truncation */
-} wp_fetch_req;
+} wf_http_fetch_req;
 
 typedef struct {
     bool ok;                  /* connected (connect_only) or a whole response head was read */
@@ -44,16 +45,17 @@ typedef struct {
     const char *body;         /* the body (up to max_body bytes), NUL-terminated */
     size_t body_len;
     bool truncated; /* the body was longer than max_body */
-} wp_fetch_result;
+} wf_http_fetch_result;
 
-typedef void (*wp_fetch_cb)(void *ud, const wp_fetch_result *r);
+typedef void (*wf_http_fetch_cb)(void *ud, const wf_http_fetch_result *r);
 
-typedef struct wp_fetch wp_fetch;
+typedef struct wf_http_fetch wf_http_fetch;
 
 /* Starts the exchange. Returns the fetch, or NULL when out of memory or when libuv refuses
  * to start (the callback is then not called). */
-wp_fetch *wp_fetch_start(uv_loop_t *loop, const wp_fetch_req *req, wp_fetch_cb cb, void *ud);
+wf_http_fetch *wf_http_fetch_start(uv_loop_t *loop, const wf_http_fetch_req *req,
+                                   wf_http_fetch_cb cb, void *ud);
 /* The callback will not be called; the connection is closed. NULL is ignored. */
-void wp_fetch_cancel(wp_fetch *f);
+void wf_http_fetch_cancel(wf_http_fetch *f);
 
 #endif
