@@ -24,6 +24,11 @@
  * It answers "full" (WF_EDS_UPDATE_FULL) for a key of another kind, an EndpointSlice without
  * the label, or a workload a ServiceEntry of DNS / DNS_ROUND_ROBIN resolution selects.
  *
+ * The SotW rule followed (ads.h): on an incremental push istiod sends a SotW stream only the
+ * updated clusters, not every watched one: the xDS protocol requires the whole set in a SotW
+ * response only for Listener and Cluster ("Grouping resources into responses"; envoy#13009),
+ * and Envoy keeps the ClusterLoadAssignments a SotW EDS response leaves out.
+ *
  * Cluster names are Istio's "outbound|<port>|<subset>|<host>" (model.ParseSubsetKey): the host
  * is what follows the third '|'. A name of another shape belongs to no updated service.
  *
