@@ -213,6 +213,25 @@ static void services_text(const json_t *services, char *buf, size_t cap)
     snprintf(buf + n, cap - n, "]");
 }
 
+/* istiod's debounce line (pilot/pkg/xds/discovery.go debounce): "Push debounce stable[<n>] <events>
+ * for config <first changed key> and <k> more configs: ... full=<bool>"; the events are the
+ * changed resources, the time is from the burst's first change to the push. */
+static void log_debounced(wf_ads *a, const wf_snapshot *snap)
+{
+    char more[48] = "";
+    if (snap->n_changed > 1)
+        snprintf(more, sizeof more, " and %zu more configs", snap->n_changed - 1);
+    int64_t since = wf_ads_now_ms() - snap->changed_at_ms;
+    WF_LOG(WF_LC_config, WF_LOG_INFO,
+           "Push debounce stable[%llu] %zu for config %s%s: %lldms since first change, full=%s",
+           (unsigned long long)a->push_seq, snap->n_changed,
+           snap->n_changed      ? snap->changed[0]
+           : snap->mesh_changed ? "MeshConfig"
+                                : "(start)",
+           more, (long long)(since < 0 ? 0 : since),
+           snap->change == WF_CHANGE_ENDPOINTS ? "false" : "true");
+}
+
 void wf_ads_push(wf_ads *a, wf_snapshot *snap)
 {
     bool first = a->snap == NULL;
@@ -221,6 +240,7 @@ void wf_ads_push(wf_ads *a, wf_snapshot *snap)
     if (!first && snap->change == WF_CHANGE_NONE)
         return; /* errors or touched files only: served for debug, nothing to push */
     make_version(a);
+    log_debounced(a, snap);
     if (snap->change == WF_CHANGE_ENDPOINTS) {
         char svcs[512];
         a->metrics.eds_pushes++;

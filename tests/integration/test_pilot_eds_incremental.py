@@ -10,6 +10,7 @@ it (xds_relay.py).
   client's requests to b reach the new backend (the proxy's config_dump has its address) while
   a keeps answering.
 - A DestinationRule change is still a full push: the client gets a CDS response.
+Both with a SotW (ADS) and a delta (DELTA_GRPC) client sidecar.
 
 Runs the local mesh on loopback addresses: like the other mesh tests, run it in its own network
 namespace when other workers share the machine (`unshare -n sh -c 'ip link set lo up && ...'`).
@@ -79,6 +80,11 @@ def wait_connected_synced(mesh):
     wait_for(synced, timeout=20, what="every connected proxy SYNCED")
 
 
+def request_delta(responses):
+    """Whether these are DeltaDiscoveryResponses (system_version_info, resources wrapped)."""
+    return any("system_version_info" in m for m in responses)
+
+
 def answering_pod(client, svc):
     status, headers, _ = client.request_local(80, "/healthz", host=svc)
     return headers.get("x-weft-pod") if status == 200 else status
@@ -86,12 +92,12 @@ def answering_pod(client, svc):
 
 def cla_hosts(responses):
     """The hosts of the ClusterLoadAssignments in responses (cluster outbound|port|subset|host)."""
-    return {r["cluster_name"].split("|")[3] for m in responses
+    return {r.get("resource", r)["cluster_name"].split("|")[3] for m in responses
             for r in m.get("resources", []) if m.get("type_url") == CLA}
 
 
-@pytest.fixture
-def relay_mesh(mesh):
+@pytest.fixture(params=["sotw", "delta"])
+def relay_mesh(mesh, request):
     mesh.write_config("services.yaml", SERVICES)
     mesh.start_pilot(default_ns=NS)
     a1 = mesh.add_pod("a-1", NS, {"app": "a"}, app_port=8080)
@@ -100,7 +106,7 @@ def relay_mesh(mesh):
     real = mesh.grpc_port
     mesh.grpc_port = relay.port  # the client's bootstrap points at the relay
     try:
-        client = mesh.add_pod("client-1", NS, {"app": "client"})
+        client = mesh.add_pod("client-1", NS, {"app": "client"}, delta=request.param == "delta")
     finally:
         mesh.grpc_port = real
     for p in (a1, b1, client):
@@ -148,7 +154,12 @@ def test_endpoint_move_is_an_eds_only_push_of_the_changed_cluster(relay_mesh):
     assert ps["updated_services"] == [HOST["b"]], ps
     assert ps["changed"] == ["Pod/shop/b-1"], ps
     assert ps["pushed_proxies"] >= 1, ps
-    assert "XDS: Incremental Pushing" in mesh.pilot.stderr_text()
+    log = mesh.pilot.stderr_text()
+    assert "XDS: Incremental Pushing" in log
+    assert re.search(r"Push debounce stable\[\d+\] 1 for config Pod/shop/b-1: .*full=false", log), \
+        log[-3000:]
+    if request_delta(new):  # a delta stream: nothing removed, b's assignment only
+        assert not any(m.get("removed_resources") for m in new), new
 
 
 def test_destination_rule_change_is_still_a_full_push(relay_mesh):
