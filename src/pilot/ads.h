@@ -17,8 +17,18 @@
  *    ("2026-11-30T02:33:10Z/3"); nonces are random UUIDs, unique per response.
  *  - pushes: wf_ads_push(snapshot) queues every connected proxy for a push in Istio's order
  *    CDS, EDS, LDS, RDS of each type it watches (full push); a snapshot whose change is
- *    ENDPOINTS (source.h) pushes EDS only (Istio's incremental EDS), except to a proxy whose
- *    own Pod changed, which gets a full push (as istiod does for the proxy's own workload).
+ *    ENDPOINTS (source.h) is istiod's incremental EDS push (pilot/pkg/xds/eds.go, PushRequest
+ *    Full false with ServiceEntry-kind ConfigsUpdated; pilot/eds_update.h): no CDS, LDS or RDS
+ *    is generated or sent; only the proxies whose EDS watch holds a cluster of an updated
+ *    service (snapshot eds_services) are queued, and they get EDS with those clusters only:
+ *    on a SotW stream too, as istiod's EdsGenerator does (edsUpdatedServices: "Cluster was
+ *    not updated, skip recomputing"); Envoy keeps the ClusterLoadAssignments a SotW EDS
+ *    response leaves out (only LDS and CDS responses are the whole set, xDS protocol
+ *    "Grouping resources into responses", envoy#13009), so does weft-proxy. A delta stream
+ *    gets the changed ClusterLoadAssignments among those, and no removals. A proxy whose own
+ *    Pod changed gets a full push instead (istiod's ProxyUpdate for the proxy's workload).
+ *    Pushes merged while a proxy waits merge their services; a full push or request of EDS
+ *    makes it the whole watch. After an incremental push the next full push resends EDS.
  *    The queue (Istio's push queue and push throttle, ads_push.c) is served from the loop's
  *    idle phase, 32 proxies per loop turn, and pauses while more than 48 MiB wait in the
  *    HTTP/2 send queues, so that the loop keeps accepting and reading ACKs, early proxies
@@ -137,6 +147,7 @@ typedef struct wf_ads_metrics {
     wf_ads_hist push_time[WF_XDS_NTYPES];
     wf_ads_hist convergence;
     uint64_t full_pushes, eds_pushes; /* wf_ads_push calls by kind */
+    uint64_t last_push_proxies;       /* proxies the last wf_ads_push queued */
     uint64_t sds_cert_errors;         /* pilot_sds_certificate_errors_total (pilot/sds.h) */
 } wf_ads_metrics;
 
@@ -201,6 +212,9 @@ typedef struct wf_ads_conn {
     unsigned q_push;         /* pushes: sent only when the resources changed */
     unsigned q_force;        /* requests: answered even when unchanged */
     int64_t q_changed_at_ms; /* first config event of the merged pushes; 0 = requests only */
+    json_t *q_eds_services;  /* EDS waits as an incremental push (istiod's edsUpdatedServices):
+                              * only the watched clusters of these hosts (object host -> true);
+                              * NULL: the whole watch */
     wf_ads_history history;  /* the proxy's control-plane events (the web view) */
     unsigned acked_once;     /* types ACKed on this stream, bit 1 << wf_xds_type */
 } wf_ads_conn;

@@ -85,6 +85,7 @@ static void history_free(wf_ads_history *h)
 void wf_ads_conn_free(wf_ads_conn *c)
 {
     wf_ads_dequeue(c);
+    json_decref(c->q_eds_services);
     history_free(&c->history);
     for (int t = 0; t < WF_XDS_NTYPES; t++) {
         type_free(&c->types[t]);
@@ -295,7 +296,35 @@ void wf_ads_kick(wf_ads *a)
         uv_idle_start(&a->q_idle, a->q_turn);
 }
 
+static void link_in(wf_ads_conn *c, unsigned push, unsigned force, int64_t changed_at_ms);
+
 void wf_ads_enqueue(wf_ads_conn *c, unsigned push, unsigned force, int64_t changed_at_ms)
+{
+    if ((push | force) & (1u << WF_XDS_EDS)) { /* the whole watch */
+        json_decref(c->q_eds_services);
+        c->q_eds_services = NULL;
+    }
+    link_in(c, push, force, changed_at_ms);
+}
+
+void wf_ads_enqueue_eds(wf_ads_conn *c, const json_t *services, int64_t changed_at_ms)
+{
+    unsigned bit = 1u << WF_XDS_EDS;
+    bool whole = ((c->q_push | c->q_force) & bit) && !c->q_eds_services;
+    if (!whole) {
+        json_t *s = c->q_eds_services ? c->q_eds_services : json_object();
+        if (!s || json_object_update(s, (json_t *)services) != 0) {
+            json_decref(s); /* out of memory: the whole watch instead */
+            c->q_eds_services = NULL;
+            link_in(c, bit, 0, changed_at_ms);
+            return;
+        }
+        c->q_eds_services = s;
+    }
+    link_in(c, bit, 0, changed_at_ms);
+}
+
+static void link_in(wf_ads_conn *c, unsigned push, unsigned force, int64_t changed_at_ms)
 {
     wf_ads *a = c->ads;
     c->q_push |= push;

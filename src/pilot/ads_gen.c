@@ -59,15 +59,21 @@ static int gen_text_of(json_t *res, wf_gen_text *out);
  * serialized. 0 or -1. */
 int wf_ads_gen_text(wf_ads_conn *c, wf_xds_type t, const wf_xds_watch *w, wf_gen_text *out)
 {
+    /* the watch keeps the hash of its names: not recomputed per push */
+    return wf_ads_gen_text_names(c, t, &w->names,
+                                 w->list ? w->names_hash : wf_xds_names_hash(&w->names), out);
+}
+
+int wf_ads_gen_text_names(wf_ads_conn *c, wf_xds_type t, const wf_xds_names *names,
+                          uint64_t names_hash, wf_gen_text *out)
+{
     wf_gen_cache *gc = cache_of(c->ads);
-    const wf_xds_names *names = &w->names;
     if (gc && t == WF_XDS_SDS) {
         json_t *res = sds_gen(c, names);
         return gen_text_of(res, out);
     }
-    if (gc) /* the watch keeps the hash of its names: not recomputed per push */
-        return wf_gen_cache_text_hashed(gc, &c->proxy, t, names,
-                                        w->list ? w->names_hash : wf_xds_names_hash(names), out);
+    if (gc)
+        return wf_gen_cache_text_hashed(gc, &c->proxy, t, names, names_hash, out);
     return gen_text_of(wf_ads_generate(c->ads, &c->proxy, t, names), out);
 }
 

@@ -81,6 +81,9 @@ void wf_ads_history_inherit(wf_ads *a, wf_ads_conn *c);
  * 1 << wf_xds_type; changed_at_ms: the config event a push answers (0 = none), the earliest
  * one is kept. The queue is then served from the loop's idle phase (a->q_turn). */
 void wf_ads_enqueue(wf_ads_conn *c, unsigned push, unsigned force, int64_t changed_at_ms);
+/* Queues c for an incremental EDS push of services (object host -> true, copied; merged with
+ * an incremental push already waiting; nothing more when a whole-watch EDS waits). */
+void wf_ads_enqueue_eds(wf_ads_conn *c, const json_t *services, int64_t changed_at_ms);
 /* Takes c out of the queue (before freeing it). */
 void wf_ads_dequeue(wf_ads_conn *c);
 /* Serves the queue from the next idle phase (unless a retry timer waits). */
@@ -92,6 +95,9 @@ void wf_ads_kick(wf_ads *a);
 json_t *wf_ads_gen(wf_ads_conn *c, wf_xds_type t, const wf_xds_names *names);
 /* The resources of t for c's watch w as text (gen_cache.h). 0 or -1. */
 int wf_ads_gen_text(wf_ads_conn *c, wf_xds_type t, const wf_xds_watch *w, wf_gen_text *out);
+/* The same for names (names_hash = wf_xds_names_hash(names)). 0 or -1. */
+int wf_ads_gen_text_names(wf_ads_conn *c, wf_xds_type t, const wf_xds_names *names,
+                          uint64_t names_hash, wf_gen_text *out);
 /* After a push to c of snapshot changes: observe convergence. */
 void wf_ads_observe_push(wf_ads_conn *c, wf_xds_type t, uint64_t t0_ns);
 /* Replaces the current snapshot (the reference passes to a) and drops its generation cache. */
@@ -102,8 +108,10 @@ void wf_ads_set_snapshot(wf_ads *a, wf_snapshot *snap);
 /* A message of a SotW stream (the ACK fast path, else the request decoded). */
 void wf_ads_sotw_on_message(wf_ads_conn *c, const uint8_t *msg, size_t len);
 /* Generates and sends type t to a SotW connection. force: answer a request even when the
- * resources did not change. Returns 1 when sent, 0 when skipped, -1 on failure. */
-int wf_ads_sotw_push(wf_ads_conn *c, wf_xds_type t, bool force);
+ * resources did not change. services (EDS only; NULL = the whole watch): an incremental EDS
+ * push, the watched clusters of these hosts only (pilot/eds_update.h). Returns 1 when sent, 0
+ * when skipped, -1 on failure. */
+int wf_ads_sotw_push(wf_ads_conn *c, wf_xds_type t, bool force, const json_t *services);
 
 /* ---- ads_push.c ---- */
 
@@ -145,7 +153,8 @@ int wf_ads_authorize(wf_ads_conn *c);
 /* ---- delta.c ---- */
 void wf_delta_on_message(wf_ads_conn *c, const json_t *j);
 /* Pushes type t to a delta connection: the resources that changed; force answers even with
- * nothing changed. 0 or -1. */
-int wf_delta_push(wf_ads_conn *c, wf_xds_type t, bool force);
+ * nothing changed. services as wf_ads_sotw_push's (a wildcard watch ignores it): only those
+ * clusters are generated and compared, none is removed. 1 sent, 0 skipped, -1. */
+int wf_delta_push(wf_ads_conn *c, wf_xds_type t, bool force, const json_t *services);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "core/log.h"
 #include "pilot/ads_internal.h"
+#include "pilot/eds_update.h"
 #include "xds/grpc_frame.h"
 
 /* Sends the SotW response for r: the resources are not copied. The cache's shared text is
@@ -55,18 +56,38 @@ static int sotw_send(wf_ads_conn *c, const char *version, wf_gen_text *r, const 
     return 0;
 }
 
-int wf_ads_sotw_push(wf_ads_conn *c, wf_xds_type t, bool force)
+/* The resources of t for c: the whole watch, or (an incremental EDS push) the watched clusters
+ * of services only. 1 generated, 0 nothing to send (no watched cluster updated), -1. */
+static int sotw_generate(wf_ads_conn *c, wf_xds_type t, const json_t *services, wf_gen_text *r)
+{
+    wf_ads_type *ty = &c->types[t];
+    if (!services)
+        return wf_ads_gen_text(c, t, &ty->w, r) == 0 ? 1 : -1;
+    wf_xds_names sub;
+    int n = wf_eds_names_updated(&ty->w.names, services, &sub);
+    if (n <= 0)
+        return n;
+    int rc = wf_ads_gen_text_names(c, t, &sub, wf_xds_names_hash(&sub), r);
+    wf_xds_names_free(&sub);
+    return rc == 0 ? 1 : -1;
+}
+
+int wf_ads_sotw_push(wf_ads_conn *c, wf_xds_type t, bool force, const json_t *services)
 {
     wf_ads *a = c->ads;
     wf_ads_type *ty = &c->types[t];
     uint64_t t0 = uv_hrtime();
     wf_gen_text r;
-    if (wf_ads_gen_text(c, t, &ty->w, &r) != 0) {
+    services = t == WF_XDS_EDS ? services : NULL;
+    int g = sotw_generate(c, t, services, &r);
+    if (g < 0) {
         WF_LOG(WF_LC_config, WF_LOG_ERROR, "ADS:%s: generation failed for %s", wf_xds_type_short(t),
                c->id);
         return -1;
     }
-    if (!force && ty->sent_any && r.hash == ty->sent_hash) {
+    if (g == 0)
+        return 0;
+    if (!force && !services && ty->sent_any && r.hash == ty->sent_hash) {
         wf_gen_text_free(&r);
         return 0;
     }
@@ -80,11 +101,11 @@ int wf_ads_sotw_push(wf_ads_conn *c, wf_xds_type t, bool force)
         return -1;
     }
     ty->sent_any = true;
-    ty->sent_hash = h;
+    ty->sent_hash = services ? 0 : h; /* a part: the next full push sends the whole again */
     ty->sent_at_ms = wf_ads_now_ms();
     wf_ads_observe_push(c, t, t0);
-    WF_LOG(WF_LC_config, WF_LOG_DEBUG, "ADS:%s: PUSH for node:%s version:%s nonce:%s bytes:%zu",
-           wf_xds_type_short(t), c->id, a->version, nonce, len);
+    WF_LOG(WF_LC_config, WF_LOG_DEBUG, "ADS:%s: PUSH%s for node:%s version:%s nonce:%s bytes:%zu",
+           wf_xds_type_short(t), services ? " INC" : "", c->id, a->version, nonce, len);
     return 1;
 }
 

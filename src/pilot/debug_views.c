@@ -36,8 +36,10 @@
  *   /config_dump the way istioctl proxy-status <pod> does.
  * /debug/authorizationz: istiod's {"authorization_policies": {"namespace_to_policies": {ns:
  *   [{"name", "namespace", "annotations", "spec"}]}, "root_namespace"}} (pilot/authz.h)
- * /debug/push_status: {"version", "snapshot", "change", "changed": [keys], "build_ms",
- *   "changed_at", "full_pushes", "eds_pushes", "connected", "config_errors"}
+ * /debug/push_status: {"version", "snapshot", "change", "full" (false for an incremental
+ *   EDS push), "changed": [keys], "updated_services": [hosts an incremental push updated],
+ *   "build_ms", "changed_at", "full_pushes", "eds_pushes", "pushed_proxies" (queued by the last
+ *   push), "connected", "config_errors"}
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -334,16 +336,25 @@ static void view_push_status(wf_ads *a, wf_debug_reply *r)
     for (size_t i = 0; s && changed && i < s->n_changed; i++) {
         json_array_append_new(changed, json_string(s->changed[i]));
     }
+    /* the services an incremental push updated (istiod's ConfigsUpdated of kind ServiceEntry) */
+    json_t *services = json_array();
+    const char *host;
+    json_t *v;
+    json_object_foreach(s ? s->eds_services : NULL, host, v)
+    {
+        json_array_append_new(services, json_string(host));
+    }
     rfc3339(s ? s->changed_at_ms : 0, ts, sizeof ts);
-    wf_debug_reply_json(r, 200,
-                        json_pack("{s:s, s:I, s:s, s:o, s:f, s:s, s:I, s:I, s:I, s:I}", "version",
-                                  wf_ads_version(a), "snapshot", (json_int_t)(s ? s->seq : 0),
-                                  "change", wf_change_kind_name(s ? s->change : WF_CHANGE_NONE),
-                                  "changed", changed, "build_ms", s ? s->build_ms : 0.0,
-                                  "changed_at", ts, "full_pushes", (json_int_t)m->full_pushes,
-                                  "eds_pushes", (json_int_t)m->eds_pushes, "connected",
-                                  (json_int_t)wf_ads_connected(a), "config_errors",
-                                  (json_int_t)(s ? s->n_errors : 0)));
+    json_t *o = json_pack(
+        "{s:s, s:I, s:s, s:b, s:o, s:o, s:f, s:s, s:I, s:I, s:I, s:I, s:I}", "version",
+        wf_ads_version(a), "snapshot", (json_int_t)(s ? s->seq : 0), "change",
+        wf_change_kind_name(s ? s->change : WF_CHANGE_NONE), "full",
+        !s || s->change != WF_CHANGE_ENDPOINTS, "changed", changed, "updated_services", services,
+        "build_ms", s ? s->build_ms : 0.0, "changed_at", ts, "full_pushes",
+        (json_int_t)m->full_pushes, "eds_pushes", (json_int_t)m->eds_pushes, "pushed_proxies",
+        (json_int_t)m->last_push_proxies, "connected", (json_int_t)wf_ads_connected(a),
+        "config_errors", (json_int_t)(s ? s->n_errors : 0));
+    wf_debug_reply_json(r, 200, o);
 }
 
 /* ---- registryz / endpointz --------------------------------------------------------------------

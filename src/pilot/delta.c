@@ -9,6 +9,7 @@
 
 #include "core/log.h"
 #include "pilot/ads_internal.h"
+#include "pilot/eds_update.h"
 #include "xds/grpc_frame.h"
 
 static const char *res_name(const json_t *r)
@@ -88,7 +89,7 @@ static bool wanted(const wf_ads_type *ty, const char *name)
     return ty->wildcard || json_object_get(ty->subscribed, name) != NULL;
 }
 
-static int diff_resources(wf_ads_type *ty, const json_t *arr, delta_out *o)
+static int diff_resources(wf_ads_type *ty, const json_t *arr, delta_out *o, bool partial)
 {
     size_t i;
     json_t *r;
@@ -119,7 +120,7 @@ static int diff_resources(wf_ads_type *ty, const json_t *arr, delta_out *o)
     }
     const char *k;
     json_t *v;
-    json_object_foreach(ty->versions, k, v)
+    json_object_foreach(partial ? NULL : ty->versions, k, v)
     {
         if (!json_object_get(o->now, k) && json_array_append_new(o->removed, json_string(k))) {
             return -1;
@@ -162,24 +163,33 @@ static void commit_versions(wf_ads_type *ty, const delta_out *o)
     }
 }
 
-static json_t *generate(wf_ads_conn *c, wf_xds_type t, wf_ads_type *ty)
+static json_t *generate(wf_ads_conn *c, wf_xds_type t, wf_ads_type *ty, const json_t *services)
 {
     if (!ty->wildcard && ty->w.names.n == 0) {
         return json_array(); /* nothing subscribed; empty names would mean "all" */
     }
     wf_xds_names all = {0};
-    return wf_ads_gen(c, t, ty->wildcard ? &all : &ty->w.names);
+    if (!services)
+        return wf_ads_gen(c, t, ty->wildcard ? &all : &ty->w.names);
+    wf_xds_names sub; /* an incremental EDS push: the updated services' clusters */
+    int n = wf_eds_names_updated(&ty->w.names, services, &sub);
+    json_t *arr = n < 0 ? NULL : n == 0 ? json_array() : wf_ads_gen(c, t, &sub);
+    wf_xds_names_free(&sub);
+    return arr;
 }
 
-int wf_delta_push(wf_ads_conn *c, wf_xds_type t, bool force)
+int wf_delta_push(wf_ads_conn *c, wf_xds_type t, bool force, const json_t *services)
 {
     wf_ads_type *ty = &c->types[t];
     uint64_t t0 = uv_hrtime();
     delta_out o = {json_array(), json_array(), json_object()};
-    json_t *arr = generate(c, t, ty);
+    if (t != WF_XDS_EDS || ty->wildcard)
+        services = NULL;
+    json_t *arr = generate(c, t, ty, services);
     int rc = -1;
     char nonce[40];
-    if (!arr || !o.resources || !o.removed || !o.now || diff_resources(ty, arr, &o)) {
+    if (!arr || !o.resources || !o.removed || !o.now ||
+        diff_resources(ty, arr, &o, services != NULL)) {
         goto out;
     }
     rc = 0;
@@ -237,7 +247,7 @@ static int delta_request(wf_ads_conn *c, wf_xds_type t, const wf_xds_delta_reque
         if (watch_update(ty, req, true, &kind) || apply_subs(ty, t, req, true)) {
             return -1;
         }
-        return wf_delta_push(c, t, true) < 0 ? -1 : 0;
+        return wf_delta_push(c, t, true, NULL) < 0 ? -1 : 0;
     }
     if (req->response_nonce && *req->response_nonce) {
         if (watch_update(ty, req, false, &kind)) {
@@ -260,7 +270,7 @@ static int delta_request(wf_ads_conn *c, wf_xds_type t, const wf_xds_delta_reque
     if (apply_subs(ty, t, req, false)) {
         return -1;
     }
-    return wf_delta_push(c, t, false) < 0 ? -1 : 0;
+    return wf_delta_push(c, t, false, NULL) < 0 ? -1 : 0;
 }
 
 void wf_delta_on_message(wf_ads_conn *c, const json_t *j)

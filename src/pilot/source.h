@@ -32,7 +32,9 @@
  *    line is unknown (JSON input, a Kubernetes object "kube:Kind/ns/name").
  *  - classifies each new snapshot against the previous one per resource (hash of its
  *    canonical JSON): NONE (nothing changed: no delivery), ENDPOINTS (only Pod, WorkloadEntry,
- *    Endpoints or EndpointSlice objects changed: Istio's incremental EDS push) or FULL.
+ *    Endpoints or EndpointSlice objects changed: Istio's incremental EDS push, with the
+ *    services they touch in eds_services, pilot/eds_update.h) or FULL (also an endpoint change
+ *    eds_update.h cannot narrow to EDS services, or one that adds a workload identity).
  *    Every build is delivered (its errors may have changed); consumers push nothing on NONE.
  *
  * Threads: one libuv loop; everything runs on it. No global mutable state.
@@ -108,6 +110,10 @@ typedef struct wf_snapshot {
                             * first); not listed in changed */
     const char **changed;  /* keys that changed (added, modified, removed) */
     size_t n_changed;
+    /* ENDPOINTS only: the hostnames whose endpoints the change touches, istiod's
+     * edsUpdatedServices (pilot/eds_update.h), an object host -> true owned by the snapshot;
+     * NULL for NONE and FULL */
+    json_t *eds_services;
     size_t files; /* files read */
 } wf_snapshot;
 

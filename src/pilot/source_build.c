@@ -15,6 +15,7 @@
 #include "model/unimplemented.h"
 #include "model/validate.h"
 #include "pilot/authz.h"
+#include "pilot/eds_update.h"
 #include "pilot/gateway_secrets.h"
 #include "pilot/generate.h"
 #include "pilot/inbound.h"
@@ -84,6 +85,7 @@ void wf_snapshot_unref(wf_snapshot *s)
         return;
     }
     wf_store_free(s->store);
+    json_decref(s->eds_services);
     mesh_box_unref(s->mesh_box);
     free(s->errors);
     free(s->warnings);
@@ -988,6 +990,16 @@ static int classify(build *b)
     /* endpoints that change the service accounts clusters carry as SANs: a full push */
     if (!full && s->n_changed && p && wf_svc_identities_added(p->store, s->store))
         full = true;
+    /* the services whose endpoints changed (istiod's edsUpdatedServices); a change that cannot
+     * be narrowed to EDS services is a full push */
+    if (!full && s->n_changed) {
+        int rc =
+            wf_eds_updated_services(p ? p->store : NULL, s->store, (const char *const *)s->changed,
+                                    s->n_changed, &s->eds_services);
+        if (rc == WF_EDS_UPDATE_OOM)
+            return -1;
+        full = rc == WF_EDS_UPDATE_FULL;
+    }
     s->change = full ? WF_CHANGE_FULL : s->n_changed ? WF_CHANGE_ENDPOINTS : WF_CHANGE_NONE;
     return 0;
 }

@@ -17,8 +17,16 @@ state stays consistent.
     relay.release()
     relay.close()
 
+It also decodes what pilot sends: every gRPC message of pilot's DATA frames (reassembled per
+HTTP/2 stream, padding removed) is parsed as JSON and kept, in order, for the test to read:
+
+    n = len(relay.responses())          # DiscoveryResponses so far (dicts)
+    ...
+    new = relay.responses()[n:]         # what pilot sent since
+
 Standard library only; threads end when either side closes or at close().
 """
+import json
 import socket
 import threading
 
@@ -37,6 +45,8 @@ class XdsRelay:
         self.queues = {}  # client socket -> frames held for it
         self.socks = []
         self.closed = False
+        self.decoded = []  # pilot's gRPC messages, parsed (dicts), in arrival order
+        self.partial = {}  # (client, stream id) -> bytes of an unfinished gRPC message
         self.threads = [threading.Thread(target=self._accept, daemon=True)]
         self.threads[0].start()
 
@@ -54,6 +64,30 @@ class XdsRelay:
             if not self.cond.wait_for(lambda: any(self.queues.values()), timeout):
                 raise AssertionError("the relay held no %s response in %ss" % (self.word,
                                                                             timeout))
+
+    def responses(self):
+        """pilot's messages decoded so far (a copy of the list)."""
+        with self.cond:
+            return list(self.decoded)
+
+    def _decode(self, client, head, payload):
+        """Keeps the gRPC messages of a DATA frame (called with the lock held)."""
+        if head[3] != FRAME_DATA:
+            return
+        flags, sid = head[4], int.from_bytes(head[5:9], "big") & 0x7FFFFFFF
+        if flags & 0x8 and payload:  # PADDED
+            payload = payload[1:len(payload) - payload[0]]
+        buf = self.partial.get((client, sid), b"") + payload
+        while len(buf) >= 5:
+            n = int.from_bytes(buf[1:5], "big")
+            if len(buf) < 5 + n:
+                break
+            try:
+                self.decoded.append(json.loads(buf[5:5 + n]))
+            except ValueError:
+                self.decoded.append({"undecodable": buf[5:5 + n][:200].decode("latin-1")})
+            buf = buf[5 + n:]
+        self.partial[(client, sid)] = buf
 
     def release(self):
         """Stops holding and sends what was held, in order."""
@@ -148,6 +182,7 @@ class XdsRelay:
                     break
                 frame = head + payload
                 with self.cond:
+                    self._decode(client, head, payload)
                     q = self.queues[client]
                     if self.word and (q or (head[3] == FRAME_DATA and self.word in payload)):
                         q.append(frame)

@@ -514,6 +514,129 @@ static void test_delta_eds_subscriptions(void **state)
     assert_null(json_object_get(m, "removed_resources"));
 }
 
+/* ---- incremental EDS (istiod's edsUpdatedServices, pilot/eds_update.h) ---- */
+
+#define HA "a.default.svc.cluster.local"
+#define HB "b.default.svc.cluster.local"
+#define CA "outbound|80||" HA
+#define CB "outbound|80||" HB
+
+/* An ENDPOINTS snapshot with npods pods whose updated services are hosts (NULL-terminated). */
+static wf_snapshot *eds_snap(env *e, int npods, const char *h1, const char *h2)
+{
+    char yaml[4096];
+    size_t o = (size_t)snprintf(yaml, sizeof yaml, "%s", services("a b"));
+    for (int i = 0; i < npods; i++)
+        o += (size_t)snprintf(yaml + o, sizeof yaml - o,
+                              "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p%d}\n", i);
+    wf_snapshot *s = snap_of(e, yaml, WF_CHANGE_ENDPOINTS);
+    s->eds_services = json_object();
+    if (h1)
+        json_object_set_new(s->eds_services, h1, json_true());
+    if (h2)
+        json_object_set_new(s->eds_services, h2, json_true());
+    return s;
+}
+
+static const char *res_cluster(json_t *m, size_t i)
+{
+    json_t *r = json_array_get(json_object_get(m, "resources"), i);
+    json_t *inner = json_object_get(r, "resource"); /* delta wraps it */
+    return jstr(inner ? inner : r, "cluster_name");
+}
+
+/* SotW: only a proxy watching an updated service's cluster is pushed, with those clusters only;
+ * no CDS; merged pushes merge their services; the next full push sends the whole watch. */
+static void test_sotw_incremental_eds(void **state)
+{
+    env *e = *state;
+    connect_client(e, false);
+    send_json(e, request(WF_XDS_TYPE_CLUSTER, NULL, NULL, NULL, true));
+    wait_msgs(e, 1);
+    send_json(e, request(WF_XDS_TYPE_CLUSTER, jstr(msg_at(e, 0), "version_info"),
+                         jstr(msg_at(e, 0), "nonce"), NULL, false));
+    send_json(e, request(WF_XDS_TYPE_ENDPOINT, NULL, NULL, json_pack("[s, s]", CA, CB), false));
+    wait_msgs(e, 2);
+    send_json(e, request(WF_XDS_TYPE_ENDPOINT, jstr(msg_at(e, 1), "version_info"),
+                         jstr(msg_at(e, 1), "nonce"), json_pack("[s, s]", CA, CB), false));
+    pump(e, 30);
+    const wf_ads_metrics *m = wf_ads_get_metrics(e->ads);
+    uint64_t cds = m->pushes[WF_XDS_CDS], eds = m->pushes[WF_XDS_EDS];
+
+    /* a service the proxy does not watch: nothing queued, nothing sent */
+    wf_ads_push(e->ads, eds_snap(e, 1, "c.default.svc.cluster.local", NULL));
+    assert_int_equal(m->last_push_proxies, 0);
+    pump(e, 50);
+    assert_int_equal(json_array_size(e->c.msgs), 2);
+
+    /* service a: EDS with a's cluster only */
+    wf_ads_push(e->ads, eds_snap(e, 2, HA, NULL));
+    assert_int_equal(m->last_push_proxies, 1);
+    wait_msgs(e, 3);
+    pump(e, 30);
+    assert_int_equal(json_array_size(e->c.msgs), 3);
+    json_t *r = msg_at(e, 2);
+    assert_string_equal(jstr(r, "type_url"), WF_XDS_TYPE_ENDPOINT);
+    assert_int_equal(json_array_size(json_object_get(r, "resources")), 1);
+    assert_string_equal(res_cluster(r, 0), CA);
+    assert_int_equal(m->pushes[WF_XDS_CDS], cds);
+    assert_int_equal(m->pushes[WF_XDS_EDS], eds + 1);
+    /* the ACK keeps the watch's names (both clusters) and syncs it */
+    send_json(e, request(WF_XDS_TYPE_ENDPOINT, jstr(r, "version_info"), jstr(r, "nonce"),
+                         json_pack("[s, s]", CA, CB), false));
+    pump(e, 30);
+    assert_int_equal(json_array_size(e->c.msgs), 3);
+    assert_int_equal(type_state(e, WF_XDS_EDS)->w.names.n, 2);
+    assert_int_equal(wf_xds_watch_sync(&type_state(e, WF_XDS_EDS)->w), WF_XDS_SYNC_SYNCED);
+
+    /* two pushes while the proxy waits: one response with both services */
+    wf_ads_push(e->ads, eds_snap(e, 3, HA, NULL));
+    wf_ads_push(e->ads, eds_snap(e, 4, HB, NULL));
+    wait_msgs(e, 4);
+    pump(e, 30);
+    assert_int_equal(json_array_size(e->c.msgs), 4);
+    assert_int_equal(json_array_size(json_object_get(msg_at(e, 3), "resources")), 2);
+    send_json(e, request(WF_XDS_TYPE_ENDPOINT, jstr(msg_at(e, 3), "version_info"),
+                         jstr(msg_at(e, 3), "nonce"), json_pack("[s, s]", CA, CB), false));
+    pump(e, 30);
+
+    /* an incremental push then a full one before the proxy is served: the whole watch */
+    wf_ads_push(e->ads, eds_snap(e, 5, HA, NULL));
+    char yaml[4096];
+    snprintf(yaml, sizeof yaml, "%s", services("a b"));
+    wf_ads_push(e->ads, snap_of(e, yaml, WF_CHANGE_FULL));
+    wait_msgs(e, 5);
+    pump(e, 30);
+    assert_int_equal(json_array_size(e->c.msgs), 5); /* CDS unchanged: not resent */
+    assert_string_equal(jstr(msg_at(e, 4), "type_url"), WF_XDS_TYPE_ENDPOINT);
+    assert_int_equal(json_array_size(json_object_get(msg_at(e, 4), "resources")), 2);
+}
+
+/* Delta: the changed ClusterLoadAssignments of the updated services only, nothing removed. */
+static void test_delta_incremental_eds(void **state)
+{
+    env *e = *state;
+    connect_client(e, true);
+    send_json(e, delta_req(WF_XDS_TYPE_ENDPOINT, NULL, json_pack("[s, s]", CA, CB), NULL, true));
+    wait_msgs(e, 1);
+    assert_int_equal(n_res(msg_at(e, 0)), 2);
+    send_json(e, delta_req(WF_XDS_TYPE_ENDPOINT, jstr(msg_at(e, 0), "nonce"), NULL, NULL, false));
+    pump(e, 30);
+    wf_ads_push(e->ads, eds_snap(e, 1, HB, "c.default.svc.cluster.local"));
+    wait_msgs(e, 2);
+    pump(e, 30);
+    json_t *m = msg_at(e, 1);
+    assert_int_equal(n_res(m), 1);
+    assert_string_equal(res_cluster(m, 0), CB);
+    assert_null(json_object_get(m, "removed_resources"));
+    /* b unchanged (same pods): nothing to send */
+    send_json(e, delta_req(WF_XDS_TYPE_ENDPOINT, jstr(m, "nonce"), NULL, NULL, false));
+    pump(e, 30);
+    wf_ads_push(e->ads, eds_snap(e, 1, HB, NULL));
+    pump(e, 60);
+    assert_int_equal(json_array_size(e->c.msgs), 2);
+}
+
 /* SotW and delta streams side by side on the one xDS port: each is classified by its :path,
  * listed with its peer address, and tracked (SYNCED) on its own. */
 static void test_both_methods_one_port(void **state)
@@ -816,6 +939,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reconnect_replaces_retained, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delta_wildcard_cds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delta_eds_subscriptions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sotw_incremental_eds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delta_incremental_eds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_both_methods_one_port, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pilot_syncz_shows_nack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sds_subscribed_and_pushed_on_secret_change, setup_real,
