@@ -15,7 +15,9 @@ Chromium driven by tests/browser/view_check.mjs (puppeteer-core), as an operator
    gateway's view (504 UT) beside catalog's own (no 504: its sidecar saw the caller go away),
    the gateway's success rate is lower than catalog's own and the edge's label shows both
    (pilot says they disagree; a request with no response code, catalog's "0"/DC, is no error as
-   in Kiali); the Failed requests view has the gateway's 504 UT with its explanation.
+   in Kiali); the Failed requests view has the gateway's 504 UT with its explanation;
+4. mTLS turned off by a DestinationRule (tls DISABLE): the locks leave the edges into catalog
+   (a 10 s window), and come back with the fix's DestinationRule (auto mTLS).
 
 Screenshots go to $WEFT_TEST_ARTIFACTS (default build/test-artifacts/ui/), under localmesh/:
 localmesh-graph.png, -proxies, -ist0101 (the graph with IST0101 on the edges, the locks and the
@@ -302,6 +304,34 @@ def test_web_view_on_the_catalog_mesh(tmp_path):
         assert ut[3] == "504" and ut[4] == "UT" and HOST in ut[2], ut
         assert ut[9].strip(), "no explanation: %s" % ut
         blowup(v2_pods, {"active": False})
+
+        # 4. mTLS off and on again: a DestinationRule tls DISABLE (plaintext under PERMISSIVE)
+        # takes the locks away, the fix's DestinationRule (auto mTLS) brings them back; a 10 s
+        # window so that the old traffic leaves it soon
+        fix = open(os.path.join(STEPS, "fix-destinationrule.yaml")).read()
+        (d / "destinationrule.yaml").write_text(
+            fix.replace("spec:\n", "spec:\n  trafficPolicy:\n    tls:\n      mode: DISABLE\n", 1))
+        into = (ids["v1"], ids["v2"])
+
+        def shares():
+            g = api("/ui/api/graph?namespace=istioinaction&window=10")
+            es = [e for e in (g or {}).get("edges", []) if e["id"] in into]
+            return [e.get("mtls_percent") for e in es] if len(es) == 2 else None
+        wait_for(lambda: shares() == [0, 0], 90, "plaintext edges into catalog (mtls_percent 0)")
+        r = plan([{"goto": "?namespace=istioinaction&window=10#graph"},
+                  {"wait": "window.weftView && window.weftView.lastGraph && window.weftView"
+                           ".lastGraph.window_s === 10"},
+                  {"eval": "locks", "js": LOCKS_JS},
+                  {"screenshot": "localmesh-mtls-off.png"}], "localmesh")["results"]
+        assert not set(into) & set(r["locks"]), r["locks"]
+        shutil.copy(os.path.join(STEPS, "fix-destinationrule.yaml"), d / "destinationrule.yaml")
+        wait_for(lambda: shares() == [100, 100], 90, "mutual TLS again on the edges into catalog")
+        r = plan([{"goto": "?namespace=istioinaction&window=10#graph"},
+                  {"wait": "document.querySelectorAll('#lock-layer .mtls-lock').length >= 2",
+                   "timeout": 30000},
+                  {"eval": "locks", "js": LOCKS_JS},
+                  {"screenshot": "localmesh-mtls-on.png"}], "localmesh")["results"]
+        assert set(into) <= set(r["locks"]), r["locks"]
     finally:
         if traffic:
             traffic.stop()
