@@ -287,8 +287,8 @@ static int report_check(const char *where, int rc, const wf_http_resp *r, const 
                     r->body, r->body[r->len - 1] == '\n' ? "" : "\n");
     } else if (r->status == 404) {
         fprintf(stderr,
-                "Error: weft-pilot (%s) answers GET %s with 404: this weft-pilot does not "
-                "serve the web view (older than weftctl?)\n",
+                "Error: %s answers GET %s with 404: not weft-pilot's monitoring port, or a "
+                "weft-pilot older than the web view\n",
                 where, UI_PATH);
     } else {
         fprintf(stderr, "Error: weft-pilot (%s) answers GET %s with status %d, not the view\n",
@@ -327,6 +327,13 @@ static int run(const wf_flag *fl, bool kiali)
     }
     char *state_addr =
         mode == WF_MESH_LOCAL && !fl[F_PILOT].sval ? state_pilot(fl[F_STATE].sval) : NULL;
+    if (mode == WF_MESH_LOCAL && !fl[F_PILOT].sval && fl[F_STATE].sval && !state_addr) {
+        fprintf(stderr,
+                "Error: --state %s: no local mesh there (%s/%s missing or naming no pilot; "
+                "weftctl status lists the mesh's state folder)\n",
+                fl[F_STATE].sval, fl[F_STATE].sval, WF_LM_MESH_JSON);
+        return WF_EXIT_ERROR;
+    }
     wf_mesh_opts o = {fl[F_PILOT].sval ? fl[F_PILOT].sval : state_addr, fl[F_KUBECONFIG].sval,
                       fl[F_CONTEXT].sval, ns, NULL};
     wf_strbuf err = WF_STRBUF_INIT, cmd = WF_STRBUF_INIT;

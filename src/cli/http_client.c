@@ -34,7 +34,7 @@ static int remaining(int64_t deadline)
     return r < 0 ? 0 : (int)r;
 }
 
-/* Splits "host:port" / "[v6]:port" into host and port. Returns 0 or -1. */
+/* Splits "host:port" / "[v6]:port" into host and port (a number 1-65535). Returns 0 or -1. */
 static int split_addr(const char *addr, char *host, size_t hcap, char *port, size_t pcap)
 {
     const char *colon;
@@ -55,6 +55,10 @@ static int split_addr(const char *addr, char *host, size_t hcap, char *port, siz
     }
     size_t pl = strlen(colon + 1);
     if (hl == 0 || hl >= hcap || pl == 0 || pl >= pcap)
+        return -1;
+    char *end = NULL; /* a port number 1-65535, never a service name */
+    unsigned long pn = strtoul(colon + 1, &end, 10);
+    if (*end || colon[1] < '0' || colon[1] > '9' || pn == 0 || pn > 65535)
         return -1;
     memcpy(host, hs, hl);
     host[hl] = '\0';
@@ -98,7 +102,8 @@ static int dial(const char *addr, int64_t deadline, wf_strbuf *err)
 {
     char host[256], port[16];
     if (split_addr(addr, host, sizeof host, port, sizeof port) != 0) {
-        wf_strbuf_printf(err, "cannot connect to %s: invalid address (want host:port)", addr);
+        wf_strbuf_printf(
+            err, "cannot connect to %s: invalid address (want host:port, port 1-65535)", addr);
         return -1;
     }
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};

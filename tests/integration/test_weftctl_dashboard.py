@@ -163,7 +163,7 @@ def test_view_files_missing_is_exit_3():
         r = run_weftctl("dashboard", "weft", "--pilot", s.addr, "-o", "json",
                         env=env_without_display())
         assert r.returncode == EXIT_MESH and r.stdout == ""
-        assert "404" in r.stderr and "does not serve the web view" in r.stderr
+        assert "404" in r.stderr and "not weft-pilot's monitoring port" in r.stderr
     finally:
         s.close()
 
@@ -175,6 +175,22 @@ def test_pilot_not_reachable_is_exit_1():
     assert r.stdout == ""
     assert "weft-pilot is not reachable (%s)" % addr in r.stderr
     assert "weftctl up" in r.stderr
+
+
+@pytest.mark.parametrize("addr", ["127.0.0.1:99999", "127.0.0.1:0", "127.0.0.1:http",
+                                  "127.0.0.1:"])
+def test_pilot_address_with_no_port_number_is_refused(addr):
+    r = run_weftctl("dashboard", "weft", "--pilot", addr, "--browser=false",
+                    env=env_without_display())
+    assert r.returncode == EXIT_ERROR and r.stdout == ""
+    assert "invalid address (want host:port, port 1-65535)" in r.stderr, r.stderr
+
+
+def test_state_without_a_mesh_is_an_error(tmp_path):
+    r = run_weftctl("dashboard", "weft", "--state", tmp_path / "nothing", "--browser=false",
+                    env=env_without_display())
+    assert r.returncode == EXIT_ERROR and r.stdout == ""
+    assert "no local mesh there" in r.stderr and "mesh.json" in r.stderr, r.stderr
 
 
 def test_local_mesh_state_names_pilot(pilot, tmp_path):
