@@ -7,8 +7,10 @@
 // with an Error message configures is drawn red too and carries the message code (IST0101).
 // A lock is drawn on every edge with mtls_percent > 0 (a DOM overlay: the canvas has no emoji
 // font to rely on). When pilot says the source and destination views disagree, the label shows
-// both ("src 70% | dst 100%").
-import {el, clear, notice, fmtRate, fmtPct, fmtMs, fmtBytes, fmtAgo} from './util.js';
+// both ("src 70% | dst 100%", or "src 0.82 rps | dst 1.50 rps" when they disagree in rate only).
+// An edge into the unknown node (a gateway's 503 NC: Istio's metrics name no service) says so
+// in its panel, with a link to Failed requests.
+import {el, clear, notice, fmtRate, fmtPct, fmtMs, fmtBytes, fmtAgo, plural} from './util.js';
 
 export const HEALTH_COLOURS = {healthy: '#3e8635', degraded: '#ec7a08', failure: '#c9190b', idle: '#8a8d90'};
 const ERROR_RED = HEALTH_COLOURS.failure;
@@ -70,14 +72,20 @@ function viewSummary(v, protocol) {
   return `${fmtRate(v.rps)} rps ${fmtPct(v.success_rate)}`;
 }
 
-// The edge's label: [CODES · ] rate and success, or both views when they disagree.
+// The edge's label: [CODES · ] rate and success, or both views when they disagree: their
+// success rates ("10.0 rps src 70% | dst 100%"), or, when those print the same (the views
+// disagree in request rate only), their rates ("src 0.82 rps | dst 1.50 rps").
 export function edgeLabel(e, codes) {
   const sv = e.source_view, dv = e.destination_view;
   let text;
   if (e.disagree && sv && dv) {
-    text = e.protocol === 'tcp'
-      ? `src ${fmtBytes(sv.tcp_sent_bps)} | dst ${fmtBytes(dv.tcp_received_bps)}`
-      : `${fmtRate(sv.rps)} rps src ${fmtPct(sv.success_rate)} | dst ${fmtPct(dv.success_rate)}`;
+    if (e.protocol === 'tcp') {
+      text = `src ${fmtBytes(sv.tcp_sent_bps)} | dst ${fmtBytes(dv.tcp_received_bps)}`;
+    } else if (fmtPct(sv.success_rate) === fmtPct(dv.success_rate)) {
+      text = `src ${fmtRate(sv.rps)} rps | dst ${fmtRate(dv.rps)} rps`;
+    } else {
+      text = `${fmtRate(sv.rps)} rps src ${fmtPct(sv.success_rate)} | dst ${fmtPct(dv.success_rate)}`;
+    }
   } else {
     text = viewSummary(sv || dv, e.protocol) || 'no traffic';
   }
@@ -212,7 +220,8 @@ export class GraphView {
       ? ` (${Math.round(g.covered_s)} s of it scraped)` : '';
     const last = s.last_round_ms ? `, last round ${fmtAgo(s.last_round_ms)}` : '';
     return `window ${g.window_s || this.app.window} s${covered} · at ${t} · scrape every ${s.interval_s ?? '-'} s: ` +
-      `${s.ok ?? '-'}/${s.targets ?? '-'} targets ok${s.failed ? `, ${s.failed} failed` : ''}${last}`;
+      `${s.ok ?? '-'}/${typeof s.targets === 'number' ? plural(s.targets, 'target') : '- targets'} ok` +
+      `${s.failed ? `, ${s.failed} failed` : ''}${last}`;
   }
 
   draw(cytoscape, graph, validations) {
@@ -341,7 +350,18 @@ export class GraphView {
         e.disagree ? el('strong', {class: 'disagree'}, ' · the two views disagree') : null),
       e.disagree ? el('p', {class: 'hint'}, 'The source view is what the client proxy saw (its timeouts, ' +
         'retries and local failures included); the destination view is what the server proxy answered.') : null,
-      views, this.messagesBlock(messagesForService(this.lastValidations, svc), svc));
+      views, this.messagesBlock(messagesForService(this.lastValidations, svc), svc),
+      (nodes.get(e.target) || {}).kind === 'unknown' ? this.unknownHint() : null);
+  }
+
+  // An edge into the unknown node: requests whose destination service Istio's metrics could not
+  // name (destination_service="unknown"), typically a gateway's 503 NC: no cluster took them, and
+  // a gateway does not fall back to the Host header for the name. The service they were meant
+  // for (and its IST0101) is on the service node; the requests themselves are in Failed requests.
+  unknownHint() {
+    return el('p', {class: 'hint', id: 'edge-unknown-hint'},
+      'requests no cluster took (e.g. 503 NC): Istio\'s metrics cannot name their service; see ',
+      el('a', {href: '#failed', class: 'jump'}, 'Failed requests'));
   }
 
   messagesBlock(msgs, svc) {
