@@ -48,11 +48,17 @@ export function messagesForService(validations, svc) {
   return out;
 }
 
+// Istio's "unknown": the source of requests from outside the mesh (kind unknown), or the service
+// node of destination_service="unknown" (requests no cluster took, e.g. a gateway's 503 NC).
+export function isUnknown(n) {
+  return !!n && (n.kind === 'unknown' || (n.kind === 'service' && n.service === 'unknown'));
+}
+
 // The service an edge's requests are for: the service node it leads into, or the service node
 // it leaves (service -> workload, in Kiali's graph with service nodes), else the target's service.
 export function edgeService(e, byId) {
   const t = byId.get(e.target) || {}, s = byId.get(e.source) || {};
-  const svcOf = (n) => n.service || (n.id && n.id.startsWith('svc:') ? n.id.slice(4) : '');
+  const svcOf = (n) => (isUnknown(n) ? '' : n.service || (n.id && n.id.startsWith('svc:') ? n.id.slice(4) : ''));
   if (t.kind === 'service') return svcOf(t);
   if (s.kind === 'service') return svcOf(s);
   return t.service || '';
@@ -61,7 +67,7 @@ export function edgeService(e, byId) {
 function nodeLabel(n) {
   if (n.kind === 'app') return n.app || n.name;
   if (n.kind === 'service') return n.name;
-  if (n.kind === 'unknown') return 'unknown';
+  if (isUnknown(n)) return 'unknown';
   if (n.parent && n.version) return n.version;
   return n.name + (n.version ? ` ${n.version}` : '');
 }
@@ -103,7 +109,7 @@ function elementsOf(graph, validations) {
     els.push({group: 'nodes', data: {
       id: n.id, parent: n.parent && byId.has(n.parent) ? n.parent : undefined,
       label: (codes.length ? codes.join(' ') + ' ' : '') + nodeLabel(n),
-      kind: n.kind, health: n.health || 'idle', gateway: !!n.is_gateway, namespace: n.namespace,
+      kind: isUnknown(n) ? 'unknown' : n.kind, health: n.health || 'idle', gateway: !!n.is_gateway, namespace: n.namespace,
       name: n.name, service: n.service || '', codes: codes.join(' '), validation_error: codes.length > 0,
       colour: codes.length ? ERROR_RED : HEALTH_COLOURS[n.health] || HEALTH_COLOURS.idle}});
   }
@@ -351,7 +357,7 @@ export class GraphView {
       e.disagree ? el('p', {class: 'hint'}, 'The source view is what the client proxy saw (its timeouts, ' +
         'retries and local failures included); the destination view is what the server proxy answered.') : null,
       views, this.messagesBlock(messagesForService(this.lastValidations, svc), svc),
-      (nodes.get(e.target) || {}).kind === 'unknown' ? this.unknownHint() : null);
+      isUnknown(nodes.get(e.target)) ? this.unknownHint() : null);
   }
 
   // An edge into the unknown node: requests whose destination service Istio's metrics could not

@@ -139,9 +139,9 @@ LOCKS_JS = """[...document.querySelectorAll('#lock-layer .mtls-lock')].map(l => 
 ROWS_JS = """[...document.querySelectorAll('%s tbody tr')].map(tr => [...tr.cells].map(td => td.textContent))"""
 
 
-# the fixture's gateway -> unknown edge (503 NC: Istio's metrics name no destination service)
+# the fixture's gateway -> unknown edge (503 NC: destination_service="unknown", a service node)
 # and its catalog -> catalog v2 edge whose views disagree in request rate only
-UNKNOWN_EDGE = "e:wl:istio-system/istio-ingressgateway->unknown"
+UNKNOWN_EDGE = "e:wl:istio-system/istio-ingressgateway->svc:unknown"
 RATE_EDGE = "e:svc:catalog.istioinaction.svc.cluster.local->wl:istioinaction/catalog-v2"
 
 
