@@ -710,8 +710,8 @@ VIEW = [
     "requests: the gateway's 503 NC cluster_not_found with log explain's explanation",
     "Proxies: every proxy SYNCED for CDS, LDS, EDS and RDS",
     "Validations: IST0101 on VirtualService catalog-v1-v2, its destination line marked; on the "
-    "graph the same code on the catalog service node and the edges into it (the failing "
-    "requests stay on the gateway -> unknown edge)",
+    "graph the same code on the catalog service node and the edges into it once they carry "
+    "traffic (none yet: every request is a 503 NC on the gateway -> unknown edge)",
     "Graph: gateway -> catalog v1 and v2 (grouped under app catalog) green, about 20/80 of the "
     "requests, within a scrape (5 s here); Validations: no error for istioinaction, one warning "
     "stays: IST0162 on Gateway catalog-gateway (from the gateway Service weftctl up writes)",
