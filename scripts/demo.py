@@ -705,21 +705,27 @@ class Demo:
 # weft-pilot's web view (docs/web-view.md) in the local mesh, and what each step shows there
 VIEW_URL = "http://127.0.0.1:15014/ui/"
 VIEW = [
-    "Graph: the edge istio-ingressgateway -> catalog turns red (503); Failed requests: the "
-    "gateway's 503 NC cluster_not_found with log explain's explanation",
+    "Graph: a red edge istio-ingressgateway -> unknown (503 NC: no cluster took the requests, so "
+    "Istio's metrics name no service, destination_service=\"unknown\"; its panel says so); Failed "
+    "requests: the gateway's 503 NC cluster_not_found with log explain's explanation",
     "Proxies: every proxy SYNCED for CDS, LDS, EDS and RDS",
-    "Validations: IST0101 on VirtualService catalog-v1-v2, its destination line marked; the same "
-    "message on the graph's catalog edge",
+    "Validations: IST0101 on VirtualService catalog-v1-v2, its destination line marked; on the "
+    "graph the same code on the catalog service node and the edges into it once they carry "
+    "traffic (none yet: every request is a 503 NC on the gateway -> unknown edge)",
     "Graph: gateway -> catalog v1 and v2 (grouped under app catalog) green, about 20/80 of the "
-    "requests; Validations: nothing for istioinaction",
+    "requests, within a scrape (5 s here); Validations: no error for istioinaction, one warning "
+    "stays: IST0162 on Gateway catalog-gateway (from the gateway Service weftctl up writes)",
     "Proxies: the gateway's clusters (version-v1, version-v2) and routes, istioctl's columns",
-    "Graph: the gateway -> catalog v2 edge shows the gateway's (source) success rate below "
-    "catalog's own (destination), side by side; Failed requests: 504 UT explained",
+    "Graph: the gateway -> catalog (service) edge shows the gateway's (source) success rate "
+    "below catalog's own (destination), side by side; catalog -> v2 may disagree in rate only "
+    "(src N rps | dst M rps); Failed requests: 504 UT explained",
     "Failed requests: the gateway's recent failures, each with its explanation",
     "Failed requests: 507 request_payload_exceeded_retry_buffer_limit explained",
-    "Proxies: the gateway's control-plane history (disconnected, then connected) and sync states",
-    "Graph: a lock on the gateway -> catalog edges (mutual TLS); Proxies: each proxy's "
-    "certificate and its expiry",
+    "Proxies: every proxy connected again and SYNCED; the history (kept in pilot's memory) "
+    "begins at the restarted pilot's start, so the outage is not in it",
+    "Graph: a lock on the gateway -> catalog edges (mutual TLS); Proxies: the certificates "
+    "pilot's CA issued since its restart (older ones show after the proxy's next rotation; "
+    "meanwhile CERT EXPIRES is Envoy's whole days, 0 d = under a day)",
 ]
 
 SUMMARY = [

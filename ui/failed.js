@@ -2,7 +2,7 @@
 // failed requests its proxies keep (admin GET /failed_requests: status, response flags,
 // details, route, cluster, upstream host; no bodies, no sensitive headers) with the
 // explanation `weftctl log explain` gives (summary; meaning, causes, next steps expandable).
-import {el, clear, notice, fmtTime, fmtMs} from './util.js';
+import {el, clear, notice, fmtTime, fmtMs, plural} from './util.js';
 
 function explanation(x) {
   if (!x) return el('span', {class: 'muted'}, 'no explanation');
@@ -17,7 +17,7 @@ function workloadSection(w) {
   const reqs = (w.requests || []).slice().sort((a, b) => b.start_time_ms - a.start_time_ms);
   return el('section', {class: 'failed-workload', dataset: {workload: w.workload, namespace: w.namespace}},
     el('h2', {}, `${w.namespace}/${w.workload}`,
-      el('span', {class: 'count'}, ` ${reqs.length} failed request${reqs.length === 1 ? '' : 's'}`)),
+      el('span', {class: 'count'}, ' ' + plural(reqs.length, 'failed request'))),
     down.map((p) => notice('warn', `${p.proxy_id}: failed requests not fetched: ${p.error}`)),
     reqs.length ? el('table', {class: 'grid failed'},
       el('thead', {}, el('tr', {}, ['TIME', 'METHOD', 'AUTHORITY + PATH', 'STATUS', 'FLAGS', 'DETAILS', 'ROUTE',

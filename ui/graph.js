@@ -7,8 +7,10 @@
 // with an Error message configures is drawn red too and carries the message code (IST0101).
 // A lock is drawn on every edge with mtls_percent > 0 (a DOM overlay: the canvas has no emoji
 // font to rely on). When pilot says the source and destination views disagree, the label shows
-// both ("src 70% | dst 100%").
-import {el, clear, notice, fmtRate, fmtPct, fmtMs, fmtBytes, fmtAgo} from './util.js';
+// both ("src 70% | dst 100%", or "src 0.82 rps | dst 1.50 rps" when they disagree in rate only).
+// An edge into the unknown node (a gateway's 503 NC: Istio's metrics name no service) says so
+// in its panel, with a link to Failed requests.
+import {el, clear, notice, fmtRate, fmtPct, fmtMs, fmtBytes, fmtAgo, plural} from './util.js';
 
 export const HEALTH_COLOURS = {healthy: '#3e8635', degraded: '#ec7a08', failure: '#c9190b', idle: '#8a8d90'};
 const ERROR_RED = HEALTH_COLOURS.failure;
@@ -46,11 +48,17 @@ export function messagesForService(validations, svc) {
   return out;
 }
 
+// Istio's "unknown": the source of requests from outside the mesh (kind unknown), or the service
+// node of destination_service="unknown" (requests no cluster took, e.g. a gateway's 503 NC).
+export function isUnknown(n) {
+  return !!n && (n.kind === 'unknown' || (n.kind === 'service' && n.service === 'unknown'));
+}
+
 // The service an edge's requests are for: the service node it leads into, or the service node
 // it leaves (service -> workload, in Kiali's graph with service nodes), else the target's service.
 export function edgeService(e, byId) {
   const t = byId.get(e.target) || {}, s = byId.get(e.source) || {};
-  const svcOf = (n) => n.service || (n.id && n.id.startsWith('svc:') ? n.id.slice(4) : '');
+  const svcOf = (n) => (isUnknown(n) ? '' : n.service || (n.id && n.id.startsWith('svc:') ? n.id.slice(4) : ''));
   if (t.kind === 'service') return svcOf(t);
   if (s.kind === 'service') return svcOf(s);
   return t.service || '';
@@ -59,7 +67,7 @@ export function edgeService(e, byId) {
 function nodeLabel(n) {
   if (n.kind === 'app') return n.app || n.name;
   if (n.kind === 'service') return n.name;
-  if (n.kind === 'unknown') return 'unknown';
+  if (isUnknown(n)) return 'unknown';
   if (n.parent && n.version) return n.version;
   return n.name + (n.version ? ` ${n.version}` : '');
 }
@@ -70,14 +78,20 @@ function viewSummary(v, protocol) {
   return `${fmtRate(v.rps)} rps ${fmtPct(v.success_rate)}`;
 }
 
-// The edge's label: [CODES · ] rate and success, or both views when they disagree.
+// The edge's label: [CODES · ] rate and success, or both views when they disagree: their
+// success rates ("10.0 rps src 70% | dst 100%"), or, when those print the same (the views
+// disagree in request rate only), their rates ("src 0.82 rps | dst 1.50 rps").
 export function edgeLabel(e, codes) {
   const sv = e.source_view, dv = e.destination_view;
   let text;
   if (e.disagree && sv && dv) {
-    text = e.protocol === 'tcp'
-      ? `src ${fmtBytes(sv.tcp_sent_bps)} | dst ${fmtBytes(dv.tcp_received_bps)}`
-      : `${fmtRate(sv.rps)} rps src ${fmtPct(sv.success_rate)} | dst ${fmtPct(dv.success_rate)}`;
+    if (e.protocol === 'tcp') {
+      text = `src ${fmtBytes(sv.tcp_sent_bps)} | dst ${fmtBytes(dv.tcp_received_bps)}`;
+    } else if (fmtPct(sv.success_rate) === fmtPct(dv.success_rate)) {
+      text = `src ${fmtRate(sv.rps)} rps | dst ${fmtRate(dv.rps)} rps`;
+    } else {
+      text = `${fmtRate(sv.rps)} rps src ${fmtPct(sv.success_rate)} | dst ${fmtPct(dv.success_rate)}`;
+    }
   } else {
     text = viewSummary(sv || dv, e.protocol) || 'no traffic';
   }
@@ -95,7 +109,7 @@ function elementsOf(graph, validations) {
     els.push({group: 'nodes', data: {
       id: n.id, parent: n.parent && byId.has(n.parent) ? n.parent : undefined,
       label: (codes.length ? codes.join(' ') + ' ' : '') + nodeLabel(n),
-      kind: n.kind, health: n.health || 'idle', gateway: !!n.is_gateway, namespace: n.namespace,
+      kind: isUnknown(n) ? 'unknown' : n.kind, health: n.health || 'idle', gateway: !!n.is_gateway, namespace: n.namespace,
       name: n.name, service: n.service || '', codes: codes.join(' '), validation_error: codes.length > 0,
       colour: codes.length ? ERROR_RED : HEALTH_COLOURS[n.health] || HEALTH_COLOURS.idle}});
   }
@@ -212,7 +226,8 @@ export class GraphView {
       ? ` (${Math.round(g.covered_s)} s of it scraped)` : '';
     const last = s.last_round_ms ? `, last round ${fmtAgo(s.last_round_ms)}` : '';
     return `window ${g.window_s || this.app.window} s${covered} · at ${t} · scrape every ${s.interval_s ?? '-'} s: ` +
-      `${s.ok ?? '-'}/${s.targets ?? '-'} targets ok${s.failed ? `, ${s.failed} failed` : ''}${last}`;
+      `${s.ok ?? '-'}/${typeof s.targets === 'number' ? plural(s.targets, 'target') : '- targets'} ok` +
+      `${s.failed ? `, ${s.failed} failed` : ''}${last}`;
   }
 
   draw(cytoscape, graph, validations) {
@@ -341,7 +356,18 @@ export class GraphView {
         e.disagree ? el('strong', {class: 'disagree'}, ' · the two views disagree') : null),
       e.disagree ? el('p', {class: 'hint'}, 'The source view is what the client proxy saw (its timeouts, ' +
         'retries and local failures included); the destination view is what the server proxy answered.') : null,
-      views, this.messagesBlock(messagesForService(this.lastValidations, svc), svc));
+      views, this.messagesBlock(messagesForService(this.lastValidations, svc), svc),
+      isUnknown(nodes.get(e.target)) ? this.unknownHint() : null);
+  }
+
+  // An edge into the unknown node: requests whose destination service Istio's metrics could not
+  // name (destination_service="unknown"), typically a gateway's 503 NC: no cluster took them, and
+  // a gateway does not fall back to the Host header for the name. The service they were meant
+  // for (and its IST0101) is on the service node; the requests themselves are in Failed requests.
+  unknownHint() {
+    return el('p', {class: 'hint', id: 'edge-unknown-hint'},
+      'requests no cluster took (e.g. 503 NC): Istio\'s metrics cannot name their service; see ',
+      el('a', {href: '#failed', class: 'jump'}, 'Failed requests'));
   }
 
   messagesBlock(msgs, svc) {

@@ -2,10 +2,13 @@
 // RDS ECDS ISTIOD VERSION, the classic nine columns of reference istioctl-troubleshooting.md
 // §3.2, values from GET api/proxies "sync") joined by proxy_id with GET api/scrape (scrape ok,
 // server_state, days until the proxy's first certificate expires, control-plane connection).
-// Selecting a proxy shows its certificate (the last pilot's CA issued for it), its history
+// CERT EXPIRES: the time left on the certificate pilot's CA issued (hours), else the proxy's own
+// whole days (Envoy's days_until_first_cert_expiring).
+// Selecting a proxy shows its certificate (the last pilot's CA issued for it, or pilot's
+// certificate_note saying why it cannot tell which one the proxy holds), its history
 // (control-plane events and scrape/readiness events, newest first) and istioctl proxy-config's
 // tables from GET /debug/config_dump?proxyID=<id>&include_eds (configdump.js).
-import {el, clear, notice, table, fmtTime, fmtAgo} from './util.js';
+import {el, clear, notice, table, fmtTime, fmtAgo, plural} from './util.js';
 import {allTables} from './configdump.js';
 
 const SYNC_TYPES = ['CDS', 'LDS', 'EDS', 'RDS', 'ECDS'];
@@ -18,9 +21,22 @@ function syncCell(s) {
   return el('span', {class: `sync sync-${cls}`}, v);
 }
 
-function certDays(cert, now) {
+const HOUR_MS = 3600000;
+
+// The time left on the certificate pilot's CA issued: "23.4 h" (hours under two days, as
+// Istio's 24 h workload certificates are), "12.5 d", "expired"; null when pilot knows none.
+export function certLeft(cert, now) {
   if (!cert || !cert.not_after_ms) return null;
-  return (cert.not_after_ms - now) / DAY_MS;
+  const left = cert.not_after_ms - now;
+  if (left <= 0) return 'expired';
+  return left < 2 * DAY_MS ? `${(left / HOUR_MS).toFixed(1)} h` : `${(left / DAY_MS).toFixed(1)} d`;
+}
+
+// Envoy's server.days_until_first_cert_expiring as the proxy reports it: whole days, rounded
+// down (0: less than a day left).
+export function agentDaysText(days) {
+  const d = Math.max(0, Math.floor(days));
+  return `${d} d (agent, ${d === 0 ? '< 1 day' : 'whole days'})`;
 }
 
 // expired: bad; less than a fifth of its lifetime left (the agent rotates at about half, so
@@ -68,7 +84,7 @@ export class ProxiesView {
       'CONTROL PLANE'];
     const rows = proxies.map((x) => {
       const t = scrape.get(x.proxy_id);
-      const d = certDays(x.certificate, now);
+      const left = certLeft(x.certificate, now);
       const agentDays = t && typeof t.days_until_first_cert_expiring === 'number' ? t.days_until_first_cert_expiring : null;
       return [
         el('a', {href: '#proxies', class: 'proxy-link', onclick: (ev) => { ev.preventDefault(); this.select(x.proxy_id); }}, x.proxy_id),
@@ -79,10 +95,11 @@ export class ProxiesView {
         t ? el('span', {class: t.ok ? 'ok' : 'bad', title: t.error || t.url}, t.ok ? 'ok' : `failed: ${t.error}`)
           : el('span', {class: 'muted'}, s.ok ? 'not scraped' : '-'),
         t ? (t.server_state || '-') : '-',
-        d === null ? el('span', {class: 'muted'}, agentDays === null ? '-' : `${agentDays.toFixed(1)} d (agent)`)
+        left === null ? el('span', {class: 'muted', title: x.certificate_note || undefined},
+          agentDays === null ? '-' : agentDaysText(agentDays))
           : el('span', {class: certClass(x.certificate, now), title: `not after ${fmtTime(x.certificate.not_after_ms)}` +
-            (agentDays !== null ? `; the proxy reports ${agentDays.toFixed(1)} d until its first certificate expires` : '')},
-          `${d.toFixed(1)} d`),
+            (agentDays !== null ? `; the proxy reports ${plural(Math.floor(agentDays), 'whole day')} until its first ` +
+              'certificate expires (Envoy\'s days_until_first_cert_expiring)' : '')}, left),
         !x.connected ? el('span', {class: 'bad'}, 'disconnected')
           : t && t.control_plane_connected === false ? el('span', {class: 'warn'}, 'agent: not connected')
             : el('span', {class: 'ok'}, 'connected'),
@@ -136,9 +153,13 @@ export class ProxiesView {
         ? el('dl', {class: 'kv'}, [['serial', c.serial], ['issued', `${fmtTime(c.issued_ms)} (${fmtAgo(c.issued_ms)})`],
           ['not before', fmtTime(c.not_before_ms)], ['not after', `${fmtTime(c.not_after_ms)} (${expired ? 'expired ' : ''}${fmtAgo(c.not_after_ms)})`]]
           .flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]))
-        : el('p', {class: 'hint'}, 'pilot\'s CA has issued no certificate for this proxy (no mTLS identity yet, or ' +
-          'certificates come from another CA).')),
-      el('section', {class: 'history', id: 'proxy-history'}, el('h3', {}, 'History'), hist.length
+        : x.certificate_note ? el('p', {class: 'hint cert-note'}, x.certificate_note)
+          : el('p', {class: 'hint'}, 'pilot\'s CA has issued no certificate for this proxy since pilot started (no ' +
+            'mTLS identity yet, a certificate issued before pilot\'s last restart, shown after the proxy\'s next ' +
+            'rotation, or certificates from another CA).')),
+      el('section', {class: 'history', id: 'proxy-history'}, el('h3', {}, 'History'),
+        el('p', {class: 'hint'}, 'Kept in pilot\'s memory: it begins when pilot started (a restart begins it anew).'),
+        hist.length
         ? table(['TIME', 'FROM', 'EVENT', 'DETAIL'], hist.map((h) => [fmtTime(h.t_ms), h.from, h.event, h.detail || '']))
         : el('p', {class: 'hint'}, 'No event recorded.')),
       el('section', {class: 'config', id: 'proxy-config'},

@@ -77,6 +77,12 @@ export function fmtPct(rate) {
   return (Math.abs(p - Math.round(p)) < 0.05 ? Math.round(p).toString() : p.toFixed(1)) + '%';
 }
 
+// n and the word, singular for 1: plural(1, 'warning') -> "1 warning", plural(2, 'warning') ->
+// "2 warnings"; many is the plural when it is not word + "s".
+export function plural(n, word, many) {
+  return `${n} ${n === 1 ? word : many || word + 's'}`;
+}
+
 export function fmtMs(ms) {
   if (ms === null || ms === undefined) return '-';
   return ms >= 1000 ? (ms / 1000).toFixed(2) + ' s' : Math.round(ms) + ' ms';

@@ -2,7 +2,7 @@
 // (IST and weft codes, as `weftctl analyze` prints them) per namespace and resource, with the
 // resource's YAML shown with line numbers and the line at fault marked; the files pilot rejected
 // (and the last good version it still serves); the fields pilot does not implement.
-import {el, clear, notice} from './util.js';
+import {el, clear, notice, plural} from './util.js';
 
 const LEVELS = ['Error', 'Warning', 'Info'];
 
@@ -73,8 +73,8 @@ export class ValidationsView {
     const scrollY = window.scrollY;
     clear(this.body,
       el('p', {class: 'summary', id: 'validations-summary'},
-        el('span', {class: 'badge badge-Error'}, `${s.error || 0} errors`), ' ',
-        el('span', {class: 'badge badge-Warning'}, `${s.warning || 0} warnings`), ' ',
+        el('span', {class: 'badge badge-Error'}, plural(s.error || 0, 'error')), ' ',
+        el('span', {class: 'badge badge-Warning'}, plural(s.warning || 0, 'warning')), ' ',
         el('span', {class: 'badge badge-Info'}, `${s.info || 0} info`),
         ` · config version ${v.version || '-'}`),
       res.length || (v.mesh_messages || []).length ? null

@@ -10,7 +10,8 @@ Chromium driven by tests/browser/view_check.mjs (puppeteer-core), as an operator
    /debug/config_dump) have the catalog subsets;
 2. the VirtualService broken (a subset no DestinationRule defines): the edges into catalog turn
    red and carry IST0101, the edge's panel and the Validations view show the message with the
-   line at fault;
+   line at fault; the gateway's 503 NC (requests no cluster took) go to unknown
+   (destination_service="unknown" in Istio's metrics), an edge whose panel says so;
 3. the timeout step (v2 slowed to 1 s, a 0.5 s route timeout): the edge's panel shows the
    gateway's view (504 UT) beside catalog's own (no 504: its sidecar saw the caller go away),
    the gateway's success rate is lower than catalog's own and the edge's label shows both
@@ -242,6 +243,30 @@ def test_web_view_on_the_catalog_mesh(tmp_path):
         assert "IST0101" in r["panel"] and "VirtualService istioinaction/catalog-v1-v2" in r["panel"]
         assert "IST0101" in r["article"] and "version-v3" in r["article"]
         assert [f[0] for f in r["faults"]] == sorted(set(fault)), (r["faults"], fault)
+
+        # the requests the broken subset sends nowhere (503 NC) name no service in Istio's
+        # metrics (destination_service="unknown"): a red edge from the gateway into unknown,
+        # whose panel says so and links Failed requests
+        def nc_edge():
+            g = api("/ui/api/graph")
+            nodes = {n["id"]: n for n in (g or {}).get("nodes", [])}
+            return next((e for e in (g or {}).get("edges", []) if e["source"] == gw
+                         and "unknown" in (nodes[e["target"]]["kind"], nodes[e["target"]].get("service"))
+                         and (e["source_view"] or {}).get("flags", {}).get("NC", 0) > 0), None)
+        nc = wait_for(nc_edge, 60, "the gateway's 503 NC on an edge into unknown")
+        r = plan([
+            {"goto": "#graph"},
+            {"wait": "window.weftView && window.weftView.cy && window.weftView.cy.getElementById(%s)"
+                     ".nonempty()" % json.dumps(nc["id"]), "timeout": 30000},
+            {"eval": "edges", "js": EDGES_JS},
+            {"click_edge": nc["id"]}, {"wait": "document.querySelector('#edge-unknown-hint')"},
+            {"eval": "hint", "js": "document.querySelector('#edge-unknown-hint').textContent"},
+            {"eval": "href", "js": "document.querySelector('#edge-unknown-hint a').getAttribute('href')"},
+            {"screenshot": "localmesh-nc-unknown.png"},
+        ], "localmesh")["results"]
+        got = {e["id"]: e for e in r["edges"]}
+        assert got[nc["id"]]["colour"] == COLOURS["failure"], got[nc["id"]]
+        assert "503 NC" in r["hint"] and "Failed requests" in r["hint"] and r["href"] == "#failed"
 
         # 3. the timeout step: the gateway sees 504s catalog never answered
         blowup(v2_pods, {"active": True, "type": "latency", "latencyMs": 1000, "volatile": True})

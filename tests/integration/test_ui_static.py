@@ -139,6 +139,12 @@ LOCKS_JS = """[...document.querySelectorAll('#lock-layer .mtls-lock')].map(l => 
 ROWS_JS = """[...document.querySelectorAll('%s tbody tr')].map(tr => [...tr.cells].map(td => td.textContent))"""
 
 
+# the fixture's gateway -> unknown edge (503 NC: destination_service="unknown", a service node)
+# and its catalog -> catalog v2 edge whose views disagree in request rate only
+UNKNOWN_EDGE = "e:wl:istio-system/istio-ingressgateway->svc:unknown"
+RATE_EDGE = "e:svc:catalog.istioinaction.svc.cluster.local->wl:istioinaction/catalog-v2"
+
+
 @pytest.fixture(scope="module")
 def graph_report(server):
     catalog_edge = "e:wl:istioinaction/webapp->svc:catalog.istioinaction.svc.cluster.local"
@@ -158,6 +164,20 @@ def graph_report(server):
         {"wait": "document.querySelector('article.resource.focused')"},
         {"eval": "focused", "js": "(a => [a.dataset.kind, a.dataset.namespace, a.dataset.name, "
                                   "location.hash])(document.querySelector('article.resource.focused'))"},
+        # an edge into the unknown node (the gateway's 503 NC): its panel says why, links Failed
+        {"goto": "#graph"}, {"wait": GRAPH_READY},
+        {"click_edge": UNKNOWN_EDGE}, {"wait": "!document.querySelector('#side-panel').hidden"},
+        {"eval": "unknown_panel", "js": "document.querySelector('#side-panel').textContent"},
+        {"eval": "unknown_hint", "js": "(p => p && [p.textContent, p.querySelector('a').getAttribute('href')])"
+                                       "(document.querySelector('#edge-unknown-hint'))"},
+        {"screenshot": "graph-unknown-edge.png"},
+        {"click": "#edge-unknown-hint a"},
+        {"wait": "document.querySelector('#failed-body table')"},
+        {"eval": "after_unknown", "js": "document.querySelector('nav.tabs a.active').getAttribute('href')"},
+        # an edge with a service as target shows no such line
+        {"goto": "#graph"}, {"wait": GRAPH_READY},
+        {"click_edge": RATE_EDGE}, {"wait": "!document.querySelector('#side-panel').hidden"},
+        {"eval": "rate_edge_hint", "js": "!!document.querySelector('#edge-unknown-hint')"},
     ], "static")
 
 
@@ -181,6 +201,11 @@ def test_graph_renders_the_fixture(server, graph_report):
 def pct(rate):
     p = rate * 100
     return "%d%%" % round(p) if abs(p - round(p)) < 0.05 else "%.1f%%" % p
+
+
+def rate(rps):
+    """util.js's fmtRate for the rates of the fixtures (0.01 .. 1000 rps)."""
+    return "%.2f" % rps if rps < 10 else "%.1f" % rps
 
 
 def test_validation_errors_and_health_colour_the_edges(graph_report):
@@ -226,10 +251,19 @@ def test_disagreeing_views_are_both_shown(graph_report):
     g = fixture("graph")
     got = {e["id"]: e["label"] for e in graph_report["results"]["edges"]}
     disagreeing = [e for e in g["edges"] if e["disagree"]]
-    assert disagreeing
+    by_rate = 0
     for e in disagreeing:
-        assert "src %s | dst %s" % (pct(e["source_view"]["success_rate"]),
-                                    pct(e["destination_view"]["success_rate"])) in got[e["id"]]
+        sv, dv = e["source_view"], e["destination_view"]
+        if pct(sv["success_rate"]) == pct(dv["success_rate"]):
+            # they disagree in request rate: the label shows the two rates
+            by_rate += 1
+            assert got[e["id"]].endswith("src %s rps | dst %s rps" % (rate(sv["rps"]), rate(dv["rps"]))), \
+                got[e["id"]]
+        else:
+            assert "%s rps src %s | dst %s" % (rate(sv["rps"]), pct(sv["success_rate"]),
+                                               pct(dv["success_rate"])) in got[e["id"]], got[e["id"]]
+    assert by_rate >= 1 and len(disagreeing) > by_rate, "the fixture needs both kinds"
+    assert got[RATE_EDGE] == "src 0.82 rps | dst 1.50 rps"
     for e in g["edges"]:
         if not e["disagree"]:
             assert "src " not in got[e["id"]]
@@ -244,6 +278,20 @@ def test_disagreeing_views_are_both_shown(graph_report):
     # "show YAML" opens the Validations tab at that resource
     assert graph_report["results"]["focused"] == ["DestinationRule", "istioinaction", "catalog",
                                                   "#validations"]
+
+
+def test_edge_into_unknown_explained(graph_report):
+    """A gateway's 503 NC has destination_service="unknown" in Istio's metrics: the edge into the
+    unknown node says so in its panel and links the Failed requests tab; other edges do not."""
+    r = graph_report["results"]
+    hint, href = r["unknown_hint"]
+    assert hint == ("requests no cluster took (e.g. 503 NC): Istio's metrics cannot name their "
+                    "service; see Failed requests"), hint
+    assert href == "#failed"
+    assert "istio-ingressgateway → unknown" in r["unknown_panel"]
+    assert "NC: 2.00/s" in r["unknown_panel"]
+    assert r["after_unknown"] == "#failed"
+    assert r["rate_edge_hint"] is False
 
 
 def test_locks_on_mtls_edges(graph_report):
@@ -285,7 +333,9 @@ def test_validations_mark_the_line(server):
         assert a["links"] == [[m["code"], m["documentation_url"]] for m in res["messages"]]
     assert "last good version kept" in r["rejected"] and "broken.yaml:7" in r["rejected"]
     assert "WFT0001" in r["notimpl"] and "mirrorPercentage" in r["notimpl"]
-    assert "1 errors" in r["summary"] and "1 warnings" in r["summary"]
+    # singular for one (the fixture has one Error and one Warning)
+    assert "1 error " in r["summary"] and "1 warning " in r["summary"], r["summary"]
+    assert "errors" not in r["summary"] and "warnings" not in r["summary"], r["summary"]
 
 
 def parse_table(text, names):
@@ -302,6 +352,9 @@ def parse_table(text, names):
         at += len(h)
     return [[l[s:(starts[i + 1] if i + 1 < len(starts) else len(l))].strip()
              for i, s in enumerate(starts)] for l in lines[1:]]
+
+
+NOTE_PROXY = "catalog-v2-7a1b2-uvwxy.istioinaction"
 
 
 def test_proxies_table_and_config_dump_tables(server):
@@ -321,7 +374,14 @@ def test_proxies_table_and_config_dump_tables(server):
             [t.dataset.table, [...t.querySelectorAll('thead th')].map(x => x.textContent)]))"""},
         {"eval": "cert", "js": "document.querySelector('#proxy-cert').textContent"},
         {"eval": "history", "js": ROWS_JS % "#proxy-history"},
+        {"eval": "history_text", "js": "document.querySelector('#proxy-history').textContent"},
+        {"eval": "now_ms", "js": "Date.now()"},
         {"screenshot": "proxies.png"},
+        # a proxy pilot cannot tell its certificate of (certificate null, certificate_note)
+        {"click": "#proxies-table tr[data-proxy='%s'] a" % NOTE_PROXY},
+        {"wait": "document.querySelector('#proxy-detail h2').textContent === %s" % json.dumps(NOTE_PROXY)},
+        {"eval": "note_cert", "js": "document.querySelector('#proxy-cert').textContent"},
+        {"screenshot": "proxies-certificate-note.png"},
     ], "static")
     assert_clean(rep)
     r = rep["results"]
@@ -342,7 +402,32 @@ def test_proxies_table_and_config_dump_tables(server):
     assert sel["certificate"]["serial"] in r["cert"]
     hist = [h[2] for h in r["history"]]
     assert "connected" in hist and "scrape ok" in hist
+    assert "begins when pilot started" in r["history_text"]
     assert r["clusters"] and r["endpoints"]
+    # CERT EXPIRES: the time left on the certificate pilot's CA issued, in hours under two days;
+    # else the proxy's own figure, Envoy's whole days (0: less than a day)
+    assert r["head"][11] == "CERT EXPIRES"
+    for row, x in zip(r["rows"], want):
+        cert, days = x["certificate"], scrape[x["proxy_id"]]["days_until_first_cert_expiring"]
+        if cert:
+            left = (cert["not_after_ms"] - r["now_ms"]) / 3600000.0
+            if left <= 0:
+                assert row[11] == "expired", row
+            elif left < 48:
+                assert row[11].endswith(" h") and abs(float(row[11][:-2]) - left) < 0.2, (row[11], left)
+            else:
+                assert row[11].endswith(" d") and abs(float(row[11][:-2]) - left / 24) < 0.1, row
+        elif days is None:
+            assert row[11] == "-", row
+        else:
+            assert row[11] == ("0 d (agent, < 1 day)" if days < 1 else "%d d (agent, whole days)" % days), row
+    assert any(x["certificate"] is None and scrape[x["proxy_id"]]["days_until_first_cert_expiring"] == 0
+               for x in want), "the fixture needs a proxy with only the agent's 0 days"
+    # pilot's note replaces "no certificate" when it cannot tell which certificate a proxy holds
+    note = next(x for x in p["proxies"] if x["proxy_id"] == NOTE_PROXY)
+    assert note["certificate"] is None and note["certificate_note"]
+    assert note["certificate_note"] in r["note_cert"]
+    assert "has issued no certificate" not in r["note_cert"]
 
 
 PC_TABLES = (("cluster", "clusters"), ("listener", "listeners"), ("route", "routes"),
