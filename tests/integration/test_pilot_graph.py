@@ -18,7 +18,7 @@ CATALOG_SVC = "svc:catalog.istioinaction.svc.cluster.local"
 DR = os.path.join(BOOK, "ch10", "catalog-destinationrule-v1-v2.yaml")
 
 
-def start(mesh, interval="300ms"):
+def start(mesh, interval="1s"):
     for f in ("services/catalog/kubernetes/catalog.yaml", "ch10/catalog-deployment-v2.yaml",
               "ch10/catalog-gateway.yaml", "ch10/catalog-virtualservice-subsets-v1-v2.yaml"):
         mesh.add_config(os.path.join(BOOK, f))
@@ -178,7 +178,7 @@ def test_bench_serve_metrics_graph_at_small_scale(tmp_path):
         [exe("WEFT_PILOT", "weft-pilot"), "--config-dir", str(mesh_dir / "config"),
          "--config-dir", str(mesh_dir / "pods"), "--grpcAddr", "127.0.0.1:0",
          "--monitoringAddr", "127.0.0.1:0", "--ca-dir", str(tmp_path / "ca"),
-         "--uiScrapeInterval", "300ms", "--uiScrapeAddr", maddr], count=2, timeout=20)
+         "--uiScrapeInterval", "1s", "--uiScrapeAddr", maddr], count=2, timeout=20)
     xds, mon = addrs
     n = len((mesh_dir / "proxies.txt").read_text().splitlines())
     load = subprocess.Popen(
