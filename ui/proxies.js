@@ -136,8 +136,9 @@ export class ProxiesView {
         ? el('dl', {class: 'kv'}, [['serial', c.serial], ['issued', `${fmtTime(c.issued_ms)} (${fmtAgo(c.issued_ms)})`],
           ['not before', fmtTime(c.not_before_ms)], ['not after', `${fmtTime(c.not_after_ms)} (${expired ? 'expired ' : ''}${fmtAgo(c.not_after_ms)})`]]
           .flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]))
-        : el('p', {class: 'hint'}, 'pilot\'s CA has issued no certificate for this proxy (no mTLS identity yet, or ' +
-          'certificates come from another CA).')),
+        : x.certificate_note ? el('p', {class: 'hint', id: 'proxy-cert-note'}, x.certificate_note)
+          : el('p', {class: 'hint'}, 'pilot\'s CA has issued no certificate for this proxy (no mTLS identity yet, or ' +
+            'certificates come from another CA).')),
       el('section', {class: 'history', id: 'proxy-history'}, el('h3', {}, 'History'), hist.length
         ? table(['TIME', 'FROM', 'EVENT', 'DETAIL'], hist.map((h) => [fmtTime(h.t_ms), h.from, h.event, h.detail || '']))
         : el('p', {class: 'hint'}, 'No event recorded.')),
