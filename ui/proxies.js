@@ -153,7 +153,7 @@ export class ProxiesView {
         ? el('dl', {class: 'kv'}, [['serial', c.serial], ['issued', `${fmtTime(c.issued_ms)} (${fmtAgo(c.issued_ms)})`],
           ['not before', fmtTime(c.not_before_ms)], ['not after', `${fmtTime(c.not_after_ms)} (${expired ? 'expired ' : ''}${fmtAgo(c.not_after_ms)})`]]
           .flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]))
-        : x.certificate_note ? el('p', {class: 'hint cert-note'}, x.certificate_note)
+        : x.certificate_note ? el('p', {class: 'hint cert-note', id: 'proxy-cert-note'}, x.certificate_note)
           : el('p', {class: 'hint'}, 'pilot\'s CA has issued no certificate for this proxy since pilot started (no ' +
             'mTLS identity yet, a certificate issued before pilot\'s last restart, shown after the proxy\'s next ' +
             'rotation, or certificates from another CA).')),

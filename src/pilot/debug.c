@@ -110,7 +110,10 @@ static void on_request(void *ud, h1s_conn *c, const h1s_request *req)
     const h1_message *m = req->msg;
     bool get = m->method.len == 3 && memcmp(m->method.p, "GET", 3) == 0;
     if (!get && !req->head) {
-        respond_text(c, 405, "only GET is served here\n");
+        static const char body[] = "only GET (and HEAD) is served here\n";
+        h1s_respond(c, 405, reason(405),
+                    "Content-Type: text/plain; charset=utf-8\r\nAllow: GET, HEAD\r\n", body,
+                    sizeof body - 1);
         return;
     }
     if (m->framing != H1_BODY_NONE && !(m->framing == H1_BODY_LENGTH && m->content_length == 0)) {
@@ -130,8 +133,38 @@ static void on_request(void *ud, h1s_conn *c, const h1s_request *req)
 
 /* ---- what the views answer with (debug.h, debug_internal.h) ---- */
 
-/* Query parameter value (not decoded beyond %2E/%2F-free ids), "" when present without value,
- * NULL when absent. Copies into buf. */
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* v (n bytes) decoded as Go's url.QueryUnescape into buf (cap bytes, truncated); false (buf
+ * untouched) when an escape is malformed or decodes to NUL. */
+static bool query_unescape(const char *v, size_t n, char *buf, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = v[i];
+        if (c == '+')
+            c = ' ';
+        else if (c == '%') {
+            int hi = i + 2 < n ? hexval(v[i + 1]) : -1;
+            int lo = i + 2 < n ? hexval(v[i + 2]) : -1;
+            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+                return false;
+            c = (char)(hi << 4 | lo);
+            i += 2;
+        }
+        if (o + 1 < cap)
+            buf[o++] = c;
+    }
+    buf[o] = '\0';
+    return true;
+}
+
 const char *wf_debug_query_get(const char *q, const char *key, char *buf, size_t cap)
 {
     size_t kl = strlen(key);
@@ -139,10 +172,13 @@ const char *wf_debug_query_get(const char *q, const char *key, char *buf, size_t
         const char *amp = strchr(p, '&');
         size_t n = amp ? (size_t)(amp - p) : strlen(p);
         if (n >= kl && strncmp(p, key, kl) == 0 && (n == kl || p[kl] == '=')) {
+            const char *v = p + (n > kl ? kl + 1 : kl);
             size_t vl = n > kl ? n - kl - 1 : 0;
-            vl = vl < cap - 1 ? vl : cap - 1;
-            memcpy(buf, p + n - vl, vl);
-            buf[vl] = '\0';
+            if (!query_unescape(v, vl, buf, cap)) { /* the raw value: it holds a '%' */
+                vl = vl < cap - 1 ? vl : cap - 1;
+                memcpy(buf, v, vl);
+                buf[vl] = '\0';
+            }
             return buf;
         }
         p = amp ? amp + 1 : NULL;

@@ -90,8 +90,12 @@ struct wf_debug_reply {
  * by tests. r->body must be initialised by the caller. */
 void wf_debug_route(wf_pilot *p, const char *path, const char *query, wf_debug_reply *r);
 
-/* The value of query parameter key (not percent-decoded) copied into buf (cap bytes, truncated),
- * "" when the key is present without a value, NULL when absent. */
+/* The value of query parameter key copied into buf (cap bytes, truncated), decoded as Go's
+ * url.ParseQuery (istiod's r.URL.Query()): %XX and '+' as a space; "" when the key is present
+ * without a value, NULL when absent. A malformed escape ("%6", "%zz", or %00) leaves the value
+ * as it came: it then holds a '%', which no valid value (window, limit, proxyID, namespace,
+ * format) holds, so the endpoint refuses it as any invalid value (400 where it validates). The
+ * key is matched as it came (not decoded). */
 const char *wf_debug_query_get(const char *q, const char *key, char *buf, size_t cap);
 
 #endif

@@ -886,7 +886,8 @@ void wf_debug_route(wf_pilot *p, const char *path, const char *query, wf_debug_r
             return;
         }
     if (strcmp(path, "/ui") == 0 || strncmp(path, "/ui/", 4) == 0) /* the view's files */
-        wf_ui_static_serve(p ? wf_pilot_ui_dir(p) : NULL, path, r);
+        wf_ui_static_serve(p ? wf_pilot_ui_dir(p) : NULL, p ? wf_pilot_ui_dir_origin(p) : NULL,
+                           path, r);
     else
         reply_text(r, 404, "404 page not found\n");
 }

@@ -110,8 +110,7 @@ static const wf_node *controller_ref(const wf_resource *r)
     return n ? wf_seq_at(refs, 0) : NULL;
 }
 
-/* Istio's workload name (kube.GetDeployMetaFromPod), written into buf. */
-static const char *pod_workload_name(const wf_resource *r, char *buf, size_t size)
+const char *wf_eds_pod_workload_name(const wf_resource *r, char *buf, size_t size)
 {
     if (r->synthetic && r->owner)
         return r->owner->name;
@@ -137,7 +136,8 @@ static json_t *workload_string(const wf_endpoint *ep)
     char buf[256];
     if (!ep->src)
         return json_string(";;;;");
-    const char *wl = ep->src->kind == WF_KIND_POD ? pod_workload_name(ep->src, buf, sizeof buf)
+    const char *wl = ep->src->kind == WF_KIND_POD
+                         ? wf_eds_pod_workload_name(ep->src, buf, sizeof buf)
                      : ep->src->kind == WF_KIND_WORKLOADENTRY ? ep->src->name
                                                               : "";
     return json_sprintf("%s;%s;%s;%s;%s", wl, ep->src->ns,

@@ -76,6 +76,12 @@
  * name that is not an outbound cluster of a known Service, or names a subset no applicable
  * DestinationRule defines, gives the empty assignment. Returns NULL only when store or
  * cluster_name is NULL, or on out of memory. store is only read. */
+/* A Pod's workload name as Istio's kube.GetDeployMetaFromPod names it (what the injector puts
+ * in ISTIO_META_WORKLOAD_NAME): its controller (a ReplicaSet named <deployment>-<pod-template-
+ * hash> gives the Deployment's name; a synthetic pod its owner's), else the pod's name. The
+ * result is r's, or written into buf (size bytes). */
+const char *wf_eds_pod_workload_name(const wf_resource *r, char *buf, size_t size);
+
 json_t *wf_eds_load_assignment(const wf_store *store, const char *cluster_name,
                                const wf_cds_options *opt);
 

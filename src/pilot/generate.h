@@ -102,7 +102,8 @@ typedef struct wf_pilot_proxy {
     char *version;         /* ISTIO_VERSION; NULL = absent */
     char *cluster_id;      /* CLUSTER_ID; NULL = "Kubernetes" */
     char *service_account; /* SERVICE_ACCOUNT; NULL = absent (xds_auth.h checks it) */
-    char *workload;        /* WORKLOAD_NAME (the pod's Deployment, ...); NULL = absent */
+    char *workload;        /* WORKLOAD_NAME (the pod's Deployment, ...), else the Pod object's
+                            * controller (eds.h wf_eds_pod_workload_name); NULL = neither */
     json_t *labels;        /* object of string labels (own reference); never NULL */
     bool http10;      /* metadata HTTP10 "1" (Istio's ISTIO_META_HTTP10): HCMs accept HTTP/1.0 */
     bool dns_capture; /* metadata DNS_CAPTURE "true" (ISTIO_META_DNS_CAPTURE): NDS */

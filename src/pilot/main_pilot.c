@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <arpa/inet.h>
 #include <stdbool.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,8 +110,9 @@ static void usage(FILE *f)
         "                                   port under /ui/ (default: $WEFT_UI_DIR, else\n"
         "                                   <program dir>/../ui, else <program dir>/../share/\n"
         "                                   weft/ui; scripts/setup installs its libraries\n"
-        "                                   into ui/node_modules); its JSON is /ui/api/\n"
-        "                                   validations and /ui/api/proxies\n"
+        "                                   into ui/node_modules); its JSON: /ui/api/graph,\n"
+        "                                   /ui/api/scrape, /ui/api/failed,\n"
+        "                                   /ui/api/validations, /ui/api/proxies\n"
         "      --ca-dir DIR                 the CA's directory: the self-signed root\n"
         "                                   (made once and kept: ca-cert.pem, ca-key.pem,\n"
         "                                   root-cert.pem, cert-chain.pem) and the CSR\n"
@@ -127,13 +129,14 @@ static void usage(FILE *f)
         "                                   PILOT_DEBOUNCE_AFTER)\n"
         "      --debounce-max-ms N          longest delay of a push (default 10000,\n"
         "                                   PILOT_DEBOUNCE_MAX)\n"
-        "      --keepaliveInterval D        HTTP/2 PING interval: 30s, 500ms, or seconds\n"
+        "      --keepaliveInterval D        HTTP/2 PING interval: 30s, 500ms, 5m, 1h, or seconds\n"
         "                                   (default 30s; 0 = off)\n"
         "      --keepaliveTimeout D         PING ACK timeout (default 10s)\n"
         "      --disconnected-retention-s N keep disconnected proxies listed (default 300)\n"
         "      --uiScrapeInterval D         how often the web view's scrape loop reads every\n"
         "                                   connected proxy's http://IP:15020/stats/prometheus\n"
-        "                                   (default 15s, Istio's Prometheus interval; 0 = off)\n"
+        "                                   (default 15s, Istio's Prometheus interval; 0 = off;\n"
+        "                                   else whole seconds, at least 1s: 15s, 2m, 1h)\n"
         "      --uiScrapeAddr IP:PORT       bench only: send every scrape there, the proxy's\n"
         "                                   IP:15020 as Host (weft-xds-load --serve-metrics)\n"
         "      --service-cluster-ip-range CIDR\n"
@@ -210,6 +213,7 @@ static int check_values(const wf_pilot_opts *o)
 }
 
 /* "30s", "500ms", "1m", or plain seconds. */
+/* A duration: N, Ns, Nms, Nm or Nh (N may have a fraction), at most 24 h. 0, or -1 (said). */
 static int parse_duration_ms(const char *flag, const char *s, uint64_t *out)
 {
     char *end;
@@ -217,13 +221,34 @@ static int parse_duration_ms(const char *flag, const char *s, uint64_t *out)
     double mul = !strcmp(end, "ms")             ? 1
                  : (!*end || !strcmp(end, "s")) ? 1000
                  : !strcmp(end, "m")            ? 60000
+                 : !strcmp(end, "h")            ? 3600000
                                                 : -1;
-    if (end == s || mul < 0 || v < 0 || v > 86400) {
-        fprintf(stderr, "weft-pilot: invalid duration \"%s\" for %s: want e.g. 30s or 500ms\n", s,
-                flag);
+    if (end == s || mul < 0 || !(v >= 0) || v * mul > 86400000.0) {
+        fprintf(stderr,
+                "weft-pilot: invalid duration \"%s\" for %s: want e.g. 30s, 500ms, 5m or 1h "
+                "(at most 24h)\n",
+                s, flag);
         return -1;
     }
-    *out = (uint64_t)(v * mul);
+    *out = (uint64_t)llround(v * mul);
+    return 0;
+}
+
+/* --uiScrapeInterval: 0 (off), or whole seconds, at least 1 s (a shorter interval would
+ * scrape every proxy in a busy loop; the scrape status reports interval_s in seconds). */
+static int parse_scrape_interval(const char *s, uint64_t *out)
+{
+    uint64_t ms;
+    if (parse_duration_ms("--uiScrapeInterval", s, &ms) != 0)
+        return -1;
+    if (ms != 0 && (ms < 1000 || ms % 1000 != 0)) {
+        fprintf(stderr,
+                "weft-pilot: invalid --uiScrapeInterval \"%s\": 0 (off) or at least 1s, whole "
+                "seconds, e.g. 15s\n",
+                s);
+        return -1;
+    }
+    *out = ms;
     return 0;
 }
 
@@ -383,7 +408,7 @@ static int parse_opt(cmdline *c, int opt, const char *arg)
         c->o.kube_sync_timeout_ms = (int64_t)v * 1000;
         return 0;
     case OPT_UI_SCRAPE: /* the web view's scrape loop (scrape.h) */
-        return parse_duration_ms("--uiScrapeInterval", arg, &c->o.ui_scrape.interval_ms);
+        return parse_scrape_interval(arg, &c->o.ui_scrape.interval_ms);
     case OPT_UI_SCRAPE_ADDR:
         c->o.ui_scrape.override_addr = arg;
         return check_addr("--uiScrapeAddr", arg, false);

@@ -43,6 +43,7 @@ struct wf_pilot {
     struct wf_ui_graph *ui_graph;  /* the web view's scrape loop and graph (ui_graph.h) */
     bool serving;
     char *ui_dir;              /* the web view's folder (ui_static.h) */
+    const char *ui_dir_origin; /* "--uiDir", "$WEFT_UI_DIR" or NULL (the default folder) */
     wf_ui_validations *ui_val; /* the web view's validations (ui_validations.h) */
 };
 
@@ -406,7 +407,12 @@ static int start_ui(wf_pilot *p, const wf_pilot_opts *o, char *err, size_t cap)
         snprintf(err, cap, "out of memory");
         return -1;
     }
+    const char *env = getenv("WEFT_UI_DIR");
+    p->ui_dir_origin = o->ui_dir && *o->ui_dir ? "--uiDir" : env && *env ? "$WEFT_UI_DIR" : NULL;
     WF_LOG(WF_LC_main, WF_LOG_INFO, "web view folder %s", p->ui_dir);
+    char why[8192];
+    if (wf_ui_dir_problem(p->ui_dir, p->ui_dir_origin, why, sizeof why))
+        WF_LOG(WF_LC_main, WF_LOG_WARN, "%s (the web view at /ui/ will answer 503)", why);
     return 0;
 }
 
@@ -498,6 +504,11 @@ wf_ads *wf_pilot_ads(const wf_pilot *p)
 const char *wf_pilot_ui_dir(const wf_pilot *p)
 {
     return p->ui_dir;
+}
+
+const char *wf_pilot_ui_dir_origin(const wf_pilot *p)
+{
+    return p->ui_dir_origin;
 }
 
 wf_ui_validations *wf_pilot_ui_validations(const wf_pilot *p)

@@ -126,6 +126,8 @@ int wf_pilot_monitoring_port(const wf_pilot *p);
 struct wf_webhook *wf_pilot_webhook(const wf_pilot *p);
 /* The web view's folder (ui_static.h), resolved at start. */
 const char *wf_pilot_ui_dir(const wf_pilot *p);
+/* How the web view's folder was given: "--uiDir", "$WEFT_UI_DIR", or NULL (the default). */
+const char *wf_pilot_ui_dir_origin(const wf_pilot *p);
 /* The web view's validations cache (ui_validations.h). */
 struct wf_ui_validations *wf_pilot_ui_validations(const wf_pilot *p);
 /* The web view's metrics (ui_graph.h: the scrape loop and the graph cache), NULL when the

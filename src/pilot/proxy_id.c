@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "pilot/generate.h"
+#include "pilot/eds.h"
 
 /* What the id says, before metadata and the store fill the rest. */
 typedef struct id_parts {
@@ -179,7 +180,8 @@ static int md_kind(const json_t *md, const char *id_type, wf_proxy_kind *kind, c
     return rc;
 }
 
-/* Labels and IP from the Pod object when the node did not give them. */
+/* Labels, IP and workload name (Istio's GetDeployMetaFromPod: the pod's controller) from the
+ * Pod object when the node did not give them. */
 static int from_pod(const wf_store *store, wf_pilot_proxy *p)
 {
     const wf_resource *pod = store ? wf_store_find(store, WF_KIND_POD, p->ns, p->pod) : NULL;
@@ -187,6 +189,9 @@ static int from_pod(const wf_store *store, wf_pilot_proxy *p)
         return 0;
     if (!p->ip && pod->t.pod && pod->t.pod->pod_ip && *pod->t.pod->pod_ip &&
         !(p->ip = strdup(pod->t.pod->pod_ip)))
+        return -1;
+    char wl[256];
+    if (!p->workload && !(p->workload = strdup(wf_eds_pod_workload_name(pod, wl, sizeof wl))))
         return -1;
     if (p->labels)
         return 0;

@@ -46,6 +46,7 @@ static void target_free(wf_scrape_target *t)
     free(t->proxy_id);
     free(t->ns);
     free(t->pod);
+    free(t->workload);
     free(t->ip);
     free(t->url);
     free(t);
@@ -89,11 +90,12 @@ static wf_scrape_target *target_new(const wf_scrape *s, const wf_pilot_proxy *p)
     t->proxy_id = strdup(p->id);
     t->ns = strdup(p->ns ? p->ns : "");
     t->pod = strdup(p->pod ? p->pod : "");
+    t->workload = strdup(p->workload ? p->workload : p->pod ? p->pod : "");
     t->ip = strdup(p->ip);
     t->url = strdup(url);
     t->mm = wf_mm_target_new();
     t->router = p->kind == WF_PROXY_ROUTER;
-    if (!t->proxy_id || !t->ns || !t->pod || !t->ip || !t->url || !t->mm ||
+    if (!t->proxy_id || !t->ns || !t->pod || !t->workload || !t->ip || !t->url || !t->mm ||
         parse_addr(p->ip, port, &t->addr) != 0) {
         target_free(t);
         return NULL;

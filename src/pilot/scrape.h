@@ -85,6 +85,8 @@ typedef struct {
     char *proxy_id;  /* node id "<pod>.<ns>" */
     char *ns;        /* the proxy's namespace */
     char *pod;       /* its pod */
+    char *workload;  /* its workload as /ui/api/proxies lists it (ui_proxies.h): WORKLOAD_NAME,
+                      * else the Pod's controller (generate.h), else the pod */
     char *ip;        /* its address (the proxy's INSTANCE_IPS[0]) */
     char *url;       /* http://<ip>:<port>/stats/prometheus */
     bool router;     /* a gateway (PROXY_TYPE router) */

@@ -194,9 +194,11 @@ static int parse_query(const char *q, fq *out)
     return 0;
 }
 
+/* The proxy's workload as /ui/api/proxies names it (known from its xDS node at once; the
+ * scraped series name it only once they carry traffic). */
 static const char *workload_of(const wf_scrape_target *t)
 {
-    return t->info.workload[0] ? t->info.workload : t->pod;
+    return t->workload[0] ? t->workload : t->pod;
 }
 
 static bool matches(const wf_scrape_target *t, const fq *q)

@@ -7,8 +7,10 @@
  * `weftctl log explain`'s words.
  *
  * Matching proxies: the scrape loop's targets (scrape.h) in namespace NS (all without it)
- * whose workload is W (the name the graph gives it: mesh_metrics.h wf_mm_scrape_info.workload,
- * else the pod name; all without W); at most WF_FAILED_MAX_PROXIES per answer (the first by
+ * whose workload is W (the name /ui/api/proxies gives it, known from the xDS node at once:
+ * WORKLOAD_NAME, else the Pod object's controller as Istio's GetDeployMetaFromPod names it,
+ * else the pod name; scrape.h wf_scrape_target.workload; all without W); grouped by the same
+ * name, so a workload's replicas are one group from their first request on; at most WF_FAILED_MAX_PROXIES per answer (the first by
  * proxy id; "truncated": true says more matched: narrow with namespace / workload).
  * limit: requests per workload, 1..100, default 20.
  *

@@ -27,6 +27,7 @@ typedef struct {
     gnode *from, *to;
     const char *proto;
     gview v[2];
+    bool shown; /* appended to the answer */
 } gedge;
 
 struct gnode {
@@ -453,6 +454,50 @@ static void app_nodes(gbuild *b, json_t *arr)
     }
 }
 
+static bool in_ns(const gnode *n, const char *ns)
+{
+    return strcmp(n->ns ? n->ns : "", ns) == 0;
+}
+
+/* The unknown node: a source outside the mesh or a destination_service "unknown" (requests
+ * no cluster took, e.g. a gateway's 503 NC: its listener has no Host fallback). */
+static bool unknown_node(const gnode *n)
+{
+    return !strcmp(n->kind, "unknown") ||
+           (!strcmp(n->kind, "service") && n->service && !strcmp(n->service, "unknown"));
+}
+
+/* Whether the filter keeps e in pass 0 (an end in ns; every edge when ns is NULL or "") or
+ * pass 1 (an end is the unknown node, the other end a node pass 0 kept). */
+static bool edge_kept(const gedge *e, const char *ns, int pass)
+{
+    if (!ns || !ns[0])
+        return true;
+    if (pass == 0)
+        return in_ns(e->from, ns) || in_ns(e->to, ns);
+    return (unknown_node(e->to) && e->from->keep) || (unknown_node(e->from) && e->to->keep);
+}
+
+/* e appended to edges as the contract's edge object (its ends marked kept); 0 or -1. */
+static int edge_append(json_t *edges, gedge *e, double covered)
+{
+    e->shown = true;
+    e->from->keep = e->to->keep = true;
+    json_t *o = json_object();
+    if (!o)
+        return -1;
+    json_object_set_new(o, "id", json_string(e->id));
+    json_object_set_new(o, "source", json_string(e->from->id));
+    json_object_set_new(o, "target", json_string(e->to->id));
+    json_object_set_new(o, "protocol", json_string(e->proto));
+    json_object_set_new(o, "mtls_percent", mtls_json(e));
+    json_object_set_new(o, "health", json_string(edge_health(e)));
+    json_object_set_new(o, "source_view", view_json(&e->v[SRC], covered));
+    json_object_set_new(o, "destination_view", view_json(&e->v[DST], covered));
+    json_object_set_new(o, "disagree", json_boolean(disagree(&e->v[SRC], &e->v[DST], covered)));
+    return json_array_append_new(edges, o);
+}
+
 json_t *wf_ui_graph_build(const wf_mm_store *s, unsigned window_s, const char *ns)
 {
     gbuild b = {0};
@@ -466,25 +511,14 @@ json_t *wf_ui_graph_build(const wf_mm_store *s, unsigned window_s, const char *n
         gnode *n = wf_strmap_value(b.nodes, i);
         n->health = node_health(n);
     }
-    for (size_t i = 0; covered > 0 && b.edges && i < wf_strmap_count(b.edges); i++) {
-        gedge *e = wf_strmap_value(b.edges, i);
-        if (!all && strcmp(e->from->ns ? e->from->ns : "", ns) != 0 &&
-            strcmp(e->to->ns ? e->to->ns : "", ns) != 0)
-            continue;
-        e->from->keep = e->to->keep = true;
-        json_t *o = json_object();
-        json_object_set_new(o, "id", json_string(e->id));
-        json_object_set_new(o, "source", json_string(e->from->id));
-        json_object_set_new(o, "target", json_string(e->to->id));
-        json_object_set_new(o, "protocol", json_string(e->proto));
-        json_object_set_new(o, "mtls_percent", mtls_json(e));
-        json_object_set_new(o, "health", json_string(edge_health(e)));
-        json_object_set_new(o, "source_view", view_json(&e->v[SRC], covered));
-        json_object_set_new(o, "destination_view", view_json(&e->v[DST], covered));
-        json_object_set_new(o, "disagree", json_boolean(disagree(&e->v[SRC], &e->v[DST], covered)));
-        if (json_array_append_new(edges, o) != 0)
-            b.oom = true;
-    }
+    /* pass 0: the edges with an end in ns (all of them without ns); pass 1: the edges to or
+     * from the unknown node whose other end pass 0 kept (a gateway's 503 NC to "unknown") */
+    for (int pass = 0; pass < (all ? 1 : 2); pass++)
+        for (size_t i = 0; covered > 0 && b.edges && i < wf_strmap_count(b.edges); i++) {
+            gedge *e = wf_strmap_value(b.edges, i);
+            if (!e->shown && edge_kept(e, ns, pass) && edge_append(edges, e, covered) != 0)
+                b.oom = true;
+        }
     for (size_t i = 0; b.nodes && i < wf_strmap_count(b.nodes); i++) {
         gnode *n = wf_strmap_value(b.nodes, i);
         if (n->keep && json_array_append_new(nodes, node_json(n)) != 0)

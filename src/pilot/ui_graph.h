@@ -45,7 +45,11 @@
  * takes the worse of its two views (a failure only the client sees still colours the edge); a node
  * takes the worse of its inbound edges, or of its outbound ones when it has no inbound traffic; an
  * app node the worst of its workloads.
- *  - namespace=NS keeps the edges with an end in NS (and their nodes); window is 10..3600 s,
+ *  - namespace=NS keeps the edges with an end in NS (and their nodes), and also an edge to or
+ *    from the unknown node (the "unknown" source, or destination_service "unknown") whose
+ *    other end is a node so kept: a gateway's requests no cluster took (503 NC) carry
+ *    destination_service="unknown" (Istio's gateway listener has no Host fallback), and the
+ *    gateway, kept by its edges into NS, keeps its red edge to unknown; window is 10..3600 s,
  *    default 60.
  *
  * Cost: a graph is built from the store's increases (never from scraped text), once per

@@ -3,8 +3,12 @@
  */
 #include "pilot/ui_proxies.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "core/arena.h"
+#include "core/strmap.h"
 
 /* proxy-status's columns. */
 static const struct {
@@ -69,37 +73,114 @@ static const char *address_ip(const char *addr, char *out, size_t cap)
     return out;
 }
 
-static json_t *cert_json(const wf_ca_server *cas, const char *identity, const wf_ads_conn *c)
+/* How many distinct proxies (connected or retained) share an identity, and an identity and
+ * the IP of their xDS stream's peer: keys "<identity>" and "<identity>|<ip>", counts as values. */
+typedef struct {
+    wf_arena a;
+    wf_strmap *ids, *seen;
+} id_counts;
+
+static void identity_of(const wf_ads *a, const wf_ca_server *cas, const wf_pilot_proxy *p,
+                        char *out, size_t cap)
 {
-    char ip[64];
+    snprintf(out, cap, "spiffe://%s/ns/%s/sa/%s",
+             cas ? wf_ca_server_trust_domain(cas) : "cluster.local", p->ns ? p->ns : "",
+             service_account(a, p));
+}
+
+static int count_key(id_counts *k, const char *key)
+{
+    void **slot = wf_strmap_slot(k->ids, key, true);
+    if (!slot)
+        return -1;
+    *slot = (void *)((uintptr_t)*slot + 1);
+    return 0;
+}
+
+static size_t count_of(const id_counts *k, const char *key)
+{
+    void **slot = wf_strmap_slot(k->ids, key, false);
+    return slot ? (size_t)(uintptr_t)*slot : 0;
+}
+
+/* The counts over a's proxies (a proxy listed twice, retained and reconnected, counts once).
+ * 0, or -1 when out of memory. */
+static int count_identities(const wf_ads *a, const wf_ca_server *cas, id_counts *k)
+{
+    wf_arena_init(&k->a);
+    if (!(k->ids = wf_strmap_new(&k->a)) || !(k->seen = wf_strmap_new(&k->a)))
+        return -1;
+    for (size_t i = 0; i < wf_ads_conn_count(a); i++) {
+        const wf_ads_conn *c = wf_ads_conn_at(a, i);
+        if (!c->has_proxy || !c->proxy.id)
+            continue;
+        void **slot = wf_strmap_slot(k->seen, c->proxy.id, true);
+        if (!slot)
+            return -1;
+        if (*slot)
+            continue;
+        *slot = (void *)1;
+        char id[600], key[700], ip[64];
+        identity_of(a, cas, &c->proxy, id, sizeof id);
+        snprintf(key, sizeof key, "%s|%s", id, address_ip(c->address, ip, sizeof ip));
+        if (count_key(k, id) != 0 || count_key(k, key) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The certificate the CA issued to c's identity, or null with a note when the record cannot be
+ * told apart: more than one proxy of the identity asked from the record's caller IP (the local
+ * mesh's pods all ask from 127.0.0.1 with one service account), or the record is not from c's
+ * IP and more than one proxy has the identity. */
+static int cert_set(json_t *o, const wf_ca_server *cas, const char *identity, const wf_ads_conn *c,
+                    const id_counts *k)
+{
+    char ip[64], key[700];
     const char *want = c->proxy.ip ? c->proxy.ip : address_ip(c->address, ip, sizeof ip);
     const wf_ca_issued *e = cas ? wf_ca_server_issued(cas, identity, want) : NULL;
     if (!e)
-        return json_null();
-    return json_pack("{s:s, s:I, s:I, s:I}", "serial", e->serial, "not_before_ms",
-                     (json_int_t)e->not_before_s * 1000, "not_after_ms",
-                     (json_int_t)e->not_after_s * 1000, "issued_ms",
-                     (json_int_t)e->issued_s * 1000);
+        return json_object_set_new(o, "certificate", json_null());
+    bool ip_match = e->ip[0] && want && strcmp(e->ip, want) == 0;
+    snprintf(key, sizeof key, "%s|%s", identity, e->ip);
+    size_t n = ip_match ? count_of(k, key) : count_of(k, identity);
+    if (n > 1) {
+        char note[1200];
+        snprintf(note, sizeof note,
+                 "%zu proxies share %s from %s: pilot cannot tell which certificate each holds; "
+                 "weftctl proxy-config secret %s shows it",
+                 n, identity, e->ip[0] ? e->ip : "an unknown address",
+                 c->proxy.pod ? c->proxy.pod : "<pod>");
+        return json_object_set_new(o, "certificate", json_null()) ||
+               json_object_set_new(o, "certificate_note", json_string(note));
+    }
+    return json_object_set_new(o, "certificate",
+                               json_pack("{s:s, s:I, s:I, s:I}", "serial", e->serial,
+                                         "not_before_ms", (json_int_t)e->not_before_s * 1000,
+                                         "not_after_ms", (json_int_t)e->not_after_s * 1000,
+                                         "issued_ms", (json_int_t)e->issued_s * 1000));
 }
 
-static json_t *proxy_json(const wf_ads *a, const wf_ca_server *cas, const wf_ads_conn *c)
+static json_t *proxy_json(const wf_ads *a, const wf_ca_server *cas, const wf_ads_conn *c,
+                          const id_counts *k)
 {
     const wf_pilot_proxy *p = &c->proxy;
     char identity[600];
-    snprintf(identity, sizeof identity, "spiffe://%s/ns/%s/sa/%s",
-             cas ? wf_ca_server_trust_domain(cas) : "cluster.local", p->ns ? p->ns : "",
-             service_account(a, p));
+    identity_of(a, cas, p, identity, sizeof identity);
     char pid[512];
     snprintf(pid, sizeof pid, "%s.%s", p->pod ? p->pod : "", p->ns ? p->ns : "");
     json_t *o = json_pack(
-        "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:s, s:o, s:o, s:o}",
-        "proxy_id", pid, "node_id", p->id, "connection_id", c->id ? c->id : "", "namespace",
-        p->ns ? p->ns : "", "pod", p->pod ? p->pod : "", "workload",
-        p->workload ? p->workload : (p->pod ? p->pod : ""), "type",
-        p->kind == WF_PROXY_ROUTER ? "router" : "sidecar", "ip", p->ip ? p->ip : "", "address",
-        c->address, "identity", identity, "connected", c->connected, "connected_at_ms",
+        "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:s, s:o, s:o}", "proxy_id",
+        pid, "node_id", p->id, "connection_id", c->id ? c->id : "", "namespace", p->ns ? p->ns : "",
+        "pod", p->pod ? p->pod : "", "workload", p->workload ? p->workload : (p->pod ? p->pod : ""),
+        "type", p->kind == WF_PROXY_ROUTER ? "router" : "sidecar", "ip", p->ip ? p->ip : "",
+        "address", c->address, "identity", identity, "connected", c->connected, "connected_at_ms",
         (json_int_t)c->connected_at_ms, "istio_version", p->version ? p->version : "", "sync",
-        sync_json(c), "certificate", cert_json(cas, identity, c), "history", history_json(c));
+        sync_json(c), "history", history_json(c));
+    if (o && cert_set(o, cas, identity, c, k) != 0) {
+        json_decref(o);
+        return NULL;
+    }
     if (o && !c->connected)
         json_object_set_new(o, "disconnected_at_ms", json_integer(c->disconnected_at_ms));
     return o;
@@ -107,17 +188,19 @@ static json_t *proxy_json(const wf_ads *a, const wf_ca_server *cas, const wf_ads
 
 json_t *wf_ui_proxies_json(const wf_ads *a, const wf_ca_server *cas, const char *ns)
 {
-    json_t *arr = json_array();
+    id_counts k = {0};
+    json_t *arr = count_identities(a, cas, &k) == 0 ? json_array() : NULL;
     if (ns && !*ns)
         ns = NULL;
     for (size_t i = 0; arr && i < wf_ads_conn_count(a); i++) {
         const wf_ads_conn *c = wf_ads_conn_at(a, i);
         if (!c->has_proxy || (ns && (!c->proxy.ns || strcmp(c->proxy.ns, ns) != 0)))
             continue;
-        if (json_array_append_new(arr, proxy_json(a, cas, c)) != 0) {
+        if (json_array_append_new(arr, proxy_json(a, cas, c, &k)) != 0) {
             json_decref(arr);
             arr = NULL;
         }
     }
+    wf_arena_destroy(&k.a);
     return arr ? json_pack("{s:o}", "proxies", arr) : NULL;
 }

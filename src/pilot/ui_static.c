@@ -4,6 +4,7 @@
 #include "pilot/ui_static.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <uv.h>
 
@@ -118,33 +120,56 @@ static void reply_text(wf_debug_reply *r, int status, const char *text)
     wf_strbuf_puts(&r->body, text);
 }
 
-/* 503 when the folder or its node_modules is missing; true when answered. */
-static bool answer_missing(const char *dir, wf_debug_reply *r)
+const char *wf_ui_dir_problem(const char *dir, const char *origin, char *buf, size_t cap)
 {
-    char nm[PATH_MAX + 16];
-    if (!dir || !is_dir(dir)) {
-        r->status = 503;
-        r->ctype = "text/plain; charset=utf-8";
-        wf_strbuf_printf(&r->body,
-                         "weft-pilot's web view is not installed: the folder %s is missing; "
-                         "run scripts/setup in the weft repository (it installs the view's "
-                         "libraries into ui/node_modules), or give weft-pilot --uiDir DIR "
-                         "(or $WEFT_UI_DIR).\n",
-                         dir ? dir : "(none)");
-        return true;
+    struct stat st;
+    if (!dir || !*dir) {
+        snprintf(buf, cap,
+                 "weft-pilot's web view is not installed: no folder; run scripts/setup in the "
+                 "weft repository, or give weft-pilot --uiDir DIR (or $WEFT_UI_DIR).");
+        return buf;
     }
+    if (stat(dir, &st) != 0) {
+        if (origin)
+            snprintf(buf, cap, "weft-pilot's web view: %s %s: no such folder.", origin, dir);
+        else
+            snprintf(buf, cap,
+                     "weft-pilot's web view is not installed: the folder %s is missing; run "
+                     "scripts/setup in the weft repository (it installs the view's libraries "
+                     "into ui/node_modules), or give weft-pilot --uiDir DIR (or $WEFT_UI_DIR).",
+                     dir);
+        return buf;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(buf, cap,
+                 "weft-pilot's web view: %s%s%s: not a folder (the view's files are "
+                 "served from a folder holding index.html and node_modules).",
+                 origin ? origin : "", origin ? " " : "", dir);
+        return buf;
+    }
+    char nm[PATH_MAX + 16];
     snprintf(nm, sizeof nm, "%s/node_modules", dir);
     if (!is_dir(nm)) {
-        r->status = 503;
-        r->ctype = "text/plain; charset=utf-8";
-        wf_strbuf_printf(&r->body,
-                         "weft-pilot's web view is not installed: %s is missing (the view's "
-                         "libraries from npm, e.g. cytoscape); run scripts/setup in the weft "
-                         "repository (npm ci in ui/).\n",
-                         nm);
-        return true;
+        snprintf(buf, cap,
+                 "weft-pilot's web view is not installed: %s is missing (the view's libraries "
+                 "from npm, e.g. cytoscape); run scripts/setup in the weft repository (npm ci "
+                 "in ui/).",
+                 nm);
+        return buf;
     }
-    return false;
+    return NULL;
+}
+
+/* 503 when the folder or its node_modules is missing; true when answered. */
+static bool answer_missing(const char *dir, const char *origin, wf_debug_reply *r)
+{
+    char text[PATH_MAX * 2 + 512];
+    if (!wf_ui_dir_problem(dir, origin, text, sizeof text))
+        return false;
+    r->status = 503;
+    r->ctype = "text/plain; charset=utf-8";
+    wf_strbuf_printf(&r->body, "%s\n", text);
+    return true;
 }
 
 /* The real path of dir/rel when it lies inside dir's real path, into out. 0, -1 when missing
@@ -162,19 +187,40 @@ static int inside(const char *dir, const char *rel, char *out)
     return under ? 0 : -2;
 }
 
+/* path (a real path: no symbolic link) answered when it is a regular file. Opened without
+ * blocking (a FIFO would block open() and pilot's loop), never following a link. */
 static void serve_file(const char *path, const char *name, wf_debug_reply *r)
 {
     struct stat st;
-    FILE *f = fopen(path, "rb");
-    if (!f || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        if (f)
-            fclose(f);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        if (errno == ELOOP)
+            reply_text(r, 403, "forbidden: a symbolic link\n");
+        else
+            reply_text(r, 404, "404 page not found\n");
+        return;
+    }
+    if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+        close(fd);
         reply_text(r, 404, "404 page not found\n");
         return;
     }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        reply_text(r, 403,
+                   "forbidden: not a regular file (a FIFO, socket or device is never "
+                   "served)\n");
+        return;
+    }
     if ((uint64_t)st.st_size > WF_UI_MAX_FILE) {
-        fclose(f);
+        close(fd);
         reply_text(r, 413, "file too large to serve\n");
+        return;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        reply_text(r, 500, "cannot read the file\n");
         return;
     }
     int rc = wf_strbuf_read_stream(&r->body, f);
@@ -188,7 +234,7 @@ static void serve_file(const char *path, const char *name, wf_debug_reply *r)
     r->ctype = wf_ui_content_type(name);
 }
 
-void wf_ui_static_serve(const char *dir, const char *path, wf_debug_reply *r)
+void wf_ui_static_serve(const char *dir, const char *origin, const char *path, wf_debug_reply *r)
 {
     const char *rel;
     if (strcmp(path, "/ui") == 0) { /* the view's relative links resolve under /ui/ */
@@ -214,7 +260,7 @@ void wf_ui_static_serve(const char *dir, const char *path, wf_debug_reply *r)
         reply_text(r, 400, "invalid path\n");
         return;
     }
-    if (answer_missing(dir, r))
+    if (answer_missing(dir, origin, r))
         return;
     char real[PATH_MAX];
     int in = inside(dir, rel, real);

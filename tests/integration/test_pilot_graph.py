@@ -18,7 +18,7 @@ CATALOG_SVC = "svc:catalog.istioinaction.svc.cluster.local"
 DR = os.path.join(BOOK, "ch10", "catalog-destinationrule-v1-v2.yaml")
 
 
-def start(mesh, interval="300ms"):
+def start(mesh, interval="1s"):
     for f in ("services/catalog/kubernetes/catalog.yaml", "ch10/catalog-deployment-v2.yaml",
               "ch10/catalog-gateway.yaml", "ch10/catalog-virtualservice-subsets-v1-v2.yaml"):
         mesh.add_config(os.path.join(BOOK, f))
@@ -120,8 +120,19 @@ def test_graph_edges_rates_views_and_scrape_status(mesh):
     assert status == 400, body
 
 
+def wait_scraped(mesh, pods):
+    """Until every pod's proxy was scraped once (its baseline: a request made before the
+    first scrape of its proxy is in the baseline, never in a rate)."""
+    def scraped():
+        s = get_json(mesh, "/ui/api/scrape")
+        ok = {t["proxy_id"] for t in s["targets"] if t["ok"]}
+        return all(p.node_id in ok for p in pods)
+    wait_for(scraped, timeout=20, interval=0.2, what="the proxies scraped once")
+
+
 def test_graph_shows_503_nc_failure_and_failed_requests_explained(mesh):
     gw, v1, v2 = start(mesh)
+    wait_scraped(mesh, [gw])
     # no DestinationRule: the gateway answers 503 NC (cluster_not_found)
     for _ in range(5):
         status, _, _ = gw.request(8080, "/items", host=CATALOG_HOST)
@@ -154,6 +165,15 @@ def test_graph_shows_503_nc_failure_and_failed_requests_explained(mesh):
     assert "NC" in r["explanation"]["summary"] or "cluster" in r["explanation"]["summary"].lower()
     assert r["explanation"]["meaning"]
     assert all(p["ok"] for p in wl[0]["proxies"]), wl[0]["proxies"]
+    # grouped by the proxy's workload as /ui/api/proxies lists it (known from its xDS node,
+    # not from whatever the scraped series named it), and workload= filters on that name
+    status, proxies = mesh.pilot_get("/ui/api/proxies?namespace=istio-system")
+    assert status == 200, proxies
+    gwp = next(p for p in proxies["proxies"] if p["proxy_id"] == gw.node_id)
+    assert wl[0]["workload"] == gwp["workload"], (wl[0]["workload"], gwp)
+    status, only = mesh.pilot_get("/ui/api/failed?namespace=istio-system&workload=" +
+                                  gwp["workload"])
+    assert status == 200 and [w["workload"] for w in only["workloads"]] == [gwp["workload"]], only
     # the relay itself: the status port answers what the admin does
     status, _, relay = http_request(gw.ip, 15020, "/failed_requests?limit=1")
     assert status == 200
@@ -178,7 +198,7 @@ def test_bench_serve_metrics_graph_at_small_scale(tmp_path):
         [exe("WEFT_PILOT", "weft-pilot"), "--config-dir", str(mesh_dir / "config"),
          "--config-dir", str(mesh_dir / "pods"), "--grpcAddr", "127.0.0.1:0",
          "--monitoringAddr", "127.0.0.1:0", "--ca-dir", str(tmp_path / "ca"),
-         "--uiScrapeInterval", "300ms", "--uiScrapeAddr", maddr], count=2, timeout=20)
+         "--uiScrapeInterval", "1s", "--uiScrapeAddr", maddr], count=2, timeout=20)
     xds, mon = addrs
     n = len((mesh_dir / "proxies.txt").read_text().splitlines())
     load = subprocess.Popen(

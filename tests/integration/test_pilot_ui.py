@@ -121,11 +121,95 @@ def test_static_without_the_folder(pilot_exe, cfg, tmp_path):  # noqa: F811
                                  "--webhookAddr", "off"], count=2,
                                 env=dict(os.environ, WEFT_UI_DIR=str(missing)))
     try:
+        # a folder given explicitly is named with its variable, not "run scripts/setup"
         status, _, body = raw_get(addrs[1][1], "/ui/")
         assert status == 503, body
-        assert str(missing) in body and "run scripts/setup" in body
+        assert "$WEFT_UI_DIR %s: no such folder" % missing in body, body
+        assert "scripts/setup" not in body
     finally:
         assert stop_process(proc) == 0, proc.stderr_text()
+    # pilot warned at start that the view will answer 503
+    assert "no such folder" in proc.stderr_text() and "WARN" in proc.stderr_text().upper()
+
+
+def test_ui_dir_is_a_file(pilot_exe, cfg, tmp_path):  # noqa: F811
+    f = tmp_path / "ui-file"
+    f.write_text("not a folder\n")
+    proc, addrs = start_process([pilot_exe, "--config-dir", cfg, "--ca-dir", tmp_path / "ca",
+                                 "--uiDir", f, "--grpcAddr", "127.0.0.1:0",
+                                 "--monitoringAddr", "127.0.0.1:0", "--webhookAddr", "off"],
+                                count=2)
+    try:
+        status, _, body = raw_get(addrs[1][1], "/ui/")
+        assert status == 503, body
+        assert "--uiDir %s: not a folder" % f in body, body
+        assert "is missing" not in body
+    finally:
+        assert stop_process(proc) == 0, proc.stderr_text()
+    assert "not a folder" in proc.stderr_text()
+
+
+def test_fifo_refused_and_pilot_answers(pilot, ui_dir):
+    os.mkfifo(ui_dir / "fifo.js")
+    status, _, body = raw_get(pilot.mon, "/ui/fifo.js")  # 5 s timeout: open() must not block
+    assert status == 403 and "not a regular file" in body, (status, body)
+    assert raw_get(pilot.mon, "/ui/app.js")[0] == 200  # the loop still answers
+
+
+def test_405_says_allow_and_query_values_decoded(pilot):
+    c = http.client.HTTPConnection("127.0.0.1", pilot.mon, timeout=5)
+    try:
+        c.request("POST", "/ui/api/scrape", body=b"")
+        r = c.getresponse()
+        r.read()
+        assert r.status == 405 and r.getheader("Allow") == "GET, HEAD", r.getheaders()
+    finally:
+        c.close()
+    # %XX and '+' decoded as Go's url.ParseQuery; a malformed escape is an invalid value
+    status, _, body = raw_get(pilot.mon, "/ui/api/graph?window=%36%30")
+    assert status == 200 and json.loads(body)["window_s"] == 60, body
+    assert raw_get(pilot.mon, "/ui/api/graph?window=%3")[0] == 400
+    assert raw_get(pilot.mon, "/ui/api/graph?window=6%zz0")[0] == 400
+    assert raw_get(pilot.mon, "/ui/api/failed?limit=%31%30")[0] == 200
+    assert raw_get(pilot.mon, "/ui/api/failed?limit=%1")[0] == 400
+    status, _, body = raw_get(pilot.mon, "/ui/api/validations?namespace=istio%69naction")
+    assert status == 200, body
+    assert json.loads(body) == get_json(pilot.mon, "/ui/api/validations?namespace=istioinaction")
+
+
+@pytest.mark.parametrize("value", ["1ms", "0.001s", "0.5s", "1500ms", "abc", "25h"])
+def test_ui_scrape_interval_refused(pilot_exe, value):  # noqa: F811
+    r = subprocess.run([pilot_exe, "--uiScrapeInterval", value], capture_output=True, text=True,
+                       timeout=10)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "--uiScrapeInterval" in r.stderr, r.stderr
+    if value in ("1ms", "0.001s", "0.5s", "1500ms"):
+        assert "at least 1s, whole seconds, e.g. 15s" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("value,seconds", [("1h", 3600), ("61m", 3660), ("2", 2), ("0", None)])
+def test_ui_scrape_interval_accepted(pilot_exe, cfg, tmp_path, value, seconds):  # noqa: F811
+    proc, addrs = start_process([pilot_exe, "--config-dir", cfg, "--ca-dir", tmp_path / "ca",
+                                 "--uiScrapeInterval", value, "--grpcAddr", "127.0.0.1:0",
+                                 "--monitoringAddr", "127.0.0.1:0", "--webhookAddr", "off"],
+                                count=2)
+    try:
+        status, _, body = raw_get(addrs[1][1], "/ui/api/scrape")
+        if seconds is None:
+            assert status == 503, body  # 0 = off
+        else:
+            assert status == 200, body
+            assert json.loads(body)["interval_s"] == seconds, body
+    finally:
+        assert stop_process(proc) == 0, proc.stderr_text()
+
+
+def test_help_lists_the_view_endpoints(pilot_exe):  # noqa: F811
+    r = subprocess.run([pilot_exe, "--help"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0
+    for ep in ("/ui/api/graph", "/ui/api/scrape", "/ui/api/failed", "/ui/api/validations",
+               "/ui/api/proxies"):
+        assert ep in r.stdout, ep
 
 
 def analyze(cfg):

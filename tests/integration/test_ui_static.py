@@ -571,3 +571,18 @@ def test_route_domains_column_cases():
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout) == [c["expected"] for c in cases]
+
+
+def test_proxy_certificate_note(server):
+    """A proxy whose certificate pilot cannot tell apart shows the answer's note, not "no
+    certificate issued"."""
+    x = next(x for x in fixture("proxies")["proxies"] if x.get("certificate_note"))
+    rep = run_plan(server, [
+        {"goto": "#proxies"}, {"wait": "document.querySelector('#proxies-table tr[data-proxy]')"},
+        {"click": "#proxies-table tr[data-proxy='%s'] a" % x["proxy_id"]},
+        {"wait": "document.querySelector('#proxy-cert')"},
+        {"eval": "cert", "js": "document.querySelector('#proxy-cert').textContent"},
+    ], "static")
+    assert_clean(rep)
+    assert x["certificate_note"] in rep["results"]["cert"], rep["results"]["cert"]
+    assert "has issued no certificate" not in rep["results"]["cert"]

@@ -254,12 +254,48 @@ static void test_unknown_fallback_and_tcp(void **state)
     wf_strbuf_free(&ext);
 }
 
+/* A gateway in istio-system sends 200s to a service in shop and 503 NC (no cluster took the
+ * request: destination_service "unknown") to the unknown node: namespace=shop keeps both
+ * edges (the unknown one because its other end, the gateway, is kept), the unknown one red. */
+static void test_namespace_keeps_unknown_of_kept(void **state)
+{
+    (void)state;
+    wf_strbuf gw = WF_STRBUF_INIT;
+    series(&gw, GW_SRC ",response_code=200,response_flags=-", 300, 5);
+    series(&gw,
+           "reporter=source,source_workload=istio-ingressgateway,"
+           "source_workload_namespace=istio-system,source_app=istio-ingressgateway,"
+           "destination_service=unknown,destination_workload=unknown,"
+           "destination_workload_namespace=unknown,request_protocol=http,"
+           "connection_security_policy=unknown,response_code=503,response_flags=NC",
+           60, 1);
+    mesh m;
+    two_rounds(&m, wf_strbuf_cstr(&gw), "", "");
+    json_t *g = wf_ui_graph_build(m.s, 60, "shop");
+    assert_non_null(g);
+    json_t *edges = json_object_get(g, "edges"), *nodes = json_object_get(g, "nodes");
+    assert_int_equal(json_array_size(edges), 3); /* gw -> svc -> catalog-v1, gw -> unknown */
+    assert_non_null(find(edges, "e:" GW_NODE "->" SVC_NODE));
+    json_t *u = find(edges, "e:" GW_NODE "->svc:unknown");
+    assert_non_null(u);
+    assert_string_equal(json_string_value(json_object_get(u, "health")), "failure");
+    assert_non_null(find(nodes, "svc:unknown"));
+    json_decref(g);
+    /* a namespace none of whose nodes sends there: nothing */
+    g = wf_ui_graph_build(m.s, 60, "other");
+    assert_int_equal(json_array_size(json_object_get(g, "edges")), 0);
+    json_decref(g);
+    mesh_free(&m);
+    wf_strbuf_free(&gw);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kiali_default_health),
         cmocka_unit_test(test_gateway_timeout_disagree),
         cmocka_unit_test(test_unknown_fallback_and_tcp),
+        cmocka_unit_test(test_namespace_keeps_unknown_of_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -218,12 +218,72 @@ static void test_proxies_answer(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* Three catalog pods of one service account all ask the CA from 127.0.0.1 (the local mesh's
+ * loopback pods): the CA keeps one record per identity and IP, so pilot cannot tell which
+ * certificate each holds: "certificate" is null with a note naming the count, the identity,
+ * the IP and the command that shows it; a proxy alone with its identity keeps its record. */
+static void test_shared_identity_certificate_is_null_with_note(void **state)
+{
+    (void)state;
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    wf_ads *a = NULL;
+    char err[256];
+    wf_ads_opts o = {.port = 0};
+    assert_int_equal(wf_ads_start(&loop, &o, &a, err, sizeof err), 0);
+    wf_ca_server *cas = wf_ca_server_new(&KEY, "cluster.local");
+    const char *pods[] = {"catalog-a", "catalog-b", "catalog-c"};
+    const char *ips[] = {"127.0.0.2", "127.0.0.3", "127.0.0.4"};
+    wf_ca_chain ch = {.not_before_s = 1000, .not_after_s = 2000};
+    for (int i = 0; i < 3; i++) {
+        wf_ads_conn *c = listed(a, pods[i], "istioinaction", ips[i]);
+        c->proxy.service_account = strdup("catalog");
+        snprintf(c->address, sizeof c->address, "127.0.0.1:%d", 40000 + i);
+        snprintf(ch.serial, sizeof ch.serial, "0%d", i + 1);
+        wf_ca_server_note_issued(cas, "spiffe://cluster.local/ns/istioinaction/sa/catalog",
+                                 "127.0.0.1:5", &ch, 1500 + i);
+    }
+    wf_ads_conn *w = listed(a, "webapp-a", "istioinaction", "127.0.0.5");
+    w->proxy.service_account = strdup("webapp");
+    snprintf(w->address, sizeof w->address, "127.0.0.1:40010");
+    snprintf(ch.serial, sizeof ch.serial, "aa");
+    wf_ca_server_note_issued(cas, "spiffe://cluster.local/ns/istioinaction/sa/webapp",
+                             "127.0.0.1:6", &ch, 1600);
+
+    json_t *ans = wf_ui_proxies_json(a, cas, NULL);
+    for (int i = 0; i < 3; i++) {
+        char id[64];
+        snprintf(id, sizeof id, "%s.istioinaction", pods[i]);
+        json_t *p = proxy_of(ans, id);
+        assert_non_null(p);
+        assert_true(json_is_null(json_object_get(p, "certificate")));
+        const char *note = json_string_value(json_object_get(p, "certificate_note"));
+        assert_non_null(note);
+        assert_non_null(strstr(note, "3 proxies share "
+                                     "spiffe://cluster.local/ns/istioinaction/sa/catalog from "
+                                     "127.0.0.1: pilot cannot tell which certificate each holds"));
+        char cmd[80];
+        snprintf(cmd, sizeof cmd, "weftctl proxy-config secret %s shows it", pods[i]);
+        assert_non_null(strstr(note, cmd));
+    }
+    json_t *wp = proxy_of(ans, "webapp-a.istioinaction");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(wp, "certificate"), "serial")), "aa");
+    assert_null(json_object_get(wp, "certificate_note"));
+    json_decref(ans);
+    wf_ca_server_free(cas);
+    wf_ads_close(a);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_history_ring_bounds),
         cmocka_unit_test(test_issued_table),
         cmocka_unit_test(test_proxies_answer),
+        cmocka_unit_test(test_shared_identity_certificate_is_null_with_note),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

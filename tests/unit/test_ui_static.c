@@ -72,14 +72,19 @@ typedef struct got {
     char body[1024];
 } got;
 
-static got serve(const char *dir, const char *path)
+static got serve_from(const char *dir, const char *origin, const char *path)
 {
     wf_debug_reply r = {.status = 0, .ctype = NULL, .body = WF_STRBUF_INIT, .location = NULL};
-    wf_ui_static_serve(dir, path, &r);
+    wf_ui_static_serve(dir, origin, path, &r);
     got g = {.status = r.status, .ctype = r.ctype, .location = r.location};
     snprintf(g.body, sizeof g.body, "%s", wf_strbuf_cstr(&r.body));
     wf_strbuf_free(&r.body);
     return g;
+}
+
+static got serve(const char *dir, const char *path)
+{
+    return serve_from(dir, NULL, path);
 }
 
 static void test_index_and_files(void **state)
@@ -172,6 +177,50 @@ static void test_missing_is_503_naming_setup(void **state)
     tdir_rm(&d);
 }
 
+/* A FIFO in the folder is refused at once (403), never opened blocking (pilot's loop would
+ * hang in open()); alarm() fails the test instead of hanging it. */
+static void test_fifo_refused_without_blocking(void **state)
+{
+    (void)state;
+    tdir d;
+    make_ui(&d);
+    char p[256];
+    snprintf(p, sizeof p, "%s/fifo.js", d.path);
+    assert_int_equal(mkfifo(p, 0644), 0);
+    alarm(5);
+    got g = serve(d.path, "/ui/fifo.js");
+    alarm(0);
+    assert_int_equal(g.status, 403);
+    assert_non_null(strstr(g.body, "not a regular file"));
+    tdir_rm(&d);
+}
+
+/* A folder given explicitly (--uiDir, $WEFT_UI_DIR) that does not exist names the flag, not
+ * scripts/setup; a file given as the folder is "not a folder"; wf_ui_dir_problem is NULL for a
+ * ready folder (pilot logs its text as a WARN at start). */
+static void test_explicit_dir_messages(void **state)
+{
+    (void)state;
+    got g = serve_from("/nonexistent/x", "--uiDir", "/ui/");
+    assert_int_equal(g.status, 503);
+    assert_non_null(strstr(g.body, "--uiDir /nonexistent/x: no such folder"));
+    assert_null(strstr(g.body, "scripts/setup"));
+    tdir d;
+    make_ui(&d);
+    char f[256], buf[512];
+    snprintf(f, sizeof f, "%s/app.js", d.path);
+    g = serve_from(f, "--uiDir", "/ui/");
+    assert_int_equal(g.status, 503);
+    assert_non_null(strstr(g.body, "not a folder"));
+    assert_null(strstr(g.body, "is missing"));
+    g = serve(f, "/ui/");
+    assert_non_null(strstr(g.body, "not a folder"));
+    assert_null(wf_ui_dir_problem(d.path, "--uiDir", buf, sizeof buf));
+    assert_non_null(wf_ui_dir_problem("/nonexistent/x", "$WEFT_UI_DIR", buf, sizeof buf));
+    assert_non_null(strstr(buf, "$WEFT_UI_DIR /nonexistent/x: no such folder"));
+    tdir_rm(&d);
+}
+
 static void test_dir_resolution(void **state)
 {
     (void)state;
@@ -202,8 +251,12 @@ static void test_dir_resolution(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_index_and_files), cmocka_unit_test(test_content_types),
-        cmocka_unit_test(test_path_safety),     cmocka_unit_test(test_missing_is_503_naming_setup),
+        cmocka_unit_test(test_index_and_files),
+        cmocka_unit_test(test_content_types),
+        cmocka_unit_test(test_path_safety),
+        cmocka_unit_test(test_missing_is_503_naming_setup),
+        cmocka_unit_test(test_fifo_refused_without_blocking),
+        cmocka_unit_test(test_explicit_dir_messages),
         cmocka_unit_test(test_dir_resolution),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
