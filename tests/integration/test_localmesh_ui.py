@@ -343,11 +343,18 @@ def test_web_view_on_the_catalog_mesh(tmp_path):
             es = [e for e in (g or {}).get("edges", []) if e["id"] in into]
             return [e.get("mtls_percent") for e in es] if len(es) == 2 else None
         wait_for(lambda: shares() == [0, 0], 90, "plaintext edges into catalog (mtls_percent 0)")
+        # the page must have drawn both edges, as plaintext, before the locks are read (an
+        # empty graph has no locks either)
+        drawn = ("window.weftView && window.weftView.cy && window.weftView.lastGraph && "
+                 "window.weftView.lastGraph.window_s === 10 && %s.every(id => "
+                 "window.weftView.cy.getElementById(id).nonempty() && window.weftView.lastGraph"
+                 ".edges.some(e => e.id === id && e.mtls_percent === 0))" % json.dumps(list(into)))
         r = plan([{"goto": "?namespace=istioinaction&window=10#graph"},
-                  {"wait": "window.weftView && window.weftView.lastGraph && window.weftView"
-                           ".lastGraph.window_s === 10"},
+                  {"wait": drawn, "timeout": 30000},
+                  {"eval": "edges", "js": EDGES_JS},
                   {"eval": "locks", "js": LOCKS_JS},
                   {"screenshot": "localmesh-mtls-off.png"}], "localmesh")["results"]
+        assert set(into) <= {e["id"] for e in r["edges"]}, r["edges"]
         assert not set(into) & set(r["locks"]), r["locks"]
         shutil.copy(os.path.join(STEPS, "fix-destinationrule.yaml"), d / "destinationrule.yaml")
         wait_for(lambda: shares() == [100, 100], 90, "mutual TLS again on the edges into catalog")
