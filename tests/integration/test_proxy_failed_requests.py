@@ -96,11 +96,14 @@ def test_ring_is_bounded(proxy_factory):  # noqa: F811
     assert 64 <= len(got) <= 128, len(got)
     idx = [int(e["path"].rsplit("/", 1)[1]) for e in got]
     assert idx[0] == n - 1
-    # newest first across workers: each request was answered before the next was sent, so
-    # out-of-order pairs could only come from a response reaching the client before its
-    # worker recorded it (a few microseconds); allow at most one such pair
-    inversions = sum(1 for a, b in zip(idx, idx[1:]) if a < b)
-    assert inversions <= 1, idx
+    # newest first across workers (by the time each was recorded, at the stream's end): each
+    # request was answered before the next was sent, so an entry can only be out of place when
+    # its worker recorded it after the client's next requests were recorded by the other
+    # worker (the worker thread descheduled between writing the answer and recording it: a
+    # loaded machine, the sanitizer build). Such an entry is a few places off; a merge that
+    # did not interleave the workers' rings puts entries up to 64 places off.
+    rank = {v: k for k, v in enumerate(sorted(idx, reverse=True))}
+    assert max(abs(rank[v] - k) for k, v in enumerate(idx)) <= 8, idx
     for w in {e["worker"] for e in got}:
         mine = [i for i, e in zip(idx, got) if e["worker"] == w]
         assert mine == sorted(mine, reverse=True) and len(mine) <= 64
