@@ -62,6 +62,13 @@ def weftctl_path():
     return os.path.abspath(os.environ.get("WEFTCTL") or os.path.join(ROOT, "build", "weftctl"))
 
 
+def build_dir():
+    """The build folder whose programs are under test: $WEFT_PILOT's, else ROOT/build (the
+    bench scripts take a build folder, not a program)."""
+    pilot = os.environ.get("WEFT_PILOT")
+    return os.path.dirname(os.path.abspath(pilot)) if pilot else os.path.join(ROOT, "build")
+
+
 def shared_path():
     """Absolute path of the shared reference data directory (it may not exist)."""
     return os.path.abspath(

@@ -10,14 +10,9 @@ import os
 import signal
 import subprocess
 
-from conftest import ROOT
+from conftest import ROOT, build_dir
 
 SCRIPT = os.path.join(ROOT, "bench", "run_pilot_kube.sh")
-
-
-def build_dir():
-    pilot = os.environ.get("WEFT_PILOT")
-    return os.path.dirname(os.path.abspath(pilot)) if pilot else os.path.join(ROOT, "build")
 
 
 def test_bench_pilot_kube_tiny(tmp_path):

@@ -11,14 +11,9 @@ import os
 import signal
 import subprocess
 
-from conftest import ROOT
+from conftest import ROOT, build_dir
 
 SCRIPT = os.path.join(ROOT, "bench", "run_pilot_scale.sh")
-
-
-def build_dir():
-    pilot = os.environ.get("WEFT_PILOT")
-    return os.path.dirname(os.path.abspath(pilot)) if pilot else os.path.join(ROOT, "build")
 
 
 def test_bench_pilot_scale_tiny(tmp_path):
