@@ -8,7 +8,11 @@
 # (/proc/PID/stat) and the top symbols by self time (perf record -e cpu-clock, all of the
 # process's threads). PROFILE_CALLGRAPH=1 records DWARF call graphs for weft-proxy and prints
 # the inclusive ("children") time of the functions of the HTTP/2 path. The perf.data files
-# are kept in bench/results/h2prof-PROXY-BODY.data for perf report. Needs perf (linux-perf).
+# are kept in bench/results/h2prof-PROXY-BODY.data for perf report. Last, the ceiling
+# (proxy/ceiling.py, as profile_tls.sh): from CPU per request measured in a run with no perf
+# attached (before the observed one) and the share of weft's user-space time in nghttp2, the
+# ratio weft would reach against HAProxy if its own user-space code took no time, and the own
+# user time per request issue 19's goal (1.2x) leaves it. Needs perf (linux-perf).
 # shellcheck disable=SC2054,SC2086,SC2317
 set -euo pipefail
 export LC_ALL=C
@@ -41,6 +45,15 @@ for t in weft haproxy; do
   pid=${PID_OF[$t]} url="http://127.0.0.1:${PORT_OF[$t]}/$BODY"
   data=$HERE/results/h2prof-$t-$BODY.data
   $PIN_LOAD h2load -t1 -c8 -m8 -D1 "$url" >/dev/null
+  # unobserved: CPU per request with no perf attached (tracepoints make system calls dearer)
+  bp_cpu_ticks "$pid"
+  u0=$BP_UTICKS s0=$BP_STICKS
+  out=$($PIN_LOAD h2load -t1 -c8 -m8 -D"$DUR" "$url")
+  bp_cpu_ticks "$pid"
+  n=$(awk '/^requests:/ {print $6}' <<<"$out")
+  [ "${n:-0}" -gt 0 ] || { echo "profile_h2.sh: no request finished through $t" >&2; exit 1; }
+  cpu_row=$(awk -v n="$n" -v u=$((BP_UTICKS - u0)) -v s=$((BP_STICKS - s0)) -v hz="$HZ" \
+    'BEGIN {printf "%.3f %.3f", u * 1e6 / hz / n, s * 1e6 / hz / n}')
   cg=()
   [ "${PROFILE_CALLGRAPH:-0}" = 1 ] && [ "$t" = weft ] && cg=(--call-graph dwarf,16384 -F 999)
   perf stat -x, -e "$EV" -p "$pid" -o "$BP_DIR/$t.stat" -- sleep "$DUR" &
@@ -62,6 +75,12 @@ for t in weft haproxy; do
     printf "  CPU per request: user %.2f us, kernel %.2f us\n", u * 1e6 / hz / n, s * 1e6 / hz / n}'
   { perf report -i "$data" -g none --no-children --sort dso 2>/dev/null | grep -E '^ +[0-9]' |
     head -n 6 | tr -s ' ' | tr '\n' ';' | sed 's/^/  by object:/; s/;$/\n/'; } || true
+  lib=$(perf report -i "$data" -g none --no-children --sort dso 2>/dev/null |
+    awk '/^ +[0-9.]+%/ {p = $1; sub(/%/, "", p); if ($2 ~ /kernel/) next; all += p
+      if ($2 ~ /^libnghttp2\.so/) lib += p} END {printf "%.3f", (all > 0 ? lib / all : 0)}')
+  echo "$t $cpu_row $lib" >>"$BP_DIR/rows"
+  echo "  unobserved run: CPU per request user ${cpu_row% *} us, kernel ${cpu_row#* } us;" \
+    "nghttp2 $(awk -v l="$lib" 'BEGIN {printf "%.0f", l * 100}') % of user time"
   { perf report -i "$data" -g none --no-children --sort dso,sym 2>/dev/null | grep -E '^ +[0-9]' |
     grep -v kernel | head -n 15; } || true
   if [ ${#cg[@]} -gt 0 ]; then
@@ -70,3 +89,6 @@ for t in weft haproxy; do
       grep -E '\] (nghttp2_session_mem_recv|on_begin_headers|on_request|bs_pump|process|flush_upstream|on_upstream_data|bs_write|h2c_flush|nghttp2_session_mem_send|h1_parse|wp_h2_server_respond|wf_strbuf_append_slow|__GI___libc_write|__GI___libc_read)$' || true
   fi
 done
+echo
+echo "ceiling, /$BODY (h2load -t1 -c8 -m8; HAProxy's HTTP/2 code is its own, weft's is nghttp2's):"
+/usr/bin/python3 "$HERE/proxy/ceiling.py" "$BP_DIR/rows" nghttp2
