@@ -582,8 +582,9 @@ def _wait_ready(proc, admin_port, timeout):
     return False
 
 
-def start_proxy(bs, args=(), concurrency=1, flush_ms=50, timeout=20, attempts=3):
-    """Start weft-proxy on bootstrap bs (see the module docstring); returns a Proxy."""
+def start_proxy(bs, args=(), concurrency=1, flush_ms=50, timeout=20, attempts=3, wrap=()):
+    """Start weft-proxy on bootstrap bs (see the module docstring); returns a Proxy. wrap: a
+    command line the proxy's runs under (it must exec it, keeping the PID: e.g. unshare)."""
     exe = proxy_path()
     if not os.access(exe, os.X_OK):
         pytest.fail("%s is missing or not executable: build it or set WEFT_PROXY" % exe)
@@ -602,7 +603,7 @@ def start_proxy(bs, args=(), concurrency=1, flush_ms=50, timeout=20, attempts=3)
             asa["port_value"] = free_port()
         admin_port = asa["port_value"]
         path = write_bootstrap(cfg, tmpdir)
-        argv = [exe, "-c", path]
+        argv = [str(a) for a in wrap] + [exe, "-c", path]
         if concurrency is not None:
             argv += ["--concurrency", str(concurrency)]
         if flush_ms is not None:

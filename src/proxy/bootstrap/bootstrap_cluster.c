@@ -650,6 +650,7 @@ bool bs_dec_cluster(bs *b, json_t *o, void *arg)
         !bs_cluster_filters(b, o, cl))
         return false;
     cl->type = cl->original_dst ? WP_CLUSTER_STATIC : (wp_cluster_type)type;
+    cl->dns_family = (wp_dns_family)family;
     cl->lb_policy = cl->original_dst ? WP_LB_ROUND_ROBIN : (wp_lb_policy)lb;
     if (cl->connect_timeout_ms == 0)
         return bs_fail_at(b, "connect_timeout", "value must be greater than 0s");

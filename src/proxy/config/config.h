@@ -441,6 +441,9 @@ typedef struct wp_listener {
 /* ---------- clusters ---------- */
 
 typedef enum { WP_CLUSTER_STATIC, WP_CLUSTER_STRICT_DNS, WP_CLUSTER_LOGICAL_DNS } wp_cluster_type;
+/* Cluster.dns_lookup_family: AUTO takes an IPv6 address when the name has one, else IPv4;
+ * V4_PREFERRED the other way round; V4_ONLY IPv4 only (Envoy's DnsLookupFamily). */
+typedef enum { WP_DNS_AUTO, WP_DNS_V4_ONLY, WP_DNS_V4_PREFERRED } wp_dns_family;
 typedef enum { WP_LB_ROUND_ROBIN, WP_LB_LEAST_REQUEST, WP_LB_RANDOM } wp_lb_policy;
 typedef enum {
     WP_HEALTH_UNKNOWN, /* treated as healthy, as Envoy does */
@@ -511,6 +514,7 @@ typedef struct wp_cluster {
     uint32_t max_requests_per_connection; /* 0 = unlimited */
     uint32_t per_connection_buffer_limit_bytes;
     uint64_t dns_refresh_rate_ms; /* default 5000 */
+    wp_dns_family dns_family;     /* dns_lookup_family, default AUTO */
     wp_upstream_proto proto;      /* WP_UP_HTTP1 unless configured */
     bool h2_allowed;              /* use_downstream_protocol_config gave http2_protocol_options */
     wp_h2_options h2;             /* the HTTP/2 options of an HTTP/2 (or use-downstream) cluster */
@@ -535,7 +539,7 @@ typedef struct wp_cluster {
     const wp_tls_config *tls; /* transport_socket: TLS (UpstreamTlsContext), NULL = raw_buffer */
     /* filters: the upstream istio.metadata_exchange (Istio's TCPClusterMx), NULL = none */
     const struct wp_tcp_mx_config *mx;
-    const wp_tsm *tsms;       /* transport_socket_matches, in order */
+    const wp_tsm *tsms; /* transport_socket_matches, in order */
     size_t ntsms;
     bool has_tls; /* tls or a match's TLS socket: cluster.<name>.ssl.* exist */
     int index;

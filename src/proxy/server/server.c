@@ -30,6 +30,7 @@
 #include "proxy/server/listen_socket.h"
 #include "proxy/server/gen.h"
 #include "proxy/agent/dns.h"
+#include "proxy/server/dns_refresh.h"
 
 typedef struct {
     wp_server srv;
@@ -59,6 +60,7 @@ typedef struct {
     wp_cert_provider *certs; /* started by the first snapshot that uses SDS */
     char spiffe[512];        /* the provider's CSR identity */
     int64_t last_cert_days;  /* server.days_until_first_cert_expiring as last set */
+    wp_dns_refresh *dnsr;    /* DNS clusters' names, resolved again (dns_refresh.h) */
 } wp_main;
 
 static int compile_routes(wp_config *cfg, wf_strbuf *err)
@@ -96,6 +98,8 @@ static void stop_all(wp_main *m)
     m->xds = NULL;
     wp_dns_close(m->dns);
     m->dns = NULL;
+    wp_dns_refresh_close(m->dnsr);
+    m->dnsr = NULL;
     wp_cert_provider_close(m->certs);
     m->certs = NULL;
     wp_listen_hold_free(m->hold); /* warming listeners' sockets: no callback uses them now */
@@ -276,45 +280,39 @@ static void on_outlier_timer(uv_timer_t *t)
         uv_timer_start(&m->od_timer, on_outlier_timer, next, 0);
 }
 
-/* e's hostname resolved into e->addr (the first address). Returns 0, or -1 (logged) when
- * it does not resolve. */
-static int resolve_endpoint(const wp_cluster *c, wp_endpoint *e)
+/* STRICT_DNS / LOGICAL_DNS endpoints get their addresses before the generation is built
+ * (dns_refresh.h: the cached answer of the last refresh, or a lookup now; refreshed every
+ * dns_refresh_rate). As Envoy's DNS clusters (upstream/strict_dns_cluster.cc), a name that
+ * does not resolve contributes no host: it is dropped from the cluster, so the load balancer,
+ * the panic threshold, /clusters and the membership gauges never see it (none left: 503 UH). */
+static void resolve_dns_clusters(wp_main *m, wp_config *cfg)
 {
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_family = AF_UNSPEC}, *res = NULL;
-    char port[16];
-    snprintf(port, sizeof(port), "%u", e->port);
-    int r = getaddrinfo(e->hostname, port, &hints, &res);
-    if (r != 0 || !res) {
-        WF_LOG(WF_LC_upstream, WF_LOG_WARN, "cluster %s: cannot resolve %s: %s (no host)", c->name,
-               e->hostname, gai_strerror(r));
-        return -1;
-    }
-    memcpy(&e->addr.sa, res->ai_addr, res->ai_addrlen);
-    e->addr.len = res->ai_addrlen;
-    wp_sockaddr_text(res->ai_addr, e->addr.text, sizeof(e->addr.text));
-    freeaddrinfo(res);
-    return 0;
-}
-
-/* STRICT_DNS / LOGICAL_DNS endpoints get their addresses before the generation is built. As
- * Envoy's DNS clusters (upstream/strict_dns_cluster.cc), a name that does not resolve
- * contributes no host: it is dropped from the cluster, so the load balancer, the panic
- * threshold, /clusters and the membership gauges never see it (none left: 503 UH). */
-static void resolve_dns_clusters(wp_config *cfg)
-{
+    uint64_t refresh_ms = 0;
+    wp_dns_refresh_begin(m->dnsr);
     for (size_t i = 0; i < cfg->nclusters; i++) {
         wp_cluster *c = &cfg->clusters[i];
         if (c->type == WP_CLUSTER_STATIC)
             continue;
         size_t kept = 0;
+        bool named = false;
         for (size_t k = 0; k < c->nendpoints; k++) {
             wp_endpoint *e = &c->endpoints[k];
-            if (!e->addr.len && resolve_endpoint(c, e) != 0)
-                continue;
+            if (!e->addr.len) {
+                named = true;
+                if (wp_dns_refresh_resolve(m->dnsr, e->hostname, e->port, c->dns_family,
+                                           &e->addr) != 0) {
+                    WF_LOG(WF_LC_upstream, WF_LOG_WARN, "cluster %s: %s has no address (no host)",
+                           c->name, e->hostname);
+                    continue;
+                }
+            }
             c->endpoints[kept++] = *e;
         }
         c->nendpoints = kept;
+        if (named && (refresh_ms == 0 || c->dns_refresh_rate_ms < refresh_ms))
+            refresh_ms = c->dns_refresh_rate_ms;
     }
+    wp_dns_refresh_end(m->dnsr, refresh_ms);
 }
 
 /* The command line's overrides of the bootstrap's node. */
@@ -532,7 +530,7 @@ int wp_server_apply(wp_server *srv, wp_config *cfg, wp_listen_hold *hold, wf_str
         wp_config_unref(cfg);
         return -1;
     }
-    resolve_dns_clusters(cfg);
+    resolve_dns_clusters((wp_main *)srv, cfg); /* srv is wp_main's first member */
     attach_secrets(srv, cfg);
     wp_gen *g = wp_gen_new(srv, cfg, err);
     if (!g)
@@ -885,6 +883,8 @@ static void stop_signals(wp_main *m)
 static void free_server(wp_main *m, unsigned nstarted)
 {
     wp_server *srv = &m->srv;
+    wp_dns_refresh_close(m->dnsr); /* before the loop ran: freed at once */
+    m->dnsr = NULL;
     for (unsigned i = 0; i < nstarted; i++)
         wp_worker_free(&srv->workers[i]);
     free(srv->workers);
@@ -935,6 +935,38 @@ static int start_workers(wp_main *m, wf_strbuf *err, unsigned *ninit)
     return rc;
 }
 
+/* A refresh changed a DNS cluster's address: the current snapshot is built again from its
+ * own bootstrap (for xDS, the effective one the client composed), with the new answers, and
+ * applied as an EDS update is (Envoy changes the cluster's hosts). */
+static void dns_changed(void *ud)
+{
+    wp_main *m = ud;
+    if (m->stopping)
+        return;
+    const wp_config *cur = m->srv.gen->cfg;
+    wf_strbuf err = {0};
+    wp_config *cfg =
+        wp_bootstrap_load(cur->bootstrap, cur->from_xds ? "xds" : m->opts->config_path, &err);
+    if (cfg) {
+        override_node(m->opts, cfg);
+        cfg->from_xds = cur->from_xds;
+        cfg->xds_dump = cur->xds_dump ? json_incref(cur->xds_dump) : NULL;
+        cfg->n_static_clusters = cur->n_static_clusters;
+        cfg->n_static_listeners = cur->n_static_listeners;
+    }
+    if (!cfg || wp_server_apply(&m->srv, cfg, m->hold, &err) < 0) {
+        WF_LOG(WF_LC_upstream, WF_LOG_WARN,
+               "DNS answers changed but the configuration could not be rebuilt: %s",
+               wf_strbuf_cstr(&err));
+    } else {
+        WF_LOG(WF_LC_upstream, WF_LOG_INFO, "DNS answers changed: clusters' hosts updated");
+        if (m->drain_scope == 1) /* inbound listeners stay stopped, as after an xDS update */
+            for (unsigned i = 0; i < m->srv.nworkers; i++)
+                wp_worker_command(&m->srv.workers[i], WP_WORKER_DRAIN_INBOUND);
+    }
+    wf_strbuf_free(&err);
+}
+
 /* The stats store, the access-log files and the first generation. */
 static int first_generation(wp_main *m, wp_config *cfg, unsigned nshards, wf_strbuf *err)
 {
@@ -942,13 +974,14 @@ static int first_generation(wp_main *m, wp_config *cfg, unsigned nshards, wf_str
     srv->alog_files = wp_alog_files_new();
     srv->stats_store = wp_stats_new(nshards);
     srv->secrets = wp_secrets_new();
-    if (!srv->alog_files || !srv->stats_store || !srv->secrets ||
+    m->dnsr = wp_dns_refresh_new(dns_changed, m);
+    if (!srv->alog_files || !srv->stats_store || !srv->secrets || !m->dnsr ||
         !(srv->istio = wp_istio_rt_new(srv->stats_store, srv->nworkers))) {
         wp_config_unref(cfg);
         wf_strbuf_puts(err, "out of memory");
         return -1;
     }
-    resolve_dns_clusters(cfg);
+    resolve_dns_clusters(m, cfg);
     attach_secrets(srv, cfg);
     wp_gen *g = wp_gen_new(srv, cfg, err);
     if (!g)
@@ -1047,6 +1080,8 @@ int wp_server_run(const wp_server_opts *o)
         stop_all(&m);
         exit_rc = 1;
     }
+    if (m.dnsr && wp_dns_refresh_set_loop(m.dnsr, &loop) != 0)
+        WF_LOG(WF_LC_main, WF_LOG_WARN, "DNS clusters will not be resolved again (no timer)");
     WF_LOG(WF_LC_main, WF_LOG_INFO, "starting main dispatch loop (%u workers)", m.srv.nworkers);
     uv_run(&loop, UV_RUN_DEFAULT);
     for (unsigned i = 0; i < m.srv.nworkers; i++)
