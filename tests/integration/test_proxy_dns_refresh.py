@@ -175,3 +175,25 @@ def test_dns_lookup_family(proxy_factory, tmp_path, backends, backend_v6, family
         p, _ = start(proxy_factory, tmp_path, backends["port"], order, family=family)
         assert answer(p) == (200, want), order
         p.stop(expect=0)
+
+
+def test_strict_dns_makes_a_host_of_every_address(proxy_factory, tmp_path, backends):
+    """A name with two addresses: STRICT_DNS has two hosts (round robin reaches both, the
+    membership gauge says 2); when the name loses one, the refresh leaves one host."""
+    p, hosts = start(proxy_factory, tmp_path, backends["port"], ["127.0.0.2", "127.0.0.3"])
+    seen = {answer(p) for _ in range(6)}
+    assert seen == {(200, b"A"), (200, b"B")}, seen
+    assert p.stats()["cluster.backend.membership_total"] == 2
+    write_hosts(hosts, "127.0.0.3")
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and p.stats()["cluster.backend.membership_total"] != 1:
+        time.sleep(0.05)
+    assert {answer(p) for _ in range(6)} == {(200, b"B")}
+
+
+def test_logical_dns_takes_the_first_address(proxy_factory, tmp_path, backends):
+    """LOGICAL_DNS: one host, the first address of the answer."""
+    p, _ = start(proxy_factory, tmp_path, backends["port"], ["127.0.0.2", "127.0.0.3"],
+                 kind="LOGICAL_DNS")
+    assert {answer(p) for _ in range(6)} == {(200, b"A")}
+    assert p.stats()["cluster.backend.membership_total"] == 1

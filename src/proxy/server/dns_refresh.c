@@ -17,8 +17,8 @@ typedef struct entry {
     char *host;
     uint32_t port;
     wp_dns_family fam;
-    wp_addr addr;
-    bool ok; /* addr holds the last successful answer */
+    wp_addr *addrs; /* the last successful answer (naddrs > 0), or none yet */
+    size_t naddrs;
     bool inflight, dropped;
     uint64_t used; /* the epoch of the last snapshot that used the name */
     uv_getaddrinfo_t req;
@@ -57,11 +57,11 @@ const struct addrinfo *wp_dns_pick(const struct addrinfo *res, wp_dns_family fam
 
 static void entry_free(entry *x)
 {
+    free(x->addrs);
     free(x->host);
     free(x);
 }
 
-/* The first address of res into *out. */
 static void addr_from(const struct addrinfo *res, wp_addr *out)
 {
     memset(out, 0, sizeof(*out));
@@ -73,6 +73,42 @@ static void addr_from(const struct addrinfo *res, wp_addr *out)
 static bool same_addr(const wp_addr *a, const wp_addr *b)
 {
     return a->len == b->len && memcmp(&a->sa, &b->sa, a->len) == 0;
+}
+
+/* The addresses of res in the family dns_lookup_family picks (wp_dns_pick's), in getaddrinfo's
+ * order, without repeats, at most WP_DNS_MAX_ADDRS: a new array in *out. Returns how many (0:
+ * none of that family, *out NULL), or -1 when out of memory. */
+static int collect(const struct addrinfo *res, wp_dns_family fam, wp_addr **out)
+{
+    *out = NULL;
+    const struct addrinfo *first = wp_dns_pick(res, fam);
+    if (!first)
+        return 0;
+    wp_addr *v = calloc(WP_DNS_MAX_ADDRS, sizeof(*v));
+    if (!v)
+        return -1;
+    size_t n = 0;
+    for (const struct addrinfo *a = first; a && n < WP_DNS_MAX_ADDRS; a = a->ai_next) {
+        if (a->ai_family != first->ai_family)
+            continue;
+        addr_from(a, &v[n]);
+        bool seen = false;
+        for (size_t i = 0; i < n && !seen; i++)
+            seen = same_addr(&v[i], &v[n]);
+        n += !seen;
+    }
+    *out = v;
+    return (int)n;
+}
+
+static bool same_answer(const entry *x, const wp_addr *v, size_t n)
+{
+    if (x->naddrs != n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!same_addr(&x->addrs[i], &v[i]))
+            return false;
+    return true;
 }
 
 wp_dns_refresh *wp_dns_refresh_new(wp_dns_changed_cb changed, void *ud)
@@ -105,21 +141,29 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
         r->counts.lookups++;
     if (x->dropped) {
         entry_free(x);
-    } else if (status == 0 && wp_dns_pick(res, x->fam)) {
-        wp_addr a;
-        addr_from(wp_dns_pick(res, x->fam), &a);
-        if (!x->ok || !same_addr(&a, &x->addr)) {
-            WF_LOG(WF_LC_upstream, WF_LOG_INFO, "DNS: %s:%u now resolves to %s (was %s)", x->host,
-                   x->port, a.text, x->ok ? x->addr.text : "no address");
-            x->addr = a;
-            x->ok = true;
+    } else {
+        wp_addr *v = NULL;
+        int n = status == 0 ? collect(res, x->fam, &v) : 0;
+        if (n > 0 && !same_answer(x, v, (size_t)n)) {
+            WF_LOG(WF_LC_upstream, WF_LOG_INFO,
+                   "DNS: %s:%u now resolves to %s%s (%zu address(es); was %s)", x->host, x->port,
+                   v[0].text, n > 1 ? ", ..." : "", (size_t)n,
+                   x->naddrs ? x->addrs[0].text : "no address");
+            free(x->addrs);
+            x->addrs = v;
+            x->naddrs = (size_t)n;
+            v = NULL;
             r->round_changed = true;
+        } else if (n <= 0 && status != UV_ECANCELED) {
+            /* Envoy keeps the hosts of the last resolution that succeeded */
+            WF_LOG(WF_LC_upstream, WF_LOG_DEBUG, "DNS: %s:%u did not resolve: %s (%s kept)",
+                   x->host, x->port,
+                   status  ? uv_strerror(status)
+                   : n < 0 ? "out of memory"
+                           : "no address of its dns_lookup_family",
+                   x->naddrs ? x->addrs[0].text : "no address");
         }
-    } else if (status != UV_ECANCELED) {
-        /* Envoy keeps the hosts of the last resolution that succeeded */
-        WF_LOG(WF_LC_upstream, WF_LOG_DEBUG, "DNS: %s:%u did not resolve: %s (%s kept)", x->host,
-               x->port, status ? uv_strerror(status) : "no address of its dns_lookup_family",
-               x->ok ? x->addr.text : "no address");
+        free(v);
     }
     uv_freeaddrinfo(res);
     if (r->inflight > 0)
@@ -195,23 +239,9 @@ static entry *find(const wp_dns_refresh *r, const char *host, uint32_t port, wp_
     return NULL;
 }
 
-/* A blocking lookup, cached. NULL when out of memory (the answer is still in *ok / *out). */
-static entry *first_lookup(wp_dns_refresh *r, const char *host, uint32_t port, wp_dns_family fam,
-                           bool *ok, wp_addr *out)
+/* A new cached name with the answer of a blocking lookup. NULL when out of memory (logged). */
+static entry *first_lookup(wp_dns_refresh *r, const char *host, uint32_t port, wp_dns_family fam)
 {
-    struct addrinfo *res = NULL;
-    char p[16];
-    snprintf(p, sizeof(p), "%u", port);
-    int g = getaddrinfo(host, p, &HINTS, &res);
-    const struct addrinfo *a = g == 0 ? wp_dns_pick(res, fam) : NULL;
-    *ok = a != NULL;
-    if (*ok)
-        addr_from(a, out);
-    else
-        WF_LOG(WF_LC_upstream, WF_LOG_WARN, "cannot resolve %s: %s (no host)", host,
-               g != 0 ? gai_strerror(g) : "no address of the cluster's dns_lookup_family");
-    if (res)
-        freeaddrinfo(res);
     entry *x = calloc(1, sizeof(*x));
     if (x)
         x->host = strdup(host);
@@ -224,7 +254,7 @@ static entry *first_lookup(wp_dns_refresh *r, const char *host, uint32_t port, w
         }
     }
     if (!x || !x->host || r->n == r->cap) {
-        WF_LOG(WF_LC_upstream, WF_LOG_WARN, "DNS: %s is not cached (out of memory)", host);
+        WF_LOG(WF_LC_upstream, WF_LOG_WARN, "cannot resolve %s: out of memory (no host)", host);
         if (x)
             entry_free(x);
         return NULL;
@@ -232,28 +262,36 @@ static entry *first_lookup(wp_dns_refresh *r, const char *host, uint32_t port, w
     x->r = r;
     x->port = port;
     x->fam = fam;
-    x->ok = *ok;
-    if (*ok)
-        x->addr = *out;
     r->e[r->n++] = x;
+    struct addrinfo *res = NULL;
+    char p[16];
+    snprintf(p, sizeof(p), "%u", port);
+    int g = getaddrinfo(host, p, &HINTS, &res);
+    int n = g == 0 ? collect(res, fam, &x->addrs) : 0;
+    if (res)
+        freeaddrinfo(res);
+    if (n > 0)
+        x->naddrs = (size_t)n;
+    else
+        WF_LOG(WF_LC_upstream, WF_LOG_WARN, "cannot resolve %s: %s (no host)", host,
+               g != 0  ? gai_strerror(g)
+               : n < 0 ? "out of memory"
+                       : "no address of the cluster's dns_lookup_family");
     return x;
 }
 
-int wp_dns_refresh_resolve(wp_dns_refresh *r, const char *host, uint32_t port, wp_dns_family fam,
-                           wp_addr *out)
+size_t wp_dns_refresh_resolve(wp_dns_refresh *r, const char *host, uint32_t port, wp_dns_family fam,
+                              const wp_addr **addrs)
 {
     entry *x = find(r, host, port, fam);
-    bool ok;
-    if (x) {
-        ok = x->ok;
-        if (ok)
-            *out = x->addr;
-    } else {
-        x = first_lookup(r, host, port, fam, &ok, out);
-    }
-    if (x)
-        x->used = r->epoch;
-    return ok ? 0 : -1;
+    if (!x)
+        x = first_lookup(r, host, port, fam);
+    *addrs = NULL;
+    if (!x)
+        return 0;
+    x->used = r->epoch;
+    *addrs = x->addrs;
+    return x->naddrs;
 }
 
 void wp_dns_refresh_end(wp_dns_refresh *r, uint64_t refresh_ms)

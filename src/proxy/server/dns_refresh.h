@@ -13,10 +13,11 @@
  *    threadpool, uv_getaddrinfo).
  *  - dns_lookup_family: AUTO takes an IPv6 address when the name has one, else IPv4;
  *    V4_PREFERRED IPv4 first; V4_ONLY only IPv4.
- * Not followed: each name gives one address, the first of its family getaddrinfo returns
- * (STRICT_DNS makes a host of every address); respect_dns_ttl, dns_failure_refresh_rate and
- * the resolver options are not read (the refresh timer is the smallest dns_refresh_rate of the
- * snapshot's DNS clusters, also after a failure).
+ *  - STRICT_DNS: every address of the answer is a host; LOGICAL_DNS: the first (the caller
+ *    takes addrs[0]).
+ * Not followed: respect_dns_ttl, dns_failure_refresh_rate and the resolver options are not
+ * read; at most WP_DNS_MAX_ADDRS addresses of a name are kept (the refresh timer is the smallest
+ * dns_refresh_rate of the snapshot's DNS clusters, also after a failure).
  *
  * Use: a snapshot's names are resolved with wp_dns_refresh_resolve between
  * wp_dns_refresh_begin and wp_dns_refresh_end (which drops the names the snapshot no longer
@@ -51,13 +52,17 @@ int wp_dns_refresh_set_loop(wp_dns_refresh *r, uv_loop_t *loop);
 
 /* A snapshot's resolutions start. */
 void wp_dns_refresh_begin(wp_dns_refresh *r);
-/* host:port's address of family fam into *out (out->text set): the cached answer of the last
- * successful resolution, else a blocking getaddrinfo now. 0, or -1 when it has no address
- * (never resolved). The name is marked as used by the snapshot. */
-int wp_dns_refresh_resolve(wp_dns_refresh *r, const char *host, uint32_t port, wp_dns_family fam,
-                           wp_addr *out);
+#define WP_DNS_MAX_ADDRS 64 /* addresses kept of one name */
 
-/* The address getaddrinfo's answer res gives for family fam (dns_lookup_family's rule), NULL
+/* host:port's addresses of family fam (text set, getaddrinfo's order, no repeats): the cached
+ * answer of the last successful resolution, else a blocking getaddrinfo now. Returns how many
+ * (0: none, never resolved), *addrs pointing at them (owned here, valid until the next
+ * wp_dns_refresh_end or refresh round). The name is marked as used by the snapshot. */
+size_t wp_dns_refresh_resolve(wp_dns_refresh *r, const char *host, uint32_t port, wp_dns_family fam,
+                              const wp_addr **addrs);
+
+/* The first address of the family dns_lookup_family fam picks in getaddrinfo's answer res
+ * (AUTO: IPv6 when res has one, else IPv4; V4_PREFERRED: the reverse; V4_ONLY: IPv4), NULL
  * when it has none of that family. */
 const struct addrinfo *wp_dns_pick(const struct addrinfo *res, wp_dns_family fam);
 /* The snapshot's resolutions are done: names it did not use are dropped; refreshes run every

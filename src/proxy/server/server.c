@@ -280,11 +280,60 @@ static void on_outlier_timer(uv_timer_t *t)
         uv_timer_start(&m->od_timer, on_outlier_timer, next, 0);
 }
 
-/* STRICT_DNS / LOGICAL_DNS endpoints get their addresses before the generation is built
- * (dns_refresh.h: the cached answer of the last refresh, or a lookup now; refreshed every
- * dns_refresh_rate). As Envoy's DNS clusters (upstream/strict_dns_cluster.cc), a name that
- * does not resolve contributes no host: it is dropped from the cluster, so the load balancer,
- * the panic threshold, /clusters and the membership gauges never see it (none left: 503 UH). */
+/* How many hosts endpoint e of DNS cluster c makes (its addresses in *addrs: a STRICT_DNS
+ * name makes a host of each, a LOGICAL_DNS one of the first); an address given as an IP makes
+ * one, *addrs NULL. */
+static size_t endpoint_hosts(wp_main *m, const wp_cluster *c, const wp_endpoint *e,
+                             const wp_addr **addrs)
+{
+    *addrs = NULL;
+    if (e->addr.len)
+        return 1;
+    size_t n = wp_dns_refresh_resolve(m->dnsr, e->hostname, e->port, c->dns_family, addrs);
+    return c->type == WP_CLUSTER_LOGICAL_DNS && n > 1 ? 1 : n;
+}
+
+/* c's endpoints become its hosts: each name's addresses (dns_refresh.h: the cached answer of
+ * the last refresh, or a lookup now). As Envoy's DNS clusters (strict_dns_cluster.cc), every
+ * address of a STRICT_DNS name is a host with the endpoint's weight and metadata, and a name
+ * that does not resolve contributes no host: the load balancer, the panic threshold,
+ * /clusters and the membership gauges never see it (none left: 503 UH). */
+static void resolve_cluster(wp_main *m, wp_config *cfg, wp_cluster *c)
+{
+    size_t total = 0;
+    const wp_addr *a;
+    for (size_t k = 0; k < c->nendpoints; k++)
+        total += endpoint_hosts(m, c, &c->endpoints[k], &a);
+    wp_endpoint *out = c->endpoints;
+    if (total > c->nendpoints) {
+        out = wf_arena_alloc(&cfg->arena, total * sizeof(*out));
+        if (!out) {
+            WF_LOG(WF_LC_upstream, WF_LOG_WARN, "cluster %s: out of memory: one host per name",
+                   c->name);
+            out = c->endpoints;
+            total = c->nendpoints;
+        }
+    }
+    size_t kept = 0;
+    for (size_t k = 0; k < c->nendpoints; k++) {
+        wp_endpoint e = c->endpoints[k];
+        size_t n = endpoint_hosts(m, c, &e, &a);
+        if (n == 0)
+            WF_LOG(WF_LC_upstream, WF_LOG_WARN, "cluster %s: %s has no address (no host)", c->name,
+                   e.hostname);
+        for (size_t j = 0; j < n && kept < total; j++) {
+            out[kept] = e;
+            if (a)
+                out[kept].addr = a[j];
+            kept++;
+        }
+    }
+    c->endpoints = out;
+    c->nendpoints = kept;
+}
+
+/* STRICT_DNS / LOGICAL_DNS clusters get their hosts before the generation is built, and the
+ * names are resolved again every dns_refresh_rate (the smallest of the snapshot's). */
 static void resolve_dns_clusters(wp_main *m, wp_config *cfg)
 {
     uint64_t refresh_ms = 0;
@@ -293,22 +342,10 @@ static void resolve_dns_clusters(wp_main *m, wp_config *cfg)
         wp_cluster *c = &cfg->clusters[i];
         if (c->type == WP_CLUSTER_STATIC)
             continue;
-        size_t kept = 0;
         bool named = false;
-        for (size_t k = 0; k < c->nendpoints; k++) {
-            wp_endpoint *e = &c->endpoints[k];
-            if (!e->addr.len) {
-                named = true;
-                if (wp_dns_refresh_resolve(m->dnsr, e->hostname, e->port, c->dns_family,
-                                           &e->addr) != 0) {
-                    WF_LOG(WF_LC_upstream, WF_LOG_WARN, "cluster %s: %s has no address (no host)",
-                           c->name, e->hostname);
-                    continue;
-                }
-            }
-            c->endpoints[kept++] = *e;
-        }
-        c->nendpoints = kept;
+        for (size_t k = 0; k < c->nendpoints && !named; k++)
+            named = !c->endpoints[k].addr.len;
+        resolve_cluster(m, cfg, c);
         if (named && (refresh_ms == 0 || c->dns_refresh_rate_ms < refresh_ms))
             refresh_ms = c->dns_refresh_rate_ms;
     }
