@@ -21,6 +21,10 @@
  *    the last accepted response, the nonce, error_detail {13, message}) and keeps the last good
  *    state. NACK messages name the resource in Envoy's shape: "Error adding/updating
  *    listener(s) 0.0.0.0_80: <reason>" (xds_compose.h wp_xds_nack_text).
+ *  - a CDS update is applied cluster by cluster, as Envoy's CdsApiHelper: a cluster that fails
+ *    to load keeps its accepted version (a new one is left out), the others apply, and the
+ *    update is NACKed "Error adding/updating cluster(s) NAME: reason, NAME: reason"; the set
+ *    kept as accepted is the one applied (xds_client_state.c leave_out_cluster).
  *  - a rejected LDS update leaves Envoy's listener error states for /config_dump
  *    (ListenersConfigDump.DynamicListener.error_state, config_dump.h): the listener it failed
  *    on with {failed_configuration, last_update_attempt, details = the reason without the

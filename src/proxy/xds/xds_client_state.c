@@ -326,9 +326,14 @@ static int hold_listeners(wp_xds_client *c, wp_xds_resources *res, json_t *set, 
     return out;
 }
 
+/* Composes the state with set as type t's and applies it. 0, or -1 with the NACK text in err
+ * and, when the failure is a resource's, its type and name in *fail_type and fail_name (256
+ * bytes; *fail_type -1 otherwise). */
 static int compose_apply(wp_xds_client *c, int t, json_t *set, const char *version,
-                         wp_xds_dynamic *dyn, wf_strbuf *err, bool *held)
+                         wp_xds_dynamic *dyn, wf_strbuf *err, bool *held, int *fail_type,
+                         char *fail_name)
 {
+    *fail_type = -1;
     wp_xds_resources res = {0};
     for (int i = 0; i < XC_NTYPES; i++) {
         res.set[i] = i == t ? set : c->sets[i];
@@ -355,6 +360,10 @@ static int compose_apply(wp_xds_client *c, int t, json_t *set, const char *versi
         const char *reason = compose_reason(wf_strbuf_cstr(&cerr), bad_type);
         wp_xds_nack_text(bad_type, bad_name, reason, err);
         note_failed_listener(c, t, bad_type, bad_name, reason, res.set[WF_XDS_LDS]);
+        if (bad_type >= 0) {
+            *fail_type = bad_type;
+            snprintf(fail_name, 256, "%s", bad_name);
+        }
         wf_strbuf_free(&cerr);
         return -1;
     }
@@ -394,6 +403,10 @@ static int compose_apply(wp_xds_client *c, int t, json_t *set, const char *versi
                                      &reason);
         wp_xds_nack_text(lt, name, wf_strbuf_cstr(&reason), err);
         note_failed_listener(c, t, lt, name, wf_strbuf_cstr(&reason), set);
+        if (lt >= 0) {
+            *fail_type = lt;
+            snprintf(fail_name, 256, "%s", name);
+        }
         wf_strbuf_free(&reason);
         wp_xds_dynamic_free(dyn);
     }
@@ -403,11 +416,59 @@ static int compose_apply(wp_xds_client *c, int t, json_t *set, const char *versi
     return rc == 0 ? 0 : -1;
 }
 
+/* A CDS update's cluster that cannot be loaded is left out as Envoy's CdsApiHelper leaves it
+ * (the others are added or updated; the update is rejected, "Error adding/updating cluster(s)
+ * NAME: reason, NAME: reason"): its accepted version, if any, stays in set, else it is
+ * dropped from set. 1 when set changed (try again), 0 when the failure is not a cluster of
+ * this update's own (or out of memory). */
+static int leave_out_cluster(wp_xds_client *c, json_t *set, const char *name, wf_strbuf *failed,
+                             const wf_strbuf *err)
+{
+    json_t *mine = json_object_get(set, name);
+    if (!mine)
+        return 0;
+    json_t *old = c->sets[WF_XDS_CDS] ? json_object_get(c->sets[WF_XDS_CDS], name) : NULL;
+    if (old == mine)
+        return 0; /* the accepted version itself fails: nothing to fall back to */
+    int rc = old ? json_object_set(set, name, old) : json_object_del(set, name);
+    if (rc != 0)
+        return 0;
+    static const char prefix[] = "Error adding/updating cluster(s) ";
+    const char *e = wf_strbuf_cstr(err);
+    if (strncmp(e, prefix, sizeof prefix - 1) == 0)
+        e += sizeof prefix - 1;
+    WF_LOG(WF_LC_config, WF_LOG_WARN, "cluster '%s' %s: %s", name,
+           old ? "keeps its previous version" : "is not added", e);
+    wf_strbuf_printf(failed, "%s%s", failed->len ? ", " : prefix, e);
+    return 1;
+}
+
 int xc_compose_apply(wp_xds_client *c, int t, json_t *set, const char *version, wp_xds_dynamic *dyn,
                      wf_strbuf *err)
 {
     bool held = false;
-    int rc = compose_apply(c, t, set, version, dyn, err, &held);
+    int fail_type;
+    char fail_name[256];
+    wf_strbuf failed = WF_STRBUF_INIT; /* the clusters left out, Envoy's NACK text */
+    wf_strbuf one = WF_STRBUF_INIT;
+    int rc;
+    for (size_t tries = 0;; tries++) {
+        wf_strbuf_reset(&one);
+        rc = compose_apply(c, t, set, version, dyn, &one, &held, &fail_type, fail_name);
+        if (rc == 0 || t != WF_XDS_CDS || !set || fail_type != WF_XDS_CDS || tries >= 1024 ||
+            !leave_out_cluster(c, set, fail_name, &failed, &one))
+            break;
+    }
+    if (rc != 0) {
+        wf_strbuf_puts(err, wf_strbuf_cstr(&one));
+    } else if (failed.len) { /* applied without them: the update is rejected (partial) */
+        if (c->partial)
+            wf_strbuf_printf(&failed, "\n%s", c->partial);
+        free(c->partial);
+        c->partial = strdup(wf_strbuf_cstr(&failed));
+    }
+    wf_strbuf_free(&one);
+    wf_strbuf_free(&failed);
     if (held && c->cb.hold_settle) /* the held sockets follow the outcome */
         c->cb.hold_settle(c->cb.ud, rc == 0);
     if (rc == 0) { /* the listener versions now serving (an update warming keeps them) */
