@@ -540,14 +540,21 @@ static h1_error parse_head_block(h1_parser *p, const char *b, size_t end)
     return e ? e : apply_semantics(p);
 }
 
+/* Empty lines before a request line are ignored (RFC 9112 §2.2), CRLF or a bare LF (a
+ * recipient may take LF as a line end), as Envoy's parsers skip them. */
 static size_t skip_empty_lines(h1_parser *p, const char *b, size_t len)
 {
     size_t i = 0;
     if (p->kind != H1_REQUEST || p->scan != 0)
         return 0;
-    while (i + 1 < len && b[i] == '\r' && b[i + 1] == '\n')
-        i += 2;
-    return i;
+    for (;;) {
+        if (i < len && b[i] == '\n')
+            i++;
+        else if (i + 1 < len && b[i] == '\r' && b[i + 1] == '\n')
+            i += 2;
+        else
+            return i;
+    }
 }
 
 static void enter_body(h1_parser *p)

@@ -334,6 +334,15 @@ static void test_pipelined(void **state)
         "H<GET /d 0  1.0 f0 cl0 ka0 ex0 up0 >D;EOF0");
 }
 
+/* Empty lines before a request line, CRLF or bare LF, are skipped (RFC 9112 §2.2; a bare LF
+ * was a 400 before). */
+static void test_empty_lines_before_request(void **state)
+{
+    (void)state;
+    req("\n\r\n\nGET /a HTTP/1.1\r\n\r\n\nGET /b HTTP/1.1\r\n\r\n",
+        "H<GET /a 0  1.1 f0 cl0 ka1 ex0 up0 >D;H<GET /b 0  1.1 f0 cl0 ka1 ex0 up0 >D;EOF0");
+}
+
 /* ---- responses ---- */
 
 static void test_responses(void **state)
@@ -642,6 +651,7 @@ int main(void)
         cmocka_unit_test(test_content_length),
         cmocka_unit_test(test_chunked),
         cmocka_unit_test(test_pipelined),
+        cmocka_unit_test(test_empty_lines_before_request),
         cmocka_unit_test(test_responses),
         cmocka_unit_test(test_response_answers),
         cmocka_unit_test(test_err_framing),
