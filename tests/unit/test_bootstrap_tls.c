@@ -366,6 +366,16 @@ static void test_bad_material(void **state)
     expect_error(tls_socket(d), NULL,
                  "t.json: " TSP ".typed_config.common_tls_context.tls_params."
                  "tls_minimum_protocol_version: unknown enum value \"TLSv9\"");
+    /* min above max fails the load, SDS context or not (it was found only when an SDS secret
+     * built the context, so an LDS update carrying it was accepted and its chain failed) */
+    d = downstream_ctx();
+    json_t *tp = json_object_get(json_object_get(d, "common_tls_context"), "tls_params");
+    json_object_set_new(tp, "tls_minimum_protocol_version", json_string("TLSv1_3"));
+    json_object_set_new(tp, "tls_maximum_protocol_version", json_string("TLSv1_2"));
+    expect_error(tls_socket(d), NULL,
+                 "t.json: " TSP ".typed_config.common_tls_context.tls_params."
+                 "tls_minimum_protocol_version: tls_minimum_protocol_version is above "
+                 "tls_maximum_protocol_version");
     json_t *u = json_pack("{s:s, s:{s:[{s:{s:s}, s:o}]}}", "@type", UTC, "common_tls_context",
                           "tls_certificates", "certificate_chain", "filename",
                           "/nonexistent/weft/cert.pem", "private_key", inline_str(SRV.key_pem));

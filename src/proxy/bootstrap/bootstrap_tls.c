@@ -215,6 +215,13 @@ static bool dec_tls_params(bs *b, json_t *o, void *arg)
         !dec_version(b, o, "tls_minimum_protocol_version", &t->o.min_version) ||
         !dec_version(b, o, "tls_maximum_protocol_version", &t->o.max_version))
         return false;
+    /* checked when the context is loaded (Envoy's ContextConfigImpl), not only when an SDS
+     * secret later builds it: an LDS update with such a context is rejected */
+    int minv = t->o.min_version ? t->o.min_version : WF_TLS_V1_2;
+    int maxv = t->o.max_version ? t->o.max_version : WF_TLS_V1_3;
+    if (minv > maxv)
+        return bs_fail_at(b, "tls_minimum_protocol_version",
+                          "tls_minimum_protocol_version is above tls_maximum_protocol_version");
     json_t *cs = bs_get(o, "cipher_suites");
     if (!cs)
         return true;
