@@ -33,6 +33,12 @@ typedef void (*wf_validation_cb)(const wf_resource *r, const wf_validation_issue
  * Returns the number of errors (warnings not counted); 0 for other kinds. */
 int wf_validate_resource(const wf_resource *r, wf_validation_cb cb, void *arg);
 
+/* A Kubernetes Secret as the API server decodes and validates it (validate_secret.c): `data`
+ * a map of base64 strings, `stringData` a map of strings, keys config keys. Calls cb once per
+ * problem (errors, with the API server's messages). Returns the number of errors; 0 for other
+ * kinds. */
+int wf_validate_secret(const wf_resource *r, wf_validation_cb cb, void *arg);
+
 /* Kubernetes' DNS-1123 label (a namespace name): [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63
  * characters. */
 bool wf_is_dns1123_label(const char *s);

@@ -463,6 +463,8 @@ static int take_resource(build *b, const wf_resource *r)
     b->cur_prev = prev_res(b, key);
     if (wf_kind_is_istio(r->kind)) {
         wf_validate_resource(r, on_issue, b);
+    } else if (r->kind == WF_KIND_SECRET) { /* as the API server would refuse it */
+        wf_validate_secret(r, on_issue, b);
     }
     if (!name_reported(b))
         check_name(b, r);

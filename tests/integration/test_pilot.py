@@ -205,6 +205,31 @@ def test_parse_error_in_a_later_document_names_its_line(pilot, dirs):
     poll(lambda: get_json(pilot.mon, "/debug/config_errors") == [])
 
 
+def test_secret_the_api_server_would_refuse_is_rejected(pilot, dirs):
+    """A Secret in a folder that `kubectl apply` would refuse (data values that are not base64,
+    a data value that is a map) is rejected with the API server's message at its file, line
+    and field, instead of being served as a Secret with no certificate (a gateway's
+    credentialName then reads "not found", and the error names why)."""
+    cfg, _ = dirs
+    (cfg / "sec.yaml").write_text("apiVersion: v1\nkind: Secret\nmetadata:\n"
+                                  "  name: cred\n  namespace: istio-system\n"
+                                  "type: kubernetes.io/tls\ndata:\n"
+                                  "  tls.crt: \"%%%notbase64\"\n  tls.key: {x: 1}\n")
+    errs = poll(lambda: [e for e in get_json(pilot.mon, "/debug/config_errors")
+                         if e["file"].endswith("sec.yaml")])
+    assert len(errs) == 2, errs
+    by_field = {e["field"]: e for e in errs}
+    e = by_field["data[tls.crt]"]
+    assert (e["level"], e["line"]) == ("error", 8), e
+    assert e["resource"] == "Secret istio-system/cred", e
+    assert e["message"] == ('Secret in version "v1" cannot be handled as a Secret: illegal base64 '
+                            'data at input byte 0'), e
+    assert "cannot unmarshal object into Go struct field Secret.data of type []uint8" in \
+        by_field["data[tls.key]"]["message"], errs
+    (cfg / "sec.yaml").unlink()
+    poll(lambda: get_json(pilot.mon, "/debug/config_errors") == [])
+
+
 WASM_AUTHN = """apiVersion: extensions.istio.io/v1alpha1
 kind: WasmPlugin
 metadata:
