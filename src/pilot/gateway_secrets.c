@@ -45,6 +45,21 @@ static unsigned char *secret_cert(const wf_resource *sec, size_t *len, bool *oom
     return NULL;
 }
 
+/* Whether the Secret has a non-empty private key where its certificate is (tls.key with
+ * tls.crt, key with cert; stringData or data), as kube.ExtractCertInfo needs it. */
+static bool secret_has_key(const wf_resource *sec)
+{
+    static const char *const keys[] = {"tls.key", "key"};
+    for (size_t i = 0; i < 2; i++) {
+        const wf_node *sd = wf_map_get(wf_map_get(sec->root, "stringData"), keys[i]);
+        const wf_node *d = wf_map_get(wf_map_get(sec->root, "data"), keys[i]);
+        if ((sd && sd->type == WF_NODE_SCALAR && sd->len) ||
+            (d && d->type == WF_NODE_SCALAR && d->len))
+            return true;
+    }
+    return false;
+}
+
 /* A namespace other than ns holding a Secret named name, or NULL. */
 static const char *secret_elsewhere(const wf_store *s, const char *ns, const char *name)
 {
@@ -59,6 +74,7 @@ static const char *secret_elsewhere(const wf_store *s, const char *ns, const cha
 /* Checks one server's Secret in namespace ns (workload: a pod there). -1 OOM, 0 stop, 1 go on. */
 static int check_one(const wf_store *s, wf_gwsec_problem *p, wf_gwsec_fn fn, void *ud)
 {
+    p->no_material = false;
     const wf_resource *sec = wf_store_find(s, WF_KIND_SECRET, p->ns, p->secret);
     if (!sec) {
         p->kind = WF_GWSEC_NOT_FOUND;
@@ -70,8 +86,13 @@ static int check_one(const wf_store *s, wf_gwsec_problem *p, wf_gwsec_fn fn, voi
     unsigned char *cert = secret_cert(sec, &len, &oom);
     if (oom)
         return -1;
-    if (!cert) /* no certificate key: pilot/sds.h says so when the proxy asks */
-        return 1;
+    if (!cert || !secret_has_key(sec)) { /* what Istio's secret controller cannot read */
+        free(cert);
+        p->kind = WF_GWSEC_INVALID;
+        p->no_material = true;
+        p->not_after_s = 0;
+        return fn(p, ud) ? 1 : 0;
+    }
     time_t na = 0;
     bool valid = wf_gw_cert_check(cert, len, (time_t)p->now_s, &na);
     free(cert);
@@ -170,7 +191,13 @@ const char *wf_gwsec_message(const wf_gwsec_problem *p, char *buf, size_t cap)
                  p->secret, p->ns, p->ns, p->workload, where, p->secret);
         break;
     case WF_GWSEC_INVALID:
-        if (p->not_after_s && p->not_after_s < p->now_s)
+        if (p->no_material)
+            snprintf(b, left,
+                     "credentialName secret %s/%s has no certificate and key Istio can read "
+                     "(tls.crt and tls.key, or cert and key, absent or empty); HTTPS for this "
+                     "server fails its handshake (kubernetes://%s stays WARMING at the gateway)",
+                     p->ns, p->secret, p->secret);
+        else if (p->not_after_s && p->not_after_s < p->now_s)
             snprintf(b, left,
                      "the certificate of credentialName secret %s/%s expired %lld days ago "
                      "(NotAfter %s)",

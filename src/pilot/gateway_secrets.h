@@ -46,6 +46,7 @@ typedef struct wf_gwsec_problem {
     const char *workload;  /* the first pod of that namespace the Gateway selects */
     const char *elsewhere; /* NOT_FOUND: a namespace holding a Secret of that name, or NULL */
     int64_t not_after_s;   /* INVALID / EXPIRING: earliest NotAfter (0: unparsable) */
+    bool no_material;      /* INVALID: no certificate or no key (absent or empty) */
     int64_t now_s;
 } wf_gwsec_problem;
 

@@ -158,6 +158,40 @@ static void test_expiry(void **state)
     free(a), free(b), free(both);
 }
 
+/* a Secret without a certificate or a key (absent or empty) is one Istio cannot read: IST0161
+ * with what is missing (it was not reported, and the gateway's secret stayed WARMING) */
+static void test_no_certificate_or_key(void **state)
+{
+    (void)state;
+    char *good = secret("shop-cert", "edge", NOW - DAY, NOW + 90 * DAY);
+    const char *empty = "apiVersion: v1\nkind: Secret\nmetadata: {name: admin-cert, namespace: "
+                        "edge}\ntype: kubernetes.io/tls\ndata: {tls.crt: \"\", tls.key: \"\"}\n";
+    char *both = malloc(strlen(good) + strlen(empty) + 8);
+    assert_non_null(both);
+    sprintf(both, "%s---\n%s", good, empty);
+    seen s;
+    run(both, &s);
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.p[0].kind, WF_GWSEC_INVALID);
+    assert_true(s.p[0].no_material);
+    assert_string_equal(s.msg[0], "server https-admin (port 443): credentialName secret "
+                                  "edge/admin-cert has no certificate and key Istio can read "
+                                  "(tls.crt and tls.key, or cert and key, absent or empty); "
+                                  "HTTPS for this server fails its handshake "
+                                  "(kubernetes://admin-cert stays WARMING at the gateway)");
+    /* a certificate without its key */
+    char *nokey = strdup(good);
+    assert_non_null(nokey);
+    char *k = strstr(nokey, "tls.key: S0VZ");
+    assert_non_null(k);
+    memcpy(k, "tls.kex", 7);
+    run(nokey, &s);
+    assert_int_equal(s.n, 2); /* admin-cert is missing, shop-cert has no key */
+    assert_int_equal(s.p[1].kind, WF_GWSEC_INVALID);
+    assert_true(s.p[1].no_material);
+    free(good), free(both), free(nokey);
+}
+
 /* no pod selected: nothing (the analyzer's selector message covers it) */
 static void test_no_workload(void **state)
 {
@@ -217,7 +251,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wrong_namespace), cmocka_unit_test(test_expiry),
         cmocka_unit_test(test_no_workload),     cmocka_unit_test(test_ca_expiring_rule),
-        cmocka_unit_test(test_ca_root_expiry),
+        cmocka_unit_test(test_ca_root_expiry),  cmocka_unit_test(test_no_certificate_or_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
