@@ -391,6 +391,47 @@ static int index_namespaces(wf_store *s)
     return index_flatten(&s->arena, &s->by_ns);
 }
 
+int wf_store_exclude(wf_store *s, wf_kind kind, const char *ns, const char *name)
+{
+    char buf[512];
+    if (s->finalized)
+        return -1;
+    const char *key = make_key(&s->arena, buf, sizeof(buf), kind, ns, name);
+    if (!key)
+        return -1;
+    if (s->nexcluded == s->capexcluded) {
+        size_t cap = s->capexcluded ? s->capexcluded * 2 : 8;
+        const char **v = wf_arena_alloc(&s->arena, cap * sizeof(*v));
+        if (!v)
+            return -1;
+        if (s->nexcluded)
+            memcpy(v, s->excluded, s->nexcluded * sizeof(*v));
+        s->excluded = v;
+        s->capexcluded = cap;
+    }
+    s->excluded[s->nexcluded++] = key;
+    return 0;
+}
+
+/* Drops the excluded resources from all (before the indices are built). */
+static void drop_excluded(wf_store *s)
+{
+    if (!s->nexcluded)
+        return;
+    size_t k = 0;
+    for (size_t i = 0; i < s->all.n; i++) {
+        const wf_resource *r = s->all.v[i];
+        char buf[512];
+        const char *key = make_key(NULL, buf, sizeof(buf), r->kind, r->ns, r->name);
+        bool excluded = false;
+        for (size_t e = 0; key && r->kind != WF_KIND_OTHER && e < s->nexcluded && !excluded; e++)
+            excluded = strcmp(s->excluded[e], key) == 0;
+        if (!excluded)
+            s->all.v[k++] = r;
+    }
+    s->all.n = k;
+}
+
 /* A resource loaded twice (same kind, namespace and name) counts once: the last one read
  * wins, as istioctl's file store updates a resource it sees again. */
 static int drop_shadowed(wf_store *s)
@@ -429,6 +470,7 @@ int wf_store_finalize(wf_store *s, const char *default_ns, bool synth_pods)
             r->ns_defaulted = true;
         }
     }
+    drop_excluded(s);
     if (index_names(s, 0) || drop_shadowed(s))
         return -1;
     for (size_t i = 0; i < s->all.n; i++) {

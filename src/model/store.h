@@ -89,6 +89,11 @@ int wf_store_load_path(wf_store *s, const char *path,
  * Same return as wf_store_load_path. The buffer is not kept. */
 int wf_store_load_buffer(wf_store *s, const char *name, const char *buf, size_t len, bool json);
 
+/* Before wf_store_finalize: the resource of that kind, namespace (after defaulting) and name
+ * is dropped by finalize, as if it had not been read (not counted as shadowed). 0, or -1 when
+ * out of memory or after finalize. */
+int wf_store_exclude(wf_store *s, wf_kind kind, const char *ns, const char *name);
+
 /* wf_store_load_buffer (JSON) for objects read from a Kubernetes API server: their resources
  * are marked live, and findings on them carry no file reference (istioctl analyze prints none
  * for resources of a live cluster, istio-analyze.md §2). name is for load errors only. */

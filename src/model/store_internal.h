@@ -32,7 +32,9 @@ typedef struct wf_index {
 struct wf_store {
     wf_arena arena;
     wf_ptrvec all;
-    wf_ptrvec shadowed; /* resources a later one with the same key replaced */
+    wf_ptrvec shadowed;    /* resources a later one with the same key replaced */
+    const char **excluded; /* "kind\x1fns\x1fname" keys finalize drops (arena strings) */
+    size_t nexcluded, capexcluded;
     wf_ptrvec by_kind[WF_KIND_COUNT];
     wf_load_error *errors;
     size_t nerrors, caperrors;

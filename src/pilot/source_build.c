@@ -42,6 +42,8 @@ typedef struct build {
     const wf_resource *cur; /* resource being validated */
     size_t cur_errors;
     const wf_snap_res *cur_prev; /* last good version of cur, or NULL */
+    const wf_resource **dropped; /* rejected resources with no last good version (malloc) */
+    size_t n_dropped;
 } build;
 
 static int64_t wall_ms(void)
@@ -471,6 +473,11 @@ static int take_resource(build *b, const wf_resource *r)
     if (b->cur_errors) {
         b->need_rebuild = true;
         if (!b->cur_prev) {
+            const wf_resource **v = realloc(b->dropped, (b->n_dropped + 1) * sizeof(*v));
+            if (!v)
+                return -1;
+            b->dropped = v;
+            b->dropped[b->n_dropped++] = r;
             return 0;
         }
         wf_snap_res keep = *b->cur_prev;
@@ -535,20 +542,50 @@ static const char *default_ns(const build *b)
     return b->opts->default_ns && *b->opts->default_ns ? b->opts->default_ns : "default";
 }
 
-/* The store served: the resources of the map, in order, from their JSON. */
+/* Loads the folders and documents of the source into s. 0, or -1 when out of memory. */
+static int load_sources(build *b, wf_store *s)
+{
+    for (size_t i = 0; i < b->opts->n_dirs; i++)
+        if (wf_store_load_path(s, b->opts->dirs[i], NULL, NULL) < 0)
+            return -1;
+    for (size_t i = 0; i < b->opts->n_docs; i++) {
+        const wf_source_doc *d = &b->opts->docs[i];
+        if (wf_store_load_buffer(s, d->name, d->json, d->len, true) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The store served when a resource was rejected: the sources read again, so the resources
+ * served as read keep their files, lines and columns (every warning about them names its
+ * line); then each resource served at its last good version from that version's JSON (it
+ * replaces the rejected one read, the last one read winning) and each rejected resource
+ * without one excluded. Before, the whole store came from JSON text and every warning lost
+ * its line once any resource was rejected. */
 static wf_store *rebuild_store(build *b)
 {
     wf_store *f = new_store(b->opts);
+    if (!f || load_sources(b, f) != 0) {
+        wf_store_free(f);
+        return NULL;
+    }
     size_t n = wf_strmap_count(b->snap->res);
-    for (size_t i = 0; f && i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         const wf_snap_res *r = wf_strmap_value(b->snap->res, i);
-        if (wf_store_load_buffer(f, r->file, r->json, r->len, true) < 0) {
+        if (r->stale && wf_store_load_buffer(f, r->file, r->json, r->len, true) < 0) {
             wf_store_free(f);
             return NULL;
         }
     }
-    if (f && (wf_store_finalize(f, default_ns(b), false) < 0 ||
-              wf_store_allocate_cluster_ips(f, &b->opts->service_ips) < 0)) {
+    for (size_t i = 0; i < b->n_dropped; i++) {
+        const wf_resource *d = b->dropped[i];
+        if (wf_store_exclude(f, d->kind, d->ns, d->name) != 0) {
+            wf_store_free(f);
+            return NULL;
+        }
+    }
+    if (wf_store_finalize(f, default_ns(b), false) < 0 ||
+        wf_store_allocate_cluster_ips(f, &b->opts->service_ips) < 0) {
         wf_store_free(f);
         return NULL;
     }
@@ -606,18 +643,9 @@ static int load_store(build *b)
     if (!c) {
         return -1;
     }
-    for (size_t i = 0; i < b->opts->n_dirs; i++) {
-        if (wf_store_load_path(c, b->opts->dirs[i], NULL, NULL) < 0) {
-            wf_store_free(c);
-            return -1;
-        }
-    }
-    for (size_t i = 0; i < b->opts->n_docs; i++) {
-        const wf_source_doc *d = &b->opts->docs[i];
-        if (wf_store_load_buffer(c, d->name, d->json, d->len, true) < 0) {
-            wf_store_free(c);
-            return -1;
-        }
+    if (load_sources(b, c) != 0) {
+        wf_store_free(c);
+        return -1;
     }
     if (wf_store_finalize(c, default_ns(b), false) < 0 ||
         wf_store_allocate_cluster_ips(c, &b->opts->service_ips) < 0 || collect_load_errors(b, c)) {
@@ -644,8 +672,11 @@ static int load_store(build *b)
         b->snap->store = c;
         return 0;
     }
+    b->snap->store = rebuild_store(b); /* b->dropped points into c */
     wf_store_free(c);
-    b->snap->store = rebuild_store(b);
+    free(b->dropped);
+    b->dropped = NULL;
+    b->n_dropped = 0;
     return b->snap->store ? scan_stale(b) : -1;
 }
 

@@ -278,6 +278,57 @@ def test_not_implemented_fields_are_warnings(pilot, dirs):
     poll(lambda: get_json(pilot.mon, "/debug/config_errors") == [])
 
 
+GW_MISSING_CRED = """apiVersion: networking.istio.io/v1beta1
+kind: Gateway
+metadata: {name: gw, namespace: istio-system}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 443, name: https, protocol: HTTPS}
+    hosts: ["a.example.com"]
+    tls: {mode: SIMPLE, credentialName: no-such-cred}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: gw-1, namespace: istio-system, labels: {istio: ingressgateway}}
+spec: {containers: [{name: istio-proxy}]}
+"""
+
+
+def test_warnings_keep_their_lines_while_a_resource_is_rejected(pilot, dirs):
+    """A rejected resource (no last good version, or one) leaves the warnings about the served
+    resources at their files, lines and columns: the served store was rebuilt from JSON text,
+    so once anything was rejected the gateway credential warning read line 0 (new-user
+    report)."""
+    cfg, _ = dirs
+    (cfg / "gw.yaml").write_text(GW_MISSING_CRED)
+
+    def cred_warning():
+        return [e for e in get_json(pilot.mon, "/debug/config_errors")
+                if e.get("code") == "IST0101" and e["file"].endswith("gw.yaml")]
+    w = poll(cred_warning)[0]
+    assert (w["line"], w["column"]) == (9, 41), w
+    # a VirtualService with no last good version, rejected
+    (cfg / "bad.yaml").write_text(VS.replace("catalog-split", "catalog-bad").replace(
+        "  - route:", "  - timeout: soon\n    route:") % "80")
+    poll(lambda: [e for e in get_json(pilot.mon, "/debug/config_errors")
+                  if e["level"] == "error" and e["file"].endswith("bad.yaml")])
+    w = cred_warning()
+    assert len(w) == 1 and (w[0]["line"], w[0]["column"]) == (9, 41), w
+    # the rejected one is not served; the others are
+    names = {r["name"] for r in get_json(pilot.mon, "/debug/configz")["resources"]}
+    assert "catalog-bad" not in names and "gw" in names, names
+    # the Gateway rejected in turn: its last good version is served (from its JSON text)
+    (cfg / "gw.yaml").write_text(GW_MISSING_CRED.replace("mode: SIMPLE", "mode: SIMPLEST"))
+    poll(lambda: [e for e in get_json(pilot.mon, "/debug/config_errors")
+                  if e["level"] == "error" and e["file"].endswith("gw.yaml")])
+    names = {r["name"] for r in get_json(pilot.mon, "/debug/configz")["resources"]}
+    assert "gw" in names, names
+    (cfg / "bad.yaml").unlink()
+    (cfg / "gw.yaml").unlink()
+    poll(lambda: get_json(pilot.mon, "/debug/config_errors") == [])
+
+
 DB_WITH_STRICT = """apiVersion: v1
 kind: Service
 metadata: {name: db, namespace: default}
