@@ -139,6 +139,10 @@ typedef struct wp_filter_callbacks {
     wp_regex_ctx *(*regex)(struct wp_stream *s);
     uint64_t (*random)(struct wp_stream *s);
     struct wp_stats_shard *(*stats)(struct wp_stream *s);
+    /* The slot of cluster index cluster's counter cluster.<name>.grpc.<which> (pstats.h
+     * WP_GRPC_*, registered on first use), to add to in the stats shard; WP_STAT_INVALID when
+     * there is none (the gRPC statistics filter's cluster scope). */
+    uint32_t (*cluster_grpc_stat)(struct wp_stream *s, int cluster, int which);
     uint64_t (*connection_id)(struct wp_stream *s);
     /* The stream's filter timer (see wp_filter_arm_timer): arm for ms milliseconds / disarm. */
     void (*arm_timer)(struct wp_stream *s, uint64_t ms);
