@@ -139,8 +139,9 @@ static const wp_filter_callbacks cbs = {.stream_info = stream_info,
     "type.googleapis.com/"                                                                         \
     "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
 
-/* A bootstrap whose HCM has the filter with typed_config tc ("" = none), then the router. */
-static char *boot(const char *tc)
+/* A bootstrap whose HCM has the filter with typed_config tc ("" = none), the filters extra
+ * ("" or ",{...}..."), then the router. */
+static char *boot_with(const char *tc, const char *extra)
 {
     char *text = NULL;
     int n = asprintf(
@@ -149,14 +150,19 @@ static char *boot(const char *tc)
         "\"127.0.0.1\",\"port_value\":8080}},\"filter_chains\":[{\"filters\":[{\"name\":"
         "\"envoy.filters.network.http_connection_manager\",\"typed_config\":{\"@type\":\"" HCM_T
         "\",\"stat_prefix\":\"in\",\"http_filters\":[{\"name\":\"envoy.filters.http.grpc_stats\""
-        "%s%s},{\"name\":\"envoy.filters.http.router\"}],\"route_config\":{\"virtual_hosts\":[{"
+        "%s%s}%s,{\"name\":\"envoy.filters.http.router\"}],\"route_config\":{\"virtual_hosts\":[{"
         "\"name\":\"a\",\"domains\":[\"*\"],\"routes\":[{\"match\":{\"prefix\":\"/\"},\"route\":{"
         "\"cluster\":\"c\"}}]}]}}}]}]}],\"clusters\":[{\"name\":\"c\",\"load_assignment\":{"
         "\"endpoints\":[{\"lb_endpoints\":[{\"endpoint\":{\"address\":{\"socket_address\":{"
         "\"address\":\"127.0.0.1\",\"port_value\":9000}}}}]}]}}]}}",
-        *tc ? ",\"typed_config\":" : "", tc);
+        *tc ? ",\"typed_config\":" : "", tc, extra);
     assert_true(n > 0);
     return text;
+}
+
+static char *boot(const char *tc)
+{
+    return boot_with(tc, "");
 }
 
 #define ISTIO_TC                                                                                   \
@@ -375,6 +381,18 @@ static void test_config(void **state)
     c = load(TC(",\"enable_upstream_stats\":false,\"replace_dots_in_grpc_service_name\":false"));
     g = wp_fchain_find(c->listeners[0].chains[0].hcm->filter_chain, WP_GRPC_STATS_NAME);
     assert_false(g->emit_filter_state);
+    wp_config_unref(c);
+
+    /* Istio's filters of a gRPC port fit one stream's slots with the router */
+    char *text = boot_with(ISTIO_TC, ",{\"name\":\"envoy.filters.http.fault\"},{\"name\":"
+                                     "\"envoy.filters.http.cors\"},{\"name\":\"istio.stats\"}");
+    wf_strbuf err = WF_STRBUF_INIT;
+    c = wf_test_load_bootstrap(text, &err);
+    free(text);
+    if (!c)
+        fail_msg("%s", wf_strbuf_cstr(&err));
+    wf_strbuf_free(&err);
+    assert_int_equal(c->listeners[0].chains[0].hcm->filter_chain->n, 5);
     wp_config_unref(c);
 
     expect_rejected(TC(",\"stats_for_all_methods\":true"),

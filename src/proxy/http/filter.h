@@ -70,9 +70,10 @@
 #include "proxy/config/route.h"
 #include "proxy/stream_info/stream_info.h"
 
-/* bytes of a stream's slot block (inside the stream): the router's state (800 bytes),
- * istio.stats (544) and fault (16), each rounded up to max_align_t, and room for more */
-#define WP_FCHAIN_SLOTS_MAX   1536
+/* bytes of a stream's slot block (inside the stream): the router's state (952 bytes),
+ * istio.stats (544), grpc_stats (64) and fault (16), each rounded up to max_align_t, and room
+ * for more */
+#define WP_FCHAIN_SLOTS_MAX   2048
 #define WP_FCHAIN_MAX_FILTERS 16 /* http_filters entries of one HCM */
 #define WP_FILTER_MAX_OPS     2  /* header-ops levels filters may add per direction */
 
