@@ -57,7 +57,7 @@
  * accessLogFile is set; pilot/generate.c adds it to every HCM and, with the NR filter, to every
  * listener), tracing, request_id_extension,
  * upgrade_configs (websocket), envoy.filters.http.grpc_web for GRPC-Web ports (grpc_stats is
- * emitted, see above; gateways' HCMs do not get it yet),
+ * emitted, see above, and on gateways' GRPC ports, gateway.h),
  * istio.alpn, Istio's bind_to_port false, per-VIP "<VIP>_<port>" listeners of sniffed services
  * (pilot/sniff.h), the virtualOutbound (15001) listener, the listeners of a Sidecar's egress
  * `port` / `bind` and its ingress listeners (pilot/sidecar_scope.h).
