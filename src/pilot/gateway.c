@@ -255,7 +255,11 @@ static json_t *gateway_listener(const gw_ctx *x, size_t from, size_t to, const c
         return tls_listener(x, from, to, bind);
     char rds[24];
     snprintf(rds, sizeof rds, "http.%d", (int)x->v[from].listen);
-    return wf_lds_port_listener(WF_LDS_GATEWAY, x->v[from].listen, bind, rds);
+    /* Istio's httpOpts.protocol of a plaintext port is its first server's: GRPC gets
+     * envoy.filters.http.grpc_stats */
+    const char *p = x->v[from].srv->protocol;
+    return wf_lds_port_listener_grpc(WF_LDS_GATEWAY, x->v[from].listen, bind, rds,
+                                     p && !strcasecmp(p, "GRPC"));
 }
 
 json_t *wf_gateway_listeners(const wf_store *store, const wf_gateway_options *opt)

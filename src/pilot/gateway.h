@@ -34,8 +34,9 @@
  *    in the local mesh, else 0.0.0.0; Istio binds 0.0.0.0), traffic_direction OUTBOUND, one
  *    filter chain with Istio's gateway HTTP connection manager (lds.h WF_LDS_GATEWAY:
  *    stat_prefix "outbound_0.0.0.0_P", rds route_config_name "http.P", http_filters
- *    istio.metadata_exchange, envoy.filters.http.fault, envoy.filters.http.cors, istio.stats,
- *    envoy.filters.http.router, use_remote_address true).
+ *    istio.metadata_exchange, envoy.filters.http.grpc_stats when the port's first server has
+ *    protocol GRPC (Istio's IsGRPC; lds.h), envoy.filters.http.fault, envoy.filters.http.cors,
+ *    istio.stats, envoy.filters.http.router, use_remote_address true).
  *  - one RouteConfiguration "http.P" per listener port, merging every selected server on it:
  *    for each server (Gateway load order) and each VirtualService (load order) exported to the
  *    pod's namespace whose `gateways` names the Gateway ("ns/name", or "name" in the

@@ -461,7 +461,8 @@ static json_t *inbound_listener(const in_port *p, const char *bind, const wf_pee
                               .address = bind,
                               .port = p->port,
                               .stat_prefix = prefix,
-                              .route_config = inbound_route_config(p, cluster)};
+                              .route_config = inbound_route_config(p, cluster),
+                              .grpc = p->grpc};
     free(cluster);
     json_t *l = wf_lds_http_listener(&spec);
     if (l && wf_lds_add_http_filters(l, authz) != 0) {

@@ -27,6 +27,8 @@
 #define FAULT_TYPE   "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault"
 #define CORS_TYPE    "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors"
 #define ROUTER_TYPE  "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
+#define GRPC_STATS_TYPE                                                                            \
+    "type.googleapis.com/envoy.extensions.filters.http.grpc_stats.v3.FilterConfig"
 
 /* istio.metadata_exchange as Istio writes it: xdsfilters.SidecarOutboundMetadataFilter (sidecar
  * outbound and gateway) or SidecarInboundMetadataFilter (sidecar inbound). */
@@ -56,13 +58,28 @@ static json_t *stats_filter(wf_lds_class cls)
                      TYPED_STRUCT, "type_url", STATS_URL, "value", value);
 }
 
-/* Istio's HTTP filter chain for an HTTP (non-gRPC) port. */
-static json_t *http_filters(wf_lds_class cls)
+/* xdsfilters.GrpcStats: message counts as filter state for istio.stats, no per-method stats. */
+static json_t *grpc_stats_filter(void)
 {
-    return json_pack("[o,o,o,o,o]", mx_filter(cls == WF_LDS_SIDECAR_INBOUND),
-                     typed_filter("envoy.filters.http.fault", FAULT_TYPE),
-                     typed_filter("envoy.filters.http.cors", CORS_TYPE), stats_filter(cls),
-                     typed_filter("envoy.filters.http.router", ROUTER_TYPE));
+    return json_pack("{s:s,s:{s:s,s:b,s:b}}", "name", "envoy.filters.http.grpc_stats",
+                     "typed_config", "@type", GRPC_STATS_TYPE, "emit_filter_state", 1,
+                     "stats_for_all_methods", 0);
+}
+
+/* Istio's HTTP filter chain; a gRPC port (IsGRPC) gets envoy.filters.http.grpc_stats where
+ * buildHTTPConnectionManager appends it: after the exchange and the authorization filters
+ * (wf_lds_add_http_filters inserts those right after the exchange), before fault. */
+static json_t *http_filters(wf_lds_class cls, bool grpc)
+{
+    json_t *hf = json_pack("[o,o,o,o,o]", mx_filter(cls == WF_LDS_SIDECAR_INBOUND),
+                           typed_filter("envoy.filters.http.fault", FAULT_TYPE),
+                           typed_filter("envoy.filters.http.cors", CORS_TYPE), stats_filter(cls),
+                           typed_filter("envoy.filters.http.router", ROUTER_TYPE));
+    if (hf && grpc && json_array_insert_new(hf, 1, grpc_stats_filter()) != 0) {
+        json_decref(hf);
+        return NULL;
+    }
+    return hf;
 }
 
 /* route_config_name over ADS, or the inline configuration (consumed). */
@@ -84,11 +101,11 @@ static json_t *hcm(const wf_lds_http *spec)
         json_decref(spec->route_config);
         return NULL;
     }
-    json_t *rest =
-        set_routes(h, spec) == 0
-            ? json_pack("{s:o,s:s,s:b}", "http_filters", http_filters(spec->cls), "server_name",
-                        "istio-envoy", "use_remote_address", spec->cls == WF_LDS_GATEWAY)
-            : NULL;
+    json_t *rest = set_routes(h, spec) == 0
+                       ? json_pack("{s:o,s:s,s:b}", "http_filters",
+                                   http_filters(spec->cls, spec->grpc), "server_name",
+                                   "istio-envoy", "use_remote_address", spec->cls == WF_LDS_GATEWAY)
+                       : NULL;
     if (rest && spec->cls == WF_LDS_SIDECAR_INBOUND && /* the app learns its caller */
         json_object_update_missing_new(
             rest,
@@ -130,6 +147,12 @@ json_t *wf_lds_http_listener(const wf_lds_http *spec)
 
 json_t *wf_lds_port_listener(wf_lds_class cls, int32_t port, const char *bind, const char *rds_name)
 {
+    return wf_lds_port_listener_grpc(cls, port, bind, rds_name, false);
+}
+
+json_t *wf_lds_port_listener_grpc(wf_lds_class cls, int32_t port, const char *bind,
+                                  const char *rds_name, bool grpc)
+{
     char name[32], prefix[48];
     snprintf(name, sizeof name, "0.0.0.0_%d", (int)port);
     snprintf(prefix, sizeof prefix, "outbound_0.0.0.0_%d", (int)port);
@@ -138,15 +161,32 @@ json_t *wf_lds_port_listener(wf_lds_class cls, int32_t port, const char *bind, c
                               .address = bind,
                               .port = port,
                               .stat_prefix = prefix,
-                              .rds_name = rds_name};
+                              .rds_name = rds_name,
+                              .grpc = grpc};
     return wf_lds_http_listener(&spec);
 }
 
-static json_t *listener(int32_t port, const char *bind)
+/* Istio's httpOpts.protocol of an outbound port's HCM is the port's protocol in the first
+ * service (service order) that declares one for it: whether that is gRPC (IsGRPC: GRPC or
+ * GRPC-Web; by port name or appProtocol). */
+static bool grpc_port(const wf_svcs *svcs, int32_t port)
+{
+    for (size_t i = 0; i < svcs->n; i++) {
+        const wf_service_port *p = wf_svc_port(&svcs->v[i], port);
+        wf_protocol pr =
+            p ? wf_protocol_of_kube_port(p->port, p->name, p->protocol, p->app_protocol)
+              : WF_PROTO_UNSUPPORTED;
+        if (pr != WF_PROTO_UNSUPPORTED)
+            return pr == WF_PROTO_GRPC || pr == WF_PROTO_GRPC_WEB;
+    }
+    return false;
+}
+
+static json_t *listener(int32_t port, const char *bind, bool grpc)
 {
     char rds[16];
     snprintf(rds, sizeof rds, "%d", (int)port);
-    return wf_lds_port_listener(WF_LDS_SIDECAR_OUTBOUND, port, bind, rds);
+    return wf_lds_port_listener_grpc(WF_LDS_SIDECAR_OUTBOUND, port, bind, rds, grpc);
 }
 
 /* The first service (service order) whose port port is sniffed (no declared protocol). */
@@ -167,7 +207,7 @@ static const wf_svc *sniffed_service(const wf_svcs *svcs, int32_t port, const wf
 static json_t *sniffed_listener(const wf_store *s, const wf_svcs *svcs, const wf_tcp_outbound *to,
                                 const wf_lds_options *opt, int32_t port)
 {
-    json_t *l = listener(port, opt->bind ? opt->bind : "0.0.0.0");
+    json_t *l = listener(port, opt->bind ? opt->bind : "0.0.0.0", grpc_port(svcs, port));
     const wf_service_port *sp = NULL;
     const wf_svc *svc = l ? sniffed_service(svcs, port, &sp) : NULL;
     bool has_sni = false;

@@ -20,6 +20,11 @@
  *    http_filters in Istio's sidecar-outbound order: istio.metadata_exchange
  *    (io.istio.http.peer_metadata.Config in a udpa TypedStruct: upstream_discovery
  *    [istio_headers, workload_discovery], upstream_propagation [istio_headers]),
+ *    envoy.filters.http.grpc_stats on a gRPC port (the port's protocol in the first
+ *    service declaring one is GRPC or GRPC-Web, by name or appProtocol: Istio's IsGRPC;
+ *    envoy.extensions.filters.http.grpc_stats.v3.FilterConfig {emit_filter_state: true,
+ *    stats_for_all_methods: false}, xdsfilters.GrpcStats: the message counts istio.stats
+ *    reports as istio_request_messages_total / istio_response_messages_total),
  *    envoy.filters.http.fault, envoy.filters.http.cors (fault before cors, as in the
  *    istioctl golden dumps), istio.stats (stats.PluginConfig, empty value: the reporter
  *    follows the OUTBOUND direction), envoy.filters.http.router;
@@ -43,15 +48,16 @@
  * Loading into weft-proxy: the proxy's bootstrap loader (src/proxy/bootstrap/bootstrap.c) accepts a
  * static listener with name, address, traffic_direction and one filter chain, and the HCM
  * fields stat_prefix, server_name, use_remote_address, stream_idle_timeout, the fault,
- * istio.* and router filters. It does NOT yet accept: "rds" (the proxy must gain RDS over
- * its xDS client to load these listeners), "@type" on a listener, envoy.filters.http.cors,
+ * grpc_stats, istio.* and router filters. It does NOT yet accept: "rds" (the proxy must gain RDS
+ * over its xDS client to load these listeners), "@type" on a listener, envoy.filters.http.cors,
  * normalize_path and path_with_escaped_slashes_action. These are emitted anyway because
  * they are what Istio sends; the proxy has to learn them.
  *
  * Left out (Istio emits them): access_log (Istio writes one only when MeshConfig
  * accessLogFile is set; pilot/generate.c adds it to every HCM and, with the NR filter, to every
  * listener), tracing, request_id_extension,
- * upgrade_configs (websocket), envoy.filters.http.grpc_stats / grpc_web for gRPC ports,
+ * upgrade_configs (websocket), envoy.filters.http.grpc_web for GRPC-Web ports (grpc_stats is
+ * emitted, see above, and on gateways' GRPC ports, gateway.h),
  * istio.alpn, Istio's bind_to_port false, per-VIP "<VIP>_<port>" listeners of sniffed services
  * (pilot/sniff.h), the virtualOutbound (15001) listener, the listeners of a Sidecar's egress
  * `port` / `bind` and its ingress listeners (pilot/sidecar_scope.h).
@@ -60,6 +66,7 @@
 #define WF_PILOT_LDS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "analysis/meshcfg.h"
@@ -124,6 +131,7 @@ typedef struct wf_lds_http {
     const char *rds_name;    /* route_config_name fetched over ADS; NULL = inline route_config */
     json_t *route_config;    /* the inline RouteConfiguration when rds_name is NULL: a reference
                               * the call takes over (released even on failure) */
+    bool grpc; /* a gRPC port: envoy.filters.http.grpc_stats before envoy.filters.http.fault */
 } wf_lds_http;
 
 /* One Listener with one filter chain holding Istio's HTTP connection manager for spec (the
@@ -138,6 +146,9 @@ json_t *wf_lds_http_listener(const wf_lds_http *spec);
  * wf_lds_http_listener. */
 json_t *wf_lds_port_listener(wf_lds_class cls, int32_t port, const char *bind,
                              const char *rds_name);
+/* The same, for a gRPC port when grpc is set (envoy.filters.http.grpc_stats in its HCM). */
+json_t *wf_lds_port_listener_grpc(wf_lds_class cls, int32_t port, const char *bind,
+                                  const char *rds_name, bool grpc);
 
 /* Inserts copies of filters (HTTP filters, e.g. pilot/authz.h's RBAC filters) into the
  * http_filters of every HTTP connection manager of listener, right after

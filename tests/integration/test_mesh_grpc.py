@@ -5,7 +5,9 @@ client's sidecar, auto mTLS between the sidecars, and the server's sidecar in fr
 
 - A Service port named `grpc`: the call succeeds over HTTP/2 on both hops (the clusters carry
   HTTP/2 protocol options, the server's sidecar reads HTTP/2), server streaming works, and the
-  destination's istio_requests_total says request_protocol="grpc", grpc_response_status="0".
+  destination's istio_requests_total says request_protocol="grpc", grpc_response_status="0",
+  and both sidecars count the messages (istio_request_messages_total /
+  istio_response_messages_total, from the envoy.filters.http.grpc_stats pilot configures).
 - B032, the port named `http`: the server's sidecar speaks HTTP/1.1 to an HTTP/2-only server,
   which answers with a GOAWAY: the client gets UNAVAILABLE (14), never success, never a hang;
   the server's sidecar logs UPE upstream_reset_before_response_started{protocol_error} as a gRPC
@@ -159,6 +161,19 @@ def test_grpc_port_is_http2_end_to_end(mesh):  # noqa: F811
     assert wait_for(lambda: [ln for ln in prom(server, "istio_requests_total")
                              if 'grpc_response_status="5"' in ln] or None,
                     what="the NOT_FOUND call's grpc_response_status")
+    # pilot put envoy.filters.http.grpc_stats on both gRPC HCMs: Istio's message counters.
+    # Answers: the one served echo, five streamed, none for NOT_FOUND (earlier attempts that
+    # did not reach the app got trailers-only replies: no message)
+    def messages(pod, family, reporter):
+        return sum(float(ln.rsplit(" ", 1)[1]) for ln in prom(pod, family)
+                   if 'reporter="%s"' % reporter in ln)
+    assert wait_for(lambda: messages(server, "istio_response_messages_total",
+                                     "destination") == 6 or None,
+                    what="istio_response_messages_total on the server's sidecar")
+    assert messages(server, "istio_request_messages_total", "destination") >= 3
+    assert wait_for(lambda: messages(client, "istio_response_messages_total", "source") == 6
+                    or None, what="istio_response_messages_total on the client's sidecar")
+    assert messages(client, "istio_request_messages_total", "source") >= 3
 
 
 def test_b032_grpc_behind_a_port_named_http(mesh):  # noqa: F811

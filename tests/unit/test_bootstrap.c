@@ -505,7 +505,8 @@ static void test_error_rds_and_filters(void **state)
                  "t.json: " LPFX ".http_filters[0].name: unsupported http filter "
                  "\"envoy.filters.http.lua\" (supported: envoy.filters.http.fault, "
                  "envoy.filters.http.jwt_authn, envoy.filters.http.rbac, envoy.filters.http.cors, "
-                 "istio.metadata_exchange, istio.stats, envoy.filters.http.router)");
+                 "envoy.filters.http.grpc_stats, istio.metadata_exchange, istio.stats, "
+                 "envoy.filters.http.router)");
     expect_error(boot("", ROUTE_OK, CLUSTER_OK),
                  "t.json: " LPFX ".http_filters: the http filter chain must end with "
                  "envoy.filters.http.router");

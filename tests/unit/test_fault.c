@@ -398,7 +398,8 @@ static void test_parse_chain_errors(void **state)
         "t.json: " LPFX ".http_filters[0].name: unsupported http filter "
         "\"envoy.filters.http.lua\" (supported: envoy.filters.http.fault, "
         "envoy.filters.http.jwt_authn, envoy.filters.http.rbac, envoy.filters.http.cors, "
-        "istio.metadata_exchange, istio.stats, envoy.filters.http.router)");
+        "envoy.filters.http.grpc_stats, istio.metadata_exchange, istio.stats, "
+        "envoy.filters.http.router)");
     /* per-route errors name their path */
     expect_error(boot(EMPTY_FAULT, "",
                       "{\"match\":{\"prefix\":\"/\"},\"route\":{\"cluster\":\"c\"},"

@@ -944,12 +944,11 @@ static void test_loader_errors(void **state)
     char *text = boot("{\"name\":\"envoy.filters.http.ext_authz\"},"
                       "{\"name\":\"envoy.filters.http.router\"}");
     wf_test_expect_bootstrap_error(
-        text,
-        "t.json: static_resources.listeners[0].filter_chains[0].filters[0].typed_config"
-        ".http_filters[0].name: unsupported http filter \"envoy.filters.http.ext_authz\" "
-        "(supported: envoy.filters.http.fault, envoy.filters.http.jwt_authn, "
-        "envoy.filters.http.rbac, envoy.filters.http.cors, istio.metadata_exchange, istio.stats, "
-        "envoy.filters.http.router)");
+        text, "t.json: static_resources.listeners[0].filter_chains[0].filters[0].typed_config"
+              ".http_filters[0].name: unsupported http filter \"envoy.filters.http.ext_authz\" "
+              "(supported: envoy.filters.http.fault, envoy.filters.http.jwt_authn, "
+              "envoy.filters.http.rbac, envoy.filters.http.cors, envoy.filters.http.grpc_stats, "
+              "istio.metadata_exchange, istio.stats, envoy.filters.http.router)");
     free(text);
     text = boot("{\"name\":\"envoy.filters.http.router\"},"
                 "{\"name\":\"envoy.filters.http.cors\"}");

@@ -415,6 +415,53 @@ static void test_record_and_render(void **state)
     wp_stats_free(st);
 }
 
+/* Istio's gRPC message counters (istio_stats.cc reportHelper): the labels up to
+ * destination_cluster, two counters per series, the HTTP series untouched. */
+static void test_record_messages(void **state)
+{
+    (void)state;
+    wp_stats *st = wp_stats_new(1);
+    assert_non_null(st);
+    wp_istio_rt *rt = wp_istio_rt_new(st, 1);
+    assert_non_null(rt);
+    wp_istio_local loc = local_frontend();
+    wp_istio_stats_filter f = {WP_ISTIO_REPORTER_SOURCE, false, &loc, NULL, 0};
+    wp_istio_labels l;
+    wp_istio_labels_build(&f, NULL, NULL, S("h.x"), S("h"), "200", "-", &l);
+    wp_istio_labels_grpc(&l, "0");
+    wp_stats_shard *sh = wp_stats_get_shard(st, 0);
+    assert_int_equal(wp_istio_record(rt, 0, sh, &l, 1, 10, 20), 0);
+    wp_istio_labels m = l;
+    wp_istio_labels_messages(&m);
+    /* not a message label set: refused */
+    assert_int_equal(wp_istio_record_messages(rt, 0, sh, &l, 1, 1), -1);
+    assert_int_equal(wp_istio_record_messages(rt, 0, sh, &m, 3, 5), 0);
+    assert_int_equal(wp_istio_record_messages(rt, 0, sh, &m, 1, 0), 0);
+    wf_strbuf b = WF_STRBUF_INIT;
+    wp_istio_stats_suffix(&m, &b);
+    const char *end = ".destination_cluster.unknown";
+    assert_int_equal(strcmp(b.data + b.len - strlen(end), end), 0);
+    assert_null(strstr(b.data, "request_protocol"));
+    wf_strbuf name = WF_STRBUF_INIT;
+    wf_strbuf_printf(&name, "istiocustom.istio_request_messages_total%s", b.data);
+    assert_int_equal(wp_stats_value(st, wp_stats_counter(st, name.data)), 4);
+    wf_strbuf_reset(&name);
+    wf_strbuf_printf(&name, "istiocustom.istio_response_messages_total%s", b.data);
+    assert_int_equal(wp_stats_value(st, wp_stats_counter(st, name.data)), 5);
+    wf_strbuf_reset(&b);
+    wp_stats_render_prometheus(st, NULL, false, NULL, &b);
+    assert_non_null(strstr(b.data, "# TYPE istio_request_messages_total counter\n"
+                                   "istio_request_messages_total{reporter=\"source\","));
+    assert_non_null(strstr(b.data, "destination_cluster=\"unknown\"} 4\n"));
+    assert_non_null(strstr(b.data, "destination_cluster=\"unknown\"} 5\n"));
+    assert_non_null(strstr(b.data, "request_protocol=\"grpc\",response_code=\"200\","
+                                   "grpc_response_status=\"0\""));
+    wf_strbuf_free(&b);
+    wf_strbuf_free(&name);
+    wp_istio_rt_free(rt);
+    wp_stats_free(st);
+}
+
 /* ------------------------------------------------------------------ bootstrap */
 
 #define HCM_T                                                                                      \
@@ -540,6 +587,7 @@ int main(void)
         cmocka_unit_test(test_suffix_and_prom_labels),
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_record_and_render),
+        cmocka_unit_test(test_record_messages),
         cmocka_unit_test(test_labels_tcp),
         cmocka_unit_test(test_labels_grpc),
         cmocka_unit_test(test_bootstrap_accepts),

@@ -394,6 +394,40 @@ static void hosts_and_scoping(void **state)
     wf_store_free(s);
 }
 
+static const char grpc_gw[] = "apiVersion: networking.istio.io/v1\n"
+                              "kind: Gateway\n"
+                              "metadata: {name: g, namespace: istio-system}\n"
+                              "spec:\n"
+                              "  selector: {istio: ingressgateway}\n"
+                              "  servers:\n"
+                              "  - port: {number: 9000, name: http, protocol: HTTP}\n"
+                              "    hosts: [\"*\"]\n"
+                              "  - port: {number: 9100, name: grpc, protocol: grpc}\n"
+                              "    hosts: [\"*\"]\n";
+
+/* A plaintext GRPC server's port gets Istio's xdsfilters.GrpcStats before fault; HTTP's not. */
+static void grpc_server_grpc_stats(void **state)
+{
+    (void)state;
+    wf_store *s = load(NULL, grpc_gw);
+    wf_kv kv = {.key = "istio", .value = "ingressgateway"};
+    wf_kvs labels = {.n = 1, .items = &kv};
+    const wf_gateway_options o = {.proxy_labels = &labels};
+    json_t *l = wf_gateway_listeners(s, &o);
+    assert_int_equal(json_array_size(l), 2);
+    wf_test_expect_str(json_array_get(l, 0), "name", "0.0.0.0_9000");
+    wf_test_expect_str(json_array_get(l, 0), HCM_PATH ".http_filters.1.name",
+                       "envoy.filters.http.fault");
+    json_t *g = json_array_get(l, 1);
+    wf_test_expect_str(g, "name", "0.0.0.0_9100");
+    wf_test_expect_str(g, HCM_PATH ".http_filters.1.name", "envoy.filters.http.grpc_stats");
+    assert_true(json_is_true(
+        wf_test_json_at(g, HCM_PATH ".http_filters.1.typed_config.emit_filter_state")));
+    wf_test_expect_str(g, HCM_PATH ".http_filters.2.name", "envoy.filters.http.fault");
+    json_decref(l);
+    wf_store_free(s);
+}
+
 static void direct_api(void **state)
 {
     (void)state;
@@ -653,6 +687,7 @@ int main(void)
         cmocka_unit_test(blackhole_without_virtualservice),
         cmocka_unit_test(hosts_and_scoping),
         cmocka_unit_test(direct_api),
+        cmocka_unit_test(grpc_server_grpc_stats),
         cmocka_unit_test(tls_servers),
         cmocka_unit_test(mutual_modes),
         cmocka_unit_test(https_redirect),

@@ -220,6 +220,17 @@ static void ports_and_protocols(void **state)
         wf_test_json_at(web, HCM_PATH ".route_config.virtual_hosts.0.routes.0.route.retry_policy"));
     assert_null(wf_test_json_at(grpc, HCM_PATH
                                 ".route_config.virtual_hosts.0.routes.0.route.retry_policy"));
+    /* Istio's xdsfilters.GrpcStats on the gRPC port only, before fault */
+    json_t *gf = wf_test_json_at(grpc, HCM_PATH ".http_filters");
+    json_t *gs = by_name(gf, "envoy.filters.http.grpc_stats");
+    assert_non_null(gs);
+    assert_true(json_is_true(wf_test_json_at(gs, "typed_config.emit_filter_state")));
+    assert_true(json_is_false(wf_test_json_at(gs, "typed_config.stats_for_all_methods")));
+    for (size_t i = 0; i < json_array_size(gf); i++)
+        if (json_array_get(gf, i) == gs)
+            wf_test_expect_str(json_array_get(gf, i + 1), "name", "envoy.filters.http.fault");
+    assert_null(
+        by_name(wf_test_json_at(web, HCM_PATH ".http_filters"), "envoy.filters.http.grpc_stats"));
     json_decref(ls);
     /* without the Pod object the named targetPort cannot be resolved: 8081 is web-alias's */
     const wf_inbound_options nopod = {.ns = "shop", .labels = &pod->labels};

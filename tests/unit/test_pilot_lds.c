@@ -2,7 +2,8 @@
  * test_pilot_lds.c - pilot/lds: a sidecar's outbound HTTP listeners from the book's catalog
  * (../shared/corpus/istioinaction/) and small inline Services: one listener per HTTP port,
  * names and addresses, the HTTP connection manager (stat prefix, RDS name, Istio's filter
- * order), and agreement with the route configurations of pilot/rds.
+ * order, envoy.filters.http.grpc_stats on gRPC ports), and agreement with the route configurations
+ * of pilot/rds.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -186,6 +187,50 @@ static void rds_names_match_route_configs(void **state)
     wf_store_free(s);
 }
 
+static const char grpc_yaml[] = "apiVersion: v1\n"
+                                "kind: Service\n"
+                                "metadata: {name: echo, namespace: default}\n"
+                                "spec:\n"
+                                "  ports:\n"
+                                "  - {name: grpc, port: 7070}\n"
+                                "  - {name: api, port: 7071, appProtocol: grpc}\n"
+                                "  - {name: grpc-web, port: 7072}\n"
+                                "  - {name: http, port: 7073}\n";
+
+/* A gRPC port (name grpc / grpc-web, appProtocol grpc) gets Istio's xdsfilters.GrpcStats
+ * before fault; an HTTP port does not. */
+static void grpc_ports_grpc_stats(void **state)
+{
+    (void)state;
+    static const char *const want[] = {"istio.metadata_exchange",
+                                       "envoy.filters.http.grpc_stats",
+                                       "envoy.filters.http.fault",
+                                       "envoy.filters.http.cors",
+                                       "istio.stats",
+                                       "envoy.filters.http.router"};
+    wf_store *s = wf_test_load_store(NULL, grpc_yaml, "default");
+    json_t *out = listeners(s);
+    assert_int_equal(json_array_size(out), 4);
+    for (size_t l = 0; l < 3; l++) {
+        json_t *f = wf_test_json_at(json_array_get(out, l), HCM_PATH ".http_filters");
+        assert_int_equal(json_array_size(f), 6);
+        for (size_t i = 0; i < 6; i++)
+            wf_test_expect_str(json_array_get(f, i), "name", want[i]);
+        json_t *tc = wf_test_json_at(json_array_get(f, 1), "typed_config");
+        wf_test_expect_str(
+            tc, "@type",
+            "type.googleapis.com/envoy.extensions.filters.http.grpc_stats.v3.FilterConfig");
+        assert_true(json_is_true(json_object_get(tc, "emit_filter_state")));
+        assert_true(json_is_false(json_object_get(tc, "stats_for_all_methods")));
+        assert_int_equal(json_object_size(tc), 3);
+    }
+    json_t *f = wf_test_json_at(json_array_get(out, 3), HCM_PATH ".http_filters");
+    assert_int_equal(json_array_size(f), 5);
+    wf_test_expect_str(json_array_get(f, 1), "name", "envoy.filters.http.fault");
+    json_decref(out);
+    wf_store_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +239,7 @@ int main(void)
         cmocka_unit_test(shared_port_one_listener),
         cmocka_unit_test(tcp_ports_tcp_listeners),
         cmocka_unit_test(rds_names_match_route_configs),
+        cmocka_unit_test(grpc_ports_grpc_stats),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

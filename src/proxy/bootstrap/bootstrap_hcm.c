@@ -239,6 +239,8 @@ static bool dec_filter_config(bs *b, const wp_http_filter_type *t, json_t *tc, c
     }
     if (t == &wp_http_filter_jwt_authn)
         return bs_jwt_authn_filter(b, tc, config);
+    if (t == &wp_http_filter_grpc_stats)
+        return bs_grpc_stats_filter(b, tc, config);
     if (!tc)
         return true;
     size_t m = bs_push(b, "typed_config");
@@ -289,7 +291,8 @@ static bool dec_http_filter(bs *b, json_t *o, void *arg)
 }
 
 /* http_filters: [envoy.filters.http.fault, envoy.filters.http.rbac (any number),
- * envoy.filters.http.cors, istio.metadata_exchange, istio.stats, in any order (Istio's inbound
+ * envoy.filters.http.cors, envoy.filters.http.grpc_stats, istio.metadata_exchange,
+ * istio.stats, in any order (Istio's inbound
  * order: istio.metadata_exchange, RBAC filters, fault, cors, istio.stats),]
  * envoy.filters.http.router (last), in the HCM's filter chain in their order. */
 static bool dec_http_filters(bs *b, json_t *hcm)

@@ -147,6 +147,11 @@ bool bs_rbac_network_filter(bs *b, json_t *tc, struct wp_rbac_config **out);
  * JwtAuthentication) into a new arena wp_jwt_authn_filter in *config. */
 bool bs_jwt_authn_filter(bs *b, json_t *tc, const void **config);
 
+/* The gRPC statistics filter (bootstrap_grpc_stats.c): http_filters[i].typed_config tc (NULL =
+ * empty FilterConfig) of envoy.filters.http.grpc_stats into a new arena wp_grpc_stats_config in
+ * *config. */
+bool bs_grpc_stats_filter(bs *b, json_t *tc, const void **config);
+
 /* A copy of root with every key in snake_case (protobuf JSON accepts lowerCamelCase too);
  * google.protobuf.Struct and map fields keep their keys. NULL after an error (recorded). */
 json_t *bs_normalize(bs *b, json_t *root);

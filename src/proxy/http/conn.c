@@ -626,6 +626,11 @@ static struct wp_stats_shard *fcb_stats(wp_stream *s)
     return s->d->w->stats;
 }
 
+static uint32_t fcb_cluster_grpc_stat(wp_stream *s, int cluster, int which)
+{
+    return wp_pstats_grpc_slot(wp_stream_gen(s)->pstats, s->cfg, cluster, which);
+}
+
 static uint64_t fcb_connection_id(wp_stream *s)
 {
     return s->d->id;
@@ -687,6 +692,7 @@ static const wp_filter_callbacks filter_cbs = {
     .regex = fcb_regex,
     .random = fcb_random,
     .stats = fcb_stats,
+    .cluster_grpc_stat = fcb_cluster_grpc_stat,
     .connection_id = fcb_connection_id,
     .arm_timer = fcb_arm_timer,
     .disarm_timer = fcb_disarm_timer,

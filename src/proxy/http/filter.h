@@ -70,9 +70,10 @@
 #include "proxy/config/route.h"
 #include "proxy/stream_info/stream_info.h"
 
-/* bytes of a stream's slot block (inside the stream): the router's state (800 bytes),
- * istio.stats (544) and fault (16), each rounded up to max_align_t, and room for more */
-#define WP_FCHAIN_SLOTS_MAX   1536
+/* bytes of a stream's slot block (inside the stream): the router's state (952 bytes),
+ * istio.stats (544), grpc_stats (64) and fault (16), each rounded up to max_align_t, and room
+ * for more */
+#define WP_FCHAIN_SLOTS_MAX   2048
 #define WP_FCHAIN_MAX_FILTERS 16 /* http_filters entries of one HCM */
 #define WP_FILTER_MAX_OPS     2  /* header-ops levels filters may add per direction */
 
@@ -139,6 +140,10 @@ typedef struct wp_filter_callbacks {
     wp_regex_ctx *(*regex)(struct wp_stream *s);
     uint64_t (*random)(struct wp_stream *s);
     struct wp_stats_shard *(*stats)(struct wp_stream *s);
+    /* The slot of cluster index cluster's counter cluster.<name>.grpc.<which> (pstats.h
+     * WP_GRPC_*, registered on first use), to add to in the stats shard; WP_STAT_INVALID when
+     * there is none (the gRPC statistics filter's cluster scope). */
+    uint32_t (*cluster_grpc_stat)(struct wp_stream *s, int cluster, int which);
     uint64_t (*connection_id)(struct wp_stream *s);
     /* The stream's filter timer (see wp_filter_arm_timer): arm for ms milliseconds / disarm. */
     void (*arm_timer)(struct wp_stream *s, uint64_t ms);

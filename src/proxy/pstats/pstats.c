@@ -204,3 +204,30 @@ void wp_pstats_free(wp_pstats *p)
     free(p->listeners);
     free(p);
 }
+
+static const char *const grpc_names[WP_GRPC_status0] = {
+    "success", "failure", "total", "request_message_count", "response_message_count"};
+
+uint32_t wp_pstats_grpc_slot(wp_pstats *p, const wp_config *cfg, int c, int which)
+{
+    if (!p || c < 0 || (size_t)c >= p->nclusters || which < 0 || which >= WP_GRPC_COUNT_)
+        return WP_STAT_INVALID;
+    _Atomic uint64_t *cache = &p->clusters[c].grpc.id[which];
+    uint64_t v = atomic_load_explicit(cache, memory_order_acquire);
+    if (v)
+        return (uint32_t)(v - 1);
+    const wp_cluster *cl = &cfg->clusters[c];
+    char name[1024];
+    int n =
+        which < WP_GRPC_status0
+            ? snprintf(name, sizeof name, "cluster.%s.grpc.%s",
+                       cl->alt_stat_name ? cl->alt_stat_name : cl->name, grpc_names[which])
+            : snprintf(name, sizeof name, "cluster.%s.grpc.%d",
+                       cl->alt_stat_name ? cl->alt_stat_name : cl->name, which - WP_GRPC_status0);
+    if (n < 0 || (size_t)n >= sizeof name)
+        return WP_STAT_INVALID;
+    uint32_t slot = wp_stats_counter(p->store, name);
+    if (slot != WP_STAT_INVALID) /* same name, same slot: a racing worker stores the same */
+        atomic_store_explicit(cache, (uint64_t)slot + 1, memory_order_release);
+    return slot;
+}

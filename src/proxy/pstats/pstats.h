@@ -174,6 +174,25 @@ enum { WP_LISTENER_HISTS(WP_LHENUM_) WP_LH_COUNT_ };
 /* Cluster and HCM constants are WP_S_<name>, listener ones WP_LS_<name>; histograms are
  * WP_CH_ / WP_HH_ / WP_LH_<name>; each table is indexed through its own struct below. */
 
+/* cluster.<name>.grpc.* of envoy.filters.http.grpc_stats (filters/http/grpc_stats.h): the
+ * outcome counters, the message counters, then grpc.<status> for the statuses 0..16. */
+#define WP_GRPC_STATUS_MAX 16
+enum {
+    WP_GRPC_success,
+    WP_GRPC_failure,
+    WP_GRPC_total,
+    WP_GRPC_request_message_count,
+    WP_GRPC_response_message_count,
+    WP_GRPC_status0,
+    WP_GRPC_COUNT_ = WP_GRPC_status0 + WP_GRPC_STATUS_MAX + 1
+};
+
+/* A cluster's grpc.* slots, registered on first use (Envoy creates them when first charged):
+ * 0 = not yet, else the slot + 1. Written by whichever worker registers first. */
+typedef struct {
+    _Atomic uint64_t id[WP_GRPC_COUNT_];
+} wp_grpc_cstats;
+
 typedef struct {
     uint32_t slot[WP_CS_COUNT_];
     uint32_t rq_codes;    /* code scope "cluster.<name>.upstream_rq" */
@@ -186,6 +205,7 @@ typedef struct {
      * per transport_socket_matches entry (Envoy's TransportSocketMatchStats): ntsms + 1 slots,
      * malloc'd; NULL for a cluster without transport_socket_matches */
     uint32_t *tsm_match;
+    wp_grpc_cstats grpc; /* cluster.<name>.grpc.*, lazily (wp_pstats_grpc_slot) */
 } wp_cstats;
 
 typedef struct {
@@ -262,6 +282,12 @@ void wp_pstats_config_applied(wp_stats_shard *sh, const wp_pstats *p, const wp_c
  * host (HostDescriptionImplBase::resolveTransportSocketFactory). */
 void wp_pstats_tsm_counts(wp_stats_shard *sh, const wp_pstats *p, const wp_config *old,
                           const wp_config *cur);
+
+/* The slot of cluster c's grpc stat `which` (WP_GRPC_*) in p's store, registering
+ * "cluster.<alt_stat_name or name>.grpc.<suffix>" on first use (from any worker: the store
+ * serialises registration). WP_STAT_INVALID when c is out of range or the registration failed
+ * (tried again next time). */
+uint32_t wp_pstats_grpc_slot(wp_pstats *p, const wp_config *cfg, int c, int which);
 
 /* ---- recording helpers (the worker's shard; no lock, no allocation) ---- */
 

@@ -76,6 +76,14 @@ typedef struct {
     uint8_t n;
 } wp_dyn_md;
 
+/* envoy.filters.http.grpc_stats's filter state (Envoy's GrpcStatsObject, filter state
+ * "envoy.filters.http.grpc_stats"): the gRPC messages counted so far, set (present) once the
+ * filter counted a message with emit_filter_state on (filters/http/grpc_stats.h). */
+typedef struct {
+    bool present;
+    uint64_t request_message_count, response_message_count;
+} wp_grpc_stats_object;
+
 typedef struct wp_stream_info {
     /* identity */
     uint64_t connection_id, stream_id;
@@ -133,6 +141,8 @@ typedef struct wp_stream_info {
     const char *upstream_peer_uri_san, *upstream_local_uri_san, *upstream_tls_version;
     uint32_t attempt_count;           /* %UPSTREAM_REQUEST_ATTEMPT_COUNT% */
     wp_dyn_md dynamic_metadata;       /* filters' dynamic metadata (wp_si_set_metadata) */
+    /* the filter state of envoy.filters.http.grpc_stats */
+    wp_grpc_stats_object grpc_stats;
     uint64_t upstream_connection_id;
 } wp_stream_info;
 

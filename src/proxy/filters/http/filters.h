@@ -11,6 +11,8 @@
  *  - envoy.filters.http.jwt_authn: jwt_authn_filter.c (wp_jwt_authn_filter,
  *    proxy/filters/http/jwt_authn.h)
  *  - envoy.filters.http.cors: registry.c (no policy: a no-op, as bootstrap.c says)
+ *  - envoy.filters.http.grpc_stats: grpc_stats_filter.c (wp_grpc_stats_config,
+ *    proxy/filters/http/grpc_stats.h)
  *  - istio.metadata_exchange: istio_filters.c (wp_istio_mx_filter)
  *  - istio.stats: istio_filters.c (wp_istio_stats_filter)
  *  - envoy.filters.http.router: router_filter.c (terminal; none, the HCM's)
@@ -28,6 +30,7 @@
 extern const wp_http_filter_type wp_http_filter_fault;
 extern const wp_http_filter_type wp_http_filter_rbac;
 extern const wp_http_filter_type wp_http_filter_cors;
+extern const wp_http_filter_type wp_http_filter_grpc_stats;
 extern const wp_http_filter_type wp_http_filter_istio_mx;
 extern const wp_http_filter_type wp_http_filter_istio_stats;
 extern const wp_http_filter_type wp_http_filter_jwt_authn;

@@ -125,7 +125,8 @@ void wp_istio_stream_done(wp_stream *s, const wp_istio_stats_filter *f,
         s->si.request ? h1_find_header(s->req.headers, s->req.nheaders, "content-type") : NULL;
     char gs[16] = "";
     int g;
-    if (ct && wf_grpc_content_type(ct->value.p, ct->value.len)) {
+    bool is_grpc = ct && wf_grpc_content_type(ct->value.p, ct->value.len);
+    if (is_grpc) {
         if (grpc_status(s, header_grpc_status, &g))
             snprintf(gs, sizeof gs, "%d", g);
         wp_istio_labels_grpc(&l, gs);
@@ -133,4 +134,10 @@ void wp_istio_stream_done(wp_stream *s, const wp_istio_stats_filter *f,
     uint64_t ms = s->si.end_ns >= s->si.start_ns ? (s->si.end_ns - s->si.start_ns) / 1000000u : 0;
     wp_istio_record(rt, s->d->w->id, s->d->w->stats, &l, ms, s->si.wire_bytes_received,
                     s->si.wire_bytes_sent);
+    const wp_grpc_stats_object *m = &s->si.grpc_stats;
+    if (is_grpc && m->present) { /* reportHelper(true): envoy.filters.http.grpc_stats's counts */
+        wp_istio_labels_messages(&l);
+        wp_istio_record_messages(rt, s->d->w->id, s->d->w->stats, &l, m->request_message_count,
+                                 m->response_message_count);
+    }
 }

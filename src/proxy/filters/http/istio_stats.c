@@ -250,9 +250,17 @@ void wp_istio_labels_tcp(wp_istio_labels *l)
     l->v[L_RESPONSE_CODE] = l->v[L_GRPC_RESPONSE_STATUS] = (wp_istio_str){NULL, 0};
 }
 
-/* Whether label i is one of l's (the TCP metrics have two fewer). */
+void wp_istio_labels_messages(wp_istio_labels *l)
+{
+    l->messages = true;
+}
+
+/* Whether label i is one of l's (the TCP metrics have two fewer, the message counters stop at
+ * destination_cluster). */
 static bool has_label(const wp_istio_labels *l, int i)
 {
+    if (l->messages)
+        return i <= L_DST_CLUSTER;
     return !l->tcp || (i != L_RESPONSE_CODE && i != L_GRPC_RESPONSE_STATUS);
 }
 
@@ -423,25 +431,28 @@ static const char *const TCP_METRICS[WP_ISTIO_NM] = {
     "istio_tcp_connections_opened_total", "istio_tcp_connections_closed_total",
     "istio_tcp_sent_bytes_total", "istio_tcp_received_bytes_total"};
 
-/* The slow path: a label tuple this worker has not seen. Registers the four names (the HTTP
- * metrics, or the TCP counters for TCP labels: their suffixes differ, so one table holds
- * both). */
+static const char *const MSG_METRICS[WP_ISTIO_NM] = {"istio_request_messages_total",
+                                                     "istio_response_messages_total", NULL, NULL};
+
+/* The slow path: a label tuple this worker has not seen. Registers the names (the four HTTP
+ * metrics, the four TCP counters for TCP labels, the two message counters for message labels:
+ * their suffixes differ, so one table holds all). */
 static wp_istio_series *new_series(wp_istio_rt *rt, wp_istio_shard *sh, const wp_istio_labels *l,
                                    uint64_t hash)
 {
-    const char *const *names = l->tcp ? TCP_METRICS : METRICS;
+    const char *const *names = l->messages ? MSG_METRICS : l->tcp ? TCP_METRICS : METRICS;
     wp_istio_series *e = wp_istio_table_insert(&sh->table, sh->key.data, sh->key.len, hash);
     if (!e)
         return NULL;
     wf_strbuf_reset(&sh->labels);
     wp_istio_prom_labels(l, &sh->labels);
-    for (int m = 0; m < WP_ISTIO_NM && !wf_strbuf_failed(&sh->labels); m++) {
+    for (int m = 0; m < WP_ISTIO_NM && names[m] && !wf_strbuf_failed(&sh->labels); m++) {
         wf_strbuf_reset(&sh->name);
         wf_strbuf_printf(&sh->name, WP_ISTIO_NAMESPACE ".%s%s", names[m], e->key);
         if (wf_strbuf_failed(&sh->name))
             break;
         const char *lab = wf_strbuf_cstr(&sh->labels);
-        e->id[m] = m == WP_ISTIO_REQUESTS || l->tcp
+        e->id[m] = m == WP_ISTIO_REQUESTS || l->tcp || l->messages
                        ? wp_stats_counter_ns(rt->store, sh->name.data, names[m], lab)
                        : wp_stats_histogram_ns(rt->store, sh->name.data, names[m], lab);
     }
@@ -480,6 +491,17 @@ int wp_istio_record_tcp(wp_istio_rt *rt, unsigned worker, wp_stats_shard *stats,
     for (int m = 0; m < WP_ISTIO_NM; m++)
         if (v[m])
             wp_stat_add(stats, e->id[m], (int64_t)v[m]);
+    return 0;
+}
+
+int wp_istio_record_messages(wp_istio_rt *rt, unsigned worker, wp_stats_shard *stats,
+                             const wp_istio_labels *l, uint64_t requests, uint64_t responses)
+{
+    wp_istio_series *e = l->messages ? series_of(rt, worker, l) : NULL;
+    if (!e)
+        return -1;
+    wp_stat_add(stats, e->id[0], (int64_t)requests);
+    wp_stat_add(stats, e->id[1], (int64_t)responses);
     return 0;
 }
 

@@ -51,8 +51,15 @@
  * request_protocol "grpc" and grpc_response_status from the response trailers' grpc-status,
  * else the response headers' (a trailers-only answer, a gRPC local reply), else mapped from
  * the HTTP status (Grpc::Common::getGrpcStatus(trailers, headers, info)); "" for other
- * requests. gRPC message counts (istio_request_messages_total,
- * istio_response_messages_total) are not produced.
+ * requests. gRPC message counts: for a gRPC request whose stream has the GrpcStatsObject
+ * filter state of envoy.filters.http.grpc_stats (emit_filter_state, grpc_stats.h; Istio
+ * puts that filter on gRPC ports), istio_request_messages_total and
+ * istio_response_messages_total (counters) get the stream's request and response message
+ * counts when it ends, with the labels reporter ... destination_cluster only - Istio's
+ * reportHelper(true) records them before the protocol, code, gRPC status, flags and security
+ * policy labels are added (istio_stats.cc IstioStatsFilter::log); a stream whose filter
+ * counted no message has no filter state and records nothing. Istio also reports them every
+ * tcp_reporting_duration while a gRPC stream lasts; weft reports at the end only.
  *
  * Threads and memory. The filter settings are part of the immutable config snapshot. Each
  * worker owns one wp_istio_shard: a hash table from the label tuple (its /stats suffix) to the
@@ -134,6 +141,10 @@ extern const char *const wp_istio_label_names[WP_ISTIO_NLABELS];
 typedef struct {
     wp_istio_str v[WP_ISTIO_NLABELS];
     bool tcp; /* TCP metrics: response_code and grpc_response_status are not labels */
+    /* gRPC message counters: the labels up to destination_cluster only (istio_stats.cc
+     * records them before it adds request_protocol, response_code, grpc_response_status,
+     * response_flags and connection_security_policy) */
+    bool messages;
 } wp_istio_labels;
 
 /* destination_service (host) and destination_service_name (name) as istio_stats.cc derives
@@ -176,6 +187,11 @@ void wp_istio_labels_grpc(wp_istio_labels *l, const char *grpc_status);
 /* Makes l (from wp_istio_labels_build) the labels of Istio's TCP metrics: request_protocol
  * "tcp", no response_code / grpc_response_status label. */
 void wp_istio_labels_tcp(wp_istio_labels *l);
+
+/* Makes l (from wp_istio_labels_build) the labels of Istio's gRPC message counters:
+ * reporter ... destination_cluster, without request_protocol, response_code,
+ * grpc_response_status, response_flags and connection_security_policy. */
+void wp_istio_labels_messages(wp_istio_labels *l);
 
 /* Appends ".<label>.<value>" for every label with a non-empty value (the /stats suffix). */
 void wp_istio_stats_suffix(const wp_istio_labels *l, wf_strbuf *out);
@@ -235,6 +251,14 @@ int wp_istio_record(wp_istio_rt *rt, unsigned worker, wp_stats_shard *sh, const 
 int wp_istio_record_tcp(wp_istio_rt *rt, unsigned worker, wp_stats_shard *sh,
                         const wp_istio_labels *l, uint64_t opened, uint64_t closed, uint64_t sent,
                         uint64_t received);
+
+/* Records the gRPC messages of one stream in worker's shard for the series of l
+ * (wp_istio_labels_messages; registered on first sight): requests added to
+ * istio_request_messages_total, responses to istio_response_messages_total (a series is
+ * registered, and shows 0, even when both are 0, as Istio adds 0). 0, or -1 when out of memory.
+ * Only the worker's own thread may call it. */
+int wp_istio_record_messages(wp_istio_rt *rt, unsigned worker, wp_stats_shard *sh,
+                             const wp_istio_labels *l, uint64_t requests, uint64_t responses);
 
 /* ---- request-path work (istio_filter.c; the stream's worker thread) ----
  * The filters of the HTTP filter chain (filters/http/istio_filters.c) call these. */

@@ -10,9 +10,9 @@
 const wp_http_filter_type wp_http_filter_cors = {.name = WP_CORS_FILTER_NAME};
 
 static const wp_http_filter_type *const registry[] = {
-    &wp_http_filter_fault,  &wp_http_filter_jwt_authn, &wp_http_filter_rbac,
-    &wp_http_filter_cors,   &wp_http_filter_istio_mx,  &wp_http_filter_istio_stats,
-    &wp_http_filter_router,
+    &wp_http_filter_fault,       &wp_http_filter_jwt_authn,  &wp_http_filter_rbac,
+    &wp_http_filter_cors,        &wp_http_filter_grpc_stats, &wp_http_filter_istio_mx,
+    &wp_http_filter_istio_stats, &wp_http_filter_router,
 };
 
 const wp_http_filter_type *wp_http_filter_find(const char *name)
@@ -26,6 +26,7 @@ const wp_http_filter_type *wp_http_filter_find(const char *name)
 const char *wp_http_filter_names(void)
 {
     return "envoy.filters.http.fault, envoy.filters.http.jwt_authn, envoy.filters.http.rbac, "
-           "envoy.filters.http.cors, istio.metadata_exchange, istio.stats, "
+           "envoy.filters.http.cors, envoy.filters.http.grpc_stats, istio.metadata_exchange, "
+           "istio.stats, "
            "envoy.filters.http.router";
 }
