@@ -150,28 +150,6 @@ CONF
   } >"$d/nginx.conf"
 }
 
-haproxy_tls_conf() { # DIR PORT KEY
-  cat >"$1/haproxy.cfg" <<CONF
-global
-    nbthread 1
-    maxconn 8192
-    ssl-default-bind-options ssl-min-ver TLSv1.2
-defaults
-    mode http
-    option http-keep-alive
-    http-reuse always
-    timeout connect 1s
-    timeout client 300s
-    timeout server 300s
-    timeout http-keep-alive 300s
-frontend bench
-    bind 127.0.0.1:$2 ssl crt $CERTS/$3.pem alpn http/1.1
-    default_backend backend
-backend backend
-    server backend 127.0.0.1:${T_PORT[direct]}
-CONF
-}
-
 # start KIND KEY NAME: a fresh TLS-terminating instance (nginx, haproxy, weft) with KEY's
 # certificate; sets T_PORT[NAME], T_PIDS[NAME].
 start() {
@@ -182,7 +160,7 @@ start() {
   case $kind in
   nginx) nginx_tls_conf "$d" "$port" "$key"
     bp_start "$name" "$PIN_PROXY" nginx -e "$d/error.log" -p "$d" -c "$d/nginx.conf" ;;
-  haproxy) haproxy_tls_conf "$d" "$port" "$key"
+  haproxy) bp_write_haproxy_tls "$d" "$port" "${T_PORT[direct]}" "$CERTS/$key.pem"
     bp_start "$name" "$PIN_PROXY" haproxy -db -f "$d/haproxy.cfg" ;;
   weft) next_port
     "$PY" "$HERE/proxy/weft_bootstrap.py" "$d/b.json" "$port" "$NEXT_PORT" "${T_PORT[direct]}" \

@@ -292,6 +292,31 @@ backend backend
 EOF
 }
 
+# bp_write_haproxy_tls DIR PORT BACKEND_PORT PEM: HAProxy (one thread) terminating TLS 1.2-1.3
+# with the certificate and key in PEM, ALPN http/1.1, in front of the plaintext backend
+# (run_proxy_tls.sh and proxy/profile_tls.sh).
+bp_write_haproxy_tls() {
+  cat >"$1/haproxy.cfg" <<CONF
+global
+    nbthread 1
+    maxconn 8192
+    ssl-default-bind-options ssl-min-ver TLSv1.2
+defaults
+    mode http
+    option http-keep-alive
+    http-reuse always
+    timeout connect 1s
+    timeout client 300s
+    timeout server 300s
+    timeout http-keep-alive 300s
+frontend bench
+    bind 127.0.0.1:$2 ssl crt $4 alpn http/1.1
+    default_backend backend
+backend backend
+    server backend 127.0.0.1:$3
+CONF
+}
+
 # bp_start NAME CPU_PREFIX CMD...: starts CMD in the background with stdout/stderr in
 # BP_DIR/NAME.log; sets BP_PID. CPU_PREFIX is a taskset command line ("" for none).
 bp_start() {

@@ -46,26 +46,7 @@ PIDS+=("$BP_PID")
 bp_start weft "$PIN_PROXY" "$BUILD/weft-proxy" -c "$BP_DIR/weft.json" --concurrency 1 -l error
 PIDS+=("$BP_PID")
 declare -A PID_OF=([weft]=$BP_PID) PORT_OF=([weft]=${P[1]} [haproxy]=${P[3]})
-# HAProxy as run_proxy_tls.sh configures it (haproxy_tls_conf there)
-cat >"$BP_DIR/haproxy/haproxy.cfg" <<CONF
-global
-    nbthread 1
-    maxconn 8192
-    ssl-default-bind-options ssl-min-ver TLSv1.2
-defaults
-    mode http
-    option http-keep-alive
-    http-reuse always
-    timeout connect 1s
-    timeout client 300s
-    timeout server 300s
-    timeout http-keep-alive 300s
-frontend bench
-    bind 127.0.0.1:${P[3]} ssl crt $CERTS/$KEY.pem alpn http/1.1
-    default_backend backend
-backend backend
-    server backend 127.0.0.1:${P[0]}
-CONF
+bp_write_haproxy_tls "$BP_DIR/haproxy" "${P[3]}" "${P[0]}" "$CERTS/$KEY.pem"
 bp_start haproxy "$PIN_PROXY" haproxy -db -f "$BP_DIR/haproxy/haproxy.cfg"
 PIDS+=("$BP_PID")
 PID_OF[haproxy]=$BP_PID
