@@ -107,10 +107,14 @@ $PIN_PILOT "$PILOT" --config-dir "$DIR/mesh/config" --config-dir "$DIR/mesh/pods
   --disconnected-retention-s 60 -l warning >"$DIR/pilot.out" 2>"$DIR/pilot.err" &
 PILOT_PID=$!
 
-# wait_line FILE PATTERN COUNT TIMEOUT_S: until FILE has COUNT lines matching PATTERN.
+# wait_line FILE PATTERN COUNT TIMEOUT_S: until FILE has COUNT lines matching PATTERN. FILE
+# may not exist yet (a background command's redirection is made in its own process): no
+# count is 0 (an empty one made the test fail and the loop stop at once, a flake in CI).
 wait_line() {
-  local deadline=$((SECONDS + $4))
-  while [ "$(grep -c -- "$2" "$1" 2>/dev/null || true)" -lt "$3" ]; do
+  local deadline=$((SECONDS + $4)) n
+  for (( ; ; )); do
+    n=$(grep -c -- "$2" "$1" 2>/dev/null || true)
+    [ "${n:-0}" -lt "$3" ] || break
     if ! kill -0 "$PILOT_PID" 2>/dev/null; then
       echo "run_pilot_scale.sh: weft-pilot died; stderr:" >&2
       tail -20 "$DIR/pilot.err" >&2
