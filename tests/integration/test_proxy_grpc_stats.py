@@ -20,11 +20,11 @@ import pytest
 
 from proxyfix import (bootstrap, proxy_factory, proxy_path, route, route_config, vhost,
                       write_bootstrap)
-from test_proxy_h2_upstream import h2_cluster
+from test_proxy_h2_upstream import grpc_server, h2_cluster
 from test_proxy_istio_metrics import (LABELS, SVC_HOST, istio_listener, node, prom, series,
                                       stats_filter)
 
-assert proxy_factory  # fixture, imported for pytest
+assert proxy_factory and grpc_server  # fixtures, imported for pytest
 
 grpc = pytest.importorskip("grpc", reason="python3-grpcio (scripts/setup installs it)")
 
@@ -34,35 +34,6 @@ GRPC_STATS = {"name": "envoy.filters.http.grpc_stats",
                            "envoy.extensions.filters.http.grpc_stats.v3.FilterConfig",
                   "emit_filter_state": True, "stats_for_all_methods": False}}
 MSG_LABELS = LABELS[:LABELS.index("destination_cluster") + 1]
-
-
-@pytest.fixture
-def grpc_server():
-    from concurrent import futures
-
-    def unary(req, ctx):
-        if req == b"fail":
-            ctx.abort(grpc.StatusCode.NOT_FOUND, "no such thing")
-        return b"echo:" + req
-
-    def stream(req, ctx):
-        for i in range(int(req)):
-            yield b"msg%d" % i
-
-    def collect(it, ctx):
-        return b",".join(it)
-
-    handler = grpc.method_handlers_generic_handler("weft.Test", {
-        "Unary": grpc.unary_unary_rpc_method_handler(unary),
-        "Stream": grpc.unary_stream_rpc_method_handler(stream),
-        "Collect": grpc.stream_unary_rpc_method_handler(collect)})
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
-                         options=[("grpc.so_reuseport", 0)])
-    server.add_generic_rpc_handlers((handler,))
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    yield port
-    server.stop(0)
 
 
 def boot(port, filters):

@@ -280,6 +280,8 @@ def test_slow_reader_bounded(proxy_factory):
 
 @pytest.fixture
 def grpc_server():
+    """weft.Test on a grpcio server: Unary (echo:REQ, "fail" aborts NOT_FOUND, trailer
+    x-served), Stream (int(REQ or 3) messages), Collect (client streaming, joined by ",")."""
     grpc = pytest.importorskip("grpc", reason="python3-grpcio (scripts/setup installs it)")
     from concurrent import futures
 
@@ -293,9 +295,13 @@ def grpc_server():
         for i in range(int(req or b"3")):
             yield b"msg%d" % i
 
+    def collect(it, ctx):  # client streaming (test_proxy_grpc_stats)
+        return b",".join(it)
+
     handler = grpc.method_handlers_generic_handler("weft.Test", {
         "Unary": grpc.unary_unary_rpc_method_handler(unary),
-        "Stream": grpc.unary_stream_rpc_method_handler(stream)})
+        "Stream": grpc.unary_stream_rpc_method_handler(stream),
+        "Collect": grpc.stream_unary_rpc_method_handler(collect)})
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
                          options=[("grpc.so_reuseport", 0)])
     server.add_generic_rpc_handlers((handler,))
