@@ -16,24 +16,36 @@
 
 #define K8S_PREFIX "kubernetes://"
 
-/* The certificate of a credential Secret (tls.crt, else cert; stringData wins over data),
- * decoded into a new buffer (*len bytes), or NULL when absent or out of memory (*oom). */
+/* A Secret's value for key (stringData wins over data, as the API server merges them): the
+ * non-empty scalar, *plain true when it is stringData's (not base64), or NULL. */
+static const wf_node *secret_entry(const wf_resource *sec, const char *key, bool *plain)
+{
+    const wf_node *sd = wf_map_get(wf_map_get(sec->root, "stringData"), key);
+    const wf_node *d = wf_map_get(wf_map_get(sec->root, "data"), key);
+    const wf_node *v = sd && sd->type == WF_NODE_SCALAR ? sd : d;
+    *plain = v == sd;
+    return v && v->type == WF_NODE_SCALAR && v->len ? v : NULL;
+}
+
+/* The certificate of a credential Secret as Istio's kube.ExtractCertInfo takes it: the first
+ * pair, cert/key then tls.crt/tls.key, with both values non-empty (an analyzer's isValidSecret
+ * has the same order). The certificate decoded into a new buffer (*len bytes); NULL when no
+ * pair is complete, the value does not decode, or out of memory (*oom). */
 static unsigned char *secret_cert(const wf_resource *sec, size_t *len, bool *oom)
 {
-    static const char *const keys[] = {"tls.crt", "cert"};
+    static const char *const pairs[2][2] = {{"cert", "key"}, {"tls.crt", "tls.key"}};
     *len = 0;
     for (size_t i = 0; i < 2; i++) {
-        const wf_node *sd = wf_map_get(wf_map_get(sec->root, "stringData"), keys[i]);
-        const wf_node *d = wf_map_get(wf_map_get(sec->root, "data"), keys[i]);
-        const wf_node *v = sd && sd->type == WF_NODE_SCALAR ? sd : d;
-        if (!v || v->type != WF_NODE_SCALAR || v->len == 0)
+        bool plain, key_plain;
+        const wf_node *v = secret_entry(sec, pairs[i][0], &plain);
+        if (!v || !secret_entry(sec, pairs[i][1], &key_plain))
             continue;
         unsigned char *buf = malloc(v->len + 1);
         if (!buf) {
             *oom = true;
             return NULL;
         }
-        if (v == sd) {
+        if (plain) {
             memcpy(buf, v->u.str, v->len);
             *len = v->len;
         } else if (!wf_base64_decode(v->u.str, v->len, 0, buf, len)) {
@@ -43,21 +55,6 @@ static unsigned char *secret_cert(const wf_resource *sec, size_t *len, bool *oom
         return buf;
     }
     return NULL;
-}
-
-/* Whether the Secret has a non-empty private key where its certificate is (tls.key with
- * tls.crt, key with cert; stringData or data), as kube.ExtractCertInfo needs it. */
-static bool secret_has_key(const wf_resource *sec)
-{
-    static const char *const keys[] = {"tls.key", "key"};
-    for (size_t i = 0; i < 2; i++) {
-        const wf_node *sd = wf_map_get(wf_map_get(sec->root, "stringData"), keys[i]);
-        const wf_node *d = wf_map_get(wf_map_get(sec->root, "data"), keys[i]);
-        if ((sd && sd->type == WF_NODE_SCALAR && sd->len) ||
-            (d && d->type == WF_NODE_SCALAR && d->len))
-            return true;
-    }
-    return false;
 }
 
 /* A namespace other than ns holding a Secret named name, or NULL. */
@@ -86,7 +83,7 @@ static int check_one(const wf_store *s, wf_gwsec_problem *p, wf_gwsec_fn fn, voi
     unsigned char *cert = secret_cert(sec, &len, &oom);
     if (oom)
         return -1;
-    if (!cert || !secret_has_key(sec)) { /* what Istio's secret controller cannot read */
+    if (!cert) { /* no complete pair: what Istio's secret controller cannot read */
         free(cert);
         p->kind = WF_GWSEC_INVALID;
         p->no_material = true;
