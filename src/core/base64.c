@@ -87,26 +87,33 @@ static size_t flush(unsigned char *out, const int *q, int j)
     return (size_t)j - 1;
 }
 
-bool wf_base64_decode(const char *in, size_t len, unsigned flags, unsigned char *out,
-                      size_t *outlen)
+bool wf_base64_decode_at(const char *in, size_t len, unsigned flags, unsigned char *out,
+                         size_t *outlen, size_t *bad_at)
 {
-    size_t n = 0, i = 0;
+    size_t n = 0, i = 0, qstart = 0, bad = 0;
     int q[4] = {0, 0, 0, 0};
     int j = 0;
+    bool ok = true, padded = false;
     while (i < len) {
         unsigned char c = (unsigned char)in[i++];
         if (skippable(c, flags))
             continue;
+        if (j == 0)
+            qstart = i - 1;
         if (c == '=') {
-            if (!padding_ok(in, len, &i, j, flags))
-                return false;
-            n += flush(out + n, q, j);
-            *outlen = n;
-            return true;
+            bad = i - 1;
+            ok = padding_ok(in, len, &i, j, flags);
+            if (ok)
+                n += flush(out + n, q, j);
+            padded = true;
+            break;
         }
         int v = value_of(c, flags);
-        if (v < 0)
-            return false;
+        if (v < 0) {
+            bad = i - 1;
+            ok = false;
+            break;
+        }
         q[j++] = v;
         if (j == 4) {
             n += flush(out + n, q, 4);
@@ -114,10 +121,21 @@ bool wf_base64_decode(const char *in, size_t len, unsigned flags, unsigned char 
             j = 0;
         }
     }
-    if (j == 1 || (j != 0 && !(flags & WF_B64_PAD_OPTIONAL)))
-        return false; /* a dangling sextet, or padding required */
-    if (j != 0)
+    if (ok && !padded && (j == 1 || (j != 0 && !(flags & WF_B64_PAD_OPTIONAL)))) {
+        bad = qstart; /* a dangling sextet, or padding required */
+        ok = false;
+    } else if (ok && !padded && j != 0) {
         n += flush(out + n, q, j);
-    *outlen = n;
-    return true;
+    }
+    if (ok)
+        *outlen = n;
+    else if (bad_at)
+        *bad_at = bad;
+    return ok;
+}
+
+bool wf_base64_decode(const char *in, size_t len, unsigned flags, unsigned char *out,
+                      size_t *outlen)
+{
+    return wf_base64_decode_at(in, len, flags, out, outlen, NULL);
 }

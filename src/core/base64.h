@@ -15,7 +15,7 @@
 size_t wf_base64_encode(const unsigned char *in, size_t n, char *out, size_t cap);
 
 enum {
-    WF_B64_SKIP_BLANKS = 1, /* also skip ' ' and '\t' (pem.Decode strips them first) */
+    WF_B64_SKIP_BLANKS = 1,  /* also skip ' ' and '\t' (pem.Decode strips them first) */
     WF_B64_PAD_OPTIONAL = 2, /* a last quantum may lack its '=' (Envoy decodeWithoutPadding) */
     WF_B64_URL = 4 /* the URL and filename safe alphabet (RFC 4648 §5: '-' and '_' for '+' and
                     * '/'), as JWTs use it; the standard alphabet's '+' and '/' are refused */
@@ -28,5 +28,10 @@ enum {
  * byte count in *outlen. */
 bool wf_base64_decode(const char *in, size_t len, unsigned flags, unsigned char *out,
                       size_t *outlen);
+/* wf_base64_decode that also says where malformed input went wrong: *bad_at (when not NULL)
+ * gets the offset in `in` Go's CorruptInputError names: the bad byte or the '=' whose
+ * padding is wrong, else the start of the incomplete last quantum. */
+bool wf_base64_decode_at(const char *in, size_t len, unsigned flags, unsigned char *out,
+                         size_t *outlen, size_t *bad_at);
 
 #endif

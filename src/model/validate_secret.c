@@ -31,27 +31,6 @@ static const char *json_kind(const wf_node *n)
     return k;
 }
 
-/* The offset Go's StdEncoding reports for malformed base64 (CorruptInputError): the first
- * byte outside the alphabet ('\r' and '\n' are skipped), else where the last, incomplete or
- * misplaced, quantum starts. */
-static size_t base64_error_at(const char *s, size_t len)
-{
-    size_t q = 0, quantum_start = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '\r' || c == '\n')
-            continue;
-        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                  c == '+' || c == '/' || c == '=';
-        if (!ok)
-            return i;
-        if (q % 4 == 0)
-            quantum_start = i;
-        q++;
-    }
-    return quantum_start;
-}
-
 static bool config_key_ok(const char *k)
 {
     if (!*k || strlen(k) > 253 || !strcmp(k, ".") || !strcmp(k, ".."))
@@ -110,14 +89,15 @@ static int check_map(const wf_resource *r, wf_validation_cb cb, void *arg, const
         size_t n;
         if (!out)
             continue; /* out of memory: not checked, nothing wrongly refused */
-        bool ok = wf_base64_decode(v->u.str, v->len, 0, out, &n);
+        size_t bad = 0;
+        bool ok = wf_base64_decode_at(v->u.str, v->len, 0, out, &n, &bad);
         free(out);
         if (ok)
             continue;
         snprintf(msg, sizeof msg,
                  "Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data at "
                  "input byte %zu",
-                 base64_error_at(v->u.str, v->len));
+                 bad);
         issue(r, cb, arg, path, v, msg);
         errors++;
     }

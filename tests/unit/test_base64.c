@@ -51,9 +51,35 @@ static void test_decode_modes(void **state)
     assert_true(dec("Zm9v YmFy", WF_B64_SKIP_BLANKS, "foobar"));
 }
 
+/* Where malformed input went wrong, as Go's CorruptInputError offsets name it (a Secret's
+ * "illegal base64 data at input byte N"). */
+static size_t bad_at(const char *in)
+{
+    unsigned char out[64];
+    size_t n = 0, at = 999;
+    assert_false(wf_base64_decode_at(in, strlen(in), 0, out, &n, &at));
+    return at;
+}
+
+static void test_decode_error_offset(void **state)
+{
+    (void)state;
+    assert_int_equal(bad_at("%%%x"), 0); /* the first bad byte */
+    assert_int_equal(bad_at("Zm9v!mFy"), 4);
+    assert_int_equal(bad_at("Zm9vYmF"), 4);    /* the incomplete last quantum */
+    assert_int_equal(bad_at("Zm9v\r\nYm"), 6); /* skipped bytes count as input */
+    assert_int_equal(bad_at("Zm8=x"), 3);      /* the padding that is wrong */
+    unsigned char out[8];
+    size_t n = 0, at = 7;
+    assert_true(wf_base64_decode_at("Zm8=", 4, 0, out, &n, &at));
+    assert_int_equal(n, 2);
+    assert_int_equal(at, 7); /* untouched on success */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_encode),
-                                       cmocka_unit_test(test_decode_modes)};
+                                       cmocka_unit_test(test_decode_modes),
+                                       cmocka_unit_test(test_decode_error_offset)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
