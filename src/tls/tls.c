@@ -611,11 +611,18 @@ static bool set_sans(wf_tls_ctx *c, const wf_tls_ctx_opts *o, char *err, size_t 
     return true;
 }
 
+bool wf_tls_versions_ok(const wf_tls_ctx_opts *o)
+{
+    int minv = o->min_version ? o->min_version : WF_TLS_V1_2;
+    int maxv = o->max_version ? o->max_version : WF_TLS_V1_3;
+    return minv <= maxv;
+}
+
 static bool set_params(wf_tls_ctx *c, const wf_tls_ctx_opts *o, char *err, size_t cap)
 {
     int minv = o->min_version ? o->min_version : WF_TLS_V1_2;
     int maxv = o->max_version ? o->max_version : WF_TLS_V1_3;
-    if (minv > maxv)
+    if (!wf_tls_versions_ok(o))
         return fail(err, cap,
                     "tls_params: tls_minimum_protocol_version is above "
                     "tls_maximum_protocol_version%s",

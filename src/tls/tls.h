@@ -104,6 +104,11 @@ typedef struct wf_tls_ctx_opts {
     const char *verify_name;
 } wf_tls_ctx_opts;
 
+/* Whether o's protocol versions make a range (0 = the defaults, TLS 1.2 to 1.3): the minimum
+ * not above the maximum. The loader checks it when a context is configured (an LDS update
+ * with such a context is NACKed), wf_tls_ctx_new again when it builds one. */
+bool wf_tls_versions_ok(const wf_tls_ctx_opts *o);
+
 /* Builds a context (strings copied). NULL with a message in err (capacity errcap, e.g.
  * "certificate chain: no certificate found in PEM", "private key does not match the
  * certificate", "cipher_suites: no cipher matches 'X'"). */

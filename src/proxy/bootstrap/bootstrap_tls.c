@@ -217,9 +217,7 @@ static bool dec_tls_params(bs *b, json_t *o, void *arg)
         return false;
     /* checked when the context is loaded (Envoy's ContextConfigImpl), not only when an SDS
      * secret later builds it: an LDS update with such a context is rejected */
-    int minv = t->o.min_version ? t->o.min_version : WF_TLS_V1_2;
-    int maxv = t->o.max_version ? t->o.max_version : WF_TLS_V1_3;
-    if (minv > maxv)
+    if (!wf_tls_versions_ok(&t->o))
         return bs_fail_at(b, "tls_minimum_protocol_version",
                           "tls_minimum_protocol_version is above tls_maximum_protocol_version");
     json_t *cs = bs_get(o, "cipher_suites");
