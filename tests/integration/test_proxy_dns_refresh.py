@@ -197,3 +197,26 @@ def test_logical_dns_takes_the_first_address(proxy_factory, tmp_path, backends):
                  kind="LOGICAL_DNS")
     assert {answer(p) for _ in range(6)} == {(200, b"A")}
     assert p.stats()["cluster.backend.membership_total"] == 1
+
+
+def test_several_names_each_make_their_hosts(proxy_factory, tmp_path, backends):
+    """Endpoints [a name of two addresses, a name that does not resolve, a name of one]: the
+    cluster's hosts are the three addresses (the first name's second address was written over
+    the endpoints after it, so the third name's host was lost)."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 localhost\n127.0.0.2 %s\n127.0.0.4 %s\n"
+                     "127.0.0.3 other.weft-dns.test\n" % (NAME, NAME))
+    port = backends["port"]
+    c = cluster("backend", [(NAME, port), ("no-such-host.invalid", port),
+                            ("other.weft-dns.test", port)], type="STRICT_DNS", connect_timeout=1)
+    bs = bootstrap(listeners=[listener(simple_routes("backend"),
+                                       access_logs=[access_log(fmt=LOG_FMT)])],
+                   clusters=[c])
+    wrap = ["unshare", "-m", "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts)]
+    p = proxy_factory(bs, wrap=wrap)
+    status, _, text = p.admin("/clusters")
+    assert status == 200
+    got = {l.split("::")[1] for l in text.decode().splitlines()
+           if l.startswith("backend::") and "::health_flags::" in l}
+    assert got == {"127.0.0.%d:%d" % (i, port) for i in (2, 3, 4)}, text
+    assert p.stats()["cluster.backend.membership_total"] == 3

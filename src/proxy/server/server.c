@@ -297,31 +297,41 @@ static size_t endpoint_hosts(wp_main *m, const wp_cluster *c, const wp_endpoint 
  * the last refresh, or a lookup now). As Envoy's DNS clusters (strict_dns_cluster.cc), every
  * address of a STRICT_DNS name is a host with the endpoint's weight and metadata, and a name
  * that does not resolve contributes no host: the load balancer, the panic threshold,
- * /clusters and the membership gauges never see it (none left: 503 UH). */
-static void resolve_cluster(wp_main *m, wp_config *cfg, wp_cluster *c)
+ * /clusters and the membership gauges never see it (none left: 503 UH). Returns whether c
+ * has names (its refresh rate counts). */
+static bool resolve_cluster(wp_main *m, wp_config *cfg, wp_cluster *c)
 {
     size_t total = 0;
+    bool named = false, expands = false;
     const wp_addr *a;
-    for (size_t k = 0; k < c->nendpoints; k++)
-        total += endpoint_hosts(m, c, &c->endpoints[k], &a);
+    for (size_t k = 0; k < c->nendpoints; k++) {
+        size_t n = endpoint_hosts(m, c, &c->endpoints[k], &a);
+        total += n;
+        expands |= n > 1;
+        named |= !c->endpoints[k].addr.len;
+    }
+    /* in place only when no endpoint makes more than one host: a name with several addresses
+     * would overwrite the endpoints after it before they are read */
     wp_endpoint *out = c->endpoints;
-    if (total > c->nendpoints) {
+    if (expands) {
         out = wf_arena_alloc(&cfg->arena, total * sizeof(*out));
         if (!out) {
             WF_LOG(WF_LC_upstream, WF_LOG_WARN, "cluster %s: out of memory: one host per name",
                    c->name);
-            out = c->endpoints;
-            total = c->nendpoints;
+            out = c->endpoints; /* in place, each name its first address */
+            expands = false;
         }
     }
     size_t kept = 0;
     for (size_t k = 0; k < c->nendpoints; k++) {
         wp_endpoint e = c->endpoints[k];
         size_t n = endpoint_hosts(m, c, &e, &a);
+        if (!expands && n > 1)
+            n = 1;
         if (n == 0)
             WF_LOG(WF_LC_upstream, WF_LOG_WARN, "cluster %s: %s has no address (no host)", c->name,
                    e.hostname);
-        for (size_t j = 0; j < n && kept < total; j++) {
+        for (size_t j = 0; j < n; j++) {
             out[kept] = e;
             if (a)
                 out[kept].addr = a[j];
@@ -330,6 +340,7 @@ static void resolve_cluster(wp_main *m, wp_config *cfg, wp_cluster *c)
     }
     c->endpoints = out;
     c->nendpoints = kept;
+    return named;
 }
 
 /* STRICT_DNS / LOGICAL_DNS clusters get their hosts before the generation is built, and the
@@ -342,11 +353,7 @@ static void resolve_dns_clusters(wp_main *m, wp_config *cfg)
         wp_cluster *c = &cfg->clusters[i];
         if (c->type == WP_CLUSTER_STATIC)
             continue;
-        bool named = false;
-        for (size_t k = 0; k < c->nendpoints && !named; k++)
-            named = !c->endpoints[k].addr.len;
-        resolve_cluster(m, cfg, c);
-        if (named && (refresh_ms == 0 || c->dns_refresh_rate_ms < refresh_ms))
+        if (resolve_cluster(m, cfg, c) && (refresh_ms == 0 || c->dns_refresh_rate_ms < refresh_ms))
             refresh_ms = c->dns_refresh_rate_ms;
     }
     wp_dns_refresh_end(m->dnsr, refresh_ms);
@@ -736,24 +743,36 @@ static int start_status(wp_main *m, wf_strbuf *err)
 /* ---------- the xDS client (xds_client.h) ---------- */
 
 /* Loads the effective bootstrap the client composed and applies it (NACKed on error). */
+/* Applies a snapshot loaded from a bootstrap the xDS client composed (from_xds; dump: its
+ * dynamic resources' config dump, nsc / nsl: how many clusters and listeners are the
+ * bootstrap's own) or from the bootstrap alone. Inbound listeners stay stopped while a
+ * /drain_listeners?inboundonly is in force. wp_server_apply's result (-1 with err). */
+static int apply_snapshot(wp_main *m, wp_config *cfg, bool from_xds, json_t *dump, size_t nsc,
+                          size_t nsl, wf_strbuf *err)
+{
+    override_node(m->opts, cfg);
+    cfg->from_xds = from_xds;
+    cfg->xds_dump = dump ? json_incref(dump) : NULL;
+    cfg->n_static_clusters = nsc;
+    cfg->n_static_listeners = nsl;
+    int rc = wp_server_apply(&m->srv, cfg, m->hold, err);
+    if (rc >= 0 && m->drain_scope == 1 && !m->stopping) /* listeners added since stay stopped */
+        for (unsigned i = 0; i < m->srv.nworkers; i++)
+            wp_worker_command(&m->srv.workers[i], WP_WORKER_DRAIN_INBOUND);
+    return rc;
+}
+
 static int xds_apply(void *ud, json_t *effective, const wp_xds_dynamic *dyn, wf_strbuf *err)
 {
     wp_main *m = ud;
     wp_config *cfg = wp_bootstrap_load(effective, "xds", err);
     if (!cfg)
         return -1;
-    override_node(m->opts, cfg);
     ensure_cert_provider(m, cfg); /* wp_server_apply attaches the secrets */
-    cfg->from_xds = true;
-    cfg->xds_dump = dyn->dump ? json_incref(dyn->dump) : NULL;
-    cfg->n_static_clusters = dyn->n_static_clusters;
-    cfg->n_static_listeners = dyn->n_static_listeners;
-    int rc = wp_server_apply(&m->srv, cfg, m->hold, err);
+    int rc = apply_snapshot(m, cfg, true, dyn->dump, dyn->n_static_clusters,
+                            dyn->n_static_listeners, err);
     if (rc < 0)
         return -1;
-    if (m->drain_scope == 1 && !m->stopping) /* inbound listeners added since stay stopped */
-        for (unsigned i = 0; i < m->srv.nworkers; i++)
-            wp_worker_command(&m->srv.workers[i], WP_WORKER_DRAIN_INBOUND);
     m->warming_clusters = dyn->warming_clusters.n > 0;
     m->warming_listeners = dyn->warming_listeners.n > 0;
     return rc; /* 1: applied, some listeners could not bind (err: the NACK text) */
@@ -984,23 +1003,13 @@ static void dns_changed(void *ud)
     wf_strbuf err = {0};
     wp_config *cfg =
         wp_bootstrap_load(cur->bootstrap, cur->from_xds ? "xds" : m->opts->config_path, &err);
-    if (cfg) {
-        override_node(m->opts, cfg);
-        cfg->from_xds = cur->from_xds;
-        cfg->xds_dump = cur->xds_dump ? json_incref(cur->xds_dump) : NULL;
-        cfg->n_static_clusters = cur->n_static_clusters;
-        cfg->n_static_listeners = cur->n_static_listeners;
-    }
-    if (!cfg || wp_server_apply(&m->srv, cfg, m->hold, &err) < 0) {
+    if (!cfg || apply_snapshot(m, cfg, cur->from_xds, cur->xds_dump, cur->n_static_clusters,
+                               cur->n_static_listeners, &err) < 0)
         WF_LOG(WF_LC_upstream, WF_LOG_WARN,
                "DNS answers changed but the configuration could not be rebuilt: %s",
                wf_strbuf_cstr(&err));
-    } else {
+    else
         WF_LOG(WF_LC_upstream, WF_LOG_INFO, "DNS answers changed: clusters' hosts updated");
-        if (m->drain_scope == 1) /* inbound listeners stay stopped, as after an xDS update */
-            for (unsigned i = 0; i < m->srv.nworkers; i++)
-                wp_worker_command(&m->srv.workers[i], WP_WORKER_DRAIN_INBOUND);
-    }
     wf_strbuf_free(&err);
 }
 
