@@ -84,9 +84,7 @@ static int collect(const struct addrinfo *res, wp_dns_family fam, wp_addr **out)
     const struct addrinfo *first = wp_dns_pick(res, fam);
     if (!first)
         return 0;
-    wp_addr *v = calloc(WP_DNS_MAX_ADDRS, sizeof(*v));
-    if (!v)
-        return -1;
+    wp_addr v[WP_DNS_MAX_ADDRS]; /* the answer's addresses, then a copy of just those */
     size_t n = 0;
     for (const struct addrinfo *a = first; a && n < WP_DNS_MAX_ADDRS; a = a->ai_next) {
         if (a->ai_family != first->ai_family)
@@ -97,7 +95,10 @@ static int collect(const struct addrinfo *res, wp_dns_family fam, wp_addr **out)
             seen = same_addr(&v[i], &v[n]);
         n += !seen;
     }
-    *out = v;
+    *out = malloc(n * sizeof(*v));
+    if (!*out)
+        return -1;
+    memcpy(*out, v, n * sizeof(*v));
     return (int)n;
 }
 
